@@ -1,0 +1,211 @@
+"""Operations that pyinfra's built-ins get wrong for this job.
+
+Each one reads a fact, compares it with what is wanted, and either yields the commands
+that close the gap or calls ``host.noop`` with the reason nothing is needed, so a second
+run reports no change and ``--dry`` reports real drift only.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from pyinfra import host
+from pyinfra.api import OperationError, QuoteString, StringCommand, operation
+from pyinfra.facts.deb import DebPackages
+from pyinfra.facts.files import File
+
+from tasks.facts import PythonDistVersions
+from tasks.facts_state import KeyringFingerprints, StaleAgainst, UserGroups
+
+APT_GET = (
+    "DEBIAN_FRONTEND=noninteractive apt-get -y -o Dpkg::Options::=--force-confdef "
+    "-o Dpkg::Options::=--force-confold"
+)
+
+
+def failure(reason: str) -> StringCommand:
+    """A command that prints ``reason`` on stderr and fails, failing the host (only)."""
+    return StringCommand("echo", QuoteString(reason), ">&2", "&&", "exit", "1")
+
+
+@operation()
+def fail(reason: str):
+    """
+    Stop this host here with ``reason`` (the other hosts carry on).
+
+    + reason: what is wrong and how to fix it; printed on the host's error output
+    """
+    yield failure(reason)
+
+
+@operation()
+def debian_packages(packages: list[str]):
+    """
+    Install missing distribution packages, refreshing apt lists first only when needed.
+
+    pyinfra's ``apt.packages(update=True)`` refreshes on every run (or by age), which a
+    converged host would report as a change.
+
+    + packages: package names
+    """
+    installed = host.get_fact(DebPackages)
+    missing = [name for name in packages if name not in installed]
+    if not missing:
+        host.noop(f"{', '.join(packages)} installed")
+        return
+    yield StringCommand(
+        APT_GET, "update", "&&", APT_GET, "install", "--no-install-recommends",
+        *map(QuoteString, missing),
+    )  # fmt: skip
+
+
+@operation()
+def verified_keyring(url: str, fingerprint: str, path: str):
+    """
+    Install an apt keyring from an armored key URL, only if it carries ``fingerprint``.
+
+    The key is fetched (once, only when the keyring is missing or holds other keys),
+    checked with ``gpg --show-keys`` and dearmored beside ``path`` before an atomic rename,
+    so a key with the wrong fingerprint fails the host with nothing written.
+
+    + url: http(s) URL of the ASCII-armored public key
+    + fingerprint: the 40-hex-digit fingerprint the key must have
+    + path: the keyring to write, e.g. /etc/apt/keyrings/rocm.gpg
+    """
+    fingerprint = fingerprint.upper()
+    present = host.get_fact(KeyringFingerprints, path=path)
+    if present == [fingerprint]:
+        host.noop(f"keyring {path} holds exactly {fingerprint}")
+        return
+
+    directory = path.rsplit("/", 1)[0] or "/"
+    script = f"""
+set -eu
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+curl -fsSL --retry 2 -o "$tmp/key.asc" {shlex.quote(url)}
+got=$(gpg --batch --with-colons --show-keys "$tmp/key.asc" | awk -F: '$1 == "fpr" {{print $10}}')
+if [ "$got" != {shlex.quote(fingerprint)} ]; then
+    echo "refusing key from {url}: fingerprint ${{got:-none}} is not {fingerprint}" >&2
+    exit 1
+fi
+install -d -m 0755 {shlex.quote(directory)}
+gpg --batch --yes --dearmor -o "$tmp/keyring.gpg" "$tmp/key.asc"
+install -m 0644 "$tmp/keyring.gpg" {shlex.quote(path)}.rocm-fleet-new
+mv -f {shlex.quote(path)}.rocm-fleet-new {shlex.quote(path)}
+"""
+    yield StringCommand("sh", "-c", QuoteString(script.strip()))
+
+
+@operation()
+def apt_lists_fresh(inputs: list[str], stamp: str):
+    """
+    Run ``apt-get update`` when any of ``inputs`` (source, keyring) changed since the last
+    update this deploy made, or the deploy never made one.
+
+    pyinfra's ``apt.update`` either always runs or goes by age; tying it to the files
+    means a converged host never refreshes lists and a new source always does, even when a
+    previous run stopped between writing the source and updating.
+
+    + inputs: files whose change makes the lists stale
+    + stamp: file touched after a successful update
+    """
+    stale = host.get_fact(StaleAgainst, stamp=stamp, inputs=inputs)
+    if not stale:
+        host.noop("apt lists are newer than the ROCm source and keyring")
+        return
+    stamp_dir = stamp.rsplit("/", 1)[0]
+    yield f"{APT_GET} update && mkdir -p {shlex.quote(stamp_dir)} && touch {shlex.quote(stamp)}"
+
+
+@operation()
+def release_packages(packages: list[str], numeric_tag: str):
+    """
+    Install AMD's ROCm packages from the configured release.
+
+    AMD versions every ROCm package ``<x>.<tag>-<build>`` (rocm-core 6.4.3.60403-…,
+    rocminfo 1.0.0.60403-…), so a package counts as installed only when its version carries
+    this release's tag; the one in the source list is the only candidate apt has from
+    repo.radeon.com, and AMD's pin makes it win over Debian's own.
+
+    + packages: AMD package names, e.g. ["rocm-hip-runtime"]
+    + numeric_tag: the release's tag, e.g. "60403" for 6.4.3
+    """
+    installed = host.get_fact(DebPackages)
+    missing = [
+        name
+        for name in packages
+        if not any(f".{numeric_tag}-" in v for v in installed.get(name, []))
+    ]
+    if not missing:
+        host.noop(f"{', '.join(packages)} installed from ROCm tag {numeric_tag}")
+        return
+    yield StringCommand(APT_GET, "install", "--allow-downgrades", *map(QuoteString, missing))
+
+
+@operation()
+def group_members(user: str, groups: list[str]):
+    """
+    Add an existing user to ``groups`` without touching their other groups.
+
+    pyinfra's ``server.user`` would create a missing user; a typo in the inventory should
+    fail instead.
+
+    + user: an existing user
+    + groups: groups the user must be in
+    """
+    current = host.get_fact(UserGroups, user=user)
+    if current is None:
+        raise OperationError(f"user {user!r} does not exist on {host.name}; create it first")
+    missing = [g for g in groups if g not in current]
+    if not missing:
+        host.noop(f"{user} is in {', '.join(groups)}")
+        return
+    yield StringCommand("usermod", "-a", "-G", QuoteString(",".join(missing)), QuoteString(user))
+
+
+@operation()
+def venv(path: str):
+    """
+    Create a Python virtual environment at ``path`` unless one exists.
+
+    + path: directory of the venv
+    """
+    if host.get_fact(File, path=f"{path}/pyvenv.cfg"):
+        host.noop(f"venv {path} exists")
+        return
+    yield StringCommand("python3", "-m", "venv", QuoteString(path))
+
+
+@operation()
+def pinned_wheels(python: str, index_url: str, wanted: dict[str, str]):
+    """
+    Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``.
+
+    pyinfra's ``pip.packages`` reads ``pip freeze`` with a regex that drops ``+local``
+    versions, so it reinstalls torch on every run; this compares importlib.metadata's
+    versions instead. pip downloads and resolves before it uninstalls, so an index that is
+    down leaves the installed torch in place.
+
+    + python: the venv's python
+    + index_url: the only index pip may use (the ROCm index on download.pytorch.org)
+    + wanted: distribution -> version; with a local label ("2.9.1+rocm6.4") it must match
+      exactly, without one ("0.24.1") any local label of that release matches, as in pip
+    """
+    installed = host.get_fact(PythonDistVersions, python=python, names=sorted(wanted)) or {}
+    drift = {n: v for n, v in wanted.items() if not version_matches(installed.get(n), v)}
+    if not drift:
+        host.noop(", ".join(f"{n}=={v}" for n, v in sorted(wanted.items())) + " installed")
+        return
+    specs = [QuoteString(f"{name}=={version}") for name, version in sorted(wanted.items())]
+    yield StringCommand(
+        QuoteString(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+        "--index-url", QuoteString(index_url), *specs,
+    )  # fmt: skip
+
+
+def version_matches(installed: str | None, wanted: str) -> bool:
+    """PEP 440 ``==`` for the two shapes we pin: exact with a local label, or public only."""
+    if installed is None:
+        return False
+    return installed == wanted if "+" in wanted else installed.split("+")[0] == wanted

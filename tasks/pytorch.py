@@ -1,0 +1,67 @@
+"""A venv with the PyTorch ROCm wheels that match the ROCm release, from download.pytorch.org.
+
+The wheels bundle their own HIP runtime (torch/lib/libamdhip64.so), so what must match is the
+index: torch X+rocmA.B from whl/rocmA.B (fact sheet §7.1). The torch default is the newest the
+matrix lists for the release; torchvision and torchaudio follow it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+
+from tasks import settings
+from tasks.matrix import PYTORCH_INDEX_BASE_URL, TorchBuild
+from tasks.operations import debian_packages, pinned_wheels, venv
+
+if TYPE_CHECKING:
+    from tasks.config import Config
+
+PREREQUISITES = ["python3-venv"]
+
+SETTINGS = (
+    settings.Setting(
+        "pytorch_install", True, "Install the PyTorch venv (false: ROCm only)", settings.boolean,
+    ),
+    settings.Setting(
+        "pytorch_venv", "/opt/rocm-fleet/venv", "Path of the venv holding torch",
+        settings.absolute_path,
+    ),
+    settings.Setting(
+        "pytorch_index_base_url", PYTORCH_INDEX_BASE_URL,
+        "Base of the wheel indexes; `/rocmX.Y` from the matrix is appended", settings.http_url,
+    ),
+    settings.Setting(
+        "torch_version", None,
+        "The torch version, e.g. `2.9.1`; default: the newest the matrix lists for `rocm_version`",
+        settings.optional(settings.string),
+    ),
+)  # fmt: skip
+
+
+def venv_python(config: Config) -> str:
+    return f"{config.pytorch_venv.rstrip('/')}/bin/python"
+
+
+def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
+    """torch pinned with its local label; companions by release (their labels vary)."""
+    wanted = {"torch": f"{build.torch}+{torch_index}", "torchvision": build.torchvision}
+    if build.torchaudio:
+        wanted["torchaudio"] = build.torchaudio
+    return wanted
+
+
+@deploy("PyTorch")
+def install_pytorch(config: Config) -> None:
+    debian_packages(name="Install python3-venv", packages=PREREQUISITES)
+    venv(name=f"Create the venv {config.pytorch_venv}", path=config.pytorch_venv)
+    if config.torch_build is None or config.release.torch_index is None:
+        return  # load_config refuses pytorch_install for a release without an index
+    wanted = wanted_wheels(config.torch_build, config.release.torch_index)
+    pinned_wheels(
+        name=f"Install torch {wanted['torch']} from {config.torch_index_url}",
+        python=venv_python(config),
+        index_url=config.torch_index_url,
+        wanted=wanted,
+    )

@@ -1,0 +1,51 @@
+"""ROCm user space from AMD's repository, its libraries on the loader path, its tools on PATH."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+from pyinfra.operations import files, server
+
+from tasks import FILES, settings
+from tasks.operations import release_packages
+
+if TYPE_CHECKING:
+    from tasks.config import Config
+
+SETTINGS = (
+    settings.Setting(
+        "rocm_packages", ["rocm-hip-runtime"],
+        "AMD meta packages to install, e.g. `[\"rocm\"]` for the whole stack",
+        settings.list_of(settings.package_name, "Debian package names"),
+    ),
+)  # fmt: skip
+
+LD_CONF_PATH = "/etc/ld.so.conf.d/rocm.conf"
+PROFILE_PATH = "/etc/profile.d/rocm.sh"
+
+
+@deploy("ROCm packages")
+def install_rocm(config: Config) -> None:
+    release_packages(
+        name=f"Install {', '.join(config.rocm_packages)} from ROCm {config.release.version}",
+        packages=config.rocm_packages,
+        numeric_tag=config.release.numeric_tag,
+    )
+    ld_conf = files.put(
+        name="Put /opt/rocm/lib on the dynamic loader path",
+        src=str(FILES / "rocm-ld.conf"),
+        dest=LD_CONF_PATH,
+        mode="644",
+    )
+    server.shell(
+        name="Rebuild the loader cache",
+        commands=["ldconfig"],
+        _if=ld_conf.did_change,
+    )
+    files.put(
+        name="Put /opt/rocm/bin on login shells' PATH",
+        src=str(FILES / "rocm-profile.sh"),
+        dest=PROFILE_PATH,
+        mode="644",
+    )
