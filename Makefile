@@ -1,0 +1,45 @@
+# rocm-fleet: the two commands a fresh machine needs are `make demo` and `make test` (as root).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# What the lab needs from Debian: roots, a signed apt repo, network namespaces, TLS.
+LAB_PACKAGES := debootstrap apt-utils gnupg dpkg-dev iproute2 openssh-client zstd openssl curl
+
+.PHONY: deps venv test unit demo bench lint format clean
+
+deps:
+	@missing=$$(for p in $(LAB_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+		| grep -q "ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+unit: venv
+	$(PY) -m pytest tests/unit -q
+
+test: deps venv
+	$(PY) -m pytest -v -rs --durations=15
+
+demo: deps venv
+	$(PY) -m lab.demo
+
+bench: deps venv
+	$(PY) bench/converged.py
+
+lint: venv
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) build *.egg-info
