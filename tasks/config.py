@@ -133,3 +133,21 @@ def _check_gfx(value: Any) -> str | None:
         if not isinstance(item, str) or not GFX_NAME.match(item):
             return f"gfx target names such as 'gfx1100' or 'gfx942' ({item!r} is not one)"
     return None
+
+
+def settings_table() -> str:
+    """The README's settings table, generated from the tasks' SETTINGS."""
+    rows = ["| Key | Default | Meaning |", "|---|---|---|"]
+    for concern in CONCERNS:
+        for s in concern.SETTINGS:
+            default = (
+                "*(required)*"
+                if s.default is None and s.key == "rocm_version"
+                else (f"`{s.default!r}`")
+            )
+            rows.append(f"| `{s.key}` | {default} | {s.meaning} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(settings_table())
