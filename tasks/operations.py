@@ -14,8 +14,7 @@ from pyinfra.api import OperationError, QuoteString, StringCommand, operation
 from pyinfra.facts.deb import DebPackages
 from pyinfra.facts.files import File
 
-from tasks.facts import PythonDistVersions
-from tasks.facts_state import KeyringFingerprints, StaleAgainst, UserGroups
+from tasks.facts import KeyringFingerprints, PythonDistVersions, StaleAgainst, UserGroups
 
 APT_GET = (
     "DEBIAN_FRONTEND=noninteractive apt-get -y -o Dpkg::Options::=--force-confdef "

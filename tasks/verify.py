@@ -95,6 +95,8 @@ def _torch_problems(torch: dict[str, Any] | None, wanted: list[str], count: int 
     missing = [g for g in set(wanted) if archs.count(g) < wanted.count(g)]
     if missing:
         problems.append(f"torch sees {archs}, expected {wanted}")
+    if torch.get("device_error"):
+        problems.append(f"querying the devices failed: {torch['device_error']}")
     if torch.get("available") and torch.get("matmul") != "ok":
         problems.append(f"a matmul on cuda:0 failed: {torch.get('matmul')}")
     return problems

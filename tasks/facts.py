@@ -1,0 +1,875 @@
+"""
+Custom pyinfra facts for AMD ROCm + PyTorch GPU nodes.
+
+Every fact here runs a POSIX ``sh`` command (dash on Debian) that always exits 0:
+pyinfra marks a host failed when a fact command exits non-zero, and most of the
+tools probed here exit non-zero for states we want to *report* (no GPU, Secure Boot
+unsupported, key not enrolled ...). Where a tool's exit status matters it is printed
+as a trailer line ``__rc=N`` and parsed back. Missing tools/files are reported with
+an ``__absent`` / ``__missing`` marker line instead of relying on ``requires_command``,
+because ``rocminfo`` usually lives in ``/opt/rocm/bin`` (not on ``PATH``) and pyinfra
+turns a missing ``requires_command`` binary into a warning during execute.
+
+Only ``TorchInfo`` and ``PythonDistVersions`` need Python on the remote host.
+All return values are plain JSON-serialisable dicts/lists/strings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any, TypedDict
+
+from pyinfra.api import FactBase
+from pyinfra.api.exceptions import FactProcessError
+from typing_extensions import override
+
+ROCM_PATH = "/opt/rocm"
+
+_RC_PREFIX = "__rc="
+_ABSENT = "__absent"
+_MISSING = "__missing"
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _quote(value: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"expected a non-empty string, got {value!r}")
+    return shlex.quote(value)
+
+
+def _strip_ansi(line: str) -> str:
+    return _ANSI_RE.sub("", line)
+
+
+def _split_rc(output: list[str]) -> tuple[list[str], int | None]:
+    """Remove the ``__rc=N`` trailer (the last one wins) and return (lines, rc)."""
+    lines = [_strip_ansi(line) for line in output]
+    rc = None
+    for index in range(len(lines) - 1, -1, -1):
+        if lines[index].startswith(_RC_PREFIX):
+            try:
+                rc = int(lines[index][len(_RC_PREFIX) :].strip())
+            except ValueError:
+                continue
+            lines = lines[:index] + lines[index + 1 :]
+            break
+    return lines, rc
+
+
+def _text(lines: list[str]) -> str:
+    return "\n".join(line.rstrip() for line in lines).strip()
+
+
+def gfx_from_target_version(value: int) -> str | None:
+    """
+    Decode a KFD ``gfx_target_version`` as ``rocm_agent_enumerator`` does:
+    major = v // 10000, minor = (v // 100) % 100 and stepping = v % 100, the last two
+    printed as one hex digit each. ``110000`` -> ``gfx1100``, ``90010`` -> ``gfx90a``,
+    ``90402`` -> ``gfx942``. ``0`` (a CPU node) -> ``None``.
+    """
+    if value <= 0:
+        return None
+    major, minor, stepping = value // 10000, (value // 100) % 100, value % 100
+    return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def _pci_bdf(location_id: int, domain: int | None = None) -> str:
+    """``location_id``/``BDFID`` is bus << 8 | device << 3 | function."""
+    bdf = f"{location_id >> 8:02x}:{(location_id >> 3) & 0x1F:02x}.{location_id & 0x7:x}"
+    return bdf if domain is None else f"{domain:04x}:{bdf}"
+
+
+# ---------------------------------------------------------------------------------------
+# rocminfo
+# ---------------------------------------------------------------------------------------
+
+
+class RocmGpu(TypedDict):
+    name: str
+    marketing_name: str | None
+    uuid: str | None
+    vendor: str | None
+    node: int | None
+    chip_id: str | None
+    compute_units: int | None
+    pci_bdf: str | None
+    apu: bool
+    isa: list[str]
+
+
+class RocmAgentsDict(TypedDict):
+    status: str
+    rc: int | None
+    message: str
+    gpus: list[RocmGpu]
+
+
+def _int_prefix(value: str | None) -> int | None:
+    match = re.match(r"\s*(\d+)", value or "")
+    return int(match.group(1)) if match else None
+
+
+def _hex_suffix(value: str | None) -> str | None:
+    match = re.search(r"\((0x[0-9a-fA-F]+)\)", value or "")
+    return match.group(1).lower() if match else None
+
+
+def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
+    agents: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    section = None
+    previous = ""
+    for raw in lines:
+        line = raw.rstrip()
+        stripped = line.strip()
+        if previous == "*******" and re.fullmatch(r"Agent \d+", stripped):
+            current = {"fields": {}, "isa": [], "memory": ""}
+            agents.append(current)
+            section = None
+        previous = stripped
+        if current is None or ":" not in stripped:
+            continue
+        label, _, value = stripped.partition(":")
+        value = value.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if indent <= 2:
+            section = label
+            current["fields"].setdefault(label, value)
+        elif section == "ISA Info" and label == "Name" and value:
+            current["isa"].append(value)
+
+    gpus: list[RocmGpu] = []
+    for agent in agents:
+        fields = agent["fields"]
+        if fields.get("Device Type") != "GPU":
+            continue
+        bdfid = _int_prefix(fields.get("BDFID"))
+        gpus.append(
+            {
+                "name": fields.get("Name", ""),
+                "marketing_name": fields.get("Marketing Name") or None,
+                "uuid": fields.get("Uuid") or None,
+                "vendor": fields.get("Vendor Name") or None,
+                "node": _int_prefix(fields.get("Node")),
+                "chip_id": _hex_suffix(fields.get("Chip ID")),
+                "compute_units": _int_prefix(fields.get("Compute Unit")),
+                "pci_bdf": _pci_bdf(bdfid) if bdfid else None,
+                "apu": "APU" in fields.get("Memory Properties", "").split(),
+                "isa": agent["isa"],
+            },
+        )
+    return gpus
+
+
+class RocmAgents(FactBase[RocmAgentsDict | None]):
+    """
+    GPU agents reported by ``rocminfo`` (``/opt/rocm/bin/rocminfo``, else ``rocminfo``
+    on ``PATH``); CPU agents are ignored. Returns ``None`` when rocminfo is not
+    installed, otherwise:
+
+    .. code:: python
+
+        {
+            "status": "ok",  # | "not_loaded" | "no_access" | "error"
+            "rc": 0,  # rocminfo's exit status (124 = killed by the timeout)
+            "message": "ROCk module version 6.8.5 is loaded",
+            "gpus": [
+                {
+                    "name": "gfx1100",
+                    "marketing_name": "Radeon RX 7900 XTX",
+                    "uuid": "GPU-fff29e921a701d68",  # "GPU-XX" on APUs
+                    "vendor": "AMD",
+                    "node": 1,  # KFD topology node
+                    "chip_id": "0x744c",  # PCI device id
+                    "compute_units": 96,
+                    "pci_bdf": "0d:00.0",  # from BDFID, no PCI domain
+                    "apu": False,  # "Memory Properties: APU" (rocminfo >= 6.2)
+                    "isa": ["amdgcn-amd-amdhsa--gfx1100"],
+                },
+            ],
+        }
+
+    ``not_loaded``: "ROCk module is NOT loaded/live" (amdgpu/KFD missing, no GPU).
+    ``no_access``: "Unable to open /dev/kfd read-write" (user not in ``render``/``video``).
+    ``error``: any other non-zero exit; ``message`` holds the tail of the output.
+    """
+
+    tool_timeout = 120
+
+    @override
+    def command(self) -> str:
+        return (
+            f"if [ -x {ROCM_PATH}/bin/rocminfo ]; then R={ROCM_PATH}/bin/rocminfo; "
+            "elif command -v rocminfo >/dev/null 2>&1; then R=rocminfo; else R=; fi; "
+            f'if [ -z "$R" ]; then echo {_ABSENT}; '
+            f'else timeout {self.tool_timeout} "$R" </dev/null 2>&1; echo "{_RC_PREFIX}$?"; fi'
+        )
+
+    @override
+    def process(self, output: list[str]) -> RocmAgentsDict | None:
+        lines, rc = _split_rc(output)
+        if rc is None:
+            if any(line.strip() == _ABSENT for line in lines):
+                return None
+            raise FactProcessError(f"rocminfo output without exit status: {_text(lines)!r}")
+
+        nonempty = [line.strip() for line in lines if line.strip()]
+        message = nonempty[0] if nonempty else ""
+        status = "ok"
+        gpus: list[RocmGpu] = []
+
+        not_loaded = [line for line in nonempty if line.startswith("ROCk module is NOT")]
+        kfd = [
+            i
+            for i, line in enumerate(nonempty)
+            if line.startswith("Unable to open /dev/kfd") and "Permission denied" in line
+        ]
+        if not_loaded:
+            status, message = "not_loaded", not_loaded[0]
+        elif kfd:
+            status, message = "no_access", " ".join(nonempty[kfd[0] : kfd[0] + 2])
+        elif rc != 0:
+            status = "error"
+            tail = nonempty[-3:]
+            message = " | ".join(tail) if tail else f"rocminfo exited with {rc}"
+            if rc == 124:
+                message = f"rocminfo timed out after {self.tool_timeout}s" + (
+                    f" | {message}" if tail else ""
+                )
+        else:
+            gpus = _parse_rocminfo_agents(lines)
+        return {"status": status, "rc": rc, "message": message, "gpus": gpus}
+
+
+# ---------------------------------------------------------------------------------------
+# /opt/rocm/.info/version
+# ---------------------------------------------------------------------------------------
+
+
+class RocmVersion(FactBase[str | None]):
+    """
+    Installed ROCm version from ``<rocm_path>/.info/version`` (default ``/opt/rocm``),
+    e.g. ``"6.4.3-128"``; ``None`` when the file does not exist.
+    """
+
+    @override
+    def command(self, rocm_path: str = ROCM_PATH) -> str:
+        path = _quote(rocm_path.rstrip("/") + "/.info/version")
+        return f"! test -e {path} || cat {path}"
+
+    @override
+    def process(self, output: list[str]) -> str | None:
+        for line in output:
+            if line.strip():
+                return line.strip()
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# Python / torch in a venv
+# ---------------------------------------------------------------------------------------
+
+_TORCH_MARKER = "__torch_json="
+_TORCH_SCRIPT = """\
+import json
+r = dict(torch=None, hip=None, cuda=None, available=None, device_count=None,
+         devices=None, matmul=None, error=None, device_error=None)
+def err(e):
+    return ("%s: %s" % (type(e).__name__, e)).strip()
+try:
+    import torch
+except BaseException as e:
+    r["error"] = err(e)
+else:
+    r["torch"] = str(torch.__version__)
+    r["hip"] = getattr(torch.version, "hip", None)
+    r["cuda"] = getattr(torch.version, "cuda", None)
+    try:
+        r["available"] = bool(torch.cuda.is_available())
+        n = r["device_count"] = int(torch.cuda.device_count())
+        r["devices"] = []
+        for i in range(n):
+            full = getattr(torch.cuda.get_device_properties(i), "gcnArchName", None) or None
+            r["devices"].append(dict(index=i, name=torch.cuda.get_device_name(i),
+                                     arch=full.split(":")[0] if full else None, arch_full=full))
+    except Exception as e:
+        r["device_error"] = err(e)
+    if r["available"] and r["device_count"]:
+        try:
+            a = torch.ones(64, 64, device="cuda:0")
+            s = (a @ a).sum().item()
+            r["matmul"] = "ok" if s == 64 ** 3 else "wrong result: %r" % (s,)
+        except Exception as e:
+            r["matmul"] = err(e)
+print("__torch_json=" + json.dumps(r))
+"""
+
+
+class TorchDevice(TypedDict):
+    index: int
+    name: str
+    arch: str | None
+    arch_full: str | None
+
+
+class TorchInfoDict(TypedDict):
+    torch: str | None
+    hip: str | None
+    cuda: str | None
+    available: bool | None
+    device_count: int | None
+    devices: list[TorchDevice] | None
+    matmul: str | None
+    error: str | None
+    device_error: str | None
+
+
+def _python_command(python: str, body: str, timeout: int) -> str:
+    py = _quote(python)
+    return (
+        f"if command -v {py} >/dev/null 2>&1; then "
+        f'timeout {timeout} {py} {body} </dev/null 2>&1; echo "{_RC_PREFIX}$?"; '
+        f"else echo {_ABSENT}; fi"
+    )
+
+
+def _find_json(lines: list[str], marker: str) -> Any:
+    for line in reversed(lines):
+        if line.startswith(marker):
+            return json.loads(line[len(marker) :])
+    return None
+
+
+class TorchInfo(FactBase[TorchInfoDict | None]):
+    """
+    What PyTorch in a given interpreter (typically a venv's ``bin/python``) sees.
+    Runs ``<python> -c <script>`` (killed after 300s) and never fails the host.
+    Returns ``None`` when the interpreter does not exist, otherwise (keys always present):
+
+    .. code:: python
+
+        {
+            "torch": "2.9.1+rocm6.4",
+            "hip": "6.4.43484",  # torch.version.hip, None on CUDA/CPU builds
+            "cuda": None,  # torch.version.cuda
+            "available": True,  # torch.cuda.is_available()
+            "device_count": 1,
+            "devices": [
+                {"index": 0, "name": "AMD Radeon RX 7900 XTX",
+                 "arch": "gfx1100", "arch_full": "gfx1100"},  # gcnArchName, split on ":"
+            ],
+            "matmul": "ok",  # ones(64,64) @ ones(64,64) on cuda:0; else error text; None if
+                             # no device
+            "error": None,  # "ModuleNotFoundError: No module named 'torch'" when torch does
+                            # not import (all other keys None), or the output's tail when
+                            # the interpreter crashed / timed out before printing its line
+            "device_error": None,  # exception raised while querying the devices
+        }
+    """
+
+    tool_timeout = 300
+
+    @override
+    def command(self, python: str) -> str:
+        return _python_command(python, f"-c {_quote(_TORCH_SCRIPT)}", self.tool_timeout)
+
+    @override
+    def process(self, output: list[str]) -> TorchInfoDict | None:
+        lines, rc = _split_rc(output)
+        if rc is None and any(line.strip() == _ABSENT for line in lines):
+            return None
+        try:
+            data = _find_json(lines, _TORCH_MARKER)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            return data  # type: ignore[return-value]
+        tail = " | ".join(line.strip() for line in lines if line.strip())
+        reason = "timed out" if rc == 124 else f"exited with {rc}"
+        error = f"python {reason}" + (f": {tail[-500:]}" if tail else "")
+        return {
+            "torch": None,
+            "hip": None,
+            "cuda": None,
+            "available": None,
+            "device_count": None,
+            "devices": None,
+            "matmul": None,
+            "error": error,
+            "device_error": None,
+        }
+
+
+_DISTS_MARKER = "__dists_json="
+_DISTS_SCRIPT = """\
+import json, sys
+from importlib import metadata
+r = {}
+for n in sys.argv[1:]:
+    try:
+        r[n] = metadata.version(n)
+    except metadata.PackageNotFoundError:
+        r[n] = None
+print("__dists_json=" + json.dumps(r))
+"""
+
+
+class PythonDistVersions(FactBase[dict[str, str | None] | None]):
+    """
+    Installed versions of Python distributions in an interpreter's environment, read
+    with ``importlib.metadata`` (needs Python >= 3.8). Exists because pyinfra's
+    ``pip.PipPackages`` regex cuts local version labels, so ``torch==2.9.1+rocm6.4``
+    comes back as ``2.9.1`` and a CUDA or CPU wheel cannot be told from a ROCm one.
+    Returns ``None`` when the interpreter does not exist; a missing distribution maps
+    to ``None``:
+
+    .. code:: python
+
+        {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "torchaudio": None}
+    """
+
+    tool_timeout = 120
+
+    @override
+    def command(self, python: str, names: list[str] | tuple[str, ...]) -> str:
+        if isinstance(names, str) or not names:
+            raise TypeError("names must be a non-empty list of distribution names")
+        args = " ".join(_quote(name) for name in names)
+        body = f"-c {_quote(_DISTS_SCRIPT)} {args}"
+        return _python_command(python, body, self.tool_timeout)
+
+    @override
+    def process(self, output: list[str]) -> dict[str, str | None] | None:
+        lines, rc = _split_rc(output)
+        if rc is None and any(line.strip() == _ABSENT for line in lines):
+            return None
+        try:
+            data = _find_json(lines, _DISTS_MARKER)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise FactProcessError(
+                f"could not read distribution versions (rc={rc}): {_text(lines)[-500:]!r}",
+            )
+        return data
+
+
+# ---------------------------------------------------------------------------------------
+# Secure Boot / MOK
+# ---------------------------------------------------------------------------------------
+
+
+class SecureBootDict(TypedDict):
+    state: str
+    shim_validation_disabled: bool
+    setup_mode: bool
+    message: str
+
+
+class SecureBoot(FactBase[SecureBootDict]):
+    """
+    Secure Boot state from ``mokutil --sb-state`` (stdout+stderr; its exit status is
+    ignored: 0 for both enabled and disabled, 1/255 for the no-EFI cases).
+
+    .. code:: python
+
+        {
+            "state": "enabled",  # | "disabled" | "no_efi" | "unsupported" | "absent"
+                                 # | "unknown"
+            "shim_validation_disabled": False,  # "SecureBoot validation is disabled in shim"
+            "setup_mode": False,  # "Platform is in Setup Mode" (no PK, nothing enforced)
+            "message": "SecureBoot enabled",  # mokutil's text, "" when absent
+        }
+
+    ``no_efi``: "EFI variables are not supported on this system" (legacy BIOS boot).
+    ``unsupported``: "This system doesn't support Secure Boot" (EFI without the variable,
+    many VMs). ``absent``: mokutil is not installed.
+    """
+
+    @staticmethod
+    def default() -> SecureBootDict:
+        return {
+            "state": "unknown",
+            "shim_validation_disabled": False,
+            "setup_mode": False,
+            "message": "",
+        }
+
+    @override
+    def command(self) -> str:
+        return (
+            "if command -v mokutil >/dev/null 2>&1; then "
+            f'mokutil --sb-state </dev/null 2>&1; echo "{_RC_PREFIX}$?"; '
+            f"else echo {_ABSENT}; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> SecureBootDict:
+        lines, rc = _split_rc(output)
+        result = self.default()
+        if rc is None and any(line.strip() == _ABSENT for line in lines):
+            result["state"] = "absent"
+            return result
+        text = _text(lines)
+        lowered = text.lower()
+        result["message"] = text
+        result["shim_validation_disabled"] = "validation is disabled in shim" in lowered
+        result["setup_mode"] = "setup mode" in lowered
+        if "efi variables are not supported" in lowered:
+            result["state"] = "no_efi"
+        elif "doesn't support secure boot" in lowered:
+            result["state"] = "unsupported"
+        elif re.search(r"^secureboot enabled$", lowered, re.MULTILINE):
+            result["state"] = "enabled"
+        elif re.search(r"^secureboot disabled$", lowered, re.MULTILINE):
+            result["state"] = "disabled"
+        return result
+
+
+class MokKeyStateDict(TypedDict):
+    state: str
+    message: str
+
+
+class MokKeyState(FactBase[MokKeyStateDict]):
+    """
+    Whether a certificate (e.g. ``/var/lib/dkms/mok.pub``) is a Machine Owner Key,
+    from ``mokutil --test-key <path>``. Parses the text only: the exit codes were
+    inverted between mokutil releases.
+
+    .. code:: python
+
+        {
+            "state": "enrolled",  # "... is already enrolled" (or "... is already in db")
+            # | "pending"        "... is already in the enrollment request" (reboot into
+            #                    MokManager still needed)
+            # | "not_enrolled"   "... is not enrolled"
+            # | "blocked"        "... is blocked in dbx / MokListX" (newer mokutil)
+            # | "missing"        the certificate file does not exist
+            # | "absent"         mokutil is not installed (checked first)
+            # | "unknown"        anything else, e.g. no EFI, not a valid certificate
+            "message": "/var/lib/dkms/mok.pub is already enrolled",
+        }
+    """
+
+    @staticmethod
+    def default() -> MokKeyStateDict:
+        return {"state": "unknown", "message": ""}
+
+    @override
+    def command(self, path: str) -> str:
+        cert = _quote(path)
+        return (
+            f"if ! command -v mokutil >/dev/null 2>&1; then echo {_ABSENT}; "
+            f"elif ! test -e {cert}; then echo {_MISSING}; "
+            f'else mokutil --test-key {cert} </dev/null 2>&1; echo "{_RC_PREFIX}$?"; fi'
+        )
+
+    @override
+    def process(self, output: list[str]) -> MokKeyStateDict:
+        lines, rc = _split_rc(output)
+        markers = {line.strip() for line in lines}
+        if rc is None and _ABSENT in markers:
+            return {"state": "absent", "message": ""}
+        if rc is None and _MISSING in markers:
+            return {"state": "missing", "message": ""}
+        text = _text(lines)
+        if "is already in the enrollment request" in text:
+            state = "pending"
+        elif "is not enrolled" in text:
+            state = "not_enrolled"
+        elif "is already enrolled" in text or "is already in db" in text:
+            state = "enrolled"
+        elif re.search(r"is blocked in (dbx|MokListX)", text):
+            state = "blocked"
+        else:
+            state = "unknown"
+        return {"state": state, "message": text}
+
+
+# ---------------------------------------------------------------------------------------
+# sysfs: PCI devices and KFD topology
+# ---------------------------------------------------------------------------------------
+
+
+# "class" is a keyword, hence the functional TypedDict syntax.
+PciGpu = TypedDict("PciGpu", {"slot": str, "device": str, "class": str, "driver": "str | None"})
+
+
+class PciGpus(FactBase[list[PciGpu]]):
+    """
+    AMD display controllers and accelerators from ``/sys/bus/pci/devices``: vendor
+    ``0x1002`` with PCI class ``0x03xxxx`` (display: Radeon, iGPU) or ``0x12xxxx``
+    (processing accelerator: Instinct). HDMI audio functions etc. are skipped. Works
+    without any driver loaded; ``driver`` is the bound kernel driver or ``None``.
+
+    .. code:: python
+
+        [
+            {"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000",
+             "driver": "amdgpu"},
+        ]
+    """
+
+    default = list
+
+    @override
+    def command(self) -> str:
+        return (
+            "for d in /sys/bus/pci/devices/*; do "
+            '[ -r "$d/vendor" ] && [ -r "$d/class" ] || continue; '
+            'read -r v < "$d/vendor"; [ "$v" = 0x1002 ] || continue; '
+            'read -r c < "$d/class"; '
+            'case "$c" in 0x03*|0x12*) ;; *) continue ;; esac; '
+            'read -r id < "$d/device"; '
+            'drv=-; if [ -e "$d/driver" ]; then drv=$(readlink "$d/driver"); fi; '
+            'echo "${d##*/} $id $c ${drv##*/}"; '
+            "done"
+        )
+
+    @override
+    def process(self, output: list[str]) -> list[PciGpu]:
+        gpus: list[PciGpu] = []
+        for line in output:
+            parts = line.split()
+            if len(parts) != 4:
+                continue
+            slot, device, pci_class, driver = parts
+            gpus.append(
+                {
+                    "slot": slot,
+                    "device": device.lower(),
+                    "class": pci_class.lower(),
+                    "driver": None if driver == "-" else driver,
+                },
+            )
+        return gpus
+
+
+class KfdNode(TypedDict):
+    node: int
+    gfx: str
+    gfx_target_version: int
+    device_id: str | None
+    slot: str | None
+    drm_render_minor: int | None
+    simd_count: int | None
+    properties: dict[str, int]
+
+
+class KfdNodes(FactBase[list[KfdNode] | None]):
+    """
+    GPU nodes of the KFD (amdgpu compute) topology, read from
+    ``/sys/class/kfd/kfd/topology/nodes/*/properties``, so it needs no ROCm userspace.
+    CPU nodes (``gfx_target_version 0``) are skipped. ``None`` when
+    ``/sys/class/kfd/kfd/topology/nodes`` does not exist (amdgpu/KFD not loaded).
+    ``gfx`` is decoded like ``rocm_agent_enumerator`` (see ``gfx_from_target_version``).
+
+    .. code:: python
+
+        [
+            {
+                "node": 1,
+                "gfx": "gfx1100",
+                "gfx_target_version": 110000,
+                "device_id": "0x744c",
+                "slot": "0000:03:00.0",  # from domain + location_id, matches PciGpus
+                "drm_render_minor": 128,  # /dev/dri/renderD128
+                "simd_count": 192,
+                "properties": {"cpu_cores_count": 0, "simd_count": 192, ...},  # all ints
+            },
+        ]
+    """
+
+    path = "/sys/class/kfd/kfd/topology/nodes"
+
+    @override
+    def command(self) -> str:
+        return (
+            f"if [ -d {self.path} ]; then echo __kfd; "
+            f"for d in {self.path}/*; do "
+            '[ -r "$d/properties" ] || continue; '
+            'echo "__node=${d##*/}"; cat "$d/properties"; '
+            "done; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> list[KfdNode] | None:
+        if not any(line.strip() == "__kfd" for line in output):
+            return None
+        nodes: dict[int, dict[str, int]] = {}
+        current: dict[str, int] | None = None
+        for line in output:
+            line = line.strip()
+            if line.startswith("__node="):
+                try:
+                    current = nodes.setdefault(int(line[len("__node=") :]), {})
+                except ValueError:
+                    current = None
+                continue
+            parts = line.split()
+            if current is not None and len(parts) == 2 and parts[1].lstrip("-").isdigit():
+                current[parts[0]] = int(parts[1])
+
+        result: list[KfdNode] = []
+        for node_id in sorted(nodes):
+            props = nodes[node_id]
+            gfx = gfx_from_target_version(props.get("gfx_target_version", 0))
+            if gfx is None:
+                continue
+            location = props.get("location_id")
+            device_id = props.get("device_id")
+            result.append(
+                {
+                    "node": node_id,
+                    "gfx": gfx,
+                    "gfx_target_version": props["gfx_target_version"],
+                    "device_id": f"0x{device_id:04x}" if device_id else None,
+                    "slot": (_pci_bdf(location, props.get("domain", 0)) if location else None),
+                    "drm_render_minor": props.get("drm_render_minor"),
+                    "simd_count": props.get("simd_count"),
+                    "properties": props,
+                },
+            )
+        return result
+
+
+# ---------------------------------------------------------------------------------------
+# Distribution (for mapping Debian releases to AMD's apt suites)
+# ---------------------------------------------------------------------------------------
+
+
+class DistroReleaseDict(TypedDict):
+    id: str | None
+    id_like: list[str]
+    version_id: str | None
+    codename: str | None
+    point_release: str | None
+    pretty_name: str | None
+
+
+class DistroRelease(FactBase[DistroReleaseDict | None]):
+    """
+    ``/etc/os-release`` plus the point release, which Debian only keeps in
+    ``DEBIAN_VERSION_FULL`` (13+) or ``/etc/debian_version`` and Ubuntu in ``VERSION``.
+    ``None`` when ``/etc/os-release`` does not exist.
+
+    .. code:: python
+
+        {
+            "id": "debian",
+            "id_like": [],  # Debian has no ID_LIKE; Ubuntu: ["debian"]
+            "version_id": "12",
+            "codename": "bookworm",  # VERSION_CODENAME, else UBUNTU_CODENAME
+            "point_release": "12.9",  # Ubuntu: "24.04.3"; None if unknown
+            "pretty_name": "Debian GNU/Linux 12 (bookworm)",
+        }
+    """
+
+    @override
+    def command(self) -> str:
+        return (
+            "! test -e /etc/os-release || cat /etc/os-release; "
+            "if test -e /etc/debian_version; then "
+            'printf "__debian_version=%s\\n" "$(cat /etc/debian_version)"; fi'
+        )
+
+    @override
+    def process(self, output: list[str]) -> DistroReleaseDict | None:
+        items: dict[str, str] = {}
+        debian_version = None
+        for line in output:
+            line = line.strip()
+            if line.startswith("__debian_version="):
+                debian_version = line.partition("=")[2].strip()
+            elif "=" in line and not line.startswith("#"):
+                key, _, value = line.partition("=")
+                value = value.strip()
+                if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                    value = value[1:-1]
+                items[key.strip()] = value
+        if "ID" not in items:
+            return None
+
+        point = items.get("DEBIAN_VERSION_FULL")
+        numeric = debian_version and re.fullmatch(r"\d+(\.\d+)*", debian_version)
+        if not point and items["ID"] == "debian" and numeric:
+            point = debian_version
+        if not point:
+            match = re.match(r"(\d+(?:\.\d+)+)", items.get("VERSION", ""))
+            point = match.group(1) if match else None
+        return {
+            "id": items["ID"].lower(),
+            "id_like": items.get("ID_LIKE", "").split(),
+            "version_id": items.get("VERSION_ID"),
+            "codename": items.get("VERSION_CODENAME") or items.get("UBUNTU_CODENAME"),
+            "point_release": point,
+            "pretty_name": items.get("PRETTY_NAME"),
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# Small state facts behind tasks.operations
+# ---------------------------------------------------------------------------------------
+
+
+class KeyringFingerprints(FactBase[list[str] | None]):
+    """
+    Primary-key fingerprints in a binary (dearmored) keyring, None when the file is missing.
+
+    .. code:: python
+
+        ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]
+    """
+
+    def command(self, path: str) -> str:
+        q = shlex.quote(path)
+        return (
+            f"if ! test -e {q}; then echo __missing; "
+            f"elif command -v gpg >/dev/null; then "
+            f"gpg --batch --with-colons --show-keys {q} 2>/dev/null || true; "
+            f"else echo __nogpg; fi"
+        )
+
+    def process(self, output: list[str]) -> list[str] | None:
+        if "__missing" in output:
+            return None
+        fingerprints, primary = [], False
+        for line in output:
+            fields = line.split(":")
+            if fields[0] in ("pub", "sub"):
+                primary = fields[0] == "pub"
+            elif fields[0] == "fpr" and primary and len(fields) > 9:
+                fingerprints.append(fields[9].upper())
+                primary = False
+        return fingerprints
+
+
+class StaleAgainst(FactBase[bool]):
+    """
+    True when ``stamp`` is missing or any of ``inputs`` is newer than it.
+    """
+
+    def command(self, stamp: str, inputs: list[str]) -> str:
+        s = shlex.quote(stamp)
+        newer = " || ".join(f"test {shlex.quote(i)} -nt {s}" for i in inputs) or "false"
+        return f"if ! test -e {s} || {newer}; then echo stale; else echo fresh; fi"
+
+    def process(self, output: list[str]) -> bool:
+        return "stale" in output
+
+
+class UserGroups(FactBase[list[str] | None]):
+    """
+    Group names of ``user`` (primary and supplementary), None when there is no such user.
+    """
+
+    def command(self, user: str) -> str:
+        q = shlex.quote(user)
+        return f"if id {q} >/dev/null 2>&1; then id -nG {q}; else echo __nouser; fi"
+
+    def process(self, output: list[str]) -> list[str] | None:
+        text = " ".join(output).strip()
+        return None if text == "__nouser" else text.split()
