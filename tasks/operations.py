@@ -7,6 +7,7 @@ run reports no change and ``--dry`` reports real drift only.
 
 from __future__ import annotations
 
+import re
 import shlex
 
 from pyinfra import host
@@ -117,29 +118,92 @@ def apt_lists_fresh(inputs: list[str], stamp: str):
     yield f"{APT_GET} update && mkdir -p {shlex.quote(stamp_dir)} && touch {shlex.quote(stamp)}"
 
 
+# AMD versions every classic ROCm package <x.y.z>.<tag>-<build>[~<ubuntu>]: rocm-core
+# 6.4.3.60403-128~22.04, rocminfo 1.0.0.60403-… (fact sheet §3.5, §12). Debian's own ROCm
+# packages (rocminfo 5.2.3-2, 6.1.2-2) don't match.
+AMD_VERSION = re.compile(r"^\d+\.\d+\.\d+\.(\d{5})-")
+
+
+def amd_release_tags(installed: dict[str, list[str]]) -> dict[str, str]:
+    """Installed AMD ROCm packages -> the release tag of their version."""
+    tags = {}
+    for name, versions in installed.items():
+        for version in versions:
+            match = AMD_VERSION.match(version)
+            if match:
+                tags[name] = match.group(1)
+    return tags
+
+
+# Picks, for each package, the version repo.radeon.com offers for this release (the only
+# ROCm source configured) and installs exactly that, which is how apt downgrades too (AMD's
+# pin is 600, below the 1000 apt needs to downgrade on its own). A package of another
+# release that this one doesn't publish is purged. A wanted package it doesn't publish
+# fails the host by name.
+_RELEASE_SWITCH = """
+set -eu
+tag=$1; shift
+install=""; purge=""
+for item in "$@"; do
+    name=${item#*:}
+    version=$(apt-cache madison "$name" | awk -F'|' -v t=".$tag-" \
+        '{ gsub(/ /, "", $2) } index($2, t) { print $2; exit }')
+    if [ -n "$version" ]; then
+        install="$install $name=$version"
+    elif [ "${item%%:*}" = want ]; then
+        echo "ROCm release tag $tag has no package $name on the configured repository" >&2
+        exit 1
+    else
+        purge="$purge $name"
+    fi
+done
+if [ -n "$install" ]; then
+    {apt_get} install --allow-downgrades $install
+fi
+if [ -n "$purge" ]; then
+    {apt_get} purge $purge
+fi
+"""
+
+
 @operation()
 def release_packages(packages: list[str], numeric_tag: str):
     """
-    Install AMD's ROCm packages from the configured release.
+    Install AMD's ROCm packages from one release, moving every installed ROCm package to it.
 
-    AMD versions every ROCm package ``<x>.<tag>-<build>`` (rocm-core 6.4.3.60403-…,
-    rocminfo 1.0.0.60403-…), so a package counts as installed only when its version carries
-    this release's tag; the one in the source list is the only candidate apt has from
-    repo.radeon.com, and AMD's pin makes it win over Debian's own.
+    A package counts as installed only when its version carries this release's tag. Packages
+    of another release (after ``rocm_version`` changed, up or down) are moved to this
+    release's version, or purged when this release doesn't publish them, so no two releases
+    are ever mixed on a host.
 
     + packages: AMD package names, e.g. ["rocm-hip-runtime"]
     + numeric_tag: the release's tag, e.g. "60403" for 6.4.3
     """
-    installed = host.get_fact(DebPackages)
-    missing = [
-        name
-        for name in packages
-        if not any(f".{numeric_tag}-" in v for v in installed.get(name, []))
-    ]
-    if not missing:
+    tags = amd_release_tags(host.get_fact(DebPackages))
+    missing = [name for name in packages if tags.get(name) != numeric_tag]
+    stale = sorted(
+        name for name, tag in tags.items() if tag != numeric_tag and name not in packages
+    )
+    if not missing and not stale:
         host.noop(f"{', '.join(packages)} installed from ROCm tag {numeric_tag}")
         return
-    yield StringCommand(APT_GET, "install", "--allow-downgrades", *map(QuoteString, missing))
+    items = [f"want:{name}" for name in missing] + [f"stale:{name}" for name in stale]
+    yield StringCommand(
+        "sh", "-c", QuoteString(_RELEASE_SWITCH.strip().replace("{apt_get}", APT_GET)),
+        "release-packages", QuoteString(numeric_tag), *map(QuoteString, items),
+    )  # fmt: skip
+
+
+@operation()
+def release_packages_absent():
+    """
+    Purge every installed AMD ROCm package (any release), leaving Debian's own packages.
+    """
+    names = sorted(amd_release_tags(host.get_fact(DebPackages)))
+    if not names:
+        host.noop("no AMD ROCm packages installed")
+        return
+    yield StringCommand(APT_GET, "purge", *map(QuoteString, names))
 
 
 @operation()

@@ -656,7 +656,7 @@ def test_distro_release_command_runs_on_this_machine():
 GPG_COLONS = """\
 pub:-:4096:1:9386B48A1A693C5C:1471986011:::-:::scSC::::::23::0:
 fpr:::::::::CA8BB4727A47B4D09B4EE8969386B48A1A693C5C:
-uid:-::::1471986011::2D7C1A2B3F0E0B4F2C7F1A0A5F0F4E2A6A4E1C3B::James Adrian Edwards (ROCm Release Manager) <JamesAdrian.Edwards@amd.com>::::::::::0:
+uid:-::::1471986011::2D7C1A2B::James Adrian Edwards (ROCm Release Manager)::::::::::0:
 sub:-:4096:1:1C4B6C0F6C2B0B7E:1471986011::::::e::::::23:
 fpr:::::::::5C1D1AF1AF1B6B0C6B7E0D8E1C4B6C0F6C2B0B7E:
 """.splitlines()

@@ -18,6 +18,7 @@ from pyinfra.facts.deb import DebArch, DebPackages
 from pyinfra.facts.server import Groups, LinuxDistribution, Os
 
 from tasks.config import ConfigError
+from tasks.matrix import release
 
 ROOT = Path(__file__).resolve().parents[2]
 OS_RELEASE = ROOT / "tests" / "fixtures" / "os-release"
@@ -34,11 +35,11 @@ def os_release(name: str) -> dict[str, str]:
 class FreshHost:
     """Facts of a freshly installed machine: nothing of ROCm, no venv, alice in video."""
 
-    def __init__(self, os_name: str, arch: str = "amd64"):
+    def __init__(self, os_name: str, arch: str = "amd64", packages: dict | None = None):
         self.facts = {
             LinuxDistribution: {"release_meta": os_release(os_name)},
             DebArch: arch,
-            DebPackages: {},
+            DebPackages: packages or {},
             Groups: ["root", "video"],
             Os: "Linux",
         }
@@ -53,14 +54,14 @@ class FreshHost:
         return None  # files, keyrings, venvs: absent
 
 
-def plan(os_name: str, data: dict, arch: str = "amd64") -> dict[str, list]:
+def plan(os_name: str, data: dict, arch: str = "amd64", packages=None) -> dict[str, list]:
     """Plan deploy.py for one host; returns operation name -> commands it would run."""
     inventory = Inventory(([("node", dict(data))], {}))
     state = State(inventory, Config())
     host = inventory.get_host("node")
     host.connected = True
     state.activate_host(host)
-    host.get_fact = FreshHost(os_name, arch)
+    host.get_fact = FreshHost(os_name, arch, packages)
     with ctx_state.use(state), ctx_host.use(host):
         runpy.run_path(str(ROOT / "deploy.py"))
         planned = {}
@@ -99,7 +100,8 @@ def test_source_line_pin_and_packages_per_distro(os_name, version, line):
     pin = uploaded(find(planned, "Pin repo.radeon.com"))
     assert pin == "Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n"
     (install,) = find(planned, "Install rocm-hip-runtime")
-    assert "apt-get" in str(install) and str(install).endswith(" rocm-hip-runtime")
+    tag = release(version).numeric_tag
+    assert str(install).endswith(f"release-packages {tag} want:rocm-hip-runtime")
     (usermod,) = find(planned, "Add alice to video and render")
     assert str(usermod) == "usermod -a -G render alice"  # already in video
 
@@ -143,3 +145,17 @@ def test_unsupported_host_gets_only_a_refusal(os_name, version, arch, reason):
 def test_bad_data_stops_planning():
     with pytest.raises((ConfigError, PyinfraError)):
         plan("ubuntu-22.04", {"rocm_version": "6.4.3", "rocm_users": "alice"})
+
+
+def test_changing_release_moves_every_rocm_package_and_leaves_debian_ones():
+    installed = {
+        "rocm-hip-runtime": ["7.2.1.70201-81~24.04"],
+        "rocm-core": ["7.2.1.70201-81~24.04"],
+        "rocm-smi-lib": ["7.8.0.70201-81~24.04"],
+        "librocm-smi64-1": ["6.1.2-1"],  # Debian's own: not ours to touch
+        "curl": ["7.88.1-10+deb12u14"],
+    }
+    planned = plan("ubuntu-24.04", {"rocm_version": "6.4.3"}, packages=installed)
+    (switch,) = find(planned, "Install rocm-hip-runtime")
+    args = str(switch).split("release-packages ", 1)[1]
+    assert args == "60403 want:rocm-hip-runtime stale:rocm-core stale:rocm-smi-lib"
