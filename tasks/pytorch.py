@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
+from pyinfra.operations import files
 
 from tasks import settings
 from tasks.matrix import PYTORCH_INDEX_BASE_URL, TorchBuild
@@ -65,3 +66,9 @@ def install_pytorch(config: Config) -> None:
         index_url=config.torch_index_url,
         wanted=wanted,
     )
+
+
+@deploy("Remove PyTorch")
+def remove_pytorch(config: Config) -> None:
+    files.directory(name=f"Remove the venv {config.pytorch_venv}", path=config.pytorch_venv,
+                    present=False)  # fmt: skip

@@ -6,7 +6,7 @@ import io
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
-from pyinfra.operations import files
+from pyinfra.operations import files, server
 
 from tasks import FILES, settings
 from tasks.matrix import (
@@ -83,4 +83,19 @@ def configure_repository(config: Config, row: Distro) -> None:
         name="Refresh apt lists after a source or key change",
         inputs=[ROCM_SOURCE_PATH, ROCM_KEYRING_PATH],
         stamp=APT_LISTS_STAMP,
+    )
+
+
+@deploy("Remove ROCm apt repository")
+def remove_repository(config: Config) -> None:
+    source = files.file(name="Remove the ROCm source", path=ROCM_SOURCE_PATH, present=False)
+    files.file(name="Remove AMD's pin", path=ROCM_PIN_PATH, present=False)
+    files.file(name="Remove AMD's keyring", path=ROCM_KEYRING_PATH, present=False)
+    files.directory(
+        name="Remove rocm-fleet's state", path=APT_LISTS_STAMP.rsplit("/", 1)[0], present=False
+    )
+    server.shell(
+        name="Forget repo.radeon.com's package lists",
+        commands=["DEBIAN_FRONTEND=noninteractive apt-get update"],
+        _if=source.did_change,
     )

@@ -8,12 +8,18 @@ from pyinfra.api import deploy
 from pyinfra.operations import files, server
 
 from tasks import FILES, settings
-from tasks.operations import release_packages
+from tasks.operations import release_packages, release_packages_absent
 
 if TYPE_CHECKING:
     from tasks.config import Config
 
 SETTINGS = (
+    settings.Setting(
+        "rocm_state", "present",
+        "`present`, or `absent` to remove what the deploy added (sources, key, pin, ROCm packages, venv, "
+        "loader and PATH files); users, groups and kernels stay",
+        settings.one_of("present", "absent"),
+    ),
     settings.Setting(
         "rocm_packages", ["rocm-hip-runtime"],
         "AMD meta packages to install, e.g. `[\"rocm\"]` for the whole stack",
@@ -49,3 +55,11 @@ def install_rocm(config: Config) -> None:
         dest=PROFILE_PATH,
         mode="644",
     )
+
+
+@deploy("Remove ROCm packages")
+def remove_rocm(config: Config) -> None:
+    release_packages_absent(name="Purge AMD's ROCm packages (every release)")
+    ld_conf = files.file(name="Remove the loader path entry", path=LD_CONF_PATH, present=False)
+    server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
+    files.file(name="Remove the PATH snippet", path=PROFILE_PATH, present=False)
