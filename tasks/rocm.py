@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 SETTINGS = (
     settings.Setting(
         "rocm_state", "present",
-        "`present`, or `absent` to remove what the deploy added (sources, key, pin, ROCm packages, venv, "
+        "Whether ROCm is `present`; `absent` removes what the deploy added (sources, key, pin, ROCm packages, venv, "
         "loader and PATH files); users, groups and kernels stay",
         settings.one_of("present", "absent"),
     ),
