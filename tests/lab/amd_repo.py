@@ -1,0 +1,424 @@
+"""Double of repo.radeon.com: a signed apt repo with small packages at realistic versions.
+
+Why a double: the lab has no internet.  Why realistic versions: the interesting deploy
+bugs are about apt's version ordering (Debian's own rocminfo 5.2.3/6.1.2 outranks AMD's
+1.0.0.<tag> unless AMD's pin is in place) and about upgrades between ROCm releases, so
+package names, versions, Depends and the /opt/rocm-X.Y.Z layout follow the real repo.
+The rocminfo double is POSIX sh (a host may have no python) and prints rocminfo's format
+for the GPUs in the host's hardware profile (see profiles.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import profiles
+from ._matrix import Release
+from ._util import clean_env, run
+
+#: apt suites the classic ROCm repo publishes per release (Debian 12 -> jammy, 13 -> noble).
+DISTS = {"jammy": "22.04", "noble": "24.04"}
+
+#: Build numbers of real releases where known; others get a deterministic stand-in.
+BUILDS = {"6.4.3": 128, "7.2.1": 81, "6.2.0": 66}
+
+ORIGIN = "repo.radeon.com"
+KEY_UID = "rocm-fleet lab ROCm repo double <rocm-lab@invalid>"
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    upstream: str  #: version before the numeric tag, e.g. "1.0.0" for rocminfo
+    depends: tuple[str, ...] = ()
+    description: str = ""
+
+
+#: The classic stream's runtime packages (rocm-facts §3.5), smallest set a deploy uses.
+PACKAGES = (
+    Package("rocm-core", "{rel}", (), "ROCm core: version info and /opt/rocm link"),
+    Package("hsa-rocr", "1.15.0", ("rocm-core",), "HSA runtime (double)"),
+    Package("comgr", "3.0.0", ("rocm-core",), "Code object manager (double)"),
+    Package(
+        "rocm-language-runtime",
+        "{rel}",
+        ("comgr", "hsa-rocr", "rocm-core"),
+        "ROCm language runtime meta package",
+    ),
+    Package("hip-runtime-amd", "{hip}", ("hsa-rocr", "comgr", "rocm-core"), "HIP runtime (double)"),
+    Package("rocm-smi-lib", "7.7.0", ("rocm-core",), "ROCm SMI library (double)"),
+    Package("rocminfo", "1.0.0", ("rocm-core", "hsa-rocr"), "ROCm agent info tool (double)"),
+    Package(
+        "rocm-hip-runtime",
+        "{rel}",
+        ("rocm-core", "rocm-language-runtime", "hip-runtime-amd", "rocminfo"),
+        "ROCm HIP runtime meta package",
+    ),
+    Package("rocm", "{rel}", ("rocm-hip-runtime", "rocm-smi-lib"), "ROCm meta package"),
+)
+
+
+def build_number(rel: Release) -> int:
+    return BUILDS.get(rel.version, 1)
+
+
+def hip_patch(rel: Release) -> int:
+    """HIP's patch number looks like 4xxxx (6.4.x -> 43482); any stable 5 digits will do."""
+    major, minor = (int(p) for p in rel.version.split(".")[:2])
+    return 40000 + (major * 100 + minor) * 5 % 10000
+
+
+def deb_version(pkg: Package, rel: Release, dist: str) -> str:
+    major, minor = rel.version.split(".")[:2]
+    upstream = pkg.upstream.format(rel=rel.version, hip=f"{major}.{minor}.{hip_patch(rel)}")
+    return f"{upstream}.{rel.numeric_tag}-{build_number(rel)}~{DISTS[dist]}"
+
+
+def rocm_core_version_string(rel: Release) -> str:
+    """Content of /opt/rocm-X.Y.Z/.info/version, e.g. "6.4.3-128"."""
+    return f"{rel.version}-{build_number(rel)}"
+
+
+# --- rocminfo double -------------------------------------------------------------------
+
+_ROCMINFO_HEAD = r"""#!/bin/sh
+# rocminfo double (rocm-fleet lab).  Prints rocminfo's format for the GPUs listed in the
+# host's hardware profile, one per line: gfx|marketing name|uuid|gcnArchName.
+PROFILE=/PROFILE_PATH
+GENERIC_ISA=GENERIC
+if [ ! -s "$PROFILE" ]; then
+    echo "ROCk module is NOT loaded, possibly no GPU devices"
+    exit 1
+fi
+if [ -r /sys/module/amdgpu/version ]; then
+    echo "ROCk module version $(cat /sys/module/amdgpu/version) is loaded"
+else
+    echo "ROCk module is loaded"
+fi
+if [ "$(id -u)" != 0 ] && ! id -nG | tr ' ' '\n' | grep -qx render; then
+    echo "Unable to open /dev/kfd read-write: Permission denied"
+    echo "$(id -un) is not member of \"render\" group, the default DRM access group." \
+        "Users must be a member of the \"render\" group or another DRM access group" \
+        "in order for ROCm applications to run successfully."
+    exit 1
+fi
+p() { printf '%s%-25s%s\n' "$1" "$2" "$3"; }
+# Label padded to 25 and value to 35 columns, as rocminfo.cc prints most fields.
+pv() { printf '%s%-25s%-35s\n' "$1" "$2" "$3"; }
+h() { printf '%-25s\n' "$1"; }
+h "====================="
+h "HSA System Attributes"
+h "====================="
+p "" "Runtime Version:" "1.15"
+p "" "Runtime Ext Version:" "1.7"
+p "" "System Timestamp Freq.:" "1000.000000MHz"
+p "" "Sig. Max Wait Duration:" "18446744073709551615 (0xFFFFFFFFFFFFFFFF) (timestamp count)"
+pv "" "Machine Model:" "LARGE"
+pv "" "System Endianness:" "LITTLE"
+p "" "Mwaitx:" "DISABLED"
+p "" "XNACK enabled:" "NO"
+p "" "DMAbuf Support:" "YES"
+p "" "VMM Support:" "YES"
+echo
+h "=========="
+h "HSA Agents"
+h "=========="
+h "*******"
+h "Agent 1"
+h "*******"
+cpu="AMD EPYC 9654 96-Core Processor"
+pv "  " "Name:" "$cpu"
+pv "  " "Uuid:" "CPU-XX"
+pv "  " "Marketing Name:" "$cpu"
+pv "  " "Vendor Name:" "CPU"
+pv "  " "Feature:" "None specified"
+pv "  " "Profile:" "FULL_PROFILE"
+pv "  " "Float Round Mode:" "NEAR"
+pv "  " "Max Queue Number:" "0(0x0)"
+pv "  " "Queue Min Size:" "0(0x0)"
+pv "  " "Queue Max Size:" "0(0x0)"
+pv "  " "Queue Type:" "MULTI"
+pv "  " "Node:" "0"
+pv "  " "Device Type:" "CPU"
+pv "  " "Cache Info:" ""
+pv "    " "L1:" "32768(0x8000) KB"
+pv "  " "Chip ID:" "0(0x0)"
+pv "  " "ASIC Revision:" "0(0x0)"
+pv "  " "Cacheline Size:" "64(0x40)"
+pv "  " "Max Clock Freq. (MHz):" "3700"
+pv "  " "BDFID:" "0"
+pv "  " "Internal Node ID:" "0"
+pv "  " "Compute Unit:" "192"
+pv "  " "SIMDs per CU:" "0"
+pv "  " "Shader Engines:" "0"
+pv "  " "Shader Arrs. per Eng.:" "0"
+pv "  " "WatchPts on Addr. Ranges:" "1"
+pv "  " "Memory Properties:" ""
+p "  " "Features:" "None"
+pv "  " "ISA Info:" ""
+n=1
+while IFS='|' read -r gfx name uuid arch; do
+    [ -n "$gfx" ] || continue
+    n=$((n + 1))
+    h "*******"
+    h "Agent $n"
+    h "*******"
+    p "  " "Name:" "$gfx"
+    p "  " "Uuid:" "$uuid"
+    p "  " "Marketing Name:" "$name"
+    p "  " "Vendor Name:" "AMD"
+    p "  " "Feature:" "KERNEL_DISPATCH"
+    p "  " "Profile:" "BASE_PROFILE"
+    p "  " "Float Round Mode:" "NEAR"
+    p "  " "Max Queue Number:" "128(0x80)"
+    p "  " "Queue Type:" "MULTI"
+    p "  " "Node:" "$((n - 1))"
+    p "  " "Device Type:" "GPU"
+    p "  " "Cache Info:" ""
+    p "    " "L1:" "32(0x20) KB"
+    p "  " "Chip ID:" "29857(0x74a1)"
+    p "  " "Internal Node ID:" "$((n - 1))"
+    p "  " "Compute Unit:" "96"
+    p "  " "Wavefront Size:" "32(0x20)"
+    p "  " "Features:" "KERNEL_DISPATCH"
+    p "  " "ISA Info:" ""
+    p "    " "ISA 1" ""
+    p "      " "Name:" "amdgcn-amd-amdhsa--$arch"
+    if [ "$GENERIC_ISA" = yes ]; then
+        case "$gfx" in
+            gfx11*) generic=gfx11-generic ;;
+            gfx103*) generic=gfx10-3-generic ;;
+            gfx94*) generic=gfx9-4-generic ;;
+            *) generic= ;;
+        esac
+        if [ -n "$generic" ]; then
+            p "    " "ISA 2" ""
+            p "      " "Name:" "amdgcn-amd-amdhsa--$generic"
+        fi
+    fi
+done < "$PROFILE"
+h "*** Done ***"
+"""
+
+_AGENT_ENUMERATOR = r"""#!/bin/sh
+# rocm_agent_enumerator double (rocm-fleet lab): gfx000 for the CPU, then each GPU's target.
+echo gfx000
+[ -r /PROFILE_PATH ] || exit 0
+while IFS='|' read -r gfx _rest; do
+    [ -n "$gfx" ] && echo "$gfx"
+done < /PROFILE_PATH
+exit 0
+"""
+
+
+def rocminfo_script(rel: Release) -> str:
+    """The fake rocminfo for a release (7.x also lists a generic ISA, like the real one)."""
+    generic = "yes" if int(rel.version.split(".")[0]) >= 7 else "no"
+    return _ROCMINFO_HEAD.replace("PROFILE_PATH", profiles.PROFILE_PATH).replace(
+        "GENERIC_ISA=GENERIC", f"GENERIC_ISA={generic}"
+    )
+
+
+# --- packages ---------------------------------------------------------------------------
+
+
+def _files(pkg: Package, rel: Release) -> dict[str, tuple[str, int]]:
+    """path -> (content, mode) of each package's payload (paths relative to /)."""
+    prefix = f"opt/rocm-{rel.version}"
+    if pkg.name == "rocm-core":
+        return {
+            f"{prefix}/.info/version": (rocm_core_version_string(rel) + "\n", 0o644),
+            f"{prefix}/.info/version-major": (rel.version.split(".")[0] + "\n", 0o644),
+        }
+    if pkg.name == "rocminfo":
+        return {
+            f"{prefix}/bin/rocminfo": (rocminfo_script(rel), 0o755),
+            f"{prefix}/bin/rocm_agent_enumerator": (
+                _AGENT_ENUMERATOR.replace("PROFILE_PATH", profiles.PROFILE_PATH),
+                0o755,
+            ),
+        }
+    libs = {
+        "hsa-rocr": "libhsa-runtime64.so.1",
+        "comgr": "libamd_comgr.so.3",
+        "hip-runtime-amd": "libamdhip64.so.6",
+        "rocm-smi-lib": "librocm_smi64.so.7",
+    }
+    if pkg.name in libs:
+        return {f"{prefix}/lib/{libs[pkg.name]}": (f"{pkg.name} double {rel.version}\n", 0o644)}
+    return {f"usr/share/doc/{pkg.name}/README.lab": ("rocm-fleet lab meta package\n", 0o644)}
+
+
+def _scripts(pkg: Package, rel: Release) -> dict[str, str]:
+    if pkg.name != "rocm-core":
+        return {}
+    opt = f"/opt/rocm-{rel.version}"
+    # Like the real rocm-core: /opt/rocm is an alternative pointing at the newest release.
+    postinst = f"""#!/bin/sh
+set -e
+if [ "$1" = configure ]; then
+    update-alternatives --install /opt/rocm rocm {opt} {int(rel.numeric_tag)}
+fi
+"""
+    prerm = f"""#!/bin/sh
+set -e
+if [ "$1" = remove ] || [ "$1" = upgrade ] || [ "$1" = deconfigure ]; then
+    update-alternatives --remove rocm {opt} || true
+fi
+"""
+    return {"postinst": postinst, "prerm": prerm}
+
+
+def _control(pkg: Package, rel: Release, dist: str) -> str:
+    deps = ", ".join(f"{d} (= {deb_version(_by_name(d), rel, dist)})" for d in pkg.depends)
+    lines = [
+        f"Package: {pkg.name}",
+        f"Version: {deb_version(pkg, rel, dist)}",
+        "Architecture: amd64",
+        "Maintainer: ROCm Dev Support <rocm-dev.support@amd.com>",
+        "Section: devel",
+        "Priority: optional",
+        "Homepage: https://github.com/RadeonOpenCompute/ROCm",
+    ]
+    if deps:
+        lines.append(f"Depends: {deps}")
+    lines.append(f"Description: {pkg.description}")
+    lines.append(" Built by the rocm-fleet test lab; not an AMD package.")
+    return "\n".join(lines) + "\n"
+
+
+def _by_name(name: str) -> Package:
+    return next(p for p in PACKAGES if p.name == name)
+
+
+def build_deb(pkg: Package, rel: Release, dist: str, staging: Path, pool: Path) -> Path:
+    tree = staging / f"{pkg.name}_{dist}_{rel.version}"
+    debian = tree / "DEBIAN"
+    debian.mkdir(parents=True)
+    (debian / "control").write_text(_control(pkg, rel, dist))
+    for name, body in _scripts(pkg, rel).items():
+        (debian / name).write_text(body)
+        (debian / name).chmod(0o755)
+    for rel_path, (content, mode) in _files(pkg, rel).items():
+        path = tree / rel_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+        path.chmod(mode)
+    out_dir = pool / pkg.name[0] / pkg.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{pkg.name}_{deb_version(pkg, rel, dist)}_amd64.deb"
+    run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out])
+    return out
+
+
+# --- repository -------------------------------------------------------------------------
+
+
+class Signer:
+    """A throwaway ed25519 key in a private GNUPGHOME; close() stops its gpg-agent."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.env = clean_env(GNUPGHOME=str(home))
+        self._gpg("--quick-gen-key", KEY_UID, "ed25519", "sign", "never")
+        out = self._gpg("--with-colons", "--list-secret-keys").stdout
+        self.fingerprint = next(
+            line.split(":")[9] for line in out.splitlines() if line.startswith("fpr:")
+        )
+
+    def _gpg(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
+        return run(
+            ["gpg", "--batch", "--yes", "--pinentry-mode", "loopback", "--passphrase", "", *args],
+            env=self.env,
+        )
+
+    def armored_key(self) -> str:
+        return self._gpg("--armor", "--export", self.fingerprint).stdout
+
+    def sign_release(self, dist_dir: Path) -> None:
+        release = dist_dir / "Release"
+        self._gpg(
+            "--local-user", self.fingerprint, "--clearsign", "-o", dist_dir / "InRelease", release
+        )
+        self._gpg("--local-user", self.fingerprint, "-abs", "-o", dist_dir / "Release.gpg", release)
+
+    def close(self) -> None:
+        subprocess.run(
+            ["gpgconf", "--kill", "all"],
+            env=self.env,
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+
+def _split_packages(text: str, suffix: str) -> str:
+    stanzas = [s for s in text.strip().split("\n\n") if s]
+    keep = [
+        s
+        for s in stanzas
+        if any(line.startswith("Version:") and line.endswith(suffix) for line in s.splitlines())
+    ]
+    return "\n\n".join(keep) + "\n"
+
+
+def build_release_repo(www: Path, rel: Release, signer: Signer) -> Path:
+    """Build rocm/apt/<apt_path>/ for one ROCm release; returns that directory."""
+    base = www / "rocm" / "apt" / rel.apt_path
+    pool = base / "pool" / "main"
+    with tempfile.TemporaryDirectory(prefix="rflab-debs-") as tmp:
+        for dist in DISTS:
+            for pkg in PACKAGES:
+                build_deb(pkg, rel, dist, Path(tmp), pool)
+    env = clean_env()
+    all_packages = run(["apt-ftparchive", "packages", "pool/main"], cwd=base, env=env).stdout
+    for dist, ubuntu in DISTS.items():
+        dist_dir = base / "dists" / dist
+        binary = dist_dir / "main" / "binary-amd64"
+        binary.mkdir(parents=True)
+        (binary / "Packages").write_text(_split_packages(all_packages, f"~{ubuntu}"))
+        run(["gzip", "-9kn", binary / "Packages"])
+        conf = "APT::FTPArchive::Release"
+        opts = [
+            f"-o{conf}::Origin={ORIGIN}",
+            f"-o{conf}::Label={ORIGIN}",
+            f"-o{conf}::Suite={dist}",
+            f"-o{conf}::Codename={dist}",
+            f"-o{conf}::Version={rel.version}",
+            f"-o{conf}::Architectures=amd64",
+            f"-o{conf}::Components=main",
+        ]
+        # Written to a temp file: "release DIR > DIR/Release" would list Release in itself.
+        release = run(["apt-ftparchive", *opts, "release", dist_dir], env=env).stdout
+        tmp_release = dist_dir.parent / f".Release-{dist}"
+        tmp_release.write_text(release)
+        os.replace(tmp_release, dist_dir / "Release")
+        signer.sign_release(dist_dir)
+    return base
+
+
+def build(www: Path, releases: list[Release], gnupghome: Path) -> str:
+    """Build the whole repo.radeon.com double under www; returns the signing fingerprint."""
+    signer = Signer(gnupghome)
+    try:
+        (www / "rocm").mkdir(parents=True, exist_ok=True)
+        (www / "rocm" / "rocm.gpg.key").write_text(signer.armored_key())
+        for rel in releases:
+            build_release_repo(www, rel, signer)
+        return signer.fingerprint
+    finally:
+        signer.close()
+
+
+def describe(rel: Release) -> str:
+    """Human summary of what a release's double contains (for the selftest output)."""
+    return textwrap.dedent(f"""\
+        ROCm {rel.version}: rocm/apt/{rel.apt_path}, rocm-core {
+        deb_version(PACKAGES[0], rel, "jammy")
+    }, rocminfo {deb_version(_by_name("rocminfo"), rel, "jammy")}""")

@@ -1,0 +1,139 @@
+"""A sparse local Debian mirror: real signed indexes, only the .debs the deploy needs.
+
+Why sparse and real: lab hosts are offline, and apt must verify Debian's own signatures
+exactly as on a production host.  So the InRelease/Packages files are the real ones,
+copied from a throwaway root after `apt-get update`, and the pool holds only what
+`apt-get install --download-only` (the normal apt client, run in a copy of the host base)
+fetched for MIRROR_PACKAGES (with Recommends, since the deploy may install them).
+apt asks for Packages.xz/.gz first; those 404 and it falls back to the uncompressed file
+listed in the (real) InRelease, so nothing needs re-signing.
+
+The result is cached per base suite, keyed on the sshbase and the package lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from urllib.parse import unquote
+
+from . import roots
+from ._util import DEBIAN_MIRROR, LabError, cache_dir, cache_key, chroot, file_lock, rmtree
+
+#: What the product's deploy installs from Debian (their dependencies come along).
+MIRROR_PACKAGES = ["ca-certificates", "curl", "gnupg", "python3-venv", "python3-pip"]
+
+#: Extra Debian suites per base suite: {base suite: {extra suite: [packages]}}.  Packages
+#: are fetched with `-t <extra suite>`, e.g. {"bookworm": {"bookworm-backports":
+#: ["linux-image-amd64", "linux-headers-amd64"]}}.
+MIRROR_EXTRA_SUITES: dict[str, dict[str, list[str]]] = {"bookworm": {}, "trixie": {}}
+
+RECIPE = 3
+_LIST_PREFIX = "deb.debian.org_debian_"
+
+
+def mirror_key(suite: str) -> str:
+    return cache_key(
+        "mirror",
+        roots.sshbase_key(suite),
+        sorted(MIRROR_PACKAGES),
+        MIRROR_EXTRA_SUITES.get(suite, {}),
+        RECIPE,
+    )
+
+
+def mirror_dir(suite: str) -> Path:
+    """Path of the cached mirror tree for one base suite (contains debian/dists, pool)."""
+    target = cache_dir() / f"mirror-{suite}-{mirror_key(suite)}"
+    base = roots.sshbase_tarball(suite)
+    with file_lock(cache_dir() / f".lock-mirror-{suite}"):
+        if not target.exists():
+            with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="build-") as tmp:
+                root = Path(tmp) / "root"
+                out = Path(tmp) / "mirror"
+                try:
+                    roots.unpack(base, root)
+                    _build(suite, root, out / "debian")
+                    os.rename(out, target)
+                finally:
+                    rmtree(root)
+    return target
+
+
+def _build(suite: str, root: Path, debian: Path) -> None:
+    (root / "etc/resolv.conf").write_text(Path("/etc/resolv.conf").read_text())
+    extras = MIRROR_EXTRA_SUITES.get(suite, {})
+    if extras:
+        lines = "".join(f"deb {DEBIAN_MIRROR} {extra} main\n" for extra in extras)
+        (root / "etc/apt/sources.list.d/rflab-extra.list").write_text(lines)
+    chroot(root, "apt-get", "update", timeout=600)
+    jobs: list[tuple[str | None, list[str]]] = [(None, MIRROR_PACKAGES)]
+    jobs += [(extra, pkgs) for extra, pkgs in extras.items() if pkgs]
+    for target_release, pkgs in jobs:
+        args = ["apt-get", "install", "-y", "--download-only"]
+        if target_release:
+            args += ["-t", target_release]
+        uris = chroot(root, *args, "--print-uris", "-qq", *pkgs).stdout
+        chroot(root, *args, *pkgs, timeout=900)
+        for line in uris.splitlines():
+            if not line.startswith("'"):
+                continue
+            uri, fname = line.split()[:2]
+            uri = uri.strip("'")
+            if not uri.startswith(DEBIAN_MIRROR + "/"):
+                raise LabError(f"unexpected download URI {uri}")
+            # The pool path is URL-encoded in the URI (g%2b%2b -> g++); store it decoded.
+            dest = debian / unquote(uri[len(DEBIAN_MIRROR) + 1 :])
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / "var/cache/apt/archives" / fname, dest)
+    _copy_indexes(root / "var/lib/apt/lists", debian)
+
+
+def _copy_indexes(lists: Path, debian: Path) -> None:
+    """Copy apt's list files back into dists/ layout and add by-hash links."""
+    inreleases = []
+    for src in sorted(lists.iterdir()):
+        if not src.name.startswith(_LIST_PREFIX) or not src.is_file():
+            continue
+        rel = src.name[len(_LIST_PREFIX) :].replace("_", "/")
+        dest = debian / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)
+        if dest.name == "InRelease":
+            inreleases.append(dest)
+    if not inreleases:
+        raise LabError(f"no InRelease found in {lists}")
+    for inrelease in inreleases:
+        _link_by_hash(inrelease)
+
+
+def _link_by_hash(inrelease: Path) -> None:
+    """Add dir/by-hash/SHA256/<sha> for each index we hold whose hash InRelease lists."""
+    dist = inrelease.parent
+    in_sha256 = False
+    for line in inrelease.read_text().splitlines():
+        if not line.startswith(" "):
+            in_sha256 = line.startswith("SHA256:")
+            continue
+        if not in_sha256:
+            continue
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        sha, _size, name = parts
+        path = dist / name
+        if not path.is_file():
+            continue
+        if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+            raise LabError(f"{path} does not match its InRelease hash")
+        link = path.parent / "by-hash" / "SHA256" / sha
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if not link.exists():
+            os.link(path, link)
+
+
+def prepare_all(suites: list[str] | tuple[str, ...]) -> dict[str, Path]:
+    return {suite: mirror_dir(suite) for suite in suites}

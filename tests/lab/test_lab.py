@@ -1,0 +1,348 @@
+"""Tests of the lab itself: the doubles behave like the real thing, and teardown is clean.
+
+The fleet tests share one 2-host lab (bookworm + trixie) and use plain shell over SSH, not
+the product, so a lab regression is told apart from a product regression.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from lab import HostSpec, Lab, amd_repo, profiles, pytorch_index
+from lab._matrix import release
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
+
+AGENT = re.compile(
+    r"^\*{7}\s*\nAgent (\d+)\s*\n\*{7}\s*\n"
+    r"  Name:\s+(.+?)\s*\n  Uuid:\s+(\S+)\s*\n  Marketing Name:\s+(.+?)\s*\n"
+    r"  Vendor Name:\s+(\S+)\s*\n(?:.*\n)*?  Device Type:\s+(\w+)",
+    re.M,
+)
+ISA = re.compile(r"^      Name:\s+amdgcn-amd-amdhsa--(\S+)\s*$", re.M)
+
+
+def run_rocminfo(tmp_path: Path, profile: str, version: str = "6.4.3"):
+    """The rocminfo double against a profile file, outside any root (as root)."""
+    gpus = tmp_path / "gpus"
+    gpus.write_text(profiles.render(profile))
+    script = amd_repo.rocminfo_script(release(version)).replace(
+        "/" + profiles.PROFILE_PATH, str(gpus)
+    )
+    return subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
+
+
+@needs_root
+@pytest.mark.parametrize("profile", sorted(profiles.PROFILES))
+def test_rocminfo_double_lists_the_profile_agents(tmp_path, profile):
+    proc = run_rocminfo(tmp_path, profile)
+    gpus = profiles.gpus(profile)
+    if not gpus:
+        assert proc.returncode == 1
+        assert proc.stdout.strip() == "ROCk module is NOT loaded, possibly no GPU devices"
+        return
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("ROCk module is loaded\n=====================    \n")
+    assert "HSA System Attributes" in out and "HSA Agents" in out
+    assert out.rstrip().endswith("*** Done ***")
+    agents = AGENT.findall(out)
+    assert [a[0] for a in agents] == [str(i) for i in range(1, len(gpus) + 2)]
+    assert agents[0][5] == "CPU" and agents[0][2] == "CPU-XX"
+    gpu_agents = agents[1:]
+    assert [(a[1], a[2], a[3], a[4], a[5]) for a in gpu_agents] == [
+        (g.gfx, g.uuid, g.name, "AMD", "GPU") for g in gpus
+    ]
+    assert ISA.findall(out) == [g.arch for g in gpus]
+    # Label width 25, as in rocminfo.cc.
+    assert re.search(r"^  Device Type:             GPU", out, re.M)
+
+
+def test_rocminfo_7x_also_lists_the_generic_isa(tmp_path):
+    out = run_rocminfo(tmp_path, "rx7900xtx", "7.2.1").stdout
+    assert ISA.findall(out) == ["gfx1100", "gfx11-generic"]
+
+
+def test_package_versions_follow_the_real_scheme():
+    rel = release("6.4.3")
+    core = amd_repo.PACKAGES[0]
+    assert amd_repo.deb_version(core, rel, "jammy") == "6.4.3.60403-128~22.04"
+    assert amd_repo.deb_version(amd_repo._by_name("rocminfo"), rel, "noble") == (
+        "1.0.0.60403-128~24.04"
+    )
+    assert amd_repo.rocm_core_version_string(rel) == "6.4.3-128"
+
+
+def test_wheels_are_valid(tmp_path):
+    wheels = pytorch_index.build(tmp_path, [release("6.4.3")])
+    torch = next(w for w in wheels["rocm6.4"] if w.project == "torch")
+    with zipfile.ZipFile(torch.path) as zf:
+        names = zf.namelist()
+        meta = zf.read(f"torch-{torch.version}.dist-info/METADATA").decode()
+        record = zf.read(f"torch-{torch.version}.dist-info/RECORD").decode()
+    assert "torch/cuda.py" in names
+    assert f"Version: {torch.version}" in meta
+    assert all(line.split(",")[0] in names for line in record.splitlines())
+    vision = next(w for w in wheels["rocm6.4"] if w.project == "torchvision")
+    with zipfile.ZipFile(vision.path) as zf:
+        meta = zf.read(f"torchvision-{vision.version}.dist-info/METADATA").decode()
+    assert re.search(r"^Requires-Dist: torch==\d+\.\d+\.\d+\+rocm6\.4$", meta, re.M)
+    assert "cu128" in wheels
+
+
+# --- the fleet ------------------------------------------------------------------------------
+
+FLEET = [
+    HostSpec("bw", suite="bookworm", profile="rx7900xtx"),
+    HostSpec("tx", suite="trixie", profile="mi300x-8"),
+    HostSpec("down", suite="bookworm", profile="none", sshd=False),
+]
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root")
+    with Lab(hosts=FLEET, rocm_releases=["6.4.3", "7.2.1"]) as lab:
+        yield lab
+
+
+def sh(lab: Lab, host: str, script: str, check: bool = True) -> str:
+    proc = lab.ssh(host, script, timeout=600)
+    if check:
+        assert proc.returncode == 0, f"{host}: {proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def on_both(fn):
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(["bw", "tx"], pool.map(fn, ["bw", "tx"]), strict=True))
+
+
+ROCM_SOURCE = (
+    "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] "
+    "https://repo.radeon.com/rocm/apt/{path} {suite} main"
+)
+PIN = "Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n"
+
+
+@pytest.mark.lab
+def test_apt_installs_rocminfo_from_repo_radeon_com_with_the_pin(lab):
+    def install(host: str) -> dict[str, str]:
+        suite = "jammy" if host == "bw" else "noble"
+        sh(lab, host, "apt-get update -q && apt-get install -y -q ca-certificates gnupg curl")
+        sh(
+            lab,
+            host,
+            "mkdir -p /etc/apt/keyrings && curl -fsS https://repo.radeon.com/rocm/rocm.gpg.key"
+            " | gpg --dearmor > /etc/apt/keyrings/rocm.gpg && "
+            f"echo {shlex.quote(ROCM_SOURCE.format(path='6.4.3', suite=suite))}"
+            " > /etc/apt/sources.list.d/rocm.list && apt-get update -q",
+        )
+        unpinned = sh(lab, host, "apt-cache policy rocminfo")
+        sh(lab, host, f"printf {shlex.quote(PIN)} > /etc/apt/preferences.d/rocm-pin-600")
+        sh(lab, host, "apt-get install -y -q rocminfo")
+        pinned = sh(lab, host, "apt-cache policy rocminfo")
+        info = sh(lab, host, "/opt/rocm/bin/rocminfo; cat /opt/rocm/.info/version")
+        as_alice = lab.ssh(host, "runuser -u alice -- /opt/rocm/bin/rocminfo")
+        return {"unpinned": unpinned, "pinned": pinned, "info": info, "alice": as_alice.stdout}
+
+    results = on_both(install)
+    for host, res in results.items():
+        ubuntu = "22.04" if host == "bw" else "24.04"
+        # Debian's own rocminfo wins without AMD's pin: the double keeps that trap real.
+        candidate = re.search(r"Candidate: (\S+)", res["unpinned"]).group(1)
+        assert not candidate.startswith("1.0.0."), res["unpinned"]
+        assert f"Installed: 1.0.0.60403-128~{ubuntu}" in res["pinned"], res["pinned"]
+        assert re.search(r"600 https://repo\.radeon\.com/rocm/apt/6\.4\.3 \w+/main", res["pinned"])
+        assert "6.4.3-128" in res["info"]
+        assert 'not member of "render" group' in res["alice"]
+    assert results["bw"]["info"].count("Device Type:             GPU") == 1
+    assert results["tx"]["info"].count("Device Type:             GPU") == 8
+    https = [r for r in lab.server.requests("repo.radeon.com") if r["scheme"] == "https"]
+    paths = [unquote(r["path"]) for r in https]  # apt sends ~ as %7e
+    assert any(p.endswith("/rocminfo_1.0.0.60403-128~22.04_amd64.deb") for p in paths), paths
+
+
+@pytest.mark.lab
+def test_upgrade_to_a_newer_rocm_release_moves_opt_rocm(lab):
+    source = ROCM_SOURCE.format(path="7.2.1", suite="jammy")
+    out = sh(
+        lab,
+        "bw",
+        f"echo {shlex.quote(source)} > /etc/apt/sources.list.d/rocm.list && "
+        "apt-get update -q >/dev/null && apt-get install -y -q rocminfo >/dev/null && "
+        "dpkg-query -W rocminfo rocm-core && readlink -f /opt/rocm && "
+        "ls -d /opt/rocm-* && /opt/rocm/bin/rocminfo | grep -c generic",
+    )
+    assert "rocminfo\t1.0.0.70201-81~22.04" in out
+    assert "rocm-core\t7.2.1.70201-81~22.04" in out
+    assert "/opt/rocm-7.2.1\n" in out
+    assert "/opt/rocm-6.4.3" not in out  # the old release's files went with its package
+
+
+@pytest.mark.lab
+def test_pip_installs_torch_from_download_pytorch_org_through_the_lab_ca(lab):
+    check = (
+        "import torch, torchvision; c = torch.cuda; "
+        "x = torch.ones(64, 32, device='cuda') @ torch.ones(32, 8, device='cuda'); "
+        "print(torch.__version__, torchvision.__version__, torch.version.hip, "
+        "torch.version.cuda, c.is_available(), c.device_count(), c.get_device_name(0), "
+        "c.get_device_properties(0).gcnArchName, x.sum().item(), x.cpu().device, sep='|')"
+    )
+
+    def install(host: str) -> str:
+        sh(lab, host, "apt-get install -y -q python3-venv >/dev/null")
+        sh(
+            lab,
+            host,
+            "python3 -m venv /opt/venv && /opt/venv/bin/pip install -q "
+            "--index-url https://download.pytorch.org/whl/rocm6.4 "
+            "torch==2.9.1+rocm6.4 torchvision",
+        )
+        return sh(lab, host, f"/opt/venv/bin/python -c {shlex.quote(check)}").strip()
+
+    out = on_both(install)
+    assert out["bw"] == (
+        "2.9.1+rocm6.4|0.24.1+rocm6.4|6.4.43482-0f2d60242|None|True|1|"
+        "Radeon RX 7900 XTX|gfx1100|16384.0|cpu"
+    )
+    assert out["tx"].split("|")[4:8] == [
+        "True",
+        "8",
+        "AMD Instinct MI300X",
+        "gfx942:sramecc+:xnack-",
+    ]
+    fetched = [r["path"] for r in lab.server.requests("download.pytorch.org")]
+    assert "/whl/rocm6.4/torch/" in fetched
+    assert any("torch-2.9.1%2Brocm6.4" in p for p in fetched)
+    # No GPU: torch falls back like a real CPU-only host.
+    lab.set_profile("bw", "none")
+    try:
+        probe = "import torch; print(torch.cuda.is_available(), torch.cuda.device_count())"
+        assert sh(lab, "bw", f"/opt/venv/bin/python -c {shlex.quote(probe)}").strip() == ("False 0")
+        proc = lab.ssh("bw", "/opt/rocm/bin/rocminfo")
+        assert proc.returncode == 1 and "NOT loaded" in proc.stdout
+    finally:
+        lab.set_profile("bw", "rx7900xtx")
+
+
+@pytest.mark.lab
+def test_faults_can_be_injected_per_upstream(lab):
+    url = "https://download.pytorch.org/whl/rocm6.4/"
+    curl = ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", lab.ca_cert]
+    resolve = ["--resolve", "download.pytorch.org:443:10.213.0.1"]
+    assert lab.run([*curl, *resolve, url]).stdout == "200"
+    lab.server.set_down("download.pytorch.org")
+    try:
+        assert lab.run([*curl, *resolve, url]).stdout == "503"
+        lab.server.set_down("download.pytorch.org", mode="drop")
+        assert lab.run([*curl, *resolve, url]).returncode != 0
+    finally:
+        lab.server.set_down("download.pytorch.org", False)
+    assert lab.run([*curl, *resolve, url]).stdout == "200"
+
+
+@pytest.mark.lab
+def test_hosts_can_be_stopped_restarted_and_left_unreachable(lab):
+    refused = lab.ssh("down", "true", timeout=30)
+    assert refused.returncode == 255 and "refused" in refused.stderr
+    sh(lab, "tx", "nohup sleep 600 >/dev/null 2>&1 &")
+    lab.stop_host("tx")
+    assert lab.ssh("tx", "true", timeout=30).returncode == 255
+    lab.start_host("tx")
+    out = sh(lab, "tx", "hostname; ps -e -o comm= | grep -c sleep || true")
+    assert out.split() == ["tx", "0"]  # a restart is a reboot: no process survived
+    lab.restart_host("tx")
+    assert sh(lab, "tx", "cat /proc/1/comm").strip() == "sshd"
+
+
+@pytest.mark.lab
+def test_pyinfra_reports_the_unreachable_host_as_failed(lab):
+    result = lab.pyinfra(lab.inventory, "exec", "--", "true", json=True, check=False)
+    assert result.returncode == 1
+    assert result.json["results"]["failed_hosts"] == ["down"]
+    assert sorted(result.json["results"]["operations"][0]["success"]) == ["bw", "tx"]
+    facts = lab.pyinfra(lab.inventory, "fact", "server.Hostname", json=True, limit="bw,tx")
+    assert facts.json == {"server.Hostname": {"bw": "bw", "tx": "tx"}}
+
+
+@needs_root
+@pytest.mark.lab
+def test_teardown_leaves_nothing_behind_even_on_error():
+    held: dict = {}
+    solo = [HostSpec("solo", suite="trixie", profile="w7900")]
+    with pytest.raises(RuntimeError, match="boom"), Lab(hosts=solo) as lab:
+        held = lab.resources()
+        assert lab.ssh("solo", "cat /etc/rocm-fleet-lab/gpus").stdout.startswith("gfx1100|")
+        raise RuntimeError("boom")
+    assert held["pids"] and held["netns"] and held["mounts"]
+    for pid in held["pids"]:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(ns in netns for ns in held["netns"])
+    mounts = Path("/proc/mounts").read_text()
+    assert not any(m in mounts for m in held["mounts"])
+    assert not Path(held["workdir"][0]).exists()
+    workdir = held["workdir"][0]
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+            root = os.readlink(proc / "root")
+        except OSError:
+            continue
+        assert workdir not in cmdline and workdir not in root, (proc.name, cmdline)
+
+
+KILLED_LAB = """
+import sys, time
+from lab import HostSpec, Lab
+with Lab(hosts=[HostSpec("k1", suite="bookworm", profile="none")]) as lab:
+    print(lab.workdir, lab.run_id, flush=True)
+    time.sleep(600)
+"""
+
+
+@needs_root
+@pytest.mark.lab
+def test_cleanup_stale_removes_what_a_killed_lab_left():
+    from lab.fleet import cleanup_stale
+
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_LAB],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": tests_dir},
+    )
+    try:
+        workdir, run_id = proc.stdout.readline().split()
+    finally:
+        proc.kill()  # SIGKILL: no __exit__, everything is left behind
+        proc.wait()
+    assert (
+        f"rflab-{run_id}-c"
+        in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    )
+    done = cleanup_stale()
+    assert any(line.startswith("killed pid") for line in done), done
+    assert f"removed {workdir}" in done
+    assert (
+        f"rflab-{run_id}"
+        not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    )
+    assert workdir not in Path("/proc/mounts").read_text()
+    assert not Path(workdir).exists()
