@@ -30,10 +30,10 @@ test: deps venv
 	$(PY) -m pytest -v -rs --durations=15
 
 demo: deps venv
-	$(PY) -m lab.demo
+	PYTHONPATH=tests $(PY) -m lab.demo
 
 bench: deps venv
-	$(PY) bench/converged.py
+	PYTHONPATH=tests $(PY) bench/converged.py
 
 lint: venv
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -32,5 +32,7 @@ SETTINGS = (
 def configure_groups(config: Config) -> None:
     for group in host.loop(GPU_GROUPS):
         server.group(name=f"Ensure group {group} exists", group=group, system=True)
-    for user in host.loop(config.rocm_users):
-        group_members(name=f"Add {user} to video and render", user=user, groups=GPU_GROUPS)
+    if config.rocm_users:
+        group_members(
+            name="Add the GPU users to video and render", users=config.rocm_users, groups=GPU_GROUPS
+        )

@@ -11,7 +11,7 @@ import re
 import shlex
 
 from pyinfra import host
-from pyinfra.api import OperationError, QuoteString, StringCommand, operation
+from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.deb import DebPackages
 from pyinfra.facts.files import File
 
@@ -207,24 +207,30 @@ def release_packages_absent():
 
 
 @operation()
-def group_members(user: str, groups: list[str]):
+def group_members(users: list[str], groups: list[str]):
     """
-    Add an existing user to ``groups`` without touching their other groups.
+    Add existing users to ``groups`` without touching their other groups.
 
-    pyinfra's ``server.user`` would create a missing user; a typo in the inventory should
-    fail instead.
+    pyinfra's ``server.user`` would create a missing user; a typo in the inventory fails
+    the host instead, naming the user.
 
-    + user: an existing user
-    + groups: groups the user must be in
+    + users: existing users
+    + groups: groups each user must be in
     """
-    current = host.get_fact(UserGroups, user=user)
-    if current is None:
-        raise OperationError(f"user {user!r} does not exist on {host.name}; create it first")
-    missing = [g for g in groups if g not in current]
-    if not missing:
-        host.noop(f"{user} is in {', '.join(groups)}")
-        return
-    yield StringCommand("usermod", "-a", "-G", QuoteString(",".join(missing)), QuoteString(user))
+    changed = False
+    for user in users:
+        current = host.get_fact(UserGroups, user=user)
+        if current is None:
+            yield failure(f"user {user!r} does not exist on {host.name}; create it first")
+            return
+        missing = [g for g in groups if g not in current]
+        if missing:
+            changed = True
+            yield StringCommand(
+                "usermod", "-a", "-G", QuoteString(",".join(missing)), QuoteString(user)
+            )
+    if not changed:
+        host.noop(f"{', '.join(users)} in {', '.join(groups)}")
 
 
 @operation()

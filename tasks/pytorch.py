@@ -56,12 +56,12 @@ def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
 @deploy("PyTorch")
 def install_pytorch(config: Config) -> None:
     debian_packages(name="Install python3-venv", packages=PREREQUISITES)
-    venv(name=f"Create the venv {config.pytorch_venv}", path=config.pytorch_venv)
+    venv(name="Create the PyTorch venv", path=config.pytorch_venv)
     if config.torch_build is None or config.release.torch_index is None:
         return  # load_config refuses pytorch_install for a release without an index
     wanted = wanted_wheels(config.torch_build, config.release.torch_index)
     pinned_wheels(
-        name=f"Install torch {wanted['torch']} from {config.torch_index_url}",
+        name="Install the torch wheels built for the ROCm release",
         python=venv_python(config),
         index_url=config.torch_index_url,
         wanted=wanted,
@@ -70,5 +70,5 @@ def install_pytorch(config: Config) -> None:
 
 @deploy("Remove PyTorch")
 def remove_pytorch(config: Config) -> None:
-    files.directory(name=f"Remove the venv {config.pytorch_venv}", path=config.pytorch_venv,
+    files.directory(name="Remove the PyTorch venv", path=config.pytorch_venv,
                     present=False)  # fmt: skip

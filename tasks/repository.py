@@ -68,7 +68,7 @@ def configure_repository(config: Config, row: Distro) -> None:
         path=ROCM_KEYRING_PATH,
     )
     files.put(
-        name=f"Point apt at ROCm {config.release.version} for {row.suite}",
+        name="Point apt at the ROCm release for this distro",
         src=io.StringIO(source_line(config, row)),
         dest=ROCM_SOURCE_PATH,
         mode="644",

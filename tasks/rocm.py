@@ -16,8 +16,8 @@ if TYPE_CHECKING:
 SETTINGS = (
     settings.Setting(
         "rocm_state", "present",
-        "Whether ROCm is `present`; `absent` removes what the deploy added (sources, key, pin, ROCm packages, venv, "
-        "loader and PATH files); users, groups and kernels stay",
+        "Whether ROCm is `present`; `absent` removes what the deploy added (sources, key, "
+        "pin, ROCm packages, venv, loader and PATH files); users, groups and kernels stay",
         settings.one_of("present", "absent"),
     ),
     settings.Setting(
@@ -34,7 +34,7 @@ PROFILE_PATH = "/etc/profile.d/rocm.sh"
 @deploy("ROCm packages")
 def install_rocm(config: Config) -> None:
     release_packages(
-        name=f"Install {', '.join(config.rocm_packages)} from ROCm {config.release.version}",
+        name="Install the ROCm packages of the release",
         packages=config.rocm_packages,
         numeric_tag=config.release.numeric_tag,
     )

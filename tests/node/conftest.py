@@ -44,11 +44,15 @@ def pytest_configure(config):
     inventory = config.getoption("inventory", None)
     if not inventory:
         return
+    from pyinfra.api import State
+    from pyinfra.context import ctx_state
     from pyinfra_cli.inventory import make_inventory
 
     limit = set(filter(None, (config.getoption("limit") or "").split(",")))
+    with ctx_state.use(State()):  # the loader runs group_data files in a pyinfra context
+        hosts = list(make_inventory(inventory, cwd=os.getcwd()))
     specs = []
-    for host in make_inventory(inventory, cwd=os.getcwd()):
+    for host in hosts:
         if limit and host.name not in limit:
             continue
         data = host.data.dict()

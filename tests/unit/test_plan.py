@@ -95,20 +95,20 @@ def find(planned: dict, fragment: str) -> list:
 )
 def test_source_line_pin_and_packages_per_distro(os_name, version, line):
     planned = plan(os_name, {"rocm_version": version, "rocm_users": ["alice"]})
-    source = uploaded(find(planned, "Point apt at ROCm"))
+    source = uploaded(find(planned, "Point apt at the ROCm release"))
     assert source == f"deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] {line}\n"
     pin = uploaded(find(planned, "Pin repo.radeon.com"))
     assert pin == "Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n"
-    (install,) = find(planned, "Install rocm-hip-runtime")
+    (install,) = find(planned, "Install the ROCm packages")
     tag = release(version).numeric_tag
     assert str(install).endswith(f"release-packages {tag} want:rocm-hip-runtime")
-    (usermod,) = find(planned, "Add alice to video and render")
+    (usermod,) = find(planned, "Add the GPU users to video and render")
     assert str(usermod) == "usermod -a -G render alice"  # already in video
 
 
 def test_torch_comes_from_the_matching_index():
     planned = plan("ubuntu-24.04", {"rocm_version": "7.2.1"})
-    (pip,) = find(planned, "Install torch")
+    (pip,) = find(planned, "Install the torch wheels")
     text = str(pip)
     assert "--index-url https://download.pytorch.org/whl/rocm7.2" in text
     assert "torch==2.11.0+rocm7.2" in text and "torchvision==0.26.0" in text
@@ -156,6 +156,6 @@ def test_changing_release_moves_every_rocm_package_and_leaves_debian_ones():
         "curl": ["7.88.1-10+deb12u14"],
     }
     planned = plan("ubuntu-24.04", {"rocm_version": "6.4.3"}, packages=installed)
-    (switch,) = find(planned, "Install rocm-hip-runtime")
+    (switch,) = find(planned, "Install the ROCm packages")
     args = str(switch).split("release-packages ", 1)[1]
     assert args == "60403 want:rocm-hip-runtime stale:rocm-core stale:rocm-smi-lib"
