@@ -873,3 +873,80 @@ class UserGroups(FactBase[list[str] | None]):
     def process(self, output: list[str]) -> list[str] | None:
         text = " ".join(output).strip()
         return None if text == "__nouser" else text.split()
+
+
+# --- preflight and audit facts ---------------------------------------------------------
+
+# NVIDIA's driver and CUDA stack as Debian and Ubuntu package it (Debian non-free:
+# nvidia-driver, nvidia-kernel-dkms, libcuda1, libnvidia-*; Ubuntu: nvidia-driver-<branch>,
+# nvidia-dkms-<branch>, libnvidia-compute-<branch>, xserver-xorg-video-nvidia-<branch>;
+# NVIDIA's own CUDA repository: cuda, cuda-*, libcudnn*, libnccl*).
+NVIDIA_PACKAGE_PATTERNS = (
+    "nvidia-*",
+    "libnvidia-*",
+    "cuda",
+    "cuda-*",
+    "libcuda*",
+    "libcudnn*",
+    "libnccl*",
+    "xserver-xorg-video-nvidia*",
+)
+# Names the patterns catch that are not NVIDIA's driver or CUDA: the free EGL platform
+# libraries in Debian/Ubuntu main (source egl-wayland, egl-gbm, egl-x11) that Mesa
+# desktops carry, and nvidia-texture-tools (image tools, no driver).
+NVIDIA_PACKAGE_EXCEPTIONS = re.compile(
+    r"^(libnvidia-egl-(wayland|gbm|xcb|xlib)\d*|nvidia-texture-tools)$"
+)
+
+
+class NvidiaStackDict(TypedDict):
+    packages: list[str]
+    modules: list[str]
+
+
+class NvidiaStack(FactBase[NvidiaStackDict]):
+    """
+    NVIDIA's driver and CUDA stack on the host: installed dpkg packages whose names match
+    ``NVIDIA_PACKAGE_PATTERNS`` (half-installed ones count; removed ones that left only
+    config files don't) and loaded ``nvidia*`` kernel modules from ``/proc/modules``.
+
+    .. code:: python
+
+        {
+            "packages": ["libcuda1", "nvidia-driver", "nvidia-kernel-dkms"],  # sorted
+            "modules": ["nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm"],  # sorted
+        }
+    """
+
+    @staticmethod
+    def default() -> NvidiaStackDict:
+        return {"packages": [], "modules": []}
+
+    @override
+    def command(self) -> str:
+        patterns = " ".join(shlex.quote(p) for p in NVIDIA_PACKAGE_PATTERNS)
+        # dpkg-query -W exits 1 when a pattern matches nothing: ignored (facts exit 0).
+        return (
+            "if command -v dpkg-query >/dev/null 2>&1; then "
+            f"dpkg-query -W -f='pkg ${{db:Status-Abbrev}} ${{Package}}\\n' {patterns} "
+            "2>/dev/null || true; fi; "
+            "if [ -r /proc/modules ]; then "
+            'while read -r m _; do case $m in nvidia*) echo "mod $m" ;; esac; '
+            "done < /proc/modules; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> NvidiaStackDict:
+        packages, modules = set(), set()
+        for line in output:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "pkg":
+                status, name = parts[1], parts[2].split(":")[0]
+                # db:Status-Abbrev is want/status/error; status n = not installed,
+                # c = config files only.
+                installed = len(status) >= 2 and status[1] not in "nc"
+                if installed and not NVIDIA_PACKAGE_EXCEPTIONS.match(name):
+                    packages.add(name)
+            elif len(parts) == 2 and parts[0] == "mod":
+                modules.add(parts[1])
+        return {"packages": sorted(packages), "modules": sorted(modules)}
