@@ -828,9 +828,9 @@ class KeyringFingerprints(FactBase[list[str] | None]):
         q = shlex.quote(path)
         return (
             f"if ! test -e {q}; then echo __missing; "
-            f"elif command -v gpg >/dev/null; then "
-            f"gpg --batch --with-colons --show-keys {q} 2>/dev/null || true; "
-            f"else echo __nogpg; fi"
+            f"elif command -v gpg >/dev/null; then h=$(mktemp -d); "  # no ~/.gnupg left behind
+            f'gpg --homedir "$h" --batch --with-colons --show-keys {q} 2>/dev/null || true; '
+            f'rm -rf "$h"; else echo __nogpg; fi'
         )
 
     def process(self, output: list[str]) -> list[str] | None:
@@ -950,3 +950,27 @@ class NvidiaStack(FactBase[NvidiaStackDict]):
             elif len(parts) == 2 and parts[0] == "mod":
                 modules.add(parts[1])
         return {"packages": sorted(packages), "modules": sorted(modules)}
+
+
+class DpkgInterrupted(FactBase[list[str]]):
+    """
+    What an interrupted dpkg left behind: ``journal`` when /var/lib/dpkg/updates holds
+    unapplied entries (apt then refuses: "dpkg was interrupted"), and ``<state> <package>``
+    for each package not in a final state (half-installed, unpacked, half-configured,
+    triggers-awaited, triggers-pending, or flagged reinst-required). Empty when dpkg is clean.
+
+    .. code:: python
+
+        ["journal", "half-configured rocm-core", "unpacked rocminfo"]
+    """
+
+    command = (
+        'if [ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ]; then echo journal; fi; '
+        "dpkg-query -W -f='${Status}\\t${Package}\\n' 2>/dev/null | awk -F'\\t' "
+        '\'{ split($1, s, " "); if (s[2] != "ok" || (s[3] != "installed" && '
+        's[3] != "config-files" && s[3] != "not-installed")) print s[3] " " $2 }\'; true'
+    )
+    default = list
+
+    def process(self, output: list[str]) -> list[str]:
+        return [line.strip() for line in output if line.strip()]
