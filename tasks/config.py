@@ -15,16 +15,16 @@ from typing import Any
 
 from pyinfra.api.exceptions import DeployError
 
-from tasks import groups, pytorch, repository, rocm, verify
+from tasks import groups, preflight, pytorch, repository, rocm, verify
 from tasks.matrix import GFX_NAME, Release, TorchBuild, release, release_versions
 from tasks.settings import Setting
 
 # Order matters only for the README table.
-CONCERNS = (repository, rocm, groups, pytorch, verify)
+CONCERNS = (repository, rocm, groups, pytorch, verify, preflight)
 
 # Prefixes that mark a key as ours: an unknown key with one of them is a typo, not the
 # user's own data.
-OUR_PREFIXES = ("rocm_", "pytorch_", "torch_", "expected_", "gpu_")
+OUR_PREFIXES = ("rocm_", "pytorch_", "torch_", "expected_", "gpu_", "preflight_")
 
 
 class ConfigError(DeployError):

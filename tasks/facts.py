@@ -974,3 +974,407 @@ class DpkgInterrupted(FactBase[list[str]]):
 
     def process(self, output: list[str]) -> list[str]:
         return [line.strip() for line in output if line.strip()]
+
+
+_SURVEY_MARKER = "__section="
+_SURVEY_TORCH = "__torch_json="
+# Reads torch's version strings without importing torch (seconds, and a GPU probe):
+# importlib.metadata for the distributions, torch/version.py (plain assignments:
+# __version__, hip, cuda) run on its own.
+_SURVEY_TORCH_SCRIPT = """\
+import json, runpy, os
+from importlib import metadata, util
+r = {"hip": None, "cuda": None, "error": None}
+for n in ("torch", "torchvision", "torchaudio"):
+    try:
+        r[n] = metadata.version(n)
+    except metadata.PackageNotFoundError:
+        r[n] = None
+try:
+    spec = util.find_spec("torch")
+    if spec and spec.submodule_search_locations:
+        v = runpy.run_path(os.path.join(list(spec.submodule_search_locations)[0], "version.py"))
+        r["hip"], r["cuda"] = v.get("hip"), v.get("cuda")
+except Exception as e:
+    r["error"] = "%s: %s" % (type(e).__name__, e)
+print("__torch_json=" + json.dumps(r))
+"""
+# Sizes apt prints (apt-pkg's SizeToStr: powers of 1000).
+_APT_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+ROCM_PIN_FILE = "/etc/apt/preferences.d/rocm-pin-600"
+MOK_CERTIFICATES = {
+    "dkms": "/var/lib/dkms/mok.pub",  # DKMS >= 3.0.4 on Debian (fact sheet §5)
+    "shim": "/var/lib/shim-signed/mok/MOK.der",  # DKMS on Ubuntu (fact sheet §5)
+}
+
+
+class NodeSurvey(FactBase["dict[str, Any] | None"]):
+    """
+    Everything preflight and ``rocm-fleet audit`` read from a host, in one command (one
+    SSH round trip), by running the other facts' commands in sections and parsing each
+    with that fact's ``process``. Read-only: apt is asked with locking and its cache files
+    off, Python with ``-B`` (no bytecode written).
+
+    Arguments: ``python`` (the venv's interpreter, for torch's versions), ``users`` (whose
+    groups to read), ``packages`` (apt packages to size with ``apt-get install
+    --assume-no``; empty: skip) and ``space_paths`` (paths whose filesystem's free space to
+    read; a missing path is measured at its nearest existing parent).
+
+    .. code:: python
+
+        {
+            "distro": {...},             # DistroRelease
+            "arch": "amd64",             # dpkg --print-architecture
+            "kernel": "6.1.0-28-amd64",  # uname -r
+            "machine": "x86_64",         # uname -m
+            "uid": 0, "user": "root",
+            "kernels": ["6.1.0-28-amd64", "6.12.12+bpo-amd64"],  # /boot/vmlinuz-*
+            "pci": [...],                # PciGpus
+            "kfd": [...] | None,         # KfdNodes
+            "secure_boot": {...},        # SecureBoot
+            "mok": {"dkms": {...}, "shim": {...}},  # MokKeyState per certificate
+            "rocm_version": "6.4.3-128" | None,     # RocmVersion
+            "packages": {"rocminfo": "1.0.0.60403-128~22.04", ...},  # installed (dpkg)
+            "nvidia": {...},             # NvidiaStack
+            "sources": [["/etc/apt/sources.list.d/rocm.list", "deb [...] https://..."]],
+            "pin": True,                 # /etc/apt/preferences.d/rocm-pin-600 exists
+            "amdgpu": {"loaded": True, "version": "6.8.5" | None, "initstate": "live"},
+            "wsl": False,
+            "reboot_required": False, "reboot_packages": [],
+            "groups": {"alice": ["alice", "video", "render"], "bob": None},
+            "torch": {"torch": "2.9.1+rocm6.4", "torchvision": ..., "torchaudio": ...,
+                      "hip": "6.4.43484", "cuda": None, "error": None} | None,
+            "disk": [{"path": "/opt", "mount": "/", "avail": 80000000000}],
+            "apt_need": 2400000000 | None,   # bytes apt would add; None: can't tell
+            "apt_message": "After this operation, ..." | "E: Unable to locate ...",
+        }
+    """
+
+    tool_timeout = 60
+
+    @override
+    def command(
+        self,
+        python: str,
+        users: list[str] | tuple[str, ...] = (),
+        packages: list[str] | tuple[str, ...] = (),
+        space_paths: list[str] | tuple[str, ...] = (),
+    ) -> str:
+        def section(name: str, body: str) -> str:
+            return f"echo {_SURVEY_MARKER}{name}; {{ {body}; }} 2>/dev/null; "
+
+        py = _quote(python)
+        user_loop = " ".join(_quote(u) for u in users)
+        apt = (
+            "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --assume-no "
+            "-o Debug::NoLocking=1 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= "
+            + " ".join(_quote(p) for p in packages)
+            + " </dev/null 2>&1 | grep -E '^(After this operation|E:|[0-9]+ upgraded)' || true"
+        )
+        disk = (
+            f"for p in {' '.join(_quote(p) for p in space_paths)}; do d=$p; "
+            'while [ ! -e "$d" ]; do d=$(dirname "$d"); done; '
+            'df -Pk "$d" | tail -n +2 | sed "s|^|$p |"; done'
+        )
+        return (
+            section("distro", DistroRelease().command())
+            + section("arch", "dpkg --print-architecture || true")
+            + section("uname", "uname -r; uname -m")
+            + section("id", "id -u; id -un")
+            + section(
+                "kernels",
+                'for f in /boot/vmlinuz-*; do [ -e "$f" ] && echo "${f#/boot/vmlinuz-}"; done',
+            )
+            + section("pci", PciGpus().command())
+            + section("kfd", KfdNodes().command())
+            + section("secure_boot", SecureBoot().command())
+            + "".join(
+                section(f"mok_{key}", MokKeyState().command(path))
+                for key, path in MOK_CERTIFICATES.items()
+            )
+            + section("rocm_version", RocmVersion().command())
+            + section(
+                "packages",
+                "dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\\n' || true",
+            )
+            + section("nvidia", NvidiaStack().command())
+            + section(
+                "sources",
+                "grep -Hs -e 'repo[.]radeon[.]com' -e 'repo[.]amd[.]com' "
+                "/etc/apt/sources.list /etc/apt/sources.list.d/* || true",
+            )
+            + section("pin", f"! test -e {ROCM_PIN_FILE} || echo present")
+            + section(
+                "amdgpu",
+                "if [ -d /sys/module/amdgpu ]; then echo loaded; "
+                "! test -r /sys/module/amdgpu/version || "
+                "echo version=$(cat /sys/module/amdgpu/version); "
+                "! test -r /sys/module/amdgpu/initstate || "
+                "echo initstate=$(cat /sys/module/amdgpu/initstate); fi",
+            )
+            + section(
+                "wsl",
+                "! test -e /proc/sys/fs/binfmt_misc/WSLInterop || echo interop; "
+                "! test -e /run/WSL || echo run",
+            )
+            + section(
+                "reboot",
+                "if [ -e /run/reboot-required ]; then echo required; "
+                "! test -r /run/reboot-required.pkgs || cat /run/reboot-required.pkgs; fi",
+            )
+            + section(
+                "groups",
+                f'for u in {user_loop}; do if id "$u" >/dev/null 2>&1; then '
+                'echo "$u: $(id -nG "$u")"; else echo "$u: __nouser"; fi; done'
+                if users
+                else "true",
+            )
+            + section(
+                "torch",
+                f"if [ -x {py} ]; then timeout {self.tool_timeout} {py} -B -I -c "
+                f"{_quote(_SURVEY_TORCH_SCRIPT)} </dev/null; fi",
+            )
+            + section("disk", disk if space_paths else "true")
+            + section("apt_need", apt if packages else "true")
+            + "true"
+        )
+
+    @override
+    def process(self, output: list[str]) -> dict[str, Any] | None:
+        sections: dict[str, list[str]] = {}
+        current: list[str] | None = None
+        for line in output:
+            if line.startswith(_SURVEY_MARKER):
+                current = sections.setdefault(line[len(_SURVEY_MARKER) :].strip(), [])
+            elif current is not None:
+                current.append(line)
+        if "distro" not in sections:
+            raise FactProcessError(f"no survey output: {_text(output)[-500:]!r}")
+
+        def get(name: str) -> list[str]:
+            return sections.get(name, [])
+
+        def first(name: str, index: int = 0) -> str | None:
+            values = [line.strip() for line in get(name) if line.strip()]
+            return values[index] if len(values) > index else None
+
+        uid = first("id")
+        packages = {}
+        for line in get("packages"):
+            parts = line.split("|")
+            if len(parts) == 3 and len(parts[0]) >= 2 and parts[0][1] not in "nc":
+                packages[parts[1].split(":")[0]] = parts[2]
+        amdgpu_lines = [line.strip() for line in get("amdgpu")]
+        amdgpu_values = dict(line.split("=", 1) for line in amdgpu_lines if "=" in line)
+        groups: dict[str, list[str] | None] = {}
+        for line in get("groups"):
+            user, _, rest = line.partition(": ")
+            groups[user.strip()] = None if rest.strip() == "__nouser" else rest.split()
+        reboot = get("reboot")
+        sources = []
+        for line in get("sources"):
+            path, _, text = line.partition(":")
+            if text.strip() and not text.lstrip().startswith("#"):
+                sources.append([path, text.strip()])
+        disk = []
+        for line in get("disk"):
+            parts = line.split()
+            if len(parts) >= 7 and parts[4].isdigit():
+                disk.append({"path": parts[0], "mount": parts[6], "avail": int(parts[4]) * 1024})
+        apt_message = " ".join(get("apt_need")).strip()
+        return {
+            "distro": DistroRelease().process(get("distro")),
+            "arch": first("arch"),
+            "kernel": first("uname"),
+            "machine": first("uname", 1),
+            "uid": int(uid) if uid and uid.isdigit() else None,
+            "user": first("id", 1),
+            "kernels": sorted(line.strip() for line in get("kernels") if line.strip()),
+            "pci": PciGpus().process(get("pci")),
+            "kfd": KfdNodes().process(get("kfd")),
+            "secure_boot": SecureBoot().process(get("secure_boot")),
+            "mok": {key: MokKeyState().process(get(f"mok_{key}")) for key in MOK_CERTIFICATES},
+            "rocm_version": RocmVersion().process(get("rocm_version")),
+            "packages": packages,
+            "nvidia": NvidiaStack().process(get("nvidia")),
+            "sources": sources,
+            "pin": first("pin") == "present",
+            "amdgpu": {
+                "loaded": "loaded" in amdgpu_lines,
+                "version": amdgpu_values.get("version") or None,
+                "initstate": amdgpu_values.get("initstate") or None,
+            },
+            "wsl": bool(get("wsl")) and any(line.strip() for line in get("wsl")),
+            "reboot_required": bool(reboot) and reboot[0].strip() == "required",
+            "reboot_packages": [line.strip() for line in reboot[1:] if line.strip()],
+            "groups": groups,
+            "torch": _find_json(get("torch"), _SURVEY_TORCH),
+            "disk": disk,
+            "apt_need": _apt_need(apt_message),
+            "apt_message": apt_message,
+        }
+
+
+def _apt_need(message: str) -> int | None:
+    """Bytes apt says an install adds: 0 when nothing is to install, None when apt can't
+    resolve the packages (not in any configured source) or said nothing."""
+    if not message or message.startswith("E:") or " E:" in message:
+        return None
+    match = re.search(r"After this operation, ([\d.,]+) ([kMGT]?B) (of additional|disk)", message)
+    if not match:
+        return 0 if re.search(r"\b0 newly installed", message) else None
+    if "freed" in message:
+        return 0
+    number = float(match.group(1).replace(",", ""))
+    return int(number * _APT_UNITS[match.group(2)])
+
+
+# --- kernel, driver and Secure Boot facts ---
+
+
+class RunningKernel(FactBase[str]):
+    """
+    The running kernel's release, ``uname -r``: ``"6.1.0-50-amd64"``.
+    """
+
+    @override
+    def command(self) -> str:
+        return "uname -r"
+
+    @override
+    def process(self, output: list[str]) -> str:
+        return output[0].strip() if output else ""
+
+
+class InstalledKernels(FactBase[list[str]]):
+    """
+    Releases of the installed (``ii``) Debian/Ubuntu kernel image packages, from their names
+    ``linux-image-<release>`` / ``linux-image-unsigned-<release>``; meta packages
+    (``linux-image-amd64``, ``linux-image-generic``) are skipped.
+
+    .. code:: python
+
+        ["6.1.0-50-amd64", "6.12.95+deb12-amd64"]
+    """
+
+    default = list
+
+    @override
+    def command(self) -> str:
+        return (
+            "dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n' "
+            "'linux-image-[0-9]*' 'linux-image-unsigned-[0-9]*' 2>/dev/null || true"
+        )
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        releases = []
+        for line in output:
+            parts = line.split()
+            if len(parts) != 2 or not parts[0].startswith("ii"):
+                continue
+            name = parts[1].removeprefix("linux-image-").removeprefix("unsigned-")
+            if name and name[0].isdigit() and name not in releases:
+                releases.append(name)
+        return releases
+
+
+class RebootRequiredDict(TypedDict):
+    required: bool
+    packages: list[str]
+    reasons: list[str]
+
+
+class RebootRequired(FactBase[RebootRequiredDict]):
+    """
+    Whether the host waits for a reboot, where Debian and Ubuntu record it:
+    ``/run/reboot-required`` (exists), ``/run/reboot-required.pkgs`` (one package per line,
+    the packages that asked), plus rocm-fleet's own reasons (one per line) in
+    ``/run/rocm-fleet/reboot-reasons``. /run is a tmpfs, so a reboot clears all three.
+
+    .. code:: python
+
+        {
+            "required": True,
+            "packages": ["linux-image-6.12.95+deb12-amd64"],
+            "reasons": ["new kernel 6.12.95+deb12-amd64 (running 6.1.0-50-amd64)"],
+        }
+    """
+
+    @staticmethod
+    def default() -> RebootRequiredDict:
+        return {"required": False, "packages": [], "reasons": []}
+
+    @override
+    def command(self) -> str:
+        return (
+            "if test -e /run/reboot-required; then echo __required; fi; "
+            "if test -r /run/reboot-required.pkgs; then "
+            "sed 's/^/__pkg=/' /run/reboot-required.pkgs; fi; "
+            "if test -r /run/rocm-fleet/reboot-reasons; then "
+            "sed 's/^/__reason=/' /run/rocm-fleet/reboot-reasons; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> RebootRequiredDict:
+        result = self.default()
+        for line in output:
+            line = line.strip()
+            if line == "__required":
+                result["required"] = True
+            for prefix, key in (("__pkg=", "packages"), ("__reason=", "reasons")):
+                value = line[len(prefix) :].strip() if line.startswith(prefix) else ""
+                if value and value not in result[key]:  # type: ignore[literal-required]
+                    result[key].append(value)  # type: ignore[literal-required]
+        return result
+
+
+class MokPendingDict(TypedDict):
+    pending: bool
+    fingerprint: str | None
+    requests: list[str]
+
+
+class MokPending(FactBase[MokPendingDict | None]):
+    """
+    Whether a certificate is in the pending MOK enrollment request (MokNew), from
+    ``mokutil --list-new``: the SHA1 fingerprints it lists are compared with ``sha1sum`` of
+    the DER certificate (older mokutil's ``--test-key`` says "already enrolled" for a
+    queued key too). ``None`` when mokutil is not installed or the certificate is missing.
+
+    .. code:: python
+
+        {
+            "pending": True,
+            "fingerprint": "c8:39:a7:...",  # the certificate's SHA1
+            "requests": ["c8:39:a7:..."],  # every fingerprint in MokNew
+        }
+    """
+
+    @override
+    def command(self, path: str) -> str:
+        cert = _quote(path)
+        return (
+            f"if ! command -v mokutil >/dev/null 2>&1 || ! test -e {cert}; then "
+            f"echo {_ABSENT}; else "
+            f'echo "__sha1=$(sha1sum {cert} | cut -c1-40)"; '
+            "mokutil --list-new </dev/null 2>&1 || true; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> MokPendingDict | None:
+        if any(line.strip() == _ABSENT for line in output):
+            return None
+        fingerprint, requests = None, []
+        for line in output:
+            line = line.strip()
+            if line.startswith("__sha1="):
+                raw = line[len("__sha1=") :].lower()
+                fingerprint = ":".join(raw[i : i + 2] for i in range(0, len(raw), 2))
+            elif line.lower().startswith("sha1 fingerprint:"):
+                requests.append(line.split(":", 1)[1].strip().lower())
+        return {
+            "pending": fingerprint is not None and fingerprint in requests,
+            "fingerprint": fingerprint,
+            "requests": requests,
+        }

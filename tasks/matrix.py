@@ -260,3 +260,17 @@ def release(version: str) -> Release:
 
 def release_versions() -> list[str]:
     return [r.version for r in RELEASES]
+
+
+# --- Kernels (preflight) ------------------------------------------------------------------
+
+# The oldest kernel AMD lists per distro ("Kernel" column of the system requirements, fact
+# sheet §2.2): Ubuntu 22.04.5 5.15 GA, Ubuntu 24.04 6.8 GA (6.2 docs on), Debian 12 6.1
+# (6.4 and 7.0 docs, "6.1.0"), Debian 13 6.12 (7.0.2 release notes). Newer (HWE,
+# backports) kernels pass; AMD validates only the listed ones.
+MIN_KERNEL: dict[str, str] = {
+    "ubuntu 22.04": "5.15",
+    "ubuntu 24.04": "6.8",
+    "debian 12": "6.1",
+    "debian 13": "6.12",
+}

@@ -64,3 +64,6 @@ def write(root: Path, profile: str) -> None:
     tmp.write_text(render(profile))
     tmp.chmod(0o644)
     tmp.replace(path)
+    from . import sysfs  # the same GPUs as PCI devices and KFD nodes
+
+    sysfs.write(root, profile)

@@ -1,0 +1,86 @@
+"""The GPUs of a hardware profile as sysfs files in a host root: PCI devices and KFD topology.
+
+sshd runs chrooted without a sysfs mount, so `/sys` in a lab root is a plain directory and
+these files are what the deploy's PCI and KFD facts read (`PciGpus`, `KfdNodes`,
+`NodeSurvey`). Per GPU of the profile: `/sys/bus/pci/devices/<slot>/{vendor,device,class}`
+with a `driver` link to amdgpu, and a KFD node `/sys/class/kfd/kfd/topology/nodes/<n>/
+properties` (node 0 is the CPU), plus `/sys/module/amdgpu/initstate` = `live`: the driver
+is loaded, as on a machine where the distribution's amdgpu has bound the cards.
+
+Values come from the real trees in tests/fixtures/sysfs (see tests/fixtures/README.md): the
+RX 7900 XTX node file is the template; device IDs are pci.ids' (0x744c Navi 31 RX 7900 XTX,
+0x7448 Navi 31 PRO W7900, 0x74a1 MI300X with class 0x120000 "processing accelerator",
+0x164e Raphael iGPU); gfx_target_version is what rocm_agent_enumerator decodes back to the
+profile's gfx (110000 -> gfx1100, 90402 -> gfx942, 100306 -> gfx1036).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from . import profiles
+from ._util import REPO_ROOT
+
+FIXTURE_NODE = (
+    REPO_ROOT / "tests/fixtures/sysfs/rx7900xtx/class/kfd/kfd/topology/nodes/1/properties"
+)
+CPU_NODE = REPO_ROOT / "tests/fixtures/sysfs/rx7900xtx/class/kfd/kfd/topology/nodes/0/properties"
+
+#: marketing name -> (PCI device id, PCI class)
+DEVICES = {
+    "Radeon RX 7900 XTX": ("0x744c", "0x030000"),
+    "AMD Radeon PRO W7900": ("0x7448", "0x030000"),
+    "AMD Instinct MI300X": ("0x74a1", "0x120000"),
+    "AMD Radeon Graphics": ("0x164e", "0x030000"),
+}
+TARGET_VERSIONS = {"gfx1100": 110000, "gfx942": 90402, "gfx1036": 100306}
+
+#: What this module writes under ROOT/sys (removed before each write).
+OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu")
+
+
+def _slot(index: int) -> tuple[str, int]:
+    bus = 0x03 + 0x10 * index
+    return f"0000:{bus:02x}:00.0", bus << 8
+
+
+def write(root: Path, profile: str) -> None:
+    """Replace the host's GPU sysfs files with those of `profile` (none: no AMD device)."""
+    for rel in OWNED:
+        shutil.rmtree(root / rel, ignore_errors=True)
+    gpus = profiles.gpus(profile)
+    sys = root / "sys"
+    drivers = sys / "bus/pci/drivers/amdgpu"
+    drivers.mkdir(parents=True, exist_ok=True)
+    (sys / "bus/pci/devices").mkdir(parents=True, exist_ok=True)
+    if not gpus:
+        return
+    nodes = sys / "class/kfd/kfd/topology/nodes"
+    (nodes / "0").mkdir(parents=True)
+    (nodes / "0/properties").write_text(CPU_NODE.read_text())
+    template = FIXTURE_NODE.read_text().splitlines()
+    for i, gpu in enumerate(gpus):
+        device, pci_class = DEVICES[gpu.name]
+        slot, location = _slot(i)
+        path = sys / "bus/pci/devices" / slot
+        path.mkdir(parents=True)
+        (path / "vendor").write_text("0x1002\n")
+        (path / "device").write_text(device + "\n")
+        (path / "class").write_text(pci_class + "\n")
+        (path / "driver").symlink_to("../../drivers/amdgpu")
+        values = {
+            "gfx_target_version": TARGET_VERSIONS[gpu.gfx],
+            "device_id": int(device, 16),
+            "location_id": location,
+            "drm_render_minor": 128 + i,
+        }
+        lines = []
+        for line in template:
+            key = line.split(" ", 1)[0]
+            lines.append(f"{key} {values[key]}" if key in values else line)
+        (nodes / str(i + 1)).mkdir()
+        (nodes / str(i + 1) / "properties").write_text("\n".join(lines) + "\n")
+    module = sys / "module/amdgpu"
+    module.mkdir(parents=True)
+    (module / "initstate").write_text("live\n")
