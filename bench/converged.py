@@ -48,11 +48,17 @@ def main() -> None:
         first = timed(lab, inventory, "deploy.py")
         rows = []
         for size in SIZES:
-            limit = ",".join(h.name for h in hosts[:size])
+            # One --limit per host: pyinfra reads "--limit a,b" as one pattern.
+            limit = [arg for h in hosts[:size] for arg in ("--limit", h.name)]
+            check = lab.run([PYINFRA, "-y", "--json", *limit, inventory, "deploy.py"], input="")
+            report = json.loads(check.stdout)["results"]
+            hosts_seen = {h for op in report["operations"] for h in op["no_change"]}
+            if len(hosts_seen) != size or report["totals"]["success"] or report["totals"]["error"]:
+                raise SystemExit(f"not a converged no-op on {size} hosts: {report['totals']}")
             base, full = [], []
             for _ in range(REPEATS):  # interleaved, so drift in machine load hits both
-                base.append(timed(lab, "--limit", limit, inventory, "exec", "--", "true"))
-                full.append(timed(lab, "--limit", limit, inventory, "deploy.py"))
+                base.append(timed(lab, *limit, inventory, "exec", "--", "true"))
+                full.append(timed(lab, *limit, inventory, "deploy.py"))
             b, f = statistics.median(base), statistics.median(full)
             rows.append({"hosts": size, "exec_true_s": round(b, 2), "deploy_noop_s": round(f, 2),
                          "ratio": round(f / b, 2)})  # fmt: skip
