@@ -8,11 +8,15 @@ Every step is idempotent: a second run reports no change, and ``--dry`` shows on
 from pyinfra import host
 
 from tasks.config import load_config
+from tasks.driver import configure_driver
 from tasks.groups import configure_groups
+from tasks.kernel import configure_kernel
 from tasks.preflight import preflight
 from tasks.pytorch import install_pytorch, remove_pytorch
+from tasks.reboot import reboot_if_needed
 from tasks.repository import configure_repository, remove_repository
 from tasks.rocm import install_rocm, remove_rocm
+from tasks.secureboot import configure_secure_boot
 from tasks.verify import verify_node
 
 # Bad inventory data stops the whole run here, before any host is touched.
@@ -23,9 +27,14 @@ if config.rocm_state == "absent":
     remove_rocm(config)
     remove_repository(config)
 elif distro := preflight(config):
+    # (reason, operation) pairs whose change needs a reboot, for reboot_if_needed.
+    needs_reboot = configure_kernel(config, distro)
     configure_repository(config, distro)
+    needs_reboot += configure_driver(config, distro)
+    needs_reboot += configure_secure_boot(config, distro)
     install_rocm(config)
     configure_groups(config)
     if config.pytorch_install:
         install_pytorch(config)
+    reboot_if_needed(config, needs_reboot)
     verify_node(config)

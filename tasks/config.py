@@ -15,12 +15,34 @@ from typing import Any
 
 from pyinfra.api.exceptions import DeployError
 
-from tasks import groups, preflight, pytorch, repository, rocm, verify
+from tasks import (
+    driver,
+    groups,
+    kernel,
+    preflight,
+    pytorch,
+    reboot,
+    repository,
+    rocm,
+    secureboot,
+    verify,
+)
 from tasks.matrix import GFX_NAME, Release, TorchBuild, release, release_versions
 from tasks.settings import Setting
 
 # Order matters only for the README table.
-CONCERNS = (repository, rocm, groups, pytorch, verify, preflight)
+CONCERNS = (
+    repository,
+    rocm,
+    groups,
+    pytorch,
+    verify,
+    preflight,
+    kernel,
+    driver,
+    secureboot,
+    reboot,
+)
 
 # Prefixes that mark a key as ours: an unknown key with one of them is a typo, not the
 # user's own data.

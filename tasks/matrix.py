@@ -274,3 +274,78 @@ MIN_KERNEL: dict[str, str] = {
     "debian 12": "6.1",
     "debian 13": "6.12",
 }
+
+
+# --- Kernel and amdgpu driver (tasks/kernel.py, tasks/driver.py) --------------------------
+
+
+def kernel_version_key(release: str) -> tuple[int, ...]:
+    """The upstream part of a kernel release as numbers: "6.1.0-50-amd64" -> (6, 1, 0),
+    "6.12.95+deb12-amd64" -> (6, 12, 95), "6.12" -> (6, 12)."""
+    match = re.match(r"(\d+(?:\.\d+)*)", release)
+    return tuple(int(p) for p in match.group(1).split(".")) if match else ()
+
+
+# Oldest kernel whose inbox amdgpu driver runs the GPU family; targets not listed have no
+# minimum beyond the distro kernels AMD lists for them (fact sheet §2.2: Debian 12 = 6.1,
+# Debian 13 = 6.12, Ubuntu 22.04 = 5.15 GA / 6.8 HWE, 24.04 = 6.8 GA / 6.11-6.14 HWE).
+# RDNA3 (gfx110x): amdgpu support merged for Linux 6.0 (html.it, "Linux 6.0, ecco tutti gli
+# aggiornamenti per i driver delle GPU", 2022-08: RDNA3 drivers integrated in Linux 6.0).
+# RDNA4 (gfx1200/gfx1201, GC 12.0.x): Debian 12's 6.1 (Dec 2022) predates the whole GFX12
+# bring-up (LLVM targets first posted Nov 2023, tomshardware.com "GFX12 targets"); an RX 9060
+# XT runs on a 6.12.y kernel (github.com/geerlingguy/raspberry-pi-pcie-devices issue #741,
+# 2025-06), and bookworm-backports carries 6.12 (fact sheet §12). The first mainline
+# release with GC 12.0 enabled was not found in a primary source, so the matrix records the
+# oldest release seen working, 6.12, not an earlier guess.
+INBOX_MIN_KERNEL: dict[str, str] = {
+    "gfx1100": "6.0",
+    "gfx1101": "6.0",
+    "gfx1102": "6.0",
+    "gfx1200": "6.12",
+    "gfx1201": "6.12",
+}
+
+
+def inbox_min_kernel(gfx_targets: list[str]) -> str | None:
+    """The newest of the minimum kernels of ``gfx_targets`` (None: no minimum known)."""
+    mins = [INBOX_MIN_KERNEL[g] for g in gfx_targets if g in INBOX_MIN_KERNEL]
+    return max(mins, key=kernel_version_key) if mins else None
+
+
+@dataclass(frozen=True)
+class NewerKernel:
+    """Where a distro release gets a newer kernel than its stock one."""
+
+    kind: str  # "backports" (Debian) or "hwe" (Ubuntu)
+    suite: str | None  # the apt suite to install from (Debian backports)
+    packages: tuple[str, ...]  # what to install
+
+
+# Debian: bookworm-backports, deb822 source signed by the archive keyring, installed with
+# -t (backports.debian.org/Instructions; fact sheet §6); it carries linux-image-amd64
+# 6.12.95-1~bpo12+1 (fact sheet §12). trixie (6.12 stock) needs none for any listed GPU.
+# Ubuntu: the HWE kernel meta packages linux-generic-hwe-22.04 / -24.04
+# (wiki.ubuntu.com/Kernel/LTSEnablementStack), which bring their headers along.
+NEWER_KERNELS: dict[str, NewerKernel] = {
+    "debian 12": NewerKernel(
+        "backports", "bookworm-backports", ("linux-image-amd64", "linux-headers-amd64")
+    ),
+    "ubuntu 22.04": NewerKernel("hwe", None, ("linux-generic-hwe-22.04",)),
+    "ubuntu 24.04": NewerKernel("hwe", None, ("linux-generic-hwe-24.04",)),
+}
+DEBIAN_MIRROR_URL = "http://deb.debian.org/debian"
+DEBIAN_ARCHIVE_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+
+# AMD's kernel driver repository (fact sheet §3.2): up to 6.4 amdgpu/<ROCm apt path>/ubuntu,
+# from 7.0 amdgpu/<driver version>/ubuntu with the driver version in Release.amdgpu_driver
+# (fact sheet §2.4). Same suite, key and origin (so AMD's pin covers it) as the ROCm source.
+AMDGPU_APT_BASE_URL = "https://repo.radeon.com/amdgpu"
+AMDGPU_SOURCE_PATH = "/etc/apt/sources.list.d/amdgpu.list"
+
+
+def amdgpu_repo_version(rel: Release) -> str | None:
+    """The amdgpu/<version> directory for a ROCm release; None when the matrix doesn't
+    know which driver a 7.x release ships."""
+    if rel.parts[0] < 7:
+        return rel.apt_path
+    return rel.amdgpu_driver

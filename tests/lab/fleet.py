@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import amd_repo, mirror, profiles, pytorch_index, roots
+from . import amd_repo, machine, mirror, profiles, pytorch_index, roots
 from ._matrix import Release, release
 from ._tls import make_certs
 from ._util import CLEAN_PATH, PYTHON, REPO_ROOT, VENV_BIN, LabError, rmtree, run
@@ -56,6 +56,8 @@ class HostSpec:
     profile: str = "rx7900xtx"
     data: dict[str, Any] = field(default_factory=dict)
     sshd: bool = True
+    #: running kernel, EFI / Secure Boot / MOK state, whether it comes back after a reboot
+    machine: machine.Machine = field(default_factory=machine.Machine)
 
 
 @dataclass
@@ -121,6 +123,13 @@ class Lab:
         self._gnupghome = self.workdir / "gnupg"
         self._lock = threading.Lock()
         self._entered = False
+        self._mirror_by_suite: dict[str, Path] = {}
+        #: name -> the MOK password someone types at the console on the next boot
+        self._console: dict[str, str] = {}
+        self._supervisor: threading.Thread | None = None
+        self._supervising = threading.Event()
+        #: name -> what each lab "boot" did (kernel chosen, MOK outcome), oldest first
+        self.boots: dict[str, list[dict[str, str]]] = {}
 
     # --- public paths ---------------------------------------------------------------------
 
@@ -208,7 +217,8 @@ class Lab:
             doubles = pool.submit(self._build_doubles)
             keys = pool.submit(self._make_client_files)
             base_dirs = {s: f.result() for s, f in bases.items()}
-            mirror_dirs = [f.result() for f in mirrors.values()]
+            self._mirror_by_suite = {s: f.result() for s, f in mirrors.items()}
+            mirror_dirs = list(self._mirror_by_suite.values())
             doubles.result()
             keys.result()
         with self._timed("network"):
@@ -252,6 +262,7 @@ class Lab:
         self._write_ssh_config()
         with ThreadPoolExecutor(4) as pool, self._timed("sshd"):
             list(pool.map(self._start_sshd, [h for h in self.hosts.values() if h.spec.sshd]))
+        self._start_supervisor()
         self.timings["total_up"] = round(time.monotonic() - start, 2)
 
     # --- artefacts --------------------------------------------------------------------------
@@ -343,6 +354,8 @@ class Lab:
         run(["ssh-keygen", "-A", "-f", root])
         (root / "run/sshd").mkdir(parents=True, exist_ok=True)
         profiles.write(root, host.spec.profile)
+        stock = machine.stock_kernel(self._mirror_by_suite[host.spec.suite], host.spec.suite)
+        machine.write(root, host.spec.machine, stock)
 
     def _start_sshd(self, host: _Host, timeout: float = 15.0) -> None:
         if host.sshd is not None and host.sshd.poll() is None:
@@ -371,6 +384,7 @@ class Lab:
                     "--uts",
                     "--fork",
                     "--kill-child",
+                    *_fresh_uptime(),
                     "--",
                     "sh",
                     "-c",
@@ -426,9 +440,68 @@ class Lab:
         self._start_sshd(self._host(name))
 
     def restart_host(self, name: str) -> None:
-        """Like a reboot: all processes die, /proc and devpts are fresh, files persist."""
+        """Like a reboot: all processes die, /proc, devpts and /run are fresh, uptime starts
+        at 0, the newest installed kernel runs; other files persist."""
         self.stop_host(name)
+        self._boot(self._host(name))
         self.start_host(name)
+
+    # --- the simulated machine (machine.py) -------------------------------------------------
+
+    def _boot(self, host: _Host) -> None:
+        happened = machine.boot(host.root, self._console.pop(host.spec.name, None))
+        self.boots.setdefault(host.spec.name, []).append(happened)
+
+    def _start_supervisor(self) -> None:
+        """Watch for hosts that ran the reboot double and power-cycle them (or not)."""
+        self._supervising.set()
+        self._supervisor = threading.Thread(
+            target=self._supervise, name=f"rflab-{self.run_id}-supervisor", daemon=True
+        )
+        self._supervisor.start()
+
+    def _supervise(self) -> None:
+        while self._supervising.is_set():
+            for host in list(self.hosts.values()):
+                proc = host.sshd
+                if proc is None or proc.poll() is None or not machine.reboot_requested(host.root):
+                    continue
+                host.sshd = None
+                if not machine.returns_after_reboot(host.root):
+                    (host.root / machine.MACHINE_DIR / "reboot-requested").unlink(missing_ok=True)
+                    self.boots.setdefault(host.spec.name, []).append({"boot": "never came back"})
+                    continue
+                time.sleep(REBOOT_SECONDS)
+                try:
+                    self._boot(host)
+                    self._start_sshd(host)
+                except Exception as exc:  # report in boots; the test sees a host that is down
+                    self.boots.setdefault(host.spec.name, []).append({"boot": f"failed: {exc}"})
+            time.sleep(0.2)
+
+    def _stop_supervisor(self) -> None:
+        self._supervising.clear()
+        if self._supervisor is not None:
+            self._supervisor.join(10)
+            self._supervisor = None
+
+    def confirm_mok_at_console(self, name: str, password: str) -> None:
+        """Someone at the console types ``password`` into MokManager at the next boot (kept
+        in the lab process only, never in the host root)."""
+        self._host(name)
+        self._console[name] = password
+
+    def running_kernel(self, name: str) -> str:
+        return machine.running_kernel(self._host(name).root)
+
+    def set_running_kernel(self, name: str, release: str) -> None:
+        machine.set_running_kernel(self._host(name).root, release)
+
+    def set_returns_after_reboot(self, name: str, returns: bool) -> None:
+        machine.set_returns(self._host(name).root, returns)
+
+    def mokutil_calls(self, name: str) -> list[str]:
+        return machine.mokutil_calls(self._host(name).root)
 
     def set_profile(self, name: str, profile_name: str) -> None:
         """Swap the host's GPUs (takes effect on the next rocminfo/torch call)."""
@@ -594,6 +667,7 @@ class Lab:
                 errors.append(f"{what}: {exc}")
 
         try:
+            attempt("supervisor", self._stop_supervisor)
             for host in self.hosts.values():
                 attempt(f"stop sshd {host.spec.name}", self._stop_sshd, host)
             if self.server:
@@ -636,6 +710,20 @@ class Lab:
     def _del_netns(self, name: str) -> None:
         run(["ip", "netns", "del", name])
         self._netns.remove(name)
+
+
+#: How long a lab host stays down when its reboot double runs.
+REBOOT_SECONDS = 1.0
+
+
+def _fresh_uptime() -> list[str]:
+    """unshare options for a time namespace whose CLOCK_BOOTTIME (/proc/uptime) starts at
+    ~0, so a lab "reboot" is visible the way pyinfra's server.reboot and our reboot op
+    check it; nothing when the kernel has no time namespaces."""
+    if not Path("/proc/self/ns/time").exists():
+        return []
+    boottime = int(time.clock_gettime(time.CLOCK_BOOTTIME))
+    return ["--time", "--boottime", str(-(boottime - 1))]
 
 
 def _limit_patterns(limit: str | Iterable[str] | None) -> list[str]:

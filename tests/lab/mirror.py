@@ -31,6 +31,16 @@ MIRROR_PACKAGES = ["ca-certificates", "curl", "gnupg", "python3-venv", "python3-
 #: ["linux-image-amd64", "linux-headers-amd64"]}}.
 MIRROR_EXTRA_SUITES: dict[str, dict[str, list[str]]] = {"bookworm": {}, "trixie": {}}
 
+#: Extra packages from the base suite itself, per base suite (on top of MIRROR_PACKAGES).
+MIRROR_SUITE_PACKAGES: dict[str, list[str]] = {"bookworm": [], "trixie": []}
+
+# Kernel, driver and Secure Boot (tasks/kernel.py, driver.py, secureboot.py): the
+# bookworm-backports kernel a Debian 12 host with an RDNA4 GPU gets, and what a DKMS host
+# needs from bookworm itself: headers for the stock kernel (the lab's running-kernel
+# double reports that kernel, see machine.py), mokutil and openssl (the signing cert).
+MIRROR_EXTRA_SUITES["bookworm"]["bookworm-backports"] = ["linux-image-amd64", "linux-headers-amd64"]
+MIRROR_SUITE_PACKAGES["bookworm"] += ["linux-headers-amd64", "mokutil", "openssl"]
+
 RECIPE = 3
 _LIST_PREFIX = "deb.debian.org_debian_"
 
@@ -41,6 +51,7 @@ def mirror_key(suite: str) -> str:
         roots.sshbase_key(suite),
         sorted(MIRROR_PACKAGES),
         MIRROR_EXTRA_SUITES.get(suite, {}),
+        *([sorted(MIRROR_SUITE_PACKAGES[suite])] if MIRROR_SUITE_PACKAGES.get(suite) else []),
         RECIPE,
     )
 
@@ -70,7 +81,9 @@ def _build(suite: str, root: Path, debian: Path) -> None:
         lines = "".join(f"deb {DEBIAN_MIRROR} {extra} main\n" for extra in extras)
         (root / "etc/apt/sources.list.d/rflab-extra.list").write_text(lines)
     chroot(root, "apt-get", "update", timeout=600)
-    jobs: list[tuple[str | None, list[str]]] = [(None, MIRROR_PACKAGES)]
+    jobs: list[tuple[str | None, list[str]]] = [
+        (None, MIRROR_PACKAGES + MIRROR_SUITE_PACKAGES.get(suite, []))
+    ]
     jobs += [(extra, pkgs) for extra, pkgs in extras.items() if pkgs]
     for target_release, pkgs in jobs:
         args = ["apt-get", "install", "-y", "--download-only"]
