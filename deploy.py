@@ -8,6 +8,7 @@ Every step is idempotent: a second run reports no change, and ``--dry`` shows on
 from pyinfra import host
 
 from tasks.config import load_config
+from tasks.cuda import migrate_from_cuda
 from tasks.driver import configure_driver
 from tasks.groups import configure_groups
 from tasks.kernel import configure_kernel
@@ -28,7 +29,8 @@ if config.rocm_state == "absent":
     remove_repository(config)
 elif distro := preflight(config):
     # (reason, operation) pairs whose change needs a reboot, for reboot_if_needed.
-    needs_reboot = configure_kernel(config, distro)
+    needs_reboot = migrate_from_cuda(config) if config.migrate_from_cuda else []
+    needs_reboot += configure_kernel(config, distro)
     configure_repository(config, distro)
     needs_reboot += configure_driver(config, distro)
     needs_reboot += configure_secure_boot(config, distro)

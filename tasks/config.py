@@ -16,6 +16,7 @@ from typing import Any
 from pyinfra.api.exceptions import DeployError
 
 from tasks import (
+    cuda,
     driver,
     groups,
     kernel,
@@ -42,6 +43,7 @@ CONCERNS = (
     driver,
     secureboot,
     reboot,
+    cuda,
 )
 
 # Prefixes that mark a key as ours: an unknown key with one of them is a typo, not the

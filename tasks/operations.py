@@ -13,9 +13,15 @@ import shlex
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.deb import DebPackages
-from pyinfra.facts.files import File
+from pyinfra.facts.files import Directory, File, FileContents
 
-from tasks.facts import KeyringFingerprints, PythonDistVersions, StaleAgainst, UserGroups
+from tasks.facts import (
+    DpkgInterrupted,
+    KeyringFingerprints,
+    PythonDistVersions,
+    StaleAgainst,
+    UserGroups,
+)
 
 APT_GET = (
     "DEBIAN_FRONTEND=noninteractive apt-get -y -o Dpkg::Options::=--force-confdef "
@@ -39,7 +45,7 @@ def fail(reason: str):
 
 
 @operation()
-def debian_packages(packages: list[str]):
+def debian_packages(packages: list[str], ledger: str | None = None):
     """
     Install missing distribution packages, refreshing apt lists first only when needed.
 
@@ -47,15 +53,63 @@ def debian_packages(packages: list[str]):
     converged host would report as a change.
 
     + packages: package names
+    + ledger: file to append the names this op installed to, so that uninstalling removes
+      them again (see ``recorded_packages_absent``); packages already there are not recorded
     """
     installed = host.get_fact(DebPackages)
     missing = [name for name in packages if name not in installed]
     if not missing:
         host.noop(f"{', '.join(packages)} installed")
         return
+    record = []
+    if ledger:
+        directory = ledger.rsplit("/", 1)[0] or "/"
+        record = [
+            "&&", "mkdir", "-p", QuoteString(directory), "&&", "printf", "'%s\\n'",
+            *map(QuoteString, missing), ">>", QuoteString(ledger),
+        ]  # fmt: skip
     yield StringCommand(
         APT_GET, "update", "&&", APT_GET, "install", "--no-install-recommends",
-        *map(QuoteString, missing),
+        *map(QuoteString, missing), *record,
+    )  # fmt: skip
+
+
+# Purges what the ledger lists, and the dependencies they pulled in, unless something the
+# admin installed needs them: they are marked automatically installed, and only what
+# `apt-get autoremove` would newly remove because of that is purged. Packages that were
+# already autoremovable before (someone else's) stay, and so do kernels.
+_LEDGER_PURGE = """
+set -eu
+removable() { apt-get -s autoremove | awk '$1 == "Remv" { print $2 }' | sort; }
+removable > "$1.before"
+shift_ledger=$1; shift
+apt-mark auto "$@" > /dev/null
+removable > "$shift_ledger.after"
+purge=$(comm -13 "$shift_ledger.before" "$shift_ledger.after")
+rm -f "$shift_ledger.before" "$shift_ledger.after"
+if [ -n "$purge" ]; then
+    {apt_get} purge $purge
+fi
+"""
+
+
+@operation()
+def recorded_packages_absent(ledger: str):
+    """
+    Purge the distribution packages a ledger says this deploy installed (and what they
+    pulled in), keeping any that something installed by hand still depends on.
+
+    + ledger: file written by ``debian_packages(ledger=...)``
+    """
+    recorded = host.get_fact(FileContents, path=ledger) or []
+    installed = host.get_fact(DebPackages)
+    names = sorted({line.strip() for line in recorded if line.strip() in installed})
+    if not names:
+        host.noop("no package this deploy installed is left")
+        return
+    yield StringCommand(
+        "sh", "-c", QuoteString(_LEDGER_PURGE.strip().replace("{apt_get}", APT_GET)),
+        "ledger-purge", QuoteString(ledger), *map(QuoteString, names),
     )  # fmt: skip
 
 
@@ -83,6 +137,7 @@ def verified_keyring(url: str, fingerprint: str, path: str):
 set -eu
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+export GNUPGHOME="$tmp"
 curl -fsSL --retry 2 -o "$tmp/key.asc" {shlex.quote(url)}
 got=$(gpg --batch --with-colons --show-keys "$tmp/key.asc" | awk -F: '$1 == "fpr" {{print $10}}')
 if [ "$got" != {shlex.quote(fingerprint)} ]; then
@@ -120,18 +175,22 @@ def apt_lists_fresh(inputs: list[str], stamp: str):
 
 # AMD versions every classic ROCm package <x.y.z>.<tag>-<build>[~<ubuntu>]: rocm-core
 # 6.4.3.60403-128~22.04, rocminfo 1.0.0.60403-… (fact sheet §3.5, §12). Debian's own ROCm
-# packages (rocminfo 5.2.3-2, 6.1.2-2) don't match.
-AMD_VERSION = re.compile(r"^\d+\.\d+\.\d+\.(\d{5})-")
+# packages (rocminfo 5.2.3-2, 6.1.2-2) don't match. AMD's driver packages from
+# repo.radeon.com/amdgpu carry the same tag after an epoch (amdgpu-dkms
+# 1:6.12.12.60403-2194681.22.04); they live in their own repository, so moving between
+# ROCm releases leaves them alone, and only uninstalling purges them.
+AMD_VERSION = re.compile(r"^(\d+:)?\d+\.\d+\.\d+\.(\d{5})-")
 
 
-def amd_release_tags(installed: dict[str, list[str]]) -> dict[str, str]:
-    """Installed AMD ROCm packages -> the release tag of their version."""
+def amd_release_tags(installed: dict[str, list[str]], with_driver: bool = False) -> dict[str, str]:
+    """Installed AMD ROCm packages (and with ``with_driver`` AMD's driver packages, the
+    ones with an epoch) -> the release tag of their version."""
     tags = {}
     for name, versions in installed.items():
         for version in versions:
             match = AMD_VERSION.match(version)
-            if match:
-                tags[name] = match.group(1)
+            if match and (with_driver or not match.group(1)):
+                tags[name] = match.group(2)
     return tags
 
 
@@ -197,13 +256,31 @@ def release_packages(packages: list[str], numeric_tag: str):
 @operation()
 def release_packages_absent():
     """
-    Purge every installed AMD ROCm package (any release), leaving Debian's own packages.
+    Purge every installed AMD package of any ROCm release, ROCm's and AMD's driver
+    (amdgpu-dkms) alike, leaving Debian's own packages.
     """
-    names = sorted(amd_release_tags(host.get_fact(DebPackages)))
+    names = sorted(amd_release_tags(host.get_fact(DebPackages), with_driver=True))
     if not names:
         host.noop("no AMD ROCm packages installed")
         return
     yield StringCommand(APT_GET, "purge", *map(QuoteString, names))
+
+
+@operation()
+def dpkg_repaired():
+    """
+    Finish what an interrupted dpkg left behind (killed mid-install, power loss), so apt
+    can run again: ``dpkg --configure -a``, then ``apt-get -f install`` for packages left
+    half-installed. Only when dpkg's journal or a package's state says it was interrupted.
+    """
+    problems = host.get_fact(DpkgInterrupted)
+    if not problems:
+        host.noop("dpkg has no interrupted or half-configured packages")
+        return
+    yield StringCommand(
+        "DEBIAN_FRONTEND=noninteractive", "dpkg", "--force-confdef", "--force-confold",
+        "--configure", "-a", "&&", APT_GET, "-f", "install",
+    )  # fmt: skip
 
 
 @operation()
@@ -234,16 +311,51 @@ def group_members(users: list[str], groups: list[str]):
 
 
 @operation()
-def venv(path: str):
+def venv(path: str, ledger: str | None = None):
     """
     Create a Python virtual environment at ``path`` unless one exists.
 
     + path: directory of the venv
+    + ledger: file to append the parent directories this creates to (deepest last), so
+      that uninstalling removes them again (see ``recorded_directories_absent``)
     """
     if host.get_fact(File, path=f"{path}/pyvenv.cfg"):
         host.noop(f"venv {path} exists")
         return
-    yield StringCommand("python3", "-m", "venv", QuoteString(path))
+    if not ledger:
+        yield StringCommand("python3", "-m", "venv", QuoteString(path))
+        return
+    script = """
+set -eu
+created=""
+d=$(dirname "$1")
+while [ ! -e "$d" ]; do created="$d
+$created"; d=$(dirname "$d"); done
+python3 -m venv "$1"
+mkdir -p "$(dirname "$2")"
+printf '%s' "$created" >> "$2"
+"""
+    yield StringCommand(
+        "sh", "-c", QuoteString(script.strip()), "venv", QuoteString(path), QuoteString(ledger)
+    )
+
+
+@operation()
+def recorded_directories_absent(ledger: str):
+    """
+    Remove the directories a ledger says this deploy created, deepest first, each only
+    if it is empty (whatever someone else put there keeps it).
+
+    + ledger: file written by ``venv(ledger=...)``
+    """
+    recorded = [line.strip() for line in host.get_fact(FileContents, path=ledger) or []]
+    present = [
+        d for d in reversed(recorded) if d.startswith("/") and host.get_fact(Directory, path=d)
+    ]
+    if not present:
+        host.noop("no directory this deploy created is left")
+        return
+    yield StringCommand("rmdir", "--ignore-fail-on-non-empty", *map(QuoteString, present))
 
 
 @operation()
@@ -253,8 +365,9 @@ def pinned_wheels(python: str, index_url: str, wanted: dict[str, str]):
 
     pyinfra's ``pip.packages`` reads ``pip freeze`` with a regex that drops ``+local``
     versions, so it reinstalls torch on every run; this compares importlib.metadata's
-    versions instead. pip downloads and resolves before it uninstalls, so an index that is
-    down leaves the installed torch in place.
+    versions instead. pip resolves and downloads everything before it uninstalls anything,
+    so an index that is down leaves the installed torch in place, working. No pip cache is
+    kept (torch wheels are gigabytes, and uninstalling would leave the cache behind).
 
     + python: the venv's python
     + index_url: the only index pip may use (the ROCm index on download.pytorch.org)
@@ -269,7 +382,7 @@ def pinned_wheels(python: str, index_url: str, wanted: dict[str, str]):
     specs = [QuoteString(f"{name}=={version}") for name, version in sorted(wanted.items())]
     yield StringCommand(
         QuoteString(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-        "--index-url", QuoteString(index_url), *specs,
+        "--no-cache-dir", "--index-url", QuoteString(index_url), *specs,
     )  # fmt: skip
 
 

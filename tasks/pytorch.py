@@ -14,7 +14,8 @@ from pyinfra.operations import files
 
 from tasks import settings
 from tasks.matrix import PYTORCH_INDEX_BASE_URL, TorchBuild
-from tasks.operations import debian_packages, pinned_wheels, venv
+from tasks.operations import debian_packages, pinned_wheels, recorded_directories_absent, venv
+from tasks.repository import DIRECTORY_LEDGER, PACKAGE_LEDGER
 
 if TYPE_CHECKING:
     from tasks.config import Config
@@ -46,17 +47,22 @@ def venv_python(config: Config) -> str:
 
 
 def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
-    """torch pinned with its local label; companions by release (their labels vary)."""
-    wanted = {"torch": f"{build.torch}+{torch_index}", "torchvision": build.torchvision}
+    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``).
+
+    Pinning the companions by public version alone would keep a torchvision of another
+    build in place whenever two indexes publish the same version (torchvision 0.20.1 is on
+    rocm6.1 and rocm6.2; PyPI's CUDA 0.24.1 after a migration), leaving a mix in the venv.
+    """
+    wanted = {"torch": build.torch, "torchvision": build.torchvision}
     if build.torchaudio:
         wanted["torchaudio"] = build.torchaudio
-    return wanted
+    return {name: f"{version}+{torch_index}" for name, version in wanted.items()}
 
 
 @deploy("PyTorch")
 def install_pytorch(config: Config) -> None:
-    debian_packages(name="Install python3-venv", packages=PREREQUISITES)
-    venv(name="Create the PyTorch venv", path=config.pytorch_venv)
+    debian_packages(name="Install python3-venv", packages=PREREQUISITES, ledger=PACKAGE_LEDGER)
+    venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=DIRECTORY_LEDGER)
     if config.torch_build is None or config.release.torch_index is None:
         return  # load_config refuses pytorch_install for a release without an index
     wanted = wanted_wheels(config.torch_build, config.release.torch_index)
@@ -72,3 +78,6 @@ def install_pytorch(config: Config) -> None:
 def remove_pytorch(config: Config) -> None:
     files.directory(name="Remove the PyTorch venv", path=config.pytorch_venv,
                     present=False)  # fmt: skip
+    recorded_directories_absent(
+        name="Remove the venv's parent directories the deploy created", ledger=DIRECTORY_LEDGER
+    )

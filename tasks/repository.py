@@ -7,9 +7,11 @@ from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 from pyinfra.operations import files, server
+from pyinfra.operations.util import any_changed
 
 from tasks import FILES, settings
 from tasks.matrix import (
+    AMDGPU_SOURCE_PATH,
     ROCM_APT_BASE_URL,
     ROCM_KEY_FINGERPRINT,
     ROCM_KEY_URL,
@@ -17,7 +19,13 @@ from tasks.matrix import (
     ROCM_PIN_PATH,
     ROCM_SOURCE_PATH,
 )
-from tasks.operations import apt_lists_fresh, debian_packages, verified_keyring
+from tasks.operations import (
+    apt_lists_fresh,
+    debian_packages,
+    dpkg_repaired,
+    recorded_packages_absent,
+    verified_keyring,
+)
 
 if TYPE_CHECKING:
     from tasks.config import Config
@@ -26,8 +34,14 @@ if TYPE_CHECKING:
 # Fetching and checking the key needs these before anything from AMD can be trusted.
 PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
 
+# rocm-fleet's own state on the host; uninstalling removes it last.
+STATE_DIR = "/var/lib/rocm-fleet"
 # Written after each `apt-get update` this deploy runs (see operations.apt_lists_fresh).
-APT_LISTS_STAMP = "/var/lib/rocm-fleet/apt-lists.stamp"
+APT_LISTS_STAMP = f"{STATE_DIR}/apt-lists.stamp"
+# Distribution packages the deploy installed (not the ones already there), for uninstalling.
+PACKAGE_LEDGER = f"{STATE_DIR}/installed-packages"
+# Directories the deploy created (the venv's parents, e.g. /opt/rocm-fleet), for uninstalling.
+DIRECTORY_LEDGER = f"{STATE_DIR}/created-directories"
 
 SETTINGS = (
     settings.Setting(
@@ -57,9 +71,11 @@ def source_line(config: Config, row: Distro) -> str:
 
 @deploy("ROCm apt repository")
 def configure_repository(config: Config, row: Distro) -> None:
+    dpkg_repaired(name="Finish an interrupted dpkg run")
     debian_packages(
         name="Install the tools that fetch and check AMD's key",
         packages=PREREQUISITES,
+        ledger=PACKAGE_LEDGER,
     )
     verified_keyring(
         name="Install AMD's signing key (fingerprint checked)",
@@ -89,13 +105,17 @@ def configure_repository(config: Config, row: Distro) -> None:
 @deploy("Remove ROCm apt repository")
 def remove_repository(config: Config) -> None:
     source = files.file(name="Remove the ROCm source", path=ROCM_SOURCE_PATH, present=False)
+    amdgpu = files.file(
+        name="Remove the amdgpu driver source", path=AMDGPU_SOURCE_PATH, present=False
+    )
     files.file(name="Remove AMD's pin", path=ROCM_PIN_PATH, present=False)
     files.file(name="Remove AMD's keyring", path=ROCM_KEYRING_PATH, present=False)
-    files.directory(
-        name="Remove rocm-fleet's state", path=APT_LISTS_STAMP.rsplit("/", 1)[0], present=False
-    )
     server.shell(
         name="Forget repo.radeon.com's package lists",
         commands=["DEBIAN_FRONTEND=noninteractive apt-get update"],
-        _if=source.did_change,
+        _if=any_changed(source, amdgpu),
     )
+    recorded_packages_absent(
+        name="Purge the distribution packages the deploy installed", ledger=PACKAGE_LEDGER
+    )
+    files.directory(name="Remove rocm-fleet's state", path=STATE_DIR, present=False)

@@ -8,7 +8,7 @@ from pyinfra.api import deploy
 from pyinfra.operations import files, server
 
 from tasks import FILES, settings
-from tasks.operations import release_packages, release_packages_absent
+from tasks.operations import dpkg_repaired, release_packages, release_packages_absent
 
 if TYPE_CHECKING:
     from tasks.config import Config
@@ -59,6 +59,7 @@ def install_rocm(config: Config) -> None:
 
 @deploy("Remove ROCm packages")
 def remove_rocm(config: Config) -> None:
+    dpkg_repaired(name="Finish an interrupted dpkg run")
     release_packages_absent(name="Purge AMD's ROCm packages (every release)")
     ld_conf = files.file(name="Remove the loader path entry", path=LD_CONF_PATH, present=False)
     server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)

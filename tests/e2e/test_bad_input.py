@@ -1,0 +1,137 @@
+"""End to end: bad inventory data is refused before any operation, with zero bytes changed.
+
+Each case writes an inventory with one mistake, runs the deploy against two lab hosts and
+checks the message (host, key, value, what is valid). Every file of both roots is hashed
+(content, mode, owner, link target) before the first case and after the last one: not a
+byte may differ. An unsupported distro is a per-host preflight refusal, checked the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import runpy
+import stat
+from pathlib import Path
+
+import pytest
+
+from lab import HostSpec, Lab
+
+pytestmark = pytest.mark.e2e
+
+GOOD = {
+    "rocm_version": "6.4.3",
+    "expected_gfx": "gfx1100",
+    "expected_gpu_count": 1,
+    "rocm_users": ["alice"],
+}
+HOSTS = [HostSpec("bad1", data=dict(GOOD)), HostSpec("bad2", data=dict(GOOD))]
+
+# (case id, change to bad1's data, needles the error output must contain)
+CASES = [
+    ("unknown release", {"rocm_version": "6.2.3"},
+     ["bad1:", "'rocm_version'", "'6.2.3'", "6.0.0", "7.2.4"]),
+    ("Core SDK release", {"rocm_version": "7.14.0"}, ["'rocm_version'", "'7.14.0'", "Core SDK"]),
+    ("torch not published for the release", {"torch_version": "2.11.0"},
+     ["'torch_version'", "'2.11.0'", "rocm6.4", "2.8.0, 2.9.0, 2.9.1"]),
+    ("misspelled key", {"rocm_verison": "7.2.1"},
+     ["'rocm_verison'", "did you mean 'rocm_version'"]),
+    ("users as a string", {"rocm_users": "alice"},
+     ["'rocm_users'", "'alice'", "a list of user names"]),
+    ("flag as a string", {"pytorch_install": "yes"},
+     ["'pytorch_install'", "'yes'", "true or false"]),
+    ("negative GPU count", {"expected_gpu_count": -1},
+     ["'expected_gpu_count'", "-1", "whole number"]),
+    ("expected_gfx not a gfx name", {"expected_gfx": "rx7900xtx"},
+     ["'expected_gfx'", "'rx7900xtx'", "gfx target"]),
+    ("mirror URL not http(s)", {"rocm_apt_base_url": "ftp://mirror.example/rocm/apt"},
+     ["'rocm_apt_base_url'", "'ftp://mirror.example/rocm/apt'", "http:// or https:// URL"]),
+    ("fingerprint not 40 hex", {"rocm_key_fingerprint": "9386B48A1A693C5C"},
+     ["'rocm_key_fingerprint'", "'9386B48A1A693C5C'", "40 hexadecimal digits"]),
+    ("unknown state", {"rocm_state": "removed"}, ["'rocm_state'", "'removed'", "'absent'"]),
+    ("package name with a space", {"rocm_packages": ["rocm hip"]},
+     ["'rocm_packages'", "'rocm hip'", "Debian package name"]),
+    ("relative venv path", {"pytorch_venv": "opt/venv"},
+     ["'pytorch_venv'", "'opt/venv'", "absolute path"]),
+    ("release without a torch index", {"rocm_version": "7.0.2"},
+     ["'rocm_version'", "'7.0.2'", "pytorch_install: False"]),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root (debootstrap, network namespaces)")
+    with Lab(hosts=HOSTS, rocm_releases=["6.4.3"]) as lab:
+        yield lab
+
+
+def fingerprint(root: Path) -> dict[str, tuple]:
+    """path -> (type and mode, owner, size, sha256 or link target) for every file."""
+    seen = {}
+    for directory, dirs, files in os.walk(root):
+        rel_dir = os.path.relpath(directory, root)
+        if rel_dir in ("proc", "sys", "dev/pts"):
+            dirs[:] = []
+            continue
+        for name in dirs + files:
+            path = os.path.join(directory, name)
+            st = os.lstat(path)
+            if stat.S_ISLNK(st.st_mode):
+                content = os.readlink(path)
+            elif stat.S_ISREG(st.st_mode):
+                with open(path, "rb") as fh:
+                    content = hashlib.file_digest(fh, "sha256").hexdigest()
+            else:
+                content = None
+            key = os.path.normpath(os.path.join(rel_dir, name))
+            seen[key] = (st.st_mode, st.st_uid, st.st_gid, st.st_size, content)
+    return seen
+
+
+def diff(before: dict, after: dict) -> list[str]:
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def write_inventory(lab, path: Path, change: dict) -> Path:
+    hosts = runpy.run_path(str(lab.inventory))["lab"]
+    hosts = [(name, {**data, **change} if name == "bad1" else data) for name, data in hosts]
+    path.write_text(f"lab = {hosts!r}\n")
+    return path
+
+
+def test_bad_input_is_refused_before_any_change(lab, tmp_path):
+    before = {name: fingerprint(lab.root(name)) for name in ("bad1", "bad2")}
+    failures = []
+    for case, change, needles in CASES:
+        inventory = write_inventory(lab, tmp_path / "inventory.py", change)
+        result = lab.pyinfra(inventory, "deploy.py", check=False)
+        output = result.stdout + result.stderr
+        missing = [n for n in needles if n not in output]
+        if result.returncode == 0 or missing:
+            failures.append(f"{case}: rc={result.returncode}, missing {missing}: {output[-1500:]}")
+        print(f"{case}: {next((ln for ln in output.splitlines() if 'bad1: ' in ln), '')}")
+    assert failures == []
+    after = {name: fingerprint(lab.root(name)) for name in ("bad1", "bad2")}
+    for name in ("bad1", "bad2"):
+        assert diff(before[name], after[name]) == [], name
+
+
+def test_unsupported_distro_is_refused_per_host_unchanged(lab):
+    os_release = lab.root("bad1") / "etc/os-release"
+    real = os_release.read_text()
+    os_release.unlink()  # a symlink to ../usr/lib/os-release in Debian
+    os_release.write_text(
+        real.replace('VERSION_ID="12"', 'VERSION_ID="11"')
+        .replace("bookworm", "bullseye")
+        .replace('VERSION="12', 'VERSION="11')
+    )
+    before = fingerprint(lab.root("bad1"))
+    result = lab.pyinfra(lab.inventory, "deploy.py", check=False, limit="bad1")
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    print(next((ln for ln in output.splitlines() if "not supported" in ln), ""))
+    assert "debian 11 is not supported" in output, output[-3000:]
+    assert "debian 12" in output and "ubuntu 24.04" in output, output[-3000:]
+    assert diff(before, fingerprint(lab.root("bad1"))) == []
