@@ -1,0 +1,148 @@
+"""End to end: preflight refuses each kind of unfit host with its reason and leaves it unchanged,
+while a fit host in the same run is deployed.
+
+Not on the lab (it builds bookworm and trixie amd64 roots only): Debian 11 and a non-amd64
+host. Both are covered at plan level (tests/unit/test_plan.py refusal cases, and
+tests/unit/test_preflight.py), with the same code path: the survey's os-release and dpkg
+architecture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import HostSpec, Lab
+
+pytestmark = pytest.mark.e2e
+
+PYINFRA = str(Path(sys.executable).parent / "pyinfra")
+GFX1100 = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
+
+# host -> (spec, a fragment of its refusal)
+CASES = {
+    "nogpu": (HostSpec("nogpu", profile="none", data={"rocm_version": "6.4.3"}),
+              "no AMD GPU found (no PCI device of vendor 0x1002"),
+    "wronggfx": (HostSpec("wronggfx", data={**GFX1100, "expected_gfx": "gfx942"}),
+                 "expected 1 x gfx942, found 1 x gfx1100: correct expected_gfx"),
+    "fewgpus": (HostSpec("fewgpus", data={**GFX1100, "expected_gpu_count": 2}),
+                "too few GPUs: expected 2 x gfx1100, found 1"),
+    "nvidia": (HostSpec("nvidia", data=GFX1100),
+               "NVIDIA driver/CUDA stack installed (packages: libcuda1, nvidia-driver"),
+    "cudatorch": (HostSpec("cudatorch", data=GFX1100),
+                  "/opt/rocm-fleet/venv holds a CUDA torch (2.9.1+cu128)"),
+    "smalldisk": (HostSpec("smalldisk", data=GFX1100),
+                  "not enough free space on /opt (for /opt"),
+}  # fmt: skip
+GOOD = HostSpec("good", suite="trixie", profile="mi300x-8",
+                data={"rocm_version": "6.4.3", "expected_gfx": "gfx942", "expected_gpu_count": 8,
+                      "pytorch_install": False})  # fmt: skip
+
+# Debian ships NVIDIA's driver and CUDA only in non-free, which the lab's sparse mirror
+# doesn't carry (adding it would rebuild every lab cache and pull hundreds of MB of driver
+# blobs), and nothing in main is NVIDIA's driver stack (libnvidia-egl-wayland1 and
+# nvidia-texture-tools are deliberately not matched). So the two package names Debian
+# uses are built here as empty .debs and installed with the host's real dpkg: the fact
+# reads dpkg's database, which is what matters.
+NVIDIA_DEBS = ("nvidia-driver", "libcuda1")
+
+
+def build_deb(directory: Path, name: str) -> Path:
+    root = directory / name
+    (root / "DEBIAN").mkdir(parents=True)
+    (root / "DEBIAN/control").write_text(
+        f"Package: {name}\nVersion: 0~rocm-fleet-lab\nArchitecture: all\n"
+        "Maintainer: rocm-fleet lab <lab@invalid>\n"
+        f"Description: empty stand-in for Debian non-free {name}\n"
+    )
+    subprocess.run(["dpkg-deb", "-Zgzip", "--build", str(root)], check=True, capture_output=True)
+    return directory / f"{name}.deb"
+
+
+def tree_hash(root: Path) -> dict[str, str]:
+    """Every path under a host root -> a hash of its type, mode, owner and content."""
+    result = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            digest = hashlib.sha256(f"{st.st_mode}:{st.st_uid}:{st.st_gid}".encode())
+            if path.is_symlink():
+                digest.update(os.readlink(path).encode())
+            elif path.is_file():
+                with open(path, "rb") as fh:
+                    for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                        digest.update(chunk)
+            result[str(path.relative_to(root))] = digest.hexdigest()
+    return result
+
+
+# The mokutil double (tests/lab/machine.py) logs its own calls: bookkeeping of the double,
+# not a change a real mokutil would make on the host.
+DOUBLE_LOGS = {"etc/rocm-fleet-lab/machine/efi/mokutil.log"}
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    paths = (before.keys() | after.keys()) - DOUBLE_LOGS
+    return sorted(p for p in paths if before.get(p) != after.get(p))
+
+
+def sh(lab: Lab, host: str, command: str) -> None:
+    result = lab.ssh(host, command, timeout=600)
+    assert result.returncode == 0, f"{host}: {command}\n{result.stdout}\n{result.stderr}"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root (debootstrap, network namespaces)")
+    hosts = [spec for spec, _ in CASES.values()] + [GOOD]
+    with Lab(hosts=hosts, rocm_releases=["6.4.3"]) as lab:
+        tmpfs = lab.root("smalldisk") / "opt"
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                for name in NVIDIA_DEBS:
+                    deb = build_deb(Path(tmp), name)
+                    (lab.root("nvidia") / "tmp" / deb.name).write_bytes(deb.read_bytes())
+            sh(lab, "nvidia", "dpkg -i /tmp/nvidia-driver.deb /tmp/libcuda1.deb && rm /tmp/*.deb")
+            sh(
+                lab, "cudatorch",
+                "apt-get update -q >/dev/null && apt-get install -y -q python3-venv "
+                "ca-certificates >/dev/null && python3 -m venv /opt/rocm-fleet/venv && "
+                "/opt/rocm-fleet/venv/bin/pip install -q --index-url "
+                "https://download.pytorch.org/whl/cu128 torch==2.9.1+cu128",
+            )  # fmt: skip
+            # A 64 MB filesystem at /opt (a small disk), seen by the host after a restart of
+            # its namespaces.
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", tmpfs], check=True)
+            lab.restart_host("smalldisk")
+            yield lab
+        finally:
+            lab.stop_host("smalldisk")
+            subprocess.run(["umount", tmpfs], check=False)
+
+
+def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
+    before = {name: tree_hash(lab.root(name)) for name in CASES}
+    started = time.monotonic()
+    result = lab.pyinfra(lab.inventory, "deploy.py", json=True, check=False)
+    print(f"deploy with preflight refusals: {time.monotonic() - started:.1f}s")
+    output = result.stdout + result.stderr
+    assert result.json is not None, output[-3000:]
+    assert sorted(result.json["results"]["failed_hosts"]) == sorted(CASES), output[-4000:]
+    for name, (_, reason) in CASES.items():
+        assert f"preflight refused {name}: " in output, (name, output[-4000:])
+        assert reason in output, (name, reason, output[-4000:])
+    for name in CASES:
+        assert changed(before[name], tree_hash(lab.root(name))) == [], name
+    # The fit host beside them was deployed (preflight passed, ROCm went on).
+    assert "good" not in result.json["results"]["failed_hosts"]
+    assert (lab.root("good") / "etc/apt/sources.list.d/rocm.list").exists()
+    assert "AMD lists debian 13 for Instinct only" not in output  # gfx942 is Instinct
