@@ -1,0 +1,203 @@
+"""End to end: runs that meet faults end with each host converged or failed with a reason.
+
+In file order on one lab: a replaced signing key, an unreachable host, the ROCm mirror
+stopping in the middle of an install, dpkg killed in the middle of a release upgrade, and
+the PyTorch index down while torch is being changed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import HostSpec, Lab
+
+pytestmark = pytest.mark.e2e
+
+DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
+HOSTS = [
+    HostSpec("f1", data=dict(DATA)),
+    HostSpec("f2", data=dict(DATA)),
+    HostSpec("gone", data=dict(DATA), sshd=False),
+]
+VENV_PYTHON = "/opt/rocm-fleet/venv/bin/python"
+SOURCE = "etc/apt/sources.list.d/rocm.list"
+KEYRING = "etc/apt/keyrings/rocm.gpg"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root (debootstrap, network namespaces)")
+    with Lab(hosts=HOSTS, rocm_releases=["6.4.3", "7.2.1"]) as lab:
+        yield lab
+
+
+def deploy(lab, limit: str, *data: str):
+    args = [a for item in data for a in ("--data", item)]
+    result = lab.pyinfra(lab.inventory, "deploy.py", *args, json=True, check=False, limit=limit)
+    result.output = result.stdout + result.stderr
+    return result
+
+
+def failed_hosts(result) -> list[str]:
+    """From the JSON report; when every host failed pyinfra stops without one ("No hosts
+    remaining"), so from the `[host] Error` lines."""
+    if result.json:
+        return sorted(result.json["results"]["failed_hosts"])
+    return sorted(set(re.findall(r"^\s*\[(\S+)\]\s+Error", result.output, re.M)))
+
+
+def changed(result) -> list[str]:
+    return [op["name"] for op in result.json["results"]["operations"] if op["success"]]
+
+
+def sh(lab, name: str, command: str) -> str:
+    result = lab.ssh(name, command)
+    assert result.returncode == 0, (command, result.stderr)
+    return result.stdout
+
+
+def wheels(lab, name: str) -> str:
+    return sh(lab, name, f"{VENV_PYTHON} -c 'import torch; print(torch.__version__, "
+                         "torch.version.hip)'").strip()  # fmt: skip
+
+
+def when(condition, action, timeout: float = 300) -> threading.Thread:
+    """Run `action` once `condition()` holds (polled every 20 ms), in a thread."""
+
+    def watch() -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                action()
+                return
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def other_key() -> str:
+    """An armored public key that is not the lab's (a throwaway ed25519 key)."""
+    with tempfile.TemporaryDirectory(prefix="rflab-otherkey-") as home:
+        env = {"GNUPGHOME": home, "PATH": "/usr/bin:/bin"}
+        gpg = ["gpg", "--batch", "--pinentry-mode", "loopback", "--passphrase", ""]
+        try:
+            subprocess.run([*gpg, "--quick-gen-key", "Not AMD <not-amd@invalid>", "ed25519",
+                            "sign", "never"], env=env, check=True, capture_output=True)  # fmt: skip
+            return subprocess.run([*gpg, "--armor", "--export"], env=env, check=True,
+                                  capture_output=True, text=True).stdout  # fmt: skip
+        finally:
+            subprocess.run(["gpgconf", "--kill", "all"], env=env, check=False)
+
+
+def test_a_replaced_signing_key_is_refused_with_nothing_written(lab):
+    served = lab.workdir / "www/radeon/rocm/rocm.gpg.key"
+    genuine = served.read_text()
+    served.write_text(other_key())
+    try:
+        result = deploy(lab, "f1")
+    finally:
+        served.write_text(genuine)
+    assert failed_hosts(result) == ["f1"], result.output[-3000:]
+    assert "refusing key from https://repo.radeon.com/rocm/rocm.gpg.key: fingerprint" in (
+        result.output
+    ), result.output[-3000:]
+    root = lab.root("f1")
+    assert not (root / KEYRING).exists() and not (root / SOURCE).exists()
+    assert not any(root.glob("etc/apt/keyrings/rocm.gpg*"))
+
+
+def test_an_unreachable_host_is_named_and_the_rest_converge(lab):
+    result = deploy(lab, "f1,gone")
+    print(result.output[-1500:])
+    assert "gone" in failed_hosts(result) or "Could not connect to gone" in result.output
+    assert "f1" not in failed_hosts(result), result.output[-3000:]
+    assert "[gone]" in result.output and "gone" in result.output.split("Beginning")[0]
+    assert wheels(lab, "f1").startswith("2.9.1+rocm6.4 ")
+
+
+def test_mirror_stopping_mid_install_fails_that_host_only(lab):
+    stamp = lab.root("f2") / "var/lib/rocm-fleet/apt-lists.stamp"
+    # After the source, key and apt-get update: the package downloads meet a 503.
+    watcher = when(stamp.exists, lambda: lab.server.set_down("repo.radeon.com", True, "503"))
+    try:
+        result = deploy(lab, "f1,f2")
+    finally:
+        watcher.join(1)
+        lab.server.clear_faults()
+    assert failed_hosts(result) == ["f2"], result.output[-3000:]
+    assert "503" in result.output and "repo.radeon.com" in result.output, result.output[-3000:]
+    assert (lab.root("f2") / SOURCE).exists()
+
+    again = deploy(lab, "f1,f2")
+    assert failed_hosts(again) == [], again.output[-3000:]
+    assert wheels(lab, "f2").startswith("2.9.1+rocm6.4 ")
+
+
+# Stands in for update-alternatives (the real one moved aside) while the ROCm 7.2.1
+# rocm-core postinst runs: records its pid and hangs, so the test can kill dpkg right there.
+HANG = """#!/bin/sh
+case "$*" in
+    *"--install /opt/rocm rocm /opt/rocm-7.2.1"*) echo $$ > /tmp/rflab-hang; exec sleep 600 ;;
+esac
+exec /usr/bin/update-alternatives.real "$@"
+"""
+
+
+def test_dpkg_killed_mid_upgrade_is_repaired_by_the_next_run(lab):
+    root = lab.root("f2")
+    tool = root / "usr/bin/update-alternatives"
+    tool.rename(root / "usr/bin/update-alternatives.real")
+    tool.write_text(HANG)
+    tool.chmod(0o755)
+    marker = root / "tmp/rflab-hang"
+
+    def kill_dpkg() -> None:
+        time.sleep(0.2)
+        lab.ssh("f2", f"kill -9 $(pidof dpkg); kill -9 {shlex.quote(marker.read_text().strip())}")
+
+    watcher = when(lambda: marker.exists() and marker.read_text().strip(), kill_dpkg)
+    try:
+        result = deploy(lab, "f2", "rocm_version=7.2.1")
+    finally:
+        watcher.join(1)
+        (root / "usr/bin/update-alternatives.real").replace(tool)
+        marker.unlink(missing_ok=True)
+    assert failed_hosts(result) == ["f2"], result.output[-3000:]
+    assert "signal 9" in result.output or "dpkg" in result.output, result.output[-3000:]
+    left = sh(lab, "f2", "dpkg-query -W -f='${Status} ${Package}\\n' | grep -v ' installed '")
+    assert left.strip(), "dpkg was expected to be left mid-install"
+    print("left by the killed dpkg:", left.strip().replace("\n", "; "))
+
+    again = deploy(lab, "f2", "rocm_version=7.2.1")
+    assert failed_hosts(again) == [], again.output[-3000:]
+    assert "ROCm apt repository | Finish an interrupted dpkg run" in changed(again)
+    assert sh(lab, "f2", "dpkg --audit").strip() == ""
+    versions = sh(lab, "f2", "dpkg-query -W -f='${Version}\\n' rocm-core rocminfo hsa-rocr")
+    assert all(".70201-" in v for v in versions.split()), versions
+    assert wheels(lab, "f2").startswith("2.11.0+rocm7.2 ")
+    assert changed(deploy(lab, "f2", "rocm_version=7.2.1")) == []
+
+
+def test_pytorch_index_down_leaves_the_working_torch_in_place(lab):
+    before = wheels(lab, "f1")
+    lab.server.set_down("download.pytorch.org", True, "drop")
+    try:
+        result = deploy(lab, "f1", "torch_version=2.8.0")
+    finally:
+        lab.server.clear_faults()
+    assert failed_hosts(result) == ["f1"], result.output[-3000:]
+    assert "Install the torch wheels" in result.output
+    assert wheels(lab, "f1") == before  # still importable, still the ROCm build
+    assert Path(lab.root("f1") / "opt/rocm-fleet/venv/bin/python").exists()
