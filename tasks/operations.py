@@ -75,18 +75,24 @@ def debian_packages(packages: list[str], ledger: str | None = None):
 
 
 # Purges what the ledger lists, and the dependencies they pulled in, unless something the
-# admin installed needs them: they are marked automatically installed, and only what
-# `apt-get autoremove` would newly remove because of that is purged. Packages that were
-# already autoremovable before (someone else's) stay, and so do kernels.
+# admin installed depends on them: they are marked automatically installed, and only what
+# `apt-get autoremove` would newly remove because of that is purged. A Recommends or
+# Suggests doesn't keep them (apt recommends ca-certificates and suggests gnupg; they were
+# there before, or the deploy added them).
+# Packages that were already autoremovable before (someone else's) stay, and so do kernels.
 _LEDGER_PURGE = """
 set -eu
-removable() { apt-get -s autoremove | awk '$1 == "Remv" { print $2 }' | sort; }
-removable > "$1.before"
-shift_ledger=$1; shift
+removable() {
+    apt-get -s -o APT::AutoRemove::RecommendsImportant=false \\
+        -o APT::AutoRemove::SuggestsImportant=false autoremove \\
+        | awk '$1 == "Remv" { print $2 }' | sort
+}
+ledger=$1; shift
+removable > "$ledger.before"
 apt-mark auto "$@" > /dev/null
-removable > "$shift_ledger.after"
-purge=$(comm -13 "$shift_ledger.before" "$shift_ledger.after")
-rm -f "$shift_ledger.before" "$shift_ledger.after"
+removable > "$ledger.after"
+purge=$(comm -13 "$ledger.before" "$ledger.after")
+rm -f "$ledger.before" "$ledger.after"
 if [ -n "$purge" ]; then
     {apt_get} purge $purge
 fi
