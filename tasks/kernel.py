@@ -90,8 +90,10 @@ def kernel_findings(
     warnings: list[str] = []
     wanted = config.kernel_backports
     needed = matrix.inbox_min_kernel(config.expected_gfx_list)
-    too_old = bool(needed) and bool(running) and (
-        matrix.kernel_version_key(running) < matrix.kernel_version_key(needed or "")
+    too_old = (
+        bool(needed)
+        and bool(running)
+        and (matrix.kernel_version_key(running) < matrix.kernel_version_key(needed or ""))
     )
     newer = matrix.NEWER_KERNELS.get(distro_key)
     if wanted == "never" or (wanted == "auto" and not too_old and not _installed(newer, packages)):

@@ -411,6 +411,7 @@ def build(www: Path, releases: list[Release], gnupghome: Path) -> str:
         (www / "rocm" / "rocm.gpg.key").write_text(signer.armored_key())
         for rel in releases:
             build_release_repo(www, rel, signer)
+            build_amdgpu_repo(www, rel, signer)
         return signer.fingerprint
     finally:
         signer.close()
@@ -422,3 +423,93 @@ def describe(rel: Release) -> str:
         ROCm {rel.version}: rocm/apt/{rel.apt_path}, rocm-core {
         deb_version(PACKAGES[0], rel, "jammy")
     }, rocminfo {deb_version(_by_name("rocminfo"), rel, "jammy")}""")
+
+
+# --- amdgpu driver repository double (amdgpu/<version>/ubuntu) ------------------------------
+
+#: Stand-in version of the amdgpu-dkms double: <kernel-driver base>.<ROCm tag>-<build>.<ubuntu>,
+#: the shape of AMD's versions; the numbers are the lab's, not AMD's.
+AMDGPU_DKMS_UPSTREAM = "6.12.12"
+
+_DKMS_POSTINST = """#!/bin/sh
+# amdgpu-dkms double (rocm-fleet lab): AMD's package runs `dkms install` for every kernel
+# with headers; the lab can't build the real module, so it records a stub per kernel,
+# "signed" with the DKMS key when one exists, as DKMS >= 3.0.4 signs what it builds.
+set -e
+if [ "$1" = configure ]; then
+    for build in /lib/modules/*/build /usr/src/linux-headers-*; do
+        [ -e "$build" ] || continue
+        k=${build#/usr/src/linux-headers-}; k=${k#/lib/modules/}; k=${k%/build}
+        case "$k" in *-common|*-common-*) continue ;; esac
+        mkdir -p "/lib/modules/$k/updates/dkms"
+        signer=none; [ -e /var/lib/dkms/mok.pub ] && signer="DKMS module signing key"
+        printf 'amdgpu-dkms double for %s\nsigner: %s\n' "$k" "$signer" \\
+            > "/lib/modules/$k/updates/dkms/amdgpu.ko"
+    done
+fi
+"""
+
+
+def amdgpu_dkms_version(rel: Release, dist: str) -> str:
+    return f"1:{AMDGPU_DKMS_UPSTREAM}.{rel.numeric_tag}-{build_number(rel)}.{DISTS[dist]}"
+
+
+def build_amdgpu_repo(www: Path, rel: Release, signer: Signer) -> Path | None:
+    """amdgpu/<version>/ubuntu with an `amdgpu-dkms` double, same key and Origin as the ROCm
+    repo (so AMD's pin covers it); the directory from the product's matrix."""
+    from tasks.matrix import amdgpu_repo_version  # the product's matrix decides the path
+
+    version = amdgpu_repo_version(rel)  # type: ignore[arg-type]
+    if version is None:
+        return None
+    base = www / "amdgpu" / version / "ubuntu"
+    pool = base / "pool" / "main" / "a" / "amdgpu-dkms"
+    pool.mkdir(parents=True, exist_ok=True)
+    env = clean_env()
+    with tempfile.TemporaryDirectory(prefix="rflab-dkms-") as tmp:
+        for dist in DISTS:
+            tree = Path(tmp) / dist
+            (tree / "DEBIAN").mkdir(parents=True)
+            ver = amdgpu_dkms_version(rel, dist)
+            (tree / "DEBIAN" / "control").write_text(
+                "Package: amdgpu-dkms\n"
+                f"Version: {ver}\n"
+                "Architecture: all\n"
+                "Maintainer: Advanced Micro Devices (AMD) <gpudriverdevsupport@amd.com>\n"
+                "Section: misc\n"
+                "Priority: optional\n"
+                "Description: amdgpu driver in DKMS format (rocm-fleet lab double)\n"
+                " Built by the rocm-fleet test lab; not an AMD package.\n"
+            )
+            postinst = tree / "DEBIAN" / "postinst"
+            postinst.write_text(_DKMS_POSTINST)
+            postinst.chmod(0o755)
+            src = tree / "usr" / "src" / f"amdgpu-{AMDGPU_DKMS_UPSTREAM}-{rel.numeric_tag}"
+            src.mkdir(parents=True)
+            (src / "dkms.conf").write_text(
+                f'PACKAGE_NAME="amdgpu"\nPACKAGE_VERSION="{AMDGPU_DKMS_UPSTREAM}"\n'
+            )
+            out = pool / f"amdgpu-dkms_{ver.split(':', 1)[1]}_{dist}_all.deb"
+            run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out])
+    all_packages = run(["apt-ftparchive", "packages", "pool/main"], cwd=base, env=env).stdout
+    for dist, ubuntu in DISTS.items():
+        dist_dir = base / "dists" / dist
+        binary = dist_dir / "main" / "binary-amd64"
+        binary.mkdir(parents=True)
+        (binary / "Packages").write_text(_split_packages(all_packages, f".{ubuntu}"))
+        run(["gzip", "-9kn", binary / "Packages"])
+        conf = "APT::FTPArchive::Release"
+        opts = [
+            f"-o{conf}::Origin={ORIGIN}",
+            f"-o{conf}::Label={ORIGIN}",
+            f"-o{conf}::Suite={dist}",
+            f"-o{conf}::Codename={dist}",
+            f"-o{conf}::Architectures=amd64",
+            f"-o{conf}::Components=main",
+        ]
+        release = run(["apt-ftparchive", *opts, "release", dist_dir], env=env).stdout
+        tmp_release = dist_dir.parent / f".Release-{dist}"
+        tmp_release.write_text(release)
+        os.replace(tmp_release, dist_dir / "Release")
+        signer.sign_release(dist_dir)
+    return base

@@ -450,6 +450,7 @@ class Lab:
 
     def _boot(self, host: _Host) -> None:
         happened = machine.boot(host.root, self._console.pop(host.spec.name, None))
+        happened["at"] = f"{time.monotonic():.2f}"
         self.boots.setdefault(host.spec.name, []).append(happened)
 
     def _start_supervisor(self) -> None:

@@ -33,8 +33,9 @@ DEVICES = {
     "AMD Radeon PRO W7900": ("0x7448", "0x030000"),
     "AMD Instinct MI300X": ("0x74a1", "0x120000"),
     "AMD Radeon Graphics": ("0x164e", "0x030000"),
+    "AMD Radeon RX 9070 XT": ("0x7550", "0x030000"),  # Navi 48 (tasks/pci_ids.py)
 }
-TARGET_VERSIONS = {"gfx1100": 110000, "gfx942": 90402, "gfx1036": 100306}
+TARGET_VERSIONS = {"gfx1100": 110000, "gfx942": 90402, "gfx1036": 100306, "gfx1201": 120001}
 
 #: What this module writes under ROOT/sys (removed before each write).
 OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu")

@@ -1,0 +1,236 @@
+"""End to end: kernel, driver and Secure Boot on a lab fleet (no reboots allowed here).
+
+One lab, one host per state: an RDNA4 card on Debian 12's stock 6.1 kernel (gets the real
+bookworm-backports 6.12 kernel), and amdgpu-dkms hosts whose firmware is in each Secure Boot
+state (on with no key / key enrolled / key already queued, off, legacy BIOS, EFI without a
+SecureBoot variable). Tests run in file order and build on each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lab import HostSpec, Lab
+from lab._util import CLEAN_PATH
+from lab._util import REPO_ROOT as REPO
+from lab.machine import DKMS_CERT, EFI_DIR, Machine, check_crypt, mok_state
+from tasks.secureboot import PENDING
+
+pytestmark = pytest.mark.e2e
+
+PASSWORD = "MOK-lab-s3cret-7f2c19"  # the secret the scan must never find
+ENV = "ROCM_FLEET_MOK_PASSWORD"
+PYINFRA = str(Path(sys.executable).parent / "pyinfra")
+
+BASE = {"rocm_version": "6.4.3", "pytorch_install": False, "expected_gpu_count": 1}
+DKMS = {**BASE, "expected_gfx": "gfx1100", "driver": "dkms"}
+# Enrolled, Secure Boot off and "no SecureBoot variable" are decided from the same facts and
+# are covered at plan level (tests/unit/test_kernel_driver.py); each dkms host here costs
+# real kernel headers (gcc and all), so the lab keeps the states that do something different.
+HOSTS = [
+    HostSpec("rdna4", profile="rx9070xt", data={**BASE, "expected_gfx": "gfx1201"}),
+    HostSpec("sbnew", data=DKMS, machine=Machine(secure_boot=True)),
+    HostSpec("sbpending", data=DKMS, machine=Machine(secure_boot=True, mok="pending")),
+    HostSpec("bios", data=DKMS, machine=Machine(firmware="bios")),
+]
+NAMES = [h.name for h in HOSTS]
+OUTPUTS: list[str] = []  # every pyinfra stdout/stderr, for the secret scan
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root")
+    with Lab(hosts=HOSTS, rocm_releases=["6.4.3"]) as lab:
+        yield lab
+
+
+def deploy(lab: Lab, *args: str, limit=NAMES, inventory: Path | None = None):
+    """pyinfra --json -v with the MOK password in its environment only (never in an argv)."""
+    confirm = [] if "--dry" in args else ["-y"]
+    limits = [a for name in limit for a in ("--limit", name)]
+    cmd = [
+        PYINFRA,
+        *confirm,
+        "-vv",
+        "--json",
+        *limits,
+        str(inventory or lab.inventory),
+        "deploy.py",
+        *args,
+    ]
+    started = time.monotonic()
+    proc = subprocess.run(
+        ["ip", "netns", "exec", lab.client_netns, *cmd],
+        cwd=REPO,
+        env={"PATH": CLEAN_PATH, "HOME": str(lab.home), "LANG": "C.UTF-8", ENV: PASSWORD},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    OUTPUTS.append(proc.stdout + proc.stderr)
+    print(f"pyinfra {' '.join(args) or 'run'}: {time.monotonic() - started:.1f}s")
+    try:
+        proc.json = json.loads(proc.stdout[proc.stdout.find("{") :])
+    except ValueError:
+        proc.json = None
+    return proc
+
+
+def changed(report) -> dict[str, list[str]]:
+    ops = report["results"]["operations"]
+    return {op["name"]: sorted(op["success"]) for op in ops if op["success"]}
+
+
+def test_first_run_installs_kernel_driver_and_queues_the_key(lab):
+    result = deploy(lab)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out[-5000:]
+    assert result.json["results"]["failed_hosts"] == []
+    ops = changed(result.json)
+
+    # RDNA4 on 6.1: bookworm-backports, its real 6.12 kernel, the running kernel untouched.
+    assert ops["Kernel | Install the newer kernel (the running one stays)"] == ["rdna4"]
+    root = lab.root("rdna4")
+    source = (root / "etc/apt/sources.list.d/rocm-fleet-backports.sources").read_text()
+    assert "Suites: bookworm-backports" in source
+    assert "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" in source
+    kernels = sorted(p.name for p in (root / "boot").glob("vmlinuz-*"))
+    assert kernels and all("+bpo" in k or "+deb12" in k for k in kernels), kernels
+    assert lab.running_kernel("rdna4").startswith("6.1.0-")
+    policy = lab.ssh("rdna4", "apt-cache policy linux-image-amd64 curl", check=True).stdout
+    assert "~bpo12" in policy.split("Installed:")[1].splitlines()[0], policy
+    assert "100 http://deb.debian.org/debian bookworm-backports" in policy, policy
+    curl = policy.split("curl:")[1]
+    assert "bpo" not in curl.split("Installed:")[1].splitlines()[0], policy  # nothing else
+    assert (root / "run/reboot-required").exists()
+    assert "linux-image-6.12" in (root / "run/reboot-required.pkgs").read_text()
+
+    # amdgpu-dkms on every dkms host, headers of the running kernel, AMD's pin covers it.
+    for name in NAMES[1:]:
+        r = lab.ssh(name, "dpkg-query -W amdgpu-dkms linux-headers-$(uname -r)", check=True)
+        assert "amdgpu-dkms\t1:" in r.stdout, (name, r.stdout)
+        line = (lab.root(name) / "etc/apt/sources.list.d/amdgpu.list").read_text()
+        assert "https://repo.radeon.com/amdgpu/6.4.3/ubuntu jammy main" in line
+
+    # Secure Boot on, no key: created as DKMS would, queued once with the hash file.
+    sbnew = lab.root("sbnew")
+    cert = sbnew / DKMS_CERT
+    assert mok_state(sbnew, cert) == "pending"
+    auth = (sbnew / EFI_DIR / "MokAuth").read_text().strip()
+    assert auth.startswith("$6$") and check_crypt(PASSWORD, auth)
+    imports = [c for c in lab.mokutil_calls("sbnew") if " --import " in c]
+    assert imports == [f"mokutil --import /{DKMS_CERT} --hash-file /run/rocm-fleet/mok-import.hash"]
+    assert not (sbnew / "run/rocm-fleet/mok-import.hash").exists()
+    subject = lab.ssh("sbnew", f"openssl x509 -inform DER -in /{DKMS_CERT} -noout -subject")
+    assert "DKMS module signing key" in subject.stdout
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+    assert re.search(r"\[sbnew\]\s+" + re.escape(PENDING), plain), plain[-3000:]
+    assert re.search(r"\[sbpending\]\s+" + re.escape(PENDING), plain)
+
+    # Already queued: nothing imported. Legacy BIOS: no key made, nothing imported.
+    for name in ("sbpending", "bios"):
+        assert not [c for c in lab.mokutil_calls(name) if "--import" in c], name
+    assert not (lab.root("bios") / DKMS_CERT).exists()
+    assert not any("disable-validation" in c for n in NAMES for c in lab.mokutil_calls(n))
+
+    # No permission to reboot: the run ends with the list and the reasons.
+    assert "Hosts that need a reboot" in out
+    report = out[out.index("Hosts that need a reboot") :]
+    assert "rdna4: new kernel 6.12" in report
+    assert "sbnew: " in report and "MOK enrollment pending" in report
+    assert "bios: new driver amdgpu-dkms" in report
+
+
+def test_second_run_changes_nothing_and_queues_nothing(lab):
+    result = deploy(lab)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert changed(result.json) == {}
+    assert len([c for c in lab.mokutil_calls("sbnew") if "--import" in c]) == 1
+
+
+def test_dry_run_reports_exactly_the_drift(lab):
+    lab.ssh("rdna4", "rm /etc/apt/preferences.d/rocm-fleet-backports", check=True)
+    lab.ssh("bios", "dpkg --purge amdgpu-dkms", check=True)
+    dry = deploy(lab, "--dry")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    would = {
+        op["name"]: op["hosts_with_change"] for op in dry.json["plan"] if op["hosts_with_change"]
+    }
+    assert would == {
+        "Kernel | Keep backports at priority 100": ["rdna4"],
+        "amdgpu driver | Install kernel headers and amdgpu-dkms": ["bios"],
+    }
+    fixed = deploy(lab)
+    assert fixed.returncode == 0
+    assert set(changed(fixed.json)) == set(would)
+    assert changed(deploy(lab).json) == {}
+
+
+# --- reboots (the same lab: every host above now needs one) ---------------------------------
+
+
+def reboot_inventory(lab: Lab) -> Path:
+    """The lab's inventory plus reboot: allow, 2 at a time, 40 s to come back."""
+    text = lab.inventory.read_text().replace(
+        "'rocm_version': '6.4.3',",
+        "'rocm_version': '6.4.3', 'reboot': 'allow', 'reboot_parallel': 2, 'reboot_timeout': 40,",
+    )
+    path = lab.workdir / "inventory_reboot.py"
+    path.write_text(text)
+    return path
+
+
+def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(lab):
+    lab.set_returns_after_reboot("bios", False)  # this one never comes back
+    lab.confirm_mok_at_console("sbnew", PASSWORD)  # someone types the password at sbnew
+    result = deploy(lab, inventory=reboot_inventory(lab))
+    out = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    assert result.returncode != 0
+    assert result.json["results"]["failed_hosts"] == ["bios"], out[-4000:]
+    assert "did not come back within 40s after the reboot" in out
+
+    # rdna4 booted into the backports kernel; sbnew's key was confirmed at the console;
+    # sbpending's request stays (nobody there, and queued with someone else's password).
+    assert lab.running_kernel("rdna4").startswith("6.12.")
+    assert mok_state(lab.root("sbnew"), lab.root("sbnew") / DKMS_CERT) == "enrolled"
+    assert mok_state(lab.root("sbpending"), lab.root("sbpending") / DKMS_CERT) == "pending"
+    assert lab.boots["bios"] == [{"boot": "never came back"}]
+    for name in ("rdna4", "sbnew", "sbpending"):
+        assert len(lab.boots[name]) == 1, lab.boots
+        assert not (lab.root(name) / "run/reboot-required").exists()
+    # Two at a time in inventory order: sbpending (second batch) booted after both of the
+    # first batch were back.
+    at = {name: float(lab.boots[name][0]["at"]) for name in ("rdna4", "sbnew", "sbpending")}
+    assert at["sbpending"] > max(at["rdna4"], at["sbnew"]), at
+    # ... and each was verified again after it came back.
+    verify = [op for op in result.json["results"]["operations"] if op["name"].startswith("Verify")]
+    assert verify and all(h not in op.get("error", []) for op in verify for h in at)
+
+
+def test_after_the_reboots_nothing_reboots_or_changes(lab):
+    result = deploy(lab, inventory=reboot_inventory(lab), limit=["rdna4", "sbnew", "sbpending"])
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    assert changed(result.json) == {}
+    assert all(len(lab.boots[n]) == 1 for n in ("rdna4", "sbnew", "sbpending")), lab.boots
+
+
+def test_the_mok_password_is_nowhere(lab):
+    """Not in any file of any lab root (overlay upper dirs: everything the hosts wrote), not in
+    what pyinfra printed with -v, not in the process list of a host."""
+    hosts_dir = lab.workdir / "hosts"
+    found = subprocess.run(
+        ["grep", "-rlaF", "--", PASSWORD, str(hosts_dir)], capture_output=True, text=True
+    )
+    assert found.returncode == 1, found.stdout  # 1 = no match
+    assert OUTPUTS and not any(PASSWORD in text for text in OUTPUTS)
+    assert "mokutil --import" in "".join(OUTPUTS)  # the commands were printed (-v)
