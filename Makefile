@@ -34,6 +34,7 @@ demo: deps venv
 
 bench: deps venv
 	PYTHONPATH=tests $(PY) bench/converged.py
+	PYTHONPATH=tests $(PY) bench/audit.py
 
 lint: venv
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -209,7 +209,7 @@ def gather(inventory_path: str, limits: Sequence[str]) -> list[dict[str, Any]]:
         with ctx_host.use(host):
             survey = host.get_fact(
                 NodeSurvey,
-                python=f"{config.pytorch_venv.rstrip('/')}/bin/python",
+                venv=config.pytorch_venv,
                 users=list(config.rocm_users),
                 _ignore_errors=True,
             )

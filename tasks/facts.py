@@ -16,6 +16,8 @@ All return values are plain JSON-serialisable dicts/lists/strings.
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import json
 import re
 import shlex
@@ -977,28 +979,33 @@ class DpkgInterrupted(FactBase[list[str]]):
 
 
 _SURVEY_MARKER = "__section="
-_SURVEY_TORCH = "__torch_json="
-# Reads torch's version strings without importing torch (seconds, and a GPU probe):
-# importlib.metadata for the distributions, torch/version.py (plain assignments:
-# __version__, hip, cuda) run on its own.
-_SURVEY_TORCH_SCRIPT = """\
-import json, runpy, os
-from importlib import metadata, util
-r = {"hip": None, "cuda": None, "error": None}
-for n in ("torch", "torchvision", "torchaudio"):
-    try:
-        r[n] = metadata.version(n)
-    except metadata.PackageNotFoundError:
-        r[n] = None
-try:
-    spec = util.find_spec("torch")
-    if spec and spec.submodule_search_locations:
-        v = runpy.run_path(os.path.join(list(spec.submodule_search_locations)[0], "version.py"))
-        r["hip"], r["cuda"] = v.get("hip"), v.get("cuda")
-except Exception as e:
-    r["error"] = "%s: %s" % (type(e).__name__, e)
-print("__torch_json=" + json.dumps(r))
-"""
+# torch's versions without running Python (a Python start per host is most of the survey's
+# cost): the venv's *.dist-info directory names carry the installed versions, and
+# torch/version.py its build strings (hip = '6.4.43484-...', cuda = None) as plain
+# assignments.
+_TORCH_DISTS = ("torch", "torchvision", "torchaudio")
+_VERSION_LINE = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(.+?)\s*$")
+
+
+def _survey_torch(lines: list[str]) -> dict[str, Any] | None:
+    result: dict[str, Any] = {name: None for name in _TORCH_DISTS}
+    result.update(hip=None, cuda=None, error=None)
+    found = False
+    for line in lines:
+        line = line.strip()
+        if line.startswith("dist "):
+            name, _, version = line[5:].removesuffix(".dist-info").partition("-")
+            if name in _TORCH_DISTS:
+                result[name] = version
+                found = True
+        elif match := _VERSION_LINE.match(line):
+            try:
+                result[match.group(1)] = ast.literal_eval(match.group(2))
+            except (ValueError, SyntaxError):
+                result["error"] = f"unreadable torch/version.py line: {line}"
+    return result if found else None
+
+
 # Sizes apt prints (apt-pkg's SizeToStr: powers of 1000).
 _APT_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 ROCM_PIN_FILE = "/etc/apt/preferences.d/rocm-pin-600"
@@ -1013,9 +1020,9 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
     Everything preflight and ``rocm-fleet audit`` read from a host, in one command (one
     SSH round trip), by running the other facts' commands in sections and parsing each
     with that fact's ``process``. Read-only: apt is asked with locking and its cache files
-    off, Python with ``-B`` (no bytecode written).
+    off, torch's versions read from files (no Python runs).
 
-    Arguments: ``python`` (the venv's interpreter, for torch's versions), ``users`` (whose
+    Arguments: ``venv`` (the venv whose torch versions to read), ``users`` (whose
     groups to read), ``packages`` (apt packages to size with ``apt-get install
     --assume-no``; empty: skip) and ``space_paths`` (paths whose filesystem's free space to
     read; a missing path is measured at its nearest existing parent).
@@ -1055,7 +1062,7 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
     @override
     def command(
         self,
-        python: str,
+        venv: str,
         users: list[str] | tuple[str, ...] = (),
         packages: list[str] | tuple[str, ...] = (),
         space_paths: list[str] | tuple[str, ...] = (),
@@ -1063,7 +1070,7 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
         def section(name: str, body: str) -> str:
             return f"echo {_SURVEY_MARKER}{name}; {{ {body}; }} 2>/dev/null; "
 
-        py = _quote(python)
+        venv = _quote(venv.rstrip("/") or "/")
         user_loop = " ".join(_quote(u) for u in users)
         apt = (
             "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --assume-no "
@@ -1097,7 +1104,10 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
                 "packages",
                 "dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\\n' || true",
             )
-            + section("nvidia", NvidiaStack().command())
+            + section(
+                "modules",
+                '! test -r /proc/modules || while read -r m _; do echo "$m"; done < /proc/modules',
+            )
             + section(
                 "sources",
                 "grep -Hs -e 'repo[.]radeon[.]com' -e 'repo[.]amd[.]com' "
@@ -1131,8 +1141,11 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
             )
             + section(
                 "torch",
-                f"if [ -x {py} ]; then timeout {self.tool_timeout} {py} -B -I -c "
-                f"{_quote(_SURVEY_TORCH_SCRIPT)} </dev/null; fi",
+                f'for d in {venv}/lib/python3*/site-packages; do [ -d "$d" ] || continue; '
+                'for i in "$d"/torch-*.dist-info "$d"/torchvision-*.dist-info '
+                '"$d"/torchaudio-*.dist-info; do [ -d "$i" ] && echo "dist ${i##*/}"; done; '
+                '! test -r "$d/torch/version.py" || '
+                "grep -E '^(hip|cuda)[ :=]' \"$d/torch/version.py\"; done",
             )
             + section("disk", disk if space_paths else "true")
             + section("apt_need", apt if packages else "true")
@@ -1196,7 +1209,7 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
             "mok": {key: MokKeyState().process(get(f"mok_{key}")) for key in MOK_CERTIFICATES},
             "rocm_version": RocmVersion().process(get("rocm_version")),
             "packages": packages,
-            "nvidia": NvidiaStack().process(get("nvidia")),
+            "nvidia": _nvidia(packages, get("modules")),
             "sources": sources,
             "pin": first("pin") == "present",
             "amdgpu": {
@@ -1208,11 +1221,23 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
             "reboot_required": bool(reboot) and reboot[0].strip() == "required",
             "reboot_packages": [line.strip() for line in reboot[1:] if line.strip()],
             "groups": groups,
-            "torch": _find_json(get("torch"), _SURVEY_TORCH),
+            "torch": _survey_torch(get("torch")),
             "disk": disk,
             "apt_need": _apt_need(apt_message),
             "apt_message": apt_message,
         }
+
+
+def _nvidia(packages: dict[str, str], modules: list[str]) -> NvidiaStackDict:
+    """NvidiaStack's answer from the survey's dpkg listing and /proc/modules."""
+    names = sorted(
+        name
+        for name in packages
+        if any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_PATTERNS)
+        and not NVIDIA_PACKAGE_EXCEPTIONS.match(name)
+    )
+    loaded = sorted({m.strip() for m in modules if m.strip().startswith("nvidia")})
+    return {"packages": names, "modules": loaded}
 
 
 def _apt_need(message: str) -> int | None:

@@ -345,7 +345,7 @@ def survey_args(config: Config) -> dict[str, Any]:
     if config.pytorch_install:
         paths.append(config.pytorch_venv)
     return {
-        "python": f"{config.pytorch_venv.rstrip('/')}/bin/python",
+        "venv": config.pytorch_venv,
         "users": list(config.rocm_users),
         "packages": list(config.rocm_packages),
         "space_paths": paths,

@@ -76,14 +76,14 @@ def test_node_survey_runs_read_only_under_dash_on_this_machine(tmp_path):
 
     fact = NodeSurvey()
     command = fact.command(
-        str(tmp_path / "venv/bin/python"), ["root", "no-such-user"], ["libc6"], ["/opt/x/y"]
+        str(tmp_path / "venv"), ["root", "no-such-user"], ["libc6"], ["/opt/x/y"]
     )
     rc, out = run_sh(command)
     assert rc == 0
     survey = fact.process(out)
     assert survey["uid"] is not None and survey["distro"]["id"]
     assert survey["groups"]["no-such-user"] is None
-    assert survey["torch"] is None  # no interpreter there
+    assert survey["torch"] is None  # no venv there
     assert survey["disk"][0]["path"] == "/opt/x/y" and survey["disk"][0]["avail"] > 0
 
 
@@ -104,34 +104,34 @@ def test_apt_need_parses_apts_summary(message, need):
     assert _apt_need(message) == need
 
 
-def test_node_survey_reads_torch_versions_without_importing_torch(tmp_path):
-    """A torch whose import would fail still reports its version strings."""
-    import sys
-
+def test_node_survey_reads_torch_versions_from_files(tmp_path):
+    """dist-info names and torch/version.py: no Python runs, torch is never imported."""
     from tasks.facts import NodeSurvey
 
-    site = tmp_path / "site"
+    site = tmp_path / "venv/lib/python3.11/site-packages"
     (site / "torch").mkdir(parents=True)
-    (site / "torch" / "__init__.py").write_text("raise ImportError('must not be imported')\n")
-    (site / "torch" / "version.py").write_text(
+    (site / "torch/version.py").write_text(
         "from typing import Optional\n__version__ = '2.9.1+cu128'\n"
         "cuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n"
     )
-    dist = site / "torch-2.9.1+cu128.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.9.1+cu128\n")
-    python = tmp_path / "python"
-    # -I ignores PYTHONPATH; the fake interpreter adds the site dir with sys.path instead.
-    python.write_text(
-        f"#!/bin/sh\nexec {sys.executable} -c \"import sys; sys.path.insert(0, '{site}'); "
-        'sys.argv = sys.argv[1:]; exec(sys.argv[0])" "$4"\n'
-    )
-    python.chmod(0o755)
+    (site / "torch-2.9.1+cu128.dist-info").mkdir()
+    (site / "torchvision-0.24.1+cu128.dist-info").mkdir()
     fact = NodeSurvey()
-    rc, out = run_sh(fact.command(str(python)))
+    rc, out = run_sh(fact.command(str(tmp_path / "venv")))
     assert rc == 0
     torch = fact.process(out)["torch"]
-    assert torch["torch"] == "2.9.1+cu128" and torch["cuda"] == "12.8" and torch["hip"] is None
+    assert torch == {"torch": "2.9.1+cu128", "torchvision": "0.24.1+cu128", "torchaudio": None,
+                     "hip": None, "cuda": "12.8", "error": None}  # fmt: skip
+    assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1])["torch"] is None
+
+
+def test_node_survey_nvidia_from_the_dpkg_listing():
+    from tasks.facts import _nvidia
+
+    packages = {"nvidia-driver": "1", "libnvidia-egl-wayland1": "1", "curl": "1", "cuda": "1"}
+    assert _nvidia(packages, ["nvidia_uvm", "ext4"]) == {
+        "packages": ["cuda", "nvidia-driver"], "modules": ["nvidia_uvm"]
+    }  # fmt: skip
 
 
 # --- findings ---------------------------------------------------------------------------------
