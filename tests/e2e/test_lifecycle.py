@@ -1,0 +1,251 @@
+"""End to end: a node's life on one lab host, in file order.
+
+Install 6.4.3, upgrade to 7.2.1, downgrade to 6.4.3 (sources, pin, packages and the venv's
+wheels move together, nothing of the other release is left), uninstall with
+``rocm_state: absent`` (the root then holds no file the deploy added), uninstall again (no
+change), then a CUDA host migrated with ``migrate_from_cuda``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from lab import HostSpec, Lab
+from lab.pytorch_index import write_wheel
+
+pytestmark = pytest.mark.e2e
+
+HOST = "life"
+SPEC = HostSpec(
+    HOST, suite="bookworm", profile="rx7900xtx",
+    data={"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+          "rocm_users": ["alice"]},
+)  # fmt: skip
+VENV_PYTHON = "/opt/rocm-fleet/venv/bin/python"
+
+# What an uninstall may leave changed: the package manager's own state and logs (apt's
+# lists and caches, dpkg's database, debconf, logs), the loader cache, and the temp dirs.
+ALLOWED_LEFTOVERS = re.compile(
+    r"^(var/lib/(dpkg|apt|ucf)|var/cache/(apt|debconf|ldconfig)|var/log|etc/ld\.so\.cache"
+    r"|tmp|var/tmp|run)(/|$)"
+    # Links to the lab's own CA, which the lab (not the deploy) put in
+    # /usr/local/share/ca-certificates: purging ca-certificates leaves local certificates'.
+    r"|^etc/ssl(/certs(/rocm-fleet-lab-ca\.pem|/[0-9a-f]{8}\.0)?)?$"
+)
+
+
+@pytest.fixture(scope="module")
+def lab():
+    if os.geteuid() != 0:
+        pytest.skip("the lab needs root (debootstrap, network namespaces)")
+    with Lab(hosts=[SPEC], rocm_releases=["6.4.3", "7.2.1"]) as lab:
+        yield lab
+
+
+def deploy(lab, *data: str, dry: bool = False):
+    args = [a for item in data for a in ("--data", item)] + (["--dry"] if dry else [])
+    result = lab.pyinfra(lab.inventory, "deploy.py", *args, json=True, check=False, limit=HOST)
+    result.output = result.stdout + result.stderr
+    return result
+
+
+def changed(result) -> list[str]:
+    return [op["name"] for op in result.json["results"]["operations"] if op["success"]]
+
+
+def succeeded(result) -> None:
+    assert result.returncode == 0, result.output[-4000:]
+    assert result.json["results"]["failed_hosts"] == [], result.output[-4000:]
+
+
+def sh(lab, command: str) -> str:
+    result = lab.ssh(HOST, command)
+    assert result.returncode == 0, (command, result.stderr)
+    return result.stdout
+
+
+def amd_packages(lab) -> dict[str, str]:
+    """Installed packages with an AMD ROCm version -> version."""
+    out = sh(lab, "dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
+    found = {}
+    for line in out.splitlines():
+        status, name, version = line.split()
+        if status.startswith("i") and re.match(r"^(\d+:)?\d+\.\d+\.\d+\.\d{5}-", version):
+            found[name] = version
+    return found
+
+
+def wheels(lab) -> dict[str, str | None]:
+    script = (
+        "from importlib import metadata as m\n"
+        "for n in ('torch', 'torchvision', 'torchaudio'):\n"
+        "    try: print(n, m.version(n))\n"
+        "    except m.PackageNotFoundError: print(n, None)\n"
+    )
+    out = sh(lab, f'{VENV_PYTHON} -c "{script}"')
+    return {n: (None if v == "None" else v) for n, v in (line.split() for line in out.splitlines())}
+
+
+def paths(root: Path) -> set[str]:
+    found = set()
+    for directory, dirs, files in os.walk(root):
+        rel = os.path.relpath(directory, root)
+        if rel == "proc":
+            dirs[:] = []
+            continue
+        for name in dirs + files:
+            found.add(os.path.normpath(os.path.join(rel, name)))
+    return found
+
+
+def assert_release(lab, tag: str, apt_path: str, wanted_wheels: dict[str, str]) -> None:
+    source = (lab.root(HOST) / "etc/apt/sources.list.d/rocm.list").read_text()
+    assert f"/rocm/apt/{apt_path} jammy main" in source, source
+    assert (lab.root(HOST) / "etc/apt/preferences.d/rocm-pin-600").exists()
+    packages = amd_packages(lab)
+    assert "rocm-hip-runtime" in packages and "rocminfo" in packages, packages
+    other = {n: v for n, v in packages.items() if f".{tag}-" not in v}
+    assert other == {}, f"packages of another release left: {other}"
+    opt = sorted(p.name for p in (lab.root(HOST) / "opt").glob("rocm-*.*"))
+    assert opt == [f"rocm-{apt_path}"], opt
+    assert wheels(lab) == wanted_wheels
+
+
+SNAPSHOT: dict[str, set[str]] = {}
+
+
+def test_install_6_4_3(lab):
+    SNAPSHOT["before"] = paths(lab.root(HOST))
+    result = deploy(lab)
+    succeeded(result)
+    assert_release(
+        lab, "60403", "6.4.3",
+        {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "torchaudio": "2.9.1+rocm6.4"},
+    )  # fmt: skip
+
+
+def test_upgrade_to_7_2_1_moves_everything_together(lab):
+    dry = deploy(lab, "rocm_version=7.2.1", dry=True)
+    assert dry.returncode == 0, dry.output[-3000:]
+    result = deploy(lab, "rocm_version=7.2.1")
+    succeeded(result)
+    assert_release(
+        lab, "70201", "7.2.1",
+        {"torch": "2.11.0+rocm7.2", "torchvision": "0.26.0+rocm7.2",
+         "torchaudio": "2.11.0+rocm7.2"},
+    )  # fmt: skip
+    assert not (lab.root(HOST) / "opt/rocm-6.4.3").exists()
+    assert sh(lab, "readlink -f /opt/rocm").strip() == "/opt/rocm-7.2.1"
+    again = deploy(lab, "rocm_version=7.2.1")
+    succeeded(again)
+    assert changed(again) == []
+
+
+def test_downgrade_to_6_4_3_moves_everything_back(lab):
+    result = deploy(lab)
+    succeeded(result)
+    assert_release(
+        lab, "60403", "6.4.3",
+        {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "torchaudio": "2.9.1+rocm6.4"},
+    )  # fmt: skip
+    assert not (lab.root(HOST) / "opt/rocm-7.2.1").exists()
+    assert sh(lab, "readlink -f /opt/rocm").strip() == "/opt/rocm-6.4.3"
+
+
+def test_a_companion_of_another_build_is_replaced(lab):
+    # Same public version, other build (CUDA's): `torchvision==0.24.1` alone would be
+    # satisfied by it, leaving a mix in the venv.
+    cu128 = "https://download.pytorch.org/whl/cu128"
+    sh(lab, f"{VENV_PYTHON} -m pip install -q --no-deps --no-cache-dir --index-url {cu128} "
+            "torchvision==0.24.1+cu128")  # fmt: skip
+    assert wheels(lab)["torchvision"] == "0.24.1+cu128"
+    result = deploy(lab)
+    succeeded(result)
+    assert changed(result) == ["PyTorch | Install the torch wheels built for the ROCm release"]
+    assert wheels(lab)["torchvision"] == "0.24.1+rocm6.4"
+
+
+def test_uninstall_removes_what_the_deploy_added(lab):
+    result = deploy(lab, "rocm_state=absent")
+    succeeded(result)
+    root = lab.root(HOST)
+    added = sorted(p for p in paths(root) - SNAPSHOT["before"] if not ALLOWED_LEFTOVERS.match(p))
+    assert added == [], added
+    for gone in ("etc/apt/sources.list.d/rocm.list", "etc/apt/keyrings/rocm.gpg",
+                 "etc/apt/preferences.d/rocm-pin-600", "etc/ld.so.conf.d/rocm.conf",
+                 "etc/profile.d/rocm.sh", "opt/rocm-fleet", "opt/rocm", "opt/rocm-6.4.3",
+                 "var/lib/rocm-fleet"):  # fmt: skip
+        assert not (root / gone).exists() and not (root / gone).is_symlink(), gone
+    assert amd_packages(lab) == {}
+    groups = sh(lab, "id -nG alice").split()
+    assert "video" in groups and "render" in groups  # users and groups stay
+
+    again = deploy(lab, "rocm_state=absent")
+    succeeded(again)
+    assert changed(again) == []
+
+
+NVIDIA_PACKAGES = ["cuda-toolkit-12-8", "libcuda1", "nvidia-driver"]
+
+
+def make_cuda_node(lab) -> None:
+    """What an NVIDIA node looks like to the deploy: NVIDIA's driver and CUDA packages
+    (stand-ins built here: name, version and a file, like the real ones to dpkg) and a venv
+    with PyPI-style CUDA torch wheels and one of NVIDIA's runtime wheels."""
+    root = lab.root(HOST)
+    drop = root / "tmp/cuda-node"
+    drop.mkdir()
+    for name in NVIDIA_PACKAGES:
+        tree = Path(tempfile.mkdtemp(prefix="rflab-nv-"))
+        (tree / "DEBIAN").mkdir()
+        (tree / "DEBIAN/control").write_text(
+            f"Package: {name}\nVersion: 550.163.01-1\nArchitecture: amd64\n"
+            "Maintainer: rocm-fleet lab <lab@invalid>\nDescription: NVIDIA stand-in\n"
+        )
+        doc = tree / f"usr/share/doc/{name}"
+        doc.mkdir(parents=True)
+        (doc / "README.lab").write_text("stand-in for an NVIDIA package\n")
+        subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(tree),
+                        str(drop / f"{name}.deb")], check=True, capture_output=True)  # fmt: skip
+    write_wheel(drop, "nvidia_cublas_cu12", "12.8.4.1", {"nvidia/cublas/__init__.py": ""})
+    cu128 = "https://download.pytorch.org/whl/cu128"
+    sh(lab, "DEBIAN_FRONTEND=noninteractive apt-get -qq update && "
+            "DEBIAN_FRONTEND=noninteractive apt-get -qq -y install python3-venv ca-certificates "
+            "&& dpkg -i /tmp/cuda-node/*.deb && python3 -m venv /opt/rocm-fleet/venv && "
+            f"{VENV_PYTHON} -m pip install -q --no-cache-dir --index-url {cu128} "
+            "torch==2.9.1+cu128 torchvision==0.24.1+cu128 torchaudio==2.9.1+cu128 && "
+            f"{VENV_PYTHON} -m pip install -q --no-deps /tmp/cuda-node/*.whl && "
+            "rm -r /tmp/cuda-node")  # fmt: skip
+
+
+def test_a_cuda_node_is_refused_without_migrate_from_cuda(lab):
+    make_cuda_node(lab)
+    result = deploy(lab)
+    assert result.returncode != 0
+    output = result.output
+    assert "NVIDIA driver/CUDA stack installed (packages: " + ", ".join(NVIDIA_PACKAGES) in output
+    assert "set migrate_from_cuda: true" in output, output[-3000:]
+    assert "holds a CUDA torch (2.9.1+cu128)" in output, output[-3000:]
+    assert not (lab.root(HOST) / "etc/apt/sources.list.d/rocm.list").exists()
+
+
+def test_migrate_from_cuda_replaces_nvidia_with_rocm(lab):
+    result = deploy(lab, "migrate_from_cuda=true")
+    succeeded(result)
+    installed = sh(lab, "dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n'")
+    assert not [ln for ln in installed.splitlines() if ln.startswith("i") and
+                ln.split()[1] in NVIDIA_PACKAGES]  # fmt: skip
+    assert wheels(lab) == {
+        "torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "torchaudio": "2.9.1+rocm6.4"
+    }  # fmt: skip
+    left = sh(lab, f"{VENV_PYTHON} -m pip list --format=freeze").lower().replace("_", "-")
+    assert "nvidia-cublas" not in left, left
+    again = deploy(lab, "migrate_from_cuda=true")
+    succeeded(again)
+    assert changed(again) == []
