@@ -67,6 +67,11 @@ def lab():
         yield lab
 
 
+# The one file not hashed: the lab's mokutil double (hardware simulation, tests/lab/machine.py)
+# logs every call, read-only queries included, which the real mokutil doesn't.
+DOUBLE_LOGS = {"etc/rocm-fleet-lab/machine/efi/mokutil.log"}
+
+
 def fingerprint(root: Path) -> dict[str, tuple]:
     """path -> (type and mode, owner, size, sha256 or link target) for every file."""
     seen = {}
@@ -86,6 +91,8 @@ def fingerprint(root: Path) -> dict[str, tuple]:
             else:
                 content = None
             key = os.path.normpath(os.path.join(rel_dir, name))
+            if key in DOUBLE_LOGS:
+                continue
             seen[key] = (st.st_mode, st.st_uid, st.st_gid, st.st_size, content)
     return seen
 
