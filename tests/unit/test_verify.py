@@ -70,3 +70,37 @@ def test_rocminfo_not_loaded():
 def test_gpu_less_host_only_needs_a_rocm_torch():
     assert gpu_problems(agents(status="not_loaded"), torch(), [], 0, True)[0] == []
     assert gpu_problems(None, torch(hip=None), [], 0, True)[0] != []
+
+
+def run_gpu_verified(facts: dict, **kwargs):
+    """Run the operation body as pyinfra's execute phase would, with fixture facts."""
+    from pyinfra.api import Config, Inventory, State
+    from pyinfra.context import ctx_host, ctx_state
+
+    from tasks.verify import gpu_verified
+
+    inventory = Inventory((["node"], {}))
+    state = State(inventory, Config())
+    state.is_executing = True
+    host = inventory.get_host("node")
+    host.get_fact = lambda fact, *args, **kw: facts[fact.__name__]
+    noops = []
+    host.noop = noops.append
+    with ctx_state.use(state), ctx_host.use(host):
+        commands = [str(c) for c in gpu_verified._inner(**kwargs)]
+    return commands, noops
+
+
+def test_a_pending_reboot_defers_a_failing_check_instead_of_failing_the_host():
+    facts = {
+        "RocmAgents": agents(status="not_loaded"),
+        "TorchInfo": torch(available=False),
+        "RebootRequired": {"required": True, "packages": [], "reasons": ["new kernel 6.12"]},
+    }
+    kwargs = {"expected_gfx": ["gfx1201"], "expected_count": 1, "python": "/v/bin/python"}
+    commands, noops = run_gpu_verified(facts, **kwargs)
+    assert commands == [] and noops[0].startswith("GPU check waits for a reboot (new kernel")
+
+    facts["RebootRequired"] = {"required": True, "packages": ["libc6"], "reasons": []}
+    commands, noops = run_gpu_verified(facts, **kwargs)
+    assert noops == [] and "GPU verification failed on node" in commands[0]
