@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from surveys import fresh_survey
 
 from tasks.audit import exit_status, host_row, render_table
 from tasks.config import load_config
+from unit.surveys import fresh_survey
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
         "rocm_users": ["alice"]}  # fmt: skip

@@ -12,8 +12,6 @@ import pytest
 from pyinfra.api import Config, FileUploadCommand, Inventory, State
 from pyinfra.context import ctx_host, ctx_state
 from pyinfra.facts.server import LinuxDistribution
-from surveys import fresh_survey
-from unit.test_plan import FreshHost
 
 from tasks import matrix
 from tasks.facts import (
@@ -25,6 +23,8 @@ from tasks.facts import (
     SecureBoot,
 )
 from tasks.secureboot import PENDING, sha512_crypt
+from unit.surveys import fresh_survey
+from unit.test_plan import FreshHost
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "mokutil"

@@ -16,10 +16,10 @@ from pyinfra.api.exceptions import PyinfraError
 from pyinfra.context import ctx_host, ctx_state
 from pyinfra.facts.deb import DebArch, DebPackages
 from pyinfra.facts.server import Groups, LinuxDistribution, Os
-from surveys import fresh_survey
 
 from tasks.config import ConfigError
 from tasks.matrix import release
+from unit.surveys import fresh_survey
 
 ROOT = Path(__file__).resolve().parents[2]
 OS_RELEASE = ROOT / "tests" / "fixtures" / "os-release"
