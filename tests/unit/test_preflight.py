@@ -144,9 +144,8 @@ def config(**data):
 
 
 def check(data=None, **survey):
-    from surveys import fresh_survey
-
     from tasks.preflight import findings
+    from unit.surveys import fresh_survey
 
     return findings(config(**(data or {})), fresh_survey(**survey))
 
@@ -193,9 +192,8 @@ def test_fresh_debian_12_with_an_rx7900xtx_passes():
     ],
 )  # fmt: skip
 def test_each_problem_names_itself_and_its_fix(data, survey, message):
-    from surveys import fresh_survey
-
     from tasks.preflight import findings
+    from unit.surveys import fresh_survey
 
     os_release = survey.pop("os_release", None)
     result = findings(config(**data), fresh_survey(os_release, **survey))
@@ -220,9 +218,8 @@ def test_unknown_amd_device_is_named_by_its_id():
 
 
 def test_distro_override_deploys_an_unknown_distro_with_a_warning():
-    from surveys import fresh_survey
-
     from tasks.preflight import findings
+    from unit.surveys import fresh_survey
 
     result = findings(config(rocm_distro_override="ubuntu 24.04"), fresh_survey(MINT_22))
     assert result.problems == [] and result.row.suite == "noble"
@@ -249,10 +246,9 @@ def test_amd_packages_and_a_rocm_torch_are_not_conflicts():
 
 
 def test_migrate_from_cuda_turns_the_nvidia_stack_into_a_warning():
-    from surveys import fresh_survey
-
     from tasks.config import Config
     from tasks.preflight import findings
+    from unit.surveys import fresh_survey
 
     base = config()
     migrating = Config({**base.values, "migrate_from_cuda": True}, base.release, base.torch_build)
