@@ -20,7 +20,7 @@ from pyinfra import host
 from pyinfra.api import FactBase, QuoteString, StringCommand, deploy, operation
 
 from tasks import settings
-from tasks.facts import NvidiaStack
+from tasks.facts import NvidiaStack, read_fact
 from tasks.kernel import MARK_REBOOT
 from tasks.operations import APT_GET
 
@@ -92,7 +92,7 @@ def nvidia_packages_absent():
     Purge NVIDIA's driver and CUDA packages (those the ``NvidiaStack`` fact finds), and
     mark a reboot needed when an NVIDIA kernel module is loaded.
     """
-    stack = host.get_fact(NvidiaStack)
+    stack = read_fact(NvidiaStack)
     if not stack["packages"]:
         host.noop("no NVIDIA driver or CUDA package installed")
         return
@@ -131,7 +131,7 @@ def migrate_from_cuda(config: Config) -> list[tuple[str, OperationMeta]]:
     """Take NVIDIA's stack off; returns the (reason, operation) pairs that need a reboot."""
     needs_reboot = []
     purge = nvidia_packages_absent(name="Purge NVIDIA's driver and CUDA packages")
-    if host.get_fact(NvidiaStack)["modules"]:
+    if read_fact(NvidiaStack)["modules"]:
         needs_reboot.append((REBOOT_REASON, purge))
     if config.pytorch_install:
         cuda_wheels_absent(

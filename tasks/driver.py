@@ -11,7 +11,6 @@ driver marks the host as needing a reboot. tasks/secureboot.py enrols the signin
 
 from __future__ import annotations
 
-import io
 import shlex
 from typing import TYPE_CHECKING
 
@@ -19,13 +18,12 @@ from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, deploy, operation
 from pyinfra.api.operation import OperationMeta
 from pyinfra.facts.deb import DebPackages
-from pyinfra.operations import files
 
 from tasks import matrix, settings
-from tasks.facts import InstalledKernels, RunningKernel
+from tasks.facts import InstalledKernels, RunningKernel, read_fact
 from tasks.kernel import MARK_REBOOT
 from tasks.matrix import ROCM_KEYRING_PATH
-from tasks.operations import APT_GET, apt_lists_fresh, fail
+from tasks.operations import APT_GET, apt_lists_fresh, fail, text_file
 
 if TYPE_CHECKING:
     from tasks.config import Config
@@ -76,7 +74,7 @@ def dkms_driver(packages: list[str], driver: str):
     + packages: header packages, then the driver package
     + driver: the driver package (``amdgpu-dkms``)
     """
-    installed = host.get_fact(DebPackages)
+    installed = read_fact(DebPackages)
     missing = [p for p in packages if p not in installed]
     if not missing:
         host.noop(f"{', '.join(packages)} installed")
@@ -107,19 +105,18 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
             ),
         )
         return []
-    files.put(
+    text_file(
         name="Point apt at AMD's amdgpu driver repository",
-        src=io.StringIO(amdgpu_source_line(config, row, version)),
-        dest=matrix.AMDGPU_SOURCE_PATH,
-        mode="644",
+        path=matrix.AMDGPU_SOURCE_PATH,
+        content=amdgpu_source_line(config, row, version),
     )
     apt_lists_fresh(
         name="Refresh apt lists after a driver source change",
         inputs=[matrix.AMDGPU_SOURCE_PATH, ROCM_KEYRING_PATH],
         stamp=AMDGPU_LISTS_STAMP,
     )
-    running = host.get_fact(RunningKernel) or ""
-    headers = header_packages(row, running, host.get_fact(InstalledKernels) or [])
+    running = read_fact(RunningKernel) or ""
+    headers = header_packages(row, running, read_fact(InstalledKernels) or [])
     install = dkms_driver(
         name="Install kernel headers and amdgpu-dkms",
         packages=[*headers, DRIVER_PACKAGE],

@@ -21,6 +21,7 @@ import fnmatch
 import json
 import re
 import shlex
+import weakref
 from typing import Any, TypedDict
 
 from pyinfra.api import FactBase
@@ -863,18 +864,65 @@ class StaleAgainst(FactBase[bool]):
         return "stale" in output
 
 
-class UserGroups(FactBase[list[str] | None]):
+class FileDigestDict(TypedDict):
+    mode: str
+    sha256: str
+
+
+class FileDigest(FactBase[FileDigestDict | None]):
     """
-    Group names of ``user`` (primary and supplementary), None when there is no such user.
+    Octal mode and SHA-256 of a regular file in one round trip; None when it isn't one.
+
+    .. code:: python
+
+        {"mode": "644", "sha256": "5f1c…"}
     """
 
-    def command(self, user: str) -> str:
-        q = shlex.quote(user)
-        return f"if id {q} >/dev/null 2>&1; then id -nG {q}; else echo __nouser; fi"
+    def command(self, path: str) -> str:
+        q = shlex.quote(path)
+        return f"if test -f {q}; then stat -c %a {q} && sha256sum < {q}; else echo __absent; fi"
 
-    def process(self, output: list[str]) -> list[str] | None:
-        text = " ".join(output).strip()
-        return None if text == "__nouser" else text.split()
+    def process(self, output: list[str]) -> FileDigestDict | None:
+        if not output or output[0].strip() == "__absent" or len(output) < 2:
+            return None
+        return {"mode": output[0].strip(), "sha256": output[1].split()[0]}
+
+
+class GroupMembershipDict(TypedDict):
+    groups: list[str]
+    users: dict[str, list[str] | None]
+
+
+class GroupMembership(FactBase[GroupMembershipDict]):
+    """
+    Which of ``groups`` exist, and each of ``users``' groups (None: no such user), in one
+    round trip.
+
+    .. code:: python
+
+        {"groups": ["video", "render"], "users": {"alice": ["alice", "video"], "bob": None}}
+    """
+
+    def command(self, groups: list[str], users: list[str]) -> str:
+        group_words = " ".join(shlex.quote(g) for g in groups)
+        user_words = " ".join(shlex.quote(u) for u in users)
+        return (
+            f'for g in {group_words}; do getent group "$g" >/dev/null && echo "__group $g"; '
+            f'done; for u in {user_words}; do if id "$u" >/dev/null 2>&1; '
+            f'then echo "__user $u $(id -nG "$u")"; else echo "__nouser $u"; fi; done; true'
+        )
+
+    def process(self, output: list[str]) -> GroupMembershipDict:
+        result: GroupMembershipDict = {"groups": [], "users": {}}
+        for line in output:
+            words = line.split()
+            if len(words) >= 2 and words[0] == "__group":
+                result["groups"].append(words[1])
+            elif len(words) >= 2 and words[0] == "__user":
+                result["users"][words[1]] = words[2:]
+            elif len(words) == 2 and words[0] == "__nouser":
+                result["users"][words[1]] = None
+        return result
 
 
 # --- preflight and audit facts ---------------------------------------------------------
@@ -1403,3 +1451,38 @@ class MokPending(FactBase[MokPendingDict | None]):
             "fingerprint": fingerprint,
             "requests": requests,
         }
+
+
+# ---------------------------------------------------------------------------------------
+# Facts read once between two changes
+# ---------------------------------------------------------------------------------------
+
+# state -> (host, fact, arguments) -> (changes seen on the host then, value)
+_READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def read_fact(fact_cls: type[FactBase], **kwargs: Any) -> Any:
+    """``host.get_fact``, gathered again only after an operation changed this host.
+
+    pyinfra 3.10 keeps no fact cache: every ``get_fact`` is an SSH round trip, and several
+    operations read the same fact (the package list, the running kernel). A value read
+    since the host's last change still holds, so it is reused; any operation that changes
+    the host (a reboot included) makes every earlier read stale. Call it at the top of an
+    operation, before it yields, as pyinfra's own operations read their facts.
+    """
+    from pyinfra import host
+
+    state = host.state
+    changes = sum(
+        1
+        for data in state.ops[host].values()
+        if data.operation_meta.is_complete() and data.operation_meta.did_change()
+    )
+    reads = _READS.setdefault(state, {})
+    key = (host.name, fact_cls, repr(sorted(kwargs.items())))
+    seen = reads.get(key)
+    if seen is not None and seen[0] == changes:
+        return seen[1]
+    value = host.get_fact(fact_cls, **kwargs)
+    reads[key] = (changes, value)
+    return value

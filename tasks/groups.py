@@ -8,12 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyinfra import host
 from pyinfra.api import deploy
-from pyinfra.operations import server
 
 from tasks import settings
-from tasks.operations import group_members
+from tasks.operations import gpu_access
 
 if TYPE_CHECKING:
     from tasks.config import Config
@@ -30,9 +28,6 @@ SETTINGS = (
 
 @deploy("GPU groups")
 def configure_groups(config: Config) -> None:
-    for group in host.loop(GPU_GROUPS):
-        server.group(name=f"Ensure group {group} exists", group=group, system=True)
-    if config.rocm_users:
-        group_members(
-            name="Add the GPU users to video and render", users=config.rocm_users, groups=GPU_GROUPS
-        )
+    gpu_access(
+        name="Give the GPU users video and render", groups=GPU_GROUPS, users=config.rocm_users
+    )

@@ -12,7 +12,6 @@ needing a reboot where Debian and Ubuntu do it (``/run/reboot-required`` and
 
 from __future__ import annotations
 
-import io
 import logging
 import shlex
 from typing import TYPE_CHECKING
@@ -21,11 +20,10 @@ from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, deploy, operation
 from pyinfra.api.operation import OperationMeta
 from pyinfra.facts.deb import DebPackages
-from pyinfra.operations import files
 
 from tasks import matrix, settings
-from tasks.facts import RunningKernel
-from tasks.operations import APT_GET, apt_lists_fresh
+from tasks.facts import RunningKernel, read_fact
+from tasks.operations import APT_GET, apt_lists_fresh, text_file
 
 if TYPE_CHECKING:
     from tasks.config import Config
@@ -140,7 +138,7 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool):
     + target_release: the backports suite (-t), or None for Ubuntu's HWE packages
     + hwe: Ubuntu HWE (installed with its Recommends, as Ubuntu documents)
     """
-    installed = host.get_fact(DebPackages)
+    installed = read_fact(DebPackages)
     if target_release:
         missing = [p for p in packages if not any("~bpo" in v for v in installed.get(p, []))]
     else:
@@ -149,7 +147,7 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool):
         where = f" from {target_release}" if target_release else ""
         host.noop(f"{', '.join(packages)} installed{where}")
         return
-    running = host.get_fact(RunningKernel)
+    running = read_fact(RunningKernel)
     source = f"-t {shlex.quote(target_release)}" if target_release else ""
     recommends = "--install-recommends" if hwe else "--no-install-recommends"
     script = f"""
@@ -175,25 +173,23 @@ done
 @deploy("Kernel")
 def configure_kernel(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
     """Returns (reboot reason, operation) pairs for tasks.reboot."""
-    running = host.get_fact(RunningKernel) or ""
-    packages = host.get_fact(DebPackages) or {}
+    running = read_fact(RunningKernel) or ""
+    packages = read_fact(DebPackages) or {}
     newer, why, warnings = kernel_findings(config, row.key, running, packages)
     for warning in warnings:
         logger.warning(f"{host.print_prefix}warning: {warning}")
     if newer is None:
         return []
     if newer.kind == "backports" and newer.suite:
-        files.put(
+        text_file(
             name="Add the Debian backports source (archive key)",
-            src=io.StringIO(backports_source(config.kernel_backports_mirror, newer.suite)),
-            dest=BACKPORTS_SOURCE_PATH,
-            mode="644",
+            path=BACKPORTS_SOURCE_PATH,
+            content=backports_source(config.kernel_backports_mirror, newer.suite),
         )
-        files.put(
+        text_file(
             name="Keep backports at priority 100",
-            src=io.StringIO(backports_pin(newer.suite)),
-            dest=BACKPORTS_PIN_PATH,
-            mode="644",
+            path=BACKPORTS_PIN_PATH,
+            content=backports_pin(newer.suite),
         )
         apt_lists_fresh(
             name="Refresh apt lists after adding backports",

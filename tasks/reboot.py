@@ -40,7 +40,7 @@ from pyinfra.connectors.util import clear_askpass_cache, remove_any_sudo_askpass
 from pyinfra.facts.server import Uptime
 
 from tasks import settings
-from tasks.facts import RebootRequired
+from tasks.facts import RebootRequired, read_fact
 
 if TYPE_CHECKING:
     from tasks.config import Config
@@ -133,7 +133,7 @@ def reboot_when_needed(allowed: bool, timeout: int, planned: list[str]):
     + timeout: seconds to come back
     + planned: reasons earlier operations of this run will add (used while planning)
     """
-    reasons = reasons_from(host.get_fact(RebootRequired))
+    reasons = reasons_from(read_fact(RebootRequired))
     if not host.state.is_executing:
         reasons += [r for r in planned if r not in reasons]
     if not reasons:

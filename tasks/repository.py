@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
@@ -24,6 +23,7 @@ from tasks.operations import (
     debian_packages,
     dpkg_repaired,
     recorded_packages_absent,
+    text_file,
     verified_keyring,
 )
 
@@ -83,17 +83,15 @@ def configure_repository(config: Config, row: Distro) -> None:
         fingerprint=config.rocm_key_fingerprint,
         path=ROCM_KEYRING_PATH,
     )
-    files.put(
+    text_file(
         name="Point apt at the ROCm release for this distro",
-        src=io.StringIO(source_line(config, row)),
-        dest=ROCM_SOURCE_PATH,
-        mode="644",
+        path=ROCM_SOURCE_PATH,
+        content=source_line(config, row),
     )
-    files.put(
+    text_file(
         name="Pin repo.radeon.com above the distribution's own ROCm packages",
-        src=str(FILES / "rocm-pin-600"),
-        dest=ROCM_PIN_PATH,
-        mode="644",
+        path=ROCM_PIN_PATH,
+        content=(FILES / "rocm-pin-600").read_text(),
     )
     apt_lists_fresh(
         name="Refresh apt lists after a source or key change",

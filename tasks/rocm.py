@@ -8,7 +8,7 @@ from pyinfra.api import deploy
 from pyinfra.operations import files, server
 
 from tasks import FILES, settings
-from tasks.operations import dpkg_repaired, release_packages, release_packages_absent
+from tasks.operations import dpkg_repaired, release_packages, release_packages_absent, text_file
 
 if TYPE_CHECKING:
     from tasks.config import Config
@@ -38,22 +38,20 @@ def install_rocm(config: Config) -> None:
         packages=config.rocm_packages,
         numeric_tag=config.release.numeric_tag,
     )
-    ld_conf = files.put(
+    ld_conf = text_file(
         name="Put /opt/rocm/lib on the dynamic loader path",
-        src=str(FILES / "rocm-ld.conf"),
-        dest=LD_CONF_PATH,
-        mode="644",
+        path=LD_CONF_PATH,
+        content=(FILES / "rocm-ld.conf").read_text(),
     )
     server.shell(
         name="Rebuild the loader cache",
         commands=["ldconfig"],
         _if=ld_conf.did_change,
     )
-    files.put(
+    text_file(
         name="Put /opt/rocm/bin on login shells' PATH",
-        src=str(FILES / "rocm-profile.sh"),
-        dest=PROFILE_PATH,
-        mode="644",
+        path=PROFILE_PATH,
+        content=(FILES / "rocm-profile.sh").read_text(),
     )
 
 

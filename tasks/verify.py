@@ -13,7 +13,7 @@ from pyinfra import host
 from pyinfra.api import deploy, operation
 
 from tasks import settings
-from tasks.facts import RebootRequired, RocmAgents, TorchInfo
+from tasks.facts import RebootRequired, RocmAgents, TorchInfo, read_fact
 from tasks.operations import failure
 from tasks.pytorch import venv_python
 
@@ -127,7 +127,7 @@ def gpu_verified(expected_gfx: list[str], expected_count: int | None, python: st
         return
     # A kernel, driver or MOK key this run installed works only after the reboot that
     # tasks/reboot.py was not allowed to do: report, don't fail; the run lists the host.
-    pending = host.get_fact(RebootRequired)["reasons"]
+    pending = read_fact(RebootRequired)["reasons"]
     if pending:
         host.noop(f"GPU check waits for a reboot ({'; '.join(pending)}): " + "; ".join(problems))
         return

@@ -59,7 +59,7 @@ def test_fleet_converges_in_one_run(fleet, record_property):
     for op in (
         "Point apt at the ROCm release",
         "Install the torch wheels",
-        "Add the GPU users to video and render",
+        "Give the GPU users video and render",
     ):
         assert any(op in name for name in changed), (op, changed)
 
@@ -117,7 +117,7 @@ def test_dry_run_reports_exactly_the_drift(fleet):
     assert would_change == {
         "ROCm apt repository | Pin repo.radeon.com above the distribution's own ROCm packages":
             ["node1"],
-        "GPU groups | Add the GPU users to video and render": ["node1"],
+        "GPU groups | Give the GPU users video and render": ["node1"],
         "PyTorch | Install the torch wheels built for the ROCm release": ["node1"],
     }  # fmt: skip
 

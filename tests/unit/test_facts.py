@@ -682,9 +682,41 @@ def test_stale_against():
     assert fact.process(["stale"]) is True and fact.process(["fresh"]) is False
 
 
-def test_user_groups():
-    from tasks.facts import UserGroups
+def test_group_membership_in_one_read():
+    import subprocess
 
-    fact = UserGroups()
-    assert fact.process(["alice video render"]) == ["alice", "video", "render"]
-    assert fact.process(["__nouser"]) is None
+    from tasks.facts import GroupMembership
+
+    fact = GroupMembership()
+    output = ["__group video", "__user alice alice video", "__nouser bob"]
+    assert fact.process(output) == {
+        "groups": ["video"],
+        "users": {"alice": ["alice", "video"], "bob": None},
+    }
+    # The command runs under dash and reports this machine's root and a missing user.
+    command = fact.command(groups=["root", "no-such-group"], users=["root", "no-such-user"])
+    lines = subprocess.run(["dash", "-c", command], capture_output=True, text=True).stdout
+    parsed = fact.process(lines.splitlines())
+    assert parsed["groups"] == ["root"]
+    assert parsed["users"]["root"][0] == "root" and parsed["users"]["no-such-user"] is None
+
+
+def test_file_digest_reads_mode_and_sha256(tmp_path):
+    import hashlib
+    import subprocess
+
+    from tasks.facts import FileDigest
+
+    path = tmp_path / "rocm pin"
+    path.write_text("Package: *\n")
+    path.chmod(0o640)
+    fact = FileDigest()
+    run = subprocess.run(["dash", "-c", fact.command(str(path))], capture_output=True, text=True)
+    assert fact.process(run.stdout.splitlines()) == {
+        "mode": "640",
+        "sha256": hashlib.sha256(b"Package: *\n").hexdigest(),
+    }
+    missing = subprocess.run(
+        ["dash", "-c", fact.command(str(tmp_path / "none"))], capture_output=True, text=True
+    )
+    assert fact.process(missing.stdout.splitlines()) is None

@@ -24,7 +24,7 @@ from tasks.facts import (
 )
 from tasks.secureboot import PENDING, sha512_crypt
 from unit.surveys import fresh_survey
-from unit.test_plan import FreshHost
+from unit.test_plan import FreshHost, written
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "mokutil"
@@ -116,17 +116,12 @@ def test_sha512_crypt_matches_the_reference_vector_and_glibc():
 
 def test_rdna4_on_debian_12_gets_the_backports_kernel():
     planned = plan("debian-12", RDNA4)
-    source = commands(planned, "Add the Debian backports source")
-    upload = next(c for c in source if isinstance(c, FileUploadCommand))
-    assert upload.src.getvalue() == (
+    assert written(commands(planned, "Add the Debian backports source")) == (
         "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n"
         "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
     )
-    pin = next(
-        c for c in commands(planned, "Keep backports at") if isinstance(c, FileUploadCommand)
-    )
-    assert (
-        pin.src.getvalue() == "Package: *\nPin: release n=bookworm-backports\nPin-Priority: 100\n"
+    assert written(commands(planned, "Keep backports at")) == (
+        "Package: *\nPin: release n=bookworm-backports\nPin-Priority: 100\n"
     )
     install = text(commands(planned, "Install the newer kernel"))
     assert "install --no-remove --no-install-recommends -t bookworm-backports" in install
@@ -182,8 +177,7 @@ def test_ubuntu_gets_the_hwe_kernel(os_name, meta):
 def test_amdgpu_repository_per_release(version, path):
     data = {**DKMS, "rocm_version": version}
     planned = plan("ubuntu-24.04", data, kernel=U24)
-    source = commands(planned, "Point apt at AMD's amdgpu driver repository")
-    line = next(c for c in source if isinstance(c, FileUploadCommand)).src.getvalue()
+    line = written(commands(planned, "Point apt at AMD's amdgpu driver repository"))
     assert line == (
         f"deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] https://repo.radeon.com/{path} "
         "noble main\n"

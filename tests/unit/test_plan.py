@@ -8,10 +8,11 @@ connects anywhere; the assertions read the planned operations and their commands
 from __future__ import annotations
 
 import runpy
+import shlex
 from pathlib import Path
 
 import pytest
-from pyinfra.api import Config, FileUploadCommand, Inventory, State
+from pyinfra.api import Config, Inventory, State
 from pyinfra.api.exceptions import PyinfraError
 from pyinfra.context import ctx_host, ctx_state
 from pyinfra.facts.deb import DebArch, DebPackages
@@ -48,8 +49,8 @@ class FreshHost:
     def __call__(self, fact, *args, **kwargs):
         if fact in self.facts:
             return self.facts[fact]
-        if fact.__name__ == "UserGroups":
-            return ["alice", "video"]
+        if fact.__name__ == "GroupMembership":  # video exists and alice is in it
+            return {"groups": ["video"], "users": {u: ["alice", "video"] for u in kwargs["users"]}}
         if fact.__name__ == "StaleAgainst":
             return True
         if fact.__name__ == "NodeSurvey":  # preflight's one read (tests/unit/surveys.py)
@@ -75,10 +76,13 @@ def plan(os_name: str, data: dict, arch: str = "amd64", packages=None) -> dict[s
     return planned
 
 
-def uploaded(commands) -> str:
-    (upload,) = [c for c in commands if isinstance(c, FileUploadCommand)]
-    src = upload.src
-    return src.getvalue() if hasattr(src, "getvalue") else Path(src).read_text()
+def written(commands) -> str:
+    """The content a ``text_file`` operation's one command writes (printf %s CONTENT > tmp)."""
+    (command,) = commands
+    shell, flag, script = shlex.split(str(command))
+    words = shlex.split(script)
+    assert (shell, flag, words[:2]) == ("sh", "-c", ["printf", "%s"]), command
+    return words[2]
 
 
 def find(planned: dict, fragment: str) -> list:
@@ -98,14 +102,15 @@ def find(planned: dict, fragment: str) -> list:
 )
 def test_source_line_pin_and_packages_per_distro(os_name, version, line):
     planned = plan(os_name, {"rocm_version": version, "rocm_users": ["alice"]})
-    source = uploaded(find(planned, "Point apt at the ROCm release"))
+    source = written(find(planned, "Point apt at the ROCm release"))
     assert source == f"deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] {line}\n"
-    pin = uploaded(find(planned, "Pin repo.radeon.com"))
+    pin = written(find(planned, "Pin repo.radeon.com"))
     assert pin == "Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n"
     (install,) = find(planned, "Install the ROCm packages")
     tag = release(version).numeric_tag
     assert str(install).endswith(f"release-packages {tag} want:rocm-hip-runtime")
-    (usermod,) = find(planned, "Add the GPU users to video and render")
+    groupadd, usermod = find(planned, "Give the GPU users video and render")
+    assert str(groupadd) == "groupadd --system render"
     assert str(usermod) == "usermod -a -G render alice"  # already in video
 
 
