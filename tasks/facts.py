@@ -345,6 +345,18 @@ def _find_json(lines: list[str], marker: str) -> Any:
     return None
 
 
+def _python_json(output: list[str], marker: str) -> tuple[Any, list[str], int | None]:
+    """(JSON after ``marker`` or None, the lines, exit status) of a ``_python_command``;
+    ``_ABSENT`` in place of the JSON when the interpreter doesn't exist."""
+    lines, rc = _split_rc(output)
+    if rc is None and any(line.strip() == _ABSENT for line in lines):
+        return _ABSENT, lines, rc
+    try:
+        return _find_json(lines, marker), lines, rc
+    except ValueError:
+        return None, lines, rc
+
+
 class TorchInfo(FactBase[TorchInfoDict | None]):
     """
     What PyTorch in a given interpreter (typically a venv's ``bin/python``) sees.
@@ -380,13 +392,9 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
 
     @override
     def process(self, output: list[str]) -> TorchInfoDict | None:
-        lines, rc = _split_rc(output)
-        if rc is None and any(line.strip() == _ABSENT for line in lines):
+        data, lines, rc = _python_json(output, _TORCH_MARKER)
+        if data is _ABSENT:
             return None
-        try:
-            data = _find_json(lines, _TORCH_MARKER)
-        except ValueError:
-            data = None
         if isinstance(data, dict):
             return data  # type: ignore[return-value]
         tail = " | ".join(line.strip() for line in lines if line.strip())
@@ -445,13 +453,9 @@ class PythonDistVersions(FactBase[dict[str, str | None] | None]):
 
     @override
     def process(self, output: list[str]) -> dict[str, str | None] | None:
-        lines, rc = _split_rc(output)
-        if rc is None and any(line.strip() == _ABSENT for line in lines):
+        data, lines, rc = _python_json(output, _DISTS_MARKER)
+        if data is _ABSENT:
             return None
-        try:
-            data = _find_json(lines, _DISTS_MARKER)
-        except ValueError:
-            data = None
         if not isinstance(data, dict):
             raise FactProcessError(
                 f"could not read distribution versions (rc={rc}): {_text(lines)[-500:]!r}",

@@ -377,29 +377,7 @@ def build_release_repo(www: Path, rel: Release, signer: Signer) -> Path:
             for pkg in PACKAGES:
                 build_deb(pkg, rel, dist, Path(tmp), pool)
     env = clean_env()
-    all_packages = run(["apt-ftparchive", "packages", "pool/main"], cwd=base, env=env).stdout
-    for dist, ubuntu in DISTS.items():
-        dist_dir = base / "dists" / dist
-        binary = dist_dir / "main" / "binary-amd64"
-        binary.mkdir(parents=True)
-        (binary / "Packages").write_text(_split_packages(all_packages, f"~{ubuntu}"))
-        run(["gzip", "-9kn", binary / "Packages"])
-        conf = "APT::FTPArchive::Release"
-        opts = [
-            f"-o{conf}::Origin={ORIGIN}",
-            f"-o{conf}::Label={ORIGIN}",
-            f"-o{conf}::Suite={dist}",
-            f"-o{conf}::Codename={dist}",
-            f"-o{conf}::Version={rel.version}",
-            f"-o{conf}::Architectures=amd64",
-            f"-o{conf}::Components=main",
-        ]
-        # Written to a temp file: "release DIR > DIR/Release" would list Release in itself.
-        release = run(["apt-ftparchive", *opts, "release", dist_dir], env=env).stdout
-        tmp_release = dist_dir.parent / f".Release-{dist}"
-        tmp_release.write_text(release)
-        os.replace(tmp_release, dist_dir / "Release")
-        signer.sign_release(dist_dir)
+    publish_dists(base, env, signer, lambda ubuntu: f"~{ubuntu}", version=rel.version)
     return base
 
 
@@ -491,25 +469,33 @@ def build_amdgpu_repo(www: Path, rel: Release, signer: Signer) -> Path | None:
             )
             out = pool / f"amdgpu-dkms_{ver.split(':', 1)[1]}_{dist}_all.deb"
             run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out])
+    publish_dists(base, env, signer, lambda ubuntu: f".{ubuntu}")
+    return base
+
+
+def publish_dists(base: Path, env, signer, marker, version: str | None = None) -> None:
+    """Per suite: the Packages of pool/main whose version carries ``marker(ubuntu)``, a
+    Release with Origin/Label repo.radeon.com (so AMD's pin applies), signed."""
     all_packages = run(["apt-ftparchive", "packages", "pool/main"], cwd=base, env=env).stdout
+    conf = "APT::FTPArchive::Release"
     for dist, ubuntu in DISTS.items():
         dist_dir = base / "dists" / dist
         binary = dist_dir / "main" / "binary-amd64"
         binary.mkdir(parents=True)
-        (binary / "Packages").write_text(_split_packages(all_packages, f".{ubuntu}"))
+        (binary / "Packages").write_text(_split_packages(all_packages, marker(ubuntu)))
         run(["gzip", "-9kn", binary / "Packages"])
-        conf = "APT::FTPArchive::Release"
         opts = [
             f"-o{conf}::Origin={ORIGIN}",
             f"-o{conf}::Label={ORIGIN}",
             f"-o{conf}::Suite={dist}",
             f"-o{conf}::Codename={dist}",
+            *([f"-o{conf}::Version={version}"] if version else []),
             f"-o{conf}::Architectures=amd64",
             f"-o{conf}::Components=main",
         ]
+        # Written to a temp file: "release DIR > DIR/Release" would list Release in itself.
         release = run(["apt-ftparchive", *opts, "release", dist_dir], env=env).stdout
         tmp_release = dist_dir.parent / f".Release-{dist}"
         tmp_release.write_text(release)
         os.replace(tmp_release, dist_dir / "Release")
         signer.sign_release(dist_dir)
-    return base

@@ -4,13 +4,11 @@ SHA-512 crypt the MOK password is handed over as."""
 
 from __future__ import annotations
 
-import runpy
 import warnings
 from pathlib import Path
 
 import pytest
-from pyinfra.api import Config, FileUploadCommand, Inventory, State
-from pyinfra.context import ctx_host, ctx_state
+from pyinfra.api import FileUploadCommand
 from pyinfra.facts.server import LinuxDistribution
 
 from tasks import matrix
@@ -24,7 +22,7 @@ from tasks.facts import (
 )
 from tasks.secureboot import PENDING, sha512_crypt
 from unit.surveys import fresh_survey
-from unit.test_plan import FreshHost, written
+from unit.test_plan import FreshHost, plan_ops, written
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "mokutil"
@@ -60,23 +58,10 @@ class Host(FreshHost):
 
 
 def plan(os_name: str, data: dict, monkeypatch=None, **facts) -> dict[str, list]:
-    inventory = Inventory(([("node", dict(data))], {}))
-    state = State(inventory, Config())
-    host = inventory.get_host("node")
-    host.connected = True
-    state.activate_host(host)
     gfx = data.get("expected_gfx")
     facts.setdefault("pci_device", "0x7550" if gfx == "gfx1201" else "0x744c")  # pci.ids
-    host.get_fact = Host(os_name, **facts)
-    with ctx_state.use(state), ctx_host.use(host):
-        runpy.run_path(str(ROOT / "deploy.py"))
-        planned = {}
-        for op_hash in state.get_op_order():
-            names = state.get_op_meta(op_hash).names
-            op_data = state.get_op_data_for_host(host, op_hash)
-            meta = state.get_op_meta(op_hash)
-            planned[next(iter(names))] = (list(op_data.command_generator()), meta)
-    return planned
+    ops = plan_ops(data, Host(os_name, **facts))
+    return {name: (commands, meta) for name, commands, meta in ops}
 
 
 def commands(planned, fragment):

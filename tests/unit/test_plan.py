@@ -58,22 +58,31 @@ class FreshHost:
         return None  # files, keyrings, venvs: absent
 
 
-def plan(os_name: str, data: dict, arch: str = "amd64", packages=None) -> dict[str, list]:
-    """Plan deploy.py for one host; returns operation name -> commands it would run."""
+def plan_ops(data: dict, get_fact) -> list[tuple[str, list, object]]:
+    """Plan deploy.py through pyinfra's API for one host whose facts come from ``get_fact``:
+    (operation name, commands it would run, its OperationMeta), in order. Nothing runs."""
     inventory = Inventory(([("node", dict(data))], {}))
     state = State(inventory, Config())
     host = inventory.get_host("node")
     host.connected = True
     state.activate_host(host)
-    host.get_fact = FreshHost(os_name, arch, packages)
+    host.get_fact = get_fact
     with ctx_state.use(state), ctx_host.use(host):
         runpy.run_path(str(ROOT / "deploy.py"))
-        planned = {}
-        for op_hash in state.get_op_order():
-            names = state.get_op_meta(op_hash).names
-            op_data = state.get_op_data_for_host(host, op_hash)
-            planned[next(iter(names))] = list(op_data.command_generator())
-    return planned
+        return [
+            (
+                next(iter(state.get_op_meta(op_hash).names)),
+                list(state.get_op_data_for_host(host, op_hash).command_generator()),
+                state.get_op_meta(op_hash),
+            )
+            for op_hash in state.get_op_order()
+        ]
+
+
+def plan(os_name: str, data: dict, arch: str = "amd64", packages=None) -> dict[str, list]:
+    """Operation name -> commands deploy.py would run on a fresh host."""
+    ops = plan_ops(data, FreshHost(os_name, arch, packages))
+    return {name: commands for name, commands, _ in ops}
 
 
 def written(commands) -> str:
