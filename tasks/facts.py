@@ -1118,6 +1118,7 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
         users: list[str] | tuple[str, ...] = (),
         packages: list[str] | tuple[str, ...] = (),
         space_paths: list[str] | tuple[str, ...] = (),
+        release_tag: str | None = None,
     ) -> str:
         def section(name: str, body: str) -> str:
             return f"echo {_SURVEY_MARKER}{name}; {{ {body}; }} 2>/dev/null; "
@@ -1130,6 +1131,15 @@ class NodeSurvey(FactBase["dict[str, Any] | None"]):
             + " ".join(_quote(p) for p in packages)
             + " </dev/null 2>&1 | grep -E '^(After this operation|E:|[0-9]+ upgraded)' || true"
         )
+        if release_tag and packages:
+            # Sizing an install loads apt's whole cache (most of this survey's time); a host
+            # that already has every package from this release needs no space for it.
+            wanted = " ".join(_quote(p) for p in packages)
+            have = (
+                f"dpkg-query -W -f='${{db:Status-Abbrev}}${{Version}}\\n' {wanted} 2>/dev/null"
+                f" | grep -c '^ii.*[.]{release_tag}-'"
+            )
+            apt = f'if [ "$({have})" = {len(packages)} ]; then echo {_INSTALLED}; else {apt}; fi'
         disk = (
             f"for p in {' '.join(_quote(p) for p in space_paths)}; do d=$p; "
             'while [ ! -e "$d" ]; do d=$(dirname "$d"); done; '
@@ -1292,9 +1302,14 @@ def _nvidia(packages: dict[str, str], modules: list[str]) -> NvidiaStackDict:
     return {"packages": names, "modules": loaded}
 
 
+_INSTALLED = "already installed from this release"
+
+
 def _apt_need(message: str) -> int | None:
     """Bytes apt says an install adds: 0 when nothing is to install, None when apt can't
     resolve the packages (not in any configured source) or said nothing."""
+    if message == _INSTALLED:
+        return 0
     if not message or message.startswith("E:") or " E:" in message:
         return None
     match = re.search(r"After this operation, ([\d.,]+) ([kMGT]?B) (of additional|disk)", message)

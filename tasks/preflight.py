@@ -349,6 +349,7 @@ def survey_args(config: Config) -> dict[str, Any]:
         "users": list(config.rocm_users),
         "packages": list(config.rocm_packages),
         "space_paths": paths,
+        "release_tag": config.release.numeric_tag,
     }
 
 

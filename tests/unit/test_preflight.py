@@ -125,6 +125,24 @@ def test_node_survey_reads_torch_versions_from_files(tmp_path):
     assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1])["torch"] is None
 
 
+def test_node_survey_skips_apt_sizing_when_the_release_is_installed():
+    """Sizing loads apt's whole cache; a host with every package of the release needs none.
+    Run under dash against this machine's dpkg: bash is installed, no-such-package isn't."""
+    from tasks.facts import NodeSurvey
+
+    fact = NodeSurvey()
+    version = run_sh("dpkg-query -W -f='${Version}' bash")[1][0]
+    tag = version.split("-")[0].rsplit(".", 1)[-1]  # a tag that matches bash's version
+    other_release = fact.command("/none", packages=["bash"], release_tag="99999")
+    assert (
+        fact.process(run_sh(other_release)[1])["apt_message"]
+        != "already installed from this release"
+    )
+    assert f".{tag}-" in version
+    command = fact.command("/none", packages=["bash"], release_tag=tag)
+    assert fact.process(run_sh(command)[1])["apt_need"] == 0
+
+
 def test_node_survey_nvidia_from_the_dpkg_listing():
     from tasks.facts import _nvidia
 
