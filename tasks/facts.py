@@ -1480,6 +1480,26 @@ class MokPending(FactBase[MokPendingDict | None]):
 _READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def _changes_and_reads(kwargs: dict[str, Any], fact_cls: type[FactBase]):
+    from pyinfra import host
+
+    state = host.state
+    changes = sum(
+        1
+        for data in state.ops[host].values()
+        if data.operation_meta.is_complete() and data.operation_meta.did_change()
+    )
+    reads = _READS.setdefault(state, {})
+    return changes, reads, (host.name, fact_cls, repr(sorted(kwargs.items())))
+
+
+def remember_fact(fact_cls: type[FactBase], value: Any, **kwargs: Any) -> None:
+    """Record what ``fact_cls`` would answer now, read as part of a larger read (the
+    preflight survey runs ``uname -r`` too), so ``read_fact`` doesn't ask again."""
+    changes, reads, key = _changes_and_reads(kwargs, fact_cls)
+    reads[key] = (changes, value)
+
+
 def read_fact(fact_cls: type[FactBase], **kwargs: Any) -> Any:
     """``host.get_fact``, gathered again only after an operation changed this host.
 
@@ -1491,14 +1511,7 @@ def read_fact(fact_cls: type[FactBase], **kwargs: Any) -> Any:
     """
     from pyinfra import host
 
-    state = host.state
-    changes = sum(
-        1
-        for data in state.ops[host].values()
-        if data.operation_meta.is_complete() and data.operation_meta.did_change()
-    )
-    reads = _READS.setdefault(state, {})
-    key = (host.name, fact_cls, repr(sorted(kwargs.items())))
+    changes, reads, key = _changes_and_reads(kwargs, fact_cls)
     seen = reads.get(key)
     if seen is not None and seen[0] == changes:
         return seen[1]

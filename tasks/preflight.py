@@ -25,7 +25,7 @@ from pyinfra import host
 from pyinfra.api import deploy
 
 from tasks import matrix, settings
-from tasks.facts import NodeSurvey
+from tasks.facts import NodeSurvey, RunningKernel, remember_fact
 from tasks.matrix import ROCM_SOURCE_PATH
 from tasks.operations import fail
 from tasks.pci_ids import lookup
@@ -366,6 +366,8 @@ def preflight(config: Config) -> matrix.Distro | None:
             "root, or set _sudo: True with passwordless sudo or _sudo_password",
         )
         return None
+    if survey.get("kernel"):
+        remember_fact(RunningKernel, survey["kernel"])  # the survey ran `uname -r` too
     result = findings(config, survey)
     for warning in result.warnings:
         logger.warning(f"{host.print_prefix}warning: {warning}")

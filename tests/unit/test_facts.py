@@ -720,3 +720,39 @@ def test_file_digest_reads_mode_and_sha256(tmp_path):
         ["dash", "-c", fact.command(str(tmp_path / "none"))], capture_output=True, text=True
     )
     assert fact.process(missing.stdout.splitlines()) is None
+
+
+def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
+    from pyinfra.api import Config, Inventory, State, StringCommand
+    from pyinfra.api.operation import OperationMeta
+    from pyinfra.api.state import StateOperationHostData
+    from pyinfra.connectors.util import CommandOutput
+    from pyinfra.context import ctx_host, ctx_state
+
+    from tasks.facts import RunningKernel, read_fact, remember_fact
+
+    inventory = Inventory((["node"], {}))
+    state = State(inventory, Config())
+    host = inventory.get_host("node")
+    answers = iter(["6.1.0-50-amd64", "6.12.95+deb12-amd64"])
+    calls = []
+
+    def get_fact(fact, **kwargs):
+        calls.append(fact.__name__)
+        return next(answers)
+
+    host.get_fact = get_fact
+    with ctx_state.use(state), ctx_host.use(host):
+        assert read_fact(RunningKernel) == "6.1.0-50-amd64"
+        assert read_fact(RunningKernel) == "6.1.0-50-amd64"
+        assert calls == ["RunningKernel"]  # the second read was served from the first
+
+        # An operation that changed the host (say, a reboot) makes the value stale.
+        meta = OperationMeta("hash", True)
+        state.ops[host]["hash"] = StateOperationHostData(lambda: iter(()), {}, meta)
+        meta.set_complete(True, [StringCommand("reboot")], CommandOutput([]))
+        assert read_fact(RunningKernel) == "6.12.95+deb12-amd64"
+        assert calls == ["RunningKernel", "RunningKernel"]
+
+        remember_fact(RunningKernel, "7.0.0-1-amd64")  # read as part of a larger read
+        assert read_fact(RunningKernel) == "7.0.0-1-amd64" and len(calls) == 2
