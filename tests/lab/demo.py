@@ -64,6 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         )  # fmt: skip
         print(checks.stdout[-3000:])
         print(f"    exit {checks.returncode} in {time.monotonic() - t:.1f}s")
+        ok = second.returncode == 0 and not totals.get("success") and checks.returncode == 0
+        _step("Outcome")
+        for spec in HOSTS:
+            d = spec.data
+            what = f"{spec.suite}, ROCm {d['rocm_version']}, {d['expected_gpu_count']} x "
+            state = "verified" if ok else "NOT verified"
+            print(f"    {spec.name} ({what}{d['expected_gfx']}): {state}")
+        print("    second run: no change" if ok else "    see the output above")
         if args.keep:
             print(
                 f"\nLab kept up. ssh -F {lab.ssh_config} node1   (from: ip netns exec "
