@@ -133,8 +133,17 @@ def test_install_6_4_3(lab):
 def test_upgrade_to_7_2_1_moves_everything_together(lab):
     dry = deploy(lab, "rocm_version=7.2.1", dry=True)
     assert dry.returncode == 0, dry.output[-3000:]
+    would = {op["name"] for op in dry.json["plan"] if op["hosts_with_change"]}
+    assert {
+        "ROCm apt repository | Point apt at the ROCm release for this distro",
+        "ROCm packages | Install the ROCm packages of the release",
+        "PyTorch | Install the torch wheels built for the ROCm release",
+    } <= would, would
     result = deploy(lab, "rocm_version=7.2.1")
     succeeded(result)
+    # --dry plans on the facts before the run: what it announced is what changed (the run
+    # also refreshes apt's lists, which --dry can't know before the source is rewritten).
+    assert would <= set(changed(result)), (would, changed(result))
     assert_release(
         lab, "70201", "7.2.1",
         {"torch": "2.11.0+rocm7.2", "torchvision": "0.26.0+rocm7.2",
