@@ -11,16 +11,14 @@ is handed to tasks/reboot.py.
 
 from __future__ import annotations
 
-import json
 import re
-import shlex
 from typing import TYPE_CHECKING
 
 from pyinfra import host
-from pyinfra.api import FactBase, QuoteString, StringCommand, deploy, operation
+from pyinfra.api import QuoteString, StringCommand, deploy, operation
 
 from tasks import settings
-from tasks.facts import NvidiaStack, read_fact
+from tasks.facts import NvidiaStack, PythonDistVersions, read_fact
 from tasks.kernel import MARK_REBOOT
 from tasks.operations import APT_GET
 
@@ -44,35 +42,6 @@ REBOOT_REASON = "NVIDIA driver removed (still loaded until a reboot)"
 # ..., and triton), and torch and its companions when they are not a ROCm build.
 _CUDA_WHEEL = re.compile(r"^(nvidia-.*|triton)$")
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
-
-_WHEELS_SCRIPT = """\
-import json
-from importlib import metadata
-print("__wheels_json=" + json.dumps(
-    {d.metadata["Name"]: d.version for d in metadata.distributions() if d.metadata["Name"]}))
-"""
-
-
-class VenvDistributions(FactBase["dict[str, str] | None"]):
-    """
-    Every distribution installed in a Python environment -> its version, None when the
-    interpreter does not exist.
-
-    .. code:: python
-
-        {"torch": "2.9.1+cu128", "nvidia-cublas-cu12": "12.8.4.1", "pip": "23.0.1"}
-    """
-
-    def command(self, python: str) -> str:
-        q = shlex.quote(python)
-        script = shlex.quote(_WHEELS_SCRIPT)
-        return f"if test -x {q}; then {q} -c {script}; else echo __absent; fi"
-
-    def process(self, output: list[str]) -> dict[str, str] | None:
-        for line in output:
-            if line.startswith("__wheels_json="):
-                return json.loads(line.removeprefix("__wheels_json="))
-        return None
 
 
 def cuda_wheels(installed: dict[str, str]) -> list[str]:
@@ -115,7 +84,7 @@ def cuda_wheels_absent(python: str):
 
     + python: the venv's python
     """
-    installed = host.get_fact(VenvDistributions, python=python)
+    installed = host.get_fact(PythonDistVersions, python=python)  # every distribution
     names = cuda_wheels(installed or {})
     if not names:
         host.noop(f"no CUDA wheel in {python}'s environment")

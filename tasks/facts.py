@@ -423,6 +423,8 @@ for n in sys.argv[1:]:
         r[n] = metadata.version(n)
     except metadata.PackageNotFoundError:
         r[n] = None
+if len(sys.argv) == 1:
+    r = {d.metadata["Name"]: d.version for d in metadata.distributions() if d.metadata["Name"]}
 print("__dists_json=" + json.dumps(r))
 """
 
@@ -434,7 +436,7 @@ class PythonDistVersions(FactBase[dict[str, str | None] | None]):
     ``pip.PipPackages`` regex cuts local version labels, so ``torch==2.9.1+rocm6.4``
     comes back as ``2.9.1`` and a CUDA or CPU wheel cannot be told from a ROCm one.
     Returns ``None`` when the interpreter does not exist; a missing distribution maps
-    to ``None``:
+    to ``None``; with no ``names``, every installed distribution:
 
     .. code:: python
 
@@ -444,9 +446,9 @@ class PythonDistVersions(FactBase[dict[str, str | None] | None]):
     tool_timeout = 120
 
     @override
-    def command(self, python: str, names: list[str] | tuple[str, ...]) -> str:
-        if isinstance(names, str) or not names:
-            raise TypeError("names must be a non-empty list of distribution names")
+    def command(self, python: str, names: list[str] | tuple[str, ...] = ()) -> str:
+        if isinstance(names, str):
+            raise TypeError("names must be a list of distribution names")
         args = " ".join(_quote(name) for name in names)
         body = f"-c {_quote(_DISTS_SCRIPT)} {args}"
         return _python_command(python, body, self.tool_timeout)

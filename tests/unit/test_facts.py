@@ -375,8 +375,18 @@ def test_python_dist_versions_command_quotes_python_and_names():
     assert command.split(" </dev/null")[0].endswith(" torch 'we'\"'\"'ird name'")
     with pytest.raises(TypeError):
         PythonDistVersions().command(python=ODD_PATH, names="torch")
-    with pytest.raises(TypeError):
-        PythonDistVersions().command(python=ODD_PATH, names=[])
+
+
+def test_python_dist_versions_without_names_lists_every_distribution():
+    import subprocess
+    import sys
+
+    fact = PythonDistVersions()
+    run = subprocess.run(["dash", "-c", fact.command(python=sys.executable)],
+                         capture_output=True, text=True)  # fmt: skip
+    everything = fact.process(run.stdout.splitlines())
+    assert everything["pytest"] == pytest.__version__
+    assert everything["pyinfra"].startswith("3.")
 
 
 @pytest.mark.skipif(not shutil.which("python3"), reason="needs python3")
