@@ -8,7 +8,6 @@ SecureBoot variable). Tests run in file order and build on each other.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -205,19 +204,24 @@ def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(lab):
     assert lab.running_kernel("rdna4").startswith("6.12.")
     assert mok_state(lab.root("sbnew"), lab.root("sbnew") / DKMS_CERT) == "enrolled"
     assert mok_state(lab.root("sbpending"), lab.root("sbpending") / DKMS_CERT) == "pending"
-    assert lab.boots["bios"] == [{"boot": "never came back"}]
+    assert [b["boot"] for b in lab.boots["bios"]] == ["never came back"]
     for name in ("rdna4", "sbnew", "sbpending"):
         assert len(lab.boots[name]) == 1, lab.boots
         assert not (lab.root(name) / "run/reboot-required").exists()
-    # Two at a time: pyinfra picks the batches (not in inventory order), but the four hosts
-    # that need a reboot can't all go at once: the booted three are not one burst, some
-    # boot waited for an earlier batch to be back (or for bios to time out).
-    at = {name: float(lab.boots[name][0]["at"]) for name in ("rdna4", "sbnew", "sbpending")}
-    times = sorted(at.values())
-    assert max(b - a for a, b in itertools.pairwise(times)) >= 3, at
+    # Two at a time (pyinfra picks the batches, not in inventory order): never more than
+    # two hosts between their reboot request and their boot, and two at once did happen.
+    # bios never boots: pyinfra gives up on it 40 s after the reboot (2 s margin here).
+    down = {}
+    for name in ("rdna4", "sbnew", "sbpending", "bios"):
+        requested = float(lab.boots[name][0]["requested"])
+        down[name] = (requested, float(lab.boots[name][0].get("at", requested + 38)))
+    overlap = max(sum(1 for a, b in down.values() if a <= t < b) for t, _ in down.values())
+    assert overlap == 2, down
     # ... and each was verified again after it came back.
     verify = [op for op in result.json["results"]["operations"] if op["name"].startswith("Verify")]
-    assert verify and all(h not in op.get("error", []) for op in verify for h in at)
+    assert verify and all(
+        h not in op.get("error", []) for op in verify for h in down if h != "bios"
+    )
 
 
 def test_after_the_reboots_nothing_reboots_or_changes(lab):

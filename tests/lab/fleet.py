@@ -130,6 +130,7 @@ class Lab:
         self._supervising = threading.Event()
         #: name -> what each lab "boot" did (kernel chosen, MOK outcome), oldest first
         self.boots: dict[str, list[dict[str, str]]] = {}
+        self._requested: dict[str, float] = {}  # host -> when its reboot was noticed
 
     # --- public paths ---------------------------------------------------------------------
 
@@ -451,6 +452,9 @@ class Lab:
     def _boot(self, host: _Host) -> None:
         happened = machine.boot(host.root, self._console.pop(host.spec.name, None))
         happened["at"] = f"{time.monotonic():.2f}"
+        requested = self._requested.pop(host.spec.name, None)
+        if requested is not None:
+            happened["requested"] = f"{requested:.2f}"
         self.boots.setdefault(host.spec.name, []).append(happened)
 
     def _start_supervisor(self) -> None:
@@ -463,14 +467,23 @@ class Lab:
 
     def _supervise(self) -> None:
         while self._supervising.is_set():
+            due = []
             for host in list(self.hosts.values()):
                 proc = host.sshd
                 if proc is None or proc.poll() is None or not machine.reboot_requested(host.root):
                     continue
+                # Stamped for every host noticed in this pass before any is power-cycled
+                # (one after the other, below), so tests can see which reboots overlapped.
+                self._requested.setdefault(host.spec.name, time.monotonic())
+                due.append(host)
+            for host in due:
                 host.sshd = None
                 if not machine.returns_after_reboot(host.root):
                     (host.root / machine.MACHINE_DIR / "reboot-requested").unlink(missing_ok=True)
-                    self.boots.setdefault(host.spec.name, []).append({"boot": "never came back"})
+                    requested = self._requested.pop(host.spec.name, 0.0)
+                    self.boots.setdefault(host.spec.name, []).append(
+                        {"boot": "never came back", "requested": f"{requested:.2f}"}
+                    )
                     continue
                 time.sleep(REBOOT_SECONDS)
                 try:
