@@ -118,16 +118,19 @@ def assert_release(lab, tag: str, apt_path: str, wanted_wheels: dict[str, str]) 
 
 
 SNAPSHOT: dict[str, set[str]] = {}
+# The venv's wheels for ROCm 6.4.3: the rocm6.4 index's newest torch and its companions.
+WHEELS_6_4_3 = {
+    "torch": "2.9.1+rocm6.4",
+    "torchvision": "0.24.1+rocm6.4",
+    "torchaudio": "2.9.1+rocm6.4",
+}
 
 
 def test_install_6_4_3(lab):
     SNAPSHOT["before"] = paths(lab.root(HOST))
     result = deploy(lab)
     succeeded(result)
-    assert_release(
-        lab, "60403", "6.4.3",
-        {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "torchaudio": "2.9.1+rocm6.4"},
-    )  # fmt: skip
+    assert_release(lab, "60403", "6.4.3", WHEELS_6_4_3)
 
 
 def test_upgrade_to_7_2_1_moves_everything_together(lab):
@@ -159,10 +162,7 @@ def test_upgrade_to_7_2_1_moves_everything_together(lab):
 def test_downgrade_to_6_4_3_moves_everything_back(lab):
     result = deploy(lab)
     succeeded(result)
-    assert_release(
-        lab, "60403", "6.4.3",
-        {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "torchaudio": "2.9.1+rocm6.4"},
-    )  # fmt: skip
+    assert_release(lab, "60403", "6.4.3", WHEELS_6_4_3)
     assert not (lab.root(HOST) / "opt/rocm-7.2.1").exists()
     assert sh(lab, "readlink -f /opt/rocm").strip() == "/opt/rocm-6.4.3"
 
@@ -250,9 +250,7 @@ def test_migrate_from_cuda_replaces_nvidia_with_rocm(lab):
     installed = sh(lab, "dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n'")
     assert not [ln for ln in installed.splitlines() if ln.startswith("i") and
                 ln.split()[1] in NVIDIA_PACKAGES]  # fmt: skip
-    assert wheels(lab) == {
-        "torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "torchaudio": "2.9.1+rocm6.4"
-    }  # fmt: skip
+    assert wheels(lab) == WHEELS_6_4_3
     left = sh(lab, f"{VENV_PYTHON} -m pip list --format=freeze").lower().replace("_", "-")
     assert "nvidia-cublas" not in left, left
     again = deploy(lab, "migrate_from_cuda=true")
