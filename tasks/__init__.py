@@ -1,10 +1,27 @@
 """rocm-fleet: pyinfra deploys that turn Debian/Ubuntu hosts into verified ROCm + PyTorch nodes.
 
-One module per concern (repository, rocm, groups, pytorch, verify), each with its documented
-settings; ``tasks.matrix`` holds every cited version fact; ``tasks.config`` validates a host's
-inventory data before anything runs.
+``rocm_node`` is the whole node as one deploy. One module per concern (repository, rocm,
+groups, pytorch, kernel, driver, secureboot, reboot, cuda, preflight, verify) composes the
+operations (``operations``) over the facts (``facts``); ``settings`` declares every
+inventory key, ``matrix`` holds every cited version fact, ``paths`` every host path,
+``versions`` every version rule; ``cli`` holds the command-line tools.
+
+In a checkout this folder is ``tasks/``; installed, it is the package ``rocm_fleet``.
 """
 
-from pathlib import Path
+from importlib.metadata import PackageNotFoundError, version
 
-FILES = Path(__file__).resolve().parent.parent / "files"
+try:
+    __version__ = version("rocm-fleet")
+except PackageNotFoundError:  # imported from a checkout that was never installed
+    __version__ = "0+unknown"
+
+
+def __getattr__(name: str):
+    # The deploy is imported on first use, so `rocm_fleet.matrix` or the CLI's --version
+    # don't pay for pyinfra's operations.
+    if name == "rocm_node":
+        from rocm_fleet.node import rocm_node
+
+        return rocm_node
+    raise AttributeError(name)

@@ -1,10 +1,11 @@
-"""One validated view of a host's inventory data, built before any operation is planned.
+"""One validated, typed view of a host's inventory data, built before any operation is planned.
 
-``load_config(host.data.dict())`` checks every key the tasks declare, rejects near-misses
-of known keys (``rocm_verison``), applies the defaults and resolves the matrix rows the
-tasks need (release, torch build). Any problem raises :class:`ConfigError` naming the host,
-the key, the bad value and what would be valid; pyinfra then stops the whole run before a
-single operation executes, so bad input changes nothing on any host.
+``load_config(host.data.dict(), host.name)`` checks every key declared in
+``rocm_fleet.settings``, refuses renamed keys and near-misses of known keys
+(``rocm_verison``), applies the defaults and resolves the matrix rows the tasks need
+(release, torch build). Any problem raises :class:`ConfigError` naming the host, the key,
+the bad value and what would be valid; pyinfra then stops the whole run before a single
+operation executes, so bad input changes nothing on any host.
 """
 
 from __future__ import annotations
@@ -15,93 +16,57 @@ from typing import Any
 
 from pyinfra.api.exceptions import DeployError
 
-from tasks import (
-    cuda,
-    driver,
-    groups,
-    kernel,
-    preflight,
-    pytorch,
-    reboot,
-    repository,
-    rocm,
-    secureboot,
-    verify,
-)
-from tasks.matrix import GFX_NAME, Release, TorchBuild, release, release_versions
-from tasks.settings import Setting
-
-# Order matters only for the README table.
-CONCERNS = (
-    repository,
-    rocm,
-    groups,
-    pytorch,
-    verify,
-    preflight,
-    kernel,
-    driver,
-    secureboot,
-    reboot,
-    cuda,
-)
-
-# Prefixes that mark a key as ours: an unknown key with one of them is a typo, not the
-# user's own data.
-OUR_PREFIXES = ("rocm_", "pytorch_", "torch_", "expected_", "gpu_", "preflight_")
+from rocm_fleet import paths
+from rocm_fleet.matrix import Release, TorchBuild, release, release_versions
+from rocm_fleet.settings import PREFIXES, RENAMED, SETTINGS, Settings
 
 
 class ConfigError(DeployError):
     """Bad inventory data. The message says which host, key and value, and what is valid."""
 
 
-def all_settings() -> tuple[Setting, ...]:
-    return tuple(s for concern in CONCERNS for s in concern.SETTINGS)
+@dataclass(frozen=True, kw_only=True)
+class Config(Settings):
+    """A host's settings, validated, plus what the matrix says about them."""
 
-
-@dataclass(frozen=True)
-class Config:
-    """Everything the tasks read, validated, with defaults applied."""
-
-    values: dict[str, Any]
     release: Release
     torch_build: TorchBuild | None
 
-    def __getattr__(self, key: str) -> Any:
-        try:
-            return self.values[key]
-        except KeyError:
-            raise AttributeError(key) from None
-
     @property
     def expected_gfx_list(self) -> list[str]:
-        gfx = self.values["expected_gfx"]
+        gfx = self.expected_gfx
         return [gfx] if isinstance(gfx, str) else list(gfx or [])
 
     @property
     def torch_index_url(self) -> str:
-        return f"{self.values['pytorch_index_base_url'].rstrip('/')}/{self.release.torch_index}"
+        return f"{self.pytorch_index_base_url.rstrip('/')}/{self.release.torch_index}"
+
+    @property
+    def venv_python(self) -> str:
+        return paths.venv_python(self.pytorch_venv)
 
 
 def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
-    settings = {s.key: s for s in all_settings()}
-
     def fail(key: str, value: Any, valid: str) -> ConfigError:
         return ConfigError(
             f"{host_name}: inventory key {key!r} has value {value!r}; expected {valid}"
         )
 
     for key in data:
-        if key in settings or key.startswith(("_", "ssh_")):
+        if key in SETTINGS or key.startswith(("_", "ssh_")):
             continue
-        near = difflib.get_close_matches(key, settings, n=1, cutoff=0.8)
-        if near or key.startswith(OUR_PREFIXES):
+        if key in RENAMED:
+            raise ConfigError(f"{host_name}: inventory key {key!r} was renamed to {RENAMED[key]!r}")
+        near = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=0.8)
+        if near or key.startswith(PREFIXES):
             hint = f"did you mean {near[0]!r}?" if near else "it is not a rocm-fleet setting"
             raise ConfigError(f"{host_name}: unknown inventory key {key!r}: {hint}")
 
-    values = {key: data.get(key, s.default) for key, s in settings.items()}
-    for key, s in settings.items():
-        problem = s.check(values[key])
+    values = {key: data.get(key, field.default) for key, field in SETTINGS.items()}
+    for key, field in SETTINGS.items():
+        if key not in data and callable(field.default_factory):
+            values[key] = field.default_factory()
+        problem = field.metadata["check"](values[key])
         if problem:
             raise fail(key, values[key], problem)
 
@@ -113,13 +78,8 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
         raise fail(
             "rocm_version",
             version,
-            f"a classic ROCm release from {known[0]} to {known[-1]} "
-            f"(known: {', '.join(known)}); the ROCm Core SDK (7.9+, repo.amd.com) is not supported",
+            f"a ROCm release the matrix knows ({', '.join(known)}); `rocm-fleet matrix` lists them",
         ) from None
-
-    gfx_problem = _check_gfx(values["expected_gfx"])
-    if gfx_problem:
-        raise fail("expected_gfx", values["expected_gfx"], gfx_problem)
 
     torch_build = None
     if values["pytorch_install"]:
@@ -127,7 +87,7 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
             raise fail(
                 "rocm_version",
                 version,
-                "a release with a verified PyTorch index (ROCm 7.0.x has none in the matrix); "
+                f"a release with a verified PyTorch index ({rel.no_torch_reason}); "
                 "or set pytorch_install: False",
             )
         wanted = values["torch_version"]
@@ -144,32 +104,20 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
                 )
             torch_build = matches[0]
 
-    return Config(values=values, release=rel, torch_build=torch_build)
-
-
-def _check_gfx(value: Any) -> str | None:
-    if value is None:
-        return None
-    items = [value] if isinstance(value, str) else value
-    if not isinstance(items, (list, tuple)) or not items:
-        return "a gfx target name such as 'gfx1100', or a list of them"
-    for item in items:
-        if not isinstance(item, str) or not GFX_NAME.match(item):
-            return f"gfx target names such as 'gfx1100' or 'gfx942' ({item!r} is not one)"
-    return None
+    return Config(**values, release=rel, torch_build=torch_build)
 
 
 def settings_table() -> str:
-    """The README's settings table, generated from the tasks' SETTINGS."""
+    """The README's settings table, generated from ``rocm_fleet.settings``."""
     rows = ["| Key | Default | Meaning |", "|---|---|---|"]
-    for concern in CONCERNS:
-        for s in concern.SETTINGS:
-            default = (
-                "*(required)*"
-                if s.default is None and s.key == "rocm_version"
-                else (f"`{s.default!r}`")
-            )
-            rows.append(f"| `{s.key}` | {default} | {s.meaning} |")
+    concern = None
+    for key, field in SETTINGS.items():
+        if field.metadata["concern"] != concern:
+            concern = field.metadata["concern"]
+            rows.append(f"| **{concern}** | | |")
+        default = field.default_factory() if callable(field.default_factory) else field.default
+        shown = "*(required)*" if key == "rocm_version" else f"`{default!r}`"
+        rows.append(f"| `{key}` | {shown} | {field.metadata['meaning']} |")
     return "\n".join(rows)
 
 

@@ -11,115 +11,74 @@ driver marks the host as needing a reboot. tasks/secureboot.py enrols the signin
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING
 
-from pyinfra import host
-from pyinfra.api import QuoteString, StringCommand, deploy, operation
+from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
-from pyinfra.facts.deb import DebPackages
 
-from tasks import matrix, settings
-from tasks.facts import InstalledKernels, RunningKernel, read_fact
-from tasks.kernel import MARK_REBOOT
-from tasks.matrix import ROCM_KEYRING_PATH
-from tasks.operations import APT_GET, apt_lists_fresh, fail, text_file
+from rocm_fleet import matrix, paths
+from rocm_fleet.facts.apt import InstalledPackages, kernel_releases
+from rocm_fleet.facts.cache import read_fact
+from rocm_fleet.facts.system import RunningKernel
+from rocm_fleet.operations.apt import apt_lists_fresh
+from rocm_fleet.operations.files import text_file
+from rocm_fleet.operations.host import fail
+from rocm_fleet.operations.kernel import dkms_driver
+from rocm_fleet.versions import newer_kernels
 
 if TYPE_CHECKING:
-    from tasks.config import Config
+    from rocm_fleet.config import Config
 
-SETTINGS = (
-    settings.Setting(
-        "driver", "inbox",
-        "The amdgpu kernel driver: `inbox` (the kernel's own) or `dkms` (AMD's `amdgpu-dkms`, "
-        "built for the running and newer kernels; needs an enrolled key with Secure Boot)",
-        settings.one_of("inbox", "dkms"),
-    ),
-    settings.Setting(
-        "amdgpu_apt_base_url", matrix.AMDGPU_APT_BASE_URL,
-        "Base of AMD's amdgpu driver repository (with `driver: dkms`)", settings.http_url,
-    ),
-)  # fmt: skip
-
-AMDGPU_LISTS_STAMP = "/var/lib/rocm-fleet/amdgpu-lists.stamp"
 DRIVER_PACKAGE = "amdgpu-dkms"
 
 
 def amdgpu_source_line(config: Config, row: matrix.Distro, version: str) -> str:
     """AMD's driver source (fact sheet §3.2): same key and suite as the ROCm source."""
-    url = f"{config.amdgpu_apt_base_url.rstrip('/')}/{version}/ubuntu"
-    return f"deb [arch=amd64 signed-by={ROCM_KEYRING_PATH}] {url} {row.suite} main\n"
+    url = f"{config.rocm_amdgpu_apt_base_url.rstrip('/')}/{version}/ubuntu"
+    return f"deb [arch=amd64 signed-by={paths.ROCM_KEYRING}] {url} {row.suite} main\n"
 
 
 def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> list[str]:
-    """Headers for the running kernel and every newer installed one (Ubuntu: and the
-    running kernel's extra modules, AMD's documented prerequisite; fact sheet §4)."""
-    releases = [running] + [
-        k
-        for k in installed
-        if matrix.kernel_version_key(k) > matrix.kernel_version_key(running) and k != running
-    ]
-    wanted = [f"linux-headers-{k}" for k in releases]
+    """Headers for the running kernel and every newer installed one, Debian ABI bumps
+    included (6.1.0-31 is newer than a running 6.1.0-28); Ubuntu: and the running kernel's
+    extra modules, AMD's documented prerequisite (fact sheet §4)."""
+    wanted = [f"linux-headers-{k}" for k in [running, *newer_kernels(running, installed)]]
     if row.id == "ubuntu":
         wanted.append(f"linux-modules-extra-{running}")
     return wanted
 
 
-@operation()
-def dkms_driver(packages: list[str], driver: str):
-    """
-    Install the kernel headers and AMD's DKMS driver; a new driver marks the host as
-    needing a reboot. Never removes a package.
-
-    + packages: header packages, then the driver package
-    + driver: the driver package (``amdgpu-dkms``)
-    """
-    installed = read_fact(DebPackages)
-    missing = [p for p in packages if p not in installed]
-    if not missing:
-        host.noop(f"{', '.join(packages)} installed")
-        return
-    mark = f'mark_reboot "new driver {driver}" {shlex.quote(driver)}' if driver in missing else ":"
-    script = f"""
-set -eu
-{MARK_REBOOT}
-{APT_GET} install --no-remove --no-install-recommends {" ".join(map(shlex.quote, missing))}
-{mark}
-"""
-    yield StringCommand("sh", "-c", QuoteString(script.strip()))
-
-
 @deploy("amdgpu driver")
 def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
     """Returns (reboot reason, operation) pairs for tasks.reboot."""
-    if config.driver != "dkms":
+    if config.rocm_driver != "dkms":
         return []
     version = matrix.amdgpu_repo_version(config.release)
     if version is None:
         fail(
-            name="Refuse driver: dkms for this release",
+            name="Refuse rocm_driver: dkms for this release",
             reason=(
                 f"the matrix does not record which amdgpu driver ROCm {config.release.version} "
-                "ships (tasks/matrix.py RELEASES); choose a release with a known driver "
-                "or driver: inbox"
+                "ships (rocm_fleet/matrix.py RELEASES); choose a release with a known driver "
+                "or rocm_driver: inbox"
             ),
         )
         return []
     text_file(
         name="Point apt at AMD's amdgpu driver repository",
-        path=matrix.AMDGPU_SOURCE_PATH,
+        path=paths.AMDGPU_SOURCE,
         content=amdgpu_source_line(config, row, version),
     )
     apt_lists_fresh(
         name="Refresh apt lists after a driver source change",
-        inputs=[matrix.AMDGPU_SOURCE_PATH, ROCM_KEYRING_PATH],
-        stamp=AMDGPU_LISTS_STAMP,
+        inputs=[paths.AMDGPU_SOURCE, paths.ROCM_KEYRING],
+        stamp=paths.AMDGPU_LISTS_STAMP,
     )
     running = read_fact(RunningKernel) or ""
-    headers = header_packages(row, running, read_fact(InstalledKernels) or [])
+    installed = kernel_releases(read_fact(InstalledPackages) or {})
     install = dkms_driver(
         name="Install kernel headers and amdgpu-dkms",
-        packages=[*headers, DRIVER_PACKAGE],
+        packages=[*header_packages(row, running, installed), DRIVER_PACKAGE],
         driver=DRIVER_PACKAGE,
     )
     return [("new driver amdgpu-dkms", install)]

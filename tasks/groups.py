@@ -10,20 +10,12 @@ from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 
-from tasks import settings
-from tasks.operations import gpu_access
+from rocm_fleet.operations.users import gpu_access
 
 if TYPE_CHECKING:
-    from tasks.config import Config
+    from rocm_fleet.config import Config
 
 GPU_GROUPS = ["video", "render"]
-
-SETTINGS = (
-    settings.Setting(
-        "rocm_users", [], "Existing users to add to `video` and `render` (other groups kept)",
-        settings.list_of(settings.user_name, "user names"),
-    ),
-)  # fmt: skip
 
 
 @deploy("GPU groups")

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from rocm_fleet.versions import kernel_key, release_key, release_tag
+
 # --- Upstream locations -------------------------------------------------------------------
 
 # Key URL, keyring path and source-line form: every AMD install page 5.7 -> 7.2
@@ -29,13 +31,9 @@ ROCM_KEY_FINGERPRINT = "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"
 # (pytorch.org/get-started/previous-versions; fact sheet §7.1).
 PYTORCH_INDEX_BASE_URL = "https://download.pytorch.org/whl"
 
-# AMD's pin, verbatim from every install page 5.7 -> 7.2 (fact sheet §3.2). Without it
-# Debian's own rocminfo 5.2.3 (bookworm) / 6.1.2 (trixie) outranks AMD's 1.0.0.<tag>
-# (fact sheet §12).
-# The file itself ships verbatim as files/rocm-pin-600.
-ROCM_PIN_PATH = "/etc/apt/preferences.d/rocm-pin-600"
-ROCM_KEYRING_PATH = "/etc/apt/keyrings/rocm.gpg"
-ROCM_SOURCE_PATH = "/etc/apt/sources.list.d/rocm.list"
+# AMD's pin, verbatim from every install page 5.7 -> 7.2 (fact sheet §3.2), ships as
+# files/rocm-pin-600. Without it Debian's own rocminfo 5.2.3 (bookworm) / 6.1.2 (trixie)
+# outranks AMD's 1.0.0.<tag> (fact sheet §12).
 
 
 # --- Distributions ------------------------------------------------------------------------
@@ -175,9 +173,8 @@ class Release:
     amdgpu_driver: str | None = None  # 7.x: the separately versioned amdgpu driver
 
     @property
-    def parts(self) -> tuple[int, int, int]:
-        major, minor, patch = (int(p) for p in self.version.split("."))
-        return major, minor, patch
+    def parts(self) -> tuple[int, ...]:
+        return release_key(self.version)
 
     @property
     def apt_path(self) -> str:
@@ -190,27 +187,27 @@ class Release:
     def numeric_tag(self) -> str:
         """The tag in AMD's package versions: 6.4.3 -> 60403 (rocm-core 6.4.3.60403-...,
         rocminfo 1.0.0.60403-...; fact sheet §3.5, §12)."""
-        major, minor, patch = self.parts
-        return f"{major}{minor:02d}{patch:02d}"
+        return release_tag(self.version)
 
     @property
     def torch_builds(self) -> tuple[TorchBuild, ...]:
         return TORCH_INDEXES[self.torch_index] if self.torch_index else ()
 
+    @property
+    def no_torch_reason(self) -> str:
+        """Why the matrix pins no torch for this release (for error messages)."""
+        return f"the matrix knows no PyTorch index built for ROCm {self.version}"
+
     def suite_published(self, row: Distro) -> bool:
-        return version_key(self.version) >= version_key(row.first_release)
+        return release_key(self.version) >= release_key(row.first_release)
 
     def support(self, row: Distro) -> Support | None:
         """How AMD lists ``row`` for this release; None when the suite isn't published."""
         if not self.suite_published(row):
             return None
-        if row.listed_from is None or version_key(self.version) < version_key(row.listed_from):
+        if row.listed_from is None or release_key(self.version) < release_key(row.listed_from):
             return Support.UNLISTED
         return Support.INSTINCT_ONLY if row.instinct_only else Support.OFFICIAL
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
 
 
 # Release list: docs/release/versions.md (ROCm 7.2.0 docs) plus 6.4.4 and 7.2.1-7.2.4 from
@@ -279,13 +276,6 @@ MIN_KERNEL: dict[str, str] = {
 # --- Kernel and amdgpu driver (tasks/kernel.py, tasks/driver.py) --------------------------
 
 
-def kernel_version_key(release: str) -> tuple[int, ...]:
-    """The upstream part of a kernel release as numbers: "6.1.0-50-amd64" -> (6, 1, 0),
-    "6.12.95+deb12-amd64" -> (6, 12, 95), "6.12" -> (6, 12)."""
-    match = re.match(r"(\d+(?:\.\d+)*)", release)
-    return tuple(int(p) for p in match.group(1).split(".")) if match else ()
-
-
 # Oldest kernel whose inbox amdgpu driver runs the GPU family; targets not listed have no
 # minimum beyond the distro kernels AMD lists for them (fact sheet §2.2: Debian 12 = 6.1,
 # Debian 13 = 6.12, Ubuntu 22.04 = 5.15 GA / 6.8 HWE, 24.04 = 6.8 GA / 6.11-6.14 HWE).
@@ -309,7 +299,7 @@ INBOX_MIN_KERNEL: dict[str, str] = {
 def inbox_min_kernel(gfx_targets: list[str]) -> str | None:
     """The newest of the minimum kernels of ``gfx_targets`` (None: no minimum known)."""
     mins = [INBOX_MIN_KERNEL[g] for g in gfx_targets if g in INBOX_MIN_KERNEL]
-    return max(mins, key=kernel_version_key) if mins else None
+    return max(mins, key=kernel_key) if mins else None
 
 
 @dataclass(frozen=True)
@@ -333,14 +323,11 @@ NEWER_KERNELS: dict[str, NewerKernel] = {
     "ubuntu 22.04": NewerKernel("hwe", None, ("linux-generic-hwe-22.04",)),
     "ubuntu 24.04": NewerKernel("hwe", None, ("linux-generic-hwe-24.04",)),
 }
-DEBIAN_MIRROR_URL = "http://deb.debian.org/debian"
-DEBIAN_ARCHIVE_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 
 # AMD's kernel driver repository (fact sheet §3.2): up to 6.4 amdgpu/<ROCm apt path>/ubuntu,
 # from 7.0 amdgpu/<driver version>/ubuntu with the driver version in Release.amdgpu_driver
 # (fact sheet §2.4). Same suite, key and origin (so AMD's pin covers it) as the ROCm source.
 AMDGPU_APT_BASE_URL = "https://repo.radeon.com/amdgpu"
-AMDGPU_SOURCE_PATH = "/etc/apt/sources.list.d/amdgpu.list"
 
 
 def amdgpu_repo_version(rel: Release) -> str | None:

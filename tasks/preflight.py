@@ -1,14 +1,17 @@
 """Checks before any change: can this host take the chosen ROCm release as the inventory says?
 
-Everything is read with one fact (``NodeSurvey``, one SSH round trip) and judged by
-``findings``, a pure function. A host with problems gets a single failing operation whose
-message names each problem and its fix, and none of the deploy's other operations, so it
-stops unchanged while the rest of the fleet carries on. Warnings (pairings AMD doesn't
-list, a distro override) are printed and the deploy goes ahead.
+Everything is read with one survey (one SSH round trip): the hardware and health reads
+preflight judges, and every fact the rest of the plan reads on a converged host, which are
+remembered (``facts.cache``) so planning asks the host nothing more. ``findings``, a pure
+function, turns the survey into problems (each with its fix) and warnings. A host with
+problems is refused while planning: the reason is printed on its line, in ``--dry`` too, it
+is marked failed (so the run's exit status says so) and it gets none of the deploy's
+operations, while the rest of the fleet carries on. Warnings (pairings AMD doesn't list, a
+distro override) are printed and the deploy goes ahead.
 
 Checked: amd64; the distro and release pairing in the matrix (or an explicit override);
 not WSL; root (directly or through ``_sudo``); an AMD GPU on PCI (mapped to gfx targets by
-``tasks.pci_ids``, or the KFD topology when amdgpu is loaded) matching ``expected_gfx`` /
+``pci_ids``, or the KFD topology when amdgpu is loaded) matching ``expected_gfx`` /
 ``expected_gpu_count``; the kernel at least the one AMD lists for the distro; free space
 for the packages; and no conflicting stack (NVIDIA driver or CUDA packages, the distro's
 own ROCm packages, another ROCm release's apt source, a CUDA or CPU torch in the venv).
@@ -18,43 +21,53 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyinfra import host
 from pyinfra.api import deploy
+from pyinfra.api.exceptions import PyinfraError
 
-from tasks import matrix, settings
-from tasks.facts import NodeSurvey, RunningKernel, remember_fact
-from tasks.matrix import ROCM_SOURCE_PATH
-from tasks.operations import fail
-from tasks.pci_ids import lookup
+from rocm_fleet import matrix, paths
+from rocm_fleet.facts.apt import (
+    AptInstallSize,
+    AptSourceLines,
+    DebianMirror,
+    DpkgInterrupted,
+    InstalledPackages,
+    KeyringFingerprints,
+)
+from rocm_fleet.facts.cache import remember_fact
+from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.gpu import KfdNodes, PciGpus, RocmVersion
+from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
+from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
+from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.system import (
+    AmdgpuModule,
+    Architecture,
+    DistroRelease,
+    FreeSpace,
+    Identity,
+    LoadedModules,
+    NvidiaStack,
+    RebootRequired,
+    RunningKernel,
+    Wsl,
+    nvidia_stack,
+)
+from rocm_fleet.facts.users import GroupMembership
+from rocm_fleet.groups import GPU_GROUPS
+from rocm_fleet.pci_ids import lookup
+from rocm_fleet.versions import amd_release_tag, kernel_key, release_key
 
 if TYPE_CHECKING:
-    from tasks.config import Config
+    from rocm_fleet.config import Config
 
 logger = logging.getLogger("pyinfra")
 
 DISTRO_KEYS = tuple(d.key for d in matrix.DISTROS)
-
-SETTINGS = (
-    settings.Setting(
-        "rocm_distro_override", None,
-        "Deploy a distro the matrix doesn't know as one it does, e.g. `\"ubuntu 24.04\"` for "
-        "Linux Mint 22 (unofficial: warned). Without it an unknown distro is refused",
-        settings.optional(settings.one_of(*DISTRO_KEYS)),
-    ),
-    settings.Setting(
-        "preflight_min_free_gb", 10,
-        "Free space (GB) preflight requires for /opt, the venv and apt's cache while apt "
-        "can't size the ROCm packages (no AMD source yet); once it can, apt's figure is used",
-        settings.count,
-    ),
-)  # fmt: skip
-
-# Paths whose filesystems receive the install: AMD's packages unpack under /opt/rocm-X.Y.Z,
-# apt downloads them to its archive cache first.
-INSTALL_PATHS = ("/opt", "/var/cache/apt/archives")
 
 # Debian and Ubuntu package AMD's ROCm under their own names (Debian: rocminfo 5.2.3,
 # rocm-smi, librocm-smi64-1, hipcc, libamdhip64-*, libhsa-runtime64-1, librocblas0 ...;
@@ -63,10 +76,10 @@ DISTRO_ROCM = re.compile(
     r"^(rocminfo|rocm-.*|hipcc|hip-.*|libamdhip64.*|libhsa-runtime64.*|libhsakmt.*|"
     r"librocm.*|libroc[a-z]+\d.*|libhip[a-z]+\d.*|librccl.*|libmiopen.*|miopen.*)$"
 )
-# AMD versions every classic ROCm package <x.y.z>.<tag>-<build> (tasks.operations).
-AMD_VERSION = re.compile(r"^\d+\.\d+\.\d+\.\d{5}-")
 # A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
 ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
+# Upstream hosts whose apt sources preflight looks for.
+AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
 
 
 @dataclass
@@ -77,7 +90,7 @@ class Findings:
 
 
 def findings(config: Config, survey: dict[str, Any]) -> Findings:
-    """Problems (each with its fix) and warnings for a host, from its ``NodeSurvey``."""
+    """Problems (each with its fix) and warnings for a host, from its survey (``survey_reads``)."""
     problems: list[str] = []
     warnings: list[str] = []
     row = _distro(config, survey, problems, warnings)
@@ -101,7 +114,7 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
     distro_id, version_id = distro.get("id") or "", distro.get("version_id") or ""
     row = matrix.distro(distro_id, version_id)
     rel = config.release
-    override = config.values.get("rocm_distro_override")
+    override = config.rocm_distro_override
     if row is None and override:
         row = next(d for d in matrix.DISTROS if d.key == override)
         warnings.append(
@@ -144,9 +157,11 @@ def _system(survey: dict, problems: list[str]) -> None:
             "this is WSL: ROCm on WSL is a different stack (AMD's WSL driver and "
             "runtime, installed from Windows); deploy to a Linux host instead"
         )
-    if survey.get("uid") != 0:
+    identity = survey.get("identity") or {}
+    if identity.get("uid") != 0:
         problems.append(
-            f"connected as {survey.get('user') or 'an unknown user'} (uid {survey.get('uid')}), "
+            f"connected as {identity.get('user') or 'an unknown user'} "
+            f"(uid {identity.get('uid')}), "
             "not root: set _sudo: True (with passwordless sudo or _sudo_password) in the "
             "inventory, or connect as root"
         )
@@ -229,25 +244,20 @@ def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]
     if mismatch:
         problems.append(mismatch)
         return
-    release = matrix.version_key(config.release.version)
+    release = release_key(config.release.version)
     for gfx in sorted({g["gfx"] for g in found if g["gfx"]}):
         target = matrix.gpu_target(gfx)
         since = target.supported_from if target else None
-        listed = since is not None and release >= matrix.version_key(since)
+        listed = since is not None and release >= release_key(since)
         wanted = not config.expected_gfx_list or gfx in config.expected_gfx_list
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
 
 
-def kernel_version(release: str) -> tuple[int, ...]:
-    match = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", release or "")
-    return tuple(int(p) for p in match.groups(default="0")) if match else ()
-
-
 def _kernel(row: matrix.Distro, survey: dict, problems: list[str]) -> None:
     minimum = matrix.MIN_KERNEL.get(row.key)
     running = survey.get("kernel") or ""
-    if minimum and kernel_version(running) < matrix.version_key(minimum):
+    if minimum and kernel_key(running) < kernel_key(minimum):
         problems.append(
             f"kernel {running} is older than {minimum}, the one AMD lists for {row.key}: "
             "install the distribution's current kernel and reboot"
@@ -255,7 +265,7 @@ def _kernel(row: matrix.Distro, survey: dict, problems: list[str]) -> None:
 
 
 def _disk(config: Config, survey: dict, problems: list[str]) -> None:
-    need = survey.get("apt_need")
+    need = (survey.get("apt") or {}).get("need")
     source = "what apt says the ROCm packages need"
     if need is None:
         need = config.preflight_min_free_gb * 10**9
@@ -264,43 +274,49 @@ def _disk(config: Config, survey: dict, problems: list[str]) -> None:
     for entry in survey.get("disk") or []:
         if entry["avail"] < need:
             short.setdefault(entry["mount"], (entry["avail"], []))[1].append(entry["path"])
-    for mount, (avail, paths) in short.items():
+    for mount, (avail, where) in short.items():
         problems.append(
-            f"not enough free space on {mount} (for {', '.join(paths)}): "
+            f"not enough free space on {mount} (for {', '.join(where)}): "
             f"{avail / 10**9:.2f} GB free, {need / 10**9:.2f} GB needed ({source}): "
             "free some space or grow the filesystem"
         )
 
 
-def torch_build(torch: dict | None) -> str | None:
-    """ "rocm", "cuda", "cpu" or None (no torch) for a NodeSurvey torch entry."""
-    if not torch or not torch.get("torch"):
-        return None
-    if torch.get("hip") or "+rocm" in torch["torch"]:
-        return "rocm"
-    if torch.get("cuda") or "+cu" in torch["torch"]:
-        return "cuda"
-    return "cpu"
+def venv_torch(survey: dict) -> dict[str, Any]:
+    """The venv's torch as the survey saw it: {"torch": version or None, "hip", "cuda",
+    "build": "rocm" | "cuda" | "cpu" | None (no torch)}."""
+    version = (survey.get("venv") or {}).get("torch")
+    strings = survey.get("torch_build") or {}
+    hip, cuda = strings.get("hip"), strings.get("cuda")
+    if not version:
+        build = None
+    elif hip or "+rocm" in version:
+        build = "rocm"
+    elif cuda or "+cu" in version:
+        build = "cuda"
+    else:
+        build = "cpu"
+    return {"torch": version, "hip": hip, "cuda": cuda, "build": build}
 
 
 def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
-    migrate = bool(config.values.get("migrate_from_cuda"))
-    nvidia = survey.get("nvidia") or {}
+    migrate = config.rocm_migrate_from_cuda
+    nvidia = nvidia_stack(survey.get("packages") or {}, survey.get("modules") or [])
     if nvidia.get("packages") or nvidia.get("modules"):
         what = ", ".join(nvidia.get("packages") or []) or "none"
         modules = ", ".join(nvidia.get("modules") or []) or "none"
         if migrate:
-            warnings.append(f"NVIDIA stack present (packages: {what}); migrate_from_cuda")
+            warnings.append(f"NVIDIA stack present (packages: {what}); rocm_migrate_from_cuda")
         else:
             problems.append(
                 f"NVIDIA driver/CUDA stack installed (packages: {what}; loaded modules: "
-                f"{modules}): set migrate_from_cuda: true to remove it first, or purge it "
+                f"{modules}): set rocm_migrate_from_cuda: true to remove it first, or purge it "
                 "yourself and reboot"
             )
     distro_rocm = sorted(
         f"{name} {version}"
         for name, version in (survey.get("packages") or {}).items()
-        if DISTRO_ROCM.match(name) and not AMD_VERSION.match(version)
+        if DISTRO_ROCM.match(name) and not amd_release_tag(version)
     )
     if distro_rocm:
         names = " ".join(item.split()[0] for item in distro_rocm)
@@ -312,7 +328,7 @@ def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list
         {
             f"{path} ({match.group(1)})"
             for path, line in survey.get("sources") or []
-            if path != ROCM_SOURCE_PATH
+            if path != paths.ROCM_SOURCE
             and (match := ROCM_APT_PATH.search(line))
             and match.group(1) != config.release.apt_path
         }
@@ -325,55 +341,118 @@ def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list
     if others:
         problems.append(
             f"apt sources of another ROCm release: {', '.join(others)}: remove them (the "
-            f"deploy writes {ROCM_SOURCE_PATH} for ROCm {config.release.version})"
+            f"deploy writes {paths.ROCM_SOURCE} for ROCm {config.release.version})"
         )
-    build = torch_build(survey.get("torch"))
+    torch = venv_torch(survey)
+    build = torch["build"]
     if config.pytorch_install and build in ("cuda", "cpu"):
-        torch = survey["torch"]["torch"]
         message = (
-            f"{config.pytorch_venv} holds a {build.upper()} torch ({torch}): remove the venv "
-            "(or set pytorch_venv to a new path) so the ROCm build goes into a clean one"
+            f"{config.pytorch_venv} holds a {build.upper()} torch ({torch['torch']}): remove the "
+            "venv (or set pytorch_venv to a new path) so the ROCm build goes into a clean one"
         )
         if migrate:
-            warnings.append(message + "; migrate_from_cuda")
+            warnings.append(message + "; rocm_migrate_from_cuda")
         else:
-            problems.append(message + ", or set migrate_from_cuda: true")
+            problems.append(message + ", or set rocm_migrate_from_cuda: true")
 
 
-def survey_args(config: Config) -> dict[str, Any]:
-    paths = list(INSTALL_PATHS)
-    if config.pytorch_install:
-        paths.append(config.pytorch_venv)
-    return {
-        "venv": config.pytorch_venv,
-        "users": list(config.rocm_users),
-        "packages": list(config.rocm_packages),
-        "space_paths": paths,
-        "release_tag": config.release.numeric_tag,
-    }
+def survey_reads(config: Config) -> list[Read]:
+    """What preflight reads: the host's hardware and health, and every fact the plan of a
+    converged host reads (the same facts with the same arguments the operations ask for)."""
+    venv = config.pytorch_venv
+    install_paths = [*paths.INSTALL_PATHS, *([venv] if config.pytorch_install else [])]
+    certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
+    files = [*paths.MANAGED_FILES, *paths.MANAGED_KEYRINGS, paths.venv_marker(venv), *certificates]
+    reads = [
+        Read("distro", DistroRelease),
+        Read("arch", Architecture),
+        Read("kernel", RunningKernel),
+        Read("identity", Identity),
+        Read("wsl", Wsl),
+        Read("pci", PciGpus),
+        Read("kfd", KfdNodes),
+        Read("amdgpu", AmdgpuModule),
+        Read("modules", LoadedModules),
+        Read("packages", InstalledPackages),
+        Read("dpkg", DpkgInterrupted),
+        Read("sources", AptSourceLines, {"hosts": AMD_REPOSITORY_HOSTS}),
+        Read("mirror", DebianMirror),
+        Read("rocm_version", RocmVersion),
+        Read("secure_boot", SecureBoot),
+        Read("reboot", RebootRequired),
+        Read("groups", GroupMembership, {"groups": GPU_GROUPS, "users": config.rocm_users}),
+        Read("venv", VenvDistributions, {"venv": venv}),
+        Read("torch_build", TorchBuildStrings, {"venv": venv}),
+        Read("disk", FreeSpace, {"paths": install_paths}),
+        Read(
+            "apt",
+            AptInstallSize,
+            {"packages": config.rocm_packages, "release_tag": config.release.numeric_tag},
+        ),
+        *(Read(f"file {path}", FileDigest, {"path": path}) for path in files),
+        *(Read(f"keyring {k}", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
+        *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
+    ]
+    if config.rocm_driver == "dkms":
+        reads += [Read(f"mok-new {cert}", MokPending, {"path": cert}) for cert in certificates]
+    return reads
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What preflight found on a host: its survey (None when unreadable) and verdict."""
+
+    survey: dict[str, Any] | None
+    findings: Findings | None
+    refused: str | None  # the reason, when refused
+
+
+# state -> host name -> Outcome, for the run's other views (rocm-fleet audit).
+_OUTCOMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def outcome(state: Any, host_name: str) -> Outcome | None:
+    """Preflight's outcome for a host planned in ``state`` (None: not planned)."""
+    return _OUTCOMES.get(state, {}).get(host_name)
+
+
+def _refuse(reason: str) -> None:
+    """Refuse this host while planning: say why on its line and mark it failed, so neither
+    a real run nor --dry goes on with it and the run's exit status reports it."""
+    host.log_styled(f"refused: {reason}", fg="red", log_func=logger.error)
+    state = host.state
+    try:
+        state.fail_hosts({host})
+    except PyinfraError:
+        if state.active_hosts:
+            raise  # over --fail-percent: pyinfra's own stop
+        # the last host refused: pyinfra says "No hosts remaining!" when it runs
 
 
 @deploy("Preflight")
 def preflight(config: Config) -> matrix.Distro | None:
-    """The host's matrix row when it may be deployed, else None (and a failing operation)."""
+    """The host's matrix row when it may be deployed, else None (the host is refused)."""
+    reads = survey_reads(config)
     # _ignore_errors: a survey that can't run (sudo refused) becomes this host's refusal,
     # with pyinfra's own error output above it, instead of an unexplained failed host.
-    survey = host.get_fact(NodeSurvey, **survey_args(config), _ignore_errors=True)
+    survey = host.get_fact(Survey, reads=reads, _ignore_errors=True)
     if survey is None:
-        fail(
-            name="Preflight: refuse this host",
-            reason=f"preflight could not read {host.name} (see the error above): connect as "
-            "root, or set _sudo: True with passwordless sudo or _sudo_password",
+        reason = (
+            f"preflight could not read {host.name} (see the error above): connect as root, "
+            "or set _sudo: True with passwordless sudo or _sudo_password"
         )
+        _OUTCOMES.setdefault(host.state, {})[host.name] = Outcome(None, None, reason)
+        _refuse(reason)
         return None
-    if survey.get("kernel"):
-        remember_fact(RunningKernel, survey["kernel"])  # the survey ran `uname -r` too
+    for read in reads:
+        remember_fact(read.fact, survey[read.key], **read.kwargs)
+    remember_fact(NvidiaStack, nvidia_stack(survey["packages"], survey["modules"]))
     result = findings(config, survey)
+    reason = "; ".join(result.problems) or None
+    _OUTCOMES.setdefault(host.state, {})[host.name] = Outcome(survey, result, reason)
     for warning in result.warnings:
-        logger.warning(f"{host.print_prefix}warning: {warning}")
-    if result.problems:
-        fail(
-            name="Preflight: refuse this host",
-            reason=f"preflight refused {host.name}: " + "; ".join(result.problems),
-        )
+        host.log_styled(f"warning: {warning}", fg="yellow", log_func=logger.warning)
+    if reason:
+        _refuse(reason)
+        return None
     return result.row

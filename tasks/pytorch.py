@@ -10,40 +10,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
-from pyinfra.operations import files
 
-from tasks import settings
-from tasks.matrix import PYTORCH_INDEX_BASE_URL, TorchBuild
-from tasks.operations import debian_packages, pinned_wheels, recorded_directories_absent, venv
-from tasks.repository import DIRECTORY_LEDGER, PACKAGE_LEDGER
+from rocm_fleet import paths
+from rocm_fleet.matrix import TorchBuild
+from rocm_fleet.operations.apt import debian_packages
+from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
-    from tasks.config import Config
+    from rocm_fleet.config import Config
 
 PREREQUISITES = ["python3-venv"]
-
-SETTINGS = (
-    settings.Setting(
-        "pytorch_install", True, "Install the PyTorch venv (false: ROCm only)", settings.boolean,
-    ),
-    settings.Setting(
-        "pytorch_venv", "/opt/rocm-fleet/venv", "Path of the venv holding torch",
-        settings.absolute_path,
-    ),
-    settings.Setting(
-        "pytorch_index_base_url", PYTORCH_INDEX_BASE_URL,
-        "Base of the wheel indexes; `/rocmX.Y` from the matrix is appended", settings.http_url,
-    ),
-    settings.Setting(
-        "torch_version", None,
-        "The torch version, e.g. `2.9.1`; default: the newest the matrix lists for `rocm_version`",
-        settings.optional(settings.string),
-    ),
-)  # fmt: skip
-
-
-def venv_python(config: Config) -> str:
-    return f"{config.pytorch_venv.rstrip('/')}/bin/python"
 
 
 def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
@@ -61,23 +37,25 @@ def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
 
 @deploy("PyTorch")
 def install_pytorch(config: Config) -> None:
-    debian_packages(name="Install python3-venv", packages=PREREQUISITES, ledger=PACKAGE_LEDGER)
-    venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=DIRECTORY_LEDGER)
+    debian_packages(
+        name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
+    )
+    venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
     if config.torch_build is None or config.release.torch_index is None:
         return  # load_config refuses pytorch_install for a release without an index
-    wanted = wanted_wheels(config.torch_build, config.release.torch_index)
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
-        python=venv_python(config),
+        venv_path=config.pytorch_venv,
         index_url=config.torch_index_url,
-        wanted=wanted,
+        wanted=wanted_wheels(config.torch_build, config.release.torch_index),
     )
 
 
 @deploy("Remove PyTorch")
 def remove_pytorch(config: Config) -> None:
-    files.directory(name="Remove the PyTorch venv", path=config.pytorch_venv,
-                    present=False)  # fmt: skip
-    recorded_directories_absent(
-        name="Remove the venv's parent directories the deploy created", ledger=DIRECTORY_LEDGER
+    venv(
+        name="Remove the PyTorch venv and the directories made for it",
+        path=config.pytorch_venv,
+        ledger=paths.DIRECTORY_LEDGER,
+        present=False,
     )

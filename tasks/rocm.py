@@ -5,30 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
-from pyinfra.operations import files, server
+from pyinfra.operations import server
 
-from tasks import FILES, settings
-from tasks.operations import dpkg_repaired, release_packages, release_packages_absent, text_file
+from rocm_fleet import paths
+from rocm_fleet.files import text
+from rocm_fleet.operations.apt import dpkg_repaired, release_packages
+from rocm_fleet.operations.files import text_file
 
 if TYPE_CHECKING:
-    from tasks.config import Config
-
-SETTINGS = (
-    settings.Setting(
-        "rocm_state", "present",
-        "Whether ROCm is `present`; `absent` removes what the deploy added (sources, key, "
-        "pin, ROCm packages, venv, loader and PATH files); users, groups and kernels stay",
-        settings.one_of("present", "absent"),
-    ),
-    settings.Setting(
-        "rocm_packages", ["rocm-hip-runtime"],
-        "AMD meta packages to install, e.g. `[\"rocm\"]` for the whole stack",
-        settings.list_of(settings.package_name, "Debian package names"),
-    ),
-)  # fmt: skip
-
-LD_CONF_PATH = "/etc/ld.so.conf.d/rocm.conf"
-PROFILE_PATH = "/etc/profile.d/rocm.sh"
+    from rocm_fleet.config import Config
 
 
 @deploy("ROCm packages")
@@ -40,25 +25,21 @@ def install_rocm(config: Config) -> None:
     )
     ld_conf = text_file(
         name="Put /opt/rocm/lib on the dynamic loader path",
-        path=LD_CONF_PATH,
-        content=(FILES / "rocm-ld.conf").read_text(),
+        path=paths.LD_CONF,
+        content=text("rocm-ld.conf"),
     )
-    server.shell(
-        name="Rebuild the loader cache",
-        commands=["ldconfig"],
-        _if=ld_conf.did_change,
-    )
+    server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
     text_file(
         name="Put /opt/rocm/bin on login shells' PATH",
-        path=PROFILE_PATH,
-        content=(FILES / "rocm-profile.sh").read_text(),
+        path=paths.PROFILE,
+        content=text("rocm-profile.sh"),
     )
 
 
 @deploy("Remove ROCm packages")
 def remove_rocm(config: Config) -> None:
     dpkg_repaired(name="Finish an interrupted dpkg run")
-    release_packages_absent(name="Purge AMD's ROCm packages (every release)")
-    ld_conf = files.file(name="Remove the loader path entry", path=LD_CONF_PATH, present=False)
+    release_packages(name="Purge AMD's ROCm packages (every release)", present=False)
+    ld_conf = text_file(name="Remove the loader path entry", path=paths.LD_CONF, present=False)
     server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
-    files.file(name="Remove the PATH snippet", path=PROFILE_PATH, present=False)
+    text_file(name="Remove the PATH snippet", path=paths.PROFILE, present=False)

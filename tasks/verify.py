@@ -7,131 +7,14 @@ never fails here, because before the install rocminfo and torch don't exist yet.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pyinfra import host
-from pyinfra.api import deploy, operation
+from pyinfra.api import deploy
 
-from tasks import settings
-from tasks.facts import RebootRequired, RocmAgents, TorchInfo, read_fact
-from tasks.operations import failure
-from tasks.pytorch import venv_python
+from rocm_fleet.operations.gpu import gpu_verified
 
 if TYPE_CHECKING:
-    from tasks.config import Config
-
-SETTINGS = (
-    settings.Setting(
-        "expected_gfx", None,
-        "GPU target(s) rocminfo and torch must report, e.g. `gfx1100` or `[\"gfx942\"]`",
-        settings.any_value,  # checked in tasks.config (a name or a list of names)
-    ),
-    settings.Setting(
-        "expected_gpu_count", None,
-        "How many GPUs of `expected_gfx` must be present; 0 for a GPU-less host (CI, image builds)",
-        settings.optional(settings.count),
-    ),
-)  # fmt: skip
-
-
-def gpu_problems(
-    agents: dict[str, Any] | None,
-    torch: dict[str, Any] | None,
-    expected_gfx: list[str],
-    expected_count: int | None,
-    check_torch: bool,
-) -> tuple[list[str], str]:
-    """Compare rocminfo's and torch's view with the inventory.
-
-    Returns (problems, summary): an empty problem list means the node is as expected.
-    """
-    problems: list[str] = []
-    gpus = (agents or {}).get("gpus") or []
-    found = [gpu["name"] for gpu in gpus]
-    found_text = ", ".join(found) or "no GPU agent"
-    wanted = [g for g in found if g in expected_gfx] if expected_gfx else found
-
-    if expected_count == 0:
-        summary = f"GPU-less host as configured (rocminfo: {found_text})"
-    else:
-        if not agents or agents.get("status") != "ok":
-            status = (agents or {}).get("status", "absent")
-            message = (agents or {}).get("message", "")
-            problems.append(f"rocminfo did not run cleanly ({status}: {message})".strip())
-        expected_text = "/".join(expected_gfx) if expected_gfx else "any AMD GPU"
-        if expected_count is not None and len(wanted) != expected_count:
-            problems.append(
-                f"expected {expected_count} x {expected_text}, rocminfo found {len(wanted)} "
-                f"({found_text})"
-            )
-        elif not wanted:
-            problems.append(f"expected {expected_text}, rocminfo found {found_text}")
-        summary = f"rocminfo: {found_text}"
-
-    if check_torch:
-        problems += _torch_problems(torch, wanted, expected_count)
-        if torch and not torch.get("error"):
-            summary += (
-                f"; torch {torch.get('torch')} (hip {torch.get('hip')}) sees "
-                f"{torch.get('device_count')} device(s) {_archs(torch)}"
-            )
-    return problems, summary
-
-
-def _torch_problems(torch: dict[str, Any] | None, wanted: list[str], count: int | None):
-    if torch is None:
-        return ["torch is not installed in the venv"]
-    if torch.get("error"):
-        return [f"torch failed to import: {torch['error']}"]
-    if not torch.get("hip"):
-        cuda = torch.get("cuda")
-        return [f"torch {torch.get('torch')} is not a ROCm build (torch.version.cuda={cuda})"]
-    if count == 0:
-        return []
-    problems = []
-    if not torch.get("available"):
-        problems.append("torch.cuda.is_available() is False")
-    archs = _archs(torch)
-    missing = [g for g in set(wanted) if archs.count(g) < wanted.count(g)]
-    if missing:
-        problems.append(f"torch sees {archs}, expected {wanted}")
-    if torch.get("device_error"):
-        problems.append(f"querying the devices failed: {torch['device_error']}")
-    if torch.get("available") and torch.get("matmul") != "ok":
-        problems.append(f"a matmul on cuda:0 failed: {torch.get('matmul')}")
-    return problems
-
-
-def _archs(torch: dict[str, Any]) -> list[str]:
-    return [device.get("arch") or "?" for device in torch.get("devices") or []]
-
-
-@operation()
-def gpu_verified(expected_gfx: list[str], expected_count: int | None, python: str | None):
-    """
-    Fail the host unless rocminfo and torch report the expected GPUs (or a reboot this
-    deploy asked for is still pending, which explains a GPU the running kernel can't drive).
-
-    + expected_gfx: gfx targets that must be present (empty: any AMD GPU)
-    + expected_count: how many of them (None: at least one; 0: GPU-less host)
-    + python: the venv's python, or None when PyTorch is not installed
-    """
-    if not host.state.is_executing:
-        host.noop("checked after the install, when the deploy runs")
-        return
-    agents = host.get_fact(RocmAgents)
-    torch = host.get_fact(TorchInfo, python=python) if python else None
-    problems, summary = gpu_problems(agents, torch, expected_gfx, expected_count, bool(python))
-    if not problems:
-        host.noop(summary)
-        return
-    # A kernel, driver or MOK key this run installed works only after the reboot that
-    # tasks/reboot.py was not allowed to do: report, don't fail; the run lists the host.
-    pending = read_fact(RebootRequired)["reasons"]
-    if pending:
-        host.noop(f"GPU check waits for a reboot ({'; '.join(pending)}): " + "; ".join(problems))
-        return
-    yield failure(f"GPU verification failed on {host.name}: " + "; ".join(problems))
+    from rocm_fleet.config import Config
 
 
 @deploy("Verify")
@@ -140,5 +23,5 @@ def verify_node(config: Config) -> None:
         name="Check rocminfo and torch see the expected GPUs",
         expected_gfx=config.expected_gfx_list,
         expected_count=config.expected_gpu_count,
-        python=venv_python(config) if config.pytorch_install else None,
+        python=config.venv_python if config.pytorch_install else None,
     )

@@ -22,7 +22,7 @@ from lab import HostSpec, Lab
 from lab._util import CLEAN_PATH
 from lab._util import REPO_ROOT as REPO
 from lab.machine import DKMS_CERT, EFI_DIR, Machine, check_crypt, mok_state
-from tasks.secureboot import PENDING
+from rocm_fleet.secureboot import PENDING
 
 pytestmark = pytest.mark.e2e
 

@@ -15,8 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from rocm_fleet.matrix import release
+
 from . import amd_repo, mirror, profiles, roots
-from ._matrix import release
 from ._util import cache_dir, rmtree, run
 from .fleet import HostSpec, Lab, cleanup_stale
 

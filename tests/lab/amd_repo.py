@@ -17,8 +17,9 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocm_fleet.matrix import Release
+
 from . import profiles
-from ._matrix import Release
 from ._util import clean_env, run
 
 #: apt suites the classic ROCm repo publishes per release (Debian 12 -> jammy, 13 -> noble).
@@ -435,7 +436,7 @@ def amdgpu_dkms_version(rel: Release, dist: str) -> str:
 def build_amdgpu_repo(www: Path, rel: Release, signer: Signer) -> Path | None:
     """amdgpu/<version>/ubuntu with an `amdgpu-dkms` double, same key and Origin as the ROCm
     repo (so AMD's pin covers it); the directory from the product's matrix."""
-    from tasks.matrix import amdgpu_repo_version  # the product's matrix decides the path
+    from rocm_fleet.matrix import amdgpu_repo_version  # the product's matrix decides the path
 
     version = amdgpu_repo_version(rel)  # type: ignore[arg-type]
     if version is None:

@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocm_fleet.matrix import Release, release
+
 from . import amd_repo, machine, mirror, profiles, pytorch_index, roots
-from ._matrix import Release, release
 from ._tls import make_certs
 from ._util import CLEAN_PATH, PYTHON, REPO_ROOT, VENV_BIN, LabError, rmtree, run
 from .server import Server

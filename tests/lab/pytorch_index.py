@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from rocm_fleet.matrix import Release
+
 from . import _torch_double as src
 from . import profiles
-from ._matrix import Release
 
 #: torch.version.hip per ROCm index (real values where known, stand-ins otherwise).
 HIP_VERSIONS = {

@@ -19,7 +19,7 @@ from urllib.parse import unquote
 import pytest
 
 from lab import HostSpec, Lab, amd_repo, profiles, pytorch_index
-from lab._matrix import release
+from rocm_fleet.matrix import release
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
 

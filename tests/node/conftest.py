@@ -16,7 +16,7 @@ import urllib.parse
 
 import pytest
 
-from tasks.config import Config, load_config
+from rocm_fleet.config import Config, load_config
 
 NODE_DATA: dict[str, dict] = {}
 

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tasks.matrix import ROCM_KEYRING_PATH, ROCM_PIN_PATH, ROCM_SOURCE_PATH, distro
+from rocm_fleet.matrix import ROCM_KEYRING_PATH, ROCM_PIN_PATH, ROCM_SOURCE_PATH, distro
 
 TORCH_PROBE = r"""
 import json, torch

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.audit import exit_status, host_row, render_table
-from tasks.config import load_config
+from rocm_fleet.audit import exit_status, host_row, render_table
+from rocm_fleet.config import load_config
 from unit.surveys import fresh_survey
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,

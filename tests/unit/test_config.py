@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.config import ConfigError, all_settings, load_config
+from rocm_fleet.config import ConfigError, all_settings, load_config
 
 GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alice"]}
 

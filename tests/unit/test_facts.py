@@ -1,4 +1,4 @@
-"""Unit tests for tasks.facts: fixture outputs through process(), and the commands themselves.
+"""Unit tests for rocm_fleet.facts: fixture outputs through process(), and the commands themselves.
 
 Outputs are split into lines the way pyinfra hands them to ``process()`` (one string per
 line, newline removed). The sysfs facts' commands are also run for real under ``dash``
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from pyinfra.api.exceptions import FactProcessError
 
-from tasks.facts import (
+from rocm_fleet.facts import (
     DistroRelease,
     KfdNodes,
     MokKeyState,
@@ -673,7 +673,7 @@ fpr:::::::::5C1D1AF1AF1B6B0C6B7E0D8E1C4B6C0F6C2B0B7E:
 
 
 def test_keyring_fingerprints_keep_primary_keys_only():
-    from tasks.facts import KeyringFingerprints
+    from rocm_fleet.facts import KeyringFingerprints
 
     fact = KeyringFingerprints()
     assert fact.process(GPG_COLONS) == ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]
@@ -683,7 +683,7 @@ def test_keyring_fingerprints_keep_primary_keys_only():
 
 
 def test_stale_against():
-    from tasks.facts import StaleAgainst
+    from rocm_fleet.facts import StaleAgainst
 
     fact = StaleAgainst()
     command = fact.command(stamp="/var/lib/x.stamp", inputs=["/etc/a", "/etc/b c"])
@@ -695,7 +695,7 @@ def test_stale_against():
 def test_group_membership_in_one_read():
     import subprocess
 
-    from tasks.facts import GroupMembership
+    from rocm_fleet.facts import GroupMembership
 
     fact = GroupMembership()
     output = ["__group video", "__user alice alice video", "__nouser bob"]
@@ -715,7 +715,7 @@ def test_file_digest_reads_mode_and_sha256(tmp_path):
     import hashlib
     import subprocess
 
-    from tasks.facts import FileDigest
+    from rocm_fleet.facts import FileDigest
 
     path = tmp_path / "rocm pin"
     path.write_text("Package: *\n")
@@ -739,7 +739,7 @@ def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
     from pyinfra.connectors.util import CommandOutput
     from pyinfra.context import ctx_host, ctx_state
 
-    from tasks.facts import RunningKernel, read_fact, remember_fact
+    from rocm_fleet.facts import RunningKernel, read_fact, remember_fact
 
     inventory = Inventory((["node"], {}))
     state = State(inventory, Config())

@@ -11,8 +11,8 @@ import pytest
 from pyinfra.api import FileUploadCommand
 from pyinfra.facts.server import LinuxDistribution
 
-from tasks import matrix
-from tasks.facts import (
+from rocm_fleet import matrix
+from rocm_fleet.facts import (
     InstalledKernels,
     MokKeyState,
     MokPending,
@@ -20,7 +20,7 @@ from tasks.facts import (
     RunningKernel,
     SecureBoot,
 )
-from tasks.secureboot import PENDING, sha512_crypt
+from rocm_fleet.secureboot import PENDING, sha512_crypt
 from unit.surveys import fresh_survey
 from unit.test_plan import FreshHost, plan_ops, written
 

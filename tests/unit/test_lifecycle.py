@@ -3,11 +3,11 @@ wheels are pinned, and what an uninstall or a migration plans."""
 
 from __future__ import annotations
 
-from tasks.cuda import cuda_wheels
-from tasks.facts import DpkgInterrupted
-from tasks.matrix import release
-from tasks.operations import amd_release_tags, version_matches
-from tasks.pytorch import wanted_wheels
+from rocm_fleet.cuda import cuda_wheels
+from rocm_fleet.facts import DpkgInterrupted
+from rocm_fleet.matrix import release
+from rocm_fleet.operations import amd_release_tags, version_matches
+from rocm_fleet.pytorch import wanted_wheels
 
 INSTALLED = {
     "rocm-core": ["6.4.3.60403-128~22.04"],

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tasks import matrix
-from tasks.matrix import Support, distro, release
+from rocm_fleet import matrix
+from rocm_fleet.matrix import Support, distro, release
 
 
 @pytest.mark.parametrize(

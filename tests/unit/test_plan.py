@@ -18,8 +18,8 @@ from pyinfra.context import ctx_host, ctx_state
 from pyinfra.facts.deb import DebArch, DebPackages
 from pyinfra.facts.server import Groups, LinuxDistribution, Os
 
-from tasks.config import ConfigError
-from tasks.matrix import release
+from rocm_fleet.config import ConfigError
+from rocm_fleet.matrix import release
 from unit.surveys import fresh_survey
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tasks.facts import NvidiaStack
+from rocm_fleet.facts import NvidiaStack
 
 DASH = shutil.which("dash") or shutil.which("sh")
 
@@ -72,7 +72,7 @@ def test_nvidia_stack_on_this_machine_runs_under_dash():
 
 
 def test_node_survey_runs_read_only_under_dash_on_this_machine(tmp_path):
-    from tasks.facts import NodeSurvey
+    from rocm_fleet.facts import NodeSurvey
 
     fact = NodeSurvey()
     command = fact.command(
@@ -99,14 +99,14 @@ def test_node_survey_runs_read_only_under_dash_on_this_machine(tmp_path):
     ],
 )  # fmt: skip
 def test_apt_need_parses_apts_summary(message, need):
-    from tasks.facts import _apt_need
+    from rocm_fleet.facts import _apt_need
 
     assert _apt_need(message) == need
 
 
 def test_node_survey_reads_torch_versions_from_files(tmp_path):
     """dist-info names and torch/version.py: no Python runs, torch is never imported."""
-    from tasks.facts import NodeSurvey
+    from rocm_fleet.facts import NodeSurvey
 
     site = tmp_path / "venv/lib/python3.11/site-packages"
     (site / "torch").mkdir(parents=True)
@@ -128,7 +128,7 @@ def test_node_survey_reads_torch_versions_from_files(tmp_path):
 def test_node_survey_skips_apt_sizing_when_the_release_is_installed():
     """Sizing loads apt's whole cache; a host with every package of the release needs none.
     Run under dash against this machine's dpkg: bash is installed, no-such-package isn't."""
-    from tasks.facts import NodeSurvey
+    from rocm_fleet.facts import NodeSurvey
 
     fact = NodeSurvey()
     version = run_sh("dpkg-query -W -f='${Version}' bash")[1][0]
@@ -144,7 +144,7 @@ def test_node_survey_skips_apt_sizing_when_the_release_is_installed():
 
 
 def test_node_survey_nvidia_from_the_dpkg_listing():
-    from tasks.facts import _nvidia
+    from rocm_fleet.facts import _nvidia
 
     packages = {"nvidia-driver": "1", "libnvidia-egl-wayland1": "1", "curl": "1", "cuda": "1"}
     assert _nvidia(packages, ["nvidia_uvm", "ext4"]) == {
@@ -156,13 +156,13 @@ def test_node_survey_nvidia_from_the_dpkg_listing():
 
 
 def config(**data):
-    from tasks.config import load_config
+    from rocm_fleet.config import load_config
 
     return load_config({"rocm_version": "6.4.3", **data}, "node")
 
 
 def check(data=None, **survey):
-    from tasks.preflight import findings
+    from rocm_fleet.preflight import findings
     from unit.surveys import fresh_survey
 
     return findings(config(**(data or {})), fresh_survey(**survey))
@@ -210,7 +210,7 @@ def test_fresh_debian_12_with_an_rx7900xtx_passes():
     ],
 )  # fmt: skip
 def test_each_problem_names_itself_and_its_fix(data, survey, message):
-    from tasks.preflight import findings
+    from rocm_fleet.preflight import findings
     from unit.surveys import fresh_survey
 
     os_release = survey.pop("os_release", None)
@@ -236,7 +236,7 @@ def test_unknown_amd_device_is_named_by_its_id():
 
 
 def test_distro_override_deploys_an_unknown_distro_with_a_warning():
-    from tasks.preflight import findings
+    from rocm_fleet.preflight import findings
     from unit.surveys import fresh_survey
 
     result = findings(config(rocm_distro_override="ubuntu 24.04"), fresh_survey(MINT_22))
@@ -264,8 +264,8 @@ def test_amd_packages_and_a_rocm_torch_are_not_conflicts():
 
 
 def test_migrate_from_cuda_turns_the_nvidia_stack_into_a_warning():
-    from tasks.config import Config
-    from tasks.preflight import findings
+    from rocm_fleet.config import Config
+    from rocm_fleet.preflight import findings
     from unit.surveys import fresh_survey
 
     base = config()
@@ -276,7 +276,7 @@ def test_migrate_from_cuda_turns_the_nvidia_stack_into_a_warning():
 
 
 def test_pci_table_maps_the_issue_examples():
-    from tasks.pci_ids import lookup
+    from rocm_fleet.pci_ids import lookup
 
     assert lookup("0x744C").gfx == "gfx1100" and "Navi 31" in lookup("744c").name
     assert lookup("0x74a1").gfx == "gfx942" and "MI300X" in lookup("0x74a1").name

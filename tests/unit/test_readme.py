@@ -3,8 +3,8 @@
 import re
 from pathlib import Path
 
-from tasks.config import settings_table
-from tasks.matrix import RELEASES
+from rocm_fleet.config import settings_table
+from rocm_fleet.matrix import RELEASES
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -12,7 +12,7 @@ README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 def test_settings_table_matches_the_code():
     block = re.search(r"<!-- settings-table -->\n(.*?)\n<!-- /settings-table -->", README, re.S)
     assert block, "settings table markers missing from README.md"
-    assert block.group(1) == settings_table(), "run `python -m tasks.config` and paste"
+    assert block.group(1) == settings_table(), "run `python -m rocm_fleet.config` and paste"
 
 
 def test_readme_commands_exist():

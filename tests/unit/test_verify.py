@@ -2,7 +2,7 @@
 
 import pytest
 
-from tasks.verify import gpu_problems
+from rocm_fleet.verify import gpu_problems
 
 
 def agents(*names, status="ok"):
@@ -77,7 +77,7 @@ def run_gpu_verified(facts: dict, **kwargs):
     from pyinfra.api import Config, Inventory, State
     from pyinfra.context import ctx_host, ctx_state
 
-    from tasks.verify import gpu_verified
+    from rocm_fleet.verify import gpu_verified
 
     inventory = Inventory((["node"], {}))
     state = State(inventory, Config())

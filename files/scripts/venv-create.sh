@@ -1,0 +1,16 @@
+# shellcheck shell=sh
+# venv-create.sh VENV LEDGER: create a venv and append the parent directories this creates
+# (one per line, deepest last) to LEDGER, so uninstalling removes them again.
+set -eu
+venv=$1
+ledger=$2
+created=""
+directory=$(dirname "$venv")
+while [ ! -e "$directory" ]; do
+    created="$directory
+$created"
+    directory=$(dirname "$directory")
+done
+python3 -m venv "$venv"
+mkdir -p "$(dirname "$ledger")"
+printf '%s' "$created" >> "$ledger"

@@ -1,0 +1,36 @@
+"""``rocm-fleet``: the command-line tools beside the deploy.
+
+``rocm-fleet audit INVENTORY`` (read-only drift report), ``rocm-fleet --version``. Each tool
+is a module here with ``add_parser(subcommands)`` and ``run(args) -> exit status``; errors a
+user can fix are one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rocm_fleet import __version__
+from rocm_fleet.cli import audit
+from rocm_fleet.cli.inventory import UsageError
+
+TOOLS = (audit,)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="rocm-fleet", description="rocm-fleet tools")
+    parser.add_argument("--version", action="version", version=f"rocm-fleet {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    for tool in TOOLS:
+        tool.add_parser(commands)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except UsageError as exc:
+        print(f"rocm-fleet {args.command}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from rocm_fleet.cli import main
+
+sys.exit(main())

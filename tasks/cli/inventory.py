@@ -1,0 +1,61 @@
+"""Loading a pyinfra inventory for the command-line tools, as pyinfra's CLI does, with
+one-line errors for what a user can fix."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+
+class UsageError(Exception):
+    """A problem the user can fix (a missing file, a bad option): one line, exit status 2."""
+
+
+def load_inventory(
+    inventory_path: str, limits: Sequence[str], check_for_changes: bool
+) -> tuple[Any, list[Any]]:
+    """(pyinfra State, the chosen hosts) for an inventory file, host list or module, with
+    the state current (``ctx_state``) as pyinfra's CLI has it while the inventory runs."""
+    from pyinfra.api import Config as PyinfraConfig
+    from pyinfra.api import State
+    from pyinfra.context import ctx_inventory, ctx_state
+    from pyinfra_cli.exceptions import CliError
+    from pyinfra_cli.inventory import make_inventory
+
+    looks_like_file = inventory_path.endswith(".py") or os.sep in inventory_path
+    if looks_like_file and not Path(inventory_path).is_file():
+        raise UsageError(f"inventory file {inventory_path} does not exist")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.append(cwd)  # like pyinfra's CLI: group_data/ and local modules
+    state = State(check_for_changes=check_for_changes)
+    state.cwd = cwd
+    ctx_state.set(state)
+    try:
+        inventory = make_inventory(inventory_path, cwd=cwd)
+    except SyntaxError as exc:
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else inventory_path
+        raise UsageError(f"{where}: {exc.msg}") from None
+    except (CliError, Exception) as exc:  # inventory code may raise anything
+        raise UsageError(f"could not load inventory {inventory_path}: {exc}") from None
+    ctx_inventory.set(inventory)
+    hosts = list(inventory)
+    if not hosts:
+        raise UsageError(f"inventory {inventory_path} has no hosts")
+    if limits:
+        chosen = []
+        for pattern in limits:
+            try:
+                matched = list(inventory.get_group(pattern))
+            except Exception:  # NoGroupError: a host name or glob
+                matched = [h for h in hosts if fnmatch(h.name, pattern)]
+            if not matched:
+                raise UsageError(f"--limit {pattern} matches no host or group of {inventory_path}")
+            chosen += matched
+        hosts = [h for h in hosts if h in chosen]
+    state.init(inventory, PyinfraConfig(), initial_limit=hosts)
+    return state, hosts

@@ -1,0 +1,236 @@
+"""apt and dpkg facts: installed packages, dpkg's health, keyrings, sources, install sizes."""
+
+from __future__ import annotations
+
+import re
+
+from pyinfra.api import FactBase
+from typing_extensions import override
+
+from rocm_fleet import paths
+from rocm_fleet.facts._shell import MISSING, quote
+
+
+class InstalledPackages(FactBase[dict[str, str]]):
+    """
+    Every package dpkg counts as installed (half-installed and half-configured included;
+    removed ones that left only config files not), name -> version, architecture
+    qualifiers dropped. One listing answers every package question of a run, where
+    pyinfra's ``DebPackages`` (``dpkg -l``) drops packages in a broken state.
+
+    .. code:: python
+
+        {"rocminfo": "1.0.0.60403-128~22.04", "curl": "7.88.1-10+deb12u14"}
+    """
+
+    default = dict
+
+    @override
+    def command(self) -> str:
+        return "dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\\n' 2>/dev/null || true"
+
+    @override
+    def process(self, output: list[str]) -> dict[str, str]:
+        packages = {}
+        for line in output:
+            parts = line.split("|")
+            # db:Status-Abbrev is want/status/error: status n = not installed, c = config
+            # files only.
+            if len(parts) == 3 and len(parts[0]) >= 2 and parts[0][1] not in "nc":
+                packages[parts[1].split(":")[0]] = parts[2]
+        return packages
+
+
+def kernel_releases(packages: dict[str, str]) -> list[str]:
+    """Releases of the installed Debian/Ubuntu kernel images, from the package names
+    ``linux-image-<release>`` / ``linux-image-unsigned-<release>``; meta packages
+    (``linux-image-amd64``, ``linux-image-generic``) are skipped.
+
+    ``["6.1.0-50-amd64", "6.12.95+deb12-amd64"]``
+    """
+    releases = []
+    for name in sorted(packages):
+        if not name.startswith("linux-image-"):
+            continue
+        release = name.removeprefix("linux-image-").removeprefix("unsigned-")
+        if release[:1].isdigit() and release not in releases:
+            releases.append(release)
+    return releases
+
+
+class DpkgInterrupted(FactBase[list[str]]):
+    """
+    What an interrupted dpkg left behind: ``journal`` when /var/lib/dpkg/updates holds
+    unapplied entries (apt then refuses: "dpkg was interrupted"), and ``<state> <package>``
+    for each package not in a final state (half-installed, unpacked, half-configured,
+    triggers-awaited, triggers-pending, or flagged reinst-required). Empty when dpkg is clean.
+
+    .. code:: python
+
+        ["journal", "half-configured rocm-core", "unpacked rocminfo"]
+    """
+
+    command = (
+        'if [ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ]; then echo journal; fi; '
+        "dpkg-query -W -f='${Status}\\t${Package}\\n' 2>/dev/null | awk -F'\\t' "
+        '\'{ split($1, s, " "); if (s[2] != "ok" || (s[3] != "installed" && '
+        's[3] != "config-files" && s[3] != "not-installed")) print s[3] " " $2 }\'; true'
+    )
+    default = list
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        return [line.strip() for line in output if line.strip()]
+
+
+class KeyringFingerprints(FactBase[list[str] | None]):
+    """
+    Primary-key fingerprints in a binary (dearmored) keyring, None when the file is missing.
+
+    .. code:: python
+
+        ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]
+    """
+
+    @override
+    def command(self, path: str) -> str:
+        q = quote(path)
+        return (
+            f"if ! test -e {q}; then echo {MISSING}; "
+            f"elif command -v gpg >/dev/null; then h=$(mktemp -d); "  # no ~/.gnupg left behind
+            f'gpg --homedir "$h" --batch --with-colons --show-keys {q} 2>/dev/null || true; '
+            f'rm -rf "$h"; else echo __nogpg; fi'
+        )
+
+    @override
+    def process(self, output: list[str]) -> list[str] | None:
+        if MISSING in output:
+            return None
+        fingerprints, primary = [], False
+        for line in output:
+            fields = line.split(":")
+            if fields[0] in ("pub", "sub"):
+                primary = fields[0] == "pub"
+            elif fields[0] == "fpr" and primary and len(fields) > 9:
+                fingerprints.append(fields[9].upper())
+                primary = False
+        return fingerprints
+
+
+class AptSourceLines(FactBase[list[list[str]]]):
+    """
+    The active lines of every apt source file that mention one of ``hosts``, as
+    [file, line] pairs (comments skipped), one-line and deb822 files alike.
+
+    .. code:: python
+
+        [["/etc/apt/sources.list.d/rocm.list",
+          "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] https://repo.radeon.com/..."]]
+    """
+
+    default = list
+
+    @override
+    def command(self, hosts: list[str] | tuple[str, ...]) -> str:
+        patterns = " ".join(f"-e {quote(re.escape(h))}" for h in hosts)
+        return f"grep -Hs {patterns} /etc/apt/sources.list /etc/apt/sources.list.d/* || true"
+
+    @override
+    def process(self, output: list[str]) -> list[list[str]]:
+        sources = []
+        for line in output:
+            path, _, body = line.partition(":")
+            if body.strip() and not body.lstrip().startswith("#"):
+                sources.append([path, body.strip()])
+        return sources
+
+
+class DebianMirror(FactBase[str | None]):
+    """
+    The Debian mirror the host's own apt sources use for its release (the first ``URIs:``
+    of a deb822 Debian source, else the first ``deb`` line of sources.list naming a
+    ``/debian`` archive), so a backports source points where the rest of its packages
+    come from. None when the host names none.
+
+    .. code:: python
+
+        "http://deb.debian.org/debian"
+    """
+
+    @override
+    def command(self) -> str:
+        deb822, one_line = (quote(p) for p in paths.DEBIAN_SOURCES)
+        return (
+            f"! test -r {deb822} || sed -n 's/^URIs:[[:space:]]*//p' {deb822}; "
+            f"! test -r {one_line} || sed -n 's/^deb[[:space:]]\\+\\(\\[[^]]*\\][[:space:]]*\\)"
+            f"\\?\\([^[:space:]]*\\).*/\\2/p' {one_line}"
+        )
+
+    @override
+    def process(self, output: list[str]) -> str | None:
+        for line in output:
+            for uri in line.split():
+                uri = uri.rstrip("/")
+                if uri.startswith(("http://", "https://")) and uri.endswith("/debian"):
+                    return uri
+        return None
+
+
+# Sizes apt prints (apt-pkg's SizeToStr: powers of 1000).
+_APT_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
+_INSTALLED = "already installed from this release"
+
+
+class AptInstallSize(FactBase[dict[str, object]]):
+    """
+    How many bytes apt says installing ``packages`` adds, asked read-only (no lock, no
+    cache files written): ``need`` is 0 when every package already carries
+    ``release_tag`` (apt isn't asked: loading its cache is slow), None when apt can't
+    resolve them (no source for them yet) or said nothing it could be read from.
+
+    .. code:: python
+
+        {"need": 2400000000, "message": "After this operation, 2,400 MB of additional ..."}
+    """
+
+    @staticmethod
+    def default() -> dict[str, object]:
+        return {"need": None, "message": ""}
+
+    @override
+    def command(self, packages: list[str] | tuple[str, ...], release_tag: str | None = None) -> str:
+        if not packages:
+            return "true"
+        names = " ".join(quote(p) for p in packages)
+        apt = (
+            "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --assume-no "
+            "-o Debug::NoLocking=1 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= "
+            f"{names} </dev/null 2>&1 | grep -E '^(After this operation|E:|[0-9]+ upgraded)' "
+            "|| true"
+        )
+        if not release_tag:
+            return apt
+        have = (
+            f"dpkg-query -W -f='${{db:Status-Abbrev}}${{Version}}\\n' {names} 2>/dev/null"
+            f" | grep -c '^ii.*[.]{release_tag}-'"
+        )
+        return f'if [ "$({have})" = {len(packages)} ]; then echo {_INSTALLED}; else {apt}; fi'
+
+    @override
+    def process(self, output: list[str]) -> dict[str, object]:
+        message = " ".join(line.strip() for line in output).strip()
+        return {"need": _apt_need(message), "message": message}
+
+
+def _apt_need(message: str) -> int | None:
+    if message == _INSTALLED:
+        return 0
+    if not message or message.startswith("E:") or " E:" in message:
+        return None
+    match = re.search(r"After this operation, ([\d.,]+) ([kMGT]?B) (of additional|disk)", message)
+    if not match:
+        return 0 if re.search(r"\b0 newly installed", message) else None
+    if "freed" in message:
+        return 0
+    number = float(match.group(1).replace(",", ""))
+    return int(number * _APT_UNITS[match.group(2)])

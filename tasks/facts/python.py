@@ -1,0 +1,198 @@
+"""Python facts: what torch sees in a venv, which distributions the venv holds, torch's build."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TypedDict
+
+from pyinfra.api import FactBase
+from typing_extensions import override
+
+from rocm_fleet.facts._shell import ABSENT, python_command, python_json, quote
+
+# ---------------------------------------------------------------------------------------
+# Python / torch in a venv
+# ---------------------------------------------------------------------------------------
+
+_TORCH_MARKER = "__torch_json="
+_TORCH_SCRIPT = """\
+import json
+r = dict(torch=None, hip=None, cuda=None, available=None, device_count=None,
+         devices=None, matmul=None, error=None, device_error=None)
+def err(e):
+    return ("%s: %s" % (type(e).__name__, e)).strip()
+try:
+    import torch
+except BaseException as e:
+    r["error"] = err(e)
+else:
+    r["torch"] = str(torch.__version__)
+    r["hip"] = getattr(torch.version, "hip", None)
+    r["cuda"] = getattr(torch.version, "cuda", None)
+    try:
+        r["available"] = bool(torch.cuda.is_available())
+        n = r["device_count"] = int(torch.cuda.device_count())
+        r["devices"] = []
+        for i in range(n):
+            full = getattr(torch.cuda.get_device_properties(i), "gcnArchName", None) or None
+            r["devices"].append(dict(index=i, name=torch.cuda.get_device_name(i),
+                                     arch=full.split(":")[0] if full else None, arch_full=full))
+    except Exception as e:
+        r["device_error"] = err(e)
+    if r["available"] and r["device_count"]:
+        try:
+            a = torch.ones(64, 64, device="cuda:0")
+            s = (a @ a).sum().item()
+            r["matmul"] = "ok" if s == 64 ** 3 else "wrong result: %r" % (s,)
+        except Exception as e:
+            r["matmul"] = err(e)
+print("__torch_json=" + json.dumps(r))
+"""
+
+
+class TorchDevice(TypedDict):
+    index: int
+    name: str
+    arch: str | None
+    arch_full: str | None
+
+
+class TorchInfoDict(TypedDict):
+    torch: str | None
+    hip: str | None
+    cuda: str | None
+    available: bool | None
+    device_count: int | None
+    devices: list[TorchDevice] | None
+    matmul: str | None
+    error: str | None
+    device_error: str | None
+
+
+class TorchInfo(FactBase[TorchInfoDict | None]):
+    """
+    What PyTorch in a given interpreter (typically a venv's ``bin/python``) sees.
+    Runs ``<python> -c <script>`` (killed after 300s) and never fails the host.
+    Returns ``None`` when the interpreter does not exist, otherwise (keys always present):
+
+    .. code:: python
+
+        {
+            "torch": "2.9.1+rocm6.4",
+            "hip": "6.4.43484",  # torch.version.hip, None on CUDA/CPU builds
+            "cuda": None,  # torch.version.cuda
+            "available": True,  # torch.cuda.is_available()
+            "device_count": 1,
+            "devices": [
+                {"index": 0, "name": "AMD Radeon RX 7900 XTX",
+                 "arch": "gfx1100", "arch_full": "gfx1100"},  # gcnArchName, split on ":"
+            ],
+            "matmul": "ok",  # ones(64,64) @ ones(64,64) on cuda:0; else error text; None if
+                             # no device
+            "error": None,  # "ModuleNotFoundError: No module named 'torch'" when torch does
+                            # not import (all other keys None), or the output's tail when
+                            # the interpreter crashed / timed out before printing its line
+            "device_error": None,  # exception raised while querying the devices
+        }
+    """
+
+    tool_timeout = 300
+
+    @override
+    def command(self, python: str) -> str:
+        return python_command(python, f"-c {quote(_TORCH_SCRIPT)}", self.tool_timeout)
+
+    @override
+    def process(self, output: list[str]) -> TorchInfoDict | None:
+        data, lines, rc = python_json(output, _TORCH_MARKER)
+        if data is ABSENT:
+            return None
+        if isinstance(data, dict):
+            return data  # type: ignore[return-value]
+        tail = " | ".join(line.strip() for line in lines if line.strip())
+        reason = "timed out" if rc == 124 else f"exited with {rc}"
+        error = f"python {reason}" + (f": {tail[-500:]}" if tail else "")
+        return {
+            "torch": None,
+            "hip": None,
+            "cuda": None,
+            "available": None,
+            "device_count": None,
+            "devices": None,
+            "matmul": None,
+            "error": error,
+            "device_error": None,
+        }
+
+
+class VenvDistributions(FactBase[dict[str, str] | None]):
+    """
+    Every distribution installed in a venv, read from its ``*.dist-info`` directory names
+    (the wheel spec puts the exact version, local label included, in the name), so no
+    Python starts: ``None`` when the venv has no site-packages.
+
+    .. code:: python
+
+        {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "pip": "23.0.1"}
+    """
+
+    @override
+    def command(self, venv: str) -> str:
+        root = quote(venv.rstrip("/") or "/")
+        return (
+            f'found=; for d in {root}/lib/python3*/site-packages; do [ -d "$d" ] || continue; '
+            'found=1; echo __site; for i in "$d"/*.dist-info; do [ -d "$i" ] && echo "${i##*/}"; '
+            f'done; done; [ -n "$found" ] || echo {ABSENT}'
+        )
+
+    @override
+    def process(self, output: list[str]) -> dict[str, str] | None:
+        if any(line.strip() == ABSENT for line in output):
+            return None
+        dists = {}
+        for line in output:
+            if line.strip() == "__site":
+                continue
+            name, _, version = line.strip().removesuffix(".dist-info").partition("-")
+            if name and version:
+                dists[name] = version
+        return dists
+
+
+_BUILD_LINE = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(.+?)\s*$")
+
+
+class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
+    """
+    torch's build strings from ``torch/version.py`` in a venv, read as text (no Python
+    starts): ``hip`` is set on ROCm builds, ``cuda`` on CUDA builds, both None on CPU
+    builds. ``None`` when the venv holds no torch.
+
+    .. code:: python
+
+        {"hip": "6.4.43484-123abc", "cuda": None}
+    """
+
+    @override
+    def command(self, venv: str) -> str:
+        root = quote(venv.rstrip("/") or "/")
+        return (
+            f'for f in {root}/lib/python3*/site-packages/torch/version.py; do [ -r "$f" ] '
+            "&& grep -E '^(hip|cuda)[ :=]' \"$f\" && echo __torch; done; true"
+        )
+
+    @override
+    def process(self, output: list[str]) -> dict[str, str | None] | None:
+        if not any(line.strip() == "__torch" for line in output):
+            return None
+        result: dict[str, str | None] = {"hip": None, "cuda": None}
+        for line in output:
+            match = _BUILD_LINE.match(line.strip())
+            if match:
+                try:
+                    value = ast.literal_eval(match.group(2))
+                except (ValueError, SyntaxError):
+                    continue
+                result[match.group(1)] = str(value) if value is not None else None
+        return result

@@ -1,0 +1,194 @@
+"""Secure Boot facts: the Secure Boot state and whether a certificate is (or will be) a MOK."""
+
+from __future__ import annotations
+
+import re
+from typing import TypedDict
+
+from pyinfra.api import FactBase
+from typing_extensions import override
+
+from rocm_fleet.facts._shell import ABSENT, MISSING, RC_PREFIX, joined, quote, split_rc
+
+# ---------------------------------------------------------------------------------------
+# Secure Boot / MOK
+# ---------------------------------------------------------------------------------------
+
+
+class SecureBootDict(TypedDict):
+    state: str
+    shim_validation_disabled: bool
+    setup_mode: bool
+    message: str
+
+
+class SecureBoot(FactBase[SecureBootDict]):
+    """
+    Secure Boot state from ``mokutil --sb-state`` (stdout+stderr; its exit status is
+    ignored: 0 for both enabled and disabled, 1/255 for the no-EFI cases).
+
+    .. code:: python
+
+        {
+            "state": "enabled",  # | "disabled" | "no_efi" | "unsupported" | "absent"
+                                 # | "unknown"
+            "shim_validation_disabled": False,  # "SecureBoot validation is disabled in shim"
+            "setup_mode": False,  # "Platform is in Setup Mode" (no PK, nothing enforced)
+            "message": "SecureBoot enabled",  # mokutil's text, "" when absent
+        }
+
+    ``no_efi``: "EFI variables are not supported on this system" (legacy BIOS boot).
+    ``unsupported``: "This system doesn't support Secure Boot" (EFI without the variable,
+    many VMs). ``absent``: mokutil is not installed.
+    """
+
+    @staticmethod
+    def default() -> SecureBootDict:
+        return {
+            "state": "unknown",
+            "shim_validation_disabled": False,
+            "setup_mode": False,
+            "message": "",
+        }
+
+    @override
+    def command(self) -> str:
+        return (
+            "if command -v mokutil >/dev/null 2>&1; then "
+            f'mokutil --sb-state </dev/null 2>&1; echo "{RC_PREFIX}$?"; '
+            f"else echo {ABSENT}; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> SecureBootDict:
+        lines, rc = split_rc(output)
+        result = self.default()
+        if rc is None and any(line.strip() == ABSENT for line in lines):
+            result["state"] = "absent"
+            return result
+        text = joined(lines)
+        lowered = text.lower()
+        result["message"] = text
+        result["shim_validation_disabled"] = "validation is disabled in shim" in lowered
+        result["setup_mode"] = "setup mode" in lowered
+        if "efi variables are not supported" in lowered:
+            result["state"] = "no_efi"
+        elif "doesn't support secure boot" in lowered:
+            result["state"] = "unsupported"
+        elif re.search(r"^secureboot enabled$", lowered, re.MULTILINE):
+            result["state"] = "enabled"
+        elif re.search(r"^secureboot disabled$", lowered, re.MULTILINE):
+            result["state"] = "disabled"
+        return result
+
+
+class MokKeyStateDict(TypedDict):
+    state: str
+    message: str
+
+
+class MokKeyState(FactBase[MokKeyStateDict]):
+    """
+    Whether a certificate (e.g. ``/var/lib/dkms/mok.pub``) is a Machine Owner Key,
+    from ``mokutil --test-key <path>``. Parses the text only: the exit codes were
+    inverted between mokutil releases.
+
+    .. code:: python
+
+        {
+            "state": "enrolled",  # "... is already enrolled" (or "... is already in db")
+            # | "pending"        "... is already in the enrollment request" (reboot into
+            #                    MokManager still needed)
+            # | "not_enrolled"   "... is not enrolled"
+            # | "blocked"        "... is blocked in dbx / MokListX" (newer mokutil)
+            # | "missing"        the certificate file does not exist
+            # | "absent"         mokutil is not installed (checked first)
+            # | "unknown"        anything else, e.g. no EFI, not a valid certificate
+            "message": "/var/lib/dkms/mok.pub is already enrolled",
+        }
+    """
+
+    @staticmethod
+    def default() -> MokKeyStateDict:
+        return {"state": "unknown", "message": ""}
+
+    @override
+    def command(self, path: str) -> str:
+        cert = quote(path)
+        return (
+            f"if ! command -v mokutil >/dev/null 2>&1; then echo {ABSENT}; "
+            f"elif ! test -e {cert}; then echo {MISSING}; "
+            f'else mokutil --test-key {cert} </dev/null 2>&1; echo "{RC_PREFIX}$?"; fi'
+        )
+
+    @override
+    def process(self, output: list[str]) -> MokKeyStateDict:
+        lines, rc = split_rc(output)
+        markers = {line.strip() for line in lines}
+        if rc is None and ABSENT in markers:
+            return {"state": "absent", "message": ""}
+        if rc is None and MISSING in markers:
+            return {"state": "missing", "message": ""}
+        text = joined(lines)
+        if "is already in the enrollment request" in text:
+            state = "pending"
+        elif "is not enrolled" in text:
+            state = "not_enrolled"
+        elif "is already enrolled" in text or "is already in db" in text:
+            state = "enrolled"
+        elif re.search(r"is blocked in (dbx|MokListX)", text):
+            state = "blocked"
+        else:
+            state = "unknown"
+        return {"state": state, "message": text}
+
+
+class MokPendingDict(TypedDict):
+    pending: bool
+    fingerprint: str | None
+    requests: list[str]
+
+
+class MokPending(FactBase[MokPendingDict | None]):
+    """
+    Whether a certificate is in the pending MOK enrollment request (MokNew), from
+    ``mokutil --list-new``: the SHA1 fingerprints it lists are compared with ``sha1sum`` of
+    the DER certificate (older mokutil's ``--test-key`` says "already enrolled" for a
+    queued key too). ``None`` when mokutil is not installed or the certificate is missing.
+
+    .. code:: python
+
+        {
+            "pending": True,
+            "fingerprint": "c8:39:a7:...",  # the certificate's SHA1
+            "requests": ["c8:39:a7:..."],  # every fingerprint in MokNew
+        }
+    """
+
+    @override
+    def command(self, path: str) -> str:
+        cert = quote(path)
+        return (
+            f"if ! command -v mokutil >/dev/null 2>&1 || ! test -e {cert}; then "
+            f"echo {ABSENT}; else "
+            f'echo "__sha1=$(sha1sum {cert} | cut -c1-40)"; '
+            "mokutil --list-new </dev/null 2>&1 || true; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> MokPendingDict | None:
+        if any(line.strip() == ABSENT for line in output):
+            return None
+        fingerprint, requests = None, []
+        for line in output:
+            line = line.strip()
+            if line.startswith("__sha1="):
+                raw = line[len("__sha1=") :].lower()
+                fingerprint = ":".join(raw[i : i + 2] for i in range(0, len(raw), 2))
+            elif line.lower().startswith("sha1 fingerprint:"):
+                requests.append(line.split(":", 1)[1].strip().lower())
+        return {
+            "pending": fingerprint is not None and fingerprint in requests,
+            "fingerprint": fingerprint,
+            "requests": requests,
+        }

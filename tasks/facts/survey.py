@@ -1,0 +1,74 @@
+"""Many facts in one command: one SSH round trip instead of one per fact.
+
+A :class:`Read` names a fact and its arguments under a key; :class:`Survey` runs each read's
+command in a section of one shell script and parses each section with that fact's own
+``process``, so a fact's answer is the same whether it is read alone or in a survey. The
+preflight reads everything the plan of a converged host needs in one survey and remembers
+each answer (``facts.cache``), so planning asks the host nothing more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyinfra.api import FactBase
+from pyinfra.api.exceptions import FactProcessError
+from typing_extensions import override
+
+from rocm_fleet.facts._shell import joined
+
+_MARKER = "__survey_section="
+
+
+@dataclass(frozen=True)
+class Read:
+    """One fact of a survey: its key in the result, the fact class, its arguments."""
+
+    key: str
+    fact: type[FactBase]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __repr__(self) -> str:  # what pyinfra's debug log prints for the survey's arguments
+        return self.key
+
+
+class Survey(FactBase["dict[str, Any]"]):
+    """
+    The answers of several facts, read in one command: ``{read.key: answer}``. A fact
+    whose output is empty gets its ``default`` (as pyinfra does); a section that ends
+    with an error doesn't stop the others (each section's stderr is dropped).
+
+    .. code:: python
+
+        {"packages": {"curl": "7.88.1-10+deb12u14", ...}, "kernel": "6.1.0-28-amd64", ...}
+    """
+
+    @override
+    def command(self, reads: list[Read] | tuple[Read, ...]) -> str:
+        self._reads = list(reads)
+        if len({read.key for read in self._reads}) != len(self._reads):
+            raise ValueError("survey keys must be unique")
+        sections = [
+            f"echo {_MARKER}{index}; {{ {read.fact().command(**read.kwargs)}; }} 2>/dev/null"
+            for index, read in enumerate(self._reads)
+        ]
+        return "; ".join([*sections, "true"])
+
+    @override
+    def process(self, output: list[str]) -> dict[str, Any]:
+        sections: dict[int, list[str]] = {}
+        current: list[str] | None = None
+        for line in output:
+            if line.startswith(_MARKER):
+                current = sections.setdefault(int(line[len(_MARKER) :]), [])
+            elif current is not None:
+                current.append(line)
+        if len(sections) != len(self._reads):
+            raise FactProcessError(f"incomplete survey output: {joined(output)[-500:]!r}")
+        result = {}
+        for index, read in enumerate(self._reads):
+            fact = read.fact()
+            lines = sections[index]
+            result[read.key] = fact.process(lines) if lines else fact.default()
+        return result

@@ -1,0 +1,367 @@
+"""System facts: the distribution, the kernel, identity, modules, disk space, reboots,
+and NVIDIA's stack."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import TypedDict
+
+from pyinfra.api import FactBase
+from typing_extensions import override
+
+from rocm_fleet import paths
+from rocm_fleet.facts._shell import quote
+from rocm_fleet.facts.apt import InstalledPackages
+
+
+class DistroReleaseDict(TypedDict):
+    id: str | None
+    id_like: list[str]
+    version_id: str | None
+    codename: str | None
+    point_release: str | None
+    pretty_name: str | None
+
+
+class DistroRelease(FactBase[DistroReleaseDict | None]):
+    """
+    ``/etc/os-release`` plus the point release, which Debian only keeps in
+    ``DEBIAN_VERSION_FULL`` (13+) or ``/etc/debian_version`` and Ubuntu in ``VERSION``.
+    ``None`` when ``/etc/os-release`` does not exist.
+
+    .. code:: python
+
+        {
+            "id": "debian",
+            "id_like": [],  # Debian has no ID_LIKE; Ubuntu: ["debian"]
+            "version_id": "12",
+            "codename": "bookworm",  # VERSION_CODENAME, else UBUNTU_CODENAME
+            "point_release": "12.9",  # Ubuntu: "24.04.3"; None if unknown
+            "pretty_name": "Debian GNU/Linux 12 (bookworm)",
+        }
+    """
+
+    @override
+    def command(self) -> str:
+        return (
+            "! test -e /etc/os-release || cat /etc/os-release; "
+            "if test -e /etc/debian_version; then "
+            'printf "__debian_version=%s\\n" "$(cat /etc/debian_version)"; fi'
+        )
+
+    @override
+    def process(self, output: list[str]) -> DistroReleaseDict | None:
+        items: dict[str, str] = {}
+        debian_version = None
+        for line in output:
+            line = line.strip()
+            if line.startswith("__debian_version="):
+                debian_version = line.partition("=")[2].strip()
+            elif "=" in line and not line.startswith("#"):
+                key, _, value = line.partition("=")
+                value = value.strip()
+                if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                    value = value[1:-1]
+                items[key.strip()] = value
+        if "ID" not in items:
+            return None
+
+        point = items.get("DEBIAN_VERSION_FULL")
+        numeric = debian_version and re.fullmatch(r"\d+(\.\d+)*", debian_version)
+        if not point and items["ID"] == "debian" and numeric:
+            point = debian_version
+        if not point:
+            match = re.match(r"(\d+(?:\.\d+)+)", items.get("VERSION", ""))
+            point = match.group(1) if match else None
+        return {
+            "id": items["ID"].lower(),
+            "id_like": items.get("ID_LIKE", "").split(),
+            "version_id": items.get("VERSION_ID"),
+            "codename": items.get("VERSION_CODENAME") or items.get("UBUNTU_CODENAME"),
+            "point_release": point,
+            "pretty_name": items.get("PRETTY_NAME"),
+        }
+
+
+class RunningKernel(FactBase[str]):
+    """
+    The running kernel's release, ``uname -r``: ``"6.1.0-50-amd64"``.
+    """
+
+    @override
+    def command(self) -> str:
+        return "uname -r"
+
+    @override
+    def process(self, output: list[str]) -> str:
+        return output[0].strip() if output else ""
+
+
+class RebootRequiredDict(TypedDict):
+    required: bool
+    packages: list[str]
+    reasons: list[str]
+
+
+class RebootRequired(FactBase[RebootRequiredDict]):
+    """
+    Whether the host waits for a reboot, where Debian and Ubuntu record it:
+    ``/run/reboot-required`` (exists), ``/run/reboot-required.pkgs`` (one package per line,
+    the packages that asked), plus rocm-fleet's own reasons (one per line) in
+    ``/run/rocm-fleet/reboot-reasons``. /run is a tmpfs, so a reboot clears all three.
+
+    .. code:: python
+
+        {
+            "required": True,
+            "packages": ["linux-image-6.12.95+deb12-amd64"],
+            "reasons": ["new kernel 6.12.95+deb12-amd64 (running 6.1.0-50-amd64)"],
+        }
+    """
+
+    @staticmethod
+    def default() -> RebootRequiredDict:
+        return {"required": False, "packages": [], "reasons": []}
+
+    @override
+    def command(self) -> str:
+        return (
+            f"if test -e {paths.REBOOT_REQUIRED}; then echo __required; fi; "
+            f"if test -r {paths.REBOOT_PACKAGES}; then "
+            f"sed 's/^/__pkg=/' {paths.REBOOT_PACKAGES}; fi; "
+            f"if test -r {paths.REBOOT_REASONS}; then "
+            f"sed 's/^/__reason=/' {paths.REBOOT_REASONS}; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> RebootRequiredDict:
+        result = self.default()
+        for line in output:
+            line = line.strip()
+            if line == "__required":
+                result["required"] = True
+            for prefix, key in (("__pkg=", "packages"), ("__reason=", "reasons")):
+                value = line[len(prefix) :].strip() if line.startswith(prefix) else ""
+                if value and value not in result[key]:  # type: ignore[literal-required]
+                    result[key].append(value)  # type: ignore[literal-required]
+        return result
+
+
+# NVIDIA's driver and CUDA stack as Debian and Ubuntu package it (Debian non-free:
+# nvidia-driver, nvidia-kernel-dkms, libcuda1, libnvidia-*; Ubuntu: nvidia-driver-<branch>,
+# nvidia-dkms-<branch>, libnvidia-compute-<branch>, xserver-xorg-video-nvidia-<branch>;
+# NVIDIA's own CUDA repository: cuda, cuda-*, libcudnn*, libnccl*).
+NVIDIA_PACKAGE_PATTERNS = (
+    "nvidia-*",
+    "libnvidia-*",
+    "cuda",
+    "cuda-*",
+    "libcuda*",
+    "libcudnn*",
+    "libnccl*",
+    "xserver-xorg-video-nvidia*",
+)
+# Names the patterns catch that are not NVIDIA's driver or CUDA: the free EGL platform
+# libraries in Debian/Ubuntu main (source egl-wayland, egl-gbm, egl-x11) that Mesa
+# desktops carry, and nvidia-texture-tools (image tools, no driver).
+NVIDIA_PACKAGE_EXCEPTIONS = re.compile(
+    r"^(libnvidia-egl-(wayland|gbm|xcb|xlib)\d*|nvidia-texture-tools)$"
+)
+
+
+class NvidiaStackDict(TypedDict):
+    packages: list[str]
+    modules: list[str]
+
+
+class NvidiaStack(FactBase[NvidiaStackDict]):
+    """
+    NVIDIA's driver and CUDA stack on the host: installed packages whose names match
+    ``NVIDIA_PACKAGE_PATTERNS`` (half-installed ones count; removed ones that left only
+    config files don't) and loaded ``nvidia*`` kernel modules, from the same two reads as
+    ``InstalledPackages`` and ``LoadedModules`` (see ``nvidia_stack``).
+
+    .. code:: python
+
+        {
+            "packages": ["libcuda1", "nvidia-driver", "nvidia-kernel-dkms"],  # sorted
+            "modules": ["nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm"],  # sorted
+        }
+    """
+
+    @staticmethod
+    def default() -> NvidiaStackDict:
+        return {"packages": [], "modules": []}
+
+    @override
+    def command(self) -> str:
+        return f"{InstalledPackages().command()}; echo __modules; {LoadedModules().command()}"
+
+    @override
+    def process(self, output: list[str]) -> NvidiaStackDict:
+        split = output.index("__modules") if "__modules" in output else len(output)
+        packages = InstalledPackages().process(output[:split])
+        return nvidia_stack(packages, LoadedModules().process(output[split + 1 :]))
+
+
+class Architecture(FactBase[str | None]):
+    """dpkg's architecture (``amd64``), None without dpkg."""
+
+    @override
+    def command(self) -> str:
+        return "dpkg --print-architecture 2>/dev/null || true"
+
+    @override
+    def process(self, output: list[str]) -> str | None:
+        return next((line.strip() for line in output if line.strip()), None)
+
+
+class IdentityDict(TypedDict):
+    uid: int | None
+    user: str | None
+
+
+class Identity(FactBase[IdentityDict]):
+    """Who the deploy's commands run as (after ``_sudo``): ``{"uid": 0, "user": "root"}``."""
+
+    @staticmethod
+    def default() -> IdentityDict:
+        return {"uid": None, "user": None}
+
+    @override
+    def command(self) -> str:
+        return "id -u; id -un"
+
+    @override
+    def process(self, output: list[str]) -> IdentityDict:
+        words = [line.strip() for line in output if line.strip()]
+        uid = words[0] if words else ""
+        return {
+            "uid": int(uid) if uid.isdigit() else None,
+            "user": words[1] if len(words) > 1 else None,
+        }
+
+
+class Wsl(FactBase[bool]):
+    """Whether the host is WSL (its interop binfmt or /run/WSL exist)."""
+
+    @staticmethod
+    def default() -> bool:
+        return False
+
+    @override
+    def command(self) -> str:
+        return (
+            "! test -e /proc/sys/fs/binfmt_misc/WSLInterop || echo interop; "
+            "! test -e /run/WSL || echo run"
+        )
+
+    @override
+    def process(self, output: list[str]) -> bool:
+        return any(line.strip() for line in output)
+
+
+class LoadedModules(FactBase[list[str]]):
+    """Names of the loaded kernel modules, from /proc/modules (sorted)."""
+
+    default = list
+
+    @override
+    def command(self) -> str:
+        return '! test -r /proc/modules || while read -r m _; do echo "$m"; done < /proc/modules'
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        return sorted({line.strip() for line in output if line.strip()})
+
+
+class AmdgpuModuleDict(TypedDict):
+    loaded: bool
+    version: str | None
+    initstate: str | None
+
+
+class AmdgpuModule(FactBase[AmdgpuModuleDict]):
+    """
+    The amdgpu kernel module: loaded, its version (only AMD's DKMS build has one) and
+    init state, from /sys/module/amdgpu.
+
+    .. code:: python
+
+        {"loaded": True, "version": "6.12.12" | None, "initstate": "live" | None}
+    """
+
+    @staticmethod
+    def default() -> AmdgpuModuleDict:
+        return {"loaded": False, "version": None, "initstate": None}
+
+    @override
+    def command(self) -> str:
+        return (
+            "if [ -d /sys/module/amdgpu ]; then echo loaded; "
+            "! test -r /sys/module/amdgpu/version || "
+            "echo version=$(cat /sys/module/amdgpu/version); "
+            "! test -r /sys/module/amdgpu/initstate || "
+            "echo initstate=$(cat /sys/module/amdgpu/initstate); fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> AmdgpuModuleDict:
+        lines = [line.strip() for line in output]
+        values = dict(line.split("=", 1) for line in lines if "=" in line)
+        return {
+            "loaded": "loaded" in lines,
+            "version": values.get("version") or None,
+            "initstate": values.get("initstate") or None,
+        }
+
+
+class FreeSpaceDict(TypedDict):
+    path: str
+    mount: str
+    avail: int
+
+
+class FreeSpace(FactBase[list[FreeSpaceDict]]):
+    """
+    Free bytes on the filesystem of each of ``paths`` (a missing path is measured at its
+    nearest existing parent), with the mount point.
+
+    .. code:: python
+
+        [{"path": "/opt", "mount": "/", "avail": 80000000000}]
+    """
+
+    default = list
+
+    @override
+    def command(self, paths: list[str] | tuple[str, ...]) -> str:
+        if not paths:
+            return "true"
+        return (
+            f"for p in {' '.join(quote(p) for p in paths)}; do d=$p; "
+            'while [ ! -e "$d" ]; do d=$(dirname "$d"); done; '
+            'df -Pk "$d" | tail -n +2 | sed "s|^|$p |"; done'
+        )
+
+    @override
+    def process(self, output: list[str]) -> list[FreeSpaceDict]:
+        disk: list[FreeSpaceDict] = []
+        for line in output:
+            parts = line.split()
+            if len(parts) >= 7 and parts[4].isdigit():
+                disk.append({"path": parts[0], "mount": parts[6], "avail": int(parts[4]) * 1024})
+        return disk
+
+
+def nvidia_stack(packages: dict[str, str], modules: list[str]) -> NvidiaStackDict:
+    """``NvidiaStack``'s answer from an ``InstalledPackages`` listing and ``LoadedModules``."""
+    names = sorted(
+        name
+        for name in packages
+        if any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_PATTERNS)
+        and not NVIDIA_PACKAGE_EXCEPTIONS.match(name)
+    )
+    loaded = sorted({m.strip() for m in modules if m.strip().startswith("nvidia")})
+    return {"packages": names, "modules": loaded}

@@ -1,0 +1,53 @@
+"""User and group facts."""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+from pyinfra.api import FactBase
+from typing_extensions import override
+
+from rocm_fleet.facts._shell import quote
+
+
+class GroupMembershipDict(TypedDict):
+    groups: list[str]
+    users: dict[str, list[str] | None]
+
+
+class GroupMembership(FactBase[GroupMembershipDict]):
+    """
+    Which of ``groups`` exist, and each of ``users``' groups (None: no such user), in one
+    round trip.
+
+    .. code:: python
+
+        {"groups": ["video", "render"], "users": {"alice": ["alice", "video"], "bob": None}}
+    """
+
+    @staticmethod
+    def default() -> GroupMembershipDict:
+        return {"groups": [], "users": {}}
+
+    @override
+    def command(self, groups: list[str], users: list[str]) -> str:
+        group_words = " ".join(quote(g) for g in groups)
+        user_words = " ".join(quote(u) for u in users)
+        return (
+            f'for g in {group_words}; do getent group "$g" >/dev/null && echo "__group $g"; '
+            f'done; for u in {user_words}; do if id "$u" >/dev/null 2>&1; '
+            f'then echo "__user $u $(id -nG "$u")"; else echo "__nouser $u"; fi; done; true'
+        )
+
+    @override
+    def process(self, output: list[str]) -> GroupMembershipDict:
+        result: GroupMembershipDict = {"groups": [], "users": {}}
+        for line in output:
+            words = line.split()
+            if len(words) >= 2 and words[0] == "__group":
+                result["groups"].append(words[1])
+            elif len(words) >= 2 and words[0] == "__user":
+                result["users"][words[1]] = words[2:]
+            elif len(words) == 2 and words[0] == "__nouser":
+                result["users"][words[1]] = None
+        return result

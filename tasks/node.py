@@ -1,0 +1,56 @@
+"""The whole node as one deploy: the checklist every rocm-fleet run follows.
+
+``deploy.py`` calls it for the pyinfra CLI; a project of your own composes it beside its
+other deploys (``from rocm_fleet import rocm_node``; ``rocm_node()``, global arguments such
+as ``_sudo=True`` apply to every operation inside). Settings come from each host's
+inventory data (``rocm_fleet.settings``).
+"""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import deploy
+
+from rocm_fleet.config import load_config
+from rocm_fleet.cuda import migrate_from_cuda
+from rocm_fleet.driver import configure_driver
+from rocm_fleet.groups import configure_groups
+from rocm_fleet.kernel import configure_kernel
+from rocm_fleet.preflight import preflight
+from rocm_fleet.pytorch import install_pytorch, remove_pytorch
+from rocm_fleet.reboot import reboot_if_needed
+from rocm_fleet.repository import install_repository, remove_repository
+from rocm_fleet.rocm import install_rocm, remove_rocm
+from rocm_fleet.secureboot import configure_secure_boot
+from rocm_fleet.verify import verify_node
+
+
+@deploy("rocm-fleet")
+def rocm_node() -> None:
+    """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it
+    (``rocm_state: absent``). Idempotent: a second run changes nothing."""
+    # Bad inventory data stops the whole run here, before any host is touched.
+    config = load_config(host.data.dict(), host.name)
+
+    if config.rocm_state == "absent":
+        remove_pytorch(config)
+        remove_rocm(config)
+        remove_repository(config)
+        return
+
+    # One read of the host; a host that can't take the release is refused, unchanged.
+    distro = preflight(config)
+    if distro is None:
+        return
+    # (reason, operation) pairs whose change needs a reboot, for reboot_if_needed.
+    needs_reboot = migrate_from_cuda(config) if config.rocm_migrate_from_cuda else []
+    needs_reboot += configure_kernel(config, distro)
+    install_repository(config, distro)
+    needs_reboot += configure_driver(config, distro)
+    needs_reboot += configure_secure_boot(config, distro)
+    install_rocm(config)
+    configure_groups(config)
+    if config.pytorch_install:
+        install_pytorch(config)
+    reboot_if_needed(config, needs_reboot)
+    verify_node(config)

@@ -1,0 +1,118 @@
+"""The GPU check: rocminfo and torch see the expected GPUs, torch computes on them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyinfra import host
+from pyinfra.api import operation
+
+from rocm_fleet.facts.cache import read_fact
+from rocm_fleet.facts.gpu import RocmAgents
+from rocm_fleet.facts.python import TorchInfo
+from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.system import RebootRequired
+from rocm_fleet.operations._script import failure
+
+
+def gpu_problems(
+    agents: dict[str, Any] | None,
+    torch: dict[str, Any] | None,
+    expected_gfx: list[str],
+    expected_count: int | None,
+    check_torch: bool,
+) -> tuple[list[str], str]:
+    """Compare rocminfo's and torch's view with the inventory.
+
+    Returns (problems, summary): an empty problem list means the node is as expected.
+    """
+    problems: list[str] = []
+    gpus = (agents or {}).get("gpus") or []
+    found = [gpu["name"] for gpu in gpus]
+    found_text = ", ".join(found) or "no GPU agent"
+    wanted = [g for g in found if g in expected_gfx] if expected_gfx else found
+
+    if expected_count == 0:
+        summary = f"GPU-less host as configured (rocminfo: {found_text})"
+    else:
+        if not agents or agents.get("status") != "ok":
+            status = (agents or {}).get("status", "absent")
+            message = (agents or {}).get("message", "")
+            problems.append(f"rocminfo did not run cleanly ({status}: {message})".strip())
+        expected_text = "/".join(expected_gfx) if expected_gfx else "any AMD GPU"
+        if expected_count is not None and len(wanted) != expected_count:
+            problems.append(
+                f"expected {expected_count} x {expected_text}, rocminfo found {len(wanted)} "
+                f"({found_text})"
+            )
+        elif not wanted:
+            problems.append(f"expected {expected_text}, rocminfo found {found_text}")
+        summary = f"rocminfo: {found_text}"
+
+    if check_torch:
+        problems += _torch_problems(torch, wanted, expected_count)
+        if torch and not torch.get("error"):
+            summary += (
+                f"; torch {torch.get('torch')} (hip {torch.get('hip')}) sees "
+                f"{torch.get('device_count')} device(s) {_archs(torch)}"
+            )
+    return problems, summary
+
+
+def _torch_problems(torch: dict[str, Any] | None, wanted: list[str], count: int | None):
+    if torch is None:
+        return ["torch is not installed in the venv"]
+    if torch.get("error"):
+        return [f"torch failed to import: {torch['error']}"]
+    if not torch.get("hip"):
+        cuda = torch.get("cuda")
+        return [f"torch {torch.get('torch')} is not a ROCm build (torch.version.cuda={cuda})"]
+    if count == 0:
+        return []
+    problems = []
+    if not torch.get("available"):
+        problems.append("torch.cuda.is_available() is False")
+    archs = _archs(torch)
+    missing = [g for g in set(wanted) if archs.count(g) < wanted.count(g)]
+    if missing:
+        problems.append(f"torch sees {archs}, expected {wanted}")
+    if torch.get("device_error"):
+        problems.append(f"querying the devices failed: {torch['device_error']}")
+    if torch.get("available") and torch.get("matmul") != "ok":
+        problems.append(f"a matmul on cuda:0 failed: {torch.get('matmul')}")
+    return problems
+
+
+def _archs(torch: dict[str, Any]) -> list[str]:
+    return [device.get("arch") or "?" for device in torch.get("devices") or []]
+
+
+@operation()
+def gpu_verified(expected_gfx: list[str], expected_count: int | None, python: str | None):
+    """
+    Fail the host unless rocminfo and torch report the expected GPUs (or a reboot this
+    deploy asked for is still pending, which explains a GPU the running kernel can't drive).
+
+    + expected_gfx: gfx targets that must be present (empty: any AMD GPU)
+    + expected_count: how many of them (None: at least one; 0: GPU-less host)
+    + python: the venv's python, or None when PyTorch is not installed
+    """
+    if not host.state.is_executing:
+        host.noop("checked after the install, when the deploy runs")
+        return
+    reads = [Read("rocminfo", RocmAgents)]
+    if python:
+        reads.append(Read("torch", TorchInfo, {"python": python}))
+    health = host.get_fact(Survey, reads=reads)  # both in one round trip
+    agents, torch = health["rocminfo"], health.get("torch")
+    problems, summary = gpu_problems(agents, torch, expected_gfx, expected_count, bool(python))
+    if not problems:
+        host.noop(summary)
+        return
+    # A kernel, driver or MOK key this run installed works only after the reboot that
+    # tasks/reboot.py was not allowed to do: report, don't fail; the run lists the host.
+    pending = read_fact(RebootRequired)["reasons"]
+    if pending:
+        host.noop(f"GPU check waits for a reboot ({'; '.join(pending)}): " + "; ".join(problems))
+        return
+    yield failure(f"GPU verification failed on {host.name}: " + "; ".join(problems))

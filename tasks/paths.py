@@ -1,0 +1,99 @@
+"""Every path rocm-fleet writes on a host (and the few it reads by a fixed name), in one place.
+
+Operations, facts, preflight, the survey and the command-line tools import these names;
+no other module types out a host path. Paths AMD or Debian document are cited; the rest
+are rocm-fleet's own choices, kept under names that say so (``rocm-fleet``).
+"""
+
+from __future__ import annotations
+
+# --- AMD's classic repository (repo.radeon.com) ---------------------------------------------
+# Keyring, source list and pin file names: every AMD install page 5.7 -> 7.2
+# (rocm-install-on-linux docs/install/native-install/ubuntu.rst; fact sheet §3.1, §3.2).
+ROCM_KEYRING = "/etc/apt/keyrings/rocm.gpg"
+ROCM_SOURCE = "/etc/apt/sources.list.d/rocm.list"
+AMDGPU_SOURCE = "/etc/apt/sources.list.d/amdgpu.list"
+ROCM_PIN = "/etc/apt/preferences.d/rocm-pin-600"
+
+# --- ROCm on the host ------------------------------------------------------------------------
+ROCM_ROOT = "/opt/rocm"
+# Widely used by tools to read the installed release (fact sheet §4; not from AMD's docs).
+ROCM_VERSION_FILE = f"{ROCM_ROOT}/.info/version"
+# AMD's post-install step: /opt/rocm/lib{,64} on the loader path (post-install.rst, §4).
+LD_CONF = "/etc/ld.so.conf.d/rocm.conf"
+# rocm-fleet's own: /opt/rocm/bin on login shells' PATH.
+PROFILE = "/etc/profile.d/rocm.sh"
+
+# --- Debian backports (tasks/kernel.py) -------------------------------------------------------
+BACKPORTS_SOURCE = "/etc/apt/sources.list.d/rocm-fleet-backports.sources"
+BACKPORTS_PIN = "/etc/apt/preferences.d/rocm-fleet-backports"
+# The Debian archive keyring every Debian host has (package debian-archive-keyring).
+DEBIAN_ARCHIVE_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+# Where a Debian host names its mirror: deb822 (bookworm's default) or the one-line file.
+DEBIAN_SOURCES = ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list")
+
+# --- rocm-fleet's own state (removed last by rocm_state: absent) ------------------------------
+STATE_DIR = "/var/lib/rocm-fleet"
+# Touched after each `apt-get update` the deploy runs for a source (operations.apt).
+APT_LISTS_STAMP = f"{STATE_DIR}/apt-lists.stamp"
+AMDGPU_LISTS_STAMP = f"{STATE_DIR}/amdgpu-lists.stamp"
+BACKPORTS_LISTS_STAMP = f"{STATE_DIR}/backports-lists.stamp"
+# Distribution packages the deploy installed (not the ones already there), for uninstalling.
+PACKAGE_LEDGER = f"{STATE_DIR}/installed-packages"
+# Directories the deploy created (the venv's parents, e.g. /opt/rocm-fleet), for uninstalling.
+DIRECTORY_LEDGER = f"{STATE_DIR}/created-directories"
+
+# --- Secure Boot: the DKMS module signing key per distro (fact sheet §5) ----------------------
+# (certificate, private key): DKMS >= 3.0.4 on Debian; DKMS's Ubuntu branch (shim-signed).
+MOK_KEYS = {
+    "debian": ("/var/lib/dkms/mok.pub", "/var/lib/dkms/mok.key"),
+    "ubuntu": ("/var/lib/shim-signed/mok/MOK.der", "/var/lib/shim-signed/mok/MOK.priv"),
+}
+
+# --- Reboots: where Debian/Ubuntu's package hooks and rocm-fleet record them (/run: tmpfs) -----
+REBOOT_REQUIRED = "/run/reboot-required"
+REBOOT_PACKAGES = "/run/reboot-required.pkgs"
+RUN_DIR = "/run/rocm-fleet"
+REBOOT_REASONS = f"{RUN_DIR}/reboot-reasons"
+# The MOK password's crypt hash lives here only for the length of one `mokutil --import`.
+MOK_HASH = f"{RUN_DIR}/mok-import.hash"
+
+# --- What the install fills up (preflight's free-space check) ---------------------------------
+# AMD's packages unpack under /opt/rocm-X.Y.Z; apt downloads them to its archive cache first.
+INSTALL_PATHS = ("/opt", "/var/cache/apt/archives")
+
+# --- The default PyTorch venv -----------------------------------------------------------------
+DEFAULT_VENV = "/opt/rocm-fleet/venv"
+
+# Every text file a deploy may write, in the order the survey reads them: the plan of a
+# converged host is answered from one read of all of them (facts.survey). A file added to a
+# task goes here, or the plan reads it with a round trip of its own.
+MANAGED_FILES = (
+    ROCM_SOURCE,
+    AMDGPU_SOURCE,
+    ROCM_PIN,
+    LD_CONF,
+    PROFILE,
+    BACKPORTS_SOURCE,
+    BACKPORTS_PIN,
+    APT_LISTS_STAMP,
+    AMDGPU_LISTS_STAMP,
+    BACKPORTS_LISTS_STAMP,
+)
+# Every keyring a deploy may write (their fingerprints are read, not their digests).
+MANAGED_KEYRINGS = (ROCM_KEYRING,)
+
+
+def venv_python(venv: str) -> str:
+    """The interpreter of a venv."""
+    return f"{venv.rstrip('/')}/bin/python"
+
+
+def venv_marker(venv: str) -> str:
+    """The file every venv has (PEP 405), whose presence means the venv exists."""
+    return f"{venv.rstrip('/')}/pyvenv.cfg"
+
+
+def parent(path: str) -> str:
+    """The directory of ``path`` ("/" for a top-level entry)."""
+    return path.rsplit("/", 1)[0] or "/"

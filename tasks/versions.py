@@ -1,0 +1,73 @@
+"""Version parsing and comparison, in one place: ROCm releases, kernel releases, AMD's
+package versions.
+
+Every other module compares versions through these functions, so a rule (Debian's kernel
+ABI numbers, AMD's release tag) is written once.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """A dotted release as numbers for ordering: "6.4.3" -> (6, 4, 3), "7.14" -> (7, 14)."""
+    return tuple(int(part) for part in version.split("."))
+
+
+_KERNEL = re.compile(r"^(\d+(?:\.\d+)*)(?:-(\d+))?")
+
+
+def kernel_key(release: str) -> tuple[int, ...]:
+    """A kernel release (``uname -r``) as numbers for ordering: the upstream version padded
+    to three parts, then the distribution's ABI number when it has one.
+
+    * Debian <= 12 and Ubuntu put an ABI number after the upstream version, and bump it
+      for each security update: "6.1.0-28-amd64" -> (6, 1, 0, 28) is older than
+      "6.1.0-31-amd64" -> (6, 1, 0, 31).
+    * Debian 13 and backports put the full upstream version first and no ABI number:
+      "6.12.38+deb13-amd64" -> (6, 12, 38, 0), "6.12.12+bpo-amd64" -> (6, 12, 12, 0).
+    * A bare minimum such as "6.12" -> (6, 12, 0, 0), so any 6.12 kernel satisfies it.
+
+    An unparsable release is () (older than everything).
+    """
+    match = _KERNEL.match(release or "")
+    if not match:
+        return ()
+    upstream = [int(part) for part in match.group(1).split(".")][:3]
+    upstream += [0] * (3 - len(upstream))
+    return (*upstream, int(match.group(2) or 0))
+
+
+def newer_kernels(running: str, installed: list[str]) -> list[str]:
+    """The installed kernel releases newer than the running one, oldest first."""
+    return sorted(
+        (k for k in installed if k != running and kernel_key(k) > kernel_key(running)),
+        key=kernel_key,
+    )
+
+
+# AMD versions every classic ROCm package <x.y.z>.<tag>-<build>[~<ubuntu>]: rocm-core
+# 6.4.3.60403-128~22.04, rocminfo 1.0.0.60403-... (fact sheet §3.5, §12). Debian's own ROCm
+# packages (rocminfo 5.2.3-2, 6.1.2-2) don't match. AMD's driver packages from
+# repo.radeon.com/amdgpu carry the same tag after an epoch (amdgpu-dkms
+# 1:6.12.12.60403-2194681.22.04).
+_AMD_CLASSIC = re.compile(r"^(\d+:)?\d+\.\d+\.\d+\.(\d{5})-")
+
+
+def amd_release_tag(version: str) -> str | None:
+    """The ROCm release tag of an AMD classic package version ("60403"), else None."""
+    match = _AMD_CLASSIC.match(version)
+    return match.group(2) if match else None
+
+
+def is_amd_driver_version(version: str) -> bool:
+    """AMD's driver packages (amdgpu-dkms ...) carry an epoch before the tagged version."""
+    match = _AMD_CLASSIC.match(version)
+    return bool(match and match.group(1))
+
+
+def release_tag(version: str) -> str:
+    """The tag AMD puts in a release's package versions: "6.4.3" -> "60403"."""
+    major, minor, patch = (*release_key(version), 0, 0)[:3]
+    return f"{major}{minor:02d}{patch:02d}"
