@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from lab import HostSpec, Lab
+from e2e.support import running_lab
+from lab import HostSpec
 
 # Three hosts that must converge (two Debian releases, three GPU profiles, two ROCm
 # releases) and one whose GPU is not what its inventory says.
@@ -36,7 +35,4 @@ RELEASES = sorted({spec.data["rocm_version"] for spec in FLEET})
 
 @pytest.fixture(scope="session")
 def fleet():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root (debootstrap, network namespaces)")
-    with Lab(hosts=FLEET, rocm_releases=RELEASES) as lab:
-        yield lab
+    yield from running_lab(FLEET, RELEASES)

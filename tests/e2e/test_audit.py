@@ -1,111 +1,191 @@
-"""End to end: `rocm-fleet audit` on a lab fleet: clean hosts, hosts drifted in each way the
-audit reports, and an unreachable host; table, JSON and exit status; and nothing written.
+"""End to end: `rocm-fleet audit` sees every drift `--dry` sees, names it the same way, and a
+run repairs it; a host preflight would refuse is flagged with the same reason; table, JSON
+and exit status; and the audit writes nothing on any host.
+
+One drift at a time on a converged host ("drifty"), for every resource the deploy manages
+on it: `--dry` and the audit must name exactly the operations that repair it, and the next
+run must repair exactly that. The kernel and driver resources (backports source and pin,
+AMD's driver source, amdgpu-dkms) are checked the same way in test_kernel_driver.py, on the
+lab that has them.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import runpy
-import shlex
-import sys
-import time
+import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from e2e.test_preflight import changed, sh, tree_hash
-from lab import HostSpec, Lab
+from e2e.support import (
+    audit,
+    changed,
+    deploy,
+    differences,
+    refusal,
+    root_hashes,
+    running_lab,
+    sh,
+    succeeded,
+)
+from lab import HostSpec
 
 pytestmark = pytest.mark.e2e
 
-AUDIT = str(Path(sys.executable).parent / "rocm-fleet")
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
         "rocm_users": ["alice"]}  # fmt: skip
-DEPLOYED = ["clean", "pin", "groups", "torch", "release"]
+DEPLOYED = ["clean", "drifty", "refused"]
 HOSTS = [HostSpec(name, data=DATA) for name in DEPLOYED] + [HostSpec("gone", data=DATA, sshd=False)]
+VENV_PIP = "/opt/rocm-fleet/venv/bin/python -m pip install -q --no-deps --no-cache-dir"
+REPO = "ROCm apt repository"
+PACKAGES = "ROCm packages"
 
-
-def audit(lab: Lab, *args: str, inventory: Path | None = None):
-    started = time.monotonic()
-    result = lab.run([AUDIT, "audit", str(inventory or lab.inventory), *args], timeout=300)
-    result.seconds = time.monotonic() - started
-    return result
+# (what drifted, the command that makes it drift, the operations that repair it)
+DRIFTS = [
+    ("AMD's keyring deleted", "rm /etc/apt/keyrings/rocm.gpg",
+     [f"{REPO} | Install AMD's signing key (fingerprint checked)"]),
+    # Seconds after the last run: the edited source is newer than apt's lists.
+    ("the source pointed at another release, packages unchanged",
+     "sed -i 's|/rocm/apt/6.4.3 |/rocm/apt/7.2.1 |' /etc/apt/sources.list.d/rocm.list",
+     [f"{REPO} | Point apt at the ROCm release for this distro",
+      f"{REPO} | Refresh apt lists after a source or key change"]),
+    ("AMD's pin removed", "rm /etc/apt/preferences.d/rocm-pin-600",
+     [f"{REPO} | Pin repo.radeon.com above the distribution's own ROCm packages"]),
+    ("apt's lists older than the source", "touch -d 2000-01-01 /var/lib/rocm-fleet/apt-lists.stamp",
+     [f"{REPO} | Refresh apt lists after a source or key change"]),
+    ("a prerequisite purged", "apt-get purge -y -q gnupg >/dev/null",
+     [f"{REPO} | Install the tools that fetch and check AMD's key"]),
+    ("the ROCm meta package purged", "apt-get purge -y -q rocm-hip-runtime >/dev/null",
+     [f"{PACKAGES} | Install the ROCm packages of the release"]),
+    ("the loader path edited", "echo /usr/local/lib >> /etc/ld.so.conf.d/rocm.conf",
+     [f"{PACKAGES} | Put /opt/rocm/lib on the dynamic loader path"]),
+    ("the PATH snippet removed", "rm /etc/profile.d/rocm.sh",
+     [f"{PACKAGES} | Put /opt/rocm/bin on login shells' PATH"]),
+    ("a GPU user removed from video", "gpasswd -d alice video >/dev/null",
+     ["GPU groups | Give the GPU users video and render"]),
+    ("python3-venv purged", "apt-get purge -y -q python3-venv >/dev/null",
+     ["PyTorch | Install python3-venv"]),
+    ("torchvision replaced by another build",
+     f"{VENV_PIP} --index-url https://download.pytorch.org/whl/cu128 torchvision==0.24.1+cu128",
+     ["PyTorch | Install the torch wheels built for the ROCm release"]),
+    ("the venv removed", "rm -rf /opt/rocm-fleet/venv",
+     ["PyTorch | Create the PyTorch venv",
+      "PyTorch | Install the torch wheels built for the ROCm release"]),
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def fleet():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root (debootstrap, network namespaces)")
-    with Lab(hosts=HOSTS, rocm_releases=["6.4.3"]) as lab:
-        lab.pyinfra(lab.inventory, "deploy.py", limit=DEPLOYED)
+    for lab in running_lab(HOSTS, ["6.4.3", "7.2.1"]):
+        succeeded(deploy(lab, limit=DEPLOYED))
         yield lab
 
 
+def audit_drift(lab, host: str) -> tuple[dict, list[str]]:
+    """The audit's row for one host and its drift as operation names ("Concern | op")."""
+    report = audit(lab, "--limit", host)
+    assert report.json is not None, report.stdout + report.stderr[-3000:]
+    (row,) = report.json["hosts"]
+    return row, [item.replace(": ", " | ", 1) for item in row["drift"]]
+
+
 def test_a_converged_fleet_has_no_drift(fleet):
-    result = audit(fleet, "--limit", ",".join(DEPLOYED))
-    print(result.stdout)
-    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
-    assert "5 hosts: 5 as the inventory says, 0 drifted, 0 unreachable/failed" in result.stdout
-    assert "!" not in result.stdout
-
-
-def drift(fleet: Lab) -> Path:
-    sh(fleet, "pin", "rm /etc/apt/preferences.d/rocm-pin-600 && touch /run/reboot-required")
-    sh(fleet, "groups", "gpasswd -d alice render >/dev/null")
-    sh(
-        fleet, "torch",
-        "/opt/rocm-fleet/venv/bin/python -m pip install -q --no-deps --index-url "
-        + shlex.quote("https://download.pytorch.org/whl/rocm6.4") + " torch==2.9.0+rocm6.4",
+    report = audit(fleet, "--limit", ",".join(DEPLOYED))
+    assert report.returncode == 0, report.stdout + report.stderr[-2000:]
+    assert [row["status"] for row in report.json["hosts"]] == ["ok"] * 3
+    table = fleet.run(
+        [str(Path(fleet.env()["PATH"].split(":")[0]) / "rocm-fleet"), "audit",
+         str(fleet.inventory), "--limit", ",".join(DEPLOYED)]
     )  # fmt: skip
-    fleet.set_profile("release", "mi300x-8")  # the cards were swapped
-    # The inventory moves "release" to ROCm 7.2.1; the host still has 6.4.3.
-    groups = runpy.run_path(str(fleet.inventory))
-    hosts = [(n, {**d, "rocm_version": "7.2.1"} if n == "release" else d) for n, d in groups["lab"]]
-    inventory = fleet.workdir / "audit_inventory.py"
-    inventory.write_text(f"lab = {hosts!r}\n")
-    return inventory
+    assert "3 hosts: 3 as the inventory says, 0 drifted" in table.stdout, table.stdout
+    assert "!" not in table.stdout
 
 
-def test_drift_unreachable_table_json_exit_status_and_read_only(fleet):
-    inventory = drift(fleet)
-    before = {name: tree_hash(fleet.root(name)) for name in DEPLOYED}
-    table = audit(fleet, inventory=inventory)
-    print(f"audit (table) {table.seconds:.1f}s\n{table.stdout}")
-    after = {name: tree_hash(fleet.root(name)) for name in DEPLOYED}
+@pytest.mark.parametrize(("what", "command", "repairs"), DRIFTS, ids=[d[0] for d in DRIFTS])
+def test_every_drift_is_named_alike_by_dry_and_audit_and_repaired(fleet, what, command, repairs):
+    sh(fleet, "drifty", command)
+    dry = deploy(fleet, limit="drifty", dry=True)
+    assert dry.returncode == 0, dry.output[-3000:]
+    assert sorted(changed(dry)) == sorted(repairs), (what, changed(dry))
+    row, drift = audit_drift(fleet, "drifty")
+    assert row["status"] == "drift", row
+    assert sorted(drift) == sorted(repairs), (what, row)
+    fixed = deploy(fleet, limit="drifty")
+    succeeded(fixed)
+    assert set(repairs) <= set(changed(fixed)), (what, changed(fixed))
+    assert audit_drift(fleet, "drifty")[0]["status"] == "ok"
+
+
+def test_after_the_repairs_a_run_changes_nothing(fleet):
+    result = deploy(fleet, limit="drifty")
+    succeeded(result)
+    assert changed(result) == {}
+
+
+def distro_rocm_smi() -> bytes:
+    """A stand-in for Debian's own rocm-smi (Debian's version form, /usr/bin/rocm-smi), as
+    an admin would install it from Debian after the deploy."""
+    with tempfile.TemporaryDirectory(prefix="rflab-rocmsmi-") as tmp:
+        tree = Path(tmp) / "rocm-smi"
+        (tree / "DEBIAN").mkdir(parents=True)
+        (tree / "DEBIAN/control").write_text(
+            "Package: rocm-smi\nVersion: 6.1.2-1\nArchitecture: all\n"
+            "Maintainer: rocm-fleet lab <lab@invalid>\nDescription: Debian's rocm-smi stand-in\n"
+        )
+        (tree / "usr/bin").mkdir(parents=True)
+        (tree / "usr/bin/rocm-smi").write_text("#!/bin/sh\necho Debian rocm-smi\n")
+        (tree / "usr/bin/rocm-smi").chmod(0o755)
+        subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(tree)],
+                       check=True, capture_output=True)  # fmt: skip
+        return (Path(tmp) / "rocm-smi.deb").read_bytes()
+
+
+def test_a_host_preflight_would_refuse_is_flagged_with_the_same_reason(fleet):
+    (fleet.root("refused") / "tmp/rocm-smi.deb").write_bytes(distro_rocm_smi())
+    sh(fleet, "refused", "dpkg -i /tmp/rocm-smi.deb >/dev/null && rm /tmp/rocm-smi.deb")
+    dry = deploy(fleet, limit="refused", dry=True)
+    reason = refusal(dry, "refused")
+    assert dry.returncode == 1 and reason and "rocm-smi" in reason, dry.output[-3000:]
+    row, _ = audit_drift(fleet, "refused")
+    assert row["status"] == "refused" and row["error"] == reason, row
+
+
+def test_table_json_exit_status_unreachable_and_read_only(fleet):
+    sh(fleet, "drifty", "rm /etc/apt/preferences.d/rocm-pin-600 && touch /run/reboot-required")
+    before = {name: root_hashes(fleet.root(name)) for name in DEPLOYED}
+    cli = str(Path(fleet.env()["PATH"].split(":")[0]) / "rocm-fleet")
+    table = fleet.run([cli, "audit", str(fleet.inventory)], timeout=300)
+    report = audit(fleet)
+    after = {name: root_hashes(fleet.root(name)) for name in DEPLOYED}
     for name in DEPLOYED:
-        assert changed(before[name], after[name]) == [], name
+        assert differences(before[name], after[name]) == [], name
+    print(table.stdout)
 
-    assert table.returncode == 2, table.stdout + table.stderr[-2000:]
+    assert table.returncode == 2, table.stdout + table.stderr[-2000:]  # gone is unreachable
     lines = {line.split()[0]: line for line in table.stdout.splitlines()[1:-1]}
     assert "!" not in lines["clean"]
-    assert "! missing" in lines["pin"] and "! pending" in lines["pin"]
-    assert "! alice: not in render" in lines["groups"]
-    assert "! 2.9.1+rocm6.4 / 2.9.0+rocm6.4 (hip " in lines["torch"]
-    assert "! 7.2.1 / 6.4.3-128" in lines["release"]
-    assert "! 1 x gfx1100 / 8 x gfx942" in lines["release"]
+    assert "! Pin repo.radeon.com above" in lines["drifty"] and "! pending" in lines["drifty"]
+    assert "! REFUSED: " in lines["refused"] and "rocm-smi" in lines["refused"]
     assert "! UNREACHABLE" in lines["gone"]
     summary = table.stdout.splitlines()[-1]
-    assert summary == "6 hosts: 1 as the inventory says, 4 drifted, 1 unreachable/failed"
+    assert (
+        summary
+        == "4 hosts: 1 as the inventory says, 1 drifted, 1 refused, 1 unreachable/failed/invalid"
+    )
 
-    report = audit(fleet, "--json", inventory=inventory)
-    assert report.returncode == 2
-    data = json.loads(report.stdout)
-    assert data["exit_status"] == 2
-    rows = {row["host"]: row for row in data["hosts"]}
+    assert report.returncode == 2 and report.json["exit_status"] == 2
+    rows = {row["host"]: row for row in report.json["hosts"]}
     assert {name: row["status"] for name, row in rows.items()} == {
-        "clean": "ok", "pin": "drift", "groups": "drift", "torch": "drift",
-        "release": "drift", "gone": "unreachable",
+        "clean": "ok", "drifty": "drift", "refused": "refused", "gone": "unreachable",
     }  # fmt: skip
-    assert {name: row["drift"] for name, row in rows.items()} == {
-        "clean": [], "pin": ["pin", "reboot"], "groups": ["groups"], "torch": ["torch"],
-        "release": ["rocm", "torch", "gpus"], "gone": [],
-    }  # fmt: skip
-    torch = rows["torch"]["cells"]["torch"]
-    assert torch["installed"] == "2.9.0+rocm6.4" and torch["wanted"] == "2.9.1+rocm6.4"
-    assert torch["hip"]
-    assert rows["release"]["cells"]["gpus"]["found"] == ["gfx942"] * 8
-    assert rows["clean"]["cells"]["driver"]["text"].startswith("amdgpu")
+    assert rows["drifty"]["drift"] == [
+        "reboot",
+        f"{REPO}: Pin repo.radeon.com above the distribution's own ROCm packages",
+    ]
+    cells = rows["clean"]["cells"]
+    assert cells["torch"]["torch"] == "2.9.1+rocm6.4" and cells["torch"]["hip"]
+    assert cells["gpus"]["found"] == ["gfx1100"] and cells["driver"]["text"].startswith("amdgpu")
+    assert cells[REPO] == {"text": "ok", "drift": False, "operations": []}
 
-    only_drifted = audit(fleet, "--limit", "pin", "--limit", "clean", inventory=inventory)
-    assert only_drifted.returncode == 1
+    only = audit(fleet, "--limit", "drifty", "--limit", "clean")
+    assert only.returncode == 1

@@ -8,15 +8,13 @@ byte may differ. An unsupported distro is a per-host preflight refusal, checked 
 
 from __future__ import annotations
 
-import hashlib
-import os
 import runpy
-import stat
 from pathlib import Path
 
 import pytest
 
-from lab import HostSpec, Lab
+from e2e.support import deploy, differences, refusal, root_hashes, running_lab
+from lab import HostSpec
 
 pytestmark = pytest.mark.e2e
 
@@ -30,9 +28,13 @@ HOSTS = [HostSpec("bad1", data=dict(GOOD)), HostSpec("bad2", data=dict(GOOD))]
 
 # (case id, change to bad1's data, needles the error output must contain)
 CASES = [
-    ("unknown release", {"rocm_version": "6.2.3"},
-     ["bad1:", "'rocm_version'", "'6.2.3'", "6.0.0", "7.2.4"]),
-    ("Core SDK release", {"rocm_version": "7.14.0"}, ["'rocm_version'", "'7.14.0'", "Core SDK"]),
+    ("unknown release", {"rocm_version": "6.2.9"},
+     ["bad1:", "'rocm_version'", "'6.2.9'", "6.0.0", "7.2.4", "rocm-fleet matrix"]),
+    ("release typed as a number", {"rocm_version": 6.4},
+     ["'rocm_version'", "6.4", "arrived as a number: quote it"]),
+    ("renamed key", {"driver": "dkms"}, ["'driver'", "renamed to 'rocm_driver'"]),
+    ("unknown key under a prefix", {"rocm_reboot_allow": True},
+     ["unknown inventory key 'rocm_reboot_allow'"]),
     ("torch not published for the release", {"torch_version": "2.11.0"},
      ["'torch_version'", "'2.11.0'", "rocm6.4", "2.8.0, 2.9.0, 2.9.1"]),
     ("misspelled key", {"rocm_verison": "7.2.1"},
@@ -44,7 +46,9 @@ CASES = [
     ("negative GPU count", {"expected_gpu_count": -1},
      ["'expected_gpu_count'", "-1", "whole number"]),
     ("expected_gfx not a gfx name", {"expected_gfx": "rx7900xtx"},
-     ["'expected_gfx'", "'rx7900xtx'", "gfx target"]),
+     ["'expected_gfx'", "'rx7900xtx'", "gfx targets the matrix knows"]),
+    ("expected_gfx unknown to the matrix", {"expected_gfx": "gfx9999"},
+     ["'expected_gfx'", "'gfx9999' is not one", "gfx1100", "gfx942"]),
     ("mirror URL not http(s)", {"rocm_apt_base_url": "ftp://mirror.example/rocm/apt"},
      ["'rocm_apt_base_url'", "'ftp://mirror.example/rocm/apt'", "http:// or https:// URL"]),
     ("fingerprint not 40 hex", {"rocm_key_fingerprint": "9386B48A1A693C5C"},
@@ -61,44 +65,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def lab():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root (debootstrap, network namespaces)")
-    with Lab(hosts=HOSTS, rocm_releases=["6.4.3"]) as lab:
-        yield lab
-
-
-# The one file not hashed: the lab's mokutil double (hardware simulation, tests/lab/machine.py)
-# logs every call, read-only queries included, which the real mokutil doesn't.
-DOUBLE_LOGS = {"etc/rocm-fleet-lab/machine/efi/mokutil.log"}
-
-
-def fingerprint(root: Path) -> dict[str, tuple]:
-    """path -> (type and mode, owner, size, sha256 or link target) for every file."""
-    seen = {}
-    for directory, dirs, files in os.walk(root):
-        rel_dir = os.path.relpath(directory, root)
-        if rel_dir in ("proc", "sys", "dev/pts"):
-            dirs[:] = []
-            continue
-        for name in dirs + files:
-            path = os.path.join(directory, name)
-            st = os.lstat(path)
-            if stat.S_ISLNK(st.st_mode):
-                content = os.readlink(path)
-            elif stat.S_ISREG(st.st_mode):
-                with open(path, "rb") as fh:
-                    content = hashlib.file_digest(fh, "sha256").hexdigest()
-            else:
-                content = None
-            key = os.path.normpath(os.path.join(rel_dir, name))
-            if key in DOUBLE_LOGS:
-                continue
-            seen[key] = (st.st_mode, st.st_uid, st.st_gid, st.st_size, content)
-    return seen
-
-
-def diff(before: dict, after: dict) -> list[str]:
-    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    yield from running_lab(HOSTS, ["6.4.3"])
 
 
 def write_inventory(lab, path: Path, change: dict) -> Path:
@@ -109,20 +76,20 @@ def write_inventory(lab, path: Path, change: dict) -> Path:
 
 
 def test_bad_input_is_refused_before_any_change(lab, tmp_path):
-    before = {name: fingerprint(lab.root(name)) for name in ("bad1", "bad2")}
+    before = {name: root_hashes(lab.root(name)) for name in ("bad1", "bad2")}
     failures = []
     for case, change, needles in CASES:
         inventory = write_inventory(lab, tmp_path / "inventory.py", change)
-        result = lab.pyinfra(inventory, "deploy.py", check=False)
-        output = result.stdout + result.stderr
-        missing = [n for n in needles if n not in output]
+        result = deploy(lab, inventory=inventory)
+        missing = [n for n in needles if n not in result.output]
         if result.returncode == 0 or missing:
-            failures.append(f"{case}: rc={result.returncode}, missing {missing}: {output[-1500:]}")
-        print(f"{case}: {next((ln for ln in output.splitlines() if 'bad1: ' in ln), '')}")
+            failures.append(f"{case}: rc={result.returncode}, missing {missing}: "
+                            f"{result.output[-1500:]}")  # fmt: skip
+        print(f"{case}: {next((ln for ln in result.output.splitlines() if 'bad1: ' in ln), '')}")
     assert failures == []
-    after = {name: fingerprint(lab.root(name)) for name in ("bad1", "bad2")}
+    after = {name: root_hashes(lab.root(name)) for name in ("bad1", "bad2")}
     for name in ("bad1", "bad2"):
-        assert diff(before[name], after[name]) == [], name
+        assert differences(before[name], after[name]) == [], name
 
 
 def test_unsupported_distro_is_refused_per_host_unchanged(lab):
@@ -134,11 +101,11 @@ def test_unsupported_distro_is_refused_per_host_unchanged(lab):
         .replace("bookworm", "bullseye")
         .replace('VERSION="12', 'VERSION="11')
     )
-    before = fingerprint(lab.root("bad1"))
-    result = lab.pyinfra(lab.inventory, "deploy.py", check=False, limit="bad1")
-    output = result.stdout + result.stderr
+    before = root_hashes(lab.root("bad1"))
+    result = deploy(lab, limit="bad1")
     assert result.returncode != 0
-    print(next((ln for ln in output.splitlines() if "not supported" in ln), ""))
-    assert "debian 11 is not supported" in output, output[-3000:]
-    assert "debian 12" in output and "ubuntu 24.04" in output, output[-3000:]
-    assert diff(before, fingerprint(lab.root("bad1"))) == []
+    reason = refusal(result, "bad1") or ""
+    print(reason)
+    assert "debian 11 is not supported" in reason, result.output[-3000:]
+    assert "debian 12" in reason and "ubuntu 24.04" in reason, result.output[-3000:]
+    assert differences(before, root_hashes(lab.root("bad1"))) == []

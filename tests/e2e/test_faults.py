@@ -7,8 +7,6 @@ the PyTorch index down while torch is being changed.
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
 import subprocess
 import tempfile
@@ -18,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import HostSpec, Lab
+from e2e import support
+from e2e.support import VENV_PYTHON, changed, failed_hosts, running_lab, sh
+from lab import HostSpec
 
 pytestmark = pytest.mark.e2e
 
@@ -28,45 +28,21 @@ HOSTS = [
     HostSpec("f2", data=dict(DATA)),
     HostSpec("gone", data=dict(DATA), sshd=False),
 ]
-VENV_PYTHON = "/opt/rocm-fleet/venv/bin/python"
 SOURCE = "etc/apt/sources.list.d/rocm.list"
 KEYRING = "etc/apt/keyrings/rocm.gpg"
 
 
 @pytest.fixture(scope="module")
 def lab():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root (debootstrap, network namespaces)")
-    with Lab(hosts=HOSTS, rocm_releases=["6.4.3", "7.2.1"]) as lab:
-        yield lab
+    yield from running_lab(HOSTS, ["6.4.3", "7.2.1"])
 
 
 def deploy(lab, limit: str, *data: str):
-    args = [a for item in data for a in ("--data", item)]
-    result = lab.pyinfra(lab.inventory, "deploy.py", *args, json=True, check=False, limit=limit)
-    result.output = result.stdout + result.stderr
-    return result
+    return support.deploy(lab, limit=limit.split(","), data=data)
 
 
-def failed_hosts(result) -> list[str]:
-    """From the JSON report; when every host failed pyinfra stops without one ("No hosts
-    remaining"), so from the `[host] Error` lines."""
-    if result.json:
-        return sorted(result.json["results"]["failed_hosts"])
-    return sorted(set(re.findall(r"^\s*\[(\S+)\]\s+Error", result.output, re.M)))
-
-
-def changed(result) -> list[str]:
-    return [op["name"] for op in result.json["results"]["operations"] if op["success"]]
-
-
-def sh(lab, name: str, command: str) -> str:
-    result = lab.ssh(name, command)
-    assert result.returncode == 0, (command, result.stderr)
-    return result.stdout
-
-
-def wheels(lab, name: str) -> str:
+def torch_of(lab, name: str) -> str:
+    """torch's version and HIP version, by importing it in the host's venv."""
     return sh(lab, name, f"{VENV_PYTHON} -c 'import torch; print(torch.__version__, "
                          "torch.version.hip)'").strip()  # fmt: skip
 
@@ -124,7 +100,7 @@ def test_an_unreachable_host_is_named_and_the_rest_converge(lab):
     assert "gone" in failed_hosts(result) or "Could not connect to gone" in result.output
     assert "f1" not in failed_hosts(result), result.output[-3000:]
     assert "[gone]" in result.output and "gone" in result.output.split("Beginning")[0]
-    assert wheels(lab, "f1").startswith("2.9.1+rocm6.4 ")
+    assert torch_of(lab, "f1").startswith("2.9.1+rocm6.4 ")
 
 
 def test_mirror_stopping_mid_install_fails_that_host_only(lab):
@@ -142,7 +118,7 @@ def test_mirror_stopping_mid_install_fails_that_host_only(lab):
 
     again = deploy(lab, "f1,f2")
     assert failed_hosts(again) == [], again.output[-3000:]
-    assert wheels(lab, "f2").startswith("2.9.1+rocm6.4 ")
+    assert torch_of(lab, "f2").startswith("2.9.1+rocm6.4 ")
 
 
 # Stands in for update-alternatives (the real one moved aside) while the ROCm 7.2.1
@@ -186,12 +162,12 @@ def test_dpkg_killed_mid_upgrade_is_repaired_by_the_next_run(lab):
     assert sh(lab, "f2", "dpkg --audit").strip() == ""
     versions = sh(lab, "f2", "dpkg-query -W -f='${Version}\\n' rocm-core rocminfo hsa-rocr")
     assert all(".70201-" in v for v in versions.split()), versions
-    assert wheels(lab, "f2").startswith("2.11.0+rocm7.2 ")
-    assert changed(deploy(lab, "f2", "rocm_version=7.2.1")) == []
+    assert torch_of(lab, "f2").startswith("2.11.0+rocm7.2 ")
+    assert changed(deploy(lab, "f2", "rocm_version=7.2.1")) == {}
 
 
 def test_pytorch_index_down_leaves_the_working_torch_in_place(lab):
-    before = wheels(lab, "f1")
+    before = torch_of(lab, "f1")
     lab.server.set_down("download.pytorch.org", True, "drop")
     try:
         result = deploy(lab, "f1", "torch_version=2.8.0")
@@ -199,5 +175,5 @@ def test_pytorch_index_down_leaves_the_working_torch_in_place(lab):
         lab.server.clear_faults()
     assert failed_hosts(result) == ["f1"], result.output[-3000:]
     assert "Install the torch wheels" in result.output
-    assert wheels(lab, "f1") == before  # still importable, still the ROCm build
+    assert torch_of(lab, "f1") == before  # still importable, still the ROCm build
     assert Path(lab.root("f1") / "opt/rocm-fleet/venv/bin/python").exists()

@@ -8,30 +8,25 @@ SecureBoot variable). Tests run in file order and build on each other.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from e2e import support
+from e2e.support import OP_PREFIX, audit, changed, failed_hosts, running_lab
 from lab import HostSpec, Lab
-from lab._util import CLEAN_PATH
-from lab._util import REPO_ROOT as REPO
 from lab.machine import DKMS_CERT, EFI_DIR, Machine, check_crypt, mok_state
-from rocm_fleet.secureboot import PENDING
+from rocm_fleet.operations.secureboot import PENDING
 
 pytestmark = pytest.mark.e2e
 
 PASSWORD = "MOK-lab-s3cret-7f2c19"  # the secret the scan must never find
 ENV = "ROCM_FLEET_MOK_PASSWORD"
-PYINFRA = str(Path(sys.executable).parent / "pyinfra")
 
 BASE = {"rocm_version": "6.4.3", "pytorch_install": False, "expected_gpu_count": 1}
-DKMS = {**BASE, "expected_gfx": "gfx1100", "driver": "dkms"}
+DKMS = {**BASE, "expected_gfx": "gfx1100", "rocm_driver": "dkms"}
 # Enrolled, Secure Boot off and "no SecureBoot variable" are decided from the same facts and
 # are covered at plan level (tests/unit/test_kernel_driver.py); each dkms host here costs
 # real kernel headers (gcc and all), so the lab keeps the states that do something different.
@@ -47,56 +42,25 @@ OUTPUTS: list[str] = []  # every pyinfra stdout/stderr, for the secret scan
 
 @pytest.fixture(scope="module")
 def lab():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root")
-    with Lab(hosts=HOSTS, rocm_releases=["6.4.3"]) as lab:
-        yield lab
+    yield from running_lab(HOSTS, ["6.4.3"])
 
 
-def deploy(lab: Lab, *args: str, limit=NAMES, inventory: Path | None = None):
-    """pyinfra --json -v with the MOK password in its environment only (never in an argv)."""
-    confirm = [] if "--dry" in args else ["-y"]
-    limits = [a for name in limit for a in ("--limit", name)]
-    cmd = [
-        PYINFRA,
-        *confirm,
-        "-vv",
-        "--json",
-        *limits,
-        str(inventory or lab.inventory),
-        "deploy.py",
-        *args,
-    ]
-    started = time.monotonic()
-    proc = subprocess.run(
-        ["ip", "netns", "exec", lab.client_netns, *cmd],
-        cwd=REPO,
-        env={"PATH": CLEAN_PATH, "HOME": str(lab.home), "LANG": "C.UTF-8", ENV: PASSWORD},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=1200,
+def deploy(lab: Lab, *args: str, limit=NAMES, inventory: Path | None = None, dry=False):
+    """pyinfra --json -vv with the MOK password in its environment only (never in an argv)."""
+    result = support.deploy(
+        lab, "-vv", *args, limit=limit, inventory=inventory, dry=dry, env={ENV: PASSWORD}
     )
-    OUTPUTS.append(proc.stdout + proc.stderr)
-    print(f"pyinfra {' '.join(args) or 'run'}: {time.monotonic() - started:.1f}s")
-    try:
-        proc.json = json.loads(proc.stdout[proc.stdout.find("{") :])
-    except ValueError:
-        proc.json = None
-    return proc
-
-
-def changed(report) -> dict[str, list[str]]:
-    ops = report["results"]["operations"]
-    return {op["name"]: sorted(op["success"]) for op in ops if op["success"]}
+    OUTPUTS.append(result.output)
+    print(f"pyinfra {' '.join(args) or 'run'}: {result.seconds:.1f}s")
+    return result
 
 
 def test_first_run_installs_kernel_driver_and_queues_the_key(lab):
     result = deploy(lab)
-    out = result.stdout + result.stderr
+    out = result.output
     assert result.returncode == 0, out[-5000:]
-    assert result.json["results"]["failed_hosts"] == []
-    ops = changed(result.json)
+    assert failed_hosts(result) == []
+    ops = changed(result)
 
     # RDNA4 on 6.1: bookworm-backports, its real 6.12 kernel, the running kernel untouched.
     assert ops["Kernel | Install the newer kernel (the running one stays)"] == ["rdna4"]
@@ -153,37 +117,43 @@ def test_first_run_installs_kernel_driver_and_queues_the_key(lab):
 
 def test_second_run_changes_nothing_and_queues_nothing(lab):
     result = deploy(lab)
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    assert changed(result.json) == {}
+    assert result.returncode == 0, result.output[-4000:]
+    assert changed(result) == {}
     assert len([c for c in lab.mokutil_calls("sbnew") if "--import" in c]) == 1
 
 
 def test_dry_run_reports_exactly_the_drift(lab):
     lab.ssh("rdna4", "rm /etc/apt/preferences.d/rocm-fleet-backports", check=True)
     lab.ssh("bios", "dpkg --purge amdgpu-dkms", check=True)
-    dry = deploy(lab, "--dry")
-    assert dry.returncode == 0, dry.stderr[-3000:]
-    would = {
-        op["name"]: op["hosts_with_change"] for op in dry.json["plan"] if op["hosts_with_change"]
-    }
+    dry = deploy(lab, dry=True)
+    assert dry.returncode == 0, dry.output[-3000:]
+    would = changed(dry)
     assert would == {
         "Kernel | Keep backports at priority 100": ["rdna4"],
         "amdgpu driver | Install kernel headers and amdgpu-dkms": ["bios"],
     }
+    # The audit names the same drift, from the same plan.
+    report = audit(lab, "--limit", "rdna4,bios")
+    drift = {row["host"]: row["drift"] for row in report.json["hosts"]}
+    assert drift == {
+        "rdna4": ["reboot", "Kernel: Keep backports at priority 100"],
+        "bios": ["reboot", "amdgpu driver: Install kernel headers and amdgpu-dkms"],
+    }, report.stdout
     fixed = deploy(lab)
     assert fixed.returncode == 0
-    assert set(changed(fixed.json)) == set(would)
-    assert changed(deploy(lab).json) == {}
+    assert set(changed(fixed)) == set(would)
+    assert changed(deploy(lab)) == {}
 
 
 # --- reboots (the same lab: every host above now needs one) ---------------------------------
 
 
 def reboot_inventory(lab: Lab) -> Path:
-    """The lab's inventory plus reboot: allow, 2 at a time, 40 s to come back."""
+    """The lab's inventory plus rocm_reboot: allow, 2 at a time, 40 s to come back."""
     text = lab.inventory.read_text().replace(
         "'rocm_version': '6.4.3',",
-        "'rocm_version': '6.4.3', 'reboot': 'allow', 'reboot_parallel': 2, 'reboot_timeout': 40,",
+        "'rocm_version': '6.4.3', 'rocm_reboot': 'allow', 'rocm_reboot_parallel': 2, "
+        "'rocm_reboot_timeout': 40,",
     )
     path = lab.workdir / "inventory_reboot.py"
     path.write_text(text)
@@ -194,9 +164,9 @@ def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(lab):
     lab.set_returns_after_reboot("bios", False)  # this one never comes back
     lab.confirm_mok_at_console("sbnew", PASSWORD)  # someone types the password at sbnew
     result = deploy(lab, inventory=reboot_inventory(lab))
-    out = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout + result.stderr)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", result.output)
     assert result.returncode != 0
-    assert result.json["results"]["failed_hosts"] == ["bios"], out[-4000:]
+    assert failed_hosts(result) == ["bios"], out[-4000:]
     assert "did not come back within 40s after the reboot" in out
 
     # rdna4 booted into the backports kernel; sbnew's key was confirmed at the console;
@@ -218,7 +188,11 @@ def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(lab):
     overlap = max(sum(1 for a, b in down.values() if a <= t < b) for t, _ in down.values())
     assert overlap == 2, down
     # ... and each was verified again after it came back.
-    verify = [op for op in result.json["results"]["operations"] if op["name"].startswith("Verify")]
+    verify = [
+        op
+        for op in result.json["results"]["operations"]
+        if op["name"].removeprefix(OP_PREFIX).startswith("Verify")
+    ]
     assert verify and all(
         h not in op.get("error", []) for op in verify for h in down if h != "bios"
     )
@@ -226,8 +200,8 @@ def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(lab):
 
 def test_after_the_reboots_nothing_reboots_or_changes(lab):
     result = deploy(lab, inventory=reboot_inventory(lab), limit=["rdna4", "sbnew", "sbpending"])
-    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    assert changed(result.json) == {}
+    assert result.returncode == 0, result.output[-4000:]
+    assert changed(result) == {}
     assert all(len(lab.boots[n]) == 1 for n in ("rdna4", "sbnew", "sbpending")), lab.boots
 
 

@@ -3,7 +3,7 @@
 Install 6.4.3, upgrade to 7.2.1, downgrade to 6.4.3 (sources, pin, packages and the venv's
 wheels move together, nothing of the other release is left), uninstall with
 ``rocm_state: absent`` (the root then holds no file the deploy added), uninstall again (no
-change), then a CUDA host migrated with ``migrate_from_cuda``.
+change), then a CUDA host migrated with ``rocm_migrate_from_cuda``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from lab import HostSpec, Lab
+from e2e import support
+from e2e.support import VENV_PYTHON, changed, running_lab, succeeded
+from lab import HostSpec
 from lab.pytorch_index import write_wheel
 
 pytestmark = pytest.mark.e2e
@@ -27,7 +29,6 @@ SPEC = HostSpec(
     data={"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
           "rocm_users": ["alice"]},
 )  # fmt: skip
-VENV_PYTHON = "/opt/rocm-fleet/venv/bin/python"
 
 # What an uninstall may leave changed: the package manager's own state and logs (apt's
 # lists and caches, dpkg's database, debconf, logs), the loader cache, and the temp dirs.
@@ -42,32 +43,19 @@ ALLOWED_LEFTOVERS = re.compile(
 
 @pytest.fixture(scope="module")
 def lab():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root (debootstrap, network namespaces)")
-    with Lab(hosts=[SPEC], rocm_releases=["6.4.3", "7.2.1"]) as lab:
-        yield lab
+    yield from running_lab([SPEC], ["6.4.3", "7.2.1"])
 
 
 def deploy(lab, *data: str, dry: bool = False):
-    args = [a for item in data for a in ("--data", item)] + (["--dry"] if dry else [])
-    result = lab.pyinfra(lab.inventory, "deploy.py", *args, json=True, check=False, limit=HOST)
-    result.output = result.stdout + result.stderr
-    return result
-
-
-def changed(result) -> list[str]:
-    return [op["name"] for op in result.json["results"]["operations"] if op["success"]]
-
-
-def succeeded(result) -> None:
-    assert result.returncode == 0, result.output[-4000:]
-    assert result.json["results"]["failed_hosts"] == [], result.output[-4000:]
+    return support.deploy(lab, limit=HOST, data=data, dry=dry)
 
 
 def sh(lab, command: str) -> str:
-    result = lab.ssh(HOST, command)
-    assert result.returncode == 0, (command, result.stderr)
-    return result.stdout
+    return support.sh(lab, HOST, command)
+
+
+def wheels(lab) -> dict[str, str | None]:
+    return support.wheels(lab, HOST)
 
 
 def amd_packages(lab) -> dict[str, str]:
@@ -79,17 +67,6 @@ def amd_packages(lab) -> dict[str, str]:
         if status.startswith("i") and re.match(r"^(\d+:)?\d+\.\d+\.\d+\.\d{5}-", version):
             found[name] = version
     return found
-
-
-def wheels(lab) -> dict[str, str | None]:
-    script = (
-        "from importlib import metadata as m\n"
-        "for n in ('torch', 'torchvision', 'torchaudio'):\n"
-        "    try: print(n, m.version(n))\n"
-        "    except m.PackageNotFoundError: print(n, None)\n"
-    )
-    out = sh(lab, f'{VENV_PYTHON} -c "{script}"')
-    return {n: (None if v == "None" else v) for n, v in (line.split() for line in out.splitlines())}
 
 
 def paths(root: Path) -> set[str]:
@@ -136,7 +113,7 @@ def test_install_6_4_3(lab):
 def test_upgrade_to_7_2_1_moves_everything_together(lab):
     dry = deploy(lab, "rocm_version=7.2.1", dry=True)
     assert dry.returncode == 0, dry.output[-3000:]
-    would = {op["name"] for op in dry.json["plan"] if op["hosts_with_change"]}
+    would = set(changed(dry))
     assert {
         "ROCm apt repository | Point apt at the ROCm release for this distro",
         "ROCm packages | Install the ROCm packages of the release",
@@ -156,7 +133,7 @@ def test_upgrade_to_7_2_1_moves_everything_together(lab):
     assert sh(lab, "readlink -f /opt/rocm").strip() == "/opt/rocm-7.2.1"
     again = deploy(lab, "rocm_version=7.2.1")
     succeeded(again)
-    assert changed(again) == []
+    assert changed(again) == {}
 
 
 def test_downgrade_to_6_4_3_moves_everything_back(lab):
@@ -176,7 +153,9 @@ def test_a_companion_of_another_build_is_replaced(lab):
     assert wheels(lab)["torchvision"] == "0.24.1+cu128"
     result = deploy(lab)
     succeeded(result)
-    assert changed(result) == ["PyTorch | Install the torch wheels built for the ROCm release"]
+    assert changed(result) == {
+        "PyTorch | Install the torch wheels built for the ROCm release": [HOST]
+    }
     assert wheels(lab)["torchvision"] == "0.24.1+rocm6.4"
 
 
@@ -197,7 +176,7 @@ def test_uninstall_removes_what_the_deploy_added(lab):
 
     again = deploy(lab, "rocm_state=absent")
     succeeded(again)
-    assert changed(again) == []
+    assert changed(again) == {}
 
 
 NVIDIA_PACKAGES = ["cuda-toolkit-12-8", "libcuda1", "nvidia-driver"]
@@ -233,19 +212,19 @@ def make_cuda_node(lab) -> None:
             "rm -r /tmp/cuda-node")  # fmt: skip
 
 
-def test_a_cuda_node_is_refused_without_migrate_from_cuda(lab):
+def test_a_cuda_node_is_refused_without_rocm_migrate_from_cuda(lab):
     make_cuda_node(lab)
     result = deploy(lab)
     assert result.returncode != 0
     output = result.output
     assert "NVIDIA driver/CUDA stack installed (packages: " + ", ".join(NVIDIA_PACKAGES) in output
-    assert "set migrate_from_cuda: true" in output, output[-3000:]
+    assert "set rocm_migrate_from_cuda: true" in output, output[-3000:]
     assert "holds a CUDA torch (2.9.1+cu128)" in output, output[-3000:]
     assert not (lab.root(HOST) / "etc/apt/sources.list.d/rocm.list").exists()
 
 
-def test_migrate_from_cuda_replaces_nvidia_with_rocm(lab):
-    result = deploy(lab, "migrate_from_cuda=true")
+def test_rocm_migrate_from_cuda_replaces_nvidia_with_rocm(lab):
+    result = deploy(lab, "rocm_migrate_from_cuda=true")
     succeeded(result)
     installed = sh(lab, "dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n'")
     assert not [ln for ln in installed.splitlines() if ln.startswith("i") and
@@ -253,6 +232,6 @@ def test_migrate_from_cuda_replaces_nvidia_with_rocm(lab):
     assert wheels(lab) == WHEELS_6_4_3
     left = sh(lab, f"{VENV_PYTHON} -m pip list --format=freeze").lower().replace("_", "-")
     assert "nvidia-cublas" not in left, left
-    again = deploy(lab, "migrate_from_cuda=true")
+    again = deploy(lab, "rocm_migrate_from_cuda=true")
     succeeded(again)
-    assert changed(again) == []
+    assert changed(again) == {}

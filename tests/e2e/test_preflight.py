@@ -9,21 +9,17 @@ architecture.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from lab import HostSpec, Lab
+from e2e.support import deploy, differences, failed_hosts, refusal, root_hashes, running_lab, sh
+from lab import HostSpec
 
 pytestmark = pytest.mark.e2e
 
-PYINFRA = str(Path(sys.executable).parent / "pyinfra")
 GFX1100 = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
 
 # host -> (spec, a fragment of its refusal)
@@ -66,45 +62,10 @@ def build_deb(directory: Path, name: str) -> Path:
     return directory / f"{name}.deb"
 
 
-def tree_hash(root: Path) -> dict[str, str]:
-    """Every path under a host root -> a hash of its type, mode, owner and content."""
-    result = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = Path(dirpath) / name
-            st = path.lstat()
-            digest = hashlib.sha256(f"{st.st_mode}:{st.st_uid}:{st.st_gid}".encode())
-            if path.is_symlink():
-                digest.update(os.readlink(path).encode())
-            elif path.is_file():
-                with open(path, "rb") as fh:
-                    for chunk in iter(lambda fh=fh: fh.read(1 << 20), b""):
-                        digest.update(chunk)
-            result[str(path.relative_to(root))] = digest.hexdigest()
-    return result
-
-
-# The mokutil double (tests/lab/machine.py) logs its own calls: bookkeeping of the double,
-# not a change a real mokutil would make on the host.
-DOUBLE_LOGS = {"etc/rocm-fleet-lab/machine/efi/mokutil.log"}
-
-
-def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    paths = (before.keys() | after.keys()) - DOUBLE_LOGS
-    return sorted(p for p in paths if before.get(p) != after.get(p))
-
-
-def sh(lab: Lab, host: str, command: str) -> None:
-    result = lab.ssh(host, command, timeout=600)
-    assert result.returncode == 0, f"{host}: {command}\n{result.stdout}\n{result.stderr}"
-
-
 @pytest.fixture(scope="module")
 def lab():
-    if os.geteuid() != 0:
-        pytest.skip("the lab needs root (debootstrap, network namespaces)")
     hosts = [spec for spec, _ in CASES.values()] + [GOOD]
-    with Lab(hosts=hosts, rocm_releases=["6.4.3"]) as lab:
+    for lab in running_lab(hosts, ["6.4.3"]):
         tmpfs = lab.root("smalldisk") / "opt"
         try:
             with tempfile.TemporaryDirectory() as tmp:
@@ -130,19 +91,20 @@ def lab():
 
 
 def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
-    before = {name: tree_hash(lab.root(name)) for name in CASES}
-    started = time.monotonic()
-    result = lab.pyinfra(lab.inventory, "deploy.py", json=True, check=False)
-    print(f"deploy with preflight refusals: {time.monotonic() - started:.1f}s")
-    output = result.stdout + result.stderr
-    assert result.json is not None, output[-3000:]
-    assert sorted(result.json["results"]["failed_hosts"]) == sorted(CASES), output[-4000:]
+    before = {name: root_hashes(lab.root(name)) for name in CASES}
+    # --dry first: it must name each refused host with its reason and exit non-zero.
+    dry = deploy(lab, dry=True)
+    assert dry.returncode == 1, dry.output[-3000:]
     for name, (_, reason) in CASES.items():
-        assert f"preflight refused {name}: " in output, (name, output[-4000:])
-        assert reason in output, (name, reason, output[-4000:])
+        assert reason in (refusal(dry, name) or ""), (name, dry.output[-4000:])
+    result = deploy(lab)
+    print(f"deploy with preflight refusals: {result.seconds:.1f}s")
+    assert result.json is not None, result.output[-3000:]
+    assert failed_hosts(result) == sorted(CASES), result.output[-4000:]
+    for name, (_, reason) in CASES.items():
+        assert reason in (refusal(result, name) or ""), (name, reason, result.output[-4000:])
     for name in CASES:
-        assert changed(before[name], tree_hash(lab.root(name))) == [], name
+        assert differences(before[name], root_hashes(lab.root(name))) == [], name
     # The fit host beside them was deployed (preflight passed, ROCm went on).
-    assert "good" not in result.json["results"]["failed_hosts"]
     assert (lab.root("good") / "etc/apt/sources.list.d/rocm.list").exists()
-    assert "AMD lists debian 13 for Instinct only" not in output  # gfx942 is Instinct
+    assert "AMD lists debian 13 for Instinct only" not in result.output  # gfx942 is Instinct

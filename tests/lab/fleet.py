@@ -559,11 +559,10 @@ class Lab:
             )
         self.ssh_config.write_text("\n".join(blocks))
 
-    def env(self, **extra: str) -> list[str]:
-        """`env -i ...` prefix: nothing of the caller's environment (PIP_*, pyenv) leaks."""
-        base = {"PATH": CLEAN_PATH, "HOME": str(self.home), "LANG": "C.UTF-8"}
-        base.update(extra)
-        return ["env", "-i", *(f"{k}={v}" for k, v in base.items())]
+    def env(self, **extra: str) -> dict[str, str]:
+        """The whole environment of a lab command: nothing of the caller's (PIP_*, pyenv)
+        leaks in, and values (a MOK password) travel in the environment, never in an argv."""
+        return {"PATH": CLEAN_PATH, "HOME": str(self.home), "LANG": "C.UTF-8", **extra}
 
     def run(
         self,
@@ -576,14 +575,7 @@ class Lab:
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run a command in the client netns (where the hosts and doubles are reachable)."""
-        args = [
-            "ip",
-            "netns",
-            "exec",
-            self.client_netns,
-            *self.env(**(env or {})),
-            *(str(c) for c in cmd),
-        ]
+        args = ["ip", "netns", "exec", self.client_netns, *(str(c) for c in cmd)]
         proc = subprocess.run(
             args,
             cwd=cwd or REPO_ROOT,
@@ -592,7 +584,7 @@ class Lab:
             timeout=timeout,
             input=input,
             check=False,
-            env={"PATH": CLEAN_PATH},
+            env=self.env(**(env or {})),
         )
         if check and proc.returncode != 0:
             raise LabError(
