@@ -58,7 +58,7 @@ def optional(check: Check) -> Check:
         if value is None:
             return None
         problem = check(value)
-        return f"{problem}, or None" if problem else None
+        return f"{problem}; or leave it unset" if problem else None
 
     return _check
 

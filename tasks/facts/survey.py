@@ -33,6 +33,13 @@ class Read:
         return self.key
 
 
+def _command(read: Read) -> str:
+    """A read's shell command, whether its fact's ``command`` is a method or a string (as
+    pyinfra allows for a fact without arguments)."""
+    command = read.fact().command
+    return command if isinstance(command, str) else str(command(**read.kwargs))
+
+
 class Survey(FactBase["dict[str, Any]"]):
     """
     The answers of several facts, read in one command: ``{read.key: answer}``. A fact
@@ -50,7 +57,7 @@ class Survey(FactBase["dict[str, Any]"]):
         if len({read.key for read in self._reads}) != len(self._reads):
             raise ValueError("survey keys must be unique")
         sections = [
-            f"echo {_MARKER}{index}; {{ {read.fact().command(**read.kwargs)}; }} 2>/dev/null"
+            f"echo {_MARKER}{index}; {{ {_command(read)}; }} 2>/dev/null"
             for index, read in enumerate(self._reads)
         ]
         return "; ".join([*sections, "true"])

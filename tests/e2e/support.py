@@ -60,7 +60,7 @@ def changed(result: Any) -> dict[str, list[str]]:
     """Operation name (without the node deploy's prefix) -> the hosts it changed; for a dry
     run, the hosts it would change."""
     report = result.json or {}
-    if "results" in report:
+    if report.get("results"):
         ops = [(op["name"], op["success"]) for op in report["results"]["operations"]]
     else:
         ops = [(op["name"], op["hosts_with_change"]) for op in report.get("plan", [])]
@@ -68,9 +68,10 @@ def changed(result: Any) -> dict[str, list[str]]:
 
 
 def failed_hosts(result: Any) -> list[str]:
-    """From the JSON report; when every host failed pyinfra stops without one ("No hosts
-    remaining"), so from the hosts' error and refusal lines."""
-    if result.json and "results" in result.json:
+    """From the JSON report of a run; for a dry run (whose report has no results), or when
+    every host failed and pyinfra stopped without one ("No hosts remaining"), from the
+    hosts' error and refusal lines."""
+    if result.json and result.json.get("results"):
         return sorted(result.json["results"]["failed_hosts"])
     plain = re.sub(r"\x1b\[[0-9;]*m", "", result.output)
     lines = r"^\s*\[(\S+)\]\s+(?:Error|refused:)"

@@ -1,7 +1,7 @@
 """What a converged ROCm + PyTorch node looks like, checked from outside with testinfra.
 
 Users run these against their real nodes (see conftest.py); the e2e suite runs them
-against the lab fleet. Parsing here is deliberately independent of tasks.facts.
+against the lab fleet. Parsing here is deliberately independent of rocm_fleet.facts.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import re
 
 import pytest
 
-from rocm_fleet.matrix import ROCM_KEYRING_PATH, ROCM_PIN_PATH, ROCM_SOURCE_PATH, distro
+from rocm_fleet.matrix import distro
+from rocm_fleet.paths import ROCM_KEYRING, ROCM_PIN, ROCM_SOURCE, ROCM_VERSION_FILE
 
 TORCH_PROBE = r"""
 import json, torch
@@ -29,16 +30,16 @@ print(json.dumps(out))
 def test_rocm_source_uses_keyring_and_suite(host, node):
     row = distro(host.system_info.distribution, host.system_info.release)
     assert row is not None, f"{host.system_info.distribution} {host.system_info.release}"
-    source = host.file(ROCM_SOURCE_PATH)
+    source = host.file(ROCM_SOURCE)
     assert source.is_file
-    line = f"signed-by={ROCM_KEYRING_PATH}] "
+    line = f"signed-by={ROCM_KEYRING}] "
     assert line in source.content_string
     assert f"/rocm/apt/{node.release.apt_path} {row.suite} main" in source.content_string
-    assert host.file(ROCM_KEYRING_PATH).is_file
+    assert host.file(ROCM_KEYRING).is_file
 
 
 def test_pin_prefers_repo_radeon_com(host):
-    pin = host.file(ROCM_PIN_PATH).content_string
+    pin = host.file(ROCM_PIN).content_string
     assert "Pin: release o=repo.radeon.com" in pin
     assert "Pin-Priority: 600" in pin
 
@@ -49,7 +50,7 @@ def test_rocm_packages_come_from_the_release(host, node):
         pkg = host.package(package)
         assert pkg.is_installed, package
         assert f".{tag}-" in pkg.version, f"{package} {pkg.version} is not ROCm {tag}"
-    version = host.file("/opt/rocm/.info/version").content_string.strip()
+    version = host.file(ROCM_VERSION_FILE).content_string.strip()
     assert version.startswith(node.release.version + "-"), version
 
 
@@ -75,7 +76,7 @@ def test_rocminfo_reports_expected_gpus(host, node):
 def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
     if not node.pytorch_install:
         pytest.skip("pytorch_install is false")
-    python = f"{node.pytorch_venv.rstrip('/')}/bin/python"
+    python = node.venv_python
     info = json.loads(host.check_output("%s -c %s", python, TORCH_PROBE))
     assert info["version"] == f"{node.torch_build.torch}+{node.release.torch_index}"
     assert info["hip"], "torch.version.hip is empty: not a ROCm build"
