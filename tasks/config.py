@@ -17,8 +17,18 @@ from typing import Any
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet import paths
-from rocm_fleet.matrix import Release, TorchBuild, release, release_versions
+from rocm_fleet.matrix import (
+    AMDGPU_KEYRING,
+    RELEASES,
+    Release,
+    Repository,
+    Stream,
+    TorchBuild,
+    release,
+    release_versions,
+)
 from rocm_fleet.settings import PREFIXES, RENAMED, SETTINGS, Settings
+from rocm_fleet.versions import release_key
 
 
 class ConfigError(DeployError):
@@ -36,6 +46,44 @@ class Config(Settings):
     def expected_gfx_list(self) -> list[str]:
         gfx = self.expected_gfx
         return [gfx] if isinstance(gfx, str) else list(gfx or [])
+
+    @property
+    def stream(self) -> Stream:
+        return self.release.stream
+
+    @property
+    def repository(self) -> Repository:
+        return self.release.repository
+
+    @property
+    def apt_base_url(self) -> str:
+        """The release's repository, or the mirror the inventory names for it."""
+        return self.rocm_apt_base_url or self.repository.base_url
+
+    @property
+    def key_url(self) -> str:
+        return self.rocm_key_url or self.repository.key_url
+
+    @property
+    def key_fingerprint(self) -> str:
+        return (self.rocm_key_fingerprint or self.stream.key_fingerprint).upper()
+
+    def wanted_packages(self, host_gfx: list[str] | None) -> list[str]:
+        """The packages to install: ``rocm_packages``, else the stream's default, which may
+        depend on the host's GPUs. ``host_gfx``: the gfx targets of every GPU the host has
+        (preflight's survey), None when unknown. The per-target choice is made only when
+        ``expected_gfx`` names every one of them."""
+        if self.rocm_packages is not None:
+            return list(self.rocm_packages)
+        expected = self.expected_gfx_list
+        names_all = bool(expected) and host_gfx is not None and set(host_gfx) <= set(expected)
+        return self.stream.default_packages(self.release, expected if names_all else None)
+
+    @property
+    def amdgpu_keyring(self) -> str | None:
+        """The keyring AMD's driver source is signed with (``rocm_driver: dkms``), else None:
+        repo.radeon.com's, whichever stream the release is of."""
+        return AMDGPU_KEYRING if self.rocm_driver == "dkms" else None
 
     @property
     def torch_index_url(self) -> str:
@@ -75,10 +123,17 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
         rel = release(version)
     except KeyError:
         known = release_versions()
+        newer = _newer_than_matrix(version)
         raise fail(
             "rocm_version",
             version,
-            f"a ROCm release the matrix knows ({', '.join(known)}); `rocm-fleet matrix` lists them",
+            f"a ROCm release the matrix knows ({', '.join(known)}); `rocm-fleet matrix` lists "
+            "them"
+            + (
+                " (`rocm-fleet matrix check` says whether AMD has published a newer one)"
+                if newer
+                else ""
+            ),
         ) from None
 
     torch_build = None
@@ -87,7 +142,7 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
             raise fail(
                 "rocm_version",
                 version,
-                f"a release with a verified PyTorch index ({rel.no_torch_reason}); "
+                f"a release with a PyTorch index ({rel.no_torch_reason}); "
                 "or set pytorch_install: False",
             )
         wanted = values["torch_version"]
@@ -105,6 +160,13 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
             torch_build = matches[0]
 
     return Config(**values, release=rel, torch_build=torch_build)
+
+
+def _newer_than_matrix(version: str) -> bool:
+    try:
+        return release_key(version) > max(release_key(r.version) for r in RELEASES)
+    except ValueError:
+        return False
 
 
 def settings_table() -> str:

@@ -3,9 +3,11 @@
 ``inbox`` (the default) changes nothing: the distro kernel's amdgpu driver is signed by the
 distro and works with Secure Boot on; tasks/kernel.py makes sure the kernel is new enough.
 ``dkms``: AMD's driver repository (``amdgpu/<version>/ubuntu`` on repo.radeon.com: the ROCm
-version up to 6.4, the driver's own version from 7.0, both from the matrix), with the same
-key, suite and pin as the ROCm source; the headers of the running kernel and of every newer
-installed kernel (DKMS builds for each); then ``amdgpu-dkms``. Installing or upgrading the
+version up to 6.4, the driver's own version from 7.0 and for the ROCm Core SDK, all from the
+matrix) in repo.radeon.com's suite for the distro, signed by repo.radeon.com's key: the
+classic stream's own keyring, which a Core SDK release installs for the driver
+alone; the headers of the running kernel and of every newer installed kernel (DKMS builds
+for each); then ``amdgpu-dkms``. Installing or upgrading the
 driver marks the host as needing a reboot. tasks/secureboot.py enrols the signing key.
 """
 
@@ -20,7 +22,7 @@ from rocm_fleet import matrix, paths
 from rocm_fleet.facts.apt import InstalledPackages, kernel_releases
 from rocm_fleet.facts.cache import read_fact
 from rocm_fleet.facts.system import RunningKernel
-from rocm_fleet.operations.apt import apt_lists_fresh
+from rocm_fleet.operations.apt import apt_lists_fresh, verified_keyring
 from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver
@@ -33,9 +35,9 @@ DRIVER_PACKAGE = "amdgpu-dkms"
 
 
 def amdgpu_source_line(config: Config, row: matrix.Distro, version: str) -> str:
-    """AMD's driver source (fact sheet §3.2): same key and suite as the ROCm source."""
+    """AMD's driver source (fact sheet §3.2; amdgpu-docs Ubuntu template, research A.6)."""
     url = f"{config.rocm_amdgpu_apt_base_url.rstrip('/')}/{version}/ubuntu"
-    return f"deb [arch=amd64 signed-by={paths.ROCM_KEYRING}] {url} {row.suite} main\n"
+    return f"deb [arch=amd64 signed-by={matrix.AMDGPU_KEYRING}] {url} {row.suite} main\n"
 
 
 def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> list[str]:
@@ -64,6 +66,13 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
             ),
         )
         return []
+    if config.stream.keyring != matrix.AMDGPU_KEYRING:
+        verified_keyring(
+            name="Install repo.radeon.com's signing key for the driver (fingerprint checked)",
+            path=matrix.AMDGPU_KEYRING,
+            url=config.rocm_amdgpu_key_url,
+            fingerprint=config.rocm_amdgpu_key_fingerprint,
+        )
     text_file(
         name="Point apt at AMD's amdgpu driver repository",
         path=paths.AMDGPU_SOURCE,
@@ -71,7 +80,7 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
     )
     apt_lists_fresh(
         name="Refresh apt lists after a driver source change",
-        inputs=[paths.AMDGPU_SOURCE, paths.ROCM_KEYRING],
+        inputs=[paths.AMDGPU_SOURCE, matrix.AMDGPU_KEYRING],
         stamp=paths.AMDGPU_LISTS_STAMP,
     )
     running = read_fact(RunningKernel) or ""

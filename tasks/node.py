@@ -39,16 +39,17 @@ def rocm_node() -> None:
         return
 
     # One read of the host; a host that can't take the release is refused, unchanged.
-    distro = preflight(config)
-    if distro is None:
+    found = preflight(config)
+    if found is None or found.row is None:
         return
+    distro = found.row
     # (reason, operation) pairs whose change needs a reboot, for reboot_if_needed.
     needs_reboot = migrate_from_cuda(config) if config.rocm_migrate_from_cuda else []
     needs_reboot += configure_kernel(config, distro)
     install_repository(config, distro)
     needs_reboot += configure_driver(config, distro)
     needs_reboot += configure_secure_boot(config, distro)
-    install_rocm(config)
+    install_rocm(config, config.wanted_packages(found.gpus))
     configure_groups(config)
     if config.pytorch_install:
         install_pytorch(config)

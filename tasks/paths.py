@@ -15,11 +15,26 @@ ROCM_SOURCE = "/etc/apt/sources.list.d/rocm.list"
 AMDGPU_SOURCE = "/etc/apt/sources.list.d/amdgpu.list"
 ROCM_PIN = "/etc/apt/preferences.d/rocm-pin-600"
 
+# --- The ROCm Core SDK's repositories (repo.amd.com for 7.14, stable.repo.amd.com for 10.x) ----
+# Keyring (both) and the 10.x deb822 file: AMD's install page, rocm-docs
+# docs/install/include/200-install.rst @ 0c31064a (10.0) and @ 50600d8d (7.14.1). 7.14's
+# one-line source goes to ROCM_SOURCE, the file name the classic stream uses too.
+AMDROCM_KEYRING = "/etc/apt/keyrings/amdrocm.gpg"
+AMDROCM_SOURCE = "/etc/apt/sources.list.d/amdrocm-stable.sources"
+# rocm-fleet's own: AMD's Core SDK pages publish no pin (see matrix.CORE_SDK).
+AMDROCM_PIN = "/etc/apt/preferences.d/rocm-fleet-amdrocm"
+
 # --- ROCm on the host ------------------------------------------------------------------------
 ROCM_ROOT = "/opt/rocm"
-# Widely used by tools to read the installed release (fact sheet §4; not from AMD's docs).
-ROCM_VERSION_FILE = f"{ROCM_ROOT}/.info/version"
-# AMD's post-install step: /opt/rocm/lib{,64} on the loader path (post-install.rst, §4).
+# Classic: /opt/rocm is a link to /opt/rocm-X.Y.Z (rocm-core's alternative), and tools read
+# the release from /opt/rocm/.info/version (fact sheet §4; not from AMD's docs). Core SDK:
+# /opt/rocm is a directory of links, /opt/rocm/core the newest installed core-X.Y
+# (TheRock template/scripts/amdrocm-core-postinst.j2), whose .info comes with rocm-core
+# in amdrocm-base (TheRock base/artifact.toml: rocm-core lib includes ".info/**").
+ROCM_VERSION_FILES = (f"{ROCM_ROOT}/.info/version", f"{ROCM_ROOT}/core/.info/version")
+ROCM_VERSION_FILE = ROCM_VERSION_FILES[0]
+# AMD's post-install step: /opt/rocm/lib{,64} on the loader path (post-install.rst, §4); the
+# Core SDK links /opt/rocm/lib to core-X.Y/lib, so the same file serves both streams.
 LD_CONF = "/etc/ld.so.conf.d/rocm.conf"
 # rocm-fleet's own: /opt/rocm/bin on login shells' PATH.
 PROFILE = "/etc/profile.d/rocm.sh"
@@ -70,8 +85,10 @@ DEFAULT_VENV = "/opt/rocm-fleet/venv"
 # task goes here, or the plan reads it with a round trip of its own.
 MANAGED_FILES = (
     ROCM_SOURCE,
+    AMDROCM_SOURCE,
     AMDGPU_SOURCE,
     ROCM_PIN,
+    AMDROCM_PIN,
     LD_CONF,
     PROFILE,
     BACKPORTS_SOURCE,
@@ -81,7 +98,18 @@ MANAGED_FILES = (
     BACKPORTS_LISTS_STAMP,
 )
 # Every keyring a deploy may write (their fingerprints are read, not their digests).
-MANAGED_KEYRINGS = (ROCM_KEYRING,)
+MANAGED_KEYRINGS = (ROCM_KEYRING, AMDROCM_KEYRING)
+
+
+def classic_root(version: str) -> str:
+    """Where a classic release unpacks: /opt/rocm-6.4.3 (fact sheet §3.5)."""
+    return f"/opt/rocm-{version}"
+
+
+def core_sdk_root(major_minor: str) -> str:
+    """Where a Core SDK release unpacks: /opt/rocm/core-10.0 (TheRock build_package.py
+    "# Release:  /opt/rocm/core-7.15"; transition guide: "/opt/rocm/core-10.1")."""
+    return f"{ROCM_ROOT}/core-{major_minor}"
 
 
 def venv_python(venv: str) -> str:

@@ -9,7 +9,9 @@ is marked failed (so the run's exit status says so) and it gets none of the depl
 operations, while the rest of the fleet carries on. Warnings (pairings AMD doesn't list, a
 distro override) are printed and the deploy goes ahead.
 
-Checked: amd64; the distro and release pairing in the matrix (or an explicit override);
+Checked: amd64; the distro and release pairing in the matrix (or an explicit override),
+and a move between the classic stream and the ROCm Core SDK announced (a warning: the deploy
+carries it out);
 not WSL; root (directly or through ``_sudo``); an AMD GPU on PCI (mapped to gfx targets by
 ``pci_ids``, or the KFD topology when amdgpu is loaded) matching ``expected_gfx`` /
 ``expected_gpu_count``; the kernel at least the one AMD lists for the distro; free space
@@ -22,7 +24,7 @@ from __future__ import annotations
 import logging
 import re
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pyinfra import host
@@ -60,7 +62,7 @@ from rocm_fleet.facts.system import (
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.groups import GPU_GROUPS
 from rocm_fleet.pci_ids import lookup
-from rocm_fleet.versions import amd_release_tag, kernel_key, release_key
+from rocm_fleet.versions import amd_release_tag, kernel_key
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
@@ -78,8 +80,11 @@ DISTRO_ROCM = re.compile(
 )
 # A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
 ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
-# Upstream hosts whose apt sources preflight looks for.
+# Upstream hosts whose apt sources preflight looks for (repo.amd.com matches
+# stable.repo.amd.com too).
 AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
+# The source files the deploy itself writes, for any stream: never a conflict.
+OWN_SOURCES = {repo.source for repo in matrix.REPOSITORIES}
 
 
 @dataclass
@@ -87,6 +92,8 @@ class Findings:
     row: matrix.Distro | None
     problems: list[str]
     warnings: list[str]
+    # gfx targets of every AMD GPU found (None for a device the matrix can't name)
+    gpus: list[str | None] = field(default_factory=list)
 
 
 def findings(config: Config, survey: dict[str, Any]) -> Findings:
@@ -100,7 +107,9 @@ def findings(config: Config, survey: dict[str, Any]) -> Findings:
         _kernel(row, survey, problems)
     _disk(config, survey, problems)
     _conflicts(config, survey, problems, warnings)
-    return Findings(row if not problems else None, problems, warnings)
+    _stream_move(config, survey, warnings)
+    gpus = [gpu["gfx"] for gpu in gpus_found(survey)]
+    return Findings(row if not problems else None, problems, warnings, gpus)
 
 
 def _distro(config: Config, survey: dict, problems: list[str], warnings: list[str]):
@@ -131,9 +140,15 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
         return None
     support = rel.support(row)
     if support is None:
+        publishers = ", ".join(
+            f"{stream.title} {pub.first_release} and newer"
+            for stream in matrix.STREAMS
+            if (pub := stream.publication(row))
+        )
         problems.append(
-            f"ROCm {rel.version} publishes no {row.suite} packages for {row.key} "
-            f"(first in {row.first_release}); choose a newer rocm_version"
+            f"ROCm {rel.version} ({rel.stream.title}) publishes no packages for {row.key}; "
+            f"{row.key} packages come with {publishers or 'no release'}: choose one of those "
+            "as rocm_version"
         )
     elif support is matrix.Support.UNLISTED:
         warnings.append(f"AMD does not list {row.key} for ROCm {rel.version}: unofficial")
@@ -244,11 +259,8 @@ def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]
     if mismatch:
         problems.append(mismatch)
         return
-    release = release_key(config.release.version)
     for gfx in sorted({g["gfx"] for g in found if g["gfx"]}):
-        target = matrix.gpu_target(gfx)
-        since = target.supported_from if target else None
-        listed = since is not None and release >= release_key(since)
+        listed = config.release.lists_gpu(gfx)
         wanted = not config.expected_gfx_list or gfx in config.expected_gfx_list
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
@@ -328,20 +340,21 @@ def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list
         {
             f"{path} ({match.group(1)})"
             for path, line in survey.get("sources") or []
-            if path != paths.ROCM_SOURCE
+            if path not in OWN_SOURCES
             and (match := ROCM_APT_PATH.search(line))
             and match.group(1) != config.release.apt_path
         }
         | {
-            f"{path} (ROCm Core SDK, repo.amd.com)"
+            f"{path} (ROCm Core SDK, {host})"
             for path, line in survey.get("sources") or []
-            if "repo.amd.com" in line
+            if path not in OWN_SOURCES
+            and (host := next((h for h in _CORE_SDK_HOSTS if h in line), None))
         }
     )
     if others:
         problems.append(
             f"apt sources of another ROCm release: {', '.join(others)}: remove them (the "
-            f"deploy writes {paths.ROCM_SOURCE} for ROCm {config.release.version})"
+            f"deploy writes {config.repository.source} for ROCm {config.release.version})"
         )
     torch = venv_torch(survey)
     build = torch["build"]
@@ -354,6 +367,28 @@ def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list
             warnings.append(message + "; rocm_migrate_from_cuda")
         else:
             problems.append(message + ", or set rocm_migrate_from_cuda: true")
+
+
+_CORE_SDK_HOSTS = ("stable.repo.amd.com", "repo.amd.com")
+
+
+def _stream_move(config: Config, survey: dict, warnings: list[str]) -> None:
+    """Announce a move between streams, which the deploy carries out (repository.py,
+    rocm.py): the other stream's packages, source, key and pin go before the release's
+    come, as AMD asks ("If you have ROCm 7.2.4 or older installed, please uninstall it")."""
+    stream = config.stream
+    packages = survey.get("packages") or {}
+    for other in matrix.STREAMS:
+        if other is stream:
+            continue
+        found = sorted(f"{n} {v}" for n, v in packages.items() if other.owns(n, v))
+        if found:
+            shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+            warnings.append(
+                f"moving from {other.title} ({shown}) to {stream.title} "
+                f"{config.release.version}: the deploy purges them and removes that stream's "
+                "source, key and pin first"
+            )
 
 
 def survey_reads(config: Config) -> list[Read]:
@@ -384,10 +419,15 @@ def survey_reads(config: Config) -> list[Read]:
         Read("venv", VenvDistributions, {"venv": venv}),
         Read("torch_build", TorchBuildStrings, {"venv": venv}),
         Read("disk", FreeSpace, {"paths": install_paths}),
+        # Sized before the GPUs are known: as if expected_gfx names every GPU of the host
+        # (a host with others gets the all-targets package, and a plan asks apt again).
         Read(
             "apt",
             AptInstallSize,
-            {"packages": config.rocm_packages, "release_tag": config.release.numeric_tag},
+            {
+                "packages": config.wanted_packages(config.expected_gfx_list),
+                "version_regex": config.stream.version_regex(config.release),
+            },
         ),
         *(Read(f"file {path}", FileDigest, {"path": path}) for path in files),
         *(Read(f"keyring {k}", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
@@ -430,8 +470,9 @@ def _refuse(reason: str) -> None:
 
 
 @deploy("Preflight")
-def preflight(config: Config) -> matrix.Distro | None:
-    """The host's matrix row when it may be deployed, else None (the host is refused)."""
+def preflight(config: Config) -> Findings | None:
+    """What preflight found (the host's matrix row, its GPUs) when the host may be
+    deployed, else None (the host is refused)."""
     reads = survey_reads(config)
     # _ignore_errors: a survey that can't run (sudo refused) becomes this host's refusal,
     # with pyinfra's own error output above it, instead of an unexplained failed host.
@@ -455,4 +496,4 @@ def preflight(config: Config) -> matrix.Distro | None:
     if reason:
         _refuse(reason)
         return None
-    return result.row
+    return result

@@ -1,8 +1,12 @@
 """A venv with the PyTorch ROCm wheels that match the ROCm release, from download.pytorch.org.
 
-The wheels bundle their own HIP runtime (torch/lib/libamdhip64.so), so what must match is the
-index: torch X+rocmA.B from whl/rocmA.B (fact sheet §7.1). The torch default is the newest the
-matrix lists for the release; torchvision and torchaudio follow it.
+What must match is the index: torch X+rocmA.B from whl/rocmA.B (fact sheet §7.1). The wheels
+of the classic releases' indexes bundle their own HIP runtime (torch/lib/libamdhip64.so);
+the ROCm Core SDK's (rocm7.14) require it from pip instead, ``rocm[device-all,libraries]``
+from the same index (``matrix.TORCH_RUNTIME``), which pip installs with them. The torch
+default is the newest the matrix lists for the release; torchvision and torchaudio follow it.
+Distributions of the family the release no longer wants (a torchaudio after torch 2.12, the
+pip ROCm runtime after a move back to a classic release) are uninstalled.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 
 from rocm_fleet import paths
-from rocm_fleet.matrix import TorchBuild
+from rocm_fleet.matrix import TORCH_RUNTIME_WHEELS, Release, TorchBuild
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.python import pinned_wheels, venv
 
@@ -20,6 +24,8 @@ if TYPE_CHECKING:
     from rocm_fleet.config import Config
 
 PREREQUISITES = ["python3-venv"]
+# torch and its companions, whichever index they came from.
+TORCH_FAMILY = r"torch|torchvision|torchaudio"
 
 
 def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
@@ -35,6 +41,12 @@ def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
     return {name: f"{version}+{torch_index}" for name, version in wanted.items()}
 
 
+def owned_wheels(rel: Release) -> list[str]:
+    """The distributions the release's pins manage: the torch family, and the pip ROCm
+    runtime unless the release's torch requires it (then pip manages its parts)."""
+    return [TORCH_FAMILY] + ([] if rel.torch_runtime else [TORCH_RUNTIME_WHEELS.pattern])
+
+
 @deploy("PyTorch")
 def install_pytorch(config: Config) -> None:
     debian_packages(
@@ -48,6 +60,8 @@ def install_pytorch(config: Config) -> None:
         venv_path=config.pytorch_venv,
         index_url=config.torch_index_url,
         wanted=wanted_wheels(config.torch_build, config.release.torch_index),
+        requires=[config.release.torch_runtime] if config.release.torch_runtime else [],
+        owned=owned_wheels(config.release),
     )
 
 

@@ -1,4 +1,11 @@
-"""AMD's apt repository: verified key, source line for the host's suite, and AMD's pin."""
+"""AMD's apt repository of the release's stream: verified key, source for the host's distro,
+a pin above the distribution's own ROCm; and nothing of the other stream's.
+
+The classic stream (repo.radeon.com) and the ROCm Core SDK (repo.amd.com, then
+stable.repo.amd.com) each have their own key, keyring, source file and pin
+(``rocm_fleet.matrix.Stream``, ``Repository``). Changing ``rocm_version`` across streams
+writes the new stream's files and removes the other's, so apt never sees both.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,7 @@ from pyinfra.api import deploy
 from pyinfra.operations import files
 from pyinfra.operations.util import any_changed
 
-from rocm_fleet import paths
-from rocm_fleet.files import text
+from rocm_fleet import matrix, paths
 from rocm_fleet.operations.apt import (
     apt_lists_fresh,
     apt_update,
@@ -21,20 +27,49 @@ from rocm_fleet.operations.files import text_file
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
-    from rocm_fleet.matrix import Distro
 
 # Fetching and checking the key needs these before anything from AMD can be trusted.
 PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
 
+# Every file any stream's repository puts on a host (matrix.REPOSITORIES, matrix.STREAMS).
+SOURCES = tuple(dict.fromkeys(repo.source for repo in matrix.REPOSITORIES))
+KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
+PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
 
-def source_line(config: Config, row: Distro) -> str:
-    """AMD's one-line source: suite from the matrix (Debian 12 -> jammy), keyring by path."""
-    url = f"{config.rocm_apt_base_url.rstrip('/')}/{config.release.apt_path}"
-    return f"deb [arch=amd64 signed-by={paths.ROCM_KEYRING}] {url} {row.suite} main\n"
+
+def source_text(config: Config, row: matrix.Distro) -> str:
+    """AMD's source for the release and distro, in the form AMD's install page gives: one
+    ``deb`` line (classic, 7.14) or a deb822 stanza (10.x), signed by the stream's keyring."""
+    rel, repo = config.release, config.repository
+    publication = rel.publication(row)
+    if publication is None:  # preflight refuses such a host before this is planned
+        raise ValueError(f"ROCm {rel.version} publishes nothing for {row.key}")
+    url = rel.stream.repository_url(config.apt_base_url, rel, publication)
+    keyring = rel.stream.keyring
+    if not repo.deb822:
+        return f"deb [arch=amd64 signed-by={keyring}] {url} {publication.suite} main\n"
+    return (
+        (f"X-Repo-Id: {repo.x_repo_id}\n" if repo.x_repo_id else "")
+        + f"Types: deb\nURIs: {url}/\nSuites: {publication.suite}\nComponents: main\n"
+        f"Architectures: amd64\nSigned-By: {keyring}\nEnabled: yes\n"
+    )
+
+
+def foreign_files(config: Config) -> tuple[list[str], list[str], list[str]]:
+    """(sources, keyrings, pins) of the other stream or repository: what must not stay
+    beside the release's own. The driver's keyring stays while ``rocm_driver: dkms``."""
+    stream, repo = config.stream, config.repository
+    keep = {stream.keyring, config.amdgpu_keyring}
+    return (
+        [path for path in SOURCES if path != repo.source],
+        [path for path in KEYRINGS if path not in keep],
+        [path for path in PINS if path != stream.pin],
+    )
 
 
 @deploy("ROCm apt repository")
-def install_repository(config: Config, row: Distro) -> None:
+def install_repository(config: Config, row: matrix.Distro) -> None:
+    stream = config.stream
     dpkg_repaired(name="Finish an interrupted dpkg run")
     debian_packages(
         name="Install the tools that fetch and check AMD's key",
@@ -43,36 +78,50 @@ def install_repository(config: Config, row: Distro) -> None:
     )
     verified_keyring(
         name="Install AMD's signing key (fingerprint checked)",
-        path=paths.ROCM_KEYRING,
-        url=config.rocm_key_url,
-        fingerprint=config.rocm_key_fingerprint,
+        path=stream.keyring,
+        url=config.key_url,
+        fingerprint=config.key_fingerprint,
     )
     text_file(
         name="Point apt at the ROCm release for this distro",
-        path=paths.ROCM_SOURCE,
-        content=source_line(config, row),
+        path=config.repository.source,
+        content=source_text(config, row),
     )
     text_file(
-        name="Pin repo.radeon.com above the distribution's own ROCm packages",
-        path=paths.ROCM_PIN,
-        content=text("rocm-pin-600"),
+        name="Pin AMD's repository above the distribution's own ROCm packages",
+        path=stream.pin,
+        content=stream.pin_text(),
     )
+    sources, keyrings, pins = foreign_files(config)
+    for path in sources:
+        text_file(name=f"Remove the other ROCm stream's source {path}", path=path, present=False)
+    for path in pins:
+        text_file(name=f"Remove the other ROCm stream's pin {path}", path=path, present=False)
+    for path in keyrings:
+        verified_keyring(
+            name=f"Remove the other ROCm stream's keyring {path}", path=path, present=False
+        )
     apt_lists_fresh(
         name="Refresh apt lists after a source or key change",
-        inputs=[paths.ROCM_SOURCE, paths.ROCM_KEYRING],
+        inputs=[config.repository.source, stream.keyring],
         stamp=paths.APT_LISTS_STAMP,
     )
 
 
 @deploy("Remove ROCm apt repository")
 def remove_repository(config: Config) -> None:
-    source = text_file(name="Remove the ROCm source", path=paths.ROCM_SOURCE, present=False)
-    amdgpu = text_file(
-        name="Remove the amdgpu driver source", path=paths.AMDGPU_SOURCE, present=False
+    removed = [
+        text_file(name=f"Remove the ROCm source {path}", path=path, present=False)
+        for path in SOURCES
+    ]
+    removed.append(
+        text_file(name="Remove the amdgpu driver source", path=paths.AMDGPU_SOURCE, present=False)
     )
-    text_file(name="Remove AMD's pin", path=paths.ROCM_PIN, present=False)
-    verified_keyring(name="Remove AMD's keyring", path=paths.ROCM_KEYRING, present=False)
-    apt_update(name="Forget repo.radeon.com's package lists", _if=any_changed(source, amdgpu))
+    for path in PINS:
+        text_file(name=f"Remove AMD's pin {path}", path=path, present=False)
+    for path in KEYRINGS:
+        verified_keyring(name=f"Remove AMD's keyring {path}", path=path, present=False)
+    apt_update(name="Forget AMD's package lists", _if=any_changed(*removed))
     debian_packages(
         name="Purge the distribution packages the deploy installed",
         ledger=paths.PACKAGE_LEDGER,

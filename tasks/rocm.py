@@ -1,4 +1,11 @@
-"""ROCm user space from AMD's repository, its libraries on the loader path, its tools on PATH."""
+"""ROCm user space from AMD's repository, its libraries on the loader path, its tools on PATH.
+
+The packages are the release's stream's (``rocm_packages``, else the stream's default, which
+for the Core SDK depends on the host's GPUs: ``Config.wanted_packages``); packages of
+another release or the other stream are moved or purged by the same operation. /opt/rocm/lib
+and /opt/rocm/bin serve both streams (classic: /opt/rocm links to /opt/rocm-X.Y.Z; Core SDK:
+/opt/rocm/lib and /opt/rocm/bin link into /opt/rocm/core-X.Y).
+"""
 
 from __future__ import annotations
 
@@ -17,11 +24,11 @@ if TYPE_CHECKING:
 
 
 @deploy("ROCm packages")
-def install_rocm(config: Config) -> None:
+def install_rocm(config: Config, packages: list[str]) -> None:
     release_packages(
         name="Install the ROCm packages of the release",
-        packages=config.rocm_packages,
-        numeric_tag=config.release.numeric_tag,
+        packages=packages,
+        release=config.release,
     )
     ld_conf = text_file(
         name="Put /opt/rocm/lib on the dynamic loader path",
@@ -39,7 +46,7 @@ def install_rocm(config: Config) -> None:
 @deploy("Remove ROCm packages")
 def remove_rocm(config: Config) -> None:
     dpkg_repaired(name="Finish an interrupted dpkg run")
-    release_packages(name="Purge AMD's ROCm packages (every release)", present=False)
+    release_packages(name="Purge AMD's ROCm packages (every release and stream)", present=False)
     ld_conf = text_file(name="Remove the loader path entry", path=paths.LD_CONF, present=False)
     server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
     text_file(name="Remove the PATH snippet", path=paths.PROFILE, present=False)

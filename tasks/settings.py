@@ -182,7 +182,11 @@ class Settings:
 
     # --- ROCm repository -------------------------------------------------------------
     rocm_version: str = setting(
-        "", "ROCm release to install, e.g. `6.4.3` or `7.2.1` (required)", release_name, REPOSITORY
+        "",
+        "ROCm release to install, e.g. `6.4.3` or `7.2.1` (classic), `7.14.1` or `10.1.0` "
+        "(ROCm Core SDK); `rocm-fleet matrix` lists them (required)",
+        release_name,
+        REPOSITORY,
     )
     rocm_state: str = setting(
         "present",
@@ -191,26 +195,36 @@ class Settings:
         one_of("present", "absent"),
         REPOSITORY,
     )
-    rocm_apt_base_url: str = setting(
-        matrix.ROCM_APT_BASE_URL,
-        "Base of AMD's ROCm apt repository (a mirror of it, if you have one)",
-        http_url,
+    rocm_apt_base_url: str | None = setting(
+        None,
+        "Base of the release's AMD repository, for a mirror of it; default: the release's "
+        "(`repo.radeon.com/rocm/apt`, `repo.amd.com/rocm/packages-multi-arch` for 7.14, "
+        "`stable.repo.amd.com/rocm/core/packages` for 10.x)",
+        optional(http_url),
         REPOSITORY,
     )
-    rocm_key_url: str = setting(
-        matrix.ROCM_KEY_URL, "URL of AMD's ASCII-armored signing key", http_url, REPOSITORY
+    rocm_key_url: str | None = setting(
+        None,
+        "URL of the repository's signing key; default: the release's, from AMD",
+        optional(http_url),
+        REPOSITORY,
     )
-    rocm_key_fingerprint: str = setting(
-        matrix.ROCM_KEY_FINGERPRINT,
-        "Fingerprint the fetched key must have; a mismatch fails the host, writing nothing",
-        fingerprint,
+    rocm_key_fingerprint: str | None = setting(
+        None,
+        "Fingerprint the fetched key must have (default: the release stream's, from the "
+        "matrix); a mismatch fails the host, writing nothing",
+        optional(fingerprint),
         REPOSITORY,
     )
     # --- ROCm packages ---------------------------------------------------------------
-    rocm_packages: list[str] = setting(  # noqa: RUF009 - a field() with a default_factory
-        ["rocm-hip-runtime"],
-        'AMD meta packages to install, e.g. `["rocm"]` for the whole stack',
-        list_of(package_name, "Debian package names"),
+    rocm_packages: list[str] | None = setting(  # noqa: RUF009 - a field() (default None)
+        None,
+        'AMD meta packages to install, e.g. `["rocm"]`; default: '
+        + matrix.CLASSIC.default_packages_text
+        + " (classic), "
+        + matrix.CORE_SDK.default_packages_text
+        + " (Core SDK)",
+        optional(list_of(package_name, "Debian package names")),
         PACKAGES,
     )
     # --- GPU groups ------------------------------------------------------------------
@@ -294,6 +308,19 @@ class Settings:
         matrix.AMDGPU_APT_BASE_URL,
         "Base of AMD's amdgpu driver repository (with `rocm_driver: dkms`)",
         http_url,
+        DRIVER,
+    )
+    rocm_amdgpu_key_url: str = setting(
+        matrix.AMDGPU_KEY_URL,
+        "URL of the driver repository's signing key, installed with a Core SDK release and "
+        "`rocm_driver: dkms` (a classic release's key signs both)",
+        http_url,
+        DRIVER,
+    )
+    rocm_amdgpu_key_fingerprint: str = setting(
+        matrix.AMDGPU_KEY_FINGERPRINT,
+        "Fingerprint that key must have",
+        fingerprint,
         DRIVER,
     )
     # --- Secure Boot -----------------------------------------------------------------

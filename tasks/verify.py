@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 def verify_node(config: Config) -> None:
     gpu_verified(
         name="Check rocminfo and torch see the expected GPUs",
+        rocminfo=config.release.rocminfo,
         expected_gfx=config.expected_gfx_list,
         expected_count=config.expected_gpu_count,
         python=config.venv_python if config.pytorch_install else None,

@@ -1,5 +1,5 @@
 """Version parsing and comparison, in one place: ROCm releases, kernel releases, AMD's
-package versions.
+package versions (the classic stream's and the ROCm Core SDK's).
 
 Every other module compares versions through these functions, so a rule (Debian's kernel
 ABI numbers, AMD's release tag) is written once.
@@ -71,3 +71,35 @@ def release_tag(version: str) -> str:
     """The tag AMD puts in a release's package versions: "6.4.3" -> "60403"."""
     major, minor, patch = (*release_key(version), 0, 0)[:3]
     return f"{major}{minor:02d}{patch:02d}"
+
+
+def classic_version_regex(version: str) -> str:
+    """An extended regular expression (Python ``re`` and POSIX awk alike) matching the
+    versions of a classic release's packages: 6.4.3 -> ``[.]60403-``."""
+    return f"[.]{release_tag(version)}-"
+
+
+# The ROCm Core SDK (TheRock) versions a stable release's packages <X.Y.Z>-<build>: the
+# upstream part is the release (docs/packaging/versioning.md, "stable | X.Y.Z"), the
+# Debian revision the build's --version-suffix (build_tools/packaging/linux/
+# deb_package.py: ``version += f"-{config.version_suffix}"``; ROCm/TheRock @ 89553ce3),
+# e.g. amdrocm-runtime10.0 10.0.0-4. Every package it builds is named amdrocm*
+# (build_tools/packaging/linux/package.json), so the name tells them from Debian's.
+_CORE_SDK = re.compile(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$")
+
+
+def is_core_sdk_package(name: str, version: str) -> bool:
+    """Whether an installed package is one of the ROCm Core SDK's (amdrocm*, X.Y.Z-N)."""
+    return name.startswith("amdrocm") and bool(_CORE_SDK.match(version))
+
+
+def core_sdk_version_regex(version: str) -> str:
+    """An extended regular expression matching the versions of a Core SDK release's
+    packages: 10.0.0 -> ``^10[.]0[.]0-``."""
+    return "^" + version.replace(".", "[.]") + "-"
+
+
+def major_minor(version: str) -> str:
+    """ "10.1.0" -> "10.1": what the Core SDK puts in package names and its install root
+    (packaging_utils.py update_package_name: "Package name will be rocm8.1")."""
+    return ".".join(version.split(".")[:2])

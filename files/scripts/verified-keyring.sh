@@ -1,21 +1,38 @@
 # shellcheck shell=sh
-# verified-keyring.sh URL FINGERPRINT KEYRING: fetch an armored key, refuse it unless its
-# one primary key has FINGERPRINT, then write it dearmored to KEYRING (temporary name and
-# rename). Nothing is written when the check fails.
+# verified-keyring.sh URL FINGERPRINT KEYRING: fetch a key, refuse it unless the primary keys
+# it holds are exactly the one with FINGERPRINT, then write that key, in the binary form
+# apt reads, to KEYRING (temporary name and rename). Nothing is written when the check fails.
+# The key is imported into a throwaway home and exported again rather than dearmored, so
+# any form AMD serves works: armored (repo.radeon.com), binary, or binary with an armored
+# copy of the same key appended ((3p) reported of stable.repo.amd.com's packages.gpg, which
+# neither gpg --import nor gpgv reads as a whole): then only the binary part is read.
 set -eu
 url=$1
 fingerprint=$2
 keyring=$3
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export GNUPGHOME="$tmp"
-curl -fsSL --retry 2 -o "$tmp/key.asc" "$url"
-got=$(gpg --batch --with-colons --show-keys "$tmp/key.asc" | awk -F: '$1 == "fpr" { print $10 }')
+export GNUPGHOME="$tmp/home"
+# gpg may start daemons (gpg-agent, keyboxd) for the throwaway home: stop them with it.
+trap 'gpgconf --kill all 2>/dev/null || true; rm -rf "$tmp"' EXIT
+install -d -m 0700 "$GNUPGHOME"
+curl -fsSL --retry 2 -o "$tmp/key" "$url"
+armor=$(LC_ALL=C grep -abo -- '-----BEGIN PGP PUBLIC KEY BLOCK-----' "$tmp/key" | head -n 1 \
+    | cut -d: -f1)
+if [ -n "$armor" ] && [ "$armor" -gt 0 ]; then
+    head -c "$armor" "$tmp/key" > "$tmp/key.binary"
+    mv "$tmp/key.binary" "$tmp/key"
+fi
+gpg --batch --quiet --import "$tmp/key" 2>/dev/null || true
+got=$(gpg --batch --with-colons --list-keys 2>/dev/null | awk -F: '
+    $1 == "pub" { primary = 1; next }
+    $1 == "fpr" && primary { print $10 }
+    { primary = 0 }' | sort -u)
 if [ "$got" != "$fingerprint" ]; then
-    echo "refusing key from $url: fingerprint ${got:-none} is not $fingerprint" >&2
+    found=$(printf '%s' "${got:-none}" | tr '\n' ' ')
+    echo "refusing key from $url: fingerprint $found is not $fingerprint" >&2
     exit 1
 fi
 install -d -m 0755 "$(dirname "$keyring")"
-gpg --batch --yes --dearmor -o "$tmp/keyring.gpg" "$tmp/key.asc"
+gpg --batch --export "$fingerprint" > "$tmp/keyring.gpg"
 install -m 0644 "$tmp/keyring.gpg" "$keyring.rocm-fleet-new"
 mv -f "$keyring.rocm-fleet-new" "$keyring"

@@ -184,9 +184,10 @@ _INSTALLED = "already installed from this release"
 class AptInstallSize(FactBase[dict[str, object]]):
     """
     How many bytes apt says installing ``packages`` adds, asked read-only (no lock, no
-    cache files written): ``need`` is 0 when every package already carries
-    ``release_tag`` (apt isn't asked: loading its cache is slow), None when apt can't
-    resolve them (no source for them yet) or said nothing it could be read from.
+    cache files written): ``need`` is 0 when every package is installed at a version
+    matching ``version_regex`` (the release's; apt isn't asked: loading its cache is slow),
+    None when apt can't resolve them (no source for them yet) or said nothing it could be
+    read from.
 
     .. code:: python
 
@@ -198,7 +199,9 @@ class AptInstallSize(FactBase[dict[str, object]]):
         return {"need": None, "message": ""}
 
     @override
-    def command(self, packages: list[str] | tuple[str, ...], release_tag: str | None = None) -> str:
+    def command(
+        self, packages: list[str] | tuple[str, ...], version_regex: str | None = None
+    ) -> str:
         if not packages:
             return "true"
         names = " ".join(quote(p) for p in packages)
@@ -208,11 +211,12 @@ class AptInstallSize(FactBase[dict[str, object]]):
             f"{names} </dev/null 2>&1 | grep -E '^(After this operation|E:|[0-9]+ upgraded)' "
             "|| true"
         )
-        if not release_tag:
+        if not version_regex:
             return apt
         have = (
-            f"dpkg-query -W -f='${{db:Status-Abbrev}}${{Version}}\\n' {names} 2>/dev/null"
-            f" | grep -c '^ii.*[.]{release_tag}-'"
+            f"dpkg-query -W -f='${{db:Status-Abbrev}}|${{Version}}\\n' {names} 2>/dev/null"
+            f" | awk -F'|' -v re={quote(version_regex)} '$1 ~ /^ii/ && $2 ~ re {{ n++ }} "
+            "END { print n + 0 }'"
         )
         return f'if [ "$({have})" = {len(packages)} ]; then echo {_INSTALLED}; else {apt}; fi'
 

@@ -119,9 +119,10 @@ def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
 
 class RocmAgents(FactBase[RocmAgentsDict | None]):
     """
-    GPU agents reported by ``rocminfo`` (``/opt/rocm/bin/rocminfo``, else ``rocminfo``
-    on ``PATH``); CPU agents are ignored. Returns ``None`` when rocminfo is not
-    installed, otherwise:
+    GPU agents reported by a release's own ``rocminfo`` (``rocminfo``: its path, e.g.
+    ``/opt/rocm-6.4.3/bin/rocminfo`` or ``/opt/rocm/core-10.1/bin/rocminfo``; never one
+    found on ``PATH``, which may be Debian's); CPU agents are ignored. Returns ``None`` when
+    it is not installed, otherwise:
 
     .. code:: python
 
@@ -153,12 +154,11 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
     tool_timeout = 120
 
     @override
-    def command(self) -> str:
+    def command(self, rocminfo: str = f"{paths.ROCM_ROOT}/bin/rocminfo") -> str:
+        r = quote(rocminfo)
         return (
-            f"if [ -x {paths.ROCM_ROOT}/bin/rocminfo ]; then R={paths.ROCM_ROOT}/bin/rocminfo; "
-            "elif command -v rocminfo >/dev/null 2>&1; then R=rocminfo; else R=; fi; "
-            f'if [ -z "$R" ]; then echo {ABSENT}; '
-            f'else timeout {self.tool_timeout} "$R" </dev/null 2>&1; echo "{RC_PREFIX}$?"; fi'
+            f"if [ ! -x {r} ]; then echo {ABSENT}; "
+            f'else timeout {self.tool_timeout} {r} </dev/null 2>&1; echo "{RC_PREFIX}$?"; fi'
         )
 
     @override
@@ -204,14 +204,20 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
 
 class RocmVersion(FactBase[str | None]):
     """
-    Installed ROCm version from ``<rocm_path>/.info/version`` (default ``/opt/rocm``),
-    e.g. ``"6.4.3-128"``; ``None`` when the file does not exist.
+    Installed ROCm version from ``<rocm_path>/.info/version``, by default the first of the
+    classic stream's (/opt/rocm/.info/version) and the Core SDK's
+    (/opt/rocm/core/.info/version) that exists, e.g. ``"6.4.3-128"``, ``"10.1.0-2"``;
+    ``None`` when there is none.
     """
 
     @override
-    def command(self, rocm_path: str = paths.ROCM_ROOT) -> str:
-        path = quote(rocm_path.rstrip("/") + "/.info/version")
-        return f"! test -e {path} || cat {path}"
+    def command(self, rocm_path: str | None = None) -> str:
+        if rocm_path:
+            candidates = [rocm_path.rstrip("/") + "/.info/version"]
+        else:
+            candidates = list(paths.ROCM_VERSION_FILES)
+        files = " ".join(quote(path) for path in candidates)
+        return f'for f in {files}; do if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
 
     @override
     def process(self, output: list[str]) -> str | None:

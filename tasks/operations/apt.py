@@ -7,6 +7,9 @@ or calls ``host.noop`` with the reason nothing is needed.
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
 from pyinfra import host
 from pyinfra.api import StringCommand, operation
 from pyinfra.facts.files import FileContents
@@ -15,8 +18,11 @@ from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFing
 from rocm_fleet.facts.cache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import NvidiaStack
+from rocm_fleet.matrix import STREAMS
 from rocm_fleet.operations._script import script
-from rocm_fleet.versions import amd_release_tag, is_amd_driver_version
+
+if TYPE_CHECKING:
+    from rocm_fleet.matrix import Release
 
 
 @operation()
@@ -119,45 +125,59 @@ def apt_update():
 
 @operation()
 def release_packages(
-    packages: list[str] | None = None, numeric_tag: str = "", present: bool = True
+    packages: list[str] | None = None, release: Release | None = None, present: bool = True
 ):
     """
     Install AMD's ROCm packages from one release, moving every installed ROCm package to
-    it; or purge every AMD package of any release.
+    it; or purge every AMD ROCm package of any release and stream.
 
-    A package counts as installed only when its version carries this release's tag.
-    Packages of another release (after ``rocm_version`` changed, up or down) are moved to
-    this release's version, or purged when this release doesn't publish them, so no two
-    releases are ever mixed on a host. With present=False, AMD's ROCm and driver packages
-    (amdgpu-dkms) of every release are purged, Debian's own packages left alone.
+    A package counts as installed only when its version is the release's (its stream's
+    ``version_regex``). Packages of another release of the stream (after ``rocm_version``
+    changed, up or down) are moved to this release's version, or purged when this release
+    doesn't publish them, so no two releases are ever mixed on a host. Packages of the other
+    stream are purged first: AMD says to uninstall ROCm 7.2.4 or older before installing the
+    Core SDK, and the two can't share /opt/rocm (the classic link, the Core SDK's directory
+    of links). With present=False, AMD's ROCm packages of every stream are purged; the driver
+    (amdgpu-dkms) and Debian's own packages are left alone.
 
-    + packages: AMD package names, e.g. ["rocm-hip-runtime"]
-    + numeric_tag: the release's tag, e.g. "60403" for 6.4.3
-    + present: install the release (True) or purge AMD's packages (False)
+    + packages: AMD package names, e.g. ["rocm-hip-runtime"] or ["amdrocm10.1-gfx1100"]
+    + release: the ROCm release (matrix row), its stream's rules for names and versions
+    + present: install the release (True) or purge AMD's ROCm packages (False)
     """
     installed = read_fact(InstalledPackages)
     if not present:
-        names = sorted(name for name, version in installed.items() if amd_release_tag(version))
+        names = sorted(n for n, v in installed.items() if any(s.owns(n, v) for s in STREAMS))
         if not names:
             host.noop("no AMD ROCm packages installed")
             return
         yield script("apt-get", "purge", *names)
         return
+    if release is None:
+        raise ValueError("release_packages(present=True) needs the release")
     packages = packages or []
-    tags = {
-        name: tag
+    stream = release.stream
+    pattern = stream.version_regex(release)
+    of_release = re.compile(pattern)
+    mine = {name: version for name, version in installed.items() if stream.owns(name, version)}
+    foreign = sorted(
+        name
         for name, version in installed.items()
-        if (tag := amd_release_tag(version)) and not is_amd_driver_version(version)
-    }
-    missing = [name for name in packages if tags.get(name) != numeric_tag]
-    stale = sorted(
-        name for name, tag in tags.items() if tag != numeric_tag and name not in packages
+        if any(other.owns(name, version) for other in STREAMS if other is not stream)
     )
-    if not missing and not stale:
-        host.noop(f"{', '.join(packages)} installed from ROCm tag {numeric_tag}")
+    missing = [name for name in packages if not of_release.search(mine.get(name, ""))]
+    stale = sorted(
+        name for name, version in mine.items()
+        if not of_release.search(version) and name not in packages
+    )  # fmt: skip
+    if not missing and not stale and not foreign:
+        host.noop(f"{', '.join(packages)} installed from ROCm {release.version}")
         return
-    items = [f"want:{name}" for name in missing] + [f"stale:{name}" for name in stale]
-    yield script("release-switch", numeric_tag, *items)
+    items = (
+        [f"foreign:{name}" for name in foreign]
+        + [f"want:{name}" for name in missing]
+        + [f"stale:{name}" for name in stale]
+    )
+    yield script("release-switch", pattern, *items)
 
 
 @operation()

@@ -21,6 +21,7 @@ def gpu_problems(
     expected_gfx: list[str],
     expected_count: int | None,
     check_torch: bool,
+    rocminfo: str = "rocminfo",
 ) -> tuple[list[str], str]:
     """Compare rocminfo's and torch's view with the inventory.
 
@@ -35,10 +36,11 @@ def gpu_problems(
     if expected_count == 0:
         summary = f"GPU-less host as configured (rocminfo: {found_text})"
     else:
-        if not agents or agents.get("status") != "ok":
-            status = (agents or {}).get("status", "absent")
-            message = (agents or {}).get("message", "")
-            problems.append(f"rocminfo did not run cleanly ({status}: {message})".strip())
+        if agents is None:
+            problems.append(f"{rocminfo} is not installed")
+        elif agents.get("status") != "ok":
+            status, message = agents.get("status"), agents.get("message", "")
+            problems.append(f"{rocminfo} did not run cleanly ({status}: {message})".strip())
         expected_text = "/".join(expected_gfx) if expected_gfx else "any AMD GPU"
         if expected_count is not None and len(wanted) != expected_count:
             problems.append(
@@ -88,11 +90,14 @@ def _archs(torch: dict[str, Any]) -> list[str]:
 
 
 @operation()
-def gpu_verified(expected_gfx: list[str], expected_count: int | None, python: str | None):
+def gpu_verified(
+    rocminfo: str, expected_gfx: list[str], expected_count: int | None, python: str | None
+):
     """
     Fail the host unless rocminfo and torch report the expected GPUs (or a reboot this
     deploy asked for is still pending, which explains a GPU the running kernel can't drive).
 
+    + rocminfo: the release's own rocminfo
     + expected_gfx: gfx targets that must be present (empty: any AMD GPU)
     + expected_count: how many of them (None: at least one; 0: GPU-less host)
     + python: the venv's python, or None when PyTorch is not installed
@@ -100,12 +105,14 @@ def gpu_verified(expected_gfx: list[str], expected_count: int | None, python: st
     if not host.state.is_executing:
         host.noop("checked after the install, when the deploy runs")
         return
-    reads = [Read("rocminfo", RocmAgents)]
+    reads = [Read("rocminfo", RocmAgents, {"rocminfo": rocminfo})]
     if python:
         reads.append(Read("torch", TorchInfo, {"python": python}))
     health = host.get_fact(Survey, reads=reads)  # both in one round trip
     agents, torch = health["rocminfo"], health.get("torch")
-    problems, summary = gpu_problems(agents, torch, expected_gfx, expected_count, bool(python))
+    problems, summary = gpu_problems(
+        agents, torch, expected_gfx, expected_count, bool(python), rocminfo
+    )
     if not problems:
         host.noop(summary)
         return

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from packaging.requirements import Requirement
+from packaging.version import InvalidVersion, Version
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.files import Directory, FileContents
@@ -68,33 +70,77 @@ def version_matches(installed: str | None, wanted: str) -> bool:
     return installed == wanted if "+" in wanted else installed.split("+")[0] == wanted
 
 
+def requirement_met(installed: dict[str, str], requirement: str) -> bool:
+    """Whether a venv's distributions (normalised name -> version) satisfy a PEP 508
+    requirement such as ``rocm[device-all,libraries]==7.14.*`` (its extras' own
+    requirements aren't known without the metadata: the distribution itself must match)."""
+    req = Requirement(requirement)
+    version = installed.get(normal_name(req.name))
+    if version is None:
+        return False
+    try:
+        return req.specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
+
+
 @operation()
-def pinned_wheels(venv_path: str, index_url: str, wanted: dict[str, str]):
+def pinned_wheels(
+    venv_path: str,
+    index_url: str,
+    wanted: dict[str, str],
+    requires: list[str] | None = None,
+    owned: list[str] | None = None,
+):
     """
-    Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``.
+    Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``, and
+    the requirements they bring from the same index; uninstall the distributions of the
+    same family that the pins no longer want.
 
     pyinfra's ``pip.packages`` reads ``pip freeze`` with a regex that drops ``+local``
     versions, so it reinstalls torch on every run; this compares the venv's dist-info
     versions instead. pip resolves and downloads everything before it uninstalls anything,
-    so an index that is down leaves the installed torch in place, working. No pip cache is
-    kept (torch wheels are gigabytes, and uninstalling would leave the cache behind).
+    so an index that is down leaves the installed torch in place, working; the ones no
+    longer wanted are uninstalled after the install. No pip cache is kept (torch wheels are
+    gigabytes, and uninstalling would leave the cache behind).
 
     + venv_path: the venv
     + index_url: the only index pip may use (the ROCm index on download.pytorch.org)
     + wanted: distribution -> version; with a local label ("2.9.1+rocm6.4") it must match
       exactly, without one ("0.24.1") any local label of that release matches, as in pip
+    + requires: PEP 508 requirements the venv must also meet, e.g. the ROCm runtime
+      ``rocm[device-all,libraries]==7.14.*`` a torch pulls from pip
+    + owned: regexes of the (normalised) distribution names the pins manage: an installed
+      one that is neither wanted nor required is uninstalled (torchaudio after a torch it
+      no longer comes with, the pip ROCm runtime after a torch that bundles its own)
     """
+    requires = list(requires or [])
     installed = venv_versions(venv_path)
     drift = {n: v for n, v in wanted.items() if not version_matches(installed.get(n), v)}
-    if not drift:
-        host.noop(", ".join(f"{n}=={v}" for n, v in sorted(wanted.items())) + " installed")
-        return
-    specs = [QuoteString(f"{name}=={version}") for name, version in sorted(wanted.items())]
-    yield StringCommand(
-        QuoteString(paths.venv_python(venv_path)), "-m", "pip", "install", "--no-input",
-        "--disable-pip-version-check", "--no-cache-dir", "--index-url", QuoteString(index_url),
-        *specs,
+    unmet = [r for r in requires if not requirement_met(installed, r)]
+    keep = set(wanted) | {normal_name(Requirement(r).name) for r in requires}
+    patterns = [re.compile(p) for p in owned or []]
+    stale = sorted(
+        name for name in installed
+        if name not in keep and any(p.fullmatch(name) for p in patterns)
     )  # fmt: skip
+    if not drift and not unmet and not stale:
+        pins = ", ".join(f"{n}=={v}" for n, v in sorted(wanted.items()))
+        host.noop(pins + "".join(f", {r}" for r in requires) + " installed")
+        return
+    python = QuoteString(paths.venv_python(venv_path))
+    if drift or unmet:
+        specs = [QuoteString(f"{name}=={version}") for name, version in sorted(wanted.items())]
+        yield StringCommand(
+            python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+            "--no-cache-dir", "--index-url", QuoteString(index_url),
+            *specs, *map(QuoteString, requires),
+        )  # fmt: skip
+    if stale:
+        yield StringCommand(
+            python, "-m", "pip", "uninstall", "--yes", "--no-input",
+            "--disable-pip-version-check", *map(QuoteString, stale),
+        )  # fmt: skip
 
 
 # The wheels a CUDA torch brings (PyPI's torch pulls nvidia-cublas-cu12, nvidia-cudnn-cu12,
