@@ -1,0 +1,84 @@
+"""Just enough OpenPGP (RFC 4880 / RFC 9580) to read a published key's primary fingerprints,
+so ``rocm-fleet matrix check`` can compare AMD's keys with the matrix without gpg.
+
+Reads armored keys, binary keys, and a binary key followed by an armored copy of it (which
+stable.repo.amd.com is reported to serve): packets are read until a byte that can't start
+one. Fingerprints: v4 = SHA-1 over 0x99, the two-byte length and the key packet (RFC 4880
+§12.2); v5 / v6 = SHA-256 over 0x9a / 0x9b, a four-byte length and the packet (RFC 9580
+§5.5.4).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+PUBLIC_KEY = 6  # packet tag of a primary public key (subkeys are 14)
+
+
+def dearmor(data: bytes) -> bytes:
+    """The binary form of an ASCII-armored block (armor headers and checksum skipped);
+    ``data`` unchanged when it isn't armored."""
+    text = data.lstrip()
+    if not text.startswith(b"-----BEGIN PGP"):
+        return data
+    lines = text.decode("ascii", "replace").splitlines()[1:]
+    start = 0
+    while start < len(lines) and ":" in lines[start]:
+        start += 1  # armor headers ("Version: GnuPG ..."); base64 has no colon
+    if start < len(lines) and not lines[start].strip():
+        start += 1  # the blank line after them
+    body = []
+    for line in lines[start:]:
+        if line.startswith(("=", "-----END")):
+            break  # the checksum line, or the end
+        body.append(line.strip())
+    return base64.b64decode("".join(body))
+
+
+def _packets(data: bytes):
+    """(tag, body) of each packet until the data ends or stops being packets."""
+    pos = 0
+    while pos < len(data):
+        ctb = data[pos]
+        if not ctb & 0x80:
+            return  # not a packet: e.g. the armored copy after a binary key
+        pos += 1
+        if ctb & 0x40:  # new format
+            tag, first = ctb & 0x3F, data[pos]
+            if first < 192:
+                length, pos = first, pos + 1
+            elif first < 224:
+                length, pos = ((first - 192) << 8) + data[pos + 1] + 192, pos + 2
+            elif first == 255:
+                length, pos = int.from_bytes(data[pos + 1 : pos + 5], "big"), pos + 5
+            else:
+                return  # partial body lengths: never used for key packets
+        else:  # old format
+            tag, kind = (ctb >> 2) & 0x0F, ctb & 0x03
+            if kind == 3:
+                length = len(data) - pos
+            else:
+                size = (1, 2, 4)[kind]
+                length, pos = int.from_bytes(data[pos : pos + size], "big"), pos + size
+        yield tag, data[pos : pos + length]
+        pos += length
+
+
+def primary_fingerprints(data: bytes) -> list[str]:
+    """The fingerprints (upper-case hex) of the primary keys in a published key file."""
+    found = []
+    for tag, body in _packets(dearmor(data)):
+        if tag != PUBLIC_KEY or not body:
+            continue
+        if body[0] == 4:
+            digest = hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body)
+        elif body[0] in (5, 6):
+            prefix = b"\x9a" if body[0] == 5 else b"\x9b"
+            digest = hashlib.sha256(prefix + len(body).to_bytes(4, "big") + body)
+        else:
+            continue
+        fingerprint = digest.hexdigest().upper()
+        if fingerprint not in found:
+            found.append(fingerprint)
+    return found
