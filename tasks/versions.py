@@ -84,13 +84,19 @@ def classic_version_regex(version: str) -> str:
 # Debian revision the build's --version-suffix (build_tools/packaging/linux/
 # deb_package.py: ``version += f"-{config.version_suffix}"``; ROCm/TheRock @ 89553ce3),
 # e.g. amdrocm-runtime10.0 10.0.0-4. Every package it builds is named amdrocm*
-# (build_tools/packaging/linux/package.json), so the name tells them from Debian's.
+# (build_tools/packaging/linux/package.json), so the name tells them from Debian's; except
+# amdrocm-repo, which configures the repository (build_repo_package.py PACKAGE_NAME).
 _CORE_SDK = re.compile(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$")
+_CORE_SDK_NOT_ROCM = ("amdrocm-repo",)
 
 
 def is_core_sdk_package(name: str, version: str) -> bool:
     """Whether an installed package is one of the ROCm Core SDK's (amdrocm*, X.Y.Z-N)."""
-    return name.startswith("amdrocm") and bool(_CORE_SDK.match(version))
+    return (
+        name.startswith("amdrocm")
+        and name not in _CORE_SDK_NOT_ROCM
+        and bool(_CORE_SDK.match(version))
+    )
 
 
 def core_sdk_version_regex(version: str) -> str:

@@ -21,7 +21,8 @@ reached (for some request, after the retries).
 
 Mirrors: ``--apt-base URL`` is a mirror holding each AMD host under a directory of its name
 (apt-mirror's layout: URL/repo.radeon.com/rocm/apt/..., URL/stable.repo.amd.com/...);
-``--torch-base URL`` replaces https://download.pytorch.org/whl.
+``--torch-base URL`` replaces https://download.pytorch.org/whl; ``--key-fingerprint``
+names the key a mirror re-signs with (as ``rocm_key_fingerprint`` does for the deploy).
 """
 
 from __future__ import annotations
@@ -417,7 +418,12 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version.split("+")[0]))
 
 
-def build_checks(releases: list[matrix.Release]) -> list[Check]:
+def build_checks(
+    releases: list[matrix.Release], fingerprints: dict[str, str] | None = None
+) -> list[Check]:
+    """The checks of the releases' rows. ``fingerprints``: stream name (or "*" for every
+    stream) -> the key fingerprint a mirror signs with instead of AMD's."""
+    fingerprints = fingerprints or {}
     checks: list[Check] = []
     repositories: dict[str, tuple[matrix.Repository, matrix.Stream]] = {}
     indexes: dict[str, list[matrix.Release]] = {}
@@ -472,7 +478,8 @@ def build_checks(releases: list[matrix.Release]) -> list[Check]:
             url = f"{matrix.PYTORCH_INDEX_BASE_URL}/rocm{major_minor(rel.version)}"
             checks.append(Check(rel.version, "no PyTorch index", url, no_index_check(url)))
     for key_url, (repo, stream) in repositories.items():
-        run = key_check(key_url, stream.key_fingerprint)
+        expected = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
+        run = key_check(key_url, expected.upper())
         checks.append(Check(f"key {repo.name}", "fingerprint", key_url, run))
     for index, rels in indexes.items():
         url = f"{matrix.PYTORCH_INDEX_BASE_URL}/{index}"
@@ -549,7 +556,11 @@ class Progress:
 
 
 def check_matrix(
-    upstream: Upstream, release: str | None = None, workers: int = 8, progress=None
+    upstream: Upstream,
+    release: str | None = None,
+    fingerprints: dict[str, str] | None = None,
+    workers: int = 8,
+    progress=None,
 ) -> dict[str, Any]:
     """Run every check (of one release, with ``release``); the report ``--json`` prints."""
     if release is not None:
@@ -562,7 +573,7 @@ def check_matrix(
             ) from None
     else:
         releases = list(matrix.RELEASES)
-    checks = build_checks(releases)
+    checks = build_checks(releases, fingerprints)
     progress = progress or Progress(len(checks) + (0 if release else 1))
     unreachable: list[str] = []
 
@@ -647,6 +658,14 @@ def add_parser(commands: Any) -> None:
         "--torch-base", help=f"mirror of {matrix.PYTORCH_INDEX_BASE_URL} (URL/rocm7.2/torch/...)"
     )
     check.add_argument(
+        "--key-fingerprint",
+        action="append",
+        default=[],
+        metavar="[STREAM=]FINGERPRINT",
+        help="the key a mirror signs with instead of AMD's, for one stream "
+        f"({', '.join(s.name for s in matrix.STREAMS)}) or all (repeatable)",
+    )
+    check.add_argument(
         "--timeout", type=float, default=20.0, help="seconds per request (default 20)"
     )
     check.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")
@@ -661,14 +680,34 @@ def _url(value: str | None, option: str) -> str | None:
     return value
 
 
+def _fingerprints(values: list[str]) -> dict[str, str]:
+    streams = {s.name for s in matrix.STREAMS}
+    found = {}
+    for value in values:
+        stream, _, fingerprint = value.rpartition("=")
+        stream = stream or "*"
+        if stream not in streams | {"*"} or not re.fullmatch(r"[0-9A-Fa-f]{40}", fingerprint):
+            raise UsageError(
+                f"--key-fingerprint {value!r}: expected [STREAM=]FINGERPRINT, STREAM one of "
+                f"{', '.join(sorted(streams))}, FINGERPRINT 40 hexadecimal digits"
+            )
+        found[stream] = fingerprint.upper()
+    return found
+
+
 def run(args: Any) -> int:
     if getattr(args, "matrix_command", None) != "check":
         print(json.dumps(matrix_json(), indent=2) if args.json else plain_table())
         return 0
+    fingerprints = _fingerprints(args.key_fingerprint)
     upstream = Upstream(
         _url(args.apt_base, "--apt-base"), _url(args.torch_base, "--torch-base"),
         args.timeout, args.retries,
     )  # fmt: skip
-    report = check_matrix(upstream, args.release)
+    report = check_matrix(upstream, args.release, fingerprints)
     print(json.dumps(report, indent=2) if args.json else render_report(report))
     return report["exit_status"]
+
+
+if __name__ == "__main__":  # the README's release table: python -m rocm_fleet.cli.matrix
+    print(release_table())

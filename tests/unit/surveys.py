@@ -161,7 +161,10 @@ def plan(data: dict, host: SurveyHost) -> Plan:
                     bool(op_data.global_arguments["_if"]),
                 )
             )
-    return Plan(ops, state, node in state.failed_hosts)
+        # preflight fails the host through pyinfra's context proxy, which only resolves
+        # while the host is the current one: compare by name, here.
+        refused = any(getattr(failed, "name", None) == "node" for failed in state.failed_hosts)
+    return Plan(ops, state, refused)
 
 
 def script_call(command: Any) -> tuple[str, list[str]]:

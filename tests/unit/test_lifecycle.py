@@ -1,30 +1,12 @@
-"""Lifecycle logic without a host: which packages are AMD's, which wheels are CUDA's, how
-wheels are pinned, and what an uninstall or a migration plans."""
+"""Lifecycle logic without a host: how wheels are pinned and which ones a move uninstalls,
+which wheels are CUDA's, and dpkg's interruption fact."""
 
 from __future__ import annotations
 
-from rocm_fleet.cuda import cuda_wheels
-from rocm_fleet.facts import DpkgInterrupted
-from rocm_fleet.matrix import release
-from rocm_fleet.operations import amd_release_tags, version_matches
-from rocm_fleet.pytorch import wanted_wheels
-
-INSTALLED = {
-    "rocm-core": ["6.4.3.60403-128~22.04"],
-    "rocminfo": ["1.0.0.60403-128~22.04"],
-    "amdgpu-dkms": ["1:6.12.12.60403-2194681.22.04"],
-    "librocm-smi64-1": ["6.1.2-1"],  # Debian's own
-    "curl": ["7.88.1-10+deb12u14"],
-}
-
-
-def test_release_moves_leave_the_driver_and_uninstall_takes_it():
-    assert amd_release_tags(INSTALLED) == {"rocm-core": "60403", "rocminfo": "60403"}
-    assert amd_release_tags(INSTALLED, with_driver=True) == {
-        "rocm-core": "60403",
-        "rocminfo": "60403",
-        "amdgpu-dkms": "60403",
-    }
+from rocm_fleet.facts.apt import DpkgInterrupted
+from rocm_fleet.matrix import TORCH_RUNTIME_WHEELS, release
+from rocm_fleet.operations.python import cuda_wheels, requirement_met, version_matches
+from rocm_fleet.pytorch import owned_wheels, wanted_wheels
 
 
 def test_every_wheel_is_pinned_with_the_index_label():
@@ -34,11 +16,30 @@ def test_every_wheel_is_pinned_with_the_index_label():
         "torchvision": "0.24.1+rocm6.4",
         "torchaudio": "2.9.1+rocm6.4",
     }
+    core = release("7.14.1")
+    assert wanted_wheels(core.torch_builds[-1], core.torch_index) == {
+        "torch": "2.14.1+rocm7.14",
+        "torchvision": "0.29.1+rocm7.14",
+    }
     # A companion of another build with the same public version is drift.
     assert not version_matches("0.24.1+cu128", "0.24.1+rocm6.4")
     assert not version_matches("0.20.1+rocm6.1", "0.20.1+rocm6.2")
     assert not version_matches("0.24.1", "0.24.1+rocm6.4")
     assert version_matches("0.24.1+rocm6.4", "0.24.1+rocm6.4")
+
+
+def test_the_pip_runtime_requirement_is_met_by_any_matching_version():
+    requirement = release("7.14.0").torch_runtime
+    assert requirement_met({"rocm": "7.14.0.post1"}, requirement)
+    assert requirement_met({"rocm": "7.14.2"}, requirement)
+    assert not requirement_met({"rocm": "7.15.0"}, requirement)
+    assert not requirement_met({"rocm-sdk-core": "7.14.0"}, requirement)
+    assert not requirement_met({"rocm": "not-a-version"}, requirement)
+
+
+def test_a_bundling_release_owns_the_pip_runtime_a_core_sdk_one_leaves_to_pip():
+    assert owned_wheels(release("7.2.1"))[1] == TORCH_RUNTIME_WHEELS.pattern
+    assert owned_wheels(release("7.14.1")) == ["torch|torchvision|torchaudio"]
 
 
 def test_cuda_wheels_are_nvidias_and_non_rocm_torch():
@@ -52,7 +53,7 @@ def test_cuda_wheels_are_nvidias_and_non_rocm_torch():
         "pip": "23.0.1",
     }
     assert cuda_wheels(venv) == [
-        "nvidia-cublas-cu12", "nvidia_cudnn_cu12", "torch", "torchvision", "triton"
+        "nvidia-cublas-cu12", "nvidia-cudnn-cu12", "torch", "torchvision", "triton"
     ]  # fmt: skip
     assert cuda_wheels({"torch": "2.9.1+rocm6.4", "numpy": "2.3.5"}) == []
 

@@ -1,9 +1,12 @@
 """The matrix encodes the fact sheet's rules; these tests pin the rules, not just rows."""
 
+import re
+
 import pytest
 
 from rocm_fleet import matrix
-from rocm_fleet.matrix import Support, distro, release
+from rocm_fleet.matrix import CLASSIC, CORE_SDK, Support, distro, release
+from rocm_fleet.versions import release_key
 
 
 @pytest.mark.parametrize(
@@ -19,9 +22,9 @@ def test_apt_path_has_no_trailing_zero_and_tag_is_numeric(version, apt_path, tag
 @pytest.mark.parametrize(
     ("distro_id", "version_id", "suite"),
     [("debian", "12", "jammy"), ("debian", "13", "noble"), ("ubuntu", "22.04", "jammy"),
-     ("ubuntu", "24.04", "noble"), ("debian", "12.9", "jammy")],
+     ("ubuntu", "24.04", "noble"), ("ubuntu", "26.04", "resolute"), ("debian", "12.9", "jammy")],
 )  # fmt: skip
-def test_suite_per_distro(distro_id, version_id, suite):
+def test_repo_radeon_com_suite_per_distro(distro_id, version_id, suite):
     assert distro(distro_id, version_id).suite == suite
 
 
@@ -43,40 +46,156 @@ def test_unknown_distros(distro_id, version_id):
         ("7.0.1", ("debian", "13"), Support.UNLISTED),  # Debian 13 listed from 7.0.2
         ("7.0.2", ("debian", "13"), Support.INSTINCT_ONLY),
         ("6.1.0", ("debian", "13"), None),
+        ("7.2.4", ("ubuntu", "26.04"), None),  # the classic stream never published resolute
+        ("7.14.0", ("ubuntu", "26.04"), Support.OFFICIAL),
+        ("10.1.0", ("ubuntu", "22.04"), Support.OFFICIAL),
+        ("10.0.0", ("debian", "13"), Support.INSTINCT_ONLY),
+        ("7.14.1", ("debian", "12"), Support.INSTINCT_ONLY),
     ],
 )
 def test_support_levels(version, distro_key, support):
     assert release(version).support(distro(*distro_key)) is support
 
 
-def test_releases_are_sorted_unique_and_classic_only():
-    keys = [matrix.version_key(r.version) for r in matrix.RELEASES]
-    assert keys == sorted(keys) and len(set(keys)) == len(keys)
-    assert keys[0] == (6, 0, 0) and keys[-1] == (7, 2, 4)
-    for missing in ("6.0.1", "6.2.3", "7.14.0", "10.0.0"):
+def test_releases_are_sorted_unique_per_stream():
+    for stream in matrix.STREAMS:
+        keys = [release_key(r.version) for r in matrix.RELEASES if r.stream is stream]
+        assert keys == sorted(keys) and len(set(keys)) == len(keys), stream.name
+    classic = [r.version for r in matrix.RELEASES if r.stream is CLASSIC]
+    core = [r.version for r in matrix.RELEASES if r.stream is CORE_SDK]
+    assert classic[0] == "6.0.0" and classic[-1] == "7.2.4"
+    assert core == ["7.14.0", "7.14.1", "10.0.0", "10.1.0"]
+    # Radeon point releases are in; releases nobody published (or not yet) are not.
+    for radeon in ("6.1.3", "6.2.3", "6.3.4"):
+        assert release(radeon).stream is CLASSIC
+    for missing in ("6.0.1", "7.2.5", "10.2.0"):
         with pytest.raises(KeyError):
             release(missing)
 
 
-def test_torch_index_follows_the_release_minor():
+def test_each_release_is_in_the_repository_of_its_stream():
+    for rel in matrix.RELEASES:
+        if rel.stream is CLASSIC:
+            assert rel.repository is matrix.CLASSIC_REPOSITORY
+        elif rel.parts < (10,):
+            assert rel.repository is matrix.MULTI_ARCH_REPOSITORY, rel.version  # 7.14.x
+        else:
+            assert rel.repository is matrix.STABLE_REPOSITORY, rel.version
+
+
+def test_torch_index_follows_the_release():
     for rel in matrix.RELEASES:
         if rel.torch_index is None:
-            assert rel.version.startswith("7.0."), rel.version
+            assert rel.parts >= (10,), rel.version  # only 10.x has no index
+            assert "download.pytorch.org" in rel.no_torch_reason
             continue
         assert rel.torch_index in matrix.TORCH_INDEXES
         major, minor, _ = rel.parts
-        assert rel.torch_index.startswith(f"rocm{major}.{minor}")
+        assert rel.torch_index.startswith(f"rocm{major}.{minor}"), rel.version
     assert release("6.2.4").torch_index == "rocm6.2.4"
     assert release("6.4.3").torch_builds[-1].torch == "2.9.1"
+    assert release("7.0.2").torch_builds[-1].torch == "2.10.0"
+    assert release("7.14.1").torch_builds[-1].torch == "2.14.1"
 
 
-def test_torch_companions_follow_torch_minor():
+def test_torch_companions_follow_torch_minor_and_torchaudio_stops_at_2_11():
     # torchvision 0.(minor+15) pairs with torch 2.minor since torch 2.0 (PyPI release lists).
     for builds in matrix.TORCH_INDEXES.values():
         for b in builds:
             torch_minor = int(b.torch.split(".")[1])
             assert b.torchvision.startswith(f"0.{torch_minor + 15}."), b
-            assert b.torchaudio is None or b.torchaudio.split(".")[:2] == b.torch.split(".")[:2]
+            assert b.torchvision.split(".")[2] == b.torch.split(".")[2], b  # patch follows
+            if torch_minor >= 12:
+                assert b.torchaudio is None, b
+            else:
+                assert b.torchaudio.split(".")[:2] == b.torch.split(".")[:2], b
+
+
+def test_only_the_core_sdk_index_requires_a_pip_runtime():
+    assert release("7.14.0").torch_runtime == "rocm[device-all,libraries]==7.14.*"
+    assert release("7.2.4").torch_runtime is None
+    pattern = matrix.TORCH_RUNTIME_WHEELS
+    for name in ("rocm", "rocm-sdk-core", "rocm-sdk-libraries", "rocm-sdk-device-gfx1100"):
+        assert pattern.fullmatch(name), name
+    for name in ("rocm-smi", "torch", "rocmsdk", "pytorch-triton-rocm"):
+        assert not pattern.fullmatch(name), name
+
+
+def test_drivers_of_7x_and_the_core_sdk_have_no_trailing_zero():
+    for rel in matrix.RELEASES:
+        folder = matrix.amdgpu_repo_version(rel)
+        if rel.stream is CLASSIC and rel.parts < (7,):
+            assert folder == rel.apt_path
+        elif rel.version == "10.1.0":
+            assert folder is None  # no AMD page names 10.1.0's driver
+        else:
+            assert folder and not folder.endswith(".0"), (rel.version, folder)
+    assert [matrix.amdgpu_repo_version(release(v)) for v in ("7.2.1", "7.2.2", "7.2.4")] == [
+        "30.30.1", "30.30.2", "30.30.4"
+    ]  # fmt: skip
+    assert matrix.amdgpu_repo_version(release("10.0.0")) == "31.50"
+
+
+@pytest.mark.parametrize(
+    ("version", "gfx", "packages"),
+    [
+        ("10.1.0", ["gfx1100"], ["amdrocm10.1-gfx1100"]),
+        ("10.1.0", ["gfx942", "gfx90a"], ["amdrocm10.1-gfx90a", "amdrocm10.1-gfx942"]),
+        ("7.14.1", ["gfx1100"], ["amdrocm7.14-gfx1100"]),  # major.minor, never the patch
+        ("10.0.0", None, ["amdrocm10.0"]),  # the host's GPUs unknown: every target
+        ("10.0.0", ["gfx906"], ["amdrocm10.0"]),  # no per-target package for it
+        ("6.4.3", ["gfx1100"], ["rocm-hip-runtime"]),
+    ],
+)
+def test_default_packages(version, gfx, packages):
+    rel = release(version)
+    assert rel.stream.default_packages(rel, gfx) == packages
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "stream"),
+    [
+        ("rocm-core", "6.4.3.60403-128~22.04", CLASSIC),
+        ("rocminfo", "1.0.0.70201-81~24.04", CLASSIC),
+        ("amdrocm10.0-gfx1100", "10.0.0-4", CORE_SDK),
+        ("amdrocm-runtime7.14", "7.14.0-3", CORE_SDK),
+        ("amdgpu-dkms", "1:6.12.12.60403-2194681.22.04", None),  # the driver: neither's
+        ("rocminfo", "6.1.2-2", None),  # Debian's own
+        ("amdrocm-repo", "10.0.0-1~ubuntu2404", None),  # a repository package, not ROCm
+    ],
+)
+def test_streams_tell_their_packages_apart(name, version, stream):
+    owners = [s for s in matrix.STREAMS if s.owns(name, version)]
+    assert owners == ([stream] if stream else [])
+
+
+def test_version_regexes_match_only_the_release():
+    classic = re.compile(CLASSIC.version_regex(release("6.4.3")))
+    assert classic.search("6.4.3.60403-128~22.04") and classic.search("1.0.0.60403-128~24.04")
+    assert not classic.search("6.4.2.60402-120~22.04")
+    core = re.compile(CORE_SDK.version_regex(release("10.0.0")))
+    assert core.search("10.0.0-4") and not core.search("10.1.0-2")
+    assert not core.search("110.0.0-4") and not core.search("10.0.01-1")
+
+
+def test_install_roots_and_rocminfo():
+    assert release("6.4.3").rocminfo == "/opt/rocm-6.4.3/bin/rocminfo"
+    assert release("10.1.0").rocminfo == "/opt/rocm/core-10.1/bin/rocminfo"
+    assert release("7.14.1").root == "/opt/rocm/core-7.14"
+
+
+def test_each_stream_keeps_its_own_files_and_key():
+    assert len({s.keyring for s in matrix.STREAMS}) == len(matrix.STREAMS)
+    assert len({s.pin for s in matrix.STREAMS}) == len(matrix.STREAMS)
+    assert len({s.key_fingerprint for s in matrix.STREAMS}) == len(matrix.STREAMS)
+    for stream in matrix.STREAMS:
+        assert re.fullmatch(r"[0-9A-F]{40}", stream.key_fingerprint)
+        assert stream.pin_text() == (
+            f"Package: *\nPin: release o={stream.pin_origin}\nPin-Priority: 600\n"
+        )
+    # 7.14 writes the file name the classic stream uses; 10.x its own deb822 file.
+    assert matrix.MULTI_ARCH_REPOSITORY.source == matrix.CLASSIC_REPOSITORY.source
+    assert matrix.STABLE_REPOSITORY.source.endswith("amdrocm-stable.sources")
 
 
 def test_gfx_names():
@@ -84,3 +203,5 @@ def test_gfx_names():
         assert matrix.GFX_NAME.match(good)
     for bad in ("1100", "gfx", "GFX1100", "gfx1100:xnack-", "rx7900"):
         assert not matrix.GFX_NAME.match(bad)
+    for gfx in matrix.CORE_SDK_GFX_PACKAGES:
+        assert matrix.GFX_NAME.match(gfx), gfx

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rocm_fleet.verify import gpu_problems
+from rocm_fleet.operations.gpu import gpu_problems
 
 
 def agents(*names, status="ok"):
@@ -61,9 +61,12 @@ def test_torch_problems(torch_info, needle):
     assert any(needle in p for p in problems), problems
 
 
-def test_rocminfo_not_loaded():
+def test_rocminfo_not_loaded_or_not_installed():
     problems, _ = gpu_problems(agents(status="not_loaded"), None, ["gfx1100"], None, False)
     assert problems[0].startswith("rocminfo did not run cleanly (not_loaded")
+    rocminfo = "/opt/rocm/core-10.1/bin/rocminfo"
+    problems, _ = gpu_problems(None, None, ["gfx1100"], None, False, rocminfo)
+    assert problems[0] == f"{rocminfo} is not installed"
     assert "expected gfx1100, rocminfo found no GPU agent" in problems[1]
 
 
@@ -77,13 +80,19 @@ def run_gpu_verified(facts: dict, **kwargs):
     from pyinfra.api import Config, Inventory, State
     from pyinfra.context import ctx_host, ctx_state
 
-    from rocm_fleet.verify import gpu_verified
+    from rocm_fleet.facts.survey import Survey
+    from rocm_fleet.operations.gpu import gpu_verified
+
+    def get_fact(fact, *args, **kw):
+        if fact is Survey:  # the operation's one read of rocminfo and torch
+            return {read.key: facts[read.fact.__name__] for read in kw["reads"]}
+        return facts[fact.__name__]
 
     inventory = Inventory((["node"], {}))
     state = State(inventory, Config())
     state.is_executing = True
     host = inventory.get_host("node")
-    host.get_fact = lambda fact, *args, **kw: facts[fact.__name__]
+    host.get_fact = get_fact
     noops = []
     host.noop = noops.append
     with ctx_state.use(state), ctx_host.use(host):
@@ -97,7 +106,8 @@ def test_a_pending_reboot_defers_a_failing_check_instead_of_failing_the_host():
         "TorchInfo": torch(available=False),
         "RebootRequired": {"required": True, "packages": [], "reasons": ["new kernel 6.12"]},
     }
-    kwargs = {"expected_gfx": ["gfx1201"], "expected_count": 1, "python": "/v/bin/python"}
+    kwargs = {"rocminfo": "/opt/rocm/core-10.1/bin/rocminfo", "expected_gfx": ["gfx1201"],
+              "expected_count": 1, "python": "/v/bin/python"}  # fmt: skip
     commands, noops = run_gpu_verified(facts, **kwargs)
     assert commands == [] and noops[0].startswith("GPU check waits for a reboot (new kernel")
 

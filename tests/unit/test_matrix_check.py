@@ -1,0 +1,256 @@
+"""``rocm-fleet matrix check`` against a small upstream served over real HTTP on loopback, in
+apt-mirror's layout (one directory per AMD host) plus a PEP 503 wheel index; and the
+OpenPGP reader against keys gpg itself made."""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from rocm_fleet import matrix
+from rocm_fleet.cli import main
+from rocm_fleet.cli.matrix import Upstream, check_matrix, missing_releases
+from rocm_fleet.cli.openpgp import primary_fingerprints
+
+pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="needs gpg to make test keys")
+
+
+class Gpg:
+    """A throwaway key in a private home (its daemons stopped afterwards)."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        home.mkdir(mode=0o700)
+        self("--quick-gen-key", "matrix check test <test@invalid>", "ed25519", "sign", "never")
+        listing = self("--with-colons", "--list-keys").stdout.decode()
+        self.fingerprint = next(
+            line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")
+        )
+
+    def __call__(self, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["gpg", "--homedir", str(self.home), "--batch", "--yes", "--pinentry-mode",
+             "loopback", "--passphrase", "", *args],
+            input=data, capture_output=True, check=True,
+        )  # fmt: skip
+
+    def clearsign(self, text: str) -> bytes:
+        return self("--clearsign", data=text.encode()).stdout
+
+    def close(self) -> None:
+        subprocess.run(["gpgconf", "--homedir", str(self.home), "--kill", "all"], check=False)
+
+
+@pytest.fixture(scope="module")
+def gpg(tmp_path_factory):
+    keys = Gpg(tmp_path_factory.mktemp("gpg") / "home")
+    yield keys
+    keys.close()
+
+
+def test_fingerprints_of_armored_binary_and_concatenated_keys(gpg):
+    binary = gpg("--export", gpg.fingerprint).stdout
+    armored = gpg("--armor", "--export", gpg.fingerprint).stdout
+    for data in (binary, armored, binary + armored, b"\n" + armored):
+        assert primary_fingerprints(data) == [gpg.fingerprint]
+    assert primary_fingerprints(b"not a key") == []
+
+
+# --- a small upstream -----------------------------------------------------------------------
+
+REL = matrix.release("7.14.1")
+DISTS = [pub.directory for pub in matrix.CORE_SDK.publications]
+
+
+def release_text(suite: str, origin: str) -> str:
+    return (
+        f"Origin: {origin}\nLabel: ROCm release Packages\nSuite: {suite}\nCodename: {suite}\n"
+        "Architectures: amd64\nComponents: main\nDescription: ROCm APT Repository\n"
+    )
+
+
+def project_page(files: list[str]) -> str:
+    links = "".join(f'<a href="{name.replace("+", "%2B")}">{name}</a><br/>\n' for name in files)
+    return f"<!DOCTYPE html>\n<html><body>\n{links}</body></html>\n"
+
+
+def write(path: Path, data: str | bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def build_upstream(root: Path, gpg: Gpg, origin: str = "AMD ROCm") -> None:
+    """What --release 7.14.1 reads: the five dists of repo.amd.com's multi-arch repository,
+    its key, the driver folders and the rocm7.14 wheel index."""
+    base = root / "amd/repo.amd.com/rocm/packages-multi-arch"
+    for directory in DISTS:
+        dists = base / directory / "dists/stable"
+        write(dists / "InRelease", gpg.clearsign(release_text("stable", origin)))
+        packages = "".join(
+            f"Package: {name}\nVersion: {version}\nArchitecture: amd64\n\n"
+            for name, version in (("amdrocm7.14", "7.14.0-3"), ("amdrocm7.14", "7.14.1-1"),
+                                  ("amdrocm7.14-gfx1100", "7.14.1-1"))
+        )  # fmt: skip
+        write(dists / "main/binary-amd64/Packages.gz", gzip.compress(packages.encode()))
+    binary = gpg("--export", gpg.fingerprint).stdout
+    write(base / "gpg/rocm.gpg", binary + gpg("--armor", "--export", gpg.fingerprint).stdout)
+    for suite in ("jammy", "noble", "resolute"):
+        write(
+            root / f"amd/repo.radeon.com/amdgpu/31.40.1/ubuntu/dists/{suite}/InRelease",
+            gpg.clearsign(release_text(suite, "repo.radeon.com")),
+        )
+    whl = root / "whl/rocm7.14"
+    tags = "cp312-cp312-manylinux_2_28_x86_64"
+    write(whl / "torch/index.html", project_page(
+        [f"torch-{v}+rocm7.14-{tags}.whl" for v in ("2.14.0", "2.14.1")]))  # fmt: skip
+    write(whl / "torchvision/index.html", project_page(
+        [f"torchvision-{v}+rocm7.14-{tags}.whl" for v in ("0.29.0", "0.29.1")]))  # fmt: skip
+    write(whl / "rocm/index.html", project_page(["rocm-7.14.0.post1.tar.gz"]))
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    failing: set[str] = set()  # paths answered with 503
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        if self.path in self.failing:
+            self.send_error(503)
+            return
+        super().do_GET()
+
+
+@pytest.fixture
+def upstream(tmp_path, gpg):
+    root = tmp_path / "www"
+    build_upstream(root, gpg)
+
+    class Served(Handler):
+        failing = set()
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Served)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield root, url, Served
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def run_check(capsys, url: str, gpg: Gpg, *more: str) -> tuple[int, str, str]:
+    status = main(["matrix", "check", "--release", "7.14.1", "--apt-base", f"{url}/amd",
+                   "--torch-base", f"{url}/whl", "--key-fingerprint", gpg.fingerprint,
+                   "--retries", "1", "--timeout", "5", *more])  # fmt: skip
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_a_mirror_that_agrees_with_the_matrix_passes(upstream, gpg, capsys):
+    _, url, _ = upstream
+    status, out, err = run_check(capsys, url, gpg)
+    assert status == 0, out
+    assert "0 wrong, 0 unreachable" in out
+    assert "matrix check [1/" in err  # progress on stderr, not mixed into the report
+
+
+def test_a_dropped_wheel_and_a_wrong_origin_are_each_named(upstream, gpg, capsys):
+    root, url, _ = upstream
+    tags = "cp312-cp312-manylinux_2_28_x86_64"
+    write(root / "whl/rocm7.14/torchvision/index.html",
+          project_page([f"torchvision-0.29.0+rocm7.14-{tags}.whl"]))  # fmt: skip
+    write(root / "amd/repo.amd.com/rocm/packages-multi-arch/debian13/dists/stable/InRelease",
+          gpg.clearsign(release_text("stable", "repo.amd.com")))  # fmt: skip
+    status, out, _ = run_check(capsys, url, gpg)
+    assert status == 1, out
+    assert "rocm7.14" in out and "no torchvision wheel 0.29.1+rocm7.14" in out
+    assert "InRelease debian13: declares Origin 'repo.amd.com'; the matrix pins 'AMD ROCm'" in out
+    assert "2 wrong" in out
+
+
+def test_amd_key_is_required_unless_a_mirror_key_is_named(upstream, gpg, capsys):
+    _, url, _ = upstream
+    status = main(["matrix", "check", "--release", "7.14.1", "--apt-base", f"{url}/amd",
+                   "--torch-base", f"{url}/whl", "--retries", "0"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert status == 1
+    assert f"holds {gpg.fingerprint}; the matrix pins {matrix.CORE_SDK.key_fingerprint}" in out
+
+
+def test_an_unreachable_upstream_is_exit_2_after_the_retries(upstream, gpg, capsys):
+    _, url, served = upstream
+    served.failing = {"/whl/rocm7.14/torch/"}
+    status, out, _ = run_check(capsys, url, gpg, "--json")
+    assert status == 2
+    import json
+
+    report = json.loads(out)
+    (bad,) = [c for c in report["checks"] if c["status"] != "ok"]
+    assert bad["status"] == "unreachable" and bad["what"] == "torch wheels"
+    assert "503" in bad["detail"]
+
+
+def test_a_missing_index_is_wrong_and_a_missing_suite_is_named(upstream, gpg, capsys):
+    root, url, _ = upstream
+    shutil.rmtree(root / "amd/repo.amd.com/rocm/packages-multi-arch/ubuntu2604")
+    status, out, _ = run_check(capsys, url, gpg)
+    assert status == 1
+    assert "InRelease ubuntu2604: HTTP 404: no such suite" in out
+    assert "packages in ubuntu2604: no amdrocm7.14 of 7.14.1 in the index" in out
+
+
+def test_releases_upstream_publishes_that_the_matrix_lacks(tmp_path, gpg, upstream):
+    root, url, _ = upstream
+    listing = "".join(f'<a href="{p}/">{p}/</a>\n' for p in ("5.7.1", "6.4.3", "7.2", "7.2.5"))
+    write(root / "amd/repo.radeon.com/rocm/apt/index.html", f"<html><body>{listing}</body></html>")
+    dists = root / "amd/stable.repo.amd.com/rocm/core/packages/debian13/dists/stable"
+    packages = (
+        "Package: amdrocm10.1\nVersion: 10.1.0-2\n\nPackage: amdrocm10.2\nVersion: 10.2.0-1\n\n"
+    )
+    write(dists / "main/binary-amd64/Packages.gz", gzip.compress(packages.encode()))
+    found = missing_releases(Upstream(f"{url}/amd", None, 5, 0))
+    assert [item["release"] for item in found] == ["7.2.5", "10.2.0"]  # not 5.7.1: older
+    assert "amdrocm10.2 10.2.0-1" in found[1]["where"]
+
+
+def test_no_index_where_the_matrix_says_none(upstream, gpg):
+    root, url, _ = upstream
+    upstream_ = Upstream(f"{url}/amd", f"{url}/whl", 5, 0)
+    report = check_matrix(upstream_, "10.1.0", {"*": gpg.fingerprint}, progress=_Quiet())
+    (no_index,) = [c for c in report["checks"] if c["what"] == "no PyTorch index"]
+    assert no_index["status"] == "ok"
+    tags = "cp312-cp312-manylinux_2_28_x86_64"
+    write(root / "whl/rocm10.1/torch/index.html",
+          project_page([f"torch-2.15.0+rocm10.1-{tags}.whl"]))  # fmt: skip
+    report = check_matrix(
+        Upstream(f"{url}/amd", f"{url}/whl", 5, 0), "10.1.0", {"*": gpg.fingerprint},
+        progress=_Quiet(),
+    )  # fmt: skip
+    (no_index,) = [c for c in report["checks"] if c["what"] == "no PyTorch index"]
+    assert no_index["status"] == "wrong" and "torch 2.15.0+rocm10.1" in no_index["detail"]
+
+
+class _Quiet:
+    def step(self, label: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_bad_options_are_one_line_usage_errors(capsys):
+    assert main(["matrix", "check", "--release", "7.2.9"]) == 2
+    assert "--release 7.2.9: not a release the matrix knows" in capsys.readouterr().err
+    assert main(["matrix", "check", "--key-fingerprint", "classic=1234"]) == 2
+    assert "[STREAM=]FINGERPRINT" in capsys.readouterr().err
+    assert main(["matrix", "check", "--apt-base", "ftp://x"]) == 2
