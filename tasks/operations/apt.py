@@ -20,6 +20,7 @@ from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.matrix import STREAMS
 from rocm_fleet.operations._script import script
+from rocm_fleet.versions import is_amd_driver_version
 
 if TYPE_CHECKING:
     from rocm_fleet.matrix import Release
@@ -137,8 +138,9 @@ def release_packages(
     doesn't publish them, so no two releases are ever mixed on a host. Packages of the other
     stream are purged first: AMD says to uninstall ROCm 7.2.4 or older before installing the
     Core SDK, and the two can't share /opt/rocm (the classic link, the Core SDK's directory
-    of links). With present=False, AMD's ROCm packages of every stream are purged; the driver
-    (amdgpu-dkms) and Debian's own packages are left alone.
+    of links); AMD's driver (amdgpu-dkms) stays. With present=False, AMD's ROCm packages of
+    every stream and its driver packages (versioned with a release tag after an epoch) are
+    purged; Debian's own packages are left alone.
 
     + packages: AMD package names, e.g. ["rocm-hip-runtime"] or ["amdrocm10.1-gfx1100"]
     + release: the ROCm release (matrix row), its stream's rules for names and versions
@@ -146,7 +148,11 @@ def release_packages(
     """
     installed = read_fact(InstalledPackages)
     if not present:
-        names = sorted(n for n, v in installed.items() if any(s.owns(n, v) for s in STREAMS))
+        names = sorted(
+            name
+            for name, version in installed.items()
+            if is_amd_driver_version(version) or any(s.owns(name, version) for s in STREAMS)
+        )
         if not names:
             host.noop("no AMD ROCm packages installed")
             return

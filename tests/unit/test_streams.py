@@ -1,0 +1,359 @@
+"""The two streams, planned: the classic stream and the ROCm Core SDK on hosts the lab can't
+build (Ubuntu 22.04, 24.04, 26.04) and on Debian, moves between them, the Core SDK's torch
+runtime and driver key, planned through pyinfra's API against surveys (``unit.surveys``).
+Nothing connects anywhere; the assertions read the planned operations, the scripts they run
+and those scripts' arguments."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from rocm_fleet import paths
+from rocm_fleet.config import ConfigError, load_config
+from rocm_fleet.files import text
+from rocm_fleet.repository import source_text
+from unit.surveys import SurveyHost, digest, fresh_survey, plan, script_call
+
+RX7900 = {"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000", "driver": None}
+MI300X = {"slot": "0000:1b:00.0", "device": "0x74a1", "class": "0x120000", "driver": None}
+MI300X_8 = [
+    {**MI300X, "slot": f"0000:{bus:02x}:00.0"}
+    for bus in (0x1B, 0x3D, 0x4E, 0x5F, 0x9D, 0xBD, 0xCD, 0xDD)
+]
+IGPU = {"slot": "0000:76:00.0", "device": "0x164e", "class": "0x030000", "driver": None}
+CLASSIC_721 = {"rocm-core": "7.2.1.70201-81~24.04", "rocminfo": "1.0.0.70201-81~24.04",
+               "rocm-hip-runtime": "7.2.1.70201-81~24.04"}  # fmt: skip
+CORE_100 = {"amdrocm10.0-gfx1100": "10.0.0-4", "amdrocm-core10.0-gfx1100": "10.0.0-4",
+            "amdrocm-base10.0": "10.0.0-4", "amdrocm-runtime10.0": "10.0.0-4"}  # fmt: skip
+
+
+# A kernel each distro's minimum (matrix.MIN_KERNEL) allows: 26.04 ships 7.0.
+KERNELS = {"ubuntu-26.04": "7.0.0-22-generic"}
+
+
+def plan_for(os_name: str, data: dict, **survey):
+    survey.setdefault("kernel", KERNELS.get(os_name, "6.12.38+deb13-amd64"))
+    host = SurveyHost(fresh_survey(os_name, **survey))
+    return plan(data, host), host
+
+
+def args(planned, fragment: str) -> list[str]:
+    """The arguments of the one script the operation runs."""
+    (command,) = planned.find(fragment).commands
+    return script_call(command)[1]
+
+
+def written(planned, fragment: str) -> str:
+    """The content a text_file operation writes."""
+    return args(planned, fragment)[2]
+
+
+@pytest.mark.parametrize(
+    ("os_name", "version", "path", "line"),
+    [
+        ("ubuntu-22.04", "6.4.3", paths.ROCM_SOURCE,
+         "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] "
+         "https://repo.radeon.com/rocm/apt/6.4.3 jammy main\n"),
+        ("ubuntu-24.04", "7.2.0", paths.ROCM_SOURCE,
+         "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] "
+         "https://repo.radeon.com/rocm/apt/7.2 noble main\n"),
+        ("debian-12", "6.4.3", paths.ROCM_SOURCE,
+         "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] "
+         "https://repo.radeon.com/rocm/apt/6.4.3 jammy main\n"),
+        ("debian-13", "7.14.1", paths.ROCM_SOURCE,
+         "deb [arch=amd64 signed-by=/etc/apt/keyrings/amdrocm.gpg] "
+         "https://repo.amd.com/rocm/packages-multi-arch/debian13 stable main\n"),
+        ("ubuntu-26.04", "7.14.0", paths.ROCM_SOURCE,
+         "deb [arch=amd64 signed-by=/etc/apt/keyrings/amdrocm.gpg] "
+         "https://repo.amd.com/rocm/packages-multi-arch/ubuntu2604 stable main\n"),
+        # AMD's 10.0 page, verbatim but for the distro directory.
+        ("ubuntu-26.04", "10.0.0", paths.AMDROCM_SOURCE,
+         "X-Repo-Id: amdrocm-stable\nTypes: deb\n"
+         "URIs: https://stable.repo.amd.com/rocm/core/packages/ubuntu2604/\nSuites: stable\n"
+         "Components: main\nArchitectures: amd64\nSigned-By: /etc/apt/keyrings/amdrocm.gpg\n"
+         "Enabled: yes\n"),
+        ("debian-12", "10.1.0", paths.AMDROCM_SOURCE,
+         "X-Repo-Id: amdrocm-stable\nTypes: deb\n"
+         "URIs: https://stable.repo.amd.com/rocm/core/packages/debian12/\nSuites: stable\n"
+         "Components: main\nArchitectures: amd64\nSigned-By: /etc/apt/keyrings/amdrocm.gpg\n"
+         "Enabled: yes\n"),
+    ],
+)  # fmt: skip
+def test_source_per_distro_and_stream(os_name, version, path, line):
+    planned, _ = plan_for(os_name, {"rocm_version": version, "pytorch_install": False})
+    assert not planned.refused
+    source_path, mode, content = args(planned, "Point apt at the ROCm release")
+    assert (source_path, mode, content) == (path, "644", line)
+
+
+@pytest.mark.parametrize(
+    ("version", "pin_path", "origin", "keyring", "url", "fingerprint"),
+    [
+        ("6.4.3", paths.ROCM_PIN, "repo.radeon.com", paths.ROCM_KEYRING,
+         "https://repo.radeon.com/rocm/rocm.gpg.key", "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"),
+        ("7.14.0", paths.AMDROCM_PIN, "AMD ROCm", paths.AMDROCM_KEYRING,
+         "https://repo.amd.com/rocm/packages-multi-arch/gpg/rocm.gpg",
+         "D0F004A0025A1145C7807FCD0701EAC4D5E02107"),
+        ("10.0.0", paths.AMDROCM_PIN, "AMD ROCm", paths.AMDROCM_KEYRING,
+         "https://stable.repo.amd.com/rocm/gpg/packages.gpg",
+         "D0F004A0025A1145C7807FCD0701EAC4D5E02107"),
+    ],
+)  # fmt: skip
+def test_each_stream_has_its_key_and_pin(version, pin_path, origin, keyring, url, fingerprint):
+    planned, _ = plan_for("debian-13", {"rocm_version": version, "pytorch_install": False})
+    assert args(planned, "Pin AMD's repository") == [
+        pin_path, "644", f"Package: *\nPin: release o={origin}\nPin-Priority: 600\n"
+    ]  # fmt: skip
+    assert args(planned, "Install AMD's signing key") == [url, fingerprint, keyring]
+    names = planned.names
+    key = names.index(next(n for n in names if "signing key" in n))
+    assert key < names.index(next(n for n in names if "Point apt at" in n))
+    (fetch,) = planned.find("signing key").commands
+    script = str(fetch)
+    assert script.index("--list-keys") < script.index("--export")
+    assert "apt-key" not in script and "trusted=yes" not in str(planned.ops)
+
+
+@pytest.mark.parametrize(
+    ("data", "pci", "packages"),
+    [
+        ({"expected_gfx": "gfx1100"}, [RX7900], ["amdrocm10.1-gfx1100"]),
+        ({"expected_gfx": "gfx942", "expected_gpu_count": 8}, MI300X_8,
+         ["amdrocm10.1-gfx942"]),
+        ({}, [RX7900], ["amdrocm10.1"]),  # expected_gfx unset: every target
+        ({"expected_gfx": "gfx1100"}, [IGPU, RX7900], ["amdrocm10.1"]),  # an unnamed iGPU
+        ({"expected_gfx": "gfx1100", "rocm_packages": ["amdrocm-core-sdk10.1-gfx1100"]},
+         [RX7900], ["amdrocm-core-sdk10.1-gfx1100"]),
+    ],
+)  # fmt: skip
+def test_core_sdk_packages_per_target_when_expected_gfx_names_every_gpu(data, pci, packages):
+    base = {"rocm_version": "10.1.0", "pytorch_install": False}
+    planned, _ = plan_for("ubuntu-24.04", {**base, **data}, pci=pci)
+    regex, *items = args(planned, "Install the ROCm packages")
+    assert regex == "^10[.]1[.]0-"
+    assert items == [f"want:{name}" for name in packages]
+
+
+def test_ubuntu_26_04_is_refused_for_the_classic_stream_with_the_releases_that_serve_it():
+    planned, _ = plan_for("ubuntu-26.04", {"rocm_version": "7.2.4"}, kernel="7.0.0-22-generic")
+    assert planned.refused and planned.ops == []
+
+
+@pytest.mark.parametrize(
+    ("os_name", "version", "reason"),
+    [
+        ("ubuntu-26.04", "7.2.4", "ROCm 7.2.4 (ROCm (repo.radeon.com)) publishes no packages for "
+         "ubuntu 26.04; ubuntu 26.04 packages come with ROCm Core SDK 7.14.0 and newer"),
+        ("ubuntu-24.04", "6.1.2", "ubuntu 24.04 packages come with ROCm (repo.radeon.com) 6.2.0 "
+         "and newer, ROCm Core SDK 7.14.0 and newer"),
+        ("debian-11", "6.4.3", "debian 11 is not supported"),
+    ],
+)  # fmt: skip
+def test_unpublished_pairings_name_the_releases_that_publish(os_name, version, reason):
+    from rocm_fleet.preflight import findings
+
+    config = load_config({"rocm_version": version, "pytorch_install": False})
+    result = findings(config, fresh_survey(os_name, kernel="7.0.0-22-generic"))
+    assert any(reason in problem for problem in result.problems), result.problems
+
+
+def test_ubuntu_26_04_takes_the_core_sdk_and_its_kernel_minimum():
+    data = {"rocm_version": "10.1.0", "pytorch_install": False, "expected_gfx": "gfx1100"}
+    planned, _ = plan_for("ubuntu-26.04", data, pci=[RX7900], kernel="7.0.0-22-generic")
+    assert not planned.refused
+    from rocm_fleet.preflight import findings
+
+    old = findings(load_config(data), fresh_survey("ubuntu-26.04", kernel="6.17.0-5-generic"))
+    assert any("older than 7.0, the one AMD lists for ubuntu 26.04" in p for p in old.problems)
+
+
+def test_radeon_on_debian_is_allowed_with_a_warning_in_both_streams():
+    from rocm_fleet.preflight import findings
+
+    for version in ("7.2.1", "10.1.0"):
+        config = load_config({"rocm_version": version, "expected_gfx": "gfx1100",
+                              "pytorch_install": False})  # fmt: skip
+        result = findings(config, fresh_survey("debian-13", pci=[RX7900]))
+        assert result.problems == []
+        assert "AMD lists debian 13 for Instinct only; gfx1100 on it is unofficial" in (
+            result.warnings
+        )
+
+
+# --- moving between streams ---------------------------------------------------------------
+
+
+def test_classic_to_core_sdk_purges_the_classic_stream_first_and_announces_it():
+    from rocm_fleet.preflight import findings
+
+    data = {"rocm_version": "10.0.0", "expected_gfx": "gfx1100", "pytorch_install": False}
+    installed = {**CLASSIC_721, "curl": "7.88.1-10+deb12u14", "amdgpu-dkms": "1:6.12.12.70201-1"}
+    keyring = {"keyring " + paths.ROCM_KEYRING: ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]}
+    survey = {"packages": installed, "pci": [RX7900], **keyring,
+              "file " + paths.ROCM_SOURCE: digest("deb ... rocm/apt/7.2.1 noble main\n"),
+              "file " + paths.ROCM_PIN: digest("Package: *\n")}  # fmt: skip
+    planned, _ = plan_for("debian-13", data, **survey)
+    regex, *items = args(planned, "Install the ROCm packages")
+    assert regex == "^10[.]0[.]0-"
+    assert items == [
+        "foreign:rocm-core",
+        "foreign:rocm-hip-runtime",
+        "foreign:rocminfo",
+        "want:amdrocm10.0-gfx1100",
+    ]  # fmt: skip (the driver and Debian's packages stay)
+    changes = planned.changes
+    for gone in (paths.ROCM_SOURCE, paths.ROCM_PIN, paths.ROCM_KEYRING):
+        assert any(name.endswith(gone) for name in changes), (gone, changes)
+    result = findings(load_config(data), fresh_survey("debian-13", **survey))
+    assert any(
+        w.startswith("moving from ROCm (repo.radeon.com) (rocm-core 7.2.1.70201-81~24.04")
+        and "to ROCm Core SDK 10.0.0" in w
+        for w in result.warnings
+    ), result.warnings
+
+
+def test_core_sdk_to_classic_purges_the_core_sdk_first():
+    data = {"rocm_version": "7.2.1", "expected_gfx": "gfx1100", "pytorch_install": False}
+    survey = {"packages": CORE_100, "pci": [RX7900],
+              "keyring " + paths.AMDROCM_KEYRING: ["D0F004A0025A1145C7807FCD0701EAC4D5E02107"],
+              "file " + paths.AMDROCM_SOURCE: digest("Types: deb\n"),
+              "file " + paths.AMDROCM_PIN: digest("Package: *\n")}  # fmt: skip
+    planned, _ = plan_for("debian-13", data, **survey)
+    regex, *items = args(planned, "Install the ROCm packages")
+    assert regex == "[.]70201-"
+    assert items[:4] == [f"foreign:{name}" for name in sorted(CORE_100)]
+    assert items[4:] == ["want:rocm-hip-runtime"]
+    for gone in (paths.AMDROCM_SOURCE, paths.AMDROCM_PIN, paths.AMDROCM_KEYRING):
+        assert any(name.endswith(gone) for name in planned.changes), gone
+
+
+def test_a_release_move_within_the_core_sdk_moves_its_packages():
+    data = {"rocm_version": "10.1.0", "expected_gfx": "gfx1100", "pytorch_install": False}
+    planned, _ = plan_for("debian-13", data, packages=CORE_100, pci=[RX7900])
+    _, *items = args(planned, "Install the ROCm packages")
+    assert items == ["want:amdrocm10.1-gfx1100"] + [f"stale:{n}" for n in sorted(CORE_100)]
+
+
+# --- PyTorch ------------------------------------------------------------------------------
+
+
+def pip_words(planned) -> list[list[str]]:
+    return [shlex.split(str(c)) for c in planned.find("Install the torch wheels").commands]
+
+
+def test_core_sdk_torch_brings_its_pip_runtime_from_the_same_index():
+    planned, _ = plan_for("debian-13", {"rocm_version": "7.14.1", "expected_gfx": "gfx1100"})
+    (install,) = pip_words(planned)
+    assert install[install.index("--index-url") + 1] == "https://download.pytorch.org/whl/rocm7.14"
+    assert install[-3:] == [
+        "torch==2.14.1+rocm7.14", "torchvision==0.29.1+rocm7.14",
+        "rocm[device-all,libraries]==7.14.*",
+    ]  # fmt: skip
+
+
+def test_moving_back_to_a_bundling_index_uninstalls_the_runtime_and_old_companions():
+    venv = {"torch": "2.14.1+rocm7.14", "torchvision": "0.29.1+rocm7.14",
+            "rocm": "7.14.0.post1", "rocm_sdk_core": "7.14.0", "rocm_sdk_device_gfx1100": "7.14.0",
+            "numpy": "2.3.5", "pip": "25.1"}  # fmt: skip
+    data = {"rocm_version": "7.2.1", "expected_gfx": "gfx1100", "torch_version": "2.11.0"}
+    planned, _ = plan_for(
+        "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
+    )
+    install, uninstall = pip_words(planned)
+    assert install[-3:] == [
+        "torch==2.11.0+rocm7.2", "torchaudio==2.11.0+rocm7.2", "torchvision==0.26.0+rocm7.2"
+    ]  # fmt: skip
+    assert uninstall[3:5] == ["uninstall", "--yes"]
+    assert uninstall[-3:] == ["rocm", "rocm-sdk-core", "rocm-sdk-device-gfx1100"]
+
+
+def test_a_torchaudio_the_build_no_longer_has_is_uninstalled():
+    venv = {"torch": "2.11.0+rocm7.2", "torchvision": "0.26.0+rocm7.2",
+            "torchaudio": "2.11.0+rocm7.2"}  # fmt: skip
+    planned, _ = plan_for(
+        "debian-13",
+        {"rocm_version": "7.2.1"},
+        venv=venv,
+        **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")},
+    )
+    install, uninstall = pip_words(planned)
+    assert "torch==2.14.1+rocm7.2" in install and uninstall[-1] == "torchaudio"
+
+
+def test_10x_refuses_pytorch_install_with_the_reason():
+    with pytest.raises(ConfigError, match=r"download\.pytorch\.org publishes no index for ROCm 10"):
+        load_config({"rocm_version": "10.1.0"}, "n")
+
+
+# --- the driver -----------------------------------------------------------------------------
+
+
+def test_dkms_under_the_core_sdk_installs_repo_radeon_com_key_for_the_driver_alone():
+    data = {"rocm_version": "10.0.0", "pytorch_install": False, "rocm_driver": "dkms",
+            "expected_gfx": "gfx1100"}  # fmt: skip
+    planned, _ = plan_for("ubuntu-24.04", data, pci=[RX7900], kernel="6.8.0-50-generic")
+    assert args(planned, "signing key for the driver") == [
+        "https://repo.radeon.com/rocm/rocm.gpg.key", "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C",
+        paths.ROCM_KEYRING,
+    ]  # fmt: skip
+    assert written(planned, "amdgpu driver repository") == (
+        "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] "
+        "https://repo.radeon.com/amdgpu/31.50/ubuntu noble main\n"
+    )
+    assert not any("Remove the other ROCm stream's keyring" in n for n in planned.changes)
+    assert not any(paths.ROCM_KEYRING in n and "Remove" in n for n in planned.names)
+
+
+def test_dkms_under_the_classic_stream_shares_the_rocm_keyring():
+    data = {"rocm_version": "7.2.4", "pytorch_install": False, "rocm_driver": "dkms",
+            "expected_gfx": "gfx1100"}  # fmt: skip
+    planned, _ = plan_for("ubuntu-24.04", data, pci=[RX7900], kernel="6.8.0-50-generic")
+    assert not any("for the driver" in name for name in planned.names)
+    assert "amdgpu/30.30.4/ubuntu noble main" in written(planned, "amdgpu driver repository")
+
+
+def test_dkms_is_refused_for_a_release_whose_driver_the_matrix_does_not_know():
+    data = {"rocm_version": "10.1.0", "pytorch_install": False, "rocm_driver": "dkms",
+            "expected_gfx": "gfx1100"}  # fmt: skip
+    planned, _ = plan_for("ubuntu-24.04", data, pci=[RX7900], kernel="6.8.0-50-generic")
+    refusal = planned.find("Refuse rocm_driver: dkms")
+    assert "which amdgpu driver ROCm 10.1.0 ships" in str(refusal.commands)
+
+
+# --- a converged Core SDK host --------------------------------------------------------------
+
+
+def test_a_converged_core_sdk_host_plans_no_change_from_one_survey():
+    data = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+            "rocm_users": ["alice"]}  # fmt: skip
+    config = load_config(data)
+    row = __import__("rocm_fleet.matrix", fromlist=["distro"]).distro("debian", "13")
+    packages = {"amdrocm7.14-gfx1100": "7.14.1-1", "amdrocm-core7.14-gfx1100": "7.14.1-1",
+                "amdrocm-base7.14": "7.14.1-1", "ca-certificates": "1", "curl": "1",
+                "gnupg": "1", "python3-venv": "1"}  # fmt: skip
+    files = {
+        paths.ROCM_SOURCE: source_text(config, row),
+        paths.AMDROCM_PIN: config.stream.pin_text(),
+        paths.LD_CONF: text("rocm-ld.conf"),
+        paths.PROFILE: text("rocm-profile.sh"),
+        paths.APT_LISTS_STAMP: "",
+        "/opt/rocm-fleet/venv/pyvenv.cfg": "home = /usr/bin\n",
+    }
+    survey = {
+        **{f"file {path}": digest(content, mtime=1_700_000_000) for path, content in files.items()},
+        f"file {paths.APT_LISTS_STAMP}": digest("", mtime=1_800_000_000),
+        f"keyring {paths.AMDROCM_KEYRING}": [config.key_fingerprint],
+        "packages": packages,
+        "pci": [{**RX7900, "driver": "amdgpu"}],
+        "groups": {"groups": ["video", "render"], "users": {"alice": ["alice", "video", "render"]}},
+        "venv": {"torch": "2.14.1+rocm7.14", "torchvision": "0.29.1+rocm7.14",
+                 "rocm": "7.14.0.post1", "rocm-sdk-core": "7.14.0"},
+        "apt": {"need": 0, "message": "already installed from this release"},
+    }  # fmt: skip
+    host = SurveyHost(fresh_survey("debian-13", **survey))
+    planned = plan(data, host)
+    assert not planned.refused
+    assert planned.changes == [], planned.changes
+    assert host.extra_reads == []
