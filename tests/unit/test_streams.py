@@ -12,9 +12,7 @@ import pytest
 
 from rocm_fleet import paths
 from rocm_fleet.config import ConfigError, load_config
-from rocm_fleet.files import text
-from rocm_fleet.repository import source_text
-from unit.surveys import SurveyHost, digest, fresh_survey, plan, script_call
+from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
 
 RX7900 = {"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000", "driver": None}
 MI300X = {"slot": "0000:1b:00.0", "device": "0x74a1", "class": "0x120000", "driver": None}
@@ -325,34 +323,19 @@ def test_dkms_is_refused_for_a_release_whose_driver_the_matrix_does_not_know():
 # --- a converged Core SDK host --------------------------------------------------------------
 
 
-def test_a_converged_core_sdk_host_plans_no_change_from_one_survey():
-    data = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
-            "rocm_users": ["alice"]}  # fmt: skip
-    config = load_config(data)
-    row = __import__("rocm_fleet.matrix", fromlist=["distro"]).distro("debian", "13")
-    packages = {"amdrocm7.14-gfx1100": "7.14.1-1", "amdrocm-core7.14-gfx1100": "7.14.1-1",
-                "amdrocm-base7.14": "7.14.1-1", "ca-certificates": "1", "curl": "1",
-                "gnupg": "1", "python3-venv": "1"}  # fmt: skip
-    files = {
-        paths.ROCM_SOURCE: source_text(config, row),
-        paths.AMDROCM_PIN: config.stream.pin_text(),
-        paths.LD_CONF: text("rocm-ld.conf"),
-        paths.PROFILE: text("rocm-profile.sh"),
-        paths.APT_LISTS_STAMP: "",
-        "/opt/rocm-fleet/venv/pyvenv.cfg": "home = /usr/bin\n",
-    }
-    survey = {
-        **{f"file {path}": digest(content, mtime=1_700_000_000) for path, content in files.items()},
-        f"file {paths.APT_LISTS_STAMP}": digest("", mtime=1_800_000_000),
-        f"keyring {paths.AMDROCM_KEYRING}": [config.key_fingerprint],
-        "packages": packages,
-        "pci": [{**RX7900, "driver": "amdgpu"}],
-        "groups": {"groups": ["video", "render"], "users": {"alice": ["alice", "video", "render"]}},
-        "venv": {"torch": "2.14.1+rocm7.14", "torchvision": "0.29.1+rocm7.14",
-                 "rocm": "7.14.0.post1", "rocm-sdk-core": "7.14.0"},
-        "apt": {"need": 0, "message": "already installed from this release"},
-    }  # fmt: skip
-    host = SurveyHost(fresh_survey("debian-13", **survey))
+@pytest.mark.parametrize(
+    ("os_name", "data"),
+    [
+        ("debian-13", {"rocm_version": "7.14.1", "expected_gfx": "gfx1100",
+                       "expected_gpu_count": 1, "rocm_users": ["alice"]}),
+        ("ubuntu-26.04", {"rocm_version": "10.1.0", "expected_gfx": "gfx1100",
+                          "pytorch_install": False}),
+    ],
+)  # fmt: skip
+def test_a_converged_core_sdk_host_plans_no_change_from_one_survey(os_name, data):
+    survey = converged_survey(data, os_name, pci=[RX7900])
+    assert survey["rocm_version"].startswith(data["rocm_version"] + "-")
+    host = SurveyHost(survey)
     planned = plan(data, host)
     assert not planned.refused
     assert planned.changes == [], planned.changes
