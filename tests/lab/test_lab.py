@@ -319,7 +319,7 @@ with Lab(hosts=[HostSpec("k1", suite="bookworm", profile="none")]) as lab:
 @needs_root
 @pytest.mark.lab
 def test_cleanup_stale_removes_what_a_killed_lab_left():
-    from lab.fleet import cleanup_stale
+    from lab import cleanup_stale
 
     tests_dir = str(Path(__file__).resolve().parents[1])
     proc = subprocess.Popen(
