@@ -1,4 +1,5 @@
-"""Small helpers shared by the lab modules: commands, cache paths, cache keys, locks.
+"""Small helpers shared by the lab modules: commands, cache paths, cache keys, locks, and
+the Debian mirror the build machine uses (`debian_mirror`).
 
 The lab runs as root and shells out a lot; one place for running commands keeps error
 messages useful (the failing command and its stderr) instead of bare CalledProcessError.

@@ -312,8 +312,7 @@ class Hosts:
     # --- the simulated machine (machine.py, profiles.py) ----------------------------------
 
     def confirm_mok_at_console(self, name: str, password: str) -> None:
-        self[name]
-        self._console[name] = password
+        self._console[self[name].name] = password  # an unknown name raises
 
     def set_profile(self, name: str, profile_name: str) -> None:
         host = self[name]
