@@ -50,7 +50,7 @@ DRIFTS = [
      [f"{REPO} | Point apt at the ROCm release for this distro",
       f"{REPO} | Refresh apt lists after a source or key change"]),
     ("AMD's pin removed", "rm /etc/apt/preferences.d/rocm-pin-600",
-     [f"{REPO} | Pin repo.radeon.com above the distribution's own ROCm packages"]),
+     [f"{REPO} | Pin AMD's repository above the distribution's own ROCm packages"]),
     ("apt's lists older than the source", "touch -d 2000-01-01 /var/lib/rocm-fleet/apt-lists.stamp",
      [f"{REPO} | Refresh apt lists after a source or key change"]),
     ("a prerequisite purged", "apt-get purge -y -q gnupg >/dev/null",
@@ -164,7 +164,7 @@ def test_table_json_exit_status_unreachable_and_read_only(fleet):
     assert table.returncode == 2, table.stdout + table.stderr[-2000:]  # gone is unreachable
     lines = {line.split()[0]: line for line in table.stdout.splitlines()[1:-1]}
     assert "!" not in lines["clean"]
-    assert "! Pin repo.radeon.com above" in lines["drifty"] and "! pending" in lines["drifty"]
+    assert "! Pin AMD's repository above" in lines["drifty"] and "! pending" in lines["drifty"]
     assert "! REFUSED: " in lines["refused"] and "rocm-smi" in lines["refused"]
     assert "! UNREACHABLE" in lines["gone"]
     summary = table.stdout.splitlines()[-1]
@@ -180,7 +180,7 @@ def test_table_json_exit_status_unreachable_and_read_only(fleet):
     }  # fmt: skip
     assert rows["drifty"]["drift"] == [
         "reboot",
-        f"{REPO}: Pin repo.radeon.com above the distribution's own ROCm packages",
+        f"{REPO}: Pin AMD's repository above the distribution's own ROCm packages",
     ]
     cells = rows["clean"]["cells"]
     assert cells["torch"]["torch"] == "2.9.1+rocm6.4" and cells["torch"]["hip"]

@@ -58,8 +58,11 @@ CASES = [
      ["'rocm_packages'", "'rocm hip'", "Debian package name"]),
     ("relative venv path", {"pytorch_venv": "opt/venv"},
      ["'pytorch_venv'", "'opt/venv'", "absolute path"]),
-    ("release without a torch index", {"rocm_version": "7.0.2"},
-     ["'rocm_version'", "'7.0.2'", "pytorch_install: False"]),
+    ("release without a torch index", {"rocm_version": "10.1.0"},
+     ["'rocm_version'", "'10.1.0'", "download.pytorch.org publishes no index for ROCm 10.x",
+      "pytorch_install: False"]),
+    ("release newer than the matrix", {"rocm_version": "10.2.0"},
+     ["'rocm_version'", "'10.2.0'", "`rocm-fleet matrix check`"]),
 ]  # fmt: skip
 
 

@@ -84,7 +84,7 @@ def test_dry_run_reports_exactly_the_drift(fleet):
     assert dry.returncode == 0, dry.output[-3000:]
     would_change = changed(dry)
     assert would_change == {
-        "ROCm apt repository | Pin repo.radeon.com above the distribution's own ROCm packages":
+        "ROCm apt repository | Pin AMD's repository above the distribution's own ROCm packages":
             ["node1"],
         "GPU groups | Give the GPU users video and render": ["node1"],
         "PyTorch | Install the torch wheels built for the ROCm release": ["node1"],

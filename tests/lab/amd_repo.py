@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocm_fleet.matrix import Release
+from rocm_fleet.matrix import CLASSIC, DISTROS, RELEASES, Release, amdgpu_repo_version
 
 from . import profiles
 from ._util import clean_env, run
@@ -341,6 +341,12 @@ class Signer:
     def armored_key(self) -> str:
         return self._gpg("--armor", "--export", self.fingerprint).stdout
 
+    def binary_key(self) -> bytes:
+        return subprocess.run(
+            ["gpg", "--batch", "--export", self.fingerprint],
+            env=self.env, capture_output=True, check=True,
+        ).stdout  # fmt: skip
+
     def sign_release(self, dist_dir: Path) -> None:
         release = dist_dir / "Release"
         self._gpg(
@@ -381,18 +387,47 @@ def build_release_repo(www: Path, rel: Release, signer: Signer) -> Path:
     return base
 
 
-def build(www: Path, releases: list[Release], gnupghome: Path) -> str:
-    """Build the whole repo.radeon.com double under www; returns the signing fingerprint."""
-    signer = Signer(gnupghome)
-    try:
-        (www / "rocm").mkdir(parents=True, exist_ok=True)
-        (www / "rocm" / "rocm.gpg.key").write_text(signer.armored_key())
-        for rel in releases:
+def build(www: Path, releases: list[Release], signer: Signer, catalog: bool = False) -> None:
+    """The repo.radeon.com double under www: the key, each classic release's repository
+    with packages, the amdgpu driver repository of every release (classic and Core SDK)
+    with its amdgpu-dkms double, and the listing of rocm/apt/. With ``catalog``, every
+    other release of the product's matrix is published too, signed but without packages
+    (``rocm-fleet matrix check`` reads each suite's InRelease, never installs from them)."""
+    (www / "rocm").mkdir(parents=True, exist_ok=True)
+    (www / "rocm" / "rocm.gpg.key").write_text(signer.armored_key())
+    for rel in releases:
+        if rel.stream is CLASSIC:
             build_release_repo(www, rel, signer)
-            build_amdgpu_repo(www, rel, signer)
-        return signer.fingerprint
-    finally:
-        signer.close()
+        build_amdgpu_repo(www, rel, signer)
+    if catalog:
+        built = {rel.version for rel in releases}
+        for rel in RELEASES:
+            if rel.version in built:
+                continue
+            if rel.stream is CLASSIC:
+                for suite in DISTS:
+                    if any(rel.publication(row) and row.suite == suite for row in DISTROS):
+                        dist_dir = www / "rocm/apt" / rel.apt_path / "dists" / suite
+                        sign_suite(dist_dir, "", signer, suite_fields(suite, rel.version))
+            version = amdgpu_repo_version(rel)
+            if version and not (www / "amdgpu" / version).exists():
+                for suite in driver_suites(rel):
+                    dist_dir = www / "amdgpu" / version / "ubuntu" / "dists" / suite
+                    sign_suite(dist_dir, "", signer, suite_fields(suite))
+    write_listing(www / "rocm" / "apt")
+
+
+def write_listing(directory: Path) -> None:
+    """An index.html naming the directory's subdirectories, the way repo.radeon.com's web
+    server lists rocm/apt/ (Apache's "Index of": one <a href="NAME/"> per entry)."""
+    names = sorted(p.name for p in directory.iterdir() if p.is_dir()) if directory.is_dir() else []
+    rows = "".join(f'<a href="{name}/">{name}/</a>\n' for name in names)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "index.html").write_text(
+        f"<html>\n<head><title>Index of /rocm/apt/</title></head>\n<body>\n"
+        f'<h1>Index of /rocm/apt/</h1><hr><pre><a href="../">../</a>\n{rows}</pre><hr>'
+        "</body>\n</html>\n"
+    )
 
 
 # --- amdgpu driver repository double (amdgpu/<version>/ubuntu) ------------------------------
@@ -420,24 +455,35 @@ fi
 """
 
 
+#: Ubuntu release per repo.radeon.com suite (the driver repository serves 26.04 too).
+UBUNTU = {**DISTS, "resolute": "26.04"}
+
+
+def driver_suites(rel: Release) -> list[str]:
+    """The suites the release's driver repository serves: those of the distros the release
+    publishes for (the product's matrix)."""
+    return sorted({row.suite for row in DISTROS if rel.publication(row)})
+
+
 def amdgpu_dkms_version(rel: Release, dist: str) -> str:
-    return f"1:{AMDGPU_DKMS_UPSTREAM}.{rel.numeric_tag}-{build_number(rel)}.{DISTS[dist]}"
+    return f"1:{AMDGPU_DKMS_UPSTREAM}.{rel.numeric_tag}-{build_number(rel)}.{UBUNTU[dist]}"
 
 
 def build_amdgpu_repo(www: Path, rel: Release, signer: Signer) -> Path | None:
     """amdgpu/<version>/ubuntu with an `amdgpu-dkms` double, same key and Origin as the ROCm
-    repo (so AMD's pin covers it); the directory from the product's matrix."""
-    from rocm_fleet.matrix import amdgpu_repo_version  # the product's matrix decides the path
-
-    version = amdgpu_repo_version(rel)  # type: ignore[arg-type]
+    repo (so AMD's pin covers it); the directory and suites from the product's matrix."""
+    version = amdgpu_repo_version(rel)
     if version is None:
         return None
     base = www / "amdgpu" / version / "ubuntu"
+    if base.exists():
+        return base  # two releases of one driver (7.14.0 and 7.14.1: 31.40.1)
     pool = base / "pool" / "main" / "a" / "amdgpu-dkms"
     pool.mkdir(parents=True, exist_ok=True)
     env = clean_env()
+    suites = driver_suites(rel)
     with tempfile.TemporaryDirectory(prefix="rflab-dkms-") as tmp:
-        for dist in DISTS:
+        for dist in suites:
             tree = Path(tmp) / dist
             (tree / "DEBIAN").mkdir(parents=True)
             ver = amdgpu_dkms_version(rel, dist)
@@ -461,33 +507,41 @@ def build_amdgpu_repo(www: Path, rel: Release, signer: Signer) -> Path | None:
             )
             out = pool / f"amdgpu-dkms_{ver.split(':', 1)[1]}_{dist}_all.deb"
             run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out])
-    publish_dists(base, env, signer, lambda ubuntu: f".{ubuntu}")
+    publish_dists(base, env, signer, lambda ubuntu: f".{ubuntu}", suites=suites)
     return base
 
 
-def publish_dists(base: Path, env, signer, marker, version: str | None = None) -> None:
+def publish_dists(
+    base: Path, env, signer, marker, version: str | None = None, suites: list[str] | None = None
+) -> None:
     """Per suite: the Packages of pool/main whose version carries ``marker(ubuntu)``, a
     Release with Origin/Label repo.radeon.com (so AMD's pin applies), signed."""
     all_packages = run(["apt-ftparchive", "packages", "pool/main"], cwd=base, env=env).stdout
+    for dist in suites or list(DISTS):
+        packages = _split_packages(all_packages, marker(UBUNTU[dist]))
+        sign_suite(base / "dists" / dist, packages, signer, suite_fields(dist, version))
+
+
+def suite_fields(suite: str, version: str | None = None) -> dict[str, str]:
+    """The Release fields of a repo.radeon.com suite (fact sheet §3.2: Origin and Label
+    repo.radeon.com, what AMD's pin names)."""
+    fields = {"Origin": ORIGIN, "Label": ORIGIN, "Suite": suite, "Codename": suite}
+    return {**fields, **({"Version": version} if version else {})}
+
+
+def sign_suite(dist_dir: Path, packages: str, signer: Signer, fields: dict[str, str]) -> None:
+    """dists/<suite>/: main/binary-amd64/Packages(.gz) holding ``packages``, a Release with
+    ``fields`` and the hashes of both, signed (InRelease, Release.gpg)."""
+    binary = dist_dir / "main" / "binary-amd64"
+    binary.mkdir(parents=True, exist_ok=True)
+    (binary / "Packages").write_text(packages)
+    run(["gzip", "-9knf", binary / "Packages"])
     conf = "APT::FTPArchive::Release"
-    for dist, ubuntu in DISTS.items():
-        dist_dir = base / "dists" / dist
-        binary = dist_dir / "main" / "binary-amd64"
-        binary.mkdir(parents=True)
-        (binary / "Packages").write_text(_split_packages(all_packages, marker(ubuntu)))
-        run(["gzip", "-9kn", binary / "Packages"])
-        opts = [
-            f"-o{conf}::Origin={ORIGIN}",
-            f"-o{conf}::Label={ORIGIN}",
-            f"-o{conf}::Suite={dist}",
-            f"-o{conf}::Codename={dist}",
-            *([f"-o{conf}::Version={version}"] if version else []),
-            f"-o{conf}::Architectures=amd64",
-            f"-o{conf}::Components=main",
-        ]
-        # Written to a temp file: "release DIR > DIR/Release" would list Release in itself.
-        release = run(["apt-ftparchive", *opts, "release", dist_dir], env=env).stdout
-        tmp_release = dist_dir.parent / f".Release-{dist}"
-        tmp_release.write_text(release)
-        os.replace(tmp_release, dist_dir / "Release")
-        signer.sign_release(dist_dir)
+    opts = [f"-o{conf}::{key}={value}" for key, value in fields.items()]
+    opts += [f"-o{conf}::Architectures=amd64", f"-o{conf}::Components=main"]
+    # Written to a temp file: "release DIR > DIR/Release" would list Release in itself.
+    release = run(["apt-ftparchive", *opts, "release", dist_dir], env=clean_env()).stdout
+    tmp_release = dist_dir.parent / f".Release-{dist_dir.name}"
+    tmp_release.write_text(release)
+    os.replace(tmp_release, dist_dir / "Release")
+    signer.sign_release(dist_dir)

@@ -52,6 +52,7 @@ class Lab:
         rocm_releases: Sequence[str] = ("6.4.3",),
         workdir: str | os.PathLike[str] | None = None,
         keep_workdir: bool = False,
+        catalog: bool = False,
     ):
         check_specs(hosts)
         self.run_id = secrets.token_hex(3)
@@ -61,6 +62,7 @@ class Lab:
         )
         self._keep_workdir = keep_workdir
         self._release_versions = list(rocm_releases)
+        self._catalog = catalog
         #: seconds per bring-up phase
         self.timings: dict[str, float] = {}
         self._network = Network(self.run_id)
@@ -192,6 +194,13 @@ class Lab:
         """Swap the host's GPUs (takes effect on the next rocminfo/torch call)."""
         self._hosts.set_profile(name, profile_name)
 
+    def plant_matrix_drift(self, planted: bool = True) -> None:
+        """Make the AMD and PyTorch doubles disagree with the product's matrix (a lab built
+        with ``catalog=True``): stable.repo.amd.com also publishes 10.2.0, and
+        download.pytorch.org/whl/rocm7.14 no longer lists torchvision 0.29.1+rocm7.14.
+        ``planted=False`` takes both back."""
+        self._upstreams.plant_drift(planted)
+
     def confirm_mok_at_console(self, name: str, password: str) -> None:
         """Someone at the console types ``password`` into MokManager at the next boot (kept
         in the lab process only, never in the host root)."""
@@ -241,7 +250,7 @@ class Lab:
         with ThreadPoolExecutor(4) as pool, self._timed("artefacts"):
             bases = {s: pool.submit(roots.sshbase_dir, s) for s in suites}
             trees = {s: pool.submit(mirror.mirror_dir, s) for s in suites}
-            doubles = pool.submit(self._upstreams.build, releases)
+            doubles = pool.submit(self._upstreams.build, releases, self._catalog)
             key = pool.submit(self._client.make_key)
             base_dirs = {s: f.result() for s, f in bases.items()}
             mirror_trees = {s: f.result() for s, f in trees.items()}

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from rocm_fleet.matrix import Release
+from packaging.requirements import Requirement
+
+from rocm_fleet.matrix import CORE_SDK_GFX_PACKAGES, TORCH_RUNTIME, Release
 
 from . import _torch_double as src
 from . import profiles
@@ -32,6 +34,7 @@ HIP_VERSIONS = {
     "rocm7.0": "7.0.51831-a3e329ad8",
     "rocm7.1": "7.1.25424-4179531dcd",
     "rocm7.2": "7.2.26015-fc0010cf6",
+    "rocm7.14": "7.14.60850",  # (3p) torch.version.hip of 2.14.1+rocm7.14
 }
 
 #: A CUDA index for preflight tests ("the wrong wheel was installed on an AMD host").
@@ -61,10 +64,16 @@ def _record_hash(data: bytes) -> str:
 
 
 def write_wheel(
-    out_dir: Path, project: str, version: str, files: dict[str, str], requires: tuple[str, ...] = ()
+    out_dir: Path,
+    project: str,
+    version: str,
+    files: dict[str, str],
+    requires: tuple[str, ...] = (),
+    extras: tuple[str, ...] = (),
 ) -> Wheel:
     """Write a py3-none-any wheel (METADATA, WHEEL, RECORD) without any build backend."""
-    dist_info = f"{project}-{version}.dist-info"
+    dist = project.replace("-", "_")  # the wheel spec's escaping of the name
+    dist_info = f"{dist}-{version}.dist-info"
     metadata = "".join(
         [
             "Metadata-Version: 2.1\n",
@@ -72,6 +81,7 @@ def write_wheel(
             f"Version: {version}\n",
             "Summary: rocm-fleet lab double (not the real package)\n",
             "Requires-Python: >=3.9\n",
+            *(f"Provides-Extra: {e}\n" for e in extras),
             *(f"Requires-Dist: {r}\n" for r in requires),
         ]
     )
@@ -89,7 +99,7 @@ def write_wheel(
     record.append(f"{dist_info}/RECORD,,")
     entries[f"{dist_info}/RECORD"] = "\n".join(record) + "\n"
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"{project}-{version}-py3-none-any.whl"
+    path = out_dir / f"{dist}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, body in entries.items():
             info = zipfile.ZipInfo(name, _ZIP_DATE)
@@ -125,6 +135,40 @@ def _companion(project: str, version: str, torch: str) -> dict[str, str]:
     return {f"{project}/__init__.py": body}
 
 
+def runtime_wheels(out: Path, requirement: str) -> list[Wheel]:
+    """Stand-ins of the pip ROCm runtime a Core SDK torch requires (``rocm[device-all,
+    libraries]==7.14.*``), with its structure (TheRock's rocm_sdk/_dist_info.py): ``rocm``
+    requires ``rocm-sdk-core``; its extra ``libraries`` brings ``rocm-sdk-libraries``,
+    ``device-<gfx>`` one ``rocm-sdk-device-<gfx>`` and ``device-all`` every one. The real
+    ``rocm`` is an sdist built on the host ((3p) installed as rocm==7.14.0.post1); the
+    stand-in is a wheel of that version."""
+    req = Requirement(requirement)
+    release = str(req.specifier).removeprefix("==").removesuffix(".*") + ".0"
+    pin = f"=={release}"
+    device = [f"rocm-sdk-device-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES]
+    requires = [f"rocm-sdk-core{pin}", f'rocm-sdk-libraries{pin}; extra == "libraries"']
+    requires += [f'{name}{pin}; extra == "device-all"' for name in device]
+    requires += [
+        f'{name}{pin}; extra == "device-{gfx}"'
+        for name, gfx in zip(device, CORE_SDK_GFX_PACKAGES, strict=True)
+    ]
+    extras = ["libraries", "device-all", *(f"device-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES)]
+    wheels = [
+        write_wheel(
+            out,
+            "rocm",
+            f"{release}.post1",
+            {"rocm_sdk/__init__.py": ""},
+            tuple(requires),
+            extras=tuple(extras),
+        ),
+    ]
+    for name in ["rocm-sdk-core", "rocm-sdk-libraries", *device]:
+        module = "_" + name.replace("-", "_")
+        wheels.append(write_wheel(out, name, release, {f"{module}/__init__.py": ""}))
+    return wheels
+
+
 def build_index(
     www: Path,
     index: str,
@@ -132,12 +176,19 @@ def build_index(
     hip: str | None,
     cuda: str | None,
 ) -> list[Wheel]:
-    """Write /whl/<index>/ (wheels + PEP 503 pages) for (torch, torchvision, torchaudio)."""
+    """Write /whl/<index>/ (wheels + PEP 503 pages) for (torch, torchvision, torchaudio),
+    and the pip ROCm runtime the index's torch requires, if any (matrix.TORCH_RUNTIME)."""
     out = www / "whl" / index
     wheels: list[Wheel] = []
+    runtime = TORCH_RUNTIME.get(index)
+    if runtime:
+        wheels += runtime_wheels(out, runtime)
     for torch_v, vision_v, audio_v in builds:
         torch_full = f"{torch_v}+{index}"
-        wheels.append(write_wheel(out, "torch", torch_full, _torch_files(torch_full, hip, cuda)))
+        torch_files = _torch_files(torch_full, hip, cuda)
+        wheels.append(
+            write_wheel(out, "torch", torch_full, torch_files, (runtime,) if runtime else ())
+        )
         pin = (f"torch=={torch_full}",)
         vision_full = f"{vision_v}+{index}"
         wheels.append(
@@ -199,6 +250,8 @@ def build(www: Path, releases: list[Release]) -> dict[str, list[Wheel]]:
     """Build every index the given ROCm releases need, plus the CUDA indexes."""
     by_index: dict[str, list[tuple[str, str, str | None]]] = {}
     for rel in releases:
+        if rel.torch_index is None:
+            continue  # no index publishes torch for it (matrix: no_torch)
         builds = by_index.setdefault(rel.torch_index, [])
         for b in rel.torch_builds:
             triple = (b.torch, b.torchvision, getattr(b, "torchaudio", None))
@@ -210,3 +263,18 @@ def build(www: Path, releases: list[Release]) -> dict[str, list[Wheel]]:
     for index, (cuda, triple) in CUDA_INDEXES.items():
         result[index] = build_index(www, index, [triple], None, cuda)
     return result
+
+
+def build_drift(www: Path, drift: Path, index: str, project: str, version: str) -> Path:
+    """An overlay of the index whose ``project`` page no longer lists the ``version`` wheel
+    (one the product's matrix pins), for the lab's `plant_matrix_drift` to serve in front
+    of the index. Returns the overlay's root."""
+    page = www / "whl" / index / project / "index.html"
+    wanted = f"{project.replace('-', '_')}-{version}-"
+    lines = [line for line in page.read_text().splitlines(keepends=True) if wanted not in line]
+    if len(lines) == len(page.read_text().splitlines(keepends=True)):
+        raise ValueError(f"{index}/{project} lists no {version} wheel to drop")
+    target = drift / "whl" / index / project / "index.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(lines))
+    return drift

@@ -44,21 +44,29 @@ _TYPES = {
 
 
 class _Control:
-    """Fault settings, re-read from the control file on every request (it is tiny, and
-    mtime-based caching misses two writes within one coarse kernel timestamp tick)."""
+    """Fault and overlay settings, re-read from the control file on every request (it is
+    tiny, and mtime-based caching misses two writes within one coarse kernel timestamp
+    tick)."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._faults: dict[str, str] = {}
+        self._settings: dict[str, dict] = {}
 
-    def fault(self, host: str) -> str | None:
+    def _read(self) -> dict[str, dict]:
         try:
-            self._faults = json.loads(self.path.read_text() or "{}").get("faults", {})
+            self._settings = json.loads(self.path.read_text() or "{}")
         except FileNotFoundError:
-            self._faults = {}
+            self._settings = {}
         except ValueError:
             pass  # cannot happen with atomic replace; keep the previous settings
-        return self._faults.get(host)
+        return self._settings
+
+    def fault(self, host: str) -> str | None:
+        return self._read().get("faults", {}).get(host)
+
+    def overlays(self, host: str) -> list[Path]:
+        """Trees served in front of the host's own (read after fault())."""
+        return [Path(p) for p in self._settings.get("overlays", {}).get(host, [])]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -126,7 +134,7 @@ class _Handler(BaseHTTPRequestHandler):
         if any(p in (".", "..") for p in parts):
             self._simple(host, 400, "bad path")
             return
-        for root in self.routes.get(host, []):
+        for root in [*self.control.overlays(host), *self.routes.get(host, [])]:
             candidate = root.joinpath(*parts)
             if candidate.is_dir():
                 if not path.endswith("/"):
@@ -243,6 +251,7 @@ class Server:
         self.config_path = workdir / "server.json"
         self._ready = workdir / "ready"
         self._faults: dict[str, str] = {}
+        self._overlays: dict[str, list[str]] = {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.python = python
         self.config = {
@@ -317,8 +326,17 @@ class Server:
 
     def _write_control(self) -> None:
         tmp = self.control_path.with_name(".control.tmp")
-        tmp.write_text(json.dumps({"faults": self._faults}))
+        tmp.write_text(json.dumps({"faults": self._faults, "overlays": self._overlays}))
         os.replace(tmp, self.control_path)
+
+    def set_overlay(self, host: str, tree: Path | None) -> None:
+        """Serve ``tree`` in front of the upstream's own files (a path found in it wins);
+        None takes the overlay away again."""
+        if tree is None:
+            self._overlays.pop(host, None)
+        else:
+            self._overlays[host] = [str(tree)]
+        self._write_control()
 
     def set_down(self, host: str, down: bool = True, mode: str = "503") -> None:
         """Make one upstream fail (503 or dropped connections) or recover."""

@@ -2,8 +2,11 @@
 
 * the Debian mirror the build machine's apt sources name (`_util.debian_mirror`; the lab's
   roots name it too), served from the sparse mirror (mirror.py);
-* repo.radeon.com (amd_repo.py, signed with a throwaway key) and download.pytorch.org
-  (pytorch_index.py), built per lab for its ROCm releases;
+* repo.radeon.com (amd_repo.py), repo.amd.com and stable.repo.amd.com (core_sdk_repo.py),
+  all signed with one throwaway key, and download.pytorch.org (pytorch_index.py), built
+  per lab for its ROCm releases; with ``catalog``, every other release of the product's
+  matrix is published too (signed indexes, no packages to install), and the drift
+  overlays `Lab.plant_matrix_drift` serves are built;
 
 plus their TLS certificate from a throwaway CA (_tls.py) and the one server process that
 serves them all (server.py).  The hosts resolve `names` to the server via /etc/hosts.
@@ -14,15 +17,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rocm_fleet.matrix import Release
+from rocm_fleet.matrix import CORE_SDK, RELEASES, STABLE_REPOSITORY, Release
 
-from . import amd_repo, pytorch_index
+from . import amd_repo, core_sdk_repo, pytorch_index
 from ._tls import Certs, make_certs
 from ._util import PYTHON, Mirror, debian_mirror
 from .server import Server
 
 RADEON = "repo.radeon.com"
+AMD, STABLE_AMD = core_sdk_repo.HOSTS
 PYTORCH = "download.pytorch.org"
+
+#: What `plant_matrix_drift` makes upstream say that the product's matrix doesn't: a
+#: release it lacks (10.2.0, which AMD's pages don't list yet) and a pinned wheel gone.
+DRIFT_RELEASE = Release("10.2.0", CORE_SDK, STABLE_REPOSITORY, None)
+DRIFT_WHEEL = ("rocm7.14", "torchvision", "0.29.1+rocm7.14")
 
 
 def gnupghome(workdir: Path) -> Path:
@@ -37,10 +46,11 @@ class Upstreams:
         self._tls = workdir / "tls"
         self._server_dir = workdir / "server"
         self.gnupghome = gnupghome(workdir)
-        #: the fingerprint of the key that signs the repo.radeon.com double
+        #: the fingerprint of the key that signs the AMD doubles
         self.key_fingerprint = ""
         self.server: Server | None = None
         self._certs: Certs | None = None
+        self._drift: dict[str, Path] = {}  # upstream -> its drift overlay
 
     @property
     def debian(self) -> Mirror:
@@ -49,18 +59,45 @@ class Upstreams:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return (self.debian.host, RADEON, PYTORCH)
+        return (self.debian.host, RADEON, AMD, STABLE_AMD, PYTORCH)
 
     @property
     def ca_cert(self) -> Path:
         """The lab CA's certificate (written by `build`)."""
         return self._tls / "ca.crt"
 
-    def build(self, releases: Sequence[Release]) -> None:
-        """The AMD and PyTorch doubles for ``releases`` and the TLS certificates."""
-        self.key_fingerprint = amd_repo.build(self._www / "radeon", list(releases), self.gnupghome)
-        pytorch_index.build(self._www / "pytorch", list(releases))
+    def build(self, releases: Sequence[Release], catalog: bool = False) -> None:
+        """The AMD and PyTorch doubles for ``releases`` (``catalog``: and every release of
+        the matrix, without packages), the drift overlays, and the TLS certificates."""
+        releases = list(releases)
+        signer = amd_repo.Signer(self.gnupghome)
+        try:
+            amd_repo.build(self._www / "radeon", releases, signer, catalog)
+            core = [r for r in releases if r.stream is CORE_SDK]
+            listed = [r for r in RELEASES if r.stream is CORE_SDK] if catalog else []
+            core_sdk_repo.build(self._www / "amd", core, signer, listed)
+            pytorch_index.build(self._www / "pytorch", list(RELEASES) if catalog else releases)
+            if catalog:
+                drift = self._www.parent / "drift"
+                self._drift[STABLE_AMD] = core_sdk_repo.build_drift(
+                    self._www / "amd", drift / "amd", signer, DRIFT_RELEASE
+                )
+                self._drift[PYTORCH] = pytorch_index.build_drift(
+                    self._www / "pytorch", drift / "pytorch", *DRIFT_WHEEL
+                )
+            self.key_fingerprint = signer.fingerprint
+        finally:
+            signer.close()
         self._certs = make_certs(self._tls, self._run_id, self.names)
+
+    def plant_drift(self, planted: bool) -> None:
+        """Serve the drift overlays in front of the doubles (or stop): upstream then also
+        publishes DRIFT_RELEASE and no longer lists DRIFT_WHEEL."""
+        if not self._drift:
+            raise RuntimeError("the lab was built without catalog=True: no drift to plant")
+        assert self.server is not None
+        for host, tree in self._drift.items():
+            self.server.set_overlay(host, tree if planted else None)
 
     def serve(self, netns: str, address: str, mirror_trees: Sequence[Path]) -> Server:
         """Start the server in ``netns`` on ``address`` (ports 80 and 443), after `build`."""
@@ -72,6 +109,8 @@ class Upstreams:
             {
                 self.debian.host: list(mirror_trees),
                 RADEON: [self._www / "radeon"],
+                AMD: [self._www / "amd" / AMD],
+                STABLE_AMD: [self._www / "amd" / STABLE_AMD],
                 PYTORCH: [self._www / "pytorch"],
             },
             self._certs.server_cert,

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from rocm_fleet.matrix import distro
-from rocm_fleet.paths import ROCM_KEYRING, ROCM_PIN, ROCM_SOURCE, ROCM_VERSION_FILE
+from rocm_fleet.matrix import REPOSITORIES, STREAMS, distro
+from rocm_fleet.repository import source_text
 
 TORCH_PROBE = r"""
 import json, torch
@@ -28,29 +28,39 @@ print(json.dumps(out))
 
 
 def test_rocm_source_uses_keyring_and_suite(host, node):
+    """The source of the release's stream, in AMD's form, and none of the other stream's."""
     row = distro(host.system_info.distribution, host.system_info.release)
     assert row is not None, f"{host.system_info.distribution} {host.system_info.release}"
-    source = host.file(ROCM_SOURCE)
+    source = host.file(node.repository.source)
     assert source.is_file
-    line = f"signed-by={ROCM_KEYRING}] "
-    assert line in source.content_string
-    assert f"/rocm/apt/{node.release.apt_path} {row.suite} main" in source.content_string
-    assert host.file(ROCM_KEYRING).is_file
+    assert source.content_string == source_text(node, row)
+    assert host.file(node.stream.keyring).is_file
+    for other in {repo.source for repo in REPOSITORIES} - {node.repository.source}:
+        assert not host.file(other).exists, f"{other}: a source of the other stream"
 
 
-def test_pin_prefers_repo_radeon_com(host):
-    pin = host.file(ROCM_PIN).content_string
-    assert "Pin: release o=repo.radeon.com" in pin
+def test_pin_prefers_amds_repository(host, node):
+    pin = host.file(node.stream.pin).content_string
+    assert f"Pin: release o={node.stream.pin_origin}" in pin
     assert "Pin-Priority: 600" in pin
 
 
 def test_rocm_packages_come_from_the_release(host, node):
-    tag = node.release.numeric_tag
-    for package in [*node.rocm_packages, "rocminfo", "rocm-core"]:
-        pkg = host.package(package)
-        assert pkg.is_installed, package
-        assert f".{tag}-" in pkg.version, f"{package} {pkg.version} is not ROCm {tag}"
-    version = host.file(ROCM_VERSION_FILE).content_string.strip()
+    """Every installed ROCm package of the stream is the release's, none of the other
+    stream's is left, and the release's version file says so."""
+    listing = host.check_output("dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
+    installed = {}
+    for line in listing.splitlines():
+        words = line.split()  # "ii" (want and state; no error flag) name version
+        if len(words) == 3 and words[0].startswith("i"):
+            installed[words[1]] = words[2]
+    release = re.compile(node.stream.version_regex(node.release))
+    mine = {n: v for n, v in installed.items() if node.stream.owns(n, v)}
+    assert mine, "no ROCm package of the release's stream is installed"
+    assert {n: v for n, v in mine.items() if not release.search(v)} == {}
+    others = [s for s in STREAMS if s is not node.stream]
+    assert [n for n, v in installed.items() if any(s.owns(n, v) for s in others)] == []
+    version = host.file(f"{node.release.root}/.info/version").content_string.strip()
     assert version.startswith(node.release.version + "-"), version
 
 
@@ -63,7 +73,7 @@ def test_users_can_reach_the_gpu(host, node):
 def test_rocminfo_reports_expected_gpus(host, node):
     if node.expected_gpu_count == 0:
         pytest.skip("GPU-less host by configuration")
-    out = host.check_output("/opt/rocm/bin/rocminfo")
+    out = host.check_output(node.release.rocminfo)  # the release's own
     agents = re.findall(r"^\s+Name:\s+(gfx[0-9a-f]+)\s*$", out, re.M)
     assert agents, out
     expected = node.expected_gfx_list or agents
