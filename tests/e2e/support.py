@@ -22,12 +22,13 @@ OP_PREFIX = "rocm-fleet | "
 VENV_PYTHON = "/opt/rocm-fleet/venv/bin/python"
 
 
-def running_lab(hosts: list[HostSpec], releases: Iterable[str]) -> Iterator[Lab]:
-    """A lab for a module's fixture: ``yield from running_lab(HOSTS, ["6.4.3"])``. Skips
-    without root; tears everything down when the module is done (also on failure)."""
+def running_lab(hosts: list[HostSpec], releases: Iterable[str], **options: Any) -> Iterator[Lab]:
+    """A lab for a module's fixture: ``yield from running_lab(HOSTS, ["6.4.3"])`` (``options``:
+    Lab's, e.g. ``catalog=True``). Skips without root; tears everything down when the
+    module is done (also on failure)."""
     if os.geteuid() != 0:
         pytest.skip("the lab needs root (debootstrap, network namespaces)")
-    with Lab(hosts=hosts, rocm_releases=list(releases)) as lab:
+    with Lab(hosts=hosts, rocm_releases=list(releases), **options) as lab:
         yield lab
 
 

@@ -258,6 +258,7 @@ class Lab:
             key.result()
         with self._timed("network"):
             self._network.up()
+            self._network.name_upstreams(self._upstreams.names, SERVER_ADDRESS)
         with self._timed("server"):
             self._upstreams.serve(self.client_netns, SERVER_ADDRESS, list(mirror_trees.values()))
         setup = RootSetup(

@@ -9,13 +9,22 @@
 veths are created inside the client netns with the peer moved straight into the host
 netns: no lab interface ever exists in the root namespace.  Every netns is recorded when
 added, and `delete` removes it by name (teardown.py deletes them newest first).
+
+The client netns resolves the upstreams' names to the doubles' server too (`name_upstreams`),
+so a tool run there (``rocm-fleet matrix check``) reaches them at their real URLs: `ip netns
+exec` bind-mounts ``/etc/netns/<netns>/hosts`` over /etc/hosts for what it runs, and only
+for that (iproute2's ip-netns(8)); the directory goes with the netns.
 """
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
-from ._util import run
+from ._util import rmtree, run
+
+#: Where `ip netns exec NAME` finds the files it bind-mounts over /etc (ip-netns(8)).
+ETC_NETNS = Path("/etc/netns")
 
 SUBNET = "10.213.0"
 SERVER_ADDRESS = f"{SUBNET}.1"
@@ -66,9 +75,17 @@ class Network:
         run([*ip_host, "link", "set", "eth0", "up"])
         run([*ip_host, "link", "set", "lo", "up"])
 
+    def name_upstreams(self, names: tuple[str, ...], address: str) -> None:
+        """Resolve ``names`` to ``address`` for every command run in the client netns."""
+        etc = ETC_NETNS / self.client_netns
+        etc.mkdir(parents=True, exist_ok=True)
+        (etc / "hosts").write_text(f"127.0.0.1\tlocalhost\n{address}\t{' '.join(names)}\n")
+
     def delete(self, name: str) -> None:
-        """Delete one netns (its veth end and, for the client's, the bridge go with it)."""
+        """Delete one netns (its veth end and, for the client's, the bridge go with it), and
+        its /etc/netns files."""
         run(["ip", "netns", "del", name])
+        rmtree(ETC_NETNS / name)
         with self._lock:
             self.netns.remove(name)
 
