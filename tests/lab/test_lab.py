@@ -20,9 +20,9 @@ from urllib.parse import unquote
 
 import pytest
 
-from lab import HostSpec, Lab, amd_repo, machine, profiles, pytorch_index
+from lab import HostSpec, Lab, amd_repo, core_sdk_repo, machine, profiles, pytorch_index
 from lab.server import Server
-from rocm_fleet.matrix import release
+from rocm_fleet.matrix import CORE_SDK_GFX_PACKAGES, release
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
 
@@ -101,6 +101,71 @@ def test_wheels_are_valid(tmp_path):
         meta = zf.read(f"torchvision-{vision.version}.dist-info/METADATA").decode()
     assert re.search(r"^Requires-Dist: torch==\d+\.\d+\.\d+\+rocm6\.4$", meta, re.M)
     assert "cu128" in wheels
+
+
+def test_core_sdk_packages_follow_the_real_scheme():
+    """Names with the release's major.minor, versions X.Y.Z-<build>, everything under
+    /opt/rocm/core-X.Y, rocminfo in the base package (TheRock's packaging, matrix.py)."""
+    debs = {d.name: d for d in core_sdk_repo.packages(release("7.14.1"))}
+    assert core_sdk_repo.package_version("7.14.0") == "7.14.0-3"
+    assert core_sdk_repo.package_version("10.0.0") == "10.0.0-4"
+    assert {f"amdrocm7.14-{g}" for g in CORE_SDK_GFX_PACKAGES} <= set(debs)
+    assert set(debs["amdrocm7.14"].depends) == {f"amdrocm7.14-{g}" for g in CORE_SDK_GFX_PACKAGES}
+    assert debs["amdrocm7.14-gfx1100"].depends == ("amdrocm-core7.14-gfx1100",)
+    files = [path for deb in debs.values() for path, _body, _mode in deb.files]
+    assert all(path.startswith("opt/rocm/core-7.14/") for path in files)
+    assert "opt/rocm/core-7.14/bin/rocminfo" in files
+    postinst = debs["amdrocm-core7.14"].postinst
+    assert "update-alternatives --install /opt/rocm/core core /opt/rocm/core-7.14 " in postinst
+    assert "/usr/bin/rocminfo rocminfo /opt/rocm/core-7.14/bin/rocminfo" in postinst
+
+
+@needs_root
+def test_core_sdk_repositories_carry_amds_origin_and_both_key_forms(tmp_path):
+    signer = amd_repo.Signer(tmp_path / "gnupg")
+    try:
+        core_sdk_repo.build(tmp_path / "www", [release("10.0.0")], signer, [release("7.14.1")])
+    finally:
+        signer.close()
+    www = tmp_path / "www"
+    stable = www / "stable.repo.amd.com/rocm/core/packages/debian13"
+    inrelease = (stable / "dists/stable/InRelease").read_text()
+    assert "Origin: AMD ROCm\n" in inrelease and "Suite: stable\n" in inrelease
+    assert inrelease.startswith("-----BEGIN PGP SIGNED MESSAGE-----")
+    index = (stable / "dists/stable/main/binary-amd64/Packages").read_text()
+    assert re.search(r"^Package: amdrocm10.0-gfx1100\n(?:.+\n)*?Version: 10.0.0-4\n", index, re.M)
+    assert "Depends: amdrocm-core10.0-gfx1100 (= 10.0.0-4)" in index
+    multi = www / "repo.amd.com/rocm/packages-multi-arch"
+    # The catalog release: its meta package only, in every distro directory.
+    listed = (multi / "ubuntu2404/dists/stable/main/binary-amd64/Packages").read_text()
+    assert re.findall(r"^Package: (.+)$", listed, re.M) == ["amdrocm7.14"]
+    armored = (multi / "gpg/rocm.gpg").read_bytes()
+    assert armored.startswith(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    both = (www / "stable.repo.amd.com/rocm/gpg/packages.gpg").read_bytes()
+    assert both[0] & 0x80 and b"-----BEGIN PGP PUBLIC KEY BLOCK-----" in both
+    base = next((stable / "pool").rglob("amdrocm-base10.0_*.deb"))
+    contents = subprocess.run(["dpkg-deb", "-c", base], capture_output=True, text=True).stdout
+    assert "./opt/rocm/core-10.0/bin/rocminfo" in contents
+
+
+def test_core_sdk_torch_wheels_require_the_pip_rocm_runtime(tmp_path):
+    """torch+rocm7.14 requires rocm[device-all,libraries]==7.14.* (the real wheel's
+    Requires-Dist); the stand-ins resolve it the way the real ones do."""
+    wheels = pytorch_index.build(tmp_path, [release("7.14.1"), release("10.0.0")])
+    assert "rocm10.0" not in wheels
+    by_name = {w.project: w for w in wheels["rocm7.14"] if w.project != "torch"}
+    torch = next(w for w in wheels["rocm7.14"] if w.project == "torch")
+    with zipfile.ZipFile(torch.path) as zf:
+        meta = zf.read(f"torch-{torch.version}.dist-info/METADATA").decode()
+    assert "Requires-Dist: rocm[device-all,libraries]==7.14.*" in meta
+    assert by_name["rocm"].version == "7.14.0.post1"
+    with zipfile.ZipFile(by_name["rocm"].path) as zf:
+        meta = zf.read("rocm-7.14.0.post1.dist-info/METADATA").decode()
+    assert "Requires-Dist: rocm-sdk-core==7.14.0\n" in meta
+    assert 'Requires-Dist: rocm-sdk-device-gfx1100==7.14.0; extra == "device-all"' in meta
+    assert {"rocm-sdk-core", "rocm-sdk-libraries", "rocm-sdk-device-gfx942"} <= set(by_name)
+    page = (tmp_path / "whl/rocm7.14/rocm-sdk-core/index.html").read_text()
+    assert "rocm_sdk_core-7.14.0-py3-none-any.whl#sha256=" in page
 
 
 def readme_code() -> str:
