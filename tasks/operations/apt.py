@@ -20,6 +20,7 @@ from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.matrix import STREAMS
 from rocm_fleet.operations._script import script
+from rocm_fleet.operations.files import removed
 from rocm_fleet.versions import is_amd_driver_version
 
 if TYPE_CHECKING:
@@ -62,24 +63,22 @@ def debian_packages(
 @operation()
 def verified_keyring(path: str, url: str = "", fingerprint: str = "", present: bool = True):
     """
-    Install an apt keyring from an armored key URL, only if it carries ``fingerprint``; or
-    remove it.
+    Install an apt keyring from a key URL, only if it carries ``fingerprint``; or remove it.
 
     The key is fetched (once, only when the keyring is missing or holds other keys),
-    checked with ``gpg --show-keys`` and dearmored beside ``path`` before an atomic rename,
-    so a key with the wrong fingerprint fails the host with nothing written.
+    imported into a throwaway GNUPGHOME, its primary keys' fingerprints checked, and
+    exported beside ``path`` before an atomic rename, so a key with the wrong fingerprint
+    fails the host with nothing written (verified-keyring.sh; it reads every form AMD
+    serves: armored, binary, binary with an armored copy appended).
 
     + path: the keyring, e.g. /etc/apt/keyrings/rocm.gpg
-    + url: http(s) URL of the ASCII-armored public key
+    + url: http(s) URL of the public key
     + fingerprint: the 40-hex-digit fingerprint the key must have
     + present: whether the keyring should exist
     """
     current = read_fact(KeyringFingerprints, path=path)
     if not present:
-        if current is None:
-            host.noop(f"keyring {path} is absent")
-            return
-        yield StringCommand("rm", "-f", path)
+        yield from removed(path, exists=current is not None)
         return
     fingerprint = fingerprint.upper()
     if current == [fingerprint]:
