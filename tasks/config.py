@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet import paths
 from rocm_fleet.matrix import Release, TorchBuild, release, release_versions
 from rocm_fleet.settings import PREFIXES, RENAMED, SETTINGS, Settings
+
+if TYPE_CHECKING:
+    from rocm_fleet.sources import Mirror
 
 
 class ConfigError(DeployError):
@@ -31,6 +34,8 @@ class Config(Settings):
 
     release: Release
     torch_build: TorchBuild | None
+    # The fleet mirror this host uses, resolved with the rest of the inventory (tasks/mirror.py).
+    mirror: Mirror | None = None
 
     @property
     def expected_gfx_list(self) -> list[str]:

@@ -24,18 +24,13 @@ from rocm_fleet.operations.apt import apt_lists_fresh
 from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver
+from rocm_fleet.sources import amdgpu_repository
 from rocm_fleet.versions import newer_kernels
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
 
-DRIVER_PACKAGE = "amdgpu-dkms"
-
-
-def amdgpu_source_line(config: Config, row: matrix.Distro, version: str) -> str:
-    """AMD's driver source (fact sheet §3.2): same key and suite as the ROCm source."""
-    url = f"{config.rocm_amdgpu_apt_base_url.rstrip('/')}/{version}/ubuntu"
-    return f"deb [arch=amd64 signed-by={paths.ROCM_KEYRING}] {url} {row.suite} main\n"
+DRIVER_PACKAGE = matrix.AMDGPU_DRIVER_PACKAGE
 
 
 def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> list[str]:
@@ -53,8 +48,8 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
     """Returns (reboot reason, operation) pairs for tasks.reboot."""
     if config.rocm_driver != "dkms":
         return []
-    version = matrix.amdgpu_repo_version(config.release)
-    if version is None:
+    repository = amdgpu_repository(config, row)
+    if repository is None:
         fail(
             name="Refuse rocm_driver: dkms for this release",
             reason=(
@@ -67,7 +62,7 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
     text_file(
         name="Point apt at AMD's amdgpu driver repository",
         path=paths.AMDGPU_SOURCE,
-        content=amdgpu_source_line(config, row, version),
+        content=repository.via(config.mirror).source_line(),
     )
     apt_lists_fresh(
         name="Refresh apt lists after a driver source change",

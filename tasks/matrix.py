@@ -30,6 +30,10 @@ ROCM_KEY_FINGERPRINT = "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"
 # PyTorch's wheel indexes, https://download.pytorch.org/whl/rocmX.Y[.Z]
 # (pytorch.org/get-started/previous-versions; fact sheet §7.1).
 PYTORCH_INDEX_BASE_URL = "https://download.pytorch.org/whl"
+# Some of those indexes' dependency pages link PyPI's file host rather than a copy of their
+# own (download.pytorch.org/whl/mpmath -> files.pythonhosted.org, quoted by PyTorch's
+# release manager in pytorch/pytorch#197552, 2026-09): a fleet mirror must carry it too.
+PYTORCH_INDEX_FILE_HOSTS = ("files.pythonhosted.org",)
 
 # AMD's pin, verbatim from every install page 5.7 -> 7.2 (fact sheet §3.2), ships as
 # files/rocm-pin-600. Without it Debian's own rocminfo 5.2.3 (bookworm) / 6.1.2 (trixie)
@@ -73,6 +77,29 @@ DISTROS: tuple[Distro, ...] = (
     Distro("debian", "12", "jammy", "6.0.0", "6.3.1", instinct_only=True),
     Distro("debian", "13", "noble", "6.2.0", "7.0.2", instinct_only=True),
 )
+
+
+@dataclass(frozen=True)
+class HostRuntime:
+    """What a distro release's own ``python3`` and C library are: the venv's interpreter is
+    the host's python3, so its wheels must carry a ``cpXY`` tag and a manylinux tag no newer
+    than the host's glibc (PEP 600)."""
+
+    python: str  # major.minor, e.g. "3.11"
+    glibc: str  # major.minor, e.g. "2.36"
+
+
+# Debian: the bookworm and trixie main Packages on deb.debian.org, read 2026-11-30
+# (python3 3.11.2-1+b1 and 3.13.5-1; libc6 2.36-9+deb12u14 and 2.41-12+deb13u5). Ubuntu:
+# archive.ubuntu.com package versions as apt logs in public repositories print them
+# (python3 3.10.6-1~22.04.1 and 3.12.3-0ubuntu2, e.g. index ids 16899614440, 22403885585;
+# libc6 2.35-0ubuntu3.x and 2.39-0ubuntu8.x, ids 16012677162, 71487594790).
+HOST_RUNTIMES: dict[str, HostRuntime] = {
+    "ubuntu 22.04": HostRuntime("3.10", "2.35"),
+    "ubuntu 24.04": HostRuntime("3.12", "2.39"),
+    "debian 12": HostRuntime("3.11", "2.36"),
+    "debian 13": HostRuntime("3.13", "2.41"),
+}
 
 
 def distro(distro_id: str, version_id: str) -> Distro | None:
@@ -328,6 +355,8 @@ NEWER_KERNELS: dict[str, NewerKernel] = {
 # from 7.0 amdgpu/<driver version>/ubuntu with the driver version in Release.amdgpu_driver
 # (fact sheet §2.4). Same suite, key and origin (so AMD's pin covers it) as the ROCm source.
 AMDGPU_APT_BASE_URL = "https://repo.radeon.com/amdgpu"
+# AMD's DKMS kernel driver package in that repository (fact sheet §3.5).
+AMDGPU_DRIVER_PACKAGE = "amdgpu-dkms"
 
 
 def amdgpu_repo_version(rel: Release) -> str | None:

@@ -32,6 +32,21 @@ DEBIAN_ARCHIVE_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 # Where a Debian host names its mirror: deb822 (bookworm's default) or the one-line file.
 DEBIAN_SOURCES = ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list")
 
+# --- Proxy and fleet mirror (tasks/mirror.py) -------------------------------------------------
+# apt reads every file of apt.conf.d (apt.conf(5)); this one only holds rocm_proxy's settings.
+APT_PROXY_CONF = "/etc/apt/apt.conf.d/80rocm-fleet-proxy"
+# Debian's nginx.conf includes conf.d/*.conf inside http {}, and its pid file is /run/nginx.pid
+# (`nginx -V` of bookworm's 1.22.1 and trixie's 1.26.3 packages: --pid-path=/run/nginx.pid).
+MIRROR_SITE = "/etc/nginx/conf.d/rocm-fleet-mirror.conf"
+NGINX_PID = "/run/nginx.pid"
+# rocm-fleet's own: the bundle the mirror serves (FHS /srv: data a host serves), and the live
+# cache; both removed with the mirror.
+MIRROR_ROOT = "/srv/rocm-fleet"
+MIRROR_BUNDLE = f"{MIRROR_ROOT}/bundle"
+# The file a bundle describes itself in (rocm_fleet.bundle), where pyinfra runs and on the host.
+BUNDLE_MANIFEST = "manifest.json"
+MIRROR_CACHE = "/var/cache/rocm-fleet"
+
 # --- rocm-fleet's own state (removed last by rocm_state: absent) ------------------------------
 STATE_DIR = "/var/lib/rocm-fleet"
 # Touched after each `apt-get update` the deploy runs for a source (operations.apt).
@@ -42,6 +57,8 @@ BACKPORTS_LISTS_STAMP = f"{STATE_DIR}/backports-lists.stamp"
 PACKAGE_LEDGER = f"{STATE_DIR}/installed-packages"
 # Directories the deploy created (the venv's parents, e.g. /opt/rocm-fleet), for uninstalling.
 DIRECTORY_LEDGER = f"{STATE_DIR}/created-directories"
+# Touched after nginx (re)loaded the mirror's site: a newer site file means a reload is due.
+MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
 
 # --- Secure Boot: the DKMS module signing key per distro (fact sheet §5) ----------------------
 # (certificate, private key): DKMS >= 3.0.4 on Debian; DKMS's Ubuntu branch (shim-signed).
@@ -69,6 +86,10 @@ DEFAULT_VENV = "/opt/rocm-fleet/venv"
 # converged host is answered from one read of all of them (facts.survey). A file added to a
 # task goes here, or the plan reads it with a round trip of its own.
 MANAGED_FILES = (
+    APT_PROXY_CONF,
+    MIRROR_SITE,
+    f"{MIRROR_BUNDLE}/{BUNDLE_MANIFEST}",
+    MIRROR_STAMP,
     ROCM_SOURCE,
     AMDGPU_SOURCE,
     ROCM_PIN,
@@ -80,6 +101,8 @@ MANAGED_FILES = (
     AMDGPU_LISTS_STAMP,
     BACKPORTS_LISTS_STAMP,
 )
+# Directories the deploy may create whole (their existence is read).
+MANAGED_DIRECTORIES = (MIRROR_ROOT, MIRROR_CACHE)
 # Every keyring a deploy may write (their fingerprints are read, not their digests).
 MANAGED_KEYRINGS = (ROCM_KEYRING,)
 

@@ -30,6 +30,7 @@ from pyinfra.api import deploy
 from pyinfra.api.exceptions import PyinfraError
 
 from rocm_fleet import matrix, paths
+from rocm_fleet.bundle import missing
 from rocm_fleet.facts.apt import (
     AptInstallSize,
     AptSourceLines,
@@ -39,7 +40,7 @@ from rocm_fleet.facts.apt import (
     KeyringFingerprints,
 )
 from rocm_fleet.facts.cache import remember_fact
-from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.gpu import KfdNodes, PciGpus, RocmVersion
 from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
 from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
@@ -47,6 +48,7 @@ from rocm_fleet.facts.survey import Read, Survey
 from rocm_fleet.facts.system import (
     AmdgpuModule,
     Architecture,
+    DaemonRunning,
     DistroRelease,
     FreeSpace,
     Identity,
@@ -60,6 +62,7 @@ from rocm_fleet.facts.system import (
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.groups import GPU_GROUPS
 from rocm_fleet.pci_ids import lookup
+from rocm_fleet.sources import host_needs
 from rocm_fleet.versions import amd_release_tag, kernel_key, release_key
 
 if TYPE_CHECKING:
@@ -94,6 +97,8 @@ def findings(config: Config, survey: dict[str, Any]) -> Findings:
     problems: list[str] = []
     warnings: list[str] = []
     row = _distro(config, survey, problems, warnings)
+    if row is not None and config.release.suite_published(row):
+        _bundle(config, row, problems)
     _system(survey, problems)
     _gpus(config, survey, problems, warnings)
     if row is not None:
@@ -144,6 +149,21 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
                 f"AMD lists {row.key} for Instinct only; {', '.join(radeon)} on it is unofficial"
             )
     return row
+
+
+def _bundle(config: Config, row: matrix.Distro, problems: list[str]) -> None:
+    """A bundle the fleet mirror serves must hold everything this host will fetch: apt or
+    pip failing halfway through on a missing file is worse than not starting."""
+    mirror = config.mirror
+    if mirror is None or not mirror.bundle:
+        return
+    gaps = missing(mirror.bundle, host_needs(config, row))
+    if gaps:
+        problems.append(
+            f"the fleet mirror's bundle {mirror.bundle} lacks what this host needs: "
+            f"{'; '.join(gaps)}: run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` "
+            "again with this inventory, then deploy"
+        )
 
 
 def _family(gfx: str) -> str | None:
@@ -391,6 +411,8 @@ def survey_reads(config: Config) -> list[Read]:
         ),
         *(Read(f"file {path}", FileDigest, {"path": path}) for path in files),
         *(Read(f"keyring {k}", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
+        *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
+        Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
         *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
     ]
     if config.rocm_driver == "dkms":

@@ -12,27 +12,14 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 
 from rocm_fleet import paths
-from rocm_fleet.matrix import TorchBuild
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.python import pinned_wheels, venv
+from rocm_fleet.sources import proxy_environment, served, wanted_wheels
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
 
 PREREQUISITES = ["python3-venv"]
-
-
-def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
-    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``).
-
-    Pinning the companions by public version alone would keep a torchvision of another
-    build in place whenever two indexes publish the same version (torchvision 0.20.1 is on
-    rocm6.1 and rocm6.2; PyPI's CUDA 0.24.1 after a migration), leaving a mix in the venv.
-    """
-    wanted = {"torch": build.torch, "torchvision": build.torchvision}
-    if build.torchaudio:
-        wanted["torchaudio"] = build.torchaudio
-    return {name: f"{version}+{torch_index}" for name, version in wanted.items()}
 
 
 @deploy("PyTorch")
@@ -46,8 +33,9 @@ def install_pytorch(config: Config) -> None:
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
         venv_path=config.pytorch_venv,
-        index_url=config.torch_index_url,
+        index_url=served(config.torch_index_url, config.mirror),
         wanted=wanted_wheels(config.torch_build, config.release.torch_index),
+        proxy=proxy_environment(config),
     )
 
 

@@ -18,6 +18,7 @@ from rocm_fleet.operations.apt import (
     verified_keyring,
 )
 from rocm_fleet.operations.files import text_file
+from rocm_fleet.sources import proxy_environment, rocm_repository, served
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
@@ -28,9 +29,9 @@ PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
 
 
 def source_line(config: Config, row: Distro) -> str:
-    """AMD's one-line source: suite from the matrix (Debian 12 -> jammy), keyring by path."""
-    url = f"{config.rocm_apt_base_url.rstrip('/')}/{config.release.apt_path}"
-    return f"deb [arch=amd64 signed-by={paths.ROCM_KEYRING}] {url} {row.suite} main\n"
+    """AMD's one-line source: suite from the matrix (Debian 12 -> jammy), keyring by path;
+    the fleet mirror's URL for it when the host uses one."""
+    return rocm_repository(config, row).via(config.mirror).source_line()
 
 
 @deploy("ROCm apt repository")
@@ -44,8 +45,9 @@ def install_repository(config: Config, row: Distro) -> None:
     verified_keyring(
         name="Install AMD's signing key (fingerprint checked)",
         path=paths.ROCM_KEYRING,
-        url=config.rocm_key_url,
+        url=served(config.rocm_key_url, config.mirror),
         fingerprint=config.rocm_key_fingerprint,
+        proxy=proxy_environment(config),
     )
     text_file(
         name="Point apt at the ROCm release for this distro",

@@ -1,15 +1,25 @@
 # shellcheck shell=sh
-# verified-keyring.sh URL FINGERPRINT KEYRING: fetch an armored key, refuse it unless its
-# one primary key has FINGERPRINT, then write it dearmored to KEYRING (temporary name and
+# verified-keyring.sh URL FINGERPRINT KEYRING [PROXY [NO_PROXY]]: fetch an armored key
+# (through PROXY unless the host is in NO_PROXY, when given), refuse it unless its one
+# primary key has FINGERPRINT, then write it dearmored to KEYRING (temporary name and
 # rename). Nothing is written when the check fails.
 set -eu
 url=$1
 fingerprint=$2
 keyring=$3
+proxy=${4:-}
+no_proxy=${5:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GNUPGHOME="$tmp"
-curl -fsSL --retry 2 -o "$tmp/key.asc" "$url"
+set -- -fsSL --retry 2
+if [ -n "$proxy" ]; then
+    set -- "$@" --proxy "$proxy"
+fi
+if [ -n "$no_proxy" ]; then
+    set -- "$@" --noproxy "$no_proxy"
+fi
+curl "$@" -o "$tmp/key.asc" "$url"
 got=$(gpg --batch --with-colons --show-keys "$tmp/key.asc" | awk -F: '$1 == "fpr" { print $10 }')
 if [ "$got" != "$fingerprint" ]; then
     echo "refusing key from $url: fingerprint ${got:-none} is not $fingerprint" >&2

@@ -1,6 +1,8 @@
 """``rocm-fleet``: the command-line tools beside the deploy.
 
-``rocm-fleet audit INVENTORY`` (read-only drift report), ``rocm-fleet --version``. Each tool
+``rocm-fleet audit INVENTORY`` (read-only drift report), ``rocm-fleet bundle INVENTORY
+--output DIR`` (what the fleet installs from AMD and PyTorch, for an offline mirror),
+``rocm-fleet --version``. Each tool
 is a module here with ``add_parser(subcommands)`` and ``run(args) -> exit status``; errors a
 user can fix are one line on stderr and exit status 2, never a traceback.
 """
@@ -12,10 +14,10 @@ import sys
 from collections.abc import Sequence
 
 from rocm_fleet import __version__
-from rocm_fleet.cli import audit
+from rocm_fleet.cli import audit, bundle
 from rocm_fleet.cli.inventory import UsageError
 
-TOOLS = (audit,)
+TOOLS = (audit, bundle)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -365,3 +365,26 @@ def nvidia_stack(packages: dict[str, str], modules: list[str]) -> NvidiaStackDic
     )
     loaded = sorted({m.strip() for m in modules if m.strip().startswith("nvidia")})
     return {"packages": names, "modules": loaded}
+
+
+class DaemonRunning(FactBase[bool]):
+    """Whether the process a daemon's pid file names is alive (``kill -0``): the daemon
+    runs, however it was started (systemd, an init script).
+
+    .. code:: python
+
+        True
+    """
+
+    @staticmethod
+    def default() -> bool:
+        return False
+
+    @override
+    def command(self, pidfile: str) -> str:
+        q = quote(pidfile)
+        return f'if test -s {q} && kill -0 "$(cat {q})" 2>/dev/null; then echo __running; fi; true'
+
+    @override
+    def process(self, output: list[str]) -> bool:
+        return "__running" in [line.strip() for line in output]

@@ -53,7 +53,13 @@ def debian_packages(
 
 
 @operation()
-def verified_keyring(path: str, url: str = "", fingerprint: str = "", present: bool = True):
+def verified_keyring(
+    path: str,
+    url: str = "",
+    fingerprint: str = "",
+    present: bool = True,
+    proxy: dict[str, str] | None = None,
+):
     """
     Install an apt keyring from an armored key URL, only if it carries ``fingerprint``; or
     remove it.
@@ -66,6 +72,7 @@ def verified_keyring(path: str, url: str = "", fingerprint: str = "", present: b
     + url: http(s) URL of the ASCII-armored public key
     + fingerprint: the 40-hex-digit fingerprint the key must have
     + present: whether the keyring should exist
+    + proxy: ``https_proxy``/``http_proxy``/``no_proxy`` for the fetch (empty: none)
     """
     current = read_fact(KeyringFingerprints, path=path)
     if not present:
@@ -78,7 +85,15 @@ def verified_keyring(path: str, url: str = "", fingerprint: str = "", present: b
     if current == [fingerprint]:
         host.noop(f"keyring {path} holds exactly {fingerprint}")
         return
-    yield script("verified-keyring", url, fingerprint, path)
+    proxy = proxy or {}
+    yield script(
+        "verified-keyring",
+        url,
+        fingerprint,
+        path,
+        proxy.get("https_proxy" if url.startswith("https:") else "http_proxy", ""),
+        proxy.get("no_proxy", ""),
+    )
 
 
 @operation()

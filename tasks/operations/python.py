@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
@@ -69,7 +70,9 @@ def version_matches(installed: str | None, wanted: str) -> bool:
 
 
 @operation()
-def pinned_wheels(venv_path: str, index_url: str, wanted: dict[str, str]):
+def pinned_wheels(
+    venv_path: str, index_url: str, wanted: dict[str, str], proxy: dict[str, str] | None = None
+):
     """
     Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``.
 
@@ -83,6 +86,11 @@ def pinned_wheels(venv_path: str, index_url: str, wanted: dict[str, str]):
     + index_url: the only index pip may use (the ROCm index on download.pytorch.org)
     + wanted: distribution -> version; with a local label ("2.9.1+rocm6.4") it must match
       exactly, without one ("0.24.1") any local label of that release matches, as in pip
+    + proxy: ``http_proxy``/``https_proxy``/``no_proxy`` for pip (empty: none); pip (requests)
+      honours ``no_proxy`` from the environment, not with ``--proxy``
+
+    A plain-http index (the fleet mirror) is a ``--trusted-host``: pip ignores one otherwise.
+    Each wheel is still checked against the ``#sha256`` its index page gives.
     """
     installed = venv_versions(venv_path)
     drift = {n: v for n, v in wanted.items() if not version_matches(installed.get(n), v)}
@@ -90,10 +98,14 @@ def pinned_wheels(venv_path: str, index_url: str, wanted: dict[str, str]):
         host.noop(", ".join(f"{n}=={v}" for n, v in sorted(wanted.items())) + " installed")
         return
     specs = [QuoteString(f"{name}=={version}") for name, version in sorted(wanted.items())]
+    environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
+    plain = urlsplit(index_url)
+    trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
     yield StringCommand(
+        *(["env", *environment] if environment else []),
         QuoteString(paths.venv_python(venv_path)), "-m", "pip", "install", "--no-input",
         "--disable-pip-version-check", "--no-cache-dir", "--index-url", QuoteString(index_url),
-        *specs,
+        *trusted, *specs,
     )  # fmt: skip
 
 
