@@ -20,7 +20,9 @@ if [ -n "$no_proxy" ]; then
     set -- "$@" --noproxy "$no_proxy"
 fi
 curl "$@" -o "$tmp/key.asc" "$url"
-got=$(gpg --batch --with-colons --show-keys "$tmp/key.asc" | awk -F: '$1 == "fpr" { print $10 }')
+# The fingerprint of each primary key (the fpr line after a pub line; subkeys have their own).
+got=$(gpg --batch --with-colons --show-keys "$tmp/key.asc" \
+    | awk -F: '$1 == "pub" { primary = 1 } $1 == "fpr" && primary { print $10; primary = 0 }')
 if [ "$got" != "$fingerprint" ]; then
     echo "refusing key from $url: fingerprint ${got:-none} is not $fingerprint" >&2
     exit 1
