@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from pyinfra.api import deploy
-from pyinfra.operations import server
 
 from rocm_fleet import matrix, paths
 from rocm_fleet.config import ConfigError, load_config
+from rocm_fleet.facts.cache import read_fact
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import bundle_copy, directory_absent, text_file
-from rocm_fleet.operations.host import daemon_serving
+from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
 from rocm_fleet.sources import Mirror, no_proxy
 
 if TYPE_CHECKING:
@@ -207,16 +208,23 @@ def apt_proxy_conf(config: Config) -> str:
 
 
 @deploy("Proxy")
-def configure_proxy(config: Config, present: bool = True) -> None:
-    """apt's proxy snippet, when the inventory names a proxy (and present)."""
-    if present and config.rocm_proxy:
+def configure_proxy(config: Config) -> None:
+    """apt's proxy snippet when the inventory names a proxy; its removal when it doesn't
+    and the host still has one (planned only then: a host without a proxy has no such
+    concern in ``--dry`` or the audit)."""
+    if config.rocm_proxy:
         text_file(
             name="Send apt through the proxy",
             path=paths.APT_PROXY_CONF,
             content=apt_proxy_conf(config),
         )
-    else:
-        text_file(name="Remove apt's proxy settings", path=paths.APT_PROXY_CONF, present=False)
+    elif read_fact(FileDigest, path=paths.APT_PROXY_CONF) is not None:
+        remove_proxy()
+
+
+@deploy("Remove proxy")
+def remove_proxy() -> None:
+    text_file(name="Remove apt's proxy settings", path=paths.APT_PROXY_CONF, present=False)
 
 
 @deploy("Fleet mirror")
@@ -225,7 +233,8 @@ def configure_mirror(config: Config, inventory: Any) -> None:
     of it is left (the host stopped being the mirror)."""
     mirror = config.mirror
     if mirror is None or not mirror.serves:
-        remove_mirror()
+        if mirror_leftovers():
+            remove_mirror()
         return
     debian_packages(
         name="Install nginx to serve the mirror",
@@ -255,13 +264,22 @@ def configure_mirror(config: Config, inventory: Any) -> None:
     )
 
 
+def mirror_leftovers() -> bool:
+    """Whether the host holds anything of a mirror it served (read from the survey)."""
+    files = (paths.MIRROR_SITE, paths.MIRROR_STAMP)
+    directories = (paths.MIRROR_ROOT, paths.MIRROR_CACHE)
+    return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
+        read_fact(DirectoryExists, path=d) for d in directories
+    )
+
+
 @deploy("Remove fleet mirror")
 def remove_mirror() -> None:
-    site = text_file(name="Remove the mirror's nginx site", path=paths.MIRROR_SITE, present=False)
-    server.shell(
-        name="Reload nginx without the mirror's site",
-        commands=[f"! test -s {paths.NGINX_PID} || service nginx reload"],
-        _if=site.did_change,
+    daemon_config_absent(
+        name="Stop serving the mirror",
+        service="nginx",
+        pidfile=paths.NGINX_PID,
+        path=paths.MIRROR_SITE,
     )
     text_file(name="Forget when nginx loaded the mirror", path=paths.MIRROR_STAMP, present=False)
     directory_absent(name="Remove the mirror's bundle", path=paths.MIRROR_ROOT)

@@ -85,15 +85,8 @@ def verified_keyring(
     if current == [fingerprint]:
         host.noop(f"keyring {path} holds exactly {fingerprint}")
         return
-    proxy = proxy or {}
-    yield script(
-        "verified-keyring",
-        url,
-        fingerprint,
-        path,
-        proxy.get("https_proxy" if url.startswith("https:") else "http_proxy", ""),
-        proxy.get("no_proxy", ""),
-    )
+    through = [proxy["https_proxy"], proxy.get("no_proxy", "")] if proxy else []
+    yield script("verified-keyring", url, fingerprint, path, *through)
 
 
 @operation()

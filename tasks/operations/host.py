@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pyinfra import host
-from pyinfra.api import operation
+from pyinfra.api import QuoteString, StringCommand, operation
 
 from rocm_fleet.facts.cache import read_fact
 from rocm_fleet.facts.files import FileDigest
@@ -47,3 +47,21 @@ def daemon_serving(service: str, pidfile: str, configs: list[str], stamp: str):
         host.noop(f"{service} runs with {', '.join(configs)} loaded")
         return
     yield script("daemon-serving", service, "reload" if running else "start", stamp)
+
+
+@operation()
+def daemon_config_absent(service: str, pidfile: str, path: str):
+    """
+    Remove one of a daemon's configuration files, and reload the daemon if it runs, so it
+    stops doing what the file told it.
+
+    + service: the service, e.g. "nginx"
+    + pidfile: the daemon's pid file
+    + path: the configuration file
+    """
+    if read_fact(FileDigest, path=path) is None:
+        host.noop(f"{path} is absent")
+        return
+    yield StringCommand("rm", "-f", QuoteString(path))
+    if read_fact(DaemonRunning, pidfile=pidfile):
+        yield StringCommand("service", QuoteString(service), "reload")
