@@ -34,7 +34,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
+from urllib.request import url2pathname
 
 from rocm_fleet import __version__, matrix, paths
 from rocm_fleet.aptrepo import (
@@ -163,8 +164,10 @@ def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") ->
             )  # fmt: skip
         for index_url, projects in pages.items():
             _write_pages(index_url, projects, out, files)
+        running = f"{sys.version_info.major}.{sys.version_info.minor}"
         for wheel_set in manifest["wheel_sets"]:
-            _pip_check(wheel_set, out)
+            if wheel_set["python"] == running:
+                _pip_check(wheel_set, out)
     except (DownloadError, RepositoryError, ResolutionError) as exc:
         raise BundleError(str(exc)) from None
     manifest["files"] = dict(sorted(files.entries.items()))
@@ -277,6 +280,12 @@ def _wheels(
 
     @functools.cache
     def metadata(link: Link) -> str:
+        """A wheel's core metadata: the index's copy when it publishes one (PEP 658), so
+        a candidate the resolution later drops costs no wheel download."""
+        if link.metadata_sha256:
+            data = fetcher.content(link.url + ".metadata")
+            if _sha256(data) == link.metadata_sha256:
+                return data.decode("utf-8")
         return wheel_metadata(str(_wheel(link, fetcher, out)))
 
     pins = resolve(requirements, page, metadata, target, where)
@@ -356,8 +365,10 @@ def _page(title: str, body: str) -> str:
 
 
 def _pip_check(wheel_set: dict[str, Any], out: Path) -> None:
-    """pip resolves the set's requirements for its Python against the bundle's own pages,
-    as a host's pip will: it must succeed and pick only bundled files."""
+    """pip resolves the set's requirements against the bundle's own pages, as a host's pip
+    will: it must succeed and pick only bundled files. Only for the Python running this
+    (pip's ``--python-version`` picks wheels for another Python but still evaluates
+    ``Requires-Dist`` markers with its own)."""
     index = (out / mirror_path(wheel_set["index_url"].rstrip("/") + "/")).resolve()
     python = wheel_set["python"]
     abi = "cp" + python.replace(".", "")
@@ -383,7 +394,7 @@ def _pip_check(wheel_set: dict[str, Any], out: Path) -> None:
     bundled = {pin["path"] for pin in wheel_set["pins"].values()}
     for item in picked:
         url = item["download_info"]["url"]
-        path = os.path.relpath(url.removeprefix("file://"), out.resolve())
+        path = os.path.relpath(url2pathname(urlsplit(url).path), out.resolve())
         if path not in bundled:
             raise BundleError(f"pip would install {path} for Python {python}, not resolved")
 

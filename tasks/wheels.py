@@ -10,8 +10,9 @@ would need a build on the host. Every link must carry the ``#sha256=`` the index
 which the download is checked against.
 
 The bundle then asks pip itself to resolve the same requirements against the pages it
-wrote (``pip install --dry-run --report``), so what a host's pip will pick is proven to be
-in the bundle.
+wrote (``pip install --dry-run --report``) for the Python it runs on, so what a host's pip
+picks is proven to be in the bundle; for other Pythons pip can't be asked (it evaluates
+markers with its own interpreter), and this resolution is what decides.
 """
 
 from __future__ import annotations
