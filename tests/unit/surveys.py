@@ -149,10 +149,12 @@ class Plan:
         return op
 
 
-def plan(data: dict, host: SurveyHost) -> Plan:
+def plan(data: dict, host: SurveyHost, others: dict[str, dict] | None = None) -> Plan:
     """Plan deploy.py through pyinfra's API for one host ("node") whose facts come from
-    ``host``. Nothing runs anywhere."""
-    inventory = Inventory(([("node", dict(data))], {}))
+    ``host``; ``others`` are more hosts of the inventory (name -> data), not planned.
+    Nothing runs anywhere."""
+    hosts = [("node", dict(data)), *((name, dict(d)) for name, d in (others or {}).items())]
+    inventory = Inventory((hosts, {}))
     state = State(inventory, Config())
     node = inventory.get_host("node")
     node.connected = True
@@ -264,7 +266,7 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                         [path, line] for line in content.splitlines() if "repo.radeon.com" in line
                     ]
             elif name == "verified-keyring":
-                _url, fingerprint, path = args
+                _url, fingerprint, path = args[:3]
                 survey[f"keyring {path}"] = [fingerprint]
                 survey[f"file {path}"] = digest(f"dearmored {fingerprint}", "644", WRITTEN)
             elif name == "mkdir" and args[-2] == "touch":  # an apt-lists stamp
