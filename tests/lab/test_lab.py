@@ -101,6 +101,13 @@ def test_wheels_are_valid(tmp_path):
         meta = zf.read(f"torchvision-{vision.version}.dist-info/METADATA").decode()
     assert re.search(r"^Requires-Dist: torch==\d+\.\d+\.\d+\+rocm6\.4$", meta, re.M)
     assert "cu128" in wheels
+    # torch requires filelock, which lives in /whl/ beside the indexes, as on the real host.
+    assert (
+        "Requires-Dist: filelock\n"
+        in zipfile.ZipFile(torch.path).read(f"torch-{torch.version}.dist-info/METADATA").decode()
+    )
+    page = (tmp_path / "whl/rocm6.4/filelock/index.html").read_text()
+    assert 'href="/whl/filelock-3.13.1-py3-none-any.whl#sha256=' in page
 
 
 def readme_code() -> str:
@@ -293,6 +300,35 @@ def test_faults_can_be_injected_per_upstream(lab):
 
 
 @pytest.mark.lab
+def test_routes_to_the_doubles_close_per_host_and_the_server_sends_ranges(lab):
+    key = "https://repo.radeon.com/rocm/rocm.gpg.key"
+    # apt's own downloader: in every root, whatever the tests before installed.
+    fetch = "/usr/lib/apt/apt-helper download-file http://repo.radeon.com/rocm/rocm.gpg.key /tmp/k"
+    lab.close_upstreams(hosts=["bw"])
+    try:
+        assert lab.closed_upstreams("bw") == ["repo.radeon.com", "download.pytorch.org"]
+        assert lab.closed_upstreams("tx") == []
+        closed = lab.ssh("bw", fetch)
+        assert closed.returncode != 0 and "No route to host" in closed.stdout + closed.stderr
+        sh(lab, "tx", fetch)
+        # The Debian mirror stays reachable (it is the server's own address).
+        assert sh(lab, "bw", "apt-get update -q >/dev/null 2>&1 && echo ok").strip() == "ok"
+    finally:
+        lab.open_upstreams(hosts=["bw"])
+    sh(lab, "bw", fetch)
+    # From the client netns the names resolve to the doubles too (rocm-fleet bundle runs there).
+    lab.server.clear_log()
+    curl = ["curl", "-sS", "--cacert", str(lab.ca_cert), "-r", "10-19", key]
+    assert (
+        lab.run(curl).stdout
+        == lab.run(["curl", "-sS", "--cacert", str(lab.ca_cert), key]).stdout[10:20]
+    )
+    ranged, whole = lab.server.requests("repo.radeon.com")
+    assert (ranged["status"], ranged["range"], ranged["bytes"]) == (206, "bytes=10-19", 10)
+    assert whole["status"] == 200 and whole["bytes"] > 10
+
+
+@pytest.mark.lab
 def test_hosts_can_be_stopped_restarted_and_left_unreachable(lab):
     refused = lab.ssh("down", "true", timeout=30)
     assert refused.returncode == 255 and "refused" in refused.stderr
@@ -331,6 +367,7 @@ def test_teardown_leaves_nothing_behind_even_on_error():
             os.kill(pid, 0)
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(ns in netns for ns in held["netns"])
+    assert held["netns_etc"] and not any(Path(etc).exists() for etc in held["netns_etc"])
     mounts = Path("/proc/mounts").read_text()
     assert not any(m in mounts for m in held["mounts"])
     assert not Path(held["workdir"][0]).exists()

@@ -6,7 +6,8 @@
   (pytorch_index.py), built per lab for its ROCm releases;
 
 plus their TLS certificate from a throwaway CA (_tls.py) and the one server process that
-serves them all (server.py).  The hosts resolve `names` to the server via /etc/hosts.
+serves them all (server.py), each on its own address (`addresses`; network.py says why).
+The hosts resolve the names to those addresses via /etc/hosts.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rocm_fleet.matrix import Release
 from . import amd_repo, pytorch_index
 from ._tls import Certs, make_certs
 from ._util import PYTHON, Mirror, debian_mirror
+from .network import SERVER_ADDRESS, UPSTREAM_ADDRESSES
 from .server import Server
 
 RADEON = "repo.radeon.com"
@@ -52,6 +54,11 @@ class Upstreams:
         return (self.debian.host, RADEON, PYTORCH)
 
     @property
+    def addresses(self) -> dict[str, str]:
+        """Each upstream's name -> its address on the lab's bridge."""
+        return dict(zip(self.names, (SERVER_ADDRESS, *UPSTREAM_ADDRESSES), strict=True))
+
+    @property
     def ca_cert(self) -> Path:
         """The lab CA's certificate (written by `build`)."""
         return self._tls / "ca.crt"
@@ -62,13 +69,14 @@ class Upstreams:
         pytorch_index.build(self._www / "pytorch", list(releases))
         self._certs = make_certs(self._tls, self._run_id, self.names)
 
-    def serve(self, netns: str, address: str, mirror_trees: Sequence[Path]) -> Server:
-        """Start the server in ``netns`` on ``address`` (ports 80 and 443), after `build`."""
+    def serve(self, netns: str, mirror_trees: Sequence[Path]) -> Server:
+        """Start the server in ``netns`` on every upstream's address (ports 80 and 443),
+        after `build`."""
         assert self._certs is not None, "build() first"
         self.server = Server(
             self._server_dir,
             netns,
-            address,
+            sorted(set(self.addresses.values())),
             {
                 self.debian.host: list(mirror_trees),
                 RADEON: [self._www / "radeon"],
