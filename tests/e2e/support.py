@@ -102,10 +102,15 @@ def wheels(lab: Lab, host: str) -> dict[str, str | None]:
     return {n: (None if v == "None" else v) for n, v in (line.split() for line in out.splitlines())}
 
 
+def rocm_fleet(lab: Lab, *args: str, env: dict[str, str] | None = None) -> Any:
+    """The dev venv's ``rocm-fleet`` in the lab's client netns."""
+    cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
+    return lab.run([cli, *args], env=env, timeout=1800)
+
+
 def audit(lab: Lab, *args: str, inventory: Path | None = None) -> Any:
     """``rocm-fleet audit --json`` in the lab; ``.json`` holds its report."""
-    cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
-    result = lab.run([cli, "audit", str(inventory or lab.inventory), "--json", *args])
+    result = rocm_fleet(lab, "audit", str(inventory or lab.inventory), "--json", *args)
     result.json = json.loads(result.stdout) if result.stdout.strip().startswith("{") else None
     return result
 
