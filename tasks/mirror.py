@@ -208,33 +208,28 @@ def apt_proxy_conf(config: Config) -> str:
 
 
 @deploy("Proxy")
-def configure_proxy(config: Config) -> None:
-    """apt's proxy snippet when the inventory names a proxy; its removal when it doesn't
-    and the host still has one (planned only then: a host without a proxy has no such
-    concern in ``--dry`` or the audit)."""
-    if config.rocm_proxy:
+def configure_proxy(config: Config, present: bool = True) -> None:
+    """apt's proxy snippet when the inventory names a proxy (and ROCm is present); its
+    removal otherwise. On a present host the removal is planned only when the snippet is
+    there, so a host without a proxy has no such concern in ``--dry`` or the audit."""
+    if present and config.rocm_proxy:
         text_file(
             name="Send apt through the proxy",
             path=paths.APT_PROXY_CONF,
             content=apt_proxy_conf(config),
         )
-    elif read_fact(FileDigest, path=paths.APT_PROXY_CONF) is not None:
-        remove_proxy()
-
-
-@deploy("Remove proxy")
-def remove_proxy() -> None:
-    text_file(name="Remove apt's proxy settings", path=paths.APT_PROXY_CONF, present=False)
+    elif not present or read_fact(FileDigest, path=paths.APT_PROXY_CONF) is not None:
+        text_file(name="Remove apt's proxy settings", path=paths.APT_PROXY_CONF, present=False)
 
 
 @deploy("Fleet mirror")
-def configure_mirror(config: Config, inventory: Any) -> None:
-    """Serve the mirror on the host ``rocm_mirror`` names; on any other host, make sure none
-    of it is left (the host stopped being the mirror)."""
+def configure_mirror(config: Config, inventory: Any, present: bool = True) -> None:
+    """Serve the mirror on the host ``rocm_mirror`` names; on any other host, and with
+    ``present=False`` (``rocm_state: absent``), make sure none of it is left."""
     mirror = config.mirror
-    if mirror is None or not mirror.serves:
-        if mirror_leftovers():
-            remove_mirror()
+    if not present or mirror is None or not mirror.serves:
+        if not present or mirror_leftovers():
+            _remove_mirror()
         return
     debian_packages(
         name="Install nginx to serve the mirror",
@@ -273,8 +268,7 @@ def mirror_leftovers() -> bool:
     )
 
 
-@deploy("Remove fleet mirror")
-def remove_mirror() -> None:
+def _remove_mirror() -> None:
     daemon_config_absent(
         name="Stop serving the mirror",
         service="nginx",

@@ -16,13 +16,7 @@ from rocm_fleet.cuda import migrate_from_cuda
 from rocm_fleet.driver import configure_driver
 from rocm_fleet.groups import configure_groups
 from rocm_fleet.kernel import configure_kernel
-from rocm_fleet.mirror import (
-    configure_mirror,
-    configure_proxy,
-    remove_mirror,
-    remove_proxy,
-    with_mirror,
-)
+from rocm_fleet.mirror import configure_mirror, configure_proxy, with_mirror
 from rocm_fleet.preflight import preflight
 from rocm_fleet.pytorch import install_pytorch, remove_pytorch
 from rocm_fleet.reboot import reboot_if_needed
@@ -42,9 +36,9 @@ def rocm_node() -> None:
     if config.rocm_state == "absent":
         remove_pytorch(config)
         remove_rocm(config)
-        remove_mirror()
+        configure_mirror(config, host.inventory, present=False)
         remove_repository(config)
-        remove_proxy()
+        configure_proxy(config, present=False)
         return
 
     # One read of the host; a host that can't take the release is refused, unchanged.

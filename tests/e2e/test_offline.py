@@ -81,7 +81,7 @@ def proxy(lab):
     sh(lab, "proxy", "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "
                      "apt-get install -y -q tinyproxy >/dev/null")  # fmt: skip
     sh(lab, "proxy", f"cat > /etc/tinyproxy/lab.conf <<'EOF'\n{conf}EOF\n"
-                     "install -d -o tinyproxy -g tinyproxy /run/tinyproxy && "
+                     "install -d -o tinyproxy -g tinyproxy /run/tinyproxy /var/log/tinyproxy && "
                      "tinyproxy -c /etc/tinyproxy/lab.conf")  # fmt: skip
     return f"http://{address}:{PROXY_PORT}"
 
@@ -118,7 +118,7 @@ def test_hosts_behind_a_proxy_converge_with_their_own_route_to_upstream_closed(l
     # The inventory drops the proxy: its snippet goes, nothing else changes (nothing to fetch).
     dropped = deploy(lab, limit="node1")
     succeeded(dropped)
-    assert changed(dropped) == {"Remove proxy | Remove apt's proxy settings": ["node1"]}
+    assert changed(dropped) == {"Proxy | Remove apt's proxy settings": ["node1"]}
     assert lab.ssh("node1", "test -e /etc/apt/apt.conf.d/80rocm-fleet-proxy").returncode == 1
 
 

@@ -307,5 +307,5 @@ def test_a_converged_host_behind_the_proxy_and_the_mirror_plans_nothing_from_one
 def test_uninstall_removes_the_proxy_snippet_and_any_mirror():
     host = SurveyHost(fresh_survey("debian-12"), other={"InstalledPackages": {}})
     planned = plan({**DATA, "rocm_state": "absent"}, host)  # no preflight: facts one by one
-    assert "Remove proxy | Remove apt's proxy settings" in planned.names
-    assert "Remove fleet mirror | Stop serving the mirror" in planned.names
+    assert "Proxy | Remove apt's proxy settings" in planned.names
+    assert "Fleet mirror | Stop serving the mirror" in planned.names
