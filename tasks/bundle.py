@@ -443,6 +443,20 @@ def _cached_index(path: str, _mtime: int) -> Index:
     return Index(parse_stanzas(decompressed(path, data).decode("utf-8")))
 
 
+def incomplete(bundle: str) -> list[str]:
+    """The files a bundle's manifest lists that its directory doesn't hold (or not at the
+    size it records): what a mirror host would fail to copy."""
+    directory = Path(bundle)
+    manifest = read_manifest(directory)
+    if manifest is None:
+        return [str(directory / MANIFEST)]
+    return [
+        path
+        for path, entry in manifest.get("files", {}).items()
+        if not (directory / path).is_file() or (directory / path).stat().st_size != entry["size"]
+    ]
+
+
 def missing(bundle: str, needs: HostNeeds) -> list[str]:
     """What a host with ``needs`` would fetch that the bundle at ``bundle`` doesn't hold
     (empty: nothing), each named with where it comes from."""

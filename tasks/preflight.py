@@ -31,7 +31,7 @@ from pyinfra.api.exceptions import PyinfraError
 from pyinfra.context import ctx_host
 
 from rocm_fleet import matrix, paths
-from rocm_fleet.bundle import missing
+from rocm_fleet.bundle import incomplete, missing
 from rocm_fleet.facts.apt import (
     AptInstallSize,
     AptSourceLines,
@@ -158,6 +158,13 @@ def _bundle(config: Config, row: matrix.Distro, problems: list[str]) -> None:
     mirror = config.mirror
     if mirror is None or not mirror.bundle:
         return
+    broken = incomplete(mirror.bundle) if mirror.serves else []
+    if broken:
+        problems.append(
+            f"the bundle {mirror.bundle} this host is to serve is incomplete ({len(broken)} "
+            f"file(s) its manifest lists are missing or cut short: {', '.join(broken[:5])}): "
+            f"run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` again"
+        )
     gaps = missing(mirror.bundle, host_needs(config, row))
     if gaps:
         problems.append(

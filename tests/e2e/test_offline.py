@@ -156,7 +156,7 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
     lab.close_upstreams()
     mirror_data = ["rocm_mirror=mirror"]
     # A bundle that lacks a package node2 needs: refused by preflight, naming it, in --dry
-    # as in a real run, before apt starts; the mirror host, whose packages it holds, is not.
+    # as in a real run, before apt starts; and the mirror host won't serve it half.
     broken = lab.workdir / "broken-bundle"
     shutil.copytree(bundle, broken)
     (rocminfo,) = broken.rglob("rocminfo_1.0.0.70201-*~24.04_amd64.deb")
@@ -164,10 +164,13 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
     for dry in (True, False):
         refused = deploy(lab, limit="mirror,node2", dry=dry,
                          data=[*mirror_data, f"rocm_mirror_bundle={broken}"])  # fmt: skip
-        assert failed_hosts(refused) == ["node2"], refused.output[-3000:]
+        assert failed_hosts(refused) == ["mirror", "node2"], refused.output[-3000:]
         reason = refusal(refused, "node2") or ""
         assert "the fleet mirror's bundle" in reason and "rocminfo 1.0.0.70201-81~24.04" in reason
-    assert lab.ssh("node2", "test -e /etc/apt/sources.list.d/rocm.list").returncode == 1
+        assert rocminfo.name in (refusal(refused, "mirror") or "")
+    for name in ("mirror", "node2"):  # refused before anything changed
+        assert lab.ssh(name, "test -e /etc/apt/sources.list.d/rocm.list").returncode == 1
+        assert lab.ssh(name, "test -e /etc/nginx").returncode == 1
 
     since = len(lab.server.requests())
     data = [*mirror_data, f"rocm_mirror_bundle={bundle}"]
