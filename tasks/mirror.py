@@ -26,7 +26,7 @@ mirror is always reached directly.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -36,6 +36,7 @@ from rocm_fleet import matrix, paths
 from rocm_fleet.config import ConfigError, load_config
 from rocm_fleet.facts.cache import read_fact
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import bundle_copy, directory_absent, text_file
 from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
@@ -81,10 +82,22 @@ def with_mirror(config: Config, host_name: str, inventory: Any) -> Config:
     return replace(config, mirror=mirror)
 
 
-def upstreams(mirror_host: str, inventory: Any) -> list[tuple[str, str]]:
-    """(scheme, host[:port]) of every upstream the hosts using ``mirror_host`` fetch from:
-    their repositories, keys and wheel indexes, and the file hosts those indexes link."""
+@dataclass(frozen=True, order=True)
+class Upstream:
+    """A server the live mirror proxies under ``/<netloc>/``. ``linked``: one only index
+    pages point to (PyPI's file host), resolved when a request needs it (a name the mirror
+    host can't resolve then fails that request, not the whole configuration)."""
+
+    netloc: str
+    scheme: str = "https"
+    linked: bool = False
+
+
+def upstreams(mirror_host: str, inventory: Any) -> list[Upstream]:
+    """Every upstream the hosts using ``mirror_host`` fetch from: their repositories, keys
+    and wheel indexes, and the file hosts those indexes link."""
     found: dict[str, str] = {}
+    linked: set[str] = set()
     for host in inventory:
         try:
             config = load_config(host.data.dict(), host.name)
@@ -97,16 +110,21 @@ def upstreams(mirror_host: str, inventory: Any) -> list[tuple[str, str]]:
             urls.append(config.rocm_amdgpu_apt_base_url)
         if config.pytorch_install:
             urls.append(config.pytorch_index_base_url)
-            urls += [f"https://{name}/" for name in matrix.PYTORCH_INDEX_FILE_HOSTS]
+            linked.update(matrix.PYTORCH_INDEX_FILE_HOSTS)
         for url in urls:
             parts = urlsplit(url)
             if found.get(parts.netloc) != "https":
                 found[parts.netloc] = parts.scheme
-    return sorted((scheme, netloc) for netloc, scheme in found.items())
+    direct = [Upstream(netloc, scheme) for netloc, scheme in found.items()]
+    return sorted(direct + [Upstream(n, "https", True) for n in linked - set(found)])
 
 
-def nginx_site(port: int, bundle: bool, hosts: list[tuple[str, str]]) -> str:
-    """The mirror's nginx configuration (a file of Debian's conf.d, inside ``http {}``)."""
+def nginx_site(
+    port: int, bundle: bool, servers: list[Upstream], nameservers: list[str] | None = None
+) -> str:
+    """The mirror's nginx configuration (a file of Debian's conf.d, inside ``http {}``).
+    ``nameservers`` (the host's resolv.conf) resolve the linked upstreams; without any,
+    those are left out."""
     head = "# Written by rocm-fleet: the fleet mirror (rocm_mirror). Changes are overwritten."
     listen = [f"    listen {port};", f"    listen [::]:{port};"]
     if bundle:
@@ -124,6 +142,8 @@ def nginx_site(port: int, bundle: bool, hosts: list[tuple[str, str]]) -> str:
                 "",
             ]
         )
+    resolvers = [f"[{a}]" if ":" in a else a for a in nameservers or []]
+    servers = [s for s in servers if resolvers or not s.linked]
     # The request as the client encoded it, less the /<upstream> prefix: a wheel's "%2B"
     # must reach the upstream as sent (S3 reads a bare "+" in a path as a space).
     lines = [
@@ -131,16 +151,21 @@ def nginx_site(port: int, bundle: bool, hosts: list[tuple[str, str]]) -> str:
         "map $request_uri $rocm_fleet_upstream_uri {",
         "    ~^/[^/]+(?<rocm_fleet_rest>/.*)$ $rocm_fleet_rest;",
         "}",
-        f"proxy_cache_path {paths.MIRROR_CACHE}/nginx levels=1:2 keys_zone=rocm_fleet_mirror:32m",
+        f"proxy_cache_path {paths.MIRROR_CACHE} levels=1:2 keys_zone=rocm_fleet_mirror:32m",
         "                 max_size=500g inactive=180d use_temp_path=off;",
     ]
-    for number, (scheme, netloc) in enumerate(hosts):
-        default_port = 443 if scheme == "https" else 80
-        server = netloc if ":" in netloc.rsplit("]", 1)[-1] else f"{netloc}:{default_port}"
-        lines += [f"upstream rocm_fleet_{number} {{", f"    server {server};", "}"]
+    # The upstreams the settings name are resolved when nginx loads (from /etc/hosts too): an
+    # upstream block each, which proxy_pass can name beside a variable without a resolver.
+    for number, server in enumerate(servers):
+        if not server.linked:
+            default = 443 if server.scheme == "https" else 80
+            bare = ":" not in server.netloc.rsplit("]", 1)[-1]
+            address = f"{server.netloc}:{default}" if bare else server.netloc
+            lines += [f"upstream rocm_fleet_{number} {{", f"    server {address};", "}"]
     lines += [
         "server {",
         *listen,
+        *([f"    resolver {' '.join(resolvers)} valid=300s;"] if resolvers else []),
         "    proxy_cache rocm_fleet_mirror;",
         "    proxy_cache_lock on;",
         "    proxy_cache_lock_timeout 10m;",
@@ -154,11 +179,13 @@ def nginx_site(port: int, bundle: bool, hosts: list[tuple[str, str]]) -> str:
         f"    proxy_ssl_trusted_certificate {SYSTEM_CA_BUNDLE};",
         "    add_header X-Rocm-Fleet-Cache $upstream_cache_status always;",
     ]
-    links = [f"        sub_filter '{scheme}://{netloc}/' '/{netloc}/';" for scheme, netloc in hosts]
-    for number, (scheme, netloc) in enumerate(hosts):
+    links = [f"        sub_filter '{s.scheme}://{s.netloc}/' '/{s.netloc}/';" for s in servers]
+    for number, server in enumerate(servers):
+        scheme, netloc = server.scheme, server.netloc
         name = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
+        target = netloc if server.linked else f"rocm_fleet_{number}"
         upstream = [
-            f"        proxy_pass {scheme}://rocm_fleet_{number}$rocm_fleet_upstream_uri;",
+            f"        proxy_pass {scheme}://{target}$rocm_fleet_upstream_uri;",
             f"        proxy_set_header Host {netloc};",
             f"        proxy_ssl_name {name};",
             f"        proxy_redirect {scheme}://{netloc}/ /{netloc}/;",
@@ -247,7 +274,10 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
         name="Configure nginx to serve the mirror",
         path=paths.MIRROR_SITE,
         content=nginx_site(
-            config.rocm_mirror_port, bool(mirror.bundle), upstreams(mirror.host or "", inventory)
+            config.rocm_mirror_port,
+            bool(mirror.bundle),
+            upstreams(mirror.host or "", inventory),
+            read_fact(Nameservers),
         ),
     )
     daemon_serving(

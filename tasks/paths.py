@@ -40,7 +40,8 @@ APT_PROXY_CONF = "/etc/apt/apt.conf.d/80rocm-fleet-proxy"
 MIRROR_SITE = "/etc/nginx/conf.d/rocm-fleet-mirror.conf"
 NGINX_PID = "/run/nginx.pid"
 # rocm-fleet's own: the bundle the mirror serves (FHS /srv: data a host serves), and the live
-# cache; both removed with the mirror.
+# cache (nginx's proxy_cache_path, which nginx makes itself: only its last component may be
+# missing); both removed with the mirror.
 MIRROR_ROOT = "/srv/rocm-fleet"
 MIRROR_BUNDLE = f"{MIRROR_ROOT}/bundle"
 # The file a bundle describes itself in (rocm_fleet.bundle), where pyinfra runs and on the host.

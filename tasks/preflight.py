@@ -54,6 +54,7 @@ from rocm_fleet.facts.system import (
     FreeSpace,
     Identity,
     LoadedModules,
+    Nameservers,
     NvidiaStack,
     RebootRequired,
     RunningKernel,
@@ -421,6 +422,7 @@ def survey_reads(config: Config) -> list[Read]:
         *(Read(f"keyring {k}", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
         *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
         Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
+        Read("nameservers", Nameservers),
         *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
     ]
     if config.rocm_driver == "dkms":

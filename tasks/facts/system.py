@@ -388,3 +388,19 @@ class DaemonRunning(FactBase[bool]):
     @override
     def process(self, output: list[str]) -> bool:
         return "__running" in [line.strip() for line in output]
+
+
+class Nameservers(FactBase[list[str]]):
+    """The ``nameserver`` addresses of /etc/resolv.conf (empty: none, or no file).
+
+    .. code:: python
+
+        ["127.0.0.53"]
+    """
+
+    default = list
+    command = "! test -r /etc/resolv.conf || sed -n 's/^nameserver[[:space:]]*//p' /etc/resolv.conf"
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        return [line.split()[0] for line in output if line.strip()]

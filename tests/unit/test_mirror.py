@@ -14,7 +14,7 @@ from pyinfra.api import FileUploadCommand
 from rocm_fleet import paths
 from rocm_fleet.aptrepo import Index, install_closure, parse_stanzas
 from rocm_fleet.config import ConfigError, load_config
-from rocm_fleet.mirror import apt_proxy_conf, nginx_site, with_mirror
+from rocm_fleet.mirror import Upstream, apt_proxy_conf, nginx_site, with_mirror
 from rocm_fleet.sources import Mirror
 from unit.surveys import (
     SurveyHost,
@@ -147,9 +147,11 @@ def test_the_mirror_host_runs_nginx_as_a_live_cache_of_every_upstream_its_client
     assert script_call(install)[1][1:] == ["ca-certificates", "nginx"]
     (site,) = planned.find("Configure nginx").commands
     path, _mode, content = script_call(site)[1]
-    hosts = [("https", "download.pytorch.org"), ("https", "files.pythonhosted.org"),
-             ("https", "repo.radeon.com")]  # fmt: skip
-    assert (path, content) == (paths.MIRROR_SITE, nginx_site(8080, False, hosts))
+    servers = [Upstream("download.pytorch.org"), Upstream("files.pythonhosted.org", linked=True),
+               Upstream("repo.radeon.com")]  # fmt: skip
+    assert (path, content) == (paths.MIRROR_SITE, nginx_site(8080, False, servers, []))
+    # The host resolves no name by DNS (fresh_survey): PyPI's file host is left out.
+    assert "files.pythonhosted.org" not in content
     (start,) = planned.find("Run nginx").commands
     assert script_call(start) == ("daemon-serving", ["nginx", "start", paths.MIRROR_STAMP])
     # It uses itself, by the address the others use.
@@ -158,14 +160,20 @@ def test_the_mirror_host_runs_nginx_as_a_live_cache_of_every_upstream_its_client
 
 
 def test_the_live_site_proxies_each_upstream_in_slices_and_rewrites_index_links():
-    site = nginx_site(8080, False, [("https", "download.pytorch.org"), ("http", "mirror.lan:81")])
+    servers = [Upstream("download.pytorch.org"), Upstream("mirror.lan:81", "http"),
+               Upstream("files.pythonhosted.org", linked=True)]  # fmt: skip
+    site = nginx_site(8080, False, servers, ["127.0.0.53", "fd00::1"])
     assert "upstream rocm_fleet_0 {\n    server download.pytorch.org:443;\n}" in site
     assert "upstream rocm_fleet_1 {\n    server mirror.lan:81;\n}" in site
     assert "proxy_pass https://rocm_fleet_0$rocm_fleet_upstream_uri;" in site
+    # A linked host is resolved per request (no upstream block: it can't stop nginx loading).
+    assert "resolver 127.0.0.53 [fd00::1] valid=300s;" in site
+    assert "proxy_pass https://files.pythonhosted.org$rocm_fleet_upstream_uri;" in site
+    assert "upstream rocm_fleet_2" not in site
     assert "proxy_ssl_verify on;" in site and "proxy_ssl_name download.pytorch.org;" in site
     assert "sub_filter 'https://download.pytorch.org/' '/download.pytorch.org/';" in site
     assert "sub_filter 'href=\"/' 'href=\"/download.pytorch.org/';" in site
-    assert site.count("slice 1m;") == 2 and "proxy_cache_lock on;" in site
+    assert site.count("slice 1m;") == 3 and "proxy_cache_lock on;" in site
     assert nginx_site(8080, True, []).count("root /srv/rocm-fleet/bundle;") == 1
 
 
