@@ -98,10 +98,10 @@ def main() -> int:
         "cold_converge_s": {"direct": round(direct_s, 1), "mirrored": round(mirrored_s, 1)},
         "cold_converge_mirrored_over_direct": round(mirrored_s / direct_s, 2),
     }
-    print(f"upstream bytes, one host alone:          {one_host:>10}")
-    print(f"upstream bytes, {args.hosts} hosts without mirror: {sum(hosts_bytes):>10} "
+    print(f"upstream bytes, one host (least of the {args.hosts} direct): {one_host:>10}")
+    print(f"upstream bytes, {args.hosts} hosts without mirror:        {sum(hosts_bytes):>10} "
           f"({sum(hosts_bytes) / one_host:.2f}x one host)")  # fmt: skip
-    print(f"upstream bytes, {args.hosts} hosts with mirror:    {mirrored_bytes:>10} "
+    print(f"upstream bytes, {args.hosts} hosts with mirror:           {mirrored_bytes:>10} "
           f"({ratio:.2f}x one host; P4 goal <= {GOAL}x)")  # fmt: skip
     print(f"cold converge, {args.hosts} hosts: {direct_s:.1f}s without mirror, {mirrored_s:.1f}s "
           f"with it ({mirrored_s / direct_s:.2f}x)")  # fmt: skip
