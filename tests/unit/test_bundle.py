@@ -28,7 +28,7 @@ from rocm_fleet.aptrepo import (
     parse_stanzas,
     signed_text,
 )
-from rocm_fleet.bundle import BundleError, Plan, make_bundle, missing
+from rocm_fleet.bundle import BundleError, Plan, incomplete, make_bundle, missing
 from rocm_fleet.download import DownloadError, Fetcher, Progress
 from rocm_fleet.matrix import HOST_RUNTIMES, HostRuntime
 from rocm_fleet.sources import AptNeed, AptRepository, HostNeeds, SigningKey, WheelNeed
@@ -459,8 +459,10 @@ def test_preflight_names_what_a_bundle_lacks_and_a_new_bundle_drops_what_is_not_
     assert any(gap.startswith("rocm 6.4.3.60403-128~22.04 (") for gap in gaps), gaps
     assert any("torch==2.9.1+rocm6.4, torchvision==0.24.1+rocm6.4 for Python 3.13" in gap
                and "not in the bundle" in gap for gap in gaps), gaps  # fmt: skip
+    assert incomplete(str(out)) == []
     rocminfo = next((out).rglob("rocminfo_*.deb"))
     rocminfo.unlink()
+    assert incomplete(str(out)) == [str(rocminfo.relative_to(out))]  # a mirror won't serve it
     assert missing(str(out), needs_of(upstream, signer)) == [
         f"rocminfo 1.0.0.60403-128~22.04 ({upstream.url}/rocm/apt/6.4.3 jammy main)"
     ]

@@ -247,6 +247,11 @@ def test_a_host_is_refused_naming_what_the_mirror_bundle_lacks(tmp_path):
     next(bundle.rglob("rocminfo_*.deb")).unlink()
     gone = fresh({**DATA, "rocm_mirror": "mirror1", "pytorch_install": False}, others)
     assert gone.refused and "rocminfo 1.0.0.60403-128~22.04" in _refusal(gone)
+    # The mirror host itself won't serve a bundle with a hole in it.
+    serving = fresh({**MIRROR_HOST, "rocm_mirror": "node", "rocm_mirror_bundle": str(bundle),
+                     "pytorch_install": False})  # fmt: skip
+    assert serving.refused and "is incomplete (1 file(s)" in _refusal(serving)
+    assert "rocminfo_1.0.0.60403-128~22.04_amd64.deb" in _refusal(serving)
 
 
 def _refusal(planned) -> str:
