@@ -9,6 +9,7 @@ from rocm_fleet.facts.cache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import DaemonRunning
 from rocm_fleet.operations._script import failure, script
+from rocm_fleet.operations.files import removed
 
 
 @operation()
@@ -59,9 +60,7 @@ def daemon_config_absent(service: str, pidfile: str, path: str):
     + pidfile: the daemon's pid file
     + path: the configuration file
     """
-    if read_fact(FileDigest, path=path) is None:
-        host.noop(f"{path} is absent")
-        return
-    yield StringCommand("rm", "-f", QuoteString(path))
-    if read_fact(DaemonRunning, pidfile=pidfile):
+    exists = read_fact(FileDigest, path=path) is not None
+    yield from removed(path, exists)
+    if exists and read_fact(DaemonRunning, pidfile=pidfile):
         yield StringCommand("service", QuoteString(service), "reload")
