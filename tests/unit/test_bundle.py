@@ -503,3 +503,43 @@ def test_bundle_refuses_a_wrong_key_a_tampered_deb_and_a_missing_package(
     ):
         attempt(good)
     assert not list((tmp_path / "bundle").rglob("rocminfo_*.deb"))
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def test_the_command_plans_per_distro_from_the_inventory_and_refuses_bad_data(tmp_path):
+    import argparse
+
+    from rocm_fleet.cli.bundle import plan_for
+    from rocm_fleet.cli.inventory import UsageError
+
+    inventory = tmp_path / "fleet.py"
+    inventory.write_text(
+        "hosts = [\n"
+        "    ('ws1', {'rocm_version': '6.4.3'}),\n"
+        "    ('ws2', {'rocm_version': '6.4.3', 'rocm_packages': ['rocm'],\n"
+        "             'torch_version': '2.8.0'}),\n"
+        "    ('mi1', {'rocm_version': '7.2.1', 'rocm_driver': 'dkms', 'pytorch_install': False}),\n"
+        "    ('old', {'rocm_version': '6.4.3', 'rocm_state': 'absent'}),\n"
+        "]\n"
+    )
+    args = argparse.Namespace(inventory=str(inventory), limit=[], distro=["debian 12"])
+    plan, notes = plan_for(args)
+    assert notes == [] and sorted(plan.hosts) == ["mi1", "ws1", "ws2"]  # absent: nothing to fetch
+    apt = {(r.url, r.suite): sorted(packages) for r, (packages, _hosts) in plan.apt.items()}
+    # mi1's dkms driver: the matrix doesn't know 7.2.1's driver, so no driver repository.
+    assert apt == {
+        ("https://repo.radeon.com/rocm/apt/6.4.3", "jammy"): ["rocm", "rocm-hip-runtime"],
+        ("https://repo.radeon.com/rocm/apt/7.2.1", "jammy"): ["rocm-hip-runtime"],
+    }
+    ((index, runtime), (requirements, hosts)) = next(iter(plan.wheels.items()))
+    assert (index, runtime.python, sorted(hosts)) == (
+        "https://download.pytorch.org/whl/rocm6.4", "3.11", ["ws1", "ws2"]
+    )  # fmt: skip
+    assert "torch==2.9.1+rocm6.4" in requirements and "torch==2.8.0+rocm6.4" in requirements
+    bad = tmp_path / "bad.py"
+    bad.write_text("hosts = [('bad', {'rocm_version': '6.4.3', 'rocm_proxy': 'ftp://p'})]\n")
+    args.inventory = str(bad)
+    with pytest.raises(UsageError, match=r"bad: inventory key 'rocm_proxy' has value 'ftp://p'"):
+        plan_for(args)
