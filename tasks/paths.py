@@ -73,6 +73,9 @@ REBOOT_REQUIRED = "/run/reboot-required"
 REBOOT_PACKAGES = "/run/reboot-required.pkgs"
 RUN_DIR = "/run/rocm-fleet"
 REBOOT_REASONS = f"{RUN_DIR}/reboot-reasons"
+# What the last passed GPU check vouched for (operations.gpu.gpu_verified); /run, so a
+# reboot makes the next run check again.
+VERIFIED = f"{RUN_DIR}/verified"
 # The MOK password's crypt hash lives here only for the length of one `mokutil --import`.
 MOK_HASH = f"{RUN_DIR}/mok-import.hash"
 
@@ -101,6 +104,7 @@ MANAGED_FILES = (
     APT_LISTS_STAMP,
     AMDGPU_LISTS_STAMP,
     BACKPORTS_LISTS_STAMP,
+    VERIFIED,
 )
 # Directories the deploy may create whole (their existence is read).
 MANAGED_DIRECTORIES = (MIRROR_ROOT, MIRROR_CACHE)
