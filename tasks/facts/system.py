@@ -164,9 +164,14 @@ NVIDIA_PACKAGE_PATTERNS = (
 )
 # Names the patterns catch that are not NVIDIA's driver or CUDA: the free EGL platform
 # libraries in Debian/Ubuntu main (source egl-wayland, egl-gbm, egl-x11) that Mesa
-# desktops carry, and nvidia-texture-tools (image tools, no driver).
-NVIDIA_PACKAGE_EXCEPTIONS = re.compile(
-    r"^(libnvidia-egl-(wayland|gbm|xcb|xlib)\d*|nvidia-texture-tools)$"
+# desktops carry, and nvidia-texture-tools (image tools, no driver). Globs, as the
+# patterns, so the host-side purge simulation (facts.apt.PackagePurge) uses them too.
+NVIDIA_PACKAGE_EXCEPTIONS = (
+    "libnvidia-egl-wayland*",
+    "libnvidia-egl-gbm*",
+    "libnvidia-egl-xcb*",
+    "libnvidia-egl-xlib*",
+    "nvidia-texture-tools",
 )
 
 
@@ -361,7 +366,7 @@ def nvidia_stack(packages: dict[str, str], modules: list[str]) -> NvidiaStackDic
         name
         for name in packages
         if any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_PATTERNS)
-        and not NVIDIA_PACKAGE_EXCEPTIONS.match(name)
+        and not any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_EXCEPTIONS)
     )
     loaded = sorted({m.strip() for m in modules if m.strip().startswith("nvidia")})
     return {"packages": names, "modules": loaded}
