@@ -58,7 +58,8 @@ def test_an_unreachable_host_fails_every_check_with_one_line_and_none_passes():
     result = node_suite("--hosts", NEVER_CONTACTED, "--rocm-version", "6.4.3")
     assert result.returncode == 1, result.output
     assert outcomes(result) == {"errors": CHECKS}, result.output
-    reasons = re.findall(r"^127\.0\.0\.1: could not run a command there: (.*)$", result.stdout, re.M)
+    one_line = r"^127\.0\.0\.1: could not run a command there: (.*)$"
+    reasons = re.findall(one_line, result.stdout, re.M)
     assert len(reasons) == CHECKS and len(set(reasons)) == 1, result.output
     assert "Unable to connect to port 1 on 127.0.0.1" in reasons[0]
     assert "Traceback" not in result.output and "paramiko/" not in result.output
@@ -99,6 +100,9 @@ def test_inventory_hosts_map_to_testinfra_specs():
     spec.loader.exec_module(conftest)
     assert conftest._spec("@local", {}) == "local://"
     assert conftest._spec("@local", {"_sudo": True}) == "local://?sudo=true"
-    assert conftest._spec(
-        "gpu01", {"ssh_user": "admin", "_sudo": True, "ssh_port": 2222, "ssh_key": "/k"}
-    ) == "paramiko://admin@gpu01:2222?sudo=true&ssh_identity_file=%2Fk"
+    assert (
+        conftest._spec(
+            "gpu01", {"ssh_user": "admin", "_sudo": True, "ssh_port": 2222, "ssh_key": "/k"}
+        )
+        == "paramiko://admin@gpu01:2222?sudo=true&ssh_identity_file=%2Fk"
+    )
