@@ -357,10 +357,17 @@ def venv_torch(survey: dict) -> dict[str, Any]:
 def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
     """What apt's simulation (facts.apt ``PurgeDict``) says ``apt-get purge names`` would
     take along, as a sentence for a message that suggests it."""
-    command = f"apt-get -s purge {' '.join(names)}"
+    command = (
+        f"apt-get -s purge {' '.join(names)}"
+        if len(names) <= 6
+        else f"apt-get -s purge of these {len(names)} packages"
+    )
     if purge is None or purge["errors"]:
         why = "; ".join(purge["errors"]) if purge else "it did not run"
-        return f"apt could not work out what removing them takes along ({why}): run {command}"
+        return (
+            f"apt could not work out what removing them takes along ({why}): "
+            f"run apt-get -s purge {' '.join(names)}"
+        )
     extra = sorted(set(purge["removes"]) - set(names))
     if extra:
         return f"{command} says it also removes {', '.join(extra)}"

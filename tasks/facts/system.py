@@ -151,7 +151,13 @@ class RebootRequired(FactBase[RebootRequiredDict]):
 # NVIDIA's driver and CUDA stack as Debian and Ubuntu package it (Debian non-free:
 # nvidia-driver, nvidia-kernel-dkms, libcuda1, libnvidia-*; Ubuntu: nvidia-driver-<branch>,
 # nvidia-dkms-<branch>, libnvidia-compute-<branch>, xserver-xorg-video-nvidia-<branch>;
-# NVIDIA's own CUDA repository: cuda, cuda-*, libcudnn*, libnccl*).
+# NVIDIA's own CUDA repository: cuda, cuda-*, libcudnn*, libnccl*, and CUDA's libraries and
+# tools under their own names, as on a real Ubuntu 24.04 CUDA 13 host (tests/fixtures/
+# cuda-host: libcublas-13-0, libcufft-13-0, libcufile-13-0, libcurand-13-0,
+# libcusolver-13-0, libcusparse-13-0, libnpp-13-0, libnvfatbin-13-0, libnvjitlink-13-0,
+# libnvjpeg-13-0, libnvptxcompiler-13-0, libnvvm-13-0, nsight-compute-2025.3.1 and their
+# -dev packages). Left out, those make apt's simulation of purging the rest fail: they
+# depend on cuda-toolkit-config-common.
 NVIDIA_PACKAGE_PATTERNS = (
     "nvidia-*",
     "libnvidia-*",
@@ -161,6 +167,19 @@ NVIDIA_PACKAGE_PATTERNS = (
     "libcudnn*",
     "libnccl*",
     "xserver-xorg-video-nvidia*",
+    "libcublas*",
+    "libcufft*",
+    "libcufile*",
+    "libcurand*",
+    "libcusolver*",
+    "libcusparse*",
+    "libnpp*",
+    "libnvfatbin*",
+    "libnvjitlink*",
+    "libnvjpeg*",
+    "libnvptxcompiler*",
+    "libnvvm*",
+    "nsight-compute*",
 )
 # Names the patterns catch that are not NVIDIA's driver or CUDA: the free EGL platform
 # libraries in Debian/Ubuntu main (source egl-wayland, egl-gbm, egl-x11) that Mesa
