@@ -41,6 +41,11 @@ MIRROR_SUITE_PACKAGES: dict[str, list[str]] = {"bookworm": [], "trixie": []}
 MIRROR_EXTRA_SUITES["bookworm"]["bookworm-backports"] = ["linux-image-amd64", "linux-headers-amd64"]
 MIRROR_SUITE_PACKAGES["bookworm"] += ["linux-headers-amd64", "mokutil", "openssl"]
 
+# Preflight on hosts that carry Debian's own ROCm (tests/e2e/test_preflight.py): trixie's
+# libucx0 depends on Debian's HIP runtime (libamdhip64-5, libhsa-runtime64-1), as Ubuntu
+# 24.04's does for OpenMPI, and trixie's rocminfo puts /usr/bin/rocminfo ahead of AMD's.
+MIRROR_SUITE_PACKAGES["trixie"] += ["libucx0", "rocminfo"]
+
 RECIPE = 3
 _LIST_PREFIX = "deb.debian.org_debian_"
 
