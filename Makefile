@@ -33,8 +33,7 @@ demo: deps venv
 	PYTHONPATH=tests $(PY) -m lab.demo
 
 bench: deps venv
-	PYTHONPATH=tests $(PY) bench/converged.py
-	PYTHONPATH=tests $(PY) bench/audit.py
+	PYTHONPATH=tests $(PY) bench/fleet.py
 
 lint: venv
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

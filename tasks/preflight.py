@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import PyinfraError
+from pyinfra.context import ctx_host
 
 from rocm_fleet import matrix, paths
 from rocm_fleet.facts.apt import (
@@ -578,7 +579,9 @@ def _refuse(reason: str) -> None:
     host.log_styled(f"refused: {reason}", fg="red", log_func=logger.error)
     state = host.state
     try:
-        state.fail_hosts({host})
+        # The Host itself: ``host`` is pyinfra's context proxy, which stands for whichever
+        # host is current, so a set holding it would lose this one once planning moves on.
+        state.fail_hosts({ctx_host.get()})
     except PyinfraError:
         if state.active_hosts:
             raise  # over --fail-percent: pyinfra's own stop

@@ -10,7 +10,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export GNUPGHOME="$tmp"
 curl -fsSL --retry 2 -o "$tmp/key.asc" "$url"
-got=$(gpg --batch --with-colons --show-keys "$tmp/key.asc" | awk -F: '$1 == "fpr" { print $10 }')
+# The fingerprint of each primary key (the fpr line after a pub line; subkeys have their own).
+got=$(gpg --batch --with-colons --show-keys "$tmp/key.asc" \
+    | awk -F: '$1 == "pub" { primary = 1 } $1 == "fpr" && primary { print $10; primary = 0 }')
 if [ "$got" != "$fingerprint" ]; then
     echo "refusing key from $url: fingerprint ${got:-none} is not $fingerprint" >&2
     exit 1

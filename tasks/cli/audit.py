@@ -31,7 +31,7 @@ OBSERVED = {
     "torch": "TORCH (hip)",
     "gpus": "GPUS expected/found",
     "driver": "DRIVER",
-    "reboot": "REBOOT",
+    "reboot": "REBOOT PENDING",  # the Reboot concern's column is "REBOOT"
 }
 # The deploy every operation of rocm-fleet belongs to (tasks/node.py), left out of the
 # concern names.

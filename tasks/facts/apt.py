@@ -186,7 +186,7 @@ _INSTALLED = "already installed from this release"
 class AptInstallSize(FactBase[dict[str, object]]):
     """
     How many bytes apt says installing ``packages`` adds, asked read-only (no lock, no
-    cache files written): ``need`` is 0 when every package already carries
+    cache files written, nothing installed): ``need`` is 0 when every package already carries
     ``release_tag`` (apt isn't asked: loading its cache is slow), None when apt can't
     resolve them (no source for them yet) or said nothing it could be read from.
 
@@ -204,8 +204,11 @@ class AptInstallSize(FactBase[dict[str, object]]):
         if not packages:
             return "true"
         names = " ".join(quote(p) for p in packages)
+        # --print-uris, not --assume-no: apt installs without asking when nothing beyond
+        # the named packages is needed, and --assume-no only answers a question; with
+        # --print-uris apt resolves, sizes and prints, and installs nothing.
         apt = (
-            "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --assume-no "
+            "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --print-uris "
             "-o Debug::NoLocking=1 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= "
             f"{names} </dev/null 2>&1 | grep -E '^(After this operation|E:|[0-9]+ upgraded)' "
             "|| true"

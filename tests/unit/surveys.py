@@ -16,10 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyinfra.api import Config, Inventory, State
+from pyinfra.api import Config, Inventory, State, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
+from rocm_fleet import matrix, paths
+from rocm_fleet.config import load_config
+from rocm_fleet.facts.secureboot import SecureBoot
 from rocm_fleet.facts.survey import Survey
+from rocm_fleet.pci_ids import lookup
 
 ROOT = Path(__file__).resolve().parents[2]
 OS_RELEASE = ROOT / "tests" / "fixtures" / "os-release"
@@ -86,10 +90,18 @@ def digest(content: str, mode: str = "644", mtime: int = 1_700_000_000) -> dict[
     return {"mode": mode, "sha256": hashlib.sha256(content.encode()).hexdigest(), "mtime": mtime}
 
 
+def fact_key(fact: type, kwargs: dict[str, Any]) -> str:
+    """``"<FactClass>:<argument>..."``: the fact's string arguments in keyword order, e.g.
+    ``"FileDigest:/etc/apt/sources.list.d/rocm.list"`` (``"InstalledPackages"``: none)."""
+    values = [v for k, v in sorted(kwargs.items()) if not k.startswith("_") and isinstance(v, str)]
+    return ":".join([fact.__name__, *values])
+
+
 @dataclass
 class SurveyHost:
     """Answers preflight's survey from ``survey``; any other fact read is recorded in
-    ``extra_reads`` and answered from ``other`` (fact class name -> answer) or None."""
+    ``extra_reads`` and answered from ``other`` (``fact_key`` or fact class name -> answer)
+    or None."""
 
     survey: dict[str, Any]
     other: dict[str, Any] = field(default_factory=dict)
@@ -105,7 +117,8 @@ class SurveyHost:
                 for read in kwargs["reads"]
             }
         self.extra_reads.append(f"{fact.__name__}({kwargs})")
-        return copy.deepcopy(self.other.get(fact.__name__))
+        key = fact_key(fact, kwargs)
+        return copy.deepcopy(self.other.get(key, self.other.get(fact.__name__)))
 
 
 @dataclass
@@ -164,8 +177,150 @@ def plan(data: dict, host: SurveyHost) -> Plan:
     return Plan(ops, state, node in state.failed_hosts)
 
 
+def words(command: Any) -> list[str]:
+    """The words of a StringCommand, unquoted."""
+    return [str(getattr(bit, "obj", bit)) for bit in command.bits]
+
+
+def is_script(command: Any) -> bool:
+    """Whether ``command`` was made by ``operations._script.script``."""
+    return isinstance(command, StringCommand) and words(command)[:2] == ["sh", "-c"]
+
+
 def script_call(command: Any) -> tuple[str, list[str]]:
     """(script name, its arguments) of a command made by ``operations._script.script``."""
-    bits = [getattr(bit, "obj", bit) for bit in list(command.bits)]
-    assert bits[:2] == ["sh", "-c"], command
-    return bits[3], [str(b) for b in bits[4:]]
+    assert is_script(command), command
+    bits = words(command)
+    return bits[3], bits[4:]
+
+
+# --- a converged host -------------------------------------------------------------------------
+
+# The kernel each fixture distribution runs, and the version of its kernel packages.
+KERNELS = {
+    "debian-12": ("6.1.0-31-amd64", "6.1.128-1"),
+    "debian-13": ("6.12.48+deb13-amd64", "6.12.48-1"),
+    "ubuntu-22.04": ("5.15.0-130-generic", "5.15.0-130.140"),
+    "ubuntu-24.04": ("6.8.0-50-generic", "6.8.0-50.51"),
+}
+# What apt installs of the distribution packages a deploy asks for (Debian 12's versions).
+DEBIAN_VERSIONS = {
+    "ca-certificates": "20230311",
+    "gnupg": "2.2.40-1.1",
+    "python3-venv": "3.11.2-1+b1",
+    "mokutil": "0.6.0-2",
+    "openssl": "3.0.15-1~deb12u1",
+    "shim-signed": "1.58+15.8-0ubuntu1",
+}
+# torch.version.hip of the ROCm wheels per index: rocm6.4 as the README's audit table shows
+# it; the others are of the same shape (HIP version, build, commit), not copied from a wheel.
+TORCH_HIP = {
+    "rocm6.4": "6.4.43482-0f2d60242",
+    "rocm7.1": "7.1.25424-4179531dcd",
+    "rocm7.2": "7.2.26015-fc0010cf6a",
+}
+# Seconds since the epoch: files the deploy wrote, then the apt-lists stamps after them.
+WRITTEN, UPDATED = 1_700_000_000, 1_700_000_060
+PYVENV_CFG = "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11.2\n"
+
+
+def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]:
+    """What a host of the ``os_name`` fixture answers once the deploy of ``data`` ran on it.
+
+    Derived from planning a fresh host (``fresh_survey`` with ``data``'s users, who exist
+    with their own group only): each command that plan would run is applied to the survey
+    (the text files it writes, the keyring, the apt-list stamps after their inputs, the
+    packages at the release's tag, the venv with the pinned wheels, the groups), and the
+    GPU is then driven by amdgpu. A command this builder doesn't know is an error, so a new
+    kind of change in the deploy shows up here rather than as a silently partial host.
+    Secure Boot is reported disabled once the deploy installed mokutil.
+    """
+    config = load_config(data, "node")
+    kernel, kernel_version = KERNELS[os_name]
+    image = f"linux-image-{kernel}"
+    survey = fresh_survey(os_name, kernel=kernel, **changes)
+    survey["packages"].update({image: kernel_version})
+    survey["groups"]["users"] = {user: [user] for user in config.rocm_users}
+    fresh = plan(data, SurveyHost(copy.deepcopy(survey)))
+    assert not fresh.refused, "the fresh host of a converged survey must be deployable"
+
+    distro = survey["distro"]
+    row = matrix.distro(distro["id"], distro["version_id"])
+    suite_version = {"jammy": "22.04", "noble": "24.04"}[row.suite]
+    release = config.release
+    packages = survey["packages"]
+    groups = survey["groups"]
+    for op in fresh.ops:
+        for command in op.commands:
+            if is_script(command):
+                name, args = script_call(command)
+            else:
+                name, args = words(command)[0], words(command)[1:]
+            if name == "text-file":
+                path, mode, content = args
+                survey[f"file {path}"] = digest(content, mode, WRITTEN)
+                if path.startswith("/etc/apt/sources.list"):  # what AptSourceLines reads
+                    survey["sources"] += [
+                        [path, line] for line in content.splitlines() if "repo.radeon.com" in line
+                    ]
+            elif name == "verified-keyring":
+                _url, fingerprint, path = args
+                survey[f"keyring {path}"] = [fingerprint]
+                survey[f"file {path}"] = digest(f"dearmored {fingerprint}", "644", WRITTEN)
+            elif name == "mkdir" and args[-2] == "touch":  # an apt-lists stamp
+                survey[f"file {args[-1]}"] = digest("", "644", UPDATED)
+            elif name == "packages-install":
+                packages.update({p: DEBIAN_VERSIONS[p] for p in args[1:]})
+            elif name == "release-switch":
+                tag, *items = args
+                assert tag == release.numeric_tag
+                for item in items:
+                    kind, _, package = item.partition(":")
+                    assert kind == "want", "a fresh host has no other release to move"
+                    packages[package] = f"{release.version}.{tag}-128~{suite_version}"
+                packages["rocm-core"] = f"{release.version}.{tag}-128~{suite_version}"
+                survey["rocm_version"] = f"{release.version}-128"
+            elif name == "dkms-driver":
+                driver, *installed = args
+                for package in installed:
+                    packages[package] = (
+                        f"1:6.12.12.{release.numeric_tag}-2194681.{suite_version}"
+                        if package == driver
+                        else kernel_version
+                    )
+                survey["amdgpu"]["version"] = "6.12.12"
+            elif name == "venv-create":
+                survey[f"file {paths.venv_marker(args[0])}"] = digest(PYVENV_CFG, "644", WRITTEN)
+                survey["venv"] = {"pip": "23.0.1", "setuptools": "66.1.1"}
+            elif "-m" in args and args[args.index("-m") :][:3] == ["-m", "pip", "install"]:
+                specs = [a.split("==") for a in args if "==" in a]
+                survey["venv"].update(dict(specs))
+                survey["torch_build"] = {"hip": TORCH_HIP[release.torch_index], "cuda": None}
+            elif name == "groupadd":
+                groups["groups"].append(args[-1])
+            elif name == "usermod":
+                groups["users"][args[-1]] += args[-2].split(",")
+            elif name not in ("apt-get", "ldconfig"):
+                raise ValueError(f"converged_survey doesn't know {name} {args} ({op.name})")
+
+    if "mokutil" in packages:
+        survey["secure_boot"] = SecureBoot().process(["SecureBoot disabled", "__rc=0"])
+    for cert, _key in paths.MOK_KEYS.values():
+        survey[f"mok {cert}"] = {"state": "missing" if "mokutil" in packages else "absent",
+                                 "message": ""}  # fmt: skip
+    # amdgpu drives the cards now, and the KFD topology reports them (as KfdNodes reads
+    # tests/fixtures/sysfs): node 0 is the CPU, each GPU a node after it.
+    survey["amdgpu"].update({"loaded": True, "initstate": "live"})
+    survey["kfd"] = []
+    for node, gpu in enumerate(survey["pci"], start=1):
+        gpu["driver"] = "amdgpu"
+        gfx = lookup(gpu["device"]).gfx
+        version = int(gfx[3:-2]) * 10000 + int(gfx[-2], 16) * 100 + int(gfx[-1], 16)
+        properties = {"gfx_target_version": version, "drm_render_minor": 127 + node}
+        survey["kfd"].append(
+            {"node": node, "gfx": gfx, "gfx_target_version": version, "device_id": gpu["device"],
+             "slot": gpu["slot"], "drm_render_minor": 127 + node, "simd_count": None,
+             "properties": properties}
+        )  # fmt: skip
+    survey["apt"] = {"need": 0, "message": "already installed from this release"}
+    return survey

@@ -1,77 +1,317 @@
-"""The audit's rows, table and exit status from survey data (tasks/audit.py)."""
+"""rocm-fleet audit (rocm_fleet.cli.audit): the cells of what the survey saw, the drift the
+plan finds per concern, the rows ``gather`` builds, the table and the exit status.
+
+``gather`` runs for real against an inventory of harness hosts (``unit.surveys``): each
+host answers preflight's survey from a converged or drifted survey, or fails to connect;
+only the loading of the inventory file and the connection are stood in for.
+"""
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from rocm_fleet.audit import exit_status, host_row, render_table
+import pytest
+from pyinfra.api import Config, Inventory, State
+from pyinfra.api.exceptions import ConnectError
+
+from rocm_fleet import paths
+from rocm_fleet.cli import audit, main
+from rocm_fleet.cli.inventory import UsageError, load_inventory
 from rocm_fleet.config import load_config
-from unit.surveys import fresh_survey
+from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
         "rocm_users": ["alice"]}  # fmt: skip
-CONVERGED = {
-    "rocm_version": "6.4.3-128",
-    "pin": True,
-    "amdgpu": {"loaded": True, "version": None, "initstate": "live"},
-    "pci": [{"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000",
-             "driver": "amdgpu"}],
-    "groups": {"alice": ["alice", "video", "render"]},
-    "torch": {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "torchaudio": None,
-              "hip": "6.4.43482", "cuda": None, "error": None},
-}  # fmt: skip
+REPO = "ROCm apt repository"
+PIN = "Pin repo.radeon.com above the distribution's own ROCm packages"
+CONCERNS = [REPO, "ROCm packages", "GPU groups", "PyTorch", "Reboot", "Verify"]
 
 
-def row(data=None, **survey):
-    return host_row(
-        load_config({**DATA, **(data or {})}, "n"), fresh_survey(**{**CONVERGED, **survey})
-    )
+def converged(**changes):
+    survey = converged_survey(DATA, "debian-12")
+    survey.update(changes)
+    return survey
 
 
-def test_converged_host_has_no_drift():
-    result = row()
-    assert result["status"] == "ok" and result["drift"] == []
-    assert result["cells"]["torch"]["text"] == "2.9.1+rocm6.4 / 2.9.1+rocm6.4 (hip 6.4.43482)"
-    assert result["cells"]["gpus"]["text"] == "1 x gfx1100 / 1 x gfx1100"
+def cells(data=None, **changes):
+    return audit.observed_cells(load_config({**DATA, **(data or {})}, "n"), converged(**changes))
+
+
+# --- observed cells ---------------------------------------------------------------------------
+
+
+def test_a_converged_host_shows_what_it_runs_without_drift():
+    shown = cells()
+    assert {key: c["text"] for key, c in shown.items()} == {
+        "distro": "debian 12",
+        "kernel": "6.1.0-31-amd64",
+        "secure_boot": "unknown (no mokutil)",
+        "rocm": "6.4.3-128",
+        "torch": "2.9.1+rocm6.4 (hip 6.4.43482-0f2d60242)",
+        "gpus": "1 x gfx1100 / 1 x gfx1100",
+        "driver": "amdgpu (inbox)",
+        "reboot": "no",
+    }
+    assert [key for key, c in shown.items() if c["drift"]] == []
+    assert shown["torch"]["build"] == "rocm" and shown["gpus"]["found"] == ["gfx1100"]
+    json.dumps(shown)  # --json prints them
+
+
+def test_a_newer_installed_kernel_is_shown_not_drift():
+    survey = converged()
+    survey["packages"]["linux-image-6.1.0-28-amd64"] = "6.1.119-1"  # older: not shown
+    survey["packages"]["linux-image-6.12.38+deb12-amd64"] = "6.12.38-1~bpo12+1"
+    shown = audit.observed_cells(load_config(DATA, "n"), survey)["kernel"]
+    assert shown == {"text": "6.1.0-31-amd64 (newer installed: 6.12.38+deb12-amd64)",
+                     "drift": False, "running": "6.1.0-31-amd64",
+                     "newer": "6.12.38+deb12-amd64"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("survey", "drifted"),
+    ("changes", "key", "text"),
     [
-        ({"pin": False}, ["pin"]),
-        ({"rocm_version": "7.2.1-81"}, ["rocm"]),
-        ({"rocm_version": None}, ["rocm"]),
-        ({"torch": {"torch": "2.9.1+cu128", "hip": None, "cuda": "12.8"}}, ["torch"]),
-        ({"groups": {"alice": ["alice", "video"]}}, ["groups"]),
-        ({"groups": {"alice": None}}, ["groups"]),
-        ({"pci": [], "amdgpu": {"loaded": False}}, ["gpus"]),
-        ({"reboot_required": True}, ["reboot"]),
+        ({"reboot": {"required": True, "packages": ["amdgpu-dkms"],
+                     "reasons": ["new driver amdgpu-dkms"]}},
+         "reboot", "pending: new driver amdgpu-dkms; amdgpu-dkms"),
+        ({"reboot": {"required": True, "packages": [], "reasons": []}}, "reboot", "pending"),
         ({"pci": [{"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000",
-                   "driver": None}]}, ["driver"]),
-        ({"secure_boot": {"state": "enabled"}, "packages": {"amdgpu-dkms": "1:6.12"},
-          "mok": {"dkms": {"state": "pending"}, "shim": {"state": "missing"}}},
-         ["secure_boot"]),
+                   "driver": None}], "amdgpu": {"loaded": False}},
+         "driver", "none (GPU not bound to amdgpu)"),
     ],
 )  # fmt: skip
-def test_each_kind_of_drift_marks_its_cell(survey, drifted):
-    assert row(**survey)["drift"] == drifted
+def test_only_an_undriven_gpu_and_a_pending_reboot_are_observed_drift(changes, key, text):
+    shown = cells(**changes)
+    assert [k for k, c in shown.items() if c["drift"]] == [key]
+    assert shown[key]["text"] == text
 
 
-def test_newer_installed_kernel_is_shown_not_drift():
-    result = row(kernel="6.1.0-28-amd64", kernels=["6.1.0-28-amd64", "6.1.0-31-amd64"])
-    assert result["cells"]["kernel"]["text"] == "6.1.0-28-amd64 (newer installed: 6.1.0-31-amd64)"
-    assert result["drift"] == []
+def test_observed_cells_describe_what_no_operation_enforces():
+    sb = {"state": "enabled", "shim_validation_disabled": False, "setup_mode": False,
+          "message": "SecureBoot enabled"}  # fmt: skip
+    shown = cells(
+        secure_boot=sb,
+        **{f"mok {paths.MOK_KEYS['debian'][0]}": {"state": "pending"}},
+        amdgpu={"loaded": True, "version": "6.12.12", "initstate": "live"},
+        venv={"torch": "2.9.1+cu128"},
+        torch_build={"hip": None, "cuda": "12.8"},
+        kfd=None,
+        pci=[],
+    )
+    assert shown["secure_boot"]["text"] == "enabled, MOK pending"
+    assert shown["driver"]["text"] == "amdgpu 6.12.12"
+    assert shown["torch"]["text"] == "2.9.1+cu128" and shown["torch"]["build"] == "cuda"
+    assert shown["gpus"]["text"] == "1 x gfx1100 / no AMD GPU"
+    assert [k for k, c in shown.items() if c["drift"]] == []  # the plan reports those
+    gpu_less = cells({"expected_gpu_count": 0, "expected_gfx": None}, pci=[], kfd=None)
+    assert gpu_less["gpus"]["text"] == "none / no AMD GPU"
 
 
-def test_exit_status_and_table_marks():
-    ok = {"host": "a", **row()}
-    drifted = {"host": "b", **row(pin=False)}
-    gone = {"host": "c", "status": "unreachable", "error": "refused", "drift": [], "cells": {}}
-    assert exit_status([ok]) == 0
-    assert exit_status([ok, drifted]) == 1
-    assert exit_status([ok, drifted, gone]) == 2
-    table = render_table([ok, drifted, gone]).splitlines()
-    assert table[0].startswith("HOST") and "! missing" in table[2] and "!" not in table[1]
-    assert table[3] == "c  ! UNREACHABLE: refused"
-    assert table[-1] == "3 hosts: 1 as the inventory says, 1 drifted, 1 unreachable/failed"
-    assert "\x1b[1;31m" in render_table([drifted], colour=True)
+# --- drift from the plan ----------------------------------------------------------------------
+
+
+def no_drift(concerns: list[str]) -> dict[str, list[str]]:
+    return {concern: [] for concern in concerns}
+
+
+def drift(survey, data=DATA):
+    planned = plan(data, SurveyHost(survey))
+    return audit.plan_drift(planned.state, planned.state.inventory.get_host("node"))
+
+
+def test_a_converged_plan_has_every_concern_and_no_drift():
+    assert drift(converged()) == no_drift(CONCERNS)
+
+
+@pytest.mark.parametrize(
+    ("changes", "concern", "operations"),
+    [
+        ({f"file {paths.ROCM_PIN}": None}, REPO, [PIN]),
+        ({f"keyring {paths.ROCM_KEYRING}": None}, REPO,
+         ["Install AMD's signing key (fingerprint checked)"]),
+        ({"groups": {"groups": ["video", "render"], "users": {"alice": ["alice", "video"]}}},
+         "GPU groups", ["Give the GPU users video and render"]),
+        ({"venv": {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+cu128",
+                   "torchaudio": "2.9.1+rocm6.4"}},
+         "PyTorch", ["Install the torch wheels built for the ROCm release"]),
+        ({f"file {paths.LD_CONF}": None}, "ROCm packages",
+         ["Put /opt/rocm/lib on the dynamic loader path"]),  # not the ldconfig it gates
+        ({"groups": {"groups": ["video", "render"], "users": {"alice": None}}},
+         "GPU groups", ["Give the GPU users video and render"]),  # fails: no such user
+    ],
+)  # fmt: skip
+def test_a_drifted_resource_is_its_concerns_drift(changes, concern, operations):
+    assert drift(converged(**changes)) == {**no_drift(CONCERNS), concern: operations}
+
+
+def test_packages_of_another_release_are_rocm_packages_drift():
+    survey = converged()
+    survey["packages"].update(
+        {"rocm-hip-runtime": "7.2.1.70201-81~22.04", "rocm-core": "7.2.1.70201-81~22.04"}
+    )
+    assert drift(survey) == {
+        **no_drift(CONCERNS),
+        "ROCm packages": ["Install the ROCm packages of the release"],
+    }
+
+
+DKMS_CONCERNS = [REPO, "amdgpu driver", "Secure Boot", *CONCERNS[1:]]
+
+
+def test_the_driver_concerns_appear_with_rocm_driver_dkms():
+    data = {**DATA, "rocm_driver": "dkms"}
+    assert drift(converged_survey(data, "debian-12"), data) == no_drift(DKMS_CONCERNS)
+
+
+def test_a_key_secure_boot_would_reject_is_secure_boot_drift(monkeypatch):
+    monkeypatch.setenv("ROCM_FLEET_MOK_PASSWORD", "correct horse battery staple")
+    data = {**DATA, "rocm_driver": "dkms"}
+    survey = converged_survey(data, "debian-12")
+    cert = paths.MOK_KEYS["debian"][0]
+    survey["secure_boot"] = {"state": "enabled", "shim_validation_disabled": False,
+                             "setup_mode": False, "message": "SecureBoot enabled"}  # fmt: skip
+    survey[f"file {cert}"] = {"mode": "644", "sha256": "ab" * 32, "mtime": 1_700_000_000}
+    survey[f"mok {cert}"] = {"state": "not_enrolled", "message": f"{cert} is not enrolled"}
+    survey[f"mok-new {cert}"] = {"pending": False, "fingerprint": "c8:39:a7", "requests": []}
+    assert drift(survey, data) == {
+        **no_drift(DKMS_CONCERNS),
+        "Secure Boot": ["Queue the DKMS signing key for MOK enrollment"],
+    }
+
+
+# --- rows, table, exit status -----------------------------------------------------------------
+
+
+def gather(monkeypatch, hosts: dict[str, tuple[dict, SurveyHost | Exception]]) -> list[dict]:
+    """``audit.gather`` over an inventory of these hosts: each answers its facts from a
+    SurveyHost, or fails to connect with the exception."""
+    inventory = Inventory(([(name, dict(data)) for name, (data, _) in hosts.items()], {}))
+    state = State(check_for_changes=True)
+    state.init(inventory, Config())
+    chosen = list(inventory)
+    for host in chosen:
+        answer = hosts[host.name][1]
+
+        def connect(*args, _host=host, _answer=answer, **kwargs):
+            if isinstance(_answer, Exception):
+                raise _answer
+            _host.connected = True
+
+        host.connect = connect
+        host.get_fact = answer
+    monkeypatch.setattr(audit, "load_inventory", lambda *args, **kwargs: (state, chosen))
+    return audit.gather("inventories/lab.py", [])
+
+
+UNREACHABLE = "Could not connect ([Errno None] Unable to connect to port 22 on 10.213.0.16)"
+
+
+@pytest.fixture
+def rows(monkeypatch):
+    return gather(
+        monkeypatch,
+        {
+            "clean": (DATA, SurveyHost(converged())),
+            "drifty": (
+                DATA,
+                SurveyHost(
+                    converged(
+                        **{
+                            f"file {paths.ROCM_PIN}": None,
+                            "reboot": {"required": True, "packages": [], "reasons": []},
+                        }
+                    )
+                ),
+            ),
+            "refused": (DATA, SurveyHost(fresh_survey("debian-12", "arm64"))),
+            "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost({})),
+            "gone": (DATA, ConnectError(UNREACHABLE)),
+        },
+    )
+
+
+def test_gather_gives_each_host_its_status_and_drift(rows):
+    by_host = {row["host"]: row for row in rows}
+    assert [row["host"] for row in rows] == ["clean", "drifty", "refused", "typo", "gone"]
+    assert {name: row["status"] for name, row in by_host.items()} == {
+        "clean": "ok", "drifty": "drift", "refused": "refused", "typo": "invalid",
+        "gone": "unreachable",
+    }  # fmt: skip
+    assert by_host["clean"]["drift"] == [] and by_host["clean"]["cells"][REPO] == {
+        "text": "ok", "drift": False, "operations": []
+    }  # fmt: skip
+    assert by_host["drifty"]["drift"] == ["reboot", f"{REPO}: {PIN}"]
+    assert by_host["drifty"]["cells"][REPO]["text"] == f"! {PIN}"
+    assert by_host["refused"]["error"] == (
+        "architecture is arm64; AMD publishes ROCm for amd64 only: use an x86-64 machine"
+    )
+    assert by_host["typo"]["error"] == (
+        "typo: unknown inventory key 'rocm_verison': did you mean 'rocm_version'?"
+    )
+    assert by_host["gone"]["error"] == UNREACHABLE
+    json.dumps(rows)  # --json prints them
+
+
+def test_exit_status():
+    ok = {"host": "a", "status": "ok"}
+    assert audit.exit_status([]) == 0
+    assert audit.exit_status([ok]) == 0
+    assert audit.exit_status([ok, {"host": "b", "status": "drift"}]) == 1
+    assert audit.exit_status([ok, {"host": "b", "status": "refused"}]) == 1
+    for bad in ("unreachable", "failed", "invalid"):
+        assert audit.exit_status([ok, {"host": "b", "status": "drift"},
+                                  {"host": "c", "status": bad}]) == 2  # fmt: skip
+
+
+def test_exit_status_of_the_gathered_fleet(rows):
+    assert audit.exit_status(rows) == 2
+    assert audit.exit_status([r for r in rows if r["status"] in ("ok", "drift")]) == 1
+    assert audit.exit_status([r for r in rows if r["status"] == "ok"]) == 0
+
+
+def test_columns_are_the_observed_ones_then_the_concerns_in_plan_order(rows):
+    shown = audit.columns(rows)
+    assert list(shown) == [*audit.OBSERVED, *CONCERNS]
+    assert shown[REPO] == "ROCM APT REPOSITORY"
+    headers = list(shown.values())
+    assert len(headers) == len(set(headers)), headers  # every column can be told apart
+
+
+def test_table_marks_drift_and_explains_the_hosts_without_a_row(rows):
+    table = audit.render_table(rows).splitlines()
+    header = table[0].split("  ")
+    assert header[0] == "HOST" and "ROCM APT REPOSITORY" in table[0]
+    lines = {line.split()[0]: line for line in table[1:-1]}
+    assert "!" not in lines["clean"]
+    assert f"! {PIN}" in lines["drifty"] and "! pending" in lines["drifty"]
+    assert lines["refused"].split(None, 1)[1] == "! REFUSED: " + rows[2]["error"]
+    assert lines["typo"].split(None, 1)[1] == "! INVALID: " + rows[3]["error"]
+    assert lines["gone"].split(None, 1)[1] == f"! UNREACHABLE: {UNREACHABLE}"
+    # The cells of the rows with data line up under their headers.
+    start = table[0].index("ROCM APT REPOSITORY")
+    assert lines["clean"][start:].startswith("ok ") and lines["drifty"][start:].startswith("! ")
+    assert table[-1] == (
+        "5 hosts: 1 as the inventory says, 1 drifted, 1 refused, 2 unreachable/failed/invalid"
+    )
+    coloured = audit.render_table(rows, colour=True)
+    assert f"\x1b[1;31m! {PIN}" in coloured and "\x1b[1;31m" not in coloured.splitlines()[1]
+
+
+# --- the command line -------------------------------------------------------------------------
+
+
+def test_a_missing_inventory_is_one_line_and_exit_status_2(tmp_path, capsys):
+    missing = str(tmp_path / "nope.py")
+    with pytest.raises(UsageError, match=f"inventory file {missing} does not exist"):
+        load_inventory(missing, [], check_for_changes=True)
+    assert main(["audit", missing]) == 2
+    assert capsys.readouterr().err == f"rocm-fleet audit: inventory file {missing} does not exist\n"
+
+
+def test_a_limit_that_matches_nothing_is_a_usage_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lab.py").write_text('gpus = (["ws01", "ws02"], {"rocm_version": "6.4.3"})\n')
+    _state, hosts = load_inventory("lab.py", ["ws0*"], check_for_changes=True)
+    assert [h.name for h in hosts] == ["ws01", "ws02"]
+    assert [h.name for h in load_inventory("lab.py", ["gpus"], True)[1]] == ["ws01", "ws02"]
+    with pytest.raises(UsageError, match=r"--limit mi300x matches no host or group of lab\.py"):
+        load_inventory("lab.py", ["mi300x"], check_for_changes=True)

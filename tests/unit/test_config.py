@@ -1,25 +1,62 @@
 """Bad inventory data is refused with the key, the value and what would be valid."""
 
+import dataclasses
+
 import pytest
 
-from rocm_fleet.config import ConfigError, all_settings, load_config
+from rocm_fleet.config import Config, ConfigError, load_config
+from rocm_fleet.matrix import GPU_TARGETS
+from rocm_fleet.settings import PREFIXES, RENAMED, SETTINGS, Settings
 
 GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alice"]}
 
 
+def refusal(data: dict) -> str:
+    with pytest.raises(ConfigError) as error:
+        load_config(data, "gpu07")
+    message = str(error.value)
+    assert message.startswith("gpu07: ")
+    return message
+
+
 def test_defaults_and_newest_torch():
     config = load_config(dict(GOOD))
+    assert isinstance(config, Config) and isinstance(config, Settings)
     assert config.rocm_packages == ["rocm-hip-runtime"]
     assert config.torch_build.torch == "2.9.1"
     assert config.torch_index_url == "https://download.pytorch.org/whl/rocm6.4"
     assert config.expected_gfx_list == ["gfx1100"]
+    assert config.release.version == "6.4.3" and config.release.numeric_tag == "60403"
+    assert config.venv_python == "/opt/rocm-fleet/venv/bin/python"
+    assert (config.rocm_driver, config.rocm_reboot, config.rocm_reboot_parallel) == (
+        "inbox", "never", 1
+    )  # fmt: skip
+    assert config.rocm_kernel_backports == "auto" and config.rocm_kernel_backports_mirror is None
+
+
+def test_list_defaults_are_not_shared_between_hosts():
+    one, two = load_config(dict(GOOD)), load_config({"rocm_version": "6.4.3"})
+    one.rocm_packages.append("rocm-smi-lib")
+    assert two.rocm_packages == ["rocm-hip-runtime"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        one.rocm_version = "7.2.1"  # type: ignore[misc]
 
 
 def test_explicit_torch_and_mirrors():
-    config = load_config({**GOOD, "torch_version": "2.8.0", "pytorch_index_base_url":
-                          "https://mirror.example/whl/"})  # fmt: skip
+    config = load_config(
+        {**GOOD, "torch_version": "2.8.0", "pytorch_index_base_url": "https://mirror.example/whl/"}
+    )
     assert config.torch_build.torchvision == "0.23.0"
     assert config.torch_index_url == "https://mirror.example/whl/rocm6.4"
+
+
+def test_expected_gfx_list_and_venv_python():
+    config = load_config(
+        {**GOOD, "expected_gfx": ["gfx942", "gfx90a"], "pytorch_venv": "/srv/ml/venv/"}
+    )
+    assert config.expected_gfx_list == ["gfx942", "gfx90a"]
+    assert config.venv_python == "/srv/ml/venv/bin/python"
+    assert load_config({"rocm_version": "6.4.3"}).expected_gfx_list == []
 
 
 def test_connector_and_foreign_keys_pass():
@@ -30,8 +67,8 @@ def test_connector_and_foreign_keys_pass():
     ("change", "needles"),
     [
         ({"rocm_version": "6.2.3"}, ["'rocm_version'", "'6.2.3'", "6.0.0", "7.2.4"]),
-        ({"rocm_version": "7.14.0"}, ["Core SDK"]),
-        ({"rocm_version": None}, ["'rocm_version'", "None", "non-empty string"]),
+        ({"rocm_version": "7.14.0"}, ["'rocm_version'", "'7.14.0'", "a ROCm release the matrix"]),
+        ({"rocm_version": None}, ["'rocm_version'", "None", "a release string such as '6.4.3'"]),
         ({"torch_version": "2.10.0"}, ["'torch_version'", "'2.10.0'", "rocm6.4", "2.9.1"]),
         ({"rocm_verison": "6.4.3"}, ["'rocm_verison'", "did you mean 'rocm_version'"]),
         ({"rocm_users": "alice"}, ["'rocm_users'", "'alice'", "a list of user names"]),
@@ -47,15 +84,79 @@ def test_connector_and_foreign_keys_pass():
         ({"rocm_packages": ["rocm hip"]}, ["'rocm_packages'", "Debian package name"]),
         ({"rocm_version": "7.0.2"}, ["verified PyTorch index", "pytorch_install"]),
         ({"rocm_extra": 1}, ["'rocm_extra'", "not a rocm-fleet setting"]),
+        ({"rocm_driver": "amdgpu-pro"}, ["'rocm_driver'", "'amdgpu-pro'", "'inbox', 'dkms'"]),
+        ({"rocm_reboot_parallel": 0}, ["'rocm_reboot_parallel'", "whole number >= 1"]),
+        ({"rocm_kernel_backports_mirror": "deb.debian.org"},
+         ["'rocm_kernel_backports_mirror'", "http:// or https:// URL; or leave it unset"]),
+        ({"rocm_mok_password_env": "MOK PASSWORD"}, ["'rocm_mok_password_env'", "environment"]),
+        ({"rocm_distro_override": "mint 22"}, ["'rocm_distro_override'", "'ubuntu 24.04'"]),
+        ({"rocm_state": "removed"}, ["'rocm_state'", "'present', 'absent'"]),
     ],
-)
+)  # fmt: skip
 def test_bad_input_is_refused_with_key_value_and_valid_values(change, needles):
-    with pytest.raises(ConfigError) as error:
-        load_config({**GOOD, **change}, "gpu07")
-    message = str(error.value)
-    assert message.startswith("gpu07: ")
+    message = refusal({**GOOD, **change})
     for needle in needles:
         assert needle in message, message
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(RENAMED.items()))
+def test_renamed_keys_are_refused_with_their_new_name(old, new):
+    value = SETTINGS[new].default
+    assert refusal({**GOOD, old: value}) == (f"gpu07: inventory key {old!r} was renamed to {new!r}")
+    load_config({**GOOD, new: value})  # the new name takes the same value
+
+
+def test_the_renames_are_the_ones_of_the_previous_release():
+    assert RENAMED == {
+        "driver": "rocm_driver",
+        "amdgpu_apt_base_url": "rocm_amdgpu_apt_base_url",
+        "kernel_backports": "rocm_kernel_backports",
+        "kernel_backports_mirror": "rocm_kernel_backports_mirror",
+        "mok_password_env": "rocm_mok_password_env",
+        "reboot": "rocm_reboot",
+        "reboot_parallel": "rocm_reboot_parallel",
+        "reboot_timeout": "rocm_reboot_timeout",
+        "migrate_from_cuda": "rocm_migrate_from_cuda",
+    }
+
+
+@pytest.mark.parametrize(
+    "key", ["rocm_reboots", "pytorch_index", "torch_versions", "expected_gpus", "gpu_count",
+            "preflight_min_free"],
+)  # fmt: skip
+def test_unknown_keys_under_a_prefix_are_typos(key):
+    assert key.startswith(PREFIXES)
+    message = refusal({**GOOD, key: "x"})
+    assert f"unknown inventory key {key!r}" in message
+    assert "did you mean" in message or "it is not a rocm-fleet setting" in message
+
+
+def test_a_near_miss_names_the_setting_it_resembles():
+    assert refusal({**GOOD, "rocm_reboots": "allow"}) == (
+        "gpu07: unknown inventory key 'rocm_reboots': did you mean 'rocm_reboot'?"
+    )
+    assert refusal({**GOOD, "gpu_count": 1}) == (
+        "gpu07: unknown inventory key 'gpu_count': it is not a rocm-fleet setting"
+    )
+
+
+@pytest.mark.parametrize("number", [6.4, 7, 6.41])
+def test_a_numeric_rocm_version_is_asked_to_be_quoted(number):
+    message = refusal({**GOOD, "rocm_version": number})
+    assert f"'rocm_version' has value {number!r}" in message
+    assert f"({number!r} arrived as a number: quote it in the inventory" in message
+    assert "--data 'rocm_version=\"6.4.3\"'" in message
+
+
+def test_an_unknown_gfx_target_is_refused_listing_the_known_ones():
+    message = refusal({**GOOD, "expected_gfx": ["gfx1100", "gfx9999"]})
+    known = ", ".join(target.gfx for target in GPU_TARGETS)
+    assert message == (
+        f"gpu07: inventory key 'expected_gfx' has value ['gfx1100', 'gfx9999']; expected "
+        f"gfx targets the matrix knows ({known}), one or a list; 'gfx9999' is not one; or "
+        "leave it unset"
+    )
+    assert "gfx942" in known and "gfx1201" in known
 
 
 def test_release_without_torch_index_is_fine_without_pytorch():
@@ -63,8 +164,11 @@ def test_release_without_torch_index_is_fine_without_pytorch():
     assert config.torch_build is None
 
 
-def test_every_setting_is_documented_and_unique():
-    keys = [s.key for s in all_settings()]
-    assert len(keys) == len(set(keys))
-    for s in all_settings():
-        assert s.meaning and s.meaning[0].isupper(), s.key
+def test_every_setting_is_prefixed_documented_and_checked():
+    for key, setting in SETTINGS.items():
+        assert key.startswith(PREFIXES), key
+        meaning = setting.metadata["meaning"]
+        assert meaning[0].isupper() or meaning.startswith("`"), key  # a sentence or a value
+        assert callable(setting.metadata["check"]) and setting.metadata["concern"], key
+        assert key not in RENAMED
+    assert set(RENAMED.values()) <= set(SETTINGS)

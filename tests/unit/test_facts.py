@@ -1,4 +1,4 @@
-"""Unit tests for rocm_fleet.facts: fixture outputs through process(), and the commands themselves.
+"""rocm_fleet.facts: fixture outputs through process(), and the commands themselves.
 
 Outputs are split into lines the way pyinfra hands them to ``process()`` (one string per
 line, newline removed). The sysfs facts' commands are also run for real under ``dash``
@@ -18,18 +18,38 @@ from pathlib import Path
 import pytest
 from pyinfra.api.exceptions import FactProcessError
 
-from rocm_fleet.facts import (
-    DistroRelease,
+from rocm_fleet.facts.apt import (
+    AptSourceLines,
+    DebianMirror,
+    DpkgInterrupted,
+    InstalledPackages,
+    KeyringFingerprints,
+    kernel_releases,
+)
+from rocm_fleet.facts.cache import read_fact, remember_fact
+from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.gpu import (
     KfdNodes,
-    MokKeyState,
     PciGpus,
-    PythonDistVersions,
     RocmAgents,
     RocmVersion,
-    SecureBoot,
-    TorchInfo,
     gfx_from_target_version,
 )
+from rocm_fleet.facts.python import TorchBuildStrings, TorchInfo, VenvDistributions
+from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
+from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.system import (
+    AmdgpuModule,
+    Architecture,
+    DistroRelease,
+    FreeSpace,
+    Identity,
+    LoadedModules,
+    RebootRequired,
+    RunningKernel,
+    Wsl,
+)
+from rocm_fleet.facts.users import GroupMembership
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DASH = shutil.which("dash") or shutil.which("sh")
@@ -350,55 +370,100 @@ def test_torch_info_script_with_fake_rocm_torch(tmp_path):
     assert result["error"] is None
 
 
-def test_python_dist_versions_keeps_local_version_labels():
-    output = [
-        '__dists_json={"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", '
-        '"torchaudio": null}',
-        "__rc=0",
-    ]
-    assert PythonDistVersions().process(output) == {
+def make_venv(root: Path, python: str = "python3.11", dists=(), version_py: str | None = None):
+    """A venv's files as pip leaves them: one ``<name>-<version>.dist-info`` directory per
+    distribution, and torch's generated ``torch/version.py``."""
+    site = root / "lib" / python / "site-packages"
+    site.mkdir(parents=True)
+    for dist in dists:
+        (site / f"{dist}.dist-info").mkdir()
+        (site / f"{dist}.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\n")
+    if version_py is not None:
+        (site / "torch").mkdir()
+        (site / "torch" / "version.py").write_text(version_py)
+    (site / "README.txt").write_text("This directory exists so that 3rd party packages...\n")
+    return site
+
+
+# torch/version.py as torch's setup writes it (torch 2.9 ROCm and CUDA wheels).
+ROCM_VERSION_PY = """\
+from typing import Optional
+
+__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip', 'xpu']
+__version__ = '2.9.1+rocm6.4'
+debug = False
+cuda: Optional[str] = None
+git_version = 'd38164a545b4a4e4e0cf73ce67173f70574890b6'
+hip: Optional[str] = '6.4.43482-0f2d60242'
+xpu: Optional[str] = None
+"""
+CUDA_VERSION_PY = (
+    ROCM_VERSION_PY.replace("2.9.1+rocm6.4", "2.9.1+cu128")
+    .replace("cuda: Optional[str] = None", "cuda: Optional[str] = '12.8'")
+    .replace("hip: Optional[str] = '6.4.43482-0f2d60242'", "hip: Optional[str] = None")
+)
+CPU_VERSION_PY = ROCM_VERSION_PY.replace("2.9.1+rocm6.4", "2.9.1+cpu").replace(
+    "hip: Optional[str] = '6.4.43482-0f2d60242'", "hip: Optional[str] = None"
+)
+ROCM_DISTS = (
+    "torch-2.9.1+rocm6.4",
+    "torchvision-0.24.1+rocm6.4",
+    "torchaudio-2.9.1+rocm6.4",
+    "pytorch_triton_rocm-3.5.1",
+    "numpy-2.3.5",
+    "pip-23.0.1",
+)
+
+
+def test_venv_distributions_read_dist_info_names_with_local_labels(tmp_path):
+    venv = tmp_path / "my venv" / "it's"
+    make_venv(venv, dists=ROCM_DISTS)
+    rc, out = run_sh(VenvDistributions().command(str(venv) + "/"))
+    assert rc == 0
+    assert VenvDistributions().process(out) == {
         "torch": "2.9.1+rocm6.4",
         "torchvision": "0.24.1+rocm6.4",
-        "torchaudio": None,
+        "torchaudio": "2.9.1+rocm6.4",
+        "pytorch_triton_rocm": "3.5.1",
+        "numpy": "2.3.5",
+        "pip": "23.0.1",
     }
-    assert PythonDistVersions().process(["__absent"]) is None
 
 
-def test_python_dist_versions_garbage_raises():
-    with pytest.raises(FactProcessError):
-        PythonDistVersions().process(["SyntaxError: invalid syntax", "__rc=1"])
+def test_venv_distributions_no_venv_empty_venv_and_two_pythons(tmp_path):
+    fact = VenvDistributions()
+    assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1]) is None
+    make_venv(tmp_path / "empty")
+    assert fact.process(run_sh(fact.command(str(tmp_path / "empty")))[1]) == {}
 
 
-def test_python_dist_versions_command_quotes_python_and_names():
-    command = PythonDistVersions().command(python=ODD_PATH, names=["torch", "we'ird name"])
-    assert "'/opt/my venv/it'\"'\"'s $HOME/bin/python'" in command
-    assert command.split(" </dev/null")[0].endswith(" torch 'we'\"'\"'ird name'")
-    with pytest.raises(TypeError):
-        PythonDistVersions().command(python=ODD_PATH, names="torch")
-
-
-def test_python_dist_versions_without_names_lists_every_distribution():
-    import subprocess
-    import sys
-
-    fact = PythonDistVersions()
-    run = subprocess.run(["dash", "-c", fact.command(python=sys.executable)],
-                         capture_output=True, text=True)  # fmt: skip
-    everything = fact.process(run.stdout.splitlines())
-    assert everything["pytest"] == pytest.__version__
-    assert everything["pyinfra"].startswith("3.")
-
-
-@pytest.mark.skipif(not shutil.which("python3"), reason="needs python3")
-def test_python_dist_versions_runs_against_a_real_interpreter(tmp_path):
-    command = PythonDistVersions().command(
-        python=shutil.which("python3"), names=["pip", "surely-not-installed-dist"]
-    )
-    rc, out = run_sh(command)
-    result = PythonDistVersions().process(out)
+@pytest.mark.parametrize(
+    ("version_py", "expected"),
+    [
+        (ROCM_VERSION_PY, {"hip": "6.4.43482-0f2d60242", "cuda": None}),
+        (CUDA_VERSION_PY, {"hip": None, "cuda": "12.8"}),
+        (CPU_VERSION_PY, {"hip": None, "cuda": None}),
+        ("hip = '6.2.41133-dd7f95766'\ncuda = None\n",
+         {"hip": "6.2.41133-dd7f95766", "cuda": None}),
+    ],
+    ids=["rocm", "cuda", "cpu", "untyped"],
+)  # fmt: skip
+def test_torch_build_strings_read_version_py_without_importing_torch(
+    tmp_path, version_py, expected
+):
+    venv = tmp_path / "my venv"
+    make_venv(venv, dists=ROCM_DISTS[:1], version_py=version_py)
+    rc, out = run_sh(TorchBuildStrings().command(str(venv)))
     assert rc == 0
-    assert result["surely-not-installed-dist"] is None
-    assert set(result) == {"pip", "surely-not-installed-dist"}
+    assert TorchBuildStrings().process(out) == expected
+
+
+def test_torch_build_strings_without_torch_is_none(tmp_path):
+    fact = TorchBuildStrings()
+    assert run_sh(fact.command(str(tmp_path / "none"))) == (0, [])
+    assert fact.process([]) is None
+    make_venv(tmp_path / "venv", dists=["pip-23.0.1"])
+    assert fact.process(run_sh(fact.command(str(tmp_path / "venv")))[1]) is None
 
 
 # ---------------------------------------------------------------------------------------
@@ -600,7 +665,9 @@ def test_kfd_nodes_sorted_numerically_and_absent_tree(tmp_path):
 def test_sysfs_commands_are_posix_sh():
     if not shutil.which("dash"):
         pytest.skip("dash not installed")
-    for fact in (PciGpus(), KfdNodes(), RocmAgents(), SecureBoot(), DistroRelease()):
+    for fact in (PciGpus(), KfdNodes(), RocmAgents(), SecureBoot(), DistroRelease(),
+                 InstalledPackages(), DebianMirror(), Architecture(), Identity(), Wsl(),
+                 LoadedModules(), AmdgpuModule(), RebootRequired()):  # fmt: skip
         proc = subprocess.run(
             ["dash", "-n", "-c", fact.command()], capture_output=True, check=False
         )
@@ -609,7 +676,13 @@ def test_sysfs_commands_are_posix_sh():
         (RocmVersion(), {"rocm_path": "/opt/rocm"}),
         (MokKeyState(), {"path": ODD_PATH}),
         (TorchInfo(), {"python": ODD_PATH}),
-        (PythonDistVersions(), {"python": ODD_PATH, "names": ["torch"]}),
+        (VenvDistributions(), {"venv": ODD_PATH}),
+        (TorchBuildStrings(), {"venv": ODD_PATH}),
+        (FileDigest(), {"path": ODD_PATH}),
+        (KeyringFingerprints(), {"path": ODD_PATH}),
+        (AptSourceLines(), {"hosts": ["repo.radeon.com", "repo.amd.com"]}),
+        (FreeSpace(), {"paths": ["/opt", ODD_PATH]}),
+        (GroupMembership(), {"groups": ["video", "render"], "users": ["alice"]}),
     ):
         proc = subprocess.run(
             ["dash", "-n", "-c", fact.command(**kwargs)], capture_output=True, check=False
@@ -661,7 +734,9 @@ def test_distro_release_command_runs_on_this_machine():
         assert DistroRelease().process(out)["id"]
 
 
-# --- state facts behind tasks.operations ------------------------------------------------
+# ---------------------------------------------------------------------------------------
+# apt and dpkg
+# ---------------------------------------------------------------------------------------
 
 GPG_COLONS = """\
 pub:-:4096:1:9386B48A1A693C5C:1471986011:::-:::scSC::::::23::0:
@@ -673,8 +748,6 @@ fpr:::::::::5C1D1AF1AF1B6B0C6B7E0D8E1C4B6C0F6C2B0B7E:
 
 
 def test_keyring_fingerprints_keep_primary_keys_only():
-    from rocm_fleet.facts import KeyringFingerprints
-
     fact = KeyringFingerprints()
     assert fact.process(GPG_COLONS) == ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]
     assert fact.process(["__missing"]) is None
@@ -682,21 +755,156 @@ def test_keyring_fingerprints_keep_primary_keys_only():
     assert "'/etc/apt/keyrings/my keys.gpg'" in fact.command("/etc/apt/keyrings/my keys.gpg")
 
 
-def test_stale_against():
-    from rocm_fleet.facts import StaleAgainst
+# dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n' on a Debian 12 host midway
+# through an interrupted install (Status-Abbrev is want, status, error flag).
+DPKG_LISTING = """\
+ii |curl|7.88.1-10+deb12u14
+ii |libc6:amd64|2.36-9+deb12u9
+ii |linux-image-6.1.0-31-amd64|6.1.128-1
+ii |linux-image-amd64|6.1.128-1
+iU |rocm-core|6.4.3.60403-128~22.04
+iF |rocminfo|1.0.0.60403-128~22.04
+iH |hipcc|1.1.1.60403-128~22.04
+rc |nvidia-driver|535.216.01-1~deb12u1
+un |cuda-toolkit-12-8|
+pn |rocm-smi-lib|
+""".splitlines()
 
-    fact = StaleAgainst()
-    command = fact.command(stamp="/var/lib/x.stamp", inputs=["/etc/a", "/etc/b c"])
-    assert "test /etc/a -nt /var/lib/x.stamp" in command
-    assert "test '/etc/b c' -nt /var/lib/x.stamp" in command
-    assert fact.process(["stale"]) is True and fact.process(["fresh"]) is False
+
+def test_installed_packages_count_half_installed_ones_and_drop_removed_ones():
+    assert InstalledPackages().process(DPKG_LISTING) == {
+        "curl": "7.88.1-10+deb12u14",
+        "libc6": "2.36-9+deb12u9",  # architecture qualifier dropped
+        "linux-image-6.1.0-31-amd64": "6.1.128-1",
+        "linux-image-amd64": "6.1.128-1",
+        "rocm-core": "6.4.3.60403-128~22.04",  # unpacked
+        "rocminfo": "1.0.0.60403-128~22.04",  # half-configured
+        "hipcc": "1.1.1.60403-128~22.04",  # half-installed
+    }
+    assert InstalledPackages().default() == {}
+
+
+def test_installed_packages_command_under_dash(tmp_path):
+    fake_tool(tmp_path, "dpkg-query", 'printf "%s\\n" "ii |curl|7.88.1" "rc |gone|1"; exit 1\n')
+    rc, out = run_sh(InstalledPackages().command(), {"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert (rc, InstalledPackages().process(out)) == (0, {"curl": "7.88.1"})
+    if shutil.which("dpkg-query"):  # this machine's own listing
+        packages = InstalledPackages().process(run_sh(InstalledPackages().command())[1])
+        bash = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "bash"], capture_output=True,
+                              text=True, check=False).stdout  # fmt: skip
+        assert packages["bash"] == bash
+
+
+def test_kernel_releases_from_the_image_packages():
+    packages = {
+        "linux-image-6.1.0-31-amd64": "6.1.128-1",
+        "linux-image-6.12.38+deb12-amd64": "6.12.38-1~bpo12+1",
+        "linux-image-amd64": "6.12.38-1~bpo12+1",  # meta package
+        "linux-image-unsigned-6.8.0-50-generic": "6.8.0-50.51",
+        "linux-image-generic-hwe-24.04": "6.14.0-37.37~24.04.1",  # meta package
+        "linux-headers-6.1.0-31-amd64": "6.1.128-1",
+        "curl": "7.88.1-10+deb12u14",
+    }
+    assert kernel_releases(packages) == [
+        "6.1.0-31-amd64", "6.12.38+deb12-amd64", "6.8.0-50-generic"
+    ]  # fmt: skip
+    assert kernel_releases({}) == []
+
+
+def test_dpkg_interrupted_command_under_dash(tmp_path):
+    fake_tool(
+        tmp_path,
+        "dpkg-query",
+        r"""printf '%s\t%s\n' 'install ok installed' curl \
+'install ok half-configured' rocm-core 'install ok unpacked' rocminfo \
+'deinstall ok config-files' old 'unknown ok not-installed' never
+""",
+    )
+    fact = DpkgInterrupted()
+    rc, out = run_sh(fact.command, {"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert (rc, fact.process(out)) == (0, ["half-configured rocm-core", "unpacked rocminfo"])
+
+
+APT_SOURCES = {
+    "sources.list": "# deb cdrom:[Debian GNU/Linux 12.9.0 _Bookworm_]/ bookworm main\n"
+    "deb http://deb.debian.org/debian/ bookworm main non-free-firmware\n",
+    "sources.list.d/rocm.list": "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] "
+    "https://repo.radeon.com/rocm/apt/6.2 jammy main\n",
+    "sources.list.d/amdgpu.list": "#deb [arch=amd64] https://repo.radeon.com/amdgpu/6.2/ubuntu "
+    "jammy main\n",
+    "sources.list.d/rocm.sources": "Types: deb\n"
+    "URIs: https://repo.amd.com/rocm/packages/ubuntu2404\nSuites: noble\nComponents: main\n",
+}
+
+
+def etc_apt(root: Path, files: dict[str, str]) -> Path:
+    for name, content in files.items():
+        (root / "apt" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "apt" / name).write_text(content)
+    return root
+
+
+def test_apt_source_lines_of_amds_hosts_one_line_and_deb822(tmp_path):
+    etc = etc_apt(tmp_path, APT_SOURCES)
+    fact = AptSourceLines()
+    command = fact.command(hosts=["repo.radeon.com", "repo.amd.com"]).replace("/etc/", f"{etc}/")
+    rc, out = run_sh(command)
+    assert rc == 0
+    assert sorted(fact.process(out)) == [
+        [f"{etc}/apt/sources.list.d/rocm.list", APT_SOURCES["sources.list.d/rocm.list"].strip()],
+        [f"{etc}/apt/sources.list.d/rocm.sources",
+         "URIs: https://repo.amd.com/rocm/packages/ubuntu2404"],
+    ]  # fmt: skip
+    (tmp_path / "none").mkdir()
+    assert run_sh(command.replace(str(etc), str(tmp_path / "none"))) == (0, [])
+    assert fact.default() == []
+
+
+DEBIAN_SOURCES_822 = """\
+Types: deb deb-src
+URIs: http://ftp.de.debian.org/debian/
+Suites: trixie trixie-updates
+Components: main non-free-firmware
+Signed-By: /usr/share/keyrings/debian-archive-keyring.pgp
+
+Types: deb deb-src
+URIs: http://security.debian.org/debian-security
+Suites: trixie-security
+Components: main non-free-firmware
+Signed-By: /usr/share/keyrings/debian-archive-keyring.pgp
+"""
+SECURITY_FIRST = """\
+deb http://security.debian.org/debian-security bookworm-security main non-free-firmware
+deb-src http://deb.debian.org/debian bookworm main
+
+# bookworm-updates, to get updates before a point release is made;
+deb [arch=amd64 signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] https://mirror.example.org/debian bookworm main non-free-firmware
+"""  # noqa: E501 - a sources.list line as written
+
+
+@pytest.mark.parametrize(
+    ("files", "mirror"),
+    [
+        ({"sources.list.d/debian.sources": DEBIAN_SOURCES_822}, "http://ftp.de.debian.org/debian"),
+        ({"sources.list": SECURITY_FIRST}, "https://mirror.example.org/debian"),
+        ({"sources.list": APT_SOURCES["sources.list"]}, "http://deb.debian.org/debian"),
+        ({"sources.list.d/debian.sources": DEBIAN_SOURCES_822,
+          "sources.list": "# moved to debian.sources\n"}, "http://ftp.de.debian.org/debian"),
+        ({"sources.list": "deb http://archive.ubuntu.com/ubuntu noble main\n"}, None),
+        ({}, None),
+    ],
+    ids=["deb822", "one-line with options", "one-line", "both", "ubuntu", "no sources"],
+)  # fmt: skip
+def test_debian_mirror_from_deb822_and_one_line_sources(tmp_path, files, mirror):
+    etc = etc_apt(tmp_path, files)
+    (etc / "apt").mkdir(exist_ok=True)
+    fact = DebianMirror()
+    rc, out = run_sh(fact.command().replace("/etc/", f"{etc}/"))
+    assert rc == 0
+    assert fact.process(out) == mirror
 
 
 def test_group_membership_in_one_read():
-    import subprocess
-
-    from rocm_fleet.facts import GroupMembership
-
     fact = GroupMembership()
     output = ["__group video", "__user alice alice video", "__nouser bob"]
     assert fact.process(output) == {
@@ -705,31 +913,169 @@ def test_group_membership_in_one_read():
     }
     # The command runs under dash and reports this machine's root and a missing user.
     command = fact.command(groups=["root", "no-such-group"], users=["root", "no-such-user"])
-    lines = subprocess.run(["dash", "-c", command], capture_output=True, text=True).stdout
-    parsed = fact.process(lines.splitlines())
+    parsed = fact.process(run_sh(command)[1])
     assert parsed["groups"] == ["root"]
     assert parsed["users"]["root"][0] == "root" and parsed["users"]["no-such-user"] is None
+    assert fact.default() == {"groups": [], "users": {}}
 
 
-def test_file_digest_reads_mode_and_sha256(tmp_path):
+def test_file_digest_reads_mode_sha256_and_mtime(tmp_path):
     import hashlib
-    import subprocess
-
-    from rocm_fleet.facts import FileDigest
 
     path = tmp_path / "rocm pin"
     path.write_text("Package: *\n")
     path.chmod(0o640)
+    os.utime(path, (1_764_460_800, 1_764_460_800))
     fact = FileDigest()
-    run = subprocess.run(["dash", "-c", fact.command(str(path))], capture_output=True, text=True)
-    assert fact.process(run.stdout.splitlines()) == {
+    rc, out = run_sh(fact.command(str(path)))
+    assert rc == 0
+    assert fact.process(out) == {
         "mode": "640",
         "sha256": hashlib.sha256(b"Package: *\n").hexdigest(),
+        "mtime": 1_764_460_800,
     }
-    missing = subprocess.run(
-        ["dash", "-c", fact.command(str(tmp_path / "none"))], capture_output=True, text=True
+    assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1]) is None
+    assert fact.process(run_sh(fact.command(str(tmp_path)))[1]) is None  # a directory
+
+
+# ---------------------------------------------------------------------------------------
+# system
+# ---------------------------------------------------------------------------------------
+
+
+def test_identity_architecture_wsl_and_modules_on_this_machine():
+    rc, out = run_sh(Identity().command())
+    assert rc == 0 and Identity().process(out)["uid"] == os.getuid()
+    assert Identity().process([]) == Identity().default() == {"uid": None, "user": None}
+    assert Identity().process(["1000", "admin"]) == {"uid": 1000, "user": "admin"}
+    if shutil.which("dpkg"):
+        assert (
+            Architecture().process(run_sh(Architecture().command())[1])
+            == subprocess.run(
+                ["dpkg", "--print-architecture"], capture_output=True, text=True, check=False
+            ).stdout.strip()
+        )
+    assert Architecture().process([]) is None
+    assert run_sh(Wsl().command())[0] == 0
+    assert Wsl().process(["interop"]) is True and Wsl().process([]) is False
+    rc, out = run_sh(LoadedModules().command())
+    assert rc == 0 and LoadedModules().process(out) == sorted(set(LoadedModules().process(out)))
+    assert LoadedModules().process(["nvidia_uvm", "amdgpu", "", "nvidia_uvm"]) == [
+        "amdgpu", "nvidia_uvm"
+    ]  # fmt: skip
+
+
+def test_amdgpu_module_inbox_dkms_and_absent():
+    assert AmdgpuModule().process(["loaded", "initstate=live"]) == {
+        "loaded": True, "version": None, "initstate": "live"
+    }  # fmt: skip
+    assert AmdgpuModule().process(["loaded", "version=6.12.12", "initstate=live"])["version"] == (
+        "6.12.12"
     )
-    assert fact.process(missing.stdout.splitlines()) is None
+    assert AmdgpuModule().process([]) == AmdgpuModule().default()
+    assert AmdgpuModule().default() == {"loaded": False, "version": None, "initstate": None}
+
+
+def test_free_space_measures_a_missing_path_at_its_parent(tmp_path):
+    fact = FreeSpace()
+    missing = tmp_path / "opt" / "rocm-fleet" / "venv"
+    rc, out = run_sh(fact.command([str(tmp_path), str(missing)]))
+    assert rc == 0
+    (here, there) = fact.process(out)
+    assert here["path"] == str(tmp_path) and there["path"] == str(missing)
+    assert here["mount"] == there["mount"] and here["avail"] > 0
+    assert fact.process([
+        "/opt /dev/nvme0n1p2 479597248 120000000 335191204 27% /",
+        "/var/cache/apt/archives /dev/nvme0n1p3 98304000 90000000 8304000 92% /var",
+    ]) == [
+        {"path": "/opt", "mount": "/", "avail": 335191204 * 1024},
+        {"path": "/var/cache/apt/archives", "mount": "/var", "avail": 8304000 * 1024},
+    ]  # fmt: skip
+    assert fact.command([]) == "true" and fact.default() == []
+
+
+def test_reboot_required_reads_debians_files_and_our_reasons():
+    output = ["__required", "__pkg=linux-image-6.12.38+deb12-amd64", "__pkg=amdgpu-dkms",
+              "__reason=new driver amdgpu-dkms", "__reason=new driver amdgpu-dkms"]  # fmt: skip
+    assert RebootRequired().process(output) == {
+        "required": True,
+        "packages": ["linux-image-6.12.38+deb12-amd64", "amdgpu-dkms"],
+        "reasons": ["new driver amdgpu-dkms"],
+    }
+    assert RebootRequired().process([]) == RebootRequired().default()
+
+
+# ---------------------------------------------------------------------------------------
+# Survey: many facts in one command
+# ---------------------------------------------------------------------------------------
+
+
+def survey_reads(tmp_path: Path) -> list[Read]:
+    pin = tmp_path / "rocm-pin-600"
+    pin.write_text("Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n")
+    return [
+        Read("kernel", RunningKernel),
+        Read("groups", GroupMembership, {"groups": ["root"], "users": ["root", "nobody-here"]}),
+        Read("dpkg", DpkgInterrupted),  # a fact whose command is a string
+        Read("pin", FileDigest, {"path": str(pin)}),
+        Read("missing", FileDigest, {"path": str(tmp_path / "none")}),
+        Read("rocm", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
+        Read("reboot", RebootRequired),
+    ]
+
+
+def test_survey_answers_each_read_as_the_fact_alone_would(tmp_path):
+    reads = survey_reads(tmp_path)
+    fact = Survey()
+    rc, out = run_sh(fact.command(reads=reads))
+    assert rc == 0
+    survey = fact.process(out)
+    assert list(survey) == [read.key for read in reads]
+    for read in reads:
+        alone = read.fact()
+        command = alone.command if isinstance(alone.command, str) else alone.command(**read.kwargs)
+        lines = run_sh(command)[1]
+        assert survey[read.key] == (alone.process(lines) if lines else alone.default()), read.key
+    assert survey["groups"]["users"]["nobody-here"] is None
+    assert survey["pin"]["mode"] == "644" and survey["missing"] is None
+    assert repr(reads[0]) == "kernel"  # what pyinfra's debug log prints
+
+
+def test_survey_gives_defaults_for_empty_sections_and_survives_a_failing_one(tmp_path):
+    (tmp_path / "rocm" / ".info" / "version").mkdir(parents=True)  # cat fails: a directory
+    reads = [
+        Read("rocm", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
+        Read("packages", InstalledPackages),
+        Read("reboot", RebootRequired),
+        Read("groups", GroupMembership, {"groups": ["root"], "users": []}),
+    ]
+    fact = Survey()
+    fact.command(reads=reads)
+    assert fact.process([f"__survey_section={i}" for i in range(4)]) == {
+        "rocm": None,
+        "packages": {},
+        "reboot": {"required": False, "packages": [], "reasons": []},
+        "groups": {"groups": [], "users": {}},
+    }
+    rc, out = run_sh(fact.command(reads=reads))
+    survey = fact.process(out)
+    assert rc == 0 and survey["rocm"] is None
+    assert survey["groups"] == {"groups": ["root"], "users": {}}  # the next section still ran
+
+
+def test_survey_incomplete_output_raises_and_keys_are_unique(tmp_path):
+    reads = survey_reads(tmp_path)
+    fact = Survey()
+    fact.command(reads=reads)
+    with pytest.raises(FactProcessError, match="incomplete survey output"):
+        fact.process(["__survey_section=0", "6.1.0-31-amd64", "__survey_section=1"])
+    with pytest.raises(ValueError, match="unique"):
+        Survey().command(reads=[Read("kernel", RunningKernel), Read("kernel", RunningKernel)])
+
+
+# ---------------------------------------------------------------------------------------
+# cache: one read between two changes
+# ---------------------------------------------------------------------------------------
 
 
 def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
@@ -739,8 +1085,6 @@ def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
     from pyinfra.connectors.util import CommandOutput
     from pyinfra.context import ctx_host, ctx_state
 
-    from rocm_fleet.facts import RunningKernel, read_fact, remember_fact
-
     inventory = Inventory((["node"], {}))
     state = State(inventory, Config())
     host = inventory.get_host("node")
@@ -748,21 +1092,32 @@ def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
     calls = []
 
     def get_fact(fact, **kwargs):
-        calls.append(fact.__name__)
-        return next(answers)
+        calls.append((fact.__name__, kwargs))
+        return next(answers) if fact is RunningKernel else {"mode": "644", "sha256": "0" * 64,
+                                                                "mtime": 1}  # fmt: skip
 
     host.get_fact = get_fact
     with ctx_state.use(state), ctx_host.use(host):
         assert read_fact(RunningKernel) == "6.1.0-50-amd64"
         assert read_fact(RunningKernel) == "6.1.0-50-amd64"
-        assert calls == ["RunningKernel"]  # the second read was served from the first
+        assert calls == [("RunningKernel", {})]  # the second read was served from the first
+        read_fact(FileDigest, path="/a")
+        read_fact(FileDigest, path="/b")  # other arguments: another read
+        read_fact(FileDigest, path="/a")
+        assert [c[1] for c in calls[1:]] == [{"path": "/a"}, {"path": "/b"}]
 
         # An operation that changed the host (say, a reboot) makes the value stale.
         meta = OperationMeta("hash", True)
         state.ops[host]["hash"] = StateOperationHostData(lambda: iter(()), {}, meta)
         meta.set_complete(True, [StringCommand("reboot")], CommandOutput([]))
         assert read_fact(RunningKernel) == "6.12.95+deb12-amd64"
-        assert calls == ["RunningKernel", "RunningKernel"]
+        assert len(calls) == 4
+
+        # One that ran without changing anything doesn't.
+        quiet = OperationMeta("quiet", False)
+        state.ops[host]["quiet"] = StateOperationHostData(lambda: iter(()), {}, quiet)
+        quiet.set_complete(True, [], CommandOutput([]))
+        assert read_fact(RunningKernel) == "6.12.95+deb12-amd64" and len(calls) == 4
 
         remember_fact(RunningKernel, "7.0.0-1-amd64")  # read as part of a larger read
-        assert read_fact(RunningKernel) == "7.0.0-1-amd64" and len(calls) == 2
+        assert read_fact(RunningKernel) == "7.0.0-1-amd64" and len(calls) == 4

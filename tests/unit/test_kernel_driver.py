@@ -1,6 +1,7 @@
-"""Plan-level tests for tasks/kernel.py, driver.py, secureboot.py and reboot.py: every
-Secure Boot / MOK state, Ubuntu's HWE kernel, the amdgpu repository per release, and the
-SHA-512 crypt the MOK password is handed over as."""
+"""Plan-level tests for the kernel, amdgpu driver, Secure Boot and reboot concerns: every
+Secure Boot / MOK state, Debian backports and Ubuntu's HWE kernel, the amdgpu repository
+per release, headers for Debian's ABI bumps, and the SHA-512 crypt the MOK password is
+handed over as."""
 
 from __future__ import annotations
 
@@ -9,72 +10,67 @@ from pathlib import Path
 
 import pytest
 from pyinfra.api import FileUploadCommand
-from pyinfra.facts.server import LinuxDistribution
 
-from rocm_fleet import matrix
-from rocm_fleet.facts import (
-    InstalledKernels,
-    MokKeyState,
-    MokPending,
-    RebootRequired,
-    RunningKernel,
-    SecureBoot,
-)
-from rocm_fleet.secureboot import PENDING, sha512_crypt
-from unit.surveys import fresh_survey
-from unit.test_plan import FreshHost, plan_ops, written
+from rocm_fleet import matrix, paths
+from rocm_fleet.driver import header_packages
+from rocm_fleet.facts.secureboot import SecureBoot
+from rocm_fleet.operations.secureboot import PENDING, sha512_crypt
+from rocm_fleet.versions import kernel_key, newer_kernels
+from unit.surveys import SurveyHost, fresh_survey, plan, script_call
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures" / "mokutil"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mokutil"
 PASSWORD = "correct horse battery staple"
+D12 = "6.1.0-31-amd64"
 U24 = "6.8.0-50-generic"
+U22 = "5.15.0-130-generic"
 REBOOT = "Reboot | Reboot hosts that need it (when allowed)"
+# PCI device IDs (tests/fixtures/sysfs, rocm_fleet/pci_ids.py): Navi 31 and Navi 48.
+DEVICE = {"gfx1100": "0x744c", "gfx1201": "0x7550"}
+NO_REBOOT = {"required": False, "packages": [], "reasons": []}
 
 
 def sb(name: str) -> dict:
-    return SecureBoot().process((FIXTURES / name).read_text().splitlines())
+    return SecureBoot().process([*(FIXTURES / name).read_text().splitlines(), "__rc=0"])
 
 
-class Host(FreshHost):
-    def __init__(self, os_name, kernel="6.1.0-50-amd64", installed=(),
-                 sb_state="sb_state_disabled.txt", key="not_enrolled", pending=False,
-                 reboot=None, packages=None, pci_device="0x744c"):  # fmt: skip
-        super().__init__(os_name, packages=packages)
-        self.kernel, self.pci_device = kernel, pci_device
-        self.facts[RunningKernel] = kernel
-        self.facts[InstalledKernels] = list(installed)
-        self.facts[SecureBoot] = sb(sb_state)
-        self.facts[MokKeyState] = {"state": key, "message": ""}
-        self.facts[MokPending] = {"pending": pending, "fingerprint": "aa", "requests": []}
-        self.facts[RebootRequired] = reboot or RebootRequired.default()
-
-    def __call__(self, fact, *args, **kwargs):
-        if fact.__name__ == "NodeSurvey":  # preflight's read: this host's kernel and GPU
-            pci = [{"slot": "0000:03:00.0", "device": self.pci_device, "class": "0x030000",
-                    "driver": None}]  # fmt: skip
-            release_meta = self.facts[LinuxDistribution]["release_meta"]
-            return fresh_survey(release_meta, kernel=self.kernel, kernels=[self.kernel], pci=pci)
-        return super().__call__(fact, *args, **kwargs)
+# Debian's and Ubuntu's kernel image package versions for the releases used here.
+IMAGE_VERSIONS = {D12: "6.1.128-1", "6.1.0-28-amd64": "6.1.119-1", U24: "6.8.0-50.51",
+                  U22: "5.15.0-130.140", "6.12.38+deb12-amd64": "6.12.38-1~bpo12+1",
+                  "5.10.0-30-amd64": "5.10.218-1", "6.12.48+deb13-amd64": "6.12.48-1"}  # fmt: skip
 
 
-def plan(os_name: str, data: dict, monkeypatch=None, **facts) -> dict[str, list]:
-    gfx = data.get("expected_gfx")
-    facts.setdefault("pci_device", "0x7550" if gfx == "gfx1201" else "0x744c")  # pci.ids
-    ops = plan_ops(data, Host(os_name, **facts))
-    return {name: (commands, meta) for name, commands, meta in ops}
+def kernel_packages(*releases: str) -> dict[str, str]:
+    """The ``linux-image-<release>`` packages of installed kernels (InstalledPackages)."""
+    return {f"linux-image-{r}": IMAGE_VERSIONS[r] for r in releases}
 
 
-def commands(planned, fragment):
-    (name,) = [n for n in planned if fragment in n]
-    return planned[name][0]
+def host(os_name: str, data: dict, kernel: str = D12, installed=(), sb_state=None,
+         key="not_enrolled", pending=False, reboot=None) -> SurveyHost:  # fmt: skip
+    """A fresh host running ``kernel`` (and with the ``installed`` kernels) with the GPU of
+    ``expected_gfx`` on PCI; Secure Boot and the MOK as mokutil reports them."""
+    gfx = data.get("expected_gfx", "gfx1100")
+    pci = [{"slot": "0000:03:00.0", "device": DEVICE[gfx], "class": "0x030000", "driver": None}]
+    survey = fresh_survey(os_name, kernel=kernel, pci=pci, reboot=reboot or NO_REBOOT)
+    survey["packages"].update(kernel_packages(kernel, *installed))
+    if sb_state is not None:
+        survey["secure_boot"] = sb(sb_state)
+        for cert, _key in paths.MOK_KEYS.values():
+            survey[f"mok {cert}"] = {"state": key, "message": ""}
+            survey[f"mok-new {cert}"] = {"pending": pending, "fingerprint": "c8:39:a7",
+                                         "requests": ["c8:39:a7"] if pending else []}  # fmt: skip
+    return SurveyHost(survey)
 
 
-def text(cmds) -> str:
-    return "\n".join(str(c) for c in cmds)
+def planned_for(os_name: str, data: dict, **facts):
+    return plan(data, host(os_name, data, **facts))
+
+
+def text(op) -> str:
+    return "\n".join(str(c) for c in op.commands)
 
 
 RDNA4 = {"rocm_version": "6.4.3", "expected_gfx": "gfx1201", "pytorch_install": False}
-DKMS = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "driver": "dkms",
+DKMS = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_driver": "dkms",
         "pytorch_install": False}  # fmt: skip
 
 
@@ -100,55 +96,86 @@ def test_sha512_crypt_matches_the_reference_vector_and_glibc():
 
 
 def test_rdna4_on_debian_12_gets_the_backports_kernel():
-    planned = plan("debian-12", RDNA4)
-    assert written(commands(planned, "Add the Debian backports source")) == (
-        "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n"
-        "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
+    planned = planned_for("debian-12", RDNA4)
+    (source,) = planned.find("Add the Debian backports source").commands
+    assert script_call(source) == (
+        "text-file",
+        [
+            paths.BACKPORTS_SOURCE,
+            "644",
+            "Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm-backports\n"
+            "Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n",
+        ],
     )
-    assert written(commands(planned, "Keep backports at")) == (
-        "Package: *\nPin: release n=bookworm-backports\nPin-Priority: 100\n"
+    (pin,) = planned.find("Keep backports at").commands
+    assert script_call(pin) == (
+        "text-file",
+        [
+            paths.BACKPORTS_PIN,
+            "644",
+            "Package: *\nPin: release n=bookworm-backports\nPin-Priority: 100\n",
+        ],
     )
-    install = text(commands(planned, "Install the newer kernel"))
-    assert "install --no-remove --no-install-recommends -t bookworm-backports" in install
-    assert "linux-image-amd64 linux-headers-amd64" in install
-    assert "/run/reboot-required" in install
-    # Without reboot: allow, the reboot operation only reports.
-    assert commands(planned, "Reboot hosts that need it") == []
+    update, _stamp = planned.find("Refresh apt lists after adding backports").commands
+    assert script_call(update) == ("apt-get", ["update"])
+    (install,) = planned.find("Install the newer kernel").commands
+    assert script_call(install) == (
+        "newer-kernel",
+        [
+            D12,
+            "bookworm-backports",
+            "--no-install-recommends",
+            "linux-image-amd64",
+            "linux-headers-amd64",
+        ],
+    )
+    # Without rocm_reboot: allow, the reboot operation only reports the planned reboot.
+    reboot = planned.find("Reboot hosts that need it")
+    assert reboot.commands == [] and reboot.name not in planned.changes
+
+
+def test_backports_use_the_mirror_the_host_already_uses():
+    data = {**RDNA4, "rocm_kernel_backports_mirror": None}
+    survey = host("debian-12", data).survey
+    survey["mirror"] = "http://ftp.de.debian.org/debian"
+    (source,) = plan(data, SurveyHost(survey)).find("Add the Debian backports source").commands
+    assert "URIs: http://ftp.de.debian.org/debian\n" in script_call(source)[1][2]
+    mirrored = {**RDNA4, "rocm_kernel_backports_mirror": "https://mirror.example/debian"}
+    (source,) = planned_for("debian-12", mirrored).find("Add the Debian backports").commands
+    assert "URIs: https://mirror.example/debian\n" in script_call(source)[1][2]
 
 
 @pytest.mark.parametrize(
     ("data", "kernel", "expect"),
     [
-        ({**RDNA4, "kernel_backports": "never"}, "6.1.0-50-amd64", False),
-        ({**RDNA4, "expected_gfx": "gfx1100"}, "6.1.0-50-amd64", False),  # 6.0 is enough
-        (
-            {**RDNA4, "expected_gfx": "gfx1100", "kernel_backports": "always"},
-            "6.1.0-50-amd64",
-            True,
-        ),
-        (RDNA4, "6.12.95+deb12-amd64", False),  # already new enough
+        ({**RDNA4, "rocm_kernel_backports": "never"}, D12, False),
+        ({**RDNA4, "expected_gfx": "gfx1100"}, D12, False),  # 6.0 is enough
+        ({**RDNA4, "expected_gfx": "gfx1100", "rocm_kernel_backports": "always"}, D12, True),
+        (RDNA4, "6.12.38+deb12-amd64", False),  # already new enough
     ],
 )
 def test_kernel_backports_auto_always_never(data, kernel, expect):
-    planned = plan("debian-12", data, kernel=kernel)
-    assert any("Install the newer kernel" in n for n in planned) is expect
+    planned = planned_for("debian-12", data, kernel=kernel)
+    assert any("Install the newer kernel" in n for n in planned.names) is expect
 
 
 def test_debian_13_has_no_backports_kernel_to_add():
-    planned = plan("debian-13", {**RDNA4, "rocm_version": "7.2.1"}, kernel="6.12.48+deb13-amd64")
-    assert not any("backports" in n or "newer kernel" in n for n in planned)
+    planned = planned_for(
+        "debian-13", {**RDNA4, "rocm_version": "7.2.1"}, kernel="6.12.48+deb13-amd64"
+    )
+    assert not any("backports" in n or "newer kernel" in n for n in planned.names)
 
 
 @pytest.mark.parametrize(
-    ("os_name", "meta"),
-    [("ubuntu-22.04", "linux-generic-hwe-22.04"), ("ubuntu-24.04", "linux-generic-hwe-24.04")],
-)
-def test_ubuntu_gets_the_hwe_kernel(os_name, meta):
-    kernel = "5.15.0-130-generic" if os_name == "ubuntu-22.04" else "6.8.0-50-generic"
-    planned = plan(os_name, RDNA4, kernel=kernel)
-    install = text(commands(planned, "Install the newer kernel"))
-    assert f"install --no-remove --install-recommends  {meta}" in install
-    assert not any("backports" in n for n in planned)
+    ("os_name", "kernel", "meta"),
+    [("ubuntu-22.04", U22, "linux-generic-hwe-22.04"),
+     ("ubuntu-24.04", U24, "linux-generic-hwe-24.04")],
+)  # fmt: skip
+def test_ubuntu_gets_the_hwe_kernel(os_name, kernel, meta):
+    planned = planned_for(os_name, RDNA4, kernel=kernel)
+    (install,) = planned.find("Install the newer kernel").commands
+    assert script_call(install) == ("newer-kernel", [kernel, "", "--install-recommends", meta])
+    assert not any("backports" in n for n in planned.names)
 
 
 # --- driver -----------------------------------------------------------------------------------
@@ -160,44 +187,69 @@ def test_ubuntu_gets_the_hwe_kernel(os_name, meta):
      ("7.0.2", "amdgpu/30.10.2/ubuntu"), ("7.2.0", "amdgpu/30.30.0/ubuntu")],
 )  # fmt: skip
 def test_amdgpu_repository_per_release(version, path):
-    data = {**DKMS, "rocm_version": version}
-    planned = plan("ubuntu-24.04", data, kernel=U24)
-    line = written(commands(planned, "Point apt at AMD's amdgpu driver repository"))
-    assert line == (
-        f"deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] https://repo.radeon.com/{path} "
-        "noble main\n"
+    planned = planned_for("ubuntu-24.04", {**DKMS, "rocm_version": version}, kernel=U24)
+    (line,) = planned.find("Point apt at AMD's amdgpu driver repository").commands
+    assert script_call(line) == (
+        "text-file",
+        [
+            paths.AMDGPU_SOURCE,
+            "644",
+            f"deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] https://repo.radeon.com/{path} "
+            "noble main\n",
+        ],
     )
+    update, _stamp = planned.find("Refresh apt lists after a driver source change").commands
+    assert script_call(update) == ("apt-get", ["update"])
 
 
 def test_release_without_a_known_driver_is_refused_for_dkms():
-    planned = plan("ubuntu-24.04", {**DKMS, "rocm_version": "7.2.1"}, kernel=U24)
-    assert "does not record which amdgpu driver ROCm 7.2.1 ships" in text(
-        commands(planned, "Refuse driver: dkms")
-    )
+    planned = planned_for("ubuntu-24.04", {**DKMS, "rocm_version": "7.2.1"}, kernel=U24)
+    refusal = planned.find("Refuse rocm_driver: dkms")
+    assert "does not record which amdgpu driver ROCm 7.2.1 ships" in text(refusal)
+    assert not any("amdgpu-dkms" in n for n in planned.names)
 
 
 def test_headers_for_the_running_and_every_newer_kernel():
-    installed = ["6.1.0-50-amd64", "6.12.95+deb12-amd64", "5.10.0-30-amd64"]
-    planned = plan("debian-12", DKMS, installed=installed)
-    install = text(commands(planned, "Install kernel headers and amdgpu-dkms"))
-    assert "linux-headers-6.1.0-50-amd64 linux-headers-6.12.95+deb12-amd64 amdgpu-dkms" in install
-    assert "5.10.0-30" not in install and "--no-remove" in install
-    ubuntu = plan("ubuntu-22.04", DKMS, kernel="6.8.0-50-generic")
-    assert "linux-modules-extra-6.8.0-50-generic" in text(
-        commands(ubuntu, "Install kernel headers and amdgpu-dkms")
+    installed = ["6.12.38+deb12-amd64", "5.10.0-30-amd64"]
+    planned = planned_for("debian-12", DKMS, installed=installed)
+    (install,) = planned.find("Install kernel headers and amdgpu-dkms").commands
+    assert script_call(install) == (
+        "dkms-driver",
+        ["amdgpu-dkms", f"linux-headers-{D12}", "linux-headers-6.12.38+deb12-amd64", "amdgpu-dkms"],
     )
+    ubuntu = planned_for("ubuntu-22.04", DKMS, kernel=U22)
+    (install,) = ubuntu.find("Install kernel headers and amdgpu-dkms").commands
+    assert script_call(install)[1] == ["amdgpu-dkms", f"linux-headers-{U22}",
+                                       f"linux-modules-extra-{U22}", "amdgpu-dkms"]  # fmt: skip
+
+
+def test_debian_abi_bump_is_a_newer_kernel_that_needs_its_headers():
+    """Debian 12 bumps the ABI number for each security update: running 6.1.0-28 with
+    6.1.0-31 installed (not booted yet), DKMS must build for both."""
+    running, installed = "6.1.0-28-amd64", ["6.1.0-28-amd64", "6.1.0-31-amd64"]
+    assert kernel_key("6.1.0-31-amd64") == (6, 1, 0, 31) > kernel_key(running) == (6, 1, 0, 28)
+    assert newer_kernels(running, installed) == ["6.1.0-31-amd64"]
+    row = matrix.distro("debian", "12")
+    assert header_packages(row, running, installed) == [
+        "linux-headers-6.1.0-28-amd64",
+        "linux-headers-6.1.0-31-amd64",
+    ]
+    planned = planned_for("debian-12", DKMS, kernel=running, installed=["6.1.0-31-amd64"])
+    (install,) = planned.find("Install kernel headers and amdgpu-dkms").commands
+    assert script_call(install)[1] == ["amdgpu-dkms", "linux-headers-6.1.0-28-amd64",
+                                       "linux-headers-6.1.0-31-amd64", "amdgpu-dkms"]  # fmt: skip
 
 
 def test_inbox_driver_adds_nothing():
-    planned = plan("debian-12", {**DKMS, "driver": "inbox"})
-    assert not any("amdgpu" in n or "Secure Boot" in n for n in planned)
+    planned = planned_for("debian-12", {**DKMS, "rocm_driver": "inbox"})
+    assert not any("amdgpu" in n or "Secure Boot" in n for n in planned.names)
 
 
 # --- Secure Boot: every state ---------------------------------------------------------------
 
 
 def queue(planned):
-    return commands(planned, "Queue the DKMS signing key for MOK enrollment")
+    return planned.find("Queue the DKMS signing key for MOK enrollment")
 
 
 @pytest.mark.parametrize(
@@ -206,34 +258,49 @@ def queue(planned):
      "sb_state_unsupported.txt"],
 )  # fmt: skip
 def test_secure_boot_off_legacy_or_unsupported_needs_no_key(sb_state):
-    planned = plan("debian-12", DKMS, sb_state=sb_state)
-    assert commands(planned, "Create the DKMS signing key") == []
-    assert queue(planned) == []
+    planned = planned_for("debian-12", DKMS, sb_state=sb_state)
+    (tools,) = planned.find("Install mokutil and openssl").commands
+    assert script_call(tools) == ("packages-install", ["", "mokutil", "openssl"])
+    assert planned.find("Create the DKMS signing key").commands == []
+    assert queue(planned).commands == []
 
 
 def test_secure_boot_on_without_a_key_creates_and_queues_it(monkeypatch):
     monkeypatch.setenv("ROCM_FLEET_MOK_PASSWORD", PASSWORD)
-    planned = plan("debian-12", DKMS, sb_state="sb_state_enabled.txt", key="missing")
-    create = text(commands(planned, "Create the DKMS signing key"))
-    assert 'openssl req -new -x509 -nodes -days 36500 -subj "/CN=DKMS module signing key"' in create
-    assert "-keyout /var/lib/dkms/mok.key" in create and "-out /var/lib/dkms/mok.pub" in create
-    cmds = queue(planned)
+    planned = planned_for("debian-12", DKMS, sb_state="sb_state_enabled.txt", key="missing")
+    (create,) = planned.find("Create the DKMS signing key").commands
+    assert script_call(create) == (
+        "signing-key",
+        ["/var/lib/dkms/mok.pub", "/var/lib/dkms/mok.key"],
+    )
+    cmds = queue(planned).commands
     (upload,) = [c for c in cmds if isinstance(c, FileUploadCommand)]
     hashed = upload.src.getvalue().strip()
     assert hashed.startswith("$6$") and upload.dest == "/run/rocm-fleet/mok-import.hash"
-    assert "mokutil --import /var/lib/dkms/mok.pub --hash-file /run/rocm-fleet/mok-import.hash" in (
-        text(cmds)
+    (importing,) = [script_call(c) for c in cmds[2:3]]
+    assert importing == ("mok-import", ["/var/lib/dkms/mok.pub", "/run/rocm-fleet/mok-import.hash"])
+    everything = " ".join(str(c) for op in planned.ops for c in op.commands)
+    assert PASSWORD not in everything
+    # The queued key needs the reboot into MokManager: with rocm_reboot: allow it is planned.
+    allowed = planned_for(
+        "debian-12",
+        {**DKMS, "rocm_reboot": "allow"},
+        sb_state="sb_state_enabled.txt",
+        key="missing",
     )
-    assert PASSWORD not in text(cmds) and PASSWORD not in str(planned)
+    assert "( sleep 1 && reboot )" in text(allowed.find("Reboot hosts that need it"))
 
 
 def test_ubuntu_uses_update_secureboot_policy_and_shims_cert(monkeypatch):
     monkeypatch.setenv("ROCM_FLEET_MOK_PASSWORD", PASSWORD)
-    planned = plan("ubuntu-24.04", DKMS, sb_state="sb_state_enabled.txt", key="missing", kernel=U24)
-    assert text(commands(planned, "Create the DKMS signing key")) == (
-        "update-secureboot-policy --new-key"
+    planned = planned_for(
+        "ubuntu-24.04", DKMS, kernel=U24, sb_state="sb_state_enabled.txt", key="missing"
     )
-    assert "mokutil --import /var/lib/shim-signed/mok/MOK.der" in text(queue(planned))
+    (tools,) = planned.find("Install mokutil and openssl").commands
+    assert script_call(tools) == ("packages-install", ["", "mokutil", "openssl", "shim-signed"])
+    assert text(planned.find("Create the DKMS signing key")) == "update-secureboot-policy --new-key"
+    (importing,) = [script_call(c) for c in queue(planned).commands[2:3]]
+    assert importing[1][0] == "/var/lib/shim-signed/mok/MOK.der"
 
 
 @pytest.mark.parametrize(
@@ -242,19 +309,24 @@ def test_ubuntu_uses_update_secureboot_policy_and_shims_cert(monkeypatch):
 def test_enrolled_or_pending_key_is_not_queued_again(key, pending):
     # ("enrolled", True): older mokutil says "already enrolled" for a queued key; --list-new
     # shows it is only pending.
-    planned = plan("debian-12", DKMS, sb_state="sb_state_enabled.txt", key=key, pending=pending)
-    assert queue(planned) == []
+    planned = planned_for(
+        "debian-12", DKMS, sb_state="sb_state_enabled.txt", key=key, pending=pending
+    )
+    assert queue(planned).commands == []
 
 
 def test_blocked_key_fails_the_host():
-    planned = plan("debian-12", DKMS, sb_state="sb_state_enabled.txt", key="blocked")
+    planned = planned_for("debian-12", DKMS, sb_state="sb_state_enabled.txt", key="blocked")
     assert "is blocked" in text(queue(planned))
 
 
 def test_no_password_fails_the_host_naming_the_variable(monkeypatch):
-    monkeypatch.delenv("ROCM_FLEET_MOK_PASSWORD", raising=False)
-    data = {**DKMS, "mok_password_env": "FLEET_MOK"}
-    planned = plan("debian-12", data, sb_state="sb_state_enabled.txt")
+    monkeypatch.delenv("FLEET_MOK", raising=False)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    data = {**DKMS, "rocm_mok_password_env": "FLEET_MOK"}
+    planned = planned_for("debian-12", data, sb_state="sb_state_enabled.txt")
+    # Planning sees the first command only; the password is asked for when the run executes.
+    assert [str(c) for c in queue(planned).commands[:1]] == ["install -d -m 0700 /run/rocm-fleet"]
     assert "set the environment variable FLEET_MOK" in text(queue(planned))
 
 
@@ -267,19 +339,29 @@ def test_pending_message_text():
 
 def test_reboot_only_when_allowed_and_needed_n_at_a_time():
     needs = {"required": True, "packages": ["amdgpu-dkms"], "reasons": ["new driver amdgpu-dkms"]}
-    data = {**DKMS, "reboot": "allow", "reboot_parallel": 3}
-    planned = plan("debian-12", data, reboot=needs)
-    cmds, op_data = planned[REBOOT]
-    assert "( sleep 1 && reboot )" in text(cmds)
-    assert op_data.global_arguments["_parallel"] == 3
-    inbox = {**DKMS, "driver": "inbox", "reboot": "allow"}
-    assert plan("debian-12", inbox)[REBOOT][0] == []  # nothing needs one
-    assert plan("debian-12", {**DKMS, "reboot": "never"}, reboot=needs)[REBOOT][0] == []
+    data = {**DKMS, "rocm_reboot": "allow", "rocm_reboot_parallel": 3}
+    planned = planned_for("debian-12", data, reboot=needs)
+    reboot = planned.find("Reboot hosts that need it")
+    assert "( sleep 1 && reboot )" in text(reboot)
+    # _parallel is one of the operation's shared (all hosts) arguments: the batch size.
+    assert planned.state.get_op_meta(reboot.meta._hash).global_arguments["_parallel"] == 3
+    inbox = {**DKMS, "rocm_driver": "inbox", "rocm_reboot": "allow"}
+    assert planned_for("debian-12", inbox).find("Reboot hosts").commands == []  # none needed
+    never = {**DKMS, "rocm_reboot": "never"}
+    assert planned_for("debian-12", never, reboot=needs).find("Reboot hosts").commands == []
+
+
+def test_a_change_this_run_plans_is_a_reason_to_reboot():
+    """A kernel this run installs isn't on the host yet: planning reboots for it anyway."""
+    data = {**RDNA4, "rocm_reboot": "allow"}
+    planned = planned_for("debian-12", data)
+    assert "( sleep 1 && reboot )" in text(planned.find("Reboot hosts that need it"))
 
 
 def test_matrix_minimum_kernels():
     assert matrix.inbox_min_kernel(["gfx1201"]) == "6.12"
     assert matrix.inbox_min_kernel(["gfx1100", "gfx1200"]) == "6.12"
     assert matrix.inbox_min_kernel(["gfx942"]) is None
-    assert matrix.kernel_version_key("6.12.95+deb12-amd64") > matrix.kernel_version_key("6.12")
+    assert kernel_key("6.12.95+deb12-amd64") > kernel_key("6.12")
+    assert kernel_key("6.12") == (6, 12, 0, 0) and kernel_key("garbage") == ()
     assert matrix.amdgpu_repo_version(matrix.release("7.2.1")) is None

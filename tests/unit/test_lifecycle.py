@@ -1,30 +1,48 @@
-"""Lifecycle logic without a host: which packages are AMD's, which wheels are CUDA's, how
-wheels are pinned, and what an uninstall or a migration plans."""
+"""Lifecycle logic: which packages are AMD's, which wheels are CUDA's, how wheels are pinned,
+and what an upgrade, an uninstall or a migration from CUDA plans."""
 
 from __future__ import annotations
 
-from rocm_fleet.cuda import cuda_wheels
-from rocm_fleet.facts import DpkgInterrupted
-from rocm_fleet.matrix import release
-from rocm_fleet.operations import amd_release_tags, version_matches
+from pyinfra.connectors.util import CommandOutput
+from pyinfra.context import ctx_host, ctx_state
+
+from rocm_fleet import paths
+from rocm_fleet.cuda import REBOOT_REASON
+from rocm_fleet.facts.apt import DpkgInterrupted
+from rocm_fleet.matrix import ROCM_KEY_FINGERPRINT, release
+from rocm_fleet.operations.apt import release_packages
+from rocm_fleet.operations.python import cuda_wheels, version_matches
 from rocm_fleet.pytorch import wanted_wheels
+from unit.opcases import run_op
+from unit.surveys import (
+    UPDATED,
+    SurveyHost,
+    converged_survey,
+    digest,
+    fresh_survey,
+    plan,
+    script_call,
+)
 
 INSTALLED = {
-    "rocm-core": ["6.4.3.60403-128~22.04"],
-    "rocminfo": ["1.0.0.60403-128~22.04"],
-    "amdgpu-dkms": ["1:6.12.12.60403-2194681.22.04"],
-    "librocm-smi64-1": ["6.1.2-1"],  # Debian's own
-    "curl": ["7.88.1-10+deb12u14"],
+    "rocm-core": "6.4.3.60403-128~22.04",
+    "rocminfo": "1.0.0.60403-128~22.04",
+    "amdgpu-dkms": "1:6.12.12.60403-2194681.22.04",
+    "librocm-smi64-1": "6.1.2-1",  # Debian's own
+    "curl": "7.88.1-10+deb12u14",
 }
 
 
 def test_release_moves_leave_the_driver_and_uninstall_takes_it():
-    assert amd_release_tags(INSTALLED) == {"rocm-core": "60403", "rocminfo": "60403"}
-    assert amd_release_tags(INSTALLED, with_driver=True) == {
-        "rocm-core": "60403",
-        "rocminfo": "60403",
-        "amdgpu-dkms": "60403",
-    }
+    moved = run_op(
+        release_packages,
+        {"InstalledPackages": INSTALLED},
+        packages=["rocm-core"],
+        numeric_tag="70201",
+    )
+    assert moved.scripts == [("release-switch", ["70201", "want:rocm-core", "stale:rocminfo"])]
+    purged = run_op(release_packages, {"InstalledPackages": INSTALLED}, present=False)
+    assert purged.scripts == [("apt-get", ["purge", "amdgpu-dkms", "rocm-core", "rocminfo"])]
 
 
 def test_every_wheel_is_pinned_with_the_index_label():
@@ -38,21 +56,23 @@ def test_every_wheel_is_pinned_with_the_index_label():
     assert not version_matches("0.24.1+cu128", "0.24.1+rocm6.4")
     assert not version_matches("0.20.1+rocm6.1", "0.20.1+rocm6.2")
     assert not version_matches("0.24.1", "0.24.1+rocm6.4")
+    assert not version_matches(None, "0.24.1+rocm6.4")
     assert version_matches("0.24.1+rocm6.4", "0.24.1+rocm6.4")
+    assert version_matches("0.24.1+rocm6.4", "0.24.1")  # a public pin takes any label
 
 
 def test_cuda_wheels_are_nvidias_and_non_rocm_torch():
     venv = {
         "torch": "2.9.1+cu128",
         "torchvision": "0.24.1",
-        "nvidia-cublas-cu12": "12.8.4.1",
+        "nvidia_cublas_cu12": "12.8.4.1",  # dist-info names use underscores
         "nvidia_cudnn_cu12": "9.10.2.21",
         "triton": "3.5.1",
         "numpy": "2.3.5",
         "pip": "23.0.1",
     }
     assert cuda_wheels(venv) == [
-        "nvidia-cublas-cu12", "nvidia_cudnn_cu12", "torch", "torchvision", "triton"
+        "nvidia-cublas-cu12", "nvidia-cudnn-cu12", "torch", "torchvision", "triton"
     ]  # fmt: skip
     assert cuda_wheels({"torch": "2.9.1+rocm6.4", "numpy": "2.3.5"}) == []
 
@@ -64,3 +84,179 @@ def test_dpkg_interruption_fact():
         "journal",
         "half-configured rocm-core",
     ]
+
+
+# --- upgrade ----------------------------------------------------------------------------------
+
+DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+        "rocm_users": ["alice"]}  # fmt: skip
+
+
+def test_an_upgrade_moves_the_source_packages_and_torch_together():
+    survey = converged_survey(DATA, "ubuntu-24.04")
+    upgrade = {**DATA, "rocm_version": "7.2.1"}
+    host = SurveyHost(survey)
+    planned = plan(upgrade, host)
+    assert planned.changes == [
+        "ROCm apt repository | Point apt at the ROCm release for this distro",
+        "ROCm packages | Install the ROCm packages of the release",
+        "PyTorch | Install the torch wheels built for the ROCm release",
+    ]
+    source = planned.find("Point apt at the ROCm release")
+    assert script_call(source.commands[0])[1][2].endswith("/rocm/apt/7.2.1 noble main\n")
+    (switch,) = planned.find("Install the ROCm packages").commands
+    assert script_call(switch) == (
+        "release-switch",
+        ["70201", "want:rocm-hip-runtime", "stale:rocm-core"],
+    )
+    (pip,) = planned.find("Install the torch wheels").commands
+    assert "torch==2.11.0+rocm7.2" in str(pip) and "whl/rocm7.2" in str(pip)
+    assert host.extra_reads == []
+
+    # The lists are planned from the source as it is; once the run rewrote it, the refresh
+    # reads it again (the host changed) and updates before the packages move.
+    refresh = planned.find("Refresh apt lists after a source or key change")
+    assert refresh.commands == []
+    for path in (paths.APT_LISTS_STAMP, paths.ROCM_KEYRING):  # as they were
+        host.other[f"FileDigest:{path}"] = survey[f"file {path}"]
+    host.other[f"FileDigest:{paths.ROCM_SOURCE}"] = digest("7.2.1 line", mtime=UPDATED + 60)
+    source.meta.set_complete(True, source.commands, CommandOutput([]))
+    node = planned.state.inventory.get_host("node")
+    with ctx_state.use(planned.state), ctx_host.use(node):
+        again = planned.state.get_op_data_for_host(node, refresh.meta._hash)
+        update, _stamp = list(again.command_generator())
+    assert script_call(update) == ("apt-get", ["update"])
+    assert host.extra_reads == [
+        f"FileDigest({{'path': '{path}'}})"
+        for path in (paths.APT_LISTS_STAMP, paths.ROCM_SOURCE, paths.ROCM_KEYRING)
+    ]
+
+
+# --- uninstall --------------------------------------------------------------------------------
+
+ABSENT = {"rocm_version": "6.4.3", "rocm_state": "absent"}
+VENV = paths.DEFAULT_VENV
+
+
+def deployed_host() -> SurveyHost:
+    """A host the deploy (dkms driver) ran on, as the removal reads it, fact by fact."""
+    survey = converged_survey({**DATA, "rocm_driver": "dkms"}, "debian-12")
+    files = {key.removeprefix("file "): value for key, value in survey.items()
+             if key.startswith("file ") and value is not None}  # fmt: skip
+    other = {f"FileDigest:{path}": value for path, value in files.items()}
+    return SurveyHost(
+        {},
+        other={
+            **other,
+            f"KeyringFingerprints:{paths.ROCM_KEYRING}": [ROCM_KEY_FINGERPRINT],
+            "InstalledPackages": survey["packages"],
+            "DpkgInterrupted": [],
+            f"FileContents:{paths.PACKAGE_LEDGER}": ["ca-certificates", "gnupg", "python3-venv"],
+            f"FileContents:{paths.DIRECTORY_LEDGER}": ["/opt/rocm-fleet"],
+            f"Directory:{VENV}": {"user": "root", "group": "root", "mode": 755},
+            "Directory:/opt/rocm-fleet": {"user": "root", "group": "root", "mode": 755},
+            f"Directory:{paths.STATE_DIR}": {"user": "root", "group": "root", "mode": 755},
+        },
+    )
+
+
+def test_uninstall_removes_what_the_deploy_added():
+    planned = plan(ABSENT, deployed_host())
+    assert not planned.refused
+    commands = {op.name: [str(c) for c in op.commands] for op in planned.ops}
+    assert commands["Remove PyTorch | Remove the PyTorch venv and the directories made for it"] == [
+        f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"
+    ]  # fmt: skip
+    (purge,) = planned.find("Purge AMD's ROCm packages").commands
+    name, args = script_call(purge)
+    assert (name, args[0]) == ("apt-get", "purge")
+    assert {"amdgpu-dkms", "rocm-core", "rocm-hip-runtime"} == set(args[1:])
+    for fragment, path in [("Remove the loader path", paths.LD_CONF),
+                           ("Remove the PATH snippet", paths.PROFILE),
+                           ("Remove the ROCm source", paths.ROCM_SOURCE),
+                           ("Remove the amdgpu driver source", paths.AMDGPU_SOURCE),
+                           ("Remove AMD's pin", paths.ROCM_PIN),
+                           ("Remove AMD's keyring", paths.ROCM_KEYRING)]:  # fmt: skip
+        assert [str(c) for c in planned.find(fragment).commands] == [f"rm -f {path}"], fragment
+    assert planned.find("Rebuild the loader cache").conditional
+    assert planned.find("Forget repo.radeon.com's package lists").conditional
+    (ledger,) = planned.find("Purge the distribution packages").commands
+    assert script_call(ledger) == (
+        "ledger-purge",
+        [paths.PACKAGE_LEDGER, "ca-certificates", "gnupg", "python3-venv"],
+    )
+    assert [str(c) for c in planned.find("Remove rocm-fleet's state").commands] == [
+        f"rm -rf {paths.STATE_DIR}"
+    ]
+    assert not any(op.name.startswith(("Preflight", "GPU groups", "Kernel")) for op in planned.ops)
+
+
+def test_a_second_uninstall_changes_nothing():
+    clean = SurveyHost(
+        {}, other={"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}, "DpkgInterrupted": []}
+    )
+    planned = plan(ABSENT, clean)
+    assert planned.ops and planned.changes == []
+
+
+# --- migration from CUDA ----------------------------------------------------------------------
+
+NVIDIA = {
+    "nvidia-driver": "535.216.01-1~deb12u1",
+    "nvidia-kernel-dkms": "535.216.01-1~deb12u1",
+    "libcuda1": "535.216.01-1~deb12u1",
+    "curl": "7.88.1-10+deb12u14",
+}
+CUDA_VENV = {
+    "torch": "2.9.1+cu128",
+    "torchvision": "0.24.1+cu128",
+    "nvidia_cublas_cu12": "12.8.4.1",
+    "triton": "3.5.1",
+    "pip": "23.0.1",
+}
+
+
+def cuda_host() -> SurveyHost:
+    return SurveyHost(
+        fresh_survey(
+            "debian-12",
+            packages=NVIDIA,
+            modules=["nvidia", "nvidia_uvm", "ext4"],
+            venv=CUDA_VENV,
+            torch_build={"hip": None, "cuda": "12.8"},
+            **{f"file {paths.venv_marker(VENV)}": digest("home = /usr/bin\n")},
+        )
+    )
+
+
+def test_without_migrate_from_cuda_the_nvidia_host_is_refused(caplog):
+    planned = plan({"rocm_version": "6.4.3"}, cuda_host())
+    assert planned.refused and planned.ops == []
+    assert "NVIDIA driver/CUDA stack installed (packages: libcuda1, nvidia-driver, " in caplog.text
+    assert "set rocm_migrate_from_cuda: true" in caplog.text
+
+
+def test_a_migration_purges_nvidia_then_installs_rocm_torch_into_the_same_venv():
+    host = cuda_host()
+    planned = plan(
+        {"rocm_version": "6.4.3", "rocm_migrate_from_cuda": True, "rocm_reboot": "allow"}, host
+    )
+    assert not planned.refused
+    (purge,) = planned.find("Purge NVIDIA's driver and CUDA packages").commands
+    assert script_call(purge) == (
+        "nvidia-purge",
+        [REBOOT_REASON, "libcuda1", "nvidia-driver", "nvidia-kernel-dkms"],
+    )
+    (uninstall,) = planned.find("Uninstall the CUDA wheels").commands
+    assert str(uninstall).endswith(
+        "uninstall --yes --no-input --disable-pip-version-check "
+        "nvidia-cublas-cu12 torch torchvision triton"
+    )
+    names = planned.names
+    assert names.index(planned.find("Uninstall the CUDA wheels").name) < names.index(
+        planned.find("Install the torch wheels").name
+    )
+    assert planned.find("Create the PyTorch venv").commands == []  # the venv is kept
+    # The driver stays loaded until a reboot, which the run plans (rocm_reboot: allow).
+    assert "( sleep 1 && reboot )" in str(planned.find("Reboot hosts").commands[1])
+    assert host.extra_reads == []

@@ -1,9 +1,18 @@
-"""The matrix encodes the fact sheet's rules; these tests pin the rules, not just rows."""
+"""The matrix encodes the fact sheet's rules; these tests pin the rules, not just rows
+(and the version rules of rocm_fleet.versions they rely on)."""
 
 import pytest
 
 from rocm_fleet import matrix
 from rocm_fleet.matrix import Support, distro, release
+from rocm_fleet.versions import (
+    amd_release_tag,
+    is_amd_driver_version,
+    kernel_key,
+    newer_kernels,
+    release_key,
+    release_tag,
+)
 
 
 @pytest.mark.parametrize(
@@ -50,7 +59,7 @@ def test_support_levels(version, distro_key, support):
 
 
 def test_releases_are_sorted_unique_and_classic_only():
-    keys = [matrix.version_key(r.version) for r in matrix.RELEASES]
+    keys = [release_key(r.version) for r in matrix.RELEASES]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
     assert keys[0] == (6, 0, 0) and keys[-1] == (7, 2, 4)
     for missing in ("6.0.1", "6.2.3", "7.14.0", "10.0.0"):
@@ -84,3 +93,47 @@ def test_gfx_names():
         assert matrix.GFX_NAME.match(good)
     for bad in ("1100", "gfx", "GFX1100", "gfx1100:xnack-", "rx7900"):
         assert not matrix.GFX_NAME.match(bad)
+
+
+@pytest.mark.parametrize(
+    ("version", "tag"), [("6.4.3", "60403"), ("7.2", "70200"), ("6.10.1", "61001")]
+)
+def test_release_tag_pads_minor_and_patch(version, tag):
+    assert release_tag(version) == tag
+
+
+@pytest.mark.parametrize(
+    ("version", "tag", "driver"),
+    [
+        ("6.4.3.60403-128~22.04", "60403", False),  # rocm-core
+        ("1.0.0.60403-128~22.04", "60403", False),  # rocminfo: its own version, the tag
+        ("1:6.12.12.60403-2194681.22.04", "60403", True),  # amdgpu-dkms: an epoch
+        ("5.2.3-2", None, False),  # Debian's rocminfo
+        ("6.1.2-1", None, False),  # Debian's librocm-smi64-1
+        ("7.88.1-10+deb12u14", None, False),
+    ],
+)
+def test_amd_package_versions_carry_the_release_tag(version, tag, driver):
+    assert amd_release_tag(version) == tag
+    assert is_amd_driver_version(version) is driver
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("6.1.0-28-amd64", "6.1.0-31-amd64"),  # Debian 12's ABI bump
+        ("6.1.0-31-amd64", "6.12.38+deb12-amd64"),  # backports
+        ("6.8.0-50-generic", "6.8.0-51-generic"),
+        ("6.8.0-51-generic", "6.11.0-29-generic"),  # Ubuntu HWE
+        ("6.12", "6.12.12+bpo-amd64"),
+        ("", "5.10.0-30-amd64"),
+    ],
+)
+def test_kernel_releases_order_by_upstream_then_abi(older, newer):
+    assert kernel_key(older) < kernel_key(newer)
+
+
+def test_newer_kernels_are_sorted_and_exclude_the_running_one():
+    installed = ["6.12.38+deb12-amd64", "6.1.0-31-amd64", "6.1.0-28-amd64", "5.10.0-30-amd64"]
+    assert newer_kernels("6.1.0-28-amd64", installed) == ["6.1.0-31-amd64", "6.12.38+deb12-amd64"]
+    assert newer_kernels("6.12.38+deb12-amd64", installed) == []

@@ -1,102 +1,30 @@
-"""Plan-level tests: what deploy.py would do on hosts the lab can't build (Ubuntu).
+"""Plan-level tests: what the deploy would do on hosts the lab can't build (Ubuntu), and on
+hosts preflight refuses or that are already converged.
 
-The deploy is planned through pyinfra's API against hosts whose facts come from fixtures
-(os-release files, an empty package list), as on a freshly installed machine. Nothing
-connects anywhere; the assertions read the planned operations and their commands.
+The deploy is planned through pyinfra's API (``unit.surveys.plan``) for one host whose only
+source of facts is preflight's survey: ``fresh_survey`` (a freshly installed machine) or
+``converged_survey`` (the same machine after the deploy ran). Nothing connects anywhere;
+the assertions read the planned operations and their commands.
 """
 
 from __future__ import annotations
 
-import runpy
-import shlex
-from pathlib import Path
+import logging
 
 import pytest
-from pyinfra.api import Config, Inventory, State
 from pyinfra.api.exceptions import PyinfraError
-from pyinfra.context import ctx_host, ctx_state
-from pyinfra.facts.deb import DebArch, DebPackages
-from pyinfra.facts.server import Groups, LinuxDistribution, Os
 
+from rocm_fleet import paths
 from rocm_fleet.config import ConfigError
-from rocm_fleet.matrix import release
-from unit.surveys import fresh_survey
+from rocm_fleet.files import text
+from rocm_fleet.matrix import ROCM_KEY_FINGERPRINT, ROCM_KEY_URL, release
+from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
-ROOT = Path(__file__).resolve().parents[2]
-OS_RELEASE = ROOT / "tests" / "fixtures" / "os-release"
-
-
-def os_release(name: str) -> dict[str, str]:
-    meta = {}
-    for line in (OS_RELEASE / name).read_text().splitlines():
-        key, _, value = line.partition("=")
-        meta[key] = value.strip('"')
-    return meta
+ALICE = {"groups": ["video"], "users": {"alice": ["alice", "video"]}}
 
 
-class FreshHost:
-    """Facts of a freshly installed machine: nothing of ROCm, no venv, alice in video."""
-
-    def __init__(self, os_name: str, arch: str = "amd64", packages: dict | None = None):
-        self.facts = {
-            LinuxDistribution: {"release_meta": os_release(os_name)},
-            DebArch: arch,
-            DebPackages: packages or {},
-            Groups: ["root", "video"],
-            Os: "Linux",
-        }
-
-    def __call__(self, fact, *args, **kwargs):
-        if fact in self.facts:
-            return self.facts[fact]
-        if fact.__name__ == "GroupMembership":  # video exists and alice is in it
-            return {"groups": ["video"], "users": {u: ["alice", "video"] for u in kwargs["users"]}}
-        if fact.__name__ == "StaleAgainst":
-            return True
-        if fact.__name__ == "NodeSurvey":  # preflight's one read (tests/unit/surveys.py)
-            return fresh_survey(self.facts[LinuxDistribution]["release_meta"], self.facts[DebArch])
-        return None  # files, keyrings, venvs: absent
-
-
-def plan_ops(data: dict, get_fact) -> list[tuple[str, list, object]]:
-    """Plan deploy.py through pyinfra's API for one host whose facts come from ``get_fact``:
-    (operation name, commands it would run, its OperationMeta), in order. Nothing runs."""
-    inventory = Inventory(([("node", dict(data))], {}))
-    state = State(inventory, Config())
-    host = inventory.get_host("node")
-    host.connected = True
-    state.activate_host(host)
-    host.get_fact = get_fact
-    with ctx_state.use(state), ctx_host.use(host):
-        runpy.run_path(str(ROOT / "deploy.py"))
-        return [
-            (
-                next(iter(state.get_op_meta(op_hash).names)),
-                list(state.get_op_data_for_host(host, op_hash).command_generator()),
-                state.get_op_meta(op_hash),
-            )
-            for op_hash in state.get_op_order()
-        ]
-
-
-def plan(os_name: str, data: dict, arch: str = "amd64", packages=None) -> dict[str, list]:
-    """Operation name -> commands deploy.py would run on a fresh host."""
-    ops = plan_ops(data, FreshHost(os_name, arch, packages))
-    return {name: commands for name, commands, _ in ops}
-
-
-def written(commands) -> str:
-    """The content a ``text_file`` operation's one command writes (printf %s CONTENT > tmp)."""
-    (command,) = commands
-    shell, flag, script = shlex.split(str(command))
-    words = shlex.split(script)
-    assert (shell, flag, words[:2]) == ("sh", "-c", ["printf", "%s"]), command
-    return words[2]
-
-
-def find(planned: dict, fragment: str) -> list:
-    (name,) = [n for n in planned if fragment in n]
-    return planned[name]
+def fresh(os_name: str, data: dict, **survey):
+    return plan(data, SurveyHost(fresh_survey(os_name, **{"groups": ALICE, **survey})))
 
 
 @pytest.mark.parametrize(
@@ -109,70 +37,197 @@ def find(planned: dict, fragment: str) -> list:
         ("debian-13", "7.2.1", "https://repo.radeon.com/rocm/apt/7.2.1 noble main"),
     ],
 )
-def test_source_line_pin_and_packages_per_distro(os_name, version, line):
-    planned = plan(os_name, {"rocm_version": version, "rocm_users": ["alice"]})
-    source = written(find(planned, "Point apt at the ROCm release"))
-    assert source == f"deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] {line}\n"
-    pin = written(find(planned, "Pin repo.radeon.com"))
-    assert pin == "Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n"
-    (install,) = find(planned, "Install the ROCm packages")
-    tag = release(version).numeric_tag
-    assert str(install).endswith(f"release-packages {tag} want:rocm-hip-runtime")
-    groupadd, usermod = find(planned, "Give the GPU users video and render")
+def test_source_line_pin_packages_and_groups_per_distro(os_name, version, line):
+    planned = fresh(os_name, {"rocm_version": version, "rocm_users": ["alice"]})
+    assert not planned.refused
+    (source,) = planned.find("Point apt at the ROCm release").commands
+    assert script_call(source) == (
+        "text-file",
+        [
+            paths.ROCM_SOURCE,
+            "644",
+            f"deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] {line}\n",
+        ],
+    )
+    (pin,) = planned.find("Pin repo.radeon.com").commands
+    assert script_call(pin) == (
+        "text-file",
+        [paths.ROCM_PIN, "644", "Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n"],
+    )
+    (tools,) = planned.find("Install the tools that fetch").commands
+    assert script_call(tools) == (  # curl is already there
+        "packages-install", [paths.PACKAGE_LEDGER, "ca-certificates", "gnupg"]
+    )  # fmt: skip
+    (install,) = planned.find("Install the ROCm packages").commands
+    assert script_call(install) == (
+        "release-switch", [release(version).numeric_tag, "want:rocm-hip-runtime"]
+    )  # fmt: skip
+    groupadd, usermod = planned.find("Give the GPU users video and render").commands
     assert str(groupadd) == "groupadd --system render"
     assert str(usermod) == "usermod -a -G render alice"  # already in video
 
 
-def test_torch_comes_from_the_matching_index():
-    planned = plan("ubuntu-24.04", {"rocm_version": "7.2.1"})
-    (pip,) = find(planned, "Install the torch wheels")
-    text = str(pip)
-    assert "--index-url https://download.pytorch.org/whl/rocm7.2" in text
-    assert "torch==2.11.0+rocm7.2" in text and "torchvision==0.26.0" in text
-
-
-def test_key_is_fetched_and_checked_before_anything_is_written():
-    planned = plan("ubuntu-22.04", {"rocm_version": "6.4.3"})
-    names = list(planned)
-    key = names.index(next(n for n in names if "signing key" in n))
-    assert key < names.index(next(n for n in names if "Point apt at" in n))
-    (fetch,) = planned[names[key]]
-    script = str(fetch)
-    assert "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C" in script
-    assert "https://repo.radeon.com/rocm/rocm.gpg.key" in script
-    assert script.index("gpg --batch --with-colons --show-keys") < script.index("--dearmor")
-    assert "apt-key" not in script and "trusted=yes" not in str(planned)
+def test_the_loader_and_path_snippets_are_the_packaged_files():
+    planned = fresh("ubuntu-24.04", {"rocm_version": "6.4.3"})
+    (ld_conf,) = planned.find("dynamic loader path").commands
+    assert script_call(ld_conf) == ("text-file", [paths.LD_CONF, "644", text("rocm-ld.conf")])
+    assert text("rocm-ld.conf") == "/opt/rocm/lib\n/opt/rocm/lib64\n"
+    rebuild = planned.find("Rebuild the loader cache")
+    assert rebuild.conditional and [str(c) for c in rebuild.commands] == ["ldconfig"]
+    (profile,) = planned.find("login shells' PATH").commands
+    assert script_call(profile) == ("text-file", [paths.PROFILE, "644", text("rocm-profile.sh")])
 
 
 @pytest.mark.parametrize(
-    ("os_name", "version", "arch", "reason"),
+    ("os_name", "version", "index", "wheels"),
     [
-        ("ubuntu-24.04", "6.1.2", "amd64", "publishes no noble packages"),
-        ("debian-11", "6.4.3", "amd64", "debian 11 is not supported"),
-        ("ubuntu-22.04", "6.4.3", "arm64", "architecture is arm64"),
+        ("ubuntu-24.04", "7.2.1", "rocm7.2",
+         ["torch==2.11.0+rocm7.2", "torchaudio==2.11.0+rocm7.2", "torchvision==0.26.0+rocm7.2"]),
+        ("debian-12", "6.4.3", "rocm6.4",
+         ["torch==2.9.1+rocm6.4", "torchaudio==2.9.1+rocm6.4", "torchvision==0.24.1+rocm6.4"]),
     ],
-)
-def test_unsupported_host_gets_only_a_refusal(os_name, version, arch, reason):
-    planned = plan(os_name, {"rocm_version": version}, arch=arch)
-    assert list(planned) == ["Preflight | Preflight: refuse this host"]
-    (refusal,) = planned["Preflight | Preflight: refuse this host"]
-    assert reason in str(refusal)
+)  # fmt: skip
+def test_torch_comes_from_the_matching_index(os_name, version, index, wheels):
+    planned = fresh(os_name, {"rocm_version": version})
+    (venv_tools,) = planned.find("Install python3-venv").commands
+    assert script_call(venv_tools) == ("packages-install", [paths.PACKAGE_LEDGER, "python3-venv"])
+    (venv,) = planned.find("Create the PyTorch venv").commands
+    assert script_call(venv) == ("venv-create", [paths.DEFAULT_VENV, paths.DIRECTORY_LEDGER])
+    (pip,) = planned.find("Install the torch wheels").commands
+    assert str(pip) == (
+        "/opt/rocm-fleet/venv/bin/python -m pip install --no-input --disable-pip-version-check "
+        f"--no-cache-dir --index-url https://download.pytorch.org/whl/{index} " + " ".join(wheels)
+    )
+
+
+def test_key_is_fetched_and_checked_before_anything_is_written():
+    planned = fresh("ubuntu-22.04", {"rocm_version": "6.4.3"})
+    key = planned.names.index(planned.find("signing key").name)
+    assert key < planned.names.index(planned.find("Point apt at").name)
+    assert key < planned.names.index(planned.find("Refresh apt lists").name)
+    (fetch,) = planned.ops[key].commands
+    name, args = script_call(fetch)
+    assert (name, args) == (
+        "verified-keyring",
+        [ROCM_KEY_URL, ROCM_KEY_FINGERPRINT, paths.ROCM_KEYRING],
+    )
+    script = text("scripts/verified-keyring.sh")
+    assert script.index("gpg --batch --with-colons --show-keys") < script.index("--dearmor")
+    everything = " ".join(str(c) for op in planned.ops for c in op.commands)
+    assert "apt-key" not in everything and "trusted=yes" not in everything
+
+
+def test_apt_lists_are_refreshed_after_the_source_and_key_with_a_stamp():
+    planned = fresh("debian-12", {"rocm_version": "6.4.3"})
+    names = planned.names
+    refresh = planned.find("Refresh apt lists after a source or key change")
+    assert names.index(refresh.name) > names.index(planned.find("Pin repo.radeon.com").name)
+    update, stamp = refresh.commands
+    assert script_call(update) == ("apt-get", ["update"])
+    assert str(stamp) == f"mkdir -p {paths.STATE_DIR} && touch {paths.APT_LISTS_STAMP}"
+
+
+# --- refused hosts ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("os_name", "version", "survey", "reason"),
+    [
+        ("ubuntu-24.04", "6.1.2", {}, "ROCm 6.1.2 publishes no noble packages for ubuntu 24.04"),
+        ("debian-11", "6.4.3", {}, "debian 11 is not supported"),
+        ("ubuntu-22.04", "6.4.3", {"arch": "arm64"}, "architecture is arm64"),
+        ("debian-12", "6.4.3", {"identity": {"uid": 1000, "user": "admin"}},
+         "connected as admin (uid 1000), not root"),
+    ],
+)  # fmt: skip
+def test_a_refused_host_gets_no_operation_and_the_reason_on_its_line(
+    caplog, os_name, version, survey, reason
+):
+    caplog.set_level(logging.ERROR, logger="pyinfra")
+    arch = survey.pop("arch", "amd64")
+    host = SurveyHost(fresh_survey(os_name, arch, **survey))
+    planned = plan({"rocm_version": version}, host)
+    assert planned.refused
+    assert [op.name for op in planned.ops if not op.name.startswith("Preflight")] == []
+    assert planned.changes == []
+    (record,) = [r for r in caplog.records if "refused:" in r.getMessage()]
+    assert record.levelno == logging.ERROR
+    assert "[node]" in record.getMessage() and reason in record.getMessage()
+    assert host.extra_reads == []  # the one survey was enough to refuse it
+
+
+def test_an_unreadable_host_is_refused_with_how_to_connect(caplog):
+    caplog.set_level(logging.ERROR, logger="pyinfra")
+
+    class Unreadable(SurveyHost):
+        def __call__(self, fact, *args, **kwargs):
+            return None  # what host.get_fact gives for a fact that failed (_ignore_errors)
+
+    planned = plan({"rocm_version": "6.4.3"}, Unreadable({}))
+    assert planned.refused and planned.ops == []
+    assert "preflight could not read node (see the error above): connect as root" in caplog.text
 
 
 def test_bad_data_stops_planning():
-    with pytest.raises((ConfigError, PyinfraError)):
-        plan("ubuntu-22.04", {"rocm_version": "6.4.3", "rocm_users": "alice"})
+    with pytest.raises((ConfigError, PyinfraError), match="'rocm_users' has value 'alice'"):
+        fresh("ubuntu-22.04", {"rocm_version": "6.4.3", "rocm_users": "alice"})
 
 
-def test_changing_release_moves_every_rocm_package_and_leaves_debian_ones():
-    installed = {
-        "rocm-hip-runtime": ["7.2.1.70201-81~24.04"],
-        "rocm-core": ["7.2.1.70201-81~24.04"],
-        "rocm-smi-lib": ["7.8.0.70201-81~24.04"],
-        "librocm-smi64-1": ["6.1.2-1"],  # Debian's own: not ours to touch
-        "curl": ["7.88.1-10+deb12u14"],
-    }
-    planned = plan("ubuntu-24.04", {"rocm_version": "6.4.3"}, packages=installed)
-    (switch,) = find(planned, "Install the ROCm packages")
-    args = str(switch).split("release-packages ", 1)[1]
-    assert args == "60403 want:rocm-hip-runtime stale:rocm-core stale:rocm-smi-lib"
+# --- converged hosts --------------------------------------------------------------------------
+
+DEBIAN = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+          "rocm_users": ["alice"]}  # fmt: skip
+UBUNTU = {"rocm_version": "7.2.0", "expected_gfx": "gfx1100", "rocm_users": ["alice", "bob"]}
+
+
+@pytest.mark.parametrize("driver", ["inbox", "dkms"])
+@pytest.mark.parametrize(("os_name", "data"), [("debian-12", DEBIAN), ("ubuntu-24.04", UBUNTU)])
+def test_a_converged_host_plans_no_change_from_the_one_survey(os_name, data, driver):
+    data = {**data, "rocm_driver": driver}
+    host = SurveyHost(converged_survey(data, os_name))
+    planned = plan(data, host)
+    assert not planned.refused
+    assert planned.changes == []
+    assert host.extra_reads == []
+    # Every concern was planned (as noops), so "no change" is not "nothing planned".
+    concerns = {op.name.split(" | ")[0] for op in planned.ops}
+    assert {"ROCm apt repository", "ROCm packages", "GPU groups", "PyTorch",
+            "Reboot", "Verify"} <= concerns  # fmt: skip
+    assert ({"amdgpu driver", "Secure Boot"} <= concerns) is (driver == "dkms")
+
+
+def test_the_converged_survey_is_what_the_fresh_plan_writes():
+    data = {**DEBIAN, "rocm_driver": "dkms"}
+    survey = converged_survey(data, "debian-12")
+    assert survey[f"keyring {paths.ROCM_KEYRING}"] == [ROCM_KEY_FINGERPRINT]
+    stamp = survey[f"file {paths.APT_LISTS_STAMP}"]["mtime"]
+    assert stamp > survey[f"file {paths.ROCM_SOURCE}"]["mtime"]
+    assert stamp > survey[f"file {paths.ROCM_KEYRING}"]["mtime"]
+    packages = survey["packages"]
+    assert packages["rocm-hip-runtime"] == "6.4.3.60403-128~22.04"
+    assert packages["amdgpu-dkms"].startswith("1:") and ".60403-" in packages["amdgpu-dkms"]
+    assert {"linux-headers-6.1.0-31-amd64", "mokutil", "openssl", "gnupg"} <= set(packages)
+    assert survey["venv"]["torchvision"] == "0.24.1+rocm6.4"
+    assert survey["groups"] == {"groups": ["video", "render"],
+                                "users": {"alice": ["alice", "video", "render"]}}  # fmt: skip
+    assert survey["secure_boot"]["state"] == "disabled"
+
+
+@pytest.mark.parametrize(
+    ("change", "drifted"),
+    [
+        ({f"file {paths.ROCM_PIN}": None}, ["ROCm apt repository | Pin repo.radeon.com above "
+                                            "the distribution's own ROCm packages"]),
+        ({"groups": {"groups": ["video", "render"], "users": {"alice": ["alice", "video"]}}},
+         ["GPU groups | Give the GPU users video and render"]),
+        ({"venv": {"torch": "2.9.0+rocm6.4", "torchvision": "0.24.0+rocm6.4",
+                   "torchaudio": "2.9.0+rocm6.4"}},
+         ["PyTorch | Install the torch wheels built for the ROCm release"]),
+    ],
+)  # fmt: skip
+def test_one_drifted_resource_is_the_only_change(change, drifted):
+    survey = converged_survey(DEBIAN, "debian-12")
+    survey.update(change)
+    host = SurveyHost(survey)
+    assert plan(DEBIAN, host).changes == drifted
+    assert host.extra_reads == []

@@ -1,4 +1,5 @@
-"""Preflight: the facts it reads (run for real under dash with fake tools) and its checks."""
+"""Preflight: the survey it reads (run for real under dash on this machine and with fake
+tools) and its checks (``findings``, a pure function of the survey)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,25 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.facts import NvidiaStack
+from rocm_fleet import paths
+from rocm_fleet.config import load_config
+from rocm_fleet.facts.apt import AptInstallSize, _apt_need
+from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
+from rocm_fleet.facts.survey import Survey
+from rocm_fleet.facts.system import NvidiaStack, nvidia_stack
+from rocm_fleet.pci_ids import lookup
+from rocm_fleet.preflight import findings, survey_reads, venv_torch
+from unit.surveys import FRESH, fresh_survey
 
 DASH = shutil.which("dash") or shutil.which("sh")
 
 
 def run_sh(command: str, path: Path | None = None) -> tuple[int, list[str]]:
-    env = {"PATH": f"{path}:/usr/bin:/bin" if path else "/usr/bin:/bin"}
+    env = {
+        "PATH": f"{path}:/usr/bin:/bin:/usr/sbin:/sbin" if path else "/usr/bin:/bin:/usr/sbin:/sbin"
+    }
     proc = subprocess.run(
-        [DASH, "-c", command], capture_output=True, text=True, env=env, timeout=60, check=False
+        [DASH, "-c", command], capture_output=True, text=True, env=env, timeout=120, check=False
     )
     return proc.returncode, proc.stdout.splitlines()
 
@@ -28,63 +39,129 @@ def fake_tool(directory: Path, name: str, script: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 
+def config(**data):
+    return load_config({"rocm_version": "6.4.3", **data}, "node")
+
+
 # --- NvidiaStack ----------------------------------------------------------------------------
+
+# dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n' (InstalledPackages), then
+# the loaded modules (LoadedModules).
+NVIDIA_HOST = [
+    "ii |nvidia-driver|535.216.01-1~deb12u1",
+    "ii |libcuda1:amd64|535.216.01-1~deb12u1",
+    "iU |nvidia-kernel-dkms|535.216.01-1~deb12u1",  # unpacked, not configured: still there
+    "rc |nvidia-driver-535|535.183.01-0ubuntu1",  # removed, config files left: gone
+    "un |cuda-toolkit-12-8|",  # known to dpkg, never installed
+    "ii |libnvidia-egl-wayland1:amd64|1:1.1.10-1",  # Mesa desktops have it: not NVIDIA's driver
+    "ii |nvidia-texture-tools|2.1.2-1",
+    "ii |curl|7.88.1-10+deb12u14",
+    "__modules",
+    "nvidia_uvm",
+    "nvidia",
+    "ext4",
+]
 
 
 def test_nvidia_stack_lists_installed_driver_and_cuda_packages_only():
-    output = [
-        "pkg ii  nvidia-driver",
-        "pkg ii  libcuda1:amd64",
-        "pkg iU  nvidia-kernel-dkms",  # unpacked, not configured: still there
-        "pkg rc  nvidia-driver-535",  # removed, config files left: gone
-        "pkg un  cuda-toolkit-12-8",  # known to dpkg, never installed
-        "pkg ii  libnvidia-egl-wayland1",  # Mesa desktops have it: not NVIDIA's driver
-        "pkg ii  nvidia-texture-tools",
-        "mod nvidia_uvm",
-        "mod nvidia",
-    ]
-    assert NvidiaStack().process(output) == {
+    assert NvidiaStack().process(NVIDIA_HOST) == {
         "packages": ["libcuda1", "nvidia-driver", "nvidia-kernel-dkms"],
         "modules": ["nvidia", "nvidia_uvm"],
     }
 
 
-def test_nvidia_stack_command_passes_patterns_and_always_exits_zero(tmp_path):
-    fake_tool(
-        tmp_path,
-        "dpkg-query",
-        'for a in "$@"; do echo "arg $a"; done\necho "ii  libcudnn9-cuda-12"\nexit 1\n',
-    )
-    command = NvidiaStack().command().replace("-f='pkg ${db:Status-Abbrev} ${Package}\\n'", "")
-    rc, out = run_sh(command, tmp_path)
+def test_nvidia_stack_is_the_same_from_the_survey_sections():
+    split = NVIDIA_HOST.index("__modules")
+    from rocm_fleet.facts.apt import InstalledPackages
+    from rocm_fleet.facts.system import LoadedModules
+
+    packages = InstalledPackages().process(NVIDIA_HOST[:split])
+    modules = LoadedModules().process(NVIDIA_HOST[split + 1 :])
+    assert nvidia_stack(packages, modules) == NvidiaStack().process(NVIDIA_HOST)
+
+
+def test_nvidia_stack_command_always_exits_zero_with_a_failing_dpkg(tmp_path):
+    fake_tool(tmp_path, "dpkg-query", 'echo "ii |nvidia-driver|535.216.01-1"\nexit 1\n')
+    rc, out = run_sh(NvidiaStack().command(), tmp_path)
     assert rc == 0
-    assert "arg nvidia-*" in out and "arg libnccl*" in out and "arg cuda" in out
+    result = NvidiaStack().process(out)
+    assert result["packages"] == ["nvidia-driver"]
+    assert all(m.startswith("nvidia") for m in result["modules"])  # this machine's
 
 
 def test_nvidia_stack_on_this_machine_runs_under_dash():
     rc, out = run_sh(NvidiaStack().command())
     assert rc == 0
-    result = NvidiaStack().process(out)
-    assert set(result) == {"packages", "modules"}
+    assert set(NvidiaStack().process(out)) == {"packages", "modules"}
 
 
-# --- NodeSurvey -----------------------------------------------------------------------------
+def test_nvidia_from_the_package_listing():
+    packages = {"nvidia-driver": "1", "libnvidia-egl-wayland1": "1", "curl": "1", "cuda": "1"}
+    assert nvidia_stack(packages, ["nvidia_uvm", "ext4"]) == {
+        "packages": ["cuda", "nvidia-driver"], "modules": ["nvidia_uvm"]
+    }  # fmt: skip
 
 
-def test_node_survey_runs_read_only_under_dash_on_this_machine(tmp_path):
-    from rocm_fleet.facts import NodeSurvey
+# --- the survey -------------------------------------------------------------------------------
 
-    fact = NodeSurvey()
-    command = fact.command(
-        str(tmp_path / "venv"), ["root", "no-such-user"], ["libc6"], ["/opt/x/y"]
+
+def test_the_harness_answers_every_survey_key_preflight_reads():
+    keys = [read.key for read in survey_reads(config())]
+    assert len(keys) == len(set(keys))
+    assert set(FRESH) <= set(keys), set(FRESH) - set(keys)
+    files = {k.removeprefix("file ") for k in keys if k.startswith("file ")}
+    assert set(paths.MANAGED_FILES) | {paths.ROCM_KEYRING} <= files
+    assert paths.venv_marker(paths.DEFAULT_VENV) in files
+    assert not any(k.startswith("mok-new ") for k in keys)
+    dkms = [read.key for read in survey_reads(config(rocm_driver="dkms"))]
+    assert {f"mok-new {cert}" for cert, _ in paths.MOK_KEYS.values()} == set(dkms) - set(keys)
+
+
+def test_the_survey_follows_the_settings():
+    reads = {read.key: read for read in survey_reads(config(
+        rocm_users=["alice"], pytorch_venv="/srv/venv", rocm_packages=["rocm"]))}  # fmt: skip
+    assert reads["groups"].kwargs == {"groups": ["video", "render"], "users": ["alice"]}
+    assert reads["venv"].kwargs == {"venv": "/srv/venv"}
+    assert reads["torch_build"].kwargs == {"venv": "/srv/venv"}
+    assert reads["disk"].kwargs == {"paths": ["/opt", "/var/cache/apt/archives", "/srv/venv"]}
+    assert reads["apt"].kwargs == {"packages": ["rocm"], "release_tag": "60403"}
+    assert "file /srv/venv/pyvenv.cfg" in reads
+    no_torch = {read.key: read for read in survey_reads(config(pytorch_install=False))}
+    assert no_torch["disk"].kwargs == {"paths": list(paths.INSTALL_PATHS)}
+
+
+def test_the_survey_runs_read_only_under_dash_on_this_machine(tmp_path):
+    before = sorted(p.name for p in tmp_path.iterdir())
+    settings = config(
+        rocm_users=["root", "no-such-user"],
+        pytorch_venv=str(tmp_path / "venv"),
+        rocm_packages=["libc6"],
+        rocm_driver="dkms",
     )
-    rc, out = run_sh(command)
+    reads = survey_reads(settings)
+    fact = Survey()
+    rc, out = run_sh(fact.command(reads=reads))
     assert rc == 0
     survey = fact.process(out)
-    assert survey["uid"] is not None and survey["distro"]["id"]
-    assert survey["groups"]["no-such-user"] is None
-    assert survey["torch"] is None  # no venv there
-    assert survey["disk"][0]["path"] == "/opt/x/y" and survey["disk"][0]["avail"] > 0
+    assert set(survey) == {read.key for read in reads}
+    assert survey["identity"]["uid"] is not None and survey["distro"]["id"]
+    assert survey["kernel"] and survey["arch"]
+    assert survey["groups"]["users"]["no-such-user"] is None
+    assert survey["groups"]["users"]["root"][0] == "root"
+    assert survey["venv"] is None and survey["torch_build"] is None  # no venv there
+    disk = {entry["path"]: entry for entry in survey["disk"]}
+    assert disk[str(tmp_path / "venv")]["avail"] > 0  # measured at its nearest parent
+    assert isinstance(survey["packages"], dict) and isinstance(survey["modules"], list)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_incomplete_survey_output_is_an_error_not_a_partial_answer():
+    from pyinfra.api.exceptions import FactProcessError
+
+    fact = Survey()
+    fact.command(reads=survey_reads(config()))
+    with pytest.raises(FactProcessError, match="incomplete survey output"):
+        fact.process(["__survey_section=0", "ID=debian"])
 
 
 @pytest.mark.parametrize(
@@ -94,20 +171,36 @@ def test_node_survey_runs_read_only_under_dash_on_this_machine(tmp_path):
         ("0 upgraded, 3 newly installed, 0 to remove. "
          "After this operation, 12.5 kB of additional disk space will be used.", 12500),
         ("0 upgraded, 0 newly installed, 0 to remove and 3 not upgraded.", 0),
+        ("After this operation, 1,024 kB disk space will be freed.", 0),
+        ("already installed from this release", 0),
         ("E: Unable to locate package rocm-hip-runtime", None),
         ("", None),
     ],
 )  # fmt: skip
 def test_apt_need_parses_apts_summary(message, need):
-    from rocm_fleet.facts import _apt_need
-
     assert _apt_need(message) == need
+    output = [message] if message else []
+    assert AptInstallSize().process(output) == {"need": need, "message": message}
 
 
-def test_node_survey_reads_torch_versions_from_files(tmp_path):
+def test_apt_sizing_is_skipped_when_the_release_is_installed():
+    """Sizing loads apt's whole cache; a host with every package of the release needs none.
+    Run under dash against this machine's dpkg: bash is installed."""
+    rc, out = run_sh("dpkg-query -W -f='${Version}' bash")
+    if rc != 0 or not out:
+        pytest.skip("no dpkg on this machine")
+    version = out[0]
+    tag = version.split("-")[0].rsplit(".", 1)[-1]  # a "tag" that matches bash's version
+    assert f".{tag}-" in version
+    fact = AptInstallSize()
+    other = fact.process(run_sh(fact.command(packages=["bash"], release_tag="99999"))[1])
+    assert other["message"] != "already installed from this release"
+    same = fact.process(run_sh(fact.command(packages=["bash"], release_tag=tag))[1])
+    assert same == {"need": 0, "message": "already installed from this release"}
+
+
+def test_venv_torch_from_the_venvs_files(tmp_path):
     """dist-info names and torch/version.py: no Python runs, torch is never imported."""
-    from rocm_fleet.facts import NodeSurvey
-
     site = tmp_path / "venv/lib/python3.11/site-packages"
     (site / "torch").mkdir(parents=True)
     (site / "torch/version.py").write_text(
@@ -116,61 +209,38 @@ def test_node_survey_reads_torch_versions_from_files(tmp_path):
     )
     (site / "torch-2.9.1+cu128.dist-info").mkdir()
     (site / "torchvision-0.24.1+cu128.dist-info").mkdir()
-    fact = NodeSurvey()
-    rc, out = run_sh(fact.command(str(tmp_path / "venv")))
-    assert rc == 0
-    torch = fact.process(out)["torch"]
-    assert torch == {"torch": "2.9.1+cu128", "torchvision": "0.24.1+cu128", "torchaudio": None,
-                     "hip": None, "cuda": "12.8", "error": None}  # fmt: skip
-    assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1])["torch"] is None
+    venv = str(tmp_path / "venv")
+    survey = {
+        "venv": VenvDistributions().process(run_sh(VenvDistributions().command(venv))[1]),
+        "torch_build": TorchBuildStrings().process(run_sh(TorchBuildStrings().command(venv))[1]),
+    }
+    assert venv_torch(survey) == {"torch": "2.9.1+cu128", "hip": None, "cuda": "12.8",
+                                  "build": "cuda"}  # fmt: skip
+    assert venv_torch({"venv": None, "torch_build": None})["build"] is None
 
 
-def test_node_survey_skips_apt_sizing_when_the_release_is_installed():
-    """Sizing loads apt's whole cache; a host with every package of the release needs none.
-    Run under dash against this machine's dpkg: bash is installed, no-such-package isn't."""
-    from rocm_fleet.facts import NodeSurvey
-
-    fact = NodeSurvey()
-    version = run_sh("dpkg-query -W -f='${Version}' bash")[1][0]
-    tag = version.split("-")[0].rsplit(".", 1)[-1]  # a tag that matches bash's version
-    other_release = fact.command("/none", packages=["bash"], release_tag="99999")
-    assert (
-        fact.process(run_sh(other_release)[1])["apt_message"]
-        != "already installed from this release"
-    )
-    assert f".{tag}-" in version
-    command = fact.command("/none", packages=["bash"], release_tag=tag)
-    assert fact.process(run_sh(command)[1])["apt_need"] == 0
-
-
-def test_node_survey_nvidia_from_the_dpkg_listing():
-    from rocm_fleet.facts import _nvidia
-
-    packages = {"nvidia-driver": "1", "libnvidia-egl-wayland1": "1", "curl": "1", "cuda": "1"}
-    assert _nvidia(packages, ["nvidia_uvm", "ext4"]) == {
-        "packages": ["cuda", "nvidia-driver"], "modules": ["nvidia_uvm"]
-    }  # fmt: skip
+@pytest.mark.parametrize(
+    ("venv", "strings", "build"),
+    [
+        ({"torch": "2.9.1+rocm6.4"}, {"hip": "6.4.43482-0f2d60242", "cuda": None}, "rocm"),
+        ({"torch": "2.9.1+cu128"}, {"hip": None, "cuda": "12.8"}, "cuda"),
+        ({"torch": "2.9.1"}, {"hip": None, "cuda": None}, "cpu"),
+        ({"pip": "23.0.1"}, None, None),
+    ],
+)
+def test_venv_torch_build(venv, strings, build):
+    assert venv_torch({"venv": venv, "torch_build": strings})["build"] == build
 
 
 # --- findings ---------------------------------------------------------------------------------
 
 
-def config(**data):
-    from rocm_fleet.config import load_config
-
-    return load_config({"rocm_version": "6.4.3", **data}, "node")
+def check(data=None, os_name=None, **survey):
+    return findings(config(**(data or {})), fresh_survey(os_name, **survey))
 
 
-def check(data=None, **survey):
-    from rocm_fleet.preflight import findings
-    from unit.surveys import fresh_survey
-
-    return findings(config(**(data or {})), fresh_survey(**survey))
-
-
-DEBIAN_11 = {"ID": "debian", "VERSION_ID": "11", "VERSION_CODENAME": "bullseye"}
-MINT_22 = {"ID": "linuxmint", "ID_LIKE": "ubuntu debian", "VERSION_ID": "22"}
-UBUNTU_2404 = {"ID": "ubuntu", "VERSION_ID": "24.04"}
+MINT_22 = {"id": "linuxmint", "id_like": ["ubuntu", "debian"], "version_id": "22",
+           "codename": "wilma", "point_release": None, "pretty_name": "Linux Mint 22"}  # fmt: skip
 MI300X = {"slot": "0000:1b:00.0", "device": "0x74a1", "class": "0x120000", "driver": "amdgpu"}
 
 
@@ -181,42 +251,49 @@ def test_fresh_debian_12_with_an_rx7900xtx_passes():
 
 
 @pytest.mark.parametrize(
-    ("data", "survey", "message"),
+    ("data", "os_name", "survey", "message"),
     [
-        ({}, {"arch": "arm64"}, "architecture is arm64; AMD publishes ROCm for amd64 only"),
-        ({}, {"os_release": DEBIAN_11}, "debian 11 is not supported"),
-        ({}, {"os_release": MINT_22}, "linuxmint 22 is not supported"),
-        ({}, {"pci": []}, "no AMD GPU found"),
-        ({"expected_gfx": "gfx942"}, {}, "expected at least 1 x gfx942, found 1 x gfx1100"),
-        ({"expected_gfx": "gfx942", "expected_gpu_count": 8}, {"pci": [MI300X]},
+        ({}, None, {"arch": "arm64"}, "architecture is arm64; AMD publishes ROCm for amd64 only"),
+        ({}, "debian-11", {}, "debian 11 is not supported"),
+        ({}, None, {"distro": MINT_22}, "linuxmint 22 is not supported"),
+        ({}, None, {"pci": []}, "no AMD GPU found"),
+        ({"expected_gfx": "gfx942"}, None, {}, "expected at least 1 x gfx942, found 1 x gfx1100"),
+        ({"expected_gfx": "gfx942", "expected_gpu_count": 8}, None, {"pci": [MI300X]},
          "too few GPUs: expected 8 x gfx942, found 1"),
-        ({}, {"wsl": True}, "this is WSL"),
-        ({}, {"uid": 1000, "user": "admin"}, "connected as admin (uid 1000), not root"),
-        ({}, {"kernel": "5.10.0-30-amd64"}, "kernel 5.10.0-30-amd64 is older than 6.1"),
-        ({}, {"nvidia": {"packages": ["libcuda1", "nvidia-driver"], "modules": ["nvidia"]}},
+        ({}, None, {"wsl": True}, "this is WSL"),
+        ({}, None, {"kernel": "6.6.87.2-microsoft-standard-WSL2"}, "this is WSL"),
+        ({}, None, {"identity": {"uid": 1000, "user": "admin"}},
+         "connected as admin (uid 1000), not root"),
+        ({}, None, {"kernel": "5.10.0-30-amd64"}, "kernel 5.10.0-30-amd64 is older than 6.1"),
+        ({}, None, {"packages": {"libcuda1": "535.216.01-1", "nvidia-driver": "535.216.01-1"},
+                    "modules": ["nvidia", "ext4"]},
          "NVIDIA driver/CUDA stack installed (packages: libcuda1, nvidia-driver; loaded "
-         "modules: nvidia): set migrate_from_cuda: true"),
-        ({}, {"packages": {"rocminfo": "5.2.3-2", "curl": "7.88.1"}},
+         "modules: nvidia): set rocm_migrate_from_cuda: true"),
+        ({}, None, {"packages": {"rocminfo": "5.2.3-2", "curl": "7.88.1"}},
          "the distribution's own ROCm packages are installed (rocminfo 5.2.3-2)"),
-        ({}, {"sources": [["/etc/apt/sources.list.d/amdgpu-rocm.list",
-                           "deb https://repo.radeon.com/rocm/apt/6.2 jammy main"]]},
+        ({}, None, {"sources": [["/etc/apt/sources.list.d/amdgpu-rocm.list",
+                                 "deb https://repo.radeon.com/rocm/apt/6.2 jammy main"]]},
          "apt sources of another ROCm release: /etc/apt/sources.list.d/amdgpu-rocm.list (6.2)"),
-        ({}, {"torch": {"torch": "2.9.1+cu128", "hip": None, "cuda": "12.8"}},
+        ({}, None, {"sources": [["/etc/apt/sources.list.d/rocm.sources",
+                                 "URIs: https://repo.amd.com/rocm/packages/ubuntu2404"]]},
+         "/etc/apt/sources.list.d/rocm.sources (ROCm Core SDK, repo.amd.com)"),
+        ({}, None, {"venv": {"torch": "2.9.1+cu128"}, "torch_build": {"hip": None, "cuda": "12.8"}},
          "/opt/rocm-fleet/venv holds a CUDA torch (2.9.1+cu128)"),
-        ({}, {"torch": {"torch": "2.9.1", "hip": None, "cuda": None}},
+        ({}, None, {"venv": {"torch": "2.9.1"}, "torch_build": {"hip": None, "cuda": None}},
          "holds a CPU torch (2.9.1)"),
-        ({}, {"disk": [{"path": "/opt", "mount": "/opt", "avail": 64 * 2**20}]},
+        ({}, None, {"disk": [{"path": "/opt", "mount": "/opt", "avail": 64 * 2**20}]},
          "not enough free space on /opt (for /opt): 0.07 GB free, 10.00 GB needed"),
     ],
 )  # fmt: skip
-def test_each_problem_names_itself_and_its_fix(data, survey, message):
-    from rocm_fleet.preflight import findings
-    from unit.surveys import fresh_survey
-
-    os_release = survey.pop("os_release", None)
-    result = findings(config(**data), fresh_survey(os_release, **survey))
+def test_each_problem_names_itself_and_its_fix(data, os_name, survey, message):
+    result = check(data, os_name, **survey)
     assert result.row is None
     assert any(message in problem for problem in result.problems), result.problems
+
+
+def test_every_problem_of_a_host_is_reported_at_once():
+    result = check({}, None, arch="arm64", wsl=True, identity={"uid": 1000, "user": "admin"})
+    assert len(result.problems) == 3
 
 
 def test_gpu_less_host_is_fine_when_the_inventory_says_so():
@@ -236,48 +313,54 @@ def test_unknown_amd_device_is_named_by_its_id():
 
 
 def test_distro_override_deploys_an_unknown_distro_with_a_warning():
-    from rocm_fleet.preflight import findings
-    from unit.surveys import fresh_survey
-
-    result = findings(config(rocm_distro_override="ubuntu 24.04"), fresh_survey(MINT_22))
+    result = check({"rocm_distro_override": "ubuntu 24.04"}, distro=MINT_22)
     assert result.problems == [] and result.row.suite == "noble"
     assert "deploying it as ubuntu 24.04 (rocm_distro_override): unofficial" in result.warnings[0]
 
 
 def test_apt_figure_replaces_the_floor_once_apt_can_size_the_packages():
     small = [{"path": "/opt", "mount": "/", "avail": 3 * 10**9}]
-    assert check(disk=small, apt_need=2 * 10**9).problems == []
-    assert "4.00 GB needed (what apt says" in check(disk=small, apt_need=4 * 10**9).problems[0]
+    fits = {"need": 2 * 10**9, "message": "After this operation, 2,000 MB of additional ..."}
+    assert check(disk=small, apt=fits).problems == []
+    too_big = {"need": 4 * 10**9, "message": "After this operation, 4,000 MB of additional ..."}
+    assert "4.00 GB needed (what apt says" in check(disk=small, apt=too_big).problems[0]
 
 
 def test_our_own_source_of_another_release_is_not_a_conflict():
-    ours = [
-        ["/etc/apt/sources.list.d/rocm.list", "deb https://repo.radeon.com/rocm/apt/6.2 jammy main"]
-    ]
+    ours = [[paths.ROCM_SOURCE, "deb https://repo.radeon.com/rocm/apt/6.2 jammy main"]]
     assert check(sources=ours).problems == []
 
 
 def test_amd_packages_and_a_rocm_torch_are_not_conflicts():
     packages = {"rocminfo": "1.0.0.60403-128~22.04", "rocm-core": "6.4.3.60403-128~22.04"}
-    torch = {"torch": "2.9.1+rocm6.4", "hip": "6.4.43482", "cuda": None}
-    assert check(packages=packages, torch=torch).problems == []
+    result = check(
+        packages=packages,
+        venv={"torch": "2.9.1+rocm6.4"},
+        torch_build={"hip": "6.4.43482-0f2d60242", "cuda": None},
+    )
+    assert result.problems == []
 
 
-def test_migrate_from_cuda_turns_the_nvidia_stack_into_a_warning():
-    from rocm_fleet.config import Config
-    from rocm_fleet.preflight import findings
-    from unit.surveys import fresh_survey
-
-    base = config()
-    migrating = Config({**base.values, "migrate_from_cuda": True}, base.release, base.torch_build)
-    survey = fresh_survey(nvidia={"packages": ["nvidia-driver"], "modules": []})
-    result = findings(migrating, survey)
-    assert result.problems == [] and "migrate_from_cuda" in result.warnings[-1]
+def test_migrate_from_cuda_turns_the_nvidia_stack_and_cuda_torch_into_warnings():
+    survey = fresh_survey(
+        packages={"nvidia-driver": "535.216.01-1"},
+        modules=["nvidia"],
+        venv={"torch": "2.9.1+cu128"},
+        torch_build={"hip": None, "cuda": "12.8"},
+    )
+    refused = findings(config(), survey)
+    assert len(refused.problems) == 2 and refused.row is None
+    result = findings(config(rocm_migrate_from_cuda=True), survey)
+    assert result.problems == [] and result.row.key == "debian 12"
+    assert result.warnings[-2:] == [
+        "NVIDIA stack present (packages: nvidia-driver); rocm_migrate_from_cuda",
+        "/opt/rocm-fleet/venv holds a CUDA torch (2.9.1+cu128): remove the venv (or set "
+        "pytorch_venv to a new path) so the ROCm build goes into a clean one; "
+        "rocm_migrate_from_cuda",
+    ]
 
 
 def test_pci_table_maps_the_issue_examples():
-    from rocm_fleet.pci_ids import lookup
-
     assert lookup("0x744C").gfx == "gfx1100" and "Navi 31" in lookup("744c").name
     assert lookup("0x74a1").gfx == "gfx942" and "MI300X" in lookup("0x74a1").name
     assert lookup("0xffff") is None

@@ -1,12 +1,15 @@
 """The README's settings table is generated from the code; it must not drift from it."""
 
 import re
+import runpy
 from pathlib import Path
 
-from rocm_fleet.config import settings_table
+from rocm_fleet.config import load_config, settings_table
 from rocm_fleet.matrix import RELEASES
+from rocm_fleet.settings import RENAMED, SETTINGS
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[2]
+README = (ROOT / "README.md").read_text()
 
 
 def test_settings_table_matches_the_code():
@@ -16,7 +19,7 @@ def test_settings_table_matches_the_code():
 
 
 def test_readme_commands_exist():
-    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text()
     for target in ("demo", "test", "unit", "lint", "bench"):
         assert f"make {target}" in README
         assert re.search(rf"^{target}:", makefile, re.M), target
@@ -26,3 +29,22 @@ def test_release_table_covers_every_minor():
     minors = {".".join(r.version.split(".")[:2]) for r in RELEASES}
     for minor in minors:
         assert f"| {minor}." in README, minor
+
+
+def test_readme_names_settings_by_their_current_names():
+    """A renamed key is refused by load_config: the README must not tell anyone to set it."""
+    for old, new in RENAMED.items():
+        stale = re.findall(rf"`{old}[`:]", README)
+        assert not stale, f"README.md still names {old!r}; it is {new!r} now"
+    named = set(re.findall(r"`((?:rocm|pytorch|torch|expected|preflight)_[a-z_]+)[`:]", README))
+    typo = "rocm_verison"  # the README's example of a typo the validation catches
+    assert typo in named and named - {typo} <= set(SETTINGS), named - set(SETTINGS)
+
+
+def test_the_example_inventory_is_valid():
+    inventory = runpy.run_path(str(ROOT / "inventories" / "example.py"))
+    groups = {name: value for name, value in inventory.items() if isinstance(value, tuple)}
+    assert set(groups) == {"radeon_workstations", "instinct_nodes", "ci_runners"}
+    for hosts, group_data in groups.values():
+        for name, host_data in hosts:
+            load_config({**group_data, **host_data}, name)

@@ -1,8 +1,11 @@
-"""verify.gpu_problems: what counts as a working node, and the messages when it isn't."""
+"""operations.gpu.gpu_problems: what counts as a working node, and the messages when it
+isn't; and the verify step's plan."""
 
 import pytest
 
-from rocm_fleet.verify import gpu_problems
+from rocm_fleet.operations.gpu import gpu_problems, gpu_verified
+from unit.opcases import run_op
+from unit.surveys import SurveyHost, fresh_survey, plan
 
 
 def agents(*names, status="ok"):
@@ -72,35 +75,37 @@ def test_gpu_less_host_only_needs_a_rocm_torch():
     assert gpu_problems(None, torch(hip=None), [], 0, True)[0] != []
 
 
-def run_gpu_verified(facts: dict, **kwargs):
-    """Run the operation body as pyinfra's execute phase would, with fixture facts."""
-    from pyinfra.api import Config, Inventory, State
-    from pyinfra.context import ctx_host, ctx_state
-
-    from rocm_fleet.verify import gpu_verified
-
-    inventory = Inventory((["node"], {}))
-    state = State(inventory, Config())
-    state.is_executing = True
-    host = inventory.get_host("node")
-    host.get_fact = lambda fact, *args, **kw: facts[fact.__name__]
-    noops = []
-    host.noop = noops.append
-    with ctx_state.use(state), ctx_host.use(host):
-        commands = [str(c) for c in gpu_verified._inner(**kwargs)]
-    return commands, noops
+PYTHON = "/opt/rocm-fleet/venv/bin/python"
 
 
 def test_a_pending_reboot_defers_a_failing_check_instead_of_failing_the_host():
     facts = {
         "RocmAgents": agents(status="not_loaded"),
-        "TorchInfo": torch(available=False),
+        f"TorchInfo:{PYTHON}": torch(available=False),
         "RebootRequired": {"required": True, "packages": [], "reasons": ["new kernel 6.12"]},
     }
-    kwargs = {"expected_gfx": ["gfx1201"], "expected_count": 1, "python": "/v/bin/python"}
-    commands, noops = run_gpu_verified(facts, **kwargs)
-    assert commands == [] and noops[0].startswith("GPU check waits for a reboot (new kernel")
+    kwargs = {"expected_gfx": ["gfx1201"], "expected_count": 1, "python": PYTHON}
+    result = run_op(gpu_verified, facts, executing=True, **kwargs)
+    assert result.commands == []
+    assert result.noops[0].startswith("GPU check waits for a reboot (new kernel 6.12): ")
+    assert "rocminfo did not run cleanly (not_loaded" in result.noops[0]
 
+    # Only a reason this deploy recorded defers it: a package's own reboot flag doesn't.
     facts["RebootRequired"] = {"required": True, "packages": ["libc6"], "reasons": []}
-    commands, noops = run_gpu_verified(facts, **kwargs)
-    assert noops == [] and "GPU verification failed on node" in commands[0]
+    result = run_op(gpu_verified, facts, executing=True, **kwargs)
+    assert result.noops == [] and "GPU verification failed on node" in result.texts[0]
+
+
+def test_without_pytorch_only_rocminfo_is_read():
+    facts = {"RocmAgents": agents("gfx942", "gfx942")}
+    kwargs = {"expected_gfx": ["gfx942"], "expected_count": 2, "python": None}
+    result = run_op(gpu_verified, facts, executing=True, **kwargs)
+    assert (result.commands, result.noops, result.reads) == (
+        [], ["rocminfo: gfx942, gfx942"], ["RocmAgents"]
+    )  # fmt: skip
+
+
+def test_the_verify_step_plans_no_change_before_the_install():
+    data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
+    verify = plan(data, SurveyHost(fresh_survey("ubuntu-24.04"))).find("Check rocminfo and torch")
+    assert verify.commands == [] and not verify.meta._maybe_is_change  # checked when it runs

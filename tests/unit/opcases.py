@@ -1,0 +1,69 @@
+"""One rocm-fleet operation's body, run the way pyinfra plans it, with facts from a dict.
+
+In the spirit of pyinfra's own per-operation fixtures (facts in, commands out):
+``run_op(operation, facts, **arguments)`` calls the operation's ``_inner`` inside a pyinfra
+State and host context and returns what it yielded, the noop reasons it gave and the facts
+it read. ``facts`` answers each read by its ``unit.surveys.fact_key`` (``"<FactClass>:<its
+string arguments>"``, e.g. ``"FileDigest:/etc/apt/sources.list.d/rocm.list"``), else by the
+bare class name; a read it has no answer for is an error, so every fact a case
+depends on is written out in the case. A ``Survey`` read is answered read by read the same
+way.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from pyinfra.api import Config, Inventory, State
+from pyinfra.context import ctx_host, ctx_state
+
+from rocm_fleet.facts.survey import Survey
+from unit.surveys import fact_key, is_script, script_call
+
+
+@dataclass
+class OpResult:
+    commands: list[Any]
+    noops: list[str]
+    reads: list[str]  # fact keys, in the order the operation read them
+
+    @property
+    def texts(self) -> list[str]:
+        return [str(c) for c in self.commands]
+
+    @property
+    def scripts(self) -> list[tuple[str, list[str]]]:
+        """(script name, arguments) of each command made by ``operations._script.script``."""
+        return [script_call(c) for c in self.commands if is_script(c)]
+
+
+def run_op(op: Any, facts: dict[str, Any], executing: bool = False, **arguments: Any) -> OpResult:
+    """Run ``op``'s body for a host named "node" while planning (or, with ``executing``,
+    while pyinfra executes), every fact answered from ``facts``."""
+    inventory = Inventory((["node"], {}))
+    state = State(inventory, Config())
+    state.is_executing = executing
+    node = inventory.get_host("node")
+    reads: list[str] = []
+    noops: list[str] = []
+
+    def answer(fact: type, kwargs: dict[str, Any]) -> Any:
+        key = fact_key(fact, kwargs)
+        reads.append(key)
+        for candidate in (key, fact.__name__):
+            if candidate in facts:
+                return copy.deepcopy(facts[candidate])
+        raise KeyError(f"no answer for {key} in the case's facts")
+
+    def get_fact(fact: type, *args: Any, **kwargs: Any) -> Any:
+        if fact is Survey:
+            return {read.key: answer(read.fact, read.kwargs) for read in kwargs["reads"]}
+        return answer(fact, kwargs)
+
+    node.get_fact = get_fact
+    node.noop = noops.append
+    with ctx_state.use(state), ctx_host.use(node):
+        commands = list(op._inner(**arguments))
+    return OpResult(commands, noops, reads)
