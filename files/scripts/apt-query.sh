@@ -24,10 +24,11 @@ installed_matching() {
 }
 
 # simulate_purge PACKAGE...: what `apt-get purge PACKAGE...` would remove, from apt's own
-# simulation (-s: nothing is done, no lock taken, no cache file written): a
-# "__removes=name" line per package apt would take off, "__error=message" for apt's errors.
+# simulation (-s: nothing is done, no lock taken, no cache file written, and no planner log:
+# a removal, even simulated, otherwise writes /var/log/apt/eipp.log.xz): a "__removes=name"
+# line per package apt would take off, "__error=message" for apt's errors.
 simulate_purge() {
     LC_ALL=C apt-get -s -o Debug::NoLocking=1 -o Dir::Cache::pkgcache= \
-        -o Dir::Cache::srcpkgcache= purge "$@" </dev/null 2>&1 \
+        -o Dir::Cache::srcpkgcache= -o Dir::Log::Planner= purge "$@" </dev/null 2>&1 \
         | sed -nE -e 's/^(Purg|Remv) ([^ ]+).*/__removes=\2/p' -e 's/^E: /__error=/p'
 }

@@ -42,7 +42,15 @@ def dpkg_database(tmp_path_factory) -> dict[str, str]:
     nothing of this machine's apt configuration, sources or lists)."""
     root = tmp_path_factory.mktemp("cuda-host")
     (root / "status").write_bytes(gzip.decompress((HOST / "dpkg-status.gz").read_bytes()))
-    for sub in ("info", "updates", "lists/partial", "cache/archives/partial", "parts", "prefs"):
+    for sub in (
+        "info",
+        "updates",
+        "lists/partial",
+        "cache/archives/partial",
+        "parts",
+        "prefs",
+        "log",
+    ):
         (root / sub).mkdir(parents=True)
     (root / "extended_states").touch()
     (root / "apt.conf").write_text(
@@ -50,6 +58,7 @@ def dpkg_database(tmp_path_factory) -> dict[str, str]:
         f'Dir::State::extended_states "{root}/extended_states";\n'
         f'Dir::State::Lists "{root}/lists";\n'
         f'Dir::Cache "{root}/cache";\n'
+        f'Dir::Log "{root}/log";\n'
         'Dir::Etc::SourceList "/dev/null";\n'
         f'Dir::Etc::SourceParts "{root}/parts";\n'
         f'Dir::Etc::Parts "{root}/parts";\n'
@@ -133,6 +142,16 @@ def test_ubuntus_hip_libraries_are_found_with_what_needs_them_and_what_purging_t
     )
     assert rocm["purge_kept"] == {"removes": on_the_host, "errors": []}
     assert on_the_host == sorted(HIP_LIBRARIES + OPENMPI)
+
+
+def test_the_simulations_write_nothing(dpkg_database):
+    """apt logs every removal it plans, a simulated one too (eipp.log.xz), unless told not
+    to; the survey must leave the host as it was."""
+    root = Path(dpkg_database["DPKG_ADMINDIR"])
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    distro_rocm(dpkg_database), nvidia_purge(dpkg_database)
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+    assert list((root / "log").iterdir()) == []
 
 
 def test_purging_nvidias_stack_takes_nothing_else_along(dpkg_database):
