@@ -151,6 +151,7 @@ def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
     ]
     assert verified and all("good" in hosts for hosts in verified), verified
     assert "libucx0" in sh(lab, "good", "dpkg-query -W -f='${Package}\\n' libucx0")
+    print(host_line(result, "good", "warning: Debian's own ROCm libraries"))
     for run in (dry, result):
         warning = host_line(run, "good", "warning: Debian's own ROCm libraries are installed")
         assert "libucx0 needs libamdhip64-5, libhsa-runtime64-1" in warning, warning
@@ -160,6 +161,7 @@ def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
 def test_debians_rocm_tool_is_refused_with_what_apt_says_its_removal_takes(lab):
     dry = deploy(lab, limit="distrotool", dry=True)
     reason = refusal(dry, "distrotool") or ""
+    print(f"distrotool refused: {reason}")
     version = sh(lab, "distrotool", "dpkg-query -W -f='${Version}' rocminfo")
     assert f"rocminfo {version} (/usr/bin/rocm_agent_enumerator, /usr/bin/rocminfo would " in (
         reason
