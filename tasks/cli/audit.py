@@ -135,7 +135,9 @@ def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
 def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
     """Connect to every (limited) host in parallel, plan the deploy for it, build its row."""
     import gevent
+    import pyinfra
     from pyinfra.api.exceptions import ConnectError, PyinfraError
+    from pyinfra.api.state import StateStage
     from pyinfra.context import ctx_config, ctx_host, ctx_state
 
     from rocm_fleet.config import ConfigError, load_config
@@ -172,9 +174,19 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
             drift += [f"{concern}: {name}" for name in operations]
         return {**row, "status": "drift" if drift else "ok", "drift": drift, "cells": cells}
 
-    with ctx_state.use(state):
-        greenlets = [state.pool.spawn(audit, host) for host in hosts]
-        gevent.joinall(greenlets)
+    # Plan as pyinfra's CLI does: in CLI mode an operation's identity comes from where it is
+    # called (file and line), so hosts that take different branches of the deploy (one gets
+    # a kernel, another a driver) still share each operation; in API mode it is the
+    # operation's position on each host, which mixes different operations up.
+    was_cli = pyinfra.is_cli
+    pyinfra.is_cli = True
+    state.set_stage(StateStage.Prepare)
+    try:
+        with ctx_state.use(state):
+            greenlets = [state.pool.spawn(audit, host) for host in hosts]
+            gevent.joinall(greenlets)
+    finally:
+        pyinfra.is_cli = was_cli
     rows = []
     for host, greenlet in zip(hosts, greenlets, strict=True):
         if greenlet.successful():

@@ -251,6 +251,25 @@ def test_gather_gives_each_host_its_status_and_drift(rows):
     json.dumps(rows)  # --json prints them
 
 
+def test_hosts_whose_plans_branch_differently_share_each_operation(monkeypatch):
+    # One host gets the DKMS driver's operations, the other none: planned in one state, as
+    # the audit does, an operation must not be mistaken for another one because it sits at
+    # the same position of another host's plan ("Cannot have different values ...").
+    dkms = {**DATA, "rocm_driver": "dkms"}
+    rows = gather(
+        monkeypatch,
+        {
+            "inbox": (DATA, SurveyHost(converged())),
+            "dkms": (dkms, SurveyHost(converged_survey(dkms, "debian-12"))),
+        },
+    )
+    assert [(row["host"], row["status"], row["error"]) for row in rows] == [
+        ("inbox", "ok", None),
+        ("dkms", "ok", None),
+    ]
+    assert "amdgpu driver" in rows[1]["cells"] and "amdgpu driver" not in rows[0]["cells"]
+
+
 def test_exit_status():
     ok = {"host": "a", "status": "ok"}
     assert audit.exit_status([]) == 0
