@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
+import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,22 +44,33 @@ GOALS = {"P1 deploy/floor, 8 hosts": 2.0, "P2 ratio N / ratio 1": 1.25,
          "dry/floor, 8 hosts": 1.5, "audit/floor, 8 hosts": 1.5}  # fmt: skip
 
 
+# Runs the command and prints its peak RSS: measured from a small interpreter, because a
+# child's max RSS starts at its parent's (Linux keeps it across fork and exec), and the
+# benchmark's own process holds the lab.
+_PEAK_RSS = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execvp(sys.argv[1], sys.argv[1:])\n"
+    "_, status, usage = os.wait4(pid, 0)\n"
+    "print(f'__peak_rss_kib={usage.ru_maxrss}', file=sys.stderr)\n"
+    "sys.exit(os.waitstatus_to_exitcode(status))\n"
+)
+
+
 def run(lab: Lab, cmd: list[str], ok: tuple[int, ...] = (0,)) -> tuple[float, int]:
-    """(seconds, peak RSS in KiB) of one command in the lab's client netns. The command is
-    reaped with wait4, whose rusage is that process's own (`ip netns exec` execs it)."""
-    with tempfile.TemporaryFile("w+") as out:
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", lab.client_netns, *cmd],
-            cwd=ROOT, env=lab.env(), stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-        )  # fmt: skip
-        _, status, usage = os.wait4(proc.pid, 0)
-        elapsed = time.monotonic() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode not in ok:
-            out.seek(0)
-            raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{out.read()[-4000:]}")
-    return elapsed, usage.ru_maxrss
+    """(seconds, peak RSS in KiB) of one command in the lab's client netns."""
+    wrapped = [sys.executable, "-S", "-c", _PEAK_RSS, *cmd]
+    started = time.monotonic()
+    result = lab.run(wrapped, input="")
+    elapsed = time.monotonic() - started
+    if result.returncode not in ok:
+        raise SystemExit(
+            f"{' '.join(cmd)} failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+            f"{result.stderr[-3000:]}"
+        )
+    match = re.search(r"__peak_rss_kib=(\d+)", result.stderr)
+    return elapsed, int(match.group(1)) if match else 0
 
 
 def limit(hosts: list[HostSpec]) -> list[str]:

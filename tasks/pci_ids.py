@@ -106,8 +106,6 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
 
 PCI_DEVICES: dict[str, PciDevice] = {d: PciDevice(d, g, n) for d, g, n in _TABLE}
 
-AMD_VENDOR = "0x1002"
-
 
 def lookup(device: str) -> PciDevice | None:
     """The table row for a PCI device ID such as ``0x744C`` or ``744c``."""

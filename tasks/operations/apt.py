@@ -16,6 +16,7 @@ from rocm_fleet.facts.cache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.operations._script import script
+from rocm_fleet.operations.files import removed
 from rocm_fleet.versions import amd_release_tag, is_amd_driver_version
 
 
@@ -69,10 +70,7 @@ def verified_keyring(path: str, url: str = "", fingerprint: str = "", present: b
     """
     current = read_fact(KeyringFingerprints, path=path)
     if not present:
-        if current is None:
-            host.noop(f"keyring {path} is absent")
-            return
-        yield StringCommand("rm", "-f", path)
+        yield from removed(path, exists=current is not None)
         return
     fingerprint = fingerprint.upper()
     if current == [fingerprint]:

@@ -28,13 +28,19 @@ def text_file(path: str, content: str = "", mode: str = "644", present: bool = T
     """
     current = read_fact(FileDigest, path=path)
     if not present:
-        if current is None:
-            host.noop(f"{path} is absent")
-            return
-        yield StringCommand("rm", "-f", path)
+        yield from removed(path, exists=current is not None)
         return
     digest = hashlib.sha256(content.encode()).hexdigest()
     if current is not None and (current["mode"], current["sha256"]) == (mode, digest):
         host.noop(f"{path} is up to date")
         return
     yield script("text-file", path, mode, content)
+
+
+def removed(path: str, exists: bool):
+    """The commands that remove a file the deploy put there; none (a noop) when it's gone.
+    For operations whose ``present=False`` is just that (``yield from removed(...)``)."""
+    if not exists:
+        host.noop(f"{path} is absent")
+        return
+    yield StringCommand("rm", "-f", path)

@@ -9,8 +9,19 @@ namespaces) plus doubles of repo.radeon.com, download.pytorch.org and AMD GPUs.
 See tests/lab/README.md.
 """
 
-from .fleet import HostSpec, Lab, PyinfraResult
+from .client import PyinfraResult
+from .fleet import Lab
+from .hosts import HostSpec
 from .mirror import MIRROR_EXTRA_SUITES, MIRROR_PACKAGES
 from .profiles import PROFILES
+from .teardown import cleanup_stale
 
-__all__ = ["MIRROR_EXTRA_SUITES", "MIRROR_PACKAGES", "PROFILES", "HostSpec", "Lab", "PyinfraResult"]
+__all__ = [
+    "MIRROR_EXTRA_SUITES",
+    "MIRROR_PACKAGES",
+    "PROFILES",
+    "HostSpec",
+    "Lab",
+    "PyinfraResult",
+    "cleanup_stale",
+]

@@ -18,8 +18,11 @@ from pathlib import Path
 from rocm_fleet.matrix import release
 
 from . import amd_repo, mirror, profiles, roots
-from ._util import cache_dir, rmtree, run
-from .fleet import HostSpec, Lab, cleanup_stale
+from ._util import cache_dir, debian_mirror, rmtree, run
+from .fleet import Lab
+from .hosts import HostSpec
+from .network import SERVER_ADDRESS
+from .teardown import cleanup_stale
 
 
 def selftest() -> int:
@@ -47,13 +50,13 @@ def selftest() -> int:
             "https://repo.radeon.com/rocm/rocm.gpg.key",
             "https://repo.radeon.com/rocm/apt/6.4.3/dists/jammy/InRelease",
             "https://download.pytorch.org/whl/rocm6.4/torch/",
-            "http://deb.debian.org/debian/dists/trixie/InRelease",
+            f"{debian_mirror().url}/dists/trixie/InRelease",
         ):
             host = url.split("/")[2]
             proc = lab.run(
                 ["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert",
-                 str(lab.ca_cert), "--resolve", f"{host}:443:10.213.0.1",
-                 "--resolve", f"{host}:80:10.213.0.1", url]
+                 str(lab.ca_cert), "--resolve", f"{host}:443:{SERVER_ADDRESS}",
+                 "--resolve", f"{host}:80:{SERVER_ADDRESS}", url]
             )  # fmt: skip
             print(f"{proc.stdout or proc.stderr.strip():>4}  {url}")
         down_start = time.monotonic()

@@ -1,4 +1,5 @@
-"""A throwaway CA and one server certificate for the upstream names the lab impersonates.
+"""A throwaway CA and one server certificate for the upstream names the lab impersonates
+(upstreams.py names them).
 
 Why a CA and not a self-signed leaf: the hosts trust it the production way (a file in
 /usr/local/share/ca-certificates picked up by update-ca-certificates when the deploy
@@ -14,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._util import run
-
-UPSTREAM_NAMES = ("deb.debian.org", "repo.radeon.com", "download.pytorch.org")
 
 _CA_CONF = """\
 [req]
@@ -49,7 +48,8 @@ class Certs:
     server_key: Path
 
 
-def make_certs(directory: Path, tag: str, names: tuple[str, ...] = UPSTREAM_NAMES) -> Certs:
+def make_certs(directory: Path, tag: str, names: tuple[str, ...]) -> Certs:
+    """The CA and a server certificate for ``names`` (its SANs) in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
     ca_key, ca_crt = directory / "ca.key", directory / "ca.crt"

@@ -1,4 +1,5 @@
-"""Small helpers shared by the lab modules: commands, cache paths, cache keys, locks.
+"""Small helpers shared by the lab modules: commands, cache paths, cache keys, locks, and
+the Debian mirror the build machine uses (`debian_mirror`).
 
 The lab runs as root and shells out a lot; one place for running commands keeps error
 messages useful (the failing command and its stderr) instead of bare CalledProcessError.
@@ -8,14 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from rocm_fleet.facts.apt import DebianMirror
 
 #: Root of the repository (tests/lab/_util.py -> repo). Used as default cwd for pyinfra.
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -28,11 +33,65 @@ VENV_BIN = PYTHON.parent
 #: A clean PATH for everything the lab starts (the caller's PATH may hold pyenv shims).
 CLEAN_PATH = f"{VENV_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-DEBIAN_MIRROR = "http://deb.debian.org/debian"
-
 
 class LabError(RuntimeError):
     """Raised when the lab itself (not the product under test) fails."""
+
+
+#: Characters apt's URItoFileName escapes as %xx in a list file's name (apt-pkg/strutl.cc).
+_APT_QUOTED = '\\|{}[]<>"^~_=!@#$%^&*'
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """The Debian mirror the lab builds its roots and sparse mirror from, and impersonates
+    inside its network namespaces at its real name (``url`` as apt sources write it)."""
+
+    url: str  #: "http://deb.debian.org/debian"
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.url).hostname or ""
+
+    @property
+    def path(self) -> str:
+        """The archive's path on its host, without slashes around it: "debian"."""
+        return urlsplit(self.url).path.strip("/")
+
+    @property
+    def list_prefix(self) -> str:
+        """How apt names the list files of this mirror in /var/lib/apt/lists:
+        "deb.debian.org_debian_" (URItoFileName: no scheme, escapes, "/" -> "_")."""
+        bare = f"{self.host}/{self.path}/" if self.path else f"{self.host}/"
+        quoted = "".join(f"%{ord(c):02x}" if c in _APT_QUOTED else c for c in bare)
+        return quoted.replace("/", "_")
+
+
+@functools.cache
+def debian_mirror() -> Mirror:
+    """The Debian archive the build machine's own apt sources name, read the way the
+    product's ``DebianMirror`` fact reads a host's (so the lab's hosts name the same
+    mirror the deploy then finds in their sources)."""
+    fact = DebianMirror()
+    proc = subprocess.run(
+        ["sh", "-c", fact.command()], env=clean_env(), capture_output=True, text=True
+    )
+    url = fact.process(proc.stdout.splitlines())
+    if url is None:
+        raise LabError(
+            "the build machine's apt sources name no Debian archive (a `URIs:` line in "
+            "/etc/apt/sources.list.d/debian.sources or a `deb` line in /etc/apt/sources.list "
+            "ending in /debian): the lab builds its roots and mirror from that archive"
+        )
+    parts = urlsplit(url)
+    # Minimal roots have no CA bundle before the deploy installs ca-certificates (from this
+    # very mirror), and the lab server answers on ports 80 and 443 only.
+    if parts.scheme != "http" or parts.port is not None or parts.username is not None:
+        raise LabError(
+            f"the build machine's Debian mirror {url} cannot be impersonated by the lab: "
+            "it needs a plain http://HOST/PATH mirror (no https, port or user)"
+        )
+    return Mirror(url)
 
 
 def cache_dir() -> Path:
@@ -105,16 +164,3 @@ def rmtree(path: Path) -> None:
     if not path.exists() and not path.is_symlink():
         return
     run(["rm", "-rf", "--one-file-system", "--", str(path)])
-
-
-def copy_tree(src: Path, dst: Path) -> None:
-    """cp -a keeps device nodes, owners, xattrs and hard links, which a root needs."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    run(["cp", "-a", "--", str(src), str(dst)])
-
-
-def which(name: str) -> str:
-    found = shutil.which(name, path=CLEAN_PATH)
-    if not found:
-        raise LabError(f"{name} not found; install it (see tests/lab/README.md)")
-    return found

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -394,14 +393,6 @@ def build(www: Path, releases: list[Release], gnupghome: Path) -> str:
         return signer.fingerprint
     finally:
         signer.close()
-
-
-def describe(rel: Release) -> str:
-    """Human summary of what a release's double contains (for the selftest output)."""
-    return textwrap.dedent(f"""\
-        ROCm {rel.version}: rocm/apt/{rel.apt_path}, rocm-core {
-        deb_version(PACKAGES[0], rel, "jammy")
-    }, rocminfo {deb_version(_by_name("rocminfo"), rel, "jammy")}""")
 
 
 # --- amdgpu driver repository double (amdgpu/<version>/ubuntu) ------------------------------

@@ -14,7 +14,8 @@ import argparse
 import sys
 import time
 
-from .fleet import HostSpec, Lab
+from .fleet import Lab
+from .hosts import HostSpec
 
 HOSTS = [
     HostSpec(

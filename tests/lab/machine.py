@@ -185,11 +185,18 @@ def _install(root: Path, rel: str, body: str) -> None:
     path.chmod(0o755)
 
 
+#: Every double of the machine: its path in a host root (first on root's PATH) -> script.
+DOUBLES = {
+    "usr/local/bin/uname": UNAME,
+    "usr/local/bin/mokutil": MOKUTIL,
+    "usr/local/sbin/reboot": REBOOT,
+}
+
+
 def write(root: Path, machine: Machine, stock: str) -> None:
     """Install a machine into a host root: doubles, running kernel, EFI state."""
-    _install(root, "usr/local/bin/uname", UNAME)
-    _install(root, "usr/local/bin/mokutil", MOKUTIL)
-    _install(root, "usr/local/sbin/reboot", REBOOT)
+    for rel, body in DOUBLES.items():
+        _install(root, rel, body)
     mdir, efi = root / MACHINE_DIR, root / EFI_DIR
     for sub in ("MokListRT", "MokNew"):
         (efi / sub).mkdir(parents=True, exist_ok=True)
@@ -338,9 +345,9 @@ def _version_gt(a: str, b: str) -> bool:
     return proc.returncode == 0
 
 
-def stock_kernel(mirror: Path, suite: str) -> str:
-    """The kernel release ``linux-image-amd64`` depends on in the suite's real index."""
-    packages = mirror / "debian" / "dists" / suite / "main" / "binary-amd64" / "Packages"
+def stock_kernel(packages: Path) -> str:
+    """The kernel release ``linux-image-amd64`` depends on in a suite's real Packages index
+    (``mirror.packages_index``)."""
     stanza = None
     for block in packages.read_text().split("\n\n"):
         if block.startswith("Package: linux-image-amd64\n"):

@@ -8,7 +8,10 @@ fetched for MIRROR_PACKAGES (with Recommends, since the deploy may install them)
 apt asks for Packages.xz/.gz first; those 404 and it falls back to the uncompressed file
 listed in the (real) InRelease, so nothing needs re-signing.
 
-The result is cached per base suite, keyed on the sshbase and the package lists.
+The tree mirrors the URL layout of the Debian mirror the build machine uses
+(`_util.debian_mirror`, e.g. `debian/dists`, `debian/pool` for http://deb.debian.org/debian),
+so the lab server serves it under that mirror's host name.  The result is cached per base
+suite, keyed on the sshbase (which carries the mirror URL) and the package lists.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 from . import roots
-from ._util import DEBIAN_MIRROR, LabError, cache_dir, cache_key, chroot, file_lock, rmtree
+from ._util import LabError, cache_dir, cache_key, chroot, debian_mirror, file_lock, rmtree
 
 #: What the product's deploy installs from Debian (their dependencies come along).
 MIRROR_PACKAGES = ["ca-certificates", "curl", "gnupg", "python3-venv", "python3-pip"]
@@ -47,7 +50,6 @@ MIRROR_SUITE_PACKAGES["bookworm"] += ["linux-headers-amd64", "mokutil", "openssl
 MIRROR_SUITE_PACKAGES["trixie"] += ["libucx0", "rocminfo"]
 
 RECIPE = 3
-_LIST_PREFIX = "deb.debian.org_debian_"
 
 
 def mirror_key(suite: str) -> str:
@@ -62,7 +64,8 @@ def mirror_key(suite: str) -> str:
 
 
 def mirror_dir(suite: str) -> Path:
-    """Path of the cached mirror tree for one base suite (contains debian/dists, pool)."""
+    """Path of the cached mirror tree for one base suite: the mirror's URL path (``debian``)
+    holding ``dists`` and ``pool``, served as the root of the mirror's host."""
     target = cache_dir() / f"mirror-{suite}-{mirror_key(suite)}"
     base = roots.sshbase_tarball(suite)
     with file_lock(cache_dir() / f".lock-mirror-{suite}"):
@@ -72,18 +75,25 @@ def mirror_dir(suite: str) -> Path:
                 out = Path(tmp) / "mirror"
                 try:
                     roots.unpack(base, root)
-                    _build(suite, root, out / "debian")
+                    _build(suite, root, out / debian_mirror().path)
                     os.rename(out, target)
                 finally:
                     rmtree(root)
     return target
 
 
+def packages_index(tree: Path, suite: str) -> Path:
+    """The suite's real ``main`` Packages index in a tree made by ``mirror_dir``."""
+    dists = tree / debian_mirror().path / "dists"
+    return dists / suite / "main" / "binary-amd64" / "Packages"
+
+
 def _build(suite: str, root: Path, debian: Path) -> None:
+    url = debian_mirror().url
     (root / "etc/resolv.conf").write_text(Path("/etc/resolv.conf").read_text())
     extras = MIRROR_EXTRA_SUITES.get(suite, {})
     if extras:
-        lines = "".join(f"deb {DEBIAN_MIRROR} {extra} main\n" for extra in extras)
+        lines = "".join(f"deb {url} {extra} main\n" for extra in extras)
         (root / "etc/apt/sources.list.d/rflab-extra.list").write_text(lines)
     chroot(root, "apt-get", "update", timeout=600)
     jobs: list[tuple[str | None, list[str]]] = [
@@ -101,10 +111,10 @@ def _build(suite: str, root: Path, debian: Path) -> None:
                 continue
             uri, fname = line.split()[:2]
             uri = uri.strip("'")
-            if not uri.startswith(DEBIAN_MIRROR + "/"):
+            if not uri.startswith(url + "/"):
                 raise LabError(f"unexpected download URI {uri}")
             # The pool path is URL-encoded in the URI (g%2b%2b -> g++); store it decoded.
-            dest = debian / unquote(uri[len(DEBIAN_MIRROR) + 1 :])
+            dest = debian / unquote(uri[len(url) + 1 :])
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / "var/cache/apt/archives" / fname, dest)
     _copy_indexes(root / "var/lib/apt/lists", debian)
@@ -112,11 +122,12 @@ def _build(suite: str, root: Path, debian: Path) -> None:
 
 def _copy_indexes(lists: Path, debian: Path) -> None:
     """Copy apt's list files back into dists/ layout and add by-hash links."""
+    prefix = debian_mirror().list_prefix
     inreleases = []
     for src in sorted(lists.iterdir()):
-        if not src.name.startswith(_LIST_PREFIX) or not src.is_file():
+        if not src.name.startswith(prefix) or not src.is_file():
             continue
-        rel = src.name[len(_LIST_PREFIX) :].replace("_", "/")
+        rel = src.name[len(prefix) :].replace("_", "/")
         dest = debian / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src, dest)
@@ -151,7 +162,3 @@ def _link_by_hash(inrelease: Path) -> None:
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.exists():
             os.link(path, link)
-
-
-def prepare_all(suites: list[str] | tuple[str, ...]) -> dict[str, Path]:
-    return {suite: mirror_dir(suite) for suite in suites}

@@ -1,5 +1,8 @@
 """Debian roots for lab hosts: debootstrap minbase, then an "sshbase", both cached as tar.zst.
 
+Built from the Debian mirror the build machine's apt sources name (`_util.debian_mirror`),
+so the roots' sources.list names that mirror, which the lab then serves at its real name.
+
 Why two layers: debootstrap is the slow step (~30 s per suite) and changes only when the
 suite does; sshbase adds just what the lab needs to reach a host (openssh-server, a normal
 user).  Everything the product's deploy installs itself (ca-certificates, curl, gnupg,
@@ -14,7 +17,16 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ._util import DEBIAN_MIRROR, LabError, cache_dir, cache_key, chroot, file_lock, rmtree, run
+from ._util import (
+    LabError,
+    cache_dir,
+    cache_key,
+    chroot,
+    debian_mirror,
+    file_lock,
+    rmtree,
+    run,
+)
 
 SUITES = ("bookworm", "trixie")
 
@@ -37,7 +49,7 @@ def _check_suite(suite: str) -> None:
 
 
 def minbase_key(suite: str) -> str:
-    return cache_key("minbase", suite, DEBIAN_MIRROR, RECIPE)
+    return cache_key("minbase", suite, debian_mirror().url, RECIPE)
 
 
 def sshbase_key(suite: str) -> str:
@@ -54,7 +66,7 @@ def minbase_tarball(suite: str) -> Path:
                 root = Path(tmp) / "root"
                 try:
                     run(
-                        ["debootstrap", "--variant=minbase", suite, root, DEBIAN_MIRROR],
+                        ["debootstrap", "--variant=minbase", suite, root, debian_mirror().url],
                         timeout=900,
                     )
                     chroot(root, "apt-get", "clean")
@@ -84,7 +96,7 @@ def sshbase_tarball(suite: str) -> Path:
 
 
 def _build_sshbase(root: Path) -> None:
-    # The build chroot shares the machine's network, so it can reach deb.debian.org.
+    # The build chroot shares the machine's network, so it can reach the Debian mirror.
     (root / "etc/resolv.conf").unlink(missing_ok=True)
     (root / "etc/resolv.conf").write_text(Path("/etc/resolv.conf").read_text())
     chroot(root, "apt-get", "update", timeout=600)
@@ -145,8 +157,3 @@ def sshbase_dir(suite: str) -> Path:
             finally:
                 rmtree(tmp)
     return target
-
-
-def prepare_all(suites: tuple[str, ...] | list[str] = SUITES) -> dict[str, Path]:
-    """Build (or find) the sshbase tarball of each suite; returns suite -> tarball."""
-    return {suite: sshbase_tarball(suite) for suite in suites}

@@ -1,5 +1,6 @@
-"""The lab's one HTTP(S) server, standing in for deb.debian.org, repo.radeon.com and
-download.pytorch.org at their real URLs (hosts resolve those names to it via /etc/hosts).
+"""The lab's one HTTP(S) server, standing in for the Debian mirror, repo.radeon.com and
+download.pytorch.org at their real URLs (hosts resolve those names to it via /etc/hosts;
+upstreams.py says which names and document roots).
 
 One process, ports 80 and 443, routing by Host header to per-upstream document roots.
 Run as a script (`python server.py CONFIG.json`) inside the lab's client netns; only the
@@ -336,9 +337,6 @@ class Server:
     def requests(self, host: str | None = None) -> list[dict[str, object]]:
         entries = [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
         return [e for e in entries if host is None or e["host"] == host]
-
-    def clear_log(self) -> None:
-        self.log_path.write_text("")
 
 
 if __name__ == "__main__":

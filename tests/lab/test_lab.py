@@ -6,6 +6,8 @@ the product, so a lab regression is told apart from a product regression.
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import os
 import re
 import shlex
@@ -18,7 +20,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from lab import HostSpec, Lab, amd_repo, profiles, pytorch_index
+from lab import HostSpec, Lab, amd_repo, machine, profiles, pytorch_index
+from lab.server import Server
 from rocm_fleet.matrix import release
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
@@ -98,6 +101,42 @@ def test_wheels_are_valid(tmp_path):
         meta = zf.read(f"torchvision-{vision.version}.dist-info/METADATA").decode()
     assert re.search(r"^Requires-Dist: torch==\d+\.\d+\.\d+\+rocm6\.4$", meta, re.M)
     assert "cu128" in wheels
+
+
+def readme_code() -> str:
+    """The code in the lab's README: fenced blocks and inline spans, one per line."""
+    text = (Path(__file__).parent / "README.md").read_text()
+    fenced = re.findall(r"^```\w*\n(.*?)^```", text, re.M | re.S)
+    inline = re.findall(r"`([^`\n]+)`", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S))
+    return "\n".join(fenced + inline)
+
+
+def public(names) -> list[str]:
+    return sorted({n for n in names if not n.startswith("_")})
+
+
+def test_readme_names_every_public_name_of_the_lab(tmp_path):
+    code = readme_code()
+    words = set(re.findall(r"[\w+-]+", code))
+    lab = Lab(hosts=[HostSpec("x")], workdir=tmp_path)  # never entered: builds nothing
+    missing = [f"lab.{n}" for n in public([*dir(Lab), *vars(lab)]) if f"lab.{n}" not in code]
+    # The server's steering methods; starting and stopping it is the lab's own business.
+    steering = [n for n in public(vars(Server)) if inspect.isfunction(getattr(Server, n))]
+    missing += [
+        f"lab.server.{n}"
+        for n in steering
+        if n not in ("start", "stop") and f"lab.server.{n}" not in code
+    ]
+    missing += [f"Lab({n}=)" for n in inspect.signature(Lab).parameters if n not in words]
+    for cls in (HostSpec, machine.Machine):
+        missing += [
+            f"{cls.__name__}.{f.name}" for f in dataclasses.fields(cls) if f.name not in words
+        ]
+    missing += [f"profile {p}" for p in profiles.PROFILES if p not in words]
+    missing += [f"double /{path}" for path in machine.DOUBLES if f"/{path}" not in code]
+    missing += [f"firmware {f}" for f in machine.FIRMWARES if f not in words]
+    missing += [f"mok {m}" for m in machine.MOK_STATES if m not in words]
+    assert missing == [], "tests/lab/README.md does not document: " + ", ".join(missing)
 
 
 # --- the fleet ------------------------------------------------------------------------------
@@ -319,7 +358,7 @@ with Lab(hosts=[HostSpec("k1", suite="bookworm", profile="none")]) as lab:
 @needs_root
 @pytest.mark.lab
 def test_cleanup_stale_removes_what_a_killed_lab_left():
-    from lab.fleet import cleanup_stale
+    from lab import cleanup_stale
 
     tests_dir = str(Path(__file__).resolve().parents[1])
     proc = subprocess.Popen(

@@ -198,7 +198,7 @@ def test_verified_keyring_absent_removes_or_is_a_noop():
     gone = run_op(
         apt.verified_keyring, {f"KeyringFingerprints:{KEYRING}": None}, path=KEYRING, present=False
     )
-    assert (gone.commands, gone.noops) == ([], [f"keyring {KEYRING} is absent"])
+    assert (gone.commands, gone.noops) == ([], [f"{KEYRING} is absent"])
     there = run_op(
         apt.verified_keyring,
         {f"KeyringFingerprints:{KEYRING}": [FINGERPRINT]},
