@@ -106,6 +106,10 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
 
 PCI_DEVICES: dict[str, PciDevice] = {d: PciDevice(d, g, n) for d, g, n in _TABLE}
 
+# pci.ids' vendor 1002: preflight's GPUs are the display and accelerator devices of this
+# vendor (facts.gpu.PciGpus reads every vendor's).
+AMD_VENDOR = "0x1002"
+
 
 def lookup(device: str) -> PciDevice | None:
     """The table row for a PCI device ID such as ``0x744C`` or ``744c``."""
