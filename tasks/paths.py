@@ -58,6 +58,9 @@ REBOOT_REQUIRED = "/run/reboot-required"
 REBOOT_PACKAGES = "/run/reboot-required.pkgs"
 RUN_DIR = "/run/rocm-fleet"
 REBOOT_REASONS = f"{RUN_DIR}/reboot-reasons"
+# What the last passed GPU check vouched for (operations.gpu.gpu_verified); /run, so a
+# reboot makes the next run check again.
+VERIFIED = f"{RUN_DIR}/verified"
 # The MOK password's crypt hash lives here only for the length of one `mokutil --import`.
 MOK_HASH = f"{RUN_DIR}/mok-import.hash"
 
@@ -82,6 +85,7 @@ MANAGED_FILES = (
     APT_LISTS_STAMP,
     AMDGPU_LISTS_STAMP,
     BACKPORTS_LISTS_STAMP,
+    VERIFIED,
 )
 # Every keyring a deploy may write (their fingerprints are read, not their digests).
 MANAGED_KEYRINGS = (ROCM_KEYRING,)

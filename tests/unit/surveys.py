@@ -269,6 +269,8 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 survey[f"file {path}"] = digest(f"dearmored {fingerprint}", "644", WRITTEN)
             elif name == "mkdir" and args[-2] == "touch":  # an apt-lists stamp
                 survey[f"file {args[-1]}"] = digest("", "644", UPDATED)
+            elif name == "mkdir" and args[0] == "-p":  # a directory for a file after it
+                pass
             elif name == "packages-install":
                 packages.update({p: DEBIAN_VERSIONS[p] for p in args[1:]})
             elif name == "release-switch":
@@ -323,4 +325,10 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
              "properties": properties}
         )  # fmt: skip
     survey["apt"] = {"need": 0, "message": "already installed from this release"}
+    # The GPU check passed: it recorded what it vouched for, which only the host as it is
+    # now (installed, GPUs driven) says, so it is planned once more on that host.
+    check = plan(data, SurveyHost(copy.deepcopy(survey))).find("Check rocminfo and torch")
+    _mkdir, record = check.commands
+    path, mode, content = script_call(record)[1]
+    survey[f"file {path}"] = digest(content, mode, WRITTEN)
     return survey

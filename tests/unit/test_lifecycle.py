@@ -101,6 +101,8 @@ def test_an_upgrade_moves_the_source_packages_and_torch_together():
         "ROCm apt repository | Point apt at the ROCm release for this distro",
         "ROCm packages | Install the ROCm packages of the release",
         "PyTorch | Install the torch wheels built for the ROCm release",
+        # What the last GPU check vouched for is not what the upgrade installs.
+        "Verify | Check rocminfo and torch see the expected GPUs",
     ]
     source = planned.find("Point apt at the ROCm release")
     assert script_call(source.commands[0])[1][2].endswith("/rocm/apt/7.2.1 noble main\n")
