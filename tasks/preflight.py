@@ -65,6 +65,7 @@ from rocm_fleet.facts.system import (
     RebootRequired,
     RunningKernel,
     Wsl,
+    is_nvidia_package,
     nvidia_stack,
 )
 from rocm_fleet.facts.users import GroupMembership
@@ -385,6 +386,21 @@ def _nvidia(config: Config, survey: dict, problems: list[str], warnings: list[st
     simulated = (survey.get("nvidia_purge") or {}).get("purge")
     removal = f" ({removal_effect(simulated, packages)})" if packages else ""
     if config.rocm_migrate_from_cuda:
+        # The migration purges with apt-get -y: never when apt says it takes along anything
+        # that is not NVIDIA's (OpenMPI built against CUDA, a user's own tools), or can't say.
+        unknown = simulated is None or bool(simulated["errors"])
+        others = [] if unknown else [
+            name for name in simulated["removes"] if name not in packages
+            and not is_nvidia_package(name)
+        ]  # fmt: skip
+        if packages and (unknown or others):
+            problems.append(
+                f"rocm_migrate_from_cuda would purge NVIDIA's packages ({what}), but "
+                f"{removal_effect(simulated, packages)}: the migration never removes more "
+                "than NVIDIA's stack; deal with those yourself (remove them, or what makes "
+                "them depend on NVIDIA's), then run again"
+            )
+            return
         warnings.append(
             f"NVIDIA stack present (packages: {what}); rocm_migrate_from_cuda: the deploy "
             f"purges them{removal}"

@@ -379,13 +379,15 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
         return disk
 
 
+def is_nvidia_package(name: str) -> bool:
+    """Whether a package is part of NVIDIA's driver or CUDA stack (the patterns above)."""
+    return any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_PATTERNS) and not any(
+        fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_EXCEPTIONS
+    )
+
+
 def nvidia_stack(packages: dict[str, str], modules: list[str]) -> NvidiaStackDict:
     """``NvidiaStack``'s answer from an ``InstalledPackages`` listing and ``LoadedModules``."""
-    names = sorted(
-        name
-        for name in packages
-        if any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_PATTERNS)
-        and not any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_EXCEPTIONS)
-    )
+    names = sorted(name for name in packages if is_nvidia_package(name))
     loaded = sorted({m.strip() for m in modules if m.strip().startswith("nvidia")})
     return {"packages": names, "modules": loaded}

@@ -395,6 +395,26 @@ def test_migrate_from_cuda_turns_the_nvidia_stack_and_cuda_torch_into_warnings()
     ]
 
 
+def test_migrate_from_cuda_refuses_a_purge_that_takes_more_than_nvidias_stack():
+    survey = fresh_survey(
+        packages={"nvidia-driver": "535.216.01-1", "libcuda1": "535.216.01-1"},
+        nvidia_purge={
+            "packages": {"nvidia-driver": "535.216.01-1", "libcuda1": "535.216.01-1"},
+            "purge": {"removes": ["libcuda1", "nvidia-driver", "openmpi-bin", "libucx0"],
+                      "errors": []},
+        },
+    )  # fmt: skip
+    result = findings(config(rocm_migrate_from_cuda=True), survey)
+    (problem,) = result.problems
+    assert problem.startswith(
+        "rocm_migrate_from_cuda would purge NVIDIA's packages (libcuda1, nvidia-driver), but "
+        "apt-get -s purge libcuda1 nvidia-driver says it also removes libucx0, openmpi-bin: "
+    )
+    unsure = {**survey, "nvidia_purge": {**survey["nvidia_purge"], "purge": None}}
+    (problem,) = findings(config(rocm_migrate_from_cuda=True), unsure).problems
+    assert "apt could not work out what removing them takes along" in problem
+
+
 def test_pci_table_maps_the_issue_examples():
     assert lookup("0x744C").gfx == "gfx1100" and "Navi 31" in lookup("744c").name
     assert lookup("0x74a1").gfx == "gfx942" and "MI300X" in lookup("0x74a1").name
