@@ -21,8 +21,11 @@ ROCM_ROOT = "/opt/rocm"
 ROCM_VERSION_FILE = f"{ROCM_ROOT}/.info/version"
 # AMD's post-install step: /opt/rocm/lib{,64} on the loader path (post-install.rst, §4).
 LD_CONF = "/etc/ld.so.conf.d/rocm.conf"
-# rocm-fleet's own: /opt/rocm/bin on login shells' PATH.
+# rocm-fleet's own: /opt/rocm/bin on login shells' PATH (appended, files/rocm-profile.sh).
 PROFILE = "/etc/profile.d/rocm.sh"
+# Where Debian's and Ubuntu's own ROCm packages put their programs (rocminfo, hipcc,
+# rocm-smi: dpkg -c of each); before /opt/rocm/bin on PATH, so a copy there shadows AMD's.
+DISTRO_BIN = "/usr/bin"
 
 # --- Debian backports (tasks/kernel.py) -------------------------------------------------------
 BACKPORTS_SOURCE = "/etc/apt/sources.list.d/rocm-fleet-backports.sources"

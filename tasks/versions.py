@@ -52,7 +52,10 @@ def newer_kernels(running: str, installed: list[str]) -> list[str]:
 # packages (rocminfo 5.2.3-2, 6.1.2-2) don't match. AMD's driver packages from
 # repo.radeon.com/amdgpu carry the same tag after an epoch (amdgpu-dkms
 # 1:6.12.12.60403-2194681.22.04).
-_AMD_CLASSIC = re.compile(r"^(\d+:)?\d+\.\d+\.\d+\.(\d{5})-")
+# Written in the syntax Python's re and POSIX grep -E share, so the host-side fact that
+# leaves AMD's packages out of a listing (facts.apt.DistroRocmPackages) uses this very rule.
+AMD_CLASSIC_VERSION = r"^([0-9]+:)?[0-9]+\.[0-9]+\.[0-9]+\.([0-9]{5})-"
+_AMD_CLASSIC = re.compile(AMD_CLASSIC_VERSION)
 
 
 def amd_release_tag(version: str) -> str | None:

@@ -151,6 +151,14 @@ def differences(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
+def host_line(result: Any, host: str, start: str) -> str:
+    """The first line pyinfra printed for ``host`` that starts with ``start`` (e.g.
+    "warning: "), without its colours; "" when there is none."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.output)
+    match = re.search(rf"^\s*\[{re.escape(host)}\]\s+({re.escape(start)}.*)$", plain, re.M)
+    return match.group(1) if match else ""
+
+
 def refusal(result: Any, host: str) -> str | None:
     """The reason printed on a host's line when preflight refused it, else None."""
     plain = re.sub(r"\x1b\[[0-9;]*m", "", result.output)

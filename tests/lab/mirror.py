@@ -48,6 +48,11 @@ MIRROR_SUITE_PACKAGES["bookworm"] += ["linux-headers-amd64", "mokutil", "openssl
 # lab host whose route to the upstream doubles stays open.
 MIRROR_SUITE_PACKAGES["bookworm"] += ["tinyproxy"]
 
+# Preflight on hosts that carry Debian's own ROCm (tests/e2e/test_preflight.py): trixie's
+# libucx0 depends on Debian's HIP runtime (libamdhip64-5, libhsa-runtime64-1), as Ubuntu
+# 24.04's does for OpenMPI, and trixie's rocminfo puts /usr/bin/rocminfo ahead of AMD's.
+MIRROR_SUITE_PACKAGES["trixie"] += ["libucx0", "rocminfo"]
+
 RECIPE = 3
 
 

@@ -12,7 +12,9 @@ import re
 import pytest
 
 from rocm_fleet.matrix import distro
-from rocm_fleet.paths import ROCM_KEYRING, ROCM_PIN, ROCM_SOURCE, ROCM_VERSION_FILE
+from rocm_fleet.paths import ROCM_KEYRING, ROCM_PIN, ROCM_ROOT, ROCM_SOURCE, ROCM_VERSION_FILE
+
+ROCMINFO = f"{ROCM_ROOT}/bin/rocminfo"
 
 TORCH_PROBE = r"""
 import json, torch
@@ -31,7 +33,7 @@ def test_rocm_source_uses_keyring_and_suite(host, node):
     row = distro(host.system_info.distribution, host.system_info.release)
     assert row is not None, f"{host.system_info.distribution} {host.system_info.release}"
     source = host.file(ROCM_SOURCE)
-    assert source.is_file
+    assert source.is_file, f"{ROCM_SOURCE} is missing: the ROCm apt source was not written"
     line = f"signed-by={ROCM_KEYRING}] "
     assert line in source.content_string
     assert f"/rocm/apt/{node.release.apt_path} {row.suite} main" in source.content_string
@@ -39,6 +41,7 @@ def test_rocm_source_uses_keyring_and_suite(host, node):
 
 
 def test_pin_prefers_repo_radeon_com(host):
+    assert host.file(ROCM_PIN).is_file, f"{ROCM_PIN} is missing: Debian's ROCm packages win"
     pin = host.file(ROCM_PIN).content_string
     assert "Pin: release o=repo.radeon.com" in pin
     assert "Pin-Priority: 600" in pin
@@ -50,11 +53,14 @@ def test_rocm_packages_come_from_the_release(host, node):
         pkg = host.package(package)
         assert pkg.is_installed, package
         assert f".{tag}-" in pkg.version, f"{package} {pkg.version} is not ROCm {tag}"
+    assert host.file(ROCM_VERSION_FILE).is_file, f"{ROCM_VERSION_FILE} is missing"
     version = host.file(ROCM_VERSION_FILE).content_string.strip()
     assert version.startswith(node.release.version + "-"), version
 
 
 def test_users_can_reach_the_gpu(host, node):
+    if not node.rocm_users:
+        pytest.skip("no rocm_users to check")
     for user in node.rocm_users:
         groups = host.user(user).groups
         assert "video" in groups and "render" in groups, (user, groups)
@@ -63,7 +69,8 @@ def test_users_can_reach_the_gpu(host, node):
 def test_rocminfo_reports_expected_gpus(host, node):
     if node.expected_gpu_count == 0:
         pytest.skip("GPU-less host by configuration")
-    out = host.check_output("/opt/rocm/bin/rocminfo")
+    assert host.file(ROCMINFO).exists, f"{ROCMINFO} is missing: AMD's rocminfo is not installed"
+    out = host.check_output(ROCMINFO)
     agents = re.findall(r"^\s+Name:\s+(gfx[0-9a-f]+)\s*$", out, re.M)
     assert agents, out
     expected = node.expected_gfx_list or agents
@@ -77,6 +84,7 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
     if not node.pytorch_install:
         pytest.skip("pytorch_install is false")
     python = node.venv_python
+    assert host.file(python).exists, f"{python} is missing: the PyTorch venv was not created"
     info = json.loads(host.check_output("%s -c %s", python, TORCH_PROBE))
     assert info["version"] == f"{node.torch_build.torch}+{node.release.torch_index}"
     assert info["hip"], "torch.version.hip is empty: not a ROCm build"

@@ -37,7 +37,7 @@ FRESH: dict[str, Any] = {
     "kernel": "6.12.38+deb13-amd64",  # new enough for every matrix distro
     "identity": {"uid": 0, "user": "root"},
     "wsl": False,
-    "pci": [{"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000",
+    "pci": [{"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
              "driver": None}],
     "kfd": None,
     "amdgpu": {"loaded": False, "version": None, "initstate": None},

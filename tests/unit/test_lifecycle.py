@@ -226,6 +226,8 @@ def cuda_host() -> SurveyHost:
             modules=["nvidia", "nvidia_uvm", "ext4"],
             venv=CUDA_VENV,
             torch_build={"hip": None, "cuda": "12.8"},
+            # apt's simulated purge of NVIDIA's packages takes nothing else along.
+            nvidia_purge={"packages": NVIDIA, "purge": {"removes": sorted(NVIDIA), "errors": []}},
             **{f"file {paths.venv_marker(VENV)}": digest("home = /usr/bin\n")},
         )
     )

@@ -901,7 +901,15 @@ def test_fail_is_planned_only_when_the_host_must_stop(mirror, refused):
         "debian-12",
         kernel="6.1.0-31-amd64",
         mirror=mirror,
-        pci=[{"slot": "0000:03:00.0", "device": "0x7550", "class": "0x030000", "driver": None}],
+        pci=[
+            {
+                "slot": "0000:03:00.0",
+                "vendor": "0x1002",
+                "device": "0x7550",
+                "class": "0x030000",
+                "driver": None,
+            }
+        ],
     )
     data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1201", "pytorch_install": False}
     planned = plan(data, SurveyHost(survey))
