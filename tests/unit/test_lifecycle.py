@@ -227,7 +227,10 @@ def cuda_host() -> SurveyHost:
             venv=CUDA_VENV,
             torch_build={"hip": None, "cuda": "12.8"},
             # apt's simulated purge of NVIDIA's packages takes nothing else along.
-            nvidia_purge={"packages": NVIDIA, "purge": {"removes": sorted(NVIDIA), "errors": []}},
+            nvidia_purge={
+                "packages": NVIDIA,
+                "purge": {"removes": sorted(set(NVIDIA) - {"curl"}), "errors": []},
+            },
             **{f"file {paths.venv_marker(VENV)}": digest("home = /usr/bin\n")},
         )
     )
