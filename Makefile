@@ -48,6 +48,7 @@ demo: deps venv
 
 bench: deps venv
 	PYTHONPATH=tests $(PY) bench/fleet.py
+	PYTHONPATH=tests $(PY) bench/mirror.py
 
 lint: venv lint-deps
 	$(VENV)/bin/ruff check .

@@ -1,10 +1,13 @@
 """rocm-fleet: pyinfra deploys that turn Debian/Ubuntu hosts into verified ROCm + PyTorch nodes.
 
 ``rocm_node`` is the whole node as one deploy. One module per concern (repository, rocm,
-groups, pytorch, kernel, driver, secureboot, reboot, cuda, preflight, verify) composes the
-operations (``operations``) over the facts (``facts``); ``settings`` declares every
-inventory key, ``matrix`` holds every cited version fact, ``paths`` every host path,
-``versions`` every version rule; ``cli`` holds the command-line tools.
+groups, pytorch, kernel, driver, secureboot, reboot, cuda, mirror, preflight, verify)
+composes the operations (``operations``) over the facts (``facts``); ``settings`` declares
+every inventory key, ``matrix`` holds every cited version fact (the streams of ROCm and
+their repositories among them), ``sources`` what a host fetches from upstream (built from
+the matrix), ``paths`` every host path, ``versions`` every version rule; ``cli`` holds the
+command-line tools, and ``bundle`` (with ``download``, ``aptrepo``, ``openpgp``,
+``wheels``) what ``rocm-fleet bundle`` fetches and verifies.
 
 In a checkout this folder is ``tasks/``; installed, it is the package ``rocm_fleet``.
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyinfra.api.exceptions import DeployError
 
@@ -30,6 +30,9 @@ from rocm_fleet.matrix import (
 from rocm_fleet.settings import PREFIXES, RENAMED, SETTINGS, Settings
 from rocm_fleet.versions import release_key
 
+if TYPE_CHECKING:
+    from rocm_fleet.sources import Mirror
+
 
 class ConfigError(DeployError):
     """Bad inventory data. The message says which host, key and value, and what is valid."""
@@ -41,6 +44,8 @@ class Config(Settings):
 
     release: Release
     torch_build: TorchBuild | None
+    # The fleet mirror this host uses, resolved with the rest of the inventory (tasks/mirror.py).
+    mirror: Mirror | None = None
 
     @property
     def expected_gfx_list(self) -> list[str]:
@@ -68,7 +73,7 @@ class Config(Settings):
     def key_fingerprint(self) -> str:
         return (self.rocm_key_fingerprint or self.stream.key_fingerprint).upper()
 
-    def wanted_packages(self, host_gfx: list[str] | None) -> list[str]:
+    def wanted_packages(self, host_gfx: list[str | None] | None) -> list[str]:
         """The packages to install: ``rocm_packages``, else the stream's default, which may
         depend on the host's GPUs. ``host_gfx``: the gfx targets of every GPU the host has
         (preflight's survey), None when unknown. The per-target choice is made only when

@@ -4,10 +4,10 @@
 distro and works with Secure Boot on; tasks/kernel.py makes sure the kernel is new enough.
 ``dkms``: AMD's driver repository (``amdgpu/<version>/ubuntu`` on repo.radeon.com: the ROCm
 version up to 6.4, the driver's own version from 7.0 and for the ROCm Core SDK, all from the
-matrix) in repo.radeon.com's suite for the distro, signed by repo.radeon.com's key: the
-classic stream's own keyring, which a Core SDK release installs for the driver
-alone; the headers of the running kernel and of every newer installed kernel (DKMS builds
-for each); then ``amdgpu-dkms``. Installing or upgrading the
+matrix, described in ``rocm_fleet.sources``) in repo.radeon.com's suite for the distro,
+signed by repo.radeon.com's key: the classic stream's own keyring, which a Core SDK release
+installs for the driver alone; the headers of the running kernel and of every newer
+installed kernel (DKMS builds for each); then ``amdgpu-dkms``. Installing or upgrading the
 driver marks the host as needing a reboot. tasks/secureboot.py enrols the signing key.
 """
 
@@ -26,18 +26,13 @@ from rocm_fleet.operations.apt import apt_lists_fresh, verified_keyring
 from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver
+from rocm_fleet.sources import amdgpu_repository, proxy_environment
 from rocm_fleet.versions import newer_kernels
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
 
-DRIVER_PACKAGE = "amdgpu-dkms"
-
-
-def amdgpu_source_line(config: Config, row: matrix.Distro, version: str) -> str:
-    """AMD's driver source (fact sheet §3.2; amdgpu-docs Ubuntu template, research A.6)."""
-    url = f"{config.rocm_amdgpu_apt_base_url.rstrip('/')}/{version}/ubuntu"
-    return f"deb [arch=amd64 signed-by={matrix.AMDGPU_KEYRING}] {url} {row.suite} main\n"
+DRIVER_PACKAGE = matrix.AMDGPU_DRIVER_PACKAGE
 
 
 def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> list[str]:
@@ -55,8 +50,8 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
     """Returns (reboot reason, operation) pairs for tasks.reboot."""
     if config.rocm_driver != "dkms":
         return []
-    version = matrix.amdgpu_repo_version(config.release)
-    if version is None:
+    repository = amdgpu_repository(config, row)
+    if repository is None:
         fail(
             name="Refuse rocm_driver: dkms for this release",
             reason=(
@@ -66,21 +61,23 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
             ),
         )
         return []
-    if config.stream.keyring != matrix.AMDGPU_KEYRING:
+    served = repository.via(config.mirror)
+    if repository.keyring != config.stream.keyring:
         verified_keyring(
             name="Install repo.radeon.com's signing key for the driver (fingerprint checked)",
-            path=matrix.AMDGPU_KEYRING,
-            url=config.rocm_amdgpu_key_url,
-            fingerprint=config.rocm_amdgpu_key_fingerprint,
+            path=repository.keyring,
+            url=served.key.url,
+            fingerprint=repository.key.fingerprint,
+            proxy=proxy_environment(config),
         )
     text_file(
         name="Point apt at AMD's amdgpu driver repository",
-        path=paths.AMDGPU_SOURCE,
-        content=amdgpu_source_line(config, row, version),
+        path=repository.source,
+        content=served.source_text(),
     )
     apt_lists_fresh(
         name="Refresh apt lists after a driver source change",
-        inputs=[paths.AMDGPU_SOURCE, matrix.AMDGPU_KEYRING],
+        inputs=[repository.source, repository.keyring],
         stamp=paths.AMDGPU_LISTS_STAMP,
     )
     running = read_fact(RunningKernel) or ""

@@ -73,6 +73,34 @@ DISTROS: tuple[Distro, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class HostRuntime:
+    """What a distro release's own ``python3`` and C library are: the venv's interpreter is
+    the host's python3, so its wheels must carry a ``cpXY`` tag and a manylinux tag no newer
+    than the host's glibc (PEP 600)."""
+
+    python: str  # major.minor, e.g. "3.11"
+    glibc: str  # major.minor, e.g. "2.36"
+
+
+# Debian: the bookworm and trixie main Packages on deb.debian.org, read 2026-11-30
+# (python3 3.11.2-1+b1 and 3.13.5-1; libc6 2.36-9+deb12u14 and 2.41-12+deb13u5). Ubuntu:
+# archive.ubuntu.com package versions as apt logs in public repositories print them
+# (python3 3.10.6-1~22.04.1 and 3.12.3-0ubuntu2, e.g. index ids 16899614440, 22403885585;
+# libc6 2.35-0ubuntu3.x and 2.39-0ubuntu8.x, ids 16012677162, 71487594790). Ubuntu 26.04:
+# (3p) "python3 is Python 3.14", "Ubuntu 26.04 ships glibc 2.43" (vmafx ADR-0603, "Ubuntu
+# 26.04 (Resolute Raccoon) fallout fixes", 2026-05-19), and an apt log of such a host
+# setting up python3-venv 3.14.3-0ubuntu2 and libc-bin 2.43-2ubuntu2.3 (index id
+# 65854530061); the archive's Packages were not read.
+HOST_RUNTIMES: dict[str, HostRuntime] = {
+    "ubuntu 22.04": HostRuntime("3.10", "2.35"),
+    "ubuntu 24.04": HostRuntime("3.12", "2.39"),
+    "ubuntu 26.04": HostRuntime("3.14", "2.43"),
+    "debian 12": HostRuntime("3.11", "2.36"),
+    "debian 13": HostRuntime("3.13", "2.41"),
+}
+
+
 def distro(distro_id: str, version_id: str) -> Distro | None:
     """The matrix row for an os-release ID / VERSION_ID (Debian point releases ignored)."""
     version = version_id.split(".")[0] if distro_id == "debian" else version_id
@@ -365,6 +393,10 @@ STREAMS = (CLASSIC, CORE_SDK)
 # PyTorch's wheel indexes, https://download.pytorch.org/whl/rocmX.Y[.Z]
 # (pytorch.org/get-started/previous-versions; fact sheet §7.1).
 PYTORCH_INDEX_BASE_URL = "https://download.pytorch.org/whl"
+# Some of those indexes' dependency pages link PyPI's file host rather than a copy of their
+# own (download.pytorch.org/whl/mpmath -> files.pythonhosted.org, quoted by PyTorch's
+# release manager in pytorch/pytorch#197552, 2026-09): a fleet mirror must carry it too.
+PYTORCH_INDEX_FILE_HOSTS = ("files.pythonhosted.org",)
 
 
 # --- PyTorch ------------------------------------------------------------------------------
@@ -719,6 +751,8 @@ AMDGPU_APT_BASE_URL = "https://repo.radeon.com/amdgpu"
 AMDGPU_KEY_URL = CLASSIC_REPOSITORY.key_url
 AMDGPU_KEY_FINGERPRINT = CLASSIC.key_fingerprint
 AMDGPU_KEYRING = CLASSIC.keyring
+# AMD's DKMS kernel driver package in that repository (fact sheet §3.5).
+AMDGPU_DRIVER_PACKAGE = "amdgpu-dkms"
 
 
 def amdgpu_repo_version(rel: Release) -> str | None:

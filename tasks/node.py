@@ -16,6 +16,7 @@ from rocm_fleet.cuda import migrate_from_cuda
 from rocm_fleet.driver import configure_driver
 from rocm_fleet.groups import configure_groups
 from rocm_fleet.kernel import configure_kernel
+from rocm_fleet.mirror import configure_mirror, configure_proxy, with_mirror
 from rocm_fleet.preflight import preflight
 from rocm_fleet.pytorch import install_pytorch, remove_pytorch
 from rocm_fleet.reboot import reboot_if_needed
@@ -30,12 +31,14 @@ def rocm_node() -> None:
     """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it
     (``rocm_state: absent``). Idempotent: a second run changes nothing."""
     # Bad inventory data stops the whole run here, before any host is touched.
-    config = load_config(host.data.dict(), host.name)
+    config = with_mirror(load_config(host.data.dict(), host.name), host.name, host.inventory)
 
     if config.rocm_state == "absent":
         remove_pytorch(config)
         remove_rocm(config)
+        configure_mirror(config, host.inventory, present=False)
         remove_repository(config)
+        configure_proxy(config, present=False)
         return
 
     # One read of the host; a host that can't take the release is refused, unchanged.
@@ -43,6 +46,10 @@ def rocm_node() -> None:
     if found is None or found.row is None:
         return
     distro = found.row
+    # apt's proxy before anything runs apt; the mirror up before any host fetches from it
+    # (pyinfra runs each operation on every host before the next).
+    configure_proxy(config)
+    configure_mirror(config, host.inventory)
     # (reason, operation) pairs whose change needs a reboot, for reboot_if_needed.
     needs_reboot = migrate_from_cuda(config) if config.rocm_migrate_from_cuda else []
     needs_reboot += configure_kernel(config, distro)

@@ -36,8 +36,11 @@ ROCM_VERSION_FILE = ROCM_VERSION_FILES[0]
 # AMD's post-install step: /opt/rocm/lib{,64} on the loader path (post-install.rst, §4); the
 # Core SDK links /opt/rocm/lib to core-X.Y/lib, so the same file serves both streams.
 LD_CONF = "/etc/ld.so.conf.d/rocm.conf"
-# rocm-fleet's own: /opt/rocm/bin on login shells' PATH.
+# rocm-fleet's own: /opt/rocm/bin on login shells' PATH (appended, files/rocm-profile.sh).
 PROFILE = "/etc/profile.d/rocm.sh"
+# Where Debian's and Ubuntu's own ROCm packages put their programs (rocminfo, hipcc,
+# rocm-smi: dpkg -c of each); before /opt/rocm/bin on PATH, so a copy there shadows AMD's.
+DISTRO_BIN = "/usr/bin"
 
 # --- Debian backports (tasks/kernel.py) -------------------------------------------------------
 BACKPORTS_SOURCE = "/etc/apt/sources.list.d/rocm-fleet-backports.sources"
@@ -46,6 +49,22 @@ BACKPORTS_PIN = "/etc/apt/preferences.d/rocm-fleet-backports"
 DEBIAN_ARCHIVE_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
 # Where a Debian host names its mirror: deb822 (bookworm's default) or the one-line file.
 DEBIAN_SOURCES = ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list")
+
+# --- Proxy and fleet mirror (tasks/mirror.py) -------------------------------------------------
+# apt reads every file of apt.conf.d (apt.conf(5)); this one only holds rocm_proxy's settings.
+APT_PROXY_CONF = "/etc/apt/apt.conf.d/80rocm-fleet-proxy"
+# Debian's nginx.conf includes conf.d/*.conf inside http {}, and its pid file is /run/nginx.pid
+# (`nginx -V` of bookworm's 1.22.1 and trixie's 1.26.3 packages: --pid-path=/run/nginx.pid).
+MIRROR_SITE = "/etc/nginx/conf.d/rocm-fleet-mirror.conf"
+NGINX_PID = "/run/nginx.pid"
+# rocm-fleet's own: the bundle the mirror serves (FHS /srv: data a host serves), and the live
+# cache (nginx's proxy_cache_path, which nginx makes itself: only its last component may be
+# missing); both removed with the mirror.
+MIRROR_ROOT = "/srv/rocm-fleet"
+MIRROR_BUNDLE = f"{MIRROR_ROOT}/bundle"
+# The file a bundle describes itself in (rocm_fleet.bundle), where pyinfra runs and on the host.
+BUNDLE_MANIFEST = "manifest.json"
+MIRROR_CACHE = "/var/cache/rocm-fleet"
 
 # --- rocm-fleet's own state (removed last by rocm_state: absent) ------------------------------
 STATE_DIR = "/var/lib/rocm-fleet"
@@ -57,6 +76,8 @@ BACKPORTS_LISTS_STAMP = f"{STATE_DIR}/backports-lists.stamp"
 PACKAGE_LEDGER = f"{STATE_DIR}/installed-packages"
 # Directories the deploy created (the venv's parents, e.g. /opt/rocm-fleet), for uninstalling.
 DIRECTORY_LEDGER = f"{STATE_DIR}/created-directories"
+# Touched after nginx (re)loaded the mirror's site: a newer site file means a reload is due.
+MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
 
 # --- Secure Boot: the DKMS module signing key per distro (fact sheet §5) ----------------------
 # (certificate, private key): DKMS >= 3.0.4 on Debian; DKMS's Ubuntu branch (shim-signed).
@@ -70,6 +91,9 @@ REBOOT_REQUIRED = "/run/reboot-required"
 REBOOT_PACKAGES = "/run/reboot-required.pkgs"
 RUN_DIR = "/run/rocm-fleet"
 REBOOT_REASONS = f"{RUN_DIR}/reboot-reasons"
+# What the last passed GPU check vouched for (operations.gpu.gpu_verified); /run, so a
+# reboot makes the next run check again.
+VERIFIED = f"{RUN_DIR}/verified"
 # The MOK password's crypt hash lives here only for the length of one `mokutil --import`.
 MOK_HASH = f"{RUN_DIR}/mok-import.hash"
 
@@ -84,6 +108,10 @@ DEFAULT_VENV = "/opt/rocm-fleet/venv"
 # converged host is answered from one read of all of them (facts.survey). A file added to a
 # task goes here, or the plan reads it with a round trip of its own.
 MANAGED_FILES = (
+    APT_PROXY_CONF,
+    MIRROR_SITE,
+    f"{MIRROR_BUNDLE}/{BUNDLE_MANIFEST}",
+    MIRROR_STAMP,
     ROCM_SOURCE,
     AMDROCM_SOURCE,
     AMDGPU_SOURCE,
@@ -96,7 +124,10 @@ MANAGED_FILES = (
     APT_LISTS_STAMP,
     AMDGPU_LISTS_STAMP,
     BACKPORTS_LISTS_STAMP,
+    VERIFIED,
 )
+# Directories the deploy may create whole (their existence is read).
+MANAGED_DIRECTORIES = (MIRROR_ROOT, MIRROR_CACHE)
 # Every keyring a deploy may write (their fingerprints are read, not their digests).
 MANAGED_KEYRINGS = (ROCM_KEYRING, AMDROCM_KEYRING)
 

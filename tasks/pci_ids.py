@@ -21,6 +21,12 @@ Sources, both read 2026-11:
 Only the chips the matrix knows (``tasks.matrix.GPU_TARGETS``) are listed, with every
 device ID pci.ids gives them (virtual functions and USB-C controllers left out). Other AMD
 devices of a display or accelerator class are reported as "unknown AMD device 0x....".
+
+A host without an AMD GPU is told what it has instead (``describe_device``): the vendor,
+the device and the class names below are pci.ids' text too (same commit; its "C" class
+list and vendor lines), for the vendors whose display devices servers and workstations
+carry and NVIDIA's data-centre GPUs, the cards a fleet moving from CUDA has. Any other
+device is named by its IDs.
 """
 
 from __future__ import annotations
@@ -100,6 +106,10 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
 
 PCI_DEVICES: dict[str, PciDevice] = {d: PciDevice(d, g, n) for d, g, n in _TABLE}
 
+# pci.ids' vendor 1002: preflight's GPUs are the display and accelerator devices of this
+# vendor (facts.gpu.PciGpus reads every vendor's).
+AMD_VENDOR = "0x1002"
+
 
 def lookup(device: str) -> PciDevice | None:
     """The table row for a PCI device ID such as ``0x744C`` or ``744c``."""
@@ -107,3 +117,60 @@ def lookup(device: str) -> PciDevice | None:
     if not device.startswith("0x"):
         device = "0x" + device
     return PCI_DEVICES.get(device)
+
+
+# PCI class (base class and subclass) -> pci.ids' name, for the classes PciGpus reads.
+CLASS_NAMES = {
+    "0x0300": "VGA compatible controller",
+    "0x0301": "XGA compatible controller",
+    "0x0302": "3D controller",
+    "0x0380": "Display controller",
+    "0x1200": "Processing accelerators",
+}
+
+VENDOR_NAMES = {
+    AMD_VENDOR: "Advanced Micro Devices, Inc. [AMD/ATI]",
+    "0x10de": "NVIDIA Corporation",
+    "0x8086": "Intel Corporation",
+    "0x1a03": "ASPEED Technology, Inc.",
+    "0x102b": "Matrox Electronics Systems Ltd.",
+    "0x1af4": "Red Hat, Inc.",
+    "0x1b36": "Red Hat, Inc.",
+    "0x15ad": "VMware",
+    "0x1414": "Microsoft Corporation",
+}
+
+# NVIDIA (0x10de) data-centre GPUs, device ID -> pci.ids name.
+NVIDIA_DEVICES = {
+    "0x1db4": "GV100GL [Tesla V100 PCIe 16GB]",
+    "0x1eb8": "TU104GL [Tesla T4]",
+    "0x20b0": "GA100 [A100 SXM4 40GB]",
+    "0x20b2": "GA100 [A100 SXM4 80GB]",
+    "0x20b5": "GA100 [A100 PCIe 80GB]",
+    "0x20f1": "GA100 [A100 PCIe 40GB]",
+    "0x2321": "GH100 [H100L 94GB]",
+    "0x2324": "GH100 [H800]",
+    "0x2330": "GH100 [H100 SXM5 80GB]",
+    "0x2331": "GH100 [H100 PCIe]",
+    "0x2335": "GH100 [H200 SXM 141GB]",
+    "0x2342": "GH100 [GH200 120GB / 480GB]",
+    "0x26b5": "AD102GL [L40]",
+    "0x26b9": "AD102GL [L40S]",
+    "0x27b8": "AD104GL [L4]",
+    "0x2901": "GB100 [B200]",
+}
+
+
+def describe_device(slot: str, vendor: str, device: str, pci_class: str) -> str:
+    """A PCI device as an operator reads it, e.g. ``NVIDIA Corporation 10de:2335 GH100
+    [H200 SXM 141GB] (3D controller) at 0000:00:06.0``; unknown names are left out."""
+    vendor, device, pci_class = vendor.lower(), device.lower(), pci_class.lower()
+    ids = f"{vendor.removeprefix('0x')}:{device.removeprefix('0x')}"
+    if vendor == AMD_VENDOR:
+        row = lookup(device)
+        name = row.name if row else None
+    else:
+        name = NVIDIA_DEVICES.get(device) if vendor == "0x10de" else None
+    class_name = CLASS_NAMES.get(pci_class[:6], f"class {pci_class}")
+    words = [VENDOR_NAMES.get(vendor), ids, name, f"({class_name})", f"at {slot}"]
+    return " ".join(word for word in words if word)

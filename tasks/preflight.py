@@ -15,8 +15,13 @@ carries it out);
 not WSL; root (directly or through ``_sudo``); an AMD GPU on PCI (mapped to gfx targets by
 ``pci_ids``, or the KFD topology when amdgpu is loaded) matching ``expected_gfx`` /
 ``expected_gpu_count``; the kernel at least the one AMD lists for the distro; free space
-for the packages; and no conflicting stack (NVIDIA driver or CUDA packages, the distro's
-own ROCm packages, another ROCm release's apt source, a CUDA or CPU torch in the venv).
+for the packages; and no conflicting stack: NVIDIA driver or CUDA packages, the distro's
+own ROCm tools that would shadow AMD's on PATH or carry AMD's package names, another ROCm
+release's apt source, a CUDA or CPU torch in the venv. The distro's own ROCm libraries
+(Ubuntu's libamdhip64-5 for OpenMPI's libucx0) don't stop AMD's stack: they are a warning
+naming what needs them. A removal is only ever suggested with what apt's simulation
+(``apt-get -s purge``, read in the survey) says it would take along. A host without an
+AMD GPU is told which display or accelerator devices it has instead.
 """
 
 from __future__ import annotations
@@ -33,37 +38,46 @@ from pyinfra.api.exceptions import PyinfraError
 from pyinfra.context import ctx_host
 
 from rocm_fleet import matrix, paths
+from rocm_fleet.bundle import incomplete, missing
 from rocm_fleet.facts.apt import (
     AptInstallSize,
     AptSourceLines,
     DebianMirror,
+    DistroRocmPackages,
     DpkgInterrupted,
     InstalledPackages,
     KeyringFingerprints,
+    PackagePurge,
 )
 from rocm_fleet.facts.cache import remember_fact
-from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.gpu import KfdNodes, PciGpus, RocmVersion
 from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
 from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
 from rocm_fleet.facts.survey import Read, Survey
 from rocm_fleet.facts.system import (
+    NVIDIA_PACKAGE_EXCEPTIONS,
+    NVIDIA_PACKAGE_PATTERNS,
     AmdgpuModule,
     Architecture,
+    DaemonRunning,
     DistroRelease,
     FreeSpace,
     Identity,
     LoadedModules,
+    Nameservers,
     NvidiaStack,
     RebootRequired,
     RunningKernel,
     Wsl,
+    is_nvidia_package,
     nvidia_stack,
 )
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.groups import GPU_GROUPS
-from rocm_fleet.pci_ids import lookup
-from rocm_fleet.versions import amd_release_tag, kernel_key
+from rocm_fleet.pci_ids import AMD_VENDOR, describe_device, lookup
+from rocm_fleet.sources import host_needs
+from rocm_fleet.versions import kernel_key
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
@@ -72,13 +86,37 @@ logger = logging.getLogger("pyinfra")
 
 DISTRO_KEYS = tuple(d.key for d in matrix.DISTROS)
 
-# Debian and Ubuntu package AMD's ROCm under their own names (Debian: rocminfo 5.2.3,
-# rocm-smi, librocm-smi64-1, hipcc, libamdhip64-*, libhsa-runtime64-1, librocblas0 ...;
-# fact sheet §12). Installed next to AMD's, programs can load either copy of a library.
-DISTRO_ROCM = re.compile(
-    r"^(rocminfo|rocm-.*|hipcc|hip-.*|libamdhip64.*|libhsa-runtime64.*|libhsakmt.*|"
-    r"librocm.*|libroc[a-z]+\d.*|libhip[a-z]+\d.*|librccl.*|libmiopen.*|miopen.*)$"
-)
+# Debian's and Ubuntu's own ROCm packages: the binary packages they build from ROCm's
+# sources (rocm-hipamd, rocr-runtime, roct-thunk-interface, rocm-compilersupport,
+# rocm-smi-lib, amdsmi, rocminfo, hipify, rocm-cmake, rocm-device-libs, rocprim, rocrand,
+# rocthrust, rocsparse, hipsparse, rocblas, hipblas, rocfft, hipfft, rocsolver, hipsolver,
+# rocalution, rccl, roctracer, rocdbgapi, pkg-rocm-tools), by name, as the Packages
+# indexes of Debian bookworm 12.15 and trixie 13.8 (main) and Ubuntu noble (main,
+# universe) list them (read 2026-11-30). AMD's packages match some of these names too
+# (rocminfo, rocm-core); their versions tell them apart (versions.amd_release_tag).
+DISTRO_ROCM_PACKAGES = (
+    "rocminfo", "rocm-*", "hipcc", "hipify-*", "amd-smi", "amd-dbgapi*", "pkg-rocm-tools",
+    "libamd-comgr*", "libamd-smi*", "libamdhip64*", "libhsa-runtime*", "libhsakmt*",
+    "libhipblas*", "libhipcub*", "libhipfft*", "libhiprand*", "libhiprtc*", "libhipsolver*",
+    "libhipsparse*", "liboam*", "librccl*", "librocalution*", "librocblas*", "librocfft*",
+    "librocm*", "librocprim*", "librocrand*", "librocsolver*", "librocsparse*",
+    "librocthrust*", "libroctx*", "libroctracer*",
+)  # fmt: skip
+# Names AMD's repository uses for packages of its own, which Debian and Ubuntu use too, at
+# higher versions (Ubuntu 24.04 rocminfo 5.7.1-3build1 against AMD's 1.0.0.70202-...,
+# hipcc 5.7.1-3 against 1.1.1.70204-..., rocm-cmake 6.0.0-1 against 0.14.0.70204-...;
+# Debian 12 rocm-device-libs 5.2.3-2): AMD's pin (600) doesn't take an installed package
+# to a lower version (apt_preferences(5): 500 <= P < 990 "unless the installed version is
+# more recent"), so AMD's stack can't go on beside them. Reported in
+# github.com/ROCm/legacy-rocm-build issues 3656, 6367 and 1899.
+AMD_PACKAGE_NAMES = ("hipcc", "rocminfo", "rocm-cmake", "rocm-device-libs")
+# AMD's programs in /opt/rocm/bin that Debian's and Ubuntu's packages (hipcc, rocminfo,
+# rocm-smi, amd-smi, hipify-perl: dpkg -c of each in bookworm, trixie and noble) also put
+# in paths.DISTRO_BIN, which comes first on PATH: there they shadow AMD's.
+AMD_PROGRAMS = (
+    "rocminfo", "rocm_agent_enumerator", "rocm-smi", "amd-smi", "hipcc", "hipcc.pl",
+    "hipconfig", "hipconfig.pl", "hipify-perl", "roc-obj", "roc-obj-extract", "roc-obj-ls",
+)  # fmt: skip
 # A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
 ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
 # Upstream hosts whose apt sources preflight looks for (repo.amd.com matches
@@ -102,6 +140,9 @@ def findings(config: Config, survey: dict[str, Any]) -> Findings:
     problems: list[str] = []
     warnings: list[str] = []
     row = _distro(config, survey, problems, warnings)
+    gpus = [gpu["gfx"] for gpu in gpus_found(survey)]
+    if row is not None and config.release.publication(row) is not None:
+        _bundle(config, row, gpus, problems)
     _system(survey, problems)
     _gpus(config, survey, problems, warnings)
     if row is not None:
@@ -109,7 +150,6 @@ def findings(config: Config, survey: dict[str, Any]) -> Findings:
     _disk(config, survey, problems)
     _conflicts(config, survey, problems, warnings)
     _stream_move(config, survey, warnings)
-    gpus = [gpu["gfx"] for gpu in gpus_found(survey)]
     return Findings(row if not problems else None, problems, warnings, gpus)
 
 
@@ -162,6 +202,31 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
     return row
 
 
+def _bundle(
+    config: Config, row: matrix.Distro, gpus: list[str | None], problems: list[str]
+) -> None:
+    """A bundle the fleet mirror serves must hold everything this host will fetch (with the
+    packages its GPUs make the stream choose): apt or pip failing halfway through on a
+    missing file is worse than not starting."""
+    mirror = config.mirror
+    if mirror is None or not mirror.bundle:
+        return
+    broken = incomplete(mirror.bundle) if mirror.serves else []
+    if broken:
+        problems.append(
+            f"the bundle {mirror.bundle} this host is to serve is incomplete ({len(broken)} "
+            f"file(s) its manifest lists are missing or cut short: {', '.join(broken[:5])}): "
+            f"run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` again"
+        )
+    gaps = missing(mirror.bundle, host_needs(config, row, gpus))
+    if gaps:
+        problems.append(
+            f"the fleet mirror's bundle {mirror.bundle} lacks what this host needs: "
+            f"{'; '.join(gaps)}: run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` "
+            "again with this inventory, then deploy"
+        )
+
+
 def _family(gfx: str) -> str | None:
     target = matrix.gpu_target(gfx)
     return target.family if target else None
@@ -183,10 +248,24 @@ def _system(survey: dict, problems: list[str]) -> None:
         )
 
 
+def amd_pci(survey: dict) -> list[dict[str, Any]]:
+    """The survey's PCI display and accelerator devices that are AMD's."""
+    return [gpu for gpu in survey.get("pci") or [] if gpu.get("vendor") == AMD_VENDOR]
+
+
+def other_pci(survey: dict) -> list[str]:
+    """The survey's display and accelerator devices of other vendors, described."""
+    return [
+        describe_device(gpu["slot"], gpu["vendor"], gpu["device"], gpu["class"])
+        for gpu in survey.get("pci") or []
+        if gpu.get("vendor") != AMD_VENDOR
+    ]
+
+
 def gpus_found(survey: dict) -> list[dict[str, Any]]:
     """AMD GPUs on the host: KFD nodes when amdgpu is loaded (authoritative gfx), else the
     PCI devices mapped by the PCI-ID table. Each: slot, device, gfx (None: unknown), name."""
-    pci = {gpu["slot"]: gpu for gpu in survey.get("pci") or []}
+    pci = {gpu["slot"]: gpu for gpu in amd_pci(survey)}
     found = []
     kfd = survey.get("kfd")
     if kfd:
@@ -224,18 +303,26 @@ def describe_gpus(found: list[dict[str, Any]]) -> str:
     return ", ".join(f"{n} x {label}" for label, n in counts.items())
 
 
-def gpu_mismatch(config: Config, found: list[dict[str, Any]]) -> str | None:
-    """What is wrong with the GPUs against expected_gfx / expected_gpu_count, or None."""
+def gpu_mismatch(
+    config: Config, found: list[dict[str, Any]], others: list[str] | None = None
+) -> str | None:
+    """What is wrong with the GPUs against expected_gfx / expected_gpu_count, or None;
+    ``others`` describes the display and accelerator devices of other vendors."""
     expected_count = config.expected_gpu_count
     expected_gfx = config.expected_gfx_list
     if expected_count == 0:
         return None
     found_text = describe_gpus(found)
     if not found:
+        instead = (
+            f"found instead: {'; '.join(others)}"
+            if others
+            else "nor any other display or accelerator device"
+        )
         return (
             "no AMD GPU found (no PCI device of vendor 0x1002 with a display or "
-            "processing-accelerator class): seat the card, or set expected_gpu_count: 0 "
-            "for a GPU-less host (CI runner, image builder)"
+            f"processing-accelerator class; {instead}): seat the card, or set "
+            "expected_gpu_count: 0 for a GPU-less host (CI runner, image builder)"
         )
     matching = [g for g in found if g["gfx"] in expected_gfx] if expected_gfx else found
     wanted = "/".join(expected_gfx) if expected_gfx else "AMD GPU"
@@ -256,7 +343,7 @@ def gpu_mismatch(config: Config, found: list[dict[str, Any]]) -> str | None:
 
 def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
     found = gpus_found(survey)
-    mismatch = gpu_mismatch(config, found)
+    mismatch = gpu_mismatch(config, found, other_pci(survey))
     if mismatch:
         problems.append(mismatch)
         return
@@ -312,31 +399,133 @@ def venv_torch(survey: dict) -> dict[str, Any]:
     return {"torch": version, "hip": hip, "cuda": cuda, "build": build}
 
 
+def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
+    """What apt's simulation (facts.apt ``PurgeDict``) says ``apt-get purge names`` would
+    take along, as a sentence for a message that suggests it."""
+    command = (
+        f"apt-get -s purge {' '.join(names)}"
+        if len(names) <= 6
+        else f"apt-get -s purge of these {len(names)} packages"
+    )
+    if purge is None or purge["errors"]:
+        why = "; ".join(purge["errors"]) if purge else "it did not run"
+        return (
+            f"apt could not work out what removing them takes along ({why}): "
+            f"run apt-get -s purge {' '.join(names)}"
+        )
+    extra = sorted(set(purge["removes"]) - set(names))
+    if extra:
+        return f"{command} says it also removes {', '.join(extra)}"
+    return f"{command} says it removes nothing else"
+
+
+def _nvidia(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
+    nvidia = nvidia_stack(survey.get("packages") or {}, survey.get("modules") or [])
+    packages = nvidia.get("packages") or []
+    if not packages and not nvidia.get("modules"):
+        return
+    what = ", ".join(packages) or "none"
+    modules = ", ".join(nvidia.get("modules") or []) or "none"
+    simulated = (survey.get("nvidia_purge") or {}).get("purge")
+    removal = f" ({removal_effect(simulated, packages)})" if packages else ""
+    if config.rocm_migrate_from_cuda:
+        # The migration purges with apt-get -y: never when apt says it takes along anything
+        # that is not NVIDIA's (OpenMPI built against CUDA, a user's own tools), or can't say.
+        unknown = simulated is None or bool(simulated["errors"])
+        others = [] if unknown else [
+            name for name in simulated["removes"] if name not in packages
+            and not is_nvidia_package(name)
+        ]  # fmt: skip
+        if packages and (unknown or others):
+            problems.append(
+                f"rocm_migrate_from_cuda would purge NVIDIA's packages ({what}), but "
+                f"{removal_effect(simulated, packages)}: the migration never removes more "
+                "than NVIDIA's stack; deal with those yourself (remove them, or what makes "
+                "them depend on NVIDIA's), then run again"
+            )
+            return
+        warnings.append(
+            f"NVIDIA stack present (packages: {what}); rocm_migrate_from_cuda: the deploy "
+            f"purges them{removal}"
+        )
+    else:
+        problems.append(
+            f"NVIDIA driver/CUDA stack installed (packages: {what}; loaded modules: "
+            f"{modules}): set rocm_migrate_from_cuda: true to remove it first, or purge it "
+            f"yourself and reboot{removal}"
+        )
+
+
+def _distro_rocm(survey: dict, problems: list[str], warnings: list[str]) -> None:
+    """The distribution's own ROCm packages (facts.apt.DistroRocmPackages): its programs
+    that shadow AMD's on PATH and its packages named like AMD's stop the host; its
+    libraries, under /usr apart from AMD's /opt/rocm, are left in place with a warning
+    naming what needs them."""
+    rocm = survey.get("distro_rocm")
+    if not rocm:
+        return
+    packages = rocm["packages"]
+    distro = ((survey.get("distro") or {}).get("id") or "the distribution").capitalize()
+    conflicting = rocm["conflicting"]
+    if conflicting:
+        reasons = []
+        for name in conflicting:
+            shadowing = sorted(path for path, owner in rocm["tools"].items() if owner == name)
+            why = (
+                [f"{', '.join(shadowing)} would run instead of AMD's on PATH"] if shadowing else []
+            )
+            if name in AMD_PACKAGE_NAMES:
+                why.append(
+                    "AMD's package of that name is versioned lower, so its pin can't replace it"
+                )
+            reasons.append(f"{name} {packages[name]} ({'; '.join(why)})")
+        problems.append(
+            f"{distro}'s own ROCm tools are installed: {', '.join(reasons)}: remove them with "
+            f"apt-get purge {' '.join(conflicting)} "
+            f"({removal_effect(rocm['purge_conflicting'], conflicting)})"
+        )
+    kept = sorted(set(packages) - set(conflicting))
+    if kept:
+        listed = ", ".join(f"{name} {packages[name]}" for name in kept)
+        warnings.append(
+            f"{distro}'s own ROCm libraries are installed ({listed}): "
+            f"{_needed_by(kept, rocm['needed_by'])}. They install under /usr, apart from "
+            "AMD's /opt/rocm, and put none of AMD's programs on PATH, so they are left in "
+            f"place ({removal_effect(rocm['purge_kept'], kept)})"
+        )
+
+
+def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
+    """Which installed packages need ``libraries``, e.g. "libucx0 needs libamdhip64-5 (and
+    through it libamd-comgr2, libhsa-runtime64-1)"."""
+    inside = set(libraries)
+    roots = sorted({other for lib in libraries for other in needed_by.get(lib, [])} - inside)
+    parts, reached = [], set()
+    for root in roots:
+        direct = sorted(lib for lib in libraries if root in needed_by.get(lib, []))
+        through, frontier = set(), list(direct)
+        while frontier:
+            current = frontier.pop()
+            for lib in libraries:
+                if current in needed_by.get(lib, []) and lib not in through | set(direct):
+                    through.add(lib)
+                    frontier.append(lib)
+        reached |= set(direct) | through
+        part = f"{root} needs {', '.join(direct)}"
+        if through:
+            pronoun = "it" if len(direct) == 1 else "them"
+            part += f" (and through {pronoun} {', '.join(sorted(through))})"
+        parts.append(part)
+    orphans = sorted(inside - reached)
+    if orphans:
+        parts.append(f"nothing installed needs {', '.join(orphans)}")
+    return "; ".join(parts)
+
+
 def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
     migrate = config.rocm_migrate_from_cuda
-    nvidia = nvidia_stack(survey.get("packages") or {}, survey.get("modules") or [])
-    if nvidia.get("packages") or nvidia.get("modules"):
-        what = ", ".join(nvidia.get("packages") or []) or "none"
-        modules = ", ".join(nvidia.get("modules") or []) or "none"
-        if migrate:
-            warnings.append(f"NVIDIA stack present (packages: {what}); rocm_migrate_from_cuda")
-        else:
-            problems.append(
-                f"NVIDIA driver/CUDA stack installed (packages: {what}; loaded modules: "
-                f"{modules}): set rocm_migrate_from_cuda: true to remove it first, or purge it "
-                "yourself and reboot"
-            )
-    distro_rocm = sorted(
-        f"{name} {version}"
-        for name, version in (survey.get("packages") or {}).items()
-        if DISTRO_ROCM.match(name) and not amd_release_tag(version)
-    )
-    if distro_rocm:
-        names = " ".join(item.split()[0] for item in distro_rocm)
-        problems.append(
-            f"the distribution's own ROCm packages are installed ({', '.join(distro_rocm)}); "
-            f"next to AMD's they mix two ROCm builds: apt-get purge {names}"
-        )
+    _nvidia(config, survey, problems, warnings)
+    _distro_rocm(survey, problems, warnings)
     others = sorted(
         {
             f"{path} ({match.group(1)})"
@@ -410,6 +599,20 @@ def survey_reads(config: Config) -> list[Read]:
         Read("amdgpu", AmdgpuModule),
         Read("modules", LoadedModules),
         Read("packages", InstalledPackages),
+        Read(
+            "nvidia_purge",
+            PackagePurge,
+            {"patterns": NVIDIA_PACKAGE_PATTERNS, "exceptions": NVIDIA_PACKAGE_EXCEPTIONS},
+        ),
+        Read(
+            "distro_rocm",
+            DistroRocmPackages,
+            {
+                "patterns": DISTRO_ROCM_PACKAGES,
+                "same_names": AMD_PACKAGE_NAMES,
+                "tools": AMD_PROGRAMS,
+            },
+        ),
         Read("dpkg", DpkgInterrupted),
         Read("sources", AptSourceLines, {"hosts": AMD_REPOSITORY_HOSTS}),
         Read("mirror", DebianMirror),
@@ -432,6 +635,9 @@ def survey_reads(config: Config) -> list[Read]:
         ),
         *(Read(f"file {path}", FileDigest, {"path": path}) for path in files),
         *(Read(f"keyring {k}", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
+        *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
+        Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
+        Read("nameservers", Nameservers),
         *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
     ]
     if config.rocm_driver == "dkms":

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 
 from rocm_fleet import paths
-from rocm_fleet.matrix import TORCH_RUNTIME_WHEELS, Release, TorchBuild
+from rocm_fleet.matrix import TORCH_RUNTIME_WHEELS, Release
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.python import pinned_wheels, venv
+from rocm_fleet.sources import proxy_environment, served, torch_wheels
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
@@ -26,19 +27,6 @@ if TYPE_CHECKING:
 PREREQUISITES = ["python3-venv"]
 # torch and its companions, whichever index they came from.
 TORCH_FAMILY = r"torch|torchvision|torchaudio"
-
-
-def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
-    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``).
-
-    Pinning the companions by public version alone would keep a torchvision of another
-    build in place whenever two indexes publish the same version (torchvision 0.20.1 is on
-    rocm6.1 and rocm6.2; PyPI's CUDA 0.24.1 after a migration), leaving a mix in the venv.
-    """
-    wanted = {"torch": build.torch, "torchvision": build.torchvision}
-    if build.torchaudio:
-        wanted["torchaudio"] = build.torchaudio
-    return {name: f"{version}+{torch_index}" for name, version in wanted.items()}
 
 
 def owned_wheels(rel: Release) -> list[str]:
@@ -53,15 +41,17 @@ def install_pytorch(config: Config) -> None:
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
-    if config.torch_build is None or config.release.torch_index is None:
+    wheels = torch_wheels(config)
+    if wheels is None:
         return  # load_config refuses pytorch_install for a release without an index
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
         venv_path=config.pytorch_venv,
-        index_url=config.torch_index_url,
-        wanted=wanted_wheels(config.torch_build, config.release.torch_index),
-        requires=[config.release.torch_runtime] if config.release.torch_runtime else [],
+        index_url=served(wheels.index_url, config.mirror),
+        wanted=dict(wheels.wanted),
+        requires=list(wheels.requires),
         owned=owned_wheels(config.release),
+        proxy=proxy_environment(config),
     )
 
 

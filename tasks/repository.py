@@ -3,8 +3,10 @@ a pin above the distribution's own ROCm; and nothing of the other stream's.
 
 The classic stream (repo.radeon.com) and the ROCm Core SDK (repo.amd.com, then
 stable.repo.amd.com) each have their own key, keyring, source file and pin
-(``rocm_fleet.matrix.Stream``, ``Repository``). Changing ``rocm_version`` across streams
-writes the new stream's files and removes the other's, so apt never sees both.
+(``rocm_fleet.matrix.Stream``, ``Repository``), which ``rocm_fleet.sources`` turns into the
+host's source (pointed at the fleet mirror when the host uses one; the key fetched through
+the proxy when there is one). Changing ``rocm_version`` across streams writes the new
+stream's files and removes the other's, so apt never sees both.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from rocm_fleet.operations.apt import (
     verified_keyring,
 )
 from rocm_fleet.operations.files import text_file
+from rocm_fleet.sources import proxy_environment, rocm_repository
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
@@ -35,24 +38,6 @@ PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
 SOURCES = tuple(dict.fromkeys(repo.source for repo in matrix.REPOSITORIES))
 KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
 PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
-
-
-def source_text(config: Config, row: matrix.Distro) -> str:
-    """AMD's source for the release and distro, in the form AMD's install page gives: one
-    ``deb`` line (classic, 7.14) or a deb822 stanza (10.x), signed by the stream's keyring."""
-    rel, repo = config.release, config.repository
-    publication = rel.publication(row)
-    if publication is None:  # preflight refuses such a host before this is planned
-        raise ValueError(f"ROCm {rel.version} publishes nothing for {row.key}")
-    url = rel.stream.repository_url(config.apt_base_url, rel, publication)
-    keyring = rel.stream.keyring
-    if not repo.deb822:
-        return f"deb [arch=amd64 signed-by={keyring}] {url} {publication.suite} main\n"
-    return (
-        (f"X-Repo-Id: {repo.x_repo_id}\n" if repo.x_repo_id else "")
-        + f"Types: deb\nURIs: {url}/\nSuites: {publication.suite}\nComponents: main\n"
-        f"Architectures: amd64\nSigned-By: {keyring}\nEnabled: yes\n"
-    )
 
 
 def foreign_files(config: Config) -> tuple[list[str], list[str], list[str]]:
@@ -69,7 +54,7 @@ def foreign_files(config: Config) -> tuple[list[str], list[str], list[str]]:
 
 @deploy("ROCm apt repository")
 def install_repository(config: Config, row: matrix.Distro) -> None:
-    stream = config.stream
+    stream, repository = config.stream, rocm_repository(config, row)
     dpkg_repaired(name="Finish an interrupted dpkg run")
     debian_packages(
         name="Install the tools that fetch and check AMD's key",
@@ -78,14 +63,15 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
     )
     verified_keyring(
         name="Install AMD's signing key (fingerprint checked)",
-        path=stream.keyring,
-        url=config.key_url,
-        fingerprint=config.key_fingerprint,
+        path=repository.keyring,
+        url=repository.via(config.mirror).key.url,
+        fingerprint=repository.key.fingerprint,
+        proxy=proxy_environment(config),
     )
     text_file(
         name="Point apt at the ROCm release for this distro",
-        path=config.repository.source,
-        content=source_text(config, row),
+        path=repository.source,
+        content=repository.via(config.mirror).source_text(),
     )
     text_file(
         name="Pin AMD's repository above the distribution's own ROCm packages",
@@ -103,7 +89,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
         )
     apt_lists_fresh(
         name="Refresh apt lists after a source or key change",
-        inputs=[config.repository.source, stream.keyring],
+        inputs=[repository.source, repository.keyring],
         stamp=paths.APT_LISTS_STAMP,
     )
 

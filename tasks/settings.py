@@ -91,6 +91,33 @@ def absolute_path(value: Any) -> str | None:
     return None if valid else "an absolute path without spaces"
 
 
+def proxy_url(value: Any) -> str | None:
+    """An http(s) proxy URL without credentials: rocm-fleet keeps no secret on a host, and
+    apt's configuration, curl's and pip's command lines would show them."""
+    valid = isinstance(value, str) and re.match(r"^https?://[^/\s@]+/?$", value)
+    if isinstance(value, str) and "@" in value:
+        return "a proxy URL without user or password (let the proxy admit the hosts by address)"
+    return None if valid else "an http:// URL of the proxy, e.g. 'http://proxy.example.org:3128'"
+
+
+def mirror_name(value: Any) -> str | None:
+    """An inventory host name, or the URL of a mirror served elsewhere."""
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return http_url(value)
+    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.:-]+", value)
+    return None if valid else "an inventory host name, or the http:// URL of a mirror"
+
+
+def no_proxy_entry(value: Any) -> str | None:
+    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.:*/-]+", value)
+    return None if valid else "a host name, IP address, .domain suffix or CIDR range"
+
+
+def port(value: Any) -> str | None:
+    valid = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
+    return None if valid else "a TCP port, 1 to 65535"
+
+
 def fingerprint(value: Any) -> str | None:
     valid = isinstance(value, str) and re.fullmatch(r"[0-9A-Fa-f]{40}", value)
     return None if valid else "40 hexadecimal digits (an OpenPGP v4 fingerprint)"
@@ -174,6 +201,8 @@ DRIVER = "amdgpu driver"
 SECURE_BOOT = "Secure Boot"
 REBOOT = "Reboot"
 CUDA = "Migrate from CUDA"
+MIRROR = "Fleet mirror"
+PROXY = "Proxy"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -344,6 +373,41 @@ class Settings:
     )
     rocm_reboot_timeout: int = setting(
         600, "Seconds a rebooting host has to come back before it fails", positive, REBOOT
+    )
+    # --- Fleet mirror ----------------------------------------------------------------
+    rocm_mirror: str | None = setting(
+        None,
+        "The fleet mirror: an inventory host the deploy makes serve AMD's repositories, key and "
+        "the PyTorch wheels to the fleet (nginx), or the `http://` URL of one served elsewhere; "
+        "hosts naming it fetch from it, apt still checking AMD's signature. Unset: upstream",
+        optional(mirror_name),
+        MIRROR,
+    )
+    rocm_mirror_bundle: str | None = setting(
+        None,
+        "A bundle made by `rocm-fleet bundle` (a directory where pyinfra runs) the mirror "
+        "serves: nothing comes from upstream, and preflight refuses a host needing what it "
+        "lacks. Unset: the mirror host is a live cache of upstream",
+        optional(absolute_path),
+        MIRROR,
+    )
+    rocm_mirror_port: int = setting(
+        8080, "The port the mirror host serves on (plain HTTP)", port, MIRROR
+    )
+    # --- Proxy -----------------------------------------------------------------------
+    rocm_proxy: str | None = setting(
+        None,
+        "HTTP(S) proxy for apt (all sources), AMD's key and pip, e.g. "
+        "`http://proxy.example.org:3128`; no credentials in it",
+        optional(proxy_url),
+        PROXY,
+    )
+    rocm_no_proxy: list[str] = setting(  # noqa: RUF009 - a field() with a default_factory
+        [],
+        "Hosts reached directly, not through `rocm_proxy` (the fleet mirror always is); apt "
+        "takes exact host names, curl and pip also `.domain` suffixes and CIDR ranges",
+        list_of(no_proxy_entry, "host names, .domain suffixes or CIDR ranges"),
+        PROXY,
     )
     # --- Migrate from CUDA -----------------------------------------------------------
     rocm_migrate_from_cuda: bool = setting(

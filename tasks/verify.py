@@ -2,7 +2,9 @@
 
 The checks run when the deploy executes, after everything else, on facts read then; a
 mismatch fails the host with what was expected and what was found. Planning (and --dry)
-never fails here, because before the install rocminfo and torch don't exist yet.
+never fails here, because before the install rocminfo and torch don't exist yet. A passed
+check is remembered until a reboot or until what it checked changes (release, wheels,
+kernel, GPUs), so a converged run doesn't import torch on every host again.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 
 from rocm_fleet.operations.gpu import gpu_verified
+from rocm_fleet.sources import torch_wheels
 
 if TYPE_CHECKING:
     from rocm_fleet.config import Config
@@ -25,4 +28,17 @@ def verify_node(config: Config) -> None:
         expected_gfx=config.expected_gfx_list,
         expected_count=config.expected_gpu_count,
         python=config.venv_python if config.pytorch_install else None,
+        installed=installed(config),
     )
+
+
+def installed(config: Config) -> str:
+    """What the deploy installs that the GPU check covers: the release, named with its
+    stream and the rocminfo the check runs, and the wheels (with the pip ROCm runtime a
+    Core SDK torch requires)."""
+    rel = config.release
+    lines = [f"rocm {rel.version} ({rel.stream.name}, {rel.rocminfo})"]
+    wheels = torch_wheels(config)
+    if wheels is not None:
+        lines.append("torch " + " ".join(wheels.requirements()))
+    return "\n".join(lines) + "\n"

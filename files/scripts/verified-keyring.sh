@@ -1,7 +1,8 @@
 # shellcheck shell=sh
-# verified-keyring.sh URL FINGERPRINT KEYRING: fetch a key, refuse it unless the primary keys
-# it holds are exactly the one with FINGERPRINT, then write that key, in the binary form
-# apt reads, to KEYRING (temporary name and rename). Nothing is written when the check fails.
+# verified-keyring.sh URL FINGERPRINT KEYRING [PROXY [NO_PROXY]]: fetch a key (through
+# PROXY unless the host is in NO_PROXY, when given), refuse it unless the primary keys it
+# holds are exactly the one with FINGERPRINT, then write that key, in the binary form apt
+# reads, to KEYRING (temporary name and rename). Nothing is written when the check fails.
 # The key is imported into a throwaway home and exported again rather than dearmored, so
 # any form AMD serves works: armored (repo.radeon.com), binary, or binary with an armored
 # copy of the same key appended ((3p) reported of stable.repo.amd.com's packages.gpg, which
@@ -10,12 +11,21 @@ set -eu
 url=$1
 fingerprint=$2
 keyring=$3
+proxy=${4:-}
+no_proxy=${5:-}
 tmp=$(mktemp -d)
 export GNUPGHOME="$tmp/home"
 # gpg may start daemons (gpg-agent, keyboxd) for the throwaway home: stop them with it.
 trap 'gpgconf --kill all 2>/dev/null || true; rm -rf "$tmp"' EXIT
 install -d -m 0700 "$GNUPGHOME"
-curl -fsSL --retry 2 -o "$tmp/key" "$url"
+set -- -fsSL --retry 2
+if [ -n "$proxy" ]; then
+    set -- "$@" --proxy "$proxy"
+fi
+if [ -n "$no_proxy" ]; then
+    set -- "$@" --noproxy "$no_proxy"
+fi
+curl "$@" -o "$tmp/key" "$url"
 armor=$(LC_ALL=C grep -abo -- '-----BEGIN PGP PUBLIC KEY BLOCK-----' "$tmp/key" | head -n 1 \
     | cut -d: -f1)
 if [ -n "$armor" ] && [ "$armor" -gt 0 ]; then

@@ -1,7 +1,9 @@
 """``rocm-fleet``: the command-line tools beside the deploy.
 
 ``rocm-fleet audit INVENTORY`` (read-only drift report), ``rocm-fleet matrix [check]`` (the
-compatibility matrix, and whether upstream agrees), ``rocm-fleet --version``. Each tool
+compatibility matrix, and whether upstream agrees), ``rocm-fleet bundle INVENTORY
+--output DIR`` (what the fleet installs from AMD and PyTorch, for an offline mirror),
+``rocm-fleet --version``. Each tool
 is a module here with ``add_parser(subcommands)`` and ``run(args) -> exit status``; errors a
 user can fix are one line on stderr and exit status 2, never a traceback.
 """
@@ -13,10 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from rocm_fleet import __version__
-from rocm_fleet.cli import audit, matrix
+from rocm_fleet.cli import audit, bundle, matrix
 from rocm_fleet.cli.inventory import UsageError
 
-TOOLS = (audit, matrix)
+TOOLS = (audit, matrix, bundle)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,7 +47,7 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     reboot count as drift (everything else an operation enforces is in the plan)."""
     from rocm_fleet.facts.apt import kernel_releases
     from rocm_fleet.paths import MOK_KEYS
-    from rocm_fleet.preflight import describe_gpus, gpus_found, venv_torch
+    from rocm_fleet.preflight import amd_pci, describe_gpus, gpus_found, venv_torch
     from rocm_fleet.versions import newer_kernels
 
     cells: dict[str, dict[str, Any]] = {}
@@ -80,12 +80,12 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     )
 
     amdgpu = survey.get("amdgpu") or {}
-    bound = sorted({g["driver"] for g in survey.get("pci") or [] if g.get("driver")})
+    bound = sorted({g["driver"] for g in amd_pci(survey) if g.get("driver")})
     driver = "amdgpu " + (amdgpu.get("version") or "(inbox)") if amdgpu.get("loaded") else "none"
     undriven = (
         config.rocm_state == "present"
         and config.expected_gpu_count != 0
-        and bool(survey.get("pci"))
+        and bool(amd_pci(survey))
         and "amdgpu" not in bound
     )
     cells["driver"] = cell(

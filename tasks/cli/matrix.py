@@ -40,7 +40,7 @@ from urllib.parse import unquote, urlsplit
 
 from rocm_fleet import matrix
 from rocm_fleet.cli.inventory import UsageError
-from rocm_fleet.cli.openpgp import primary_fingerprints
+from rocm_fleet.openpgp import primary_fingerprints
 from rocm_fleet.versions import major_minor, release_key
 
 # --- the table ------------------------------------------------------------------------------

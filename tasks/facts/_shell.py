@@ -17,6 +17,8 @@ import re
 import shlex
 from typing import Any
 
+from rocm_fleet import files
+
 RC_PREFIX = "__rc="
 ABSENT = "__absent"
 MISSING = "__missing"
@@ -47,6 +49,13 @@ def split_rc(output: list[str]) -> tuple[list[str], int | None]:
             lines = lines[:index] + lines[index + 1 :]
             break
     return lines, rc
+
+
+def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
+    """``sh -c`` with the package's ``files/scripts/<name>.sh`` files, in order (functions
+    first, the script last), and ``args`` as its positional parameters."""
+    body = "".join(files.text(f"scripts/{name}.sh") for name in scripts)
+    return " ".join(["sh", "-c", shlex.quote(body), scripts[-1], *map(shlex.quote, args)])
 
 
 def joined(lines: list[str]) -> str:

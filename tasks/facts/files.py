@@ -40,3 +40,25 @@ class FileDigest(FactBase[FileDigestDict | None]):
             return None
         mode, _, mtime = output[0].strip().partition(" ")
         return {"mode": mode, "sha256": output[1].split()[0], "mtime": int(mtime or 0)}
+
+
+class DirectoryExists(FactBase[bool]):
+    """Whether ``path`` is a directory (pyinfra's ``Directory`` reads its whole stat, and
+    fails on a path that is a file).
+
+    .. code:: python
+
+        True
+    """
+
+    @staticmethod
+    def default() -> bool:
+        return False
+
+    @override
+    def command(self, path: str) -> str:
+        return f"if test -d {quote(path)}; then echo __directory; fi; true"
+
+    @override
+    def process(self, output: list[str]) -> bool:
+        return "__directory" in [line.strip() for line in output]

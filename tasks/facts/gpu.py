@@ -233,21 +233,28 @@ class RocmVersion(FactBase[str | None]):
 
 
 # "class" is a keyword, hence the functional TypedDict syntax.
-PciGpu = TypedDict("PciGpu", {"slot": str, "device": str, "class": str, "driver": "str | None"})
+PciGpu = TypedDict(
+    "PciGpu",
+    {"slot": str, "vendor": str, "device": str, "class": str, "driver": "str | None"},
+)
 
 
 class PciGpus(FactBase[list[PciGpu]]):
     """
-    AMD display controllers and accelerators from ``/sys/bus/pci/devices``: vendor
-    ``0x1002`` with PCI class ``0x03xxxx`` (display: Radeon, iGPU) or ``0x12xxxx``
-    (processing accelerator: Instinct). HDMI audio functions etc. are skipped. Works
-    without any driver loaded; ``driver`` is the bound kernel driver or ``None``.
+    Display controllers and accelerators of every vendor from ``/sys/bus/pci/devices``:
+    PCI class ``0x03xxxx`` (display: Radeon, iGPU, NVIDIA's "3D controller") or
+    ``0x12xxxx`` (processing accelerator: Instinct). HDMI audio functions etc. are
+    skipped. Works without any driver loaded; ``driver`` is the bound kernel driver or
+    ``None``. AMD's are vendor ``0x1002`` (``pci_ids.AMD_VENDOR``); the others say what a
+    host has instead of an AMD GPU.
 
     .. code:: python
 
         [
-            {"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000",
-             "driver": "amdgpu"},
+            {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c",
+             "class": "0x030000", "driver": "amdgpu"},
+            {"slot": "0000:00:06.0", "vendor": "0x10de", "device": "0x2335",
+             "class": "0x030200", "driver": "nvidia"},
         ]
     """
 
@@ -258,12 +265,11 @@ class PciGpus(FactBase[list[PciGpu]]):
         return (
             "for d in /sys/bus/pci/devices/*; do "
             '[ -r "$d/vendor" ] && [ -r "$d/class" ] || continue; '
-            'read -r v < "$d/vendor"; [ "$v" = 0x1002 ] || continue; '
             'read -r c < "$d/class"; '
             'case "$c" in 0x03*|0x12*) ;; *) continue ;; esac; '
-            'read -r id < "$d/device"; '
+            'read -r v < "$d/vendor"; read -r id < "$d/device"; '
             'drv=-; if [ -e "$d/driver" ]; then drv=$(readlink "$d/driver"); fi; '
-            'echo "${d##*/} $id $c ${drv##*/}"; '
+            'echo "${d##*/} $v $id $c ${drv##*/}"; '
             "done"
         )
 
@@ -272,12 +278,13 @@ class PciGpus(FactBase[list[PciGpu]]):
         gpus: list[PciGpu] = []
         for line in output:
             parts = line.split()
-            if len(parts) != 4:
+            if len(parts) != 5:
                 continue
-            slot, device, pci_class, driver = parts
+            slot, vendor, device, pci_class, driver = parts
             gpus.append(
                 {
                     "slot": slot,
+                    "vendor": vendor.lower(),
                     "device": device.lower(),
                     "class": pci_class.lower(),
                     "driver": None if driver == "-" else driver,

@@ -151,7 +151,13 @@ class RebootRequired(FactBase[RebootRequiredDict]):
 # NVIDIA's driver and CUDA stack as Debian and Ubuntu package it (Debian non-free:
 # nvidia-driver, nvidia-kernel-dkms, libcuda1, libnvidia-*; Ubuntu: nvidia-driver-<branch>,
 # nvidia-dkms-<branch>, libnvidia-compute-<branch>, xserver-xorg-video-nvidia-<branch>;
-# NVIDIA's own CUDA repository: cuda, cuda-*, libcudnn*, libnccl*).
+# NVIDIA's own CUDA repository: cuda, cuda-*, libcudnn*, libnccl*, and CUDA's libraries and
+# tools under their own names, as on a real Ubuntu 24.04 CUDA 13 host (tests/fixtures/
+# cuda-host: libcublas-13-0, libcufft-13-0, libcufile-13-0, libcurand-13-0,
+# libcusolver-13-0, libcusparse-13-0, libnpp-13-0, libnvfatbin-13-0, libnvjitlink-13-0,
+# libnvjpeg-13-0, libnvptxcompiler-13-0, libnvvm-13-0, nsight-compute-2025.3.1 and their
+# -dev packages). Left out, those make apt's simulation of purging the rest fail: they
+# depend on cuda-toolkit-config-common.
 NVIDIA_PACKAGE_PATTERNS = (
     "nvidia-*",
     "libnvidia-*",
@@ -161,12 +167,30 @@ NVIDIA_PACKAGE_PATTERNS = (
     "libcudnn*",
     "libnccl*",
     "xserver-xorg-video-nvidia*",
+    "libcublas*",
+    "libcufft*",
+    "libcufile*",
+    "libcurand*",
+    "libcusolver*",
+    "libcusparse*",
+    "libnpp*",
+    "libnvfatbin*",
+    "libnvjitlink*",
+    "libnvjpeg*",
+    "libnvptxcompiler*",
+    "libnvvm*",
+    "nsight-compute*",
 )
 # Names the patterns catch that are not NVIDIA's driver or CUDA: the free EGL platform
 # libraries in Debian/Ubuntu main (source egl-wayland, egl-gbm, egl-x11) that Mesa
-# desktops carry, and nvidia-texture-tools (image tools, no driver).
-NVIDIA_PACKAGE_EXCEPTIONS = re.compile(
-    r"^(libnvidia-egl-(wayland|gbm|xcb|xlib)\d*|nvidia-texture-tools)$"
+# desktops carry, and nvidia-texture-tools (image tools, no driver). Globs, as the
+# patterns, so the host-side purge simulation (facts.apt.PackagePurge) uses them too.
+NVIDIA_PACKAGE_EXCEPTIONS = (
+    "libnvidia-egl-wayland*",
+    "libnvidia-egl-gbm*",
+    "libnvidia-egl-xcb*",
+    "libnvidia-egl-xlib*",
+    "nvidia-texture-tools",
 )
 
 
@@ -355,13 +379,54 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
         return disk
 
 
+def is_nvidia_package(name: str) -> bool:
+    """Whether a package is part of NVIDIA's driver or CUDA stack (the patterns above)."""
+    return any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_PATTERNS) and not any(
+        fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_EXCEPTIONS
+    )
+
+
 def nvidia_stack(packages: dict[str, str], modules: list[str]) -> NvidiaStackDict:
     """``NvidiaStack``'s answer from an ``InstalledPackages`` listing and ``LoadedModules``."""
-    names = sorted(
-        name
-        for name in packages
-        if any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_PATTERNS)
-        and not NVIDIA_PACKAGE_EXCEPTIONS.match(name)
-    )
+    names = sorted(name for name in packages if is_nvidia_package(name))
     loaded = sorted({m.strip() for m in modules if m.strip().startswith("nvidia")})
     return {"packages": names, "modules": loaded}
+
+
+class DaemonRunning(FactBase[bool]):
+    """Whether the process a daemon's pid file names is alive (``kill -0``): the daemon
+    runs, however it was started (systemd, an init script).
+
+    .. code:: python
+
+        True
+    """
+
+    @staticmethod
+    def default() -> bool:
+        return False
+
+    @override
+    def command(self, pidfile: str) -> str:
+        q = quote(pidfile)
+        return f'if test -s {q} && kill -0 "$(cat {q})" 2>/dev/null; then echo __running; fi; true'
+
+    @override
+    def process(self, output: list[str]) -> bool:
+        return "__running" in [line.strip() for line in output]
+
+
+class Nameservers(FactBase[list[str]]):
+    """The ``nameserver`` addresses of /etc/resolv.conf (empty: none, or no file).
+
+    .. code:: python
+
+        ["127.0.0.53"]
+    """
+
+    default = list
+    command = "! test -r /etc/resolv.conf || sed -n 's/^nameserver[[:space:]]*//p' /etc/resolv.conf"
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        return [line.split()[0] for line in output if line.strip()]

@@ -61,7 +61,13 @@ def debian_packages(
 
 
 @operation()
-def verified_keyring(path: str, url: str = "", fingerprint: str = "", present: bool = True):
+def verified_keyring(
+    path: str,
+    url: str = "",
+    fingerprint: str = "",
+    present: bool = True,
+    proxy: dict[str, str] | None = None,
+):
     """
     Install an apt keyring from a key URL, only if it carries ``fingerprint``; or remove it.
 
@@ -75,6 +81,7 @@ def verified_keyring(path: str, url: str = "", fingerprint: str = "", present: b
     + url: http(s) URL of the public key
     + fingerprint: the 40-hex-digit fingerprint the key must have
     + present: whether the keyring should exist
+    + proxy: ``https_proxy``/``http_proxy``/``no_proxy`` for the fetch (empty: none)
     """
     current = read_fact(KeyringFingerprints, path=path)
     if not present:
@@ -84,7 +91,8 @@ def verified_keyring(path: str, url: str = "", fingerprint: str = "", present: b
     if current == [fingerprint]:
         host.noop(f"keyring {path} holds exactly {fingerprint}")
         return
-    yield script("verified-keyring", url, fingerprint, path)
+    through = [proxy["https_proxy"], proxy.get("no_proxy", "")] if proxy else []
+    yield script("verified-keyring", url, fingerprint, path, *through)
 
 
 @operation()

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import json
+from pathlib import Path
+from typing import Any
 
 from pyinfra import host
-from pyinfra.api import StringCommand, operation
+from pyinfra.api import FileUploadCommand, OperationError, QuoteString, StringCommand, operation
+from pyinfra.facts.files import FileContents
 
+from rocm_fleet import paths
 from rocm_fleet.facts.cache import read_fact
-from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.operations._script import script
 
 
@@ -44,3 +49,58 @@ def removed(path: str, exists: bool):
         host.noop(f"{path} is absent")
         return
     yield StringCommand("rm", "-f", path)
+
+
+@operation()
+def directory_absent(path: str):
+    """
+    Remove a directory the deploy created whole, with everything in it.
+
+    + path: the directory (rocm-fleet's own, e.g. /srv/rocm-fleet)
+    """
+    if not read_fact(DirectoryExists, path=path):
+        host.noop(f"{path} is absent")
+        return
+    yield StringCommand("rm", "-rf", "--one-file-system", QuoteString(path))
+
+
+@operation()
+def bundle_copy(bundle: str, path: str):
+    """
+    Make ``path`` on the host a copy of a bundle (``rocm-fleet bundle``) that lies where
+    pyinfra runs: the files its manifest lists that the host's copy doesn't hold with the
+    same SHA-256 are uploaded and checked there (``sha256sum -c``), files no longer listed
+    are removed, and the manifest goes last, so an interrupted copy is finished by the next
+    run. Nothing is read or sent when the manifests are the same.
+
+    + bundle: the bundle directory where pyinfra runs
+    + path: the directory on the host
+    """
+    local = Path(bundle) / paths.BUNDLE_MANIFEST
+    wanted = local.read_bytes()
+    remote = f"{path}/{paths.BUNDLE_MANIFEST}"
+    current = read_fact(FileDigest, path=remote)
+    if current is not None and current["sha256"] == hashlib.sha256(wanted).hexdigest():
+        host.noop(f"{path} holds the bundle {bundle}")
+        return
+    files = json.loads(wanted)["files"]
+    held: dict[str, Any] = {}
+    if current is not None:
+        held = json.loads("\n".join(host.get_fact(FileContents, path=remote) or []) or "{}")
+        held = held.get("files", {})
+    for relative in [*files, *held]:
+        if relative.startswith("/") or ".." in relative.split("/"):
+            raise OperationError(f"{bundle}: manifest path {relative!r} leaves the bundle")
+    sending = sorted(p for p, e in files.items() if held.get(p, {}).get("sha256") != e["sha256"])
+    stale = sorted(set(held) - set(files))
+    directories = sorted({f"{path}/{p}".rsplit("/", 1)[0] for p in sending} | {path})
+    yield StringCommand("mkdir", "-p", *map(QuoteString, directories))
+    for relative in sending:
+        yield FileUploadCommand(
+            str(Path(bundle) / relative),
+            f"{path}/{relative}",
+            remote_temp_filename=host.get_temp_filename(f"{path}/{relative}"),
+        )
+    sums = [f"{files[p]['sha256']}  {p}" for p in sending]
+    yield script("bundle-settle", path, "\n".join(sums), "\n".join(stale))
+    yield FileUploadCommand(str(local), remote, remote_temp_filename=host.get_temp_filename(remote))

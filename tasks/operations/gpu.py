@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from pyinfra import host
-from pyinfra.api import operation
+from pyinfra.api import StringCommand, operation
 
+from rocm_fleet import paths
 from rocm_fleet.facts.cache import read_fact
-from rocm_fleet.facts.gpu import RocmAgents
+from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.gpu import KfdNodes, RocmAgents
 from rocm_fleet.facts.python import TorchInfo
 from rocm_fleet.facts.survey import Read, Survey
-from rocm_fleet.facts.system import RebootRequired
-from rocm_fleet.operations._script import failure
+from rocm_fleet.facts.system import RebootRequired, RunningKernel
+from rocm_fleet.operations._script import failure, script
 
 
 def gpu_problems(
@@ -89,21 +92,54 @@ def _archs(torch: dict[str, Any]) -> list[str]:
     return [device.get("arch") or "?" for device in torch.get("devices") or []]
 
 
+def verified_stack(installed: str, expected_gfx: list[str], expected_count: int | None) -> str:
+    """What a passed check vouches for, as text: the expectation, what the deploy installed
+    (``installed``, from the inventory: the release and the wheels it enforces, so a
+    drift the run repairs doesn't call for a new check), the running kernel and the GPUs
+    the kernel's KFD shows (both from the survey on a converged host: no round trip)."""
+    gpus = sorted(f"{node['gfx']}@{node['slot']}" for node in read_fact(KfdNodes) or [])
+    return (
+        f"expected {expected_count if expected_count is not None else '>=1'} x "
+        f"{'/'.join(expected_gfx) or 'any'}\n{installed.rstrip()}\n"
+        f"kernel {read_fact(RunningKernel)}\ngpus {' '.join(gpus) or 'none'}\n"
+    )
+
+
 @operation()
 def gpu_verified(
-    rocminfo: str, expected_gfx: list[str], expected_count: int | None, python: str | None
+    rocminfo: str,
+    expected_gfx: list[str],
+    expected_count: int | None,
+    python: str | None,
+    installed: str,
 ):
     """
     Fail the host unless rocminfo and torch report the expected GPUs (or a reboot this
     deploy asked for is still pending, which explains a GPU the running kernel can't drive).
 
+    A passed check is recorded in /run (a tmpfs: a reboot clears it) with what it vouches
+    for (``verified_stack``); while that still describes the host, the check isn't run
+    again, so a converged host costs no round trip here, and importing torch on every host
+    of every run is avoided. Another release or wheel set, kernel or set of GPUs, or a
+    reboot, checks again.
+
     + rocminfo: the release's own rocminfo
     + expected_gfx: gfx targets that must be present (empty: any AMD GPU)
     + expected_count: how many of them (None: at least one; 0: GPU-less host)
     + python: the venv's python, or None when PyTorch is not installed
+    + installed: what the deploy installs that the check covers (release, wheels), as text
     """
+    stack = verified_stack(installed, expected_gfx, expected_count)
+    recorded = read_fact(FileDigest, path=paths.VERIFIED)
+    if recorded and recorded["sha256"] == hashlib.sha256(stack.encode()).hexdigest():
+        host.noop("verified in this boot, and nothing it checked has changed since")
+        return
+    record = [
+        StringCommand("mkdir", "-p", paths.parent(paths.VERIFIED)),
+        script("text-file", paths.VERIFIED, "644", stack),
+    ]
     if not host.state.is_executing:
-        host.noop("checked after the install, when the deploy runs")
+        yield from record  # planning: the check will run (it needs what the run installs)
         return
     reads = [Read("rocminfo", RocmAgents, {"rocminfo": rocminfo})]
     if python:
@@ -114,7 +150,8 @@ def gpu_verified(
         agents, torch, expected_gfx, expected_count, bool(python), rocminfo
     )
     if not problems:
-        host.noop(summary)
+        host.log_styled(summary, fg="green")
+        yield from record
         return
     # A kernel, driver or MOK key this run installed works only after the reboot that
     # tasks/reboot.py was not allowed to do: report, don't fail; the run lists the host.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
@@ -91,6 +92,7 @@ def pinned_wheels(
     wanted: dict[str, str],
     requires: list[str] | None = None,
     owned: list[str] | None = None,
+    proxy: dict[str, str] | None = None,
 ):
     """
     Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``, and
@@ -113,6 +115,11 @@ def pinned_wheels(
     + owned: regexes of the (normalised) distribution names the pins manage: an installed
       one that is neither wanted nor required is uninstalled (torchaudio after a torch it
       no longer comes with, the pip ROCm runtime after a torch that bundles its own)
+    + proxy: ``http_proxy``/``https_proxy``/``no_proxy`` for pip (empty: none); pip (requests)
+      honours ``no_proxy`` from the environment, not with ``--proxy``
+
+    A plain-http index (the fleet mirror) is a ``--trusted-host``: pip ignores one otherwise.
+    Each wheel is still checked against the ``#sha256`` its index page gives.
     """
     requires = list(requires or [])
     installed = venv_versions(venv_path)
@@ -131,9 +138,13 @@ def pinned_wheels(
     python = QuoteString(paths.venv_python(venv_path))
     if drift or unmet:
         specs = [QuoteString(f"{name}=={version}") for name, version in sorted(wanted.items())]
+        environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
+        plain = urlsplit(index_url)
+        trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
         yield StringCommand(
+            *(["env", *environment] if environment else []),
             python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-            "--no-cache-dir", "--index-url", QuoteString(index_url),
+            "--no-cache-dir", "--index-url", QuoteString(index_url), *trusted,
             *specs, *map(QuoteString, requires),
         )  # fmt: skip
     if stale:

@@ -103,10 +103,15 @@ def wheels(lab: Lab, host: str) -> dict[str, str | None]:
     return {n: (None if v == "None" else v) for n, v in (line.split() for line in out.splitlines())}
 
 
+def rocm_fleet(lab: Lab, *args: str, env: dict[str, str] | None = None) -> Any:
+    """The dev venv's ``rocm-fleet`` in the lab's client netns."""
+    cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
+    return lab.run([cli, *args], env=env, timeout=1800)
+
+
 def audit(lab: Lab, *args: str, inventory: Path | None = None) -> Any:
     """``rocm-fleet audit --json`` in the lab; ``.json`` holds its report."""
-    cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
-    result = lab.run([cli, "audit", str(inventory or lab.inventory), "--json", *args])
+    result = rocm_fleet(lab, "audit", str(inventory or lab.inventory), "--json", *args)
     result.json = json.loads(result.stdout) if result.stdout.strip().startswith("{") else None
     return result
 
@@ -145,6 +150,14 @@ def root_hashes(root: Path) -> dict[str, tuple]:
 def differences(before: dict[str, tuple], after: dict[str, tuple]) -> list[str]:
     """The paths that differ between two ``root_hashes``."""
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def host_line(result: Any, host: str, start: str) -> str:
+    """The first line pyinfra printed for ``host`` that starts with ``start`` (e.g.
+    "warning: "), without its colours; "" when there is none."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", result.output)
+    match = re.search(rf"^\s*\[{re.escape(host)}\]\s+({re.escape(start)}.*)$", plain, re.M)
+    return match.group(1) if match else ""
 
 
 def refusal(result: Any, host: str) -> str | None:

@@ -15,7 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from e2e.support import deploy, differences, failed_hosts, refusal, root_hashes, running_lab, sh
+from e2e.support import (
+    OP_PREFIX,
+    deploy,
+    differences,
+    failed_hosts,
+    host_line,
+    refusal,
+    root_hashes,
+    running_lab,
+    sh,
+)
 from lab import HostSpec
 
 pytestmark = pytest.mark.e2e
@@ -25,7 +35,9 @@ GFX1100 = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_cou
 # host -> (spec, a fragment of its refusal)
 CASES = {
     "nogpu": (HostSpec("nogpu", profile="none", data={"rocm_version": "6.4.3"}),
-              "no AMD GPU found (no PCI device of vendor 0x1002"),
+              "no AMD GPU found (no PCI device of vendor 0x1002 with a display or processing-"
+              "accelerator class; found instead: NVIDIA Corporation 10de:2335 GH100 "
+              "[H200 SXM 141GB] (3D controller) at 0000:00:06.0)"),
     "wronggfx": (HostSpec("wronggfx", data={**GFX1100, "expected_gfx": "gfx942"}),
                  "expected 1 x gfx942, found 1 x gfx1100: correct expected_gfx"),
     "fewgpus": (HostSpec("fewgpus", data={**GFX1100, "expected_gpu_count": 2}),
@@ -36,7 +48,10 @@ CASES = {
                   "/opt/rocm-fleet/venv holds a CUDA torch (2.9.1+cu128)"),
     "smalldisk": (HostSpec("smalldisk", data=GFX1100),
                   "not enough free space on /opt (for /opt"),
+    "distrotool": (HostSpec("distrotool", suite="trixie", data=GFX1100),
+                   "Debian's own ROCm tools are installed: rocminfo "),
 }  # fmt: skip
+# Fit, and carrying Debian's HIP runtime for libucx0 (as Ubuntu 24.04 hosts do for OpenMPI).
 GOOD = HostSpec("good", suite="trixie", profile="mi300x-8",
                 data={"rocm_version": "6.4.3", "expected_gfx": "gfx942", "expected_gpu_count": 8,
                       "pytorch_install": False})  # fmt: skip
@@ -48,6 +63,20 @@ GOOD = HostSpec("good", suite="trixie", profile="mi300x-8",
 # uses are built here as empty .debs and installed with the host's real dpkg: the fact
 # reads dpkg's database, which is what matters.
 NVIDIA_DEBS = ("nvidia-driver", "libcuda1")
+# The GPU of a real CUDA host (tests/fixtures/cuda-host/sys-bus-pci-devices), for the host
+# without an AMD one: sysfs is part of the lab's hardware double (tests/lab/sysfs.py).
+NVIDIA_H200 = {"slot": "0000:00:06.0", "vendor": "0x10de", "device": "0x2335",
+               "class": "0x030200", "driver": "nvidia"}  # fmt: skip
+
+
+def add_pci_device(root: Path, device: dict[str, str]) -> None:
+    sys = root / "sys/bus/pci"
+    path = sys / "devices" / device["slot"]
+    path.mkdir(parents=True)
+    for name in ("vendor", "device", "class"):
+        (path / name).write_text(device[name] + "\n")
+    (sys / "drivers" / device["driver"]).mkdir(parents=True, exist_ok=True)
+    (path / "driver").symlink_to(f"../../drivers/{device['driver']}")
 
 
 def build_deb(directory: Path, name: str) -> Path:
@@ -73,6 +102,11 @@ def lab():
                     deb = build_deb(Path(tmp), name)
                     (lab.root("nvidia") / "tmp" / deb.name).write_bytes(deb.read_bytes())
             sh(lab, "nvidia", "dpkg -i /tmp/nvidia-driver.deb /tmp/libcuda1.deb && rm /tmp/*.deb")
+            add_pci_device(lab.root("nogpu"), NVIDIA_H200)
+            # Debian's real packages, from the lab's Debian mirror (tests/lab/mirror.py).
+            install = "apt-get update -q >/dev/null && apt-get install -y -q {} >/dev/null"
+            sh(lab, "good", install.format("libucx0"))
+            sh(lab, "distrotool", install.format("libucx0 rocminfo"))
             sh(
                 lab, "cudatorch",
                 "apt-get update -q >/dev/null && apt-get install -y -q python3-venv "
@@ -108,3 +142,37 @@ def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
     # The fit host beside them was deployed (preflight passed, ROCm went on).
     assert (lab.root("good") / "etc/apt/sources.list.d/rocm.list").exists()
     assert "AMD lists debian 13 for Instinct only" not in result.output  # gfx942 is Instinct
+    # ... and verified, Debian's HIP runtime left in place for libucx0.
+    assert "good" not in failed_hosts(result)
+    verified = [
+        op["success"] + op["no_change"]
+        for op in result.json["results"]["operations"]
+        if op["name"].removeprefix(OP_PREFIX).startswith("Verify")
+    ]
+    assert verified and all("good" in hosts for hosts in verified), verified
+    assert "libucx0" in sh(lab, "good", "dpkg-query -W -f='${Package}\\n' libucx0")
+    print(host_line(result, "good", "warning: Debian's own ROCm libraries"))
+    for run in (dry, result):
+        warning = host_line(run, "good", "warning: Debian's own ROCm libraries are installed")
+        assert "libucx0 needs libamdhip64-5, libhsa-runtime64-1" in warning, warning
+        assert "says it also removes libucx0" in warning, warning
+
+
+def test_debians_rocm_tool_is_refused_with_what_apt_says_its_removal_takes(lab):
+    dry = deploy(lab, limit="distrotool", dry=True)
+    reason = refusal(dry, "distrotool") or ""
+    print(f"distrotool refused: {reason}")
+    version = sh(lab, "distrotool", "dpkg-query -W -f='${Version}' rocminfo")
+    assert f"rocminfo {version} (/usr/bin/rocm_agent_enumerator, /usr/bin/rocminfo would " in (
+        reason
+    ), dry.output[-3000:]
+    assert "AMD's package of that name is versioned lower, so its pin can't replace it" in reason
+    # apt's own simulation, on the host: what the suggested purge would take along.
+    simulated = sh(
+        lab, "distrotool", "apt-get -s purge rocminfo | sed -n 's/^Purg \\([^ ]*\\).*/\\1/p'"
+    )
+    others = sorted(set(simulated.split()) - {"rocminfo"})
+    effect = f"also removes {', '.join(others)}" if others else "removes nothing else"
+    assert reason.endswith(f"apt-get purge rocminfo (apt-get -s purge rocminfo says it {effect})")
+    # Its libraries, which libucx0 needs, only warn.
+    assert "libucx0 needs libamdhip64-5" in host_line(dry, "distrotool", "warning: Debian's own")

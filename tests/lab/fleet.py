@@ -35,9 +35,9 @@ from . import machine, mirror, roots, teardown
 from ._util import LabError, rmtree
 from .client import Client, PyinfraResult
 from .hosts import Hosts, HostSpec, RootSetup, check_specs
-from .network import SERVER_ADDRESS, Network
+from .network import NETNS_ETC, Network
 from .server import Server
-from .upstreams import Upstreams
+from .upstreams import DOUBLES, Upstreams
 
 
 class Lab:
@@ -206,6 +206,41 @@ class Lab:
         in the lab process only, never in the host root)."""
         self._hosts.confirm_mok_at_console(name, password)
 
+    # --- the network (network.py) -----------------------------------------------------------
+
+    def close_upstreams(
+        self, names: Iterable[str] = DOUBLES, hosts: Iterable[str] | None = None
+    ) -> None:
+        """Take ``hosts``' (default: every host's) route to the doubles of ``names`` away:
+        connecting fails at once ("No route to host"); the Debian mirror, the other hosts
+        and the client stay reachable. For an air gap, or a site where only a proxy (a lab
+        host whose route stays open) gets out."""
+        for host in [self._hosts[h] for h in hosts] if hosts is not None else self._hosts:
+            for name in names:
+                self._network.close_route(host.index, self._upstream_address(name))
+
+    def open_upstreams(
+        self, names: Iterable[str] = DOUBLES, hosts: Iterable[str] | None = None
+    ) -> None:
+        """Give the routes `close_upstreams` took back."""
+        for host in [self._hosts[h] for h in hosts] if hosts is not None else self._hosts:
+            for name in names:
+                self._network.open_route(host.index, self._upstream_address(name))
+
+    def closed_upstreams(self, name: str) -> list[str]:
+        """The upstreams (by name) host ``name`` has no route to."""
+        closed = self._network.closed_routes(self._hosts[name].index)
+        return [n for n, address in self._upstreams.addresses.items() if address in closed]
+
+    def _upstream_address(self, name: str) -> str:
+        addresses = self._upstreams.addresses
+        if name not in addresses or addresses[name] == addresses[self._upstreams.debian.host]:
+            closable = [
+                n for n in addresses if addresses[n] != addresses[self._upstreams.debian.host]
+            ]
+            raise LabError(f"no route to close to {name!r}; upstreams: {', '.join(closable)}")
+        return addresses[name]
+
     def running_kernel(self, name: str) -> str:
         return machine.running_kernel(self.root(name))
 
@@ -257,12 +292,11 @@ class Lab:
             doubles.result()
             key.result()
         with self._timed("network"):
-            self._network.up()
-            self._network.name_upstreams(self._upstreams.names, SERVER_ADDRESS)
+            self._network.up(self._upstreams.addresses)
         with self._timed("server"):
-            self._upstreams.serve(self.client_netns, SERVER_ADDRESS, list(mirror_trees.values()))
+            self._upstreams.serve(self.client_netns, list(mirror_trees.values()))
         setup = RootSetup(
-            upstream_names=self._upstreams.names,
+            upstreams=self._upstreams.addresses,
             ca_cert=self.ca_cert,
             authorized_key=self.ssh_key.with_suffix(".pub"),
             bases=base_dirs,
@@ -286,6 +320,7 @@ class Lab:
         return {
             "pids": pids,
             "netns": list(self._network.netns),
+            "netns_etc": [str(NETNS_ETC / ns) for ns in self._network.netns],
             "mounts": self._hosts.mounts(),
             "workdir": [str(self.workdir)],
             "gnupghome": [str(self._upstreams.gnupghome)],

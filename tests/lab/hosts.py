@@ -27,7 +27,7 @@ from typing import Any
 
 from . import machine, profiles
 from ._util import LabError, run
-from .network import SERVER_ADDRESS, Network
+from .network import Network, hosts_file
 
 CA_PATH_IN_ROOT = "usr/local/share/ca-certificates/rocm-fleet-lab-ca.crt"
 
@@ -53,7 +53,7 @@ class HostSpec:
 class RootSetup:
     """What every host root gets from the rest of the lab."""
 
-    upstream_names: tuple[str, ...]  #: resolved to the lab server in /etc/hosts
+    upstreams: dict[str, str]  #: name -> its address on the bridge, in /etc/hosts
     ca_cert: Path  #: the lab CA, trusted once the deploy installs ca-certificates
     authorized_key: Path  #: the client's public key, for root
     bases: dict[str, Path]  #: suite -> extracted sshbase (the overlay's lower dir)
@@ -101,10 +101,7 @@ class Host:
     def customise(self, setup: RootSetup) -> None:
         root, name = self.root, self.name
         (root / "etc/hostname").write_text(name + "\n")
-        (root / "etc/hosts").write_text(
-            f"127.0.0.1\tlocalhost\n127.0.1.1\t{name}\n"
-            f"{SERVER_ADDRESS}\t{' '.join(setup.upstream_names)}\n"
-        )
+        (root / "etc/hosts").write_text(hosts_file(name, setup.upstreams))
         (root / "etc/resolv.conf").unlink(missing_ok=True)
         (root / "etc/resolv.conf").write_text("nameserver 127.0.0.1\n")
         ca = root / CA_PATH_IN_ROOT

@@ -26,8 +26,9 @@ from urllib.parse import unquote
 from . import roots
 from ._util import LabError, cache_dir, cache_key, chroot, debian_mirror, file_lock, rmtree
 
-#: What the product's deploy installs from Debian (their dependencies come along).
-MIRROR_PACKAGES = ["ca-certificates", "curl", "gnupg", "python3-venv", "python3-pip"]
+#: What the product's deploy installs from Debian (their dependencies come along); nginx
+#: serves the fleet mirror (tasks/mirror.py).
+MIRROR_PACKAGES = ["ca-certificates", "curl", "gnupg", "python3-venv", "python3-pip", "nginx"]
 
 #: Extra Debian suites per base suite: {base suite: {extra suite: [packages]}}.  Packages
 #: are fetched with `-t <extra suite>`, e.g. {"bookworm": {"bookworm-backports":
@@ -43,6 +44,14 @@ MIRROR_SUITE_PACKAGES: dict[str, list[str]] = {"bookworm": [], "trixie": []}
 # double reports that kernel, see machine.py), mokutil and openssl (the signing cert).
 MIRROR_EXTRA_SUITES["bookworm"]["bookworm-backports"] = ["linux-image-amd64", "linux-headers-amd64"]
 MIRROR_SUITE_PACKAGES["bookworm"] += ["linux-headers-amd64", "mokutil", "openssl"]
+# The site proxy of the proxy tests (tests/e2e/test_offline.py): Debian's tinyproxy on a
+# lab host whose route to the upstream doubles stays open.
+MIRROR_SUITE_PACKAGES["bookworm"] += ["tinyproxy"]
+
+# Preflight on hosts that carry Debian's own ROCm (tests/e2e/test_preflight.py): trixie's
+# libucx0 depends on Debian's HIP runtime (libamdhip64-5, libhsa-runtime64-1), as Ubuntu
+# 24.04's does for OpenMPI, and trixie's rocminfo puts /usr/bin/rocminfo ahead of AMD's.
+MIRROR_SUITE_PACKAGES["trixie"] += ["libucx0", "rocminfo"]
 
 RECIPE = 3
 

@@ -37,6 +37,12 @@ HIP_VERSIONS = {
     "rocm7.14": "7.14.60850",  # (3p) torch.version.hip of 2.14.1+rocm7.14
 }
 
+#: torch's first requirement, as on the real indexes: ``Requires-Dist: filelock``, served
+#: from /whl/ beside the indexes (download.pytorch.org/whl/filelock-*.whl) and linked
+#: path-absolute from each index's filelock page, so installing torch resolves a dependency
+#: the way pip does against download.pytorch.org.
+DEPENDENCY = ("filelock", "3.13.1")
+
 #: A CUDA index for preflight tests ("the wrong wheel was installed on an AMD host").
 CUDA_INDEXES = {"cu128": ("12.8", ("2.9.1", "0.24.1", "2.9.1"))}
 
@@ -177,18 +183,20 @@ def build_index(
     cuda: str | None,
 ) -> list[Wheel]:
     """Write /whl/<index>/ (wheels + PEP 503 pages) for (torch, torchvision, torchaudio),
-    and the pip ROCm runtime the index's torch requires, if any (matrix.TORCH_RUNTIME)."""
+    torch's dependency in /whl/, and the pip ROCm runtime the index's torch requires, if any
+    (matrix.TORCH_RUNTIME)."""
     out = www / "whl" / index
-    wheels: list[Wheel] = []
+    name, version = DEPENDENCY
+    module = {f"{name}/__init__.py": f'"""{name} double."""\n__version__ = "{version}"\n'}
+    wheels: list[Wheel] = [write_wheel(www / "whl", name, version, module)]
     runtime = TORCH_RUNTIME.get(index)
     if runtime:
         wheels += runtime_wheels(out, runtime)
     for torch_v, vision_v, audio_v in builds:
         torch_full = f"{torch_v}+{index}"
         torch_files = _torch_files(torch_full, hip, cuda)
-        wheels.append(
-            write_wheel(out, "torch", torch_full, torch_files, (runtime,) if runtime else ())
-        )
+        requires = (name, runtime) if runtime else (name,)
+        wheels.append(write_wheel(out, "torch", torch_full, torch_files, requires))
         pin = (f"torch=={torch_full}",)
         vision_full = f"{vision_v}+{index}"
         wheels.append(
@@ -211,11 +219,11 @@ def build_index(
                     pin,
                 )
             )
-    _write_pages(out, index, wheels)
+    _write_pages(www, out, index, wheels)
     return wheels
 
 
-def _write_pages(out: Path, index: str, wheels: list[Wheel]) -> None:
+def _write_pages(www: Path, out: Path, index: str, wheels: list[Wheel]) -> None:
     projects = sorted({w.project for w in wheels})
     links = "".join(f'<a href="/whl/{index}/{p}/">{p}</a><br/>\n' for p in projects)
     (out / "index.html").write_text(_page("Links for " + index, links))
@@ -223,7 +231,7 @@ def _write_pages(out: Path, index: str, wheels: list[Wheel]) -> None:
         rows = []
         mine = [w for w in wheels if w.project == project]
         for w in sorted(mine, key=lambda w: _version_key(w.version)):
-            href = f"/whl/{index}/{quote(w.path.name)}#sha256={w.sha256}"
+            href = f"/{quote(str(w.path.relative_to(www)))}#sha256={w.sha256}"
             rows.append(
                 f'<a href="{html.escape(href)}" data-requires-python="&gt;=3.9">'
                 f"{html.escape(w.path.name)}</a><br/>\n"

@@ -7,10 +7,13 @@ Run as a script (`python server.py CONFIG.json`) inside the lab's client netns; 
 standard library is imported at module level so it needs nothing from the lab package.
 
 Why HTTP/1.1: trixie's apt (OpenSSL) fails over TLS against an HTTP/1.0 server
-("unexpected eof while reading").  Why a control file: tests flip faults (503, dropped
-connections) per upstream at runtime without restarting the server; it is re-read on
-every request.  Every request is logged as a JSON line so tests can assert
-what a deploy fetched.
+("unexpected eof while reading").  Why byte ranges (``Range: bytes=A-B``, 206): apt and
+``rocm-fleet bundle`` resume broken downloads with them, and the fleet mirror's nginx fetches
+packages and wheels in slices.  Why several addresses: each upstream has its own, so a
+host's route to one can be closed while the others stay reachable.  Why a control file:
+tests flip faults (503, dropped connections) per upstream at runtime without restarting
+the server; it is re-read on every request.  Every request is logged as a JSON line (with
+the body bytes it sent) so tests can assert what a deploy fetched and how much.
 
 `Server` (bottom) is the handle the fleet uses to start, stop and steer the process.
 """
@@ -28,8 +31,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 FAULTS = ("503", "drop")
@@ -89,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         pass  # requests go to the JSON log instead
 
-    def _log(self, host: str, status: int | str) -> None:
+    def _log(self, host: str, status: int | str, sent: int = 0) -> None:
         entry = {
             "time": round(time.time(), 3),
             "scheme": "https" if isinstance(self.connection, ssl.SSLSocket) else "http",
@@ -99,6 +104,8 @@ class _Handler(BaseHTTPRequestHandler):
             "status": status,
             "client": self.client_address[0],
             "user_agent": self.headers.get("User-Agent", ""),
+            "range": self.headers.get("Range", ""),
+            "bytes": sent,
         }
         with self.log_lock, open(self.log_path, "a") as fh:
             fh.write(json.dumps(entry) + "\n")
@@ -115,7 +122,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
-        self._log(host, status)
+        self._log(host, status, 0 if self.command == "HEAD" else len(body))
 
     def _serve(self, head: bool) -> None:
         host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower().strip("[]")
@@ -160,16 +167,51 @@ class _Handler(BaseHTTPRequestHandler):
                 self.end_headers()
                 self._log(host, 304)
                 return
-        self.send_response(200)
+        span = _byte_range(self.headers.get("Range", ""), st.st_size)
+        if span == "unsatisfiable":
+            self._simple(
+                host, 416, "Range Not Satisfiable", {"Content-Range": f"bytes */{st.st_size}"}
+            )
+            return
+        first, last = span or (0, st.st_size - 1)
+        status = 206 if span else 200
+        self.send_response(status)
         self.send_header("Content-Type", _TYPES.get(path.suffix, "application/octet-stream"))
-        self.send_header("Content-Length", str(st.st_size))
+        self.send_header("Accept-Ranges", "bytes")
+        if span:
+            self.send_header("Content-Range", f"bytes {first}-{last}/{st.st_size}")
+        self.send_header("Content-Length", str(last - first + 1))
         self.send_header("Last-Modified", email.utils.formatdate(st.st_mtime, usegmt=True))
         self.end_headers()
+        sent = 0
         if not head:
             with open(path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
+                fh.seek(first)
+                while sent <= last - first and (
+                    chunk := fh.read(min(1 << 20, last - first + 1 - sent))
+                ):
                     self.wfile.write(chunk)
-        self._log(host, 200)
+                    sent += len(chunk)
+        self._log(host, status, sent)
+
+
+def _byte_range(header: str, size: int) -> tuple[int, int] | str | None:
+    """(first, last) of a single ``bytes=A-B`` / ``bytes=A-`` / ``bytes=-N`` range
+    (RFC 9110 14.1.2); None for no or an unusable header (the whole file is sent),
+    "unsatisfiable" for one that starts past the end."""
+    if not header.startswith("bytes=") or "," in header:
+        return None
+    start, _, end = header[len("bytes=") :].strip().partition("-")
+    try:
+        if not start:
+            return (max(size - int(end), 0), size - 1) if end and size else None
+        first = int(start)
+        last = min(int(end), size - 1) if end else size - 1
+    except ValueError:
+        return None
+    if first >= size:
+        return "unsatisfiable"
+    return (first, last) if first <= last else None
 
 
 class _TLSServer(ThreadingHTTPServer):
@@ -202,13 +244,13 @@ def serve(config_path: str) -> None:
     _Handler.control = _Control(Path(cfg["control"]))
     _Handler.log_path = Path(cfg["log"])
     servers: list[ThreadingHTTPServer] = []
-    plain = _PlainServer((cfg["address"], cfg["http_port"]), _Handler)
-    servers.append(plain)
-    tls = _TLSServer((cfg["address"], cfg["https_port"]), _Handler)
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cfg["cert"], cfg["key"])
-    tls.context = ctx
-    servers.append(tls)
+    for address in cfg["addresses"]:
+        servers.append(_PlainServer((address, cfg["http_port"]), _Handler))
+        tls = _TLSServer((address, cfg["https_port"]), _Handler)
+        tls.context = ctx
+        servers.append(tls)
     threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
     for t in threads:
         t.start()
@@ -236,7 +278,7 @@ class Server:
         self,
         workdir: Path,
         netns: str,
-        address: str,
+        addresses: Sequence[str],
         routes: dict[str, list[Path]],
         cert: Path,
         key: Path,
@@ -244,7 +286,7 @@ class Server:
     ):
         self.workdir = workdir
         self.netns = netns
-        self.address = address
+        self.addresses = list(addresses)
         self.control_path = workdir / "control.json"
         self.log_path = workdir / "requests.log"
         self.stderr_path = workdir / "server.stderr"
@@ -255,7 +297,7 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
         self.python = python
         self.config = {
-            "address": address,
+            "addresses": list(addresses),
             "http_port": 80,
             "https_port": 443,
             "routes": {h: [str(r) for r in rs] for h, rs in routes.items()},
@@ -352,7 +394,7 @@ class Server:
         self._faults.clear()
         self._write_control()
 
-    def requests(self, host: str | None = None) -> list[dict[str, object]]:
+    def requests(self, host: str | None = None) -> list[dict[str, Any]]:
         entries = [json.loads(line) for line in self.log_path.read_text().splitlines() if line]
         return [e for e in entries if host is None or e["host"] == host]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ._util import CLEAN_PATH, LabError, rmtree, run
-from .network import ETC_NETNS, netns_prefix
+from .network import NETNS_ETC, netns_prefix
 from .upstreams import gnupghome
 
 REGISTRY = Path("/run/rocm-fleet-lab")
@@ -95,7 +95,7 @@ def cleanup_stale() -> list[str]:
             if ns.startswith(netns_prefix(run_id)):
                 run(["ip", "netns", "del", ns], check=False)
                 done.append(f"deleted netns {ns}")
-        for etc in sorted(ETC_NETNS.glob(netns_prefix(run_id) + "*")):
+        for etc in sorted(NETNS_ETC.glob(netns_prefix(run_id) + "*")):
             rmtree(etc)
             done.append(f"removed {etc}")
         kill_gpg_agent(gnupghome(Path(workdir)))

@@ -22,6 +22,7 @@ import pytest
 
 from lab import HostSpec, Lab, amd_repo, core_sdk_repo, machine, profiles, pytorch_index
 from lab.server import Server
+from lab.upstreams import DOUBLES
 from rocm_fleet.matrix import CORE_SDK_GFX_PACKAGES, release
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
@@ -101,6 +102,13 @@ def test_wheels_are_valid(tmp_path):
         meta = zf.read(f"torchvision-{vision.version}.dist-info/METADATA").decode()
     assert re.search(r"^Requires-Dist: torch==\d+\.\d+\.\d+\+rocm6\.4$", meta, re.M)
     assert "cu128" in wheels
+    # torch requires filelock, which lives in /whl/ beside the indexes, as on the real host.
+    assert (
+        "Requires-Dist: filelock\n"
+        in zipfile.ZipFile(torch.path).read(f"torch-{torch.version}.dist-info/METADATA").decode()
+    )
+    page = (tmp_path / "whl/rocm6.4/filelock/index.html").read_text()
+    assert 'href="/whl/filelock-3.13.1-py3-none-any.whl#sha256=' in page
 
 
 def test_core_sdk_packages_follow_the_real_scheme():
@@ -358,6 +366,35 @@ def test_faults_can_be_injected_per_upstream(lab):
 
 
 @pytest.mark.lab
+def test_routes_to_the_doubles_close_per_host_and_the_server_sends_ranges(lab):
+    key = "https://repo.radeon.com/rocm/rocm.gpg.key"
+    # apt's own downloader: in every root, whatever the tests before installed.
+    fetch = "/usr/lib/apt/apt-helper download-file http://repo.radeon.com/rocm/rocm.gpg.key /tmp/k"
+    lab.close_upstreams(hosts=["bw"])
+    try:
+        assert lab.closed_upstreams("bw") == list(DOUBLES)  # the Core SDK's hosts too
+        assert lab.closed_upstreams("tx") == []
+        stable_key = "http://stable.repo.amd.com/rocm/gpg/packages.gpg"
+        for command in (fetch, f"/usr/lib/apt/apt-helper download-file {stable_key} /tmp/k"):
+            closed = lab.ssh("bw", command)
+            assert closed.returncode != 0 and "No route to host" in closed.stdout + closed.stderr
+        sh(lab, "tx", fetch)
+        # The Debian mirror stays reachable (it is the server's own address).
+        release = f"{lab.debian_mirror}/dists/bookworm/InRelease"
+        sh(lab, "bw", f"/usr/lib/apt/apt-helper download-file {release} /tmp/release")
+    finally:
+        lab.open_upstreams(hosts=["bw"])
+    sh(lab, "bw", fetch)
+    # From the client netns the names resolve to the doubles too (rocm-fleet bundle runs there).
+    before = len(lab.server.requests("repo.radeon.com"))
+    curl = ["curl", "-sS", "--cacert", str(lab.ca_cert), key]
+    assert lab.run([*curl, "-r", "10-19"]).stdout == lab.run(curl).stdout[10:20]
+    ranged, whole = lab.server.requests("repo.radeon.com")[before:]
+    assert (ranged["status"], ranged["range"], ranged["bytes"]) == (206, "bytes=10-19", 10)
+    assert whole["status"] == 200 and whole["bytes"] > 10
+
+
+@pytest.mark.lab
 def test_hosts_can_be_stopped_restarted_and_left_unreachable(lab):
     refused = lab.ssh("down", "true", timeout=30)
     assert refused.returncode == 255 and "refused" in refused.stderr
@@ -396,6 +433,7 @@ def test_teardown_leaves_nothing_behind_even_on_error():
             os.kill(pid, 0)
     netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert not any(ns in netns for ns in held["netns"])
+    assert held["netns_etc"] and not any(Path(etc).exists() for etc in held["netns_etc"])
     mounts = Path("/proc/mounts").read_text()
     assert not any(m in mounts for m in held["mounts"])
     assert not Path(held["workdir"][0]).exists()

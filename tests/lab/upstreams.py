@@ -9,7 +9,8 @@
   overlays `Lab.plant_matrix_drift` serves are built;
 
 plus their TLS certificate from a throwaway CA (_tls.py) and the one server process that
-serves them all (server.py).  The hosts resolve `names` to the server via /etc/hosts.
+serves them all (server.py), each on its own address (`addresses`; network.py says why).
+The hosts resolve the names to those addresses via /etc/hosts.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from rocm_fleet.matrix import CORE_SDK, RELEASES, STABLE_REPOSITORY, Release
 from . import amd_repo, core_sdk_repo, pytorch_index
 from ._tls import Certs, make_certs
 from ._util import PYTHON, Mirror, debian_mirror
+from .network import SERVER_ADDRESS, UPSTREAM_ADDRESSES
 from .server import Server
 
 RADEON = "repo.radeon.com"
 AMD, STABLE_AMD = core_sdk_repo.HOSTS
 PYTORCH = "download.pytorch.org"
+#: The doubles of AMD's and PyTorch's servers (each on its own address: closable per host).
+DOUBLES = (RADEON, AMD, STABLE_AMD, PYTORCH)
 
 #: What `plant_matrix_drift` makes upstream say that the product's matrix doesn't: a
 #: release it lacks (10.2.0, which AMD's pages don't list yet) and a pinned wheel gone.
@@ -59,7 +63,12 @@ class Upstreams:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return (self.debian.host, RADEON, AMD, STABLE_AMD, PYTORCH)
+        return (self.debian.host, *DOUBLES)
+
+    @property
+    def addresses(self) -> dict[str, str]:
+        """Each upstream's name -> its address on the lab's bridge."""
+        return dict(zip(self.names, (SERVER_ADDRESS, *UPSTREAM_ADDRESSES), strict=True))
 
     @property
     def ca_cert(self) -> Path:
@@ -99,13 +108,14 @@ class Upstreams:
         for host, tree in self._drift.items():
             self.server.set_overlay(host, tree if planted else None)
 
-    def serve(self, netns: str, address: str, mirror_trees: Sequence[Path]) -> Server:
-        """Start the server in ``netns`` on ``address`` (ports 80 and 443), after `build`."""
+    def serve(self, netns: str, mirror_trees: Sequence[Path]) -> Server:
+        """Start the server in ``netns`` on every upstream's address (ports 80 and 443),
+        after `build`."""
         assert self._certs is not None, "build() first"
         self.server = Server(
             self._server_dir,
             netns,
-            address,
+            sorted(set(self.addresses.values())),
             {
                 self.debian.host: list(mirror_trees),
                 RADEON: [self._www / "radeon"],

@@ -6,13 +6,14 @@ against the lab fleet. Parsing here is deliberately independent of rocm_fleet.fa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
 import pytest
 
 from rocm_fleet.matrix import REPOSITORIES, STREAMS, distro
-from rocm_fleet.repository import source_text
+from rocm_fleet.sources import mirror_path, rocm_repository
 
 TORCH_PROBE = r"""
 import json, torch
@@ -31,16 +32,23 @@ def test_rocm_source_uses_keyring_and_suite(host, node):
     """The source of the release's stream, in AMD's form, and none of the other stream's."""
     row = distro(host.system_info.distribution, host.system_info.release)
     assert row is not None, f"{host.system_info.distribution} {host.system_info.release}"
-    source = host.file(node.repository.source)
-    assert source.is_file
-    assert source.content_string == source_text(node, row)
-    assert host.file(node.stream.keyring).is_file
-    for other in {repo.source for repo in REPOSITORIES} - {node.repository.source}:
+    expected = rocm_repository(node, row)
+    source = host.file(expected.source)
+    assert source.is_file, f"{expected.source} is missing: the ROCm apt source was not written"
+    text = source.content_string
+    # AMD's URL, or the fleet mirror's copy of it (http://<mirror>:8080/<upstream path>).
+    served = re.findall(r"https?://\S+?/" + re.escape(mirror_path(expected.url)), text)
+    urls = [expected.url, *served]
+    assert text in {dataclasses.replace(expected, url=url).source_text() for url in urls}, text
+    assert host.file(expected.keyring).is_file, f"{expected.keyring} is missing"
+    for other in {repo.source for repo in REPOSITORIES} - {expected.source}:
         assert not host.file(other).exists, f"{other}: a source of the other stream"
 
 
 def test_pin_prefers_amds_repository(host, node):
-    pin = host.file(node.stream.pin).content_string
+    pin_file = host.file(node.stream.pin)
+    assert pin_file.is_file, f"{node.stream.pin} is missing: the distribution's ROCm packages win"
+    pin = pin_file.content_string
     assert f"Pin: release o={node.stream.pin_origin}" in pin
     assert "Pin-Priority: 600" in pin
 
@@ -60,11 +68,15 @@ def test_rocm_packages_come_from_the_release(host, node):
     assert {n: v for n, v in mine.items() if not release.search(v)} == {}
     others = [s for s in STREAMS if s is not node.stream]
     assert [n for n, v in installed.items() if any(s.owns(n, v) for s in others)] == []
-    version = host.file(f"{node.release.root}/.info/version").content_string.strip()
+    version_file = host.file(f"{node.release.root}/.info/version")
+    assert version_file.is_file, f"{version_file.path} is missing"
+    version = version_file.content_string.strip()
     assert version.startswith(node.release.version + "-"), version
 
 
 def test_users_can_reach_the_gpu(host, node):
+    if not node.rocm_users:
+        pytest.skip("no rocm_users to check")
     for user in node.rocm_users:
         groups = host.user(user).groups
         assert "video" in groups and "render" in groups, (user, groups)
@@ -73,7 +85,9 @@ def test_users_can_reach_the_gpu(host, node):
 def test_rocminfo_reports_expected_gpus(host, node):
     if node.expected_gpu_count == 0:
         pytest.skip("GPU-less host by configuration")
-    out = host.check_output(node.release.rocminfo)  # the release's own
+    rocminfo = node.release.rocminfo  # the release's own
+    assert host.file(rocminfo).exists, f"{rocminfo} is missing: AMD's rocminfo is not installed"
+    out = host.check_output(rocminfo)
     agents = re.findall(r"^\s+Name:\s+(gfx[0-9a-f]+)\s*$", out, re.M)
     assert agents, out
     expected = node.expected_gfx_list or agents
@@ -87,6 +101,7 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
     if not node.pytorch_install:
         pytest.skip("pytorch_install is false")
     python = node.venv_python
+    assert host.file(python).exists, f"{python} is missing: the PyTorch venv was not created"
     info = json.loads(host.check_output("%s -c %s", python, TORCH_PROBE))
     assert info["version"] == f"{node.torch_build.torch}+{node.release.torch_index}"
     assert info["hip"], "torch.version.hip is empty: not a ROCm build"

@@ -38,7 +38,7 @@ FRESH: dict[str, Any] = {
     "kernel": "6.12.38+deb13-amd64",  # new enough for every matrix distro
     "identity": {"uid": 0, "user": "root"},
     "wsl": False,
-    "pci": [{"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000",
+    "pci": [{"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
              "driver": None}],
     "kfd": None,
     "amdgpu": {"loaded": False, "version": None, "initstate": None},
@@ -150,10 +150,12 @@ class Plan:
         return op
 
 
-def plan(data: dict, host: SurveyHost) -> Plan:
+def plan(data: dict, host: SurveyHost, others: dict[str, dict] | None = None) -> Plan:
     """Plan deploy.py through pyinfra's API for one host ("node") whose facts come from
-    ``host``. Nothing runs anywhere."""
-    inventory = Inventory(([("node", dict(data))], {}))
+    ``host``; ``others`` are more hosts of the inventory (name -> data), not planned.
+    Nothing runs anywhere."""
+    hosts = [("node", dict(data)), *((name, dict(d)) for name, d in (others or {}).items())]
+    inventory = Inventory((hosts, {}))
     state = State(inventory, Config())
     node = inventory.get_host("node")
     node.connected = True
@@ -285,11 +287,13 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                         if "repo.radeon.com" in line or "repo.amd.com" in line
                     ]
             elif name == "verified-keyring":
-                _url, fingerprint, path = args
+                _url, fingerprint, path = args[:3]
                 survey[f"keyring {path}"] = [fingerprint]
                 survey[f"file {path}"] = digest(f"dearmored {fingerprint}", "644", WRITTEN)
             elif name == "mkdir" and args[-2] == "touch":  # an apt-lists stamp
                 survey[f"file {args[-1]}"] = digest("", "644", UPDATED)
+            elif name == "mkdir" and args[0] == "-p":  # a directory for a file after it
+                pass
             elif name == "packages-install":
                 packages.update({p: DEBIAN_VERSIONS[p] for p in args[1:]})
             elif name == "release-switch":
@@ -356,4 +360,10 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
              "properties": properties}
         )  # fmt: skip
     survey["apt"] = {"need": 0, "message": "already installed from this release"}
+    # The GPU check passed: it recorded what it vouched for, which only the host as it is
+    # now (installed, GPUs driven) says, so it is planned once more on that host.
+    check = plan(data, SurveyHost(copy.deepcopy(survey))).find("Check rocminfo and torch")
+    _mkdir, record = check.commands
+    path, mode, content = script_call(record)[1]
+    survey[f"file {path}"] = digest(content, mode, WRITTEN)
     return survey

@@ -74,8 +74,8 @@ def test_a_newer_installed_kernel_is_shown_not_drift():
                      "reasons": ["new driver amdgpu-dkms"]}},
          "reboot", "pending: new driver amdgpu-dkms; amdgpu-dkms"),
         ({"reboot": {"required": True, "packages": [], "reasons": []}}, "reboot", "pending"),
-        ({"pci": [{"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000",
-                   "driver": None}], "amdgpu": {"loaded": False}},
+        ({"pci": [{"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c",
+                   "class": "0x030000", "driver": None}], "amdgpu": {"loaded": False}},
          "driver", "none (GPU not bound to amdgpu)"),
     ],
 )  # fmt: skip

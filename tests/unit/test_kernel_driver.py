@@ -49,7 +49,15 @@ def host(os_name: str, data: dict, kernel: str = D12, installed=(), sb_state=Non
     """A fresh host running ``kernel`` (and with the ``installed`` kernels) with the GPU of
     ``expected_gfx`` on PCI; Secure Boot and the MOK as mokutil reports them."""
     gfx = data.get("expected_gfx", "gfx1100")
-    pci = [{"slot": "0000:03:00.0", "device": DEVICE[gfx], "class": "0x030000", "driver": None}]
+    pci = [
+        {
+            "slot": "0000:03:00.0",
+            "vendor": "0x1002",
+            "device": DEVICE[gfx],
+            "class": "0x030000",
+            "driver": None,
+        }
+    ]
     survey = fresh_survey(os_name, kernel=kernel, pci=pci, reboot=reboot or NO_REBOOT)
     survey["packages"].update(kernel_packages(kernel, *installed))
     if sb_state is not None:

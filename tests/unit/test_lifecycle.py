@@ -12,7 +12,8 @@ from rocm_fleet.facts.apt import DpkgInterrupted
 from rocm_fleet.matrix import CLASSIC, TORCH_RUNTIME_WHEELS, release
 from rocm_fleet.operations.apt import release_packages
 from rocm_fleet.operations.python import cuda_wheels, requirement_met, version_matches
-from rocm_fleet.pytorch import owned_wheels, wanted_wheels
+from rocm_fleet.pytorch import owned_wheels
+from rocm_fleet.sources import wanted_wheels
 from unit.opcases import run_op
 from unit.surveys import (
     UPDATED,
@@ -115,6 +116,8 @@ def test_an_upgrade_moves_the_source_packages_and_torch_together():
         "ROCm apt repository | Point apt at the ROCm release for this distro",
         "ROCm packages | Install the ROCm packages of the release",
         "PyTorch | Install the torch wheels built for the ROCm release",
+        # What the last GPU check vouched for is not what the upgrade installs.
+        "Verify | Check rocminfo and torch see the expected GPUs",
     ]
     source = planned.find("Point apt at the ROCm release")
     assert script_call(source.commands[0])[1][2].endswith("/rocm/apt/7.2.1 noble main\n")
@@ -242,6 +245,11 @@ def cuda_host() -> SurveyHost:
             modules=["nvidia", "nvidia_uvm", "ext4"],
             venv=CUDA_VENV,
             torch_build={"hip": None, "cuda": "12.8"},
+            # apt's simulated purge of NVIDIA's packages takes nothing else along.
+            nvidia_purge={
+                "packages": NVIDIA,
+                "purge": {"removes": sorted(set(NVIDIA) - {"curl"}), "errors": []},
+            },
             **{f"file {paths.venv_marker(VENV)}": digest("home = /usr/bin\n")},
         )
     )

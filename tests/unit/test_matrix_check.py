@@ -16,7 +16,7 @@ import pytest
 from rocm_fleet import matrix
 from rocm_fleet.cli import main
 from rocm_fleet.cli.matrix import Upstream, check_matrix, missing_releases
-from rocm_fleet.cli.openpgp import primary_fingerprints
+from rocm_fleet.openpgp import primary_fingerprints
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="needs gpg to make test keys")
 

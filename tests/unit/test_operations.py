@@ -858,30 +858,65 @@ TORCH = {"torch": "2.9.1+rocm6.4", "hip": "6.4.43484", "cuda": None, "available"
          "arch": "gfx1100", "arch_full": "gfx1100"}], "matmul": "ok", "error": None,
          "device_error": None}  # fmt: skip
 ROCMINFO = "/opt/rocm-6.4.3/bin/rocminfo"
+INSTALLED = "rocm 6.4.3\ntorch torch==2.9.1+rocm6.4 torchvision==0.24.1+rocm6.4\n"
 VERIFY = {"rocminfo": ROCMINFO, "expected_gfx": ["gfx1100"], "expected_count": 1,
-          "python": PYTHON}  # fmt: skip
+          "python": PYTHON, "installed": INSTALLED}  # fmt: skip
+# What the survey says of a converged host, and what a passed check records of it.
+HOST_NOW = {
+    "KfdNodes": [{"node": 1, "gfx": "gfx1100", "slot": "0000:03:00.0"}],
+    "RunningKernel": "6.1.0-50-amd64",
+}
+STACK = (
+    "expected 1 x gfx1100\nrocm 6.4.3\ntorch torch==2.9.1+rocm6.4 torchvision==0.24.1+rocm6.4\n"
+    "kernel 6.1.0-50-amd64\ngpus gfx1100@0000:03:00.0\n"
+)
+UNCHECKED = {**HOST_NOW, f"FileDigest:{paths.VERIFIED}": None}
 
 
-def test_gpu_verified_waits_for_the_run_and_reads_nothing_while_planning():
-    result = run_op(gpu.gpu_verified, {}, **VERIFY)
-    assert (result.commands, result.noops, result.reads) == (
-        [], ["checked after the install, when the deploy runs"], []
-    )  # fmt: skip
+def test_gpu_verified_plans_the_check_from_the_survey_without_running_it():
+    result = run_op(gpu.gpu_verified, UNCHECKED, **VERIFY)
+    assert result.texts[0] == "mkdir -p /run/rocm-fleet"
+    assert result.scripts == [("text-file", [paths.VERIFIED, "644", STACK])]
+    assert "RocmAgents" not in result.reads and result.noops == []
 
 
-def test_gpu_verified_as_expected_is_a_noop():
-    facts = {"RocmAgents": AGENTS, f"TorchInfo:{PYTHON}": TORCH}
+def test_gpu_verified_is_a_noop_while_what_it_checked_is_unchanged():
+    checked = {**HOST_NOW, f"FileDigest:{paths.VERIFIED}": digest(STACK)}
+    for executing in (False, True):
+        result = run_op(gpu.gpu_verified, checked, executing=executing, **VERIFY)
+        assert result.commands == []
+        assert result.noops == ["verified in this boot, and nothing it checked has changed since"]
+        assert "RocmAgents" not in result.reads  # no round trip, no torch import
+
+
+@pytest.mark.parametrize(
+    ("what", "change"),
+    [
+        ("another release's wheels", {"installed": INSTALLED.replace("6.4", "7.2")}),
+        ("another kernel", {"RunningKernel": "6.12.38+deb13-amd64"}),
+        ("a GPU gone", {"KfdNodes": []}),
+    ],
+)
+def test_gpu_verified_checks_again_when_what_it_vouched_for_changed(what, change):
+    checked = {**HOST_NOW, f"FileDigest:{paths.VERIFIED}": digest(STACK)}
+    arguments = dict(VERIFY)
+    for key, value in change.items():
+        (arguments if key in arguments else checked)[key] = value
+    result = run_op(gpu.gpu_verified, checked, **arguments)
+    assert result.noops == [] and len(result.commands) == 2, what
+
+
+def test_gpu_verified_runs_the_check_and_records_what_it_vouched_for():
+    facts = {**UNCHECKED, "RocmAgents": AGENTS, f"TorchInfo:{PYTHON}": TORCH}
     result = run_op(gpu.gpu_verified, facts, executing=True, **VERIFY)
-    assert result.commands == []
-    assert result.noops == [
-        "rocminfo: gfx1100; torch 2.9.1+rocm6.4 (hip 6.4.43484) sees 1 device(s) ['gfx1100']"
-    ]
-    assert result.reads == [f"RocmAgents:{ROCMINFO}", f"TorchInfo:{PYTHON}"]  # one survey
+    assert result.scripts == [("text-file", [paths.VERIFIED, "644", STACK])]
+    assert result.reads[-2:] == [f"RocmAgents:{ROCMINFO}", f"TorchInfo:{PYTHON}"]  # one survey
 
 
 def test_gpu_verified_fails_the_host_naming_what_it_found():
     wrong = {**AGENTS, "gpus": [{"name": "gfx942"}]}
-    facts = {"RocmAgents": wrong, f"TorchInfo:{PYTHON}": TORCH, "RebootRequired": NO_REBOOT}
+    facts = {**UNCHECKED, "RocmAgents": wrong, f"TorchInfo:{PYTHON}": TORCH,
+             "RebootRequired": NO_REBOOT}  # fmt: skip
     result = run_op(gpu.gpu_verified, facts, executing=True, **VERIFY)
     (failure,) = result.texts
     assert failure.startswith("echo 'GPU verification failed on node: expected 1 x gfx1100, ")
@@ -906,7 +941,15 @@ def test_fail_is_planned_only_when_the_host_must_stop(mirror, refused):
         "debian-12",
         kernel="6.1.0-31-amd64",
         mirror=mirror,
-        pci=[{"slot": "0000:03:00.0", "device": "0x7550", "class": "0x030000", "driver": None}],
+        pci=[
+            {
+                "slot": "0000:03:00.0",
+                "vendor": "0x1002",
+                "device": "0x7550",
+                "class": "0x030000",
+                "driver": None,
+            }
+        ],
     )
     data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1201", "pytorch_install": False}
     planned = plan(data, SurveyHost(survey))

@@ -246,13 +246,34 @@ def check(data=None, os_name=None, **survey):
 
 MINT_22 = {"id": "linuxmint", "id_like": ["ubuntu", "debian"], "version_id": "22",
            "codename": "wilma", "point_release": None, "pretty_name": "Linux Mint 22"}  # fmt: skip
-MI300X = {"slot": "0000:1b:00.0", "device": "0x74a1", "class": "0x120000", "driver": "amdgpu"}
+MI300X = {
+    "slot": "0000:1b:00.0",
+    "vendor": "0x1002",
+    "device": "0x74a1",
+    "class": "0x120000",
+    "driver": "amdgpu",
+}
 
 
 def test_fresh_debian_12_with_an_rx7900xtx_passes():
     result = check({"expected_gfx": "gfx1100", "expected_gpu_count": 1})
     assert result.problems == [] and result.row.key == "debian 12"
     assert result.warnings == ["AMD lists debian 12 for Instinct only; gfx1100 on it is unofficial"]
+
+
+# Debian 12's own rocminfo (/usr/bin/rocminfo) and the libraries it needs, as
+# facts.apt.DistroRocmPackages reads them (tests/e2e/test_preflight.py installs the real
+# trixie packages on a lab host).
+DEBIAN_ROCMINFO = {
+    "packages": {"rocminfo": "5.2.3-2", "libhsa-runtime64-1": "5.2.3-3",
+                 "libhsakmt1": "5.2.3+dfsg-1"},
+    "needed_by": {"rocminfo": [], "libhsa-runtime64-1": ["rocminfo"],
+                  "libhsakmt1": ["libhsa-runtime64-1"]},
+    "tools": {"/usr/bin/rocminfo": "rocminfo", "/usr/bin/rocm_agent_enumerator": "rocminfo"},
+    "conflicting": ["rocminfo"],
+    "purge_conflicting": {"removes": ["rocminfo"], "errors": []},
+    "purge_kept": {"removes": ["libhsa-runtime64-1", "libhsakmt1"], "errors": []},
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -274,8 +295,11 @@ def test_fresh_debian_12_with_an_rx7900xtx_passes():
                     "modules": ["nvidia", "ext4"]},
          "NVIDIA driver/CUDA stack installed (packages: libcuda1, nvidia-driver; loaded "
          "modules: nvidia): set rocm_migrate_from_cuda: true"),
-        ({}, None, {"packages": {"rocminfo": "5.2.3-2", "curl": "7.88.1"}},
-         "the distribution's own ROCm packages are installed (rocminfo 5.2.3-2)"),
+        ({}, None, {"distro_rocm": DEBIAN_ROCMINFO},
+         "Debian's own ROCm tools are installed: rocminfo 5.2.3-2 (/usr/bin/rocm_agent_enumerator, "
+         "/usr/bin/rocminfo would run instead of AMD's on PATH; AMD's package of that name is "
+         "versioned lower, so its pin can't replace it): remove them with apt-get purge "
+         "rocminfo (apt-get -s purge rocminfo says it removes nothing else)"),
         ({}, None, {"sources": [["/etc/apt/sources.list.d/amdgpu-rocm.list",
                                  "deb https://repo.radeon.com/rocm/apt/6.2 jammy main"]]},
          "apt sources of another ROCm release: /etc/apt/sources.list.d/amdgpu-rocm.list (6.2)"),
@@ -312,7 +336,13 @@ def test_kfd_topology_wins_over_the_pci_table():
 
 
 def test_unknown_amd_device_is_named_by_its_id():
-    odd = {"slot": "0000:03:00.0", "device": "0x1234", "class": "0x030000", "driver": None}
+    odd = {
+        "slot": "0000:03:00.0",
+        "vendor": "0x1002",
+        "device": "0x1234",
+        "class": "0x030000",
+        "driver": None,
+    }
     result = check({"expected_gfx": "gfx1100"}, pci=[odd])
     assert "found 1 x unknown AMD device 0x1234" in result.problems[0]
 
@@ -349,6 +379,10 @@ def test_amd_packages_and_a_rocm_torch_are_not_conflicts():
 def test_migrate_from_cuda_turns_the_nvidia_stack_and_cuda_torch_into_warnings():
     survey = fresh_survey(
         packages={"nvidia-driver": "535.216.01-1"},
+        nvidia_purge={
+            "packages": {"nvidia-driver": "535.216.01-1"},
+            "purge": {"removes": ["nvidia-driver", "nvidia-kernel-dkms"], "errors": []},
+        },
         modules=["nvidia"],
         venv={"torch": "2.9.1+cu128"},
         torch_build={"hip": None, "cuda": "12.8"},
@@ -358,14 +392,74 @@ def test_migrate_from_cuda_turns_the_nvidia_stack_and_cuda_torch_into_warnings()
     result = findings(config(rocm_migrate_from_cuda=True), survey)
     assert result.problems == [] and result.row.key == "debian 12"
     assert result.warnings[-2:] == [
-        "NVIDIA stack present (packages: nvidia-driver); rocm_migrate_from_cuda",
+        "NVIDIA stack present (packages: nvidia-driver); rocm_migrate_from_cuda: the deploy "
+        "purges them (apt-get -s purge nvidia-driver says it also removes nvidia-kernel-dkms)",
         "/opt/rocm-fleet/venv holds a CUDA torch (2.9.1+cu128): remove the venv (or set "
         "pytorch_venv to a new path) so the ROCm build goes into a clean one; "
         "rocm_migrate_from_cuda",
     ]
 
 
+def test_migrate_from_cuda_refuses_a_purge_that_takes_more_than_nvidias_stack():
+    survey = fresh_survey(
+        packages={"nvidia-driver": "535.216.01-1", "libcuda1": "535.216.01-1"},
+        nvidia_purge={
+            "packages": {"nvidia-driver": "535.216.01-1", "libcuda1": "535.216.01-1"},
+            "purge": {"removes": ["libcuda1", "nvidia-driver", "openmpi-bin", "libucx0"],
+                      "errors": []},
+        },
+    )  # fmt: skip
+    result = findings(config(rocm_migrate_from_cuda=True), survey)
+    (problem,) = result.problems
+    assert problem.startswith(
+        "rocm_migrate_from_cuda would purge NVIDIA's packages (libcuda1, nvidia-driver), but "
+        "apt-get -s purge libcuda1 nvidia-driver says it also removes libucx0, openmpi-bin: "
+    )
+    unsure = {**survey, "nvidia_purge": {**survey["nvidia_purge"], "purge": None}}
+    (problem,) = findings(config(rocm_migrate_from_cuda=True), unsure).problems
+    assert "apt could not work out what removing them takes along" in problem
+
+
 def test_pci_table_maps_the_issue_examples():
     assert lookup("0x744C").gfx == "gfx1100" and "Navi 31" in lookup("744c").name
     assert lookup("0x74a1").gfx == "gfx942" and "MI300X" in lookup("0x74a1").name
     assert lookup("0xffff") is None
+
+
+def test_the_libraries_a_refused_tool_needs_are_only_a_warning():
+    result = check(distro_rocm=DEBIAN_ROCMINFO)
+    (warning,) = [w for w in result.warnings if "ROCm libraries" in w]
+    assert warning == (
+        "Debian's own ROCm libraries are installed (libhsa-runtime64-1 5.2.3-3, libhsakmt1 "
+        "5.2.3+dfsg-1): rocminfo needs libhsa-runtime64-1 (and through it libhsakmt1). They "
+        "install under /usr, apart from AMD's /opt/rocm, and put none of AMD's programs on "
+        "PATH, so they are left in place (apt-get -s purge libhsa-runtime64-1 libhsakmt1 says "
+        "it removes nothing else)"
+    )
+
+
+def test_a_library_nothing_needs_is_said_so():
+    alone = {"packages": {"librocm-smi64-1": "5.2.3-2"}, "needed_by": {"librocm-smi64-1": []},
+             "tools": {}, "conflicting": [], "purge_conflicting": None,
+             "purge_kept": {"removes": ["librocm-smi64-1"], "errors": []}}  # fmt: skip
+    (warning,) = [w for w in check(distro_rocm=alone).warnings if "ROCm libraries" in w]
+    assert "(librocm-smi64-1 5.2.3-2): nothing installed needs librocm-smi64-1." in warning
+
+
+@pytest.mark.parametrize(
+    ("purge", "names", "effect"),
+    [
+        ({"removes": ["hipcc", "rocminfo", "my-hip-app"], "errors": []}, ["hipcc", "rocminfo"],
+         "apt-get -s purge hipcc rocminfo says it also removes my-hip-app"),
+        ({"removes": [], "errors": ["Unable to locate package rocminfo"]}, ["rocminfo"],
+         "apt could not work out what removing them takes along (Unable to locate package "
+         "rocminfo): run apt-get -s purge rocminfo"),
+        ({"removes": [f"cuda-{n}" for n in range(7)], "errors": []},
+         [f"cuda-{n}" for n in range(7)],
+         "apt-get -s purge of these 7 packages says it removes nothing else"),
+    ],
+)  # fmt: skip
+def test_a_suggested_removal_says_what_apt_says_it_takes_along(purge, names, effect):
+    from rocm_fleet.preflight import removal_effect
+
+    assert removal_effect(purge, names) == effect

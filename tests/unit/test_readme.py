@@ -45,7 +45,8 @@ def test_readme_names_settings_by_their_current_names():
         assert not stale, f"README.md still names {old!r}; it is {new!r} now"
     named = set(re.findall(r"`((?:rocm|pytorch|torch|expected|preflight)_[a-z_]+)[`:]", README))
     typo = "rocm_verison"  # the README's example of a typo the validation catches
-    assert typo in named and named - {typo} <= set(SETTINGS), named - set(SETTINGS)
+    package = "rocm_fleet"  # the import name, not a setting
+    assert typo in named and named - {typo, package} <= set(SETTINGS), named - set(SETTINGS)
 
 
 def test_the_example_inventory_is_valid():
@@ -55,3 +56,21 @@ def test_the_example_inventory_is_valid():
     for hosts, group_data in groups.values():
         for name, host_data in hosts:
             load_config({**group_data, **host_data}, name)
+
+
+def test_readme_data_examples_arrive_as_the_settings_expect():
+    """Each `--data 'key=value'` in the README, read as pyinfra's CLI reads it, is valid."""
+    from pyinfra_cli.util import parse_cli_arg
+
+    examples = re.findall(r"--data '?([a-z_]+)=(\[[^\]]*\]|[^'\s`)]+)'?", README)
+    values = [(key, parse_cli_arg(value)) for key, value in examples]
+    assert ("rocm_users", ["alice", "bob"]) in values and ("rocm_version", "7.2.1") in values
+    for key, value in values:
+        load_config({"rocm_version": "6.4.3", key: value}, "readme")
+    # ... and the number the README warns about is refused, saying how to quote it.
+    message = ""
+    try:
+        load_config({"rocm_version": parse_cli_arg("7.14")}, "readme")
+    except Exception as exc:
+        message = str(exc)
+    assert "arrived as a number: quote it" in message

@@ -14,13 +14,16 @@ from rocm_fleet import paths
 from rocm_fleet.config import ConfigError, load_config
 from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
 
-RX7900 = {"slot": "0000:03:00.0", "device": "0x744c", "class": "0x030000", "driver": None}
-MI300X = {"slot": "0000:1b:00.0", "device": "0x74a1", "class": "0x120000", "driver": None}
+RX7900 = {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
+          "driver": None}  # fmt: skip
+MI300X = {"slot": "0000:1b:00.0", "vendor": "0x1002", "device": "0x74a1", "class": "0x120000",
+          "driver": None}  # fmt: skip
 MI300X_8 = [
     {**MI300X, "slot": f"0000:{bus:02x}:00.0"}
     for bus in (0x1B, 0x3D, 0x4E, 0x5F, 0x9D, 0xBD, 0xCD, 0xDD)
 ]
-IGPU = {"slot": "0000:76:00.0", "device": "0x164e", "class": "0x030000", "driver": None}
+IGPU = {"slot": "0000:76:00.0", "vendor": "0x1002", "device": "0x164e", "class": "0x030000",
+        "driver": None}  # fmt: skip
 CLASSIC_721 = {"rocm-core": "7.2.1.70201-81~24.04", "rocminfo": "1.0.0.70201-81~24.04",
                "rocm-hip-runtime": "7.2.1.70201-81~24.04"}  # fmt: skip
 CORE_100 = {"amdrocm10.0-gfx1100": "10.0.0-4", "amdrocm-core10.0-gfx1100": "10.0.0-4",

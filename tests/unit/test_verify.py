@@ -3,9 +3,10 @@ isn't; and the verify step's plan."""
 
 import pytest
 
+from rocm_fleet import paths
 from rocm_fleet.operations.gpu import gpu_problems, gpu_verified
 from unit.opcases import run_op
-from unit.surveys import SurveyHost, fresh_survey, plan
+from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
 
 
 def agents(*names, status="ok"):
@@ -75,18 +76,25 @@ def test_gpu_less_host_only_needs_a_rocm_torch():
     assert gpu_problems(None, torch(hip=None), [], 0, True)[0] != []
 
 
-PYTHON = "/opt/rocm-fleet/venv/bin/python"
+PYTHON = paths.venv_python(paths.DEFAULT_VENV)
 ROCMINFO = "/opt/rocm/core-10.1/bin/rocminfo"  # the release's own (matrix.Release.rocminfo)
+# A host the check hasn't vouched for yet (what the survey says of it).
+UNCHECKED = {
+    "KfdNodes": [{"node": 1, "gfx": "gfx1201", "slot": "0000:03:00.0"}],
+    "RunningKernel": "6.1.0-50-amd64",
+    f"FileDigest:{paths.VERIFIED}": None,
+}
 
 
 def test_a_pending_reboot_defers_a_failing_check_instead_of_failing_the_host():
     facts = {
+        **UNCHECKED,
         "RocmAgents": agents(status="not_loaded"),
         f"TorchInfo:{PYTHON}": torch(available=False),
         "RebootRequired": {"required": True, "packages": [], "reasons": ["new kernel 6.12"]},
     }
     kwargs = {"rocminfo": ROCMINFO, "expected_gfx": ["gfx1201"], "expected_count": 1,
-              "python": PYTHON}  # fmt: skip
+              "python": PYTHON, "installed": "rocm 6.4.3\n"}  # fmt: skip
     result = run_op(gpu_verified, facts, executing=True, **kwargs)
     assert result.commands == []
     assert result.noops[0].startswith("GPU check waits for a reboot (new kernel 6.12): ")
@@ -98,14 +106,16 @@ def test_a_pending_reboot_defers_a_failing_check_instead_of_failing_the_host():
     assert result.noops == [] and "GPU verification failed on node" in result.texts[0]
 
 
-def test_without_pytorch_only_rocminfo_is_read():
-    facts = {"RocmAgents": agents("gfx942", "gfx942")}
+def test_without_pytorch_only_rocminfo_is_read_and_recorded():
+    facts = {**UNCHECKED, "RocmAgents": agents("gfx942", "gfx942")}
     kwargs = {"rocminfo": ROCMINFO, "expected_gfx": ["gfx942"], "expected_count": 2,
-              "python": None}  # fmt: skip
+              "python": None, "installed": "rocm 6.4.3\n"}  # fmt: skip
     result = run_op(gpu_verified, facts, executing=True, **kwargs)
-    assert (result.commands, result.noops, result.reads) == (
-        [], ["rocminfo: gfx942, gfx942"], [f"RocmAgents:{ROCMINFO}"]
-    )  # fmt: skip
+    assert result.reads[-1] == f"RocmAgents:{ROCMINFO}"
+    assert not any("Torch" in r for r in result.reads)
+    ((name, (path, _mode, stack)),) = result.scripts
+    assert (name, path) == ("text-file", paths.VERIFIED)
+    assert stack.startswith("expected 2 x gfx942\nrocm 6.4.3\nkernel ") and "torch" not in stack
 
 
 def test_a_missing_rocminfo_is_named_by_its_path():
@@ -113,7 +123,9 @@ def test_a_missing_rocminfo_is_named_by_its_path():
     assert problems[0] == f"{ROCMINFO} is not installed"
 
 
-def test_the_verify_step_plans_no_change_before_the_install():
+def test_the_verify_step_is_planned_to_check_a_fresh_host_and_not_a_converged_one():
     data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
-    verify = plan(data, SurveyHost(fresh_survey("ubuntu-24.04"))).find("Check rocminfo and torch")
-    assert verify.commands == [] and not verify.meta._maybe_is_change  # checked when it runs
+    fresh = plan(data, SurveyHost(fresh_survey("ubuntu-24.04")))
+    assert fresh.find("Check rocminfo and torch").meta._maybe_is_change  # it will check
+    converged = plan(data, SurveyHost(converged_survey(data, "ubuntu-24.04")))
+    assert not converged.find("Check rocminfo and torch").meta._maybe_is_change

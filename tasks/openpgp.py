@@ -1,5 +1,6 @@
-"""Just enough OpenPGP (RFC 4880 / RFC 9580) to read a published key's primary fingerprints,
-so ``rocm-fleet matrix check`` can compare AMD's keys with the matrix without gpg.
+"""Just enough OpenPGP (RFC 4880 / RFC 9580) to read a published key's primary fingerprints
+and its binary form, so ``rocm-fleet matrix check`` and ``rocm-fleet bundle`` can check
+AMD's keys against the matrix in whichever form AMD serves them.
 
 Reads armored keys, binary keys, and a binary key followed by an armored copy of it (which
 stable.repo.amd.com is reported to serve): packets are read until a byte that can't start
@@ -37,7 +38,7 @@ def dearmor(data: bytes) -> bytes:
 
 
 def _packets(data: bytes):
-    """(tag, body) of each packet until the data ends or stops being packets."""
+    """(tag, body, end offset) of each packet until the data ends or stops being packets."""
     pos = 0
     while pos < len(data):
         ctb = data[pos]
@@ -61,14 +62,22 @@ def _packets(data: bytes):
             else:
                 size = (1, 2, 4)[kind]
                 length, pos = int.from_bytes(data[pos : pos + size], "big"), pos + size
-        yield tag, data[pos : pos + length]
+        yield tag, data[pos : pos + length], pos + length
         pos += length
+
+
+def binary_key(data: bytes) -> bytes:
+    """The key's packets in binary form, as gpgv reads a keyring: dearmored, or the binary
+    part of a binary key followed by an armored copy."""
+    binary = dearmor(data)
+    ends = [end for _tag, _body, end in _packets(binary)]
+    return binary[: ends[-1] if ends else 0]
 
 
 def primary_fingerprints(data: bytes) -> list[str]:
     """The fingerprints (upper-case hex) of the primary keys in a published key file."""
     found = []
-    for tag, body in _packets(dearmor(data)):
+    for tag, body, _end in _packets(dearmor(data)):
         if tag != PUBLIC_KEY or not body:
             continue
         if body[0] == 4:

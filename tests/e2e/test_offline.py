@@ -1,0 +1,209 @@
+"""End to end: hosts that can't reach repo.radeon.com and download.pytorch.org themselves.
+
+* behind a proxy: a real tinyproxy (Debian's) on a lab host whose route stays open, every
+  other host's route to the two doubles closed; apt, the key fetch and pip go through it;
+* air-gapped: a bundle made beforehand (``rocm-fleet bundle``, from the client, which
+  reaches the doubles) served by one of the hosts; no host reaches the doubles at all;
+  a bundle that lacks a package is refused by preflight naming it;
+* a live mirror: the same host caching upstream for a fresh host that can't reach it.
+
+The tests run in file order and build on each other (one lab, four hosts).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from e2e.support import changed, deploy, failed_hosts, refusal, rocm_fleet, sh, succeeded
+from lab import HostSpec
+
+pytestmark = pytest.mark.e2e
+
+RADEON, PYTORCH = "repo.radeon.com", "download.pytorch.org"
+GPU = {"expected_gfx": "gfx1100", "expected_gpu_count": 1}
+HOSTS = [
+    HostSpec("proxy", suite="bookworm", profile="none", data={"rocm_version": "6.4.3"}),
+    HostSpec("mirror", suite="bookworm", profile="rx7900xtx",
+             data={"rocm_version": "6.4.3", **GPU}),
+    HostSpec("node1", suite="bookworm", profile="rx7900xtx",
+             data={"rocm_version": "6.4.3", **GPU}),
+    HostSpec("node2", suite="trixie", profile="mi300x-8",
+             data={"rocm_version": "7.2.1", "expected_gfx": "gfx942", "expected_gpu_count": 8,
+                   "rocm_packages": ["rocm"]}),
+    HostSpec("node3", suite="bookworm", profile="rx7900xtx",
+             data={"rocm_version": "6.4.3", **GPU}),
+]  # fmt: skip
+PROXY_PORT = 8888
+
+
+@pytest.fixture(scope="module")
+def lab():
+    from e2e.support import running_lab
+
+    yield from running_lab(HOSTS, ["6.4.3", "7.2.1"])
+
+
+def clients(lab, since: int, upstream: str) -> set[str]:
+    """The addresses that fetched from one double since request number ``since``."""
+    return {r["client"] for r in lab.server.requests()[since:] if r["host"] == upstream}
+
+
+def lab_hosts(lab) -> set[str]:
+    return {lab.address(name) for name in lab.hosts}
+
+
+# --- a proxy -----------------------------------------------------------------------------------
+
+TINYPROXY_CONF = """\
+User tinyproxy
+Group tinyproxy
+Listen {address}
+Port {port}
+Timeout 600
+LogFile "/var/log/tinyproxy/lab.log"
+LogLevel Info
+PidFile "/run/tinyproxy/lab.pid"
+MaxClients 100
+Allow 10.213.0.0/24
+ConnectPort 443
+ConnectPort 80
+"""
+
+
+@pytest.fixture(scope="module")
+def proxy(lab):
+    """tinyproxy from the Debian mirror, running on the proxy host: its URL."""
+    address = lab.address("proxy")
+    conf = TINYPROXY_CONF.format(address=address, port=PROXY_PORT)
+    sh(lab, "proxy", "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive "
+                     "apt-get install -y -q tinyproxy >/dev/null")  # fmt: skip
+    sh(lab, "proxy", f"cat > /etc/tinyproxy/lab.conf <<'EOF'\n{conf}EOF\n"
+                     "install -d -o tinyproxy -g tinyproxy /run/tinyproxy /var/log/tinyproxy && "
+                     "tinyproxy -c /etc/tinyproxy/lab.conf")  # fmt: skip
+    return f"http://{address}:{PROXY_PORT}"
+
+
+def test_hosts_behind_a_proxy_converge_with_their_own_route_to_upstream_closed(lab, proxy):
+    lab.close_upstreams(hosts=[h for h in lab.hosts if h != "proxy"])
+    assert lab.closed_upstreams("node1") == [RADEON, PYTORCH]
+    direct = lab.ssh("node1", "/usr/lib/apt/apt-helper download-file "
+                              f"http://{RADEON}/rocm/rocm.gpg.key /tmp/key")  # fmt: skip
+    assert direct.returncode != 0 and "No route to host" in direct.stdout + direct.stderr
+
+    debian = lab.debian_mirror.split("/")[2]
+    data = [f"rocm_proxy={proxy}", f'rocm_no_proxy=["{debian}"]']
+    since = len(lab.server.requests())
+    first = deploy(lab, limit="node1", data=data)
+    succeeded(first)
+    assert "Proxy | Send apt through the proxy" in changed(first)
+    # AMD's repository, its key and the wheels came through the proxy, and only through it.
+    for upstream in (RADEON, PYTORCH):
+        assert clients(lab, since, upstream) == {lab.address("proxy")}, upstream
+    # Debian's mirror is in rocm_no_proxy: node1 fetched from it itself.
+    assert lab.address("node1") in clients(lab, since, debian)
+    log = sh(lab, "proxy", "cat /var/log/tinyproxy/lab.log")
+    for upstream in (RADEON, PYTORCH):
+        assert f"CONNECT {upstream}:443" in log, log[-2000:]
+    snippet = sh(lab, "node1", "cat /etc/apt/apt.conf.d/80rocm-fleet-proxy")
+    assert f'Acquire::https::Proxy "{proxy}";' in snippet
+    assert f'Acquire::http::Proxy::{debian} "DIRECT";' in snippet
+
+    second = deploy(lab, limit="node1", data=data)
+    succeeded(second)
+    assert changed(second) == {}
+
+    # The inventory drops the proxy: its snippet goes, nothing else changes (nothing to fetch).
+    dropped = deploy(lab, limit="node1")
+    succeeded(dropped)
+    assert changed(dropped) == {"Proxy | Remove apt's proxy settings": ["node1"]}
+    assert lab.ssh("node1", "test -e /etc/apt/apt.conf.d/80rocm-fleet-proxy").returncode == 1
+
+
+# --- an air gap: a bundle ----------------------------------------------------------------------
+
+
+def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab):
+    bundle = lab.workdir / "bundle"
+    ca = {"REQUESTS_CA_BUNDLE": str(lab.ca_cert)}
+    lab.open_upstreams()  # made beforehand, where upstream is reachable: the client
+    made = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle),
+                      "--limit", "mirror", "--limit", "node2", env=ca)  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert [(r["url"].split("/", 2)[2], r["suite"], r["packages"]) for r in manifest["repositories"]
+            ] == [(f"{RADEON}/rocm/apt/6.4.3", "jammy", ["rocm-hip-runtime"]),
+                  (f"{RADEON}/rocm/apt/7.2.1", "noble", ["rocm"])]  # fmt: skip
+    assert [(w["python"], sorted(w["pins"])) for w in manifest["wheel_sets"]] == [
+        ("3.11", ["filelock", "torch", "torchaudio", "torchvision"]),  # Debian 12, rocm6.4
+        ("3.13", ["filelock", "torch", "torchaudio", "torchvision"]),  # Debian 13, rocm7.2
+    ]
+    debs = [p for p in manifest["files"] if p.endswith(".deb")]
+    assert not [p for p in debs if "/6.4.3/" in p and "/r/rocm/" in p]  # jammy: no meta "rocm"
+    assert [p for p in debs if "/7.2.1/" in p and "/r/rocm/" in p]
+    assert "fetched" in made.stderr  # progress, on stderr
+
+    since = len(lab.server.requests())
+    again = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle),
+                       "--limit", "mirror", "--limit", "node2", env=ca)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    fetched = [r["path"] for r in lab.server.requests()[since:]]
+    assert not [p for p in fetched if p.endswith((".deb", ".whl"))], fetched
+    assert "removed 0" in again.stdout
+
+    lab.close_upstreams()
+    mirror_data = ["rocm_mirror=mirror"]
+    # A bundle that lacks a package node2 needs: refused by preflight, naming it, in --dry
+    # as in a real run, before apt starts; and the mirror host won't serve it half.
+    broken = lab.workdir / "broken-bundle"
+    shutil.copytree(bundle, broken)
+    (rocminfo,) = broken.rglob("rocminfo_1.0.0.70201-*~24.04_amd64.deb")
+    rocminfo.unlink()
+    for dry in (True, False):
+        refused = deploy(lab, limit="mirror,node2", dry=dry,
+                         data=[*mirror_data, f"rocm_mirror_bundle={broken}"])  # fmt: skip
+        assert failed_hosts(refused) == ["mirror", "node2"], refused.output[-3000:]
+        reason = refusal(refused, "node2") or ""
+        assert "the fleet mirror's bundle" in reason and "rocminfo 1.0.0.70201-81~24.04" in reason
+        assert rocminfo.name in (refusal(refused, "mirror") or "")
+    for name in ("mirror", "node2"):  # refused before anything changed
+        assert lab.ssh(name, "test -e /etc/apt/sources.list.d/rocm.list").returncode == 1
+        assert lab.ssh(name, "test -e /etc/nginx").returncode == 1
+
+    since = len(lab.server.requests())
+    data = [*mirror_data, f"rocm_mirror_bundle={bundle}"]
+    first = deploy(lab, limit="mirror,node2", data=data)
+    succeeded(first)
+    for name in ("mirror", "node2"):
+        source = sh(lab, name, "cat /etc/apt/sources.list.d/rocm.list")
+        assert f"http://{lab.address('mirror')}:8080/{RADEON}/rocm/apt/" in source, source
+        assert "signed-by=/etc/apt/keyrings/rocm.gpg" in source and "trusted" not in source
+    # No host reached a double (they can't), and apt checked AMD's signature itself.
+    assert not (clients(lab, since, RADEON) | clients(lab, since, PYTORCH)) & lab_hosts(lab)
+    assert "rocm 7.2.1.70201" in sh(lab, "node2", "dpkg-query -W -f='${Package} ${Version}' rocm")
+    second = deploy(lab, limit="mirror,node2", data=data)
+    succeeded(second)
+    assert changed(second) == {}
+
+
+# --- a live mirror -----------------------------------------------------------------------------
+
+
+def test_a_live_mirror_caches_upstream_for_a_host_that_cannot_reach_it(lab):
+    lab.open_upstreams(hosts=["mirror"])  # the live mirror's own host reaches upstream
+    since = len(lab.server.requests())
+    first = deploy(lab, limit="mirror,node3", data=["rocm_mirror=mirror"])
+    succeeded(first)
+    assert "Fleet mirror | Drop the bundle (a live mirror now)" in changed(first)
+    for upstream in (RADEON, PYTORCH):
+        assert clients(lab, since, upstream) == {lab.address("mirror")}, upstream
+    wheels = [r for r in lab.server.requests()[since:] if r["path"].endswith(".whl")]
+    assert wheels and all(r["range"].startswith("bytes=0-") for r in wheels)  # nginx's slices
+    assert lab.ssh("mirror", "test -d /srv/rocm-fleet").returncode == 1
+    pip = sh(lab, "node3", "/opt/rocm-fleet/venv/bin/python -m pip list --format=freeze")
+    assert "torch==2.9.1+rocm6.4" in pip and "filelock==3.13.1" in pip
+    second = deploy(lab, limit="mirror,node3", data=["rocm_mirror=mirror"])
+    succeeded(second)
+    assert changed(second) == {}

@@ -1,0 +1,143 @@
+"""The installed library, as a user's own pyinfra project uses it.
+
+The wheel is built from this checkout and installed into a fresh venv (its dependencies
+from PyPI). A separate project directory with its own ``tasks/`` package and
+``group_data/`` runs a deploy that calls one of its own deploys beside ``rocm_node()``
+against a lab host, with the venv's pyinfra: the host converges and verifies. Neither
+``tasks`` shadows the other: the wheel has no top-level ``tasks`` package, and the project's
+``tasks`` is the one its deploy imports.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from e2e.support import OP_PREFIX, running_lab, sh
+from lab import HostSpec
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = HostSpec("pkg", suite="bookworm", profile="rx7900xtx", data={})
+MOTD_LINE = "This node is managed by the site's own tasks/"
+
+PROJECT = {
+    "deploy.py": (
+        "from rocm_fleet import rocm_node\n"
+        "from tasks.site import site_banner\n\n"
+        "site_banner()\n"
+        "rocm_node()\n"
+    ),
+    "tasks/__init__.py": '"""The site\'s own deploys."""\n',
+    "tasks/site.py": (
+        "from pyinfra.api import deploy\n"
+        "from pyinfra.operations import files\n\n\n"
+        '@deploy("Site")\n'
+        "def site_banner():\n"
+        f'    files.line(name="Banner in /etc/motd", path="/etc/motd", line="{MOTD_LINE}")\n'
+    ),
+    "group_data/all.py": (
+        'rocm_version = "6.4.3"\n'
+        'expected_gfx = "gfx1100"\n'
+        "expected_gpu_count = 1\n"
+        'rocm_users = ["alice"]\n'
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        check=True, capture_output=True, timeout=600,
+    )  # fmt: skip
+    (built,) = out.glob("rocm_fleet-*.whl")
+    return built
+
+
+def test_the_wheel_holds_the_package_its_files_and_scripts_and_no_tasks(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names} == {
+        "rocm_fleet",
+        f"rocm_fleet-{version('rocm-fleet')}.dist-info",
+    }
+    assert "rocm_fleet/files/rocm-pin-600" in names
+    scripts = {path.name for path in (ROOT / "files/scripts").glob("*.sh")}
+    packed = {
+        name.rsplit("/", 1)[1] for name in names if name.startswith("rocm_fleet/files/scripts/")
+    }
+    assert packed == scripts
+    entry_points = zipfile.ZipFile(wheel).read(
+        f"rocm_fleet-{version('rocm-fleet')}.dist-info/entry_points.txt"
+    )
+    assert b"rocm-fleet = rocm_fleet.cli:main" in entry_points
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("installed") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
+    subprocess.run(
+        [str(path / "bin/pip"), "install", "-q", str(wheel)],
+        check=True, capture_output=True, timeout=900,
+    )  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("project")
+    for name, text in PROJECT.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text)
+    return path
+
+
+def where(venv: Path, module: str, cwd: Path) -> str:
+    """Where the venv's python, started in ``cwd`` (as pyinfra puts it on sys.path),
+    imports ``module`` from, or the error."""
+    code = f"import sys; sys.path.append(''); import {module}; print({module}.__file__)"
+    result = subprocess.run(
+        [str(venv / "bin/python"), "-c", code],
+        capture_output=True, text=True, cwd=cwd, env={"PATH": "/usr/bin:/bin"}, check=False,
+    )  # fmt: skip
+    return result.stdout.strip() or result.stderr.strip().splitlines()[-1]
+
+
+def test_neither_tasks_package_shadows_the_other(venv, project, tmp_path):
+    assert where(venv, "tasks", project) == str(project / "tasks/__init__.py")
+    assert where(venv, "tasks", tmp_path) == "ModuleNotFoundError: No module named 'tasks'"
+    assert where(venv, "rocm_fleet", project).startswith(str(venv / "lib"))
+
+
+@pytest.fixture(scope="module")
+def lab():
+    yield from running_lab([HOST], ["6.4.3"])
+
+
+def test_a_project_deploy_runs_rocm_node_beside_its_own(lab, venv, project):
+    result = lab.run(
+        [venv / "bin/pyinfra", "-y", "--json", lab.inventory, "deploy.py"], cwd=project,
+        timeout=1800,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    report = json.loads(result.stdout)["results"]
+    assert report["failed_hosts"] == [], output[-4000:]
+    ops = {op["name"]: op for op in report["operations"]}
+    assert ops["Site | Banner in /etc/motd"]["success"] == ["pkg"]
+    assert MOTD_LINE in (lab.root("pkg") / "etc/motd").read_text()
+    # The whole node ran, from the installed package and its files: converged and verified.
+    verify = [op for name, op in ops.items() if name.startswith(f"{OP_PREFIX}Verify")]
+    assert verify and all(op["error"] == [] and op["hosts"] == 1 for op in verify), verify
+    pin = (lab.root("pkg") / "etc/apt/preferences.d/rocm-pin-600").read_text()
+    assert pin == (ROOT / "files/rocm-pin-600").read_text()
+    assert "6.4.3-" in sh(lab, "pkg", "cat /opt/rocm/.info/version")

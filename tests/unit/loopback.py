@@ -1,0 +1,85 @@
+"""A static HTTP server on 127.0.0.1 for the bundle's tests: a directory served with byte
+ranges (``Range: bytes=N-``, answered 206 as RFC 9110 says), a log of each request, and a
+fault that cuts one file's first transfer short (what a dropped connection does)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+
+class Served:
+    def __init__(self, root: Path, port: int):
+        self.root = root
+        self.url = f"http://127.0.0.1:{port}"
+        self.requests: list[dict[str, str | int]] = []
+        self.cut_once: set[str] = set()  # paths whose next transfer stops halfway
+
+
+def _handler(served: Served) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            path = unquote(urlsplit(self.path).path)
+            target = served.root / path.lstrip("/")
+            if target.is_dir():
+                target = target / "index.html"
+            entry: dict[str, str | int] = {"path": path, "range": self.headers.get("Range", "")}
+            served.requests.append(entry)
+            if not target.is_file():
+                entry["status"] = 404
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            data = target.read_bytes()
+            start = 0
+            if entry["range"].startswith("bytes=") and entry["range"].endswith("-"):
+                start = int(entry["range"][6:-1])
+            if start >= len(data) and start:
+                entry["status"] = 416
+                self.send_response(416)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = data[start:]
+            entry["status"] = 206 if start else 200
+            self.send_response(entry["status"])
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            if path in served.cut_once:
+                served.cut_once.discard(path)
+                entry["cut"] = len(body) // 2
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(body)
+
+    return Handler
+
+
+@contextlib.contextmanager
+def serve(root: Path) -> Iterator[Served]:
+    """Serve ``root`` on a free loopback port until the block ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    served = Served(root, server.server_address[1])
+    server.RequestHandlerClass = _handler(served)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

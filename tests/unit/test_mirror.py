@@ -1,0 +1,324 @@
+"""The fleet mirror and the proxy in plans: where hosts point apt, the key fetch and pip, what
+the mirror host runs (nginx, for a bundle or as a live cache), apt's proxy snippet, and the
+refusal of a host whose mirror's bundle lacks what it needs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from pyinfra.api import FileUploadCommand
+
+from rocm_fleet import paths
+from rocm_fleet.aptrepo import Index, install_closure, parse_stanzas
+from rocm_fleet.config import ConfigError, load_config
+from rocm_fleet.mirror import Upstream, apt_proxy_conf, nginx_site, with_mirror
+from rocm_fleet.sources import Mirror
+from unit.surveys import (
+    SurveyHost,
+    converged_survey,
+    digest,
+    fresh_survey,
+    plan,
+    script_call,
+    words,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
+MIRROR_HOST = {**DATA, "ssh_hostname": "10.0.0.5"}
+ALICE = {"groups": ["video"], "users": {}}
+
+
+def fresh(data: dict, others: dict | None = None, **survey):
+    return plan(data, SurveyHost(fresh_survey("debian-12", **{"groups": ALICE, **survey})), others)
+
+
+def pip_words(planned) -> list[str]:
+    (command,) = planned.find("Install the torch wheels").commands
+    return words(command)
+
+
+# --- resolving the mirror ----------------------------------------------------------------------
+
+
+class Inventory:
+    def __init__(self, hosts: dict[str, dict]):
+        self.hosts = {
+            name: type("H", (), {"name": name, "data": Data(d)}) for name, d in hosts.items()
+        }
+
+    def get_host(self, name, default=None):
+        return self.hosts.get(name, default)
+
+    def __iter__(self):
+        return iter(self.hosts.values())
+
+
+class Data(dict):
+    def dict(self):
+        return dict(self)
+
+
+def test_the_mirror_is_a_host_of_the_inventory_or_a_url():
+    inventory = Inventory({"node": DATA, "mirror1": {**MIRROR_HOST, "rocm_mirror_port": 3142}})
+    config = with_mirror(load_config({**DATA, "rocm_mirror": "mirror1"}, "node"), "node", inventory)
+    assert config.mirror == Mirror("http://10.0.0.5:3142", "mirror1", None, False)
+    served = with_mirror(
+        load_config({**MIRROR_HOST, "rocm_mirror": "mirror1"}), "mirror1", inventory
+    )
+    assert served.mirror.serves
+    url = with_mirror(
+        load_config({**DATA, "rocm_mirror": "http://controller.example:8000/"}), "node", inventory
+    )
+    assert url.mirror == Mirror("http://controller.example:8000", None, None, False)
+    with pytest.raises(ConfigError) as error:
+        with_mirror(load_config({**DATA, "rocm_mirror": "mirror2"}), "node", inventory)
+    assert str(error.value) == (
+        "node: inventory key 'rocm_mirror' has value 'mirror2'; expected a host of the "
+        "inventory (node, mirror1) or the http:// URL of a mirror"
+    )
+    live_behind_proxy = {**MIRROR_HOST, "rocm_mirror": "mirror1", "rocm_proxy": "http://p:3128"}
+    with pytest.raises(ConfigError, match="a live mirror reaches upstream directly"):
+        with_mirror(load_config(live_behind_proxy), "mirror1", inventory)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "valid"),
+    [
+        ("rocm_proxy", "http://user:secret@proxy:3128", "a proxy URL without user or password"),
+        ("rocm_proxy", "socks5://proxy:1080", "an http:// URL of the proxy"),
+        ("rocm_no_proxy", ["ok.example", "bad host"], "a list of host names"),
+        ("rocm_mirror_port", 0, "a TCP port, 1 to 65535"),
+        ("rocm_mirror", "ftp://mirror", "an inventory host name, or the http:// URL of a mirror"),
+        ("rocm_mirror_bundle", "bundle/dir", "an absolute path"),
+    ],
+)
+def test_bad_mirror_and_proxy_settings_are_refused(key, value, valid):
+    with pytest.raises(ConfigError) as error:
+        load_config({**DATA, key: value}, "node")
+    assert f"inventory key {key!r} has value {value!r}" in str(error.value)
+    assert valid in str(error.value)
+
+
+# --- hosts that use a mirror -------------------------------------------------------------------
+
+
+def test_a_host_using_the_mirror_points_apt_the_key_and_pip_at_it():
+    planned = fresh({**DATA, "rocm_mirror": "mirror1"}, {"mirror1": MIRROR_HOST})
+    (source,) = planned.find("Point apt at the ROCm release").commands
+    assert script_call(source)[1][2] == (
+        "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] "
+        "http://10.0.0.5:8080/repo.radeon.com/rocm/apt/6.4.3 jammy main\n"
+    )
+    (key,) = planned.find("Install AMD's signing key").commands
+    assert script_call(key)[1] == [
+        "http://10.0.0.5:8080/repo.radeon.com/rocm/rocm.gpg.key",
+        "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C",
+        paths.ROCM_KEYRING,
+    ]
+    (pin,) = planned.find("Pin AMD's repository").commands  # AMD's Origin: still AMD's pin
+    assert "Pin: release o=repo.radeon.com" in script_call(pin)[1][2]
+    pip = pip_words(planned)
+    index = pip.index("--index-url")
+    assert pip[index : index + 4] == [
+        "--index-url", "http://10.0.0.5:8080/download.pytorch.org/whl/rocm6.4",
+        "--trusted-host", "10.0.0.5:8080",
+    ]  # fmt: skip
+    assert not [name for name in planned.names if "mirror" in name.lower()]
+
+
+def test_the_mirror_host_runs_nginx_as_a_live_cache_of_every_upstream_its_clients_use():
+    others = {"client": {**DATA, "rocm_mirror": "node", "rocm_driver": "dkms"}}
+    planned = fresh({**MIRROR_HOST, "rocm_mirror": "node"}, others)
+    names = [n for n in planned.names if n.startswith("Fleet mirror")]
+    assert names == [
+        "Fleet mirror | Install nginx to serve the mirror",
+        "Fleet mirror | Drop the bundle (a live mirror now)",
+        "Fleet mirror | Configure nginx to serve the mirror",
+        "Fleet mirror | Run nginx with the mirror's configuration",
+    ]
+    assert planned.names.index(names[-1]) < planned.names.index(
+        "ROCm apt repository | Install AMD's signing key (fingerprint checked)"
+    )
+    (install,) = planned.find("Install nginx").commands
+    assert script_call(install)[1][1:] == ["ca-certificates", "nginx"]
+    (site,) = planned.find("Configure nginx").commands
+    path, _mode, content = script_call(site)[1]
+    servers = [Upstream("download.pytorch.org"), Upstream("files.pythonhosted.org", linked=True),
+               Upstream("repo.radeon.com")]  # fmt: skip
+    assert (path, content) == (paths.MIRROR_SITE, nginx_site(8080, False, servers, []))
+    # The host resolves no name by DNS (fresh_survey): PyPI's file host is left out.
+    assert "files.pythonhosted.org" not in content
+    (start,) = planned.find("Run nginx").commands
+    assert script_call(start) == ("daemon-serving", ["nginx", "start", paths.MIRROR_STAMP])
+    # It uses itself, by the address the others use.
+    (source,) = planned.find("Point apt at the ROCm release").commands
+    assert "http://10.0.0.5:8080/repo.radeon.com/rocm/apt/6.4.3 jammy" in script_call(source)[1][2]
+
+
+def test_the_live_site_proxies_each_upstream_in_slices_and_rewrites_index_links():
+    servers = [Upstream("download.pytorch.org"), Upstream("mirror.lan:81", "http"),
+               Upstream("files.pythonhosted.org", linked=True)]  # fmt: skip
+    site = nginx_site(8080, False, servers, ["127.0.0.53", "fd00::1"])
+    assert "upstream rocm_fleet_0 {\n    server download.pytorch.org:443;\n}" in site
+    assert "upstream rocm_fleet_1 {\n    server mirror.lan:81;\n}" in site
+    assert "proxy_pass https://rocm_fleet_0$rocm_fleet_upstream_uri;" in site
+    # A linked host is resolved per request (no upstream block: it can't stop nginx loading).
+    assert "resolver 127.0.0.53 [fd00::1] valid=300s;" in site
+    assert "proxy_pass https://files.pythonhosted.org$rocm_fleet_upstream_uri;" in site
+    assert "upstream rocm_fleet_2" not in site
+    assert "proxy_ssl_verify on;" in site and "proxy_ssl_name download.pytorch.org;" in site
+    assert "sub_filter 'https://download.pytorch.org/' '/download.pytorch.org/';" in site
+    assert "sub_filter 'href=\"/' 'href=\"/download.pytorch.org/';" in site
+    assert site.count("slice 1m;") == 3 and "proxy_cache_lock on;" in site
+    assert nginx_site(8080, True, []).count("root /srv/rocm-fleet/bundle;") == 1
+
+
+def fake_bundle(directory: Path, packages: list[str]) -> Path:
+    """A bundle (as ``rocm-fleet bundle`` lays it out) holding AMD's key, the fixture's
+    Packages for 6.4.3 jammy and the closure of ``packages``, files of the index's sizes."""
+    repo = "repo.radeon.com/rocm/apt/6.4.3"
+    text = (FIXTURES / "apt" / "rocm-6.4.3-jammy-Packages").read_text()
+    files = {}
+
+    def add(path: str, data: bytes) -> None:
+        (directory / path).parent.mkdir(parents=True, exist_ok=True)
+        (directory / path).write_bytes(data)
+        sha256 = hashlib.sha256(data).hexdigest()
+        files[path] = {"url": f"https://{path}", "size": len(data), "sha256": sha256}
+
+    add("repo.radeon.com/rocm/rocm.gpg.key", b"key")
+    index = f"{repo}/dists/jammy/main/binary-amd64/Packages"
+    add(index, text.encode())
+    closure = install_closure(Index(parse_stanzas(text)), packages, "fixture")
+    for package in closure:
+        add(f"{repo}/{package.filename}", b"d" * package.size)
+    manifest = {
+        "format": 1,
+        "files": files,
+        "repositories": [{"url": f"https://{repo}", "suite": "jammy", "component": "main",
+                          "architecture": "amd64", "index": index}],
+        "wheel_sets": [],
+    }  # fmt: skip
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    return directory
+
+
+def test_the_mirror_host_serves_a_bundle_it_copies_from_where_pyinfra_runs(tmp_path):
+    bundle = fake_bundle(tmp_path / "bundle", ["rocm-hip-runtime"])
+    data = {**MIRROR_HOST, "rocm_mirror": "node", "rocm_mirror_bundle": str(bundle),
+            "pytorch_install": False}  # fmt: skip
+    planned = fresh(data)
+    assert not planned.refused
+    copy = planned.find("Copy the bundle to the mirror").commands
+    uploads = [c for c in copy if isinstance(c, FileUploadCommand)]
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert [u.dest for u in uploads] == [
+        *(f"{paths.MIRROR_BUNDLE}/{p}" for p in sorted(manifest["files"])),
+        f"{paths.MIRROR_BUNDLE}/manifest.json",  # last: an interrupted copy is redone
+    ]
+    settle = next(c for c in copy if not isinstance(c, FileUploadCommand) and "sh" in words(c))
+    name, (directory, sums, stale) = script_call(settle)
+    assert (name, directory, stale) == ("bundle-settle", paths.MIRROR_BUNDLE, "")
+    assert len(sums.splitlines()) == len(manifest["files"])
+    (site,) = planned.find("Configure nginx").commands
+    assert script_call(site)[1][2] == nginx_site(8080, True, [])
+    # The copy is one digest compare once the host holds the same manifest.
+    held = digest((bundle / "manifest.json").read_text())
+    again = fresh(data, **{f"file {paths.MIRROR_BUNDLE}/manifest.json": held})
+    assert again.find("Copy the bundle").commands == []
+
+
+def test_a_host_is_refused_naming_what_the_mirror_bundle_lacks(tmp_path):
+    bundle = fake_bundle(tmp_path / "bundle", ["rocm-hip-runtime"])
+    others = {"mirror1": {**MIRROR_HOST, "rocm_mirror_bundle": str(bundle)}}
+    ok = fresh({**DATA, "rocm_mirror": "mirror1", "pytorch_install": False}, others)
+    assert not ok.refused
+    wider = fresh({**DATA, "rocm_mirror": "mirror1", "rocm_packages": ["rocm"]}, others)
+    assert wider.refused and wider.ops == []
+    # rocm and torch: the bundle was made for rocm-hip-runtime without PyTorch.
+    assert "rocm 6.4.3.60403-128~22.04 (https://repo.radeon.com/rocm/apt/6.4.3 jammy main)" in (
+        _refusal(wider)
+    )
+    assert "torch==2.9.1+rocm6.4" in _refusal(wider)
+    next(bundle.rglob("rocminfo_*.deb")).unlink()
+    gone = fresh({**DATA, "rocm_mirror": "mirror1", "pytorch_install": False}, others)
+    assert gone.refused and "rocminfo 1.0.0.60403-128~22.04" in _refusal(gone)
+    # The mirror host itself won't serve a bundle with a hole in it.
+    serving = fresh({**MIRROR_HOST, "rocm_mirror": "node", "rocm_mirror_bundle": str(bundle),
+                     "pytorch_install": False})  # fmt: skip
+    assert serving.refused and "is incomplete (1 file(s)" in _refusal(serving)
+    assert "rocminfo_1.0.0.60403-128~22.04_amd64.deb" in _refusal(serving)
+
+
+def _refusal(planned) -> str:
+    from rocm_fleet.preflight import outcome
+
+    return outcome(planned.state, "node").refused or ""
+
+
+# --- the proxy ---------------------------------------------------------------------------------
+
+PROXIED = {**DATA, "rocm_proxy": "http://proxy.example:3128",
+           "rocm_no_proxy": ["deb.debian.org", ".corp.example", "10.0.0.0/8"]}  # fmt: skip
+
+
+def test_apt_the_key_fetch_and_pip_go_through_the_proxy_before_anything_is_fetched():
+    planned = fresh(PROXIED)
+    assert planned.names[0] == "Proxy | Send apt through the proxy"
+    (snippet,) = planned.ops[0].commands
+    assert script_call(snippet)[1] == [
+        paths.APT_PROXY_CONF,
+        "644",
+        "// Written by rocm-fleet from rocm_proxy and rocm_no_proxy; removed with them.\n"
+        'Acquire::http::Proxy "http://proxy.example:3128";\n'
+        'Acquire::https::Proxy "http://proxy.example:3128";\n'
+        'Acquire::http::Proxy::deb.debian.org "DIRECT";\n'
+        'Acquire::https::Proxy::deb.debian.org "DIRECT";\n',
+    ]
+    (key,) = planned.find("Install AMD's signing key").commands
+    assert script_call(key)[1][3:] == [
+        "http://proxy.example:3128", "deb.debian.org,.corp.example,10.0.0.0/8"
+    ]  # fmt: skip
+    assert pip_words(planned)[:4] == [
+        "env",
+        "http_proxy=http://proxy.example:3128",
+        "https_proxy=http://proxy.example:3128",
+        "no_proxy=deb.debian.org,.corp.example,10.0.0.0/8",
+    ]
+
+
+def test_the_mirror_is_always_reached_directly():
+    config = with_mirror(
+        load_config({**PROXIED, "rocm_mirror": "mirror1"}),
+        "node",
+        Inventory({"node": PROXIED, "mirror1": MIRROR_HOST}),
+    )
+    assert 'Acquire::http::Proxy::10.0.0.5 "DIRECT";' in apt_proxy_conf(config)
+    planned = fresh({**PROXIED, "rocm_mirror": "mirror1"}, {"mirror1": MIRROR_HOST})
+    assert "no_proxy=deb.debian.org,.corp.example,10.0.0.0/8,10.0.0.5" in pip_words(planned)
+
+
+def test_proxy_settings_are_removed_when_the_inventory_drops_them_and_a_clean_host_has_none():
+    assert not [n for n in fresh(DATA).names if "roxy" in n]
+    left = fresh(DATA, **{f"file {paths.APT_PROXY_CONF}": digest("old")})
+    (removal,) = left.find("Remove apt's proxy settings").commands
+    assert words(removal) == ["rm", "-f", paths.APT_PROXY_CONF]
+
+
+def test_a_converged_host_behind_the_proxy_and_the_mirror_plans_nothing_from_one_survey():
+    data = {**PROXIED, "rocm_users": ["alice"]}
+    survey = converged_survey(data, "debian-12")
+    host = SurveyHost(survey)
+    planned = plan(data, host)
+    assert planned.changes == [] and host.extra_reads == []
+
+
+def test_uninstall_removes_the_proxy_snippet_and_any_mirror():
+    host = SurveyHost(fresh_survey("debian-12"), other={"InstalledPackages": {}})
+    planned = plan({**DATA, "rocm_state": "absent"}, host)  # no preflight: facts one by one
+    assert "Proxy | Remove apt's proxy settings" in planned.names
+    assert "Fleet mirror | Stop serving the mirror" in planned.names
