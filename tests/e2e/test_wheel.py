@@ -21,6 +21,7 @@ import pytest
 
 from e2e.support import OP_PREFIX, running_lab, sh
 from lab import HostSpec
+from rocm_fleet import matrix
 
 pytestmark = pytest.mark.e2e
 
@@ -69,7 +70,7 @@ def test_the_wheel_holds_the_package_its_files_and_scripts_and_no_tasks(wheel):
         "rocm_fleet",
         f"rocm_fleet-{version('rocm-fleet')}.dist-info",
     }
-    assert "rocm_fleet/files/rocm-pin-600" in names
+    assert "rocm_fleet/files/rocm-profile.sh" in names
     scripts = {path.name for path in (ROOT / "files/scripts").glob("*.sh")}
     packed = {
         name.rsplit("/", 1)[1] for name in names if name.startswith("rocm_fleet/files/scripts/")
@@ -139,5 +140,5 @@ def test_a_project_deploy_runs_rocm_node_beside_its_own(lab, venv, project):
     verify = [op for name, op in ops.items() if name.startswith(f"{OP_PREFIX}Verify")]
     assert verify and all(op["error"] == [] and op["hosts"] == 1 for op in verify), verify
     pin = (lab.root("pkg") / "etc/apt/preferences.d/rocm-pin-600").read_text()
-    assert pin == (ROOT / "files/rocm-pin-600").read_text()
+    assert pin == matrix.CLASSIC.pin_text()  # AMD's pin, written from the classic stream
     assert "6.4.3-" in sh(lab, "pkg", "cat /opt/rocm/.info/version")
