@@ -1,13 +1,15 @@
-"""End to end: hosts that can't reach repo.radeon.com and download.pytorch.org themselves.
+"""End to end: hosts that can't reach AMD's servers and download.pytorch.org themselves.
 
 * behind a proxy: a real tinyproxy (Debian's) on a lab host whose route stays open, every
   other host's route to the two doubles closed; apt, the key fetch and pip go through it;
 * air-gapped: a bundle made beforehand (``rocm-fleet bundle``, from the client, which
-  reaches the doubles) served by one of the hosts; no host reaches the doubles at all;
-  a bundle that lacks a package is refused by preflight naming it;
+  reaches the doubles) served by one of the hosts, for classic releases and a ROCm Core SDK
+  one (repo.amd.com, its key, its per-target packages and the pip ROCm runtime its torch
+  requires); no host reaches the doubles at all; a bundle that lacks a package is refused
+  by preflight naming it;
 * a live mirror: the same host caching upstream for a fresh host that can't reach it.
 
-The tests run in file order and build on each other (one lab, four hosts).
+The tests run in file order and build on each other (one lab, six hosts).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import pytest
 
 from e2e.support import changed, deploy, failed_hosts, refusal, rocm_fleet, sh, succeeded
 from lab import HostSpec
+from lab.upstreams import AMD, DOUBLES
+from rocm_fleet import matrix, paths
 
 pytestmark = pytest.mark.e2e
 
@@ -35,6 +39,8 @@ HOSTS = [
                    "rocm_packages": ["rocm"]}),
     HostSpec("node3", suite="bookworm", profile="rx7900xtx",
              data={"rocm_version": "6.4.3", **GPU}),
+    HostSpec("core", suite="trixie", profile="rx7900xtx",
+             data={"rocm_version": "7.14.1", **GPU}),
 ]  # fmt: skip
 PROXY_PORT = 8888
 
@@ -43,7 +49,7 @@ PROXY_PORT = 8888
 def lab():
     from e2e.support import running_lab
 
-    yield from running_lab(HOSTS, ["6.4.3", "7.2.1"])
+    yield from running_lab(HOSTS, ["6.4.3", "7.2.1", "7.14.1"])
 
 
 def clients(lab, since: int, upstream: str) -> set[str]:
@@ -88,7 +94,7 @@ def proxy(lab):
 
 def test_hosts_behind_a_proxy_converge_with_their_own_route_to_upstream_closed(lab, proxy):
     lab.close_upstreams(hosts=[h for h in lab.hosts if h != "proxy"])
-    assert lab.closed_upstreams("node1") == [RADEON, PYTORCH]
+    assert lab.closed_upstreams("node1") == list(DOUBLES)
     direct = lab.ssh("node1", "/usr/lib/apt/apt-helper download-file "
                               f"http://{RADEON}/rocm/rocm.gpg.key /tmp/key")  # fmt: skip
     assert direct.returncode != 0 and "No route to host" in direct.stdout + direct.stderr
@@ -129,25 +135,38 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
     bundle = lab.workdir / "bundle"
     ca = {"REQUESTS_CA_BUNDLE": str(lab.ca_cert)}
     lab.open_upstreams()  # made beforehand, where upstream is reachable: the client
-    made = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle),
-                      "--limit", "mirror", "--limit", "node2", env=ca)  # fmt: skip
+    limit = ["--limit", "mirror", "--limit", "node2", "--limit", "core"]
+    made = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle), *limit, env=ca)
     assert made.returncode == 0, made.stdout + made.stderr
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert [(r["url"].split("/", 2)[2], r["suite"], r["packages"]) for r in manifest["repositories"]
-            ] == [(f"{RADEON}/rocm/apt/6.4.3", "jammy", ["rocm-hip-runtime"]),
+            ] == [(f"{AMD}/rocm/packages-multi-arch/debian13", "stable", ["amdrocm7.14-gfx1100"]),
+                  (f"{RADEON}/rocm/apt/6.4.3", "jammy", ["rocm-hip-runtime"]),
                   (f"{RADEON}/rocm/apt/7.2.1", "noble", ["rocm"])]  # fmt: skip
-    assert [(w["python"], sorted(w["pins"])) for w in manifest["wheel_sets"]] == [
-        ("3.11", ["filelock", "torch", "torchaudio", "torchvision"]),  # Debian 12, rocm6.4
-        ("3.13", ["filelock", "torch", "torchaudio", "torchvision"]),  # Debian 13, rocm7.2
-    ]
+    # The Core SDK's own key (the lab signs every double with one key, so one file each).
+    assert sorted(manifest["keys"]) == [f"https://{AMD}/rocm/packages-multi-arch/gpg/rocm.gpg",
+                                        f"https://{RADEON}/rocm/rocm.gpg.key"]  # fmt: skip
+    devices = [f"rocm-sdk-device-{gfx}" for gfx in matrix.CORE_SDK_GFX_PACKAGES]
+    core_runtime = sorted(["filelock", "torch", "torchvision", "rocm", "rocm-sdk-core",
+                           "rocm-sdk-libraries", *devices])  # fmt: skip
+    assert [(w["index_url"].rsplit("/", 1)[1], w["python"], sorted(w["pins"]))
+            for w in manifest["wheel_sets"]] == [
+        ("rocm6.4", "3.11", ["filelock", "torch", "torchaudio", "torchvision"]),  # Debian 12
+        ("rocm7.14", "3.13", core_runtime),  # Debian 13: torch and its pip ROCm runtime
+        ("rocm7.2", "3.13", ["filelock", "torch", "torchvision"]),  # Debian 13, torch 2.14
+    ]  # fmt: skip
+    core_debs = sorted(p.rsplit("/", 1)[1].split("_")[0] for p in manifest["files"]
+                       if p.startswith(f"{AMD}/") and p.endswith(".deb"))  # fmt: skip
+    assert core_debs == sorted(["amdrocm-sysdeps7.14", "amdrocm-runtime7.14", "amdrocm-base7.14",
+                                "amdrocm-core7.14", "amdrocm-core7.14-gfx1100",
+                                "amdrocm7.14-gfx1100"])  # fmt: skip
     debs = [p for p in manifest["files"] if p.endswith(".deb")]
     assert not [p for p in debs if "/6.4.3/" in p and "/r/rocm/" in p]  # jammy: no meta "rocm"
     assert [p for p in debs if "/7.2.1/" in p and "/r/rocm/" in p]
     assert "fetched" in made.stderr  # progress, on stderr
 
     since = len(lab.server.requests())
-    again = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle),
-                       "--limit", "mirror", "--limit", "node2", env=ca)  # fmt: skip
+    again = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle), *limit, env=ca)
     assert again.returncode == 0, again.stderr
     fetched = [r["path"] for r in lab.server.requests()[since:]]
     assert not [p for p in fetched if p.endswith((".deb", ".whl"))], fetched
@@ -174,16 +193,25 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
 
     since = len(lab.server.requests())
     data = [*mirror_data, f"rocm_mirror_bundle={bundle}"]
-    first = deploy(lab, limit="mirror,node2", data=data)
+    first = deploy(lab, limit="mirror,node2,core", data=data)
     succeeded(first)
+    served = f"http://{lab.address('mirror')}:8080"
     for name in ("mirror", "node2"):
         source = sh(lab, name, "cat /etc/apt/sources.list.d/rocm.list")
-        assert f"http://{lab.address('mirror')}:8080/{RADEON}/rocm/apt/" in source, source
+        assert f"{served}/{RADEON}/rocm/apt/" in source, source
         assert "signed-by=/etc/apt/keyrings/rocm.gpg" in source and "trusted" not in source
+    assert sh(lab, "core", f"cat {paths.ROCM_SOURCE}") == (
+        f"deb [arch=amd64 signed-by={paths.AMDROCM_KEYRING}] "
+        f"{served}/{AMD}/rocm/packages-multi-arch/debian13 stable main\n"
+    )
     # No host reached a double (they can't), and apt checked AMD's signature itself.
-    assert not (clients(lab, since, RADEON) | clients(lab, since, PYTORCH)) & lab_hosts(lab)
+    reached = set().union(*(clients(lab, since, upstream) for upstream in DOUBLES))
+    assert not reached & lab_hosts(lab)
     assert "rocm 7.2.1.70201" in sh(lab, "node2", "dpkg-query -W -f='${Package} ${Version}' rocm")
-    second = deploy(lab, limit="mirror,node2", data=data)
+    assert "7.14.1-1" in sh(lab, "core", "dpkg-query -W -f='${Version}' amdrocm7.14-gfx1100")
+    pip = sh(lab, "core", "/opt/rocm-fleet/venv/bin/python -m pip list --format=freeze").lower()
+    assert "torch==2.14.1+rocm7.14" in pip and "rocm-sdk-device-gfx1100==7.14.0" in pip
+    second = deploy(lab, limit="mirror,node2,core", data=data)
     succeeded(second)
     assert changed(second) == {}
 

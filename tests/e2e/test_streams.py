@@ -94,7 +94,13 @@ def exists(lab, host: str, path: str) -> bool:
 def test_a_core_sdk_release_converges_in_one_run_and_verifies_its_gpus(lab):
     result = deploy(lab, "core,stable")
     succeeded(result)
-    assert "Verify | Check rocminfo and torch see the expected GPUs" not in changed(result)
+    # The GPU check passed with the release's own rocminfo and recorded what it vouched for.
+    assert changed(result)["Verify | Check rocminfo and torch see the expected GPUs"] == [
+        "core", "stable"
+    ]  # fmt: skip
+    record = (lab.root("core") / paths.VERIFIED.lstrip("/")).read_text()
+    assert "rocm 7.14.1 (core-sdk, /opt/rocm/core-7.14/bin/rocminfo)\n" in record
+    assert "rocm[device-all,libraries]==7.14.*" in record
 
     # 7.14.1: AMD's one-line source on repo.amd.com, the per-target package (expected_gfx
     # names the host's only GPU), under /opt/rocm/core-7.14 with AMD's links.

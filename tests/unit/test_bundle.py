@@ -148,13 +148,21 @@ def signer(tmp_path_factory):
     subprocess.run(["gpgconf", "--kill", "all"], env=agent, check=False)
 
 
-def publish(base: Path, suite: str, debs: dict[str, bytes], signer, by_hash=False) -> str:
-    """A flat repository under ``base`` (dists/SUITE, pool/) whose index is the fixture's
-    stanzas with real sizes and hashes of ``debs`` (package name -> content); returns the
-    Packages text."""
+def publish(
+    base: Path,
+    suite: str,
+    debs: dict[str, bytes],
+    signer,
+    by_hash=False,
+    packages: str = PACKAGES,
+    origin: str = "repo.radeon.com",
+) -> str:
+    """A flat repository under ``base`` (dists/SUITE, pool/) whose index is ``packages``'
+    stanzas (the fixture's by default) with real sizes and hashes of ``debs`` (package name
+    -> content); returns the Packages text."""
     home, _armored, fingerprint = signer
     stanzas = []
-    for stanza in parse_stanzas(PACKAGES):
+    for stanza in parse_stanzas(packages):
         data = debs.get(
             stanza["Package"], f"deb of {stanza['Package']} {stanza['Version']}".encode()
         )
@@ -170,7 +178,7 @@ def publish(base: Path, suite: str, debs: dict[str, bytes], signer, by_hash=Fals
     binary.mkdir(parents=True, exist_ok=True)
     (binary / "Packages").write_text(text)
     (binary / "Packages.gz").write_bytes(gzip.compress(text.encode(), mtime=0))
-    lines = [f"Origin: repo.radeon.com\nSuite: {suite}\nCodename: {suite}"]
+    lines = [f"Origin: {origin}\nSuite: {suite}\nCodename: {suite}"]
     if by_hash:
         lines.append("Acquire-By-Hash: yes")
     lines.append("SHA256:")
@@ -242,10 +250,11 @@ def test_a_host_python_takes_its_own_abi_and_manylinux_up_to_its_glibc():
     assert old_glibc.rank("torch-2.9.1+rocm6.4-cp311-cp311-manylinux_2_28_x86_64.whl") is None
 
 
-def wheel(directory: Path, name: str, version: str, requires=(), python=">=3.9") -> Path:
+def wheel(directory: Path, name: str, version: str, requires=(), python=">=3.9", extras=()) -> Path:
     """A py3-none-any wheel with METADATA, WHEEL and RECORD (what pip reads)."""
     dist = f"{name.replace('-', '_')}-{version}"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: {python}\n"
+    meta += "".join(f"Provides-Extra: {e}\n" for e in extras)
     meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
     files = {
         f"{name.replace('-', '_')}/__init__.py": f"__version__ = {version!r}\n",
@@ -503,6 +512,155 @@ def test_bundle_refuses_a_wrong_key_a_tampered_deb_and_a_missing_package(
     ):
         attempt(good)
     assert not list((tmp_path / "bundle").rglob("rocminfo_*.deb"))
+
+
+# --- a ROCm Core SDK release --------------------------------------------------------------------
+
+CORE_SDK_VERSIONS = ("7.14.0-3", "7.14.1-1")  # two releases side by side, as AMD publishes
+
+
+def core_sdk_packages() -> str:
+    """A Core SDK distro directory's index: the amdrocm*7.14 packages of two releases with
+    their exact ``(= version)`` dependencies (TheRock's packaging, the lab double's shape)."""
+    stanzas = []
+    for version in CORE_SDK_VERSIONS:
+        depends = {
+            "amdrocm-sysdeps7.14": [],
+            "amdrocm-runtime7.14": ["amdrocm-sysdeps7.14"],
+            "amdrocm-base7.14": ["amdrocm-runtime7.14"],
+            "amdrocm-core7.14": ["amdrocm-base7.14", "amdrocm-runtime7.14"],
+            "amdrocm7.14": ["amdrocm7.14-gfx942", "amdrocm7.14-gfx1100"],
+        }
+        for gfx in ("gfx942", "gfx1100"):
+            depends[f"amdrocm-core7.14-{gfx}"] = ["amdrocm-core7.14"]
+            depends[f"amdrocm7.14-{gfx}"] = [f"amdrocm-core7.14-{gfx}"]
+        for name, needs in depends.items():
+            stanza = [f"Package: {name}", f"Version: {version}", "Architecture: amd64"]
+            if needs:
+                stanza.append("Depends: " + ", ".join(f"{n} (= {version})" for n in needs))
+            stanza.append(f"Filename: pool/main/a/{name}/{name}_{version}_amd64.deb")
+            stanzas.append("\n".join(stanza))
+    return "\n\n".join(stanzas) + "\n"
+
+
+def write_pages(www: Path, index_dir: str, files: dict[str, list[Path]]) -> None:
+    """PEP 503 project pages under www/<index_dir> with path-absolute links, as PyTorch's."""
+    for project, wheels in files.items():
+        rows = []
+        for path in wheels:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            href = "/" + str(path.relative_to(www)).replace("+", "%2B")
+            rows.append(f'<a href="{href}#sha256={digest}">{path.name}</a><br/>')
+        page = www / index_dir / canonicalize_name(project) / "index.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("<html><body>\n" + "\n".join(rows) + "\n</body></html>\n")
+
+
+def core_sdk_index(www: Path) -> None:
+    """whl/rocm7.14: torch requiring the pip ROCm runtime, and the runtime's meta package
+    with its extras (TheRock's rocm_sdk/_dist_info.py: ``libraries``, ``device-<gfx>``,
+    ``device-all``) and parts; a newer ``rocm`` the requirement's ``==7.14.*`` excludes."""
+    out = www / "whl/rocm7.14"
+    runtime = "rocm[device-all,libraries]==7.14.*"
+    devices = ("gfx942", "gfx1100")
+    rocm_requires = ["rocm-sdk-core==7.14.0", 'rocm-sdk-libraries==7.14.0; extra == "libraries"']
+    rocm_requires += [f'rocm-sdk-device-{g}==7.14.0; extra == "device-all"' for g in devices]
+    rocm_requires += [f'rocm-sdk-device-{g}==7.14.0; extra == "device-{g}"' for g in devices]
+    extras = ("libraries", "device-all", *(f"device-{g}" for g in devices))
+    files = {
+        "torch": [wheel(out, "torch", "2.14.1+rocm7.14", ("filelock", runtime))],
+        "torchvision": [wheel(out, "torchvision", "0.29.1+rocm7.14", ("torch==2.14.1+rocm7.14",))],
+        "filelock": [wheel(www / "whl", "filelock", "3.13.1")],
+        "rocm": [wheel(out, "rocm", "7.14.0.post1", rocm_requires, extras=extras),
+                 wheel(out, "rocm", "7.15.0", rocm_requires, extras=extras)],
+        **{name: [wheel(out, name, "7.14.0")]
+           for name in ["rocm-sdk-core", "rocm-sdk-libraries",
+                        *(f"rocm-sdk-device-{g}" for g in devices)]},
+    }  # fmt: skip
+    write_pages(www, "whl/rocm7.14", files)
+
+
+@pytest.fixture
+def core_sdk_upstream(tmp_path, signer):
+    """repo.amd.com's layout on a loopback server: a distro directory of the multi-arch
+    repository (Origin "AMD ROCm"), its key as a binary key with an armored copy appended
+    (the form reported of stable.repo.amd.com), and the rocm7.14 wheel index."""
+    home, armored, fingerprint = signer
+    www = tmp_path / "www"
+    base = www / "rocm/packages-multi-arch"
+    publish(base / "debian12", "stable", {}, signer, packages=core_sdk_packages(),
+            origin="AMD ROCm")  # fmt: skip
+    binary = subprocess.run(
+        ["gpg", "--batch", "--homedir", str(home), "--export", fingerprint],
+        capture_output=True, check=True, env={"PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    (base / "gpg").mkdir()
+    (base / "gpg" / "rocm.gpg").write_bytes(binary + armored)
+    core_sdk_index(www)
+    with serve(www) as served:
+        yield served
+
+
+def test_a_core_sdk_bundle_holds_its_repository_key_closure_and_pip_runtime(
+    core_sdk_upstream, signer, tmp_path
+):
+    from rocm_fleet.config import load_config
+    from rocm_fleet.matrix import DISTROS
+    from rocm_fleet.sources import host_needs, mirror_path
+
+    url = core_sdk_upstream.url
+    key_url = f"{url}/rocm/packages-multi-arch/gpg/rocm.gpg"
+    config = load_config({
+        "rocm_version": "7.14.1", "expected_gfx": "gfx942", "rocm_key_fingerprint": signer[2],
+        "rocm_apt_base_url": f"{url}/rocm/packages-multi-arch", "rocm_key_url": key_url,
+        "pytorch_index_base_url": f"{url}/whl",
+    })  # fmt: skip
+    bookworm = next(d for d in DISTROS if d.key == "debian 12")  # Python 3.11: pip checks too
+    needs = host_needs(config, bookworm)
+    ((apt,), (wheels,)) = (needs.apt, needs.wheels)
+    assert (apt.repository.url, apt.packages) == (
+        f"{url}/rocm/packages-multi-arch/debian12", ("amdrocm7.14-gfx942",)
+    )  # fmt: skip
+    assert (wheels.index_url, wheels.runtime.python) == (f"{url}/whl/rocm7.14", "3.11")
+    plan = Plan()
+    plan.add("core", needs, {})
+    out = tmp_path / "bundle"
+    manifest = make_bundle(plan, out, Fetcher(progress=Quiet()))
+
+    # The key verbatim (hosts read either form), checked by its primary key's fingerprint;
+    # the InRelease verified with it.
+    assert (out / mirror_path(key_url)).read_bytes() == (
+        core_sdk_upstream.root / "rocm/packages-multi-arch/gpg/rocm.gpg"
+    ).read_bytes()
+    assert manifest["keys"][key_url]["fingerprint"] == signer[2]
+    # The closure of the per-target package of 7.14.1 only: exact versions, one target.
+    (repository,) = manifest["repositories"]
+    debs = sorted(path.rsplit("/", 1)[1] for path in repository["debs"])
+    assert debs == sorted(
+        f"{name}_7.14.1-1_amd64.deb"
+        for name in ["amdrocm-sysdeps7.14", "amdrocm-runtime7.14", "amdrocm-base7.14",
+                     "amdrocm-core7.14", "amdrocm-core7.14-gfx942", "amdrocm7.14-gfx942"]
+    )  # fmt: skip
+    # torch and the pip ROCm runtime it requires, every device wheel device-all names.
+    (wheel_set,) = manifest["wheel_sets"]
+    assert "rocm[device-all,libraries]==7.14.*" in wheel_set["requirements"]
+    pins = {name: pin["version"] for name, pin in wheel_set["pins"].items()}
+    assert pins == {
+        "torch": "2.14.1+rocm7.14", "torchvision": "0.29.1+rocm7.14", "filelock": "3.13.1",
+        "rocm": "7.14.0.post1", "rocm-sdk-core": "7.14.0", "rocm-sdk-libraries": "7.14.0",
+        "rocm-sdk-device-gfx942": "7.14.0", "rocm-sdk-device-gfx1100": "7.14.0",
+    }  # fmt: skip
+    why = wheel_set["pins"]["rocm-sdk-device-gfx1100"]["why"]
+    assert why == ["required by rocm 7.14.0.post1"]
+    assert missing(str(out), needs) == []
+    # A host whose GPUs expected_gfx doesn't all name gets the all-targets package: preflight
+    # names what the bundle lacks for it.
+    gaps = missing(str(out), host_needs(config, bookworm, ["gfx942", "gfx1100"]))
+    where = f"7.14.1-1 ({url}/rocm/packages-multi-arch/debian12 stable main)"
+    assert sorted(gaps) == [
+        f"{name} {where}"
+        for name in ["amdrocm-core7.14-gfx1100", "amdrocm7.14", "amdrocm7.14-gfx1100"]
+    ]
 
 
 # --- the command -------------------------------------------------------------------------------

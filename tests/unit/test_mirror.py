@@ -159,6 +159,36 @@ def test_the_mirror_host_runs_nginx_as_a_live_cache_of_every_upstream_its_client
     assert "http://10.0.0.5:8080/repo.radeon.com/rocm/apt/6.4.3 jammy" in script_call(source)[1][2]
 
 
+def test_core_sdk_hosts_fetch_their_streams_repository_and_key_through_the_mirror():
+    core = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100", "rocm_mirror": "mirror1"}
+    planned = fresh(core, {"mirror1": MIRROR_HOST})
+    (source,) = planned.find("Point apt at the ROCm release").commands
+    assert script_call(source)[1] == [
+        paths.ROCM_SOURCE, "644",
+        "deb [arch=amd64 signed-by=/etc/apt/keyrings/amdrocm.gpg] "
+        "http://10.0.0.5:8080/repo.amd.com/rocm/packages-multi-arch/debian12 stable main\n",
+    ]  # fmt: skip
+    (key,) = planned.find("Install AMD's signing key").commands
+    assert script_call(key)[1][:3] == [
+        "http://10.0.0.5:8080/repo.amd.com/rocm/packages-multi-arch/gpg/rocm.gpg",
+        "D0F004A0025A1145C7807FCD0701EAC4D5E02107",
+        paths.AMDROCM_KEYRING,
+    ]
+    pip = pip_words(planned)
+    assert "http://10.0.0.5:8080/download.pytorch.org/whl/rocm7.14" in pip
+    assert "rocm[device-all,libraries]==7.14.*" in pip  # the runtime, from the mirror too
+    # The mirror host proxies the Core SDK's server for it (and the driver's, with dkms).
+    stable = {"rocm_version": "10.0.0", "rocm_driver": "dkms", "pytorch_install": False,
+              "rocm_mirror": "node"}  # fmt: skip
+    mirror = fresh({**MIRROR_HOST, "rocm_mirror": "node"}, {"core": core | {"rocm_mirror":
+                   "node"}, "stable": stable})  # fmt: skip
+    (site,) = mirror.find("Configure nginx").commands
+    content = script_call(site)[1][2]
+    for upstream in ("repo.amd.com", "stable.repo.amd.com", "repo.radeon.com",
+                     "download.pytorch.org"):  # fmt: skip
+        assert f"    location /{upstream}/ {{" in content, upstream
+
+
 def test_the_live_site_proxies_each_upstream_in_slices_and_rewrites_index_links():
     servers = [Upstream("download.pytorch.org"), Upstream("mirror.lan:81", "http"),
                Upstream("files.pythonhosted.org", linked=True)]  # fmt: skip
