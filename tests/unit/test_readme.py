@@ -1,7 +1,10 @@
 """The README's settings and release tables are generated from the code; they must not drift."""
 
+import json
 import re
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 
 from rocm_fleet.cli.matrix import release_table
@@ -58,19 +61,31 @@ def test_the_example_inventory_is_valid():
             load_config({**group_data, **host_data}, name)
 
 
+def parse_cli_args(values: list[str]) -> list:
+    """Values as pyinfra's command line parses `--data` (in a child process: importing
+    pyinfra's CLI monkey-patches the process for gevent)."""
+    script = (
+        "import json, sys\nfrom pyinfra_cli.util import parse_cli_arg\n"
+        "print(json.dumps([parse_cli_arg(a) for a in sys.argv[1:]]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, *values], capture_output=True, text=True, check=True
+    )
+    return json.loads(result.stdout)
+
+
 def test_readme_data_examples_arrive_as_the_settings_expect():
     """Each `--data 'key=value'` in the README, read as pyinfra's CLI reads it, is valid."""
-    from pyinfra_cli.util import parse_cli_arg
-
     examples = re.findall(r"--data '?([a-z_]+)=(\[[^\]]*\]|[^'\s`)]+)'?", README)
-    values = [(key, parse_cli_arg(value)) for key, value in examples]
+    parsed = parse_cli_args([value for _key, value in examples] + ["7.14"])
+    values = [(key, value) for (key, _raw), value in zip(examples, parsed, strict=False)]
     assert ("rocm_users", ["alice", "bob"]) in values and ("rocm_version", "7.2.1") in values
     for key, value in values:
         load_config({"rocm_version": "6.4.3", key: value}, "readme")
     # ... and the number the README warns about is refused, saying how to quote it.
     message = ""
     try:
-        load_config({"rocm_version": parse_cli_arg("7.14")}, "readme")
+        load_config({"rocm_version": parsed[-1]}, "readme")
     except Exception as exc:
         message = str(exc)
     assert "arrived as a number: quote it" in message

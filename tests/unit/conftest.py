@@ -1,0 +1,18 @@
+"""Unit tests run in one process beside the lab's threads (pytest collects tests/e2e first,
+and its fleet lives for the whole session): none may monkey-patch the process for gevent,
+which importing pyinfra's CLI does. Code that needs the CLI runs in a child process."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _process_stays_unpatched():
+    yield
+    from gevent import monkey
+
+    assert not monkey.is_module_patched("threading"), (
+        "this test imported pyinfra_cli (gevent's monkey patching) into the test process: "
+        "run that code in a subprocess"
+    )
