@@ -16,3 +16,20 @@ def _process_stays_unpatched():
         "this test imported pyinfra_cli (gevent's monkey patching) into the test process: "
         "run that code in a subprocess"
     )
+
+
+@pytest.fixture
+def plain_inventories(monkeypatch):
+    """``rocm-fleet bundle``'s plan reads a plain inventory file (``hosts = [...]``) in this
+    process: the real loader imports pyinfra's CLI (test_cli runs that in a subprocess)."""
+    import runpy
+
+    from pyinfra.api import Inventory
+
+    from rocm_fleet.cli import bundle
+
+    def inventory_of(path, limits, check_for_changes):
+        hosts = runpy.run_path(path)["hosts"]
+        return None, list(Inventory((hosts, {})))
+
+    monkeypatch.setattr(bundle, "load_inventory", inventory_of)

@@ -667,24 +667,12 @@ def test_a_core_sdk_bundle_holds_its_repository_key_closure_and_pip_runtime(
 
 
 def test_the_command_plans_per_distro_from_the_inventory_and_refuses_bad_data(
-    tmp_path, monkeypatch
+    tmp_path, plain_inventories
 ):
     import argparse
-    import runpy
 
-    from pyinfra.api import Inventory
-
-    from rocm_fleet.cli import bundle
     from rocm_fleet.cli.bundle import plan_for
     from rocm_fleet.cli.inventory import UsageError
-
-    def inventory_of(path, limits, check_for_changes):
-        """The hosts of a plain inventory file: the real loader imports pyinfra's CLI,
-        which monkey-patches the process for gevent (it runs in a subprocess in test_cli)."""
-        hosts = runpy.run_path(path)["hosts"]
-        return None, list(Inventory((hosts, {})))
-
-    monkeypatch.setattr(bundle, "load_inventory", inventory_of)
 
     inventory = tmp_path / "fleet.py"
     inventory.write_text(

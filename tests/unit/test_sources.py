@@ -117,7 +117,7 @@ def test_a_live_mirror_proxies_every_server_the_release_fetches_from():
     assert {urlsplit(url).netloc for url in upstream_urls(stable)} == {"stable.repo.amd.com"}
 
 
-def test_the_bundle_plans_core_sdk_hosts_from_the_same_description(tmp_path):
+def test_the_bundle_plans_core_sdk_hosts_from_the_same_description(tmp_path, plain_inventories):
     inventory = tmp_path / "fleet.py"
     inventory.write_text(
         "hosts = [\n"
