@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyinfra import host
 from pyinfra.api import deploy
 
+from rocm_fleet import _pyinfra
 from rocm_fleet.config import load_config
 from rocm_fleet.cuda import migrate_from_cuda
 from rocm_fleet.driver import configure_driver
@@ -24,6 +25,10 @@ from rocm_fleet.repository import install_repository, remove_repository
 from rocm_fleet.rocm import install_rocm, remove_rocm
 from rocm_fleet.secureboot import configure_secure_boot
 from rocm_fleet.verify import verify_node
+
+# Planning every operation of every host walks the call stack; pyinfra's way costs ~3 ms an
+# operation (see _pyinfra), ours the same answer for a fraction.
+_pyinfra.install()
 
 
 @deploy("rocm-fleet")

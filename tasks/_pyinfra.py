@@ -1,0 +1,56 @@
+"""A faster, equivalent version of one pyinfra internal: an operation's call-site order.
+
+In CLI mode pyinfra identifies an operation by the line numbers of the stack that called
+it (``pyinfra.api.util.get_operation_order_from_stack``, pyinfra 3.10). It walks the stack
+with ``inspect.stack()`` and ``inspect.getframeinfo()``, which read every frame's source
+file for context lines and search ``sys.modules`` for its module: about 3 ms for each
+operation called, which was most of what planning a converged host cost on the controller
+(``bench/fleet.py``; profiled with cProfile, ``inspect.getmodule`` first by own time). Only
+each frame's file name and line number are used, and the frames carry both; this reads
+them there. Same answer, same order (``tests/unit/test_pyinfra_speed.py`` compares the two
+on real call stacks). Worth proposing upstream; until then it is installed by
+``rocm_fleet.node`` for runs that plan rocm-fleet's deploy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import pyinfra
+
+# The modules themselves: `pyinfra.api.operation` as an attribute is the decorator of that
+# name, which the package re-exports over its module.
+_operation = importlib.import_module("pyinfra.api.operation")
+_util = importlib.import_module("pyinfra.api.util")
+
+
+def get_operation_order_from_stack(state: Any) -> list[int]:
+    """``pyinfra.api.util.get_operation_order_from_stack``, from the frames themselves."""
+    frames = []
+    frame = sys._getframe(1)  # the caller's, as inspect.stack() inside pyinfra's starts
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    frames.reverse()  # outermost first, as pyinfra's reversed(stack())
+    start = 0
+    if state.current_deploy_filename and frames:
+        # The first frame of the deploy file; as pyinfra's loop leaves it, the last frame
+        # when there is none.
+        deploy_frames = (
+            index
+            for index, outer in enumerate(frames)
+            if outer.f_code.co_filename == state.current_deploy_filename
+        )
+        start = next(deploy_frames, len(frames) - 1)
+    line_numbers = [state.current_op_file_number] if pyinfra.is_cli else []
+    for outer in frames[start:]:
+        if not outer.f_code.co_filename.startswith(_util.PYINFRA_INSTALL_DIR):
+            line_numbers.append(outer.f_lineno)
+    return line_numbers
+
+
+def install() -> None:
+    """Use it for every operation planned from now on (idempotent)."""
+    _operation.get_operation_order_from_stack = get_operation_order_from_stack
