@@ -1,4 +1,6 @@
-"""A faster, equivalent version of one pyinfra internal: an operation's call-site order.
+"""Faster, equivalent versions of two pyinfra internals that planning calls per operation.
+
+1. An operation's call-site order.
 
 In CLI mode pyinfra identifies an operation by the line numbers of the stack that called
 it (``pyinfra.api.util.get_operation_order_from_stack``, pyinfra 3.10). It walks the stack
@@ -8,12 +10,19 @@ operation called, which was most of what planning a converged host cost on the c
 (``bench/fleet.py``; profiled with cProfile, ``inspect.getmodule`` first by own time). Only
 each frame's file name and line number are used, and the frames carry both; this reads
 them there. Same answer, same order (``tests/unit/test_pyinfra_speed.py`` compares the two
-on real call stacks). Worth proposing upstream; until then it is installed by
-``rocm_fleet.node`` for runs that plan rocm-fleet's deploy.
+on real call stacks).
+
+2. The global arguments' names and types (``pyinfra.api.arguments.all_global_arguments``),
+which ``pop_global_arguments`` asks for at every operation call and which pyinfra computes
+each time with ``typing.get_type_hints`` on a TypedDict that never changes; computed once.
+
+Both are worth proposing upstream; until then ``rocm_fleet.node`` installs them for runs
+that plan rocm-fleet's deploy.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from typing import Any
@@ -24,6 +33,19 @@ import pyinfra
 # name, which the package re-exports over its module.
 _operation = importlib.import_module("pyinfra.api.operation")
 _util = importlib.import_module("pyinfra.api.util")
+_arguments = importlib.import_module("pyinfra.api.arguments")
+_original_global_arguments = _arguments.all_global_arguments
+
+
+@functools.cache
+def _global_arguments() -> tuple[tuple[str, type], ...]:
+    return tuple(_original_global_arguments())
+
+
+def all_global_arguments() -> list[tuple[str, type]]:
+    """``pyinfra.api.arguments.all_global_arguments``, computed once (a new list each call,
+    as pyinfra's, so a caller may change it)."""
+    return list(_global_arguments())
 
 
 def get_operation_order_from_stack(state: Any) -> list[int]:
@@ -52,5 +74,6 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
 
 
 def install() -> None:
-    """Use it for every operation planned from now on (idempotent)."""
+    """Use them for every operation planned from now on (idempotent)."""
     _operation.get_operation_order_from_stack = get_operation_order_from_stack
+    _arguments.all_global_arguments = all_global_arguments

@@ -60,3 +60,11 @@ def test_planning_rocm_fleet_uses_it():
 
     module = importlib.import_module("pyinfra.api.operation")
     assert module.get_operation_order_from_stack is _pyinfra.get_operation_order_from_stack
+    arguments = importlib.import_module("pyinfra.api.arguments")
+    assert arguments.all_global_arguments is _pyinfra.all_global_arguments
+
+
+def test_the_global_arguments_are_pyinfras():
+    theirs = _pyinfra._original_global_arguments()
+    assert _pyinfra.all_global_arguments() == theirs and "_sudo" in dict(theirs)
+    assert _pyinfra.all_global_arguments() is not _pyinfra.all_global_arguments()
