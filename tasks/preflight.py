@@ -38,7 +38,6 @@ from pyinfra.api.exceptions import PyinfraError
 from pyinfra.context import ctx_host
 
 from rocm_fleet import matrix, paths
-from rocm_fleet.bundle import incomplete, missing
 from rocm_fleet.facts.apt import (
     AptInstallSize,
     AptSourceLines,
@@ -211,6 +210,9 @@ def _bundle(
     mirror = config.mirror
     if mirror is None or not mirror.bundle:
         return
+    # Imported here: the bundle code (requests and all) is only needed with a bundle.
+    from rocm_fleet.bundle import incomplete, missing
+
     broken = incomplete(mirror.bundle) if mirror.serves else []
     if broken:
         problems.append(

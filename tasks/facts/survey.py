@@ -19,6 +19,7 @@ from typing_extensions import override
 from rocm_fleet.facts._shell import joined
 
 _MARKER = "__survey_section="
+_RECORD = "\x1e"  # what the command turns newlines into (ASCII RS)
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,12 @@ class Read:
 
     def __repr__(self) -> str:  # what pyinfra's debug log prints for the survey's arguments
         return self.key
+
+
+def _records(output: list[str]) -> list[str]:
+    """The command's lines back from its one line (the last newline became a trailing RS)."""
+    records = [record for line in output for record in line.split(_RECORD)]
+    return records[:-1] if records and records[-1] == "" else records
 
 
 def _command(read: Read) -> str:
@@ -60,13 +67,16 @@ class Survey(FactBase["dict[str, Any]"]):
             f"echo {_MARKER}{index}; {{ {_command(read)}; }} 2>/dev/null"
             for index, read in enumerate(self._reads)
         ]
-        return "; ".join([*sections, "true"])
+        # All of it as one line (records separated by RS): pyinfra reads a command's output
+        # line by line through paramiko, whose cost per line was most of reading a survey of
+        # some 360 lines (the package listing alone is one line per package).
+        return f"{{ {'; '.join(sections)}; }} | tr '\\n' '\\036'; echo"
 
     @override
     def process(self, output: list[str]) -> dict[str, Any]:
         sections: dict[int, list[str]] = {}
         current: list[str] | None = None
-        for line in output:
+        for line in _records(output):
             if line.startswith(_MARKER):
                 current = sections.setdefault(int(line[len(_MARKER) :]), [])
             elif current is not None:

@@ -379,11 +379,14 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
         return disk
 
 
+# The patterns as one expression each: every installed package is tested, twice a host.
+_NVIDIA = re.compile("|".join(fnmatch.translate(p) for p in NVIDIA_PACKAGE_PATTERNS))
+_NOT_NVIDIA = re.compile("|".join(fnmatch.translate(p) for p in NVIDIA_PACKAGE_EXCEPTIONS))
+
+
 def is_nvidia_package(name: str) -> bool:
     """Whether a package is part of NVIDIA's driver or CUDA stack (the patterns above)."""
-    return any(fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_PATTERNS) and not any(
-        fnmatch.fnmatchcase(name, p) for p in NVIDIA_PACKAGE_EXCEPTIONS
-    )
+    return bool(_NVIDIA.match(name)) and not _NOT_NVIDIA.match(name)
 
 
 def nvidia_stack(packages: dict[str, str], modules: list[str]) -> NvidiaStackDict:
