@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import re
 from typing import TypedDict
 
@@ -10,6 +11,7 @@ from typing_extensions import override
 
 from rocm_fleet import paths
 from rocm_fleet.facts._shell import MISSING, quote, script_command
+from rocm_fleet.openpgp import primary_fingerprints
 from rocm_fleet.versions import AMD_CLASSIC_VERSION
 
 
@@ -73,7 +75,8 @@ class DpkgInterrupted(FactBase[list[str]]):
     """
 
     command = (
-        'if [ -n "$(ls -A /var/lib/dpkg/updates 2>/dev/null)" ]; then echo journal; fi; '
+        "for f in /var/lib/dpkg/updates/* /var/lib/dpkg/updates/.[!.]*; do "
+        'if [ -e "$f" ]; then echo journal; break; fi; done; '
         "dpkg-query -W -f='${Status}\\t${Package}\\n' 2>/dev/null | awk -F'\\t' "
         '\'{ split($1, s, " "); if (s[2] != "ok" || (s[3] != "installed" && '
         's[3] != "config-files" && s[3] != "not-installed")) print s[3] " " $2 }\'; true'
@@ -87,7 +90,10 @@ class DpkgInterrupted(FactBase[list[str]]):
 
 class KeyringFingerprints(FactBase[list[str] | None]):
     """
-    Primary-key fingerprints in a binary (dearmored) keyring, None when the file is missing.
+    Primary-key fingerprints in a keyring (binary or armored OpenPGP, the forms apt's
+    ``signed-by`` reads), None when the file is missing. The file comes back as base64 and
+    is read by ``rocm_fleet.openpgp``: one process on the host, where ``gpg --show-keys``
+    took three and a temporary home, and the host needs no gpg.
 
     .. code:: python
 
@@ -97,26 +103,17 @@ class KeyringFingerprints(FactBase[list[str] | None]):
     @override
     def command(self, path: str) -> str:
         q = quote(path)
-        return (
-            f"if ! test -e {q}; then echo {MISSING}; "
-            f"elif command -v gpg >/dev/null; then h=$(mktemp -d); "  # no ~/.gnupg left behind
-            f'gpg --homedir "$h" --batch --with-colons --show-keys {q} 2>/dev/null || true; '
-            f'rm -rf "$h"; else echo __nogpg; fi'
-        )
+        return f"if test -e {q}; then base64 < {q}; else echo {MISSING}; fi"
 
     @override
     def process(self, output: list[str]) -> list[str] | None:
         if MISSING in output:
             return None
-        fingerprints, primary = [], False
-        for line in output:
-            fields = line.split(":")
-            if fields[0] in ("pub", "sub"):
-                primary = fields[0] == "pub"
-            elif fields[0] == "fpr" and primary and len(fields) > 9:
-                fingerprints.append(fields[9].upper())
-                primary = False
-        return fingerprints
+        try:
+            data = base64.b64decode("".join(line.strip() for line in output), validate=True)
+        except ValueError:
+            return []  # unreadable: holds no key we could trust
+        return primary_fingerprints(data)
 
 
 class AptSourceLines(FactBase[list[list[str]]]):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+import re
+from typing import Any, TypedDict
 
 from pyinfra.api import FactBase
 from typing_extensions import override
@@ -40,6 +41,46 @@ class FileDigest(FactBase[FileDigestDict | None]):
             return None
         mode, _, mtime = output[0].strip().partition(" ")
         return {"mode": mode, "sha256": output[1].split()[0], "mtime": int(mtime or 0)}
+
+    # In a survey, every file in one ``stat`` and one ``sha256sum`` (the deploy manages some
+    # twenty files: two processes each was a third of a converged host's survey).
+    @staticmethod
+    def batch_command(kwargs_list: list[dict[str, Any]]) -> str:
+        words = " ".join(quote(kwargs["path"]) for kwargs in kwargs_list)
+        return (
+            f'set --; for f in {words}; do if test -f "$f"; then set -- "$@" "$f"; fi; done; '
+            'if [ $# -gt 0 ]; then stat -c \'%a %Y %n\' -- "$@"; sha256sum -- "$@"; fi; set --'
+        )
+
+    @staticmethod
+    def batch_process(output: list[str], kwargs_list: list[dict[str, Any]]) -> list[Any]:
+        stats: dict[str, tuple[str, int]] = {}
+        sums: dict[str, str] = {}
+        for line in output:
+            found = _SHA256_LINE.match(line)
+            if found:  # sha256sum escapes a name holding a backslash or newline, and says so
+                name = found["name"]
+                if found["escaped"]:
+                    name = _UNESCAPE.sub(lambda m: "\n" if m[1] == "n" else m[1], name)
+                sums[name] = found["sha256"]
+            else:
+                mode, _, rest = line.partition(" ")
+                mtime, _, name = rest.partition(" ")
+                if mode.isdigit() and mtime.isdigit():
+                    stats[name] = (mode, int(mtime))
+        answers: list[Any] = []
+        for kwargs in kwargs_list:
+            path = kwargs["path"]
+            if path in stats and path in sums:
+                mode, mtime = stats[path]
+                answers.append({"mode": mode, "sha256": sums[path], "mtime": mtime})
+            else:
+                answers.append(None)
+        return answers
+
+
+_UNESCAPE = re.compile(r"\\(.)")
+_SHA256_LINE = re.compile(r"^(?P<escaped>\\?)(?P<sha256>[0-9a-f]{64}) [ *](?P<name>.*)$")
 
 
 class DirectoryExists(FactBase[bool]):

@@ -2,7 +2,10 @@
 
 A :class:`Read` names a fact and its arguments under a key; :class:`Survey` runs each read's
 command in a section of one shell script and parses each section with that fact's own
-``process``, so a fact's answer is the same whether it is read alone or in a survey. The
+``process``, so a fact's answer is the same whether it is read alone or in a survey. A fact
+read many times over (a digest per managed file) may read them all in one section: it
+defines ``batch_command(kwargs_list)`` and ``batch_process(output, kwargs_list)``, which
+answer what each read alone would, with a process per batch instead of one per read. The
 preflight reads everything the plan of a converged host needs in one survey and remembers
 each answer (``facts.cache``), so planning asks the host nothing more.
 """
@@ -63,10 +66,20 @@ class Survey(FactBase["dict[str, Any]"]):
         self._reads = list(reads)
         if len({read.key for read in self._reads}) != len(self._reads):
             raise ValueError("survey keys must be unique")
-        sections = [
-            f"echo {_MARKER}{index}; {{ {_command(read)}; }} 2>/dev/null"
-            for index, read in enumerate(self._reads)
-        ]
+        # A batch is keyed by its first read's index: its reads' answers come from one section.
+        self._batches: dict[int, list[int]] = {}
+        first_of: dict[type[FactBase], int] = {}
+        sections = []
+        for index, read in enumerate(self._reads):
+            if hasattr(read.fact, "batch_command"):
+                first = first_of.setdefault(read.fact, index)
+                self._batches.setdefault(first, []).append(index)
+            else:
+                sections.append(f"echo {_MARKER}{index}; {{ {_command(read)}; }} 2>/dev/null")
+        for first, indexes in self._batches.items():
+            fact = self._reads[first].fact
+            command = fact.batch_command([self._reads[i].kwargs for i in indexes])  # type: ignore[attr-defined]
+            sections.append(f"echo {_MARKER}{first}; {{ {command}; }} 2>/dev/null")
         # All of it as one line (records separated by RS): pyinfra reads a command's output
         # line by line through paramiko, whose cost per line was most of reading a survey of
         # some 360 lines (the package listing alone is one line per package).
@@ -81,11 +94,22 @@ class Survey(FactBase["dict[str, Any]"]):
                 current = sections.setdefault(int(line[len(_MARKER) :]), [])
             elif current is not None:
                 current.append(line)
-        if len(sections) != len(self._reads):
+        batched = {index for indexes in self._batches.values() for index in indexes}
+        expected = {i for i in range(len(self._reads)) if i not in batched} | set(self._batches)
+        if set(sections) != expected:
             raise FactProcessError(f"incomplete survey output: {joined(output)[-500:]!r}")
+        answers: dict[int, Any] = {}
+        for first, indexes in self._batches.items():
+            fact = self._reads[first].fact
+            kwargs_list = [self._reads[i].kwargs for i in indexes]
+            values = fact.batch_process(sections[first], kwargs_list)  # type: ignore[attr-defined]
+            answers.update(zip(indexes, values, strict=True))
         result = {}
         for index, read in enumerate(self._reads):
-            fact = read.fact()
-            lines = sections[index]
-            result[read.key] = fact.process(lines) if lines else fact.default()
+            if index in answers:
+                result[read.key] = answers[index]
+            else:
+                fact = read.fact()
+                lines = sections[index]
+                result[read.key] = fact.process(lines) if lines else fact.default()
         return result

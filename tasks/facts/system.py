@@ -363,20 +363,27 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
     def command(self, paths: list[str] | tuple[str, ...]) -> str:
         if not paths:
             return "true"
+        # Each path, then one df for the existing ancestors (its rows follow its arguments'
+        # order): two processes however many paths, where a df, a tail and a sed each were.
         return (
-            f"for p in {' '.join(quote(p) for p in paths)}; do d=$p; "
-            'while [ ! -e "$d" ]; do d=$(dirname "$d"); done; '
-            'df -Pk "$d" | tail -n +2 | sed "s|^|$p |"; done'
+            f"set --; for p in {' '.join(quote(p) for p in paths)}; do d=$p; "
+            'while [ ! -e "$d" ]; do d=${d%/*}; d=${d:-/}; done; echo "__path=$p"; '
+            'set -- "$@" "$d"; done; df -Pk "$@"; set --'
         )
 
     @override
     def process(self, output: list[str]) -> list[FreeSpaceDict]:
-        disk: list[FreeSpaceDict] = []
-        for line in output:
-            parts = line.split()
-            if len(parts) >= 7 and parts[4].isdigit():
-                disk.append({"path": parts[0], "mount": parts[6], "avail": int(parts[4]) * 1024})
-        return disk
+        paths = [line[len("__path=") :] for line in output if line.startswith("__path=")]
+        # df -P: Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on (the header
+        # has no number where Available is)
+        rows = [line.split(None, 5) for line in output if not line.startswith("__path=")]
+        rows = [row for row in rows if len(row) == 6 and row[3].isdigit()]
+        if len(rows) != len(paths):
+            return []  # df failed for one of them: nothing measured, none judged
+        return [
+            {"path": path, "mount": row[5], "avail": int(row[3]) * 1024}
+            for path, row in zip(paths, rows, strict=True)
+        ]
 
 
 # The patterns as one expression each: every installed package is tested, twice a host.

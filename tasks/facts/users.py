@@ -33,10 +33,18 @@ class GroupMembership(FactBase[GroupMembershipDict]):
     def command(self, groups: list[str], users: list[str]) -> str:
         group_words = " ".join(quote(g) for g in groups)
         user_words = " ".join(quote(u) for u in users)
+        # getent (not /etc/group): users and groups may come from LDAP or SSSD. One getent
+        # for all the groups and one id per user.
+        # (getent with no key would list every group.)
+        listed = (
+            f'getent group {group_words} | while IFS=: read -r g _; do echo "__group $g"; done; '
+            if groups
+            else ""
+        )
         return (
-            f'for g in {group_words}; do getent group "$g" >/dev/null && echo "__group $g"; '
-            f'done; for u in {user_words}; do if id "$u" >/dev/null 2>&1; '
-            f'then echo "__user $u $(id -nG "$u")"; else echo "__nouser $u"; fi; done; true'
+            f"{listed}"
+            f'for u in {user_words}; do if g=$(id -nG "$u" 2>/dev/null); '
+            f'then echo "__user $u $g"; else echo "__nouser $u"; fi; done; true'
         )
 
     @override

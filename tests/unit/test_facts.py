@@ -733,21 +733,18 @@ def test_distro_release_command_runs_on_this_machine():
 # apt and dpkg
 # ---------------------------------------------------------------------------------------
 
-GPG_COLONS = """\
-pub:-:4096:1:9386B48A1A693C5C:1471986011:::-:::scSC::::::23::0:
-fpr:::::::::CA8BB4727A47B4D09B4EE8969386B48A1A693C5C:
-uid:-::::1471986011::2D7C1A2B::James Adrian Edwards (ROCm Release Manager)::::::::::0:
-sub:-:4096:1:1C4B6C0F6C2B0B7E:1471986011::::::e::::::23:
-fpr:::::::::5C1D1AF1AF1B6B0C6B7E0D8E1C4B6C0F6C2B0B7E:
-""".splitlines()
 
-
-def test_keyring_fingerprints_keep_primary_keys_only():
+def test_keyring_fingerprints_reads_the_file_itself(tmp_path):
+    # Keys gpg made are read against gpg in test_matrix_check; here the fact's plumbing.
     fact = KeyringFingerprints()
-    assert fact.process(GPG_COLONS) == ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]
     assert fact.process(["__missing"]) is None
-    assert fact.process([]) == []  # present but not a keyring gpg can read
+    assert fact.process([]) == []  # an empty file holds no key
+    assert fact.process(["not base64!"]) == []
     assert "'/etc/apt/keyrings/my keys.gpg'" in fact.command("/etc/apt/keyrings/my keys.gpg")
+    assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1]) is None
+    garbage = tmp_path / "garbage.gpg"
+    garbage.write_bytes(bytes(range(256)) * 8)  # not OpenPGP packets: no fingerprint
+    assert fact.process(run_sh(fact.command(str(garbage)))[1]) == []
 
 
 # dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n' on a Debian 12 host midway
@@ -933,6 +930,24 @@ def test_file_digest_reads_mode_sha256_and_mtime(tmp_path):
     assert fact.process(run_sh(fact.command(str(tmp_path)))[1]) is None  # a directory
 
 
+def test_file_digests_batched_answer_as_each_alone(tmp_path):
+    odd = tmp_path / "a\\b"  # sha256sum escapes a backslash in a name, and marks the line
+    odd.write_text("odd\n")
+    plain = tmp_path / "rocm pin"
+    plain.write_text("Package: *\n")
+    plain.chmod(0o600)
+    paths = [str(plain), str(odd), str(tmp_path / "none"), str(tmp_path), str(plain)]
+    kwargs_list = [{"path": path} for path in paths]
+    rc, out = run_sh(FileDigest.batch_command(kwargs_list))
+    assert rc == 0
+    fact = FileDigest()
+    alone = [fact.process(run_sh(fact.command(path))[1]) for path in paths]
+    assert FileDigest.batch_process(out, kwargs_list) == alone
+    assert alone[0]["mode"] == "600" and alone[1] is not None
+    assert alone[2] is None and alone[3] is None  # missing, a directory
+    assert FileDigest.batch_process([], kwargs_list) == [None] * len(paths)
+
+
 # ---------------------------------------------------------------------------------------
 # system
 # ---------------------------------------------------------------------------------------
@@ -980,13 +995,21 @@ def test_free_space_measures_a_missing_path_at_its_parent(tmp_path):
     assert here["path"] == str(tmp_path) and there["path"] == str(missing)
     assert here["mount"] == there["mount"] and here["avail"] > 0
     assert fact.process([
-        "/opt /dev/nvme0n1p2 479597248 120000000 335191204 27% /",
-        "/var/cache/apt/archives /dev/nvme0n1p3 98304000 90000000 8304000 92% /var",
+        "__path=/opt",
+        "__path=/var/cache/apt/archives",
+        "Filesystem     1024-blocks      Used Available Capacity Mounted on",
+        "/dev/nvme0n1p2   479597248 120000000 335191204      27% /",
+        "/dev/nvme0n1p3    98304000  90000000   8304000      92% /var",
     ]) == [
         {"path": "/opt", "mount": "/", "avail": 335191204 * 1024},
         {"path": "/var/cache/apt/archives", "mount": "/var", "avail": 8304000 * 1024},
     ]  # fmt: skip
     assert fact.command([]) == "true" and fact.default() == []
+    # a mount point with a space; and df failing for one path measures none
+    assert fact.process(["__path=/srv", "/dev/sdb1 100 10 90 10% /mnt/big disk"]) == [
+        {"path": "/srv", "mount": "/mnt/big disk", "avail": 90 * 1024}
+    ]
+    assert fact.process(["__path=/a", "__path=/b", "/dev/sda1 100 10 90 10% /"]) == []
 
 
 def test_reboot_required_reads_debians_files_and_our_reasons():

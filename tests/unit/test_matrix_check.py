@@ -62,6 +62,24 @@ def test_fingerprints_of_armored_binary_and_concatenated_keys(gpg):
     assert primary_fingerprints(b"not a key") == []
 
 
+def test_keyring_fact_reads_keyrings_gpg_made(gpg, tmp_path):
+    """The fact that checks a host's keyring (rocm_fleet.facts.apt) reads the file on the
+    host as base64 and these same packets: it finds what gpg itself lists, in each form
+    apt's signed-by accepts, under dash."""
+    from rocm_fleet.facts.apt import KeyringFingerprints
+
+    fact = KeyringFingerprints()
+    binary = gpg("--export", gpg.fingerprint).stdout
+    armored = gpg("--armor", "--export", gpg.fingerprint).stdout
+    for name, data in (("rocm.gpg", binary), ("rocm.asc", armored)):
+        keyring = tmp_path / name
+        keyring.write_bytes(data)
+        shell = shutil.which("dash") or "sh"
+        out = subprocess.run([shell, "-c", fact.command(str(keyring))], capture_output=True,
+                             text=True, check=True).stdout.splitlines()  # fmt: skip
+        assert fact.process(out) == [gpg.fingerprint], name
+
+
 # --- a small upstream -----------------------------------------------------------------------
 
 REL = matrix.release("7.14.1")
