@@ -190,17 +190,19 @@ def make_cuda_node(lab) -> None:
     drop = root / "tmp/cuda-node"
     drop.mkdir()
     for name in NVIDIA_PACKAGES:
-        tree = Path(tempfile.mkdtemp(prefix="rflab-nv-"))
-        (tree / "DEBIAN").mkdir()
-        (tree / "DEBIAN/control").write_text(
-            f"Package: {name}\nVersion: 550.163.01-1\nArchitecture: amd64\n"
-            "Maintainer: rocm-fleet lab <lab@invalid>\nDescription: NVIDIA stand-in\n"
-        )
-        doc = tree / f"usr/share/doc/{name}"
-        doc.mkdir(parents=True)
-        (doc / "README.lab").write_text("stand-in for an NVIDIA package\n")
-        subprocess.run(["dpkg-deb", "--root-owner-group", "--build", str(tree),
-                        str(drop / f"{name}.deb")], check=True, capture_output=True)  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="rflab-nv-") as tmp:  # gone with the block
+            tree = Path(tmp)
+            (tree / "DEBIAN").mkdir()
+            (tree / "DEBIAN/control").write_text(
+                f"Package: {name}\nVersion: 550.163.01-1\nArchitecture: amd64\n"
+                "Maintainer: rocm-fleet lab <lab@invalid>\nDescription: NVIDIA stand-in\n"
+            )
+            doc = tree / f"usr/share/doc/{name}"
+            doc.mkdir(parents=True)
+            (doc / "README.lab").write_text("stand-in for an NVIDIA package\n")
+            deb = drop / f"{name}.deb"
+            build = ["dpkg-deb", "--root-owner-group", "--build", str(tree), str(deb)]
+            subprocess.run(build, check=True, capture_output=True)
     write_wheel(drop, "nvidia_cublas_cu12", "12.8.4.1", {"nvidia/cublas/__init__.py": ""})
     cu128 = "https://download.pytorch.org/whl/cu128"
     sh(lab, "DEBIAN_FRONTEND=noninteractive apt-get -qq update && "
