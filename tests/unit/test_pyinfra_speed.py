@@ -1,4 +1,6 @@
-"""rocm_fleet._pyinfra's operation order equals pyinfra's own, on real call stacks."""
+"""rocm_fleet._pyinfra's replacements answer as pyinfra's own: the operation order on real
+call stacks, the global arguments, and the global arguments popped for a host over every
+layer of its data."""
 
 from __future__ import annotations
 
@@ -62,9 +64,48 @@ def test_planning_rocm_fleet_uses_it():
     assert module.get_operation_order_from_stack is _pyinfra.get_operation_order_from_stack
     arguments = importlib.import_module("pyinfra.api.arguments")
     assert arguments.all_global_arguments is _pyinfra.all_global_arguments
+    for name in ("arguments", "operation", "deploy", "facts"):
+        held = importlib.import_module(f"pyinfra.api.{name}").pop_global_arguments
+        assert held is _pyinfra.pop_global_arguments, name
 
 
 def test_the_global_arguments_are_pyinfras():
     theirs = _pyinfra._original_global_arguments()
     assert _pyinfra.all_global_arguments() == theirs and "_sudo" in dict(theirs)
     assert _pyinfra.all_global_arguments() is not _pyinfra.all_global_arguments()
+
+
+def test_global_arguments_popped_as_pyinfra_pops_them():
+    """Every layer of a host's data (override, host, groups in order, all, @deploy data
+    defaults), @deploy kwargs and operation kwargs: the same arguments, keys and leftovers,
+    and a value taken from the data is a copy, as pyinfra's."""
+    from pyinfra.api import Config, Inventory, State
+
+    env = {"FROM": "group"}
+    inventory = Inventory(
+        ([("h1", {"_sudo": True, "_sudo_user": "host-user", "rocm_version": "6.4.3"})], {}),
+        override_data={"_timeout": 7},
+        first=(["h1"], {"_env": env, "_shell_executable": "bash", "_sudo_user": "group"}),
+        second=(["h1"], {"_shell_executable": "zsh", "_retries": 2}),
+    )
+    state = State(inventory, Config())
+    host = inventory.get_host("h1")
+    original = _pyinfra._original_pop_global_arguments
+    cases = [
+        ({}, None, None),
+        ({"_sudo": False, "packages": ["curl"]}, None, None),
+        ({"_env": {"A": "1"}, "name": "x"}, {"_retries": 5}, {"_chdir": "/tmp"}),
+        ({"_ignore_errors": True}, {"_sudo_user": "deploy"}, {"_sudo_user": "data"}),
+    ]
+    for op_kwargs, deploy_kwargs, deploy_data in cases:
+        host.current_deploy_kwargs, host.current_deploy_data = deploy_kwargs, deploy_data
+        theirs_kwargs, ours_kwargs = dict(op_kwargs), dict(op_kwargs)
+        theirs = original(state, host, theirs_kwargs)
+        ours = _pyinfra.pop_global_arguments(state, host, ours_kwargs)
+        assert ours == theirs, (op_kwargs, deploy_kwargs, deploy_data)
+        assert ours_kwargs == theirs_kwargs
+    host.current_deploy_kwargs = host.current_deploy_data = None
+    arguments, _ = _pyinfra.pop_global_arguments(state, host, {})
+    assert arguments["_timeout"] == 7 and arguments["_shell_executable"] == "zsh"
+    assert arguments["_sudo_user"] == "host-user" and arguments["_env"] == env
+    assert arguments["_env"] is not env  # a copy, as HostData gives
