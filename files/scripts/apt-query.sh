@@ -11,8 +11,12 @@ installed_matching() {
     except=$1
     not_line=${2:-^$}
     shift 2
+    # Read first, filter only what was found: on most hosts no GLOB names anything, and
+    # the filters would be four processes for nothing (this runs in every survey).
     # shellcheck disable=SC2016  # dpkg-query's format, not the shell's
-    dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n' "$@" 2>/dev/null \
+    listing=$(dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n' "$@" 2>/dev/null)
+    [ -n "$listing" ] || return 0
+    printf '%s\n' "$listing" \
         | grep -E '^.[^nc]' | cut -d'|' -f2- | grep -Ev "$not_line" \
         | while IFS='|' read -r name version; do
             for pattern in $except; do
