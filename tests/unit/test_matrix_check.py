@@ -69,6 +69,8 @@ def test_keyring_fact_reads_keyrings_gpg_made(gpg, tmp_path):
     from rocm_fleet.facts.apt import KeyringFingerprints
 
     fact = KeyringFingerprints()
+    # a subkey, as AMD's keys have: its fingerprint is not the key's
+    gpg("--quick-add-key", gpg.fingerprint, "cv25519", "encr", "never")
     binary = gpg("--export", gpg.fingerprint).stdout
     armored = gpg("--armor", "--export", gpg.fingerprint).stdout
     for name, data in (("rocm.gpg", binary), ("rocm.asc", armored)):
@@ -78,6 +80,8 @@ def test_keyring_fact_reads_keyrings_gpg_made(gpg, tmp_path):
         out = subprocess.run([shell, "-c", fact.command(str(keyring))], capture_output=True,
                              text=True, check=True).stdout.splitlines()  # fmt: skip
         assert fact.process(out) == [gpg.fingerprint], name
+    listed = gpg("--with-colons", "--list-keys", gpg.fingerprint).stdout.decode()
+    assert listed.count("\nfpr:") == 2  # gpg lists the subkey's fingerprint too
 
 
 # --- a small upstream -----------------------------------------------------------------------

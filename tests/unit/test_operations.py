@@ -209,7 +209,7 @@ def test_verified_keyring_absent_removes_or_is_a_noop():
 
 
 # gpg --with-colons --show-keys of a key shaped like AMD's: an RSA primary key and a subkey,
-# each with its own fpr line (tests/unit/test_facts.py GPG_COLONS).
+# each with its own fpr line: what verified-keyring.sh reads from gpg.
 GPG_COLONS = """\
 pub:-:4096:1:9386B48A1A693C5C:1471986011:::-:::scSC::::::23::0:
 fpr:::::::::CA8BB4727A47B4D09B4EE8969386B48A1A693C5C:
