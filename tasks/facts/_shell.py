@@ -17,6 +17,9 @@ import re
 import shlex
 from typing import Any
 
+from pyinfra.api import FactBase
+from typing_extensions import override
+
 from rocm_fleet import files
 
 RC_PREFIX = "__rc="
@@ -49,6 +52,27 @@ def split_rc(output: list[str]) -> tuple[list[str], int | None]:
             lines = lines[:index] + lines[index + 1 :]
             break
     return lines, rc
+
+
+_YES = "__yes"
+
+
+def yes_if(condition: str) -> str:
+    """A command for a :class:`Condition`: says yes when the shell ``condition`` holds."""
+    return f"if {condition}; then echo {_YES}; fi; true"
+
+
+class Condition(FactBase[bool]):
+    """A yes/no fact: whether a shell condition (its ``command`` is ``yes_if(...)``) holds on
+    the host; False when it doesn't, or the output is empty."""
+
+    @staticmethod
+    def default() -> bool:
+        return False
+
+    @override
+    def process(self, output: list[str]) -> bool:
+        return _YES in [line.strip() for line in output]
 
 
 def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:

@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 from pyinfra.api import FactBase
 from typing_extensions import override
 
-from rocm_fleet.facts._shell import ABSENT, quote
+from rocm_fleet.facts._shell import ABSENT, Condition, quote, yes_if
 
 
 class FileDigestDict(TypedDict):
@@ -83,7 +83,7 @@ _UNESCAPE = re.compile(r"\\(.)")
 _SHA256_LINE = re.compile(r"^(?P<escaped>\\?)(?P<sha256>[0-9a-f]{64}) [ *](?P<name>.*)$")
 
 
-class DirectoryExists(FactBase[bool]):
+class DirectoryExists(Condition):
     """Whether ``path`` is a directory (pyinfra's ``Directory`` reads its whole stat, and
     fails on a path that is a file).
 
@@ -92,14 +92,6 @@ class DirectoryExists(FactBase[bool]):
         True
     """
 
-    @staticmethod
-    def default() -> bool:
-        return False
-
     @override
     def command(self, path: str) -> str:
-        return f"if test -d {quote(path)}; then echo __directory; fi; true"
-
-    @override
-    def process(self, output: list[str]) -> bool:
-        return "__directory" in [line.strip() for line in output]
+        return yes_if(f"test -d {quote(path)}")

@@ -11,7 +11,7 @@ from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet import paths
-from rocm_fleet.facts._shell import quote
+from rocm_fleet.facts._shell import Condition, quote, yes_if
 from rocm_fleet.facts.apt import InstalledPackages
 
 
@@ -403,7 +403,7 @@ def nvidia_stack(packages: dict[str, str], modules: list[str]) -> NvidiaStackDic
     return {"packages": names, "modules": loaded}
 
 
-class DaemonRunning(FactBase[bool]):
+class DaemonRunning(Condition):
     """Whether the process a daemon's pid file names is alive (``kill -0``): the daemon
     runs, however it was started (systemd, an init script).
 
@@ -412,18 +412,10 @@ class DaemonRunning(FactBase[bool]):
         True
     """
 
-    @staticmethod
-    def default() -> bool:
-        return False
-
     @override
     def command(self, pidfile: str) -> str:
         q = quote(pidfile)
-        return f'if test -s {q} && kill -0 "$(cat {q})" 2>/dev/null; then echo __running; fi; true'
-
-    @override
-    def process(self, output: list[str]) -> bool:
-        return "__running" in [line.strip() for line in output]
+        return yes_if(f'test -s {q} && kill -0 "$(cat {q})" 2>/dev/null')
 
 
 class Nameservers(FactBase[list[str]]):

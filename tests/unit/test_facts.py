@@ -27,7 +27,7 @@ from rocm_fleet.facts.apt import (
     kernel_releases,
 )
 from rocm_fleet.facts.cache import read_fact, remember_fact
-from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.gpu import (
     KfdNodes,
     PciGpus,
@@ -41,6 +41,7 @@ from rocm_fleet.facts.survey import Read, Survey
 from rocm_fleet.facts.system import (
     AmdgpuModule,
     Architecture,
+    DaemonRunning,
     DistroRelease,
     FreeSpace,
     Identity,
@@ -928,6 +929,26 @@ def test_file_digest_reads_mode_sha256_and_mtime(tmp_path):
     }
     assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1]) is None
     assert fact.process(run_sh(fact.command(str(tmp_path)))[1]) is None  # a directory
+
+
+def test_directory_and_daemon_conditions_on_this_machine(tmp_path):
+    odd = tmp_path / "it's $HOME"
+    odd.mkdir()
+    (tmp_path / "file").write_text("")
+    fact = DirectoryExists()
+    assert fact.process(run_sh(fact.command(str(odd)))[1]) is True
+    assert fact.process(run_sh(fact.command(str(tmp_path / "file")))[1]) is False
+    assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1]) is False
+    daemon = DaemonRunning()
+    alive, dead, empty = tmp_path / "alive.pid", tmp_path / "dead.pid", tmp_path / "empty.pid"
+    alive.write_text(f"{os.getpid()}\n")
+    gone = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True, check=True)
+    dead.write_text(gone.stdout)  # a process that has exited
+    empty.write_text("")
+    assert daemon.process(run_sh(daemon.command(str(alive)))[1]) is True
+    for pidfile in (dead, empty, tmp_path / "none.pid"):
+        assert daemon.process(run_sh(daemon.command(str(pidfile)))[1]) is False, pidfile
+    assert fact.default() is False and daemon.default() is False
 
 
 def test_file_digests_batched_answer_as_each_alone(tmp_path):
