@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 
 # What the mirror host runs: nginx, and the CA certificates it verifies upstream TLS with.
 MIRROR_PACKAGES = ["ca-certificates", "nginx"]
-# Debian's bundle of the system's CA certificates (ca-certificates' update-ca-certificates).
-SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 
 
 def with_mirror(config: Config, host_name: str, inventory: Any) -> Config:
@@ -172,7 +170,7 @@ def nginx_site(
         "    proxy_http_version 1.1;",
         "    proxy_ssl_server_name on;",
         "    proxy_ssl_verify on;",
-        f"    proxy_ssl_trusted_certificate {SYSTEM_CA_BUNDLE};",
+        f"    proxy_ssl_trusted_certificate {paths.SYSTEM_CA_BUNDLE};",
         "    add_header X-Rocm-Fleet-Cache $upstream_cache_status always;",
     ]
     links = [f"        sub_filter '{s.scheme}://{s.netloc}/' '/{s.netloc}/';" for s in servers]

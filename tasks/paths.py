@@ -57,6 +57,9 @@ APT_PROXY_CONF = "/etc/apt/apt.conf.d/80rocm-fleet-proxy"
 # (`nginx -V` of bookworm's 1.22.1 and trixie's 1.26.3 packages: --pid-path=/run/nginx.pid).
 MIRROR_SITE = "/etc/nginx/conf.d/rocm-fleet-mirror.conf"
 NGINX_PID = "/run/nginx.pid"
+# The system's CA certificates, which the mirror's nginx verifies upstream TLS with (Debian's
+# ca-certificates package, update-ca-certificates(8)).
+SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # rocm-fleet's own: the bundle the mirror serves (FHS /srv: data a host serves), and the live
 # cache (nginx's proxy_cache_path, which nginx makes itself: only its last component may be
 # missing); both removed with the mirror.
