@@ -14,7 +14,7 @@ import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -100,11 +100,7 @@ class Counts:
 
     fetched: int = 0
     fetched_bytes: int = 0
-    kept_files: set[Path] = field(default_factory=set)
-
-    @property
-    def kept(self) -> int:
-        return len(self.kept_files)
+    kept: int = 0
 
 
 class Fetcher:
@@ -122,6 +118,9 @@ class Fetcher:
         self.retries = retries
         self.progress = progress or Progress()
         self.counts = Counts()
+        # (file, SHA-256) verified in this run: asked again (a wheel read for its metadata,
+        # then bundled), it is neither hashed nor counted again.
+        self._verified: set[tuple[Path, str]] = set()
         self.session = requests.Session()
         retry = Retry(
             total=retries,
@@ -158,19 +157,26 @@ class Fetcher:
         """``dest`` holding the file at ``url`` whose SHA-256 must be ``sha256``; True when
         it was fetched, False when a verified copy was already there."""
         sha256 = sha256.lower()
+        if (dest, sha256) in self._verified:
+            return False
         same_size = dest.is_file() and (size is None or dest.stat().st_size == size)
         if same_size and sha256_file(dest) == sha256:
-            self.counts.kept_files.add(dest)
+            self._verified.add((dest, sha256))
+            self.counts.kept += 1
             return False
         dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
-        for fresh in (False, True):  # a resumed copy that fails its hash is fetched afresh
+        # A copy resumed from an earlier run's part that fails its hash is fetched afresh
+        # once; a whole transfer that fails it is not fetched again.
+        attempts = (False, True) if part.exists() else (False,)
+        for fresh in attempts:
             if fresh:
                 part.unlink(missing_ok=True)
             self._transfer(url, part, size)
             got = sha256_file(part)
             if got == sha256:
                 os.replace(part, dest)
+                self._verified.add((dest, sha256))
                 self.counts.fetched += 1
                 return True
         part.unlink(missing_ok=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 
+from rocm_fleet import download
 from rocm_fleet.aptrepo import (
     Index,
     RepositoryError,
@@ -361,7 +362,9 @@ class Quiet(Progress):
         super().__init__(io.StringIO())
 
 
-def test_a_broken_transfer_resumes_where_it_stopped_and_a_bad_hash_keeps_nothing(tmp_path):
+def test_a_broken_transfer_resumes_where_it_stopped_and_a_bad_hash_keeps_nothing(
+    tmp_path, monkeypatch
+):
     data = os.urandom(300_000)
     (tmp_path / "www").mkdir()
     (tmp_path / "www" / "big.deb").write_bytes(data)
@@ -376,11 +379,20 @@ def test_a_broken_transfer_resumes_where_it_stopped_and_a_bad_hash_keeps_nothing
         # Resumed from what reached the disk (whole chunks of the first transfer).
         resumed_at = int(second["range"].removeprefix("bytes=").removesuffix("-"))
         assert 0 < resumed_at <= 150_000 and second["status"] == 206
-        # Already there and verified: nothing is fetched.
-        assert not fetcher.file(f"{served.url}/big.deb", dest, hashlib.sha256(data).hexdigest())
-        assert len(served.requests) == 2 and fetcher.counts.kept == 1
+        # Asked again in the same run: neither fetched nor hashed again.
+        digest = hashlib.sha256(data).hexdigest()
+        hashed = []
+        monkeypatch.setattr(download, "sha256_file", lambda path: hashed.append(path) or "")
+        assert not fetcher.file(f"{served.url}/big.deb", dest, digest)
+        assert len(served.requests) == 2 and not hashed and fetcher.counts.kept == 0
+        monkeypatch.undo()
+        # Already there and verified by a later run: nothing is fetched.
+        again = Fetcher(progress=Quiet())
+        assert not again.file(f"{served.url}/big.deb", dest, digest)
+        assert len(served.requests) == 2 and again.counts.kept == 1
         with pytest.raises(DownloadError, match=r"SHA-256 is .* its index says 00"):
             fetcher.file(f"{served.url}/big.deb", tmp_path / "out" / "bad.deb", "00" * 32)
+        assert len(served.requests) == 3  # a whole transfer with a bad hash: not fetched twice
         assert not (tmp_path / "out" / "bad.deb").exists()
         assert not (tmp_path / "out" / "bad.deb.part").exists()
 
