@@ -8,11 +8,13 @@ inventory data (``rocm_fleet.settings``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyinfra import host
 from pyinfra.api import deploy
 
 from rocm_fleet import _pyinfra
-from rocm_fleet.config import load_config
+from rocm_fleet.config import Config, load_config
 from rocm_fleet.cuda import migrate_from_cuda
 from rocm_fleet.driver import configure_driver
 from rocm_fleet.groups import configure_groups
@@ -31,12 +33,20 @@ from rocm_fleet.verify import verify_node
 _pyinfra.install()
 
 
+def host_config(current: Any) -> Config:
+    """A host's validated settings with its fleet mirror resolved: what the deploy and the
+    audit both start from (raises ConfigError for bad inventory data)."""
+    return with_mirror(
+        load_config(current.data.dict(), current.name), current.name, current.inventory
+    )
+
+
 @deploy("rocm-fleet")
 def rocm_node() -> None:
     """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it
     (``rocm_state: absent``). Idempotent: a second run changes nothing."""
     # Bad inventory data stops the whole run here, before any host is touched.
-    config = with_mirror(load_config(host.data.dict(), host.name), host.name, host.inventory)
+    config = host_config(host)
 
     if config.rocm_state == "absent":
         remove_pytorch(config)

@@ -140,8 +140,8 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
     from pyinfra.api.state import StateStage
     from pyinfra.context import ctx_config, ctx_host, ctx_state
 
-    from rocm_fleet.config import ConfigError, load_config
-    from rocm_fleet.node import rocm_node
+    from rocm_fleet.config import ConfigError
+    from rocm_fleet.node import host_config, rocm_node
     from rocm_fleet.preflight import outcome
 
     state, hosts = load_inventory(inventory_path, limits, check_for_changes=True)
@@ -149,7 +149,7 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
     def audit(host) -> dict[str, Any]:
         row: dict[str, Any] = {"host": host.name, "error": None, "drift": [], "cells": {}}
         try:
-            config = load_config(host.data.dict(), host.name)
+            config = host_config(host)  # the mirror resolved too: a wrong one is invalid
         except ConfigError as exc:
             return {**row, "status": "invalid", "error": str(exc)}
         try:

@@ -225,6 +225,7 @@ def rows(monkeypatch):
             ),
             "refused": (DATA, SurveyHost(fresh_survey("debian-12", "arm64"))),
             "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost({})),
+            "nomirror": ({**DATA, "rocm_mirror": "mirror01"}, SurveyHost({})),
             "gone": (DATA, ConnectError(UNREACHABLE)),
         },
     )
@@ -232,10 +233,12 @@ def rows(monkeypatch):
 
 def test_gather_gives_each_host_its_status_and_drift(rows):
     by_host = {row["host"]: row for row in rows}
-    assert [row["host"] for row in rows] == ["clean", "drifty", "refused", "typo", "gone"]
+    assert [row["host"] for row in rows] == [
+        "clean", "drifty", "refused", "typo", "nomirror", "gone"
+    ]  # fmt: skip
     assert {name: row["status"] for name, row in by_host.items()} == {
         "clean": "ok", "drifty": "drift", "refused": "refused", "typo": "invalid",
-        "gone": "unreachable",
+        "nomirror": "invalid", "gone": "unreachable",
     }  # fmt: skip
     assert by_host["clean"]["drift"] == [] and by_host["clean"]["cells"][REPO] == {
         "text": "ok", "drift": False, "operations": []
@@ -247,6 +250,9 @@ def test_gather_gives_each_host_its_status_and_drift(rows):
     )
     assert by_host["typo"]["error"] == (
         "typo: unknown inventory key 'rocm_verison': did you mean 'rocm_version'?"
+    )
+    assert by_host["nomirror"]["error"].startswith(
+        "nomirror: inventory key 'rocm_mirror' has value 'mirror01'; expected a host of the"
     )
     assert by_host["gone"]["error"] == UNREACHABLE
     json.dumps(rows)  # --json prints them
@@ -305,12 +311,13 @@ def test_table_marks_drift_and_explains_the_hosts_without_a_row(rows):
     assert f"! {PIN}" in lines["drifty"] and "! pending" in lines["drifty"]
     assert lines["refused"].split(None, 1)[1] == "! REFUSED: " + rows[2]["error"]
     assert lines["typo"].split(None, 1)[1] == "! INVALID: " + rows[3]["error"]
+    assert lines["nomirror"].split(None, 1)[1] == "! INVALID: " + rows[4]["error"]
     assert lines["gone"].split(None, 1)[1] == f"! UNREACHABLE: {UNREACHABLE}"
     # The cells of the rows with data line up under their headers.
     start = table[0].index("ROCM APT REPOSITORY")
     assert lines["clean"][start:].startswith("ok ") and lines["drifty"][start:].startswith("! ")
     assert table[-1] == (
-        "5 hosts: 1 as the inventory says, 1 drifted, 1 refused, 2 unreachable/failed/invalid"
+        "6 hosts: 1 as the inventory says, 1 drifted, 1 refused, 3 unreachable/failed/invalid"
     )
     coloured = audit.render_table(rows, colour=True)
     assert f"\x1b[1;31m! {PIN}" in coloured and "\x1b[1;31m" not in coloured.splitlines()[1]
