@@ -16,11 +16,10 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
 from rocm_fleet.facts.cache import read_fact
-from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.matrix import STREAMS
 from rocm_fleet.operations._script import script
-from rocm_fleet.operations.files import removed
+from rocm_fleet.operations.files import removed, stamp_is_current
 from rocm_fleet.versions import is_amd_driver_version
 
 if TYPE_CHECKING:
@@ -108,14 +107,7 @@ def apt_lists_fresh(inputs: list[str], stamp: str):
     + inputs: files whose change makes the lists stale
     + stamp: file touched after a successful update
     """
-    stamped = read_fact(FileDigest, path=stamp)
-    changed = [
-        path
-        for path in inputs
-        if (digest := read_fact(FileDigest, path=path))
-        and (stamped is None or digest["mtime"] > stamped["mtime"])
-    ]
-    if stamped is not None and not changed:
+    if stamp_is_current(stamp, inputs):
         host.noop(f"apt lists are newer than {', '.join(inputs)}")
         return
     yield script("apt-get", "update")

@@ -42,6 +42,17 @@ def text_file(path: str, content: str = "", mode: str = "644", present: bool = T
     yield script("text-file", path, mode, content)
 
 
+def stamp_is_current(stamp: str, inputs: list[str]) -> bool:
+    """Whether ``stamp`` exists and none of ``inputs`` (the files it stands for) changed
+    after it was touched: an apt update or a daemon reload that has nothing to catch up on.
+    A missing input is no change (its removal is another operation's)."""
+    stamped = read_fact(FileDigest, path=stamp)
+    digests = [read_fact(FileDigest, path=path) for path in inputs]  # all read, as planned
+    return stamped is not None and not any(
+        digest and digest["mtime"] > stamped["mtime"] for digest in digests
+    )
+
+
 def removed(path: str, exists: bool):
     """The commands that remove a file the deploy put there; none (a noop) when it's gone.
     For operations whose ``present=False`` is just that (``yield from removed(...)``)."""

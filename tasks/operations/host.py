@@ -9,7 +9,7 @@ from rocm_fleet.facts.cache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import DaemonRunning
 from rocm_fleet.operations._script import failure, script
-from rocm_fleet.operations.files import removed
+from rocm_fleet.operations.files import removed, stamp_is_current
 
 
 @operation()
@@ -37,14 +37,7 @@ def daemon_serving(service: str, pidfile: str, configs: list[str], stamp: str):
     + stamp: file touched after each (re)load
     """
     running = read_fact(DaemonRunning, pidfile=pidfile)
-    stamped = read_fact(FileDigest, path=stamp)
-    changed = [
-        path
-        for path in configs
-        if (digest := read_fact(FileDigest, path=path))
-        and (stamped is None or digest["mtime"] > stamped["mtime"])
-    ]
-    if running and stamped is not None and not changed:
+    if running and stamp_is_current(stamp, configs):
         host.noop(f"{service} runs with {', '.join(configs)} loaded")
         return
     yield script("daemon-serving", service, "reload" if running else "start", stamp)
