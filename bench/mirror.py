@@ -86,6 +86,8 @@ def main() -> int:
             raise SystemExit(f"hosts other than the mirror reached upstream: {others}")
     one_host = min(hosts_bytes)
     mirrored_bytes = sum(fleet.values())
+    if one_host <= 0 or mirrored_bytes <= 0:  # a ratio of nothing would pass P4
+        raise SystemExit(f"the server counted no upstream bytes: {hosts_bytes}, {fleet}")
     ratio = mirrored_bytes / one_host
     report = {
         "hosts": args.hosts,

@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 from rocm_fleet import download
 from rocm_fleet.aptrepo import (
     Index,
+    Relation,
     RepositoryError,
     check_key,
     install_closure,
@@ -78,10 +79,10 @@ def test_debian_versions_order_as_dpkg_does(older, newer):
 
 def test_relations_with_alternatives_versions_and_qualifiers():
     assert parse_relations("a (>= 1.0), b | c:any (<< 2), d [amd64] <!nocheck>, e (> 3)") == [
-        [parse_relations("a (>= 1.0)")[0][0]],
-        [parse_relations("b")[0][0], parse_relations("c (<< 2)")[0][0]],
-        [parse_relations("d")[0][0]],
-        [parse_relations("e (>= 3)")[0][0]],  # dpkg's old ">" is ">="
+        [Relation("a", ">=", "1.0")],
+        [Relation("b"), Relation("c", "<<", "2")],
+        [Relation("d")],
+        [Relation("e", ">=", "3")],  # dpkg's old ">" is ">="
     ]
     (clause,) = parse_relations("rocm-core (= 6.4.3.60403-128~22.04)")
     assert (clause[0].name, clause[0].op, clause[0].version) == (
@@ -114,8 +115,10 @@ def test_install_closure_follows_depends_and_recommends_within_the_repository():
 
 def test_a_provided_name_counts_and_a_missing_package_is_named():
     index = Index(parse_stanzas(PACKAGES))
-    (provider,) = install_closure(index, ["openmp-runtime"], "AMD")[-1:]
-    assert provider.name in ("openmp-extras-runtime", "rocm-core", "hsa-rocr")
+    closure = install_closure(index, ["openmp-runtime"], "AMD")
+    # the package that provides the name, wanted in its place, with its dependencies
+    assert {p.name: p.why for p in closure}["openmp-extras-runtime"] == ["wanted"]
+    assert {p.name for p in closure} == {"openmp-extras-runtime", "rocm-core", "hsa-rocr"}
     # rocm needs rocm-developer-tools, which this index lacks: not an error (it may be
     # Debian's); a wanted package that is missing is.
     assert "rocm" in {p.name for p in install_closure(index, ["rocm"], "AMD")}

@@ -62,13 +62,14 @@ def test_fingerprints_of_armored_binary_and_concatenated_keys(gpg):
     assert primary_fingerprints(b"not a key") == []
 
 
-def test_keyring_fact_reads_keyrings_gpg_made(gpg, tmp_path):
+def test_keyring_fact_reads_keyrings_gpg_made(tmp_path):
     """The fact that checks a host's keyring (rocm_fleet.facts.apt) reads the file on the
     host as base64 and these same packets: it finds what gpg itself lists, in each form
     apt's signed-by accepts, under dash."""
     from rocm_fleet.facts.apt import KeyringFingerprints
 
     fact = KeyringFingerprints()
+    gpg = Gpg(tmp_path / "home")  # its own key: the module's is shared by the other tests
     # a subkey, as AMD's keys have: its fingerprint is not the key's
     gpg("--quick-add-key", gpg.fingerprint, "cv25519", "encr", "never")
     binary = gpg("--export", gpg.fingerprint).stdout
@@ -81,6 +82,7 @@ def test_keyring_fact_reads_keyrings_gpg_made(gpg, tmp_path):
                              text=True, check=True).stdout.splitlines()  # fmt: skip
         assert fact.process(out) == [gpg.fingerprint], name
     listed = gpg("--with-colons", "--list-keys", gpg.fingerprint).stdout.decode()
+    gpg.close()
     assert listed.count("\nfpr:") == 2  # gpg lists the subkey's fingerprint too
 
 

@@ -340,7 +340,7 @@ def test_proxy_settings_are_removed_when_the_inventory_drops_them_and_a_clean_ho
 
 
 def test_a_converged_host_behind_the_proxy_and_the_mirror_plans_nothing_from_one_survey():
-    data = {**PROXIED, "rocm_users": ["alice"]}
+    data = {**PROXIED, "rocm_users": ["alice"], "rocm_mirror": "http://10.0.0.5:8080"}
     survey = converged_survey(data, "debian-12")
     host = SurveyHost(survey)
     planned = plan(data, host)
