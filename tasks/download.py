@@ -94,6 +94,34 @@ class Progress:
         self.stream.flush()
 
 
+def retrying_session(retries: int, purpose: str) -> requests.Session:
+    """A ``requests`` session that retries connection errors and 429/5xx answers ``retries``
+    times, with backoff and Retry-After: the bundle's and the matrix check's."""
+    retry = Retry(
+        total=retries,
+        connect=retries,
+        read=retries,
+        status=retries,
+        backoff_factor=0.5,
+        status_forcelist=(429, 500, 502, 503, 504),
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+    session = requests.Session()
+    adapter = HTTPAdapter(max_retries=retry)
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    session.headers["User-Agent"] = f"rocm-fleet/{__version__} ({purpose})"
+    return session
+
+
+def reason(exc: Exception) -> str:
+    """What went wrong with a request, in one short line."""
+    text = str(exc)
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
 @dataclass
 class Counts:
     """What a run fetched: files and bytes over the network, files already in place."""
@@ -121,22 +149,7 @@ class Fetcher:
         # (file, SHA-256) verified in this run: asked again (a wheel read for its metadata,
         # then bundled), it is neither hashed nor counted again.
         self._verified: set[tuple[Path, str]] = set()
-        self.session = requests.Session()
-        retry = Retry(
-            total=retries,
-            connect=retries,
-            read=retries,
-            status=retries,
-            backoff_factor=0.5,
-            status_forcelist=(429, 500, 502, 503, 504),
-            allowed_methods=frozenset({"GET", "HEAD"}),
-            respect_retry_after_header=True,
-            raise_on_status=False,
-        )
-        adapter = HTTPAdapter(max_retries=retry)
-        self.session.mount("https://", adapter)
-        self.session.mount("http://", adapter)
-        self.session.headers["User-Agent"] = f"rocm-fleet/{__version__} (bundle)"
+        self.session = retrying_session(retries, "bundle")
 
     def close(self) -> None:
         self.session.close()
@@ -146,7 +159,7 @@ class Fetcher:
         try:
             response = self.session.get(url, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise DownloadError(f"{url}: {_reason(exc)}") from None
+            raise DownloadError(f"{url}: {reason(exc)}") from None
         if response.status_code != 200:
             raise DownloadError(f"{url}: HTTP {response.status_code} {response.reason}")
         self.counts.fetched += 1
@@ -219,12 +232,12 @@ class Fetcher:
                 breaks += 1
                 if breaks > self.retries:
                     raise DownloadError(
-                        f"{url}: gave up after {breaks} broken transfers ({_reason(exc)}); "
+                        f"{url}: gave up after {breaks} broken transfers ({reason(exc)}); "
                         f"{part} is kept, the next run resumes it"
                     ) from None
                 got = part.stat().st_size if part.exists() else 0
                 self.progress.note(
-                    f"{label}: transfer broke off at {human(got)} ({_reason(exc)}), resuming"
+                    f"{label}: transfer broke off at {human(got)} ({reason(exc)}), resuming"
                 )
                 time.sleep(min(0.5 * 2 ** (breaks - 1), 10))
         self.progress.finish()
@@ -234,8 +247,3 @@ def _starts_at(response: requests.Response, offset: int) -> bool:
     """Whether a 206 answer starts where the partial copy ends (``Content-Range: bytes N-``)."""
     content_range = response.headers.get("Content-Range", "")
     return content_range.startswith(f"bytes {offset}-")
-
-
-def _reason(exc: Exception) -> str:
-    text = str(exc)
-    return text.splitlines()[0][:200] if text else type(exc).__name__

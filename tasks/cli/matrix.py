@@ -27,7 +27,6 @@ names the key a mirror re-signs with (as ``rocm_key_fingerprint`` does for the d
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import sys
@@ -36,12 +35,23 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
+
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion
 
 from rocm_fleet import matrix
+from rocm_fleet.aptrepo import decompressed, parse_release, parse_stanzas
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.openpgp import primary_fingerprints
 from rocm_fleet.versions import major_minor, release_key
+from rocm_fleet.wheels import parse_page, project_url
 
 # --- the table ------------------------------------------------------------------------------
 
@@ -203,22 +213,9 @@ class Upstream:
     def _session(self):
         session = getattr(self._local, "session", None)
         if session is None:
-            import requests
-            from requests.adapters import HTTPAdapter
-            from urllib3.util.retry import Retry
+            from rocm_fleet.download import retrying_session
 
-            retry = Retry(
-                total=self.retries,
-                backoff_factor=0.5,
-                status_forcelist=(429, 500, 502, 503, 504),
-                allowed_methods=("GET",),
-                raise_on_status=False,
-            )
-            session = requests.Session()
-            session.mount("https://", HTTPAdapter(max_retries=retry))
-            session.mount("http://", HTTPAdapter(max_retries=retry))
-            session.headers["User-Agent"] = "rocm-fleet matrix check"
-            self._local.session = session
+            session = self._local.session = retrying_session(self.retries, "matrix check")
         return session
 
     def get(self, url: str) -> Response:
@@ -239,13 +236,15 @@ class Upstream:
     def _fetch(self, url: str) -> Response | Unreachable:
         import requests
 
+        from rocm_fleet.download import reason
+
         where = self.url(url)
         try:
             reply = self._session().get(where, timeout=self.timeout)
         except requests.RequestException as exc:
             # urllib3's message repeats the pool and URL; keep what went wrong.
-            reason = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", str(exc))
-            return Unreachable(f"{type(exc).__name__}: {reason[:200]}")
+            what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", reason(exc))
+            return Unreachable(f"{type(exc).__name__}: {what}")
         if reply.status_code == 200 or reply.status_code in GONE:
             return Response(where, reply.status_code, reply.content)
         return Unreachable(f"HTTP {reply.status_code} from {where}")
@@ -267,18 +266,6 @@ class Check:
         return {k: getattr(self, k) for k in ("row", "what", "url", "status", "detail")}
 
 
-def _release_file(text: str) -> dict[str, str]:
-    fields = {}
-    for line in text.splitlines():
-        if line.startswith(" ") or ":" not in line:
-            if line.startswith("-----BEGIN PGP SIGNATURE"):
-                break
-            continue
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip(), value.strip())
-    return fields
-
-
 def inrelease_check(url: str, suite: str, origin: str | None) -> Callable[[Upstream], str | None]:
     def run(upstream: Upstream) -> str | None:
         reply = upstream.get(url)
@@ -289,7 +276,7 @@ def inrelease_check(url: str, suite: str, origin: str | None) -> Callable[[Upstr
             "-----BEGIN PGP SIGNATURE-----" not in text
         ):
             return "not a signed (clearsigned) InRelease"
-        fields = _release_file(text)
+        fields = parse_release(text.split("-----BEGIN PGP SIGNATURE-----")[0]).fields
         if fields.get("Suite") != suite and fields.get("Codename") != suite:
             return f"declares Suite {fields.get('Suite')!r}, not {suite!r}"
         if origin is not None and fields.get("Origin") != origin:
@@ -304,15 +291,12 @@ def _packages_index(upstream: Upstream, dists_url: str) -> dict[str, set[str]]:
     for name in ("Packages.gz", "Packages"):
         reply = upstream.get(f"{dists_url}/main/binary-amd64/{name}")
         if reply.found:
-            body = gzip.decompress(reply.body) if name.endswith(".gz") else reply.body
+            body = decompressed(name, reply.body)
             break
     else:
         return {}
     found: dict[str, set[str]] = {}
-    for stanza in body.decode("utf-8", "replace").split("\n\n"):
-        fields = dict(
-            line.split(": ", 1) for line in stanza.splitlines() if ": " in line and line[0] != " "
-        )
+    for fields in parse_stanzas(body.decode("utf-8", "replace")):
         if "Package" in fields and "Version" in fields:
             found.setdefault(fields["Package"], set()).add(fields["Version"])
     return found
@@ -344,39 +328,36 @@ def key_check(url: str, fingerprint: str) -> Callable[[Upstream], str | None]:
     return run
 
 
-def _index_files(upstream: Upstream, url: str) -> list[str] | None:
+def _index_files(upstream: Upstream, index_url: str, project: str) -> list[str] | None:
     """The file names a PEP 503 project page links to; None when there is no page."""
+    url = project_url(index_url, project)
     reply = upstream.get(url)
     if not reply.found:
         return None
-    hrefs = re.findall(r'href="([^"#]+)', reply.body.decode("utf-8", "replace"))
-    return [unquote(href.rsplit("/", 1)[-1]) for href in hrefs]
-
-
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return [link.filename for link in parse_page(reply.body.decode("utf-8", "replace"), url)]
 
 
 def _file_versions(files: list[str], project: str) -> set[str]:
-    """The versions of ``project`` among wheel (name-version-tags.whl) and sdist
-    (name-version.tar.gz) file names."""
+    """The versions of ``project`` among its wheel and sdist file names."""
     versions = set()
     for name in files:
-        if name.endswith(".whl"):
-            dist, _, rest = name.partition("-")
-            version = rest.split("-", 1)[0]
-        elif name.endswith(".tar.gz"):
-            dist, _, version = name.removesuffix(".tar.gz").rpartition("-")
-        else:
+        try:
+            if name.endswith(".whl"):
+                dist, version, *_ = parse_wheel_filename(name)
+            elif name.endswith(".tar.gz"):
+                dist, version = parse_sdist_filename(name)
+            else:
+                continue
+        except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
             continue
-        if _normal(dist) == _normal(project) and version:
-            versions.add(version)
+        if dist == canonicalize_name(project):
+            versions.add(str(version))
     return versions
 
 
 def wheels_check(index_url: str, project: str, versions: list[str]) -> Callable:
     def run(upstream: Upstream) -> str | None:
-        files = _index_files(upstream, f"{index_url}/{project}/")
+        files = _index_files(upstream, index_url, project)
         if files is None:
             return f"no {project} project page"
         have = _file_versions(files, project)
@@ -392,7 +373,7 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
     req = Requirement(requirement)
 
     def run(upstream: Upstream) -> str | None:
-        files = _index_files(upstream, f"{index_url}/{req.name}/")
+        files = _index_files(upstream, index_url, req.name)
         if files is None:
             return f"no {req.name} project page (torch requires {requirement})"
         have = _file_versions(files, req.name)
@@ -405,7 +386,7 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
 
 def no_index_check(index_url: str) -> Callable:
     def run(upstream: Upstream) -> str | None:
-        files = _index_files(upstream, f"{index_url}/torch/")
+        files = _index_files(upstream, index_url, "torch")
         if files:
             versions = sorted(_file_versions(files, "torch"), key=_version_key)
             return f"the index exists now (torch {', '.join(versions[-3:])}): add it to the matrix"
