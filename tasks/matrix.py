@@ -71,6 +71,7 @@ DISTROS: tuple[Distro, ...] = (
     Distro("debian", "12", "jammy"),
     Distro("debian", "13", "noble"),
 )
+DISTRO_KEYS = tuple(row.key for row in DISTROS)  # "ubuntu 22.04", ...: what settings name
 
 
 @dataclass(frozen=True)
@@ -101,13 +102,15 @@ HOST_RUNTIMES: dict[str, HostRuntime] = {
 }
 
 
-def distro(distro_id: str, version_id: str) -> Distro | None:
-    """The matrix row for an os-release ID / VERSION_ID (Debian point releases ignored)."""
+def distro(distro_id: str, version_id: str, override: str | None = None) -> Distro | None:
+    """The matrix row for an os-release ID / VERSION_ID (Debian point releases ignored);
+    for a distro the matrix doesn't know, the row ``override`` names (rocm_distro_override),
+    if any."""
     version = version_id.split(".")[0] if distro_id == "debian" else version_id
     for row in DISTROS:
         if row.id == distro_id and row.version == version:
             return row
-    return None
+    return next((row for row in DISTROS if row.key == override), None) if override else None
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("pyinfra")
 
-DISTRO_KEYS = tuple(d.key for d in matrix.DISTROS)
 
 # Debian's and Ubuntu's own ROCm packages: the binary packages they build from ROCm's
 # sources (rocm-hipamd, rocr-runtime, roct-thunk-interface, rocm-compilersupport,
@@ -165,13 +164,13 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
     rel = config.release
     override = config.rocm_distro_override
     if row is None and override:
-        row = next(d for d in matrix.DISTROS if d.key == override)
+        row = matrix.distro(distro_id, version_id, override)
         warnings.append(
             f"{distro_id} {version_id} is not in the matrix; deploying it as {row.key} "
             "(rocm_distro_override): unofficial"
         )
     elif row is None:
-        supported = ", ".join(DISTRO_KEYS)
+        supported = ", ".join(matrix.DISTRO_KEYS)
         problems.append(
             f"{distro_id or 'unknown'} {version_id} is not supported ({supported}): "
             "upgrade the host to one of them, or set rocm_distro_override to the one it "

@@ -175,7 +175,7 @@ def gfx_targets(value: Any) -> str | None:
 
 
 def distro_key(value: Any) -> str | None:
-    return one_of(*(row.key for row in matrix.DISTROS))(value)
+    return one_of(*matrix.DISTRO_KEYS)(value)
 
 
 # --- declarations -----------------------------------------------------------------------------

@@ -40,7 +40,7 @@ def add_parser(commands: Any) -> None:
         "--distro",
         action="append",
         default=[],
-        choices=[row.key for row in matrix.DISTROS],
+        choices=list(matrix.DISTRO_KEYS),
         help="bundle for this distro instead of reading each host's (repeatable)",
     )
     bundle.add_argument(
@@ -119,7 +119,7 @@ def plan_for(args: Any):
             if row is None:
                 raise UsageError(
                     f"{name}: {key} is not a distro the matrix knows "
-                    f"({', '.join(r.key for r in matrix.DISTROS)}); set rocm_distro_override"
+                    f"({', '.join(matrix.DISTRO_KEYS)}); set rocm_distro_override"
                 )
             if config.release.publication(row) is None:
                 notes.append(f"{name}: ROCm {config.release.version} publishes nothing for "
@@ -142,10 +142,7 @@ def plan_for(args: Any):
 
 def _row(key: str, config: Any) -> matrix.Distro | None:
     distro_id, _, version = key.partition(" ")
-    row = matrix.distro(distro_id, version)
-    if row is None and config.rocm_distro_override:
-        row = next(d for d in matrix.DISTROS if d.key == config.rocm_distro_override)
-    return row
+    return matrix.distro(distro_id, version, config.rocm_distro_override)
 
 
 def run(args: Any) -> int:

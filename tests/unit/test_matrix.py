@@ -257,3 +257,11 @@ def test_newer_kernels_are_sorted_and_exclude_the_running_one():
     installed = ["6.12.38+deb12-amd64", "6.1.0-31-amd64", "6.1.0-28-amd64", "5.10.0-30-amd64"]
     assert newer_kernels("6.1.0-28-amd64", installed) == ["6.1.0-31-amd64", "6.12.38+deb12-amd64"]
     assert newer_kernels("6.12.38+deb12-amd64", installed) == []
+
+
+def test_distro_rows_by_os_release_and_the_override():
+    assert matrix.distro("debian", "12.9").key == "debian 12"  # point release ignored
+    assert matrix.distro("ubuntu", "24.04", "debian 13").key == "ubuntu 24.04"  # known wins
+    assert matrix.distro("linuxmint", "22") is None
+    assert matrix.distro("linuxmint", "22", "ubuntu 24.04").key == "ubuntu 24.04"
+    assert matrix.distro("linuxmint", "22", "ubuntu 99.04") is None
