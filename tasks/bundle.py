@@ -54,6 +54,7 @@ from rocm_fleet.wheels import (
     Link,
     ResolutionError,
     Target,
+    interpreter_tag,
     manylinux_platforms,
     parse_page,
     project_url,
@@ -231,11 +232,14 @@ def _repository(
                       f"{where}: the package index")  # fmt: skip
         if parsed is None:
             parsed = (mirror_path(index_url), decompressed(variant.path, data))
-    index_path, text = parsed or ("", b"")
+    assert parsed is not None  # variants is not empty
+    index_path, text = parsed
     closure = install_closure(Index(parse_stanzas(text.decode("utf-8"))), packages, where)
+    debs = []
     for package in closure:
         deb_url = f"{repository.url}/{package.filename}"
         path = mirror_path(deb_url)
+        debs.append(path)
         fetcher.file(deb_url, out / path, package.sha256, package.size)
         for reason in package.why:
             files.add(path, deb_url, package.sha256, package.size,
@@ -250,7 +254,7 @@ def _repository(
         "packages": packages,
         "hosts": hosts,
         "index": index_path,
-        "debs": [mirror_path(f"{repository.url}/{p.filename}") for p in closure],
+        "debs": debs,
     }
 
 
@@ -371,7 +375,7 @@ def _pip_check(wheel_set: dict[str, Any], out: Path) -> None:
     ``Requires-Dist`` markers with its own)."""
     index = (out / mirror_path(wheel_set["index_url"].rstrip("/") + "/")).resolve()
     python = wheel_set["python"]
-    abi = "cp" + python.replace(".", "")
+    abi = interpreter_tag(python)
     platforms = [a for p in manylinux_platforms(wheel_set["glibc"]) for a in ("--platform", p)]
     with tempfile.TemporaryDirectory(prefix="rocm-fleet-pip-") as tmp:
         report = Path(tmp) / "report.json"
@@ -450,11 +454,15 @@ def incomplete(bundle: str) -> list[str]:
     manifest = read_manifest(directory)
     if manifest is None:
         return [str(directory / MANIFEST)]
-    return [
-        path
-        for path, entry in manifest.get("files", {}).items()
-        if not (directory / path).is_file() or (directory / path).stat().st_size != entry["size"]
-    ]
+    on_disk = manifest.get("files", {})
+    return [path for path in on_disk if not _present(directory, on_disk, path)]
+
+
+def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
+    """Whether the bundle's manifest lists ``path`` and the directory holds it at that size."""
+    entry = on_disk.get(path)
+    target = directory / path
+    return bool(entry) and target.is_file() and target.stat().st_size == entry["size"]
 
 
 def missing(bundle: str, needs: HostNeeds) -> list[str]:
@@ -468,9 +476,7 @@ def missing(bundle: str, needs: HostNeeds) -> list[str]:
     on_disk = manifest.get("files", {})
 
     def present(path: str) -> bool:
-        entry = on_disk.get(path)
-        target = directory / path
-        return bool(entry) and target.is_file() and target.stat().st_size == entry["size"]
+        return _present(directory, on_disk, path)
 
     for need in needs.apt:
         gaps += _apt_gaps(need, manifest, directory, present)

@@ -36,6 +36,7 @@ from packaging.utils import (
 from packaging.version import Version
 
 from rocm_fleet.matrix import HostRuntime
+from rocm_fleet.versions import release_key
 
 
 class ResolutionError(Exception):
@@ -107,11 +108,17 @@ def project_url(index_url: str, name: str) -> str:
 def manylinux_platforms(glibc: str) -> list[str]:
     """Platform tags a Linux x86-64 host with ``glibc`` accepts, most specific first
     (PEP 600 manylinux_2_X for every X up to the host's, the legacy aliases, linux)."""
-    major, minor = (int(p) for p in glibc.split(".")[:2])
+    major, minor = release_key(glibc)[:2]
     platforms = [f"manylinux_{major}_{m}_x86_64" for m in range(minor, 4, -1)]
     legacy = {17: "manylinux2014_x86_64", 12: "manylinux2010_x86_64", 5: "manylinux1_x86_64"}
     platforms += [alias for m, alias in legacy.items() if m <= minor]
     return [*platforms, "linux_x86_64"]
+
+
+def interpreter_tag(python: str) -> str:
+    """CPython's interpreter and ABI tag for a Python version: "3.12" -> "cp312"."""
+    major, minor = release_key(python)[:2]
+    return f"cp{major}{minor}"
 
 
 class Target:
@@ -120,9 +127,9 @@ class Target:
 
     def __init__(self, runtime: HostRuntime):
         self.runtime = runtime
-        version = tuple(int(p) for p in runtime.python.split("."))
+        version = release_key(runtime.python)
         platforms = manylinux_platforms(runtime.glibc)
-        interpreter = f"cp{version[0]}{version[1]}"
+        interpreter = interpreter_tag(runtime.python)
         self.tags: list[Tag] = [
             *cpython_tags(version, platforms=platforms),
             *compatible_tags(version, interpreter, platforms=platforms),
