@@ -42,6 +42,7 @@ from rocm_fleet.wheels import (
     parse_page,
     resolve,
 )
+from unit.gpgkeys import Gpg, run_gpg
 from unit.loopback import serve
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -127,29 +128,17 @@ def test_a_provided_name_counts_and_a_missing_package_is_named():
 
 
 def _gpg(home: Path, *args: str) -> str:
-    result = subprocess.run(
-        ["gpg", "--batch", "--homedir", str(home), "--pinentry-mode", "loopback",
-         "--passphrase", "", *args],
-        capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
-    return result.stdout
+    return run_gpg(home, *args).stdout.decode()
 
 
 @pytest.fixture(scope="module")
 def signer(tmp_path_factory):
     """A throwaway ed25519 signing key: (GNUPGHOME, armored key, fingerprint)."""
-    home = tmp_path_factory.mktemp("gnupg")
-    home.chmod(0o700)
-    _gpg(home, "--quick-gen-key", "bundle test <bundle@invalid>", "ed25519", "sign", "never")
-    fingerprint = next(
-        line.split(":")[9]
-        for line in _gpg(home, "--with-colons", "--list-keys").splitlines()
-        if line.startswith("fpr:")
-    )
+    keys = Gpg(tmp_path_factory.mktemp("gnupg") / "home", "bundle test <bundle@invalid>")
+    home, fingerprint = keys.home, keys.fingerprint
     armored = _gpg(home, "--armor", "--export", fingerprint).encode()
     yield home, armored, fingerprint
-    agent = {"GNUPGHOME": str(home), "PATH": "/usr/bin:/bin"}
-    subprocess.run(["gpgconf", "--kill", "all"], env=agent, check=False)
+    keys.close()
 
 
 def publish(

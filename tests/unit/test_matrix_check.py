@@ -17,39 +17,14 @@ from rocm_fleet import matrix
 from rocm_fleet.cli import main
 from rocm_fleet.cli.matrix import Upstream, check_matrix, missing_releases
 from rocm_fleet.openpgp import primary_fingerprints
+from unit.gpgkeys import Gpg
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="needs gpg to make test keys")
 
 
-class Gpg:
-    """A throwaway key in a private home (its daemons stopped afterwards)."""
-
-    def __init__(self, home: Path):
-        self.home = home
-        home.mkdir(mode=0o700)
-        self("--quick-gen-key", "matrix check test <test@invalid>", "ed25519", "sign", "never")
-        listing = self("--with-colons", "--list-keys").stdout.decode()
-        self.fingerprint = next(
-            line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")
-        )
-
-    def __call__(self, *args: str, data: bytes | None = None) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            ["gpg", "--homedir", str(self.home), "--batch", "--yes", "--pinentry-mode",
-             "loopback", "--passphrase", "", *args],
-            input=data, capture_output=True, check=True,
-        )  # fmt: skip
-
-    def clearsign(self, text: str) -> bytes:
-        return self("--clearsign", data=text.encode()).stdout
-
-    def close(self) -> None:
-        subprocess.run(["gpgconf", "--homedir", str(self.home), "--kill", "all"], check=False)
-
-
 @pytest.fixture(scope="module")
 def gpg(tmp_path_factory):
-    keys = Gpg(tmp_path_factory.mktemp("gpg") / "home")
+    keys = Gpg(tmp_path_factory.mktemp("gpg") / "home", "matrix check test <test@invalid>")
     yield keys
     keys.close()
 
