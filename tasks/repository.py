@@ -55,6 +55,7 @@ def foreign_files(config: Config) -> tuple[list[str], list[str], list[str]]:
 @deploy("ROCm apt repository")
 def install_repository(config: Config, row: matrix.Distro) -> None:
     stream, repository = config.stream, rocm_repository(config, row)
+    served = repository.via(config.mirror)  # the fleet mirror's copy, when there is one
     dpkg_repaired(name="Finish an interrupted dpkg run")
     debian_packages(
         name="Install the tools that fetch and check AMD's key",
@@ -64,14 +65,14 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
     verified_keyring(
         name="Install AMD's signing key (fingerprint checked)",
         path=repository.keyring,
-        url=repository.via(config.mirror).key.url,
+        url=served.key.url,
         fingerprint=repository.key.fingerprint,
         proxy=proxy_environment(config),
     )
     text_file(
         name="Point apt at the ROCm release for this distro",
         path=repository.source,
-        content=repository.via(config.mirror).source_text(),
+        content=served.source_text(),
     )
     text_file(
         name="Pin AMD's repository above the distribution's own ROCm packages",
