@@ -3,12 +3,12 @@
     pyinfra inventories/<fleet>.py deploy.py
 
 The checklist lives in the package, so your own deploys can run it too:
-rocm_fleet.node.rocm_node (tasks/node.py) -- validate the inventory, preflight (one read;
-refuse a host that can't take the release), migrate from CUDA, kernel, repository, driver,
-Secure Boot, ROCm, groups, PyTorch, reboot, verify. Every step is idempotent: a second run
-reports no change, and ``--dry`` shows only drift.
+rocm_fleet.deploy.rocm_node (tasks/rocm_fleet/deploy/node.py) -- validate the inventory,
+preflight (one read; refuse a host that can't take the release), migrate from CUDA, kernel,
+repository, driver, Secure Boot, ROCm, groups, PyTorch, reboot, verify.
+Every step is idempotent: a second run reports no change, and ``--dry`` shows only drift.
 """
 
-from rocm_fleet import rocm_node
+from rocm_fleet.deploy import rocm_node
 
 rocm_node()

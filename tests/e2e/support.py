@@ -17,7 +17,7 @@ import pytest
 
 from lab import HostSpec, Lab
 
-# Every operation of the deploy runs inside the node deploy (tasks/node.py).
+# Every operation of the deploy runs inside the node deploy (tasks/rocm_fleet/deploy/node.py).
 OP_PREFIX = "rocm-fleet | "
 VENV_PYTHON = "/opt/rocm-fleet/venv/bin/python"
 

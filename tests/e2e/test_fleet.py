@@ -54,7 +54,8 @@ def test_node_checks_pass_on_every_host(fleet):
 
 def test_wrong_gpu_is_refused_with_a_clear_message_in_dry_and_real_runs(fleet):
     # Beside a good host: the refusal must stay on its host while node1 runs on.
-    # Preflight sees the cards on PCI before anything is installed (tasks/preflight.py), and
+    # Preflight sees the cards on PCI before anything is installed (deploy/preflight.py),
+    # and
     # says so while planning, on the host's line, with --dry as in a real run.
     for dry in (True, False):
         result = deploy(fleet, limit="node1,wronggpu", dry=dry)

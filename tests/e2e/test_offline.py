@@ -22,7 +22,7 @@ import pytest
 from e2e.support import changed, deploy, failed_hosts, refusal, rocm_fleet, sh, succeeded
 from lab import HostSpec
 from lab.upstreams import AMD, DOUBLES
-from rocm_fleet import matrix, paths
+from rocm_fleet.model import matrix, paths
 
 pytestmark = pytest.mark.e2e
 

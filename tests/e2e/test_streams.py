@@ -26,7 +26,7 @@ from e2e import support
 from e2e.support import changed, running_lab, sh, succeeded, wheels
 from lab import HostSpec
 from lab.upstreams import DRIFT_RELEASE, DRIFT_WHEEL
-from rocm_fleet import matrix, paths
+from rocm_fleet.model import matrix, paths
 
 pytestmark = pytest.mark.e2e
 

@@ -21,7 +21,7 @@ import pytest
 
 from e2e.support import OP_PREFIX, running_lab, sh
 from lab import HostSpec
-from rocm_fleet import matrix
+from rocm_fleet.model import matrix
 
 pytestmark = pytest.mark.e2e
 
@@ -31,7 +31,7 @@ MOTD_LINE = "This node is managed by the site's own tasks/"
 
 PROJECT = {
     "deploy.py": (
-        "from rocm_fleet import rocm_node\n"
+        "from rocm_fleet.deploy import rocm_node\n"
         "from tasks.site import site_banner\n\n"
         "site_banner()\n"
         "rocm_node()\n"
@@ -114,7 +114,7 @@ def where(venv: Path, module: str, cwd: Path) -> str:
 
 
 def test_neither_tasks_package_shadows_the_other(venv, project, tmp_path):
-    assert where(venv, "tasks", project) == str(project / "tasks/__init__.py")
+    assert where(venv, "tasks", project) == str(project / "tasks/rocm_fleet/__init__.py")
     assert where(venv, "tasks", tmp_path) == "ModuleNotFoundError: No module named 'tasks'"
     assert where(venv, "rocm_fleet", project).startswith(str(venv / "lib"))
 

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocm_fleet.matrix import release
+from rocm_fleet.model.matrix import release
 
 from . import amd_repo, mirror, profiles, roots
 from ._util import cache_dir, debian_mirror, rmtree, run

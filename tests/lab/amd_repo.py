@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocm_fleet.matrix import CLASSIC, DISTROS, RELEASES, Release, amdgpu_repo_version
+from rocm_fleet.model.matrix import CLASSIC, DISTROS, RELEASES, Release, amdgpu_repo_version
 
 from . import profiles
 from ._util import clean_env, run

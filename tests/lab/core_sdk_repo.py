@@ -30,7 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocm_fleet.matrix import (
+from rocm_fleet.model.matrix import (
     CORE_SDK,
     CORE_SDK_GFX_PACKAGES,
     MULTI_ARCH_REPOSITORY,
@@ -38,7 +38,7 @@ from rocm_fleet.matrix import (
     Release,
     Repository,
 )
-from rocm_fleet.versions import major_minor, release_key
+from rocm_fleet.model.versions import major_minor, release_key
 
 from . import profiles
 from ._util import clean_env, run

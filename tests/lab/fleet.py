@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.matrix import release
+from rocm_fleet.model.matrix import release
 
 from . import machine, mirror, roots, teardown
 from ._util import LabError, rmtree

@@ -27,7 +27,7 @@ from . import roots
 from ._util import LabError, cache_dir, cache_key, chroot, debian_mirror, file_lock, rmtree
 
 #: What the product's deploy installs from Debian (their dependencies come along); nginx
-#: serves the fleet mirror (tasks/mirror.py).
+#: serves the fleet mirror (tasks/rocm_fleet/deploy/mirror.py).
 MIRROR_PACKAGES = ["ca-certificates", "curl", "gnupg", "python3-venv", "python3-pip", "nginx"]
 
 #: Extra Debian suites per base suite: {base suite: {extra suite: [packages]}}.  Packages
@@ -38,7 +38,7 @@ MIRROR_EXTRA_SUITES: dict[str, dict[str, list[str]]] = {"bookworm": {}, "trixie"
 #: Extra packages from the base suite itself, per base suite (on top of MIRROR_PACKAGES).
 MIRROR_SUITE_PACKAGES: dict[str, list[str]] = {"bookworm": [], "trixie": []}
 
-# Kernel, driver and Secure Boot (tasks/kernel.py, driver.py, secureboot.py): the
+# Kernel, driver and Secure Boot (tasks/rocm_fleet/deploy/kernel.py, driver.py, secureboot.py): the
 # bookworm-backports kernel a Debian 12 host with an RDNA4 GPU gets, and what a DKMS host
 # needs from bookworm itself: headers for the stock kernel (the lab's running-kernel
 # double reports that kernel, see machine.py), mokutil and openssl (the signing cert).

@@ -36,7 +36,7 @@ PROFILES: dict[str, tuple[Gpu, ...]] = {
     "w7900": (Gpu("gfx1100", "AMD Radeon PRO W7900", "GPU-7c3e9a01d2f4b865", "gfx1100"),),
     "mi300x-8": tuple(_mi300x(i) for i in range(8)),
     # RDNA4: the inbox amdgpu driver needs a newer kernel than Debian 12's 6.1
-    # (tasks/matrix.py INBOX_MIN_KERNEL).
+    # (tasks/rocm_fleet/model/matrix.py INBOX_MIN_KERNEL).
     "rx9070xt": (Gpu("gfx1201", "AMD Radeon RX 9070 XT", "GPU-4e2a91c07d3b5f18", "gfx1201"),),
     # An APU's iGPU is enumerated (and visible to torch) next to the discrete card; the
     # deploy must not pick gfx1036 as "the" GPU.  Real iGPUs report Uuid GPU-XX.

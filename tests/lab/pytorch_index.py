@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 from packaging.requirements import Requirement
 
-from rocm_fleet.matrix import CORE_SDK_GFX_PACKAGES, TORCH_RUNTIME, Release
+from rocm_fleet.model.matrix import CORE_SDK_GFX_PACKAGES, TORCH_RUNTIME, Release
 
 from . import _torch_double as src
 from . import profiles

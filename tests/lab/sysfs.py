@@ -33,7 +33,7 @@ DEVICES = {
     "AMD Radeon PRO W7900": ("0x7448", "0x030000"),
     "AMD Instinct MI300X": ("0x74a1", "0x120000"),
     "AMD Radeon Graphics": ("0x164e", "0x030000"),
-    "AMD Radeon RX 9070 XT": ("0x7550", "0x030000"),  # Navi 48 (tasks/pci_ids.py)
+    "AMD Radeon RX 9070 XT": ("0x7550", "0x030000"),  # Navi 48 (tasks/rocm_fleet/model/pci_ids.py)
 }
 TARGET_VERSIONS = {"gfx1100": 110000, "gfx942": 90402, "gfx1036": 100306, "gfx1201": 120001}
 

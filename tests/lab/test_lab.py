@@ -23,7 +23,7 @@ import pytest
 from lab import HostSpec, Lab, amd_repo, core_sdk_repo, machine, profiles, pytorch_index
 from lab.server import Server
 from lab.upstreams import DOUBLES
-from rocm_fleet.matrix import CORE_SDK_GFX_PACKAGES, release
+from rocm_fleet.model.matrix import CORE_SDK_GFX_PACKAGES, release
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
 

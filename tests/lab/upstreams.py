@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rocm_fleet.matrix import CORE_SDK, RELEASES, STABLE_REPOSITORY, Release
+from rocm_fleet.model.matrix import CORE_SDK, RELEASES, STABLE_REPOSITORY, Release
 
 from . import amd_repo, core_sdk_repo, pytorch_index
 from ._tls import Certs, make_certs

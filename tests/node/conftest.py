@@ -22,7 +22,7 @@ import urllib.parse
 
 import pytest
 
-from rocm_fleet.config import Config, ConfigError, load_config
+from rocm_fleet.model.config import Config, ConfigError, load_config
 
 # testinfra host name -> that host's inventory data (with "name": its inventory name)
 NODE_DATA: dict[str, dict] = {}

@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from rocm_fleet.matrix import REPOSITORIES, STREAMS, distro
-from rocm_fleet.sources import mirror_path, rocm_repository
+from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro
+from rocm_fleet.model.sources import mirror_path, rocm_repository
 
 TORCH_PROBE = r"""
 import json, torch

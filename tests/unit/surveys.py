@@ -1,7 +1,7 @@
 """Survey answers for plan, preflight and audit tests, and the one plan harness.
 
 ``fresh_survey()`` is what a freshly installed host answers to preflight's survey (keys as
-``rocm_fleet.preflight.survey_reads`` names them; a key left out gets its fact's default,
+``rocm_fleet.deploy.preflight.survey_reads`` names them; a key left out gets its fact's default,
 as the real survey gives a fact with no output). ``plan()`` plans the deploy through
 pyinfra's API for one host whose only source of facts is such a survey, and records every
 other fact the plan asks for (a round trip a converged host should not need).
@@ -19,12 +19,12 @@ from typing import Any
 from pyinfra.api import Config, Inventory, State, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
-from rocm_fleet import matrix, paths
-from rocm_fleet.config import load_config
 from rocm_fleet.facts.secureboot import SecureBoot
 from rocm_fleet.facts.survey import Survey
-from rocm_fleet.pci_ids import lookup
-from rocm_fleet.versions import major_minor
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import load_config
+from rocm_fleet.model.pci_ids import lookup
+from rocm_fleet.model.versions import major_minor
 
 ROOT = Path(__file__).resolve().parents[2]
 OS_RELEASE = ROOT / "tests" / "fixtures" / "os-release"

@@ -16,9 +16,9 @@ import pytest
 from pyinfra.api import Config, Inventory, State
 from pyinfra.api.exceptions import ConnectError
 
-from rocm_fleet import paths
 from rocm_fleet.cli import audit
-from rocm_fleet.config import load_config
+from rocm_fleet.model import paths
+from rocm_fleet.model.config import load_config
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,

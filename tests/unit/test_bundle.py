@@ -18,8 +18,11 @@ from pathlib import Path
 import pytest
 from packaging.utils import canonicalize_name
 
-from rocm_fleet import download
-from rocm_fleet.aptrepo import (
+from rocm_fleet.model.matrix import HOST_RUNTIMES, HostRuntime
+from rocm_fleet.model.sources import AptNeed, AptRepository, HostNeeds, SigningKey, WheelNeed
+from rocm_fleet.model.versions import compare_debian_versions
+from rocm_fleet.offline import download
+from rocm_fleet.offline.aptrepo import (
     Index,
     Relation,
     RepositoryError,
@@ -30,12 +33,9 @@ from rocm_fleet.aptrepo import (
     parse_stanzas,
     signed_text,
 )
-from rocm_fleet.bundle import BundleError, Plan, incomplete, make_bundle, missing
-from rocm_fleet.download import DownloadError, Fetcher, Progress
-from rocm_fleet.matrix import HOST_RUNTIMES, HostRuntime
-from rocm_fleet.sources import AptNeed, AptRepository, HostNeeds, SigningKey, WheelNeed
-from rocm_fleet.versions import compare_debian_versions
-from rocm_fleet.wheels import (
+from rocm_fleet.offline.bundle import BundleError, Plan, incomplete, make_bundle, missing
+from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
+from rocm_fleet.offline.wheels import (
     ResolutionError,
     Target,
     manylinux_platforms,
@@ -608,9 +608,9 @@ def core_sdk_upstream(tmp_path, signer):
 def test_a_core_sdk_bundle_holds_its_repository_key_closure_and_pip_runtime(
     core_sdk_upstream, signer, tmp_path
 ):
-    from rocm_fleet.config import load_config
-    from rocm_fleet.matrix import DISTROS
-    from rocm_fleet.sources import host_needs, mirror_path
+    from rocm_fleet.model.config import load_config
+    from rocm_fleet.model.matrix import DISTROS
+    from rocm_fleet.model.sources import host_needs, mirror_path
 
     url = core_sdk_upstream.url
     key_url = f"{url}/rocm/packages-multi-arch/gpg/rocm.gpg"

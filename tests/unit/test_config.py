@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
-from rocm_fleet.config import Config, ConfigError, load_config
-from rocm_fleet.matrix import GPU_TARGETS
-from rocm_fleet.settings import PREFIXES, RENAMED, SETTINGS, Settings
+from rocm_fleet.model.config import Config, ConfigError, load_config
+from rocm_fleet.model.matrix import GPU_TARGETS
+from rocm_fleet.model.settings import PREFIXES, RENAMED, SETTINGS, Settings
 
 GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alice"]}
 

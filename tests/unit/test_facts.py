@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from pyinfra.api.exceptions import FactProcessError
 
+from rocm_fleet.engine.factcache import read_fact, remember_fact
 from rocm_fleet.facts.apt import (
     AptSourceLines,
     DebianMirror,
@@ -26,7 +27,6 @@ from rocm_fleet.facts.apt import (
     KeyringFingerprints,
     kernel_releases,
 )
-from rocm_fleet.facts.cache import read_fact, remember_fact
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.gpu import (
     KfdNodes,
@@ -51,7 +51,7 @@ from rocm_fleet.facts.system import (
     Wsl,
 )
 from rocm_fleet.facts.users import GroupMembership
-from rocm_fleet.pci_ids import AMD_VENDOR
+from rocm_fleet.model.pci_ids import AMD_VENDOR
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 DASH = shutil.which("dash") or shutil.which("sh")

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from pyinfra.api import FileUploadCommand
 
-from rocm_fleet import matrix, paths
-from rocm_fleet.driver import header_packages
+from rocm_fleet.deploy.driver import header_packages
 from rocm_fleet.facts.secureboot import SecureBoot
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.versions import kernel_key, newer_kernels
 from rocm_fleet.operations.secureboot import PENDING, sha512_crypt
-from rocm_fleet.versions import kernel_key, newer_kernels
 from unit.surveys import SurveyHost, fresh_survey, plan, script_call
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mokutil"

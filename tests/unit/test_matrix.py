@@ -1,13 +1,13 @@
 """The matrix encodes the fact sheet's rules; these tests pin the rules, not just rows
-(and the version rules of rocm_fleet.versions they rely on)."""
+(and the version rules of rocm_fleet.model.versions they rely on)."""
 
 import re
 
 import pytest
 
-from rocm_fleet import matrix
-from rocm_fleet.matrix import CLASSIC, CORE_SDK, Support, distro, release
-from rocm_fleet.versions import (
+from rocm_fleet.model import matrix
+from rocm_fleet.model.matrix import CLASSIC, CORE_SDK, Support, distro, release
+from rocm_fleet.model.versions import (
     amd_release_tag,
     is_amd_driver_version,
     kernel_key,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet import matrix
 from rocm_fleet.cli import main
 from rocm_fleet.cli.matrix import Upstream, check_matrix, missing_releases
-from rocm_fleet.openpgp import primary_fingerprints
+from rocm_fleet.model import matrix
+from rocm_fleet.offline.openpgp import primary_fingerprints
 from unit.gpgkeys import Gpg
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="needs gpg to make test keys")

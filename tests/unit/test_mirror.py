@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from pyinfra.api import FileUploadCommand
 
-from rocm_fleet import paths
-from rocm_fleet.aptrepo import Index, install_closure, parse_stanzas
-from rocm_fleet.config import ConfigError, load_config
-from rocm_fleet.mirror import Upstream, apt_proxy_conf, nginx_site, with_mirror
-from rocm_fleet.sources import Mirror
+from rocm_fleet.deploy.mirror import Upstream, apt_proxy_conf, nginx_site, with_mirror
+from rocm_fleet.model import paths
+from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.sources import Mirror
+from rocm_fleet.offline.aptrepo import Index, install_closure, parse_stanzas
 from unit.surveys import (
     SurveyHost,
     converged_survey,
@@ -285,7 +285,7 @@ def test_a_host_is_refused_naming_what_the_mirror_bundle_lacks(tmp_path):
 
 
 def _refusal(planned) -> str:
-    from rocm_fleet.preflight import outcome
+    from rocm_fleet.deploy.preflight import outcome
 
     return outcome(planned.state, "node").refused or ""
 

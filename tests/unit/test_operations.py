@@ -17,8 +17,8 @@ import pytest
 from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand
 from pyinfra.connectors.util import CommandOutput
 
-from rocm_fleet import matrix, paths
 from rocm_fleet.facts.secureboot import SecureBoot
+from rocm_fleet.model import matrix, paths
 from rocm_fleet.operations import apt, files, gpu, host, kernel, python, reboot, secureboot, users
 from rocm_fleet.operations.secureboot import PENDING
 from unit.opcases import run_op

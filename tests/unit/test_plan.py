@@ -14,10 +14,10 @@ import logging
 import pytest
 from pyinfra.api.exceptions import PyinfraError
 
-from rocm_fleet import paths
-from rocm_fleet.config import ConfigError
-from rocm_fleet.files import text
-from rocm_fleet.matrix import CLASSIC, CLASSIC_REPOSITORY, release
+from rocm_fleet.assets import text
+from rocm_fleet.model import paths
+from rocm_fleet.model.config import ConfigError
+from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, release
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
 ALICE = {"groups": ["video"], "users": {"alice": ["alice", "video"]}}

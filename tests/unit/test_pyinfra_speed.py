@@ -1,4 +1,4 @@
-"""rocm_fleet._pyinfra's replacements answer as pyinfra's own: the operation order on real
+"""rocm_fleet.engine.planning's replacements answer as pyinfra's own: the operation order on real
 call stacks, the global arguments, and the global arguments popped for a host over every
 layer of its data."""
 
@@ -11,7 +11,7 @@ import pyinfra
 import pytest
 from pyinfra.api import util
 
-from rocm_fleet import _pyinfra
+from rocm_fleet.engine import planning as _pyinfra
 
 
 def orders(tmp_path, deploy_filename: str | None, is_cli: bool, monkeypatch):
@@ -58,7 +58,7 @@ def test_the_fast_order_is_pyinfras(tmp_path, monkeypatch, is_cli, deploy_file):
 def test_planning_rocm_fleet_uses_it():
     import importlib
 
-    import rocm_fleet.node  # noqa: F401  (installs it)
+    import rocm_fleet.deploy.node  # noqa: F401  (installs it)
 
     module = importlib.import_module("pyinfra.api.operation")
     assert module.get_operation_order_from_stack is _pyinfra.get_operation_order_from_stack

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from rocm_fleet.cli.matrix import release_table
-from rocm_fleet.config import load_config, settings_table
-from rocm_fleet.matrix import RELEASES
-from rocm_fleet.settings import RENAMED, SETTINGS
+from rocm_fleet.model.config import load_config, settings_table
+from rocm_fleet.model.matrix import RELEASES
+from rocm_fleet.model.settings import RENAMED, SETTINGS
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -19,7 +19,7 @@ README = (ROOT / "README.md").read_text()
 def test_settings_table_matches_the_code():
     block = re.search(r"<!-- settings-table -->\n(.*?)\n<!-- /settings-table -->", README, re.S)
     assert block, "settings table markers missing from README.md"
-    assert block.group(1) == settings_table(), "run `python -m rocm_fleet.config` and paste"
+    assert block.group(1) == settings_table(), "run `python -m rocm_fleet.model.config` and paste"
 
 
 def test_release_table_matches_the_matrix():

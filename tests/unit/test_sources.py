@@ -1,4 +1,4 @@
-"""What a host fetches, per stream (``rocm_fleet.sources``): the one description the deploy
+"""What a host fetches, per stream (``rocm_fleet.model.sources``): the one description the deploy
 writes its sources from and ``rocm-fleet bundle``, the live mirror and preflight read."""
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from rocm_fleet import matrix, paths
 from rocm_fleet.cli.bundle import plan_for
-from rocm_fleet.config import load_config
-from rocm_fleet.sources import (
+from rocm_fleet.deploy.verify import installed
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import load_config
+from rocm_fleet.model.sources import (
     Mirror,
     amdgpu_repository,
     host_needs,
@@ -19,7 +20,6 @@ from rocm_fleet.sources import (
     torch_wheels,
     upstream_urls,
 )
-from rocm_fleet.verify import installed
 
 CLASSIC_KEY = ("https://repo.radeon.com/rocm/rocm.gpg.key", matrix.CLASSIC.key_fingerprint)
 CORE_KEY = matrix.CORE_SDK.key_fingerprint

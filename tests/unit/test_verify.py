@@ -3,7 +3,7 @@ isn't; and the verify step's plan."""
 
 import pytest
 
-from rocm_fleet import paths
+from rocm_fleet.model import paths
 from rocm_fleet.operations.gpu import gpu_problems, gpu_verified
 from unit.opcases import run_op
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan

@@ -1,0 +1,30 @@
+"""rocm-fleet: pyinfra deploys that turn Debian/Ubuntu hosts into verified ROCm + PyTorch nodes.
+
+The package is in layers; each imports only the layers listed before it (a unit test,
+``tests/unit/test_layers.py``, keeps it so):
+
+``model``
+    the data and the rules, no pyinfra: every inventory key (``settings``), a host's
+    validated configuration (``config``), the cited release matrix (``matrix``), version
+    rules (``versions``), host paths (``paths``), PCI IDs (``pci_ids``), what a host fetches
+    from upstream (``sources``).
+``offline``
+    what runs on the controller without pyinfra: downloading (``download``), reading apt
+    repositories (``aptrepo``) and OpenPGP keys (``openpgp``), wheel indexes (``wheels``),
+    and the air-gapped ``bundle``.
+``facts``
+    pyinfra facts: what a host reports, each one command.
+``engine``
+    everything that touches pyinfra beyond its public API, behind one door: the planning
+    speedups (``planning``) and the fact cache the survey fills (``factcache``).
+``operations``
+    pyinfra operations: one resource each, idempotent, honest in ``--dry``.
+``deploy``
+    one ``@deploy`` per concern, composing operations; ``rocm_node`` is the checklist
+    (``from rocm_fleet.deploy import rocm_node``).
+``cli``
+    the ``rocm-fleet`` command (audit, bundle, matrix).
+
+``assets`` reads the files hosts get (``files/`` in a checkout, package data installed);
+``version`` holds the version.
+"""

@@ -1,0 +1,44 @@
+"""Moving a node from NVIDIA to AMD: NVIDIA's driver and CUDA stack off before ROCm goes on.
+
+Only with ``rocm_migrate_from_cuda: true``; without it preflight reports what it found of
+NVIDIA's stack and stops the host (rocm_fleet/deploy/preflight.py). With it, the NVIDIA and CUDA
+packages preflight found (the ``NvidiaStack`` fact) are purged, and the CUDA wheels in the
+PyTorch venv (NVIDIA's ``nvidia-*`` runtime libraries, ``triton``, CUDA/CPU builds of torch,
+torchvision and torchaudio) are uninstalled; deploy/pytorch.py then installs the ROCm build
+into the same venv. A driver that was loaded stays in memory until the next reboot, which
+is handed to tasks/rocm_fleet/deploy/reboot.py.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.system import NvidiaStack
+from rocm_fleet.operations.apt import nvidia_packages_absent
+from rocm_fleet.operations.python import cuda_wheels_absent
+
+if TYPE_CHECKING:
+    from pyinfra.api.operation import OperationMeta
+
+    from rocm_fleet.model.config import Config
+
+REBOOT_REASON = "NVIDIA driver removed (still loaded until a reboot)"
+
+
+@deploy("Migrate from CUDA")
+def migrate_from_cuda(config: Config) -> list[tuple[str, OperationMeta]]:
+    """Take NVIDIA's stack off; returns the (reason, operation) pairs that need a reboot."""
+    needs_reboot = []
+    purge = nvidia_packages_absent(
+        name="Purge NVIDIA's driver and CUDA packages", reboot_reason=REBOOT_REASON
+    )
+    if read_fact(NvidiaStack)["modules"]:
+        needs_reboot.append((REBOOT_REASON, purge))
+    if config.pytorch_install:
+        cuda_wheels_absent(
+            name="Uninstall the CUDA wheels from the PyTorch venv", venv_path=config.pytorch_venv
+        )
+    return needs_reboot

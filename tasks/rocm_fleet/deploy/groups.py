@@ -1,0 +1,25 @@
+"""GPU device access: `video` and `render` exist and the configured users are in both.
+
+/dev/kfd (compute) and /dev/dri/renderD* (render nodes) must be read-write for the user;
+AMD's prerequisites put users in both groups (fact sheet §4).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+
+from rocm_fleet.operations.users import gpu_access
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+GPU_GROUPS = ["video", "render"]
+
+
+@deploy("GPU groups")
+def configure_groups(config: Config) -> None:
+    gpu_access(
+        name="Give the GPU users video and render", groups=GPU_GROUPS, users=config.rocm_users
+    )

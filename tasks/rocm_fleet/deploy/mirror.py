@@ -1,0 +1,304 @@
+"""The fleet mirror and the proxy: how hosts reach AMD's and PyTorch's servers, or don't.
+
+**Fleet mirror** (``rocm_mirror``): one host of the inventory serves what the fleet installs
+from AMD and PyTorch, and every host naming it fetches from it (apt sources, AMD's key, pip's
+index; ``sources.served``) instead of from upstream. The server is Debian's nginx, in one of
+two modes:
+
+* a **bundle** (``rocm_mirror_bundle``, made by ``rocm-fleet bundle``): copied to the mirror
+  host and served as static files, for fleets that can't reach upstream at all;
+* a **live cache** otherwise: nginx proxies each upstream under ``/<host>/`` and keeps what it
+  fetched (``proxy_cache``). Packages and wheels are fetched in 1 MB slices, each slice once
+  however many hosts ask at the same time (``slice`` + ``proxy_cache_lock``), so a cold
+  fleet downloads each file once and a client never waits for a whole multi-GB wheel
+  before its first byte; indexes are kept ten minutes. Links in index pages to another
+  upstream the mirror carries (PyPI's file host) are rewritten to the mirror.
+
+apt keeps verifying AMD's signature: the InRelease is AMD's own, served unchanged, and the
+source line keeps ``signed-by`` AMD's keyring; pip checks each wheel against the index's
+``#sha256``. The mirror speaks plain HTTP inside the fleet (pip is told to trust that host).
+
+**Proxy** (``rocm_proxy``, ``rocm_no_proxy``): apt gets an ``apt.conf.d`` snippet the deploy
+owns (and removes with ``rocm_state: absent`` or when the setting goes), the key fetch (curl)
+and pip get ``http_proxy``/``https_proxy``/``no_proxy`` for their one command. The fleet
+mirror is always reached directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from pyinfra.api import deploy
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.system import Nameservers
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.sources import Mirror, no_proxy, upstream_urls
+from rocm_fleet.operations.apt import debian_packages
+from rocm_fleet.operations.files import bundle_copy, directory_absent, text_file
+from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+# What the mirror host runs: nginx, and the CA certificates it verifies upstream TLS with.
+MIRROR_PACKAGES = ["ca-certificates", "nginx"]
+
+
+def with_mirror(config: Config, host_name: str, inventory: Any) -> Config:
+    """``config`` with the fleet mirror it names resolved against the inventory (the mirror
+    host's address, port and bundle). Raises ConfigError for a mirror the inventory doesn't
+    hold."""
+    value = config.rocm_mirror
+    if not value:
+        return config
+    if value.startswith(("http://", "https://")):
+        return replace(config, mirror=Mirror(value.rstrip("/"), None, config.rocm_mirror_bundle))
+    server = inventory.get_host(value, default=None)
+    if server is None:
+        names = ", ".join(h.name for h in inventory)
+        raise ConfigError(
+            f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
+            f"the inventory ({names}) or the http:// URL of a mirror"
+        )
+    served_by = load_config(server.data.dict(), server.name)
+    address = server.data.get("ssh_hostname") or server.name
+    if ":" in address:
+        address = f"[{address}]"
+    url = f"http://{address}:{served_by.rocm_mirror_port}"
+    mirror = Mirror(url, server.name, served_by.rocm_mirror_bundle, server.name == host_name)
+    if mirror.serves and not mirror.bundle and config.rocm_proxy:
+        raise ConfigError(
+            f"{host_name}: inventory key 'rocm_proxy' has value {config.rocm_proxy!r}; a live "
+            "mirror reaches upstream directly (nginx can't go through an HTTP proxy): give the "
+            "mirror host direct access, or serve a bundle (rocm_mirror_bundle)"
+        )
+    return replace(config, mirror=mirror)
+
+
+@dataclass(frozen=True, order=True)
+class Upstream:
+    """A server the live mirror proxies under ``/<netloc>/``. ``linked``: one only index
+    pages point to (PyPI's file host), resolved when a request needs it (a name the mirror
+    host can't resolve then fails that request, not the whole configuration)."""
+
+    netloc: str
+    scheme: str = "https"
+    linked: bool = False
+
+
+def upstreams(mirror_host: str, inventory: Any) -> list[Upstream]:
+    """Every upstream the hosts using ``mirror_host`` fetch from: their repositories, keys
+    and wheel indexes, and the file hosts those indexes link."""
+    found: dict[str, str] = {}
+    linked: set[str] = set()
+    for host in inventory:
+        try:
+            config = load_config(host.data.dict(), host.name)
+        except ConfigError:
+            continue  # refused on its own line; it fetches nothing
+        if config.rocm_mirror != mirror_host or config.rocm_state != "present":
+            continue
+        if config.pytorch_install:
+            linked.update(matrix.PYTORCH_INDEX_FILE_HOSTS)
+        for url in upstream_urls(config):
+            parts = urlsplit(url)
+            if found.get(parts.netloc) != "https":
+                found[parts.netloc] = parts.scheme
+    direct = [Upstream(netloc, scheme) for netloc, scheme in found.items()]
+    return sorted(direct + [Upstream(n, "https", True) for n in linked - set(found)])
+
+
+def nginx_site(
+    port: int, bundle: bool, servers: list[Upstream], nameservers: list[str] | None = None
+) -> str:
+    """The mirror's nginx configuration (a file of Debian's conf.d, inside ``http {}``).
+    ``nameservers`` (the host's resolv.conf) resolve the linked upstreams; without any,
+    those are left out."""
+    head = "# Written by rocm-fleet: the fleet mirror (rocm_mirror). Changes are overwritten."
+    listen = [f"    listen {port};", f"    listen [::]:{port};"]
+    if bundle:
+        return "\n".join(
+            [
+                head,
+                "server {",
+                *listen,
+                f"    root {paths.MIRROR_BUNDLE};",
+                "    index index.html;",
+                "    location / {",
+                "        try_files $uri $uri/ =404;",
+                "    }",
+                "}",
+                "",
+            ]
+        )
+    resolvers = [f"[{a}]" if ":" in a else a for a in nameservers or []]
+    servers = [s for s in servers if resolvers or not s.linked]
+    # The request as the client encoded it, less the /<upstream> prefix: a wheel's "%2B"
+    # must reach the upstream as sent (S3 reads a bare "+" in a path as a space).
+    lines = [
+        head,
+        "map $request_uri $rocm_fleet_upstream_uri {",
+        "    ~^/[^/]+(?<rocm_fleet_rest>/.*)$ $rocm_fleet_rest;",
+        "}",
+        f"proxy_cache_path {paths.MIRROR_CACHE} levels=1:2 keys_zone=rocm_fleet_mirror:32m",
+        "                 max_size=500g inactive=180d use_temp_path=off;",
+    ]
+    # The upstreams the settings name are resolved when nginx loads (from /etc/hosts too): an
+    # upstream block each, which proxy_pass can name beside a variable without a resolver.
+    for number, server in enumerate(servers):
+        if not server.linked:
+            default = 443 if server.scheme == "https" else 80
+            bare = ":" not in server.netloc.rsplit("]", 1)[-1]
+            address = f"{server.netloc}:{default}" if bare else server.netloc
+            lines += [f"upstream rocm_fleet_{number} {{", f"    server {address};", "}"]
+    lines += [
+        "server {",
+        *listen,
+        *([f"    resolver {' '.join(resolvers)} valid=300s;"] if resolvers else []),
+        "    proxy_cache rocm_fleet_mirror;",
+        "    proxy_cache_lock on;",
+        "    proxy_cache_lock_timeout 10m;",
+        "    proxy_cache_lock_age 10m;",
+        "    proxy_cache_revalidate on;",
+        "    proxy_cache_use_stale error timeout updating http_500 http_502 http_503 http_504;",
+        "    proxy_ignore_headers Cache-Control Expires Set-Cookie Vary;",
+        "    proxy_http_version 1.1;",
+        "    proxy_ssl_server_name on;",
+        "    proxy_ssl_verify on;",
+        f"    proxy_ssl_trusted_certificate {paths.SYSTEM_CA_BUNDLE};",
+        "    add_header X-Rocm-Fleet-Cache $upstream_cache_status always;",
+    ]
+    links = [f"        sub_filter '{s.scheme}://{s.netloc}/' '/{s.netloc}/';" for s in servers]
+    for number, server in enumerate(servers):
+        scheme, netloc = server.scheme, server.netloc
+        name = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
+        target = netloc if server.linked else f"rocm_fleet_{number}"
+        upstream = [
+            f"        proxy_pass {scheme}://{target}$rocm_fleet_upstream_uri;",
+            f"        proxy_set_header Host {netloc};",
+            f"        proxy_ssl_name {name};",
+            f"        proxy_redirect {scheme}://{netloc}/ /{netloc}/;",
+            f"        proxy_redirect / /{netloc}/;",
+        ]
+        lines += [
+            f"    location /{netloc}/ {{",
+            *upstream,
+            '        proxy_set_header Accept-Encoding "";',
+            "        proxy_cache_valid 200 10m;",
+            "        # Index pages: links to this upstream's paths and to the other upstreams",
+            "        # the mirror carries point at the mirror.",
+            "        sub_filter_types text/html;",
+            "        sub_filter_once off;",
+            f"        sub_filter 'href=\"/' 'href=\"/{netloc}/';",
+            *links,
+            "        # Packages and wheels never change under their name: kept long, in slices.",
+            r"        location ~ \.(deb|whl)$ {",
+            *(f"    {line}" for line in upstream),
+            "            slice 1m;",
+            "            proxy_cache_key $proxy_host$request_uri$slice_range;",
+            "            proxy_set_header Range $slice_range;",
+            "            proxy_cache_valid 200 206 180d;",
+            "        }",
+            "    }",
+        ]
+    return "\n".join([*lines, "}", ""])
+
+
+def apt_proxy_conf(config: Config) -> str:
+    """apt's proxy settings (apt.conf(5)): the proxy for http and https sources, DIRECT for
+    each exact host name of ``rocm_no_proxy`` and the mirror (apt has no suffix match)."""
+    proxy = config.rocm_proxy or ""
+    lines = [
+        "// Written by rocm-fleet from rocm_proxy and rocm_no_proxy; removed with them.",
+        f'Acquire::http::Proxy "{proxy}";',
+        f'Acquire::https::Proxy "{proxy}";',
+    ]
+    for name in no_proxy(config):
+        if name.startswith(".") or "/" in name or "*" in name:
+            continue  # a suffix or a range: apt can't say it
+        lines += [
+            f'Acquire::http::Proxy::{name} "DIRECT";',
+            f'Acquire::https::Proxy::{name} "DIRECT";',
+        ]
+    return "\n".join(lines) + "\n"
+
+
+@deploy("Proxy")
+def configure_proxy(config: Config, present: bool = True) -> None:
+    """apt's proxy snippet when the inventory names a proxy (and ROCm is present); its
+    removal otherwise. On a present host the removal is planned only when the snippet is
+    there, so a host without a proxy has no such concern in ``--dry`` or the audit."""
+    if present and config.rocm_proxy:
+        text_file(
+            name="Send apt through the proxy",
+            path=paths.APT_PROXY_CONF,
+            content=apt_proxy_conf(config),
+        )
+    elif not present or read_fact(FileDigest, path=paths.APT_PROXY_CONF) is not None:
+        text_file(name="Remove apt's proxy settings", path=paths.APT_PROXY_CONF, present=False)
+
+
+@deploy("Fleet mirror")
+def configure_mirror(config: Config, inventory: Any, present: bool = True) -> None:
+    """Serve the mirror on the host ``rocm_mirror`` names; on any other host, and with
+    ``present=False`` (``rocm_state: absent``), make sure none of it is left."""
+    mirror = config.mirror
+    if not present or mirror is None or not mirror.serves:
+        if not present or mirror_leftovers():
+            _remove_mirror()
+        return
+    debian_packages(
+        name="Install nginx to serve the mirror",
+        packages=MIRROR_PACKAGES,
+        ledger=paths.PACKAGE_LEDGER,
+    )
+    if mirror.bundle:
+        bundle_copy(
+            name="Copy the bundle to the mirror", bundle=mirror.bundle, path=paths.MIRROR_BUNDLE
+        )
+        directory_absent(name="Drop the live mirror's cache", path=paths.MIRROR_CACHE)
+    else:
+        directory_absent(name="Drop the bundle (a live mirror now)", path=paths.MIRROR_ROOT)
+    text_file(
+        name="Configure nginx to serve the mirror",
+        path=paths.MIRROR_SITE,
+        content=nginx_site(
+            config.rocm_mirror_port,
+            bool(mirror.bundle),
+            upstreams(mirror.host or "", inventory),
+            read_fact(Nameservers),
+        ),
+    )
+    daemon_serving(
+        name="Run nginx with the mirror's configuration",
+        service="nginx",
+        pidfile=paths.NGINX_PID,
+        configs=[paths.MIRROR_SITE],
+        stamp=paths.MIRROR_STAMP,
+    )
+
+
+def mirror_leftovers() -> bool:
+    """Whether the host holds anything of a mirror it served (read from the survey)."""
+    files = (paths.MIRROR_SITE, paths.MIRROR_STAMP)
+    directories = (paths.MIRROR_ROOT, paths.MIRROR_CACHE)
+    return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
+        read_fact(DirectoryExists, path=d) for d in directories
+    )
+
+
+def _remove_mirror() -> None:
+    daemon_config_absent(
+        name="Stop serving the mirror",
+        service="nginx",
+        pidfile=paths.NGINX_PID,
+        path=paths.MIRROR_SITE,
+    )
+    text_file(name="Forget when nginx loaded the mirror", path=paths.MIRROR_STAMP, present=False)
+    directory_absent(name="Remove the mirror's bundle", path=paths.MIRROR_ROOT)
+    directory_absent(name="Remove the mirror's cache", path=paths.MIRROR_CACHE)

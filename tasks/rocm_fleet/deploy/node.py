@@ -1,0 +1,87 @@
+"""The whole node as one deploy: the checklist every rocm-fleet run follows.
+
+``deploy.py`` calls it for the pyinfra CLI; a project of your own composes it beside its
+other deploys (``from rocm_fleet.deploy import rocm_node``; ``rocm_node()``, global arguments such
+as ``_sudo=True`` apply to every operation inside). Settings come from each host's
+inventory data (``rocm_fleet.model.settings``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyinfra import host
+from pyinfra.api import deploy
+from pyinfra.api.exceptions import DeployError
+
+from rocm_fleet.deploy.cuda import migrate_from_cuda
+from rocm_fleet.deploy.driver import configure_driver
+from rocm_fleet.deploy.groups import configure_groups
+from rocm_fleet.deploy.kernel import configure_kernel
+from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy, with_mirror
+from rocm_fleet.deploy.preflight import preflight
+from rocm_fleet.deploy.pytorch import install_pytorch, remove_pytorch
+from rocm_fleet.deploy.reboot import reboot_if_needed
+from rocm_fleet.deploy.repository import install_repository, remove_repository
+from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
+from rocm_fleet.deploy.secureboot import configure_secure_boot
+from rocm_fleet.deploy.verify import verify_node
+from rocm_fleet.engine import planning
+from rocm_fleet.model.config import Config, ConfigError, load_config
+
+# Planning every operation of every host walks the call stack; pyinfra's way costs ~3 ms an
+# operation (see engine.planning), ours the same answer for a fraction.
+planning.install()
+
+
+class InventoryError(ConfigError, DeployError):
+    """Bad inventory data, as pyinfra's CLI stops a run for (a DeployError)."""
+
+
+def host_config(current: Any) -> Config:
+    """A host's validated settings with its fleet mirror resolved: what the deploy and the
+    audit both start from (raises InventoryError, a ConfigError, for bad inventory data)."""
+    try:
+        return with_mirror(
+            load_config(current.data.dict(), current.name), current.name, current.inventory
+        )
+    except ConfigError as exc:
+        raise InventoryError(str(exc)) from None
+
+
+@deploy("rocm-fleet")
+def rocm_node() -> None:
+    """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it
+    (``rocm_state: absent``). Idempotent: a second run changes nothing."""
+    # Bad inventory data stops the whole run here, before any host is touched.
+    config = host_config(host)
+
+    if config.rocm_state == "absent":
+        remove_pytorch(config)
+        remove_rocm(config)
+        configure_mirror(config, host.inventory, present=False)
+        remove_repository(config)
+        configure_proxy(config, present=False)
+        return
+
+    # One read of the host; a host that can't take the release is refused, unchanged.
+    found = preflight(config)
+    if found is None or found.row is None:
+        return
+    distro = found.row
+    # apt's proxy before anything runs apt; the mirror up before any host fetches from it
+    # (pyinfra runs each operation on every host before the next).
+    configure_proxy(config)
+    configure_mirror(config, host.inventory)
+    # (reason, operation) pairs whose change needs a reboot, for reboot_if_needed.
+    needs_reboot = migrate_from_cuda(config) if config.rocm_migrate_from_cuda else []
+    needs_reboot += configure_kernel(config, distro)
+    install_repository(config, distro)
+    needs_reboot += configure_driver(config, distro)
+    needs_reboot += configure_secure_boot(config, distro)
+    install_rocm(config, config.wanted_packages(found.gpus))
+    configure_groups(config)
+    if config.pytorch_install:
+        install_pytorch(config)
+    reboot_if_needed(config, needs_reboot)
+    verify_node(config)

@@ -1,0 +1,117 @@
+"""AMD's apt repository of the release's stream: verified key, source for the host's distro,
+a pin above the distribution's own ROCm; and nothing of the other stream's.
+
+The classic stream (repo.radeon.com) and the ROCm Core SDK (repo.amd.com, then
+stable.repo.amd.com) each have their own key, keyring, source file and pin
+(``model.matrix.Stream``, ``Repository``), which ``model.sources`` turns into the
+host's source (pointed at the fleet mirror when the host uses one; the key fetched through
+the proxy when there is one). Changing ``rocm_version`` across streams writes the new
+stream's files and removes the other's, so apt never sees both.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+from pyinfra.operations import files
+from pyinfra.operations.util import any_changed
+
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.sources import proxy_environment, rocm_repository
+from rocm_fleet.operations.apt import (
+    apt_lists_fresh,
+    apt_update,
+    debian_packages,
+    dpkg_repaired,
+    verified_keyring,
+)
+from rocm_fleet.operations.files import text_file
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+# Fetching and checking the key needs these before anything from AMD can be trusted.
+PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
+
+# Every file any stream's repository puts on a host (matrix.REPOSITORIES, matrix.STREAMS).
+SOURCES = tuple(dict.fromkeys(repo.source for repo in matrix.REPOSITORIES))
+KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
+PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
+
+
+def foreign_files(config: Config) -> tuple[list[str], list[str], list[str]]:
+    """(sources, keyrings, pins) of the other stream or repository: what must not stay
+    beside the release's own. The driver's keyring stays while ``rocm_driver: dkms``."""
+    stream, repo = config.stream, config.repository
+    keep = {stream.keyring, config.amdgpu_keyring}
+    return (
+        [path for path in SOURCES if path != repo.source],
+        [path for path in KEYRINGS if path not in keep],
+        [path for path in PINS if path != stream.pin],
+    )
+
+
+@deploy("ROCm apt repository")
+def install_repository(config: Config, row: matrix.Distro) -> None:
+    stream, repository = config.stream, rocm_repository(config, row)
+    served = repository.via(config.mirror)  # the fleet mirror's copy, when there is one
+    dpkg_repaired(name="Finish an interrupted dpkg run")
+    debian_packages(
+        name="Install the tools that fetch and check AMD's key",
+        packages=PREREQUISITES,
+        ledger=paths.PACKAGE_LEDGER,
+    )
+    verified_keyring(
+        name="Install AMD's signing key (fingerprint checked)",
+        path=repository.keyring,
+        url=served.key.url,
+        fingerprint=repository.key.fingerprint,
+        proxy=proxy_environment(config),
+    )
+    text_file(
+        name="Point apt at the ROCm release for this distro",
+        path=repository.source,
+        content=served.source_text(),
+    )
+    text_file(
+        name="Pin AMD's repository above the distribution's own ROCm packages",
+        path=stream.pin,
+        content=stream.pin_text(),
+    )
+    sources, keyrings, pins = foreign_files(config)
+    for path in sources:
+        text_file(name=f"Remove the other ROCm stream's source {path}", path=path, present=False)
+    for path in pins:
+        text_file(name=f"Remove the other ROCm stream's pin {path}", path=path, present=False)
+    for path in keyrings:
+        verified_keyring(
+            name=f"Remove the other ROCm stream's keyring {path}", path=path, present=False
+        )
+    apt_lists_fresh(
+        name="Refresh apt lists after a source or key change",
+        inputs=[repository.source, repository.keyring],
+        stamp=paths.APT_LISTS_STAMP,
+    )
+
+
+@deploy("Remove ROCm apt repository")
+def remove_repository(config: Config) -> None:
+    removed = [
+        text_file(name=f"Remove the ROCm source {path}", path=path, present=False)
+        for path in SOURCES
+    ]
+    removed.append(
+        text_file(name="Remove the amdgpu driver source", path=paths.AMDGPU_SOURCE, present=False)
+    )
+    for path in PINS:
+        text_file(name=f"Remove AMD's pin {path}", path=path, present=False)
+    for path in KEYRINGS:
+        verified_keyring(name=f"Remove AMD's keyring {path}", path=path, present=False)
+    apt_update(name="Forget AMD's package lists", _if=any_changed(*removed))
+    debian_packages(
+        name="Purge the distribution packages the deploy installed",
+        ledger=paths.PACKAGE_LEDGER,
+        present=False,
+    )
+    files.directory(name="Remove rocm-fleet's state", path=paths.STATE_DIR, present=False)

@@ -1,0 +1,52 @@
+"""ROCm user space from AMD's repository, its libraries on the loader path, its tools on PATH.
+
+The packages are the release's stream's (``rocm_packages``, else the stream's default, which
+for the Core SDK depends on the host's GPUs: ``Config.wanted_packages``); packages of
+another release or the other stream are moved or purged by the same operation. /opt/rocm/lib
+and /opt/rocm/bin serve both streams (classic: /opt/rocm links to /opt/rocm-X.Y.Z; Core SDK:
+/opt/rocm/lib and /opt/rocm/bin link into /opt/rocm/core-X.Y).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+from pyinfra.operations import server
+
+from rocm_fleet.assets import text
+from rocm_fleet.model import paths
+from rocm_fleet.operations.apt import dpkg_repaired, release_packages
+from rocm_fleet.operations.files import text_file
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+
+@deploy("ROCm packages")
+def install_rocm(config: Config, packages: list[str]) -> None:
+    release_packages(
+        name="Install the ROCm packages of the release",
+        packages=packages,
+        release=config.release,
+    )
+    ld_conf = text_file(
+        name="Put /opt/rocm/lib on the dynamic loader path",
+        path=paths.LD_CONF,
+        content=text("rocm-ld.conf"),
+    )
+    server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
+    text_file(
+        name="Put /opt/rocm/bin on login shells' PATH",
+        path=paths.PROFILE,
+        content=text("rocm-profile.sh"),
+    )
+
+
+@deploy("Remove ROCm packages")
+def remove_rocm(config: Config) -> None:
+    dpkg_repaired(name="Finish an interrupted dpkg run")
+    release_packages(name="Purge AMD's ROCm packages (every release and stream)", present=False)
+    ld_conf = text_file(name="Remove the loader path entry", path=paths.LD_CONF, present=False)
+    server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
+    text_file(name="Remove the PATH snippet", path=paths.PROFILE, present=False)

@@ -1,0 +1,1 @@
+"""Everything that touches pyinfra beyond its public API, behind one door."""

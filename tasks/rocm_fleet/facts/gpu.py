@@ -1,0 +1,381 @@
+"""GPU facts: rocminfo's agents, the installed ROCm version, AMD GPUs on PCI, the KFD topology.
+
+The PCI and KFD facts read sysfs only, so they work before any ROCm package is installed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypedDict
+
+from pyinfra.api import FactBase
+from pyinfra.api.exceptions import FactProcessError
+from typing_extensions import override
+
+from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, joined, quote, split_rc
+from rocm_fleet.model import paths
+
+
+def gfx_from_target_version(value: int) -> str | None:
+    """
+    Decode a KFD ``gfx_target_version`` as ``rocm_agent_enumerator`` does:
+    major = v // 10000, minor = (v // 100) % 100 and stepping = v % 100, the last two
+    printed as one hex digit each. ``110000`` -> ``gfx1100``, ``90010`` -> ``gfx90a``,
+    ``90402`` -> ``gfx942``. ``0`` (a CPU node) -> ``None``.
+    """
+    if value <= 0:
+        return None
+    major, minor, stepping = value // 10000, (value // 100) % 100, value % 100
+    return f"gfx{major}{minor:x}{stepping:x}"
+
+
+def _pci_bdf(location_id: int, domain: int | None = None) -> str:
+    """``location_id``/``BDFID`` is bus << 8 | device << 3 | function."""
+    bdf = f"{location_id >> 8:02x}:{(location_id >> 3) & 0x1F:02x}.{location_id & 0x7:x}"
+    return bdf if domain is None else f"{domain:04x}:{bdf}"
+
+
+# ---------------------------------------------------------------------------------------
+# rocminfo
+# ---------------------------------------------------------------------------------------
+
+
+class RocmGpu(TypedDict):
+    name: str
+    marketing_name: str | None
+    uuid: str | None
+    vendor: str | None
+    node: int | None
+    chip_id: str | None
+    compute_units: int | None
+    pci_bdf: str | None
+    apu: bool
+    isa: list[str]
+
+
+class RocmAgentsDict(TypedDict):
+    status: str
+    rc: int | None
+    message: str
+    gpus: list[RocmGpu]
+
+
+def _int_prefix(value: str | None) -> int | None:
+    match = re.match(r"\s*(\d+)", value or "")
+    return int(match.group(1)) if match else None
+
+
+def _hex_suffix(value: str | None) -> str | None:
+    match = re.search(r"\((0x[0-9a-fA-F]+)\)", value or "")
+    return match.group(1).lower() if match else None
+
+
+def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
+    agents: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    section = None
+    previous = ""
+    for raw in lines:
+        line = raw.rstrip()
+        stripped = line.strip()
+        if previous == "*******" and re.fullmatch(r"Agent \d+", stripped):
+            current = {"fields": {}, "isa": [], "memory": ""}
+            agents.append(current)
+            section = None
+        previous = stripped
+        if current is None or ":" not in stripped:
+            continue
+        label, _, value = stripped.partition(":")
+        value = value.strip()
+        indent = len(line) - len(line.lstrip(" "))
+        if indent <= 2:
+            section = label
+            current["fields"].setdefault(label, value)
+        elif section == "ISA Info" and label == "Name" and value:
+            current["isa"].append(value)
+
+    gpus: list[RocmGpu] = []
+    for agent in agents:
+        fields = agent["fields"]
+        if fields.get("Device Type") != "GPU":
+            continue
+        bdfid = _int_prefix(fields.get("BDFID"))
+        gpus.append(
+            {
+                "name": fields.get("Name", ""),
+                "marketing_name": fields.get("Marketing Name") or None,
+                "uuid": fields.get("Uuid") or None,
+                "vendor": fields.get("Vendor Name") or None,
+                "node": _int_prefix(fields.get("Node")),
+                "chip_id": _hex_suffix(fields.get("Chip ID")),
+                "compute_units": _int_prefix(fields.get("Compute Unit")),
+                "pci_bdf": _pci_bdf(bdfid) if bdfid else None,
+                "apu": "APU" in fields.get("Memory Properties", "").split(),
+                "isa": agent["isa"],
+            },
+        )
+    return gpus
+
+
+class RocmAgents(FactBase[RocmAgentsDict | None]):
+    """
+    GPU agents reported by a release's own ``rocminfo`` (``rocminfo``: its path, e.g.
+    ``/opt/rocm-6.4.3/bin/rocminfo`` or ``/opt/rocm/core-10.1/bin/rocminfo``; never one
+    found on ``PATH``, which may be Debian's); CPU agents are ignored. Returns ``None`` when
+    it is not installed, otherwise:
+
+    .. code:: python
+
+        {
+            "status": "ok",  # | "not_loaded" | "no_access" | "error"
+            "rc": 0,  # rocminfo's exit status (124 = killed by the timeout)
+            "message": "ROCk module version 6.8.5 is loaded",
+            "gpus": [
+                {
+                    "name": "gfx1100",
+                    "marketing_name": "Radeon RX 7900 XTX",
+                    "uuid": "GPU-fff29e921a701d68",  # "GPU-XX" on APUs
+                    "vendor": "AMD",
+                    "node": 1,  # KFD topology node
+                    "chip_id": "0x744c",  # PCI device id
+                    "compute_units": 96,
+                    "pci_bdf": "0d:00.0",  # from BDFID, no PCI domain
+                    "apu": False,  # "Memory Properties: APU" (rocminfo >= 6.2)
+                    "isa": ["amdgcn-amd-amdhsa--gfx1100"],
+                },
+            ],
+        }
+
+    ``not_loaded``: "ROCk module is NOT loaded/live" (amdgpu/KFD missing, no GPU).
+    ``no_access``: "Unable to open /dev/kfd read-write" (user not in ``render``/``video``).
+    ``error``: any other non-zero exit; ``message`` holds the tail of the output.
+    """
+
+    tool_timeout = 120
+
+    @override
+    def command(self, rocminfo: str = f"{paths.ROCM_ROOT}/bin/rocminfo") -> str:
+        r = quote(rocminfo)
+        return (
+            f"if [ ! -x {r} ]; then echo {ABSENT}; "
+            f'else timeout {self.tool_timeout} {r} </dev/null 2>&1; echo "{RC_PREFIX}$?"; fi'
+        )
+
+    @override
+    def process(self, output: list[str]) -> RocmAgentsDict | None:
+        lines, rc = split_rc(output)
+        if rc is None:
+            if any(line.strip() == ABSENT for line in lines):
+                return None
+            raise FactProcessError(f"rocminfo output without exit status: {joined(lines)!r}")
+
+        nonempty = [line.strip() for line in lines if line.strip()]
+        message = nonempty[0] if nonempty else ""
+        status = "ok"
+        gpus: list[RocmGpu] = []
+
+        not_loaded = [line for line in nonempty if line.startswith("ROCk module is NOT")]
+        kfd = [
+            i
+            for i, line in enumerate(nonempty)
+            if line.startswith("Unable to open /dev/kfd") and "Permission denied" in line
+        ]
+        if not_loaded:
+            status, message = "not_loaded", not_loaded[0]
+        elif kfd:
+            status, message = "no_access", " ".join(nonempty[kfd[0] : kfd[0] + 2])
+        elif rc != 0:
+            status = "error"
+            tail = nonempty[-3:]
+            message = " | ".join(tail) if tail else f"rocminfo exited with {rc}"
+            if rc == 124:
+                message = f"rocminfo timed out after {self.tool_timeout}s" + (
+                    f" | {message}" if tail else ""
+                )
+        else:
+            gpus = _parse_rocminfo_agents(lines)
+        return {"status": status, "rc": rc, "message": message, "gpus": gpus}
+
+
+# ---------------------------------------------------------------------------------------
+# /opt/rocm/.info/version
+# ---------------------------------------------------------------------------------------
+
+
+class RocmVersion(FactBase[str | None]):
+    """
+    Installed ROCm version from ``<rocm_path>/.info/version``, by default the first of the
+    classic stream's (/opt/rocm/.info/version) and the Core SDK's
+    (/opt/rocm/core/.info/version) that exists, e.g. ``"6.4.3-128"``, ``"10.1.0-2"``;
+    ``None`` when there is none.
+    """
+
+    @override
+    def command(self, rocm_path: str | None = None) -> str:
+        if rocm_path:
+            candidates = [rocm_path.rstrip("/") + "/.info/version"]
+        else:
+            candidates = list(paths.ROCM_VERSION_FILES)
+        files = " ".join(quote(path) for path in candidates)
+        return f'for f in {files}; do if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
+
+    @override
+    def process(self, output: list[str]) -> str | None:
+        for line in output:
+            if line.strip():
+                return line.strip()
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# sysfs: PCI devices and KFD topology
+# ---------------------------------------------------------------------------------------
+
+
+# "class" is a keyword, hence the functional TypedDict syntax.
+PciGpu = TypedDict(
+    "PciGpu",
+    {"slot": str, "vendor": str, "device": str, "class": str, "driver": "str | None"},
+)
+
+
+class PciGpus(FactBase[list[PciGpu]]):
+    """
+    Display controllers and accelerators of every vendor from ``/sys/bus/pci/devices``:
+    PCI class ``0x03xxxx`` (display: Radeon, iGPU, NVIDIA's "3D controller") or
+    ``0x12xxxx`` (processing accelerator: Instinct). HDMI audio functions etc. are
+    skipped. Works without any driver loaded; ``driver`` is the bound kernel driver or
+    ``None``. AMD's are vendor ``0x1002`` (``pci_ids.AMD_VENDOR``); the others say what a
+    host has instead of an AMD GPU.
+
+    .. code:: python
+
+        [
+            {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c",
+             "class": "0x030000", "driver": "amdgpu"},
+            {"slot": "0000:00:06.0", "vendor": "0x10de", "device": "0x2335",
+             "class": "0x030200", "driver": "nvidia"},
+        ]
+    """
+
+    default = list
+
+    @override
+    def command(self) -> str:
+        return (
+            "for d in /sys/bus/pci/devices/*; do "
+            '[ -r "$d/vendor" ] && [ -r "$d/class" ] || continue; '
+            'read -r c < "$d/class"; '
+            'case "$c" in 0x03*|0x12*) ;; *) continue ;; esac; '
+            'read -r v < "$d/vendor"; read -r id < "$d/device"; '
+            'drv=-; if [ -e "$d/driver" ]; then drv=$(readlink "$d/driver"); fi; '
+            'echo "${d##*/} $v $id $c ${drv##*/}"; '
+            "done"
+        )
+
+    @override
+    def process(self, output: list[str]) -> list[PciGpu]:
+        gpus: list[PciGpu] = []
+        for line in output:
+            parts = line.split()
+            if len(parts) != 5:
+                continue
+            slot, vendor, device, pci_class, driver = parts
+            gpus.append(
+                {
+                    "slot": slot,
+                    "vendor": vendor.lower(),
+                    "device": device.lower(),
+                    "class": pci_class.lower(),
+                    "driver": None if driver == "-" else driver,
+                },
+            )
+        return gpus
+
+
+class KfdNode(TypedDict):
+    node: int
+    gfx: str
+    gfx_target_version: int
+    device_id: str | None
+    slot: str | None
+    drm_render_minor: int | None
+    simd_count: int | None
+    properties: dict[str, int]
+
+
+class KfdNodes(FactBase[list[KfdNode] | None]):
+    """
+    GPU nodes of the KFD (amdgpu compute) topology, read from
+    ``/sys/class/kfd/kfd/topology/nodes/*/properties``, so it needs no ROCm userspace.
+    CPU nodes (``gfx_target_version 0``) are skipped. ``None`` when
+    ``/sys/class/kfd/kfd/topology/nodes`` does not exist (amdgpu/KFD not loaded).
+    ``gfx`` is decoded like ``rocm_agent_enumerator`` (see ``gfx_from_target_version``).
+
+    .. code:: python
+
+        [
+            {
+                "node": 1,
+                "gfx": "gfx1100",
+                "gfx_target_version": 110000,
+                "device_id": "0x744c",
+                "slot": "0000:03:00.0",  # from domain + location_id, matches PciGpus
+                "drm_render_minor": 128,  # /dev/dri/renderD128
+                "simd_count": 192,
+                "properties": {"cpu_cores_count": 0, "simd_count": 192, ...},  # all ints
+            },
+        ]
+    """
+
+    path = "/sys/class/kfd/kfd/topology/nodes"
+
+    @override
+    def command(self) -> str:
+        return (
+            f"if [ -d {self.path} ]; then echo __kfd; "
+            f"for d in {self.path}/*; do "
+            '[ -r "$d/properties" ] || continue; '
+            'echo "__node=${d##*/}"; cat "$d/properties"; '
+            "done; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> list[KfdNode] | None:
+        if not any(line.strip() == "__kfd" for line in output):
+            return None
+        nodes: dict[int, dict[str, int]] = {}
+        current: dict[str, int] | None = None
+        for line in output:
+            line = line.strip()
+            if line.startswith("__node="):
+                try:
+                    current = nodes.setdefault(int(line[len("__node=") :]), {})
+                except ValueError:
+                    current = None
+                continue
+            parts = line.split()
+            if current is not None and len(parts) == 2 and parts[1].lstrip("-").isdigit():
+                current[parts[0]] = int(parts[1])
+
+        result: list[KfdNode] = []
+        for node_id in sorted(nodes):
+            props = nodes[node_id]
+            gfx = gfx_from_target_version(props.get("gfx_target_version", 0))
+            if gfx is None:
+                continue
+            location = props.get("location_id")
+            device_id = props.get("device_id")
+            result.append(
+                {
+                    "node": node_id,
+                    "gfx": gfx,
+                    "gfx_target_version": props["gfx_target_version"],
+                    "device_id": f"0x{device_id:04x}" if device_id else None,
+                    "slot": (_pci_bdf(location, props.get("domain", 0)) if location else None),
+                    "drm_render_minor": props.get("drm_render_minor"),
+                    "simd_count": props.get("simd_count"),
+                    "properties": props,
+                },
+            )
+        return result

@@ -1,0 +1,434 @@
+"""System facts: the distribution, the kernel, identity, modules, disk space, reboots,
+and NVIDIA's stack."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import TypedDict
+
+from pyinfra.api import FactBase
+from typing_extensions import override
+
+from rocm_fleet.facts._shell import Condition, quote, yes_if
+from rocm_fleet.facts.apt import InstalledPackages
+from rocm_fleet.model import paths
+
+
+class DistroReleaseDict(TypedDict):
+    id: str | None
+    id_like: list[str]
+    version_id: str | None
+    codename: str | None
+    point_release: str | None
+    pretty_name: str | None
+
+
+class DistroRelease(FactBase[DistroReleaseDict | None]):
+    """
+    ``/etc/os-release`` plus the point release, which Debian only keeps in
+    ``DEBIAN_VERSION_FULL`` (13+) or ``/etc/debian_version`` and Ubuntu in ``VERSION``.
+    ``None`` when ``/etc/os-release`` does not exist.
+
+    .. code:: python
+
+        {
+            "id": "debian",
+            "id_like": [],  # Debian has no ID_LIKE; Ubuntu: ["debian"]
+            "version_id": "12",
+            "codename": "bookworm",  # VERSION_CODENAME, else UBUNTU_CODENAME
+            "point_release": "12.9",  # Ubuntu: "24.04.3"; None if unknown
+            "pretty_name": "Debian GNU/Linux 12 (bookworm)",
+        }
+    """
+
+    @override
+    def command(self) -> str:
+        return (
+            "! test -e /etc/os-release || cat /etc/os-release; "
+            "if test -e /etc/debian_version; then "
+            'printf "__debian_version=%s\\n" "$(cat /etc/debian_version)"; fi'
+        )
+
+    @override
+    def process(self, output: list[str]) -> DistroReleaseDict | None:
+        items: dict[str, str] = {}
+        debian_version = None
+        for line in output:
+            line = line.strip()
+            if line.startswith("__debian_version="):
+                debian_version = line.partition("=")[2].strip()
+            elif "=" in line and not line.startswith("#"):
+                key, _, value = line.partition("=")
+                value = value.strip()
+                if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                    value = value[1:-1]
+                items[key.strip()] = value
+        if "ID" not in items:
+            return None
+
+        point = items.get("DEBIAN_VERSION_FULL")
+        numeric = debian_version and re.fullmatch(r"\d+(\.\d+)*", debian_version)
+        if not point and items["ID"] == "debian" and numeric:
+            point = debian_version
+        if not point:
+            match = re.match(r"(\d+(?:\.\d+)+)", items.get("VERSION", ""))
+            point = match.group(1) if match else None
+        return {
+            "id": items["ID"].lower(),
+            "id_like": items.get("ID_LIKE", "").split(),
+            "version_id": items.get("VERSION_ID"),
+            "codename": items.get("VERSION_CODENAME") or items.get("UBUNTU_CODENAME"),
+            "point_release": point,
+            "pretty_name": items.get("PRETTY_NAME"),
+        }
+
+
+class RunningKernel(FactBase[str]):
+    """
+    The running kernel's release, ``uname -r``: ``"6.1.0-50-amd64"``.
+    """
+
+    @override
+    def command(self) -> str:
+        return "uname -r"
+
+    @override
+    def process(self, output: list[str]) -> str:
+        return output[0].strip() if output else ""
+
+
+class RebootRequiredDict(TypedDict):
+    required: bool
+    packages: list[str]
+    reasons: list[str]
+
+
+class RebootRequired(FactBase[RebootRequiredDict]):
+    """
+    Whether the host waits for a reboot, where Debian and Ubuntu record it:
+    ``/run/reboot-required`` (exists), ``/run/reboot-required.pkgs`` (one package per line,
+    the packages that asked), plus rocm-fleet's own reasons (one per line) in
+    ``/run/rocm-fleet/reboot-reasons``. /run is a tmpfs, so a reboot clears all three.
+
+    .. code:: python
+
+        {
+            "required": True,
+            "packages": ["linux-image-6.12.95+deb12-amd64"],
+            "reasons": ["new kernel 6.12.95+deb12-amd64 (running 6.1.0-50-amd64)"],
+        }
+    """
+
+    @staticmethod
+    def default() -> RebootRequiredDict:
+        return {"required": False, "packages": [], "reasons": []}
+
+    @override
+    def command(self) -> str:
+        return (
+            f"if test -e {paths.REBOOT_REQUIRED}; then echo __required; fi; "
+            f"if test -r {paths.REBOOT_PACKAGES}; then "
+            f"sed 's/^/__pkg=/' {paths.REBOOT_PACKAGES}; fi; "
+            f"if test -r {paths.REBOOT_REASONS}; then "
+            f"sed 's/^/__reason=/' {paths.REBOOT_REASONS}; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> RebootRequiredDict:
+        result = self.default()
+        for line in output:
+            line = line.strip()
+            if line == "__required":
+                result["required"] = True
+            for prefix, key in (("__pkg=", "packages"), ("__reason=", "reasons")):
+                value = line[len(prefix) :].strip() if line.startswith(prefix) else ""
+                if value and value not in result[key]:  # type: ignore[literal-required]
+                    result[key].append(value)  # type: ignore[literal-required]
+        return result
+
+
+# NVIDIA's driver and CUDA stack as Debian and Ubuntu package it (Debian non-free:
+# nvidia-driver, nvidia-kernel-dkms, libcuda1, libnvidia-*; Ubuntu: nvidia-driver-<branch>,
+# nvidia-dkms-<branch>, libnvidia-compute-<branch>, xserver-xorg-video-nvidia-<branch>;
+# NVIDIA's own CUDA repository: cuda, cuda-*, libcudnn*, libnccl*, and CUDA's libraries and
+# tools under their own names, as on a real Ubuntu 24.04 CUDA 13 host (tests/fixtures/
+# cuda-host: libcublas-13-0, libcufft-13-0, libcufile-13-0, libcurand-13-0,
+# libcusolver-13-0, libcusparse-13-0, libnpp-13-0, libnvfatbin-13-0, libnvjitlink-13-0,
+# libnvjpeg-13-0, libnvptxcompiler-13-0, libnvvm-13-0, nsight-compute-2025.3.1 and their
+# -dev packages). Left out, those make apt's simulation of purging the rest fail: they
+# depend on cuda-toolkit-config-common.
+NVIDIA_PACKAGE_PATTERNS = (
+    "nvidia-*",
+    "libnvidia-*",
+    "cuda",
+    "cuda-*",
+    "libcuda*",
+    "libcudnn*",
+    "libnccl*",
+    "xserver-xorg-video-nvidia*",
+    "libcublas*",
+    "libcufft*",
+    "libcufile*",
+    "libcurand*",
+    "libcusolver*",
+    "libcusparse*",
+    "libnpp*",
+    "libnvfatbin*",
+    "libnvjitlink*",
+    "libnvjpeg*",
+    "libnvptxcompiler*",
+    "libnvvm*",
+    "nsight-compute*",
+)
+# Names the patterns catch that are not NVIDIA's driver or CUDA: the free EGL platform
+# libraries in Debian/Ubuntu main (source egl-wayland, egl-gbm, egl-x11) that Mesa
+# desktops carry, and nvidia-texture-tools (image tools, no driver). Globs, as the
+# patterns, so the host-side purge simulation (facts.apt.PackagePurge) uses them too.
+NVIDIA_PACKAGE_EXCEPTIONS = (
+    "libnvidia-egl-wayland*",
+    "libnvidia-egl-gbm*",
+    "libnvidia-egl-xcb*",
+    "libnvidia-egl-xlib*",
+    "nvidia-texture-tools",
+)
+
+
+class NvidiaStackDict(TypedDict):
+    packages: list[str]
+    modules: list[str]
+
+
+class NvidiaStack(FactBase[NvidiaStackDict]):
+    """
+    NVIDIA's driver and CUDA stack on the host: installed packages whose names match
+    ``NVIDIA_PACKAGE_PATTERNS`` (half-installed ones count; removed ones that left only
+    config files don't) and loaded ``nvidia*`` kernel modules, from the same two reads as
+    ``InstalledPackages`` and ``LoadedModules`` (see ``nvidia_stack``).
+
+    .. code:: python
+
+        {
+            "packages": ["libcuda1", "nvidia-driver", "nvidia-kernel-dkms"],  # sorted
+            "modules": ["nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm"],  # sorted
+        }
+    """
+
+    @staticmethod
+    def default() -> NvidiaStackDict:
+        return {"packages": [], "modules": []}
+
+    @override
+    def command(self) -> str:
+        return f"{InstalledPackages().command()}; echo __modules; {LoadedModules().command()}"
+
+    @override
+    def process(self, output: list[str]) -> NvidiaStackDict:
+        split = output.index("__modules") if "__modules" in output else len(output)
+        packages = InstalledPackages().process(output[:split])
+        return nvidia_stack(packages, LoadedModules().process(output[split + 1 :]))
+
+
+class Architecture(FactBase[str | None]):
+    """dpkg's architecture (``amd64``), None without dpkg."""
+
+    @override
+    def command(self) -> str:
+        return "dpkg --print-architecture 2>/dev/null || true"
+
+    @override
+    def process(self, output: list[str]) -> str | None:
+        return next((line.strip() for line in output if line.strip()), None)
+
+
+class IdentityDict(TypedDict):
+    uid: int | None
+    user: str | None
+
+
+class Identity(FactBase[IdentityDict]):
+    """Who the deploy's commands run as (after ``_sudo``): ``{"uid": 0, "user": "root"}``."""
+
+    @staticmethod
+    def default() -> IdentityDict:
+        return {"uid": None, "user": None}
+
+    @override
+    def command(self) -> str:
+        return "id -u; id -un"
+
+    @override
+    def process(self, output: list[str]) -> IdentityDict:
+        words = [line.strip() for line in output if line.strip()]
+        uid = words[0] if words else ""
+        return {
+            "uid": int(uid) if uid.isdigit() else None,
+            "user": words[1] if len(words) > 1 else None,
+        }
+
+
+class Wsl(FactBase[bool]):
+    """Whether the host is WSL (its interop binfmt or /run/WSL exist)."""
+
+    @staticmethod
+    def default() -> bool:
+        return False
+
+    @override
+    def command(self) -> str:
+        return (
+            "! test -e /proc/sys/fs/binfmt_misc/WSLInterop || echo interop; "
+            "! test -e /run/WSL || echo run"
+        )
+
+    @override
+    def process(self, output: list[str]) -> bool:
+        return any(line.strip() for line in output)
+
+
+class LoadedModules(FactBase[list[str]]):
+    """Names of the loaded kernel modules, from /proc/modules (sorted)."""
+
+    default = list
+
+    @override
+    def command(self) -> str:
+        return '! test -r /proc/modules || while read -r m _; do echo "$m"; done < /proc/modules'
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        return sorted({line.strip() for line in output if line.strip()})
+
+
+class AmdgpuModuleDict(TypedDict):
+    loaded: bool
+    version: str | None
+    initstate: str | None
+
+
+class AmdgpuModule(FactBase[AmdgpuModuleDict]):
+    """
+    The amdgpu kernel module: loaded, its version (only AMD's DKMS build has one) and
+    init state, from /sys/module/amdgpu.
+
+    .. code:: python
+
+        {"loaded": True, "version": "6.12.12" | None, "initstate": "live" | None}
+    """
+
+    @staticmethod
+    def default() -> AmdgpuModuleDict:
+        return {"loaded": False, "version": None, "initstate": None}
+
+    @override
+    def command(self) -> str:
+        return (
+            "if [ -d /sys/module/amdgpu ]; then echo loaded; "
+            "! test -r /sys/module/amdgpu/version || "
+            "echo version=$(cat /sys/module/amdgpu/version); "
+            "! test -r /sys/module/amdgpu/initstate || "
+            "echo initstate=$(cat /sys/module/amdgpu/initstate); fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> AmdgpuModuleDict:
+        lines = [line.strip() for line in output]
+        values = dict(line.split("=", 1) for line in lines if "=" in line)
+        return {
+            "loaded": "loaded" in lines,
+            "version": values.get("version") or None,
+            "initstate": values.get("initstate") or None,
+        }
+
+
+class FreeSpaceDict(TypedDict):
+    path: str
+    mount: str
+    avail: int
+
+
+class FreeSpace(FactBase[list[FreeSpaceDict]]):
+    """
+    Free bytes on the filesystem of each of ``paths`` (a missing path is measured at its
+    nearest existing parent), with the mount point.
+
+    .. code:: python
+
+        [{"path": "/opt", "mount": "/", "avail": 80000000000}]
+    """
+
+    default = list
+
+    @override
+    def command(self, paths: list[str] | tuple[str, ...]) -> str:
+        if not paths:
+            return "true"
+        # Each path, then one df for the existing ancestors (its rows follow its arguments'
+        # order): two processes however many paths, where a df, a tail and a sed each were.
+        return (
+            f"set --; for p in {' '.join(quote(p) for p in paths)}; do d=$p; "
+            'while [ ! -e "$d" ]; do d=${d%/*}; d=${d:-/}; done; echo "__path=$p"; '
+            'set -- "$@" "$d"; done; df -Pk "$@"; set --'
+        )
+
+    @override
+    def process(self, output: list[str]) -> list[FreeSpaceDict]:
+        paths = [line[len("__path=") :] for line in output if line.startswith("__path=")]
+        # df -P: Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on (the header
+        # has no number where Available is)
+        rows = [line.split(None, 5) for line in output if not line.startswith("__path=")]
+        rows = [row for row in rows if len(row) == 6 and row[3].isdigit()]
+        if len(rows) != len(paths):
+            return []  # df failed for one of them: nothing measured, none judged
+        return [
+            {"path": path, "mount": row[5], "avail": int(row[3]) * 1024}
+            for path, row in zip(paths, rows, strict=True)
+        ]
+
+
+# The patterns as one expression each: every installed package is tested, twice a host.
+_NVIDIA = re.compile("|".join(fnmatch.translate(p) for p in NVIDIA_PACKAGE_PATTERNS))
+_NOT_NVIDIA = re.compile("|".join(fnmatch.translate(p) for p in NVIDIA_PACKAGE_EXCEPTIONS))
+
+
+def is_nvidia_package(name: str) -> bool:
+    """Whether a package is part of NVIDIA's driver or CUDA stack (the patterns above)."""
+    return bool(_NVIDIA.match(name)) and not _NOT_NVIDIA.match(name)
+
+
+def nvidia_stack(packages: dict[str, str], modules: list[str]) -> NvidiaStackDict:
+    """``NvidiaStack``'s answer from an ``InstalledPackages`` listing and ``LoadedModules``."""
+    names = sorted(name for name in packages if is_nvidia_package(name))
+    loaded = sorted({m.strip() for m in modules if m.strip().startswith("nvidia")})
+    return {"packages": names, "modules": loaded}
+
+
+class DaemonRunning(Condition):
+    """Whether the process a daemon's pid file names is alive (``kill -0``): the daemon
+    runs, however it was started (systemd, an init script).
+
+    .. code:: python
+
+        True
+    """
+
+    @override
+    def command(self, pidfile: str) -> str:
+        q = quote(pidfile)
+        return yes_if(f'test -s {q} && kill -0 "$(cat {q})" 2>/dev/null')
+
+
+class Nameservers(FactBase[list[str]]):
+    """The ``nameserver`` addresses of /etc/resolv.conf (empty: none, or no file).
+
+    .. code:: python
+
+        ["127.0.0.53"]
+    """
+
+    default = list
+    command = "! test -r /etc/resolv.conf || sed -n 's/^nameserver[[:space:]]*//p' /etc/resolv.conf"
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        return [line.split()[0] for line in output if line.strip()]

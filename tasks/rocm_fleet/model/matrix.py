@@ -1,0 +1,766 @@
+"""The one compatibility matrix: every ROCm / distro / PyTorch fact the deploy relies on.
+
+Nothing else in rocm-fleet hard-codes a version, suite, URL or fingerprint: tasks read them
+from here. Each table cites where its rows come from; "fact sheet §N" is the project's
+research notes (rocm-facts.md), "research A.n" the matrix research of 2026-11-30
+(matrix-research.md), which in turn name the upstream document or file. "(3p)" marks
+third-party evidence only (apt logs, install scripts); everything else is AMD's or
+PyTorch's own text or code.
+
+Two streams of ROCm, which differ in every packaging detail and share nothing on a host:
+
+* the classic stream on repo.radeon.com, 6.0.0 to 7.2.4 (the last: AMD's Core SDK pages
+  say "If you have ROCm 7.2.4 or older installed, please uninstall it");
+* the ROCm Core SDK built with TheRock, 7.14.0 onwards (repo.amd.com for 7.14,
+  stable.repo.amd.com for 10.x; packages ``amdrocm*`` under /opt/rocm/core-X.Y).
+
+Everything that differs between them is a :class:`Stream` (key, keyring, pin, package names
+and versions, install root, the distros it publishes) plus the :class:`Repository` a
+release is published in; the tasks ask a release's stream and never test which one it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+from rocm_fleet.model import paths
+from rocm_fleet.model.versions import (
+    amd_release_tag,
+    classic_version_regex,
+    core_sdk_version_regex,
+    is_amd_driver_version,
+    is_core_sdk_package,
+    kernel_key,
+    major_minor,
+    release_key,
+    release_tag,
+)
+
+# --- Distributions ------------------------------------------------------------------------
+
+
+class Support(Enum):
+    """How AMD lists a distro for a release (fact sheet §2.1)."""
+
+    OFFICIAL = "official"  # listed for every GPU family AMD supports in that release
+    INSTINCT_ONLY = "instinct-only"  # listed, but Radeon / Radeon PRO only on Ubuntu and RHEL
+    UNLISTED = "unlisted"  # AMD publishes the packages but does not list the distro
+
+
+@dataclass(frozen=True)
+class Distro:
+    id: str  # os-release ID
+    version: str  # os-release VERSION_ID (major for Debian)
+    suite: str  # the suite repo.radeon.com (classic ROCm, amdgpu driver) serves it
+
+    @property
+    def key(self) -> str:
+        return f"{self.id} {self.version}"
+
+
+# repo.radeon.com suites: conf.py ``ubuntu_version_numbers`` / ``debian_version_numbers`` =
+# [('13','noble'), ('12','jammy')] (rocm-programming-guide 7.2.1 conf.py; fact sheet §3.2);
+# Ubuntu 26.04 is ``resolute`` (amdgpu-docs conf.py for 31.30.0, ``('26.04', 'resolute')``;
+# research A.6). Only the Core SDK and the amdgpu driver publish for 26.04 (research A.7).
+DISTROS: tuple[Distro, ...] = (
+    Distro("ubuntu", "22.04", "jammy"),
+    Distro("ubuntu", "24.04", "noble"),
+    Distro("ubuntu", "26.04", "resolute"),
+    Distro("debian", "12", "jammy"),
+    Distro("debian", "13", "noble"),
+)
+DISTRO_KEYS = tuple(row.key for row in DISTROS)  # "ubuntu 22.04", ...: what settings name
+
+
+@dataclass(frozen=True)
+class HostRuntime:
+    """What a distro release's own ``python3`` and C library are: the venv's interpreter is
+    the host's python3, so its wheels must carry a ``cpXY`` tag and a manylinux tag no newer
+    than the host's glibc (PEP 600)."""
+
+    python: str  # major.minor, e.g. "3.11"
+    glibc: str  # major.minor, e.g. "2.36"
+
+
+# Debian: the bookworm and trixie main Packages on deb.debian.org, read 2026-11-30
+# (python3 3.11.2-1+b1 and 3.13.5-1; libc6 2.36-9+deb12u14 and 2.41-12+deb13u5). Ubuntu:
+# archive.ubuntu.com package versions as apt logs in public repositories print them
+# (python3 3.10.6-1~22.04.1 and 3.12.3-0ubuntu2, e.g. index ids 16899614440, 22403885585;
+# libc6 2.35-0ubuntu3.x and 2.39-0ubuntu8.x, ids 16012677162, 71487594790). Ubuntu 26.04:
+# (3p) "python3 is Python 3.14", "Ubuntu 26.04 ships glibc 2.43" (vmafx ADR-0603, "Ubuntu
+# 26.04 (Resolute Raccoon) fallout fixes", 2026-05-19), and an apt log of such a host
+# setting up python3-venv 3.14.3-0ubuntu2 and libc-bin 2.43-2ubuntu2.3 (index id
+# 65854530061); the archive's Packages were not read.
+HOST_RUNTIMES: dict[str, HostRuntime] = {
+    "ubuntu 22.04": HostRuntime("3.10", "2.35"),
+    "ubuntu 24.04": HostRuntime("3.12", "2.39"),
+    "ubuntu 26.04": HostRuntime("3.14", "2.43"),
+    "debian 12": HostRuntime("3.11", "2.36"),
+    "debian 13": HostRuntime("3.13", "2.41"),
+}
+
+
+def distro(distro_id: str, version_id: str, override: str | None = None) -> Distro | None:
+    """The matrix row for an os-release ID / VERSION_ID (Debian point releases ignored);
+    for a distro the matrix doesn't know, the row ``override`` names (rocm_distro_override),
+    if any."""
+    version = version_id.split(".")[0] if distro_id == "debian" else version_id
+    for row in DISTROS:
+        if row.id == distro_id and row.version == version:
+            return row
+    return next((row for row in DISTROS if row.key == override), None) if override else None
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What a stream publishes for one distro: the part of the apt source that names the
+    distro (a suite, or a per-distro directory), from which release, and how AMD lists it."""
+
+    distro: str  # Distro.key
+    suite: str  # the apt suite
+    directory: str | None  # the per-distro directory of the repository (Core SDK)
+    first_release: str  # the first release of the stream that publishes it
+    listed_from: str | None  # the first release AMD lists the distro in, None if never
+    instinct_only: bool  # AMD lists it for Instinct accelerators only
+
+
+# --- GPUs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    gfx: str
+    family: str  # "instinct" or "radeon"
+    products: str
+    supported_from: str | None  # first classic release that lists it, None = never listed
+
+
+# Product -> gfx and first listing: system-requirements files and the historical CSV
+# (fact sheet §2.3). gfx1036 (Ryzen 7000 iGPU) is never listed; it is here so the deploy
+# can tell an iGPU from a missing expected dGPU.
+GPU_TARGETS: tuple[GpuTarget, ...] = (
+    GpuTarget("gfx950", "instinct", "Instinct MI355X, MI350X", "7.0.0"),
+    GpuTarget("gfx942", "instinct", "Instinct MI300X, MI300A, MI325X", "6.0.0"),
+    GpuTarget("gfx90a", "instinct", "Instinct MI250X, MI250, MI210", "6.0.0"),
+    GpuTarget("gfx908", "instinct", "Instinct MI100", "6.0.0"),
+    GpuTarget("gfx906", "instinct", "Instinct MI50, Radeon VII, Radeon PRO VII", "6.0.0"),
+    GpuTarget("gfx1201", "radeon", "Radeon RX 9070 / 9070 XT / 9070 GRE, AI PRO R9700", "6.4.1"),
+    GpuTarget("gfx1200", "radeon", "Radeon RX 9060 XT", "6.4.1"),
+    GpuTarget("gfx1100", "radeon", "Radeon RX 7900 XTX / XT / GRE, PRO W7900, W7800", "6.0.0"),
+    GpuTarget("gfx1101", "radeon", "Radeon RX 7800 XT, 7700 XT, PRO W7700, V710", "6.4.1"),
+    GpuTarget("gfx1102", "radeon", "Radeon RX 7600", None),
+    GpuTarget("gfx1030", "radeon", "Radeon PRO W6800, V620 (RX 6800/6900: unlisted)", "6.0.0"),
+    GpuTarget("gfx1036", "radeon", "Ryzen 7000 integrated Radeon Graphics", None),
+)
+
+GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
+
+
+def gpu_target(gfx: str) -> GpuTarget | None:
+    for row in GPU_TARGETS:
+        if row.gfx == gfx:
+            return row
+    return None
+
+
+# --- Repositories and streams -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Repository:
+    """One of AMD's apt repositories: its base URL, where its signing key is, which file the
+    deploy points apt at it with, and whether that file is deb822 (else one ``deb`` line)."""
+
+    name: str
+    base_url: str
+    key_url: str
+    source: str  # host path of the source file
+    deb822: bool
+    x_repo_id: str | None = None  # AMD's X-Repo-Id line of a deb822 file
+
+
+# Key URL, keyring path and source-line form: every AMD install page 5.7 -> 7.2
+# (rocm-install-on-linux docs/install/native-install/ubuntu.rst; fact sheet §3.1, §3.2).
+CLASSIC_REPOSITORY = Repository(
+    "repo.radeon.com",
+    "https://repo.radeon.com/rocm/apt",
+    "https://repo.radeon.com/rocm/rocm.gpg.key",
+    paths.ROCM_SOURCE,
+    deb822=False,
+)
+# 7.14.x: "deb [arch=amd64 signed-by=/etc/apt/keyrings/amdrocm.gpg]
+# https://repo.amd.com/rocm/packages-multi-arch/<dist> stable main" in
+# /etc/apt/sources.list.d/rocm.list, key .../packages-multi-arch/gpg/rocm.gpg (rocm-docs
+# docs/install/include/200-install.rst, 7.14.0 version: index id 59807416391; 7.14.1 @
+# 50600d8d; research A.1). TheRock RFC0012 keeps repo.amd.com/rocm/ "as-is for backward
+# compatibility" (research A.1): 7.14 stays there, 10.x moved.
+MULTI_ARCH_REPOSITORY = Repository(
+    "repo.amd.com",
+    "https://repo.amd.com/rocm/packages-multi-arch",
+    "https://repo.amd.com/rocm/packages-multi-arch/gpg/rocm.gpg",
+    paths.ROCM_SOURCE,
+    deb822=False,
+)
+# 10.x: the deb822 file /etc/apt/sources.list.d/amdrocm-stable.sources ("X-Repo-Id:
+# amdrocm-stable", "URIs: https://stable.repo.amd.com/rocm/core/packages/<dist>/", "Suites:
+# stable"), key https://stable.repo.amd.com/rocm/gpg/packages.gpg (rocm-docs 200-install.rst
+# @ 0c31064a, the 10.0.0 page). 10.1 keeps it: its release notes list no repository change
+# and AMD's 10.1 HPC-SDK page installs amdrocm-hpc10.1 "from the same repo" (research A.1).
+STABLE_REPOSITORY = Repository(
+    "stable.repo.amd.com",
+    "https://stable.repo.amd.com/rocm/core/packages",
+    "https://stable.repo.amd.com/rocm/gpg/packages.gpg",
+    paths.AMDROCM_SOURCE,
+    deb822=True,
+    x_repo_id="amdrocm-stable",
+)
+REPOSITORIES = (CLASSIC_REPOSITORY, MULTI_ARCH_REPOSITORY, STABLE_REPOSITORY)
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What one stream of ROCm releases does differently, in one place: its signing key and
+    where the deploy keeps it, its apt pin, the distros it publishes, its package names and
+    versions, and where a release unpacks. Subclasses answer the questions about packages."""
+
+    name: str
+    title: str
+    key_fingerprint: str
+    keyring: str  # host path
+    pin: str  # host path of the pin file
+    pin_origin: str  # the Origin its Release files declare
+    publications: tuple[Publication, ...]
+    default_packages_text: str = ""  # for the settings table
+
+    def publication(self, row: Distro) -> Publication | None:
+        return next((p for p in self.publications if p.distro == row.key), None)
+
+    def pin_text(self) -> str:
+        """The pin that puts the stream's packages above the distribution's own (600 > 500):
+        AMD's classic form (fact sheet §3.2), keyed on the Release file's Origin."""
+        return f"Package: *\nPin: release o={self.pin_origin}\nPin-Priority: 600\n"
+
+    # --- packages (the subclasses) ----------------------------------------------------------
+
+    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+        raise NotImplementedError
+
+    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+        """The packages to install when ``rocm_packages`` is unset; ``gfx_targets`` names
+        every GPU of the host when known (else None)."""
+        raise NotImplementedError
+
+    def owns(self, name: str, version: str) -> bool:
+        """Whether an installed package is one of this stream's ROCm packages (not a
+        driver, not the distribution's)."""
+        raise NotImplementedError
+
+    def version_regex(self, release: Release) -> str:
+        """An extended regex (Python and awk) matching the versions of the release's
+        packages."""
+        raise NotImplementedError
+
+    def root(self, release: Release) -> str:
+        """Where the release unpacks on a host."""
+        raise NotImplementedError
+
+    def lists_gpu(self, release: Release, gfx: str) -> bool:
+        """Whether AMD lists the GPU target for the release."""
+        raise NotImplementedError
+
+
+class ClassicStream(Stream):
+    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+        return f"{base_url.rstrip('/')}/{release.apt_path}"
+
+    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+        # The HIP runtime meta package: rocminfo, HIP, HSA (fact sheet §3.5).
+        return ["rocm-hip-runtime"]
+
+    def owns(self, name: str, version: str) -> bool:
+        return bool(amd_release_tag(version)) and not is_amd_driver_version(version)
+
+    def version_regex(self, release: Release) -> str:
+        return classic_version_regex(release.version)
+
+    def root(self, release: Release) -> str:
+        return paths.classic_root(release.version)
+
+    def lists_gpu(self, release: Release, gfx: str) -> bool:
+        target = gpu_target(gfx)
+        since = target.supported_from if target else None
+        return since is not None and release.parts >= release_key(since)
+
+
+# The per-target packages amdrocm<ver>-<gfx>: exact gfx targets, the same fifteen on the
+# 7.14.0, 7.14.1 and 10.0.0 install pages (rocm-docs 200-install.rst, research A.4) and in the
+# 10.1 transition guide's table; family names (gfx110X-all) are for tarballs only.
+CORE_SDK_GFX_PACKAGES = (
+    "gfx950", "gfx942", "gfx90a", "gfx908", "gfx1201", "gfx1200", "gfx1100", "gfx1101",
+    "gfx1102", "gfx1103", "gfx1030", "gfx1151", "gfx1150", "gfx1152", "gfx1153",
+)  # fmt: skip
+
+
+class CoreSdkStream(Stream):
+    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+        return f"{base_url.rstrip('/')}/{publication.directory}"
+
+    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+        # "ROCm Base": amdrocm<ver> for every target, or amdrocm<ver>-<gfx> per target
+        # (200-install.rst; research A.4); <ver> is major.minor (packaging_utils.py).
+        ver = major_minor(release.version)
+        targets = sorted(set(gfx_targets or []))
+        if targets and all(gfx in CORE_SDK_GFX_PACKAGES for gfx in targets):
+            return [f"amdrocm{ver}-{gfx}" for gfx in targets]
+        return [f"amdrocm{ver}"]
+
+    def owns(self, name: str, version: str) -> bool:
+        return is_core_sdk_package(name, version)
+
+    def version_regex(self, release: Release) -> str:
+        return core_sdk_version_regex(release.version)
+
+    def root(self, release: Release) -> str:
+        return paths.core_sdk_root(major_minor(release.version))
+
+    def lists_gpu(self, release: Release, gfx: str) -> bool:
+        return gfx in CORE_SDK_GFX_PACKAGES
+
+
+# Listing: compatibility-matrix-historical-6.0.csv (fact sheet §2.1): Ubuntu 22.04 in every
+# 6.x/7.x release, 24.04 from 6.2.0 (noble suite first published then), Debian 12 from
+# 6.3.1 and Debian 13 from 7.0.2, both "supported only on AMD Instinct" (system-requirements.rst,
+# 6.4.x and 7.0.x eras; community: ROCm/legacy-rocm-build discussion #6571).
+CLASSIC = ClassicStream(
+    "classic",
+    "ROCm (repo.radeon.com)",
+    # Not printed in AMD's docs; seen in Debian apt's NO_PUBKEY/EXPKEYSIG errors quoted in
+    # ROCm issues and pinned by third-party install scripts (fact sheet §3.1, research C.5).
+    # Overridable per inventory (``rocm_key_fingerprint``) for when AMD rotates the key.
+    key_fingerprint="CA8BB4727A47B4D09B4EE8969386B48A1A693C5C",
+    keyring=paths.ROCM_KEYRING,
+    # AMD's pin, verbatim from every install page 5.7 -> 7.2 (fact sheet §3.2): without it
+    # Debian's own rocminfo 5.2.3 (bookworm) / 6.1.2 (trixie) outranks AMD's
+    # 1.0.0.<tag> (fact sheet §12).
+    pin=paths.ROCM_PIN,
+    pin_origin="repo.radeon.com",
+    publications=(
+        Publication("ubuntu 22.04", "jammy", None, "6.0.0", "6.0.0", instinct_only=False),
+        Publication("ubuntu 24.04", "noble", None, "6.2.0", "6.2.0", instinct_only=False),
+        Publication("debian 12", "jammy", None, "6.0.0", "6.3.1", instinct_only=True),
+        Publication("debian 13", "noble", None, "6.2.0", "7.0.2", instinct_only=True),
+    ),
+    default_packages_text="`rocm-hip-runtime`",
+)
+
+# <dist> names ubuntu2204, ubuntu2404, ubuntu2604, debian12, debian13 on the 7.14.0, 7.14.1
+# and 10.0.0 install pages (research A.3), suite "stable" (also TheRock
+# build_repo_package.py: every stream "declares Suite: stable / Codename: stable").
+# Listing (rocm-docs docs/data/os-support.yaml @ 1d2ba3f7, research A.7): Ubuntu 26.04,
+# 24.04.4 and 22.04.5 for Instinct, Radeon and (26.04, 24.04) Ryzen; Debian 13 and 12 for
+# Instinct accelerators only.
+CORE_SDK = CoreSdkStream(
+    "core-sdk",
+    "ROCm Core SDK",
+    # AMD's pinned primary-key fingerprint of its ROCm signing key, the same key for the
+    # 7.14 and 10.x repositories: TheRock build_tools/packaging/linux/build_repo_package.py
+    # EXPECTED_KEY_FINGERPRINT (index ids 58601907636, 69478452527; PR #7269; research A.2).
+    # Not printed on an AMD docs page; a different key from repo.radeon.com's.
+    key_fingerprint="D0F004A0025A1145C7807FCD0701EAC4D5E02107",
+    keyring=paths.AMDROCM_KEYRING,
+    pin=paths.AMDROCM_PIN,
+    # AMD publishes no pin for these repositories and the classic one (o=repo.radeon.com)
+    # doesn't match them. TheRock's repository builder writes "Origin: AMD ROCm" / "Label:
+    # ROCm <type> Packages" into every Release (build_tools/packaging/linux/
+    # build_package_repo.py @ 0f6cec14, generate_release_file_with_checksums), and (3p) an
+    # install script that checked `apt-cache policy` against stable.repo.amd.com pins
+    # "o=AMD ROCm" (index id 70152502895), as does an Ansible role for both 7.14 and 10.x
+    # (id 58692247280). The live Release files were not read here: `rocm-fleet matrix
+    # check` compares their Origin with this value.
+    pin_origin="AMD ROCm",
+    publications=(
+        Publication("ubuntu 22.04", "stable", "ubuntu2204", "7.14.0", "7.14.0", False),
+        Publication("ubuntu 24.04", "stable", "ubuntu2404", "7.14.0", "7.14.0", False),
+        Publication("ubuntu 26.04", "stable", "ubuntu2604", "7.14.0", "7.14.0", False),
+        Publication("debian 12", "stable", "debian12", "7.14.0", "7.14.0", True),
+        Publication("debian 13", "stable", "debian13", "7.14.0", "7.14.0", True),
+    ),
+    default_packages_text=(
+        "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"
+    ),
+)
+STREAMS = (CLASSIC, CORE_SDK)
+
+# PyTorch's wheel indexes, https://download.pytorch.org/whl/rocmX.Y[.Z]
+# (pytorch.org/get-started/previous-versions; fact sheet §7.1).
+PYTORCH_INDEX_BASE_URL = "https://download.pytorch.org/whl"
+# Some of those indexes' dependency pages link PyPI's file host rather than a copy of their
+# own (download.pytorch.org/whl/mpmath -> files.pythonhosted.org, quoted by PyTorch's
+# release manager in pytorch/pytorch#197552, 2026-09): a fleet mirror must carry it too.
+PYTORCH_INDEX_FILE_HOSTS = ("files.pythonhosted.org",)
+
+
+# --- PyTorch ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    torch: str
+    torchvision: str
+    torchaudio: str | None  # torchaudio stopped at 2.11 (research B.4)
+
+
+# What each download.pytorch.org ROCm index carries, oldest first. Which index a torch
+# release is built for: pytorch.org's "previous versions" page and pytorch RELEASE.md (fact
+# sheet §7.1), and from 2.10 on the ROCm list of pytorch/test-infra
+# tools/scripts/generate_binary_build_matrix.py, which the release builds follow: #7430
+# (2025-10-31, "7.0 7.1", torch 2.10), #7763 ("Move ROCm 7.0,7.1->7.1,7.2", torch 2.11 to
+# 2.13: "they still describe GA 2.13", #8498), #8498 (2026-08-11: release/2.14 builds
+# ROCM_ARCHES = ["7.2", "7.14"], "7.1 is not built for 2.14"). torchvision pairs 0.(minor+15)
+# with torch 2.minor (PyPI release lists). torchaudio: "There is no new release of
+# torchaudio for now" (PyTorch's release manager, pytorch.github.io PR #2074, 2026-05): 2.11
+# is the last, so builds from torch 2.12 on carry none (research B.4). Patch versions are
+# listed where wheels were seen; which ones (3p, installs from these very indexes) is said
+# per index.
+TORCH_INDEXES: dict[str, tuple[TorchBuild, ...]] = {
+    "rocm6.0": (TorchBuild("2.3.0", "0.18.0", "2.3.0"), TorchBuild("2.3.1", "0.18.1", "2.3.1")),
+    "rocm6.1": (
+        TorchBuild("2.4.0", "0.19.0", "2.4.0"),
+        TorchBuild("2.4.1", "0.19.1", "2.4.1"),
+        TorchBuild("2.5.0", "0.20.0", "2.5.0"),
+        TorchBuild("2.5.1", "0.20.1", "2.5.1"),
+        TorchBuild("2.6.0", "0.21.0", "2.6.0"),
+    ),
+    "rocm6.2": (TorchBuild("2.5.0", "0.20.0", "2.5.0"), TorchBuild("2.5.1", "0.20.1", "2.5.1")),
+    "rocm6.2.4": (TorchBuild("2.6.0", "0.21.0", "2.6.0"),),
+    "rocm6.3": (TorchBuild("2.7.0", "0.22.0", "2.7.0"), TorchBuild("2.7.1", "0.22.1", "2.7.1")),
+    "rocm6.4": (
+        TorchBuild("2.8.0", "0.23.0", "2.8.0"),
+        TorchBuild("2.9.0", "0.24.0", "2.9.0"),
+        TorchBuild("2.9.1", "0.24.1", "2.9.1"),
+    ),
+    # torch 2.10 was built for 7.0 and 7.1 (#7430). (3p) torch/torchvision/torchaudio
+    # 2.10.0/0.25.0/2.10.0+rocm7.0 installed from whl/rocm7.0: SD.Next's installer
+    # (vladmandic/automatic, index id 51789255723), LUMI's container recipe (id
+    # 61919455155), LlamaFactory notes (id 69503676659).
+    "rocm7.0": (TorchBuild("2.10.0", "0.25.0", "2.10.0"),),
+    # torch-2.10.0%2Brocm7.1 wheel (fact sheet §7.1); 2.11 to 2.13 built for 7.1 (#7763,
+    # #8498). (3p) `pip index versions` against whl/rocm7.1 listed 2.10.0, 2.11.0, 2.12.0
+    # (id 55897044494); torch/torchvision/torchaudio 2.11.0/0.26.0/2.11.0+rocm7.1 installs
+    # (ids 66459540258, 57488655236); "Installs torch 2.13.0+rocm7.1, torchvision
+    # 0.28.0+rocm7.1" from `--index-url .../whl/rocm7.1 torch torchvision` (id 59757967366).
+    "rocm7.1": (
+        TorchBuild("2.10.0", "0.25.0", "2.10.0"),
+        TorchBuild("2.11.0", "0.26.0", "2.11.0"),
+        TorchBuild("2.12.0", "0.27.0", None),
+        TorchBuild("2.13.0", "0.28.0", None),
+    ),
+    # torch 2.11.0+rocm7.2 (fact sheet §7.1); RELEASE.md names ROCm 7.2 the stable ROCm of
+    # torch 2.11, 2.12 and 2.13 (research B.3), and 2.14 is built for 7.2 too (#8498). (3p)
+    # wheels from whl/rocm7.2: 2.12.0/0.27.0 (ids 68834702254, 62291781436), 2.12.1/0.27.1
+    # (id 70553167843), 2.13.0/0.28.0 (id 59822753397), 2.14.0/0.29.0 (id 68869273089),
+    # 2.14.1/0.29.1 (ids 71022447151, 71242771102).
+    "rocm7.2": (
+        TorchBuild("2.11.0", "0.26.0", "2.11.0"),
+        TorchBuild("2.12.0", "0.27.0", None),
+        TorchBuild("2.12.1", "0.27.1", None),
+        TorchBuild("2.13.0", "0.28.0", None),
+        TorchBuild("2.14.0", "0.29.0", None),
+        TorchBuild("2.14.1", "0.29.1", None),
+    ),
+    # ROCm 7.14 is the stable ROCm of torch 2.14 (RELEASE.md, research B.3; #8498). (3p)
+    # 2.14.0/0.29.0+rocm7.14 (id 70425944467), 2.14.1/0.29.1+rocm7.14 from whl/rocm7.14 (ids
+    # 70142933718, 70373962142).
+    "rocm7.14": (TorchBuild("2.14.0", "0.29.0", None), TorchBuild("2.14.1", "0.29.1", None)),
+}
+
+# The ROCm runtime a torch wheel of the index doesn't bundle but requires from pip, from the
+# same index (the wheels of the other indexes bundle theirs: torch/lib/libamdhip64.so).
+# rocm7.14: "Matrix generator sets "7.14": ("rocm[libraries,device-all]==7.14")"
+# (pytorch/pytorch issue #191688, the RFC moving ROCm wheels to pip-installed ROCm, closed
+# 2026-08-24); pip's resolution as a PyTorch maintainer logged it: "Collecting
+# rocm-sdk-device-gfx1011==7.14.0 (from rocm[device-all,libraries]==7.14.*->torch)"
+# (pytorch/pytorch issue #193979; research B.1). (3p) a 2.14.1+rocm7.14 venv holds
+# rocm==7.14.0.post1, rocm-sdk-core, rocm-sdk-libraries, rocm-sdk-device-gfx1100 (id
+# 70373962142).
+TORCH_RUNTIME: dict[str, str] = {"rocm7.14": "rocm[device-all,libraries]==7.14.*"}
+# The distributions such a runtime consists of: the ``rocm`` meta package and its
+# rocm-sdk-core / -libraries / -device-<gfx> / -devel wheels (TheRock
+# build_tools/packaging/python/templates/rocm/src/rocm_sdk/_dist_info.py).
+TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
+
+
+# --- ROCm releases ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str  # "6.4.3"
+    stream: Stream = field(repr=False)
+    repository: Repository = field(repr=False)
+    torch_index: str | None  # "rocm6.4"; None when no verified PyTorch index exists
+    amdgpu_driver: str | None = None  # 7.x: the separately versioned amdgpu driver
+    no_torch: str | None = None  # why there is no torch index, when there is none
+
+    @property
+    def parts(self) -> tuple[int, ...]:
+        return release_key(self.version)
+
+    @property
+    def apt_path(self) -> str:
+        """Directory under rocm/apt: the first release of a minor has no trailing ``.0``
+        ("There is NO trailing .0 in the patch version for repositories", fact sheet §3.2)."""
+        major, minor, patch = self.parts
+        return f"{major}.{minor}" if patch == 0 else self.version
+
+    @property
+    def numeric_tag(self) -> str:
+        """The tag in AMD's classic package versions: 6.4.3 -> 60403 (rocm-core
+        6.4.3.60403-..., rocminfo 1.0.0.60403-...; fact sheet §3.5, §12)."""
+        return release_tag(self.version)
+
+    @property
+    def torch_builds(self) -> tuple[TorchBuild, ...]:
+        return TORCH_INDEXES[self.torch_index] if self.torch_index else ()
+
+    @property
+    def torch_runtime(self) -> str | None:
+        """The pip requirement torch brings for its ROCm runtime, None when bundled."""
+        return TORCH_RUNTIME.get(self.torch_index or "")
+
+    @property
+    def no_torch_reason(self) -> str:
+        """Why the matrix pins no torch for this release (for error messages)."""
+        return self.no_torch or f"the matrix knows no PyTorch index built for ROCm {self.version}"
+
+    @property
+    def root(self) -> str:
+        return self.stream.root(self)
+
+    @property
+    def rocminfo(self) -> str:
+        """The release's own rocminfo (the classic rocminfo package and the Core SDK's
+        amdrocm-base both install <root>/bin/rocminfo; fact sheet §3.5, research A.5)."""
+        return f"{self.root}/bin/rocminfo"
+
+    def publication(self, row: Distro) -> Publication | None:
+        """What the release publishes for a distro, None when nothing."""
+        pub = self.stream.publication(row)
+        if pub is None or self.parts < release_key(pub.first_release):
+            return None
+        return pub
+
+    def support(self, row: Distro) -> Support | None:
+        """How AMD lists ``row`` for this release; None when it publishes nothing for it."""
+        pub = self.publication(row)
+        if pub is None:
+            return None
+        if pub.listed_from is None or self.parts < release_key(pub.listed_from):
+            return Support.UNLISTED
+        return Support.INSTINCT_ONLY if pub.instinct_only else Support.OFFICIAL
+
+    def lists_gpu(self, gfx: str) -> bool:
+        return self.stream.lists_gpu(self, gfx)
+
+
+def _classic(version: str, torch_index: str, driver: str | None = None) -> Release:
+    return Release(version, CLASSIC, CLASSIC_REPOSITORY, torch_index, driver)
+
+
+# No download.pytorch.org index serves the Core SDK 10.x: (3p) `curl
+# https://download.pytorch.org/whl/rocm10.1/torch/` answers 403 (index id 70539249324);
+# PyTorch's nightly matrix moved to 7.14/10.0 on 2026-08-28 (pytorch/test-infra #8670), no
+# release wheels were found. AMD's own 10.x wheels (torch 2.13.0+rocm10.0.0, on
+# stable.repo.amd.com/rocm/whl-next/, research B.2) are a different index family.
+NO_TORCH_10 = (
+    "download.pytorch.org publishes no index for ROCm 10.x (whl/rocm10.1 answers 403); AMD's "
+    "own wheels on stable.repo.amd.com/rocm/whl-next/ are not supported by rocm-fleet"
+)
+
+
+def _core(
+    version: str, repository: Repository, torch_index: str | None, driver: str | None
+) -> Release:
+    no_torch = NO_TORCH_10 if torch_index is None else None
+    return Release(version, CORE_SDK, repository, torch_index, driver, no_torch)
+
+
+# Classic releases: docs/release/versions.md (ROCm 7.2.0 docs) plus 6.4.4 and 7.2.1-7.2.4
+# from the ROCm/rocminfo releases page (fact sheet §1.1) and AMD's release-history table
+# rocm-docs docs/release/versions.rst @ 9bcf25db ("7.2.4 - May 29, 2026", ...; research
+# A.0). Radeon point releases, absent from that table (research C.2):
+#   6.1.3: AMD's docs point Radeon users at docs-6.1.3 (ROCm/ROCm commit 4302900e, "point
+#     at R6.1.3"); (3p) rocm/apt/6.1.3 jammy and amdgpu/6.1.3 in apt lines.
+#   6.2.3: AMD's JAX compatibility table links "https://repo.radeon.com/rocm/apt/6.2.3/";
+#     the 6.3.1 notes tell Radeon workstation users to stay on 6.2.3 (fact sheet §13.1).
+#   6.3.4: AMD's Radeon docs carry a docs-6.3.4 version (rocm.docs.amd.com/projects/
+#     radeon(-ryzen)/en/docs-6.3.4/..., linked by an AMD engineer in a ROCm issue, index id
+#     56882363259, and in the docs' own version list, id 60764749563); amdgpu-install
+#     6.3.60304 (tag 60304 = 6.3.4, id 19350543365); (3p) apt fetching
+#     "rocm/apt/6.3.4 jammy InRelease" (id 65834258284) and noble (id 63267985614). No AMD
+#     page read prints the repository path itself.
+# PyTorch index per release: the index named for the release's minor (or exact patch, as
+# rocm6.2.4), fact sheet §7.1. amdgpu driver per 7.x release, repository folder
+# amdgpu/<version>/ubuntu where AMD's docs drop a trailing ".0" (``amdgpu_url_version``):
+#   7.0.x: ROCm/amdgpu-docs branches 7-0-release-updates (amdgpu_url_version = '30.10'),
+#     7.0.1-release-updates ('30.10.1'), 7.0.2-release-update ('30.10.2') (research C.1).
+#   7.1.0: 30.20 (the same rule; (3p) "Hit: https://repo.radeon.com/amdgpu/30.20/ubuntu
+#     noble InRelease" beside rocm/apt/7.1, ids 11168654324, 56937738415). 7.1.1: 30.20.1
+#     (AMD's driver list docs/data/driver-firmware-support.yaml).
+#   7.2.0: 30.30 ((3p) "Hit: https://repo.radeon.com/amdgpu/30.30/ubuntu noble InRelease"
+#     beside rocm/apt/7.2, id 56694230047; ROCm issue #6140 lists amdgpu/30.30/el/9.7/).
+#   7.2.1: 30.30.1 (ROCm issue #6140: amdgpu-install wrote "AMDGPU 30.30.1 repository").
+#   7.2.2: 30.30.2 (amdgpu-docs PR #97, "-amdgpu_url_version = '30.30.2'"; issue #6156).
+#   7.2.3: 30.30.3 (amdgpu-docs PR #97 "+rocm_version = '7.2.3'", "+amdgpu_url_version =
+#     '30.30.3'"). 7.2.4: 30.30.4 (the 7.2.x Ubuntu install page links
+#     amdgpu-docs/en/docs-30.30.4; (3p) pool files under amdgpu/30.30.4/ubuntu).
+RELEASES: tuple[Release, ...] = (
+    _classic("6.0.0", "rocm6.0"),
+    _classic("6.0.2", "rocm6.0"),
+    _classic("6.1.0", "rocm6.1"),
+    _classic("6.1.1", "rocm6.1"),
+    _classic("6.1.2", "rocm6.1"),
+    _classic("6.1.3", "rocm6.1"),  # Radeon point release (see above)
+    _classic("6.1.5", "rocm6.1"),
+    _classic("6.2.0", "rocm6.2"),
+    _classic("6.2.1", "rocm6.2"),
+    _classic("6.2.2", "rocm6.2"),
+    _classic("6.2.3", "rocm6.2"),  # Radeon point release (see above)
+    _classic("6.2.4", "rocm6.2.4"),
+    _classic("6.3.0", "rocm6.3"),
+    _classic("6.3.1", "rocm6.3"),
+    _classic("6.3.2", "rocm6.3"),
+    _classic("6.3.3", "rocm6.3"),
+    _classic("6.3.4", "rocm6.3"),  # Radeon point release (see above)
+    _classic("6.4.0", "rocm6.4"),
+    _classic("6.4.1", "rocm6.4"),
+    _classic("6.4.2", "rocm6.4"),
+    _classic("6.4.3", "rocm6.4"),
+    _classic("6.4.4", "rocm6.4"),
+    _classic("7.0.0", "rocm7.0", "30.10"),
+    _classic("7.0.1", "rocm7.0", "30.10.1"),
+    _classic("7.0.2", "rocm7.0", "30.10.2"),
+    _classic("7.1.0", "rocm7.1", "30.20"),
+    _classic("7.1.1", "rocm7.1", "30.20.1"),
+    _classic("7.2.0", "rocm7.2", "30.30"),
+    _classic("7.2.1", "rocm7.2", "30.30.1"),
+    _classic("7.2.2", "rocm7.2", "30.30.2"),
+    _classic("7.2.3", "rocm7.2", "30.30.3"),
+    _classic("7.2.4", "rocm7.2", "30.30.4"),
+    # ROCm Core SDK: 7.14.0 (2026-07-15, "the first production release"), 10.0.0
+    # (2026-08-26), 7.14.1 (2026-09-02), 10.1.0 (2026-10-05, "the latest production
+    # release"): versions.rst @ 9bcf25db and the 10.1 transition guide (research A.0). No
+    # 10.2.0 is listed there. Drivers (amdgpu-install links of the install pages, research
+    # A.6): 31.40.1 for 7.14.0 (the page's late revision) and 7.14.1, 31.50 for 10.0.0
+    # (docs-31.50.0, folder 31.50 by the trailing-.0 rule); 10.1.0's page was not found and
+    # its notes name no driver, so dkms is refused for it until the matrix knows.
+    _core("7.14.0", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40.1"),
+    _core("7.14.1", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40.1"),
+    _core("10.0.0", STABLE_REPOSITORY, None, "31.50"),
+    _core("10.1.0", STABLE_REPOSITORY, None, None),
+)
+
+_BY_VERSION = {r.version: r for r in RELEASES}
+
+
+def release(version: str) -> Release:
+    """The matrix row for ``version``; KeyError when it is not a known release."""
+    return _BY_VERSION[version]
+
+
+def release_versions() -> list[str]:
+    return [r.version for r in RELEASES]
+
+
+# --- Kernels (preflight) ------------------------------------------------------------------
+
+# The oldest kernel AMD lists per distro ("Kernel" column of the system requirements, fact
+# sheet §2.2): Ubuntu 22.04.5 5.15 GA, Ubuntu 24.04 6.8 GA (6.2 docs on), Debian 12 6.1
+# (6.4 and 7.0 docs, "6.1.0"), Debian 13 6.12 (7.0.2 release notes), Ubuntu 26.04 7.0
+# (os-support.yaml @ 1d2ba3f7: "ubuntu_26_04 { version: "26.04", kernel: "GA 7.0" }").
+# Newer (HWE, backports) kernels pass; AMD validates only the listed ones.
+MIN_KERNEL: dict[str, str] = {
+    "ubuntu 22.04": "5.15",
+    "ubuntu 24.04": "6.8",
+    "ubuntu 26.04": "7.0",
+    "debian 12": "6.1",
+    "debian 13": "6.12",
+}
+
+
+# --- Kernel and amdgpu driver (rocm_fleet/deploy/kernel.py, rocm_fleet/deploy/driver.py) ----------
+
+
+# Oldest kernel whose inbox amdgpu driver runs the GPU family; targets not listed have no
+# minimum beyond the distro kernels AMD lists for them (fact sheet §2.2: Debian 12 = 6.1,
+# Debian 13 = 6.12, Ubuntu 22.04 = 5.15 GA / 6.8 HWE, 24.04 = 6.8 GA / 6.11-6.14 HWE).
+# RDNA3 (gfx110x): amdgpu support merged for Linux 6.0 (html.it, "Linux 6.0, ecco tutti gli
+# aggiornamenti per i driver delle GPU", 2022-08: RDNA3 drivers integrated in Linux 6.0).
+# RDNA4 (gfx1200/gfx1201, GC 12.0.x): the drm pull for Linux 6.11-rc1 lists "GC 12.0
+# support" and carries the commit that enabled gfx12 by default (8030f6533ef0, 2024-07-10;
+# dri-devel "[git pull] drm next for 6.11-rc1", fact sheet §13.1; not re-read in the
+# 2026-11-30 review). The matrix keeps 6.12: the cards themselves (RX 9070/9060, 2025) were
+# first seen working on a 6.12.y kernel (github.com/geerlingguy/raspberry-pi-pcie-devices
+# issue #741, 2025-06), AMD names no inbox minimum for them (only "the inbox kernel driver
+# included with Ubuntu 26.04 / 24.04.4" for Ryzen APUs, research C.4), and 6.12 is what
+# Debian 13 and bookworm-backports carry, so it costs nothing on the distros listed.
+INBOX_MIN_KERNEL: dict[str, str] = {
+    "gfx1100": "6.0",
+    "gfx1101": "6.0",
+    "gfx1102": "6.0",
+    "gfx1200": "6.12",
+    "gfx1201": "6.12",
+}
+
+
+def inbox_min_kernel(gfx_targets: list[str]) -> str | None:
+    """The newest of the minimum kernels of ``gfx_targets`` (None: no minimum known)."""
+    mins = [INBOX_MIN_KERNEL[g] for g in gfx_targets if g in INBOX_MIN_KERNEL]
+    return max(mins, key=kernel_key) if mins else None
+
+
+@dataclass(frozen=True)
+class NewerKernel:
+    """Where a distro release gets a newer kernel than its stock one."""
+
+    kind: str  # "backports" (Debian) or "hwe" (Ubuntu)
+    suite: str | None  # the apt suite to install from (Debian backports)
+    packages: tuple[str, ...]  # what to install
+
+
+# Debian: bookworm-backports, deb822 source signed by the archive keyring, installed with
+# -t (backports.debian.org/Instructions; fact sheet §6); it carries linux-image-amd64
+# 6.12.95-1~bpo12+1 (fact sheet §12). trixie (6.12 stock) needs none for any listed GPU.
+# Ubuntu: the HWE kernel meta packages linux-generic-hwe-22.04 / -24.04
+# (wiki.ubuntu.com/Kernel/LTSEnablementStack), which bring their headers along; 26.04's GA
+# kernel (7.0) is newer than every minimum above.
+NEWER_KERNELS: dict[str, NewerKernel] = {
+    "debian 12": NewerKernel(
+        "backports", "bookworm-backports", ("linux-image-amd64", "linux-headers-amd64")
+    ),
+    "ubuntu 22.04": NewerKernel("hwe", None, ("linux-generic-hwe-22.04",)),
+    "ubuntu 24.04": NewerKernel("hwe", None, ("linux-generic-hwe-24.04",)),
+}
+
+# AMD's kernel driver repository (fact sheet §3.2): up to 6.4 amdgpu/<ROCm apt path>/ubuntu,
+# from 7.0 amdgpu/<driver version>/ubuntu with the driver version in Release.amdgpu_driver
+# (fact sheet §2.4), the distro's repo.radeon.com suite, signed by repo.radeon.com's key
+# (amdgpu-docs Ubuntu template "signed-by=/etc/apt/keyrings/rocm.gpg ...
+# amdgpu/|amdgpu_url_version|/ubuntu {{ os_release }} main", research A.6): the classic
+# stream's key, also under the Core SDK.
+AMDGPU_APT_BASE_URL = "https://repo.radeon.com/amdgpu"
+AMDGPU_KEY_URL = CLASSIC_REPOSITORY.key_url
+AMDGPU_KEY_FINGERPRINT = CLASSIC.key_fingerprint
+AMDGPU_KEYRING = CLASSIC.keyring
+# AMD's DKMS kernel driver package in that repository (fact sheet §3.5).
+AMDGPU_DRIVER_PACKAGE = "amdgpu-dkms"
+
+
+def amdgpu_repo_version(rel: Release) -> str | None:
+    """The amdgpu/<version> directory for a ROCm release; None when the matrix doesn't
+    know which driver a 7.x release ships."""
+    if rel.stream is CLASSIC and rel.parts[0] < 7:
+        return rel.apt_path
+    return rel.amdgpu_driver

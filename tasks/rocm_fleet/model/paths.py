@@ -1,0 +1,161 @@
+"""Every path rocm-fleet writes on a host (and the few it reads by a fixed name), in one place.
+
+Operations, facts, preflight, the survey and the command-line tools import these names;
+no other module types out a host path. Paths AMD or Debian document are cited; the rest
+are rocm-fleet's own choices, kept under names that say so (``rocm-fleet``).
+"""
+
+from __future__ import annotations
+
+# --- AMD's classic repository (repo.radeon.com) ---------------------------------------------
+# Keyring, source list and pin file names: every AMD install page 5.7 -> 7.2
+# (rocm-install-on-linux docs/install/native-install/ubuntu.rst; fact sheet §3.1, §3.2).
+ROCM_KEYRING = "/etc/apt/keyrings/rocm.gpg"
+ROCM_SOURCE = "/etc/apt/sources.list.d/rocm.list"
+AMDGPU_SOURCE = "/etc/apt/sources.list.d/amdgpu.list"
+ROCM_PIN = "/etc/apt/preferences.d/rocm-pin-600"
+
+# --- The ROCm Core SDK's repositories (repo.amd.com for 7.14, stable.repo.amd.com for 10.x) ----
+# Keyring (both) and the 10.x deb822 file: AMD's install page, rocm-docs
+# docs/install/include/200-install.rst @ 0c31064a (10.0) and @ 50600d8d (7.14.1). 7.14's
+# one-line source goes to ROCM_SOURCE, the file name the classic stream uses too.
+AMDROCM_KEYRING = "/etc/apt/keyrings/amdrocm.gpg"
+AMDROCM_SOURCE = "/etc/apt/sources.list.d/amdrocm-stable.sources"
+# rocm-fleet's own: AMD's Core SDK pages publish no pin (see matrix.CORE_SDK).
+AMDROCM_PIN = "/etc/apt/preferences.d/rocm-fleet-amdrocm"
+
+# --- ROCm on the host ------------------------------------------------------------------------
+ROCM_ROOT = "/opt/rocm"
+# Classic: /opt/rocm is a link to /opt/rocm-X.Y.Z (rocm-core's alternative), and tools read
+# the release from /opt/rocm/.info/version (fact sheet §4; not from AMD's docs). Core SDK:
+# /opt/rocm is a directory of links, /opt/rocm/core the newest installed core-X.Y
+# (TheRock template/scripts/amdrocm-core-postinst.j2), whose .info comes with rocm-core
+# in amdrocm-base (TheRock base/artifact.toml: rocm-core lib includes ".info/**").
+ROCM_VERSION_FILES = (f"{ROCM_ROOT}/.info/version", f"{ROCM_ROOT}/core/.info/version")
+ROCM_VERSION_FILE = ROCM_VERSION_FILES[0]
+# AMD's post-install step: /opt/rocm/lib{,64} on the loader path (post-install.rst, §4); the
+# Core SDK links /opt/rocm/lib to core-X.Y/lib, so the same file serves both streams.
+LD_CONF = "/etc/ld.so.conf.d/rocm.conf"
+# rocm-fleet's own: /opt/rocm/bin on login shells' PATH (appended, files/rocm-profile.sh).
+PROFILE = "/etc/profile.d/rocm.sh"
+# Where Debian's and Ubuntu's own ROCm packages put their programs (rocminfo, hipcc,
+# rocm-smi: dpkg -c of each); before /opt/rocm/bin on PATH, so a copy there shadows AMD's.
+DISTRO_BIN = "/usr/bin"
+
+# --- Debian backports (rocm_fleet/deploy/kernel.py) -----------------------------------------------
+BACKPORTS_SOURCE = "/etc/apt/sources.list.d/rocm-fleet-backports.sources"
+BACKPORTS_PIN = "/etc/apt/preferences.d/rocm-fleet-backports"
+# The Debian archive keyring every Debian host has (package debian-archive-keyring).
+DEBIAN_ARCHIVE_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+# Where a Debian host names its mirror: deb822 (bookworm's default) or the one-line file.
+DEBIAN_SOURCES = ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list")
+
+# --- Proxy and fleet mirror (rocm_fleet/deploy/mirror.py) -----------------------------------------
+# apt reads every file of apt.conf.d (apt.conf(5)); this one only holds rocm_proxy's settings.
+APT_PROXY_CONF = "/etc/apt/apt.conf.d/80rocm-fleet-proxy"
+# Debian's nginx.conf includes conf.d/*.conf inside http {}, and its pid file is /run/nginx.pid
+# (`nginx -V` of bookworm's 1.22.1 and trixie's 1.26.3 packages: --pid-path=/run/nginx.pid).
+MIRROR_SITE = "/etc/nginx/conf.d/rocm-fleet-mirror.conf"
+NGINX_PID = "/run/nginx.pid"
+# The system's CA certificates, which the mirror's nginx verifies upstream TLS with (Debian's
+# ca-certificates package, update-ca-certificates(8)).
+SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+# rocm-fleet's own: the bundle the mirror serves (FHS /srv: data a host serves), and the live
+# cache (nginx's proxy_cache_path, which nginx makes itself: only its last component may be
+# missing); both removed with the mirror.
+MIRROR_ROOT = "/srv/rocm-fleet"
+MIRROR_BUNDLE = f"{MIRROR_ROOT}/bundle"
+# The file a bundle describes itself in (offline/bundle.py), where pyinfra runs and on the host.
+BUNDLE_MANIFEST = "manifest.json"
+MIRROR_CACHE = "/var/cache/rocm-fleet"
+
+# --- rocm-fleet's own state (removed last by rocm_state: absent) ------------------------------
+STATE_DIR = "/var/lib/rocm-fleet"
+# Touched after each `apt-get update` the deploy runs for a source (operations.apt).
+APT_LISTS_STAMP = f"{STATE_DIR}/apt-lists.stamp"
+AMDGPU_LISTS_STAMP = f"{STATE_DIR}/amdgpu-lists.stamp"
+BACKPORTS_LISTS_STAMP = f"{STATE_DIR}/backports-lists.stamp"
+# Distribution packages the deploy installed (not the ones already there), for uninstalling.
+PACKAGE_LEDGER = f"{STATE_DIR}/installed-packages"
+# Directories the deploy created (the venv's parents, e.g. /opt/rocm-fleet), for uninstalling.
+DIRECTORY_LEDGER = f"{STATE_DIR}/created-directories"
+# Touched after nginx (re)loaded the mirror's site: a newer site file means a reload is due.
+MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
+
+# --- Secure Boot: the DKMS module signing key per distro (fact sheet §5) ----------------------
+# (certificate, private key): DKMS >= 3.0.4 on Debian; DKMS's Ubuntu branch (shim-signed).
+MOK_KEYS = {
+    "debian": ("/var/lib/dkms/mok.pub", "/var/lib/dkms/mok.key"),
+    "ubuntu": ("/var/lib/shim-signed/mok/MOK.der", "/var/lib/shim-signed/mok/MOK.priv"),
+}
+
+# --- Reboots: where Debian/Ubuntu's package hooks and rocm-fleet record them (/run: tmpfs) -----
+REBOOT_REQUIRED = "/run/reboot-required"
+REBOOT_PACKAGES = "/run/reboot-required.pkgs"
+RUN_DIR = "/run/rocm-fleet"
+REBOOT_REASONS = f"{RUN_DIR}/reboot-reasons"
+# What the last passed GPU check vouched for (operations.gpu.gpu_verified); /run, so a
+# reboot makes the next run check again.
+VERIFIED = f"{RUN_DIR}/verified"
+# The MOK password's crypt hash lives here only for the length of one `mokutil --import`.
+MOK_HASH = f"{RUN_DIR}/mok-import.hash"
+
+# --- What the install fills up (preflight's free-space check) ---------------------------------
+# AMD's packages unpack under /opt/rocm-X.Y.Z; apt downloads them to its archive cache first.
+INSTALL_PATHS = ("/opt", "/var/cache/apt/archives")
+
+# --- The default PyTorch venv -----------------------------------------------------------------
+DEFAULT_VENV = "/opt/rocm-fleet/venv"
+
+# Every text file a deploy may write, in the order the survey reads them: the plan of a
+# converged host is answered from one read of all of them (facts.survey). A file added to a
+# task goes here, or the plan reads it with a round trip of its own.
+MANAGED_FILES = (
+    APT_PROXY_CONF,
+    MIRROR_SITE,
+    f"{MIRROR_BUNDLE}/{BUNDLE_MANIFEST}",
+    MIRROR_STAMP,
+    ROCM_SOURCE,
+    AMDROCM_SOURCE,
+    AMDGPU_SOURCE,
+    ROCM_PIN,
+    AMDROCM_PIN,
+    LD_CONF,
+    PROFILE,
+    BACKPORTS_SOURCE,
+    BACKPORTS_PIN,
+    APT_LISTS_STAMP,
+    AMDGPU_LISTS_STAMP,
+    BACKPORTS_LISTS_STAMP,
+    VERIFIED,
+)
+# Directories the deploy may create whole (their existence is read).
+MANAGED_DIRECTORIES = (MIRROR_ROOT, MIRROR_CACHE)
+# Every keyring a deploy may write (their fingerprints are read, not their digests).
+MANAGED_KEYRINGS = (ROCM_KEYRING, AMDROCM_KEYRING)
+
+
+def classic_root(version: str) -> str:
+    """Where a classic release unpacks: /opt/rocm-6.4.3 (fact sheet §3.5)."""
+    return f"/opt/rocm-{version}"
+
+
+def core_sdk_root(major_minor: str) -> str:
+    """Where a Core SDK release unpacks: /opt/rocm/core-10.0 (TheRock build_package.py
+    "# Release:  /opt/rocm/core-7.15"; transition guide: "/opt/rocm/core-10.1")."""
+    return f"{ROCM_ROOT}/core-{major_minor}"
+
+
+def venv_python(venv: str) -> str:
+    """The interpreter of a venv."""
+    return f"{venv.rstrip('/')}/bin/python"
+
+
+def venv_marker(venv: str) -> str:
+    """The file every venv has (PEP 405), whose presence means the venv exists."""
+    return f"{venv.rstrip('/')}/pyvenv.cfg"
+
+
+def parent(path: str) -> str:
+    """The directory of ``path`` ("/" for a top-level entry)."""
+    return path.rsplit("/", 1)[0] or "/"

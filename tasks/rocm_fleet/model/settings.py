@@ -1,0 +1,422 @@
+"""Every inventory setting of rocm-fleet: its key, type, default, meaning and check.
+
+This is the one place a setting is declared, geerlingguy-role style: one dataclass field
+per key, grouped by the concern that reads it. ``config.load_config`` validates a host's
+data against these fields before any operation is planned, the tasks read them as typed
+attributes (``config.rocm_driver``), and the README's settings table is generated from
+them (``python -m rocm_fleet.model.config``).
+
+Every key carries one of the project's prefixes, so a typo under a prefix is refused
+rather than silently ignored; keys renamed from earlier versions are refused with their new
+name.
+
+Checks return ``None`` when the value is fine, otherwise a phrase that says what would be
+valid ("a list of user names"); the error names the host, the key and the value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from rocm_fleet.model import matrix, paths
+
+Check = Callable[[Any], "str | None"]
+
+# Prefixes that mark a key as rocm-fleet's: an unknown key with one of them is a typo.
+PREFIXES = ("rocm_", "pytorch_", "torch_", "expected_", "gpu_", "preflight_")
+
+# Keys of earlier versions -> their names now.
+RENAMED = {
+    "driver": "rocm_driver",
+    "amdgpu_apt_base_url": "rocm_amdgpu_apt_base_url",
+    "kernel_backports": "rocm_kernel_backports",
+    "kernel_backports_mirror": "rocm_kernel_backports_mirror",
+    "mok_password_env": "rocm_mok_password_env",
+    "reboot": "rocm_reboot",
+    "reboot_parallel": "rocm_reboot_parallel",
+    "reboot_timeout": "rocm_reboot_timeout",
+    "migrate_from_cuda": "rocm_migrate_from_cuda",
+}
+
+
+# --- checks -----------------------------------------------------------------------------------
+
+
+def boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "true or false"
+
+
+def string(value: Any) -> str | None:
+    return None if isinstance(value, str) and value else "a non-empty string"
+
+
+def optional(check: Check) -> Check:
+    def _check(value: Any) -> str | None:
+        if value is None:
+            return None
+        problem = check(value)
+        return f"{problem}; or leave it unset" if problem else None
+
+    return _check
+
+
+def one_of(*choices: str) -> Check:
+    def _check(value: Any) -> str | None:
+        return None if value in choices else "one of " + ", ".join(repr(c) for c in choices)
+
+    return _check
+
+
+def release_name(value: Any) -> str | None:
+    """A version typed as a number (``6.4`` in YAML or ``--data rocm_version=6.4``) has
+    lost its trailing zeros and can't be told from another release: ask for a string."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (
+            f"a quoted release string such as '6.4.3', '7.2.1' or '7.14' ({value!r} arrived "
+            "as a number: quote it in the inventory, or pass --data 'rocm_version=\"6.4.3\"')"
+        )
+    return None if isinstance(value, str) and value else "a release string such as '6.4.3'"
+
+
+def http_url(value: Any) -> str | None:
+    valid = isinstance(value, str) and re.match(r"^https?://[^/\s]+(/\S*)?$", value)
+    return None if valid else "an http:// or https:// URL"
+
+
+def absolute_path(value: Any) -> str | None:
+    valid = isinstance(value, str) and value.startswith("/") and not re.search(r"\s", value)
+    return None if valid else "an absolute path without spaces"
+
+
+def proxy_url(value: Any) -> str | None:
+    """An http(s) proxy URL without credentials: rocm-fleet keeps no secret on a host, and
+    apt's configuration, curl's and pip's command lines would show them."""
+    valid = isinstance(value, str) and re.match(r"^https?://[^/\s@]+/?$", value)
+    if isinstance(value, str) and "@" in value:
+        return "a proxy URL without user or password (let the proxy admit the hosts by address)"
+    return None if valid else "an http:// URL of the proxy, e.g. 'http://proxy.example.org:3128'"
+
+
+def mirror_name(value: Any) -> str | None:
+    """An inventory host name, or the URL of a mirror served elsewhere."""
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return http_url(value)
+    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.:-]+", value)
+    return None if valid else "an inventory host name, or the http:// URL of a mirror"
+
+
+def no_proxy_entry(value: Any) -> str | None:
+    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.:*/-]+", value)
+    return None if valid else "a host name, IP address, .domain suffix or CIDR range"
+
+
+def port(value: Any) -> str | None:
+    valid = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
+    return None if valid else "a TCP port, 1 to 65535"
+
+
+def fingerprint(value: Any) -> str | None:
+    valid = isinstance(value, str) and re.fullmatch(r"[0-9A-Fa-f]{40}", value)
+    return None if valid else "40 hexadecimal digits (an OpenPGP v4 fingerprint)"
+
+
+def count(value: Any) -> str | None:
+    valid = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return None if valid else "a whole number >= 0"
+
+
+def positive(value: Any) -> str | None:
+    valid = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    return None if valid else "a whole number >= 1"
+
+
+def env_name(value: Any) -> str | None:
+    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value)
+    return None if valid else "an environment variable name"
+
+
+def list_of(item_check: Check, what: str) -> Check:
+    def _check(value: Any) -> str | None:
+        if not isinstance(value, (list, tuple)):
+            return f"a list of {what}"
+        for item in value:
+            if item_check(item) is not None:
+                return f"a list of {what} ({item!r} is not one)"
+        return None
+
+    return _check
+
+
+_USER = re.compile(r"^[a-z_][a-z0-9_-]*[$]?$")
+
+
+def user_name(value: Any) -> str | None:
+    valid = isinstance(value, str) and len(value) <= 32 and _USER.match(value)
+    return None if valid else "a POSIX user name"
+
+
+def package_name(value: Any) -> str | None:
+    valid = isinstance(value, str) and re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", value)
+    return None if valid else "a Debian package name"
+
+
+def gfx_targets(value: Any) -> str | None:
+    """A gfx target the matrix knows, or a non-empty list of them."""
+    items = [value] if isinstance(value, str) else value
+    known = [target.gfx for target in matrix.GPU_TARGETS]
+    valid = f"gfx targets the matrix knows ({', '.join(known)}), one or a list"
+    if not isinstance(items, (list, tuple)) or not items:
+        return valid
+    unknown = [item for item in items if item not in known]
+    return f"{valid}; {', '.join(map(repr, unknown))} is not one" if unknown else None
+
+
+def distro_key(value: Any) -> str | None:
+    return one_of(*matrix.DISTRO_KEYS)(value)
+
+
+# --- declarations -----------------------------------------------------------------------------
+
+
+def setting(default: Any, meaning: str, check: Check, concern: str) -> Any:
+    """A dataclass field carrying the setting's meaning, check and concern (a list default
+    becomes a ``default_factory``, so no two hosts share one list)."""
+    metadata = {"meaning": meaning, "check": check, "concern": concern}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+REPOSITORY = "ROCm repository"
+PACKAGES = "ROCm packages"
+GROUPS = "GPU groups"
+PYTORCH = "PyTorch"
+VERIFY = "Verify"
+PREFLIGHT = "Preflight"
+KERNEL = "Kernel"
+DRIVER = "amdgpu driver"
+SECURE_BOOT = "Secure Boot"
+REBOOT = "Reboot"
+CUDA = "Migrate from CUDA"
+MIRROR = "Fleet mirror"
+PROXY = "Proxy"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """A host's rocm-fleet settings (defaults applied). ``rocm_version`` is required."""
+
+    # --- ROCm repository -------------------------------------------------------------
+    rocm_version: str = setting(
+        "",
+        "ROCm release to install, e.g. `6.4.3` or `7.2.1` (classic), `7.14.1` or `10.1.0` "
+        "(ROCm Core SDK); `rocm-fleet matrix` lists them (required)",
+        release_name,
+        REPOSITORY,
+    )
+    rocm_state: str = setting(
+        "present",
+        "`present`, or `absent` to remove what the deploy added (sources, key, pin, ROCm "
+        "packages, venv, loader and PATH files); users, groups and kernels stay",
+        one_of("present", "absent"),
+        REPOSITORY,
+    )
+    rocm_apt_base_url: str | None = setting(
+        None,
+        "Base of the release's AMD repository, for a mirror of it; default: the release's "
+        "(`repo.radeon.com/rocm/apt`, `repo.amd.com/rocm/packages-multi-arch` for 7.14, "
+        "`stable.repo.amd.com/rocm/core/packages` for 10.x)",
+        optional(http_url),
+        REPOSITORY,
+    )
+    rocm_key_url: str | None = setting(
+        None,
+        "URL of the repository's signing key; default: the release's, from AMD",
+        optional(http_url),
+        REPOSITORY,
+    )
+    rocm_key_fingerprint: str | None = setting(
+        None,
+        "Fingerprint the fetched key must have (default: the release stream's, from the "
+        "matrix); a mismatch fails the host, writing nothing",
+        optional(fingerprint),
+        REPOSITORY,
+    )
+    # --- ROCm packages ---------------------------------------------------------------
+    rocm_packages: list[str] | None = setting(  # noqa: RUF009 - a field() (default None)
+        None,
+        'AMD meta packages to install, e.g. `["rocm"]`; default: '
+        + matrix.CLASSIC.default_packages_text
+        + " (classic), "
+        + matrix.CORE_SDK.default_packages_text
+        + " (Core SDK)",
+        optional(list_of(package_name, "Debian package names")),
+        PACKAGES,
+    )
+    # --- GPU groups ------------------------------------------------------------------
+    rocm_users: list[str] = setting(  # noqa: RUF009 - a field() with a default_factory
+        [],
+        "Existing users to add to `video` and `render` (other groups kept)",
+        list_of(user_name, "user names"),
+        GROUPS,
+    )
+    # --- PyTorch ---------------------------------------------------------------------
+    pytorch_install: bool = setting(
+        True, "Install the PyTorch venv (false: ROCm only)", boolean, PYTORCH
+    )
+    pytorch_venv: str = setting(
+        paths.DEFAULT_VENV, "Path of the venv holding torch", absolute_path, PYTORCH
+    )
+    pytorch_index_base_url: str = setting(
+        matrix.PYTORCH_INDEX_BASE_URL,
+        "Base of the wheel indexes; `/rocmX.Y` from the matrix is appended",
+        http_url,
+        PYTORCH,
+    )
+    torch_version: str | None = setting(
+        None,
+        "The torch version, e.g. `2.9.1`; default: the newest the matrix lists for `rocm_version`",
+        optional(string),
+        PYTORCH,
+    )
+    # --- Verify ----------------------------------------------------------------------
+    expected_gfx: str | list[str] | None = setting(  # noqa: RUF009 - a field() (default None)
+        None,
+        'GPU target(s) rocminfo and torch must report, e.g. `gfx1100` or `["gfx942"]`',
+        optional(gfx_targets),
+        VERIFY,
+    )
+    expected_gpu_count: int | None = setting(
+        None,
+        "How many GPUs of `expected_gfx` must be present; 0 for a GPU-less host (CI, image builds)",
+        optional(count),
+        VERIFY,
+    )
+    # --- Preflight -------------------------------------------------------------------
+    rocm_distro_override: str | None = setting(
+        None,
+        'Deploy a distro the matrix doesn\'t know as one it does, e.g. `"ubuntu 24.04"` for '
+        "Linux Mint 22 (unofficial: warned). Without it an unknown distro is refused",
+        optional(distro_key),
+        PREFLIGHT,
+    )
+    preflight_min_free_gb: int = setting(
+        10,
+        "Free space (GB) preflight requires for /opt, the venv and apt's cache while apt "
+        "can't size the ROCm packages (no AMD source yet); once it can, apt's figure is used",
+        count,
+        PREFLIGHT,
+    )
+    # --- Kernel ----------------------------------------------------------------------
+    rocm_kernel_backports: str = setting(
+        "auto",
+        "A newer kernel (Debian 12: bookworm-backports; Ubuntu: HWE): `auto` when the running "
+        "kernel is older than `expected_gfx` needs, `always`, or `never`",
+        one_of("auto", "always", "never"),
+        KERNEL,
+    )
+    rocm_kernel_backports_mirror: str | None = setting(
+        None,
+        "Debian mirror for the backports source; default: the one the host's own Debian "
+        "sources use",
+        optional(http_url),
+        KERNEL,
+    )
+    # --- amdgpu driver ---------------------------------------------------------------
+    rocm_driver: str = setting(
+        "inbox",
+        "The amdgpu kernel driver: `inbox` (the kernel's own) or `dkms` (AMD's `amdgpu-dkms`, "
+        "built for the running and newer kernels; needs an enrolled key with Secure Boot)",
+        one_of("inbox", "dkms"),
+        DRIVER,
+    )
+    rocm_amdgpu_apt_base_url: str = setting(
+        matrix.AMDGPU_APT_BASE_URL,
+        "Base of AMD's amdgpu driver repository (with `rocm_driver: dkms`)",
+        http_url,
+        DRIVER,
+    )
+    rocm_amdgpu_key_url: str = setting(
+        matrix.AMDGPU_KEY_URL,
+        "URL of the driver repository's signing key, installed with a Core SDK release and "
+        "`rocm_driver: dkms` (a classic release's key signs both)",
+        http_url,
+        DRIVER,
+    )
+    rocm_amdgpu_key_fingerprint: str = setting(
+        matrix.AMDGPU_KEY_FINGERPRINT,
+        "Fingerprint that key must have",
+        fingerprint,
+        DRIVER,
+    )
+    # --- Secure Boot -----------------------------------------------------------------
+    rocm_mok_password_env: str = setting(
+        "ROCM_FLEET_MOK_PASSWORD",
+        "Environment variable (where pyinfra runs) with the one-time MOK password to type at "
+        "the console; unset: asked once when pyinfra runs in a terminal",
+        env_name,
+        SECURE_BOOT,
+    )
+    # --- Reboot ----------------------------------------------------------------------
+    rocm_reboot: str = setting(
+        "never",
+        "Reboots: `allow` = hosts that need one (new kernel, new driver, MOK to confirm) "
+        "reboot, then are verified again; `never` = the run ends listing them",
+        one_of("allow", "never"),
+        REBOOT,
+    )
+    rocm_reboot_parallel: int = setting(
+        1, "How many hosts reboot at a time (set it fleet-wide)", positive, REBOOT
+    )
+    rocm_reboot_timeout: int = setting(
+        600, "Seconds a rebooting host has to come back before it fails", positive, REBOOT
+    )
+    # --- Fleet mirror ----------------------------------------------------------------
+    rocm_mirror: str | None = setting(
+        None,
+        "The fleet mirror: an inventory host the deploy makes serve AMD's repositories, key and "
+        "the PyTorch wheels to the fleet (nginx), or the `http://` URL of one served elsewhere; "
+        "hosts naming it fetch from it, apt still checking AMD's signature. Unset: upstream",
+        optional(mirror_name),
+        MIRROR,
+    )
+    rocm_mirror_bundle: str | None = setting(
+        None,
+        "A bundle made by `rocm-fleet bundle` (a directory where pyinfra runs) the mirror "
+        "serves: nothing comes from upstream, and preflight refuses a host needing what it "
+        "lacks. Unset: the mirror host is a live cache of upstream",
+        optional(absolute_path),
+        MIRROR,
+    )
+    rocm_mirror_port: int = setting(
+        8080, "The port the mirror host serves on (plain HTTP)", port, MIRROR
+    )
+    # --- Proxy -----------------------------------------------------------------------
+    rocm_proxy: str | None = setting(
+        None,
+        "HTTP(S) proxy for apt (all sources), AMD's key and pip, e.g. "
+        "`http://proxy.example.org:3128`; no credentials in it",
+        optional(proxy_url),
+        PROXY,
+    )
+    rocm_no_proxy: list[str] = setting(  # noqa: RUF009 - a field() with a default_factory
+        [],
+        "Hosts reached directly, not through `rocm_proxy` (the fleet mirror always is); apt "
+        "takes exact host names, curl and pip also `.domain` suffixes and CIDR ranges",
+        list_of(no_proxy_entry, "host names, .domain suffixes or CIDR ranges"),
+        PROXY,
+    )
+    # --- Migrate from CUDA -----------------------------------------------------------
+    rocm_migrate_from_cuda: bool = setting(
+        False,
+        "Remove what preflight finds of NVIDIA's stack (driver and CUDA packages, CUDA wheels "
+        "in the venv) before installing ROCm; false: its presence stops the host",
+        boolean,
+        CUDA,
+    )
+
+
+SETTINGS = {f.name: f for f in fields(Settings)}

@@ -1,0 +1,273 @@
+"""What a host fetches from upstream, described once, and how it gets there.
+
+The matrix says what each stream of ROCm publishes (``matrix.Stream``: key, keyring, pin,
+per-distro suite or directory; ``matrix.Repository``: base URL, key URL, source file and its
+form); this module turns that and a host's settings into the apt sources and the wheel
+sets the host uses: AMD's ROCm repository of the release (repo.radeon.com's
+``rocm/apt/<release>``, the Core SDK's ``repo.amd.com/rocm/packages-multi-arch/<dist>`` or
+``stable.repo.amd.com/rocm/core/packages/<dist>``), AMD's amdgpu driver repository, which
+key signs each and which keyring holds it, and the PyTorch wheel index with the wheels (and,
+for the Core SDK's torch, the pip ROCm runtime) the host's Python installs. The deploy
+writes its apt sources and installs its wheels from these descriptions (``repository``,
+``driver``, ``pytorch``), ``rocm-fleet bundle`` fetches exactly what they name for every
+host of an inventory, the live mirror proxies the servers they name, and preflight checks a
+bundle against them: a new stream is one more matrix row, not a change to any of those.
+
+How: straight from upstream, or from the fleet mirror (``served``: the upstream URL under
+the mirror, ``http://mirror:8080/repo.radeon.com/rocm/apt/6.4.3``, so one mirror carries
+every upstream without their paths colliding, as a bundle lays them out on disk), and
+through the inventory's proxy (``proxy_environment``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
+
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.matrix import TorchBuild
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """An armored OpenPGP key fetched from ``url``; only one whose primary key has
+    ``fingerprint`` is used."""
+
+    url: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class AptRepository:
+    """One apt source: ``url`` holds ``dists/`` and ``pool/`` (a flat layout apt reads as
+    ``deb URL SUITE COMPONENT``), signed by ``key``, which the host keeps in ``keyring``;
+    the deploy writes it to the host file ``source``, as one ``deb`` line or (``deb822``) a
+    stanza, the form AMD's install page gives."""
+
+    url: str
+    suite: str
+    key: SigningKey
+    keyring: str = paths.ROCM_KEYRING
+    component: str = "main"
+    architecture: str = "amd64"
+    source: str = paths.ROCM_SOURCE
+    deb822: bool = False
+    x_repo_id: str | None = None  # AMD's X-Repo-Id line of a deb822 file
+
+    def source_text(self) -> str:
+        if not self.deb822:
+            return (
+                f"deb [arch={self.architecture} signed-by={self.keyring}] "
+                f"{self.url} {self.suite} {self.component}\n"
+            )
+        return (
+            (f"X-Repo-Id: {self.x_repo_id}\n" if self.x_repo_id else "")
+            + f"Types: deb\nURIs: {self.url}/\nSuites: {self.suite}\n"
+            f"Components: {self.component}\nArchitectures: {self.architecture}\n"
+            f"Signed-By: {self.keyring}\nEnabled: yes\n"
+        )
+
+    @property
+    def dists_url(self) -> str:
+        return f"{self.url}/dists/{self.suite}"
+
+    @property
+    def packages_index(self) -> str:
+        """The path of the package index under ``dists_url`` (compressed variants add a
+        suffix), as InRelease lists it."""
+        return f"{self.component}/binary-{self.architecture}/Packages"
+
+    def describe(self) -> str:
+        return f"{self.url} {self.suite} {self.component}"
+
+    def via(self, mirror: Mirror | None) -> AptRepository:
+        """This repository as hosts of ``mirror`` reach it (the key fetched from it too)."""
+        if mirror is None:
+            return self
+        key = SigningKey(served(self.key.url, mirror), self.key.fingerprint)
+        return replace(self, url=served(self.url, mirror), key=key)
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """The fleet mirror a host uses (``rocm_mirror``): the base URL hosts fetch from, the
+    inventory host serving it (None: a server run elsewhere), the bundle it serves (a path
+    where pyinfra runs; None: a live cache of upstream), and whether this host serves it."""
+
+    url: str
+    host: str | None = None
+    bundle: str | None = None
+    serves: bool = False
+
+    @property
+    def hostname(self) -> str:
+        return urlsplit(self.url).hostname or ""
+
+
+def mirror_path(url: str) -> str:
+    """Where an upstream URL lives under a mirror (and in a bundle): its host, then its
+    path, decoded (``download.pytorch.org/whl/rocm6.4/torch-2.9.1+rocm6.4-...whl``)."""
+    parts = urlsplit(url)
+    return f"{parts.netloc}{unquote(parts.path)}"
+
+
+def served(url: str, mirror: Mirror | None) -> str:
+    """``url`` as hosts of ``mirror`` fetch it (itself without a mirror)."""
+    if mirror is None:
+        return url
+    parts = urlsplit(url)
+    return f"{mirror.url.rstrip('/')}/{parts.netloc}{parts.path}"
+
+
+def no_proxy(config: Config) -> list[str]:
+    """The hosts reached directly: ``rocm_no_proxy`` and the fleet mirror."""
+    names = list(config.rocm_no_proxy)
+    mirror = config.mirror.hostname if config.mirror else ""
+    if mirror and mirror not in names:
+        names.append(mirror)
+    return names
+
+
+def proxy_environment(config: Config) -> dict[str, str]:
+    """The variables curl and pip (requests) take their proxy from; empty without one."""
+    if not config.rocm_proxy:
+        return {}
+    variables = {"http_proxy": config.rocm_proxy, "https_proxy": config.rocm_proxy}
+    if no_proxy(config):
+        variables["no_proxy"] = ",".join(no_proxy(config))
+    return variables
+
+
+@dataclass(frozen=True)
+class AptNeed:
+    """Packages a host installs from one repository (their dependencies come along)."""
+
+    repository: AptRepository
+    packages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class WheelNeed:
+    """Wheels a host's venv installs from one PEP 503 index: exact pins, and what they
+    require from the same index beyond them (``requires``: the pip ROCm runtime a Core SDK
+    torch brings, ``rocm[device-all,libraries]==7.14.*``); for the host's Python
+    (``runtime``; None where it doesn't matter: the deploy's own pip resolves on the host)."""
+
+    index_url: str
+    runtime: matrix.HostRuntime | None
+    wanted: tuple[tuple[str, str], ...]  # (distribution, exact version), sorted
+    requires: tuple[str, ...] = ()
+
+    def requirements(self) -> list[str]:
+        return [f"{name}=={version}" for name, version in self.wanted] + list(self.requires)
+
+
+@dataclass(frozen=True)
+class HostNeeds:
+    apt: tuple[AptNeed, ...] = ()
+    wheels: tuple[WheelNeed, ...] = ()
+
+
+def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
+    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``).
+
+    Pinning the companions by public version alone would keep a torchvision of another
+    build in place whenever two indexes publish the same version (torchvision 0.20.1 is on
+    rocm6.1 and rocm6.2; PyPI's CUDA 0.24.1 after a migration), leaving a mix in the venv.
+    """
+    wanted = {"torch": build.torch, "torchvision": build.torchvision}
+    if build.torchaudio:
+        wanted["torchaudio"] = build.torchaudio
+    return {name: f"{version}+{torch_index}" for name, version in wanted.items()}
+
+
+def rocm_key(config: Config) -> SigningKey:
+    """The release stream's key (``rocm_key_url`` / ``rocm_key_fingerprint`` override it)."""
+    return SigningKey(config.key_url, config.key_fingerprint)
+
+
+def rocm_repository(config: Config, row: matrix.Distro) -> AptRepository:
+    """AMD's ROCm source for the release and distro, as the release's stream lays it out:
+    ``rocm/apt/<apt path>`` in repo.radeon.com's suite for the distro (Debian 12 -> jammy;
+    fact sheet §3.2), or the Core SDK's per-distro directory, suite ``stable``, one line
+    (7.14) or deb822 (10.x); the stream's key and keyring. ValueError when the release
+    publishes nothing for the distro (preflight refuses such a host first)."""
+    rel, repository = config.release, config.repository
+    publication = rel.publication(row)
+    if publication is None:
+        raise ValueError(f"ROCm {rel.version} publishes nothing for {row.key}")
+    return AptRepository(
+        rel.stream.repository_url(config.apt_base_url, rel, publication),
+        publication.suite,
+        rocm_key(config),
+        keyring=rel.stream.keyring,
+        source=repository.source,
+        deb822=repository.deb822,
+        x_repo_id=repository.x_repo_id,
+    )
+
+
+def driver_key(config: Config) -> SigningKey:
+    """The key of AMD's driver repository: repo.radeon.com's, which is the classic stream's
+    own key (and keyring), and a key of its own beside a Core SDK release's
+    (``rocm_amdgpu_key_url``, ``rocm_amdgpu_key_fingerprint``)."""
+    if config.stream.keyring == matrix.AMDGPU_KEYRING:
+        return rocm_key(config)
+    return SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint.upper())
+
+
+def amdgpu_repository(config: Config, row: matrix.Distro) -> AptRepository | None:
+    """AMD's driver source ``amdgpu/<version>/ubuntu`` in repo.radeon.com's suite for the
+    distro, signed by repo.radeon.com's key (fact sheet §3.2; amdgpu-docs Ubuntu template,
+    research A.6), whichever stream the release is of; None when the matrix doesn't know
+    the release's driver."""
+    version = matrix.amdgpu_repo_version(config.release)
+    if version is None:
+        return None
+    url = f"{config.rocm_amdgpu_apt_base_url.rstrip('/')}/{version}/ubuntu"
+    key, keyring = driver_key(config), matrix.AMDGPU_KEYRING
+    return AptRepository(url, row.suite, key, keyring=keyring, source=paths.AMDGPU_SOURCE)
+
+
+def torch_wheels(config: Config, runtime: matrix.HostRuntime | None = None) -> WheelNeed | None:
+    """The release's torch build from its index, and the pip ROCm runtime it requires from
+    that index (``matrix.TORCH_RUNTIME``); None without ``pytorch_install`` or an index."""
+    build, index = config.torch_build, config.release.torch_index
+    if not config.pytorch_install or build is None or index is None:
+        return None
+    wanted = tuple(sorted(wanted_wheels(build, index).items()))
+    requires = (config.release.torch_runtime,) if config.release.torch_runtime else ()
+    return WheelNeed(config.torch_index_url, runtime, wanted, requires)
+
+
+def host_needs(
+    config: Config, row: matrix.Distro, host_gfx: list[str | None] | None = None
+) -> HostNeeds:
+    """Everything a host with ``config`` on distro ``row`` fetches from AMD and PyTorch.
+    ``host_gfx``: the gfx targets of every GPU of the host, when known (the Core SDK's
+    default packages depend on them); unknown, they are taken to be ``expected_gfx``."""
+    gfx = host_gfx if host_gfx is not None else config.expected_gfx_list
+    apt = [AptNeed(rocm_repository(config, row), tuple(config.wanted_packages(gfx)))]
+    driver = amdgpu_repository(config, row) if config.rocm_driver == "dkms" else None
+    if driver is not None:
+        apt.append(AptNeed(driver, (matrix.AMDGPU_DRIVER_PACKAGE,)))
+    wheels = torch_wheels(config, matrix.HOST_RUNTIMES[row.key])
+    return HostNeeds(tuple(apt), (wheels,) if wheels else ())
+
+
+def upstream_urls(config: Config) -> list[str]:
+    """Every URL a host with ``config`` fetches from on any distro its release publishes
+    for: repositories, keys and wheel indexes (what a live mirror must proxy)."""
+    urls: dict[str, None] = {}
+    for row in matrix.DISTROS:
+        if config.release.publication(row) is None:
+            continue
+        needs = host_needs(config, row)
+        for need in needs.apt:
+            urls.update(dict.fromkeys([need.repository.url, need.repository.key.url]))
+        urls.update(dict.fromkeys(wheel.index_url for wheel in needs.wheels))
+    return list(urls)

@@ -1,0 +1,540 @@
+"""Offline bundles: everything a fleet fetches from AMD and PyTorch, fetched once, verified.
+
+A bundle is a directory laid out as the fleet mirror serves it (``sources.mirror_path``:
+``repo.radeon.com/rocm/apt/6.4.3/dists/jammy/InRelease``,
+``download.pytorch.org/whl/rocm6.4/torch/index.html``), so any static web server can serve
+it and apt and pip on the hosts find what they asked upstream for, at the same paths:
+
+* AMD's key (only with the pinned fingerprint), each repository's ``InRelease`` and package
+  indexes **verbatim** (apt on the hosts verifies AMD's signature itself; the bundle checked
+  it too, with ``gpgv`` and the pinned key alone), and the ``.deb`` files of the install
+  closure within AMD's repository, each checked against the SHA256 of the signed index;
+* per PyTorch index and host Python, the wheels of torch, torchvision, torchaudio and what
+  they require, each checked against the ``#sha256=`` the index publishes, with PEP 503
+  pages listing only those files (relative links, so the tree works from any URL);
+* ``manifest.json``: what was fetched, from where, how it was verified and why it is there
+  (which host needs it, which package depends on it).
+
+A second run fetches what is new only (a file already there with the expected hash is
+kept) and removes what the inventory no longer needs. ``missing`` tells preflight what a
+host needs that a bundle lacks, naming it, before apt or pip start.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import html
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+from urllib.request import url2pathname
+
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.sources import AptNeed, AptRepository, HostNeeds, WheelNeed, mirror_path
+from rocm_fleet.offline.aptrepo import (
+    Index,
+    RepositoryError,
+    check_key,
+    decompressed,
+    install_closure,
+    parse_release,
+    parse_stanzas,
+    signed_text,
+)
+from rocm_fleet.offline.download import DownloadError, Fetcher
+from rocm_fleet.offline.wheels import (
+    Link,
+    ResolutionError,
+    Target,
+    interpreter_tag,
+    manylinux_platforms,
+    parse_page,
+    project_url,
+    resolve,
+    wheel_metadata,
+)
+from rocm_fleet.version import __version__
+
+MANIFEST = paths.BUNDLE_MANIFEST
+FORMAT = 1
+
+
+class BundleError(Exception):
+    """What stops a bundle: a missing package, a bad signature or hash, a network failure."""
+
+
+# --- what an inventory needs -------------------------------------------------------------------
+
+
+@dataclass
+class Plan:
+    """The union of the hosts' needs: per repository the packages, per (index, Python) the
+    wheels, each with the hosts that need it."""
+
+    apt: dict[AptRepository, tuple[set[str], set[str]]] = field(default_factory=dict)
+    wheels: dict[tuple[str, matrix.HostRuntime], tuple[set[str], set[str]]] = field(
+        default_factory=dict
+    )
+    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def add(self, host: str, needs: HostNeeds, described: dict[str, Any]) -> None:
+        self.hosts[host] = described
+        for need in needs.apt:
+            packages, hosts = self.apt.setdefault(need.repository, (set(), set()))
+            packages.update(need.packages)
+            hosts.add(host)
+        for wheel in needs.wheels:
+            requirements, hosts = self.wheels.setdefault(
+                (wheel.index_url, wheel.runtime), (set(), set())
+            )
+            requirements.update(wheel.requirements())
+            hosts.add(host)
+
+
+def repository_key(repository: AptRepository) -> str:
+    return f"{repository.url} {repository.suite} {repository.component} {repository.architecture}"
+
+
+# --- making a bundle ---------------------------------------------------------------------------
+
+
+class _Files:
+    """The manifest's file table, as the bundle is made."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def add(self, path: str, url: str, sha256: str, size: int, verified: str, why: str) -> None:
+        entry = self.entries.setdefault(
+            path, {"url": url, "sha256": sha256, "size": size, "verified": verified, "why": []}
+        )
+        if why not in entry["why"]:
+            entry["why"].append(why)
+
+
+def _write(out: Path, path: str, data: bytes) -> None:
+    target = out / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(target.name + ".part")
+    temporary.write_bytes(data)
+    os.replace(temporary, target)
+
+
+def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") -> dict[str, Any]:
+    """Fetch, verify and lay out everything ``plan`` names under ``out``; returns the
+    manifest written there. Raises BundleError naming what failed; a file is only ever in
+    the bundle under its real name once verified."""
+    out.mkdir(parents=True, exist_ok=True)
+    previous = read_manifest(out)
+    files = _Files()
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "made_by": f"rocm-fleet {__version__}",
+        "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "inventory": inventory,
+        "hosts": plan.hosts,
+        "keys": {},
+        "repositories": [],
+        "wheel_sets": [],
+    }
+    try:
+        keys: dict[tuple[str, str], bytes] = {}
+        for repository in sorted(plan.apt, key=repository_key):
+            signer = (repository.key.url, repository.key.fingerprint)
+            if signer not in keys:
+                keys[signer] = _key(repository, fetcher, out, files, manifest)
+            packages, hosts = plan.apt[repository]
+            manifest["repositories"].append(
+                _repository(repository, sorted(packages), sorted(hosts), keys[signer], fetcher,
+                            out, files)
+            )  # fmt: skip
+        pages: dict[str, dict[str, list[tuple[str, Link]]]] = {}
+        for (index_url, runtime), (requirements, hosts) in sorted(
+            plan.wheels.items(), key=lambda item: (item[0][0], item[0][1].python)
+        ):
+            manifest["wheel_sets"].append(
+                _wheels(index_url, runtime, sorted(requirements), sorted(hosts), fetcher, out,
+                        files, pages)
+            )  # fmt: skip
+        for index_url, projects in pages.items():
+            _write_pages(index_url, projects, out, files)
+        running = f"{sys.version_info.major}.{sys.version_info.minor}"
+        for wheel_set in manifest["wheel_sets"]:
+            if wheel_set["python"] == running:
+                _pip_check(wheel_set, out)
+    except (DownloadError, RepositoryError, ResolutionError) as exc:
+        raise BundleError(str(exc)) from None
+    manifest["files"] = dict(sorted(files.entries.items()))
+    removed = _prune(out, previous, manifest)
+    manifest["removed"] = removed
+    _write(out, MANIFEST, (json.dumps(manifest, indent=1) + "\n").encode())
+    return manifest
+
+
+def _key(
+    repository: AptRepository, fetcher: Fetcher, out: Path, files: _Files, manifest: dict
+) -> bytes:
+    """The repository's key, only with the pinned fingerprint (hosts check it again)."""
+    url, fingerprint = repository.key.url, repository.key.fingerprint
+    armored = fetcher.content(url)
+    check_key(armored, fingerprint, url)
+    path = mirror_path(url)
+    _write(out, path, armored)
+    files.add(path, url, _sha256(armored), len(armored), f"primary key fingerprint {fingerprint}",
+              "the key apt and the deploy check AMD's signatures with")  # fmt: skip
+    manifest["keys"][url] = {"path": path, "fingerprint": fingerprint}
+    return armored
+
+
+def _repository(
+    repository: AptRepository,
+    packages: list[str],
+    hosts: list[str],
+    key: bytes,
+    fetcher: Fetcher,
+    out: Path,
+    files: _Files,
+) -> dict[str, Any]:
+    """One repository: InRelease (signature checked), its package indexes (hash checked),
+    the install closure of ``packages`` (each .deb hash checked)."""
+    where = repository.describe()
+    url = f"{repository.dists_url}/InRelease"
+    inrelease = fetcher.content(url)
+    release = parse_release(signed_text(inrelease, key, url))
+    _write(out, mirror_path(url), inrelease)
+    why = f"{where}: apt verifies it with the key"
+    signed_by = f"signature checked with gpgv and key {repository.key.fingerprint}"
+    files.add(mirror_path(url), url, _sha256(inrelease), len(inrelease), signed_by, why)
+    variants = release.variants(repository.packages_index)
+    if not variants:
+        raise BundleError(f"{url} lists no {repository.packages_index}")
+    parsed = None
+    for variant in sorted(variants, key=lambda v: len(v.path)):
+        index_url = f"{repository.dists_url}/{variant.path}"
+        data = fetcher.content(index_url)
+        if _sha256(data) != variant.sha256:
+            raise BundleError(f"{index_url}: SHA-256 is not the one its InRelease lists")
+        paths = [mirror_path(index_url)]
+        if release.by_hash:
+            directory = variant.path.rsplit("/", 1)[0]
+            paths.append(mirror_path(f"{repository.dists_url}/{directory}/by-hash/SHA256/"
+                                     f"{variant.sha256}"))  # fmt: skip
+        for path in paths:
+            _write(out, path, data)
+            files.add(path, index_url, variant.sha256, len(data), "SHA256 in the InRelease",
+                      f"{where}: the package index")  # fmt: skip
+        if parsed is None:
+            parsed = (mirror_path(index_url), decompressed(variant.path, data))
+    assert parsed is not None  # variants is not empty
+    index_path, text = parsed
+    closure = install_closure(Index(parse_stanzas(text.decode("utf-8"))), packages, where)
+    debs = []
+    for package in closure:
+        deb_url = f"{repository.url}/{package.filename}"
+        path = mirror_path(deb_url)
+        debs.append(path)
+        fetcher.file(deb_url, out / path, package.sha256, package.size)
+        for reason in package.why:
+            files.add(path, deb_url, package.sha256, package.size,
+                      "SHA256 in the signed package index",
+                      f"{package.name} {package.version}: {reason} ({where})")  # fmt: skip
+    return {
+        "url": repository.url,
+        "suite": repository.suite,
+        "component": repository.component,
+        "architecture": repository.architecture,
+        "key": repository.key.url,
+        "packages": packages,
+        "hosts": hosts,
+        "index": index_path,
+        "debs": debs,
+    }
+
+
+def _wheels(
+    index_url: str,
+    runtime: matrix.HostRuntime,
+    requirements: list[str],
+    hosts: list[str],
+    fetcher: Fetcher,
+    out: Path,
+    files: _Files,
+    pages: dict[str, dict[str, list[tuple[str, Link]]]],
+) -> dict[str, Any]:
+    """Resolve ``requirements`` for one Python on one index; fetch and verify each wheel."""
+    target = Target(runtime)
+    where = index_url
+
+    @functools.cache
+    def page(name: str) -> list[Link]:
+        url = project_url(index_url, name)
+        try:
+            return parse_page(fetcher.content(url).decode("utf-8"), url)
+        except DownloadError as exc:
+            if "HTTP 404" in str(exc):
+                return []
+            raise
+
+    @functools.cache
+    def metadata(link: Link) -> str:
+        """A wheel's core metadata: the index's copy when it publishes one (PEP 658), so
+        a candidate the resolution later drops costs no wheel download."""
+        if link.metadata_sha256:
+            data = fetcher.content(link.url + ".metadata")
+            if _sha256(data) == link.metadata_sha256:
+                return data.decode("utf-8")
+        return wheel_metadata(str(_wheel(link, fetcher, out)))
+
+    pins = resolve(requirements, page, metadata, target, where)
+    pinned = {}
+    for name, pin in sorted(pins.items()):
+        link = pin.candidate.link
+        path = mirror_path(link.url)
+        _wheel(link, fetcher, out)
+        for reason in pin.why:
+            files.add(path, link.url, link.sha256 or "", (out / path).stat().st_size,
+                      "#sha256 published by the index",
+                      f"{name} {pin.candidate.version}: {reason} ({target.describe()}, "
+                      f"{index_url})")  # fmt: skip
+        pages.setdefault(index_url, {}).setdefault(name, [])
+        if (path, link) not in pages[index_url][name]:
+            pages[index_url][name].append((path, link))
+        pinned[name] = {"version": str(pin.candidate.version), "path": path, "why": pin.why}
+    return {
+        "index_url": index_url,
+        "python": runtime.python,
+        "glibc": runtime.glibc,
+        "requirements": requirements,
+        "hosts": hosts,
+        "pins": pinned,
+    }
+
+
+def _wheel(link: Link, fetcher: Fetcher, out: Path) -> Path:
+    if not link.sha256:
+        raise BundleError(f"{link.url}: the index publishes no #sha256 for it; not bundled")
+    path = out / mirror_path(link.url)
+    fetcher.file(link.url, path, link.sha256)
+    return path
+
+
+def _write_pages(
+    index_url: str, projects: dict[str, list[tuple[str, Link]]], out: Path, files: _Files
+) -> None:
+    """PEP 503 pages for the bundled wheels only: a host's pip then can't pick a file the
+    bundle doesn't hold. Links are relative (``../torch-2.9.1%2Brocm6.4-...whl``)."""
+
+    def write(url: str, page: str, why: str) -> None:
+        data = page.encode()
+        path = mirror_path(url) + "index.html"
+        _write(out, path, data)
+        files.add(path, url, _sha256(data), len(data), "written by rocm-fleet bundle", why)
+
+    root = index_url.rstrip("/") + "/"
+    rows = "".join(f'<a href="{quote(name)}/">{html.escape(name)}</a><br/>\n' for name in projects)
+    write(root, _page(f"Links for {index_url}", rows), "the index's project list")
+    for name, entries in projects.items():
+        page_dir = mirror_path(project_url(index_url, name))
+        lines = []
+        for path, link in sorted(entries, key=lambda e: e[0]):
+            href = quote(os.path.relpath(path, page_dir)) + f"#sha256={link.sha256}"
+            requires = (
+                f' data-requires-python="{html.escape(link.requires_python)}"'
+                if link.requires_python
+                else ""
+            )
+            lines.append(
+                f'<a href="{html.escape(href)}"{requires}>{html.escape(link.filename)}</a><br/>\n'
+            )
+        write(
+            project_url(index_url, name),
+            _page(f"Links for {name}", "".join(lines)),
+            f"the page listing the bundled wheels of {name}",
+        )
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        '<!DOCTYPE html>\n<html>\n<head><meta name="pypi:repository-version" content="1.0">'
+        f"<title>{html.escape(title)}</title></head>\n<body>\n<h1>{html.escape(title)}</h1>\n"
+        f"{body}</body>\n</html>\n"
+    )
+
+
+def _pip_check(wheel_set: dict[str, Any], out: Path) -> None:
+    """pip resolves the set's requirements against the bundle's own pages, as a host's pip
+    will: it must succeed and pick only bundled files. Only for the Python running this
+    (pip's ``--python-version`` picks wheels for another Python but still evaluates
+    ``Requires-Dist`` markers with its own)."""
+    index = (out / mirror_path(wheel_set["index_url"].rstrip("/") + "/")).resolve()
+    python = wheel_set["python"]
+    abi = interpreter_tag(python)
+    platforms = [a for p in manylinux_platforms(wheel_set["glibc"]) for a in ("--platform", p)]
+    with tempfile.TemporaryDirectory(prefix="rocm-fleet-pip-") as tmp:
+        report = Path(tmp) / "report.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--isolated", "--dry-run",
+             "--ignore-installed", "--quiet", "--disable-pip-version-check", "--no-cache-dir",
+             "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+             "--abi", abi, *platforms, "--index-url", index.as_uri(), "--report", str(report),
+             *wheel_set["requirements"]],
+            capture_output=True, text=True, check=False,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LANG": "C.UTF-8"},
+        )  # fmt: skip
+        if result.returncode != 0:
+            errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+            raise BundleError(
+                f"pip can't install {' '.join(wheel_set['requirements'])} for Python {python} "
+                f"from the bundle: {' '.join(errors) or result.stderr[-500:]}"
+            )
+        picked = json.loads(report.read_text())["install"]
+    bundled = {pin["path"] for pin in wheel_set["pins"].values()}
+    for item in picked:
+        url = item["download_info"]["url"]
+        path = os.path.relpath(url2pathname(urlsplit(url).path), out.resolve())
+        if path not in bundled:
+            raise BundleError(f"pip would install {path} for Python {python}, not resolved")
+
+
+def _prune(out: Path, previous: dict[str, Any] | None, manifest: dict[str, Any]) -> list[str]:
+    """Remove the files an earlier run bundled that this one doesn't need (only those: the
+    directory may hold other things)."""
+    if not previous:
+        return []
+    keep = set(manifest["files"])
+    removed = []
+    for path in sorted(set(previous.get("files", {})) - keep):
+        target = out / path
+        if target.is_file():
+            target.unlink()
+            removed.append(path)
+            parent = target.parent
+            while parent != out and parent.is_dir() and not any(parent.iterdir()):
+                parent.rmdir()
+                parent = parent.parent
+    return removed
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# --- reading a bundle (preflight) --------------------------------------------------------------
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    path = directory / MANIFEST
+    if not path.is_file():
+        return None
+    return _cached_json(str(path), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_json(path: str, _mtime: int) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_index(path: str, _mtime: int) -> Index:
+    data = Path(path).read_bytes()
+    return Index(parse_stanzas(decompressed(path, data).decode("utf-8")))
+
+
+def incomplete(bundle: str) -> list[str]:
+    """The files a bundle's manifest lists that its directory doesn't hold (or not at the
+    size it records): what a mirror host would fail to copy."""
+    directory = Path(bundle)
+    manifest = read_manifest(directory)
+    if manifest is None:
+        return [str(directory / MANIFEST)]
+    on_disk = manifest.get("files", {})
+    return [path for path in on_disk if not _present(directory, on_disk, path)]
+
+
+def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
+    """Whether the bundle's manifest lists ``path`` and the directory holds it at that size."""
+    entry = on_disk.get(path)
+    target = directory / path
+    return bool(entry) and target.is_file() and target.stat().st_size == entry["size"]
+
+
+def missing(bundle: str, needs: HostNeeds) -> list[str]:
+    """What a host with ``needs`` would fetch that the bundle at ``bundle`` doesn't hold
+    (empty: nothing), each named with where it comes from."""
+    directory = Path(bundle)
+    manifest = read_manifest(directory)
+    if manifest is None:
+        return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
+    gaps: list[str] = []
+    on_disk = manifest.get("files", {})
+
+    def present(path: str) -> bool:
+        return _present(directory, on_disk, path)
+
+    for need in needs.apt:
+        gaps += _apt_gaps(need, manifest, directory, present)
+    for need in needs.wheels:
+        gaps += _wheel_gaps(need, manifest, present)
+    return gaps
+
+
+def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[str]:
+    repository = need.repository
+    where = repository.describe()
+    if not present(mirror_path(repository.key.url)):
+        return [f"AMD's key {repository.key.url}"]
+    entry = next(
+        (
+            r
+            for r in manifest.get("repositories", [])
+            if repository_key(_as_repository(r, repository)) == repository_key(repository)
+        ),
+        None,
+    )
+    if entry is None or not present(entry["index"]):
+        return [f"{', '.join(need.packages)} ({where}: the repository is not in the bundle)"]
+    index_file = directory / entry["index"]
+    index = _cached_index(str(index_file), index_file.stat().st_mtime_ns)
+    try:
+        closure = install_closure(index, need.packages, where)
+    except RepositoryError as exc:
+        return [str(exc)]
+    return [
+        f"{package.name} {package.version} ({where})"
+        for package in closure
+        if not present(mirror_path(f"{repository.url}/{package.filename}"))
+    ]
+
+
+def _as_repository(entry: dict[str, Any], like: AptRepository) -> AptRepository:
+    return AptRepository(
+        entry["url"], entry["suite"], like.key, like.keyring, entry["component"],
+        entry["architecture"],
+    )  # fmt: skip
+
+
+def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
+    wanted = set(need.requirements())
+    for wheel_set in manifest.get("wheel_sets", []):
+        if (
+            wheel_set["index_url"] == need.index_url
+            and wheel_set["python"] == need.runtime.python
+            and wanted <= set(wheel_set["requirements"])
+        ):
+            return [
+                f"{name} {pin['version']} for Python {need.runtime.python} ({need.index_url})"
+                for name, pin in wheel_set["pins"].items()
+                if not present(pin["path"])
+            ]
+    return [
+        f"{', '.join(sorted(wanted))} for Python {need.runtime.python} ({need.index_url}: "
+        "not in the bundle)"
+    ]

@@ -1,0 +1,307 @@
+"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything.
+
+``rocm-fleet bundle`` must carry torch, torchvision, torchaudio and everything they require
+for each Python the fleet runs, from the index the hosts' pip uses. The resolution is pip's
+rules in small: the newest version that meets every requirement seen so far, of the wheels
+whose tags the target Python accepts (``cpXY``, ``abi3``, ``py3``; manylinux up to the
+host's glibc, PEP 600) and whose ``Requires-Python`` admits it; ``Requires-Dist`` evaluated
+for Linux x86-64 and that Python; repeated until nothing changes. Only wheels: an sdist
+would need a build on the host. Every link must carry the ``#sha256=`` the index publishes,
+which the download is checked against.
+
+The bundle then asks pip itself to resolve the same requirements against the pages it
+wrote (``pip install --dry-run --report``) for the Python it runs on, so what a host's pip
+picks is proven to be in the bundle; for other Pythons pip can't be asked (it evaluates
+markers with its own interpreter), and this resolution is what decides.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import html.parser
+import re
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from rocm_fleet.model.matrix import HostRuntime
+from rocm_fleet.model.versions import release_key
+
+
+class ResolutionError(Exception):
+    """Requirements the index can't meet for a Python; names the requirement."""
+
+
+# --- the simple index ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Link:
+    url: str  # absolute, without the fragment
+    filename: str
+    sha256: str | None
+    requires_python: str | None
+    metadata_sha256: str | None  # PEP 658/714: the .metadata file's hash, when published
+
+
+class _Anchors(html.parser.HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.anchors: list[tuple[dict[str, str | None], str]] = []
+        self._current: dict[str, str | None] | None = None
+        self._text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._current, self._text = dict(attrs), ""
+
+    def handle_data(self, data: str) -> None:
+        if self._current is not None:
+            self._text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._current is not None:
+            self.anchors.append((self._current, self._text.strip()))
+            self._current = None
+
+
+def parse_page(text: str, page_url: str) -> list[Link]:
+    """The file links of a PEP 503 project page (hrefs resolved against ``page_url``)."""
+    parser = _Anchors()
+    parser.feed(text)
+    links = []
+    for attrs, _text in parser.anchors:
+        href = attrs.get("href")
+        if not href or "data-yanked" in attrs:
+            continue
+        url, fragment = urldefrag(urljoin(page_url, href))
+        filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+        sha256 = None
+        if fragment.startswith("sha256="):
+            sha256 = fragment.removeprefix("sha256=").lower()
+        metadata = attrs.get("data-core-metadata") or attrs.get("data-dist-info-metadata")
+        metadata_sha = metadata.removeprefix("sha256=").lower() if metadata else None
+        if metadata_sha == "true" or (metadata and not metadata.startswith("sha256=")):
+            metadata_sha = None
+        links.append(Link(url, filename, sha256, attrs.get("data-requires-python"), metadata_sha))
+    return links
+
+
+def project_url(index_url: str, name: str) -> str:
+    return f"{index_url.rstrip('/')}/{canonicalize_name(name)}/"
+
+
+# --- the target ------------------------------------------------------------------------------
+
+
+def manylinux_platforms(glibc: str) -> list[str]:
+    """Platform tags a Linux x86-64 host with ``glibc`` accepts, most specific first
+    (PEP 600 manylinux_2_X for every X up to the host's, the legacy aliases, linux)."""
+    major, minor = release_key(glibc)[:2]
+    platforms = [f"manylinux_{major}_{m}_x86_64" for m in range(minor, 4, -1)]
+    legacy = {17: "manylinux2014_x86_64", 12: "manylinux2010_x86_64", 5: "manylinux1_x86_64"}
+    platforms += [alias for m, alias in legacy.items() if m <= minor]
+    return [*platforms, "linux_x86_64"]
+
+
+def interpreter_tag(python: str) -> str:
+    """CPython's interpreter and ABI tag for a Python version: "3.12" -> "cp312"."""
+    major, minor = release_key(python)[:2]
+    return f"cp{major}{minor}"
+
+
+class Target:
+    """A host's Python as pip sees it: the tags it accepts (best first) and the values of
+    environment markers."""
+
+    def __init__(self, runtime: HostRuntime):
+        self.runtime = runtime
+        version = release_key(runtime.python)
+        platforms = manylinux_platforms(runtime.glibc)
+        interpreter = interpreter_tag(runtime.python)
+        self.tags: list[Tag] = [
+            *cpython_tags(version, platforms=platforms),
+            *compatible_tags(version, interpreter, platforms=platforms),
+        ]
+        self._rank = {tag: i for i, tag in reversed(list(enumerate(self.tags)))}
+        self.markers = {
+            "python_version": runtime.python,
+            "python_full_version": f"{runtime.python}.0",
+            "implementation_name": "cpython",
+            "implementation_version": f"{runtime.python}.0",
+            "platform_python_implementation": "CPython",
+            "os_name": "posix",
+            "sys_platform": "linux",
+            "platform_system": "Linux",
+            "platform_machine": "x86_64",
+            "platform_release": "",
+            "platform_version": "",
+        }
+
+    def describe(self) -> str:
+        return f"Python {self.runtime.python} (glibc {self.runtime.glibc})"
+
+    def rank(self, filename: str) -> int | None:
+        """How much this Python prefers a wheel (lower is better); None: it can't use it."""
+        try:
+            _name, _version, _build, tags = parse_wheel_filename(filename)
+        except InvalidWheelFilename:
+            return None
+        ranks = [self._rank[tag] for tag in tags if tag in self._rank]
+        return min(ranks) if ranks else None
+
+    def admits(self, requires_python: str | None) -> bool:
+        if not requires_python:
+            return True
+        try:
+            return SpecifierSet(requires_python).contains(
+                f"{self.runtime.python}.0", prereleases=True
+            )
+        except InvalidSpecifier:
+            return True  # as pip does: an unreadable Requires-Python doesn't exclude
+
+    def wanted(self, requirement: Requirement, extras: set[str]) -> bool:
+        """Whether a ``Requires-Dist`` applies to this Python (and the extras asked for)."""
+        if requirement.marker is None:
+            return True
+        return any(
+            requirement.marker.evaluate({**self.markers, "extra": extra})
+            for extra in ["", *sorted(extras)]
+        )
+
+
+# --- resolution ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str  # canonical
+    version: Version
+    link: Link
+
+
+@dataclass
+class Pin:
+    candidate: Candidate
+    why: list[str]
+
+
+def _version(filename: str) -> Version | None:
+    try:
+        return parse_wheel_filename(filename)[1]
+    except InvalidWheelFilename:
+        return None
+
+
+def choose(links: list[Link], name: str, specifiers: list[SpecifierSet], target: Target):
+    """The newest wheel of ``name`` meeting every specifier that ``target`` can use (its
+    best-ranked file of that version), or None."""
+    best: tuple[Version, int, Link] | None = None
+    for link in links:
+        rank = target.rank(link.filename)
+        version = _version(link.filename)
+        if rank is None or version is None or not target.admits(link.requires_python):
+            continue
+        if canonicalize_name(parse_wheel_filename(link.filename)[0]) != name:
+            continue
+        if not all(spec.contains(version, prereleases=None) for spec in specifiers):
+            continue
+        if best is None or (version, -rank) > (best[0], -best[1]):
+            best = (version, rank, link)
+    return Candidate(name, best[0], best[2]) if best else None
+
+
+Wants = dict[str, tuple[list[SpecifierSet], set[str], list[str]]]
+
+
+def _want(wants: Wants, text: str, why: str, where: str) -> str:
+    """Add one requirement to ``wants`` (name -> specifiers, extras, reasons); its name."""
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        raise ResolutionError(f"unreadable requirement {text!r} ({why})") from exc
+    if requirement.url:
+        raise ResolutionError(f"{text} ({why}): a direct URL, not from {where}")
+    name = canonicalize_name(requirement.name)
+    specs, extras, reasons = wants.setdefault(name, ([], set(), []))
+    specs.append(requirement.specifier)
+    extras.update(requirement.extras)
+    reasons.append(why)
+    return name
+
+
+def _wants(
+    roots: list[str],
+    pins: dict[str, Pin],
+    metadata: Callable[[Link], str],
+    target: Target,
+    where: str,
+) -> Wants:
+    """Every requirement reachable from ``roots`` through the current pins."""
+    wants: Wants = {}
+    queue = [_want(wants, root, "wanted", where) for root in roots]
+    seen: set[str] = set()
+    while queue:
+        name = queue.pop(0)
+        if name in seen or name not in pins:
+            continue
+        seen.add(name)
+        pinned = pins[name].candidate
+        for text in _requires(metadata(pinned.link)):
+            if target.wanted(Requirement(text), wants[name][1]):
+                why = f"required by {name} {pinned.version}"
+                queue.append(_want(wants, text, why, where))
+    return wants
+
+
+def resolve(
+    roots: list[str],
+    page: Callable[[str], list[Link]],
+    metadata: Callable[[Link], str],
+    target: Target,
+    where: str,
+) -> dict[str, Pin]:
+    """Pins (canonical name -> wheel and why) meeting ``roots`` and everything they require
+    for ``target``. ``page(name)`` gives a project's links, ``metadata(link)`` a wheel's
+    core metadata (verified by the caller). Raises ResolutionError naming what can't be met."""
+    pins: dict[str, Pin] = {}
+    for _round in range(50):
+        new: dict[str, Pin] = {}
+        for name, (specs, _extras, reasons) in _wants(roots, pins, metadata, target, where).items():
+            candidate = choose(page(name), name, specs, target)
+            if candidate is None:
+                wanted = " and ".join(str(s) or "any version" for s in specs)
+                raise ResolutionError(
+                    f"no wheel of {name} ({wanted}; {', '.join(sorted(set(reasons)))}) for "
+                    f"{target.describe()} on {where}"
+                )
+            new[name] = Pin(candidate, sorted(set(reasons)))
+        if {n: p.candidate for n, p in new.items()} == {n: p.candidate for n, p in pins.items()}:
+            return new
+        pins = new
+    raise ResolutionError(f"the requirements of {', '.join(roots)} on {where} do not settle")
+
+
+def _requires(metadata_text: str) -> list[str]:
+    message = email.parser.Parser().parsestr(metadata_text, headersonly=True)
+    return [value.strip() for value in message.get_all("Requires-Dist") or []]
+
+
+def wheel_metadata(path: str) -> str:
+    """The core metadata (``*.dist-info/METADATA``) of a wheel file."""
+    with zipfile.ZipFile(path) as wheel:
+        names = [n for n in wheel.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+        if len(names) != 1:
+            raise ResolutionError(f"{path}: not one .dist-info/METADATA in the wheel")
+        return wheel.read(names[0]).decode("utf-8")

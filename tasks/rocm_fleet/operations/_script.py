@@ -1,0 +1,30 @@
+"""Running the package's shell scripts (``files/scripts``) on a host, and failing a host."""
+
+from __future__ import annotations
+
+import shlex
+
+from pyinfra.api import QuoteString, StringCommand
+
+from rocm_fleet import assets as files
+from rocm_fleet.model import paths
+
+# The host paths the scripts use, handed over as variables so paths.py stays their only home.
+_SCRIPT_VARIABLES = {
+    "REBOOT_REQUIRED": paths.REBOOT_REQUIRED,
+    "REBOOT_PACKAGES": paths.REBOOT_PACKAGES,
+    "REBOOT_REASONS": paths.REBOOT_REASONS,
+}
+
+
+def script(name: str, *args: str) -> StringCommand:
+    """``sh -c`` with ``files/scripts/<name>.sh`` (after the variables and ``lib.sh``) and
+    ``args`` as its positional parameters, each quoted."""
+    variables = "".join(f"{key}={shlex.quote(value)}\n" for key, value in _SCRIPT_VARIABLES.items())
+    body = variables + files.text("scripts/lib.sh") + files.text(f"scripts/{name}.sh")
+    return StringCommand("sh", "-c", QuoteString(body), name, *map(QuoteString, args))
+
+
+def failure(reason: str) -> StringCommand:
+    """A command that prints ``reason`` on stderr and fails, failing the host (only)."""
+    return StringCommand("echo", QuoteString(reason), ">&2", "&&", "exit", "1")

@@ -1,0 +1,217 @@
+"""apt and dpkg operations that pyinfra's built-ins get wrong for this job.
+
+Each reads its facts through ``read_fact`` (answered by the preflight survey on a converged
+host), compares them with what is wanted, and either yields the commands that close the gap
+or calls ``host.noop`` with the reason nothing is needed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pyinfra import host
+from pyinfra.api import StringCommand, operation
+from pyinfra.facts.files import FileContents
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
+from rocm_fleet.facts.system import NvidiaStack
+from rocm_fleet.model.matrix import STREAMS
+from rocm_fleet.model.versions import is_amd_driver_version
+from rocm_fleet.operations._script import script
+from rocm_fleet.operations.files import removed, stamp_is_current
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.matrix import Release
+
+
+@operation()
+def debian_packages(
+    packages: list[str] | None = None, ledger: str | None = None, present: bool = True
+):
+    """
+    Install missing distribution packages (refreshing apt lists first only when something
+    is missing), or purge the ones a ledger says this deploy installed.
+
+    pyinfra's ``apt.packages(update=True)`` refreshes on every run (or by age), which a
+    converged host would report as a change.
+
+    + packages: package names to install (present=True)
+    + ledger: file the names this op installs are appended to (packages already there are
+      not recorded); with present=False, the packages it lists are purged with what they
+      pulled in, keeping any that something installed by hand still depends on
+    + present: install (True) or purge what the ledger recorded (False)
+    """
+    installed = read_fact(InstalledPackages)
+    if not present:
+        recorded = (read_fact(FileContents, path=ledger) or []) if ledger else []
+        names = sorted({line.strip() for line in recorded if line.strip() in installed})
+        if not names:
+            host.noop("no package this deploy installed is left")
+            return
+        yield script("ledger-purge", ledger or "", *names)
+        return
+    missing = [name for name in packages or [] if name not in installed]
+    if not missing:
+        host.noop(f"{', '.join(packages or [])} installed")
+        return
+    yield script("packages-install", ledger or "", *missing)
+
+
+@operation()
+def verified_keyring(
+    path: str,
+    url: str = "",
+    fingerprint: str = "",
+    present: bool = True,
+    proxy: dict[str, str] | None = None,
+):
+    """
+    Install an apt keyring from a key URL, only if it carries ``fingerprint``; or remove it.
+
+    The key is fetched (once, only when the keyring is missing or holds other keys),
+    imported into a throwaway GNUPGHOME, its primary keys' fingerprints checked, and
+    exported beside ``path`` before an atomic rename, so a key with the wrong fingerprint
+    fails the host with nothing written (verified-keyring.sh; it reads every form AMD
+    serves: armored, binary, binary with an armored copy appended).
+
+    + path: the keyring, e.g. /etc/apt/keyrings/rocm.gpg
+    + url: http(s) URL of the public key
+    + fingerprint: the 40-hex-digit fingerprint the key must have
+    + present: whether the keyring should exist
+    + proxy: ``https_proxy``/``http_proxy``/``no_proxy`` for the fetch (empty: none)
+    """
+    current = read_fact(KeyringFingerprints, path=path)
+    if not present:
+        yield from removed(path, exists=current is not None)
+        return
+    fingerprint = fingerprint.upper()
+    if current == [fingerprint]:
+        host.noop(f"keyring {path} holds exactly {fingerprint}")
+        return
+    through = [proxy["https_proxy"], proxy.get("no_proxy", "")] if proxy else []
+    yield script("verified-keyring", url, fingerprint, path, *through)
+
+
+@operation()
+def apt_lists_fresh(inputs: list[str], stamp: str):
+    """
+    Run ``apt-get update`` when any of ``inputs`` (source, keyring) changed since the last
+    update this deploy made, or the deploy never made one.
+
+    pyinfra's ``apt.update`` either always runs or goes by age; tying it to the files
+    means a converged host never refreshes lists and a new source always does, even when a
+    previous run stopped between writing the source and updating.
+
+    + inputs: files whose change makes the lists stale
+    + stamp: file touched after a successful update
+    """
+    if stamp_is_current(stamp, inputs):
+        host.noop(f"apt lists are newer than {', '.join(inputs)}")
+        return
+    yield script("apt-get", "update")
+    yield StringCommand("mkdir", "-p", stamp.rsplit("/", 1)[0], "&&", "touch", stamp)
+
+
+@operation(is_idempotent=False)
+def apt_update():
+    """
+    Refresh apt's lists, unconditionally: gate it with ``_if`` (after a source is removed,
+    say).
+    """
+    yield script("apt-get", "update")
+
+
+@operation()
+def release_packages(
+    packages: list[str] | None = None, release: Release | None = None, present: bool = True
+):
+    """
+    Install AMD's ROCm packages from one release, moving every installed ROCm package to
+    it; or purge every AMD ROCm package of any release and stream.
+
+    A package counts as installed only when its version is the release's (its stream's
+    ``version_regex``). Packages of another release of the stream (after ``rocm_version``
+    changed, up or down) are moved to this release's version, or purged when this release
+    doesn't publish them, so no two releases are ever mixed on a host. Packages of the other
+    stream are purged first: AMD says to uninstall ROCm 7.2.4 or older before installing the
+    Core SDK, and the two can't share /opt/rocm (the classic link, the Core SDK's directory
+    of links); AMD's driver (amdgpu-dkms) stays. With present=False, AMD's ROCm packages of
+    every stream and its driver packages (versioned with a release tag after an epoch) are
+    purged; Debian's own packages are left alone.
+
+    + packages: AMD package names, e.g. ["rocm-hip-runtime"] or ["amdrocm10.1-gfx1100"]
+    + release: the ROCm release (matrix row), its stream's rules for names and versions
+    + present: install the release (True) or purge AMD's ROCm packages (False)
+    """
+    installed = read_fact(InstalledPackages)
+    if not present:
+        names = sorted(
+            name
+            for name, version in installed.items()
+            if is_amd_driver_version(version) or any(s.owns(name, version) for s in STREAMS)
+        )
+        if not names:
+            host.noop("no AMD ROCm packages installed")
+            return
+        yield script("apt-get", "purge", *names)
+        return
+    if release is None:
+        raise ValueError("release_packages(present=True) needs the release")
+    packages = packages or []
+    stream = release.stream
+    pattern = stream.version_regex(release)
+    of_release = re.compile(pattern)
+    mine = {name: version for name, version in installed.items() if stream.owns(name, version)}
+    foreign = sorted(
+        name
+        for name, version in installed.items()
+        if any(other.owns(name, version) for other in STREAMS if other is not stream)
+    )
+    missing = [name for name in packages if not of_release.search(mine.get(name, ""))]
+    stale = sorted(
+        name for name, version in mine.items()
+        if not of_release.search(version) and name not in packages
+    )  # fmt: skip
+    if not missing and not stale and not foreign:
+        host.noop(f"{', '.join(packages)} installed from ROCm {release.version}")
+        return
+    items = (
+        [f"foreign:{name}" for name in foreign]
+        + [f"want:{name}" for name in missing]
+        + [f"stale:{name}" for name in stale]
+    )
+    yield script("release-switch", pattern, *items)
+
+
+@operation()
+def dpkg_repaired():
+    """
+    Finish what an interrupted dpkg left behind (killed mid-install, power loss), so apt
+    can run again: ``dpkg --configure -a``, then ``apt-get -f install`` for packages left
+    half-installed. Only when dpkg's journal or a package's state says it was interrupted.
+    """
+    if not read_fact(DpkgInterrupted):
+        host.noop("dpkg has no interrupted or half-configured packages")
+        return
+    yield StringCommand(
+        "DEBIAN_FRONTEND=noninteractive", "dpkg", "--force-confdef", "--force-confold",
+        "--configure", "-a",
+    )  # fmt: skip
+    yield script("apt-get", "-f", "install")
+
+
+@operation()
+def nvidia_packages_absent(reboot_reason: str):
+    """
+    Purge NVIDIA's driver and CUDA packages (those the ``NvidiaStack`` fact finds), and
+    mark a reboot needed when an NVIDIA kernel module is loaded.
+
+    + reboot_reason: the reason recorded for the reboot a loaded driver needs
+    """
+    stack = read_fact(NvidiaStack)
+    if not stack["packages"]:
+        host.noop("no NVIDIA driver or CUDA package installed")
+        return
+    yield script("nvidia-purge", reboot_reason if stack["modules"] else "", *stack["packages"])

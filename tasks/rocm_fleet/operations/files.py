@@ -1,0 +1,117 @@
+"""File operations."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from pyinfra import host
+from pyinfra.api import FileUploadCommand, OperationError, QuoteString, StringCommand, operation
+from pyinfra.facts.files import FileContents
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.model import paths
+from rocm_fleet.operations._script import script
+
+
+@operation()
+def text_file(path: str, content: str = "", mode: str = "644", present: bool = True):
+    """
+    Write a small text file owned by root when its content or mode differs; or remove it.
+
+    One fact read (``FileDigest``) where ``files.put`` reads two (``File``, then
+    ``Sha1File``), which counts on a converged fleet; written to a temporary name and
+    renamed, so readers never see half a file.
+
+    + path: the file; its directory must exist
+    + content: the whole text
+    + mode: octal permissions, e.g. "644"
+    + present: whether the file should exist
+    """
+    current = read_fact(FileDigest, path=path)
+    if not present:
+        yield from removed(path, exists=current is not None)
+        return
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    if current is not None and (current["mode"], current["sha256"]) == (mode, digest):
+        host.noop(f"{path} is up to date")
+        return
+    yield script("text-file", path, mode, content)
+
+
+def stamp_is_current(stamp: str, inputs: list[str]) -> bool:
+    """Whether ``stamp`` exists and none of ``inputs`` (the files it stands for) changed
+    after it was touched: an apt update or a daemon reload that has nothing to catch up on.
+    A missing input is no change (its removal is another operation's)."""
+    stamped = read_fact(FileDigest, path=stamp)
+    digests = [read_fact(FileDigest, path=path) for path in inputs]  # all read, as planned
+    return stamped is not None and not any(
+        digest and digest["mtime"] > stamped["mtime"] for digest in digests
+    )
+
+
+def removed(path: str, exists: bool):
+    """The commands that remove a file the deploy put there; none (a noop) when it's gone.
+    For operations whose ``present=False`` is just that (``yield from removed(...)``)."""
+    if not exists:
+        host.noop(f"{path} is absent")
+        return
+    yield StringCommand("rm", "-f", path)
+
+
+@operation()
+def directory_absent(path: str):
+    """
+    Remove a directory the deploy created whole, with everything in it.
+
+    + path: the directory (rocm-fleet's own, e.g. /srv/rocm-fleet)
+    """
+    if not read_fact(DirectoryExists, path=path):
+        host.noop(f"{path} is absent")
+        return
+    yield StringCommand("rm", "-rf", "--one-file-system", QuoteString(path))
+
+
+@operation()
+def bundle_copy(bundle: str, path: str):
+    """
+    Make ``path`` on the host a copy of a bundle (``rocm-fleet bundle``) that lies where
+    pyinfra runs: the files its manifest lists that the host's copy doesn't hold with the
+    same SHA-256 are uploaded and checked there (``sha256sum -c``), files no longer listed
+    are removed, and the manifest goes last, so an interrupted copy is finished by the next
+    run. Nothing is read or sent when the manifests are the same.
+
+    + bundle: the bundle directory where pyinfra runs
+    + path: the directory on the host
+    """
+    local = Path(bundle) / paths.BUNDLE_MANIFEST
+    wanted = local.read_bytes()
+    remote = f"{path}/{paths.BUNDLE_MANIFEST}"
+    current = read_fact(FileDigest, path=remote)
+    if current is not None and current["sha256"] == hashlib.sha256(wanted).hexdigest():
+        host.noop(f"{path} holds the bundle {bundle}")
+        return
+    files = json.loads(wanted)["files"]
+    held: dict[str, Any] = {}
+    if current is not None:
+        held = json.loads("\n".join(host.get_fact(FileContents, path=remote) or []) or "{}")
+        held = held.get("files", {})
+    for relative in [*files, *held]:
+        if relative.startswith("/") or ".." in relative.split("/"):
+            raise OperationError(f"{bundle}: manifest path {relative!r} leaves the bundle")
+    sending = sorted(p for p, e in files.items() if held.get(p, {}).get("sha256") != e["sha256"])
+    stale = sorted(set(held) - set(files))
+    directories = sorted({f"{path}/{p}".rsplit("/", 1)[0] for p in sending} | {path})
+    yield StringCommand("mkdir", "-p", *map(QuoteString, directories))
+    for relative in sending:
+        yield FileUploadCommand(
+            str(Path(bundle) / relative),
+            f"{path}/{relative}",
+            remote_temp_filename=host.get_temp_filename(f"{path}/{relative}"),
+        )
+    sums = [f"{files[p]['sha256']}  {p}" for p in sending]
+    yield script("bundle-settle", path, "\n".join(sums), "\n".join(stale))
+    yield FileUploadCommand(str(local), remote, remote_temp_filename=host.get_temp_filename(remote))

@@ -1,0 +1,59 @@
+"""Operations on the host as a whole: failing it, the daemons it runs."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import QuoteString, StringCommand, operation
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.system import DaemonRunning
+from rocm_fleet.operations._script import failure, script
+from rocm_fleet.operations.files import removed, stamp_is_current
+
+
+@operation()
+def fail(reason: str):
+    """
+    Stop this host here with ``reason`` (the other hosts carry on).
+
+    + reason: what is wrong and how to fix it; printed on the host's error output
+    """
+    yield failure(reason)
+
+
+@operation()
+def daemon_serving(service: str, pidfile: str, configs: list[str], stamp: str):
+    """
+    Have a daemon run with its current configuration: start it when it isn't running,
+    reload it when one of ``configs`` is newer than the last (re)load this deploy made; its
+    configuration is checked first (``<service> -t``), so a bad one fails the host and
+    leaves the running daemon as it was. Started and reloaded with ``service``, which goes
+    to systemd where it runs and to the package's init script where it doesn't.
+
+    + service: the service and its binary, e.g. "nginx"
+    + pidfile: the daemon's pid file, e.g. /run/nginx.pid
+    + configs: files whose change needs a reload
+    + stamp: file touched after each (re)load
+    """
+    running = read_fact(DaemonRunning, pidfile=pidfile)
+    if running and stamp_is_current(stamp, configs):
+        host.noop(f"{service} runs with {', '.join(configs)} loaded")
+        return
+    yield script("daemon-serving", service, "reload" if running else "start", stamp)
+
+
+@operation()
+def daemon_config_absent(service: str, pidfile: str, path: str):
+    """
+    Remove one of a daemon's configuration files, and reload the daemon if it runs, so it
+    stops doing what the file told it.
+
+    + service: the service, e.g. "nginx"
+    + pidfile: the daemon's pid file
+    + path: the configuration file
+    """
+    exists = read_fact(FileDigest, path=path) is not None
+    yield from removed(path, exists)
+    if exists and read_fact(DaemonRunning, pidfile=pidfile):
+        yield StringCommand("service", QuoteString(service), "reload")

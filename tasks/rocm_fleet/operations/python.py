@@ -1,0 +1,189 @@
+"""Python venv and wheel operations."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from packaging.requirements import Requirement
+from packaging.version import InvalidVersion, Version
+from pyinfra import host
+from pyinfra.api import QuoteString, StringCommand, operation
+from pyinfra.facts.files import Directory, FileContents
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.python import VenvDistributions
+from rocm_fleet.model import paths
+from rocm_fleet.operations._script import script
+
+
+@operation()
+def venv(path: str, ledger: str | None = None, present: bool = True):
+    """
+    Create a Python virtual environment at ``path`` unless one exists; or remove it, and
+    the parent directories creating it made.
+
+    + path: directory of the venv
+    + ledger: file the parent directories this creates are appended to (deepest last);
+      with present=False, those are removed deepest first, each only if empty
+    + present: whether the venv should exist
+    """
+    exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
+    if present:
+        if exists:
+            host.noop(f"venv {path} exists")
+            return
+        if ledger:
+            yield script("venv-create", path, ledger)
+        else:
+            yield StringCommand("python3", "-m", "venv", QuoteString(path))
+        return
+    recorded = (host.get_fact(FileContents, path=ledger) if ledger else None) or []
+    parents = [
+        d
+        for d in reversed([line.strip() for line in recorded])
+        if d.startswith("/") and host.get_fact(Directory, path=d)
+    ]
+    if not exists and not host.get_fact(Directory, path=path) and not parents:
+        host.noop(f"venv {path} is absent")
+        return
+    yield StringCommand("rm", "-rf", QuoteString(path))
+    if parents:
+        yield StringCommand("rmdir", "--ignore-fail-on-non-empty", *map(QuoteString, parents))
+
+
+def normal_name(name: str) -> str:
+    """A distribution name as PEP 503 normalises it ("Torch_Audio" -> "torch-audio")."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def venv_versions(venv_path: str) -> dict[str, str]:
+    """The venv's distributions, normalised name -> version (empty: no venv)."""
+    found = read_fact(VenvDistributions, venv=venv_path) or {}
+    return {normal_name(name): version for name, version in found.items()}
+
+
+def version_matches(installed: str | None, wanted: str) -> bool:
+    """PEP 440 ``==`` for the two shapes we pin: exact with a local label, or public only."""
+    if installed is None:
+        return False
+    return installed == wanted if "+" in wanted else installed.split("+")[0] == wanted
+
+
+def requirement_met(installed: dict[str, str], requirement: str) -> bool:
+    """Whether a venv's distributions (normalised name -> version) satisfy a PEP 508
+    requirement such as ``rocm[device-all,libraries]==7.14.*`` (its extras' own
+    requirements aren't known without the metadata: the distribution itself must match)."""
+    req = Requirement(requirement)
+    version = installed.get(normal_name(req.name))
+    if version is None:
+        return False
+    try:
+        return req.specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+@operation()
+def pinned_wheels(
+    venv_path: str,
+    index_url: str,
+    wanted: dict[str, str],
+    requires: list[str] | None = None,
+    owned: list[str] | None = None,
+    proxy: dict[str, str] | None = None,
+):
+    """
+    Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``, and
+    the requirements they bring from the same index; uninstall the distributions of the
+    same family that the pins no longer want.
+
+    pyinfra's ``pip.packages`` reads ``pip freeze`` with a regex that drops ``+local``
+    versions, so it reinstalls torch on every run; this compares the venv's dist-info
+    versions instead. pip resolves and downloads everything before it uninstalls anything,
+    so an index that is down leaves the installed torch in place, working; the ones no
+    longer wanted are uninstalled after the install. No pip cache is kept (torch wheels are
+    gigabytes, and uninstalling would leave the cache behind).
+
+    + venv_path: the venv
+    + index_url: the only index pip may use (the ROCm index on download.pytorch.org)
+    + wanted: distribution -> version; with a local label ("2.9.1+rocm6.4") it must match
+      exactly, without one ("0.24.1") any local label of that release matches, as in pip
+    + requires: PEP 508 requirements the venv must also meet, e.g. the ROCm runtime
+      ``rocm[device-all,libraries]==7.14.*`` a torch pulls from pip
+    + owned: regexes of the (normalised) distribution names the pins manage: an installed
+      one that is neither wanted nor required is uninstalled (torchaudio after a torch it
+      no longer comes with, the pip ROCm runtime after a torch that bundles its own)
+    + proxy: ``http_proxy``/``https_proxy``/``no_proxy`` for pip (empty: none); pip (requests)
+      honours ``no_proxy`` from the environment, not with ``--proxy``
+
+    A plain-http index (the fleet mirror) is a ``--trusted-host``: pip ignores one otherwise.
+    Each wheel is still checked against the ``#sha256`` its index page gives.
+    """
+    requires = list(requires or [])
+    installed = venv_versions(venv_path)
+    drift = {n: v for n, v in wanted.items() if not version_matches(installed.get(n), v)}
+    unmet = [r for r in requires if not requirement_met(installed, r)]
+    keep = set(wanted) | {normal_name(Requirement(r).name) for r in requires}
+    patterns = [re.compile(p) for p in owned or []]
+    stale = sorted(
+        name for name in installed
+        if name not in keep and any(p.fullmatch(name) for p in patterns)
+    )  # fmt: skip
+    if not drift and not unmet and not stale:
+        pins = ", ".join(f"{n}=={v}" for n, v in sorted(wanted.items()))
+        host.noop(pins + "".join(f", {r}" for r in requires) + " installed")
+        return
+    python = QuoteString(paths.venv_python(venv_path))
+    if drift or unmet:
+        specs = [QuoteString(f"{name}=={version}") for name, version in sorted(wanted.items())]
+        environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
+        plain = urlsplit(index_url)
+        trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
+        yield StringCommand(
+            *(["env", *environment] if environment else []),
+            python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+            "--no-cache-dir", "--index-url", QuoteString(index_url), *trusted,
+            *specs, *map(QuoteString, requires),
+        )  # fmt: skip
+    if stale:
+        yield StringCommand(
+            python, "-m", "pip", "uninstall", "--yes", "--no-input",
+            "--disable-pip-version-check", *map(QuoteString, stale),
+        )  # fmt: skip
+
+
+# The wheels a CUDA torch brings (PyPI's torch pulls nvidia-cublas-cu12, nvidia-cudnn-cu12,
+# ..., and triton), and torch and its companions when they are not a ROCm build.
+_CUDA_WHEEL = re.compile(r"^(nvidia-.*|triton)$")
+_TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
+
+
+def cuda_wheels(installed: dict[str, str]) -> list[str]:
+    """The CUDA-only distributions of a venv: NVIDIA's libraries, triton, and torch,
+    torchvision and torchaudio unless they are a ROCm build (``+rocm`` label)."""
+    names = []
+    for name, version in installed.items():
+        normal = normal_name(name)
+        if _CUDA_WHEEL.match(normal) or (normal in _TORCH_FAMILY and "+rocm" not in version):
+            names.append(normal)
+    return sorted(names)
+
+
+@operation()
+def cuda_wheels_absent(venv_path: str):
+    """
+    Uninstall the CUDA wheels from a venv (see ``cuda_wheels``), so the ROCm build goes
+    into it without NVIDIA's libraries beside it.
+
+    + venv_path: the venv
+    """
+    names = cuda_wheels(venv_versions(venv_path))
+    if not names:
+        host.noop(f"no CUDA wheel in {venv_path}")
+        return
+    yield StringCommand(
+        QuoteString(paths.venv_python(venv_path)), "-m", "pip", "uninstall", "--yes",
+        "--no-input", "--disable-pip-version-check", *map(QuoteString, names),
+    )  # fmt: skip

@@ -1,0 +1,105 @@
+"""The reboot operation: only when needed and allowed, and back before it returns.
+
+The reboot itself is what pyinfra 3.10's ``server.reboot`` does (remove sudo askpass files,
+remember ``/proc/uptime``, ``( sleep 1 && reboot ) &`` detached from the SSH channel,
+disconnect, reconnect until uptime shows a fresh boot), with two differences: a host that
+doesn't come back within the timeout fails with a clear message instead of an exception
+traceback, and a fresh boot is recognised by uptime being less than the time since the
+reboot was issued (server.reboot compares with its fixed ``delay``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from pyinfra import host
+from pyinfra.api import FunctionCommand, StringCommand, operation
+from pyinfra.connectors.util import clear_askpass_cache, remove_any_sudo_askpass_file
+from pyinfra.facts.server import Uptime
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.system import RebootRequired
+
+logger = logging.getLogger("pyinfra")
+
+# host name -> reasons it still needs a reboot at the end of the run (no permission), and
+# host name -> console notes (MOK pending); printed once by the end-of-run report.
+NEEDS_REBOOT: dict[str, list[str]] = {}
+NOTES: dict[str, list[str]] = {}
+# host name -> (uptime before, monotonic time the reboot was issued)
+_REBOOTS: dict[str, tuple[int, float]] = {}
+
+
+def note(host_name: str, text: str) -> None:
+    if text not in NOTES.setdefault(host_name, []):
+        NOTES[host_name].append(text)
+
+
+def reasons_from(fact: dict | None) -> list[str]:
+    """Human reasons from the RebootRequired fact: ours first, then packages."""
+    if not fact or not fact.get("required"):
+        return []
+    reasons = list(fact.get("reasons") or [])
+    covered = " ".join(reasons)
+    reasons += [f"package {p}" for p in fact.get("packages") or [] if p not in covered]
+    return reasons or ["/run/reboot-required exists"]
+
+
+def _wait_for_boot(state, host, timeout: int, interval: float = 1.0) -> bool:
+    """Reconnect until /proc/uptime shows a boot after the reboot was issued."""
+    before, issued = _REBOOTS.get(host.name, (0, time.monotonic()))
+    clear_askpass_cache(host)
+    host.disconnect()
+    deadline = issued + timeout
+    time.sleep(min(2.0, timeout))
+    while time.monotonic() < deadline:
+        host.connect(show_errors=False)
+        if host.connected:
+            uptime = host.get_fact(Uptime)
+            # Not rebooted: uptime ~ before + elapsed. Rebooted: uptime <= elapsed.
+            if uptime + 1 < before + (time.monotonic() - issued):
+                host.log_styled(f"back after {time.monotonic() - issued:.0f}s", fg="green")
+                return True
+            host.disconnect()
+        time.sleep(interval)
+    host.log_styled(
+        f"did not come back within {timeout}s after the reboot (rocm_reboot_timeout); "
+        "check its console",
+        fg="red",
+        log_func=logger.error,
+    )
+    return False
+
+
+def _remember_uptime(state, host) -> bool:
+    remove_any_sudo_askpass_file(host)
+    _REBOOTS[host.name] = (host.get_fact(Uptime), time.monotonic())
+    return True
+
+
+@operation(is_idempotent=False)
+def reboot_when_needed(allowed: bool, timeout: int, planned: list[str]):
+    """
+    Reboot the host if it needs it and the inventory allows it; wait until it is back.
+
+    + allowed: the inventory allows reboots
+    + timeout: seconds to come back
+    + planned: reasons earlier operations of this run will add (used while planning)
+    """
+    reasons = reasons_from(read_fact(RebootRequired))
+    if not host.state.is_executing:
+        reasons += [r for r in planned if r not in reasons]
+    if not reasons:
+        host.noop("no reboot needed")
+        return
+    if not allowed:
+        if host.state.is_executing:
+            NEEDS_REBOOT[host.name] = reasons
+        host.noop(f"needs a reboot ({'; '.join(reasons)}), not allowed (rocm_reboot: allow)")
+        return
+    host.log_styled(f"rebooting: {'; '.join(reasons)}", fg="blue")
+    yield FunctionCommand(_remember_uptime, (), {})
+    # Detached so the SSH channel closes at once (as server.reboot, pyinfra #1708).
+    yield StringCommand("( sleep 1 && reboot ) </dev/null >/dev/null 2>&1 &")
+    yield FunctionCommand(_wait_for_boot, (timeout,), {})

@@ -1,0 +1,47 @@
+"""User and group operations."""
+
+from __future__ import annotations
+
+from pyinfra import host
+from pyinfra.api import QuoteString, StringCommand, operation
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.users import GroupMembership
+from rocm_fleet.operations._script import failure
+
+
+@operation()
+def gpu_access(groups: list[str], users: list[str]):
+    """
+    The ``groups`` exist (as system groups) and every one of ``users`` is in all of them,
+    keeping their other groups.
+
+    One fact read instead of pyinfra's ``server.group`` per group plus one per user (two
+    round trips each); and unlike ``server.user``, a user missing on the host is an error
+    naming it, not a new account.
+
+    + groups: group names, e.g. ["video", "render"]
+    + users: existing users who must be in every one of ``groups``
+    """
+    current = read_fact(GroupMembership, groups=groups, users=users)
+    absent_users = [user for user in users if current["users"].get(user) is None]
+    if absent_users:
+        yield failure(f"user(s) {', '.join(absent_users)} do not exist on {host.name}")
+        return
+    changes = [
+        StringCommand("groupadd", "--system", QuoteString(group))
+        for group in groups
+        if group not in current["groups"]
+    ]
+    for user in users:
+        missing = [g for g in groups if g not in (current["users"][user] or [])]
+        if missing:
+            changes.append(
+                StringCommand(
+                    "usermod", "-a", "-G", QuoteString(",".join(missing)), QuoteString(user)
+                )
+            )
+    if not changes:
+        host.noop(f"{', '.join(groups)} exist" + (f"; {', '.join(users)} in them" if users else ""))
+        return
+    yield from changes
