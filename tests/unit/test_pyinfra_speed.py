@@ -1,6 +1,7 @@
 """rocm_fleet.engine.planning's replacements answer as pyinfra's own: the operation order on real
 call stacks, the global arguments, and the global arguments popped for a host over every
-layer of its data."""
+layer of its data; they apply only while rocm-fleet's deploy is planned, and step aside
+(pyinfra's own functions) when opted out or on another pyinfra minor."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from pyinfra.api import util
 
 from rocm_fleet.engine import planning as _pyinfra
+from unit.surveys import SurveyHost, fresh_survey, plan
 
 
 def orders(tmp_path, deploy_filename: str | None, is_cli: bool, monkeypatch):
@@ -55,22 +57,72 @@ def test_the_fast_order_is_pyinfras(tmp_path, monkeypatch, is_cli, deploy_file):
         assert (ours[0] if not is_cli else ours[1]) == 8  # the deploy file's `task(ASK)` line
 
 
-def test_planning_rocm_fleet_uses_it():
+def held() -> dict[str, object]:
+    """What pyinfra's modules call now, by where they hold each function."""
     import importlib
 
-    import rocm_fleet.deploy.node  # noqa: F401  (installs it)
+    found = {}
+    for function, modules in _pyinfra._HELD_IN.items():
+        for module in modules:
+            found[f"{module}.{function}"] = getattr(
+                importlib.import_module(f"pyinfra.api.{module}"), function
+            )
+    return found
 
-    module = importlib.import_module("pyinfra.api.operation")
-    assert module.get_operation_order_from_stack is _pyinfra.get_operation_order_from_stack
-    arguments = importlib.import_module("pyinfra.api.arguments")
-    assert arguments.all_global_arguments is _pyinfra.all_global_arguments
-    for name in ("arguments", "operation", "deploy", "facts"):
-        held = importlib.import_module(f"pyinfra.api.{name}").pop_global_arguments
-        assert held is _pyinfra.pop_global_arguments, name
+
+class Recording(SurveyHost):
+    """A harness host that notes what pyinfra calls while rocm-fleet's deploy reads it."""
+
+    seen: dict[str, object] | None = None
+
+    def __call__(self, fact, *args, **kwargs):
+        self.seen = held()
+        return super().__call__(fact, *args, **kwargs)
+
+
+def test_rocm_fleets_deploy_is_planned_with_them_and_nothing_else_is():
+    before = held()
+    assert before["operation.get_operation_order_from_stack"] is not (
+        _pyinfra.get_operation_order_from_stack
+    )
+    host = Recording(fresh_survey("debian-12"))
+    plan({"rocm_version": "6.4.3"}, host)
+    assert host.seen == {
+        name: getattr(_pyinfra, name.split(".")[1]) for name in before
+    }  # inside rocm_node: every one of ours
+    assert held() == before  # after it: pyinfra's own, for the user's operations
+
+
+def test_opted_out_or_on_another_pyinfra_they_step_aside_with_one_warning(monkeypatch, caplog):
+    before = held()
+    monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
+    host = Recording(fresh_survey("debian-12"))
+    plan({"rocm_version": "6.4.3"}, host)
+    assert host.seen == before and "speedups" not in caplog.text
+    monkeypatch.delenv(_pyinfra.OPT_OUT)
+    monkeypatch.setattr(_pyinfra, "pyinfra_version", lambda: "3.11.0")
+    monkeypatch.setattr(_pyinfra, "_warned", False)
+    for _ in range(2):
+        host = Recording(fresh_survey("debian-12"))
+        planned = plan({"rocm_version": "6.4.3"}, host)
+        assert host.seen == before and not planned.refused
+    (warning,) = [r for r in caplog.records if "planning speedups" in r.getMessage()]
+    assert "pyinfra 3.11.0 is not the 3.10.x" in warning.getMessage()
+
+
+def test_the_tested_minor_is_the_one_pyproject_pins_and_this_one():
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    (pin,) = [d for d in pyproject["project"]["dependencies"] if d.startswith("pyinfra")]
+    low, high = _pyinfra.TESTED_PYINFRA, (3, _pyinfra.TESTED_PYINFRA[1] + 1)
+    assert pin == f"pyinfra>={low[0]}.{low[1]},<{high[0]}.{high[1]}"
+    assert _pyinfra._minor("3.10.0") == (3, 10) and _pyinfra._minor("3.11.0rc1") == (3, 11)
 
 
 def test_the_global_arguments_are_pyinfras():
-    theirs = _pyinfra._original_global_arguments()
+    theirs = _pyinfra._original("all_global_arguments")()
     assert _pyinfra.all_global_arguments() == theirs and "_sudo" in dict(theirs)
     assert _pyinfra.all_global_arguments() is not _pyinfra.all_global_arguments()
 
@@ -90,7 +142,7 @@ def test_global_arguments_popped_as_pyinfra_pops_them():
     )
     state = State(inventory, Config())
     host = inventory.get_host("h1")
-    original = _pyinfra._original_pop_global_arguments
+    original = _pyinfra._original("pop_global_arguments")
     cases = [
         ({}, None, None),
         ({"_sudo": False, "packages": ["curl"]}, None, None),

@@ -115,32 +115,27 @@ def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
     """Concern -> the names of its operations that would change this host, in plan order;
     every concern planned for the host is a key (empty list: no drift). Operations gated
     with ``_if`` follow another operation's change, which is reported itself."""
+    from rocm_fleet.engine.plan import planned_operations
+
     concerns: dict[str, list[str]] = {}
-    for op_hash in state.get_op_order():
-        if op_hash not in state.ops[host]:
-            continue
-        names = sorted(state.op_meta[op_hash].names)
+    for planned in planned_operations(state, host):
+        names = planned.names
         parts = [p for p in names[0].split(" | ") if p != ROOT_DEPLOY] if names else ["?"]
         concern, operation = (parts[0], parts[-1]) if len(parts) > 1 else ("other", parts[0])
         if concern == "Preflight":
             continue
-        data = state.get_op_data_for_host(host, op_hash)
-        changes = data.operation_meta._maybe_is_change and not data.global_arguments["_if"]
         concerns.setdefault(concern, [])
-        if changes:
+        if planned.changes and not planned.conditional:
             concerns[concern].append(operation)
     return concerns
 
 
 def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
     """Connect to every (limited) host in parallel, plan the deploy for it, build its row."""
-    import gevent
-    import pyinfra
     from pyinfra.api.exceptions import ConnectError, PyinfraError
-    from pyinfra.api.state import StateStage
-    from pyinfra.context import ctx_config, ctx_host, ctx_state
 
     from rocm_fleet.deploy.node import host_config, rocm_node
+    from rocm_fleet.engine.plan import plan_deploy, plan_in_parallel
     from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.model.config import ConfigError
 
@@ -157,9 +152,7 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
         except (ConnectError, PyinfraError, OSError) as exc:
             error = str(exc.args[0] if exc.args else exc)
             return {**row, "status": "unreachable", "error": error}
-        state.activate_host(host)
-        with ctx_config.use(state.config.copy()), ctx_host.use(host):
-            rocm_node()
+        plan_deploy(state, host, rocm_node)
         found = outcome(state, host.name)
         if found is None or found.survey is None:
             reason = found.refused if found else "preflight did not run"
@@ -174,28 +167,15 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
             drift += [f"{concern}: {name}" for name in operations]
         return {**row, "status": "drift" if drift else "ok", "drift": drift, "cells": cells}
 
-    # Plan as pyinfra's CLI does: in CLI mode an operation's identity comes from where it is
-    # called (file and line), so hosts that take different branches of the deploy (one gets
-    # a kernel, another a driver) still share each operation; in API mode it is the
-    # operation's position on each host, which mixes different operations up.
-    was_cli = pyinfra.is_cli
-    pyinfra.is_cli = True
-    state.set_stage(StateStage.Prepare)
-    try:
-        with ctx_state.use(state):
-            greenlets = [state.pool.spawn(audit, host) for host in hosts]
-            gevent.joinall(greenlets)
-    finally:
-        pyinfra.is_cli = was_cli
     rows = []
-    for host, greenlet in zip(hosts, greenlets, strict=True):
-        if greenlet.successful():
-            rows.append(greenlet.value)
-        else:
-            error = f"{type(greenlet.exception).__name__}: {greenlet.exception}"
+    for host, result in zip(hosts, plan_in_parallel(state, hosts, audit), strict=True):
+        if isinstance(result, BaseException):
+            error = f"{type(result).__name__}: {result}"
             rows.append(
                 {"host": host.name, "status": "failed", "error": error, "drift": [], "cells": {}}
             )
+        else:
+            rows.append(result)
     for host in hosts:
         if host.connected:
             host.disconnect()

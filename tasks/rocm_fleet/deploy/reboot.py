@@ -31,6 +31,7 @@ from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 from pyinfra.api.state import BaseStateCallback
 
+from rocm_fleet.engine.plan import operation_hash
 from rocm_fleet.operations.reboot import NEEDS_REBOOT, NOTES, reboot_when_needed
 
 if TYPE_CHECKING:
@@ -82,4 +83,4 @@ def reboot_if_needed(config: Config, planned: list[tuple[str, OperationMeta]]) -
         planned=reasons,
         _parallel=config.rocm_reboot_parallel,
     )
-    _report(host.state).op_hashes.add(meta._hash)
+    _report(host.state).op_hashes.add(operation_hash(meta))

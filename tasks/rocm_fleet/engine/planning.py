@@ -1,4 +1,4 @@
-"""Faster, equivalent versions of two pyinfra internals that planning calls per operation.
+"""Faster, equivalent versions of three pyinfra internals that planning calls per operation.
 
 1. An operation's call-site order.
 
@@ -26,34 +26,98 @@ first-layer-wins merge, the order its ``__getattr__`` walks) and the copy its
 ``__getattr__`` makes of each value. Same arguments, same found keys, same kwargs left
 (``tests/unit/test_pyinfra_speed.py`` compares the two over every data layer).
 
-All three are worth proposing upstream; until then ``rocm_fleet.deploy.node`` installs them for runs
-that plan rocm-fleet's deploy.
+All three are proposed upstream in ``docs/pyinfra-proposals.md`` (with what they gain).
+
+Where and when they apply (``speedups``, which ``rocm_node`` wraps itself in): only while
+rocm-fleet's own deploy is being planned, so a user's operations planned outside it are
+planned by pyinfra's own functions; only on the pyinfra minor they were written and tested
+against (``TESTED_PYINFRA``: on any other, pyinfra's own functions, and one warning); and
+never when ``ROCM_FLEET_PYINFRA_SPEEDUPS=0`` (pyinfra's own functions, silently).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
+import importlib.metadata
+import logging
+import os
 import sys
+from collections.abc import Callable, Iterator
 from copy import copy
-from typing import Any
+from typing import Any, TypeVar
 
 import pyinfra
 
-# The modules themselves: `pyinfra.api.operation` as an attribute is the decorator of that
-# name, which the package re-exports over its module.
-_operation = importlib.import_module("pyinfra.api.operation")
-_util = importlib.import_module("pyinfra.api.util")
-_arguments = importlib.import_module("pyinfra.api.arguments")
-_deploy = importlib.import_module("pyinfra.api.deploy")
-_facts = importlib.import_module("pyinfra.api.facts")
-_original_global_arguments = _arguments.all_global_arguments
-_original_pop_global_arguments = _arguments.pop_global_arguments
+logger = logging.getLogger("pyinfra")
+
+#: The pyinfra minor the replacements were written against and are tested on
+#: (``tests/unit/test_pyinfra_speed.py``); pyproject.toml pins the same.
+TESTED_PYINFRA = (3, 10)
+#: Set to 0 (or "off", "no", "false") to plan with pyinfra's own functions.
+OPT_OUT = "ROCM_FLEET_PYINFRA_SPEEDUPS"
+
+
+def pyinfra_version() -> str:
+    return importlib.metadata.version("pyinfra")
+
+
+def _minor(version: str) -> tuple[int, ...]:
+    parts = []
+    for part in version.split(".")[:2]:
+        digits = "".join(c for c in part if c.isdigit()) or "0"
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+@functools.cache
+def _pyinfra_modules() -> dict[str, Any]:
+    """pyinfra's modules the replacements go into, and its functions they stand for (read
+    once, and only on the tested minor: another may lack them)."""
+    # The modules themselves: `pyinfra.api.operation` as an attribute is the decorator of
+    # that name, which the package re-exports over its module.
+    modules = {
+        name: importlib.import_module(f"pyinfra.api.{name}")
+        for name in ("operation", "util", "arguments", "deploy", "facts")
+    }
+    return {
+        **modules,
+        "all_global_arguments": modules["arguments"].all_global_arguments,
+        "pop_global_arguments": modules["arguments"].pop_global_arguments,
+        "get_operation_order_from_stack": modules["operation"].get_operation_order_from_stack,
+    }
+
+
+def _original(name: str) -> Any:
+    return _pyinfra_modules()[name]
+
+
+_warned = False
+
+
+def enabled() -> bool:
+    """Whether the replacements may be used now: not opted out, and on the tested minor
+    (else one warning, the first time it is asked)."""
+    global _warned
+    if os.environ.get(OPT_OUT, "1").strip().lower() in ("0", "off", "no", "false"):
+        return False
+    version = pyinfra_version()
+    if _minor(version) == TESTED_PYINFRA:
+        return True
+    if not _warned:
+        _warned = True
+        tested = ".".join(map(str, TESTED_PYINFRA))
+        logger.warning(
+            f"rocm-fleet: pyinfra {version} is not the {tested}.x its planning speedups were "
+            "tested on: planning with pyinfra's own functions (slower, same plan)"
+        )
+    return False
 
 
 @functools.cache
 def _global_arguments() -> tuple[tuple[str, type], ...]:
-    return tuple(_original_global_arguments())
+    return tuple(_original("all_global_arguments")())
 
 
 def all_global_arguments() -> list[tuple[str, type]]:
@@ -82,7 +146,7 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
         start = next(deploy_frames, len(frames) - 1)
     line_numbers = [state.current_op_file_number] if pyinfra.is_cli else []
     for outer in frames[start:]:
-        if not outer.f_code.co_filename.startswith(_util.PYINFRA_INSTALL_DIR):
+        if not outer.f_code.co_filename.startswith(_original("util").PYINFRA_INSTALL_DIR):
             line_numbers.append(outer.f_lineno)
     return line_numbers
 
@@ -117,13 +181,59 @@ class _HostDataReadOnce:
 
 def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
     """``pyinfra.api.arguments.pop_global_arguments`` reading the host's data once."""
-    return _original_pop_global_arguments(state, _HostDataReadOnce(host), kwargs)
+    return _original("pop_global_arguments")(state, _HostDataReadOnce(host), kwargs)
 
 
-def install() -> None:
-    """Use them for every operation planned from now on (idempotent)."""
-    _operation.get_operation_order_from_stack = get_operation_order_from_stack
-    _arguments.all_global_arguments = all_global_arguments
-    # where pyinfra's modules hold the function by name (`from .arguments import ...`)
-    for module in (_arguments, _operation, _deploy, _facts):
-        module.pop_global_arguments = pop_global_arguments
+# Where pyinfra's modules hold each function by name (`from .arguments import ...`).
+_HELD_IN = {
+    "get_operation_order_from_stack": ("operation",),
+    "all_global_arguments": ("arguments",),
+    "pop_global_arguments": ("arguments", "operation", "deploy", "facts"),
+}
+_OURS = {
+    "get_operation_order_from_stack": get_operation_order_from_stack,
+    "all_global_arguments": all_global_arguments,
+    "pop_global_arguments": pop_global_arguments,
+}
+# How many plans are inside ``speedups`` now (hosts are planned on greenlets, at once).
+_active = 0
+
+
+def _put(functions: dict[str, Any]) -> None:
+    for name, function in functions.items():
+        for module in _HELD_IN[name]:
+            setattr(_original(module), name, function)
+
+
+@contextlib.contextmanager
+def speedups() -> Iterator[bool]:
+    """Plan with the replacements inside the block, when ``enabled()``; pyinfra's own
+    functions are back once the last block open (of any host's plan) ends. Yields whether
+    they are in use."""
+    global _active
+    if not enabled():
+        yield False
+        return
+    if _active == 0:
+        _put(_OURS)
+    _active += 1
+    try:
+        yield True
+    finally:
+        _active -= 1
+        if _active == 0:
+            _put({name: _original(name) for name in _OURS})
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def planned_with_speedups(deploy_function: F) -> F:
+    """Plan everything ``deploy_function`` calls inside ``speedups()`` (put under ``@deploy``)."""
+
+    @functools.wraps(deploy_function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with speedups():
+            return deploy_function(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]

@@ -1,0 +1,84 @@
+"""Planning hosts and reading the plan, as pyinfra's CLI does, for the audit.
+
+pyinfra 3.10's API plans operations (``add_op``) but has no call that plans a deploy
+function for many hosts in CLI mode, or says per host which planned operation would change
+it; its CLI does both with ``State`` and ``OperationMeta`` internals. Those uses are here,
+each behind a named function, so a pyinfra release that changes them breaks one module (and
+``make pyinfra-next`` shows it before users see it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class PlannedOperation:
+    """One operation planned for a host: its names (the deploys it is in, ``" | "``-joined,
+    as pyinfra prints them), whether it would change the host, and whether it is gated
+    with ``_if`` (its change follows another operation's, reported itself)."""
+
+    names: list[str]
+    changes: bool
+    conditional: bool
+
+
+def planned_operations(state: Any, host: Any) -> Iterator[PlannedOperation]:
+    """The operations planned for ``host`` in ``state``, in plan order."""
+    for op_hash in state.get_op_order():
+        if op_hash not in state.ops[host]:
+            continue
+        data = state.get_op_data_for_host(host, op_hash)
+        yield PlannedOperation(
+            names=sorted(state.op_meta[op_hash].names),
+            # What --dry reports as a change: pyinfra's own "maybe" (commands were planned,
+            # or the operation can't tell before it runs).
+            changes=bool(data.operation_meta._maybe_is_change),
+            conditional=bool(data.global_arguments["_if"]),
+        )
+
+
+def operation_hash(meta: Any) -> str:
+    """The hash pyinfra's state callbacks (``operation_end``) name an operation by, from the
+    ``OperationMeta`` the operation call returned."""
+    return meta._hash
+
+
+def plan_in_parallel(state: Any, hosts: list[Any], plan_one: Callable[[Any], Any]) -> list[Any]:
+    """Run ``plan_one(host)`` for every host at once on pyinfra's own greenlet pool, with
+    ``state`` current and planning in CLI mode; each host's result, or its exception.
+
+    CLI mode as pyinfra's CLI plans: an operation's identity comes from where it is called
+    (file and line), so hosts that take different branches of the deploy (one gets a
+    kernel, another a driver) still share each operation; in API mode it is the operation's
+    position on each host, which mixes different operations up.
+    """
+    import gevent
+    import pyinfra
+    from pyinfra.api.state import StateStage
+    from pyinfra.context import ctx_state
+
+    was_cli = pyinfra.is_cli
+    pyinfra.is_cli = True
+    state.set_stage(StateStage.Prepare)
+    try:
+        with ctx_state.use(state):
+            greenlets = [state.pool.spawn(plan_one, host) for host in hosts]
+            gevent.joinall(greenlets)
+    finally:
+        pyinfra.is_cli = was_cli
+    return [
+        greenlet.value if greenlet.successful() else greenlet.exception for greenlet in greenlets
+    ]
+
+
+def plan_deploy(state: Any, host: Any, deploy: Callable[[], Any]) -> Any:
+    """Plan ``deploy`` (a ``@deploy`` function) for one connected host of ``state``, as
+    pyinfra's CLI runs a deploy file for it; what it returns."""
+    from pyinfra.context import ctx_config, ctx_host
+
+    state.activate_host(host)
+    with ctx_config.use(state.config.copy()), ctx_host.use(host):
+        return deploy()

@@ -1,0 +1,107 @@
+"""pyinfra's internals behind one door: only ``rocm_fleet/engine/`` touches pyinfra beyond its
+public API (read from the source, nothing imported).
+
+Outside ``engine/`` a module may not read or write a private attribute (``x._name``: on a
+pyinfra object that is an internal; on one of rocm-fleet's own, another module's business),
+name one of the pyinfra internals rocm-fleet has needed (``INTERNALS``), or import a pyinfra
+module that is not meant for callers (``INTERNAL_MODULES``). A new need goes into an engine
+module behind a named function, where ``make pyinfra-next`` and the version check guard it.
+"""
+
+import ast
+
+import pytest
+
+from unit.test_layers import MODULES, ROOT
+
+#: pyinfra internals by attribute name (State, OperationMeta, the package's CLI flag, the
+#: functions the planning speedups stand in for)
+INTERNALS = {
+    "fail_hosts",  # State: refusing a host (engine.refuse)
+    "is_cli",  # pyinfra: planning as the CLI does (engine.plan)
+    "op_meta",
+    "get_op_order",
+    "get_op_data_for_host",
+    "operation_meta",
+    "set_stage",
+    "activate_host",
+    "current_op_file_number",
+    "current_deploy_filename",
+    "pop_global_arguments",
+    "get_operation_order_from_stack",
+    "all_global_arguments",
+    "PYINFRA_INSTALL_DIR",
+}
+#: pyinfra modules of helpers for pyinfra's own code, not for its callers
+INTERNAL_MODULES = ("pyinfra.api.util", "pyinfra.api.arguments", "pyinfra.api.operations")
+
+
+def touches(source: str) -> list[tuple[int, str]]:
+    """(line, what) for every use of a pyinfra internal in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            base = ast.unparse(node.value)
+            private = node.attr.startswith("_") and not node.attr.startswith("__")
+            if private and base not in ("self", "cls"):
+                found.append((node.lineno, f"private attribute {base}.{node.attr}"))
+            elif node.attr in INTERNALS:
+                found.append((node.lineno, f"pyinfra internal {base}.{node.attr}"))
+            elif node.attr == "ops" and base.split(".")[-1] == "state":
+                found.append((node.lineno, f"pyinfra internal {base}.ops"))
+        elif isinstance(node, ast.Import):
+            found += [
+                (node.lineno, f"internal module {alias.name}")
+                for alias in node.names
+                if alias.name.startswith(INTERNAL_MODULES)
+            ]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pyinfra"):
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full.startswith(INTERNAL_MODULES):
+                    found.append((node.lineno, f"internal module {full}"))
+                elif alias.name in INTERNALS:
+                    found.append((node.lineno, f"pyinfra internal {full}"))
+    return sorted(found)
+
+
+OUTSIDE = sorted(m for m in MODULES if m.split(".")[1:2] != ["engine"])
+
+
+@pytest.mark.parametrize("module", OUTSIDE)
+def test_only_the_engine_touches_pyinfras_internals(module):
+    path = MODULES[module]
+    problems = [
+        f"{path.relative_to(ROOT)}:{line}: {what} (put it behind a function in engine/)"
+        for line, what in touches(path.read_text())
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_sees_each_kind_of_touch():
+    source = """
+import pyinfra.api.util
+from pyinfra.api.arguments import pop_global_arguments
+from pyinfra.api import util
+changed = data.operation_meta._maybe_is_change
+host.state.fail_hosts({host})
+pyinfra.is_cli = True
+count = len(state.ops[host])
+self._mine = 1
+"""
+    found = touches(source)
+    assert [line for line, _ in found] == [2, 3, 4, 5, 5, 6, 7, 8]
+    whats = " ".join(what for _, what in found)
+    for expected in ("internal module pyinfra.api.util",
+                     "internal module pyinfra.api.arguments.pop_global_arguments",
+                     "private attribute data.operation_meta._maybe_is_change",
+                     "pyinfra internal host.state.fail_hosts", "pyinfra internal pyinfra.is_cli",
+                     "pyinfra internal state.ops"):  # fmt: skip
+        assert expected in whats, expected
+
+
+def test_the_engine_is_where_they_are():
+    engine = {m: p for m, p in MODULES.items() if m.split(".")[1:2] == ["engine"]}
+    found = {m: touches(p.read_text()) for m, p in engine.items()}
+    assert found["rocm_fleet.engine.refuse"] and found["rocm_fleet.engine.plan"]
+    assert found["rocm_fleet.engine.planning"] and found["rocm_fleet.engine.factcache"]
