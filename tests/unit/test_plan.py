@@ -16,7 +16,7 @@ from pyinfra.api.exceptions import PyinfraError
 
 from rocm_fleet.assets import text
 from rocm_fleet.model import paths
-from rocm_fleet.model.config import ConfigError
+from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, release
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
@@ -232,3 +232,77 @@ def test_one_drifted_resource_is_the_only_change(change, drifted):
     host = SurveyHost(survey)
     assert plan(DEBIAN, host).changes == drifted
     assert host.extra_reads == []
+
+
+# --- the survey derives from what the operations and tasks declare ----------------------------
+
+# Facts read with read_fact that no survey declares, each with why a converged host never
+# reads it.
+NOT_SURVEYED = {
+    ("rocm_fleet.operations.apt", "FileContents"): "the ledger, read only to remove packages",
+}
+
+
+def fact_reads(module: str) -> set[str]:
+    """The fact classes a module reads with ``read_fact``, by name (read from its source)."""
+    import ast
+
+    from unit.test_layers import MODULES
+
+    tree = ast.parse(MODULES[module].read_text())
+    return {
+        node.args[0].id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "read_fact"
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+    }
+
+
+def test_every_operations_module_that_reads_declares_its_reads_and_is_surveyed():
+    import importlib
+
+    from rocm_fleet.deploy.preflight import OPERATIONS
+    from unit.test_layers import MODULES
+
+    readers = {m for m in MODULES if m.startswith("rocm_fleet.operations.") and fact_reads(m)}
+    assert readers == {module.__name__ for module in OPERATIONS}
+    for name in readers:
+        declared = importlib.import_module(name).survey_reads
+        facts = {read.fact.__name__ for read in declared(load_config(DKMS, "node"))}
+        undeclared = fact_reads(name) - facts - {"NvidiaStack"}
+        undeclared -= {fact for (where, fact) in NOT_SURVEYED if where == name}
+        assert not undeclared, f"{name} reads {undeclared} without declaring them"
+
+
+DKMS = {**DEBIAN, "rocm_driver": "dkms"}
+
+
+def test_every_fact_the_operations_and_tasks_read_is_in_the_survey():
+    from rocm_fleet.deploy.preflight import survey_reads
+    from rocm_fleet.engine.survey import DERIVED
+    from unit.test_layers import MODULES
+
+    surveyed = {read.fact.__name__ for read in survey_reads(load_config(DKMS, "node"))}
+    surveyed |= {fact.__name__ for fact in DERIVED}
+    layers = ("rocm_fleet.operations.", "rocm_fleet.deploy.")
+    missing = {
+        f"{module}: {fact}"
+        for module in MODULES
+        if module.startswith(layers)
+        for fact in fact_reads(module) - surveyed
+        if (module, fact) not in NOT_SURVEYED
+    }
+    assert not missing, missing
+
+
+def test_a_survey_key_declared_twice_must_be_the_same_read():
+    from rocm_fleet.engine.survey import Read, merged
+    from rocm_fleet.facts.files import FileDigest
+    from rocm_fleet.facts.system import RunningKernel
+
+    kernel = Read("kernel", RunningKernel)
+    assert merged([kernel], [Read("kernel", RunningKernel)]) == [kernel]
+    with pytest.raises(ValueError, match="survey key 'kernel' declared twice"):
+        merged([kernel], [Read("kernel", FileDigest, {"path": "/vmlinuz"})])

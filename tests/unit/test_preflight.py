@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.engine.survey import survey_reads
+from rocm_fleet.deploy.preflight import survey_reads
 from rocm_fleet.facts.apt import AptInstallSize, _apt_need
 from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
 from rocm_fleet.facts.survey import Survey

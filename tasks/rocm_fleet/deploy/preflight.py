@@ -18,11 +18,47 @@ from pyinfra import host
 from pyinfra.api import deploy
 
 from rocm_fleet.engine.refuse import Outcome, record_outcome, refuse_host, warn_host
-from rocm_fleet.engine.survey import read_survey, survey_reads
+from rocm_fleet.engine.survey import Read, merged, preflight_reads, read_survey
+from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.system import DaemonRunning, Nameservers, RunningKernel
+from rocm_fleet.model import paths
 from rocm_fleet.model.findings import Findings, findings
+from rocm_fleet.operations import apt, files, gpu, kernel, python, reboot, secureboot, users
+from rocm_fleet.operations import host as host_operations
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
+
+#: The operations modules whose operations the deploy plans: each declares what they read
+#: (``survey_reads``; test_plan checks that every module reading facts is here).
+OPERATIONS = (apt, files, gpu, host_operations, kernel, python, reboot, secureboot, users)
+
+
+def task_reads(config: Config) -> list[Read]:
+    """What the deploy's tasks read themselves, to choose what to plan: the running and
+    installed kernels (deploy.kernel, deploy.driver), the Debian mirror the backports come
+    from (deploy.kernel), and whether a fleet mirror or apt proxy was set up
+    (deploy.mirror: its files and directories, the daemon, the nameservers)."""
+    return [
+        Read("kernel", RunningKernel),
+        Read("packages", InstalledPackages),
+        Read("mirror", DebianMirror),
+        Read("nameservers", Nameservers),
+        Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
+        *(Read(f"file {path}", FileDigest, {"path": path}) for path in paths.MANAGED_FILES),
+        *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
+    ]
+
+
+def survey_reads(config: Config) -> list[Read]:
+    """Preflight's one survey: what its rules judge, and what every operation and task of
+    the plan reads on a converged host, as each declares it."""
+    return merged(
+        preflight_reads(config),
+        *(module.survey_reads(config) for module in OPERATIONS),
+        task_reads(config),
+    )
 
 
 @deploy("Preflight")

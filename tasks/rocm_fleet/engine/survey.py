@@ -1,14 +1,19 @@
 """The survey: every fact preflight and the plan of a converged host read, in one round trip.
 
-``survey_reads`` lists them for a host's configuration: the hardware and health reads
-preflight's rules (``model.findings``) judge, and every fact the operations read on a
-converged host (the same facts with the same arguments the operations ask for).
-``read_survey`` reads them all with one ``Survey`` fact and remembers each answer in the
-fact cache (``engine.factcache``), so planning asks the host nothing more.
+The survey derives from declarations: ``preflight_reads`` are the hardware and health reads
+preflight's rules (``model.findings``) and the audit judge; each operations module declares
+what its operations read on a converged host (its ``survey_reads(config)``: the same facts
+with the same arguments the operations ask for), and the deploy what its tasks read
+themselves (``deploy.preflight.survey_reads`` puts them together with ``merged``). A fact
+read with ``read_fact`` that no declaration names fails a unit test (``test_plan``), and a
+converged host planned from its survey alone must ask nothing more (the same tests).
+``read_survey`` reads them all with one ``Survey`` fact (one round trip) and remembers each
+answer in the fact cache (``engine.factcache``), so planning asks the host nothing more.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pyinfra import host
@@ -17,33 +22,26 @@ from rocm_fleet.engine.factcache import remember_fact
 from rocm_fleet.facts.apt import (
     AptInstallSize,
     AptSourceLines,
-    DebianMirror,
     DistroRocmPackages,
-    DpkgInterrupted,
     InstalledPackages,
-    KeyringFingerprints,
     PackagePurge,
 )
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.gpu import KfdNodes, PciGpus, RocmVersion
 from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
-from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
+from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
 from rocm_fleet.facts.survey import Read, Survey
 from rocm_fleet.facts.system import (
     AmdgpuModule,
     Architecture,
-    DaemonRunning,
     DistroRelease,
     FreeSpace,
     Identity,
     LoadedModules,
-    Nameservers,
     NvidiaStack,
     RebootRequired,
     RunningKernel,
     Wsl,
 )
-from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import paths
 from rocm_fleet.model.findings import (
     AMD_PACKAGE_NAMES,
@@ -57,14 +55,14 @@ if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
 
-def survey_reads(config: Config) -> list[Read]:
-    """What preflight reads: the host's hardware and health, and every fact the plan of a
-    converged host reads (the same facts with the same arguments the operations ask for)."""
+def preflight_reads(config: Config) -> list[Read]:
+    """What preflight's rules (``model.findings``) and the audit judge: the host's hardware
+    and health. The operations and tasks declare what else the plan reads
+    (``deploy.preflight.survey_reads`` puts them together)."""
     venv = config.pytorch_venv
     install_paths = [*paths.INSTALL_PATHS, *([venv] if config.pytorch_install else [])]
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
-    files = [*paths.MANAGED_FILES, *paths.MANAGED_KEYRINGS, paths.venv_marker(venv), *certificates]
-    reads = [
+    return [
         Read("distro", DistroRelease),
         Read("arch", Architecture),
         Read("kernel", RunningKernel),
@@ -89,17 +87,10 @@ def survey_reads(config: Config) -> list[Read]:
                 "tools": AMD_PROGRAMS,
             },
         ),
-        Read("dpkg", DpkgInterrupted),
         Read("sources", AptSourceLines, {"hosts": AMD_REPOSITORY_HOSTS}),
-        Read("mirror", DebianMirror),
         Read("rocm_version", RocmVersion),
         Read("secure_boot", SecureBoot),
         Read("reboot", RebootRequired),
-        Read(
-            "groups",
-            GroupMembership,
-            {"groups": list(paths.GPU_GROUPS), "users": config.rocm_users},
-        ),
         Read("venv", VenvDistributions, {"venv": venv}),
         Read("torch_build", TorchBuildStrings, {"venv": venv}),
         Read("disk", FreeSpace, {"paths": install_paths}),
@@ -113,16 +104,25 @@ def survey_reads(config: Config) -> list[Read]:
                 "version_regex": config.stream.version_regex(config.release),
             },
         ),
-        *(Read(f"file {path}", FileDigest, {"path": path}) for path in files),
-        *(Read(f"keyring {k}", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
-        *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
-        Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
-        Read("nameservers", Nameservers),
         *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
     ]
-    if config.rocm_driver == "dkms":
-        reads += [Read(f"mok-new {cert}", MokPending, {"path": cert}) for cert in certificates]
-    return reads
+
+
+#: Facts the survey answers without a read of their own: worked out from other answers
+#: (``read_survey`` remembers them), as the fact itself works them out on the host.
+DERIVED = (NvidiaStack,)
+
+
+def merged(*declared: Iterable[Read]) -> list[Read]:
+    """One survey of several declarations: each key once, in the order first declared. Two
+    declarations of a key must be the same read (else ValueError: one key, two questions)."""
+    reads: dict[str, Read] = {}
+    for group in declared:
+        for read in group:
+            seen = reads.setdefault(read.key, read)
+            if seen != read:
+                raise ValueError(f"survey key {read.key!r} declared twice: {seen} and {read}")
+    return list(reads.values())
 
 
 def read_survey(reads: list[Read]) -> dict[str, Any] | None:

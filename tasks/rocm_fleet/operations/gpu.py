@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyinfra import host
 from pyinfra.api import StringCommand, operation
@@ -16,6 +16,9 @@ from rocm_fleet.facts.survey import Read, Survey
 from rocm_fleet.facts.system import RebootRequired, RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
 
 
 def gpu_problems(
@@ -160,3 +163,16 @@ def gpu_verified(
         host.noop(f"GPU check waits for a reboot ({'; '.join(pending)}): " + "; ".join(problems))
         return
     yield failure(f"GPU verification failed on {host.name}: " + "; ".join(problems))
+
+
+# --- what these operations read on a converged host ---------------------------------------------
+
+
+def survey_reads(config: Config) -> list[Read]:
+    """What the last passed check recorded, and what it is compared with."""
+    return [
+        Read(f"file {paths.VERIFIED}", FileDigest, {"path": paths.VERIFIED}),
+        Read("kfd", KfdNodes),
+        Read("kernel", RunningKernel),
+        Read("reboot", RebootRequired),
+    ]

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import DaemonRunning
+from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
 from rocm_fleet.operations.files import removed, stamp_is_current
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
 
 
 @operation()
@@ -57,3 +64,15 @@ def daemon_config_absent(service: str, pidfile: str, path: str):
     yield from removed(path, exists)
     if exists and read_fact(DaemonRunning, pidfile=pidfile):
         yield StringCommand("service", QuoteString(service), "reload")
+
+
+# --- what these operations read on a converged host ---------------------------------------------
+
+
+def survey_reads(config: Config) -> list[Read]:
+    """Whether the fleet mirror's daemon runs, and its configuration file (the one daemon
+    and file these operations are given)."""
+    return [
+        Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
+        Read(f"file {paths.MIRROR_SITE}", FileDigest, {"path": paths.MIRROR_SITE}),
+    ]

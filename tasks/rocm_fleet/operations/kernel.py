@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pyinfra import host
 from pyinfra.api import operation
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages
+from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.operations._script import script
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
 
 
 @operation()
@@ -51,3 +57,11 @@ def dkms_driver(packages: list[str], driver: str):
         host.noop(f"{', '.join(packages)} installed")
         return
     yield script("dkms-driver", driver, *missing)
+
+
+# --- what these operations read on a converged host ---------------------------------------------
+
+
+def survey_reads(config: Config) -> list[Read]:
+    """The installed packages (the kernels among them) and the running kernel."""
+    return [Read("packages", InstalledPackages), Read("kernel", RunningKernel)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
@@ -14,8 +15,12 @@ from pyinfra.facts.files import Directory, FileContents
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.python import VenvDistributions
+from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import script
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
 
 
 @operation()
@@ -187,3 +192,16 @@ def cuda_wheels_absent(venv_path: str):
         QuoteString(paths.venv_python(venv_path)), "-m", "pip", "uninstall", "--yes",
         "--no-input", "--disable-pip-version-check", *map(QuoteString, names),
     )  # fmt: skip
+
+
+# --- what these operations read on a converged host ---------------------------------------------
+
+
+def survey_reads(config: Config) -> list[Read]:
+    """Whether the venv exists and what it holds."""
+    venv = config.pytorch_venv
+    marker = paths.venv_marker(venv)
+    return [
+        Read(f"file {marker}", FileDigest, {"path": marker}),
+        Read("venv", VenvDistributions, {"venv": venv}),
+    ]

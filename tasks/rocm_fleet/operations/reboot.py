@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import FunctionCommand, StringCommand, operation
@@ -19,7 +20,11 @@ from pyinfra.connectors.util import clear_askpass_cache, remove_any_sudo_askpass
 from pyinfra.facts.server import Uptime
 
 from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RebootRequired
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
 
 logger = logging.getLogger("pyinfra")
 
@@ -103,3 +108,11 @@ def reboot_when_needed(allowed: bool, timeout: int, planned: list[str]):
     # Detached so the SSH channel closes at once (as server.reboot, pyinfra #1708).
     yield StringCommand("( sleep 1 && reboot ) </dev/null >/dev/null 2>&1 &")
     yield FunctionCommand(_wait_for_boot, (timeout,), {})
+
+
+# --- what these operations read on a converged host ---------------------------------------------
+
+
+def survey_reads(config: Config) -> list[Read]:
+    """Whether the host waits for a reboot, and why."""
+    return [Read("reboot", RebootRequired)]
