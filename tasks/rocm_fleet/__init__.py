@@ -7,7 +7,8 @@ The package is in layers; each imports only the layers listed before it (a unit 
     the data and the rules, no pyinfra: every inventory key (``settings``), a host's
     validated configuration (``config``), the cited release matrix (``matrix``), version
     rules (``versions``), host paths (``paths``), PCI IDs (``pci_ids``), what a host fetches
-    from upstream (``sources``).
+    from upstream (``sources``), and every host of an inventory, validated once with its
+    mirror resolved (``fleet``).
 ``offline``
     what runs on the controller without pyinfra: downloading (``download``), reading apt
     repositories (``aptrepo``) and OpenPGP keys (``openpgp``), wheel indexes (``wheels``),
@@ -16,7 +17,8 @@ The package is in layers; each imports only the layers listed before it (a unit 
     pyinfra facts: what a host reports, each one command.
 ``engine``
     everything that touches pyinfra beyond its public API, behind one door: the planning
-    speedups (``planning``) and the fact cache the survey fills (``factcache``).
+    speedups (``planning``), the fact cache the survey fills (``factcache``) and the one
+    fleet model of each inventory (``fleet``).
 ``operations``
     pyinfra operations: one resource each, idempotent, honest in ``--dry``.
 ``deploy``
