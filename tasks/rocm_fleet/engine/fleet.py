@@ -23,13 +23,16 @@ class _InventoryData(Mapping[str, Mapping[str, Any]]):
 
     def __init__(self, inventory: Any):
         self._inventory = inventory
-        self._names = [host.name for host in inventory]
+        self._names = {host.name: None for host in inventory}  # in the inventory's order
 
     def __getitem__(self, name: str) -> Mapping[str, Any]:
         host = self._inventory.get_host(name, default=None)
         if host is None:
             raise KeyError(name)
         return host.data.dict()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._names)

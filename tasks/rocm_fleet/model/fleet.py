@@ -49,6 +49,9 @@ class Fleet:
     def names(self) -> list[str]:
         return list(self._data)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._data
+
     def config(self, name: str) -> Config:
         """``name``'s validated settings with its fleet mirror resolved; ConfigError for
         bad data (its own, or that of the mirror host it names)."""
@@ -145,7 +148,7 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
         return config
     if value.startswith(("http://", "https://")):
         return replace(config, mirror=Mirror(value.rstrip("/"), None, config.rocm_mirror_bundle))
-    if value not in fleet.names:
+    if value not in fleet:
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
             f"the inventory ({', '.join(fleet.names)}) or the http:// URL of a mirror"
