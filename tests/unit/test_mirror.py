@@ -103,6 +103,22 @@ def test_the_fleet_decides_each_host_once_and_the_mirror_serves_what_its_hosts_n
     assert fleet.upstreams("node") == []  # nobody uses it
 
 
+def test_one_fleet_per_pyinfra_inventory_read_through_pyinfras_merge_of_group_data():
+    from pyinfra.api import Inventory
+
+    from rocm_fleet.engine.fleet import fleet_of
+
+    hosts = [("node", {"rocm_mirror": "mirror1"}), ("mirror1", {"ssh_hostname": "10.0.0.5"})]
+    inventory = Inventory((hosts, {"rocm_version": "6.4.3", "rocm_mirror_port": 3142}))
+    fleet = fleet_of(inventory)
+    assert fleet_of(inventory) is fleet
+    assert fleet_of(Inventory((hosts, {"rocm_version": "6.4.3"}))) is not fleet
+    assert fleet.config("node").mirror == Mirror("http://10.0.0.5:3142", "mirror1", None, False)
+    assert fleet.config("mirror1").release.version == "6.4.3"  # the group's data
+    with pytest.raises(ConfigError, match="expected a host of the inventory"):
+        Fleet({"node": {"rocm_version": "6.4.3", "rocm_mirror": "elsewhere"}}).config("node")
+
+
 @pytest.mark.parametrize(
     ("key", "value", "valid"),
     [

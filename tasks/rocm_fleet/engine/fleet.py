@@ -4,7 +4,9 @@ The deploy asks for every host it plans, the audit for every host it audits, the
 for the hosts it serves, the bundle for the hosts it fetches for: all of them read the
 one ``Fleet`` kept here for the inventory, so each host's data is validated and its
 mirror resolved once however many ask. A host's data is read (``host.data.dict()``,
-pyinfra's merge of its layers) when the model first needs it.
+pyinfra's merge of its layers) when the model first needs it, and not again: data
+changed on the same ``Inventory`` object after that (pyinfra's CLI never does) is not
+seen; plan with a new ``Inventory`` instead.
 """
 
 from __future__ import annotations
