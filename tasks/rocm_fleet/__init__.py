@@ -8,7 +8,8 @@ The package is in layers; each imports only the layers listed before it (a unit 
     validated configuration (``config``), the cited release matrix (``matrix``), version
     rules (``versions``), host paths (``paths``), PCI IDs (``pci_ids``), what a host fetches
     from upstream (``sources``), preflight's rules (``findings``), NVIDIA's stack by name
-    (``nvidia``).
+    (``nvidia``), and every host of an inventory, validated once with its mirror resolved
+    (``fleet``).
 ``offline``
     what runs on the controller without pyinfra: downloading (``download``), reading apt
     repositories (``aptrepo``) and OpenPGP keys (``openpgp``), wheel indexes (``wheels``),
@@ -19,7 +20,8 @@ The package is in layers; each imports only the layers listed before it (a unit 
     everything that touches pyinfra beyond its public API, behind one door: the planning
     speedups (``planning``), the survey (``survey``) and the fact cache it fills
     (``factcache``), refusing a host (``refuse``), planning hosts and reading the plan for
-    the audit (``plan``). ``tests/unit/test_pyinfra_door.py`` keeps the rest out.
+    the audit (``plan``), the one fleet model of each inventory (``fleet``).
+    ``tests/unit/test_pyinfra_door.py`` keeps the rest out.
 ``operations``
     pyinfra operations: one resource each, idempotent, honest in ``--dry``.
 ``deploy``

@@ -23,9 +23,12 @@ import urllib.parse
 import pytest
 
 from rocm_fleet.model.config import Config, ConfigError, load_config
+from rocm_fleet.model.fleet import Fleet
 
 # testinfra host name -> that host's inventory data (with "name": its inventory name)
 NODE_DATA: dict[str, dict] = {}
+# With --inventory: the inventory's fleet model, the one the deploy and the audit read.
+FLEETS: list[Fleet] = []
 # testinfra host name -> why it could not be reached (asked once per host)
 UNREACHABLE: dict[str, str] = {}
 NO_EXPECTATIONS = (
@@ -83,6 +86,9 @@ def pytest_configure(config):
         _, hosts = load_inventory(inventory, limits, check_for_changes=False)
     except UsageError as exc:
         raise pytest.UsageError(str(exc)) from None
+    from rocm_fleet.engine.fleet import fleet_of
+
+    FLEETS[:] = [fleet_of(hosts[0].inventory)]
     specs = []
     for host in hosts:
         data = host.data.dict()
@@ -122,12 +128,12 @@ def node(host, request) -> Config:
     """The validated inventory data for the host under test."""
     name = host.backend.get_hostname()
     data = NODE_DATA.get(name)
-    if data is None:
+    try:
+        if data is not None and FLEETS:
+            return FLEETS[0].config(data["name"])
         data = {"rocm_version": request.config.getoption("rocm_version")}
         if request.config.getoption("expected_gfx"):
             data["expected_gfx"] = request.config.getoption("expected_gfx")
-    data = {k: v for k, v in data.items() if k != "name"}
-    try:
         return load_config(data, name)
     except ConfigError as exc:
         pytest.fail(str(exc), pytrace=False)

@@ -26,7 +26,10 @@ def test_defaults_and_newest_torch():
     assert config.rocm_packages is None  # the stream's default, chosen with the host's GPUs
     assert config.wanted_packages(["gfx1100"]) == ["rocm-hip-runtime"]
     assert config.torch_build.torch == "2.9.1"
-    assert config.torch_index_url == "https://download.pytorch.org/whl/rocm6.4"
+    assert config.torch.index_url == "https://download.pytorch.org/whl/rocm6.4"
+    assert config.torch.requirements() == [
+        "torch==2.9.1+rocm6.4", "torchaudio==2.9.1+rocm6.4", "torchvision==0.24.1+rocm6.4"
+    ]  # fmt: skip
     assert config.expected_gfx_list == ["gfx1100"]
     assert config.release.version == "6.4.3" and config.release.numeric_tag == "60403"
     assert config.venv_python == "/opt/rocm-fleet/venv/bin/python"
@@ -52,7 +55,7 @@ def test_explicit_torch_and_mirrors():
         {**GOOD, "torch_version": "2.8.0", "pytorch_index_base_url": "https://mirror.example/whl/"}
     )
     assert config.torch_build.torchvision == "0.23.0"
-    assert config.torch_index_url == "https://mirror.example/whl/rocm6.4"
+    assert config.torch.index_url == "https://mirror.example/whl/rocm6.4"
 
 
 @pytest.mark.parametrize(
@@ -209,7 +212,7 @@ def test_an_unknown_gfx_target_is_refused_listing_the_known_ones():
 
 def test_release_without_torch_index_is_fine_without_pytorch():
     config = load_config({**GOOD, "rocm_version": "10.1.0", "pytorch_install": False})
-    assert config.torch_build is None
+    assert config.torch is None and config.torch_build is None
 
 
 def test_every_setting_is_prefixed_documented_and_checked():

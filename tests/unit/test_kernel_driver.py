@@ -211,6 +211,30 @@ def test_amdgpu_repository_per_release(version, path):
     assert script_call(update) == ("apt-get", ["update"])
 
 
+def test_every_apt_repository_goes_key_source_pin_refresh():
+    """The backports, ROCm and amdgpu repositories, added by the one helper
+    (deploy/apt_repository.py): each refresh follows its own key, source and pin, and
+    touches its own stamp."""
+    data = {**DKMS, "rocm_version": "10.0.0", "expected_gfx": "gfx1201"}
+    planned = planned_for("debian-12", data)
+    at = {name: planned.names.index(planned.find(name).name) for name in (
+        "Add the Debian backports source", "Keep backports at", "after adding backports",
+        "Install AMD's signing key", "Point apt at the ROCm release", "Pin AMD's repository",
+        "after a source or key change", "signing key for the driver",
+        "Point apt at AMD's amdgpu driver", "after a driver source change",
+    )}  # fmt: skip
+    assert list(at.values()) == sorted(at.values())
+    stamps = {
+        "after adding backports": paths.BACKPORTS_LISTS_STAMP,
+        "after a source or key change": paths.APT_LISTS_STAMP,
+        "after a driver source change": paths.AMDGPU_LISTS_STAMP,
+    }
+    for refresh, stamp in stamps.items():
+        update, touch = planned.find(refresh).commands
+        assert script_call(update) == ("apt-get", ["update"])
+        assert str(touch).endswith(f"touch {stamp}")
+
+
 def test_release_without_a_known_driver_is_refused_for_dkms():
     data = {**DKMS, "rocm_version": "10.1.0", "pytorch_install": False}
     planned = planned_for("ubuntu-24.04", data, kernel=U24)

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from pyinfra.api import FileUploadCommand
 
-from rocm_fleet.deploy.mirror import Upstream, apt_proxy_conf, nginx_site, with_mirror
+from rocm_fleet.deploy.mirror import apt_proxy_conf, nginx_site
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.fleet import Fleet, Upstream
 from rocm_fleet.model.sources import Mirror
 from rocm_fleet.offline.aptrepo import Index, install_closure, parse_stanzas
 from unit.surveys import (
@@ -44,45 +45,78 @@ def pip_words(planned) -> list[str]:
 # --- resolving the mirror ----------------------------------------------------------------------
 
 
-class Inventory:
-    def __init__(self, hosts: dict[str, dict]):
-        self.hosts = {
-            name: type("H", (), {"name": name, "data": Data(d)}) for name, d in hosts.items()
-        }
-
-    def get_host(self, name, default=None):
-        return self.hosts.get(name, default)
-
-    def __iter__(self):
-        return iter(self.hosts.values())
-
-
-class Data(dict):
-    def dict(self):
-        return dict(self)
-
-
 def test_the_mirror_is_a_host_of_the_inventory_or_a_url():
-    inventory = Inventory({"node": DATA, "mirror1": {**MIRROR_HOST, "rocm_mirror_port": 3142}})
-    config = with_mirror(load_config({**DATA, "rocm_mirror": "mirror1"}, "node"), "node", inventory)
-    assert config.mirror == Mirror("http://10.0.0.5:3142", "mirror1", None, False)
-    served = with_mirror(
-        load_config({**MIRROR_HOST, "rocm_mirror": "mirror1"}), "mirror1", inventory
+    mirror1 = {**MIRROR_HOST, "rocm_mirror": "mirror1", "rocm_mirror_port": 3142}
+    fleet = Fleet({
+        "node": {**DATA, "rocm_mirror": "mirror1"},
+        "mirror1": mirror1,
+        "remote": {**DATA, "rocm_mirror": "http://controller.example:8000/"},
+        "lost": {**DATA, "rocm_mirror": "mirror2"},
+        "proxied": {**MIRROR_HOST, "rocm_mirror": "proxied", "rocm_proxy": "http://p:3128"},
+        "behind": {**DATA, "rocm_mirror": "bad"},
+        "bad": {**DATA, "rocm_verison": "6.4.3"},
+    })  # fmt: skip
+    assert fleet.config("node").mirror == Mirror("http://10.0.0.5:3142", "mirror1", None, False)
+    assert fleet.config("mirror1").mirror.serves
+    assert fleet.config("remote").mirror == Mirror(
+        "http://controller.example:8000", None, None, False
     )
-    assert served.mirror.serves
-    url = with_mirror(
-        load_config({**DATA, "rocm_mirror": "http://controller.example:8000/"}), "node", inventory
-    )
-    assert url.mirror == Mirror("http://controller.example:8000", None, None, False)
     with pytest.raises(ConfigError) as error:
-        with_mirror(load_config({**DATA, "rocm_mirror": "mirror2"}), "node", inventory)
+        fleet.config("lost")
     assert str(error.value) == (
-        "node: inventory key 'rocm_mirror' has value 'mirror2'; expected a host of the "
-        "inventory (node, mirror1) or the http:// URL of a mirror"
+        "lost: inventory key 'rocm_mirror' has value 'mirror2'; expected a host of the "
+        "inventory (node, mirror1, remote, lost, proxied, behind, bad) or the http:// URL of "
+        "a mirror"
     )
-    live_behind_proxy = {**MIRROR_HOST, "rocm_mirror": "mirror1", "rocm_proxy": "http://p:3128"}
     with pytest.raises(ConfigError, match="a live mirror reaches upstream directly"):
-        with_mirror(load_config(live_behind_proxy), "mirror1", inventory)
+        fleet.config("proxied")
+    # A mirror host with bad data: the host using it is refused with the mirror's own error.
+    for name in ("behind", "bad"):
+        with pytest.raises(ConfigError, match="bad: unknown inventory key 'rocm_verison'"):
+            fleet.config(name)
+    assert sorted(fleet.configs()) == ["mirror1", "node", "remote"]
+
+
+def test_the_fleet_decides_each_host_once_and_the_mirror_serves_what_its_hosts_need():
+    reads = []
+
+    class Counted(dict):
+        def __getitem__(self, name):
+            reads.append(name)
+            return super().__getitem__(name)
+
+    fleet = Fleet(Counted({
+        "node": {**DATA, "rocm_mirror": "mirror1"},
+        "core": {"rocm_version": "7.14.1", "rocm_mirror": "mirror1", "rocm_driver": "dkms"},
+        "gone": {**DATA, "rocm_mirror": "mirror1", "rocm_state": "absent"},
+        "mirror1": {**MIRROR_HOST, "pytorch_install": False},
+    }))  # fmt: skip
+    assert fleet.config("node") is fleet.config("node")
+    assert reads == ["node", "mirror1"]  # a host is read when first needed, and once
+    assert fleet.upstreams("mirror1") == [
+        Upstream("download.pytorch.org"),
+        Upstream("files.pythonhosted.org", linked=True),
+        Upstream("repo.amd.com"),
+        Upstream("repo.radeon.com"),
+    ]
+    assert sorted(reads) == ["core", "gone", "mirror1", "node"]
+    assert fleet.upstreams("node") == []  # nobody uses it
+
+
+def test_one_fleet_per_pyinfra_inventory_read_through_pyinfras_merge_of_group_data():
+    from pyinfra.api import Inventory
+
+    from rocm_fleet.engine.fleet import fleet_of
+
+    hosts = [("node", {"rocm_mirror": "mirror1"}), ("mirror1", {"ssh_hostname": "10.0.0.5"})]
+    inventory = Inventory((hosts, {"rocm_version": "6.4.3", "rocm_mirror_port": 3142}))
+    fleet = fleet_of(inventory)
+    assert fleet_of(inventory) is fleet
+    assert fleet_of(Inventory((hosts, {"rocm_version": "6.4.3"}))) is not fleet
+    assert fleet.config("node").mirror == Mirror("http://10.0.0.5:3142", "mirror1", None, False)
+    assert fleet.config("mirror1").release.version == "6.4.3"  # the group's data
+    with pytest.raises(ConfigError, match="expected a host of the inventory"):
+        Fleet({"node": {"rocm_version": "6.4.3", "rocm_mirror": "elsewhere"}}).config("node")
 
 
 @pytest.mark.parametrize(
@@ -322,10 +356,8 @@ def test_apt_the_key_fetch_and_pip_go_through_the_proxy_before_anything_is_fetch
 
 
 def test_the_mirror_is_always_reached_directly():
-    config = with_mirror(
-        load_config({**PROXIED, "rocm_mirror": "mirror1"}),
-        "node",
-        Inventory({"node": PROXIED, "mirror1": MIRROR_HOST}),
+    config = Fleet({"node": {**PROXIED, "rocm_mirror": "mirror1"}, "mirror1": MIRROR_HOST}).config(
+        "node"
     )
     assert 'Acquire::http::Proxy::10.0.0.5 "DIRECT";' in apt_proxy_conf(config)
     planned = fresh({**PROXIED, "rocm_mirror": "mirror1"}, {"mirror1": MIRROR_HOST})

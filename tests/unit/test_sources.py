@@ -12,13 +12,13 @@ from rocm_fleet.cli.bundle import plan_for
 from rocm_fleet.deploy.verify import installed
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import load_config
+from rocm_fleet.model.fleet import Fleet
 from rocm_fleet.model.sources import (
     Mirror,
     amdgpu_repository,
     host_needs,
     rocm_repository,
     torch_wheels,
-    upstream_urls,
 )
 
 CLASSIC_KEY = ("https://repo.radeon.com/rocm/rocm.gpg.key", matrix.CLASSIC.key_fingerprint)
@@ -106,15 +106,15 @@ def test_a_core_sdk_hosts_packages_follow_its_gpus():
 
 
 def test_a_live_mirror_proxies_every_server_the_release_fetches_from():
-    config = load_config({"rocm_version": "7.14.1", "rocm_driver": "dkms"})
-    urls = upstream_urls(config)
+    fleet = Fleet({"n": {"rocm_version": "7.14.1", "rocm_driver": "dkms"}})
+    urls = fleet.upstream_urls("n")
     assert {urlsplit(url).netloc for url in urls} == {
         "repo.amd.com", "repo.radeon.com", "download.pytorch.org"
     }  # fmt: skip
     assert "https://repo.amd.com/rocm/packages-multi-arch/ubuntu2604" in urls  # every distro
     assert "https://repo.radeon.com/rocm/rocm.gpg.key" in urls  # the driver's key
-    stable = load_config({"rocm_version": "10.0.0", "pytorch_install": False})
-    assert {urlsplit(url).netloc for url in upstream_urls(stable)} == {"stable.repo.amd.com"}
+    stable = Fleet({"n": {"rocm_version": "10.0.0", "pytorch_install": False}})
+    assert {urlsplit(url).netloc for url in stable.upstream_urls("n")} == {"stable.repo.amd.com"}
 
 
 def test_the_bundle_plans_core_sdk_hosts_from_the_same_description(tmp_path, plain_inventories):

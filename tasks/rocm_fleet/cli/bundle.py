@@ -3,9 +3,10 @@ and PyTorch, verified, for a fleet mirror to serve where upstream is unreachable
 
 Run it where upstream is reachable (directly, or through ``HTTPS_PROXY``). For every host
 of the inventory (``--limit`` to fewer) it takes the release, packages, driver and torch
-build from the host's settings (``sources.host_needs``: the release's stream says which
-repository, key and packages; a Core SDK host's default packages are chosen as if its GPUs
-are the ``expected_gfx`` it names, and preflight checks the real ones), and the distro from
+build from the host's settings (the fleet model's ``needs``, which the deploy reads too:
+the release's stream says which repository, key and packages; a Core SDK host's default
+packages are chosen as if its GPUs are the ``expected_gfx`` it names, and preflight checks
+the real ones), and the distro from
 the host itself (one read of ``/etc/os-release``), or from ``--distro`` for hosts it can't
 reach; the distro gives AMD's suite or directory and the host's Python
 (``matrix.HOST_RUNTIMES``). Then ``rocm_fleet.offline.bundle`` fetches
@@ -85,16 +86,18 @@ def host_distros(state: Any, hosts: list[Any]) -> dict[str, str | None]:
 
 def plan_for(args: Any):
     """The bundle plan for the inventory: (Plan, notes to print)."""
-    from rocm_fleet.model.config import ConfigError, load_config
-    from rocm_fleet.model.sources import host_needs
+    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.model.config import ConfigError
     from rocm_fleet.offline.bundle import Plan
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
+    # The inventory's one model, which the deploy reads too (a bad mirror is bad data here).
+    fleet = fleet_of(hosts[0].inventory)
     configs = {}
     for host in hosts:
         try:
-            config = load_config(host.data.dict(), host.name)
+            config = fleet.config(host.name)
         except ConfigError as exc:
             raise UsageError(str(exc)) from None
         if config.rocm_state == "present":
@@ -121,11 +124,11 @@ def plan_for(args: Any):
                     f"{name}: {key} is not a distro the matrix knows "
                     f"({', '.join(matrix.DISTRO_KEYS)}); set rocm_distro_override"
                 )
-            if config.release.publication(row) is None:
+            needs = fleet.needs(name, row)
+            if needs is None:
                 notes.append(f"{name}: ROCm {config.release.version} publishes nothing for "
                              f"{row.key}")  # fmt: skip
                 continue
-            needs = host_needs(config, row)
             described = {
                 "distro": row.key,
                 "release": config.release.version,

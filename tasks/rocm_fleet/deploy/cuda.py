@@ -37,7 +37,7 @@ def migrate_from_cuda(config: Config) -> list[tuple[str, OperationMeta]]:
     )
     if read_fact(NvidiaStack)["modules"]:
         needs_reboot.append((REBOOT_REASON, purge))
-    if config.pytorch_install:
+    if config.torch is not None:
         cuda_wheels_absent(
             name="Uninstall the CUDA wheels from the PyTorch venv", venv_path=config.pytorch_venv
         )

@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 
+from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages, kernel_releases
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.sources import amdgpu_repository, proxy_environment
 from rocm_fleet.model.versions import newer_kernels
-from rocm_fleet.operations.apt import apt_lists_fresh, verified_keyring
-from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver
 
@@ -62,22 +61,26 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
         )
         return []
     served = repository.via(config.mirror)
-    if repository.keyring != config.stream.keyring:
-        verified_keyring(
-            name="Install repo.radeon.com's signing key for the driver (fingerprint checked)",
-            path=repository.keyring,
-            url=served.key.url,
-            fingerprint=repository.key.fingerprint,
-            proxy=proxy_environment(config),
+    # repo.radeon.com's keyring is the classic stream's own, which the ROCm repository
+    # installs; a Core SDK release installs it here, for the driver alone.
+    own_key = repository.keyring != config.stream.keyring
+    apt_repository(
+        key=AptKey(
+            "Install repo.radeon.com's signing key for the driver (fingerprint checked)",
+            repository.keyring,
+            served.key.url,
+            repository.key.fingerprint,
+            proxy_environment(config),
         )
-    text_file(
-        name="Point apt at AMD's amdgpu driver repository",
-        path=repository.source,
-        content=served.source_text(),
-    )
-    apt_lists_fresh(
-        name="Refresh apt lists after a driver source change",
-        inputs=[repository.source, repository.keyring],
+        if own_key
+        else None,
+        signed_by=repository.keyring,
+        source=AptFile(
+            "Point apt at AMD's amdgpu driver repository",
+            repository.source,
+            served.source_text(),
+        ),
+        refresh="Refresh apt lists after a driver source change",
         stamp=paths.AMDGPU_LISTS_STAMP,
     )
     running = read_fact(RunningKernel) or ""

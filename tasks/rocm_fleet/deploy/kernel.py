@@ -20,13 +20,12 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 
+from rocm_fleet.deploy.apt_repository import AptFile, apt_repository
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.versions import kernel_key
-from rocm_fleet.operations.apt import apt_lists_fresh
-from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import newer_kernel
 
@@ -117,19 +116,17 @@ def configure_kernel(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
                 ),
             )
             return []
-        text_file(
-            name="Add the Debian backports source (archive key)",
-            path=paths.BACKPORTS_SOURCE,
-            content=backports_source(mirror, newer.suite),
-        )
-        text_file(
-            name="Keep backports at priority 100",
-            path=paths.BACKPORTS_PIN,
-            content=backports_pin(newer.suite),
-        )
-        apt_lists_fresh(
-            name="Refresh apt lists after adding backports",
-            inputs=[paths.BACKPORTS_SOURCE],
+        # Signed by the Debian archive keyring the distribution keeps: no key to add.
+        apt_repository(
+            source=AptFile(
+                "Add the Debian backports source (archive key)",
+                paths.BACKPORTS_SOURCE,
+                backports_source(mirror, newer.suite),
+            ),
+            pin=AptFile(
+                "Keep backports at priority 100", paths.BACKPORTS_PIN, backports_pin(newer.suite)
+            ),
+            refresh="Refresh apt lists after adding backports",
             stamp=paths.BACKPORTS_LISTS_STAMP,
         )
     install = newer_kernel(

@@ -26,18 +26,17 @@ mirror is always reached directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from pyinfra.api import deploy
 
 from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.fleet import fleet_of
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.system import Nameservers
-from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.config import ConfigError, load_config
-from rocm_fleet.model.sources import Mirror, no_proxy, upstream_urls
+from rocm_fleet.model import paths
+from rocm_fleet.model.fleet import Upstream
+from rocm_fleet.model.sources import no_proxy
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import bundle_copy, directory_absent, text_file
 from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
@@ -47,70 +46,6 @@ if TYPE_CHECKING:
 
 # What the mirror host runs: nginx, and the CA certificates it verifies upstream TLS with.
 MIRROR_PACKAGES = ["ca-certificates", "nginx"]
-
-
-def with_mirror(config: Config, host_name: str, inventory: Any) -> Config:
-    """``config`` with the fleet mirror it names resolved against the inventory (the mirror
-    host's address, port and bundle). Raises ConfigError for a mirror the inventory doesn't
-    hold."""
-    value = config.rocm_mirror
-    if not value:
-        return config
-    if value.startswith(("http://", "https://")):
-        return replace(config, mirror=Mirror(value.rstrip("/"), None, config.rocm_mirror_bundle))
-    server = inventory.get_host(value, default=None)
-    if server is None:
-        names = ", ".join(h.name for h in inventory)
-        raise ConfigError(
-            f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
-            f"the inventory ({names}) or the http:// URL of a mirror"
-        )
-    served_by = load_config(server.data.dict(), server.name)
-    address = server.data.get("ssh_hostname") or server.name
-    if ":" in address:
-        address = f"[{address}]"
-    url = f"http://{address}:{served_by.rocm_mirror_port}"
-    mirror = Mirror(url, server.name, served_by.rocm_mirror_bundle, server.name == host_name)
-    if mirror.serves and not mirror.bundle and config.rocm_proxy:
-        raise ConfigError(
-            f"{host_name}: inventory key 'rocm_proxy' has value {config.rocm_proxy!r}; a live "
-            "mirror reaches upstream directly (nginx can't go through an HTTP proxy): give the "
-            "mirror host direct access, or serve a bundle (rocm_mirror_bundle)"
-        )
-    return replace(config, mirror=mirror)
-
-
-@dataclass(frozen=True, order=True)
-class Upstream:
-    """A server the live mirror proxies under ``/<netloc>/``. ``linked``: one only index
-    pages point to (PyPI's file host), resolved when a request needs it (a name the mirror
-    host can't resolve then fails that request, not the whole configuration)."""
-
-    netloc: str
-    scheme: str = "https"
-    linked: bool = False
-
-
-def upstreams(mirror_host: str, inventory: Any) -> list[Upstream]:
-    """Every upstream the hosts using ``mirror_host`` fetch from: their repositories, keys
-    and wheel indexes, and the file hosts those indexes link."""
-    found: dict[str, str] = {}
-    linked: set[str] = set()
-    for host in inventory:
-        try:
-            config = load_config(host.data.dict(), host.name)
-        except ConfigError:
-            continue  # refused on its own line; it fetches nothing
-        if config.rocm_mirror != mirror_host or config.rocm_state != "present":
-            continue
-        if config.pytorch_install:
-            linked.update(matrix.PYTORCH_INDEX_FILE_HOSTS)
-        for url in upstream_urls(config):
-            parts = urlsplit(url)
-            if found.get(parts.netloc) != "https":
-                found[parts.netloc] = parts.scheme
-    direct = [Upstream(netloc, scheme) for netloc, scheme in found.items()]
-    return sorted(direct + [Upstream(n, "https", True) for n in linked - set(found)])
 
 
 def nginx_site(
@@ -270,7 +205,7 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
         content=nginx_site(
             config.rocm_mirror_port,
             bool(mirror.bundle),
-            upstreams(mirror.host or "", inventory),
+            fleet_of(inventory).upstreams(mirror.host or ""),
             read_fact(Nameservers),
         ),
     )

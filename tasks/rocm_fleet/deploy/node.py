@@ -18,7 +18,7 @@ from rocm_fleet.deploy.cuda import migrate_from_cuda
 from rocm_fleet.deploy.driver import configure_driver
 from rocm_fleet.deploy.groups import configure_groups
 from rocm_fleet.deploy.kernel import configure_kernel
-from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy, with_mirror
+from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
 from rocm_fleet.deploy.preflight import preflight
 from rocm_fleet.deploy.pytorch import install_pytorch, remove_pytorch
 from rocm_fleet.deploy.reboot import reboot_if_needed
@@ -26,8 +26,9 @@ from rocm_fleet.deploy.repository import install_repository, remove_repository
 from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
 from rocm_fleet.deploy.secureboot import configure_secure_boot
 from rocm_fleet.deploy.verify import verify_node
+from rocm_fleet.engine.fleet import fleet_of
 from rocm_fleet.engine.planning import planned_with_speedups
-from rocm_fleet.model.config import Config, ConfigError, load_config
+from rocm_fleet.model.config import Config, ConfigError
 
 
 class InventoryError(ConfigError, DeployError):
@@ -35,12 +36,11 @@ class InventoryError(ConfigError, DeployError):
 
 
 def host_config(current: Any) -> Config:
-    """A host's validated settings with its fleet mirror resolved: what the deploy and the
-    audit both start from (raises InventoryError, a ConfigError, for bad inventory data)."""
+    """A host's validated settings with its fleet mirror resolved, from the inventory's one
+    fleet model (``model.fleet``): what the deploy, ``--dry`` and the audit all start from
+    (raises InventoryError, a ConfigError, for bad inventory data)."""
     try:
-        return with_mirror(
-            load_config(current.data.dict(), current.name), current.name, current.inventory
-        )
+        return fleet_of(current.inventory).config(current.name)
     except ConfigError as exc:
         raise InventoryError(str(exc)) from None
 
@@ -81,7 +81,7 @@ def rocm_node() -> None:
     needs_reboot += configure_secure_boot(config, distro)
     install_rocm(config, config.wanted_packages(found.gpus))
     configure_groups(config)
-    if config.pytorch_install:
+    if config.torch is not None:
         install_pytorch(config)
     reboot_if_needed(config, needs_reboot)
     verify_node(config)

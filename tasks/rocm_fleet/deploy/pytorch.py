@@ -17,7 +17,7 @@ from pyinfra.api import deploy
 
 from rocm_fleet.model import paths
 from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, Release
-from rocm_fleet.model.sources import proxy_environment, served, torch_wheels
+from rocm_fleet.model.sources import proxy_environment, served
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.python import pinned_wheels, venv
 
@@ -37,19 +37,21 @@ def owned_wheels(rel: Release) -> list[str]:
 
 @deploy("PyTorch")
 def install_pytorch(config: Config) -> None:
+    """The venv with ``config.torch`` (the build the model decided; the caller plans this
+    only when there is one)."""
+    torch = config.torch
+    if torch is None:
+        raise ValueError("install_pytorch needs config.torch (pytorch_install)")
     debian_packages(
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
-    wheels = torch_wheels(config)
-    if wheels is None:
-        return  # load_config refuses pytorch_install for a release without an index
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
         venv_path=config.pytorch_venv,
-        index_url=served(wheels.index_url, config.mirror),
-        wanted=dict(wheels.wanted),
-        requires=list(wheels.requires),
+        index_url=served(torch.index_url, config.mirror),
+        wanted=dict(torch.wanted),
+        requires=list(torch.requires),
         owned=owned_wheels(config.release),
         proxy=proxy_environment(config),
     )

@@ -17,15 +17,10 @@ from pyinfra.api import deploy
 from pyinfra.operations import files
 from pyinfra.operations.util import any_changed
 
+from rocm_fleet.deploy.apt_repository import AptFile, AptKey, Leftovers, apt_repository
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.sources import proxy_environment, rocm_repository
-from rocm_fleet.operations.apt import (
-    apt_lists_fresh,
-    apt_update,
-    debian_packages,
-    dpkg_repaired,
-    verified_keyring,
-)
+from rocm_fleet.operations.apt import apt_update, debian_packages, dpkg_repaired, verified_keyring
 from rocm_fleet.operations.files import text_file
 
 if TYPE_CHECKING:
@@ -40,15 +35,16 @@ KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
 PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
 
 
-def foreign_files(config: Config) -> tuple[list[str], list[str], list[str]]:
-    """(sources, keyrings, pins) of the other stream or repository: what must not stay
-    beside the release's own. The driver's keyring stays while ``rocm_driver: dkms``."""
+def foreign_files(config: Config) -> Leftovers:
+    """The sources, pins and keyrings of the other stream or repository: what must not
+    stay beside the release's own. The driver's keyring stays while ``rocm_driver: dkms``."""
     stream, repo = config.stream, config.repository
     keep = {stream.keyring, config.amdgpu_keyring}
-    return (
-        [path for path in SOURCES if path != repo.source],
-        [path for path in KEYRINGS if path not in keep],
-        [path for path in PINS if path != stream.pin],
+    return Leftovers(
+        "the other ROCm stream's",
+        sources=tuple(path for path in SOURCES if path != repo.source),
+        pins=tuple(path for path in PINS if path != stream.pin),
+        keyrings=tuple(path for path in KEYRINGS if path not in keep),
     )
 
 
@@ -62,35 +58,26 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
         packages=PREREQUISITES,
         ledger=paths.PACKAGE_LEDGER,
     )
-    verified_keyring(
-        name="Install AMD's signing key (fingerprint checked)",
-        path=repository.keyring,
-        url=served.key.url,
-        fingerprint=repository.key.fingerprint,
-        proxy=proxy_environment(config),
-    )
-    text_file(
-        name="Point apt at the ROCm release for this distro",
-        path=repository.source,
-        content=served.source_text(),
-    )
-    text_file(
-        name="Pin AMD's repository above the distribution's own ROCm packages",
-        path=stream.pin,
-        content=stream.pin_text(),
-    )
-    sources, keyrings, pins = foreign_files(config)
-    for path in sources:
-        text_file(name=f"Remove the other ROCm stream's source {path}", path=path, present=False)
-    for path in pins:
-        text_file(name=f"Remove the other ROCm stream's pin {path}", path=path, present=False)
-    for path in keyrings:
-        verified_keyring(
-            name=f"Remove the other ROCm stream's keyring {path}", path=path, present=False
-        )
-    apt_lists_fresh(
-        name="Refresh apt lists after a source or key change",
-        inputs=[repository.source, repository.keyring],
+    apt_repository(
+        key=AptKey(
+            "Install AMD's signing key (fingerprint checked)",
+            repository.keyring,
+            served.key.url,
+            repository.key.fingerprint,
+            proxy_environment(config),
+        ),
+        source=AptFile(
+            "Point apt at the ROCm release for this distro",
+            repository.source,
+            served.source_text(),
+        ),
+        pin=AptFile(
+            "Pin AMD's repository above the distribution's own ROCm packages",
+            stream.pin,
+            stream.pin_text(),
+        ),
+        leftovers=foreign_files(config),
+        refresh="Refresh apt lists after a source or key change",
         stamp=paths.APT_LISTS_STAMP,
     )
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 
-from rocm_fleet.model.sources import torch_wheels
 from rocm_fleet.operations.gpu import gpu_verified
 
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ def verify_node(config: Config) -> None:
         rocminfo=config.release.rocminfo,
         expected_gfx=config.expected_gfx_list,
         expected_count=config.expected_gpu_count,
-        python=config.venv_python if config.pytorch_install else None,
+        python=config.venv_python if config.torch else None,
         installed=installed(config),
     )
 
@@ -38,7 +37,6 @@ def installed(config: Config) -> str:
     Core SDK torch requires)."""
     rel = config.release
     lines = [f"rocm {rel.version} ({rel.stream.name}, {rel.rocminfo})"]
-    wheels = torch_wheels(config)
-    if wheels is not None:
-        lines.append("torch " + " ".join(wheels.requirements()))
+    if config.torch is not None:
+        lines.append("torch " + " ".join(config.torch.requirements()))
     return "\n".join(lines) + "\n"

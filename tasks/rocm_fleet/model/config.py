@@ -26,6 +26,7 @@ from rocm_fleet.model.matrix import (
     release_versions,
 )
 from rocm_fleet.model.settings import PREFIXES, RENAMED, SETTINGS, Settings
+from rocm_fleet.model.sources import TorchInstall, torch_install
 from rocm_fleet.model.versions import release_key
 
 if TYPE_CHECKING:
@@ -42,10 +43,16 @@ class Config(Settings):
     """A host's settings, validated, plus what the matrix says about them."""
 
     release: Release
-    torch_build: TorchBuild | None
+    # The PyTorch the venv gets: None without ``pytorch_install``. The one place that is
+    # decided; everything else reads this.
+    torch: TorchInstall | None
     # The fleet mirror this host uses, resolved with the rest of the inventory
-    # (deploy/mirror.py).
+    # (``model.fleet``).
     mirror: Mirror | None = None
+
+    @property
+    def torch_build(self) -> TorchBuild | None:
+        return self.torch.build if self.torch else None
 
     @property
     def expected_gfx_list(self) -> list[str]:
@@ -89,10 +96,6 @@ class Config(Settings):
         """The keyring AMD's driver source is signed with (``rocm_driver: dkms``), else None:
         repo.radeon.com's, whichever stream the release is of."""
         return AMDGPU_KEYRING if self.rocm_driver == "dkms" else None
-
-    @property
-    def torch_index_url(self) -> str:
-        return f"{self.pytorch_index_base_url.rstrip('/')}/{self.release.torch_index}"
 
     @property
     def venv_python(self) -> str:
@@ -164,7 +167,10 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
                 )
             torch_build = matches[0]
 
-    return Config(**values, release=rel, torch_build=torch_build)
+    torch = (
+        torch_install(rel, torch_build, values["pytorch_index_base_url"]) if torch_build else None
+    )
+    return Config(**values, release=rel, torch=torch)
 
 
 def _newer_than_matrix(version: str) -> bool:

@@ -185,6 +185,36 @@ def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
     return {name: f"{version}+{torch_index}" for name, version in wanted.items()}
 
 
+@dataclass(frozen=True)
+class TorchInstall:
+    """The PyTorch a host's venv gets, decided once (``config.load_config``, from
+    ``pytorch_install``, ``torch_version`` and the release's index): the build, the index
+    it comes from upstream, each wheel pinned with the index's local label, and what the
+    build requires from the same index beyond them (the Core SDK's pip ROCm runtime).
+    Every reader (the deploy, the node check, the bundle, the mirror) takes it from here."""
+
+    build: TorchBuild
+    index_url: str
+    wanted: tuple[tuple[str, str], ...]  # (distribution, exact version), sorted
+    requires: tuple[str, ...] = ()
+
+    def requirements(self) -> list[str]:
+        return [f"{name}=={version}" for name, version in self.wanted] + list(self.requires)
+
+
+def torch_install(rel: matrix.Release, build: TorchBuild, index_base_url: str) -> TorchInstall:
+    """``build`` of ``rel`` from the PyTorch index under ``index_base_url``."""
+    index = rel.torch_index
+    if index is None:
+        raise ValueError(f"ROCm {rel.version} has no PyTorch index")
+    return TorchInstall(
+        build,
+        f"{index_base_url.rstrip('/')}/{index}",
+        tuple(sorted(wanted_wheels(build, index).items())),
+        (rel.torch_runtime,) if rel.torch_runtime else (),
+    )
+
+
 def rocm_key(config: Config) -> SigningKey:
     """The release stream's key (``rocm_key_url`` / ``rocm_key_fingerprint`` override it)."""
     return SigningKey(config.key_url, config.key_fingerprint)
@@ -234,14 +264,11 @@ def amdgpu_repository(config: Config, row: matrix.Distro) -> AptRepository | Non
 
 
 def torch_wheels(config: Config, runtime: matrix.HostRuntime | None = None) -> WheelNeed | None:
-    """The release's torch build from its index, and the pip ROCm runtime it requires from
-    that index (``matrix.TORCH_RUNTIME``); None without ``pytorch_install`` or an index."""
-    build, index = config.torch_build, config.release.torch_index
-    if not config.pytorch_install or build is None or index is None:
+    """The host's torch wheels (``config.torch``) for the host's Python; None without."""
+    torch = config.torch
+    if torch is None:
         return None
-    wanted = tuple(sorted(wanted_wheels(build, index).items()))
-    requires = (config.release.torch_runtime,) if config.release.torch_runtime else ()
-    return WheelNeed(config.torch_index_url, runtime, wanted, requires)
+    return WheelNeed(torch.index_url, runtime, torch.wanted, torch.requires)
 
 
 def host_needs(
@@ -257,17 +284,3 @@ def host_needs(
         apt.append(AptNeed(driver, (matrix.AMDGPU_DRIVER_PACKAGE,)))
     wheels = torch_wheels(config, matrix.HOST_RUNTIMES[row.key])
     return HostNeeds(tuple(apt), (wheels,) if wheels else ())
-
-
-def upstream_urls(config: Config) -> list[str]:
-    """Every URL a host with ``config`` fetches from on any distro its release publishes
-    for: repositories, keys and wheel indexes (what a live mirror must proxy)."""
-    urls: dict[str, None] = {}
-    for row in matrix.DISTROS:
-        if config.release.publication(row) is None:
-            continue
-        needs = host_needs(config, row)
-        for need in needs.apt:
-            urls.update(dict.fromkeys([need.repository.url, need.repository.key.url]))
-        urls.update(dict.fromkeys(wheel.index_url for wheel in needs.wheels))
-    return list(urls)

@@ -1,0 +1,52 @@
+"""The fleet model of a pyinfra inventory, made once per inventory (``model.fleet``).
+
+The deploy asks for every host it plans, the audit for every host it audits, the mirror
+for the hosts it serves, the bundle for the hosts it fetches for: all of them read the
+one ``Fleet`` kept here for the inventory, so each host's data is validated and its
+mirror resolved once however many ask. A host's data is read (``host.data.dict()``,
+pyinfra's merge of its layers) when the model first needs it, and not again: data
+changed on the same ``Inventory`` object after that (pyinfra's CLI never does) is not
+seen; plan with a new ``Inventory`` instead.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from rocm_fleet.model.fleet import Fleet
+
+_FLEETS: weakref.WeakKeyDictionary[Any, Fleet] = weakref.WeakKeyDictionary()
+
+
+class _InventoryData(Mapping[str, Mapping[str, Any]]):
+    """A pyinfra inventory as the model reads it: host name -> its merged data."""
+
+    def __init__(self, inventory: Any):
+        self._inventory = inventory
+        self._names = {host.name: None for host in inventory}  # in the inventory's order
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        host = self._inventory.get_host(name, default=None)
+        if host is None:
+            raise KeyError(name)
+        return host.data.dict()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+def fleet_of(inventory: Any) -> Fleet:
+    """The ``Fleet`` of a pyinfra inventory (any object with pyinfra's ``__iter__`` over
+    hosts and ``get_host``), made on first ask and kept as long as the inventory."""
+    fleet = _FLEETS.get(inventory)
+    if fleet is None:
+        fleet = _FLEETS[inventory] = Fleet(_InventoryData(inventory))
+    return fleet

@@ -1,0 +1,174 @@
+"""One model of the fleet: every host's validated settings, its fleet mirror resolved, and
+what it fetches from upstream, made once per inventory and read by everything else.
+
+``Fleet`` takes each host's inventory data (name -> the merged data dict, as pyinfra's
+``host.data.dict()`` gives it; a lazy mapping is fine: a host is read when first asked
+about). The deploy, ``--dry`` and the audit (``host_config``), the bundle and the live
+mirror (``upstreams``) all ask the same ``Fleet``, so a host's ``Config``, its mirror and
+its needs are decided in one place and agree everywhere. Bad data is a ``ConfigError``
+naming the host, the key, the value and what would be valid, every time it is asked for.
+
+No pyinfra here: ``rocm_fleet.engine.fleet`` keeps one ``Fleet`` per pyinfra inventory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+from urllib.parse import urlsplit
+
+from rocm_fleet.model import matrix
+from rocm_fleet.model.config import Config, ConfigError, load_config
+from rocm_fleet.model.sources import HostNeeds, Mirror, host_needs
+
+
+@dataclass(frozen=True, order=True)
+class Upstream:
+    """A server the live mirror proxies under ``/<netloc>/``. ``linked``: one only index
+    pages point to (PyPI's file host), resolved when a request needs it (a name the mirror
+    host can't resolve then fails that request, not the whole configuration)."""
+
+    netloc: str
+    scheme: str = "https"
+    linked: bool = False
+
+
+class Fleet:
+    """Every host of one inventory, validated and resolved once, on first ask."""
+
+    def __init__(self, data: Mapping[str, Mapping[str, Any]]):
+        self._data = data
+        self._loaded: dict[str, Config | ConfigError] = {}
+        self._addresses: dict[str, str] = {}
+        self._resolved: dict[str, Config | ConfigError] = {}
+        self._needs: dict[tuple[str, str], HostNeeds | None] = {}
+        self._upstreams: dict[str, list[Upstream]] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._data)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._data
+
+    def config(self, name: str) -> Config:
+        """``name``'s validated settings with its fleet mirror resolved; ConfigError for
+        bad data (its own, or that of the mirror host it names)."""
+        if name not in self._resolved:
+            try:
+                self._resolved[name] = resolve_mirror(self.settings(name), name, self)
+            except ConfigError as exc:
+                self._resolved[name] = exc
+        return _value(self._resolved[name])
+
+    def configs(self) -> dict[str, Config]:
+        """Every host with valid data (refused hosts are left out: each says why on its
+        own, through ``config``)."""
+        found = {}
+        for name in self._data:
+            try:
+                found[name] = self.config(name)
+            except ConfigError:
+                continue
+        return found
+
+    def needs(self, name: str, row: matrix.Distro) -> HostNeeds | None:
+        """What ``name`` fetches from AMD and PyTorch on distro ``row`` (the Core SDK's
+        default packages chosen as for its ``expected_gfx``); None when its release
+        publishes nothing for the distro. ConfigError for bad data."""
+        key = (name, row.key)
+        if key not in self._needs:
+            config = self.config(name)
+            published = config.release.publication(row) is not None
+            self._needs[key] = host_needs(config, row) if published else None
+        return self._needs[key]
+
+    def upstream_urls(self, name: str) -> list[str]:
+        """Every URL ``name`` fetches from on any distro its release publishes for:
+        repositories, keys and wheel indexes (what a live mirror must proxy)."""
+        urls: dict[str, None] = {}
+        for row in matrix.DISTROS:
+            needs = self.needs(name, row)
+            if needs is None:
+                continue
+            for need in needs.apt:
+                urls.update(dict.fromkeys([need.repository.url, need.repository.key.url]))
+            urls.update(dict.fromkeys(wheel.index_url for wheel in needs.wheels))
+        return list(urls)
+
+    def upstreams(self, mirror_host: str) -> list[Upstream]:
+        """Every upstream the hosts using ``mirror_host`` fetch from (those with valid
+        data and ROCm present): their repositories, keys and wheel indexes, and the file
+        hosts those indexes link."""
+        if mirror_host not in self._upstreams:
+            found: dict[str, str] = {}
+            linked: set[str] = set()
+            for name, config in self.configs().items():
+                if config.mirror is None or config.mirror.host != mirror_host:
+                    continue
+                if config.rocm_state != "present":
+                    continue
+                if config.torch is not None:
+                    linked.update(matrix.PYTORCH_INDEX_FILE_HOSTS)
+                for url in self.upstream_urls(name):
+                    parts = urlsplit(url)
+                    if found.get(parts.netloc) != "https":
+                        found[parts.netloc] = parts.scheme
+            direct = [Upstream(netloc, scheme) for netloc, scheme in found.items()]
+            self._upstreams[mirror_host] = sorted(
+                direct + [Upstream(n, "https", True) for n in linked - set(found)]
+            )
+        return list(self._upstreams[mirror_host])
+
+    def settings(self, name: str) -> Config:
+        """``name``'s validated settings, its mirror not yet resolved."""
+        if name not in self._loaded:
+            data = dict(self._data[name])
+            # Where the other hosts reach it (as its mirror): its ssh_hostname, else its name.
+            self._addresses[name] = data.get("ssh_hostname") or name
+            try:
+                self._loaded[name] = load_config(data, name)
+            except ConfigError as exc:
+                self._loaded[name] = exc
+        return _value(self._loaded[name])
+
+    def address(self, name: str) -> str:
+        """Where the other hosts reach ``name``: its ``ssh_hostname``, else its name."""
+        self.settings(name)  # reads the host's data, once (ConfigError for bad data)
+        return self._addresses[name]
+
+
+def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
+    """``config`` with the fleet mirror it names resolved against the fleet (the mirror
+    host's address, port and bundle). Raises ConfigError for a mirror the inventory
+    doesn't hold, or whose own data is bad."""
+    value = config.rocm_mirror
+    if not value:
+        return config
+    if value.startswith(("http://", "https://")):
+        return replace(config, mirror=Mirror(value.rstrip("/"), None, config.rocm_mirror_bundle))
+    if value not in fleet:
+        raise ConfigError(
+            f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
+            f"the inventory ({', '.join(fleet.names)}) or the http:// URL of a mirror"
+        )
+    served_by = fleet.settings(value)
+    address = fleet.address(value)
+    if ":" in address:
+        address = f"[{address}]"
+    url = f"http://{address}:{served_by.rocm_mirror_port}"
+    mirror = Mirror(url, value, served_by.rocm_mirror_bundle, value == host_name)
+    if mirror.serves and not mirror.bundle and config.rocm_proxy:
+        raise ConfigError(
+            f"{host_name}: inventory key 'rocm_proxy' has value {config.rocm_proxy!r}; a live "
+            "mirror reaches upstream directly (nginx can't go through an HTTP proxy): give the "
+            "mirror host direct access, or serve a bundle (rocm_mirror_bundle)"
+        )
+    return replace(config, mirror=mirror)
+
+
+def _value(found: Config | ConfigError) -> Config:
+    if isinstance(found, ConfigError):
+        raise ConfigError(str(found))
+    return found
