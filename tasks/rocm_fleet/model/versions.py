@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import re
 
+from debian.debian_support import Version as DebianVersion
+from debian.debian_support import version_compare
+
 
 def release_key(version: str) -> tuple[int, ...]:
     """A dotted release as numbers for ordering: "6.4.3" -> (6, 4, 3), "7.14" -> (7, 14)."""
@@ -115,71 +118,29 @@ def major_minor(version: str) -> str:
 
 
 # --- Debian package versions (the bundle resolves dependencies within AMD's repository) ---
+# python-debian's Version orders them as ``dpkg --compare-versions`` does (deb-version(7):
+# epoch, then upstream version and revision, ``~`` before everything).
 
-_DEBIAN_VERSION = re.compile(r"^(?:(\d+):)?([0-9][A-Za-z0-9.+~:-]*?)(?:-([A-Za-z0-9.+~]+))?$")
-
-
-def _order(char: str) -> int:
-    """dpkg's weight of one non-digit character: ``~`` sorts before everything, even the
-    end of the string; letters before other characters."""
-    if char == "~":
-        return -1
-    if char.isalpha():
-        return ord(char)
-    return ord(char) + 256
+_RELATIONS = {
+    "=": lambda order: order == 0,
+    ">=": lambda order: order >= 0,
+    "<=": lambda order: order <= 0,
+    ">>": lambda order: order > 0,
+    "<<": lambda order: order < 0,
+}
 
 
-def _compare_part(a: str, b: str) -> int:
-    """dpkg's verrevcmp: alternate runs of non-digits (by ``_order``) and of digits
-    (numerically), the end of a string counting as an empty run."""
-    i = j = 0
-    while i < len(a) or j < len(b):
-        first_diff = 0
-        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
-            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
-            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
-            if ac != bc:
-                return -1 if ac < bc else 1
-            i, j = i + 1, j + 1
-        while i < len(a) and a[i] == "0":
-            i += 1
-        while j < len(b) and b[j] == "0":
-            j += 1
-        while i < len(a) and a[i].isdigit() and j < len(b) and b[j].isdigit():
-            if not first_diff:
-                first_diff = ord(a[i]) - ord(b[j])
-            i, j = i + 1, j + 1
-        if i < len(a) and a[i].isdigit():
-            return 1
-        if j < len(b) and b[j].isdigit():
-            return -1
-        if first_diff:
-            return -1 if first_diff < 0 else 1
-    return 0
+def debian_version(version: str) -> DebianVersion:
+    """A Debian package version that orders as dpkg does; ValueError when unreadable."""
+    return DebianVersion(version)
 
 
 def compare_debian_versions(a: str, b: str) -> int:
-    """-1, 0 or 1 as Debian orders two package versions (``dpkg --compare-versions``,
-    deb-version(7)): epoch numerically, then upstream version and revision with
-    ``_compare_part``."""
-    ma, mb = _DEBIAN_VERSION.match(a), _DEBIAN_VERSION.match(b)
-    if not ma or not mb:
-        raise ValueError(f"not a Debian version: {a if not ma else b!r}")
-    epoch = int(ma.group(1) or 0) - int(mb.group(1) or 0)
-    if epoch:
-        return -1 if epoch < 0 else 1
-    return _compare_part(ma.group(2), mb.group(2)) or _compare_part(
-        ma.group(3) or "", mb.group(3) or ""
-    )
+    """-1, 0 or 1 as Debian orders two package versions (``dpkg --compare-versions``)."""
+    order = version_compare(a, b)
+    return (order > 0) - (order < 0)
 
 
 def debian_version_satisfies(version: str, relation: str, wanted: str) -> bool:
     """Whether ``version`` meets a Depends relation (``=``, ``>=``, ``<=``, ``>>``, ``<<``)."""
-    order = compare_debian_versions(version, wanted)
-    return {
-        "=": order == 0,
-        ">=": order >= 0,
-        "<=": order <= 0,
-        ">>": order > 0,
-        "<<": order < 0,
-    }[relation]
+    return _RELATIONS[relation](version_compare(version, wanted))
