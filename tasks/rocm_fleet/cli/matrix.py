@@ -44,11 +44,17 @@ from packaging.utils import (
     parse_sdist_filename,
     parse_wheel_filename,
 )
-from packaging.version import InvalidVersion
+from packaging.version import InvalidVersion, Version
 
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import matrix
-from rocm_fleet.model.versions import major_minor, release_key
+from rocm_fleet.model.versions import (
+    is_core_sdk_meta_package,
+    is_full_release,
+    linked_releases,
+    major_minor,
+    release_key,
+)
 from rocm_fleet.offline.aptrepo import decompressed, parse_release, parse_stanzas
 from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.wheels import parse_page, project_url
@@ -388,15 +394,11 @@ def no_index_check(index_url: str) -> Callable:
     def run(upstream: Upstream) -> str | None:
         files = _index_files(upstream, index_url, "torch")
         if files:
-            versions = sorted(_file_versions(files, "torch"), key=_version_key)
+            versions = sorted(_file_versions(files, "torch"), key=Version)
             return f"the index exists now (torch {', '.join(versions[-3:])}): add it to the matrix"
         return None
 
     return run
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version.split("+")[0]))
 
 
 def build_checks(
@@ -489,7 +491,7 @@ def missing_releases(upstream: Upstream) -> list[dict[str, str]]:
     reply = upstream.get(listing)
     if reply.found:
         text = reply.body.decode("utf-8", "replace")
-        for path in set(re.findall(r'href="(\d+\.\d+(?:\.\d+)?)/"', text)):
+        for path in linked_releases(text):
             version = path if path.count(".") == 2 else f"{path}.0"
             if version not in known and release_key(version) >= oldest:
                 missing[version] = f"{listing}{path}/"
@@ -497,11 +499,11 @@ def missing_releases(upstream: Upstream) -> list[dict[str, str]]:
         for pub in matrix.CORE_SDK.publications:
             dists = f"{repo.base_url}/{pub.directory}/dists/{pub.suite}"
             for name, versions in _packages_index(upstream, dists).items():
-                if not re.fullmatch(r"amdrocm\d+\.\d+", name):
+                if not is_core_sdk_meta_package(name):
                     continue
                 for version in versions:
                     release = version.split("-", 1)[0]
-                    if release not in known and re.fullmatch(r"\d+\.\d+\.\d+", release):
+                    if release not in known and is_full_release(release):
                         missing.setdefault(release, f"{dists} ({name} {version})")
     return [
         {"release": v, "where": where}

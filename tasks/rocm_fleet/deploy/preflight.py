@@ -27,7 +27,6 @@ AMD GPU is told which display or accelerator devices it has instead.
 from __future__ import annotations
 
 import logging
-import re
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -76,7 +75,7 @@ from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
 from rocm_fleet.model.sources import host_needs
-from rocm_fleet.model.versions import kernel_key
+from rocm_fleet.model.versions import ROCM_APT_PATH, kernel_key
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -115,8 +114,6 @@ AMD_PROGRAMS = (
     "rocminfo", "rocm_agent_enumerator", "rocm-smi", "amd-smi", "hipcc", "hipcc.pl",
     "hipconfig", "hipconfig.pl", "hipify-perl", "roc-obj", "roc-obj-extract", "roc-obj-ls",
 )  # fmt: skip
-# A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
-ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
 # Upstream hosts whose apt sources preflight looks for (repo.amd.com matches
 # stable.repo.amd.com too).
 AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
@@ -491,7 +488,7 @@ def _distro_rocm(survey: dict, problems: list[str], warnings: list[str]) -> None
         warnings.append(
             f"{distro}'s own ROCm libraries are installed ({listed}): "
             f"{_needed_by(kept, rocm['needed_by'])}. They install under /usr, apart from "
-            "AMD's /opt/rocm, and put none of AMD's programs on PATH, so they are left in "
+            f"AMD's {paths.ROCM_ROOT}, and put none of AMD's programs on PATH, so they are left in "
             f"place ({removal_effect(rocm['purge_kept'], kept)})"
         )
 

@@ -13,6 +13,7 @@ from typing_extensions import override
 from rocm_fleet.facts._shell import Condition, quote, yes_if
 from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.model import paths
+from rocm_fleet.model.versions import is_numeric_version, leading_point_release
 
 
 class DistroReleaseDict(TypedDict):
@@ -68,12 +69,11 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
             return None
 
         point = items.get("DEBIAN_VERSION_FULL")
-        numeric = debian_version and re.fullmatch(r"\d+(\.\d+)*", debian_version)
+        numeric = debian_version and is_numeric_version(debian_version)
         if not point and items["ID"] == "debian" and numeric:
             point = debian_version
         if not point:
-            match = re.match(r"(\d+(?:\.\d+)+)", items.get("VERSION", ""))
-            point = match.group(1) if match else None
+            point = leading_point_release(items.get("VERSION", ""))
         return {
             "id": items["ID"].lower(),
             "id_like": items.get("ID_LIKE", "").split(),

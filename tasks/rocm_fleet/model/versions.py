@@ -50,6 +50,50 @@ def newer_kernels(running: str, installed: list[str]) -> list[str]:
     )
 
 
+# --- releases as upstream and the host write them ------------------------------------------
+
+# A ROCm release as AMD names its directories (repo.radeon.com/rocm/apt/6.4.3/, .../7.0/).
+_RELEASE = r"\d+\.\d+(?:\.\d+)?"
+_RELEASE_LINK = re.compile(rf'href="({_RELEASE})/"')
+_FULL_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+# The Core SDK's meta package of a release series: amdrocm7.14, amdrocm10.0 (``major_minor``).
+_CORE_SDK_META = re.compile(r"amdrocm\d+\.\d+")
+# A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
+ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
+# A distribution's point release: /etc/debian_version "12.9" (or "trixie/sid", not one),
+# Ubuntu's os-release VERSION "24.04.3 LTS (Noble Numbat)".
+_NUMERIC = re.compile(r"\d+(?:\.\d+)*")
+_LEADING_POINT_RELEASE = re.compile(r"\d+(?:\.\d+)+")
+
+
+def linked_releases(listing: str) -> set[str]:
+    """The release directories a web server's directory listing links to ("6.4.3", "7.0")."""
+    return set(_RELEASE_LINK.findall(listing))
+
+
+def is_full_release(version: str) -> bool:
+    """Whether ``version`` is a three-part release ("10.0.0"), not "10.0" or "10.0.0rc1"."""
+    return bool(_FULL_RELEASE.fullmatch(version))
+
+
+def is_core_sdk_meta_package(name: str) -> bool:
+    """Whether a package is the Core SDK's meta package of a release series (amdrocm10.0)."""
+    return bool(_CORE_SDK_META.fullmatch(name))
+
+
+def is_numeric_version(text: str) -> bool:
+    """Whether ``text`` is a dotted number ("12.9", "13"), as /etc/debian_version of a
+    release holds (a testing host's holds "trixie/sid")."""
+    return bool(_NUMERIC.fullmatch(text))
+
+
+def leading_point_release(text: str) -> str | None:
+    """The point release a version text starts with: "24.04.3 LTS (Noble Numbat)" ->
+    "24.04.3"; None when it starts with none."""
+    match = _LEADING_POINT_RELEASE.match(text)
+    return match.group(0) if match else None
+
+
 # AMD versions every classic ROCm package <x.y.z>.<tag>-<build>[~<ubuntu>]: rocm-core
 # 6.4.3.60403-128~22.04, rocminfo 1.0.0.60403-... (fact sheet §3.5, §12). Debian's own ROCm
 # packages (rocminfo 5.2.3-2, 6.1.2-2) don't match. AMD's driver packages from

@@ -20,6 +20,7 @@ from pyinfra.facts.server import Uptime
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.system import RebootRequired
+from rocm_fleet.model import paths
 
 logger = logging.getLogger("pyinfra")
 
@@ -43,7 +44,7 @@ def reasons_from(fact: dict | None) -> list[str]:
     reasons = list(fact.get("reasons") or [])
     covered = " ".join(reasons)
     reasons += [f"package {p}" for p in fact.get("packages") or [] if p not in covered]
-    return reasons or ["/run/reboot-required exists"]
+    return reasons or [f"{paths.REBOOT_REQUIRED} exists"]
 
 
 def _wait_for_boot(state, host, timeout: int, interval: float = 1.0) -> bool:
