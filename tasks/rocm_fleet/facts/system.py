@@ -8,6 +8,8 @@ import re
 from typing import TypedDict
 
 from pyinfra.api import FactBase
+from pyinfra.facts.deb import DebArch
+from pyinfra.facts.server import KernelVersion
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import Condition, quote, yes_if
@@ -84,18 +86,12 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
         }
 
 
-class RunningKernel(FactBase[str]):
-    """
-    The running kernel's release, ``uname -r``: ``"6.1.0-50-amd64"``.
-    """
-
-    @override
-    def command(self) -> str:
-        return "uname -r"
-
-    @override
-    def process(self, output: list[str]) -> str:
-        return output[0].strip() if output else ""
+# pyinfra's own facts where they are the same, under the names the deploy and the survey
+# read them by. The running kernel's release (``uname -r``): "6.1.0-50-amd64".
+RunningKernel = KernelVersion
+# dpkg's architecture (``dpkg --print-architecture``): "amd64"; None without dpkg (pyinfra
+# checks for the command; read in the survey, the empty section gets the default).
+Architecture = DebArch
 
 
 class RebootRequiredDict(TypedDict):
@@ -229,18 +225,6 @@ class NvidiaStack(FactBase[NvidiaStackDict]):
         return nvidia_stack(packages, LoadedModules().process(output[split + 1 :]))
 
 
-class Architecture(FactBase[str | None]):
-    """dpkg's architecture (``amd64``), None without dpkg."""
-
-    @override
-    def command(self) -> str:
-        return "dpkg --print-architecture 2>/dev/null || true"
-
-    @override
-    def process(self, output: list[str]) -> str | None:
-        return next((line.strip() for line in output if line.strip()), None)
-
-
 class IdentityDict(TypedDict):
     uid: int | None
     user: str | None
@@ -287,7 +271,11 @@ class Wsl(FactBase[bool]):
 
 
 class LoadedModules(FactBase[list[str]]):
-    """Names of the loaded kernel modules, from /proc/modules (sorted)."""
+    """Names of the loaded kernel modules, from /proc/modules (sorted).
+
+    Not pyinfra's ``KernelModules``: its ``command`` reads the ``Kernel`` fact first (a
+    round trip of its own, ``uname -s``) and its ``process`` depends on that answer, so it
+    can't be a section of the survey, nor of ``NvidiaStack``'s one command."""
 
     default = list
 
