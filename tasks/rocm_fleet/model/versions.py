@@ -8,9 +8,10 @@ ABI numbers, AMD's release tag) is written once.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from debian.debian_support import Version as DebianVersion
-from debian.debian_support import version_compare
+if TYPE_CHECKING:
+    from debian.debian_support import Version as DebianVersion
 
 
 def release_key(version: str) -> tuple[int, ...]:
@@ -163,7 +164,8 @@ def major_minor(version: str) -> str:
 
 # --- Debian package versions (the bundle resolves dependencies within AMD's repository) ---
 # python-debian's Version orders them as ``dpkg --compare-versions`` does (deb-version(7):
-# epoch, then upstream version and revision, ``~`` before everything).
+# epoch, then upstream version and revision, ``~`` before everything). Imported when first
+# used: only the bundle compares them, and the import (30 ms) would slow every deploy's start.
 
 _RELATIONS = {
     "=": lambda order: order == 0,
@@ -176,15 +178,19 @@ _RELATIONS = {
 
 def debian_version(version: str) -> DebianVersion:
     """A Debian package version that orders as dpkg does; ValueError when unreadable."""
-    return DebianVersion(version)
+    from debian.debian_support import Version
+
+    return Version(version)
 
 
 def compare_debian_versions(a: str, b: str) -> int:
     """-1, 0 or 1 as Debian orders two package versions (``dpkg --compare-versions``)."""
+    from debian.debian_support import version_compare
+
     order = version_compare(a, b)
     return (order > 0) - (order < 0)
 
 
 def debian_version_satisfies(version: str, relation: str, wanted: str) -> bool:
     """Whether ``version`` meets a Depends relation (``=``, ``>=``, ``<=``, ``>>``, ``<<``)."""
-    return _RELATIONS[relation](version_compare(version, wanted))
+    return _RELATIONS[relation](compare_debian_versions(version, wanted))

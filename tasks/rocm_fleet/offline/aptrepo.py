@@ -17,11 +17,16 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from debian import deb822
-
-from rocm_fleet.model.versions import DebianVersion, debian_version, debian_version_satisfies
+from rocm_fleet.model.versions import debian_version, debian_version_satisfies
 from rocm_fleet.offline.openpgp import binary_key, primary_fingerprints
+
+if TYPE_CHECKING:
+    from debian.debian_support import Version as DebianVersion
+
+# python-debian's deb822 is imported where it is used: ``rocm-fleet`` imports every tool
+# (this module with the matrix check), and deb822's import is ~0.1 s of every command's start.
 
 
 class RepositoryError(Exception):
@@ -89,6 +94,8 @@ def parse_release(text: str) -> Release:
     """A Release file's fields and the SHA-256 of each index it lists (python-debian's
     deb822; a clearsigned ``InRelease`` is read without its signature, which the caller
     verifies with ``signed_text``)."""
+    from debian import deb822
+
     release = deb822.Release(text)
     files = {
         entry["name"]: IndexFile(entry["name"], entry["sha256"].lower(), int(entry["size"]))
@@ -108,6 +115,8 @@ def decompressed(path: str, data: bytes) -> bytes:
 
 def parse_stanzas(text: str) -> list[dict[str, str]]:
     """The paragraphs of a deb822 file such as ``Packages`` (python-debian's deb822)."""
+    from debian import deb822
+
     return [
         dict(paragraph) for paragraph in deb822.Packages.iter_paragraphs(text, use_apt_pkg=False)
     ]
@@ -142,6 +151,8 @@ def parse_relations(value: str) -> list[list[Relation]]:
     """A Depends-style field: clauses (comma) of alternatives (``|``), architecture
     qualifiers, architecture lists and build profiles dropped (python-debian's
     ``PkgRelation``)."""
+    from debian import deb822
+
     if not value.strip():
         return []
     clauses = []
