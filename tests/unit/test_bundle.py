@@ -36,6 +36,7 @@ from rocm_fleet.offline.aptrepo import (
 from rocm_fleet.offline.bundle import BundleError, Plan, incomplete, make_bundle, missing
 from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
 from rocm_fleet.offline.wheels import (
+    Link,
     ResolutionError,
     Target,
     manylinux_platforms,
@@ -342,6 +343,38 @@ def test_resolution_per_python_follows_markers_pins_and_requires_python(tmp_path
     with pytest.raises(ResolutionError, match=r"no wheel of torch \(==2\.9\.0\+rocm6\.4"):
         resolve(["torch==2.9.0+rocm6.4"], page, metadata, Target(HostRuntime("3.11", "2.36")),
                 "idx")  # fmt: skip
+
+
+def test_resolution_backtracks_from_a_newest_version_that_conflicts():
+    """lib 2.0 (the newest) needs helper<2, which top's helper>=2 rules out: pip installs
+    lib 1.0; a resolver without backtracking gave up on helper."""
+    requires = {
+        "top-1.0": ["lib", "helper>=2"],
+        "lib-2.0": ["helper<2"],
+        "lib-1.0": [],
+        "helper-2.0": [],
+        "helper-1.0": [],
+    }
+
+    def page(name: str) -> list[Link]:
+        return [
+            Link(f"https://idx/{key}.whl", f"{key}-py3-none-any.whl", "0" * 64, None, None)
+            for key in requires
+            if key.rsplit("-", 1)[0] == name
+        ]
+
+    def metadata(link: Link) -> str:
+        key = link.filename.removesuffix("-py3-none-any.whl")
+        return "".join(f"Requires-Dist: {r}\n" for r in requires[key])
+
+    pins = resolve(["top"], page, metadata, Target(HostRuntime("3.11", "2.36")), "idx")
+    assert {name: str(pin.candidate.version) for name, pin in pins.items()} == {
+        "top": "1.0", "lib": "1.0", "helper": "2.0"
+    }  # fmt: skip
+    assert pins["helper"].why == ["required by top 1.0"]
+    requires["lib-1.0"] = ["helper<2"]  # now no lib works with helper>=2: both are named
+    with pytest.raises(ResolutionError, match=r"no wheel of helper \((>=2 and <2|<2 and >=2)"):
+        resolve(["top"], page, metadata, Target(HostRuntime("3.11", "2.36")), "idx")
 
 
 # --- downloads ---------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import http.server
+import io
 import shutil
 import subprocess
 import threading
@@ -16,6 +17,7 @@ import pytest
 from rocm_fleet.cli import main
 from rocm_fleet.cli.matrix import Upstream, check_matrix, missing_releases
 from rocm_fleet.model import matrix
+from rocm_fleet.offline.download import Progress
 from rocm_fleet.offline.openpgp import primary_fingerprints
 from unit.gpgkeys import Gpg
 
@@ -225,7 +227,9 @@ def test_releases_upstream_publishes_that_the_matrix_lacks(tmp_path, gpg, upstre
 def test_no_index_where_the_matrix_says_none(upstream, gpg):
     root, url, _ = upstream
     upstream_ = Upstream(f"{url}/amd", f"{url}/whl", 5, 0)
-    report = check_matrix(upstream_, "10.1.0", {"*": gpg.fingerprint}, progress=_Quiet())
+    report = check_matrix(
+        upstream_, "10.1.0", {"*": gpg.fingerprint}, progress=Progress(io.StringIO())
+    )
     (no_index,) = [c for c in report["checks"] if c["what"] == "no PyTorch index"]
     assert no_index["status"] == "ok"
     tags = "cp312-cp312-manylinux_2_28_x86_64"
@@ -233,18 +237,10 @@ def test_no_index_where_the_matrix_says_none(upstream, gpg):
           project_page([f"torch-2.15.0+rocm10.1-{tags}.whl"]))  # fmt: skip
     report = check_matrix(
         Upstream(f"{url}/amd", f"{url}/whl", 5, 0), "10.1.0", {"*": gpg.fingerprint},
-        progress=_Quiet(),
+        progress=Progress(io.StringIO()),
     )  # fmt: skip
     (no_index,) = [c for c in report["checks"] if c["what"] == "no PyTorch index"]
     assert no_index["status"] == "wrong" and "torch 2.15.0+rocm10.1" in no_index["detail"]
-
-
-class _Quiet:
-    def step(self, label: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def test_bad_options_are_one_line_usage_errors(capsys):

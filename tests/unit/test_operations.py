@@ -647,7 +647,7 @@ def test_newer_kernel_from_backports_installed_is_a_noop():
 
 def test_newer_kernel_replaces_the_stock_meta_packages_with_backports_ones():
     installed = {"linux-image-amd64": "6.1.128-1", f"linux-image-{RUNNING}": "6.1.128-1"}
-    facts = {"InstalledPackages": installed, "RunningKernel": RUNNING}
+    facts = {"InstalledPackages": installed, "KernelVersion": RUNNING}
     result = run_op(
         kernel.newer_kernel,
         facts,
@@ -663,7 +663,7 @@ def test_newer_kernel_replaces_the_stock_meta_packages_with_backports_ones():
 def test_newer_kernel_hwe_on_ubuntu():
     hwe = ["linux-generic-hwe-24.04"]
     installed = {"linux-image-6.8.0-50-generic": "6.8.0-50.51"}
-    facts = {"InstalledPackages": installed, "RunningKernel": "6.8.0-50-generic"}
+    facts = {"InstalledPackages": installed, "KernelVersion": "6.8.0-50-generic"}
     result = run_op(kernel.newer_kernel, facts, packages=hwe, target_release=None, hwe=True)
     assert result.scripts == [
         ("newer-kernel", ["6.8.0-50-generic", "", "--install-recommends", *hwe])
@@ -864,7 +864,7 @@ VERIFY = {"rocminfo": ROCMINFO, "expected_gfx": ["gfx1100"], "expected_count": 1
 # What the survey says of a converged host, and what a passed check records of it.
 HOST_NOW = {
     "KfdNodes": [{"node": 1, "gfx": "gfx1100", "slot": "0000:03:00.0"}],
-    "RunningKernel": "6.1.0-50-amd64",
+    "KernelVersion": "6.1.0-50-amd64",
 }
 STACK = (
     "expected 1 x gfx1100\nrocm 6.4.3\ntorch torch==2.9.1+rocm6.4 torchvision==0.24.1+rocm6.4\n"
@@ -893,7 +893,7 @@ def test_gpu_verified_is_a_noop_while_what_it_checked_is_unchanged():
     ("what", "change"),
     [
         ("another release's wheels", {"installed": INSTALLED.replace("6.4", "7.2")}),
-        ("another kernel", {"RunningKernel": "6.12.38+deb13-amd64"}),
+        ("another kernel", {"KernelVersion": "6.12.38+deb13-amd64"}),
         ("a GPU gone", {"KfdNodes": []}),
     ],
 )

@@ -244,14 +244,18 @@ NOT_SURVEYED = {
 
 
 def fact_reads(module: str) -> set[str]:
-    """The fact classes a module reads with ``read_fact``, by name (read from its source)."""
+    """The fact classes a module reads with ``read_fact``, by class name (read from its
+    source; a name that aliases a fact, such as RunningKernel for pyinfra's KernelVersion,
+    counts as the class it names)."""
     import ast
+    import importlib
 
     from unit.test_layers import MODULES
 
     tree = ast.parse(MODULES[module].read_text())
+    namespace = vars(importlib.import_module(module))
     return {
-        node.args[0].id
+        getattr(namespace.get(node.args[0].id), "__name__", node.args[0].id)
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and getattr(node.func, "id", None) == "read_fact"

@@ -81,7 +81,7 @@ ROCMINFO = "/opt/rocm/core-10.1/bin/rocminfo"  # the release's own (matrix.Relea
 # A host the check hasn't vouched for yet (what the survey says of it).
 UNCHECKED = {
     "KfdNodes": [{"node": 1, "gfx": "gfx1201", "slot": "0000:03:00.0"}],
-    "RunningKernel": "6.1.0-50-amd64",
+    "KernelVersion": "6.1.0-50-amd64",
     f"FileDigest:{paths.VERIFIED}": None,
 }
 

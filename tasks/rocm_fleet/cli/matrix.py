@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from packaging.utils import (
@@ -44,14 +43,29 @@ from packaging.utils import (
     parse_sdist_filename,
     parse_wheel_filename,
 )
-from packaging.version import InvalidVersion
+from packaging.version import InvalidVersion, Version
 
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import matrix
-from rocm_fleet.model.versions import major_minor, release_key
+from rocm_fleet.model.versions import (
+    is_core_sdk_meta_package,
+    is_full_release,
+    linked_releases,
+    major_minor,
+    release_key,
+)
 from rocm_fleet.offline.aptrepo import decompressed, parse_release, parse_stanzas
 from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.wheels import parse_page, project_url
+
+if TYPE_CHECKING:
+    import requests
+
+    from rocm_fleet.offline.download import Progress
+
+# requests (and download, which imports it) load when a check runs: the ``rocm-fleet``
+# command imports every tool, and pyinfra's CLI (the audit) warns when ssl was imported
+# before gevent patches it.
 
 # --- the table ------------------------------------------------------------------------------
 
@@ -182,7 +196,10 @@ class Response:
 
 
 class Upstream:
-    """GETs with retries and a timeout, mirror rewriting, and a cache (each URL once)."""
+    """GETs through the bundle's HTTP client (``download.retrying_session``: retries with
+    backoff and Retry-After, one User-Agent), with a timeout, mirror rewriting and a cache
+    (each URL once). Unlike ``download.Fetcher.content``, a 403/404/410 is an answer here
+    (the matrix says what isn't there), and each worker thread has its own session."""
 
     AMD_HOSTS = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
 
@@ -200,6 +217,7 @@ class Upstream:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._cache: dict[str, Any] = {}
+        self._fetched = 0  # bytes received, for the progress display
 
     def url(self, url: str) -> str:
         """Where ``url`` is fetched from: a mirror's copy when one is configured."""
@@ -210,13 +228,18 @@ class Upstream:
             return f"{self.apt_base}/{parts.netloc}{parts.path}"
         return url
 
-    def _session(self):
+    def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
         if session is None:
             from rocm_fleet.offline.download import retrying_session
 
             session = self._local.session = retrying_session(self.retries, "matrix check")
         return session
+
+    def fetched_bytes(self) -> int:
+        """Bytes received so far, over every thread."""
+        with self._lock:
+            return self._fetched
 
     def get(self, url: str) -> Response:
         """The response for ``url`` (upstream form); raises Unreachable. Fetched once, by the
@@ -245,6 +268,8 @@ class Upstream:
             # urllib3's message repeats the pool and URL; keep what went wrong.
             what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", reason(exc))
             return Unreachable(f"{type(exc).__name__}: {what}")
+        with self._lock:
+            self._fetched += len(reply.content)
         if reply.status_code == 200 or reply.status_code in GONE:
             return Response(where, reply.status_code, reply.content)
         return Unreachable(f"HTTP {reply.status_code} from {where}")
@@ -388,15 +413,11 @@ def no_index_check(index_url: str) -> Callable:
     def run(upstream: Upstream) -> str | None:
         files = _index_files(upstream, index_url, "torch")
         if files:
-            versions = sorted(_file_versions(files, "torch"), key=_version_key)
+            versions = sorted(_file_versions(files, "torch"), key=Version)
             return f"the index exists now (torch {', '.join(versions[-3:])}): add it to the matrix"
         return None
 
     return run
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", version.split("+")[0]))
 
 
 def build_checks(
@@ -489,7 +510,7 @@ def missing_releases(upstream: Upstream) -> list[dict[str, str]]:
     reply = upstream.get(listing)
     if reply.found:
         text = reply.body.decode("utf-8", "replace")
-        for path in set(re.findall(r'href="(\d+\.\d+(?:\.\d+)?)/"', text)):
+        for path in linked_releases(text):
             version = path if path.count(".") == 2 else f"{path}.0"
             if version not in known and release_key(version) >= oldest:
                 missing[version] = f"{listing}{path}/"
@@ -497,11 +518,11 @@ def missing_releases(upstream: Upstream) -> list[dict[str, str]]:
         for pub in matrix.CORE_SDK.publications:
             dists = f"{repo.base_url}/{pub.directory}/dists/{pub.suite}"
             for name, versions in _packages_index(upstream, dists).items():
-                if not re.fullmatch(r"amdrocm\d+\.\d+", name):
+                if not is_core_sdk_meta_package(name):
                     continue
                 for version in versions:
                     release = version.split("-", 1)[0]
-                    if release not in known and re.fullmatch(r"\d+\.\d+\.\d+", release):
+                    if release not in known and is_full_release(release):
                         missing.setdefault(release, f"{dists} ({name} {version})")
     return [
         {"release": v, "where": where}
@@ -512,38 +533,16 @@ def missing_releases(upstream: Upstream) -> list[dict[str, str]]:
 # --- running --------------------------------------------------------------------------------
 
 
-class Progress:
-    """One line on stderr: rewritten in place on a terminal, one per check otherwise."""
-
-    def __init__(self, total: int, stream=None):
-        self.stream = stream or sys.stderr
-        self.total = total
-        self.done = 0
-        self.tty = self.stream.isatty()
-
-    def step(self, label: str) -> None:
-        self.done += 1
-        line = f"matrix check [{self.done}/{self.total}] {label}"
-        if self.tty:
-            self.stream.write("\r\x1b[K" + line[:120])
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.tty:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-
-
 def check_matrix(
     upstream: Upstream,
     release: str | None = None,
     fingerprints: dict[str, str] | None = None,
     workers: int = 8,
-    progress=None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run every check (of one release, with ``release``); the report ``--json`` prints."""
+    """Run every check (of one release, with ``release``); the report ``--json`` prints.
+    ``progress`` (the bundle's display, on stderr by default) gets a line per check, and on
+    a terminal a live count of the bytes fetched."""
     if release is not None:
         try:
             releases = [matrix.release(release)]
@@ -554,8 +553,21 @@ def check_matrix(
             ) from None
     else:
         releases = list(matrix.RELEASES)
+    from rocm_fleet.offline.download import Progress
+
     checks = build_checks(releases, fingerprints)
-    progress = progress or Progress(len(checks) + (0 if release else 1))
+    progress = progress or Progress()
+    total, done, received = len(checks) + (0 if release else 1), 0, 0
+
+    def step(label: str) -> None:
+        nonlocal done, received
+        done += 1
+        now = upstream.fetched_bytes()
+        progress.advance(now - received)
+        received = now
+        progress.note(f"matrix check [{done}/{total}] {label}")
+
+    progress.start("matrix check", None)
     unreachable: list[str] = []
 
     def run(check: Check) -> Check:
@@ -570,16 +582,16 @@ def check_matrix(
     with ThreadPoolExecutor(workers) as pool:
         futures = [pool.submit(run, check) for check in checks]
         for future in as_completed(futures):
-            done = future.result()
-            progress.step(f"{done.row} {done.what}: {done.status}")
+            checked = future.result()
+            step(f"{checked.row} {checked.what}: {checked.status}")
     missing: list[dict[str, str]] = []
     if release is None:
         try:
             missing = missing_releases(upstream)
         except Unreachable as exc:
             unreachable.append(str(exc))
-        progress.step(f"releases upstream: {len(missing)} the matrix lacks")
-    progress.close()
+        step(f"releases upstream: {len(missing)} the matrix lacks")
+    progress.finish(f"for {total} checks")
     statuses = [c.status for c in checks]
     if "unreachable" in statuses or unreachable:
         status = 2

@@ -31,13 +31,13 @@ def install_rocm(config: Config, packages: list[str]) -> None:
         release=config.release,
     )
     ld_conf = text_file(
-        name="Put /opt/rocm/lib on the dynamic loader path",
+        name=f"Put {paths.ROCM_ROOT}/lib on the dynamic loader path",
         path=paths.LD_CONF,
         content=text("rocm-ld.conf"),
     )
     server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
     text_file(
-        name="Put /opt/rocm/bin on login shells' PATH",
+        name=f"Put {paths.ROCM_ROOT}/bin on login shells' PATH",
         path=paths.PROFILE,
         content=text("rocm-profile.sh"),
     )

@@ -132,7 +132,8 @@ class AptSourceLines(FactBase[list[list[str]]]):
     @override
     def command(self, hosts: list[str] | tuple[str, ...]) -> str:
         patterns = " ".join(f"-e {quote(re.escape(h))}" for h in hosts)
-        return f"grep -Hs {patterns} /etc/apt/sources.list /etc/apt/sources.list.d/* || true"
+        parts = f"{quote(paths.APT_SOURCES_PARTS)}/*"
+        return f"grep -Hs {patterns} {quote(paths.APT_SOURCES_LIST)} {parts} || true"
 
     @override
     def process(self, output: list[str]) -> list[list[str]]:

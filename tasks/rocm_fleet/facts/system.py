@@ -3,10 +3,11 @@ and NVIDIA's stack."""
 
 from __future__ import annotations
 
-import re
 from typing import TypedDict
 
 from pyinfra.api import FactBase
+from pyinfra.facts.deb import DebArch
+from pyinfra.facts.server import KernelVersion
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import Condition, quote, yes_if
@@ -22,6 +23,7 @@ from rocm_fleet.model.nvidia import (  # noqa: F401
     is_nvidia_package,
     nvidia_stack,
 )
+from rocm_fleet.model.versions import is_numeric_version, leading_point_release
 
 
 class DistroReleaseDict(TypedDict):
@@ -77,12 +79,11 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
             return None
 
         point = items.get("DEBIAN_VERSION_FULL")
-        numeric = debian_version and re.fullmatch(r"\d+(\.\d+)*", debian_version)
+        numeric = debian_version and is_numeric_version(debian_version)
         if not point and items["ID"] == "debian" and numeric:
             point = debian_version
         if not point:
-            match = re.match(r"(\d+(?:\.\d+)+)", items.get("VERSION", ""))
-            point = match.group(1) if match else None
+            point = leading_point_release(items.get("VERSION", ""))
         return {
             "id": items["ID"].lower(),
             "id_like": items.get("ID_LIKE", "").split(),
@@ -93,18 +94,12 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
         }
 
 
-class RunningKernel(FactBase[str]):
-    """
-    The running kernel's release, ``uname -r``: ``"6.1.0-50-amd64"``.
-    """
-
-    @override
-    def command(self) -> str:
-        return "uname -r"
-
-    @override
-    def process(self, output: list[str]) -> str:
-        return output[0].strip() if output else ""
+# pyinfra's own facts where they are the same, under the names the deploy and the survey
+# read them by. The running kernel's release (``uname -r``): "6.1.0-50-amd64".
+RunningKernel = KernelVersion
+# dpkg's architecture (``dpkg --print-architecture``): "amd64"; None without dpkg (pyinfra
+# checks for the command; read in the survey, the empty section gets the default).
+Architecture = DebArch
 
 
 class RebootRequiredDict(TypedDict):
@@ -187,18 +182,6 @@ class NvidiaStack(FactBase[NvidiaStackDict]):
         return nvidia_stack(packages, LoadedModules().process(output[split + 1 :]))
 
 
-class Architecture(FactBase[str | None]):
-    """dpkg's architecture (``amd64``), None without dpkg."""
-
-    @override
-    def command(self) -> str:
-        return "dpkg --print-architecture 2>/dev/null || true"
-
-    @override
-    def process(self, output: list[str]) -> str | None:
-        return next((line.strip() for line in output if line.strip()), None)
-
-
 class IdentityDict(TypedDict):
     uid: int | None
     user: str | None
@@ -245,7 +228,11 @@ class Wsl(FactBase[bool]):
 
 
 class LoadedModules(FactBase[list[str]]):
-    """Names of the loaded kernel modules, from /proc/modules (sorted)."""
+    """Names of the loaded kernel modules, from /proc/modules (sorted).
+
+    Not pyinfra's ``KernelModules``: its ``command`` reads the ``Kernel`` fact first (a
+    round trip of its own, ``uname -s``) and its ``process`` depends on that answer, so it
+    can't be a section of the survey, nor of ``NvidiaStack``'s one command."""
 
     default = list
 

@@ -27,15 +27,14 @@ The survey's readers the audit shows too (``gpus_found``, ``describe_gpus``, ``a
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
 from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
 from rocm_fleet.model.sources import HostNeeds, host_needs
-from rocm_fleet.model.versions import kernel_key
+from rocm_fleet.model.versions import ROCM_APT_PATH, kernel_key
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -71,8 +70,6 @@ AMD_PROGRAMS = (
     "rocminfo", "rocm_agent_enumerator", "rocm-smi", "amd-smi", "hipcc", "hipcc.pl",
     "hipconfig", "hipconfig.pl", "hipify-perl", "roc-obj", "roc-obj-extract", "roc-obj-ls",
 )  # fmt: skip
-# A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
-ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
 # Upstream hosts whose apt sources preflight looks for (repo.amd.com matches
 # stable.repo.amd.com too).
 AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
@@ -461,7 +458,7 @@ def _distro_rocm(survey: dict, problems: list[str], warnings: list[str]) -> None
         warnings.append(
             f"{distro}'s own ROCm libraries are installed ({listed}): "
             f"{_needed_by(kept, rocm['needed_by'])}. They install under /usr, apart from "
-            "AMD's /opt/rocm, and put none of AMD's programs on PATH, so they are left in "
+            f"AMD's {paths.ROCM_ROOT}, and put none of AMD's programs on PATH, so they are left in "
             f"place ({removal_effect(rocm['purge_kept'], kept)})"
         )
 

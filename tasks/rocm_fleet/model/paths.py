@@ -47,8 +47,11 @@ BACKPORTS_SOURCE = "/etc/apt/sources.list.d/rocm-fleet-backports.sources"
 BACKPORTS_PIN = "/etc/apt/preferences.d/rocm-fleet-backports"
 # The Debian archive keyring every Debian host has (package debian-archive-keyring).
 DEBIAN_ARCHIVE_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
+# Where apt reads its sources: the one-line file and the directory of parts (sources.list(5)).
+APT_SOURCES_LIST = "/etc/apt/sources.list"
+APT_SOURCES_PARTS = "/etc/apt/sources.list.d"
 # Where a Debian host names its mirror: deb822 (bookworm's default) or the one-line file.
-DEBIAN_SOURCES = ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list")
+DEBIAN_SOURCES = (f"{APT_SOURCES_PARTS}/debian.sources", APT_SOURCES_LIST)
 
 # --- Proxy and fleet mirror (rocm_fleet/deploy/mirror.py) -----------------------------------------
 # apt reads every file of apt.conf.d (apt.conf(5)); this one only holds rocm_proxy's settings.

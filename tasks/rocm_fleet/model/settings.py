@@ -305,8 +305,9 @@ class Settings:
     )
     preflight_min_free_gb: int = setting(
         10,
-        "Free space (GB) preflight requires for /opt, the venv and apt's cache while apt "
-        "can't size the ROCm packages (no AMD source yet); once it can, apt's figure is used",
+        f"Free space (GB) preflight requires for {paths.INSTALL_PATHS[0]}, the venv and apt's "
+        "cache while apt can't size the ROCm packages (no AMD source yet); once it can, apt's "
+        "figure is used",
         count,
         PREFLIGHT,
     )

@@ -8,6 +8,10 @@ ABI numbers, AMD's release tag) is written once.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from debian.debian_support import Version as DebianVersion
 
 
 def release_key(version: str) -> tuple[int, ...]:
@@ -45,6 +49,50 @@ def newer_kernels(running: str, installed: list[str]) -> list[str]:
         (k for k in installed if k != running and kernel_key(k) > kernel_key(running)),
         key=kernel_key,
     )
+
+
+# --- releases as upstream and the host write them ------------------------------------------
+
+# A ROCm release as AMD names its directories (repo.radeon.com/rocm/apt/6.4.3/, .../7.0/).
+_RELEASE = r"\d+\.\d+(?:\.\d+)?"
+_RELEASE_LINK = re.compile(rf'href="({_RELEASE})/"')
+_FULL_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+# The Core SDK's meta package of a release series: amdrocm7.14, amdrocm10.0 (``major_minor``).
+_CORE_SDK_META = re.compile(r"amdrocm\d+\.\d+")
+# A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
+ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
+# A distribution's point release: /etc/debian_version "12.9" (or "trixie/sid", not one),
+# Ubuntu's os-release VERSION "24.04.3 LTS (Noble Numbat)".
+_NUMERIC = re.compile(r"\d+(?:\.\d+)*")
+_LEADING_POINT_RELEASE = re.compile(r"\d+(?:\.\d+)+")
+
+
+def linked_releases(listing: str) -> set[str]:
+    """The release directories a web server's directory listing links to ("6.4.3", "7.0")."""
+    return set(_RELEASE_LINK.findall(listing))
+
+
+def is_full_release(version: str) -> bool:
+    """Whether ``version`` is a three-part release ("10.0.0"), not "10.0" or "10.0.0rc1"."""
+    return bool(_FULL_RELEASE.fullmatch(version))
+
+
+def is_core_sdk_meta_package(name: str) -> bool:
+    """Whether a package is the Core SDK's meta package of a release series (amdrocm10.0)."""
+    return bool(_CORE_SDK_META.fullmatch(name))
+
+
+def is_numeric_version(text: str) -> bool:
+    """Whether ``text`` is a dotted number ("12.9", "13"), as /etc/debian_version of a
+    release holds (a testing host's holds "trixie/sid")."""
+    return bool(_NUMERIC.fullmatch(text))
+
+
+def leading_point_release(text: str) -> str | None:
+    """The point release a version text starts with: "24.04.3 LTS (Noble Numbat)" ->
+    "24.04.3"; None when it starts with none."""
+    match = _LEADING_POINT_RELEASE.match(text)
+    return match.group(0) if match else None
 
 
 # AMD versions every classic ROCm package <x.y.z>.<tag>-<build>[~<ubuntu>]: rocm-core
@@ -115,71 +163,34 @@ def major_minor(version: str) -> str:
 
 
 # --- Debian package versions (the bundle resolves dependencies within AMD's repository) ---
+# python-debian's Version orders them as ``dpkg --compare-versions`` does (deb-version(7):
+# epoch, then upstream version and revision, ``~`` before everything). Imported when first
+# used: only the bundle compares them, and the import (30 ms) would slow every deploy's start.
 
-_DEBIAN_VERSION = re.compile(r"^(?:(\d+):)?([0-9][A-Za-z0-9.+~:-]*?)(?:-([A-Za-z0-9.+~]+))?$")
+_RELATIONS = {
+    "=": lambda order: order == 0,
+    ">=": lambda order: order >= 0,
+    "<=": lambda order: order <= 0,
+    ">>": lambda order: order > 0,
+    "<<": lambda order: order < 0,
+}
 
 
-def _order(char: str) -> int:
-    """dpkg's weight of one non-digit character: ``~`` sorts before everything, even the
-    end of the string; letters before other characters."""
-    if char == "~":
-        return -1
-    if char.isalpha():
-        return ord(char)
-    return ord(char) + 256
+def debian_version(version: str) -> DebianVersion:
+    """A Debian package version that orders as dpkg does; ValueError when unreadable."""
+    from debian.debian_support import Version
 
-
-def _compare_part(a: str, b: str) -> int:
-    """dpkg's verrevcmp: alternate runs of non-digits (by ``_order``) and of digits
-    (numerically), the end of a string counting as an empty run."""
-    i = j = 0
-    while i < len(a) or j < len(b):
-        first_diff = 0
-        while (i < len(a) and not a[i].isdigit()) or (j < len(b) and not b[j].isdigit()):
-            ac = _order(a[i]) if i < len(a) and not a[i].isdigit() else 0
-            bc = _order(b[j]) if j < len(b) and not b[j].isdigit() else 0
-            if ac != bc:
-                return -1 if ac < bc else 1
-            i, j = i + 1, j + 1
-        while i < len(a) and a[i] == "0":
-            i += 1
-        while j < len(b) and b[j] == "0":
-            j += 1
-        while i < len(a) and a[i].isdigit() and j < len(b) and b[j].isdigit():
-            if not first_diff:
-                first_diff = ord(a[i]) - ord(b[j])
-            i, j = i + 1, j + 1
-        if i < len(a) and a[i].isdigit():
-            return 1
-        if j < len(b) and b[j].isdigit():
-            return -1
-        if first_diff:
-            return -1 if first_diff < 0 else 1
-    return 0
+    return Version(version)
 
 
 def compare_debian_versions(a: str, b: str) -> int:
-    """-1, 0 or 1 as Debian orders two package versions (``dpkg --compare-versions``,
-    deb-version(7)): epoch numerically, then upstream version and revision with
-    ``_compare_part``."""
-    ma, mb = _DEBIAN_VERSION.match(a), _DEBIAN_VERSION.match(b)
-    if not ma or not mb:
-        raise ValueError(f"not a Debian version: {a if not ma else b!r}")
-    epoch = int(ma.group(1) or 0) - int(mb.group(1) or 0)
-    if epoch:
-        return -1 if epoch < 0 else 1
-    return _compare_part(ma.group(2), mb.group(2)) or _compare_part(
-        ma.group(3) or "", mb.group(3) or ""
-    )
+    """-1, 0 or 1 as Debian orders two package versions (``dpkg --compare-versions``)."""
+    from debian.debian_support import version_compare
+
+    order = version_compare(a, b)
+    return (order > 0) - (order < 0)
 
 
 def debian_version_satisfies(version: str, relation: str, wanted: str) -> bool:
     """Whether ``version`` meets a Depends relation (``=``, ``>=``, ``<=``, ``>>``, ``<<``)."""
-    order = compare_debian_versions(version, wanted)
-    return {
-        "=": order == 0,
-        ">=": order >= 0,
-        "<=": order <= 0,
-        ">>": order > 0,
-        "<<": order < 0,
-    }[relation]
+    return _RELATIONS[relation](compare_debian_versions(version, wanted))

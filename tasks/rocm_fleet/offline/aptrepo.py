@@ -16,11 +16,17 @@ import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from functools import cmp_to_key
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rocm_fleet.model.versions import compare_debian_versions, debian_version_satisfies
+from rocm_fleet.model.versions import debian_version, debian_version_satisfies
 from rocm_fleet.offline.openpgp import binary_key, primary_fingerprints
+
+if TYPE_CHECKING:
+    from debian.debian_support import Version as DebianVersion
+
+# python-debian's deb822 is imported where it is used: ``rocm-fleet`` imports every tool
+# (this module with the matrix check), and deb822's import is ~0.1 s of every command's start.
 
 
 class RepositoryError(Exception):
@@ -85,19 +91,17 @@ class Release:
 
 
 def parse_release(text: str) -> Release:
-    fields: dict[str, str] = {}
-    files: dict[str, IndexFile] = {}
-    section = None
-    for line in text.splitlines():
-        if line.startswith((" ", "\t")):
-            if section == "SHA256":
-                parts = line.split()
-                if len(parts) == 3:
-                    files[parts[2]] = IndexFile(parts[2], parts[0].lower(), int(parts[1]))
-            continue
-        key, _, value = line.partition(":")
-        section = key.strip()
-        fields[section] = value.strip()
+    """A Release file's fields and the SHA-256 of each index it lists (python-debian's
+    deb822; a clearsigned ``InRelease`` is read without its signature, which the caller
+    verifies with ``signed_text``)."""
+    from debian import deb822
+
+    release = deb822.Release(text)
+    files = {
+        entry["name"]: IndexFile(entry["name"], entry["sha256"].lower(), int(entry["size"]))
+        for entry in release.get("SHA256", [])
+    }
+    fields = {key: value for key, value in release.items() if isinstance(value, str)}
     return Release(fields, files)
 
 
@@ -110,33 +114,18 @@ def decompressed(path: str, data: bytes) -> bytes:
 
 
 def parse_stanzas(text: str) -> list[dict[str, str]]:
-    """deb822 paragraphs (continuation lines kept, joined with newlines)."""
-    stanzas: list[dict[str, str]] = []
-    current: dict[str, str] = {}
-    last = None
-    for line in text.splitlines():
-        if not line.strip():
-            if current:
-                stanzas.append(current)
-            current, last = {}, None
-        elif line[0] in " \t" and last:
-            current[last] += "\n" + line.strip()
-        else:
-            key, _, value = line.partition(":")
-            last = key.strip()
-            current[last] = value.strip()
-    if current:
-        stanzas.append(current)
-    return stanzas
+    """The paragraphs of a deb822 file such as ``Packages`` (python-debian's deb822)."""
+    from debian import deb822
+
+    return [
+        dict(paragraph) for paragraph in deb822.Packages.iter_paragraphs(text, use_apt_pkg=False)
+    ]
 
 
 # --- the install closure -----------------------------------------------------------------------
 
-_RELATION = re.compile(
-    r"^\s*(?P<name>[a-z0-9][a-z0-9+.-]*)(?::[a-z0-9-]+)?\s*"
-    r"(?:\(\s*(?P<op><<|<=|=|>=|>>|<|>)\s*(?P<version>[^)\s]+)\s*\))?\s*(?:\[[^]]*\])?\s*"
-    r"(?:<[^>]*>\s*)*$"
-)
+# A package name (deb-src-control(5)): python-debian returns what it can't read as the name.
+_PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*")
 # Old single-character forms dpkg still reads ("<" means "<=", ">" means ">=").
 _OLD_OPERATORS = {"<": "<=", ">": ">="}
 # apt installs these of each package it installs (Recommends by default, as the deploy does),
@@ -159,20 +148,21 @@ class Relation:
 
 
 def parse_relations(value: str) -> list[list[Relation]]:
-    """A Depends-style field: clauses (comma) of alternatives (``|``)."""
+    """A Depends-style field: clauses (comma) of alternatives (``|``), architecture
+    qualifiers, architecture lists and build profiles dropped (python-debian's
+    ``PkgRelation``)."""
+    from debian import deb822
+
+    if not value.strip():
+        return []
     clauses = []
-    for clause in value.split(","):
-        if not clause.strip():
-            continue
+    for clause in deb822.PkgRelation.parse_relations(value):
         alternatives = []
-        for alternative in clause.split("|"):
-            match = _RELATION.match(alternative)
-            if not match:
-                raise RepositoryError(f"unreadable dependency {alternative.strip()!r}")
-            op = match.group("op")
-            alternatives.append(
-                Relation(match.group("name"), _OLD_OPERATORS.get(op, op), match.group("version"))
-            )
+        for parsed in clause:
+            if not _PACKAGE_NAME.fullmatch(parsed["name"]):
+                raise RepositoryError(f"unreadable dependency {parsed['name'].strip()!r}")
+            op, version = parsed["version"] or (None, None)
+            alternatives.append(Relation(parsed["name"], _OLD_OPERATORS.get(op, op), version))
         clauses.append(alternatives)
     return clauses
 
@@ -217,7 +207,7 @@ class Index:
                 for provided in clause:
                     self.providers.setdefault(provided.name, []).append(stanza)
         for stanzas_of in self.versions.values():
-            stanzas_of.sort(key=_DebianOrder, reverse=True)
+            stanzas_of.sort(key=_debian_order, reverse=True)
 
     def best(self, relation: Relation) -> dict[str, str] | None:
         """The newest version in the index that satisfies ``relation`` (by name, else a
@@ -228,11 +218,12 @@ class Index:
             ):
                 return stanza
         if relation.op is None and relation.name in self.providers:
-            return max(self.providers[relation.name], key=_DebianOrder)
+            return max(self.providers[relation.name], key=_debian_order)
         return None
 
 
-_DebianOrder = cmp_to_key(lambda a, b: compare_debian_versions(a["Version"], b["Version"]))
+def _debian_order(stanza: dict[str, str]) -> DebianVersion:
+    return debian_version(stanza["Version"])
 
 
 def install_closure(index: Index, roots: list[str] | tuple[str, ...], where: str) -> list[Package]:

@@ -1,11 +1,11 @@
 """Wheels for a host's Python from a PEP 503 index, resolved without installing anything.
 
 ``rocm-fleet bundle`` must carry torch, torchvision, torchaudio and everything they require
-for each Python the fleet runs, from the index the hosts' pip uses. The resolution is pip's
-rules in small: the newest version that meets every requirement seen so far, of the wheels
-whose tags the target Python accepts (``cpXY``, ``abi3``, ``py3``; manylinux up to the
-host's glibc, PEP 600) and whose ``Requires-Python`` admits it; ``Requires-Dist`` evaluated
-for Linux x86-64 and that Python; repeated until nothing changes. Only wheels: an sdist
+for each Python the fleet runs, from the index the hosts' pip uses. The resolution is pip's:
+its resolver (resolvelib, backtracking), choosing the newest of the wheels whose tags the
+target Python accepts (``cpXY``, ``abi3``, ``py3``; manylinux up to the host's glibc,
+PEP 600) and whose ``Requires-Python`` admits it, with ``Requires-Dist`` evaluated for
+Linux x86-64 and that Python (the part pip gets wrong for another Python). Only wheels: an sdist
 would need a build on the host. Every link must carry the ``#sha256=`` the index publishes,
 which the download is checked against.
 
@@ -22,7 +22,7 @@ import html.parser
 import re
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -34,6 +34,8 @@ from packaging.utils import (
     parse_wheel_filename,
 )
 from packaging.version import Version
+from resolvelib import AbstractProvider, BaseReporter, Resolver
+from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, ResolutionTooDeep
 
 from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.model.versions import release_key
@@ -182,6 +184,14 @@ class Target:
 
 
 # --- resolution ------------------------------------------------------------------------------
+# resolvelib (pip's own resolver, maintained by the PyPA) does the search, with backtracking;
+# this provider answers its questions for the target Python: which wheels of a project it can
+# use, newest first, and what a wheel requires there. Extras are pip's way: ``rocm[libraries]``
+# is a candidate of its own that requires ``rocm`` at the same version and what the extra adds.
+# Not pip itself: its ``--python-version`` evaluates Requires-Dist markers with the Python
+# that runs it (pypa/pip#13296; measured with pip 26.3 on 3.11: ``--python-version 3.10`` and
+# ``3.12`` both drop ``x; python_version < "3.11"`` and ``y; python_version >= "3.12"``), and
+# it would fetch the index itself, outside the bundle's verified, limited downloads.
 
 
 @dataclass(frozen=True)
@@ -189,6 +199,7 @@ class Candidate:
     name: str  # canonical
     version: Version
     link: Link
+    extras: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -197,72 +208,94 @@ class Pin:
     why: list[str]
 
 
-def _version(filename: str) -> Version | None:
-    try:
-        return parse_wheel_filename(filename)[1]
-    except InvalidWheelFilename:
-        return None
+def _key(name: str, extras: frozenset[str] | set[str]) -> str:
+    """resolvelib's identifier: the canonical name, with the extras asked for."""
+    return f"{name}[{','.join(sorted(extras))}]" if extras else name
 
 
-def choose(links: list[Link], name: str, specifiers: list[SpecifierSet], target: Target):
-    """The newest wheel of ``name`` meeting every specifier that ``target`` can use (its
-    best-ranked file of that version), or None."""
-    best: tuple[Version, int, Link] | None = None
-    for link in links:
-        rank = target.rank(link.filename)
-        version = _version(link.filename)
-        if rank is None or version is None or not target.admits(link.requires_python):
-            continue
-        if canonicalize_name(parse_wheel_filename(link.filename)[0]) != name:
-            continue
-        if not all(spec.contains(version, prereleases=None) for spec in specifiers):
-            continue
-        if best is None or (version, -rank) > (best[0], -best[1]):
-            best = (version, rank, link)
-    return Candidate(name, best[0], best[2]) if best else None
+class _Provider(AbstractProvider):
+    def __init__(
+        self,
+        page: Callable[[str], list[Link]],
+        metadata: Callable[[Link], str],
+        target: Target,
+        where: str,
+    ):
+        self.page, self.metadata, self.target, self.where = page, metadata, target, where
+
+    def identify(self, requirement_or_candidate: Requirement | Candidate) -> str:
+        if isinstance(requirement_or_candidate, Candidate):
+            return _key(requirement_or_candidate.name, requirement_or_candidate.extras)
+        requirement = requirement_or_candidate
+        return _key(canonicalize_name(requirement.name), set(requirement.extras))
+
+    def get_preference(self, identifier, resolutions, candidates, information, backtrack_causes):
+        """Exact pins first (torch==2.9.1+rocm6.4 leaves nothing to search), then by name
+        for a stable order."""
+        pinned = any(
+            spec.operator in ("==", "===")
+            for info in information[identifier]
+            for spec in info.requirement.specifier
+        )
+        return (not pinned, identifier)
+
+    def find_matches(self, identifier, requirements, incompatibilities) -> list[Candidate]:
+        wanted = list(requirements[identifier])
+        name = canonicalize_name(wanted[0].name)
+        extras = frozenset(extra for r in wanted for extra in r.extras)
+        excluded = {c.version for c in incompatibilities[identifier]}
+        best: dict[Version, tuple[int, Link]] = {}
+        for link in self.page(name):
+            try:
+                project, version, _build, _tags = parse_wheel_filename(link.filename)
+            except InvalidWheelFilename:
+                continue
+            rank = self.target.rank(link.filename)
+            if rank is None or canonicalize_name(project) != name or version in excluded:
+                continue
+            if not self.target.admits(link.requires_python):
+                continue
+            if not all(r.specifier.contains(version, prereleases=None) for r in wanted):
+                continue
+            if version not in best or rank < best[version][0]:
+                best[version] = (rank, link)
+        return [
+            Candidate(name, version, best[version][1], extras)
+            for version in sorted(best, reverse=True)
+        ]
+
+    def is_satisfied_by(self, requirement: Requirement, candidate: Candidate) -> bool:
+        return requirement.specifier.contains(candidate.version, prereleases=True)
+
+    def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
+        if candidate.extras:  # the project itself at this version, plus what the extras add
+            dependencies = [Requirement(f"{candidate.name}=={candidate.version}")]
+        else:
+            dependencies = []
+        for text in _requires(self.metadata(candidate.link)):
+            requirement = _requirement(text, f"required by {candidate.name}", self.where)
+            plain = self.target.wanted(requirement, set())
+            if candidate.extras:  # only what the extras add
+                if not plain and self.target.wanted(requirement, set(candidate.extras)):
+                    dependencies.append(requirement)
+            elif plain:
+                dependencies.append(requirement)
+        return dependencies
 
 
-Wants = dict[str, tuple[list[SpecifierSet], set[str], list[str]]]
-
-
-def _want(wants: Wants, text: str, why: str, where: str) -> str:
-    """Add one requirement to ``wants`` (name -> specifiers, extras, reasons); its name."""
+def _requirement(text: str, why: str, where: str) -> Requirement:
     try:
         requirement = Requirement(text)
     except InvalidRequirement as exc:
         raise ResolutionError(f"unreadable requirement {text!r} ({why})") from exc
     if requirement.url:
         raise ResolutionError(f"{text} ({why}): a direct URL, not from {where}")
-    name = canonicalize_name(requirement.name)
-    specs, extras, reasons = wants.setdefault(name, ([], set(), []))
-    specs.append(requirement.specifier)
-    extras.update(requirement.extras)
-    reasons.append(why)
-    return name
+    return requirement
 
 
-def _wants(
-    roots: list[str],
-    pins: dict[str, Pin],
-    metadata: Callable[[Link], str],
-    target: Target,
-    where: str,
-) -> Wants:
-    """Every requirement reachable from ``roots`` through the current pins."""
-    wants: Wants = {}
-    queue = [_want(wants, root, "wanted", where) for root in roots]
-    seen: set[str] = set()
-    while queue:
-        name = queue.pop(0)
-        if name in seen or name not in pins:
-            continue
-        seen.add(name)
-        pinned = pins[name].candidate
-        for text in _requires(metadata(pinned.link)):
-            if target.wanted(Requirement(text), wants[name][1]):
-                why = f"required by {name} {pinned.version}"
-                queue.append(_want(wants, text, why, where))
-    return wants
+def _why(info: RequirementInformation) -> str:
+    parent = info.parent
+    return "wanted" if parent is None else f"required by {parent.name} {parent.version}"
 
 
 def resolve(
@@ -275,22 +308,35 @@ def resolve(
     """Pins (canonical name -> wheel and why) meeting ``roots`` and everything they require
     for ``target``. ``page(name)`` gives a project's links, ``metadata(link)`` a wheel's
     core metadata (verified by the caller). Raises ResolutionError naming what can't be met."""
+    provider = _Provider(page, metadata, target, where)
+    requirements = [_requirement(root, "wanted", where) for root in roots]
+    try:
+        result = Resolver(provider, BaseReporter()).resolve(requirements, max_rounds=2000)
+    except ResolutionImpossible as exc:
+        causes: dict[str, tuple[list[str], set[str]]] = {}
+        for info in exc.causes:
+            name = canonicalize_name(info.requirement.name)
+            specs, reasons = causes.setdefault(name, ([], set()))
+            specs.append(str(info.requirement.specifier) or "any version")
+            reasons.add(_why(info))
+        raise ResolutionError(
+            "; ".join(
+                f"no wheel of {name} ({' and '.join(specs)}; {', '.join(sorted(reasons))}) for "
+                f"{target.describe()} on {where}"
+                for name, (specs, reasons) in causes.items()
+            )
+        ) from None
+    except ResolutionTooDeep:
+        raise ResolutionError(
+            f"the requirements of {', '.join(roots)} on {where} do not settle"
+        ) from None
     pins: dict[str, Pin] = {}
-    for _round in range(50):
-        new: dict[str, Pin] = {}
-        for name, (specs, _extras, reasons) in _wants(roots, pins, metadata, target, where).items():
-            candidate = choose(page(name), name, specs, target)
-            if candidate is None:
-                wanted = " and ".join(str(s) or "any version" for s in specs)
-                raise ResolutionError(
-                    f"no wheel of {name} ({wanted}; {', '.join(sorted(set(reasons)))}) for "
-                    f"{target.describe()} on {where}"
-                )
-            new[name] = Pin(candidate, sorted(set(reasons)))
-        if {n: p.candidate for n, p in new.items()} == {n: p.candidate for n, p in pins.items()}:
-            return new
-        pins = new
-    raise ResolutionError(f"the requirements of {', '.join(roots)} on {where} do not settle")
+    for identifier, candidate in result.mapping.items():
+        pin = pins.setdefault(candidate.name, Pin(replace(candidate, extras=frozenset()), []))
+        for info in result.criteria[identifier].information:
+            if info.parent is None or info.parent.name != candidate.name:  # not rocm[x] -> rocm
+                pin.why = sorted({*pin.why, _why(info)})
+    return pins
 
 
 def _requires(metadata_text: str) -> list[str]:

@@ -22,6 +22,7 @@ from pyinfra.facts.server import Uptime
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RebootRequired
+from rocm_fleet.model import paths
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -48,7 +49,7 @@ def reasons_from(fact: dict | None) -> list[str]:
     reasons = list(fact.get("reasons") or [])
     covered = " ".join(reasons)
     reasons += [f"package {p}" for p in fact.get("packages") or [] if p not in covered]
-    return reasons or ["/run/reboot-required exists"]
+    return reasons or [f"{paths.REBOOT_REQUIRED} exists"]
 
 
 def _wait_for_boot(state, host, timeout: int, interval: float = 1.0) -> bool:
