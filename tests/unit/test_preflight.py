@@ -322,7 +322,13 @@ def test_each_problem_names_itself_and_its_fix(data, os_name, survey, message):
 
 def test_every_problem_of_a_host_is_reported_at_once():
     result = check({}, None, arch="arm64", wsl=True, identity={"uid": 1000, "user": "admin"})
-    assert len(result.problems) == 3
+    assert len(result.problems) == 3, result.problems
+    for cause in (
+        "architecture is arm64",
+        "this is WSL",
+        "connected as admin (uid 1000), not root",
+    ):
+        assert any(cause in problem for problem in result.problems), (cause, result.problems)
 
 
 def test_gpu_less_host_is_fine_when_the_inventory_says_so():
