@@ -395,6 +395,9 @@ def test_migrate_from_cuda_turns_the_nvidia_stack_and_cuda_torch_into_warnings()
     )
     refused = findings(config(), survey)
     assert len(refused.problems) == 2 and refused.row is None
+    assert refused.problems[0].startswith("NVIDIA driver/CUDA stack installed"), refused.problems
+    assert "holds a CUDA torch (2.9.1+cu128)" in refused.problems[1], refused.problems
+    assert all("rocm_migrate_from_cuda: true" in problem for problem in refused.problems)
     result = findings(config(rocm_migrate_from_cuda=True), survey)
     assert result.problems == [] and result.row.key == "debian 12"
     assert result.warnings[-2:] == [
