@@ -29,10 +29,12 @@ deps:
 lint-deps:
 	$(call apt_install,$(LINT_PACKAGES))
 
-$(VENV)/.installed: pyproject.toml
+# The product, and the lab as its own package (tests/lab/pyproject.toml: `lab` and the command
+# rocm-fleet-lab), both editable: the demo, the benches and the tests import `lab` installed.
+$(VENV)/.installed: pyproject.toml tests/lab/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test]' -e tests/lab
 	touch $@
 
 venv: $(VENV)/.installed
@@ -59,12 +61,12 @@ test: deps venv
 	$(PY) -m pytest -v -rs --durations=15
 
 demo: deps venv
-	PYTHONPATH=tests $(PY) -m lab.demo
+	$(VENV)/bin/rocm-fleet-lab demo
 
 # Both benchmarks run even when the first misses a goal; the status is the worse of the two.
 bench: deps venv
-	PYTHONPATH=tests $(PY) bench/fleet.py; fleet=$$?; \
-		PYTHONPATH=tests $(PY) bench/mirror.py && exit $$fleet
+	$(PY) bench/fleet.py; fleet=$$?; \
+		$(PY) bench/mirror.py && exit $$fleet
 
 lint: venv lint-deps
 	$(VENV)/bin/ruff check .
@@ -76,4 +78,4 @@ format: venv
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) $(NEXT_VENV) build *.egg-info
+	rm -rf $(VENV) $(NEXT_VENV) build *.egg-info tests/lab/*.egg-info

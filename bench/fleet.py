@@ -37,10 +37,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from lab import HostSpec, Lab  # noqa: E402
+from lab import HostSpec, Lab
 
 REPEATS = 5
 BIN = Path(sys.executable).parent

@@ -27,12 +27,8 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from lab import HostSpec, Lab  # noqa: E402
+from lab import HostSpec, Lab
 
 UPSTREAMS = ("repo.radeon.com", "download.pytorch.org")
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}

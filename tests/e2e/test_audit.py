@@ -140,9 +140,16 @@ def distro_rocm_smi() -> bytes:
         return (Path(tmp) / "rocm-smi.deb").read_bytes()
 
 
-def test_a_host_preflight_would_refuse_is_flagged_with_the_same_reason(fleet):
+@pytest.fixture(scope="module")
+def refused(fleet):
+    """The host "refused" after the deploy, with Debian's own rocm-smi installed over it
+    (preflight refuses such a host)."""
     (fleet.root("refused") / "tmp/rocm-smi.deb").write_bytes(distro_rocm_smi())
     sh(fleet, "refused", "dpkg -i /tmp/rocm-smi.deb >/dev/null && rm /tmp/rocm-smi.deb")
+    return "refused"
+
+
+def test_a_host_preflight_would_refuse_is_flagged_with_the_same_reason(fleet, refused):
     dry = deploy(fleet, limit="refused", dry=True)
     reason = refusal(dry, "refused")
     assert dry.returncode == 1 and reason and "rocm-smi" in reason, dry.output[-3000:]
@@ -150,7 +157,7 @@ def test_a_host_preflight_would_refuse_is_flagged_with_the_same_reason(fleet):
     assert row["status"] == "refused" and row["error"] == reason, row
 
 
-def test_table_json_exit_status_unreachable_and_read_only(fleet):
+def test_table_json_exit_status_unreachable_and_read_only(fleet, refused):
     sh(fleet, "drifty", "rm /etc/apt/preferences.d/rocm-pin-600 && touch /run/reboot-required")
     before = {name: root_hashes(fleet.root(name)) for name in DEPLOYED}
     cli = str(Path(fleet.env()["PATH"].split(":")[0]) / "rocm-fleet")

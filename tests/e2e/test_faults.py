@@ -1,8 +1,9 @@
 """End to end: runs that meet faults end with each host converged or failed with a reason.
 
-In file order on one lab: a replaced signing key, an unreachable host, the ROCm mirror
-stopping in the middle of an install, dpkg killed in the middle of a release upgrade, and
-the PyTorch index down while torch is being changed.
+On one lab: a replaced signing key, an unreachable host, the ROCm mirror stopping in the
+middle of an install, dpkg killed in the middle of a release upgrade, and the PyTorch index
+down while torch is being changed. A test that starts from an installed host asks for it
+(``installed``): in file order an earlier test has left it so; run alone, a deploy does.
 """
 
 from __future__ import annotations
@@ -61,6 +62,28 @@ def when(condition, action, timeout: float = 300) -> threading.Thread:
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
     return thread
+
+
+def is_installed(lab, name: str) -> bool:
+    """ROCm 6.4.3 and its torch on the host, dpkg not left mid-run."""
+    check = lab.ssh(
+        name,
+        f"dpkg-query -W -f='${{Version}}' rocm-core && {VENV_PYTHON} -c 'import torch' "
+        '&& test -z "$(dpkg --audit)"',
+    )
+    return check.returncode == 0 and ".60403-" in check.stdout
+
+
+@pytest.fixture
+def installed(lab):
+    """``installed(name)``: the host with 6.4.3 and its torch, deployed if it isn't."""
+
+    def install(name: str) -> None:
+        if not is_installed(lab, name):
+            result = deploy(lab, name)
+            assert failed_hosts(result) == [], result.output[-3000:]
+
+    return install
 
 
 def other_key() -> str:
@@ -131,7 +154,8 @@ exec /usr/bin/update-alternatives.real "$@"
 """
 
 
-def test_dpkg_killed_mid_upgrade_is_repaired_by_the_next_run(lab):
+def test_dpkg_killed_mid_upgrade_is_repaired_by_the_next_run(lab, installed):
+    installed("f2")  # the upgrade's postinst is what gets killed
     root = lab.root("f2")
     tool = root / "usr/bin/update-alternatives"
     tool.rename(root / "usr/bin/update-alternatives.real")
@@ -166,7 +190,8 @@ def test_dpkg_killed_mid_upgrade_is_repaired_by_the_next_run(lab):
     assert changed(deploy(lab, "f2", "rocm_version=7.2.1")) == {}
 
 
-def test_pytorch_index_down_leaves_the_working_torch_in_place(lab):
+def test_pytorch_index_down_leaves_the_working_torch_in_place(lab, installed):
+    installed("f1")
     before = torch_of(lab, "f1")
     lab.server.set_down("download.pytorch.org", True, "drop")
     try:

@@ -1,7 +1,8 @@
 """End to end: pyinfra over SSH against the lab fleet, with the production URLs.
 
-The tests run in file order and build on each other: converge, converge again (no change),
-check the nodes with the testinfra suite users run, then drift and --dry.
+Converge (the ``converged`` fixture: the first run, shared by every test that starts from a
+converged fleet, so each also runs alone with ``-k``), converge again (no change), check the
+nodes with the testinfra suite users run, then drift and --dry.
 """
 
 from __future__ import annotations
@@ -13,13 +14,21 @@ import sys
 import pytest
 
 from e2e.conftest import CONVERGING
-from e2e.support import changed, deploy, failed_hosts
+from e2e.support import changed, deploy, failed_hosts, succeeded
 
 pytestmark = pytest.mark.e2e
 
 
-def test_fleet_converges_in_one_run(fleet, record_property):
+@pytest.fixture(scope="module")
+def converged(fleet):
+    """The fleet's first run (node1, node2, node3 from bare hosts), which succeeded."""
     result = deploy(fleet, limit=CONVERGING)
+    succeeded(result)
+    return result
+
+
+def test_fleet_converges_in_one_run(converged, record_property):
+    result = converged
     record_property("seconds", round(result.seconds, 1))
     print(f"first run: {result.seconds:.1f}s")
     assert result.returncode == 0, result.output[-3000:]
@@ -34,7 +43,7 @@ def test_fleet_converges_in_one_run(fleet, record_property):
         assert any(op in name for name in ops), (op, ops)
 
 
-def test_second_run_changes_nothing(fleet):
+def test_second_run_changes_nothing(fleet, converged):
     result = deploy(fleet, limit=CONVERGING)
     print(f"second run: {result.seconds:.1f}s")
     assert result.returncode == 0, result.output[-3000:]
@@ -42,7 +51,7 @@ def test_second_run_changes_nothing(fleet):
     assert changed(result) == {}
 
 
-def test_node_checks_pass_on_every_host(fleet):
+def test_node_checks_pass_on_every_host(fleet, converged):
     result = fleet.run(
         [sys.executable, "-m", "pytest", "tests/node", "-q", "-p", "no:cacheprovider",
          "--inventory", str(fleet.inventory), "--limit", CONVERGING]
@@ -72,7 +81,7 @@ def drift(fleet, host: str, command: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
-def test_dry_run_reports_exactly_the_drift(fleet):
+def test_dry_run_reports_exactly_the_drift(fleet, converged):
     drift(fleet, "node1", "gpasswd -d alice render")
     drift(fleet, "node1", "rm /etc/apt/preferences.d/rocm-pin-600")
     drift(

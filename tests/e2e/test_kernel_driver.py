@@ -3,7 +3,8 @@
 One lab, one host per state: an RDNA4 card on Debian 12's stock 6.1 kernel (gets the real
 bookworm-backports 6.12 kernel), and amdgpu-dkms hosts whose firmware is in each Secure Boot
 state (on with no key / key enrolled / key already queued, off, legacy BIOS, EFI without a
-SecureBoot variable). Tests run in file order and build on each other.
+SecureBoot variable). The first run and the run with reboots allowed are fixtures, shared by
+the tests that start after them, so each test also runs alone with ``-k``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from e2e import support
-from e2e.support import OP_PREFIX, audit, changed, failed_hosts, running_lab
+from e2e.support import OP_PREFIX, audit, changed, failed_hosts, running_lab, succeeded
 from lab import HostSpec, Lab
 from lab.machine import DKMS_CERT, EFI_DIR, Machine, check_crypt, mok_state
 from rocm_fleet.operations.secureboot import PENDING
@@ -37,11 +38,14 @@ HOSTS = [
     HostSpec("bios", data=DKMS, machine=Machine(firmware="bios")),
 ]
 NAMES = [h.name for h in HOSTS]
-OUTPUTS: list[str] = []  # every pyinfra stdout/stderr, for the secret scan
+#: every pyinfra stdout/stderr of the module's lab (cleared when it comes up), for the
+#: secret scan
+OUTPUTS: list[str] = []
 
 
 @pytest.fixture(scope="module")
 def lab():
+    OUTPUTS.clear()
     yield from running_lab(HOSTS, ["6.4.3"])
 
 
@@ -55,8 +59,17 @@ def deploy(lab: Lab, *args: str, limit=NAMES, inventory: Path | None = None, dry
     return result
 
 
-def test_first_run_installs_kernel_driver_and_queues_the_key(lab):
+@pytest.fixture(scope="module")
+def first_run(lab):
+    """The first run on the bare hosts (no reboots allowed), which succeeded: every host
+    then needs a reboot."""
     result = deploy(lab)
+    succeeded(result)
+    return result
+
+
+def test_first_run_installs_kernel_driver_and_queues_the_key(lab, first_run):
+    result = first_run
     out = result.output
     assert result.returncode == 0, out[-5000:]
     assert failed_hosts(result) == []
@@ -116,14 +129,14 @@ def test_first_run_installs_kernel_driver_and_queues_the_key(lab):
     assert "bios: new driver amdgpu-dkms" in report
 
 
-def test_second_run_changes_nothing_and_queues_nothing(lab):
+def test_second_run_changes_nothing_and_queues_nothing(lab, first_run):
     result = deploy(lab)
     assert result.returncode == 0, result.output[-4000:]
     assert changed(result) == {}
     assert len([c for c in lab.mokutil_calls("sbnew") if "--import" in c]) == 1
 
 
-def test_dry_run_reports_exactly_the_drift(lab):
+def test_dry_run_reports_exactly_the_drift(lab, first_run):
     lab.ssh("rdna4", "rm /etc/apt/preferences.d/rocm-fleet-backports", check=True)
     lab.ssh("bios", "dpkg --purge amdgpu-dkms", check=True)
     # A host whose GPU check waits for its reboot has no passed check on record: every
@@ -169,10 +182,17 @@ def reboot_inventory(lab: Lab) -> Path:
     return path
 
 
-def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(lab):
+@pytest.fixture(scope="module")
+def rebooted(lab, first_run):
+    """The run with reboots allowed, after the first: bios never comes back, sbnew's key is
+    confirmed at its console."""
     lab.set_returns_after_reboot("bios", False)  # this one never comes back
     lab.confirm_mok_at_console("sbnew", PASSWORD)  # someone types the password at sbnew
-    result = deploy(lab, inventory=reboot_inventory(lab))
+    return deploy(lab, inventory=reboot_inventory(lab))
+
+
+def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(lab, rebooted):
+    result = rebooted
     out = re.sub(r"\x1b\[[0-9;]*m", "", result.output)
     assert result.returncode != 0
     assert failed_hosts(result) == ["bios"], out[-4000:]
@@ -207,16 +227,17 @@ def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(lab):
     )
 
 
-def test_after_the_reboots_nothing_reboots_or_changes(lab):
+def test_after_the_reboots_nothing_reboots_or_changes(lab, rebooted):
     result = deploy(lab, inventory=reboot_inventory(lab), limit=["rdna4", "sbnew", "sbpending"])
     assert result.returncode == 0, result.output[-4000:]
     assert changed(result) == {}
     assert all(len(lab.boots[n]) == 1 for n in ("rdna4", "sbnew", "sbpending")), lab.boots
 
 
-def test_the_mok_password_is_nowhere(lab):
+def test_the_mok_password_is_nowhere(lab, first_run):
     """Not in any file of any lab root (overlay upper dirs: everything the hosts wrote), not in
-    what pyinfra printed with -v, not in the process list of a host."""
+    what pyinfra printed with -v (every run so far: at least the first, which queued the key),
+    not in the process list of a host."""
     hosts_dir = lab.workdir / "hosts"
     found = subprocess.run(
         ["grep", "-rlaF", "--", PASSWORD, str(hosts_dir)], capture_output=True, text=True

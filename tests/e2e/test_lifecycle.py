@@ -1,9 +1,12 @@
-"""End to end: a node's life on one lab host, in file order.
+"""End to end: a node's life on one lab host.
 
 Install 6.4.3, upgrade to 7.2.1, downgrade to 6.4.3 (sources, pin, packages and the venv's
 wheels move together, nothing of the other release is left), uninstall with
 ``rocm_state: absent`` (the root then holds no file the deploy added), uninstall again (no
 change), then a CUDA host migrated with ``rocm_migrate_from_cuda``.
+
+In file order each test starts where the one before left the host; run alone (``-k``), its
+``life.reach(...)`` first brings the host there, with the deploys the earlier tests make.
 """
 
 from __future__ import annotations
@@ -94,7 +97,42 @@ def assert_release(lab, tag: str, apt_path: str, wanted_wheels: dict[str, str]) 
     assert wheels(lab) == wanted_wheels
 
 
-SNAPSHOT: dict[str, set[str]] = {}
+#: the deploy (its --data) that takes the host to a stage from wherever it is
+STAGES = {"6.4.3": (), "7.2.1": ("rocm_version=7.2.1",), "absent": ("rocm_state=absent",)}
+
+
+class Life:
+    """Where the lab host is in its life, so that each test starts where it needs to: on a
+    host already there (the tests in file order) it does nothing; elsewhere a deploy of
+    that stage (one converging run, from whatever state) takes it there."""
+
+    def __init__(self, lab):
+        self.lab = lab
+        #: every path of the host before any deploy: what an uninstall must return it to
+        self.fresh = paths(lab.root(HOST))
+        self.stage: str | None = "fresh"
+
+    def reach(self, stage: str) -> None:
+        """Bring the host to ``stage``: "6.4.3" or "7.2.1" (installed and converged),
+        "absent" (uninstalled, or never installed), or "cuda" (an NVIDIA node, no ROCm)."""
+        if self.stage != stage and not (stage == "absent" and self.stage == "fresh"):
+            if stage == "cuda":
+                self.reach("absent")
+                make_cuda_node(self.lab)
+            else:
+                succeeded(deploy(self.lab, *STAGES[stage]))
+        self.stage = None  # the test changes the host from here; left() says where it ends
+
+    def left(self, stage: str) -> None:
+        """The test ended with the host at ``stage`` (a test that fails leaves it unknown)."""
+        self.stage = stage
+
+
+@pytest.fixture(scope="module")
+def life(lab) -> Life:
+    return Life(lab)
+
+
 # The venv's wheels for ROCm 6.4.3: the rocm6.4 index's newest torch and its companions.
 WHEELS_6_4_3 = {
     "torch": "2.9.1+rocm6.4",
@@ -103,14 +141,16 @@ WHEELS_6_4_3 = {
 }
 
 
-def test_install_6_4_3(lab):
-    SNAPSHOT["before"] = paths(lab.root(HOST))
+def test_install_6_4_3(lab, life):
+    life.reach("absent")
     result = deploy(lab)
     succeeded(result)
     assert_release(lab, "60403", "6.4.3", WHEELS_6_4_3)
+    life.left("6.4.3")
 
 
-def test_upgrade_to_7_2_1_moves_everything_together(lab):
+def test_upgrade_to_7_2_1_moves_everything_together(lab, life):
+    life.reach("6.4.3")
     dry = deploy(lab, "rocm_version=7.2.1", dry=True)
     assert dry.returncode == 0, dry.output[-3000:]
     would = set(changed(dry))
@@ -134,17 +174,21 @@ def test_upgrade_to_7_2_1_moves_everything_together(lab):
     again = deploy(lab, "rocm_version=7.2.1")
     succeeded(again)
     assert changed(again) == {}
+    life.left("7.2.1")
 
 
-def test_downgrade_to_6_4_3_moves_everything_back(lab):
+def test_downgrade_to_6_4_3_moves_everything_back(lab, life):
+    life.reach("7.2.1")
     result = deploy(lab)
     succeeded(result)
     assert_release(lab, "60403", "6.4.3", WHEELS_6_4_3)
     assert not (lab.root(HOST) / "opt/rocm-7.2.1").exists()
     assert sh(lab, "readlink -f /opt/rocm").strip() == "/opt/rocm-6.4.3"
+    life.left("6.4.3")
 
 
-def test_a_companion_of_another_build_is_replaced(lab):
+def test_a_companion_of_another_build_is_replaced(lab, life):
+    life.reach("6.4.3")
     # Same public version, other build (CUDA's): `torchvision==0.24.1` alone would be
     # satisfied by it, leaving a mix in the venv.
     cu128 = "https://download.pytorch.org/whl/cu128"
@@ -157,13 +201,15 @@ def test_a_companion_of_another_build_is_replaced(lab):
         "PyTorch | Install the torch wheels built for the ROCm release": [HOST]
     }
     assert wheels(lab)["torchvision"] == "0.24.1+rocm6.4"
+    life.left("6.4.3")
 
 
-def test_uninstall_removes_what_the_deploy_added(lab):
+def test_uninstall_removes_what_the_deploy_added(lab, life):
+    life.reach("6.4.3")
     result = deploy(lab, "rocm_state=absent")
     succeeded(result)
     root = lab.root(HOST)
-    added = sorted(p for p in paths(root) - SNAPSHOT["before"] if not ALLOWED_LEFTOVERS.match(p))
+    added = sorted(p for p in paths(root) - life.fresh if not ALLOWED_LEFTOVERS.match(p))
     assert added == [], added
     for gone in ("etc/apt/sources.list.d/rocm.list", "etc/apt/keyrings/rocm.gpg",
                  "etc/apt/preferences.d/rocm-pin-600", "etc/ld.so.conf.d/rocm.conf",
@@ -177,6 +223,7 @@ def test_uninstall_removes_what_the_deploy_added(lab):
     again = deploy(lab, "rocm_state=absent")
     succeeded(again)
     assert changed(again) == {}
+    life.left("absent")
 
 
 NVIDIA_PACKAGES = ["cuda-toolkit-12-8", "libcuda1", "nvidia-driver"]
@@ -214,7 +261,8 @@ def make_cuda_node(lab) -> None:
             "rm -r /tmp/cuda-node")  # fmt: skip
 
 
-def test_a_cuda_node_is_refused_without_rocm_migrate_from_cuda(lab):
+def test_a_cuda_node_is_refused_without_rocm_migrate_from_cuda(lab, life):
+    life.reach("absent")
     make_cuda_node(lab)
     result = deploy(lab)
     assert result.returncode != 0
@@ -223,9 +271,11 @@ def test_a_cuda_node_is_refused_without_rocm_migrate_from_cuda(lab):
     assert "set rocm_migrate_from_cuda: true" in output, output[-3000:]
     assert "holds a CUDA torch (2.9.1+cu128)" in output, output[-3000:]
     assert not (lab.root(HOST) / "etc/apt/sources.list.d/rocm.list").exists()
+    life.left("cuda")  # refused: nothing changed
 
 
-def test_rocm_migrate_from_cuda_replaces_nvidia_with_rocm(lab):
+def test_rocm_migrate_from_cuda_replaces_nvidia_with_rocm(lab, life):
+    life.reach("cuda")
     result = deploy(lab, "rocm_migrate_from_cuda=true")
     succeeded(result)
     installed = sh(lab, "dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n'")
@@ -237,3 +287,4 @@ def test_rocm_migrate_from_cuda_replaces_nvidia_with_rocm(lab):
     again = deploy(lab, "rocm_migrate_from_cuda=true")
     succeeded(again)
     assert changed(again) == {}
+    life.left("6.4.3")

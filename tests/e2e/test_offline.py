@@ -9,13 +9,17 @@
   by preflight naming it;
 * a live mirror: the same host caching upstream for a fresh host that can't reach it.
 
-The tests run in file order and build on each other (one lab, six hosts).
+One lab, six hosts. Each test sets the routes it needs; the live mirror starts from the
+mirror host serving the bundle (``bundle`` and ``serving_the_bundle``: in file order the
+air-gap test has made and served it; run alone with ``-k``, the fixtures do).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -130,13 +134,34 @@ def test_hosts_behind_a_proxy_converge_with_their_own_route_to_upstream_closed(l
 
 # --- an air gap: a bundle ----------------------------------------------------------------------
 
+BUNDLED = ["--limit", "mirror", "--limit", "node2", "--limit", "core"]
 
-def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab):
-    bundle = lab.workdir / "bundle"
+
+def make_bundle(lab, bundle: Path):
+    """``rocm-fleet bundle`` for the hosts in BUNDLED, made beforehand where upstream is
+    reachable: the client."""
     ca = {"REQUESTS_CA_BUNDLE": str(lab.ca_cert)}
-    lab.open_upstreams()  # made beforehand, where upstream is reachable: the client
-    limit = ["--limit", "mirror", "--limit", "node2", "--limit", "core"]
-    made = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle), *limit, env=ca)
+    lab.open_upstreams()
+    return rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle), *BUNDLED, env=ca)
+
+
+@pytest.fixture(scope="module")
+def bundle(lab) -> tuple[Path, Any]:
+    """The bundle for mirror, node2 and core, and the run that made it."""
+    path = lab.workdir / "bundle"
+    return path, make_bundle(lab, path)
+
+
+@pytest.fixture
+def serving_the_bundle(lab, bundle) -> None:
+    """The mirror host serving the bundle (as the air-gap test leaves it), deployed if not."""
+    if lab.ssh("mirror", f"test -d {paths.MIRROR_BUNDLE}").returncode != 0:
+        data = ["rocm_mirror=mirror", f"rocm_mirror_bundle={bundle[0]}"]
+        succeeded(deploy(lab, limit="mirror", data=data))
+
+
+def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab, bundle):
+    bundle, made = bundle
     assert made.returncode == 0, made.stdout + made.stderr
     manifest = json.loads((bundle / "manifest.json").read_text())
     assert [(r["url"].split("/", 2)[2], r["suite"], r["packages"]) for r in manifest["repositories"]
@@ -166,7 +191,7 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
     assert "fetched" in made.stderr  # progress, on stderr
 
     since = len(lab.server.requests())
-    again = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle), *limit, env=ca)
+    again = make_bundle(lab, bundle)
     assert again.returncode == 0, again.stderr
     fetched = [r["path"] for r in lab.server.requests()[since:]]
     assert not [p for p in fetched if p.endswith((".deb", ".whl"))], fetched
@@ -219,7 +244,8 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
 # --- a live mirror -----------------------------------------------------------------------------
 
 
-def test_a_live_mirror_caches_upstream_for_a_host_that_cannot_reach_it(lab):
+def test_a_live_mirror_caches_upstream_for_a_host_that_cannot_reach_it(lab, serving_the_bundle):
+    lab.close_upstreams(hosts=[h for h in lab.hosts if h != "mirror"])
     lab.open_upstreams(hosts=["mirror"])  # the live mirror's own host reaches upstream
     since = len(lab.server.requests())
     first = deploy(lab, limit="mirror,node3", data=["rocm_mirror=mirror"])

@@ -11,6 +11,10 @@
   followed by a run that changes nothing.
 * ``matrix check`` passes against the doubles (which, built with ``catalog=True``, publish
   every release of the matrix) and names the drift the lab plants.
+
+The runs later tests start from (the first run of ``core`` and ``stable``; ``mover``'s
+classic install, the --dry of its move and the move) are module fixtures: in file order
+each runs once, where its test needs it; a test run alone (``-k``) gets them all the same.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -91,9 +96,16 @@ def exists(lab, host: str, path: str) -> bool:
 # --- a Core SDK release on Debian 13 ----------------------------------------------------------
 
 
-def test_a_core_sdk_release_converges_in_one_run_and_verifies_its_gpus(lab):
+@pytest.fixture(scope="module")
+def core_and_stable(lab):
+    """The first run of ``core`` and ``stable`` (from bare hosts), which succeeded."""
     result = deploy(lab, "core,stable")
     succeeded(result)
+    return result
+
+
+def test_a_core_sdk_release_converges_in_one_run_and_verifies_its_gpus(lab, core_and_stable):
+    result = core_and_stable
     # The GPU check passed with the release's own rocminfo and recorded what it vouched for.
     assert changed(result)["Verify | Check rocminfo and torch see the expected GPUs"] == [
         "core", "stable"
@@ -155,7 +167,7 @@ def test_a_core_sdk_release_converges_in_one_run_and_verifies_its_gpus(lab):
     assert not exists(lab, "stable", support.VENV_PYTHON)
 
 
-def test_the_node_checks_pass_on_core_sdk_nodes(lab):
+def test_the_node_checks_pass_on_core_sdk_nodes(lab, core_and_stable):
     pytest_cmd = [str(Path(lab.env()["PATH"].split(":")[0]) / "python"), "-m", "pytest",
                   "tests/node", "-q", "-p", "no:cacheprovider", "--inventory", str(lab.inventory),
                   "--limit", "core,stable"]  # fmt: skip
@@ -163,13 +175,13 @@ def test_the_node_checks_pass_on_core_sdk_nodes(lab):
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
-def test_a_second_run_changes_nothing(lab):
+def test_a_second_run_changes_nothing(lab, core_and_stable):
     again = deploy(lab, "core,stable")
     succeeded(again)
     assert changed(again) == {}
 
 
-def test_dry_after_drift_reports_exactly_that_drift_and_a_run_repairs_it(lab):
+def test_dry_after_drift_reports_exactly_that_drift_and_a_run_repairs_it(lab, core_and_stable):
     pin = paths.AMDROCM_PIN
     sh(lab, "core", f"rm {pin} && {support.VENV_PYTHON} -m pip install -q --no-deps "
                     "--index-url https://download.pytorch.org/whl/rocm7.14 "
@@ -189,20 +201,43 @@ def test_dry_after_drift_reports_exactly_that_drift_and_a_run_repairs_it(lab):
 
 # --- moving between the streams ---------------------------------------------------------------
 
-BEFORE: dict[str, set[str]] = {}
+
+class Classic(NamedTuple):
+    first: Any  # the run that converged it
+    second: Any  # the run after it
+    tree: set[str]  # every path of its root after them
 
 
-def test_the_classic_host_converges(lab):
-    result = deploy(lab, "mover")
-    succeeded(result)
+@pytest.fixture(scope="module")
+def classic(lab) -> Classic:
+    """``mover`` converged on its classic release (7.2.1), and run again."""
+    first = deploy(lab, "mover")
+    succeeded(first)
+    second = deploy(lab, "mover")
+    return Classic(first, second, tree(lab.root("mover")))
+
+
+@pytest.fixture(scope="module")
+def move_dry(lab, classic):
+    """``--dry`` of the classic ``mover``'s move to the Core SDK (7.14.1)."""
+    return deploy(lab, "mover", "rocm_version=7.14.1", dry=True)
+
+
+@pytest.fixture(scope="module")
+def on_core_sdk(lab, move_dry):
+    """The run that moves ``mover`` to the Core SDK, after its ``--dry``."""
+    return deploy(lab, "mover", "rocm_version=7.14.1")
+
+
+def test_the_classic_host_converges(lab, classic):
+    succeeded(classic.first)
     assert of_stream(installed(lab, "mover"), matrix.CLASSIC)
     assert sh(lab, "mover", "readlink -f /opt/rocm").strip().endswith("/opt/rocm-7.2.1")
-    assert changed(deploy(lab, "mover")) == {}
-    BEFORE["classic"] = tree(lab.root("mover"))
+    assert changed(classic.second) == {}
 
 
-def test_dry_announces_the_move_to_the_core_sdk(lab):
-    dry = deploy(lab, "mover", "rocm_version=7.14.1", dry=True)
+def test_dry_announces_the_move_to_the_core_sdk(lab, move_dry):
+    dry = move_dry
     assert dry.returncode == 0, dry.output[-3000:]
     move = (
         r"\[mover\]\s+warning: moving from ROCm \(repo\.radeon\.com\) \(comgr "
@@ -219,13 +254,13 @@ def test_dry_announces_the_move_to_the_core_sdk(lab):
                "ROCm packages | Install the ROCm packages of the release",
                "PyTorch | Install the torch wheels built for the ROCm release"):  # fmt: skip
         assert would.get(op) == ["mover"], (op, would)
-    BEFORE["dry"] = set(would)
 
 
-def test_classic_to_core_sdk_leaves_nothing_of_the_classic_stream(lab):
-    result = deploy(lab, "mover", "rocm_version=7.14.1")
+def test_classic_to_core_sdk_leaves_nothing_of_the_classic_stream(lab, move_dry, on_core_sdk):
+    result = on_core_sdk
     succeeded(result)
-    assert BEFORE["dry"] <= set(changed(result)), (BEFORE["dry"], changed(result))
+    announced = set(changed(move_dry))
+    assert announced <= set(changed(result)), (announced, changed(result))
     packages = installed(lab, "mover")
     assert of_stream(packages, matrix.CLASSIC) == {}
     assert of_stream(packages, matrix.CORE_SDK)["amdrocm7.14-gfx942"] == "7.14.1-1"
@@ -244,7 +279,8 @@ def test_classic_to_core_sdk_leaves_nothing_of_the_classic_stream(lab):
     assert changed(deploy(lab, "mover", "rocm_version=7.14.1")) == {}
 
 
-def test_core_sdk_back_to_classic_leaves_nothing_of_the_core_sdk(lab):
+def test_core_sdk_back_to_classic_leaves_nothing_of_the_core_sdk(lab, classic, on_core_sdk):
+    succeeded(on_core_sdk)
     dry = deploy(lab, "mover", dry=True)
     assert re.search(r"\[mover\]\s+warning: moving from ROCm Core SDK \(amdrocm", dry.output), (
         dry.output[-3000:]
@@ -265,7 +301,7 @@ def test_core_sdk_back_to_classic_leaves_nothing_of_the_core_sdk(lab):
                                     "torchaudio": None}  # fmt: skip
     # Every path is as it was before the round trip, but for the package manager's own state.
     after = tree(lab.root("mover"))
-    moved = sorted(p for p in after ^ BEFORE["classic"] if not ALLOWED.search(p))
+    moved = sorted(p for p in after ^ classic.tree if not ALLOWED.search(p))
     assert moved == [], moved
     assert changed(deploy(lab, "mover")) == {}
 

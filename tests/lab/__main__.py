@@ -1,10 +1,11 @@
-"""Command line for manual checks:  PYTHONPATH=tests python -m lab <command>
+"""Command line for manual checks:  rocm-fleet-lab <command>  (or python -m lab <command>;
+the Makefile's venv installs the lab: pip install -e tests/lab)
 
 selftest        bring up a 3-host lab, probe every double over SSH, tear down, time it
 build-cache     build (or verify) the cached roots and mirrors for every suite
 rocminfo NAME   print the rocminfo double's output for a hardware profile
 cleanup         remove leftovers of labs whose owning process died (kill -9, power loss)
-demo            see lab.demo (provision a 2-host lab with the product and check it)
+demo [--keep]   see lab.demo (provision a 2-host lab with the product and check it)
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def rocminfo(profile: str, version: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m lab",
+        prog="rocm-fleet-lab",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -116,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("profile", choices=sorted(profiles.PROFILES))
     p.add_argument("--rocm", default="6.4.3")
     sub.add_parser("cleanup")
-    sub.add_parser("demo")
+    demo = sub.add_parser("demo")
+    demo.add_argument("--keep", action="store_true", help="keep the lab up until Enter")
     args = parser.parse_args(argv)
     if args.cmd == "selftest":
         return selftest()
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from .demo import main as demo_main
 
-    return demo_main()
+    return demo_main(["--keep"] if args.keep else [])
 
 
 if __name__ == "__main__":

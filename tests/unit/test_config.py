@@ -107,7 +107,10 @@ def test_expected_gfx_list_and_venv_python():
 
 
 def test_connector_and_foreign_keys_pass():
-    load_config({**GOOD, "ssh_user": "admin", "_sudo": True, "datacenter": "fra1"})
+    # pyinfra's connector keys and the inventory's own keys are not settings: accepted and
+    # ignored (no error, the same config as without them).
+    config = load_config({**GOOD, "ssh_user": "admin", "_sudo": True, "datacenter": "fra1"})
+    assert config == load_config(GOOD)
 
 
 @pytest.mark.parametrize(

@@ -92,3 +92,20 @@ def test_pyproject_lists_every_folder_of_the_package():
     folders = {m for m, p in MODULES.items() if p.name == "__init__.py"}
     assert folders <= listed, f"missing from pyproject.toml: {sorted(folders - listed)}"
     assert {"rocm_fleet.files", "rocm_fleet.files.scripts"} <= listed
+
+
+#: the test suite's packages (tests/lab is also installed as the package ``lab``)
+TEST_PACKAGES = {"lab", "e2e", "unit"}
+
+
+def test_no_product_module_imports_the_lab_or_the_tests():
+    """The lab is the product's test bench, never a part of it: no module of the package, nor
+    the top-level deploy.py users run, imports it or the test packages."""
+    product = [*MODULES.values(), ROOT / "deploy.py"]
+    found = [
+        f"{path.relative_to(ROOT)}:{line}: imports {target}"
+        for path in product
+        for line, target in imports(path)
+        if target.split(".")[0] in TEST_PACKAGES
+    ]
+    assert found == [], "\n".join(found)

@@ -2,7 +2,7 @@
 
 Each operation gets at least one case where the host already is as wanted (a noop with its
 reason and no command) and one where it isn't (the script it runs and its arguments, or
-the command). The facts are the fact classes' real answers (see test_facts.py); cases are
+the command). The facts are the fact classes' real answers (see tests/unit/facts/); cases are
 run with ``unit.opcases.run_op``. The scripts that write files are also run under dash.
 """
 

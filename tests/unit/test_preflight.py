@@ -323,7 +323,13 @@ def test_each_problem_names_itself_and_its_fix(data, os_name, survey, message):
 
 def test_every_problem_of_a_host_is_reported_at_once():
     result = check({}, None, arch="arm64", wsl=True, identity={"uid": 1000, "user": "admin"})
-    assert len(result.problems) == 3
+    assert len(result.problems) == 3, result.problems
+    for cause in (
+        "architecture is arm64",
+        "this is WSL",
+        "connected as admin (uid 1000), not root",
+    ):
+        assert any(cause in problem for problem in result.problems), (cause, result.problems)
 
 
 def test_gpu_less_host_is_fine_when_the_inventory_says_so():
@@ -390,6 +396,9 @@ def test_migrate_from_cuda_turns_the_nvidia_stack_and_cuda_torch_into_warnings()
     )
     refused = findings(config(), survey)
     assert len(refused.problems) == 2 and refused.row is None
+    assert refused.problems[0].startswith("NVIDIA driver/CUDA stack installed"), refused.problems
+    assert "holds a CUDA torch (2.9.1+cu128)" in refused.problems[1], refused.problems
+    assert all("rocm_migrate_from_cuda: true" in problem for problem in refused.problems)
     result = findings(config(rocm_migrate_from_cuda=True), survey)
     assert result.problems == [] and result.row.key == "debian 12"
     assert result.warnings[-2:] == [

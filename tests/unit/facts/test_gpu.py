@@ -1,0 +1,296 @@
+"""rocm_fleet.facts.gpu: the GPU facts (rocminfo's agents, ROCm's version file, the PCI
+and KFD sysfs trees run under dash against tests/fixtures/sysfs).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyinfra.api.exceptions import FactProcessError
+
+from rocm_fleet.facts.gpu import (
+    KfdNodes,
+    PciGpus,
+    RocmAgents,
+    RocmVersion,
+    gfx_from_target_version,
+)
+from rocm_fleet.model.pci_ids import AMD_VENDOR
+from unit.facts.support import FIXTURES, fake_tool, fixture, lines, run_sh
+
+
+@pytest.mark.parametrize(
+    ("value", "gfx"),
+    [
+        (110000, "gfx1100"),
+        (110001, "gfx1101"),
+        (90010, "gfx90a"),
+        (90402, "gfx942"),
+        (90500, "gfx950"),
+        (90008, "gfx908"),
+        (100300, "gfx1030"),
+        (100306, "gfx1036"),
+        (110501, "gfx1151"),
+        (120001, "gfx1201"),
+        (0, None),
+    ],
+)
+def test_gfx_from_target_version_decodes_like_rocm_agent_enumerator(value, gfx):
+    assert gfx_from_target_version(value) == gfx
+
+
+# ---------------------------------------------------------------------------------------
+# RocmAgents
+# ---------------------------------------------------------------------------------------
+
+
+def agents(name: str, rc: int) -> dict:
+    return RocmAgents().process([*lines(fixture("rocminfo", name)), f"__rc={rc}"])
+
+
+def test_rocminfo_rx7900xtx_ignores_cpu_agent_and_strips_colour():
+    result = agents("rx7900xtx.txt", 0)
+    assert result["status"] == "ok"
+    assert result["rc"] == 0
+    assert result["message"] == "ROCk module version 6.7.0 is loaded"
+    assert result["gpus"] == [
+        {
+            "name": "gfx1100",
+            "marketing_name": "Radeon RX 7900 XTX",
+            "uuid": "GPU-fff29e921a701d68",
+            "vendor": "AMD",
+            "node": 1,
+            "chip_id": "0x744c",
+            "compute_units": 96,
+            "pci_bdf": "0d:00.0",
+            "apu": False,
+            "isa": ["amdgcn-amd-amdhsa--gfx1100"],
+        }
+    ]
+    json.dumps(result)  # audit-ready
+
+
+def test_rocminfo_mi300x_x8_lists_eight_gpus_in_agent_order():
+    result = agents("mi300x_x8.txt", 0)
+    gpus = result["gpus"]
+    assert result["status"] == "ok"
+    assert result["message"] == "ROCk module version 6.8.5 is loaded"
+    assert len(gpus) == 8
+    assert {gpu["name"] for gpu in gpus} == {"gfx942"}
+    assert {gpu["marketing_name"] for gpu in gpus} == {"AMD Instinct MI300X"}
+    assert [gpu["node"] for gpu in gpus] == list(range(2, 10))
+    assert gpus[0]["uuid"] == "GPU-07386a321fa45d1e"
+    assert gpus[-1]["uuid"] == "GPU-6f890acb8eb0492b"
+    assert len({gpu["uuid"] for gpu in gpus}) == 8
+    assert [gpu["pci_bdf"] for gpu in gpus] == [
+        f"{bus}:00.0" for bus in ("1b", "3d", "4e", "5f", "9d", "bd", "cd", "dd")
+    ]
+    assert all(gpu["isa"] == ["amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"] for gpu in gpus)
+    assert all(gpu["chip_id"] == "0x74a1" and gpu["compute_units"] == 304 for gpu in gpus)
+
+
+def test_rocminfo_igpu_beside_dgpu_reports_both_and_flags_the_apu():
+    gpus = agents("rx9070xt_igpu_gfx1036.txt", 0)["gpus"]
+    assert [(g["name"], g["marketing_name"], g["apu"]) for g in gpus] == [
+        ("gfx1201", "AMD Radeon RX 9070 XT", False),
+        ("gfx1036", "AMD Radeon Graphics", True),
+    ]
+    assert gpus[0]["isa"] == ["amdgcn-amd-amdhsa--gfx1201", "amdgcn-amd-amdhsa--gfx12-generic"]
+    assert gpus[1]["isa"] == ["amdgcn-amd-amdhsa--gfx1036", "amdgcn-amd-amdhsa--gfx10-3-generic"]
+    assert gpus[1]["uuid"] == "GPU-XX"
+    assert (gpus[0]["pci_bdf"], gpus[1]["pci_bdf"]) == ("03:00.0", "76:00.0")
+
+
+@pytest.mark.parametrize(
+    ("name", "rc", "status", "message"),
+    [
+        ("not_loaded.txt", 1, "not_loaded", "ROCk module is NOT loaded, possibly no GPU devices"),
+        ("not_live.txt", 1, "not_loaded", "ROCk module is NOT live, possibly no GPU devices"),
+        (
+            "kfd_permission_denied.txt",
+            1,
+            "no_access",
+            'Unable to open /dev/kfd read-write: Permission denied tux is not member of "render"',
+        ),
+        (
+            "hsa_out_of_resources.txt",
+            8,
+            "error",
+            "hsa api call failure at: /src/rocminfo/rocminfo.cc:1142",
+        ),
+    ],
+)
+def test_rocminfo_failures(name, rc, status, message):
+    result = agents(name, rc)
+    assert result["status"] == status
+    assert result["rc"] == rc
+    assert result["gpus"] == []
+    assert message in result["message"]
+    assert "\x1b" not in result["message"]
+
+
+def test_rocminfo_error_on_nonzero_exit_even_with_agent_listing():
+    # e.g. a crash in hsa_shut_down() after printing everything: do not trust the listing
+    result = agents("rx7900xtx.txt", 139)
+    assert result["status"] == "error"
+    assert result["gpus"] == []
+    assert "*** Done ***" in result["message"]
+
+
+def test_rocminfo_timeout_is_reported():
+    result = RocmAgents().process(["ROCk module is loaded", "__rc=124"])
+    assert result["status"] == "error"
+    assert result["message"].startswith("rocminfo timed out after 120s")
+
+
+def test_rocminfo_absent_is_none_not_a_status():
+    assert RocmAgents().process(["__absent"]) is None
+
+
+def test_rocminfo_output_without_trailer_raises():
+    with pytest.raises(FactProcessError):
+        RocmAgents().process(["garbage"])
+
+
+def test_rocminfo_command_runs_the_releases_own_and_always_exits_zero(tmp_path):
+    """The release's rocminfo (its path comes from the matrix), never one on PATH: that may
+    be Debian's, which would vouch for AMD's packages it isn't."""
+    rocminfo = tmp_path / "core 10.1's" / "bin" / "rocminfo"
+    command = RocmAgents().command(rocminfo=str(rocminfo))
+    assert "command -v" not in command
+    fake_tool(tmp_path, "rocminfo", "echo Debian\n")  # on PATH, never run
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    assert run_sh(command, env) == (0, ["__absent"])
+    rocminfo.parent.mkdir(parents=True)
+    fake_tool(rocminfo.parent, "rocminfo", 'cat "$FIXTURE"; exit 1\n')
+    env["FIXTURE"] = str(FIXTURES / "rocminfo" / "not_loaded.txt")
+    rc, out = run_sh(command, env)
+    assert rc == 0
+    assert out[-1] == "__rc=1"
+    assert RocmAgents().process(out)["status"] == "not_loaded"
+
+
+# ---------------------------------------------------------------------------------------
+# RocmVersion
+# ---------------------------------------------------------------------------------------
+
+
+def test_rocm_version_parses_info_file():
+    assert RocmVersion().process(lines(fixture("rocm", "version-6.4.3"))) == "6.4.3-128"
+    assert RocmVersion().process(["", "  "]) is None
+
+
+def test_rocm_version_command_idiom_and_quoting(tmp_path):
+    # Both streams' files, the classic one first (/opt/rocm is a link to the release there,
+    # a directory of links with core -> core-X.Y under the Core SDK).
+    assert RocmVersion().command() == (
+        "for f in /opt/rocm/.info/version /opt/rocm/core/.info/version; do "
+        'if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
+    )
+    odd = tmp_path / "rocm 6.4 's"
+    assert RocmVersion().command(rocm_path=str(odd) + "/") == (
+        f"for f in '{tmp_path}/rocm 6.4 '\"'\"'s/.info/version'; do "
+        'if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
+    )
+    assert run_sh(RocmVersion().command(rocm_path=str(odd))) == (0, [])  # absent: exit 0
+    (odd / ".info").mkdir(parents=True)
+    (odd / ".info" / "version").write_text(fixture("rocm", "version-6.4.3"))
+    rc, out = run_sh(RocmVersion().command(rocm_path=str(odd)))
+    assert (rc, RocmVersion().process(out)) == (0, "6.4.3-128")
+
+
+# ---------------------------------------------------------------------------------------
+# sysfs: PciGpus / KfdNodes (commands run under dash against fixture trees)
+# ---------------------------------------------------------------------------------------
+
+
+def sysfs_command(command: str, host: str) -> str:
+    root = FIXTURES / "sysfs" / host
+    assert " " not in str(root)
+    return command.replace("/sys/", f"{root}/")
+
+
+def run_fact(fact, host: str):
+    rc, out = run_sh(sysfs_command(fact.command(), host))
+    assert rc == 0
+    return fact.process(out) if out else fact.default()
+
+
+def amd(slot: str, device: str, pci_class: str = "0x030000", driver: str | None = "amdgpu"):
+    return {"slot": slot, "vendor": "0x1002", "device": device, "class": pci_class,
+            "driver": driver}  # fmt: skip
+
+
+# Every display and accelerator device, whatever its vendor (the MI300X server's ASPEED BMC
+# VGA too: preflight says what a host has when it has no AMD GPU); audio functions and the
+# host bridge are not read.
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("rx7900xtx", [amd("0000:03:00.0", "0x744c")]),
+        ("rx9070xt_igpu",
+         [amd("0000:03:00.0", "0x7550"), amd("0000:76:00.0", "0x164e", driver=None)]),
+        (
+            "mi300x_x8",
+            [{"slot": "0000:02:00.0", "vendor": "0x1a03", "device": "0x2000",
+              "class": "0x030000", "driver": "ast"}]
+            + [amd(f"0000:{bus}:00.0", "0x74a1", "0x120000")
+               for bus in ("1b", "3d", "4e", "5f", "9d", "bd", "cd", "dd")],
+        ),
+    ],
+)  # fmt: skip
+def test_pci_gpus_from_sysfs(host, expected):
+    assert run_fact(PciGpus(), host) == expected
+
+
+def test_pci_gpus_without_devices(tmp_path):
+    command = PciGpus().command().replace("/sys/bus/pci/devices", str(tmp_path))
+    assert run_sh(command) == (0, [])
+    assert PciGpus().default() == []
+
+
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("rx7900xtx", [(1, "gfx1100", "0x744c", "0000:03:00.0", 128)]),
+        (
+            "rx9070xt_igpu",
+            [
+                (1, "gfx1201", "0x7550", "0000:03:00.0", 128),
+                (2, "gfx1036", "0x164e", "0000:76:00.0", 129),
+            ],
+        ),
+        (
+            "mi300x_x8",
+            [
+                (node, "gfx942", "0x74a1", f"0000:{bus}:00.0", 128 + 8 * (node - 2))
+                for node, bus in zip(
+                    range(2, 10), ("1b", "3d", "4e", "5f", "9d", "bd", "cd", "dd"), strict=True
+                )
+            ],
+        ),
+    ],
+)
+def test_kfd_nodes_skip_cpu_nodes_and_decode_gfx(host, expected):
+    nodes = run_fact(KfdNodes(), host)
+    got = [(n["node"], n["gfx"], n["device_id"], n["slot"], n["drm_render_minor"]) for n in nodes]
+    assert got == expected
+    json.dumps(nodes)
+
+
+def test_kfd_slots_match_pci_and_rocminfo():
+    kfd = {n["slot"] for n in run_fact(KfdNodes(), "mi300x_x8")}
+    pci = {g["slot"] for g in run_fact(PciGpus(), "mi300x_x8") if g["vendor"] == AMD_VENDOR}
+    rocm = {"0000:" + g["pci_bdf"] for g in agents("mi300x_x8.txt", 0)["gpus"]}
+    assert kfd == pci == rocm
+
+
+def test_kfd_nodes_sorted_numerically_and_absent_tree(tmp_path):
+    output = ["__kfd"]
+    for node in (10, 2, 0):
+        output += [f"__node={node}", f"gfx_target_version {90402 if node else 0}", "simd_count 4"]
+    assert [n["node"] for n in KfdNodes().process(output)] == [2, 10]
+    assert KfdNodes().process([]) is None
+    command = KfdNodes().command().replace("/sys/class/kfd/kfd/topology/nodes", str(tmp_path / "x"))
+    assert run_sh(command) == (0, [])

@@ -1,0 +1,91 @@
+"""rocm_fleet.facts.survey: many facts in one command, each answered as the fact alone
+would answer it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyinfra.api.exceptions import FactProcessError
+
+from rocm_fleet.facts.apt import (
+    DpkgInterrupted,
+    InstalledPackages,
+)
+from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.gpu import (
+    RocmVersion,
+)
+from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.system import (
+    Architecture,
+    RebootRequired,
+    RunningKernel,
+)
+from rocm_fleet.facts.users import GroupMembership
+from unit.facts.support import run_sh
+
+
+def survey_reads(tmp_path: Path) -> list[Read]:
+    pin = tmp_path / "rocm-pin-600"
+    pin.write_text("Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n")
+    return [
+        Read("kernel", RunningKernel),
+        Read("arch", Architecture),
+        Read("groups", GroupMembership, {"groups": ["root"], "users": ["root", "nobody-here"]}),
+        Read("dpkg", DpkgInterrupted),  # a fact whose command is a string
+        Read("pin", FileDigest, {"path": str(pin)}),
+        Read("missing", FileDigest, {"path": str(tmp_path / "none")}),
+        Read("rocm", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
+        Read("reboot", RebootRequired),
+    ]
+
+
+def test_survey_answers_each_read_as_the_fact_alone_would(tmp_path):
+    reads = survey_reads(tmp_path)
+    fact = Survey()
+    rc, out = run_sh(fact.command(reads=reads))
+    assert rc == 0
+    survey = fact.process(out)
+    assert list(survey) == [read.key for read in reads]
+    for read in reads:
+        alone = read.fact()
+        command = alone.command if isinstance(alone.command, str) else alone.command(**read.kwargs)
+        lines = run_sh(command)[1]
+        assert survey[read.key] == (alone.process(lines) if lines else alone.default()), read.key
+    assert survey["groups"]["users"]["nobody-here"] is None
+    assert survey["pin"]["mode"] == "644" and survey["missing"] is None
+    assert repr(reads[0]) == "kernel"  # what pyinfra's debug log prints
+
+
+def test_survey_gives_defaults_for_empty_sections_and_survives_a_failing_one(tmp_path):
+    (tmp_path / "rocm" / ".info" / "version").mkdir(parents=True)  # cat fails: a directory
+    reads = [
+        Read("rocm", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
+        Read("packages", InstalledPackages),
+        Read("reboot", RebootRequired),
+        Read("groups", GroupMembership, {"groups": ["root"], "users": []}),
+    ]
+    fact = Survey()
+    fact.command(reads=reads)
+    assert fact.process([f"__survey_section={i}" for i in range(4)]) == {
+        "rocm": None,
+        "packages": {},
+        "reboot": {"required": False, "packages": [], "reasons": []},
+        "groups": {"groups": [], "users": {}},
+    }
+    rc, out = run_sh(fact.command(reads=reads))
+    survey = fact.process(out)
+    assert rc == 0 and survey["rocm"] is None
+    assert survey["groups"] == {"groups": ["root"], "users": {}}  # the next section still ran
+
+
+def test_survey_incomplete_output_raises_and_keys_are_unique(tmp_path):
+    reads = survey_reads(tmp_path)
+    fact = Survey()
+    fact.command(reads=reads)
+    with pytest.raises(FactProcessError, match="incomplete survey output"):
+        fact.process(["__survey_section=0", "6.1.0-31-amd64", "__survey_section=1"])
+    with pytest.raises(ValueError, match="unique"):
+        Survey().command(reads=[Read("kernel", RunningKernel), Read("kernel", RunningKernel)])

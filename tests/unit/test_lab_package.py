@@ -1,0 +1,22 @@
+"""The lab (tests/lab) is a package of its own: its pyproject installs that folder as ``lab``
+with the command ``rocm-fleet-lab``, and the Makefile's venv installs it (read from the
+source, nothing installed; test_layers checks that the product never imports it)."""
+
+import ast
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LAB = ROOT / "tests" / "lab"
+
+
+def test_the_lab_installs_its_own_folder_as_lab_with_its_command():
+    project = tomllib.loads((LAB / "pyproject.toml").read_text())
+    setuptools = project["tool"]["setuptools"]
+    assert setuptools["packages"] == ["lab"]
+    assert (LAB / setuptools["package-dir"]["lab"]).resolve() == LAB
+    assert project["project"]["scripts"] == {"rocm-fleet-lab": "lab.__main__:main"}
+    cli = ast.parse((LAB / "__main__.py").read_text())
+    assert "main" in {node.name for node in cli.body if isinstance(node, ast.FunctionDef)}
+    assert project["project"]["dependencies"] == []  # the product comes from the checkout
+    assert "-e tests/lab" in (ROOT / "Makefile").read_text()
