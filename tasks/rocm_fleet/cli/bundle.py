@@ -137,7 +137,7 @@ def plan_for(args: Any):
                 "packages": list(needs.apt[0].packages),
                 "driver": config.rocm_driver,
                 "python": matrix.HOST_RUNTIMES[row.key].python,
-                "torch": config.torch_build.torch if config.torch_build else None,
+                "torch": config.torch.build.torch if config.torch else None,
             }
             plan.add(name if len(distros[name]) == 1 else f"{name} ({key})", needs, described)
     return plan, notes
