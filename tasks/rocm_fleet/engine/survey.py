@@ -60,7 +60,7 @@ def preflight_reads(config: Config) -> list[Read]:
     and health. The operations and tasks declare what else the plan reads
     (``deploy.preflight.survey_reads`` puts them together)."""
     venv = config.pytorch_venv
-    install_paths = [*paths.INSTALL_PATHS, *([venv] if config.pytorch_install else [])]
+    install_paths = [*paths.INSTALL_PATHS, *([venv] if config.torch is not None else [])]
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
     return [
         Read("distro", DistroRelease),

@@ -516,7 +516,7 @@ def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list
         )
     torch = venv_torch(survey)
     build = torch["build"]
-    if config.pytorch_install and build in ("cuda", "cpu"):
+    if config.torch is not None and build in ("cuda", "cpu"):
         message = (
             f"{config.pytorch_venv} holds a {build.upper()} torch ({torch['torch']}): remove the "
             "venv (or set pytorch_venv to a new path) so the ROCm build goes into a clean one"
