@@ -20,7 +20,8 @@ The package is in layers; each imports only the layers listed before it (a unit 
     everything that touches pyinfra beyond its public API, behind one door: the planning
     speedups (``planning``), the survey (``survey``) and the fact cache it fills
     (``factcache``), refusing a host (``refuse``), planning hosts and reading the plan for
-    the audit (``plan``), the one fleet model of each inventory (``fleet``).
+    the audit (``plan``), a connection across a reboot (``connection``), the one fleet
+    model of each inventory (``fleet``).
     ``tests/unit/test_pyinfra_door.py`` keeps the rest out.
 ``operations``
     pyinfra operations: one resource each, idempotent, honest in ``--dry``.

@@ -33,7 +33,12 @@ INTERNALS = {
     "PYINFRA_INSTALL_DIR",
 }
 #: pyinfra modules of helpers for pyinfra's own code, not for its callers
-INTERNAL_MODULES = ("pyinfra.api.util", "pyinfra.api.arguments", "pyinfra.api.operations")
+INTERNAL_MODULES = (
+    "pyinfra.api.util",
+    "pyinfra.api.arguments",
+    "pyinfra.api.operations",
+    "pyinfra.connectors.util",
+)
 
 
 def touches(source: str) -> list[tuple[int, str]]:

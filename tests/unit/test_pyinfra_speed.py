@@ -80,6 +80,11 @@ class Recording(SurveyHost):
         return super().__call__(fact, *args, **kwargs)
 
 
+@pytest.mark.skipif(
+    _pyinfra._minor(_pyinfra.pyinfra_version()) != _pyinfra.TESTED_PYINFRA,
+    reason="another pyinfra minor (make pyinfra-next): the speedups step aside, as the next "
+    "test shows; the comparisons above say whether they still answer as pyinfra's",
+)
 def test_rocm_fleets_deploy_is_planned_with_them_and_nothing_else_is():
     before = held()
     assert before["operation.get_operation_order_from_stack"] is not (

@@ -1,13 +1,13 @@
 """Checks before any change: can this host take the chosen ROCm release as the inventory says?
 
 One survey (``engine.survey``: one SSH round trip) reads the hardware and health preflight
-judges and every fact the rest of the plan reads on a converged host, which are remembered
-so planning asks the host nothing more. The rules (``model.findings``, a pure function of
-the survey) turn it into problems (each with its fix) and warnings. A host with problems is
-refused while planning (``engine.refuse``): the reason is printed on its line, in ``--dry``
-too, it is marked failed (so the run's exit status says so) and it gets none of the
-deploy's operations, while the rest of the fleet carries on. Warnings are printed and the
-deploy goes ahead.
+judges and every fact the operations and tasks declare they read on a converged host
+(``survey_reads``), which are remembered so planning asks the host nothing more. The rules
+(``model.findings``, a pure function of the survey) turn it into problems (each with its
+fix) and warnings. A host with problems is refused while planning (``engine.refuse``): the
+reason is printed on its line, in ``--dry`` too, it is marked failed (so the run's exit
+status says so) and it gets none of the deploy's operations, while the rest of the fleet
+carries on. Warnings are printed and the deploy goes ahead.
 """
 
 from __future__ import annotations

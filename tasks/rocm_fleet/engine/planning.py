@@ -59,7 +59,9 @@ TESTED_PYINFRA = (3, 10)
 OPT_OUT = "ROCM_FLEET_PYINFRA_SPEEDUPS"
 
 
+@functools.cache
 def pyinfra_version() -> str:
+    """The installed pyinfra's version (read once: each host's plan asks)."""
     return importlib.metadata.version("pyinfra")
 
 
@@ -145,8 +147,9 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
         )
         start = next(deploy_frames, len(frames) - 1)
     line_numbers = [state.current_op_file_number] if pyinfra.is_cli else []
+    install_dir = _original("util").PYINFRA_INSTALL_DIR
     for outer in frames[start:]:
-        if not outer.f_code.co_filename.startswith(_original("util").PYINFRA_INSTALL_DIR):
+        if not outer.f_code.co_filename.startswith(install_dir):
             line_numbers.append(outer.f_lineno)
     return line_numbers
 

@@ -1,7 +1,7 @@
 """Preflight's rules: can this host take the chosen ROCm release as the inventory says?
 
 ``findings``, a pure function of a host's survey (the answers ``engine.survey`` reads in one
-round trip, keyed as it names them), returns the problems (each with its fix) that refuse
+round trip, keyed as its reads name them), returns the problems (each with its fix) that refuse
 the host and the warnings (pairings AMD doesn't list, a distro override) printed before the
 deploy goes ahead. No pyinfra and no I/O on hosts: the deploy (``deploy.preflight``) reads
 the survey, asks these rules and refuses the host.
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
 
+# Debian's and Ubuntu's own ROCm packages: the binary packages they build from ROCm's
 # sources (rocm-hipamd, rocr-runtime, roct-thunk-interface, rocm-compilersupport,
 # rocm-smi-lib, amdsmi, rocminfo, hipify, rocm-cmake, rocm-device-libs, rocprim, rocrand,
 # rocthrust, rocsparse, hipsparse, rocblas, hipblas, rocfft, hipfft, rocsolver, hipsolver,
@@ -99,7 +100,7 @@ def findings(
     config: Config, survey: dict[str, Any], bundle_files: BundleFiles | None = None
 ) -> Findings:
     """Problems (each with its fix) and warnings for a host, from its survey
-    (``engine.survey.survey_reads``). ``bundle_files`` reads the fleet mirror's bundle, when
+    (``deploy.preflight.survey_reads``). ``bundle_files`` reads the fleet mirror's bundle, when
     the host's mirror has one (without it, the bundle isn't checked)."""
     problems: list[str] = []
     warnings: list[str] = []

@@ -111,8 +111,9 @@ INSTALL_PATHS = ("/opt", "/var/cache/apt/archives")
 DEFAULT_VENV = "/opt/rocm-fleet/venv"
 
 # Every text file a deploy may write, in the order the survey reads them: the plan of a
-# converged host is answered from one read of all of them (facts.survey). A file added to a
-# task goes here, or the plan reads it with a round trip of its own.
+# converged host is answered from one read of all of them (``operations.files`` declares
+# their reads for the survey). A file added to a task goes here, or the plan reads it with a
+# round trip of its own (test_plan's converged hosts fail on it).
 MANAGED_FILES = (
     APT_PROXY_CONF,
     MIRROR_SITE,

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import FunctionCommand, StringCommand, operation
-from pyinfra.connectors.util import clear_askpass_cache, remove_any_sudo_askpass_file
 from pyinfra.facts.server import Uptime
 
+from rocm_fleet.engine.connection import before_reboot, forget_after_reboot
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RebootRequired
@@ -55,7 +55,7 @@ def reasons_from(fact: dict | None) -> list[str]:
 def _wait_for_boot(state, host, timeout: int, interval: float = 1.0) -> bool:
     """Reconnect until /proc/uptime shows a boot after the reboot was issued."""
     before, issued = _REBOOTS.get(host.name, (0, time.monotonic()))
-    clear_askpass_cache(host)
+    forget_after_reboot(host)
     host.disconnect()
     deadline = issued + timeout
     time.sleep(min(2.0, timeout))
@@ -79,7 +79,7 @@ def _wait_for_boot(state, host, timeout: int, interval: float = 1.0) -> bool:
 
 
 def _remember_uptime(state, host) -> bool:
-    remove_any_sudo_askpass_file(host)
+    before_reboot(host)
     _REBOOTS[host.name] = (host.get_fact(Uptime), time.monotonic())
     return True
 

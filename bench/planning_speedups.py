@@ -1,0 +1,189 @@
+"""What rocm-fleet's planning speedups (rocm_fleet.engine.planning) gain, as ratios to pyinfra's
+own functions measured in the same invocation (the numbers in docs/pyinfra-proposals.md).
+
+    PYTHONPATH=tests .venv/bin/python bench/planning_speedups.py [--repeats 15] [--hosts 8]
+
+Nothing connects anywhere; it runs on the controller alone:
+
+* each replaced function, pyinfra's and rocm-fleet's, called the way planning calls it: the
+  call-site order from a stack 30 frames deep below a deploy file, the global arguments'
+  types, and the global arguments popped for a host with data in the host, two groups and
+  ``all`` (the median of REPEATS timings of a batch of calls, interleaved);
+* the whole plan of rocm-fleet's deploy (deploy.py) for 1 and HOSTS converged hosts, in
+  CLI mode as pyinfra's CLI and the audit plan (facts answered from a converged survey by
+  the unit tests' ``unit.surveys.SurveyHost``, so this is the controller's cost alone),
+  with the speedups and with ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``, interleaved.
+
+Reported as ms (context) and as the ratio pyinfra / rocm-fleet (the gain).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import runpy
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+import pyinfra  # noqa: E402
+from pyinfra.api import Config, Inventory, State  # noqa: E402
+
+from rocm_fleet.engine import planning  # noqa: E402
+from rocm_fleet.engine.planning import OPT_OUT  # noqa: E402
+
+util = importlib.import_module("pyinfra.api.util")
+arguments = importlib.import_module("pyinfra.api.arguments")
+
+
+def timed(function, repeats: int) -> float:
+    """Median seconds of ``repeats`` runs of ``function``."""
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def pair(theirs, ours, repeats: int) -> tuple[float, float]:
+    """Medians of the two, their runs interleaved (so drift in the machine hits both)."""
+    a, b = [], []
+    for _ in range(repeats):
+        a.append(timed(theirs, 1))
+        b.append(timed(ours, 1))
+    return statistics.median(a), statistics.median(b)
+
+
+def deep(depth: int, call):
+    """``call()`` from ``depth`` frames below this one (a deploy's nesting)."""
+    return call() if depth == 0 else deep(depth - 1, call)
+
+
+def order_calls(calls: int):
+    state = SimpleNamespace(current_deploy_filename=__file__, current_op_file_number=3)
+
+    def in_cli_mode(function):
+        pyinfra.is_cli = True  # as the CLI plans (the order then includes the op file's line)
+        try:
+            return [function(state) for _ in range(calls)]
+        finally:
+            pyinfra.is_cli = False
+
+    def run(function):
+        return lambda: deep(30, lambda: in_cli_mode(function))
+
+    return run(util.get_operation_order_from_stack), run(planning.get_operation_order_from_stack)
+
+
+def argument_calls(calls: int):
+    theirs = planning._original("all_global_arguments")
+
+    def run(function):
+        return lambda: [function() for _ in range(calls)]
+
+    return run(theirs), run(planning.all_global_arguments)
+
+
+def pop_calls(calls: int):
+    inventory = Inventory(
+        ([("h1", {"_sudo": True, "rocm_version": "6.4.3", "rocm_users": ["alice"]})], {}),
+        gpu=(["h1"], {"expected_gfx": "gfx1100", "_sudo_user": "root"}),
+        lab=(["h1"], {"rocm_reboot": "allow", "_env": {"LANG": "C"}}),
+    )
+    state = State(inventory, Config())
+    host = inventory.get_host("h1")
+    theirs = planning._original("pop_global_arguments")
+
+    def run(function):
+        def calls_inside_speedups():
+            # Both with the global arguments' types computed once (as inside rocm_node), so
+            # this measures reading the host's data once alone.
+            with planning.speedups():
+                return [function(state, host, {"name": "x", "_retries": 1}) for _ in range(calls)]
+
+        return calls_inside_speedups
+
+    return run(theirs), run(planning.pop_global_arguments)
+
+
+def plan_once(data, survey, speedups: bool, hosts: int) -> int:
+    """Plan deploy.py for ``hosts`` converged hosts as pyinfra's CLI plans (CLI mode, the
+    deploy file run for each host on pyinfra's greenlet pool: ``engine.plan``, as the audit
+    plans); the number of operations planned for a host."""
+    from rocm_fleet.deploy.node import rocm_node  # noqa: F401  (imported before timing)
+    from rocm_fleet.engine.plan import plan_deploy, plan_in_parallel, planned_operations
+    from unit.surveys import SurveyHost
+
+    os.environ[OPT_OUT] = "1" if speedups else "0"
+    inventory = Inventory(([(f"node{i}", dict(data)) for i in range(hosts)], {}))
+    state = State(inventory, Config())
+    deploy_file = str(ROOT / "deploy.py")
+    state.current_deploy_filename = deploy_file
+    state.current_op_file_number = 0
+    for host in inventory:
+        host.connected = True
+        host.get_fact = SurveyHost(dict(survey))
+    results = plan_in_parallel(
+        state,
+        list(inventory),
+        lambda host: plan_deploy(state, host, lambda: runpy.run_path(deploy_file)),
+    )
+    failed = [r for r in results if isinstance(r, BaseException)]
+    assert not failed, failed
+    node = inventory.get_host("node0")
+    planned = list(planned_operations(state, node))
+    changes = [op.names for op in planned if op.changes and not op.conditional]
+    assert not changes, changes  # converged: the plan changes nothing
+    return len(planned)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--hosts", type=int, default=8)
+    args = parser.parse_args()
+    from unit.surveys import converged_survey
+
+    print(f"pyinfra {planning.pyinfra_version()}, Python {sys.version.split()[0]}")
+    rows = []
+    calls = 200
+    for label, (theirs, ours) in (
+        ("get_operation_order_from_stack (30 frames deep)", order_calls(calls)),
+        ("all_global_arguments", argument_calls(calls)),
+        ("pop_global_arguments (host + 2 groups + all; types cached)", pop_calls(calls)),
+    ):
+        a, b = pair(theirs, ours, args.repeats)
+        rows.append((f"{label}, per call", a / calls, b / calls))
+    data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+            "rocm_users": ["alice"], "rocm_driver": "dkms"}  # fmt: skip
+    survey = converged_survey(data, "debian-12")
+    logging.getLogger("pyinfra").setLevel(logging.ERROR)  # the plans' warnings
+    operations = plan_once(data, survey, True, 1)  # warm: imports, caches
+    for hosts in (1, args.hosts):
+        a, b = pair(
+            lambda hosts=hosts: plan_once(data, survey, False, hosts),
+            lambda hosts=hosts: plan_once(data, survey, True, hosts),
+            args.repeats,
+        )
+        label = (
+            f"CLI-mode plan of {hosts} converged host(s) (debian-12, dkms; {operations} ops each)"
+        )
+        rows.append((label, a, b))
+    os.environ.pop(OPT_OUT, None)
+    width = max(len(r[0]) for r in rows)
+    print(f"{'':{width}}  {'pyinfra ms':>11}  {'rocm-fleet ms':>13}  {'gain':>6}")
+    for label, a, b in rows:
+        print(f"{label:{width}}  {a * 1e3:11.4f}  {b * 1e3:13.4f}  {a / b:5.1f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
