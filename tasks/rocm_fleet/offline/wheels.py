@@ -18,13 +18,13 @@ markers with its own interpreter), and this resolution is what decides.
 from __future__ import annotations
 
 import email.parser
-import html.parser
 import re
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+from urllib.parse import urldefrag, urljoin
 
+from mousebender.simple import from_project_details_html
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag, compatible_tags, cpython_tags
@@ -57,47 +57,30 @@ class Link:
     metadata_sha256: str | None  # PEP 658/714: the .metadata file's hash, when published
 
 
-class _Anchors(html.parser.HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.anchors: list[tuple[dict[str, str | None], str]] = []
-        self._current: dict[str, str | None] | None = None
-        self._text = ""
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self._current, self._text = dict(attrs), ""
-
-    def handle_data(self, data: str) -> None:
-        if self._current is not None:
-            self._text += data
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._current is not None:
-            self.anchors.append((self._current, self._text.strip()))
-            self._current = None
-
-
 def parse_page(text: str, page_url: str) -> list[Link]:
-    """The file links of a PEP 503 project page (hrefs resolved against ``page_url``)."""
-    parser = _Anchors()
-    parser.feed(text)
+    """The file links of a PEP 503 project page, hrefs resolved against ``page_url``, yanked
+    files left out. mousebender reads the page (PEP 503 and 592/658/714 attributes, as the
+    PEP 691 JSON form's fields)."""
     links = []
-    for attrs, _text in parser.anchors:
-        href = attrs.get("href")
-        if not href or "data-yanked" in attrs:
+    for file in from_project_details_html(text, "")["files"]:
+        if file.get("yanked"):
             continue
-        url, fragment = urldefrag(urljoin(page_url, href))
-        filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
-        sha256 = None
-        if fragment.startswith("sha256="):
-            sha256 = fragment.removeprefix("sha256=").lower()
-        metadata = attrs.get("data-core-metadata") or attrs.get("data-dist-info-metadata")
-        metadata_sha = metadata.removeprefix("sha256=").lower() if metadata else None
-        if metadata_sha == "true" or (metadata and not metadata.startswith("sha256=")):
-            metadata_sha = None
-        links.append(Link(url, filename, sha256, attrs.get("data-requires-python"), metadata_sha))
+        metadata = file.get("core-metadata", file.get("dist-info-metadata"))
+        metadata_hashes = metadata if isinstance(metadata, dict) else {}  # or True: no hash
+        links.append(
+            Link(
+                url=urldefrag(urljoin(page_url, file["url"]))[0],
+                filename=file["filename"],
+                sha256=_lower(file["hashes"].get("sha256")),
+                requires_python=file.get("requires-python"),
+                metadata_sha256=_lower(metadata_hashes.get("sha256")),
+            )
+        )
     return links
+
+
+def _lower(digest: str | None) -> str | None:
+    return digest.lower() if digest else None
 
 
 def project_url(index_url: str, name: str) -> str:
