@@ -35,16 +35,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+# bench/ is the script's own folder, first on sys.path; the lab is installed (make venv).
+from fleet import _PEAK_RSS
+from simconnector import register
+
+from lab import HostSpec, Lab
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(BENCH))
-
-from fleet import _PEAK_RSS  # noqa: E402
-from simconnector import register  # noqa: E402
-
-from lab import HostSpec, Lab  # noqa: E402
-
 BIN = Path(sys.executable).parent
 PYINFRA, ROCM_FLEET = str(BIN / "pyinfra"), str(BIN / "rocm-fleet")
 RELEASE = "7.2.1"
