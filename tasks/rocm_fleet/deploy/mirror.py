@@ -63,7 +63,8 @@ def with_mirror(config: Config, host_name: str, inventory: Any) -> Config:
         names = ", ".join(h.name for h in inventory)
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
-            f"the inventory ({names}) or the http:// URL of a mirror"
+            f"the inventory ({names}) or the http:// URL of a mirror",
+            "rocm_mirror",
         )
     served_by = load_config(server.data.dict(), server.name)
     address = server.data.get("ssh_hostname") or server.name
@@ -75,7 +76,8 @@ def with_mirror(config: Config, host_name: str, inventory: Any) -> Config:
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_proxy' has value {config.rocm_proxy!r}; a live "
             "mirror reaches upstream directly (nginx can't go through an HTTP proxy): give the "
-            "mirror host direct access, or serve a bundle (rocm_mirror_bundle)"
+            "mirror host direct access, or serve a bundle (rocm_mirror_bundle)",
+            "rocm_proxy",
         )
     return replace(config, mirror=mirror)
 

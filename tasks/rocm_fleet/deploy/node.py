@@ -8,6 +8,7 @@ inventory data (``rocm_fleet.model.settings``).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from pyinfra import host
@@ -19,6 +20,7 @@ from rocm_fleet.deploy.driver import configure_driver
 from rocm_fleet.deploy.groups import configure_groups
 from rocm_fleet.deploy.kernel import configure_kernel
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy, with_mirror
+from rocm_fleet.deploy.origin import origin, raise_at
 from rocm_fleet.deploy.preflight import preflight
 from rocm_fleet.deploy.pytorch import install_pytorch, remove_pytorch
 from rocm_fleet.deploy.reboot import reboot_if_needed
@@ -40,13 +42,15 @@ class InventoryError(ConfigError, DeployError):
 
 def host_config(current: Any) -> Config:
     """A host's validated settings with its fleet mirror resolved: what the deploy and the
-    audit both start from (raises InventoryError, a ConfigError, for bad inventory data)."""
+    audit both start from (raises InventoryError, a ConfigError, for bad inventory data,
+    naming the file that set the key; pyinfra's CLI shows that file's line as the error's
+    place)."""
     try:
-        return with_mirror(
-            load_config(current.data.dict(), current.name), current.name, current.inventory
-        )
+        data = current.data.dict()
+        config = load_config(data, current.name, partial(origin, current))
+        return with_mirror(config, current.name, current.inventory)
     except ConfigError as exc:
-        raise InventoryError(str(exc)) from None
+        raise_at(InventoryError(str(exc), exc.key), current, exc.key)
 
 
 @deploy("rocm-fleet")
