@@ -141,6 +141,19 @@ class Plan:
         return [op.name for op in self.ops]
 
     @property
+    def reason(self) -> str | None:
+        """Why preflight refused the host (None: it didn't)."""
+        from rocm_fleet.engine.refuse import outcome
+
+        found = outcome(self.state, "node")
+        return found.refused if found else None
+
+    @property
+    def beyond_preflight(self) -> list[str]:
+        """The operations planned after preflight: none for a refused host."""
+        return [name for name in self.names if not name.startswith("Preflight")]
+
+    @property
     def changes(self) -> list[str]:
         """The operations that would change the host (not counting ``_if``-gated ones)."""
         return [op.name for op in self.ops if op.meta._maybe_is_change and not op.conditional]

@@ -169,6 +169,30 @@ def test_an_unreadable_host_is_refused_with_how_to_connect(caplog):
     assert "preflight could not read node (see the error above): connect as root" in caplog.text
 
 
+@pytest.mark.parametrize(
+    ("data", "sudo", "reason"),
+    [({}, None, "connect as root, or set _sudo: True"),
+     ({"_sudo": True}, None, "_sudo is set but node has no sudo (sudo: not found): install it"),
+     ({"_sudo": True}, "/usr/bin/sudo", "through sudo (see the error above): give the SSH user "
+      "passwordless sudo, or set _sudo_password")],
+)  # fmt: skip
+def test_an_unreadable_host_gets_the_advice_that_fits(caplog, data, sudo, reason):
+    """With _sudo set, "set _sudo: True" is the wrong advice: one more look (``command -v
+    sudo``, without sudo) tells a host without sudo from a sudo that refused."""
+    caplog.set_level(logging.ERROR, logger="pyinfra")
+
+    class Unreadable(SurveyHost):
+        def __call__(self, fact, *args, **kwargs):
+            if fact.__name__ == "Which":
+                assert kwargs == {"command": "sudo", "_sudo": False, "_ignore_errors": True}
+                return sudo
+            return None
+
+    planned = plan({"rocm_version": "6.4.3", **data}, Unreadable({}))
+    assert planned.refused and reason in planned.reason
+    assert "\n" not in planned.reason
+
+
 def test_bad_data_stops_planning():
     with pytest.raises((ConfigError, PyinfraError), match="'rocm_users' has value 'alice'"):
         fresh("ubuntu-22.04", {"rocm_version": "6.4.3", "rocm_users": "alice"})

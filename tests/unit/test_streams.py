@@ -319,8 +319,8 @@ def test_dkms_is_refused_for_a_release_whose_driver_the_matrix_does_not_know():
     data = {"rocm_version": "10.1.0", "pytorch_install": False, "rocm_driver": "dkms",
             "expected_gfx": "gfx1100"}  # fmt: skip
     planned, _ = plan_for("ubuntu-24.04", data, pci=[RX7900], kernel="6.8.0-50-generic")
-    refusal = planned.find("Refuse rocm_driver: dkms")
-    assert "which amdgpu driver ROCm 10.1.0 ships" in str(refusal.commands)
+    assert planned.refused and planned.beyond_preflight == []
+    assert "which amdgpu driver ROCm 10.1.0 ships" in planned.reason
 
 
 # --- a converged Core SDK host --------------------------------------------------------------

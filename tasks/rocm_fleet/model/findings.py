@@ -31,10 +31,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.kernels import kernel_findings
 from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
 from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
-from rocm_fleet.model.sources import HostNeeds, host_needs
+from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
 from rocm_fleet.model.versions import kernel_key
 
 if TYPE_CHECKING:
@@ -114,6 +115,8 @@ def findings(
     _gpus(config, survey, problems, warnings)
     if row is not None:
         _kernel(row, survey, problems)
+        _plan_time(config, row, survey, problems)
+    _users(config, survey, problems)
     _disk(config, survey, problems)
     _conflicts(config, survey, problems, warnings)
     _stream_move(config, survey, warnings)
@@ -313,6 +316,14 @@ def gpu_mismatch(
 
 
 def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
+    if config.expected_gpu_count == 0 and config.expected_gfx_list:
+        # Not an error: on a GPU-less image builder expected_gfx still picks the kernel and
+        # the Core SDK's per-target packages; but nothing about it is verified.
+        warnings.append(
+            f"expected_gfx is {'/'.join(config.expected_gfx_list)} but expected_gpu_count is "
+            "0: no GPU is checked or verified (expected_gfx only picks the kernel and the "
+            "Core SDK's packages); drop expected_gpu_count for a host with the GPU"
+        )
     found = gpus_found(survey)
     mismatch = gpu_mismatch(config, found, other_pci(survey))
     if mismatch:
@@ -323,6 +334,79 @@ def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]
         wanted = not config.expected_gfx_list or gfx in config.expected_gfx_list
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
+
+
+def _plan_time(config: Config, row: matrix.Distro, survey: dict, problems: list[str]) -> None:
+    """What would stop the run halfway, known now: the operations that would fail it are
+    never reached (deploy/driver.py, kernel.py, operations/secureboot.py keep their own
+    check for a deploy composed without preflight)."""
+    if config.rocm_driver == "dkms" and amdgpu_repository(config, row) is None:
+        known = ", ".join(
+            r.version for r in matrix.RELEASES if matrix.amdgpu_repo_version(r) is not None
+        )
+        problems.append(
+            f"rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm "
+            f"{config.release.version} ships, so there is no driver repository to use: set "
+            f"rocm_driver: inbox, or a rocm_version whose driver is known ({_span(known)})"
+        )
+    newer, _, _ = kernel_findings(
+        config, row.key, survey.get("kernel") or "", survey.get("packages") or {}
+    )
+    if (
+        newer is not None
+        and newer.kind == "backports"
+        and newer.suite
+        and not config.rocm_kernel_backports_mirror
+        and not survey.get("mirror")
+    ):
+        problems.append(
+            f"a newer kernel from {newer.suite} is needed, but no Debian mirror is named in "
+            f"{' or '.join(paths.DEBIAN_SOURCES)} to add it from: set "
+            "rocm_kernel_backports_mirror (e.g. 'http://deb.debian.org/debian'), or "
+            "rocm_kernel_backports: never"
+        )
+    _secure_boot(config, row, survey, problems)
+
+
+def _span(versions: str) -> str:
+    listed = versions.split(", ")
+    return f"{listed[0]} to {listed[-1]}" if len(listed) > 2 else versions
+
+
+def _secure_boot(config: Config, row: matrix.Distro, survey: dict, problems: list[str]) -> None:
+    """With the DKMS driver and Secure Boot on, a signing key the firmware blocks, or whose
+    state mokutil can't tell, would stop the run after the driver is built."""
+    if config.rocm_driver != "dkms":
+        return
+    if (survey.get("secure_boot") or {}).get("state") != "enabled":
+        return
+    cert = paths.MOK_KEYS[row.id][0]
+    state = (survey.get(f"mok {cert}") or {}).get("state")
+    pending = (survey.get(f"mok-new {cert}") or {}).get("pending")
+    if state == "blocked":
+        problems.append(
+            f"the DKMS signing key {cert} is blocked by the firmware (dbx/MokListX), so the "
+            "driver signed with it would not load: move it and its private key aside so a new "
+            "one is made, then deploy"
+        )
+    elif state not in (None, "enrolled", "pending", "not_enrolled", "missing") and not pending:
+        problems.append(
+            f"cannot tell whether the DKMS signing key {cert} is enrolled (mokutil says "
+            f"{state}): check `mokutil --test-key {cert}` on the host"
+        )
+
+
+def _users(config: Config, survey: dict, problems: list[str]) -> None:
+    """Every user of rocm_users must exist: the groups deploy adds them, never creates one."""
+    users = (survey.get("groups") or {}).get("users") or {}
+    absent = [user for user in config.rocm_users if user in users and users[user] is None]
+    if absent:
+        problems.append(
+            f"rocm_users names {', '.join(absent)}, not a user on this host: create "
+            f"{'them' if len(absent) > 1 else 'it'} first (the deploy adds users to video and "
+            f"render, it never creates one), or take {'them' if len(absent) > 1 else 'it'} "
+            "out of rocm_users"
+        )
 
 
 def _kernel(row: matrix.Distro, survey: dict, problems: list[str]) -> None:
