@@ -163,7 +163,12 @@ class Plan:
         return op
 
 
-def plan(data: dict, host: SurveyHost, others: dict[str, dict] | None = None) -> Plan:
+def plan(
+    data: dict,
+    host: SurveyHost,
+    others: dict[str, dict] | None = None,
+    deploy_file: Path | None = None,
+) -> Plan:
     """Plan deploy.py through pyinfra's API for one host ("node") whose facts come from
     ``host``; ``others`` are more hosts of the inventory (name -> data), not planned.
     Nothing runs anywhere."""
@@ -175,7 +180,7 @@ def plan(data: dict, host: SurveyHost, others: dict[str, dict] | None = None) ->
     state.activate_host(node)
     node.get_fact = host
     with ctx_state.use(state), ctx_host.use(node):
-        runpy.run_path(str(ROOT / "deploy.py"))
+        runpy.run_path(str(deploy_file or ROOT / "deploy.py"))
         ops = []
         for op_hash in state.get_op_order():
             if op_hash not in state.ops[node]:

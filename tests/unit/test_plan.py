@@ -256,3 +256,44 @@ def test_one_drifted_resource_is_the_only_change(change, drifted):
     host = SurveyHost(survey)
     assert plan(DEBIAN, host).changes == drifted
     assert host.extra_reads == []
+
+
+# --- composing: a project of one's own around rocm_node() -------------------------------------
+
+OWN_DEPLOY = """
+from pyinfra import host
+from pyinfra.operations import server
+
+from rocm_fleet.deploy import refused, rocm_node
+
+server.shell(name="mine before", commands=["touch /srv/before"])
+rocm_node()
+host.data.seen_refusal = refused()
+if not refused():
+    server.shell(name="mine after", commands=["touch /srv/after"])
+"""
+
+
+@pytest.mark.parametrize("accepted", [True, False])
+def test_an_own_deploy_asks_whether_the_host_was_refused(tmp_path, accepted):
+    """``refused()`` gives the reason after ``rocm_node()``; a refused host is failed the
+    pyinfra way (``state.failed_hosts``: the run executes none of its operations, the user's
+    "mine before" included), and the guarded "mine after" isn't even planned."""
+    own = tmp_path / "own.py"
+    own.write_text(OWN_DEPLOY)
+    data = {**DEBIAN, "rocm_users": ["alice"] if accepted else ["alice", "mallory"]}
+    survey = converged_survey(DEBIAN, "debian-12")
+    survey["groups"]["users"]["mallory"] = None
+    planned = plan(data, SurveyHost(survey), deploy_file=own)
+    node = planned.state.inventory.get_host("node")
+    if accepted:
+        assert not planned.refused and node.data.seen_refusal is None
+        assert planned.names[0] == "mine before" and planned.names[-1] == "mine after"
+        return
+    assert planned.refused and node not in planned.state.active_hosts
+    assert node.data.seen_refusal == planned.reason
+    assert "rocm_users names mallory, not a user on this host" in planned.reason
+    assert "mine after" not in planned.names
+    from rocm_fleet.deploy import refused
+
+    assert refused(node) == planned.reason

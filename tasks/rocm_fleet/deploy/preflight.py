@@ -20,7 +20,7 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.facts.server import Which
 
-from rocm_fleet.engine.refuse import Outcome, record_outcome, refuse_host, warn_host
+from rocm_fleet.engine.refuse import Outcome, outcome, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.survey import read_survey, survey_reads
 from rocm_fleet.model import paths
 from rocm_fleet.model.findings import Findings, findings
@@ -84,6 +84,20 @@ def _controller_problems(config: Config, row: matrix.Distro, survey: dict[str, A
     if password is not None and not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
         return [f"the MOK password in ${env} must be {PASSWORD_MIN}-{PASSWORD_MAX} characters"]
     return []
+
+
+def refused(target: Any = None) -> str | None:
+    """Why preflight refused ``target`` (a pyinfra ``Host``; default: the host being planned
+    now), or None when it didn't or hasn't run on it yet (``rocm_state: absent`` hosts have no
+    preflight).
+
+    A refused host is failed the pyinfra way (``State.fail_hosts``): a real run executes none
+    of its operations, rocm-fleet's or your own, before ``rocm_node()`` or after it, and the
+    run exits 1. ``--dry`` still lists operations your deploy planned for it; skip them with
+    ``if not refused(): ...`` after ``rocm_node()``."""
+    current = host if target is None else target
+    found = outcome(current.state, current.name)
+    return found.refused if found else None
 
 
 @deploy("Preflight")
