@@ -297,3 +297,14 @@ def test_an_own_deploy_asks_whether_the_host_was_refused(tmp_path, accepted):
     from rocm_fleet.deploy import refused
 
     assert refused(node) == planned.reason
+
+
+@pytest.mark.parametrize("spelling", ["lower", "spaced"])
+def test_a_fingerprint_in_lower_case_is_a_no_op_on_a_converged_host(spelling):
+    fpr = CLASSIC.key_fingerprint
+    given = (
+        fpr.lower() if spelling == "lower" else " ".join(fpr[i : i + 4] for i in range(0, 40, 4))
+    )
+    host = SurveyHost(converged_survey(DEBIAN, "debian-12"))
+    planned = plan({**DEBIAN, "rocm_key_fingerprint": given}, host)
+    assert not planned.refused and planned.changes == []
