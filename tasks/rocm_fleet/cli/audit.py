@@ -171,7 +171,9 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
         cells = observed_cells(config, found.survey)
         drift = [key for key, c in cells.items() if c["drift"]]
         if found.refused:
-            return {**row, "status": "refused", "error": found.refused, "cells": cells}
+            details = found.findings.details if found.findings else {}
+            return {**row, "status": "refused", "error": found.refused, "cells": cells,
+                    **({"details": details} if details else {})}  # fmt: skip
         for concern, operations in plan_drift(state, host).items():
             text = "! " + "; ".join(operations) if operations else "ok"
             cells[concern] = cell(text, bool(operations), operations=operations)

@@ -12,6 +12,7 @@ deploy goes ahead.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ from rocm_fleet.engine.survey import read_survey, survey_reads
 from rocm_fleet.model import paths
 from rocm_fleet.model.findings import Findings, findings
 from rocm_fleet.operations.secureboot import PASSWORD_MAX, PASSWORD_MIN
+
+logger = logging.getLogger("pyinfra")
 
 if TYPE_CHECKING:
     from rocm_fleet.model import matrix
@@ -123,6 +126,9 @@ def preflight(config: Config) -> Findings | None:
     record_outcome(Outcome(survey, result, reason))
     for warning in result.warnings:
         warn_host(warning)
+    if host.state.print_fact_info:  # pyinfra -v: the lists a message summarised, in full
+        for what, names in result.details.items():
+            host.log_styled(f"{what}: {', '.join(names)}", log_func=logger.info)
     if reason:
         refuse_host(reason)
         return None

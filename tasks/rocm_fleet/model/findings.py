@@ -88,6 +88,21 @@ class Findings:
     warnings: list[str]
     # gfx targets of every AMD GPU found (None for a device the matrix can't name)
     gpus: list[str | None] = field(default_factory=list)
+    # Long lists a message only summarises ("cuda-cccl-13-0, ... and 57 more"), in full:
+    # shown with pyinfra -v and in `rocm-fleet audit --json`.
+    details: dict[str, list[str]] = field(default_factory=dict)
+
+
+# How many names a one-line message lists before "and N more".
+LISTED = 5
+
+
+def listed(names: list[str], what: str) -> str:
+    """``names`` for a one-line message: all of them up to LISTED, else the first LISTED and
+    how many more ("a, b, c, d, e and 57 more <what>")."""
+    if len(names) <= LISTED:
+        return ", ".join(names)
+    return f"{', '.join(names[:LISTED])} and {len(names) - LISTED} more {what}"
 
 
 class BundleFiles(Protocol):
@@ -107,6 +122,7 @@ def findings(
     the host's mirror has one (without it, the bundle isn't checked)."""
     problems: list[str] = []
     warnings: list[str] = []
+    details: dict[str, list[str]] = {}
     row = _distro(config, survey, problems, warnings)
     gpus = [gpu["gfx"] for gpu in gpus_found(survey)]
     if bundle_files is not None and row is not None and config.release.publication(row) is not None:
@@ -118,9 +134,9 @@ def findings(
         _plan_time(config, row, survey, problems)
     _users(config, survey, problems)
     _disk(config, survey, problems)
-    _conflicts(config, survey, problems, warnings)
+    _conflicts(config, survey, problems, warnings, details)
     _stream_move(config, survey, warnings)
-    return Findings(row if not problems else None, problems, warnings, gpus)
+    return Findings(row if not problems else None, problems, warnings, gpus, details)
 
 
 def _distro(config: Config, survey: dict, problems: list[str], warnings: list[str]):
@@ -470,16 +486,25 @@ def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
         )
     extra = sorted(set(purge["removes"]) - set(names))
     if extra:
-        return f"{command} says it also removes {', '.join(extra)}"
+        return f"{command} says it also removes {listed(extra, 'packages')}"
     return f"{command} says it removes nothing else"
 
 
-def _nvidia(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
+def _nvidia(
+    config: Config,
+    survey: dict,
+    problems: list[str],
+    warnings: list[str],
+    details: dict[str, list[str]],
+) -> None:
     nvidia = nvidia_stack(survey.get("packages") or {}, survey.get("modules") or [])
     packages = nvidia.get("packages") or []
     if not packages and not nvidia.get("modules"):
         return
-    what = ", ".join(packages) or "none"
+    # A CUDA host has dozens of them: the line names a few, the details all.
+    what = listed(packages, "(pyinfra -v or rocm-fleet audit --json lists all)") or "none"
+    if len(packages) > LISTED:
+        details["NVIDIA packages"] = list(packages)
     modules = ", ".join(nvidia.get("modules") or []) or "none"
     simulated = (survey.get("nvidia_purge") or {}).get("purge")
     removal = f" ({removal_effect(simulated, packages)})" if packages else ""
@@ -577,9 +602,15 @@ def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
     return "; ".join(parts)
 
 
-def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
+def _conflicts(
+    config: Config,
+    survey: dict,
+    problems: list[str],
+    warnings: list[str],
+    details: dict[str, list[str]],
+) -> None:
     migrate = config.rocm_migrate_from_cuda
-    _nvidia(config, survey, problems, warnings)
+    _nvidia(config, survey, problems, warnings, details)
     _distro_rocm(survey, problems, warnings)
     others = sorted(
         {
