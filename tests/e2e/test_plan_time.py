@@ -90,3 +90,16 @@ def test_an_own_deploy_runs_nothing_on_a_refused_host(lab, tmp_path):
     assert not (lab.root("plan1") / "root/mine-before").exists()
     assert not (lab.root("plan1") / "root/mine-after").exists()
     assert differences(before, root_hashes(lab.root("plan1"))) == []
+
+
+def test_sudo_on_a_host_without_sudo_says_so(lab):
+    """``_sudo: True`` where sudo isn't installed (the lab's roots have none): the advice is
+    to install it or connect as root, not "set _sudo: True"."""
+    before = root_hashes(lab.root("plan1"))
+    result = deploy(lab, data=["_sudo=true"])
+    reason = refusal(result, "plan1") or ""
+    print(f"sudo: {reason}")
+    assert result.returncode == 1, result.output[-3000:]
+    assert reason.startswith("_sudo is set but plan1 has no sudo (sudo: not found)"), reason
+    assert "set _sudo: True" not in reason
+    assert differences(before, root_hashes(lab.root("plan1"))) == []

@@ -91,3 +91,13 @@ def test_bad_data_names_its_file_in_the_message_and_as_the_place(fleet):
     assert "\n" not in message
     assert place(raised.value) == ("group_data/radeon.py", 3)
     assert "rocm_fleet" not in place(raised.value)[0]
+
+
+def test_a_missing_required_key_points_at_the_hosts_line(fleet):
+    inventory, _ = fleet
+    mi1 = inventory.get_host("mi1")
+    inventory.get_group_data("instinct").pop("rocm_version")
+    with pytest.raises(InventoryError) as raised:
+        host_config(mi1)
+    assert str(raised.value).startswith("mi1: inventory key 'rocm_version' is required")
+    assert place(raised.value) == ("inventories/lab.py", 4)

@@ -78,8 +78,9 @@ def origin(host: Any, key: str) -> str | None:
 
 
 def _key_line(path: Path, key: str) -> int:
-    """The first line of ``path`` that assigns ``key`` (``key = ...`` or ``"key": ...``)."""
-    pattern = re.compile(rf"""(^|[\s{{,(])['"]?{re.escape(key)}['"]?\s*[=:]""")
+    """The first line of ``path`` that assigns ``key`` (``key = ...`` or ``"key": ...``), or
+    names it as a host (``("node1", {...})``); 1 when none does."""
+    pattern = re.compile(rf"""(^|[\s{{,(\[])['"]?{re.escape(key)}['"]?\s*[=:,]""")
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
@@ -90,13 +91,17 @@ def _key_line(path: Path, key: str) -> int:
 def raise_at(error: Exception, host: Any, key: str | None) -> NoReturn:
     """Raise ``error`` from the line of the file that set ``key`` on ``host``: a frame whose
     code is compiled with that file's name and line, so pyinfra's "pyinfra error in FILE line
-    N" (and a traceback with -vvv) points at the inventory, not at rocm-fleet. Without a
-    file (``--data``, an API inventory) the error is raised here."""
+    N" (and a traceback with -vvv) points at the inventory, not at rocm-fleet. A key no file
+    set (a required one missing) points at the host's line in the inventory file. Without
+    any file (an API inventory) the error is raised here."""
     found = source(host, key) if key else None
     path = found[1] if found else None
+    line = _key_line(path, key or "") if path else 1
+    if path is None and (found is None or found[0] != "--data"):
+        path = _inventory_file(host)
+        line = _key_line(path, host.name) if path else 1
     if path is None:
         raise error
-    line = _key_line(path, key or "")
     code = compile("\n" * (line - 1) + "raise error from None", _shown(path), "exec")
-    exec(code, {"error": error})
+    exec(code, {"error": error})  # the one statement above: nothing of the file runs
     raise error  # not reached: for the type checker

@@ -21,6 +21,12 @@ naming what needs them. A removal is only ever suggested with what apt's simulat
 (``apt-get -s purge``, read in the survey) says it would take along. A host without an
 AMD GPU is told which display or accelerator devices it has instead.
 
+And whatever would otherwise stop the run halfway, after changes (``_plan_time``,
+``_users``): ``rocm_users`` naming users the host lacks, ``rocm_driver: dkms`` on a release
+whose driver the matrix doesn't record, a newer kernel from backports with no Debian mirror
+to take it from, a DKMS signing key the firmware blocks or mokutil can't read. (The MOK
+password, which comes from where pyinfra runs, is checked by ``deploy.preflight``.)
+
 The survey's readers the audit shows too (``gpus_found``, ``describe_gpus``, ``amd_pci``,
 ``venv_torch``) are here, so both say the same of a host.
 """
