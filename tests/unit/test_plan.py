@@ -308,3 +308,17 @@ def test_a_fingerprint_in_lower_case_is_a_no_op_on_a_converged_host(spelling):
     host = SurveyHost(converged_survey(DEBIAN, "debian-12"))
     planned = plan({**DEBIAN, "rocm_key_fingerprint": given}, host)
     assert not planned.refused and planned.changes == []
+
+
+def test_the_nvidia_packages_a_refusal_summarises_are_listed_in_full_with_v(caplog, monkeypatch):
+    from pyinfra.api import State
+
+    nvidia = {f"libnvidia-compute-{n}": "535.216.01-1" for n in range(8)}
+    survey = fresh_survey("debian-12", packages={**fresh_survey("debian-12")["packages"], **nvidia})
+    caplog.set_level(logging.INFO, logger="pyinfra")
+    planned = plan({"rocm_version": "6.4.3"}, SurveyHost(survey))
+    assert planned.refused and "and 3 more (pyinfra -v or rocm-fleet audit --json" in planned.reason
+    assert "NVIDIA packages:" not in caplog.text
+    monkeypatch.setattr(State, "print_fact_info", True)  # pyinfra -v
+    plan({"rocm_version": "6.4.3"}, SurveyHost(survey))
+    assert f"NVIDIA packages: {', '.join(sorted(nvidia))}" in caplog.text
