@@ -146,11 +146,10 @@ def load_config(
                 key,
             )
 
-    for key in REQUIRED:
+    for key, what in REQUIRED.items():
         if key not in data:
             raise ConfigError(
-                f"{host_name}: inventory key {key!r} is required and not set: "
-                f"{SETTINGS[key].metadata['meaning']}",
+                f"{host_name}: inventory key {key!r} is required and not set: set it to {what}",
                 key,
             )
 

@@ -32,8 +32,11 @@ Check = Callable[[Any], "str | None"]
 # under the same words (gpu_count 0.67, torch_compile 0.57, pytorch_venv_path 0.83).
 NEAR_MISS_CUTOFF = 0.85
 
-# Settings with no default: a host's data must give them.
-REQUIRED = ("rocm_version",)
+# Settings with no default, which a host's data must give -> what to set them to.
+REQUIRED = {
+    "rocm_version": "the ROCm release to install, e.g. '7.2.1' or '7.14.1' "
+    "(`rocm-fleet matrix` lists them)",
+}
 
 # Keys of earlier versions -> their names now.
 RENAMED = {
