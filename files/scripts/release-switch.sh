@@ -1,5 +1,6 @@
 # shellcheck shell=sh
-# release-switch.sh REGEX ITEM...: ITEM is foreign:NAME, want:NAME or stale:NAME. The foreign
+# release-switch.sh REGEX ITEM...: ITEM is foreign:NAME, want:NAME, stale:NAME or drop:NAME
+# (a GPU target's package no longer wanted: purged after the install). The foreign
 # packages (the other ROCm stream's) are purged first: AMD says to uninstall ROCm 7.2.4 or
 # older before installing the Core SDK, and the two can't share /opt/rocm. Then each other
 # package is installed at exactly the version the configured repository offers that matches
@@ -18,6 +19,10 @@ for item in "$@"; do
     name=${item#*:}
     if [ "$kind" = foreign ]; then
         foreign="$foreign $name"
+        continue
+    fi
+    if [ "$kind" = drop ]; then
+        purge="$purge $name"
         continue
     fi
     version=$(apt-cache madison "$name" | awk -F'|' -v re="$regex" \

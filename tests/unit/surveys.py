@@ -141,6 +141,19 @@ class Plan:
         return [op.name for op in self.ops]
 
     @property
+    def reason(self) -> str | None:
+        """Why preflight refused the host (None: it didn't)."""
+        from rocm_fleet.engine.refuse import outcome
+
+        found = outcome(self.state, "node")
+        return found.refused if found else None
+
+    @property
+    def beyond_preflight(self) -> list[str]:
+        """The operations planned after preflight: none for a refused host."""
+        return [name for name in self.names if not name.startswith("Preflight")]
+
+    @property
     def changes(self) -> list[str]:
         """The operations that would change the host (not counting ``_if``-gated ones)."""
         return [op.name for op in self.ops if op.meta._maybe_is_change and not op.conditional]
@@ -150,7 +163,12 @@ class Plan:
         return op
 
 
-def plan(data: dict, host: SurveyHost, others: dict[str, dict] | None = None) -> Plan:
+def plan(
+    data: dict,
+    host: SurveyHost,
+    others: dict[str, dict] | None = None,
+    deploy_file: Path | None = None,
+) -> Plan:
     """Plan deploy.py through pyinfra's API for one host ("node") whose facts come from
     ``host``; ``others`` are more hosts of the inventory (name -> data), not planned.
     Nothing runs anywhere."""
@@ -162,7 +180,7 @@ def plan(data: dict, host: SurveyHost, others: dict[str, dict] | None = None) ->
     state.activate_host(node)
     node.get_fact = host
     with ctx_state.use(state), ctx_host.use(node):
-        runpy.run_path(str(ROOT / "deploy.py"))
+        runpy.run_path(str(deploy_file or ROOT / "deploy.py"))
         ops = []
         for op_hash in state.get_op_order():
             if op_hash not in state.ops[node]:

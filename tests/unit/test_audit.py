@@ -136,8 +136,6 @@ def test_a_converged_plan_has_every_concern_and_no_drift():
          "PyTorch", ["Install the torch wheels built for the ROCm release"]),
         ({f"file {paths.LD_CONF}": None}, "ROCm packages",
          ["Put /opt/rocm/lib on the dynamic loader path"]),  # not the ldconfig it gates
-        ({"groups": {"groups": ["video", "render"], "users": {"alice": None}}},
-         "GPU groups", ["Give the GPU users video and render"]),  # fails: no such user
     ],
 )  # fmt: skip
 def test_a_drifted_resource_is_its_concerns_drift(changes, concern, operations):
@@ -350,3 +348,30 @@ def test_a_limit_selects_by_glob_or_group_and_one_that_matches_nothing_is_a_usag
         "gpus ['ws01', 'ws02']",
         "mi300x UsageError: --limit mi300x matches no host or group of lab.py",
     ]
+
+
+CLEAN_ABSENT = {"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}, "DpkgInterrupted": []}
+
+
+def test_a_decommissioned_host_audits_as_the_inventory_says(monkeypatch):
+    """``rocm_state: absent`` has no preflight: a cleanly uninstalled host is ok (not
+    "failed (preflight did not run)"), one with ROCm left on it drifts from absent."""
+    absent = {**DATA, "rocm_state": "absent"}
+    packages = {**CLEAN_ABSENT["InstalledPackages"], "rocm-core": "6.4.3.60403-128~22.04"}
+    left = {**CLEAN_ABSENT, "InstalledPackages": packages}
+    rows = gather(
+        monkeypatch,
+        {
+            "gone": (absent, SurveyHost({}, other=CLEAN_ABSENT)),
+            "leftover": (absent, SurveyHost({}, other=left)),
+        },
+    )
+    by_host = {row["host"]: row for row in rows}
+    assert by_host["gone"]["status"] == "ok" and by_host["gone"]["error"] is None
+    assert by_host["gone"]["cells"]["rocm"]["text"] == "absent (rocm_state)"
+    assert by_host["leftover"]["status"] == "drift"
+    assert by_host["leftover"]["drift"] == [
+        "Remove ROCm packages: Purge AMD's ROCm packages (every release and stream)"
+    ]
+    assert audit.exit_status([by_host["gone"]]) == 0
+    assert audit.exit_status(rows) == 1

@@ -7,7 +7,7 @@ import pytest
 
 from rocm_fleet.model.config import Config, ConfigError, load_config
 from rocm_fleet.model.matrix import GPU_TARGETS
-from rocm_fleet.model.settings import PREFIXES, RENAMED, SETTINGS, Settings
+from rocm_fleet.model.settings import RENAMED, SETTINGS, Settings
 
 GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alice"]}
 
@@ -106,22 +106,33 @@ def test_expected_gfx_list_and_venv_python():
     assert load_config({"rocm_version": "6.4.3"}).expected_gfx_list == []
 
 
-def test_connector_and_foreign_keys_pass():
-    # pyinfra's connector keys and the inventory's own keys are not settings: accepted and
+@pytest.mark.parametrize(
+    "key",
+    ["datacenter", "gpu_vendor", "torch_compile", "gpu_count", "rocm_home", "pytorch_venv_path",
+     "expected_version", "preflight_checks", "torch_cuda_arch_list", "rocm_extra"],
+)  # fmt: skip
+def test_connector_and_other_deploys_keys_pass(key):
+    """A library claims no prefix: a key of the user's own deploy passes whatever its name,
+    unless it is a near-miss of one of ours."""
+    # pyinfra's connector keys and the other deploys' keys are not settings: accepted and
     # ignored (no error, the same config as without them).
-    config = load_config({**GOOD, "ssh_user": "admin", "_sudo": True, "datacenter": "fra1"})
+    config = load_config({**GOOD, "ssh_user": "admin", "_sudo": True, key: "theirs"})
     assert config == load_config(GOOD)
 
 
 @pytest.mark.parametrize(
     ("change", "needles"),
     [
-        ({"rocm_version": "6.2.9"}, ["'rocm_version'", "'6.2.9'", "6.0.0", "7.2.4", "10.1.0"]),
+        ({"rocm_version": "6.2.9"}, ["'rocm_version'", "'6.2.9'", "did you mean '6.2.4'"]),
         ({"rocm_version": "10.2.0"}, ["'10.2.0'", "`rocm-fleet matrix check`"]),
         ({"rocm_version": None}, ["'rocm_version'", "None", "a release string such as '6.4.3'"]),
         ({"torch_version": "2.10.0"}, ["'torch_version'", "'2.10.0'", "rocm6.4", "2.9.1"]),
         ({"rocm_verison": "6.4.3"}, ["'rocm_verison'", "did you mean 'rocm_version'"]),
-        ({"rocm_users": "alice"}, ["'rocm_users'", "'alice'", "a list of user names"]),
+        ({"rocm_users": "alice"}, ["'rocm_users'", "'alice'", "a list of user names",
+                                   "written as a list even for one, e.g. ['alice']"]),
+        ({"rocm_users": "alice,bob"}, ["e.g. ['alice', 'bob']"]),
+        ({"rocm_no_proxy": "localhost"}, ["'rocm_no_proxy'", "e.g. ['localhost']"]),
+        ({"rocm_packages": "rocm"}, ["'rocm_packages'", "e.g. ['rocm']"]),
         ({"rocm_users": ["Alice Smith"]}, ["'rocm_users'", "'Alice Smith' is not one"]),
         ({"expected_gfx": "rx7900"}, ["'expected_gfx'", "'rx7900'", "gfx target"]),
         ({"expected_gfx": []}, ["'expected_gfx'"]),
@@ -137,7 +148,6 @@ def test_connector_and_foreign_keys_pass():
           "pytorch_install: False"]),
         ({"rocm_version": "7.14.1", "torch_version": "2.13.0"},
          ["'torch_version'", "'2.13.0'", "rocm7.14", "2.14.0, 2.14.1"]),
-        ({"rocm_extra": 1}, ["'rocm_extra'", "not a rocm-fleet setting"]),
         ({"rocm_driver": "amdgpu-pro"}, ["'rocm_driver'", "'amdgpu-pro'", "'inbox', 'dkms'"]),
         ({"rocm_reboot_parallel": 0}, ["'rocm_reboot_parallel'", "whole number >= 1"]),
         ({"rocm_kernel_backports_mirror": "deb.debian.org"},
@@ -175,23 +185,80 @@ def test_the_renames_are_the_ones_of_the_previous_release():
 
 
 @pytest.mark.parametrize(
-    "key", ["rocm_reboots", "pytorch_index", "torch_versions", "expected_gpus", "gpu_count",
-            "preflight_min_free"],
+    ("key", "meant"),
+    [("rocm_reboots", "rocm_reboot"), ("torch_versions", "torch_version"),
+     ("rocm_verison", "rocm_version"), ("rocm_user", "rocm_users"),
+     ("expected_gpu_cnt", "expected_gpu_count"), ("expected_gfxs", "expected_gfx"),
+     ("pytorch_env", "pytorch_venv"), ("rocm_kernel_backport", "rocm_kernel_backports"),
+     ("preflight_min_free_gbs", "preflight_min_free_gb"), ("rocm_mirorr", "rocm_mirror")],
 )  # fmt: skip
-def test_unknown_keys_under_a_prefix_are_typos(key):
-    assert key.startswith(PREFIXES)
-    message = refusal({**GOOD, key: "x"})
-    assert f"unknown inventory key {key!r}" in message
-    assert "did you mean" in message or "it is not a rocm-fleet setting" in message
+def test_a_near_miss_of_a_setting_names_the_setting(key, meant):
+    assert refusal({**GOOD, key: "x"}) == (
+        f"gpu07: unknown inventory key {key!r}: did you mean {meant!r}?"
+    )
 
 
-def test_a_near_miss_names_the_setting_it_resembles():
-    assert refusal({**GOOD, "rocm_reboots": "allow"}) == (
-        "gpu07: unknown inventory key 'rocm_reboots': did you mean 'rocm_reboot'?"
+def test_a_missing_rocm_version_is_required_not_empty():
+    message = refusal({"expected_gfx": "gfx1100"})
+    assert message.startswith("gpu07: inventory key 'rocm_version' is required and not set: ")
+    assert "''" not in message and "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("version", "meant", "series_note"),
+    [("7.14", "7.14.1", True), ("6.4", "6.4.4", True), ("7.2", "7.2.4", True),
+     ("6.4.9", "6.4.4", False)],
+)  # fmt: skip
+def test_a_release_the_matrix_lacks_gets_the_newest_of_its_series(version, meant, series_note):
+    """X.Y is refused, never read as the newest X.Y.z: AMD's X.Y directories are X.Y.0, and
+    a matrix update must not move a host; the message says which release was meant."""
+    message = refusal({**GOOD, "rocm_version": version})
+    series = ".".join(version.split(".")[:2])
+    assert message.startswith(
+        f"gpu07: inventory key 'rocm_version' has value {version!r}; did you mean {meant!r} "
+        f"(the newest {series}.z the matrix knows"
     )
-    assert refusal({**GOOD, "gpu_count": 1}) == (
-        "gpu07: unknown inventory key 'gpu_count': it is not a rocm-fleet setting"
+    assert ("X.Y is not read as the newest X.Y.z" in message) is series_note
+    assert "6.0.0" not in message  # no list of every release
+
+
+def test_a_release_beyond_the_matrix_names_the_range_and_the_check():
+    message = refusal({**GOOD, "rocm_version": "8.0.0"})
+    assert "(6.0.0 to 10.1.0; `rocm-fleet matrix` lists them)" in message
+    assert "did you mean" not in message
+
+
+@pytest.mark.parametrize(("torch", "hint"), [(2.5, "quote it"), ("2.9", "did you mean '2.9.1'?")])
+def test_a_torch_version_as_a_number_or_a_series_gets_a_hint(torch, hint):
+    message = refusal({**GOOD, "torch_version": torch})
+    assert f"'torch_version' has value {torch!r}" in message and hint in message
+
+
+def test_an_error_names_the_file_that_set_the_key():
+    def origin(key):
+        return {"rocm_version": "group_data/radeon.py", "rocm_reboots": "--data"}.get(key)
+
+    with pytest.raises(ConfigError) as refused:
+        load_config({"rocm_version": "7.14"}, "gpu07", origin)
+    assert str(refused.value).startswith(
+        "gpu07: inventory key 'rocm_version' has value '7.14' (set in group_data/radeon.py); "
+        "did you mean '7.14.1'"
     )
+    with pytest.raises(ConfigError, match=r"'rocm_reboots' \(set in --data\): did you mean"):
+        load_config({**GOOD, "rocm_reboots": "allow"}, "gpu07", origin)
+
+
+@pytest.mark.parametrize("spelling", ["lower", "spaced"])
+def test_a_fingerprint_in_any_spelling_is_the_upper_case_one(spelling):
+    amd = "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"
+    given = (
+        amd.lower() if spelling == "lower" else " ".join(amd[i : i + 4] for i in range(0, 40, 4))
+    )
+    config = load_config(
+        {**GOOD, "rocm_key_fingerprint": given, "rocm_amdgpu_key_fingerprint": given}
+    )
+    assert config.rocm_key_fingerprint == config.key_fingerprint == amd
+    assert config.rocm_amdgpu_key_fingerprint == amd
 
 
 @pytest.mark.parametrize("number", [6.4, 7, 6.41])
@@ -218,9 +285,8 @@ def test_release_without_torch_index_is_fine_without_pytorch():
     assert config.torch is None and config.torch_build is None
 
 
-def test_every_setting_is_prefixed_documented_and_checked():
+def test_every_setting_is_documented_and_checked():
     for key, setting in SETTINGS.items():
-        assert key.startswith(PREFIXES), key
         meaning = setting.metadata["meaning"]
         assert meaning[0].isupper() or meaning.startswith("`"), key  # a sentence or a value
         assert callable(setting.metadata["check"]) and setting.metadata["concern"], key

@@ -216,6 +216,11 @@ def test_the_host_is_refused_for_the_nvidia_stack_and_says_which_gpu_it_has(surv
     assert nvidia.endswith(
         f"(apt-get -s purge of these {count} packages says it removes nothing else)"
     )
+    # Dozens of packages: the line names five and counts the rest; the details list all.
+    everything = result.details["NVIDIA packages"]
+    assert len(everything) == count > 5
+    assert f"{', '.join(everything[:5])} and {count - 5} more (pyinfra -v or rocm-fleet " in nvidia
+    assert everything[5] not in nvidia and len(nvidia) < 500
 
 
 def test_with_migrate_from_cuda_and_no_gpu_expected_the_host_may_go_ahead(survey):

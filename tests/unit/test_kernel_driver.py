@@ -238,9 +238,11 @@ def test_every_apt_repository_goes_key_source_pin_refresh():
 def test_release_without_a_known_driver_is_refused_for_dkms():
     data = {**DKMS, "rocm_version": "10.1.0", "pytorch_install": False}
     planned = planned_for("ubuntu-24.04", data, kernel=U24)
-    refusal = planned.find("Refuse rocm_driver: dkms")
-    assert "does not record which amdgpu driver ROCm 10.1.0 ships" in text(refusal)
-    assert not any("amdgpu-dkms" in n for n in planned.names)
+    # Known while planning: preflight refuses the host, so --dry and the audit say so and
+    # nothing (key, source, pin, apt-get update) is changed before the run would stop.
+    assert planned.refused and planned.beyond_preflight == []
+    assert "does not record which amdgpu driver ROCm 10.1.0 ships" in planned.reason
+    assert "set rocm_driver: inbox, or a rocm_version whose driver is known" in planned.reason
 
 
 def test_headers_for_the_running_and_every_newer_kernel():
@@ -349,19 +351,27 @@ def test_enrolled_or_pending_key_is_not_queued_again(key, pending):
     assert queue(planned).commands == []
 
 
-def test_blocked_key_fails_the_host():
+def test_blocked_key_refuses_the_host_in_preflight():
     planned = planned_for("debian-12", DKMS, sb_state="sb_state_enabled.txt", key="blocked")
-    assert "is blocked" in text(queue(planned))
+    assert planned.refused and planned.beyond_preflight == []
+    assert "/var/lib/dkms/mok.pub is blocked by the firmware" in planned.reason
 
 
-def test_no_password_fails_the_host_naming_the_variable(monkeypatch):
+def test_a_key_secure_boot_is_off_for_is_no_refusal():
+    planned = planned_for("debian-12", DKMS, sb_state="sb_state_disabled.txt", key="blocked")
+    assert not planned.refused
+
+
+def test_no_password_refuses_the_host_naming_the_variable(monkeypatch):
     monkeypatch.delenv("FLEET_MOK", raising=False)
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     data = {**DKMS, "rocm_mok_password_env": "FLEET_MOK"}
     planned = planned_for("debian-12", data, sb_state="sb_state_enabled.txt")
-    # Planning sees the first command only; the password is asked for when the run executes.
-    assert [str(c) for c in queue(planned).commands[:1]] == ["install -d -m 0700 /run/rocm-fleet"]
-    assert "set the environment variable FLEET_MOK" in text(queue(planned))
+    assert planned.refused and planned.beyond_preflight == []
+    assert "set the environment variable FLEET_MOK where pyinfra runs" in planned.reason
+    monkeypatch.setenv("FLEET_MOK", "x" * 300)
+    planned = planned_for("debian-12", data, sb_state="sb_state_enabled.txt")
+    assert "the MOK password in $FLEET_MOK must be 1-256 characters" in planned.reason
 
 
 def test_pending_message_text():

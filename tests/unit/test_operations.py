@@ -934,9 +934,9 @@ def test_fail_stops_the_host_with_its_reason():
 @pytest.mark.parametrize(
     ("mirror", "refused"), [("http://deb.debian.org/debian", False), (None, True)]
 )
-def test_fail_is_planned_only_when_the_host_must_stop(mirror, refused):
-    """fail has no noop: the tasks plan it only for a host that must stop (here, backports
-    for an RDNA4 card on a Debian 12 host that names no Debian mirror)."""
+def test_backports_without_a_debian_mirror_is_refused_in_preflight(mirror, refused):
+    """Known while planning (an RDNA4 card on a Debian 12 host that names no Debian mirror):
+    preflight refuses the host, so nothing runs; with a mirror the backports are planned."""
     survey = fresh_survey(
         "debian-12",
         kernel="6.1.0-31-amd64",
@@ -953,10 +953,10 @@ def test_fail_is_planned_only_when_the_host_must_stop(mirror, refused):
     )
     data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1201", "pytorch_install": False}
     planned = plan(data, SurveyHost(survey))
-    refusals = [
-        op for op in planned.ops if op.name.endswith("Refuse backports without a Debian mirror")
-    ]
-    assert bool(refusals) is refused
+    assert planned.refused is refused
     if refused:
-        assert "names no Debian mirror" in str(refusals[0].commands[0])
-        assert not any("backports" in op.name.lower() for op in planned.ops if op not in refusals)
+        assert planned.beyond_preflight == []
+        assert "no Debian mirror is named in" in planned.reason
+        assert "set rocm_kernel_backports_mirror" in planned.reason
+    else:
+        assert any("backports" in name.lower() for name in planned.names)

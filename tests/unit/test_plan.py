@@ -169,6 +169,30 @@ def test_an_unreadable_host_is_refused_with_how_to_connect(caplog):
     assert "preflight could not read node (see the error above): connect as root" in caplog.text
 
 
+@pytest.mark.parametrize(
+    ("data", "sudo", "reason"),
+    [({}, None, "connect as root, or set _sudo: True"),
+     ({"_sudo": True}, None, "_sudo is set but node has no sudo (sudo: not found): install it"),
+     ({"_sudo": True}, "/usr/bin/sudo", "through sudo (see the error above): give the SSH user "
+      "passwordless sudo, or set _sudo_password")],
+)  # fmt: skip
+def test_an_unreadable_host_gets_the_advice_that_fits(caplog, data, sudo, reason):
+    """With _sudo set, "set _sudo: True" is the wrong advice: one more look (``command -v
+    sudo``, without sudo) tells a host without sudo from a sudo that refused."""
+    caplog.set_level(logging.ERROR, logger="pyinfra")
+
+    class Unreadable(SurveyHost):
+        def __call__(self, fact, *args, **kwargs):
+            if fact.__name__ == "Which":
+                assert kwargs == {"command": "sudo", "_sudo": False, "_ignore_errors": True}
+                return sudo
+            return None
+
+    planned = plan({"rocm_version": "6.4.3", **data}, Unreadable({}))
+    assert planned.refused and reason in planned.reason
+    assert "\n" not in planned.reason
+
+
 def test_bad_data_stops_planning():
     with pytest.raises((ConfigError, PyinfraError), match="'rocm_users' has value 'alice'"):
         fresh("ubuntu-22.04", {"rocm_version": "6.4.3", "rocm_users": "alice"})
@@ -310,3 +334,69 @@ def test_a_survey_key_declared_twice_must_be_the_same_read():
     assert merged([kernel], [Read("kernel", RunningKernel)]) == [kernel]
     with pytest.raises(ValueError, match="survey key 'kernel' declared twice"):
         merged([kernel], [Read("kernel", FileDigest, {"path": "/vmlinuz"})])
+
+
+# --- composing: a project of one's own around rocm_node() -------------------------------------
+
+OWN_DEPLOY = """
+from pyinfra import host
+from pyinfra.operations import server
+
+from rocm_fleet.deploy import refused, rocm_node
+
+server.shell(name="mine before", commands=["touch /srv/before"])
+rocm_node()
+host.data.seen_refusal = refused()
+if not refused():
+    server.shell(name="mine after", commands=["touch /srv/after"])
+"""
+
+
+@pytest.mark.parametrize("accepted", [True, False])
+def test_an_own_deploy_asks_whether_the_host_was_refused(tmp_path, accepted):
+    """``refused()`` gives the reason after ``rocm_node()``; a refused host is failed the
+    pyinfra way (``state.failed_hosts``: the run executes none of its operations, the user's
+    "mine before" included), and the guarded "mine after" isn't even planned."""
+    own = tmp_path / "own.py"
+    own.write_text(OWN_DEPLOY)
+    data = {**DEBIAN, "rocm_users": ["alice"] if accepted else ["alice", "mallory"]}
+    survey = converged_survey(DEBIAN, "debian-12")
+    survey["groups"]["users"]["mallory"] = None
+    planned = plan(data, SurveyHost(survey), deploy_file=own)
+    node = planned.state.inventory.get_host("node")
+    if accepted:
+        assert not planned.refused and node.data.seen_refusal is None
+        assert planned.names[0] == "mine before" and planned.names[-1] == "mine after"
+        return
+    assert planned.refused and node not in planned.state.active_hosts
+    assert node.data.seen_refusal == planned.reason
+    assert "rocm_users names mallory, not a user on this host" in planned.reason
+    assert "mine after" not in planned.names
+    from rocm_fleet.deploy import refused
+
+    assert refused(node) == planned.reason
+
+
+@pytest.mark.parametrize("spelling", ["lower", "spaced"])
+def test_a_fingerprint_in_lower_case_is_a_no_op_on_a_converged_host(spelling):
+    fpr = CLASSIC.key_fingerprint
+    given = (
+        fpr.lower() if spelling == "lower" else " ".join(fpr[i : i + 4] for i in range(0, 40, 4))
+    )
+    host = SurveyHost(converged_survey(DEBIAN, "debian-12"))
+    planned = plan({**DEBIAN, "rocm_key_fingerprint": given}, host)
+    assert not planned.refused and planned.changes == []
+
+
+def test_the_nvidia_packages_a_refusal_summarises_are_listed_in_full_with_v(caplog, monkeypatch):
+    from pyinfra.api import State
+
+    nvidia = {f"libnvidia-compute-{n}": "535.216.01-1" for n in range(8)}
+    survey = fresh_survey("debian-12", packages={**fresh_survey("debian-12")["packages"], **nvidia})
+    caplog.set_level(logging.INFO, logger="pyinfra")
+    planned = plan({"rocm_version": "6.4.3"}, SurveyHost(survey))
+    assert planned.refused and "and 3 more (pyinfra -v or rocm-fleet audit --json" in planned.reason
+    assert "NVIDIA packages:" not in caplog.text
+    monkeypatch.setattr(State, "print_fact_info", True)  # pyinfra -v
+    plan({"rocm_version": "6.4.3"}, SurveyHost(survey))
+    assert f"NVIDIA packages: {', '.join(sorted(nvidia))}" in caplog.text

@@ -247,6 +247,8 @@ def check(data=None, os_name=None, **survey):
 
 MINT_22 = {"id": "linuxmint", "id_like": ["ubuntu", "debian"], "version_id": "22",
            "codename": "wilma", "point_release": None, "pretty_name": "Linux Mint 22"}  # fmt: skip
+RX9070XT = {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x7550", "class": "0x030000",
+            "driver": None}  # fmt: skip
 MI300X = {
     "slot": "0000:1b:00.0",
     "vendor": "0x1002",
@@ -313,12 +315,56 @@ DEBIAN_ROCMINFO = {
          "holds a CPU torch (2.9.1)"),
         ({}, None, {"disk": [{"path": "/opt", "mount": "/opt", "avail": 64 * 2**20}]},
          "not enough free space on /opt (for /opt): 0.07 GB free, 10.00 GB needed"),
+        # Known while planning, though an operation would be the one to fail (issue 19):
+        ({"rocm_users": ["alice", "bob"]}, None,
+         {"groups": {"groups": ["video"], "users": {"alice": ["alice"], "bob": None}}},
+         "rocm_users names bob, not a user on this host: create it first"),
+        ({"rocm_version": "10.1.0", "pytorch_install": False, "rocm_driver": "dkms"},
+         "ubuntu-24.04", {"kernel": "6.8.0-50-generic"},
+         "rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm 10.1.0 "
+         "ships"),
+        ({"expected_gfx": "gfx1201"}, None, {"kernel": "6.1.0-31-amd64", "mirror": None,
+                                             "pci": [RX9070XT]},
+         "a newer kernel from bookworm-backports is needed, but no Debian mirror is named"),
     ],
 )  # fmt: skip
 def test_each_problem_names_itself_and_its_fix(data, os_name, survey, message):
     result = check(data, os_name, **survey)
     assert result.row is None
     assert any(message in problem for problem in result.problems), result.problems
+
+
+def test_a_backports_mirror_in_the_inventory_or_the_hosts_sources_is_enough():
+    survey = {"kernel": "6.1.0-31-amd64", "mirror": None, "pci": [RX9070XT]}
+    mirror = {"rocm_kernel_backports_mirror": "http://deb.debian.org/debian"}
+    assert check({"expected_gfx": "gfx1201", **mirror}, **survey).problems == []
+    assert check({"expected_gfx": "gfx1201"}, mirror="http://deb.debian.org/debian",
+                 kernel="6.1.0-31-amd64", pci=[RX9070XT]).problems == []  # fmt: skip
+    assert check({"expected_gfx": "gfx1201", "rocm_kernel_backports": "never"},
+                 **survey).problems == []  # fmt: skip
+
+
+def test_expected_gfx_on_a_gpu_less_host_is_a_warning():
+    result = check({"expected_gfx": "gfx1100", "expected_gpu_count": 0}, pci=[])
+    assert result.problems == []
+    assert any(
+        w.startswith("expected_gfx is gfx1100 but expected_gpu_count is 0: no GPU is checked")
+        for w in result.warnings
+    ), result.warnings
+
+
+@pytest.mark.parametrize(
+    ("key", "refused"),
+    [("blocked", "is blocked by the firmware"), ("weird", "cannot tell whether"),
+     ("enrolled", None), ("missing", None), ("not_enrolled", None)],
+)  # fmt: skip
+def test_a_dkms_signing_key_the_firmware_blocks_is_refused(key, refused):
+    cert = "/var/lib/dkms/mok.pub"
+    survey = {"secure_boot": {"state": "enabled"}, f"mok {cert}": {"state": key}}
+    problems = check({"rocm_driver": "dkms"}, **survey).problems
+    assert (problems[0] if problems else None) == (
+        None if refused is None else next(p for p in problems if refused in p)
+    )
 
 
 def test_every_problem_of_a_host_is_reported_at_once():

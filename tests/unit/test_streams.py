@@ -319,8 +319,8 @@ def test_dkms_is_refused_for_a_release_whose_driver_the_matrix_does_not_know():
     data = {"rocm_version": "10.1.0", "pytorch_install": False, "rocm_driver": "dkms",
             "expected_gfx": "gfx1100"}  # fmt: skip
     planned, _ = plan_for("ubuntu-24.04", data, pci=[RX7900], kernel="6.8.0-50-generic")
-    refusal = planned.find("Refuse rocm_driver: dkms")
-    assert "which amdgpu driver ROCm 10.1.0 ships" in str(refusal.commands)
+    assert planned.refused and planned.beyond_preflight == []
+    assert "which amdgpu driver ROCm 10.1.0 ships" in planned.reason
 
 
 # --- a converged Core SDK host --------------------------------------------------------------
@@ -343,3 +343,75 @@ def test_a_converged_core_sdk_host_plans_no_change_from_one_survey(os_name, data
     assert not planned.refused
     assert planned.changes == [], planned.changes
     assert host.extra_reads == []
+
+
+# --- a desired state is the whole state: the card swap ----------------------------------------
+
+RX9070XT = {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x7550", "class": "0x030000",
+            "driver": None}  # fmt: skip
+GFX1100 = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+           "rocm_users": ["alice"]}  # fmt: skip
+
+
+def swapped_survey():
+    """A gfx1100 Core SDK host whose card became an RX 9070 XT (gfx1201), as a deploy that
+    only adds leaves it: the new target's packages beside the old one's."""
+    survey = converged_survey({**GFX1100, "expected_gfx": "gfx1201"}, "debian-13", pci=[RX9070XT])
+    version = survey["packages"]["amdrocm7.14-gfx1201"]
+    survey["packages"]["amdrocm7.14-gfx1100"] = version
+    survey["packages"]["amdrocm-core7.14-gfx1100"] = version  # what the per-target one pulls in
+    return survey
+
+
+def test_the_card_swap_purges_the_old_targets_packages_on_the_same_run():
+    data = {**GFX1100, "expected_gfx": "gfx1201"}
+    planned = plan(data, SurveyHost(swapped_survey()))
+    assert not planned.refused
+    _, *items = args(planned, "Install the ROCm packages")
+    assert items == [
+        "drop:amdrocm-core7.14-gfx1100",
+        "drop:amdrocm7.14-gfx1100",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("installed", "packages", "dropped"),
+    [
+        # per-target to the every-target package: nothing goes (it depends on every target)
+        (["amdrocm7.14-gfx1100"], ["amdrocm7.14"], []),
+        # every-target to per-target: the meta and the other targets go
+        (["amdrocm7.14", "amdrocm7.14-gfx1100", "amdrocm-core7.14-gfx1100",
+          "amdrocm7.14-gfx942", "amdrocm-core7.14", "amdrocm-base7.14"],
+         ["amdrocm7.14-gfx1100"], ["amdrocm7.14", "amdrocm7.14-gfx942"]),
+        # two targets kept, one dropped; shared packages never
+        (["amdrocm7.14-gfx1100", "amdrocm7.14-gfx942", "amdrocm7.14-gfx90a", "amdrocm-core7.14"],
+         ["amdrocm7.14-gfx942", "amdrocm7.14-gfx90a"], ["amdrocm7.14-gfx1100"]),
+        # rocm_packages naming no target: nothing is a target's
+        (["amdrocm7.14-gfx1100"], ["amdrocm-hpc7.14"], []),
+    ],
+)  # fmt: skip
+def test_only_packages_of_targets_no_longer_wanted_are_dropped(installed, packages, dropped):
+    from rocm_fleet.model.matrix import release
+
+    rel = release("7.14.1")
+    assert rel.stream.unwanted_targets(rel, packages, installed) == dropped
+
+
+def test_a_classic_release_has_no_target_packages_to_drop():
+    from rocm_fleet.model.matrix import release
+
+    rel = release("6.4.3")
+    assert rel.stream.unwanted_targets(rel, ["rocm-hip-runtime"], ["rocm", "rocm-core"]) == []
+
+
+def test_the_audit_flags_the_old_targets_packages_until_they_go():
+    from rocm_fleet.cli import audit
+
+    data = {**GFX1100, "expected_gfx": "gfx1201"}
+    planned = plan(data, SurveyHost(swapped_survey()))
+    drift = audit.plan_drift(planned.state, planned.state.inventory.get_host("node"))
+    assert drift["ROCm packages"] == ["Install the ROCm packages of the release"]
+    # and once they went: no drift
+    converged = converged_survey(data, "debian-13", pci=[RX9070XT])
+    planned = plan(data, SurveyHost(converged))
+    assert planned.changes == []

@@ -153,6 +153,10 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
             error = str(exc.args[0] if exc.args else exc)
             return {**row, "status": "unreachable", "error": error}
         plan_deploy(state, host, rocm_node)
+        if config.rocm_state == "absent":
+            # A decommissioned host has no preflight: what the removal would still take
+            # away is its whole drift, and a clean one is as the inventory says.
+            return _absent_row(row, plan_drift(state, host))
         found = outcome(state, host.name)
         if found is None or found.survey is None:
             reason = found.refused if found else "preflight did not run"
@@ -160,7 +164,9 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
         cells = observed_cells(config, found.survey)
         drift = [key for key, c in cells.items() if c["drift"]]
         if found.refused:
-            return {**row, "status": "refused", "error": found.refused, "cells": cells}
+            details = found.findings.details if found.findings else {}
+            return {**row, "status": "refused", "error": found.refused, "cells": cells,
+                    **({"details": details} if details else {})}  # fmt: skip
         for concern, operations in plan_drift(state, host).items():
             text = "! " + "; ".join(operations) if operations else "ok"
             cells[concern] = cell(text, bool(operations), operations=operations)
@@ -180,6 +186,17 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
         if host.connected:
             host.disconnect()
     return rows
+
+
+def _absent_row(row: dict[str, Any], concerns: dict[str, list[str]]) -> dict[str, Any]:
+    """The row of a host whose inventory says ``rocm_state: absent``."""
+    cells = {"rocm": cell("absent (rocm_state)")}
+    drift = []
+    for concern, operations in concerns.items():
+        text = "! " + "; ".join(operations) if operations else "ok"
+        cells[concern] = cell(text, bool(operations), operations=operations)
+        drift += [f"{concern}: {name}" for name in operations]
+    return {**row, "status": "drift" if drift else "ok", "drift": drift, "cells": cells}
 
 
 # --- output -----------------------------------------------------------------------------------

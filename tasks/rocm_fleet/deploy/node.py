@@ -27,6 +27,7 @@ from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
 from rocm_fleet.deploy.secureboot import configure_secure_boot
 from rocm_fleet.deploy.verify import verify_node
 from rocm_fleet.engine.fleet import fleet_of
+from rocm_fleet.engine.origin import raise_at
 from rocm_fleet.engine.planning import planned_with_speedups
 from rocm_fleet.model.config import Config, ConfigError
 
@@ -42,7 +43,7 @@ def host_config(current: Any) -> Config:
     try:
         return fleet_of(current.inventory).config(current.name)
     except ConfigError as exc:
-        raise InventoryError(str(exc)) from None
+        raise_at(InventoryError(str(exc), exc.key), current, exc.key)
 
 
 @deploy("rocm-fleet")

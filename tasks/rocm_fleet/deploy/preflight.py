@@ -12,12 +12,16 @@ carries on. Warnings are printed and the deploy goes ahead.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
 
 from pyinfra import host
 from pyinfra.api import deploy
+from pyinfra.facts.server import Which
 
-from rocm_fleet.engine.refuse import Outcome, record_outcome, refuse_host, warn_host
+from rocm_fleet.engine.refuse import Outcome, outcome, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.survey import Read, merged, preflight_reads, read_survey
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
@@ -26,8 +30,12 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.findings import Findings, findings
 from rocm_fleet.operations import apt, files, gpu, kernel, python, reboot, secureboot, users
 from rocm_fleet.operations import host as host_operations
+from rocm_fleet.operations.secureboot import PASSWORD_MAX, PASSWORD_MIN
+
+logger = logging.getLogger("pyinfra")
 
 if TYPE_CHECKING:
+    from rocm_fleet.model import matrix
     from rocm_fleet.model.config import Config
 
 #: The operations modules whose operations the deploy plans: each declares what they read
@@ -61,16 +69,82 @@ def survey_reads(config: Config) -> list[Read]:
     )
 
 
+def _sudo_asked() -> bool:
+    """Whether this host's operations run through sudo: ``_sudo`` on the deploy call
+    (``rocm_node(_sudo=True)``) or in the host's data."""
+    deploy_kwargs = host.current_deploy_kwargs or {}
+    return bool(deploy_kwargs.get("_sudo", host.data.get("_sudo", False)))
+
+
+def _unreadable() -> str:
+    """Why the survey could not run, as far as one more look tells: with ``_sudo`` asked
+    for, whether the host has sudo at all (``sudo: not found`` is the commonest cause, and
+    "set _sudo: True" the wrong advice)."""
+    if not _sudo_asked():
+        return (
+            f"preflight could not read {host.name} (see the error above): connect as root, "
+            "or set _sudo: True with passwordless sudo or _sudo_password"
+        )
+    sudo = host.get_fact(Which, command="sudo", _sudo=False, _ignore_errors=True)
+    if not sudo:
+        return (
+            f"_sudo is set but {host.name} has no sudo (sudo: not found): install it there "
+            "as root (apt-get install sudo), or connect as root (ssh_user: root) without _sudo"
+        )
+    return (
+        f"preflight could not read {host.name} through sudo (see the error above): give the "
+        "SSH user passwordless sudo, or set _sudo_password"
+    )
+
+
+def _controller_problems(config: Config, row: matrix.Distro, survey: dict[str, Any]) -> list[str]:
+    """What the rules can't see, being pure: the MOK password the run will need comes from
+    where pyinfra runs (``operations.secureboot.mok_password``). Without it, and with no
+    terminal to ask in, the run would stop after the driver is built."""
+    if config.rocm_driver != "dkms":
+        return []
+    if (survey.get("secure_boot") or {}).get("state") != "enabled":
+        return []
+    cert = paths.MOK_KEYS[row.id][0]
+    state = (survey.get(f"mok {cert}") or {}).get("state")
+    if state not in ("not_enrolled", "missing") or (survey.get(f"mok-new {cert}") or {}).get(
+        "pending"
+    ):
+        return []  # enrolled or queued: no password asked
+    env = config.rocm_mok_password_env
+    password = os.environ.get(env)
+    if password is None and not sys.stdin.isatty():
+        return [
+            f"Secure Boot is on and the DKMS signing key must be enrolled, which needs a "
+            f"one-time MOK password: set the environment variable {env} where pyinfra runs "
+            "(or run pyinfra in a terminal to be asked)"
+        ]
+    if password is not None and not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
+        return [f"the MOK password in ${env} must be {PASSWORD_MIN}-{PASSWORD_MAX} characters"]
+    return []
+
+
+def refused(target: Any = None) -> str | None:
+    """Why preflight refused ``target`` (a pyinfra ``Host``; default: the host being planned
+    now), or None when it didn't or hasn't run on it yet (``rocm_state: absent`` hosts have no
+    preflight).
+
+    A refused host is failed the pyinfra way (``State.fail_hosts``): a real run executes none
+    of its operations, rocm-fleet's or your own, before ``rocm_node()`` or after it, and the
+    run exits 1. ``--dry`` still lists operations your deploy planned for it; skip them with
+    ``if not refused(): ...`` after ``rocm_node()``."""
+    current = host if target is None else target
+    found = outcome(current.state, current.name)
+    return found.refused if found else None
+
+
 @deploy("Preflight")
 def preflight(config: Config) -> Findings | None:
     """What preflight found (the host's matrix row, its GPUs) when the host may be
     deployed, else None (the host is refused)."""
     survey = read_survey(survey_reads(config))
     if survey is None:
-        reason = (
-            f"preflight could not read {host.name} (see the error above): connect as root, "
-            "or set _sudo: True with passwordless sudo or _sudo_password"
-        )
+        reason = _unreadable()
         record_outcome(Outcome(None, None, reason))
         refuse_host(reason)
         return None
@@ -79,10 +153,17 @@ def preflight(config: Config) -> Findings | None:
         # Imported here: the bundle code (requests and all) is only needed with a bundle.
         from rocm_fleet.offline import bundle as bundle_files
     result = findings(config, survey, bundle_files)
+    if result.row is not None:
+        result.problems += _controller_problems(config, result.row, survey)
+        if result.problems:
+            result.row = None
     reason = "; ".join(result.problems) or None
     record_outcome(Outcome(survey, result, reason))
     for warning in result.warnings:
         warn_host(warning)
+    if host.state.print_fact_info:  # pyinfra -v: the lists a message summarised, in full
+        for what, names in result.details.items():
+            host.log_styled(f"{what}: {', '.join(names)}", log_func=logger.info)
     if reason:
         refuse_host(reason)
         return None

@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from rocm_fleet.engine.origin import origin
 from rocm_fleet.model.fleet import Fleet
 
 _FLEETS: weakref.WeakKeyDictionary[Any, Fleet] = weakref.WeakKeyDictionary()
@@ -48,5 +49,8 @@ def fleet_of(inventory: Any) -> Fleet:
     hosts and ``get_host``), made on first ask and kept as long as the inventory."""
     fleet = _FLEETS.get(inventory)
     if fleet is None:
-        fleet = _FLEETS[inventory] = Fleet(_InventoryData(inventory))
+        fleet = _FLEETS[inventory] = Fleet(
+            _InventoryData(inventory),
+            lambda name, key: origin(inventory.get_host(name), key),
+        )
     return fleet

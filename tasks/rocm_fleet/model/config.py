@@ -11,6 +11,7 @@ operation executes, so bad input changes nothing on any host.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from rocm_fleet.model.matrix import (
     release,
     release_versions,
 )
-from rocm_fleet.model.settings import PREFIXES, RENAMED, SETTINGS, Settings
+from rocm_fleet.model.settings import NEAR_MISS_CUTOFF, RENAMED, REQUIRED, SETTINGS, Settings
 from rocm_fleet.model.sources import TorchInstall, torch_install
 from rocm_fleet.model.versions import release_key
 
@@ -34,8 +35,13 @@ if TYPE_CHECKING:
 
 
 class ConfigError(ValueError):
-    """Bad inventory data. The message says which host, key and value, and what is valid.
-    (The deploy raises it to pyinfra as a ``DeployError``, which stops the run.)"""
+    """Bad inventory data. The message says which host, key and value, and what is valid;
+    ``key`` is the key (None when the problem is not one key's). (The deploy raises it to
+    pyinfra as a ``DeployError``, which stops the run.)"""
+
+    def __init__(self, message: str, key: str | None = None):
+        super().__init__(message)
+        self.key = key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +84,8 @@ class Config(Settings):
 
     @property
     def key_fingerprint(self) -> str:
-        return (self.rocm_key_fingerprint or self.stream.key_fingerprint).upper()
+        # rocm_key_fingerprint is upper case already (settings.normal_fingerprint)
+        return self.rocm_key_fingerprint or self.stream.key_fingerprint.upper()
 
     def wanted_packages(self, host_gfx: list[str | None] | None) -> list[str]:
         """The packages to install: ``rocm_packages``, else the stream's default, which may
@@ -102,21 +109,52 @@ class Config(Settings):
         return paths.venv_python(self.pytorch_venv)
 
 
-def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
+Origin = Callable[[str], "str | None"]
+
+
+def load_config(
+    data: dict[str, Any], host_name: str = "host", origin: Origin | None = None
+) -> Config:
+    """``data``'s settings, checked and with defaults applied, and the matrix rows they pick.
+    ``origin(key)``, when given, says where the inventory set a key (a file, ``--data``): an
+    error names it beside the host, the key, the value and what would be valid, on one line."""
+
+    def where(key: str) -> str:
+        found = origin(key) if origin else None
+        return f" (set in {found})" if found else ""
+
     def fail(key: str, value: Any, valid: str) -> ConfigError:
+        """``valid``: what would be valid ("a list of user names"), or a whole suggestion
+        ("did you mean ...?")."""
+        said = valid if valid.startswith("did you mean") else f"expected {valid}"
         return ConfigError(
-            f"{host_name}: inventory key {key!r} has value {value!r}; expected {valid}"
+            f"{host_name}: inventory key {key!r} has value {value!r}{where(key)}; {said}", key
         )
 
     for key in data:
         if key in SETTINGS or key.startswith(("_", "ssh_")):
             continue
         if key in RENAMED:
-            raise ConfigError(f"{host_name}: inventory key {key!r} was renamed to {RENAMED[key]!r}")
-        near = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=0.8)
-        if near or key.startswith(PREFIXES):
-            hint = f"did you mean {near[0]!r}?" if near else "it is not a rocm-fleet setting"
-            raise ConfigError(f"{host_name}: unknown inventory key {key!r}: {hint}")
+            raise ConfigError(
+                f"{host_name}: inventory key {key!r}{where(key)} was renamed to {RENAMED[key]!r}",
+                key,
+            )
+        # Any other key may be another deploy's (gpu_vendor, torch_compile): only a near-miss
+        # of a setting is taken for a typo.
+        near = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=NEAR_MISS_CUTOFF)
+        if near:
+            raise ConfigError(
+                f"{host_name}: unknown inventory key {key!r}{where(key)}: "
+                f"did you mean {near[0]!r}?",
+                key,
+            )
+
+    for key, what in REQUIRED.items():
+        if key not in data:
+            raise ConfigError(
+                f"{host_name}: inventory key {key!r} is required and not set: set it to {what}",
+                key,
+            )
 
     values = {key: data.get(key, field.default) for key, field in SETTINGS.items()}
     for key, field in SETTINGS.items():
@@ -125,24 +163,14 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
         problem = field.metadata["check"](values[key])
         if problem:
             raise fail(key, values[key], problem)
+        if field.metadata["normal"] and values[key] is not None:
+            values[key] = field.metadata["normal"](values[key])
 
     version = values["rocm_version"]
     try:
         rel = release(version)
     except KeyError:
-        known = release_versions()
-        newer = _newer_than_matrix(version)
-        raise fail(
-            "rocm_version",
-            version,
-            f"a ROCm release the matrix knows ({', '.join(known)}); `rocm-fleet matrix` lists "
-            "them"
-            + (
-                " (`rocm-fleet matrix check` says whether AMD has published a newer one)"
-                if newer
-                else ""
-            ),
-        ) from None
+        raise fail("rocm_version", version, _known_release(version)) from None
 
     torch_build = None
     if values["pytorch_install"]:
@@ -159,11 +187,14 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
         else:
             matches = [b for b in rel.torch_builds if b.torch == wanted]
             if not matches:
-                published = ", ".join(b.torch for b in rel.torch_builds)
+                published = [b.torch for b in rel.torch_builds]
+                newest = _newest_of_series(wanted, published)
+                hint = f"did you mean {newest!r}? expected " if newest else ""
                 raise fail(
                     "torch_version",
                     wanted,
-                    f"a torch published on {rel.torch_index} for ROCm {version} ({published})",
+                    f"{hint}a torch published on {rel.torch_index} for ROCm {version} "
+                    f"({', '.join(published)})",
                 )
             torch_build = matches[0]
 
@@ -171,6 +202,53 @@ def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
         torch_install(rel, torch_build, values["pytorch_index_base_url"]) if torch_build else None
     )
     return Config(**values, release=rel, torch=torch)
+
+
+def _newest_of_series(version: str, known: list[str]) -> str | None:
+    """The newest of ``known`` that ``version`` (``X.Y`` or ``X.Y.Z``) is a prefix of the
+    series of: '7.14' -> '7.14.1', '6.4.9' -> '6.4.4'; None when there is none."""
+    parts = version.split(".")
+    series = ".".join(parts[:2]) + "."
+    if len(parts) < 2:
+        return None
+    candidates = [k for k in known if k.startswith(series)]
+    try:
+        return max(candidates, key=release_key) if candidates else None
+    except ValueError:
+        return candidates[-1]
+
+
+def _known_release(version: str) -> str:
+    """What to say about a ``rocm_version`` the matrix doesn't know.
+
+    ``X.Y`` is never read as "the newest X.Y.z": AMD's own ``X.Y`` directories
+    (repo.radeon.com/rocm/apt/7.2) are the X.Y.0 release, and a matrix update must not move
+    a host to another release without its inventory changing. So ``'7.14'`` is refused with
+    "did you mean '7.14.1'?"."""
+    known = release_versions()
+    newest = _newest_of_series(version, known)
+    if newest:
+        series = ".".join(version.split(".")[:2])
+        short = len(version.split(".")) == 2
+        why = (
+            "; a release is X.Y.Z: X.Y is not read as the newest X.Y.z, so a matrix update "
+            "never moves a host"
+            if short
+            else ""
+        )
+        return (
+            f"did you mean {newest!r} (the newest {series}.z the matrix knows{why})? "
+            "`rocm-fleet matrix` lists every release"
+        )
+    if _newer_than_matrix(version):
+        return (
+            f"a ROCm release the matrix knows ({known[0]} to {known[-1]}): "
+            "`rocm-fleet matrix check` says whether AMD has published a newer one"
+        )
+    return (
+        f"a ROCm release the matrix knows ({known[0]} to {known[-1]}; "
+        "`rocm-fleet matrix` lists them)"
+    )
 
 
 def _newer_than_matrix(version: str) -> bool:

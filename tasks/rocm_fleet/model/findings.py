@@ -21,6 +21,12 @@ naming what needs them. A removal is only ever suggested with what apt's simulat
 (``apt-get -s purge``, read in the survey) says it would take along. A host without an
 AMD GPU is told which display or accelerator devices it has instead.
 
+And whatever would otherwise stop the run halfway, after changes (``_plan_time``,
+``_users``): ``rocm_users`` naming users the host lacks, ``rocm_driver: dkms`` on a release
+whose driver the matrix doesn't record, a newer kernel from backports with no Debian mirror
+to take it from, a DKMS signing key the firmware blocks or mokutil can't read. (The MOK
+password, which comes from where pyinfra runs, is checked by ``deploy.preflight``.)
+
 The survey's readers the audit shows too (``gpus_found``, ``describe_gpus``, ``amd_pci``,
 ``venv_torch``) are here, so both say the same of a host.
 """
@@ -31,9 +37,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.kernels import kernel_findings
 from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
 from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
-from rocm_fleet.model.sources import HostNeeds, host_needs
+from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
 from rocm_fleet.model.versions import ROCM_APT_PATH, kernel_key
 
 if TYPE_CHECKING:
@@ -85,6 +92,21 @@ class Findings:
     warnings: list[str]
     # gfx targets of every AMD GPU found (None for a device the matrix can't name)
     gpus: list[str | None] = field(default_factory=list)
+    # Long lists a message only summarises ("cuda-cccl-13-0, ... and 57 more"), in full:
+    # shown with pyinfra -v and in `rocm-fleet audit --json`.
+    details: dict[str, list[str]] = field(default_factory=dict)
+
+
+# How many names a one-line message lists before "and N more".
+LISTED = 5
+
+
+def listed(names: list[str], what: str) -> str:
+    """``names`` for a one-line message: all of them up to LISTED, else the first LISTED and
+    how many more ("a, b, c, d, e and 57 more <what>")."""
+    if len(names) <= LISTED:
+        return ", ".join(names)
+    return f"{', '.join(names[:LISTED])} and {len(names) - LISTED} more {what}"
 
 
 class BundleFiles(Protocol):
@@ -104,6 +126,7 @@ def findings(
     the host's mirror has one (without it, the bundle isn't checked)."""
     problems: list[str] = []
     warnings: list[str] = []
+    details: dict[str, list[str]] = {}
     row = _distro(config, survey, problems, warnings)
     gpus = [gpu["gfx"] for gpu in gpus_found(survey)]
     if bundle_files is not None and row is not None and config.release.publication(row) is not None:
@@ -112,10 +135,12 @@ def findings(
     _gpus(config, survey, problems, warnings)
     if row is not None:
         _kernel(row, survey, problems)
+        _plan_time(config, row, survey, problems)
+    _users(config, survey, problems)
     _disk(config, survey, problems)
-    _conflicts(config, survey, problems, warnings)
+    _conflicts(config, survey, problems, warnings, details)
     _stream_move(config, survey, warnings)
-    return Findings(row if not problems else None, problems, warnings, gpus)
+    return Findings(row if not problems else None, problems, warnings, gpus, details)
 
 
 def _distro(config: Config, survey: dict, problems: list[str], warnings: list[str]):
@@ -311,6 +336,14 @@ def gpu_mismatch(
 
 
 def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
+    if config.expected_gpu_count == 0 and config.expected_gfx_list:
+        # Not an error: on a GPU-less image builder expected_gfx still picks the kernel and
+        # the Core SDK's per-target packages; but nothing about it is verified.
+        warnings.append(
+            f"expected_gfx is {'/'.join(config.expected_gfx_list)} but expected_gpu_count is "
+            "0: no GPU is checked or verified (expected_gfx only picks the kernel and the "
+            "Core SDK's packages); drop expected_gpu_count for a host with the GPU"
+        )
     found = gpus_found(survey)
     mismatch = gpu_mismatch(config, found, other_pci(survey))
     if mismatch:
@@ -321,6 +354,79 @@ def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]
         wanted = not config.expected_gfx_list or gfx in config.expected_gfx_list
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
+
+
+def _plan_time(config: Config, row: matrix.Distro, survey: dict, problems: list[str]) -> None:
+    """What would stop the run halfway, known now: the operations that would fail it are
+    never reached (deploy/driver.py, kernel.py, operations/secureboot.py keep their own
+    check for a deploy composed without preflight)."""
+    if config.rocm_driver == "dkms" and amdgpu_repository(config, row) is None:
+        known = ", ".join(
+            r.version for r in matrix.RELEASES if matrix.amdgpu_repo_version(r) is not None
+        )
+        problems.append(
+            f"rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm "
+            f"{config.release.version} ships, so there is no driver repository to use: set "
+            f"rocm_driver: inbox, or a rocm_version whose driver is known ({_span(known)})"
+        )
+    newer, _, _ = kernel_findings(
+        config, row.key, survey.get("kernel") or "", survey.get("packages") or {}
+    )
+    if (
+        newer is not None
+        and newer.kind == "backports"
+        and newer.suite
+        and not config.rocm_kernel_backports_mirror
+        and not survey.get("mirror")
+    ):
+        problems.append(
+            f"a newer kernel from {newer.suite} is needed, but no Debian mirror is named in "
+            f"{' or '.join(paths.DEBIAN_SOURCES)} to add it from: set "
+            "rocm_kernel_backports_mirror (e.g. 'http://deb.debian.org/debian'), or "
+            "rocm_kernel_backports: never"
+        )
+    _secure_boot(config, row, survey, problems)
+
+
+def _span(versions: str) -> str:
+    listed = versions.split(", ")
+    return f"{listed[0]} to {listed[-1]}" if len(listed) > 2 else versions
+
+
+def _secure_boot(config: Config, row: matrix.Distro, survey: dict, problems: list[str]) -> None:
+    """With the DKMS driver and Secure Boot on, a signing key the firmware blocks, or whose
+    state mokutil can't tell, would stop the run after the driver is built."""
+    if config.rocm_driver != "dkms":
+        return
+    if (survey.get("secure_boot") or {}).get("state") != "enabled":
+        return
+    cert = paths.MOK_KEYS[row.id][0]
+    state = (survey.get(f"mok {cert}") or {}).get("state")
+    pending = (survey.get(f"mok-new {cert}") or {}).get("pending")
+    if state == "blocked":
+        problems.append(
+            f"the DKMS signing key {cert} is blocked by the firmware (dbx/MokListX), so the "
+            "driver signed with it would not load: move it and its private key aside so a new "
+            "one is made, then deploy"
+        )
+    elif state not in (None, "enrolled", "pending", "not_enrolled", "missing") and not pending:
+        problems.append(
+            f"cannot tell whether the DKMS signing key {cert} is enrolled (mokutil says "
+            f"{state}): check `mokutil --test-key {cert}` on the host"
+        )
+
+
+def _users(config: Config, survey: dict, problems: list[str]) -> None:
+    """Every user of rocm_users must exist: the groups deploy adds them, never creates one."""
+    users = (survey.get("groups") or {}).get("users") or {}
+    absent = [user for user in config.rocm_users if user in users and users[user] is None]
+    if absent:
+        problems.append(
+            f"rocm_users names {', '.join(absent)}, not a user on this host: create "
+            f"{'them' if len(absent) > 1 else 'it'} first (the deploy adds users to video and "
+            f"render, it never creates one), or take {'them' if len(absent) > 1 else 'it'} "
+            "out of rocm_users"
+        )
 
 
 def _kernel(row: matrix.Distro, survey: dict, problems: list[str]) -> None:
@@ -384,16 +490,25 @@ def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
         )
     extra = sorted(set(purge["removes"]) - set(names))
     if extra:
-        return f"{command} says it also removes {', '.join(extra)}"
+        return f"{command} says it also removes {listed(extra, 'packages')}"
     return f"{command} says it removes nothing else"
 
 
-def _nvidia(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
+def _nvidia(
+    config: Config,
+    survey: dict,
+    problems: list[str],
+    warnings: list[str],
+    details: dict[str, list[str]],
+) -> None:
     nvidia = nvidia_stack(survey.get("packages") or {}, survey.get("modules") or [])
     packages = nvidia.get("packages") or []
     if not packages and not nvidia.get("modules"):
         return
-    what = ", ".join(packages) or "none"
+    # A CUDA host has dozens of them: the line names a few, the details all.
+    what = listed(packages, "(pyinfra -v or rocm-fleet audit --json lists all)") or "none"
+    if len(packages) > LISTED:
+        details["NVIDIA packages"] = list(packages)
     modules = ", ".join(nvidia.get("modules") or []) or "none"
     simulated = (survey.get("nvidia_purge") or {}).get("purge")
     removal = f" ({removal_effect(simulated, packages)})" if packages else ""
@@ -491,9 +606,15 @@ def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
     return "; ".join(parts)
 
 
-def _conflicts(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
+def _conflicts(
+    config: Config,
+    survey: dict,
+    problems: list[str],
+    warnings: list[str],
+    details: dict[str, list[str]],
+) -> None:
     migrate = config.rocm_migrate_from_cuda
-    _nvidia(config, survey, problems, warnings)
+    _nvidia(config, survey, problems, warnings, details)
     _distro_rocm(survey, problems, warnings)
     others = sorted(
         {

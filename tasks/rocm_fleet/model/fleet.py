@@ -13,8 +13,9 @@ No pyinfra here: ``rocm_fleet.engine.fleet`` keeps one ``Fleet`` per pyinfra inv
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,8 +38,15 @@ class Upstream:
 class Fleet:
     """Every host of one inventory, validated and resolved once, on first ask."""
 
-    def __init__(self, data: Mapping[str, Mapping[str, Any]]):
+    def __init__(
+        self,
+        data: Mapping[str, Mapping[str, Any]],
+        origin: Callable[[str, str], str | None] | None = None,
+    ):
+        """``data``: host name -> its merged inventory data. ``origin(host, key)``, when
+        given, says where the inventory set a key (a file, ``--data``), for the errors."""
         self._data = data
+        self._origin = origin
         self._loaded: dict[str, Config | ConfigError] = {}
         self._addresses: dict[str, str] = {}
         self._resolved: dict[str, Config | ConfigError] = {}
@@ -128,7 +136,8 @@ class Fleet:
             # Where the other hosts reach it (as its mirror): its ssh_hostname, else its name.
             self._addresses[name] = data.get("ssh_hostname") or name
             try:
-                self._loaded[name] = load_config(data, name)
+                origin = partial(self._origin, name) if self._origin else None
+                self._loaded[name] = load_config(data, name, origin)
             except ConfigError as exc:
                 self._loaded[name] = exc
         return _value(self._loaded[name])
@@ -151,7 +160,8 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
     if value not in fleet:
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
-            f"the inventory ({', '.join(fleet.names)}) or the http:// URL of a mirror"
+            f"the inventory ({', '.join(fleet.names)}) or the http:// URL of a mirror",
+            "rocm_mirror",
         )
     served_by = fleet.settings(value)
     address = fleet.address(value)
@@ -163,12 +173,13 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_proxy' has value {config.rocm_proxy!r}; a live "
             "mirror reaches upstream directly (nginx can't go through an HTTP proxy): give the "
-            "mirror host direct access, or serve a bundle (rocm_mirror_bundle)"
+            "mirror host direct access, or serve a bundle (rocm_mirror_bundle)",
+            "rocm_proxy",
         )
     return replace(config, mirror=mirror)
 
 
 def _value(found: Config | ConfigError) -> Config:
     if isinstance(found, ConfigError):
-        raise ConfigError(str(found))
+        raise ConfigError(str(found), found.key)
     return found

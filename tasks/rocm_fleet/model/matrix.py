@@ -257,6 +257,15 @@ class Stream:
         driver, not the distribution's)."""
         raise NotImplementedError
 
+    def unwanted_targets(
+        self, release: Release, packages: list[str], names: list[str]
+    ) -> list[str]:
+        """Of ``names`` (the stream's installed packages), those that serve only GPU targets
+        ``packages`` (what the host is to have) no longer name: a per-target stream's old
+        targets after ``expected_gfx`` changed. None for a stream without per-target
+        packages."""
+        return []
+
     def version_regex(self, release: Release) -> str:
         """An extended regex (Python and awk) matching the versions of the release's
         packages."""
@@ -318,6 +327,20 @@ class CoreSdkStream(Stream):
 
     def owns(self, name: str, version: str) -> bool:
         return is_core_sdk_package(name, version)
+
+    def unwanted_targets(
+        self, release: Release, packages: list[str], names: list[str]
+    ) -> list[str]:
+        """With per-target packages wanted (amdrocm7.14-gfx1201), every installed package of
+        another target (amdrocm7.14-gfx1100 and the amdrocm-core7.14-gfx1100 it pulled in,
+        several GB) and the every-target amdrocm7.14; with the every-target one wanted (or
+        no per-target one named), nothing: it depends on every target."""
+        ver = major_minor(release.version)
+        wanted = {gfx for gfx in CORE_SDK_GFX_PACKAGES for p in packages if p.endswith(f"-{gfx}")}
+        if not wanted or f"amdrocm{ver}" in packages:
+            return []
+        others = tuple(f"-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES if gfx not in wanted)
+        return sorted(n for n in names if n.endswith(others) or n == f"amdrocm{ver}")
 
     def version_regex(self, release: Release) -> str:
         return core_sdk_version_regex(release.version)

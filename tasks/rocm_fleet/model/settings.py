@@ -6,9 +6,10 @@ data against these fields before any operation is planned, the tasks read them a
 attributes (``config.rocm_driver``), and the README's settings table is generated from
 them (``python -m rocm_fleet.model.config``).
 
-Every key carries one of the project's prefixes, so a typo under a prefix is refused
-rather than silently ignored; keys renamed from earlier versions are refused with their new
-name.
+A key that is not a setting is left alone (it may be another deploy's: ``gpu_vendor``,
+``torch_compile``), unless it is a near-miss of one (``rocm_verison``: "did you mean
+'rocm_version'?", ``difflib`` against the declared keys with ``NEAR_MISS_CUTOFF``); keys
+renamed from earlier versions are refused with their new name.
 
 Checks return ``None`` when the value is fine, otherwise a phrase that says what would be
 valid ("a list of user names"); the error names the host, the key and the value.
@@ -25,8 +26,17 @@ from rocm_fleet.model import matrix, paths
 
 Check = Callable[[Any], "str | None"]
 
-# Prefixes that mark a key as rocm-fleet's: an unknown key with one of them is a typo.
-PREFIXES = ("rocm_", "pytorch_", "torch_", "expected_", "gpu_", "preflight_")
+# How close (difflib's ratio) an unknown key must be to a setting to be taken for a typo of
+# it. 0.85 catches a swapped, missing or doubled letter in every key (rocm_verison 0.92,
+# rocm_user 0.95, expected_gpu_cnt 0.94) and leaves other deploys' own keys alone, even
+# under the same words (gpu_count 0.67, torch_compile 0.57, pytorch_venv_path 0.83).
+NEAR_MISS_CUTOFF = 0.85
+
+# Settings with no default, which a host's data must give -> what to set them to.
+REQUIRED = {
+    "rocm_version": "the ROCm release to install, e.g. '7.2.1' or '7.14.1' "
+    "(`rocm-fleet matrix` lists them)",
+}
 
 # Keys of earlier versions -> their names now.
 RENAMED = {
@@ -70,15 +80,30 @@ def one_of(*choices: str) -> Check:
     return _check
 
 
+def _as_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def release_name(value: Any) -> str | None:
     """A version typed as a number (``6.4`` in YAML or ``--data rocm_version=6.4``) has
     lost its trailing zeros and can't be told from another release: ask for a string."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if _as_number(value):
         return (
-            f"a quoted release string such as '6.4.3', '7.2.1' or '7.14' ({value!r} arrived "
+            f"a quoted release string such as '6.4.3', '7.2.1' or '7.14.1' ({value!r} arrived "
             "as a number: quote it in the inventory, or pass --data 'rocm_version=\"6.4.3\"')"
         )
     return None if isinstance(value, str) and value else "a release string such as '6.4.3'"
+
+
+def torch_release(value: Any) -> str | None:
+    """A torch version typed as a number (``torch_version: 2.5``) is a float: ask for a
+    quoted string, as for ``rocm_version``."""
+    if _as_number(value):
+        return (
+            f"a quoted torch version such as '2.9.1' ({value!r} arrived as a number: quote it "
+            "in the inventory, or pass --data 'torch_version=\"2.9.1\"')"
+        )
+    return string(value) and "a torch version string such as '2.9.1'"
 
 
 def http_url(value: Any) -> str | None:
@@ -119,8 +144,14 @@ def port(value: Any) -> str | None:
 
 
 def fingerprint(value: Any) -> str | None:
-    valid = isinstance(value, str) and re.fullmatch(r"[0-9A-Fa-f]{40}", value)
+    """40 hex digits, in either case, grouped with spaces or not (as ``gpg`` prints it):
+    ``normal_fingerprint`` makes every spelling the one the keyring fact reports."""
+    valid = isinstance(value, str) and re.fullmatch(r"[0-9A-Fa-f]{40}", value.replace(" ", ""))
     return None if valid else "40 hexadecimal digits (an OpenPGP v4 fingerprint)"
+
+
+def normal_fingerprint(value: Any) -> Any:
+    return value.replace(" ", "").upper() if isinstance(value, str) else value
 
 
 def count(value: Any) -> str | None:
@@ -140,8 +171,12 @@ def env_name(value: Any) -> str | None:
 
 def list_of(item_check: Check, what: str) -> Check:
     def _check(value: Any) -> str | None:
+        if isinstance(value, str):
+            # The commonest slip: one name, or names with commas, where a list belongs.
+            items = [item.strip() for item in value.split(",") if item.strip()]
+            return f"a list of {what}, written as a list even for one, e.g. {items!r}"
         if not isinstance(value, (list, tuple)):
-            return f"a list of {what}"
+            return f"a list of {what}, e.g. ['...']"
         for item in value:
             if item_check(item) is not None:
                 return f"a list of {what} ({item!r} is not one)"
@@ -181,10 +216,18 @@ def distro_key(value: Any) -> str | None:
 # --- declarations -----------------------------------------------------------------------------
 
 
-def setting(default: Any, meaning: str, check: Check, concern: str) -> Any:
+def setting(
+    default: Any,
+    meaning: str,
+    check: Check,
+    concern: str,
+    normal: Callable[[Any], Any] | None = None,
+) -> Any:
     """A dataclass field carrying the setting's meaning, check and concern (a list default
-    becomes a ``default_factory``, so no two hosts share one list)."""
-    metadata = {"meaning": meaning, "check": check, "concern": concern}
+    becomes a ``default_factory``, so no two hosts share one list); ``normal`` turns a
+    valid value into its one spelling (a fingerprint in upper case), so two spellings of
+    one value never plan different things."""
+    metadata = {"meaning": meaning, "check": check, "concern": concern, "normal": normal}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -244,6 +287,7 @@ class Settings:
         "matrix); a mismatch fails the host, writing nothing",
         optional(fingerprint),
         REPOSITORY,
+        normal_fingerprint,
     )
     # --- ROCm packages ---------------------------------------------------------------
     rocm_packages: list[str] | None = setting(  # noqa: RUF009 - a field() (default None)
@@ -279,7 +323,7 @@ class Settings:
     torch_version: str | None = setting(
         None,
         "The torch version, e.g. `2.9.1`; default: the newest the matrix lists for `rocm_version`",
-        optional(string),
+        optional(torch_release),
         PYTORCH,
     )
     # --- Verify ----------------------------------------------------------------------
@@ -352,6 +396,7 @@ class Settings:
         "Fingerprint that key must have",
         fingerprint,
         DRIVER,
+        normal_fingerprint,
     )
     # --- Secure Boot -----------------------------------------------------------------
     rocm_mok_password_env: str = setting(

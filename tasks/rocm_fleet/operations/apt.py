@@ -137,7 +137,9 @@ def release_packages(
     A package counts as installed only when its version is the release's (its stream's
     ``version_regex``). Packages of another release of the stream (after ``rocm_version``
     changed, up or down) are moved to this release's version, or purged when this release
-    doesn't publish them, so no two releases are ever mixed on a host. Packages of the other
+    doesn't publish them, so no two releases are ever mixed on a host. Packages of GPU
+    targets no longer wanted (``Stream.unwanted_targets``: the Core SDK's
+    amdrocm<ver>-<gfx> of an old card) are purged. Packages of the other
     stream are purged first: AMD says to uninstall ROCm 7.2.4 or older before installing the
     Core SDK, and the two can't share /opt/rocm (the classic link, the Core SDK's directory
     of links); AMD's driver (amdgpu-dkms) stays. With present=False, AMD's ROCm packages of
@@ -173,17 +175,21 @@ def release_packages(
         if any(other.owns(name, version) for other in STREAMS if other is not stream)
     )
     missing = [name for name in packages if not of_release.search(mine.get(name, ""))]
+    # Another GPU target's packages (the Core SDK's per-target ones, after expected_gfx
+    # changed) go on the same run, at whatever version: never moved to this release.
+    unwanted = stream.unwanted_targets(release, packages, sorted(mine))
     stale = sorted(
         name for name, version in mine.items()
-        if not of_release.search(version) and name not in packages
+        if not of_release.search(version) and name not in packages and name not in unwanted
     )  # fmt: skip
-    if not missing and not stale and not foreign:
+    if not missing and not stale and not foreign and not unwanted:
         host.noop(f"{', '.join(packages)} installed from ROCm {release.version}")
         return
     items = (
         [f"foreign:{name}" for name in foreign]
         + [f"want:{name}" for name in missing]
         + [f"stale:{name}" for name in stale]
+        + [f"drop:{name}" for name in unwanted]
     )
     yield script("release-switch", pattern, *items)
 
