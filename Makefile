@@ -32,7 +32,7 @@ lint-deps:
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
 venv: $(VENV)/.installed

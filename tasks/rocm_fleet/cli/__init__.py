@@ -14,11 +14,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from rocm_fleet.cli import audit, bundle, matrix
+from rocm_fleet.cli import audit, bundle, check, matrix
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.version import __version__
 
-TOOLS = (audit, matrix, bundle)
+TOOLS = (audit, check, matrix, bundle)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
