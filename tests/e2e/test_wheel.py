@@ -131,7 +131,7 @@ def test_the_installed_checks_refuse_to_pass_with_nothing_to_compare_against(ven
 
 
 def test_neither_tasks_package_shadows_the_other(venv, project, tmp_path):
-    assert where(venv, "tasks", project) == str(project / "tasks/rocm_fleet/__init__.py")
+    assert where(venv, "tasks", project) == str(project / "tasks/__init__.py")
     assert where(venv, "tasks", tmp_path) == "ModuleNotFoundError: No module named 'tasks'"
     assert where(venv, "rocm_fleet", project).startswith(str(venv / "lib"))
 
