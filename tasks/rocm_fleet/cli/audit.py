@@ -403,7 +403,6 @@ EXIT_STATUS = (
 
 
 def add_parser(commands: Any) -> None:
-    import argparse
 
     from rocm_fleet.cli.metrics import FORMATS
 
@@ -416,7 +415,6 @@ def add_parser(commands: Any) -> None:
             "report (kernel, Secure Boot, ROCm, torch, GPUs, driver, pending reboot)."
         ),
         epilog=EXIT_STATUS,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     audit.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
     audit.add_argument(
@@ -444,7 +442,10 @@ def add_parser(commands: Any) -> None:
         "--wide", action="store_true", help="table: every column side by side, however wide"
     )
     audit.add_argument(
-        "-v", "--verbose", action="store_true", help="table: every cell of every host, unclipped"
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="table: every cell of every host, and long reasons in full",
     )
     audit.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     audit.set_defaults(run=run)
