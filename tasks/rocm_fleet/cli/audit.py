@@ -157,7 +157,9 @@ def gather(
     from rocm_fleet.deploy.preflight import outcome
     from rocm_fleet.model.config import ConfigError
 
-    state, hosts = load_inventory(inventory_path, limits, True, override_data)
+    state, hosts = load_inventory(
+        inventory_path, limits, check_for_changes=True, override_data=override_data
+    )
 
     def audit(host) -> dict[str, Any]:
         row: dict[str, Any] = {"host": host.name, "error": None, "drift": [], "cells": {}}
@@ -191,11 +193,14 @@ def gather(
     done = []
 
     def audit_and_report(host) -> dict[str, Any]:
-        row = audit(host)
-        done.append(host)
-        if progress is not None:
-            progress(row, len(done), len(hosts))
-        return row
+        row = {"host": host.name, "status": "failed"}  # until audit() returns
+        try:
+            row = audit(host)
+            return row
+        finally:
+            done.append(host)
+            if progress is not None:
+                progress(row, len(done), len(hosts))
 
     # Plan as pyinfra's CLI does: in CLI mode an operation's identity comes from where it is
     # called (file and line), so hosts that take different branches of the deploy (one gets
