@@ -302,3 +302,34 @@ def test_label_values_are_escaped():
     text = metrics.render(rows, now=0)
     (family, _) = list(text_string_to_metric_families(text))
     assert {s.labels["host"] for s in family.samples} == {'odd"host\\name\n'}
+
+
+def test_audit_output_writes_the_textfile_atomically(tmp_path):
+    """--output FILE: node_exporter's textfile collector reads the directory on every
+    scrape, so the file is replaced whole (no temporary file left beside it)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    (tmp_path / "fleet.py").write_text(INVENTORY)
+    (tmp_path / "textfile").mkdir()
+    target = tmp_path / "textfile" / "rocm_fleet.prom"
+    target.write_text("# the previous scrape's\n")
+    result = rocm_fleet(
+        "audit", "fleet.py", "-q", "--data", "rocm_version=6.4.99", "--format", "prometheus",
+        "--output", str(target), cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 2 and result.stdout == "" and result.stderr == ""
+    assert [p.name for p in target.parent.iterdir()] == ["rocm_fleet.prom"]
+    assert oct(target.stat().st_mode & 0o777) == "0o644"
+    samples = {
+        (s.labels["host"], s.labels["status"]): s.value
+        for family in text_string_to_metric_families(target.read_text())
+        if family.name == "rocm_fleet_audit_status"
+        for s in family.samples
+    }
+    assert samples[("gpu01.example.invalid", "invalid")] == 1
+    missing = rocm_fleet("audit", "fleet.py", "--output", "nowhere/x.prom", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert (
+        missing.stderr.strip()
+        == "rocm-fleet audit: --output nowhere/x.prom: nowhere is not a directory"
+    )

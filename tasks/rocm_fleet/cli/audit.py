@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.inventory import load_inventory
+from rocm_fleet.cli.inventory import UsageError, load_inventory
 
 # Columns of what the survey saw (key -> header), before the concerns' columns.
 OBSERVED = {
@@ -453,6 +454,13 @@ def add_parser(commands: Any) -> None:
         help="table: every cell of every host, and long reasons in full",
     )
     audit.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    audit.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the report to FILE instead of stdout, atomically (e.g. --format "
+        "prometheus into node_exporter's textfile directory)",
+    )
     audit.set_defaults(run=run)
 
 
@@ -467,16 +475,42 @@ def run(args: Any) -> int:
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     data = parse_data(args.data)
     fmt = "json" if args.json else args.format
+    output = Path(args.output) if args.output else None
+    if output is not None and not output.parent.is_dir():
+        raise UsageError(f"--output {args.output}: {output.parent} is not a directory")
     progress = None if args.quiet else Progress()
     rows = gather(args.inventory, limits, data or None, progress)
     status = exit_status(rows)
+    colour = output is None and sys.stdout.isatty()
     if fmt == "json":
         payload = {"exit_status": status, "columns": columns(rows), "hosts": rows}
-        print(json.dumps(payload, indent=2))
+        text = json.dumps(payload, indent=2) + "\n"
     elif fmt in metrics.FORMATS:
-        sys.stdout.write(metrics.render(rows, fmt))
+        text = metrics.render(rows, fmt)
     elif args.wide:
-        print(render_table(rows, colour=sys.stdout.isatty()))
+        text = render_table(rows, colour=colour) + "\n"
     else:
-        print(render_summary(rows, colour=sys.stdout.isatty(), verbose=args.verbose))
+        text = render_summary(rows, colour=colour, verbose=args.verbose) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(output, text)
     return status
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` so that a reader (node_exporter's textfile collector, every scrape)
+    sees the old file or the new one, never half of one: a temporary file beside it, then
+    renamed over it."""
+    import os
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o644)  # the collector runs as another user
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
