@@ -34,7 +34,7 @@ lint-deps:
 $(VENV)/.installed: pyproject.toml tests/lab/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]' -e tests/lab
+	$(PY) -m pip install -q -e '.[dev]' -e tests/lab
 	touch $@
 
 venv: $(VENV)/.installed

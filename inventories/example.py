@@ -1,7 +1,7 @@
 """An example fleet: Radeon workstations on Ubuntu, an Instinct box, a GPU-less CI runner.
 
     pyinfra inventories/example.py deploy.py
-    pytest tests/node --inventory inventories/example.py
+    rocm-fleet check inventories/example.py
 
 Each top-level list is a pyinfra group (hosts, group data); per-host data wins over group
 data, which wins over group_data/all.py, which wins over the defaults in tasks/.

@@ -29,7 +29,11 @@ The package is in layers; each imports only the layers listed before it (a unit 
     one ``@deploy`` per concern, composing operations; ``rocm_node`` is the checklist
     (``from rocm_fleet.deploy import rocm_node``).
 ``cli``
-    the ``rocm-fleet`` command (audit, bundle, matrix).
+    the ``rocm-fleet`` command (audit, check, matrix, bundle, settings; the audit's
+    OpenMetrics in ``metrics``).
+``checks``
+    the node checks (testinfra) and their pytest plugin: ``rocm-fleet check``, or
+    ``pytest --pyargs rocm_fleet.checks``. Above ``cli``: they load inventories with it.
 
 ``assets`` reads the files hosts get (``files/`` in a checkout, package data installed);
 ``version`` holds the version.

@@ -161,7 +161,7 @@ def test_table_json_exit_status_unreachable_and_read_only(fleet, refused):
     sh(fleet, "drifty", "rm /etc/apt/preferences.d/rocm-pin-600 && touch /run/reboot-required")
     before = {name: root_hashes(fleet.root(name)) for name in DEPLOYED}
     cli = str(Path(fleet.env()["PATH"].split(":")[0]) / "rocm-fleet")
-    table = fleet.run([cli, "audit", str(fleet.inventory)], timeout=300)
+    table = fleet.run([cli, "audit", str(fleet.inventory), "--wide"], timeout=300)
     report = audit(fleet)
     after = {name: root_hashes(fleet.root(name)) for name in DEPLOYED}
     for name in DEPLOYED:

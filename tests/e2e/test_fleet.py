@@ -53,8 +53,8 @@ def test_second_run_changes_nothing(fleet, converged):
 
 def test_node_checks_pass_on_every_host(fleet, converged):
     result = fleet.run(
-        [sys.executable, "-m", "pytest", "tests/node", "-q", "-p", "no:cacheprovider",
-         "--inventory", str(fleet.inventory), "--limit", CONVERGING]
+        [sys.executable, "-m", "rocm_fleet.cli", "check",
+         str(fleet.inventory), "--limit", CONVERGING]
     )  # fmt: skip
     print(result.stdout[-2000:])
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

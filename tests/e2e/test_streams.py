@@ -168,9 +168,8 @@ def test_a_core_sdk_release_converges_in_one_run_and_verifies_its_gpus(lab, core
 
 
 def test_the_node_checks_pass_on_core_sdk_nodes(lab, core_and_stable):
-    pytest_cmd = [str(Path(lab.env()["PATH"].split(":")[0]) / "python"), "-m", "pytest",
-                  "tests/node", "-q", "-p", "no:cacheprovider", "--inventory", str(lab.inventory),
-                  "--limit", "core,stable"]  # fmt: skip
+    pytest_cmd = [str(Path(lab.env()["PATH"].split(":")[0]) / "python"), "-m", "rocm_fleet.cli",
+                  "check", str(lab.inventory), "--limit", "core,stable"]  # fmt: skip
     result = lab.run(pytest_cmd, timeout=600)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 

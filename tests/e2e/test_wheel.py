@@ -5,7 +5,9 @@ from PyPI). A separate project directory with its own ``tasks/`` package and
 ``group_data/`` runs a deploy that calls one of its own deploys beside ``rocm_node()``
 against a lab host, with the venv's pyinfra: the host converges and verifies. Neither
 ``tasks`` shadows the other: the wheel has no top-level ``tasks`` package, and the project's
-``tasks`` is the one its deploy imports.
+``tasks`` is the one its deploy imports. The same install then checks the node from
+outside (``rocm-fleet check``, the testinfra checks that ship in the wheel) and audits it
+as OpenMetrics, read back with the Prometheus project's own parser.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ def test_the_wheel_holds_the_package_its_files_and_scripts_and_no_tasks(wheel):
         f"rocm_fleet-{version('rocm-fleet')}.dist-info/entry_points.txt"
     )
     assert b"rocm-fleet = rocm_fleet.cli:main" in entry_points
+    # The node checks and their pytest plugin ship (pytest --pyargs rocm_fleet.checks).
+    assert {"rocm_fleet/checks/test_node.py", "rocm_fleet/checks/plugin.py"} <= set(names)
+    assert b"rocm_fleet_checks = rocm_fleet.checks.plugin" in entry_points
 
 
 @pytest.fixture(scope="module")
@@ -113,8 +118,20 @@ def where(venv: Path, module: str, cwd: Path) -> str:
     return result.stdout.strip() or result.stderr.strip().splitlines()[-1]
 
 
+def test_the_installed_checks_refuse_to_pass_with_nothing_to_compare_against(venv, tmp_path):
+    """From the wheel alone (no checkout): the checks are found with --pyargs and, given
+    hosts but nothing they should have, fail with one reason instead of skipping."""
+    result = subprocess.run(
+        [str(venv / "bin/pytest"), "--pyargs", "rocm_fleet.checks", "--hosts", "local://"],
+        capture_output=True, text=True, cwd=tmp_path, env={"PATH": "/usr/bin:/bin"},
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "nothing to compare the hosts against" in result.stderr
+
+
 def test_neither_tasks_package_shadows_the_other(venv, project, tmp_path):
-    assert where(venv, "tasks", project) == str(project / "tasks/rocm_fleet/__init__.py")
+    assert where(venv, "tasks", project) == str(project / "tasks/__init__.py")
     assert where(venv, "tasks", tmp_path) == "ModuleNotFoundError: No module named 'tasks'"
     assert where(venv, "rocm_fleet", project).startswith(str(venv / "lib"))
 
@@ -142,3 +159,39 @@ def test_a_project_deploy_runs_rocm_node_beside_its_own(lab, venv, project):
     pin = (lab.root("pkg") / "etc/apt/preferences.d/rocm-pin-600").read_text()
     assert pin == matrix.CLASSIC.pin_text()  # AMD's pin, written from the classic stream
     assert "6.4.3-" in sh(lab, "pkg", "cat /opt/rocm/.info/version")
+
+
+def test_the_installed_node_checks_pass_on_the_deployed_host(lab, venv, project):
+    """`rocm-fleet check` from the wheel: the host's expectations from the project's own
+    group_data (gfx1100, one GPU, alice), the checks run over SSH."""
+    result = lab.run(
+        [venv / "bin/rocm-fleet", "check", lab.inventory, "-v"], cwd=project, timeout=900
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "test_rocminfo_reports_expected_gpus[" in result.stdout and " PASSED" in output
+    assert "failed" not in result.stdout and "error" not in result.stdout.lower()
+
+
+def test_the_installed_audit_speaks_openmetrics(lab, venv, project):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    result = lab.run(
+        [venv / "bin/rocm-fleet", "audit", lab.inventory, "--format", "openmetrics", "-q"],
+        cwd=project, timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(result.stdout)
+        for sample in family.samples
+    }
+    assert samples[("rocm_fleet_audit_status", (("host", "pkg"), ("status", "ok")))] == 1
+    assert samples[("rocm_fleet_gpus_expected", (("host", "pkg"),))] == 1
+    assert samples[("rocm_fleet_gpus_found", (("host", "pkg"),))] == 1
+    assert samples[("rocm_fleet_drifted_concerns", (("host", "pkg"),))] == 0
+    assert samples[("rocm_fleet_reboot_pending", (("host", "pkg"),))] == 0
+    (info,) = [labels for name, labels in samples if name == "rocm_fleet_host_info"]
+    assert dict(info)["rocm_release"].startswith("6.4.3") and "+rocm6.4" in dict(info)["torch"]
+    # The deploy's GPU check passed in this boot, and the audit says when.
+    assert ("rocm_fleet_last_verify_timestamp_seconds", (("host", "pkg"),)) in samples

@@ -1,4 +1,4 @@
-"""`make demo`: a 2-host lab provisioned by the real deploy, then checked by tests/node.
+"""`make demo`: a 2-host lab provisioned by the real deploy, then checked by `rocm-fleet check`.
 
     PYTHONPATH=tests python -m lab.demo [--keep]
 
@@ -58,10 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         second = lab.pyinfra(lab.inventory, "deploy.py", json=True, check=False)
         totals = (second.json or {}).get("results", {}).get("totals", {})
         print(f"    exit {second.returncode} in {time.monotonic() - t:.1f}s; totals {totals}")
-        t = _step("tests/node (testinfra over SSH)")
+        t = _step("rocm-fleet check (testinfra over SSH)")
         checks = lab.run(
-            [sys.executable, "-m", "pytest", "tests/node", "-q", "-p", "no:cacheprovider",
-             "--inventory", str(lab.inventory)]
+            [sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory)]
         )  # fmt: skip
         print(checks.stdout[-3000:])
         print(f"    exit {checks.returncode} in {time.monotonic() - t:.1f}s")

@@ -17,7 +17,7 @@ SOURCE = ROOT / "tasks"
 PACKAGE = SOURCE / "rocm_fleet"
 
 #: lowest first; the top-level modules ``version`` and ``assets`` are leaves below them all
-LAYERS = ["model", "offline", "facts", "engine", "operations", "deploy", "cli"]
+LAYERS = ["model", "offline", "facts", "engine", "operations", "deploy", "cli", "checks"]
 LEAVES = {"version", "assets"}
 #: layers that run where no pyinfra state exists (the bundle, the matrix check, the model)
 NO_PYINFRA = {"model", "offline"} | LEAVES

@@ -51,6 +51,8 @@ def test_readme_names_settings_by_their_current_names():
     package = "rocm_fleet"  # the import name, not a setting
     foreign = "torch_compile"  # the README's example of another deploy's key, left alone
     assert foreign not in SETTINGS
+    metrics = {name for name in named if name.startswith("rocm_fleet_")}  # the audit's
+    named -= metrics
     assert typo in named and named - {typo, package, foreign} <= set(SETTINGS), named - set(
         SETTINGS
     )
@@ -93,3 +95,40 @@ def test_readme_data_examples_arrive_as_the_settings_expect():
     except Exception as exc:
         message = str(exc)
     assert "arrived as a number: quote it" in message
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation but - and _ dropped, spaces
+    to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_the_table_of_contents_links_every_section_to_a_heading():
+    headings = re.findall(r"^#{2,3} (.+)$", README, re.M)
+    anchors = {slug(h) for h in headings}
+    contents = README.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    links = re.findall(r"\]\(#([^)]+)\)", contents)
+    assert links and set(links) <= anchors, set(links) - anchors
+    top = {slug(h) for h in re.findall(r"^## (.+)$", README, re.M)} - {"contents"}
+    assert top <= set(links), top - set(links)  # every section is in the contents
+
+
+def test_readme_commands_name_real_subcommands_and_no_removed_paths():
+    from rocm_fleet.cli import TOOLS
+
+    # Each tool module's add_parser names its subcommand as the first string it passes.
+    names = {
+        re.search(r'add_parser\(\s*"(\w+)"', Path(tool.__file__).read_text()).group(1)
+        for tool in TOOLS
+    }
+    blocks = "\n".join(re.findall(r"^```sh\n(.*?)^```", README, re.M | re.S))
+    used = set(re.findall(r"^\s*rocm-fleet (\w+)", blocks, re.M))
+    assert used and used <= names, used - names
+    assert "tests/node" not in README  # the node checks ship in the package now
+    assert "inventories/fleet.py" not in README and "inventories/lab.py" not in README
+
+
+def test_the_examples_in_the_readme_exist():
+    for path in re.findall(r"\]\(((?:examples|inventories|docs)/[^)#]*)\)", README):
+        assert (ROOT / path).exists(), path

@@ -1,4 +1,5 @@
-"""``rocm-fleet audit INVENTORY [--limit PATTERN] [--json]``: a read-only drift report.
+"""``rocm-fleet audit INVENTORY [--limit PATTERN] [--data KEY=VALUE] [--format FORMAT] [-v]``:
+a read-only drift report.
 
 The audit plans the deploy itself (``rocm_node``) for every host, with pyinfra's planning,
 which reads the hosts and runs nothing on them: a resource drifts exactly when the operation
@@ -10,17 +11,21 @@ Secure Boot and the MOK, the installed ROCm and torch, the GPUs, whether the GPU
 and whether a reboot is pending. A host preflight would refuse is reported with the same
 reason. Connections and planning run in parallel with pyinfra's own machinery.
 
-Exit status: 0 nothing drifted, 1 a host drifted or would be refused, 2 a host was
-unreachable, failed, or has invalid inventory data, or the inventory couldn't be used.
+Formats: a table that fits 100 columns (one line per host, the drift under it; ``--wide``
+every column side by side), JSON, and OpenMetrics / Prometheus text (``cli.metrics``).
+Progress goes to stderr. Exit status: 0 nothing drifted, 1 a host drifted or would be
+refused, 2 a host was unreachable, failed, or has invalid inventory data, or the inventory
+couldn't be used.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.inventory import load_inventory
+from rocm_fleet.cli.inventory import UsageError, load_inventory
 
 # Columns of what the survey saw (key -> header), before the concerns' columns.
 OBSERVED = {
@@ -76,7 +81,10 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     found = gpus_found(survey)
     expected = _expected_text(config)
     cells["gpus"] = cell(
-        f"{expected} / {describe_gpus(found)}", expected=expected, found=[g["gfx"] for g in found]
+        f"{expected} / {describe_gpus(found)}",
+        expected=expected,
+        expected_count=config.expected_gpu_count,
+        found=[g["gfx"] for g in found],
     )
 
     amdgpu = survey.get("amdgpu") or {}
@@ -130,8 +138,14 @@ def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
     return concerns
 
 
-def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
-    """Connect to every (limited) host in parallel, plan the deploy for it, build its row."""
+def gather(
+    inventory_path: str,
+    limits: list[str],
+    override_data: dict[str, Any] | None = None,
+    progress: Any = None,
+) -> list[dict[str, Any]]:
+    """Connect to every (limited) host in parallel, plan the deploy for it, build its row;
+    ``progress(row, done, total)`` is called as each host's row is ready."""
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
@@ -139,7 +153,9 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
     from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.model.config import ConfigError
 
-    state, hosts = load_inventory(inventory_path, limits, check_for_changes=True)
+    state, hosts = load_inventory(
+        inventory_path, limits, check_for_changes=True, override_data=override_data
+    )
 
     def audit(host) -> dict[str, Any]:
         row: dict[str, Any] = {"host": host.name, "error": None, "drift": [], "cells": {}}
@@ -171,10 +187,23 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
             text = "! " + "; ".join(operations) if operations else "ok"
             cells[concern] = cell(text, bool(operations), operations=operations)
             drift += [f"{concern}: {name}" for name in operations]
-        return {**row, "status": "drift" if drift else "ok", "drift": drift, "cells": cells}
+        status = "drift" if drift else "ok"
+        return {**row, "status": status, "drift": drift, "cells": cells, **verified(found.survey)}
+
+    done = []
+
+    def audit_and_report(host) -> dict[str, Any]:
+        row = {"host": host.name, "status": "failed"}  # until audit() returns
+        try:
+            row = audit(host)
+            return row
+        finally:
+            done.append(host)
+            if progress is not None:
+                progress(row, len(done), len(hosts))
 
     rows = []
-    for host, result in zip(hosts, plan_in_parallel(state, hosts, audit), strict=True):
+    for host, result in zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True):
         if isinstance(result, BaseException):
             error = f"{type(result).__name__}: {result}"
             rows.append(
@@ -197,6 +226,15 @@ def _absent_row(row: dict[str, Any], concerns: dict[str, list[str]]) -> dict[str
         cells[concern] = cell(text, bool(operations), operations=operations)
         drift += [f"{concern}: {name}" for name in operations]
     return {**row, "status": "drift" if drift else "ok", "drift": drift, "cells": cells}
+
+
+def verified(survey: dict[str, Any]) -> dict[str, Any]:
+    """When the deploy's GPU check last passed on the host in this boot (the record it
+    keeps, read while planning the Verify concern), as ``verified_at`` (seconds)."""
+    from rocm_fleet.model.paths import VERIFIED
+
+    record = survey.get(f"file {VERIFIED}")  # surveyed: operations.gpu declares the read
+    return {"verified_at": record["mtime"]} if record else {}
 
 
 # --- output -----------------------------------------------------------------------------------
@@ -245,18 +283,140 @@ def render_table(rows: list[dict[str, Any]], colour: bool = False) -> str:
             padded = text if len(line) != len(headers) else text.ljust(widths[i])
             parts.append(f"\x1b[1;31m{padded}\x1b[0m" if colour and drift else padded)
         out.append("  ".join(parts).rstrip())
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "drift", "refused")}
-    bad = len(rows) - sum(counts.values())
-    out.append(
-        f"{len(rows)} hosts: {counts['ok']} as the inventory says, {counts['drift']} drifted, "
-        f"{counts['refused']} refused, {bad} unreachable/failed/invalid"
-    )
+    out.append(summary_line(rows))
     return "\n".join(out)
 
 
+def summary_line(rows: list[dict[str, Any]]) -> str:
+    """``N hosts: ... as the inventory says, ... drifted, ...`` (``1 host``)."""
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "drift", "refused")}
+    bad = len(rows) - sum(counts.values())
+    hosts = "1 host" if len(rows) == 1 else f"{len(rows)} hosts"
+    return (
+        f"{hosts}: {counts['ok']} as the inventory says, {counts['drift']} drifted, "
+        f"{counts['refused']} refused, {bad} unreachable/failed/invalid"
+    )
+
+
+# The default table: one short line per host that fits 100 columns, then, under each host
+# that isn't as the inventory says, one wrapped line per drifted concern or per reason
+# (``--wide``: every column side by side, as wide as it takes).
+WIDTH = 100
+SUMMARY = (  # header, widest (longer values are clipped with "…")
+    ("HOST", 27),
+    ("STATUS", 11),
+    ("DISTRO", 12),
+    ("ROCM", 10),
+    ("TORCH", 16),
+    ("GPUS exp/found", 14),
+)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_summary(rows: list[dict[str, Any]], colour: bool = False, verbose: bool = False) -> str:
+    """Short rows that fit ``WIDTH`` columns; the drift (every cell with ``verbose``) below
+    each host, wrapped. Drifted lines start with ``!`` (and are red when ``colour``)."""
+    import textwrap
+
+    def values(row: dict[str, Any]) -> list[str]:
+        cells = row["cells"]
+        if not cells:
+            return [row["host"], row["status"], "-", "-", "-", "-"]
+        gpus = cells["gpus"]
+        want = gpus.get("expected_count")
+        found = gpus.get("found") or []
+        have = f"{'>=1' if want is None else want}/{len(found)}"
+        return [
+            row["host"],
+            row["status"],
+            cells["distro"]["text"],
+            cells["rocm"].get("installed") or "none",
+            cells["torch"].get("torch") or "none",
+            " ".join([have, *sorted(set(found))]),
+        ]
+
+    table = [values(row) for row in rows]
+    widths = [
+        min(limit, max([len(header)] + [len(line[i]) for line in table]))
+        for i, (header, limit) in enumerate(SUMMARY)
+    ]
+    red = ("\x1b[1;31m", "\x1b[0m") if colour else ("", "")
+
+    def line(parts: list[str]) -> str:
+        clipped = [_clip(p, w).ljust(w) for p, w in zip(parts, widths, strict=True)]
+        return "  ".join(clipped).rstrip()
+
+    out = [line([header for header, _ in SUMMARY])]
+    for row, shown in zip(rows, table, strict=True):
+        out.append(line(shown))
+        details: list[tuple[str, bool]] = []
+        if row["status"] in ("drift", "ok"):
+            for key, header in columns([row]).items():
+                c = row["cells"].get(key)
+                if c and (c["drift"] or verbose):
+                    details.append((f"{header}: {c['text'].removeprefix('! ')}", c["drift"]))
+        elif row["status"] == "refused":
+            details.append((f"refused: {row['error']}", True))
+            if verbose:
+                details += [(f"{OBSERVED.get(k, k)}: {c['text']}", c["drift"])
+                            for k, c in row["cells"].items()]  # fmt: skip
+        else:
+            details.append((f"{row['status']}: {row['error']}", True))
+        for text, drift in details:
+            mark = "! " if drift else "  "
+            wrapped = textwrap.wrap(
+                text, WIDTH - 4, initial_indent="", subsequent_indent="    ",
+                break_on_hyphens=False,
+            )  # fmt: skip
+            if not verbose and len(wrapped) > 4:  # a reason listing dozens of packages
+                wrapped = [*wrapped[:3], "    … (the whole of it: -v or --format json)"]
+            for i, piece in enumerate(wrapped):
+                prefix = "  " + (mark if i == 0 else "  ")
+                out.append(prefix + (f"{red[0]}{piece}{red[1]}" if drift else piece))
+    out.append(summary_line(rows))
+    return "\n".join(out)
+
+
+class Progress:
+    """How far the audit is, on stderr: rewritten in place on a terminal, one line per host
+    otherwise (quiet with ``--quiet``)."""
+
+    def __init__(self, stream: Any = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+
+    def __call__(self, row: dict[str, Any], done: int, total: int) -> None:
+        text = f"audit [{done}/{total}] {row['host']}: {row['status']}"
+        if self.tty:
+            self.stream.write("\r\x1b[K" + text[:WIDTH] + ("\r\x1b[K" if done == total else ""))
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+EXIT_STATUS = (
+    "exit status: 0 every host is as the inventory says; 1 a host drifted or would be "
+    "refused; 2 a host was unreachable, failed, or has invalid inventory data, or the "
+    "inventory or an option couldn't be used"
+)
+
+
 def add_parser(commands: Any) -> None:
+
+    from rocm_fleet.cli.metrics import FORMATS
+
     audit = commands.add_parser(
-        "audit", help="read-only drift report: inventory vs hosts, one row per host"
+        "audit",
+        help="read-only drift report: inventory vs hosts, one row per host",
+        description=(
+            "Plan the deploy for every host (reading the hosts, changing nothing) and report "
+            "what would change: what --dry would show, by concern, with what the hosts "
+            "report (kernel, Secure Boot, ROCm, torch, GPUs, driver, pending reboot)."
+        ),
+        epilog=EXIT_STATUS,
     )
     audit.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
     audit.add_argument(
@@ -265,7 +425,38 @@ def add_parser(commands: Any) -> None:
         default=[],
         help="group, host name or glob (repeatable; commas split)",
     )
-    audit.add_argument("--json", action="store_true", help="print the rows as JSON")
+    audit.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a data value for every host, as pyinfra's --data does (repeatable)",
+    )
+    audit.add_argument(
+        "--format",
+        choices=("table", "json", *FORMATS),
+        default="table",
+        help="table (default); json; openmetrics (Prometheus/OpenMetrics text); prometheus "
+        "(text format 0.0.4, for node_exporter's textfile collector)",
+    )
+    audit.add_argument("--json", action="store_true", help="the same as --format json")
+    audit.add_argument(
+        "--wide", action="store_true", help="table: every column side by side, however wide"
+    )
+    audit.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="table: every cell of every host, and long reasons in full",
+    )
+    audit.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    audit.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the report to FILE instead of stdout, atomically (e.g. --format "
+        "prometheus into node_exporter's textfile directory)",
+    )
     audit.set_defaults(run=run)
 
 
@@ -274,12 +465,48 @@ def run(args: Any) -> int:
     # connections run in parallel.
     import pyinfra_cli  # noqa: F401
 
+    from rocm_fleet.cli import metrics
+    from rocm_fleet.cli.inventory import parse_data
+
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
-    rows = gather(args.inventory, limits)
+    data = parse_data(args.data)
+    fmt = "json" if args.json else args.format
+    output = Path(args.output) if args.output else None
+    if output is not None and not output.parent.is_dir():
+        raise UsageError(f"--output {args.output}: {output.parent} is not a directory")
+    progress = None if args.quiet else Progress()
+    rows = gather(args.inventory, limits, data or None, progress)
     status = exit_status(rows)
-    if args.json:
+    colour = output is None and sys.stdout.isatty()
+    if fmt == "json":
         payload = {"exit_status": status, "columns": columns(rows), "hosts": rows}
-        print(json.dumps(payload, indent=2))
+        text = json.dumps(payload, indent=2) + "\n"
+    elif fmt in metrics.FORMATS:
+        text = metrics.render(rows, fmt)
+    elif args.wide:
+        text = render_table(rows, colour=colour) + "\n"
     else:
-        print(render_table(rows, colour=sys.stdout.isatty()))
+        text = render_summary(rows, colour=colour, verbose=args.verbose) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(output, text)
     return status
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``path`` so that a reader (node_exporter's textfile collector, every scrape)
+    sees the old file or the new one, never half of one: a temporary file beside it, then
+    renamed over it."""
+    import os
+    import tempfile
+
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o644)  # the collector runs as another user
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise

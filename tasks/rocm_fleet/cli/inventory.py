@@ -3,6 +3,7 @@ one-line errors for what a user can fix."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -16,10 +17,14 @@ class UsageError(Exception):
 
 
 def load_inventory(
-    inventory_path: str, limits: Sequence[str], check_for_changes: bool
+    inventory_path: str,
+    limits: Sequence[str],
+    check_for_changes: bool,
+    override_data: dict[str, Any] | None = None,
 ) -> tuple[Any, list[Any]]:
     """(pyinfra State, the chosen hosts) for an inventory file, host list or module, with
-    the state current (``ctx_state``) as pyinfra's CLI has it while the inventory runs."""
+    the state current (``ctx_state``) as pyinfra's CLI has it while the inventory runs;
+    ``override_data`` wins over every host's data (pyinfra's ``--data``)."""
     from pyinfra.api import Config as PyinfraConfig
     from pyinfra.api import State
     from pyinfra.context import ctx_inventory, ctx_state
@@ -36,7 +41,7 @@ def load_inventory(
     state.cwd = cwd
     ctx_state.set(state)
     try:
-        inventory = make_inventory(inventory_path, cwd=cwd)
+        inventory = make_inventory(inventory_path, override_data=override_data, cwd=cwd)
     except SyntaxError as exc:
         where = f"{exc.filename}:{exc.lineno}" if exc.filename else inventory_path
         raise UsageError(f"{where}: {exc.msg}") from None
@@ -59,3 +64,30 @@ def load_inventory(
         hosts = [h for h in hosts if h in chosen]
     state.init(inventory, PyinfraConfig(), initial_limit=hosts)
     return state, hosts
+
+
+def parse_data(items: Sequence[str]) -> dict[str, Any]:
+    """``--data key=value`` options as pyinfra's CLI reads them (``true``/``false``, numbers
+    and JSON become Python values; anything else stays a string)."""
+    data = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--data {item!r}: expected key=value")
+        data[key.strip()] = parse_cli_arg(value)
+    return data
+
+
+def parse_cli_arg(value: str) -> Any:
+    """pyinfra_cli.util.parse_cli_arg (pyinfra 3.x), whose --data this mirrors: importing
+    pyinfra_cli monkey-patches the process for gevent, which parsing options must not do."""
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value

@@ -118,14 +118,57 @@ def release_table() -> str:
     return "\n".join(lines)
 
 
+# The terminal's table fits 100 columns: distros and support in short forms, the torch builds
+# as the newest and how many more, with a legend under it (the README's table and --json
+# have everything spelled out).
+SUPPORT_SHORT = {
+    matrix.Support.OFFICIAL: "yes",
+    matrix.Support.INSTINCT_ONLY: "MI",
+    matrix.Support.UNLISTED: "?",
+    None: "-",
+}
+
+
+def _distro_short(row: matrix.Distro) -> str:
+    return f"{row.id[0].upper()}{row.version.split('.')[0]}"  # ubuntu 24.04 -> U24
+
+
 def plain_table() -> str:
-    headers, rows = table_rows()
-    rows = [[cell.replace("`", "") for cell in row] for row in [headers, *rows]]
+    """The matrix for a terminal, in 100 columns, with its legend."""
+    headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
+    headers += [_distro_short(d) for d in matrix.DISTROS]
+    rows = [headers]
+    for rel in matrix.RELEASES:
+        builds = [build.torch for build in rel.torch_builds]
+        torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
+        rows.append(
+            [
+                rel.version,
+                rel.stream.name,
+                repository_text(rel),
+                rel.torch_index or "none",
+                torch or "none",
+                matrix.amdgpu_repo_version(rel) or "refused",
+                *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(headers))]
-    return "\n".join(
+    lines = [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
+    ]
+    distros = ", ".join(
+        f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
     )
+    legend = [
+        f"{distros}:",
+        "  yes listed by AMD, MI listed for Instinct only, ? packages published but not listed,",
+        "  - not published.",
+        "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
+        "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
+        "Everything, spelled out: rocm-fleet matrix --json, or the README's release table.",
+    ]
+    return "\n".join([*lines, "", *legend])
 
 
 def matrix_json() -> dict[str, Any]:
@@ -603,6 +646,7 @@ def check_matrix(
         "exit_status": status,
         "checks": [c.json() for c in checks],
         "missing_releases": missing,
+        "releases_checked": release is None and not unreachable,
         "unreachable": unreachable,
     }
 
@@ -621,11 +665,23 @@ def render_report(report: dict[str, Any]) -> str:
     for error in report["unreachable"]:
         out.append(f"{'UNREACHABLE':<11} {'releases upstream':<22} {error}")
     counts = {s: sum(c["status"] == s for c in checks) for s in ("ok", "wrong", "unreachable")}
-    out.append(
-        f"{len(checks)} checks: {counts['ok']} ok, {counts['wrong']} wrong, "
-        f"{counts['unreachable']} unreachable; {len(report['missing_releases'])} releases "
-        "upstream publishes that the matrix lacks"
-    )
+    checked = f"{len(checks)} checks" if len(checks) != 1 else "1 check"
+    if checks and counts["unreachable"] == len(checks):
+        summary = f"checked nothing: upstream unreachable for all {checked}"
+    else:
+        summary = (
+            f"{checked}: {counts['ok']} ok, {counts['wrong']} wrong, "
+            f"{counts['unreachable']} unreachable (not checked)"
+        )
+    # Releases upstream has that the matrix lacks: asked only without --release, and known
+    # only when the listings could be read.
+    if report["unreachable"]:
+        summary += "; releases upstream publishes: not checked (unreachable)"
+    elif report.get("releases_checked", True):
+        missing = len(report["missing_releases"])
+        summary += f"; {missing} release{'s' if missing != 1 else ''} upstream publishes that "
+        summary += "the matrix lacks"
+    out.append(summary)
     return "\n".join(out)
 
 

@@ -1,11 +1,12 @@
 """The one compatibility matrix: every ROCm / distro / PyTorch fact the deploy relies on.
 
 Nothing else in rocm-fleet hard-codes a version, suite, URL or fingerprint: tasks read them
-from here. Each table cites where its rows come from; "fact sheet §N" is the project's
-research notes (rocm-facts.md), "research A.n" the matrix research of 2026-11-30
-(matrix-research.md), which in turn name the upstream document or file. "(3p)" marks
-third-party evidence only (apt logs, install scripts); everything else is AMD's or
-PyTorch's own text or code.
+from here. Each table cites where its rows come from; "fact sheet §N" is section N of
+docs/reference/rocm-facts.md (the project's research notes, committed with the code; every
+row there names the upstream document, file or index it was read from), "research A.n" the
+matrix research of 2026-11-30 (not in the repository; most such comments name the upstream
+source beside it). "(3p)" marks third-party evidence only (apt logs, install scripts);
+everything else is AMD's or PyTorch's own text or code.
 
 Two streams of ROCm, which differ in every packaging detail and share nothing on a host:
 

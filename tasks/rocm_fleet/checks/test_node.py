@@ -1,7 +1,9 @@
 """What a converged ROCm + PyTorch node looks like, checked from outside with testinfra.
 
-Users run these against their real nodes (see conftest.py); the e2e suite runs them
-against the lab fleet. Parsing here is deliberately independent of rocm_fleet.facts.
+Users run these against their real nodes (``rocm-fleet check``; see ``plugin``); the e2e
+suite runs them against the lab fleet. Parsing here is deliberately independent of
+rocm_fleet.facts. Every check first needs its host to answer: an unreachable host fails
+each of its checks with one line saying so (no check passes without having connected).
 """
 
 from __future__ import annotations
@@ -12,8 +14,13 @@ import re
 
 import pytest
 
+from rocm_fleet.checks.plugin import FLEETS, NODE_DATA
+from rocm_fleet.model.config import Config, ConfigError, load_config
 from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro
 from rocm_fleet.model.sources import mirror_path, rocm_repository
+
+# testinfra host name -> why it could not be reached (asked once per host)
+UNREACHABLE: dict[str, str] = {}
 
 TORCH_PROBE = r"""
 import json, torch
@@ -26,6 +33,39 @@ if out["available"]:
     out["matmul"] = (a @ a).sum().item()
 print(json.dumps(out))
 """
+
+
+@pytest.fixture(autouse=True)
+def connected(host):
+    """Every check needs its host to answer first; an unreachable one fails each check
+    with one line (asked once per host), never a connection library's traceback."""
+    name = host.backend.get_hostname()
+    if name not in UNREACHABLE:
+        try:
+            result = host.run("true")
+            UNREACHABLE[name] = "" if result.rc == 0 else f"`true` exited {result.rc}"
+        except Exception as exc:  # each backend (paramiko, ssh, docker) raises its own
+            UNREACHABLE[name] = f"{type(exc).__name__}: {exc}".strip()
+    if UNREACHABLE[name]:
+        pytest.fail(f"{name}: could not run a command there: {UNREACHABLE[name]}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def node(host, request) -> Config:
+    """What the host should have: its inventory data (or the command line's), validated by
+    the deploy's own model."""
+    name = host.backend.get_hostname()
+    data = NODE_DATA.get(name)
+    try:
+        if data is not None and FLEETS:
+            # the inventory's fleet model: the one the deploy and the audit read
+            return FLEETS[0].config(data["name"])
+        data = {"rocm_version": request.config.getoption("rocm_version")}
+        if request.config.getoption("expected_gfx"):
+            data["expected_gfx"] = request.config.getoption("expected_gfx")
+        return load_config(data, name)
+    except ConfigError as exc:
+        pytest.fail(str(exc), pytrace=False)
 
 
 def test_rocm_source_uses_keyring_and_suite(host, node):
