@@ -267,7 +267,7 @@ def _repository(
     parsed = None
     for variant in sorted(variants, key=lambda v: len(v.path)):
         index_url = f"{repository.dists_url}/{variant.path}"
-        data = fetcher.content(index_url)
+        data = fetcher.content(index_url, size=variant.size)
         if _sha256(data) != variant.sha256:
             raise BundleError(f"{index_url}: SHA-256 is not the one its InRelease lists")
         paths = [bundle_path(index_url)]
