@@ -58,6 +58,7 @@ from rocm_fleet.offline.aptrepo import (
     signed_text,
 )
 from rocm_fleet.offline.download import DownloadError, Fetcher
+from rocm_fleet.offline.signature import SignatureError, check_release
 from rocm_fleet.offline.wheels import (
     Link,
     ResolutionError,
@@ -218,7 +219,7 @@ def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") ->
         for wheel_set in manifest["wheel_sets"]:
             if wheel_set["python"] == running:
                 _pip_check(wheel_set, out)
-    except (DownloadError, RepositoryError, ResolutionError) as exc:
+    except (DownloadError, RepositoryError, ResolutionError, SignatureError) as exc:
         raise BundleError(str(exc)) from None
     manifest["files"] = dict(sorted(files.entries.items()))
     removed = _prune(out, previous, manifest)
@@ -257,9 +258,12 @@ def _repository(
     url = f"{repository.dists_url}/InRelease"
     inrelease = fetcher.content(url)
     release = parse_release(signed_text(inrelease, key, url))
+    check_release(release.fields, url, repository.suite)
     _write(out, bundle_path(url), inrelease)
     why = f"{where}: apt verifies it with the key"
-    signed_by = f"signature checked with gpgv and key {repository.key.fingerprint}"
+    signed_by = (
+        f"signature checked with gpgv under apt's policy and key {repository.key.fingerprint}"
+    )
     files.add(bundle_path(url), url, _sha256(inrelease), len(inrelease), signed_by, why)
     variants = release.variants(repository.packages_index)
     if not variants:
