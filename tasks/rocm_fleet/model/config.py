@@ -11,6 +11,7 @@ operation executes, so bad input changes nothing on any host.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -99,10 +100,19 @@ class Config(Settings):
         return paths.venv_python(self.pytorch_venv)
 
 
+def without_credentials(value: Any) -> Any:
+    """``value`` with the user and password of a URL in it replaced by ``***``: an error
+    message must not put a secret in a log."""
+    if isinstance(value, str):
+        return re.sub(r"(?<=://)[^/@\s]*@", "***@", value)
+    return value
+
+
 def load_config(data: dict[str, Any], host_name: str = "host") -> Config:
     def fail(key: str, value: Any, valid: str) -> ConfigError:
         return ConfigError(
-            f"{host_name}: inventory key {key!r} has value {value!r}; expected {valid}"
+            f"{host_name}: inventory key {key!r} has value {without_credentials(value)!r}; "
+            f"expected {valid}"
         )
 
     for key in data:

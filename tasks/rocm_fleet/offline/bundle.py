@@ -669,3 +669,34 @@ def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
         f"{', '.join(sorted(wanted))} for Python {need.runtime.python} ({need.index_url}: "
         "not in the bundle)"
     ]
+
+
+def locked_requirements(bundle: str, need: WheelNeed) -> list[str] | None:
+    """The requirement lines a host's pip installs ``need`` with from the bundle, each
+    wheel of the resolved set pinned to its version and to the SHA-256 the bundle verified
+    (``torch==2.9.1+rocm6.4 --hash=sha256:...``), for ``pip install --require-hashes``: a
+    wheel swapped on the way to the host (at the mirror, on the network) is refused by the
+    host's pip, naming it and both hashes. None when the bundle holds no set for the need
+    (preflight says so first)."""
+    try:
+        manifest = read_manifest(Path(bundle))
+    except BundleError:
+        return None
+    if manifest is None or need.runtime is None:
+        return None
+    wanted = set(need.requirements())
+    files = manifest.get("files", {})
+    for wheel_set in manifest.get("wheel_sets", []):
+        if (
+            wheel_set.get("index_url") == need.index_url
+            and wheel_set.get("python") == need.runtime.python
+            and wanted <= set(wheel_set.get("requirements", []))
+        ):
+            lines = []
+            for name, pin in sorted(wheel_set["pins"].items()):
+                digest = files.get(pin["path"], {}).get("sha256", "")
+                if not re.fullmatch(r"[0-9a-f]{64}", digest):
+                    return None
+                lines.append(f"{name}=={pin['version']} --hash=sha256:{digest}")
+            return lines
+    return None
