@@ -22,16 +22,22 @@ host needs that a bundle lacks, naming it, before apt or pip start.
 
 from __future__ import annotations
 
+import binascii
+import contextlib
 import functools
+import gzip
 import hashlib
 import html
 import json
+import lzma
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +64,7 @@ from rocm_fleet.offline.aptrepo import (
     signed_text,
 )
 from rocm_fleet.offline.download import DownloadError, Fetcher
+from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.signature import SignatureError, check_release
 from rocm_fleet.offline.wheels import (
     Link,
@@ -86,6 +93,55 @@ class BundleError(Exception):
 # Every path below comes from fetched data (a Filename: of a signed index, a link of an index
 # page) or from a manifest.json lying in the output directory: each is proven to stay inside
 # the bundle before a byte is written, read or removed there.
+
+
+# What a parser of fetched data raises on malformed input (bad armour, a truncated .gz, a
+# Size that isn't a number, a missing field, text that isn't UTF-8, a wheel that isn't a zip).
+MALFORMED = (
+    ValueError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    EOFError,
+    TypeError,
+    gzip.BadGzipFile,
+    zlib.error,
+    lzma.LZMAError,
+    zipfile.BadZipFile,
+    binascii.Error,
+)
+
+
+@contextlib.contextmanager
+def parsing(what: str, kind: str):
+    """Turn a parser's exception on malformed fetched data into one BundleError line naming
+    the file (``what``) and what it should have been (``kind``)."""
+    try:
+        yield
+    except BundleError:
+        raise
+    except (RepositoryError, ResolutionError, SignatureError):
+        raise
+    except MALFORMED as exc:
+        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise BundleError(f"{what}: not a readable {kind} ({detail})") from None
+
+
+def one_key(data: bytes, url: str) -> None:
+    """Refuse a key file holding more than one key (a second armored block, or binary
+    packets followed by an armored copy of another key): hosts' apt reads the whole file
+    as the keyring, so the bundle must not carry a key it didn't check."""
+    blocks = data.count(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    armored_at = data.find(b"-----BEGIN PGP")
+    if blocks > 1:
+        raise BundleError(f"refusing key from {url}: the file holds {blocks} armored keys, not one")
+    if armored_at > 0 and data[:armored_at].strip():
+        binary, armored = data[:armored_at], data[armored_at:]
+        if primary_fingerprints(binary) != primary_fingerprints(armored):
+            raise BundleError(
+                f"refusing key from {url}: its binary key and the armored copy after it are "
+                "different keys"
+            )
 
 
 def bundle_path(url: str) -> str:
@@ -234,7 +290,9 @@ def _key(
     """The repository's key, only with the pinned fingerprint (hosts check it again)."""
     url, fingerprint = repository.key.url, repository.key.fingerprint
     armored = fetcher.content(url)
-    check_key(armored, fingerprint, url)
+    with parsing(url, "OpenPGP key"):
+        check_key(armored, fingerprint, url)
+        one_key(armored, url)
     path = bundle_path(url)
     _write(out, path, armored)
     files.add(path, url, _sha256(armored), len(armored), f"primary key fingerprint {fingerprint}",
@@ -257,7 +315,8 @@ def _repository(
     where = repository.describe()
     url = f"{repository.dists_url}/InRelease"
     inrelease = fetcher.content(url)
-    release = parse_release(signed_text(inrelease, key, url))
+    with parsing(url, "InRelease"):
+        release = parse_release(signed_text(inrelease, key, url))
     check_release(release.fields, url, repository.suite)
     _write(out, bundle_path(url), inrelease)
     why = f"{where}: apt verifies it with the key"
@@ -284,20 +343,24 @@ def _repository(
             files.add(path, index_url, variant.sha256, len(data), "SHA256 in the InRelease",
                       f"{where}: the package index")  # fmt: skip
         if parsed is None:
-            parsed = (bundle_path(index_url), decompressed(variant.path, data))
+            with parsing(index_url, "package index"):
+                parsed = (bundle_path(index_url), decompressed(variant.path, data))
     assert parsed is not None  # variants is not empty
     index_path, text = parsed
-    closure = install_closure(Index(parse_stanzas(text.decode("utf-8"))), packages, where)
-    # Every path of the closure proven inside the bundle before the first .deb is fetched.
+    # Every path of the closure proven inside the bundle (and every field read) before the
+    # first .deb is fetched.
     located = []
-    for package in closure:
-        deb_url = f"{repository.url}/{package.filename}"
-        path = bundle_path(deb_url)
-        located.append((package, deb_url, path, confined(out, path, f"{deb_url} ({where})")))
+    with parsing(index_path, "package index"):
+        closure = install_closure(Index(parse_stanzas(text.decode("utf-8"))), packages, where)
+        for package in closure:
+            deb_url = f"{repository.url}/{package.filename}"
+            path = bundle_path(deb_url)
+            target = confined(out, path, f"{deb_url} ({where})")
+            located.append((package, deb_url, path, target, package.sha256, package.size))
     debs = []
-    for package, deb_url, path, target in located:
+    for package, deb_url, path, target, sha256, size in located:
         debs.append(path)
-        fetcher.file(deb_url, target, package.sha256, package.size)
+        fetcher.file(deb_url, target, sha256, size)
         for reason in package.why:
             files.add(path, deb_url, package.sha256, package.size,
                       "SHA256 in the signed package index",
@@ -333,7 +396,9 @@ def _wheels(
     def page(name: str) -> list[Link]:
         url = project_url(index_url, name)
         try:
-            return parse_page(fetcher.content(url).decode("utf-8"), url)
+            data = fetcher.content(url)
+            with parsing(url, "PEP 503 page"):
+                return parse_page(data.decode("utf-8"), url)
         except DownloadError as exc:
             if "HTTP 404" in str(exc):
                 return []
@@ -346,10 +411,14 @@ def _wheels(
         if link.metadata_sha256:
             data = fetcher.content(link.url + ".metadata")
             if _sha256(data) == link.metadata_sha256:
-                return data.decode("utf-8")
-        return wheel_metadata(str(_wheel(link, fetcher, out)))
+                with parsing(link.url + ".metadata", "core metadata file"):
+                    return data.decode("utf-8")
+        path = _wheel(link, fetcher, out)
+        with parsing(link.url, "wheel"):
+            return wheel_metadata(str(path))
 
-    pins = resolve(requirements, page, metadata, target, where)
+    with parsing(where, "wheel index (a requirement or version)"):
+        pins = resolve(requirements, page, metadata, target, where)
     pinned = {}
     for name, pin in sorted(pins.items()):
         link = pin.candidate.link
@@ -633,9 +702,10 @@ def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[s
     if entry is None or not present(entry["index"]):
         return [f"{', '.join(need.packages)} ({where}: the repository is not in the bundle)"]
     index_file = confined(directory, entry["index"], f"{directory / MANIFEST}: the index")
-    index = _cached_index(str(index_file), index_file.stat().st_mtime_ns)
     try:
-        closure = install_closure(index, need.packages, where)
+        with parsing(str(index_file), "package index"):
+            index = _cached_index(str(index_file), index_file.stat().st_mtime_ns)
+            closure = install_closure(index, need.packages, where)
     except RepositoryError as exc:
         return [str(exc)]
     return [
