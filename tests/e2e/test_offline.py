@@ -240,6 +240,34 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
     succeeded(second)
     assert changed(second) == {}
 
+    # The mirror refuses a query string (cache busting) and hides the manifest.
+    busted = sh(lab, "node2", f"curl -s -o /dev/null -w '%{{http_code}}' '{served}/{AMD}/x?1'")
+    assert busted == "400"
+    assert sh(lab, "node2", f"curl -s -o /dev/null -w '%{{http_code}}' {served}/manifest.json") == (
+        "404"
+    )  # the inventory's host names are not served
+
+    # Someone at the mirror (or on the wire) swaps core's torch wheel and rewrites the hash
+    # on its page: the host's pip refuses it (every wheel pinned to the hash the bundle
+    # verified, --require-hashes), naming the wheel and both hashes; nothing is installed.
+    (wheel_set,) = [w for w in manifest["wheel_sets"] if "torch" in w["pins"]
+                    and w["pins"]["torch"]["version"] == "2.14.1+rocm7.14"]  # fmt: skip
+    torch, vision = (wheel_set["pins"][name]["path"] for name in ("torch", "torchvision"))
+    genuine = manifest["files"][torch]["sha256"]
+    root = paths.MIRROR_BUNDLE
+    sh(lab, "mirror", f"cp '{root}/{vision}' '{root}/{torch}'")
+    swapped = sh(lab, "mirror", f"sha256sum '{root}/{torch}'").split()[0]
+    page = next(p for p in manifest["files"] if p.endswith("/torch/index.html")
+                and wheel_set["index_url"].split("://", 1)[1] in p)  # fmt: skip
+    sh(lab, "mirror", f"sed -i 's/{genuine}/{swapped}/' '{root}/{page}'")
+    sh(lab, "core", "/opt/rocm-fleet/venv/bin/python -m pip uninstall -y -q torch")
+    third = deploy(lab, limit="mirror,core", data=data)
+    assert failed_hosts(third) == ["core"], third.output[-3000:]
+    assert "DO NOT MATCH THE HASHES" in third.output, third.output[-3000:]
+    assert genuine in third.output and swapped in third.output
+    pip = sh(lab, "core", "/opt/rocm-fleet/venv/bin/python -m pip list --format=freeze").lower()
+    assert "torch==" not in pip
+
 
 # --- a live mirror -----------------------------------------------------------------------------
 

@@ -5,12 +5,14 @@ OpenPGP reader against keys gpg itself made."""
 from __future__ import annotations
 
 import gzip
+import hashlib
 import http.server
 import io
 import shutil
 import subprocess
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -92,15 +94,22 @@ def build_upstream(root: Path, gpg: Gpg, origin: str = "AMD ROCm") -> None:
     base = root / "amd/repo.amd.com/rocm/packages-multi-arch"
     for directory in DISTS:
         dists = base / directory / "dists/stable"
-        write(dists / "InRelease", gpg.clearsign(release_text("stable", origin)))
         packages = "".join(
             f"Package: {name}\nVersion: {version}\nArchitecture: amd64\n\n"
             for name, version in (("amdrocm7.14", "7.14.0-3"), ("amdrocm7.14", "7.14.1-1"),
                                   ("amdrocm7.14-gfx1100", "7.14.1-1"))
         )  # fmt: skip
-        write(dists / "main/binary-amd64/Packages.gz", gzip.compress(packages.encode()))
+        index = gzip.compress(packages.encode())
+        write(dists / "main/binary-amd64/Packages.gz", index)
+        # The check verifies the index against the InRelease's SHA256, as apt does.
+        listed = f"SHA256:\n {hashlib.sha256(index).hexdigest()} {len(index)} " + (
+            "main/binary-amd64/Packages.gz\n"
+        )
+        write(dists / "InRelease", gpg.clearsign(release_text("stable", origin) + listed))
     binary = gpg("--export", gpg.fingerprint).stdout
     write(base / "gpg/rocm.gpg", binary + gpg("--armor", "--export", gpg.fingerprint).stdout)
+    # The driver repository's key (repo.radeon.com's), which its InRelease is verified with.
+    write(root / "amd/repo.radeon.com/rocm/rocm.gpg.key", gpg("--armor", "--export").stdout)
     for suite in ("jammy", "noble", "resolute"):
         write(
             root / f"amd/repo.radeon.com/amdgpu/31.40.1/ubuntu/dists/{suite}/InRelease",
@@ -176,7 +185,12 @@ def test_a_dropped_wheel_and_a_wrong_origin_are_each_named(upstream, gpg, capsys
     assert status == 1, out
     assert "rocm7.14" in out and "no torchvision wheel 0.29.1+rocm7.14" in out
     assert "InRelease debian13: declares Origin 'repo.amd.com'; the matrix pins 'AMD ROCm'" in out
-    assert "2 wrong" in out
+    # The new InRelease lists no index: the one served is not verified, so not read.
+    assert (
+        "packages in debian13: main/binary-amd64/Packages.gz: SHA-256 is not the one its "
+        "InRelease lists" in out
+    )
+    assert "3 wrong" in out
 
 
 def test_amd_key_is_required_unless_a_mirror_key_is_named(upstream, gpg, capsys):
@@ -207,7 +221,7 @@ def test_a_missing_index_is_wrong_and_a_missing_suite_is_named(upstream, gpg, ca
     status, out, _ = run_check(capsys, url, gpg)
     assert status == 1
     assert "InRelease ubuntu2604: HTTP 404: no such suite" in out
-    assert "packages in ubuntu2604: no amdrocm7.14 of 7.14.1 in the index" in out
+    assert "packages in ubuntu2604: its InRelease: HTTP 404: no such suite" in out
 
 
 def test_releases_upstream_publishes_that_the_matrix_lacks(tmp_path, gpg, upstream):
@@ -218,8 +232,17 @@ def test_releases_upstream_publishes_that_the_matrix_lacks(tmp_path, gpg, upstre
     packages = (
         "Package: amdrocm10.1\nVersion: 10.1.0-2\n\nPackage: amdrocm10.2\nVersion: 10.2.0-1\n\n"
     )
-    write(dists / "main/binary-amd64/Packages.gz", gzip.compress(packages.encode()))
-    found = missing_releases(Upstream(f"{url}/amd", None, 5, 0))
+    index = gzip.compress(packages.encode())
+    write(dists / "main/binary-amd64/Packages.gz", index)
+    # Read only once verified: signed, listing the index, with the stream's key.
+    digest = hashlib.sha256(index).hexdigest()
+    listed = f"SHA256:\n {digest} {len(index)} main/binary-amd64/Packages.gz\n"
+    write(dists / "InRelease", gpg.clearsign(release_text("stable", "AMD ROCm") + listed))
+    key = urlsplit(matrix.STABLE_REPOSITORY.key_url)
+    write(root / "amd" / f"{key.netloc}{key.path}".lstrip("/"), gpg("--armor", "--export").stdout)
+    unverified = missing_releases(Upstream(f"{url}/amd", None, 5, 0))
+    assert [item["release"] for item in unverified] == ["7.2.5"]  # AMD's key didn't sign it
+    found = missing_releases(Upstream(f"{url}/amd", None, 5, 0), {"*": gpg.fingerprint})
     assert [item["release"] for item in found] == ["7.2.5", "10.2.0"]  # not 5.7.1: older
     assert "amdrocm10.2 10.2.0-1" in found[1]["where"]
 

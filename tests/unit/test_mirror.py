@@ -128,13 +128,25 @@ def test_one_fleet_per_pyinfra_inventory_read_through_pyinfras_merge_of_group_da
         ("rocm_mirror_port", 0, "a TCP port, 1 to 65535"),
         ("rocm_mirror", "ftp://mirror", "an inventory host name, or the http:// URL of a mirror"),
         ("rocm_mirror_bundle", "bundle/dir", "an absolute path"),
+        ("rocm_mirror_listen", "mirror.lan", "an IPv4 or IPv6 address"),
+        ("rocm_mirror_allow", ["10.0.0.0/33"], "a list of IP addresses or CIDR networks"),
+        ("rocm_mirror", "https://u:secret@mirror.lan/", "/etc/apt/auth.conf.d/"),
+        ("rocm_apt_base_url", "https://u:secret@repo.lan/rocm", "/etc/apt/auth.conf.d/"),
+        ("pytorch_index_base_url", "https://u:secret@pypi.lan/whl", "~/.netrc (mode 0600)"),
+        ("rocm_key_url", "https://u:secret@repo.lan/key.asc", "a URL without user or password"),
     ],
 )
 def test_bad_mirror_and_proxy_settings_are_refused(key, value, valid):
     with pytest.raises(ConfigError) as error:
         load_config({**DATA, key: value}, "node")
-    assert f"inventory key {key!r} has value {value!r}" in str(error.value)
+    shown = (
+        value.replace("u:secret@", "***@").replace("user:secret@", "***@")
+        if isinstance(value, str)
+        else value
+    )
+    assert f"inventory key {key!r} has value {shown!r}" in str(error.value)
     assert valid in str(error.value)
+    assert "secret" not in str(error.value)  # a refused credential is never echoed
 
 
 # --- hosts that use a mirror -------------------------------------------------------------------
@@ -165,7 +177,8 @@ def test_a_host_using_the_mirror_points_apt_the_key_and_pip_at_it():
 
 
 def test_the_mirror_host_runs_nginx_as_a_live_cache_of_every_upstream_its_clients_use():
-    others = {"client": {**DATA, "rocm_mirror": "node", "rocm_driver": "dkms"}}
+    others = {"client": {**DATA, "rocm_mirror": "node", "rocm_driver": "dkms",
+                         "ssh_hostname": "10.0.0.7"}}  # fmt: skip
     planned = fresh({**MIRROR_HOST, "rocm_mirror": "node"}, others)
     names = [n for n in planned.names if n.startswith("Fleet mirror")]
     assert names == [
@@ -183,7 +196,10 @@ def test_the_mirror_host_runs_nginx_as_a_live_cache_of_every_upstream_its_client
     path, _mode, content = script_call(site)[1]
     servers = [Upstream("download.pytorch.org"), Upstream("files.pythonhosted.org", linked=True),
                Upstream("repo.radeon.com")]  # fmt: skip
-    assert (path, content) == (paths.MIRROR_SITE, nginx_site(8080, False, servers, []))
+    # It listens on the address the inventory reaches it by, for the inventory's hosts.
+    expected = nginx_site(8080, False, servers, [], ["10.0.0.5"], ["10.0.0.5", "10.0.0.7"])
+    assert (path, content) == (paths.MIRROR_SITE, expected)
+    assert "    listen 10.0.0.5:8080;\n" in content and "    allow 10.0.0.7;\n" in content
     # The host resolves no name by DNS (fresh_survey): PyPI's file host is left out.
     assert "files.pythonhosted.org" not in content
     (start,) = planned.find("Run nginx").commands
@@ -214,8 +230,8 @@ def test_core_sdk_hosts_fetch_their_streams_repository_and_key_through_the_mirro
     # The mirror host proxies the Core SDK's server for it (and the driver's, with dkms).
     stable = {"rocm_version": "10.0.0", "rocm_driver": "dkms", "pytorch_install": False,
               "rocm_mirror": "node"}  # fmt: skip
-    mirror = fresh({**MIRROR_HOST, "rocm_mirror": "node"}, {"core": core | {"rocm_mirror":
-                   "node"}, "stable": stable})  # fmt: skip
+    mirror = fresh({**MIRROR_HOST, "rocm_mirror": "node", "rocm_mirror_allow": ["10.0.0.0/24"]},
+                   {"core": core | {"rocm_mirror": "node"}, "stable": stable})  # fmt: skip
     (site,) = mirror.find("Configure nginx").commands
     content = script_call(site)[1][2]
     for upstream in ("repo.amd.com", "stable.repo.amd.com", "repo.radeon.com",
@@ -223,7 +239,7 @@ def test_core_sdk_hosts_fetch_their_streams_repository_and_key_through_the_mirro
         assert f"    location /{upstream}/ {{" in content, upstream
 
 
-def test_the_live_site_proxies_each_upstream_in_slices_and_rewrites_index_links():
+def test_the_live_site_proxies_each_upstream_whole_and_rewrites_index_links():
     servers = [Upstream("download.pytorch.org"), Upstream("mirror.lan:81", "http"),
                Upstream("files.pythonhosted.org", linked=True)]  # fmt: skip
     site = nginx_site(8080, False, servers, ["127.0.0.53", "fd00::1"])
@@ -237,7 +253,9 @@ def test_the_live_site_proxies_each_upstream_in_slices_and_rewrites_index_links(
     assert "proxy_ssl_verify on;" in site and "proxy_ssl_name download.pytorch.org;" in site
     assert "sub_filter 'https://download.pytorch.org/' '/download.pytorch.org/';" in site
     assert "sub_filter 'href=\"/' 'href=\"/download.pytorch.org/';" in site
-    assert site.count("slice 1m;") == 3 and "proxy_cache_lock on;" in site
+    # Whole files, never slices (a file replaced upstream can't mix old and new parts).
+    assert "slice 1m" not in site and "proxy_cache_lock on;" in site
+    assert site.count("proxy_cache_valid 200 180d;") == 3
     assert nginx_site(8080, True, []).count("root /srv/rocm-fleet/bundle;") == 1
 
 
@@ -289,7 +307,7 @@ def test_the_mirror_host_serves_a_bundle_it_copies_from_where_pyinfra_runs(tmp_p
     assert (name, directory, stale) == ("bundle-settle", paths.MIRROR_BUNDLE, "")
     assert len(sums.splitlines()) == len(manifest["files"])
     (site,) = planned.find("Configure nginx").commands
-    assert script_call(site)[1][2] == nginx_site(8080, True, [])
+    assert script_call(site)[1][2] == nginx_site(8080, True, [], None, ["10.0.0.5"], ["10.0.0.5"])
     # The copy is one digest compare once the host holds the same manifest.
     held = digest((bundle / "manifest.json").read_text())
     again = fresh(data, **{f"file {paths.MIRROR_BUNDLE}/manifest.json": held})
@@ -384,3 +402,60 @@ def test_uninstall_removes_the_proxy_snippet_and_any_mirror():
     planned = plan({**DATA, "rocm_state": "absent"}, host)  # no preflight: facts one by one
     assert "Proxy | Remove apt's proxy settings" in planned.names
     assert "Fleet mirror | Stop serving the mirror" in planned.names
+
+
+# --- a mirror for the fleet only -----------------------------------------------------------------
+
+
+def test_the_site_admits_only_the_fleet_and_serves_only_upstream_paths():
+    servers = [Upstream("download.pytorch.org"), Upstream("repo.radeon.com")]
+    site = nginx_site(8080, False, servers, [], ["10.0.0.5"], ["10.0.0.7", "192.168.1.0/24"])
+    assert "    listen 10.0.0.5:8080;\n" in site and "listen 8080;" not in site
+    allow = [
+        line.strip() for line in site.splitlines() if line.strip().startswith(("allow", "deny"))
+    ]
+    assert allow == ["allow 127.0.0.1;", "allow ::1;", "allow 10.0.0.7;", "allow 192.168.1.0/24;",
+                     "deny all;"]  # fmt: skip
+    # Anything but the upstreams' paths is 404; a query string is refused, and never in the
+    # cache key nor passed upstream (no ?1, ?2, ... copies of a multi-GB wheel).
+    assert "    location / {\n        return 404;\n    }" in site
+    assert "    if ($is_args) {\n        return 400;\n    }" in site
+    assert "proxy_cache_key $proxy_host$rocm_fleet_upstream_uri;" in site
+    assert "~^/[^/?]+(?<rocm_fleet_rest>/[^?]*)$ $rocm_fleet_rest;" in site
+    assert "$slice_range" not in site and "slice 1m" not in site
+    assert site.count("limit_except GET { deny all; }") == 4  # per upstream: pages and files
+    # Without an address, every interface (and an IPv6 listen address in brackets).
+    assert "    listen 8080;\n    listen [::]:8080;\n" in nginx_site(8080, False, servers, [])
+    assert "    listen [fd00::5]:8080;\n" in nginx_site(8080, False, servers, [], ["fd00::5"])
+
+
+def test_a_bundle_site_hides_the_manifest_and_admits_only_the_fleet():
+    site = nginx_site(8080, True, [], None, ["10.0.0.5"], ["10.0.0.7"])
+    assert "    location = /manifest.json {\n        return 404;\n    }" in site
+    assert "allow 10.0.0.7;" in site and "deny all;" in site
+    assert "try_files $uri $uri/ =404;" in site and "if ($is_args)" in site
+
+
+def test_hosts_named_by_dns_need_the_networks_the_mirror_admits():
+    from pyinfra.api import Inventory
+
+    from rocm_fleet.deploy.mirror import mirror_access
+
+    hosts = {
+        "mirror1": {**MIRROR_HOST, "rocm_mirror": "mirror1"},
+        "gpu1": {**DATA, "rocm_mirror": "mirror1", "ssh_hostname": "fd00::7"},
+        "gpu2.lan": {**DATA, "rocm_mirror": "mirror1"},
+        "elsewhere": {**DATA, "ssh_hostname": "10.9.9.9"},  # uses no mirror: not admitted
+    }
+    inventory = Inventory((list(hosts.items()), {}))
+    config = load_config(hosts["mirror1"], "mirror1")
+    with pytest.raises(ConfigError, match=r"names gpu2\.lan \(gpu2\.lan\) by DNS name: set "
+                       r"rocm_mirror_allow on mirror1"):  # fmt: skip
+        mirror_access(config, "mirror1", inventory)
+    allowing = load_config({**MIRROR_HOST, "rocm_mirror_allow": ["10.1.0.0/16"]}, "mirror1")
+    assert mirror_access(allowing, "mirror1", inventory) == (
+        ["10.0.0.5"], ["10.0.0.5", "fd00::7", "10.1.0.0/16"]
+    )  # fmt: skip
+    listen = load_config({**MIRROR_HOST, "rocm_mirror_listen": "10.0.1.5",
+                          "rocm_mirror_allow": ["10.1.0.0/16"]}, "mirror1")  # fmt: skip
+    assert mirror_access(listen, "mirror1", inventory)[0] == ["10.0.1.5"]

@@ -41,6 +41,11 @@ INTERNAL_MODULES = (
 )
 
 
+#: named tuples' public API (collections.namedtuple: its methods start with "_" so as not to
+#: clash with field names), e.g. urlsplit(...)._replace
+NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
+
+
 def touches(source: str) -> list[tuple[int, str]]:
     """(line, what) for every use of a pyinfra internal in ``source``."""
     found = []
@@ -48,6 +53,7 @@ def touches(source: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Attribute):
             base = ast.unparse(node.value)
             private = node.attr.startswith("_") and not node.attr.startswith("__")
+            private = private and node.attr not in NAMEDTUPLE_API
             if private and base not in ("self", "cls"):
                 found.append((node.lineno, f"private attribute {base}.{node.attr}"))
             elif node.attr in INTERNALS:

@@ -50,6 +50,12 @@ def add_parser(commands: Any) -> None:
     bundle.add_argument(
         "--retries", type=int, default=5, help="retries per request and per broken transfer"
     )
+    bundle.add_argument(
+        "--deadline",
+        type=float,
+        default=3600.0,
+        help="seconds one file's transfer may take in all (a slow server is cut off)",
+    )
     bundle.set_defaults(run=run)
 
 
@@ -158,7 +164,11 @@ def run(args: Any) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     out = Path(args.output)
-    fetcher = Fetcher(timeout=(min(args.timeout, 30.0), args.timeout), retries=args.retries)
+    fetcher = Fetcher(
+        timeout=(min(args.timeout, 30.0), args.timeout),
+        retries=args.retries,
+        deadline=args.deadline,
+    )
     try:
         manifest = make_bundle(plan, out, fetcher, inventory=args.inventory)
     except BundleError as exc:

@@ -27,6 +27,7 @@ names the key a mirror re-signs with (as ``rocm_key_fingerprint`` does for the d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -54,8 +55,16 @@ from rocm_fleet.model.versions import (
     major_minor,
     release_key,
 )
-from rocm_fleet.offline.aptrepo import decompressed, parse_release, parse_stanzas
+from rocm_fleet.offline.aptrepo import (
+    Release,
+    RepositoryError,
+    decompressed,
+    parse_release,
+    parse_stanzas,
+    signed_text,
+)
 from rocm_fleet.offline.openpgp import primary_fingerprints
+from rocm_fleet.offline.signature import SignatureError, check_release
 from rocm_fleet.offline.wheels import parse_page, project_url
 
 if TYPE_CHECKING:
@@ -334,19 +343,41 @@ class Check:
         return {k: getattr(self, k) for k in ("row", "what", "url", "status", "detail")}
 
 
-def inrelease_check(url: str, suite: str, origin: str | None) -> Callable[[Upstream], str | None]:
+Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed with
+
+
+def verified_release(upstream: Upstream, url: str, suite: str, key: Key) -> Release | str:
+    """The InRelease at ``url`` as apt trusts it (``offline.signature``: signed by ``key``,
+    whose primary fingerprint is the pinned one, under apt's policy; not stale; of
+    ``suite``), or what is wrong with it."""
+    reply = upstream.get(url)
+    if not reply.found:
+        return f"HTTP {reply.status}: no such suite"
+    text = reply.body.decode("utf-8", "replace")
+    if not text.startswith("-----BEGIN PGP SIGNED MESSAGE-----") or (
+        "-----BEGIN PGP SIGNATURE-----" not in text
+    ):
+        return "not a signed (clearsigned) InRelease"
+    key_url, fingerprint = key
+    key_reply = upstream.get(key_url)
+    if not key_reply.found or primary_fingerprints(key_reply.body) != [fingerprint.upper()]:
+        return f"can't verify it: the key at {key_url} is not {fingerprint.upper()}"
+    try:
+        release = parse_release(signed_text(reply.body, key_reply.body, url))
+        check_release(release.fields, url, suite)
+    except (RepositoryError, SignatureError) as exc:
+        return str(exc).removeprefix(f"{url}: ")
+    return release
+
+
+def inrelease_check(
+    url: str, suite: str, origin: str | None, key: Key
+) -> Callable[[Upstream], str | None]:
     def run(upstream: Upstream) -> str | None:
-        reply = upstream.get(url)
-        if not reply.found:
-            return f"HTTP {reply.status}: no such suite"
-        text = reply.body.decode("utf-8", "replace")
-        if not text.startswith("-----BEGIN PGP SIGNED MESSAGE-----") or (
-            "-----BEGIN PGP SIGNATURE-----" not in text
-        ):
-            return "not a signed (clearsigned) InRelease"
-        fields = parse_release(text.split("-----BEGIN PGP SIGNATURE-----")[0]).fields
-        if fields.get("Suite") != suite and fields.get("Codename") != suite:
-            return f"declares Suite {fields.get('Suite')!r}, not {suite!r}"
+        release = verified_release(upstream, url, suite, key)
+        if isinstance(release, str):
+            return release
+        fields = release.fields
         if origin is not None and fields.get("Origin") != origin:
             return f"declares Origin {fields.get('Origin')!r}; the matrix pins {origin!r}"
         return None
@@ -354,11 +385,20 @@ def inrelease_check(url: str, suite: str, origin: str | None) -> Callable[[Upstr
     return run
 
 
-def _packages_index(upstream: Upstream, dists_url: str) -> dict[str, set[str]]:
-    """Package name -> versions of a repository's main/binary-amd64 index."""
+def _packages_index(
+    upstream: Upstream, dists_url: str, suite: str, key: Key
+) -> dict[str, set[str]] | str:
+    """Package name -> versions of a repository's main/binary-amd64 index, once its SHA-256
+    is the one its verified InRelease lists; what is wrong otherwise."""
+    release = verified_release(upstream, f"{dists_url}/InRelease", suite, key)
+    if isinstance(release, str):
+        return f"its InRelease: {release}"
     for name in ("Packages.gz", "Packages"):
+        listed = release.files.get(f"main/binary-amd64/{name}")
         reply = upstream.get(f"{dists_url}/main/binary-amd64/{name}")
         if reply.found:
+            if listed is None or hashlib.sha256(reply.body).hexdigest() != listed.sha256:
+                return f"main/binary-amd64/{name}: SHA-256 is not the one its InRelease lists"
             body = decompressed(name, reply.body)
             break
     else:
@@ -370,11 +410,16 @@ def _packages_index(upstream: Upstream, dists_url: str) -> dict[str, set[str]]:
     return found
 
 
-def core_packages_check(dists_url: str, rel: matrix.Release) -> Callable[[Upstream], str | None]:
+def core_packages_check(
+    dists_url: str, rel: matrix.Release, suite: str, key: Key
+) -> Callable[[Upstream], str | None]:
     meta = f"amdrocm{major_minor(rel.version)}"
 
     def run(upstream: Upstream) -> str | None:
-        versions = _packages_index(upstream, dists_url).get(meta, set())
+        index = _packages_index(upstream, dists_url, suite, key)
+        if isinstance(index, str):
+            return index
+        versions = index.get(meta, set())
         pattern = re.compile(rel.stream.version_regex(rel))
         if not any(pattern.search(v) for v in versions):
             return f"no {meta} of {rel.version} in the index (has: {', '.join(sorted(versions))})"
@@ -469,6 +514,12 @@ def build_checks(
     """The checks of the releases' rows. ``fingerprints``: stream name (or "*" for every
     stream) -> the key fingerprint a mirror signs with instead of AMD's."""
     fingerprints = fingerprints or {}
+
+    def pinned(stream: matrix.Stream) -> str:
+        found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
+        return found.upper()
+
+    driver_key = (matrix.AMDGPU_KEY_URL, pinned(matrix.CLASSIC))
     checks: list[Check] = []
     repositories: dict[str, tuple[matrix.Repository, matrix.Stream]] = {}
     indexes: dict[str, list[matrix.Release]] = {}
@@ -488,7 +539,12 @@ def build_checks(
                         rel.version,
                         what,
                         f"{dists}/InRelease",
-                        inrelease_check(f"{dists}/InRelease", pub.suite, stream.pin_origin),
+                        inrelease_check(
+                            f"{dists}/InRelease",
+                            pub.suite,
+                            stream.pin_origin,
+                            (repo.key_url, pinned(stream)),
+                        ),
                     )
                 )
             if stream is matrix.CORE_SDK:
@@ -497,7 +553,7 @@ def build_checks(
                         rel.version,
                         f"packages in {pub.directory}",
                         f"{dists}/main/binary-amd64/Packages.gz",
-                        core_packages_check(dists, rel),
+                        core_packages_check(dists, rel, pub.suite, (repo.key_url, pinned(stream))),
                     )
                 )
         driver = matrix.amdgpu_repo_version(rel)
@@ -514,7 +570,7 @@ def build_checks(
                             url,
                             # AMD's classic pin covers the driver repository only in the
                             # classic stream; under the Core SDK nothing pins it.
-                            inrelease_check(url, suite, origin),
+                            inrelease_check(url, suite, origin, driver_key),
                         )
                     )
         if rel.torch_index:
@@ -544,8 +600,17 @@ def build_checks(
 # --- releases the matrix lacks -------------------------------------------------------------
 
 
-def missing_releases(upstream: Upstream) -> list[dict[str, str]]:
-    """Releases upstream publishes that the matrix lacks (from the oldest the matrix has)."""
+def missing_releases(
+    upstream: Upstream, fingerprints: dict[str, str] | None = None
+) -> list[dict[str, str]]:
+    """Releases upstream publishes that the matrix lacks (from the oldest the matrix has);
+    a Core SDK index is read only once verified (``fingerprints`` as for ``build_checks``)."""
+    fingerprints = fingerprints or {}
+    core_key = (
+        fingerprints.get(matrix.CORE_SDK.name)
+        or fingerprints.get("*")
+        or matrix.CORE_SDK.key_fingerprint
+    )
     known = set(matrix.release_versions())
     oldest = min(release_key(v) for v in known)
     missing: dict[str, str] = {}
@@ -560,7 +625,10 @@ def missing_releases(upstream: Upstream) -> list[dict[str, str]]:
     for repo in (matrix.MULTI_ARCH_REPOSITORY, matrix.STABLE_REPOSITORY):
         for pub in matrix.CORE_SDK.publications:
             dists = f"{repo.base_url}/{pub.directory}/dists/{pub.suite}"
-            for name, versions in _packages_index(upstream, dists).items():
+            index = _packages_index(upstream, dists, pub.suite, (repo.key_url, core_key))
+            if isinstance(index, str):
+                continue  # not verified: not read (its InRelease check says why)
+            for name, versions in index.items():
                 if not is_core_sdk_meta_package(name):
                     continue
                 for version in versions:
@@ -630,7 +698,7 @@ def check_matrix(
     missing: list[dict[str, str]] = []
     if release is None:
         try:
-            missing = missing_releases(upstream)
+            missing = missing_releases(upstream, fingerprints)
         except Unreachable as exc:
             unreachable.append(str(exc))
         step(f"releases upstream: {len(missing)} the matrix lacks")

@@ -26,15 +26,18 @@ mirror is always reached directly.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING, Any
 
 from pyinfra.api import deploy
+from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.fleet import fleet_of
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.model import paths
+from rocm_fleet.model.config import ConfigError
 from rocm_fleet.model.fleet import Upstream
 from rocm_fleet.model.sources import no_proxy
 from rocm_fleet.operations.apt import debian_packages
@@ -49,23 +52,54 @@ MIRROR_PACKAGES = ["ca-certificates", "nginx"]
 
 
 def nginx_site(
-    port: int, bundle: bool, servers: list[Upstream], nameservers: list[str] | None = None
+    port: int,
+    bundle: bool,
+    servers: list[Upstream],
+    nameservers: list[str] | None = None,
+    listen: list[str] | None = None,
+    allow: list[str] | None = None,
 ) -> str:
     """The mirror's nginx configuration (a file of Debian's conf.d, inside ``http {}``).
     ``nameservers`` (the host's resolv.conf) resolve the linked upstreams; without any,
-    those are left out."""
+    those are left out. ``listen``: the addresses it listens on (empty: every interface);
+    ``allow``: the addresses and networks that may use it (the host itself always may),
+    everyone else gets 403. Only the upstreams' paths are served (anything else is 404),
+    only GET and HEAD, no query strings (400: a query would make a new cache entry each);
+    a bundle's manifest (the inventory's host names) is not served."""
     head = "# Written by rocm-fleet: the fleet mirror (rocm_mirror). Changes are overwritten."
-    listen = [f"    listen {port};", f"    listen [::]:{port};"]
+    addresses = [f"[{a}]" if ":" in a else a for a in listen or []]
+    listening = (
+        [f"    listen {address}:{port};" for address in addresses]
+        if addresses
+        else [f"    listen {port};", f"    listen [::]:{port};"]
+    )
+    admitted = [
+        *(f"    allow {network};" for network in ["127.0.0.1", "::1", *(allow or [])]),
+        "    deny all;",
+    ]
+    guard = [
+        *listening,
+        *admitted,
+        "    # apt and pip send no query string: one would only make a new cache entry.",
+        "    if ($is_args) {",
+        "        return 400;",
+        "    }",
+    ]
     if bundle:
         return "\n".join(
             [
                 head,
                 "server {",
-                *listen,
+                *guard,
                 f"    root {paths.MIRROR_BUNDLE};",
                 "    index index.html;",
                 "    location / {",
+                "        limit_except GET { deny all; }",
                 "        try_files $uri $uri/ =404;",
+                "    }",
+                "    # The manifest names the inventory's hosts: for rocm-fleet, not for clients.",
+                f"    location = /{paths.BUNDLE_MANIFEST} {{",
+                "        return 404;",
                 "    }",
                 "}",
                 "",
@@ -73,12 +107,13 @@ def nginx_site(
         )
     resolvers = [f"[{a}]" if ":" in a else a for a in nameservers or []]
     servers = [s for s in servers if resolvers or not s.linked]
-    # The request as the client encoded it, less the /<upstream> prefix: a wheel's "%2B"
-    # must reach the upstream as sent (S3 reads a bare "+" in a path as a space).
+    # The request's path as the client encoded it, less the /<upstream> prefix and any
+    # query: a wheel's "%2B" must reach the upstream as sent (S3 reads a bare "+" in a path
+    # as a space).
     lines = [
         head,
         "map $request_uri $rocm_fleet_upstream_uri {",
-        "    ~^/[^/]+(?<rocm_fleet_rest>/.*)$ $rocm_fleet_rest;",
+        "    ~^/[^/?]+(?<rocm_fleet_rest>/[^?]*)$ $rocm_fleet_rest;",
         "}",
         f"proxy_cache_path {paths.MIRROR_CACHE} levels=1:2 keys_zone=rocm_fleet_mirror:32m",
         "                 max_size=500g inactive=180d use_temp_path=off;",
@@ -93,9 +128,14 @@ def nginx_site(
             lines += [f"upstream rocm_fleet_{number} {{", f"    server {address};", "}"]
     lines += [
         "server {",
-        *listen,
+        *guard,
+        "    location / {",
+        "        return 404;",
+        "    }",
         *([f"    resolver {' '.join(resolvers)} valid=300s;"] if resolvers else []),
         "    proxy_cache rocm_fleet_mirror;",
+        "    # The path alone keys the cache (never the query string).",
+        "    proxy_cache_key $proxy_host$rocm_fleet_upstream_uri;",
         "    proxy_cache_lock on;",
         "    proxy_cache_lock_timeout 10m;",
         "    proxy_cache_lock_age 10m;",
@@ -122,6 +162,7 @@ def nginx_site(
         ]
         lines += [
             f"    location /{netloc}/ {{",
+            "        limit_except GET { deny all; }",
             *upstream,
             '        proxy_set_header Accept-Encoding "";',
             "        proxy_cache_valid 200 10m;",
@@ -131,17 +172,67 @@ def nginx_site(
             "        sub_filter_once off;",
             f"        sub_filter 'href=\"/' 'href=\"/{netloc}/';",
             *links,
-            "        # Packages and wheels never change under their name: kept long, in slices.",
+            "        # Packages and wheels never change under their name: kept long, whole (no",
+            "        # slices: a file replaced upstream never mixes old and new parts).",
             r"        location ~ \.(deb|whl)$ {",
+            "            limit_except GET { deny all; }",
             *(f"    {line}" for line in upstream),
-            "            slice 1m;",
-            "            proxy_cache_key $proxy_host$request_uri$slice_range;",
-            "            proxy_set_header Range $slice_range;",
-            "            proxy_cache_valid 200 206 180d;",
+            "            proxy_cache_valid 200 180d;",
             "        }",
             "    }",
         ]
     return "\n".join([*lines, "}", ""])
+
+
+def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[str], list[str]]:
+    """(listen, allow) for the mirror ``host_name`` serves: the address it listens on
+    (``rocm_mirror_listen``, else the inventory's address of it when that is an IP address,
+    else every interface), and the addresses of the inventory's hosts that use it (and
+    itself) with the networks of ``rocm_mirror_allow``. ConfigError naming a host the
+    inventory reaches by a DNS name that no ``rocm_mirror_allow`` network is given for
+    (nginx admits addresses, not names)."""
+    fleet = fleet_of(inventory)
+    own = fleet.address(host_name) if host_name in fleet else host_name
+    listen = [config.rocm_mirror_listen] if config.rocm_mirror_listen else []
+    if not listen and _is_ip(own):
+        listen = [own]
+    allowed: list[str] = []
+    named: list[str] = []
+    for name in fleet.names:
+        try:
+            client = fleet.settings(name)
+        except ConfigError:
+            continue  # refused on its own line; it fetches nothing
+        if client.rocm_mirror != host_name and name != host_name:
+            continue
+        address = fleet.address(name)
+        if _is_ip(address):
+            if address not in allowed:
+                allowed.append(address)
+        else:
+            named.append(f"{name} ({address})")
+    if named and not config.rocm_mirror_allow:
+        raise ConfigError(
+            f"{host_name}: the mirror admits hosts by address, and the inventory names "
+            f"{', '.join(named)} by DNS name: set rocm_mirror_allow on {host_name} to their "
+            "networks, e.g. ['10.0.0.0/24']"
+        )
+    return listen, [*allowed, *config.rocm_mirror_allow]
+
+
+def _access(config: Config, host_name: str, inventory: Any) -> tuple[list[str], list[str]]:
+    try:
+        return mirror_access(config, host_name, inventory)
+    except ConfigError as exc:
+        raise DeployError(str(exc)) from None  # bad inventory data stops the run
+
+
+def _is_ip(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def apt_proxy_conf(config: Config) -> str:
@@ -207,6 +298,7 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
             bool(mirror.bundle),
             fleet_of(inventory).upstreams(mirror.host or ""),
             read_fact(Nameservers),
+            *_access(config, mirror.host or "", inventory),
         ),
     )
     daemon_serving(

@@ -83,6 +83,6 @@ def rocm_node() -> None:
     install_rocm(config, config.wanted_packages(found.gpus))
     configure_groups(config)
     if config.torch is not None:
-        install_pytorch(config)
+        install_pytorch(config, distro)
     reboot_if_needed(config, needs_reboot)
     verify_node(config)

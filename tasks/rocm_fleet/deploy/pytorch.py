@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
+from pyinfra.api.exceptions import DeployError
 
-from rocm_fleet.model import paths
+from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, Release
-from rocm_fleet.model.sources import proxy_environment, served
+from rocm_fleet.model.sources import WheelNeed, proxy_environment, served, torch_wheels
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.python import pinned_wheels, venv
 
@@ -36,25 +37,47 @@ def owned_wheels(rel: Release) -> list[str]:
 
 
 @deploy("PyTorch")
-def install_pytorch(config: Config) -> None:
-    """The venv with ``config.torch`` (the build the model decided; the caller plans this
-    only when there is one)."""
-    torch = config.torch
-    if torch is None:
-        raise ValueError("install_pytorch needs config.torch (pytorch_install)")
+def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None:
+    """The venv and the release's wheels; ``distro`` gives the host's Python, whose wheel
+    set a bundle pins by hash."""
     debian_packages(
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
+    wheels = torch_wheels(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
+    if wheels is None:
+        return  # the caller plans this only when config.torch is set
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
         venv_path=config.pytorch_venv,
-        index_url=served(torch.index_url, config.mirror),
-        wanted=dict(torch.wanted),
-        requires=list(torch.requires),
+        index_url=served(wheels.index_url, config.mirror),
+        wanted=dict(wheels.wanted),
+        requires=list(wheels.requires),
         owned=owned_wheels(config.release),
         proxy=proxy_environment(config),
+        locked=locked_wheels(config, wheels),
     )
+
+
+def locked_wheels(config: Config, wheels: WheelNeed) -> list[str] | None:
+    """Every wheel the host installs pinned to the SHA-256 ``rocm-fleet bundle`` verified
+    over TLS, when the fleet mirror serves a bundle (``bundle.locked_requirements``); the
+    host's pip then trusts neither the mirror nor the network. None otherwise."""
+    mirror = config.mirror
+    if mirror is None or not mirror.bundle or wheels.runtime is None:
+        return None
+    # Imported here: the bundle code (requests and all) is only needed with a bundle.
+    from rocm_fleet.offline.bundle import locked_requirements
+
+    locked = locked_requirements(mirror.bundle, wheels)
+    if locked is None:
+        # Preflight names what the bundle lacks first; never fall back to unpinned wheels.
+        raise DeployError(
+            f"the bundle {mirror.bundle} pins no wheel set for {wheels.index_url} and Python "
+            f"{wheels.runtime.python}: run `rocm-fleet bundle INVENTORY --output "
+            f"{mirror.bundle}` again"
+        )
+    return locked
 
 
 @deploy("Remove PyTorch")

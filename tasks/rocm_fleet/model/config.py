@@ -11,6 +11,7 @@ operation executes, so bad input changes nothing on any host.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -109,6 +110,14 @@ class Config(Settings):
         return paths.venv_python(self.pytorch_venv)
 
 
+def without_credentials(value: Any) -> Any:
+    """``value`` with the user and password of a URL in it replaced by ``***``: an error
+    message must not put a secret in a log."""
+    if isinstance(value, str):
+        return re.sub(r"(?<=://)[^/@\s]*@", "***@", value)
+    return value
+
+
 Origin = Callable[[str], "str | None"]
 
 
@@ -128,7 +137,9 @@ def load_config(
         ("did you mean ...?")."""
         said = valid if valid.startswith("did you mean") else f"expected {valid}"
         return ConfigError(
-            f"{host_name}: inventory key {key!r} has value {value!r}{where(key)}; {said}", key
+            f"{host_name}: inventory key {key!r} has value "
+            f"{without_credentials(value)!r}{where(key)}; {said}",
+            key,
         )
 
     for key in data:

@@ -17,6 +17,7 @@ valid ("a list of user names"); the error names the host, the key and the value.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
@@ -106,7 +107,17 @@ def torch_release(value: Any) -> str | None:
     return string(value) and "a torch version string such as '2.9.1'"
 
 
+# Where credentials for a repository or an index belong instead of a URL, which ends up in
+# world-readable apt sources, pip's and curl's command lines, bundle directory names and logs.
+CREDENTIALS_BELONG = (
+    "a URL without user or password: give apt its credentials in /etc/apt/auth.conf.d/ "
+    "(a file of mode 0600, apt_auth.conf(5)) and pip in ~/.netrc (mode 0600) or keyring"
+)
+
+
 def http_url(value: Any) -> str | None:
+    if isinstance(value, str) and "@" in value.split("://", 1)[-1].split("/", 1)[0]:
+        return CREDENTIALS_BELONG
     valid = isinstance(value, str) and re.match(r"^https?://[^/\s]+(/\S*)?$", value)
     return None if valid else "an http:// or https:// URL"
 
@@ -136,6 +147,22 @@ def mirror_name(value: Any) -> str | None:
 def no_proxy_entry(value: Any) -> str | None:
     valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.:*/-]+", value)
     return None if valid else "a host name, IP address, .domain suffix or CIDR range"
+
+
+def ip_address(value: Any) -> str | None:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return "an IPv4 or IPv6 address"
+    return None
+
+
+def cidr(value: Any) -> str | None:
+    try:
+        ipaddress.ip_network(value, strict=False)
+    except (TypeError, ValueError):
+        return "an IP address or CIDR network such as 10.0.0.0/24"
+    return None
 
 
 def port(value: Any) -> str | None:
@@ -439,6 +466,20 @@ class Settings:
     )
     rocm_mirror_port: int = setting(
         8080, "The port the mirror host serves on (plain HTTP)", port, MIRROR
+    )
+    rocm_mirror_listen: str | None = setting(
+        None,
+        "The address the mirror host's nginx listens on. Unset: the address the inventory "
+        "reaches it by (`ssh_hostname`) when that is an IP address, else every interface",
+        optional(ip_address),
+        MIRROR,
+    )
+    rocm_mirror_allow: list[str] = setting(  # noqa: RUF009 - a field() with a default_factory
+        [],
+        "Networks (CIDR) besides the inventory's hosts that may use the mirror; nginx refuses "
+        "everyone else. Needed for hosts the inventory names by DNS name, not address",
+        list_of(cidr, "IP addresses or CIDR networks such as 10.0.0.0/24"),
+        MIRROR,
     )
     # --- Proxy -----------------------------------------------------------------------
     rocm_proxy: str | None = setting(

@@ -21,6 +21,7 @@ through the inventory's proxy (``proxy_environment``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
@@ -108,11 +109,49 @@ class Mirror:
         return urlsplit(self.url).hostname or ""
 
 
+class UnsafePath(ValueError):
+    """A URL whose place under a mirror or bundle would not stay there (``..``, ``%2e%2e``,
+    an absolute or empty segment, credentials or an odd host); the message names it."""
+
+
+# A host name or an IP literal, with an optional port: what a directory of a bundle is named
+# after (no credentials, no path separators).
+_NETLOC = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?"
+)
+# Characters no segment of a bundle's path holds: NUL and control characters, backslash.
+_BAD_SEGMENT_CHARACTER = re.compile(r"[\x00-\x1f\x7f\\]")
+
+
 def mirror_path(url: str) -> str:
     """Where an upstream URL lives under a mirror (and in a bundle): its host, then its
-    path, decoded (``download.pytorch.org/whl/rocm6.4/torch-2.9.1+rocm6.4-...whl``)."""
+    path, decoded (``download.pytorch.org/whl/rocm6.4/torch-2.9.1+rocm6.4-...whl``).
+
+    Every URL a bundle writes comes from fetched data (a ``Filename:`` of a signed index, a
+    link of an index page), so the path is proven to stay below its host's directory after
+    decoding: no ``.`` or ``..`` segment (however encoded), no empty segment but a
+    trailing one (a directory's page), no control character or backslash, and a host that
+    is a host (credentials are refused: they would name a directory). UnsafePath otherwise,
+    naming the URL."""
     parts = urlsplit(url)
-    return f"{parts.netloc}{unquote(parts.path)}"
+    if "@" in parts.netloc:
+        shown = parts._replace(netloc="…@" + parts.netloc.rsplit("@", 1)[1]).geturl()
+        raise UnsafePath(f"{shown}: credentials in a URL are refused (they would name a file)")
+    if parts.scheme not in ("http", "https"):
+        raise UnsafePath(f"{url}: not an http(s) URL")
+    if not _NETLOC.fullmatch(parts.netloc) or ".." in parts.netloc:
+        raise UnsafePath(f"{url}: {parts.netloc!r} is not a host name[:port]")
+    path = unquote(parts.path) or "/"
+    segments = path.split("/")
+    if segments[0] != "":
+        raise UnsafePath(f"{url}: the path is not absolute")
+    for position, segment in enumerate(segments[1:], start=1):
+        last = position == len(segments) - 1
+        if segment in (".", "..") or (not segment and not last):
+            raise UnsafePath(f"{url}: the path {path!r} leaves its place (segment {segment!r})")
+        if _BAD_SEGMENT_CHARACTER.search(segment):
+            raise UnsafePath(f"{url}: the path {path!r} holds a control character or backslash")
+    return f"{parts.netloc}{path}"
 
 
 def served(url: str, mirror: Mirror | None) -> str:

@@ -13,14 +13,12 @@ from __future__ import annotations
 import gzip
 import lzma
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocm_fleet.model.versions import debian_version, debian_version_satisfies
 from rocm_fleet.offline.openpgp import binary_key, primary_fingerprints
+from rocm_fleet.offline.signature import SignatureError, verified_text
 
 if TYPE_CHECKING:
     from debian.debian_support import Version as DebianVersion
@@ -45,24 +43,12 @@ def check_key(key: bytes, fingerprint: str, url: str) -> None:
 
 
 def signed_text(inrelease: bytes, key: bytes, url: str) -> str:
-    """The text of an ``InRelease`` that ``gpgv`` verifies with ``key`` alone."""
-    with tempfile.TemporaryDirectory(prefix="rocm-fleet-gpg-") as home:
-        keyring = Path(home) / "keyring.gpg"
-        keyring.write_bytes(binary_key(key))
-        signed = Path(home) / "InRelease"
-        signed.write_bytes(inrelease)
-        out = Path(home) / "verified"
-        result = subprocess.run(
-            ["gpgv", "--keyring", str(keyring), "--output", str(out), str(signed)],
-            capture_output=True,
-            text=True,
-            env={"GNUPGHOME": home, "PATH": "/usr/bin:/bin", "LANG": "C"},
-            check=False,
-        )
-        if result.returncode != 0 or not out.exists():
-            why = " ".join(result.stderr.split())[-300:]
-            raise RepositoryError(f"{url}: the signature does not verify with the key ({why})")
-        return out.read_text(encoding="utf-8")
+    """The text of an ``InRelease`` that ``gpgv`` verifies with ``key`` alone, under apt's
+    policy (``signature``: no expired or revoked key, no SHA-1)."""
+    try:
+        return verified_text(inrelease, binary_key(key), url)
+    except SignatureError as exc:
+        raise RepositoryError(str(exc)) from None
 
 
 # --- Release and Packages ----------------------------------------------------------------------

@@ -22,15 +22,22 @@ host needs that a bundle lacks, naming it, before apt or pip start.
 
 from __future__ import annotations
 
+import binascii
+import contextlib
 import functools
+import gzip
 import hashlib
 import html
 import json
+import lzma
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +45,14 @@ from urllib.parse import quote, urlsplit
 from urllib.request import url2pathname
 
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.sources import AptNeed, AptRepository, HostNeeds, WheelNeed, mirror_path
+from rocm_fleet.model.sources import (
+    AptNeed,
+    AptRepository,
+    HostNeeds,
+    UnsafePath,
+    WheelNeed,
+    mirror_path,
+)
 from rocm_fleet.offline.aptrepo import (
     Index,
     RepositoryError,
@@ -50,6 +64,8 @@ from rocm_fleet.offline.aptrepo import (
     signed_text,
 )
 from rocm_fleet.offline.download import DownloadError, Fetcher
+from rocm_fleet.offline.openpgp import primary_fingerprints
+from rocm_fleet.offline.signature import SignatureError, check_release
 from rocm_fleet.offline.wheels import (
     Link,
     ResolutionError,
@@ -68,7 +84,94 @@ FORMAT = 1
 
 
 class BundleError(Exception):
-    """What stops a bundle: a missing package, a bad signature or hash, a network failure."""
+    """What stops a bundle: a missing package, a bad signature or hash, a network failure,
+    a path that would leave the bundle, a malformed manifest."""
+
+
+# --- staying inside the bundle -----------------------------------------------------------------
+#
+# Every path below comes from fetched data (a Filename: of a signed index, a link of an index
+# page) or from a manifest.json lying in the output directory: each is proven to stay inside
+# the bundle before a byte is written, read or removed there.
+
+
+# What a parser of fetched data raises on malformed input (bad armour, a truncated .gz, a
+# Size that isn't a number, a missing field, text that isn't UTF-8, a wheel that isn't a zip).
+MALFORMED = (
+    ValueError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    EOFError,
+    TypeError,
+    gzip.BadGzipFile,
+    zlib.error,
+    lzma.LZMAError,
+    zipfile.BadZipFile,
+    binascii.Error,
+)
+
+
+@contextlib.contextmanager
+def parsing(what: str, kind: str):
+    """Turn a parser's exception on malformed fetched data into one BundleError line naming
+    the file (``what``) and what it should have been (``kind``)."""
+    try:
+        yield
+    except BundleError:
+        raise
+    except (RepositoryError, ResolutionError, SignatureError):
+        raise
+    except MALFORMED as exc:
+        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise BundleError(f"{what}: not a readable {kind} ({detail})") from None
+
+
+def one_key(data: bytes, url: str) -> None:
+    """Refuse a key file holding more than one key (a second armored block, or binary
+    packets followed by an armored copy of another key): hosts' apt reads the whole file
+    as the keyring, so the bundle must not carry a key it didn't check."""
+    blocks = data.count(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
+    armored_at = data.find(b"-----BEGIN PGP")
+    if blocks > 1:
+        raise BundleError(f"refusing key from {url}: the file holds {blocks} armored keys, not one")
+    if armored_at > 0 and data[:armored_at].strip():
+        binary, armored = data[:armored_at], data[armored_at:]
+        if primary_fingerprints(binary) != primary_fingerprints(armored):
+            raise BundleError(
+                f"refusing key from {url}: its binary key and the armored copy after it are "
+                "different keys"
+            )
+
+
+def bundle_path(url: str) -> str:
+    """``mirror_path(url)``, or BundleError naming the URL when it would leave the bundle."""
+    try:
+        return mirror_path(url)
+    except UnsafePath as exc:
+        raise BundleError(f"refusing {exc}; nothing of it written") from None
+
+
+def confined(out: Path, path: str, what: str = "") -> Path:
+    """``out / path`` once proven inside ``out``: relative, and inside both after
+    normalising (``a/../..``) and after resolving the symbolic links already on disk.
+    BundleError naming ``what`` (the URL or manifest entry) and the path otherwise."""
+    root = out.resolve()
+    target = Path(os.path.normpath(root / path)) if isinstance(path, str) and path else root
+    inside = (
+        isinstance(path, str)
+        and bool(path)
+        and not path.startswith("/")
+        and "\x00" not in path
+        and target != root
+        and target.is_relative_to(root)
+        and target.resolve().is_relative_to(root)
+    )
+    if not inside:
+        raise BundleError(
+            f"{what or 'bundle entry'}: {path!r} is outside the bundle {out}; refusing it"
+        )
+    return target
 
 
 # --- what an inventory needs -------------------------------------------------------------------
@@ -121,7 +224,7 @@ class _Files:
 
 
 def _write(out: Path, path: str, data: bytes) -> None:
-    target = out / path
+    target = confined(out, path)
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(target.name + ".part")
     temporary.write_bytes(data)
@@ -134,6 +237,8 @@ def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") ->
     the bundle under its real name once verified."""
     out.mkdir(parents=True, exist_ok=True)
     previous = read_manifest(out)
+    if previous is not None:
+        _check_record(out, previous)
     files = _Files()
     manifest: dict[str, Any] = {
         "format": FORMAT,
@@ -170,7 +275,7 @@ def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") ->
         for wheel_set in manifest["wheel_sets"]:
             if wheel_set["python"] == running:
                 _pip_check(wheel_set, out)
-    except (DownloadError, RepositoryError, ResolutionError) as exc:
+    except (DownloadError, RepositoryError, ResolutionError, SignatureError) as exc:
         raise BundleError(str(exc)) from None
     manifest["files"] = dict(sorted(files.entries.items()))
     removed = _prune(out, previous, manifest)
@@ -185,8 +290,10 @@ def _key(
     """The repository's key, only with the pinned fingerprint (hosts check it again)."""
     url, fingerprint = repository.key.url, repository.key.fingerprint
     armored = fetcher.content(url)
-    check_key(armored, fingerprint, url)
-    path = mirror_path(url)
+    with parsing(url, "OpenPGP key"):
+        check_key(armored, fingerprint, url)
+        one_key(armored, url)
+    path = bundle_path(url)
     _write(out, path, armored)
     files.add(path, url, _sha256(armored), len(armored), f"primary key fingerprint {fingerprint}",
               "the key apt and the deploy check AMD's signatures with")  # fmt: skip
@@ -208,40 +315,52 @@ def _repository(
     where = repository.describe()
     url = f"{repository.dists_url}/InRelease"
     inrelease = fetcher.content(url)
-    release = parse_release(signed_text(inrelease, key, url))
-    _write(out, mirror_path(url), inrelease)
+    with parsing(url, "InRelease"):
+        release = parse_release(signed_text(inrelease, key, url))
+    check_release(release.fields, url, repository.suite)
+    _write(out, bundle_path(url), inrelease)
     why = f"{where}: apt verifies it with the key"
-    signed_by = f"signature checked with gpgv and key {repository.key.fingerprint}"
-    files.add(mirror_path(url), url, _sha256(inrelease), len(inrelease), signed_by, why)
+    signed_by = (
+        f"signature checked with gpgv under apt's policy and key {repository.key.fingerprint}"
+    )
+    files.add(bundle_path(url), url, _sha256(inrelease), len(inrelease), signed_by, why)
     variants = release.variants(repository.packages_index)
     if not variants:
         raise BundleError(f"{url} lists no {repository.packages_index}")
     parsed = None
     for variant in sorted(variants, key=lambda v: len(v.path)):
         index_url = f"{repository.dists_url}/{variant.path}"
-        data = fetcher.content(index_url)
+        data = fetcher.content(index_url, size=variant.size)
         if _sha256(data) != variant.sha256:
             raise BundleError(f"{index_url}: SHA-256 is not the one its InRelease lists")
-        paths = [mirror_path(index_url)]
+        paths = [bundle_path(index_url)]
         if release.by_hash:
             directory = variant.path.rsplit("/", 1)[0]
-            paths.append(mirror_path(f"{repository.dists_url}/{directory}/by-hash/SHA256/"
+            paths.append(bundle_path(f"{repository.dists_url}/{directory}/by-hash/SHA256/"
                                      f"{variant.sha256}"))  # fmt: skip
         for path in paths:
             _write(out, path, data)
             files.add(path, index_url, variant.sha256, len(data), "SHA256 in the InRelease",
                       f"{where}: the package index")  # fmt: skip
         if parsed is None:
-            parsed = (mirror_path(index_url), decompressed(variant.path, data))
+            with parsing(index_url, "package index"):
+                parsed = (bundle_path(index_url), decompressed(variant.path, data))
     assert parsed is not None  # variants is not empty
     index_path, text = parsed
-    closure = install_closure(Index(parse_stanzas(text.decode("utf-8"))), packages, where)
+    # Every path of the closure proven inside the bundle (and every field read) before the
+    # first .deb is fetched.
+    located = []
+    with parsing(index_path, "package index"):
+        closure = install_closure(Index(parse_stanzas(text.decode("utf-8"))), packages, where)
+        for package in closure:
+            deb_url = f"{repository.url}/{package.filename}"
+            path = bundle_path(deb_url)
+            target = confined(out, path, f"{deb_url} ({where})")
+            located.append((package, deb_url, path, target, package.sha256, package.size))
     debs = []
-    for package in closure:
-        deb_url = f"{repository.url}/{package.filename}"
-        path = mirror_path(deb_url)
+    for package, deb_url, path, target, sha256, size in located:
         debs.append(path)
-        fetcher.file(deb_url, out / path, package.sha256, package.size)
+        fetcher.file(deb_url, target, sha256, size)
         for reason in package.why:
             files.add(path, deb_url, package.sha256, package.size,
                       "SHA256 in the signed package index",
@@ -277,7 +396,9 @@ def _wheels(
     def page(name: str) -> list[Link]:
         url = project_url(index_url, name)
         try:
-            return parse_page(fetcher.content(url).decode("utf-8"), url)
+            data = fetcher.content(url)
+            with parsing(url, "PEP 503 page"):
+                return parse_page(data.decode("utf-8"), url)
         except DownloadError as exc:
             if "HTTP 404" in str(exc):
                 return []
@@ -290,17 +411,21 @@ def _wheels(
         if link.metadata_sha256:
             data = fetcher.content(link.url + ".metadata")
             if _sha256(data) == link.metadata_sha256:
-                return data.decode("utf-8")
-        return wheel_metadata(str(_wheel(link, fetcher, out)))
+                with parsing(link.url + ".metadata", "core metadata file"):
+                    return data.decode("utf-8")
+        path = _wheel(link, fetcher, out)
+        with parsing(link.url, "wheel"):
+            return wheel_metadata(str(path))
 
-    pins = resolve(requirements, page, metadata, target, where)
+    with parsing(where, "wheel index (a requirement or version)"):
+        pins = resolve(requirements, page, metadata, target, where)
     pinned = {}
     for name, pin in sorted(pins.items()):
         link = pin.candidate.link
-        path = mirror_path(link.url)
-        _wheel(link, fetcher, out)
+        path = bundle_path(link.url)
+        size = _wheel(link, fetcher, out).stat().st_size
         for reason in pin.why:
-            files.add(path, link.url, link.sha256 or "", (out / path).stat().st_size,
+            files.add(path, link.url, link.sha256 or "", size,
                       "#sha256 published by the index",
                       f"{name} {pin.candidate.version}: {reason} ({target.describe()}, "
                       f"{index_url})")  # fmt: skip
@@ -321,7 +446,7 @@ def _wheels(
 def _wheel(link: Link, fetcher: Fetcher, out: Path) -> Path:
     if not link.sha256:
         raise BundleError(f"{link.url}: the index publishes no #sha256 for it; not bundled")
-    path = out / mirror_path(link.url)
+    path = confined(out, bundle_path(link.url), link.url)
     fetcher.file(link.url, path, link.sha256)
     return path
 
@@ -334,7 +459,7 @@ def _write_pages(
 
     def write(url: str, page: str, why: str) -> None:
         data = page.encode()
-        path = mirror_path(url) + "index.html"
+        path = bundle_path(url) + "index.html"
         _write(out, path, data)
         files.add(path, url, _sha256(data), len(data), "written by rocm-fleet bundle", why)
 
@@ -342,7 +467,7 @@ def _write_pages(
     rows = "".join(f'<a href="{quote(name)}/">{html.escape(name)}</a><br/>\n' for name in projects)
     write(root, _page(f"Links for {index_url}", rows), "the index's project list")
     for name, entries in projects.items():
-        page_dir = mirror_path(project_url(index_url, name))
+        page_dir = bundle_path(project_url(index_url, name))
         lines = []
         for path, link in sorted(entries, key=lambda e: e[0]):
             href = quote(os.path.relpath(path, page_dir)) + f"#sha256={link.sha256}"
@@ -374,7 +499,8 @@ def _pip_check(wheel_set: dict[str, Any], out: Path) -> None:
     will: it must succeed and pick only bundled files. Only for the Python running this
     (pip's ``--python-version`` picks wheels for another Python but still evaluates
     ``Requires-Dist`` markers with its own)."""
-    index = (out / mirror_path(wheel_set["index_url"].rstrip("/") + "/")).resolve()
+    _check_pip()
+    index = confined(out, bundle_path(wheel_set["index_url"].rstrip("/") + "/index.html")).parent
     python = wheel_set["python"]
     abi = interpreter_tag(python)
     platforms = [a for p in manylinux_platforms(wheel_set["glibc"]) for a in ("--platform", p)]
@@ -404,23 +530,75 @@ def _pip_check(wheel_set: dict[str, Any], out: Path) -> None:
             raise BundleError(f"pip would install {path} for Python {python}, not resolved")
 
 
+# pip accepts --platform/--abi with --dry-run (no --target) from 23.3 on; pyproject.toml asks
+# for it, so this only fails where rocm-fleet was installed without its dependencies.
+PIP_AT_LEAST = (23, 3)
+
+
+def _check_pip() -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("pip")
+    except PackageNotFoundError:
+        found = "none"
+    numbers = tuple(int(n) for n in re.findall(r"\d+", found)[:2])
+    if numbers < PIP_AT_LEAST:
+        wanted = ".".join(map(str, PIP_AT_LEAST))
+        raise BundleError(
+            f"the pip beside rocm-fleet ({sys.executable}) is {found}; the bundle needs pip "
+            f">= {wanted}: run `{sys.executable} -m pip install 'pip>={wanted}'`"
+        )
+
+
+def _check_record(out: Path, previous: dict[str, Any]) -> None:
+    """The earlier run's manifest is the record of what this tool wrote, and pruning acts on
+    it: refuse it whole (before anything is fetched) unless every file it lists is a path
+    inside ``out`` with a size and a SHA-256."""
+    where = out / MANIFEST
+    entries = previous.get("files")
+    if not isinstance(entries, dict):
+        raise BundleError(f"{where}: no 'files' table; not a manifest rocm-fleet wrote")
+    for path, entry in entries.items():
+        confined(out, path, f"{where} lists a file that")
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("size"), int)
+            and isinstance(entry.get("sha256"), str)
+        ):
+            raise BundleError(f"{where}: entry {path!r} has no size and SHA-256")
+
+
 def _prune(out: Path, previous: dict[str, Any] | None, manifest: dict[str, Any]) -> list[str]:
-    """Remove the files an earlier run bundled that this one doesn't need (only those: the
-    directory may hold other things)."""
+    """Remove the files an earlier run bundled that this one doesn't need: only those, and
+    only while they are what it wrote (the size and SHA-256 it recorded; anything else is
+    someone else's and stays), then the directories that leaves empty, never ``out`` or
+    above it."""
     if not previous:
         return []
+    root = out.resolve()
     keep = set(manifest["files"])
+    recorded = previous["files"]
     removed = []
-    for path in sorted(set(previous.get("files", {})) - keep):
-        target = out / path
-        if target.is_file():
-            target.unlink()
-            removed.append(path)
-            parent = target.parent
-            while parent != out and parent.is_dir() and not any(parent.iterdir()):
-                parent.rmdir()
-                parent = parent.parent
+    for path in sorted(set(recorded) - keep):
+        target = confined(out, path, f"{out / MANIFEST} lists a file that")
+        entry = recorded[path]
+        if target.is_symlink() or not target.is_file():
+            continue
+        if target.stat().st_size != entry["size"] or _sha256_file(target) != entry["sha256"]:
+            continue
+        target.unlink()
+        removed.append(path)
+        parent = target.parent
+        while parent != root and parent.is_relative_to(root) and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
     return removed
+
+
+def _sha256_file(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _sha256(data: bytes) -> str:
@@ -431,6 +609,8 @@ def _sha256(data: bytes) -> str:
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """A bundle's manifest (None: there is none); BundleError naming the file when it is
+    not a JSON object."""
     path = directory / MANIFEST
     if not path.is_file():
         return None
@@ -439,7 +619,13 @@ def read_manifest(directory: Path) -> dict[str, Any] | None:
 
 @functools.lru_cache(maxsize=8)
 def _cached_json(path: str, _mtime: int) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
+    try:
+        data = json.loads(Path(path).read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{path}: not a manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise BundleError(f"{path}: not a manifest (a JSON object is expected)")
+    return data
 
 
 @functools.lru_cache(maxsize=32)
@@ -452,27 +638,41 @@ def incomplete(bundle: str) -> list[str]:
     """The files a bundle's manifest lists that its directory doesn't hold (or not at the
     size it records): what a mirror host would fail to copy."""
     directory = Path(bundle)
-    manifest = read_manifest(directory)
-    if manifest is None:
-        return [str(directory / MANIFEST)]
-    on_disk = manifest.get("files", {})
-    return [path for path in on_disk if not _present(directory, on_disk, path)]
+    try:
+        manifest = read_manifest(directory)
+        if manifest is None:
+            return [str(directory / MANIFEST)]
+        _check_record(directory, manifest)
+        on_disk = manifest.get("files", {})
+        return [path for path in on_disk if not _present(directory, on_disk, path)]
+    except BundleError as exc:
+        return [str(exc)]
 
 
 def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
     """Whether the bundle's manifest lists ``path`` and the directory holds it at that size."""
     entry = on_disk.get(path)
-    target = directory / path
-    return bool(entry) and target.is_file() and target.stat().st_size == entry["size"]
+    if not entry:
+        return False
+    target = confined(directory, path, f"{directory / MANIFEST} lists a file that")
+    return target.is_file() and target.stat().st_size == entry.get("size")
 
 
 def missing(bundle: str, needs: HostNeeds) -> list[str]:
     """What a host with ``needs`` would fetch that the bundle at ``bundle`` doesn't hold
-    (empty: nothing), each named with where it comes from."""
-    directory = Path(bundle)
+    (empty: nothing), each named with where it comes from; a malformed manifest or one
+    naming a path outside the bundle is one such line, naming the problem."""
+    try:
+        return _missing(Path(bundle), needs)
+    except BundleError as exc:
+        return [str(exc)]
+
+
+def _missing(directory: Path, needs: HostNeeds) -> list[str]:
     manifest = read_manifest(directory)
     if manifest is None:
         return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
+    _check_record(directory, manifest)
     gaps: list[str] = []
     on_disk = manifest.get("files", {})
 
@@ -489,7 +689,7 @@ def missing(bundle: str, needs: HostNeeds) -> list[str]:
 def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[str]:
     repository = need.repository
     where = repository.describe()
-    if not present(mirror_path(repository.key.url)):
+    if not present(bundle_path(repository.key.url)):
         return [f"AMD's key {repository.key.url}"]
     entry = next(
         (
@@ -501,16 +701,17 @@ def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[s
     )
     if entry is None or not present(entry["index"]):
         return [f"{', '.join(need.packages)} ({where}: the repository is not in the bundle)"]
-    index_file = directory / entry["index"]
-    index = _cached_index(str(index_file), index_file.stat().st_mtime_ns)
+    index_file = confined(directory, entry["index"], f"{directory / MANIFEST}: the index")
     try:
-        closure = install_closure(index, need.packages, where)
+        with parsing(str(index_file), "package index"):
+            index = _cached_index(str(index_file), index_file.stat().st_mtime_ns)
+            closure = install_closure(index, need.packages, where)
     except RepositoryError as exc:
         return [str(exc)]
     return [
         f"{package.name} {package.version} ({where})"
         for package in closure
-        if not present(mirror_path(f"{repository.url}/{package.filename}"))
+        if not present(bundle_path(f"{repository.url}/{package.filename}"))
     ]
 
 
@@ -538,3 +739,34 @@ def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
         f"{', '.join(sorted(wanted))} for Python {need.runtime.python} ({need.index_url}: "
         "not in the bundle)"
     ]
+
+
+def locked_requirements(bundle: str, need: WheelNeed) -> list[str] | None:
+    """The requirement lines a host's pip installs ``need`` with from the bundle, each
+    wheel of the resolved set pinned to its version and to the SHA-256 the bundle verified
+    (``torch==2.9.1+rocm6.4 --hash=sha256:...``), for ``pip install --require-hashes``: a
+    wheel swapped on the way to the host (at the mirror, on the network) is refused by the
+    host's pip, naming it and both hashes. None when the bundle holds no set for the need
+    (preflight says so first)."""
+    try:
+        manifest = read_manifest(Path(bundle))
+    except BundleError:
+        return None
+    if manifest is None or need.runtime is None:
+        return None
+    wanted = set(need.requirements())
+    files = manifest.get("files", {})
+    for wheel_set in manifest.get("wheel_sets", []):
+        if (
+            wheel_set.get("index_url") == need.index_url
+            and wheel_set.get("python") == need.runtime.python
+            and wanted <= set(wheel_set.get("requirements", []))
+        ):
+            lines = []
+            for name, pin in sorted(wheel_set["pins"].items()):
+                digest = files.get(pin["path"], {}).get("sha256", "")
+                if not re.fullmatch(r"[0-9a-f]{64}", digest):
+                    return None
+                lines.append(f"{name}=={pin['version']} --hash=sha256:{digest}")
+            return lines
+    return None

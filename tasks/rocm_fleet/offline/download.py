@@ -1,4 +1,5 @@
-"""Downloads for ``rocm-fleet bundle``: retried, timed out, resumable, verified, with progress.
+"""Downloads for ``rocm-fleet bundle``: retried, timed out, resumable, verified, limited,
+with progress.
 
 ``requests`` with urllib3's retries for connection errors and 429/5xx answers; a transfer
 that breaks off midway is resumed where it stopped (``Range: bytes=N-``), also by the next
@@ -6,6 +7,13 @@ run of the command, since the partial file is kept beside its final name (``.par
 is renamed into place only once its SHA-256 is the one its signed index names, so a bundle
 never holds an unverified file under its real name. Progress goes to stderr: one updating
 line on a terminal, a line per file otherwise (logs stay readable).
+
+Limits, since every byte comes from a server that may be hostile: a file whose signed index
+gives its ``Size`` is cut off at Size + 1 bytes (the file is then another file), anything
+else at a cap (``CONTENT_CAP`` for indexes and pages, held in memory; ``FILE_CAP`` for
+files, streamed to disk); each transfer (with its resumptions) has an overall deadline on
+top of the per-read timeout, so a server sending a byte a second is cut off; redirects
+never go from https to http.
 """
 
 from __future__ import annotations
@@ -20,12 +28,23 @@ from typing import IO
 
 import requests
 from requests.adapters import HTTPAdapter
+from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.util.retry import Retry
 
 from rocm_fleet.version import __version__
 
 # Small enough that a transfer that breaks off loses little (the chunk being read is lost).
 CHUNK = 1 << 16
+# What is read whole into memory (a Release, a Packages index, a key, an index page): AMD's
+# largest Packages indexes and PyTorch's largest project pages are a few MB.
+CONTENT_CAP = 64 << 20
+# A file with no size in a signed index (a wheel: PEP 503 pages give none): torch's ROCm
+# wheels are 3 to 5 GB, the ROCm SDK's device wheels a few GB more.
+FILE_CAP = 32 << 30
+# One transfer, resumptions included: 5 GB at 1.5 MB/s.
+DEADLINE = 3600.0
+# Redirects followed at most (requests' default is 30).
+MAX_REDIRECTS = 10
 
 
 class DownloadError(Exception):
@@ -94,9 +113,26 @@ class Progress:
         self.stream.flush()
 
 
+class NoDowngradeSession(requests.Session):
+    """A session that refuses a redirect from https to http (requests follows it): what a
+    TLS-verified server sends must not continue over a channel anyone can change."""
+
+    def get_redirect_target(self, resp: requests.Response) -> str | None:
+        target = super().get_redirect_target(resp)
+        if target and resp.url.lower().startswith("https://"):
+            following = requests.compat.urljoin(resp.url, target)
+            if not following.lower().startswith("https://"):
+                raise DownloadError(
+                    f"{resp.url}: redirects to {following.split('?', 1)[0]}, from https to "
+                    "http; refused"
+                )
+        return target
+
+
 def retrying_session(retries: int, purpose: str) -> requests.Session:
     """A ``requests`` session that retries connection errors and 429/5xx answers ``retries``
-    times, with backoff and Retry-After: the bundle's and the matrix check's."""
+    times, with backoff and Retry-After, and never follows https to http: the bundle's and
+    the matrix check's."""
     retry = Retry(
         total=retries,
         connect=retries,
@@ -108,7 +144,8 @@ def retrying_session(retries: int, purpose: str) -> requests.Session:
         respect_retry_after_header=True,
         raise_on_status=False,
     )
-    session = requests.Session()
+    session = NoDowngradeSession()
+    session.max_redirects = MAX_REDIRECTS
     adapter = HTTPAdapter(max_retries=retry)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
@@ -134,16 +171,25 @@ class Counts:
 class Fetcher:
     """One HTTP session for a bundle run. ``timeout`` is (connect, read) seconds; a
     ``retries`` budget covers connection errors and 429/5xx answers (with backoff, honouring
-    Retry-After) and, separately, transfers that break off midway (each resumed)."""
+    Retry-After) and, separately, transfers that break off midway (each resumed).
+    ``deadline``: seconds one transfer may take in all (resumptions included; a read in
+    progress may add one read timeout); ``file_cap``, ``content_cap``: the most bytes taken
+    of a file without a known size, of an index or page."""
 
     def __init__(
         self,
         timeout: tuple[float, float] = (10.0, 60.0),
         retries: int = 5,
         progress: Progress | None = None,
+        deadline: float = DEADLINE,
+        file_cap: int = FILE_CAP,
+        content_cap: int = CONTENT_CAP,
     ):
         self.timeout = timeout
         self.retries = retries
+        self.deadline = deadline
+        self.file_cap = file_cap
+        self.content_cap = content_cap
         self.progress = progress or Progress()
         self.counts = Counts()
         # (file, SHA-256) verified in this run: asked again (a wheel read for its metadata,
@@ -154,17 +200,65 @@ class Fetcher:
     def close(self) -> None:
         self.session.close()
 
-    def content(self, url: str) -> bytes:
-        """A small file (an index, a key, a page), whole, in memory."""
+    def content(self, url: str, size: int | None = None) -> bytes:
+        """A small file (an index, a key, a page), whole, in memory: at most ``size`` bytes
+        when its signed index gives one, else at most ``content_cap``."""
+        limit, limited_by = (size, "its index says") if size is not None else (
+            self.content_cap, "the cap for an index or page is"
+        )  # fmt: skip
+        ends = time.monotonic() + self.deadline
+        body = bytearray()
         try:
-            response = self.session.get(url, timeout=self.timeout)
-        except requests.RequestException as exc:
+            with self.session.get(url, timeout=self.timeout, stream=True) as response:
+                if response.status_code != 200:
+                    raise DownloadError(f"{url}: HTTP {response.status_code} {response.reason}")
+                self._refuse_longer(url, response, 0, limit, limited_by)
+                for chunk in self._chunks(url, response, ends, limit, limited_by):
+                    body += chunk
+        except (requests.RequestException, Urllib3Error) as exc:
             raise DownloadError(f"{url}: {reason(exc)}") from None
-        if response.status_code != 200:
-            raise DownloadError(f"{url}: HTTP {response.status_code} {response.reason}")
         self.counts.fetched += 1
-        self.counts.fetched_bytes += len(response.content)
-        return response.content
+        self.counts.fetched_bytes += len(body)
+        return bytes(body)
+
+    def _chunks(
+        self,
+        url: str,
+        response: requests.Response,
+        ends: float,
+        room: int,
+        limited_by: str,
+        have: int = 0,
+    ):
+        """The body as it arrives (one read each, so a slow server is seen between reads):
+        DownloadError once ``ends`` (time.monotonic()) passes, or once the server sends a
+        byte beyond ``room`` (reads never ask for more than room + 1: a file is cut off at
+        its Size + 1 bytes)."""
+        taken = have
+        while True:
+            if time.monotonic() > ends:
+                raise DownloadError(
+                    f"{url}: not done within {self.deadline:.0f} s, the deadline of one "
+                    "transfer; cut off"
+                )
+            chunk = response.raw.read1(min(CHUNK, room - taken + 1), decode_content=True)
+            if not chunk:
+                return
+            taken += len(chunk)
+            if taken > room:
+                raise DownloadError(_too_long(url, room, limited_by))
+            yield chunk
+
+    @staticmethod
+    def _refuse_longer(
+        url: str, response: requests.Response, have: int, limit: int, limited_by: str
+    ) -> None:
+        """A Content-Length that announces more than ``limit`` (with ``have`` already on
+        disk): refused before a byte is read."""
+        announced = response.headers.get("Content-Length", "")
+        encoded = response.headers.get("Content-Encoding", "identity") != "identity"
+        if announced.isdigit() and not encoded and have + int(announced) > limit:
+            raise DownloadError(_too_long(url, limit, limited_by))
 
     def file(self, url: str, dest: Path, sha256: str, size: int | None = None) -> bool:
         """``dest`` holding the file at ``url`` whose SHA-256 must be ``sha256``; True when
@@ -182,10 +276,11 @@ class Fetcher:
         # A copy resumed from an earlier run's part that fails its hash is fetched afresh
         # once; a whole transfer that fails it is not fetched again.
         attempts = (False, True) if part.exists() else (False,)
+        ends = time.monotonic() + self.deadline
         for fresh in attempts:
             if fresh:
                 part.unlink(missing_ok=True)
-            self._transfer(url, part, size)
+            self._transfer(url, part, size, ends)
             got = sha256_file(part)
             if got == sha256:
                 os.replace(part, dest)
@@ -195,8 +290,11 @@ class Fetcher:
         part.unlink(missing_ok=True)
         raise DownloadError(f"{url}: SHA-256 is {got}, its index says {sha256}; nothing kept")
 
-    def _transfer(self, url: str, part: Path, size: int | None) -> None:
+    def _transfer(self, url: str, part: Path, size: int | None, ends: float) -> None:
         label = url.rsplit("/", 1)[-1]
+        limit, limited_by = (size, "its index says") if size is not None else (
+            self.file_cap, "the cap for a file without a size is"
+        )  # fmt: skip
         breaks = 0
         self.progress.start(label, size, part.stat().st_size if part.exists() else 0)
         while True:
@@ -218,16 +316,23 @@ class Fetcher:
                         self.progress.note(f"{label}: server sent the whole file, restarting")
                         have = 0
                         self.progress.start(label, size)
-                    with open(part, "ab" if resumed else "wb") as out:
-                        for chunk in response.iter_content(CHUNK):
-                            out.write(chunk)
-                            self.counts.fetched_bytes += len(chunk)
-                            self.progress.advance(len(chunk))
+                    self._refuse_longer(url, response, have, limit, limited_by)
+                    try:
+                        with open(part, "ab" if resumed else "wb") as out:
+                            chunks = self._chunks(url, response, ends, limit, limited_by, have)
+                            for chunk in chunks:
+                                out.write(chunk)
+                                self.counts.fetched_bytes += len(chunk)
+                                self.progress.advance(len(chunk))
+                    except DownloadError:
+                        part.unlink(missing_ok=True)  # too long or too slow: nothing kept
+                        raise
                     break  # a whole answer: its hash decides (a shorter file is another file)
             except (
                 requests.exceptions.ConnectionError,
                 requests.exceptions.ChunkedEncodingError,
                 requests.exceptions.Timeout,
+                Urllib3Error,
             ) as exc:
                 breaks += 1
                 if breaks > self.retries:
@@ -239,8 +344,19 @@ class Fetcher:
                 self.progress.note(
                     f"{label}: transfer broke off at {human(got)} ({reason(exc)}), resuming"
                 )
+                if time.monotonic() > ends:
+                    raise DownloadError(
+                        f"{url}: not done within {self.deadline:.0f} s, the deadline of one "
+                        f"transfer; {part} is kept, the next run resumes it"
+                    ) from None
                 time.sleep(min(0.5 * 2 ** (breaks - 1), 10))
         self.progress.finish()
+
+
+def _too_long(url: str, limit: int, limited_by: str) -> str:
+    return (
+        f"{url}: the server sends more than the {limit} bytes {limited_by}; cut off, nothing kept"
+    )
 
 
 def _starts_at(response: requests.Response, offset: int) -> bool:

@@ -98,6 +98,7 @@ def pinned_wheels(
     requires: list[str] | None = None,
     owned: list[str] | None = None,
     proxy: dict[str, str] | None = None,
+    locked: list[str] | None = None,
 ):
     """
     Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``, and
@@ -123,8 +124,13 @@ def pinned_wheels(
     + proxy: ``http_proxy``/``https_proxy``/``no_proxy`` for pip (empty: none); pip (requests)
       honours ``no_proxy`` from the environment, not with ``--proxy``
 
+    + locked: requirement lines pinning every wheel to be installed to its version and
+      SHA-256 (``torch==2.9.1+rocm6.4 --hash=sha256:...``, from a bundle's manifest): pip
+      then installs with ``--require-hashes`` from them alone, and refuses a wheel whose
+      hash is another, naming it (the ``#sha256`` of the index page the host reads is not
+      trusted: whoever can change the wheel on the way can change the page too)
+
     A plain-http index (the fleet mirror) is a ``--trusted-host``: pip ignores one otherwise.
-    Each wheel is still checked against the ``#sha256`` its index page gives.
     """
     requires = list(requires or [])
     installed = venv_versions(venv_path)
@@ -146,12 +152,22 @@ def pinned_wheels(
         environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
         plain = urlsplit(index_url)
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
-        yield StringCommand(
-            *(["env", *environment] if environment else []),
-            python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-            "--no-cache-dir", "--index-url", QuoteString(index_url), *trusted,
-            *specs, *map(QuoteString, requires),
-        )  # fmt: skip
+        if locked:
+            # The lines on pip's stdin (no file left on the host); every wheel hash-pinned.
+            yield StringCommand(
+                "printf", QuoteString("%s\\n"), *map(QuoteString, locked), "|",
+                *(["env", *environment] if environment else []),
+                python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                "--no-cache-dir", "--require-hashes", "--only-binary=:all:",
+                "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
+            )  # fmt: skip
+        else:
+            yield StringCommand(
+                *(["env", *environment] if environment else []),
+                python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                "--no-cache-dir", "--index-url", QuoteString(index_url), *trusted,
+                *specs, *map(QuoteString, requires),
+            )  # fmt: skip
     if stale:
         yield StringCommand(
             python, "-m", "pip", "uninstall", "--yes", "--no-input",

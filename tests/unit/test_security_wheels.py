@@ -1,0 +1,172 @@
+"""Hash-pinned wheels on the hosts: with a bundle, every wheel a host's pip installs is
+pinned to the SHA-256 ``rocm-fleet bundle`` verified, and pip runs with
+``--require-hashes``. An attacker between the host and the mirror (or at the mirror)
+who swaps a wheel and rewrites the page's ``#sha256`` to match gets it refused by the
+host's own pip, naming the wheel and both hashes: tried here with the real pip against
+a bundle served over HTTP, as the mirror serves it."""
+
+# ruff: noqa: F811  (the fixtures of test_bundle, imported)
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import http.server
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from rocm_fleet.model import paths
+from rocm_fleet.model.sources import HostNeeds
+from rocm_fleet.offline.bundle import Plan, locked_requirements, make_bundle
+from rocm_fleet.offline.download import Fetcher
+from rocm_fleet.operations import python
+from unit.opcases import run_op
+from unit.test_bundle import Quiet, needs_of, signer, upstream, wheel  # noqa: F401
+
+VENV = paths.DEFAULT_VENV
+INDEX = "http://mirror:8080/download.pytorch.org/whl/rocm6.4"
+WHEELS = {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4"}
+
+
+@pytest.fixture
+def bundled(upstream, signer, tmp_path):
+    """A bundle of the wheel set for Python 3.11 (the one running the tests' pip)."""
+    needs = needs_of(upstream, signer, python="3.11")
+    plan = Plan()
+    plan.add("node1", HostNeeds((), needs.wheels), {})
+    out = tmp_path / "bundle"
+    manifest = make_bundle(plan, out, Fetcher(progress=Quiet()))
+    return out, manifest, needs.wheels[0]
+
+
+def test_the_lock_pins_every_wheel_of_the_set_to_the_hash_the_bundle_verified(bundled):
+    out, manifest, need = bundled
+    lines = locked_requirements(str(out), need)
+    (wheel_set,) = manifest["wheel_sets"]
+    assert len(lines) == len(wheel_set["pins"]) == 7
+    for line in lines:
+        name, version, digest = re.fullmatch(
+            r"(\S+)==(\S+) --hash=sha256:([0-9a-f]{64})", line
+        ).groups()
+        pin = wheel_set["pins"][name]
+        assert pin["version"] == version
+        assert hashlib.sha256((out / pin["path"]).read_bytes()).hexdigest() == digest
+    assert any(line.startswith("torch==2.9.1+rocm6.4 --hash=sha256:") for line in lines)
+    # Another Python, another index, a bundle that isn't there: nothing to pin with.
+    from dataclasses import replace
+
+    from rocm_fleet.model.matrix import HostRuntime
+
+    assert locked_requirements(str(out), replace(need, runtime=HostRuntime("3.13", "2.41"))) is None
+    assert locked_requirements(str(out), replace(need, index_url="https://x/whl")) is None
+    assert locked_requirements(str(out / "nowhere"), need) is None
+
+
+@contextlib.contextmanager
+def mirror_of(root):
+    """``root`` served as the mirror serves a bundle (static files, text/html pages)."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+def _pip_install(lock: list[str], index: str, target) -> subprocess.CompletedProcess:
+    """The host's command, with pip installing into a directory instead of a venv."""
+    host = index.split("/")[2]
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+         "--no-cache-dir", "--require-hashes", "--only-binary=:all:", "--index-url", index,
+         "--trusted-host", host, "--isolated", "--target", str(target), "-r", "/dev/stdin"],
+        input="\n".join(lock) + "\n", capture_output=True, text=True, check=False,
+    )  # fmt: skip
+
+
+def test_a_wheel_swapped_with_its_page_is_refused_by_the_hosts_pip(bundled, upstream, tmp_path):
+    out, manifest, need = bundled
+    lock = locked_requirements(str(out), need)
+    upstream_host = upstream.url.removeprefix("http://")
+    with mirror_of(out) as mirror:
+        index = f"{mirror}/{upstream_host}/whl/rocm6.4"
+        good = _pip_install(lock, index, tmp_path / "good")
+        assert good.returncode == 0, good.stderr
+        assert (tmp_path / "good" / "torch" / "__init__.py").exists()
+
+        # The attacker's torch: a valid wheel of the same name, and the page rewritten to
+        # give its hash, so that pip without pinned hashes would install it.
+        (wheel_set,) = manifest["wheel_sets"]
+        path = out / wheel_set["pins"]["torch"]["path"]
+        genuine = hashlib.sha256(path.read_bytes()).hexdigest()
+        evil = wheel(tmp_path / "evil", "torch", "2.9.1+rocm6.4", ("filelock",))
+        path.write_bytes(evil.read_bytes())
+        swapped = hashlib.sha256(path.read_bytes()).hexdigest()
+        page = out / upstream_host / "whl/rocm6.4/torch/index.html"
+        page.write_text(page.read_text().replace(genuine, swapped))
+
+        refused = _pip_install(lock, index, tmp_path / "bad")
+    assert refused.returncode != 0
+    assert "DO NOT MATCH THE HASHES" in refused.stderr
+    assert "torch" in refused.stderr and genuine in refused.stderr and swapped in refused.stderr
+    assert not (tmp_path / "bad" / "torch").exists()
+
+
+def test_pinned_wheels_with_a_lock_install_with_require_hashes_from_stdin():
+    lock = [
+        "torch==2.9.1+rocm6.4 --hash=sha256:" + "a" * 64,
+        "torchvision==0.24.1+rocm6.4 --hash=sha256:" + "b" * 64,
+    ]
+    result = run_op(
+        python.pinned_wheels,
+        {f"VenvDistributions:{VENV}": None},
+        venv_path=VENV,
+        index_url=INDEX,
+        wanted=WHEELS,
+        locked=lock,
+        proxy={"http_proxy": "http://proxy:3128"},
+    )
+    (text,) = result.texts
+    assert text.startswith(f"printf '%s\\n' '{lock[0]}' '{lock[1]}' | env ")
+    assert "--require-hashes --only-binary=:all:" in text
+    assert text.endswith(f"--index-url {INDEX} --trusted-host mirror:8080 -r /dev/stdin")
+    assert "http_proxy=http://proxy:3128" in text
+
+
+def test_the_deploy_pins_wheels_from_the_bundle_and_never_falls_back(bundled, monkeypatch):
+    from pyinfra.api.exceptions import DeployError
+
+    from rocm_fleet.deploy.pytorch import locked_wheels
+    from rocm_fleet.model.sources import Mirror
+
+    out, _manifest, need = bundled
+
+    class Config:
+        mirror = Mirror("http://mirror:8080", "mirror", str(out))
+
+    lock = locked_wheels(Config, need)
+    assert lock == locked_requirements(str(out), need)
+    from dataclasses import replace
+
+    with pytest.raises(DeployError, match=r"pins no wheel set for https://x/whl and Python 3\.11"):
+        locked_wheels(Config, replace(need, index_url="https://x/whl"))
+
+    class Live:
+        mirror = None
+
+    assert locked_wheels(Live, need) is None
