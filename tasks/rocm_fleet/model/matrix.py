@@ -137,15 +137,18 @@ class GpuTarget:
     supported_from: str | None  # first classic release that lists it, None = never listed
 
 
-# Product -> gfx and first listing: system-requirements files and the historical CSV
-# (fact sheet §2.3). gfx1036 (Ryzen 7000 iGPU) is never listed; it is here so the deploy
-# can tell an iGPU from a missing expected dGPU.
+# Product -> gfx: system-requirements files (fact sheet §2.3). First listing: the "GPU / LLVM
+# target" rows of AMD's docs/compatibility/compatibility-matrix-historical-6.0.csv (ROCm docs
+# 7.2.0, fork alanina/ROCm @ c6bf8d20), recorded in tests/fixtures/upstream/gpus.toml. gfx906
+# (MI50, Radeon VII) is in no column 6.0.0-7.2.0 of that table (6.x system requirements call
+# it deprecated), so no classic release lists it. gfx1036 (Ryzen 7000 iGPU) is never listed;
+# it is here so the deploy can tell an iGPU from a missing expected dGPU.
 GPU_TARGETS: tuple[GpuTarget, ...] = (
     GpuTarget("gfx950", "instinct", "Instinct MI355X, MI350X", "7.0.0"),
     GpuTarget("gfx942", "instinct", "Instinct MI300X, MI300A, MI325X", "6.0.0"),
     GpuTarget("gfx90a", "instinct", "Instinct MI250X, MI250, MI210", "6.0.0"),
     GpuTarget("gfx908", "instinct", "Instinct MI100", "6.0.0"),
-    GpuTarget("gfx906", "instinct", "Instinct MI50, Radeon VII, Radeon PRO VII", "6.0.0"),
+    GpuTarget("gfx906", "instinct", "Instinct MI50, Radeon VII, Radeon PRO VII", None),
     GpuTarget("gfx1201", "radeon", "Radeon RX 9070 / 9070 XT / 9070 GRE, AI PRO R9700", "6.4.1"),
     GpuTarget("gfx1200", "radeon", "Radeon RX 9060 XT", "6.4.1"),
     GpuTarget("gfx1100", "radeon", "Radeon RX 7900 XTX / XT / GRE, PRO W7900, W7800", "6.0.0"),
@@ -653,10 +656,14 @@ RELEASES: tuple[Release, ...] = (
     # (2026-08-26), 7.14.1 (2026-09-02), 10.1.0 (2026-10-05, "the latest production
     # release"): versions.rst @ 9bcf25db and the 10.1 transition guide (research A.0). No
     # 10.2.0 is listed there. Drivers (amdgpu-install links of the install pages, research
-    # A.6): 31.40.1 for 7.14.0 (the page's late revision) and 7.14.1, 31.50 for 10.0.0
-    # (docs-31.50.0, folder 31.50 by the trailing-.0 rule); 10.1.0's page was not found and
-    # its notes name no driver, so dkms is refused for it until the matrix knows.
-    _core("7.14.0", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40.1"),
+    # A.6): the driver a release shipped with, from its own page: 31.40 for 7.14.0 (the
+    # 7.14.0 page, legacy-rocm-build 200-install.rst @ 03f04fe0: amdgpu-install/31.40/ and
+    # amdgpu-docs docs-31.40.0, folder without the trailing .0), 31.40.1 for 7.14.1, 31.50 for
+    # 10.0.0 (rocm-docs 200-install.rst @ 0c31064a: amdgpu-install/31.50/, docs-31.50.0);
+    # 10.1.0's page was not found and its notes name no driver (AMD's driver list
+    # docs/data/driver-firmware-support.yaml @ 384a5ef4 has nothing newer than 31.50.0), so
+    # dkms is refused for it until the matrix knows.
+    _core("7.14.0", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40"),
     _core("7.14.1", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40.1"),
     _core("10.0.0", STABLE_REPOSITORY, None, "31.50"),
     _core("10.1.0", STABLE_REPOSITORY, None, None),
@@ -672,6 +679,33 @@ def release(version: str) -> Release:
 
 def release_versions() -> list[str]:
     return [r.version for r in RELEASES]
+
+
+# --- Signatures Debian 13's apt rejects -----------------------------------------------------
+
+# repo.radeon.com signed the classic releases up to 7.0.1 (and their amdgpu driver
+# repositories, amdgpu 6.4.x included) while the only binding signature of its key
+# (CLASSIC.key_fingerprint) was SHA-1. Debian 13's apt verifies with sqv, whose policy rejects
+# SHA-1 binding signatures since 2026-02-01, so `apt-get update` fails on them: "Signing key on
+# CA8BB4727A47B4D09B4EE8969386B48A1A693C5C is not bound: No binding signature at time
+# 2025-08-07T19:56:47Z" then "E: The repository 'https://repo.radeon.com/rocm/apt/6.4.3 noble
+# InRelease' is not signed." (ROCm/legacy-rocm-build issue #5232; #5619 for amdgpu/6.4.4, where
+# AMD answered that the newer releases are fine; AMD lists Debian 13 from 7.0.2). Releases
+# signed after AMD re-bound the key (7.0.2 on) and the Core SDK's key are accepted. Debian 12's
+# apt (gpgv) and Ubuntu 22.04/24.04's accept the SHA-1 binding. Recorded per release in
+# tests/fixtures/upstream/repo.radeon.com.toml ("binding").
+SHA1_BOUND_LAST = "7.0.1"
+SHA1_REJECTING_DISTROS = ("debian 13",)
+
+
+def sha1_bound(rel: Release) -> bool:
+    """Whether AMD signed the release under its key's SHA-1 binding only."""
+    return rel.stream is CLASSIC and rel.parts <= release_key(SHA1_BOUND_LAST)
+
+
+def rejects_signature(rel: Release, row: Distro) -> bool:
+    """Whether ``row``'s apt refuses the release's repository signatures."""
+    return row.key in SHA1_REJECTING_DISTROS and sha1_bound(rel)
 
 
 # --- Kernels (preflight) ------------------------------------------------------------------
