@@ -1,7 +1,7 @@
 """Survey answers for plan, preflight and audit tests, and the one plan harness.
 
 ``fresh_survey()`` is what a freshly installed host answers to preflight's survey (keys as
-``rocm_fleet.deploy.preflight.survey_reads`` names them; a key left out gets its fact's default,
+``rocm_fleet.engine.survey.survey_reads`` names them; a key left out gets its fact's default,
 as the real survey gives a fact with no output). ``plan()`` plans the deploy through
 pyinfra's API for one host whose only source of facts is such a survey, and records every
 other fact the plan asks for (a round trip a converged host should not need).

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.deploy import preflight
 from rocm_fleet.facts.apt import DistroRocmPackages, InstalledPackages, PackagePurge
 from rocm_fleet.facts.gpu import PciGpus
 from rocm_fleet.facts.system import NVIDIA_PACKAGE_EXCEPTIONS, NVIDIA_PACKAGE_PATTERNS
+from rocm_fleet.model import findings as preflight
 from rocm_fleet.model.config import load_config
 from unit.surveys import ROOT, fresh_survey
 

@@ -285,7 +285,7 @@ def test_a_host_is_refused_naming_what_the_mirror_bundle_lacks(tmp_path):
 
 
 def _refusal(planned) -> str:
-    from rocm_fleet.deploy.preflight import outcome
+    from rocm_fleet.engine.refuse import outcome
 
     return outcome(planned.state, "node").refused or ""
 

@@ -153,7 +153,7 @@ def test_ubuntu_26_04_is_refused_for_the_classic_stream_with_the_releases_that_s
     ],
 )  # fmt: skip
 def test_unpublished_pairings_name_the_releases_that_publish(os_name, version, reason):
-    from rocm_fleet.deploy.preflight import findings
+    from rocm_fleet.model.findings import findings
 
     config = load_config({"rocm_version": version, "pytorch_install": False})
     result = findings(config, fresh_survey(os_name, kernel="7.0.0-22-generic"))
@@ -164,14 +164,14 @@ def test_ubuntu_26_04_takes_the_core_sdk_and_its_kernel_minimum():
     data = {"rocm_version": "10.1.0", "pytorch_install": False, "expected_gfx": "gfx1100"}
     planned, _ = plan_for("ubuntu-26.04", data, pci=[RX7900], kernel="7.0.0-22-generic")
     assert not planned.refused
-    from rocm_fleet.deploy.preflight import findings
+    from rocm_fleet.model.findings import findings
 
     old = findings(load_config(data), fresh_survey("ubuntu-26.04", kernel="6.17.0-5-generic"))
     assert any("older than 7.0, the one AMD lists for ubuntu 26.04" in p for p in old.problems)
 
 
 def test_radeon_on_debian_is_allowed_with_a_warning_in_both_streams():
-    from rocm_fleet.deploy.preflight import findings
+    from rocm_fleet.model.findings import findings
 
     for version in ("7.2.1", "10.1.0"):
         config = load_config({"rocm_version": version, "expected_gfx": "gfx1100",
@@ -187,7 +187,7 @@ def test_radeon_on_debian_is_allowed_with_a_warning_in_both_streams():
 
 
 def test_classic_to_core_sdk_purges_the_classic_stream_first_and_announces_it():
-    from rocm_fleet.deploy.preflight import findings
+    from rocm_fleet.model.findings import findings
 
     data = {"rocm_version": "10.0.0", "expected_gfx": "gfx1100", "pytorch_install": False}
     installed = {**CLASSIC_721, "curl": "7.88.1-10+deb12u14", "amdgpu-dkms": "1:6.12.12.70201-1"}

@@ -45,8 +45,8 @@ def cell(text: str, drift: bool = False, **data: Any) -> dict[str, Any]:
 def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The cells of what the survey saw; only a GPU the kernel doesn't drive and a pending
     reboot count as drift (everything else an operation enforces is in the plan)."""
-    from rocm_fleet.deploy.preflight import amd_pci, describe_gpus, gpus_found, venv_torch
     from rocm_fleet.facts.apt import kernel_releases
+    from rocm_fleet.model.findings import amd_pci, describe_gpus, gpus_found, venv_torch
     from rocm_fleet.model.paths import MOK_KEYS
     from rocm_fleet.model.versions import newer_kernels
 
@@ -141,7 +141,7 @@ def gather(inventory_path: str, limits: list[str]) -> list[dict[str, Any]]:
     from pyinfra.context import ctx_config, ctx_host, ctx_state
 
     from rocm_fleet.deploy.node import host_config, rocm_node
-    from rocm_fleet.deploy.preflight import outcome
+    from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.model.config import ConfigError
 
     state, hosts = load_inventory(inventory_path, limits, check_for_changes=True)

@@ -10,16 +10,15 @@ from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 
+from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.operations.users import gpu_access
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
-GPU_GROUPS = ["video", "render"]
-
 
 @deploy("GPU groups")
 def configure_groups(config: Config) -> None:
     gpu_access(
-        name="Give the GPU users video and render", groups=GPU_GROUPS, users=config.rocm_users
+        name="Give the GPU users video and render", groups=list(GPU_GROUPS), users=config.rocm_users
     )

@@ -159,3 +159,10 @@ def venv_marker(venv: str) -> str:
 def parent(path: str) -> str:
     """The directory of ``path`` ("/" for a top-level entry)."""
     return path.rsplit("/", 1)[0] or "/"
+
+
+# --- GPU device access ------------------------------------------------------------------------
+# The groups that own /dev/kfd (compute) and /dev/dri/renderD* (render nodes): AMD's
+# prerequisites put every GPU user in both (fact sheet §4). Names on the host, read by the
+# survey and written by the GPU groups task.
+GPU_GROUPS = ("video", "render")
