@@ -92,7 +92,7 @@ def test_source_per_distro_and_stream(os_name, version, path, line):
 @pytest.mark.parametrize(
     ("version", "pin_path", "origin", "keyring", "url", "fingerprint"),
     [
-        ("6.4.3", paths.ROCM_PIN, "repo.radeon.com", paths.ROCM_KEYRING,
+        ("7.2.1", paths.ROCM_PIN, "repo.radeon.com", paths.ROCM_KEYRING,
          "https://repo.radeon.com/rocm/rocm.gpg.key", "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"),
         ("7.14.0", paths.AMDROCM_PIN, "AMD ROCm", paths.AMDROCM_KEYRING,
          "https://repo.amd.com/rocm/packages-multi-arch/gpg/rocm.gpg",

@@ -59,6 +59,7 @@ SUPPORT_TEXT = {
     matrix.Support.OFFICIAL: "official",
     matrix.Support.INSTINCT_ONLY: "Instinct only",
     matrix.Support.UNLISTED: "unlisted",
+    matrix.Support.REJECTED: "apt rejects (SHA-1 key)",
     None: "—",
 }
 

@@ -158,6 +158,19 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
             f"{row.key} packages come with {publishers or 'no release'}: choose one of those "
             "as rocm_version"
         )
+    elif support is matrix.Support.REJECTED:
+        classic, core = matrix.accepted_alternatives(row)
+        ways = " or ".join(
+            f"{r.stream.title} {r.version} or newer" for r in (classic, core) if r is not None
+        )
+        problems.append(
+            f"{row.key}'s apt rejects the signatures of ROCm {rel.version}: AMD signed its "
+            f"repositories while the only binding signature of its key "
+            f"({rel.stream.key_fingerprint}) was SHA-1, which {row.key}'s apt (sqv) refuses "
+            'since 2026-02-01 ("Signing key ... is not bound"; "The repository ... is not '
+            f'signed"), so apt-get update would fail: choose {ways or "another release"} as '
+            "rocm_version (rocm-fleet does not weaken apt's signature policy)"
+        )
     elif support is matrix.Support.UNLISTED:
         warnings.append(f"AMD does not list {row.key} for ROCm {rel.version}: unofficial")
     elif support is matrix.Support.INSTINCT_ONLY:

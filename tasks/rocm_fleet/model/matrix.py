@@ -47,6 +47,9 @@ class Support(Enum):
     OFFICIAL = "official"  # listed for every GPU family AMD supports in that release
     INSTINCT_ONLY = "instinct-only"  # listed, but Radeon / Radeon PRO only on Ubuntu and RHEL
     UNLISTED = "unlisted"  # AMD publishes the packages but does not list the distro
+    # AMD publishes the packages, but the distro's apt refuses the repository's signature
+    # (repo.radeon.com's SHA-1 key binding on Debian 13: SHA1_REJECTING_DISTROS below)
+    REJECTED = "rejected"
 
 
 @dataclass(frozen=True)
@@ -560,6 +563,8 @@ class Release:
         pub = self.publication(row)
         if pub is None:
             return None
+        if rejects_signature(self, row):
+            return Support.REJECTED
         if pub.listed_from is None or self.parts < release_key(pub.listed_from):
             return Support.UNLISTED
         return Support.INSTINCT_ONLY if pub.instinct_only else Support.OFFICIAL
@@ -706,6 +711,20 @@ def sha1_bound(rel: Release) -> bool:
 def rejects_signature(rel: Release, row: Distro) -> bool:
     """Whether ``row``'s apt refuses the release's repository signatures."""
     return row.key in SHA1_REJECTING_DISTROS and sha1_bound(rel)
+
+
+def accepted_alternatives(row: Distro) -> tuple[Release | None, Release | None]:
+    """The ways out for a host whose apt rejects a release: the first classic release and
+    the first Core SDK release that publish for ``row`` with a signature its apt accepts."""
+
+    def first(stream: Stream) -> Release | None:
+        return next(
+            (r for r in RELEASES
+             if r.stream is stream and r.support(row) not in (None, Support.REJECTED)),
+            None,
+        )  # fmt: skip
+
+    return first(CLASSIC), first(CORE_SDK)
 
 
 # --- Kernels (preflight) ------------------------------------------------------------------
