@@ -62,6 +62,13 @@ def disagreements() -> list[str]:
     differ("Core SDK", "per-target packages", set(matrix.CORE_SDK_GFX_PACKAGES),
            set(facts.core_gfx_packages()), "repo.amd.com")  # fmt: skip
 
+    os_support = facts.load("repo.amd.com")["os_support"]
+    for pub in matrix.CORE_SDK.publications:
+        recorded = os_support["gfx"].get(pub.distro)
+        differ(f"Core SDK {pub.distro}", "GPU targets AMD lists it for",
+               list(pub.listed_gfx) if pub.listed_gfx is not None else None, recorded,
+               "repo.amd.com")  # fmt: skip
+
     keys = facts.load("keys")
     differ("classic stream", "key fingerprint", matrix.CLASSIC.key_fingerprint,
            keys["radeon"]["fingerprint"], "keys")  # fmt: skip

@@ -174,10 +174,14 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
     elif support is matrix.Support.UNLISTED:
         warnings.append(f"AMD does not list {row.key} for ROCm {rel.version}: unofficial")
     elif support is matrix.Support.INSTINCT_ONLY:
-        radeon = [g for g in config.expected_gfx_list if _family(g) == "radeon"]
-        if radeon:
+        pub = rel.publication(row)
+        unlisted = [
+            g for g in config.expected_gfx_list if _family(g) is not None and not pub.lists(g)
+        ]
+        if unlisted:
             warnings.append(
-                f"AMD lists {row.key} for Instinct only; {', '.join(radeon)} on it is unofficial"
+                f"AMD lists {row.key} for {pub.listed_text} only; {', '.join(unlisted)} on it "
+                "is unofficial"
             )
     return row
 

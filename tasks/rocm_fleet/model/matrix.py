@@ -127,6 +127,26 @@ class Publication:
     first_release: str  # the first release of the stream that publishes it
     listed_from: str | None  # the first release AMD lists the distro in, None if never
     instinct_only: bool  # AMD lists it for Instinct accelerators only
+    # The gfx targets AMD lists the distro for, where it names them per GPU model (None:
+    # every Instinct target when instinct_only, else every target) and those models.
+    listed_gfx: tuple[str, ...] | None = None
+    listed_models: str = ""
+
+    def lists(self, gfx: str) -> bool:
+        """Whether AMD lists the distro for GPU target ``gfx``."""
+        if self.listed_gfx is not None:
+            return gfx in self.listed_gfx
+        if self.instinct_only:
+            target = gpu_target(gfx)
+            return target is not None and target.family == "instinct"
+        return True
+
+    @property
+    def listed_text(self) -> str:
+        """Whom AMD lists the distro for, e.g. "Instinct" or "Instinct MI300X, ... (gfx942)"."""
+        if self.listed_gfx is None:
+            return "Instinct"
+        return f"{self.listed_models} ({', '.join(self.listed_gfx)})"
 
 
 # --- GPUs ---------------------------------------------------------------------------------
@@ -365,8 +385,14 @@ CLASSIC = ClassicStream(
 # and 10.0.0 install pages (research A.3), suite "stable" (also TheRock
 # build_repo_package.py: every stream "declares Suite: stable / Codename: stable").
 # Listing (rocm-docs docs/data/os-support.yaml @ 1d2ba3f7, research A.7): Ubuntu 26.04,
-# 24.04.4 and 22.04.5 for Instinct, Radeon and (26.04, 24.04) Ryzen; Debian 13 and 12 for
-# Instinct accelerators only.
+# 24.04.4 and 22.04.5 for Instinct, Radeon and (26.04, 24.04) Ryzen; Debian per Instinct
+# model: 13 for MI355X, MI350X, MI350P, MI325X, MI300X; 12 for MI355X, MI350X, MI325X,
+# MI300X, MI300A, MI250X, MI250; no Debian for MI210, MI100, any Radeon or Ryzen. Per target
+# (MI35x = gfx950, MI300X/MI325X/MI300A = gfx942, MI250X/MI250/MI210 = gfx90a, MI100 =
+# gfx908): Debian 13 lists gfx950 and gfx942, Debian 12 gfx950, gfx942 and gfx90a. A target
+# is as fine as preflight can tell before a driver is loaded; within one (MI300A on Debian
+# 13, MI210 on Debian 12) the models named in the warning say what is listed. Recorded in
+# tests/fixtures/upstream/repo.amd.com.toml [os_support].
 CORE_SDK = CoreSdkStream(
     "core-sdk",
     "ROCm Core SDK",
@@ -390,8 +416,26 @@ CORE_SDK = CoreSdkStream(
         Publication("ubuntu 22.04", "stable", "ubuntu2204", "7.14.0", "7.14.0", False),
         Publication("ubuntu 24.04", "stable", "ubuntu2404", "7.14.0", "7.14.0", False),
         Publication("ubuntu 26.04", "stable", "ubuntu2604", "7.14.0", "7.14.0", False),
-        Publication("debian 12", "stable", "debian12", "7.14.0", "7.14.0", True),
-        Publication("debian 13", "stable", "debian13", "7.14.0", "7.14.0", True),
+        Publication(
+            "debian 12",
+            "stable",
+            "debian12",
+            "7.14.0",
+            "7.14.0",
+            True,
+            listed_gfx=("gfx950", "gfx942", "gfx90a"),
+            listed_models="Instinct MI355X, MI350X, MI325X, MI300X, MI300A, MI250X, MI250",
+        ),
+        Publication(
+            "debian 13",
+            "stable",
+            "debian13",
+            "7.14.0",
+            "7.14.0",
+            True,
+            listed_gfx=("gfx950", "gfx942"),
+            listed_models="Instinct MI355X, MI350X, MI350P, MI325X, MI300X",
+        ),
     ),
     default_packages_text=(
         "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"
