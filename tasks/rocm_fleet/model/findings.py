@@ -335,11 +335,28 @@ def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]
     if mismatch:
         problems.append(mismatch)
         return
+    for gpu in found:
+        target = matrix.gpu_target(gpu["gfx"] or "")
+        if target is not None and target.family == "ryzen":
+            warnings.append(apu_note(gpu, target))
     for gfx in sorted({g["gfx"] for g in found if g["gfx"]}):
         listed = config.release.lists_gpu(gfx)
         wanted = not config.expected_gfx_list or gfx in config.expected_gfx_list
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
+
+
+def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
+    """What preflight says of a Ryzen APU's integrated GPU: its model and target, that it
+    computes in system memory, and where AMD lists it (matrix.GPU_TARGETS' sources)."""
+    pci = f" [1002:{gpu['device'].removeprefix('0x')}]" if gpu.get("device") else ""
+    return (
+        f"{gpu['gfx']} at {gpu.get('slot') or '?'} is the integrated GPU of a Ryzen APU: "
+        f"{target.products}{pci}; it has no VRAM of its own (a small carve-out) and computes "
+        "in system memory it shares with the CPU (GTT), so its usable memory is the host's; "
+        "AMD lists Ryzen APUs for the ROCm Core SDK on Ubuntu 26.04 and 24.04.4 (OEM 6.17 "
+        "kernel) only"
+    )
 
 
 def _kernel(row: matrix.Distro, survey: dict, problems: list[str]) -> None:

@@ -155,7 +155,7 @@ class Publication:
 @dataclass(frozen=True)
 class GpuTarget:
     gfx: str
-    family: str  # "instinct" or "radeon"
+    family: str  # "instinct", "radeon" or "ryzen" (an APU's integrated GPU)
     products: str
     supported_from: str | None  # first classic release that lists it, None = never listed
 
@@ -179,6 +179,19 @@ GPU_TARGETS: tuple[GpuTarget, ...] = (
     GpuTarget("gfx1102", "radeon", "Radeon RX 7600", None),
     GpuTarget("gfx1030", "radeon", "Radeon PRO W6800, V620 (RX 6800/6900: unlisted)", "6.0.0"),
     GpuTarget("gfx1036", "radeon", "Ryzen 7000 integrated Radeon Graphics", None),
+    # Ryzen APUs (integrated GPUs sharing system memory): product -> gfx from TheRock's
+    # RELEASES.md "Supported Python [device-*] install extras" table (Ryzen AI Max+ PRO 395
+    # gfx1151, Ryzen AI 9 HX 375 gfx1150, Ryzen AI 7 350 gfx1152, Ryzen 7 7840U gfx1103) and
+    # LLVM's AMDGPUUsage processors table (Strix Halo, Strix Point, Krackan, Phoenix). No
+    # classic release lists them (AMD's historical table); the Core SDK ships per-target
+    # packages for all four (CORE_SDK_GFX_PACKAGES) and AMD lists Ryzen on Ubuntu 26.04 and
+    # 24.04.4 with the OEM 6.17 kernel only (os-support.yaml @ 1d2ba3f7).
+    GpuTarget("gfx1151", "ryzen", "Ryzen AI Max / Max+ (Strix Halo), Radeon 8050S / 8060S", None),
+    GpuTarget(
+        "gfx1150", "ryzen", "Ryzen AI 9 HX 370 / 375 (Strix Point), Radeon 880M / 890M", None
+    ),
+    GpuTarget("gfx1152", "ryzen", "Ryzen AI 7 350 (Krackan Point), Radeon 840M / 860M", None),
+    GpuTarget("gfx1103", "ryzen", "Ryzen 7040 / 8040 (Phoenix), Radeon 740M / 760M / 780M", None),
 )
 
 GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
