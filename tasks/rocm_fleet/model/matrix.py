@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from rocm_fleet.model import paths
+from rocm_fleet.model import paths, upstream_data
 from rocm_fleet.model.versions import (
     amd_release_tag,
     classic_version_regex,
@@ -160,25 +160,32 @@ class GpuTarget:
     supported_from: str | None  # first classic release that lists it, None = never listed
 
 
+def _target(gfx: str, family: str, products: str) -> GpuTarget:
+    """A GPU target, its first listing AMD's (the generated upstream data)."""
+    return GpuTarget(gfx, family, products, upstream_data.GPU_LISTED_FROM.get(gfx))
+
+
 # Product -> gfx: system-requirements files (fact sheet §2.3). First listing: the "GPU / LLVM
 # target" rows of AMD's docs/compatibility/compatibility-matrix-historical-6.0.csv (ROCm docs
-# 7.2.0, fork alanina/ROCm @ c6bf8d20), recorded in tests/fixtures/upstream/gpus.toml. gfx906
-# (MI50, Radeon VII) is in no column 6.0.0-7.2.0 of that table (6.x system requirements call
-# it deprecated), so no classic release lists it. gfx1036 (Ryzen 7000 iGPU) is never listed;
+# 7.2.0, fork alanina/ROCm @ c6bf8d20), read by tools/matrix_update.py into
+# upstream_data.GPU_LISTED_FROM (a target it never names: None), and recorded independently
+# in tests/fixtures/upstream/gpus.toml. gfx906 (MI50, Radeon VII) is in no column
+# 6.0.0-7.2.0 of that table (6.x system requirements call it deprecated), so no classic
+# release lists it. gfx1036 (Ryzen 7000 iGPU) is never listed;
 # it is here so the deploy can tell an iGPU from a missing expected dGPU.
 GPU_TARGETS: tuple[GpuTarget, ...] = (
-    GpuTarget("gfx950", "instinct", "Instinct MI355X, MI350X", "7.0.0"),
-    GpuTarget("gfx942", "instinct", "Instinct MI300X, MI300A, MI325X", "6.0.0"),
-    GpuTarget("gfx90a", "instinct", "Instinct MI250X, MI250, MI210", "6.0.0"),
-    GpuTarget("gfx908", "instinct", "Instinct MI100", "6.0.0"),
-    GpuTarget("gfx906", "instinct", "Instinct MI50, Radeon VII, Radeon PRO VII", None),
-    GpuTarget("gfx1201", "radeon", "Radeon RX 9070 / 9070 XT / 9070 GRE, AI PRO R9700", "6.4.1"),
-    GpuTarget("gfx1200", "radeon", "Radeon RX 9060 XT", "6.4.1"),
-    GpuTarget("gfx1100", "radeon", "Radeon RX 7900 XTX / XT / GRE, PRO W7900, W7800", "6.0.0"),
-    GpuTarget("gfx1101", "radeon", "Radeon RX 7800 XT, 7700 XT, PRO W7700, V710", "6.4.1"),
-    GpuTarget("gfx1102", "radeon", "Radeon RX 7600", None),
-    GpuTarget("gfx1030", "radeon", "Radeon PRO W6800, V620 (RX 6800/6900: unlisted)", "6.0.0"),
-    GpuTarget("gfx1036", "radeon", "Ryzen 7000 integrated Radeon Graphics", None),
+    _target("gfx950", "instinct", "Instinct MI355X, MI350X"),
+    _target("gfx942", "instinct", "Instinct MI300X, MI300A, MI325X"),
+    _target("gfx90a", "instinct", "Instinct MI250X, MI250, MI210"),
+    _target("gfx908", "instinct", "Instinct MI100"),
+    _target("gfx906", "instinct", "Instinct MI50, Radeon VII, Radeon PRO VII"),
+    _target("gfx1201", "radeon", "Radeon RX 9070 / 9070 XT / 9070 GRE, AI PRO R9700"),
+    _target("gfx1200", "radeon", "Radeon RX 9060 XT"),
+    _target("gfx1100", "radeon", "Radeon RX 7900 XTX / XT / GRE, PRO W7900, W7800"),
+    _target("gfx1101", "radeon", "Radeon RX 7800 XT, 7700 XT, PRO W7700, V710"),
+    _target("gfx1102", "radeon", "Radeon RX 7600"),
+    _target("gfx1030", "radeon", "Radeon PRO W6800, V620 (RX 6800/6900: unlisted)"),
+    _target("gfx1036", "radeon", "Ryzen 7000 integrated Radeon Graphics"),
     # Ryzen APUs (integrated GPUs sharing system memory): product -> gfx from TheRock's
     # RELEASES.md "Supported Python [device-*] install extras" table (Ryzen AI Max+ PRO 395
     # gfx1151, Ryzen AI 9 HX 375 gfx1150, Ryzen AI 7 350 gfx1152, Ryzen 7 7840U gfx1103) and
@@ -186,12 +193,10 @@ GPU_TARGETS: tuple[GpuTarget, ...] = (
     # classic release lists them (AMD's historical table); the Core SDK ships per-target
     # packages for all four (CORE_SDK_GFX_PACKAGES) and AMD lists Ryzen on Ubuntu 26.04 and
     # 24.04.4 with the OEM 6.17 kernel only (os-support.yaml @ 1d2ba3f7).
-    GpuTarget("gfx1151", "ryzen", "Ryzen AI Max / Max+ (Strix Halo), Radeon 8050S / 8060S", None),
-    GpuTarget(
-        "gfx1150", "ryzen", "Ryzen AI 9 HX 370 / 375 (Strix Point), Radeon 880M / 890M", None
-    ),
-    GpuTarget("gfx1152", "ryzen", "Ryzen AI 7 350 (Krackan Point), Radeon 840M / 860M", None),
-    GpuTarget("gfx1103", "ryzen", "Ryzen 7040 / 8040 (Phoenix), Radeon 740M / 760M / 780M", None),
+    _target("gfx1151", "ryzen", "Ryzen AI Max / Max+ (Strix Halo), Radeon 8050S / 8060S"),
+    _target("gfx1150", "ryzen", "Ryzen AI 9 HX 370 / 375 (Strix Point), Radeon 880M / 890M"),
+    _target("gfx1152", "ryzen", "Ryzen AI 7 350 (Krackan Point), Radeon 840M / 860M"),
+    _target("gfx1103", "ryzen", "Ryzen 7040 / 8040 (Phoenix), Radeon 740M / 760M / 780M"),
 )
 
 GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
@@ -394,6 +399,7 @@ CLASSIC = ClassicStream(
     default_packages_text="`rocm-hip-runtime`",
 )
 
+
 # <dist> names ubuntu2204, ubuntu2404, ubuntu2604, debian12, debian13 on the 7.14.0, 7.14.1
 # and 10.0.0 install pages (research A.3), suite "stable" (also TheRock
 # build_repo_package.py: every stream "declares Suite: stable / Codename: stable").
@@ -406,6 +412,17 @@ CLASSIC = ClassicStream(
 # is as fine as preflight can tell before a driver is loaded; within one (MI300A on Debian
 # 13, MI210 on Debian 12) the models named in the warning say what is listed. Recorded in
 # tests/fixtures/upstream/repo.amd.com.toml [os_support].
+def _core_debian(key: str, directory: str) -> Publication:
+    """A Debian publication of the Core SDK, listed per Instinct model as os-support.yaml
+    gives it (upstream_data.CORE_SDK_DEBIAN, generated by tools/matrix_update.py)."""
+    listing = upstream_data.CORE_SDK_DEBIAN[key]
+    models = ", ".join(m.removeprefix("AMD Instinct ") for m in listing["models"])
+    return Publication(
+        key, "stable", directory, "7.14.0", "7.14.0", True,
+        listed_gfx=tuple(listing["gfx"]), listed_models=f"Instinct {models}",
+    )  # fmt: skip
+
+
 CORE_SDK = CoreSdkStream(
     "core-sdk",
     "ROCm Core SDK",
@@ -429,26 +446,8 @@ CORE_SDK = CoreSdkStream(
         Publication("ubuntu 22.04", "stable", "ubuntu2204", "7.14.0", "7.14.0", False),
         Publication("ubuntu 24.04", "stable", "ubuntu2404", "7.14.0", "7.14.0", False),
         Publication("ubuntu 26.04", "stable", "ubuntu2604", "7.14.0", "7.14.0", False),
-        Publication(
-            "debian 12",
-            "stable",
-            "debian12",
-            "7.14.0",
-            "7.14.0",
-            True,
-            listed_gfx=("gfx950", "gfx942", "gfx90a"),
-            listed_models="Instinct MI355X, MI350X, MI325X, MI300X, MI300A, MI250X, MI250",
-        ),
-        Publication(
-            "debian 13",
-            "stable",
-            "debian13",
-            "7.14.0",
-            "7.14.0",
-            True,
-            listed_gfx=("gfx950", "gfx942"),
-            listed_models="Instinct MI355X, MI350X, MI350P, MI325X, MI300X",
-        ),
+        _core_debian("debian 12", "debian12"),
+        _core_debian("debian 13", "debian13"),
     ),
     default_packages_text=(
         "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"
