@@ -48,12 +48,21 @@ CASES = {
                   "/opt/rocm-fleet/venv holds a CUDA torch (2.9.1+cu128)"),
     "smalldisk": (HostSpec("smalldisk", data=GFX1100),
                   "not enough free space on /opt (for /opt"),
-    "distrotool": (HostSpec("distrotool", suite="trixie", data=GFX1100),
+    "distrotool": (HostSpec("distrotool", suite="trixie",
+                            data={**GFX1100, "rocm_version": "7.2.1"}),
                    "Debian's own ROCm tools are installed: rocminfo "),
+    # AMD signed 6.4.3 while its key's only binding was SHA-1: trixie's apt (sqv) rejects it
+    # (the lab's double is signed the same way: tests/lab/amd_repo.py, upstream_facts.py).
+    "sha1trixie": (HostSpec("sha1trixie", suite="trixie", profile="mi300x-8",
+                            data={"rocm_version": "6.4.3", "expected_gfx": "gfx942",
+                                  "expected_gpu_count": 8, "pytorch_install": False}),
+                   "debian 13's apt rejects the signatures of ROCm 6.4.3: AMD signed its "
+                   "repositories while the only binding signature of its key"),
 }  # fmt: skip
-# Fit, and carrying Debian's HIP runtime for libucx0 (as Ubuntu 24.04 hosts do for OpenMPI).
+# Fit, and carrying Debian's HIP runtime for libucx0 (as Ubuntu 24.04 hosts do for OpenMPI):
+# on trixie, a classic release AMD signed after re-binding its key (7.0.2 on) converges.
 GOOD = HostSpec("good", suite="trixie", profile="mi300x-8",
-                data={"rocm_version": "6.4.3", "expected_gfx": "gfx942", "expected_gpu_count": 8,
+                data={"rocm_version": "7.2.1", "expected_gfx": "gfx942", "expected_gpu_count": 8,
                       "pytorch_install": False})  # fmt: skip
 
 # Debian ships NVIDIA's driver and CUDA only in non-free, which the lab's sparse mirror
@@ -94,7 +103,7 @@ def build_deb(directory: Path, name: str) -> Path:
 @pytest.fixture(scope="module")
 def lab():
     hosts = [spec for spec, _ in CASES.values()] + [GOOD]
-    for lab in running_lab(hosts, ["6.4.3"]):
+    for lab in running_lab(hosts, ["6.4.3", "7.2.1"]):
         tmpfs = lab.root("smalldisk") / "opt"
         try:
             with tempfile.TemporaryDirectory() as tmp:
@@ -141,7 +150,9 @@ def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
         assert differences(before[name], root_hashes(lab.root(name))) == [], name
     # The fit host beside them was deployed (preflight passed, ROCm went on).
     assert (lab.root("good") / "etc/apt/sources.list.d/rocm.list").exists()
-    assert "AMD lists debian 13 for Instinct only" not in result.output  # gfx942 is Instinct
+    # gfx942 is Instinct: no "AMD lists debian 13 for Instinct only" for this host (the
+    # gfx1100 distrotool host beside it gets one)
+    assert host_line(result, "good", "warning: AMD lists debian 13") == ""
     # ... and verified, Debian's HIP runtime left in place for libucx0.
     assert "good" not in failed_hosts(result)
     verified = [
@@ -156,6 +167,20 @@ def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
         warning = host_line(run, "good", "warning: Debian's own ROCm libraries are installed")
         assert "libucx0 needs libamdhip64-5, libhsa-runtime64-1" in warning, warning
         assert "says it also removes libucx0" in warning, warning
+
+
+def test_trixie_asking_for_a_sha1_signed_release_is_told_why_and_the_ways_out(lab):
+    """Refused before any change (the test above compares its root before and after); the
+    reason names the key and what apt would print, and the releases its apt accepts."""
+    dry = deploy(lab, limit="sha1trixie", dry=True)
+    reason = refusal(dry, "sha1trixie") or ""
+    print(f"sha1trixie refused: {reason}")
+    assert "(CA8BB4727A47B4D09B4EE8969386B48A1A693C5C) was SHA-1" in reason, dry.output[-3000:]
+    assert "debian 13's apt (sqv) refuses since 2026-02-01" in reason
+    assert "choose ROCm (repo.radeon.com) 7.0.2 or newer or ROCm Core SDK 7.14.0 or newer" in reason
+    assert "rocm-fleet does not weaken apt's signature policy" in reason
+    assert not (lab.root("sha1trixie") / "etc/apt/keyrings/rocm.gpg").exists()
+    assert not list((lab.root("sha1trixie") / "etc/apt/sources.list.d").glob("*rocm*"))
 
 
 def test_debians_rocm_tool_is_refused_with_what_apt_says_its_removal_takes(lab):

@@ -6,6 +6,15 @@ bugs are about apt's version ordering (Debian's own rocminfo 5.2.3/6.1.2 outrank
 package names, versions, Depends and the /opt/rocm-X.Y.Z layout follow the real repo.
 The rocminfo double is POSIX sh (a host may have no python) and prints rocminfo's format
 for the GPUs in the host's hardware profile (see profiles.py).
+
+What it publishes comes from the recorded upstream facts (tests/fixtures/upstream/, read by
+upstream_facts.py), not from the product's matrix: each release's rocm/apt folder, its
+suites, its amdgpu driver folder, its package versions (where recorded; stand-ins otherwise)
+and how AMD signed it. The signing key is made the way AMD's is: an RSA key whose only
+binding signature was SHA-1 until AMD re-bound it with a modern hash (keys.toml); each
+release is signed at its recorded signature time, so the releases AMD signed under the SHA-1
+binding (6.x, 7.0.0, 7.0.1) are rejected by a trixie host's real apt (sqv) exactly as on
+real hosts, and accepted by bookworm's gpgv.
 """
 
 from __future__ import annotations
@@ -14,18 +23,23 @@ import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-
-from rocm_fleet.model.matrix import CLASSIC, DISTROS, RELEASES, Release, amdgpu_repo_version
+from typing import Protocol
 
 from . import profiles
+from . import upstream_facts as facts
 from ._util import clean_env, run
 
-#: apt suites the classic ROCm repo publishes per release (Debian 12 -> jammy, 13 -> noble).
-DISTS = {"jammy": "22.04", "noble": "24.04"}
 
-#: Build numbers of real releases where known; others get a deterministic stand-in.
-BUILDS = {"6.4.3": 128, "7.2.1": 81, "6.2.0": 66}
+class Release(Protocol):
+    """What the doubles need of a release: its version (everything else is recorded)."""
+
+    version: str
+
+
+#: Ubuntu release per repo.radeon.com suite (Debian 12 takes jammy, 13 noble: the record).
+DISTS = {"jammy": "22.04", "noble": "24.04"}
 
 ORIGIN = "repo.radeon.com"
 KEY_UID = "rocm-fleet lab ROCm repo double <rocm-lab@invalid>"
@@ -64,19 +78,36 @@ PACKAGES = (
 
 
 def build_number(rel: Release) -> int:
-    return BUILDS.get(rel.version, 1)
+    """The recorded build of the release's packages (6.4.3: 128, 7.2.1: 81); 1 as a
+    stand-in where none was recorded."""
+    recorded = facts.classic_packages(rel.version)
+    return recorded["build"] if recorded else 1
+
+
+def numeric_tag(rel: Release) -> str:
+    """AMD's tag in package versions, major*10000 + minor*100 + patch (6.4.3 -> 60403)."""
+    major, minor, patch = (int(p) for p in rel.version.split("."))
+    return str(major * 10000 + minor * 100 + patch)
 
 
 def hip_patch(rel: Release) -> int:
-    """HIP's patch number looks like 4xxxx (6.4.x -> 43482); any stable 5 digits will do."""
+    """HIP's patch number looks like 4xxxx (6.4.x -> 43482); a stable stand-in where the
+    record has no hip-runtime-amd version."""
     major, minor = (int(p) for p in rel.version.split(".")[:2])
     return 40000 + (major * 100 + minor) * 5 % 10000
 
 
-def deb_version(pkg: Package, rel: Release, dist: str) -> str:
+def upstream_version(pkg: Package, rel: Release) -> str:
+    """The package's version before the tag: recorded for the release, else the stand-in."""
+    recorded = facts.classic_packages(rel.version) or {}
+    if pkg.name in recorded.get("upstream", {}):
+        return recorded["upstream"][pkg.name]
     major, minor = rel.version.split(".")[:2]
-    upstream = pkg.upstream.format(rel=rel.version, hip=f"{major}.{minor}.{hip_patch(rel)}")
-    return f"{upstream}.{rel.numeric_tag}-{build_number(rel)}~{DISTS[dist]}"
+    return pkg.upstream.format(rel=rel.version, hip=f"{major}.{minor}.{hip_patch(rel)}")
+
+
+def deb_version(pkg: Package, rel: Release, dist: str) -> str:
+    return f"{upstream_version(pkg, rel)}.{numeric_tag(rel)}-{build_number(rel)}~{DISTS[dist]}"
 
 
 def rocm_core_version_string(rel: Release) -> str:
@@ -262,7 +293,7 @@ def _scripts(pkg: Package, rel: Release) -> dict[str, str]:
     postinst = f"""#!/bin/sh
 set -e
 if [ "$1" = configure ]; then
-    update-alternatives --install /opt/rocm rocm {opt} {int(rel.numeric_tag)}
+    update-alternatives --install /opt/rocm rocm {opt} {int(numeric_tag(rel))}
 fi
 """
     prerm = f"""#!/bin/sh
@@ -319,18 +350,42 @@ def build_deb(pkg: Package, rel: Release, dist: str, staging: Path, pool: Path) 
 # --- repository -------------------------------------------------------------------------
 
 
+#: When AMD's key was made (keys.toml: "pub rsa4096 2016-08-01").
+KEY_CREATED = "20160801T000000"
+#: When the double re-binds its key with SHA-256, standing in for AMD's re-binding, which the
+#: record places between 2025-09-18 (still SHA-1 only) and 7.0.2's release on 2025-10-10.
+MODERN_BINDING = datetime(2025, 10, 1, tzinfo=UTC)
+MODERN_UID = "rocm-fleet lab AMD MLSE DevOps double <rocm-lab-modern@invalid>"
+
+
+def _gpg_time(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
+
+
 class Signer:
-    """A throwaway ed25519 key in a private GNUPGHOME; close() stops its gpg-agent."""
+    """A throwaway RSA key (3072 bits: AMD's is 4096; sqv's policy takes both, the binding
+    hash is what matters) in a private GNUPGHOME, made like AMD's repo.radeon.com key: its
+    first binding signature hashed with SHA-1 (``--cert-digest-algo SHA1`` at the key's
+    creation), a second one with SHA-256 made at MODERN_BINDING. Signatures carry the time
+    they are made for (``sign_release(when=...)``), so a verifier sees the binding that was
+    valid then. close() stops its gpg-agent."""
 
     def __init__(self, home: Path):
         self.home = home
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.env = clean_env(GNUPGHOME=str(home))
-        self._gpg("--quick-gen-key", KEY_UID, "ed25519", "sign", "never")
+        self._gpg(
+            "--faked-system-time", KEY_CREATED, "--cert-digest-algo", "SHA1",
+            "--quick-gen-key", KEY_UID, "rsa3072", "sign", "never",
+        )  # fmt: skip
         out = self._gpg("--with-colons", "--list-secret-keys").stdout
         self.fingerprint = next(
             line.split(":")[9] for line in out.splitlines() if line.startswith("fpr:")
         )
+        self._gpg(
+            "--faked-system-time", _gpg_time(MODERN_BINDING), "--cert-digest-algo", "SHA256",
+            "--quick-add-uid", self.fingerprint, MODERN_UID,
+        )  # fmt: skip
 
     def _gpg(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
         return run(
@@ -347,12 +402,13 @@ class Signer:
             env=self.env, capture_output=True, check=True,
         ).stdout  # fmt: skip
 
-    def sign_release(self, dist_dir: Path) -> None:
+    def sign_release(self, dist_dir: Path, when: datetime | None = None) -> None:
+        """InRelease and Release.gpg for dist_dir/Release, signed at ``when`` (default now)."""
         release = dist_dir / "Release"
-        self._gpg(
-            "--local-user", self.fingerprint, "--clearsign", "-o", dist_dir / "InRelease", release
-        )
-        self._gpg("--local-user", self.fingerprint, "-abs", "-o", dist_dir / "Release.gpg", release)
+        at = ["--faked-system-time", _gpg_time(when)] if when else []
+        common = [*at, "--digest-algo", "SHA256", "--local-user", self.fingerprint]
+        self._gpg(*common, "--clearsign", "-o", dist_dir / "InRelease", release)
+        self._gpg(*common, "-abs", "-o", dist_dir / "Release.gpg", release)
 
     def close(self) -> None:
         subprocess.run(
@@ -374,46 +430,72 @@ def _split_packages(text: str, suffix: str) -> str:
     return "\n\n".join(keep) + "\n"
 
 
+def is_classic(rel: Release) -> bool:
+    return rel.version in facts.classic_releases()
+
+
+def signed_at(rel: Release) -> datetime | None:
+    """When AMD signed the release's repositories (the record); None (now) for the Core SDK
+    and for releases the record doesn't know (a drift release)."""
+    fact = facts.classic_releases().get(rel.version)
+    return fact.signature_time if fact else None
+
+
+def folder(rel: Release) -> str:
+    """The release's directory under rocm/apt (the record)."""
+    return facts.classic_releases()[rel.version].folder
+
+
 def build_release_repo(www: Path, rel: Release, signer: Signer) -> Path:
-    """Build rocm/apt/<apt_path>/ for one ROCm release; returns that directory."""
-    base = www / "rocm" / "apt" / rel.apt_path
+    """Build rocm/apt/<folder>/ for one ROCm release; returns that directory."""
+    base = www / "rocm" / "apt" / folder(rel)
     pool = base / "pool" / "main"
+    suites = classic_suites(rel)
     with tempfile.TemporaryDirectory(prefix="rflab-debs-") as tmp:
-        for dist in DISTS:
+        for dist in suites:
             for pkg in PACKAGES:
                 build_deb(pkg, rel, dist, Path(tmp), pool)
     env = clean_env()
-    publish_dists(base, env, signer, lambda ubuntu: f"~{ubuntu}", version=rel.version)
+    publish_dists(
+        base, env, signer, lambda ubuntu: f"~{ubuntu}", version=rel.version, suites=suites,
+        when=signed_at(rel),
+    )  # fmt: skip
     return base
+
+
+def classic_suites(rel: Release) -> list[str]:
+    """The suites the release's rocm/apt folder serves (the record: jammy, noble from 6.2)."""
+    return sorted(set(facts.classic_suites(rel.version).values()))
 
 
 def build(www: Path, releases: list[Release], signer: Signer, catalog: bool = False) -> None:
     """The repo.radeon.com double under www: the key, each classic release's repository
     with packages, the amdgpu driver repository of every release (classic and Core SDK)
     with its amdgpu-dkms double, and the listing of rocm/apt/. With ``catalog``, every
-    other release of the product's matrix is published too, signed but without packages
-    (``rocm-fleet matrix check`` reads each suite's InRelease, never installs from them)."""
+    other recorded release is published too, signed but without packages (``rocm-fleet
+    matrix check`` reads each suite's InRelease, never installs from them)."""
     (www / "rocm").mkdir(parents=True, exist_ok=True)
     (www / "rocm" / "rocm.gpg.key").write_text(signer.armored_key())
     for rel in releases:
-        if rel.stream is CLASSIC:
+        if is_classic(rel):
             build_release_repo(www, rel, signer)
         build_amdgpu_repo(www, rel, signer)
     if catalog:
         built = {rel.version for rel in releases}
-        for rel in RELEASES:
+        recorded = [*facts.classic_releases().values(), *facts.core_releases().values()]
+        for rel in recorded:
             if rel.version in built:
                 continue
-            if rel.stream is CLASSIC:
-                for suite in DISTS:
-                    if any(rel.publication(row) and row.suite == suite for row in DISTROS):
-                        dist_dir = www / "rocm/apt" / rel.apt_path / "dists" / suite
-                        sign_suite(dist_dir, "", signer, suite_fields(suite, rel.version))
-            version = amdgpu_repo_version(rel)
+            if is_classic(rel):
+                for suite in classic_suites(rel):
+                    dist_dir = www / "rocm/apt" / folder(rel) / "dists" / suite
+                    sign_suite(dist_dir, "", signer, suite_fields(suite, rel.version),
+                               signed_at(rel))  # fmt: skip
+            version = driver_folder(rel)
             if version and not (www / "amdgpu" / version).exists():
                 for suite in driver_suites(rel):
                     dist_dir = www / "amdgpu" / version / "ubuntu" / "dists" / suite
-                    sign_suite(dist_dir, "", signer, suite_fields(suite))
+                    sign_suite(dist_dir, "", signer, suite_fields(suite), signed_at(rel))
     write_listing(www / "rocm" / "apt")
 
 
@@ -460,19 +542,31 @@ UBUNTU = {**DISTS, "resolute": "26.04"}
 
 
 def driver_suites(rel: Release) -> list[str]:
-    """The suites the release's driver repository serves: those of the distros the release
-    publishes for (the product's matrix)."""
-    return sorted({row.suite for row in DISTROS if rel.publication(row)})
+    """The suites the release's driver repository serves (the record): a classic release's
+    own suites, the Core SDK's driver_suites."""
+    if is_classic(rel):
+        return classic_suites(rel)
+    return sorted(facts.load("repo.amd.com")["driver"]["suites"])
+
+
+def driver_folder(rel: Release) -> str | None:
+    """amdgpu/<folder>/ubuntu of the release's driver (the record); None when unknown."""
+    classic = facts.classic_releases().get(rel.version)
+    if classic:
+        return classic.driver_folder
+    core = facts.core_releases().get(rel.version)
+    return (core.driver_folder or None) if core else None
 
 
 def amdgpu_dkms_version(rel: Release, dist: str) -> str:
-    return f"1:{AMDGPU_DKMS_UPSTREAM}.{rel.numeric_tag}-{build_number(rel)}.{UBUNTU[dist]}"
+    return f"1:{AMDGPU_DKMS_UPSTREAM}.{numeric_tag(rel)}-{build_number(rel)}.{UBUNTU[dist]}"
 
 
 def build_amdgpu_repo(www: Path, rel: Release, signer: Signer) -> Path | None:
     """amdgpu/<version>/ubuntu with an `amdgpu-dkms` double, same key and Origin as the ROCm
-    repo (so AMD's pin covers it); the directory and suites from the product's matrix."""
-    version = amdgpu_repo_version(rel)
+    repo (so AMD's pin covers it), signed when the release was; the directory and suites
+    from the record."""
+    version = driver_folder(rel)
     if version is None:
         return None
     base = www / "amdgpu" / version / "ubuntu"
@@ -500,26 +594,33 @@ def build_amdgpu_repo(www: Path, rel: Release, signer: Signer) -> Path | None:
             postinst = tree / "DEBIAN" / "postinst"
             postinst.write_text(_DKMS_POSTINST)
             postinst.chmod(0o755)
-            src = tree / "usr" / "src" / f"amdgpu-{AMDGPU_DKMS_UPSTREAM}-{rel.numeric_tag}"
+            src = tree / "usr" / "src" / f"amdgpu-{AMDGPU_DKMS_UPSTREAM}-{numeric_tag(rel)}"
             src.mkdir(parents=True)
             (src / "dkms.conf").write_text(
                 f'PACKAGE_NAME="amdgpu"\nPACKAGE_VERSION="{AMDGPU_DKMS_UPSTREAM}"\n'
             )
             out = pool / f"amdgpu-dkms_{ver.split(':', 1)[1]}_{dist}_all.deb"
             run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out])
-    publish_dists(base, env, signer, lambda ubuntu: f".{ubuntu}", suites=suites)
+    publish_dists(base, env, signer, lambda ubuntu: f".{ubuntu}", suites=suites,
+                  when=signed_at(rel))  # fmt: skip
     return base
 
 
 def publish_dists(
-    base: Path, env, signer, marker, version: str | None = None, suites: list[str] | None = None
+    base: Path,
+    env,
+    signer,
+    marker,
+    version: str | None = None,
+    suites: list[str] | None = None,
+    when: datetime | None = None,
 ) -> None:
     """Per suite: the Packages of pool/main whose version carries ``marker(ubuntu)``, a
-    Release with Origin/Label repo.radeon.com (so AMD's pin applies), signed."""
+    Release with Origin/Label repo.radeon.com (so AMD's pin applies), signed at ``when``."""
     all_packages = run(["apt-ftparchive", "packages", "pool/main"], cwd=base, env=env).stdout
     for dist in suites or list(DISTS):
         packages = _split_packages(all_packages, marker(UBUNTU[dist]))
-        sign_suite(base / "dists" / dist, packages, signer, suite_fields(dist, version))
+        sign_suite(base / "dists" / dist, packages, signer, suite_fields(dist, version), when)
 
 
 def suite_fields(suite: str, version: str | None = None) -> dict[str, str]:
@@ -529,9 +630,15 @@ def suite_fields(suite: str, version: str | None = None) -> dict[str, str]:
     return {**fields, **({"Version": version} if version else {})}
 
 
-def sign_suite(dist_dir: Path, packages: str, signer: Signer, fields: dict[str, str]) -> None:
+def sign_suite(
+    dist_dir: Path,
+    packages: str,
+    signer: Signer,
+    fields: dict[str, str],
+    when: datetime | None = None,
+) -> None:
     """dists/<suite>/: main/binary-amd64/Packages(.gz) holding ``packages``, a Release with
-    ``fields`` and the hashes of both, signed (InRelease, Release.gpg)."""
+    ``fields`` and the hashes of both, signed at ``when`` (InRelease, Release.gpg)."""
     binary = dist_dir / "main" / "binary-amd64"
     binary.mkdir(parents=True, exist_ok=True)
     (binary / "Packages").write_text(packages)
@@ -544,4 +651,4 @@ def sign_suite(dist_dir: Path, packages: str, signer: Signer, fields: dict[str, 
     tmp_release = dist_dir.parent / f".Release-{dist_dir.name}"
     tmp_release.write_text(release)
     os.replace(tmp_release, dist_dir / "Release")
-    signer.sign_release(dist_dir)
+    signer.sign_release(dist_dir, when)

@@ -2,8 +2,9 @@
 and stable.repo.amd.com/rocm/core/packages (10.x), signed apt repositories with small
 packages at realistic names, versions and paths.
 
-What follows the real repositories (and where that is read from, in the product's matrix
-and its citations): one flat repository per distro directory (ubuntu2204 ... debian13),
+What follows the real repositories (read from the recorded upstream facts,
+tests/fixtures/upstream/repo.amd.com.toml, not from the product's matrix): one flat
+repository per distro directory (ubuntu2204 ... debian13),
 suite ``stable``, component ``main``, holding every release's packages side by side;
 Release files with Origin "AMD ROCm" and Label "ROCm release Packages" (TheRock's
 build_package_repo.py; the pin the deploy writes names that Origin); package names with the
@@ -30,32 +31,61 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocm_fleet.model.matrix import (
-    CORE_SDK,
-    CORE_SDK_GFX_PACKAGES,
-    MULTI_ARCH_REPOSITORY,
-    STABLE_REPOSITORY,
-    Release,
-    Repository,
-)
-from rocm_fleet.model.versions import major_minor, release_key
-
 from . import profiles
+from . import upstream_facts as facts
 from ._util import clean_env, run
-from .amd_repo import _AGENT_ENUMERATOR, Signer, rocminfo_script, sign_suite
+from .amd_repo import _AGENT_ENUMERATOR, Release, Signer, rocminfo_script, sign_suite
 
 HOSTS = ("repo.amd.com", "stable.repo.amd.com")
-ORIGIN = "AMD ROCm"
-LABEL = "ROCm release Packages"
-#: Debian revisions seen on real packages ((3p) amdrocm-runtime10.0_10.0.0-4, 7.14.0-3);
-#: others get a stand-in.
-BUILDS = {"7.14.0": 3, "10.0.0": 4}
-#: The per-distro directories and the ubuntu/debian release they stand for.
-DIRECTORIES = tuple(pub.directory for pub in CORE_SDK.publications if pub.directory)
+_RECORD = facts.load("repo.amd.com")
+ORIGIN = _RECORD["release_file"]["origin"]
+LABEL = _RECORD["release_file"]["label"]
+#: The per-distro directories (ubuntu2204 ... debian13).
+DIRECTORIES = tuple(facts.core_directories().values())
+#: The per-target packages amdrocm<X.Y>-<gfx>.
+GFX_PACKAGES = facts.core_gfx_packages()
+
+
+@dataclass(frozen=True)
+class Repository:
+    """One of the two Core SDK repositories as the record gives it."""
+
+    name: str  # "multi-arch" or "stable"
+    base_url: str  # without the per-distro directory
+    key_url: str
+
+
+REPOSITORIES = {
+    name: Repository(name, row["url"].split("/{directory}")[0], row["key"])
+    for name, row in _RECORD["repository"].items()
+}
+MULTI_ARCH_REPOSITORY = REPOSITORIES["multi-arch"]
+STABLE_REPOSITORY = REPOSITORIES["stable"]
+
+
+def repository_of(rel: Release) -> Repository:
+    """The repository a release is published in (the record; a release it doesn't know,
+    such as a drift release of 10.x, goes where the newest recorded one is)."""
+    recorded = facts.core_releases()
+    fact = recorded.get(rel.version) or list(recorded.values())[-1]
+    return REPOSITORIES[fact.repository]
+
+
+def major_minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def root(rel: Release) -> str:
+    """/opt/rocm/core-X.Y (the record's package root)."""
+    return _RECORD["packages"]["root"].format(ver=major_minor(rel.version))
 
 
 def package_version(version: str) -> str:
-    return f"{version}-{BUILDS.get(version, 1)}"
+    return f"{version}-{facts.core_build(version)}"
 
 
 def host_of(repo: Repository) -> str:
@@ -82,7 +112,7 @@ def _alternatives(rel: Release) -> tuple[str, str]:
     """postinst and prerm of amdrocm-core<X.Y>: TheRock's amdrocm-core-postinst.j2 and
     -prerm.j2 (the links they make, priority = f(major, minor, patch)), in POSIX sh."""
     major, minor, patch = release_key(rel.version)
-    prefix = rel.root
+    prefix = root(rel)
     score = (((major - 3) * 14 + minor) * 14 + patch) * 1_000_000
     links = [
         ("/opt/rocm/core", "core", prefix),
@@ -109,21 +139,21 @@ def _alternatives(rel: Release) -> tuple[str, str]:
 def packages(rel: Release) -> list[Deb]:
     """The release's packages, dependencies first."""
     ver = major_minor(rel.version)
-    root = rel.root.lstrip("/")
+    root_ = root(rel).lstrip("/")
     stub = f"rocm-fleet lab double of ROCm Core SDK {rel.version}\n"
     enumerator = _AGENT_ENUMERATOR.replace("PROFILE_PATH", profiles.PROFILE_PATH)
     postinst, prerm = _alternatives(rel)
     sysdeps = Deb(
         f"amdrocm-sysdeps{ver}",
-        files=((f"{root}/lib/rocm_sysdeps/lib/librocm_sysdeps_liblzma.so.5", stub, 0o644),),
+        files=((f"{root_}/lib/rocm_sysdeps/lib/librocm_sysdeps_liblzma.so.5", stub, 0o644),),
         description="ROCm system dependencies",
     )
     runtime = Deb(
         f"amdrocm-runtime{ver}",
         (sysdeps.name,),
         files=(
-            (f"{root}/lib/libamdhip64.so.7", stub, 0o644),
-            (f"{root}/lib/libhsa-runtime64.so.1", stub, 0o644),
+            (f"{root_}/lib/libamdhip64.so.7", stub, 0o644),
+            (f"{root_}/lib/libhsa-runtime64.so.1", stub, 0o644),
         ),
         description="HIP and HSA runtimes",
     )
@@ -131,9 +161,9 @@ def packages(rel: Release) -> list[Deb]:
         f"amdrocm-base{ver}",
         (runtime.name,),
         files=(
-            (f"{root}/bin/rocminfo", rocminfo_script(rel), 0o755),
-            (f"{root}/bin/rocm_agent_enumerator", enumerator, 0o755),
-            (f"{root}/.info/version", package_version(rel.version) + "\n", 0o644),
+            (f"{root_}/bin/rocminfo", rocminfo_script(rel), 0o755),
+            (f"{root_}/bin/rocm_agent_enumerator", enumerator, 0o755),
+            (f"{root_}/.info/version", package_version(rel.version) + "\n", 0o644),
         ),
         description="rocminfo, rocm-core",
     )
@@ -145,8 +175,8 @@ def packages(rel: Release) -> list[Deb]:
         description="ROCm core (the /opt/rocm links)",
     )
     debs = [sysdeps, runtime, base, core]
-    for gfx in CORE_SDK_GFX_PACKAGES:
-        kernels = f"{root}/lib/rocblas/library/TensileLibrary_lab_{gfx}.dat"
+    for gfx in GFX_PACKAGES:
+        kernels = f"{root_}/lib/rocblas/library/TensileLibrary_lab_{gfx}.dat"
         per_target = Deb(
             f"amdrocm-core{ver}-{gfx}",
             (core.name,),
@@ -157,7 +187,7 @@ def packages(rel: Release) -> list[Deb]:
             per_target,
             Deb(f"amdrocm{ver}-{gfx}", (per_target.name,), description=f"ROCm Base for {gfx}"),
         ]
-    every = tuple(f"amdrocm{ver}-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES)
+    every = tuple(f"amdrocm{ver}-{gfx}" for gfx in GFX_PACKAGES)
     debs.append(Deb(f"amdrocm{ver}", every, description="ROCm Base, every GPU target"))
     return debs
 
@@ -243,8 +273,9 @@ def build(www: Path, releases: list[Release], signer: Signer, catalog: list[Rele
     the meta package of each other release (read by `rocm-fleet matrix check`)."""
     write_keys(www, signer)
     for repo in (MULTI_ARCH_REPOSITORY, STABLE_REPOSITORY):
-        mine = [r for r in releases if r.repository is repo]
-        listed = [r for r in catalog if r.repository is repo and r not in mine]
+        mine = [r for r in releases if repository_of(r) is repo]
+        versions = {r.version for r in mine}
+        listed = [r for r in catalog if repository_of(r) is repo and r.version not in versions]
         if not mine and not listed:
             continue
         with tempfile.TemporaryDirectory(prefix="rflab-core-debs-") as tmp:

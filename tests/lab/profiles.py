@@ -40,6 +40,10 @@ PROFILES: dict[str, tuple[Gpu, ...]] = {
     "rx9070xt": (Gpu("gfx1201", "AMD Radeon RX 9070 XT", "GPU-4e2a91c07d3b5f18", "gfx1201"),),
     # An APU's iGPU is enumerated (and visible to torch) next to the discrete card; the
     # deploy must not pick gfx1036 as "the" GPU.  Real iGPUs report Uuid GPU-XX.
+    # A Ryzen AI Max+ 395 (Strix Halo) mini PC: one integrated GPU, gfx1151, as its real
+    # rocminfo prints it (Name gfx1151, Uuid GPU-XX, Marketing Name "Radeon 8060S Graphics";
+    # index ids 56824215310, 52625323941) and PCI 1002:1586, class 0x0380 (sysfs.py).
+    "strixhalo": (Gpu("gfx1151", "Radeon 8060S Graphics", "GPU-XX", "gfx1151"),),
     "apu+rx7900xtx": (
         Gpu("gfx1036", "AMD Radeon Graphics", "GPU-XX", "gfx1036"),
         Gpu("gfx1100", "Radeon RX 7900 XTX", "GPU-b54ca445df90862b", "gfx1100"),

@@ -5,8 +5,9 @@ Why: the deploy installs torch with its production index URL
 the real naming (`torch-2.9.1+rocm6.4`, torchvision/torchaudio pinned to their torch),
 so pip's resolution of local version labels is exercised for real, and the torch double
 answers the questions a deploy asks (torch.version.hip, torch.cuda.*, a tiny matmul)
-from the host's hardware profile.  Which indexes and builds exist comes from the
-product's release matrix, so the double follows the product.
+from the host's hardware profile.  Which indexes and builds exist comes from the recorded
+upstream facts (tests/fixtures/upstream/download.pytorch.org.toml), not from the product's
+matrix, so a wrong matrix row meets the index as it really is.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from urllib.parse import quote
 
 from packaging.requirements import Requirement
 
-from rocm_fleet.model.matrix import CORE_SDK_GFX_PACKAGES, TORCH_RUNTIME, Release
-
 from . import _torch_double as src
 from . import profiles
+from . import upstream_facts as facts
+from .amd_repo import Release
+
+CORE_SDK_GFX_PACKAGES = facts.core_gfx_packages()
 
 #: torch.version.hip per ROCm index (real values where known, stand-ins otherwise).
 HIP_VERSIONS = {
@@ -184,12 +187,12 @@ def build_index(
 ) -> list[Wheel]:
     """Write /whl/<index>/ (wheels + PEP 503 pages) for (torch, torchvision, torchaudio),
     torch's dependency in /whl/, and the pip ROCm runtime the index's torch requires, if any
-    (matrix.TORCH_RUNTIME)."""
+    (the record)."""
     out = www / "whl" / index
     name, version = DEPENDENCY
     module = {f"{name}/__init__.py": f'"""{name} double."""\n__version__ = "{version}"\n'}
     wheels: list[Wheel] = [write_wheel(www / "whl", name, version, module)]
-    runtime = TORCH_RUNTIME.get(index)
+    runtime = facts.torch_runtime(index)
     if runtime:
         wheels += runtime_wheels(out, runtime)
     for torch_v, vision_v, audio_v in builds:
@@ -257,12 +260,13 @@ def _page(title: str, body: str) -> str:
 def build(www: Path, releases: list[Release]) -> dict[str, list[Wheel]]:
     """Build every index the given ROCm releases need, plus the CUDA indexes."""
     by_index: dict[str, list[tuple[str, str, str | None]]] = {}
+    recorded = facts.torch_indexes()
     for rel in releases:
-        if rel.torch_index is None:
-            continue  # no index publishes torch for it (matrix: no_torch)
-        builds = by_index.setdefault(rel.torch_index, [])
-        for b in rel.torch_builds:
-            triple = (b.torch, b.torchvision, getattr(b, "torchaudio", None))
+        index = facts.release_index(rel.version)
+        if index is None:
+            continue  # no index publishes torch for it (the record)
+        builds = by_index.setdefault(index, [])
+        for triple in recorded[index]:
             if triple not in builds:
                 builds.append(triple)
     result = {}

@@ -34,8 +34,14 @@ DEVICES = {
     "AMD Instinct MI300X": ("0x74a1", "0x120000"),
     "AMD Radeon Graphics": ("0x164e", "0x030000"),
     "AMD Radeon RX 9070 XT": ("0x7550", "0x030000"),  # Navi 48 (tasks/rocm_fleet/model/pci_ids.py)
+    # Strix Halo's iGPU: "Display controller [0380] ... [1002:1586]" (lspci -nn on real hosts,
+    # tests/fixtures/upstream/gpus.toml)
+    "Radeon 8060S Graphics": ("0x1586", "0x038000"),
 }
-TARGET_VERSIONS = {"gfx1100": 110000, "gfx942": 90402, "gfx1036": 100306, "gfx1201": 120001}
+#: gfx_target_version per target (major*10000 + minor*100 + stepping; Strix Halo's 110501,
+#: index id 70949645881)
+TARGET_VERSIONS = {"gfx1100": 110000, "gfx942": 90402, "gfx1036": 100306, "gfx1201": 120001,
+                   "gfx1151": 110501}  # fmt: skip
 
 #: What this module writes under ROOT/sys (removed before each write).
 OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu")

@@ -248,17 +248,23 @@ ROCM_SOURCE = (
 PIN = "Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 600\n"
 
 
+#: What each host installs: bookworm's apt (gpgv) takes what AMD signed under its key's SHA-1
+#: binding (6.4.3); trixie's (sqv) does not, so it gets a release signed after the re-binding.
+RELEASE_OF = {"bw": ("6.4.3", "60403-128", "jammy", "22.04"),
+              "tx": ("7.2.1", "70201-81", "noble", "24.04")}  # fmt: skip
+
+
 @pytest.mark.lab
 def test_apt_installs_rocminfo_from_repo_radeon_com_with_the_pin(lab):
     def install(host: str) -> dict[str, str]:
-        suite = "jammy" if host == "bw" else "noble"
+        version, _, suite, _ = RELEASE_OF[host]
         sh(lab, host, "apt-get update -q && apt-get install -y -q ca-certificates gnupg curl")
         sh(
             lab,
             host,
             "mkdir -p /etc/apt/keyrings && curl -fsS https://repo.radeon.com/rocm/rocm.gpg.key"
             " | gpg --dearmor > /etc/apt/keyrings/rocm.gpg && "
-            f"echo {shlex.quote(ROCM_SOURCE.format(path='6.4.3', suite=suite))}"
+            f"echo {shlex.quote(ROCM_SOURCE.format(path=version, suite=suite))}"
             " > /etc/apt/sources.list.d/rocm.list && apt-get update -q",
         )
         unpinned = sh(lab, host, "apt-cache policy rocminfo")
@@ -271,19 +277,44 @@ def test_apt_installs_rocminfo_from_repo_radeon_com_with_the_pin(lab):
 
     results = on_both(install)
     for host, res in results.items():
-        ubuntu = "22.04" if host == "bw" else "24.04"
+        version, tag, _, ubuntu = RELEASE_OF[host]
         # Debian's own rocminfo wins without AMD's pin: the double keeps that trap real.
         candidate = re.search(r"Candidate: (\S+)", res["unpinned"]).group(1)
         assert not candidate.startswith("1.0.0."), res["unpinned"]
-        assert f"Installed: 1.0.0.60403-128~{ubuntu}" in res["pinned"], res["pinned"]
-        assert re.search(r"600 https://repo\.radeon\.com/rocm/apt/6\.4\.3 \w+/main", res["pinned"])
-        assert "6.4.3-128" in res["info"]
+        assert f"Installed: 1.0.0.{tag}~{ubuntu}" in res["pinned"], res["pinned"]
+        escaped = re.escape(version)
+        assert re.search(rf"600 https://repo\.radeon\.com/rocm/apt/{escaped} \w+/main",
+                         res["pinned"])  # fmt: skip
+        assert f"{version}-{tag.split('-')[1]}" in res["info"]
         assert 'not member of "render" group' in res["alice"]
     assert results["bw"]["info"].count("Device Type:             GPU") == 1
     assert results["tx"]["info"].count("Device Type:             GPU") == 8
     https = [r for r in lab.server.requests("repo.radeon.com") if r["scheme"] == "https"]
     paths = [unquote(r["path"]) for r in https]  # apt sends ~ as %7e
     assert any(p.endswith("/rocminfo_1.0.0.60403-128~22.04_amd64.deb") for p in paths), paths
+
+
+@pytest.mark.lab
+def test_trixies_apt_rejects_what_amd_signed_under_the_sha1_binding(lab):
+    """The message real trixie hosts print for rocm/apt/6.4.3 (ROCm/legacy-rocm-build issue
+    #5232), from the lab's real apt and sqv; bookworm's gpgv took the same repository above."""
+    source = ROCM_SOURCE.format(path="6.4.3", suite="noble")
+    proc = lab.ssh(
+        "tx",
+        f"cp /etc/apt/sources.list.d/rocm.list /tmp/rocm.list.keep && "
+        f"echo {shlex.quote(source)} > /etc/apt/sources.list.d/rocm.list && apt-get update -q; "
+        "rc=$?; cp /tmp/rocm.list.keep /etc/apt/sources.list.d/rocm.list; exit $rc",
+        timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert f"Signing key on {lab.lab_key_fingerprint} is not bound" in out, out
+    assert "No binding signature at time 2025-08-07T19:56:47Z" in out, out
+    assert "SHA1 is not considered secure since 2026-02-01" in out, out
+    assert (
+        "The repository 'https://repo.radeon.com/rocm/apt/6.4.3 noble InRelease' is not signed"
+        in out
+    )
 
 
 @pytest.mark.lab

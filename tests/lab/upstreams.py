@@ -3,10 +3,12 @@
 * the Debian mirror the build machine's apt sources name (`_util.debian_mirror`; the lab's
   roots name it too), served from the sparse mirror (mirror.py);
 * repo.radeon.com (amd_repo.py), repo.amd.com and stable.repo.amd.com (core_sdk_repo.py),
-  all signed with one throwaway key, and download.pytorch.org (pytorch_index.py), built
-  per lab for its ROCm releases; with ``catalog``, every other release of the product's
-  matrix is published too (signed indexes, no packages to install), and the drift
-  overlays `Lab.plant_matrix_drift` serves are built;
+  all signed with one throwaway key made the way AMD's classic key is (SHA-1 binding, then a
+  SHA-256 one; each release signed at its recorded time), and download.pytorch.org
+  (pytorch_index.py), built per lab for its ROCm releases from the recorded upstream facts
+  (tests/fixtures/upstream/, upstream_facts.py), never from the product's matrix; with
+  ``catalog``, every other recorded release is published too (signed indexes, no packages
+  to install), and the drift overlays `Lab.plant_matrix_drift` serves are built;
 
 plus their TLS certificate from a throwaway CA (_tls.py) and the one server process that
 serves them all (server.py), each on its own address (`addresses`; network.py says why).
@@ -18,9 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rocm_fleet.model.matrix import CORE_SDK, RELEASES, STABLE_REPOSITORY, Release
+from rocm_fleet.model.matrix import CORE_SDK, STABLE_REPOSITORY, Release
 
 from . import amd_repo, core_sdk_repo, pytorch_index
+from . import upstream_facts as facts
 from ._tls import Certs, make_certs
 from ._util import PYTHON, Mirror, debian_mirror
 from .network import SERVER_ADDRESS, UPSTREAM_ADDRESSES
@@ -82,10 +85,12 @@ class Upstreams:
         signer = amd_repo.Signer(self.gnupghome)
         try:
             amd_repo.build(self._www / "radeon", releases, signer, catalog)
-            core = [r for r in releases if r.stream is CORE_SDK]
-            listed = [r for r in RELEASES if r.stream is CORE_SDK] if catalog else []
+            cores = facts.core_releases()
+            core = [r for r in releases if r.version in cores]
+            listed = list(cores.values()) if catalog else []
             core_sdk_repo.build(self._www / "amd", core, signer, listed)
-            pytorch_index.build(self._www / "pytorch", list(RELEASES) if catalog else releases)
+            everything = [*facts.classic_releases().values(), *cores.values()]
+            pytorch_index.build(self._www / "pytorch", everything if catalog else releases)
             if catalog:
                 drift = self._www.parent / "drift"
                 self._drift[STABLE_AMD] = core_sdk_repo.build_drift(

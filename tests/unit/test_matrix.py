@@ -51,7 +51,8 @@ def test_unknown_distros(distro_id, version_id):
         ("6.2.0", ("ubuntu", "24.04"), Support.OFFICIAL),
         ("6.3.0", ("debian", "12"), Support.UNLISTED),  # Debian 12 listed from 6.3.1
         ("6.3.1", ("debian", "12"), Support.INSTINCT_ONLY),
-        ("7.0.1", ("debian", "13"), Support.UNLISTED),  # Debian 13 listed from 7.0.2
+        ("6.4.3", ("debian", "12"), Support.INSTINCT_ONLY),  # bookworm's gpgv takes SHA-1
+        ("7.0.1", ("debian", "13"), Support.REJECTED),  # sqv rejects the SHA-1 key binding
         ("7.0.2", ("debian", "13"), Support.INSTINCT_ONLY),
         ("6.1.0", ("debian", "13"), None),
         ("7.2.4", ("ubuntu", "26.04"), None),  # the classic stream never published resolute

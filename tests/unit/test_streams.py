@@ -92,7 +92,7 @@ def test_source_per_distro_and_stream(os_name, version, path, line):
 @pytest.mark.parametrize(
     ("version", "pin_path", "origin", "keyring", "url", "fingerprint"),
     [
-        ("6.4.3", paths.ROCM_PIN, "repo.radeon.com", paths.ROCM_KEYRING,
+        ("7.2.1", paths.ROCM_PIN, "repo.radeon.com", paths.ROCM_KEYRING,
          "https://repo.radeon.com/rocm/rocm.gpg.key", "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"),
         ("7.14.0", paths.AMDROCM_PIN, "AMD ROCm", paths.AMDROCM_KEYRING,
          "https://repo.amd.com/rocm/packages-multi-arch/gpg/rocm.gpg",
@@ -173,14 +173,34 @@ def test_ubuntu_26_04_takes_the_core_sdk_and_its_kernel_minimum():
 def test_radeon_on_debian_is_allowed_with_a_warning_in_both_streams():
     from rocm_fleet.model.findings import findings
 
-    for version in ("7.2.1", "10.1.0"):
+    for version, whom in (
+        ("7.2.1", "Instinct"),
+        ("10.1.0", "Instinct MI355X, MI350X, MI350P, MI325X, MI300X (gfx950, gfx942)"),
+    ):
         config = load_config({"rocm_version": version, "expected_gfx": "gfx1100",
                               "pytorch_install": False})  # fmt: skip
         result = findings(config, fresh_survey("debian-13", pci=[RX7900]))
         assert result.problems == []
-        assert "AMD lists debian 13 for Instinct only; gfx1100 on it is unofficial" in (
+        assert f"AMD lists debian 13 for {whom} only; gfx1100 on it is unofficial" in (
             result.warnings
         )
+
+
+@pytest.mark.parametrize(
+    ("distro", "gfx", "pci", "warned"),
+    [("debian-13", "gfx942", MI300X, False), ("debian-12", "gfx90a", None, False),
+     ("debian-13", "gfx90a", None, True), ("debian-12", "gfx908", None, True)],
+)  # fmt: skip
+def test_core_sdk_debian_support_is_per_instinct_model(distro, gfx, pci, warned):
+    """os-support.yaml: Debian 13 lists MI35x, MI325X, MI300X; Debian 12 also MI300A, MI250X,
+    MI250; neither lists MI210 or MI100 (gfx908)."""
+    from rocm_fleet.model.findings import findings
+
+    config = load_config({"rocm_version": "10.0.0", "expected_gfx": gfx,
+                          "pytorch_install": False})  # fmt: skip
+    result = findings(config, fresh_survey(distro, pci=[pci] if pci else []))
+    text = [w for w in result.warnings if f"{gfx} on it is unofficial" in w]
+    assert bool(text) is warned, result.warnings
 
 
 # --- moving between streams ---------------------------------------------------------------

@@ -82,6 +82,7 @@ SUPPORT_TEXT = {
     matrix.Support.OFFICIAL: "official",
     matrix.Support.INSTINCT_ONLY: "Instinct only",
     matrix.Support.UNLISTED: "unlisted",
+    matrix.Support.REJECTED: "apt rejects (SHA-1 key)",
     None: "—",
 }
 
@@ -134,6 +135,7 @@ SUPPORT_SHORT = {
     matrix.Support.OFFICIAL: "yes",
     matrix.Support.INSTINCT_ONLY: "MI",
     matrix.Support.UNLISTED: "?",
+    matrix.Support.REJECTED: "no",
     None: "-",
 }
 
@@ -172,7 +174,7 @@ def plain_table() -> str:
     legend = [
         f"{distros}:",
         "  yes listed by AMD, MI listed for Instinct only, ? packages published but not listed,",
-        "  - not published.",
+        "  no published but refused by the distro's apt (SHA-1 key binding), - not published.",
         "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
         "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
         "Everything, spelled out: rocm-fleet matrix --json, or the README's release table.",

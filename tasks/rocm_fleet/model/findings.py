@@ -181,13 +181,30 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
             f"{row.key} packages come with {publishers or 'no release'}: choose one of those "
             "as rocm_version"
         )
+    elif support is matrix.Support.REJECTED:
+        classic, core = matrix.accepted_alternatives(row)
+        ways = " or ".join(
+            f"{r.stream.title} {r.version} or newer" for r in (classic, core) if r is not None
+        )
+        problems.append(
+            f"{row.key}'s apt rejects the signatures of ROCm {rel.version}: AMD signed its "
+            f"repositories while the only binding signature of its key "
+            f"({rel.stream.key_fingerprint}) was SHA-1, which {row.key}'s apt (sqv) refuses "
+            'since 2026-02-01 ("Signing key ... is not bound"; "The repository ... is not '
+            f'signed"), so apt-get update would fail: choose {ways or "another release"} as '
+            "rocm_version (rocm-fleet does not weaken apt's signature policy)"
+        )
     elif support is matrix.Support.UNLISTED:
         warnings.append(f"AMD does not list {row.key} for ROCm {rel.version}: unofficial")
     elif support is matrix.Support.INSTINCT_ONLY:
-        radeon = [g for g in config.expected_gfx_list if _family(g) == "radeon"]
-        if radeon:
+        pub = rel.publication(row)
+        unlisted = [
+            g for g in config.expected_gfx_list if _family(g) is not None and not pub.lists(g)
+        ]
+        if unlisted:
             warnings.append(
-                f"AMD lists {row.key} for Instinct only; {', '.join(radeon)} on it is unofficial"
+                f"AMD lists {row.key} for {pub.listed_text} only; {', '.join(unlisted)} on it "
+                "is unofficial"
             )
     return row
 
@@ -349,6 +366,10 @@ def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]
     if mismatch:
         problems.append(mismatch)
         return
+    for gpu in found:
+        target = matrix.gpu_target(gpu["gfx"] or "")
+        if target is not None and target.family == "ryzen":
+            warnings.append(apu_note(gpu, target))
     for gfx in sorted({g["gfx"] for g in found if g["gfx"]}):
         listed = config.release.lists_gpu(gfx)
         wanted = not config.expected_gfx_list or gfx in config.expected_gfx_list
@@ -427,6 +448,19 @@ def _users(config: Config, survey: dict, problems: list[str]) -> None:
             f"render, it never creates one), or take {'them' if len(absent) > 1 else 'it'} "
             "out of rocm_users"
         )
+
+
+def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
+    """What preflight says of a Ryzen APU's integrated GPU: its model and target, that it
+    computes in system memory, and where AMD lists it (matrix.GPU_TARGETS' sources)."""
+    pci = f" [1002:{gpu['device'].removeprefix('0x')}]" if gpu.get("device") else ""
+    return (
+        f"{gpu['gfx']} at {gpu.get('slot') or '?'} is the integrated GPU of a Ryzen APU: "
+        f"{target.products}{pci}; it has no VRAM of its own (a small carve-out) and computes "
+        "in system memory it shares with the CPU (GTT), so its usable memory is the host's; "
+        "AMD lists Ryzen APUs for the ROCm Core SDK on Ubuntu 26.04 and 24.04.4 (OEM 6.17 "
+        "kernel) only"
+    )
 
 
 def _kernel(row: matrix.Distro, survey: dict, problems: list[str]) -> None:

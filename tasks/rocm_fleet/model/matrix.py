@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from rocm_fleet.model import paths
+from rocm_fleet.model import paths, upstream_data
 from rocm_fleet.model.versions import (
     amd_release_tag,
     classic_version_regex,
@@ -48,6 +48,9 @@ class Support(Enum):
     OFFICIAL = "official"  # listed for every GPU family AMD supports in that release
     INSTINCT_ONLY = "instinct-only"  # listed, but Radeon / Radeon PRO only on Ubuntu and RHEL
     UNLISTED = "unlisted"  # AMD publishes the packages but does not list the distro
+    # AMD publishes the packages, but the distro's apt refuses the repository's signature
+    # (repo.radeon.com's SHA-1 key binding on Debian 13: SHA1_REJECTING_DISTROS below)
+    REJECTED = "rejected"
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,26 @@ class Publication:
     first_release: str  # the first release of the stream that publishes it
     listed_from: str | None  # the first release AMD lists the distro in, None if never
     instinct_only: bool  # AMD lists it for Instinct accelerators only
+    # The gfx targets AMD lists the distro for, where it names them per GPU model (None:
+    # every Instinct target when instinct_only, else every target) and those models.
+    listed_gfx: tuple[str, ...] | None = None
+    listed_models: str = ""
+
+    def lists(self, gfx: str) -> bool:
+        """Whether AMD lists the distro for GPU target ``gfx``."""
+        if self.listed_gfx is not None:
+            return gfx in self.listed_gfx
+        if self.instinct_only:
+            target = gpu_target(gfx)
+            return target is not None and target.family == "instinct"
+        return True
+
+    @property
+    def listed_text(self) -> str:
+        """Whom AMD lists the distro for, e.g. "Instinct" or "Instinct MI300X, ... (gfx942)"."""
+        if self.listed_gfx is None:
+            return "Instinct"
+        return f"{self.listed_models} ({', '.join(self.listed_gfx)})"
 
 
 # --- GPUs ---------------------------------------------------------------------------------
@@ -133,27 +156,48 @@ class Publication:
 @dataclass(frozen=True)
 class GpuTarget:
     gfx: str
-    family: str  # "instinct" or "radeon"
+    family: str  # "instinct", "radeon" or "ryzen" (an APU's integrated GPU)
     products: str
     supported_from: str | None  # first classic release that lists it, None = never listed
 
 
-# Product -> gfx and first listing: system-requirements files and the historical CSV
-# (fact sheet §2.3). gfx1036 (Ryzen 7000 iGPU) is never listed; it is here so the deploy
-# can tell an iGPU from a missing expected dGPU.
+def _target(gfx: str, family: str, products: str) -> GpuTarget:
+    """A GPU target, its first listing AMD's (the generated upstream data)."""
+    return GpuTarget(gfx, family, products, upstream_data.GPU_LISTED_FROM.get(gfx))
+
+
+# Product -> gfx: system-requirements files (fact sheet §2.3). First listing: the "GPU / LLVM
+# target" rows of AMD's docs/compatibility/compatibility-matrix-historical-6.0.csv (ROCm docs
+# 7.2.0, fork alanina/ROCm @ c6bf8d20), read by tools/matrix_update.py into
+# upstream_data.GPU_LISTED_FROM (a target it never names: None), and recorded independently
+# in tests/fixtures/upstream/gpus.toml. gfx906 (MI50, Radeon VII) is in no column
+# 6.0.0-7.2.0 of that table (6.x system requirements call it deprecated), so no classic
+# release lists it. gfx1036 (Ryzen 7000 iGPU) is never listed;
+# it is here so the deploy can tell an iGPU from a missing expected dGPU.
 GPU_TARGETS: tuple[GpuTarget, ...] = (
-    GpuTarget("gfx950", "instinct", "Instinct MI355X, MI350X", "7.0.0"),
-    GpuTarget("gfx942", "instinct", "Instinct MI300X, MI300A, MI325X", "6.0.0"),
-    GpuTarget("gfx90a", "instinct", "Instinct MI250X, MI250, MI210", "6.0.0"),
-    GpuTarget("gfx908", "instinct", "Instinct MI100", "6.0.0"),
-    GpuTarget("gfx906", "instinct", "Instinct MI50, Radeon VII, Radeon PRO VII", "6.0.0"),
-    GpuTarget("gfx1201", "radeon", "Radeon RX 9070 / 9070 XT / 9070 GRE, AI PRO R9700", "6.4.1"),
-    GpuTarget("gfx1200", "radeon", "Radeon RX 9060 XT", "6.4.1"),
-    GpuTarget("gfx1100", "radeon", "Radeon RX 7900 XTX / XT / GRE, PRO W7900, W7800", "6.0.0"),
-    GpuTarget("gfx1101", "radeon", "Radeon RX 7800 XT, 7700 XT, PRO W7700, V710", "6.4.1"),
-    GpuTarget("gfx1102", "radeon", "Radeon RX 7600", None),
-    GpuTarget("gfx1030", "radeon", "Radeon PRO W6800, V620 (RX 6800/6900: unlisted)", "6.0.0"),
-    GpuTarget("gfx1036", "radeon", "Ryzen 7000 integrated Radeon Graphics", None),
+    _target("gfx950", "instinct", "Instinct MI355X, MI350X"),
+    _target("gfx942", "instinct", "Instinct MI300X, MI300A, MI325X"),
+    _target("gfx90a", "instinct", "Instinct MI250X, MI250, MI210"),
+    _target("gfx908", "instinct", "Instinct MI100"),
+    _target("gfx906", "instinct", "Instinct MI50, Radeon VII, Radeon PRO VII"),
+    _target("gfx1201", "radeon", "Radeon RX 9070 / 9070 XT / 9070 GRE, AI PRO R9700"),
+    _target("gfx1200", "radeon", "Radeon RX 9060 XT"),
+    _target("gfx1100", "radeon", "Radeon RX 7900 XTX / XT / GRE, PRO W7900, W7800"),
+    _target("gfx1101", "radeon", "Radeon RX 7800 XT, 7700 XT, PRO W7700, V710"),
+    _target("gfx1102", "radeon", "Radeon RX 7600"),
+    _target("gfx1030", "radeon", "Radeon PRO W6800, V620 (RX 6800/6900: unlisted)"),
+    _target("gfx1036", "radeon", "Ryzen 7000 integrated Radeon Graphics"),
+    # Ryzen APUs (integrated GPUs sharing system memory): product -> gfx from TheRock's
+    # RELEASES.md "Supported Python [device-*] install extras" table (Ryzen AI Max+ PRO 395
+    # gfx1151, Ryzen AI 9 HX 375 gfx1150, Ryzen AI 7 350 gfx1152, Ryzen 7 7840U gfx1103) and
+    # LLVM's AMDGPUUsage processors table (Strix Halo, Strix Point, Krackan, Phoenix). No
+    # classic release lists them (AMD's historical table); the Core SDK ships per-target
+    # packages for all four (CORE_SDK_GFX_PACKAGES) and AMD lists Ryzen on Ubuntu 26.04 and
+    # 24.04.4 with the OEM 6.17 kernel only (os-support.yaml @ 1d2ba3f7).
+    _target("gfx1151", "ryzen", "Ryzen AI Max / Max+ (Strix Halo), Radeon 8050S / 8060S"),
+    _target("gfx1150", "ryzen", "Ryzen AI 9 HX 370 / 375 (Strix Point), Radeon 880M / 890M"),
+    _target("gfx1152", "ryzen", "Ryzen AI 7 350 (Krackan Point), Radeon 840M / 860M"),
+    _target("gfx1103", "ryzen", "Ryzen 7040 / 8040 (Phoenix), Radeon 740M / 760M / 780M"),
 )
 
 GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
@@ -379,12 +423,30 @@ CLASSIC = ClassicStream(
     default_packages_text="`rocm-hip-runtime`",
 )
 
+
 # <dist> names ubuntu2204, ubuntu2404, ubuntu2604, debian12, debian13 on the 7.14.0, 7.14.1
 # and 10.0.0 install pages (research A.3), suite "stable" (also TheRock
 # build_repo_package.py: every stream "declares Suite: stable / Codename: stable").
 # Listing (rocm-docs docs/data/os-support.yaml @ 1d2ba3f7, research A.7): Ubuntu 26.04,
-# 24.04.4 and 22.04.5 for Instinct, Radeon and (26.04, 24.04) Ryzen; Debian 13 and 12 for
-# Instinct accelerators only.
+# 24.04.4 and 22.04.5 for Instinct, Radeon and (26.04, 24.04) Ryzen; Debian per Instinct
+# model: 13 for MI355X, MI350X, MI350P, MI325X, MI300X; 12 for MI355X, MI350X, MI325X,
+# MI300X, MI300A, MI250X, MI250; no Debian for MI210, MI100, any Radeon or Ryzen. Per target
+# (MI35x = gfx950, MI300X/MI325X/MI300A = gfx942, MI250X/MI250/MI210 = gfx90a, MI100 =
+# gfx908): Debian 13 lists gfx950 and gfx942, Debian 12 gfx950, gfx942 and gfx90a. A target
+# is as fine as preflight can tell before a driver is loaded; within one (MI300A on Debian
+# 13, MI210 on Debian 12) the models named in the warning say what is listed. Recorded in
+# tests/fixtures/upstream/repo.amd.com.toml [os_support].
+def _core_debian(key: str, directory: str) -> Publication:
+    """A Debian publication of the Core SDK, listed per Instinct model as os-support.yaml
+    gives it (upstream_data.CORE_SDK_DEBIAN, generated by tools/matrix_update.py)."""
+    listing = upstream_data.CORE_SDK_DEBIAN[key]
+    models = ", ".join(m.removeprefix("AMD Instinct ") for m in listing["models"])
+    return Publication(
+        key, "stable", directory, "7.14.0", "7.14.0", True,
+        listed_gfx=tuple(listing["gfx"]), listed_models=f"Instinct {models}",
+    )  # fmt: skip
+
+
 CORE_SDK = CoreSdkStream(
     "core-sdk",
     "ROCm Core SDK",
@@ -408,8 +470,8 @@ CORE_SDK = CoreSdkStream(
         Publication("ubuntu 22.04", "stable", "ubuntu2204", "7.14.0", "7.14.0", False),
         Publication("ubuntu 24.04", "stable", "ubuntu2404", "7.14.0", "7.14.0", False),
         Publication("ubuntu 26.04", "stable", "ubuntu2604", "7.14.0", "7.14.0", False),
-        Publication("debian 12", "stable", "debian12", "7.14.0", "7.14.0", True),
-        Publication("debian 13", "stable", "debian13", "7.14.0", "7.14.0", True),
+        _core_debian("debian 12", "debian12"),
+        _core_debian("debian 13", "debian13"),
     ),
     default_packages_text=(
         "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"
@@ -581,6 +643,8 @@ class Release:
         pub = self.publication(row)
         if pub is None:
             return None
+        if rejects_signature(self, row):
+            return Support.REJECTED
         if pub.listed_from is None or self.parts < release_key(pub.listed_from):
             return Support.UNLISTED
         return Support.INSTINCT_ONLY if pub.instinct_only else Support.OFFICIAL
@@ -677,10 +741,14 @@ RELEASES: tuple[Release, ...] = (
     # (2026-08-26), 7.14.1 (2026-09-02), 10.1.0 (2026-10-05, "the latest production
     # release"): versions.rst @ 9bcf25db and the 10.1 transition guide (research A.0). No
     # 10.2.0 is listed there. Drivers (amdgpu-install links of the install pages, research
-    # A.6): 31.40.1 for 7.14.0 (the page's late revision) and 7.14.1, 31.50 for 10.0.0
-    # (docs-31.50.0, folder 31.50 by the trailing-.0 rule); 10.1.0's page was not found and
-    # its notes name no driver, so dkms is refused for it until the matrix knows.
-    _core("7.14.0", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40.1"),
+    # A.6): the driver a release shipped with, from its own page: 31.40 for 7.14.0 (the
+    # 7.14.0 page, legacy-rocm-build 200-install.rst @ 03f04fe0: amdgpu-install/31.40/ and
+    # amdgpu-docs docs-31.40.0, folder without the trailing .0), 31.40.1 for 7.14.1, 31.50 for
+    # 10.0.0 (rocm-docs 200-install.rst @ 0c31064a: amdgpu-install/31.50/, docs-31.50.0);
+    # 10.1.0's page was not found and its notes name no driver (AMD's driver list
+    # docs/data/driver-firmware-support.yaml @ 384a5ef4 has nothing newer than 31.50.0), so
+    # dkms is refused for it until the matrix knows.
+    _core("7.14.0", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40"),
     _core("7.14.1", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40.1"),
     _core("10.0.0", STABLE_REPOSITORY, None, "31.50"),
     _core("10.1.0", STABLE_REPOSITORY, None, None),
@@ -696,6 +764,47 @@ def release(version: str) -> Release:
 
 def release_versions() -> list[str]:
     return [r.version for r in RELEASES]
+
+
+# --- Signatures Debian 13's apt rejects -----------------------------------------------------
+
+# repo.radeon.com signed the classic releases up to 7.0.1 (and their amdgpu driver
+# repositories, amdgpu 6.4.x included) while the only binding signature of its key
+# (CLASSIC.key_fingerprint) was SHA-1. Debian 13's apt verifies with sqv, whose policy rejects
+# SHA-1 binding signatures since 2026-02-01, so `apt-get update` fails on them: "Signing key on
+# CA8BB4727A47B4D09B4EE8969386B48A1A693C5C is not bound: No binding signature at time
+# 2025-08-07T19:56:47Z" then "E: The repository 'https://repo.radeon.com/rocm/apt/6.4.3 noble
+# InRelease' is not signed." (ROCm/legacy-rocm-build issue #5232; #5619 for amdgpu/6.4.4, where
+# AMD answered that the newer releases are fine; AMD lists Debian 13 from 7.0.2). Releases
+# signed after AMD re-bound the key (7.0.2 on) and the Core SDK's key are accepted. Debian 12's
+# apt (gpgv) and Ubuntu 22.04/24.04's accept the SHA-1 binding. Recorded per release in
+# tests/fixtures/upstream/repo.radeon.com.toml ("binding").
+SHA1_BOUND_LAST = "7.0.1"
+SHA1_REJECTING_DISTROS = ("debian 13",)
+
+
+def sha1_bound(rel: Release) -> bool:
+    """Whether AMD signed the release under its key's SHA-1 binding only."""
+    return rel.stream is CLASSIC and rel.parts <= release_key(SHA1_BOUND_LAST)
+
+
+def rejects_signature(rel: Release, row: Distro) -> bool:
+    """Whether ``row``'s apt refuses the release's repository signatures."""
+    return row.key in SHA1_REJECTING_DISTROS and sha1_bound(rel)
+
+
+def accepted_alternatives(row: Distro) -> tuple[Release | None, Release | None]:
+    """The ways out for a host whose apt rejects a release: the first classic release and
+    the first Core SDK release that publish for ``row`` with a signature its apt accepts."""
+
+    def first(stream: Stream) -> Release | None:
+        return next(
+            (r for r in RELEASES
+             if r.stream is stream and r.support(row) not in (None, Support.REJECTED)),
+            None,
+        )  # fmt: skip
+
+    return first(CLASSIC), first(CORE_SDK)
 
 
 # --- Kernels (preflight) ------------------------------------------------------------------

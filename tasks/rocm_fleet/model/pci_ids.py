@@ -101,6 +101,17 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     # gfx1201: Navi 48
     ("0x7550", "gfx1201", "Navi 48 [Radeon RX 9070/9070 XT/9070 GRE]"),
     ("0x7551", "gfx1201", "Navi 48 [Radeon AI PRO R9700]"),
+    # Ryzen APUs' integrated GPUs (PCI class 0x0380 Display controller or 0x0300), named as
+    # `lspci -nn` prints pci.ids' text on real hosts (the pci.ids commit above predates them
+    # in this table): gfx1151 Strix Halo [1002:1586] (index ids 11168654324, 60474082021),
+    # gfx1150 Strix Point [1002:150e] (ids 61467806748, 71109434606), gfx1152 Krackan
+    # [1002:1114] (ids 57951517021, 333961495), gfx1103 Phoenix [1002:15bf] (ids 56938988044,
+    # 58016835651). Chip -> gfx: LLVM AMDGPUUsage, TheRock RELEASES.md (matrix.GPU_TARGETS).
+    ("0x1586", "gfx1151",
+     "Strix Halo [Radeon Graphics / Radeon 8050S Graphics / Radeon 8060S Graphics]"),
+    ("0x150e", "gfx1150", "Strix [Radeon 880M / 890M]"),
+    ("0x1114", "gfx1152", "Krackan [Radeon 840M / 860M Graphics]"),
+    ("0x15bf", "gfx1103", "Phoenix1"),
 )
 # fmt: on
 

@@ -1,0 +1,156 @@
+"""The recorded upstream facts (tests/fixtures/upstream/*.toml), read for the lab's doubles and
+for the unit test that holds the product's matrix to them.
+
+The records are written from AMD's and PyTorch's own sources (each fact's source beside it in
+the TOML), not from ``rocm_fleet.model.matrix``: a double built from them serves what the real
+host serves, so a wrong matrix row fails in the lab as it would on a real machine.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+
+from ._util import REPO_ROOT
+
+DIRECTORY = REPO_ROOT / "tests" / "fixtures" / "upstream"
+
+
+@cache
+def load(name: str) -> dict:
+    """One record file, e.g. ``load("repo.radeon.com")``."""
+    with (DIRECTORY / f"{name}.toml").open("rb") as f:
+        return tomllib.load(f)
+
+
+def source(name: str) -> Path:
+    return DIRECTORY / f"{name}.toml"
+
+
+# --- repo.radeon.com ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClassicRelease:
+    version: str
+    folder: str  # rocm/apt/<folder>
+    driver_folder: str  # amdgpu/<driver_folder>/ubuntu
+    date: str
+    binding: str  # "sha1" or "modern": the radeon key's binding valid when AMD signed it
+    signed: str | None  # the InRelease signature time where a log printed it
+
+    @property
+    def signature_time(self) -> datetime:
+        """When the double signs the release: the recorded signature time, else noon of the
+        release date (UTC)."""
+        if self.signed:
+            return datetime.fromisoformat(self.signed.replace("Z", "+00:00"))
+        return datetime.fromisoformat(self.date).replace(hour=12, tzinfo=UTC)
+
+
+def classic_releases() -> dict[str, ClassicRelease]:
+    return {
+        row["version"]: ClassicRelease(
+            row["version"], row["folder"], row["driver_folder"], row["date"], row["binding"],
+            row.get("signed"),
+        )
+        for row in load("repo.radeon.com")["release"]
+    }  # fmt: skip
+
+
+def classic_suites(version: str) -> dict[str, str]:
+    """distro key -> repo.radeon.com suite for the distros the release's folder serves."""
+    data = load("repo.radeon.com")["suites"]
+    noble_from = tuple(int(p) for p in data["noble_from"].split("."))
+    has_noble = tuple(int(p) for p in version.split(".")) >= noble_from
+    return {
+        key: suite for key, suite in data.items() if " " in key and (suite != "noble" or has_noble)
+    }
+
+
+def classic_packages(version: str) -> dict | None:
+    """The recorded package sample of a release (build, upstream versions), None if none."""
+    return load("repo.radeon.com")["packages"].get(version)
+
+
+def package_depends() -> dict[str, list[str]]:
+    packages = load("repo.radeon.com")["packages"]
+    return {**packages["libraries"], **packages["meta"]}
+
+
+# --- keys ----------------------------------------------------------------------------------
+
+
+def sha1_binding_until() -> datetime:
+    """The latest time AMD's classic key is recorded bound only by a SHA-1 self-signature."""
+    first = load("keys")["radeon"]["bindings"][0]
+    assert first["digest"] == "SHA1"
+    return datetime.fromisoformat(first["until"].replace("Z", "+00:00"))
+
+
+# --- repo.amd.com / stable.repo.amd.com ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CoreRelease:
+    version: str
+    repository: str  # "multi-arch" or "stable"
+    driver_folder: str  # "" when unknown
+
+
+def core_releases() -> dict[str, CoreRelease]:
+    return {
+        row["version"]: CoreRelease(row["version"], row["repository"], row["driver_folder"])
+        for row in load("repo.amd.com")["release"]
+    }
+
+
+def core_directories() -> dict[str, str]:
+    return {k: v for k, v in load("repo.amd.com")["directories"].items() if " " in k}
+
+
+def core_gfx_packages() -> tuple[str, ...]:
+    return tuple(load("repo.amd.com")["packages"]["gfx"])
+
+
+def core_build(version: str) -> int:
+    """The Debian revision of a Core SDK release's packages (1 where none was recorded)."""
+    return load("repo.amd.com")["packages"]["builds"].get(version, 1)
+
+
+# --- download.pytorch.org ---------------------------------------------------------------------
+
+
+def torch_indexes() -> dict[str, tuple[tuple[str, str, str | None], ...]]:
+    """index -> (torch, torchvision, torchaudio or None) per build it lists."""
+    out = {}
+    for name, row in load("download.pytorch.org")["index"].items():
+        if isinstance(row, dict):
+            out[name] = tuple((t, v, a or None) for t, v, a in row["builds"])
+    return out
+
+
+def torch_runtime(index: str) -> str | None:
+    row = load("download.pytorch.org")["index"].get(index)
+    return row.get("runtime") if isinstance(row, dict) else None
+
+
+def release_index(version: str) -> str | None:
+    """The download.pytorch.org index for a ROCm release (exact patch first, then minor);
+    None when PyTorch publishes none."""
+    table = load("download.pytorch.org")["release_index"]
+    major, minor, patch = version.split(".")
+    for key in (f"{major}.{minor}.{patch}", f"{major}.{minor}"):
+        if key in table:
+            return table[key] or None
+    return None
+
+
+# --- GPUs -------------------------------------------------------------------------------------
+
+
+def gpu_targets() -> dict[str, dict]:
+    return {k: v for k, v in load("gpus").items() if k.startswith("gfx")}

@@ -1,0 +1,143 @@
+"""The product's matrix against the recorded upstream facts (tests/fixtures/upstream/).
+
+The records are written from AMD's and PyTorch's own sources, independently of the matrix;
+every disagreement is reported with the matrix row and the record (and so the source) that
+says otherwise.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from lab import upstream_facts as facts
+from rocm_fleet.model import matrix, pci_ids
+
+
+def _where(record: str) -> str:
+    return f"tests/fixtures/upstream/{record}.toml"
+
+
+def disagreements() -> list[str]:
+    out: list[str] = []
+
+    def differ(row: str, what: str, ours, theirs, record: str) -> None:
+        if ours != theirs:
+            out.append(f"{row}: {what} is {ours!r} in the matrix, {theirs!r} in {_where(record)}")
+
+    classic = facts.classic_releases()
+    core = facts.core_releases()
+    ours = {r.version for r in matrix.RELEASES}
+    for version in sorted(set(classic) | set(core) - ours):
+        if version not in ours:
+            out.append(f"release {version}: recorded in {_where('repo.radeon.com')} / "
+                       f"{_where('repo.amd.com')}, missing from the matrix")  # fmt: skip
+    for rel in matrix.RELEASES:
+        row = f"release {rel.version}"
+        torch = facts.release_index(rel.version)
+        differ(row, "the PyTorch index", rel.torch_index, torch, "download.pytorch.org")
+        if rel.stream is matrix.CLASSIC:
+            fact = classic.get(rel.version)
+            if fact is None:
+                out.append(f"{row}: in the matrix, not in {_where('repo.radeon.com')}")
+                continue
+            differ(row, "rocm/apt folder", rel.apt_path, fact.folder, "repo.radeon.com")
+            differ(row, "amdgpu folder", matrix.amdgpu_repo_version(rel), fact.driver_folder,
+                   "repo.radeon.com")  # fmt: skip
+            differ(row, "signed under the SHA-1 binding", matrix.sha1_bound(rel),
+                   fact.binding == "sha1", "repo.radeon.com")  # fmt: skip
+            suites = {d.key: d.suite for d in matrix.DISTROS if rel.publication(d)}
+            differ(row, "suites", suites, facts.classic_suites(rel.version), "repo.radeon.com")
+        else:
+            fact = core.get(rel.version)
+            if fact is None:
+                out.append(f"{row}: in the matrix, not in {_where('repo.amd.com')}")
+                continue
+            host = {"multi-arch": "repo.amd.com", "stable": "stable.repo.amd.com"}
+            differ(row, "repository", rel.repository.name, host[fact.repository], "repo.amd.com")
+            differ(row, "amdgpu folder", rel.amdgpu_driver, fact.driver_folder or None,
+                   "repo.amd.com")  # fmt: skip
+    directories = {p.distro: p.directory for p in matrix.CORE_SDK.publications}
+    differ("Core SDK", "distro directories", directories, facts.core_directories(),
+           "repo.amd.com")  # fmt: skip
+    differ("Core SDK", "per-target packages", set(matrix.CORE_SDK_GFX_PACKAGES),
+           set(facts.core_gfx_packages()), "repo.amd.com")  # fmt: skip
+
+    os_support = facts.load("repo.amd.com")["os_support"]
+    for pub in matrix.CORE_SDK.publications:
+        recorded = os_support["gfx"].get(pub.distro)
+        differ(f"Core SDK {pub.distro}", "GPU targets AMD lists it for",
+               list(pub.listed_gfx) if pub.listed_gfx is not None else None, recorded,
+               "repo.amd.com")  # fmt: skip
+
+    keys = facts.load("keys")
+    differ("classic stream", "key fingerprint", matrix.CLASSIC.key_fingerprint,
+           keys["radeon"]["fingerprint"], "keys")  # fmt: skip
+    differ("classic stream", "key URL", matrix.CLASSIC_REPOSITORY.key_url,
+           keys["radeon"]["url"], "keys")  # fmt: skip
+    differ("Core SDK", "key fingerprint", matrix.CORE_SDK.key_fingerprint,
+           keys["amd"]["fingerprint"], "keys")  # fmt: skip
+    differ("Core SDK 7.14", "key URL", matrix.MULTI_ARCH_REPOSITORY.key_url, keys["amd"]["url_714"],
+           "keys")  # fmt: skip
+    differ("Core SDK 10.x", "key URL", matrix.STABLE_REPOSITORY.key_url, keys["amd"]["url_10"],
+           "keys")  # fmt: skip
+
+    recorded = facts.torch_indexes()
+    for index in sorted(set(recorded) | set(matrix.TORCH_INDEXES)):
+        builds = tuple((b.torch, b.torchvision, b.torchaudio)
+                       for b in matrix.TORCH_INDEXES.get(index, ()))  # fmt: skip
+        differ(f"torch index {index}", "builds", builds, recorded.get(index, ()),
+               "download.pytorch.org")  # fmt: skip
+        differ(f"torch index {index}", "runtime requirement", matrix.TORCH_RUNTIME.get(index),
+               facts.torch_runtime(index), "download.pytorch.org")  # fmt: skip
+
+    for gfx, fact in facts.gpu_targets().items():
+        target = matrix.gpu_target(gfx)
+        if target is None:
+            out.append(f"GPU {gfx}: recorded in {_where('gpus')}, missing from the matrix")
+            continue
+        differ(f"GPU {gfx}", "first classic release listing it", target.supported_from,
+               fact["listed_from"] or None, "gpus")  # fmt: skip
+        ids = {d for d, row in pci_ids.PCI_DEVICES.items() if row.gfx == gfx}
+        differ(f"GPU {gfx}", "PCI device IDs (pci_ids.py)", ids, set(fact["pci"]), "gpus")
+    return out
+
+
+def test_the_matrix_agrees_with_the_recorded_upstream_facts():
+    found = disagreements()
+    assert not found, "the matrix disagrees with upstream:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("record", "path", "value", "expected"),
+    [
+        ("repo.radeon.com", ("release", 20, "folder"), "6.4.03",
+         "release 6.4.3: rocm/apt folder is '6.4.3' in the matrix, '6.4.03'"),
+        ("repo.radeon.com", ("release", 23, "binding"), "modern",
+         "release 7.0.1: signed under the SHA-1 binding is True in the matrix, False"),
+        ("repo.amd.com", ("release", 0, "driver_folder"), "31.40.1",
+         "release 7.14.0: amdgpu folder is '31.40' in the matrix, '31.40.1'"),
+        ("keys", ("radeon", "fingerprint"), "0" * 40, "classic stream: key fingerprint"),
+        ("gpus", ("gfx906", "listed_from"), "6.0.0", "GPU gfx906: first classic release"),
+        ("download.pytorch.org", ("index", "rocm7.0", "builds", 0, 0), "2.10.1",
+         "torch index rocm7.0: builds"),
+    ],
+)  # fmt: skip
+def test_a_changed_record_fails_naming_the_row_and_the_source(
+    monkeypatch, record, path, value, expected
+):
+    import copy
+
+    data = copy.deepcopy(facts.load(record))
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    real = facts.load
+
+    def patched(name):
+        return data if name == record else real(name)
+
+    monkeypatch.setattr(facts, "load", patched)
+    found = [line for line in disagreements() if expected in line]
+    assert found, disagreements()
+    assert f"tests/fixtures/upstream/{record}.toml" in found[0]
