@@ -459,3 +459,23 @@ def test_hosts_named_by_dns_need_the_networks_the_mirror_admits():
     listen = load_config({**MIRROR_HOST, "rocm_mirror_listen": "10.0.1.5",
                           "rocm_mirror_allow": ["10.1.0.0/16"]}, "mirror1")  # fmt: skip
     assert mirror_access(listen, "mirror1", inventory)[0] == ["10.0.1.5"]
+
+
+def test_a_live_plain_http_mirror_is_a_warning_that_wheel_hashes_are_not_pinned(tmp_path):
+    from rocm_fleet.model.findings import _plain_mirror
+
+    node = {**DATA, "rocm_mirror": "mirror1"}
+    live = Fleet({"node": node, "mirror1": MIRROR_HOST}).config("node")
+    warnings: list[str] = []
+    _plain_mirror(live, warnings)
+    assert warnings == [
+        "the fleet mirror http://10.0.0.5:8080 is plain HTTP and live: apt's packages stay "
+        "verified by AMD's signature, but the wheels' hashes come from the page the mirror "
+        "serves; serve a bundle (rocm_mirror_bundle) to pin every wheel's hash"
+    ]
+    bundled = {"node": node, "mirror1": {**MIRROR_HOST, "rocm_mirror_bundle": "/b"}}
+    pinned = Fleet(bundled).config("node")
+    none: list[str] = []
+    _plain_mirror(pinned, none)
+    _plain_mirror(load_config(DATA, "node"), none)  # straight from upstream, over TLS
+    assert none == []

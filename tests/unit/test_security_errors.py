@@ -10,9 +10,20 @@ import gzip
 import hashlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rocm_fleet.offline.bundle import BundleError, Plan, make_bundle
+from rocm_fleet.offline.aptrepo import (
+    Index,
+    RepositoryError,
+    check_key,
+    install_closure,
+    parse_release,
+    parse_stanzas,
+)
+from rocm_fleet.offline.bundle import BundleError, Plan, make_bundle, one_key, parsing
 from rocm_fleet.offline.download import Fetcher
+from rocm_fleet.offline.wheels import parse_page
 from unit.gpgkeys import Gpg, run_gpg
 from unit.test_bundle import Quiet, needs_of, publish, signer, upstream  # noqa: F401
 
@@ -101,3 +112,62 @@ def test_a_wheel_page_that_is_not_utf8_is_one_line(upstream, signer, tmp_path):
     page.write_bytes(b"<html>\xff\xfe</html>")
     message = attempt(upstream, signer, tmp_path)
     assert "whl/rocm6.4/torch/: not a readable PEP 503 page" in message
+
+
+# --- properties: whatever a server sends, one error line or a result --------------------------
+
+_FIELDS = st.sampled_from(["Package", "Version", "Filename", "Size", "SHA256", "Depends",
+                           "Provides", "Pre-Depends", "Recommends"])  # fmt: skip
+_VALUES = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(["rocm-core", "1.0", "1:2.0-1~x", "a (>= 1)", "b | c (<< 2)", "12", "x y"]),
+)
+_STANZAS = st.lists(
+    st.dictionaries(_FIELDS, _VALUES, max_size=6).map(
+        lambda d: "\n".join(f"{k}: {v}" for k, v in d.items())
+    ),
+    max_size=6,
+).map("\n\n".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(_STANZAS, st.text(max_size=200)))
+def test_property_any_package_index_is_a_closure_or_one_error_line(text):
+    try:
+        with parsing("https://repo.example/Packages", "package index"):
+            closure = install_closure(Index(parse_stanzas(text)), ["rocm-core"], "repo")
+            for package in closure:
+                (package.filename, package.sha256, package.size)  # noqa: B018
+    except (BundleError, RepositoryError) as exc:
+        assert "\n" not in str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.one_of(
+    st.binary(max_size=200),
+    st.binary(max_size=120).map(lambda b: b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n" + b
+                                + b"\n-----END PGP PUBLIC KEY BLOCK-----\n"),
+))  # fmt: skip
+def test_property_any_key_file_is_refused_in_one_line_or_checked(data):
+    try:
+        with parsing("https://repo.example/key", "OpenPGP key"):
+            check_key(data, "A" * 40, "https://repo.example/key")
+            one_key(data, "https://repo.example/key")
+    except (BundleError, RepositoryError) as exc:
+        assert "\n" not in str(exc)
+    else:
+        raise AssertionError("a key without the pinned fingerprint was accepted")
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=300))
+def test_property_any_release_text_and_page_parse_or_fail_in_one_line(text):
+    try:
+        with parsing("https://repo.example/InRelease", "InRelease"):
+            parse_release(text)
+    except BundleError as exc:
+        assert "\n" not in str(exc)
+    # An index page is any text a server sends: read without an exception, every link a
+    # URL without its fragment.
+    for link in parse_page(text, "https://download.example/whl/torch/"):
+        assert "#" not in link.url
