@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import runpy
 import subprocess
 import tempfile
 from pathlib import Path
@@ -159,7 +160,7 @@ def test_a_companion_of_another_build_is_replaced(lab):
     assert wheels(lab)["torchvision"] == "0.24.1+rocm6.4"
 
 
-def test_uninstall_removes_what_the_deploy_added(lab):
+def test_uninstall_removes_what_the_deploy_added(lab, tmp_path):
     result = deploy(lab, "rocm_state=absent")
     succeeded(result)
     root = lab.root(HOST)
@@ -177,6 +178,14 @@ def test_uninstall_removes_what_the_deploy_added(lab):
     again = deploy(lab, "rocm_state=absent")
     succeeded(again)
     assert changed(again) == {}
+    # The audit says what the inventory says: the decommissioned host is as it should be
+    # (not "failed (preflight did not run)").
+    hosts = runpy.run_path(str(lab.inventory))["lab"]
+    absent = tmp_path / "absent.py"
+    absent.write_text(f"lab = {[(n, {**d, 'rocm_state': 'absent'}) for n, d in hosts]!r}\n")
+    report = support.audit(lab, inventory=absent)
+    (row,) = report.json["hosts"]
+    assert (report.returncode, row["status"], row["drift"]) == (0, "ok", []), report.stdout
 
 
 NVIDIA_PACKAGES = ["cuda-toolkit-12-8", "libcuda1", "nvidia-driver"]
