@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import runpy
 import subprocess
 import tempfile
 from pathlib import Path
@@ -204,7 +205,7 @@ def test_a_companion_of_another_build_is_replaced(lab, life):
     life.left("6.4.3")
 
 
-def test_uninstall_removes_what_the_deploy_added(lab, life):
+def test_uninstall_removes_what_the_deploy_added(lab, life, tmp_path):
     life.reach("6.4.3")
     result = deploy(lab, "rocm_state=absent")
     succeeded(result)
@@ -223,6 +224,14 @@ def test_uninstall_removes_what_the_deploy_added(lab, life):
     again = deploy(lab, "rocm_state=absent")
     succeeded(again)
     assert changed(again) == {}
+    # The audit says what the inventory says: the decommissioned host is as it should be
+    # (not "failed (preflight did not run)").
+    hosts = runpy.run_path(str(lab.inventory))["lab"]
+    absent = tmp_path / "absent.py"
+    absent.write_text(f"lab = {[(n, {**d, 'rocm_state': 'absent'}) for n, d in hosts]!r}\n")
+    report = support.audit(lab, inventory=absent)
+    (row,) = report.json["hosts"]
+    assert (report.returncode, row["status"], row["drift"]) == (0, "ok", []), report.stdout
     life.left("absent")
 
 

@@ -41,7 +41,7 @@ from rocm_fleet.model.kernels import kernel_findings
 from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
 from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
 from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
-from rocm_fleet.model.versions import ROCM_APT_PATH, kernel_key
+from rocm_fleet.model.versions import ROCM_APT_PATH, kernel_key, release_key
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -398,13 +398,13 @@ def _plan_time(config: Config, row: matrix.Distro, survey: dict, problems: list[
     never reached (deploy/driver.py, kernel.py, operations/secureboot.py keep their own
     check for a deploy composed without preflight)."""
     if config.rocm_driver == "dkms" and amdgpu_repository(config, row) is None:
-        known = ", ".join(
-            r.version for r in matrix.RELEASES if matrix.amdgpu_repo_version(r) is not None
-        )
+        known = [r.version for r in matrix.RELEASES if matrix.amdgpu_repo_version(r) is not None]
+        newest = max(known, key=release_key) if known else None
         problems.append(
             f"rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm "
             f"{config.release.version} ships, so there is no driver repository to use: set "
-            f"rocm_driver: inbox, or a rocm_version whose driver is known ({_span(known)})"
+            "rocm_driver: inbox, or a rocm_version whose driver is known"
+            + (f" (the newest is {newest})" if newest else "")
         )
     newer, _, _ = kernel_findings(
         config, row.key, survey.get("kernel") or "", survey.get("packages") or {}
@@ -423,11 +423,6 @@ def _plan_time(config: Config, row: matrix.Distro, survey: dict, problems: list[
             "rocm_kernel_backports: never"
         )
     _secure_boot(config, row, survey, problems)
-
-
-def _span(versions: str) -> str:
-    listed = versions.split(", ")
-    return f"{listed[0]} to {listed[-1]}" if len(listed) > 2 else versions
 
 
 def _secure_boot(config: Config, row: matrix.Distro, survey: dict, problems: list[str]) -> None:
