@@ -23,7 +23,16 @@ from typing import Any
 
 import pytest
 
-from e2e.support import changed, deploy, failed_hosts, refusal, rocm_fleet, sh, succeeded
+from e2e.support import (
+    changed,
+    deploy,
+    failed_hosts,
+    host_line,
+    refusal,
+    rocm_fleet,
+    sh,
+    succeeded,
+)
 from lab import HostSpec
 from lab.upstreams import AMD, DOUBLES
 from rocm_fleet.model import matrix, paths
@@ -278,6 +287,8 @@ def test_a_live_mirror_caches_upstream_for_a_host_that_cannot_reach_it(lab, serv
     since = len(lab.server.requests())
     first = deploy(lab, limit="mirror,node3", data=["rocm_mirror=mirror"])
     succeeded(first)
+    # Said, not hidden: through a live plain-HTTP mirror the wheels' hashes are the page's.
+    assert "is plain HTTP and live" in host_line(first, "node3", "warning: the fleet mirror")
     assert "Fleet mirror | Drop the bundle (a live mirror now)" in changed(first)
     for upstream in (RADEON, PYTORCH):
         assert clients(lab, since, upstream) == {lab.address("mirror")}, upstream
