@@ -351,6 +351,13 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                     else:
                         survey["venv"][name_part] = version
                 survey["torch_build"] = {"hip": TORCH_HIP[release.torch_index], "cuda": None}
+            elif name == "pull-venv":  # pull mode's venv, installed from its lock
+                root, venv, _lock, lock_sha256, stamp = args
+                survey[f"dir {root}"] = True
+                survey[f"file {paths.venv_marker(venv)}"] = digest(PYVENV_CFG, "644", WRITTEN)
+                survey[f"file {stamp}"] = digest(f"{lock_sha256}\n", "644", WRITTEN)
+            elif name == "pull-units":  # the timer enabled: its stamp after the unit files
+                survey[f"file {args[3]}"] = digest("", "644", UPDATED)
             elif name == "groupadd":
                 groups["groups"].append(args[-1])
             elif name == "usermod":

@@ -20,6 +20,7 @@ from rocm_fleet.deploy.groups import configure_groups
 from rocm_fleet.deploy.kernel import configure_kernel
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
 from rocm_fleet.deploy.preflight import preflight
+from rocm_fleet.deploy.pull import configure_pull
 from rocm_fleet.deploy.pytorch import install_pytorch, remove_pytorch
 from rocm_fleet.deploy.reboot import reboot_if_needed
 from rocm_fleet.deploy.repository import install_repository, remove_repository
@@ -63,6 +64,8 @@ def rocm_node() -> None:
         configure_mirror(config, host.inventory, present=False)
         remove_repository(config)
         configure_proxy(config, present=False)
+        # Pull mode follows its own setting: a node may keep pulling a state without ROCm.
+        configure_pull(config)
         return
 
     # One read of the host; a host that can't take the release is refused, unchanged.
@@ -86,3 +89,5 @@ def rocm_node() -> None:
         install_pytorch(config, distro)
     reboot_if_needed(config, needs_reboot)
     verify_node(config)
+    # Last: a node pulls its state once it has been converged to it.
+    configure_pull(config)

@@ -28,7 +28,14 @@ from rocm_fleet.model.matrix import (
     release,
     release_versions,
 )
-from rocm_fleet.model.settings import NEAR_MISS_CUTOFF, RENAMED, REQUIRED, SETTINGS, Settings
+from rocm_fleet.model.settings import (
+    NEAR_MISS_CUTOFF,
+    RENAMED,
+    REQUIRED,
+    REQUIRED_WITH,
+    SETTINGS,
+    Settings,
+)
 from rocm_fleet.model.versions import release_key
 
 if TYPE_CHECKING:
@@ -176,6 +183,14 @@ def load_config(
             raise fail(key, values[key], problem)
         if field.metadata["normal"] and values[key] is not None:
             values[key] = field.metadata["normal"](values[key])
+
+    for key, (switch, what) in REQUIRED_WITH.items():
+        if values[switch] and values[key] is None:
+            raise ConfigError(
+                f"{host_name}: inventory key {key!r} is required with {switch}: "
+                f"{values[switch]!r}{where(switch)} and not set: set it to {what}",
+                key,
+            )
 
     version = values["rocm_version"]
     try:

@@ -110,6 +110,39 @@ INSTALL_PATHS = ("/opt", "/var/cache/apt/archives")
 # --- The default PyTorch venv -----------------------------------------------------------------
 DEFAULT_VENV = "/opt/rocm-fleet/venv"
 
+# --- Pull mode (rocm_fleet/deploy/pull.py) ----------------------------------------------------
+# rocm-fleet's own: everything pull mode puts on a node besides its units lives under
+# PULL_ROOT (removed whole with rocm_pull: false): the venv of the pinned rocm-fleet, the
+# script the service runs, the deploy and inventory files it hands pyinfra, and a stamp of
+# the lock file the venv was installed from.
+PULL_ROOT = "/opt/rocm-fleet/pull"
+PULL_VENV = f"{PULL_ROOT}/venv"
+PULL_SCRIPT = f"{PULL_ROOT}/rocm-fleet-pull.sh"
+PULL_DEPLOY = f"{PULL_ROOT}/deploy.py"
+PULL_INVENTORY = f"{PULL_ROOT}/inventory.py"
+PULL_INSTALLED = f"{PULL_ROOT}/installed-lock.sha256"
+# The node's inventory data as last fetched (tmpfs: fetched again on every run).
+PULL_DATA = "/run/rocm-fleet-pull/inventory.json"
+# Units the administrator installs go to /etc/systemd/system, and `systemctl enable` of a
+# unit WantedBy=timers.target is a link in timers.target.wants (systemd.unit(5)).
+SYSTEMD_UNITS = "/etc/systemd/system"
+PULL_SERVICE = f"{SYSTEMD_UNITS}/rocm-fleet-pull.service"
+PULL_TIMER = f"{SYSTEMD_UNITS}/rocm-fleet-pull.timer"
+PULL_TIMER_LINK = f"{SYSTEMD_UNITS}/timers.target.wants/rocm-fleet-pull.timer"
+# Touched after systemd was told of the units (enabled, reloaded): newer units need it again.
+PULL_STAMP = f"{STATE_DIR}/pull-units.stamp"
+# /run/lock: the FHS's lock directory, which Debian and Ubuntu create at boot (systemd's
+# tmpfiles.d/legacy.conf); the pull's flock(1) lock, so two runs never overlap.
+PULL_LOCK = "/run/lock/rocm-fleet-pull.lock"
+# The programs the service's ExecStart names (absolute, as systemd.service(5) asks): flock(1)
+# from util-linux and the POSIX shell, both Essential on Debian and Ubuntu.
+FLOCK = "/usr/bin/flock"
+SHELL = "/bin/sh"
+# node_exporter's textfile directory as Debian's and Ubuntu's prometheus-node-exporter package
+# sets it up (--collector.textfile.directory); the pull writes its audit there when it exists.
+NODE_EXPORTER_TEXTFILES = "/var/lib/prometheus/node-exporter"
+PULL_METRICS = f"{NODE_EXPORTER_TEXTFILES}/rocm_fleet.prom"
+
 # Every text file a deploy may write, in the order the survey reads them: the plan of a
 # converged host is answered from one read of all of them (``operations.files`` declares
 # their reads for the survey). A file added to a task goes here, or the plan reads it with a
@@ -132,9 +165,16 @@ MANAGED_FILES = (
     AMDGPU_LISTS_STAMP,
     BACKPORTS_LISTS_STAMP,
     VERIFIED,
+    PULL_SERVICE,
+    PULL_TIMER,
+    PULL_SCRIPT,
+    PULL_DEPLOY,
+    PULL_INVENTORY,
+    PULL_INSTALLED,
+    PULL_STAMP,
 )
 # Directories the deploy may create whole (their existence is read).
-MANAGED_DIRECTORIES = (MIRROR_ROOT, MIRROR_CACHE)
+MANAGED_DIRECTORIES = (MIRROR_ROOT, MIRROR_CACHE, PULL_ROOT)
 # Every keyring a deploy may write (their fingerprints are read, not their digests).
 MANAGED_KEYRINGS = (ROCM_KEYRING, AMDROCM_KEYRING)
 

@@ -181,6 +181,32 @@ def normal_fingerprint(value: Any) -> Any:
     return value.replace(" ", "").upper() if isinstance(value, str) else value
 
 
+# systemd.time(7)'s time spans: numbers with units, e.g. "1h", "30min", "1h 30min", "90s".
+_TIME_SPAN = re.compile(
+    r"(\d+ ?(us|usec|ms|msec|s|sec|second|seconds|m|min|minute|minutes|h|hr|hour|hours|"
+    r"d|day|days|w|week|weeks) ?)+"
+)
+
+
+def time_span(value: Any) -> str | None:
+    """A systemd time span with a unit (a bare number is seconds to systemd, and a slip)."""
+    valid = isinstance(value, str) and _TIME_SPAN.fullmatch(value)
+    nonzero = valid and re.search(r"[1-9]", value)
+    return None if nonzero else "a systemd time span such as '1h', '30min' or '1h 30min'"
+
+
+def url_or_path(value: Any) -> str | None:
+    """An http(s) URL (no credentials) or an absolute path on the host."""
+    if isinstance(value, str) and value.startswith(("http://", "https://")):
+        return http_url(value)
+    return absolute_path(value) and "an http:// or https:// URL, or an absolute path on the host"
+
+
+def sha256(value: Any) -> str | None:
+    valid = isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value)
+    return None if valid else "64 lower-case hexadecimal digits (a SHA-256, as sha256sum prints it)"
+
+
 def count(value: Any) -> str | None:
     valid = isinstance(value, int) and not isinstance(value, bool) and value >= 0
     return None if valid else "a whole number >= 0"
@@ -273,6 +299,22 @@ REBOOT = "Reboot"
 CUDA = "Migrate from CUDA"
 MIRROR = "Fleet mirror"
 PROXY = "Proxy"
+PULL = "Pull mode"
+
+# Settings that another one being true requires -> (the one, what to set them to).
+REQUIRED_WITH = {
+    "rocm_pull_source": (
+        "rocm_pull",
+        "the http(s) URL on the fleet mirror, or the path on the node, of this node's "
+        "inventory data (JSON)",
+    ),
+    "rocm_pull_lock": (
+        "rocm_pull",
+        "the URL or path of a hash-locked requirements file of rocm-fleet's wheel and its "
+        "dependencies (`pip-compile --generate-hashes` or `pip hash`)",
+    ),
+    "rocm_pull_lock_sha256": ("rocm_pull", "the SHA-256 of that file (sha256sum)"),
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -503,6 +545,50 @@ class Settings:
         "in the venv) before installing ROCm; false: its presence stops the host",
         boolean,
         CUDA,
+    )
+    # --- Pull mode -------------------------------------------------------------------
+    rocm_pull: bool = setting(
+        False,
+        "Make the node converge itself: a systemd timer runs this deploy `@local` from a "
+        "pinned rocm-fleet against the node's inventory data fetched from `rocm_pull_source`, "
+        "checks the node and writes the audit for node_exporter. False: pull mode's units and "
+        "venv are removed",
+        boolean,
+        PULL,
+    )
+    rocm_pull_source: str | None = setting(
+        None,
+        "Where the node's own inventory data (a JSON object of its settings) comes from: an "
+        "`http(s)://` URL on the fleet mirror or a path on the node (required with `rocm_pull`)",
+        optional(url_or_path),
+        PULL,
+    )
+    rocm_pull_lock: str | None = setting(
+        None,
+        "URL or path of a requirements file locking rocm-fleet's wheel and every dependency "
+        "by hash (`name @ URL --hash=sha256:...`), installed with `pip --require-hashes` "
+        "(required with `rocm_pull`)",
+        optional(url_or_path),
+        PULL,
+    )
+    rocm_pull_lock_sha256: str | None = setting(
+        None,
+        "SHA-256 the lock file must have, so neither it nor a wheel can be swapped on the "
+        "way (required with `rocm_pull`)",
+        optional(sha256),
+        PULL,
+    )
+    rocm_pull_interval: str = setting(
+        "1h",
+        "How long after one pull the next runs (systemd time span, `OnUnitActiveSec`)",
+        time_span,
+        PULL,
+    )
+    rocm_pull_random_delay: str = setting(
+        "10min",
+        "Random delay added to each pull, so a fleet doesn't fetch at once (`RandomizedDelaySec`)",
+        time_span,
+        PULL,
     )
 
 

@@ -66,6 +66,35 @@ def daemon_config_absent(service: str, pidfile: str, path: str):
         yield StringCommand("service", QuoteString(service), "reload")
 
 
+@operation()
+def timer_enabled(timer: str, link: str, stamp: str, units: list[str], present: bool = True):
+    """
+    Have a systemd timer enabled and, where systemd runs, started with its units' current
+    content; or stopped, and its units removed. Enabled as ``systemctl enable`` does (a link
+    in ``timers.target.wants``), so a host without systemd running (an image being built, a
+    container) gets the timer at its next boot.
+
+    + timer: the timer's unit file
+    + link: its link in timers.target.wants
+    + stamp: file touched after systemd was told of the units: a newer unit file needs it
+      told again (daemon-reload, restart)
+    + units: every unit file of the timer (the timer and its service); with present=False
+      they are removed
+    """
+    if present:
+        if stamp_is_current(stamp, units) and read_fact(FileDigest, path=stamp) is not None:
+            host.noop(f"{timer} is enabled with its units loaded")
+            return
+        yield script("pull-units", "enable", timer, link, stamp)
+        return
+    found = [read_fact(FileDigest, path=path) for path in [stamp, *units]]
+    if not any(found):
+        host.noop(f"{timer} is absent")
+        return
+    service = [unit for unit in units if unit != timer]
+    yield script("pull-units", "disable", timer, link, stamp, *service)
+
+
 # --- what these operations read on a converged host ---------------------------------------------
 
 

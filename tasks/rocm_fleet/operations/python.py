@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -56,6 +57,29 @@ def venv(path: str, ledger: str | None = None, present: bool = True):
     yield StringCommand("rm", "-rf", QuoteString(path))
     if parents:
         yield StringCommand("rmdir", "--ignore-fail-on-non-empty", *map(QuoteString, parents))
+
+
+@operation()
+def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str):
+    """
+    A venv holding what a hash-locked requirements file pins, installed with pip's
+    ``--require-hashes`` after the file's own SHA-256 is checked: neither the file nor a
+    wheel can be swapped on the way. Installed again (a fresh venv) when the lock's hash
+    changes; ``stamp`` holds the hash it was installed from.
+
+    + root: the directory the venv and the stamp live in (made if missing)
+    + path: the venv
+    + lock: URL or path (on the host) of the requirements file
+    + lock_sha256: the SHA-256 the file must have
+    + stamp: the file that records ``lock_sha256`` once the install succeeded
+    """
+    exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
+    stamped = read_fact(FileDigest, path=stamp)
+    wanted = hashlib.sha256(f"{lock_sha256}\n".encode()).hexdigest()
+    if exists and stamped is not None and stamped["sha256"] == wanted:
+        host.noop(f"venv {path} holds the lock {lock_sha256[:12]}")
+        return
+    yield script("pull-venv", root, path, lock, lock_sha256, stamp)
 
 
 def normal_name(name: str) -> str:
@@ -217,7 +241,9 @@ def survey_reads(config: Config) -> list[Read]:
     """Whether the venv exists and what it holds."""
     venv = config.pytorch_venv
     marker = paths.venv_marker(venv)
+    pull_marker = paths.venv_marker(paths.PULL_VENV)
     return [
         Read(f"file {marker}", FileDigest, {"path": marker}),
+        Read(f"file {pull_marker}", FileDigest, {"path": pull_marker}),
         Read("venv", VenvDistributions, {"venv": venv}),
     ]

@@ -1,0 +1,32 @@
+# shellcheck shell=sh
+# pull-venv.sh ROOT VENV LOCK SHA256 STAMP: make VENV (under ROOT) hold what the requirements
+# file LOCK (a URL or a path) locks by hash, after checking that LOCK's SHA-256 is SHA256:
+# pip installs with --require-hashes, so no wheel with another hash goes in. Then STAMP
+# holds SHA256. A lock with another hash fails the host before the venv is touched.
+set -eu
+root=$1
+venv=$2
+lock=$3
+sha256=$4
+stamp=$5
+mkdir -p "$root"
+work=$(mktemp -d "$root/.install.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+case "$lock" in
+http://* | https://*)
+    curl --fail --silent --show-error --location --proto '=http,https' --max-time 300 \
+        --max-filesize 1048576 --output "$work/requirements.txt" "$lock"
+    ;;
+*) cp -- "$lock" "$work/requirements.txt" ;;
+esac
+if ! echo "$sha256  $work/requirements.txt" | sha256sum --check --status; then
+    echo "$lock: its SHA-256 is not $sha256 (rocm_pull_lock_sha256); nothing installed" >&2
+    exit 1
+fi
+rm -f "$stamp"
+# A venv can't be moved (its scripts name their interpreter by path): made where it stays.
+rm -rf "$venv"
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --no-input --disable-pip-version-check --no-cache-dir \
+    --require-hashes --only-binary=:all: -r "$work/requirements.txt"
+echo "$sha256" > "$stamp"

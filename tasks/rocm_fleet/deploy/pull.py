@@ -1,0 +1,171 @@
+"""Pull mode: the node converges itself, on a timer, from its inventory data on the fleet mirror.
+
+With ``rocm_pull: true`` the node gets a venv of the pinned rocm-fleet (every wheel
+hash-locked, ``rocm_pull_lock``), the script its service runs, the deploy and inventory
+files that script hands pyinfra, and a systemd service and timer. Each run fetches the
+node's data (``rocm_pull_source``), runs this same deploy ``@local`` (which validates the
+data before its first operation: bad data changes nothing, and the service fails with the
+reason in the journal), checks the node (``rocm-fleet check``) and, where node_exporter's
+textfile directory exists, writes the audit there. It reboots only as the fetched data's
+``rocm_reboot`` allows, like any run. ``rocm_pull: false`` takes all of it off again.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+
+from rocm_fleet import assets
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.model import paths
+from rocm_fleet.operations.apt import debian_packages
+from rocm_fleet.operations.files import directory_absent, text_file
+from rocm_fleet.operations.host import timer_enabled
+from rocm_fleet.operations.python import locked_venv
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+UNIT = "rocm-fleet-pull"
+PREREQUISITES = ["python3-venv", "curl"]
+
+
+def service_unit() -> str:
+    """The service: one run of the pull, never two at once (``flock``), logged in the
+    journal. A oneshot has no start timeout by default (systemd.service(5)): a first
+    install downloads gigabytes."""
+    return f"""\
+# Written by rocm-fleet (rocm_pull); rocm_pull: false removes it.
+[Unit]
+Description=rocm-fleet pull: converge this node to its inventory data
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+# A run that finds another one holding the lock (a pull started by hand) skips (75).
+ExecStart={paths.FLOCK} --nonblock --conflict-exit-code 75 {paths.PULL_LOCK} \\
+    {paths.SHELL} {paths.PULL_SCRIPT}
+SuccessExitStatus=75
+SyslogIdentifier={UNIT}
+"""
+
+
+def timer_unit(config: Config) -> str:
+    """The timer: a while after boot (a node that was down converges when it is back), then
+    ``rocm_pull_interval`` after each run, each with a random delay so a fleet doesn't fetch
+    at once. (No ``Persistent=``: it only acts on ``OnCalendar=`` timers, systemd.timer(5);
+    ``OnBootSec=`` is what catches up after downtime.)"""
+    return f"""\
+# Written by rocm-fleet (rocm_pull); rocm_pull: false removes it.
+[Unit]
+Description=rocm-fleet pull, every {config.rocm_pull_interval}
+
+[Timer]
+OnBootSec=5min
+OnUnitActiveSec={config.rocm_pull_interval}
+RandomizedDelaySec={config.rocm_pull_random_delay}
+
+[Install]
+WantedBy=timers.target
+"""
+
+
+def pull_script(config: Config) -> str:
+    """The script the service runs: its settings as shell variables, then the packaged
+    ``files/rocm-fleet-pull.sh``."""
+    variables = {
+        "PULL_SOURCE": config.rocm_pull_source or "",
+        "PULL_ROOT": paths.PULL_ROOT,
+        "PULL_VENV": paths.PULL_VENV,
+        "PULL_DATA": paths.PULL_DATA,
+        "PULL_INVENTORY": paths.PULL_INVENTORY,
+        "PULL_DEPLOY": paths.PULL_DEPLOY,
+        "TEXTFILES": paths.NODE_EXPORTER_TEXTFILES,
+        "PULL_METRICS": paths.PULL_METRICS,
+    }
+    header = "".join(f"{key}={shlex.quote(value)}\n" for key, value in variables.items())
+    return f"#!{paths.SHELL}\n" + header + assets.text("rocm-fleet-pull.sh")
+
+
+DEPLOY_FILE = '''\
+"""rocm-fleet pull: the deploy the pull service runs (written by rocm-fleet)."""
+
+from rocm_fleet.deploy import rocm_node
+
+rocm_node()
+'''
+
+
+def inventory_file() -> str:
+    """This node as pyinfra's ``@local``, with the data the service fetched: read as JSON,
+    so what comes from the mirror is data, never code."""
+    return f'''\
+"""rocm-fleet pull: this node, with the inventory data the pull fetched (written by rocm-fleet)."""
+
+import json
+
+with open({paths.PULL_DATA!r}, encoding="utf-8") as _file:
+    _data = json.load(_file)
+if not isinstance(_data, dict):
+    raise ValueError("{paths.PULL_DATA}: the inventory data is not a JSON object")
+local = (["@local"], _data)
+'''
+
+
+def pull_leftovers() -> bool:
+    """Whether anything of pull mode is on the host (read from the survey)."""
+    files = [paths.PULL_STAMP, paths.PULL_TIMER, paths.PULL_SERVICE]
+    return read_fact(DirectoryExists, path=paths.PULL_ROOT) or any(
+        read_fact(FileDigest, path=path) is not None for path in files
+    )
+
+
+@deploy("Pull mode")
+def configure_pull(config: Config) -> None:
+    """Pull mode's venv, files and units with ``rocm_pull``; none of them without it. Their
+    removal is planned only when something of them is there, so a host that never pulled
+    has no such concern in ``--dry`` or the audit."""
+    units = [paths.PULL_TIMER, paths.PULL_SERVICE]
+    if not config.rocm_pull:
+        if not pull_leftovers():
+            return
+        timer_enabled(
+            name="Remove the pull service and timer",
+            timer=paths.PULL_TIMER,
+            link=paths.PULL_TIMER_LINK,
+            stamp=paths.PULL_STAMP,
+            units=units,
+            present=False,
+        )
+        directory_absent(name="Remove the pull venv and files", path=paths.PULL_ROOT)
+        return
+    assert config.rocm_pull_lock and config.rocm_pull_lock_sha256  # config requires them
+    debian_packages(
+        name="Install python3-venv and curl", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
+    )
+    locked_venv(
+        name="Install the pinned rocm-fleet for pulls",
+        root=paths.PULL_ROOT,
+        path=paths.PULL_VENV,
+        lock=config.rocm_pull_lock,
+        lock_sha256=config.rocm_pull_lock_sha256,
+        stamp=paths.PULL_INSTALLED,
+    )
+    text_file(name="Write the pull script", path=paths.PULL_SCRIPT, content=pull_script(config))
+    text_file(name="Write the pull's deploy", path=paths.PULL_DEPLOY, content=DEPLOY_FILE)
+    text_file(
+        name="Write the pull's inventory", path=paths.PULL_INVENTORY, content=inventory_file()
+    )
+    text_file(name="Write the pull service", path=paths.PULL_SERVICE, content=service_unit())
+    text_file(name="Write the pull timer", path=paths.PULL_TIMER, content=timer_unit(config))
+    timer_enabled(
+        name="Enable the pull timer",
+        timer=paths.PULL_TIMER,
+        link=paths.PULL_TIMER_LINK,
+        stamp=paths.PULL_STAMP,
+        units=units,
+    )

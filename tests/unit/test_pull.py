@@ -1,0 +1,200 @@
+"""Pull mode (deploy/pull.py): its settings, the files and units it writes, and its plans on
+fresh, converged and leaving hosts (planned against recorded surveys, as in test_plan)."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import subprocess
+
+import pytest
+
+from rocm_fleet.deploy import pull
+from rocm_fleet.model import paths
+from rocm_fleet.model.config import ConfigError, load_config
+from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
+
+LOCK_SHA256 = "3f" * 32
+PULL = {
+    "rocm_pull": True,
+    "rocm_pull_source": "http://mirror.lab:8080/inventory/node.json",
+    "rocm_pull_lock": "http://mirror.lab:8080/rocm-fleet/requirements.txt",
+    "rocm_pull_lock_sha256": LOCK_SHA256,
+}
+DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
+PULLING = {**DATA, **PULL}
+
+
+def unit(text: str) -> configparser.ConfigParser:
+    """A unit file read as INI (its indented line is a continuation, as configparser has it)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # systemd's keys are case-sensitive
+    parser.read_string(text.replace("\\\n", "\n"))
+    return parser
+
+
+# --- settings ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("missing", ["rocm_pull_source", "rocm_pull_lock", "rocm_pull_lock_sha256"])
+def test_pull_on_requires_its_source_and_pinned_lock(missing):
+    data = {k: v for k, v in PULLING.items() if k != missing}
+    with pytest.raises(ConfigError, match=f"'{missing}' is required with rocm_pull") as caught:
+        load_config(data, "node")
+    assert caught.value.key == missing
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "valid"),
+    [
+        ("rocm_pull_interval", "1 fortnight", "a systemd time span"),
+        ("rocm_pull_interval", "3600", "a systemd time span"),
+        ("rocm_pull_interval", "1h\nExecStart=/bin/evil", "a systemd time span"),
+        ("rocm_pull_random_delay", "0min", "a systemd time span"),
+        ("rocm_pull_source", "mirror.lab/node.json", "an absolute path on the host"),
+        ("rocm_pull_source", "http://user:pw@mirror.lab/n.json", "without user or password"),
+        ("rocm_pull_lock_sha256", "3F" * 32, "64 lower-case hexadecimal digits"),
+        ("rocm_pull", "yes", "true or false"),
+    ],
+)
+def test_a_bad_pull_setting_names_the_key_the_value_and_the_valid_form(key, value, valid):
+    with pytest.raises(ConfigError, match=valid) as caught:
+        load_config({**PULLING, key: value}, "node")
+    assert caught.value.key == key
+    assert f"inventory key {key!r}" in str(caught.value)
+    assert "pw@" not in str(caught.value)
+
+
+def test_pull_is_off_by_default_and_a_path_is_a_source():
+    assert load_config(DATA, "node").rocm_pull is False
+    config = load_config({**PULLING, "rocm_pull_source": "/srv/fleet/node.json"}, "node")
+    assert config.rocm_pull_source == "/srv/fleet/node.json"
+    assert config.rocm_pull_interval == "1h"
+
+
+# --- what it writes ---------------------------------------------------------------------------
+
+
+def test_the_service_runs_the_script_once_at_a_time_and_logs_to_the_journal():
+    service = unit(pull.service_unit())
+    assert service["Service"]["Type"] == "oneshot"
+    start = service["Service"]["ExecStart"].split()
+    assert start[:5] == [paths.FLOCK, "--nonblock", "--conflict-exit-code", "75", paths.PULL_LOCK]
+    assert start[5:] == [paths.SHELL, paths.PULL_SCRIPT]
+    assert service["Service"]["SuccessExitStatus"] == "75"
+    assert "StandardOutput" not in service["Service"]  # the journal, systemd's default
+    assert service["Unit"]["After"] == "network-online.target"
+
+
+def test_the_timer_runs_after_boot_and_every_interval_with_a_random_delay():
+    config = load_config({**PULLING, "rocm_pull_interval": "30min"}, "node")
+    timer = unit(pull.timer_unit(config))
+    assert timer["Timer"]["OnBootSec"] == "5min"
+    assert timer["Timer"]["OnUnitActiveSec"] == "30min"
+    assert timer["Timer"]["RandomizedDelaySec"] == "10min"
+    assert timer["Install"]["WantedBy"] == "timers.target"
+
+
+def test_the_pull_script_is_valid_shell_with_its_settings_quoted(tmp_path):
+    config = load_config({**PULLING, "rocm_pull_source": "/srv/it's/node.json"}, "node")
+    script = pull.pull_script(config)
+    (tmp_path / "pull.sh").write_text(script)
+    subprocess.run(["sh", "-n", str(tmp_path / "pull.sh")], check=True)
+    assert "PULL_SOURCE='/srv/it'\"'\"'s/node.json'\n" in script
+    assert '"$PULL_VENV/bin/pyinfra" --yes "$PULL_INVENTORY" "$PULL_DEPLOY"' in script
+    assert '"$PULL_VENV/bin/rocm-fleet" check "$PULL_INVENTORY"' in script
+    assert "audit --quiet --format prometheus --output" in script
+
+
+def test_the_inventory_is_this_node_with_the_fetched_data_read_as_json(tmp_path):
+    data = tmp_path / "inventory.json"
+    source = pull.inventory_file().replace(paths.PULL_DATA, str(data))
+    data.write_text(json.dumps(PULLING))
+    found: dict = {}
+    exec(compile(source, "inventory.py", "exec"), found)
+    assert found["local"] == (["@local"], PULLING)
+    data.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a JSON object"):
+        exec(compile(source, "inventory.py", "exec"), {})
+
+
+# --- plans ------------------------------------------------------------------------------------
+
+
+def pull_ops(planned) -> list[str]:
+    return [name for name in planned.names if name.startswith("Pull mode | ")]
+
+
+def test_a_fresh_host_gets_the_venv_files_and_units_after_it_is_verified():
+    planned = plan(PULLING, SurveyHost(fresh_survey("debian-12")))
+    assert pull_ops(planned) == [
+        "Pull mode | Install python3-venv and curl",
+        "Pull mode | Install the pinned rocm-fleet for pulls",
+        "Pull mode | Write the pull script",
+        "Pull mode | Write the pull's deploy",
+        "Pull mode | Write the pull's inventory",
+        "Pull mode | Write the pull service",
+        "Pull mode | Write the pull timer",
+        "Pull mode | Enable the pull timer",
+    ]
+    assert planned.names.index(pull_ops(planned)[0]) > max(
+        i for i, name in enumerate(planned.names) if name.startswith("Verify | ")
+    )
+    name, args = script_call(planned.find("Install the pinned rocm-fleet").commands[0])
+    assert (name, args) == (
+        "pull-venv",
+        [paths.PULL_ROOT, paths.PULL_VENV, PULL["rocm_pull_lock"], LOCK_SHA256,
+         paths.PULL_INSTALLED],
+    )  # fmt: skip
+    name, args = script_call(planned.find("Enable the pull timer").commands[0])
+    assert (name, args[0]) == ("pull-units", "enable")
+
+
+def test_a_converged_pulling_host_plans_no_change_from_the_one_survey():
+    host = SurveyHost(converged_survey(PULLING, "debian-12"))
+    planned = plan(PULLING, host)
+    assert planned.changes == []
+    assert len(pull_ops(planned)) == 8
+    assert host.extra_reads == []
+
+
+@pytest.mark.parametrize(
+    ("change", "drifted"),
+    [
+        # (The timer's restart follows when it runs: its stamp is older than the timer file
+        # written before it, as apt's lists follow a changed source.)
+        ({"rocm_pull_interval": "2h"}, ["Write the pull timer"]),
+        ({"rocm_pull_lock_sha256": "4e" * 32}, ["Install the pinned rocm-fleet for pulls"]),
+        ({"rocm_pull_source": "/srv/node.json"}, ["Write the pull script"]),
+    ],
+)
+def test_a_changed_pull_setting_changes_only_what_it_is_in(change, drifted):
+    host = SurveyHost(converged_survey(PULLING, "debian-12"))
+    planned = plan({**PULLING, **change}, host)
+    assert planned.changes == [f"Pull mode | {name}" for name in drifted]
+    assert host.extra_reads == []
+
+
+def test_pull_turned_off_removes_the_units_and_the_venv_and_then_nothing_is_planned():
+    survey = converged_survey(PULLING, "debian-12")
+    host = SurveyHost(survey)
+    planned = plan(DATA, host)
+    assert planned.changes == [
+        "Pull mode | Remove the pull service and timer",
+        "Pull mode | Remove the pull venv and files",
+    ]
+    assert host.extra_reads == []
+    name, args = script_call(planned.find("Remove the pull service").commands[0])
+    assert (name, args) == (
+        "pull-units",
+        ["disable", paths.PULL_TIMER, paths.PULL_TIMER_LINK, paths.PULL_STAMP, paths.PULL_SERVICE],
+    )
+    # Once they are gone (the removal's effect on the survey), no Pull mode concern is left.
+    gone = {key: value for key, value in survey.items() if paths.PULL_ROOT not in key}
+    gone.update({f"file {paths.PULL_SERVICE}": None, f"file {paths.PULL_TIMER}": None,
+                 f"file {paths.PULL_STAMP}": None, f"dir {paths.PULL_ROOT}": False})  # fmt: skip
+    assert pull_ops(plan(DATA, SurveyHost(gone))) == []
+
+
+def test_a_host_that_never_pulled_has_no_pull_concern():
+    assert pull_ops(plan(DATA, SurveyHost(converged_survey(DATA, "debian-12")))) == []
