@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -74,7 +75,10 @@ def lab(tmp_path_factory):
         (root / LOCK.lstrip("/")).write_text(lock)
         (root / "srv/fleet").mkdir(parents=True)
         (root / paths.NODE_EXPORTER_TEXTFILES.lstrip("/")).mkdir(parents=True)
-        lab.pull_data = data  # what the push deploy gave the node
+        # The node's data as the push gave it (the lab's key fingerprints included), less
+        # the SSH settings a node's own inventory has no use for.
+        pushed = dict(runpy.run_path(str(lab.inventory))["lab"])[HOST]
+        lab.pull_data = {k: v for k, v in pushed.items() if not k.startswith("ssh_")}
         yield lab
 
 
