@@ -143,7 +143,13 @@ def test_bad_published_data_changes_nothing_and_fails_the_run(lab):
 
 
 def test_rocm_pull_false_takes_pull_mode_off(lab):
+    removal = ["Pull mode | Remove the pull service and timer",
+               "Pull mode | Remove the pull venv and files"]  # fmt: skip
+    dry = support.deploy(lab, limit=HOST, data=["rocm_pull=False"], dry=True)
+    assert support.changed(dry) == {name: [HOST] for name in removal}
     succeeded(support.deploy(lab, limit=HOST, data=["rocm_pull=False"]))
     root = lab.root(HOST)
     for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_TIMER_LINK, paths.PULL_ROOT):
         assert not (root / path.lstrip("/")).exists(), path
+    again = support.deploy(lab, limit=HOST, data=["rocm_pull=False"], dry=True)
+    assert support.changed(again) == {}
