@@ -251,11 +251,17 @@ def test_headers_for_the_running_and_every_newer_kernel():
     (install,) = planned.find("Install kernel headers and amdgpu-dkms").commands
     assert script_call(install) == (
         "dkms-driver",
-        ["amdgpu-dkms", f"linux-headers-{D12}", "linux-headers-6.12.38+deb12-amd64", "amdgpu-dkms"],
+        [
+            paths.DRIVER_LEDGER,
+            "amdgpu-dkms",
+            f"linux-headers-{D12}",
+            "linux-headers-6.12.38+deb12-amd64",
+            "amdgpu-dkms",
+        ],
     )
     ubuntu = planned_for("ubuntu-22.04", DKMS, kernel=U22)
     (install,) = ubuntu.find("Install kernel headers and amdgpu-dkms").commands
-    assert script_call(install)[1] == ["amdgpu-dkms", f"linux-headers-{U22}",
+    assert script_call(install)[1][1:] == ["amdgpu-dkms", f"linux-headers-{U22}",
                                        f"linux-modules-extra-{U22}", "amdgpu-dkms"]  # fmt: skip
 
 
@@ -272,7 +278,7 @@ def test_debian_abi_bump_is_a_newer_kernel_that_needs_its_headers():
     ]
     planned = planned_for("debian-12", DKMS, kernel=running, installed=["6.1.0-31-amd64"])
     (install,) = planned.find("Install kernel headers and amdgpu-dkms").commands
-    assert script_call(install)[1] == ["amdgpu-dkms", "linux-headers-6.1.0-28-amd64",
+    assert script_call(install)[1][1:] == ["amdgpu-dkms", "linux-headers-6.1.0-28-amd64",
                                        "linux-headers-6.1.0-31-amd64", "amdgpu-dkms"]  # fmt: skip
 
 

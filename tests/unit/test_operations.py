@@ -687,7 +687,11 @@ DKMS = ["linux-headers-6.1.0-28-amd64", "linux-headers-6.1.0-31-amd64", "amdgpu-
 def test_dkms_driver_installed_is_a_noop():
     installed = dict.fromkeys(DKMS[:2], "6.1.128-1") | {"amdgpu-dkms": ROCM_643["amdgpu-dkms"]}
     result = run_op(
-        kernel.dkms_driver, {"InstalledPackages": installed}, packages=DKMS, driver="amdgpu-dkms"
+        kernel.dkms_driver,
+        {"InstalledPackages": installed},
+        packages=DKMS,
+        driver="amdgpu-dkms",
+        ledger=paths.DRIVER_LEDGER,
     )
     assert (result.commands, result.noops) == ([], [", ".join(DKMS) + " installed"])
 
@@ -695,9 +699,15 @@ def test_dkms_driver_installed_is_a_noop():
 def test_dkms_driver_installs_the_headers_of_a_new_kernel_for_the_driver():
     installed = {DKMS[0]: "6.1.119-1", "amdgpu-dkms": ROCM_643["amdgpu-dkms"]}
     result = run_op(
-        kernel.dkms_driver, {"InstalledPackages": installed}, packages=DKMS, driver="amdgpu-dkms"
+        kernel.dkms_driver,
+        {"InstalledPackages": installed},
+        packages=DKMS,
+        driver="amdgpu-dkms",
+        ledger=paths.DRIVER_LEDGER,
     )
-    assert result.scripts == [("dkms-driver", ["amdgpu-dkms", "linux-headers-6.1.0-31-amd64"])]
+    assert result.scripts == [
+        ("dkms-driver", [paths.DRIVER_LEDGER, "amdgpu-dkms", "linux-headers-6.1.0-31-amd64"])
+    ]
 
 
 # --- secureboot.signing_key / secureboot.mok_enrolled -----------------------------------------
