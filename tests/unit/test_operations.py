@@ -544,6 +544,37 @@ def test_venv_absent_removes_it_and_the_empty_directories_it_made():
     assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
 
 
+def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
+    """The ledger records the venv itself after its parents (and a venv made twice, twice):
+    rm -rf takes the venv, rmdir each parent once."""
+    facts = {
+        f"FileDigest:{MARKER}": PYVENV,
+        f"FileContents:{paths.DIRECTORY_LEDGER}": ["/opt/rocm-fleet", VENV, "/opt/rocm-fleet"],
+        "Directory:/opt/rocm-fleet": DIRECTORY,
+        f"Directory:{VENV}": DIRECTORY,
+    }
+    result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
+    assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
+
+
+@pytest.mark.parametrize(
+    ("ledger", "removed"),
+    [([], False), (["/opt/elsewhere"], False), (["/opt/rocm-fleet"], True), ([VENV], True)],
+)
+def test_venv_created_only_removes_one_the_ledger_says_it_made(ledger, removed):
+    facts = {f"FileDigest:{MARKER}": PYVENV, f"Ledger:{paths.DIRECTORY_LEDGER}": ledger}
+    result = run_op(
+        python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False,
+        created_only=True,
+    )  # fmt: skip
+    if removed:
+        assert result.scripts == [("venv-remove", [VENV, paths.DIRECTORY_LEDGER])]
+    else:
+        assert (result.commands, result.noops) == (
+            [], [f"venv {VENV} was not created by rocm-fleet: it stays"]
+        )  # fmt: skip
+
+
 def test_venv_absent_and_its_directories_gone_is_a_noop():
     facts = {
         f"FileDigest:{MARKER}": None,
