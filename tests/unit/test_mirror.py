@@ -14,8 +14,8 @@ from pyinfra.api import FileUploadCommand
 from rocm_fleet.deploy.mirror import apt_proxy_conf, nginx_site
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.fleet import Fleet, Upstream
-from rocm_fleet.model.sources import Mirror
 from rocm_fleet.offline.aptrepo import Index, install_closure, parse_stanzas
 from unit.surveys import (
     SurveyHost,

@@ -152,7 +152,7 @@ def test_the_deploy_pins_wheels_from_the_bundle_and_never_falls_back(bundled, mo
     from pyinfra.api.exceptions import DeployError
 
     from rocm_fleet.deploy.pytorch import locked_wheels
-    from rocm_fleet.model.sources import Mirror
+    from rocm_fleet.model.decisions import Mirror
 
     out, _manifest, need = bundled
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.model import paths
+from rocm_fleet.model.decisions import TorchInstall, torch_install
 from rocm_fleet.model.matrix import (
     AMDGPU_KEYRING,
     RELEASES,
@@ -28,11 +29,10 @@ from rocm_fleet.model.matrix import (
     release_versions,
 )
 from rocm_fleet.model.settings import NEAR_MISS_CUTOFF, RENAMED, REQUIRED, SETTINGS, Settings
-from rocm_fleet.model.sources import TorchInstall, torch_install
 from rocm_fleet.model.versions import release_key
 
 if TYPE_CHECKING:
-    from rocm_fleet.model.sources import Mirror
+    from rocm_fleet.model.decisions import Mirror
 
 
 class ConfigError(ValueError):

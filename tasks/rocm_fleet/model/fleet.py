@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 
 from rocm_fleet.model import matrix
 from rocm_fleet.model.config import Config, ConfigError, load_config
-from rocm_fleet.model.sources import HostNeeds, Mirror, host_needs
+from rocm_fleet.model.decisions import Mirror
+from rocm_fleet.model.sources import HostNeeds, host_needs
 
 
 @dataclass(frozen=True, order=True)
