@@ -1,10 +1,15 @@
 # shellcheck shell=sh
-# dkms-driver.sh DRIVER PACKAGE...: install kernel headers and AMD's DKMS driver without
-# removing anything; when DRIVER is among the packages (a new driver), mark a reboot.
+# dkms-driver.sh LEDGER DRIVER PACKAGE...: install kernel headers and AMD's DKMS driver
+# without removing anything, and append their names to LEDGER, so going back to the
+# kernel's own driver purges them again; when DRIVER is among the packages (a new driver),
+# mark a reboot.
 set -eu
-driver=$1
-shift
+ledger=$1
+driver=$2
+shift 2
 apt_get install --no-remove --no-install-recommends "$@"
+mkdir -p "$(dirname "$ledger")"
+printf '%s\n' "$@" >> "$ledger"
 for package in "$@"; do
     if [ "$package" = "$driver" ]; then
         mark_reboot "new driver $driver" "$driver"

@@ -1,6 +1,7 @@
 # shellcheck shell=sh
 # venv-create.sh VENV LEDGER: create a venv and append the parent directories this creates
-# (one per line, deepest last) to LEDGER, so uninstalling removes them again.
+# and then the venv itself (one per line, deepest last) to LEDGER, so uninstalling removes
+# them again, and only a venv this made.
 set -eu
 venv=$1
 ledger=$2
@@ -13,4 +14,4 @@ $created"
 done
 python3 -m venv "$venv"
 mkdir -p "$(dirname "$ledger")"
-printf '%s' "$created" >> "$ledger"
+printf '%s%s\n' "$created" "$venv" >> "$ledger"

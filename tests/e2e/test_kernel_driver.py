@@ -245,3 +245,56 @@ def test_the_mok_password_is_nowhere(lab, first_run):
     assert found.returncode == 1, found.stdout  # 1 = no match
     assert OUTPUTS and not any(PASSWORD in text for text in OUTPUTS)
     assert "mokutil --import" in "".join(OUTPUTS)  # the commands were printed (-v)
+
+
+# --- back to the kernel's own driver (last: it changes a host the tests above share) ----------
+
+PURGE = "amdgpu driver | Purge amdgpu-dkms and the headers the deploy installed for it"
+DRIVER_GONE = {PURGE, "amdgpu driver | Remove AMD's amdgpu driver source",
+               "amdgpu driver | Remove the driver source's apt-lists stamp"}  # fmt: skip
+
+
+def inbox_inventory(lab: Lab) -> Path:
+    """The lab's inventory with rocm_driver: inbox for every dkms host."""
+    text = lab.inventory.read_text()
+    assert "'rocm_driver': 'dkms'" in text
+    path = lab.workdir / "inventory_inbox.py"
+    path.write_text(text.replace("'rocm_driver': 'dkms'", "'rocm_driver': 'inbox'"))
+    return path
+
+
+def test_back_to_inbox_purges_amdgpu_dkms_and_its_source_on_one_run(lab, first_run):
+    host = "sbpending"
+    root = lab.root(host)
+    inventory = inbox_inventory(lab)
+    check = "Verify | Check rocminfo and torch see the expected GPUs"
+    dry = deploy(lab, dry=True, limit=[host], inventory=inventory)
+    assert dry.returncode == 0, dry.output[-3000:]
+    assert set(changed(dry)) >= DRIVER_GONE, changed(dry)
+    # The audit sees the same leftovers, from the same plan.
+    report = audit(lab, "--limit", host, inventory=inventory)
+    (row,) = report.json["hosts"]
+    assert f"{PURGE.replace(' | ', ': ')}" in row["drift"], report.stdout
+
+    run = deploy(lab, limit=[host], inventory=inventory)
+    assert run.returncode == 0, run.output[-4000:]
+    assert set(changed(run)) >= DRIVER_GONE, changed(run)
+    status = lab.ssh(host, "dpkg-query -W -f='${db:Status-Abbrev}' amdgpu-dkms || true").stdout
+    assert not status.startswith("ii"), status
+    assert not (root / "etc/apt/sources.list.d/amdgpu.list").exists()
+    assert not (root / "var/lib/rocm-fleet/amdgpu-lists.stamp").exists()
+    assert not (root / "var/lib/rocm-fleet/driver-packages").exists()
+    assert (root / "etc/apt/keyrings/rocm.gpg").exists()  # the ROCm repository's keyring
+    policy = lab.ssh(host, "apt-cache policy", check=True).stdout
+    assert "/amdgpu/" not in policy, policy  # apt forgot the driver repository
+    # AMD's module stays loaded until a reboot, which isn't allowed here: the run says so.
+    out = re.sub(r"\x1b\[[0-9;]*m", "", run.output)
+    report_text = out[out.index("Hosts that need a reboot") :]
+    assert "driver amdgpu-dkms removed" in report_text, report_text
+
+    again = deploy(lab, limit=[host], inventory=inventory)
+    assert again.returncode == 0, again.output[-3000:]
+    assert set(changed(again)) <= {check}, changed(again)  # a check that waits for a reboot
+    after = audit(lab, "--limit", host, inventory=inventory)
+    (row,) = after.json["hosts"]
+    assert not [d for d in row["drift"] if d.startswith("amdgpu driver")], after.stdout

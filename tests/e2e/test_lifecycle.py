@@ -150,6 +150,38 @@ def test_install_6_4_3(lab, life):
     life.left("6.4.3")
 
 
+REMOVE_VENV = "PyTorch | Remove the PyTorch venv rocm-fleet created (pytorch_install: false)"
+
+
+def test_pytorch_install_false_removes_the_venv_it_created(lab, life):
+    """pytorch_install: true -> false takes the venv (and /opt/rocm-fleet, made for it) off
+    on the same run, --dry says so first, a second run changes nothing, and a venv the
+    admin made there afterwards stays."""
+    life.reach("6.4.3")
+    root = lab.root(HOST)
+    venv = root / "opt/rocm-fleet/venv"
+    assert (venv / "pyvenv.cfg").exists()
+    off = "pytorch_install=False"
+    dry = deploy(lab, off, dry=True)
+    assert dry.returncode == 0, dry.output[-3000:]
+    assert changed(dry).get(REMOVE_VENV) == [HOST], changed(dry)
+    assert (venv / "pyvenv.cfg").exists()  # --dry changed nothing
+    run = deploy(lab, off)
+    succeeded(run)
+    assert changed(run).get(REMOVE_VENV) == [HOST]
+    assert not (root / "opt/rocm-fleet").exists()
+    # The ledger forgets what is gone, so a venv made there later is not taken for ours.
+    ledger = root / "var/lib/rocm-fleet/created-directories"
+    assert ledger.read_text() == ""
+    assert changed(deploy(lab, off)) == {}
+    sh(lab, "mkdir -p /opt/rocm-fleet && python3 -m venv /opt/rocm-fleet/venv")
+    kept = deploy(lab, off)
+    assert kept.returncode == 0, kept.output[-3000:]
+    assert changed(kept) == {}
+    assert (venv / "pyvenv.cfg").exists()
+    sh(lab, "rm -rf /opt/rocm-fleet")  # the admin's: what follows starts without it
+
+
 def test_upgrade_to_7_2_1_moves_everything_together(lab, life):
     life.reach("6.4.3")
     dry = deploy(lab, "rocm_version=7.2.1", dry=True)

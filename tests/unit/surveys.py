@@ -331,7 +331,8 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                     packages[f"amdrocm-base{major_minor(release.version)}"] = version
                     survey["rocm_version"] = version
             elif name == "dkms-driver":
-                driver, *installed = args
+                ledger, driver, *installed = args
+                survey[f"ledger {ledger}"] = survey.get(f"ledger {ledger}", []) + installed
                 for package in installed:
                     packages[package] = (
                         f"1:6.12.12.{release.numeric_tag}-2194681.{suite_version}"
@@ -340,7 +341,10 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                     )
                 survey["amdgpu"]["version"] = "6.12.12"
             elif name == "venv-create":
-                survey[f"file {paths.venv_marker(args[0])}"] = digest(PYVENV_CFG, "644", WRITTEN)
+                venv, ledger = args
+                survey[f"file {paths.venv_marker(venv)}"] = digest(PYVENV_CFG, "644", WRITTEN)
+                # The venv's directory, made for it on a fresh host, then the venv.
+                survey[f"ledger {ledger}"] = [paths.parent(venv), venv]
                 survey["venv"] = {"pip": "23.0.1", "setuptools": "66.1.1"}
             elif "-m" in args and args[args.index("-m") :][:3] == ["-m", "pip", "install"]:
                 for spec in (a for a in args if "==" in a):

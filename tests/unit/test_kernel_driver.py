@@ -16,7 +16,7 @@ from rocm_fleet.facts.secureboot import SecureBoot
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.versions import kernel_key, newer_kernels
 from rocm_fleet.operations.secureboot import PENDING, sha512_crypt
-from unit.surveys import SurveyHost, fresh_survey, plan, script_call
+from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mokutil"
 PASSWORD = "correct horse battery staple"
@@ -251,11 +251,17 @@ def test_headers_for_the_running_and_every_newer_kernel():
     (install,) = planned.find("Install kernel headers and amdgpu-dkms").commands
     assert script_call(install) == (
         "dkms-driver",
-        ["amdgpu-dkms", f"linux-headers-{D12}", "linux-headers-6.12.38+deb12-amd64", "amdgpu-dkms"],
+        [
+            paths.DRIVER_LEDGER,
+            "amdgpu-dkms",
+            f"linux-headers-{D12}",
+            "linux-headers-6.12.38+deb12-amd64",
+            "amdgpu-dkms",
+        ],
     )
     ubuntu = planned_for("ubuntu-22.04", DKMS, kernel=U22)
     (install,) = ubuntu.find("Install kernel headers and amdgpu-dkms").commands
-    assert script_call(install)[1] == ["amdgpu-dkms", f"linux-headers-{U22}",
+    assert script_call(install)[1][1:] == ["amdgpu-dkms", f"linux-headers-{U22}",
                                        f"linux-modules-extra-{U22}", "amdgpu-dkms"]  # fmt: skip
 
 
@@ -272,13 +278,106 @@ def test_debian_abi_bump_is_a_newer_kernel_that_needs_its_headers():
     ]
     planned = planned_for("debian-12", DKMS, kernel=running, installed=["6.1.0-31-amd64"])
     (install,) = planned.find("Install kernel headers and amdgpu-dkms").commands
-    assert script_call(install)[1] == ["amdgpu-dkms", "linux-headers-6.1.0-28-amd64",
+    assert script_call(install)[1][1:] == ["amdgpu-dkms", "linux-headers-6.1.0-28-amd64",
                                        "linux-headers-6.1.0-31-amd64", "amdgpu-dkms"]  # fmt: skip
 
 
 def test_inbox_driver_adds_nothing():
     planned = planned_for("debian-12", {**DKMS, "rocm_driver": "inbox"})
     assert not any("amdgpu" in n or "Secure Boot" in n for n in planned.names)
+    assert not any(n.startswith("amdgpu driver") for n in planned.names)
+
+
+# --- dkms -> inbox: what the DKMS driver added goes on the same run ---------------------------
+
+PURGE = "amdgpu driver | Purge amdgpu-dkms and the headers the deploy installed for it"
+DRIVER_GONE = [
+    PURGE,
+    "amdgpu driver | Remove AMD's amdgpu driver source",
+    "amdgpu driver | Remove the driver source's apt-lists stamp",
+]
+
+
+def driver_removed(survey: dict) -> dict:
+    """``survey`` after the inbox run's driver removal ran: the recorded packages purged
+    (what they pulled in is not in the survey), the source, stamp and ledger gone."""
+    for name in survey[f"ledger {paths.DRIVER_LEDGER}"]:
+        survey["packages"].pop(name, None)
+    survey[f"ledger {paths.DRIVER_LEDGER}"] = []
+    survey[f"file {paths.AMDGPU_SOURCE}"] = None
+    survey[f"file {paths.AMDGPU_LISTS_STAMP}"] = None
+    survey["sources"] = [s for s in survey["sources"] if s[0] != paths.AMDGPU_SOURCE]
+    return survey
+
+
+def test_back_to_inbox_purges_what_dkms_installed_and_its_source_on_one_run():
+    survey = converged_survey(DKMS, "debian-12")
+    assert survey[f"ledger {paths.DRIVER_LEDGER}"] == [f"linux-headers-{D12}", "amdgpu-dkms"]
+    inbox = {**DKMS, "rocm_driver": "inbox"}
+    host = SurveyHost(survey)
+    planned = plan(inbox, host)
+    # --dry and the audit (the same plan) name each leftover; nothing else drifts, and
+    # nothing is read beyond the survey.
+    assert planned.changes == DRIVER_GONE
+    assert host.extra_reads == []
+    (purge,) = planned.find(PURGE).commands
+    assert script_call(purge) == (
+        "dkms-driver-purge",
+        [paths.DRIVER_LEDGER, "amdgpu-dkms", "driver amdgpu-dkms removed",
+         "amdgpu-dkms", f"linux-headers-{D12}"],
+    )  # fmt: skip
+    # apt forgets the driver repository's lists once its source is gone.
+    refresh = planned.find("Forget the driver repository's package lists")
+    assert refresh.conditional and refresh.commands
+    # The module stays loaded until a reboot: the reboot says why, and only when allowed.
+    allowed = plan(
+        {**inbox, "rocm_reboot": "allow"}, SurveyHost(converged_survey(DKMS, "debian-12"))
+    )
+    assert "( sleep 1 && reboot )" in text(allowed.find("Reboot hosts that need it"))
+    assert planned.find("Reboot hosts that need it").commands == []  # rocm_reboot not allowed
+    # The classic stream's keyring signs the ROCm repository too: it stays.
+    assert not any("keyring" in name for name in planned.changes)
+
+
+def test_back_to_inbox_a_second_run_changes_nothing_and_has_no_driver_concern():
+    survey = driver_removed(converged_survey(DKMS, "debian-12"))
+    host = SurveyHost(survey)
+    planned = plan({**DKMS, "rocm_driver": "inbox"}, host)
+    assert planned.changes == []
+    assert host.extra_reads == []
+    assert not any(name.startswith("amdgpu driver") for name in planned.names)
+
+
+def test_an_amdgpu_dkms_the_admin_installed_stays():
+    """No ledger entry (the admin installed it, or a deploy before the ledger did): inbox
+    leaves the package alone."""
+    survey = driver_removed(converged_survey(DKMS, "debian-12"))
+    survey["packages"]["amdgpu-dkms"] = "1:6.12.12.60403-2194681.22.04"
+    host = SurveyHost(survey)
+    planned = plan({**DKMS, "rocm_driver": "inbox"}, host)
+    assert planned.changes == []
+    assert host.extra_reads == []
+    # A ledger naming only a header: the header goes, amdgpu-dkms stays.
+    survey[f"ledger {paths.DRIVER_LEDGER}"] = [f"linux-headers-{D12}"]
+    survey["packages"][f"linux-headers-{D12}"] = "6.1.128-1"
+    planned = plan({**DKMS, "rocm_driver": "inbox"}, SurveyHost(survey))
+    (purge,) = planned.find(PURGE).commands
+    assert script_call(purge)[1][3:] == [f"linux-headers-{D12}"]
+
+
+def test_a_core_sdk_host_back_to_inbox_also_loses_the_drivers_own_keyring():
+    """A Core SDK release installs repo.radeon.com's keyring for the driver alone; with
+    inbox it is the other stream's keyring, which the ROCm repository removes."""
+    data = {**DKMS, "rocm_version": "10.0.0", "expected_gfx": "gfx1100"}
+    survey = converged_survey(data, "ubuntu-24.04")
+    assert survey[f"keyring {paths.ROCM_KEYRING}"]
+    host = SurveyHost(survey)
+    planned = plan({**data, "rocm_driver": "inbox"}, host)
+    assert f"ROCm apt repository | Remove the other ROCm stream's keyring {paths.ROCM_KEYRING}" in (
+        planned.changes
+    )
+    assert PURGE in planned.changes
+    assert host.extra_reads == []
 
 
 # --- Secure Boot: every state ---------------------------------------------------------------

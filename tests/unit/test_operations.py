@@ -544,6 +544,37 @@ def test_venv_absent_removes_it_and_the_empty_directories_it_made():
     assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
 
 
+def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
+    """The ledger records the venv itself after its parents (and a venv made twice, twice):
+    rm -rf takes the venv, rmdir each parent once."""
+    facts = {
+        f"FileDigest:{MARKER}": PYVENV,
+        f"FileContents:{paths.DIRECTORY_LEDGER}": ["/opt/rocm-fleet", VENV, "/opt/rocm-fleet"],
+        "Directory:/opt/rocm-fleet": DIRECTORY,
+        f"Directory:{VENV}": DIRECTORY,
+    }
+    result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
+    assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
+
+
+@pytest.mark.parametrize(
+    ("ledger", "removed"),
+    [([], False), (["/opt/elsewhere"], False), (["/opt/rocm-fleet"], True), ([VENV], True)],
+)
+def test_venv_created_only_removes_one_the_ledger_says_it_made(ledger, removed):
+    facts = {f"FileDigest:{MARKER}": PYVENV, f"Ledger:{paths.DIRECTORY_LEDGER}": ledger}
+    result = run_op(
+        python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False,
+        created_only=True,
+    )  # fmt: skip
+    if removed:
+        assert result.scripts == [("venv-remove", [VENV, paths.DIRECTORY_LEDGER])]
+    else:
+        assert (result.commands, result.noops) == (
+            [], [f"venv {VENV} was not created by rocm-fleet: it stays"]
+        )  # fmt: skip
+
+
 def test_venv_absent_and_its_directories_gone_is_a_noop():
     facts = {
         f"FileDigest:{MARKER}": None,
@@ -687,7 +718,11 @@ DKMS = ["linux-headers-6.1.0-28-amd64", "linux-headers-6.1.0-31-amd64", "amdgpu-
 def test_dkms_driver_installed_is_a_noop():
     installed = dict.fromkeys(DKMS[:2], "6.1.128-1") | {"amdgpu-dkms": ROCM_643["amdgpu-dkms"]}
     result = run_op(
-        kernel.dkms_driver, {"InstalledPackages": installed}, packages=DKMS, driver="amdgpu-dkms"
+        kernel.dkms_driver,
+        {"InstalledPackages": installed},
+        packages=DKMS,
+        driver="amdgpu-dkms",
+        ledger=paths.DRIVER_LEDGER,
     )
     assert (result.commands, result.noops) == ([], [", ".join(DKMS) + " installed"])
 
@@ -695,9 +730,15 @@ def test_dkms_driver_installed_is_a_noop():
 def test_dkms_driver_installs_the_headers_of_a_new_kernel_for_the_driver():
     installed = {DKMS[0]: "6.1.119-1", "amdgpu-dkms": ROCM_643["amdgpu-dkms"]}
     result = run_op(
-        kernel.dkms_driver, {"InstalledPackages": installed}, packages=DKMS, driver="amdgpu-dkms"
+        kernel.dkms_driver,
+        {"InstalledPackages": installed},
+        packages=DKMS,
+        driver="amdgpu-dkms",
+        ledger=paths.DRIVER_LEDGER,
     )
-    assert result.scripts == [("dkms-driver", ["amdgpu-dkms", "linux-headers-6.1.0-31-amd64"])]
+    assert result.scripts == [
+        ("dkms-driver", [paths.DRIVER_LEDGER, "amdgpu-dkms", "linux-headers-6.1.0-31-amd64"])
+    ]
 
 
 # --- secureboot.signing_key / secureboot.mok_enrolled -----------------------------------------

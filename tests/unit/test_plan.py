@@ -18,7 +18,7 @@ from rocm_fleet.assets import text
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, release
-from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
+from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
 
 ALICE = {"groups": ["video"], "users": {"alice": ["alice", "video"]}}
 
@@ -256,6 +256,85 @@ def test_one_drifted_resource_is_the_only_change(change, drifted):
     host = SurveyHost(survey)
     assert plan(DEBIAN, host).changes == drifted
     assert host.extra_reads == []
+
+
+# --- pytorch_install: true -> false: the venv rocm-fleet created goes ---------------------------
+
+REMOVE_VENV = "PyTorch | Remove the PyTorch venv rocm-fleet created (pytorch_install: false)"
+NO_TORCH = {**DEBIAN, "pytorch_install": False}
+# The GPU check vouched for torch too: without it, it checks once more (and records that).
+VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
+
+
+def verified(data: dict, survey: dict) -> dict:
+    """``survey`` with the record of a passed GPU check for ``data`` (as converged_survey)."""
+    check = plan(data, SurveyHost(survey)).find("Check rocminfo and torch")
+    if check.commands:
+        path, mode, content = script_call(check.commands[-1])[1]
+        survey[f"file {path}"] = digest(content, mode)
+    return survey
+
+
+def test_pytorch_install_false_removes_the_venv_rocm_fleet_created_on_one_run():
+    survey = converged_survey(DEBIAN, "debian-12")
+    ledger = survey[f"ledger {paths.DIRECTORY_LEDGER}"]
+    assert ledger == ["/opt/rocm-fleet", paths.DEFAULT_VENV]
+    host = SurveyHost(survey)
+    planned = plan(NO_TORCH, host)
+    # --dry and the audit (the same plan) name it; nothing read beyond the survey.
+    assert planned.changes == [REMOVE_VENV, VERIFY]
+    assert host.extra_reads == []
+    (remove,) = planned.find(REMOVE_VENV).commands
+    assert script_call(remove) == ("venv-remove", [paths.DEFAULT_VENV, paths.DIRECTORY_LEDGER])
+    # Recorded by a deploy from before the venv itself was: its directory says it made it.
+    survey[f"ledger {paths.DIRECTORY_LEDGER}"] = ["/opt/rocm-fleet"]
+    assert plan(NO_TORCH, SurveyHost(survey)).changes == [REMOVE_VENV, VERIFY]
+
+
+@pytest.mark.parametrize("ledger", [[], ["/opt/other"], ["/opt/rocm-fleet/venv2"]])
+def test_pytorch_install_false_keeps_a_venv_rocm_fleet_did_not_create(ledger):
+    survey = converged_survey(DEBIAN, "debian-12")
+    survey[f"ledger {paths.DIRECTORY_LEDGER}"] = ledger
+    host = SurveyHost(verified(NO_TORCH, survey))
+    planned = plan(NO_TORCH, host)
+    assert planned.changes == []
+    assert host.extra_reads == []
+    assert planned.find(REMOVE_VENV).commands == []
+
+
+def test_pytorch_install_false_a_second_run_changes_nothing_and_has_no_pytorch_concern():
+    survey = converged_survey(DEBIAN, "debian-12")
+    survey[f"file {paths.venv_marker(paths.DEFAULT_VENV)}"] = None
+    survey["venv"] = None
+    survey[f"ledger {paths.DIRECTORY_LEDGER}"] = []
+    host = SurveyHost(verified(NO_TORCH, survey))
+    planned = plan(NO_TORCH, host)
+    assert planned.changes == []
+    assert host.extra_reads == []
+    assert not any(name.startswith("PyTorch") for name in planned.names)
+
+
+def test_venv_remove_script_removes_only_what_it_created(tmp_path):
+    """venv-remove.sh on a real directory tree: the venv, then the recorded directories
+    above it that are now empty; the ledger keeps what still exists."""
+    import subprocess
+
+    from rocm_fleet.operations._script import script
+
+    made = tmp_path / "made"
+    venv = made / "venv"
+    (venv / "bin").mkdir(parents=True)
+    kept = tmp_path / "kept"  # recorded, but holds the admin's file
+    (kept / "venv").mkdir(parents=True)
+    (kept / "admin.txt").write_text("mine")
+    ledger = tmp_path / "ledger"
+    ledger.write_text(f"{made}\n{venv}\n{kept}\n{kept / 'venv'}\n")
+    for target in (venv, kept / "venv"):
+        command = script("venv-remove", str(target), str(ledger)).get_raw_value()
+        subprocess.run(command, shell=True, check=True)
+    assert not made.exists()
+    assert kept.exists() and not (kept / "venv").exists()
+    assert ledger.read_text() == f"{kept}\n"
 
 
 # --- the survey derives from what the operations and tasks declare ----------------------------

@@ -21,7 +21,7 @@ from rocm_fleet.deploy.kernel import configure_kernel
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
 from rocm_fleet.deploy.preflight import preflight
 from rocm_fleet.deploy.pull import configure_pull
-from rocm_fleet.deploy.pytorch import install_pytorch, remove_pytorch
+from rocm_fleet.deploy.pytorch import install_pytorch, remove_created_venv, remove_pytorch
 from rocm_fleet.deploy.reboot import reboot_if_needed
 from rocm_fleet.deploy.repository import install_repository, remove_repository
 from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
@@ -87,6 +87,8 @@ def rocm_node() -> None:
     configure_groups(config)
     if config.torch is not None:
         install_pytorch(config, distro)
+    else:
+        remove_created_venv(config)
     reboot_if_needed(config, needs_reboot)
     verify_node(config)
     # Last: a node pulls its state once it has been converged to it.

@@ -6,7 +6,8 @@ the ROCm Core SDK's (rocm7.14) require it from pip instead, ``rocm[device-all,li
 from the same index (``matrix.TORCH_RUNTIME``), which pip installs with them. The torch
 default is the newest the matrix lists for the release; torchvision and torchaudio follow it.
 Distributions of the family the release no longer wants (a torchaudio after torch 2.12, the
-pip ROCm runtime after a move back to a classic release) are uninstalled.
+pip ROCm runtime after a move back to a classic release) are uninstalled. With
+``pytorch_install: false`` the venv goes, if rocm-fleet created it (``remove_created_venv``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, Release
 from rocm_fleet.model.sources import WheelNeed, proxy_environment, served, torch_wheels
@@ -78,6 +81,24 @@ def locked_wheels(config: Config, wheels: WheelNeed) -> list[str] | None:
             f"{mirror.bundle}` again"
         )
     return locked
+
+
+@deploy("PyTorch")
+def remove_created_venv(config: Config) -> None:
+    """``pytorch_install: false``: the venv an earlier run created goes, with the directories
+    made for it; one rocm-fleet didn't create (the ledger doesn't record it) stays. The
+    python3-venv package stays, as it does for any other use of the host's Python. Planned
+    only on a host that has a venv there (read from the survey), so a host that never had
+    one shows no PyTorch concern."""
+    if read_fact(FileDigest, path=paths.venv_marker(config.pytorch_venv)) is None:
+        return
+    venv(
+        name="Remove the PyTorch venv rocm-fleet created (pytorch_install: false)",
+        path=config.pytorch_venv,
+        ledger=paths.DIRECTORY_LEDGER,
+        present=False,
+        created_only=True,
+    )
 
 
 @deploy("Remove PyTorch")

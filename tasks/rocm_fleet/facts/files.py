@@ -95,3 +95,27 @@ class DirectoryExists(Condition):
     @override
     def command(self, path: str) -> str:
         return yes_if(f"test -d {quote(path)}")
+
+
+class Ledger(FactBase[list[str]]):
+    """The entries of one of rocm-fleet's ledgers (``paths.PACKAGE_LEDGER`` and the like:
+    one name or path a line), in the order written; empty when there is none. pyinfra's
+    ``FileContents`` tells a missing file by a marker only the instance that made the
+    command knows, so it can't be read in a survey.
+
+    .. code:: python
+
+        ["amdgpu-dkms", "linux-headers-6.1.0-31-amd64"]
+    """
+
+    @staticmethod
+    def default() -> list[str]:
+        return []
+
+    @override
+    def command(self, path: str) -> str:
+        return f"cat {quote(path)} 2>/dev/null || true"
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        return [line.strip() for line in output if line.strip()]

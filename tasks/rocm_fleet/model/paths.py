@@ -80,8 +80,12 @@ AMDGPU_LISTS_STAMP = f"{STATE_DIR}/amdgpu-lists.stamp"
 BACKPORTS_LISTS_STAMP = f"{STATE_DIR}/backports-lists.stamp"
 # Distribution packages the deploy installed (not the ones already there), for uninstalling.
 PACKAGE_LEDGER = f"{STATE_DIR}/installed-packages"
-# Directories the deploy created (the venv's parents, e.g. /opt/rocm-fleet), for uninstalling.
+# Directories the deploy created (the venv's parents, e.g. /opt/rocm-fleet, then the venv
+# itself), for uninstalling, and for telling a venv it made from one it found.
 DIRECTORY_LEDGER = f"{STATE_DIR}/created-directories"
+# Packages the DKMS driver's install put on the host (amdgpu-dkms, the kernel headers it
+# builds against; not the ones already there), purged when rocm_driver goes back to inbox.
+DRIVER_LEDGER = f"{STATE_DIR}/driver-packages"
 # Touched after nginx (re)loaded the mirror's site: a newer site file means a reload is due.
 MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
 

@@ -9,8 +9,10 @@ from pyinfra.api import operation
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages
+from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RunningKernel
+from rocm_fleet.model import paths
 from rocm_fleet.operations._script import script
 
 if TYPE_CHECKING:
@@ -43,25 +45,54 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool):
 
 
 @operation()
-def dkms_driver(packages: list[str], driver: str):
+def dkms_driver(packages: list[str], driver: str, ledger: str):
     """
-    Install the kernel headers and AMD's DKMS driver; a new driver marks the host as
-    needing a reboot. Never removes a package.
+    Install the kernel headers and AMD's DKMS driver, recording what it installed in
+    ``ledger``; a new driver marks the host as needing a reboot. Never removes a package.
 
     + packages: header packages, then the driver package
     + driver: the driver package (``amdgpu-dkms``)
+    + ledger: file the names this installs are appended to (packages already there are not
+      recorded), for ``dkms_driver_absent``
     """
     installed = read_fact(InstalledPackages)
     missing = [p for p in packages if p not in installed]
     if not missing:
         host.noop(f"{', '.join(packages)} installed")
         return
-    yield script("dkms-driver", driver, *missing)
+    yield script("dkms-driver", ledger, driver, *missing)
+
+
+@operation()
+def dkms_driver_absent(driver: str, ledger: str, reboot_reason: str):
+    """
+    Purge what ``dkms_driver`` installed (the names ``ledger`` records that are still
+    installed: the driver, the headers it was built against) with what they pulled in,
+    keeping any that a package the admin installed still needs, then forget the ledger. A
+    package the ledger doesn't name (an ``amdgpu-dkms`` the admin installed) stays. Purging
+    the driver marks a reboot: its module stays loaded until the host boots again.
+
+    + driver: the driver package (``amdgpu-dkms``)
+    + ledger: the file ``dkms_driver`` recorded its packages in
+    + reboot_reason: the reason recorded for that reboot
+    """
+    installed = read_fact(InstalledPackages)
+    names = sorted({name for name in read_fact(Ledger, path=ledger) if name in installed})
+    if not names:
+        host.noop(f"no package the DKMS driver's install added is left ({driver} included)")
+        return
+    yield script("dkms-driver-purge", ledger, driver, reboot_reason, *names)
 
 
 # --- what these operations read on a converged host ---------------------------------------------
 
 
 def survey_reads(config: Config) -> list[Read]:
-    """The installed packages (the kernels among them) and the running kernel."""
-    return [Read("packages", InstalledPackages), Read("kernel", RunningKernel)]
+    """The installed packages (the kernels among them), the running kernel, and what the
+    DKMS driver's install recorded (read on every host: one that went back to the inbox
+    driver plans its removal from it)."""
+    return [
+        Read("packages", InstalledPackages),
+        Read("kernel", RunningKernel),
+        Read(f"ledger {paths.DRIVER_LEDGER}", Ledger, {"path": paths.DRIVER_LEDGER}),
+    ]

@@ -14,7 +14,7 @@ from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.files import Directory, FileContents
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
@@ -24,18 +24,37 @@ if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
 
+def created_here(path: str, recorded: list[str]) -> bool:
+    """Whether a directory ledger (``venv``'s) says the deploy made the venv at ``path``:
+    it records the venv, or the directory it is in (what a deploy before the venv itself
+    was recorded left)."""
+    venv = path.rstrip("/")
+    return venv in recorded or paths.parent(venv) in recorded
+
+
 @operation()
-def venv(path: str, ledger: str | None = None, present: bool = True):
+def venv(path: str, ledger: str | None = None, present: bool = True, created_only: bool = False):
     """
     Create a Python virtual environment at ``path`` unless one exists; or remove it, and
     the parent directories creating it made.
 
     + path: directory of the venv
-    + ledger: file the parent directories this creates are appended to (deepest last);
-      with present=False, those are removed deepest first, each only if empty
+    + ledger: file the parent directories this creates, then the venv, are appended to
+      (deepest last); with present=False, those are removed deepest first, each only if empty
     + present: whether the venv should exist
+    + created_only: with present=False, remove the venv only when ``ledger`` says this
+      deploy created it (``created_here``); one that someone else made stays
     """
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
+    if not present and created_only:
+        if not exists:
+            host.noop(f"venv {path} is absent")
+            return
+        if not ledger or not created_here(path, read_fact(Ledger, path=ledger)):
+            host.noop(f"venv {path} was not created by rocm-fleet: it stays")
+            return
+        yield script("venv-remove", path, ledger)
+        return
     if present:
         if exists:
             host.noop(f"venv {path} exists")
@@ -46,9 +65,11 @@ def venv(path: str, ledger: str | None = None, present: bool = True):
             yield StringCommand("python3", "-m", "venv", QuoteString(path))
         return
     recorded = (host.get_fact(FileContents, path=ledger) if ledger else None) or []
+    # The venv itself is recorded too (deepest): rm -rf takes it.
+    entries = [line.strip() for line in recorded if line.strip() != path.rstrip("/")]
     parents = [
         d
-        for d in reversed([line.strip() for line in recorded])
+        for d in reversed(list(dict.fromkeys(entries)))
         if d.startswith("/") and host.get_fact(Directory, path=d)
     ]
     if not exists and not host.get_fact(Directory, path=path) and not parents:
@@ -238,12 +259,15 @@ def cuda_wheels_absent(venv_path: str):
 
 
 def survey_reads(config: Config) -> list[Read]:
-    """Whether the venv exists and what it holds."""
+    """Whether the venv exists and what it holds, and the directories the deploy created
+    (with ``pytorch_install: false``, a venv that exists stays unless it made it)."""
     venv = config.pytorch_venv
     marker = paths.venv_marker(venv)
     pull_marker = paths.venv_marker(paths.PULL_VENV)
+    ledger = paths.DIRECTORY_LEDGER
     return [
         Read(f"file {marker}", FileDigest, {"path": marker}),
         Read(f"file {pull_marker}", FileDigest, {"path": pull_marker}),
         Read("venv", VenvDistributions, {"venv": venv}),
+        Read(f"ledger {ledger}", Ledger, {"path": ledger}),
     ]
