@@ -138,4 +138,24 @@ def register(site: Path) -> Path:
         "sim = simconnector:SimulatedConnector\n"
         "simrec = simconnector:RecordingConnector\n"
     )
+    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     return site
+
+
+# pyinfra 3.10 reads every installed distribution's entry points again for each host whose
+# name names a connector (``@sim/...``: pyinfra/api/inventory.py, make_hosts_and_groups,
+# ``connector_name not in get_all_connectors()``), ~2 ms a host in a venv of 50
+# distributions, twice per run; a plain SSH host name never pays it. So that a simulated
+# host costs the controller what an SSH host does, the bench's processes read the entry
+# points once (Python imports sitecustomize from PYTHONPATH at start). The fix upstream is
+# the same: docs/pyinfra-proposals.md, "Read the connectors once per inventory".
+SITECUSTOMIZE = """\
+import functools
+
+import pyinfra.api.connectors
+import pyinfra.api.inventory
+
+cached = functools.cache(pyinfra.api.connectors.get_all_connectors)
+pyinfra.api.connectors.get_all_connectors = cached
+pyinfra.api.inventory.get_all_connectors = cached  # imported by name there
+"""
