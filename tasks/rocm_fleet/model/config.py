@@ -163,8 +163,7 @@ def load_config(
         near = _near_miss(key)
         if near:
             raise ConfigError(
-                f"{host_name}: unknown inventory key {key!r}{where(key)}: "
-                f"did you mean {near!r}?",
+                f"{host_name}: unknown inventory key {key!r}{where(key)}: did you mean {near!r}?",
                 key,
             )
 
