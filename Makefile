@@ -9,7 +9,7 @@ LAB_PACKAGES := debootstrap apt-utils gnupg dpkg-dev iproute2 openssh-client zst
 LINT_PACKAGES := shellcheck
 # Every shell file: the operations' scripts and the login profile are POSIX sh (they run
 # under the hosts' /bin/sh), .ci/run is bash (its shebang says so).
-SH_FILES := files/scripts/*.sh files/rocm-profile.sh
+SH_FILES := files/scripts/*.sh files/*.sh
 BASH_FILES := .ci/run
 
 # $(call apt_install,PACKAGES): install those of PACKAGES that are missing (root only then).
