@@ -70,16 +70,29 @@ def _handler(served: Served) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def serve(root: Path) -> Iterator[Served]:
-    """Serve ``root`` on a free loopback port until the block ends."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
-    served = Served(root, server.server_address[1])
-    server.RequestHandlerClass = _handler(served)
+def running(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """``handler`` served on a free loopback port, in a thread, until the block ends (the one
+    server every loopback test of the unit suite runs)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield served
+        yield server
     finally:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+def url_of(server: ThreadingHTTPServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+@contextlib.contextmanager
+def serve(root: Path) -> Iterator[Served]:
+    """Serve ``root`` on a free loopback port until the block ends."""
+    with running(BaseHTTPRequestHandler) as server:
+        served = Served(root, server.server_address[1])
+        server.RequestHandlerClass = _handler(served)
+        yield served

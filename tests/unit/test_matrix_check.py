@@ -10,7 +10,6 @@ import http.server
 import io
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -22,6 +21,7 @@ from rocm_fleet.model import matrix
 from rocm_fleet.offline.download import Progress
 from rocm_fleet.offline.openpgp import primary_fingerprints
 from unit.gpgkeys import Gpg
+from unit.loopback import running, url_of
 
 pytestmark = pytest.mark.skipif(not shutil.which("gpg"), reason="needs gpg to make test keys")
 
@@ -148,14 +148,8 @@ def upstream(tmp_path, gpg):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, directory=str(root), **kwargs)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Served)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield root, url, Served
-    server.shutdown()
-    server.server_close()
-    thread.join()
+    with running(Served) as server:
+        yield root, url_of(server), Served
 
 
 def run_check(capsys, url: str, gpg: Gpg, *more: str) -> tuple[int, str, str]:

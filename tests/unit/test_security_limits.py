@@ -7,14 +7,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 import requests
 
 from rocm_fleet.offline.download import DownloadError, Fetcher, NoDowngradeSession, Progress
+from unit.loopback import running, url_of
 
 
 def quiet() -> Progress:
@@ -69,16 +69,8 @@ class Hostile(BaseHTTPRequestHandler):
 
 @contextlib.contextmanager
 def hostile():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with running(Hostile) as server:
+        yield url_of(server)
 
 
 def test_a_file_longer_than_its_signed_size_is_cut_off_at_size_plus_one(tmp_path):

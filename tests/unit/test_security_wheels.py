@@ -15,7 +15,6 @@ import http.server
 import re
 import subprocess
 import sys
-import threading
 
 import pytest
 
@@ -24,6 +23,7 @@ from rocm_fleet.model.sources import HostNeeds
 from rocm_fleet.offline.bundle import Plan, locked_requirements, make_bundle
 from rocm_fleet.offline.download import Fetcher
 from rocm_fleet.operations import python
+from unit.loopback import running, url_of
 from unit.opcases import run_op
 from unit.test_bundle import Quiet, needs_of, signer, upstream, wheel  # noqa: F401
 
@@ -77,15 +77,8 @@ def mirror_of(root):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with running(Handler) as server:
+        yield url_of(server)
 
 
 def _pip_install(lock: list[str], index: str, target) -> subprocess.CompletedProcess:
