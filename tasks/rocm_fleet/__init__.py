@@ -22,7 +22,9 @@ The package is in layers; each imports only the layers listed before it (a unit 
     speedups (``planning``), the survey (``survey``) and the fact cache it fills
     (``factcache``), refusing a host (``refuse``), planning hosts and reading the plan for
     the audit (``plan``), a connection across a reboot (``connection``), the one fleet
-    model of each inventory (``fleet``).
+    model of each inventory (``fleet``), loading an inventory as pyinfra's CLI does
+    (``inventory``) and where its keys were set (``origin``), pyinfra's context and gevent
+    for the commands (``context``).
     ``tests/unit/test_pyinfra_door.py`` keeps the rest out.
 ``operations``
     pyinfra operations: one resource each, idempotent, honest in ``--dry``.

@@ -4,7 +4,8 @@ public API (read from the source, nothing imported).
 Outside ``engine/`` a module may not read or write a private attribute (``x._name``: on a
 pyinfra object that is an internal; on one of rocm-fleet's own, another module's business),
 name one of the pyinfra internals rocm-fleet has needed (``INTERNALS``), or import a pyinfra
-module that is not meant for callers (``INTERNAL_MODULES``). A new need goes into an engine
+module that is not meant for callers (``INTERNAL_MODULES``: pyinfra's context variables and
+its CLI among them). A new need goes into an engine
 module behind a named function, where ``make pyinfra-next`` and the version check guard it.
 """
 
@@ -32,13 +33,22 @@ INTERNALS = {
     "all_global_arguments",
     "PYINFRA_INSTALL_DIR",
 }
-#: pyinfra modules of helpers for pyinfra's own code, not for its callers
+#: pyinfra modules of helpers for pyinfra's own code, not for its callers: ``pyinfra.context``
+#: is what pyinfra's ``host``/``state`` proxies read (its callers use those, from ``pyinfra``),
+#: and ``pyinfra_cli`` is pyinfra's command line (its loader; importing it patches gevent)
 INTERNAL_MODULES = (
     "pyinfra.api.util",
     "pyinfra.api.arguments",
     "pyinfra.api.operations",
     "pyinfra.connectors.util",
+    "pyinfra.context",
+    "pyinfra_cli",
 )
+
+
+def internal_module(name: str) -> bool:
+    """Whether the dotted ``name`` is one of ``INTERNAL_MODULES`` or in one."""
+    return any(name == module or name.startswith(f"{module}.") for module in INTERNAL_MODULES)
 
 
 #: named tuples' public API (collections.namedtuple: its methods start with "_" so as not to
@@ -64,12 +74,12 @@ def touches(source: str) -> list[tuple[int, str]]:
             found += [
                 (node.lineno, f"internal module {alias.name}")
                 for alias in node.names
-                if alias.name.startswith(INTERNAL_MODULES)
+                if internal_module(alias.name)
             ]
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pyinfra"):
             for alias in node.names:
                 full = f"{node.module}.{alias.name}"
-                if full.startswith(INTERNAL_MODULES):
+                if internal_module(full):
                     found.append((node.lineno, f"internal module {full}"))
                 elif alias.name in INTERNALS:
                     found.append((node.lineno, f"pyinfra internal {full}"))
@@ -99,15 +109,25 @@ host.state.fail_hosts({host})
 pyinfra.is_cli = True
 count = len(state.ops[host])
 self._mine = 1
+import pyinfra_cli
+from pyinfra_cli.inventory import make_inventory
+from pyinfra.context import ctx_host
+from pyinfra import context
+from pyinfra import host, state
+from pyinfra.api import Config, State
+import pyinfra.contextual
 """
     found = touches(source)
-    assert [line for line, _ in found] == [2, 3, 4, 5, 5, 6, 7, 8]
+    assert [line for line, _ in found] == [2, 3, 4, 5, 5, 6, 7, 8, 10, 11, 12, 13]
     whats = " ".join(what for _, what in found)
     for expected in ("internal module pyinfra.api.util",
                      "internal module pyinfra.api.arguments.pop_global_arguments",
                      "private attribute data.operation_meta._maybe_is_change",
                      "pyinfra internal host.state.fail_hosts", "pyinfra internal pyinfra.is_cli",
-                     "pyinfra internal state.ops"):  # fmt: skip
+                     "pyinfra internal state.ops", "internal module pyinfra_cli",
+                     "internal module pyinfra_cli.inventory.make_inventory",
+                     "internal module pyinfra.context.ctx_host",
+                     "internal module pyinfra.context"):  # fmt: skip
         assert expected in whats, expected
 
 
@@ -116,3 +136,4 @@ def test_the_engine_is_where_they_are():
     found = {m: touches(p.read_text()) for m, p in engine.items()}
     assert found["rocm_fleet.engine.refuse"] and found["rocm_fleet.engine.plan"]
     assert found["rocm_fleet.engine.planning"] and found["rocm_fleet.engine.factcache"]
+    assert found["rocm_fleet.engine.inventory"] and found["rocm_fleet.engine.context"]

@@ -463,7 +463,9 @@ def add_parser(commands: Any) -> None:
 def run(args: Any) -> int:
     # gevent's monkey-patching, exactly as pyinfra's own CLI gets it on import, so the
     # connections run in parallel.
-    import pyinfra_cli  # noqa: F401
+    from rocm_fleet.engine.context import patch_as_cli
+
+    patch_as_cli()
 
     from rocm_fleet.cli import metrics
     from rocm_fleet.cli.inventory import parse_data

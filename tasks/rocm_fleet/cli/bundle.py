@@ -62,16 +62,13 @@ def add_parser(commands: Any) -> None:
 def host_distros(state: Any, hosts: list[Any]) -> dict[str, str | None]:
     """Each host's os-release ID and VERSION_ID (``"debian 12"``), read over SSH in
     parallel; None for a host that can't be read."""
-    import gevent
-    from pyinfra.context import ctx_host, ctx_state
-
+    from rocm_fleet.engine.context import on_each_host
     from rocm_fleet.facts.system import DistroRelease
 
     def read(host: Any) -> str | None:
         try:
             host.connect(show_errors=False, raise_exceptions=True)
-            with ctx_host.use(host):
-                found = host.get_fact(DistroRelease, _ignore_errors=True) or {}
+            found = host.get_fact(DistroRelease, _ignore_errors=True) or {}
         except Exception:  # unreachable: the caller names it and asks for --distro
             return None
         finally:
@@ -81,12 +78,10 @@ def host_distros(state: Any, hosts: list[Any]) -> dict[str, str | None]:
             return None
         return f"{found['id']} {found.get('version_id') or ''}".strip()
 
-    with ctx_state.use(state):
-        greenlets = [state.pool.spawn(read, host) for host in hosts]
-        gevent.joinall(greenlets)
+    read_all = on_each_host(state, hosts, read)
     return {
-        host.name: (greenlet.value if greenlet.successful() else None)
-        for host, greenlet in zip(hosts, greenlets, strict=True)
+        host.name: (None if isinstance(found, BaseException) else found)
+        for host, found in zip(hosts, read_all, strict=True)
     }
 
 
@@ -155,7 +150,9 @@ def _row(key: str, config: Any) -> matrix.Distro | None:
 
 
 def run(args: Any) -> int:
-    import pyinfra_cli  # noqa: F401  (gevent's monkey-patching, as pyinfra's CLI has it)
+    from rocm_fleet.engine.context import patch_as_cli
+
+    patch_as_cli()  # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
 
     from rocm_fleet.offline.bundle import BundleError, make_bundle
     from rocm_fleet.offline.download import Fetcher, human

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Sequence
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
+
+from rocm_fleet.engine import inventory as engine_inventory
 
 
 class UsageError(Exception):
@@ -22,32 +23,22 @@ def load_inventory(
     check_for_changes: bool,
     override_data: dict[str, Any] | None = None,
 ) -> tuple[Any, list[Any]]:
-    """(pyinfra State, the chosen hosts) for an inventory file, host list or module, with
-    the state current (``ctx_state``) as pyinfra's CLI has it while the inventory runs;
-    ``override_data`` wins over every host's data (pyinfra's ``--data``)."""
-    from pyinfra.api import Config as PyinfraConfig
-    from pyinfra.api import State
-    from pyinfra.context import ctx_inventory, ctx_state
-    from pyinfra_cli.exceptions import CliError
-    from pyinfra_cli.inventory import make_inventory
-
+    """(pyinfra State, the chosen hosts) for an inventory file, host list or module, loaded
+    as pyinfra's CLI loads it (``engine.inventory``), with the state current as pyinfra's
+    CLI has it while the inventory runs; ``override_data`` wins over every host's data
+    (pyinfra's ``--data``)."""
     looks_like_file = inventory_path.endswith(".py") or os.sep in inventory_path
     if looks_like_file and not Path(inventory_path).is_file():
         raise UsageError(f"inventory file {inventory_path} does not exist")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.append(cwd)  # like pyinfra's CLI: group_data/ and local modules
-    state = State(check_for_changes=check_for_changes)
-    state.cwd = cwd
-    ctx_state.set(state)
     try:
-        inventory = make_inventory(inventory_path, override_data=override_data, cwd=cwd)
+        state, inventory = engine_inventory.load(
+            inventory_path, check_for_changes=check_for_changes, override_data=override_data
+        )
     except SyntaxError as exc:
         where = f"{exc.filename}:{exc.lineno}" if exc.filename else inventory_path
         raise UsageError(f"{where}: {exc.msg}") from None
-    except (CliError, Exception) as exc:  # inventory code may raise anything
+    except Exception as exc:  # pyinfra's CliError, or anything the inventory's code raises
         raise UsageError(f"could not load inventory {inventory_path}: {exc}") from None
-    ctx_inventory.set(inventory)
     hosts = list(inventory)
     if not hosts:
         raise UsageError(f"inventory {inventory_path} has no hosts")
@@ -62,7 +53,7 @@ def load_inventory(
                 raise UsageError(f"--limit {pattern} matches no host or group of {inventory_path}")
             chosen += matched
         hosts = [h for h in hosts if h in chosen]
-    state.init(inventory, PyinfraConfig(), initial_limit=hosts)
+    engine_inventory.start(state, inventory, hosts)
     return state, hosts
 
 

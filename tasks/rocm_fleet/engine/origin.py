@@ -17,11 +17,20 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from rocm_fleet.engine.inventory import loaded_from
+
 
 def _inventory_file(host: Any) -> Path | None:
-    """The inventory file the CLI loaded: pyinfra keeps no record of it, but every host is
-    in a group named after its stem (inventories/lab.py: "lab"), and it is on the command
-    line."""
+    """The inventory file ``host`` came from. rocm-fleet's own commands load it themselves
+    and keep it (``engine.inventory.loaded_from``). pyinfra's CLI keeps no record of it:
+    in pyinfra 3.10 ``pyinfra_cli.inventory.make_inventory`` gets the argument and neither
+    the ``Inventory`` it makes nor the ``State`` keeps it (only ``State.cwd``), and there is
+    no hook to see it on the way. What its CLI does leave: every host of an inventory file
+    is in a group named after the file's stem (inventories/lab.py: "lab"), and the file is
+    on the command line, so that is where this looks."""
+    loaded = loaded_from(host.inventory)
+    if loaded is not None:
+        return loaded
     for arg in sys.argv[1:]:
         path = Path(arg)
         if path.suffix == ".py" and path.stem in host.groups and path.is_file():
