@@ -3,11 +3,13 @@
 Each case writes an inventory with one mistake, runs the deploy against two lab hosts and
 checks the message (host, key, value, what is valid). Every file of both roots is hashed
 (content, mode, owner, link target) before the first case and after the last one: not a
-byte may differ. An unsupported distro is a per-host preflight refusal, checked the same way.
+byte may differ. An unsupported distro is a per-host preflight refusal, checked the same way
+(on a bad1 that says Debian 11 for that test only, so the tests pass in any order).
 """
 
 from __future__ import annotations
 
+import os
 import runpy
 from pathlib import Path
 
@@ -111,8 +113,12 @@ def test_bad_input_is_refused_before_any_change(lab, tmp_path):
         assert differences(before[name], after[name]) == [], name
 
 
-def test_unsupported_distro_is_refused_per_host_unchanged(lab):
+@pytest.fixture
+def bad1_on_debian_11(lab):
+    """bad1's /etc/os-release saying Debian 11 for one test, then its own again: the other
+    tests (in any order) see the real bad1."""
     os_release = lab.root("bad1") / "etc/os-release"
+    link = os.readlink(os_release) if os_release.is_symlink() else None
     real = os_release.read_text()
     os_release.unlink()  # a symlink to ../usr/lib/os-release in Debian
     os_release.write_text(
@@ -120,6 +126,15 @@ def test_unsupported_distro_is_refused_per_host_unchanged(lab):
         .replace("bookworm", "bullseye")
         .replace('VERSION="12', 'VERSION="11')
     )
+    yield
+    os_release.unlink()
+    if link is None:
+        os_release.write_text(real)
+    else:
+        os_release.symlink_to(link)
+
+
+def test_unsupported_distro_is_refused_per_host_unchanged(lab, bad1_on_debian_11):
     before = root_hashes(lab.root("bad1"))
     result = deploy(lab, limit="bad1")
     assert result.returncode != 0

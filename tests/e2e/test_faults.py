@@ -1,9 +1,12 @@
 """End to end: runs that meet faults end with each host converged or failed with a reason.
 
 On one lab: a replaced signing key, an unreachable host, the ROCm mirror stopping in the
-middle of an install, dpkg killed in the middle of a release upgrade, and the PyTorch index
-down while torch is being changed. A test that starts from an installed host asks for it
-(``installed``): in file order an earlier test has left it so; run alone, a deploy does.
+middle of an install, the PyTorch index down while torch is being changed, and dpkg killed
+in the middle of a release upgrade. Each test sets up the hosts it needs, so the tests pass
+in any order and alone. A test that starts from an installed host asks for it
+(``installed``): in file order an earlier test has left it so; otherwise a deploy does. A
+test that needs a host rocm-fleet has never touched has one of its own (``fkey``, ``f2``),
+which no other test deploys, and checks it is untouched (``untouched``).
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ pytestmark = pytest.mark.e2e
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
 HOSTS = [
+    HostSpec("fkey", data=dict(DATA)),  # only the replaced key's test: never gets a key
     HostSpec("f1", data=dict(DATA)),
-    HostSpec("f2", data=dict(DATA)),
+    HostSpec("f2", data=dict(DATA)),  # only the mirror's test: its install is the one cut
     HostSpec("gone", data=dict(DATA), sshd=False),
 ]
 SOURCE = "etc/apt/sources.list.d/rocm.list"
@@ -74,6 +78,14 @@ def is_installed(lab, name: str) -> bool:
     return check.returncode == 0 and ".60403-" in check.stdout
 
 
+def untouched(lab, name: str) -> None:
+    """Assert that rocm-fleet has never deployed to ``name``: no ROCm source, key or state
+    (a test's own fresh host, which no other test may deploy)."""
+    root = lab.root(name)
+    left = [p for p in (SOURCE, KEYRING, "var/lib/rocm-fleet") if (root / p).exists()]
+    assert left == [], f"{name} is no fresh host: another test deployed to it ({left})"
+
+
 @pytest.fixture
 def installed(lab):
     """``installed(name)``: the host with 6.4.3 and its torch, deployed if it isn't."""
@@ -102,17 +114,18 @@ def other_key() -> str:
 
 def test_a_replaced_signing_key_is_refused_with_nothing_written(lab):
     served = lab.workdir / "www/radeon/rocm/rocm.gpg.key"
+    untouched(lab, "fkey")
     genuine = served.read_text()
     served.write_text(other_key())
     try:
-        result = deploy(lab, "f1")
+        result = deploy(lab, "fkey")
     finally:
         served.write_text(genuine)
-    assert failed_hosts(result) == ["f1"], result.output[-3000:]
+    assert failed_hosts(result) == ["fkey"], result.output[-3000:]
     assert "refusing key from https://repo.radeon.com/rocm/rocm.gpg.key: fingerprint" in (
         result.output
     ), result.output[-3000:]
-    root = lab.root("f1")
+    root = lab.root("fkey")
     assert not (root / KEYRING).exists() and not (root / SOURCE).exists()
     assert not any(root.glob("etc/apt/keyrings/rocm.gpg*"))
 
@@ -126,7 +139,11 @@ def test_an_unreachable_host_is_named_and_the_rest_converge(lab):
     assert torch_of(lab, "f1").startswith("2.9.1+rocm6.4 ")
 
 
-def test_mirror_stopping_mid_install_fails_that_host_only(lab):
+def test_mirror_stopping_mid_install_fails_that_host_only(lab, installed):
+    # f1 converged, f2 installing: only f2's install meets the stopped mirror. (A fresh f1
+    # would be installing in step with f2 and meet it too.)
+    installed("f1")
+    untouched(lab, "f2")
     stamp = lab.root("f2") / "var/lib/rocm-fleet/apt-lists.stamp"
     # After the source, key and apt-get update: the package downloads meet a 503.
     watcher = when(stamp.exists, lambda: lab.server.set_down("repo.radeon.com", True, "503"))
@@ -144,52 +161,6 @@ def test_mirror_stopping_mid_install_fails_that_host_only(lab):
     assert torch_of(lab, "f2").startswith("2.9.1+rocm6.4 ")
 
 
-# Stands in for update-alternatives (the real one moved aside) while the ROCm 7.2.1
-# rocm-core postinst runs: records its pid and hangs, so the test can kill dpkg right there.
-HANG = """#!/bin/sh
-case "$*" in
-    *"--install /opt/rocm rocm /opt/rocm-7.2.1"*) echo $$ > /tmp/rflab-hang; exec sleep 600 ;;
-esac
-exec /usr/bin/update-alternatives.real "$@"
-"""
-
-
-def test_dpkg_killed_mid_upgrade_is_repaired_by_the_next_run(lab, installed):
-    installed("f2")  # the upgrade's postinst is what gets killed
-    root = lab.root("f2")
-    tool = root / "usr/bin/update-alternatives"
-    tool.rename(root / "usr/bin/update-alternatives.real")
-    tool.write_text(HANG)
-    tool.chmod(0o755)
-    marker = root / "tmp/rflab-hang"
-
-    def kill_dpkg() -> None:
-        time.sleep(0.2)
-        lab.ssh("f2", f"kill -9 $(pidof dpkg); kill -9 {shlex.quote(marker.read_text().strip())}")
-
-    watcher = when(lambda: marker.exists() and marker.read_text().strip(), kill_dpkg)
-    try:
-        result = deploy(lab, "f2", "rocm_version=7.2.1")
-    finally:
-        watcher.join(1)
-        (root / "usr/bin/update-alternatives.real").replace(tool)
-        marker.unlink(missing_ok=True)
-    assert failed_hosts(result) == ["f2"], result.output[-3000:]
-    assert "signal 9" in result.output or "dpkg" in result.output, result.output[-3000:]
-    left = sh(lab, "f2", "dpkg-query -W -f='${Status} ${Package}\\n' | grep -v ' installed '")
-    assert left.strip(), "dpkg was expected to be left mid-install"
-    print("left by the killed dpkg:", left.strip().replace("\n", "; "))
-
-    again = deploy(lab, "f2", "rocm_version=7.2.1")
-    assert failed_hosts(again) == [], again.output[-3000:]
-    assert "ROCm apt repository | Finish an interrupted dpkg run" in changed(again)
-    assert sh(lab, "f2", "dpkg --audit").strip() == ""
-    versions = sh(lab, "f2", "dpkg-query -W -f='${Version}\\n' rocm-core rocminfo hsa-rocr")
-    assert all(".70201-" in v for v in versions.split()), versions
-    assert torch_of(lab, "f2").startswith("2.14.1+rocm7.2 ")  # the newest on rocm7.2
-    assert changed(deploy(lab, "f2", "rocm_version=7.2.1")) == {}
-
-
 def test_pytorch_index_down_leaves_the_working_torch_in_place(lab, installed):
     installed("f1")
     before = torch_of(lab, "f1")
@@ -202,3 +173,49 @@ def test_pytorch_index_down_leaves_the_working_torch_in_place(lab, installed):
     assert "Install the torch wheels" in result.output
     assert torch_of(lab, "f1") == before  # still importable, still the ROCm build
     assert Path(lab.root("f1") / "opt/rocm-fleet/venv/bin/python").exists()
+
+
+# Stands in for update-alternatives (the real one moved aside) while the ROCm 7.2.1
+# rocm-core postinst runs: records its pid and hangs, so the test can kill dpkg right there.
+HANG = """#!/bin/sh
+case "$*" in
+    *"--install /opt/rocm rocm /opt/rocm-7.2.1"*) echo $$ > /tmp/rflab-hang; exec sleep 600 ;;
+esac
+exec /usr/bin/update-alternatives.real "$@"
+"""
+
+
+def test_dpkg_killed_mid_upgrade_is_repaired_by_the_next_run(lab, installed):
+    installed("f1")  # the upgrade's postinst is what gets killed
+    root = lab.root("f1")
+    tool = root / "usr/bin/update-alternatives"
+    tool.rename(root / "usr/bin/update-alternatives.real")
+    tool.write_text(HANG)
+    tool.chmod(0o755)
+    marker = root / "tmp/rflab-hang"
+
+    def kill_dpkg() -> None:
+        time.sleep(0.2)
+        lab.ssh("f1", f"kill -9 $(pidof dpkg); kill -9 {shlex.quote(marker.read_text().strip())}")
+
+    watcher = when(lambda: marker.exists() and marker.read_text().strip(), kill_dpkg)
+    try:
+        result = deploy(lab, "f1", "rocm_version=7.2.1")
+    finally:
+        watcher.join(1)
+        (root / "usr/bin/update-alternatives.real").replace(tool)
+        marker.unlink(missing_ok=True)
+    assert failed_hosts(result) == ["f1"], result.output[-3000:]
+    assert "signal 9" in result.output or "dpkg" in result.output, result.output[-3000:]
+    left = sh(lab, "f1", "dpkg-query -W -f='${Status} ${Package}\\n' | grep -v ' installed '")
+    assert left.strip(), "dpkg was expected to be left mid-install"
+    print("left by the killed dpkg:", left.strip().replace("\n", "; "))
+
+    again = deploy(lab, "f1", "rocm_version=7.2.1")
+    assert failed_hosts(again) == [], again.output[-3000:]
+    assert "ROCm apt repository | Finish an interrupted dpkg run" in changed(again)
+    assert sh(lab, "f1", "dpkg --audit").strip() == ""
+    versions = sh(lab, "f1", "dpkg-query -W -f='${Version}\\n' rocm-core rocminfo hsa-rocr")
+    assert all(".70201-" in v for v in versions.split()), versions
+    assert torch_of(lab, "f1").startswith("2.14.1+rocm7.2 ")  # the newest on rocm7.2
+    assert changed(deploy(lab, "f1", "rocm_version=7.2.1")) == {}
