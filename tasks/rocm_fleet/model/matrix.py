@@ -3,9 +3,9 @@
 Nothing else in rocm-fleet hard-codes a version, suite, URL or fingerprint: tasks read them
 from here. Each table cites where its rows come from; "fact sheet §N" is section N of
 docs/reference/rocm-facts.md (the project's research notes, committed with the code; every
-row there names the upstream document, file or index it was read from), "research A.n" the
-matrix research of 2026-11-30 (not in the repository; most such comments name the upstream
-source beside it). "(3p)" marks third-party evidence only (apt logs, install scripts);
+row there names the upstream document, file or index it was read from); other citations name
+the upstream file (at a commit), page, issue or pull request, "index id N" a stored copy of
+one public file version. "(3p)" marks third-party evidence only (apt logs, install scripts);
 everything else is AMD's or PyTorch's own text or code.
 
 Two streams of ROCm, which differ in every packaging detail and share nothing on a host:
@@ -66,8 +66,8 @@ class Distro:
 
 # repo.radeon.com suites: conf.py ``ubuntu_version_numbers`` / ``debian_version_numbers`` =
 # [('13','noble'), ('12','jammy')] (rocm-programming-guide 7.2.1 conf.py; fact sheet §3.2);
-# Ubuntu 26.04 is ``resolute`` (amdgpu-docs conf.py for 31.30.0, ``('26.04', 'resolute')``;
-# research A.6). Only the Core SDK and the amdgpu driver publish for 26.04 (research A.7).
+# Ubuntu 26.04 is ``resolute`` (ROCm/amdgpu-docs docs/conf.py for 31.30, index id 62471279056,
+# ``('26.04', 'resolute')``). Only the Core SDK (os-support.yaml) and amdgpu publish for 26.04.
 DISTROS: tuple[Distro, ...] = (
     Distro("ubuntu", "22.04", "jammy"),
     Distro("ubuntu", "24.04", "noble"),
@@ -239,8 +239,8 @@ CLASSIC_REPOSITORY = Repository(
 # https://repo.amd.com/rocm/packages-multi-arch/<dist> stable main" in
 # /etc/apt/sources.list.d/rocm.list, key .../packages-multi-arch/gpg/rocm.gpg (rocm-docs
 # docs/install/include/200-install.rst, 7.14.0 version: index id 59807416391; 7.14.1 @
-# 50600d8d; research A.1). TheRock RFC0012 keeps repo.amd.com/rocm/ "as-is for backward
-# compatibility" (research A.1): 7.14 stays there, 10.x moved.
+# 50600d8d). TheRock docs/rfcs/RFC0012-Repo-Structure.md (status Approved, @ fd3153e1) keeps
+# repo.amd.com/rocm/ "as-is for backward compatibility": 7.14 stays there, 10.x moved.
 MULTI_ARCH_REPOSITORY = Repository(
     "repo.amd.com",
     "https://repo.amd.com/rocm/packages-multi-arch",
@@ -252,7 +252,7 @@ MULTI_ARCH_REPOSITORY = Repository(
 # amdrocm-stable", "URIs: https://stable.repo.amd.com/rocm/core/packages/<dist>/", "Suites:
 # stable"), key https://stable.repo.amd.com/rocm/gpg/packages.gpg (rocm-docs 200-install.rst
 # @ 0c31064a, the 10.0.0 page). 10.1 keeps it: its release notes list no repository change
-# and AMD's 10.1 HPC-SDK page installs amdrocm-hpc10.1 "from the same repo" (research A.1).
+# and AMD's 10.1 HPC SDK page (hpc-sdk/install.rst) installs amdrocm-hpc10.1 "from the same repo".
 STABLE_REPOSITORY = Repository(
     "stable.repo.amd.com",
     "https://stable.repo.amd.com/rocm/core/packages",
@@ -349,7 +349,7 @@ class ClassicStream(Stream):
 
 
 # The per-target packages amdrocm<ver>-<gfx>: exact gfx targets, the same fifteen on the
-# 7.14.0, 7.14.1 and 10.0.0 install pages (rocm-docs 200-install.rst, research A.4) and in the
+# 7.14.0, 7.14.1 and 10.0.0 install pages (200-install.rst @ 03f04fe0, 50600d8d, 0c31064a) and the
 # 10.1 transition guide's table; family names (gfx110X-all) are for tarballs only.
 CORE_SDK_GFX_PACKAGES = (
     "gfx950", "gfx942", "gfx90a", "gfx908", "gfx1201", "gfx1200", "gfx1100", "gfx1101",
@@ -363,7 +363,7 @@ class CoreSdkStream(Stream):
 
     def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
         # "ROCm Base": amdrocm<ver> for every target, or amdrocm<ver>-<gfx> per target
-        # (200-install.rst; research A.4); <ver> is major.minor (packaging_utils.py).
+        # (200-install.rst @ 03f04fe0, 0c31064a); <ver> is major.minor (packaging_utils.py).
         ver = major_minor(release.version)
         targets = sorted(set(gfx_targets or []))
         if targets and all(gfx in CORE_SDK_GFX_PACKAGES for gfx in targets):
@@ -405,7 +405,7 @@ CLASSIC = ClassicStream(
     "classic",
     "ROCm (repo.radeon.com)",
     # Not printed in AMD's docs; seen in Debian apt's NO_PUBKEY/EXPKEYSIG errors quoted in
-    # ROCm issues and pinned by third-party install scripts (fact sheet §3.1, research C.5).
+    # ROCm issues #1538, #1762, #2362, #5232 and pinned by third-party scripts (fact sheet §3.1).
     # Overridable per inventory (``rocm_key_fingerprint``) for when AMD rotates the key.
     key_fingerprint="CA8BB4727A47B4D09B4EE8969386B48A1A693C5C",
     keyring=paths.ROCM_KEYRING,
@@ -425,9 +425,9 @@ CLASSIC = ClassicStream(
 
 
 # <dist> names ubuntu2204, ubuntu2404, ubuntu2604, debian12, debian13 on the 7.14.0, 7.14.1
-# and 10.0.0 install pages (research A.3), suite "stable" (also TheRock
+# and 10.0.0 install pages (200-install.rst @ 03f04fe0, 50600d8d, 0c31064a), suite "stable" (TheRock
 # build_repo_package.py: every stream "declares Suite: stable / Codename: stable").
-# Listing (rocm-docs docs/data/os-support.yaml @ 1d2ba3f7, research A.7): Ubuntu 26.04,
+# Listing (ROCm/rocm-docs docs/data/os-support.yaml @ 1d2ba3f7): Ubuntu 26.04,
 # 24.04.4 and 22.04.5 for Instinct, Radeon and (26.04, 24.04) Ryzen; Debian per Instinct
 # model: 13 for MI355X, MI350X, MI350P, MI325X, MI300X; 12 for MI355X, MI350X, MI325X,
 # MI300X, MI300A, MI250X, MI250; no Debian for MI210, MI100, any Radeon or Ryzen. Per target
@@ -452,7 +452,7 @@ CORE_SDK = CoreSdkStream(
     "ROCm Core SDK",
     # AMD's pinned primary-key fingerprint of its ROCm signing key, the same key for the
     # 7.14 and 10.x repositories: TheRock build_tools/packaging/linux/build_repo_package.py
-    # EXPECTED_KEY_FINGERPRINT (index ids 58601907636, 69478452527; PR #7269; research A.2).
+    # EXPECTED_KEY_FINGERPRINT (index ids 58601907636, 69478452527; ROCm/TheRock PR #7269).
     # Not printed on an AMD docs page; a different key from repo.radeon.com's.
     key_fingerprint="D0F004A0025A1145C7807FCD0701EAC4D5E02107",
     keyring=paths.AMDROCM_KEYRING,
@@ -495,7 +495,7 @@ PYTORCH_INDEX_FILE_HOSTS = ("files.pythonhosted.org",)
 class TorchBuild:
     torch: str
     torchvision: str
-    torchaudio: str | None  # torchaudio stopped at 2.11 (research B.4)
+    torchaudio: str | None  # torchaudio stopped at 2.11 (pytorch/pytorch.github.io PR #2074)
 
 
 # What each download.pytorch.org ROCm index carries, oldest first. Which index a torch
@@ -507,7 +507,7 @@ class TorchBuild:
 # ROCM_ARCHES = ["7.2", "7.14"], "7.1 is not built for 2.14"). torchvision pairs 0.(minor+15)
 # with torch 2.minor (PyPI release lists). torchaudio: "There is no new release of
 # torchaudio for now" (PyTorch's release manager, pytorch.github.io PR #2074, 2026-05): 2.11
-# is the last, so builds from torch 2.12 on carry none (research B.4). Patch versions are
+# is the last, so builds from torch 2.12 on carry none. Patch versions are
 # listed where wheels were seen; which ones (3p, installs from these very indexes) is said
 # per index.
 TORCH_INDEXES: dict[str, tuple[TorchBuild, ...]] = {
@@ -544,7 +544,7 @@ TORCH_INDEXES: dict[str, tuple[TorchBuild, ...]] = {
         TorchBuild("2.13.0", "0.28.0", None),
     ),
     # torch 2.11.0+rocm7.2 (fact sheet §7.1); RELEASE.md names ROCm 7.2 the stable ROCm of
-    # torch 2.11, 2.12 and 2.13 (research B.3), and 2.14 is built for 7.2 too (#8498). (3p)
+    # torch 2.11, 2.12 and 2.13 (pytorch/pytorch RELEASE.md); 2.14 is built for 7.2 (#8498). (3p)
     # wheels from whl/rocm7.2: 2.12.0/0.27.0 (ids 68834702254, 62291781436), 2.12.1/0.27.1
     # (id 70553167843), 2.13.0/0.28.0 (id 59822753397), 2.14.0/0.29.0 (id 68869273089),
     # 2.14.1/0.29.1 (ids 71022447151, 71242771102).
@@ -556,7 +556,7 @@ TORCH_INDEXES: dict[str, tuple[TorchBuild, ...]] = {
         TorchBuild("2.14.0", "0.29.0", None),
         TorchBuild("2.14.1", "0.29.1", None),
     ),
-    # ROCm 7.14 is the stable ROCm of torch 2.14 (RELEASE.md, research B.3; #8498). (3p)
+    # ROCm 7.14 is the stable ROCm of torch 2.14 (pytorch/pytorch RELEASE.md; #8498). (3p)
     # 2.14.0/0.29.0+rocm7.14 (id 70425944467), 2.14.1/0.29.1+rocm7.14 from whl/rocm7.14 (ids
     # 70142933718, 70373962142).
     "rocm7.14": (TorchBuild("2.14.0", "0.29.0", None), TorchBuild("2.14.1", "0.29.1", None)),
@@ -568,7 +568,7 @@ TORCH_INDEXES: dict[str, tuple[TorchBuild, ...]] = {
 # (pytorch/pytorch issue #191688, the RFC moving ROCm wheels to pip-installed ROCm, closed
 # 2026-08-24); pip's resolution as a PyTorch maintainer logged it: "Collecting
 # rocm-sdk-device-gfx1011==7.14.0 (from rocm[device-all,libraries]==7.14.*->torch)"
-# (pytorch/pytorch issue #193979; research B.1). (3p) a 2.14.1+rocm7.14 venv holds
+# (pytorch/pytorch issue #193979). (3p) a 2.14.1+rocm7.14 venv holds
 # rocm==7.14.0.post1, rocm-sdk-core, rocm-sdk-libraries, rocm-sdk-device-gfx1100 (id
 # 70373962142).
 TORCH_RUNTIME: dict[str, str] = {"rocm7.14": "rocm[device-all,libraries]==7.14.*"}
@@ -627,8 +627,8 @@ class Release:
 
     @property
     def rocminfo(self) -> str:
-        """The release's own rocminfo (the classic rocminfo package and the Core SDK's
-        amdrocm-base both install <root>/bin/rocminfo; fact sheet §3.5, research A.5)."""
+        """The release's own rocminfo, <root>/bin/rocminfo: the classic rocminfo package's (fact
+        sheet §3.5), amdrocm-base's (TheRock build_tools/packaging/linux/package.json)."""
         return f"{self.root}/bin/rocminfo"
 
     def publication(self, row: Distro) -> Publication | None:
@@ -658,10 +658,10 @@ def _classic(version: str, torch_index: str, driver: str | None = None) -> Relea
 
 
 # No download.pytorch.org index serves the Core SDK 10.x: (3p) `curl
-# https://download.pytorch.org/whl/rocm10.1/torch/` answers 403 (index id 70539249324);
-# PyTorch's nightly matrix moved to 7.14/10.0 on 2026-08-28 (pytorch/test-infra #8670), no
-# release wheels were found. AMD's own 10.x wheels (torch 2.13.0+rocm10.0.0, on
-# stable.repo.amd.com/rocm/whl-next/, research B.2) are a different index family.
+# https://download.pytorch.org/whl/rocm10.1/torch/` answers 403 (index id 70539249324); PyTorch's
+# nightly matrix moved to 7.14/10.0 on 2026-08-28 (pytorch/test-infra #8670), no release wheels were
+# found. AMD's own 10.x wheels ((3p) torch 2.13.0+rocm10.0.0, ids 68331910948, 70906695297) on
+# stable.repo.amd.com/rocm/whl-next/ (TheRock setup_venv.py) are another index family.
 NO_TORCH_10 = (
     "download.pytorch.org publishes no index for ROCm 10.x (whl/rocm10.1 answers 403); AMD's "
     "own wheels on stable.repo.amd.com/rocm/whl-next/ are not supported by rocm-fleet"
@@ -677,8 +677,8 @@ def _core(
 
 # Classic releases: docs/release/versions.md (ROCm 7.2.0 docs) plus 6.4.4 and 7.2.1-7.2.4
 # from the ROCm/rocminfo releases page (fact sheet §1.1) and AMD's release-history table
-# rocm-docs docs/release/versions.rst @ 9bcf25db ("7.2.4 - May 29, 2026", ...; research
-# A.0). Radeon point releases, absent from that table (research C.2):
+# ROCm/rocm-docs docs/release/versions.rst @ 9bcf25db ("7.2.4 - May 29, 2026", ...).
+# Radeon point releases, absent from that table (each with its sources):
 #   6.1.3: AMD's docs point Radeon users at docs-6.1.3 (ROCm/ROCm commit 4302900e, "point
 #     at R6.1.3"); (3p) rocm/apt/6.1.3 jammy and amdgpu/6.1.3 in apt lines.
 #   6.2.3: AMD's JAX compatibility table links "https://repo.radeon.com/rocm/apt/6.2.3/";
@@ -693,7 +693,7 @@ def _core(
 # rocm6.2.4), fact sheet §7.1. amdgpu driver per 7.x release, repository folder
 # amdgpu/<version>/ubuntu where AMD's docs drop a trailing ".0" (``amdgpu_url_version``):
 #   7.0.x: ROCm/amdgpu-docs branches 7-0-release-updates (amdgpu_url_version = '30.10'),
-#     7.0.1-release-updates ('30.10.1'), 7.0.2-release-update ('30.10.2') (research C.1).
+#     7.0.1-release-updates ('30.10.1'), 7.0.2-release-update ('30.10.2') (docs/conf.py).
 #   7.1.0: 30.20 (the same rule; (3p) "Hit: https://repo.radeon.com/amdgpu/30.20/ubuntu
 #     noble InRelease" beside rocm/apt/7.1, ids 11168654324, 56937738415). 7.1.1: 30.20.1
 #     (AMD's driver list docs/data/driver-firmware-support.yaml).
@@ -739,9 +739,9 @@ RELEASES: tuple[Release, ...] = (
     _classic("7.2.4", "rocm7.2", "30.30.4"),
     # ROCm Core SDK: 7.14.0 (2026-07-15, "the first production release"), 10.0.0
     # (2026-08-26), 7.14.1 (2026-09-02), 10.1.0 (2026-10-05, "the latest production
-    # release"): versions.rst @ 9bcf25db and the 10.1 transition guide (research A.0). No
-    # 10.2.0 is listed there. Drivers (amdgpu-install links of the install pages, research
-    # A.6): the driver a release shipped with, from its own page: 31.40 for 7.14.0 (the
+    # release"): versions.rst @ 9bcf25db and the 10.1 transition guide (rocm-docs
+    # docs/about/transition-guide-TheRock.md). No 10.2.0 is listed there. Drivers: the one a
+    # release shipped with, from its own page's amdgpu-install links: 31.40 for 7.14.0 (the
     # 7.14.0 page, legacy-rocm-build 200-install.rst @ 03f04fe0: amdgpu-install/31.40/ and
     # amdgpu-docs docs-31.40.0, folder without the trailing .0), 31.40.1 for 7.14.1, 31.50 for
     # 10.0.0 (rocm-docs 200-install.rst @ 0c31064a: amdgpu-install/31.50/, docs-31.50.0);
@@ -836,9 +836,9 @@ MIN_KERNEL: dict[str, str] = {
 # dri-devel "[git pull] drm next for 6.11-rc1", fact sheet §13.1; not re-read in the
 # 2026-11-30 review). The matrix keeps 6.12: the cards themselves (RX 9070/9060, 2025) were
 # first seen working on a 6.12.y kernel (github.com/geerlingguy/raspberry-pi-pcie-devices
-# issue #741, 2025-06), AMD names no inbox minimum for them (only "the inbox kernel driver
-# included with Ubuntu 26.04 / 24.04.4" for Ryzen APUs, research C.4), and 6.12 is what
-# Debian 13 and bookworm-backports carry, so it costs nothing on the distros listed.
+# issue #741, 2025-06), AMD names no inbox minimum for them (only "the inbox kernel driver included
+# with Ubuntu 26.04 / 24.04.4" for Ryzen APUs: the 10.0.0 install page, index id 69869114788), and
+# 6.12 is what Debian 13 and bookworm-backports carry, so it costs nothing on the distros listed.
 INBOX_MIN_KERNEL: dict[str, str] = {
     "gfx1100": "6.0",
     "gfx1101": "6.0",
@@ -880,9 +880,9 @@ NEWER_KERNELS: dict[str, NewerKernel] = {
 # AMD's kernel driver repository (fact sheet §3.2): up to 6.4 amdgpu/<ROCm apt path>/ubuntu,
 # from 7.0 amdgpu/<driver version>/ubuntu with the driver version in Release.amdgpu_driver
 # (fact sheet §2.4), the distro's repo.radeon.com suite, signed by repo.radeon.com's key
-# (amdgpu-docs Ubuntu template "signed-by=/etc/apt/keyrings/rocm.gpg ...
-# amdgpu/|amdgpu_url_version|/ubuntu {{ os_release }} main", research A.6): the classic
-# stream's key, also under the Core SDK.
+# (ROCm/amdgpu-docs docs/install/detailed-install/package-manager/package-manager-ubuntu.rst
+# @ 67902e2, "signed-by=/etc/apt/keyrings/rocm.gpg ... amdgpu/|amdgpu_url_version|/ubuntu
+# {{ os_release }} main"): the classic stream's key, also under the Core SDK.
 AMDGPU_APT_BASE_URL = "https://repo.radeon.com/amdgpu"
 AMDGPU_KEY_URL = CLASSIC_REPOSITORY.key_url
 AMDGPU_KEY_FINGERPRINT = CLASSIC.key_fingerprint
