@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rocm_fleet.cli.matrix import LAB_TESTED, release_table, table_rows
+from rocm_fleet.cli.matrix import LAB_TESTED, matrix_json, release_table, table_rows
 from rocm_fleet.model.config import load_config, settings_table
 from rocm_fleet.model.matrix import RELEASES
 from rocm_fleet.model.settings import RENAMED, SETTINGS
@@ -47,6 +47,9 @@ def test_the_source_column_says_where_each_row_comes_from():
     assert sources["6.1.3"].startswith("recorded observation;")  # not in AMD's table
     assert "distros: AMD's os-support.yaml" in sources["10.1.0"]
     assert sources["10.1.0"].endswith("torch: PyTorch's matrix (none)")
+    # --json carries the same, with an override's citation
+    (row,) = [r for r in matrix_json()["releases"] if r["version"] == "6.1.3"]
+    assert row["source"]["text"] == sources["6.1.3"] and "4302900e" in row["source"]["citation"]
 
 
 def test_readme_commands_exist():

@@ -115,12 +115,16 @@ ORIGIN_TEXT = {
 }
 
 
+def _data_row(rel: matrix.Release) -> dict[str, Any]:
+    """The release's row of the generated upstream data."""
+    return next(r for r in upstream_data.RELEASES if r["version"] == rel.version)
+
+
 def source_text(rel: matrix.Release) -> str:
     """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix" (the
     generated upstream data's "from"; an override's citation is in
     tools/matrix_overrides.toml)."""
-    row = next(r for r in upstream_data.RELEASES if r["version"] == rel.version)
-    origins = row["from"]
+    origins = _data_row(rel)["from"]
     parts = [ORIGIN_TEXT[origins["row"]]]
     if "distros" in origins:
         parts.append(f"distros: {ORIGIN_TEXT[origins['distros']]}")
@@ -251,8 +255,13 @@ def matrix_json() -> dict[str, Any]:
                 "amdgpu_driver": matrix.amdgpu_repo_version(rel),
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,
+                # where the row comes from (the generated data's "from", an override's
+                # citation) and whether the lab deploys it
+                "source": {"from": _data_row(rel)["from"], "citation": _data_row(rel)["source"],
+                           "text": source_text(rel),
+                           "tested": "lab only" if rel.version in LAB_TESTED else None},
             }
-        )
+        )  # fmt: skip
     return {
         "streams": [stream_json(s) for s in matrix.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],
