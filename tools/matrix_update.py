@@ -350,11 +350,13 @@ def release_rows(
             if stream == "core-sdk":
                 rows[version]["from"]["distros"] = FROM_OS_SUPPORT
         else:
+            filled = "torch_index" in entry  # checked against RELEASE.md below
             for field in ("stream", "repository", "amdgpu_driver"):
                 if field not in entry:
                     continue
                 if row[field] is None:
                     row[field], row["from"][field] = entry[field], cite
+                    filled = True
                 elif row[field] == entry[field]:
                     notes.append(
                         f"override of {version} {field} is redundant: {FROM_TABLE} now gives "
@@ -366,6 +368,12 @@ def release_rows(
                         f"contradicts {FROM_TABLE} ({row[field]!r}): overrides only fill what "
                         "upstream is silent on"
                     )
+            if not filled:  # AMD's table now lists the release and all it says
+                notes.append(
+                    f"override of {version} is redundant: {FROM_TABLE} now lists it; drop it "
+                    "from matrix_overrides.toml"
+                )
+                continue
         row = rows[version]
         row["source"] = source
         if "torch_index" in entry:

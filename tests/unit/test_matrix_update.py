@@ -214,6 +214,12 @@ def test_an_override_may_only_fill_what_upstream_is_silent_on():
     redundant = OVERRIDES + '[[release]]\nversion = "7.1.0"\namdgpu_driver = "30.20"\n' \
         'source = "x"\n'  # fmt: skip
     assert any("7.1.0 amdgpu_driver is redundant" in n for n in _rows(overrides=redundant)[1])
+    # a release the override adds that AMD's table now lists: noted, the table's row kept
+    listed = OVERRIDES + '[[release]]\nversion = "6.4.1"\nsource = "x"\n'
+    rows, notes = _rows(overrides=listed)
+    assert notes == [f"override of 6.4.1 is redundant: {tool.FROM_TABLE} now lists it; drop "
+                     "it from matrix_overrides.toml"]  # fmt: skip
+    assert rows["6.4.1"]["source"] is None and rows["6.4.1"]["from"]["row"] == tool.FROM_TABLE
     with pytest.raises(tool.UpstreamFormatError, match=r"6\.4\.2 has no source"):
         _rows(overrides='[[release]]\nversion = "6.4.2"\n')
     with pytest.raises(tool.UpstreamFormatError, match=r"unknown field.*torch_indx"):
