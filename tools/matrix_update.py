@@ -1,5 +1,7 @@
-"""Maintainer command: read AMD's and PyTorch's machine-readable data and write the part of
-the matrix that comes from them, tasks/rocm_fleet/model/upstream_data.py.
+"""Maintainer command: read AMD's and PyTorch's machine-readable data and write the matrix's
+upstream data, tasks/rocm_fleet/model/upstream_data.json (read by model/upstream_data.py and
+so by model/matrix.py: the release rows, each GPU target's first listing, the Core SDK's
+distro listing, each torch minor's stable ROCm).
 
     python tools/matrix_update.py \\
         --historical-csv compatibility-matrix-historical-6.0.csv \\
@@ -8,34 +10,40 @@ the matrix that comes from them, tasks/rocm_fleet/model/upstream_data.py.
 Inputs (fetch the current ones from the sources; nothing here goes on the network):
 
 * AMD's ``docs/compatibility/compatibility-matrix-historical-6.0.csv`` (ROCm docs sources,
-  ROCm/ROCm): the "GPU / LLVM target" rows give, per gfx target, the first classic release
-  AMD's table lists it for.
+  ROCm/ROCm): one column per classic release ("7.0.1/7.0.0" for a shared column). Read from
+  it: the releases, the Ubuntu and Debian versions of the "Operating systems" rows, the
+  "GPU / LLVM target" rows, and the "AMD GPU Driver" row (from 7.0 the newest driver of a
+  column is the release's own, listed as AMD's folder names it: 30.30.0 -> amdgpu/30.30).
 * AMD's ``docs/data/os-support.yaml`` (ROCm/rocm-docs, the Core SDK's data): per GPU model the
   distros AMD lists. Debian is listed per Instinct model; the models are mapped to gfx targets
   with MODEL_GFX below (hand-kept, cited: the YAML names models, not targets).
 * PyTorch's ``RELEASE.md`` (pytorch/pytorch): the "Release Compatibility Matrix" table gives
-  the stable ROCm of each torch minor.
+  the stable ROCm of each torch minor; a release's torch index is the ``rocm<X.Y.Z>`` or
+  ``rocm<X.Y>`` that table names.
+* ``tools/matrix_overrides.toml`` (hand-kept, every entry cited): what the files above are
+  silent on (the Core SDK's releases and drivers, releases absent from AMD's table, an index
+  PyTorch builds for a ROCm its table doesn't name). An override may not contradict a value
+  the upstream files give; one the files now give anyway is reported as redundant.
 
-Writes the data module (or, with --check, prints how the committed one differs and exits 1).
-Review the diff: every change is a change of AMD's or PyTorch's published data; the unit test
-tests/unit/test_upstream_facts.py then says which recorded facts and lab doubles must move.
-Needs PyYAML (``pip install pyyaml``).
+Writes the data file, or with --check prints, row by row, how the committed one differs
+(exit 1 when it does). Review that diff: every change is a change of AMD's or PyTorch's
+published data; tests/unit/test_upstream_facts.py then names the recorded facts and lab
+doubles that must move with it. Needs PyYAML (``pip install pyyaml``, in the dev extra).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import difflib
-import pprint
+import json
 import re
-import shutil
-import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-OUTPUT = REPO / "tasks" / "rocm_fleet" / "model" / "upstream_data.py"
+OUTPUT = REPO / "tasks" / "rocm_fleet" / "model" / "upstream_data.json"
+OVERRIDES = REPO / "tools" / "matrix_overrides.toml"
 
 # Hand-kept overrides, each cited: the Instinct models os-support.yaml lists -> gfx target
 # (TheRock RELEASES.md "Supported Python [device-*] install extras": MI355X / MI350X gfx950,
@@ -58,8 +66,20 @@ MODEL_GFX = {
 DISTROS = {("Ubuntu", "26.04"): "ubuntu 26.04", ("Ubuntu", "24.04.4"): "ubuntu 24.04",
            ("Ubuntu", "22.04.5"): "ubuntu 22.04", ("Debian", "13"): "debian 13",
            ("Debian", "12"): "debian 12"}  # fmt: skip
+# The distros the matrix knows (model/matrix.py DISTROS), in its order.
+MATRIX_DISTROS = ("ubuntu 22.04", "ubuntu 24.04", "ubuntu 26.04", "debian 12", "debian 13")
+# The streams, their repositories (model/matrix.py REPOSITORIES) and their order.
+STREAMS = ("classic", "core-sdk")
+REPOSITORIES = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
+
+# What each release field was read from, as the data file and the README name it.
+FROM_TABLE = "AMD compatibility table"
+FROM_OS_SUPPORT = "AMD os-support.yaml"
+FROM_PYTORCH = "PyTorch RELEASE.md"
+FROM_OVERRIDE = "override"
 
 GFX = re.compile(r"\bgfx[0-9a-f]+\b")
+FOOTNOTE = re.compile(r"\s*\[#[^\]]*\]_")
 
 
 class UpstreamFormatError(ValueError):
@@ -70,25 +90,107 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
-def gpu_listed_from(text: str) -> dict[str, str]:
-    """gfx -> the first release whose column of the historical CSV names it."""
+# --- AMD's historical compatibility table ------------------------------------------------
+
+
+def _table(text: str) -> tuple[list[list[str]], list[list[str]]]:
+    """(the CSV's rows, per column the releases it names)."""
     rows = list(csv.reader(text.splitlines()))
     if not rows or rows[0][0].strip() != "ROCm Version":
         raise UpstreamFormatError("historical CSV: the first row must start with 'ROCm Version'")
     columns = [[v.strip() for v in cell.split("/")] for cell in rows[0][1:]]
-    start = next((i for i, r in enumerate(rows) if "GPU / LLVM target" in r[0]), None)
+    for versions in columns:
+        for version in versions:
+            if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+                raise UpstreamFormatError(f"historical CSV: {version!r} is not a release version")
+    return rows, columns
+
+
+def _section(rows: list[list[str]], title: str, *, required: bool = True) -> list[list[str]]:
+    """The rows of the section whose first cell contains ``title``: its own row and the rows
+    after it with an empty first cell, up to a blank row or the next section."""
+    start = next((i for i, r in enumerate(rows) if r and title in r[0]), None)
     if start is None:
-        raise UpstreamFormatError("historical CSV: no 'GPU / LLVM target' row")
-    first: dict[str, str] = {}
-    for row in rows[start:]:
-        if row is not rows[start] and (row[0].strip() or not any(c.strip() for c in row)):
-            break  # the next section, or the blank row after the GPU rows
+        if required:
+            raise UpstreamFormatError(f"historical CSV: no {title!r} row")
+        return []
+    out = [rows[start]]
+    for row in rows[start + 1 :]:
+        if row[0].strip() or not any(c.strip() for c in row):
+            break
+        out.append(row)
+    return out
+
+
+def _per_release(rows, columns):
+    """(release, cell) for each release of each column, for each row."""
+    for row in rows:
         for cell, versions in zip(row[1:], columns, strict=False):
-            for gfx in GFX.findall(cell):
-                for version in versions:
-                    if gfx not in first or _version_key(version) < _version_key(first[gfx]):
-                        first[gfx] = version
+            for index, version in enumerate(versions):
+                yield row, index, version, cell.strip()
+
+
+def gpu_listed_from(text: str) -> dict[str, str]:
+    """gfx -> the first release whose column of the historical CSV names it."""
+    rows, columns = _table(text)
+    first: dict[str, str] = {}
+    for _row, _i, version, cell in _per_release(_section(rows, "GPU / LLVM target"), columns):
+        for gfx in GFX.findall(cell):
+            if gfx not in first or _version_key(version) < _version_key(first[gfx]):
+                first[gfx] = version
     return dict(sorted(first.items()))
+
+
+def _distro_keys(cell: str) -> list[str]:
+    """ "Ubuntu 22.04.5, 22.04.4" -> ["ubuntu 22.04"]; "Debian 13, 12" -> the two Debians;
+    distros the matrix doesn't know (RHEL, SLES, Ubuntu 20.04) -> nothing."""
+    match = re.match(r"([A-Za-z][A-Za-z ]*?)\s+(\d.*)$", cell)
+    if not match:
+        return []
+    name, numbers = match.group(1).strip().lower(), match.group(2)
+    keys = []
+    for number in (n.strip() for n in numbers.split(",")):
+        parts = number.split(".")
+        key = f"{name} {'.'.join(parts[:2]) if name == 'ubuntu' else parts[0]}"
+        if key in MATRIX_DISTROS and key not in keys:
+            keys.append(key)
+    return keys
+
+
+def _driver_folder(entry: str) -> str | None:
+    """An entry of the "AMD GPU Driver" row as AMD's repository folder names it ("30.30.0"
+    -> "30.30": amdgpu-docs conf.py amdgpu_url_version drops a trailing ".0"); None for a
+    family ("6.4.x")."""
+    entry = FOOTNOTE.sub("", entry).strip()
+    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", entry):
+        return None
+    return entry.removesuffix(".0") if entry.count(".") == 2 else entry
+
+
+def classic_releases(text: str) -> dict[str, dict]:
+    """Release -> {distros, gfx, amdgpu_driver} from the historical CSV's columns."""
+    rows, columns = _table(text)
+    out: dict[str, dict] = {
+        v: {"distros": [], "gfx": [], "amdgpu_driver": None} for vs in columns for v in vs
+    }
+    for _r, _i, version, cell in _per_release(_section(rows, "Operating systems"), columns):
+        out[version]["distros"] += [k for k in _distro_keys(cell)
+                                    if k not in out[version]["distros"]]  # fmt: skip
+    for _r, _i, version, cell in _per_release(_section(rows, "GPU / LLVM target"), columns):
+        out[version]["gfx"] += GFX.findall(cell)
+    # The driver row lists, newest first, the drivers a release supports; a shared column
+    # ("7.0.1/7.0.0") lists its releases' own drivers first in the same order. Before 7.0
+    # the driver is versioned with ROCm (amdgpu/<release>): no entry of its own.
+    for _r, index, version, cell in _per_release(_section(rows, "AMD GPU Driver"), columns):
+        entries = [e for e in cell.split(",") if e.strip()]
+        if _version_key(version)[0] >= 7 and index < len(entries):
+            out[version]["amdgpu_driver"] = _driver_folder(entries[index])
+    for row in out.values():
+        row["distros"] = [d for d in MATRIX_DISTROS if d in row["distros"]]
+    return out
+
+
+# --- AMD's os-support.yaml ---------------------------------------------------------------
 
 
 def os_support(text: str) -> dict:
@@ -97,6 +199,8 @@ def os_support(text: str) -> dict:
     import yaml  # the maintainer's tool only; the product doesn't need PyYAML
 
     data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise UpstreamFormatError("os-support.yaml: not a mapping of GPU families")
     families: dict[str, set[str]] = {}
     models: dict[str, list[str]] = {}
     for family, members in data.items():
@@ -133,6 +237,9 @@ def os_support(text: str) -> dict:
     }
 
 
+# --- PyTorch's RELEASE.md ----------------------------------------------------------------
+
+
 def torch_stable_rocm(text: str) -> dict[str, str]:
     """torch minor -> its stable ROCm, from RELEASE.md's Release Compatibility Matrix."""
     lines = text.splitlines()
@@ -164,37 +271,205 @@ def torch_stable_rocm(text: str) -> dict[str, str]:
     return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
 
 
-def render(listed: dict, support: dict, torch: dict, sources: dict[str, str]) -> str:
-    def block(name: str, value, comment: str) -> str:
-        return f"# {comment}\n{name} = {pprint.pformat(value, width=92, sort_dicts=False)}\n"
-
-    return "\n".join(
-        [
-            '"""Upstream data for the matrix, generated by tools/matrix_update.py from AMD\'s and\n'
-            "PyTorch's machine-readable files; do not edit (run the tool and review its diff).\n"
-            '"""\n',
-            block("SOURCES", sources, "The files this was generated from."),
-            block("GPU_LISTED_FROM", listed,
-                  "gfx target -> first classic release AMD's historical table lists it for."),
-            block("OS_FAMILIES", support["families"],
-                  "Matrix distro -> the AMD families os-support.yaml lists on it (Core SDK)."),
-            block("CORE_SDK_DEBIAN", support["per_model"],
-                  "Debian release -> the Instinct models os-support.yaml lists it for, their gfx."),
-            block("TORCH_STABLE_ROCM", torch,
-                  "torch minor -> its stable ROCm (PyTorch RELEASE.md)."),
-        ]
-    )  # fmt: skip
+def torch_index(version: str, stable: dict[str, str]) -> str | None:
+    """The download.pytorch.org index of a ROCm release, where RELEASE.md names one: the
+    exact release (6.2.4 -> rocm6.2.4) or its minor (6.4.3 -> rocm6.4)."""
+    named = set(stable.values())
+    minor = ".".join(version.split(".")[:2])
+    for candidate in (version, minor):
+        if candidate in named:
+            return f"rocm{candidate}"
+    return None
 
 
-def formatted(text: str) -> str:
-    """The module as the project's formatter writes it (ruff, from the test extra), so the
-    committed file and a fresh run compare equal."""
-    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
-    if not Path(ruff).exists():
-        return text
-    command = [ruff, "format", "--stdin-filename", str(OUTPUT), "-"]
-    proc = subprocess.run(command, input=text, capture_output=True, text=True, check=True, cwd=REPO)
-    return proc.stdout
+# --- the release rows --------------------------------------------------------------------
+
+OVERRIDE_FIELDS = {"version", "stream", "repository", "amdgpu_driver", "torch_index", "source"}
+
+
+def load_overrides(text: str) -> list[dict]:
+    """The hand-kept overrides; each must say where it comes from."""
+    try:
+        entries = tomllib.loads(text).get("release", [])
+    except tomllib.TOMLDecodeError as err:
+        raise UpstreamFormatError(f"matrix_overrides.toml: {err}") from err
+    for entry in entries:
+        name = entry.get("version", "?")
+        unknown = set(entry) - OVERRIDE_FIELDS
+        if unknown:
+            raise UpstreamFormatError(
+                f"matrix_overrides.toml: release {name}: unknown field(s) {sorted(unknown)}; "
+                f"valid: {sorted(OVERRIDE_FIELDS)}"
+            )
+        if not str(entry.get("source", "")).strip():
+            raise UpstreamFormatError(f"matrix_overrides.toml: release {name} has no source")
+        if entry.get("stream", "classic") not in STREAMS:
+            raise UpstreamFormatError(
+                f"matrix_overrides.toml: release {name}: stream {entry['stream']!r}; "
+                f"valid: {', '.join(STREAMS)}"
+            )
+        if entry.get("repository", REPOSITORIES[0]) not in REPOSITORIES:
+            raise UpstreamFormatError(
+                f"matrix_overrides.toml: release {name}: repository {entry['repository']!r}; "
+                f"valid: {', '.join(REPOSITORIES)}"
+            )
+    return entries
+
+
+def release_rows(
+    table: dict[str, dict], support: dict, stable: dict[str, str], overrides: list[dict]
+) -> tuple[list[dict], list[str]]:
+    """(the release rows, notes for the maintainer). Each row names where each of its
+    values comes from ("from"): AMD's table, os-support.yaml, RELEASE.md or an override."""
+    rows: dict[str, dict] = {}
+    for version, found in table.items():
+        rows[version] = {
+            "version": version, "stream": "classic", "repository": "repo.radeon.com",
+            "distros": found["distros"], "gfx": found["gfx"],
+            "amdgpu_driver": found["amdgpu_driver"], "torch_index": None,
+            "from": {"row": FROM_TABLE, "amdgpu_driver": FROM_TABLE}, "source": None,
+        }  # fmt: skip
+    notes: list[str] = []
+    for entry in overrides:
+        version = entry["version"]
+        row = rows.get(version)
+        cite = FROM_OVERRIDE
+        source = " ".join(entry["source"].split())
+        if row is None:
+            stream = entry.get("stream", "classic")
+            rows[version] = {
+                "version": version, "stream": stream,
+                "repository": entry.get("repository", "repo.radeon.com"),
+                # AMD's table is silent on a release it doesn't list; os-support.yaml is the
+                # Core SDK's current listing (AMD publishes no copy per release).
+                "distros": [d for d in MATRIX_DISTROS if d in support["families"]]
+                if stream == "core-sdk" else None,
+                "gfx": None, "amdgpu_driver": entry.get("amdgpu_driver"), "torch_index": None,
+                "from": {"row": cite, "amdgpu_driver": cite}, "source": source,
+            }  # fmt: skip
+            if stream == "core-sdk":
+                rows[version]["from"]["distros"] = FROM_OS_SUPPORT
+        else:
+            filled = "torch_index" in entry  # checked against RELEASE.md below
+            for field in ("stream", "repository", "amdgpu_driver"):
+                if field not in entry:
+                    continue
+                if row[field] is None:
+                    row[field], row["from"][field] = entry[field], cite
+                    filled = True
+                elif row[field] == entry[field]:
+                    notes.append(
+                        f"override of {version} {field} is redundant: {FROM_TABLE} now gives "
+                        f"{row[field]!r}; drop it from matrix_overrides.toml"
+                    )
+                else:
+                    raise UpstreamFormatError(
+                        f"matrix_overrides.toml: release {version} {field} = {entry[field]!r} "
+                        f"contradicts {FROM_TABLE} ({row[field]!r}): overrides only fill what "
+                        "upstream is silent on"
+                    )
+            if not filled:  # AMD's table now lists the release and all it says
+                notes.append(
+                    f"override of {version} is redundant: {FROM_TABLE} now lists it; drop it "
+                    "from matrix_overrides.toml"
+                )
+                continue
+        row = rows[version]
+        row["source"] = source
+        if "torch_index" in entry:
+            row["torch_index"], row["from"]["torch_index"] = entry["torch_index"], cite
+    for row in rows.values():
+        index = torch_index(row["version"], stable)
+        if index is None:
+            row["from"].setdefault("torch_index", f"{FROM_PYTORCH} (names no index for it)")
+        elif "torch_index" in row["from"] and row["torch_index"] != index:
+            raise UpstreamFormatError(
+                f"matrix_overrides.toml: release {row['version']} torch_index = "
+                f"{row['torch_index']!r} contradicts {FROM_PYTORCH} ({index!r})"
+            )
+        elif "torch_index" in row["from"]:
+            notes.append(f"override of {row['version']} torch_index is redundant: "
+                         f"{FROM_PYTORCH} now gives {index!r}")  # fmt: skip
+        else:
+            row["torch_index"], row["from"]["torch_index"] = index, FROM_PYTORCH
+        if row["amdgpu_driver"] is None:
+            row["from"].pop("amdgpu_driver")
+    ordered = sorted(
+        rows.values(), key=lambda r: (STREAMS.index(r["stream"]), _version_key(r["version"]))
+    )
+    return ordered, notes
+
+
+# --- output and comparison ---------------------------------------------------------------
+
+
+def build(historical: str, support_text: str, release_md: str, overrides_text: str,
+          sources: dict[str, str]) -> tuple[dict, list[str]]:  # fmt: skip
+    table = classic_releases(historical)
+    support = os_support(support_text)
+    stable = torch_stable_rocm(release_md)
+    releases, notes = release_rows(table, support, stable, load_overrides(overrides_text))
+    data = {
+        "_comment": "Generated by tools/matrix_update.py from AMD's and PyTorch's "
+        "machine-readable files and tools/matrix_overrides.toml; do not edit (run the tool "
+        "and review its diff).",
+        "sources": sources,
+        "gpu_listed_from": gpu_listed_from(historical),
+        "os_families": support["families"],
+        "core_sdk_debian": support["per_model"],
+        "torch_stable_rocm": stable,
+        "releases": releases,
+    }
+    return data, notes
+
+
+def render(data: dict) -> str:
+    """The data file: JSON, one release row per line (a diff names the row)."""
+    parts = []
+    for key, value in data.items():
+        if key == "releases":
+            rows = ",\n".join(f"    {json.dumps(row, ensure_ascii=False)}" for row in value)
+            parts.append(f'  "releases": [\n{rows}\n  ]')
+        else:
+            body = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+            parts.append(f"  {json.dumps(key)}: {body}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def _fmt(value) -> str:
+    return json.dumps(value)
+
+
+def row_diff(old: dict, new: dict) -> list[str]:
+    """How ``new`` differs from ``old``, one line per changed row or field, naming where the
+    new value comes from."""
+    lines: list[str] = []
+    for section in dict.fromkeys([*old, *new]):
+        if section == "_comment":
+            continue
+        before, after = old.get(section), new.get(section)
+        if section == "releases":
+            before = {r["version"]: r for r in before or []}
+            after = {r["version"]: r for r in after or []}
+        if isinstance(before, dict) and isinstance(after, dict):
+            for key in dict.fromkeys([*before, *after]):
+                b, a = before.get(key), after.get(key)
+                if b == a:
+                    continue
+                if section != "releases" or b is None or a is None:
+                    lines.append(f"{section} {key}: {_fmt(b)} -> {_fmt(a)}")
+                    continue
+                for field in dict.fromkeys([*b, *a]):
+                    if field != "from" and b.get(field) != a.get(field):
+                        origin = a.get("from", {}).get(field, a.get("from", {}).get("row"))
+                        lines.append(f"releases {key} {field}: {_fmt(b.get(field))} -> "
+                                     f"{_fmt(a.get(field))}  [{origin}]")  # fmt: skip
+                if b.get("from") != a.get("from"):
+                    lines.append(f"releases {key} from: {_fmt(b.get('from'))} -> "
+                                 f"{_fmt(a.get('from'))}")  # fmt: skip
+        elif before != after:
+            lines.append(f"{section}: {_fmt(before)} -> {_fmt(after)}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--historical-csv", type=Path, required=True)
     parser.add_argument("--os-support", type=Path, required=True)
     parser.add_argument("--pytorch-release", type=Path, required=True)
+    parser.add_argument("--overrides", type=Path, default=OVERRIDES)
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--check", action="store_true", help="compare, don't write")
     parser.add_argument("--source-note", action="append", default=[], metavar="FILE=WHERE",
@@ -214,21 +490,25 @@ def main(argv: list[str] | None = None) -> int:
         "pytorch_release": notes.get("pytorch-release", args.pytorch_release.name),
     }
     try:
-        text = formatted(
-            render(
-                gpu_listed_from(args.historical_csv.read_text()),
-                os_support(args.os_support.read_text()),
-                torch_stable_rocm(args.pytorch_release.read_text()),
-                sources,
-            )
+        data, remarks = build(
+            args.historical_csv.read_text(),
+            args.os_support.read_text(),
+            args.pytorch_release.read_text(),
+            args.overrides.read_text(),
+            sources,
         )
     except UpstreamFormatError as err:
         print(f"matrix_update: {err}", file=sys.stderr)
         return 2
-    current = args.output.read_text() if args.output.exists() else ""
+    for remark in remarks:
+        print(f"matrix_update: note: {remark}", file=sys.stderr)
+    text = render(data)
     if args.check:
-        diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(),
-                                         str(args.output), "upstream", lineterm=""))  # fmt: skip
+        try:
+            current = json.loads(args.output.read_text()) if args.output.exists() else {}
+        except json.JSONDecodeError:
+            current = {}
+        diff = row_diff(current, data)
         print("\n".join(diff) if diff else "upstream data unchanged")
         return 1 if diff else 0
     args.output.write_text(text)

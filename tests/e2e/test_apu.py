@@ -35,6 +35,9 @@ def test_a_strix_halo_host_is_named_converges_and_verifies(lab):
     print(note)
     assert "is the integrated GPU of a Ryzen APU: Ryzen AI Max / Max+ (Strix Halo)" in note
     assert "[1002:1586]" in note and "system memory it shares with the CPU (GTT)" in note
+    # amdgpu's mem_info_vram_total / mem_info_gtt_total of the lab's APU (a real Strix
+    # Halo's: tests/lab/sysfs.py APU_MEMORY), in GiB
+    assert "its VRAM is a 4.0 GiB carve-out of system memory and its GTT 96.0 GiB" in note
 
     result = deploy(lab, limit="apu")
     succeeded(result)

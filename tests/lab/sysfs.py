@@ -43,6 +43,14 @@ DEVICES = {
 TARGET_VERSIONS = {"gfx1100": 110000, "gfx942": 90402, "gfx1036": 100306, "gfx1201": 120001,
                    "gfx1151": 110501}  # fmt: skip
 
+#: amdgpu's memory totals of an APU's GPU device (mem_info_vram_total, mem_info_gtt_total,
+#: bytes: Linux Documentation/gpu/amdgpu/driver-misc.rst), per marketing name. Strix Halo:
+#: what a real Ryzen AI MAX+ 395 with 128 GB printed, `cat .../mem_info_gtt_total` 103079215104
+#: (96 GiB, GTT raised with ttm.pages_limit) and `.../mem_info_vram_total` 4294967296 (the 4
+#: GiB firmware carve-out): noamsto/nix-amd-ai issue #42, 2026-08-27, ASUS ROG Flow Z13 (3p).
+#: Discrete cards get none: the deploy only reports memory for APUs.
+APU_MEMORY = {"Radeon 8060S Graphics": (4294967296, 103079215104)}
+
 #: What this module writes under ROOT/sys (removed before each write).
 OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu")
 
@@ -76,6 +84,10 @@ def write(root: Path, profile: str) -> None:
         (path / "device").write_text(device + "\n")
         (path / "class").write_text(pci_class + "\n")
         (path / "driver").symlink_to("../../drivers/amdgpu")
+        if gpu.name in APU_MEMORY:
+            vram, gtt = APU_MEMORY[gpu.name]
+            (path / "mem_info_vram_total").write_text(f"{vram}\n")
+            (path / "mem_info_gtt_total").write_text(f"{gtt}\n")
         values = {
             "gfx_target_version": TARGET_VERSIONS[gpu.gfx],
             "device_id": int(device, 16),

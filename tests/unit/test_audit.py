@@ -58,6 +58,35 @@ def test_a_converged_host_shows_what_it_runs_without_drift():
     json.dumps(shown)  # --json prints them
 
 
+def test_an_apus_gpu_column_says_it_is_an_apu_with_its_carve_out_and_gtt():
+    # amdgpu's totals of a Strix Halo (tests/fixtures/sysfs/strixhalo), on its PCI device
+    pci = [
+        {
+            "slot": "0000:c6:00.0",
+            "vendor": "0x1002",
+            "device": "0x1586",
+            "class": "0x038000",
+            "driver": "amdgpu",
+            "vram_total": 4294967296,
+            "gtt_total": 103079215104,
+        }
+    ]
+    kfd = [{"node": 1, "gfx": "gfx1151", "device_id": "0x1586", "slot": "0000:c6:00.0"}]
+    shown = cells({"expected_gfx": "gfx1151"}, pci=pci, kfd=kfd)["gpus"]
+    assert shown["text"] == (
+        "1 x gfx1151 / 1 x gfx1151 (APU: 4.0 GiB VRAM carve-out, 96.0 GiB GTT)"
+    )
+    assert shown["apus"] == [
+        {
+            "gfx": "gfx1151",
+            "slot": "0000:c6:00.0",
+            "vram_total": 4294967296,
+            "gtt_total": 103079215104,
+        }
+    ]
+    assert cells()["gpus"]["apus"] == []  # an RX 7900 XTX is no APU  # fmt: skip
+
+
 def test_a_newer_installed_kernel_is_shown_not_drift():
     survey = converged()
     survey["packages"]["linux-image-6.1.0-28-amd64"] = "6.1.119-1"  # older: not shown

@@ -116,7 +116,7 @@ def pci(tmp_path: Path):
 def test_the_pci_fact_reads_the_nvidia_gpu_and_skips_the_virtio_devices(tmp_path):
     assert pci(tmp_path) == [
         {"slot": "0000:00:06.0", "vendor": "0x10de", "device": "0x2335", "class": "0x030200",
-         "driver": "nvidia"},
+         "driver": "nvidia", "vram_total": None, "gtt_total": None},
     ]  # fmt: skip
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rocm_fleet.cli.matrix import release_table
+from rocm_fleet.cli.matrix import LAB_TESTED, matrix_json, release_table, table_rows
 from rocm_fleet.model.config import load_config, settings_table
 from rocm_fleet.model.matrix import RELEASES
 from rocm_fleet.model.settings import RENAMED, SETTINGS
@@ -26,6 +26,30 @@ def test_release_table_matches_the_matrix():
     block = re.search(r"<!-- release-table -->\n(.*?)\n<!-- /release-table -->", README, re.S)
     assert block, "release table markers missing from README.md"
     assert block.group(1) == release_table(), "run `python -m rocm_fleet.cli.matrix` and paste"
+
+
+def test_the_tested_column_names_the_releases_the_lab_deploys():
+    # Every release a host of the end-to-end tests is given (their HostSpec data), except
+    # the modules that test refusals (bad input, plan-time problems): what the lab deploys.
+    deploying = [p for p in (ROOT / "tests/e2e").glob("*.py")
+                 if p.name not in ("test_bad_input.py", "test_plan_time.py")]  # fmt: skip
+    versions = {v for p in deploying
+                for v in re.findall(r'"rocm_version": "([0-9.]+)"', p.read_text())}  # fmt: skip
+    assert versions == set(LAB_TESTED)
+    _, rows = table_rows()
+    assert {row[0] for row in rows if row[-1] == "lab only"} == set(LAB_TESTED)
+
+
+def test_the_source_column_says_where_each_row_comes_from():
+    sources = {row[0]: row[-2] for row in table_rows()[1]}
+    assert sources["7.2.0"] == "AMD's table; torch: PyTorch's matrix"
+    assert sources["7.0.1"] == "AMD's table; torch: recorded observation"  # rocm7.0
+    assert sources["6.1.3"].startswith("recorded observation;")  # not in AMD's table
+    assert "distros: AMD's os-support.yaml" in sources["10.1.0"]
+    assert sources["10.1.0"].endswith("torch: PyTorch's matrix (none)")
+    # --json carries the same, with an override's citation
+    (row,) = [r for r in matrix_json()["releases"] if r["version"] == "6.1.3"]
+    assert row["source"]["text"] == sources["6.1.3"] and "4302900e" in row["source"]["citation"]
 
 
 def test_readme_commands_exist():

@@ -85,6 +85,12 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
         expected=expected,
         expected_count=config.expected_gpu_count,
         found=[g["gfx"] for g in found],
+        # an APU's integrated GPU: amdgpu's memory totals (bytes), its VRAM being a carve-out
+        apus=[
+            {key: g[key] for key in ("gfx", "slot", "vram_total", "gtt_total")}
+            for g in found
+            if g.get("apu")
+        ],
     )
 
     amdgpu = survey.get("amdgpu") or {}

@@ -47,7 +47,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from rocm_fleet.cli.inventory import UsageError
-from rocm_fleet.model import matrix
+from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.model.versions import (
     is_core_sdk_meta_package,
     is_full_release,
@@ -100,10 +100,45 @@ def torch_text(rel: matrix.Release) -> str:
     return ", ".join(build.torch for build in rel.torch_builds)
 
 
+# The releases the lab's end-to-end tests deploy and verify (tests/e2e: Debian 12 and 13
+# hosts, doubled GPUs, doubles of AMD's and PyTorch's servers built from the recorded upstream
+# facts); tests/unit/test_readme.py keeps this in step with the tests. No row is verified on a
+# real GPU host.
+LAB_TESTED = ("6.4.3", "7.2.1", "7.14.1", "10.0.0")
+
+# What the README calls each origin of upstream_data.RELEASES' "from" (tools/matrix_update.py).
+ORIGIN_TEXT = {
+    "AMD compatibility table": "AMD's table",
+    "AMD os-support.yaml": "AMD's os-support.yaml",
+    "PyTorch RELEASE.md": "PyTorch's matrix",
+    "override": "recorded observation",
+}
+
+
+def _data_row(rel: matrix.Release) -> dict[str, Any]:
+    """The release's row of the generated upstream data."""
+    return next(r for r in upstream_data.RELEASES if r["version"] == rel.version)
+
+
+def source_text(rel: matrix.Release) -> str:
+    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix" (the
+    generated upstream data's "from"; an override's citation is in
+    tools/matrix_overrides.toml)."""
+    origins = _data_row(rel)["from"]
+    parts = [ORIGIN_TEXT[origins["row"]]]
+    if "distros" in origins:
+        parts.append(f"distros: {ORIGIN_TEXT[origins['distros']]}")
+    torch = origins["torch_index"]
+    torch_text = ORIGIN_TEXT.get(torch, "PyTorch's matrix (none)")
+    parts.append(f"torch: {torch_text}")
+    return "; ".join(parts)
+
+
 def table_rows() -> tuple[list[str], list[list[str]]]:
     """(headers, one row per release) of the matrix table."""
     headers = ["ROCm", "Stream", "Repository", "PyTorch index", "torch (default = newest)"]
     headers += ["amdgpu for `dkms`"] + [f"{d.id.capitalize()} {d.version}" for d in matrix.DISTROS]
+    headers += ["Source", "Tested"]
     rows = []
     for rel in matrix.RELEASES:
         rows.append(
@@ -115,6 +150,8 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
                 torch_text(rel),
                 matrix.amdgpu_repo_version(rel) or "unknown (refused)",
                 *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS),
+                source_text(rel),
+                "lab only" if rel.version in LAB_TESTED else "—",
             ]
         )
     return headers, rows
@@ -218,8 +255,13 @@ def matrix_json() -> dict[str, Any]:
                 "amdgpu_driver": matrix.amdgpu_repo_version(rel),
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,
+                # where the row comes from (the generated data's "from", an override's
+                # citation) and whether the lab deploys it
+                "source": {"from": _data_row(rel)["from"], "citation": _data_row(rel)["source"],
+                           "text": source_text(rel),
+                           "tested": "lab only" if rel.version in LAB_TESTED else None},
             }
-        )
+        )  # fmt: skip
     return {
         "streams": [stream_json(s) for s in matrix.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],

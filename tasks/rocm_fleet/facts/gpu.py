@@ -235,8 +235,25 @@ class RocmVersion(FactBase[str | None]):
 # "class" is a keyword, hence the functional TypedDict syntax.
 PciGpu = TypedDict(
     "PciGpu",
-    {"slot": str, "vendor": str, "device": str, "class": str, "driver": "str | None"},
+    {
+        "slot": str,
+        "vendor": str,
+        "device": str,
+        "class": str,
+        "driver": "str | None",
+        "vram_total": "int | None",
+        "gtt_total": "int | None",
+    },
 )
+
+# amdgpu's memory totals, in bytes, as files of the GPU's device directory (the PCI device's,
+# which /sys/class/drm/card<N>/device links to): "The file mem_info_vram_total is used for
+# this and returns the total amount of VRAM in bytes"; mem_info_gtt_total "returns the total
+# size of the GTT block, in bytes" (Linux Documentation/gpu/amdgpu/driver-misc.rst, "GPU
+# Memory Usage Information", from the DOC comments of amdgpu_vram_mgr.c and amdgpu_gtt_mgr.c;
+# docs.kernel.org/6.0/gpu/amdgpu/driver-misc.html). On an APU the VRAM is the firmware's
+# carve-out (UMA frame buffer) and the GTT the system memory the GPU may map.
+VRAM, GTT = AMDGPU_MEMORY_FILES = ("mem_info_vram_total", "mem_info_gtt_total")
 
 
 class PciGpus(FactBase[list[PciGpu]]):
@@ -246,15 +263,18 @@ class PciGpus(FactBase[list[PciGpu]]):
     ``0x12xxxx`` (processing accelerator: Instinct). HDMI audio functions etc. are
     skipped. Works without any driver loaded; ``driver`` is the bound kernel driver or
     ``None``. AMD's are vendor ``0x1002`` (``pci_ids.AMD_VENDOR``); the others say what a
-    host has instead of an AMD GPU.
+    host has instead of an AMD GPU. ``vram_total`` / ``gtt_total``: amdgpu's
+    ``mem_info_vram_total`` / ``mem_info_gtt_total`` in bytes (``AMDGPU_MEMORY_FILES``),
+    ``None`` where the files don't exist (no amdgpu bound, another vendor).
 
     .. code:: python
 
         [
-            {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c",
-             "class": "0x030000", "driver": "amdgpu"},
+            {"slot": "0000:c6:00.0", "vendor": "0x1002", "device": "0x1586",
+             "class": "0x038000", "driver": "amdgpu",
+             "vram_total": 4294967296, "gtt_total": 103079215104},  # Strix Halo APU
             {"slot": "0000:00:06.0", "vendor": "0x10de", "device": "0x2335",
-             "class": "0x030200", "driver": "nvidia"},
+             "class": "0x030200", "driver": "nvidia", "vram_total": None, "gtt_total": None},
         ]
     """
 
@@ -269,7 +289,10 @@ class PciGpus(FactBase[list[PciGpu]]):
             'case "$c" in 0x03*|0x12*) ;; *) continue ;; esac; '
             'read -r v < "$d/vendor"; read -r id < "$d/device"; '
             'drv=-; if [ -e "$d/driver" ]; then drv=$(readlink "$d/driver"); fi; '
-            'echo "${d##*/} $v $id $c ${drv##*/}"; '
+            "vram=-; gtt=-; "
+            f'[ -r "$d/{VRAM}" ] && read -r vram < "$d/{VRAM}"; '
+            f'[ -r "$d/{GTT}" ] && read -r gtt < "$d/{GTT}"; '
+            'echo "${d##*/} $v $id $c ${drv##*/} ${vram:--} ${gtt:--}"; '
             "done"
         )
 
@@ -278,9 +301,10 @@ class PciGpus(FactBase[list[PciGpu]]):
         gpus: list[PciGpu] = []
         for line in output:
             parts = line.split()
-            if len(parts) != 5:
+            if len(parts) not in (5, 7):  # 5: before the memory totals were read
                 continue
-            slot, vendor, device, pci_class, driver = parts
+            slot, vendor, device, pci_class, driver = parts[:5]
+            vram, gtt = parts[5:] or ("-", "-")
             gpus.append(
                 {
                     "slot": slot,
@@ -288,6 +312,8 @@ class PciGpus(FactBase[list[PciGpu]]):
                     "device": device.lower(),
                     "class": pci_class.lower(),
                     "driver": None if driver == "-" else driver,
+                    "vram_total": int(vram) if vram.isdigit() else None,
+                    "gtt_total": int(gtt) if gtt.isdigit() else None,
                 },
             )
         return gpus

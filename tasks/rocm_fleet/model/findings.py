@@ -289,35 +289,56 @@ def other_pci(survey: dict) -> list[str]:
     ]
 
 
+def _with_memory(gpu: dict[str, Any], pci: dict[str, Any] | None) -> dict[str, Any]:
+    """``gpu`` with whether it is an APU's integrated GPU (a Ryzen target) and amdgpu's
+    memory totals of its PCI device (bytes; None when not read)."""
+    target = matrix.gpu_target(gpu["gfx"] or "")
+    gpu["apu"] = target is not None and target.family == "ryzen"
+    gpu["vram_total"] = (pci or {}).get("vram_total")
+    gpu["gtt_total"] = (pci or {}).get("gtt_total")
+    return gpu
+
+
 def gpus_found(survey: dict) -> list[dict[str, Any]]:
     """AMD GPUs on the host: KFD nodes when amdgpu is loaded (authoritative gfx), else the
-    PCI devices mapped by the PCI-ID table. Each: slot, device, gfx (None: unknown), name."""
+    PCI devices mapped by the PCI-ID table. Each: slot, device, gfx (None: unknown), name,
+    apu (an APU's integrated GPU), vram_total and gtt_total (amdgpu's, in bytes, or None)."""
     pci = {gpu["slot"]: gpu for gpu in amd_pci(survey)}
     found = []
     kfd = survey.get("kfd")
     if kfd:
         for node in kfd:
             row = lookup(node["device_id"]) if node.get("device_id") else None
-            found.append(
-                {
-                    "slot": node.get("slot"),
-                    "device": node.get("device_id"),
-                    "gfx": node["gfx"],
-                    "name": row.name if row else None,
-                }
-            )
-        return found
-    for gpu in pci.values():
-        row = lookup(gpu["device"])
-        found.append(
-            {
-                "slot": gpu["slot"],
-                "device": gpu["device"],
-                "gfx": row.gfx if row else None,
+            gpu = {
+                "slot": node.get("slot"),
+                "device": node.get("device_id"),
+                "gfx": node["gfx"],
                 "name": row.name if row else None,
             }
-        )
+            found.append(_with_memory(gpu, pci.get(node.get("slot") or "")))
+        return found
+    for slot, pci_gpu in pci.items():
+        row = lookup(pci_gpu["device"])
+        gpu = {
+            "slot": slot,
+            "device": pci_gpu["device"],
+            "gfx": row.gfx if row else None,
+            "name": row.name if row else None,
+        }
+        found.append(_with_memory(gpu, pci_gpu))
     return found
+
+
+def gib(size: int | None) -> str:
+    """Bytes as GiB for a person, e.g. 103079215104 -> "96.0 GiB"; "?" when unknown."""
+    return "?" if size is None else f"{size / 2**30:.1f} GiB"
+
+
+def apu_memory(gpu: dict[str, Any]) -> str:
+    """What an APU's GPU memory is, e.g. "APU: 4.0 GiB VRAM carve-out, 96.0 GiB GTT"."""
+    if gpu.get("vram_total") is None and gpu.get("gtt_total") is None:
+        return "APU: memory not read (amdgpu not bound)"
+    return f"APU: {gib(gpu.get('vram_total'))} VRAM carve-out, {gib(gpu.get('gtt_total'))} GTT"
 
 
 def describe_gpus(found: list[dict[str, Any]]) -> str:
@@ -326,6 +347,8 @@ def describe_gpus(found: list[dict[str, Any]]) -> str:
     counts: dict[str, int] = {}
     for gpu in found:
         label = gpu["gfx"] or f"unknown AMD device {gpu['device']}"
+        if gpu.get("apu"):
+            label = f"{label} ({apu_memory(gpu)})"
         counts[label] = counts.get(label, 0) + 1
     return ", ".join(f"{n} x {label}" for label, n in counts.items())
 
@@ -465,12 +488,18 @@ def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
     """What preflight says of a Ryzen APU's integrated GPU: its model and target, that it
     computes in system memory, and where AMD lists it (matrix.GPU_TARGETS' sources)."""
     pci = f" [1002:{gpu['device'].removeprefix('0x')}]" if gpu.get("device") else ""
+    if gpu.get("vram_total") is None and gpu.get("gtt_total") is None:
+        memory = "it has no VRAM of its own (a small carve-out)"
+    else:  # amdgpu's mem_info_vram_total / mem_info_gtt_total (facts.gpu.PciGpus)
+        memory = (
+            f"its VRAM is a {gib(gpu.get('vram_total'))} carve-out of system memory and its "
+            f"GTT {gib(gpu.get('gtt_total'))}"
+        )
     return (
         f"{gpu['gfx']} at {gpu.get('slot') or '?'} is the integrated GPU of a Ryzen APU: "
-        f"{target.products}{pci}; it has no VRAM of its own (a small carve-out) and computes "
-        "in system memory it shares with the CPU (GTT), so its usable memory is the host's; "
-        "AMD lists Ryzen APUs for the ROCm Core SDK on Ubuntu 26.04 and 24.04.4 (OEM 6.17 "
-        "kernel) only"
+        f"{target.products}{pci}; {memory}: it computes in system memory it shares with "
+        "the CPU (GTT), so its usable memory is the host's; AMD lists Ryzen APUs for the "
+        "ROCm Core SDK on Ubuntu 26.04 and 24.04.4 (OEM 6.17 kernel) only"
     )
 
 

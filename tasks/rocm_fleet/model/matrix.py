@@ -397,10 +397,21 @@ class CoreSdkStream(Stream):
         return gfx in CORE_SDK_GFX_PACKAGES
 
 
-# Listing: compatibility-matrix-historical-6.0.csv (fact sheet §2.1): Ubuntu 22.04 in every
-# 6.x/7.x release, 24.04 from 6.2.0 (noble suite first published then), Debian 12 from
-# 6.3.1 and Debian 13 from 7.0.2, both "supported only on AMD Instinct" (system-requirements.rst,
-# 6.4.x and 7.0.x eras; community: ROCm/legacy-rocm-build discussion #6571).
+def _listed(key: str) -> str | None:
+    """The first classic release AMD's historical table lists distro ``key`` in (the
+    generated upstream_data.RELEASES), None if none does."""
+    return next(
+        (r["version"] for r in upstream_data.RELEASES
+         if r["stream"] == "classic" and key in (r["distros"] or ())),
+        None,
+    )  # fmt: skip
+
+
+# Listing: compatibility-matrix-historical-6.0.csv (fact sheet §2.1), read by
+# tools/matrix_update.py: Ubuntu 22.04 in every 6.x/7.x release, 24.04 from 6.2.0 (noble suite
+# first published then), Debian 12 from 6.3.1 and Debian 13 from 7.0.2, both "supported only
+# on AMD Instinct" (system-requirements.rst, 6.4.x and 7.0.x eras; community:
+# ROCm/legacy-rocm-build discussion #6571).
 CLASSIC = ClassicStream(
     "classic",
     "ROCm (repo.radeon.com)",
@@ -414,11 +425,11 @@ CLASSIC = ClassicStream(
     # 1.0.0.<tag> (fact sheet §12).
     pin=paths.ROCM_PIN,
     pin_origin="repo.radeon.com",
-    publications=(
-        Publication("ubuntu 22.04", "jammy", None, "6.0.0", "6.0.0", instinct_only=False),
-        Publication("ubuntu 24.04", "noble", None, "6.2.0", "6.2.0", instinct_only=False),
-        Publication("debian 12", "jammy", None, "6.0.0", "6.3.1", instinct_only=True),
-        Publication("debian 13", "noble", None, "6.2.0", "7.0.2", instinct_only=True),
+    publications=(  # distro, suite, directory, first published, first listed, Instinct only
+        Publication("ubuntu 22.04", "jammy", None, "6.0.0", _listed("ubuntu 22.04"), False),
+        Publication("ubuntu 24.04", "noble", None, "6.2.0", _listed("ubuntu 24.04"), False),
+        Publication("debian 12", "jammy", None, "6.0.0", _listed("debian 12"), True),
+        Publication("debian 13", "noble", None, "6.2.0", _listed("debian 13"), True),
     ),
     default_packages_text="`rocm-hip-runtime`",
 )
@@ -675,84 +686,26 @@ def _core(
     return Release(version, CORE_SDK, repository, torch_index, driver, no_torch)
 
 
-# Classic releases: docs/release/versions.md (ROCm 7.2.0 docs) plus 6.4.4 and 7.2.1-7.2.4
-# from the ROCm/rocminfo releases page (fact sheet §1.1) and AMD's release-history table
-# ROCm/rocm-docs docs/release/versions.rst @ 9bcf25db ("7.2.4 - May 29, 2026", ...).
-# Radeon point releases, absent from that table (each with its sources):
-#   6.1.3: AMD's docs point Radeon users at docs-6.1.3 (ROCm/ROCm commit 4302900e, "point
-#     at R6.1.3"); (3p) rocm/apt/6.1.3 jammy and amdgpu/6.1.3 in apt lines.
-#   6.2.3: AMD's JAX compatibility table links "https://repo.radeon.com/rocm/apt/6.2.3/";
-#     the 6.3.1 notes tell Radeon workstation users to stay on 6.2.3 (fact sheet §13.1).
-#   6.3.4: AMD's Radeon docs carry a docs-6.3.4 version (rocm.docs.amd.com/projects/
-#     radeon(-ryzen)/en/docs-6.3.4/..., linked by an AMD engineer in a ROCm issue, index id
-#     56882363259, and in the docs' own version list, id 60764749563); amdgpu-install
-#     6.3.60304 (tag 60304 = 6.3.4, id 19350543365); (3p) apt fetching
-#     "rocm/apt/6.3.4 jammy InRelease" (id 65834258284) and noble (id 63267985614). No AMD
-#     page read prints the repository path itself.
-# PyTorch index per release: the index named for the release's minor (or exact patch, as
-# rocm6.2.4), fact sheet §7.1. amdgpu driver per 7.x release, repository folder
-# amdgpu/<version>/ubuntu where AMD's docs drop a trailing ".0" (``amdgpu_url_version``):
-#   7.0.x: ROCm/amdgpu-docs branches 7-0-release-updates (amdgpu_url_version = '30.10'),
-#     7.0.1-release-updates ('30.10.1'), 7.0.2-release-update ('30.10.2') (docs/conf.py).
-#   7.1.0: 30.20 (the same rule; (3p) "Hit: https://repo.radeon.com/amdgpu/30.20/ubuntu
-#     noble InRelease" beside rocm/apt/7.1, ids 11168654324, 56937738415). 7.1.1: 30.20.1
-#     (AMD's driver list docs/data/driver-firmware-support.yaml).
-#   7.2.0: 30.30 ((3p) "Hit: https://repo.radeon.com/amdgpu/30.30/ubuntu noble InRelease"
-#     beside rocm/apt/7.2, id 56694230047; ROCm issue #6140 lists amdgpu/30.30/el/9.7/).
-#   7.2.1: 30.30.1 (ROCm issue #6140: amdgpu-install wrote "AMDGPU 30.30.1 repository").
-#   7.2.2: 30.30.2 (amdgpu-docs PR #97, "-amdgpu_url_version = '30.30.2'"; issue #6156).
-#   7.2.3: 30.30.3 (amdgpu-docs PR #97 "+rocm_version = '7.2.3'", "+amdgpu_url_version =
-#     '30.30.3'"). 7.2.4: 30.30.4 (the 7.2.x Ubuntu install page links
-#     amdgpu-docs/en/docs-30.30.4; (3p) pool files under amdgpu/30.30.4/ubuntu).
-RELEASES: tuple[Release, ...] = (
-    _classic("6.0.0", "rocm6.0"),
-    _classic("6.0.2", "rocm6.0"),
-    _classic("6.1.0", "rocm6.1"),
-    _classic("6.1.1", "rocm6.1"),
-    _classic("6.1.2", "rocm6.1"),
-    _classic("6.1.3", "rocm6.1"),  # Radeon point release (see above)
-    _classic("6.1.5", "rocm6.1"),
-    _classic("6.2.0", "rocm6.2"),
-    _classic("6.2.1", "rocm6.2"),
-    _classic("6.2.2", "rocm6.2"),
-    _classic("6.2.3", "rocm6.2"),  # Radeon point release (see above)
-    _classic("6.2.4", "rocm6.2.4"),
-    _classic("6.3.0", "rocm6.3"),
-    _classic("6.3.1", "rocm6.3"),
-    _classic("6.3.2", "rocm6.3"),
-    _classic("6.3.3", "rocm6.3"),
-    _classic("6.3.4", "rocm6.3"),  # Radeon point release (see above)
-    _classic("6.4.0", "rocm6.4"),
-    _classic("6.4.1", "rocm6.4"),
-    _classic("6.4.2", "rocm6.4"),
-    _classic("6.4.3", "rocm6.4"),
-    _classic("6.4.4", "rocm6.4"),
-    _classic("7.0.0", "rocm7.0", "30.10"),
-    _classic("7.0.1", "rocm7.0", "30.10.1"),
-    _classic("7.0.2", "rocm7.0", "30.10.2"),
-    _classic("7.1.0", "rocm7.1", "30.20"),
-    _classic("7.1.1", "rocm7.1", "30.20.1"),
-    _classic("7.2.0", "rocm7.2", "30.30"),
-    _classic("7.2.1", "rocm7.2", "30.30.1"),
-    _classic("7.2.2", "rocm7.2", "30.30.2"),
-    _classic("7.2.3", "rocm7.2", "30.30.3"),
-    _classic("7.2.4", "rocm7.2", "30.30.4"),
-    # ROCm Core SDK: 7.14.0 (2026-07-15, "the first production release"), 10.0.0
-    # (2026-08-26), 7.14.1 (2026-09-02), 10.1.0 (2026-10-05, "the latest production
-    # release"): versions.rst @ 9bcf25db and the 10.1 transition guide (rocm-docs
-    # docs/about/transition-guide-TheRock.md). No 10.2.0 is listed there. Drivers: the one a
-    # release shipped with, from its own page's amdgpu-install links: 31.40 for 7.14.0 (the
-    # 7.14.0 page, legacy-rocm-build 200-install.rst @ 03f04fe0: amdgpu-install/31.40/ and
-    # amdgpu-docs docs-31.40.0, folder without the trailing .0), 31.40.1 for 7.14.1, 31.50 for
-    # 10.0.0 (rocm-docs 200-install.rst @ 0c31064a: amdgpu-install/31.50/, docs-31.50.0);
-    # 10.1.0's page was not found and its notes name no driver (AMD's driver list
-    # docs/data/driver-firmware-support.yaml @ 384a5ef4 has nothing newer than 31.50.0), so
-    # dkms is refused for it until the matrix knows.
-    _core("7.14.0", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40"),
-    _core("7.14.1", MULTI_ARCH_REPOSITORY, "rocm7.14", "31.40.1"),
-    _core("10.0.0", STABLE_REPOSITORY, None, "31.50"),
-    _core("10.1.0", STABLE_REPOSITORY, None, None),
-)
+# The release rows are data: tools/matrix_update.py writes them into upstream_data.json from
+# AMD's historical compatibility table (the classic releases it lists, their distros, GPU
+# targets and, from 7.0, amdgpu driver folder), os-support.yaml (the Core SDK's distros) and
+# PyTorch's RELEASE.md (the index of each release: rocm<X.Y.Z> or rocm<X.Y>, as its table
+# names the stable ROCm of a torch minor), with hand-kept overrides, each cited, where those
+# files are silent (tools/matrix_overrides.toml: the Radeon point releases 6.1.3, 6.2.3,
+# 6.3.4, releases newer than the table copy read, the rocm7.0 index, the Core SDK's releases,
+# repositories and drivers). A row's "from" says where each of its values comes from.
+_REPOSITORY_BY_NAME = {repo.name: repo for repo in REPOSITORIES}
+
+
+def _release_row(row: dict) -> Release:
+    """A Release from a row of upstream_data.RELEASES."""
+    if row["stream"] == CLASSIC.name:
+        return _classic(row["version"], row["torch_index"], row["amdgpu_driver"])
+    repository = _REPOSITORY_BY_NAME[row["repository"]]
+    return _core(row["version"], repository, row["torch_index"], row["amdgpu_driver"])
+
+
+RELEASES: tuple[Release, ...] = tuple(_release_row(row) for row in upstream_data.RELEASES)
 
 _BY_VERSION = {r.version: r for r in RELEASES}
 

@@ -217,9 +217,16 @@ def run_fact(fact, host: str):
     return fact.process(out) if out else fact.default()
 
 
-def amd(slot: str, device: str, pci_class: str = "0x030000", driver: str | None = "amdgpu"):
+def amd(
+    slot: str,
+    device: str,
+    pci_class: str = "0x030000",
+    driver: str | None = "amdgpu",
+    vram_total: int | None = None,
+    gtt_total: int | None = None,
+):
     return {"slot": slot, "vendor": "0x1002", "device": device, "class": pci_class,
-            "driver": driver}  # fmt: skip
+            "driver": driver, "vram_total": vram_total, "gtt_total": gtt_total}  # fmt: skip
 
 
 # Every display and accelerator device, whatever its vendor (the MI300X server's ASPEED BMC
@@ -234,7 +241,7 @@ def amd(slot: str, device: str, pci_class: str = "0x030000", driver: str | None 
         (
             "mi300x_x8",
             [{"slot": "0000:02:00.0", "vendor": "0x1a03", "device": "0x2000",
-              "class": "0x030000", "driver": "ast"}]
+              "class": "0x030000", "driver": "ast", "vram_total": None, "gtt_total": None}]
             + [amd(f"0000:{bus}:00.0", "0x74a1", "0x120000")
                for bus in ("1b", "3d", "4e", "5f", "9d", "bd", "cd", "dd")],
         ),
@@ -242,6 +249,18 @@ def amd(slot: str, device: str, pci_class: str = "0x030000", driver: str | None 
 )  # fmt: skip
 def test_pci_gpus_from_sysfs(host, expected):
     assert run_fact(PciGpus(), host) == expected
+
+
+def test_an_apus_memory_totals_are_read_from_amdgpus_files_in_bytes():
+    # A Strix Halo's iGPU with amdgpu bound: mem_info_vram_total is the firmware's 4 GiB
+    # carve-out, mem_info_gtt_total the 96 GiB of system memory it may map (tests/fixtures/
+    # README.md, sysfs/strixhalo); a discrete card's tree without the files reads None.
+    (gpu,) = run_fact(PciGpus(), "strixhalo")
+    assert gpu == amd("0000:c6:00.0", "0x1586", "0x038000", vram_total=4 * 2**30,
+                      gtt_total=96 * 2**30)  # fmt: skip
+    # the form before the totals were read (5 fields) still parses
+    old = PciGpus().process(["0000:03:00.0 0x1002 0x744c 0x030000 amdgpu"])
+    assert old == [amd("0000:03:00.0", "0x744c")]
 
 
 def test_pci_gpus_without_devices(tmp_path):
