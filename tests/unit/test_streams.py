@@ -11,7 +11,7 @@ import shlex
 import pytest
 
 from rocm_fleet.model import paths
-from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.config import load_config
 from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
 
 RX7900 = {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
@@ -303,9 +303,10 @@ def test_a_torchaudio_the_build_no_longer_has_is_uninstalled():
     assert "torch==2.14.1+rocm7.2" in install and uninstall[-1] == "torchaudio"
 
 
-def test_10x_refuses_pytorch_install_with_the_reason():
-    with pytest.raises(ConfigError, match=r"download\.pytorch\.org publishes no index for ROCm 10"):
-        load_config({"rocm_version": "10.1.0"}, "n")
+def test_10x_gets_torch_from_amds_index_where_pytorch_has_none():
+    torch = load_config({"rocm_version": "10.1.0"}, "n").torch
+    assert torch.index_url == "https://repo.amd.com/rocm/whl-multi-arch/"
+    assert torch.requirements()[-1] == "rocm[device-all,libraries]==10.1.0.*"
 
 
 # --- the driver -----------------------------------------------------------------------------

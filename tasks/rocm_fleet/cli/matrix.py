@@ -97,7 +97,17 @@ def repository_text(rel: matrix.Release) -> str:
 def torch_text(rel: matrix.Release) -> str:
     if not rel.torch_builds:
         return "— (`pytorch_install: false`)"
-    return ", ".join(build.torch for build in rel.torch_builds)
+    builds = ", ".join(build.torch for build in rel.torch_builds)
+    # AMD's index: series TheRock builds; which it carries for the release was not read.
+    return f"{builds} (series, unverified)" if rel.amd_wheels else builds
+
+
+def index_text(rel: matrix.Release) -> str:
+    if rel.torch_index:
+        return f"`{rel.torch_index}`"
+    if rel.amd_wheels:
+        return f"AMD `{urlsplit(rel.amd_wheels.url).path.strip('/').split('/')[-1]}`"
+    return "none"
 
 
 def table_rows() -> tuple[list[str], list[list[str]]]:
@@ -111,7 +121,7 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
                 rel.version,
                 rel.stream.name,
                 f"`{repository_text(rel)}`",
-                f"`{rel.torch_index}`" if rel.torch_index else "none",
+                index_text(rel),
                 torch_text(rel),
                 matrix.amdgpu_repo_version(rel) or "unknown (refused)",
                 *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS),
@@ -157,7 +167,7 @@ def plain_table() -> str:
                 rel.version,
                 rel.stream.name,
                 repository_text(rel),
-                rel.torch_index or "none",
+                rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
                 torch or "none",
                 matrix.amdgpu_repo_version(rel) or "refused",
                 *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
@@ -214,7 +224,8 @@ def matrix_json() -> dict[str, Any]:
                 "torch_index": rel.torch_index,
                 "torch_builds": [asdict(b) for b in rel.torch_builds],
                 "torch_runtime": rel.torch_runtime,
-                "no_torch": None if rel.torch_index else rel.no_torch_reason,
+                "no_torch": None if rel.torch_builds else rel.no_torch_reason,
+                "amd_wheels": asdict(rel.amd_wheels) if rel.amd_wheels else None,
                 "amdgpu_driver": matrix.amdgpu_repo_version(rel),
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,

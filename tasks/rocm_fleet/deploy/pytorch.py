@@ -1,4 +1,6 @@
-"""A venv with the PyTorch ROCm wheels that match the ROCm release, from download.pytorch.org.
+"""A venv with the PyTorch ROCm wheels that match the ROCm release, from download.pytorch.org
+(or, for ROCm 10.x, which PyTorch builds nothing for, from AMD's multi-arch index
+https://repo.amd.com/rocm/whl-multi-arch/ with ``[device-<gfx>]`` extras: ``TorchInstall``).
 
 What must match is the index: torch X+rocmA.B from whl/rocmA.B (fact sheet §7.1). The wheels
 of the classic releases' indexes bundle their own HIP runtime (torch/lib/libamdhip64.so);
@@ -20,23 +22,24 @@ from pyinfra.api.exceptions import DeployError
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, Release
+from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS
 from rocm_fleet.model.sources import WheelNeed, proxy_environment, served, torch_wheels
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
+    from rocm_fleet.model.decisions import TorchInstall
 
 PREREQUISITES = ["python3-venv"]
 # torch and its companions, whichever index they came from.
 TORCH_FAMILY = r"torch|torchvision|torchaudio"
 
 
-def owned_wheels(rel: Release) -> list[str]:
-    """The distributions the release's pins manage: the torch family, and the pip ROCm
-    runtime unless the release's torch requires it (then pip manages its parts)."""
-    return [TORCH_FAMILY] + ([] if rel.torch_runtime else [TORCH_RUNTIME_WHEELS.pattern])
+def owned_wheels(torch: TorchInstall) -> list[str]:
+    """The distributions the torch pins manage: the torch family, and the pip ROCm runtime
+    unless the torch requires it (then pip manages its parts)."""
+    return [TORCH_FAMILY] + ([] if torch.runtime_from_pip else [TORCH_RUNTIME_WHEELS.pattern])
 
 
 @deploy("PyTorch")
@@ -48,7 +51,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
     wheels = torch_wheels(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
-    if wheels is None:
+    if wheels is None or config.torch is None:
         return  # the caller plans this only when config.torch is set
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
@@ -56,7 +59,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         index_url=served(wheels.index_url, config.mirror),
         wanted=dict(wheels.wanted),
         requires=list(wheels.requires),
-        owned=owned_wheels(config.release),
+        owned=owned_wheels(config.torch),
         proxy=proxy_environment(config),
         locked=locked_wheels(config, wheels),
     )

@@ -219,15 +219,22 @@ def load_config(
                 raise fail(
                     "torch_version",
                     wanted,
-                    f"{hint}a torch published on {rel.torch_index} for ROCm {version} "
+                    f"{hint}a torch published on {rel.torch_source} for ROCm {version} "
                     f"({', '.join(published)})",
                 )
             torch_build = matches[0]
 
     torch = (
-        torch_install(rel, torch_build, values["pytorch_index_base_url"]) if torch_build else None
+        torch_install(rel, torch_build, values["pytorch_index_base_url"], _gfx(values))
+        if torch_build
+        else None
     )
     return Config(**values, release=rel, torch=torch)
+
+
+def _gfx(values: dict) -> list[str]:
+    gfx = values.get("expected_gfx")
+    return [gfx] if isinstance(gfx, str) else list(gfx or [])
 
 
 def _newest_of_series(version: str, known: list[str]) -> str | None:

@@ -578,6 +578,55 @@ TORCH_RUNTIME: dict[str, str] = {"rocm7.14": "rocm[device-all,libraries]==7.14.*
 TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
 
 
+# --- AMD's own wheels for the Core SDK ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AmdWheels:
+    """AMD's multi-arch PEP 503 index of the Core SDK's Python wheels, where PyTorch
+    publishes no index for the release (10.x). The GPU target is chosen by a ``[device-*]``
+    extra on ``rocm``, ``torch`` and ``torchvision`` (``device-all`` for every target);
+    ``torch`` depends on ``rocm[libraries]`` and the device extras pull ``amd-torch-device-<gfx>``
+    -> ``rocm-sdk-device-<gfx>``, all from the same index (no second index).
+
+    ``builds`` are torch / torchvision / torchaudio *series* (minor versions) TheRock builds
+    together; which of them this index carries for a given release, and their patch versions
+    and local labels, were not read (tests/fixtures/upstream/repo.amd.com-whl.toml,
+    ``builds_uncertain``): the requirements pin the series (``torch==2.14.*``), and the
+    ``rocm`` runtime pinned to the release (``rocm==10.1.0.*``, the 7.14 runtime was seen as
+    ``7.14.0.post1``) makes pip pick the torch built for it."""
+
+    url: str
+    builds: tuple[TorchBuild, ...]
+    # The distributions that take the [device-*] extra (TheRock RELEASES.md example:
+    # torch[device-gfx942] torchvision[device-gfx942] torchaudio; rocm[libraries,device-...]).
+    device_extra_on: tuple[str, ...] = ("rocm", "torch", "torchvision")
+
+    @staticmethod
+    def device_extras(gfx: list[str] | tuple[str, ...]) -> list[str]:
+        """``device-<gfx>`` per expected target, ``device-all`` when none is named."""
+        return [f"device-{g}" for g in sorted(set(gfx))] or ["device-all"]
+
+
+# https://repo.amd.com/rocm/whl-multi-arch/: AMD's 7.14.0 install page (200-install.rst,
+# legacy-rocm-build @ 03f04fe0: ``pip install --index-url https://repo.amd.com/rocm/whl-multi-arch/
+# "rocm[libraries,device-gfx942]==7.14.0"``); extras and torch install: TheRock RELEASES.md
+# ("Installing multi-arch PyTorch Python packages", "Supported Python [device-*] install
+# extras"); builds: TheRock RELEASES.md's compatibility note (torch 2.14 / torchvision 0.29 /
+# torchaudio 2.11, 2.13/0.28/2.11, 2.12/0.27/2.11, 2.11/0.26/2.11). UNCERTAIN (recorded as
+# such): which of these series the index carries for rocm 10.0 / 10.1 (research notes saw
+# torch 2.13.0+rocm10.0.0, on stable.repo.amd.com/rocm/whl-next/, another index).
+AMD_MULTI_ARCH_WHEELS = AmdWheels(
+    "https://repo.amd.com/rocm/whl-multi-arch/",
+    (
+        TorchBuild("2.11", "0.26", "2.11"),
+        TorchBuild("2.12", "0.27", "2.11"),
+        TorchBuild("2.13", "0.28", "2.11"),
+        TorchBuild("2.14", "0.29", "2.11"),
+    ),
+)
+
+
 # --- ROCm releases ------------------------------------------------------------------------
 
 
@@ -589,6 +638,7 @@ class Release:
     torch_index: str | None  # "rocm6.4"; None when no verified PyTorch index exists
     amdgpu_driver: str | None = None  # 7.x: the separately versioned amdgpu driver
     no_torch: str | None = None  # why there is no torch index, when there is none
+    amd_wheels: AmdWheels | None = None  # AMD's own torch, where PyTorch has no index
 
     @property
     def parts(self) -> tuple[int, ...]:
@@ -609,7 +659,16 @@ class Release:
 
     @property
     def torch_builds(self) -> tuple[TorchBuild, ...]:
-        return TORCH_INDEXES[self.torch_index] if self.torch_index else ()
+        if self.torch_index:
+            return TORCH_INDEXES[self.torch_index]
+        return self.amd_wheels.builds if self.amd_wheels else ()
+
+    @property
+    def torch_source(self) -> str:
+        """Where the torch comes from, for messages: the index name or AMD's index URL."""
+        if self.torch_index:
+            return self.torch_index
+        return self.amd_wheels.url if self.amd_wheels else "no index"
 
     @property
     def torch_runtime(self) -> str | None:
@@ -660,19 +719,14 @@ def _classic(version: str, torch_index: str, driver: str | None = None) -> Relea
 # No download.pytorch.org index serves the Core SDK 10.x: (3p) `curl
 # https://download.pytorch.org/whl/rocm10.1/torch/` answers 403 (index id 70539249324);
 # PyTorch's nightly matrix moved to 7.14/10.0 on 2026-08-28 (pytorch/test-infra #8670), no
-# release wheels were found. AMD's own 10.x wheels (torch 2.13.0+rocm10.0.0, on
-# stable.repo.amd.com/rocm/whl-next/, research B.2) are a different index family.
-NO_TORCH_10 = (
-    "download.pytorch.org publishes no index for ROCm 10.x (whl/rocm10.1 answers 403); AMD's "
-    "own wheels on stable.repo.amd.com/rocm/whl-next/ are not supported by rocm-fleet"
-)
-
-
+# release wheels were found. The 10.x torch comes from AMD's own multi-arch index instead
+# (``AMD_MULTI_ARCH_WHEELS``); AMD's stable.repo.amd.com/rocm/whl-next/ (torch
+# 2.13.0+rocm10.0.0, research B.2) is another index family, not used.
 def _core(
     version: str, repository: Repository, torch_index: str | None, driver: str | None
 ) -> Release:
-    no_torch = NO_TORCH_10 if torch_index is None else None
-    return Release(version, CORE_SDK, repository, torch_index, driver, no_torch)
+    amd = AMD_MULTI_ARCH_WHEELS if torch_index is None else None
+    return Release(version, CORE_SDK, repository, torch_index, driver, amd_wheels=amd)
 
 
 # Classic releases: docs/release/versions.md (ROCm 7.2.0 docs) plus 6.4.4 and 7.2.1-7.2.4

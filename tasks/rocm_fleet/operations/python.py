@@ -188,8 +188,8 @@ def pinned_wheels(
         if name not in keep and any(p.fullmatch(name) for p in patterns)
     )  # fmt: skip
     if not drift and not unmet and not stale:
-        pins = ", ".join(f"{n}=={v}" for n, v in sorted(wanted.items()))
-        host.noop(pins + "".join(f", {r}" for r in requires) + " installed")
+        pins = [f"{n}=={v}" for n, v in sorted(wanted.items())] + requires
+        host.noop(", ".join(pins) + " installed")
         return
     python = QuoteString(paths.venv_python(venv_path))
     if drift or unmet:
