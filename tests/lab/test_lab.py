@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from lab import HostSpec, Lab, amd_repo, core_sdk_repo, machine, profiles, pytorch_index
+from lab import HostSpec, Lab, amd_repo, amd_wheels, core_sdk_repo, machine, profiles, pytorch_index
 from lab.server import Server
 from lab.upstreams import DOUBLES
 from rocm_fleet.model.matrix import CORE_SDK_GFX_PACKAGES, release
@@ -174,6 +174,23 @@ def test_core_sdk_torch_wheels_require_the_pip_rocm_runtime(tmp_path):
     assert {"rocm-sdk-core", "rocm-sdk-libraries", "rocm-sdk-device-gfx942"} <= set(by_name)
     page = (tmp_path / "whl/rocm7.14/rocm-sdk-core/index.html").read_text()
     assert "rocm_sdk_core-7.14.0-py3-none-any.whl#sha256=" in page
+
+
+def test_amds_multi_arch_index_double_serves_10x_torch_with_device_extras(tmp_path):
+    """repo.amd.com/rocm/whl-multi-arch/ from the record: 10.x only, torch requires
+    rocm[libraries] of its release, [device-<gfx>] brings amd-torch-device-<gfx>."""
+    wheels = amd_wheels.build(tmp_path, [release("7.14.1"), release("10.1.0")])
+    assert amd_wheels.URL == "https://repo.amd.com/rocm/whl-multi-arch/"
+    torches = sorted(w.version for w in wheels if w.project == "torch")
+    assert torches == [f"2.{m}.0+rocm10.1.0" for m in (11, 12, 13, 14)]
+    torch = next(w for w in wheels if w.version == "2.14.0+rocm10.1.0")
+    with zipfile.ZipFile(torch.path) as zf:
+        meta = zf.read(f"torch-{torch.version}.dist-info/METADATA").decode()
+    assert "Requires-Dist: rocm[libraries]==10.1.0.*\n" in meta
+    assert 'amd-torch-device-gfx1100==2.14.0+rocm10.1.0; extra == "device-gfx1100"' in meta
+    page = (tmp_path / "rocm/whl-multi-arch/rocm/index.html").read_text()
+    assert "rocm-10.1.0.post1-py3-none-any.whl#sha256=" in page
+    assert amd_wheels.build(tmp_path / "none", [release("7.14.1")]) == []
 
 
 def readme_code() -> str:

@@ -154,3 +154,12 @@ def release_index(version: str) -> str | None:
 
 def gpu_targets() -> dict[str, dict]:
     return {k: v for k, v in load("gpus").items() if k.startswith("gfx")}
+
+
+# --- repo.amd.com's wheel indexes -------------------------------------------------------------
+
+
+def amd_multi_arch() -> dict:
+    """AMD's multi-arch wheel index as recorded: url, extras, runtime, builds (torch,
+    torchvision, torchaudio series) and what is uncertain about them."""
+    return load("repo.amd.com-whl")["multi-arch"]
