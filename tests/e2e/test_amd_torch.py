@@ -1,0 +1,70 @@
+"""End to end: torch for the ROCm Core SDK 10.x from AMD's own multi-arch wheel index
+(https://repo.amd.com/rocm/whl-multi-arch/, doubled at its real URL from the recorded facts,
+tests/lab/amd_wheels.py), where download.pytorch.org publishes none.
+
+A Debian 13 host with a PRO W7900 (gfx1100) asks for 10.0.0 with ``pytorch_install``:
+``--dry`` names the pip install from AMD's index with the ``[device-gfx1100]`` extras; the run
+installs torch, its ROCm runtime from pip and the device wheels, verifies the GPU through
+torch, the node checks pass, and a second run changes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from e2e import support
+from e2e.support import changed, deploy, running_lab, sh, succeeded, wheels
+from lab import HostSpec
+
+pytestmark = pytest.mark.e2e
+
+AMD = "https://repo.amd.com/rocm/whl-multi-arch/"
+HOST = HostSpec("amdtorch", suite="trixie", profile="w7900",
+                data={"rocm_version": "10.0.0", "expected_gfx": "gfx1100",
+                      "expected_gpu_count": 1, "rocm_users": ["alice"]})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lab():
+    yield from running_lab([HOST], ["10.0.0"])
+
+
+def test_10x_torch_comes_from_amds_index_verifies_and_then_changes_nothing(lab):
+    dry = deploy(lab, limit="amdtorch", dry=True)
+    assert f"--index-url {AMD} 'torch[device-gfx1100]==2.14.*'" in dry.output, dry.output[-3000:]
+    assert "'rocm[device-gfx1100,libraries]==10.0.0.*'" in dry.output
+    assert "--extra-index-url" not in dry.output
+
+    since = len(lab.server.requests())
+    result = deploy(lab, limit="amdtorch")
+    succeeded(result)
+    assert changed(result)["Verify | Check rocminfo and torch see the expected GPUs"] == [
+        "amdtorch"
+    ]
+    assert wheels(lab, "amdtorch") == {"torch": "2.14.0+rocm10.0.0",
+                                       "torchvision": "0.29.0+rocm10.0.0",
+                                       "torchaudio": "2.11.0+rocm10.0.0"}  # fmt: skip
+    freeze = sh(lab, "amdtorch", f"{support.VENV_PYTHON} -m pip list --format=freeze").lower()
+    freeze = freeze.replace("_", "-")
+    for dist in (
+        "rocm==10.0.0.post1",
+        "rocm-sdk-core==10.0.0",
+        "rocm-sdk-libraries==10.0.0",
+        "rocm-sdk-device-gfx1100==10.0.0",
+        "amd-torch-device-gfx1100==2.14.0+rocm10.0.0",
+    ):
+        assert dist in freeze, freeze  # fmt: skip
+    assert "rocm-sdk-device-gfx942" not in freeze  # only the host's target
+    fetched = [r["path"] for r in lab.server.requests()[since:] if r["host"] == "repo.amd.com"]
+    assert "/rocm/whl-multi-arch/torch/" in fetched, fetched
+    assert not [r for r in lab.server.requests()[since:] if r["host"] == "download.pytorch.org"]
+
+    check = [str(Path(lab.env()["PATH"].split(":")[0]) / "python"), "-m", "rocm_fleet.cli",
+             "check", str(lab.inventory), "--limit", "amdtorch"]  # fmt: skip
+    checked = lab.run(check, timeout=600)
+    assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-2000:]
+
+    again = deploy(lab, limit="amdtorch")
+    succeeded(again)
+    assert changed(again) == {}
