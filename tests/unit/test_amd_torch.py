@@ -107,3 +107,39 @@ def test_the_bundle_needs_amds_index():
     config = load_config(DATA)
     need = torch_wheels(config)
     assert need.index_url == AMD and need.requirements() == config.torch.requirements()
+
+
+def test_a_bundle_resolves_amds_index_with_the_device_extras(tmp_path):
+    """``rocm-fleet bundle``'s resolver over the double of AMD's multi-arch index (the lab's,
+    built from the recorded facts) on a loopback server: the [device-gfx1100] extras bring
+    that target's wheels only, every wheel pinned with its hash for the host's pip."""
+    from lab import amd_wheels
+    from rocm_fleet.model.matrix import DISTROS, HOST_RUNTIMES
+    from rocm_fleet.model.sources import HostNeeds, WheelNeed
+    from rocm_fleet.offline.bundle import Plan, locked_requirements, make_bundle, missing
+    from rocm_fleet.offline.download import Fetcher
+    from unit.loopback import serve
+    from unit.test_bundle import Quiet
+
+    www = tmp_path / "www"
+    amd_wheels.build(www, [matrix.release("10.0.0")])
+    torch = load_config({**DATA, "rocm_version": "10.0.0"}).torch
+    bookworm = next(d for d in DISTROS if d.key == "debian 12")
+    with serve(www) as served:
+        url = f"{served.url}/{amd_wheels.PATH}/"
+        need = WheelNeed(url, HOST_RUNTIMES[bookworm.key], torch.wanted, torch.requires)
+        plan = Plan()
+        plan.add("n", HostNeeds(wheels=(need,)), {})
+        out = tmp_path / "bundle"
+        manifest = make_bundle(plan, out, Fetcher(progress=Quiet()))
+    (wheel_set,) = manifest["wheel_sets"]
+    pins = {name: pin["version"] for name, pin in wheel_set["pins"].items()}
+    assert pins == {
+        "torch": "2.14.0+rocm10.0.0", "torchvision": "0.29.0+rocm10.0.0",
+        "torchaudio": "2.11.0+rocm10.0.0", "amd-torch-device-gfx1100": "2.14.0+rocm10.0.0",
+        "rocm": "10.0.0.post1", "rocm-sdk-core": "10.0.0", "rocm-sdk-libraries": "10.0.0",
+        "rocm-sdk-device-gfx1100": "10.0.0",
+    }  # fmt: skip
+    assert missing(str(out), HostNeeds(wheels=(need,))) == []
+    locked = locked_requirements(str(out), need)
+    assert "torch==2.14.0+rocm10.0.0 --hash=sha256:" in " ".join(locked)
