@@ -266,3 +266,35 @@ def test_bad_options_are_one_line_usage_errors(capsys):
     assert main(["matrix", "check", "--key-fingerprint", "classic=1234"]) == 2
     assert "[STREAM=]FINGERPRINT" in capsys.readouterr().err
     assert main(["matrix", "check", "--apt-base", "ftp://x"]) == 2
+
+
+def test_amds_wheel_index_is_checked_for_the_runtime_and_each_torch_series(upstream, gpg):
+    """10.x: AMD's multi-arch index (here the lab's double of it, from the recorded facts,
+    under the mirror's repo.amd.com/) lists rocm==10.1.0.* and a wheel of every series."""
+    from lab import amd_wheels
+    from rocm_fleet.model.matrix import release
+
+    root, url, _ = upstream
+    www = root / "amd/repo.amd.com"
+    amd_wheels.build(www, [release("10.1.0")])
+
+    def amd_checks():
+        report = check_matrix(
+            Upstream(f"{url}/amd", f"{url}/whl", 5, 0), "10.1.0", {"*": gpg.fingerprint},
+            progress=Progress(io.StringIO()),
+        )  # fmt: skip
+        return {c["what"]: c for c in report["checks"] if c["what"].startswith("AMD ")}
+
+    checks = amd_checks()
+    assert set(checks) == {"AMD ROCm runtime", "AMD torch wheels", "AMD torchvision wheels",
+                           "AMD torchaudio wheels"}  # fmt: skip
+    assert all(c["status"] == "ok" for c in checks.values()), checks
+    assert checks["AMD torch wheels"]["url"] == "https://repo.amd.com/rocm/whl-multi-arch/torch/"
+    page = www / "rocm/whl-multi-arch/torch/index.html"
+    page.write_text("".join(ln for ln in page.read_text().splitlines(True) if "2.12.0" not in ln))
+    (www / "rocm/whl-multi-arch/rocm/index.html").write_text(project_page([]))
+    checks = amd_checks()
+    assert checks["AMD torch wheels"]["status"] == "wrong"
+    assert checks["AMD torch wheels"]["detail"] == "no torch wheel of 2.12"
+    assert checks["AMD ROCm runtime"]["status"] == "wrong"
+    assert "rocm==10.1.0.*" in checks["AMD ROCm runtime"]["detail"]

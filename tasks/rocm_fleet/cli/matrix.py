@@ -510,6 +510,22 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
     return run
 
 
+def series_check(index_url: str, project: str, series: list[str]) -> Callable:
+    """AMD's index: some wheel of each series (``2.14`` -> any ``2.14.*``, any local label),
+    since its exact versions and labels are not in the matrix."""
+    from packaging.specifiers import SpecifierSet
+
+    def run(upstream: Upstream) -> str | None:
+        files = _index_files(upstream, index_url, project)
+        if files is None:
+            return f"no {project} project page"
+        have = _file_versions(files, project)
+        missing = [s for s in series if not any(SpecifierSet(f"=={s}.*").contains(v) for v in have)]
+        return f"no {project} wheel of {', '.join(missing)}" if missing else None
+
+    return run
+
+
 def no_index_check(index_url: str) -> Callable:
     def run(upstream: Upstream) -> str | None:
         files = _index_files(upstream, index_url, "torch")
@@ -591,6 +607,8 @@ def build_checks(
         else:
             url = f"{matrix.PYTORCH_INDEX_BASE_URL}/rocm{major_minor(rel.version)}"
             checks.append(Check(rel.version, "no PyTorch index", url, no_index_check(url)))
+        if rel.amd_wheels:
+            checks += amd_wheel_checks(rel, rel.amd_wheels)
     for key_url, (repo, stream) in repositories.items():
         expected = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
         run = key_check(key_url, expected.upper())
@@ -607,6 +625,19 @@ def build_checks(
             checks.append(
                 Check(index, "ROCm runtime", f"{url}/", runtime_check(url, rels[0].torch_runtime))
             )
+    return checks
+
+
+def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[Check]:
+    """AMD's multi-arch index for a release: the ``rocm`` runtime of the release and a wheel
+    of every recorded torch / torchvision / torchaudio series."""
+    url = amd.url.rstrip("/")
+    runtime = f"rocm=={rel.version}.*"
+    checks = [Check(rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, runtime))]
+    for project in ("torch", "torchvision", "torchaudio"):
+        series = sorted({v for b in amd.builds if (v := getattr(b, project))}, key=Version)
+        run = series_check(url, project, series)
+        checks.append(Check(rel.version, f"AMD {project} wheels", f"{url}/{project}/", run))
     return checks
 
 
