@@ -436,3 +436,27 @@ def test_the_audit_flags_the_old_targets_packages_until_they_go():
     converged = converged_survey(data, "debian-13", pci=[RX9070XT])
     planned = plan(data, SurveyHost(converged))
     assert planned.changes == []
+
+
+def test_moving_from_amds_10x_torch_to_a_pytorch_index_uninstalls_its_device_wheels():
+    venv = {"torch": "2.14.0+rocm10.0.0", "torchvision": "0.29.0+rocm10.0.0",
+            "torchaudio": "2.11.0+rocm10.0.0", "amd_torch_device_gfx1100": "2.14.0+rocm10.0.0",
+            "rocm": "10.0.0.post1", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
+    data = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100"}
+    planned, _ = plan_for(
+        "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
+    )
+    install, uninstall = pip_words(planned)
+    assert "rocm[device-all,libraries]==7.14.*" in install
+    assert uninstall[-2:] == ["amd-torch-device-gfx1100", "torchaudio"]
+
+
+def test_a_converged_amd_10x_venv_uninstalls_nothing():
+    venv = {"torch": "2.14.0+rocm10.0.0", "torchvision": "0.29.0+rocm10.0.0",
+            "torchaudio": "2.11.0+rocm10.0.0", "amd_torch_device_gfx1100": "2.14.0+rocm10.0.0",
+            "rocm": "10.0.0.post1", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
+    data = {"rocm_version": "10.0.0", "expected_gfx": "gfx1100"}
+    planned, _ = plan_for(
+        "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
+    )
+    assert planned.find("Install the torch wheels").commands == []

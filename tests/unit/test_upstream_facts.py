@@ -35,6 +35,17 @@ def disagreements() -> list[str]:
         row = f"release {rel.version}"
         torch = facts.release_index(rel.version)
         differ(row, "the PyTorch index", rel.torch_index, torch, "download.pytorch.org")
+        if rel.amd_wheels is not None:  # AMD's own torch where PyTorch has none
+            amd = facts.amd_multi_arch()
+            record = "repo.amd.com-whl"
+            differ(row, "AMD's wheel index", rel.amd_wheels.url, amd["url"], record)
+            differ(row, "the target selection", "extra", amd["target_selection"], record)
+            builds = sorted(
+                ([b.torch, b.torchvision, b.torchaudio] for b in rel.amd_wheels.builds),
+                key=lambda b: [int(p) for p in b[0].split(".")],
+            )
+            recorded = sorted(amd["builds"], key=lambda b: [int(p) for p in b[0].split(".")])
+            differ(row, "AMD's torch/vision/audio series", builds, recorded, record)
         if rel.stream is matrix.CLASSIC:
             fact = classic.get(rel.version)
             if fact is None:

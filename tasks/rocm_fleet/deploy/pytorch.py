@@ -34,12 +34,19 @@ if TYPE_CHECKING:
 PREREQUISITES = ["python3-venv"]
 # torch and its companions, whichever index they came from.
 TORCH_FAMILY = r"torch|torchvision|torchaudio"
+# What the [device-<gfx>] extras of AMD's 10.x torch install (repo.amd.com-whl.toml, runtime).
+AMD_TORCH_DEVICE = r"amd-torch-device-.+"
 
 
 def owned_wheels(torch: TorchInstall) -> list[str]:
     """The distributions the torch pins manage: the torch family, and the pip ROCm runtime
     unless the torch requires it (then pip manages its parts)."""
-    return [TORCH_FAMILY] + ([] if torch.runtime_from_pip else [TORCH_RUNTIME_WHEELS.pattern])
+    owned = [TORCH_FAMILY]
+    if not torch.runtime_from_pip:
+        owned.append(TORCH_RUNTIME_WHEELS.pattern)
+    if torch.wanted:  # from download.pytorch.org: AMD's device wheels of a 10.x torch go
+        owned.append(AMD_TORCH_DEVICE)
+    return owned
 
 
 @deploy("PyTorch")
