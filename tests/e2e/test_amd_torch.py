@@ -1,12 +1,13 @@
-"""End to end: torch for the ROCm Core SDK 10.x from AMD's own multi-arch wheel index
-(https://repo.amd.com/rocm/whl-multi-arch/, doubled at its real URL from the recorded facts,
+"""End to end: torch for the ROCm Core SDK 10.x from AMD's own stable wheel index
+(https://stable.repo.amd.com/rocm/whl-next/, doubled at its real URL from the recorded facts,
 tests/lab/amd_wheels.py), where download.pytorch.org publishes none.
 
 A Debian 13 host with a PRO W7900 (gfx1100) asks for 10.0.0 with ``pytorch_install``:
 ``--dry`` announces the torch install and changes nothing; the run (pip from AMD's index with
-the ``[device-gfx1100]`` extras)
-installs torch, its ROCm runtime from pip and the device wheels, verifies the GPU through
-torch, the node checks pass, and a second run changes nothing."""
+the ``[device-gfx1100]`` extras) installs the builds AMD's 10.0.0 page pins, the ROCm runtime
+torch requires and the target's device wheels, verifies the GPU through torch, the node
+checks pass, a second run changes nothing, and a torchvision removed behind rocm-fleet's back
+is put back."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from lab import HostSpec
 
 pytestmark = pytest.mark.e2e
 
-AMD = "https://repo.amd.com/rocm/whl-multi-arch/"
+AMD = "https://stable.repo.amd.com/rocm/whl-next/"
 HOST = HostSpec("amdtorch", suite="trixie", profile="w7900",
                 data={"rocm_version": "10.0.0", "expected_gfx": "gfx1100",
                       "expected_gpu_count": 1, "rocm_users": ["alice"]})  # fmt: skip
@@ -48,22 +49,24 @@ def test_10x_torch_comes_from_amds_index_verifies_and_then_changes_nothing(lab):
     assert changed(result)["Verify | Check rocminfo and torch see the expected GPUs"] == [
         "amdtorch"
     ]
-    assert wheels(lab, "amdtorch") == {"torch": "2.14.0+rocm10.0.0",
-                                       "torchvision": "0.29.0+rocm10.0.0",
-                                       "torchaudio": "2.11.0+rocm10.0.0"}  # fmt: skip
+    assert wheels(lab, "amdtorch") == {"torch": "2.13.0+rocm10.0.0",
+                                       "torchvision": "0.28.0+rocm10.0.0",
+                                       "torchaudio": "2.11.0.2+rocm10.0.0"}  # fmt: skip
     freeze = sh(lab, "amdtorch", f"{support.VENV_PYTHON} -m pip list --format=freeze").lower()
     freeze = freeze.replace("_", "-")
     for dist in (
-        "rocm==10.0.0.post1",
+        "rocm==10.0.0",
         "rocm-sdk-core==10.0.0",
         "rocm-sdk-libraries==10.0.0",
         "rocm-sdk-device-gfx1100==10.0.0",
-        "amd-torch-device-gfx1100==2.14.0+rocm10.0.0",
+        "amd-torch-device-gfx1100==2.13.0+rocm10.0.0",
+        "amd-torchvision-device-gfx1100==0.28.0+rocm10.0.0",
     ):
         assert dist in freeze, freeze  # fmt: skip
     assert "rocm-sdk-device-gfx942" not in freeze  # only the host's target
-    fetched = [r["path"] for r in lab.server.requests()[since:] if r["host"] == "repo.amd.com"]
-    assert "/rocm/whl-multi-arch/torch/" in fetched, fetched
+    requests = lab.server.requests()[since:]
+    fetched = [r["path"] for r in requests if r["host"] == "stable.repo.amd.com"]
+    assert "/rocm/whl-next/torch/" in fetched, fetched
     assert not [r for r in lab.server.requests()[since:] if r["host"] == "download.pytorch.org"]
 
     check = [str(Path(lab.env()["PATH"].split(":")[0]) / "python"), "-m", "rocm_fleet.cli",
@@ -74,3 +77,13 @@ def test_10x_torch_comes_from_amds_index_verifies_and_then_changes_nothing(lab):
     again = deploy(lab, limit="amdtorch")
     succeeded(again)
     assert changed(again) == {}
+
+    # drift: torchvision removed by hand; the next run puts back the pinned build
+    sh(lab, "amdtorch", f"{support.VENV_PYTHON} -m pip uninstall --yes torchvision")
+    repaired = deploy(lab, limit="amdtorch")
+    succeeded(repaired)
+    assert (
+        "amdtorch"
+        in changed(repaired)["PyTorch | Install the torch wheels built for the ROCm release"]
+    )
+    assert wheels(lab, "amdtorch")["torchvision"] == "0.28.0+rocm10.0.0"

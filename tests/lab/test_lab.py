@@ -176,20 +176,26 @@ def test_core_sdk_torch_wheels_require_the_pip_rocm_runtime(tmp_path):
     assert "rocm_sdk_core-7.14.0-py3-none-any.whl#sha256=" in page
 
 
-def test_amds_multi_arch_index_double_serves_10x_torch_with_device_extras(tmp_path):
-    """repo.amd.com/rocm/whl-multi-arch/ from the record: 10.x only, torch requires
-    rocm[libraries] of its release, [device-<gfx>] brings amd-torch-device-<gfx>."""
+def test_amds_stable_index_double_serves_10x_torch_with_device_extras(tmp_path):
+    """stable.repo.amd.com/rocm/whl-next/ from the record: the 10.x releases only, the exact
+    builds of AMD's page, torch requires rocm[libraries]==<release>, [device-<gfx>] brings
+    amd-torch-device-<gfx>, gfx1150's device wheel only for the build it is offered."""
     wheels = amd_wheels.build(tmp_path, [release("7.14.1"), release("10.1.0")])
-    assert amd_wheels.URL == "https://repo.amd.com/rocm/whl-multi-arch/"
+    assert amd_wheels.URL == "https://stable.repo.amd.com/rocm/whl-next/"
     torches = sorted(w.version for w in wheels if w.project == "torch")
-    assert torches == [f"2.{m}.0+rocm10.1.0" for m in (11, 12, 13, 14)]
-    torch = next(w for w in wheels if w.version == "2.14.0+rocm10.1.0")
+    assert torches == ["2.12.0+rocm10.1.0", "2.13.0+rocm10.1.0", "2.14.0+rocm10.1.0"]
+    torch = next(w for w in wheels if (w.project, w.version) == ("torch", "2.14.0+rocm10.1.0"))
     with zipfile.ZipFile(torch.path) as zf:
         meta = zf.read(f"torch-{torch.version}.dist-info/METADATA").decode()
-    assert "Requires-Dist: rocm[libraries]==10.1.0.*\n" in meta
+    assert "Requires-Dist: rocm[libraries]==10.1.0\n" in meta
     assert 'amd-torch-device-gfx1100==2.14.0+rocm10.1.0; extra == "device-gfx1100"' in meta
-    page = (tmp_path / "rocm/whl-multi-arch/rocm/index.html").read_text()
-    assert "rocm-10.1.0.post1-py3-none-any.whl#sha256=" in page
+    assert "device-gfx1150" not in meta and "device-gfx908" not in meta
+    apu = [w.version for w in wheels if w.project == "amd-torch-device-gfx1150"]
+    assert apu == ["2.12.0+rocm10.1.0"]
+    vision = {w.version for w in wheels if w.project == "torchvision"}
+    assert "0.29.0a0+rocm10.1.0" in vision
+    page = (tmp_path / "rocm/whl-next/rocm/index.html").read_text()
+    assert "rocm-10.1.0-py3-none-any.whl#sha256=" in page
     assert amd_wheels.build(tmp_path / "none", [release("7.14.1")]) == []
 
 

@@ -89,8 +89,10 @@ class Upstreams:
             core = [r for r in releases if r.version in cores]
             listed = list(cores.values()) if catalog else []
             core_sdk_repo.build(self._www / "amd", core, signer, listed)
-            # AMD's wheel index for 10.x torch, on the repo.amd.com double (its real host)
-            amd_wheels.build(self._www / "amd" / AMD, list(cores.values()) if catalog else core)
+            # AMD's wheel index for 10.x torch, on its real host's double
+            assert amd_wheels.HOST == STABLE_AMD, amd_wheels.HOST
+            served = list(cores.values()) if catalog else core
+            amd_wheels.build(self._www / "amd" / STABLE_AMD, served)
             everything = [*facts.classic_releases().values(), *cores.values()]
             pytorch_index.build(self._www / "pytorch", everything if catalog else releases)
             if catalog:

@@ -354,14 +354,11 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 for spec in (a for a in args if "==" in a):
                     req = Requirement(spec)
                     version = str(req.specifier).removeprefix("==")
-                    if req.name == "rocm":  # the ROCm runtime: 7.14.* or (AMD's) 10.1.0.*
+                    if req.name == "rocm" and version.endswith(".*"):  # rocm7.14's runtime
                         prefix = version.removesuffix(".*")
-                        if prefix.count(".") == 2:
-                            prefix = prefix.rsplit(".", 1)[0]
                         survey["venv"].update({n: prefix + v for n, v in PIP_RUNTIME.items()})
-                    elif version.endswith(".*"):  # AMD's torch family: a series
-                        label = f"+rocm{release.version}"  # as research saw 2.13.0+rocm10.0.0
-                        survey["venv"][req.name] = version.removesuffix(".*") + ".0" + label
+                    elif req.name == "rocm":  # AMD's 10.x runtime, exactly the release
+                        survey["venv"].update({"rocm": version, "rocm-sdk-core": version})
                     else:
                         survey["venv"][req.name] = version
                 hip = TORCH_HIP.get(release.torch_index or f"amd{release.version}")

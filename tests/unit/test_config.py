@@ -145,7 +145,7 @@ def test_connector_and_other_deploys_keys_pass(key):
         ({"rocm_packages": ["rocm hip"]}, ["'rocm_packages'", "Debian package name"]),
         ({"rocm_version": "10.0.0", "torch_version": "2.14.1"},
          ["'torch_version'", "'2.14.1'",
-          "https://repo.amd.com/rocm/whl-multi-arch/", "2.11, 2.12, 2.13, 2.14"]),
+          "https://stable.repo.amd.com/rocm/whl-next/", "2.11.0, 2.12.0, 2.13.0"]),
         ({"rocm_version": "7.14.1", "torch_version": "2.13.0"},
          ["'torch_version'", "'2.13.0'", "rocm7.14", "2.14.0, 2.14.1"]),
         ({"rocm_driver": "amdgpu-pro"}, ["'rocm_driver'", "'amdgpu-pro'", "'inbox', 'dkms'"]),

@@ -58,9 +58,15 @@ def test_the_pip_runtime_requirement_is_met_by_any_matching_version():
 def test_a_bundling_release_owns_the_pip_runtime_a_core_sdk_one_leaves_it_to_pip():
     assert owned_wheels(_torch("7.2.1"))[1] == TORCH_RUNTIME_WHEELS.pattern
     # back from 10.x: AMD's device wheels go too
-    assert owned_wheels(_torch("7.2.1"))[2] == "amd-torch-device-.+"
-    assert owned_wheels(_torch("7.14.1")) == ["torch|torchvision|torchaudio", "amd-torch-device-.+"]
-    assert owned_wheels(_torch("10.1.0")) == ["torch|torchvision|torchaudio"]
+    amd_device = "amd-torch(?:vision)?-device-.+"
+    assert owned_wheels(_torch("7.2.1"))[2] == amd_device
+    assert owned_wheels(_torch("7.14.1")) == ["torch|torchvision|torchaudio", amd_device]
+    # 10.x: pip manages the runtime; the device wheels of other targets are owned
+    assert owned_wheels(_torch("10.1.0")) == [
+        "torch|torchvision|torchaudio",
+        "amd-torch(?:vision)?-device-(?!(?:gfx942)$).+",
+        "rocm-sdk-device-(?!(?:gfx942)$).+",
+    ]
 
 
 def _torch(version):

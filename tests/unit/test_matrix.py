@@ -97,8 +97,8 @@ def test_torch_index_follows_the_release():
         if rel.torch_index is None:
             assert rel.parts >= (10,), rel.version  # only 10.x has no index
             # ... and gets AMD's own torch instead (issue 16 item 3)
-            assert rel.amd_wheels is matrix.AMD_MULTI_ARCH_WHEELS, rel.version
-            assert rel.torch_builds == matrix.AMD_MULTI_ARCH_WHEELS.builds
+            assert rel.amd_wheels is matrix.AMD_WHEELS[rel.version], rel.version
+            assert rel.torch_builds == rel.amd_wheels.builds
             continue
         assert rel.torch_index in matrix.TORCH_INDEXES
         major, minor, _ = rel.parts

@@ -268,14 +268,15 @@ def test_bad_options_are_one_line_usage_errors(capsys):
     assert main(["matrix", "check", "--apt-base", "ftp://x"]) == 2
 
 
-def test_amds_wheel_index_is_checked_for_the_runtime_and_each_torch_series(upstream, gpg):
-    """10.x: AMD's multi-arch index (here the lab's double of it, from the recorded facts,
-    under the mirror's repo.amd.com/) lists rocm==10.1.0.* and a wheel of every series."""
+def test_amds_wheel_index_is_checked_for_the_runtime_and_each_pinned_build(upstream, gpg):
+    """10.x: AMD's stable index (here the lab's double of it, from the recorded facts, under
+    the mirror's stable.repo.amd.com/) lists rocm==10.1.0, every pinned build and each
+    target's device wheels."""
     from lab import amd_wheels
     from rocm_fleet.model.matrix import release
 
     root, url, _ = upstream
-    www = root / "amd/repo.amd.com"
+    www = root / "amd/stable.repo.amd.com"
     amd_wheels.build(www, [release("10.1.0")])
 
     def amd_checks():
@@ -286,15 +287,17 @@ def test_amds_wheel_index_is_checked_for_the_runtime_and_each_torch_series(upstr
         return {c["what"]: c for c in report["checks"] if c["what"].startswith("AMD ")}
 
     checks = amd_checks()
-    assert set(checks) == {"AMD ROCm runtime", "AMD torch wheels", "AMD torchvision wheels",
-                           "AMD torchaudio wheels"}  # fmt: skip
+    assert {"AMD ROCm runtime", "AMD torch wheels", "AMD torchvision wheels",
+            "AMD torchaudio wheels", "AMD amd-torch-device-gfx1151"} <= set(checks)  # fmt: skip
+    assert "AMD amd-torch-device-gfx908" not in checks  # not on AMD's 10.1.0 page
     assert all(c["status"] == "ok" for c in checks.values()), checks
-    assert checks["AMD torch wheels"]["url"] == "https://repo.amd.com/rocm/whl-multi-arch/torch/"
-    page = www / "rocm/whl-multi-arch/torch/index.html"
+    index = "https://stable.repo.amd.com/rocm/whl-next"
+    assert checks["AMD torch wheels"]["url"] == f"{index}/torch/"
+    page = www / "rocm/whl-next/torch/index.html"
     page.write_text("".join(ln for ln in page.read_text().splitlines(True) if "2.12.0" not in ln))
-    (www / "rocm/whl-multi-arch/rocm/index.html").write_text(project_page([]))
+    (www / "rocm/whl-next/rocm/index.html").write_text(project_page([]))
     checks = amd_checks()
     assert checks["AMD torch wheels"]["status"] == "wrong"
-    assert checks["AMD torch wheels"]["detail"] == "no torch wheel of 2.12"
+    assert checks["AMD torch wheels"]["detail"] == "no torch wheel 2.12.0+rocm10.1.0"
     assert checks["AMD ROCm runtime"]["status"] == "wrong"
-    assert "rocm==10.1.0.*" in checks["AMD ROCm runtime"]["detail"]
+    assert "rocm[libraries]==10.1.0" in checks["AMD ROCm runtime"]["detail"]

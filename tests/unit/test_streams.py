@@ -305,8 +305,9 @@ def test_a_torchaudio_the_build_no_longer_has_is_uninstalled():
 
 def test_10x_gets_torch_from_amds_index_where_pytorch_has_none():
     torch = load_config({"rocm_version": "10.1.0"}, "n").torch
-    assert torch.index_url == "https://repo.amd.com/rocm/whl-multi-arch/"
-    assert torch.requirements()[-1] == "rocm[device-all,libraries]==10.1.0.*"
+    assert torch.index_url == "https://stable.repo.amd.com/rocm/whl-next/"
+    assert torch.requirements()[0] == "torch[device-all]==2.14.0+rocm10.1.0"
+    assert torch.requirements()[-1] == "rocm[libraries]==10.1.0"
 
 
 # --- the driver -----------------------------------------------------------------------------
@@ -439,9 +440,9 @@ def test_the_audit_flags_the_old_targets_packages_until_they_go():
 
 
 def test_moving_from_amds_10x_torch_to_a_pytorch_index_uninstalls_its_device_wheels():
-    venv = {"torch": "2.14.0+rocm10.0.0", "torchvision": "0.29.0+rocm10.0.0",
-            "torchaudio": "2.11.0+rocm10.0.0", "amd_torch_device_gfx1100": "2.14.0+rocm10.0.0",
-            "rocm": "10.0.0.post1", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
+    venv = {"torch": "2.13.0+rocm10.0.0", "torchvision": "0.28.0+rocm10.0.0",
+            "torchaudio": "2.11.0.2+rocm10.0.0", "amd_torch_device_gfx1100": "2.13.0+rocm10.0.0",
+            "rocm": "10.0.0", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
     data = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100"}
     planned, _ = plan_for(
         "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
@@ -452,9 +453,9 @@ def test_moving_from_amds_10x_torch_to_a_pytorch_index_uninstalls_its_device_whe
 
 
 def test_a_converged_amd_10x_venv_uninstalls_nothing():
-    venv = {"torch": "2.14.0+rocm10.0.0", "torchvision": "0.29.0+rocm10.0.0",
-            "torchaudio": "2.11.0+rocm10.0.0", "amd_torch_device_gfx1100": "2.14.0+rocm10.0.0",
-            "rocm": "10.0.0.post1", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
+    venv = {"torch": "2.13.0+rocm10.0.0", "torchvision": "0.28.0+rocm10.0.0",
+            "torchaudio": "2.11.0.2+rocm10.0.0", "amd_torch_device_gfx1100": "2.13.0+rocm10.0.0",
+            "rocm": "10.0.0", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
     data = {"rocm_version": "10.0.0", "expected_gfx": "gfx1100"}
     planned, _ = plan_for(
         "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}

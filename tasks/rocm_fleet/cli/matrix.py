@@ -97,9 +97,7 @@ def repository_text(rel: matrix.Release) -> str:
 def torch_text(rel: matrix.Release) -> str:
     if not rel.torch_builds:
         return "— (`pytorch_install: false`)"
-    builds = ", ".join(build.torch for build in rel.torch_builds)
-    # AMD's index: series TheRock builds; which it carries for the release was not read.
-    return f"{builds} (series, unverified)" if rel.amd_wheels else builds
+    return ", ".join(build.torch for build in rel.torch_builds)
 
 
 def index_text(rel: matrix.Release) -> str:
@@ -510,22 +508,6 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
     return run
 
 
-def series_check(index_url: str, project: str, series: list[str]) -> Callable:
-    """AMD's index: some wheel of each series (``2.14`` -> any ``2.14.*``, any local label),
-    since its exact versions and labels are not in the matrix."""
-    from packaging.specifiers import SpecifierSet
-
-    def run(upstream: Upstream) -> str | None:
-        files = _index_files(upstream, index_url, project)
-        if files is None:
-            return f"no {project} project page"
-        have = _file_versions(files, project)
-        missing = [s for s in series if not any(SpecifierSet(f"=={s}.*").contains(v) for v in have)]
-        return f"no {project} wheel of {', '.join(missing)}" if missing else None
-
-    return run
-
-
 def no_index_check(index_url: str) -> Callable:
     def run(upstream: Upstream) -> str | None:
         files = _index_files(upstream, index_url, "torch")
@@ -629,15 +611,22 @@ def build_checks(
 
 
 def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[Check]:
-    """AMD's multi-arch index for a release: the ``rocm`` runtime of the release and a wheel
-    of every recorded torch / torchvision / torchaudio series."""
+    """AMD's index for a release: the ``rocm`` runtime torch requires, every pinned torch /
+    torchvision / torchaudio build with the release's label, and each target's
+    ``amd-torch-device-<gfx>`` of every build offered to it."""
     url = amd.url.rstrip("/")
-    runtime = f"rocm=={rel.version}.*"
-    checks = [Check(rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, runtime))]
+    checks = [
+        Check(rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, amd.runtime))
+    ]
     for project in ("torch", "torchvision", "torchaudio"):
-        series = sorted({v for b in amd.builds if (v := getattr(b, project))}, key=Version)
-        run = series_check(url, project, series)
+        versions = [f"{v}+{amd.label}" for b in amd.builds if (v := getattr(b, project))]
+        run = wheels_check(url, project, sorted(set(versions), key=Version))
         checks.append(Check(rel.version, f"AMD {project} wheels", f"{url}/{project}/", run))
+    for gfx in amd.targets:
+        project = f"amd-torch-device-{gfx}"
+        versions = [f"{b.torch}+{amd.label}" for b in amd.builds_for([gfx])]
+        run = wheels_check(url, project, versions)
+        checks.append(Check(rel.version, f"AMD {project}", f"{url}/{project}/", run))
     return checks
 
 

@@ -1,6 +1,6 @@
 """A venv with the PyTorch ROCm wheels that match the ROCm release, from download.pytorch.org
-(or, for ROCm 10.x, which PyTorch builds nothing for, from AMD's multi-arch index
-https://repo.amd.com/rocm/whl-multi-arch/ with ``[device-<gfx>]`` extras: ``TorchInstall``).
+(or, for ROCm 10.x, which PyTorch builds nothing for, from AMD's stable index
+https://stable.repo.amd.com/rocm/whl-next/ with ``[device-<gfx>]`` extras: ``TorchInstall``).
 
 What must match is the index: torch X+rocmA.B from whl/rocmA.B (fact sheet §7.1). The wheels
 of the classic releases' indexes bundle their own HIP runtime (torch/lib/libamdhip64.so);
@@ -14,8 +14,10 @@ pip ROCm runtime after a move back to a classic release) are uninstalled. With
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
+from packaging.requirements import Requirement
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
@@ -34,19 +36,32 @@ if TYPE_CHECKING:
 PREREQUISITES = ["python3-venv"]
 # torch and its companions, whichever index they came from.
 TORCH_FAMILY = r"torch|torchvision|torchaudio"
-# What the [device-<gfx>] extras of AMD's 10.x torch install (repo.amd.com-whl.toml, runtime).
-AMD_TORCH_DEVICE = r"amd-torch-device-.+"
 
 
 def owned_wheels(torch: TorchInstall) -> list[str]:
-    """The distributions the torch pins manage: the torch family, and the pip ROCm runtime
-    unless the torch requires it (then pip manages its parts)."""
+    """The distributions the torch pins manage: the torch family; the pip ROCm runtime
+    unless the torch requires it (then pip manages its parts); and the per-target device
+    wheels AMD's ``[device-<gfx>]`` extras install (``amd-torch-device-<gfx>``,
+    ``amd-torchvision-device-<gfx>``, ``rocm-sdk-device-<gfx>``) of every target the install
+    no longer names: after a move to another GPU target, or back to a PyTorch index."""
     owned = [TORCH_FAMILY]
     if not torch.runtime_from_pip:
         owned.append(TORCH_RUNTIME_WHEELS.pattern)
-    if torch.wanted:  # from download.pytorch.org: AMD's device wheels of a 10.x torch go
-        owned.append(AMD_TORCH_DEVICE)
+    torch_targets = {e for _, extras in torch.extras for e in extras}
+    runtime_extras = {e for r in torch.requires for e in Requirement(r).extras}
+    runtime_targets = torch_targets | {e for e in runtime_extras if e.startswith("device-")}
+    if "device-all" not in torch_targets:
+        owned.append(_device_wheels(r"amd-torch(?:vision)?", torch_targets))
+    if torch.runtime_from_pip and "device-all" not in runtime_targets:
+        owned.append(_device_wheels("rocm-sdk", runtime_targets))
     return owned
+
+
+def _device_wheels(prefix: str, kept: set[str]) -> str:
+    """``<prefix>-device-<gfx>`` for every gfx but those of the ``device-<gfx>`` extras kept."""
+    gfx = sorted(e.removeprefix("device-") for e in kept)
+    others = f"(?!(?:{'|'.join(map(re.escape, gfx))})$)" if gfx else ""
+    return rf"{prefix}-device-{others}.+"
 
 
 @deploy("PyTorch")
@@ -69,6 +84,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         owned=owned_wheels(config.torch),
         proxy=proxy_environment(config),
         locked=locked_wheels(config, wheels),
+        extras={name: list(extras) for name, extras in wheels.extras},
     )
 
 

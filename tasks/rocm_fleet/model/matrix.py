@@ -580,51 +580,105 @@ TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
 
 # --- AMD's own wheels for the Core SDK ----------------------------------------------------
 
+# AMD's stable wheel index for the Core SDK from 10.0 on: the "explicit-device-extras"
+# variant (whl-next) of the stable stream. AMD's 10.0.0 and 10.1.0 PyTorch install pages
+# (the docs' include files, index ids 60119073944 and 70276838118): ``.. |PKG_REPO|
+# replace:: https://stable.repo.amd.com/rocm/whl-next/`` then ``python -m pip install
+# --index-url |PKG_REPO| "torch[device-gfx942]==2.13.0+rocm10.0.0"
+# "torchvision[device-gfx942]==0.28.0+rocm10.0.0" "torchaudio==2.11.0.2+rocm10.0.0"``;
+# TheRock build_tools/setup_venv.py @ 89553ce3 ("stable": this URL, since 2026-08-22). The
+# older https://repo.amd.com/rocm/whl-multi-arch/ serves the stable releases before 10.0
+# (TheRock 1a70157f2, docs/packaging/legacy_multi_arch_releases.md). Recorded, with what is
+# uncertain, in tests/fixtures/upstream/repo.amd.com-whl.toml.
+AMD_STABLE_WHEEL_INDEX = "https://stable.repo.amd.com/rocm/whl-next/"
+
 
 @dataclass(frozen=True)
 class AmdWheels:
-    """AMD's multi-arch PEP 503 index of the Core SDK's Python wheels, where PyTorch
-    publishes no index for the release (10.x). The GPU target is chosen by a ``[device-*]``
-    extra on ``rocm``, ``torch`` and ``torchvision`` (``device-all`` for every target);
-    ``torch`` depends on ``rocm[libraries]`` and the device extras pull ``amd-torch-device-<gfx>``
-    -> ``rocm-sdk-device-<gfx>``, all from the same index (no second index).
-
-    ``builds`` are torch / torchvision / torchaudio *series* (minor versions) TheRock builds
-    together; which of them this index carries for a given release, and their patch versions
-    and local labels, were not read (tests/fixtures/upstream/repo.amd.com-whl.toml,
-    ``builds_uncertain``): the requirements pin the series (``torch==2.14.*``), and the
-    ``rocm`` runtime pinned to the release (``rocm==10.1.0.*``, the 7.14 runtime was seen as
-    ``7.14.0.post1``) makes pip pick the torch built for it."""
+    """What AMD's own index holds for a Core SDK release that PyTorch builds nothing for
+    (10.x): the torch / torchvision / torchaudio builds of AMD's install page for the
+    release, exact, each with the local label ``+rocm<release>``; the GPU targets the page
+    gives a ``[device-<gfx>]`` extra (on torch and torchvision: ``device_extra_on``), which
+    brings ``amd-torch-device-<gfx>`` and through it ``rocm-sdk-device-<gfx>``; and the
+    targets the page offers fewer builds for (``target_builds``: gfx1150 on Linux gets torch
+    2.12.0 only). torch requires the ROCm runtime of its release from the same index:
+    ``runtime``. One index, no second one (AMD's commands use ``--index-url`` alone)."""
 
     url: str
-    builds: tuple[TorchBuild, ...]
-    # The distributions that take the [device-*] extra (TheRock RELEASES.md example:
-    # torch[device-gfx942] torchvision[device-gfx942] torchaudio; rocm[libraries,device-...]).
-    device_extra_on: tuple[str, ...] = ("rocm", "torch", "torchvision")
+    release: str  # "10.0.0"
+    builds: tuple[TorchBuild, ...]  # oldest first
+    targets: tuple[str, ...]
+    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (gfx, torch versions)
+    device_extra_on: tuple[str, ...] = ("torch", "torchvision")
+
+    @property
+    def label(self) -> str:
+        """The local version label of every wheel built for the release: ``rocm10.0.0``
+        (TheRock build_prod_wheels.py: "+rocm" + the rocm version it was built against)."""
+        return f"rocm{self.release}"
+
+    @property
+    def runtime(self) -> str:
+        """What torch requires from the index: ``rocm[libraries]==10.0.0`` (TheRock
+        build_prod_wheels.py, release/therock-10.0: ``f"rocm[libraries]=={sdk_version}"``)."""
+        return f"rocm[libraries]=={self.release}"
 
     @staticmethod
     def device_extras(gfx: list[str] | tuple[str, ...]) -> list[str]:
         """``device-<gfx>`` per expected target, ``device-all`` when none is named."""
         return [f"device-{g}" for g in sorted(set(gfx))] or ["device-all"]
 
+    def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
+        """The builds AMD offers every one of ``gfx`` (all of them for ``device-all``)."""
+        limits = dict(self.target_builds)
+        return tuple(
+            b for b in self.builds if all(b.torch in limits.get(g, (b.torch,)) for g in gfx)
+        )
 
-# https://repo.amd.com/rocm/whl-multi-arch/: AMD's 7.14.0 install page (200-install.rst,
-# legacy-rocm-build @ 03f04fe0: ``pip install --index-url https://repo.amd.com/rocm/whl-multi-arch/
-# "rocm[libraries,device-gfx942]==7.14.0"``); extras and torch install: TheRock RELEASES.md
-# ("Installing multi-arch PyTorch Python packages", "Supported Python [device-*] install
-# extras"); builds: TheRock RELEASES.md's compatibility note (torch 2.14 / torchvision 0.29 /
-# torchaudio 2.11, 2.13/0.28/2.11, 2.12/0.27/2.11, 2.11/0.26/2.11). UNCERTAIN (recorded as
-# such): which of these series the index carries for rocm 10.0 / 10.1 (research notes saw
-# torch 2.13.0+rocm10.0.0, on stable.repo.amd.com/rocm/whl-next/, another index).
-AMD_MULTI_ARCH_WHEELS = AmdWheels(
-    "https://repo.amd.com/rocm/whl-multi-arch/",
-    (
-        TorchBuild("2.11", "0.26", "2.11"),
-        TorchBuild("2.12", "0.27", "2.11"),
-        TorchBuild("2.13", "0.28", "2.11"),
-        TorchBuild("2.14", "0.29", "2.11"),
+
+def _amd(
+    release: str,
+    builds: tuple[TorchBuild, ...],
+    targets: str,
+    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = (),
+) -> AmdWheels:
+    return AmdWheels(AMD_STABLE_WHEEL_INDEX, release, builds, tuple(targets.split()), target_builds)
+
+
+# torchaudio: 2.11.0.2 and 2.11.0.3 are AMD's rebuilds of 2.11 (PyTorch released no
+# torchaudio after 2.11); torchvision 0.29.0a0 is what AMD's 10.1 page pins for torch 2.14.0.
+# gfx1150 on Linux: both pages print torch 2.12.0 under the newer torch selectors.
+AMD_WHEELS: dict[str, AmdWheels] = {
+    # AMD's 10.0.0 page (index id 60119073944); TheRock release/therock-10.0 builds
+    # release/2.11, 2.12 and 2.13 (configure_pytorch_release_matrix.py @ 16adc4d87).
+    "10.0.0": _amd(
+        "10.0.0",
+        (
+            TorchBuild("2.11.0", "0.26.0", "2.11.0"),
+            TorchBuild("2.12.0", "0.27.0", "2.11.0"),
+            TorchBuild("2.13.0", "0.28.0", "2.11.0.2"),
+        ),
+        "gfx950 gfx942 gfx90a gfx908 gfx1200 gfx1201 gfx1100 gfx1101 gfx1102 gfx1103 gfx1030 "
+        "gfx1151 gfx1150 gfx1152 gfx1153",
+        (("gfx1150", ("2.12.0",)),),
     ),
-)
+    # AMD's 10.1.0 page (index id 70276838118; no gfx908 or gfx1030 on it); TheRock main
+    # (10.1.0) builds release/2.12, 2.13 and 2.14.
+    "10.1.0": _amd(
+        "10.1.0",
+        (
+            TorchBuild("2.12.0", "0.27.0", "2.11.0"),
+            TorchBuild("2.13.0", "0.28.0", "2.11.0.2"),
+            TorchBuild("2.14.0", "0.29.0a0", "2.11.0.3"),
+        ),
+        "gfx950 gfx942 gfx90a gfx1200 gfx1201 gfx1100 gfx1101 gfx1102 gfx1103 gfx1151 gfx1150 "
+        "gfx1152 gfx1153",
+        (("gfx1150", ("2.12.0",)),),
+    ),
+}
+# The wheels a device extra of AMD's torch installs (``amd-torch-device-<gfx>``, and for
+# torchvision, (3p) ``amd-torchvision-device-<gfx>``): pip manages them with their torch.
+AMD_DEVICE_WHEELS = re.compile(r"^amd-torch(vision)?-device-.+$")
 
 
 # --- ROCm releases ------------------------------------------------------------------------
@@ -673,6 +727,8 @@ class Release:
     @property
     def torch_runtime(self) -> str | None:
         """The pip requirement torch brings for its ROCm runtime, None when bundled."""
+        if self.amd_wheels is not None:
+            return self.amd_wheels.runtime
         return TORCH_RUNTIME.get(self.torch_index or "")
 
     @property
@@ -719,13 +775,12 @@ def _classic(version: str, torch_index: str, driver: str | None = None) -> Relea
 # No download.pytorch.org index serves the Core SDK 10.x: (3p) `curl
 # https://download.pytorch.org/whl/rocm10.1/torch/` answers 403 (index id 70539249324);
 # PyTorch's nightly matrix moved to 7.14/10.0 on 2026-08-28 (pytorch/test-infra #8670), no
-# release wheels were found. The 10.x torch comes from AMD's own multi-arch index instead
-# (``AMD_MULTI_ARCH_WHEELS``); AMD's stable.repo.amd.com/rocm/whl-next/ (torch
-# 2.13.0+rocm10.0.0, research B.2) is another index family, not used.
+# release wheels were found. The 10.x torch comes from AMD's own stable index instead
+# (``AMD_WHEELS``).
 def _core(
     version: str, repository: Repository, torch_index: str | None, driver: str | None
 ) -> Release:
-    amd = AMD_MULTI_ARCH_WHEELS if torch_index is None else None
+    amd = AMD_WHEELS.get(version) if torch_index is None else None
     return Release(version, CORE_SDK, repository, torch_index, driver, amd_wheels=amd)
 
 
