@@ -82,6 +82,15 @@ def test_gfx1150_gets_the_one_build_amds_linux_page_offers_it():
     assert both.requirements()[0] == "torch[device-gfx1100,device-gfx1150]==2.12.0+rocm10.1.0"
 
 
+@pytest.mark.parametrize("gfx", ["gfx1151", "gfx1152", "gfx1103"])  # gfx1153: not in the matrix
+def test_apus_take_a_device_extra_on_the_stable_index_not_a_per_target_index(gfx):
+    """AMD's per-target indexes (repo.amd.com/rocm/whl/<family>/) were the 7.13 route; its
+    10.x pages select Ryzen APUs by a device extra on the one stable index, like any GPU."""
+    torch = load_config({**DATA, "expected_gfx": gfx}).torch
+    assert torch.index_url == AMD
+    assert torch.requirements()[0] == f"torch[device-{gfx}]==2.14.0+rocm10.1.0"
+
+
 def test_a_target_without_a_device_extra_is_refused_before_anything():
     with pytest.raises(ConfigError) as err:
         load_config({**DATA, "expected_gfx": "gfx908"})
