@@ -143,8 +143,7 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
     python = node.venv_python
     assert host.file(python).exists, f"{python} is missing: the PyTorch venv was not created"
     info = json.loads(host.check_output("%s -c %s", python, TORCH_PROBE))
-    # The exact pin (2.9.1+rocm6.4), or from AMD's index a build of the pinned series with a
-    # ROCm local label (2.13.0+rocm10.0.0): TorchInstall.accepts.
+    # The exact pin with its index's label: 2.9.1+rocm6.4, AMD's 2.13.0+rocm10.0.0.
     assert node.torch.accepts("torch", info["version"]), (
         f"torch {info['version']} is not the build wanted: {' '.join(node.torch.requirements())}"
     )
