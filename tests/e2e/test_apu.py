@@ -4,8 +4,7 @@ gfx1151 converges in one run, verifies the GPU, and a second run changes nothing
 
 The lab's hosts are Debian (AMD lists Ryzen APUs on Ubuntu 26.04 / 24.04.4 only, which the
 lab can't build), so the run also carries the "AMD lists debian 13 for ..." warning a real
-Debian host would get. Torch is off: download.pytorch.org has no index for 10.x and AMD's own
-wheel index is not yet used by the product."""
+Debian host would get. Torch is off here (10.x torch from AMD's index: test_amd_torch.py)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from lab import HostSpec, Lab, amd_repo, core_sdk_repo, machine, profiles, pytorch_index
+from lab import HostSpec, Lab, amd_repo, amd_wheels, core_sdk_repo, machine, profiles, pytorch_index
 from lab.server import Server
 from lab.upstreams import DOUBLES
 from rocm_fleet.model.matrix import CORE_SDK_GFX_PACKAGES, release
@@ -174,6 +174,29 @@ def test_core_sdk_torch_wheels_require_the_pip_rocm_runtime(tmp_path):
     assert {"rocm-sdk-core", "rocm-sdk-libraries", "rocm-sdk-device-gfx942"} <= set(by_name)
     page = (tmp_path / "whl/rocm7.14/rocm-sdk-core/index.html").read_text()
     assert "rocm_sdk_core-7.14.0-py3-none-any.whl#sha256=" in page
+
+
+def test_amds_stable_index_double_serves_10x_torch_with_device_extras(tmp_path):
+    """stable.repo.amd.com/rocm/whl-next/ from the record: the 10.x releases only, the exact
+    builds of AMD's page, torch requires rocm[libraries]==<release>, [device-<gfx>] brings
+    amd-torch-device-<gfx>, gfx1150's device wheel only for the build it is offered."""
+    wheels = amd_wheels.build(tmp_path, [release("7.14.1"), release("10.1.0")])
+    assert amd_wheels.URL == "https://stable.repo.amd.com/rocm/whl-next/"
+    torches = sorted(w.version for w in wheels if w.project == "torch")
+    assert torches == ["2.12.0+rocm10.1.0", "2.13.0+rocm10.1.0", "2.14.0+rocm10.1.0"]
+    torch = next(w for w in wheels if (w.project, w.version) == ("torch", "2.14.0+rocm10.1.0"))
+    with zipfile.ZipFile(torch.path) as zf:
+        meta = zf.read(f"torch-{torch.version}.dist-info/METADATA").decode()
+    assert "Requires-Dist: rocm[libraries]==10.1.0\n" in meta
+    assert 'amd-torch-device-gfx1100==2.14.0+rocm10.1.0; extra == "device-gfx1100"' in meta
+    assert "device-gfx1150" not in meta and "device-gfx908" not in meta
+    apu = [w.version for w in wheels if w.project == "amd-torch-device-gfx1150"]
+    assert apu == ["2.12.0+rocm10.1.0"]
+    vision = {w.version for w in wheels if w.project == "torchvision"}
+    assert "0.29.0a0+rocm10.1.0" in vision
+    page = (tmp_path / "rocm/whl-next/rocm/index.html").read_text()
+    assert "rocm-10.1.0-py3-none-any.whl#sha256=" in page
+    assert amd_wheels.build(tmp_path / "none", [release("7.14.1")]) == []
 
 
 def readme_code() -> str:

@@ -154,3 +154,36 @@ def release_index(version: str) -> str | None:
 
 def gpu_targets() -> dict[str, dict]:
     return {k: v for k, v in load("gpus").items() if k.startswith("gfx")}
+
+
+# --- AMD's wheel indexes for the Core SDK -------------------------------------------------------
+
+
+def amd_wheel_record() -> dict:
+    """The whole record of AMD's wheel indexes (``[stable]``, ``[runtime]``, the others)."""
+    return load("repo.amd.com-whl")
+
+
+@dataclass(frozen=True)
+class AmdWheelRelease:
+    """What AMD's stable index serves a Core SDK release, as recorded."""
+
+    version: str  # "10.0.0"
+    label: str  # "rocm10.0.0"
+    builds: tuple[tuple[str, str, str], ...]  # (torch, torchvision, torchaudio), exact
+    targets: tuple[str, ...]  # gfx targets with a device extra
+    target_builds: dict[str, tuple[str, ...]]  # gfx -> the only torch versions offered
+
+
+def amd_stable_releases() -> dict[str, AmdWheelRelease]:
+    rows = amd_wheel_record()["stable"]["release"]
+    return {
+        version: AmdWheelRelease(
+            version,
+            row["label"],
+            tuple(tuple(b) for b in row["builds"]),
+            tuple(row["device_targets"]),
+            {g: tuple(v) for g, v in row.get("target_builds", {}).items()},
+        )
+        for version, row in rows.items()
+    }

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rocm_fleet.model.matrix import CORE_SDK, STABLE_REPOSITORY, Release
 
-from . import amd_repo, core_sdk_repo, pytorch_index
+from . import amd_repo, amd_wheels, core_sdk_repo, pytorch_index
 from . import upstream_facts as facts
 from ._tls import Certs, make_certs
 from ._util import PYTHON, Mirror, debian_mirror
@@ -89,6 +89,10 @@ class Upstreams:
             core = [r for r in releases if r.version in cores]
             listed = list(cores.values()) if catalog else []
             core_sdk_repo.build(self._www / "amd", core, signer, listed)
+            # AMD's wheel index for 10.x torch, on its real host's double
+            assert amd_wheels.HOST == STABLE_AMD, amd_wheels.HOST
+            served = list(cores.values()) if catalog else core
+            amd_wheels.build(self._www / "amd" / STABLE_AMD, served)
             everything = [*facts.classic_releases().values(), *cores.values()]
             pytorch_index.build(self._www / "pytorch", everything if catalog else releases)
             if catalog:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
 from pyinfra.api import Config, Inventory, State, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
@@ -244,6 +245,9 @@ TORCH_HIP = {
     "rocm7.1": "7.1.25424-4179531dcd",
     "rocm7.2": "7.2.26015-fc0010cf6a",
     "rocm7.14": "7.14.60850",  # (3p) torch.version.hip of 2.14.1+rocm7.14 (matrix.py cites)
+    # AMD's 10.x torch: a stand-in (torch.version.hip of these builds was not read).
+    "amd10.0.0": "10.0.0-standin",
+    "amd10.1.0": "10.1.0-standin",
 }
 # What pip installs for the ROCm runtime a Core SDK torch requires (rocm[...]==7.14.*): the
 # rocm meta package as it was published (3p: "rocm==7.14.0.post1") and its core wheel.
@@ -348,13 +352,17 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 survey["venv"] = {"pip": "23.0.1", "setuptools": "66.1.1"}
             elif "-m" in args and args[args.index("-m") :][:3] == ["-m", "pip", "install"]:
                 for spec in (a for a in args if "==" in a):
-                    name_part, version = spec.split("==")
-                    if "[" in name_part or version.endswith("*"):  # the ROCm runtime
+                    req = Requirement(spec)
+                    version = str(req.specifier).removeprefix("==")
+                    if req.name == "rocm" and version.endswith(".*"):  # rocm7.14's runtime
                         prefix = version.removesuffix(".*")
                         survey["venv"].update({n: prefix + v for n, v in PIP_RUNTIME.items()})
+                    elif req.name == "rocm":  # AMD's 10.x runtime, exactly the release
+                        survey["venv"].update({"rocm": version, "rocm-sdk-core": version})
                     else:
-                        survey["venv"][name_part] = version
-                survey["torch_build"] = {"hip": TORCH_HIP[release.torch_index], "cuda": None}
+                        survey["venv"][req.name] = version
+                hip = TORCH_HIP.get(release.torch_index or f"amd{release.version}")
+                survey["torch_build"] = {"hip": hip, "cuda": None}
             elif name == "pull-venv":  # pull mode's venv, installed from its lock
                 root, venv, _lock, lock_sha256, stamp = args
                 survey[f"dir {root}"] = True

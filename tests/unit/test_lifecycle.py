@@ -10,7 +10,7 @@ from rocm_fleet.deploy.cuda import REBOOT_REASON
 from rocm_fleet.deploy.pytorch import owned_wheels
 from rocm_fleet.facts.apt import DpkgInterrupted
 from rocm_fleet.model import paths
-from rocm_fleet.model.decisions import wanted_wheels
+from rocm_fleet.model.decisions import torch_install, wanted_wheels
 from rocm_fleet.model.matrix import CLASSIC, TORCH_RUNTIME_WHEELS, release
 from rocm_fleet.operations.apt import release_packages
 from rocm_fleet.operations.python import cuda_wheels, requirement_met, version_matches
@@ -56,8 +56,22 @@ def test_the_pip_runtime_requirement_is_met_by_any_matching_version():
 
 
 def test_a_bundling_release_owns_the_pip_runtime_a_core_sdk_one_leaves_it_to_pip():
-    assert owned_wheels(release("7.2.1"))[1] == TORCH_RUNTIME_WHEELS.pattern
-    assert owned_wheels(release("7.14.1")) == ["torch|torchvision|torchaudio"]
+    assert owned_wheels(_torch("7.2.1"))[1] == TORCH_RUNTIME_WHEELS.pattern
+    # back from 10.x: AMD's device wheels go too
+    amd_device = "amd-torch(?:vision)?-device-.+"
+    assert owned_wheels(_torch("7.2.1"))[2] == amd_device
+    assert owned_wheels(_torch("7.14.1")) == ["torch|torchvision|torchaudio", amd_device]
+    # 10.x: pip manages the runtime; the device wheels of other targets are owned
+    assert owned_wheels(_torch("10.1.0")) == [
+        "torch|torchvision|torchaudio",
+        "amd-torch(?:vision)?-device-(?!(?:gfx942)$).+",
+        "rocm-sdk-device-(?!(?:gfx942)$).+",
+    ]
+
+
+def _torch(version):
+    rel = release(version)
+    return torch_install(rel, rel.torch_builds[-1], "https://download.pytorch.org/whl", ["gfx942"])
 
 
 def test_every_wheel_is_pinned_with_the_index_label():

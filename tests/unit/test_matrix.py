@@ -96,7 +96,9 @@ def test_torch_index_follows_the_release():
     for rel in matrix.RELEASES:
         if rel.torch_index is None:
             assert rel.parts >= (10,), rel.version  # only 10.x has no index
-            assert "download.pytorch.org" in rel.no_torch_reason
+            # ... and gets AMD's own torch instead (issue 16 item 3)
+            assert rel.amd_wheels is matrix.AMD_WHEELS[rel.version], rel.version
+            assert rel.torch_builds == rel.amd_wheels.builds
             continue
         assert rel.torch_index in matrix.TORCH_INDEXES
         major, minor, _ = rel.parts

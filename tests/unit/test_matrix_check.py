@@ -266,3 +266,38 @@ def test_bad_options_are_one_line_usage_errors(capsys):
     assert main(["matrix", "check", "--key-fingerprint", "classic=1234"]) == 2
     assert "[STREAM=]FINGERPRINT" in capsys.readouterr().err
     assert main(["matrix", "check", "--apt-base", "ftp://x"]) == 2
+
+
+def test_amds_wheel_index_is_checked_for_the_runtime_and_each_pinned_build(upstream, gpg):
+    """10.x: AMD's stable index (here the lab's double of it, from the recorded facts, under
+    the mirror's stable.repo.amd.com/) lists rocm==10.1.0, every pinned build and each
+    target's device wheels."""
+    from lab import amd_wheels
+    from rocm_fleet.model.matrix import release
+
+    root, url, _ = upstream
+    www = root / "amd/stable.repo.amd.com"
+    amd_wheels.build(www, [release("10.1.0")])
+
+    def amd_checks():
+        report = check_matrix(
+            Upstream(f"{url}/amd", f"{url}/whl", 5, 0), "10.1.0", {"*": gpg.fingerprint},
+            progress=Progress(io.StringIO()),
+        )  # fmt: skip
+        return {c["what"]: c for c in report["checks"] if c["what"].startswith("AMD ")}
+
+    checks = amd_checks()
+    assert {"AMD ROCm runtime", "AMD torch wheels", "AMD torchvision wheels",
+            "AMD torchaudio wheels", "AMD amd-torch-device-gfx1151"} <= set(checks)  # fmt: skip
+    assert "AMD amd-torch-device-gfx908" not in checks  # not on AMD's 10.1.0 page
+    assert all(c["status"] == "ok" for c in checks.values()), checks
+    index = "https://stable.repo.amd.com/rocm/whl-next"
+    assert checks["AMD torch wheels"]["url"] == f"{index}/torch/"
+    page = www / "rocm/whl-next/torch/index.html"
+    page.write_text("".join(ln for ln in page.read_text().splitlines(True) if "2.12.0" not in ln))
+    (www / "rocm/whl-next/rocm/index.html").write_text(project_page([]))
+    checks = amd_checks()
+    assert checks["AMD torch wheels"]["status"] == "wrong"
+    assert checks["AMD torch wheels"]["detail"] == "no torch wheel 2.12.0+rocm10.1.0"
+    assert checks["AMD ROCm runtime"]["status"] == "wrong"
+    assert "rocm[libraries]==10.1.0" in checks["AMD ROCm runtime"]["detail"]

@@ -11,7 +11,7 @@ import shlex
 import pytest
 
 from rocm_fleet.model import paths
-from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.config import load_config
 from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
 
 RX7900 = {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
@@ -303,9 +303,11 @@ def test_a_torchaudio_the_build_no_longer_has_is_uninstalled():
     assert "torch==2.14.1+rocm7.2" in install and uninstall[-1] == "torchaudio"
 
 
-def test_10x_refuses_pytorch_install_with_the_reason():
-    with pytest.raises(ConfigError, match=r"download\.pytorch\.org publishes no index for ROCm 10"):
-        load_config({"rocm_version": "10.1.0"}, "n")
+def test_10x_gets_torch_from_amds_index_where_pytorch_has_none():
+    torch = load_config({"rocm_version": "10.1.0"}, "n").torch
+    assert torch.index_url == "https://stable.repo.amd.com/rocm/whl-next/"
+    assert torch.requirements()[0] == "torch[device-all]==2.14.0+rocm10.1.0"
+    assert torch.requirements()[-1] == "rocm[libraries]==10.1.0"
 
 
 # --- the driver -----------------------------------------------------------------------------
@@ -435,3 +437,27 @@ def test_the_audit_flags_the_old_targets_packages_until_they_go():
     converged = converged_survey(data, "debian-13", pci=[RX9070XT])
     planned = plan(data, SurveyHost(converged))
     assert planned.changes == []
+
+
+def test_moving_from_amds_10x_torch_to_a_pytorch_index_uninstalls_its_device_wheels():
+    venv = {"torch": "2.13.0+rocm10.0.0", "torchvision": "0.28.0+rocm10.0.0",
+            "torchaudio": "2.11.0.2+rocm10.0.0", "amd_torch_device_gfx1100": "2.13.0+rocm10.0.0",
+            "rocm": "10.0.0", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
+    data = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100"}
+    planned, _ = plan_for(
+        "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
+    )
+    install, uninstall = pip_words(planned)
+    assert "rocm[device-all,libraries]==7.14.*" in install
+    assert uninstall[-2:] == ["amd-torch-device-gfx1100", "torchaudio"]
+
+
+def test_a_converged_amd_10x_venv_uninstalls_nothing():
+    venv = {"torch": "2.13.0+rocm10.0.0", "torchvision": "0.28.0+rocm10.0.0",
+            "torchaudio": "2.11.0.2+rocm10.0.0", "amd_torch_device_gfx1100": "2.13.0+rocm10.0.0",
+            "rocm": "10.0.0", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
+    data = {"rocm_version": "10.0.0", "expected_gfx": "gfx1100"}
+    planned, _ = plan_for(
+        "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
+    )
+    assert planned.find("Install the torch wheels").commands == []

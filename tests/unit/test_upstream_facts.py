@@ -35,6 +35,26 @@ def disagreements() -> list[str]:
         row = f"release {rel.version}"
         torch = facts.release_index(rel.version)
         differ(row, "the PyTorch index", rel.torch_index, torch, "download.pytorch.org")
+        amd_record = facts.amd_stable_releases().get(rel.version)
+        amd = rel.amd_wheels
+        record = "repo.amd.com-whl"
+        differ(row, "served by AMD's stable wheel index", amd is not None,
+               amd_record is not None, record)  # fmt: skip
+        if amd is not None and amd_record is not None:  # AMD's own torch where PyTorch has none
+            stable = facts.amd_wheel_record()["stable"]
+            differ(row, "AMD's wheel index", amd.url, stable["url"], record)
+            differ(row, "the wheels taking the device extra", list(amd.device_extra_on),
+                   stable["device_extra_on"], record)  # fmt: skip
+            differ(row, "the local label", amd.label, amd_record.label, record)
+            builds = tuple((b.torch, b.torchvision, b.torchaudio) for b in amd.builds)
+            differ(row, "AMD's torch/vision/audio builds", builds, amd_record.builds, record)
+            differ(row, "the targets with a device extra", amd.targets, amd_record.targets,
+                   record)  # fmt: skip
+            differ(row, "the targets offered fewer builds", dict(amd.target_builds),
+                   amd_record.target_builds, record)  # fmt: skip
+            runtime = facts.amd_wheel_record()["runtime"]["torch_requires"]
+            differ(row, "the runtime torch requires", amd.runtime,
+                   runtime.format(release=rel.version), record)  # fmt: skip
         if rel.stream is matrix.CLASSIC:
             fact = classic.get(rel.version)
             if fact is None:
@@ -120,6 +140,14 @@ def test_the_matrix_agrees_with_the_recorded_upstream_facts():
         ("gpus", ("gfx906", "listed_from"), "6.0.0", "GPU gfx906: first classic release"),
         ("download.pytorch.org", ("index", "rocm7.0", "builds", 0, 0), "2.10.1",
          "torch index rocm7.0: builds"),
+        ("repo.amd.com-whl", ("stable", "url"), "https://repo.amd.com/rocm/whl-multi-arch/",
+         "release 10.0.0: AMD's wheel index is 'https://stable.repo.amd.com/rocm/whl-next/'"),
+        ("repo.amd.com-whl", ("stable", "release", "10.1.0", "builds", 2, 1), "0.29.0",
+         "release 10.1.0: AMD's torch/vision/audio builds"),
+        ("repo.amd.com-whl", ("stable", "release", "10.0.0", "target_builds", "gfx1150"),
+         ["2.12.0", "2.13.0"], "release 10.0.0: the targets offered fewer builds"),
+        ("repo.amd.com-whl", ("runtime", "torch_requires"), "rocm[libraries]=={release}.*",
+         "release 10.1.0: the runtime torch requires is 'rocm[libraries]==10.1.0'"),
     ],
 )  # fmt: skip
 def test_a_changed_record_fails_naming_the_row_and_the_source(

@@ -128,10 +128,23 @@ def source_text(rel: matrix.Release) -> str:
     parts = [ORIGIN_TEXT[origins["row"]]]
     if "distros" in origins:
         parts.append(f"distros: {ORIGIN_TEXT[origins['distros']]}")
-    torch = origins["torch_index"]
-    torch_text = ORIGIN_TEXT.get(torch, "PyTorch's matrix (none)")
-    parts.append(f"torch: {torch_text}")
+    if rel.amd_wheels:
+        # AMD's own index for the Core SDK 10.x: recorded from AMD's install pages
+        # (matrix.AMD_WHEELS, tests/fixtures/upstream/repo.amd.com-whl.toml).
+        parts.append("torch: AMD's install page")
+    else:
+        torch = origins["torch_index"]
+        torch_text = ORIGIN_TEXT.get(torch, "PyTorch's matrix (none)")
+        parts.append(f"torch: {torch_text}")
     return "; ".join(parts)
+
+
+def index_text(rel: matrix.Release) -> str:
+    if rel.torch_index:
+        return f"`{rel.torch_index}`"
+    if rel.amd_wheels:
+        return f"AMD `{urlsplit(rel.amd_wheels.url).path.strip('/').split('/')[-1]}`"
+    return "none"
 
 
 def table_rows() -> tuple[list[str], list[list[str]]]:
@@ -146,7 +159,7 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
                 rel.version,
                 rel.stream.name,
                 f"`{repository_text(rel)}`",
-                f"`{rel.torch_index}`" if rel.torch_index else "none",
+                index_text(rel),
                 torch_text(rel),
                 matrix.amdgpu_repo_version(rel) or "unknown (refused)",
                 *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS),
@@ -194,7 +207,7 @@ def plain_table() -> str:
                 rel.version,
                 rel.stream.name,
                 repository_text(rel),
-                rel.torch_index or "none",
+                rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
                 torch or "none",
                 matrix.amdgpu_repo_version(rel) or "refused",
                 *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
@@ -251,7 +264,8 @@ def matrix_json() -> dict[str, Any]:
                 "torch_index": rel.torch_index,
                 "torch_builds": [asdict(b) for b in rel.torch_builds],
                 "torch_runtime": rel.torch_runtime,
-                "no_torch": None if rel.torch_index else rel.no_torch_reason,
+                "no_torch": None if rel.torch_builds else rel.no_torch_reason,
+                "amd_wheels": asdict(rel.amd_wheels) if rel.amd_wheels else None,
                 "amdgpu_driver": matrix.amdgpu_repo_version(rel),
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,
@@ -622,6 +636,8 @@ def build_checks(
         else:
             url = f"{matrix.PYTORCH_INDEX_BASE_URL}/rocm{major_minor(rel.version)}"
             checks.append(Check(rel.version, "no PyTorch index", url, no_index_check(url)))
+        if rel.amd_wheels:
+            checks += amd_wheel_checks(rel, rel.amd_wheels)
     for key_url, (repo, stream) in repositories.items():
         expected = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
         run = key_check(key_url, expected.upper())
@@ -638,6 +654,26 @@ def build_checks(
             checks.append(
                 Check(index, "ROCm runtime", f"{url}/", runtime_check(url, rels[0].torch_runtime))
             )
+    return checks
+
+
+def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[Check]:
+    """AMD's index for a release: the ``rocm`` runtime torch requires, every pinned torch /
+    torchvision / torchaudio build with the release's label, and each target's
+    ``amd-torch-device-<gfx>`` of every build offered to it."""
+    url = amd.url.rstrip("/")
+    checks = [
+        Check(rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, amd.runtime))
+    ]
+    for project in ("torch", "torchvision", "torchaudio"):
+        versions = [f"{v}+{amd.label}" for b in amd.builds if (v := getattr(b, project))]
+        run = wheels_check(url, project, sorted(set(versions), key=Version))
+        checks.append(Check(rel.version, f"AMD {project} wheels", f"{url}/{project}/", run))
+    for gfx in amd.targets:
+        project = f"amd-torch-device-{gfx}"
+        versions = [f"{b.torch}+{amd.label}" for b in amd.builds_for([gfx])]
+        run = wheels_check(url, project, versions)
+        checks.append(Check(rel.version, f"AMD {project}", f"{url}/{project}/", run))
     return checks
 
 

@@ -1,4 +1,6 @@
-"""A venv with the PyTorch ROCm wheels that match the ROCm release, from download.pytorch.org.
+"""A venv with the PyTorch ROCm wheels that match the ROCm release, from download.pytorch.org
+(or, for ROCm 10.x, which PyTorch builds nothing for, from AMD's stable index
+https://stable.repo.amd.com/rocm/whl-next/ with ``[device-<gfx>]`` extras: ``TorchInstall``).
 
 What must match is the index: torch X+rocmA.B from whl/rocmA.B (fact sheet §7.1). The wheels
 of the classic releases' indexes bundle their own HIP runtime (torch/lib/libamdhip64.so);
@@ -12,31 +14,54 @@ pip ROCm runtime after a move back to a classic release) are uninstalled. With
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
+from packaging.requirements import Requirement
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, Release
+from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS
 from rocm_fleet.model.sources import WheelNeed, proxy_environment, served, torch_wheels
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
+    from rocm_fleet.model.decisions import TorchInstall
 
 PREREQUISITES = ["python3-venv"]
 # torch and its companions, whichever index they came from.
 TORCH_FAMILY = r"torch|torchvision|torchaudio"
 
 
-def owned_wheels(rel: Release) -> list[str]:
-    """The distributions the release's pins manage: the torch family, and the pip ROCm
-    runtime unless the release's torch requires it (then pip manages its parts)."""
-    return [TORCH_FAMILY] + ([] if rel.torch_runtime else [TORCH_RUNTIME_WHEELS.pattern])
+def owned_wheels(torch: TorchInstall) -> list[str]:
+    """The distributions the torch pins manage: the torch family; the pip ROCm runtime
+    unless the torch requires it (then pip manages its parts); and the per-target device
+    wheels AMD's ``[device-<gfx>]`` extras install (``amd-torch-device-<gfx>``,
+    ``amd-torchvision-device-<gfx>``, ``rocm-sdk-device-<gfx>``) of every target the install
+    no longer names: after a move to another GPU target, or back to a PyTorch index."""
+    owned = [TORCH_FAMILY]
+    if not torch.runtime_from_pip:
+        owned.append(TORCH_RUNTIME_WHEELS.pattern)
+    torch_targets = {e for _, extras in torch.extras for e in extras}
+    runtime_extras = {e for r in torch.requires for e in Requirement(r).extras}
+    runtime_targets = torch_targets | {e for e in runtime_extras if e.startswith("device-")}
+    if "device-all" not in torch_targets:
+        owned.append(_device_wheels(r"amd-torch(?:vision)?", torch_targets))
+    if torch.runtime_from_pip and "device-all" not in runtime_targets:
+        owned.append(_device_wheels("rocm-sdk", runtime_targets))
+    return owned
+
+
+def _device_wheels(prefix: str, kept: set[str]) -> str:
+    """``<prefix>-device-<gfx>`` for every gfx but those of the ``device-<gfx>`` extras kept."""
+    gfx = sorted(e.removeprefix("device-") for e in kept)
+    others = f"(?!(?:{'|'.join(map(re.escape, gfx))})$)" if gfx else ""
+    return rf"{prefix}-device-{others}.+"
 
 
 @deploy("PyTorch")
@@ -48,7 +73,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
     wheels = torch_wheels(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
-    if wheels is None:
+    if wheels is None or config.torch is None:
         return  # the caller plans this only when config.torch is set
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
@@ -56,9 +81,10 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         index_url=served(wheels.index_url, config.mirror),
         wanted=dict(wheels.wanted),
         requires=list(wheels.requires),
-        owned=owned_wheels(config.release),
+        owned=owned_wheels(config.torch),
         proxy=proxy_environment(config),
         locked=locked_wheels(config, wheels),
+        extras={name: list(extras) for name, extras in wheels.extras},
     )
 
 

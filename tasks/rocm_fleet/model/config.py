@@ -207,27 +207,51 @@ def load_config(
                 f"a release with a PyTorch index ({rel.no_torch_reason}); "
                 "or set pytorch_install: False",
             )
+        builds = rel.torch_builds
+        amd = rel.amd_wheels
+        if amd is not None:  # AMD's index: what its page offers the host's targets
+            gfx = _gfx(values)
+            unknown = [g for g in gfx if g not in amd.targets]
+            if unknown:
+                raise fail(
+                    "expected_gfx",
+                    values["expected_gfx"],
+                    f"GPU targets AMD's index gives a torch device extra for ROCm {version} "
+                    f"({', '.join(amd.targets)}; {unknown[0]} has none on AMD's install "
+                    "page); or set pytorch_install: False",
+                )
+            builds = amd.builds_for(gfx)
         wanted = values["torch_version"]
         if wanted is None:
-            torch_build = rel.torch_builds[-1]
+            torch_build = builds[-1]
         else:
-            matches = [b for b in rel.torch_builds if b.torch == wanted]
+            matches = [b for b in builds if b.torch == wanted]
             if not matches:
-                published = [b.torch for b in rel.torch_builds]
+                published = [b.torch for b in builds]
                 newest = _newest_of_series(wanted, published)
                 hint = f"did you mean {newest!r}? expected " if newest else ""
+                also = ""
+                if amd is not None and len(builds) < len(rel.torch_builds):
+                    also = f" for expected_gfx {values['expected_gfx']!r} (AMD's Linux page)"
                 raise fail(
                     "torch_version",
                     wanted,
-                    f"{hint}a torch published on {rel.torch_index} for ROCm {version} "
+                    f"{hint}a torch published on {rel.torch_source} for ROCm {version}{also} "
                     f"({', '.join(published)})",
                 )
             torch_build = matches[0]
 
     torch = (
-        torch_install(rel, torch_build, values["pytorch_index_base_url"]) if torch_build else None
+        torch_install(rel, torch_build, values["pytorch_index_base_url"], _gfx(values))
+        if torch_build
+        else None
     )
     return Config(**values, release=rel, torch=torch)
+
+
+def _gfx(values: dict) -> list[str]:
+    gfx = values.get("expected_gfx")
+    return [gfx] if isinstance(gfx, str) else list(gfx or [])
 
 
 def _newest_of_series(version: str, known: list[str]) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from packaging.requirements import Requirement
+
 from rocm_fleet.model import matrix
 from rocm_fleet.model.matrix import TorchBuild
 
@@ -30,8 +32,9 @@ class Mirror:
         return urlsplit(self.url).hostname or ""
 
 
-def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
-    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``).
+def wanted_wheels(build: TorchBuild, label: str) -> dict[str, str]:
+    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``; AMD's
+    ``2.13.0+rocm10.0.0``).
 
     Pinning the companions by public version alone would keep a torchvision of another
     build in place whenever two indexes publish the same version (torchvision 0.20.1 is on
@@ -40,31 +43,75 @@ def wanted_wheels(build: TorchBuild, torch_index: str) -> dict[str, str]:
     wanted = {"torch": build.torch, "torchvision": build.torchvision}
     if build.torchaudio:
         wanted["torchaudio"] = build.torchaudio
-    return {name: f"{version}+{torch_index}" for name, version in wanted.items()}
+    return {name: f"{version}+{label}" for name, version in wanted.items()}
+
+
+def pinned_requirements(
+    wanted: tuple[tuple[str, str], ...],
+    extras: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    requires: tuple[str, ...] = (),
+) -> list[str]:
+    """PEP 508 lines for pip, each exact pin with its extras, built and validated by
+    ``packaging`` (never by string concatenation): ``torch[device-gfx942]==2.13.0+rocm10.0.0``,
+    ..., then ``requires`` (the runtime) as they are."""
+    by_name = dict(extras)
+    lines = []
+    for name, version in wanted:
+        req = Requirement(f"{name}=={version}")
+        req.extras = set(by_name.get(name, ()))
+        lines.append(str(req))
+    return lines + list(requires)
 
 
 @dataclass(frozen=True)
 class TorchInstall:
     """The PyTorch a host's venv gets, decided once (``config.load_config``, from
-    ``pytorch_install``, ``torch_version`` and the release's index): the build, the index
-    it comes from upstream, each wheel pinned with the index's local label, and what the
-    build requires from the same index beyond them (the Core SDK's pip ROCm runtime).
-    Every reader (the deploy, the node check, the bundle, the mirror) takes it from here."""
+    ``pytorch_install``, ``torch_version``, the release's index and, for AMD's index, the
+    host's ``expected_gfx``): the build, the one index it comes from upstream, each wheel
+    pinned exactly with the index's local label, the extras a pinned wheel is installed
+    with (AMD's ``[device-<gfx>]``), and what the build requires from the same index beyond
+    them (the Core SDK's pip ROCm runtime). Every reader (the deploy, the node check, the
+    bundle, the mirror, a lock) takes ``index_url`` and ``requirements()`` from here."""
 
     build: TorchBuild
     index_url: str
     wanted: tuple[tuple[str, str], ...]  # (distribution, exact version), sorted
     requires: tuple[str, ...] = ()
+    extras: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (distribution, its extras)
 
     def requirements(self) -> list[str]:
-        return [f"{name}=={version}" for name, version in self.wanted] + list(self.requires)
+        return pinned_requirements(self.wanted, self.extras, self.requires)
+
+    @property
+    def runtime_from_pip(self) -> bool:
+        """Whether pip brings the ROCm runtime (``rocm`` and its ``rocm-sdk-*`` parts)."""
+        return any(Requirement(r).name == "rocm" for r in self.requires)
+
+    def accepts(self, name: str, version: str | None) -> bool:
+        """Whether an installed ``name`` at ``version`` is the pinned build, exactly."""
+        return version is not None and dict(self.wanted).get(name) == version
 
 
-def torch_install(rel: matrix.Release, build: TorchBuild, index_base_url: str) -> TorchInstall:
-    """``build`` of ``rel`` from the PyTorch index under ``index_base_url``."""
+def torch_install(
+    rel: matrix.Release, build: TorchBuild, index_base_url: str, gfx: list[str] | None = None
+) -> TorchInstall:
+    """``build`` of ``rel`` from the PyTorch index under ``index_base_url``, or, for a
+    release PyTorch builds nothing for, from AMD's own index with the ``[device-*]`` extras
+    of ``gfx`` (the host's ``expected_gfx``; none: ``device-all``) on torch and
+    torchvision, and the ROCm runtime torch requires."""
     index = rel.torch_index
     if index is None:
-        raise ValueError(f"ROCm {rel.version} has no PyTorch index")
+        amd = rel.amd_wheels
+        if amd is None:
+            raise ValueError(f"ROCm {rel.version} has no PyTorch index")
+        extras = tuple(amd.device_extras(gfx or []))
+        return TorchInstall(
+            build,
+            amd.url,
+            tuple(sorted(wanted_wheels(build, amd.label).items())),
+            (amd.runtime,),
+            tuple((name, extras) for name in amd.device_extra_on),
+        )
     return TorchInstall(
         build,
         f"{index_base_url.rstrip('/')}/{index}",

@@ -589,6 +589,109 @@ TORCH_RUNTIME: dict[str, str] = {"rocm7.14": "rocm[device-all,libraries]==7.14.*
 TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
 
 
+# --- AMD's own wheels for the Core SDK ----------------------------------------------------
+
+# AMD's stable wheel index for the Core SDK from 10.0 on: the "explicit-device-extras"
+# variant (whl-next) of the stable stream. AMD's 10.0.0 and 10.1.0 PyTorch install pages
+# (the docs' include files, index ids 60119073944 and 70276838118): ``.. |PKG_REPO|
+# replace:: https://stable.repo.amd.com/rocm/whl-next/`` then ``python -m pip install
+# --index-url |PKG_REPO| "torch[device-gfx942]==2.13.0+rocm10.0.0"
+# "torchvision[device-gfx942]==0.28.0+rocm10.0.0" "torchaudio==2.11.0.2+rocm10.0.0"``;
+# TheRock build_tools/setup_venv.py @ 89553ce3 ("stable": this URL, since 2026-08-22). The
+# older https://repo.amd.com/rocm/whl-multi-arch/ serves the stable releases before 10.0
+# (TheRock 1a70157f2, docs/packaging/legacy_multi_arch_releases.md). Recorded, with what is
+# uncertain, in tests/fixtures/upstream/repo.amd.com-whl.toml.
+AMD_STABLE_WHEEL_INDEX = "https://stable.repo.amd.com/rocm/whl-next/"
+
+
+@dataclass(frozen=True)
+class AmdWheels:
+    """What AMD's own index holds for a Core SDK release that PyTorch builds nothing for
+    (10.x): the torch / torchvision / torchaudio builds of AMD's install page for the
+    release, exact, each with the local label ``+rocm<release>``; the GPU targets the page
+    gives a ``[device-<gfx>]`` extra (on torch and torchvision: ``device_extra_on``), which
+    brings ``amd-torch-device-<gfx>`` and through it ``rocm-sdk-device-<gfx>``; and the
+    targets the page offers fewer builds for (``target_builds``: gfx1150 on Linux gets torch
+    2.12.0 only). torch requires the ROCm runtime of its release from the same index:
+    ``runtime``. One index, no second one (AMD's commands use ``--index-url`` alone)."""
+
+    url: str
+    release: str  # "10.0.0"
+    builds: tuple[TorchBuild, ...]  # oldest first
+    targets: tuple[str, ...]
+    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (gfx, torch versions)
+    device_extra_on: tuple[str, ...] = ("torch", "torchvision")
+
+    @property
+    def label(self) -> str:
+        """The local version label of every wheel built for the release: ``rocm10.0.0``
+        (TheRock build_prod_wheels.py: "+rocm" + the rocm version it was built against)."""
+        return f"rocm{self.release}"
+
+    @property
+    def runtime(self) -> str:
+        """What torch requires from the index: ``rocm[libraries]==10.0.0`` (TheRock
+        build_prod_wheels.py, release/therock-10.0: ``f"rocm[libraries]=={sdk_version}"``)."""
+        return f"rocm[libraries]=={self.release}"
+
+    @staticmethod
+    def device_extras(gfx: list[str] | tuple[str, ...]) -> list[str]:
+        """``device-<gfx>`` per expected target, ``device-all`` when none is named."""
+        return [f"device-{g}" for g in sorted(set(gfx))] or ["device-all"]
+
+    def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
+        """The builds AMD offers every one of ``gfx`` (all of them for ``device-all``)."""
+        limits = dict(self.target_builds)
+        return tuple(
+            b for b in self.builds if all(b.torch in limits.get(g, (b.torch,)) for g in gfx)
+        )
+
+
+def _amd(
+    release: str,
+    builds: tuple[TorchBuild, ...],
+    targets: str,
+    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = (),
+) -> AmdWheels:
+    return AmdWheels(AMD_STABLE_WHEEL_INDEX, release, builds, tuple(targets.split()), target_builds)
+
+
+# torchaudio: 2.11.0.2 and 2.11.0.3 are AMD's rebuilds of 2.11 (PyTorch released no
+# torchaudio after 2.11); torchvision 0.29.0a0 is what AMD's 10.1 page pins for torch 2.14.0.
+# gfx1150 on Linux: both pages print torch 2.12.0 under the newer torch selectors.
+AMD_WHEELS: dict[str, AmdWheels] = {
+    # AMD's 10.0.0 page (index id 60119073944); TheRock release/therock-10.0 builds
+    # release/2.11, 2.12 and 2.13 (configure_pytorch_release_matrix.py @ 16adc4d87).
+    "10.0.0": _amd(
+        "10.0.0",
+        (
+            TorchBuild("2.11.0", "0.26.0", "2.11.0"),
+            TorchBuild("2.12.0", "0.27.0", "2.11.0"),
+            TorchBuild("2.13.0", "0.28.0", "2.11.0.2"),
+        ),
+        "gfx950 gfx942 gfx90a gfx908 gfx1200 gfx1201 gfx1100 gfx1101 gfx1102 gfx1103 gfx1030 "
+        "gfx1151 gfx1150 gfx1152 gfx1153",
+        (("gfx1150", ("2.12.0",)),),
+    ),
+    # AMD's 10.1.0 page (index id 70276838118; no gfx908 or gfx1030 on it); TheRock main
+    # (10.1.0) builds release/2.12, 2.13 and 2.14.
+    "10.1.0": _amd(
+        "10.1.0",
+        (
+            TorchBuild("2.12.0", "0.27.0", "2.11.0"),
+            TorchBuild("2.13.0", "0.28.0", "2.11.0.2"),
+            TorchBuild("2.14.0", "0.29.0a0", "2.11.0.3"),
+        ),
+        "gfx950 gfx942 gfx90a gfx1200 gfx1201 gfx1100 gfx1101 gfx1102 gfx1103 gfx1151 gfx1150 "
+        "gfx1152 gfx1153",
+        (("gfx1150", ("2.12.0",)),),
+    ),
+}
+# The wheels a device extra of AMD's torch installs (``amd-torch-device-<gfx>``, and for
+# torchvision, (3p) ``amd-torchvision-device-<gfx>``): pip manages them with their torch.
+AMD_DEVICE_WHEELS = re.compile(r"^amd-torch(vision)?-device-.+$")
+
+
 # --- ROCm releases ------------------------------------------------------------------------
 
 
@@ -600,6 +703,7 @@ class Release:
     torch_index: str | None  # "rocm6.4"; None when no verified PyTorch index exists
     amdgpu_driver: str | None = None  # 7.x: the separately versioned amdgpu driver
     no_torch: str | None = None  # why there is no torch index, when there is none
+    amd_wheels: AmdWheels | None = None  # AMD's own torch, where PyTorch has no index
 
     @property
     def parts(self) -> tuple[int, ...]:
@@ -620,11 +724,22 @@ class Release:
 
     @property
     def torch_builds(self) -> tuple[TorchBuild, ...]:
-        return TORCH_INDEXES[self.torch_index] if self.torch_index else ()
+        if self.torch_index:
+            return TORCH_INDEXES[self.torch_index]
+        return self.amd_wheels.builds if self.amd_wheels else ()
+
+    @property
+    def torch_source(self) -> str:
+        """Where the torch comes from, for messages: the index name or AMD's index URL."""
+        if self.torch_index:
+            return self.torch_index
+        return self.amd_wheels.url if self.amd_wheels else "no index"
 
     @property
     def torch_runtime(self) -> str | None:
         """The pip requirement torch brings for its ROCm runtime, None when bundled."""
+        if self.amd_wheels is not None:
+            return self.amd_wheels.runtime
         return TORCH_RUNTIME.get(self.torch_index or "")
 
     @property
@@ -669,21 +784,15 @@ def _classic(version: str, torch_index: str, driver: str | None = None) -> Relea
 
 
 # No download.pytorch.org index serves the Core SDK 10.x: (3p) `curl
-# https://download.pytorch.org/whl/rocm10.1/torch/` answers 403 (index id 70539249324); PyTorch's
-# nightly matrix moved to 7.14/10.0 on 2026-08-28 (pytorch/test-infra #8670), no release wheels were
-# found. AMD's own 10.x wheels ((3p) torch 2.13.0+rocm10.0.0, ids 68331910948, 70906695297) on
-# stable.repo.amd.com/rocm/whl-next/ (TheRock setup_venv.py) are another index family.
-NO_TORCH_10 = (
-    "download.pytorch.org publishes no index for ROCm 10.x (whl/rocm10.1 answers 403); AMD's "
-    "own wheels on stable.repo.amd.com/rocm/whl-next/ are not supported by rocm-fleet"
-)
-
-
+# https://download.pytorch.org/whl/rocm10.1/torch/` answers 403 (index id 70539249324);
+# PyTorch's nightly matrix moved to 7.14/10.0 on 2026-08-28 (pytorch/test-infra #8670), no
+# release wheels were found. The 10.x torch comes from AMD's own stable index instead
+# (``AMD_WHEELS``).
 def _core(
     version: str, repository: Repository, torch_index: str | None, driver: str | None
 ) -> Release:
-    no_torch = NO_TORCH_10 if torch_index is None else None
-    return Release(version, CORE_SDK, repository, torch_index, driver, no_torch)
+    amd = AMD_WHEELS.get(version) if torch_index is None else None
+    return Release(version, CORE_SDK, repository, torch_index, driver, amd_wheels=amd)
 
 
 # The release rows are data: tools/matrix_update.py writes them into upstream_data.json from

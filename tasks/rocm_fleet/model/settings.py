@@ -391,7 +391,8 @@ class Settings:
     )
     torch_version: str | None = setting(
         None,
-        "The torch version, e.g. `2.9.1`; default: the newest the matrix lists for `rocm_version`",
+        "The torch version, e.g. `2.9.1`; default: the newest the matrix lists for "
+        "`rocm_version` (ROCm 10.x: of those AMD's page offers every `expected_gfx`)",
         optional(torch_release),
         PYTORCH,
     )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.decisions import Mirror
+from rocm_fleet.model.decisions import Mirror, pinned_requirements
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -175,18 +175,20 @@ class AptNeed:
 
 @dataclass(frozen=True)
 class WheelNeed:
-    """Wheels a host's venv installs from one PEP 503 index: exact pins, and what they
-    require from the same index beyond them (``requires``: the pip ROCm runtime a Core SDK
-    torch brings, ``rocm[device-all,libraries]==7.14.*``); for the host's Python
+    """Wheels a host's venv installs from one PEP 503 index: exact pins (with their extras:
+    AMD's ``torch[device-gfx942]``), and what they require from the same index beyond them
+    (``requires``: the pip ROCm runtime a Core SDK torch brings,
+    ``rocm[device-all,libraries]==7.14.*``, ``rocm[libraries]==10.0.0``); for the host's Python
     (``runtime``; None where it doesn't matter: the deploy's own pip resolves on the host)."""
 
     index_url: str
     runtime: matrix.HostRuntime | None
     wanted: tuple[tuple[str, str], ...]  # (distribution, exact version), sorted
     requires: tuple[str, ...] = ()
+    extras: tuple[tuple[str, tuple[str, ...]], ...] = ()  # AMD's [device-<gfx>] per wheel
 
     def requirements(self) -> list[str]:
-        return [f"{name}=={version}" for name, version in self.wanted] + list(self.requires)
+        return pinned_requirements(self.wanted, self.extras, self.requires)
 
 
 @dataclass(frozen=True)
@@ -248,7 +250,7 @@ def torch_wheels(config: Config, runtime: matrix.HostRuntime | None = None) -> W
     torch = config.torch
     if torch is None:
         return None
-    return WheelNeed(torch.index_url, runtime, torch.wanted, torch.requires)
+    return WheelNeed(torch.index_url, runtime, torch.wanted, torch.requires, torch.extras)
 
 
 def host_needs(

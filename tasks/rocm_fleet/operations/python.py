@@ -135,6 +135,12 @@ def requirement_met(installed: dict[str, str], requirement: str) -> bool:
         return False
 
 
+def _extras(extras: dict[str, list[str]] | None, name: str) -> str:
+    """``[a,b]`` for a distribution installed with extras (sorted, as packaging writes them)."""
+    chosen = sorted((extras or {}).get(name, []))
+    return f"[{','.join(chosen)}]" if chosen else ""
+
+
 @operation()
 def pinned_wheels(
     venv_path: str,
@@ -144,6 +150,7 @@ def pinned_wheels(
     owned: list[str] | None = None,
     proxy: dict[str, str] | None = None,
     locked: list[str] | None = None,
+    extras: dict[str, list[str]] | None = None,
 ):
     """
     Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``, and
@@ -174,6 +181,7 @@ def pinned_wheels(
       then installs with ``--require-hashes`` from them alone, and refuses a wheel whose
       hash is another, naming it (the ``#sha256`` of the index page the host reads is not
       trusted: whoever can change the wheel on the way can change the page too)
+    + extras: distribution -> the extras it is installed with (AMD's ``torch[device-gfx942]``)
 
     A plain-http index (the fleet mirror) is a ``--trusted-host``: pip ignores one otherwise.
     """
@@ -188,12 +196,15 @@ def pinned_wheels(
         if name not in keep and any(p.fullmatch(name) for p in patterns)
     )  # fmt: skip
     if not drift and not unmet and not stale:
-        pins = ", ".join(f"{n}=={v}" for n, v in sorted(wanted.items()))
-        host.noop(pins + "".join(f", {r}" for r in requires) + " installed")
+        pins = [f"{n}=={v}" for n, v in sorted(wanted.items())] + requires
+        host.noop(", ".join(pins) + " installed")
         return
     python = QuoteString(paths.venv_python(venv_path))
     if drift or unmet:
-        specs = [QuoteString(f"{name}=={version}") for name, version in sorted(wanted.items())]
+        specs = [
+            QuoteString(f"{name}{_extras(extras, name)}=={version}")
+            for name, version in sorted(wanted.items())
+        ]
         environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
         plain = urlsplit(index_url)
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []

@@ -1,0 +1,134 @@
+"""End to end: torch for the ROCm Core SDK 10.x from AMD's own stable wheel index
+(https://stable.repo.amd.com/rocm/whl-next/, doubled at its real URL from the recorded facts,
+tests/lab/amd_wheels.py), where download.pytorch.org publishes none.
+
+A Debian 13 host with a PRO W7900 (gfx1100) asks for 10.0.0 with ``pytorch_install``:
+``--dry`` announces the torch install and changes nothing; the run (pip from AMD's index with
+the ``[device-gfx1100]`` extras) installs the builds AMD's 10.0.0 page pins, the ROCm runtime
+torch requires and the target's device wheels, verifies the GPU through torch, the node
+checks pass, a second run changes nothing, and a torchvision removed behind rocm-fleet's back
+is put back. Then the same release for an air-gapped host: ``rocm-fleet bundle`` (made where
+the doubles are reachable) resolves AMD's index with the host's extras and pins every wheel
+by hash; the first host serves it; the air-gapped host converges from it without reaching
+any double, and a second run changes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from e2e import support
+from e2e.support import changed, deploy, rocm_fleet, running_lab, sh, succeeded, wheels
+from lab import HostSpec
+from lab.upstreams import DOUBLES
+
+pytestmark = pytest.mark.e2e
+
+AMD = "https://stable.repo.amd.com/rocm/whl-next/"
+DATA = {"rocm_version": "10.0.0", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+        "rocm_users": ["alice"]}  # fmt: skip
+HOST = HostSpec("amdtorch", suite="trixie", profile="w7900", data=DATA)
+AIRGAP = HostSpec("airgap", suite="trixie", profile="w7900", data=DATA)
+
+
+@pytest.fixture(scope="module")
+def lab():
+    yield from running_lab([HOST, AIRGAP], ["10.0.0"])
+
+
+def test_10x_torch_comes_from_amds_index_verifies_and_then_changes_nothing(lab):
+    # --dry announces the torch install (its pip command, AMD's index and the extras, is
+    # what tests/unit/test_amd_torch.py plans) and changes nothing on the host.
+    dry = deploy(lab, limit="amdtorch", dry=True)
+    assert dry.returncode == 0, dry.output[-3000:]
+    would = changed(dry)
+    assert would.get("PyTorch | Install the torch wheels built for the ROCm release") == [
+        "amdtorch"
+    ], would
+    assert not lab.root("amdtorch").joinpath(support.VENV_PYTHON.lstrip("/")).exists()
+
+    since = len(lab.server.requests())
+    result = deploy(lab, limit="amdtorch")
+    succeeded(result)
+    assert changed(result)["Verify | Check rocminfo and torch see the expected GPUs"] == [
+        "amdtorch"
+    ]
+    assert wheels(lab, "amdtorch") == {"torch": "2.13.0+rocm10.0.0",
+                                       "torchvision": "0.28.0+rocm10.0.0",
+                                       "torchaudio": "2.11.0.2+rocm10.0.0"}  # fmt: skip
+    freeze = sh(lab, "amdtorch", f"{support.VENV_PYTHON} -m pip list --format=freeze").lower()
+    freeze = freeze.replace("_", "-")
+    for dist in (
+        "rocm==10.0.0",
+        "rocm-sdk-core==10.0.0",
+        "rocm-sdk-libraries==10.0.0",
+        "rocm-sdk-device-gfx1100==10.0.0",
+        "amd-torch-device-gfx1100==2.13.0+rocm10.0.0",
+        "amd-torchvision-device-gfx1100==0.28.0+rocm10.0.0",
+    ):
+        assert dist in freeze, freeze  # fmt: skip
+    assert "rocm-sdk-device-gfx942" not in freeze  # only the host's target
+    requests = lab.server.requests()[since:]
+    fetched = [r["path"] for r in requests if r["host"] == "stable.repo.amd.com"]
+    assert "/rocm/whl-next/torch/" in fetched, fetched
+    assert not [r for r in lab.server.requests()[since:] if r["host"] == "download.pytorch.org"]
+
+    check = [str(Path(lab.env()["PATH"].split(":")[0]) / "python"), "-m", "rocm_fleet.cli",
+             "check", str(lab.inventory), "--limit", "amdtorch"]  # fmt: skip
+    checked = lab.run(check, timeout=600)
+    assert checked.returncode == 0, checked.stdout[-4000:] + checked.stderr[-2000:]
+
+    again = deploy(lab, limit="amdtorch")
+    succeeded(again)
+    assert changed(again) == {}
+
+    # drift: torchvision removed by hand; the next run puts back the pinned build
+    sh(lab, "amdtorch", f"{support.VENV_PYTHON} -m pip uninstall --yes torchvision")
+    repaired = deploy(lab, limit="amdtorch")
+    succeeded(repaired)
+    assert (
+        "amdtorch"
+        in changed(repaired)["PyTorch | Install the torch wheels built for the ROCm release"]
+    )
+    assert wheels(lab, "amdtorch")["torchvision"] == "0.28.0+rocm10.0.0"
+
+
+def test_an_air_gapped_10x_host_gets_amds_torch_from_a_bundle(lab):
+    """After the test above (amdtorch converged): amdtorch serves a bundle for airgap."""
+    bundle = lab.workdir / "bundle"
+    lab.open_upstreams()
+    made = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle),
+                      "--limit", "amdtorch", "--limit", "airgap",
+                      env={"REQUESTS_CA_BUNDLE": str(lab.ca_cert)})  # fmt: skip
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    (wheel_set,) = manifest["wheel_sets"]
+    assert wheel_set["index_url"] == AMD
+    pins = {name: pin["version"] for name, pin in wheel_set["pins"].items()}
+    assert pins["torch"] == "2.13.0+rocm10.0.0"
+    assert pins["amd-torch-device-gfx1100"] == "2.13.0+rocm10.0.0"
+    assert pins["rocm"] == "10.0.0" and pins["rocm-sdk-device-gfx1100"] == "10.0.0"
+    assert not [p for p in pins if p.endswith("-gfx942")]  # the hosts' target only
+
+    # amdtorch becomes the fleet mirror while it still reaches upstream (its apt has AMD's
+    # source: installing nginx updates apt's lists); then the air gap closes.
+    data = ["rocm_mirror=amdtorch", f"rocm_mirror_bundle={bundle}"]
+    succeeded(deploy(lab, limit="amdtorch", data=data))
+    lab.close_upstreams()
+    since = len(lab.server.requests())
+    first = deploy(lab, limit="amdtorch,airgap", data=data)
+    succeeded(first)
+    assert wheels(lab, "airgap") == {"torch": "2.13.0+rocm10.0.0",
+                                     "torchvision": "0.28.0+rocm10.0.0",
+                                     "torchaudio": "2.11.0.2+rocm10.0.0"}  # fmt: skip
+    freeze = sh(lab, "airgap", f"{support.VENV_PYTHON} -m pip list --format=freeze").lower()
+    assert "amd-torch-device-gfx1100==2.13.0+rocm10.0.0" in freeze.replace("_", "-"), freeze
+    hosts = {lab.address(name) for name in lab.hosts}
+    reached = {r["client"] for r in lab.server.requests()[since:] if r["host"] in DOUBLES}
+    assert not reached & hosts, reached
+
+    again = deploy(lab, limit="amdtorch,airgap", data=data)
+    succeeded(again)
+    assert changed(again) == {}
