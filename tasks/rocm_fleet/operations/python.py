@@ -144,6 +144,7 @@ def pinned_wheels(
     owned: list[str] | None = None,
     proxy: dict[str, str] | None = None,
     locked: list[str] | None = None,
+    ca: str | None = None,
 ):
     """
     Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``, and
@@ -175,7 +176,10 @@ def pinned_wheels(
       hash is another, naming it (the ``#sha256`` of the index page the host reads is not
       trusted: whoever can change the wheel on the way can change the page too)
 
-    A plain-http index (the fleet mirror) is a ``--trusted-host``: pip ignores one otherwise.
+    + ca: the only CA pip trusts for the index (``--cert``: the fleet mirror's CA on the host)
+
+    A plain-http index (the fleet mirror without TLS) is a ``--trusted-host``: pip ignores
+    one otherwise.
     """
     requires = list(requires or [])
     installed = venv_versions(venv_path)
@@ -197,6 +201,8 @@ def pinned_wheels(
         environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
         plain = urlsplit(index_url)
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
+        if ca:
+            trusted = ["--cert", QuoteString(ca)]
         if locked:
             # The lines on pip's stdin (no file left on the host); every wheel hash-pinned.
             yield StringCommand(
