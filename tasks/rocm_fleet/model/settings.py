@@ -141,8 +141,8 @@ def secret_source(value: Any) -> str | None:
 
 
 def proxy_url(value: Any) -> str | None:
-    """An http(s) proxy URL without credentials: rocm-fleet keeps no secret on a host, and
-    apt's configuration, curl's and pip's command lines would show them."""
+    """An http(s) proxy URL without credentials: apt's configuration (world-readable), curl's
+    and pip's command lines would show them."""
     valid = isinstance(value, str) and re.match(r"^https?://[^/\s@]+/?$", value)
     if isinstance(value, str) and "@" in value:
         return "a proxy URL without user or password (let the proxy admit the hosts by address)"
@@ -524,7 +524,7 @@ class Settings:
     rocm_mirror: str | None = setting(
         None,
         "The fleet mirror: an inventory host the deploy makes serve AMD's repositories, key and "
-        "the PyTorch wheels to the fleet (nginx), or the `http://` URL of one served elsewhere; "
+        "the PyTorch wheels to the fleet (nginx), or the `http(s)://` URL of one served elsewhere; "
         "hosts naming it fetch from it, apt still checking AMD's signature. Unset: upstream",
         optional(mirror_name),
         MIRROR,
