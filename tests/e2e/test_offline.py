@@ -17,6 +17,7 @@ air-gap test has made and served it; run alone with ``-k``, the fixtures do).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -360,3 +361,39 @@ def test_a_tls_mirror_serves_the_fleet_and_a_certificate_of_another_ca_is_refuse
     succeeded(third)
     assert "Fleet mirror | Give nginx the mirror's certificate" in changed(third)
     assert lab.ssh("node2", "apt-get update -q").returncode == 0
+
+
+def test_credentials_reach_apt_and_pip_root_only_and_no_output_shows_them(lab, bundle, tmp_path):
+    secret = "lab-Secret-" + os.urandom(6).hex()
+    netrc = tmp_path / "pip.netrc"
+    netrc.write_text(f"machine pypi.lab.example login ci password {secret}\n")
+    netrc.chmod(0o600)
+    env = {"LAB_APT_AUTH": f"machine repo.lab.example login ci password {secret}\n"}
+    data = ["rocm_mirror=mirror", f"rocm_mirror_bundle={bundle[0]}",
+            "rocm_apt_auth=env:LAB_APT_AUTH", f"rocm_pip_netrc={netrc}"]  # fmt: skip
+    lab.close_upstreams()
+    dry = deploy(lab, "-vvv", "--diff", limit="mirror,node2", data=data, dry=True, env=env)
+    succeeded(dry)
+    first = deploy(lab, "-vvv", "--diff", limit="mirror,node2", data=data, env=env)
+    succeeded(first)
+    for run in (dry, first):
+        assert secret not in run.output
+    assert "ROCm apt repository | Give apt the repository's credentials (root only)" in (
+        changed(first)
+    )
+    for path, text in ((paths.APT_AUTH, env["LAB_APT_AUTH"]), (paths.PIP_NETRC, netrc.read_text())):
+        assert sh(lab, "node2", f"stat -c '%a %U %G' {path}") == "600 root root"
+        assert sh(lab, "node2", f"cat {path}") == text.rstrip("\n")
+    # A file readable by others where pyinfra runs is refused, naming the key, not the secret.
+    netrc.chmod(0o644)
+    refused = deploy(lab, limit="node2", data=data, dry=True, env=env)
+    assert "inventory key 'rocm_pip_netrc'" in refused.output and secret not in refused.output
+    netrc.chmod(0o600)
+    second = deploy(lab, limit="mirror,node2", data=data, env=env)
+    succeeded(second)
+    assert changed(second) == {}
+    # Unset: the files go.
+    third = deploy(lab, limit="mirror,node2", data=data[:2])
+    succeeded(third)
+    for path in (paths.APT_AUTH, paths.PIP_NETRC):
+        assert lab.ssh("node2", f"test -e {path}").returncode == 1
