@@ -277,6 +277,13 @@ def test_apt_and_pip_get_their_credentials_root_only_through_an_upload(tmp_path,
         (upload,) = [c for c in commands if isinstance(c, FileUploadCommand)]
         assert upload.dest == f"{path}.rocm-fleet-new" and SECRET in upload.src.getvalue().decode()
         assert words(commands[0])[-4:] == ["-m", "600", "/dev/null", upload.dest]
+        # With _sudo, pyinfra uploads through a temporary file of the SSH user: that one is
+        # made 0600 by that user (no sudo) beforehand, and removed after.
+        private = commands[1]
+        assert private.connector_arguments["_sudo"] is False
+        assert f": > {upload.remote_temp_filename}" in words(private)[-1]
+        assert words(private)[-1].startswith("umask 077 && ")
+        assert upload.remote_temp_filename in words(commands[-1])
     assert planned.names.index("ROCm apt repository | Give apt the repository's credentials "
                                "(root only)") < planned.names.index(
         "ROCm apt repository | Refresh apt lists after a source or key change")  # fmt: skip
