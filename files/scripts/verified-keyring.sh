@@ -1,6 +1,7 @@
 # shellcheck shell=sh
-# verified-keyring.sh URL FINGERPRINT KEYRING [PROXY [NO_PROXY]]: fetch a key (through
-# PROXY unless the host is in NO_PROXY, when given), refuse it unless the primary keys it
+# verified-keyring.sh URL FINGERPRINT KEYRING [PROXY [NO_PROXY [CACERT]]]: fetch a key
+# (through PROXY unless the host is in NO_PROXY, when given; trusting only CACERT's CA, the
+# fleet mirror's, when given), refuse it unless the primary keys it
 # holds are exactly the one with FINGERPRINT, then write that key, in the binary form apt
 # reads, to KEYRING (temporary name and rename). Nothing is written when the check fails.
 # The key is imported into a throwaway home and exported again rather than dearmored, so
@@ -13,6 +14,7 @@ fingerprint=$2
 keyring=$3
 proxy=${4:-}
 no_proxy=${5:-}
+cacert=${6:-}
 tmp=$(mktemp -d)
 export GNUPGHOME="$tmp/home"
 # gpg may start daemons (gpg-agent, keyboxd) for the throwaway home: stop them with it.
@@ -24,6 +26,9 @@ if [ -n "$proxy" ]; then
 fi
 if [ -n "$no_proxy" ]; then
     set -- "$@" --noproxy "$no_proxy"
+fi
+if [ -n "$cacert" ]; then
+    set -- "$@" --cacert "$cacert"
 fi
 curl "$@" -o "$tmp/key" "$url"
 armor=$(LC_ALL=C grep -abo -- '-----BEGIN PGP PUBLIC KEY BLOCK-----' "$tmp/key" | head -n 1 \

@@ -17,6 +17,7 @@ air-gap test has made and served it; run alone with ``-k``, the fixtures do).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -304,3 +305,95 @@ def test_a_live_mirror_caches_upstream_for_a_host_that_cannot_reach_it(lab, serv
     second = deploy(lab, limit="mirror,node3", data=["rocm_mirror=mirror"])
     succeeded(second)
     assert changed(second) == {}
+
+
+# --- the mirror over TLS -----------------------------------------------------------------------
+
+
+def test_a_tls_mirror_serves_the_fleet_and_a_certificate_of_another_ca_is_refused(lab, bundle):
+    from rocm_fleet.model.tls import make_mirror_files
+
+    lab.close_upstreams()
+    address = lab.address("mirror")
+    tls = make_mirror_files(lab.workdir / "mirror-tls", [address]).tls
+    data = ["rocm_mirror=mirror", f"rocm_mirror_bundle={bundle[0]}",
+            f"rocm_mirror_tls_ca={tls.ca}", f"rocm_mirror_tls_cert={tls.cert}",
+            f"rocm_mirror_tls_key={tls.key}"]  # fmt: skip
+    dry = deploy(lab, limit="mirror,node2", data=data, dry=True)
+    succeeded(dry)
+    first = deploy(lab, limit="mirror,node2", data=data)
+    succeeded(first)
+    key_body = Path(tls.key).read_text().splitlines()[1]
+    for run in (dry, first):  # the private key is in no output of pyinfra's
+        assert key_body not in run.output
+        assert "is plain HTTP" not in run.output
+    assert "Fleet mirror | Give nginx the mirror's private key (root only)" in changed(first)
+    assert sh(lab, "mirror", f"stat -c '%a %U' {paths.MIRROR_KEY}") == "600 root"
+    served = f"https://{address}:8080"
+    for name in ("mirror", "node2"):
+        assert f"{served}/{RADEON}/rocm/apt/" in sh(
+            lab, name, "cat /etc/apt/sources.list.d/rocm.list"
+        )
+        assert f"Acquire::https::{address}::CaInfo" in sh(lab, name, f"cat {paths.APT_MIRROR_CONF}")
+    # Pinned for the mirror alone: the system's trust store doesn't know the fleet's CA.
+    assert lab.ssh("node2", f"curl -sf -o /dev/null {served}/{RADEON}/rocm/rocm.gpg.key").returncode
+    assert sh(lab, "node2", f"curl -sf --cacert {paths.MIRROR_CA} -o /dev/null -w '%{{http_code}}' "
+                            f"{served}/{RADEON}/rocm/rocm.gpg.key") == "200"  # fmt: skip
+    pip = sh(lab, "node2", "/opt/rocm-fleet/venv/bin/python -m pip list --format=freeze")
+    assert "torch==" in pip.lower()
+    second = deploy(lab, limit="mirror,node2", data=data)
+    succeeded(second)
+    assert changed(second) == {}
+
+    # Someone on the fleet network presents a certificate for the mirror's address from
+    # another CA: apt (and curl, pip) on the hosts refuse it.
+    other = make_mirror_files(lab.workdir / "other-tls", [address]).tls
+    for source, target in ((other.cert, paths.MIRROR_CERT), (other.key, paths.MIRROR_KEY)):
+        sh(lab, "mirror", f"cat > {target} <<'EOF'\n{Path(source).read_text()}EOF")
+    sh(lab, "mirror", "nginx -s reload && sleep 1")
+    update = lab.ssh("node2", "apt-get update 2>&1")
+    assert "certificate" in (update.stdout + update.stderr).lower(), update.stdout[-2000:]
+    assert f"{address}:8080" in update.stdout + update.stderr
+    assert lab.ssh("node2", f"curl -sf --cacert {paths.MIRROR_CA} -o /dev/null "
+                            f"{served}/{RADEON}/rocm/rocm.gpg.key").returncode == 60  # fmt: skip
+    # The next run puts the mirror's own certificate back, and the hosts fetch again.
+    third = deploy(lab, limit="mirror,node2", data=data)
+    succeeded(third)
+    assert "Fleet mirror | Give nginx the mirror's certificate" in changed(third)
+    assert lab.ssh("node2", "apt-get update -q").returncode == 0
+
+
+def test_credentials_reach_apt_and_pip_root_only_and_no_output_shows_them(lab, bundle, tmp_path):
+    secret = "lab-Secret-" + os.urandom(6).hex()
+    netrc = tmp_path / "pip.netrc"
+    netrc.write_text(f"machine pypi.lab.example login ci password {secret}\n")
+    netrc.chmod(0o600)
+    env = {"LAB_APT_AUTH": f"machine repo.lab.example login ci password {secret}\n"}
+    data = ["rocm_mirror=mirror", f"rocm_mirror_bundle={bundle[0]}",
+            "rocm_apt_auth=env:LAB_APT_AUTH", f"rocm_pip_netrc={netrc}"]  # fmt: skip
+    lab.close_upstreams()
+    dry = deploy(lab, "-vvv", "--diff", limit="mirror,node2", data=data, dry=True, env=env)
+    succeeded(dry)
+    first = deploy(lab, "-vvv", "--diff", limit="mirror,node2", data=data, env=env)
+    succeeded(first)
+    for run in (dry, first):
+        assert secret not in run.output
+    assert "ROCm apt repository | Give apt the repository's credentials (root only)" in (
+        changed(first)
+    )
+    for path, text in ((paths.APT_AUTH, env["LAB_APT_AUTH"]), (paths.PIP_NETRC, netrc.read_text())):
+        assert sh(lab, "node2", f"stat -c '%a %U %G' {path}") == "600 root root"
+        assert sh(lab, "node2", f"cat {path}") == text.rstrip("\n")
+    # A file readable by others where pyinfra runs is refused, naming the key, not the secret.
+    netrc.chmod(0o644)
+    refused = deploy(lab, limit="node2", data=data, dry=True, env=env)
+    assert "inventory key 'rocm_pip_netrc'" in refused.output and secret not in refused.output
+    netrc.chmod(0o600)
+    second = deploy(lab, limit="mirror,node2", data=data, env=env)
+    succeeded(second)
+    assert changed(second) == {}
+    # Unset: the files go.
+    third = deploy(lab, limit="mirror,node2", data=data[:2])
+    succeeded(third)
+    for path in (paths.APT_AUTH, paths.PIP_NETRC):
+        assert lab.ssh("node2", f"test -e {path}").returncode == 1

@@ -131,8 +131,8 @@ def test_one_fleet_per_pyinfra_inventory_read_through_pyinfras_merge_of_group_da
         ("rocm_mirror_listen", "mirror.lan", "an IPv4 or IPv6 address"),
         ("rocm_mirror_allow", ["10.0.0.0/33"], "a list of IP addresses or CIDR networks"),
         ("rocm_mirror", "https://u:secret@mirror.lan/", "/etc/apt/auth.conf.d/"),
-        ("rocm_apt_base_url", "https://u:secret@repo.lan/rocm", "/etc/apt/auth.conf.d/"),
-        ("pytorch_index_base_url", "https://u:secret@pypi.lan/whl", "~/.netrc (mode 0600)"),
+        ("rocm_apt_base_url", "https://u:secret@repo.lan/rocm", "rocm_apt_auth"),
+        ("pytorch_index_base_url", "https://u:secret@pypi.lan/whl", "rocm_pip_netrc"),
         ("rocm_key_url", "https://u:secret@repo.lan/key.asc", "a URL without user or password"),
     ],
 )
@@ -475,7 +475,10 @@ def test_a_live_plain_http_mirror_is_a_warning_that_wheel_hashes_are_not_pinned(
     ]
     bundled = {"node": node, "mirror1": {**MIRROR_HOST, "rocm_mirror_bundle": "/b"}}
     pinned = Fleet(bundled).config("node")
+    plain: list[str] = []
+    _plain_mirror(pinned, plain)  # pinned, but plain HTTP still (test_mirror_tls)
+    assert [w.split(":")[0] for w in plain] == ["the fleet mirror http"]
+    assert "is plain HTTP: integrity rests on AMD's signatures and pinned hashes alone" in plain[0]
     none: list[str] = []
-    _plain_mirror(pinned, none)
     _plain_mirror(load_config(DATA, "node"), none)  # straight from upstream, over TLS
     assert none == []

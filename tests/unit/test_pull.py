@@ -12,6 +12,7 @@ import pytest
 from rocm_fleet.deploy import pull
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.fleet import Fleet
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
 LOCK_SHA256 = "3f" * 32
@@ -104,6 +105,31 @@ def test_the_pull_script_is_valid_shell_with_its_settings_quoted(tmp_path):
     assert '"$PULL_VENV/bin/pyinfra" --yes "$PULL_INVENTORY" "$PULL_DEPLOY"' in script
     assert '"$PULL_VENV/bin/rocm-fleet" check "$PULL_INVENTORY"' in script
     assert "audit --quiet --format prometheus --output" in script
+    assert "PULL_MIRROR=''\n" in script  # no TLS mirror: curl trusts the system's CAs
+
+
+def test_a_source_on_a_tls_mirror_is_fetched_trusting_its_ca_alone(tmp_path):
+    from rocm_fleet.model.tls import make_mirror_files
+
+    tls = make_mirror_files(tmp_path / "tls", ["10.0.0.5"]).tls
+    mirror = {**PULLING, "ssh_hostname": "10.0.0.5", "rocm_mirror_tls_ca": tls.ca,
+              "rocm_mirror_tls_cert": tls.cert, "rocm_mirror_tls_key": tls.key}  # fmt: skip
+    source = "https://10.0.0.5:8080/fleet/node.json"
+    node = {**PULLING, "rocm_mirror": "mirror1", "rocm_pull_source": source}
+    config = Fleet({"node": node, "mirror1": mirror}).config("node")
+    script = pull.pull_script(config)
+    assert "PULL_MIRROR=https://10.0.0.5:8080/\n" in script
+    assert f"PULL_MIRROR_CA={paths.MIRROR_CA}\n" in script
+    run = tmp_path / "run.sh"
+    # The script's choice of curl's options, run with a curl that prints them.
+    script = script.replace(paths.PULL_DATA, str(tmp_path / "data" / "node.json"))
+    body = script.split('case "$PULL_SOURCE" in\nhttp://', 1)[0]
+    run.write_text(body + 'printf "%s\\n" "$@"\n')
+    shown = subprocess.run(["sh", str(run)], capture_output=True, text=True, check=True).stdout
+    assert shown.split() == ["--cacert", paths.MIRROR_CA]
+    elsewhere = body.replace(source, "https://data.example/node.json")
+    run.write_text(elsewhere + 'printf "%s\\n" "$@"\n')
+    assert subprocess.run(["sh", str(run)], capture_output=True, text=True).stdout.split() == []
 
 
 def test_the_inventory_is_this_node_with_the_fetched_data_read_as_json(tmp_path):

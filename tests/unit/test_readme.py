@@ -144,11 +144,11 @@ def test_readme_commands_name_real_subcommands_and_no_removed_paths():
 
     # Each tool module's add_parser names its subcommand as the first string it passes.
     names = {
-        re.search(r'add_parser\(\s*"(\w+)"', Path(tool.__file__).read_text()).group(1)
+        re.search(r'add_parser\(\s*"([\w-]+)"', Path(tool.__file__).read_text()).group(1)
         for tool in TOOLS
     }
     blocks = "\n".join(re.findall(r"^```sh\n(.*?)^```", README, re.M | re.S))
-    used = set(re.findall(r"^\s*rocm-fleet (\w+)", blocks, re.M))
+    used = set(re.findall(r"^\s*rocm-fleet (\w[\w-]*)", blocks, re.M))
     assert used and used <= names, used - names
     assert "tests/node" not in README  # the node checks ship in the package now
     assert "inventories/fleet.py" not in README and "inventories/lab.py" not in README

@@ -194,7 +194,11 @@ def gather(
             cells[concern] = cell(text, bool(operations), operations=operations)
             drift += [f"{concern}: {name}" for name in operations]
         status = "drift" if drift else "ok"
-        return {**row, "status": status, "drift": drift, "cells": cells, **verified(found.survey)}
+        # What preflight warns of (a plain-HTTP mirror, an unofficial distro): said, not drift.
+        warnings = found.findings.warnings if found.findings else []
+        said = {"warnings": warnings} if warnings else {}
+        return {**row, "status": status, "drift": drift, "cells": cells, **said,
+                **verified(found.survey)}  # fmt: skip
 
     done = []
 
@@ -364,6 +368,8 @@ def render_summary(rows: list[dict[str, Any]], colour: bool = False, verbose: bo
                 c = row["cells"].get(key)
                 if c and (c["drift"] or verbose):
                     details.append((f"{header}: {c['text'].removeprefix('! ')}", c["drift"]))
+            if verbose:  # preflight's warnings (a plain-HTTP mirror, an unofficial distro)
+                details += [(f"warning: {w}", False) for w in row.get("warnings", [])]
         elif row["status"] == "refused":
             details.append((f"refused: {row['error']}", True))
             if verbose:

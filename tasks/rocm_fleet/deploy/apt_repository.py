@@ -36,13 +36,15 @@ class AptFile:
 @dataclass(frozen=True)
 class AptKey:
     """The keyring at ``path``, installed from ``url`` only if it holds ``fingerprint``;
-    fetched through ``proxy`` (``sources.proxy_environment``; empty: directly)."""
+    fetched through ``proxy`` (``sources.proxy_environment``; empty: directly), trusting
+    ``ca`` alone for TLS when given (``sources.mirror_ca``)."""
 
     name: str
     path: str
     url: str
     fingerprint: str
     proxy: dict[str, str] = field(default_factory=dict)
+    ca: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ def apt_repository(
             url=key.url,
             fingerprint=key.fingerprint,
             proxy=key.proxy,
+            ca=key.ca,
         )
     text_file(name=source.name, path=source.path, content=source.content)
     if pin is not None:

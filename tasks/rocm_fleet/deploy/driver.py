@@ -34,7 +34,7 @@ from rocm_fleet.facts.apt import InstalledPackages, kernel_releases
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.sources import amdgpu_repository, proxy_environment
+from rocm_fleet.model.sources import amdgpu_repository, mirror_ca, proxy_environment
 from rocm_fleet.model.versions import newer_kernels
 from rocm_fleet.operations.apt import apt_update
 from rocm_fleet.operations.files import text_file
@@ -85,6 +85,7 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
             served.key.url,
             repository.key.fingerprint,
             proxy_environment(config),
+            mirror_ca(config),
         )
         if own_key
         else None,

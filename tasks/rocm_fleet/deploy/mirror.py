@@ -16,7 +16,16 @@ two modes:
 
 apt keeps verifying AMD's signature: the InRelease is AMD's own, served unchanged, and the
 source line keeps ``signed-by`` AMD's keyring; pip checks each wheel against the index's
-``#sha256``. The mirror speaks plain HTTP inside the fleet (pip is told to trust that host).
+``#sha256`` (and, with a bundle, the hash the bundle pinned: ``--require-hashes``).
+
+**TLS** (``rocm_mirror_tls_ca``, ``_cert``, ``_key``, made by ``rocm-fleet mirror-ca``):
+the mirror host gets the certificate and its key (root's alone) and nginx serves HTTPS
+only; every host using the mirror gets the CA and pins it for the mirror's name alone:
+apt's ``Acquire::https::<mirror>::CaInfo``, pip's ``--cert``, curl's ``--cacert``. The
+system's trust store is left alone, so the fleet's CA vouches for nothing else. Without
+TLS the mirror speaks plain HTTP (pip is told to trust that host) and ``--dry`` and the
+audit say that integrity rests on signatures and pinned hashes alone
+(``findings._plain_mirror``).
 
 **Proxy** (``rocm_proxy``, ``rocm_no_proxy``): apt gets an ``apt.conf.d`` snippet the deploy
 owns (and removes with ``rocm_state: absent`` or when the setting goes), the key fetch (curl)
@@ -39,9 +48,10 @@ from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError
 from rocm_fleet.model.fleet import Upstream
+from rocm_fleet.model.secrets import Secret
 from rocm_fleet.model.sources import no_proxy
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import bundle_copy, directory_absent, text_file
+from rocm_fleet.operations.files import bundle_copy, directory_absent, text_file, uploaded_file
 from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
 
 if TYPE_CHECKING:
@@ -58,6 +68,7 @@ def nginx_site(
     nameservers: list[str] | None = None,
     listen: list[str] | None = None,
     allow: list[str] | None = None,
+    tls: bool = False,
 ) -> str:
     """The mirror's nginx configuration (a file of Debian's conf.d, inside ``http {}``).
     ``nameservers`` (the host's resolv.conf) resolve the linked upstreams; without any,
@@ -65,14 +76,22 @@ def nginx_site(
     ``allow``: the addresses and networks that may use it (the host itself always may),
     everyone else gets 403. Only the upstreams' paths are served (anything else is 404),
     only GET and HEAD, no query strings (400: a query would make a new cache entry each);
-    a bundle's manifest (the inventory's host names) is not served."""
+    a bundle's manifest (the inventory's host names) is not served. ``tls``: HTTPS only,
+    with the certificate and key the deploy put beside nginx's configuration."""
     head = "# Written by rocm-fleet: the fleet mirror (rocm_mirror). Changes are overwritten."
     addresses = [f"[{a}]" if ":" in a else a for a in listen or []]
+    ssl = " ssl" if tls else ""
     listening = (
-        [f"    listen {address}:{port};" for address in addresses]
+        [f"    listen {address}:{port}{ssl};" for address in addresses]
         if addresses
-        else [f"    listen {port};", f"    listen [::]:{port};"]
+        else [f"    listen {port}{ssl};", f"    listen [::]:{port}{ssl};"]
     )
+    if tls:
+        listening += [
+            f"    ssl_certificate {paths.MIRROR_CERT};",
+            f"    ssl_certificate_key {paths.MIRROR_KEY};",
+            "    ssl_protocols TLSv1.2 TLSv1.3;",
+        ]
     admitted = [
         *(f"    allow {network};" for network in ["127.0.0.1", "::1", *(allow or [])]),
         "    deny all;",
@@ -269,11 +288,28 @@ def configure_proxy(config: Config, present: bool = True) -> None:
         text_file(name="Remove apt's proxy settings", path=paths.APT_PROXY_CONF, present=False)
 
 
+def apt_mirror_conf(hostname: str) -> str:
+    """apt's TLS settings for the mirror alone (apt.conf(5): per-host ``CaInfo``; apt then
+    trusts only that CA for that host, and nothing changes for any other)."""
+    return "\n".join(
+        [
+            "// Written by rocm-fleet: the fleet mirror's certificate is checked against the",
+            "// fleet's own CA (rocm_mirror_tls_ca), for the mirror alone.",
+            f'Acquire::https::{hostname}::CaInfo "{paths.MIRROR_CA}";',
+            f'Acquire::https::{hostname}::Verify-Peer "true";',
+            f'Acquire::https::{hostname}::Verify-Host "true";',
+            "",
+        ]
+    )
+
+
 @deploy("Fleet mirror")
 def configure_mirror(config: Config, inventory: Any, present: bool = True) -> None:
-    """Serve the mirror on the host ``rocm_mirror`` names; on any other host, and with
-    ``present=False`` (``rocm_state: absent``), make sure none of it is left."""
+    """Pin the mirror's CA where the host uses a TLS mirror; serve the mirror on the host
+    ``rocm_mirror`` names; on any other host, and with ``present=False`` (``rocm_state:
+    absent``), make sure none of it is left."""
     mirror = config.mirror
+    _pin_mirror_ca(mirror if present else None)
     if not present or mirror is None or not mirror.serves:
         if not present or mirror_leftovers():
             _remove_mirror()
@@ -290,6 +326,19 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
         directory_absent(name="Drop the live mirror's cache", path=paths.MIRROR_CACHE)
     else:
         directory_absent(name="Drop the bundle (a live mirror now)", path=paths.MIRROR_ROOT)
+    if mirror.tls:
+        # Checked where pyinfra runs before the run started (model.tls.check_mirror_files).
+        text_file(
+            name="Give nginx the mirror's certificate",
+            path=paths.MIRROR_CERT,
+            content=_controller_text(config.rocm_mirror_tls_cert or ""),
+        )
+        uploaded_file(
+            name="Give nginx the mirror's private key (root only)",
+            path=paths.MIRROR_KEY,
+            content=Secret(_controller_text(config.rocm_mirror_tls_key or "")),
+            mode="600",
+        )
     text_file(
         name="Configure nginx to serve the mirror",
         path=paths.MIRROR_SITE,
@@ -299,24 +348,68 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
             fleet_of(inventory).upstreams(mirror.host or ""),
             read_fact(Nameservers),
             *_access(config, mirror.host or "", inventory),
+            tls=mirror.tls,
         ),
     )
+    if not mirror.tls:
+        _remove_tls_files()
     daemon_serving(
         name="Run nginx with the mirror's configuration",
         service="nginx",
         pidfile=paths.NGINX_PID,
-        configs=[paths.MIRROR_SITE],
+        configs=[paths.MIRROR_SITE, paths.MIRROR_CERT, paths.MIRROR_KEY],
         stamp=paths.MIRROR_STAMP,
     )
 
 
+def _controller_text(path: str) -> str:
+    try:
+        with open(path) as file:
+            return file.read()
+    except OSError as exc:  # checked at the start; gone since
+        raise DeployError(f"can't read {path}: {exc.strerror}") from None
+
+
+def _pin_mirror_ca(mirror: Any) -> None:
+    """The mirror's CA and apt's settings naming it, on a host using a TLS mirror whose CA
+    the inventory gives; their removal (planned only when there) otherwise."""
+    if mirror is not None and mirror.tls and mirror.ca:
+        uploaded_file(
+            name="Pin the fleet mirror's CA",
+            path=paths.MIRROR_CA,
+            content=_controller_text(mirror.ca),
+            mode="644",
+        )
+        text_file(
+            name="Make apt check the mirror against its CA",
+            path=paths.APT_MIRROR_CONF,
+            content=apt_mirror_conf(mirror.hostname),
+        )
+        return
+    for path, name in (
+        (paths.APT_MIRROR_CONF, "Remove apt's TLS settings for the mirror"),
+        (paths.MIRROR_CA, "Remove the fleet mirror's CA"),
+    ):
+        if read_fact(FileDigest, path=path) is not None:
+            text_file(name=name, path=path, present=False)
+
+
 def mirror_leftovers() -> bool:
     """Whether the host holds anything of a mirror it served (read from the survey)."""
-    files = (paths.MIRROR_SITE, paths.MIRROR_STAMP)
+    files = (paths.MIRROR_SITE, paths.MIRROR_STAMP, paths.MIRROR_CERT, paths.MIRROR_KEY)
     directories = (paths.MIRROR_ROOT, paths.MIRROR_CACHE)
     return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
         read_fact(DirectoryExists, path=d) for d in directories
     )
+
+
+def _remove_tls_files() -> None:
+    for path, name in (
+        (paths.MIRROR_CERT, "Remove the mirror's certificate"),
+        (paths.MIRROR_KEY, "Remove the mirror's private key"),
+    ):
+        if read_fact(FileDigest, path=path) is not None:
+            text_file(name=name, path=path, present=False)
 
 
 def _remove_mirror() -> None:
@@ -326,6 +419,7 @@ def _remove_mirror() -> None:
         pidfile=paths.NGINX_PID,
         path=paths.MIRROR_SITE,
     )
+    _remove_tls_files()
     text_file(name="Forget when nginx loaded the mirror", path=paths.MIRROR_STAMP, present=False)
     directory_absent(name="Remove the mirror's bundle", path=paths.MIRROR_ROOT)
     directory_absent(name="Remove the mirror's cache", path=paths.MIRROR_CACHE)

@@ -21,6 +21,7 @@ from rocm_fleet import assets
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.model import paths
+from rocm_fleet.model.sources import mirror_ca
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import directory_absent, text_file
 from rocm_fleet.operations.host import timer_enabled
@@ -86,6 +87,9 @@ def pull_script(config: Config) -> str:
         "PULL_DEPLOY": paths.PULL_DEPLOY,
         "TEXTFILES": paths.NODE_EXPORTER_TEXTFILES,
         "PULL_METRICS": paths.PULL_METRICS,
+        # A source on the fleet mirror over TLS is fetched trusting the mirror's CA alone.
+        "PULL_MIRROR": f"{config.mirror.url}/" if config.mirror and mirror_ca(config) else "",
+        "PULL_MIRROR_CA": mirror_ca(config) or "",
     }
     header = "".join(f"{key}={shlex.quote(value)}\n" for key, value in variables.items())
     return f"#!{paths.SHELL}\n" + header + assets.text("rocm-fleet-pull.sh")

@@ -25,8 +25,16 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS
-from rocm_fleet.model.sources import WheelNeed, proxy_environment, served, torch_wheels
+from rocm_fleet.model.secrets import Secret, SecretError, read_secret
+from rocm_fleet.model.sources import (
+    WheelNeed,
+    mirror_ca,
+    proxy_environment,
+    served,
+    torch_wheels,
+)
 from rocm_fleet.operations.apt import debian_packages
+from rocm_fleet.operations.files import text_file, uploaded_file
 from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
@@ -72,6 +80,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
+    configure_pip_credentials(config)
     wheels = torch_wheels(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
     if wheels is None or config.torch is None:
         return  # the caller plans this only when config.torch is set
@@ -82,10 +91,38 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         wanted=dict(wheels.wanted),
         requires=list(wheels.requires),
         owned=owned_wheels(config.torch),
-        proxy=proxy_environment(config),
+        proxy={**proxy_environment(config), **pip_credentials(config)},
         locked=locked_wheels(config, wheels),
         extras={name: list(extras) for name, extras in wheels.extras},
+        ca=mirror_ca(config),
     )
+
+
+def pip_credentials(config: Config) -> dict[str, str]:
+    """pip's environment for the credentials of ``rocm_pip_netrc``: ``NETRC`` names the
+    root-only file (pip's requests reads netrc(5) from there); the secret is in no command."""
+    return {"NETRC": paths.PIP_NETRC} if config.rocm_pip_netrc else {}
+
+
+def configure_pip_credentials(config: Config, present: bool = True) -> None:
+    """The netrc file of ``rocm_pip_netrc`` (root, 0600), read where pyinfra runs; its
+    removal when the setting goes (planned only when the file is there)."""
+    if present and config.rocm_pip_netrc:
+        uploaded_file(
+            name="Give pip the wheel index's credentials (root only)",
+            path=paths.PIP_NETRC,
+            content=_secret(config.rocm_pip_netrc),
+            mode="600",
+        )
+    elif read_fact(FileDigest, path=paths.PIP_NETRC) is not None:
+        text_file(name="Remove pip's credentials", path=paths.PIP_NETRC, present=False)
+
+
+def _secret(source: str) -> Secret:
+    try:
+        return read_secret(source)
+    except SecretError as exc:  # checked when the run started (model.fleet); gone since
+        raise DeployError(str(exc)) from None
 
 
 def locked_wheels(config: Config, wheels: WheelNeed) -> list[str] | None:
@@ -116,6 +153,7 @@ def remove_created_venv(config: Config) -> None:
     python3-venv package stays, as it does for any other use of the host's Python. Planned
     only on a host that has a venv there (read from the survey), so a host that never had
     one shows no PyTorch concern."""
+    configure_pip_credentials(config, present=False)
     if read_fact(FileDigest, path=paths.venv_marker(config.pytorch_venv)) is None:
         return
     venv(
@@ -129,6 +167,7 @@ def remove_created_venv(config: Config) -> None:
 
 @deploy("Remove PyTorch")
 def remove_pytorch(config: Config) -> None:
+    configure_pip_credentials(config, present=False)
     venv(
         name="Remove the PyTorch venv and the directories made for it",
         path=config.pytorch_venv,

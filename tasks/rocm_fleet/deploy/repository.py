@@ -14,14 +14,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
+from pyinfra.api.exceptions import DeployError
 from pyinfra.operations import files
 from pyinfra.operations.util import any_changed
 
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, Leftovers, apt_repository
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.sources import proxy_environment, rocm_repository
+from rocm_fleet.model.secrets import SecretError, read_secret
+from rocm_fleet.model.sources import mirror_ca, proxy_environment, rocm_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, dpkg_repaired, verified_keyring
-from rocm_fleet.operations.files import text_file
+from rocm_fleet.operations.files import text_file, uploaded_file
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -58,6 +62,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
         packages=PREREQUISITES,
         ledger=paths.PACKAGE_LEDGER,
     )
+    configure_apt_credentials(config)
     apt_repository(
         key=AptKey(
             "Install AMD's signing key (fingerprint checked)",
@@ -65,6 +70,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
             served.key.url,
             repository.key.fingerprint,
             proxy_environment(config),
+            mirror_ca(config),
         ),
         source=AptFile(
             "Point apt at the ROCm release for this distro",
@@ -82,8 +88,28 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
     )
 
 
+def configure_apt_credentials(config: Config, present: bool = True) -> None:
+    """apt's credentials from ``rocm_apt_auth`` in auth.conf.d (root, 0600; apt_auth.conf(5)),
+    read where pyinfra runs and uploaded, never on a command line or in pyinfra's output;
+    removed when the setting goes (planned only when the file is there)."""
+    if present and config.rocm_apt_auth:
+        try:
+            secret = read_secret(config.rocm_apt_auth)
+        except SecretError as exc:  # checked when the run started (model.fleet); gone since
+            raise DeployError(str(exc)) from None
+        uploaded_file(
+            name="Give apt the repository's credentials (root only)",
+            path=paths.APT_AUTH,
+            content=secret,
+            mode="600",
+        )
+    elif read_fact(FileDigest, path=paths.APT_AUTH) is not None:
+        text_file(name="Remove apt's credentials", path=paths.APT_AUTH, present=False)
+
+
 @deploy("Remove ROCm apt repository")
 def remove_repository(config: Config) -> None:
+    configure_apt_credentials(config, present=False)
     removed = [
         text_file(name=f"Remove the ROCm source {path}", path=path, present=False)
         for path in SOURCES

@@ -20,12 +20,19 @@ from rocm_fleet.model.matrix import TorchBuild
 class Mirror:
     """The fleet mirror a host uses (``rocm_mirror``): the base URL hosts fetch from, the
     inventory host serving it (None: a server run elsewhere), the bundle it serves (a path
-    where pyinfra runs; None: a live cache of upstream), and whether this host serves it."""
+    where pyinfra runs; None: a live cache of upstream), whether this host serves it, and
+    the CA its certificate is pinned to (a path where pyinfra runs; None: plain HTTP, or an
+    ``https://`` mirror elsewhere that the system's CAs vouch for)."""
 
     url: str
     host: str | None = None
     bundle: str | None = None
     serves: bool = False
+    ca: str | None = None
+
+    @property
+    def tls(self) -> bool:
+        return self.url.startswith("https://")
 
     @property
     def hostname(self) -> str:

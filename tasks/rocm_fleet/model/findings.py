@@ -240,18 +240,25 @@ def _bundle(
 
 
 def _plain_mirror(config: Config, warnings: list[str]) -> None:
-    """A live mirror over plain HTTP: apt still verifies AMD's signature, but pip's wheel
-    hashes come from the index page the mirror serves, which whoever can change the wheel
-    on the fleet network can change too (a bundle pins them: ``--require-hashes``)."""
+    """A mirror over plain HTTP: said in ``--dry`` and the audit. apt still verifies AMD's
+    signature and pinned hashes still hold, but nothing else: whoever is on the fleet network
+    sees what hosts fetch and can serve anything unsigned or unpinned. A live one is worse
+    for wheels: their hashes come from the index page the mirror serves, which whoever can
+    change the wheel on the way can change too (a bundle pins them: ``--require-hashes``)."""
     mirror = config.mirror
-    if mirror is None or mirror.bundle or config.torch is None:
+    if mirror is None or mirror.tls:
         return
-    if mirror.url.startswith("http://"):
+    if not mirror.bundle and config.torch is not None:
         warnings.append(
             f"the fleet mirror {mirror.url} is plain HTTP and live: apt's packages stay "
             "verified by AMD's signature, but the wheels' hashes come from the page the "
             "mirror serves; serve a bundle (rocm_mirror_bundle) to pin every wheel's hash"
         )
+        return
+    warnings.append(
+        f"the fleet mirror {mirror.url} is plain HTTP: integrity rests on AMD's signatures and "
+        "pinned hashes alone; `rocm-fleet mirror-ca` and rocm_mirror_tls_ca/_cert/_key give it TLS"
+    )
 
 
 def _family(gfx: str) -> str | None:

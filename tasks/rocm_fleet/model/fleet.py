@@ -22,7 +22,14 @@ from urllib.parse import urlsplit
 from rocm_fleet.model import matrix
 from rocm_fleet.model.config import Config, ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
+from rocm_fleet.model.secrets import SecretError, read_secret
 from rocm_fleet.model.sources import HostNeeds, host_needs
+from rocm_fleet.model.tls import (
+    MirrorTls,
+    TlsFileError,
+    check_mirror_files,
+    load_certificates,
+)
 
 
 @dataclass(frozen=True, order=True)
@@ -53,6 +60,7 @@ class Fleet:
         self._resolved: dict[str, Config | ConfigError] = {}
         self._needs: dict[tuple[str, str], HostNeeds | None] = {}
         self._upstreams: dict[str, list[Upstream]] = {}
+        self._tls_checked: dict[tuple[str, str, str, str], TlsFileError | None] = {}
 
     @property
     def names(self) -> list[str]:
@@ -66,7 +74,9 @@ class Fleet:
         bad data (its own, or that of the mirror host it names)."""
         if name not in self._resolved:
             try:
-                self._resolved[name] = resolve_mirror(self.settings(name), name, self)
+                config = resolve_mirror(self.settings(name), name, self)
+                check_secrets(config, name)
+                self._resolved[name] = config
             except ConfigError as exc:
                 self._resolved[name] = exc
         return _value(self._resolved[name])
@@ -143,6 +153,20 @@ class Fleet:
                 self._loaded[name] = exc
         return _value(self._loaded[name])
 
+    def check_tls(self, name: str, tls: MirrorTls, address: str) -> None:
+        """ConfigError naming ``name``'s setting when its mirror's TLS files can't serve
+        ``address`` (each set of files read once per run)."""
+        key = (tls.ca, tls.cert, tls.key, address)
+        if key not in self._tls_checked:
+            try:
+                check_mirror_files(tls, address)
+                self._tls_checked[key] = None
+            except TlsFileError as exc:
+                self._tls_checked[key] = exc
+        problem = self._tls_checked[key]
+        if problem is not None:
+            raise ConfigError(f"{name}: inventory key {problem.key!r}: {problem}", problem.key)
+
     def address(self, name: str) -> str:
         """Where the other hosts reach ``name``: its ``ssh_hostname``, else its name."""
         self.settings(name)  # reads the host's data, once (ConfigError for bad data)
@@ -154,10 +178,27 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
     host's address, port and bundle). Raises ConfigError for a mirror the inventory
     doesn't hold, or whose own data is bad."""
     value = config.rocm_mirror
+    _tls_set_whole(config, host_name)
     if not value:
         return config
     if value.startswith(("http://", "https://")):
-        return replace(config, mirror=Mirror(value.rstrip("/"), None, config.rocm_mirror_bundle))
+        if config.rocm_mirror_tls_ca and not value.startswith("https://"):
+            raise ConfigError(
+                f"{host_name}: inventory key 'rocm_mirror_tls_ca' is set and the mirror "
+                f"{value!r} is plain HTTP: name its https:// URL, or unset the CA",
+                "rocm_mirror_tls_ca",
+            )
+        if config.rocm_mirror_tls_ca:
+            try:
+                load_certificates("rocm_mirror_tls_ca", config.rocm_mirror_tls_ca)
+            except TlsFileError as exc:
+                raise ConfigError(
+                    f"{host_name}: inventory key 'rocm_mirror_tls_ca': {exc}", exc.key
+                ) from None
+        mirror = Mirror(
+            value.rstrip("/"), None, config.rocm_mirror_bundle, ca=config.rocm_mirror_tls_ca
+        )
+        return replace(config, mirror=mirror)
     if value not in fleet:
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
@@ -166,10 +207,28 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
         )
     served_by = fleet.settings(value)
     address = fleet.address(value)
+    _tls_set_whole(served_by, value)
+    ca = None
+    if served_by.rocm_mirror_tls_cert:
+        if ":" in address:
+            raise ConfigError(
+                f"{value}: inventory key 'rocm_mirror_tls_cert' is set and the hosts reach the "
+                f"mirror by the IPv6 address {address}, which apt's per-host TLS settings can't "
+                "name: reach it by a DNS name or an IPv4 address (ssh_hostname)",
+                "rocm_mirror_tls_cert",
+            )
+        tls = MirrorTls(
+            served_by.rocm_mirror_tls_ca or "",
+            served_by.rocm_mirror_tls_cert,
+            served_by.rocm_mirror_tls_key or "",
+        )
+        fleet.check_tls(value, tls, address)
+        ca = tls.ca
+    scheme = "https" if ca else "http"
     if ":" in address:
         address = f"[{address}]"
-    url = f"http://{address}:{served_by.rocm_mirror_port}"
-    mirror = Mirror(url, value, served_by.rocm_mirror_bundle, value == host_name)
+    url = f"{scheme}://{address}:{served_by.rocm_mirror_port}"
+    mirror = Mirror(url, value, served_by.rocm_mirror_bundle, value == host_name, ca)
     if mirror.serves and not mirror.bundle and config.rocm_proxy:
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_proxy' has value {config.rocm_proxy!r}; a live "
@@ -178,6 +237,37 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
             "rocm_proxy",
         )
     return replace(config, mirror=mirror)
+
+
+TLS_SETTINGS = ("rocm_mirror_tls_ca", "rocm_mirror_tls_cert", "rocm_mirror_tls_key")
+
+
+def _tls_set_whole(config: Config, host_name: str) -> None:
+    """A mirror's certificate comes with its key and CA: ConfigError naming the one missing."""
+    if not (config.rocm_mirror_tls_cert or config.rocm_mirror_tls_key):
+        return
+    for key in TLS_SETTINGS:
+        if not getattr(config, key):
+            given = [k for k in TLS_SETTINGS if getattr(config, k)]
+            raise ConfigError(
+                f"{host_name}: inventory key {key!r} is required with {', '.join(given)} and "
+                "not set: `rocm-fleet mirror-ca DIR ADDRESS` makes the CA, the certificate and "
+                "the key, and prints the three settings",
+                key,
+            )
+
+
+def check_secrets(config: Config, host_name: str) -> None:
+    """The credentials the host's settings name can be read (``model.secrets``);
+    ConfigError naming the key otherwise, never the secret."""
+    for key in ("rocm_apt_auth", "rocm_pip_netrc"):
+        source = getattr(config, key)
+        if source is None:
+            continue
+        try:
+            read_secret(source)
+        except SecretError as exc:
+            raise ConfigError(f"{host_name}: inventory key {key!r}: {exc}", key) from None
 
 
 def _value(found: Config | ConfigError) -> Config:

@@ -59,6 +59,20 @@ APT_PROXY_CONF = "/etc/apt/apt.conf.d/80rocm-fleet-proxy"
 # Debian's nginx.conf includes conf.d/*.conf inside http {}, and its pid file is /run/nginx.pid
 # (`nginx -V` of bookworm's 1.22.1 and trixie's 1.26.3 packages: --pid-path=/run/nginx.pid).
 MIRROR_SITE = "/etc/nginx/conf.d/rocm-fleet-mirror.conf"
+# The mirror's TLS certificate and key (rocm_mirror_tls_cert/_key), beside nginx's own
+# configuration; the key root's alone (0600: nginx's master process reads it as root).
+MIRROR_CERT = "/etc/nginx/rocm-fleet-mirror.crt"
+MIRROR_KEY = "/etc/nginx/rocm-fleet-mirror.key"
+# rocm-fleet's configuration directory (FHS /etc/<package>), made when a file below is first
+# written: the CA hosts pin for the fleet mirror only (never the system's trust store, which
+# would let it vouch for any name), and pip's credentials (rocm_pip_netrc).
+CONFIG_DIR = "/etc/rocm-fleet"
+MIRROR_CA = f"{CONFIG_DIR}/mirror-ca.crt"
+PIP_NETRC = f"{CONFIG_DIR}/pip.netrc"
+# apt's per-host TLS settings for the mirror (apt.conf(5): Acquire::https::HOST::CaInfo).
+APT_MIRROR_CONF = "/etc/apt/apt.conf.d/80rocm-fleet-mirror"
+# apt reads credentials from every file of auth.conf.d (apt_auth.conf(5)); root-only.
+APT_AUTH = "/etc/apt/auth.conf.d/rocm-fleet.conf"
 NGINX_PID = "/run/nginx.pid"
 # The system's CA certificates, which the mirror's nginx verifies upstream TLS with (Debian's
 # ca-certificates package, update-ca-certificates(8)).
@@ -153,7 +167,13 @@ PULL_METRICS = f"{NODE_EXPORTER_TEXTFILES}/rocm_fleet.prom"
 # round trip of its own (test_plan's converged hosts fail on it).
 MANAGED_FILES = (
     APT_PROXY_CONF,
+    APT_MIRROR_CONF,
+    APT_AUTH,
     MIRROR_SITE,
+    MIRROR_CERT,
+    MIRROR_KEY,
+    MIRROR_CA,
+    PIP_NETRC,
     f"{MIRROR_BUNDLE}/{BUNDLE_MANIFEST}",
     MIRROR_STAMP,
     ROCM_SOURCE,

@@ -110,8 +110,10 @@ def torch_release(value: Any) -> str | None:
 # Where credentials for a repository or an index belong instead of a URL, which ends up in
 # world-readable apt sources, pip's and curl's command lines, bundle directory names and logs.
 CREDENTIALS_BELONG = (
-    "a URL without user or password: give apt its credentials in /etc/apt/auth.conf.d/ "
-    "(a file of mode 0600, apt_auth.conf(5)) and pip in ~/.netrc (mode 0600) or keyring"
+    "a URL without user or password: give apt its credentials with rocm_apt_auth (an "
+    "apt_auth.conf(5) file the deploy writes to /etc/apt/auth.conf.d/, mode 0600) and pip "
+    "with rocm_pip_netrc (a netrc file, mode 0600), each read where pyinfra runs from a "
+    "0600 file or 'env:VARIABLE'"
 )
 
 
@@ -127,9 +129,20 @@ def absolute_path(value: Any) -> str | None:
     return None if valid else "an absolute path without spaces"
 
 
+def secret_source(value: Any) -> str | None:
+    """Where a secret comes from where pyinfra runs: ``env:NAME`` (an environment
+    variable) or the absolute path of a file (mode 0600, checked when the run starts). The
+    secret itself never is a setting: inventories are read by many and kept in git."""
+    if isinstance(value, str) and value.startswith("env:"):
+        return env_name(value[4:]) and "'env:' and an environment variable name"
+    return absolute_path(value) and (
+        "the absolute path of a file of mode 0600 where pyinfra runs, or 'env:VARIABLE'"
+    )
+
+
 def proxy_url(value: Any) -> str | None:
-    """An http(s) proxy URL without credentials: rocm-fleet keeps no secret on a host, and
-    apt's configuration, curl's and pip's command lines would show them."""
+    """An http(s) proxy URL without credentials: apt's configuration (world-readable), curl's
+    and pip's command lines would show them."""
     valid = isinstance(value, str) and re.match(r"^https?://[^/\s@]+/?$", value)
     if isinstance(value, str) and "@" in value:
         return "a proxy URL without user or password (let the proxy admit the hosts by address)"
@@ -358,6 +371,15 @@ class Settings:
         REPOSITORY,
         normal_fingerprint,
     )
+    rocm_apt_auth: str | None = setting(
+        None,
+        "Credentials for apt's sources, for a repository or mirror that asks for them: "
+        "`env:VARIABLE` or a 0600 file where pyinfra runs holding apt_auth.conf(5) lines "
+        "(`machine HOST login USER password SECRET`); written to "
+        f"`{paths.APT_AUTH}` (root, 0600), never shown. Unset: that file goes",
+        optional(secret_source),
+        REPOSITORY,
+    )
     # --- ROCm packages ---------------------------------------------------------------
     rocm_packages: list[str] | None = setting(  # noqa: RUF009 - a field() (default None)
         None,
@@ -387,6 +409,15 @@ class Settings:
         matrix.PYTORCH_INDEX_BASE_URL,
         "Base of the wheel indexes; `/rocmX.Y` from the matrix is appended",
         http_url,
+        PYTORCH,
+    )
+    rocm_pip_netrc: str | None = setting(
+        None,
+        "Credentials for the wheel index, for one that asks for them: `env:VARIABLE` or a 0600 "
+        "file where pyinfra runs holding netrc lines (`machine HOST login USER password "
+        f"SECRET`); written to `{paths.PIP_NETRC}` (root, 0600) and given to pip as `NETRC`, "
+        "never shown. Unset: that file goes",
+        optional(secret_source),
         PYTORCH,
     )
     torch_version: str | None = setting(
@@ -494,7 +525,7 @@ class Settings:
     rocm_mirror: str | None = setting(
         None,
         "The fleet mirror: an inventory host the deploy makes serve AMD's repositories, key and "
-        "the PyTorch wheels to the fleet (nginx), or the `http://` URL of one served elsewhere; "
+        "the PyTorch wheels to the fleet (nginx), or the `http(s)://` URL of one served elsewhere; "
         "hosts naming it fetch from it, apt still checking AMD's signature. Unset: upstream",
         optional(mirror_name),
         MIRROR,
@@ -508,7 +539,33 @@ class Settings:
         MIRROR,
     )
     rocm_mirror_port: int = setting(
-        8080, "The port the mirror host serves on (plain HTTP)", port, MIRROR
+        8080,
+        "The port the mirror host serves on (HTTPS with `rocm_mirror_tls_cert`, else plain HTTP)",
+        port,
+        MIRROR,
+    )
+    rocm_mirror_tls_ca: str | None = setting(
+        None,
+        "The CA certificate (PEM, a path where pyinfra runs) that issued the mirror's: hosts "
+        "using the mirror pin it for the mirror alone (apt, pip, curl). Set on the mirror host "
+        "with the two below (`rocm-fleet mirror-ca DIR ADDRESS` makes all three), or on hosts "
+        "naming an `https://` mirror served elsewhere. Unset: the mirror is plain HTTP",
+        optional(absolute_path),
+        MIRROR,
+    )
+    rocm_mirror_tls_cert: str | None = setting(
+        None,
+        "The mirror's certificate (PEM, where pyinfra runs), issued by `rocm_mirror_tls_ca` "
+        "for the address the hosts reach it by; nginx then serves HTTPS only",
+        optional(absolute_path),
+        MIRROR,
+    )
+    rocm_mirror_tls_key: str | None = setting(
+        None,
+        "The private key of `rocm_mirror_tls_cert` (PEM, unencrypted, mode 0600 where "
+        "pyinfra runs); the mirror host keeps it root-only (0600)",
+        optional(absolute_path),
+        MIRROR,
     )
     rocm_mirror_listen: str | None = setting(
         None,

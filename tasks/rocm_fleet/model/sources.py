@@ -146,6 +146,14 @@ def served(url: str, mirror: Mirror | None) -> str:
     return f"{mirror.url.rstrip('/')}/{parts.netloc}{parts.path}"
 
 
+def mirror_ca(config: Config) -> str | None:
+    """The CA file on the host that fetches from the fleet mirror trust (the mirror's alone,
+    ``deploy.mirror`` pins it): apt by its per-host ``CaInfo``, curl by ``--cacert``, pip by
+    ``--cert``; None without a TLS mirror whose CA the inventory gives."""
+    mirror = config.mirror
+    return paths.MIRROR_CA if mirror is not None and mirror.tls and mirror.ca else None
+
+
 def no_proxy(config: Config) -> list[str]:
     """The hosts reached directly: ``rocm_no_proxy`` and the fleet mirror."""
     names = list(config.rocm_no_proxy)

@@ -69,6 +69,7 @@ def verified_keyring(
     fingerprint: str = "",
     present: bool = True,
     proxy: dict[str, str] | None = None,
+    ca: str | None = None,
 ):
     """
     Install an apt keyring from a key URL, only if it carries ``fingerprint``; or remove it.
@@ -84,6 +85,7 @@ def verified_keyring(
     + fingerprint: the 40-hex-digit fingerprint the key must have
     + present: whether the keyring should exist
     + proxy: ``https_proxy``/``http_proxy``/``no_proxy`` for the fetch (empty: none)
+    + ca: the only CA the fetch trusts (curl's ``--cacert``: the fleet mirror's, on the host)
     """
     current = read_fact(KeyringFingerprints, path=path)
     if not present:
@@ -94,6 +96,8 @@ def verified_keyring(
         host.noop(f"keyring {path} holds exactly {fingerprint}")
         return
     through = [proxy["https_proxy"], proxy.get("no_proxy", "")] if proxy else []
+    if ca:
+        through = [*(through or ["", ""]), ca]
     yield script("verified-keyring", url, fingerprint, path, *through)
 
 

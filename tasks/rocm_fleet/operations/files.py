@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
+from rocm_fleet.model.secrets import Secret
 from rocm_fleet.operations._script import script
 
 if TYPE_CHECKING:
@@ -44,6 +46,50 @@ def text_file(path: str, content: str = "", mode: str = "644", present: bool = T
         host.noop(f"{path} is up to date")
         return
     yield script("text-file", path, mode, content)
+
+
+@operation()
+def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
+    """
+    Write a file whose content is not to be shown (a private key, credentials) or that may
+    live in a directory not made yet (rocm-fleet's /etc/rocm-fleet), owned by root with
+    ``mode``; uploaded, never on a command line or in pyinfra's output.
+
+    ``text_file`` passes the text as an argument (seen in ``ps`` and ``-vv``) and pyinfra's
+    ``files.put`` prints a diff with ``--diff``. Here the content goes through pyinfra's
+    upload into a file created with ``mode`` beforehand (an upload into an existing file
+    keeps its mode, so it is never readable by others, even for a moment), then is renamed
+    into place. With ``_sudo``, pyinfra uploads to a temporary file of the SSH user first:
+    that one is created 0600 by that user beforehand, for the same reason.
+
+    + path: the file (its directory is made if missing)
+    + content: the whole text, a ``model.secrets.Secret`` (whose repr is masked) or a str
+    + mode: octal permissions ("600" for a secret)
+    """
+    text = content.reveal() if isinstance(content, Secret) else content
+    current = read_fact(FileDigest, path=path)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if current is not None and (current["mode"], current["sha256"]) == (mode, digest):
+        host.noop(f"{path} is up to date")
+        return
+    new = f"{path}.rocm-fleet-new"
+    directory = paths.parent(path)
+    yield StringCommand(
+        "mkdir", "-p", QuoteString(directory), "&&",
+        "rm", "-f", QuoteString(new), "&&",
+        "install", "-m", mode, "/dev/null", QuoteString(new),
+    )  # fmt: skip
+    temporary = host.get_temp_filename(path)
+    # As the SSH user (no sudo): the file pyinfra's sudo upload goes through, made private.
+    yield StringCommand(
+        "sh", "-c", QuoteString(f"umask 077 && rm -f {temporary} && : > {temporary}"),
+        _sudo=False, _su_user=None, _doas=False,
+    )  # fmt: skip
+    yield FileUploadCommand(io.BytesIO(text.encode()), new, remote_temp_filename=temporary)
+    yield StringCommand(
+        "rm", "-f", temporary, "&&", "chmod", mode, QuoteString(new), "&&",
+        "mv", "-f", QuoteString(new), QuoteString(path),
+    )  # fmt: skip
 
 
 def stamp_is_current(stamp: str, inputs: list[str]) -> bool:

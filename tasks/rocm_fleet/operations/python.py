@@ -151,6 +151,7 @@ def pinned_wheels(
     proxy: dict[str, str] | None = None,
     locked: list[str] | None = None,
     extras: dict[str, list[str]] | None = None,
+    ca: str | None = None,
 ):
     """
     Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``, and
@@ -183,7 +184,10 @@ def pinned_wheels(
       trusted: whoever can change the wheel on the way can change the page too)
     + extras: distribution -> the extras it is installed with (AMD's ``torch[device-gfx942]``)
 
-    A plain-http index (the fleet mirror) is a ``--trusted-host``: pip ignores one otherwise.
+    + ca: the only CA pip trusts for the index (``--cert``: the fleet mirror's CA on the host)
+
+    A plain-http index (the fleet mirror without TLS) is a ``--trusted-host``: pip ignores
+    one otherwise.
     """
     requires = list(requires or [])
     installed = venv_versions(venv_path)
@@ -208,6 +212,8 @@ def pinned_wheels(
         environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
         plain = urlsplit(index_url)
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
+        if ca:
+            trusted = ["--cert", QuoteString(ca)]
         if locked:
             # The lines on pip's stdin (no file left on the host); every wheel hash-pinned.
             yield StringCommand(

@@ -1,0 +1,69 @@
+"""``rocm-fleet mirror-ca DIR ADDRESS [ADDRESS ...]``: the TLS files of a fleet mirror.
+
+Makes ``DIR/ca.crt`` and ``DIR/ca.key`` (a CA of the fleet's own; kept when already there,
+since every host pins it) and issues ``DIR/mirror.crt`` and ``DIR/mirror.key`` for the
+addresses and names the hosts reach the mirror by (the first is the one the inventory gives:
+its ``ssh_hostname``, else its name). Keys are created mode 0600 and never printed. Then it
+prints the three settings to give the mirror host (``rocm_mirror_tls_ca``, ``_cert``,
+``_key``); keep ``DIR/ca.key`` offline if you can: it is needed only to issue again.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Any
+
+from rocm_fleet.cli.inventory import UsageError
+
+_NAME = re.compile(
+    r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
+)
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "mirror-ca",
+        help="make a CA and the fleet mirror's TLS certificate and key",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("directory", type=Path, help="where the files go (made if missing)")
+    parser.add_argument(
+        "names",
+        nargs="+",
+        metavar="ADDRESS",
+        help="an IP address or DNS name the hosts reach the mirror by (the first: the "
+        "inventory's ssh_hostname of the mirror host, else its name)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: Any) -> int:
+    from rocm_fleet.model.tls import TlsFileError, make_mirror_files
+
+    for name in args.names:
+        if not _valid(name):
+            raise UsageError(f"{name!r} is neither an IP address nor a DNS name")
+    try:
+        made = make_mirror_files(args.directory.resolve(), list(args.names))
+    except (TlsFileError, OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    tls = made.tls
+    kept = "made" if made.new_ca else "kept (the hosts pin it)"
+    print(f"CA {tls.ca} {kept}; {tls.cert} issued for {', '.join(args.names)}.")
+    print("Give the mirror host these settings (host_data or group_data):")
+    print(f'  rocm_mirror_tls_ca = "{tls.ca}"')
+    print(f'  rocm_mirror_tls_cert = "{tls.cert}"')
+    print(f'  rocm_mirror_tls_key = "{tls.key}"')
+    return 0
+
+
+def _valid(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return bool(_NAME.fullmatch(name)) or (
+            name.startswith("*.") and bool(_NAME.fullmatch(name[2:]))
+        )

@@ -1,0 +1,307 @@
+"""The fleet mirror's TLS: a CA of the fleet's own, and the mirror's certificate from it.
+
+Hosts pin the CA for the mirror alone (apt's per-host ``CaInfo``, pip's ``--cert``, curl's
+``--cacert``), never in the system's trust store: a CA an admin made for one mirror must
+not vouch for any other name on those hosts. ``rocm-fleet mirror-ca`` makes the files
+(``make_ca``, ``issue``), and every run checks them on the controller before the first
+operation (``check_mirror_files``): the files exist and parse, the key is the certificate's
+and readable by its owner alone, the certificate is issued by the CA, is valid now, and
+names the address the hosts reach the mirror by.
+
+``cryptography`` is already installed with pyinfra (paramiko requires it); it is named as
+a dependency of rocm-fleet since this module uses it directly.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+# How long what `rocm-fleet mirror-ca` issues is valid: the CA ten years (it is pinned on
+# every host), the mirror's certificate 825 days, the longest validity Apple's TLS policy
+# accepts (https://support.apple.com/en-us/103769), so any client takes it.
+CA_DAYS = 3650
+SERVER_DAYS = 825
+
+
+class TlsFileError(ValueError):
+    """A TLS file of the settings that can't serve: ``key`` is the setting that names it."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+@dataclass(frozen=True)
+class MirrorTls:
+    """The TLS files of a fleet mirror, paths where pyinfra runs."""
+
+    ca: str
+    cert: str
+    key: str
+
+
+def _read(key: str, path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise TlsFileError(key, f"can't read {path}: {exc.strerror}") from None
+
+
+def load_certificates(key: str, path: str) -> list[x509.Certificate]:
+    """The PEM certificates in ``path`` (at least one); TlsFileError naming ``key``."""
+    data = _read(key, path)
+    try:
+        found = x509.load_pem_x509_certificates(data)
+    except ValueError:
+        found = []
+    if not found:
+        raise TlsFileError(key, f"{path} holds no PEM certificate")
+    return found
+
+
+def private_key_is_private(key: str, path: str) -> None:
+    """A private key must be readable by its owner alone (0600 or stricter)."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError as exc:
+        raise TlsFileError(key, f"can't read {path}: {exc.strerror}") from None
+    if mode & 0o077:
+        raise TlsFileError(key, f"{path} is readable by others (mode {mode:04o}): chmod 600 {path}")
+
+
+def _names(certificate: x509.Certificate) -> tuple[list[str], list[str]]:
+    """(DNS names, IP addresses) of a certificate's subjectAltName."""
+    try:
+        san = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return [], []
+    ips = [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
+    return san.get_values_for_type(x509.DNSName), ips
+
+
+def names_host(certificate: x509.Certificate, host: str) -> bool:
+    """Whether the certificate's subjectAltName names ``host`` (an address or a DNS name;
+    clients check the SAN only, RFC 6125 6.4.4, so the subject's CN is not read)."""
+    dns, ips = _names(certificate)
+    try:
+        return str(ipaddress.ip_address(host)) in ips
+    except ValueError:
+        pass
+    host = host.lower().rstrip(".")
+    for name in (n.lower().rstrip(".") for n in dns):
+        if name == host:
+            return True
+        if name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:]:
+            return True
+    return False
+
+
+def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | None = None) -> None:
+    """Whether the files can serve the mirror at ``address``: TlsFileError naming the setting
+    and what to do otherwise. Reads only the controller's files."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    ca = load_certificates("rocm_mirror_tls_ca", tls.ca)[0]
+    if not _is_ca(ca):
+        raise TlsFileError(
+            "rocm_mirror_tls_ca",
+            f"{tls.ca} is not a CA certificate (no basicConstraints CA:TRUE); "
+            "`rocm-fleet mirror-ca` makes one",
+        )
+    if ca.not_valid_after_utc <= now:
+        raise TlsFileError(
+            "rocm_mirror_tls_ca", f"the CA of {tls.ca} expired {ca.not_valid_after_utc:%Y-%m-%d}"
+        )
+    server = load_certificates("rocm_mirror_tls_cert", tls.cert)[0]
+    private_key_is_private("rocm_mirror_tls_key", tls.key)
+    try:
+        private = serialization.load_pem_private_key(_read("rocm_mirror_tls_key", tls.key), None)
+    except (ValueError, TypeError):
+        raise TlsFileError(
+            "rocm_mirror_tls_key",
+            f"{tls.key} holds no unencrypted PEM private key (nginx must read it unattended)",
+        ) from None
+    public = serialization.PublicFormat.SubjectPublicKeyInfo
+    der = serialization.Encoding.DER
+    if private.public_key().public_bytes(der, public) != server.public_key().public_bytes(
+        der, public
+    ):
+        raise TlsFileError(
+            "rocm_mirror_tls_key", f"{tls.key} is not the key of the certificate {tls.cert}"
+        )
+    try:
+        server.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        raise TlsFileError(
+            "rocm_mirror_tls_cert",
+            f"{tls.cert} is not issued by the CA {tls.ca} (the hosts pin that CA): "
+            "`rocm-fleet mirror-ca` issues one",
+        ) from None
+    if not server.not_valid_before_utc <= now < server.not_valid_after_utc:
+        raise TlsFileError(
+            "rocm_mirror_tls_cert",
+            f"{tls.cert} is valid from {server.not_valid_before_utc:%Y-%m-%d} to "
+            f"{server.not_valid_after_utc:%Y-%m-%d}, not now: issue another with "
+            "`rocm-fleet mirror-ca`",
+        )
+    if not names_host(server, address):
+        dns, ips = _names(server)
+        raise TlsFileError(
+            "rocm_mirror_tls_cert",
+            f"{tls.cert} names {', '.join(dns + ips) or 'no host'}, not {address}, the address "
+            f"the hosts reach the mirror by: `rocm-fleet mirror-ca DIR {address}` issues one",
+        )
+
+
+def _is_ca(certificate: x509.Certificate) -> bool:
+    try:
+        return certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        return False
+
+
+# --- making them (`rocm-fleet mirror-ca`) -------------------------------------------------------
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a private key readable by its owner alone from the first byte (created 0600)."""
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)
+
+
+def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def _pem(certificate: x509.Certificate) -> bytes:
+    return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+def make_ca(
+    name: str, now: datetime.datetime
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A CA certificate and key (P-256) with the extensions strict verifiers require
+    (Python 3.13's ``VERIFY_X509_STRICT``: key usage, subject and authority key ids)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    identifier = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=CA_DAYS))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(_usage(cert_sign=True), critical=True)
+        .add_extension(identifier, critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(identifier),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    return certificate, key
+
+
+def _usage(cert_sign: bool) -> x509.KeyUsage:
+    return x509.KeyUsage(
+        digital_signature=not cert_sign,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=cert_sign,
+        crl_sign=cert_sign,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
+def issue(
+    ca: x509.Certificate,
+    ca_key: ec.EllipticCurvePrivateKey,
+    names: list[str],
+    now: datetime.datetime,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    """A server certificate for ``names`` (addresses and DNS names, its subjectAltName)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    alternatives: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            alternatives.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            alternatives.append(x509.DNSName(name))
+    ca_identifier = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=SERVER_DAYS))
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(_usage(cert_sign=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName(alternatives), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_identifier),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    return certificate, key
+
+
+@dataclass(frozen=True)
+class MadeFiles:
+    tls: MirrorTls
+    new_ca: bool
+
+
+def make_mirror_files(
+    directory: Path, names: list[str], now: datetime.datetime | None = None
+) -> MadeFiles:
+    """``directory``'s ``ca.crt``/``ca.key`` (made unless there: the hosts pin that CA, so it
+    is kept) and a new ``mirror.crt``/``mirror.key`` for ``names``. Keys are created 0600."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
+    new_ca = not ca_path.exists()
+    if new_ca:
+        ca, ca_key = make_ca(f"rocm-fleet mirror CA ({names[0]})", now)
+        write_private(ca_key_path, _pem_key(ca_key))
+        ca_path.write_bytes(_pem(ca))
+    else:
+        ca = load_certificates("ca.crt", str(ca_path))[0]
+        private_key_is_private("ca.key", str(ca_key_path))
+        loaded = serialization.load_pem_private_key(ca_key_path.read_bytes(), None)
+        if not isinstance(loaded, ec.EllipticCurvePrivateKey):
+            raise TlsFileError("ca.key", f"{ca_key_path} is not the P-256 key mirror-ca makes")
+        ca_key = loaded
+    server, key = issue(ca, ca_key, names, now)
+    write_private(directory / "mirror.key", _pem_key(key))
+    (directory / "mirror.crt").write_bytes(_pem(server))
+    return MadeFiles(
+        MirrorTls(str(ca_path), str(directory / "mirror.crt"), str(directory / "mirror.key")),
+        new_ca,
+    )
