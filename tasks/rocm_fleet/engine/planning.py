@@ -167,7 +167,9 @@ class _DataReadOnce:
         try:
             value = self._merged[key]
         except KeyError:
-            raise AttributeError(f"Host `{self._host}` has no data `{key}`") from None
+            # pop_global_arguments asks for ~30 keys a call, most absent, with a default:
+            # the key alone, not HostData's message (it formats the host for each miss).
+            raise AttributeError(key) from None
         return copy(value)  # as HostData: changing what it returns changes no data
 
 
