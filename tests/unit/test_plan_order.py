@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import runpy
 from pathlib import Path
 
@@ -35,7 +34,6 @@ def test_each_hosts_operations_come_in_pyinfras_order_for_all_hosts():
     for host in inventory:
         host.connected = True
         host.get_fact = SurveyHost(hosts[host.name][1])
-    logging.getLogger("pyinfra").setLevel(logging.ERROR)
     results = plan_in_parallel(
         state,
         list(inventory),
