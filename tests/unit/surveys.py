@@ -163,6 +163,14 @@ class Plan:
         (op,) = [op for op in self.ops if fragment in op.name]
         return op
 
+    def run(self, op: PlannedOp) -> None:
+        """Mark ``op`` run and succeeded with its commands, as pyinfra's ``run_host_op``
+        does: counted in the host's results, then complete."""
+        from pyinfra.connectors.util import CommandOutput
+
+        self.state.get_results_for_host(self.state.inventory.get_host("node")).ops += 1
+        op.meta.set_complete(True, op.commands, CommandOutput([]))
+
 
 def plan(
     data: dict,

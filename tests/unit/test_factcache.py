@@ -28,6 +28,15 @@ def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
                                                                 "mtime": 1}  # fmt: skip
 
     host.get_fact = get_fact
+
+    def run(op_hash, commands):
+        """Add an operation and complete it as pyinfra's run_host_op does (counted in the
+        host's results, then marked complete)."""
+        meta = OperationMeta(op_hash, bool(commands))
+        state.ops[host][op_hash] = StateOperationHostData(lambda: iter(()), {}, meta)
+        state.get_results_for_host(host).ops += 1
+        meta.set_complete(True, commands, CommandOutput([]))
+
     with ctx_state.use(state), ctx_host.use(host):
         assert read_fact(RunningKernel) == "6.1.0-50-amd64"
         assert read_fact(RunningKernel) == "6.1.0-50-amd64"
@@ -38,17 +47,41 @@ def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
         assert [c[1] for c in calls[1:]] == [{"path": "/a"}, {"path": "/b"}]
 
         # An operation that changed the host (say, a reboot) makes the value stale.
-        meta = OperationMeta("hash", True)
-        state.ops[host]["hash"] = StateOperationHostData(lambda: iter(()), {}, meta)
-        meta.set_complete(True, [StringCommand("reboot")], CommandOutput([]))
+        run("hash", [StringCommand("reboot")])
         assert read_fact(RunningKernel) == "6.12.95+deb12-amd64"
         assert len(calls) == 4
 
         # One that ran without changing anything doesn't.
-        quiet = OperationMeta("quiet", False)
-        state.ops[host]["quiet"] = StateOperationHostData(lambda: iter(()), {}, quiet)
-        quiet.set_complete(True, [], CommandOutput([]))
+        run("quiet", [])
         assert read_fact(RunningKernel) == "6.12.95+deb12-amd64" and len(calls) == 4
 
         remember_fact(RunningKernel, "7.0.0-1-amd64")  # read as part of a larger read
         assert read_fact(RunningKernel) == "7.0.0-1-amd64" and len(calls) == 4
+
+
+def test_reads_while_planning_do_not_walk_every_planned_operation():
+    """Each read used to count the host's changes over all its operations so far: planning
+    a host was quadratic in its operations. Now they are walked again only after pyinfra
+    completed one."""
+    from pyinfra.api import Config, Inventory, State
+    from pyinfra.api.operation import OperationMeta
+    from pyinfra.api.state import StateOperationHostData
+    from pyinfra.context import ctx_host, ctx_state
+
+    walked = []
+
+    class CountedMeta(OperationMeta):
+        def is_complete(self):
+            walked.append(self._hash)
+            return super().is_complete()
+
+    inventory = Inventory((["node"], {}))
+    state = State(inventory, Config())
+    host = inventory.get_host("node")
+    host.get_fact = lambda fact, **kwargs: "6.1.0-50-amd64"
+    with ctx_state.use(state), ctx_host.use(host):
+        for number in range(200):  # planned, not run: a read after each
+            meta = CountedMeta(f"op{number}", False)
+            state.ops[host][f"op{number}"] = StateOperationHostData(lambda: iter(()), {}, meta)
+            assert read_fact(RunningKernel) == "6.1.0-50-amd64"
+    assert walked == ["op0"]  # counted once, at the first read; nothing completed since

@@ -3,7 +3,6 @@ and what an upgrade, an uninstall or a migration from CUDA plans."""
 
 from __future__ import annotations
 
-from pyinfra.connectors.util import CommandOutput
 from pyinfra.context import ctx_host, ctx_state
 
 from rocm_fleet.deploy.cuda import REBOOT_REASON
@@ -154,7 +153,7 @@ def test_an_upgrade_moves_the_source_packages_and_torch_together():
     for path in (paths.APT_LISTS_STAMP, paths.ROCM_KEYRING):  # as they were
         host.other[f"FileDigest:{path}"] = survey[f"file {path}"]
     host.other[f"FileDigest:{paths.ROCM_SOURCE}"] = digest("7.2.1 line", mtime=UPDATED + 60)
-    source.meta.set_complete(True, source.commands, CommandOutput([]))
+    planned.run(source)
     node = planned.state.inventory.get_host("node")
     with ctx_state.use(planned.state), ctx_host.use(node):
         again = planned.state.get_op_data_for_host(node, refresh.meta._hash)

@@ -17,19 +17,45 @@ from pyinfra.api import FactBase
 
 # state -> (host, fact, arguments) -> (changes seen on the host then, value)
 _READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# state -> host -> (operations completed, changes among them), as last counted
+_CHANGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _changes(state: Any, host: Any) -> int:
+    """How many of the host's operations have run and changed it.
+
+    Counting the host's operations at every read made planning quadratic in them (each of
+    a host's ~100 reads walked all its operations so far). pyinfra counts each operation it
+    completes in the host's results (``run_host_op``: ``ops`` for a success or an ignored
+    error, ``error_ops`` for an error), and a completed operation never changes its answer,
+    so the count is kept until that number moves. It is kept only when it agrees with the
+    operations themselves (pyinfra bumps its counter just before it marks the operation
+    complete).
+    """
+    results = state.get_results_for_host(host)
+    completed = results.ops + results.error_ops
+    counted = _CHANGES.setdefault(state, {})
+    seen = counted.get(host)
+    if seen is not None and seen[0] == completed:
+        return seen[1]
+    done = changes = 0
+    for data in state.ops[host].values():
+        meta = data.operation_meta
+        if meta.is_complete():
+            done += 1
+            changes += meta.did_change()
+    if done == completed:
+        counted[host] = (completed, changes)
+    return changes
 
 
 def _changes_and_reads(kwargs: dict[str, Any], fact_cls: type[FactBase]):
-    from pyinfra import host
+    from pyinfra.context import ctx_host
 
+    host = ctx_host.get()  # the host itself, not the context's stand-in for it
     state = host.state
-    changes = sum(
-        1
-        for data in state.ops[host].values()
-        if data.operation_meta.is_complete() and data.operation_meta.did_change()
-    )
     reads = _READS.setdefault(state, {})
-    return changes, reads, (host.name, fact_cls, repr(sorted(kwargs.items())))
+    return _changes(state, host), reads, (host.name, fact_cls, repr(sorted(kwargs.items())))
 
 
 def remember_fact(fact_cls: type[FactBase], value: Any, **kwargs: Any) -> None:

@@ -26,9 +26,16 @@ class PlannedOperation:
 
 
 def planned_operations(state: Any, host: Any) -> Iterator[PlannedOperation]:
-    """The operations planned for ``host`` in ``state``, in plan order."""
-    for op_hash in state.get_op_order():
-        if op_hash not in state.ops[host]:
+    """The operations planned for ``host`` in ``state``, in plan order.
+
+    The order is the host's own (``Host.op_hash_order``, every operation solved for it, as
+    planned): pyinfra's ``State.get_op_order()`` sorts every host's operations into one
+    order in which each host's follow one another as they do there, so kept to one host it
+    is this list. Asking it for each host sorted all hosts' operations once per host: the
+    audit of N hosts was quadratic in N.
+    """
+    for op_hash in host.op_hash_order:
+        if op_hash not in state.ops[host]:  # solved but not on this host (_run_once)
             continue
         data = state.get_op_data_for_host(host, op_hash)
         yield PlannedOperation(

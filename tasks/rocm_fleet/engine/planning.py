@@ -20,8 +20,8 @@ each time with ``typing.get_type_hints`` on a TypedDict that never changes; comp
 it looks up each of some thirty global arguments (``_sudo``, ``_env``, ...) in
 ``host.data``, and each lookup walks the host's data layers, calling a function for each
 that rebuilds it (the groups' data is merged anew every time): about half of what planning
-a converged host cost on the controller (py-spy, 16 hosts). Here the function gets a view
-of the host whose data is read once per call, with ``HostData.dict()`` (pyinfra's own
+a converged host cost on the controller (py-spy, 16 hosts). Here it is pyinfra's function
+with the host's data read once per call, with ``HostData.dict()`` (pyinfra's own
 first-layer-wins merge, the order its ``__getattr__`` walks) and the copy its
 ``__getattr__`` makes of each value. Same arguments, same found keys, same kwargs left
 (``tests/unit/test_pyinfra_speed.py`` compares the two over every data layer).
@@ -154,37 +154,47 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
     return line_numbers
 
 
-class _DataReadOnce:
-    """``host.data`` merged once: what ``HostData.__getattr__`` would answer, key by key."""
-
-    __slots__ = ("_host", "_merged")
-
-    def __init__(self, host: Any):
-        self._host = host
-        self._merged = host.data.dict()
-
-    def __getattr__(self, key: str) -> Any:
-        try:
-            value = self._merged[key]
-        except KeyError:
-            raise AttributeError(f"Host `{self._host}` has no data `{key}`") from None
-        return copy(value)  # as HostData: changing what it returns changes no data
-
-
-class _HostDataReadOnce:
-    """A host whose ``data`` is read once; everything else is the host's own."""
-
-    def __init__(self, host: Any):
-        self._host = host
-        self.data = _DataReadOnce(host)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._host, name)
-
-
 def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
-    """``pyinfra.api.arguments.pop_global_arguments`` reading the host's data once."""
-    return _original("pop_global_arguments")(state, _HostDataReadOnce(host), kwargs)
+    """``pyinfra.api.arguments.pop_global_arguments`` (3.10) reading the host's data once.
+
+    pyinfra's loop, line for line, but each argument's host default is looked up in one merge
+    of the host's data (``HostData.dict()``: first layer wins, the order its ``__getattr__``
+    walks) and copied as ``__getattr__`` copies, instead of one walk of the layers per
+    argument; and the types are the ones computed once. As proposed upstream
+    (``docs/pyinfra-3.10-planning.patch``).
+    """
+    pyinfra_arguments = _original("arguments")
+    argument_meta_of = pyinfra_arguments.all_argument_meta
+    raise_if_bad_type = pyinfra_arguments.raise_if_bad_type
+    ctx_config = pyinfra_arguments.ctx_config
+
+    config = state.config
+    if ctx_config.isset():
+        config = ctx_config.get()
+    meta_kwargs: dict[str, Any] = host.current_deploy_kwargs or {}
+    host_data = host.data.dict()
+
+    arguments: dict[str, Any] = {}
+    found_keys: list[str] = []
+    for key, type_ in _global_arguments():
+        argument_meta = argument_meta_of[key]
+        handler = argument_meta.handler
+        default: Any = argument_meta.default(config)
+        if key in host_data:
+            default = copy(host_data[key])
+        if key in kwargs:
+            found_keys.append(key)
+            value = kwargs.pop(key)
+        else:
+            value = meta_kwargs.get(key, default)
+        if handler:
+            value = handler(config, value)
+        if value != default:
+            raise_if_bad_type(
+                value, type_, pyinfra_arguments.ArgumentTypeError, f"Invalid argument `{key}`:"
+            )
+        arguments[key] = value
+    return arguments, found_keys
 
 
 # Where pyinfra's modules hold each function by name (`from .arguments import ...`).
