@@ -347,7 +347,9 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 survey[f"ledger {ledger}"] = [paths.parent(venv), venv]
                 survey["venv"] = {"pip": "23.0.1", "setuptools": "66.1.1"}
             elif "-m" in args and args[args.index("-m") :][:3] == ["-m", "pip", "install"]:
-                for spec in (a for a in args if "==" in a):
+                # Hash-locked lines on pip's stdin (unit.conftest.UpstreamLocks): the specs.
+                locked = (a.split(" --hash=")[0] for a in args if "==" in a)
+                for spec in locked:
                     name_part, version = spec.split("==")
                     if "[" in name_part or version.endswith("*"):  # the ROCm runtime
                         prefix = version.removesuffix(".*")

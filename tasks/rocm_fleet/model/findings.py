@@ -140,7 +140,6 @@ def findings(
     _disk(config, survey, problems)
     _conflicts(config, survey, problems, warnings, details)
     _stream_move(config, survey, warnings)
-    _plain_mirror(config, warnings)
     return Findings(row if not problems else None, problems, warnings, gpus, details)
 
 
@@ -236,21 +235,6 @@ def _bundle(
             f"the fleet mirror's bundle {mirror.bundle} lacks what this host needs: "
             f"{'; '.join(gaps)}: run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` "
             "again with this inventory, then deploy"
-        )
-
-
-def _plain_mirror(config: Config, warnings: list[str]) -> None:
-    """A live mirror over plain HTTP: apt still verifies AMD's signature, but pip's wheel
-    hashes come from the index page the mirror serves, which whoever can change the wheel
-    on the fleet network can change too (a bundle pins them: ``--require-hashes``)."""
-    mirror = config.mirror
-    if mirror is None or mirror.bundle or config.torch is None:
-        return
-    if mirror.url.startswith("http://"):
-        warnings.append(
-            f"the fleet mirror {mirror.url} is plain HTTP and live: apt's packages stay "
-            "verified by AMD's signature, but the wheels' hashes come from the page the "
-            "mirror serves; serve a bundle (rocm_mirror_bundle) to pin every wheel's hash"
         )
 
 
