@@ -61,7 +61,7 @@ def test_a_wheel_swapped_upstream_after_the_lock_is_refused_by_the_host(lab):
     # an attacker who controls the host's route to the index serves).
     page = index / "torch" / "index.html"
     saved_wheel, saved_page = wheel.read_bytes(), page.read_text()
-    (vision,) = index.glob("torchvision-*.whl")
+    vision = sorted(index.glob("torchvision-*.whl"))[0]
     try:
         shutil.copyfile(vision, wheel)
         swapped = hashlib.sha256(wheel.read_bytes()).hexdigest()

@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import functools
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.engine.refuse import refuse_host
+from rocm_fleet.engine.refuse import outcome, record_outcome, refuse_host
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, Release
@@ -74,7 +76,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         try:
             locked = live_lock(wheels)
         except LockError as exc:
-            refuse_host(str(exc))
+            refuse(str(exc))
             return
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
@@ -86,6 +88,15 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         proxy=proxy_environment(config),
         locked=locked,
     )
+
+
+def refuse(reason: str) -> None:
+    """Refuse the host as preflight does, and record the reason where the audit reads
+    preflight's verdict (so the host is "refused" there too, not silently without drift)."""
+    refuse_host(reason)
+    found = outcome(host.state, host.name)
+    if found is not None and found.refused is None:
+        record_outcome(replace(found, refused=reason))
 
 
 @functools.cache
