@@ -15,8 +15,10 @@ two modes:
   upstream the mirror carries (PyPI's file host) are rewritten to the mirror.
 
 apt keeps verifying AMD's signature: the InRelease is AMD's own, served unchanged, and the
-source line keeps ``signed-by`` AMD's keyring; pip checks each wheel against the index's
-``#sha256``. The mirror speaks plain HTTP inside the fleet (pip is told to trust that host).
+source line keeps ``signed-by`` AMD's keyring; pip checks each wheel against the hash the
+bundle or the controller's lock pinned (``--require-hashes``), never the ``#sha256`` of the
+page the mirror serves. The mirror speaks plain HTTP inside the fleet (pip is told to trust
+that host).
 
 **Proxy** (``rocm_proxy``, ``rocm_no_proxy``): apt gets an ``apt.conf.d`` snippet the deploy
 owns (and removes with ``rocm_state: absent`` or when the setting goes), the key fetch (curl)
