@@ -34,6 +34,10 @@ class Client:
         self.run_id = run_id
         self.netns = netns
         self.host_names = list(host_names)
+        # The lab CA, once the doubles serve: the client trusts it as a real controller
+        # trusts the real upstreams' (rocm-fleet reads download.pytorch.org over TLS to
+        # lock a host's wheels, ``rocm_fleet.offline.lock``).
+        self.ca_cert: Path | None = None
 
     # --- files ------------------------------------------------------------------------------
 
@@ -105,7 +109,8 @@ class Client:
     def env(self, **extra: str) -> dict[str, str]:
         """The whole environment of a lab command: nothing of the caller's (PIP_*, pyenv)
         leaks in, and values (a MOK password) travel in the environment, never in an argv."""
-        return {"PATH": CLEAN_PATH, "HOME": str(self.home), "LANG": "C.UTF-8", **extra}
+        trusted = {"REQUESTS_CA_BUNDLE": str(self.ca_cert)} if self.ca_cert else {}
+        return {"PATH": CLEAN_PATH, "HOME": str(self.home), "LANG": "C.UTF-8", **trusted, **extra}
 
     def run(
         self,

@@ -295,6 +295,7 @@ class Lab:
             self._network.up(self._upstreams.addresses)
         with self._timed("server"):
             self._upstreams.serve(self.client_netns, list(mirror_trees.values()))
+        self._client.ca_cert = self.ca_cert
         setup = RootSetup(
             upstreams=self._upstreams.addresses,
             ca_cert=self.ca_cert,

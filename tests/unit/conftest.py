@@ -33,3 +33,16 @@ def plain_inventories(monkeypatch):
         return None, list(Inventory((hosts, {})))
 
     monkeypatch.setattr(bundle, "load_inventory", inventory_of)
+
+
+@pytest.fixture(autouse=True)
+def upstream_locks(monkeypatch, tmp_path_factory):
+    """Every plan in this process locks wheels with ``UpstreamLocks``; a child process
+    gets an empty lock cache of its own (never the user's)."""
+    from rocm_fleet.deploy import pytorch
+    from unit.locks import UpstreamLocks
+
+    locks = UpstreamLocks()
+    monkeypatch.setattr(pytorch, "controller_locks", lambda: locks)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    return locks

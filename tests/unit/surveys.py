@@ -359,7 +359,8 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 survey[f"ledger {ledger}"] = [paths.parent(venv), venv]
                 survey["venv"] = {"pip": "23.0.1", "setuptools": "66.1.1"}
             elif "-m" in args and args[args.index("-m") :][:3] == ["-m", "pip", "install"]:
-                for spec in (a for a in args if "==" in a):
+                # Hash-locked lines on pip's stdin (unit.conftest.UpstreamLocks): the specs.
+                for spec in (a.split(" --hash=")[0] for a in args if "==" in a):
                     req = Requirement(spec)
                     version = str(req.specifier).removeprefix("==")
                     if req.name == "rocm" and version.endswith(".*"):  # rocm7.14's runtime

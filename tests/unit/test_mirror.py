@@ -38,8 +38,18 @@ def fresh(data: dict, others: dict | None = None, **survey):
 
 
 def pip_words(planned) -> list[str]:
+    """pip's command line, after the hash-locked lines piped into it."""
     (command,) = planned.find("Install the torch wheels").commands
-    return words(command)
+    found = words(command)
+    return found[found.index("|") + 1 :]
+
+
+def locked_lines(planned) -> list[str]:
+    """The hash-locked requirement lines pip reads on its stdin."""
+    (command,) = planned.find("Install the torch wheels").commands
+    found = words(command)
+    assert found[:2] == ["printf", "%s\\n"]
+    return [line.split(" --hash=sha256:")[0] for line in found[2 : found.index("|")]]
 
 
 # --- resolving the mirror ----------------------------------------------------------------------
@@ -226,7 +236,8 @@ def test_core_sdk_hosts_fetch_their_streams_repository_and_key_through_the_mirro
     ]
     pip = pip_words(planned)
     assert "http://10.0.0.5:8080/download.pytorch.org/whl/rocm7.14" in pip
-    assert "rocm[device-all,libraries]==7.14.*" in pip  # the runtime, from the mirror too
+    # the runtime, from the mirror too (its wheels pinned: unit.locks stands in for the lock)
+    assert "rocm[device-all,libraries]==7.14.*" in locked_lines(planned)
     # The mirror host proxies the Core SDK's server for it (and the driver's, with dkms).
     stable = {"rocm_version": "10.0.0", "rocm_driver": "dkms", "pytorch_install": False,
               "rocm_mirror": "node"}  # fmt: skip
@@ -461,24 +472,35 @@ def test_hosts_named_by_dns_need_the_networks_the_mirror_admits():
     assert mirror_access(listen, "mirror1", inventory)[0] == ["10.0.1.5"]
 
 
-def test_a_live_plain_http_mirror_is_a_warning_that_wheel_hashes_are_not_pinned(tmp_path):
+def test_a_live_plain_http_mirror_serves_wheels_the_controller_pinned(upstream_locks):
+    """Through a live mirror the host's pip reads plain-HTTP pages, but installs only the
+    controller's lock (made from the upstream index itself): no warning about the wheels'
+    hashes is left to give."""
+    from rocm_fleet.engine.refuse import outcome
+
+    planned = fresh({**DATA, "rocm_mirror": "mirror1"}, {"mirror1": MIRROR_HOST})
+    (request,) = upstream_locks.requests
+    assert request.index_url == "https://download.pytorch.org/whl/rocm6.4"  # upstream's
+    assert "--require-hashes" in pip_words(planned)
+    assert "http://10.0.0.5:8080/download.pytorch.org/whl/rocm6.4" in pip_words(planned)
+    found = outcome(planned.state, "node").findings
+    assert found is not None and not [w for w in found.warnings if "hashes come from" in w]
+    # What is left to say of a plain-HTTP mirror is the transport (test_mirror_tls).
+    assert [w for w in found.warnings if "is plain HTTP: integrity rests on" in w]
+
+
+def test_a_plain_http_mirror_says_integrity_rests_on_signatures_and_pinned_hashes():
     from rocm_fleet.model.findings import _plain_mirror
 
     node = {**DATA, "rocm_mirror": "mirror1"}
-    live = Fleet({"node": node, "mirror1": MIRROR_HOST}).config("node")
-    warnings: list[str] = []
-    _plain_mirror(live, warnings)
-    assert warnings == [
-        "the fleet mirror http://10.0.0.5:8080 is plain HTTP and live: apt's packages stay "
-        "verified by AMD's signature, but the wheels' hashes come from the page the mirror "
-        "serves; serve a bundle (rocm_mirror_bundle) to pin every wheel's hash"
-    ]
     bundled = {"node": node, "mirror1": {**MIRROR_HOST, "rocm_mirror_bundle": "/b"}}
-    pinned = Fleet(bundled).config("node")
     plain: list[str] = []
-    _plain_mirror(pinned, plain)  # pinned, but plain HTTP still (test_mirror_tls)
-    assert [w.split(":")[0] for w in plain] == ["the fleet mirror http"]
-    assert "is plain HTTP: integrity rests on AMD's signatures and pinned hashes alone" in plain[0]
+    _plain_mirror(Fleet(bundled).config("node"), plain)
+    assert plain == [
+        "the fleet mirror http://10.0.0.5:8080 is plain HTTP: integrity rests on AMD's "
+        "signatures and pinned hashes alone; `rocm-fleet mirror-ca` and "
+        "rocm_mirror_tls_ca/_cert/_key give it TLS"
+    ]
     none: list[str] = []
     _plain_mirror(load_config(DATA, "node"), none)  # straight from upstream, over TLS
     assert none == []

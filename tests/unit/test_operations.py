@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand
+from pyinfra.api import FileUploadCommand, FunctionCommand, OperationValueError, StringCommand
 
 from rocm_fleet.facts.secureboot import SecureBoot
 from rocm_fleet.model import matrix, paths
@@ -610,18 +610,32 @@ def test_pinned_wheels_installed_with_their_labels_are_a_noop():
     ids=["no venv", "empty venv", "a CUDA companion", "another torch"],
 )  # fmt: skip
 def test_pinned_wheels_install_every_wheel_from_the_one_index(dists):
+    lock = [f"{name}=={version} --hash=sha256:{'a' * 64}" for name, version in WHEELS.items()]
     result = run_op(
         python.pinned_wheels,
         {f"VenvDistributions:{VENV}": dists},
         venv_path=VENV,
         index_url=INDEX,
         wanted=WHEELS,
+        locked=lock,
     )
+    lines = " ".join(f"'{line}'" for line in lock)
     assert result.texts == [
-        f"{PYTHON} -m pip install --no-input --disable-pip-version-check --no-cache-dir "
-        f"--index-url {INDEX} torch==2.9.1+rocm6.4 torchaudio==2.9.1+rocm6.4 "
-        "torchvision==0.24.1+rocm6.4"
+        f"printf '%s\\n' {lines} | {PYTHON} -m pip install --no-input "
+        "--disable-pip-version-check --no-cache-dir --require-hashes --only-binary=:all: "
+        f"--index-url {INDEX} -r /dev/stdin"
     ]
+
+
+def test_pinned_wheels_never_install_without_hashes():
+    with pytest.raises(OperationValueError, match=r"torch==2\.9\.1\+rocm6\.4, .* without hashes"):
+        run_op(
+            python.pinned_wheels,
+            {f"VenvDistributions:{VENV}": {"pip": PIP}},
+            venv_path=VENV,
+            index_url=INDEX,
+            wanted=WHEELS,
+        )
 
 
 # --- python.cuda_wheels_absent ----------------------------------------------------------------

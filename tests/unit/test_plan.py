@@ -17,7 +17,8 @@ from pyinfra.api.exceptions import PyinfraError
 from rocm_fleet.assets import text
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
-from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, release
+from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, HOST_RUNTIMES, release
+from unit.locks import lock_hash
 from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
 
 ALICE = {"groups": ["video"], "users": {"alice": ["alice", "video"]}}
@@ -94,9 +95,13 @@ def test_torch_comes_from_the_matching_index(os_name, version, index, wheels):
     (venv,) = planned.find("Create the PyTorch venv").commands
     assert script_call(venv) == ("venv-create", [paths.DEFAULT_VENV, paths.DIRECTORY_LEDGER])
     (pip,) = planned.find("Install the torch wheels").commands
+    # Every wheel pinned by the controller's lock (unit.conftest.UpstreamLocks stands in).
+    python = HOST_RUNTIMES[os_name.replace("-", " ")].python
+    pinned = " ".join(f"'{w} --hash=sha256:{lock_hash(w, python)}'" for w in wheels)
     assert str(pip) == (
-        "/opt/rocm-fleet/venv/bin/python -m pip install --no-input --disable-pip-version-check "
-        f"--no-cache-dir --index-url https://download.pytorch.org/whl/{index} " + " ".join(wheels)
+        f"printf '%s\\n' {pinned} | /opt/rocm-fleet/venv/bin/python -m pip install --no-input "
+        "--disable-pip-version-check --no-cache-dir --require-hashes --only-binary=:all: "
+        f"--index-url https://download.pytorch.org/whl/{index} -r /dev/stdin"
     )
 
 

@@ -261,16 +261,27 @@ def test_a_release_move_within_the_core_sdk_moves_its_packages():
 
 
 def pip_words(planned) -> list[list[str]]:
-    return [shlex.split(str(c)) for c in planned.find("Install the torch wheels").commands]
+    """Each pip command's words; an install's hash-locked lines (piped into it, sorted;
+    unit.locks stands in for the controller's lock) come last, without their hashes."""
+    commands = []
+    for command in planned.find("Install the torch wheels").commands:
+        found = shlex.split(str(command))
+        if found[0] == "printf":
+            bar = found.index("|")
+            locked = [line.split(" --hash=sha256:")[0] for line in found[2:bar]]
+            found = found[bar + 1 :] + locked
+        commands.append(found)
+    return commands
 
 
 def test_core_sdk_torch_brings_its_pip_runtime_from_the_same_index():
     planned, _ = plan_for("debian-13", {"rocm_version": "7.14.1", "expected_gfx": "gfx1100"})
     (install,) = pip_words(planned)
     assert install[install.index("--index-url") + 1] == "https://download.pytorch.org/whl/rocm7.14"
+    assert "--require-hashes" in install
     assert install[-3:] == [
-        "torch==2.14.1+rocm7.14", "torchvision==0.29.1+rocm7.14",
-        "rocm[device-all,libraries]==7.14.*",
+        "rocm[device-all,libraries]==7.14.*", "torch==2.14.1+rocm7.14",
+        "torchvision==0.29.1+rocm7.14",
     ]  # fmt: skip
 
 

@@ -15,8 +15,9 @@ two modes:
   upstream the mirror carries (PyPI's file host) are rewritten to the mirror.
 
 apt keeps verifying AMD's signature: the InRelease is AMD's own, served unchanged, and the
-source line keeps ``signed-by`` AMD's keyring; pip checks each wheel against the index's
-``#sha256`` (and, with a bundle, the hash the bundle pinned: ``--require-hashes``).
+source line keeps ``signed-by`` AMD's keyring; pip checks each wheel against the hash the
+bundle or the controller's lock pinned (``--require-hashes``), never the ``#sha256`` of the
+page the mirror serves.
 
 **TLS** (``rocm_mirror_tls_ca``, ``_cert``, ``_key``, made by ``rocm-fleet mirror-ca``):
 the mirror host gets the certificate and its key (root's alone) and nginx serves HTTPS

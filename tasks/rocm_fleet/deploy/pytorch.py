@@ -10,18 +10,29 @@ default is the newest the matrix lists for the release; torchvision and torchaud
 Distributions of the family the release no longer wants (a torchaudio after torch 2.12, the
 pip ROCm runtime after a move back to a classic release) are uninstalled. With
 ``pytorch_install: false`` the venv goes, if rocm-fleet created it (``remove_created_venv``).
+
+Every wheel a host installs is pinned by hash (pip's ``--require-hashes``), never trusted
+from the page the host reads: to the hashes a bundle verified when the fleet mirror serves
+one (``locked_wheels``), else to the controller's lock of the set (``live_lock``,
+``offline.lock``), made from the upstream index once per wheel set for the whole fleet and
+only when some host is to install.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
+from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.refuse import outcome, record_outcome, refuse_host
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS
@@ -35,11 +46,14 @@ from rocm_fleet.model.sources import (
 )
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import text_file, uploaded_file
-from rocm_fleet.operations.python import pinned_wheels, venv
+from rocm_fleet.operations.python import installs_wheels, pinned_wheels, venv
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
     from rocm_fleet.model.decisions import TorchInstall
+    from rocm_fleet.offline.lock import Locks
+
+logger = logging.getLogger("pyinfra")
 
 PREREQUISITES = ["python3-venv"]
 # torch and its companions, whichever index they came from.
@@ -84,6 +98,20 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
     wheels = torch_wheels(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
     if wheels is None or config.torch is None:
         return  # the caller plans this only when config.torch is set
+    locked = locked_wheels(config, wheels)
+    if locked is None and installs_wheels(
+        config.pytorch_venv, dict(wheels.wanted), list(wheels.requires)
+    ):
+        # Live: the controller's lock, made only when pip is to run (a converged host
+        # reads nothing upstream). A set that can't be locked refuses the host while
+        # planning, before any change to it; the rest of the fleet goes on.
+        from rocm_fleet.offline.lock import LockError  # requests and the resolver: only here
+
+        try:
+            locked = live_lock(wheels)
+        except LockError as exc:
+            refuse(str(exc))
+            return
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
         venv_path=config.pytorch_venv,
@@ -92,8 +120,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         requires=list(wheels.requires),
         owned=owned_wheels(config.torch),
         proxy={**proxy_environment(config), **pip_credentials(config)},
-        locked=locked_wheels(config, wheels),
-        extras={name: list(extras) for name, extras in wheels.extras},
+        locked=locked,
         ca=mirror_ca(config),
     )
 
@@ -123,6 +150,36 @@ def _secret(source: str) -> Secret:
         return read_secret(source)
     except SecretError as exc:  # checked when the run started (model.fleet); gone since
         raise DeployError(str(exc)) from None
+
+
+def refuse(reason: str) -> None:
+    """Refuse the host as preflight does, and record the reason where the audit reads
+    preflight's verdict (so the host is "refused" there too, not silently without drift)."""
+    refuse_host(reason)
+    found = outcome(host.state, host.name)
+    if found is not None and found.refused is None:
+        record_outcome(replace(found, refused=reason))
+
+
+@functools.cache
+def controller_locks() -> Locks:
+    """The run's locks (``offline.lock``), shared by every host: one per wheel set."""
+    from rocm_fleet.offline.lock import Locks
+
+    return Locks(note=lambda text: logger.info(f"rocm-fleet: {text}"))
+
+
+def live_lock(wheels: WheelNeed) -> list[str]:
+    """Every wheel of ``wheels`` pinned to its version and SHA-256, as the controller
+    resolved them against the upstream index (``offline.lock``): the host's pip installs
+    them with ``--require-hashes`` whichever way it reaches the index (directly, through a
+    proxy, through a live mirror). LockError, one line, when the set can't be locked."""
+    from rocm_fleet.offline.lock import LockError, LockRequest
+
+    if wheels.runtime is None:
+        raise LockError(f"can't lock the wheels of {wheels.index_url}: unknown host Python")
+    request = LockRequest.of(wheels.index_url, wheels.requirements(), wheels.runtime)
+    return controller_locks().lines(request)
 
 
 def locked_wheels(config: Config, wheels: WheelNeed) -> list[str] | None:

@@ -140,7 +140,6 @@ def findings(
     _disk(config, survey, problems)
     _conflicts(config, survey, problems, warnings, details)
     _stream_move(config, survey, warnings)
-    _plain_mirror(config, warnings)
     return Findings(row if not problems else None, problems, warnings, gpus, details)
 
 
@@ -242,18 +241,10 @@ def _bundle(
 def _plain_mirror(config: Config, warnings: list[str]) -> None:
     """A mirror over plain HTTP: said in ``--dry`` and the audit. apt still verifies AMD's
     signature and pinned hashes still hold, but nothing else: whoever is on the fleet network
-    sees what hosts fetch and can serve anything unsigned or unpinned. A live one is worse
-    for wheels: their hashes come from the index page the mirror serves, which whoever can
-    change the wheel on the way can change too (a bundle pins them: ``--require-hashes``)."""
+    sees what hosts fetch and can serve anything unsigned or unpinned (every wheel is pinned:
+    a bundle's or the controller's lock, ``--require-hashes``)."""
     mirror = config.mirror
     if mirror is None or mirror.tls:
-        return
-    if not mirror.bundle and config.torch is not None:
-        warnings.append(
-            f"the fleet mirror {mirror.url} is plain HTTP and live: apt's packages stay "
-            "verified by AMD's signature, but the wheels' hashes come from the page the "
-            "mirror serves; serve a bundle (rocm_mirror_bundle) to pin every wheel's hash"
-        )
         return
     warnings.append(
         f"the fleet mirror {mirror.url} is plain HTTP: integrity rests on AMD's signatures and "

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 from pyinfra import host
-from pyinfra.api import QuoteString, StringCommand, operation
+from pyinfra.api import OperationValueError, QuoteString, StringCommand, operation
 from pyinfra.facts.files import Directory, FileContents
 
 from rocm_fleet.engine.factcache import read_fact
@@ -135,10 +135,13 @@ def requirement_met(installed: dict[str, str], requirement: str) -> bool:
         return False
 
 
-def _extras(extras: dict[str, list[str]] | None, name: str) -> str:
-    """``[a,b]`` for a distribution installed with extras (sorted, as packaging writes them)."""
-    chosen = sorted((extras or {}).get(name, []))
-    return f"[{','.join(chosen)}]" if chosen else ""
+def installs_wheels(venv_path: str, wanted: dict[str, str], requires: list[str]) -> bool:
+    """Whether ``pinned_wheels`` would run pip install: a pin the venv doesn't hold, or a
+    requirement it doesn't meet (what the deploy asks before it locks the wheel set)."""
+    installed = venv_versions(venv_path)
+    return any(not version_matches(installed.get(n), v) for n, v in wanted.items()) or any(
+        not requirement_met(installed, r) for r in requires
+    )
 
 
 @operation()
@@ -150,7 +153,6 @@ def pinned_wheels(
     owned: list[str] | None = None,
     proxy: dict[str, str] | None = None,
     locked: list[str] | None = None,
-    extras: dict[str, list[str]] | None = None,
     ca: str | None = None,
 ):
     """
@@ -178,11 +180,12 @@ def pinned_wheels(
       honours ``no_proxy`` from the environment, not with ``--proxy``
 
     + locked: requirement lines pinning every wheel to be installed to its version and
-      SHA-256 (``torch==2.9.1+rocm6.4 --hash=sha256:...``, from a bundle's manifest): pip
-      then installs with ``--require-hashes`` from them alone, and refuses a wheel whose
-      hash is another, naming it (the ``#sha256`` of the index page the host reads is not
-      trusted: whoever can change the wheel on the way can change the page too)
-    + extras: distribution -> the extras it is installed with (AMD's ``torch[device-gfx942]``)
+      SHA-256 (``torch==2.9.1+rocm6.4 --hash=sha256:...``, from a bundle's manifest or the
+      controller's lock, ``offline.lock``): pip installs with ``--require-hashes`` from them
+      alone, and refuses a wheel whose hash is another, naming it (the ``#sha256`` of the
+      index page the host reads is not trusted: whoever can change the wheel on the way
+      can change the page too). Required whenever something is to be installed: no wheel
+      goes in unpinned
 
     + ca: the only CA pip trusts for the index (``--cert``: the fleet mirror's CA on the host)
 
@@ -205,10 +208,6 @@ def pinned_wheels(
         return
     python = QuoteString(paths.venv_python(venv_path))
     if drift or unmet:
-        specs = [
-            QuoteString(f"{name}{_extras(extras, name)}=={version}")
-            for name, version in sorted(wanted.items())
-        ]
         environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
         plain = urlsplit(index_url)
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
@@ -224,12 +223,11 @@ def pinned_wheels(
                 "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
             )  # fmt: skip
         else:
-            yield StringCommand(
-                *(["env", *environment] if environment else []),
-                python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-                "--no-cache-dir", "--index-url", QuoteString(index_url), *trusted,
-                *specs, *map(QuoteString, requires),
-            )  # fmt: skip
+            pins = [f"{name}=={version}" for name, version in sorted(wanted.items())]
+            raise OperationValueError(
+                f"pinned_wheels: {', '.join(pins + requires)} for {venv_path} would be "
+                "installed without hashes; pass `locked` (the hash-pinned lines)"
+            )
     if stale:
         yield StringCommand(
             python, "-m", "pip", "uninstall", "--yes", "--no-input",

@@ -1,0 +1,204 @@
+"""The controller's wheel locks (``offline.lock``): a live host's wheel set resolved against
+the index once for the whole fleet, every wheel pinned to the hash the index publishes,
+cached on the controller and refused from the cache when it isn't the lock of these inputs;
+and the deploy: a host that is to install gets the lock, a converged one reads nothing
+upstream, one whose set can't be locked is refused before anything changes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rocm_fleet.model.matrix import HostRuntime
+from rocm_fleet.offline.download import Fetcher
+from rocm_fleet.offline.lock import LINE, LockError, LockRequest, Locks, read_cached
+from unit.loopback import serve
+from unit.surveys import SurveyHost, converged_survey, plan
+from unit.test_bundle import Quiet, index, wheel
+from unit.test_plan import fresh
+
+WANTED = ["torch==2.9.1+rocm6.4", "torchvision==0.24.1+rocm6.4"]
+PY311 = HostRuntime("3.11", "2.36")
+PY312 = HostRuntime("3.12", "2.39")
+
+
+@pytest.fixture
+def pytorch_index(tmp_path):
+    """A PyTorch-like index (test_bundle.index) on a loopback server."""
+    www = tmp_path / "www"
+    with serve(www) as served:
+        index(www, served.url, served.url.replace("127.0.0.1", "localhost"))
+        yield served
+
+
+def locks_for(tmp_path: Path, notes: list[str] | None = None) -> Locks:
+    return Locks(
+        tmp_path / "cache",
+        fetcher=lambda: Fetcher(timeout=(2.0, 5.0), retries=0, progress=Quiet()),
+        note=(notes if notes is not None else []).append,
+    )
+
+
+def published(served, name: str) -> dict[str, str]:
+    """filename -> #sha256 of a project's page on the index."""
+    page = (served.root / "whl/rocm6.4" / name / "index.html").read_text()
+    return dict((f, h) for h, f in re.findall(r'#sha256=([0-9a-f]{64})"[^>]*>([^<]+)<', page))
+
+
+def test_a_lock_pins_every_wheel_for_the_hosts_python_to_the_published_hash(
+    pytorch_index, tmp_path
+):
+    url = f"{pytorch_index.url}/whl/rocm6.4"
+    locks = locks_for(tmp_path)
+    lines = locks.lines(LockRequest.of(url, WANTED, PY311))
+    assert all(LINE.fullmatch(line) for line in lines)
+    pins = {line.split("==")[0]: line.split("==")[1].split(" ")[0] for line in lines}
+    assert pins == {"filelock": "3.20.0", "mpmath": "1.3.0", "networkx": "3.4.2",
+                    "sympy": "1.13.3",  # ==1.13.3 on Python < 3.12
+                    "torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4",
+                    "typing-extensions": "4.12.2"}  # fmt: skip
+    for line in lines:
+        name, version = line.split(" ")[0].split("==")
+        digest = line.rsplit(":", 1)[1]
+        files = {**published(pytorch_index, name)}
+        (filename,) = [f for f in files if f.startswith(f"{name.replace('-', '_')}-{version}-")]
+        assert files[filename] == digest
+    # Another Python is another lock (sympy's marker); the same one from a new run and a
+    # second host: read from the cache, nothing fetched.
+    newer = locks.lines(LockRequest.of(url, WANTED, PY312))
+    assert "sympy==1.14.0" in " ".join(newer)
+    asked = len(pytorch_index.requests)
+    again = locks_for(tmp_path)
+    for _host in range(3):
+        assert again.lines(LockRequest.of(url, list(reversed(WANTED)), PY311)) == lines
+    assert len(pytorch_index.requests) == asked
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2
+
+
+def test_a_tampered_or_misplaced_cached_lock_is_made_again_from_the_index(pytorch_index, tmp_path):
+    url = f"{pytorch_index.url}/whl/rocm6.4"
+    request = LockRequest.of(url, WANTED, PY311)
+    genuine = locks_for(tmp_path).lines(request)
+    path = tmp_path / "cache" / f"{request.key()}.json"
+    stored = json.loads(path.read_text())
+    assert stored["inputs"]["requirements"] == sorted(WANTED)
+
+    # A hash edited in place: the lines no longer hash to what the file records.
+    evil = [re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "e" * 64, line) for line in genuine]
+    path.write_text(json.dumps({**stored, "lines": evil}))
+    assert read_cached(tmp_path / "cache", request)[0] is None
+    notes: list[str] = []
+    assert locks_for(tmp_path, notes).lines(request) == genuine
+    assert "don't match its recorded SHA-256; locking again from the index" in notes[0]
+    assert json.loads(path.read_text()) == stored  # written again, whole
+
+    # Consistent in itself but stored under another key (another Python's lock copied in).
+    other = LockRequest.of(url, WANTED, PY312)
+    other_path = tmp_path / "cache" / f"{other.key()}.json"
+    other_path.write_text(path.read_text())
+    lines, why = read_cached(tmp_path / "cache", other)
+    assert lines is None and why.endswith(f"not the lock of {other.describe()}")
+    # Truncated (a crash mid-write of an older version): unreadable, made again.
+    path.write_text(path.read_text()[:40])
+    assert read_cached(tmp_path / "cache", request)[1].endswith("unreadable (JSONDecodeError)")
+    assert locks_for(tmp_path).lines(request) == genuine
+
+
+def test_an_unreachable_index_or_a_missing_wheel_is_one_line_naming_index_and_requirement(
+    pytorch_index, tmp_path
+):
+    locks = locks_for(tmp_path)
+    missing = LockRequest.of(f"{pytorch_index.url}/whl/rocm6.4", ["torch==2.10.0+rocm6.4"], PY311)
+    with pytest.raises(LockError) as refused:
+        locks.lines(missing)
+    text = str(refused.value)
+    assert "\n" not in text and "torch==2.10.0+rocm6.4" in text
+    assert f"{pytorch_index.url}/whl/rocm6.4" in text and "no wheel of torch" in text
+
+    closed = "http://127.0.0.1:9/whl/rocm6.4"  # the discard port: connection refused
+    request = LockRequest.of(closed, WANTED, PY311)
+    with pytest.raises(
+        LockError,
+        match=r"can't lock torch==2\.9\.1\+rocm6\.4, .* from "
+        r"http://127\.0\.0\.1:9/whl/rocm6\.4 for Python 3\.11",
+    ):
+        locks.lines(request)
+    # Every other host asking for the same set gets the same answer, without trying again.
+    calls = []
+    locks._fetcher = lambda: calls.append(1)  # type: ignore[method-assign]
+    with pytest.raises(LockError):
+        locks.lines(request)
+    assert calls == [] and not list((tmp_path / "cache").glob("*.json"))
+
+
+def test_a_page_without_hashes_is_never_locked(tmp_path):
+    www = tmp_path / "www"
+    path = wheel(www / "whl/rocm6.4", "torch", "2.9.1+rocm6.4")
+    (www / "whl/rocm6.4/torch").mkdir()
+    (www / "whl/rocm6.4/torch/index.html").write_text(
+        f'<html><body><a href="/whl/rocm6.4/{path.name.replace("+", "%2B")}">{path.name}</a>'
+        "</body></html>"
+    )
+    with serve(www) as served:
+        request = LockRequest.of(f"{served.url}/whl/rocm6.4", ["torch==2.9.1+rocm6.4"], PY311)
+        with pytest.raises(LockError, match=r"publishes no #sha256"):
+            locks_for(tmp_path).lines(request)
+
+
+def test_pep_658_metadata_spares_the_wheel_download(tmp_path):
+    www = tmp_path / "www"
+    path = wheel(www / "whl/rocm6.4", "torch", "2.9.1+rocm6.4")
+    meta = b"Metadata-Version: 2.1\nName: torch\nVersion: 2.9.1+rocm6.4\n"
+    (www / "whl/rocm6.4" / (path.name + ".metadata")).write_bytes(meta)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    href = f"/whl/rocm6.4/{path.name.replace('+', '%2B')}#sha256={digest}"
+    (www / "whl/rocm6.4/torch").mkdir()
+    (www / "whl/rocm6.4/torch/index.html").write_text(
+        f'<html><body><a href="{href}" data-core-metadata="sha256='
+        f'{hashlib.sha256(meta).hexdigest()}">{path.name}</a></body></html>'
+    )
+    with serve(www) as served:
+        request = LockRequest.of(f"{served.url}/whl/rocm6.4", ["torch==2.9.1+rocm6.4"], PY311)
+        assert locks_for(tmp_path).lines(request) == [
+            f"torch==2.9.1+rocm6.4 --hash=sha256:{digest}"
+        ]
+        assert not [r for r in served.requests if str(r["path"]).endswith(".whl")]
+
+
+# --- in the deploy ---------------------------------------------------------------------------
+
+
+def test_a_host_to_install_gets_the_lock_and_a_converged_one_reads_nothing_upstream(
+    upstream_locks,
+):
+    data = {"rocm_version": "6.4.3"}
+    planned = fresh("debian-12", data)
+    (request,) = upstream_locks.requests
+    assert request.index_url == "https://download.pytorch.org/whl/rocm6.4"
+    assert request.python == "3.11" and "torch==2.9.1+rocm6.4" in request.requirements
+    (pip,) = planned.find("Install the torch wheels").commands
+    assert "--require-hashes" in str(pip)
+    survey = converged_survey({**data, "rocm_users": ["alice"]}, "debian-12")
+    upstream_locks.requests.clear()
+    converged = plan({**data, "rocm_users": ["alice"]}, SurveyHost(survey))
+    assert not converged.changes and upstream_locks.requests == []
+
+
+def test_a_set_that_cannot_be_locked_refuses_the_host_before_any_change(monkeypatch):
+    from rocm_fleet.deploy import pytorch
+
+    class Unreachable:
+        def lines(self, request, refresh=False):
+            raise LockError(f"can't lock {request.describe()}: connection refused")
+
+    monkeypatch.setattr(pytorch, "controller_locks", Unreachable)
+    planned = fresh("debian-12", {"rocm_version": "6.4.3"})
+    assert planned.refused
+    assert not [n for n in planned.names if "torch wheels" in n]
+    # The audit reads the reason where it reads preflight's.
+    assert planned.reason.startswith("can't lock torch==2.9.1+rocm6.4, ")
+    assert planned.reason.endswith("for Python 3.11 (glibc 2.36): connection refused")
