@@ -116,16 +116,25 @@ def test_the_node_check_accepts_exactly_the_pinned_build(version, ok):
     assert load_config(DATA).torch.accepts("torch", version) is ok
 
 
-def test_the_deploy_installs_from_amds_index_alone():
+def test_the_deploy_installs_from_amds_index_alone(upstream_locks):
     planned = plan(DATA, SurveyHost(fresh_survey("ubuntu-24.04")))
     assert not planned.refused
     (pip,) = planned.find("Install the torch wheels").commands
-    assert str(pip) == (
+    # The controller locks the set AMD's page gives (the extras select the target) against
+    # AMD's index, and the host installs the lock's lines alone, hash-pinned, from it.
+    (request,) = upstream_locks.requests
+    assert request.index_url == AMD
+    assert sorted(request.requirements) == [
+        "rocm[libraries]==10.1.0",
+        "torch[device-gfx1100]==2.14.0+rocm10.1.0",
+        "torchaudio==2.11.0.3+rocm10.1.0",
+        "torchvision[device-gfx1100]==0.29.0a0+rocm10.1.0",
+    ]
+    assert str(pip).endswith(
         "/opt/rocm-fleet/venv/bin/python -m pip install --no-input --disable-pip-version-check "
-        f"--no-cache-dir --index-url {AMD} 'torch[device-gfx1100]==2.14.0+rocm10.1.0' "
-        "torchaudio==2.11.0.3+rocm10.1.0 'torchvision[device-gfx1100]==0.29.0a0+rocm10.1.0' "
-        "'rocm[libraries]==10.1.0'"
+        f"--no-cache-dir --require-hashes --only-binary=:all: --index-url {AMD} -r /dev/stdin"
     )
+    assert "'torch[device-gfx1100]==2.14.0+rocm10.1.0 --hash=sha256:" in str(pip)
     assert "--extra-index-url" not in str(pip)  # AMD's commands name no second index
 
 
