@@ -485,6 +485,8 @@ def test_a_live_plain_http_mirror_serves_wheels_the_controller_pinned(upstream_l
     assert "http://10.0.0.5:8080/download.pytorch.org/whl/rocm6.4" in pip_words(planned)
     found = outcome(planned.state, "node").findings
     assert found is not None and not [w for w in found.warnings if "hashes come from" in w]
+    # What is left to say of a plain-HTTP mirror is the transport (test_mirror_tls).
+    assert [w for w in found.warnings if "is plain HTTP: integrity rests on" in w]
 
 
 def test_a_plain_http_mirror_says_integrity_rests_on_signatures_and_pinned_hashes():

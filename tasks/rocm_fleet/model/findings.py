@@ -140,6 +140,7 @@ def findings(
     _disk(config, survey, problems)
     _conflicts(config, survey, problems, warnings, details)
     _stream_move(config, survey, warnings)
+    _plain_mirror(config, warnings)
     return Findings(row if not problems else None, problems, warnings, gpus, details)
 
 
