@@ -159,13 +159,23 @@ def groups_of(lab, node: str, user: str) -> set[str]:
     return groups
 
 
-def grand_total(output: str) -> list[str]:
-    """pyinfra's "Grand total" row: hosts, success (changed), error, no change."""
+def changed_ops(output: str) -> list[str]:
+    """The operations pyinfra's results table (in a run's output) says changed the node,
+    without the node deploy's prefix; it must have one."""
     plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
-    rows = [line.split("Grand total", 1)[1].split() for line in plain.splitlines()
-            if "Grand total" in line]  # fmt: skip
-    assert rows, output[-3000:]
-    return rows[-1]
+    table = plain.rsplit("Operation ", 1)
+    assert len(table) == 2 and "Grand total" in table[1], output[-3000:]
+    changed = []
+    for line in table[1].splitlines()[1:]:
+        row = re.split(r"\s{2,}", line.split("]: ", 1)[-1].strip())
+        if row[0] == "Grand total":
+            break
+        if len(row) >= 3 and row[2] != "-":
+            changed.append(row[0].removeprefix(support.OP_PREFIX))
+    return changed
+
+
+VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
 
 
 def status_metrics(lab, node: str) -> str:
@@ -191,8 +201,9 @@ def test_a_push_makes_the_mirror_and_gives_the_nodes_the_pinned_venv_and_the_uni
         run = next_run(lab, node, booted)
         assert run.trigger == "OnBootSec"
         assert run.success, lab.timers.journal(node)[-4000:]
-        # The push converged the node to the data it now fetched: the pull changes nothing.
-        assert grand_total(run.output)[1:3] == ["-", "-"], run.output[-3000:]
+        # The push converged the node to the data it now fetched: the pull changes nothing
+        # but the GPU check, which a boot asks for again (its record is in /run).
+        assert changed_ops(run.output) == [VERIFY], run.output[-3000:]
     access = (lab.root(MIRROR) / "var/log/nginx/access.log").read_text()
     for node in NODES:
         fetched = f'{lab.address(node)} - - .*"GET /fleet/{node}.json HTTP/1.1" 200'
@@ -201,6 +212,7 @@ def test_a_push_makes_the_mirror_and_gives_the_nodes_the_pinned_venv_and_the_uni
 
 def test_a_published_change_reaches_every_node_within_one_period_without_ssh(lab):
     before = ssh_sessions(lab)
+    assert all(before[name] > 0 for name in lab.hosts), before  # the push's, counted
     published = time.monotonic()
     for node in NODES:
         publish(lab, node, {**lab.pull_data[node], "rocm_users": ["alice"]})
@@ -215,7 +227,7 @@ def test_a_published_change_reaches_every_node_within_one_period_without_ssh(lab
     # The next run of each changes nothing.
     for node in NODES:
         again = next_run(lab, node, lab.timers.runs_of(node)[-1].started)
-        assert again.success and grand_total(again.output)[1:3] == ["-", "-"], again.output[-3000:]
+        assert again.success and changed_ops(again.output) == [], again.output[-3000:]
     assert ssh_sessions(lab) == before  # no SSH reached any host: the nodes did it themselves
 
 
@@ -235,6 +247,8 @@ def test_bad_data_published_changes_nothing_and_is_reported(lab):
     status = status_metrics(lab, node)
     assert 'rocm_fleet_pull_last_run{result="deploy-failed"} 1' in status
     assert f"rocm_fleet_pull_last_run_exit_status {run.exit_status}" in status
+    audit = (lab.root(node) / paths.PULL_METRICS.lstrip("/")).read_text()
+    assert 'rocm_fleet_audit_status{host="@local",status="invalid"} 1' in audit
     ignored = ("run/", "tmp/", "var/lib/prometheus", "root/.cache")  # the run's own
     after = support.root_hashes(lab.root(node))
     changed = [p for p in support.differences(before, after)
@@ -245,19 +259,23 @@ def test_bad_data_published_changes_nothing_and_is_reported(lab):
 
 def test_a_node_that_was_down_converges_when_it_boots(lab):
     node = NODES[1]
+    timer = lab.root(node) / paths.PULL_TIMER.lstrip("/")
     lab.timers.stop_timer(node)
     lab.stop_host(node)
     down = time.monotonic()
-    publish(lab, node, {**lab.pull_data[node], "rocm_users": ["alice", "bob"]})
+    # The change: the node's own pull interval (its timer unit, rewritten by the deploy).
+    publish(lab, node, {**lab.pull_data[node], "rocm_users": ["alice"],
+                        "rocm_pull_interval": "16min"})  # fmt: skip
     time.sleep(2)
     assert [r for r in lab.timers.runs_of(node) if r.started > down] == []
-    assert "bob" not in (lab.root(node) / "etc/passwd").read_text()
+    assert "OnUnitActiveSec=15min" in timer.read_text()
     lab.start_host(node)
     run = next_run(lab, node, down)
     assert run.trigger == "OnBootSec"
     assert run.started - down < PERIOD + (5 * 60 * SCALE) + 60
     assert run.success, lab.timers.journal(node)[-4000:]
-    assert {"video", "render"} <= groups_of(lab, node, "bob")
+    assert "OnUnitActiveSec=16min" in timer.read_text()
+    assert "Pull mode | Write the pull timer" in changed_ops(run.output)
 
 
 def test_a_push_is_refused_while_a_pull_runs_and_a_pull_skips_while_a_push_runs(lab):
