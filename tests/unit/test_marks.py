@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import shlex
 
+import pyinfra
 import pytest
 from pyinfra.api import Config, Inventory, State, StringCommand
 from pyinfra.api.connect import connect_all
 from pyinfra.api.operation import add_op
 from pyinfra.api.operations import run_ops
+from pyinfra.context import ctx_host
 from pyinfra.operations import server
 
 from rocm_fleet.engine.marks import mark_while_changing
@@ -21,7 +23,8 @@ def run(tmp_path, start: str, changes: bool = True) -> tuple[State, list[str]]:
     state = State(inventory, Config())
     connect_all(state)
     host = inventory.get_host("@local")
-    mark_while_changing(host, StringCommand(start), StringCommand(f"echo end >> {log}"))
+    with ctx_host.use(host):  # the deploy hands over pyinfra's context proxy of its host
+        mark_while_changing(pyinfra.host, StringCommand(start), StringCommand(f"echo end >> {log}"))
     if changes:
         add_op(state, server.shell, commands=[f"echo first >> {log}"])
         add_op(state, server.shell, commands=[f"echo second >> {log}"])

@@ -19,24 +19,27 @@ from pyinfra.api.state import BaseStateCallback, StateOperationHostData
 
 
 class _Marks(BaseStateCallback):
+    # By host name: the deploy hands over pyinfra's context proxy of the host it plans,
+    # which stands for another host (or none) when the callbacks run.
     def __init__(self) -> None:
-        self.commands: dict[Any, tuple[StringCommand, StringCommand]] = {}  # host -> start, end
-        self.started: set[Any] = set()
-        self.marked: dict[Any, dict[str, Any]] = {}  # host -> its connector arguments
+        self.commands: dict[str, tuple[StringCommand, StringCommand]] = {}  # start, end
+        self.started: set[str] = set()
+        self.marked: dict[str, tuple[Any, dict[str, Any]]] = {}  # the host, its connection
 
     def operation_host_start(self, state, host, op_hash) -> None:  # type: ignore[override]
-        if host not in self.commands or host in self.started or op_hash not in state.ops[host]:
+        name = host.name
+        if name not in self.commands or name in self.started or op_hash not in state.ops[host]:
             return
-        self.started.add(host)
+        self.started.add(name)
         if state.should_check_for_changes() and not state.get_meta_for_host(host).ops_change:
             return
         data = state.get_op_data_for_host(host, op_hash)
         arguments = {k: data.global_arguments[k] for k in CONNECTOR_ARGUMENT_KEYS
                      if k in data.global_arguments}  # fmt: skip
-        start, _ = self.commands[host]
+        start, _ = self.commands[name]
         marked, output = host.run_shell_command(start, **arguments)
         if marked:
-            self.marked[host] = arguments
+            self.marked[name] = (host, arguments)
             return
         reason = output.stderr.strip() or f"could not mark {host.name} ({start})"
         failing = {**data.global_arguments, "_ignore_errors": False,
@@ -53,8 +56,8 @@ class _Marks(BaseStateCallback):
         if not order or op_hash != order[-1]:
             return
         marked, self.marked = self.marked, {}
-        for host, arguments in marked.items():
-            host.run_shell_command(self.commands[host][1], **arguments)
+        for name, (host, arguments) in marked.items():
+            host.run_shell_command(self.commands[name][1], **arguments)
 
 
 def mark_while_changing(current: Any, start: StringCommand, end: StringCommand) -> None:
@@ -65,4 +68,4 @@ def mark_while_changing(current: Any, start: StringCommand, end: StringCommand) 
     if marks is None:
         marks = _Marks()
         state.add_callback_handler(marks)
-    marks.commands[current] = (start, end)
+    marks.commands[current.name] = (start, end)
