@@ -1,15 +1,24 @@
-"""End to end: pull mode on one lab host, no SSH deploy after the first.
+"""End to end: pull mode on two lab nodes, converging from what the fleet mirror publishes.
 
-A push deploy with ``rocm_pull`` installs the pinned rocm-fleet (every wheel locked by hash,
-from a path on the node), the pull script and files, and the service and timer. The lab's
-hosts run no systemd, so each "timer run" is the service's ExecStart run on the host as the
-timer would run it: a changed desired state published to the node's data path is applied,
-a second run changes nothing, bad data changes nothing and fails, and ``rocm_pull: false``
-takes pull mode off again.
+A push deploy makes one host the fleet mirror (nginx, which also serves what the
+administrators publish under ``/fleet/``) and gives two nodes ``rocm_pull``: the pinned
+rocm-fleet (every wheel locked by hash, from a path on the node), the pull script and the
+service and timer. From then on the controller never connects: the lab's hosts run no
+systemd, so the lab's double of systemd's timers (``lab/timers.py``, ``timer_scale``) reads
+the units the deploy installed and runs their ExecStart inside each node as systemd would,
+``OnBootSec`` after a boot and ``OnUnitActiveSec`` (plus ``RandomizedDelaySec``) after each
+run, every span times ``SCALE``. Each node fetches its data over HTTP from the mirror.
+
+What is checked: a published change is applied by every node within one timer period and no
+SSH connection reaches any host meanwhile (each host's sshd log); a second run changes
+nothing; bad data changes nothing and is reported (exit status, journal, metrics); a node
+that was down while its data changed converges at boot (``OnBootSec``); a push and a pull
+never change a node at once; ``rocm_pull: false`` takes pull mode off.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import re
@@ -17,6 +26,8 @@ import runpy
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,30 +35,47 @@ import pytest
 from e2e import support
 from e2e.support import running_lab, succeeded
 from lab import HostSpec
-from rocm_fleet.deploy import pull
+from lab._util import cache_dir
+from lab.network import SUBNET
 from rocm_fleet.model import paths
 
 pytestmark = pytest.mark.e2e
 
-HOST = "puller"
+MIRROR = "mirror"
+NODES = ["puller1", "puller2"]
 ROOT = Path(__file__).resolve().parents[2]
-WHEELS = "/srv/pull-wheels"  # on the node
-DATA_PATH = "/srv/fleet/node.json"  # on the node
+WHEELS = "/srv/pull-wheels"  # on the nodes
 LOCK = f"{WHEELS}/requirements.txt"
+MIRROR_ADDRESS = f"{SUBNET}.11"  # the first host of the lab (network.py: .10 + its index)
+PORT = 8080
+#: The lab's timer double runs every systemd time span at a tenth: OnBootSec=5min is 30 s,
+#: the nodes' 15min interval 90 s, their 3min random delay up to 18 s.
+SCALE = 1 / 10
+INTERVAL, RANDOM_DELAY = "15min", "3min"
+PERIOD = (15 * 60 + 3 * 60) * SCALE  # one timer period, its random delay included
+RUN_SECONDS = 600  # how long one pull may take on the lab's shared cores
+
+
+def source(node: str) -> str:
+    return f"http://{MIRROR_ADDRESS}:{PORT}{paths.MIRROR_PUBLISHED_URL_PATH}{node}.json"
 
 
 def wheel_lock(directory: Path) -> str:
     """rocm-fleet's wheel (built from this checkout) and every dependency for the lab's
-    bookworm Python (3.11), as ``name @ file://... --hash=sha256:...`` lines."""
+    bookworm Python (3.11), as ``name @ file://... --hash=sha256:...`` lines. Dependencies
+    come from a wheelhouse in the lab's cache, filled from PyPI only when it lacks one."""
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "wheel", "--no-deps", "-w", directory, ROOT], check=True)
-    subprocess.run(
-        [*pip, "download", "-d", directory, "--only-binary=:all:", "--python-version", "3.11",
-         "--implementation", "cp", "--platform", "manylinux_2_28_x86_64", "--platform",
-         "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64", "--platform", "any",
-         *(str(p) for p in directory.glob("rocm_fleet-*.whl"))],
-        check=True,
-    )  # fmt: skip
+    house = cache_dir() / "pull-wheelhouse"
+    house.mkdir(exist_ok=True)
+    own = [str(p) for p in directory.glob("rocm_fleet-*.whl")]
+    target = ["--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
+              "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+              "--platform", "manylinux2014_x86_64", "--platform", "any"]  # fmt: skip
+    offline = [*pip, "download", "--no-index", "--find-links", house, "-d", directory, *target]
+    if subprocess.run([*offline, *own], check=False).returncode != 0:
+        subprocess.run([*pip, "download", "-d", house, *target, *own], check=True)
+        subprocess.run([*offline, *own], check=True)
     lines = []
     for wheel in sorted(directory.glob("*.whl")):
         name = wheel.name.split("-")[0].replace("_", "-")
@@ -60,96 +88,259 @@ def wheel_lock(directory: Path) -> str:
 def lab(tmp_path_factory):
     built = tmp_path_factory.mktemp("wheels")
     lock = wheel_lock(built)
-    pull_data = {
-        "rocm_pull": True,
-        "rocm_pull_source": DATA_PATH,
-        "rocm_pull_lock": LOCK,
-        "rocm_pull_lock_sha256": hashlib.sha256(lock.encode()).hexdigest(),
-    }
-    data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
-            **pull_data}  # fmt: skip
-    for lab in running_lab([HostSpec(HOST, suite="bookworm", profile="rx7900xtx", data=data)],
-                           ["6.4.3"]):  # fmt: skip
-        root = lab.root(HOST)
-        shutil.copytree(built, root / WHEELS.lstrip("/"))
-        (root / LOCK.lstrip("/")).write_text(lock)
-        (root / "srv/fleet").mkdir(parents=True)
-        (root / paths.NODE_EXPORTER_TEXTFILES.lstrip("/")).mkdir(parents=True)
-        # The node's data as the push gave it (the lab's key fingerprints included), less
+    gpu = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
+    mirror = {**gpu, "rocm_mirror": MIRROR, "rocm_mirror_allow": [f"{SUBNET}.0/24"]}
+
+    def pulling(node: str) -> dict:
+        return {**gpu, "rocm_pull": True, "rocm_pull_source": source(node),
+                "rocm_pull_lock": LOCK,
+                "rocm_pull_lock_sha256": hashlib.sha256(lock.encode()).hexdigest(),
+                "rocm_pull_interval": INTERVAL, "rocm_pull_random_delay": RANDOM_DELAY}  # fmt: skip
+
+    specs = [HostSpec(MIRROR, suite="bookworm", profile="rx7900xtx", data=mirror)] + [
+        HostSpec(node, suite="bookworm", profile="rx7900xtx", data=pulling(node)) for node in NODES
+    ]
+    for lab in running_lab(specs, ["6.4.3"], timer_scale=SCALE):
+        assert lab.address(MIRROR) == MIRROR_ADDRESS
+        for node in NODES:
+            root = lab.root(node)
+            shutil.copytree(built, root / WHEELS.lstrip("/"))
+            (root / LOCK.lstrip("/")).write_text(lock)
+            (root / paths.NODE_EXPORTER_TEXTFILES.lstrip("/")).mkdir(parents=True)
+        # Each node's data as the push gave it (the lab's key fingerprints included), less
         # the SSH settings a node's own inventory has no use for.
-        pushed = dict(runpy.run_path(str(lab.inventory))["lab"])[HOST]
-        lab.pull_data = {k: v for k, v in pushed.items() if not k.startswith("ssh_")}
+        pushed = dict(runpy.run_path(str(lab.inventory))["lab"])
+        lab.pull_data = {
+            node: {k: v for k, v in pushed[node].items() if not k.startswith("ssh_")}
+            for node in NODES
+        }
+        for node in NODES:
+            publish(lab, node, lab.pull_data[node])
         yield lab
 
 
-def publish(lab, data: dict | str) -> None:
-    """A desired state published where the node fetches it (its data path)."""
+def publish(lab, node: str, data: dict | str) -> None:
+    """A desired state published on the fleet mirror (the administrators' own tooling would
+    copy it there; the lab writes into the mirror's root)."""
     text = data if isinstance(data, str) else json.dumps(data)
-    (lab.root(HOST) / DATA_PATH.lstrip("/")).write_text(text)
+    published = lab.root(MIRROR) / paths.MIRROR_PUBLISHED.lstrip("/")
+    published.mkdir(parents=True, exist_ok=True)
+    (published / f"{node}.json.new").write_text(text)
+    (published / f"{node}.json.new").rename(published / f"{node}.json")
 
 
-def timer_run(lab):
-    """What the timer starts: the service's ExecStart, on the host."""
-    start = pull.service_unit().split("ExecStart=", 1)[1].split("\n\n")[0].split("\n", 2)
-    command = " ".join(part.strip().rstrip("\\") for part in start[:2])
-    return lab.ssh(HOST, command, timeout=1200)
+def ssh_sessions(lab) -> dict[str, int]:
+    """Host name -> SSH sessions its sshd has accepted so far (its log)."""
+    logs = {name: lab.root(name).parent / "sshd.log" for name in lab.hosts}
+    return {name: log.read_text(errors="replace").count("Accepted publickey") for name, log in
+            logs.items()}  # fmt: skip
 
 
-def grand_total(output: str) -> list[str]:
-    """pyinfra's "Grand total" row: hosts, success (changed), error, no change."""
+def next_run(lab, node: str, after: float, timeout: float = PERIOD + RUN_SECONDS):
+    """The first timer run of ``node`` that started after ``after`` (time.monotonic()), once
+    it has ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = [r for r in lab.timers.runs_of(node) if r.started > after]
+        if runs and runs[0].ended is not None:
+            return runs[0]
+        time.sleep(0.5)
+    raise AssertionError(f"no timer run of {node} ended in {timeout:.0f}s:\n"
+                         + lab.timers.journal(node)[-3000:])  # fmt: skip
+
+
+def groups_of(lab, node: str, user: str) -> set[str]:
+    """The groups ``user`` is a member of on ``node`` (read from its root, not over SSH)."""
+    groups = set()
+    for line in (lab.root(node) / "etc/group").read_text().splitlines():
+        name, _, _, members = line.split(":")
+        if user in members.split(","):
+            groups.add(name)
+    return groups
+
+
+def changed_ops(output: str) -> list[str]:
+    """The operations pyinfra's results table (in a run's output) says changed the node,
+    without the node deploy's prefix; it must have one."""
     plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
-    rows = [line.split("Grand total", 1)[1].split() for line in plain.splitlines()
-            if "Grand total" in line]  # fmt: skip
-    assert rows, output[-3000:]
-    return rows[-1]
+    table = plain.rsplit("Operation ", 1)
+    assert len(table) == 2 and "Grand total" in table[1], output[-3000:]
+    changed = []
+    for line in table[1].splitlines()[1:]:
+        row = re.split(r"\s{2,}", line.split("]: ", 1)[-1].strip())
+        if row[0] == "Grand total":
+            break
+        if len(row) >= 3 and row[2] != "-":
+            changed.append(row[0].removeprefix(support.OP_PREFIX))
+    return changed
 
 
-def test_a_push_with_rocm_pull_installs_the_pinned_venv_and_the_units(lab):
-    succeeded(support.deploy(lab, limit=HOST))
-    root = lab.root(HOST)
-    for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_SCRIPT, paths.PULL_INVENTORY):
-        assert (root / path.lstrip("/")).is_file(), path
-    link = root / paths.PULL_TIMER_LINK.lstrip("/")
-    assert link.is_symlink() and str(link.readlink()) == paths.PULL_TIMER
-    assert "OnUnitActiveSec=1h" in (root / paths.PULL_TIMER.lstrip("/")).read_text()
-    version = support.sh(lab, HOST, f"{paths.PULL_VENV}/bin/rocm-fleet --version")
-    assert version.strip()
+VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
 
 
-def test_a_published_change_is_applied_by_the_node_itself_and_a_second_run_changes_nothing(lab):
-    publish(lab, {**lab.pull_data, "rocm_users": ["alice"]})
-    first = timer_run(lab)
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
-    assert {"video", "render"} <= set(support.sh(lab, HOST, "id -nG alice").split())
-    metrics = (lab.root(HOST) / paths.PULL_METRICS.lstrip("/")).read_text()
-    assert 'rocm_fleet_audit_status{host="@local",status="ok"} 1' in metrics
-    second = timer_run(lab)
-    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    # pyinfra's results table: its grand total has no success (a change) and no error.
-    assert grand_total(second.stdout + second.stderr)[1:3] == ["-", "-"], second.stdout[-3000:]
+def status_metrics(lab, node: str) -> str:
+    return (lab.root(node) / paths.PULL_STATUS_METRICS.lstrip("/")).read_text()
 
 
-def test_bad_published_data_changes_nothing_and_fails_the_run(lab):
-    before = support.root_hashes(lab.root(HOST))
-    publish(lab, {**lab.pull_data, "rocm_users": ["alice"], "rocm_version": 6.4})
-    run = timer_run(lab)
-    assert run.returncode != 0
-    assert "rocm_version" in run.stdout + run.stderr
-    ignored = ("run/", "tmp/", "srv/fleet", "var/lib/prometheus")  # the run's own, and the data
-    after = support.root_hashes(lab.root(HOST))
+def test_a_push_makes_the_mirror_and_gives_the_nodes_the_pinned_venv_and_the_units(lab):
+    succeeded(support.deploy(lab))
+    for node in NODES:
+        root = lab.root(node)
+        for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_SCRIPT,
+                     paths.PULL_INVENTORY):  # fmt: skip
+            assert (root / path.lstrip("/")).is_file(), path
+        link = root / paths.PULL_TIMER_LINK.lstrip("/")
+        assert link.is_symlink() and str(link.readlink()) == paths.PULL_TIMER
+        assert f"OnUnitActiveSec={INTERVAL}" in (root / paths.PULL_TIMER.lstrip("/")).read_text()
+    # The nodes were pushed to, so they boot (a lab host runs no systemd: the deploy enabled
+    # the timer for the next boot); from here on the controller never connects.
+    booted = time.monotonic()
+    for node in NODES:
+        lab.restart_host(node)
+    for node in NODES:
+        run = next_run(lab, node, booted)
+        assert run.trigger == "OnBootSec"
+        assert run.success, lab.timers.journal(node)[-4000:]
+        # The push converged the node to the data it now fetched: the pull changes nothing
+        # but the GPU check, which a boot asks for again (its record is in /run).
+        assert changed_ops(run.output) == [VERIFY], run.output[-3000:]
+    access = (lab.root(MIRROR) / "var/log/nginx/access.log").read_text()
+    for node in NODES:
+        fetched = f'{lab.address(node)} - - .*"GET /fleet/{node}.json HTTP/1.1" 200'
+        assert re.search(fetched, access), access[-2000:]
+
+
+def test_a_published_change_reaches_every_node_within_one_period_without_ssh(lab):
+    before = ssh_sessions(lab)
+    assert all(before[name] > 0 for name in lab.hosts), before  # the push's, counted
+    published = time.monotonic()
+    for node in NODES:
+        publish(lab, node, {**lab.pull_data[node], "rocm_users": ["alice"]})
+    for node in NODES:
+        run = next_run(lab, node, published)
+        assert run.started - published <= PERIOD + 1, (run.started - published, PERIOD)
+        assert run.success, lab.timers.journal(node)[-4000:]
+        assert {"video", "render"} <= groups_of(lab, node, "alice"), run.output[-3000:]
+        metrics = (lab.root(node) / paths.PULL_METRICS.lstrip("/")).read_text()
+        assert 'rocm_fleet_audit_status{host="@local",status="ok"} 1' in metrics
+        assert 'rocm_fleet_pull_last_run{result="converged"} 1' in status_metrics(lab, node)
+    # The next run of each changes nothing.
+    for node in NODES:
+        again = next_run(lab, node, lab.timers.runs_of(node)[-1].started)
+        assert again.success and changed_ops(again.output) == [], again.output[-3000:]
+    assert ssh_sessions(lab) == before  # no SSH reached any host: the nodes did it themselves
+
+
+def test_bad_data_published_changes_nothing_and_is_reported(lab):
+    node = NODES[0]
+    good = {**lab.pull_data[node], "rocm_users": ["alice"]}
+    before = support.root_hashes(lab.root(node))
+    published = time.monotonic()
+    publish(lab, node, {**good, "rocm_users": ["alice", "bob"], "rocm_version": 6.4})
+    run = next_run(lab, node, published)
+    publish(lab, node, good)
+    assert not run.success and run.exit_status not in (0, 75), run.output[-3000:]
+    assert "rocm_version" in run.output
+    journal = lab.timers.journal(node)
+    assert "systemd[1]: Failed to start rocm-fleet-pull.service." in journal
+    assert "rocm-fleet pull: deploy-failed" in journal
+    status = status_metrics(lab, node)
+    assert 'rocm_fleet_pull_last_run{result="deploy-failed"} 1' in status
+    assert f"rocm_fleet_pull_last_run_exit_status {run.exit_status}" in status
+    audit = (lab.root(node) / paths.PULL_METRICS.lstrip("/")).read_text()
+    assert 'rocm_fleet_audit_status{host="@local",status="invalid"} 1' in audit
+    ignored = ("run/", "tmp/", "var/lib/prometheus", "root/.cache")  # the run's own
+    after = support.root_hashes(lab.root(node))
     changed = [p for p in support.differences(before, after)
                if not p.startswith(ignored) and "__pycache__" not in p]  # fmt: skip
     assert changed == []
+    assert "bob" not in (lab.root(node) / "etc/passwd").read_text()
+
+
+def test_a_node_that_was_down_converges_when_it_boots(lab):
+    node = NODES[1]
+    timer = lab.root(node) / paths.PULL_TIMER.lstrip("/")
+    lab.timers.stop_timer(node)
+    lab.stop_host(node)
+    down = time.monotonic()
+    # The change: the node's own pull interval (its timer unit, rewritten by the deploy).
+    publish(lab, node, {**lab.pull_data[node], "rocm_users": ["alice"],
+                        "rocm_pull_interval": "16min"})  # fmt: skip
+    time.sleep(2)
+    assert [r for r in lab.timers.runs_of(node) if r.started > down] == []
+    assert "OnUnitActiveSec=15min" in timer.read_text()
+    lab.start_host(node)
+    run = next_run(lab, node, down)
+    assert run.trigger == "OnBootSec"
+    assert run.started - down < PERIOD + (5 * 60 * SCALE) + 60
+    assert run.success, lab.timers.journal(node)[-4000:]
+    assert "OnUnitActiveSec=16min" in timer.read_text()
+    assert "Pull mode | Write the pull timer" in changed_ops(run.output)
+
+
+def test_a_push_is_refused_while_a_pull_runs_and_a_pull_skips_while_a_push_runs(lab):
+    node = NODES[0]
+    lock = lab.root(node) / paths.PULL_LOCK.lstrip("/")
+    lab.timers.stop_timer(node)
+    while any(r.ended is None for r in lab.timers.runs_of(node)):
+        time.sleep(0.5)
+    # A pull holding its lock: a push (--dry too) refuses the node, saying why.
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        dry = support.deploy(lab, limit=node, dry=True)
+    assert node in support.failed_hosts(dry), dry.output[-3000:]
+    assert "a pull (rocm-fleet-pull.service) is converging" in dry.output
+    # A push that changes the node marks it while it runs, and takes the mark away.
+    marker = lab.root(node) / paths.PUSH_MARKER.lstrip("/")
+    seen: list[str] = []
+    watching = threading.Event()
+    watching.set()
+
+    def watch() -> None:
+        while watching.is_set():
+            if marker.exists():
+                seen.append(marker.read_text())
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        pushed = support.deploy(lab, limit=node, data=["rocm_pull_interval=20min"])
+    finally:
+        watching.clear()
+        watcher.join()
+    succeeded(pushed)
+    assert seen and seen[0].strip().isdigit(), "the push never marked the node"
+    assert not marker.exists()
+    assert "Pull mode | Write the pull timer" in support.changed(pushed)
+    # A pull that finds a push's mark skips (75, a success for systemd) and says so.
+    booted = time.monotonic()
+    lab.restart_host(node)  # the timer again (stop_timer holds until the next boot)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(f"{int(time.time())}\n")  # a boot empties /run: marked again
+    run = next_run(lab, node, booted)
+    marker.unlink()
+    assert run.exit_status == 75 and run.success, run.output[-3000:]
+    assert "a push has been changing this node since" in run.output
+    assert 'rocm_fleet_pull_last_run{result="skipped-push-running"} 1' in status_metrics(lab, node)
 
 
 def test_rocm_pull_false_takes_pull_mode_off(lab):
+    node = NODES[0]
     removal = ["Pull mode | Remove the pull service and timer",
                "Pull mode | Remove the pull venv and files"]  # fmt: skip
-    dry = support.deploy(lab, limit=HOST, data=["rocm_pull=False"], dry=True)
-    assert support.changed(dry) == {name: [HOST] for name in removal}
-    succeeded(support.deploy(lab, limit=HOST, data=["rocm_pull=False"]))
-    root = lab.root(HOST)
+    lab.timers.stop_timer(node)
+    while any(r.ended is None for r in lab.timers.runs_of(node)):
+        time.sleep(0.5)
+    dry = support.deploy(lab, limit=node, data=["rocm_pull=False"], dry=True)
+    expected = {name: [node] for name in removal}
+    if not (lab.root(node) / paths.VERIFIED.lstrip("/")).exists():  # booted since its check
+        expected[VERIFY] = [node]
+    assert support.changed(dry) == expected
+    succeeded(support.deploy(lab, limit=node, data=["rocm_pull=False"]))
+    root = lab.root(node)
     for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_TIMER_LINK, paths.PULL_ROOT):
         assert not (root / path.lstrip("/")).exists(), path
-    again = support.deploy(lab, limit=HOST, data=["rocm_pull=False"], dry=True)
+    again = support.deploy(lab, limit=node, data=["rocm_pull=False"], dry=True)
     assert support.changed(again) == {}

@@ -37,6 +37,7 @@ from .client import Client, PyinfraResult
 from .hosts import Hosts, HostSpec, RootSetup, check_specs
 from .network import NETNS_ETC, Network
 from .server import Server
+from .timers import Timers
 from .upstreams import DOUBLES, Upstreams
 
 
@@ -53,6 +54,7 @@ class Lab:
         workdir: str | os.PathLike[str] | None = None,
         keep_workdir: bool = False,
         catalog: bool = False,
+        timer_scale: float | None = None,
     ):
         check_specs(hosts)
         self.run_id = secrets.token_hex(3)
@@ -71,6 +73,9 @@ class Lab:
             self.workdir, self.run_id, self._network.client_netns, [h.name for h in hosts]
         )
         self._hosts = Hosts(hosts, self.run_id, self.workdir, self._network, self._client.check_ssh)
+        #: the double of systemd's timers (timers.py), with every time span times timer_scale;
+        #: None (the default): no host's timer ever fires
+        self.timers = Timers(self._hosts, timer_scale) if timer_scale is not None else None
 
     # --- what a test reads ------------------------------------------------------------------
 
@@ -309,13 +314,15 @@ class Lab:
         self._client.write_ssh_config(self._hosts)
         with self._timed("sshd"):
             self._hosts.start_all()
+        if self.timers is not None:
+            self.timers.start()
         self.timings["total_up"] = round(time.monotonic() - start, 2)
 
     # --- teardown (teardown.py) ---------------------------------------------------------------
 
     def resources(self) -> dict[str, list[Any]]:
         """What the lab holds right now: pids, netns names, mount points, gnupg home."""
-        pids = self._hosts.pids()
+        pids = self._hosts.pids() + (self.timers.pids() if self.timers else [])
         if self.server and self.server.pid:
             pids.append(self.server.pid)
         return {
@@ -334,6 +341,8 @@ class Lab:
         steps = teardown.Steps()
         try:
             steps.attempt("supervisor", self._hosts.stop_supervisor)
+            if self.timers is not None:
+                steps.attempt("timers", self.timers.stop)
             for host in self._hosts:
                 steps.attempt(f"stop sshd {host.name}", host.stop_sshd)
             if self.server:

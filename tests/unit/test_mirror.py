@@ -418,6 +418,16 @@ def test_uninstall_removes_the_proxy_snippet_and_any_mirror():
 # --- a mirror for the fleet only -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("bundle", [False, True])
+def test_both_kinds_of_mirror_serve_what_was_published_for_pull_mode(bundle):
+    site = nginx_site(8080, bundle, [Upstream("repo.radeon.com")], [])
+    location = (
+        "    location /fleet/ {\n        limit_except GET { deny all; }\n"
+        "        alias /srv/rocm-fleet-published/;\n        autoindex off;\n    }"
+    )
+    assert location in site
+
+
 def test_the_site_admits_only_the_fleet_and_serves_only_upstream_paths():
     servers = [Upstream("download.pytorch.org"), Upstream("repo.radeon.com")]
     site = nginx_site(8080, False, servers, [], ["10.0.0.5"], ["10.0.0.7", "192.168.1.0/24"])
@@ -434,7 +444,8 @@ def test_the_site_admits_only_the_fleet_and_serves_only_upstream_paths():
     assert "proxy_cache_key $proxy_host$rocm_fleet_upstream_uri;" in site
     assert "~^/[^/?]+(?<rocm_fleet_rest>/[^?]*)$ $rocm_fleet_rest;" in site
     assert "$slice_range" not in site and "slice 1m" not in site
-    assert site.count("limit_except GET { deny all; }") == 4  # per upstream: pages and files
+    # Per upstream: pages and files; and what the administrators published for pull mode.
+    assert site.count("limit_except GET { deny all; }") == 5
     # Without an address, every interface (and an IPv6 listen address in brackets).
     assert "    listen 8080;\n    listen [::]:8080;\n" in nginx_site(8080, False, servers, [])
     assert "    listen [fd00::5]:8080;\n" in nginx_site(8080, False, servers, [], ["fd00::5"])

@@ -4,11 +4,19 @@ fresh, converged and leaving hosts (planned against recorded surveys, as in test
 from __future__ import annotations
 
 import configparser
+import fcntl
 import json
+import shlex
 import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from rocm_fleet import assets
 from rocm_fleet.deploy import pull
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
@@ -138,7 +146,7 @@ def test_the_inventory_is_this_node_with_the_fetched_data_read_as_json(tmp_path)
     data.write_text(json.dumps(PULLING))
     found: dict = {}
     exec(compile(source, "inventory.py", "exec"), found)
-    assert found["local"] == (["@local"], PULLING)
+    assert found[pull.PULL_GROUP] == (["@local"], PULLING)
     data.write_text("[1, 2]")
     with pytest.raises(ValueError, match="not a JSON object"):
         exec(compile(source, "inventory.py", "exec"), {})
@@ -224,3 +232,161 @@ def test_pull_turned_off_removes_the_units_and_the_venv_and_then_nothing_is_plan
 
 def test_a_host_that_never_pulled_has_no_pull_concern():
     assert pull_ops(plan(DATA, SurveyHost(converged_survey(DATA, "debian-12")))) == []
+
+
+# --- a push and a pull never change a node at once --------------------------------------------
+
+
+def test_a_push_to_a_node_whose_pull_is_running_is_refused_naming_the_lock():
+    survey = converged_survey(PULLING, "debian-12")
+    planned = plan(PULLING, SurveyHost({**survey, "pull running": True}))
+    assert planned.refused
+    assert "a pull (rocm-fleet-pull.service) is converging node right now" in planned.reason
+    assert paths.PULL_LOCK in planned.reason and "systemctl stop rocm-fleet-pull.timer" in (
+        planned.reason
+    )
+    assert planned.beyond_preflight == []
+
+
+def test_the_pulls_own_run_is_not_refused_for_the_lock_it_holds():
+    survey = {"pull running": True}
+    pulling = SimpleNamespace(name="@local", groups=[pull.PULL_GROUP])
+    pushing = SimpleNamespace(name="node", groups=["gpu"])
+    assert pull.pull_problems(pulling, survey) == []
+    assert len(pull.pull_problems(pushing, survey)) == 1
+    assert pull.pull_problems(pushing, {"pull running": False}) == []
+
+
+def push_mark(tmp_path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    body = assets.text("scripts/push-mark.sh")
+    return subprocess.run(["sh", "-c", body, "push-mark", *args], capture_output=True,
+                          text=True, timeout=timeout)  # fmt: skip
+
+
+def test_a_push_marks_the_node_and_takes_the_mark_away(tmp_path):
+    marker, lock = tmp_path / "run/push-running", tmp_path / "pull.lock"
+    before = int(time.time())
+    started = push_mark(tmp_path, "start", str(marker), str(lock), "1")
+    assert started.returncode == 0, started.stderr
+    assert before <= int(marker.read_text()) <= time.time()
+    assert push_mark(tmp_path, "end", str(marker)).returncode == 0
+    assert not marker.exists()
+
+
+def test_a_push_waits_a_bounded_time_for_a_running_pull_then_fails_unmarked(tmp_path):
+    marker, lock = tmp_path / "push-running", tmp_path / "pull.lock"
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # what flock(1) in the pull's ExecStart takes
+        started = time.monotonic()
+        refused = push_mark(tmp_path, "start", str(marker), str(lock), "1")
+        assert refused.returncode == 1
+        assert 1 <= time.monotonic() - started < 10
+        assert "a pull (rocm-fleet-pull.service) is converging this host" in refused.stderr
+        assert not marker.exists()
+    # The pull over (its lock free): the push goes ahead, marked.
+    assert push_mark(tmp_path, "start", str(marker), str(lock), "1").returncode == 0
+    assert marker.exists()
+
+
+class PullNode:
+    """The pull script run on this machine with its paths under ``root``, the pinned venv's
+    pyinfra and rocm-fleet as recorders of their arguments (a unit test: what the script
+    does around them)."""
+
+    def __init__(self, root: Path, source: str):
+        self.root = root
+        venv = root / "venv/bin"
+        venv.mkdir(parents=True)
+        self.calls = root / "calls"
+        for program in ("pyinfra", "rocm-fleet"):
+            (venv / program).write_text(f'#!/bin/sh\necho "{program} $*" >> {self.calls}\n')
+            (venv / program).chmod(0o755)
+        (root / "textfiles").mkdir()
+        variables = {
+            "PULL_SOURCE": source, "PULL_ROOT": str(root), "PULL_VENV": str(root / "venv"),
+            "PULL_DATA": str(root / "run/inventory.json"), "PULL_INVENTORY": "inventory.py",
+            "PULL_DEPLOY": "deploy.py", "TEXTFILES": str(root / "textfiles"),
+            "PULL_METRICS": str(root / "textfiles/rocm_fleet.prom"),
+            "PULL_STATUS_METRICS": str(root / "textfiles/rocm_fleet_pull.prom"),
+            "PULL_DATA_MAX_BYTES": "1000", "PULL_FETCH_SECONDS": "10",
+            "PUSH_MARKER": str(root / "push-running"), "PUSH_MARKER_EXPIRY": "3600",
+        }  # fmt: skip
+        header = "".join(f"{k}={shlex.quote(v)}\n" for k, v in variables.items())
+        self.script = root / "pull.sh"
+        self.script.write_text(header + assets.text("rocm-fleet-pull.sh"))
+
+    def run(self) -> subprocess.CompletedProcess:
+        return subprocess.run(["sh", str(self.script)], capture_output=True, text=True, timeout=60)
+
+    def ran(self) -> list[str]:
+        return self.calls.read_text().splitlines() if self.calls.exists() else []
+
+    def status(self) -> str:
+        return (self.root / "textfiles/rocm_fleet_pull.prom").read_text()
+
+
+def test_a_pull_skips_while_a_push_is_marked_and_goes_on_past_a_stale_mark(tmp_path):
+    data = tmp_path / "node.json"
+    data.write_text(json.dumps(PULLING))
+    node = PullNode(tmp_path / "node", str(data))
+    (node.root / "push-running").write_text(f"{int(time.time()) - 60}\n")
+    skipped = node.run()
+    assert skipped.returncode == 75, skipped.stderr
+    assert "a push has been changing this node since" in skipped.stdout
+    assert node.ran() == []
+    assert 'rocm_fleet_pull_last_run{result="skipped-push-running"} 1' in node.status()
+    # A mark older than the expiry is from a push that never took it away: pulls go on.
+    (node.root / "push-running").write_text(f"{int(time.time()) - 3601}\n")
+    pulled = node.run()
+    assert pulled.returncode == 0, pulled.stderr
+    assert "ignoring a push mark older than 3600s" in pulled.stderr
+    assert node.ran()[0] == "pyinfra --yes inventory.py deploy.py"
+    assert 'rocm_fleet_pull_last_run{result="converged"} 1' in node.status()
+    assert "rocm_fleet_pull_last_run_exit_status 0" in node.status()
+
+
+class _Unsized(BaseHTTPRequestHandler):
+    """Answers with a body of ``size`` bytes and no Content-Length (HTTP/1.0, the end of
+    the body is the end of the connection), or with one when the path says /sized/."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        size = int(self.path.rsplit("/", 1)[1])
+        self.send_response(200)
+        if self.path.startswith("/sized/"):
+            self.send_header("Content-Length", str(size))
+        self.end_headers()
+        self.wfile.write(b" " * (size - 2) + b"{}")
+
+
+@pytest.fixture
+def data_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Unsized)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("path", ["/sized/5000", "/unsized/5000", "/unsized/5000000"])
+def test_fetched_data_over_the_size_limit_is_refused_and_nothing_runs(tmp_path, data_server, path):
+    node = PullNode(tmp_path / "node", data_server + path)
+    refused = node.run()
+    assert refused.returncode == 1
+    assert "rocm-fleet pull:" in refused.stderr
+    assert node.ran() == []
+    assert not (node.root / "run/inventory.json").exists()
+    assert 'rocm_fleet_pull_last_run{result="fetch-failed"} 1' in node.status()
+    assert "rocm_fleet_pull_last_run_exit_status 1" in node.status()
+
+
+@pytest.mark.parametrize("path", ["/sized/900", "/unsized/900"])
+def test_fetched_data_under_the_limit_is_what_the_deploy_reads(tmp_path, data_server, path):
+    node = PullNode(tmp_path / "node", data_server + path)
+    pulled = node.run()
+    assert pulled.returncode == 0, pulled.stderr
+    assert (node.root / "run/inventory.json").read_bytes().endswith(b"{}")
+    assert len((node.root / "run/inventory.json").read_bytes()) == 900

@@ -77,6 +77,7 @@ def nginx_site(
     ``allow``: the addresses and networks that may use it (the host itself always may),
     everyone else gets 403. Only the upstreams' paths are served (anything else is 404),
     only GET and HEAD, no query strings (400: a query would make a new cache entry each);
+    what the administrators published for pull-mode nodes is served under ``/fleet/``;
     a bundle's manifest (the inventory's host names) is not served. ``tls``: HTTPS only,
     with the certificate and key the deploy put beside nginx's configuration."""
     head = "# Written by rocm-fleet: the fleet mirror (rocm_mirror). Changes are overwritten."
@@ -105,6 +106,15 @@ def nginx_site(
         "        return 400;",
         "    }",
     ]
+    # Pull-mode nodes fetch their data (and the pinned lock) from what the administrators
+    # published: static files, never listed, never cached.
+    published = [
+        f"    location {paths.MIRROR_PUBLISHED_URL_PATH} {{",
+        "        limit_except GET { deny all; }",
+        f"        alias {paths.MIRROR_PUBLISHED}/;",
+        "        autoindex off;",
+        "    }",
+    ]
     if bundle:
         return "\n".join(
             [
@@ -117,6 +127,7 @@ def nginx_site(
                 "        limit_except GET { deny all; }",
                 "        try_files $uri $uri/ =404;",
                 "    }",
+                *published,
                 "    # The manifest names the inventory's hosts: for rocm-fleet, not for clients.",
                 f"    location = /{paths.BUNDLE_MANIFEST} {{",
                 "        return 404;",
@@ -152,6 +163,7 @@ def nginx_site(
         "    location / {",
         "        return 404;",
         "    }",
+        *published,
         *([f"    resolver {' '.join(resolvers)} valid=300s;"] if resolvers else []),
         "    proxy_cache rocm_fleet_mirror;",
         "    # The path alone keys the cache (never the query string).",

@@ -21,10 +21,11 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.facts.server import Which
 
+from rocm_fleet.deploy.pull import mark_pushes, pull_problems
 from rocm_fleet.engine.refuse import Outcome, outcome, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.survey import Read, merged, preflight_reads, read_survey
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, LockHeld
 from rocm_fleet.facts.system import DaemonRunning, Nameservers, RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.model.findings import Findings, findings
@@ -56,6 +57,8 @@ def task_reads(config: Config) -> list[Read]:
         Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
         *(Read(f"file {path}", FileDigest, {"path": path}) for path in paths.MANAGED_FILES),
         *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
+        # Whether a pull is running: a push doesn't change a node under it (below).
+        Read("pull running", LockHeld, {"path": paths.PULL_LOCK}),
     ]
 
 
@@ -155,6 +158,7 @@ def preflight(config: Config) -> Findings | None:
     result = findings(config, survey, bundle_files)
     if result.row is not None:
         result.problems += _controller_problems(config, result.row, survey)
+        result.problems += pull_problems(host, survey)
         if result.problems:
             result.row = None
     reason = "; ".join(result.problems) or None
@@ -167,4 +171,5 @@ def preflight(config: Config) -> Findings | None:
     if reason:
         refuse_host(reason)
         return None
+    mark_pushes(host)
     return result

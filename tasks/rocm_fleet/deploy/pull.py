@@ -13,15 +13,17 @@ textfile directory exists, writes the audit there. It reboots only as the fetche
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pyinfra.api import deploy
 
 from rocm_fleet import assets
 from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.marks import mark_while_changing
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.model import paths
 from rocm_fleet.model.sources import mirror_ca
+from rocm_fleet.operations._script import script
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import directory_absent, text_file
 from rocm_fleet.operations.host import timer_enabled
@@ -32,6 +34,19 @@ if TYPE_CHECKING:
 
 UNIT = "rocm-fleet-pull"
 PREREQUISITES = ["python3-venv", "curl"]
+#: The inventory group the pull's own run puts the node in (``inventory_file``): a run for it
+#: is the pull, which holds the pull's lock itself; any other run is a push.
+PULL_GROUP = "rocm_fleet_pull"
+#: The node's data is a small JSON object: the most the pull fetches, and how long it may take.
+PULL_DATA_MAX_BYTES = 1024 * 1024
+PULL_FETCH_SECONDS = 120
+#: A push mark (``paths.PUSH_MARKER``) older than this is from a push that ended without
+#: taking it away (killed, its controller gone): pulls go on. Longer than a first push that
+#: downloads gigabytes takes.
+PUSH_MARKER_EXPIRY_SECONDS = 4 * 3600
+#: How long a push waits for a pull that started after its preflight to end, before it
+#: fails the host unchanged.
+PUSH_WAITS_FOR_PULL_SECONDS = 120
 
 
 def service_unit() -> str:
@@ -90,6 +105,11 @@ def pull_script(config: Config) -> str:
         # A source on the fleet mirror over TLS is fetched trusting the mirror's CA alone.
         "PULL_MIRROR": f"{config.mirror.url}/" if config.mirror and mirror_ca(config) else "",
         "PULL_MIRROR_CA": mirror_ca(config) or "",
+        "PULL_STATUS_METRICS": paths.PULL_STATUS_METRICS,
+        "PULL_DATA_MAX_BYTES": str(PULL_DATA_MAX_BYTES),
+        "PULL_FETCH_SECONDS": str(PULL_FETCH_SECONDS),
+        "PUSH_MARKER": paths.PUSH_MARKER,
+        "PUSH_MARKER_EXPIRY": str(PUSH_MARKER_EXPIRY_SECONDS),
     }
     header = "".join(f"{key}={shlex.quote(value)}\n" for key, value in variables.items())
     return f"#!{paths.SHELL}\n" + header + assets.text("rocm-fleet-pull.sh")
@@ -106,7 +126,8 @@ rocm_node()
 
 def inventory_file() -> str:
     """This node as pyinfra's ``@local``, with the data the service fetched: read as JSON,
-    so what comes from the mirror is data, never code."""
+    so what comes from the mirror is data, never code. Its group (``PULL_GROUP``) tells the
+    deploy that this run is the pull, which holds the pull's lock itself."""
     return f'''\
 """rocm-fleet pull: this node, with the inventory data the pull fetched (written by rocm-fleet)."""
 
@@ -116,7 +137,7 @@ with open({paths.PULL_DATA!r}, encoding="utf-8") as _file:
     _data = json.load(_file)
 if not isinstance(_data, dict):
     raise ValueError("{paths.PULL_DATA}: the inventory data is not a JSON object")
-local = (["@local"], _data)
+{PULL_GROUP} = (["@local"], _data)
 '''
 
 
@@ -172,4 +193,45 @@ def configure_pull(config: Config) -> None:
         link=paths.PULL_TIMER_LINK,
         stamp=paths.PULL_STAMP,
         units=units,
+    )
+
+
+# --- A push and a pull never change a node at once --------------------------------------------
+#
+# The pull runs under flock(1) (``paths.PULL_LOCK``). A push (any run that isn't the pull's
+# own, ``PULL_GROUP``) is refused by preflight while that lock is held (``pull_problems``), in
+# --dry too; and when it is about to change a pull-mode node, it marks the node
+# (``paths.PUSH_MARKER``) before its first operation there and takes the mark away after its
+# last one, so a pull that starts meanwhile skips. This is no operation of the plan (the
+# mark is the run's, not the node's state): engine.marks runs it, only when the plan
+# changes the host, so a converged push costs no round trip more. A pull that started after
+# preflight and still runs PUSH_WAITS_FOR_PULL_SECONDS later fails the host there, unchanged.
+
+
+def is_pull_run(current: Any) -> bool:
+    """Whether the run planning ``current`` (a pyinfra Host) is the pull's own."""
+    return PULL_GROUP in current.groups
+
+
+def pull_problems(current: Any, survey: dict[str, Any]) -> list[str]:
+    """Preflight's problem with a push to a node whose pull is running right now."""
+    if is_pull_run(current) or not survey.get("pull running"):
+        return []
+    return [
+        f"a pull (rocm-fleet-pull.service) is converging {current.name} right now (it holds "
+        f"{paths.PULL_LOCK}): push again once it has ended (journalctl -u rocm-fleet-pull), or "
+        f"stop its timer first (systemctl stop rocm-fleet-pull.timer)"
+    ]
+
+
+def mark_pushes(current: Any) -> None:
+    """Have this run mark ``current`` while it changes it, when it is a push to a node with
+    pull mode's units (the pull's own run holds the lock instead)."""
+    if is_pull_run(current) or read_fact(FileDigest, path=paths.PULL_SERVICE) is None:
+        return
+    wait = str(PUSH_WAITS_FOR_PULL_SECONDS)
+    mark_while_changing(
+        current,
+        script("push-mark", "start", paths.PUSH_MARKER, paths.PULL_LOCK, wait),
+        script("push-mark", "end", paths.PUSH_MARKER),
     )

@@ -97,6 +97,21 @@ class DirectoryExists(Condition):
         return yes_if(f"test -d {quote(path)}")
 
 
+class LockHeld(Condition):
+    """Whether a process holds the flock(1) lock ``path`` (the lock exists and can't be
+    taken at once). Taking it to look holds it for an instant: a run that tries then skips.
+
+    .. code:: python
+
+        False
+    """
+
+    @override
+    def command(self, path: str) -> str:
+        q = quote(path)
+        return yes_if(f"test -e {q} && ! flock --nonblock {q} true 2>/dev/null")
+
+
 class Ledger(FactBase[list[str]]):
     """The entries of one of rocm-fleet's ledgers (``paths.PACKAGE_LEDGER`` and the like:
     one name or path a line), in the order written; empty when there is none. pyinfra's

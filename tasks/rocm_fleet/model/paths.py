@@ -85,6 +85,11 @@ MIRROR_BUNDLE = f"{MIRROR_ROOT}/bundle"
 # The file a bundle describes itself in (offline/bundle.py), where pyinfra runs and on the host.
 BUNDLE_MANIFEST = "manifest.json"
 MIRROR_CACHE = "/var/cache/rocm-fleet"
+# What the fleet's administrators publish for pull-mode nodes (their inventory data, the
+# pinned lock and wheels), served by the mirror under MIRROR_PUBLISHED_URL_PATH. Theirs, not
+# rocm-fleet's: filled by their own tooling, never written or removed by the deploy.
+MIRROR_PUBLISHED = "/srv/rocm-fleet-published"
+MIRROR_PUBLISHED_URL_PATH = "/fleet/"
 
 # --- rocm-fleet's own state (removed last by rocm_state: absent) ------------------------------
 STATE_DIR = "/var/lib/rocm-fleet"
@@ -156,10 +161,15 @@ PULL_LOCK = "/run/lock/rocm-fleet-pull.lock"
 # from util-linux and the POSIX shell, both Essential on Debian and Ubuntu.
 FLOCK = "/usr/bin/flock"
 SHELL = "/bin/sh"
+# A push that changes a pull-mode node marks it here while it runs (the time it started,
+# seconds since the epoch): a pull that finds the mark skips; /run is emptied at boot.
+PUSH_MARKER = f"{RUN_DIR}/push-running"
 # node_exporter's textfile directory as Debian's and Ubuntu's prometheus-node-exporter package
 # sets it up (--collector.textfile.directory); the pull writes its audit there when it exists.
 NODE_EXPORTER_TEXTFILES = "/var/lib/prometheus/node-exporter"
 PULL_METRICS = f"{NODE_EXPORTER_TEXTFILES}/rocm_fleet.prom"
+# The pull's own status for node_exporter (rocm_fleet_pull_*), beside the audit's file.
+PULL_STATUS_METRICS = f"{NODE_EXPORTER_TEXTFILES}/rocm_fleet_pull.prom"
 
 # Every text file a deploy may write, in the order the survey reads them: the plan of a
 # converged host is answered from one read of all of them (``operations.files`` declares
