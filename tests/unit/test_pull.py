@@ -310,6 +310,7 @@ class PullNode:
             "PULL_STATUS_METRICS": str(root / "textfiles/rocm_fleet_pull.prom"),
             "PULL_DATA_MAX_BYTES": "1000", "PULL_FETCH_SECONDS": "10",
             "PUSH_MARKER": str(root / "push-running"), "PUSH_MARKER_EXPIRY": "3600",
+            "PULL_MIRROR": "", "PULL_MIRROR_CA": "",  # no TLS mirror: the system's CAs
         }  # fmt: skip
         header = "".join(f"{k}={shlex.quote(v)}\n" for k, v in variables.items())
         self.script = root / "pull.sh"
