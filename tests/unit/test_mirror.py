@@ -498,20 +498,3 @@ def test_a_live_plain_http_mirror_serves_wheels_the_controller_pinned(upstream_l
     assert found is not None and not [w for w in found.warnings if "hashes come from" in w]
     # What is left to say of a plain-HTTP mirror is the transport (test_mirror_tls).
     assert [w for w in found.warnings if "is plain HTTP: integrity rests on" in w]
-
-
-def test_a_plain_http_mirror_says_integrity_rests_on_signatures_and_pinned_hashes():
-    from rocm_fleet.model.findings import _plain_mirror
-
-    node = {**DATA, "rocm_mirror": "mirror1"}
-    bundled = {"node": node, "mirror1": {**MIRROR_HOST, "rocm_mirror_bundle": "/b"}}
-    plain: list[str] = []
-    _plain_mirror(Fleet(bundled).config("node"), plain)
-    assert plain == [
-        "the fleet mirror http://10.0.0.5:8080 is plain HTTP: integrity rests on AMD's "
-        "signatures and pinned hashes alone; `rocm-fleet mirror-ca` and "
-        "rocm_mirror_tls_ca/_cert/_key give it TLS"
-    ]
-    none: list[str] = []
-    _plain_mirror(load_config(DATA, "node"), none)  # straight from upstream, over TLS
-    assert none == []
