@@ -259,6 +259,12 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
     assert sh(lab, "node2", f"curl -s -o /dev/null -w '%{{http_code}}' {served}/manifest.json") == (
         "404"
     )  # the inventory's host names are not served
+    # The mirror serves the fleet's hosts alone: the controller's address (the lab's client
+    # namespace) is none of them, so nginx answers 403 where node2 gets the file.
+    key = f"{served}/{RADEON}/rocm/rocm.gpg.key"
+    outsider = lab.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", key])
+    assert outsider.stdout == "403", outsider
+    assert sh(lab, "node2", f"curl -s -o /dev/null -w '%{{http_code}}' {key}") == "200"
 
     # Someone at the mirror (or on the wire) swaps core's torch wheel and rewrites the hash
     # on its page: the host's pip refuses it (every wheel pinned to the hash the bundle
