@@ -65,7 +65,7 @@ CASES = [
      ["'rocm_packages'", "'rocm hip'", "Debian package name"]),
     ("relative venv path", {"pytorch_venv": "opt/venv"},
      ["'pytorch_venv'", "'opt/venv'", "absolute path"]),
-    ("a GPU AMD's 10.1 torch has no build for", {"rocm_version": "10.1.0", "expected_gfx": "gfx908"},
+    ("a GPU without AMD's 10.1 torch", {"rocm_version": "10.1.0", "expected_gfx": "gfx908"},
      ["'expected_gfx'", "'gfx908'", "gfx908 has none on AMD's install page",
       "pytorch_install: False"]),
     ("release newer than the matrix", {"rocm_version": "10.2.0"},

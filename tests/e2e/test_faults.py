@@ -164,6 +164,22 @@ def test_mirror_stopping_mid_install_fails_that_host_only(lab, installed):
 def test_pytorch_index_down_leaves_the_working_torch_in_place(lab, installed):
     installed("f1")
     before = torch_of(lab, "f1")
+    # The index down for the controller too, with no lock of torch 2.8.0 cached: the wheel
+    # set can't be pinned, so f1 is refused while planning, naming the index, unchanged.
+    lab.server.set_down("download.pytorch.org", True, "drop")
+    try:
+        refused = deploy(lab, "f1", "torch_version=2.8.0")
+    finally:
+        lab.server.clear_faults()
+    assert failed_hosts(refused) == ["f1"], refused.output[-3000:]
+    reason = support.refusal(refused, "f1") or ""
+    assert "can't lock torch==2.8.0+rocm6.4" in reason, refused.output[-3000:]
+    assert "https://download.pytorch.org/whl/rocm6.4" in reason
+    assert "Install the torch wheels" not in refused.output
+    assert torch_of(lab, "f1") == before
+    # The lock made (a --dry run while the index is up), the index goes down for the host's
+    # own pip mid-run: the install fails and the working torch stays.
+    support.succeeded(support.deploy(lab, limit=["f1"], data=["torch_version=2.8.0"], dry=True))
     lab.server.set_down("download.pytorch.org", True, "drop")
     try:
         result = deploy(lab, "f1", "torch_version=2.8.0")
