@@ -298,8 +298,11 @@ def test_a_live_mirror_caches_upstream_for_a_host_that_cannot_reach_it(lab, serv
     first = deploy(lab, limit="mirror,node3", data=["rocm_mirror=mirror"])
     succeeded(first)
     # Through a live plain-HTTP mirror the host's pip installs the controller's lock
-    # (--require-hashes), made from the upstream index: nothing to warn about the wheels.
-    assert host_line(first, "node3", "warning: the fleet mirror") == ""
+    # (--require-hashes), made from the upstream index: nothing to warn about the wheels;
+    # what is said is that the transport is plain (integrity rests on signatures and pins).
+    warned = host_line(first, "node3", "warning: the fleet mirror")
+    assert "is plain HTTP: integrity rests on AMD's signatures and pinned hashes" in warned
+    assert "hashes come from" not in warned
     assert "Fleet mirror | Drop the bundle (a live mirror now)" in changed(first)
     for upstream in (RADEON, PYTORCH):  # the controller, locking the wheels, is no lab host
         assert clients(lab, since, upstream) & lab_hosts(lab) == {lab.address("mirror")}, upstream
