@@ -18,6 +18,7 @@ from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
+from rocm_fleet.offline.wheels import BUILD_MARK, NO_BINARY
 from rocm_fleet.operations._script import script
 
 if TYPE_CHECKING:
@@ -185,7 +186,11 @@ def pinned_wheels(
       alone, and refuses a wheel whose hash is another, naming it (the ``#sha256`` of the
       index page the host reads is not trusted: whoever can change the wheel on the way
       can change the page too). Required whenever something is to be installed: no wheel
-      goes in unpinned
+      goes in unpinned. A lock that pins an sdist (AMD's ``rocm``, published only so;
+      ``offline.wheels.lock_lines``) names it in a ``--no-binary=`` line and marks the
+      wheels that build it: those are installed first, hash-checked, then the set, the
+      sdist built in the venv with them (``--no-build-isolation``: an isolated build would
+      fetch its build requirements without hashes)
 
     + ca: the only CA pip trusts for the index (``--cert``: the fleet mirror's CA on the host)
 
@@ -214,14 +219,24 @@ def pinned_wheels(
         if ca:
             trusted = ["--cert", QuoteString(ca)]
         if locked:
-            # The lines on pip's stdin (no file left on the host); every wheel hash-pinned.
-            yield StringCommand(
-                "printf", QuoteString("%s\\n"), *map(QuoteString, locked), "|",
-                *(["env", *environment] if environment else []),
-                python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-                "--no-cache-dir", "--require-hashes", "--only-binary=:all:",
-                "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
-            )  # fmt: skip
+            pins = [line for line in locked if not line.startswith(NO_BINARY)]
+            source = [line for line in locked if line.startswith(NO_BINARY)]
+            build = [line for line in pins if line.endswith(BUILD_MARK)]
+
+            def install(lines: list[str], *options: str) -> StringCommand:
+                # The lines on pip's stdin (no file left on the host); every file hash-pinned.
+                return StringCommand(
+                    "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
+                    *(["env", *environment] if environment else []),
+                    python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                    "--no-cache-dir", "--require-hashes", "--only-binary=:all:", *options,
+                    "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
+                )  # fmt: skip
+
+            if build and source:
+                yield install(build)  # the build backend, before the sdist needs it
+            build_options = [*source, "--no-build-isolation"] if source else []
+            yield install(pins, *build_options)
         else:
             pins = [f"{name}=={version}" for name, version in sorted(wanted.items())]
             raise OperationValueError(
