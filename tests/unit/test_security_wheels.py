@@ -141,6 +141,33 @@ def test_pinned_wheels_with_a_lock_install_with_require_hashes_from_stdin():
     assert "http_proxy=http://proxy:3128" in text
 
 
+def test_a_lock_with_an_sdist_installs_its_build_backend_first_then_builds_it_in_the_venv():
+    backend = "setuptools==80.9.0 --hash=sha256:" + "c" * 64 + " # build requirement"
+    lock = [
+        "rocm==10.0.0 --hash=sha256:" + "a" * 64,
+        backend,
+        "torch==2.9.1+rocm6.4 --hash=sha256:" + "b" * 64,
+        "--no-binary=rocm",
+    ]
+    result = run_op(
+        python.pinned_wheels,
+        {f"VenvDistributions:{VENV}": None},
+        venv_path=VENV,
+        index_url=INDEX,
+        wanted=WHEELS,
+        locked=lock,
+    )
+    first, second = result.texts
+    # The build backend alone, hash-checked, as a wheel...
+    assert first.startswith(f"printf '%s\\n' '{backend}' | ")
+    assert "--require-hashes --only-binary=:all: --index-url" in first
+    # ... then the set, the sdist named for pip (a name in --no-binary beats :all:), built
+    # with that backend in the venv: an isolated build would fetch setuptools unchecked.
+    assert second.startswith(f"printf '%s\\n' '{lock[0]}' '{backend}' '{lock[2]}' | ")
+    assert "--require-hashes --only-binary=:all: --no-binary=rocm --no-build-isolation" in second
+    assert "'--no-binary=rocm'" not in second
+
+
 def test_the_deploy_pins_wheels_from_the_bundle_and_never_falls_back(bundled, monkeypatch):
     from pyinfra.api.exceptions import DeployError
 
