@@ -73,6 +73,11 @@ def test_10x_torch_comes_from_amds_index_verifies_and_then_changes_nothing(lab):
     requests = lab.server.requests()[since:]
     fetched = [r["path"] for r in requests if r["host"] == "stable.repo.amd.com"]
     assert "/rocm/whl-next/torch/" in fetched, fetched
+    # rocm, published only as an sdist, was built on the host from the locked sdist with
+    # the locked setuptools (no wheel of it exists on the index).
+    assert "/rocm/whl-next/rocm-10.0.0.tar.gz" in fetched, fetched
+    assert any(p.startswith("/rocm/whl-next/setuptools-") for p in fetched), fetched
+    assert "setuptools==" in freeze, freeze
     assert not [r for r in lab.server.requests()[since:] if r["host"] == "download.pytorch.org"]
 
     check = [str(Path(lab.env()["PATH"].split(":")[0]) / "python"), "-m", "rocm_fleet.cli",
