@@ -198,6 +198,25 @@ def test_an_sdist_only_runtime_is_locked_by_its_hash_with_the_wheels_that_build_
         assert len(served.requests) == asked
 
 
+def test_a_version_with_wheels_is_never_taken_from_its_sdist(tmp_path):
+    """Only a version published as an sdist alone is built on the host: one with a wheel
+    for another Python stays refused for this one, naming it."""
+    from unit.test_bundle import sdist, write_pages
+
+    www = tmp_path / "www"
+    source = sdist(www / "whl/x", "numpy", "2.3.0")
+    other = wheel(www / "whl/x", "numpy", "2.3.0", python=">=3.12")
+    (other.parent / other.name.replace("py3-none-any", "cp312-cp312-linux_x86_64")).write_bytes(
+        other.read_bytes()
+    )
+    other.unlink()
+    write_pages(www, "whl/x", {"numpy": [source, *other.parent.glob("numpy-*.whl")]})
+    with serve(www) as served:
+        request = LockRequest.of(f"{served.url}/whl/x", ["numpy==2.3.0"], PY311)
+        with pytest.raises(LockError, match=r"no wheel of numpy \(==2\.3\.0"):
+            locks_for(tmp_path).lines(request)
+
+
 def test_an_sdist_whose_requirements_are_dynamic_is_not_locked(tmp_path):
     from unit.test_bundle import sdist, write_pages
 

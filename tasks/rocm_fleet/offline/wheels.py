@@ -275,7 +275,11 @@ class _Provider(AbstractProvider):
         extras = frozenset(extra for r in wanted for extra in r.extras)
         excluded = {c.version for c in incompatibilities[identifier]}
         best: dict[Version, tuple[int, Link]] = {}
-        for link in self.page(name):
+        links = self.page(name)
+        # An sdist only for a version published as nothing else (TheRock's ``rocm``): a
+        # version with wheels for other Pythons or platforms is not built on the host.
+        wheeled = {v for v in map(_wheel_version, links) if v is not None}
+        for link in links:
             try:
                 project, version, _build, _tags = parse_wheel_filename(link.filename)
                 rank = self.target.rank(link.filename)
@@ -283,7 +287,9 @@ class _Provider(AbstractProvider):
                 if not self.sdists or not is_sdist(link.filename):
                     continue
                 project, version = parse_sdist_filename(link.filename)
-                rank = len(self.target.tags)  # after every wheel of the version
+                if version in wheeled:
+                    continue
+                rank = len(self.target.tags)
             if rank is None or canonicalize_name(project) != name or version in excluded:
                 continue
             if not self.target.admits(link.requires_python):
@@ -314,6 +320,13 @@ class _Provider(AbstractProvider):
             elif plain:
                 dependencies.append(requirement)
         return dependencies
+
+
+def _wheel_version(link: Link) -> Version | None:
+    try:
+        return parse_wheel_filename(link.filename)[1]
+    except InvalidWheelFilename:
+        return None
 
 
 def _requirement(text: str, why: str, where: str) -> Requirement:
