@@ -435,19 +435,22 @@ _SDIST_MEMBER_LIMIT = 1 << 20
 def _sdist_member(path: str, member: str) -> str:
     """One top-level file of an sdist (``<name>-<version>/<member>``, the layout of the
     sdist specification), read without extracting anything."""
-    with tarfile.open(path, "r:gz") as archive:
-        top = {name.split("/", 1)[0] for name in archive.getnames()}
-        if len(top) != 1:
-            raise ResolutionError(f"{path}: not one top-level directory in the sdist")
-        try:
-            info = archive.getmember(f"{top.pop()}/{member}")
-        except KeyError:
-            raise ResolutionError(f"{path}: no {member} in the sdist") from None
-        if not info.isfile() or info.size > _SDIST_MEMBER_LIMIT:
-            raise ResolutionError(f"{path}: its {member} is not a file of at most 1 MiB")
-        handle = archive.extractfile(info)
-        assert handle is not None
-        return handle.read().decode("utf-8")
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            top = {name.split("/", 1)[0] for name in archive.getnames()}
+            if len(top) != 1:
+                raise ResolutionError(f"{path}: not one top-level directory in the sdist")
+            try:
+                info = archive.getmember(f"{top.pop()}/{member}")
+            except KeyError:
+                raise ResolutionError(f"{path}: no {member} in the sdist") from None
+            if not info.isfile() or info.size > _SDIST_MEMBER_LIMIT:
+                raise ResolutionError(f"{path}: its {member} is not a file of at most 1 MiB")
+            handle = archive.extractfile(info)
+            assert handle is not None
+            return handle.read().decode("utf-8")
+    except (tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as exc:
+        raise ResolutionError(f"{path}: not a readable sdist ({type(exc).__name__})") from None
 
 
 def sdist_metadata(path: str) -> str:

@@ -223,7 +223,7 @@ def pinned_wheels(
             source = [line for line in locked if line.startswith(NO_BINARY)]
             build = [line for line in pins if line.endswith(BUILD_MARK)]
 
-            def install(lines: list[str], *options: str) -> StringCommand:
+            def install(lines: list[str], *options: str | QuoteString) -> StringCommand:
                 # The lines on pip's stdin (no file left on the host); every file hash-pinned.
                 return StringCommand(
                     "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
@@ -235,7 +235,7 @@ def pinned_wheels(
 
             if build and source:
                 yield install(build)  # the build backend, before the sdist needs it
-            build_options = [*source, "--no-build-isolation"] if source else []
+            build_options = [*map(QuoteString, source), "--no-build-isolation"] if source else []
             yield install(pins, *build_options)
         else:
             pins = [f"{name}=={version}" for name, version in sorted(wanted.items())]
