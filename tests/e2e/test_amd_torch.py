@@ -115,6 +115,9 @@ def test_an_air_gapped_10x_host_gets_amds_torch_from_a_bundle(lab):
     assert pins["torch"] == "2.13.0+rocm10.0.0"
     assert pins["amd-torch-device-gfx1100"] == "2.13.0+rocm10.0.0"
     assert pins["rocm"] == "10.0.0" and pins["rocm-sdk-device-gfx1100"] == "10.0.0"
+    # rocm as AMD publishes it, an sdist, and the setuptools wheel that builds it on the host.
+    assert wheel_set["pins"]["rocm"]["path"].endswith("/rocm-10.0.0.tar.gz")
+    assert wheel_set["pins"]["setuptools"]["build"] is True
     assert not [p for p in pins if p.endswith("-gfx942")]  # the hosts' target only
 
     # amdtorch becomes the fleet mirror while it still reaches upstream (its apt has AMD's
@@ -130,6 +133,7 @@ def test_an_air_gapped_10x_host_gets_amds_torch_from_a_bundle(lab):
                                      "torchaudio": "2.11.0.2+rocm10.0.0"}  # fmt: skip
     freeze = sh(lab, "airgap", f"{support.VENV_PYTHON} -m pip list --format=freeze").lower()
     assert "amd-torch-device-gfx1100==2.13.0+rocm10.0.0" in freeze.replace("_", "-"), freeze
+    assert "rocm==10.0.0" in freeze and "setuptools==" in freeze, freeze  # built on the host
     hosts = {lab.address(name) for name in lab.hosts}
     reached = {r["client"] for r in lab.server.requests()[since:] if r["host"] in DOUBLES}
     assert not reached & hosts, reached
