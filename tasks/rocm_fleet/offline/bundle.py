@@ -11,7 +11,9 @@ it and apt and pip on the hosts find what they asked upstream for, at the same p
   closure within AMD's repository, each checked against the SHA256 of the signed index;
 * per PyTorch index and host Python, the wheels of torch, torchvision, torchaudio and what
   they require, each checked against the ``#sha256=`` the index publishes, with PEP 503
-  pages listing only those files (relative links, so the tree works from any URL);
+  pages listing only those files (relative links, so the tree works from any URL); a
+  distribution published only as an sdist (AMD's ``rocm``) as its sdist, with the wheels of
+  its build backend (``offline.wheels``);
 * ``manifest.json``: what was fetched, from where, how it was verified and why it is there
   (which host needs it, which package depends on it).
 
