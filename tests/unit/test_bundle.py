@@ -739,7 +739,7 @@ def test_a_core_sdk_bundle_holds_its_repository_key_closure_and_pip_runtime(
     assert wheel_set["pins"]["rocm"]["path"].endswith("/rocm-7.14.0.post1.tar.gz")
     assert wheel_set["pins"]["setuptools"] == {
         "version": "80.9.0", "path": wheel_set["pins"]["setuptools"]["path"],
-        "why": ["builds rocm"], "build": True,
+        "why": ["builds rocm"], "build": True, "runtime": False,
     }  # fmt: skip
     lines = locked_requirements(str(out), wheels)
     assert lines[-1] == "--no-binary=rocm"

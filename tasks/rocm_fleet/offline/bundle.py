@@ -70,6 +70,7 @@ from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.signature import SignatureError, check_release
 from rocm_fleet.offline.wheels import (
     Link,
+    Locked,
     ResolutionError,
     Target,
     dist_metadata,
@@ -445,6 +446,8 @@ def _wheels(
         pinned[name] = {"version": str(pin.candidate.version), "path": path, "why": pin.why}
         if pin.build:
             pinned[name]["build"] = True
+        if not pin.runtime:
+            pinned[name]["runtime"] = False
     return {
         "index_url": index_url,
         "python": runtime.python,
@@ -784,6 +787,9 @@ def locked_requirements(bundle: str, need: WheelNeed) -> list[str] | None:
                 if not re.fullmatch(r"[0-9a-f]{64}", digest):
                     return None
                 sdist = is_sdist(pin["path"].rsplit("/", 1)[-1])
-                pins.append((name, pin["version"], digest, bool(pin.get("build")), sdist))
+                pins.append(
+                    Locked(name, pin["version"], digest, sdist, bool(pin.get("build")),
+                           pin.get("runtime", True) is not False)
+                )  # fmt: skip
             return lock_lines(pins)
     return None

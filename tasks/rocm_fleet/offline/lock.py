@@ -51,6 +51,7 @@ from rocm_fleet.offline.wheels import (
     BUILD_MARK,
     NO_BINARY,
     Link,
+    Locked,
     ResolutionError,
     Target,
     dist_metadata,
@@ -217,16 +218,11 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
             raise LockError(f"{pin.candidate.link.url}: the index publishes no #sha256 for {name}")
     return lock_lines(
         [
-            (
-                name,
-                str(pin.candidate.version),
-                pin.candidate.link.sha256 or "",
-                pin.build,
-                pin.sdist,
-            )
+            Locked(name, str(pin.candidate.version), pin.candidate.link.sha256 or "",
+                   pin.sdist, pin.build, pin.runtime)
             for name, pin in pins.items()
         ]
-    )
+    )  # fmt: skip
 
 
 class Locks:

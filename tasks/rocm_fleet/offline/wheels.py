@@ -55,22 +55,36 @@ class ResolutionError(Exception):
 
 
 # --- the lock lines a host's pip installs from -----------------------------------------------
-# Pip's own requirement-file syntax: ``name==version --hash=sha256:...`` per file; a build
-# requirement of an sdist carries the comment BUILD_MARK (pip ignores it; the host installs
-# those lines first); NO_BINARY names the distributions pinned to an sdist (pip's
-# FormatControl: a name in --no-binary beats ``:all:`` in --only-binary).
+# Pip's own requirement-file syntax: ``name==version --hash=sha256:...`` per file the set
+# installs; a build requirement of an sdist has a line of its own ending in the comment
+# BUILD_MARK (pip ignores it; the host installs those first, where the build finds them:
+# operations.python.pinned_wheels), beside its plain line when the set needs it too;
+# NO_BINARY names the distributions pinned to an sdist (pip's FormatControl: a name in
+# --no-binary beats ``:all:`` in --only-binary).
 BUILD_MARK = "# build requirement"
 NO_BINARY = "--no-binary="
 
 
-def lock_lines(pins: list[tuple[str, str, str, bool, bool]]) -> list[str]:
-    """The lines for pins ``(name, version, sha256, is_build_requirement, is_sdist)``:
-    one per pin, sorted by name, then the NO_BINARY line when an sdist is pinned."""
-    lines = []
-    for name, version, sha256, build, _sdist in sorted(pins):
-        mark = f" {BUILD_MARK}" if build else ""
-        lines.append(f"{name}=={version} --hash=sha256:{sha256}{mark}")
-    sdists = sorted(name for name, _v, _h, _b, sdist in pins if sdist)
+@dataclass(frozen=True)
+class Locked:
+    """One pinned file, as a lock or a bundle records it."""
+
+    name: str
+    version: str
+    sha256: str
+    sdist: bool = False
+    build: bool = False  # the build of an sdist of the set needs it
+    runtime: bool = True  # the set needs it installed
+
+
+def lock_lines(pins: list[Locked]) -> list[str]:
+    """The lines for ``pins``, sorted by name: the set's, then the build requirements',
+    then the NO_BINARY line when an sdist is pinned."""
+    ordered = sorted(pins, key=lambda p: p.name)
+    line = "{0.name}=={0.version} --hash=sha256:{0.sha256}".format
+    lines = [line(p) for p in ordered if p.runtime]
+    lines += [f"{line(p)} {BUILD_MARK}" for p in ordered if p.build]
+    sdists = [p.name for p in ordered if p.sdist]
     if sdists:
         lines.append(NO_BINARY + ",".join(sdists))
     return lines
@@ -230,6 +244,7 @@ class Pin:
     candidate: Candidate
     why: list[str]
     build: bool = False  # a build requirement of an sdist pinned beside it
+    runtime: bool = True  # what the roots need (False: only to build an sdist)
 
     @property
     def sdist(self) -> bool:
@@ -380,7 +395,7 @@ def resolve(
         if runtime is not None:
             runtime.build, runtime.why = True, sorted({*runtime.why, *why})
         else:
-            pins[name] = Pin(pin.candidate, why, build=True)
+            pins[name] = Pin(pin.candidate, why, build=True, runtime=False)
     return pins
 
 
