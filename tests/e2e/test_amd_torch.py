@@ -73,6 +73,14 @@ def test_10x_torch_comes_from_amds_index_verifies_and_then_changes_nothing(lab):
     requests = lab.server.requests()[since:]
     fetched = [r["path"] for r in requests if r["host"] == "stable.repo.amd.com"]
     assert "/rocm/whl-next/torch/" in fetched, fetched
+    # rocm, published only as an sdist, was built on the host from the locked sdist with
+    # the locked setuptools (no wheel of it exists on the index)...
+    assert "/rocm/whl-next/rocm-10.0.0.tar.gz" in fetched, fetched
+    assert any(p.startswith("/rocm/whl-next/setuptools-") for p in fetched), fetched
+    # setuptools built it from a scratch directory: the venv holds only the set.
+    from importlib.metadata import version  # the lab packs its own setuptools for the index
+
+    assert f"setuptools=={version('setuptools')}" not in freeze, freeze
     assert not [r for r in lab.server.requests()[since:] if r["host"] == "download.pytorch.org"]
 
     check = [str(Path(lab.env()["PATH"].split(":")[0]) / "python"), "-m", "rocm_fleet.cli",
@@ -110,6 +118,10 @@ def test_an_air_gapped_10x_host_gets_amds_torch_from_a_bundle(lab):
     assert pins["torch"] == "2.13.0+rocm10.0.0"
     assert pins["amd-torch-device-gfx1100"] == "2.13.0+rocm10.0.0"
     assert pins["rocm"] == "10.0.0" and pins["rocm-sdk-device-gfx1100"] == "10.0.0"
+    # rocm as AMD publishes it, an sdist, and the setuptools wheel that builds it on the host.
+    assert wheel_set["pins"]["rocm"]["path"].endswith("/rocm-10.0.0.tar.gz")
+    assert wheel_set["pins"]["setuptools"]["build"] is True
+    assert wheel_set["pins"]["setuptools"]["runtime"] is False  # only to build rocm
     assert not [p for p in pins if p.endswith("-gfx942")]  # the hosts' target only
 
     # amdtorch becomes the fleet mirror while it still reaches upstream (its apt has AMD's
@@ -125,6 +137,7 @@ def test_an_air_gapped_10x_host_gets_amds_torch_from_a_bundle(lab):
                                      "torchaudio": "2.11.0.2+rocm10.0.0"}  # fmt: skip
     freeze = sh(lab, "airgap", f"{support.VENV_PYTHON} -m pip list --format=freeze").lower()
     assert "amd-torch-device-gfx1100==2.13.0+rocm10.0.0" in freeze.replace("_", "-"), freeze
+    assert "rocm==10.0.0" in freeze, freeze  # built on the host, from the bundled sdist
     hosts = {lab.address(name) for name in lab.hosts}
     reached = {r["client"] for r in lab.server.requests()[since:] if r["host"] in DOUBLES}
     assert not reached & hosts, reached

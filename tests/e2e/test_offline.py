@@ -185,8 +185,9 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
     assert sorted(manifest["keys"]) == [f"https://{AMD}/rocm/packages-multi-arch/gpg/rocm.gpg",
                                         f"https://{RADEON}/rocm/rocm.gpg.key"]  # fmt: skip
     devices = [f"rocm-sdk-device-{gfx}" for gfx in matrix.CORE_SDK_GFX_PACKAGES]
+    # rocm is an sdist: setuptools, its build backend, bundled beside it.
     core_runtime = sorted(["filelock", "torch", "torchvision", "rocm", "rocm-sdk-core",
-                           "rocm-sdk-libraries", *devices])  # fmt: skip
+                           "rocm-sdk-libraries", "setuptools", *devices])  # fmt: skip
     assert [(w["index_url"].rsplit("/", 1)[1], w["python"], sorted(w["pins"]))
             for w in manifest["wheel_sets"]] == [
         ("rocm6.4", "3.11", ["filelock", "torch", "torchaudio", "torchvision"]),  # Debian 12

@@ -11,9 +11,9 @@ the targets it offers fewer builds (gfx1150: torch 2.12.0 only); torch requires
 <gfx>]`` brings ``amd-torchvision-device-<gfx>``; torchaudio takes no extra. The torch double
 is download.pytorch.org's (``pytorch_index``): it reads the host's GPU profile.
 
-Stand-ins, where the record says AMD's form was not read or the lab can't have it: ``rocm``
-is served as a wheel of the release's version (AMD publishes only an sdist, built on the
-host with setuptools from the index: the record's ``lab_note``); torch.version.hip; and the
+``rocm`` is served as AMD publishes it, an sdist only (the record's ``rocm_dist``), built on
+the host with setuptools the index serves beside it (the record's ``lab_note``). Stand-ins,
+where the record says AMD's form was not read or the lab can't have it: torch.version.hip; and the
 one dependency of torch the index also serves (filelock, as the download.pytorch.org double
 does: AMD's ``--index-url``-only commands imply the index serves torch's dependencies).
 """
@@ -118,15 +118,8 @@ def _runtime(out: Path, rel: facts.AmdWheelRelease) -> list[pt.Wheel]:
     release's version exactly (what torch's ``rocm[libraries]==<release>`` needs)."""
     pin = f"=={rel.version}"
     device = [f"rocm-sdk-device-{g}" for g in rel.targets]
-    requires = [f"rocm-sdk-core{pin}", f'rocm-sdk-libraries{pin}; extra == "libraries"']
-    requires += [f'{d}{pin}; extra == "device-all"' for d in device]
-    requires += [f'rocm-sdk-device-{g}{pin}; extra == "device-{g}"' for g in rel.targets]
-    extras = ("libraries", "device-all", *(f"device-{g}" for g in rel.targets))
-    wheels = [
-        pt.write_wheel(
-            out, "rocm", rel.version, {"rocm_sdk/__init__.py": ""}, tuple(requires), extras
-        )
-    ]
+    build_requires = facts.rocm_build_requires()
+    wheels = pt.runtime_meta_package(out, rel.version, pin, list(rel.targets), build_requires)
     for name in ["rocm-sdk-core", "rocm-sdk-libraries", *device]:
         module = "_" + name.replace("-", "_")
         wheels.append(pt.write_wheel(out, name, rel.version, {f"{module}/__init__.py": ""}))

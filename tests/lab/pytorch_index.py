@@ -13,8 +13,12 @@ matrix, so a wrong matrix row meets the index as it really is.
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import html
+import importlib.metadata
+import io
+import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +122,125 @@ def write_wheel(
     return Wheel(project, version, path, hashlib.sha256(path.read_bytes()).hexdigest())
 
 
+def write_sdist(
+    out_dir: Path,
+    project: str,
+    version: str,
+    package: str,
+    requires: list[str],
+    extras: dict[str, list[str]],
+    build_requires: list[str],
+) -> Wheel:
+    """Write a buildable sdist as setuptools publishes one, the form of TheRock's ``rocm``
+    meta package: ``<name>-<version>/`` with a pyproject.toml (``[build-system]`` naming
+    setuptools, ``[project]`` with the dependencies and extras, so the wheel the host builds
+    carries them) and a PKG-INFO (core metadata 2.2, the same requirements, static), and
+    the empty package ``package``."""
+    dist = f"{project.replace('-', '_')}-{version}"
+
+    def toml_list(items: list[str]) -> str:
+        return "[" + ", ".join(f'"{_toml_str(item)}"' for item in items) + "]"
+
+    optional = "".join(f'"{extra}" = {toml_list(reqs)}\n' for extra, reqs in extras.items())
+    pyproject = (
+        f"[build-system]\nrequires = {toml_list(build_requires)}\n"
+        'build-backend = "setuptools.build_meta"\n\n'
+        f'[project]\nname = "{project}"\nversion = "{version}"\n'
+        'description = "rocm-fleet lab double (not the real package)"\n'
+        f'requires-python = ">=3.9"\ndependencies = {toml_list(requires)}\n\n'
+        f"[project.optional-dependencies]\n{optional}\n"
+        f'[tool.setuptools]\npackages = ["{package}"]\n'
+    )
+    pkg_info = "".join(
+        [
+            "Metadata-Version: 2.2\n",
+            f"Name: {project}\n",
+            f"Version: {version}\n",
+            "Summary: rocm-fleet lab double (not the real package)\n",
+            "Requires-Python: >=3.9\n",
+            *(f"Requires-Dist: {r}\n" for r in requires),
+            *(f"Provides-Extra: {e}\n" for e in extras),
+            *(f'Requires-Dist: {r}; extra == "{e}"\n' for e, rs in extras.items() for r in rs),
+        ]
+    )
+    members = {
+        "pyproject.toml": pyproject,
+        "PKG-INFO": pkg_info,
+        f"{package}/__init__.py": f'"""{project} double."""\n',
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{dist}.tar.gz"
+    buffer = io.BytesIO()
+    # mtime fixed and gzip's own header time too: the same inputs give the same bytes.
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for name, body in members.items():
+            data = body.encode()
+            info = tarfile.TarInfo(f"{dist}/{name}")
+            info.size, info.mtime, info.mode = len(data), 1767225600, 0o644
+            archive.addfile(info, io.BytesIO(data))
+    path.write_bytes(gzip.compress(buffer.getvalue(), mtime=0))
+    return Wheel(project, version, path, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def _toml_str(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def build_backend_wheel(out_dir: Path, requirement: str) -> Wheel:
+    """A wheel of the build backend an sdist needs (``setuptools>=70.2.0``), packed from the
+    distribution installed beside the lab (tests/lab/pyproject.toml requires it): the real
+    setuptools, made without the internet. Its files as its RECORD lists them (bytecode and
+    scripts outside site-packages left out), a new RECORD."""
+    req = Requirement(requirement)
+    dist = importlib.metadata.distribution(req.name)
+    if not req.specifier.contains(dist.version, prereleases=True):
+        raise RuntimeError(
+            f"the lab serves {req.name} {dist.version} from its own venv, but the sdist needs "
+            f"{requirement}: `pip install -e tests/lab` installs one that fits"
+        )
+    name = dist.metadata["Name"].replace("-", "_").lower()
+    info_dir = f"{name}-{dist.version}.dist-info"
+    skip = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
+    entries: dict[str, bytes] = {}
+    for file in dist.files or []:
+        posix = file.as_posix()
+        if posix.startswith("..") or "__pycache__" in posix or posix.endswith(".pyc"):
+            continue
+        parts = posix.split("/")
+        if parts[0].endswith(".dist-info"):
+            if parts[-1] in skip:
+                continue
+            posix = "/".join([info_dir, *parts[1:]])
+        entries[posix] = Path(file.locate()).read_bytes()
+    record = [f"{n},{_record_hash(b)},{len(b)}" for n, b in entries.items()]
+    entries[f"{info_dir}/RECORD"] = ("\n".join([*record, f"{info_dir}/RECORD,,"]) + "\n").encode()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}-{dist.version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for entry, body in sorted(entries.items()):
+            info = zipfile.ZipInfo(entry, _ZIP_DATE)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, body)
+    return Wheel(req.name, dist.version, path, hashlib.sha256(path.read_bytes()).hexdigest())
+
+
+def runtime_meta_package(
+    out: Path, version: str, pin: str, targets: list[str], build_requires: list[str]
+) -> list[Wheel]:
+    """TheRock's ``rocm`` meta package as TheRock publishes it, an sdist only (the records'
+    ``rocm_dist``), and the build backend it needs as a wheel on the same index: ``rocm``
+    requires ``rocm-sdk-core``; ``[libraries]`` brings ``rocm-sdk-libraries``,
+    ``[device-<gfx>]`` ``rocm-sdk-device-<gfx>``, ``[device-all]`` every one, each at
+    ``pin`` (TheRock RELEASES.md table)."""
+    device = [f"rocm-sdk-device-{g}{pin}" for g in targets]
+    extras = {"libraries": [f"rocm-sdk-libraries{pin}"], "device-all": device}
+    extras |= {f"device-{g}": [d] for g, d in zip(targets, device, strict=True)}
+    sdist = write_sdist(out, "rocm", version, "rocm_sdk", [f"rocm-sdk-core{pin}"], extras,
+                        build_requires)  # fmt: skip
+    return [sdist, *(build_backend_wheel(out, r) for r in build_requires)]
+
+
 def _torch_files(version: str, hip: str | None, cuda: str | None) -> dict[str, str]:
     def sub(text: str) -> str:
         return (
@@ -148,30 +271,17 @@ def runtime_wheels(out: Path, requirement: str) -> list[Wheel]:
     """Stand-ins of the pip ROCm runtime a Core SDK torch requires (``rocm[device-all,
     libraries]==7.14.*``), with its structure (TheRock's rocm_sdk/_dist_info.py): ``rocm``
     requires ``rocm-sdk-core``; its extra ``libraries`` brings ``rocm-sdk-libraries``,
-    ``device-<gfx>`` one ``rocm-sdk-device-<gfx>`` and ``device-all`` every one. The real
-    ``rocm`` is an sdist built on the host ((3p) installed as rocm==7.14.0.post1); the
-    stand-in is a wheel of that version."""
+    ``device-<gfx>`` one ``rocm-sdk-device-<gfx>`` and ``device-all`` every one. ``rocm``
+    is an sdist ((3p) installed as rocm==7.14.0.post1; the record's ``runtime_dist``) with
+    setuptools beside it."""
     req = Requirement(requirement)
     release = str(req.specifier).removeprefix("==").removesuffix(".*") + ".0"
     pin = f"=={release}"
     device = [f"rocm-sdk-device-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES]
-    requires = [f"rocm-sdk-core{pin}", f'rocm-sdk-libraries{pin}; extra == "libraries"']
-    requires += [f'{name}{pin}; extra == "device-all"' for name in device]
-    requires += [
-        f'{name}{pin}; extra == "device-{gfx}"'
-        for name, gfx in zip(device, CORE_SDK_GFX_PACKAGES, strict=True)
-    ]
-    extras = ["libraries", "device-all", *(f"device-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES)]
-    wheels = [
-        write_wheel(
-            out,
-            "rocm",
-            f"{release}.post1",
-            {"rocm_sdk/__init__.py": ""},
-            tuple(requires),
-            extras=tuple(extras),
-        ),
-    ]
+    build_requires = facts.rocm_build_requires()
+    wheels = runtime_meta_package(
+        out, f"{release}.post1", pin, list(CORE_SDK_GFX_PACKAGES), build_requires
+    )
     for name in ["rocm-sdk-core", "rocm-sdk-libraries", *device]:
         module = "_" + name.replace("-", "_")
         wheels.append(write_wheel(out, name, release, {f"{module}/__init__.py": ""}))

@@ -13,6 +13,8 @@ import re
 import shlex
 import subprocess
 import sys
+import tarfile
+import tomllib
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -167,10 +169,21 @@ def test_core_sdk_torch_wheels_require_the_pip_rocm_runtime(tmp_path):
         meta = zf.read(f"torch-{torch.version}.dist-info/METADATA").decode()
     assert "Requires-Dist: rocm[device-all,libraries]==7.14.*" in meta
     assert by_name["rocm"].version == "7.14.0.post1"
-    with zipfile.ZipFile(by_name["rocm"].path) as zf:
-        meta = zf.read("rocm-7.14.0.post1.dist-info/METADATA").decode()
+    # rocm as TheRock publishes it: an sdist only, with its build backend beside it.
+    assert by_name["rocm"].path.name == "rocm-7.14.0.post1.tar.gz"
+    with tarfile.open(by_name["rocm"].path) as sdist:
+        meta = sdist.extractfile("rocm-7.14.0.post1/PKG-INFO").read().decode()
+        pyproject = tomllib.load(sdist.extractfile("rocm-7.14.0.post1/pyproject.toml"))
     assert "Requires-Dist: rocm-sdk-core==7.14.0\n" in meta
     assert 'Requires-Dist: rocm-sdk-device-gfx1100==7.14.0; extra == "device-all"' in meta
+    assert pyproject["build-system"]["requires"] == ["setuptools>=70.2.0"]
+    assert pyproject["project"]["dependencies"] == ["rocm-sdk-core==7.14.0"]
+    assert (
+        "rocm-sdk-device-gfx1100==7.14.0"
+        in pyproject["project"]["optional-dependencies"]["device-all"]
+    )
+    with zipfile.ZipFile(by_name["setuptools"].path) as zf:
+        assert "setuptools/build_meta.py" in zf.namelist()
     assert {"rocm-sdk-core", "rocm-sdk-libraries", "rocm-sdk-device-gfx942"} <= set(by_name)
     page = (tmp_path / "whl/rocm7.14/rocm-sdk-core/index.html").read_text()
     assert "rocm_sdk_core-7.14.0-py3-none-any.whl#sha256=" in page
@@ -195,7 +208,8 @@ def test_amds_stable_index_double_serves_10x_torch_with_device_extras(tmp_path):
     vision = {w.version for w in wheels if w.project == "torchvision"}
     assert "0.29.0a0+rocm10.1.0" in vision
     page = (tmp_path / "rocm/whl-next/rocm/index.html").read_text()
-    assert "rocm-10.1.0-py3-none-any.whl#sha256=" in page
+    assert "rocm-10.1.0.tar.gz#sha256=" in page and ".whl" not in page
+    assert "setuptools-" in (tmp_path / "rocm/whl-next/setuptools/index.html").read_text()
     assert amd_wheels.build(tmp_path / "none", [release("7.14.1")]) == []
 
 

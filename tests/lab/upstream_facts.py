@@ -159,6 +159,11 @@ def gpu_targets() -> dict[str, dict]:
 # --- AMD's wheel indexes for the Core SDK -------------------------------------------------------
 
 
+def rocm_build_requires() -> list[str]:
+    """What building TheRock's ``rocm`` sdist requires (its pyproject's ``[build-system]``)."""
+    return list(load("repo.amd.com-whl")["runtime"]["rocm_build_requires"])
+
+
 def amd_wheel_record() -> dict:
     """The whole record of AMD's wheel indexes (``[stable]``, ``[runtime]``, the others)."""
     return load("repo.amd.com-whl")

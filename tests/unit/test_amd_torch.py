@@ -214,6 +214,9 @@ def test_a_bundle_resolves_amds_index_with_the_device_extras(tmp_path):
         manifest = make_bundle(plan_, out, Fetcher(progress=Quiet()))
     (wheel_set,) = manifest["wheel_sets"]
     pins = {name: pin["version"] for name, pin in wheel_set["pins"].items()}
+    # rocm is AMD's sdist (the double serves it so): setuptools, its build backend, beside it.
+    backend = pins.pop("setuptools")
+    assert wheel_set["pins"]["setuptools"]["build"] is True
     assert pins == {
         "torch": "2.13.0+rocm10.0.0", "torchvision": "0.28.0+rocm10.0.0",
         "torchaudio": "2.11.0.2+rocm10.0.0", "amd-torch-device-gfx1100": "2.13.0+rocm10.0.0",
@@ -221,6 +224,9 @@ def test_a_bundle_resolves_amds_index_with_the_device_extras(tmp_path):
         "rocm": "10.0.0", "rocm-sdk-core": "10.0.0", "rocm-sdk-libraries": "10.0.0",
         "rocm-sdk-device-gfx1100": "10.0.0",
     }  # fmt: skip
+    assert wheel_set["pins"]["rocm"]["path"].endswith("/rocm-10.0.0.tar.gz")
     assert missing(str(out), HostNeeds(wheels=(need,))) == []
     locked = locked_requirements(str(out), need)
     assert "torch==2.13.0+rocm10.0.0 --hash=sha256:" in " ".join(locked)
+    assert f"setuptools=={backend} --hash=sha256:" in " ".join(locked)
+    assert locked[-1] == "--no-binary=rocm"

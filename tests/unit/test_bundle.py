@@ -33,7 +33,14 @@ from rocm_fleet.offline.aptrepo import (
     parse_stanzas,
     signed_text,
 )
-from rocm_fleet.offline.bundle import BundleError, Plan, incomplete, make_bundle, missing
+from rocm_fleet.offline.bundle import (
+    BundleError,
+    Plan,
+    incomplete,
+    locked_requirements,
+    make_bundle,
+    missing,
+)
 from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
 from rocm_fleet.offline.wheels import (
     Link,
@@ -265,6 +272,39 @@ def wheel(directory: Path, name: str, version: str, requires=(), python=">=3.9",
     with zipfile.ZipFile(path, "w") as archive:
         for name_in_zip, body in files.items():
             archive.writestr(zipfile.ZipInfo(name_in_zip, (2026, 1, 1, 0, 0, 0)), body)
+    return path
+
+
+def sdist(
+    directory: Path,
+    name: str,
+    version: str,
+    requires=(),
+    extras=(),
+    build_requires=("setuptools>=70.2.0",),
+) -> Path:
+    """An sdist as setuptools writes one (``<name>-<version>/PKG-INFO`` with static
+    requirements, pyproject.toml naming the build backend), as TheRock publishes ``rocm``."""
+    import io
+    import tarfile
+
+    dist = f"{canonicalize_name(name).replace('-', '_')}-{version}"
+    meta = f"Metadata-Version: 2.2\nName: {name}\nVersion: {version}\n"
+    meta += "".join(f"Provides-Extra: {e}\n" for e in extras)
+    meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
+    build = ", ".join(f'"{r}"' for r in build_requires)
+    files = {
+        "PKG-INFO": meta,
+        "pyproject.toml": f"[build-system]\nrequires = [{build}]\n"
+        'build-backend = "setuptools.build_meta"\n',
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{dist}.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for member, body in files.items():
+            info = tarfile.TarInfo(f"{dist}/{member}")
+            info.size, info.mtime = len(body.encode()), 1767225600
+            archive.addfile(info, io.BytesIO(body.encode()))
     return path
 
 
@@ -596,7 +636,9 @@ def write_pages(www: Path, index_dir: str, files: dict[str, list[Path]]) -> None
 def core_sdk_index(www: Path) -> None:
     """whl/rocm7.14: torch requiring the pip ROCm runtime, and the runtime's meta package
     with its extras (TheRock's rocm_sdk/_dist_info.py: ``libraries``, ``device-<gfx>``,
-    ``device-all``) and parts; a newer ``rocm`` the requirement's ``==7.14.*`` excludes."""
+    ``device-all``) and parts; a newer ``rocm`` the requirement's ``==7.14.*`` excludes.
+    ``rocm`` is an sdist only (repo.amd.com-whl.toml ``rocm_dist``): setuptools, its build
+    backend, is published beside it (also as an older wheel its ``>=70.2.0`` excludes)."""
     out = www / "whl/rocm7.14"
     runtime = "rocm[device-all,libraries]==7.14.*"
     devices = ("gfx942", "gfx1100")
@@ -608,8 +650,10 @@ def core_sdk_index(www: Path) -> None:
         "torch": [wheel(out, "torch", "2.14.1+rocm7.14", ("filelock", runtime))],
         "torchvision": [wheel(out, "torchvision", "0.29.1+rocm7.14", ("torch==2.14.1+rocm7.14",))],
         "filelock": [wheel(www / "whl", "filelock", "3.13.1")],
-        "rocm": [wheel(out, "rocm", "7.14.0.post1", rocm_requires, extras=extras),
-                 wheel(out, "rocm", "7.15.0", rocm_requires, extras=extras)],
+        "rocm": [sdist(out, "rocm", "7.14.0.post1", rocm_requires, extras=extras),
+                 sdist(out, "rocm", "7.15.0", rocm_requires, extras=extras)],
+        "setuptools": [wheel(www / "whl", "setuptools", "69.5.1"),
+                       wheel(www / "whl", "setuptools", "80.9.0")],
         **{name: [wheel(out, name, "7.14.0")]
            for name in ["rocm-sdk-core", "rocm-sdk-libraries",
                         *(f"rocm-sdk-device-{g}" for g in devices)]},
@@ -686,9 +730,28 @@ def test_a_core_sdk_bundle_holds_its_repository_key_closure_and_pip_runtime(
         "torch": "2.14.1+rocm7.14", "torchvision": "0.29.1+rocm7.14", "filelock": "3.13.1",
         "rocm": "7.14.0.post1", "rocm-sdk-core": "7.14.0", "rocm-sdk-libraries": "7.14.0",
         "rocm-sdk-device-gfx942": "7.14.0", "rocm-sdk-device-gfx1100": "7.14.0",
+        "setuptools": "80.9.0",
     }  # fmt: skip
     why = wheel_set["pins"]["rocm-sdk-device-gfx1100"]["why"]
     assert why == ["required by rocm 7.14.0.post1"]
+    # rocm, published only as an sdist, is bundled as one, with the wheel that builds it
+    # (its pyproject's setuptools>=70.2.0); the host's lock lines say both.
+    assert wheel_set["pins"]["rocm"]["path"].endswith("/rocm-7.14.0.post1.tar.gz")
+    assert wheel_set["pins"]["setuptools"] == {
+        "version": "80.9.0", "path": wheel_set["pins"]["setuptools"]["path"],
+        "why": ["builds rocm"], "build": True, "runtime": False,
+    }  # fmt: skip
+    lines = locked_requirements(str(out), wheels)
+    assert lines[-1] == "--no-binary=rocm"
+    backend = manifest["files"][wheel_set["pins"]["setuptools"]["path"]]["sha256"]
+    assert [line for line in lines if line.endswith("# build requirement")] == [
+        f"setuptools==80.9.0 --hash=sha256:{backend} # build requirement"
+    ]
+    rocm_line = next(line for line in lines if line.startswith("rocm=="))
+    sdist_file = core_sdk_upstream.root / "whl/rocm7.14/rocm-7.14.0.post1.tar.gz"
+    assert rocm_line == (
+        f"rocm==7.14.0.post1 --hash=sha256:{hashlib.sha256(sdist_file.read_bytes()).hexdigest()}"
+    )
     assert missing(str(out), needs) == []
     # A host whose GPUs expected_gfx doesn't all name gets the all-targets package: preflight
     # names what the bundle lacks for it.

@@ -18,5 +18,7 @@ def test_the_lab_installs_its_own_folder_as_lab_with_its_command():
     assert project["project"]["scripts"] == {"rocm-fleet-lab": "lab.__main__:main"}
     cli = ast.parse((LAB / "__main__.py").read_text())
     assert "main" in {node.name for node in cli.body if isinstance(node, ast.FunctionDef)}
-    assert project["project"]["dependencies"] == []  # the product comes from the checkout
+    # The product comes from the checkout; setuptools is what the lab packs into the wheel
+    # index doubles as the build backend of the rocm sdist (pytorch_index.build_backend_wheel).
+    assert project["project"]["dependencies"] == ["setuptools>=70.2.0"]
     assert "-e tests/lab" in (ROOT / "Makefile").read_text()

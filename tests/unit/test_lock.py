@@ -169,6 +169,81 @@ def test_pep_658_metadata_spares_the_wheel_download(tmp_path):
         assert not [r for r in served.requests if str(r["path"]).endswith(".whl")]
 
 
+def test_an_sdist_only_runtime_is_locked_by_its_hash_with_the_wheels_that_build_it(tmp_path):
+    """AMD's ``rocm`` is published only as an sdist (repo.amd.com-whl.toml ``rocm_dist``):
+    the lock pins the sdist's published hash, its build backend as a wheel, marked, and
+    names it for pip's --no-binary; the cached lock reads back the same."""
+    from unit.test_bundle import core_sdk_index
+
+    www = tmp_path / "www"
+    core_sdk_index(www)
+    with serve(www) as served:
+        url = f"{served.url}/whl/rocm7.14"
+        wanted = ["torch==2.14.1+rocm7.14", "rocm[device-all,libraries]==7.14.*"]
+        lines = locks_for(tmp_path).lines(LockRequest.of(url, wanted, PY311))
+        assert all(LINE.fullmatch(line) for line in lines)
+        digest = hashlib.sha256((www / "whl/rocm7.14/rocm-7.14.0.post1.tar.gz").read_bytes())
+        backend = hashlib.sha256((www / "whl/setuptools-80.9.0-py3-none-any.whl").read_bytes())
+        assert f"rocm==7.14.0.post1 --hash=sha256:{digest.hexdigest()}" in lines
+        assert f"setuptools==80.9.0 --hash=sha256:{backend.hexdigest()} # build requirement" in (
+            lines
+        )
+        assert lines[-1] == "--no-binary=rocm"
+        # Only to build rocm: no plain line, so the host keeps it out of the venv.
+        assert not [line for line in lines if re.fullmatch(r"setuptools==\S+ --hash=\S+", line)]
+        names = sorted(line.split("==")[0] for line in lines[:-1])
+        assert names == sorted(["filelock", "rocm", "rocm-sdk-core", "rocm-sdk-device-gfx1100",
+                                "rocm-sdk-device-gfx942", "rocm-sdk-libraries", "setuptools",
+                                "torch"])  # fmt: skip
+        asked = len(served.requests)
+        assert locks_for(tmp_path).lines(LockRequest.of(url, wanted, PY311)) == lines
+        assert len(served.requests) == asked
+
+
+def test_a_version_with_wheels_is_never_taken_from_its_sdist(tmp_path):
+    """Only a version published as an sdist alone is built on the host: one with a wheel
+    for another Python stays refused for this one, naming it."""
+    from unit.test_bundle import sdist, write_pages
+
+    www = tmp_path / "www"
+    source = sdist(www / "whl/x", "numpy", "2.3.0")
+    other = wheel(www / "whl/x", "numpy", "2.3.0", python=">=3.12")
+    (other.parent / other.name.replace("py3-none-any", "cp312-cp312-linux_x86_64")).write_bytes(
+        other.read_bytes()
+    )
+    other.unlink()
+    write_pages(www, "whl/x", {"numpy": [source, *other.parent.glob("numpy-*.whl")]})
+    with serve(www) as served:
+        request = LockRequest.of(f"{served.url}/whl/x", ["numpy==2.3.0"], PY311)
+        with pytest.raises(LockError, match=r"no wheel of numpy \(==2\.3\.0"):
+            locks_for(tmp_path).lines(request)
+
+
+def test_an_sdist_whose_requirements_are_dynamic_is_not_locked(tmp_path):
+    from unit.test_bundle import sdist, write_pages
+
+    www = tmp_path / "www"
+    path = sdist(www / "whl/x", "rocm", "7.14.0", ("rocm-sdk-core==7.14.0",))
+    import io
+    import tarfile
+
+    with tarfile.open(path, "r:gz") as archive:
+        members = {m.name: archive.extractfile(m).read() for m in archive.getmembers()}
+    members["rocm-7.14.0/PKG-INFO"] += b"Dynamic: Requires-Dist\n"
+    with tarfile.open(path, "w:gz") as archive:
+        for name, body in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(body)
+            archive.addfile(info, io.BytesIO(body))
+    write_pages(www, "whl/x", {"rocm": [path]})
+    with serve(www) as served:
+        request = LockRequest.of(f"{served.url}/whl/x", ["rocm==7.14.0"], PY311)
+        with pytest.raises(
+            LockError, match=r"rocm-7\.14\.0\.tar\.gz: its Requires-Dist is dynamic"
+        ):
+            locks_for(tmp_path).lines(request)
+
+
 # --- in the deploy ---------------------------------------------------------------------------
 
 

@@ -141,6 +141,39 @@ def test_pinned_wheels_with_a_lock_install_with_require_hashes_from_stdin():
     assert "http_proxy=http://proxy:3128" in text
 
 
+def test_a_lock_with_an_sdist_installs_its_build_backend_first_then_builds_it():
+    backend = "setuptools==80.9.0 --hash=sha256:" + "c" * 64
+    rocm = "rocm==10.0.0 --hash=sha256:" + "a" * 64
+    torch = "torch==2.9.1+rocm6.4 --hash=sha256:" + "b" * 64
+
+    def texts(lock):
+        return run_op(
+            python.pinned_wheels, {f"VenvDistributions:{VENV}": None}, venv_path=VENV,
+            index_url=INDEX, wanted=WHEELS, locked=lock,
+        ).texts  # fmt: skip
+
+    # Needed only to build: hash-checked into a scratch directory the build alone sees
+    # (PYTHONPATH), removed after, so the venv keeps only the set; the set names the sdist
+    # for pip (a name in --no-binary beats :all:) and builds it without isolation, which
+    # would fetch setuptools unchecked.
+    (text,) = texts([rocm, torch, f"{backend} # build requirement", "--no-binary=rocm"])
+    assert text.startswith('scratch="$(mktemp -d)" || exit 1; ( ')
+    first, second = text.split(" && ", 1)
+    assert f"'{backend} # build requirement' | " in first
+    assert '--require-hashes --only-binary=:all: --target "$scratch" --index-url' in first
+    assert f"printf '%s\\n' '{rocm}' '{torch}' | env PYTHONPATH=\"$scratch\" " in second
+    assert "--only-binary=:all: --no-binary=rocm --no-build-isolation --index-url" in second
+    assert text.endswith('); status=$?; rm -rf "$scratch"; exit "$status"')
+    # Needed by the set too (torch requires setuptools on Python 3.12): into the venv first.
+    first, second = texts(
+        [rocm, backend, torch, f"{backend} # build requirement", "--no-binary=rocm"]
+    )
+    assert first.startswith(f"printf '%s\\n' '{backend} # build requirement' | ")
+    assert "--target" not in first and "scratch" not in second
+    assert second.startswith(f"printf '%s\\n' '{rocm}' '{backend}' '{torch}' | ")
+    assert "--no-binary=rocm --no-build-isolation" in second
+
+
 def test_the_deploy_pins_wheels_from_the_bundle_and_never_falls_back(bundled, monkeypatch):
     from pyinfra.api.exceptions import DeployError
 

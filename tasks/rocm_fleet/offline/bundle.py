@@ -11,7 +11,9 @@ it and apt and pip on the hosts find what they asked upstream for, at the same p
   closure within AMD's repository, each checked against the SHA256 of the signed index;
 * per PyTorch index and host Python, the wheels of torch, torchvision, torchaudio and what
   they require, each checked against the ``#sha256=`` the index publishes, with PEP 503
-  pages listing only those files (relative links, so the tree works from any URL);
+  pages listing only those files (relative links, so the tree works from any URL); a
+  distribution published only as an sdist (AMD's ``rocm``) as its sdist, with the wheels of
+  its build backend (``offline.wheels``);
 * ``manifest.json``: what was fetched, from where, how it was verified and why it is there
   (which host needs it, which package depends on it).
 
@@ -68,14 +70,18 @@ from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.signature import SignatureError, check_release
 from rocm_fleet.offline.wheels import (
     Link,
+    Locked,
     ResolutionError,
     Target,
+    dist_metadata,
     interpreter_tag,
+    is_sdist,
+    lock_lines,
     manylinux_platforms,
     parse_page,
     project_url,
     resolve,
-    wheel_metadata,
+    sdist_build_requires,
 )
 from rocm_fleet.version import __version__
 
@@ -415,10 +421,15 @@ def _wheels(
                     return data.decode("utf-8")
         path = _wheel(link, fetcher, out)
         with parsing(link.url, "wheel"):
-            return wheel_metadata(str(path))
+            return dist_metadata(str(path))
+
+    @functools.cache
+    def build_requires(link: Link) -> list[str]:
+        """An sdist's build requirements (``offline.wheels``): bundled beside it."""
+        return sdist_build_requires(str(_wheel(link, fetcher, out)))
 
     with parsing(where, "wheel index (a requirement or version)"):
-        pins = resolve(requirements, page, metadata, target, where)
+        pins = resolve(requirements, page, metadata, target, where, build_requires)
     pinned = {}
     for name, pin in sorted(pins.items()):
         link = pin.candidate.link
@@ -433,6 +444,10 @@ def _wheels(
         if (path, link) not in pages[index_url][name]:
             pages[index_url][name].append((path, link))
         pinned[name] = {"version": str(pin.candidate.version), "path": path, "why": pin.why}
+        if pin.build:
+            pinned[name]["build"] = True
+        if not pin.runtime:
+            pinned[name]["runtime"] = False
     return {
         "index_url": index_url,
         "python": runtime.python,
@@ -500,6 +515,10 @@ def _pip_check(wheel_set: dict[str, Any], out: Path) -> None:
     (pip's ``--python-version`` picks wheels for another Python but still evaluates
     ``Requires-Dist`` markers with its own)."""
     _check_pip()
+    if any(is_sdist(pin["path"].rsplit("/", 1)[-1]) for pin in wheel_set["pins"].values()):
+        # pip refuses --python-version with anything but --only-binary=:all:, and building
+        # the sdist's metadata would run its build backend here: the resolution above decides.
+        return
     index = confined(out, bundle_path(wheel_set["index_url"].rstrip("/") + "/index.html")).parent
     python = wheel_set["python"]
     abi = interpreter_tag(python)
@@ -762,11 +781,15 @@ def locked_requirements(bundle: str, need: WheelNeed) -> list[str] | None:
             and wheel_set.get("python") == need.runtime.python
             and wanted <= set(wheel_set.get("requirements", []))
         ):
-            lines = []
+            pins = []
             for name, pin in sorted(wheel_set["pins"].items()):
                 digest = files.get(pin["path"], {}).get("sha256", "")
                 if not re.fullmatch(r"[0-9a-f]{64}", digest):
                     return None
-                lines.append(f"{name}=={pin['version']} --hash=sha256:{digest}")
-            return lines
+                sdist = is_sdist(pin["path"].rsplit("/", 1)[-1])
+                pins.append(
+                    Locked(name, pin["version"], digest, sdist, bool(pin.get("build")),
+                           pin.get("runtime", True) is not False)
+                )  # fmt: skip
+            return lock_lines(pins)
     return None

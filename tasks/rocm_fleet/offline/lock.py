@@ -24,8 +24,11 @@ files are self-checking and keyed by their inputs, whatever machine made them).
 The resolution reads each project page and each candidate's core metadata: the index's
 ``.metadata`` file when it publishes one with its hash (PEP 658/714; download.pytorch.org
 does since pytorch/test-infra#6116), else the wheel itself, fetched within the bundle's
-limits into a scratch directory and removed. The hashes pinned are those the index
-publishes, read over the controller's own channel to it (TLS for the default indexes).
+limits into a scratch directory and removed. A version published only as an sdist (AMD's
+``rocm``) is pinned by its hash with the wheels that build it (``offline.wheels``): the host
+installs those first and builds the sdist with them (``operations.python.pinned_wheels``).
+The hashes pinned are those the index publishes, read over the controller's own channel to
+it (TLS for the default indexes).
 """
 
 from __future__ import annotations
@@ -45,20 +48,30 @@ from pathlib import Path
 from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
 from rocm_fleet.offline.wheels import (
+    BUILD_MARK,
+    NO_BINARY,
     Link,
+    Locked,
     ResolutionError,
     Target,
+    dist_metadata,
+    is_sdist,
+    lock_lines,
     parse_page,
     project_url,
     resolve,
-    wheel_metadata,
+    sdist_build_requires,
 )
 
 #: Bumped when what a lock holds or how it is made changes: older cached locks are not read.
-FORMAT = 1
-#: One pinned wheel, as pip's --require-hashes wants it.
+#: 2: an sdist may be pinned, with its build requirements (``wheels.lock_lines``).
+FORMAT = 2
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+#: One pinned file, as pip's --require-hashes wants it (a build requirement marked), or the
+#: names pinned to an sdist (``wheels.lock_lines``).
 LINE = re.compile(
-    r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?==[^\s=;]+ --hash=sha256:[0-9a-f]{64}"
+    rf"{_NAME}==[^\s=;#]+ --hash=sha256:[0-9a-f]{{64}}(?: {re.escape(BUILD_MARK)})?"
+    rf"|{re.escape(NO_BINARY)}{_NAME}(?:,{_NAME})*"
 )
 
 
@@ -174,29 +187,42 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
         except (ValueError, KeyError, TypeError) as exc:
             raise LockError(f"{url}: not a PEP 503 page ({exc})") from None
 
+    def fetched(link: Link) -> Path:
+        if not link.sha256:
+            raise LockError(f"{link.url}: the index publishes no #sha256 for it")
+        path = scratch / link.filename
+        fetcher.file(link.url, path, link.sha256)
+        return path
+
     @functools.cache
     def metadata(link: Link) -> str:
         if link.metadata_sha256:
             data = fetcher.content(link.url + ".metadata")
             if hashlib.sha256(data).hexdigest() == link.metadata_sha256:
                 return data.decode("utf-8", "replace")
-        if not link.sha256:
-            raise LockError(f"{link.url}: the index publishes no #sha256 for it")
-        path = scratch / link.filename
-        fetcher.file(link.url, path, link.sha256)
+        path = fetched(link)
         try:
-            return wheel_metadata(str(path))
+            return dist_metadata(str(path))
         finally:
-            path.unlink(missing_ok=True)
+            if not is_sdist(link.filename):  # an sdist's build requirements are read next
+                path.unlink(missing_ok=True)
 
-    pins = resolve(list(request.requirements), page, metadata, target, index_url)
-    lines = []
-    for name, pin in sorted(pins.items()):
-        link = pin.candidate.link
-        if not link.sha256:
-            raise LockError(f"{link.url}: the index publishes no #sha256 for {name}")
-        lines.append(f"{name}=={pin.candidate.version} --hash=sha256:{link.sha256}")
-    return lines
+    @functools.cache
+    def build_requires(link: Link) -> list[str]:
+        path = scratch / link.filename
+        return sdist_build_requires(str(path if path.exists() else fetched(link)))
+
+    pins = resolve(list(request.requirements), page, metadata, target, index_url, build_requires)
+    for name, pin in pins.items():
+        if not pin.candidate.link.sha256:
+            raise LockError(f"{pin.candidate.link.url}: the index publishes no #sha256 for {name}")
+    return lock_lines(
+        [
+            Locked(name, str(pin.candidate.version), pin.candidate.link.sha256 or "",
+                   pin.sdist, pin.build, pin.runtime)
+            for name, pin in pins.items()
+        ]
+    )  # fmt: skip
 
 
 class Locks:

@@ -5,9 +5,14 @@ for each Python the fleet runs, from the index the hosts' pip uses. The resoluti
 its resolver (resolvelib, backtracking), choosing the newest of the wheels whose tags the
 target Python accepts (``cpXY``, ``abi3``, ``py3``; manylinux up to the host's glibc,
 PEP 600) and whose ``Requires-Python`` admits it, with ``Requires-Dist`` evaluated for
-Linux x86-64 and that Python (the part pip gets wrong for another Python). Only wheels: an sdist
-would need a build on the host. Every link must carry the ``#sha256=`` the index publishes,
-which the download is checked against.
+Linux x86-64 and that Python (the part pip gets wrong for another Python). Wheels, and an sdist
+only for a version the index publishes no wheel of (AMD's ``rocm`` meta package, "intended to
+be built implicitly on a target machine": tests/fixtures/upstream/repo.amd.com-whl.toml
+``rocm_dist``): its requirements are read from its ``PKG-INFO``, and its build requirements
+(``[build-system] requires`` of its ``pyproject.toml``) are resolved too, as wheels, so the
+host installs them hash-checked first and builds the sdist without build isolation (which
+would fetch them unchecked). Every link must carry the ``#sha256=`` the index publishes, which
+the download is checked against.
 
 The bundle then asks pip itself to resolve the same requirements against the pages it
 wrote (``pip install --dry-run --report``) for the Python it runs on, so what a host's pip
@@ -19,6 +24,8 @@ from __future__ import annotations
 
 import email.parser
 import re
+import tarfile
+import tomllib
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -29,8 +36,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import (
+    InvalidSdistFilename,
     InvalidWheelFilename,
     canonicalize_name,
+    parse_sdist_filename,
     parse_wheel_filename,
 )
 from packaging.version import Version
@@ -43,6 +52,51 @@ from rocm_fleet.model.versions import release_key
 
 class ResolutionError(Exception):
     """Requirements the index can't meet for a Python; names the requirement."""
+
+
+# --- the lock lines a host's pip installs from -----------------------------------------------
+# Pip's own requirement-file syntax: ``name==version --hash=sha256:...`` per file the set
+# installs; a build requirement of an sdist has a line of its own ending in the comment
+# BUILD_MARK (pip ignores it; the host installs those first, where the build finds them:
+# operations.python.pinned_wheels), beside its plain line when the set needs it too;
+# NO_BINARY names the distributions pinned to an sdist (pip's FormatControl: a name in
+# --no-binary beats ``:all:`` in --only-binary).
+BUILD_MARK = "# build requirement"
+NO_BINARY = "--no-binary="
+
+
+@dataclass(frozen=True)
+class Locked:
+    """One pinned file, as a lock or a bundle records it."""
+
+    name: str
+    version: str
+    sha256: str
+    sdist: bool = False
+    build: bool = False  # the build of an sdist of the set needs it
+    runtime: bool = True  # the set needs it installed
+
+
+def lock_lines(pins: list[Locked]) -> list[str]:
+    """The lines for ``pins``, sorted by name: the set's, then the build requirements',
+    then the NO_BINARY line when an sdist is pinned."""
+    ordered = sorted(pins, key=lambda p: p.name)
+    line = "{0.name}=={0.version} --hash=sha256:{0.sha256}".format
+    lines = [line(p) for p in ordered if p.runtime]
+    lines += [f"{line(p)} {BUILD_MARK}" for p in ordered if p.build]
+    sdists = [p.name for p in ordered if p.sdist]
+    if sdists:
+        lines.append(NO_BINARY + ",".join(sdists))
+    return lines
+
+
+def is_sdist(filename: str) -> bool:
+    """Whether a file of an index is a source distribution (PEP 625: ``.tar.gz``)."""
+    try:
+        parse_sdist_filename(filename)
+    except InvalidSdistFilename:
+        return False
+    return True
 
 
 # --- the simple index ------------------------------------------------------------------------
@@ -189,6 +243,12 @@ class Candidate:
 class Pin:
     candidate: Candidate
     why: list[str]
+    build: bool = False  # a build requirement of an sdist pinned beside it
+    runtime: bool = True  # what the roots need (False: only to build an sdist)
+
+    @property
+    def sdist(self) -> bool:
+        return is_sdist(self.candidate.link.filename)
 
 
 def _key(name: str, extras: frozenset[str] | set[str]) -> str:
@@ -203,8 +263,10 @@ class _Provider(AbstractProvider):
         metadata: Callable[[Link], str],
         target: Target,
         where: str,
+        sdists: bool = False,
     ):
         self.page, self.metadata, self.target, self.where = page, metadata, target, where
+        self.sdists = sdists  # whether a version without a wheel may come from its sdist
 
     def identify(self, requirement_or_candidate: Requirement | Candidate) -> str:
         if isinstance(requirement_or_candidate, Candidate):
@@ -228,12 +290,21 @@ class _Provider(AbstractProvider):
         extras = frozenset(extra for r in wanted for extra in r.extras)
         excluded = {c.version for c in incompatibilities[identifier]}
         best: dict[Version, tuple[int, Link]] = {}
-        for link in self.page(name):
+        links = self.page(name)
+        # An sdist only for a version published as nothing else (TheRock's ``rocm``): a
+        # version with wheels for other Pythons or platforms is not built on the host.
+        wheeled = {v for v in map(_wheel_version, links) if v is not None}
+        for link in links:
             try:
                 project, version, _build, _tags = parse_wheel_filename(link.filename)
+                rank = self.target.rank(link.filename)
             except InvalidWheelFilename:
-                continue
-            rank = self.target.rank(link.filename)
+                if not self.sdists or not is_sdist(link.filename):
+                    continue
+                project, version = parse_sdist_filename(link.filename)
+                if version in wheeled:
+                    continue
+                rank = len(self.target.tags)
             if rank is None or canonicalize_name(project) != name or version in excluded:
                 continue
             if not self.target.admits(link.requires_python):
@@ -266,6 +337,13 @@ class _Provider(AbstractProvider):
         return dependencies
 
 
+def _wheel_version(link: Link) -> Version | None:
+    try:
+        return parse_wheel_filename(link.filename)[1]
+    except InvalidWheelFilename:
+        return None
+
+
 def _requirement(text: str, why: str, where: str) -> Requirement:
     try:
         requirement = Requirement(text)
@@ -287,11 +365,49 @@ def resolve(
     metadata: Callable[[Link], str],
     target: Target,
     where: str,
+    build_requires: Callable[[Link], list[str]] | None = None,
 ) -> dict[str, Pin]:
     """Pins (canonical name -> wheel and why) meeting ``roots`` and everything they require
     for ``target``. ``page(name)`` gives a project's links, ``metadata(link)`` a wheel's
-    core metadata (verified by the caller). Raises ResolutionError naming what can't be met."""
-    provider = _Provider(page, metadata, target, where)
+    core metadata (an sdist's PKG-INFO; verified by the caller). With ``build_requires``
+    (an sdist's ``[build-system] requires``), a version published only as an sdist may be
+    pinned, and its build requirements are pinned beside it (``Pin.build``), as wheels.
+    Raises ResolutionError naming what can't be met."""
+    pins = _resolve(roots, page, metadata, target, where, build_requires is not None)
+    sdists = [pin for pin in pins.values() if pin.sdist]
+    if not sdists or build_requires is None:
+        return pins
+    needed: dict[str, list[str]] = {}
+    for pin in sdists:
+        for text in build_requires(pin.candidate.link):
+            needed.setdefault(text, []).append(pin.candidate.name)
+    if not needed:
+        return pins
+    build = _resolve(list(needed), page, metadata, target, where, False)
+    for name, pin in build.items():
+        why = sorted({f"builds {n}" for t, ns in needed.items() for n in ns})
+        runtime = pins.get(name)
+        if runtime is not None and runtime.candidate.version != pin.candidate.version:
+            raise ResolutionError(
+                f"{name}: {runtime.candidate.version} is required, {pin.candidate.version} "
+                f"to build {', '.join(p.candidate.name for p in sdists)} on {where}"
+            )
+        if runtime is not None:
+            runtime.build, runtime.why = True, sorted({*runtime.why, *why})
+        else:
+            pins[name] = Pin(pin.candidate, why, build=True, runtime=False)
+    return pins
+
+
+def _resolve(
+    roots: list[str],
+    page: Callable[[str], list[Link]],
+    metadata: Callable[[Link], str],
+    target: Target,
+    where: str,
+    sdists: bool,
+) -> dict[str, Pin]:
+    provider = _Provider(page, metadata, target, where, sdists)
     requirements = [_requirement(root, "wanted", where) for root in roots]
     try:
         result = Resolver(provider, BaseReporter()).resolve(requirements, max_rounds=2000)
@@ -325,6 +441,66 @@ def resolve(
 def _requires(metadata_text: str) -> list[str]:
     message = email.parser.Parser().parsestr(metadata_text, headersonly=True)
     return [value.strip() for value in message.get_all("Requires-Dist") or []]
+
+
+#: The most of an sdist's PKG-INFO or pyproject.toml read (both are a few kilobytes).
+_SDIST_MEMBER_LIMIT = 1 << 20
+
+
+def _sdist_member(path: str, member: str) -> str:
+    """One top-level file of an sdist (``<name>-<version>/<member>``, the layout of the
+    sdist specification), read without extracting anything."""
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            top = {name.split("/", 1)[0] for name in archive.getnames()}
+            if len(top) != 1:
+                raise ResolutionError(f"{path}: not one top-level directory in the sdist")
+            try:
+                info = archive.getmember(f"{top.pop()}/{member}")
+            except KeyError:
+                raise ResolutionError(f"{path}: no {member} in the sdist") from None
+            if not info.isfile() or info.size > _SDIST_MEMBER_LIMIT:
+                raise ResolutionError(f"{path}: its {member} is not a file of at most 1 MiB")
+            handle = archive.extractfile(info)
+            assert handle is not None
+            return handle.read().decode("utf-8")
+    except (tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as exc:
+        raise ResolutionError(f"{path}: not a readable sdist ({type(exc).__name__})") from None
+
+
+def sdist_metadata(path: str) -> str:
+    """An sdist's core metadata (``PKG-INFO``). Its requirements must be static (core
+    metadata 2.2, PEP 643: ``Requires-Dist`` not listed as ``Dynamic``): one known only after
+    a build on the host could not be locked."""
+    text = _sdist_member(path, "PKG-INFO")
+    message = email.parser.Parser().parsestr(text, headersonly=True)
+    dynamic = {value.strip().lower() for value in message.get_all("Dynamic") or []}
+    if "requires-dist" in dynamic:
+        raise ResolutionError(f"{path}: its Requires-Dist is dynamic (known only once built)")
+    return text
+
+
+def sdist_build_requires(path: str) -> list[str]:
+    """An sdist's build requirements: ``[build-system] requires`` of its pyproject.toml
+    (PEP 518); none declared means setuptools, as pip assumes."""
+    try:
+        text = _sdist_member(path, "pyproject.toml")
+    except ResolutionError:
+        return ["setuptools>=40.8.0"]  # pip's default for a project without pyproject.toml
+    try:
+        requires = tomllib.loads(text).get("build-system", {}).get("requires")
+    except tomllib.TOMLDecodeError as exc:
+        raise ResolutionError(f"{path}: unreadable pyproject.toml ({exc})") from None
+    if requires is None:
+        return ["setuptools>=40.8.0"]
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise ResolutionError(f"{path}: [build-system] requires is not a list of strings")
+    return requires
+
+
+def dist_metadata(path: str) -> str:
+    """The core metadata of a wheel or an sdist file."""
+    return sdist_metadata(path) if is_sdist(path.rsplit("/", 1)[-1]) else wheel_metadata(path)
 
 
 def wheel_metadata(path: str) -> str:

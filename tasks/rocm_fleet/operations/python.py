@@ -18,6 +18,7 @@ from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
+from rocm_fleet.offline.wheels import BUILD_MARK, NO_BINARY
 from rocm_fleet.operations._script import script
 
 if TYPE_CHECKING:
@@ -185,7 +186,12 @@ def pinned_wheels(
       alone, and refuses a wheel whose hash is another, naming it (the ``#sha256`` of the
       index page the host reads is not trusted: whoever can change the wheel on the way
       can change the page too). Required whenever something is to be installed: no wheel
-      goes in unpinned
+      goes in unpinned. A lock that pins an sdist (AMD's ``rocm``, published only so;
+      ``offline.wheels.lock_lines``) names it in a ``--no-binary=`` line and marks the
+      wheels that build it: those are installed first, hash-checked (into the venv when the
+      set needs them too, else into a scratch directory removed after, so the venv holds
+      only the set), then the set, the sdist built with them (``--no-build-isolation``: an
+      isolated build would fetch its build requirements without hashes)
 
     + ca: the only CA pip trusts for the index (``--cert``: the fleet mirror's CA on the host)
 
@@ -214,14 +220,42 @@ def pinned_wheels(
         if ca:
             trusted = ["--cert", QuoteString(ca)]
         if locked:
-            # The lines on pip's stdin (no file left on the host); every wheel hash-pinned.
-            yield StringCommand(
-                "printf", QuoteString("%s\\n"), *map(QuoteString, locked), "|",
-                *(["env", *environment] if environment else []),
-                python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-                "--no-cache-dir", "--require-hashes", "--only-binary=:all:",
-                "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
-            )  # fmt: skip
+            source = [line for line in locked if line.startswith(NO_BINARY)]
+            build = [line for line in locked if line.endswith(BUILD_MARK)]
+            pins = [line for line in locked if line not in source and line not in build]
+            needed = {line.split("==", 1)[0] for line in pins}
+            # A build requirement the set needs too goes into the venv first; one it needs
+            # only to build goes into a scratch directory the build alone sees (PYTHONPATH),
+            # removed after: the venv keeps only what the set needs.
+            into_venv = [line for line in build if line.split("==", 1)[0] in needed]
+            aside = [line for line in build if line.split("==", 1)[0] not in needed]
+
+            def install(lines: list[str], *options: str | QuoteString, env=()) -> StringCommand:
+                # The lines on pip's stdin (no file left on the host); every file hash-pinned.
+                variables = [*environment, *env]
+                return StringCommand(
+                    "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
+                    *(["env", *variables] if variables else []),
+                    python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                    "--no-cache-dir", "--require-hashes", "--only-binary=:all:", *options,
+                    "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
+                )  # fmt: skip
+
+            if not source:
+                yield install(pins)
+            else:
+                sdist = [*map(QuoteString, source), "--no-build-isolation"]
+                if into_venv:
+                    yield install(into_venv)  # before the sdist's build needs it
+                if not aside:
+                    yield install(pins, *sdist)
+                else:
+                    backend = install(aside, "--target", '"$scratch"')
+                    the_set = install(pins, *sdist, env=['PYTHONPATH="$scratch"'])
+                    yield StringCommand(
+                        'scratch="$(mktemp -d)"', "||", "exit", "1;", "(", backend, "&&",
+                        the_set, ");", "status=$?;", 'rm -rf "$scratch";', 'exit "$status"',
+                    )  # fmt: skip
         else:
             pins = [f"{name}=={version}" for name, version in sorted(wanted.items())]
             raise OperationValueError(
