@@ -396,8 +396,8 @@ def test_credentials_reach_apt_and_pip_root_only_and_no_output_shows_them(lab, b
         changed(first)
     )
     for path, text in ((paths.APT_AUTH, env["LAB_APT_AUTH"]), (paths.PIP_NETRC, netrc.read_text())):
-        assert sh(lab, "node2", f"stat -c '%a %U %G' {path}") == "600 root root"
-        assert sh(lab, "node2", f"cat {path}") == text.rstrip("\n")
+        assert sh(lab, "node2", f"stat -c '%a %U %G' {path}") == "600 root root\n"
+        assert sh(lab, "node2", f"cat {path}").rstrip("\n") == text.rstrip("\n")
     # A file readable by others where pyinfra runs is refused, naming the key, not the secret.
     netrc.chmod(0o644)
     refused = deploy(lab, limit="node2", data=data, dry=True, env=env)

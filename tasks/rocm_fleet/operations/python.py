@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import re
+import shlex
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -219,6 +221,8 @@ def pinned_wheels(
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
         if ca:
             trusted = ["--cert", QuoteString(ca)]
+            if _ip_literal(plain.hostname):
+                trusted.append(_legacy_certs(python))
         if locked:
             source = [line for line in locked if line.startswith(NO_BINARY)]
             build = [line for line in locked if line.endswith(BUILD_MARK)]
@@ -267,6 +271,29 @@ def pinned_wheels(
             python, "-m", "pip", "uninstall", "--yes", "--no-input",
             "--disable-pip-version-check", *map(QuoteString, stale),
         )  # fmt: skip
+
+
+def _ip_literal(name: str | None) -> bool:
+    try:
+        ipaddress.ip_address(name or "")
+    except ValueError:
+        return False
+    return True
+
+
+def _legacy_certs(python: QuoteString) -> str:
+    """``--use-deprecated=legacy-certs`` when the venv's pip knows it (24.2 and later), as a
+    shell substitution the host evaluates. pip from 24.2 verifies TLS through truststore,
+    whose context needs the server's name, but its vendored urllib3 1.26 passes none for an
+    index addressed by IP, and pip fails with "check_hostname requires server_hostname"
+    (pypa/pip#12906, open; seen in the lab with Debian 13's pip 25.1.1). The legacy path
+    verifies against ``--cert`` and the certificate's IP address; pip before 24.2 has no
+    truststore (and refuses the option), so it gets nothing."""
+    probe = (
+        "import pip; v = tuple(int(p) for p in pip.__version__.split('.')[:2] if p.isdigit()); "
+        "print('--use-deprecated=legacy-certs' if v >= (24, 2) else '')"
+    )
+    return f"$({shlex.quote(python.obj)} -c {shlex.quote(probe)})"
 
 
 # The wheels a CUDA torch brings (PyPI's torch pulls nvidia-cublas-cu12, nvidia-cudnn-cu12,
