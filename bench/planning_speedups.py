@@ -228,6 +228,13 @@ def main() -> int:
         rows.append((f"{label}, per call", *(t / calls for t in times)))
     data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
             "rocm_users": ["alice"], "rocm_driver": "dkms"}  # fmt: skip
+    # The converged survey plans a fresh host first, whose wheels the controller would lock
+    # from download.pytorch.org: nothing connects here, so the unit tests' stand-in locks.
+    from rocm_fleet.deploy import pytorch
+    from unit.locks import UpstreamLocks
+
+    locks = UpstreamLocks()
+    pytorch.controller_locks = lambda: locks
     survey = converged_survey(data, "debian-12")
     logging.getLogger("pyinfra").setLevel(logging.ERROR)  # the plans' warnings
     plan = plan_once(data, survey, True, 1)  # warm: imports, caches
