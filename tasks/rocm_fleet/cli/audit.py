@@ -313,11 +313,11 @@ def summary_line(rows: list[dict[str, Any]]) -> str:
 # (``--wide``: every column side by side, as wide as it takes).
 WIDTH = 100
 SUMMARY = (  # header, widest (longer values are clipped with "…")
-    ("HOST", 27),
+    ("HOST", 24),
     ("STATUS", 11),
-    ("DISTRO", 12),
+    ("DISTRO", 14),  # "ubuntu 24.04.3"
     ("ROCM", 10),
-    ("TORCH", 16),
+    ("TORCH", 17),  # "2.14.0+rocm10.1.0", AMD's 10.x label
     ("GPUS exp/found", 14),
 )
 
