@@ -342,7 +342,7 @@ def test_a_tls_mirror_serves_the_fleet_and_a_certificate_of_another_ca_is_refuse
         assert key_body not in run.output
         assert "is plain HTTP" not in run.output
     assert "Fleet mirror | Give nginx the mirror's private key (root only)" in changed(first)
-    assert sh(lab, "mirror", f"stat -c '%a %U' {paths.MIRROR_KEY}") == "600 root"
+    assert sh(lab, "mirror", f"stat -c '%a %U' {paths.MIRROR_KEY}") == "600 root\n"
     served = f"https://{address}:8080"
     for name in ("mirror", "node2"):
         assert f"{served}/{RADEON}/rocm/apt/" in sh(
