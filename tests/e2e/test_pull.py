@@ -333,6 +333,11 @@ def test_rocm_pull_false_takes_pull_mode_off(lab):
     lab.timers.stop_timer(node)
     while any(r.ended is None for r in lab.timers.runs_of(node)):
         time.sleep(0.5)
+    # What the pulls wrote for node_exporter goes too (each file that is there).
+    metrics = [p for p in (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
+               if (lab.root(node) / p.lstrip("/")).exists()]  # fmt: skip
+    assert metrics, "the pulls ran and wrote their metrics"
+    removal += [f"Pull mode | Remove the pulls' metrics ({p})" for p in metrics]
     dry = support.deploy(lab, limit=node, data=["rocm_pull=False"], dry=True)
     expected = {name: [node] for name in removal}
     if not (lab.root(node) / paths.VERIFIED.lstrip("/")).exists():  # booted since its check
@@ -340,7 +345,8 @@ def test_rocm_pull_false_takes_pull_mode_off(lab):
     assert support.changed(dry) == expected
     succeeded(support.deploy(lab, limit=node, data=["rocm_pull=False"]))
     root = lab.root(node)
-    for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_TIMER_LINK, paths.PULL_ROOT):
+    for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_TIMER_LINK, paths.PULL_ROOT,
+                 *metrics):  # fmt: skip
         assert not (root / path.lstrip("/")).exists(), path
     again = support.deploy(lab, limit=node, data=["rocm_pull=False"], dry=True)
     assert support.changed(again) == {}

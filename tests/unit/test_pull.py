@@ -391,3 +391,22 @@ def test_fetched_data_under_the_limit_is_what_the_deploy_reads(tmp_path, data_se
     assert pulled.returncode == 0, pulled.stderr
     assert (node.root / "run/inventory.json").read_bytes().endswith(b"{}")
     assert len((node.root / "run/inventory.json").read_bytes()) == 900
+
+
+def test_pull_turned_off_removes_the_pulls_metrics_too():
+    """What the pulls wrote for node_exporter goes with them: left, it would report the last
+    pull's state forever. Planned only for the files that are there."""
+    survey = converged_survey(PULLING, "debian-12")
+    survey[f"file {paths.PULL_STATUS_METRICS}"] = {"mode": "644", "sha256": "0" * 64, "mtime": 1}
+    planned = plan(DATA, SurveyHost(survey))
+    assert planned.changes == [
+        "Pull mode | Remove the pull service and timer",
+        "Pull mode | Remove the pull venv and files",
+        f"Pull mode | Remove the pulls' metrics ({paths.PULL_STATUS_METRICS})",
+    ]
+    # The metrics alone (the rest already gone) still make a Pull mode concern.
+    only = {key: value for key, value in converged_survey(DATA, "debian-12").items()}
+    only[f"file {paths.PULL_METRICS}"] = {"mode": "644", "sha256": "1" * 64, "mtime": 1}
+    assert f"Pull mode | Remove the pulls' metrics ({paths.PULL_METRICS})" in (
+        plan(DATA, SurveyHost(only)).changes
+    )

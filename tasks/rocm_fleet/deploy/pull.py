@@ -141,9 +141,13 @@ if not isinstance(_data, dict):
 '''
 
 
+# What each pull writes in node_exporter's textfile directory (rocm-fleet-pull.sh).
+PULL_TEXTFILES = (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
+
+
 def pull_leftovers() -> bool:
     """Whether anything of pull mode is on the host (read from the survey)."""
-    files = [paths.PULL_STAMP, paths.PULL_TIMER, paths.PULL_SERVICE]
+    files = [paths.PULL_STAMP, paths.PULL_TIMER, paths.PULL_SERVICE, *PULL_TEXTFILES]
     return read_fact(DirectoryExists, path=paths.PULL_ROOT) or any(
         read_fact(FileDigest, path=path) is not None for path in files
     )
@@ -167,6 +171,11 @@ def configure_pull(config: Config) -> None:
             present=False,
         )
         directory_absent(name="Remove the pull venv and files", path=paths.PULL_ROOT)
+        # The pulls' metrics for node_exporter: left, they would report the last pull's
+        # state forever after the pulls stopped.
+        for path in PULL_TEXTFILES:
+            if read_fact(FileDigest, path=path) is not None:
+                text_file(name=f"Remove the pulls' metrics ({path})", path=path, present=False)
         return
     assert config.rocm_pull_lock and config.rocm_pull_lock_sha256  # config requires them
     debian_packages(

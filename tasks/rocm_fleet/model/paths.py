@@ -206,6 +206,8 @@ MANAGED_FILES = (
     PULL_INVENTORY,
     PULL_INSTALLED,
     PULL_STAMP,
+    PULL_METRICS,
+    PULL_STATUS_METRICS,
 )
 # Directories the deploy may create whole (their existence is read).
 MANAGED_DIRECTORIES = (MIRROR_ROOT, MIRROR_CACHE, PULL_ROOT)
