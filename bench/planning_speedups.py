@@ -31,7 +31,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import runpy
 import shutil
 import statistics
 import subprocess
@@ -182,26 +181,12 @@ def plan_once(data, survey, speedups: bool, hosts: int) -> list:
     deploy file run for each host on pyinfra's greenlet pool: ``engine.plan``, as the audit
     plans); the operations planned for a host (names, in plan order)."""
     from rocm_fleet.deploy.node import rocm_node  # noqa: F401  (imported before timing)
-    from rocm_fleet.engine.plan import plan_deploy, plan_in_parallel, planned_operations
-    from unit.surveys import SurveyHost
+    from rocm_fleet.engine.plan import planned_operations
+    from unit.surveys import plan_fleet
 
     os.environ[OPT_OUT] = "1" if speedups else "0"
-    inventory = Inventory(([(f"node{i}", dict(data)) for i in range(hosts)], {}))
-    state = State(inventory, Config())
-    deploy_file = str(ROOT / "deploy.py")
-    state.current_deploy_filename = deploy_file
-    state.current_op_file_number = 0
-    for host in inventory:
-        host.connected = True
-        host.get_fact = SurveyHost(dict(survey))
-    results = plan_in_parallel(
-        state,
-        list(inventory),
-        lambda host: plan_deploy(state, host, lambda: runpy.run_path(deploy_file)),
-    )
-    failed = [r for r in results if isinstance(r, BaseException)]
-    assert not failed, failed
-    node = inventory.get_host("node0")
+    state = plan_fleet({f"node{i}": (data, survey) for i in range(hosts)})
+    node = state.inventory.get_host("node0")
     planned = list(planned_operations(state, node))
     changes = [op.names for op in planned if op.changes and not op.conditional]
     assert not changes, changes  # converged: the plan changes nothing

@@ -413,3 +413,28 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
     path, mode, content = script_call(record)[1]
     survey[f"file {path}"] = digest(content, mode, WRITTEN)
     return survey
+
+
+def plan_fleet(hosts: dict[str, tuple[dict, dict]]) -> State:
+    """deploy.py planned for several hosts in one state as pyinfra's CLI and the audit plan
+    them (CLI mode, each host on pyinfra's greenlet pool: ``engine.plan``), each host
+    answering its facts from its own survey: ``{name: (data, survey)}``. Asserts no host's
+    planning raised; the state holds every host's operations."""
+    from rocm_fleet.engine.plan import plan_deploy, plan_in_parallel
+
+    inventory = Inventory(([(name, dict(data)) for name, (data, _) in hosts.items()], {}))
+    state = State(inventory, Config())
+    deploy_file = str(Path(__file__).resolve().parents[2] / "deploy.py")
+    state.current_deploy_filename = deploy_file
+    state.current_op_file_number = 0
+    for host in inventory:
+        host.connected = True
+        host.get_fact = SurveyHost(dict(hosts[host.name][1]))
+    results = plan_in_parallel(
+        state,
+        list(inventory),
+        lambda host: plan_deploy(state, host, lambda: runpy.run_path(deploy_file)),
+    )
+    failed = [r for r in results if isinstance(r, BaseException)]
+    assert not failed, failed
+    return state
