@@ -268,3 +268,30 @@ def test_the_site_builds_with_every_link_resolved(tmp_path):
     assert result.returncode == 0, result.stderr
     home = (tmp_path / "index.html").read_text()
     assert "Your first hour" in home and 'href="deploying/#' in home  # the README, relinked
+
+
+def help_text(capsys, *command: str) -> str:
+    from rocm_fleet.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--help"])
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_the_top_level_help_says_how_to_deploy(capsys):
+    text = " ".join(help_text(capsys).split())
+    assert "pyinfra INVENTORY rocm_fleet.deploy.rocm_node" in text
+    assert "pyinfra INVENTORY deploy.py" in text
+
+
+@pytest.mark.parametrize(
+    "command", [("audit",), ("check",), ("matrix",), ("matrix", "check"), ("bundle",),
+                ("mirror-ca",), ("settings",)], ids=" ".join,
+)  # fmt: skip
+def test_every_subcommand_help_describes_it_in_plain_text(capsys, command):
+    text = help_text(capsys, *command)
+    # between the usage and the first argument list: the description argparse prints
+    description = re.split(r"\n(?:positional arguments|options):\n", text)[0].split("\n\n", 1)
+    assert len(description) == 2 and len(description[1].split()) >= 15, text
+    assert "``" not in text and ":func:" not in text  # no reST: --help is read in a terminal

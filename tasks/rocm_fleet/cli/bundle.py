@@ -31,6 +31,13 @@ def add_parser(commands: Any) -> None:
     bundle = commands.add_parser(
         "bundle",
         help="fetch and verify what the inventory installs from AMD and PyTorch, for a mirror",
+        description="Fetch once, where AMD's and PyTorch's servers are reachable (directly or "
+        "through HTTPS_PROXY), everything the inventory's hosts install from them: AMD's "
+        "keys (fingerprint checked), signed repository indexes (signature checked), the "
+        ".debs and wheels they need (each checked against a signed or published hash), and "
+        "a manifest.json of what came from where. Copy the directory into the air gap and "
+        "serve it with the fleet mirror (rocm_mirror, rocm_mirror_bundle). A second run "
+        "fetches only what is new.",
     )
     bundle.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
     bundle.add_argument("--output", required=True, help="the bundle directory (made or updated)")

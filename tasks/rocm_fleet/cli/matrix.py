@@ -227,7 +227,7 @@ def plain_table() -> str:
         "  no published but refused by the distro's apt (SHA-1 key binding), - not published.",
         "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
         "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
-        "Everything, spelled out: rocm-fleet matrix --json, or the README's release table.",
+        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md.",
     ]
     return "\n".join([*lines, "", *legend])
 
@@ -840,12 +840,26 @@ def add_parser(commands: Any) -> None:
     import argparse
 
     parser = commands.add_parser(
-        "matrix", help="the compatibility matrix; `matrix check` compares it with upstream"
+        "matrix",
+        help="the compatibility matrix; `matrix check` compares it with upstream",
+        description="Print the releases rocm-fleet can deploy, one row each: the stream, AMD's "
+        "repository, the PyTorch index and torch builds, the amdgpu driver for rocm_driver: "
+        "dkms, and AMD's support per distro (--json: everything the matrix knows, with the "
+        "source of each row). `rocm-fleet matrix check` asks AMD and PyTorch whether every "
+        "row still holds.",
     )
     parser.add_argument("--json", action="store_true", help="print the matrix as JSON")
     parser.set_defaults(run=run)
     sub = parser.add_subparsers(dest="matrix_command")
-    check = sub.add_parser("check", help="check every row against upstream (or a mirror)")
+    check = sub.add_parser(
+        "check",
+        help="check every row against upstream (or a mirror)",
+        description="Ask upstream (or a mirror) about every row of the matrix: each suite's "
+        "signed InRelease exists with the Origin the pin names, the Core SDK's packages and "
+        "the amdgpu driver folders exist, each key URL serves the pinned fingerprint, each "
+        "PyTorch index lists the pinned wheels; and list releases upstream publishes that "
+        "the matrix lacks.",
+    )
     check.add_argument("--release", help="check only this release's row")
     check.add_argument(
         "--apt-base",
