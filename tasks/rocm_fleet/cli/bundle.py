@@ -10,8 +10,7 @@ the real ones), and the distro from
 the host itself (one read of ``/etc/os-release``), or from ``--distro`` for hosts it can't
 reach; the distro gives AMD's suite or directory and the host's Python
 (``matrix.HOST_RUNTIMES``). Then ``rocm_fleet.offline.bundle`` fetches
-and verifies. A second run fetches only what is new. See the README's "Offline and
-proxies".
+and verifies. A second run fetches only what is new. See docs/offline-and-mirrors.md.
 
 Exit status: 0 the bundle is complete; 1 something could not be fetched or verified, or
 upstream lacks a package a host needs (named); 2 a usage problem.

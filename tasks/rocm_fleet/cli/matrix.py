@@ -2,7 +2,7 @@
 whether upstream still agrees with it.
 
 ``matrix`` prints one row per release (stream, repository, PyTorch index and builds, driver,
-support per distro), or everything the matrix says as JSON. The README's release table is
+support per distro), or everything the matrix says as JSON. docs/supported-releases.md's table is
 this table in Markdown (``release_table()``; a unit test keeps it in sync).
 
 ``matrix check [--release R] [--apt-base URL] [--torch-base URL] [--json]`` asks upstream
@@ -102,11 +102,12 @@ def torch_text(rel: matrix.Release) -> str:
 
 # The releases the lab's end-to-end tests deploy and verify (tests/e2e: Debian 12 and 13
 # hosts, doubled GPUs, doubles of AMD's and PyTorch's servers built from the recorded upstream
-# facts); tests/unit/test_readme.py keeps this in step with the tests. No row is verified on a
+# facts); tests/unit/test_docs.py keeps this in step with the tests. No row is verified on a
 # real GPU host.
 LAB_TESTED = ("6.4.3", "7.2.1", "7.14.1", "10.0.0")
 
-# What the README calls each origin of upstream_data.RELEASES' "from" (tools/matrix_update.py).
+# What the docs' release table calls each origin of upstream_data.RELEASES' "from"
+# (tools/matrix_update.py).
 ORIGIN_TEXT = {
     "AMD compatibility table": "AMD's table",
     "AMD os-support.yaml": "AMD's os-support.yaml",
@@ -171,7 +172,7 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
 
 
 def release_table() -> str:
-    """The README's release table, in Markdown."""
+    """The release table of docs/supported-releases.md, in Markdown."""
     headers, rows = table_rows()
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -179,7 +180,7 @@ def release_table() -> str:
 
 
 # The terminal's table fits 100 columns: distros and support in short forms, the torch builds
-# as the newest and how many more, with a legend under it (the README's table and --json
+# as the newest and how many more, with a legend under it (the docs' release table and --json
 # have everything spelled out).
 SUPPORT_SHORT = {
     matrix.Support.OFFICIAL: "yes",
@@ -920,5 +921,5 @@ def run(args: Any) -> int:
     return report["exit_status"]
 
 
-if __name__ == "__main__":  # the README's release table: python -m rocm_fleet.cli.matrix
+if __name__ == "__main__":  # docs/supported-releases.md's table: python -m rocm_fleet.cli.matrix
     print(release_table())
