@@ -167,8 +167,8 @@ def test_the_readme_first_hour_runs_the_deploy_by_name_without_a_deploy_file(
 ):
     """A wheel user has no deploy.py: the README's first hour runs `pyinfra INVENTORY
     rocm_fleet.deploy.rocm_node --dry` from a directory holding only group_data/. pyinfra
-    finds the deploy in the installed package and plans it: on the host just converged,
-    every operation of the node and no change."""
+    finds the deploy in the installed package and plans it: on the host just converged, the
+    node's operations (its GPU check among them), none with a change."""
     shutil.copytree(project / "group_data", tmp_path / "group_data")
     result = lab.run(
         [venv / "bin/pyinfra", "--dry", "--json", lab.inventory, "rocm_fleet.deploy.rocm_node"],
