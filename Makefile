@@ -21,7 +21,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: deps lint-deps venv test unit pyinfra-next demo bench lint format clean
+.PHONY: deps lint-deps venv test unit pyinfra-next demo bench lint docs format clean
 
 deps:
 	$(call apt_install,$(LAB_PACKAGES) $(LINT_PACKAGES))
@@ -77,8 +77,13 @@ lint: venv lint-deps
 	shellcheck -s sh $(SH_FILES)
 	shellcheck $(BASH_FILES)
 
+# The documentation site (README.md as its home page, docs/), into site/; --strict fails on
+# a broken link or anchor between pages.
+docs: venv
+	$(VENV)/bin/mkdocs build --strict
+
 format: venv
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) $(NEXT_VENV) build *.egg-info tests/lab/*.egg-info
+	rm -rf $(VENV) $(NEXT_VENV) build site *.egg-info tests/lab/*.egg-info

@@ -1,8 +1,7 @@
 """Data for every host of every inventory in this directory tree (pyinfra group_data).
 
-Every rocm-fleet setting, its default and meaning is in the README's settings table (and in
-the SETTINGS of each tasks/ module). Put fleet-wide choices here, per-group or per-host
-ones in the inventory.
+Every rocm-fleet setting, its default and meaning: `rocm-fleet settings`, or docs/settings.md.
+Put fleet-wide choices here, per-group or per-host ones in the inventory.
 """
 
 # Connect as an admin and become root for every operation.

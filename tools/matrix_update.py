@@ -72,7 +72,7 @@ MATRIX_DISTROS = ("ubuntu 22.04", "ubuntu 24.04", "ubuntu 26.04", "debian 12", "
 STREAMS = ("classic", "core-sdk")
 REPOSITORIES = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
 
-# What each release field was read from, as the data file and the README name it.
+# What each release field was read from, as the data file and docs/supported-releases.md name it.
 FROM_TABLE = "AMD compatibility table"
 FROM_OS_SUPPORT = "AMD os-support.yaml"
 FROM_PYTORCH = "PyTorch RELEASE.md"

@@ -13,6 +13,7 @@ as OpenMetrics, read back with the Prometheus project's own parser.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -159,6 +160,26 @@ def test_a_project_deploy_runs_rocm_node_beside_its_own(lab, venv, project):
     pin = (lab.root("pkg") / "etc/apt/preferences.d/rocm-pin-600").read_text()
     assert pin == matrix.CLASSIC.pin_text()  # AMD's pin, written from the classic stream
     assert "6.4.3-" in sh(lab, "pkg", "cat /opt/rocm/.info/version")
+
+
+def test_the_readme_first_hour_runs_the_deploy_by_name_without_a_deploy_file(
+    lab, venv, project, tmp_path
+):
+    """A wheel user has no deploy.py: the README's first hour runs `pyinfra INVENTORY
+    rocm_fleet.deploy.rocm_node --dry` from a directory holding only group_data/. pyinfra
+    finds the deploy in the installed package and plans it: on the host just converged, the
+    node's operations (its GPU check among them), none with a change."""
+    shutil.copytree(project / "group_data", tmp_path / "group_data")
+    result = lab.run(
+        [venv / "bin/pyinfra", "--dry", "--json", lab.inventory, "rocm_fleet.deploy.rocm_node"],
+        cwd=tmp_path, timeout=900,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    plan = json.loads(result.stdout)["plan"]
+    node = [op for op in plan if op["name"].startswith(f"{OP_PREFIX}Verify")]
+    assert node, output[-4000:]
+    assert [op["name"] for op in plan if op["hosts_with_change"]] == [], output[-4000:]
 
 
 def test_the_installed_node_checks_pass_on_the_deployed_host(lab, venv, project):

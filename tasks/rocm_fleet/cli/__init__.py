@@ -23,12 +23,19 @@ from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.version import __version__
 
 TOOLS = (audit, check, matrix, bundle, mirror_ca, settings)
+#: the top-level --help: the tools below are beside the deploy, which pyinfra itself runs
+DESCRIPTION = (
+    "The tools beside rocm-fleet's deploy. Deploying is pyinfra's own command: "
+    "`pyinfra INVENTORY rocm_fleet.deploy.rocm_node` (in a checkout: `pyinfra INVENTORY "
+    "deploy.py`), with --dry to see what would change. These commands check, audit and "
+    "prepare what it deploys; each one's --help says more."
+)
 #: the exit status of a tool whose reader went away (128 + SIGPIPE, as the shell reports it)
 BROKEN_PIPE = 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rocm-fleet", description="rocm-fleet tools")
+    parser = argparse.ArgumentParser(prog="rocm-fleet", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"rocm-fleet {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for tool in TOOLS:

@@ -10,8 +10,7 @@ the real ones), and the distro from
 the host itself (one read of ``/etc/os-release``), or from ``--distro`` for hosts it can't
 reach; the distro gives AMD's suite or directory and the host's Python
 (``matrix.HOST_RUNTIMES``). Then ``rocm_fleet.offline.bundle`` fetches
-and verifies. A second run fetches only what is new. See the README's "Offline and
-proxies".
+and verifies. A second run fetches only what is new. See docs/offline-and-mirrors.md.
 
 Exit status: 0 the bundle is complete; 1 something could not be fetched or verified, or
 upstream lacks a package a host needs (named); 2 a usage problem.
@@ -31,6 +30,13 @@ def add_parser(commands: Any) -> None:
     bundle = commands.add_parser(
         "bundle",
         help="fetch and verify what the inventory installs from AMD and PyTorch, for a mirror",
+        description="Fetch once, where AMD's and PyTorch's servers are reachable (directly or "
+        "through HTTPS_PROXY), everything the inventory's hosts install from them: AMD's "
+        "keys (fingerprint checked), signed repository indexes (signature checked), the "
+        ".debs and wheels they need (each checked against a signed or published hash), and "
+        "a manifest.json of what came from where. Copy the directory into the air gap and "
+        "serve it with the fleet mirror (rocm_mirror, rocm_mirror_bundle). A second run "
+        "fetches only what is new.",
     )
     bundle.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
     bundle.add_argument("--output", required=True, help="the bundle directory (made or updated)")

@@ -2,7 +2,7 @@
 whether upstream still agrees with it.
 
 ``matrix`` prints one row per release (stream, repository, PyTorch index and builds, driver,
-support per distro), or everything the matrix says as JSON. The README's release table is
+support per distro), or everything the matrix says as JSON. docs/supported-releases.md's table is
 this table in Markdown (``release_table()``; a unit test keeps it in sync).
 
 ``matrix check [--release R] [--apt-base URL] [--torch-base URL] [--json]`` asks upstream
@@ -102,11 +102,12 @@ def torch_text(rel: matrix.Release) -> str:
 
 # The releases the lab's end-to-end tests deploy and verify (tests/e2e: Debian 12 and 13
 # hosts, doubled GPUs, doubles of AMD's and PyTorch's servers built from the recorded upstream
-# facts); tests/unit/test_readme.py keeps this in step with the tests. No row is verified on a
+# facts); tests/unit/test_docs.py keeps this in step with the tests. No row is verified on a
 # real GPU host.
 LAB_TESTED = ("6.4.3", "7.2.1", "7.14.1", "10.0.0")
 
-# What the README calls each origin of upstream_data.RELEASES' "from" (tools/matrix_update.py).
+# What the docs' release table calls each origin of upstream_data.RELEASES' "from"
+# (tools/matrix_update.py).
 ORIGIN_TEXT = {
     "AMD compatibility table": "AMD's table",
     "AMD os-support.yaml": "AMD's os-support.yaml",
@@ -171,7 +172,7 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
 
 
 def release_table() -> str:
-    """The README's release table, in Markdown."""
+    """The release table of docs/supported-releases.md, in Markdown."""
     headers, rows = table_rows()
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -179,7 +180,7 @@ def release_table() -> str:
 
 
 # The terminal's table fits 100 columns: distros and support in short forms, the torch builds
-# as the newest and how many more, with a legend under it (the README's table and --json
+# as the newest and how many more, with a legend under it (the docs' release table and --json
 # have everything spelled out).
 SUPPORT_SHORT = {
     matrix.Support.OFFICIAL: "yes",
@@ -227,7 +228,7 @@ def plain_table() -> str:
         "  no published but refused by the distro's apt (SHA-1 key binding), - not published.",
         "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
         "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
-        "Everything, spelled out: rocm-fleet matrix --json, or the README's release table.",
+        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md.",
     ]
     return "\n".join([*lines, "", *legend])
 
@@ -840,12 +841,26 @@ def add_parser(commands: Any) -> None:
     import argparse
 
     parser = commands.add_parser(
-        "matrix", help="the compatibility matrix; `matrix check` compares it with upstream"
+        "matrix",
+        help="the compatibility matrix; `matrix check` compares it with upstream",
+        description="Print the releases rocm-fleet can deploy, one row each: the stream, AMD's "
+        "repository, the PyTorch index and torch builds, the amdgpu driver for rocm_driver: "
+        "dkms, and AMD's support per distro (--json: everything the matrix knows, with the "
+        "source of each row). `rocm-fleet matrix check` asks AMD and PyTorch whether every "
+        "row still holds.",
     )
     parser.add_argument("--json", action="store_true", help="print the matrix as JSON")
     parser.set_defaults(run=run)
     sub = parser.add_subparsers(dest="matrix_command")
-    check = sub.add_parser("check", help="check every row against upstream (or a mirror)")
+    check = sub.add_parser(
+        "check",
+        help="check every row against upstream (or a mirror)",
+        description="Ask upstream (or a mirror) about every row of the matrix: each suite's "
+        "signed InRelease exists with the Origin the pin names, the Core SDK's packages and "
+        "the amdgpu driver folders exist, each key URL serves the pinned fingerprint, each "
+        "PyTorch index lists the pinned wheels; and list releases upstream publishes that "
+        "the matrix lacks.",
+    )
     check.add_argument("--release", help="check only this release's row")
     check.add_argument(
         "--apt-base",
@@ -906,5 +921,5 @@ def run(args: Any) -> int:
     return report["exit_status"]
 
 
-if __name__ == "__main__":  # the README's release table: python -m rocm_fleet.cli.matrix
+if __name__ == "__main__":  # docs/supported-releases.md's table: python -m rocm_fleet.cli.matrix
     print(release_table())

@@ -1,12 +1,5 @@
-"""``rocm-fleet mirror-ca DIR ADDRESS [ADDRESS ...]``: the TLS files of a fleet mirror.
-
-Makes ``DIR/ca.crt`` and ``DIR/ca.key`` (a CA of the fleet's own; kept when already there,
-since every host pins it) and issues ``DIR/mirror.crt`` and ``DIR/mirror.key`` for the
-addresses and names the hosts reach the mirror by (the first is the one the inventory gives:
-its ``ssh_hostname``, else its name). Keys are created mode 0600 and never printed. Then it
-prints the three settings to give the mirror host (``rocm_mirror_tls_ca``, ``_cert``,
-``_key``); keep ``DIR/ca.key`` offline if you can: it is needed only to issue again.
-"""
+"""``rocm-fleet mirror-ca DIR ADDRESS [ADDRESS ...]``: the TLS files of a fleet mirror (what
+it makes and prints: the parser's description, which ``--help`` shows)."""
 
 from __future__ import annotations
 
@@ -26,9 +19,17 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "mirror-ca",
         help="make a CA and the fleet mirror's TLS certificate and key",
-        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        description="Make DIR/ca.crt and DIR/ca.key (a CA of the fleet's own; kept when "
+        "already there, since every host pins it) and issue DIR/mirror.crt and "
+        "DIR/mirror.key for the addresses and names the hosts reach the mirror by (the first: "
+        "the mirror host's ssh_hostname in the inventory, else its name). Keys are created "
+        "mode 0600 and never printed. Then it prints the three settings to give the mirror "
+        "host (rocm_mirror_tls_ca, rocm_mirror_tls_cert, rocm_mirror_tls_key); keep "
+        "DIR/ca.key offline if you can: it is needed only to issue again.",
     )
-    parser.add_argument("directory", type=Path, help="where the files go (made if missing)")
+    parser.add_argument(
+        "directory", type=Path, metavar="DIR", help="where the files go (made if missing)"
+    )
     parser.add_argument(
         "names",
         nargs="+",

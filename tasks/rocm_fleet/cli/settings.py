@@ -1,6 +1,6 @@
 """``rocm-fleet settings [--markdown | --json]``: every inventory key rocm-fleet reads, its
 default and meaning, by concern (generated from ``rocm_fleet.model.settings``; ``--markdown``
-is the README's settings table)."""
+is the table of docs/settings.md)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,16 @@ WIDTH = 100
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "settings", help="every inventory key rocm-fleet reads, its default and meaning"
+        "settings",
+        help="every inventory key rocm-fleet reads, its default and meaning",
+        description="Print every inventory key rocm-fleet reads, by concern, with its "
+        "default and meaning. Set them as pyinfra data (the inventory, group_data/, or "
+        "--data KEY=VALUE for one run); any other key is left alone for your own deploys.",
     )
     shown = parser.add_mutually_exclusive_group()
-    shown.add_argument("--markdown", action="store_true", help="the README's Markdown table")
+    shown.add_argument(
+        "--markdown", action="store_true", help="the Markdown table of docs/settings.md"
+    )
     shown.add_argument("--json", action="store_true", help="key -> concern, default, meaning")
     parser.set_defaults(run=run)
 

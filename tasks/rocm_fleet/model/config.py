@@ -318,7 +318,7 @@ def _newer_than_matrix(version: str) -> bool:
 
 
 def settings_table() -> str:
-    """The README's settings table, generated from ``rocm_fleet.model.settings``."""
+    """The settings table of docs/settings.md, generated from ``rocm_fleet.model.settings``."""
     rows = ["| Key | Default | Meaning |", "|---|---|---|"]
     concern = None
     for key, field in SETTINGS.items():

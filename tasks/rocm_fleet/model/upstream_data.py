@@ -1,7 +1,7 @@
 """The matrix's upstream data: what tools/matrix_update.py read from AMD's and PyTorch's
 machine-readable files (and its cited overrides where they are silent), kept in
 upstream_data.json beside this module. Edit neither by hand: run the tool on the current
-upstream files and review its ``--check`` diff (README, "Supported releases")."""
+upstream files and review its ``--check`` diff (docs/maintaining/matrix.md)."""
 
 from __future__ import annotations
 
