@@ -9,10 +9,9 @@ from __future__ import annotations
 import pytest
 from packaging.requirements import Requirement
 
-from rocm_fleet.deploy.pytorch import owned_wheels
 from rocm_fleet.model import matrix
 from rocm_fleet.model.config import ConfigError, load_config
-from rocm_fleet.model.decisions import torch_install
+from rocm_fleet.model.decisions import owned_wheels, torch_install
 from rocm_fleet.model.sources import torch_wheels
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
 
