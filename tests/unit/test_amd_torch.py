@@ -195,8 +195,9 @@ def test_a_bundle_resolves_amds_index_with_the_device_extras(tmp_path):
     from lab import amd_wheels
     from rocm_fleet.model.matrix import DISTROS, HOST_RUNTIMES
     from rocm_fleet.model.sources import HostNeeds
-    from rocm_fleet.offline.bundle import Plan, locked_requirements, make_bundle, missing
+    from rocm_fleet.offline.bundle import Plan, make_bundle
     from rocm_fleet.offline.download import Fetcher
+    from rocm_fleet.offline.manifest import locked_requirements, missing
     from unit.loopback import serve
     from unit.test_bundle import Quiet
 

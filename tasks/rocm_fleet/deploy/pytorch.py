@@ -141,13 +141,13 @@ def live_lock(wheels: WheelNeed) -> list[str]:
 
 def locked_wheels(config: Config, wheels: WheelNeed) -> list[str] | None:
     """Every wheel the host installs pinned to the SHA-256 ``rocm-fleet bundle`` verified
-    over TLS, when the fleet mirror serves a bundle (``bundle.locked_requirements``); the
+    over TLS, when the fleet mirror serves a bundle (``manifest.locked_requirements``); the
     host's pip then trusts neither the mirror nor the network. None otherwise."""
     mirror = config.mirror
     if mirror is None or not mirror.bundle or wheels.runtime is None:
         return None
-    # Imported here: the bundle code (requests and all) is only needed with a bundle.
-    from rocm_fleet.offline.bundle import locked_requirements
+    # Imported here: the bundle's reader (the resolver and all) is only needed with a bundle.
+    from rocm_fleet.offline.manifest import locked_requirements
 
     locked = locked_requirements(mirror.bundle, wheels)
     if locked is None:

@@ -110,7 +110,7 @@ def listed(names: list[str], what: str) -> str:
 
 
 class BundleFiles(Protocol):
-    """What a bundle on the controller's disk holds (``rocm_fleet.offline.bundle`` is one):
+    """What a bundle on the controller's disk holds (``rocm_fleet.offline.manifest`` is one):
     read by the caller, so the rules stay pure."""
 
     def incomplete(self, bundle: str) -> list[str]: ...
