@@ -56,7 +56,6 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
-    configure_pip_credentials(config)
     pip = torch_pip(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
     if pip is None:
         return  # the caller plans this only when config.torch is set
@@ -88,9 +87,11 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
     )
 
 
+@deploy("PyTorch")
 def configure_pip_credentials(config: Config, present: bool = True) -> None:
-    """The netrc file of ``rocm_pip_netrc`` (root, 0600), read where pyinfra runs; its
-    removal when the setting goes (planned only when the file is there)."""
+    """The netrc file of ``rocm_pip_netrc`` (root, 0600), read where pyinfra runs, before
+    pip runs (``install_pytorch``); its removal when the setting or the torch goes (planned
+    only when the file is there)."""
     if present and config.rocm_pip_netrc:
         uploaded_file(
             name="Give pip the wheel index's credentials (root only)",
@@ -167,7 +168,6 @@ def remove_created_venv(config: Config) -> None:
     python3-venv package stays, as it does for any other use of the host's Python. Planned
     only on a host that has a venv there (read from the survey), so a host that never had
     one shows no PyTorch concern."""
-    configure_pip_credentials(config, present=False)
     if read_fact(FileDigest, path=paths.venv_marker(config.pytorch_venv)) is None:
         return
     venv(
@@ -181,7 +181,6 @@ def remove_created_venv(config: Config) -> None:
 
 @deploy("Remove PyTorch")
 def remove_pytorch(config: Config) -> None:
-    configure_pip_credentials(config, present=False)
     venv(
         name="Remove the PyTorch venv and the directories made for it",
         path=config.pytorch_venv,
