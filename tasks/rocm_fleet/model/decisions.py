@@ -1,6 +1,7 @@
 """What is decided once per host from its settings and the matrix, and read by everyone
 after: the fleet mirror it uses (``Mirror``, resolved by ``model.fleet``) and the PyTorch its
-venv gets (``TorchInstall``, decided by ``config.load_config``). Plain data, so that
+venv gets (``TorchInstall``, decided by ``config.load_config`` from the release's
+``matrix.TorchSource``; ``owned_wheels``: the distributions its pins manage). Plain data, so that
 ``config`` (which holds them) and ``sources`` (which turns them into URLs) both build on it
 and neither on the other.
 """
