@@ -9,10 +9,9 @@ from __future__ import annotations
 import pytest
 from packaging.requirements import Requirement
 
-from rocm_fleet.deploy.pytorch import owned_wheels
 from rocm_fleet.model import matrix
 from rocm_fleet.model.config import ConfigError, load_config
-from rocm_fleet.model.decisions import torch_install
+from rocm_fleet.model.decisions import owned_wheels, torch_install
 from rocm_fleet.model.sources import torch_wheels
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
 
@@ -196,8 +195,9 @@ def test_a_bundle_resolves_amds_index_with_the_device_extras(tmp_path):
     from lab import amd_wheels
     from rocm_fleet.model.matrix import DISTROS, HOST_RUNTIMES
     from rocm_fleet.model.sources import HostNeeds
-    from rocm_fleet.offline.bundle import Plan, locked_requirements, make_bundle, missing
+    from rocm_fleet.offline.bundle import Plan, make_bundle
     from rocm_fleet.offline.download import Fetcher
+    from rocm_fleet.offline.manifest import locked_requirements, missing
     from unit.loopback import serve
     from unit.test_bundle import Quiet
 

@@ -8,7 +8,8 @@ import pytest
 
 from rocm_fleet.model import matrix, pci_ids
 from rocm_fleet.model.config import load_config
-from rocm_fleet.model.findings import describe_gpus, findings, gpus_found
+from rocm_fleet.model.findings import findings
+from rocm_fleet.model.gpus import describe_gpus, gpus_found
 from unit.surveys import fresh_survey
 
 

@@ -33,15 +33,9 @@ from rocm_fleet.offline.aptrepo import (
     parse_stanzas,
     signed_text,
 )
-from rocm_fleet.offline.bundle import (
-    BundleError,
-    Plan,
-    incomplete,
-    locked_requirements,
-    make_bundle,
-    missing,
-)
+from rocm_fleet.offline.bundle import Plan, make_bundle
 from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
+from rocm_fleet.offline.manifest import BundleError, incomplete, locked_requirements, missing
 from rocm_fleet.offline.wheels import (
     Link,
     ResolutionError,

@@ -21,6 +21,7 @@ import pytest
 from rocm_fleet.facts.apt import DistroRocmPackages, InstalledPackages, PackagePurge
 from rocm_fleet.facts.gpu import PciGpus
 from rocm_fleet.facts.system import NVIDIA_PACKAGE_EXCEPTIONS, NVIDIA_PACKAGE_PATTERNS
+from rocm_fleet.model import conflicts
 from rocm_fleet.model import findings as preflight
 from rocm_fleet.model.config import load_config
 from unit.surveys import ROOT, fresh_survey
@@ -79,8 +80,8 @@ def run_fact(fact, env: dict[str, str], **kwargs):
 
 def distro_rocm(env):
     return run_fact(
-        DistroRocmPackages(), env, patterns=preflight.DISTRO_ROCM_PACKAGES,
-        same_names=preflight.AMD_PACKAGE_NAMES, tools=preflight.AMD_PROGRAMS,
+        DistroRocmPackages(), env, patterns=conflicts.DISTRO_ROCM_PACKAGES,
+        same_names=conflicts.AMD_PACKAGE_NAMES, tools=conflicts.AMD_PROGRAMS,
     )  # fmt: skip
 
 

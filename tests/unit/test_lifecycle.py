@@ -6,10 +6,9 @@ from __future__ import annotations
 from pyinfra.context import ctx_host, ctx_state
 
 from rocm_fleet.deploy.cuda import REBOOT_REASON
-from rocm_fleet.deploy.pytorch import owned_wheels
 from rocm_fleet.facts.apt import DpkgInterrupted
 from rocm_fleet.model import paths
-from rocm_fleet.model.decisions import torch_install, wanted_wheels
+from rocm_fleet.model.decisions import owned_wheels, torch_install, wanted_wheels
 from rocm_fleet.model.matrix import CLASSIC, TORCH_RUNTIME_WHEELS, release
 from rocm_fleet.operations.apt import release_packages
 from rocm_fleet.operations.python import cuda_wheels, requirement_met, version_matches

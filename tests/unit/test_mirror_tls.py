@@ -143,16 +143,14 @@ def test_plain_http_mirrors_are_said_to_rest_on_signatures_and_pinned_hashes_alo
 
     bundled = {"node": {**DATA, "rocm_mirror": "m"},
                "m": {**DATA, "ssh_hostname": ADDRESS, "rocm_mirror_bundle": "/b"}}  # fmt: skip
-    warnings: list[str] = []
-    _plain_mirror(Fleet(bundled).config("node"), warnings)
+    warnings = _plain_mirror(Fleet(bundled).config("node")).warnings
     assert warnings == [
         "the fleet mirror http://10.0.0.5:8080 is plain HTTP: integrity rests on AMD's "
         "signatures and pinned hashes alone; `rocm-fleet mirror-ca` and "
         "rocm_mirror_tls_ca/_cert/_key give it TLS"
     ]
     over_tls = Fleet({"node": {**DATA, "rocm_mirror": "mirror1"}, "mirror1": mirror_data(tls)})
-    none: list[str] = []
-    _plain_mirror(over_tls.config("node"), none)
+    none = _plain_mirror(over_tls.config("node")).warnings
     assert none == []
 
 

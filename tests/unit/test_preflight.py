@@ -17,7 +17,8 @@ from rocm_fleet.facts.survey import Survey
 from rocm_fleet.facts.system import NvidiaStack, nvidia_stack
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
-from rocm_fleet.model.findings import findings, venv_torch
+from rocm_fleet.model.conflicts import venv_torch
+from rocm_fleet.model.findings import findings
 from rocm_fleet.model.pci_ids import lookup
 from unit.surveys import FRESH, fresh_survey
 
@@ -516,6 +517,6 @@ def test_a_library_nothing_needs_is_said_so():
     ],
 )  # fmt: skip
 def test_a_suggested_removal_says_what_apt_says_it_takes_along(purge, names, effect):
-    from rocm_fleet.model.findings import removal_effect
+    from rocm_fleet.model.conflicts import removal_effect
 
     assert removal_effect(purge, names) == effect

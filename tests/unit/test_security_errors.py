@@ -21,8 +21,9 @@ from rocm_fleet.offline.aptrepo import (
     parse_release,
     parse_stanzas,
 )
-from rocm_fleet.offline.bundle import BundleError, Plan, make_bundle, one_key, parsing
+from rocm_fleet.offline.bundle import Plan, make_bundle, one_key
 from rocm_fleet.offline.download import Fetcher
+from rocm_fleet.offline.manifest import BundleError, parsing
 from rocm_fleet.offline.wheels import parse_page
 from unit.gpgkeys import Gpg, run_gpg
 from unit.test_bundle import Quiet, needs_of, publish, signer, upstream  # noqa: F401

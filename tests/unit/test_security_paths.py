@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rocm_fleet.model.sources import UnsafePath, mirror_path
-from rocm_fleet.offline.bundle import BundleError, Plan, confined, make_bundle, missing
+from rocm_fleet.offline.bundle import Plan, make_bundle
 from rocm_fleet.offline.download import Fetcher
+from rocm_fleet.offline.manifest import BundleError, confined, missing
 from unit.test_bundle import (  # noqa: F401  (fixtures)
     PACKAGES,
     Quiet,

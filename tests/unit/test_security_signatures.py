@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from rocm_fleet.offline.aptrepo import RepositoryError, parse_release, signed_text
-from rocm_fleet.offline.bundle import BundleError, Plan, make_bundle
+from rocm_fleet.offline.bundle import Plan, make_bundle
 from rocm_fleet.offline.download import Fetcher
+from rocm_fleet.offline.manifest import BundleError
 from rocm_fleet.offline.signature import SignatureError, check_release, policy_refusal
 from unit.gpgkeys import run_gpg
 from unit.test_bundle import Quiet, needs_of, signer, upstream  # noqa: F401  (fixtures)

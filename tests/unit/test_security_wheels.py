@@ -20,8 +20,9 @@ import pytest
 
 from rocm_fleet.model import paths
 from rocm_fleet.model.sources import HostNeeds
-from rocm_fleet.offline.bundle import Plan, locked_requirements, make_bundle
+from rocm_fleet.offline.bundle import Plan, make_bundle
 from rocm_fleet.offline.download import Fetcher
+from rocm_fleet.offline.manifest import locked_requirements
 from rocm_fleet.operations import python
 from unit.loopback import running, url_of
 from unit.opcases import run_op

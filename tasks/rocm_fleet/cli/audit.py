@@ -51,7 +51,8 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     """The cells of what the survey saw; only a GPU the kernel doesn't drive and a pending
     reboot count as drift (everything else an operation enforces is in the plan)."""
     from rocm_fleet.facts.apt import kernel_releases
-    from rocm_fleet.model.findings import amd_pci, describe_gpus, gpus_found, venv_torch
+    from rocm_fleet.model.conflicts import venv_torch
+    from rocm_fleet.model.gpus import amd_pci, describe_gpus, gpus_found
     from rocm_fleet.model.paths import MOK_KEYS
     from rocm_fleet.model.versions import newer_kernels
 

@@ -21,7 +21,12 @@ from rocm_fleet.deploy.kernel import configure_kernel
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
 from rocm_fleet.deploy.preflight import preflight
 from rocm_fleet.deploy.pull import configure_pull
-from rocm_fleet.deploy.pytorch import install_pytorch, remove_created_venv, remove_pytorch
+from rocm_fleet.deploy.pytorch import (
+    configure_pip_credentials,
+    install_pytorch,
+    remove_created_venv,
+    remove_pytorch,
+)
 from rocm_fleet.deploy.reboot import reboot_if_needed
 from rocm_fleet.deploy.repository import install_repository, remove_repository
 from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
@@ -59,6 +64,7 @@ def rocm_node() -> None:
     config = host_config(host)
 
     if config.rocm_state == "absent":
+        configure_pip_credentials(config, present=False)
         remove_pytorch(config)
         remove_rocm(config)
         configure_mirror(config, host.inventory, present=False)
@@ -85,6 +91,7 @@ def rocm_node() -> None:
     needs_reboot += configure_secure_boot(config, distro)
     install_rocm(config, config.wanted_packages(found.gpus))
     configure_groups(config)
+    configure_pip_credentials(config, present=config.torch is not None)
     if config.torch is not None:
         install_pytorch(config, distro)
     else:

@@ -153,8 +153,8 @@ def preflight(config: Config) -> Findings | None:
         return None
     bundle_files = None
     if config.mirror is not None and config.mirror.bundle:
-        # Imported here: the bundle code (requests and all) is only needed with a bundle.
-        from rocm_fleet.offline import bundle as bundle_files
+        # Imported here: the bundle's reader (the resolver and all) is only needed with a bundle.
+        from rocm_fleet.offline import manifest as bundle_files
     result = findings(config, survey, bundle_files)
     if result.row is not None:
         result.problems += _controller_problems(config, result.row, survey)

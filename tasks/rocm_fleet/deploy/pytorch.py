@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from packaging.requirements import Requirement
 from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
@@ -35,55 +33,19 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import outcome, record_outcome, refuse_host
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS
 from rocm_fleet.model.secrets import Secret, SecretError, read_secret
-from rocm_fleet.model.sources import (
-    WheelNeed,
-    mirror_ca,
-    proxy_environment,
-    served,
-    torch_wheels,
-)
+from rocm_fleet.model.sources import WheelNeed, torch_pip
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import text_file, uploaded_file
 from rocm_fleet.operations.python import installs_wheels, pinned_wheels, venv
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
-    from rocm_fleet.model.decisions import TorchInstall
     from rocm_fleet.offline.lock import Locks
 
 logger = logging.getLogger("pyinfra")
 
 PREREQUISITES = ["python3-venv"]
-# torch and its companions, whichever index they came from.
-TORCH_FAMILY = r"torch|torchvision|torchaudio"
-
-
-def owned_wheels(torch: TorchInstall) -> list[str]:
-    """The distributions the torch pins manage: the torch family; the pip ROCm runtime
-    unless the torch requires it (then pip manages its parts); and the per-target device
-    wheels AMD's ``[device-<gfx>]`` extras install (``amd-torch-device-<gfx>``,
-    ``amd-torchvision-device-<gfx>``, ``rocm-sdk-device-<gfx>``) of every target the install
-    no longer names: after a move to another GPU target, or back to a PyTorch index."""
-    owned = [TORCH_FAMILY]
-    if not torch.runtime_from_pip:
-        owned.append(TORCH_RUNTIME_WHEELS.pattern)
-    torch_targets = {e for _, extras in torch.extras for e in extras}
-    runtime_extras = {e for r in torch.requires for e in Requirement(r).extras}
-    runtime_targets = torch_targets | {e for e in runtime_extras if e.startswith("device-")}
-    if "device-all" not in torch_targets:
-        owned.append(_device_wheels(r"amd-torch(?:vision)?", torch_targets))
-    if torch.runtime_from_pip and "device-all" not in runtime_targets:
-        owned.append(_device_wheels("rocm-sdk", runtime_targets))
-    return owned
-
-
-def _device_wheels(prefix: str, kept: set[str]) -> str:
-    """``<prefix>-device-<gfx>`` for every gfx but those of the ``device-<gfx>`` extras kept."""
-    gfx = sorted(e.removeprefix("device-") for e in kept)
-    others = f"(?!(?:{'|'.join(map(re.escape, gfx))})$)" if gfx else ""
-    return rf"{prefix}-device-{others}.+"
 
 
 @deploy("PyTorch")
@@ -94,10 +56,10 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
-    configure_pip_credentials(config)
-    wheels = torch_wheels(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
-    if wheels is None or config.torch is None:
+    pip = torch_pip(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
+    if pip is None:
         return  # the caller plans this only when config.torch is set
+    wheels = pip.wheels
     locked = locked_wheels(config, wheels)
     if locked is None and installs_wheels(
         config.pytorch_venv, dict(wheels.wanted), list(wheels.requires)
@@ -115,25 +77,21 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
         venv_path=config.pytorch_venv,
-        index_url=served(wheels.index_url, config.mirror),
+        index_url=pip.index_url,
         wanted=dict(wheels.wanted),
         requires=list(wheels.requires),
-        owned=owned_wheels(config.torch),
-        proxy={**proxy_environment(config), **pip_credentials(config)},
+        owned=pip.owned,
+        proxy=pip.environment,
         locked=locked,
-        ca=mirror_ca(config),
+        ca=pip.ca,
     )
 
 
-def pip_credentials(config: Config) -> dict[str, str]:
-    """pip's environment for the credentials of ``rocm_pip_netrc``: ``NETRC`` names the
-    root-only file (pip's requests reads netrc(5) from there); the secret is in no command."""
-    return {"NETRC": paths.PIP_NETRC} if config.rocm_pip_netrc else {}
-
-
+@deploy("PyTorch")
 def configure_pip_credentials(config: Config, present: bool = True) -> None:
-    """The netrc file of ``rocm_pip_netrc`` (root, 0600), read where pyinfra runs; its
-    removal when the setting goes (planned only when the file is there)."""
+    """The netrc file of ``rocm_pip_netrc`` (root, 0600), read where pyinfra runs, before
+    pip runs (``install_pytorch``); its removal when the setting or the torch goes (planned
+    only when the file is there)."""
     if present and config.rocm_pip_netrc:
         uploaded_file(
             name="Give pip the wheel index's credentials (root only)",
@@ -184,13 +142,13 @@ def live_lock(wheels: WheelNeed) -> list[str]:
 
 def locked_wheels(config: Config, wheels: WheelNeed) -> list[str] | None:
     """Every wheel the host installs pinned to the SHA-256 ``rocm-fleet bundle`` verified
-    over TLS, when the fleet mirror serves a bundle (``bundle.locked_requirements``); the
+    over TLS, when the fleet mirror serves a bundle (``manifest.locked_requirements``); the
     host's pip then trusts neither the mirror nor the network. None otherwise."""
     mirror = config.mirror
     if mirror is None or not mirror.bundle or wheels.runtime is None:
         return None
-    # Imported here: the bundle code (requests and all) is only needed with a bundle.
-    from rocm_fleet.offline.bundle import locked_requirements
+    # Imported here: the bundle's reader (the resolver and all) is only needed with a bundle.
+    from rocm_fleet.offline.manifest import locked_requirements
 
     locked = locked_requirements(mirror.bundle, wheels)
     if locked is None:
@@ -210,7 +168,6 @@ def remove_created_venv(config: Config) -> None:
     python3-venv package stays, as it does for any other use of the host's Python. Planned
     only on a host that has a venv there (read from the survey), so a host that never had
     one shows no PyTorch concern."""
-    configure_pip_credentials(config, present=False)
     if read_fact(FileDigest, path=paths.venv_marker(config.pytorch_venv)) is None:
         return
     venv(
@@ -224,7 +181,6 @@ def remove_created_venv(config: Config) -> None:
 
 @deploy("Remove PyTorch")
 def remove_pytorch(config: Config) -> None:
-    configure_pip_credentials(config, present=False)
     venv(
         name="Remove the PyTorch venv and the directories made for it",
         path=config.pytorch_venv,

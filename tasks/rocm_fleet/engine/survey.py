@@ -43,7 +43,7 @@ from rocm_fleet.facts.system import (
     Wsl,
 )
 from rocm_fleet.model import paths
-from rocm_fleet.model.findings import (
+from rocm_fleet.model.conflicts import (
     AMD_PACKAGE_NAMES,
     AMD_PROGRAMS,
     AMD_REPOSITORY_HOSTS,

@@ -7,7 +7,7 @@ read many times over (a digest per managed file) may read them all in one sectio
 defines ``batch_command(kwargs_list)`` and ``batch_process(output, kwargs_list)``, which
 answer what each read alone would, with a process per batch instead of one per read. The
 preflight reads everything the plan of a converged host needs in one survey and remembers
-each answer (``facts.cache``), so planning asks the host nothing more.
+each answer (``engine.factcache``), so planning asks the host nothing more.
 """
 
 from __future__ import annotations

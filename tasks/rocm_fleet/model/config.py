@@ -200,27 +200,25 @@ def load_config(
 
     torch_build = None
     if values["pytorch_install"]:
-        if not rel.torch_builds:
+        source = rel.torch_source
+        if source is None or not source.builds:
             raise fail(
                 "rocm_version",
                 version,
                 f"a release with a PyTorch index ({rel.no_torch_reason}); "
                 "or set pytorch_install: False",
             )
-        builds = rel.torch_builds
-        amd = rel.amd_wheels
-        if amd is not None:  # AMD's index: what its page offers the host's targets
-            gfx = _gfx(values)
-            unknown = [g for g in gfx if g not in amd.targets]
-            if unknown:
-                raise fail(
-                    "expected_gfx",
-                    values["expected_gfx"],
-                    f"GPU targets AMD's index gives a torch device extra for ROCm {version} "
-                    f"({', '.join(amd.targets)}; {unknown[0]} has none on AMD's install "
-                    "page); or set pytorch_install: False",
-                )
-            builds = amd.builds_for(gfx)
+        gfx = _gfx(values)
+        unknown = source.unknown_targets(gfx)  # AMD's index: what its page offers the targets
+        if unknown:
+            raise fail(
+                "expected_gfx",
+                values["expected_gfx"],
+                f"GPU targets AMD's index gives a torch device extra for ROCm {version} "
+                f"({', '.join(source.targets)}; {unknown[0]} has none on AMD's install "
+                "page); or set pytorch_install: False",
+            )
+        builds = source.builds_for(gfx)
         wanted = values["torch_version"]
         if wanted is None:
             torch_build = builds[-1]
@@ -231,12 +229,12 @@ def load_config(
                 newest = _newest_of_series(wanted, published)
                 hint = f"did you mean {newest!r}? expected " if newest else ""
                 also = ""
-                if amd is not None and len(builds) < len(rel.torch_builds):
+                if len(builds) < len(source.builds):
                     also = f" for expected_gfx {values['expected_gfx']!r} (AMD's Linux page)"
                 raise fail(
                     "torch_version",
                     wanted,
-                    f"{hint}a torch published on {rel.torch_source} for ROCm {version}{also} "
+                    f"{hint}a torch published on {source.name} for ROCm {version}{also} "
                     f"({', '.join(published)})",
                 )
             torch_build = matches[0]

@@ -1,19 +1,21 @@
 """What is decided once per host from its settings and the matrix, and read by everyone
 after: the fleet mirror it uses (``Mirror``, resolved by ``model.fleet``) and the PyTorch its
-venv gets (``TorchInstall``, decided by ``config.load_config``). Plain data, so that
+venv gets (``TorchInstall``, decided by ``config.load_config`` from the release's
+``matrix.TorchSource``; ``owned_wheels``: the distributions its pins manage). Plain data, so that
 ``config`` (which holds them) and ``sources`` (which turns them into URLs) both build on it
 and neither on the other.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
 
 from rocm_fleet.model import matrix
-from rocm_fleet.model.matrix import TorchBuild
+from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, TorchBuild
 
 
 @dataclass(frozen=True)
@@ -106,22 +108,43 @@ def torch_install(
     release PyTorch builds nothing for, from AMD's own index with the ``[device-*]`` extras
     of ``gfx`` (the host's ``expected_gfx``; none: ``device-all``) on torch and
     torchvision, and the ROCm runtime torch requires."""
-    index = rel.torch_index
-    if index is None:
-        amd = rel.amd_wheels
-        if amd is None:
-            raise ValueError(f"ROCm {rel.version} has no PyTorch index")
-        extras = tuple(amd.device_extras(gfx or []))
-        return TorchInstall(
-            build,
-            amd.url,
-            tuple(sorted(wanted_wheels(build, amd.label).items())),
-            (amd.runtime,),
-            tuple((name, extras) for name in amd.device_extra_on),
-        )
+    source = rel.torch_source
+    if source is None:
+        raise ValueError(f"ROCm {rel.version} has no PyTorch index")
     return TorchInstall(
         build,
-        f"{index_base_url.rstrip('/')}/{index}",
-        tuple(sorted(wanted_wheels(build, index).items())),
-        (rel.torch_runtime,) if rel.torch_runtime else (),
+        source.url(index_base_url),
+        tuple(sorted(wanted_wheels(build, source.label).items())),
+        (source.runtime,) if source.runtime else (),
+        source.extras(gfx or []),
     )
+
+
+# torch and its companions, whichever index they came from.
+TORCH_FAMILY = r"torch|torchvision|torchaudio"
+
+
+def owned_wheels(torch: TorchInstall) -> list[str]:
+    """The distributions the torch pins manage: the torch family; the pip ROCm runtime
+    unless the torch requires it (then pip manages its parts); and the per-target device
+    wheels AMD's ``[device-<gfx>]`` extras install (``amd-torch-device-<gfx>``,
+    ``amd-torchvision-device-<gfx>``, ``rocm-sdk-device-<gfx>``) of every target the install
+    no longer names: after a move to another GPU target, or back to a PyTorch index."""
+    owned = [TORCH_FAMILY]
+    if not torch.runtime_from_pip:
+        owned.append(TORCH_RUNTIME_WHEELS.pattern)
+    torch_targets = {e for _, extras in torch.extras for e in extras}
+    runtime_extras = {e for r in torch.requires for e in Requirement(r).extras}
+    runtime_targets = torch_targets | {e for e in runtime_extras if e.startswith("device-")}
+    if "device-all" not in torch_targets:
+        owned.append(_device_wheels(r"amd-torch(?:vision)?", torch_targets))
+    if torch.runtime_from_pip and "device-all" not in runtime_targets:
+        owned.append(_device_wheels("rocm-sdk", runtime_targets))
+    return owned
+
+
+def _device_wheels(prefix: str, kept: set[str]) -> str:
+    """``<prefix>-device-<gfx>`` for every gfx but those of the ``device-<gfx>`` extras kept."""
+    gfx = sorted(e.removeprefix("device-") for e in kept)
+    others = f"(?!(?:{'|'.join(map(re.escape, gfx))})$)" if gfx else ""
+    return rf"{prefix}-device-{others}.+"

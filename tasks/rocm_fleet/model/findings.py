@@ -27,8 +27,10 @@ whose driver the matrix doesn't record, a newer kernel from backports with no De
 to take it from, a DKMS signing key the firmware blocks or mokutil can't read. (The MOK
 password, which comes from where pyinfra runs, is checked by ``deploy.preflight``.)
 
-The survey's readers the audit shows too (``gpus_found``, ``describe_gpus``, ``amd_pci``,
-``venv_torch``) are here, so both say the same of a host.
+Each rule returns what it found (``found.Found``); ``findings`` adds them up in order. The
+GPU readers the audit shows too (``gpus_found``, ``describe_gpus``, ``amd_pci``) are
+``model.gpus`` and the conflict detection (and ``venv_torch``) ``model.conflicts``, so the
+rules and the audit say the same of a host.
 """
 
 from __future__ import annotations
@@ -37,52 +39,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.conflicts import conflicts
+from rocm_fleet.model.found import Found
+from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci
 from rocm_fleet.model.kernels import kernel_findings
-from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
-from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
 from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
-from rocm_fleet.model.versions import ROCM_APT_PATH, kernel_key, release_key
+from rocm_fleet.model.versions import kernel_key, release_key
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
-
-
-# Debian's and Ubuntu's own ROCm packages: the binary packages they build from ROCm's
-# sources (rocm-hipamd, rocr-runtime, roct-thunk-interface, rocm-compilersupport,
-# rocm-smi-lib, amdsmi, rocminfo, hipify, rocm-cmake, rocm-device-libs, rocprim, rocrand,
-# rocthrust, rocsparse, hipsparse, rocblas, hipblas, rocfft, hipfft, rocsolver, hipsolver,
-# rocalution, rccl, roctracer, rocdbgapi, pkg-rocm-tools), by name, as the Packages
-# indexes of Debian bookworm 12.15 and trixie 13.8 (main) and Ubuntu noble (main,
-# universe) list them (read 2026-11-30). AMD's packages match some of these names too
-# (rocminfo, rocm-core); their versions tell them apart (versions.amd_release_tag).
-DISTRO_ROCM_PACKAGES = (
-    "rocminfo", "rocm-*", "hipcc", "hipify-*", "amd-smi", "amd-dbgapi*", "pkg-rocm-tools",
-    "libamd-comgr*", "libamd-smi*", "libamdhip64*", "libhsa-runtime*", "libhsakmt*",
-    "libhipblas*", "libhipcub*", "libhipfft*", "libhiprand*", "libhiprtc*", "libhipsolver*",
-    "libhipsparse*", "liboam*", "librccl*", "librocalution*", "librocblas*", "librocfft*",
-    "librocm*", "librocprim*", "librocrand*", "librocsolver*", "librocsparse*",
-    "librocthrust*", "libroctx*", "libroctracer*",
-)  # fmt: skip
-# Names AMD's repository uses for packages of its own, which Debian and Ubuntu use too, at
-# higher versions (Ubuntu 24.04 rocminfo 5.7.1-3build1 against AMD's 1.0.0.70202-...,
-# hipcc 5.7.1-3 against 1.1.1.70204-..., rocm-cmake 6.0.0-1 against 0.14.0.70204-...;
-# Debian 12 rocm-device-libs 5.2.3-2): AMD's pin (600) doesn't take an installed package
-# to a lower version (apt_preferences(5): 500 <= P < 990 "unless the installed version is
-# more recent"), so AMD's stack can't go on beside them. Reported in
-# github.com/ROCm/legacy-rocm-build issues 3656, 6367 and 1899.
-AMD_PACKAGE_NAMES = ("hipcc", "rocminfo", "rocm-cmake", "rocm-device-libs")
-# AMD's programs in /opt/rocm/bin that Debian's and Ubuntu's packages (hipcc, rocminfo,
-# rocm-smi, amd-smi, hipify-perl: dpkg -c of each in bookworm, trixie and noble) also put
-# in paths.DISTRO_BIN, which comes first on PATH: there they shadow AMD's.
-AMD_PROGRAMS = (
-    "rocminfo", "rocm_agent_enumerator", "rocm-smi", "amd-smi", "hipcc", "hipcc.pl",
-    "hipconfig", "hipconfig.pl", "hipify-perl", "roc-obj", "roc-obj-extract", "roc-obj-ls",
-)  # fmt: skip
-# Upstream hosts whose apt sources preflight looks for (repo.amd.com matches
-# stable.repo.amd.com too).
-AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
-# The source files the deploy itself writes, for any stream: never a conflict.
-OWN_SOURCES = {repo.source for repo in matrix.REPOSITORIES}
 
 
 @dataclass
@@ -97,20 +62,8 @@ class Findings:
     details: dict[str, list[str]] = field(default_factory=dict)
 
 
-# How many names a one-line message lists before "and N more".
-LISTED = 5
-
-
-def listed(names: list[str], what: str) -> str:
-    """``names`` for a one-line message: all of them up to LISTED, else the first LISTED and
-    how many more ("a, b, c, d, e and 57 more <what>")."""
-    if len(names) <= LISTED:
-        return ", ".join(names)
-    return f"{', '.join(names[:LISTED])} and {len(names) - LISTED} more {what}"
-
-
 class BundleFiles(Protocol):
-    """What a bundle on the controller's disk holds (``rocm_fleet.offline.bundle`` is one):
+    """What a bundle on the controller's disk holds (``rocm_fleet.offline.manifest`` is one):
     read by the caller, so the rules stay pure."""
 
     def incomplete(self, bundle: str) -> list[str]: ...
@@ -124,27 +77,27 @@ def findings(
     """Problems (each with its fix) and warnings for a host, from its survey
     (``deploy.preflight.survey_reads``). ``bundle_files`` reads the fleet mirror's bundle, when
     the host's mirror has one (without it, the bundle isn't checked)."""
-    problems: list[str] = []
-    warnings: list[str] = []
-    details: dict[str, list[str]] = {}
-    row = _distro(config, survey, problems, warnings)
+    row, found = _distro(config, survey)
     gpus = [gpu["gfx"] for gpu in gpus_found(survey)]
     if bundle_files is not None and row is not None and config.release.publication(row) is not None:
-        _bundle(config, row, gpus, problems, bundle_files)
-    _system(survey, problems)
-    _gpus(config, survey, problems, warnings)
+        found += _bundle(config, row, gpus, bundle_files)
+    found += _system(survey)
+    found += _gpus(config, survey)
     if row is not None:
-        _kernel(row, survey, problems)
-        _plan_time(config, row, survey, problems)
-    _users(config, survey, problems)
-    _disk(config, survey, problems)
-    _conflicts(config, survey, problems, warnings, details)
-    _stream_move(config, survey, warnings)
-    _plain_mirror(config, warnings)
-    return Findings(row if not problems else None, problems, warnings, gpus, details)
+        found += _kernel(row, survey)
+        found += _plan_time(config, row, survey)
+    found += _users(config, survey)
+    found += _disk(config, survey)
+    found += conflicts(config, survey)
+    found += _stream_move(config, survey)
+    found += _plain_mirror(config)
+    problems = found.problems
+    return Findings(row if not problems else None, problems, found.warnings, gpus, found.details)
 
 
-def _distro(config: Config, survey: dict, problems: list[str], warnings: list[str]):
+def _distro(config: Config, survey: dict) -> tuple[matrix.Distro | None, Found]:
+    found = Found()
+    problems, warnings = found.problems, found.warnings
     arch = survey.get("arch")
     if arch != "amd64":
         problems.append(
@@ -169,7 +122,7 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
             "upgrade the host to one of them, or set rocm_distro_override to the one it "
             "is built on"
         )
-        return None
+        return None, found
     support = rel.support(row)
     if support is None:
         publishers = ", ".join(
@@ -207,49 +160,53 @@ def _distro(config: Config, survey: dict, problems: list[str], warnings: list[st
                 f"AMD lists {row.key} for {pub.listed_text} only; {', '.join(unlisted)} on it "
                 "is unofficial"
             )
-    return row
+    return row, found
 
 
 def _bundle(
     config: Config,
     row: matrix.Distro,
     gpus: list[str | None],
-    problems: list[str],
     bundle_files: BundleFiles,
-) -> None:
+) -> Found:
     """A bundle the fleet mirror serves must hold everything this host will fetch (with the
     packages its GPUs make the stream choose): apt or pip failing halfway through on a
     missing file is worse than not starting."""
+    found = Found()
     mirror = config.mirror
     if mirror is None or not mirror.bundle:
-        return
+        return found
     broken = bundle_files.incomplete(mirror.bundle) if mirror.serves else []
     if broken:
-        problems.append(
+        found.problems.append(
             f"the bundle {mirror.bundle} this host is to serve is incomplete ({len(broken)} "
             f"file(s) its manifest lists are missing or cut short: {', '.join(broken[:5])}): "
             f"run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` again"
         )
     gaps = bundle_files.missing(mirror.bundle, host_needs(config, row, gpus))
     if gaps:
-        problems.append(
+        found.problems.append(
             f"the fleet mirror's bundle {mirror.bundle} lacks what this host needs: "
             f"{'; '.join(gaps)}: run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` "
             "again with this inventory, then deploy"
         )
+    return found
 
 
-def _plain_mirror(config: Config, warnings: list[str]) -> None:
+def _plain_mirror(config: Config) -> Found:
     """A mirror over plain HTTP: said in ``--dry`` and the audit. apt still verifies AMD's
     signature and pinned hashes still hold, but nothing else: whoever is on the fleet network
     sees what hosts fetch and can serve anything unsigned or unpinned (every wheel is pinned:
     a bundle's or the controller's lock, ``--require-hashes``)."""
     mirror = config.mirror
     if mirror is None or mirror.tls:
-        return
-    warnings.append(
-        f"the fleet mirror {mirror.url} is plain HTTP: integrity rests on AMD's signatures and "
-        "pinned hashes alone; `rocm-fleet mirror-ca` and rocm_mirror_tls_ca/_cert/_key give it TLS"
+        return Found()
+    return Found(
+        warnings=[
+            f"the fleet mirror {mirror.url} is plain HTTP: integrity rests on AMD's signatures "
+            "and pinned hashes alone; `rocm-fleet mirror-ca` and rocm_mirror_tls_ca/_cert/_key "
+            "give it TLS"
+        ]
     )
 
 
@@ -258,7 +215,8 @@ def _family(gfx: str) -> str | None:
     return target.family if target else None
 
 
-def _system(survey: dict, problems: list[str]) -> None:
+def _system(survey: dict) -> Found:
+    problems: list[str] = []
     if survey.get("wsl") or "microsoft" in (survey.get("kernel") or "").lower():
         problems.append(
             "this is WSL: ROCm on WSL is a different stack (AMD's WSL driver and "
@@ -272,125 +230,11 @@ def _system(survey: dict, problems: list[str]) -> None:
             "not root: set _sudo: True (with passwordless sudo or _sudo_password) in the "
             "inventory, or connect as root"
         )
+    return Found(problems)
 
 
-def amd_pci(survey: dict) -> list[dict[str, Any]]:
-    """The survey's PCI display and accelerator devices that are AMD's."""
-    return [gpu for gpu in survey.get("pci") or [] if gpu.get("vendor") == AMD_VENDOR]
-
-
-def other_pci(survey: dict) -> list[str]:
-    """The survey's display and accelerator devices of other vendors, described."""
-    return [
-        describe_device(gpu["slot"], gpu["vendor"], gpu["device"], gpu["class"])
-        for gpu in survey.get("pci") or []
-        if gpu.get("vendor") != AMD_VENDOR
-    ]
-
-
-def _with_memory(gpu: dict[str, Any], pci: dict[str, Any] | None) -> dict[str, Any]:
-    """``gpu`` with whether it is an APU's integrated GPU (a Ryzen target) and amdgpu's
-    memory totals of its PCI device (bytes; None when not read)."""
-    target = matrix.gpu_target(gpu["gfx"] or "")
-    gpu["apu"] = target is not None and target.family == "ryzen"
-    gpu["vram_total"] = (pci or {}).get("vram_total")
-    gpu["gtt_total"] = (pci or {}).get("gtt_total")
-    return gpu
-
-
-def gpus_found(survey: dict) -> list[dict[str, Any]]:
-    """AMD GPUs on the host: KFD nodes when amdgpu is loaded (authoritative gfx), else the
-    PCI devices mapped by the PCI-ID table. Each: slot, device, gfx (None: unknown), name,
-    apu (an APU's integrated GPU), vram_total and gtt_total (amdgpu's, in bytes, or None)."""
-    pci = {gpu["slot"]: gpu for gpu in amd_pci(survey)}
-    found = []
-    kfd = survey.get("kfd")
-    if kfd:
-        for node in kfd:
-            row = lookup(node["device_id"]) if node.get("device_id") else None
-            gpu = {
-                "slot": node.get("slot"),
-                "device": node.get("device_id"),
-                "gfx": node["gfx"],
-                "name": row.name if row else None,
-            }
-            found.append(_with_memory(gpu, pci.get(node.get("slot") or "")))
-        return found
-    for slot, pci_gpu in pci.items():
-        row = lookup(pci_gpu["device"])
-        gpu = {
-            "slot": slot,
-            "device": pci_gpu["device"],
-            "gfx": row.gfx if row else None,
-            "name": row.name if row else None,
-        }
-        found.append(_with_memory(gpu, pci_gpu))
-    return found
-
-
-def gib(size: int | None) -> str:
-    """Bytes as GiB for a person, e.g. 103079215104 -> "96.0 GiB"; "?" when unknown."""
-    return "?" if size is None else f"{size / 2**30:.1f} GiB"
-
-
-def apu_memory(gpu: dict[str, Any]) -> str:
-    """What an APU's GPU memory is, e.g. "APU: 4.0 GiB VRAM carve-out, 96.0 GiB GTT"."""
-    if gpu.get("vram_total") is None and gpu.get("gtt_total") is None:
-        return "APU: memory not read (amdgpu not bound)"
-    return f"APU: {gib(gpu.get('vram_total'))} VRAM carve-out, {gib(gpu.get('gtt_total'))} GTT"
-
-
-def describe_gpus(found: list[dict[str, Any]]) -> str:
-    if not found:
-        return "no AMD GPU"
-    counts: dict[str, int] = {}
-    for gpu in found:
-        label = gpu["gfx"] or f"unknown AMD device {gpu['device']}"
-        if gpu.get("apu"):
-            label = f"{label} ({apu_memory(gpu)})"
-        counts[label] = counts.get(label, 0) + 1
-    return ", ".join(f"{n} x {label}" for label, n in counts.items())
-
-
-def gpu_mismatch(
-    config: Config, found: list[dict[str, Any]], others: list[str] | None = None
-) -> str | None:
-    """What is wrong with the GPUs against expected_gfx / expected_gpu_count, or None;
-    ``others`` describes the display and accelerator devices of other vendors."""
-    expected_count = config.expected_gpu_count
-    expected_gfx = config.expected_gfx_list
-    if expected_count == 0:
-        return None
-    found_text = describe_gpus(found)
-    if not found:
-        instead = (
-            f"found instead: {'; '.join(others)}"
-            if others
-            else "nor any other display or accelerator device"
-        )
-        return (
-            "no AMD GPU found (no PCI device of vendor 0x1002 with a display or "
-            f"processing-accelerator class; {instead}): seat the card, or set "
-            "expected_gpu_count: 0 for a GPU-less host (CI runner, image builder)"
-        )
-    matching = [g for g in found if g["gfx"] in expected_gfx] if expected_gfx else found
-    wanted = "/".join(expected_gfx) if expected_gfx else "AMD GPU"
-    if expected_gfx and not matching:
-        return (
-            f"expected {expected_count or 'at least 1'} x {wanted}, found {found_text}: "
-            "correct expected_gfx in the inventory or check the host's cards"
-        )
-    if expected_count is not None and len(matching) != expected_count:
-        fewer = "too few GPUs" if len(matching) < expected_count else "more GPUs than expected"
-        return (
-            f"{fewer}: expected {expected_count} x {wanted}, found {len(matching)} "
-            f"({found_text}): correct expected_gpu_count or check that every card is seated "
-            "and enabled in the firmware"
-        )
-    return None
-
-
-def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]) -> None:
+def _gpus(config: Config, survey: dict) -> Found:
+    warnings: list[str] = []
     if config.expected_gpu_count == 0 and config.expected_gfx_list:
         # Not an error: on a GPU-less image builder expected_gfx still picks the kernel and
         # the Core SDK's per-target packages; but nothing about it is verified.
@@ -402,8 +246,7 @@ def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]
     found = gpus_found(survey)
     mismatch = gpu_mismatch(config, found, other_pci(survey))
     if mismatch:
-        problems.append(mismatch)
-        return
+        return Found([mismatch], warnings)
     for gpu in found:
         target = matrix.gpu_target(gpu["gfx"] or "")
         if target is not None and target.family == "ryzen":
@@ -413,12 +256,14 @@ def _gpus(config: Config, survey: dict, problems: list[str], warnings: list[str]
         wanted = not config.expected_gfx_list or gfx in config.expected_gfx_list
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
+    return Found(warnings=warnings)
 
 
-def _plan_time(config: Config, row: matrix.Distro, survey: dict, problems: list[str]) -> None:
+def _plan_time(config: Config, row: matrix.Distro, survey: dict) -> Found:
     """What would stop the run halfway, known now: the operations that would fail it are
     never reached (deploy/driver.py, kernel.py, operations/secureboot.py keep their own
     check for a deploy composed without preflight)."""
+    problems: list[str] = []
     if config.rocm_driver == "dkms" and amdgpu_repository(config, row) is None:
         known = [r.version for r in matrix.RELEASES if matrix.amdgpu_repo_version(r) is not None]
         newest = max(known, key=release_key) if known else None
@@ -444,81 +289,73 @@ def _plan_time(config: Config, row: matrix.Distro, survey: dict, problems: list[
             "rocm_kernel_backports_mirror (e.g. 'http://deb.debian.org/debian'), or "
             "rocm_kernel_backports: never"
         )
-    _secure_boot(config, row, survey, problems)
+    return Found(problems) + _secure_boot(config, row, survey)
 
 
-def _secure_boot(config: Config, row: matrix.Distro, survey: dict, problems: list[str]) -> None:
+def _secure_boot(config: Config, row: matrix.Distro, survey: dict) -> Found:
     """With the DKMS driver and Secure Boot on, a signing key the firmware blocks, or whose
     state mokutil can't tell, would stop the run after the driver is built."""
     if config.rocm_driver != "dkms":
-        return
+        return Found()
     if (survey.get("secure_boot") or {}).get("state") != "enabled":
-        return
+        return Found()
     cert = paths.MOK_KEYS[row.id][0]
     state = (survey.get(f"mok {cert}") or {}).get("state")
     pending = (survey.get(f"mok-new {cert}") or {}).get("pending")
     if state == "blocked":
-        problems.append(
-            f"the DKMS signing key {cert} is blocked by the firmware (dbx/MokListX), so the "
-            "driver signed with it would not load: move it and its private key aside so a new "
-            "one is made, then deploy"
+        return Found(
+            [
+                f"the DKMS signing key {cert} is blocked by the firmware (dbx/MokListX), so the "
+                "driver signed with it would not load: move it and its private key aside so a new "
+                "one is made, then deploy"
+            ]
         )
-    elif state not in (None, "enrolled", "pending", "not_enrolled", "missing") and not pending:
-        problems.append(
-            f"cannot tell whether the DKMS signing key {cert} is enrolled (mokutil says "
-            f"{state}): check `mokutil --test-key {cert}` on the host"
+    if state not in (None, "enrolled", "pending", "not_enrolled", "missing") and not pending:
+        return Found(
+            [
+                f"cannot tell whether the DKMS signing key {cert} is enrolled (mokutil says "
+                f"{state}): check `mokutil --test-key {cert}` on the host"
+            ]
         )
+    return Found()
 
 
-def _users(config: Config, survey: dict, problems: list[str]) -> None:
+def _users(config: Config, survey: dict) -> Found:
     """Every user of rocm_users must exist: the groups deploy adds them, never creates one."""
     users = (survey.get("groups") or {}).get("users") or {}
     absent = [user for user in config.rocm_users if user in users and users[user] is None]
     if absent:
-        problems.append(
-            f"rocm_users names {', '.join(absent)}, not a user on this host: create "
-            f"{'them' if len(absent) > 1 else 'it'} first (the deploy adds users to video and "
-            f"render, it never creates one), or take {'them' if len(absent) > 1 else 'it'} "
-            "out of rocm_users"
+        return Found(
+            [
+                f"rocm_users names {', '.join(absent)}, not a user on this host: create "
+                f"{'them' if len(absent) > 1 else 'it'} first (the deploy adds users to video and "
+                f"render, it never creates one), or take {'them' if len(absent) > 1 else 'it'} "
+                "out of rocm_users"
+            ]
         )
+    return Found()
 
 
-def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
-    """What preflight says of a Ryzen APU's integrated GPU: its model and target, that it
-    computes in system memory, and where AMD lists it (matrix.GPU_TARGETS' sources)."""
-    pci = f" [1002:{gpu['device'].removeprefix('0x')}]" if gpu.get("device") else ""
-    if gpu.get("vram_total") is None and gpu.get("gtt_total") is None:
-        memory = "it has no VRAM of its own (a small carve-out)"
-    else:  # amdgpu's mem_info_vram_total / mem_info_gtt_total (facts.gpu.PciGpus)
-        memory = (
-            f"its VRAM is a {gib(gpu.get('vram_total'))} carve-out of system memory and its "
-            f"GTT {gib(gpu.get('gtt_total'))}"
-        )
-    return (
-        f"{gpu['gfx']} at {gpu.get('slot') or '?'} is the integrated GPU of a Ryzen APU: "
-        f"{target.products}{pci}; {memory}: it computes in system memory it shares with "
-        "the CPU (GTT), so its usable memory is the host's; AMD lists Ryzen APUs for the "
-        "ROCm Core SDK on Ubuntu 26.04 and 24.04.4 (OEM 6.17 kernel) only"
-    )
-
-
-def _kernel(row: matrix.Distro, survey: dict, problems: list[str]) -> None:
+def _kernel(row: matrix.Distro, survey: dict) -> Found:
     minimum = matrix.MIN_KERNEL.get(row.key)
     running = survey.get("kernel") or ""
     if minimum and kernel_key(running) < kernel_key(minimum):
-        problems.append(
-            f"kernel {running} is older than {minimum}, the one AMD lists for {row.key}: "
-            "install the distribution's current kernel and reboot"
+        return Found(
+            [
+                f"kernel {running} is older than {minimum}, the one AMD lists for {row.key}: "
+                "install the distribution's current kernel and reboot"
+            ]
         )
+    return Found()
 
 
-def _disk(config: Config, survey: dict, problems: list[str]) -> None:
+def _disk(config: Config, survey: dict) -> Found:
     need = (survey.get("apt") or {}).get("need")
     source = "what apt says the ROCm packages need"
     if need is None:
         need = config.preflight_min_free_gb * 10**9
         source = "preflight_min_free_gb, as apt can't size AMD's packages before their source"
-    short = {}
+    short, problems = {}, []
     for entry in survey.get("disk") or []:
         if entry["avail"] < need:
             short.setdefault(entry["mount"], (entry["avail"], []))[1].append(entry["path"])
@@ -528,209 +365,16 @@ def _disk(config: Config, survey: dict, problems: list[str]) -> None:
             f"{avail / 10**9:.2f} GB free, {need / 10**9:.2f} GB needed ({source}): "
             "free some space or grow the filesystem"
         )
+    return Found(problems)
 
 
-def venv_torch(survey: dict) -> dict[str, Any]:
-    """The venv's torch as the survey saw it: {"torch": version or None, "hip", "cuda",
-    "build": "rocm" | "cuda" | "cpu" | None (no torch)}."""
-    version = (survey.get("venv") or {}).get("torch")
-    strings = survey.get("torch_build") or {}
-    hip, cuda = strings.get("hip"), strings.get("cuda")
-    if not version:
-        build = None
-    elif hip or "+rocm" in version:
-        build = "rocm"
-    elif cuda or "+cu" in version:
-        build = "cuda"
-    else:
-        build = "cpu"
-    return {"torch": version, "hip": hip, "cuda": cuda, "build": build}
-
-
-def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
-    """What apt's simulation (facts.apt ``PurgeDict``) says ``apt-get purge names`` would
-    take along, as a sentence for a message that suggests it."""
-    command = (
-        f"apt-get -s purge {' '.join(names)}"
-        if len(names) <= 6
-        else f"apt-get -s purge of these {len(names)} packages"
-    )
-    if purge is None or purge["errors"]:
-        why = "; ".join(purge["errors"]) if purge else "it did not run"
-        return (
-            f"apt could not work out what removing them takes along ({why}): "
-            f"run apt-get -s purge {' '.join(names)}"
-        )
-    extra = sorted(set(purge["removes"]) - set(names))
-    if extra:
-        return f"{command} says it also removes {listed(extra, 'packages')}"
-    return f"{command} says it removes nothing else"
-
-
-def _nvidia(
-    config: Config,
-    survey: dict,
-    problems: list[str],
-    warnings: list[str],
-    details: dict[str, list[str]],
-) -> None:
-    nvidia = nvidia_stack(survey.get("packages") or {}, survey.get("modules") or [])
-    packages = nvidia.get("packages") or []
-    if not packages and not nvidia.get("modules"):
-        return
-    # A CUDA host has dozens of them: the line names a few, the details all.
-    what = listed(packages, "(pyinfra -v or rocm-fleet audit --json lists all)") or "none"
-    if len(packages) > LISTED:
-        details["NVIDIA packages"] = list(packages)
-    modules = ", ".join(nvidia.get("modules") or []) or "none"
-    simulated = (survey.get("nvidia_purge") or {}).get("purge")
-    removal = f" ({removal_effect(simulated, packages)})" if packages else ""
-    if config.rocm_migrate_from_cuda:
-        # The migration purges with apt-get -y: never when apt says it takes along anything
-        # that is not NVIDIA's (OpenMPI built against CUDA, a user's own tools), or can't say.
-        unknown = simulated is None or bool(simulated["errors"])
-        others = [] if unknown else [
-            name for name in simulated["removes"] if name not in packages
-            and not is_nvidia_package(name)
-        ]  # fmt: skip
-        if packages and (unknown or others):
-            problems.append(
-                f"rocm_migrate_from_cuda would purge NVIDIA's packages ({what}), but "
-                f"{removal_effect(simulated, packages)}: the migration never removes more "
-                "than NVIDIA's stack; deal with those yourself (remove them, or what makes "
-                "them depend on NVIDIA's), then run again"
-            )
-            return
-        warnings.append(
-            f"NVIDIA stack present (packages: {what}); rocm_migrate_from_cuda: the deploy "
-            f"purges them{removal}"
-        )
-    else:
-        problems.append(
-            f"NVIDIA driver/CUDA stack installed (packages: {what}; loaded modules: "
-            f"{modules}): set rocm_migrate_from_cuda: true to remove it first, or purge it "
-            f"yourself and reboot{removal}"
-        )
-
-
-def _distro_rocm(survey: dict, problems: list[str], warnings: list[str]) -> None:
-    """The distribution's own ROCm packages (facts.apt.DistroRocmPackages): its programs
-    that shadow AMD's on PATH and its packages named like AMD's stop the host; its
-    libraries, under /usr apart from AMD's /opt/rocm, are left in place with a warning
-    naming what needs them."""
-    rocm = survey.get("distro_rocm")
-    if not rocm:
-        return
-    packages = rocm["packages"]
-    distro = ((survey.get("distro") or {}).get("id") or "the distribution").capitalize()
-    conflicting = rocm["conflicting"]
-    if conflicting:
-        reasons = []
-        for name in conflicting:
-            shadowing = sorted(path for path, owner in rocm["tools"].items() if owner == name)
-            why = (
-                [f"{', '.join(shadowing)} would run instead of AMD's on PATH"] if shadowing else []
-            )
-            if name in AMD_PACKAGE_NAMES:
-                why.append(
-                    "AMD's package of that name is versioned lower, so its pin can't replace it"
-                )
-            reasons.append(f"{name} {packages[name]} ({'; '.join(why)})")
-        problems.append(
-            f"{distro}'s own ROCm tools are installed: {', '.join(reasons)}: remove them with "
-            f"apt-get purge {' '.join(conflicting)} "
-            f"({removal_effect(rocm['purge_conflicting'], conflicting)})"
-        )
-    kept = sorted(set(packages) - set(conflicting))
-    if kept:
-        listed = ", ".join(f"{name} {packages[name]}" for name in kept)
-        warnings.append(
-            f"{distro}'s own ROCm libraries are installed ({listed}): "
-            f"{_needed_by(kept, rocm['needed_by'])}. They install under /usr, apart from "
-            f"AMD's {paths.ROCM_ROOT}, and put none of AMD's programs on PATH, so they are left in "
-            f"place ({removal_effect(rocm['purge_kept'], kept)})"
-        )
-
-
-def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
-    """Which installed packages need ``libraries``, e.g. "libucx0 needs libamdhip64-5 (and
-    through it libamd-comgr2, libhsa-runtime64-1)"."""
-    inside = set(libraries)
-    roots = sorted({other for lib in libraries for other in needed_by.get(lib, [])} - inside)
-    parts, reached = [], set()
-    for root in roots:
-        direct = sorted(lib for lib in libraries if root in needed_by.get(lib, []))
-        through, frontier = set(), list(direct)
-        while frontier:
-            current = frontier.pop()
-            for lib in libraries:
-                if current in needed_by.get(lib, []) and lib not in through | set(direct):
-                    through.add(lib)
-                    frontier.append(lib)
-        reached |= set(direct) | through
-        part = f"{root} needs {', '.join(direct)}"
-        if through:
-            pronoun = "it" if len(direct) == 1 else "them"
-            part += f" (and through {pronoun} {', '.join(sorted(through))})"
-        parts.append(part)
-    orphans = sorted(inside - reached)
-    if orphans:
-        parts.append(f"nothing installed needs {', '.join(orphans)}")
-    return "; ".join(parts)
-
-
-def _conflicts(
-    config: Config,
-    survey: dict,
-    problems: list[str],
-    warnings: list[str],
-    details: dict[str, list[str]],
-) -> None:
-    migrate = config.rocm_migrate_from_cuda
-    _nvidia(config, survey, problems, warnings, details)
-    _distro_rocm(survey, problems, warnings)
-    others = sorted(
-        {
-            f"{path} ({match.group(1)})"
-            for path, line in survey.get("sources") or []
-            if path not in OWN_SOURCES
-            and (match := ROCM_APT_PATH.search(line))
-            and match.group(1) != config.release.apt_path
-        }
-        | {
-            f"{path} (ROCm Core SDK, {host})"
-            for path, line in survey.get("sources") or []
-            if path not in OWN_SOURCES
-            and (host := next((h for h in _CORE_SDK_HOSTS if h in line), None))
-        }
-    )
-    if others:
-        problems.append(
-            f"apt sources of another ROCm release: {', '.join(others)}: remove them (the "
-            f"deploy writes {config.repository.source} for ROCm {config.release.version})"
-        )
-    torch = venv_torch(survey)
-    build = torch["build"]
-    if config.torch is not None and build in ("cuda", "cpu"):
-        message = (
-            f"{config.pytorch_venv} holds a {build.upper()} torch ({torch['torch']}): remove the "
-            "venv (or set pytorch_venv to a new path) so the ROCm build goes into a clean one"
-        )
-        if migrate:
-            warnings.append(message + "; rocm_migrate_from_cuda")
-        else:
-            problems.append(message + ", or set rocm_migrate_from_cuda: true")
-
-
-_CORE_SDK_HOSTS = ("stable.repo.amd.com", "repo.amd.com")
-
-
-def _stream_move(config: Config, survey: dict, warnings: list[str]) -> None:
+def _stream_move(config: Config, survey: dict) -> Found:
     """Announce a move between streams, which the deploy carries out (repository.py,
     rocm.py): the other stream's packages, source, key and pin go before the release's
     come, as AMD asks ("If you have ROCm 7.2.4 or older installed, please uninstall it")."""
     stream = config.stream
     packages = survey.get("packages") or {}
+    warnings = []
     for other in matrix.STREAMS:
         if other is stream:
             continue
@@ -742,3 +386,4 @@ def _stream_move(config: Config, survey: dict, warnings: list[str]) -> None:
                 f"{config.release.version}: the deploy purges them and removes that stream's "
                 "source, key and pin first"
             )
+    return Found(warnings=warnings)

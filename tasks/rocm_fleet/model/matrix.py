@@ -22,6 +22,7 @@ release is published in; the tasks ask a release's stream and never test which o
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from enum import Enum
@@ -687,6 +688,62 @@ AMD_WHEELS: dict[str, AmdWheels] = {
         (("gfx1150", ("2.12.0",)),),
     ),
 }
+
+
+@dataclass(frozen=True)
+class TorchSource:
+    """Where a release's torch comes from, decided once per release (``Release.torch_source``)
+    and asked by everyone after: a PyTorch index (``rocm6.4``, under the host's
+    ``pytorch_index_base_url``), or, for a release PyTorch builds nothing for, AMD's own index
+    (``amd``), whose builds depend on the GPU targets and come with ``[device-<gfx>]`` extras.
+    ``name`` is the index's name in messages (AMD's: its URL); ``label`` the local version label
+    of its wheels; ``runtime`` the pip requirement torch brings for its ROCm runtime (None:
+    bundled in the wheels)."""
+
+    name: str
+    label: str
+    builds: tuple[TorchBuild, ...]  # oldest first
+    runtime: str | None = None
+    amd: AmdWheels | None = None
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The GPU targets the index gives a device extra for; none for a PyTorch index."""
+        return self.amd.targets if self.amd else ()
+
+    def url(self, index_base_url: str) -> str:
+        """The index's URL: AMD's own, or the PyTorch index under ``index_base_url``."""
+        return self.amd.url if self.amd else f"{index_base_url.rstrip('/')}/{self.name}"
+
+    def unknown_targets(self, gfx: list[str] | tuple[str, ...]) -> list[str]:
+        """The targets of ``gfx`` AMD's index has no device extra for (a PyTorch index builds
+        one wheel for every target: none)."""
+        return [g for g in gfx if g not in self.amd.targets] if self.amd else []
+
+    def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
+        """The builds the index offers every one of ``gfx``."""
+        return self.amd.builds_for(gfx) if self.amd else self.builds
+
+    def extras(self, gfx: list[str] | tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(distribution, its extras) for ``gfx``: AMD's ``[device-<gfx>]`` on torch and
+        torchvision; none on a PyTorch index."""
+        if self.amd is None:
+            return ()
+        extras = tuple(self.amd.device_extras(gfx))
+        return tuple((name, extras) for name in self.amd.device_extra_on)
+
+
+def torch_source(torch_index: str | None, amd: AmdWheels | None) -> TorchSource | None:
+    """The torch source of a release row: its PyTorch index, else AMD's, else none."""
+    if torch_index:
+        return TorchSource(
+            torch_index, torch_index, TORCH_INDEXES[torch_index], TORCH_RUNTIME.get(torch_index)
+        )
+    if amd is not None:
+        return TorchSource(amd.url, amd.label, amd.builds, amd.runtime, amd)
+    return None
+
+
 # The wheels a device extra of AMD's torch installs (``amd-torch-device-<gfx>``, and for
 # torchvision, (3p) ``amd-torchvision-device-<gfx>``): pip manages them with their torch.
 AMD_DEVICE_WHEELS = re.compile(r"^amd-torch(vision)?-device-.+$")
@@ -722,25 +779,19 @@ class Release:
         6.4.3.60403-..., rocminfo 1.0.0.60403-...; fact sheet §3.5, §12)."""
         return release_tag(self.version)
 
-    @property
-    def torch_builds(self) -> tuple[TorchBuild, ...]:
-        if self.torch_index:
-            return TORCH_INDEXES[self.torch_index]
-        return self.amd_wheels.builds if self.amd_wheels else ()
+    @functools.cached_property
+    def torch_source(self) -> TorchSource | None:
+        """Where the release's torch comes from; None when nowhere (``no_torch_reason``)."""
+        return torch_source(self.torch_index, self.amd_wheels)
 
     @property
-    def torch_source(self) -> str:
-        """Where the torch comes from, for messages: the index name or AMD's index URL."""
-        if self.torch_index:
-            return self.torch_index
-        return self.amd_wheels.url if self.amd_wheels else "no index"
+    def torch_builds(self) -> tuple[TorchBuild, ...]:
+        return self.torch_source.builds if self.torch_source else ()
 
     @property
     def torch_runtime(self) -> str | None:
         """The pip requirement torch brings for its ROCm runtime, None when bundled."""
-        if self.amd_wheels is not None:
-            return self.amd_wheels.runtime
-        return TORCH_RUNTIME.get(self.torch_index or "")
+        return self.torch_source.runtime if self.torch_source else None
 
     @property
     def no_torch_reason(self) -> str:

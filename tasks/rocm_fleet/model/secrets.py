@@ -4,7 +4,7 @@ A setting names where a secret comes from (``env:VARIABLE``, or a file of mode 0
 the secret: inventories are shared and kept in git. ``read_secret`` checks the source and
 returns a ``Secret``, whose ``repr`` and ``str`` are masked, so neither an error, a log line
 nor pyinfra's output of an operation's arguments can show it; the deploy writes it to the
-host through an upload (``operations.files.private_file``), never on a command line.
+host through an upload (``operations.files.uploaded_file``), never on a command line.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.decisions import Mirror, pinned_requirements
+from rocm_fleet.model.decisions import Mirror, owned_wheels, pinned_requirements
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -259,6 +259,35 @@ def torch_wheels(config: Config, runtime: matrix.HostRuntime | None = None) -> W
     if torch is None:
         return None
     return WheelNeed(torch.index_url, runtime, torch.wanted, torch.requires, torch.extras)
+
+
+@dataclass(frozen=True)
+class TorchPip:
+    """How a host's pip installs its torch wheels (``deploy.pytorch``): the wheel set, the
+    index as the host reaches it (``served``), the distributions the pins manage
+    (``decisions.owned_wheels``), pip's environment (the proxy, and ``NETRC`` naming the
+    root-only file of ``rocm_pip_netrc``: the secret is in no command) and the CA it trusts."""
+
+    wheels: WheelNeed
+    index_url: str
+    owned: list[str]
+    environment: dict[str, str]
+    ca: str | None
+
+
+def torch_pip(config: Config, runtime: matrix.HostRuntime | None = None) -> TorchPip | None:
+    """The host's torch install through pip; None without ``config.torch``."""
+    wheels = torch_wheels(config, runtime)
+    if wheels is None or config.torch is None:
+        return None
+    netrc = {"NETRC": paths.PIP_NETRC} if config.rocm_pip_netrc else {}
+    return TorchPip(
+        wheels,
+        served(wheels.index_url, config.mirror),
+        owned_wheels(config.torch),
+        {**proxy_environment(config), **netrc},
+        mirror_ca(config),
+    )
 
 
 def host_needs(

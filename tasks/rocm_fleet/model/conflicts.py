@@ -1,0 +1,255 @@
+"""Preflight's conflict detection: what already on a host would fight AMD's stack, from its
+survey. NVIDIA's driver or CUDA (a problem, or with ``rocm_migrate_from_cuda`` a warning that
+the deploy purges it), the distribution's own ROCm tools that would shadow AMD's on PATH or
+carry AMD's package names (its ROCm libraries are a warning naming what needs them), another
+ROCm release's apt source, a CUDA or CPU torch in the venv. A removal is only ever suggested
+with what apt's simulation (``apt-get -s purge``, read in the survey) says it would take
+along (``removal_effect``). The survey reads these names (``engine.survey``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.found import LISTED, Found, listed
+from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
+from rocm_fleet.model.versions import ROCM_APT_PATH
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+
+# Debian's and Ubuntu's own ROCm packages: the binary packages they build from ROCm's
+# sources (rocm-hipamd, rocr-runtime, roct-thunk-interface, rocm-compilersupport,
+# rocm-smi-lib, amdsmi, rocminfo, hipify, rocm-cmake, rocm-device-libs, rocprim, rocrand,
+# rocthrust, rocsparse, hipsparse, rocblas, hipblas, rocfft, hipfft, rocsolver, hipsolver,
+# rocalution, rccl, roctracer, rocdbgapi, pkg-rocm-tools), by name, as the Packages
+# indexes of Debian bookworm 12.15 and trixie 13.8 (main) and Ubuntu noble (main,
+# universe) list them (read 2026-11-30). AMD's packages match some of these names too
+# (rocminfo, rocm-core); their versions tell them apart (versions.amd_release_tag).
+DISTRO_ROCM_PACKAGES = (
+    "rocminfo", "rocm-*", "hipcc", "hipify-*", "amd-smi", "amd-dbgapi*", "pkg-rocm-tools",
+    "libamd-comgr*", "libamd-smi*", "libamdhip64*", "libhsa-runtime*", "libhsakmt*",
+    "libhipblas*", "libhipcub*", "libhipfft*", "libhiprand*", "libhiprtc*", "libhipsolver*",
+    "libhipsparse*", "liboam*", "librccl*", "librocalution*", "librocblas*", "librocfft*",
+    "librocm*", "librocprim*", "librocrand*", "librocsolver*", "librocsparse*",
+    "librocthrust*", "libroctx*", "libroctracer*",
+)  # fmt: skip
+
+
+# Names AMD's repository uses for packages of its own, which Debian and Ubuntu use too, at
+# higher versions (Ubuntu 24.04 rocminfo 5.7.1-3build1 against AMD's 1.0.0.70202-...,
+# hipcc 5.7.1-3 against 1.1.1.70204-..., rocm-cmake 6.0.0-1 against 0.14.0.70204-...;
+# Debian 12 rocm-device-libs 5.2.3-2): AMD's pin (600) doesn't take an installed package
+# to a lower version (apt_preferences(5): 500 <= P < 990 "unless the installed version is
+# more recent"), so AMD's stack can't go on beside them. Reported in
+# github.com/ROCm/legacy-rocm-build issues 3656, 6367 and 1899.
+AMD_PACKAGE_NAMES = ("hipcc", "rocminfo", "rocm-cmake", "rocm-device-libs")
+
+
+# AMD's programs in /opt/rocm/bin that Debian's and Ubuntu's packages (hipcc, rocminfo,
+# rocm-smi, amd-smi, hipify-perl: dpkg -c of each in bookworm, trixie and noble) also put
+# in paths.DISTRO_BIN, which comes first on PATH: there they shadow AMD's.
+AMD_PROGRAMS = (
+    "rocminfo", "rocm_agent_enumerator", "rocm-smi", "amd-smi", "hipcc", "hipcc.pl",
+    "hipconfig", "hipconfig.pl", "hipify-perl", "roc-obj", "roc-obj-extract", "roc-obj-ls",
+)  # fmt: skip
+
+
+# Upstream hosts whose apt sources preflight looks for (repo.amd.com matches
+# stable.repo.amd.com too).
+AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
+
+
+# The source files the deploy itself writes, for any stream: never a conflict.
+OWN_SOURCES = {repo.source for repo in matrix.REPOSITORIES}
+
+
+def conflicts(config: Config, survey: dict) -> Found:
+    """Another stack on the host: NVIDIA's, the distribution's ROCm, another release's apt
+    source, a CUDA or CPU torch in the venv."""
+    migrate = config.rocm_migrate_from_cuda
+    found = _nvidia(config, survey) + _distro_rocm(survey)
+    others = sorted(
+        {
+            f"{path} ({match.group(1)})"
+            for path, line in survey.get("sources") or []
+            if path not in OWN_SOURCES
+            and (match := ROCM_APT_PATH.search(line))
+            and match.group(1) != config.release.apt_path
+        }
+        | {
+            f"{path} (ROCm Core SDK, {host})"
+            for path, line in survey.get("sources") or []
+            if path not in OWN_SOURCES
+            and (host := next((h for h in _CORE_SDK_HOSTS if h in line), None))
+        }
+    )
+    if others:
+        found.problems.append(
+            f"apt sources of another ROCm release: {', '.join(others)}: remove them (the "
+            f"deploy writes {config.repository.source} for ROCm {config.release.version})"
+        )
+    torch = venv_torch(survey)
+    build = torch["build"]
+    if config.torch is not None and build in ("cuda", "cpu"):
+        message = (
+            f"{config.pytorch_venv} holds a {build.upper()} torch ({torch['torch']}): remove the "
+            "venv (or set pytorch_venv to a new path) so the ROCm build goes into a clean one"
+        )
+        if migrate:
+            found.warnings.append(message + "; rocm_migrate_from_cuda")
+        else:
+            found.problems.append(message + ", or set rocm_migrate_from_cuda: true")
+    return found
+
+
+_CORE_SDK_HOSTS = ("stable.repo.amd.com", "repo.amd.com")
+
+
+def _nvidia(config: Config, survey: dict) -> Found:
+    found = Found()
+    nvidia = nvidia_stack(survey.get("packages") or {}, survey.get("modules") or [])
+    packages = nvidia.get("packages") or []
+    if not packages and not nvidia.get("modules"):
+        return found
+    # A CUDA host has dozens of them: the line names a few, the details all.
+    what = listed(packages, "(pyinfra -v or rocm-fleet audit --json lists all)") or "none"
+    if len(packages) > LISTED:
+        found.details["NVIDIA packages"] = list(packages)
+    modules = ", ".join(nvidia.get("modules") or []) or "none"
+    simulated = (survey.get("nvidia_purge") or {}).get("purge")
+    removal = f" ({removal_effect(simulated, packages)})" if packages else ""
+    if config.rocm_migrate_from_cuda:
+        # The migration purges with apt-get -y: never when apt says it takes along anything
+        # that is not NVIDIA's (OpenMPI built against CUDA, a user's own tools), or can't say.
+        unknown = simulated is None or bool(simulated["errors"])
+        others = [] if unknown else [
+            name for name in simulated["removes"] if name not in packages
+            and not is_nvidia_package(name)
+        ]  # fmt: skip
+        if packages and (unknown or others):
+            found.problems.append(
+                f"rocm_migrate_from_cuda would purge NVIDIA's packages ({what}), but "
+                f"{removal_effect(simulated, packages)}: the migration never removes more "
+                "than NVIDIA's stack; deal with those yourself (remove them, or what makes "
+                "them depend on NVIDIA's), then run again"
+            )
+            return found
+        found.warnings.append(
+            f"NVIDIA stack present (packages: {what}); rocm_migrate_from_cuda: the deploy "
+            f"purges them{removal}"
+        )
+    else:
+        found.problems.append(
+            f"NVIDIA driver/CUDA stack installed (packages: {what}; loaded modules: "
+            f"{modules}): set rocm_migrate_from_cuda: true to remove it first, or purge it "
+            f"yourself and reboot{removal}"
+        )
+    return found
+
+
+def _distro_rocm(survey: dict) -> Found:
+    """The distribution's own ROCm packages (facts.apt.DistroRocmPackages): its programs
+    that shadow AMD's on PATH and its packages named like AMD's stop the host; its
+    libraries, under /usr apart from AMD's /opt/rocm, are left in place with a warning
+    naming what needs them."""
+    found = Found()
+    rocm = survey.get("distro_rocm")
+    if not rocm:
+        return found
+    packages = rocm["packages"]
+    distro = ((survey.get("distro") or {}).get("id") or "the distribution").capitalize()
+    conflicting = rocm["conflicting"]
+    if conflicting:
+        reasons = []
+        for name in conflicting:
+            shadowing = sorted(path for path, owner in rocm["tools"].items() if owner == name)
+            why = (
+                [f"{', '.join(shadowing)} would run instead of AMD's on PATH"] if shadowing else []
+            )
+            if name in AMD_PACKAGE_NAMES:
+                why.append(
+                    "AMD's package of that name is versioned lower, so its pin can't replace it"
+                )
+            reasons.append(f"{name} {packages[name]} ({'; '.join(why)})")
+        found.problems.append(
+            f"{distro}'s own ROCm tools are installed: {', '.join(reasons)}: remove them with "
+            f"apt-get purge {' '.join(conflicting)} "
+            f"({removal_effect(rocm['purge_conflicting'], conflicting)})"
+        )
+    kept = sorted(set(packages) - set(conflicting))
+    if kept:
+        listed = ", ".join(f"{name} {packages[name]}" for name in kept)
+        found.warnings.append(
+            f"{distro}'s own ROCm libraries are installed ({listed}): "
+            f"{_needed_by(kept, rocm['needed_by'])}. They install under /usr, apart from "
+            f"AMD's {paths.ROCM_ROOT}, and put none of AMD's programs on PATH, so they are left in "
+            f"place ({removal_effect(rocm['purge_kept'], kept)})"
+        )
+    return found
+
+
+def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
+    """Which installed packages need ``libraries``, e.g. "libucx0 needs libamdhip64-5 (and
+    through it libamd-comgr2, libhsa-runtime64-1)"."""
+    inside = set(libraries)
+    roots = sorted({other for lib in libraries for other in needed_by.get(lib, [])} - inside)
+    parts, reached = [], set()
+    for root in roots:
+        direct = sorted(lib for lib in libraries if root in needed_by.get(lib, []))
+        through, frontier = set(), list(direct)
+        while frontier:
+            current = frontier.pop()
+            for lib in libraries:
+                if current in needed_by.get(lib, []) and lib not in through | set(direct):
+                    through.add(lib)
+                    frontier.append(lib)
+        reached |= set(direct) | through
+        part = f"{root} needs {', '.join(direct)}"
+        if through:
+            pronoun = "it" if len(direct) == 1 else "them"
+            part += f" (and through {pronoun} {', '.join(sorted(through))})"
+        parts.append(part)
+    orphans = sorted(inside - reached)
+    if orphans:
+        parts.append(f"nothing installed needs {', '.join(orphans)}")
+    return "; ".join(parts)
+
+
+def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
+    """What apt's simulation (facts.apt ``PurgeDict``) says ``apt-get purge names`` would
+    take along, as a sentence for a message that suggests it."""
+    command = (
+        f"apt-get -s purge {' '.join(names)}"
+        if len(names) <= 6
+        else f"apt-get -s purge of these {len(names)} packages"
+    )
+    if purge is None or purge["errors"]:
+        why = "; ".join(purge["errors"]) if purge else "it did not run"
+        return (
+            f"apt could not work out what removing them takes along ({why}): "
+            f"run apt-get -s purge {' '.join(names)}"
+        )
+    extra = sorted(set(purge["removes"]) - set(names))
+    if extra:
+        return f"{command} says it also removes {listed(extra, 'packages')}"
+    return f"{command} says it removes nothing else"
+
+
+def venv_torch(survey: dict) -> dict[str, Any]:
+    """The venv's torch as the survey saw it: {"torch": version or None, "hip", "cuda",
+    "build": "rocm" | "cuda" | "cpu" | None (no torch)}."""
+    version = (survey.get("venv") or {}).get("torch")
+    strings = survey.get("torch_build") or {}
+    hip, cuda = strings.get("hip"), strings.get("cuda")
+    if not version:
+        build = None
+    elif hip or "+rocm" in version:
+        build = "rocm"
+    elif cuda or "+cu" in version:
+        build = "cuda"
+    else:
+        build = "cpu"
+    return {"torch": version, "hip": hip, "cuda": cuda, "build": build}

@@ -1,0 +1,149 @@
+"""The survey's GPUs, read the same way by preflight's rules (``model.findings``) and the
+audit: AMD's devices on PCI and, with amdgpu loaded, the KFD nodes (``gpus_found``), what
+an APU's memory is, and what is wrong with them against ``expected_gfx`` /
+``expected_gpu_count`` (``gpu_mismatch``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from rocm_fleet.model import matrix
+from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+
+def amd_pci(survey: dict) -> list[dict[str, Any]]:
+    """The survey's PCI display and accelerator devices that are AMD's."""
+    return [gpu for gpu in survey.get("pci") or [] if gpu.get("vendor") == AMD_VENDOR]
+
+
+def other_pci(survey: dict) -> list[str]:
+    """The survey's display and accelerator devices of other vendors, described."""
+    return [
+        describe_device(gpu["slot"], gpu["vendor"], gpu["device"], gpu["class"])
+        for gpu in survey.get("pci") or []
+        if gpu.get("vendor") != AMD_VENDOR
+    ]
+
+
+def _with_memory(gpu: dict[str, Any], pci: dict[str, Any] | None) -> dict[str, Any]:
+    """``gpu`` with whether it is an APU's integrated GPU (a Ryzen target) and amdgpu's
+    memory totals of its PCI device (bytes; None when not read)."""
+    target = matrix.gpu_target(gpu["gfx"] or "")
+    gpu["apu"] = target is not None and target.family == "ryzen"
+    gpu["vram_total"] = (pci or {}).get("vram_total")
+    gpu["gtt_total"] = (pci or {}).get("gtt_total")
+    return gpu
+
+
+def gpus_found(survey: dict) -> list[dict[str, Any]]:
+    """AMD GPUs on the host: KFD nodes when amdgpu is loaded (authoritative gfx), else the
+    PCI devices mapped by the PCI-ID table. Each: slot, device, gfx (None: unknown), name,
+    apu (an APU's integrated GPU), vram_total and gtt_total (amdgpu's, in bytes, or None)."""
+    pci = {gpu["slot"]: gpu for gpu in amd_pci(survey)}
+    found = []
+    kfd = survey.get("kfd")
+    if kfd:
+        for node in kfd:
+            row = lookup(node["device_id"]) if node.get("device_id") else None
+            gpu = {
+                "slot": node.get("slot"),
+                "device": node.get("device_id"),
+                "gfx": node["gfx"],
+                "name": row.name if row else None,
+            }
+            found.append(_with_memory(gpu, pci.get(node.get("slot") or "")))
+        return found
+    for slot, pci_gpu in pci.items():
+        row = lookup(pci_gpu["device"])
+        gpu = {
+            "slot": slot,
+            "device": pci_gpu["device"],
+            "gfx": row.gfx if row else None,
+            "name": row.name if row else None,
+        }
+        found.append(_with_memory(gpu, pci_gpu))
+    return found
+
+
+def gib(size: int | None) -> str:
+    """Bytes as GiB for a person, e.g. 103079215104 -> "96.0 GiB"; "?" when unknown."""
+    return "?" if size is None else f"{size / 2**30:.1f} GiB"
+
+
+def apu_memory(gpu: dict[str, Any]) -> str:
+    """What an APU's GPU memory is, e.g. "APU: 4.0 GiB VRAM carve-out, 96.0 GiB GTT"."""
+    if gpu.get("vram_total") is None and gpu.get("gtt_total") is None:
+        return "APU: memory not read (amdgpu not bound)"
+    return f"APU: {gib(gpu.get('vram_total'))} VRAM carve-out, {gib(gpu.get('gtt_total'))} GTT"
+
+
+def describe_gpus(found: list[dict[str, Any]]) -> str:
+    if not found:
+        return "no AMD GPU"
+    counts: dict[str, int] = {}
+    for gpu in found:
+        label = gpu["gfx"] or f"unknown AMD device {gpu['device']}"
+        if gpu.get("apu"):
+            label = f"{label} ({apu_memory(gpu)})"
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(f"{n} x {label}" for label, n in counts.items())
+
+
+def gpu_mismatch(
+    config: Config, found: list[dict[str, Any]], others: list[str] | None = None
+) -> str | None:
+    """What is wrong with the GPUs against expected_gfx / expected_gpu_count, or None;
+    ``others`` describes the display and accelerator devices of other vendors."""
+    expected_count = config.expected_gpu_count
+    expected_gfx = config.expected_gfx_list
+    if expected_count == 0:
+        return None
+    found_text = describe_gpus(found)
+    if not found:
+        instead = (
+            f"found instead: {'; '.join(others)}"
+            if others
+            else "nor any other display or accelerator device"
+        )
+        return (
+            "no AMD GPU found (no PCI device of vendor 0x1002 with a display or "
+            f"processing-accelerator class; {instead}): seat the card, or set "
+            "expected_gpu_count: 0 for a GPU-less host (CI runner, image builder)"
+        )
+    matching = [g for g in found if g["gfx"] in expected_gfx] if expected_gfx else found
+    wanted = "/".join(expected_gfx) if expected_gfx else "AMD GPU"
+    if expected_gfx and not matching:
+        return (
+            f"expected {expected_count or 'at least 1'} x {wanted}, found {found_text}: "
+            "correct expected_gfx in the inventory or check the host's cards"
+        )
+    if expected_count is not None and len(matching) != expected_count:
+        fewer = "too few GPUs" if len(matching) < expected_count else "more GPUs than expected"
+        return (
+            f"{fewer}: expected {expected_count} x {wanted}, found {len(matching)} "
+            f"({found_text}): correct expected_gpu_count or check that every card is seated "
+            "and enabled in the firmware"
+        )
+    return None
+
+
+def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
+    """What preflight says of a Ryzen APU's integrated GPU: its model and target, that it
+    computes in system memory, and where AMD lists it (matrix.GPU_TARGETS' sources)."""
+    pci = f" [1002:{gpu['device'].removeprefix('0x')}]" if gpu.get("device") else ""
+    if gpu.get("vram_total") is None and gpu.get("gtt_total") is None:
+        memory = "it has no VRAM of its own (a small carve-out)"
+    else:  # amdgpu's mem_info_vram_total / mem_info_gtt_total (facts.gpu.PciGpus)
+        memory = (
+            f"its VRAM is a {gib(gpu.get('vram_total'))} carve-out of system memory and its "
+            f"GTT {gib(gpu.get('gtt_total'))}"
+        )
+    return (
+        f"{gpu['gfx']} at {gpu.get('slot') or '?'} is the integrated GPU of a Ryzen APU: "
+        f"{target.products}{pci}; {memory}: it computes in system memory it shares with "
+        "the CPU (GTT), so its usable memory is the host's; AMD lists Ryzen APUs for the "
+        "ROCm Core SDK on Ubuntu 26.04 and 24.04.4 (OEM 6.17 kernel) only"
+    )
