@@ -27,12 +27,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
-from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.engine.refuse import outcome, record_outcome, refuse_host
+from rocm_fleet.engine.refuse import outcome_of, record_outcome, refuse_host
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS
@@ -156,7 +155,7 @@ def refuse(reason: str) -> None:
     """Refuse the host as preflight does, and record the reason where the audit reads
     preflight's verdict (so the host is "refused" there too, not silently without drift)."""
     refuse_host(reason)
-    found = outcome(host.state, host.name)
+    found = outcome_of()
     if found is not None and found.refused is None:
         record_outcome(replace(found, refused=reason))
 
