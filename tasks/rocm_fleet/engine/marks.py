@@ -18,7 +18,7 @@ from pyinfra.api import QuoteString, StringCommand
 from pyinfra.api.arguments import CONNECTOR_ARGUMENT_KEYS
 from pyinfra.api.state import BaseStateCallback
 
-from rocm_fleet.engine.version import internal
+from rocm_fleet.engine.run import state_callback
 
 
 class _Marks(BaseStateCallback):
@@ -66,9 +66,5 @@ class _Marks(BaseStateCallback):
 def mark_while_changing(current: Any, start: StringCommand, end: StringCommand) -> None:
     """Run ``start`` on ``current`` (a pyinfra Host being planned) before its first operation
     when the run changes it, and ``end`` after the run's last operation."""
-    state = current.state
-    marks = next((h for h in internal(state, "callback_handlers") if isinstance(h, _Marks)), None)
-    if marks is None:
-        marks = _Marks()
-        state.add_callback_handler(marks)
+    marks = state_callback(current.state, _Marks)
     marks.commands[current.name] = (start, end)

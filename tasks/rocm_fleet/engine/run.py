@@ -10,7 +10,7 @@ read here, through ``version.internal`` (one error naming what moved, on a pyinf
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from pyinfra import host
 from pyinfra.api.state import BaseStateCallback
@@ -53,16 +53,24 @@ class _AfterOperations(BaseStateCallback):
             step()
 
 
+Handler = TypeVar("Handler", bound=BaseStateCallback)
+
+
+def state_callback(state: Any, kind: type[Handler]) -> Handler:
+    """The callback handler of ``kind`` (a ``BaseStateCallback``) of pyinfra's ``state``,
+    added on the first ask: one per run, however many hosts ask."""
+    handlers = internal(state, "callback_handlers")
+    found = next((h for h in handlers if isinstance(h, kind)), None)
+    if found is None:
+        found = kind()
+        state.add_callback_handler(found)
+    return found
+
+
 def after_operation(meta: Any, step: Callable[[], None]) -> None:
     """Call ``step()`` once the operation ``meta`` (an operation call's return, on the
     current host) has ended on every host of the run: once, however many hosts ask for the
     same step (a real run only: planning and ``--dry`` end no operation)."""
-    state = host.state
-    handlers = internal(state, "callback_handlers")
-    after = next((h for h in handlers if isinstance(h, _AfterOperations)), None)
-    if after is None:
-        after = _AfterOperations()
-        state.add_callback_handler(after)
-    steps = after.steps.setdefault(operation_hash(meta), [])
+    steps = state_callback(host.state, _AfterOperations).steps.setdefault(operation_hash(meta), [])
     if step not in steps:
         steps.append(step)
