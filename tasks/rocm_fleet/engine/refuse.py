@@ -62,10 +62,11 @@ def refuse_host(reason: str) -> None:
     neither a real run nor --dry goes on with it and the run's exit status reports it."""
     host.log_styled(f"refused: {reason}", fg="red", log_func=logger.error)
     state = host.state
+    fail_hosts = internal(state, "fail_hosts")  # outside the try: its error is no refusal
     try:
         # The Host itself: ``host`` is pyinfra's context proxy, which stands for whichever
         # host is current, so a set holding it would lose this one once planning moves on.
-        internal(state, "fail_hosts")({ctx_host.get()})
+        fail_hosts({ctx_host.get()})
     except PyinfraError:
         if state.active_hosts:
             raise  # over --fail-percent: pyinfra's own stop
