@@ -42,17 +42,18 @@ venv: $(VENV)/.installed
 unit: venv
 	$(PY) -m pytest tests/unit -q
 
-# The unit suite against the newest pyinfra 3.x the index serves, in a throwaway venv (not
-# part of `make test`): the next pyinfra minor's breakage shows here before users see it.
-# pyproject.toml pins the tested minor, so pip warns of the conflict it is asked to make; the
-# planning speedups step aside on an untested minor (engine/planning.py), and their tests
-# compare them with pyinfra's functions all the same.
+# The unit suite against the newest pyinfra 3.x the index serves (pyproject.toml allows any
+# 3.x from the tested minor up), in a throwaway venv; CI runs it after `make test` (.ci/run).
+# The next pyinfra minor's breakage shows here before users see it: on an untested minor the
+# planning speedups step aside (engine/planning.py) and their tests compare them with
+# pyinfra's functions all the same; tests/unit/test_pyinfra_internals.py says which of the
+# internals engine/ reads (engine/version.py) moved.
 NEXT_VENV := .venv-pyinfra-next
 pyinfra-next:
 	rm -rf $(NEXT_VENV)
 	$(PYTHON) -m venv $(NEXT_VENV)
 	$(NEXT_VENV)/bin/python -m pip install -q --upgrade pip
-	$(NEXT_VENV)/bin/python -m pip install -q -e '.[test]'
+	$(NEXT_VENV)/bin/python -m pip install -q -e '.[dev]' -e tests/lab
 	$(NEXT_VENV)/bin/python -m pip install -q --upgrade 'pyinfra>=3,<4'
 	@$(NEXT_VENV)/bin/python -c 'import importlib.metadata as m; print("pyinfra", m.version("pyinfra"))'
 	$(NEXT_VENV)/bin/python -m pytest tests/unit -q; status=$$?; rm -rf $(NEXT_VENV); exit $$status

@@ -3,6 +3,7 @@ rocm-fleet's own commands (``engine/inventory.py``, ``engine/context.py``)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -64,3 +65,37 @@ def test_the_loader_keeps_the_file_so_a_key_is_traced_to_it(tmp_path):
         "inventories/group_data/radeon.py",
         "None ['ws8', 'ws9']",
     ]
+
+
+# pyinfra's CLI module monkey-patches the process for gevent on import: in a child.
+LIMITS = """
+import json, logging
+from pyinfra.api import Inventory
+from pyinfra_cli.cli import _get_inventory_pattern_matches
+from rocm_fleet.engine.inventory import matching
+logging.disable(logging.WARNING)  # pyinfra's own "No host matches found" for "nothing*"
+inventory = Inventory((["ws1", "ws2", "mi300x", "gpus"], {}),
+                      gpus=(["ws2", "ws1"], {}), big=(["mi300x"], {}))
+for pattern in ("gpus", "big", "ws*", "*", "mi300x", "w?2", "nothing*", "[wm]*"):
+    theirs = _get_inventory_pattern_matches(inventory, [pattern], "--limit")
+    ours = matching(inventory, pattern)
+    print(json.dumps([pattern, sorted(h.name for h in theirs), [h.name for h in ours]]))
+"""
+
+
+def test_a_limit_picks_the_hosts_pyinfras_cli_picks_in_the_inventorys_order():
+    """``engine.inventory.matching`` against pyinfra's own rule, on the installed pyinfra (the
+    newest 3.x under ``make pyinfra-next``): a group wins over a host of the same name, else
+    a glob over the host names."""
+    result = subprocess.run(
+        [sys.executable, "-c", LIMITS], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    seen = {}
+    for line in result.stdout.splitlines():
+        pattern, theirs, ours = json.loads(line)
+        assert sorted(ours) == theirs, pattern
+        seen[pattern] = ours
+    assert seen["gpus"] == ["ws1", "ws2"]  # the group, in the inventory's order
+    assert seen["w?2"] == ["ws2"] and seen["nothing*"] == []
+    assert seen["*"] == ["ws1", "ws2", "mi300x", "gpus"]

@@ -16,10 +16,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from rocm_fleet.cli import main
-from rocm_fleet.cli.matrix import Upstream, check_matrix, missing_releases
 from rocm_fleet.model import matrix
 from rocm_fleet.offline.download import Progress
+from rocm_fleet.offline.matrix_check import check_matrix, missing_releases
 from rocm_fleet.offline.openpgp import primary_fingerprints
+from rocm_fleet.offline.upstream import Upstream
 from unit.gpgkeys import Gpg
 from unit.loopback import running, url_of
 

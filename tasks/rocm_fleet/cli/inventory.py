@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +44,7 @@ def load_inventory(
     if limits:
         chosen = []
         for pattern in limits:
-            try:
-                matched = list(inventory.get_group(pattern))
-            except Exception:  # NoGroupError: a host name or glob
-                matched = [h for h in hosts if fnmatch(h.name, pattern)]
+            matched = engine_inventory.matching(inventory, pattern)
             if not matched:
                 raise UsageError(f"--limit {pattern} matches no host or group of {inventory_path}")
             chosen += matched

@@ -22,7 +22,8 @@ from pyinfra.api import deploy
 from pyinfra.facts.server import Which
 
 from rocm_fleet.deploy.pull import mark_pushes, pull_problems
-from rocm_fleet.engine.refuse import Outcome, outcome, record_outcome, refuse_host, warn_host
+from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
+from rocm_fleet.engine.run import deploy_arguments, verbose
 from rocm_fleet.engine.survey import Read, merged, preflight_reads, read_survey
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, LockHeld
@@ -75,8 +76,7 @@ def survey_reads(config: Config) -> list[Read]:
 def _sudo_asked() -> bool:
     """Whether this host's operations run through sudo: ``_sudo`` on the deploy call
     (``rocm_node(_sudo=True)``) or in the host's data."""
-    deploy_kwargs = host.current_deploy_kwargs or {}
-    return bool(deploy_kwargs.get("_sudo", host.data.get("_sudo", False)))
+    return bool(deploy_arguments().get("_sudo", host.data.get("_sudo", False)))
 
 
 def _unreadable() -> str:
@@ -136,8 +136,7 @@ def refused(target: Any = None) -> str | None:
     of its operations, rocm-fleet's or your own, before ``rocm_node()`` or after it, and the
     run exits 1. ``--dry`` still lists operations your deploy planned for it; skip them with
     ``if not refused(): ...`` after ``rocm_node()``."""
-    current = host if target is None else target
-    found = outcome(current.state, current.name)
+    found = outcome_of(target)
     return found.refused if found else None
 
 
@@ -165,7 +164,7 @@ def preflight(config: Config) -> Findings | None:
     record_outcome(Outcome(survey, result, reason))
     for warning in result.warnings:
         warn_host(warning)
-    if host.state.print_fact_info:  # pyinfra -v: the lists a message summarised, in full
+    if verbose():  # pyinfra -v: the lists a message summarised, in full
         for what, names in result.details.items():
             host.log_styled(f"{what}: {', '.join(names)}", log_func=logger.info)
     if reason:

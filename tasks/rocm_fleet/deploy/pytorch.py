@@ -25,12 +25,11 @@ import logging
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.engine.refuse import outcome, record_outcome, refuse_host
+from rocm_fleet.engine.refuse import outcome_of, record_outcome, refuse_host
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.secrets import Secret, SecretError, read_secret
@@ -114,7 +113,7 @@ def refuse(reason: str) -> None:
     """Refuse the host as preflight does, and record the reason where the audit reads
     preflight's verdict (so the host is "refused" there too, not silently without drift)."""
     refuse_host(reason)
-    found = outcome(host.state, host.name)
+    found = outcome_of()
     if found is not None and found.refused is None:
         record_outcome(replace(found, refused=reason))
 

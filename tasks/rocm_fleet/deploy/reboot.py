@@ -26,12 +26,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
-from pyinfra.api.state import BaseStateCallback
 
-from rocm_fleet.engine.plan import operation_hash
+from rocm_fleet.engine.run import after_operation
 from rocm_fleet.operations.reboot import NEEDS_REBOOT, NOTES, reboot_when_needed
 
 if TYPE_CHECKING:
@@ -40,35 +38,20 @@ if TYPE_CHECKING:
 logger = logging.getLogger("pyinfra")
 
 
-class _Report(BaseStateCallback):
-    """Prints the hosts that still need a reboot (or a person) after the reboot operation."""
-
-    def __init__(self) -> None:
-        self.op_hashes: set[str] = set()
-
-    def operation_end(self, state, op_hash) -> None:  # type: ignore[override]
-        if op_hash not in self.op_hashes:
-            return
-        lines = []
-        for name in sorted(NEEDS_REBOOT):
-            lines.append(f"  {name}: {'; '.join(NEEDS_REBOOT[name])}")
-        if lines:
-            logger.warning(
-                "Hosts that need a reboot (not allowed: set rocm_reboot: allow, or reboot them "
-                "yourself):\n" + "\n".join(lines)
-            )
-        console = [f"  {name}: {'; '.join(NOTES[name])}" for name in sorted(NOTES)]
-        if console:
-            logger.warning("Hosts waiting for someone at the console:\n" + "\n".join(console))
-
-
-def _report(state) -> _Report:
-    for handler in state.callback_handlers:
-        if isinstance(handler, _Report):
-            return handler
-    handler = _Report()
-    state.add_callback_handler(handler)
-    return handler
+def _report() -> None:
+    """Print the hosts that still need a reboot (or a person), once the reboot operation has
+    ended on every host."""
+    lines = []
+    for name in sorted(NEEDS_REBOOT):
+        lines.append(f"  {name}: {'; '.join(NEEDS_REBOOT[name])}")
+    if lines:
+        logger.warning(
+            "Hosts that need a reboot (not allowed: set rocm_reboot: allow, or reboot them "
+            "yourself):\n" + "\n".join(lines)
+        )
+    console = [f"  {name}: {'; '.join(NOTES[name])}" for name in sorted(NOTES)]
+    if console:
+        logger.warning("Hosts waiting for someone at the console:\n" + "\n".join(console))
 
 
 @deploy("Reboot")
@@ -83,4 +66,4 @@ def reboot_if_needed(config: Config, planned: list[tuple[str, OperationMeta]]) -
         planned=reasons,
         _parallel=config.rocm_reboot_parallel,
     )
-    _report(host.state).op_hashes.add(operation_hash(meta))
+    after_operation(meta, _report)

@@ -15,6 +15,8 @@ from typing import Any
 
 from pyinfra.api import FactBase
 
+from rocm_fleet.engine.version import internal
+
 # state -> (host, fact, arguments) -> (changes seen on the host then, value)
 _READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # state -> host -> (operations completed, changes among them), as last counted
@@ -32,7 +34,7 @@ def _changes(state: Any, host: Any) -> int:
     operations themselves (pyinfra bumps its counter just before it marks the operation
     complete).
     """
-    results = state.get_results_for_host(host)
+    results = internal(state, "get_results_for_host")(host)
     completed = results.ops + results.error_ops
     counted = _CHANGES.setdefault(state, {})
     seen = counted.get(host)

@@ -18,6 +18,7 @@ import os
 import sys
 import weakref
 from collections.abc import Mapping
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,27 @@ def load(
     path = Path(inventory_path)
     _FILES[inventory] = path if path.is_file() else None
     return state, inventory
+
+
+def matching(inventory: Any, pattern: str) -> list[Any]:
+    """The hosts of ``inventory`` that pyinfra's ``--limit PATTERN`` picks, in the inventory's
+    order ([] for none): the group of that name, else the hosts whose names match it as a
+    glob.
+
+    pyinfra's rule, as its CLI applies it (``pyinfra_cli.cli._get_inventory_pattern_matches``
+    in 3.10, no public call; ``tests/unit/test_engine_loading.py`` compares the two, also on
+    the newest 3.x under ``make pyinfra-next``). Written here rather than called: importing
+    pyinfra's CLI module loads all of it (typeguard among it, which pytest, running the node
+    checks, then can't rewrite), and it warns about a pattern that matches nothing, which
+    the caller refuses with its own message.
+    """
+    from pyinfra.api.exceptions import NoGroupError
+
+    try:
+        matched = set(inventory.get_group(pattern))
+    except NoGroupError:
+        matched = {host for host in inventory if fnmatch(host.name, pattern)}
+    return [host for host in inventory if host in matched]
 
 
 def start(state: Any, inventory: Any, hosts: list[Any]) -> None:

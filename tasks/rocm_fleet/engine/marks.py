@@ -11,11 +11,14 @@ with the command's stderr as the reason, before anything of it ran.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pyinfra.api import QuoteString, StringCommand
 from pyinfra.api.arguments import CONNECTOR_ARGUMENT_KEYS
-from pyinfra.api.state import BaseStateCallback, StateOperationHostData
+from pyinfra.api.state import BaseStateCallback
+
+from rocm_fleet.engine.run import state_callback
 
 
 class _Marks(BaseStateCallback):
@@ -48,7 +51,7 @@ class _Marks(BaseStateCallback):
         state.set_op_data_for_host(
             host,
             op_hash,
-            StateOperationHostData(lambda: iter([fail]), failing, data.operation_meta),
+            replace(data, command_generator=lambda: iter([fail]), global_arguments=failing),
         )
 
     def operation_end(self, state, op_hash) -> None:  # type: ignore[override]
@@ -63,9 +66,5 @@ class _Marks(BaseStateCallback):
 def mark_while_changing(current: Any, start: StringCommand, end: StringCommand) -> None:
     """Run ``start`` on ``current`` (a pyinfra Host being planned) before its first operation
     when the run changes it, and ``end`` after the run's last operation."""
-    state = current.state
-    marks = next((h for h in state.callback_handlers if isinstance(h, _Marks)), None)
-    if marks is None:
-        marks = _Marks()
-        state.add_callback_handler(marks)
+    marks = state_callback(current.state, _Marks)
     marks.commands[current.name] = (start, end)

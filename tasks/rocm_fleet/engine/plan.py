@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rocm_fleet.engine.version import internal, tested
+
 
 @dataclass(frozen=True)
 class PlannedOperation:
@@ -34,7 +36,7 @@ def planned_operations(state: Any, host: Any) -> Iterator[PlannedOperation]:
     is this list. Asking it for each host sorted all hosts' operations once per host: the
     audit of N hosts was quadratic in N.
     """
-    for op_hash in host.op_hash_order:
+    for op_hash in internal(host, "op_hash_order"):
         if op_hash not in state.ops[host]:  # solved but not on this host (_run_once)
             continue
         data = state.get_op_data_for_host(host, op_hash)
@@ -42,15 +44,23 @@ def planned_operations(state: Any, host: Any) -> Iterator[PlannedOperation]:
             names=sorted(state.op_meta[op_hash].names),
             # What --dry reports as a change: pyinfra's own "maybe" (commands were planned,
             # or the operation can't tell before it runs).
-            changes=bool(data.operation_meta._maybe_is_change),
+            changes=planned_change(state, host, data.operation_meta),
             conditional=bool(data.global_arguments["_if"]),
         )
 
 
-def operation_hash(meta: Any) -> str:
-    """The hash pyinfra's state callbacks (``operation_end``) name an operation by, from the
-    ``OperationMeta`` the operation call returned."""
-    return meta._hash
+def planned_change(state: Any, host: Any, meta: Any) -> bool:
+    """Whether the planned operation ``meta`` would change ``host``, as ``--dry`` reports it:
+    pyinfra's own "maybe" (commands were planned, or the operation can't tell before it
+    runs), which planning with ``check_for_changes`` has worked out already. On another
+    minor than the tested one, through pyinfra's own ``OperationMeta.will_change``, which
+    works it out when it has not been."""
+    if tested():
+        return bool(internal(meta, "_maybe_is_change"))
+    from pyinfra.context import ctx_host, ctx_state
+
+    with ctx_state.use(state), ctx_host.use(host):
+        return bool(meta.will_change)
 
 
 def plan_in_parallel(state: Any, hosts: list[Any], plan_one: Callable[[Any], Any]) -> list[Any]:

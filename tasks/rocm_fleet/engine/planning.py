@@ -40,7 +40,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import importlib.metadata
 import logging
 import os
 import sys
@@ -50,27 +49,14 @@ from typing import Any, TypeVar
 
 import pyinfra
 
+# The pyinfra minor the replacements were written against and are tested on
+# (tests/unit/test_pyinfra_speed.py), the one pyproject.toml's pin starts at.
+from rocm_fleet.engine.version import TESTED_PYINFRA, minor, pyinfra_version
+
 logger = logging.getLogger("pyinfra")
 
-#: The pyinfra minor the replacements were written against and are tested on
-#: (``tests/unit/test_pyinfra_speed.py``); pyproject.toml pins the same.
-TESTED_PYINFRA = (3, 10)
 #: Set to 0 (or "off", "no", "false") to plan with pyinfra's own functions.
 OPT_OUT = "ROCM_FLEET_PYINFRA_SPEEDUPS"
-
-
-@functools.cache
-def pyinfra_version() -> str:
-    """The installed pyinfra's version (read once: each host's plan asks)."""
-    return importlib.metadata.version("pyinfra")
-
-
-def _minor(version: str) -> tuple[int, ...]:
-    parts = []
-    for part in version.split(".")[:2]:
-        digits = "".join(c for c in part if c.isdigit()) or "0"
-        parts.append(int(digits))
-    return tuple(parts)
 
 
 @functools.cache
@@ -105,7 +91,7 @@ def enabled() -> bool:
     if os.environ.get(OPT_OUT, "1").strip().lower() in ("0", "off", "no", "false"):
         return False
     version = pyinfra_version()
-    if _minor(version) == TESTED_PYINFRA:
+    if minor(version) == TESTED_PYINFRA:
         return True
     if not _warned:
         _warned = True

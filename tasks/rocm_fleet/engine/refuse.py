@@ -19,6 +19,8 @@ from pyinfra import host
 from pyinfra.api.exceptions import PyinfraError
 from pyinfra.context import ctx_host
 
+from rocm_fleet.engine.version import internal
+
 if TYPE_CHECKING:
     from rocm_fleet.model.findings import Findings
 
@@ -48,15 +50,23 @@ def outcome(state: Any, host_name: str) -> Outcome | None:
     return _OUTCOMES.get(state, {}).get(host_name)
 
 
+def outcome_of(target: Any = None) -> Outcome | None:
+    """Preflight's outcome for ``target`` (a pyinfra ``Host``; default: the host being
+    planned now) in the run planning it (None: not planned)."""
+    current = host if target is None else target
+    return outcome(current.state, current.name)
+
+
 def refuse_host(reason: str) -> None:
     """Refuse the current host while planning: say why on its line and mark it failed, so
     neither a real run nor --dry goes on with it and the run's exit status reports it."""
     host.log_styled(f"refused: {reason}", fg="red", log_func=logger.error)
     state = host.state
+    fail_hosts = internal(state, "fail_hosts")  # outside the try: its error is no refusal
     try:
         # The Host itself: ``host`` is pyinfra's context proxy, which stands for whichever
         # host is current, so a set holding it would lose this one once planning moves on.
-        state.fail_hosts({ctx_host.get()})
+        fail_hosts({ctx_host.get()})
     except PyinfraError:
         if state.active_hosts:
             raise  # over --fail-percent: pyinfra's own stop

@@ -9,6 +9,7 @@ from pyinfra import host
 from pyinfra.api import StringCommand, operation
 
 from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.gpu import KfdNodes, RocmAgents
 from rocm_fleet.facts.python import TorchInfo
@@ -141,7 +142,7 @@ def gpu_verified(
         StringCommand("mkdir", "-p", paths.parent(paths.VERIFIED)),
         script("text-file", paths.VERIFIED, "644", stack),
     ]
-    if not host.state.is_executing:
+    if not executing():
         yield from record  # planning: the check will run (it needs what the run installs)
         return
     reads = [Read("rocminfo", RocmAgents, {"rocminfo": rocminfo})]

@@ -20,6 +20,7 @@ from pyinfra.facts.server import Uptime
 
 from rocm_fleet.engine.connection import before_reboot, forget_after_reboot
 from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RebootRequired
 from rocm_fleet.model import paths
@@ -94,13 +95,13 @@ def reboot_when_needed(allowed: bool, timeout: int, planned: list[str]):
     + planned: reasons earlier operations of this run will add (used while planning)
     """
     reasons = reasons_from(read_fact(RebootRequired))
-    if not host.state.is_executing:
+    if not executing():
         reasons += [r for r in planned if r not in reasons]
     if not reasons:
         host.noop("no reboot needed")
         return
     if not allowed:
-        if host.state.is_executing:
+        if executing():
             NEEDS_REBOOT[host.name] = reasons
         host.noop(f"needs a reboot ({'; '.join(reasons)}), not allowed (rocm_reboot: allow)")
         return

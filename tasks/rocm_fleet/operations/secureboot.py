@@ -24,6 +24,7 @@ from pyinfra import host
 from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand, operation
 
 from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
 from rocm_fleet.facts.survey import Read
@@ -176,8 +177,8 @@ def mok_enrolled(cert: str, password_env: str):
         return
     if key_state == "pending" or (pending and pending["pending"]):
         host.noop(f"{cert} is queued; {PENDING}")
-        if host.state.is_executing:
-            _announce_pending(host.state, host)
+        if executing():
+            _announce_pending(None, host)
         return
     if key_state == "blocked":
         yield failure(f"{cert} is blocked (dbx/MokListX); make a new signing key")
