@@ -228,16 +228,17 @@ def _quote_it(examples: str, example: str, key: str, what: str) -> Callable[[Any
 
 
 FLAG = Rule("true or false", lambda value: isinstance(value, bool), {"type": "boolean"})
+# For editors: the releases the matrix knows (the check itself says "did you mean" too).
 RELEASE = Rule(
     "a release string such as '6.4.3'",
     _nonempty_string,
-    _string(r"[0-9]+(?:\.[0-9]+)*"),
+    {"type": "string", "enum": list(matrix.release_versions())},
     _quote_it("'6.4.3', '7.2.1' or '7.14.1'", "6.4.3", "rocm_version", "release string"),
 )
 TORCH_RELEASE = Rule(
     "a torch version string such as '2.9.1'",
     _nonempty_string,
-    _string(r"[0-9]+(?:\.[0-9]+)*"),
+    {"type": "string", "minLength": 1},
     _quote_it("'2.9.1'", "2.9.1", "torch_version", "torch version"),
 )
 COUNT = whole(0)
