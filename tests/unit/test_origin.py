@@ -160,3 +160,18 @@ def test_every_bad_key_names_its_own_file(fleet):
         "group_data/radeon.py",  # expected_gfx
     ]
     assert place(raised.value) == ("inventories/lab.py", 2)
+
+
+def test_a_run_stopped_by_bad_data_says_every_hosts_at_once(fleet):
+    inventory, _ = fleet
+    inventory.get_override_data().clear()
+    inventory.get_group_data("instinct")["rocm_reboot_parallel"] = 0
+    with pytest.raises(InventoryError) as raised:
+        host_config(inventory.get_host("ws1"))
+    lines = str(raised.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == ["ws1", "mi1"]
+    assert lines[1] == (
+        "mi1: inventory key 'rocm_reboot_parallel' has value 0 (set in the inventory's group "
+        "'instinct'); expected a whole number >= 1"
+    )
+    assert place(raised.value) == ("inventories/lab.py", 2)  # ws1's first key

@@ -22,11 +22,9 @@ GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alic
 
 def test_the_reference_page_and_the_schema_in_docs_are_current():
     page = (ROOT / "docs/settings.md").read_text()
-    assert page == settings.reference_page(), "run `rocm-fleet settings --page > docs/settings.md`"
+    assert page == settings.reference_page(), "run `make settings-docs`"
     schema = json.loads((ROOT / "docs/settings.schema.json").read_text())
-    assert schema == settings.json_schema(), (
-        "run `rocm-fleet settings --schema > docs/settings.schema.json`"
-    )
+    assert schema == settings.json_schema(), "run `make settings-docs`"
     for key in settings.SETTINGS:
         assert f"| `{key}` |" in page
 

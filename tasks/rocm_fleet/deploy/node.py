@@ -41,10 +41,13 @@ def host_config(current: Any) -> Config:
     """A host's validated settings with its fleet mirror resolved, from the inventory's one
     fleet model (``model.fleet``): what the deploy, ``--dry`` and the audit all start from
     (raises InventoryError, a ConfigError, for bad inventory data)."""
+    fleet = fleet_of(current.inventory)
     try:
-        return fleet_of(current.inventory).config(current.name)
+        return fleet.config(current.name)
     except ConfigError as exc:
-        raise_at(InventoryError(str(exc), exc.key), current, exc.key)
+        # The run stops here: say every host's bad data at once, this host's first.
+        said = "\n".join([str(exc), *map(str, fleet.refusals(current.name))])
+        raise_at(InventoryError(said, exc.key), current, exc.key)
 
 
 @deploy("rocm-fleet")

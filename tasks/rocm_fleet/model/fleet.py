@@ -153,6 +153,20 @@ class Fleet:
                 self._loaded[name] = exc
         return _value(self._loaded[name])
 
+    def refusals(self, but: str) -> list[ConfigError]:
+        """The refusal of every other host whose own data is bad (each host once; a host
+        refused for its mirror's data is said by the mirror's own): what a run stopping at
+        ``but``'s bad data says beside it, so an inventory is fixed in one round."""
+        found = []
+        for name in self._data:
+            if name == but:
+                continue
+            try:
+                self.settings(name)
+            except ConfigError as exc:
+                found.append(exc)
+        return found
+
     def check_tls(self, name: str, tls: MirrorTls, address: str) -> None:
         """ConfigError naming ``name``'s setting when its mirror's TLS files can't serve
         ``address`` (each set of files read once per run)."""
