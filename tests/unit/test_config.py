@@ -7,7 +7,8 @@ import pytest
 
 from rocm_fleet.model.config import Config, ConfigError, load_config
 from rocm_fleet.model.matrix import GPU_TARGETS
-from rocm_fleet.model.settings import RENAMED, RULES, SETTINGS, Rule, Settings
+from rocm_fleet.model.rules import Rule
+from rocm_fleet.model.settings import RENAMED, RULES, SETTINGS, Settings
 
 GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alice"]}
 

@@ -33,7 +33,7 @@ def add_parser(commands: Any) -> None:
 def plain() -> str:
     """By concern: ``key = default`` and the meaning wrapped beneath it (``WIDTH`` columns;
     the meaning's Markdown backticks dropped)."""
-    from rocm_fleet.model.settings import described
+    from rocm_fleet.model.settings_reference import described
 
     out: list[str] = []
     concern = None
@@ -49,7 +49,7 @@ def plain() -> str:
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.model import settings
+    from rocm_fleet.model import settings_reference as settings
 
     if args.json:
         found = {item.key: asdict(item) for item in settings.described()}

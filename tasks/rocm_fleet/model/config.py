@@ -37,9 +37,9 @@ from rocm_fleet.model.settings import (
     InvalidSettings,
     Settings,
     near_misses,
-    settings_table,
     validated,
 )
+from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.versions import release_key
 
 if TYPE_CHECKING:
