@@ -165,3 +165,13 @@ def test_a_data_hint_round_trips_through_pyinfras_parsing():
         load_config({**GOOD, "rocm_version": parse_cli_arg("6.4")}, "gpu07")
     quoted = re.search(r"--data 'rocm_version=(.*?)'", str(refused.value)).group(1)
     assert parse_cli_arg(quoted) == "6.4.3"
+
+
+@pytest.mark.parametrize("key", ["rocm_apt_auth", "rocm_pip_netrc"])
+def test_a_secret_given_instead_of_its_source_is_never_shown(key):
+    secret = "machine repo.example login ci password hunter2"
+    with pytest.raises(ConfigError) as refused:
+        load_config({**GOOD, key: secret}, "gpu07")
+    message = str(refused.value)
+    assert "hunter2" not in message and "repo.example" not in message
+    assert message.startswith(f"gpu07: inventory key {key!r} has value (not shown); expected ")

@@ -148,9 +148,12 @@ def load_config(
         """``valid``: what would be valid ("a list of user names"), or a whole suggestion
         ("did you mean ...?")."""
         said = valid if valid.startswith("did you mean") else f"expected {valid}"
+        rule = RULES.get(key)
+        # A bad value of a secret's source may be the secret itself: never shown.
+        shown = "(not shown)" if rule and rule.secret else repr(without_credentials(value))
         return (
             f"{host_name}: inventory key {key!r} has value "
-            f"{without_credentials(value)!r}{where(key)}; {said}{_round_trip(key, value, origin)}"
+            f"{shown}{where(key)}; {said}{_round_trip(key, value, origin)}"
         )
 
     def fail(key: str, value: Any, valid: str) -> ConfigError:

@@ -10,6 +10,7 @@ matched whole.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -30,7 +31,9 @@ class Rule:
     wrong in a known way, a phrase that says so instead of ``valid`` (None: ``valid``);
     ``normal``: the one spelling of a valid value (a fingerprint in upper case), so two
     spellings of one value never plan different things; ``meant``: for a value of the wrong
-    shape, the value probably meant (``"alice"`` -> ``["alice"]``), for the hint."""
+    shape, the value probably meant (``"alice"`` -> ``["alice"]``), for the hint;
+    ``secret``: where a secret comes from, so a bad value may be the secret itself, given
+    by mistake: an error never shows it."""
 
     valid: str
     accepts: Callable[[Any], bool]
@@ -38,6 +41,7 @@ class Rule:
     explain: Callable[[Any], str | None] | None = None
     normal: Callable[[Any], Any] | None = None
     meant: Callable[[Any], Any] | None = None
+    secret: bool = False
 
     def problem(self, value: Any) -> str | None:
         """None when ``value`` is valid, else what would be."""
@@ -105,6 +109,7 @@ def optional(rule: Rule) -> Rule:
         explain,
         (lambda value: None if value is None else rule.normal(value)) if rule.normal else None,
         rule.meant,
+        rule.secret,
     )
 
 
@@ -241,15 +246,18 @@ ABSOLUTE_PATH = checked(
     grammar.ABSOLUTE_PATH,
 )
 ENV_NAME = grammar_rule("an environment variable name", grammar.ENV_NAME)
-SECRET_SOURCE = either(
-    "the absolute path of a file of mode 0600 where pyinfra runs, or 'env:VARIABLE'",
-    Rule(
-        "'env:' and an environment variable name",
-        lambda value: grammar.full(grammar.ENV_NAME, value[4:]),
-        _string("env:" + grammar.ENV_NAME),
+SECRET_SOURCE = dataclasses.replace(
+    either(
+        "the absolute path of a file of mode 0600 where pyinfra runs, or 'env:VARIABLE'",
+        Rule(
+            "'env:' and an environment variable name",
+            lambda value: grammar.full(grammar.ENV_NAME, value[4:]),
+            _string("env:" + grammar.ENV_NAME),
+        ),
+        ABSOLUTE_PATH,
+        lambda value: isinstance(value, str) and value.startswith("env:"),
     ),
-    ABSOLUTE_PATH,
-    lambda value: isinstance(value, str) and value.startswith("env:"),
+    secret=True,
 )
 URL_OR_PATH = either(
     "an http:// or https:// URL, or an absolute path on the host", HTTP_URL, ABSOLUTE_PATH, _is_url
