@@ -167,7 +167,7 @@ def test_a_run_stopped_by_bad_data_says_every_hosts_at_once(fleet):
     inventory.get_override_data().clear()
     inventory.get_group_data("instinct")["rocm_reboot_parallel"] = 0
     with pytest.raises(InventoryError) as raised:
-        host_config(inventory.get_host("ws1"))
+        host_config(inventory.get_host("ws1"), every_host=True)
     lines = str(raised.value).splitlines()
     assert [line.split(":")[0] for line in lines] == ["ws1", "mi1"]
     assert lines[1] == (
@@ -175,3 +175,6 @@ def test_a_run_stopped_by_bad_data_says_every_hosts_at_once(fleet):
         "'instinct'); expected a whole number >= 1"
     )
     assert place(raised.value) == ("inventories/lab.py", 2)  # ws1's first key
+    with pytest.raises(InventoryError) as raised:
+        host_config(inventory.get_host("ws1"))  # the audit's row: this host's alone
+    assert [line.split(":")[0] for line in str(raised.value).splitlines()] == ["ws1"]
