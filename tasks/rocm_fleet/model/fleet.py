@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import grammar, matrix
 from rocm_fleet.model.config import Config, ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.secrets import SecretError, read_secret
@@ -221,6 +221,14 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
         )
     served_by = fleet.settings(value)
     address = fleet.address(value)
+    if not grammar.host(address):
+        # It is written into every host's apt sources and apt.conf, and the mirror's nginx.
+        raise ConfigError(
+            f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; the hosts would "
+            f"reach it by {address!r} (its ssh_hostname, else its name), which is not a DNS "
+            "name or an IP address in normal form: set the mirror host's ssh_hostname",
+            "rocm_mirror",
+        )
     _tls_set_whole(served_by, value)
     ca = None
     if served_by.rocm_mirror_tls_cert:

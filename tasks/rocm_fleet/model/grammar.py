@@ -113,6 +113,12 @@ def ip_address(value: Any) -> bool:
         return False
 
 
+def host(value: Any) -> bool:
+    """A host as an address is written unbracketed: a DNS name, or an IP address in normal
+    form (``fd00::5``)."""
+    return full(f"{IPV4}|{HOST_NAME}", value) or ip_address(value)
+
+
 def ip_network(value: Any) -> bool:
     """An address, or a network with its prefix, in normal form and without host bits
     (``10.0.0.0/24``, not ``10.0.0.5/24``, which nginx reads as the network anyway)."""
