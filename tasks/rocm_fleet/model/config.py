@@ -3,9 +3,11 @@
 ``load_config(host.data.dict(), host.name)`` checks every key declared in
 ``rocm_fleet.model.settings``, refuses renamed keys and near-misses of known keys
 (``rocm_verison``), applies the defaults and resolves the matrix rows the tasks need
-(release, torch build). Any problem raises :class:`ConfigError` naming the host, the key,
-the bad value and what would be valid; pyinfra then stops the whole run before a single
-operation executes, so bad input changes nothing on any host.
+(release, torch build). Bad data raises :class:`ConfigError` naming, one line for each bad
+key of the host, the host, the key, the bad value, the file that set it and what would be
+valid (pydantic's validation of ``model.settings`` finds them all in one pass); pyinfra
+then stops the whole run before a single operation executes, so bad input changes nothing
+on any host.
 """
 
 from __future__ import annotations
@@ -138,7 +140,8 @@ def load_config(
 ) -> Config:
     """``data``'s settings, checked and with defaults applied, and the matrix rows they pick.
     ``origin(key)``, when given, says where the inventory set a key (a file, ``--data``): an
-    error names it beside the host, the key, the value and what would be valid, on one line."""
+    error names it beside the host, the key, the value and what would be valid, one line for
+    each bad key."""
 
     def where(key: str) -> str:
         found = origin(key) if origin else None
