@@ -21,7 +21,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: deps lint-deps venv test unit pyinfra-next demo bench lint docs format clean
+.PHONY: deps lint-deps venv test unit pyinfra-next demo bench lint docs format settings-docs clean
 
 deps:
 	$(call apt_install,$(LAB_PACKAGES) $(LINT_PACKAGES))
@@ -85,6 +85,12 @@ docs: venv
 
 format: venv
 	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
+# The settings reference and JSON Schema, generated from the model (a unit test says when
+# they are stale).
+settings-docs: venv
+	$(VENV)/bin/rocm-fleet settings --page > docs/settings.md
+	$(VENV)/bin/rocm-fleet settings --schema > docs/settings.schema.json
 
 clean:
 	rm -rf $(VENV) $(NEXT_VENV) build site *.egg-info tests/lab/*.egg-info

@@ -70,6 +70,12 @@ CASES = [
       "pytorch_install: False"]),
     ("release newer than the matrix", {"rocm_version": "10.2.0"},
      ["'rocm_version'", "'10.2.0'", "`rocm-fleet matrix check`"]),
+    ("look-alike of a setting", {"expected_gpus": 1},
+     ["unknown inventory key 'expected_gpus'", "did you mean 'expected_gpu_count'"]),
+    ("a quote in the mirror's host", {"rocm_mirror": "http://mirror'.lab:8080/"},
+     ["'rocm_mirror'", "mirror'.lab", "no quote, space"]),
+    ("every bad key at once", {"rocm_users": "alice", "rocm_reboot_parallel": 0},
+     ["'rocm_users'", "e.g. ['alice']", "'rocm_reboot_parallel'", "whole number >= 1"]),
 ]  # fmt: skip
 
 

@@ -101,3 +101,80 @@ def test_a_missing_required_key_points_at_the_hosts_line(fleet):
         host_config(mi1)
     assert str(raised.value).startswith("mi1: inventory key 'rocm_version' is required")
     assert place(raised.value) == ("inventories/lab.py", 4)
+
+
+def test_a_group_data_file_is_named_only_when_it_sets_the_key(fleet):
+    """group_data/radeon.py exists but doesn't set rocm_reboot; the inventory file's group
+    does: that file and line are named, not the group_data file."""
+    inventory, lab = fleet
+    lab.write_text(
+        'radeon = (\n    [("ws1", {"rocm_users": "alice"})],\n    {"rocm_reboot": "soon"},\n)\n'
+        'instinct = [("mi1", {})]\n'
+    )
+    inventory.get_group_data("radeon")["rocm_reboot"] = "soon"
+    ws1 = inventory.get_host("ws1")
+    assert origin(ws1, "rocm_reboot") == "inventories/lab.py"
+    assert origin(ws1, "expected_gfx") == "group_data/radeon.py"
+    with pytest.raises(InventoryError) as raised:
+        raise_at(InventoryError("bad", "rocm_reboot"), ws1, "rocm_reboot")
+    assert place(raised.value) == ("inventories/lab.py", 3)
+
+
+def test_the_last_assignment_in_the_last_group_data_file_is_the_place(fleet, tmp_path):
+    """pyinfra reads group_data of the working directory, then of the inventory's
+    directory, each updating the last; in one file the last assignment is the value."""
+    inventory, _ = fleet
+    (tmp_path / "inventories" / "group_data").mkdir()
+    (tmp_path / "inventories" / "group_data" / "radeon.py").write_text(
+        'rocm_version = "7.2.1"\n# a second thought\nrocm_version = "7.14"\n'
+    )
+    ws1 = inventory.get_host("ws1")
+    assert origin(ws1, "rocm_version") == "inventories/group_data/radeon.py"
+    with pytest.raises(InventoryError) as raised:
+        raise_at(InventoryError("bad", "rocm_version"), ws1, "rocm_version")
+    assert place(raised.value) == ("inventories/group_data/radeon.py", 3)
+
+
+def test_a_key_given_with_data_is_placed_on_data_not_in_rocm_fleet(fleet):
+    inventory, _ = fleet
+    ws1 = inventory.get_host("ws1")
+    inventory.get_override_data()["rocm_users"] = "[alice]"
+    with pytest.raises(InventoryError) as raised:
+        host_config(ws1)
+    message = str(raised.value)
+    assert "'rocm_users' has value '[alice]' (set in --data)" in message
+    assert "e.g. ['alice']; on the command line: --data 'rocm_users=[\"alice\"]'" in message
+    assert place(raised.value) == ("--data", 1)
+
+
+def test_every_bad_key_names_its_own_file(fleet):
+    inventory, _ = fleet
+    ws1 = inventory.get_host("ws1")
+    inventory.get_override_data().clear()
+    inventory.get_group_data("radeon")["expected_gfx"] = "rx7900"
+    with pytest.raises(InventoryError) as raised:
+        host_config(ws1)
+    lines = str(raised.value).splitlines()
+    assert [line.split(" (set in ")[1].split(")")[0] for line in lines] == [
+        "inventories/lab.py",  # rocm_users, the host's own entry
+        "group_data/radeon.py",  # expected_gfx
+    ]
+    assert place(raised.value) == ("inventories/lab.py", 2)
+
+
+def test_a_run_stopped_by_bad_data_says_every_hosts_at_once(fleet):
+    inventory, _ = fleet
+    inventory.get_override_data().clear()
+    inventory.get_group_data("instinct")["rocm_reboot_parallel"] = 0
+    with pytest.raises(InventoryError) as raised:
+        host_config(inventory.get_host("ws1"), every_host=True)
+    lines = str(raised.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == ["ws1", "mi1"]
+    assert lines[1] == (
+        "mi1: inventory key 'rocm_reboot_parallel' has value 0 (set in the inventory's group "
+        "'instinct'); expected a whole number >= 1"
+    )
+    assert place(raised.value) == ("inventories/lab.py", 2)  # ws1's first key
+    with pytest.raises(InventoryError) as raised:
+        host_config(inventory.get_host("ws1"))  # the audit's row: this host's alone
+    assert [line.split(":")[0] for line in str(raised.value).splitlines()] == ["ws1"]

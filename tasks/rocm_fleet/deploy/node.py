@@ -42,14 +42,17 @@ class InventoryError(ConfigError, DeployError):
     """Bad inventory data, as pyinfra's CLI stops a run for (a DeployError)."""
 
 
-def host_config(current: Any) -> Config:
+def host_config(current: Any, every_host: bool = False) -> Config:
     """A host's validated settings with its fleet mirror resolved, from the inventory's one
     fleet model (``model.fleet``): what the deploy, ``--dry`` and the audit all start from
-    (raises InventoryError, a ConfigError, for bad inventory data)."""
+    (raises InventoryError, a ConfigError, for bad inventory data). ``every_host``: the
+    error also says every other host's bad data (the deploy's run stops at the first)."""
+    fleet = fleet_of(current.inventory)
     try:
-        return fleet_of(current.inventory).config(current.name)
+        return fleet.config(current.name)
     except ConfigError as exc:
-        raise_at(InventoryError(str(exc), exc.key), current, exc.key)
+        others = [str(other) for other in fleet.refusals(current.name)] if every_host else []
+        raise_at(InventoryError("\n".join([str(exc), *others]), exc.key), current, exc.key)
 
 
 @deploy("rocm-fleet")
@@ -60,8 +63,9 @@ def host_config(current: Any) -> Config:
 def rocm_node() -> None:
     """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it
     (``rocm_state: absent``). Idempotent: a second run changes nothing."""
-    # Bad inventory data stops the whole run here, before any host is touched.
-    config = host_config(host)
+    # Bad inventory data stops the whole run here, before any host is touched: say every
+    # host's at once.
+    config = host_config(host, every_host=True)
 
     if config.rocm_state == "absent":
         configure_pip_credentials(config, present=False)

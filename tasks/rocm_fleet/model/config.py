@@ -3,15 +3,16 @@
 ``load_config(host.data.dict(), host.name)`` checks every key declared in
 ``rocm_fleet.model.settings``, refuses renamed keys and near-misses of known keys
 (``rocm_verison``), applies the defaults and resolves the matrix rows the tasks need
-(release, torch build). Any problem raises :class:`ConfigError` naming the host, the key,
-the bad value and what would be valid; pyinfra then stops the whole run before a single
-operation executes, so bad input changes nothing on any host.
+(release, torch build). Bad data raises :class:`ConfigError` naming, one line for each bad
+key of the host, the host, the key, the bad value, the file that set it and what would be
+valid (pydantic's validation of ``model.settings`` finds them all in one pass); pyinfra
+then stops the whole run before a single operation executes, so bad input changes nothing
+on any host.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,13 +31,17 @@ from rocm_fleet.model.matrix import (
     release_versions,
 )
 from rocm_fleet.model.settings import (
-    NEAR_MISS_CUTOFF,
     RENAMED,
     REQUIRED,
     REQUIRED_WITH,
+    RULES,
     SETTINGS,
+    InvalidSettings,
     Settings,
+    near_misses,
+    validated,
 )
+from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.versions import release_key
 
 if TYPE_CHECKING:
@@ -44,8 +49,9 @@ if TYPE_CHECKING:
 
 
 class ConfigError(ValueError):
-    """Bad inventory data. The message says which host, key and value, and what is valid;
-    ``key`` is the key (None when the problem is not one key's). (The deploy raises it to
+    """Bad inventory data. The message says which host, key and value, and what is valid,
+    one line per bad key; ``key`` is the (first) key (None when the problem is not one
+    key's). (The deploy raises it to
     pyinfra as a ``DeployError``, which stops the run.)"""
 
     def __init__(self, message: str, key: str | None = None):
@@ -134,55 +140,76 @@ def load_config(
 ) -> Config:
     """``data``'s settings, checked and with defaults applied, and the matrix rows they pick.
     ``origin(key)``, when given, says where the inventory set a key (a file, ``--data``): an
-    error names it beside the host, the key, the value and what would be valid, on one line."""
+    error names it beside the host, the key, the value and what would be valid, one line for
+    each bad key."""
 
     def where(key: str) -> str:
         found = origin(key) if origin else None
         return f" (set in {found})" if found else ""
 
-    def fail(key: str, value: Any, valid: str) -> ConfigError:
+    def invalid(key: str, value: Any, valid: str) -> str:
         """``valid``: what would be valid ("a list of user names"), or a whole suggestion
         ("did you mean ...?")."""
         said = valid if valid.startswith("did you mean") else f"expected {valid}"
-        return ConfigError(
+        rule = RULES.get(key)
+        # A bad value of a secret's source may be the secret itself: never shown.
+        shown = "(not shown)" if rule and rule.secret else repr(without_credentials(value))
+        return (
             f"{host_name}: inventory key {key!r} has value "
-            f"{without_credentials(value)!r}{where(key)}; {said}",
-            key,
+            f"{shown}{where(key)}; {said}{_round_trip(key, value, origin)}"
         )
 
+    def fail(key: str, value: Any, valid: str) -> ConfigError:
+        return ConfigError(invalid(key, value, valid), key)
+
+    # Every problem of the host's data at once (key, line): a fleet's inventory is fixed in
+    # one round, not one key per run.
+    problems: list[tuple[str, str]] = []
     for key in data:
         if key in SETTINGS or key.startswith(("_", "ssh_")):
             continue
         if key in RENAMED:
-            raise ConfigError(
-                f"{host_name}: inventory key {key!r}{where(key)} was renamed to {RENAMED[key]!r}",
-                key,
+            problems.append(
+                (
+                    key,
+                    f"{host_name}: inventory key {key!r}{where(key)} was renamed to "
+                    f"{RENAMED[key]!r}",
+                )
             )
+            continue
         # Any other key may be another deploy's (gpu_vendor, torch_compile): only a near-miss
         # of a setting is taken for a typo.
-        near = _near_miss(key)
+        near = near_misses(key)
         if near:
-            raise ConfigError(
-                f"{host_name}: unknown inventory key {key!r}{where(key)}: did you mean {near!r}?",
-                key,
+            problems.append(
+                (
+                    key,
+                    f"{host_name}: unknown inventory key {key!r}{where(key)}: "
+                    f"did you mean {_alternatives(near)}?",
+                )
             )
 
     for key, what in REQUIRED.items():
         if key not in data:
-            raise ConfigError(
-                f"{host_name}: inventory key {key!r} is required and not set: set it to {what}",
-                key,
+            problems.append(
+                (
+                    key,
+                    f"{host_name}: inventory key {key!r} is required and not set: set it to {what}",
+                )
             )
 
-    values = {key: data.get(key, field.default) for key, field in SETTINGS.items()}
-    for key, field in SETTINGS.items():
-        if key not in data and callable(field.default_factory):
-            values[key] = field.default_factory()
-        problem = field.metadata["check"](values[key])
-        if problem:
-            raise fail(key, values[key], problem)
-        if field.metadata["normal"] and values[key] is not None:
-            values[key] = field.metadata["normal"](values[key])
+    try:
+        settings = validated(data)
+    except InvalidSettings as exc:
+        problems += [
+            (bad.key, invalid(bad.key, bad.value, bad.valid))
+            for bad in exc.problems
+            if bad.key in data  # a required key not set is said above
+        ]
+        settings = None
+    if problems or settings is None:
+        raise ConfigError("\n".join(line for _, line in problems), problems[0][0])
+    values = {key: getattr(settings, key) for key in SETTINGS}
 
     for key, (switch, what) in REQUIRED_WITH.items():
         if values[switch] and values[key] is None:
@@ -247,6 +274,22 @@ def load_config(
     return Config(**values, release=rel, torch=torch)
 
 
+def _alternatives(names: tuple[str, ...]) -> str:
+    quoted = [repr(name) for name in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def _round_trip(key: str, value: Any, origin: Origin | None) -> str:
+    """For a value given with ``--data`` in the wrong shape, the ``--data`` that gives the
+    value meant (pyinfra reads the value as JSON: ``rocm_users=[alice]`` arrives as the
+    string ``"[alice]"``, ``rocm_users='["alice"]'`` as the list)."""
+    rule = RULES.get(key)
+    meant = rule.meant(value) if rule and rule.meant and value is not None else None
+    if meant is None or origin is None or origin(key) != "--data":
+        return ""
+    return f"; on the command line: --data '{key}={json.dumps(meant)}'"
+
+
 def _gfx(values: dict) -> list[str]:
     gfx = values.get("expected_gfx")
     return [gfx] if isinstance(gfx, str) else list(gfx or [])
@@ -299,15 +342,6 @@ def _known_release(version: str) -> str:
     )
 
 
-@functools.cache
-def _near_miss(key: str) -> str | None:
-    """The setting ``key`` is a near-miss of, if any. Cached: every host of a fleet carries
-    the same foreign keys (ssh_user, the site's own), and difflib against every setting is
-    the dearest part of validating a host (~0.6 ms a host at 1,000 simulated hosts)."""
-    near = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=NEAR_MISS_CUTOFF)
-    return near[0] if near else None
-
-
 def _newer_than_matrix(version: str) -> bool:
     try:
         return release_key(version) > max(release_key(r.version) for r in RELEASES)
@@ -315,19 +349,7 @@ def _newer_than_matrix(version: str) -> bool:
         return False
 
 
-def settings_table() -> str:
-    """The settings table of docs/settings.md, generated from ``rocm_fleet.model.settings``."""
-    rows = ["| Key | Default | Meaning |", "|---|---|---|"]
-    concern = None
-    for key, field in SETTINGS.items():
-        if field.metadata["concern"] != concern:
-            concern = field.metadata["concern"]
-            rows.append(f"| **{concern}** | | |")
-        default = field.default_factory() if callable(field.default_factory) else field.default
-        shown = "*(required)*" if key == "rocm_version" else f"`{default!r}`"
-        rows.append(f"| `{key}` | {shown} | {field.metadata['meaning']} |")
-    return "\n".join(rows)
-
+__all__ = ["Config", "ConfigError", "load_config", "settings_table", "without_credentials"]
 
 if __name__ == "__main__":
     print(settings_table())

@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import grammar, matrix
 from rocm_fleet.model.config import Config, ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.secrets import SecretError, read_secret
@@ -153,6 +153,20 @@ class Fleet:
                 self._loaded[name] = exc
         return _value(self._loaded[name])
 
+    def refusals(self, but: str) -> list[ConfigError]:
+        """The refusal of every other host whose own data is bad (each host once; a host
+        refused for its mirror's data is said by the mirror's own): what a run stopping at
+        ``but``'s bad data says beside it, so an inventory is fixed in one round."""
+        found = []
+        for name in self._data:
+            if name == but:
+                continue
+            try:
+                self.settings(name)
+            except ConfigError as exc:
+                found.append(exc)
+        return found
+
     def check_tls(self, name: str, tls: MirrorTls, address: str) -> None:
         """ConfigError naming ``name``'s setting when its mirror's TLS files can't serve
         ``address`` (each set of files read once per run)."""
@@ -207,6 +221,14 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
         )
     served_by = fleet.settings(value)
     address = fleet.address(value)
+    if not grammar.host(address):
+        # It is written into every host's apt sources and apt.conf, and the mirror's nginx.
+        raise ConfigError(
+            f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; the hosts would "
+            f"reach it by {address!r} (its ssh_hostname, else its name), which is not a DNS "
+            "name or an IP address in normal form: set the mirror host's ssh_hostname",
+            "rocm_mirror",
+        )
     _tls_set_whole(served_by, value)
     ca = None
     if served_by.rocm_mirror_tls_cert:

@@ -1,31 +1,74 @@
-"""Every inventory setting of rocm-fleet: its key, type, default, meaning and check.
+"""Every inventory setting of rocm-fleet: its key, type, default, meaning and rule.
 
 This is the one place a setting is declared, geerlingguy-role style: one dataclass field
-per key, grouped by the concern that reads it. ``config.load_config`` validates a host's
-data against these fields before any operation is planned, the tasks read them as typed
-attributes (``config.rocm_driver``), and the README's settings table is generated from
-them (``python -m rocm_fleet.model.config``).
+per key, grouped by the concern that reads it, its type annotated with the ``Rule`` its
+value must follow (``Annotated[list[str], list_of(USER_NAME, "user names")]``).
+``config.load_config`` validates a host's data against this schema before any operation is
+planned, the tasks read the settings as typed attributes (``config.rocm_driver``), and
+everything that documents them is generated from it (``model.settings_reference``:
+``rocm-fleet settings``, the README's table, ``docs/settings.md`` and the JSON Schema for
+editors, ``docs/settings.schema.json``).
+
+**pydantic carries the schema.** pydantic v2 (installed with pyinfra) validates the
+dataclass (``TypeAdapter(Settings)``): it applies the defaults, runs every field's rule and
+reports *every* bad value in one pass, each error carrying its key and the value given, and
+it writes the JSON Schema from the same declarations. What it does not do is the checking
+itself with its own types, for two reasons found by trying them (``tests/unit/
+test_settings_schema.py`` keeps the evidence): in its default (lax) mode ``bool`` takes
+``"yes"`` and ``int`` takes ``"8080"``, so ``pytorch_install: "yes"`` would pass; in strict
+mode the messages are pydantic's ("Input should be a valid list") and lose what today's say
+about the value at hand: one name where a list belongs ("written as a list even for one,
+e.g. ['alice']"), a release typed as a number ("quote it"), credentials in a URL (where
+they belong instead), a gfx target the matrix doesn't know (which are). So each type's check
+is a ``Rule`` (``model.rules``): what is valid in words, a full-match grammar
+(``model.grammar``) or a predicate, its JSON Schema, and the phrase for a value wrong in a
+known way; pydantic calls it, collects its errors, and ``config`` words them as before.
 
 A key that is not a setting is left alone (it may be another deploy's: ``gpu_vendor``,
-``torch_compile``), unless it is a near-miss of one (``rocm_verison``: "did you mean
-'rocm_version'?", ``difflib`` against the declared keys with ``NEAR_MISS_CUTOFF``); keys
-renamed from earlier versions are refused with their new name.
-
-Checks return ``None`` when the value is fine, otherwise a phrase that says what would be
-valid ("a list of user names"); the error names the host, the key and the value.
+``torch_compile``), unless it is a near-miss of one (``near_misses``); keys renamed from
+earlier versions are refused with their new name.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import re
-from collections.abc import Callable
+import difflib
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Annotated, Any, get_type_hints
+
+from pydantic import TypeAdapter, ValidationError
 
 from rocm_fleet.model import matrix, paths
-
-Check = Callable[[Any], "str | None"]
+from rocm_fleet.model.rules import (
+    ABSOLUTE_PATH,
+    COUNT,
+    DISTRO,
+    ENV_NAME,
+    FINGERPRINT,
+    FLAG,
+    GFX_TARGETS,
+    HTTP_URL,
+    IP_ADDRESS,
+    IP_NETWORK,
+    MIRROR_NAME,
+    NO_PROXY_ENTRY,
+    PACKAGE_NAME,
+    PORT,
+    POSITIVE,
+    PROXY_URL,
+    RELEASE,
+    SECRET_SOURCE,
+    SHA256,
+    TIME_SPAN,
+    TORCH_RELEASE,
+    URL_OR_PATH,
+    USER_NAME,
+    Rule,
+    choice,
+    list_of,
+    optional,
+)
 
 # How close (difflib's ratio) an unknown key must be to a setting to be taken for a typo of
 # it. 0.85 catches a swapped, missing or doubled letter in every key (rocm_verison 0.92,
@@ -53,247 +96,19 @@ RENAMED = {
 }
 
 
-# --- checks -----------------------------------------------------------------------------------
-
-
-def boolean(value: Any) -> str | None:
-    return None if isinstance(value, bool) else "true or false"
-
-
-def string(value: Any) -> str | None:
-    return None if isinstance(value, str) and value else "a non-empty string"
-
-
-def optional(check: Check) -> Check:
-    def _check(value: Any) -> str | None:
-        if value is None:
-            return None
-        problem = check(value)
-        return f"{problem}; or leave it unset" if problem else None
-
-    return _check
-
-
-def one_of(*choices: str) -> Check:
-    def _check(value: Any) -> str | None:
-        return None if value in choices else "one of " + ", ".join(repr(c) for c in choices)
-
-    return _check
-
-
-def _as_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def release_name(value: Any) -> str | None:
-    """A version typed as a number (``6.4`` in YAML or ``--data rocm_version=6.4``) has
-    lost its trailing zeros and can't be told from another release: ask for a string."""
-    if _as_number(value):
-        return (
-            f"a quoted release string such as '6.4.3', '7.2.1' or '7.14.1' ({value!r} arrived "
-            "as a number: quote it in the inventory, or pass --data 'rocm_version=\"6.4.3\"')"
-        )
-    return None if isinstance(value, str) and value else "a release string such as '6.4.3'"
-
-
-def torch_release(value: Any) -> str | None:
-    """A torch version typed as a number (``torch_version: 2.5``) is a float: ask for a
-    quoted string, as for ``rocm_version``."""
-    if _as_number(value):
-        return (
-            f"a quoted torch version such as '2.9.1' ({value!r} arrived as a number: quote it "
-            "in the inventory, or pass --data 'torch_version=\"2.9.1\"')"
-        )
-    return string(value) and "a torch version string such as '2.9.1'"
-
-
-# Where credentials for a repository or an index belong instead of a URL, which ends up in
-# world-readable apt sources, pip's and curl's command lines, bundle directory names and logs.
-CREDENTIALS_BELONG = (
-    "a URL without user or password: give apt its credentials with rocm_apt_auth (an "
-    "apt_auth.conf(5) file the deploy writes to /etc/apt/auth.conf.d/, mode 0600) and pip "
-    "with rocm_pip_netrc (a netrc file, mode 0600), each read where pyinfra runs from a "
-    "0600 file or 'env:VARIABLE'"
-)
-
-
-def http_url(value: Any) -> str | None:
-    if isinstance(value, str) and "@" in value.split("://", 1)[-1].split("/", 1)[0]:
-        return CREDENTIALS_BELONG
-    valid = isinstance(value, str) and re.match(r"^https?://[^/\s]+(/\S*)?$", value)
-    return None if valid else "an http:// or https:// URL"
-
-
-def absolute_path(value: Any) -> str | None:
-    valid = isinstance(value, str) and value.startswith("/") and not re.search(r"\s", value)
-    return None if valid else "an absolute path without spaces"
-
-
-def secret_source(value: Any) -> str | None:
-    """Where a secret comes from where pyinfra runs: ``env:NAME`` (an environment
-    variable) or the absolute path of a file (mode 0600, checked when the run starts). The
-    secret itself never is a setting: inventories are read by many and kept in git."""
-    if isinstance(value, str) and value.startswith("env:"):
-        return env_name(value[4:]) and "'env:' and an environment variable name"
-    return absolute_path(value) and (
-        "the absolute path of a file of mode 0600 where pyinfra runs, or 'env:VARIABLE'"
-    )
-
-
-def proxy_url(value: Any) -> str | None:
-    """An http(s) proxy URL without credentials: apt's configuration (world-readable), curl's
-    and pip's command lines would show them."""
-    valid = isinstance(value, str) and re.match(r"^https?://[^/\s@]+/?$", value)
-    if isinstance(value, str) and "@" in value:
-        return "a proxy URL without user or password (let the proxy admit the hosts by address)"
-    return None if valid else "an http:// URL of the proxy, e.g. 'http://proxy.example.org:3128'"
-
-
-def mirror_name(value: Any) -> str | None:
-    """An inventory host name, or the URL of a mirror served elsewhere."""
-    if isinstance(value, str) and value.startswith(("http://", "https://")):
-        return http_url(value)
-    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.:-]+", value)
-    return None if valid else "an inventory host name, or the http:// URL of a mirror"
-
-
-def no_proxy_entry(value: Any) -> str | None:
-    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9_.:*/-]+", value)
-    return None if valid else "a host name, IP address, .domain suffix or CIDR range"
-
-
-def ip_address(value: Any) -> str | None:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        return "an IPv4 or IPv6 address"
-    return None
-
-
-def cidr(value: Any) -> str | None:
-    try:
-        ipaddress.ip_network(value, strict=False)
-    except (TypeError, ValueError):
-        return "an IP address or CIDR network such as 10.0.0.0/24"
-    return None
-
-
-def port(value: Any) -> str | None:
-    valid = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535
-    return None if valid else "a TCP port, 1 to 65535"
-
-
-def fingerprint(value: Any) -> str | None:
-    """40 hex digits, in either case, grouped with spaces or not (as ``gpg`` prints it):
-    ``normal_fingerprint`` makes every spelling the one the keyring fact reports."""
-    valid = isinstance(value, str) and re.fullmatch(r"[0-9A-Fa-f]{40}", value.replace(" ", ""))
-    return None if valid else "40 hexadecimal digits (an OpenPGP v4 fingerprint)"
-
-
-def normal_fingerprint(value: Any) -> Any:
-    return value.replace(" ", "").upper() if isinstance(value, str) else value
-
-
-# systemd.time(7)'s time spans: numbers with units, e.g. "1h", "30min", "1h 30min", "90s".
-_TIME_SPAN = re.compile(
-    r"(\d+ ?(us|usec|ms|msec|s|sec|second|seconds|m|min|minute|minutes|h|hr|hour|hours|"
-    r"d|day|days|w|week|weeks) ?)+"
-)
-
-
-def time_span(value: Any) -> str | None:
-    """A systemd time span with a unit (a bare number is seconds to systemd, and a slip)."""
-    valid = isinstance(value, str) and _TIME_SPAN.fullmatch(value)
-    nonzero = valid and re.search(r"[1-9]", value)
-    return None if nonzero else "a systemd time span such as '1h', '30min' or '1h 30min'"
-
-
-def url_or_path(value: Any) -> str | None:
-    """An http(s) URL (no credentials) or an absolute path on the host."""
-    if isinstance(value, str) and value.startswith(("http://", "https://")):
-        return http_url(value)
-    return absolute_path(value) and "an http:// or https:// URL, or an absolute path on the host"
-
-
-def sha256(value: Any) -> str | None:
-    valid = isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value)
-    return None if valid else "64 lower-case hexadecimal digits (a SHA-256, as sha256sum prints it)"
-
-
-def count(value: Any) -> str | None:
-    valid = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-    return None if valid else "a whole number >= 0"
-
-
-def positive(value: Any) -> str | None:
-    valid = isinstance(value, int) and not isinstance(value, bool) and value >= 1
-    return None if valid else "a whole number >= 1"
-
-
-def env_name(value: Any) -> str | None:
-    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value)
-    return None if valid else "an environment variable name"
-
-
-def list_of(item_check: Check, what: str) -> Check:
-    def _check(value: Any) -> str | None:
-        if isinstance(value, str):
-            # The commonest slip: one name, or names with commas, where a list belongs.
-            items = [item.strip() for item in value.split(",") if item.strip()]
-            return f"a list of {what}, written as a list even for one, e.g. {items!r}"
-        if not isinstance(value, (list, tuple)):
-            return f"a list of {what}, e.g. ['...']"
-        for item in value:
-            if item_check(item) is not None:
-                return f"a list of {what} ({item!r} is not one)"
-        return None
-
-    return _check
-
-
-_USER = re.compile(r"^[a-z_][a-z0-9_-]*[$]?$")
-
-
-def user_name(value: Any) -> str | None:
-    valid = isinstance(value, str) and len(value) <= 32 and _USER.match(value)
-    return None if valid else "a POSIX user name"
-
-
-def package_name(value: Any) -> str | None:
-    valid = isinstance(value, str) and re.fullmatch(r"[a-z0-9][a-z0-9+.-]+", value)
-    return None if valid else "a Debian package name"
-
-
-def gfx_targets(value: Any) -> str | None:
-    """A gfx target the matrix knows, or a non-empty list of them."""
-    items = [value] if isinstance(value, str) else value
-    known = [target.gfx for target in matrix.GPU_TARGETS]
-    valid = f"gfx targets the matrix knows ({', '.join(known)}), one or a list"
-    if not isinstance(items, (list, tuple)) or not items:
-        return valid
-    unknown = [item for item in items if item not in known]
-    return f"{valid}; {', '.join(map(repr, unknown))} is not one" if unknown else None
-
-
-def distro_key(value: Any) -> str | None:
-    return one_of(*matrix.DISTRO_KEYS)(value)
-
-
 # --- declarations -----------------------------------------------------------------------------
 
 
-def setting(
-    default: Any,
-    meaning: str,
-    check: Check,
-    concern: str,
-    normal: Callable[[Any], Any] | None = None,
-) -> Any:
-    """A dataclass field carrying the setting's meaning, check and concern (a list default
-    becomes a ``default_factory``, so no two hosts share one list); ``normal`` turns a
-    valid value into its one spelling (a fingerprint in upper case), so two spellings of
-    one value never plan different things."""
-    metadata = {"meaning": meaning, "check": check, "concern": concern, "normal": normal}
+def setting(default: Any, meaning: str, concern: str) -> Any:
+    """A dataclass field carrying the setting's meaning and concern (its rule is in its
+    type); a list default becomes a ``default_factory``, so no two hosts share one list.
+    ``description`` and ``json_schema_extra`` are what pydantic's JSON Schema reads."""
+    metadata = {
+        "meaning": meaning,
+        "concern": concern,
+        "description": meaning,
+        "json_schema_extra": {"x-concern": concern},
+    }
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -335,319 +150,360 @@ class Settings:
     """A host's rocm-fleet settings (defaults applied). ``rocm_version`` is required."""
 
     # --- ROCm repository -------------------------------------------------------------
-    rocm_version: str = setting(
+    rocm_version: Annotated[str, RELEASE] = setting(
         "",
         "ROCm release to install, e.g. `6.4.3` or `7.2.1` (classic), `7.14.1` or `10.1.0` "
         "(ROCm Core SDK); `rocm-fleet matrix` lists them (required)",
-        release_name,
         REPOSITORY,
     )
-    rocm_state: str = setting(
+    rocm_state: Annotated[str, choice("present", "absent")] = setting(
         "present",
         "`present`, or `absent` to remove what the deploy added (sources, key, pin, ROCm "
         "packages, venv, loader and PATH files); users, groups and kernels stay",
-        one_of("present", "absent"),
         REPOSITORY,
     )
-    rocm_apt_base_url: str | None = setting(
+    rocm_apt_base_url: Annotated[str | None, optional(HTTP_URL)] = setting(
         None,
         "Base of the release's AMD repository, for a mirror of it; default: the release's "
         "(`repo.radeon.com/rocm/apt`, `repo.amd.com/rocm/packages-multi-arch` for 7.14, "
         "`stable.repo.amd.com/rocm/core/packages` for 10.x)",
-        optional(http_url),
         REPOSITORY,
     )
-    rocm_key_url: str | None = setting(
+    rocm_key_url: Annotated[str | None, optional(HTTP_URL)] = setting(
         None,
         "URL of the repository's signing key; default: the release's, from AMD",
-        optional(http_url),
         REPOSITORY,
     )
-    rocm_key_fingerprint: str | None = setting(
+    rocm_key_fingerprint: Annotated[str | None, optional(FINGERPRINT)] = setting(
         None,
         "Fingerprint the fetched key must have (default: the release stream's, from the "
         "matrix); a mismatch fails the host, writing nothing",
-        optional(fingerprint),
         REPOSITORY,
-        normal_fingerprint,
     )
-    rocm_apt_auth: str | None = setting(
+    rocm_apt_auth: Annotated[str | None, optional(SECRET_SOURCE)] = setting(
         None,
         "Credentials for apt's sources, for a repository or mirror that asks for them: "
         "`env:VARIABLE` or a 0600 file where pyinfra runs holding apt_auth.conf(5) lines "
         "(`machine HOST login USER password SECRET`); written to "
         f"`{paths.APT_AUTH}` (root, 0600), never shown. Unset: that file goes",
-        optional(secret_source),
         REPOSITORY,
     )
     # --- ROCm packages ---------------------------------------------------------------
-    rocm_packages: list[str] | None = setting(  # noqa: RUF009 - a field() (default None)
+    rocm_packages: Annotated[
+        list[str] | None, optional(list_of(PACKAGE_NAME, "Debian package names"))
+    ] = setting(  # noqa: RUF009 - a field()
         None,
         'AMD meta packages to install, e.g. `["rocm"]`; default: '
         + matrix.CLASSIC.default_packages_text
         + " (classic), "
         + matrix.CORE_SDK.default_packages_text
         + " (Core SDK)",
-        optional(list_of(package_name, "Debian package names")),
         PACKAGES,
     )
     # --- GPU groups ------------------------------------------------------------------
-    rocm_users: list[str] = setting(  # noqa: RUF009 - a field() with a default_factory
+    rocm_users: Annotated[list[str], list_of(USER_NAME, "user names")] = setting(  # noqa: RUF009 - a field()
         [],
         "Existing users to add to `video` and `render` (other groups kept)",
-        list_of(user_name, "user names"),
         GROUPS,
     )
     # --- PyTorch ---------------------------------------------------------------------
-    pytorch_install: bool = setting(
-        True, "Install the PyTorch venv (false: ROCm only)", boolean, PYTORCH
-    )
-    pytorch_venv: str = setting(
-        paths.DEFAULT_VENV, "Path of the venv holding torch", absolute_path, PYTORCH
-    )
-    pytorch_index_base_url: str = setting(
-        matrix.PYTORCH_INDEX_BASE_URL,
-        "Base of the wheel indexes; `/rocmX.Y` from the matrix is appended",
-        http_url,
+    pytorch_install: Annotated[bool, FLAG] = setting(
+        True,
+        "Install the PyTorch venv (false: ROCm only)",
         PYTORCH,
     )
-    rocm_pip_netrc: str | None = setting(
+    pytorch_venv: Annotated[str, ABSOLUTE_PATH] = setting(
+        paths.DEFAULT_VENV,
+        "Path of the venv holding torch",
+        PYTORCH,
+    )
+    pytorch_index_base_url: Annotated[str, HTTP_URL] = setting(
+        matrix.PYTORCH_INDEX_BASE_URL,
+        "Base of the wheel indexes; `/rocmX.Y` from the matrix is appended",
+        PYTORCH,
+    )
+    rocm_pip_netrc: Annotated[str | None, optional(SECRET_SOURCE)] = setting(
         None,
         "Credentials for the wheel index, for one that asks for them: `env:VARIABLE` or a 0600 "
         "file where pyinfra runs holding netrc lines (`machine HOST login USER password "
         f"SECRET`); written to `{paths.PIP_NETRC}` (root, 0600) and given to pip as `NETRC`, "
         "never shown. Unset: that file goes",
-        optional(secret_source),
         PYTORCH,
     )
-    torch_version: str | None = setting(
+    torch_version: Annotated[str | None, optional(TORCH_RELEASE)] = setting(
         None,
         "The torch version, e.g. `2.9.1`; default: the newest the matrix lists for "
         "`rocm_version` (ROCm 10.x: of those AMD's page offers every `expected_gfx`)",
-        optional(torch_release),
         PYTORCH,
     )
     # --- Verify ----------------------------------------------------------------------
-    expected_gfx: str | list[str] | None = setting(  # noqa: RUF009 - a field() (default None)
+    expected_gfx: Annotated[str | list[str] | None, optional(GFX_TARGETS)] = setting(  # noqa: RUF009 - a field()
         None,
         'GPU target(s) rocminfo and torch must report, e.g. `gfx1100` or `["gfx942"]`',
-        optional(gfx_targets),
         VERIFY,
     )
-    expected_gpu_count: int | None = setting(
+    expected_gpu_count: Annotated[int | None, optional(COUNT)] = setting(
         None,
         "How many GPUs of `expected_gfx` must be present; 0 for a GPU-less host (CI, image builds)",
-        optional(count),
         VERIFY,
     )
     # --- Preflight -------------------------------------------------------------------
-    rocm_distro_override: str | None = setting(
+    rocm_distro_override: Annotated[str | None, optional(DISTRO)] = setting(
         None,
         'Deploy a distro the matrix doesn\'t know as one it does, e.g. `"ubuntu 24.04"` for '
         "Linux Mint 22 (unofficial: warned). Without it an unknown distro is refused",
-        optional(distro_key),
         PREFLIGHT,
     )
-    preflight_min_free_gb: int = setting(
+    preflight_min_free_gb: Annotated[int, COUNT] = setting(
         10,
         f"Free space (GB) preflight requires for {paths.INSTALL_PATHS[0]}, the venv and apt's "
         "cache while apt can't size the ROCm packages (no AMD source yet); once it can, apt's "
         "figure is used",
-        count,
         PREFLIGHT,
     )
     # --- Kernel ----------------------------------------------------------------------
-    rocm_kernel_backports: str = setting(
+    rocm_kernel_backports: Annotated[str, choice("auto", "always", "never")] = setting(
         "auto",
         "A newer kernel (Debian 12: bookworm-backports; Ubuntu: HWE): `auto` when the running "
         "kernel is older than `expected_gfx` needs, `always`, or `never`",
-        one_of("auto", "always", "never"),
         KERNEL,
     )
-    rocm_kernel_backports_mirror: str | None = setting(
+    rocm_kernel_backports_mirror: Annotated[str | None, optional(HTTP_URL)] = setting(
         None,
         "Debian mirror for the backports source; default: the one the host's own Debian "
         "sources use",
-        optional(http_url),
         KERNEL,
     )
     # --- amdgpu driver ---------------------------------------------------------------
-    rocm_driver: str = setting(
+    rocm_driver: Annotated[str, choice("inbox", "dkms")] = setting(
         "inbox",
         "The amdgpu kernel driver: `inbox` (the kernel's own) or `dkms` (AMD's `amdgpu-dkms`, "
         "built for the running and newer kernels; needs an enrolled key with Secure Boot)",
-        one_of("inbox", "dkms"),
         DRIVER,
     )
-    rocm_amdgpu_apt_base_url: str = setting(
+    rocm_amdgpu_apt_base_url: Annotated[str, HTTP_URL] = setting(
         matrix.AMDGPU_APT_BASE_URL,
         "Base of AMD's amdgpu driver repository (with `rocm_driver: dkms`)",
-        http_url,
         DRIVER,
     )
-    rocm_amdgpu_key_url: str = setting(
+    rocm_amdgpu_key_url: Annotated[str, HTTP_URL] = setting(
         matrix.AMDGPU_KEY_URL,
         "URL of the driver repository's signing key, installed with a Core SDK release and "
         "`rocm_driver: dkms` (a classic release's key signs both)",
-        http_url,
         DRIVER,
     )
-    rocm_amdgpu_key_fingerprint: str = setting(
+    rocm_amdgpu_key_fingerprint: Annotated[str, FINGERPRINT] = setting(
         matrix.AMDGPU_KEY_FINGERPRINT,
         "Fingerprint that key must have",
-        fingerprint,
         DRIVER,
-        normal_fingerprint,
     )
     # --- Secure Boot -----------------------------------------------------------------
-    rocm_mok_password_env: str = setting(
+    rocm_mok_password_env: Annotated[str, ENV_NAME] = setting(
         "ROCM_FLEET_MOK_PASSWORD",
         "Environment variable (where pyinfra runs) with the one-time MOK password to type at "
         "the console; unset: asked once when pyinfra runs in a terminal",
-        env_name,
         SECURE_BOOT,
     )
     # --- Reboot ----------------------------------------------------------------------
-    rocm_reboot: str = setting(
+    rocm_reboot: Annotated[str, choice("allow", "never")] = setting(
         "never",
         "Reboots: `allow` = hosts that need one (new kernel, new driver, MOK to confirm) "
         "reboot, then are verified again; `never` = the run ends listing them",
-        one_of("allow", "never"),
         REBOOT,
     )
-    rocm_reboot_parallel: int = setting(
-        1, "How many hosts reboot at a time (set it fleet-wide)", positive, REBOOT
+    rocm_reboot_parallel: Annotated[int, POSITIVE] = setting(
+        1,
+        "How many hosts reboot at a time (set it fleet-wide)",
+        REBOOT,
     )
-    rocm_reboot_timeout: int = setting(
-        600, "Seconds a rebooting host has to come back before it fails", positive, REBOOT
+    rocm_reboot_timeout: Annotated[int, POSITIVE] = setting(
+        600,
+        "Seconds a rebooting host has to come back before it fails",
+        REBOOT,
     )
     # --- Fleet mirror ----------------------------------------------------------------
-    rocm_mirror: str | None = setting(
+    rocm_mirror: Annotated[str | None, optional(MIRROR_NAME)] = setting(
         None,
         "The fleet mirror: an inventory host the deploy makes serve AMD's repositories, key and "
         "the PyTorch wheels to the fleet (nginx), or the `http(s)://` URL of one served elsewhere; "
         "hosts naming it fetch from it, apt still checking AMD's signature. Unset: upstream",
-        optional(mirror_name),
         MIRROR,
     )
-    rocm_mirror_bundle: str | None = setting(
+    rocm_mirror_bundle: Annotated[str | None, optional(ABSOLUTE_PATH)] = setting(
         None,
         "A bundle made by `rocm-fleet bundle` (a directory where pyinfra runs) the mirror "
         "serves: nothing comes from upstream, and preflight refuses a host needing what it "
         "lacks. Unset: the mirror host is a live cache of upstream",
-        optional(absolute_path),
         MIRROR,
     )
-    rocm_mirror_port: int = setting(
+    rocm_mirror_port: Annotated[int, PORT] = setting(
         8080,
         "The port the mirror host serves on (HTTPS with `rocm_mirror_tls_cert`, else plain HTTP)",
-        port,
         MIRROR,
     )
-    rocm_mirror_tls_ca: str | None = setting(
+    rocm_mirror_tls_ca: Annotated[str | None, optional(ABSOLUTE_PATH)] = setting(
         None,
         "The CA certificate (PEM, a path where pyinfra runs) that issued the mirror's: hosts "
         "using the mirror pin it for the mirror alone (apt, pip, curl). Set on the mirror host "
         "with the two below (`rocm-fleet mirror-ca DIR ADDRESS` makes all three), or on hosts "
         "naming an `https://` mirror served elsewhere. Unset: the mirror is plain HTTP",
-        optional(absolute_path),
         MIRROR,
     )
-    rocm_mirror_tls_cert: str | None = setting(
+    rocm_mirror_tls_cert: Annotated[str | None, optional(ABSOLUTE_PATH)] = setting(
         None,
         "The mirror's certificate (PEM, where pyinfra runs), issued by `rocm_mirror_tls_ca` "
         "for the address the hosts reach it by; nginx then serves HTTPS only",
-        optional(absolute_path),
         MIRROR,
     )
-    rocm_mirror_tls_key: str | None = setting(
+    rocm_mirror_tls_key: Annotated[str | None, optional(ABSOLUTE_PATH)] = setting(
         None,
         "The private key of `rocm_mirror_tls_cert` (PEM, unencrypted, mode 0600 where "
         "pyinfra runs); the mirror host keeps it root-only (0600)",
-        optional(absolute_path),
         MIRROR,
     )
-    rocm_mirror_listen: str | None = setting(
+    rocm_mirror_listen: Annotated[str | None, optional(IP_ADDRESS)] = setting(
         None,
         "The address the mirror host's nginx listens on. Unset: the address the inventory "
         "reaches it by (`ssh_hostname`) when that is an IP address, else every interface",
-        optional(ip_address),
         MIRROR,
     )
-    rocm_mirror_allow: list[str] = setting(  # noqa: RUF009 - a field() with a default_factory
+    rocm_mirror_allow: Annotated[
+        list[str], list_of(IP_NETWORK, "IP addresses or CIDR networks such as 10.0.0.0/24")
+    ] = setting(  # noqa: RUF009 - a field()
         [],
         "Networks (CIDR) besides the inventory's hosts that may use the mirror; nginx refuses "
         "everyone else. Needed for hosts the inventory names by DNS name, not address",
-        list_of(cidr, "IP addresses or CIDR networks such as 10.0.0.0/24"),
         MIRROR,
     )
     # --- Proxy -----------------------------------------------------------------------
-    rocm_proxy: str | None = setting(
+    rocm_proxy: Annotated[str | None, optional(PROXY_URL)] = setting(
         None,
         "HTTP(S) proxy for apt (all sources), AMD's key and pip, e.g. "
         "`http://proxy.example.org:3128`; no credentials in it",
-        optional(proxy_url),
         PROXY,
     )
-    rocm_no_proxy: list[str] = setting(  # noqa: RUF009 - a field() with a default_factory
+    rocm_no_proxy: Annotated[
+        list[str], list_of(NO_PROXY_ENTRY, "host names, .domain suffixes or CIDR ranges")
+    ] = setting(  # noqa: RUF009 - a field()
         [],
         "Hosts reached directly, not through `rocm_proxy` (the fleet mirror always is); apt "
         "takes exact host names, curl and pip also `.domain` suffixes and CIDR ranges",
-        list_of(no_proxy_entry, "host names, .domain suffixes or CIDR ranges"),
         PROXY,
     )
     # --- Migrate from CUDA -----------------------------------------------------------
-    rocm_migrate_from_cuda: bool = setting(
+    rocm_migrate_from_cuda: Annotated[bool, FLAG] = setting(
         False,
         "Remove what preflight finds of NVIDIA's stack (driver and CUDA packages, CUDA wheels "
         "in the venv) before installing ROCm; false: its presence stops the host",
-        boolean,
         CUDA,
     )
     # --- Pull mode -------------------------------------------------------------------
-    rocm_pull: bool = setting(
+    rocm_pull: Annotated[bool, FLAG] = setting(
         False,
         "Make the node converge itself: a systemd timer runs this deploy `@local` from a "
         "pinned rocm-fleet against the node's inventory data fetched from `rocm_pull_source`, "
         "checks the node and writes the audit for node_exporter. False: pull mode's units and "
         "venv are removed",
-        boolean,
         PULL,
     )
-    rocm_pull_source: str | None = setting(
+    rocm_pull_source: Annotated[str | None, optional(URL_OR_PATH)] = setting(
         None,
         "Where the node's own inventory data (a JSON object of its settings) comes from: an "
         "`http(s)://` URL on the fleet mirror or a path on the node (required with `rocm_pull`)",
-        optional(url_or_path),
         PULL,
     )
-    rocm_pull_lock: str | None = setting(
+    rocm_pull_lock: Annotated[str | None, optional(URL_OR_PATH)] = setting(
         None,
         "URL or path of a requirements file locking rocm-fleet's wheel and every dependency "
         "by hash (`name @ URL --hash=sha256:...`), installed with `pip --require-hashes` "
         "(required with `rocm_pull`)",
-        optional(url_or_path),
         PULL,
     )
-    rocm_pull_lock_sha256: str | None = setting(
+    rocm_pull_lock_sha256: Annotated[str | None, optional(SHA256)] = setting(
         None,
         "SHA-256 the lock file must have, so neither it nor a wheel can be swapped on the "
         "way (required with `rocm_pull`)",
-        optional(sha256),
         PULL,
     )
-    rocm_pull_interval: str = setting(
+    rocm_pull_interval: Annotated[str, TIME_SPAN] = setting(
         "1h",
         "How long after one pull the next runs (systemd time span, `OnUnitActiveSec`)",
-        time_span,
         PULL,
     )
-    rocm_pull_random_delay: str = setting(
+    rocm_pull_random_delay: Annotated[str, TIME_SPAN] = setting(
         "10min",
         "Random delay added to each pull, so a fleet doesn't fetch at once (`RandomizedDelaySec`)",
-        time_span,
         PULL,
     )
 
 
 SETTINGS = {f.name: f for f in fields(Settings)}
+#: Each setting's rule, read from its annotated type.
+RULES: dict[str, Rule] = {
+    key: hint.__metadata__[0]
+    for key, hint in get_type_hints(Settings, include_extras=True).items()
+    if key in SETTINGS
+}
+_SCHEMA = TypeAdapter(Settings)
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """One setting's bad value: the key, the value given and what would be valid."""
+
+    key: str
+    value: Any
+    valid: str
+
+
+class InvalidSettings(ValueError):
+    """Every bad value of one host's data (``problems``, in the declarations' order)."""
+
+    def __init__(self, problems: list[Invalid]):
+        super().__init__("; ".join(f"{p.key}: {p.valid}" for p in problems))
+        self.problems = problems
+
+
+def validated(data: Mapping[str, Any]) -> Settings:
+    """``data``'s settings (other keys ignored), checked by their rules, normalised and with
+    defaults applied; InvalidSettings naming every bad value at once."""
+    given = {key: value for key, value in data.items() if key in SETTINGS}
+    try:
+        return _SCHEMA.validate_python(given)
+    except ValidationError as exc:
+        raise InvalidSettings(
+            [Invalid(str(e["loc"][0]), e["input"], e["msg"]) for e in exc.errors()]
+        ) from None
+
+
+@functools.cache
+def near_misses(key: str) -> tuple[str, ...]:
+    """The settings an unknown ``key`` is probably a slip for: one letter off (difflib's
+    ratio at least ``NEAR_MISS_CUTOFF``), or the same words as a setting less its last one,
+    in the singular or plural (``expected_gpus`` for ``expected_gpu_count``,
+    ``rocm_mirror_tls`` for the three ``rocm_mirror_tls_*``). Cached: every host of a
+    fleet carries the same foreign keys (ssh_user, the site's own), and difflib against
+    every setting is the dearest part of validating a host. (Words, then letters: a word
+    one letter off is a plural, ``rocm_reboots`` is ``rocm_reboot``, not a shorter key.)"""
+    words = _singular_words(key)
+    same = [name for name in SETTINGS if _singular_words(name) == words]
+    if same:
+        return tuple(same)
+    if len(words) >= 2:
+        shorter = [name for name in SETTINGS if _singular_words(name)[:-1] == words]
+        if shorter:
+            return tuple(shorter)
+    near = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=NEAR_MISS_CUTOFF)
+    return (near[0],) if near else ()
+
+
+def _singular_words(key: str) -> list[str]:
+    return [word.removesuffix("s") for word in key.lower().split("_")]
+
+
+def schema_adapter() -> TypeAdapter[Settings]:
+    """pydantic's view of ``Settings``, which validates and writes the JSON Schema."""
+    return _SCHEMA

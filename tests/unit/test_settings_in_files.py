@@ -1,0 +1,342 @@
+"""Settings can't change the structure of the files, command lines and units they are
+written into: every value a setting's rule accepts, written by rocm-fleet's own writers,
+parses back (by the format's own parser where there is one: apt-config, python-debian's
+deb822, NGINX Inc.'s crossplane, the shell) to the same keys and stanzas with the value
+intact; and the attacks on them (a quote, a newline, ``;``, braces in a URL's host) are
+refused before any file is written, naming the key."""
+
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import os
+import re
+import shlex
+import subprocess
+from pathlib import Path
+
+import crossplane
+import pytest
+from debian.deb822 import Deb822
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocm_fleet.deploy.kernel import backports_source
+from rocm_fleet.deploy.mirror import apt_mirror_conf, apt_proxy_conf, nginx_site
+from rocm_fleet.deploy.pull import pull_script, timer_unit
+from rocm_fleet.model import grammar, paths
+from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.decisions import Mirror
+from rocm_fleet.model.fleet import Upstream
+from rocm_fleet.model.settings import RULES, SETTINGS
+from rocm_fleet.model.sources import AptRepository, SigningKey
+from rocm_fleet.operations._script import script
+
+GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alice"]}
+FINGERPRINT = "CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"
+EXAMPLES = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def accepted(key: str, pattern: str) -> st.SearchStrategy[str]:
+    """Strings of ``pattern`` that ``key``'s rule accepts (the grammar, its code checks), as
+    the value or, for a list setting, as an item of it."""
+    rule = RULES[key]
+    return st.from_regex(pattern, fullmatch=True).filter(
+        lambda value: rule.accepts(value) or rule.accepts([value])
+    )
+
+
+URLS = accepted("rocm_apt_base_url", grammar.HTTP_URL)
+PATHS = accepted("pytorch_venv", grammar.ABSOLUTE_PATH)
+
+
+# --- apt's sources: one-line and deb822 ---------------------------------------------------
+
+
+@EXAMPLES
+@given(url=URLS)
+def test_a_repository_url_keeps_a_sources_line_and_stanza_whole(url):
+    key = SigningKey("https://example.org/key.gpg", FINGERPRINT)
+    line = AptRepository(url, "noble", key).source_text()
+    assert line.count("\n") == 1 and line.endswith("\n")
+    tokens = line.split()
+    assert len(tokens) == 6 and tokens[0] == "deb" and tokens[3] == url, line
+    stanza = AptRepository(url, "noble", key, deb822=True).source_text()
+    (paragraph,) = list(Deb822.iter_paragraphs(stanza))
+    assert list(paragraph) == [
+        "Types", "URIs", "Suites", "Components", "Architectures", "Signed-By", "Enabled"
+    ]  # fmt: skip
+    assert paragraph["URIs"] == f"{url}/"
+
+
+@EXAMPLES
+@given(url=URLS)
+def test_a_backports_mirror_keeps_its_stanza_whole(url):
+    (paragraph,) = list(Deb822.iter_paragraphs(backports_source(url, "bookworm-backports")))
+    assert list(paragraph) == ["Types", "URIs", "Suites", "Components", "Signed-By"]
+    assert paragraph["URIs"] == url
+
+
+# --- apt.conf: the proxy and the mirror's CA, read back by apt-config ----------------------
+
+
+def apt_config(text: str, tmp_path: Path) -> set[str]:
+    """What apt-config reads from ``text`` beyond what the system's configuration holds."""
+    ours, empty = tmp_path / "ours.conf", tmp_path / "empty.conf"
+    ours.write_text(text)
+    empty.write_text("")
+
+    def dump(path: Path) -> set[str]:
+        env = {**os.environ, "APT_CONFIG": str(path)}
+        result = subprocess.run(
+            ["apt-config", "dump"], env=env, capture_output=True, text=True, check=True
+        )
+        return set(result.stdout.splitlines())
+
+    return dump(ours) - dump(empty)
+
+
+HOSTS = accepted("rocm_no_proxy", grammar.HOST_NAME)
+
+
+@EXAMPLES
+@given(
+    proxy=accepted("rocm_proxy", grammar.PROXY_URL),
+    direct=st.lists(HOSTS, max_size=3, unique=True),
+)
+def test_the_proxy_and_the_direct_hosts_are_apts_keys_and_values(proxy, direct, tmp_path_factory):
+    config = load_config({**GOOD, "rocm_proxy": proxy, "rocm_no_proxy": direct})
+    read = apt_config(apt_proxy_conf(config), tmp_path_factory.mktemp("apt"))
+    leaves = {line for line in read if not line.endswith(' "";')}
+    expected = {f'Acquire::{s}::Proxy "{proxy}";' for s in ("http", "https")}
+    expected |= {f'Acquire::{s}::Proxy::{name} "DIRECT";' for s in ("http", "https")
+                 for name in direct}  # fmt: skip
+    assert leaves == expected
+
+
+@EXAMPLES
+@given(url=accepted("rocm_mirror", grammar.HTTP_URL).filter(lambda u: u.startswith("https")))
+def test_the_mirrors_ca_setting_names_the_mirror_alone(url, tmp_path_factory):
+    hostname = Mirror(url).hostname
+    read = apt_config(apt_mirror_conf(hostname), tmp_path_factory.mktemp("apt"))
+    leaves = {line for line in read if not line.endswith(' "";')}
+    assert leaves == {
+        f'Acquire::https::{hostname}::CaInfo "{paths.MIRROR_CA}";',
+        f'Acquire::https::{hostname}::Verify-Peer "true";',
+        f'Acquire::https::{hostname}::Verify-Host "true";',
+    }
+
+
+# --- nginx: the mirror's site, parsed by crossplane ----------------------------------------
+
+
+def shape(block: list[dict]) -> list:
+    """The site's structure: each directive's name and its block's, without arguments."""
+    return [(d["directive"], shape(d["block"]) if "block" in d else None) for d in block]
+
+
+def parsed(text: str, tmp_path: Path) -> list[dict]:
+    path = tmp_path / "site.conf"
+    path.write_text(text)
+    payload = crossplane.parse(str(path), single=True, check_ctx=False, check_args=False)
+    assert payload["status"] == "ok", payload["errors"]
+    return payload["config"][0]["parsed"]
+
+
+def directives(block: list[dict], name: str) -> list[list[str]]:
+    found = []
+    for d in block:
+        if d["directive"] == name:
+            found.append(d["args"])
+        found += directives(d.get("block", []), name)
+    return found
+
+
+@EXAMPLES
+@given(
+    port=st.integers(1, 65535),
+    listen=accepted("rocm_mirror_listen", f"{grammar.IPV4}|[0-9a-f:]+"),
+    allow=st.lists(accepted("rocm_mirror_allow", f"{grammar.IPV4}(/[0-9]{{1,2}})?"), max_size=3),
+    upstream=URLS,
+    tls=st.booleans(),
+)
+def test_the_mirrors_settings_keep_nginxs_site_whole(
+    port, listen, allow, upstream, tls, tmp_path_factory
+):
+    netloc = grammar.authority(upstream)
+    servers = [Upstream(netloc, upstream.split(":", 1)[0])]
+    tmp = tmp_path_factory.mktemp("nginx")
+    site = parsed(nginx_site(port, False, servers, [], [listen], allow, tls), tmp)
+    reference = parsed(
+        nginx_site(
+            8080,
+            False,
+            [Upstream("example.org")],
+            [],
+            ["10.0.0.1"],
+            ["10.9.0.0/16"] * len(allow),
+            tls,
+        ),
+        tmp,
+    )
+    assert shape(site) == shape(reference)
+    address = f"[{listen}]" if ":" in listen else listen
+    assert directives(site, "listen") == [[f"{address}:{port}", *(["ssl"] if tls else [])]]
+    assert directives(site, "allow") == [["127.0.0.1"], ["::1"], *([n] for n in allow)]
+    assert ["Host", netloc] in directives(site, "proxy_set_header")
+
+
+# --- systemd: the pull timer ---------------------------------------------------------------
+
+SPANS = accepted("rocm_pull_interval", grammar.TIME_SPAN)
+PULL = {
+    **GOOD,
+    "rocm_pull": True,
+    "rocm_pull_source": "http://mirror.lab/fleet/node.json",
+    "rocm_pull_lock": "http://mirror.lab/fleet/lock.txt",
+    "rocm_pull_lock_sha256": "0" * 64,
+}
+
+
+@EXAMPLES
+@given(interval=SPANS, delay=SPANS)
+def test_the_pull_periods_keep_the_timer_unit_whole(interval, delay):
+    config = load_config({**PULL, "rocm_pull_interval": interval, "rocm_pull_random_delay": delay})
+    unit = configparser.ConfigParser(interpolation=None, strict=True)
+    unit.optionxform = str  # systemd's keys are case-sensitive
+    unit.read_string(timer_unit(config))
+    assert {s: list(unit[s]) for s in unit.sections()} == {
+        "Unit": ["Description"],
+        "Timer": ["OnBootSec", "OnUnitActiveSec", "RandomizedDelaySec"],
+        "Install": ["WantedBy"],
+    }
+    assert unit["Timer"]["OnUnitActiveSec"] == interval
+    assert unit["Timer"]["RandomizedDelaySec"] == delay
+
+
+# --- the shell: the pull script's variables, read by sh --------------------------------------
+
+
+@EXAMPLES
+@given(source=st.one_of(URLS, PATHS))
+def test_the_pull_source_is_one_shell_word(source, tmp_path_factory):
+    config = load_config({**PULL, "rocm_pull_source": source})
+    header = "".join(
+        line + "\n" for line in pull_script(config).splitlines()[1:] if re.match(r"[A-Z_]+=", line)
+    )
+    path = tmp_path_factory.mktemp("sh") / "header.sh"
+    path.write_text(header)
+    read = subprocess.run(
+        ["sh", "-c", '. "$0" && printf %s "$PULL_SOURCE"', str(path)],
+        env={"PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert read.stdout == source
+
+
+# --- command lines: packages --------------------------------------------------------
+
+
+@EXAMPLES
+@given(
+    packages=st.lists(accepted("rocm_packages", grammar.PACKAGE_NAME), min_size=1, max_size=3),
+)
+def test_packages_are_each_one_word_of_the_command(packages):
+    config = load_config({**GOOD, "rocm_packages": packages})
+    command = script("packages-install", "", *config.rocm_packages).get_raw_value()
+    assert shlex.split(command)[-len(packages) :] == packages
+
+
+# --- every grammar is a full match ------------------------------------------------------------
+
+SAMPLES = {
+    "rocm_apt_base_url": "https://mirror.example/rocm/apt",
+    "rocm_key_fingerprint": FINGERPRINT,
+    "rocm_apt_auth": "env:APT_AUTH",
+    "rocm_users": ["alice"],
+    "rocm_packages": ["rocm"],
+    "pytorch_venv": "/opt/venv",
+    "rocm_mirror": "mirror1",
+    "rocm_mirror_listen": "10.0.0.1",
+    "rocm_mirror_allow": ["10.0.0.0/24"],
+    "rocm_proxy": "http://proxy.example:3128",
+    "rocm_no_proxy": ["deb.debian.org"],
+    "rocm_pull_source": "/srv/node.json",
+    "rocm_pull_lock_sha256": "0" * 64,
+    "rocm_mok_password_env": "MOK",
+    "rocm_pull_interval": "1h",
+}
+
+
+@pytest.mark.parametrize("key", sorted(SAMPLES))
+@pytest.mark.parametrize("tail", ["\n", "\r\n", " ", ";", "'", '"', "{", "}", "\x00"])
+def test_no_setting_takes_a_line_end_or_syntax_after_a_valid_value(key, tail):
+    value = SAMPLES[key]
+    assert RULES[key].problem(value) is None, key
+    bad = [value[0] + tail] if isinstance(value, list) else value + tail
+    with pytest.raises(ConfigError) as refused:
+        load_config({**GOOD, key: bad}, "gpu07")
+    assert f"'{key}'" in str(refused.value)
+
+
+def test_every_string_setting_has_a_sample_or_a_closed_set():
+    """A new setting that reaches a file needs its line here (or is a choice/flag/number)."""
+    closed = {"rocm_version", "torch_version", "expected_gfx", "rocm_distro_override"}
+    for key, field in SETTINGS.items():
+        if "str" in str(field.type) and key not in closed and "enum" not in str(RULES[key].schema):
+            assert key in SAMPLES or "pattern" in str(RULES[key].schema), key
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("rocm_mirror", "http://mirror'.lab:8080/"),
+        ("rocm_mirror", 'http://mirror".lab/'),
+        ("rocm_mirror", "http://mirror.lab\n/"),
+        ("rocm_mirror", "http://mirror.lab;/"),
+        ("rocm_mirror", "http://mirror.lab}/"),
+        ("rocm_mirror", "http://{mirror}.lab/"),
+        ("rocm_mirror", "http://mirror.lab:8080/\n"),
+        ("rocm_mirror", "http://mirror.lab:99999/"),
+        ("rocm_mirror", "http://[FD00:0::1]/"),
+        ("rocm_apt_base_url", "https://repo.example/rocm/apt;include /etc/shadow"),
+        ("rocm_apt_base_url", "https://repo.example/rocm/apt suite evil"),
+        ("rocm_key_url", "https://repo.example/key.gpg$(reboot)"),
+        ("pytorch_index_base_url", "https://download.pytorch.org/whl?x=1"),
+        ("rocm_proxy", 'http://proxy.example:3128";\nAcquire::http::Proxy "http://evil'),
+        ("rocm_no_proxy", ['deb.debian.org" "DIRECT";']),
+        ("rocm_mirror_listen", "10.0.0.1;"),
+        ("rocm_mirror_listen", "010.000.000.001"),
+        ("rocm_mirror_allow", ["10.0.0.0/24; allow all"]),
+        ("rocm_pull_interval", "1h\nExecStart=/bin/sh"),
+        ("rocm_pull_source", "/srv/node.json'; rm -rf /; '"),
+        ("pytorch_venv", "/opt/../etc"),
+        ("rocm_users", ["alice\n"]),
+        ("rocm_users", ["alice;reboot"]),
+    ],
+)
+def test_attacks_through_a_setting_are_refused_naming_the_key(key, value):
+    with pytest.raises(ConfigError) as refused:
+        load_config({**GOOD, key: value}, "gpu07")
+    assert str(refused.value).startswith(f"gpu07: inventory key {key!r} has value ")
+
+
+def test_a_dataclass_copy_keeps_the_validated_values():
+    config = load_config({**GOOD, "rocm_key_fingerprint": FINGERPRINT.lower()})
+    assert dataclasses.replace(config).rocm_key_fingerprint == FINGERPRINT
+
+
+@pytest.mark.parametrize("address", ["mirror'.lab", "mirror.lab;", "10.0.0.1\n", "FD00::5"])
+def test_a_mirror_host_reached_by_a_bad_address_is_refused(address):
+    """The mirror host's ssh_hostname is pyinfra's setting, but every host writes it into
+    its apt sources and apt.conf: it must be a host too."""
+    from rocm_fleet.model.fleet import Fleet
+
+    fleet = Fleet({"node": {**GOOD, "rocm_mirror": "mirror1"},
+                   "mirror1": {**GOOD, "ssh_hostname": address}})  # fmt: skip
+    with pytest.raises(ConfigError) as refused:
+        fleet.config("node")
+    assert str(refused.value).startswith("node: inventory key 'rocm_mirror' has value 'mirror1'")
+    assert repr(address) in str(refused.value)
