@@ -29,6 +29,7 @@ from rocm_fleet.model.matrix import (
     release,
     release_versions,
 )
+from rocm_fleet.model.secrets import shown_value
 from rocm_fleet.model.settings import (
     NEAR_MISS_CUTOFF,
     RENAMED,
@@ -120,9 +121,11 @@ class Config(Settings):
 
 def without_credentials(value: Any) -> Any:
     """``value`` with the user and password of a URL in it replaced by ``***``: an error
-    message must not put a secret in a log."""
+    message must not put a secret in a log. Everything up to the last ``@`` of the
+    authority (which ends at the first ``/``, ``?`` or ``#``, RFC 3986) goes, so a password
+    holding an ``@`` is not half shown."""
     if isinstance(value, str):
-        return re.sub(r"(?<=://)[^/@\s]*@", "***@", value)
+        return re.sub(r"(?<=://)[^/?#\s]*@", "***@", value)
     return value
 
 
@@ -146,7 +149,7 @@ def load_config(
         said = valid if valid.startswith("did you mean") else f"expected {valid}"
         return ConfigError(
             f"{host_name}: inventory key {key!r} has value "
-            f"{without_credentials(value)!r}{where(key)}; {said}",
+            f"{shown_value(key, without_credentials(value))}{where(key)}; {said}",
             key,
         )
 
