@@ -120,3 +120,15 @@ def serve_tls(root: Path, tls_dir: Path) -> Iterator[Served]:
         served.ca = Path(made.ca)
         server.RequestHandlerClass = _handler(served)
         yield served
+
+
+@contextlib.contextmanager
+def serve_trusted(root: Path) -> Iterator[Served]:
+    """``serve_tls`` (its CA made beside ``root``, in ``tls``), the CA trusted by requests for
+    the block (``REQUESTS_CA_BUNDLE``), as a real index's is by the system's CAs: for what
+    reads hashes over verified TLS only (the locks, the bundle's wheels)."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch, serve_tls(root, root.parent / "tls") as served:
+        patch.setenv("REQUESTS_CA_BUNDLE", str(served.ca))
+        yield served

@@ -25,12 +25,13 @@ from rocm_fleet.model.config import ConfigError, load_config, without_credential
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.model.secrets import SECRET_SOURCE_SETTINGS
 from rocm_fleet.model.settings import SETTINGS
+from rocm_fleet.offline.download import Fetcher
 from rocm_fleet.offline.lock import LockError, LockRequest
 from unit.loopback import running, serve, url_of
+from unit.loopback import serve_trusted as serve_https
 from unit.surveys import SurveyHost, fresh_survey, plan
-from unit.test_bundle import sdist, wheel, write_pages
+from unit.test_bundle import Quiet, sdist, wheel, write_pages
 from unit.test_lock import WANTED, key_of, locks_for
-from unit.test_lock import serve as serve_https
 
 PY311 = HostRuntime("3.11", "2.36")
 FORGED = "f" * 64
@@ -84,6 +85,23 @@ def test_a_live_install_from_a_plain_http_index_is_refused_at_plan_time(monkeypa
     assert planned.refused
     assert "pytorch_index_base_url" in (planned.reason or "")
     assert not [name for name in planned.names if "torch wheels" in name]
+
+
+def test_a_bundle_of_a_plain_http_index_is_refused_before_anything_is_fetched(tmp_path):
+    """The same attacker, when the administrator bundles: the bundle's manifest would pin
+    the hashes the attacker answered. Refused, naming the setting; nothing written."""
+    from rocm_fleet.model.sources import HostNeeds, WheelNeed
+    from rocm_fleet.offline.bundle import BundleError, Plan, make_bundle
+
+    www = tmp_path / "www"
+    with serve(www) as served:
+        plan_ = Plan()
+        need = WheelNeed(f"{served.url}/whl/rocm6.4", PY311, (("torch", "2.9.1+rocm6.4"),))
+        plan_.add("node1", HostNeeds(wheels=(need,)), {})
+        with pytest.raises(BundleError, match=r"not https.*pytorch_index_base_url"):
+            make_bundle(plan_, tmp_path / "bundle", Fetcher(progress=Quiet()))
+        assert served.requests == []
+    assert not list((tmp_path / "bundle").rglob("*.whl"))
 
 
 def test_an_https_index_redirecting_to_http_is_refused_and_nothing_cached(tmp_path):

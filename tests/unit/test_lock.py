@@ -6,7 +6,6 @@ upstream, one whose set can't be locked is refused before anything changes."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -17,7 +16,7 @@ import pytest
 from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.offline.download import Fetcher
 from rocm_fleet.offline.lock import LINE, LockError, LockRequest, Locks, read_cached
-from unit.loopback import serve_tls
+from unit.loopback import serve_trusted as serve
 from unit.surveys import SurveyHost, converged_survey, plan
 from unit.test_bundle import Quiet, index, wheel
 from unit.test_plan import fresh
@@ -25,15 +24,6 @@ from unit.test_plan import fresh
 WANTED = ["torch==2.9.1+rocm6.4", "torchvision==0.24.1+rocm6.4"]
 PY311 = HostRuntime("3.11", "2.36")
 PY312 = HostRuntime("3.12", "2.39")
-
-
-@contextlib.contextmanager
-def serve(www: Path):
-    """``www`` on a loopback server over TLS, its CA trusted by requests (as a real index's
-    is by the system's CAs) for the block: locks read hashes over verified TLS only."""
-    with pytest.MonkeyPatch.context() as patch, serve_tls(www, www.parent / "tls") as served:
-        patch.setenv("REQUESTS_CA_BUNDLE", str(served.ca))
-        yield served
 
 
 @pytest.fixture

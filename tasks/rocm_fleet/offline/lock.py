@@ -81,6 +81,7 @@ from rocm_fleet.offline.wheels import (
     project_url,
     resolve,
     sdist_build_requires,
+    untrusted_index,
 )
 
 #: Bumped when what a lock holds or how it is made changes: older cached locks are not read.
@@ -384,15 +385,9 @@ class Locks:
 def refuse_plain_http(request: LockRequest) -> None:
     """LockError unless the index is reached over TLS: hashes read over plain HTTP would pin
     the whole fleet to whatever anyone on the way served."""
-    if request.index_url.lower().startswith("https://"):
-        return
-    raise LockError(
-        f"can't lock {request.describe()}: {request.index_url} is not https, and the hashes "
-        "that pin every host's wheels are read only over verified TLS; set "
-        "pytorch_index_base_url to an https:// index (a TLS mirror of it), or serve the "
-        "wheels from a bundle on the fleet mirror (`rocm-fleet bundle`, made where the index "
-        "is reachable over TLS)"
-    )
+    problem = untrusted_index(request.index_url)
+    if problem:
+        raise LockError(f"can't lock {request.describe()}: {problem}")
 
 
 def _one_line(exc: Exception) -> str:

@@ -140,6 +140,19 @@ def _lower(digest: str | None) -> str | None:
     return digest.lower() if digest else None
 
 
+def untrusted_index(index_url: str) -> str | None:
+    """Why the hashes on ``index_url``'s pages can't pin anything (it isn't https: anyone on
+    the way could answer them), with the ways out; None when they can."""
+    if index_url.lower().startswith("https://"):
+        return None
+    return (
+        f"{index_url} is not https, and the hashes that pin every host's wheels are read only "
+        "over verified TLS; set pytorch_index_base_url to an https:// index (a TLS mirror of "
+        "it), or serve the wheels from a bundle on the fleet mirror (`rocm-fleet bundle`, made "
+        "where the index is reachable over TLS)"
+    )
+
+
 def project_url(index_url: str, name: str) -> str:
     return f"{index_url.rstrip('/')}/{canonicalize_name(name)}/"
 
