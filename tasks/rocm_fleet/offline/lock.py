@@ -176,13 +176,18 @@ def controller_key(path: Path) -> bytes:
     directory) the first time; LockError when the file is not this user's alone or is not a
     key."""
     private_directory(path.parent, "the directory of the lock key")
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "wb") as out:
-            out.write(secrets.token_bytes(KEY_BYTES))
+    if not os.path.lexists(path):
+        # Written whole under a temporary name (mkstemp: 0600), then linked into place: a
+        # controller run at the same time reads one whole key, the first one linked.
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".lock-key-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(secrets.token_bytes(KEY_BYTES))
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temporary)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
