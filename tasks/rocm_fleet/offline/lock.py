@@ -88,7 +88,7 @@ from rocm_fleet.offline.wheels import (
 #: 2: an sdist may be pinned, with its build requirements (``wheels.lock_lines``).
 #: 3: authenticated by the controller's key (an HMAC), not a hash of its own lines.
 FORMAT = 3
-#: The controller's key's length: 256 bits, HMAC-SHA256's block of security.
+#: The controller's key's length: SHA-256's output length, the least RFC 2104 advises for HMAC.
 KEY_BYTES = 32
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 #: One pinned file, as pip's --require-hashes wants it (a build requirement marked), or the
