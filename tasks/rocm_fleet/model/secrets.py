@@ -21,9 +21,9 @@ SECRET_SOURCE_SETTINGS = frozenset({"rocm_apt_auth", "rocm_pip_netrc"})
 
 def shown_value(key: str, value: object) -> str:
     """``value`` as an error about setting ``key`` may show it: ``repr`` of it, unless
-    ``key`` is a secret source's (then what it is, never what it holds)."""
+    ``key`` is a secret source's (then neither the value nor its length)."""
     if key in SECRET_SOURCE_SETTINGS and value is not None:
-        return f"<not shown: {type(value).__name__} of {len(str(value))} characters>"
+        return "<not shown: it may be the secret itself>"
     return repr(value)
 
 
