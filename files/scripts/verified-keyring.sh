@@ -1,7 +1,7 @@
 # shellcheck shell=sh
 # verified-keyring.sh URL FINGERPRINT KEYRING [PROXY [NO_PROXY [CACERT]]]: fetch a key
 # (through PROXY unless the host is in NO_PROXY, when given; trusting only CACERT's CA, the
-# fleet mirror's, when given), refuse it unless the primary keys it
+# fleet mirror's, when given; from https never redirected to http), refuse it unless the primary keys it
 # holds are exactly the one with FINGERPRINT, then write that key, in the binary form apt
 # reads, to KEYRING (temporary name and rename). Nothing is written when the check fails.
 # The key is imported into a throwaway home and exported again rather than dearmored, so
@@ -30,6 +30,11 @@ fi
 if [ -n "$cacert" ]; then
     set -- "$@" --cacert "$cacert"
 fi
+# A key asked for over https is never followed to http (curl follows https to http by
+# default): what a TLS-verified server redirects to must stay verified.
+case "$url" in
+https://*) set -- "$@" --proto-redir =https ;;
+esac
 curl "$@" -o "$tmp/key" "$url"
 armor=$(LC_ALL=C grep -abo -- '-----BEGIN PGP PUBLIC KEY BLOCK-----' "$tmp/key" | head -n 1 \
     | cut -d: -f1)

@@ -3,10 +3,11 @@
 
 One Debian 12 host with an RX 7900 XTX, deployed with inventories that can only fail
 halfway through a run unless preflight catches them: ``rocm_users`` naming a user the host
-lacks (the groups step would fail after ROCm went on), and ``rocm_driver: dkms`` with a
-release whose driver the matrix doesn't record (the driver step would fail after the key,
-source, pin and ``apt-get update``). A project of its own around ``rocm_node()`` asks
-``refused()`` and its operations before and after run on no refused host.
+lacks (the groups step would fail after ROCm went on), ``rocm_driver: dkms`` with a release
+whose driver the matrix doesn't record (the driver step would fail after the key, source,
+pin and ``apt-get update``), and a live torch install from a plain-HTTP index (the hashes
+that pin the wheels would be read unauthenticated). A project of its own around
+``rocm_node()`` asks ``refused()`` and its operations before and after run on no refused host.
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ CASES = [
      "rocm_users names ghost, not a user on this host: create it first"),
     ("dkms on a release without a known driver", {"rocm_version": "10.1.0", "rocm_driver": "dkms"},
      "rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm 10.1.0 ships"),
+    # An attacker on the network would answer a plain-HTTP index: the hashes that pin the
+    # wheels are read only over TLS, so the live install is refused before anything is read.
+    ("a live install from a plain-HTTP index",
+     {"pytorch_install": True, "pytorch_index_base_url": "http://download.pytorch.org/whl"},
+     "http://download.pytorch.org/whl/rocm6.4 is not https, and the hashes that pin every "
+     "host's wheels are read only over verified TLS; set pytorch_index_base_url to an https:// "
+     "index"),
 ]  # fmt: skip
 
 OWN_DEPLOY = """

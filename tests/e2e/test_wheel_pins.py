@@ -7,7 +7,8 @@ TLS and caches the lock; the host's pip installs it with ``--require-hashes``. T
 someone who controls what the host reads (here: the double itself, the strongest case;
 the same holds on the wire or at a proxy) swaps torch's wheel and rewrites its
 ``#sha256`` on the page to match: the host's pip refuses it, the run names the wheel and
-both hashes, and nothing is installed.
+both hashes, and nothing is installed. A lock forged in the controller's cache is refused
+(it isn't authenticated by the controller's key) and made again from upstream.
 """
 
 from __future__ import annotations
@@ -56,6 +57,19 @@ def test_a_wheel_swapped_upstream_after_the_lock_is_refused_by_the_host(lab):
     succeeded(second)
     assert changed(second) == {}
     assert not [r for r in lab.server.requests()[since:] if r["host"] == PYTORCH]
+
+    # A forged lock in the controller's cache (what a user who can write it would plant):
+    # torch pinned to a hash of the attacker's, the file "checked" as the cache used to be
+    # (a SHA-256 of its own lines) and carrying the genuine file's HMAC. The controller
+    # refuses it, locks again from upstream, and the host installs the genuine torch.
+    forged_lines = [line.replace(genuine, "f" * 64) for line in lock["lines"]]
+    own_digest = hashlib.sha256("".join(f"{x}\n" for x in forged_lines).encode()).hexdigest()
+    cached.write_text(json.dumps({**lock, "lines": forged_lines, "sha256": own_digest}))
+    sh(lab, "direct", f"{VENV_PIP} uninstall -y -q torch")
+    relocked = deploy(lab)
+    succeeded(relocked)
+    assert json.loads(cached.read_text()) == lock
+    assert "torch==2.9.1+rocm6.4" in sh(lab, "direct", f"{VENV_PIP} list --format=freeze")
 
     # The swap: another valid wheel under torch's name, its hash on the page to match (what
     # an attacker who controls the host's route to the index serves).

@@ -38,11 +38,12 @@ def plain_inventories(monkeypatch):
 @pytest.fixture(autouse=True)
 def upstream_locks(monkeypatch, tmp_path_factory):
     """Every plan in this process locks wheels with ``UpstreamLocks``; a child process
-    gets an empty lock cache of its own (never the user's)."""
+    gets an empty lock cache and lock key of its own (never the user's)."""
     from rocm_fleet.deploy import pytorch
     from unit.locks import UpstreamLocks
 
     locks = UpstreamLocks()
     monkeypatch.setattr(pytorch, "controller_locks", lambda: locks)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     return locks

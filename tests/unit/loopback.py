@@ -1,10 +1,12 @@
 """A static HTTP server on 127.0.0.1 for the bundle's tests: a directory served with byte
 ranges (``Range: bytes=N-``, answered 206 as RFC 9110 says), a log of each request, and a
-fault that cuts one file's first transfer short (what a dropped connection does)."""
+fault that cuts one file's first transfer short (what a dropped connection does); over TLS
+too (``serve_tls``: a CA of the test's own, which the caller's requests must trust)."""
 
 from __future__ import annotations
 
 import contextlib
+import ssl
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,9 +15,10 @@ from urllib.parse import unquote, urlsplit
 
 
 class Served:
-    def __init__(self, root: Path, port: int):
+    def __init__(self, root: Path, port: int, scheme: str = "http"):
         self.root = root
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"{scheme}://127.0.0.1:{port}"
+        self.ca: Path | None = None  # over TLS: the CA that issued the server's certificate
         self.requests: list[dict[str, str | int]] = []
         self.cut_once: set[str] = set()  # paths whose next transfer stops halfway
 
@@ -70,10 +73,14 @@ def _handler(served: Served) -> type[BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def running(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
-    """``handler`` served on a free loopback port, in a thread, until the block ends (the one
-    server every loopback test of the unit suite runs)."""
+def running(
+    handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None
+) -> Iterator[ThreadingHTTPServer]:
+    """``handler`` served on a free loopback port (over TLS with ``tls``), in a thread, until
+    the block ends (the one server every loopback test of the unit suite runs)."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -95,4 +102,33 @@ def serve(root: Path) -> Iterator[Served]:
     with running(BaseHTTPRequestHandler) as server:
         served = Served(root, server.server_address[1])
         server.RequestHandlerClass = _handler(served)
+        yield served
+
+
+@contextlib.contextmanager
+def serve_tls(root: Path, tls_dir: Path) -> Iterator[Served]:
+    """Serve ``root`` over TLS on a free loopback port until the block ends, with a CA and a
+    certificate for 127.0.0.1 and localhost made in ``tls_dir`` (``Served.ca``: what a client
+    must trust, e.g. through ``REQUESTS_CA_BUNDLE``)."""
+    from rocm_fleet.model.tls import make_mirror_files
+
+    made = make_mirror_files(tls_dir, ["127.0.0.1", "localhost"]).tls
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(made.cert, made.key)
+    with running(BaseHTTPRequestHandler, context) as server:
+        served = Served(root, server.server_address[1], "https")
+        served.ca = Path(made.ca)
+        server.RequestHandlerClass = _handler(served)
+        yield served
+
+
+@contextlib.contextmanager
+def serve_trusted(root: Path) -> Iterator[Served]:
+    """``serve_tls`` (its CA made beside ``root``, in ``tls``), the CA trusted by requests for
+    the block (``REQUESTS_CA_BUNDLE``), as a real index's is by the system's CAs: for what
+    reads hashes over verified TLS only (the locks, the bundle's wheels)."""
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch, serve_tls(root, root.parent / "tls") as served:
+        patch.setenv("REQUESTS_CA_BUNDLE", str(served.ca))
         yield served

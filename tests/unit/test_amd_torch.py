@@ -198,7 +198,7 @@ def test_a_bundle_resolves_amds_index_with_the_device_extras(tmp_path):
     from rocm_fleet.offline.bundle import Plan, make_bundle
     from rocm_fleet.offline.download import Fetcher
     from rocm_fleet.offline.manifest import locked_requirements, missing
-    from unit.loopback import serve
+    from unit.loopback import serve_trusted as serve
     from unit.test_bundle import Quiet
 
     www = tmp_path / "www"

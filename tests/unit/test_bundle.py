@@ -45,7 +45,7 @@ from rocm_fleet.offline.wheels import (
     resolve,
 )
 from unit.gpgkeys import Gpg, run_gpg
-from unit.loopback import serve
+from unit.loopback import serve, serve_trusted
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PACKAGES = (FIXTURES / "apt" / "rocm-6.4.3-jammy-Packages").read_text()
@@ -465,7 +465,7 @@ def upstream(tmp_path, signer):
     www = tmp_path / "www"
     publish(www / "rocm/apt/6.4.3", "jammy", {}, signer)
     (www / "rocm" / "rocm.gpg.key").write_bytes(signer[1])
-    with serve(www) as served:
+    with serve_trusted(www) as served:
         other = served.url.replace("127.0.0.1", "localhost")
         index(www, served.url, other)
         yield served
@@ -489,7 +489,7 @@ def test_a_bundle_holds_what_hosts_need_verified_and_a_second_run_fetches_nothin
     out = tmp_path / "bundle"
     fetcher = Fetcher(progress=Quiet())
     manifest = make_bundle(plan, out, fetcher)
-    host = upstream.url.removeprefix("http://")
+    host = upstream.url.removeprefix("https://")
     repo = f"{host}/rocm/apt/6.4.3"
     # AMD's InRelease and indexes verbatim; the closure's .debs only.
     www = upstream.root
@@ -672,7 +672,7 @@ def core_sdk_upstream(tmp_path, signer):
     (base / "gpg").mkdir()
     (base / "gpg" / "rocm.gpg").write_bytes(binary + armored)
     core_sdk_index(www)
-    with serve(www) as served:
+    with serve_trusted(www) as served:
         yield served
 
 

@@ -16,7 +16,7 @@ import pytest
 from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.offline.download import Fetcher
 from rocm_fleet.offline.lock import LINE, LockError, LockRequest, Locks, read_cached
-from unit.loopback import serve
+from unit.loopback import serve_trusted as serve
 from unit.surveys import SurveyHost, converged_survey, plan
 from unit.test_bundle import Quiet, index, wheel
 from unit.test_plan import fresh
@@ -28,7 +28,7 @@ PY312 = HostRuntime("3.12", "2.39")
 
 @pytest.fixture
 def pytorch_index(tmp_path):
-    """A PyTorch-like index (test_bundle.index) on a loopback server."""
+    """A PyTorch-like index (test_bundle.index) on a loopback server, over TLS."""
     www = tmp_path / "www"
     with serve(www) as served:
         index(www, served.url, served.url.replace("127.0.0.1", "localhost"))
@@ -40,7 +40,12 @@ def locks_for(tmp_path: Path, notes: list[str] | None = None) -> Locks:
         tmp_path / "cache",
         fetcher=lambda: Fetcher(timeout=(2.0, 5.0), retries=0, progress=Quiet()),
         note=(notes if notes is not None else []).append,
+        key=tmp_path / "config" / "lock-key",
     )
+
+
+def key_of(tmp_path: Path) -> bytes:
+    return (tmp_path / "config" / "lock-key").read_bytes()
 
 
 def published(served, name: str) -> dict[str, str]:
@@ -87,24 +92,26 @@ def test_a_tampered_or_misplaced_cached_lock_is_made_again_from_the_index(pytorc
     stored = json.loads(path.read_text())
     assert stored["inputs"]["requirements"] == sorted(WANTED)
 
-    # A hash edited in place: the lines no longer hash to what the file records.
+    # A hash edited in place: the file's HMAC no longer verifies.
     evil = [re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "e" * 64, line) for line in genuine]
     path.write_text(json.dumps({**stored, "lines": evil}))
-    assert read_cached(tmp_path / "cache", request)[0] is None
+    assert read_cached(tmp_path / "cache", request, key_of(tmp_path))[0] is None
     notes: list[str] = []
     assert locks_for(tmp_path, notes).lines(request) == genuine
-    assert "don't match its recorded SHA-256; locking again from the index" in notes[0]
+    assert "not authenticated by this controller's lock key" in notes[0]
+    assert notes[0].endswith("locking again from the index")
     assert json.loads(path.read_text()) == stored  # written again, whole
 
     # Consistent in itself but stored under another key (another Python's lock copied in).
     other = LockRequest.of(url, WANTED, PY312)
     other_path = tmp_path / "cache" / f"{other.key()}.json"
     other_path.write_text(path.read_text())
-    lines, why = read_cached(tmp_path / "cache", other)
+    lines, why = read_cached(tmp_path / "cache", other, key_of(tmp_path))
     assert lines is None and why.endswith(f"not the lock of {other.describe()}")
     # Truncated (a crash mid-write of an older version): unreadable, made again.
     path.write_text(path.read_text()[:40])
-    assert read_cached(tmp_path / "cache", request)[1].endswith("unreadable (JSONDecodeError)")
+    why = read_cached(tmp_path / "cache", request, key_of(tmp_path))[1]
+    assert why.endswith("unreadable (JSONDecodeError)")
     assert locks_for(tmp_path).lines(request) == genuine
 
 
@@ -119,12 +126,12 @@ def test_an_unreachable_index_or_a_missing_wheel_is_one_line_naming_index_and_re
     assert "\n" not in text and "torch==2.10.0+rocm6.4" in text
     assert f"{pytorch_index.url}/whl/rocm6.4" in text and "no wheel of torch" in text
 
-    closed = "http://127.0.0.1:9/whl/rocm6.4"  # the discard port: connection refused
+    closed = "https://127.0.0.1:9/whl/rocm6.4"  # the discard port: connection refused
     request = LockRequest.of(closed, WANTED, PY311)
     with pytest.raises(
         LockError,
         match=r"can't lock torch==2\.9\.1\+rocm6\.4, .* from "
-        r"http://127\.0\.0\.1:9/whl/rocm6\.4 for Python 3\.11",
+        r"https://127\.0\.0\.1:9/whl/rocm6\.4 for Python 3\.11",
     ):
         locks.lines(request)
     # Every other host asking for the same set gets the same answer, without trying again.

@@ -121,7 +121,7 @@ def attempt(plan: Plan, out: Path, **fetcher):
 def test_a_signed_filename_leaving_the_bundle_is_refused_before_any_deb_is_written(
     signer, tmp_path
 ):
-    from unit.loopback import serve
+    from unit.loopback import serve_trusted as serve
 
     www = tmp_path / "www"
     crafted = PACKAGES.replace(

@@ -96,7 +96,7 @@ def _pip_install(lock: list[str], index: str, target) -> subprocess.CompletedPro
 def test_a_wheel_swapped_with_its_page_is_refused_by_the_hosts_pip(bundled, upstream, tmp_path):
     out, manifest, need = bundled
     lock = locked_requirements(str(out), need)
-    upstream_host = upstream.url.removeprefix("http://")
+    upstream_host = upstream.url.removeprefix("https://")
     with mirror_of(out) as mirror:
         index = f"{mirror}/{upstream_host}/whl/rocm6.4"
         good = _pip_install(lock, index, tmp_path / "good")

@@ -110,6 +110,11 @@ def disagreements() -> list[str]:
         differ(f"torch index {index}", "runtime requirement", matrix.TORCH_RUNTIME.get(index),
                facts.torch_runtime(index), "download.pytorch.org")  # fmt: skip
 
+    runtime_record = facts.amd_wheel_record()["runtime"]
+    sdist_only = {"rocm"} if runtime_record["rocm_dist"] == "sdist" else set()
+    differ("wheel policy", "distributions published as sdists only", set(matrix.SDIST_ONLY),
+           sdist_only, "repo.amd.com-whl")  # fmt: skip
+
     for gfx, fact in facts.gpu_targets().items():
         target = matrix.gpu_target(gfx)
         if target is None:

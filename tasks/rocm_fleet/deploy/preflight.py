@@ -158,6 +158,7 @@ def preflight(config: Config) -> Findings | None:
     if result.row is not None:
         result.problems += _controller_problems(config, result.row, survey)
         result.problems += pull_problems(host, survey)
+        result.problems += python.venv_problems(config, survey)
         if result.problems:
             result.row = None
     reason = "; ".join(result.problems) or None

@@ -134,3 +134,28 @@ class Ledger(FactBase[list[str]]):
     @override
     def process(self, output: list[str]) -> list[str]:
         return [line.strip() for line in output if line.strip()]
+
+
+class WritableByOthers(FactBase[str | None]):
+    """The first file or directory under ``path`` (itself included) that is not root's alone:
+    owned by another user, or writable by its group or others (symbolic links, whose own
+    mode means nothing, only by their owner), as ``OWNER MODE PATH``; None when there is
+    none, or no ``path``. One ``find`` that stops at the first.
+
+    .. code:: python
+
+        "alice 755 /opt/rocm-fleet/venv/lib/python3.11/site-packages"
+    """
+
+    @override
+    def command(self, path: str) -> str:
+        q = quote(path)
+        return (
+            f"if test -e {q}; then find {q} \\( ! -uid 0 -o \\( ! -type l -perm /022 \\) \\) "
+            f"-printf '%u %m %p\\n' -quit 2>/dev/null; fi; true"
+        )
+
+    @override
+    def process(self, output: list[str]) -> str | None:
+        found = [line.strip() for line in output if line.strip()]
+        return found[0] if found else None

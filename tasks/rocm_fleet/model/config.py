@@ -30,6 +30,7 @@ from rocm_fleet.model.matrix import (
     release,
     release_versions,
 )
+from rocm_fleet.model.secrets import shown_value
 from rocm_fleet.model.settings import (
     RENAMED,
     REQUIRED,
@@ -126,9 +127,11 @@ class Config(Settings):
 
 def without_credentials(value: Any) -> Any:
     """``value`` with the user and password of a URL in it replaced by ``***``: an error
-    message must not put a secret in a log."""
+    message must not put a secret in a log. Everything up to the last ``@`` of the
+    authority (which ends at the first ``/``, ``?`` or ``#``, RFC 3986) goes, so a password
+    holding an ``@`` is not half shown."""
     if isinstance(value, str):
-        return re.sub(r"(?<=://)[^/@\s]*@", "***@", value)
+        return re.sub(r"(?<=://)[^/?#\s]*@", "***@", value)
     return value
 
 
@@ -151,9 +154,10 @@ def load_config(
         """``valid``: what would be valid ("a list of user names"), or a whole suggestion
         ("did you mean ...?")."""
         said = valid if valid.startswith("did you mean") else f"expected {valid}"
-        rule = RULES.get(key)
-        # A bad value of a secret's source may be the secret itself: never shown.
-        shown = "(not shown)" if rule and rule.secret else repr(without_credentials(value))
+        # A bad value of a secret's source may be the secret itself: never shown (the
+        # settings whose rule is a secret's source are SECRET_SOURCE_SETTINGS; a test holds
+        # the two together).
+        shown = shown_value(key, without_credentials(value))
         return (
             f"{host_name}: inventory key {key!r} has value "
             f"{shown}{where(key)}; {said}{_round_trip(key, value, origin)}"

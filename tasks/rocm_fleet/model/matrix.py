@@ -588,6 +588,13 @@ TORCH_RUNTIME: dict[str, str] = {"rocm7.14": "rocm[device-all,libraries]==7.14.*
 # rocm-sdk-core / -libraries / -device-<gfx> / -devel wheels (TheRock
 # build_tools/packaging/python/templates/rocm/src/rocm_sdk/_dist_info.py).
 TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
+# The distributions published as source distributions only, built on the installing host:
+# AMD's ``rocm`` meta package (TheRock build_tools/packaging/python/templates/rocm/setup.py,
+# release/therock-10.0: "we only distribute it as an sdist: it is intended to be built
+# implicitly on a target machine"; recorded in tests/fixtures/upstream/repo.amd.com-whl.toml
+# ``rocm_dist``). A lock or a bundle pins an sdist of these alone: building one runs its code
+# as root on every host, so any other distribution must come as a wheel.
+SDIST_ONLY: frozenset[str] = frozenset({"rocm"})
 
 
 # --- AMD's own wheels for the Core SDK ----------------------------------------------------

@@ -14,6 +14,18 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
+#: The settings that name where a secret comes from. A value given to one that is not such a
+#: source may be the secret itself, pasted in by mistake: an error never shows it.
+SECRET_SOURCE_SETTINGS = frozenset({"rocm_apt_auth", "rocm_pip_netrc"})
+
+
+def shown_value(key: str, value: object) -> str:
+    """``value`` as an error about setting ``key`` may show it: ``repr`` of it, unless
+    ``key`` is a secret source's (then neither the value nor its length)."""
+    if key in SECRET_SOURCE_SETTINGS and value is not None:
+        return "<not shown: it may be the secret itself>"
+    return repr(value)
+
 
 class SecretError(ValueError):
     """A secret's source that can't serve; the message names it, never the secret."""

@@ -82,6 +82,7 @@ from rocm_fleet.offline.wheels import (
     project_url,
     resolve,
     sdist_build_requires,
+    untrusted_index,
 )
 from rocm_fleet.version import __version__
 
@@ -313,7 +314,11 @@ def _wheels(
     files: _Files,
     pages: dict[str, dict[str, list[tuple[str, Link]]]],
 ) -> dict[str, Any]:
-    """Resolve ``requirements`` for one Python on one index; fetch and verify each wheel."""
+    """Resolve ``requirements`` for one Python on one index; fetch and verify each wheel.
+    Only from an https index: the hashes read there pin every host's wheels."""
+    problem = untrusted_index(index_url)
+    if problem:
+        raise BundleError(f"can't bundle the wheels of {', '.join(hosts)}: {problem}")
     target = Target(runtime)
     where = index_url
 

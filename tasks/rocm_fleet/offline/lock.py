@@ -9,17 +9,28 @@ markers) and the bundle's limited downloads (``offline.download``), and the host
 installs exactly those files with ``--require-hashes``: a wheel swapped on the way to the
 host is refused by the host's own pip, naming the wheel and both hashes.
 
+Nothing is trusted on first use. The hashes are read only over verified TLS: an index that
+isn't https (``pytorch_index_base_url: http://...``) is refused for locking, naming the
+setting and the ways out (an https mirror of the index, or a bundle on the fleet mirror,
+made where the index is reachable over TLS); redirects from https to http are refused
+(``download.NoDowngradeSession``).
+
 A lock is made once per (index URL, requirements, Python, glibc) for the whole fleet, not per
 host, and cached on the controller (``$XDG_CACHE_HOME/rocm-fleet/locks``, one JSON file per
 key): the index's files are immutable (a file name pins one build; a changed file would have
 another hash, and the host's pip would refuse it, not install it), so a lock stays right for
-as long as its pins stay published. A cached file is used only when it records the very
-inputs its name is the hash of, and lines that hash to what it records; anything else (a
-truncated write, a hand edit, a file copied under another key) is made again from upstream.
-To take a newer build that a requirement such as ``==7.14.*`` allows, or after upstream
-withdrew a pinned file, remove the cached file (or the directory): the next run locks again.
-A controller that can't reach the index can be given the directory of one that can (the
-files are self-checking and keyed by their inputs, whatever machine made them).
+as long as its pins stay published. Whoever can write that directory could otherwise pin the
+whole fleet to wheels of their own, so the directory is refused unless it is the
+controller's user's own and writable by nobody else (``private_directory``), and every file
+carries an HMAC-SHA256 of what it records, made with a random key of the controller's
+(``$XDG_CONFIG_HOME/rocm-fleet/lock-key``, 32 bytes, mode 0600, made on first use; never
+in the cache). A cached file is used only when it records the very inputs its name is the
+hash of and its HMAC verifies under that key; anything else (a truncated write, a hand edit,
+a forged or copied-in file, one made with another key) is refused, said, and made again from
+upstream. To take a newer build that a requirement such as ``==7.14.*`` allows, or after
+upstream withdrew a pinned file, remove the cached file (or the directory): the next run
+locks again. A controller that can't reach the index is given a bundle (``rocm-fleet
+bundle``), not another machine's cache.
 
 The resolution reads each project page and each candidate's core metadata: the index's
 ``.metadata`` file when it publishes one with its hash (PEP 658/714; download.pytorch.org
@@ -27,25 +38,34 @@ does since pytorch/test-infra#6116), else the wheel itself, fetched within the b
 limits into a scratch directory and removed. A version published only as an sdist (AMD's
 ``rocm``) is pinned by its hash with the wheels that build it (``offline.wheels``): the host
 installs those first and builds the sdist with them (``operations.python.pinned_wheels``).
-The hashes pinned are those the index publishes, read over the controller's own channel to
-it (TLS for the default indexes).
+The hashes pinned are those the index publishes, read over TLS. No second source is asked:
+the wheels pinned by the indexes rocm-fleet uses (torch ``X+rocmA.B`` from
+download.pytorch.org, AMD's ``+rocm10.x`` torch and its ``rocm`` runtime from AMD's index)
+carry local version labels or exist only there, and PyPI, the one public second source with
+a JSON API, accepts no local versions (PEP 440: "local version identifiers SHOULD NOT be
+used when publishing upstream projects to a public index server"; PyPI rejects them): it
+can't hold the same files to compare against. The lock's trust is the index's TLS
+certificate, as it is for pip itself, with nothing cached that the controller didn't make.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import io
 import json
 import os
 import re
+import secrets
+import stat
 import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocm_fleet.model.matrix import HostRuntime
+from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
 from rocm_fleet.offline.wheels import (
     BUILD_MARK,
@@ -61,11 +81,15 @@ from rocm_fleet.offline.wheels import (
     project_url,
     resolve,
     sdist_build_requires,
+    untrusted_index,
 )
 
 #: Bumped when what a lock holds or how it is made changes: older cached locks are not read.
 #: 2: an sdist may be pinned, with its build requirements (``wheels.lock_lines``).
-FORMAT = 2
+#: 3: authenticated by the controller's key (an HMAC), not a hash of its own lines.
+FORMAT = 3
+#: The controller's key's length: SHA-256's output length, the least RFC 2104 advises for HMAC.
+KEY_BYTES = 32
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 #: One pinned file, as pip's --require-hashes wants it (a build requirement marked), or the
 #: names pinned to an sdist (``wheels.lock_lines``).
@@ -122,16 +146,85 @@ def default_cache() -> Path:
     return Path(base) / "rocm-fleet" / "locks"
 
 
-def _lines_digest(lines: list[str]) -> str:
-    return hashlib.sha256("".join(f"{line}\n" for line in lines).encode()).hexdigest()
+def default_key() -> Path:
+    """``$XDG_CONFIG_HOME/rocm-fleet/lock-key`` (``~/.config`` without it): the controller's
+    own configuration, apart from the cache whose files it authenticates."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "rocm-fleet" / "lock-key"
 
 
-def read_cached(cache: Path, request: LockRequest) -> tuple[list[str] | None, str]:
-    """The cached lock for ``request`` and "" when it is whole and was stored for these
-    very inputs; (None, why) otherwise ("" when there is none)."""
+def private_directory(path: Path, what: str) -> Path:
+    """``path``, made (mode 0700) if missing, once it is a directory of this user's that
+    nobody else may write (nor replace: a link is refused); LockError naming it, its owner
+    and mode and the fix otherwise."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    mode = stat.S_IMODE(info.st_mode)
+    if not stat.S_ISDIR(info.st_mode):
+        problem = "not a directory (a link?)"
+    elif info.st_uid != os.geteuid():
+        problem = f"owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
+    elif mode & 0o022:
+        problem = f"writable by group or others (mode {mode:04o}): chmod go-w {path}"
+    else:
+        return path
+    raise LockError(f"{what} {path} is {problem}; refused: whoever can write it pins the fleet")
+
+
+def controller_key(path: Path) -> bytes:
+    """The controller's key for its cached locks: made (random, mode 0600, in a private
+    directory) the first time; LockError when the file is not this user's alone or is not a
+    key."""
+    private_directory(path.parent, "the directory of the lock key")
+    if not os.path.lexists(path):
+        # Written whole under a temporary name (mkstemp: 0600), then linked into place: a
+        # controller run at the same time reads one whole key, the first one linked.
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".lock-key-")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(secrets.token_bytes(KEY_BYTES))
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(temporary)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise LockError(f"the lock key {path}: can't read it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        key = handle.read(KEY_BYTES + 1)
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid != os.geteuid() or mode & 0o077 or len(key) != KEY_BYTES:
+        raise LockError(
+            f"the lock key {path} is not {KEY_BYTES} bytes of this user's alone (uid "
+            f"{info.st_uid}, mode {mode:04o}, {len(key)} bytes); refused: remove it, and the "
+            "next run makes a new one (and locks again)"
+        )
+    return key
+
+
+def _authentication(key: bytes, inputs: dict[str, object], lines: list[str]) -> str:
+    """The HMAC-SHA256 of a cached lock's inputs and lines under the controller's key."""
+    text = json.dumps({"inputs": inputs, "lines": lines}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def _sdists(lines: list[str]) -> set[str]:
+    return {
+        n for line in lines if line.startswith(NO_BINARY) for n in line[len(NO_BINARY) :].split(",")
+    }
+
+
+def read_cached(cache: Path, request: LockRequest, key: bytes) -> tuple[list[str] | None, str]:
+    """The cached lock for ``request`` and "" when it is whole, was stored for these very
+    inputs and is authenticated by ``key``; (None, why) otherwise ("" when there is none)."""
     path = cache / f"{request.key()}.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="utf-8") as handle:
+            data = json.load(handle)
     except FileNotFoundError:
         return None, ""
     except (OSError, ValueError) as exc:
@@ -143,17 +236,21 @@ def read_cached(cache: Path, request: LockRequest) -> tuple[list[str] | None, st
         not isinstance(lines, list)
         or not lines
         or not all(isinstance(line, str) and LINE.fullmatch(line) for line in lines)
-        or data.get("sha256") != _lines_digest(lines)
+        or not isinstance(data.get("hmac"), str)
+        or not hmac.compare_digest(data["hmac"], _authentication(key, request.inputs(), lines))
     ):
-        return None, f"{path}: its lines don't match its recorded SHA-256"
+        return None, f"{path}: not authenticated by this controller's lock key (forged?); refused"
+    if not _sdists(lines) <= SDIST_ONLY:
+        return None, f"{path}: pins an sdist of {', '.join(sorted(_sdists(lines) - SDIST_ONLY))}"
     return lines, ""
 
 
-def write_cached(cache: Path, request: LockRequest, lines: list[str]) -> Path:
-    """Store a lock under its key, atomically (a crash leaves the old file or none)."""
-    cache.mkdir(parents=True, exist_ok=True)
+def write_cached(cache: Path, request: LockRequest, lines: list[str], key: bytes) -> Path:
+    """Store a lock under its key, authenticated by ``key``, atomically (a crash leaves the
+    old file or none)."""
     path = cache / f"{request.key()}.json"
-    body = {"inputs": request.inputs(), "lines": lines, "sha256": _lines_digest(lines)}
+    inputs = request.inputs()
+    body = {"inputs": inputs, "lines": lines, "hmac": _authentication(key, inputs, lines)}
     fd, temporary = tempfile.mkstemp(dir=cache, prefix=".lock-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -230,15 +327,18 @@ class Locks:
     whatever the number of hosts asking, its failure too; safe to share between threads.
 
     ``fetcher``: makes the Fetcher a lock is resolved with (the bundle's limits); ``note``:
-    where a line saying a lock was made or a cached one was refused goes."""
+    where a line saying a lock was made or a cached one was refused goes; ``key``: the file
+    of the controller's key its cached locks are authenticated with."""
 
     def __init__(
         self,
         cache: Path | None = None,
         fetcher: Callable[[], Fetcher] | None = None,
         note: Callable[[str], None] | None = None,
+        key: Path | None = None,
     ):
         self.cache = cache or default_cache()
+        self.key = key or default_key()
         # Quiet: a lock is a few pages (and, without PEP 658 metadata, wheels); one note says
         # it was made.
         self._fetcher = fetcher or (lambda: Fetcher(retries=2, progress=Progress(io.StringIO())))
@@ -263,15 +363,17 @@ class Locks:
             return list(lines)
 
     def _lines(self, request: LockRequest, refresh: bool) -> list[str]:
+        refuse_plain_http(request)
+        private_directory(self.cache, "the lock cache")
+        key = controller_key(self.key)
         if not refresh:
-            cached, why = read_cached(self.cache, request)
+            cached, why = read_cached(self.cache, request, key)
             if cached is not None:
                 return cached
             if why:
                 self._note(f"{why}; locking again from the index")
         fetcher = self._fetcher()
         try:
-            self.cache.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(dir=self.cache, prefix=".wheels-") as scratch:
                 lines = resolve_lock(request, fetcher, Path(scratch))
         except LockError as exc:
@@ -280,9 +382,17 @@ class Locks:
             raise LockError(f"can't lock {request.describe()}: {_one_line(exc)}") from None
         finally:
             fetcher.close()
-        path = write_cached(self.cache, request, lines)
+        path = write_cached(self.cache, request, lines, key)
         self._note(f"locked {len(lines)} wheels of {request.describe()} in {path}")
         return lines
+
+
+def refuse_plain_http(request: LockRequest) -> None:
+    """LockError unless the index is reached over TLS: hashes read over plain HTTP would pin
+    the whole fleet to whatever anyone on the way served."""
+    problem = untrusted_index(request.index_url)
+    if problem:
+        raise LockError(f"can't lock {request.describe()}: {problem}")
 
 
 def _one_line(exc: Exception) -> str:

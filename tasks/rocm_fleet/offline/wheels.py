@@ -5,14 +5,17 @@ for each Python the fleet runs, from the index the hosts' pip uses. The resoluti
 its resolver (resolvelib, backtracking), choosing the newest of the wheels whose tags the
 target Python accepts (``cpXY``, ``abi3``, ``py3``; manylinux up to the host's glibc,
 PEP 600) and whose ``Requires-Python`` admits it, with ``Requires-Dist`` evaluated for
-Linux x86-64 and that Python (the part pip gets wrong for another Python). Wheels, and an sdist
-only for a version the index publishes no wheel of (AMD's ``rocm`` meta package, "intended to
-be built implicitly on a target machine": tests/fixtures/upstream/repo.amd.com-whl.toml
-``rocm_dist``): its requirements are read from its ``PKG-INFO``, and its build requirements
-(``[build-system] requires`` of its ``pyproject.toml``) are resolved too, as wheels, so the
-host installs them hash-checked first and builds the sdist without build isolation (which
-would fetch them unchecked). Every link must carry the ``#sha256=`` the index publishes, which
-the download is checked against.
+Linux x86-64 and that Python (the part pip gets wrong for another Python). Wheels only, but
+for the distributions the recorded upstream facts say are published as sdists only
+(``matrix.SDIST_ONLY``: AMD's ``rocm`` meta package, "intended to be built implicitly on a
+target machine"), and then only for a version the index publishes no wheel of: building an
+sdist runs its code as root on every host, so no other distribution may slip in as one. Its
+requirements are read from its ``PKG-INFO``, and its build requirements (``[build-system]
+requires`` of its ``pyproject.toml``) are resolved too, as wheels, so the host installs them
+hash-checked first and builds the sdist without build isolation (which would fetch them
+unchecked); one whose pyproject.toml names a ``backend-path`` (a build backend inside the
+sdist itself, PEP 517) is refused. Every link must carry the ``#sha256=`` the index
+publishes, which the download is checked against.
 
 The bundle then asks pip itself to resolve the same requirements against the pages it
 wrote (``pip install --dry-run --report``) for the Python it runs on, so what a host's pip
@@ -46,7 +49,7 @@ from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, Resolver
 from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, ResolutionTooDeep
 
-from rocm_fleet.model.matrix import HostRuntime
+from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.model.versions import release_key
 
 
@@ -135,6 +138,19 @@ def parse_page(text: str, page_url: str) -> list[Link]:
 
 def _lower(digest: str | None) -> str | None:
     return digest.lower() if digest else None
+
+
+def untrusted_index(index_url: str) -> str | None:
+    """Why the hashes on ``index_url``'s pages can't pin anything (it isn't https: anyone on
+    the way could answer them), with the ways out; None when they can."""
+    if index_url.lower().startswith("https://"):
+        return None
+    return (
+        f"{index_url} is not https, and the hashes that pin every host's wheels are read only "
+        "over verified TLS; set pytorch_index_base_url to an https:// index (a TLS mirror of "
+        "it), or serve the wheels from a bundle on the fleet mirror (`rocm-fleet bundle`, made "
+        "where the index is reachable over TLS)"
+    )
 
 
 def project_url(index_url: str, name: str) -> str:
@@ -263,10 +279,11 @@ class _Provider(AbstractProvider):
         metadata: Callable[[Link], str],
         target: Target,
         where: str,
-        sdists: bool = False,
+        sdists: frozenset[str] = frozenset(),
     ):
         self.page, self.metadata, self.target, self.where = page, metadata, target, where
-        self.sdists = sdists  # whether a version without a wheel may come from its sdist
+        # The distributions a version without a wheel may come from its sdist of.
+        self.sdists = sdists
 
     def identify(self, requirement_or_candidate: Requirement | Candidate) -> str:
         if isinstance(requirement_or_candidate, Candidate):
@@ -299,7 +316,7 @@ class _Provider(AbstractProvider):
                 project, version, _build, _tags = parse_wheel_filename(link.filename)
                 rank = self.target.rank(link.filename)
             except InvalidWheelFilename:
-                if not self.sdists or not is_sdist(link.filename):
+                if name not in self.sdists or not is_sdist(link.filename):
                     continue
                 project, version = parse_sdist_filename(link.filename)
                 if version in wheeled:
@@ -366,14 +383,17 @@ def resolve(
     target: Target,
     where: str,
     build_requires: Callable[[Link], list[str]] | None = None,
+    sdist_only: frozenset[str] = SDIST_ONLY,
 ) -> dict[str, Pin]:
     """Pins (canonical name -> wheel and why) meeting ``roots`` and everything they require
     for ``target``. ``page(name)`` gives a project's links, ``metadata(link)`` a wheel's
     core metadata (an sdist's PKG-INFO; verified by the caller). With ``build_requires``
-    (an sdist's ``[build-system] requires``), a version published only as an sdist may be
-    pinned, and its build requirements are pinned beside it (``Pin.build``), as wheels.
-    Raises ResolutionError naming what can't be met."""
-    pins = _resolve(roots, page, metadata, target, where, build_requires is not None)
+    (an sdist's ``[build-system] requires``), a version of one of ``sdist_only`` published
+    only as an sdist may be pinned, and its build requirements are pinned beside it
+    (``Pin.build``), as wheels. Raises ResolutionError naming what can't be met."""
+    pins = _resolve(
+        roots, page, metadata, target, where, sdist_only if build_requires else frozenset()
+    )
     sdists = [pin for pin in pins.values() if pin.sdist]
     if not sdists or build_requires is None:
         return pins
@@ -383,7 +403,7 @@ def resolve(
             needed.setdefault(text, []).append(pin.candidate.name)
     if not needed:
         return pins
-    build = _resolve(list(needed), page, metadata, target, where, False)
+    build = _resolve(list(needed), page, metadata, target, where, frozenset())
     for name, pin in build.items():
         why = sorted({f"builds {n}" for t, ns in needed.items() for n in ns})
         runtime = pins.get(name)
@@ -405,7 +425,7 @@ def _resolve(
     metadata: Callable[[Link], str],
     target: Target,
     where: str,
-    sdists: bool,
+    sdists: frozenset[str],
 ) -> dict[str, Pin]:
     provider = _Provider(page, metadata, target, where, sdists)
     requirements = [_requirement(root, "wanted", where) for root in roots]
@@ -482,15 +502,25 @@ def sdist_metadata(path: str) -> str:
 
 def sdist_build_requires(path: str) -> list[str]:
     """An sdist's build requirements: ``[build-system] requires`` of its pyproject.toml
-    (PEP 518); none declared means setuptools, as pip assumes."""
+    (PEP 518); none declared means setuptools, as pip assumes. Refused when its
+    ``backend-path`` puts the build backend inside the sdist (PEP 517): the backend would be
+    code no pinned wheel carries, run as root by every host's pip."""
     try:
         text = _sdist_member(path, "pyproject.toml")
     except ResolutionError:
         return ["setuptools>=40.8.0"]  # pip's default for a project without pyproject.toml
     try:
-        requires = tomllib.loads(text).get("build-system", {}).get("requires")
+        build_system = tomllib.loads(text).get("build-system", {})
     except tomllib.TOMLDecodeError as exc:
         raise ResolutionError(f"{path}: unreadable pyproject.toml ({exc})") from None
+    if not isinstance(build_system, dict):
+        raise ResolutionError(f"{path}: [build-system] of its pyproject.toml is not a table")
+    if "backend-path" in build_system:
+        raise ResolutionError(
+            f"{path}: its pyproject.toml names a backend-path {build_system['backend-path']!r} "
+            "(a build backend inside the sdist, run as root on every host); refused"
+        )
+    requires = build_system.get("requires")
     if requires is None:
         return ["setuptools>=40.8.0"]
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):

@@ -16,7 +16,7 @@ from pyinfra.api import OperationValueError, QuoteString, StringCommand, operati
 from pyinfra.facts.files import Directory, FileContents
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.files import FileDigest, Ledger
+from rocm_fleet.facts.files import FileDigest, Ledger, WritableByOthers
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
@@ -346,4 +346,22 @@ def survey_reads(config: Config) -> list[Read]:
         Read(f"file {pull_marker}", FileDigest, {"path": pull_marker}),
         Read("venv", VenvDistributions, {"venv": venv}),
         Read(f"ledger {ledger}", Ledger, {"path": ledger}),
+        Read(f"not root's {venv}", WritableByOthers, {"path": venv}),
+    ]
+
+
+def venv_problems(config: Config, survey: dict) -> list[str]:
+    """Why an existing venv at ``pytorch_venv`` can't be adopted: pip and the venv's Python
+    run as root in it, so a file in it that another user owns or may write (a venv someone
+    made as themselves, a group-writable site-packages) would run their code as root."""
+    if config.torch is None:
+        return []
+    found = survey.get(f"not root's {config.pytorch_venv}")
+    if not found:
+        return []
+    owner, mode, path = found.split(" ", 2)
+    return [
+        f"the venv {config.pytorch_venv} is not root's alone: {path} is owned by {owner} "
+        f"(mode {mode}), and the deploy runs its Python as root; remove it or set pytorch_venv "
+        "to a new path (the deploy makes a venv of root's there)"
     ]
