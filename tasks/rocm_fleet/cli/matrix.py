@@ -46,6 +46,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from rocm_fleet.cli.exits import Exit, epilog, worst
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.model.versions import (
@@ -784,12 +785,10 @@ def check_matrix(
         step(f"releases upstream: {len(missing)} the matrix lacks")
     progress.finish(f"for {total} checks")
     statuses = [c.status for c in checks]
-    if "unreachable" in statuses or unreachable:
-        status = 2
-    elif "wrong" in statuses or missing:
-        status = 1
-    else:
-        status = 0
+    status = worst([
+        *([Exit.NOT_CHECKED] if "unreachable" in statuses or unreachable else []),
+        *([Exit.FINDINGS] if "wrong" in statuses or missing else []),
+    ])  # fmt: skip
     return {
         "exit_status": status,
         "checks": [c.json() for c in checks],
@@ -840,12 +839,26 @@ def add_parser(commands: Any) -> None:
     import argparse
 
     parser = commands.add_parser(
-        "matrix", help="the compatibility matrix; `matrix check` compares it with upstream"
+        "matrix",
+        help="the compatibility matrix; `matrix check` compares it with upstream",
+        description="The compatibility matrix rocm-fleet installs from: each ROCm release, "
+        "its distros, stream, driver and PyTorch builds (`matrix check`: does upstream agree).",
+        epilog=epilog("Here: 0 the matrix printed."),
     )
     parser.add_argument("--json", action="store_true", help="print the matrix as JSON")
     parser.set_defaults(run=run)
     sub = parser.add_subparsers(dest="matrix_command")
-    check = sub.add_parser("check", help="check every row against upstream (or a mirror)")
+    check = sub.add_parser(
+        "check",
+        help="check every row against upstream (or a mirror)",
+        description="Ask upstream (or a mirror) about every row of the matrix: signed "
+        "suites, packages, driver folders, key fingerprints, the wheels of each PyTorch index; "
+        "and list releases upstream publishes that the matrix lacks.",
+        epilog=epilog(
+            "Here: 0 every row holds; 1 a row is wrong or a release is missing (each named); "
+            "2 upstream did not answer for a row (not checked) and nothing was found wrong"
+        ),
+    )
     check.add_argument("--release", help="check only this release's row")
     check.add_argument(
         "--apt-base",

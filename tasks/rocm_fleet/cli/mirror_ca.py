@@ -15,7 +15,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
+
+#: the help's description: the docstring without its reST markup
+DESCRIPTION = __doc__.split("\n\n", 1)[1].replace("``", "") if __doc__ else None
 
 _NAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
@@ -26,7 +30,11 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "mirror-ca",
         help="make a CA and the fleet mirror's TLS certificate and key",
-        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+        description=DESCRIPTION,
+        epilog=epilog(
+            "Here: 0 the files made (or the CA kept) and issued; 4 a bad address or "
+            "a directory that can't be written"
+        ),
     )
     parser.add_argument("directory", type=Path, help="where the files go (made if missing)")
     parser.add_argument(

@@ -8,12 +8,19 @@ import json
 import textwrap
 from typing import Any
 
+from rocm_fleet.cli.exits import epilog
+
 WIDTH = 100
 
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "settings", help="every inventory key rocm-fleet reads, its default and meaning"
+        "settings",
+        help="every inventory key rocm-fleet reads, its default and meaning",
+        description="Every inventory key rocm-fleet reads (host_data, group_data, --data), "
+        "its default and meaning, by concern; generated from the model the deploy validates "
+        "with.",
+        epilog=epilog("Here: 0 the settings printed."),
     )
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument("--markdown", action="store_true", help="the README's Markdown table")

@@ -65,7 +65,7 @@ from rocm_fleet.offline.aptrepo import (
     parse_stanzas,
     signed_text,
 )
-from rocm_fleet.offline.download import DownloadError, Fetcher
+from rocm_fleet.offline.download import DownloadError, Fetcher, Unreachable
 from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.signature import SignatureError, check_release
 from rocm_fleet.offline.wheels import (
@@ -92,6 +92,11 @@ FORMAT = 1
 class BundleError(Exception):
     """What stops a bundle: a missing package, a bad signature or hash, a network failure,
     a path that would leave the bundle, a malformed manifest."""
+
+
+class BundleUnreachable(BundleError):
+    """Upstream (or the proxy) did not answer: the bundle could not be checked, rather than
+    found wrong."""
 
 
 # --- staying inside the bundle -----------------------------------------------------------------
@@ -281,6 +286,8 @@ def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") ->
         for wheel_set in manifest["wheel_sets"]:
             if wheel_set["python"] == running:
                 _pip_check(wheel_set, out)
+    except Unreachable as exc:
+        raise BundleUnreachable(str(exc)) from None
     except (DownloadError, RepositoryError, ResolutionError, SignatureError) as exc:
         raise BundleError(str(exc)) from None
     manifest["files"] = dict(sorted(files.entries.items()))
