@@ -100,9 +100,7 @@ class PyinfraSSHBackend(ParamikoBackend):
 
     @property  # testinfra deletes and asks again after a broken transport: pyinfra reconnects
     def client(self) -> Any:
-        if not self.pyinfra_host.connected:
-            return connect(self.pyinfra_host)
-        return self.pyinfra_host.connector.client
+        return connect(self.pyinfra_host)
 
     @client.deleter
     def client(self) -> None:

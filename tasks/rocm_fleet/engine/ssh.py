@@ -49,8 +49,9 @@ def _pyinfra_warnings() -> Iterator[list[str]]:
 
 def connect(host: Any) -> Any:
     """The connected ``paramiko.SSHClient`` of an SSH ``host`` of a started state (pyinfra's
-    own ``Host.connect``: its ``ssh_*`` data, host keys checked as above); ConnectFailed
-    with pyinfra's reason, and what to do about a changed key, when it can't be had."""
+    own ``Host.connect``, once: its ``ssh_*`` data, host keys checked as above);
+    ConnectFailed with pyinfra's reason, and what to do about a changed key, when it can't
+    be had."""
     with _pyinfra_warnings() as warned:
         try:
             host.connect(show_errors=False, raise_exceptions=True)
