@@ -270,3 +270,44 @@ def test_ssh_specs_become_pyinfra_host_data():
          "_sudo": True},
     )  # fmt: skip
     assert plugin.ssh_spec_data("paramiko://gpu02") == ("gpu02", {"ssh_hostname": "gpu02"})
+
+
+def test_hosts_that_never_answer_are_waited_for_at_once_and_quietly(tmp_path):
+    """Two hosts whose port accepts but never speaks SSH: each costs pyinfra's connect
+    timeout (10 s), both at the same time, and paramiko's own traceback is not printed."""
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    held = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        started = time.monotonic()
+        result = rocm_fleet_check(
+            "--hosts", f"ssh://root@127.0.0.1:{port},ssh://root@localhost:{port}",
+            "--rocm-version", "6.4.3", "--", "-k", "pin", cwd=tmp_path,
+        )  # fmt: skip
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join(5)
+        for connection in held:
+            connection.close()
+        listener.close()
+    assert result.returncode == 2, result.output
+    assert [m.group(1) for m in lines_of(result)] == ["UNREACHABLE"] * 2
+    assert took < 19, f"{took:.1f} s: the hosts were waited for one after the other"
+    assert result.stderr == "", result.output

@@ -269,6 +269,22 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("target", targets, ids=[t.name for t in targets], scope="module")
 
 
+def pytest_collection_finish(session):
+    """Reach every host the chosen checks need at once (an unreachable one costs its
+    connect timeout once, not one after another): greenlets, in parallel where the process
+    is patched for gevent as pyinfra's CLI has it (``rocm-fleet check`` is)."""
+    from gevent.pool import Pool
+
+    chosen = {}
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        target = callspec.params.get("target") if callspec is not None else None
+        if _is_check(item) and isinstance(target, Target):
+            chosen[id(target)] = target
+    if len(chosen) > 1:
+        Pool(32).map(Target.reach, list(chosen.values()))
+
+
 def pytest_collection_modifyitems(config, items):
     """Checks with nothing to compare against fail the run with one reason: a node never
     checked must not be green in CI (skipping would exit 0)."""

@@ -115,6 +115,7 @@ def test_users_can_reach_the_gpu(host, node):
     if not node.rocm_users:
         pytest.skip("no rocm_users to check")
     for user in node.rocm_users:
+        assert host.user(user).exists, f"user {user} does not exist"
         groups = host.user(user).groups
         assert "video" in groups and "render" in groups, (
             f"{user} is not in video and render (groups: {', '.join(groups) or 'none'})"

@@ -156,6 +156,12 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
 
 
 def run(args: Any) -> int:
+    # gevent's monkey-patching, as pyinfra's CLI has it, before any socket: the hosts are
+    # connected at once, by pyinfra's connector
+    from rocm_fleet.engine.context import patch_as_cli
+
+    patch_as_cli()
+
     import pytest
 
     from rocm_fleet.cli.check_report import Report

@@ -123,6 +123,14 @@ class Report:
         if terminal is not None:
             config.pluginmanager.unregister(terminal)
 
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """The checks could not be loaded (pytest's own report is not printed): say why."""
+        if report.failed:
+            lines = [line for line in report.longreprtext.splitlines() if line.strip()]
+            why = one_line(lines[-1]) if lines else "collection failed"
+            print(f"rocm-fleet check: could not load {report.nodeid or 'the checks'}: {why}",
+                  file=sys.stderr)  # fmt: skip
+
     def pytest_keyboard_interrupt(self) -> None:
         self.interrupted = True
 

@@ -32,6 +32,9 @@ class _Collected(logging.Handler):
         self.lines.append(record.getMessage().strip())
 
 
+_QUIET = logging.NullHandler()
+
+
 @contextmanager
 def _pyinfra_warnings() -> Iterator[list[str]]:
     """pyinfra's connection warnings (a changed host key, the key it recorded), kept for
@@ -52,6 +55,9 @@ def connect(host: Any) -> Any:
     own ``Host.connect``, once: its ``ssh_*`` data, host keys checked as above);
     ConnectFailed with pyinfra's reason, and what to do about a changed key, when it can't
     be had."""
+    # paramiko's transport thread logs its own traceback for what ConnectFailed says in one
+    # line (a banner that never came, a socket closed under it): not printed beside it.
+    logging.getLogger("paramiko").addHandler(_QUIET)
     with _pyinfra_warnings() as warned:
         try:
             host.connect(show_errors=False, raise_exceptions=True)
