@@ -42,7 +42,7 @@ import testinfra.host
 from testinfra.backend.chroot import ChrootBackend
 from testinfra.backend.paramiko import ParamikoBackend
 
-from rocm_fleet.engine.ssh import ConnectFailed, connect, is_ssh
+from rocm_fleet.engine.ssh import ConnectFailed, close, connect, is_ssh
 from rocm_fleet.model.config import Config, ConfigError, load_config
 
 #: the module whose checks this plugin drives
@@ -104,7 +104,7 @@ class PyinfraSSHBackend(ParamikoBackend):
 
     @client.deleter
     def client(self) -> None:
-        self.pyinfra_host.disconnect()
+        close(self.pyinfra_host)
 
 
 def testinfra_host(pyinfra_host: Any) -> testinfra.host.Host:
@@ -283,6 +283,15 @@ def pytest_collection_finish(session):
             chosen[id(target)] = target
     if len(chosen) > 1:
         Pool(32).map(Target.reach, list(chosen.values()))
+
+
+def pytest_sessionfinish(session):
+    """Every SSH connection the checks made is closed when they are done."""
+    found = targets_of(session.config)
+    for target in found.targets if found else []:
+        backend = target.host.backend
+        if isinstance(backend, PyinfraSSHBackend):
+            close(backend.pyinfra_host)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -69,6 +69,16 @@ def connect(host: Any) -> Any:
     return client
 
 
+def close(host: Any) -> None:
+    """Close ``host``'s SSH connection (pyinfra's ``disconnect`` leaves the client open), so
+    the next ``connect`` makes a new one."""
+    client = getattr(host.connector, "client", None)
+    if host.connected:
+        host.disconnect()
+    if client is not None:
+        client.close()
+
+
 def _reason(exc: Exception, warned: Sequence[str]) -> str:
     reason = " ".join(str(exc).split()) or type(exc).__name__
     fix = [line.strip() for line in warned if line.strip().startswith("ssh-keygen -R")]
