@@ -40,7 +40,6 @@ def parser() -> argparse.ArgumentParser:
         prog="rocm-fleet",
         description=DESCRIPTION,
         epilog=exits.EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     found.add_argument("--version", action="version", version=f"rocm-fleet {__version__}")
     commands = found.add_subparsers(dest="command", required=True)
