@@ -310,13 +310,17 @@ def test_exit_status():
     assert audit.exit_status([ok]) == 0
     assert audit.exit_status([ok, {"host": "b", "status": "drift"}]) == 1
     assert audit.exit_status([ok, {"host": "b", "status": "refused"}]) == 1
-    for bad in ("unreachable", "failed", "invalid"):
+    # cli.exits: bad input first, then findings, then what could not be checked
+    for bad, status in (("unreachable", 1), ("failed", 1), ("invalid", 4)):
         assert audit.exit_status([ok, {"host": "b", "status": "drift"},
-                                  {"host": "c", "status": bad}]) == 2  # fmt: skip
+                                  {"host": "c", "status": bad}]) == status  # fmt: skip
+    assert audit.exit_status([ok, {"host": "c", "status": "unreachable"}]) == 2
+    assert audit.exit_status([ok, {"host": "c", "status": "failed"}]) == 2
 
 
 def test_exit_status_of_the_gathered_fleet(rows):
-    assert audit.exit_status(rows) == 2
+    assert audit.exit_status(rows) == 4  # typo and nomirror: invalid inventory data
+    assert audit.exit_status([r for r in rows if r["status"] in ("ok", "unreachable")]) == 2
     assert audit.exit_status([r for r in rows if r["status"] in ("ok", "drift")]) == 1
     assert audit.exit_status([r for r in rows if r["status"] == "ok"]) == 0
 

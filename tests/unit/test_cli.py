@@ -1,4 +1,4 @@
-"""``rocm-fleet``: errors a user can fix are one line and exit status 2, never a traceback or
+"""``rocm-fleet``: errors a user can fix are one line and exit status 4, never a traceback or
 a report that checked nothing; ``--version`` names the installed version.
 
 The inventories are tiny files in a temporary directory; their hosts are never contacted
@@ -43,11 +43,11 @@ def rocm_fleet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     ],
     ids=["missing inventory", "syntax error", "limit matches nothing", "one of two limits"],
 )  # fmt: skip
-def test_audit_usage_errors_are_one_line_with_exit_status_2(tmp_path, files, args, message):
+def test_audit_usage_errors_are_one_line_with_exit_status_4(tmp_path, files, args, message):
     for name, text in files.items():
         (tmp_path / name).write_text(text)
     result = rocm_fleet(*args, cwd=tmp_path)
-    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.returncode == 4, result.stdout + result.stderr
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
@@ -130,19 +130,20 @@ def test_audit_help_names_its_options_and_exit_statuses(tmp_path):
     for option in ("--data KEY=VALUE", "-v, --verbose", "--format", "--limit", "-q, --quiet"):
         assert option in text, option
     assert "openmetrics" in text and "prometheus" in text
-    assert "exit status: 0 every host is as the inventory says; 1 a host drifted" in text
-    assert "2 a host was unreachable" in text
+    assert "exit status: 0 clean; 1 findings" in text
+    assert "Here: 0 every host is as the inventory says; 1 a host drifted" in text
+    assert "2 a host was unreachable" in text and "4 a host's inventory data is invalid" in text
 
 
 def test_audit_data_overrides_every_host_as_pyinfras_does_with_progress_on_stderr(tmp_path):
     (tmp_path / "fleet.py").write_text(INVENTORY)
     result = rocm_fleet("audit", "fleet.py", "--data", "rocm_version=6.4.99", cwd=tmp_path)
-    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.returncode == 4, result.stdout + result.stderr  # bad input
     assert "'rocm_version' has value '6.4.99'" in result.stdout
     assert result.stderr.splitlines() == ["audit [1/1] gpu01.example.invalid: invalid"]
     assert result.stdout.splitlines()[-1].startswith("1 host: 0 as the inventory says")
     quiet = rocm_fleet("audit", "fleet.py", "-q", "--data", "rocm_version=6.4.99", cwd=tmp_path)
-    assert quiet.stderr == "" and quiet.returncode == 2
+    assert quiet.stderr == "" and quiet.returncode == 4
 
 
 def test_data_values_are_read_as_pyinfra_reads_them():
@@ -317,7 +318,7 @@ def test_audit_output_writes_the_textfile_atomically(tmp_path):
         "audit", "fleet.py", "-q", "--data", "rocm_version=6.4.99", "--format", "prometheus",
         "--output", str(target), cwd=tmp_path,
     )  # fmt: skip
-    assert result.returncode == 2 and result.stdout == "" and result.stderr == ""
+    assert result.returncode == 4 and result.stdout == "" and result.stderr == ""
     assert [p.name for p in target.parent.iterdir()] == ["rocm_fleet.prom"]
     assert oct(target.stat().st_mode & 0o777) == "0o644"
     samples = {
@@ -328,7 +329,7 @@ def test_audit_output_writes_the_textfile_atomically(tmp_path):
     }
     assert samples[("gpu01.example.invalid", "invalid")] == 1
     missing = rocm_fleet("audit", "fleet.py", "--output", "nowhere/x.prom", cwd=tmp_path)
-    assert missing.returncode == 2
+    assert missing.returncode == 4
     assert (
         missing.stderr.strip()
         == "rocm-fleet audit: --output nowhere/x.prom: nowhere is not a directory"

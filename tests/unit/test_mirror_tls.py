@@ -77,7 +77,7 @@ def test_mirror_ca_makes_a_ca_and_a_certificate_whose_keys_only_their_owner_read
     assert main(["mirror-ca", str(tmp_path / "tls"), "10.0.0.6"]) == 0
     assert (tmp_path / "tls" / "ca.crt").read_bytes() == ca
     check_mirror_files(files, "10.0.0.6")
-    assert main(["mirror-ca", str(tmp_path / "x"), "bad name!"]) == 2
+    assert main(["mirror-ca", str(tmp_path / "x"), "bad name!"]) == 4  # bad input (cli.exits)
 
 
 def test_files_that_cannot_serve_the_mirror_are_refused_naming_the_setting(tls, tmp_path):

@@ -174,4 +174,7 @@ def test_a_secret_given_instead_of_its_source_is_never_shown(key):
         load_config({**GOOD, key: secret}, "gpu07")
     message = str(refused.value)
     assert "hunter2" not in message and "repo.example" not in message
-    assert message.startswith(f"gpu07: inventory key {key!r} has value <not shown: it may be the secret itself>; expected ")
+    assert message.startswith(
+        f"gpu07: inventory key {key!r} has value "
+        "<not shown: it may be the secret itself>; expected "
+    )

@@ -1,17 +1,28 @@
-"""The pytest plugin of the node checks: where the hosts and what each should have come from.
+"""The pytest plugin of the node checks: which hosts, how they are reached, what each should
+have.
 
     pytest --pyargs rocm_fleet.checks --rocm-inventory inventories/fleet.py
+    pytest --pyargs rocm_fleet.checks --rocm-inventory=@local --rocm-data rocm_version=6.4.3
     pytest --pyargs rocm_fleet.checks --rocm-inventory inventories/fleet.py --rocm-limit gpu01
-    pytest --pyargs rocm_fleet.checks --hosts=paramiko://root@gpu01 --rocm-version 6.4.3 \\
+    pytest --pyargs rocm_fleet.checks --hosts=ssh://root@gpu01 --rocm-version 6.4.3 \\
         --expected-gfx gfx1100
     pytest --pyargs rocm_fleet.checks --hosts=local:// --rocm-version 6.4.3   # on the node
 
-(``rocm-fleet check`` runs the same with shorter options.) With --rocm-inventory, each host's
-expectations (rocm_version, expected_gfx, users, venv) come from the same data the deploy
-used, read by pyinfra's own inventory loader (group_data included, the same loader and
---limit as ``rocm-fleet audit``), so the checks can't disagree with the deploy about what
-was asked for. SSH hosts are reached with their ``ssh_*`` data, ``@local`` runs on this
-machine, ``_sudo`` runs the checks through sudo.
+(``rocm-fleet check`` runs the same with shorter options and a compact report.) With
+--rocm-inventory, each host's expectations (rocm_version, expected_gfx, users, venv) come
+from the same data the deploy used, read by pyinfra's own inventory loader (group_data
+included, the same loader and --limit as ``rocm-fleet audit``) and validated before any
+check runs, so the checks can't disagree with the deploy about what was asked for.
+
+SSH hosts are connected by pyinfra itself (``engine.ssh``), so their keys are checked as a
+deploy checks them (``known_hosts``, ``ssh_known_hosts_file``,
+``ssh_strict_host_key_checking``): an unknown key under ``yes``, or a key that changed, is
+refused before any command runs, and the host's checks report it as unreachable. ``@local``
+runs on this machine, ``@chroot/DIR`` in that root, ``@docker/NAME`` in the container,
+``_sudo`` through sudo. ``--hosts`` takes testinfra's specs (``local://``, ``docker://NAME``,
+``chroot:///DIR``) and SSH ones (``ssh://`` or ``paramiko://user@host:port``, optionally
+``?ssh_identity_file=KEY&sudo=true``), which pyinfra connects with its defaults (accept-new
+keys into ``~/.ssh/known_hosts``).
 
 The plugin is registered with pytest through the ``pytest11`` entry point (as testinfra's
 own is), so ``--pyargs rocm_fleet.checks`` finds its options; its options are prefixed so
@@ -21,24 +32,156 @@ collected. ``-p no:rocm_fleet_checks`` turns it off.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import urllib.parse
+from typing import Any
 
 import pytest
+import testinfra.host
+from testinfra.backend.chroot import ChrootBackend
+from testinfra.backend.paramiko import ParamikoBackend
 
-from rocm_fleet.model.fleet import Fleet
+from rocm_fleet.engine.ssh import ConnectFailed, close, connect, is_ssh
+from rocm_fleet.model.config import Config, ConfigError, load_config
 
 #: the module whose checks this plugin drives
 CHECKS_MODULE = "rocm_fleet.checks.test_node"
-# testinfra host name -> that host's inventory data (with "name": its inventory name)
-NODE_DATA: dict[str, dict] = {}
-# With --rocm-inventory: the inventory's fleet model, the one the deploy and the audit read.
-FLEETS: list[Fleet] = []
 NO_EXPECTATIONS = (
     "rocm_fleet.checks: nothing to compare the hosts against: give the deploy's inventory "
     "(--rocm-inventory FILE; `rocm-fleet check FILE`) or say what the hosts should have "
     "(--rocm-version X.Y.Z [--expected-gfx gfxNNNN])"
 )
+#: the user property a check's report carries when its host could not be reached
+UNREACHABLE = "rocm_fleet_unreachable"
+
+
+@dataclasses.dataclass
+class Target:
+    """One host to check: its name (the inventory's), how to run commands there, and what
+    it should have (validated by the deploy's model before any check runs)."""
+
+    name: str
+    host: testinfra.host.Host
+    config: Config
+    #: why no command could be run there ("" once one has); None until asked
+    unreachable: str | None = None
+
+    def reach(self) -> str:
+        """Why the host can't be used ("" when it answers), asked once: a command that does
+        nothing, so nothing runs before its key is checked and its login works."""
+        if self.unreachable is None:
+            try:
+                result = self.host.run("true")
+                said = " ".join(result.stderr.split())
+                self.unreachable = (
+                    ""
+                    if result.rc == 0
+                    else f"`true` exited {result.rc}" + f": {said}" * bool(said)
+                )
+            except ConnectFailed as exc:  # pyinfra's reason, in one line
+                self.unreachable = str(exc)
+            except Exception as exc:  # each other backend raises its own
+                self.unreachable = f"{type(exc).__name__}: {' '.join(str(exc).split())}"
+        return self.unreachable
+
+
+class PyinfraSSHBackend(ParamikoBackend):
+    """testinfra's paramiko backend on the client pyinfra connects (``engine.ssh``): the
+    same host key checks as a deploy, instead of testinfra's own (which loads no
+    known_hosts and warns on any key)."""
+
+    def __init__(self, pyinfra_host: Any, **kwargs: Any):
+        data = pyinfra_host.data
+        user = data.get("ssh_user") or "root"
+        address = data.get("ssh_hostname") or pyinfra_host.name
+        super().__init__(f"{user}@{address}:{data.get('ssh_port') or 22}", **kwargs)
+        self.pyinfra_host = pyinfra_host
+
+    @property  # testinfra deletes and asks again after a broken transport: pyinfra reconnects
+    def client(self) -> Any:
+        return connect(self.pyinfra_host)
+
+    @client.deleter
+    def client(self) -> None:
+        close(self.pyinfra_host)
+
+
+def testinfra_host(pyinfra_host: Any) -> testinfra.host.Host:
+    """How the checks reach an inventory host: pyinfra's SSH connection, or testinfra's
+    local, chroot and docker backends for @local, @chroot/ and @docker/."""
+    data, name = pyinfra_host.data, pyinfra_host.name
+    sudo = {"sudo": bool(data.get("_sudo")), "sudo_user": data.get("_sudo_user")}
+    if is_ssh(pyinfra_host):
+        return testinfra.host.Host(PyinfraSSHBackend(pyinfra_host, **sudo))
+    if name == "@local":
+        return testinfra.get_host("local://", **sudo)
+    if name.startswith("@chroot/"):
+        root = data.get("chroot_directory") or "/" + name.removeprefix("@chroot/").lstrip("/")
+        return testinfra.host.Host(ChrootBackend(root, **sudo))
+    if name.startswith("@docker/"):
+        return testinfra.get_host(f"docker://{name.removeprefix('@docker/')}", **sudo)
+    raise pytest.UsageError(
+        f"{name}: the node checks reach hosts over SSH, @local, @chroot/ and @docker/ only"
+    )
+
+
+def ssh_spec_data(spec: str) -> tuple[str, dict[str, Any]]:
+    """(name, pyinfra data) for an SSH host spec (``ssh://user@host:port?...``)."""
+    url = urllib.parse.urlsplit(spec)
+    query = dict(urllib.parse.parse_qsl(url.query))
+    if not url.hostname:
+        raise pytest.UsageError(f"--hosts {spec}: no host name")
+    data: dict[str, Any] = {"ssh_hostname": url.hostname}
+    if url.username:
+        data["ssh_user"] = url.username
+    if url.port:
+        data["ssh_port"] = url.port
+    if query.get("ssh_identity_file"):
+        data["ssh_key"] = os.path.expanduser(query["ssh_identity_file"])
+    if query.get("sudo", "").lower() == "true":
+        data["_sudo"] = True
+        if query.get("sudo_user"):
+            data["_sudo_user"] = query["sudo_user"]
+    return url.hostname, data
+
+
+def spec_targets(specs: list[str], config: Config) -> list[Target]:
+    """--hosts: SSH specs become pyinfra hosts (connected as pyinfra connects them), the
+    others testinfra's own backends; every one expected to have ``config``."""
+    ssh, others = [], []
+    for spec in specs:
+        scheme = spec.partition("://")[0] if "://" in spec else "ssh"
+        if scheme in ("ssh", "paramiko"):
+            ssh.append(ssh_spec_data(spec if "://" in spec else f"ssh://{spec}"))
+        elif scheme == "chroot":
+            root = spec.partition("://")[2].split("?")[0]
+            others.append(Target(root, testinfra.host.Host(ChrootBackend(root)), config))
+        else:
+            host = testinfra.get_host(spec)
+            others.append(Target(host.backend.get_pytest_id(), host, config))
+    if ssh:
+        from rocm_fleet.engine.inventory import of_hosts
+
+        found = [Target(h.name, testinfra_host(h), config) for h in of_hosts(ssh)]
+        others += found
+    return others
+
+
+def inventory_targets(hosts: list[Any]) -> list[Target]:
+    """An inventory's hosts, each with its own data validated by the inventory's fleet model
+    (the one the deploy and the audit read); ConfigError for the first that isn't valid."""
+    from rocm_fleet.engine.fleet import fleet_of
+
+    fleet = fleet_of(hosts[0].inventory)
+    return [Target(h.name, testinfra_host(h), fleet.config(h.name)) for h in hosts]
+
+
+class Targets:
+    """The hosts a run checks (made once, in ``pytest_configure``)."""
+
+    def __init__(self, targets: list[Target]):
+        self.targets = targets
 
 
 def pytest_addoption(parser):
@@ -46,7 +189,8 @@ def pytest_addoption(parser):
     group.addoption(
         "--rocm-inventory",
         metavar="FILE",
-        help="pyinfra inventory to take the hosts and what each should have from",
+        help="pyinfra inventory to take the hosts and what each should have from "
+        "(--rocm-inventory=@local: pytest reads a lone @NAME as an argument file)",
     )
     group.addoption(
         "--rocm-limit",
@@ -55,58 +199,61 @@ def pytest_addoption(parser):
         help="with --rocm-inventory: host names, groups or globs to check (repeatable, "
         "commas split)",
     )
+    group.addoption(
+        "--rocm-data",
+        action="append",
+        metavar="KEY=VALUE",
+        help="with --rocm-inventory: override a value for every host, as pyinfra's --data",
+    )
     group.addoption("--rocm-version", help="with --hosts: the ROCm release expected")
     group.addoption("--expected-gfx", help="with --hosts: the gfx target(s) expected")
 
 
-def spec(name: str, data: dict) -> str:
-    """The testinfra host spec for an inventory host."""
-    query = {}
-    if data.get("_sudo"):
-        query["sudo"] = "true"
-        if data.get("_sudo_user"):
-            query["sudo_user"] = data["_sudo_user"]
-    if name == "@local":
-        target = "local://"
-    elif name.startswith("@docker/"):
-        target = f"docker://{name.removeprefix('@docker/')}"
-    elif name.startswith("@"):
-        raise pytest.UsageError(
-            f"{name}: the node checks reach hosts over SSH, @local and @docker/ only; "
-            "pass this one with --hosts"
-        )
-    else:
-        user = data.get("ssh_user") or "root"
-        hostname = data.get("ssh_hostname") or name
-        port = data.get("ssh_port") or 22
-        if data.get("ssh_key"):
-            query["ssh_identity_file"] = os.path.expanduser(data["ssh_key"])
-        target = f"paramiko://{user}@{hostname}:{port}"
-    return target + ("?" + urllib.parse.urlencode(query) if query else "")
+def _registered(config: pytest.Config, kind: type) -> Any:
+    for plugin in config.pluginmanager.get_plugins():
+        if isinstance(plugin, kind):
+            return plugin
+    return None
+
+
+def targets_of(config: pytest.Config) -> Targets | None:
+    return _registered(config, Targets)
 
 
 def pytest_configure(config):
-    inventory = config.getoption("rocm_inventory", None)
-    if not inventory:
-        return
-    from rocm_fleet.cli.inventory import UsageError, load_inventory
+    from rocm_fleet.cli.check import Chosen
 
-    limits = [p for item in config.getoption("rocm_limit") or [] for p in item.split(",") if p]
+    chosen = _registered(config, Chosen)  # `rocm-fleet check`'s, validated already
+    made = None
     try:
-        _, hosts = load_inventory(inventory, limits, check_for_changes=False)
-    except UsageError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    from rocm_fleet.engine.fleet import fleet_of
+        if chosen is not None:
+            made = (
+                inventory_targets(chosen.hosts)
+                if chosen.hosts
+                else spec_targets(chosen.specs, chosen.expected)
+            )
+        elif config.getoption("rocm_inventory", None):
+            from rocm_fleet.cli.inventory import UsageError, load_inventory, parse_data
 
-    FLEETS[:] = [fleet_of(hosts[0].inventory)] if hosts else []
-    specs = []
-    for host in hosts:
-        data = host.data.dict()
-        target = spec(host.name, data)
-        key = "local" if target.startswith("local://") else data.get("ssh_hostname") or host.name
-        NODE_DATA[key.removeprefix("@docker/")] = {"name": host.name, **data}
-        specs.append(target)
-    config.option.hosts = ",".join(specs)
+            limits = [p for i in config.getoption("rocm_limit") or [] for p in i.split(",") if p]
+            try:
+                data = parse_data(config.getoption("rocm_data") or []) or None
+                _, hosts = load_inventory(
+                    config.getoption("rocm_inventory"), limits, False, override_data=data
+                )
+            except UsageError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            made = inventory_targets(hosts)
+        elif config.getoption("rocm_version", None) and config.option.hosts:
+            wanted = {"rocm_version": config.getoption("rocm_version")}
+            if config.getoption("expected_gfx", None):
+                wanted["expected_gfx"] = config.getoption("expected_gfx")
+            expected = load_config(wanted, "--rocm-version")
+            made = spec_targets(config.option.hosts.split(","), expected)
+    except ConfigError as exc:
+        raise pytest.UsageError(" ".join(str(exc).split())) from None
+    if made is not None:
+        config.pluginmanager.register(Targets(made), "rocm_fleet_targets")
 
 
 def _is_check(item) -> bool:
@@ -114,11 +261,42 @@ def _is_check(item) -> bool:
     return getattr(function, "__module__", None) == CHECKS_MODULE
 
 
+def pytest_generate_tests(metafunc):
+    if metafunc.module.__name__ != CHECKS_MODULE or "target" not in metafunc.fixturenames:
+        return
+    found = targets_of(metafunc.config)
+    targets = found.targets if found else []
+    metafunc.parametrize("target", targets, ids=[t.name for t in targets], scope="module")
+
+
+def pytest_collection_finish(session):
+    """Reach every host the chosen checks need at once (an unreachable one costs its
+    connect timeout once, not one after another): greenlets, in parallel where the process
+    is patched for gevent as pyinfra's CLI has it (``rocm-fleet check`` is)."""
+    from gevent.pool import Pool
+
+    chosen = {}
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        target = callspec.params.get("target") if callspec is not None else None
+        if _is_check(item) and isinstance(target, Target):
+            chosen[id(target)] = target
+    if len(chosen) > 1:
+        Pool(32).map(Target.reach, list(chosen.values()))
+
+
+def pytest_sessionfinish(session):
+    """Every SSH connection the checks made is closed when they are done."""
+    found = targets_of(session.config)
+    for target in found.targets if found else []:
+        backend = target.host.backend
+        if isinstance(backend, PyinfraSSHBackend):
+            close(backend.pyinfra_host)
+
+
 def pytest_collection_modifyitems(config, items):
     """Checks with nothing to compare against fail the run with one reason: a node never
     checked must not be green in CI (skipping would exit 0)."""
-    if not any(_is_check(item) for item in items):
-        return
-    if config.getoption("rocm_inventory", None) or config.getoption("rocm_version", None):
+    if not any(_is_check(item) for item in items) or targets_of(config) is not None:
         return
     raise pytest.UsageError(NO_EXPECTATIONS)

@@ -14,13 +14,10 @@ import re
 
 import pytest
 
-from rocm_fleet.checks.plugin import FLEETS, NODE_DATA
-from rocm_fleet.model.config import Config, ConfigError, load_config
+from rocm_fleet.checks.plugin import UNREACHABLE, Target
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro
 from rocm_fleet.model.sources import mirror_path, rocm_repository
-
-# testinfra host name -> why it could not be reached (asked once per host)
-UNREACHABLE: dict[str, str] = {}
 
 TORCH_PROBE = r"""
 import json, torch
@@ -35,43 +32,36 @@ print(json.dumps(out))
 """
 
 
+@pytest.fixture(scope="module")
+def host(target: Target):
+    """The host, as testinfra's ``host`` (``target``: the plugin's, one per host checked)."""
+    return target.host
+
+
 @pytest.fixture(autouse=True)
-def connected(host):
-    """Every check needs its host to answer first; an unreachable one fails each check
-    with one line (asked once per host), never a connection library's traceback."""
-    name = host.backend.get_hostname()
-    if name not in UNREACHABLE:
-        try:
-            result = host.run("true")
-            UNREACHABLE[name] = "" if result.rc == 0 else f"`true` exited {result.rc}"
-        except Exception as exc:  # each backend (paramiko, ssh, docker) raises its own
-            UNREACHABLE[name] = f"{type(exc).__name__}: {exc}".strip()
-    if UNREACHABLE[name]:
-        pytest.fail(f"{name}: could not run a command there: {UNREACHABLE[name]}", pytrace=False)
+def connected(target: Target, request):
+    """Every check needs its host to answer first; an unreachable one (or one whose host key
+    is refused) fails each check with one line (asked once per host), never a connection
+    library's traceback or a testinfra object."""
+    reason = target.reach()
+    if reason:
+        request.node.user_properties.append((UNREACHABLE, reason))
+        pytest.fail(f"{target.name}: unreachable: {reason}", pytrace=False)
 
 
 @pytest.fixture(scope="module")
-def node(host, request) -> Config:
+def node(target: Target) -> Config:
     """What the host should have: its inventory data (or the command line's), validated by
-    the deploy's own model."""
-    name = host.backend.get_hostname()
-    data = NODE_DATA.get(name)
-    try:
-        if data is not None and FLEETS:
-            # the inventory's fleet model: the one the deploy and the audit read
-            return FLEETS[0].config(data["name"])
-        data = {"rocm_version": request.config.getoption("rocm_version")}
-        if request.config.getoption("expected_gfx"):
-            data["expected_gfx"] = request.config.getoption("expected_gfx")
-        return load_config(data, name)
-    except ConfigError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    the deploy's own model before any check ran."""
+    return target.config
 
 
 def test_rocm_source_uses_keyring_and_suite(host, node):
     """The source of the release's stream, in AMD's form, and none of the other stream's."""
     row = distro(host.system_info.distribution, host.system_info.release)
-    assert row is not None, f"{host.system_info.distribution} {host.system_info.release}"
+    assert row is not None, (
+        f"{host.system_info.distribution} {host.system_info.release}: not a distro of the matrix"
+    )
     expected = rocm_repository(node, row)
     source = host.file(expected.source)
     assert source.is_file, f"{expected.source} is missing: the ROCm apt source was not written"
@@ -79,7 +69,8 @@ def test_rocm_source_uses_keyring_and_suite(host, node):
     # AMD's URL, or the fleet mirror's copy of it (http://<mirror>:8080/<upstream path>).
     served = re.findall(r"https?://\S+?/" + re.escape(mirror_path(expected.url)), text)
     urls = [expected.url, *served]
-    assert text in {dataclasses.replace(expected, url=url).source_text() for url in urls}, text
+    wanted = {dataclasses.replace(expected, url=url).source_text() for url in urls}
+    assert text in wanted, f"{expected.source} is not the release's source: {text.strip()!r}"
     assert host.file(expected.keyring).is_file, f"{expected.keyring} is missing"
     for other in {repo.source for repo in REPOSITORIES} - {expected.source}:
         assert not host.file(other).exists, f"{other}: a source of the other stream"
@@ -89,8 +80,10 @@ def test_pin_prefers_amds_repository(host, node):
     pin_file = host.file(node.stream.pin)
     assert pin_file.is_file, f"{node.stream.pin} is missing: the distribution's ROCm packages win"
     pin = pin_file.content_string
-    assert f"Pin: release o={node.stream.pin_origin}" in pin
-    assert "Pin-Priority: 600" in pin
+    assert f"Pin: release o={node.stream.pin_origin}" in pin, (
+        f"{node.stream.pin} does not pin origin {node.stream.pin_origin}"
+    )
+    assert "Pin-Priority: 600" in pin, f"{node.stream.pin} does not give AMD's packages 600"
 
 
 def test_rocm_packages_come_from_the_release(host, node):
@@ -105,21 +98,28 @@ def test_rocm_packages_come_from_the_release(host, node):
     release = re.compile(node.stream.version_regex(node.release))
     mine = {n: v for n, v in installed.items() if node.stream.owns(n, v)}
     assert mine, "no ROCm package of the release's stream is installed"
-    assert {n: v for n, v in mine.items() if not release.search(v)} == {}
+    foreign = {n: v for n, v in mine.items() if not release.search(v)}
+    assert foreign == {}, f"not {node.release.version}'s: {foreign}"
     others = [s for s in STREAMS if s is not node.stream]
-    assert [n for n, v in installed.items() if any(s.owns(n, v) for s in others)] == []
+    stray = [n for n, v in installed.items() if any(s.owns(n, v) for s in others)]
+    assert stray == [], f"packages of another ROCm stream are installed: {stray}"
     version_file = host.file(f"{node.release.root}/.info/version")
     assert version_file.is_file, f"{version_file.path} is missing"
     version = version_file.content_string.strip()
-    assert version.startswith(node.release.version + "-"), version
+    assert version.startswith(node.release.version + "-"), (
+        f"{version_file.path} says {version}, not {node.release.version}"
+    )
 
 
 def test_users_can_reach_the_gpu(host, node):
     if not node.rocm_users:
         pytest.skip("no rocm_users to check")
     for user in node.rocm_users:
+        assert host.user(user).exists, f"user {user} does not exist"
         groups = host.user(user).groups
-        assert "video" in groups and "render" in groups, (user, groups)
+        assert "video" in groups and "render" in groups, (
+            f"{user} is not in video and render (groups: {', '.join(groups) or 'none'})"
+        )
 
 
 def test_rocminfo_reports_expected_gpus(host, node):
@@ -129,12 +129,14 @@ def test_rocminfo_reports_expected_gpus(host, node):
     assert host.file(rocminfo).exists, f"{rocminfo} is missing: AMD's rocminfo is not installed"
     out = host.check_output(rocminfo)
     agents = re.findall(r"^\s+Name:\s+(gfx[0-9a-f]+)\s*$", out, re.M)
-    assert agents, out
+    assert agents, f"{rocminfo} lists no GPU agent"
     expected = node.expected_gfx_list or agents
     matching = [a for a in agents if a in expected]
     assert matching, f"expected {expected}, rocminfo lists {agents}"
     if node.expected_gpu_count is not None:
-        assert len(matching) == node.expected_gpu_count
+        assert len(matching) == node.expected_gpu_count, (
+            f"expected {node.expected_gpu_count} x {'/'.join(expected)}, rocminfo lists {agents}"
+        )
 
 
 def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
@@ -150,8 +152,8 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
     assert info["hip"], "torch.version.hip is empty: not a ROCm build"
     if node.expected_gpu_count == 0:
         return
-    assert info["available"] is True
-    assert info["count"] >= 1
+    assert info["available"] is True, "torch sees no GPU (torch.cuda.is_available() is False)"
+    assert info["count"] >= 1, "torch counts no GPU"
     for gfx in node.expected_gfx_list:
-        assert gfx in info["archs"], info["archs"]
-    assert info["matmul"] == 32 * 32 * 32
+        assert gfx in info["archs"], f"torch sees {info['archs']}, not {gfx}"
+    assert info["matmul"] == 32 * 32 * 32, f"a 32x32 matmul on the GPU gave {info['matmul']}"

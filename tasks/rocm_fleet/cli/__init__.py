@@ -6,9 +6,10 @@
 --output DIR`` (what the fleet installs from AMD and PyTorch, for an offline mirror),
 ``rocm-fleet mirror-ca DIR ADDRESS`` (the fleet mirror's CA, certificate and key),
 ``rocm-fleet settings`` (every inventory key), ``rocm-fleet --version``. Each tool is a
-module here with ``add_parser(subcommands)`` and ``run(args) -> exit status``; errors a
-user can fix are one line on stderr and exit status 2, never a traceback. Output into a
-closed pipe (``| head``) ends quietly, as a Unix tool does.
+module here with ``add_parser(subcommands)`` and ``run(args) -> exit status``; every tool
+exits by one scheme (``exits``: 0 clean, 1 findings, 2 could not check, 4 bad input), and
+errors a user can fix are one line on stderr, never a traceback. Output into a closed pipe
+(``| head``) ends quietly, as a Unix tool does.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rocm_fleet.cli import audit, bundle, check, matrix, mirror_ca, settings
+from rocm_fleet.cli import audit, bundle, check, exits, matrix, mirror_ca, settings
+from rocm_fleet.cli.exits import Exit
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.version import __version__
 
@@ -31,23 +33,41 @@ DESCRIPTION = (
     "prepare what it deploys; each one's --help says more."
 )
 #: the exit status of a tool whose reader went away (128 + SIGPIPE, as the shell reports it)
-BROKEN_PIPE = 141
+BROKEN_PIPE = Exit.BROKEN_PIPE
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: each tool's subcommand, every parser of the scheme's class (usage
+    errors exit 4, not argparse's 2)."""
+    found = exits.ArgumentParser(
+        prog="rocm-fleet",
+        description=DESCRIPTION,
+        epilog=exits.EPILOG,
+    )
+    found.add_argument("--version", action="version", version=f"rocm-fleet {__version__}")
+    commands = found.add_subparsers(dest="command", required=True)
+    for tool in TOOLS:
+        tool.add_parser(commands)
+    return found
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="rocm-fleet", description=DESCRIPTION)
-    parser.add_argument("--version", action="version", version=f"rocm-fleet {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
-    for tool in TOOLS:
-        tool.add_parser(commands)
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # After `--`: options for the tool underneath (pytest's, for `check`), never ours.
+    passed_on = argv[argv.index("--") + 1 :] if "--" in argv else []
+    argv = argv[: argv.index("--")] if "--" in argv else argv
+    command_line = parser()
+    args = command_line.parse_args(argv)
+    args.passed_on = passed_on
+    if passed_on and not getattr(args, "passes_on", False):
+        command_line.error(f"{args.command} takes no options after --")
     try:
         status = args.run(args)
         sys.stdout.flush()
-        return status
+        return int(status)
     except UsageError as exc:
         print(f"rocm-fleet {args.command}: {exc}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     except BrokenPipeError:
         # The reader (`head`) has gone: nothing more to say to it. Python's own advice:
         # point stdout at devnull so the flush at exit doesn't raise again.

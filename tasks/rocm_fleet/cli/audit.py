@@ -13,9 +13,9 @@ reason. Connections and planning run in parallel with pyinfra's own machinery.
 
 Formats: a table that fits 100 columns (one line per host, the drift under it; ``--wide``
 every column side by side), JSON, and OpenMetrics / Prometheus text (``cli.metrics``).
-Progress goes to stderr. Exit status: 0 nothing drifted, 1 a host drifted or would be
-refused, 2 a host was unreachable, failed, or has invalid inventory data, or the inventory
-couldn't be used.
+Progress goes to stderr. Exit status (``cli.exits``): 0 nothing drifted, 1 a host drifted
+or would be refused, 2 a host was unreachable or failed, 4 a host's inventory data is
+invalid or the inventory couldn't be used.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rocm_fleet.cli.exits import Exit, epilog, worst
 from rocm_fleet.cli.inventory import UsageError, load_inventory
 
 # Columns of what the survey saw (key -> header), before the concerns' columns.
@@ -251,10 +252,16 @@ def verified(survey: dict[str, Any]) -> dict[str, Any]:
 # --- output -----------------------------------------------------------------------------------
 
 
+#: each host status's exit status (``cli.exits``: a bad setting is bad input, a host that
+#: did not answer could not be checked)
+EXITS = {
+    "ok": Exit.OK, "drift": Exit.FINDINGS, "refused": Exit.FINDINGS,
+    "unreachable": Exit.NOT_CHECKED, "failed": Exit.NOT_CHECKED, "invalid": Exit.USAGE,
+}  # fmt: skip
+
+
 def exit_status(rows: list[dict[str, Any]]) -> int:
-    if any(r["status"] in ("unreachable", "failed", "invalid") for r in rows):
-        return 2
-    return 1 if any(r["status"] in ("drift", "refused") for r in rows) else 0
+    return worst(EXITS[r["status"]] for r in rows)
 
 
 def columns(rows: list[dict[str, Any]]) -> dict[str, str]:
@@ -410,10 +417,10 @@ class Progress:
         self.stream.flush()
 
 
-EXIT_STATUS = (
-    "exit status: 0 every host is as the inventory says; 1 a host drifted or would be "
-    "refused; 2 a host was unreachable, failed, or has invalid inventory data, or the "
-    "inventory or an option couldn't be used"
+EXIT_STATUS = epilog(
+    "Here: 0 every host is as the inventory says; 1 a host drifted or would be refused; "
+    "2 a host was unreachable or failed to answer; 4 a host's inventory data is invalid, or "
+    "the inventory or an option can't be used"
 )
 
 

@@ -12,8 +12,9 @@ reach; the distro gives AMD's suite or directory and the host's Python
 (``matrix.HOST_RUNTIMES``). Then ``rocm_fleet.offline.bundle`` fetches
 and verifies. A second run fetches only what is new. See docs/offline-and-mirrors.md.
 
-Exit status: 0 the bundle is complete; 1 something could not be fetched or verified, or
-upstream lacks a package a host needs (named); 2 a usage problem.
+Exit status (``cli.exits``): 0 the bundle is complete; 1 something fetched did not verify,
+or upstream lacks a package a host needs (named); 2 upstream or the proxy did not answer;
+4 bad input (the inventory, an option, a host's settings).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rocm_fleet.cli.exits import Exit, epilog
 from rocm_fleet.cli.inventory import UsageError, load_inventory
 from rocm_fleet.model import matrix
 
@@ -37,6 +39,10 @@ def add_parser(commands: Any) -> None:
         "a manifest.json of what came from where. Copy the directory into the air gap and "
         "serve it with the fleet mirror (rocm_mirror, rocm_mirror_bundle). A second run "
         "fetches only what is new.",
+        epilog=epilog(
+            "Here: 0 the bundle is complete; 1 something fetched did not verify, or upstream "
+            "lacks a package a host needs; 2 upstream or the proxy did not answer"
+        ),
     )
     bundle.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
     bundle.add_argument("--output", required=True, help="the bundle directory (made or updated)")
@@ -160,7 +166,7 @@ def run(args: Any) -> int:
 
     patch_as_cli()  # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
 
-    from rocm_fleet.offline.bundle import BundleError, make_bundle
+    from rocm_fleet.offline.bundle import BundleError, BundleUnreachable, make_bundle
     from rocm_fleet.offline.download import Fetcher, human
 
     plan, notes = plan_for(args)
@@ -174,9 +180,12 @@ def run(args: Any) -> int:
     )
     try:
         manifest = make_bundle(plan, out, fetcher, inventory=args.inventory)
+    except BundleUnreachable as exc:
+        print(f"rocm-fleet bundle: {exc}", file=sys.stderr)
+        return Exit.NOT_CHECKED
     except BundleError as exc:
         print(f"rocm-fleet bundle: {exc}", file=sys.stderr)
-        return 1
+        return Exit.FINDINGS
     finally:
         fetcher.close()
     counts = fetcher.counts
@@ -189,4 +198,4 @@ def run(args: Any) -> int:
         f"this run fetched {counts.fetched} files ({human(counts.fetched_bytes)}), kept "
         f"{counts.kept}, removed {len(manifest['removed'])}"
     )
-    return 0
+    return Exit.OK

@@ -13,7 +13,8 @@ from rocm_fleet.engine import inventory as engine_inventory
 
 
 class UsageError(Exception):
-    """A problem the user can fix (a missing file, a bad option): one line, exit status 2."""
+    """A problem the user can fix (a missing file, a bad option): one line, exit status 4
+    (``cli.exits``)."""
 
 
 def load_inventory(
@@ -26,7 +27,10 @@ def load_inventory(
     as pyinfra's CLI loads it (``engine.inventory``), with the state current as pyinfra's
     CLI has it while the inventory runs; ``override_data`` wins over every host's data
     (pyinfra's ``--data``)."""
-    looks_like_file = inventory_path.endswith(".py") or os.sep in inventory_path
+    # @local, @chroot/DIR, @docker/NAME, ...: pyinfra connectors, not files
+    looks_like_file = not inventory_path.startswith("@") and (
+        inventory_path.endswith(".py") or os.sep in inventory_path
+    )
     if looks_like_file and not Path(inventory_path).is_file():
         raise UsageError(f"inventory file {inventory_path} does not exist")
     try:

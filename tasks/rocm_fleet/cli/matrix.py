@@ -34,6 +34,7 @@ from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
+from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.offline.matrix_check import check_matrix
@@ -300,6 +301,7 @@ def add_parser(commands: Any) -> None:
         "dkms, and AMD's support per distro (--json: everything the matrix knows, with the "
         "source of each row). `rocm-fleet matrix check` asks AMD and PyTorch whether every "
         "row still holds.",
+        epilog=epilog("Here: 0 the matrix printed."),
     )
     parser.add_argument("--json", action="store_true", help="print the matrix as JSON")
     parser.set_defaults(run=run)
@@ -312,6 +314,10 @@ def add_parser(commands: Any) -> None:
         "the amdgpu driver folders exist, each key URL serves the pinned fingerprint, each "
         "PyTorch index lists the pinned wheels; and list releases upstream publishes that "
         "the matrix lacks.",
+        epilog=epilog(
+            "Here: 0 every row holds; 1 a row is wrong or a release is missing (each named); "
+            "2 upstream did not answer for a row (not checked) and nothing was found wrong"
+        ),
     )
     check.add_argument("--release", help="check only this release's row")
     check.add_argument(

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
 
 _NAME = re.compile(
@@ -26,6 +27,10 @@ def add_parser(commands: Any) -> None:
         "mode 0600 and never printed. Then it prints the three settings to give the mirror "
         "host (rocm_mirror_tls_ca, rocm_mirror_tls_cert, rocm_mirror_tls_key); keep "
         "DIR/ca.key offline if you can: it is needed only to issue again.",
+        epilog=epilog(
+            "Here: 0 the files made (or the CA kept) and issued; 4 a bad address or "
+            "a directory that can't be written"
+        ),
     )
     parser.add_argument(
         "directory", type=Path, metavar="DIR", help="where the files go (made if missing)"

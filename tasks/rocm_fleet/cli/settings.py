@@ -11,6 +11,8 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
+from rocm_fleet.cli.exits import epilog
+
 WIDTH = 100
 
 
@@ -21,6 +23,7 @@ def add_parser(commands: Any) -> None:
         description="Print every inventory key rocm-fleet reads, by concern, with its "
         "default and meaning. Set them as pyinfra data (the inventory, group_data/, or "
         "--data KEY=VALUE for one run); any other key is left alone for your own deploys.",
+        epilog=epilog("Here: 0 the settings printed."),
     )
     shown = parser.add_mutually_exclusive_group()
     shown.add_argument(

@@ -90,3 +90,17 @@ def loaded_from(inventory: Any) -> Path | None:
     or an inventory ``load`` did not make (pyinfra's own CLI records no file: see
     ``origin``)."""
     return _FILES.get(inventory)
+
+
+def of_hosts(names_data: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """pyinfra hosts, started, for ``(name, data)`` pairs given on a command line rather
+    than in an inventory file (``rocm-fleet check --hosts ssh://...``): each is connected
+    as pyinfra connects an inventory's host, with its defaults for what the data lacks."""
+    from pyinfra.api import Config, Inventory, State
+    from pyinfra.context import ctx_inventory, ctx_state
+
+    inventory = Inventory((names_data, {}))
+    state = State(inventory, Config())
+    ctx_state.set(state)
+    ctx_inventory.set(inventory)
+    return list(inventory)

@@ -56,11 +56,12 @@ from rocm_fleet.offline.aptrepo import (
     parse_stanzas,
     signed_text,
 )
-from rocm_fleet.offline.download import DownloadError, Fetcher
+from rocm_fleet.offline.download import DownloadError, Fetcher, Unreachable
 from rocm_fleet.offline.manifest import (
     FORMAT,
     MANIFEST,
     BundleError,
+    BundleUnreachable,
     bundle_path,
     check_record,
     confined,
@@ -201,6 +202,8 @@ def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") ->
         for wheel_set in manifest["wheel_sets"]:
             if wheel_set["python"] == running:
                 _pip_check(wheel_set, out)
+    except Unreachable as exc:
+        raise BundleUnreachable(str(exc)) from None
     except (DownloadError, RepositoryError, ResolutionError, SignatureError) as exc:
         raise BundleError(str(exc)) from None
     manifest["files"] = dict(sorted(files.entries.items()))

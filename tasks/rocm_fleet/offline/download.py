@@ -51,6 +51,11 @@ class DownloadError(Exception):
     """A file could not be fetched or did not verify; the message names the URL."""
 
 
+class Unreachable(DownloadError):
+    """The server did not answer (connection, TLS, timeout): nothing could be checked, as
+    opposed to an answer that did not verify."""
+
+
 def sha256_file(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
@@ -216,7 +221,7 @@ class Fetcher:
                 for chunk in self._chunks(url, response, ends, limit, limited_by):
                     body += chunk
         except (requests.RequestException, Urllib3Error) as exc:
-            raise DownloadError(f"{url}: {reason(exc)}") from None
+            raise Unreachable(f"{url}: {reason(exc)}") from None
         self.counts.fetched += 1
         self.counts.fetched_bytes += len(body)
         return bytes(body)
@@ -336,7 +341,7 @@ class Fetcher:
             ) as exc:
                 breaks += 1
                 if breaks > self.retries:
-                    raise DownloadError(
+                    raise Unreachable(
                         f"{url}: gave up after {breaks} broken transfers ({reason(exc)}); "
                         f"{part} is kept, the next run resumes it"
                     ) from None

@@ -48,6 +48,11 @@ class BundleError(Exception):
     a path that would leave the bundle, a malformed manifest."""
 
 
+class BundleUnreachable(BundleError):
+    """Upstream (or the proxy) did not answer: the bundle could not be checked, rather than
+    found wrong."""
+
+
 # --- staying inside the bundle -----------------------------------------------------------------
 #
 # Every path below comes from fetched data (a Filename: of a signed index, a link of an index

@@ -444,10 +444,12 @@ def check_matrix(
         step(f"releases upstream: {len(missing)} the matrix lacks")
     progress.finish(f"for {total} checks")
     statuses = [c.status for c in checks]
-    if "unreachable" in statuses or unreachable:
-        status = 2
-    elif "wrong" in statuses or missing:
+    # The exit-code scheme of every command (cli.exits): a finding (1) outranks what could
+    # not be checked (2), so a wrong row is never hidden behind an unreachable one.
+    if "wrong" in statuses or missing:
         status = 1
+    elif "unreachable" in statuses or unreachable:
+        status = 2
     else:
         status = 0
     return {

@@ -1,0 +1,92 @@
+"""An inventory host's SSH connection made by pyinfra itself, for tools that run their own
+commands over it (the node checks, through testinfra's paramiko backend).
+
+pyinfra checks a host's key before anything runs: ``known_hosts`` (``~/.ssh/known_hosts``,
+or the host's ``ssh_known_hosts_file``) and ``ssh_strict_host_key_checking`` (``accept-new``
+by default: an unknown key is recorded; ``yes``: refused; ``no``/``off``: accepted with a
+warning), with ``~/.ssh/config`` (or ``ssh_config_file``) read as it reads it. A key that
+differs from the recorded one is refused whatever the setting (paramiko's
+``BadHostKeyException``). Connecting through pyinfra's connector, not a copy of its rules,
+keeps a tool exactly as careful as ``pyinfra INVENTORY deploy.py`` (and ``rocm-fleet audit``)
+with the same host.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+
+class ConnectFailed(Exception):
+    """The host could not be reached, or was refused (its key); one line saying why."""
+
+
+class _Collected(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage().strip())
+
+
+_QUIET = logging.NullHandler()
+
+
+@contextmanager
+def _pyinfra_warnings() -> Iterator[list[str]]:
+    """pyinfra's connection warnings (a changed host key, the key it recorded), kept for
+    the caller's one line instead of printed beside it."""
+    logger = logging.getLogger("pyinfra")
+    handler, propagate = _Collected(), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate
+
+
+def connect(host: Any) -> Any:
+    """The connected ``paramiko.SSHClient`` of an SSH ``host`` of a started state (pyinfra's
+    own ``Host.connect``, once: its ``ssh_*`` data, host keys checked as above);
+    ConnectFailed with pyinfra's reason, and what to do about a changed key, when it can't
+    be had."""
+    # paramiko's transport thread logs its own traceback for what ConnectFailed says in one
+    # line (a banner that never came, a socket closed under it): not printed beside it.
+    logging.getLogger("paramiko").addHandler(_QUIET)
+    with _pyinfra_warnings() as warned:
+        try:
+            host.connect(show_errors=False, raise_exceptions=True)
+        except Exception as exc:  # pyinfra's ConnectError, or whatever paramiko raised
+            raise ConnectFailed(_reason(exc, warned)) from None
+    client = getattr(host.connector, "client", None)
+    if client is None:
+        raise ConnectFailed(f"{host.name} is not reached over SSH ({type(host.connector)})")
+    return client
+
+
+def close(host: Any) -> None:
+    """Close ``host``'s SSH connection (pyinfra's ``disconnect`` leaves the client open), so
+    the next ``connect`` makes a new one."""
+    client = getattr(host.connector, "client", None)
+    if host.connected:
+        host.disconnect()
+    if client is not None:
+        client.close()
+
+
+def _reason(exc: Exception, warned: Sequence[str]) -> str:
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    fix = [line.strip() for line in warned if line.strip().startswith("ssh-keygen -R")]
+    if "host key" in reason.lower() and fix:
+        reason += f": refused, as pyinfra refuses it; if the new key is expected: {fix[0]}"
+    return reason
+
+
+def is_ssh(host: Any) -> bool:
+    """Whether pyinfra reaches ``host`` over SSH (not @local, @chroot, @docker, ...)."""
+    return type(host.connector).__name__ == "SSHConnector"

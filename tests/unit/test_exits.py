@@ -1,0 +1,125 @@
+"""One exit-status scheme for every ``rocm-fleet`` command (``cli.exits``): 0 clean,
+1 findings, 2 could not check, 4 bad input; stated in each command's ``--help``, and kept by
+its usage errors (argparse's own 2 included), a missing inventory, a network failure.
+
+Every subcommand the parser has is held to it, so a command added later is too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocm_fleet.cli import exits, parser
+from rocm_fleet.cli.exits import Exit, worst
+
+
+def rocm_fleet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "rocm_fleet.cli", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=120, check=False,
+    )  # fmt: skip
+    result.output = result.stdout + result.stderr
+    return result
+
+
+def commands() -> dict[str, argparse.ArgumentParser]:
+    """Every (sub)command's parser by its words: "audit", "matrix check", ..."""
+    found = {}
+
+    def walk(words: str, command: argparse.ArgumentParser) -> None:
+        found[words] = command
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(f"{words} {name}".strip(), sub)
+
+    walk("", parser())
+    return found
+
+
+COMMANDS = commands()
+
+
+def test_every_command_is_known_here():
+    tools = {"audit", "check", "matrix", "matrix check", "bundle", "mirror-ca", "settings"}
+    assert tools <= set(COMMANDS) - {""}, sorted(COMMANDS)
+
+
+@pytest.mark.parametrize("words", sorted(COMMANDS), ids=lambda w: w or "rocm-fleet")
+def test_every_help_states_the_scheme_and_usage_errors_exit_4(words):
+    command = COMMANDS[words]
+    assert isinstance(command, exits.ArgumentParser), words
+    assert (command.epilog or "").startswith(exits.EPILOG), words
+    assert command.description, f"{words or 'rocm-fleet'} has no description"
+    assert "``" not in command.description, "reST markup in the help"
+    with pytest.raises(SystemExit) as stopped:
+        command.parse_args(["--no-such-option"])
+    assert stopped.value.code == Exit.USAGE
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "usage: rocm-fleet"),
+        (["audit"], "usage: rocm-fleet audit"),
+        (["audit", "missing.py"], "rocm-fleet audit: inventory file missing.py does not exist"),
+        (["check", "missing.py"], "rocm-fleet check: inventory file missing.py does not exist"),
+        (["bundle", "missing.py", "--output", "out"],
+         "rocm-fleet bundle: inventory file missing.py does not exist"),
+        (["bundle", "missing.py"], "usage: rocm-fleet bundle"),
+        (["matrix", "check", "--timeout", "soon"], "usage: rocm-fleet matrix check"),
+        (["matrix", "check", "--apt-base", "ftp://x"], "rocm-fleet matrix: --apt-base"),
+        (["mirror-ca"], "usage: rocm-fleet mirror-ca"),
+        (["mirror-ca", "ca", "not a name"], "rocm-fleet mirror-ca: 'not a name' is neither"),
+        (["settings", "--json", "--markdown"], "usage: rocm-fleet settings"),
+        (["settings", "--", "-k", "x"], "usage: rocm-fleet"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else None,
+)  # fmt: skip
+def test_bad_input_exits_4_with_no_traceback(tmp_path, argv, message):
+    result = rocm_fleet(*argv, cwd=tmp_path)
+    assert result.returncode == Exit.USAGE, result.output
+    assert result.stderr.startswith(message), result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+
+
+def test_a_bundle_whose_upstream_does_not_answer_could_not_check(tmp_path):
+    """Nothing listens on loopback port 1: the network, not the data, is the problem (2)."""
+    (tmp_path / "fleet.py").write_text(
+        "hosts = [('ws1', {'rocm_version': '6.4.3', 'pytorch_install': False,\n"
+        "    'rocm_apt_base_url': 'http://127.0.0.1:1/rocm/apt',\n"
+        "    'rocm_key_url': 'http://127.0.0.1:1/rocm.gpg.key',\n"
+        "    'rocm_key_fingerprint': '0123456789ABCDEF0123456789ABCDEF01234567'})]\n"
+    )
+    result = rocm_fleet(
+        "bundle", "fleet.py", "--output", "out", "--distro", "debian 12", "--retries", "0",
+        "--timeout", "5", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == Exit.NOT_CHECKED, result.output
+    assert result.stderr.startswith("rocm-fleet bundle: http://127.0.0.1:1/rocm.gpg.key: ")
+    assert "Traceback" not in result.output
+
+
+def test_findings_outrank_could_not_check_and_bad_input_outranks_both():
+    assert worst([]) == Exit.OK
+    assert worst([Exit.OK, Exit.NOT_CHECKED]) == Exit.NOT_CHECKED
+    assert worst([Exit.NOT_CHECKED, Exit.FINDINGS, Exit.OK]) == Exit.FINDINGS
+    assert worst([Exit.FINDINGS, Exit.USAGE]) == Exit.USAGE
+
+
+def test_the_audits_host_statuses_map_onto_the_scheme():
+    from rocm_fleet.cli.audit import exit_status
+    from rocm_fleet.cli.metrics import STATUSES
+
+    def status(*found: str) -> int:
+        return exit_status([{"status": s} for s in found])
+
+    assert {s: status(s) for s in STATUSES} == {
+        "ok": 0, "drift": 1, "refused": 1, "unreachable": 2, "failed": 2, "invalid": 4,
+    }  # fmt: skip
+    assert status("ok", "unreachable", "drift") == 1
