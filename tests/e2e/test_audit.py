@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 
 from e2e.support import (
+    as_drift,
     audit,
     changed,
     deploy,
     differences,
+    dry_names,
     refusal,
     root_hashes,
     running_lab,
@@ -86,7 +88,7 @@ def audit_drift(lab, host: str) -> tuple[dict, list[str]]:
     report = audit(lab, "--limit", host)
     assert report.json is not None, report.stdout + report.stderr[-3000:]
     (row,) = report.json["hosts"]
-    return row, [item.replace(": ", " | ", 1) for item in row["drift"]]
+    return row, dry_names(row)
 
 
 def test_a_converged_fleet_has_no_drift(fleet):
@@ -187,12 +189,14 @@ def test_table_json_exit_status_unreachable_and_read_only(fleet, refused):
     }  # fmt: skip
     assert rows["drifty"]["drift"] == [
         "reboot",
-        f"{REPO}: Pin AMD's repository above the distribution's own ROCm packages",
+        as_drift(f"{REPO} | Pin AMD's repository above the distribution's own ROCm packages"),
     ]
     cells = rows["clean"]["cells"]
     assert cells["torch"]["torch"] == "2.9.1+rocm6.4" and cells["torch"]["hip"]
     assert cells["gpus"]["found"] == ["gfx1100"] and cells["driver"]["text"].startswith("amdgpu")
-    assert cells[REPO] == {"text": "ok", "drift": False, "operations": []}
+    assert rows["clean"]["concerns"]["rocm_apt_repository"] == {
+        "text": "ok", "drift": False, "name": REPO, "operations": []
+    }  # fmt: skip
 
     only = audit(fleet, "--limit", "drifty", "--limit", "clean")
     assert only.returncode == 1
