@@ -192,28 +192,7 @@ def test_matrix_check_with_upstream_unreachable_says_it_checked_nothing(tmp_path
 # --- the audit's table and metrics, from the rows gather builds (as test_audit does) --------
 
 
-@pytest.fixture
-def fleet_rows(monkeypatch):
-    from pyinfra.api.exceptions import ConnectError
-
-    from rocm_fleet.model import paths
-    from unit.test_audit import DATA, UNREACHABLE, SurveyHost, converged, fresh_survey
-    from unit.test_audit import gather as audit_gather
-
-    pending = {"required": True, "packages": ["linux-image-6.1.0-28-amd64"], "reasons": []}
-    return audit_gather(
-        monkeypatch,
-        {
-            "clean.lab.example.org": (DATA, SurveyHost(converged())),
-            "drifty.lab.example.org": (
-                DATA,
-                SurveyHost(converged(**{f"file {paths.ROCM_PIN}": None, "reboot": pending})),
-            ),
-            "refused.lab.example.org": (DATA, SurveyHost(fresh_survey("debian-12", "arm64"))),
-            "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost({})),
-            "gone": (DATA, ConnectError(UNREACHABLE)),
-        },
-    )
+# ``fleet_rows``: conftest.py (the audit's screens are tested in test_audit_screens.py too).
 
 
 def test_the_audit_table_fits_100_columns_with_the_drift_under_its_host(fleet_rows):

@@ -251,7 +251,8 @@ def render_summary(
     console = _console(Screen(width, colour))
     table = _grid(list(SUMMARY))
     hosts = max([len(SUMMARY[0])] + [len(row["host"]) for row in rows])
-    table.columns[0].min_width = min(hosts, max(8, width // 2))  # the name, not "…"
+    # The whole name, not "…": the other columns give way first.
+    table.columns[0].min_width = hosts if hosts + 12 <= width else max(8, width - 12)
     for row in rows:
         values = _summary_values(row)
         bad = row["status"] not in ("ok", "drift")
