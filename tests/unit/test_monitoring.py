@@ -100,3 +100,18 @@ def test_the_audits_output_passes_promtool_check_metrics(fleet_rows, fmt):
     assert promtool("check", "metrics", stdin=metrics.render(fleet_rows, fmt, now=1764460800)) == ""
     failed = metrics.render_failure(fmt, now=1764460800, last_success=1764457200)
     assert promtool("check", "metrics", stdin=failed) == ""
+
+
+def test_the_docs_list_every_concern_by_its_id():
+    """docs/audit-and-metrics.md's table of concern ids has every deploy of the package
+    (but the node's own and preflight, which are no concern)."""
+    from rocm_fleet.cli.audit_rows import ROOT_DEPLOY, concern_id
+
+    source = ROOT / "tasks/rocm_fleet/deploy"
+    names = {n for path in source.glob("*.py")
+             for n in re.findall(r'@deploy\("([^"]+)"\)', path.read_text())}  # fmt: skip
+    names -= {ROOT_DEPLOY, "Preflight"}
+    docs = (ROOT / "docs/audit-and-metrics.md").read_text().split("### Concern ids")[1]
+    docs = docs.split("\n## ")[0]
+    documented = dict(re.findall(r"^\| `([a-z0-9_]+)` \| ([^|]+?) \|$", docs, re.M))
+    assert documented == {concern_id(name): name for name in names}
