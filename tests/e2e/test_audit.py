@@ -157,6 +157,11 @@ def test_a_host_preflight_would_refuse_is_flagged_with_the_same_reason(fleet, re
     assert dry.returncode == 1 and reason and "rocm-smi" in reason, dry.output[-3000:]
     row, _ = audit_drift(fleet, "refused")
     assert row["status"] == "refused" and row["error"] == reason, row
+    # -q: the report says why, and stderr nothing (not the refusal planning logs)
+    cli = str(Path(fleet.env()["PATH"].split(":")[0]) / "rocm-fleet")
+    quiet = fleet.run([cli, "audit", str(fleet.inventory), "--limit", "refused", "-q"])
+    assert quiet.returncode == 1 and quiet.stderr == "", quiet.stderr
+    assert "  ! refused: " in quiet.stdout and "rocm-smi" in quiet.stdout, quiet.stdout
 
 
 def test_table_json_exit_status_unreachable_and_read_only(fleet, refused):

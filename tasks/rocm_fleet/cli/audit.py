@@ -92,7 +92,8 @@ def add_parser(commands: Any) -> None:
         "--output",
         metavar="FILE",
         help="write the report to FILE instead of stdout, atomically (e.g. --format "
-        "prometheus into node_exporter's textfile directory)",
+        "prometheus into node_exporter's textfile directory; an audit that fails replaces "
+        "it with rocm_fleet_audit_success 0, keeping the time of the last success)",
     )
     audit.set_defaults(run=run)
 
