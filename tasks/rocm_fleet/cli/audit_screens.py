@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -80,7 +81,11 @@ def _console(screen: Screen) -> Console:
 def _text_of(console: Console) -> str:
     """What ``console`` wrote, without the padding rich leaves at the ends of lines."""
     written = console.file.getvalue()  # type: ignore[attr-defined]
-    return "\n".join(line.rstrip() for line in written.splitlines())
+    return "\n".join(_PADDING.sub(r"\1", line) for line in written.splitlines())
+
+
+# the spaces that end a line, the colour escapes after them kept
+_PADDING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")
 
 
 def _style(drift: bool) -> str:
@@ -174,21 +179,20 @@ def render_table(rows: list[dict[str, Any]], colour: bool = False) -> str:
             text = found["text"].removeprefix("! ")
             line.append(Text(f"! {text}" if found["drift"] else text, _style(found["drift"])))
         table.add_row(*line)
-    console = _console(Screen(width=_measure(table), colour=colour))
-    console.print(table)
-    hosts = max([len("HOST")] + [len(row["host"]) for row in without])
+    reasons = Table.grid(padding=(0, 2))  # the hosts without data: why, after the table
     for row in without:
         reason = f"! {row['status'].upper()}: {row['error']}"
-        console.print(
-            Text(row["host"].ljust(hosts), _style(True)) + Text("  ") + Text(reason, "bold red"),
-            no_wrap=True, crop=False, overflow="ignore",
-        )  # fmt: skip
+        reasons.add_row(Text(row["host"], DRIFT_STYLE), Text(reason, DRIFT_STYLE))
+    console = _console(Screen(width=max(_measure(table), _measure(reasons)), colour=colour))
+    console.print(table)
+    if without:
+        console.print(reasons)
     console.print(summary_line(rows))
     return _text_of(console)
 
 
 def _measure(table: Table) -> int:
-    """The width ``table`` takes when nothing is clipped."""
+    """The width ``table`` takes when nothing is clipped or wrapped."""
     wide = Console(file=io.StringIO(), width=1_000_000)
     return max(1, wide.measure(table).maximum)
 
