@@ -116,6 +116,21 @@ def audit(lab: Lab, *args: str, inventory: Path | None = None) -> Any:
     return result
 
 
+def as_drift(operation: str) -> str:
+    """An operation as ``--dry`` names it ("ROCm packages | Install ...") as the audit's
+    JSON lists it in a row's ``drift`` ("rocm_packages: Install ...": the concern's id)."""
+    from rocm_fleet.cli.audit_rows import concern_id
+
+    concern, _, name = operation.partition(" | ")
+    return f"{concern_id(concern)}: {name}"
+
+
+def dry_names(row: dict[str, Any]) -> list[str]:
+    """The operations an audit row says would change the host, as ``--dry`` names them."""
+    concerns = row["concerns"].values()
+    return [f"{c['name']} | {operation}" for c in concerns for operation in c["operations"]]
+
+
 # The lab's mokutil double (hardware simulation, tests/lab/machine.py) logs every call,
 # read-only queries included, which the real mokutil doesn't: not a change to the host.
 DOUBLE_LOGS = {"etc/rocm-fleet-lab/machine/efi/mokutil.log"}

@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 
 from e2e.support import (
+    as_drift,
     audit,
     changed,
     deploy,
     differences,
+    dry_names,
     refusal,
     root_hashes,
     running_lab,
@@ -86,7 +88,7 @@ def audit_drift(lab, host: str) -> tuple[dict, list[str]]:
     report = audit(lab, "--limit", host)
     assert report.json is not None, report.stdout + report.stderr[-3000:]
     (row,) = report.json["hosts"]
-    return row, [item.replace(": ", " | ", 1) for item in row["drift"]]
+    return row, dry_names(row)
 
 
 def test_a_converged_fleet_has_no_drift(fleet):
@@ -155,6 +157,11 @@ def test_a_host_preflight_would_refuse_is_flagged_with_the_same_reason(fleet, re
     assert dry.returncode == 1 and reason and "rocm-smi" in reason, dry.output[-3000:]
     row, _ = audit_drift(fleet, "refused")
     assert row["status"] == "refused" and row["error"] == reason, row
+    # -q: the report says why, and stderr nothing (not the refusal planning logs)
+    cli = str(Path(fleet.env()["PATH"].split(":")[0]) / "rocm-fleet")
+    quiet = fleet.run([cli, "audit", str(fleet.inventory), "--limit", "refused", "-q"])
+    assert quiet.returncode == 1 and quiet.stderr == "", quiet.stderr
+    assert "  ! refused: " in quiet.stdout and "rocm-smi" in quiet.stdout, quiet.stdout
 
 
 def test_table_json_exit_status_unreachable_and_read_only(fleet, refused):
@@ -188,12 +195,14 @@ def test_table_json_exit_status_unreachable_and_read_only(fleet, refused):
     }  # fmt: skip
     assert rows["drifty"]["drift"] == [
         "reboot",
-        f"{REPO}: Pin AMD's repository above the distribution's own ROCm packages",
+        as_drift(f"{REPO} | Pin AMD's repository above the distribution's own ROCm packages"),
     ]
     cells = rows["clean"]["cells"]
     assert cells["torch"]["torch"] == "2.9.1+rocm6.4" and cells["torch"]["hip"]
     assert cells["gpus"]["found"] == ["gfx1100"] and cells["driver"]["text"].startswith("amdgpu")
-    assert cells[REPO] == {"text": "ok", "drift": False, "operations": []}
+    assert rows["clean"]["concerns"]["rocm_apt_repository"] == {
+        "text": "ok", "drift": False, "name": REPO, "operations": []
+    }  # fmt: skip
 
     only = audit(fleet, "--limit", "drifty", "--limit", "clean")
     assert only.returncode == 1

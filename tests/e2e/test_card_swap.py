@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.support import audit, changed, deploy, running_lab, sh, succeeded
+from e2e.support import as_drift, audit, changed, deploy, running_lab, sh, succeeded
 from lab import HostSpec
 from rocm_fleet.model import matrix
 
@@ -51,7 +51,7 @@ def test_the_card_swap_leaves_only_the_new_targets_packages(lab, tmp_path):
     report = audit(lab, inventory=inventory)
     (row,) = report.json["hosts"]
     assert report.returncode == 1 and row["status"] == "drift", row
-    assert "ROCm packages: Install the ROCm packages of the release" in row["drift"], row
+    assert as_drift("ROCm packages | Install the ROCm packages of the release") in row["drift"], row
     dry = deploy(lab, inventory=inventory, dry=True)
     assert changed(dry).get(PACKAGES_OP) == ["swap"], dry.output[-3000:]
 

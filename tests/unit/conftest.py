@@ -47,3 +47,28 @@ def upstream_locks(monkeypatch, tmp_path_factory):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
     return locks
+
+
+@pytest.fixture
+def fleet_rows(monkeypatch):
+    """The audit's rows of five hosts: clean, drifted, refused, invalid, unreachable."""
+    from pyinfra.api.exceptions import ConnectError
+
+    from rocm_fleet.model import paths
+    from unit.test_audit import DATA, UNREACHABLE, SurveyHost, converged, fresh_survey
+    from unit.test_audit import gather as audit_gather
+
+    pending = {"required": True, "packages": ["linux-image-6.1.0-28-amd64"], "reasons": []}
+    return audit_gather(
+        monkeypatch,
+        {
+            "clean.lab.example.org": (DATA, SurveyHost(converged())),
+            "drifty.lab.example.org": (
+                DATA,
+                SurveyHost(converged(**{f"file {paths.ROCM_PIN}": None, "reboot": pending})),
+            ),
+            "refused.lab.example.org": (DATA, SurveyHost(fresh_survey("debian-12", "arm64"))),
+            "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost({})),
+            "gone": (DATA, ConnectError(UNREACHABLE)),
+        },
+    )

@@ -1,5 +1,6 @@
-"""rocm-fleet audit (rocm_fleet.cli.audit): the cells of what the survey saw, the drift the
-plan finds per concern, the rows ``gather`` builds, the table and the exit status.
+"""rocm-fleet audit (rocm_fleet.cli.audit_rows, cli.audit_screens): the cells of what the
+survey saw, the drift the plan finds per concern, the rows ``gather`` builds, the table and
+the exit status.
 
 ``gather`` runs for real against an inventory of harness hosts (``unit.surveys``): each
 host answers preflight's survey from a converged or drifted survey, or fails to connect;
@@ -16,7 +17,7 @@ import pytest
 from pyinfra.api import Config, Inventory, State
 from pyinfra.api.exceptions import ConnectError
 
-from rocm_fleet.cli import audit
+from rocm_fleet.cli import audit_rows, audit_screens
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
@@ -24,6 +25,7 @@ from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
         "rocm_users": ["alice"]}  # fmt: skip
 REPO = "ROCm apt repository"
+REPO_ID = "rocm_apt_repository"
 PIN = "Pin AMD's repository above the distribution's own ROCm packages"
 CONCERNS = [REPO, "ROCm packages", "GPU groups", "PyTorch", "Reboot", "Verify"]
 
@@ -35,7 +37,9 @@ def converged(**changes):
 
 
 def cells(data=None, **changes):
-    return audit.observed_cells(load_config({**DATA, **(data or {})}, "n"), converged(**changes))
+    return audit_rows.observed_cells(
+        load_config({**DATA, **(data or {})}, "n"), converged(**changes)
+    )
 
 
 # --- observed cells ---------------------------------------------------------------------------
@@ -91,7 +95,7 @@ def test_a_newer_installed_kernel_is_shown_not_drift():
     survey = converged()
     survey["packages"]["linux-image-6.1.0-28-amd64"] = "6.1.119-1"  # older: not shown
     survey["packages"]["linux-image-6.12.38+deb12-amd64"] = "6.12.38-1~bpo12+1"
-    shown = audit.observed_cells(load_config(DATA, "n"), survey)["kernel"]
+    shown = audit_rows.observed_cells(load_config(DATA, "n"), survey)["kernel"]
     assert shown == {"text": "6.1.0-31-amd64 (newer installed: 6.12.38+deb12-amd64)",
                      "drift": False, "running": "6.1.0-31-amd64",
                      "newer": "6.12.38+deb12-amd64"}  # fmt: skip
@@ -145,7 +149,7 @@ def no_drift(concerns: list[str]) -> dict[str, list[str]]:
 
 def drift(survey, data=DATA):
     planned = plan(data, SurveyHost(survey))
-    return audit.plan_drift(planned.state, planned.state.inventory.get_host("node"))
+    return audit_rows.plan_drift(planned.state, planned.state.inventory.get_host("node"))
 
 
 def test_a_converged_plan_has_every_concern_and_no_drift():
@@ -210,7 +214,7 @@ def test_a_key_secure_boot_would_reject_is_secure_boot_drift(monkeypatch):
 
 
 def gather(monkeypatch, hosts: dict[str, tuple[dict, SurveyHost | Exception]]) -> list[dict]:
-    """``audit.gather`` over an inventory of these hosts: each answers its facts from a
+    """``audit_rows.gather`` over an inventory of these hosts: each answers its facts from a
     SurveyHost, or fails to connect with the exception."""
     inventory = Inventory(([(name, dict(data)) for name, (data, _) in hosts.items()], {}))
     state = State(check_for_changes=True)
@@ -226,8 +230,8 @@ def gather(monkeypatch, hosts: dict[str, tuple[dict, SurveyHost | Exception]]) -
 
         host.connect = connect
         host.get_fact = answer
-    monkeypatch.setattr(audit, "load_inventory", lambda *args, **kwargs: (state, chosen))
-    return audit.gather("inventories/lab.py", [])
+    monkeypatch.setattr(audit_rows, "load_inventory", lambda *args, **kwargs: (state, chosen))
+    return audit_rows.gather("inventories/lab.py", [])
 
 
 UNREACHABLE = "Could not connect ([Errno None] Unable to connect to port 22 on 10.213.0.16)"
@@ -267,11 +271,12 @@ def test_gather_gives_each_host_its_status_and_drift(rows):
         "clean": "ok", "drifty": "drift", "refused": "refused", "typo": "invalid",
         "nomirror": "invalid", "gone": "unreachable",
     }  # fmt: skip
-    assert by_host["clean"]["drift"] == [] and by_host["clean"]["cells"][REPO] == {
-        "text": "ok", "drift": False, "operations": []
+    # concerns by their stable ids in the rows (the JSON): their names only for the table
+    assert by_host["clean"]["drift"] == [] and by_host["clean"]["concerns"][REPO_ID] == {
+        "text": "ok", "drift": False, "name": REPO, "operations": []
     }  # fmt: skip
-    assert by_host["drifty"]["drift"] == ["reboot", f"{REPO}: {PIN}"]
-    assert by_host["drifty"]["cells"][REPO]["text"] == f"! {PIN}"
+    assert by_host["drifty"]["drift"] == ["reboot", f"{REPO_ID}: {PIN}"]
+    assert by_host["drifty"]["concerns"][REPO_ID]["text"] == f"! {PIN}"
     assert by_host["refused"]["error"] == (
         "architecture is arm64; AMD publishes ROCm for amd64 only: use an x86-64 machine"
     )
@@ -301,40 +306,43 @@ def test_hosts_whose_plans_branch_differently_share_each_operation(monkeypatch):
         ("inbox", "ok", None),
         ("dkms", "ok", None),
     ]
-    assert "amdgpu driver" in rows[1]["cells"] and "amdgpu driver" not in rows[0]["cells"]
+    assert "amdgpu_driver" in rows[1]["concerns"] and "amdgpu_driver" not in rows[0]["concerns"]
 
 
 def test_exit_status():
     ok = {"host": "a", "status": "ok"}
-    assert audit.exit_status([]) == 0
-    assert audit.exit_status([ok]) == 0
-    assert audit.exit_status([ok, {"host": "b", "status": "drift"}]) == 1
-    assert audit.exit_status([ok, {"host": "b", "status": "refused"}]) == 1
+    assert audit_rows.exit_status([]) == 0
+    assert audit_rows.exit_status([ok]) == 0
+    assert audit_rows.exit_status([ok, {"host": "b", "status": "drift"}]) == 1
+    assert audit_rows.exit_status([ok, {"host": "b", "status": "refused"}]) == 1
     # cli.exits: bad input first, then findings, then what could not be checked
     for bad, status in (("unreachable", 1), ("failed", 1), ("invalid", 4)):
-        assert audit.exit_status([ok, {"host": "b", "status": "drift"},
+        assert audit_rows.exit_status([ok, {"host": "b", "status": "drift"},
                                   {"host": "c", "status": bad}]) == status  # fmt: skip
-    assert audit.exit_status([ok, {"host": "c", "status": "unreachable"}]) == 2
-    assert audit.exit_status([ok, {"host": "c", "status": "failed"}]) == 2
+    assert audit_rows.exit_status([ok, {"host": "c", "status": "unreachable"}]) == 2
+    assert audit_rows.exit_status([ok, {"host": "c", "status": "failed"}]) == 2
 
 
 def test_exit_status_of_the_gathered_fleet(rows):
-    assert audit.exit_status(rows) == 4  # typo and nomirror: invalid inventory data
-    assert audit.exit_status([r for r in rows if r["status"] in ("ok", "unreachable")]) == 2
-    assert audit.exit_status([r for r in rows if r["status"] in ("ok", "drift")]) == 1
-    assert audit.exit_status([r for r in rows if r["status"] == "ok"]) == 0
+    assert audit_rows.exit_status(rows) == 4  # typo and nomirror: invalid inventory data
+    assert audit_rows.exit_status([r for r in rows if r["status"] in ("ok", "unreachable")]) == 2
+    assert audit_rows.exit_status([r for r in rows if r["status"] in ("ok", "drift")]) == 1
+    assert audit_rows.exit_status([r for r in rows if r["status"] == "ok"]) == 0
 
 
 def test_columns_are_the_observed_ones_then_the_concerns_in_plan_order(rows):
-    shown = audit.columns(rows)
-    assert list(shown) == [*audit.OBSERVED, *CONCERNS]
-    assert shown[REPO] == "ROCM APT REPOSITORY"
-    headers = list(shown.values())
+    shown = audit_screens.columns(rows)
+    assert [(c.kind, c.key) for c in shown] == [
+        *(("observed", key) for key in audit_rows.OBSERVED),
+        *(("concern", audit_rows.concern_id(name)) for name in CONCERNS),
+    ]
+    assert shown[len(audit_rows.OBSERVED)].header == "ROCM APT REPOSITORY"
+    headers = [c.header for c in shown]
     assert len(headers) == len(set(headers)), headers  # every column can be told apart
 
 
 def test_table_marks_drift_and_explains_the_hosts_without_a_row(rows):
-    table = audit.render_table(rows).splitlines()
+    table = audit_screens.render_table(rows).splitlines()
     header = table[0].split("  ")
     assert header[0] == "HOST" and "ROCM APT REPOSITORY" in table[0]
     lines = {line.split()[0]: line for line in table[1:-1]}
@@ -350,7 +358,7 @@ def test_table_marks_drift_and_explains_the_hosts_without_a_row(rows):
     assert table[-1] == (
         "6 hosts: 1 as the inventory says, 1 drifted, 1 refused, 3 unreachable/failed/invalid"
     )
-    coloured = audit.render_table(rows, colour=True)
+    coloured = audit_screens.render_table(rows, colour=True)
     assert f"\x1b[1;31m! {PIN}" in coloured and "\x1b[1;31m" not in coloured.splitlines()[1]
 
 
@@ -404,7 +412,7 @@ def test_a_decommissioned_host_audits_as_the_inventory_says(monkeypatch):
     assert by_host["gone"]["cells"]["rocm"]["text"] == "absent (rocm_state)"
     assert by_host["leftover"]["status"] == "drift"
     assert by_host["leftover"]["drift"] == [
-        "Remove ROCm packages: Purge AMD's ROCm packages (every release and stream)"
+        "remove_rocm_packages: Purge AMD's ROCm packages (every release and stream)"
     ]
-    assert audit.exit_status([by_host["gone"]]) == 0
-    assert audit.exit_status(rows) == 1
+    assert audit_rows.exit_status([by_host["gone"]]) == 0
+    assert audit_rows.exit_status(rows) == 1

@@ -8,6 +8,7 @@ The inventories are tiny files in a temporary directory; their hosts are never c
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,10 +22,13 @@ from rocm_fleet.model import matrix
 INVENTORY = 'gpus = [("gpu01.example.invalid", {"rocm_version": "6.4.3"})]\n'
 
 
-def rocm_fleet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def rocm_fleet(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command in a child process; its output goes to no terminal, 100 columns wide
+    unless ``COLUMNS`` is given (the audit's table fits the width it is given)."""
     return subprocess.run(
         [sys.executable, "-m", "rocm_fleet.cli", *args],
         capture_output=True, text=True, cwd=cwd, timeout=120, check=False,
+        env={**os.environ, "COLUMNS": "100", **env},
     )  # fmt: skip
 
 
@@ -189,32 +193,11 @@ def test_matrix_check_with_upstream_unreachable_says_it_checked_nothing(tmp_path
 # --- the audit's table and metrics, from the rows gather builds (as test_audit does) --------
 
 
-@pytest.fixture
-def fleet_rows(monkeypatch):
-    from pyinfra.api.exceptions import ConnectError
-
-    from rocm_fleet.model import paths
-    from unit.test_audit import DATA, UNREACHABLE, SurveyHost, converged, fresh_survey
-    from unit.test_audit import gather as audit_gather
-
-    pending = {"required": True, "packages": ["linux-image-6.1.0-28-amd64"], "reasons": []}
-    return audit_gather(
-        monkeypatch,
-        {
-            "clean.lab.example.org": (DATA, SurveyHost(converged())),
-            "drifty.lab.example.org": (
-                DATA,
-                SurveyHost(converged(**{f"file {paths.ROCM_PIN}": None, "reboot": pending})),
-            ),
-            "refused.lab.example.org": (DATA, SurveyHost(fresh_survey("debian-12", "arm64"))),
-            "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost({})),
-            "gone": (DATA, ConnectError(UNREACHABLE)),
-        },
-    )
+# ``fleet_rows``: conftest.py (the audit's screens are tested in test_audit_screens.py too).
 
 
 def test_the_audit_table_fits_100_columns_with_the_drift_under_its_host(fleet_rows):
-    from rocm_fleet.cli import audit
+    from rocm_fleet.cli import audit_screens as audit
 
     text = audit.render_summary(fleet_rows, colour=True)
     lines = [ANSI.sub("", line) for line in text.splitlines()]
@@ -240,7 +223,7 @@ def test_the_audit_table_fits_100_columns_with_the_drift_under_its_host(fleet_ro
 
 
 def test_the_audit_summary_says_1_host():
-    from rocm_fleet.cli import audit
+    from rocm_fleet.cli import audit_screens as audit
 
     assert audit.summary_line([{"host": "a", "status": "ok"}]).startswith("1 host: 1 as")
 
@@ -268,11 +251,23 @@ def test_the_openmetrics_audit_parses_with_prometheus_clients_own_parser(fleet_r
     assert value("rocm_fleet_gpus_expected", "clean.lab.example.org") == 1.0
     assert value("rocm_fleet_gpus_found", "clean.lab.example.org") == 1.0
     assert value("rocm_fleet_drifted_concerns", "clean.lab.example.org") == 0.0
-    assert value("rocm_fleet_drifted_concerns", "drifty.lab.example.org") == 2.0
+    # the plan's concerns (the pin); the pending reboot the survey saw is a family of its own
+    assert value("rocm_fleet_drifted_concerns", "drifty.lab.example.org") == 1.0
     assert value("rocm_fleet_reboot_pending", "drifty.lab.example.org") == 1.0
     assert value("rocm_fleet_reboot_pending", "clean.lab.example.org") == 0.0
+    assert value("rocm_fleet_gpu_undriven", "clean.lab.example.org") == 0.0
     assert value("rocm_fleet_concern_drifted", "drifty.lab.example.org",
-                 concern="ROCm apt repository") == 1.0  # fmt: skip
+                 concern="rocm_apt_repository") == 1.0  # fmt: skip
+    # concern labels are the stable snake_case ids, never the table's display names
+    concerns = {dict(k)["concern"] for k in samples["rocm_fleet_concern_drifted"]}
+    assert concerns == {"rocm_apt_repository", "rocm_packages", "gpu_groups", "pytorch",
+                        "reboot", "verify"}  # fmt: skip
+    for host in ("clean.lab.example.org", "drifty.lab.example.org"):
+        per_concern = [v for k, v in samples["rocm_fleet_concern_drifted"].items()
+                       if ("host", host) in k]  # fmt: skip
+        assert sum(per_concern) == value("rocm_fleet_drifted_concerns", host)
+    assert samples["rocm_fleet_audit_success"][()] == 1.0
+    assert samples["rocm_fleet_audit_last_success_timestamp_seconds"][()] == 1764460800.0
     (info,) = [labels for labels in samples["rocm_fleet_host_info"]
                if ("host", "clean.lab.example.org") in labels]  # fmt: skip
     assert dict(info)["rocm_release"] == fleet_rows[0]["cells"]["rocm"]["installed"]
@@ -301,7 +296,8 @@ def test_label_values_are_escaped():
 
     rows = [{"host": 'odd"host\\name\n', "status": "failed", "cells": {}}]
     text = metrics.render(rows, now=0)
-    (family, _) = list(text_string_to_metric_families(text))
+    (family,) = [f for f in text_string_to_metric_families(text)
+                 if f.name == "rocm_fleet_audit_status"]  # fmt: skip
     assert {s.labels["host"] for s in family.samples} == {'odd"host\\name\n'}
 
 

@@ -113,7 +113,7 @@ def test_findings_outrank_could_not_check_and_bad_input_outranks_both():
 
 
 def test_the_audits_host_statuses_map_onto_the_scheme():
-    from rocm_fleet.cli.audit import exit_status
+    from rocm_fleet.cli.audit_rows import exit_status
     from rocm_fleet.cli.metrics import STATUSES
 
     def status(*found: str) -> int:

@@ -281,6 +281,9 @@ def test_a_set_that_cannot_be_locked_refuses_the_host_before_any_change(monkeypa
     planned = fresh("debian-12", {"rocm_version": "6.4.3"})
     assert planned.refused
     assert not [n for n in planned.names if "torch wheels" in n]
+    # Refused while planning: none of its operations is planned (--dry's change table),
+    # neither the ROCm ones planned before the lock nor the checks after it.
+    assert planned.names == []
     # The audit reads the reason where it reads preflight's.
     assert planned.reason.startswith("can't lock torch==2.9.1+rocm6.4, ")
     assert planned.reason.endswith("for Python 3.11 (glibc 2.36): connection refused")

@@ -438,11 +438,11 @@ def test_a_classic_release_has_no_target_packages_to_drop():
 
 
 def test_the_audit_flags_the_old_targets_packages_until_they_go():
-    from rocm_fleet.cli import audit
+    from rocm_fleet.cli import audit_rows
 
     data = {**GFX1100, "expected_gfx": "gfx1201"}
     planned = plan(data, SurveyHost(swapped_survey()))
-    drift = audit.plan_drift(planned.state, planned.state.inventory.get_host("node"))
+    drift = audit_rows.plan_drift(planned.state, planned.state.inventory.get_host("node"))
     assert drift["ROCm packages"] == ["Install the ROCm packages of the release"]
     # and once they went: no drift
     converged = converged_survey(data, "debian-13", pci=[RX9070XT])

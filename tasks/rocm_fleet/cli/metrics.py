@@ -6,8 +6,19 @@ it, or write it where node_exporter's textfile collector reads it on the control
 (``--format prometheus`` is the older Prometheus text format, 0.0.4, which is what the
 textfile collector parses: no ``# UNIT``, no ``# EOF``).
 
-Every family is a gauge with the inventory's host name as the ``host`` label:
+Every family is a gauge; the hosts' families have the inventory's host name as the ``host``
+label:
 
+``rocm_fleet_audit_success``
+    1 when the audit ran and reported every host (an unreachable host is reported: it is in
+    ``rocm_fleet_audit_status``), 0 when it could not (the inventory failed to load, an
+    option was wrong, the audit crashed). A failed audit writes only the audit's own
+    families, so a dashboard never shows the last good report as if it were current.
+``rocm_fleet_audit_last_success_timestamp_seconds``
+    when the audit last succeeded: now on success; after a failure the value the previous
+    ``--output`` file had (absent when there was none: the audit has no other memory).
+``rocm_fleet_audit_timestamp_seconds``
+    when the audit ran (succeeded or not).
 ``rocm_fleet_audit_status{host,status}``
     1 for the host's status (ok, drift, refused, unreachable, failed, invalid), 0 for the
     others (a state set, so ``rocm_fleet_audit_status{status="ok"} == 0`` alerts).
@@ -16,23 +27,27 @@ Every family is a gauge with the inventory's host name as the ``host`` label:
 ``rocm_fleet_gpus_expected{host}``, ``rocm_fleet_gpus_found{host}``
     GPU counts; ``expected`` is absent where the inventory asks for "at least one".
 ``rocm_fleet_drifted_concerns{host}``, ``rocm_fleet_concern_drifted{host,concern}``
-    how many concerns drift, and 0/1 per concern (the audit table's columns).
-``rocm_fleet_reboot_pending{host}``
-    0/1.
+    how many of the plan's concerns drift, and 0/1 per concern; ``concern`` is the
+    concern's stable snake_case id (``rocm_apt_repository``, ``pytorch``, ``reboot``: the
+    JSON's ``concerns`` keys), never the table's display name.
+``rocm_fleet_reboot_pending{host}``, ``rocm_fleet_gpu_undriven{host}``
+    0/1: what the survey saw drift beside the plan (a pending reboot; an AMD GPU no driver
+    drives).
 ``rocm_fleet_last_verify_timestamp_seconds{host}``
     when the deploy's GPU check last passed in this boot (absent if it hasn't).
-``rocm_fleet_audit_timestamp_seconds``
-    when the audit ran.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-STATUSES = ("ok", "drift", "refused", "unreachable", "failed", "invalid")
+from rocm_fleet.cli.audit_rows import STATUSES
+
 #: the output formats: OpenMetrics 1.0, and Prometheus text 0.0.4 (node_exporter's textfile)
 FORMATS = ("openmetrics", "prometheus")
 #: the Content-Type each format is served with
@@ -75,6 +90,7 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
     drifted: list[Sample] = []
     concern: list[Sample] = []
     reboot: list[Sample] = []
+    undriven: list[Sample] = []
     verified: list[Sample] = []
     for row in rows:
         host = {"host": row["host"]}
@@ -95,13 +111,16 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
             expected.append((host, float(gpus["expected_count"])))
         found.append((host, float(len(gpus.get("found") or []))))
         if row["status"] in ("ok", "drift"):
-            flags = {key: c.get("drift", False) for key, c in cells.items()}
+            flags = {key: c.get("drift", False) for key, c in row["concerns"].items()}
             drifted.append((host, float(sum(flags.values()))))
             concern += [({**host, "concern": key}, float(flag)) for key, flag in flags.items()]
         reboot.append((host, float(bool((cells.get("reboot") or {}).get("drift")))))
+        if "driver" in cells:
+            undriven.append((host, float(bool(cells["driver"].get("drift")))))
         if row.get("verified_at"):
             verified.append((host, float(row["verified_at"])))
     return [
+        *audit_families(now, now),
         ("rocm_fleet_audit_status", "The host's audit status (1 for the one it has).", status,
          ""),
         ("rocm_fleet_host_info", "What the host has installed: distribution, ROCm, torch.",
@@ -112,9 +131,24 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
         ("rocm_fleet_concern_drifted", "1 when the concern differs from the inventory.",
          concern, ""),
         ("rocm_fleet_reboot_pending", "1 when the host waits for a reboot.", reboot, ""),
+        ("rocm_fleet_gpu_undriven", "1 when an AMD GPU of the host has no driver bound.",
+         undriven, ""),
         ("rocm_fleet_last_verify_timestamp_seconds",
          "When the deploy's GPU check last passed on the host (this boot).", verified,
          "seconds"),
+    ]  # fmt: skip
+
+
+def audit_families(
+    now: float, last_success: float | None, success: bool = True
+) -> list[tuple[str, str, list[Sample], str]]:
+    """The audit's own families: whether it succeeded, when it last did, when it ran."""
+    last = [({}, float(last_success))] if last_success is not None else []
+    return [
+        ("rocm_fleet_audit_success", "1 when the audit reported every host, 0 when it failed.",
+         [({}, 1.0 if success else 0.0)], ""),
+        ("rocm_fleet_audit_last_success_timestamp_seconds", "When the audit last succeeded.",
+         last, "seconds"),
         ("rocm_fleet_audit_timestamp_seconds", "When the audit ran.", [({}, float(now))],
          "seconds"),
     ]  # fmt: skip
@@ -124,10 +158,45 @@ def render(rows: list[dict[str, Any]], fmt: str = "openmetrics", now: float | No
     """The audit's rows in ``fmt`` (one of FORMATS), ending with a newline."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    return _text(families(rows, time.time() if now is None else now), fmt)
+
+
+def render_failure(fmt: str, now: float, last_success: float | None) -> str:
+    """The metrics of an audit that failed (no host was reported): success 0, the last
+    success's time carried over, when it ran."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    return _text(audit_families(now, last_success, success=False), fmt)
+
+
+def _text(found: list[tuple[str, str, list[Sample], str]], fmt: str) -> str:
     lines: list[str] = []
-    for name, help_text, samples, unit in families(rows, time.time() if now is None else now):
+    for name, help_text, samples, unit in found:
         if samples:
             lines += _family(name, help_text, samples, fmt, unit or None)
     if fmt == "openmetrics":
         lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+LAST_SUCCESS = re.compile(
+    r"rocm_fleet_audit_last_success_timestamp_seconds(?:\{\})?\s+(\S+)(?:\s+\S+)?"
+)
+
+
+def last_success(path: Path) -> float | None:
+    """``rocm_fleet_audit_last_success_timestamp_seconds`` as the previous report at
+    ``path`` has it (either text format), None when there is none or it can't be read."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        found = LAST_SUCCESS.fullmatch(line.strip())
+        if found:
+            try:
+                value = float(found.group(1))
+            except ValueError:
+                return None
+            return value if math.isfinite(value) and value > 0 else None
+    return None

@@ -19,7 +19,7 @@ from rocm_fleet.deploy.driver import configure_driver
 from rocm_fleet.deploy.groups import configure_groups
 from rocm_fleet.deploy.kernel import configure_kernel
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
-from rocm_fleet.deploy.preflight import preflight
+from rocm_fleet.deploy.preflight import preflight, refused
 from rocm_fleet.deploy.pull import configure_pull
 from rocm_fleet.deploy.pytorch import (
     configure_pip_credentials,
@@ -98,6 +98,8 @@ def rocm_node() -> None:
     configure_pip_credentials(config, present=config.torch is not None)
     if config.torch is not None:
         install_pytorch(config, distro)
+        if refused():  # its wheels couldn't be locked: nothing more is planned for it
+            return
     else:
         remove_created_venv(config)
     reboot_if_needed(config, needs_reboot)

@@ -134,8 +134,9 @@ def refused(target: Any = None) -> str | None:
 
     A refused host is failed the pyinfra way (``State.fail_hosts``): a real run executes none
     of its operations, rocm-fleet's or your own, before ``rocm_node()`` or after it, and the
-    run exits 1. ``--dry`` still lists operations your deploy planned for it; skip them with
-    ``if not refused(): ...`` after ``rocm_node()``."""
+    run exits 1. The operations planned for it until then are dropped (``--dry`` lists none);
+    ``--dry`` still lists those your deploy plans for it after ``rocm_node()``: skip them with
+    ``if not refused(): ...``."""
     found = outcome_of(target)
     return found.refused if found else None
 

@@ -2,10 +2,10 @@
 
 A host preflight refuses gets the reason on its line (in ``--dry`` too), is marked failed
 through pyinfra's ``State.fail_hosts`` (so neither a real run nor ``--dry`` goes on with it
-and the run's exit status says so) and gets none of the deploy's operations, while the rest
-of the fleet carries on. What preflight found on each host (its survey, the findings, the
-reason when refused) is recorded per pyinfra ``State`` for the run's other views
-(``rocm-fleet audit``).
+and the run's exit status says so) and keeps none of the operations planned for it (``--dry``
+lists none), while the rest of the fleet carries on. What preflight found on each host (its
+survey, the findings, the reason when refused) is recorded per pyinfra ``State`` for the
+run's other views (``rocm-fleet audit``).
 """
 
 from __future__ import annotations
@@ -63,10 +63,15 @@ def refuse_host(reason: str) -> None:
     host.log_styled(f"refused: {reason}", fg="red", log_func=logger.error)
     state = host.state
     fail_hosts = internal(state, "fail_hosts")  # outside the try: its error is no refusal
+    # The Host itself: ``host`` is pyinfra's context proxy, which stands for whichever
+    # host is current, so a set holding it would lose this one once planning moves on.
+    current = ctx_host.get()
+    # None of its operations will run, so --dry's change table lists none of them either
+    # (those planned before the refusal: the ROCm packages before the torch wheels could
+    # not be locked).
+    internal(state, "ops").get(current, {}).clear()
     try:
-        # The Host itself: ``host`` is pyinfra's context proxy, which stands for whichever
-        # host is current, so a set holding it would lose this one once planning moves on.
-        fail_hosts({ctx_host.get()})
+        fail_hosts({current})
     except PyinfraError:
         if state.active_hosts:
             raise  # over --fail-percent: pyinfra's own stop

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -52,8 +54,14 @@ class DownloadError(Exception):
 
 
 class Unreachable(DownloadError):
-    """The server did not answer (connection, TLS, timeout): nothing could be checked, as
-    opposed to an answer that did not verify."""
+    """The server of a URL can't be reached from this machine (no route, refused, no name,
+    a timeout, a proxy that won't connect): ``host`` (``name[:port]``) and the cause."""
+
+    def __init__(self, url: str, host: str, cause: str) -> None:
+        super().__init__(f"{url}: {host} is unreachable from this machine ({cause})")
+        self.url = url
+        self.host = host
+        self.cause = cause
 
 
 def sha256_file(path: Path) -> str:
@@ -158,10 +166,43 @@ def retrying_session(retries: int, purpose: str) -> requests.Session:
     return session
 
 
-def reason(exc: Exception) -> str:
-    """What went wrong with a request, in one short line."""
-    text = str(exc)
-    return text.splitlines()[0][:200] if text else type(exc).__name__
+# urllib3's wrapping of a failed connection, around the cause: "HTTPSConnectionPool(host=...,
+# port=443): Max retries exceeded with url: ... (Caused by NewConnectionError('<urllib3.
+# connection.HTTPSConnection object at 0x7f...>: Failed to establish a new connection: [Errno
+# 111] Connection refused'))"
+# (urllib3 1.x names the connection object, 2.x its host and port: the URL says both)
+_OBJECT = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>: |\w+Connection\(host=[^)]*\): ")
+_CAUSED_BY = re.compile(r"\(Caused by \w+\((.*)\)\)$", re.S)
+
+
+def reason(exc: BaseException, limit: int = 300) -> str:
+    """What went wrong with a request, in one line of at most ``limit`` characters: the
+    innermost cause urllib3 reports (the refused connection, the name that didn't resolve),
+    shortened from the middle so that its end (the cause) stays."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    caused = _CAUSED_BY.search(text)
+    if caused:
+        text = caused.group(1).strip("'\"")
+    return shorten(_OBJECT.sub("", text), limit)
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, its middle given up ("…"): a message's
+    beginning says what failed, its end why."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) * 2 // 5
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+
+
+def unreachable(url: str, exc: BaseException) -> Unreachable | None:
+    """``exc`` as Unreachable when it says the server can't be reached at all (not a TLS
+    failure or a broken transfer: those reached it), else None."""
+    if isinstance(exc, requests.exceptions.SSLError):
+        return None
+    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.ConnectTimeout):
+        return Unreachable(url, urlsplit(url).netloc or url, reason(exc, 200))
+    return None
 
 
 @dataclass
@@ -221,7 +262,7 @@ class Fetcher:
                 for chunk in self._chunks(url, response, ends, limit, limited_by):
                     body += chunk
         except (requests.RequestException, Urllib3Error) as exc:
-            raise Unreachable(f"{url}: {reason(exc)}") from None
+            raise unreachable(url, exc) or DownloadError(f"{url}: {reason(exc)}") from None
         self.counts.fetched += 1
         self.counts.fetched_bytes += len(body)
         return bytes(body)
@@ -340,8 +381,11 @@ class Fetcher:
                 Urllib3Error,
             ) as exc:
                 breaks += 1
+                never = unreachable(url, exc) if not have else None
+                if breaks > self.retries and never is not None:
+                    raise never from None  # not one byte came: no transfer broke off
                 if breaks > self.retries:
-                    raise Unreachable(
+                    raise DownloadError(
                         f"{url}: gave up after {breaks} broken transfers ({reason(exc)}); "
                         f"{part} is kept, the next run resumes it"
                     ) from None

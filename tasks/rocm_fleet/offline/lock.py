@@ -66,7 +66,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
-from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
+from rocm_fleet.offline.download import (
+    DownloadError,
+    Fetcher,
+    Progress,
+    Unreachable,
+    shorten,
+)
 from rocm_fleet.offline.wheels import (
     BUILD_MARK,
     NO_BINARY,
@@ -377,14 +383,32 @@ class Locks:
             with tempfile.TemporaryDirectory(dir=self.cache, prefix=".wheels-") as scratch:
                 lines = resolve_lock(request, fetcher, Path(scratch))
         except LockError as exc:
-            raise LockError(f"can't lock {request.describe()}: {exc}") from None
+            raise LockError(f"can't lock {_what(request)}: {exc}") from None
+        except Unreachable as exc:
+            raise LockError(self.unreachable(request, exc)) from None
         except (DownloadError, ResolutionError, OSError, ValueError) as exc:
-            raise LockError(f"can't lock {request.describe()}: {_one_line(exc)}") from None
+            raise LockError(f"can't lock {_what(request)}: {_one_line(exc)}") from None
         finally:
             fetcher.close()
         path = write_cached(self.cache, request, lines, key)
         self._note(f"locked {len(lines)} wheels of {request.describe()} in {path}")
         return lines
+
+    def unreachable(self, request: LockRequest, exc: Unreachable) -> str:
+        """One line: the index's server is unreachable, the machine running pyinfra is the
+        one that must reach it (it locks the wheels the hosts install), and the ways out."""
+        return (
+            f"can't lock {_what(request)}: {exc.host} is unreachable from this machine "
+            f"({exc.cause}); the machine running pyinfra locks the wheels and must reach "
+            f"{exc.host}: give it a proxy (HTTPS_PROXY), deploy from a bundle made where "
+            f"{exc.host} is reachable (rocm-fleet bundle, rocm_mirror_bundle), or serve "
+            f"the wheels from a TLS fleet mirror"
+        )
+
+
+def _what(request: LockRequest) -> str:
+    """The request in a message, its middle given up when long (dozens of requirements)."""
+    return shorten(request.describe(), 240)
 
 
 def refuse_plain_http(request: LockRequest) -> None:
@@ -392,9 +416,9 @@ def refuse_plain_http(request: LockRequest) -> None:
     the whole fleet to whatever anyone on the way served."""
     problem = untrusted_index(request.index_url)
     if problem:
-        raise LockError(f"can't lock {request.describe()}: {problem}")
+        raise LockError(f"can't lock {_what(request)}: {problem}")
 
 
 def _one_line(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())[:500]
+    """The error in one line, shortened from the middle: its end says why."""
+    return shorten(" ".join((str(exc) or type(exc).__name__).split()), 500)

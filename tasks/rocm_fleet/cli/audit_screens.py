@@ -1,0 +1,311 @@
+"""The audit's rows (``cli.audit_rows``) on screen: the summary table (the default), the
+wide table, JSON, and the progress line; OpenMetrics is ``cli.metrics``.
+
+Tables and colour are rich's (https://rich.readthedocs.io): it measures the columns, fits
+them to the width it is given, clips with "…" and writes the colour escapes. Colour and
+width are the caller's decision (``Screen``): ``--color auto`` colours a terminal unless
+``NO_COLOR`` is set (https://no-color.org) or ``TERM=dumb``; the width is the terminal's
+(``COLUMNS`` when set, 100 when the output is no terminal).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import textwrap
+from dataclasses import dataclass
+from typing import IO, Any
+
+from rich.console import Console
+from rich.segment import Segment, Segments
+from rich.table import Table
+from rich.text import Text
+
+from rocm_fleet.cli.audit_rows import OBSERVED
+
+#: the width of output that goes to no terminal (a file, a pipe, a mail from cron)
+FALLBACK_WIDTH = 100
+#: how drifted cells and the reasons of hosts that aren't as the inventory says look
+DRIFT_STYLE = "bold red"
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+@dataclass(frozen=True)
+class Screen:
+    """How a table is drawn: ``width`` columns, coloured or not."""
+
+    width: int = FALLBACK_WIDTH
+    colour: bool = False
+
+
+def screen_for(stream: IO[str], color: str = "auto") -> Screen:
+    """The screen ``stream`` is: its terminal's width (``COLUMNS`` wins, as everywhere),
+    and colour as ``--color`` says (``auto``: a terminal, no ``NO_COLOR``, no dumb TERM)."""
+    width = shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
+    if not _isatty(stream) and "COLUMNS" not in os.environ:
+        width = FALLBACK_WIDTH
+    if color == "always":
+        return Screen(width, True)
+    if color == "never":
+        return Screen(width, False)
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return Screen(width, False)
+    return Screen(width, _isatty(stream))
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _console(screen: Screen) -> Console:
+    """A console writing into a string, exactly ``screen``'s width and colour."""
+    return Console(
+        file=io.StringIO(),
+        width=screen.width,
+        force_terminal=screen.colour,
+        no_color=not screen.colour,
+        color_system="standard" if screen.colour else None,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+
+
+def _text_of(console: Console) -> str:
+    """What ``console`` wrote, without the padding rich leaves at the ends of lines."""
+    written = console.file.getvalue()  # type: ignore[attr-defined]
+    return "\n".join(_PADDING.sub(r"\1", line) for line in written.splitlines())
+
+
+# the spaces that end a line, the colour escapes after them kept
+_PADDING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")
+
+
+def _style(drift: bool) -> str:
+    return DRIFT_STYLE if drift else ""
+
+
+def _grid(headers: list[str]) -> Table:
+    """A borderless table, two spaces between columns, headers as given."""
+    table = Table(box=None, pad_edge=False, show_edge=False, header_style="", padding=(0, 1))
+    for header in headers:
+        table.add_column(header, no_wrap=True, overflow="ellipsis")
+    return table
+
+
+# --- columns, summary -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the wide table: a cell of what the survey saw (``observed``) or a
+    concern of the plan (``concern``), by key, with its header."""
+
+    kind: str
+    key: str
+    header: str
+
+
+def columns(rows: list[dict[str, Any]]) -> list[Column]:
+    """The observed columns, then every concern any host's plan has, in plan order."""
+    shown = [Column("observed", key, header) for key, header in OBSERVED.items()]
+    concerns: dict[str, str] = {}
+    for row in rows:
+        for key, found in (row.get("concerns") or {}).items():
+            concerns.setdefault(key, found.get("name", key))
+    return shown + [Column("concern", key, name.upper()) for key, name in concerns.items()]
+
+
+def column_ids(rows: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """The JSON's ``columns``: observed key -> header, concern id -> its name."""
+    found: dict[str, dict[str, str]] = {"observed": {}, "concerns": {}}
+    for column in columns(rows):
+        if column.kind == "observed":
+            found["observed"][column.key] = column.header
+        else:
+            name = next(
+                r["concerns"][column.key]["name"] for r in rows
+                if column.key in (r.get("concerns") or {})
+            )  # fmt: skip
+            found["concerns"][column.key] = name
+    return found
+
+
+def _cell(row: dict[str, Any], column: Column) -> dict[str, Any] | None:
+    section = row.get("cells" if column.kind == "observed" else "concerns") or {}
+    return section.get(column.key)
+
+
+def summary_line(rows: list[dict[str, Any]]) -> str:
+    """``N hosts: ... as the inventory says, ... drifted, ...`` (``1 host``)."""
+    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "drift", "refused")}
+    bad = len(rows) - sum(counts.values())
+    hosts = "1 host" if len(rows) == 1 else f"{len(rows)} hosts"
+    return (
+        f"{hosts}: {counts['ok']} as the inventory says, {counts['drift']} drifted, "
+        f"{counts['refused']} refused, {bad} unreachable/failed/invalid"
+    )
+
+
+def render_json(rows: list[dict[str, Any]], status: int) -> str:
+    payload = {"exit_status": status, "columns": column_ids(rows), "hosts": rows}
+    return json.dumps(payload, indent=2) + "\n"
+
+
+# --- the wide table ---------------------------------------------------------------------------
+
+
+def render_table(rows: list[dict[str, Any]], colour: bool = False) -> str:
+    """Every column side by side, as wide as it takes: one line per host with data (drifted
+    cells start with ``!``, red with ``colour``), then one line per host without (its status
+    and why), then the summary."""
+    shown = columns(rows)
+    table = _grid(["HOST", *(column.header for column in shown)])
+    without = []
+    for row in rows:
+        if row["status"] not in ("drift", "ok"):
+            without.append(row)
+            continue
+        line = [Text(row["host"], style=_style(row["status"] != "ok"))]
+        for column in shown:
+            found = _cell(row, column) or {"text": "-", "drift": False}
+            text = found["text"].removeprefix("! ")
+            line.append(Text(f"! {text}" if found["drift"] else text, _style(found["drift"])))
+        table.add_row(*line)
+    reasons = Table.grid(padding=(0, 2))  # the hosts without data: why, after the table
+    for row in without:
+        reason = f"! {row['status'].upper()}: {row['error']}"
+        reasons.add_row(Text(row["host"], DRIFT_STYLE), Text(reason, DRIFT_STYLE))
+    console = _console(Screen(width=max(_measure(table), _measure(reasons)), colour=colour))
+    console.print(table)
+    if without:
+        console.print(reasons)
+    console.print(summary_line(rows))
+    return _text_of(console)
+
+
+def _measure(table: Table) -> int:
+    """The width ``table`` takes when nothing is clipped or wrapped."""
+    wide = Console(file=io.StringIO(), width=1_000_000)
+    return max(1, wide.measure(table).maximum)
+
+
+# --- the summary table (the default) ----------------------------------------------------------
+
+SUMMARY = ("HOST", "STATUS", "DISTRO", "ROCM", "TORCH", "GPUS exp/found")
+
+
+def _summary_values(row: dict[str, Any]) -> list[str]:
+    cells = row["cells"]
+    if not cells or "gpus" not in cells:
+        return [row["host"], row["status"], "-", "-", "-", "-"]
+    gpus = cells["gpus"]
+    want = gpus.get("expected_count")
+    found = gpus.get("found") or []
+    have = f"{'>=1' if want is None else want}/{len(found)}"
+    return [
+        row["host"],
+        row["status"],
+        cells["distro"]["text"],
+        cells["rocm"].get("installed") or "none",
+        cells["torch"].get("torch") or "none",
+        " ".join([have, *sorted(set(found))]),
+    ]
+
+
+def _details(row: dict[str, Any], verbose: bool) -> list[tuple[str, bool]]:
+    """The lines under a host: its drift (every cell with ``verbose``), or why it has no
+    data; (text, drifted)."""
+    details: list[tuple[str, bool]] = []
+    if row["status"] in ("drift", "ok"):
+        for column in columns([row]):
+            found = _cell(row, column)
+            if found and (found["drift"] or verbose):
+                details.append((f"{column.header}: {found['text'].removeprefix('! ')}",
+                                found["drift"]))  # fmt: skip
+        if verbose:  # preflight's warnings (a plain-HTTP mirror, an unofficial distro)
+            details += [(f"warning: {w}", False) for w in row.get("warnings", [])]
+    elif row["status"] == "refused":
+        details.append((f"refused: {row['error']}", True))
+        if verbose:
+            details += [(f"{OBSERVED.get(k, k)}: {c['text']}", c["drift"])
+                        for k, c in row["cells"].items()]  # fmt: skip
+    else:
+        details.append((f"{row['status']}: {row['error']}", True))
+    return details
+
+
+def render_summary(
+    rows: list[dict[str, Any]],
+    colour: bool = False,
+    verbose: bool = False,
+    width: int = FALLBACK_WIDTH,
+) -> str:
+    """One short line per host that fits ``width`` (host names in full, the other columns
+    clipped with "…" when the width is short), then, under each host that isn't as the
+    inventory says, one wrapped line per drifted concern or per reason (every cell with
+    ``verbose``). Drifted lines start with ``!`` (and are red with ``colour``)."""
+    console = _console(Screen(width, colour))
+    table = _grid(list(SUMMARY))
+    hosts = max([len(SUMMARY[0])] + [len(row["host"]) for row in rows])
+    # The whole name, not "…": the other columns give way first.
+    table.columns[0].min_width = hosts if hosts + 12 <= width else max(8, width - 12)
+    for row in rows:
+        values = _summary_values(row)
+        bad = row["status"] not in ("ok", "drift")
+        table.add_row(Text(values[0]), Text(values[1], _style(bad)), *values[2:])
+    lines = console.render_lines(table, console.options, pad=False)
+    console.print(Segments([*lines[0], Segment.line()]), end="")
+    for row, line in zip(rows, lines[1:], strict=True):
+        console.print(Segments([*line, Segment.line()]), end="")
+        for text, drift in _details(row, verbose):
+            wrapped = textwrap.wrap(
+                text, max(20, width - 4), subsequent_indent="    ", break_on_hyphens=False
+            )
+            if not verbose and len(wrapped) > 4:  # a reason listing dozens of packages
+                wrapped = [*wrapped[:3], "    … (the whole of it: -v or --format json)"]
+            for i, piece in enumerate(wrapped):
+                prefix = "  " + (("! " if drift else "  ") if i == 0 else "  ")
+                console.print(Text(prefix) + Text(piece, _style(drift)), no_wrap=True,
+                              crop=False, overflow="ignore")  # fmt: skip
+    console.print(summary_line(rows))
+    return _text_of(console)
+
+
+# --- progress ---------------------------------------------------------------------------------
+
+
+class Progress:
+    """How far the audit is, on stderr: one line rewritten in place on a terminal (rich's
+    status line, gone at the end), one line per host otherwise."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.console = Console(file=self.stream, highlight=False, markup=False, emoji=False)
+        self.live = self.console.is_terminal and not self.console.is_dumb_terminal
+        self.status: Any = None
+
+    def __call__(self, row: dict[str, Any], done: int, total: int) -> None:
+        text = f"audit [{done}/{total}] {row['host']}: {row['status']}"
+        if not self.live:
+            self.stream.write(text + "\n")
+            self.stream.flush()
+            return
+        if self.status is None:
+            self.status = self.console.status(text)
+            self.status.start()
+        self.status.update(text)
+        if done == total:
+            self.close()
+
+    def close(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
