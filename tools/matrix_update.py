@@ -39,7 +39,9 @@ import json
 import re
 import sys
 import tomllib
+from datetime import datetime
 from pathlib import Path
+from urllib.parse import unquote
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = REPO / "tasks" / "rocm_fleet" / "model" / "upstream_data.json"
@@ -280,6 +282,183 @@ def torch_index(version: str, stable: dict[str, str]) -> str | None:
         if candidate in named:
             return f"rocm{candidate}"
     return None
+
+
+# --- AMD's release list: rocm-docs docs/release/versions.rst -----------------------------
+
+# One row of the list-table: "* - `10.1.0 <https://rocm.docs.amd.com/en/docs-10.1.0>`__"
+# then "- October 5, 2026" (older rows abbreviate the month: "Apr 16, 2024").
+RELEASE_ROW = re.compile(
+    r"^\s*\* - `(?P<version>\d+\.\d+\.\d+) <(?P<url>https://[^\s>]+)>`__\s*\n"
+    r"\s*- (?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})\s*$",
+    re.M,
+)
+
+
+def release_history(text: str) -> dict[str, str]:
+    """Release -> its date (ISO), newest first, from AMD's release history. A row the table
+    has but this can't read is refused, so a changed format can't drop releases silently."""
+    if "Release date" not in text:
+        raise UpstreamFormatError("versions.rst: no 'Release date' column")
+    out: dict[str, str] = {}
+    for match in RELEASE_ROW.finditer(text):
+        out[match["version"]] = _iso_date(match["date"], match["version"])
+    rows = len(re.findall(r"^\s*\* - `", text, re.M))
+    if not out or rows != len(out):
+        raise UpstreamFormatError(
+            f"versions.rst: read {len(out)} of its {rows} release rows (a row is '* - `X.Y.Z "
+            "<url>`__' then '- Month D, YYYY')"
+        )
+    return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
+
+
+def _iso_date(text: str, version: str) -> str:
+    for form in ("%B %d, %Y", "%b %d, %Y"):
+        try:
+            return datetime.strptime(text, form).date().isoformat()
+        except ValueError:
+            continue
+    raise UpstreamFormatError(f"versions.rst: release {version}: {text!r} is not a date")
+
+
+# --- AMD's driver list: rocm-docs docs/data/driver-firmware-support.yaml -----------------
+
+
+def amd_drivers(text: str) -> dict[str, str]:
+    """amdgpu driver version -> its release notes, newest first, from the anchors the file
+    defines (``_amdgpu_drivers``: every driver a GPU family's ``linux: amdgpu`` names)."""
+    import yaml
+
+    data = yaml.safe_load(text)
+    entries = data.get("_amdgpu_drivers") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise UpstreamFormatError("driver-firmware-support.yaml: no '_amdgpu_drivers' list")
+    out: dict[str, str] = {}
+    for entry in entries:
+        version = str(entry.get("version", "")) if isinstance(entry, dict) else ""
+        if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+            raise UpstreamFormatError(
+                f"driver-firmware-support.yaml: _amdgpu_drivers entry {entry!r} has no "
+                "'version' X.Y.Z"
+            )
+        out[version] = str(entry.get("url", ""))
+    return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
+
+
+# --- AMD's GPU list: rocm-docs docs/data/gpus.yaml ---------------------------------------
+
+
+def gpu_products(text: str) -> dict[str, dict[str, list[str]]]:
+    """gfx target -> {family: [products]} from AMD's GPU list (families "AMD Instinct",
+    "AMD Radeon", "AMD Ryzen"; each product names its ``gfx``)."""
+    import yaml
+
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise UpstreamFormatError("gpus.yaml: not a mapping of GPU families")
+    out: dict[str, dict[str, list[str]]] = {}
+    for family, products in data.items():
+        if family.startswith("_"):
+            continue
+        if not isinstance(products, dict):
+            raise UpstreamFormatError(f"gpus.yaml: family {family!r} is not a mapping")
+        for product, fields in products.items():
+            gfx = fields.get("gfx") if isinstance(fields, dict) else None
+            if not isinstance(gfx, str) or not GFX.fullmatch(gfx):
+                raise UpstreamFormatError(
+                    f"gpus.yaml: {family} / {product}: gfx {gfx!r} is not a gfx target"
+                )
+            out.setdefault(gfx, {}).setdefault(family, []).append(product)
+    return dict(sorted(out.items()))
+
+
+# --- the PCI ID database: pci.ids, vendor 1002 -------------------------------------------
+
+AMD_VENDOR = "1002"
+
+
+def pci_amd_devices(text: str) -> dict[str, str]:
+    """AMD's device IDs ("0x744c") -> pci.ids' name, from the vendor 1002 section: device
+    lines are one tab, the ID, two spaces, the name; subsystem lines (two tabs) and comments
+    are skipped; the section ends at the next vendor line."""
+    out: dict[str, str] = {}
+    inside = False
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith("\t"):
+            if inside:
+                break
+            inside = line.startswith(AMD_VENDOR + "  ")
+            continue
+        if inside and not line.startswith("\t\t"):
+            match = re.fullmatch(r"\t([0-9a-f]{4})  (.+)", line)
+            if not match:
+                raise UpstreamFormatError(f"pci.ids: vendor {AMD_VENDOR}: unreadable {line!r}")
+            out[f"0x{match[1]}"] = match[2]
+    if not out:
+        raise UpstreamFormatError(f"pci.ids: no vendor {AMD_VENDOR} section with devices")
+    return out
+
+
+def chip(name: str) -> str:
+    """pci.ids' chip of a device name: "Navi 31 [Radeon RX 7900 XT]" -> "Navi 31"."""
+    return name.split(" [", 1)[0].strip()
+
+
+def unknown_pci_devices(listed: dict[str, str], known: dict[str, tuple[str, str]]) -> list[str]:
+    """Devices pci.ids lists whose chip is one a known device's (``known``: ID -> (gfx,
+    name)) but whose ID isn't known: the gfx comes from the chip they share."""
+    gfx_of_chip = {chip(name): gfx for gfx, name in known.values()}
+    out = []
+    for device, name in listed.items():
+        gfx = gfx_of_chip.get(chip(name))
+        if device not in known and gfx is not None:
+            out.append(f"pci.ids lists {device} {name!r}, a {gfx} chip the data lacks")
+    return out
+
+
+# --- wheel index listings (PEP 503 project pages) ----------------------------------------
+
+LISTING_CAP = 8 * 1024 * 1024  # bytes: whl/rocm7.2/torch/ is ~100 KiB; far more is not a listing
+
+
+def listed_versions(html: str, page_url: str) -> dict[str, list[str]]:
+    """A PEP 503 project page (download.pytorch.org's whl/rocmX.Y/torch/, AMD's whl-next
+    torch/) -> local label ("rocm6.3", "" for none) -> the public versions of its wheels."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    from rocm_fleet.offline.wheels import parse_page
+
+    out: dict[str, set[str]] = {}
+    for link in parse_page(html, page_url):
+        if not link.filename.endswith(".whl"):
+            continue
+        try:
+            _name, version, _build, _tags = parse_wheel_filename(unquote(link.filename))
+        except InvalidWheelFilename as err:
+            raise UpstreamFormatError(f"{page_url}: {err}") from None
+        out.setdefault(version.local or "", set()).add(version.public)
+    return {label: sorted(vs, key=_version_key) for label, vs in sorted(out.items())}
+
+
+def read_listing(where: str) -> tuple[str, str]:
+    """(the page, its URL) from a saved page or an https URL (verified TLS, at most
+    LISTING_CAP bytes: the project's own fetcher)."""
+    if not where.startswith(("https://", "http://")):
+        path = Path(where)
+        return path.read_text(), path.resolve().as_uri()
+    if not where.startswith("https://"):
+        raise UpstreamFormatError(f"{where}: a listing is read over https only")
+    from rocm_fleet.offline.download import DownloadError, Fetcher
+
+    fetcher = Fetcher(retries=2, content_cap=LISTING_CAP)
+    try:
+        return fetcher.content(where).decode(), where
+    except (DownloadError, UnicodeDecodeError) as err:
+        raise UpstreamFormatError(f"listing {where}: {err}") from None
+    finally:
+        fetcher.close()
 
 
 # --- the release rows --------------------------------------------------------------------
