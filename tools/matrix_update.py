@@ -5,7 +5,9 @@ distro listing, each torch minor's stable ROCm).
 
     python tools/matrix_update.py \\
         --historical-csv compatibility-matrix-historical-6.0.csv \\
-        --os-support os-support.yaml --pytorch-release RELEASE.md [--check]
+        --os-support os-support.yaml --pytorch-release RELEASE.md \\
+        [--release-history versions.rst] [--driver-list driver-firmware-support.yaml] \\
+        [--gpu-list gpus.yaml] [--pci-ids pci.ids] [--listing rocm6.3=PAGE|URL ...] [--check]
 
 Inputs (fetch the current ones from the sources; nothing here goes on the network):
 
@@ -20,15 +22,30 @@ Inputs (fetch the current ones from the sources; nothing here goes on the networ
 * PyTorch's ``RELEASE.md`` (pytorch/pytorch): the "Release Compatibility Matrix" table gives
   the stable ROCm of each torch minor; a release's torch index is the ``rocm<X.Y.Z>`` or
   ``rocm<X.Y>`` that table names.
+* AMD's ``docs/release/versions.rst`` (ROCm/rocm-docs, the release history): every release
+  with its date. A release it lists that the other inputs don't (from the data's oldest
+  release on) is added in the stream and repository of the releases it goes with (the newest
+  of the same X.Y, else of the same major: a new Core SDK release needs no override), with no
+  driver until an override names one; the dates go to "release_dates".
+* AMD's ``docs/data/driver-firmware-support.yaml`` ("amdgpu_drivers": the drivers AMD lists)
+  and ``docs/data/gpus.yaml`` ("gpu_products": per gfx target its products by family).
+* pci.ids (pciutils/pciids), vendor 1002: reported, not written: AMD devices of a chip the
+  product's PCI table (model/pci_ids.py) maps to a gfx target whose ID it lacks.
+* Wheel index listings (``--listing rocm6.3=whl-rocm6.3-torch.html`` or the page's https URL,
+  ``rocm6.3/torchvision=...`` for another project): the versions each index's PEP 503 page
+  lists, per local label ("torch_listed"); a torch the matrix's builds of that index lack is
+  reported. Read over verified TLS with a size cap, or from a saved page.
 * ``tools/matrix_overrides.toml`` (hand-kept, every entry cited): what the files above are
   silent on (the Core SDK's releases and drivers, releases absent from AMD's table, an index
   PyTorch builds for a ROCm its table doesn't name). An override may not contradict a value
   the upstream files give; one the files now give anyway is reported as redundant.
 
-Writes the data file, or with --check prints, row by row, how the committed one differs
-(exit 1 when it does). Review that diff: every change is a change of AMD's or PyTorch's
-published data; tests/unit/test_upstream_facts.py then names the recorded facts and lab
-doubles that must move with it. Needs PyYAML (``pip install pyyaml``, in the dev extra).
+The optional inputs not given on a run keep what the committed data has from them. Writes
+the data file, or with --check prints, row by row, how the committed one differs, then each
+thing upstream publishes that the matrix lacks ("upstream has: ..."); exit 1 when either.
+Review that diff: every change is a change of AMD's or PyTorch's published data;
+tests/unit/test_upstream_facts.py then names the recorded facts and lab doubles that must
+move with it. Needs PyYAML (``pip install pyyaml``, in the dev extra).
 """
 
 from __future__ import annotations
@@ -39,6 +56,7 @@ import json
 import re
 import sys
 import tomllib
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import unquote
@@ -79,6 +97,9 @@ FROM_TABLE = "AMD compatibility table"
 FROM_OS_SUPPORT = "AMD os-support.yaml"
 FROM_PYTORCH = "PyTorch RELEASE.md"
 FROM_OVERRIDE = "override"
+FROM_HISTORY = "AMD versions.rst"
+# The inputs every run reads; the others are optional (see build()).
+REQUIRED_SOURCES = ("historical_csv", "os_support", "pytorch_release")
 
 GFX = re.compile(r"\bgfx[0-9a-f]+\b")
 FOOTNOTE = re.compile(r"\s*\[#[^\]]*\]_")
@@ -447,7 +468,10 @@ def read_listing(where: str) -> tuple[str, str]:
     LISTING_CAP bytes: the project's own fetcher)."""
     if not where.startswith(("https://", "http://")):
         path = Path(where)
-        return path.read_text(), path.resolve().as_uri()
+        try:
+            return path.read_text(), path.resolve().as_uri()
+        except (OSError, UnicodeDecodeError) as err:
+            raise UpstreamFormatError(f"listing {where}: {err}") from None
     if not where.startswith("https://"):
         raise UpstreamFormatError(f"{where}: a listing is read over https only")
     from rocm_fleet.offline.download import DownloadError, Fetcher
@@ -496,10 +520,15 @@ def load_overrides(text: str) -> list[dict]:
 
 
 def release_rows(
-    table: dict[str, dict], support: dict, stable: dict[str, str], overrides: list[dict]
+    table: dict[str, dict],
+    support: dict,
+    stable: dict[str, str],
+    overrides: list[dict],
+    history: dict[str, str] | None = None,
 ) -> tuple[list[dict], list[str]]:
     """(the release rows, notes for the maintainer). Each row names where each of its
-    values comes from ("from"): AMD's table, os-support.yaml, RELEASE.md or an override."""
+    values comes from ("from"): AMD's table, os-support.yaml, RELEASE.md, AMD's release
+    history (versions.rst) or an override."""
     rows: dict[str, dict] = {}
     for version, found in table.items():
         rows[version] = {
@@ -557,6 +586,8 @@ def release_rows(
         row["source"] = source
         if "torch_index" in entry:
             row["torch_index"], row["from"]["torch_index"] = entry["torch_index"], cite
+    if history is not None:
+        notes += _from_history(rows, history, support)
     for row in rows.values():
         index = torch_index(row["version"], stable)
         if index is None:
@@ -572,34 +603,187 @@ def release_rows(
         else:
             row["torch_index"], row["from"]["torch_index"] = index, FROM_PYTORCH
         if row["amdgpu_driver"] is None:
-            row["from"].pop("amdgpu_driver")
+            row["from"].pop("amdgpu_driver", None)
     ordered = sorted(
         rows.values(), key=lambda r: (STREAMS.index(r["stream"]), _version_key(r["version"]))
     )
     return ordered, notes
 
 
+def _like(version: str, rows: dict[str, dict]) -> dict | None:
+    """The known release a new one belongs with: the newest of the same X.Y, else of the
+    same major (10.2.0 with 10.1.0; 7.14.2 with 7.14.1, not with 7.2.4)."""
+    key = _version_key(version)
+    for width in (2, 1):
+        same = [r for r in rows.values() if _version_key(r["version"])[:width] == key[:width]]
+        if same:
+            return max(same, key=lambda r: _version_key(r["version"]))
+    return None
+
+
+def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict) -> list[str]:
+    """Add the releases AMD's release history lists and no other input does (from the
+    oldest release the data has on), each in the stream and repository of the releases it
+    belongs with; notes: a release it can't place, a citation of versions.rst for a release
+    versions.rst doesn't list."""
+    notes: list[str] = []
+    oldest = min(_version_key(v) for v in rows) if rows else (0,)
+    for version, released in sorted(history.items(), key=lambda kv: _version_key(kv[0])):
+        if version in rows or _version_key(version) < oldest:
+            continue
+        like = _like(version, rows)
+        if like is None:
+            notes.append(
+                f"{FROM_HISTORY} lists {version} ({released}), in no stream the data knows: "
+                "add it to matrix_overrides.toml with its stream and source"
+            )
+            continue
+        same = f"as {like['version']}"
+        core = like["stream"] == "core-sdk"
+        rows[version] = {
+            "version": version, "stream": like["stream"], "repository": like["repository"],
+            "distros": [d for d in MATRIX_DISTROS if d in support["families"]] if core else None,
+            "gfx": None, "amdgpu_driver": None, "torch_index": None,
+            "from": {"row": FROM_HISTORY, "stream": same, "repository": same,
+                     **({"distros": FROM_OS_SUPPORT} if core else {})},
+            "source": f"{FROM_HISTORY}: {version} released {released}",
+        }  # fmt: skip
+        notes.append(
+            f"new release {version} ({released}) from {FROM_HISTORY}: no driver until "
+            "matrix_overrides.toml names one with its source (dkms refused meanwhile)"
+        )
+    for row in rows.values():
+        if "versions.rst" in (row["source"] or "") and row["version"] not in history:
+            notes.append(
+                f"release {row['version']}: its source cites versions.rst, which doesn't "
+                "list it; cite what does"
+            )
+    return notes
+
+
+# --- what upstream publishes that the data lacks -----------------------------------------
+
+
+def discoveries(
+    data: dict,
+    pci_devices: dict[str, str] | None = None,
+    known_pci: dict[str, tuple[str, str]] | None = None,
+    known_gfx: set[str] | None = None,
+    torch_builds: dict[str, set[str]] | None = None,
+) -> list[str]:
+    """What the upstream files publish that the matrix doesn't have, one line each:
+    GPU targets of AMD's GPU list, PCI devices of a known chip, torch versions an index lists,
+    and AMD's newest driver when a release has none."""
+    lines: list[str] = []
+    if known_gfx is not None:
+        for gfx, families in (data.get("gpu_products") or {}).items():
+            if gfx not in known_gfx:
+                named = "; ".join(f"{f}: {', '.join(p)}" for f, p in families.items())
+                lines.append(f"gpus.yaml lists {gfx} ({named}), not in the matrix's GPU list")
+    if pci_devices is not None and known_pci is not None:
+        lines += unknown_pci_devices(pci_devices, known_pci)
+    if torch_builds is not None:
+        for index, projects in (data.get("torch_listed") or {}).items():
+            listed = set(projects.get("torch", {}).get(index, ()))
+            missing = sorted(listed - torch_builds.get(index, set()), key=_version_key)
+            if missing:
+                lines.append(f"torch index {index} lists torch {', '.join(missing)}, which "
+                             "the matrix's builds of that index lack")  # fmt: skip
+    drivers = list(data.get("amdgpu_drivers") or {})
+    for row in data["releases"]:
+        if drivers and row["amdgpu_driver"] is None and _version_key(row["version"])[0] >= 7:
+            lines.append(f"release {row['version']} has no driver; AMD's driver list's "
+                         f"newest is {drivers[0]}")  # fmt: skip
+    return lines
+
+
+def _matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[str]]]:
+    """(PCI ID -> (gfx, name), the GPU targets, per torch index its torch versions): what
+    the product's matrix has, for discoveries()."""
+    from rocm_fleet.model import matrix, pci_ids
+
+    known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
+    gfx = {t.gfx for t in matrix.GPU_TARGETS}
+    torch = {i: {b.torch for b in builds} for i, builds in matrix.TORCH_INDEXES.items()}
+    return known_pci, gfx, torch
+
+
 # --- output and comparison ---------------------------------------------------------------
 
 
-def build(historical: str, support_text: str, release_md: str, overrides_text: str,
-          sources: dict[str, str]) -> tuple[dict, list[str]]:  # fmt: skip
-    table = classic_releases(historical)
-    support = os_support(support_text)
-    stable = torch_stable_rocm(release_md)
-    releases, notes = release_rows(table, support, stable, load_overrides(overrides_text))
+@dataclass
+class Inputs:
+    """The files read, as text; the optional ones None where not given (their sections are
+    then kept as the committed data has them)."""
+
+    historical: str
+    os_support: str
+    release_md: str
+    overrides: str
+    history: str | None = None
+    drivers: str | None = None
+    gpus: str | None = None
+    listings: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (page, url)
+
+
+def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
+          ) -> tuple[dict, list[str]]:  # fmt: skip
+    previous = previous or {}
+    table = classic_releases(inputs.historical)
+    support = os_support(inputs.os_support)
+    stable = torch_stable_rocm(inputs.release_md)
+    history = release_history(inputs.history) if inputs.history is not None else None
+    releases, notes = release_rows(
+        table, support, stable, load_overrides(inputs.overrides), history
+    )
+    if history is None:  # the rows only the release history gives: kept as committed
+        have = {r["version"] for r in releases}
+        kept = [
+            r
+            for r in previous.get("releases", [])
+            if r.get("from", {}).get("row") == FROM_HISTORY and r["version"] not in have
+        ]
+        releases = sorted([*releases, *kept], key=lambda r: (
+            STREAMS.index(r["stream"]), _version_key(r["version"])))  # fmt: skip
+    # an optional input not given this time: where the committed data says it came from
+    sources = {**{k: v for k, v in previous.get("sources", {}).items()
+                  if k not in REQUIRED_SOURCES}, **sources}  # fmt: skip
     data = {
         "_comment": "Generated by tools/matrix_update.py from AMD's and PyTorch's "
         "machine-readable files and tools/matrix_overrides.toml; do not edit (run the tool "
         "and review its diff).",
         "sources": sources,
-        "gpu_listed_from": gpu_listed_from(historical),
+        "gpu_listed_from": gpu_listed_from(inputs.historical),
         "os_families": support["families"],
         "core_sdk_debian": support["per_model"],
         "torch_stable_rocm": stable,
         "releases": releases,
     }
+    ours = {r["version"] for r in releases}
+    optional = {
+        "release_dates": (inputs.history, lambda: {
+            v: d for v, d in (history or {}).items() if v in ours}),
+        "amdgpu_drivers": (inputs.drivers, lambda: amd_drivers(inputs.drivers)),
+        "gpu_products": (inputs.gpus, lambda: gpu_products(inputs.gpus)),
+        "torch_listed": (inputs.listings or None, lambda: {
+            **previous.get("torch_listed", {}), **_listings(inputs.listings)}),
+    }  # fmt: skip
+    for section, (given, read) in optional.items():
+        if given is not None:
+            data[section] = read()
+        elif section in previous:
+            data[section] = previous[section]
     return data, notes
+
+
+def _listings(listings: dict[str, tuple[str, str]]) -> dict[str, dict[str, dict]]:
+    """index -> project -> local label -> versions, from the listings given as
+    "<index>[/<project>]" (project torch by default)."""
+    out: dict[str, dict[str, dict]] = {}
+    for key, (page, url) in sorted(listings.items()):
+        index, _, project = key.partition("/")
+        out.setdefault(index, {})[project or "torch"] = listed_versions(page, url)
+    return out
 
 
 def render(data: dict) -> str:
@@ -657,6 +841,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--os-support", type=Path, required=True)
     parser.add_argument("--pytorch-release", type=Path, required=True)
     parser.add_argument("--overrides", type=Path, default=OVERRIDES)
+    parser.add_argument(
+        "--release-history",
+        type=Path,
+        metavar="versions.rst",
+        help="AMD's release list: releases it has that the data lacks",
+    )
+    parser.add_argument("--driver-list", type=Path, metavar="driver-firmware-support.yaml")
+    parser.add_argument("--gpu-list", type=Path, metavar="gpus.yaml")
+    parser.add_argument(
+        "--pci-ids",
+        type=Path,
+        metavar="pci.ids",
+        help="report AMD devices of a known chip that the data lacks",
+    )
+    parser.add_argument("--listing", action="append", default=[],
+                        metavar="INDEX[/PROJECT]=PAGE|URL",
+                        help="a wheel index's project page, saved or https (rocm6.3=torch.html, "
+                        "rocm6.3/torchvision=https://download.pytorch.org/whl/rocm6.3/"
+                        "torchvision/)")  # fmt: skip
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--check", action="store_true", help="compare, don't write")
     parser.add_argument("--source-note", action="append", default=[], metavar="FILE=WHERE",
@@ -668,30 +871,53 @@ def main(argv: list[str] | None = None) -> int:
         "os_support": notes.get("os-support", args.os_support.name),
         "pytorch_release": notes.get("pytorch-release", args.pytorch_release.name),
     }
+    for option, key in (("release-history", "release_history"), ("driver-list", "driver_list"),
+                        ("gpu-list", "gpu_list")):  # fmt: skip
+        given = getattr(args, key)
+        if given is not None:
+            sources[key] = notes.get(option, given.name)
     try:
-        data, remarks = build(
-            args.historical_csv.read_text(),
-            args.os_support.read_text(),
-            args.pytorch_release.read_text(),
-            args.overrides.read_text(),
-            sources,
-        )
+        current = json.loads(args.output.read_text()) if args.output.exists() else {}
+    except json.JSONDecodeError:
+        current = {}
+
+    def text(path: Path | None) -> str | None:
+        return path.read_text() if path is not None else None
+
+    try:
+        listings = {}
+        for spec in args.listing:
+            key, sep, where = spec.partition("=")
+            if not sep or not re.fullmatch(r"rocm[0-9.]+(/[a-z]+)?", key):
+                raise UpstreamFormatError(
+                    f"--listing {spec!r}: expected INDEX[/PROJECT]=PAGE|URL (rocm6.3=page.html)"
+                )
+            listings[key] = read_listing(where)
+            sources[f"listing {key}"] = notes.get(f"listing {key}", where)
+        inputs = Inputs(
+            args.historical_csv.read_text(), args.os_support.read_text(),
+            args.pytorch_release.read_text(), args.overrides.read_text(),
+            text(args.release_history), text(args.driver_list), text(args.gpu_list), listings,
+        )  # fmt: skip
+        data, remarks = build(inputs, sources, current)
+        pci = pci_amd_devices(args.pci_ids.read_text()) if args.pci_ids else None
     except UpstreamFormatError as err:
         print(f"matrix_update: {err}", file=sys.stderr)
         return 2
     for remark in remarks:
         print(f"matrix_update: note: {remark}", file=sys.stderr)
-    text = render(data)
+    known_pci, known_gfx, torch_builds = _matrix_knows()
+    found = discoveries(data, pci, known_pci, known_gfx, torch_builds)
     if args.check:
-        try:
-            current = json.loads(args.output.read_text()) if args.output.exists() else {}
-        except json.JSONDecodeError:
-            current = {}
         diff = row_diff(current, data)
         print("\n".join(diff) if diff else "upstream data unchanged")
-        return 1 if diff else 0
-    args.output.write_text(text)
+        for line in found:
+            print(f"upstream has: {line}")
+        return 1 if diff or found else 0
+    args.output.write_text(render(data))
     print(f"wrote {args.output}")
+    for line in found:
+        print(f"upstream has: {line}")
     return 0
 
 

@@ -6,6 +6,8 @@ as download.pytorch.org serves it. Each refuses what it can't read, naming the f
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.unit.test_matrix_update import tool
@@ -154,12 +156,17 @@ AMD Ryzen:
     igpu: Radeon 890M
     arch: *arch_rdna_3_5
     codename: Gorgon Point
+  AMD Ryzen AI 5 PRO 435:
+    gfx: gfx1153
+    series: *ryzen_ai_400_series
+    arch: *arch_rdna_3_5
 """
 
 
 def test_the_gpu_list_gives_each_target_its_products_by_family():
     assert tool.gpu_products(GPUS_YAML) == {
         "gfx1150": {"AMD Ryzen": ["AMD Ryzen AI 9 HX PRO 475"]},
+        "gfx1153": {"AMD Ryzen": ["AMD Ryzen AI 5 PRO 435"]},
         "gfx1201": {"AMD Radeon": ["AMD Radeon RX 9070 XT"]},
         "gfx942": {"AMD Instinct": ["AMD Instinct MI300X", "AMD Instinct MI300A"]},
     }
@@ -248,3 +255,118 @@ def test_a_wheel_listing_gives_the_versions_of_each_local_label(tmp_path):
     bad = LISTING.replace("torch-2.7.0", "torch-two")  # href and text: not a version
     with pytest.raises(tool.UpstreamFormatError, match=r"download\.pytorch\.org"):
         tool.listed_versions(bad, url)
+
+
+# --- discovery: what upstream published that the data lacks -----------------------------
+
+# The build samples of test_matrix_update (releases 6.0.0-7.1.0, Core SDK 7.14.0 by override)
+# and a release history that also lists 7.14.1 (with 7.14.0: Core SDK), 7.1.1 (classic), a
+# 9.0.0 (in no stream the data knows) and 5.7.1 (older than the data's oldest release).
+HISTORY = """\
+.. list-table::
+   :header-rows: 1
+
+   * - Version
+     - Release date
+
+   * - `9.0.0 <https://rocm.docs.amd.com/en/docs-9.0.0>`__
+     - December 1, 2026
+
+   * - `7.14.1 <https://rocm.docs.amd.com/en/docs-7.14.1>`__
+     - September 2, 2026
+
+   * - `7.14.0 <https://rocm.docs.amd.com/en/docs-7.14.0>`__
+     - July 15, 2026
+
+   * - `7.1.1 <https://rocm.docs.amd.com/en/docs-7.1.1/>`__
+     - November 26, 2025
+
+   * - `5.7.1 <https://rocm.docs.amd.com/en/docs-5.7.1/>`__
+     - Oct 13, 2023
+"""
+
+
+def _build(history=HISTORY, **optional):
+    from tests.unit import test_matrix_update as t
+
+    inputs = tool.Inputs(t.CSV, t.YAML, t.RELEASE_MD, t.OVERRIDES, history, **optional)
+    return tool.build(inputs, {})
+
+
+def test_a_release_the_history_lists_is_added_in_the_stream_it_belongs_to():
+    data, notes = _build()
+    rows = {r["version"]: r for r in data["releases"]}
+    # 7.14.1 goes with 7.14.0 (Core SDK, repo.amd.com, os-support.yaml's distros), not 7.1.0
+    new = rows["7.14.1"]
+    assert (new["stream"], new["repository"], new["amdgpu_driver"]) == (
+        "core-sdk", "repo.amd.com", None)  # fmt: skip
+    assert new["distros"] == ["ubuntu 24.04", "debian 12", "debian 13"]
+    assert new["from"] == {"row": tool.FROM_HISTORY, "stream": "as 7.14.0",
+                           "repository": "as 7.14.0", "distros": tool.FROM_OS_SUPPORT,
+                           "torch_index": tool.FROM_PYTORCH}  # fmt: skip
+    assert new["torch_index"] == "rocm7.14"
+    assert new["source"] == "AMD versions.rst: 7.14.1 released 2026-09-02"
+    # 7.1.1 goes with 7.1.0: classic, repo.radeon.com, no listing of its own
+    assert (rows["7.1.1"]["stream"], rows["7.1.1"]["distros"]) == ("classic", None)
+    # older than the data's oldest release (6.0.0): not the matrix's; 9.x: no stream known
+    assert "5.7.1" not in rows and "9.0.0" not in rows
+    assert any("lists 9.0.0 (2026-12-01), in no stream the data knows" in n for n in notes)
+    assert any(n.startswith("new release 7.14.1 (2026-09-02)") for n in notes)
+    assert data["release_dates"] == {"7.14.1": "2026-09-02", "7.14.0": "2026-07-15",
+                                     "7.1.1": "2025-11-26"}  # fmt: skip
+
+
+def test_an_override_citing_versions_rst_for_a_release_it_lacks_is_noted():
+    from tests.unit import test_matrix_update as t
+
+    overrides = t.OVERRIDES.replace(
+        '(cited here)"\n\n[[release]]\nversion = "7.0.0"',
+        'versions.rst @ abc"\n\n[[release]]\nversion = "7.0.0"',
+    )
+    inputs = tool.Inputs(t.CSV, t.YAML, t.RELEASE_MD, overrides, HISTORY)
+    _data, notes = tool.build(inputs, {})
+    assert "release 6.4.2: its source cites versions.rst, which doesn't list it; cite what " \
+        "does" in notes  # fmt: skip
+
+
+def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys):
+    from tests.unit.test_matrix_update import _inputs
+
+    files = {"versions.rst": HISTORY, "drivers.yaml": DRIVERS_YAML, "gpus.yaml": GPUS_YAML,
+             "pci.ids": PCI_IDS, "torch.html": LISTING}  # fmt: skip
+    for name, body in files.items():
+        (tmp_path / name).write_text(body)
+    out = tmp_path / "upstream_data.json"
+    base = [*_inputs(tmp_path), "--output", str(out)]
+    assert tool.main(base) == 0  # the data as it was, without the new inputs
+    capsys.readouterr()
+    more = ["--release-history", str(tmp_path / "versions.rst"),
+            "--driver-list", str(tmp_path / "drivers.yaml"),
+            "--gpu-list", str(tmp_path / "gpus.yaml"), "--pci-ids", str(tmp_path / "pci.ids"),
+            "--listing", f"rocm6.3={tmp_path / 'torch.html'}"]  # fmt: skip
+    assert tool.main([*base, *more, "--check"]) == 1
+    report = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("releases 7.14.1: null -> {") for line in report)
+    assert 'amdgpu_drivers: null -> {"31.50.0": ' in "\n".join(report)
+    # what the product's matrix lacks, named with the file that lists it
+    assert "upstream has: gpus.yaml lists gfx1153 (AMD Ryzen: AMD Ryzen AI 5 PRO 435), " \
+        "not in the matrix's GPU list" in report  # fmt: skip
+    assert not any("gfx1150" in line for line in report if line.startswith("upstream has"))
+    assert "upstream has: release 7.14.1 has no driver; AMD's driver list's newest is " \
+        "31.50.0" in report  # fmt: skip
+    # the sample listing's rocm6.3 builds are the matrix's own: nothing to report for it
+    assert not any("torch index rocm6.3" in line for line in report)
+    assert tool.main([*base, *more]) == 0
+    data = json.loads(out.read_text())
+    assert data["torch_listed"] == {
+        "rocm6.3": {"torch": {"": ["2.7.1"], "rocm6.3": ["2.7.0", "2.7.1"]}}
+    }
+    assert data["sources"]["listing rocm6.3"] == str(tmp_path / "torch.html")
+    # a run without the optional inputs keeps what they gave
+    capsys.readouterr()
+    assert tool.main([*base, "--check"]) == 1  # only the discoveries remain to report
+    assert capsys.readouterr().out.startswith("upstream data unchanged\n")
+    assert tool.main([*base, "--listing", "rocm 6.3=torch.html", "--check"]) == 2
+    assert "expected INDEX[/PROJECT]=PAGE|URL" in capsys.readouterr().err
+    assert tool.main([*base, "--listing", f"rocm6.3={tmp_path / 'absent.html'}"]) == 2
+    assert "absent.html" in capsys.readouterr().err
