@@ -329,8 +329,12 @@ def test_an_override_citing_versions_rst_for_a_release_it_lacks_is_noted():
         "does" in notes  # fmt: skip
 
 
-def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys):
+def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys, monkeypatch):
     from tests.unit.test_matrix_update import _inputs
+
+    # what the product's matrix knows, as it was before it had gfx1153
+    pci, gfx, torch = tool._matrix_knows()
+    monkeypatch.setattr(tool, "_matrix_knows", lambda: (pci, gfx - {"gfx1153"}, torch))
 
     files = {"versions.rst": HISTORY, "drivers.yaml": DRIVERS_YAML, "gpus.yaml": GPUS_YAML,
              "pci.ids": PCI_IDS, "torch.html": LISTING}  # fmt: skip
@@ -370,3 +374,10 @@ def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys
     assert "expected INDEX[/PROJECT]=PAGE|URL" in capsys.readouterr().err
     assert tool.main([*base, "--listing", f"rocm6.3={tmp_path / 'absent.html'}"]) == 2
     assert "absent.html" in capsys.readouterr().err
+
+
+def test_the_matrix_has_every_gpu_target_of_amds_gpu_list_sample():
+    _data, _notes = _build()
+    data = {**_data, "gpu_products": tool.gpu_products(GPUS_YAML)}
+    _pci, gfx, _torch = tool._matrix_knows()
+    assert not any("gpus.yaml" in line for line in tool.discoveries(data, known_gfx=gfx))
