@@ -32,9 +32,11 @@ Inputs (fetch the current ones from the sources; nothing here goes on the networ
 * pci.ids (pciutils/pciids), vendor 1002: reported, not written: AMD devices of a chip the
   product's PCI table (model/pci_ids.py) maps to a gfx target whose ID it lacks.
 * Wheel index listings (``--listing rocm6.3=whl-rocm6.3-torch.html`` or the page's https URL,
-  ``rocm6.3/torchvision=...`` for another project): the versions each index's PEP 503 page
-  lists, per local label ("torch_listed"); a torch the matrix's builds of that index lack is
-  reported. Read over verified TLS with a size cap, or from a saved page.
+  ``rocm6.3/torchvision=...`` for another project, ``whl-next=...`` for AMD's index): the
+  versions each PEP 503 page lists, per local label ("torch_listed"). Reported: a torch the
+  matrix's builds for that label lack (download.pytorch.org labels with the index, +rocm6.3;
+  AMD with the release, +rocm10.1.0), and a label no release uses. Read over verified TLS
+  with a size cap, or from a saved page.
 * ``tools/matrix_overrides.toml`` (hand-kept, every entry cited): what the files above are
   silent on (the Core SDK's releases and drivers, releases absent from AMD's table, an index
   PyTorch builds for a ROCm its table doesn't name). An override may not contradict a value
@@ -682,13 +684,19 @@ def discoveries(
                 lines.append(f"gpus.yaml lists {gfx} ({named}), not in the matrix's GPU list")
     if pci_devices is not None and known_pci is not None:
         lines += unknown_pci_devices(pci_devices, known_pci)
-    if torch_builds is not None:
+    if torch_builds is not None:  # keyed by local label: "rocm6.3", AMD's "rocm10.1.0"
         for index, projects in (data.get("torch_listed") or {}).items():
-            listed = set(projects.get("torch", {}).get(index, ()))
-            missing = sorted(listed - torch_builds.get(index, set()), key=_version_key)
-            if missing:
-                lines.append(f"torch index {index} lists torch {', '.join(missing)}, which "
-                             "the matrix's builds of that index lack")  # fmt: skip
+            for label, versions in projects.get("torch", {}).items():
+                if not label.startswith("rocm"):
+                    continue  # CPU / CUDA builds an index may also carry
+                known = torch_builds.get(label)
+                missing = sorted(set(versions) - (known or set()), key=_version_key)
+                if known is None:
+                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, a build "
+                                 "label no release of the matrix uses")  # fmt: skip
+                elif missing:
+                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, which "
+                                 "the matrix's builds for it lack")  # fmt: skip
     drivers = list(data.get("amdgpu_drivers") or {})
     for row in data["releases"]:
         if drivers and row["amdgpu_driver"] is None and _version_key(row["version"])[0] >= 7:
@@ -698,13 +706,17 @@ def discoveries(
 
 
 def _matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[str]]]:
-    """(PCI ID -> (gfx, name), the GPU targets, per torch index its torch versions): what
-    the product's matrix has, for discoveries()."""
+    """(PCI ID -> (gfx, name), the GPU targets, per local label its torch versions): what
+    the product's matrix has, for discoveries(). A download.pytorch.org index labels its
+    builds with its own name (+rocm6.3); AMD's index with the release (+rocm10.1.0)."""
     from rocm_fleet.model import matrix, pci_ids
 
     known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
     gfx = {t.gfx for t in matrix.GPU_TARGETS}
     torch = {i: {b.torch for b in builds} for i, builds in matrix.TORCH_INDEXES.items()}
+    for rel in matrix.RELEASES:
+        if rel.amd_wheels is not None:
+            torch[rel.amd_wheels.label] = {b.torch for b in rel.amd_wheels.builds}
     return known_pci, gfx, torch
 
 
@@ -859,7 +871,8 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="INDEX[/PROJECT]=PAGE|URL",
                         help="a wheel index's project page, saved or https (rocm6.3=torch.html, "
                         "rocm6.3/torchvision=https://download.pytorch.org/whl/rocm6.3/"
-                        "torchvision/)")  # fmt: skip
+                        "torchvision/, whl-next=https://stable.repo.amd.com/rocm/whl-next/"
+                        "torch/)")  # fmt: skip
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--check", action="store_true", help="compare, don't write")
     parser.add_argument("--source-note", action="append", default=[], metavar="FILE=WHERE",
@@ -888,9 +901,12 @@ def main(argv: list[str] | None = None) -> int:
         listings = {}
         for spec in args.listing:
             key, sep, where = spec.partition("=")
-            if not sep or not re.fullmatch(r"rocm[0-9.]+(/[a-z]+)?", key):
+            if not sep or not re.fullmatch(r"(rocm[0-9.]+|whl-next|whl-multi-arch)(/[a-z]+)?",
+                                           key):  # fmt: skip
                 raise UpstreamFormatError(
-                    f"--listing {spec!r}: expected INDEX[/PROJECT]=PAGE|URL (rocm6.3=page.html)"
+                    f"--listing {spec!r}: expected INDEX[/PROJECT]=PAGE|URL, INDEX a "
+                    "download.pytorch.org rocmX.Y or AMD's whl-next / whl-multi-arch "
+                    "(rocm6.3=page.html)"
                 )
             listings[key] = read_listing(where)
             sources[f"listing {key}"] = notes.get(f"listing {key}", where)

@@ -359,7 +359,7 @@ def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys
     assert "upstream has: release 7.14.1 has no driver; AMD's driver list's newest is " \
         "31.50.0" in report  # fmt: skip
     # the sample listing's rocm6.3 builds are the matrix's own: nothing to report for it
-    assert not any("torch index rocm6.3" in line for line in report)
+    assert not any("rocm6.3 lists" in line for line in report)
     assert tool.main([*base, *more]) == 0
     data = json.loads(out.read_text())
     assert data["torch_listed"] == {
@@ -381,3 +381,35 @@ def test_the_matrix_has_every_gpu_target_of_amds_gpu_list_sample():
     data = {**_data, "gpu_products": tool.gpu_products(GPUS_YAML)}
     _pci, gfx, _torch = tool._matrix_knows()
     assert not any("gpus.yaml" in line for line in tool.discoveries(data, known_gfx=gfx))
+
+
+# AMD's whl-next torch page: PEP 503, builds labelled with the release (+rocm10.0.0).
+WHL_NEXT = """\
+<!DOCTYPE html>
+<html>
+  <body>
+    <h1>Links for torch</h1>
+    <a href="torch-2.13.0%2Brocm10.0.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=\
+5555555555555555555555555555555555555555555555555555555555555555">\
+torch-2.13.0+rocm10.0.0-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+    <a href="torch-2.13.0%2Brocm10.1.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=\
+6666666666666666666666666666666666666666666666666666666666666666">\
+torch-2.13.0+rocm10.1.0-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
+  </body>
+</html>
+"""
+
+
+def test_torch_builds_a_listing_has_that_the_matrix_lacks_are_reported_by_label():
+    url = "https://stable.repo.amd.com/rocm/whl-next/torch/"
+    data = {"releases": [], "torch_listed": {"whl-next": {"torch": tool.listed_versions(
+        WHL_NEXT, url)}, "rocm6.3": {"torch": tool.listed_versions(LISTING, url)}}}  # fmt: skip
+    known = {"rocm10.0.0": {"2.13.0"}, "rocm6.3": {"2.7.0"}}  # as if the matrix had these
+    assert tool.discoveries(data, torch_builds=known) == [
+        "whl-next lists torch 2.13.0 +rocm10.1.0, a build label no release of the matrix uses",
+        "rocm6.3 lists torch 2.7.1 +rocm6.3, which the matrix's builds for it lack",
+    ]
+    # the product's matrix: whl-next's 10.0.0 and 10.1.0 builds and rocm6.3's are its own
+    _pci, _gfx, torch = tool._matrix_knows()
+    assert {"2.7.0", "2.7.1"} <= torch["rocm6.3"] and "2.13.0" in torch["rocm10.1.0"]
+    assert tool.discoveries(data, torch_builds=torch) == []
