@@ -10,7 +10,9 @@ import json
 
 import pytest
 
-from tests.unit.test_matrix_update import tool
+from unit import test_matrix_update as t
+from unit.test_matrix_update import _inputs, tool
+from unit.test_security_limits import hostile
 
 # versions.rst: a list-table, newest first; Core SDK rows link without a trailing slash,
 # older rows abbreviate the month.
@@ -287,8 +289,6 @@ HISTORY = """\
 
 
 def _build(history=HISTORY, **optional):
-    from tests.unit import test_matrix_update as t
-
     inputs = tool.Inputs(t.CSV, t.YAML, t.RELEASE_MD, t.OVERRIDES, history, **optional)
     return tool.build(inputs, {})
 
@@ -317,8 +317,6 @@ def test_a_release_the_history_lists_is_added_in_the_stream_it_belongs_to():
 
 
 def test_an_override_citing_versions_rst_for_a_release_it_lacks_is_noted():
-    from tests.unit import test_matrix_update as t
-
     overrides = t.OVERRIDES.replace(
         '(cited here)"\n\n[[release]]\nversion = "7.0.0"',
         'versions.rst @ abc"\n\n[[release]]\nversion = "7.0.0"',
@@ -330,8 +328,6 @@ def test_an_override_citing_versions_rst_for_a_release_it_lacks_is_noted():
 
 
 def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys, monkeypatch):
-    from tests.unit.test_matrix_update import _inputs
-
     # what the product's matrix knows, as it was before it had gfx1153
     pci, gfx, torch = tool._matrix_knows()
     monkeypatch.setattr(tool, "_matrix_knows", lambda: (pci, gfx - {"gfx1153"}, torch))
@@ -413,3 +409,12 @@ def test_torch_builds_a_listing_has_that_the_matrix_lacks_are_reported_by_label(
     _pci, _gfx, torch = tool._matrix_knows()
     assert {"2.7.0", "2.7.1"} <= torch["rocm6.3"] and "2.13.0" in torch["rocm10.1.0"]
     assert tool.discoveries(data, torch_builds=torch) == []
+
+
+def test_a_listing_url_is_read_over_verified_tls_only():
+    with hostile() as url:  # a plain-HTTP server: no TLS, no certificate to verify
+        https = url.replace("http://", "https://", 1) + "/whl/rocm6.3/torch/"
+        with pytest.raises(tool.UpstreamFormatError, match=r"listing https://127\.0\.0\.1"):
+            tool.read_listing(https)
+        with pytest.raises(tool.UpstreamFormatError, match="over https only"):
+            tool.read_listing(url + "/whl/rocm6.3/torch/")
