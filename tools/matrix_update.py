@@ -5,7 +5,9 @@ distro listing, each torch minor's stable ROCm).
 
     python tools/matrix_update.py \\
         --historical-csv compatibility-matrix-historical-6.0.csv \\
-        --os-support os-support.yaml --pytorch-release RELEASE.md [--check]
+        --os-support os-support.yaml --pytorch-release RELEASE.md \\
+        [--release-history versions.rst] [--driver-list driver-firmware-support.yaml] \\
+        [--gpu-list gpus.yaml] [--pci-ids pci.ids] [--listing rocm6.3=PAGE|URL ...] [--check]
 
 Inputs (fetch the current ones from the sources; nothing here goes on the network):
 
@@ -20,15 +22,32 @@ Inputs (fetch the current ones from the sources; nothing here goes on the networ
 * PyTorch's ``RELEASE.md`` (pytorch/pytorch): the "Release Compatibility Matrix" table gives
   the stable ROCm of each torch minor; a release's torch index is the ``rocm<X.Y.Z>`` or
   ``rocm<X.Y>`` that table names.
+* AMD's ``docs/release/versions.rst`` (ROCm/rocm-docs, the release history): every release
+  with its date. A release it lists that the other inputs don't (from the data's oldest
+  release on) is added in the stream and repository of the releases it goes with (the newest
+  of the same X.Y, else of the same major: a new Core SDK release needs no override), with no
+  driver until an override names one; the dates go to "release_dates".
+* AMD's ``docs/data/driver-firmware-support.yaml`` ("amdgpu_drivers": the drivers AMD lists)
+  and ``docs/data/gpus.yaml`` ("gpu_products": per gfx target its products by family).
+* pci.ids (pciutils/pciids), vendor 1002: reported, not written: AMD devices of a chip the
+  product's PCI table (model/pci_ids.py) maps to a gfx target whose ID it lacks.
+* Wheel index listings (``--listing rocm6.3=whl-rocm6.3-torch.html`` or the page's https URL,
+  ``rocm6.3/torchvision=...`` for another project, ``whl-next=...`` for AMD's index): the
+  versions each PEP 503 page lists, per local label ("torch_listed"). Reported: a torch the
+  matrix's builds for that label lack (download.pytorch.org labels with the index, +rocm6.3;
+  AMD with the release, +rocm10.1.0), and a label no release uses. Read over verified TLS
+  with a size cap, or from a saved page.
 * ``tools/matrix_overrides.toml`` (hand-kept, every entry cited): what the files above are
   silent on (the Core SDK's releases and drivers, releases absent from AMD's table, an index
   PyTorch builds for a ROCm its table doesn't name). An override may not contradict a value
   the upstream files give; one the files now give anyway is reported as redundant.
 
-Writes the data file, or with --check prints, row by row, how the committed one differs
-(exit 1 when it does). Review that diff: every change is a change of AMD's or PyTorch's
-published data; tests/unit/test_upstream_facts.py then names the recorded facts and lab
-doubles that must move with it. Needs PyYAML (``pip install pyyaml``, in the dev extra).
+The optional inputs not given on a run keep what the committed data has from them. Writes
+the data file, or with --check prints, row by row, how the committed one differs, then each
+thing upstream publishes that the matrix lacks ("upstream has: ..."); exit 1 when either.
+Review that diff: every change is a change of AMD's or PyTorch's published data;
+tests/unit/test_upstream_facts.py then names the recorded facts and lab doubles that must
+move with it. Needs PyYAML (``pip install pyyaml``, in the dev extra).
 """
 
 from __future__ import annotations
@@ -39,7 +58,10 @@ import json
 import re
 import sys
 import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from urllib.parse import unquote
 
 REPO = Path(__file__).resolve().parents[1]
 OUTPUT = REPO / "tasks" / "rocm_fleet" / "model" / "upstream_data.json"
@@ -77,6 +99,9 @@ FROM_TABLE = "AMD compatibility table"
 FROM_OS_SUPPORT = "AMD os-support.yaml"
 FROM_PYTORCH = "PyTorch RELEASE.md"
 FROM_OVERRIDE = "override"
+FROM_HISTORY = "AMD versions.rst"
+# The inputs every run reads; the others are optional (see build()).
+REQUIRED_SOURCES = ("historical_csv", "os_support", "pytorch_release")
 
 GFX = re.compile(r"\bgfx[0-9a-f]+\b")
 FOOTNOTE = re.compile(r"\s*\[#[^\]]*\]_")
@@ -282,6 +307,186 @@ def torch_index(version: str, stable: dict[str, str]) -> str | None:
     return None
 
 
+# --- AMD's release list: rocm-docs docs/release/versions.rst -----------------------------
+
+# One row of the list-table: "* - `10.1.0 <https://rocm.docs.amd.com/en/docs-10.1.0>`__"
+# then "- October 5, 2026" (older rows abbreviate the month: "Apr 16, 2024").
+RELEASE_ROW = re.compile(
+    r"^\s*\* - `(?P<version>\d+\.\d+\.\d+) <(?P<url>https://[^\s>]+)>`__\s*\n"
+    r"\s*- (?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})\s*$",
+    re.M,
+)
+
+
+def release_history(text: str) -> dict[str, str]:
+    """Release -> its date (ISO), newest first, from AMD's release history. A row the table
+    has but this can't read is refused, so a changed format can't drop releases silently."""
+    if "Release date" not in text:
+        raise UpstreamFormatError("versions.rst: no 'Release date' column")
+    out: dict[str, str] = {}
+    for match in RELEASE_ROW.finditer(text):
+        out[match["version"]] = _iso_date(match["date"], match["version"])
+    rows = len(re.findall(r"^\s*\* - `", text, re.M))
+    if not out or rows != len(out):
+        raise UpstreamFormatError(
+            f"versions.rst: read {len(out)} of its {rows} release rows (a row is '* - `X.Y.Z "
+            "<url>`__' then '- Month D, YYYY')"
+        )
+    return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
+
+
+def _iso_date(text: str, version: str) -> str:
+    for form in ("%B %d, %Y", "%b %d, %Y"):
+        try:
+            return datetime.strptime(text, form).date().isoformat()
+        except ValueError:
+            continue
+    raise UpstreamFormatError(f"versions.rst: release {version}: {text!r} is not a date")
+
+
+# --- AMD's driver list: rocm-docs docs/data/driver-firmware-support.yaml -----------------
+
+
+def amd_drivers(text: str) -> dict[str, str]:
+    """amdgpu driver version -> its release notes, newest first, from the anchors the file
+    defines (``_amdgpu_drivers``: every driver a GPU family's ``linux: amdgpu`` names)."""
+    import yaml
+
+    data = yaml.safe_load(text)
+    entries = data.get("_amdgpu_drivers") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise UpstreamFormatError("driver-firmware-support.yaml: no '_amdgpu_drivers' list")
+    out: dict[str, str] = {}
+    for entry in entries:
+        version = str(entry.get("version", "")) if isinstance(entry, dict) else ""
+        if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+            raise UpstreamFormatError(
+                f"driver-firmware-support.yaml: _amdgpu_drivers entry {entry!r} has no "
+                "'version' X.Y.Z"
+            )
+        out[version] = str(entry.get("url", ""))
+    return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
+
+
+# --- AMD's GPU list: rocm-docs docs/data/gpus.yaml ---------------------------------------
+
+
+def gpu_products(text: str) -> dict[str, dict[str, list[str]]]:
+    """gfx target -> {family: [products]} from AMD's GPU list (families "AMD Instinct",
+    "AMD Radeon", "AMD Ryzen"; each product names its ``gfx``)."""
+    import yaml
+
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise UpstreamFormatError("gpus.yaml: not a mapping of GPU families")
+    out: dict[str, dict[str, list[str]]] = {}
+    for family, products in data.items():
+        if family.startswith("_"):
+            continue
+        if not isinstance(products, dict):
+            raise UpstreamFormatError(f"gpus.yaml: family {family!r} is not a mapping")
+        for product, fields in products.items():
+            gfx = fields.get("gfx") if isinstance(fields, dict) else None
+            if not isinstance(gfx, str) or not GFX.fullmatch(gfx):
+                raise UpstreamFormatError(
+                    f"gpus.yaml: {family} / {product}: gfx {gfx!r} is not a gfx target"
+                )
+            out.setdefault(gfx, {}).setdefault(family, []).append(product)
+    return dict(sorted(out.items()))
+
+
+# --- the PCI ID database: pci.ids, vendor 1002 -------------------------------------------
+
+AMD_VENDOR = "1002"
+
+
+def pci_amd_devices(text: str) -> dict[str, str]:
+    """AMD's device IDs ("0x744c") -> pci.ids' name, from the vendor 1002 section: device
+    lines are one tab, the ID, two spaces, the name; subsystem lines (two tabs) and comments
+    are skipped; the section ends at the next vendor line."""
+    out: dict[str, str] = {}
+    inside = False
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith("\t"):
+            if inside:
+                break
+            inside = line.startswith(AMD_VENDOR + "  ")
+            continue
+        if inside and not line.startswith("\t\t"):
+            match = re.fullmatch(r"\t([0-9a-f]{4})  (.+)", line)
+            if not match:
+                raise UpstreamFormatError(f"pci.ids: vendor {AMD_VENDOR}: unreadable {line!r}")
+            out[f"0x{match[1]}"] = match[2]
+    if not out:
+        raise UpstreamFormatError(f"pci.ids: no vendor {AMD_VENDOR} section with devices")
+    return out
+
+
+def chip(name: str) -> str:
+    """pci.ids' chip of a device name: "Navi 31 [Radeon RX 7900 XT]" -> "Navi 31"."""
+    return name.split(" [", 1)[0].strip()
+
+
+def unknown_pci_devices(listed: dict[str, str], known: dict[str, tuple[str, str]]) -> list[str]:
+    """Devices pci.ids lists whose chip is one a known device's (``known``: ID -> (gfx,
+    name)) but whose ID isn't known: the gfx comes from the chip they share."""
+    gfx_of_chip = {chip(name): gfx for gfx, name in known.values()}
+    out = []
+    for device, name in listed.items():
+        gfx = gfx_of_chip.get(chip(name))
+        if device not in known and gfx is not None:
+            out.append(f"pci.ids lists {device} {name!r}, a {gfx} chip the data lacks")
+    return out
+
+
+# --- wheel index listings (PEP 503 project pages) ----------------------------------------
+
+LISTING_CAP = 8 * 1024 * 1024  # bytes: whl/rocm7.2/torch/ is ~100 KiB; far more is not a listing
+
+
+def listed_versions(html: str, page_url: str) -> dict[str, list[str]]:
+    """A PEP 503 project page (download.pytorch.org's whl/rocmX.Y/torch/, AMD's whl-next
+    torch/) -> local label ("rocm6.3", "" for none) -> the public versions of its wheels."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    from rocm_fleet.offline.wheels import parse_page
+
+    out: dict[str, set[str]] = {}
+    for link in parse_page(html, page_url):
+        if not link.filename.endswith(".whl"):
+            continue
+        try:
+            _name, version, _build, _tags = parse_wheel_filename(unquote(link.filename))
+        except InvalidWheelFilename as err:
+            raise UpstreamFormatError(f"{page_url}: {err}") from None
+        out.setdefault(version.local or "", set()).add(version.public)
+    return {label: sorted(vs, key=_version_key) for label, vs in sorted(out.items())}
+
+
+def read_listing(where: str) -> tuple[str, str]:
+    """(the page, its URL) from a saved page or an https URL (verified TLS, at most
+    LISTING_CAP bytes: the project's own fetcher)."""
+    if not where.startswith(("https://", "http://")):
+        path = Path(where)
+        try:
+            return path.read_text(), path.resolve().as_uri()
+        except (OSError, UnicodeDecodeError) as err:
+            raise UpstreamFormatError(f"listing {where}: {err}") from None
+    if not where.startswith("https://"):
+        raise UpstreamFormatError(f"{where}: a listing is read over https only")
+    from rocm_fleet.offline.download import DownloadError, Fetcher
+
+    fetcher = Fetcher(retries=2, content_cap=LISTING_CAP)
+    try:
+        return fetcher.content(where).decode(), where
+    except (DownloadError, UnicodeDecodeError) as err:
+        raise UpstreamFormatError(f"listing {where}: {err}") from None
+    finally:
+        fetcher.close()
+
+
 # --- the release rows --------------------------------------------------------------------
 
 OVERRIDE_FIELDS = {"version", "stream", "repository", "amdgpu_driver", "torch_index", "source"}
@@ -317,10 +522,15 @@ def load_overrides(text: str) -> list[dict]:
 
 
 def release_rows(
-    table: dict[str, dict], support: dict, stable: dict[str, str], overrides: list[dict]
+    table: dict[str, dict],
+    support: dict,
+    stable: dict[str, str],
+    overrides: list[dict],
+    history: dict[str, str] | None = None,
 ) -> tuple[list[dict], list[str]]:
     """(the release rows, notes for the maintainer). Each row names where each of its
-    values comes from ("from"): AMD's table, os-support.yaml, RELEASE.md or an override."""
+    values comes from ("from"): AMD's table, os-support.yaml, RELEASE.md, AMD's release
+    history (versions.rst) or an override."""
     rows: dict[str, dict] = {}
     for version, found in table.items():
         rows[version] = {
@@ -378,6 +588,8 @@ def release_rows(
         row["source"] = source
         if "torch_index" in entry:
             row["torch_index"], row["from"]["torch_index"] = entry["torch_index"], cite
+    if history is not None:
+        notes += _from_history(rows, history, support)
     for row in rows.values():
         index = torch_index(row["version"], stable)
         if index is None:
@@ -393,34 +605,197 @@ def release_rows(
         else:
             row["torch_index"], row["from"]["torch_index"] = index, FROM_PYTORCH
         if row["amdgpu_driver"] is None:
-            row["from"].pop("amdgpu_driver")
+            row["from"].pop("amdgpu_driver", None)
     ordered = sorted(
         rows.values(), key=lambda r: (STREAMS.index(r["stream"]), _version_key(r["version"]))
     )
     return ordered, notes
 
 
+def _like(version: str, rows: dict[str, dict]) -> dict | None:
+    """The known release a new one belongs with: the newest of the same X.Y, else of the
+    same major (10.2.0 with 10.1.0; 7.14.2 with 7.14.1, not with 7.2.4)."""
+    key = _version_key(version)
+    for width in (2, 1):
+        same = [r for r in rows.values() if _version_key(r["version"])[:width] == key[:width]]
+        if same:
+            return max(same, key=lambda r: _version_key(r["version"]))
+    return None
+
+
+def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict) -> list[str]:
+    """Add the releases AMD's release history lists and no other input does (from the
+    oldest release the data has on), each in the stream and repository of the releases it
+    belongs with; notes: a release it can't place, a citation of versions.rst for a release
+    versions.rst doesn't list."""
+    notes: list[str] = []
+    oldest = min(_version_key(v) for v in rows) if rows else (0,)
+    for version, released in sorted(history.items(), key=lambda kv: _version_key(kv[0])):
+        if version in rows or _version_key(version) < oldest:
+            continue
+        like = _like(version, rows)
+        if like is None:
+            notes.append(
+                f"{FROM_HISTORY} lists {version} ({released}), in no stream the data knows: "
+                "add it to matrix_overrides.toml with its stream and source"
+            )
+            continue
+        same = f"as {like['version']}"
+        core = like["stream"] == "core-sdk"
+        rows[version] = {
+            "version": version, "stream": like["stream"], "repository": like["repository"],
+            "distros": [d for d in MATRIX_DISTROS if d in support["families"]] if core else None,
+            "gfx": None, "amdgpu_driver": None, "torch_index": None,
+            "from": {"row": FROM_HISTORY, "stream": same, "repository": same,
+                     **({"distros": FROM_OS_SUPPORT} if core else {})},
+            "source": f"{FROM_HISTORY}: {version} released {released}",
+        }  # fmt: skip
+        notes.append(
+            f"new release {version} ({released}) from {FROM_HISTORY}: no driver until "
+            "matrix_overrides.toml names one with its source (dkms refused meanwhile)"
+        )
+    for row in rows.values():
+        if "versions.rst" in (row["source"] or "") and row["version"] not in history:
+            notes.append(
+                f"release {row['version']}: its source cites versions.rst, which doesn't "
+                "list it; cite what does"
+            )
+    return notes
+
+
+# --- what upstream publishes that the data lacks -----------------------------------------
+
+
+def discoveries(
+    data: dict,
+    pci_devices: dict[str, str] | None = None,
+    known_pci: dict[str, tuple[str, str]] | None = None,
+    known_gfx: set[str] | None = None,
+    torch_builds: dict[str, set[str]] | None = None,
+) -> list[str]:
+    """What the upstream files publish that the matrix doesn't have, one line each:
+    GPU targets of AMD's GPU list, PCI devices of a known chip, torch versions an index lists,
+    and AMD's newest driver when a release has none."""
+    lines: list[str] = []
+    if known_gfx is not None:
+        for gfx, families in (data.get("gpu_products") or {}).items():
+            if gfx not in known_gfx:
+                named = "; ".join(f"{f}: {', '.join(p)}" for f, p in families.items())
+                lines.append(f"gpus.yaml lists {gfx} ({named}), not in the matrix's GPU list")
+    if pci_devices is not None and known_pci is not None:
+        lines += unknown_pci_devices(pci_devices, known_pci)
+    if torch_builds is not None:  # keyed by local label: "rocm6.3", AMD's "rocm10.1.0"
+        for index, projects in (data.get("torch_listed") or {}).items():
+            for label, versions in projects.get("torch", {}).items():
+                if not label.startswith("rocm"):
+                    continue  # CPU / CUDA builds an index may also carry
+                known = torch_builds.get(label)
+                missing = sorted(set(versions) - (known or set()), key=_version_key)
+                if known is None:
+                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, a build "
+                                 "label no release of the matrix uses")  # fmt: skip
+                elif missing:
+                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, which "
+                                 "the matrix's builds for it lack")  # fmt: skip
+    drivers = list(data.get("amdgpu_drivers") or {})
+    for row in data["releases"]:
+        if drivers and row["amdgpu_driver"] is None and _version_key(row["version"])[0] >= 7:
+            lines.append(f"release {row['version']} has no driver; AMD's driver list's "
+                         f"newest is {drivers[0]}")  # fmt: skip
+    return lines
+
+
+def _matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[str]]]:
+    """(PCI ID -> (gfx, name), the GPU targets, per local label its torch versions): what
+    the product's matrix has, for discoveries(). A download.pytorch.org index labels its
+    builds with its own name (+rocm6.3); AMD's index with the release (+rocm10.1.0)."""
+    from rocm_fleet.model import matrix, pci_ids
+
+    known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
+    gfx = {t.gfx for t in matrix.GPU_TARGETS}
+    torch = {i: {b.torch for b in builds} for i, builds in matrix.TORCH_INDEXES.items()}
+    for rel in matrix.RELEASES:
+        if rel.amd_wheels is not None:
+            torch[rel.amd_wheels.label] = {b.torch for b in rel.amd_wheels.builds}
+    return known_pci, gfx, torch
+
+
 # --- output and comparison ---------------------------------------------------------------
 
 
-def build(historical: str, support_text: str, release_md: str, overrides_text: str,
-          sources: dict[str, str]) -> tuple[dict, list[str]]:  # fmt: skip
-    table = classic_releases(historical)
-    support = os_support(support_text)
-    stable = torch_stable_rocm(release_md)
-    releases, notes = release_rows(table, support, stable, load_overrides(overrides_text))
+@dataclass
+class Inputs:
+    """The files read, as text; the optional ones None where not given (their sections are
+    then kept as the committed data has them)."""
+
+    historical: str
+    os_support: str
+    release_md: str
+    overrides: str
+    history: str | None = None
+    drivers: str | None = None
+    gpus: str | None = None
+    listings: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (page, url)
+
+
+def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
+          ) -> tuple[dict, list[str]]:  # fmt: skip
+    previous = previous or {}
+    table = classic_releases(inputs.historical)
+    support = os_support(inputs.os_support)
+    stable = torch_stable_rocm(inputs.release_md)
+    history = release_history(inputs.history) if inputs.history is not None else None
+    releases, notes = release_rows(
+        table, support, stable, load_overrides(inputs.overrides), history
+    )
+    if history is None:  # the rows only the release history gives: kept as committed
+        have = {r["version"] for r in releases}
+        kept = [
+            r
+            for r in previous.get("releases", [])
+            if r.get("from", {}).get("row") == FROM_HISTORY and r["version"] not in have
+        ]
+        releases = sorted([*releases, *kept], key=lambda r: (
+            STREAMS.index(r["stream"]), _version_key(r["version"])))  # fmt: skip
+    # an optional input not given this time: where the committed data says it came from
+    sources = {**{k: v for k, v in previous.get("sources", {}).items()
+                  if k not in REQUIRED_SOURCES}, **sources}  # fmt: skip
     data = {
         "_comment": "Generated by tools/matrix_update.py from AMD's and PyTorch's "
         "machine-readable files and tools/matrix_overrides.toml; do not edit (run the tool "
         "and review its diff).",
         "sources": sources,
-        "gpu_listed_from": gpu_listed_from(historical),
+        "gpu_listed_from": gpu_listed_from(inputs.historical),
         "os_families": support["families"],
         "core_sdk_debian": support["per_model"],
         "torch_stable_rocm": stable,
         "releases": releases,
     }
+    ours = {r["version"] for r in releases}
+    optional = {
+        "release_dates": (inputs.history, lambda: {
+            v: d for v, d in (history or {}).items() if v in ours}),
+        "amdgpu_drivers": (inputs.drivers, lambda: amd_drivers(inputs.drivers)),
+        "gpu_products": (inputs.gpus, lambda: gpu_products(inputs.gpus)),
+        "torch_listed": (inputs.listings or None, lambda: {
+            **previous.get("torch_listed", {}), **_listings(inputs.listings)}),
+    }  # fmt: skip
+    for section, (given, read) in optional.items():
+        if given is not None:
+            data[section] = read()
+        elif section in previous:
+            data[section] = previous[section]
     return data, notes
+
+
+def _listings(listings: dict[str, tuple[str, str]]) -> dict[str, dict[str, dict]]:
+    """index -> project -> local label -> versions, from the listings given as
+    "<index>[/<project>]" (project torch by default)."""
+    out: dict[str, dict[str, dict]] = {}
+    for key, (page, url) in sorted(listings.items()):
+        index, _, project = key.partition("/")
+        out.setdefault(index, {})[project or "torch"] = listed_versions(page, url)
+    return out
 
 
 def render(data: dict) -> str:
@@ -478,6 +853,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--os-support", type=Path, required=True)
     parser.add_argument("--pytorch-release", type=Path, required=True)
     parser.add_argument("--overrides", type=Path, default=OVERRIDES)
+    parser.add_argument(
+        "--release-history",
+        type=Path,
+        metavar="versions.rst",
+        help="AMD's release list: releases it has that the data lacks",
+    )
+    parser.add_argument("--driver-list", type=Path, metavar="driver-firmware-support.yaml")
+    parser.add_argument("--gpu-list", type=Path, metavar="gpus.yaml")
+    parser.add_argument(
+        "--pci-ids",
+        type=Path,
+        metavar="pci.ids",
+        help="report AMD devices of a known chip that the data lacks",
+    )
+    parser.add_argument("--listing", action="append", default=[],
+                        metavar="INDEX[/PROJECT]=PAGE|URL",
+                        help="a wheel index's project page, saved or https (rocm6.3=torch.html, "
+                        "rocm6.3/torchvision=https://download.pytorch.org/whl/rocm6.3/"
+                        "torchvision/, whl-next=https://stable.repo.amd.com/rocm/whl-next/"
+                        "torch/)")  # fmt: skip
     parser.add_argument("--output", type=Path, default=OUTPUT)
     parser.add_argument("--check", action="store_true", help="compare, don't write")
     parser.add_argument("--source-note", action="append", default=[], metavar="FILE=WHERE",
@@ -489,30 +884,56 @@ def main(argv: list[str] | None = None) -> int:
         "os_support": notes.get("os-support", args.os_support.name),
         "pytorch_release": notes.get("pytorch-release", args.pytorch_release.name),
     }
+    for option, key in (("release-history", "release_history"), ("driver-list", "driver_list"),
+                        ("gpu-list", "gpu_list")):  # fmt: skip
+        given = getattr(args, key)
+        if given is not None:
+            sources[key] = notes.get(option, given.name)
     try:
-        data, remarks = build(
-            args.historical_csv.read_text(),
-            args.os_support.read_text(),
-            args.pytorch_release.read_text(),
-            args.overrides.read_text(),
-            sources,
-        )
+        current = json.loads(args.output.read_text()) if args.output.exists() else {}
+    except json.JSONDecodeError:
+        current = {}
+
+    def text(path: Path | None) -> str | None:
+        return path.read_text() if path is not None else None
+
+    try:
+        listings = {}
+        for spec in args.listing:
+            key, sep, where = spec.partition("=")
+            if not sep or not re.fullmatch(r"(rocm[0-9.]+|whl-next|whl-multi-arch)(/[a-z]+)?",
+                                           key):  # fmt: skip
+                raise UpstreamFormatError(
+                    f"--listing {spec!r}: expected INDEX[/PROJECT]=PAGE|URL, INDEX a "
+                    "download.pytorch.org rocmX.Y or AMD's whl-next / whl-multi-arch "
+                    "(rocm6.3=page.html)"
+                )
+            listings[key] = read_listing(where)
+            sources[f"listing {key}"] = notes.get(f"listing {key}", where)
+        inputs = Inputs(
+            args.historical_csv.read_text(), args.os_support.read_text(),
+            args.pytorch_release.read_text(), args.overrides.read_text(),
+            text(args.release_history), text(args.driver_list), text(args.gpu_list), listings,
+        )  # fmt: skip
+        data, remarks = build(inputs, sources, current)
+        pci = pci_amd_devices(args.pci_ids.read_text()) if args.pci_ids else None
     except UpstreamFormatError as err:
         print(f"matrix_update: {err}", file=sys.stderr)
         return 2
     for remark in remarks:
         print(f"matrix_update: note: {remark}", file=sys.stderr)
-    text = render(data)
+    known_pci, known_gfx, torch_builds = _matrix_knows()
+    found = discoveries(data, pci, known_pci, known_gfx, torch_builds)
     if args.check:
-        try:
-            current = json.loads(args.output.read_text()) if args.output.exists() else {}
-        except json.JSONDecodeError:
-            current = {}
         diff = row_diff(current, data)
         print("\n".join(diff) if diff else "upstream data unchanged")
-        return 1 if diff else 0
-    args.output.write_text(text)
+        for line in found:
+            print(f"upstream has: {line}")
+        return 1 if diff or found else 0
+    args.output.write_text(render(data))
     print(f"wrote {args.output}")
+    for line in found:
+        print(f"upstream has: {line}")
     return 0
 
 

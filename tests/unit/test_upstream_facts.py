@@ -115,6 +115,25 @@ def disagreements() -> list[str]:
     differ("wheel policy", "distributions published as sdists only", set(matrix.SDIST_ONLY),
            sdist_only, "repo.amd.com-whl")  # fmt: skip
 
+    docs = facts.load("rocm-docs")
+    history = {v: d for v, d in docs["release_history"].items() if v != "source"}
+    for version in sorted(set(history) - ours, key=_key):
+        out.append(f"release {version}: in AMD's release history ({_where('rocm-docs')}), "
+                   "missing from the matrix")  # fmt: skip
+    drivers = docs["amdgpu_drivers"]
+    for rel in matrix.RELEASES:
+        folder = matrix.amdgpu_repo_version(rel)
+        if folder is None or not folder.startswith(("30.", "31.")):  # versioned with ROCm
+            continue
+        driver = folder if folder.count(".") == 2 else f"{folder}.0"  # amdgpu/31.40 = 31.40.0
+        if driver not in drivers["versions"] and driver not in drivers.get("absent", {}):
+            out.append(f"release {rel.version}: amdgpu folder {folder!r} is not a driver AMD's "
+                       f"driver list names in {_where('rocm-docs')}")  # fmt: skip
+    for gfx in docs["gpu_list"]["gfx"]:
+        if matrix.gpu_target(gfx) is None:
+            out.append(f"GPU {gfx}: in AMD's GPU list ({_where('rocm-docs')}), missing from "
+                       "the matrix")  # fmt: skip
+
     for gfx, fact in facts.gpu_targets().items():
         target = matrix.gpu_target(gfx)
         if target is None:
@@ -125,6 +144,10 @@ def disagreements() -> list[str]:
         ids = {d for d, row in pci_ids.PCI_DEVICES.items() if row.gfx == gfx}
         differ(f"GPU {gfx}", "PCI device IDs (pci_ids.py)", ids, set(fact["pci"]), "gpus")
     return out
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
 
 
 def test_the_matrix_agrees_with_the_recorded_upstream_facts():
@@ -153,6 +176,12 @@ def test_the_matrix_agrees_with_the_recorded_upstream_facts():
          ["2.12.0", "2.13.0"], "release 10.0.0: the targets offered fewer builds"),
         ("repo.amd.com-whl", ("runtime", "torch_requires"), "rocm[libraries]=={release}.*",
          "release 10.1.0: the runtime torch requires is 'rocm[libraries]==10.1.0'"),
+        # AMD's rocm-docs data: a release it lists, a driver it drops, a target it adds
+        ("rocm-docs", ("release_history", "10.2.0"), "2026-12-01",
+         "release 10.2.0: in AMD's release history"),
+        ("rocm-docs", ("amdgpu_drivers", "versions", 0), "31.60.0",
+         "release 10.0.0: amdgpu folder '31.50' is not a driver AMD's driver list names"),
+        ("rocm-docs", ("gpu_list", "gfx", 0), "gfx1250", "GPU gfx1250: in AMD's GPU list"),
     ],
 )  # fmt: skip
 def test_a_changed_record_fails_naming_the_row_and_the_source(

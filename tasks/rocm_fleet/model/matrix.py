@@ -199,6 +199,10 @@ GPU_TARGETS: tuple[GpuTarget, ...] = (
     _target("gfx1150", "ryzen", "Ryzen AI 9 HX 370 / 375 (Strix Point), Radeon 880M / 890M"),
     _target("gfx1152", "ryzen", "Ryzen AI 7 350 (Krackan Point), Radeon 840M / 860M"),
     _target("gfx1103", "ryzen", "Ryzen 7040 / 8040 (Phoenix), Radeon 740M / 760M / 780M"),
+    # AMD's GPU list (rocm-docs docs/data/gpus.yaml @ 793e0c2e): Ryzen AI 5 430 / 435 /
+    # PRO 435 and AI 7 445 (Gorgon Point, Radeon 840M) are gfx1153; AMD's 10.x wheels and
+    # Core SDK packages are built for it (CORE_SDK_GFX_PACKAGES, AMD_STABLE_WHEELS).
+    _target("gfx1153", "ryzen", "Ryzen AI 5 430 / 435, AI 7 445 (Gorgon Point), Radeon 840M"),
 )
 
 GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
