@@ -1,0 +1,17 @@
+# shellcheck shell=sh
+# module-options.sh PATH CONTENT REASON: write a modprobe.d file whole (via a temporary name
+# and a rename), or remove it when CONTENT is empty, and record that the host needs a reboot:
+# modprobe reads its options when the module loads, at boot.
+set -eu
+path=$1
+content=$2
+reason=$3
+if [ -n "$content" ]; then
+    temporary="$path.rocm-fleet-new"
+    printf '%s' "$content" > "$temporary"
+    chmod 644 "$temporary"
+    mv -f "$temporary" "$path"
+else
+    rm -f "$path"
+fi
+mark_reboot "$reason"
