@@ -99,16 +99,17 @@ def test_another_files_ttm_limit_is_refused_and_rocm_fleets_own_is_not():
 def test_the_fact_reads_memtotal_and_where_each_is_set():
     fact = ApuMemory()
     assert "/proc/cmdline" in fact.command() and "/etc/modprobe.d/*.conf" in fact.command()
+    grub = 'GRUB_CMDLINE_LINUX_DEFAULT="quiet amdgpu.gttsize=98304"'
     found = fact.process([
         f"mem_total {MEM_TOTAL_KB}",
-        'gttsize /etc/default/grub:6:GRUB_CMDLINE_LINUX_DEFAULT="quiet amdgpu.gttsize=98304"',
+        f"gttsize /etc/default/grub:6:{grub}",
         "pages_limit /etc/modprobe.d/ttm.conf:1:options ttm pages_limit=26214400",
     ])  # fmt: skip
     assert found == {
         "mem_total": MEM_TOTAL_KB * 1024,
-        "gttsize": [("/etc/default/grub:6", 'GRUB_CMDLINE_LINUX_DEFAULT="quiet amdgpu.gttsize=98304"')],
+        "gttsize": [("/etc/default/grub:6", grub)],
         "pages_limit": [("/etc/modprobe.d/ttm.conf:1", "options ttm pages_limit=26214400")],
-    }  # fmt: skip
+    }
     assert fact.process([]) == ApuMemory.default()
 
 
