@@ -5,9 +5,12 @@ beside amdgpu.gttsize or another file's TTM limit; a reboot reason; a second run
 from __future__ import annotations
 
 import copy
+import json
+from types import SimpleNamespace
 
 import pytest
 
+from rocm_fleet.checks import test_node
 from rocm_fleet.facts.system import ApuMemory
 from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import ConfigError, load_config
@@ -131,3 +134,51 @@ def test_the_plan_writes_the_file_marks_a_reboot_and_a_second_run_changes_nothin
     unset = plan(DATA, SurveyHost(answers | {f"file {path}": digest(content)}))
     (command,) = unset.find("Remove rocm-fleet's TTM page limit").commands
     assert script_call(command)[1] == [paths.TTM_MODPROBE, "", apu.REBOOT_REASON]
+
+
+class NodeDouble:
+    """What the check reads of a node, as testinfra's host gives it: amdgpu's sysfs files
+    (``grep -H .`` lines), rocm-fleet's reboot reasons, the venv and torch's answer."""
+
+    def __init__(self, gtt: dict[str, int], reasons: str = "", torch: list | None = None):
+        self.gtt, self.reasons, self.torch = gtt, reasons, torch
+
+    def run(self, command: str, *args: str) -> SimpleNamespace:
+        if command.startswith("grep -H . /sys/bus/pci/devices/"):
+            lines = [
+                f"/sys/bus/pci/devices/{s}/mem_info_gtt_total:{n}" for s, n in self.gtt.items()
+            ]
+            return SimpleNamespace(stdout="\n".join(lines) + "\n")
+        assert (command, args) == ("cat %s", (paths.REBOOT_REASONS,))
+        return SimpleNamespace(stdout=self.reasons)
+
+    def file(self, path: str) -> SimpleNamespace:
+        return SimpleNamespace(exists=self.torch is not None)
+
+    def check_output(self, command: str, python: str, probe: str) -> str:
+        assert probe == test_node.TORCH_MEMORY_PROBE
+        return json.dumps(self.torch)
+
+
+def check(node_data: dict, host: NodeDouble) -> None:
+    test_node.test_apu_gtt_is_the_size_asked(host, load_config(node_data))
+
+
+def test_the_check_compares_amdgpus_gtt_and_torchs_memory_with_what_was_asked():
+    asked = {**DATA, "rocm_apu_gtt_gib": 96, "pytorch_install": True}
+    slot = STRIX_HALO["slot"]
+    check(asked, NodeDouble({slot: 96 * GIB}, torch=[["gfx1151", 96 * GIB + 4 * GIB]]))
+    # before the reboot amdgpu still reports the old limit: failed, saying a reboot is pending
+    with pytest.raises(AssertionError) as old:
+        check(asked, NodeDouble({slot: 62 * GIB}, reasons=apu.REBOOT_REASON + "\n"))
+    assert f"amdgpu reports GTT {{'{slot}': {62 * GIB}}}" in str(old.value)
+    assert "a reboot is pending" in str(old.value)
+    # torch seeing a fraction of it (ROCm/ROCm 5444's symptom) fails
+    with pytest.raises(AssertionError) as fraction:
+        check(asked, NodeDouble({slot: 96 * GIB}, torch=[["gfx1151", 31 * GIB]]))
+    assert f"torch sees {31 * GIB} bytes on gfx1151, less than the {96 * GIB} asked" in str(
+        fraction.value
+    )
+    # not asked: nothing to compare
+    with pytest.raises(pytest.skip.Exception):
+        check(DATA, NodeDouble({slot: 62 * GIB}))

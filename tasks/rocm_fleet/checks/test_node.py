@@ -15,8 +15,9 @@ import re
 import pytest
 
 from rocm_fleet.checks.plugin import FLEETS, NODE_DATA
+from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import Config, ConfigError, load_config
-from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro
+from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro, gpu_target
 from rocm_fleet.model.sources import mirror_path, rocm_repository
 
 # testinfra host name -> why it could not be reached (asked once per host)
@@ -32,6 +33,15 @@ if out["available"]:
     a = torch.ones(32, 32, device="cuda")
     out["matmul"] = (a @ a).sum().item()
 print(json.dumps(out))
+"""
+
+
+# Each GPU's target and total memory as torch sees them (on an APU: what it may map).
+TORCH_MEMORY_PROBE = r"""
+import json, torch
+print(json.dumps([[torch.cuda.get_device_properties(i).gcnArchName.split(":")[0],
+                   torch.cuda.get_device_properties(i).total_memory]
+                  for i in range(torch.cuda.device_count())]))
 """
 
 
@@ -155,3 +165,27 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
     for gfx in node.expected_gfx_list:
         assert gfx in info["archs"], info["archs"]
     assert info["matmul"] == 32 * 32 * 32
+
+
+def test_apu_gtt_is_the_size_asked(host, node):
+    """``rocm_apu_gtt_gib``: amdgpu reports that GTT (``mem_info_gtt_total``, the TTM page
+    limit's bytes) and torch sees no less memory on the APU's GPU."""
+    if node.rocm_apu_gtt_gib is None:
+        pytest.skip("rocm_apu_gtt_gib is not set")
+    wanted = apu.gtt_bytes(node.rocm_apu_gtt_gib)
+    lines = host.run("grep -H . /sys/bus/pci/devices/*/mem_info_gtt_total").stdout.split()
+    reported = {path.split("/")[-2]: int(n) for path, _, n in (ln.rpartition(":") for ln in lines)}
+    pending = apu.REBOOT_REASON in host.run("cat %s", paths.REBOOT_REASONS).stdout
+    assert wanted in reported.values(), (
+        f"rocm_apu_gtt_gib is {node.rocm_apu_gtt_gib} ({wanted} bytes) but amdgpu reports GTT "
+        f"{reported or 'nowhere (no mem_info_gtt_total)'}"
+        + ("; a reboot is pending: the limit applies at the next boot" if pending else "")
+    )
+    if not node.pytorch_install or not host.file(node.venv_python).exists:
+        return
+    seen = json.loads(host.check_output("%s -c %s", node.venv_python, TORCH_MEMORY_PROBE))
+    for arch, total in seen:
+        target = gpu_target(arch)
+        assert target is None or target.family != "ryzen" or total >= wanted, (
+            f"torch sees {total} bytes on {arch}, less than the {wanted} asked"
+        )
