@@ -7,6 +7,8 @@ path=$1
 content=$2
 reason=$3
 if [ -n "$content" ]; then
+    # kmod makes the directory; a minimal root without it still gets the file for later.
+    mkdir -p "$(dirname "$path")"
     temporary="$path.rocm-fleet-new"
     printf '%s' "$content" > "$temporary"
     chmod 644 "$temporary"
