@@ -182,3 +182,14 @@ def test_the_check_compares_amdgpus_gtt_and_torchs_memory_with_what_was_asked():
     # not asked: nothing to compare
     with pytest.raises(pytest.skip.Exception):
         check(DATA, NodeDouble({slot: 62 * GIB}))
+
+
+def test_rocm_state_absent_removes_the_file_whatever_the_setting():
+    data = {**DATA, "rocm_apu_gtt_gib": 96, "rocm_state": "absent"}
+    # the removal reads fact by fact (no preflight survey)
+    host = SurveyHost({}, other={
+        f"FileDigest:{paths.TTM_MODPROBE}": digest(apu.modprobe_options(96)),
+        "InstalledPackages": {}, "DpkgInterrupted": [],
+    })  # fmt: skip
+    (command,) = plan(data, host).find("Remove rocm-fleet's TTM").commands
+    assert script_call(command)[1] == [paths.TTM_MODPROBE, "", apu.REBOOT_REASON]

@@ -75,6 +75,7 @@ def rocm_node() -> None:
         configure_mirror(config, host.inventory, present=False)
         remove_repository(config)
         configure_proxy(config, present=False)
+        configure_apu_memory(config, present=False)
         # Pull mode follows its own setting: a node may keep pulling a state without ROCm.
         configure_pull(config)
         return
