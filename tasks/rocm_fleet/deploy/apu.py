@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import apu, paths
 from rocm_fleet.operations.kernel import module_options
 
@@ -27,6 +29,8 @@ def configure_apu_memory(config: Config, present: bool = True) -> list[tuple[str
     """Returns the (reboot reason, operation) pair for deploy.reboot; ``present=False``
     (``rocm_state: absent``) removes the file whatever the setting."""
     gib = config.rocm_apu_gtt_gib if present else None
+    if gib is None and read_fact(FileDigest, path=paths.TTM_MODPROBE) is None:
+        return []  # nothing to set or remove: no concern of this host (the audit's columns)
     write = module_options(
         name=f"Set the APU's GTT to {gib} GiB (TTM page limit)"
         if gib is not None
