@@ -99,6 +99,16 @@ def test_another_files_ttm_limit_is_refused_and_rocm_fleets_own_is_not():
     assert problems(96, pages_limit=[ours]) == []
 
 
+def test_gttsize_added_to_rocm_fleets_own_file_is_removed_by_the_write_not_refused():
+    edited = apu.modprobe_options(96) + "options amdgpu gttsize=98304\n"
+    answers = survey(gttsize=[(f"{paths.TTM_MODPROBE}:4", "options amdgpu gttsize=98304")])
+    assert problems(96, gttsize=answers["apu_memory"]["gttsize"]) == []
+    data = {**DATA, "rocm_apu_gtt_gib": 96}
+    planned = plan(data, SurveyHost(answers | {f"file {paths.TTM_MODPROBE}": digest(edited)}))
+    (command,) = planned.find("Set the APU's GTT to 96 GiB").commands
+    assert "gttsize" not in script_call(command)[1][1]
+
+
 def test_the_fact_reads_memtotal_and_where_each_is_set():
     fact = ApuMemory()
     assert "/proc/cmdline" in fact.command() and "/etc/modprobe.d/*.conf" in fact.command()

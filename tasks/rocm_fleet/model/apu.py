@@ -17,7 +17,9 @@ before going over 90% of it. ``rocm_apu_gtt_gib`` writes that line to rocm-fleet
 Documentation/gpu/amdgpu/module-parameters.rst), and set beside the TTM limit the two
 disagree about the GTT. So wherever the host sets it (the running kernel's command line,
 GRUB's defaults, a modprobe.d file) or sets the TTM limit in a file not rocm-fleet's, the
-setting is refused with the place named: rocm-fleet doesn't edit the admin's files.
+setting is refused with the place named: rocm-fleet doesn't edit the admin's files. In
+rocm-fleet's own file (edited by hand) it is no problem: the deploy writes that file whole,
+which removes it.
 
 Pure: ``findings`` judges the survey's ``apu_memory`` answer (``facts.system.ApuMemory``).
 """
@@ -94,15 +96,22 @@ def findings(config: Config, survey: dict[str, Any]) -> Found:
             f"{total / GIB:.1f} GiB, as AMD's amd-ttm allows without asking)"
         )
     for where, line in memory.get("gttsize") or []:
+        if _ours(where):
+            continue  # rocm-fleet's own file, edited: the deploy writes it whole again
         problems.append(
             f"amdgpu.gttsize is set in {where} ({line.strip()}): AMD deprecates it and it "
             f"conflicts with the TTM limit {KEY} sets; remove it there (after /etc/default/grub: "
             "update-grub and a reboot)"
         )
     for where, line in memory.get("pages_limit") or []:
-        if where.split(":", 1)[0] != paths.TTM_MODPROBE:
+        if not _ours(where):
             problems.append(
                 f"the TTM limit is already set in {where} ({line.strip()}), not by rocm-fleet: "
                 f"remove that line (or `amd-ttm --clear`) and let {KEY} set it"
             )
     return Found(problems)
+
+
+def _ours(where: str) -> bool:
+    """Whether a "file:line" place is rocm-fleet's own TTM file."""
+    return where.rsplit(":", 1)[0] == paths.TTM_MODPROBE
