@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import runpy
 import stat
 import time
 from collections.abc import Iterable, Iterator
@@ -55,6 +56,13 @@ def deploy(
     result.seconds = time.monotonic() - started
     result.output = result.stdout + result.stderr
     return result
+
+
+def inventory_with(lab: Lab, path: Path, change: dict[str, Any]) -> Path:
+    """A copy of the lab's inventory at ``path`` with ``change`` in every host's data."""
+    hosts = runpy.run_path(str(lab.inventory))["lab"]
+    path.write_text(f"lab = {[(name, {**data, **change}) for name, data in hosts]!r}\n")
+    return path
 
 
 def changed(result: Any) -> dict[str, list[str]]:

@@ -2,6 +2,13 @@
 GPU by model and target and says how its memory works; the Core SDK's per-target package for
 gfx1151 converges in one run, verifies the GPU, and a second run changes nothing.
 
+With ``rocm_apu_gtt_gib`` the host gets the TTM page limit in its modprobe.d file: ``--dry``
+and the audit show it pending, the run lists the host for a reboot and the check says the
+GTT is not yet the size asked; with reboots allowed the lab's boot applies the limit (its
+sysfs double sizes the APU's GTT from the modprobe.d option, tests/lab/sysfs.py load_ttm),
+and the check passes. More than the RAM allows, or ``amdgpu.gttsize`` on the host, is
+refused before anything changes.
+
 The lab's hosts are Debian (AMD lists Ryzen APUs on Ubuntu 26.04 / 24.04.4 only, which the
 lab can't build), so the run also carries the "AMD lists debian 13 for ..." warning a real
 Debian host would get. Torch is off here (10.x torch from AMD's index: test_amd_torch.py)."""
@@ -9,12 +16,23 @@ Debian host would get. Torch is off here (10.x torch from AMD's index: test_amd_
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 
-from e2e.support import changed, deploy, host_line, running_lab, sh, succeeded
+from e2e.support import (
+    audit,
+    changed,
+    deploy,
+    host_line,
+    inventory_with,
+    refusal,
+    running_lab,
+    sh,
+    succeeded,
+)
 from lab import HostSpec
-from rocm_fleet.model import matrix
+from rocm_fleet.model import apu, matrix, paths
 
 pytestmark = pytest.mark.e2e
 
@@ -53,3 +71,67 @@ def test_a_strix_halo_host_is_named_converges_and_verifies(lab):
     succeeded(again)
     assert changed(again) == {}
     assert matrix.gpu_target("gfx1151").family == "ryzen"
+
+
+OPTION = "Set the APU's GTT to 8 GiB (TTM page limit)"
+GTT_SYSFS = "cat /sys/bus/pci/devices/*/mem_info_gtt_total"
+
+
+def check(lab, inventory) -> str:
+    result = lab.run(
+        [sys.executable, "-m", "rocm_fleet.cli", "check", str(inventory), "--limit", "apu", "-v"]
+    )  # fmt: skip
+    print(result.stdout[-3000:])
+    return result
+
+
+def dry_refusal(lab, inventory) -> str:
+    """Why preflight refused the APU host in a ``--dry`` run of ``inventory`` ("" if not)."""
+    dry = deploy(lab, limit="apu", dry=True, inventory=inventory)
+    print(dry.output[-2000:])
+    return refusal(dry, "apu") or ""
+
+
+def test_the_apus_gtt_is_set_applied_at_the_reboot_and_checked(lab, tmp_path):
+    # More than 90% of the host's MemTotal (this machine's: /proc is the lab host's own):
+    # refused in --dry, naming the key, the value and the limit, nothing written.
+    too_much = inventory_with(lab, tmp_path / "much.py", {"rocm_apu_gtt_gib": 4096})
+    reason = dry_refusal(lab, too_much)
+    assert "rocm_apu_gtt_gib is 4096 GiB, more than this host's RAM allows: at most " in reason
+    # amdgpu.gttsize in a modprobe.d file of the admin's: refused, the place named.
+    sh(lab, "apu", "mkdir -p /etc/modprobe.d && echo 'options amdgpu gttsize=98304' "
+                   "> /etc/modprobe.d/amdgpu-gtt.conf")  # fmt: skip
+    asked = inventory_with(lab, tmp_path / "asked.py", {"rocm_apu_gtt_gib": 8})
+    assert "amdgpu.gttsize is set in /etc/modprobe.d/amdgpu-gtt.conf:1" in dry_refusal(lab, asked)
+    sh(lab, "apu", "rm /etc/modprobe.d/amdgpu-gtt.conf")
+
+    # Pending: --dry and the audit show the change before it is made.
+    dry = deploy(lab, limit="apu", dry=True, inventory=asked)
+    assert changed(dry).get(f"APU memory | {OPTION}") == ["apu"], dry.output[-3000:]
+    report = audit(lab, inventory=asked)
+    (row,) = report.json["hosts"]
+    assert any(OPTION in drift for drift in row["drift"]), row
+
+    # Written, no reboot allowed: the host is listed, amdgpu still reports the old GTT, and
+    # the check says so.
+    run = deploy(lab, limit="apu", inventory=asked)
+    succeeded(run)
+    assert changed(run)[f"APU memory | {OPTION}"] == ["apu"]
+    assert sh(lab, "apu", f"cat {paths.TTM_MODPROBE}") == apu.modprobe_options(8)
+    assert "Hosts that need a reboot" in run.output and apu.REBOOT_REASON in run.output
+    assert sh(lab, "apu", GTT_SYSFS).split() == [str(96 * 2**30)]
+    before = check(lab, asked)
+    assert before.returncode == 1 and "a reboot is pending" in before.stdout
+
+    # Reboots allowed: the boot applies it, the check passes, and a second run changes nothing.
+    allowed = inventory_with(lab, tmp_path / "allowed.py", {"rocm_apu_gtt_gib": 8,
+                                                            "rocm_reboot": "allow"})  # fmt: skip
+    run = deploy(lab, limit="apu", inventory=allowed)
+    succeeded(run)
+    assert lab.boots["apu"][-1].get("ttm pages_limit") == str(apu.pages_limit(8)), lab.boots
+    assert sh(lab, "apu", GTT_SYSFS).split() == [str(8 * 2**30)]
+    after = check(lab, allowed)
+    assert after.returncode == 0, after.stdout[-3000:]
+    again = deploy(lab, limit="apu", inventory=allowed)
+    succeeded(again)
+    assert changed(again) == {}

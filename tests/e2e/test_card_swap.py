@@ -8,11 +8,19 @@ changes nothing; a lower-case ``rocm_key_fingerprint`` changes nothing either.
 from __future__ import annotations
 
 import runpy
-from pathlib import Path
 
 import pytest
 
-from e2e.support import as_drift, audit, changed, deploy, running_lab, sh, succeeded
+from e2e.support import (
+    as_drift,
+    audit,
+    changed,
+    deploy,
+    inventory_with,
+    running_lab,
+    sh,
+    succeeded,
+)
 from lab import HostSpec
 from rocm_fleet.model import matrix
 
@@ -27,12 +35,6 @@ PACKAGES_OP = "ROCm packages | Install the ROCm packages of the release"
 @pytest.fixture(scope="module")
 def lab():
     yield from running_lab(HOSTS, ["7.14.1"])
-
-
-def inventory_with(lab, path: Path, change: dict) -> Path:
-    hosts = runpy.run_path(str(lab.inventory))["lab"]
-    path.write_text(f"lab = {[(name, {**data, **change}) for name, data in hosts]!r}\n")
-    return path
 
 
 def core_sdk(lab) -> list[str]:

@@ -41,6 +41,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import sysfs
+
 MACHINE_DIR = "etc/rocm-fleet-lab/machine"
 EFI_DIR = f"{MACHINE_DIR}/efi"
 #: The DKMS signing certificate on Debian (dkms.in prepare_mok; rocm-facts.md §5).
@@ -319,6 +321,10 @@ def boot(root: Path, console_password: str | None = None) -> dict[str, str]:
             newest = release
     set_running_kernel(root, newest)
     happened["kernel"] = newest
+    # The kernel loads ttm with modprobe.d's options; amdgpu sizes an APU's GTT from them.
+    limit = sysfs.load_ttm(root)
+    if limit is not None:
+        happened["ttm pages_limit"] = str(limit)
     # shim's MokManager: a pending request is shown at the console; enrolled only if someone
     # types the password that matches MokAuth.  Nobody there: it times out, request kept.
     efi = root / EFI_DIR

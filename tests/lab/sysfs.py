@@ -16,6 +16,7 @@ profile's gfx (110000 -> gfx1100, 90402 -> gfx942, 100306 -> gfx1036).
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -50,6 +51,11 @@ TARGET_VERSIONS = {"gfx1100": 110000, "gfx942": 90402, "gfx1036": 100306, "gfx12
 #: GiB firmware carve-out): noamsto/nix-amd-ai issue #42, 2026-08-27, ASUS ROG Flow Z13 (3p).
 #: Discrete cards get none: the deploy only reports memory for APUs.
 APU_MEMORY = {"Radeon 8060S Graphics": (4294967296, 103079215104)}
+
+#: ``options ttm ... pages_limit=N`` in a modprobe.d file (modprobe.d(5)).
+_TTM_LIMIT = re.compile(r"^\s*options\s+ttm\s+(?:\S+\s+)*?pages_limit=(\d+)(?:\s|$)")
+#: TTM's page size on amd64.
+PAGE_SIZE = 4096
 
 #: What this module writes under ROOT/sys (removed before each write).
 OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu")
@@ -103,3 +109,21 @@ def write(root: Path, profile: str) -> None:
     module = sys / "module/amdgpu"
     module.mkdir(parents=True)
     (module / "initstate").write_text("live\n")
+
+
+def load_ttm(root: Path) -> int | None:
+    """What the kernel does at boot with the TTM page limit: modprobe applies
+    ``options ttm pages_limit=N`` from /etc/modprobe.d (files in name order, the last
+    setting wins) and amdgpu sizes each APU's GTT to those pages' bytes. Without one, the
+    APU reports its profile's recorded GTT again. Returns the limit applied (None: none)."""
+    limit = None
+    for conf in sorted((root / "etc/modprobe.d").glob("*.conf")):
+        for line in conf.read_text().splitlines():
+            if match := _TTM_LIMIT.match(line):
+                limit = int(match.group(1))
+    names = {device: name for name, (device, _) in DEVICES.items()}
+    for gtt in (root / "sys/bus/pci/devices").glob("*/mem_info_gtt_total"):
+        name = names[(gtt.parent / "device").read_text().strip()]
+        total = limit * PAGE_SIZE if limit is not None else APU_MEMORY[name][1]
+        gtt.write_text(f"{total}\n")
+    return limit

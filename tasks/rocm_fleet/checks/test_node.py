@@ -15,8 +15,9 @@ import re
 import pytest
 
 from rocm_fleet.checks.plugin import UNREACHABLE, Target
+from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import Config
-from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro
+from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro, gpu_target
 from rocm_fleet.model.sources import mirror_path, rocm_repository
 
 TORCH_PROBE = r"""
@@ -36,6 +37,15 @@ print(json.dumps(out))
 def host(target: Target):
     """The host, as testinfra's ``host`` (``target``: the plugin's, one per host checked)."""
     return target.host
+
+
+# Each GPU's target and total memory as torch sees them (on an APU: what it may map).
+TORCH_MEMORY_PROBE = r"""
+import json, torch
+print(json.dumps([[torch.cuda.get_device_properties(i).gcnArchName.split(":")[0],
+                   torch.cuda.get_device_properties(i).total_memory]
+                  for i in range(torch.cuda.device_count())]))
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -157,3 +167,27 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
     for gfx in node.expected_gfx_list:
         assert gfx in info["archs"], f"torch sees {info['archs']}, not {gfx}"
     assert info["matmul"] == 32 * 32 * 32, f"a 32x32 matmul on the GPU gave {info['matmul']}"
+
+
+def test_apu_gtt_is_the_size_asked(host, node):
+    """``rocm_apu_gtt_gib``: amdgpu reports that GTT (``mem_info_gtt_total``, the TTM page
+    limit's bytes) and torch sees no less memory on the APU's GPU."""
+    if node.rocm_apu_gtt_gib is None:
+        pytest.skip("rocm_apu_gtt_gib is not set")
+    wanted = apu.gtt_bytes(node.rocm_apu_gtt_gib)
+    lines = host.run("grep -H . /sys/bus/pci/devices/*/mem_info_gtt_total").stdout.split()
+    reported = {path.split("/")[-2]: int(n) for path, _, n in (ln.rpartition(":") for ln in lines)}
+    pending = apu.REBOOT_REASON in host.run("cat %s", paths.REBOOT_REASONS).stdout
+    assert wanted in reported.values(), (
+        f"rocm_apu_gtt_gib is {node.rocm_apu_gtt_gib} ({wanted} bytes) but amdgpu reports GTT "
+        f"{reported or 'nowhere (no mem_info_gtt_total)'}"
+        + ("; a reboot is pending: the limit applies at the next boot" if pending else "")
+    )
+    if not node.pytorch_install or not host.file(node.venv_python).exists:
+        return
+    seen = json.loads(host.check_output("%s -c %s", node.venv_python, TORCH_MEMORY_PROBE))
+    for arch, total in seen:
+        target = gpu_target(arch)
+        assert target is None or target.family != "ryzen" or total >= wanted, (
+            f"torch sees {total} bytes on {arch}, less than the {wanted} asked"
+        )

@@ -14,6 +14,7 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
+from rocm_fleet.deploy.apu import configure_apu_memory
 from rocm_fleet.deploy.cuda import migrate_from_cuda
 from rocm_fleet.deploy.driver import configure_driver
 from rocm_fleet.deploy.groups import configure_groups
@@ -74,6 +75,7 @@ def rocm_node() -> None:
         configure_mirror(config, host.inventory, present=False)
         remove_repository(config)
         configure_proxy(config, present=False)
+        configure_apu_memory(config, present=False)
         # Pull mode follows its own setting: a node may keep pulling a state without ROCm.
         configure_pull(config)
         return
@@ -93,6 +95,7 @@ def rocm_node() -> None:
     install_repository(config, distro)
     needs_reboot += configure_driver(config, distro)
     needs_reboot += configure_secure_boot(config, distro)
+    needs_reboot += configure_apu_memory(config)
     install_rocm(config, config.wanted_packages(found.gpus))
     configure_groups(config)
     configure_pip_credentials(config, present=config.torch is not None)

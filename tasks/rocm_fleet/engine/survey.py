@@ -32,6 +32,7 @@ from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
 from rocm_fleet.facts.survey import Read, Survey
 from rocm_fleet.facts.system import (
     AmdgpuModule,
+    ApuMemory,
     Architecture,
     DistroRelease,
     FreeSpace,
@@ -71,6 +72,7 @@ def preflight_reads(config: Config) -> list[Read]:
         Read("pci", PciGpus),
         Read("kfd", KfdNodes),
         Read("amdgpu", AmdgpuModule),
+        Read("apu_memory", ApuMemory),
         Read("modules", LoadedModules),
         Read("packages", InstalledPackages),
         Read(

@@ -286,6 +286,58 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
         }
 
 
+class ApuMemoryDict(TypedDict):
+    mem_total: int | None
+    gttsize: list[tuple[str, str]]
+    pages_limit: list[tuple[str, str]]
+
+
+class ApuMemory(FactBase[ApuMemoryDict]):
+    """
+    What bounds an APU's GPU memory (``model.apu``): MemTotal in bytes, and each place that
+    sets ``amdgpu.gttsize`` or the TTM page limit (the running kernel's command line, GRUB's
+    defaults, modprobe.d files; commented lines skipped) as ("file:line", the line).
+
+    .. code:: python
+
+        {"mem_total": 134217728000,
+         "gttsize": [("/etc/default/grub:6", 'GRUB_CMDLINE_LINUX="amdgpu.gttsize=98304"')],
+         "pages_limit": [("/etc/modprobe.d/ttm.conf:1", "options ttm pages_limit=26214400")]}
+    """
+
+    #: Where the two are set: the kernel's command line as booted and as GRUB will boot it,
+    #: and modprobe's configuration directories (modprobe.d(5)).
+    PLACES = "/proc/cmdline /etc/default/grub /etc/default/grub.d/*.cfg " + (
+        "/etc/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf /lib/modprobe.d/*.conf"
+    )
+
+    @staticmethod
+    def default() -> ApuMemoryDict:
+        return {"mem_total": None, "gttsize": [], "pages_limit": []}
+
+    @override
+    def command(self) -> str:
+        return (
+            'awk \'$1 == "MemTotal:" { print "mem_total", $2 }\' /proc/meminfo 2>/dev/null; '
+            f'for f in {self.PLACES}; do [ -r "$f" ] || continue; '
+            "grep -Hn -E '^[^#]*gttsize' \"$f\" | sed 's/^/gttsize /'; "
+            "grep -Hn -E '^[^#]*pages_limit' \"$f\" | sed 's/^/pages_limit /'; done; true"
+        )
+
+    @override
+    def process(self, output: list[str]) -> ApuMemoryDict:
+        found = self.default()
+        for line in output:
+            kind, _, rest = line.partition(" ")
+            if kind == "mem_total" and rest.strip().isdigit():
+                found["mem_total"] = int(rest.strip()) * 1024  # kB in /proc/meminfo
+            elif kind in ("gttsize", "pages_limit"):
+                path, _, rest = rest.partition(":")
+                number, _, text = rest.partition(":")
+                found[kind].append((f"{path}:{number}", text))
+        return found
+
+
 class FreeSpaceDict(TypedDict):
     path: str
     mount: str

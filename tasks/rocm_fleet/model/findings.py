@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import apu, matrix, paths
 from rocm_fleet.model.conflicts import conflicts
 from rocm_fleet.model.found import Found
 from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci
@@ -83,6 +83,7 @@ def findings(
         found += _bundle(config, row, gpus, bundle_files)
     found += _system(survey)
     found += _gpus(config, survey)
+    found += apu.findings(config, survey)
     if row is not None:
         found += _kernel(row, survey)
         found += _plan_time(config, row, survey)

@@ -115,6 +115,11 @@ MOK_KEYS = {
     "ubuntu": ("/var/lib/shim-signed/mok/MOK.der", "/var/lib/shim-signed/mok/MOK.priv"),
 }
 
+# --- APU memory: the TTM page limit, where AMD's amd-ttm puts it (model.apu) ------------------
+# Its own name, not amd-ttm's /etc/modprobe.d/ttm.conf: another file setting the limit is
+# reported (model.apu), never overwritten or taken for ours.
+TTM_MODPROBE = "/etc/modprobe.d/rocm-fleet-ttm.conf"
+
 # --- Reboots: where Debian/Ubuntu's package hooks and rocm-fleet record them (/run: tmpfs) -----
 REBOOT_REQUIRED = "/run/reboot-required"
 REBOOT_PACKAGES = "/run/reboot-required.pkgs"
@@ -193,6 +198,7 @@ MANAGED_FILES = (
     AMDROCM_PIN,
     LD_CONF,
     PROFILE,
+    TTM_MODPROBE,
     BACKPORTS_SOURCE,
     BACKPORTS_PIN,
     APT_LISTS_STAMP,

@@ -122,6 +122,7 @@ VERIFY = "Verify"
 PREFLIGHT = "Preflight"
 KERNEL = "Kernel"
 DRIVER = "amdgpu driver"
+APU = "APU memory"
 SECURE_BOOT = "Secure Boot"
 REBOOT = "Reboot"
 CUDA = "Migrate from CUDA"
@@ -296,6 +297,16 @@ class Settings:
         matrix.AMDGPU_KEY_FINGERPRINT,
         "Fingerprint that key must have",
         DRIVER,
+    )
+    # --- APU memory ----------------------------------------------------------------
+    rocm_apu_gtt_gib: Annotated[int | None, optional(POSITIVE)] = setting(
+        None,
+        "GiB of system memory a Ryzen APU's GPU may map (GTT), set as the kernel's TTM page "
+        f"limit the way AMD documents it (`options ttm pages_limit=` in `{paths.TTM_MODPROBE}`); "
+        "applies at the next boot (a reboot reason). Only on hosts with an APU, at most 90% of "
+        "MemTotal, never beside `amdgpu.gttsize`. Unset: the file goes (the kernel's default, "
+        "half the RAM)",
+        APU,
     )
     # --- Secure Boot -----------------------------------------------------------------
     rocm_mok_password_env: Annotated[str, ENV_NAME] = setting(

@@ -1,7 +1,8 @@
-"""Kernel and kernel driver operations: a newer kernel, AMD's DKMS driver."""
+"""Kernel and kernel driver operations: a newer kernel, AMD's DKMS driver, module options."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from pyinfra import host
@@ -9,7 +10,7 @@ from pyinfra.api import operation
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages
-from rocm_fleet.facts.files import Ledger
+from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import paths
@@ -42,6 +43,30 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool):
     recommends = "--install-recommends" if hwe else "--no-install-recommends"
     running = read_fact(RunningKernel)
     yield script("newer-kernel", running, target_release or "", recommends, *missing)
+
+
+@operation()
+def module_options(path: str, content: str, reboot_reason: str):
+    """
+    Write a modprobe.d file whole (mode 644), or remove it, and mark the host as needing a
+    reboot when either changes it: a module reads its options when it loads, at boot.
+
+    + path: the file under /etc/modprobe.d
+    + content: the whole text; "" removes the file
+    + reboot_reason: the reason recorded for the reboot
+    """
+    current = read_fact(FileDigest, path=path)
+    if not content:
+        if current is None:
+            host.noop(f"{path} is absent")
+            return
+    elif current is not None and (current["mode"], current["sha256"]) == (
+        "644",
+        hashlib.sha256(content.encode()).hexdigest(),
+    ):
+        host.noop(f"{path} is up to date")
+        return
+    yield script("module-options", path, content, reboot_reason)
 
 
 @operation()
@@ -90,8 +115,9 @@ def dkms_driver_absent(driver: str, ledger: str, reboot_reason: str):
 def survey_reads(config: Config) -> list[Read]:
     """The installed packages (the kernels among them), the running kernel, and what the
     DKMS driver's install recorded (read on every host: one that went back to the inbox
-    driver plans its removal from it)."""
+    driver plans its removal from it), and rocm-fleet's TTM limit file (module_options)."""
     return [
+        Read(f"file {paths.TTM_MODPROBE}", FileDigest, {"path": paths.TTM_MODPROBE}),
         Read("packages", InstalledPackages),
         Read("kernel", RunningKernel),
         Read(f"ledger {paths.DRIVER_LEDGER}", Ledger, {"path": paths.DRIVER_LEDGER}),

@@ -1,0 +1,42 @@
+"""An APU's GPU memory (``rocm_apu_gtt_gib``): the kernel's TTM page limit in rocm-fleet's
+modprobe.d file, as AMD documents it (``model.apu`` cites where), or the file removed when
+the setting is unset (or ``rocm_state: absent``). The script refreshes the initramfs
+(``update-initramfs -u`` where initramfs-tools is installed), which carries a copy of
+modprobe.d. Either change needs a reboot, which ``deploy.reboot`` carries out only
+with ``rocm_reboot: allow``; until then the run lists the host with the reason. Preflight
+(``model.apu.findings``) has refused a host without an APU, one asking more than its RAM
+allows, and one where ``amdgpu.gttsize`` or another file's TTM limit is set.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+from pyinfra.api.operation import OperationMeta
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.model import apu, paths
+from rocm_fleet.operations.kernel import module_options
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+
+@deploy("APU memory")
+def configure_apu_memory(config: Config, present: bool = True) -> list[tuple[str, OperationMeta]]:
+    """Returns the (reboot reason, operation) pair for deploy.reboot; ``present=False``
+    (``rocm_state: absent``) removes the file whatever the setting."""
+    gib = config.rocm_apu_gtt_gib if present else None
+    if gib is None and read_fact(FileDigest, path=paths.TTM_MODPROBE) is None:
+        return []  # nothing to set or remove: no concern of this host (the audit's columns)
+    write = module_options(
+        name=f"Set the APU's GTT to {gib} GiB (TTM page limit)"
+        if gib is not None
+        else "Remove rocm-fleet's TTM page limit",
+        path=paths.TTM_MODPROBE,
+        content=apu.modprobe_options(gib) if gib is not None else "",
+        reboot_reason=apu.REBOOT_REASON,
+    )
+    return [(apu.REBOOT_REASON, write)]
