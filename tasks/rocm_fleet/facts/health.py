@@ -11,17 +11,16 @@ from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, split_rc
 from rocm_fleet.model import paths
-from rocm_fleet.model.health import HealthParseError, HostHealth, gpu_health
+from rocm_fleet.model.health import (
+    AMD_SMI_READS,
+    HealthParseError,
+    HostHealth,
+    gpu_health,
+    usable_json,
+)
 
 SECTION = "__health_section="
 TOOL = "__health_tool="
-#: section name -> amd-smi arguments (``--json`` is added). ``static`` without options gives
-#: the bus and the firmware under the names of every release (``vbios``, 7.x ``ifwi``).
-READS = {
-    "metric": "metric --ecc --pcie",
-    "static": "static",
-    "xgmi": "xgmi --link-status",  # amd-smi >= ROCm 6.4; older ones exit non-zero
-}
 #: rocm-smi's ``--json`` prints "WARNING: No JSON data to report" for --showrasinfo
 #: (ROCm/legacy-rocm-build issue 4374); AMD's answer there is amd-smi.
 ROCM_SMI_ONLY = "only rocm-smi is installed; its --json has no ECC counters: install amd-smi"
@@ -45,7 +44,7 @@ class GpuHealthFact(FactBase[HostHealth]):
     @override
     def command(self) -> str:
         bin_ = f"{paths.ROCM_ROOT}/bin"
-        reads = " ".join(f"'{name}:{args}'" for name, args in READS.items())
+        reads = " ".join(f"'{name}:{args}'" for name, args in AMD_SMI_READS.items())
         return (
             f"smi=$(command -v amd-smi 2>/dev/null); "
             f'[ -n "$smi" ] || {{ [ -x {bin_}/amd-smi ] && smi={bin_}/amd-smi; }}; '
@@ -92,16 +91,8 @@ class GpuHealthFact(FactBase[HostHealth]):
             return HostHealth(status="error", tool=tool, message=f"amd-smi metric: {why}")
         try:
             gpus = gpu_health(
-                texts["metric"], _usable(texts.get("static")), _usable(texts.get("xgmi"))
+                texts["metric"], usable_json(texts.get("static")), usable_json(texts.get("xgmi"))
             )
         except HealthParseError as exc:
             return HostHealth(status="error", tool=tool, message=str(exc))
         return HostHealth(status="ok", tool=tool, gpus=tuple(gpus))
-
-
-def _usable(text: str | None) -> str | None:
-    """A secondary read's JSON, or None when that amd-smi doesn't have the command (its
-    usage text is not JSON): the counters it would give stay unknown."""
-    if not text or text.lstrip()[:1] not in ("[", "{"):
-        return None
-    return text

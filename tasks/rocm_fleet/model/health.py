@@ -29,6 +29,15 @@ NOT_AVAILABLE = "not available on this GPU"
 XGMI_UP, XGMI_DOWN, XGMI_DISABLED = "U", "D", "X"
 
 
+#: what is read, by name -> amd-smi's arguments (``--json`` is added). ``static`` without
+#: options gives the bus and the firmware under every release's names (``vbios``, 7.x ``ifwi``).
+AMD_SMI_READS = {
+    "metric": "metric --ecc --pcie",
+    "static": "static",
+    "xgmi": "xgmi --link-status",  # amd-smi >= ROCm 6.4; older ones print usage, exit non-zero
+}
+
+
 class HealthParseError(ValueError):
     """The tool's output is not the JSON this module knows (says which command and why)."""
 
@@ -233,6 +242,14 @@ def gpu_health(
             )
         )
     return result
+
+
+def usable_json(text: str | None) -> str | None:
+    """A secondary read's JSON, or None when that amd-smi lacks the command (its usage text
+    is not JSON): the counters it would give stay unknown."""
+    if not text or text.lstrip()[:1] not in ("[", "{"):
+        return None
+    return text
 
 
 # --- metrics -------------------------------------------------------------------------------
