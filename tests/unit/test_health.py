@@ -8,12 +8,15 @@ import json
 import pytest
 
 from rocm_fleet.model.health import (
+    HEALTH_FAMILIES,
     NOT_AVAILABLE,
     HealthParseError,
+    HostHealth,
     gpu_health,
+    health_families,
     health_metrics,
 )
-from rocm_fleet.model.outliers import HostVersions, majority, outliers
+from rocm_fleet.model.outliers import HostVersions, majority, outliers, versions_from_survey
 from unit.facts.support import fixture
 
 
@@ -185,3 +188,36 @@ def test_groups_are_judged_apart_and_hosts_without_a_reading_skipped():
     assert outliers(groups, hosts) == []
     # the same hosts as one group: three against three, a tie
     assert outliers({"all": list(hosts)}, hosts) == []
+
+
+def test_every_sample_has_a_family_with_help():
+    names = {name for name, _, _ in health_metrics(mi300x())}
+    assert names == set(HEALTH_FAMILIES)
+
+
+def test_versions_from_the_survey_and_amd_smi():
+    gpus = tuple(mi300x())
+    survey = {"kernel": "6.8.0-60-generic", "rocm_version": "6.4.3-128",
+              "amdgpu": {"loaded": True, "version": "6.12.12", "initstate": "live"}}  # fmt: skip
+    versions = versions_from_survey(survey, HostHealth(status="ok", gpus=gpus))
+    assert versions == HostVersions("6.12.12", "022.040.003.042.000001", "6.8.0-60-generic",
+                                    "6.4.3-128")  # fmt: skip
+    inbox = {**survey, "amdgpu": {"loaded": True, "version": None}}
+    assert versions_from_survey(inbox, None) == HostVersions(
+        None, None, "6.8.0-60-generic", "6.4.3-128"
+    )
+
+
+def test_families_for_the_metrics_page_label_each_host():
+    apu = HostHealth(status="ok", gpus=tuple(gpu_health(amd_smi("metric_strixhalo_apu.json"))))
+    big = HostHealth(status="ok", gpus=tuple(mi300x("metric_mi300x_ecc_errors.json")))
+    families = {
+        name: samples for name, _, samples, _ in health_families([("apu", apu), ("mi", big)])
+    }
+    assert families["rocm_fleet_gpu_healthy"][0] == ({"host": "apu", "gpu": "0"}, 1.0)
+    assert [labels["host"] for labels, _ in families["rocm_fleet_gpu_ecc_correctable_errors"]] == [
+        "mi"
+    ] * 8
+    assert ({"host": "mi", "gpu": "3", "bdf": "0000:5c:00.0"}, 1.0) in families[
+        "rocm_fleet_gpu_ecc_uncorrectable_errors"
+    ]

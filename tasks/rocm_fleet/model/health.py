@@ -257,6 +257,19 @@ def usable_json(text: str | None) -> str | None:
 #: (name, labels, value): one OpenMetrics sample; the audit adds ``host`` and renders
 Sample = tuple[str, dict[str, str], float]
 
+#: each family's HELP text (all gauges)
+HEALTH_FAMILIES = {
+    "rocm_fleet_gpu_ecc_correctable_errors": "ECC errors corrected since the driver loaded",
+    "rocm_fleet_gpu_ecc_uncorrectable_errors": "ECC errors not correctable since the driver loaded",
+    "rocm_fleet_gpu_pcie_link_width": "PCIe lanes the link runs at",
+    "rocm_fleet_gpu_pcie_link_max_width": "PCIe lanes the card has",
+    "rocm_fleet_gpu_pcie_link_speed_gts": "PCIe link speed now in GT/s (lower when idle)",
+    "rocm_fleet_gpu_pcie_link_max_speed_gts": "the card's maximum PCIe link speed in GT/s",
+    "rocm_fleet_gpu_xgmi_links_down": "XGMI links down",
+    "rocm_fleet_gpu_xgmi_links_up": "XGMI links up",
+    "rocm_fleet_gpu_healthy": "1 when no uncorrectable ECC error, narrowed link or XGMI link down",
+}
+
 
 def health_metrics(gpus: list[GpuHealth]) -> list[Sample]:
     """The samples for one host's GPUs. A counter the GPU doesn't have is left out (absent
@@ -298,3 +311,15 @@ class HostHealth:
 
     def problems(self) -> list[str]:
         return [problem for gpu in self.gpus for problem in gpu.problems()]
+
+
+def health_families(
+    hosts: list[tuple[str, HostHealth]],
+) -> list[tuple[str, str, list[tuple[dict[str, str], float]], str]]:
+    """``cli/metrics.py``'s families (name, help, samples, unit) for every host's GPUs, each
+    sample labelled ``host`` first; a family no host has a sample of is left out."""
+    samples: dict[str, list[tuple[dict[str, str], float]]] = {name: [] for name in HEALTH_FAMILIES}
+    for host, health in hosts:
+        for name, labels, value in health_metrics(list(health.gpus)):
+            samples[name].append(({"host": host, **labels}, value))
+    return [(name, HEALTH_FAMILIES[name], found, "") for name, found in samples.items() if found]

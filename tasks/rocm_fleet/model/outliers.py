@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+from rocm_fleet.model.health import HostHealth
 
 #: what the rule compares, in report order
 PROPERTIES = ("driver", "firmware", "kernel", "rocm")
@@ -32,6 +35,19 @@ class HostVersions:
 
     def get(self, prop: str) -> str | None:
         return getattr(self, prop)
+
+
+def versions_from_survey(survey: Mapping[str, Any], health: HostHealth | None) -> HostVersions:
+    """A host's versions from the preflight survey (``kernel``, ``rocm_version``, ``amdgpu``)
+    and its amd-smi reading (the GPUs' firmware; several GPUs' differing ones joined)."""
+    amdgpu = survey.get("amdgpu") or {}
+    firmware = sorted({gpu.firmware for gpu in health.gpus if gpu.firmware} if health else ())
+    return HostVersions(
+        driver=amdgpu.get("version") or None,  # AMD's DKMS amdgpu; the inbox one has none
+        firmware="/".join(firmware) or None,
+        kernel=survey.get("kernel") or None,
+        rocm=survey.get("rocm_version") or None,
+    )
 
 
 @dataclass(frozen=True)
