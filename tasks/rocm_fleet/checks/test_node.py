@@ -181,4 +181,5 @@ def test_gpus_are_healthy(host, node):
     assert gpus, f"{smi} lists no GPU"
     report = "\n".join(line for gpu in gpus for line in gpu.lines() + gpu.warnings())
     problems = [problem for gpu in gpus for problem in gpu.problems()]
-    assert not problems, "\n".join(problems) + "\n" + report
+    if problems:  # the problems first, then every GPU's counters for context
+        pytest.fail("\n".join(problems) + "\n" + report, pytrace=False)
