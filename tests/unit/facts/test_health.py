@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from rocm_fleet.facts.health import ROCM_SMI_ONLY, GpuHealthFact
+from rocm_fleet.facts.survey import Read, Survey
 from unit.facts.support import FIXTURES, fake_tool, run_sh
 
 AMD_SMI = FIXTURES / "amd-smi"
@@ -79,3 +80,14 @@ def test_only_rocm_smi_is_said_and_no_tool_at_all(tmp_path):
     assert (health.status, health.message) == ("unsupported", ROCM_SMI_ONLY)
     os.remove(tmp_path / "rocm-smi")
     assert read({"PATH": f"{tmp_path}:/usr/bin:/bin"}).status == "no_tool"
+
+
+def test_in_a_survey_it_answers_as_alone(tmp_path):
+    """The audit can read it in the preflight's one round trip (engine/survey.py)."""
+    env = serve(tmp_path, "metric_mi300x_healthy.json", "static_mi300x.json",
+                "xgmi_mi300x_up.json")  # fmt: skip
+    fact = Survey()
+    reads = [Read("gpu_health", GpuHealthFact)]
+    rc, out = run_sh(fact.command(reads=reads), env)
+    assert rc == 0
+    assert fact.process(out)["gpu_health"] == read(env)
