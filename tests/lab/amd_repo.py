@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from . import profiles
+from . import profiles, smi
 from . import upstream_facts as facts
 from ._util import clean_env, run
 
@@ -73,7 +73,11 @@ PACKAGES = (
         ("rocm-core", "rocm-language-runtime", "hip-runtime-amd", "rocminfo"),
         "ROCm HIP runtime meta package",
     ),
-    Package("rocm", "{rel}", ("rocm-hip-runtime", "rocm-smi-lib"), "ROCm meta package"),
+    # amd-smi: the real ``rocm`` pulls amd-smi-lib in through rocm-developer-tools
+    Package("amd-smi-lib", "{rel}", ("rocm-core",), "AMD SMI library and CLI (double)"),
+    Package(
+        "rocm", "{rel}", ("rocm-hip-runtime", "rocm-smi-lib", "amd-smi-lib"), "ROCm meta package"
+    ),
 )
 
 
@@ -274,6 +278,8 @@ def _files(pkg: Package, rel: Release) -> dict[str, tuple[str, int]]:
                 0o755,
             ),
         }
+    if pkg.name == "amd-smi-lib":
+        return {f"{prefix}/bin/amd-smi": (smi.AMD_SMI, 0o755)}
     libs = {
         "hsa-rocr": "libhsa-runtime64.so.1",
         "comgr": "libamd_comgr.so.3",

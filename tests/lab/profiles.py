@@ -71,6 +71,7 @@ def write(root: Path, profile: str) -> None:
     tmp.write_text(render(profile))
     tmp.chmod(0o644)
     tmp.replace(path)
-    from . import sysfs  # the same GPUs as PCI devices and KFD nodes
+    from . import smi, sysfs  # the same GPUs as PCI devices and KFD nodes, and in amd-smi
 
     sysfs.write(root, profile)
+    smi.write(root, profile)

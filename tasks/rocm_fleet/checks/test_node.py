@@ -17,7 +17,9 @@ import pytest
 from rocm_fleet.checks.plugin import UNREACHABLE, Target
 from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import Config
+from rocm_fleet.model.health import AMD_SMI_READS, HealthParseError, gpu_health, usable_json
 from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro, gpu_target
+from rocm_fleet.model.paths import ROCM_ROOT
 from rocm_fleet.model.sources import mirror_path, rocm_repository
 
 TORCH_PROBE = r"""
@@ -191,3 +193,29 @@ def test_apu_gtt_is_the_size_asked(host, node):
         assert target is None or target.family != "ryzen" or total >= wanted, (
             f"torch sees {total} bytes on {arch}, less than the {wanted} asked"
         )
+
+
+def test_gpus_are_healthy(host, node):
+    """ECC errors, the PCIe link width against the card's and the XGMI links, as amd-smi
+    reports them: an uncorrectable ECC error, a narrowed link or a link down fails; a
+    counter the GPU doesn't have (Radeon, APU) is shown as not available, not failed."""
+    if node.expected_gpu_count == 0:
+        pytest.skip("GPU-less host by configuration")
+    found = host.run(f"command -v amd-smi || command -v {ROCM_ROOT}/bin/amd-smi")
+    if found.rc != 0:
+        pytest.skip("amd-smi is not installed: no health counters to read")
+    smi = found.stdout.strip()
+    out = {}
+    for name, args in AMD_SMI_READS.items():
+        result = host.run(f"timeout 60 %s {args} --json", smi)
+        out[name] = result.stdout if result.rc == 0 else None
+    assert out["metric"] is not None, f"{smi} metric --ecc --pcie --json failed"
+    try:
+        gpus = gpu_health(out["metric"], usable_json(out["static"]), usable_json(out["xgmi"]))
+    except HealthParseError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    assert gpus, f"{smi} lists no GPU"
+    report = "\n".join(line for gpu in gpus for line in gpu.lines() + gpu.warnings())
+    problems = [problem for gpu in gpus for problem in gpu.problems()]
+    if problems:  # the problems first, then every GPU's counters for context
+        pytest.fail("\n".join(problems) + "\n" + report, pytrace=False)

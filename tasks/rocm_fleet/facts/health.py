@@ -1,0 +1,98 @@
+"""GPU health as the installed SMI tool reports it: ``amd-smi``'s ECC, PCIe and XGMI JSON.
+
+One command runs the three reads (each bounded in time and size) and prints each under a
+section marker with its exit status; :mod:`rocm_fleet.model.health` parses them.
+"""
+
+from __future__ import annotations
+
+from pyinfra.api import FactBase
+from typing_extensions import override
+
+from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, split_rc
+from rocm_fleet.model import paths
+from rocm_fleet.model.health import (
+    AMD_SMI_READS,
+    HealthParseError,
+    HostHealth,
+    gpu_health,
+    usable_json,
+)
+
+SECTION = "__health_section="
+TOOL = "__health_tool="
+#: rocm-smi's ``--json`` prints "WARNING: No JSON data to report" for --showrasinfo
+#: (ROCm/legacy-rocm-build issue 4374); AMD's answer there is amd-smi.
+ROCM_SMI_ONLY = "only rocm-smi is installed; its --json has no ECC counters: install amd-smi"
+
+
+class GpuHealthFact(FactBase[HostHealth]):
+    """
+    The host's GPUs' health from ``amd-smi`` (on ``PATH`` or in ``/opt/rocm/bin``):
+    a :class:`~rocm_fleet.model.health.HostHealth` whose ``status`` says whether the tool
+    was there and answered. Each call is limited to ``tool_timeout`` seconds and
+    ``max_bytes`` of output (amd-smi on a hung GPU can block; its JSON for 8 GPUs is ~200 kB).
+    """
+
+    tool_timeout = 60
+    max_bytes = 4_000_000
+
+    @staticmethod
+    def default() -> HostHealth:
+        return HostHealth(status="no_tool")
+
+    @override
+    def command(self) -> str:
+        bin_ = f"{paths.ROCM_ROOT}/bin"
+        reads = " ".join(f"'{name}:{args}'" for name, args in AMD_SMI_READS.items())
+        return (
+            f"smi=$(command -v amd-smi 2>/dev/null); "
+            f'[ -n "$smi" ] || {{ [ -x {bin_}/amd-smi ] && smi={bin_}/amd-smi; }}; '
+            f'if [ -z "$smi" ]; then '
+            f"  if command -v rocm-smi >/dev/null 2>&1 || [ -x {bin_}/rocm-smi ]; "
+            f"  then echo {TOOL}rocm-smi; else echo {ABSENT}; fi; "
+            f'else echo "{TOOL}$smi"; for read in {reads}; do '
+            f'  echo "{SECTION}${{read%%:*}}"; '
+            f'  ( timeout {self.tool_timeout} "$smi" ${{read#*:}} --json </dev/null 2>/dev/null; '
+            # the status inside the bounded pipe: cut off with the output when it overflows
+            f'  rc=$?; echo; echo "{RC_PREFIX}$rc" ) | head -c {self.max_bytes}; echo; '
+            f"done; fi; true"
+        )
+
+    @override
+    def process(self, output: list[str]) -> HostHealth:
+        lines = [line.rstrip("\n") for line in output]
+        if any(line.strip() == ABSENT for line in lines):
+            return HostHealth(status="no_tool")
+        tool = next((line[len(TOOL) :] for line in lines if line.startswith(TOOL)), None)
+        if tool == "rocm-smi":
+            return HostHealth(status="unsupported", tool=tool, message=ROCM_SMI_ONLY)
+        sections: dict[str, list[str]] = {}
+        current = None
+        for line in lines:
+            if line.startswith(SECTION):
+                current = line[len(SECTION) :]
+                sections[current] = []
+            elif current is not None:
+                sections[current].append(line)
+        texts, codes = {}, {}
+        for name, body in sections.items():
+            text, codes[name] = split_rc(body)
+            texts[name] = "\n".join(text).strip()
+        if codes.get("metric") != 0:
+            rc = codes.get("metric")
+            why = (
+                f"more than {self.max_bytes} bytes"
+                if rc is None
+                else f"timed out after {self.tool_timeout}s"
+                if rc == 124
+                else f"exited {rc}"
+            )
+            return HostHealth(status="error", tool=tool, message=f"amd-smi metric: {why}")
+        try:
+            gpus = gpu_health(
+                texts["metric"], usable_json(texts.get("static")), usable_json(texts.get("xgmi"))
+            )
+        except HealthParseError as exc:
+            return HostHealth(status="error", tool=tool, message=str(exc))
+        return HostHealth(status="ok", tool=tool, gpus=tuple(gpus))

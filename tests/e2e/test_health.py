@@ -1,0 +1,45 @@
+"""End to end: GPU health in the node checks. An 8x MI300X host deployed with the ``rocm``
+meta package (which brings amd-smi, the lab's double serving real amd-smi JSON) passes the
+health check; a GPU whose link narrows to x8, or that counts an uncorrectable ECC error, fails
+it with the GPU, its slot and the reason."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from e2e.support import deploy, running_lab, succeeded
+from lab import HostSpec, smi
+
+pytestmark = pytest.mark.e2e
+
+HOST = HostSpec("mi300", suite="trixie", profile="mi300x-8",
+                data={"rocm_version": "7.2.1", "expected_gfx": "gfx942", "expected_gpu_count": 8,
+                      "rocm_packages": ["rocm"], "pytorch_install": False})  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def lab():
+    yield from running_lab([HOST], ["7.2.1"])
+
+
+def check(lab):
+    return lab.run([sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory),
+                    "--limit", "mi300", "-v"], timeout=600)  # fmt: skip
+
+
+def test_health_passes_then_fails_for_a_narrowed_link_and_an_ecc_error(lab):
+    succeeded(deploy(lab, limit="mi300"))
+    good = check(lab)
+    print(good.stdout[-3000:])
+    assert good.returncode == 0, good.stdout[-4000:] + good.stderr[-2000:]
+    assert "test_gpus_are_healthy" in good.stdout and "PASSED" in good.stdout
+
+    smi.set_gpu(lab.root("mi300"), 5, pcie={"width": 8})
+    smi.set_gpu(lab.root("mi300"), 2, ecc={"total_uncorrectable_count": 1})
+    bad = check(lab)
+    print(bad.stdout[-3000:])
+    assert bad.returncode != 0
+    assert "GPU 2 (0000:23:00.0): 1 uncorrectable ECC errors" in bad.stdout
+    assert "GPU 5 (0000:53:00.0): PCIe link x8, the card has x16" in bad.stdout
