@@ -145,7 +145,7 @@ def test_fact_output_round_trips_through_the_survey_json():
             "Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux 6.1.0-38-amd64",
             {},
             OLD,
-        ),  # titles  # fmt: skip
+        ),  # titles
         ("${saved_entry}", {"saved_entry": f"{ADVANCED}>{OLD_ID}"}, OLD),
         ("${saved_entry}", {}, NEW),  # nothing saved yet: entry 0
         ("0", {"next_entry": "1>2"}, OLD),  # grub-reboot wins once
