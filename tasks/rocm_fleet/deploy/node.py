@@ -89,7 +89,7 @@ def rocm_node() -> None:
         install_pytorch(config, distro)
     else:
         remove_created_venv(config)
-    reboot_if_needed(config, needs_reboot)
+    reboot_if_needed(config, needs_reboot, distro)
     verify_node(config)
     # Last: a node pulls its state once it has been converged to it.
     configure_pull(config)

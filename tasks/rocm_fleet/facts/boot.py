@@ -225,6 +225,10 @@ class BootKernels(FactBase[dict[str, Any]]):
     installed, and the bytes free on ``/boot``.
     """
 
+    @staticmethod
+    def default() -> dict[str, Any]:
+        return dataclasses.asdict(BootState())
+
     @override
     def command(self) -> str:
         return _COMMAND
