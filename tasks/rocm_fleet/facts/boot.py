@@ -28,10 +28,12 @@ SIGNATURE_MARKER = "~Module signature appended~"
 _SECTION = "__section="
 
 _COMMAND = f"""\
-echo {_SECTION}grubenv; if test -r {GRUBENV}; then head -c 4096 {GRUBENV} | sed 's/^/|/'; fi
+echo {_SECTION}grubenv; if test -r {GRUBENV}; then head -c 4096 {GRUBENV} | sed 's/^/|/'; echo; fi
 echo {_SECTION}default; grep -sh '^[[:space:]]*GRUB_DEFAULT=' {DEFAULT_GRUB} \
 {DEFAULT_GRUB}.d/*.cfg | sed 's/^/|/'
-if test -r {GRUB_CFG}; then echo {_SECTION}grubcfg; head -c 1048576 {GRUB_CFG} | sed 's/^/|/'; fi
+if test -r {GRUB_CFG}; then
+  echo {_SECTION}grubcfg; head -c 1048576 {GRUB_CFG} | sed 's/^/|/'; echo
+fi
 echo {_SECTION}kernels
 for f in /boot/vmlinuz-*; do
   test -e "$f" || continue
@@ -49,9 +51,7 @@ for f in /boot/vmlinuz-*; do
   done
 done
 if command -v dkms >/dev/null 2>&1; then echo {_SECTION}dkms; dkms status 2>&1 | sed 's/^/|/'; fi
-echo {_SECTION}df; df -P -B1 /boot 2>/dev/null | sed 's/^/|/'
-exit 0
-"""
+echo {_SECTION}df; df -P -B1 /boot 2>/dev/null | sed 's/^/|/'"""
 
 
 def sections(output: list[str]) -> dict[str, list[str]]:
