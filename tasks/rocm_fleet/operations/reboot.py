@@ -151,5 +151,12 @@ def reboot_when_needed(
 
 
 def survey_reads(config: Config) -> list[Read]:
-    """Whether the host waits for a reboot, and why; what its next boot depends on."""
-    return [Read("reboot", RebootRequired), Read("boot", BootKernels)]
+    """Whether the host waits for a reboot, and why; what its next boot depends on (the
+    kernels, and where Secure Boot is on, whether the DKMS signing key is a MOK)."""
+    certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
+    return [
+        Read("reboot", RebootRequired),
+        Read("boot", BootKernels),
+        Read("secure_boot", SecureBoot),
+        *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
+    ]
