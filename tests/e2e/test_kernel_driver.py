@@ -26,7 +26,7 @@ from e2e.support import (
     succeeded,
 )
 from lab import HostSpec, Lab
-from lab.machine import DKMS_CERT, EFI_DIR, Machine, check_crypt, mok_state
+from lab.machine import DKMS_CERT, EFI_DIR, Machine, check_crypt, kernel_files, mok_state
 from rocm_fleet.operations.secureboot import PENDING
 
 pytestmark = pytest.mark.e2e
@@ -89,9 +89,13 @@ def test_first_run_installs_kernel_driver_and_queues_the_key(lab, first_run):
     source = (root / "etc/apt/sources.list.d/rocm-fleet-backports.sources").read_text()
     assert "Suites: bookworm-backports" in source
     assert "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" in source
+    running = lab.running_kernel("rdna4")
+    assert running.startswith("6.1.0-")
     kernels = sorted(p.name for p in (root / "boot").glob("vmlinuz-*"))
+    kernels.remove(f"vmlinuz-{running}")  # the lab's double of the running kernel's files
     assert kernels and all("+bpo" in k or "+deb12" in k for k in kernels), kernels
-    assert lab.running_kernel("rdna4").startswith("6.1.0-")
+    # The real kernel package's own amdgpu and the initramfs its hook made: ready to boot.
+    assert list((root / "boot").glob(f"initrd.img-{kernels[0].removeprefix('vmlinuz-')}"))
     policy = lab.ssh("rdna4", "apt-cache policy linux-image-amd64 curl", check=True).stdout
     assert "~bpo12" in policy.split("Installed:")[1].splitlines()[0], policy
     # The product points backports at the host's own mirror: the one the lab built it from.
@@ -241,6 +245,60 @@ def test_after_the_reboots_nothing_reboots_or_changes(lab, rebooted):
     assert result.returncode == 0, result.output[-4000:]
     assert changed(result) == {}
     assert all(len(lab.boots[n]) == 1 for n in ("rdna4", "sbnew", "sbpending")), lab.boots
+
+
+#: A later ABI of the stock kernel, as a Debian security update brings it.
+NEW_KERNEL = "6.1.0-99-amd64"
+
+
+def test_a_reboot_into_a_kernel_without_the_driver_is_refused_until_it_is_built(lab, rebooted):
+    host = "sbnew"  # amdgpu-dkms, Secure Boot on, its key enrolled at the last reboot
+    root = lab.root(host)
+    inventory = reboot_inventory(lab)
+    running, boots = lab.running_kernel(host), len(lab.boots[host])
+    # An unattended upgrade installs a newer kernel without its headers (DKMS builds
+    # nothing) and marks the reboot, as the kernel's postinst hooks do.
+    kernel_files(root, NEW_KERNEL)
+    lab.ssh(host, "touch /run/reboot-required && "
+            f"echo linux-image-{NEW_KERNEL} >> /run/reboot-required.pkgs", check=True)  # fmt: skip
+    not_built = f"amdgpu-dkms is not built for kernel {NEW_KERNEL}"
+
+    dry = deploy(lab, dry=True, limit=[host], inventory=inventory)
+    assert f"reboot refused: next boot {NEW_KERNEL}" in plain(dry.output), dry.output[-3000:]
+    assert not_built in plain(dry.output)
+    report = audit(lab, "--limit", host, inventory=inventory)
+    (row,) = report.json["hosts"]
+    boot = row["cells"]["reboot"]["boot"]
+    assert boot["next"] == NEW_KERNEL and not_built in boot["refused"][0], boot
+    assert [(k["kernel"], k["ready"]) for k in boot["kernels"]] == [
+        (NEW_KERNEL, False),
+        (running, True),
+    ]
+
+    refused = deploy(lab, limit=[host], inventory=inventory)
+    out = plain(refused.output)
+    assert refused.returncode != 0 and failed_hosts(refused) == [host], out[-4000:]
+    # On the host's line, and as the error that failed it (the reboot command never ran).
+    assert re.search(rf"\[{host}\]\s+reboot refused: next boot {re.escape(NEW_KERNEL)}", out), out
+    assert f"reboot refused (package linux-image-{NEW_KERNEL})" in out and not_built in out
+    assert len(lab.boots[host]) == boots and lab.running_kernel(host) == running
+
+    # The build: the new kernel's headers arrive and DKMS builds and signs for it (the lab's
+    # amdgpu-dkms double does in its postinst what `dkms autoinstall` does).
+    lab.ssh(host, f"mkdir -p /usr/src/linux-headers-{NEW_KERNEL} && "
+            "/var/lib/dpkg/info/amdgpu-dkms.postinst configure", check=True)  # fmt: skip
+    module = root / "lib/modules" / NEW_KERNEL / "updates/dkms/amdgpu.ko"
+    assert module.read_text().endswith("~Module signature appended~\n")
+    went = deploy(lab, limit=[host], inventory=inventory)
+    assert went.returncode == 0, plain(went.output)[-4000:]
+    assert lab.running_kernel(host) == NEW_KERNEL and len(lab.boots[host]) == boots + 1
+    after = audit(lab, "--limit", host, inventory=inventory)
+    (row,) = after.json["hosts"]
+    assert row["cells"]["reboot"]["boot"]["refused"] == [], row["cells"]["reboot"]
+
+
+def plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 def test_the_mok_password_is_nowhere(lab, first_run):

@@ -538,6 +538,9 @@ if [ "$1" = configure ]; then
         signer=none; [ -e /var/lib/dkms/mok.pub ] && signer="DKMS module signing key"
         printf 'amdgpu-dkms double for %s\nsigner: %s\n' "$k" "$signer" \\
             > "/lib/modules/$k/updates/dkms/amdgpu.ko"
+        # a signed module ends with the kernel's marker (module_signature.h)
+        [ "$signer" = none ] || printf '~Module signature appended~\n' \\
+            >> "/lib/modules/$k/updates/dkms/amdgpu.ko"
     done
 fi
 """

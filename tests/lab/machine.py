@@ -7,7 +7,9 @@ State lives in the host root under MACHINE_DIR (the lab's "NVRAM" and "bootloade
 * ``kernel``: the running kernel release.  ``/usr/local/bin/uname`` (a double, first on
   root's PATH) reports it for ``-r``/``-a``, so facts, dkms and the deploy all see it.  At a
   "boot" the lab picks the newest of it and the installed ``/boot/vmlinuz-*``, as GRUB does
-  by default.
+  by default (there is no grub.cfg in a lab root).  The running kernel's own files are
+  doubled too (``kernel_files``: ``/boot/vmlinuz-R``, ``/boot/initrd.img-R`` and its inbox
+  ``amdgpu.ko``), as are the files of a kernel "an unattended upgrade installs" later.
 * ``efi/firmware`` (``efi`` | ``bios`` | ``efi-no-sb``), ``efi/secureboot`` (``enabled`` |
   ``disabled``), ``efi/MokListRT/*.der`` (enrolled MOKs), ``efi/MokNew/*.der`` + ``efi/MokAuth``
   (a pending request and its SHA-512 crypt hash, as mokutil writes MokNew/MokAuth).
@@ -203,6 +205,7 @@ def write(root: Path, machine: Machine, stock: str) -> None:
     for sub in ("MokListRT", "MokNew"):
         (efi / sub).mkdir(parents=True, exist_ok=True)
     (mdir / "kernel").write_text((machine.kernel or stock) + "\n")
+    kernel_files(root, machine.kernel or stock)
     (mdir / "boot").write_text("ok\n" if machine.returns else "hang\n")
     (efi / "firmware").write_text(machine.firmware + "\n")
     (efi / "secureboot").write_text("enabled\n" if machine.secure_boot else "disabled\n")
@@ -214,6 +217,22 @@ def write(root: Path, machine: Machine, stock: str) -> None:
         if dest == "MokNew":
             # Queued earlier by someone else with an unknown password.
             (efi / "MokAuth").write_text(crypt_sha512("not-the-lab-password") + "\n")
+
+
+#: Where a kernel package puts its own amdgpu module.
+INBOX_AMDGPU = "kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz"
+
+
+def kernel_files(root: Path, release: str) -> None:
+    """The files a ``linux-image-<release>`` package and its initramfs hook leave behind (the
+    lab has no kernel to boot): the image, an initramfs, the kernel's own amdgpu module."""
+    boot = root / "boot"
+    boot.mkdir(exist_ok=True)
+    (boot / f"vmlinuz-{release}").write_bytes(b"MZ lab kernel double " + release.encode() + b"\n")
+    (boot / f"initrd.img-{release}").write_bytes(b"lab initramfs double\n" * 64)
+    module = root / "lib/modules" / release / INBOX_AMDGPU
+    module.parent.mkdir(parents=True, exist_ok=True)
+    module.write_bytes(b"lab amdgpu double\n")
 
 
 def make_dkms_cert(root: Path) -> Path:

@@ -52,6 +52,11 @@ FRESH: dict[str, Any] = {
     "secure_boot": {"state": "absent", "shim_validation_disabled": False, "setup_mode": False,
                     "message": ""},
     "reboot": {"required": False, "packages": [], "reasons": []},
+    # the running kernel, its initramfs and its own amdgpu; no GRUB config read (newest boots)
+    "boot": {"kernels": [{"release": "6.12.38+deb13-amd64", "initrd_bytes": 70 * 2**20,
+                          "dkms_module": None, "dkms_signed": False, "inbox_module": True}],
+             "grub_cfg": None, "cfg_default": None, "grubenv": {}, "grub_default": None,
+             "dkms": None, "boot_free_bytes": 400 * 2**20},
     "groups": {"groups": ["video"], "users": {}},
     "venv": None,
     "torch_build": None,
@@ -84,6 +89,8 @@ def fresh_survey(os_name: str | None = None, arch: str = "amd64", **changes: Any
         }
     survey["arch"] = arch
     survey.update(changes)
+    if "kernel" in changes and "boot" not in changes:  # the running kernel is the one in /boot
+        survey["boot"]["kernels"][0]["release"] = changes["kernel"]
     return survey
 
 
@@ -292,6 +299,9 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
     survey = fresh_survey(os_name, kernel=kernel, **changes)
     survey["packages"].update({image: kernel_version})
     survey["groups"]["users"] = {user: [user] for user in config.rocm_users}
+    if config.rocm_driver == "dkms":  # amdgpu-dkms's postinst built it for the kernel
+        module = f"/lib/modules/{kernel}/updates/dkms/amdgpu.ko.xz"
+        survey["boot"]["kernels"][0]["dkms_module"] = module
     fresh = plan(data, SurveyHost(copy.deepcopy(survey)))
     assert not fresh.refused, "the fresh host of a converged survey must be deployable"
 

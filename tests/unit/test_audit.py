@@ -119,6 +119,26 @@ def test_only_an_undriven_gpu_and_a_pending_reboot_are_observed_drift(changes, k
     assert shown[key]["text"] == text
 
 
+def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pending_reboot():
+    survey = converged()
+    running = survey["boot"]["kernels"][0]
+    newer = {**running, "release": "6.1.0-99-amd64", "dkms_module": None}
+    survey["boot"]["kernels"].append(newer)  # an unattended upgrade's kernel, no DKMS build
+    config = load_config({**DATA, "rocm_driver": "dkms"}, "n")
+    shown = audit_rows.observed_cells(config, survey)["reboot"]
+    assert shown["drift"] and shown["text"].startswith(
+        "no | NOT SAFE: next boot 6.1.0-99-amd64 (newest installed kernel (no /boot/grub/"
+        "grub.cfg)): amdgpu-dkms is not built for kernel 6.1.0-99-amd64"
+    )
+    assert [(k["kernel"], k["ready"]) for k in shown["boot"]["kernels"]] == [
+        ("6.1.0-99-amd64", False),
+        (running["release"], running["dkms_module"] is not None),
+    ]
+    # The kernel's own driver is in both: nothing to report.
+    ready = audit_rows.observed_cells(load_config(DATA, "n"), survey)["reboot"]
+    assert (ready["text"], ready["drift"], ready["boot"]["next"]) == ("no", False, "6.1.0-99-amd64")
+
+
 def test_observed_cells_describe_what_no_operation_enforces():
     sb = {"state": "enabled", "shim_validation_disabled": False, "setup_mode": False,
           "message": "SecureBoot enabled"}  # fmt: skip

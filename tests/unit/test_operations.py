@@ -8,6 +8,7 @@ run with ``unit.opcases.run_op``. The scripts that write files are also run unde
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import stat
 import subprocess
@@ -18,6 +19,7 @@ from pyinfra.api import FileUploadCommand, FunctionCommand, OperationValueError,
 
 from rocm_fleet.facts.secureboot import SecureBoot
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.boot import BootState, InstalledKernel
 from rocm_fleet.operations import apt, files, gpu, host, kernel, python, reboot, secureboot, users
 from rocm_fleet.operations.secureboot import PENDING
 from unit.opcases import run_op
@@ -861,27 +863,48 @@ def test_mok_enrolled_fails_the_host_it_cannot_queue(monkeypatch, state, env, me
 
 NO_REBOOT = {"required": False, "packages": [], "reasons": []}
 NEEDS = {"required": True, "packages": ["amdgpu-dkms"], "reasons": ["new driver amdgpu-dkms"]}
+NEXT = "6.12.43+deb12-amd64"
+KO = f"/lib/modules/{NEXT}/updates/dkms/amdgpu.ko.xz"
+
+
+def boot(dkms_module: str | None = KO) -> dict:
+    """BootKernels of a host without grub.cfg whose newest kernel is NEXT."""
+    kernels = (
+        InstalledKernel(NEXT, 70 * 2**20, dkms_module, dkms_module is not None, True),
+        InstalledKernel("6.1.0-38-amd64", 60 * 2**20, "/m/amdgpu.ko", True, True),
+    )
+    return dataclasses.asdict(BootState(kernels=kernels, boot_free_bytes=300 * 2**20))
+
+
+def reboot_op(fact: dict, ready: bool = True, executing: bool = False, **arguments):
+    facts = {"RebootRequired": fact, "BootKernels": boot(KO if ready else None),
+             "SecureBoot": sb("sb_state_disabled.txt")}  # fmt: skip
+    arguments = {"allowed": True, "timeout": 600, "planned": [], "driver": "dkms",
+                 "mok_cert": DEBIAN_CERT, **arguments}  # fmt: skip
+    return run_op(reboot.reboot_when_needed, facts, executing=executing, **arguments)
 
 
 def test_reboot_when_nothing_needs_one_is_a_noop():
-    result = run_op(
-        reboot.reboot_when_needed,
-        {"RebootRequired": NO_REBOOT},
-        allowed=True,
-        timeout=600,
-        planned=[],
-    )
+    result = reboot_op(NO_REBOOT)
     assert (result.commands, result.noops) == ([], ["no reboot needed"])
+    assert "BootKernels" not in result.reads  # nothing to gate
 
 
 def test_reboot_not_allowed_only_reports():
-    result = run_op(
-        reboot.reboot_when_needed, {"RebootRequired": NEEDS}, allowed=False, timeout=600, planned=[]
-    )
+    result = reboot_op(NEEDS, allowed=False)
     assert result.commands == []
     assert result.noops == [
         "needs a reboot (new driver amdgpu-dkms), not allowed (rocm_reboot: allow)"
     ]
+
+
+def test_reboot_not_allowed_lists_what_is_not_ready_for_the_end_report():
+    reboot.NEEDS_REBOOT.clear()
+    reboot_op(NEEDS, ready=False, allowed=False, executing=True)
+    (reason, unsafe) = reboot.NEEDS_REBOOT.pop("node")
+    assert reason == "new driver amdgpu-dkms"
+    assert unsafe.startswith(f"not safe yet: next boot {NEXT} (newest installed kernel")
+    assert "amdgpu-dkms is not built" in unsafe
 
 
 @pytest.mark.parametrize(
@@ -890,17 +913,33 @@ def test_reboot_not_allowed_only_reports():
     ids=["marked on the host", "planned by this run"],
 )
 def test_reboot_allowed_reboots_detached_and_waits(fact, planned):
-    result = run_op(
-        reboot.reboot_when_needed,
-        {"RebootRequired": fact},
-        allowed=True,
-        timeout=600,
-        planned=planned,
-    )
+    result = reboot_op(fact, planned=planned)
     remember, command, wait = result.commands
     assert isinstance(remember, FunctionCommand) and isinstance(wait, FunctionCommand)
     assert str(command) == "( sleep 1 && reboot ) </dev/null >/dev/null 2>&1 &"
     assert wait.args == (600,)
+
+
+@pytest.mark.parametrize("executing", [False, True], ids=["planning", "executing"])
+def test_reboot_into_an_unready_kernel_is_refused_and_fails_the_host(executing):
+    reboot.REFUSED.clear()
+    result = reboot_op(NEEDS, ready=False, executing=executing)
+    (refuse,) = result.texts
+    assert refuse.startswith("echo ") and refuse.endswith(" >&2 && exit 1")
+    assert "reboot refused (new driver amdgpu-dkms): next boot 6.12.43+deb12-amd64" in refuse
+    assert f"linux-headers-{NEXT}" in refuse
+    assert reboot.REFUSED.pop("node")[0].startswith(f"next boot {NEXT}")
+
+
+def test_reboot_planned_after_this_runs_changes_is_checked_again_when_executing():
+    # While planning, a driver this run installs isn't built yet: the reboot stays planned...
+    planned = ["new driver amdgpu-dkms"]
+    result = reboot_op(NO_REBOOT, ready=False, planned=planned)
+    assert len(result.commands) == 3 and "reboot" in str(result.commands[1])
+    # ... and is refused at execution if the build didn't happen.
+    result = reboot_op(NEEDS, ready=False, planned=planned, executing=True)
+    assert "reboot refused" in result.texts[0]
+    assert len(reboot_op(NEEDS, planned=planned, executing=True).commands) == 3
 
 
 # --- gpu.gpu_verified -------------------------------------------------------------------------

@@ -72,7 +72,9 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, dict[str, A
 def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The cells of what the survey saw; only a GPU the kernel doesn't drive and a pending
     reboot count as drift (everything else an operation enforces is in the plan)."""
+    from rocm_fleet.deploy.reboot import wanted_driver
     from rocm_fleet.facts.apt import kernel_releases
+    from rocm_fleet.model.boot import survey_boot
     from rocm_fleet.model.conflicts import venv_torch
     from rocm_fleet.model.gpus import amd_pci, describe_gpus, gpus_found
     from rocm_fleet.model.paths import MOK_KEYS
@@ -132,11 +134,17 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     reboot = survey.get("reboot") or {}
     pending = bool(reboot.get("required"))
     reasons = list(reboot.get("reasons") or []) + list(reboot.get("packages") or [])
-    cells["reboot"] = cell(
-        "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no",
-        pending,
-        reasons=reasons,
+    # The kernel it boots next and every installed one, ready for the driver or not: a
+    # reboot into an unready kernel strands the host (the deploy refuses it).
+    boot = survey_boot(
+        survey, wanted_driver(config), MOK_KEYS.get(distro.get("id") or "", ("",))[0] or None
     )
+    text = (
+        "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no"
+    )
+    if boot["refused"]:
+        text += " | NOT SAFE: " + "; ".join(boot["refused"])
+    cells["reboot"] = cell(text, pending or bool(boot["refused"]), reasons=reasons, boot=boot)
     return cells
 
 

@@ -93,8 +93,10 @@ def rocm_node() -> None:
     needs_reboot = migrate_from_cuda(config) if config.rocm_migrate_from_cuda else []
     needs_reboot += configure_kernel(config, distro)
     install_repository(config, distro)
-    needs_reboot += configure_driver(config, distro)
+    # The signing key before the driver: DKMS signs what it builds with the key that exists
+    # then, and a module built before the key can't load under Secure Boot.
     needs_reboot += configure_secure_boot(config, distro)
+    needs_reboot += configure_driver(config, distro)
     needs_reboot += configure_apu_memory(config)
     install_rocm(config, config.wanted_packages(found.gpus))
     configure_groups(config)
@@ -105,7 +107,7 @@ def rocm_node() -> None:
             return
     else:
         remove_created_venv(config)
-    reboot_if_needed(config, needs_reboot)
+    reboot_if_needed(config, needs_reboot, distro)
     verify_node(config)
     # Last: a node pulls its state once it has been converged to it.
     configure_pull(config)

@@ -21,9 +21,13 @@ from pyinfra.facts.server import Uptime
 from rocm_fleet.engine.connection import before_reboot, forget_after_reboot
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.run import executing
+from rocm_fleet.facts.boot import BootKernels
+from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RebootRequired
 from rocm_fleet.model import paths
+from rocm_fleet.model.boot import boot_state_from_dict, reboot_refusal
+from rocm_fleet.operations._script import failure
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -34,6 +38,8 @@ logger = logging.getLogger("pyinfra")
 # host name -> console notes (MOK pending); printed once by the end-of-run report.
 NEEDS_REBOOT: dict[str, list[str]] = {}
 NOTES: dict[str, list[str]] = {}
+# host name -> why its reboot was refused: the kernel it would boot isn't ready (model.boot)
+REFUSED: dict[str, list[str]] = {}
 # host name -> (uptime before, monotonic time the reboot was issued)
 _REBOOTS: dict[str, tuple[int, float]] = {}
 
@@ -85,14 +91,30 @@ def _remember_uptime(state, host) -> bool:
     return True
 
 
+def boot_refusal(driver: str | None, mok_cert: str | None) -> list[str]:
+    """Why rebooting this host now could strand it (``model.boot.reboot_refusal``), read
+    fresh: an operation of this run that changed the host (a driver build) is seen."""
+    boot = boot_state_from_dict(read_fact(BootKernels))
+    secure = (read_fact(SecureBoot) or {}).get("state") == "enabled"
+    mok = (
+        (read_fact(MokKeyState, path=mok_cert) or {}).get("state") if secure and mok_cert else None
+    )
+    return reboot_refusal(boot, driver, secure, mok)
+
+
 @operation(is_idempotent=False)
-def reboot_when_needed(allowed: bool, timeout: int, planned: list[str]):
+def reboot_when_needed(
+    allowed: bool, timeout: int, planned: list[str], driver: str | None, mok_cert: str | None
+):
     """
-    Reboot the host if it needs it and the inventory allows it; wait until it is back.
+    Reboot the host if it needs it, the inventory allows it and the kernel it boots next
+    is ready for the driver; wait until it is back.
 
     + allowed: the inventory allows reboots
     + timeout: seconds to come back
     + planned: reasons earlier operations of this run will add (used while planning)
+    + driver: the amdgpu driver the kernel must have (``dkms``, ``inbox``; None: none)
+    + mok_cert: the DKMS signing certificate, checked as a MOK where Secure Boot is on
     """
     reasons = reasons_from(read_fact(RebootRequired))
     if not executing():
@@ -100,11 +122,25 @@ def reboot_when_needed(allowed: bool, timeout: int, planned: list[str]):
     if not reasons:
         host.noop("no reboot needed")
         return
+    refusal = boot_refusal(driver, mok_cert)
     if not allowed:
         if executing():
-            NEEDS_REBOOT[host.name] = reasons
+            NEEDS_REBOOT[host.name] = reasons + [f"not safe yet: {r}" for r in refusal]
         host.noop(f"needs a reboot ({'; '.join(reasons)}), not allowed (rocm_reboot: allow)")
         return
+    if refusal and (executing() or not planned):
+        # Nothing left in this run can make the kernel ready: refused, and the host fails.
+        REFUSED[host.name] = refusal
+        host.log_styled(f"reboot refused: {'; '.join(refusal)}", fg="red", log_func=logger.error)
+        yield failure(f"reboot refused ({'; '.join(reasons)}): {'; '.join(refusal)}")
+        return
+    if refusal:
+        host.log_styled(
+            f"the kernel it boots next isn't ready now ({'; '.join(refusal)}); checked again "
+            "after this run's changes, before the reboot",
+            fg="yellow",
+            log_func=logger.warning,
+        )
     host.log_styled(f"rebooting: {'; '.join(reasons)}", fg="blue")
     yield FunctionCommand(_remember_uptime, (), {})
     # Detached so the SSH channel closes at once (as server.reboot, pyinfra #1708).
@@ -116,5 +152,12 @@ def reboot_when_needed(allowed: bool, timeout: int, planned: list[str]):
 
 
 def survey_reads(config: Config) -> list[Read]:
-    """Whether the host waits for a reboot, and why."""
-    return [Read("reboot", RebootRequired)]
+    """Whether the host waits for a reboot, and why; what its next boot depends on (the
+    kernels, and where Secure Boot is on, whether the DKMS signing key is a MOK)."""
+    certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
+    return [
+        Read("reboot", RebootRequired),
+        Read("boot", BootKernels),
+        Read("secure_boot", SecureBoot),
+        *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
+    ]

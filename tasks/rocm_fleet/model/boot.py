@@ -1,0 +1,274 @@
+"""Which kernel a node boots next, and whether the amdgpu driver is ready for it: pure.
+
+A reboot is safe only when the kernel GRUB will start has the chosen driver's module, an
+initramfs, and ``/boot`` keeps room for one more initramfs (the next kernel or driver update
+writes one; a full ``/boot`` leaves a truncated image behind). ``facts.boot`` reads the files;
+this module decides, for the reboot gate (``operations.reboot``) and the audit alike.
+
+GRUB's choice, as grub-mkconfig's grub.cfg and grub-core's ``normal/menu.c`` make it:
+
+* ``next_entry`` in grubenv (``grub-reboot``) wins once; otherwise grub.cfg's
+  ``set default="..."``, where ``${saved_entry}`` (``GRUB_DEFAULT=saved``) is grubenv's
+  ``saved_entry``. Without a grub.cfg, ``GRUB_DEFAULT`` from /etc/default/grub is what
+  grub-mkconfig would write.
+* The value is a number (the Nth entry, from 0), an entry's title or ``--id``, or a
+  ``>``-separated path of those through submenus. One that names nothing falls back to entry 0,
+  as GRUB does.
+* Not supported (the kernel is then "unknown" and a reboot is refused): a default that names a
+  submenu itself or an entry without a ``linux`` line (chainloader, memtest, firmware setup),
+  other variables in ``default``, ``GRUB_DEFAULT`` set by a script in /etc/grub.d, boot loaders
+  other than GRUB (systemd-boot, an EFI stub).
+* No grub.cfg at all: the newest installed kernel is assumed, the entry grub-mkconfig puts
+  first on Debian and Ubuntu (and what a direct-kernel-boot firmware would be given).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocm_fleet.model.versions import kernel_key
+
+#: What DKMS says of a module it built and installed for a kernel (2.x and 3.x), optionally
+#: followed by a warning in parentheses.
+DKMS_INSTALLED = "installed"
+
+
+@dataclass(frozen=True)
+class MenuEntry:
+    """A ``menuentry`` (``kernel`` from its ``linux`` line) or a ``submenu`` (``children``)."""
+
+    title: str
+    entry_id: str | None = None
+    kernel: str | None = None
+    children: tuple[MenuEntry, ...] | None = None  # None: a menuentry
+
+
+@dataclass(frozen=True)
+class DkmsEntry:
+    """One line of ``dkms status``."""
+
+    module: str
+    version: str
+    kernel: str | None
+    arch: str | None
+    state: str  # added | built | installed (warnings dropped)
+
+
+@dataclass(frozen=True)
+class InstalledKernel:
+    """What /boot and /lib/modules hold for one kernel release."""
+
+    release: str
+    initrd_bytes: int | None = None  # None: no /boot/initrd.img-<release>
+    dkms_module: str | None = None  # /lib/modules/<release>/updates/dkms/amdgpu.ko*
+    dkms_signed: bool = False  # the module ends with the kernel's signature marker
+    inbox_module: bool = False  # kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko*
+
+
+@dataclass(frozen=True)
+class BootState:
+    """Everything the gate reads about the next boot."""
+
+    kernels: tuple[InstalledKernel, ...] = ()
+    grub_cfg: tuple[MenuEntry, ...] | None = None  # None: no readable /boot/grub/grub.cfg
+    cfg_default: str | None = None  # grub.cfg's `set default=` (None: not set)
+    grubenv: dict[str, str] = field(default_factory=dict)
+    grub_default: str | None = None  # GRUB_DEFAULT in /etc/default/grub
+    dkms: tuple[DkmsEntry, ...] | None = None  # None: no dkms command
+    boot_free_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class NextBoot:
+    """The kernel the node boots next (None: can't tell) and how that was decided."""
+
+    kernel: str | None
+    how: str
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Whether the driver is ready for one kernel; ``problems`` empty when it is."""
+
+    kernel: str
+    problems: tuple[str, ...]
+
+    @property
+    def ready(self) -> bool:
+        return not self.problems
+
+
+def boot_state_from_dict(data: dict[str, Any]) -> BootState:
+    """The fact's dict (``dataclasses.asdict`` of a BootState, through the survey's JSON)."""
+    menu = data.get("grub_cfg")
+    return BootState(
+        kernels=tuple(InstalledKernel(**k) for k in data.get("kernels") or ()),
+        grub_cfg=None if menu is None else tuple(_menu_entry(e) for e in menu),
+        cfg_default=data.get("cfg_default"),
+        grubenv=dict(data.get("grubenv") or {}),
+        grub_default=data.get("grub_default"),
+        dkms=None if data.get("dkms") is None else tuple(DkmsEntry(**e) for e in data["dkms"]),
+        boot_free_bytes=data.get("boot_free_bytes"),
+    )
+
+
+def _menu_entry(data: dict[str, Any]) -> MenuEntry:
+    children = data.get("children")
+    return MenuEntry(
+        title=data["title"],
+        entry_id=data.get("entry_id"),
+        kernel=data.get("kernel"),
+        children=None if children is None else tuple(_menu_entry(c) for c in children),
+    )
+
+
+# --- GRUB's default ------------------------------------------------------------------------
+
+
+def next_boot(state: BootState) -> NextBoot:
+    """The kernel GRUB boots next, by the rules in the module docstring."""
+    env = state.grubenv
+    if state.grub_cfg is None:
+        if not state.kernels:
+            return NextBoot(None, "no /boot/grub/grub.cfg and no kernel in /boot")
+        newest = max(state.kernels, key=lambda k: kernel_key(k.release)).release
+        return NextBoot(newest, "newest installed kernel (no /boot/grub/grub.cfg)")
+    if env.get("next_entry"):
+        value, source = env["next_entry"], "grubenv next_entry"
+    else:
+        value = state.cfg_default if state.cfg_default is not None else "0"
+        source = "grub.cfg default"
+        if value in ("${saved_entry}", "$saved_entry"):
+            value, source = env.get("saved_entry") or "0", "grubenv saved_entry"
+    if "$" in value:
+        return NextBoot(None, f"GRUB default {value!r} uses a variable rocm-fleet doesn't read")
+    entry = _find(state.grub_cfg, value)
+    if entry is None:
+        entry, how = _find(state.grub_cfg, "0"), f"{source} {value!r} names no entry: entry 0"
+    else:
+        how = f"{source} {value!r}"
+    if entry is None:
+        return NextBoot(None, "grub.cfg has no menu entry")
+    if entry.children is not None:
+        return NextBoot(None, f"{how} is the submenu {entry.title!r}, not an entry")
+    if entry.kernel is None:
+        return NextBoot(None, f"{how} is {entry.title!r}, which boots no Linux kernel")
+    configured = {"saved": "${saved_entry}"}.get(state.grub_default or "", state.grub_default)
+    if configured is not None and state.cfg_default is not None and configured != state.cfg_default:
+        how += f"; /etc/default/grub says {state.grub_default!r}: update-grub not run since"
+    return NextBoot(entry.kernel, how)
+
+
+def _find(entries: tuple[MenuEntry, ...], value: str) -> MenuEntry | None:
+    """An entry by number, title or id, or a ``>`` path of those (grub-core menu.c)."""
+    head, _, rest = value.partition(">")
+    found = None
+    if re.fullmatch(r"[0-9]+", head):
+        index = int(head)
+        found = entries[index] if index < len(entries) else None
+    else:
+        found = next((e for e in entries if head in (e.title, e.entry_id)), None)
+    if found is None or not rest:
+        return found
+    return _find(found.children or (), rest) if found.children is not None else None
+
+
+# --- readiness ----------------------------------------------------------------------------
+
+
+def readiness(
+    state: BootState, release: str, driver: str | None, secure_boot: bool, mok: str | None
+) -> Readiness:
+    """What keeps ``release`` from booting with a working amdgpu: ``driver`` is ``dkms``,
+    ``inbox`` or None (no GPU driver wanted); ``mok``: the DKMS key's MOK state (``enrolled``,
+    ``pending`` ...), read where Secure Boot is on."""
+    kernel = next((k for k in state.kernels if k.release == release), None)
+    if kernel is None:
+        return Readiness(release, (f"no /boot/vmlinuz-{release}",))
+    problems: list[str] = []
+    if not kernel.initrd_bytes:
+        problems.append(f"no initramfs /boot/initrd.img-{release}")
+    if driver == "dkms":
+        problems += _dkms_problems(state, kernel, secure_boot, mok)
+    elif driver == "inbox" and not kernel.inbox_module:
+        problems.append(f"kernel {release} has no amdgpu module of its own")
+    return Readiness(release, tuple(problems))
+
+
+def _dkms_problems(
+    state: BootState, kernel: InstalledKernel, secure_boot: bool, mok: str | None
+) -> list[str]:
+    release = kernel.release
+    built = (
+        f"amdgpu-dkms is not built for kernel {release} (install linux-headers-{release}, "
+        f"or run dkms autoinstall -k {release})"
+    )
+    if kernel.dkms_module is None:
+        return [built]
+    if state.dkms is not None:
+        states = [e.state for e in state.dkms if e.module == "amdgpu" and e.kernel == release]
+        if DKMS_INSTALLED not in states:
+            return [f"dkms status: amdgpu is {states[0] if states else 'absent'} for {release}, "
+                    "not installed"]  # fmt: skip
+    if not secure_boot:
+        return []
+    if not kernel.dkms_signed:
+        return [f"{kernel.dkms_module} is not signed and Secure Boot is on"]
+    if mok not in ("enrolled", "pending"):
+        return [f"the DKMS signing key is {mok or 'unknown'} as a MOK and Secure Boot is on"]
+    return []
+
+
+def boot_room(state: BootState) -> str | None:
+    """Why /boot can't take one more initramfs (as big as the largest there), or None."""
+    sizes = [k.initrd_bytes for k in state.kernels if k.initrd_bytes]
+    if state.boot_free_bytes is None or not sizes:
+        return None
+    if state.boot_free_bytes < max(sizes):
+        return (
+            f"/boot has {state.boot_free_bytes // 2**20} MiB free, less than one more "
+            f"initramfs ({max(sizes) // 2**20} MiB): remove old kernels"
+        )
+    return None
+
+
+def reboot_refusal(
+    state: BootState, driver: str | None, secure_boot: bool, mok: str | None
+) -> list[str]:
+    """Why rebooting now could strand the node (empty: it can reboot)."""
+    boot = next_boot(state)
+    if boot.kernel is None:
+        return [f"can't tell which kernel the node boots next: {boot.how}"]
+    found = readiness(state, boot.kernel, driver, secure_boot, mok)
+    problems = [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems]
+    room = boot_room(state)
+    return problems + ([room] if room else [])
+
+
+def kernels_readiness(
+    state: BootState, driver: str | None, secure_boot: bool, mok: str | None
+) -> list[Readiness]:
+    """Every installed kernel, newest first, with what keeps it from working."""
+    ordered = sorted(state.kernels, key=lambda k: kernel_key(k.release), reverse=True)
+    return [readiness(state, k.release, driver, secure_boot, mok) for k in ordered]
+
+
+def survey_boot(survey: dict[str, Any], driver: str | None, cert: str | None) -> dict[str, Any]:
+    """The audit's view of a surveyed host (the survey's ``boot``, ``secure_boot`` and
+    ``mok <cert>`` answers): the next boot, why a reboot would be refused, and every
+    installed kernel with what keeps the driver from it."""
+    state = boot_state_from_dict(survey.get("boot") or {})
+    secure = (survey.get("secure_boot") or {}).get("state") == "enabled"
+    mok = (survey.get(f"mok {cert}") or {}).get("state") if secure and cert else None
+    boot = next_boot(state)
+    return {
+        "next": boot.kernel,
+        "how": boot.how,
+        "refused": reboot_refusal(state, driver, secure, mok),
+        "kernels": [
+            {"kernel": r.kernel, "ready": r.ready, "problems": list(r.problems)}
+            for r in kernels_readiness(state, driver, secure, mok)
+        ],
+    }
