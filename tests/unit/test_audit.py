@@ -139,6 +139,26 @@ def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pendi
     assert (ready["text"], ready["drift"], ready["boot"]["next"]) == ("no", False, "6.1.0-99-amd64")
 
 
+def test_a_host_whose_next_kernel_cant_be_told_is_said_not_drift_nor_a_pending_reboot():
+    """Seen on a real Ubuntu 24.04 cloud host (the lent CUDA machine, kernel
+    6.18.44-fc-v1252-gpu, booted by its hypervisor): no /boot/grub/grub.cfg and no kernel in
+    /boot. The audit says the next boot can't be told; no reboot is pending and nothing on the
+    host could repair it, so it is no drift, and the reboot_pending metric stays 0."""
+    from rocm_fleet.cli import metrics
+
+    survey = converged()
+    survey["boot"] = {**survey["boot"], "kernels": [], "grub_cfg": None, "grubenv": None}
+    survey["kernel"] = "6.18.44-fc-v1252-gpu"
+    shown = audit_rows.observed_cells(load_config(DATA, "n"), survey)["reboot"]
+    assert shown["boot"]["next"] is None and shown["boot"]["refused"]
+    assert not shown["drift"] and not shown["pending"] and not shown["unsafe"]
+    assert shown["text"].startswith("no | can't tell which kernel the node boots next")
+    row = {"host": "vm", "status": "ok", "cells": {"reboot": shown}, "concerns": {}, "drift": []}
+    families = {name: samples for name, _, samples, _ in metrics.families([row], 0.0)}
+    assert families["rocm_fleet_reboot_pending"] == [({"host": "vm"}, 0.0)]
+    assert families["rocm_fleet_reboot_unsafe"] == [({"host": "vm"}, 0.0)]
+
+
 def test_observed_cells_describe_what_no_operation_enforces():
     sb = {"state": "enabled", "shim_validation_disabled": False, "setup_mode": False,
           "message": "SecureBoot enabled"}  # fmt: skip

@@ -142,9 +142,16 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     text = (
         "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no"
     )
+    # A kernel it would boot that isn't ready is drift, pending reboot or not (an unattended
+    # upgrade's kernel); a host whose next kernel can't be told at all (a VM booted by its
+    # hypervisor's kernel, no /boot: seen on a real Ubuntu cloud host) only says so, since
+    # rocm-fleet refuses to reboot it and nothing on it can be repaired.
+    unsafe = bool(boot["refused"]) and (pending or boot["next"] is not None)
     if boot["refused"]:
-        text += " | NOT SAFE: " + "; ".join(boot["refused"])
-    cells["reboot"] = cell(text, pending or bool(boot["refused"]), reasons=reasons, boot=boot)
+        text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot["refused"])
+    cells["reboot"] = cell(
+        text, pending or unsafe, pending=pending, unsafe=unsafe, reasons=reasons, boot=boot
+    )
     return cells
 
 

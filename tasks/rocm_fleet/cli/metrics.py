@@ -90,6 +90,7 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
     drifted: list[Sample] = []
     concern: list[Sample] = []
     reboot: list[Sample] = []
+    unsafe: list[Sample] = []
     undriven: list[Sample] = []
     verified: list[Sample] = []
     for row in rows:
@@ -114,7 +115,8 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
             flags = {key: c.get("drift", False) for key, c in row["concerns"].items()}
             drifted.append((host, float(sum(flags.values()))))
             concern += [({**host, "concern": key}, float(flag)) for key, flag in flags.items()]
-        reboot.append((host, float(bool((cells.get("reboot") or {}).get("drift")))))
+        reboot.append((host, float(bool((cells.get("reboot") or {}).get("pending")))))
+        unsafe.append((host, float(bool((cells.get("reboot") or {}).get("unsafe")))))
         if "driver" in cells:
             undriven.append((host, float(bool(cells["driver"].get("drift")))))
         if row.get("verified_at"):
@@ -131,6 +133,8 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
         ("rocm_fleet_concern_drifted", "1 when the concern differs from the inventory.",
          concern, ""),
         ("rocm_fleet_reboot_pending", "1 when the host waits for a reboot.", reboot, ""),
+        ("rocm_fleet_reboot_unsafe", "1 when the kernel the host boots next is not ready for "
+         "its GPU driver (a reboot would be refused).", unsafe, ""),
         ("rocm_fleet_gpu_undriven", "1 when an AMD GPU of the host has no driver bound.",
          undriven, ""),
         ("rocm_fleet_last_verify_timestamp_seconds",
