@@ -9,12 +9,11 @@ result (the metric's label) and reason.
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
-import threading
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,85 +22,18 @@ from tuf.api.metadata import Metadata, Targets, Timestamp
 
 from rocm_fleet.model import pulled
 from rocm_fleet.model.pulled import PullRefused
-from rocm_fleet.offline import pull_client
 from rocm_fleet.offline.pull_repository import PullRepository, RepositoryError
-
-NODE = "node1"
-OTHER = "node2"
-SETTINGS = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_pull": True}
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class _Redirecting(_Quiet):
-    """A host that answers every request with a redirect to plain http elsewhere."""
-
-    def do_GET(self) -> None:
-        self.send_response(302)
-        self.send_header("Location", "http://127.0.0.1:9/elsewhere")
-        self.end_headers()
-
-
-def serve(directory: Path, handler: type = _Quiet):
-    server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(directory))
-    )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-class Fleet:
-    """The administrators' repository (their keys in ``keys``), served by the mirror (a
-    loopback web server over ``served``: what the mirror's nginx serves), and one node's
-    client state (the root a push installed, the metadata it verified)."""
-
-    def __init__(self, tmp: Path):
-        self.keys = tmp / "keys"
-        self.repository = PullRepository(tmp / "repository", [self.keys])
-        self.repository.create(self.keys)
-        self.served = tmp / "served"
-        self.server = serve(self.served)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.node_dir = tmp / "node"
-        self.node_dir.mkdir()
-        self.trusted_root = self.node_dir / "trusted-root.json"
-        shutil.copy(self.repository.metadata / "root.json", self.trusted_root)  # the push
-        self.metadata = self.node_dir / "tuf"
-
-    def publish(self, nodes: dict, hours: float = 24) -> int:
-        version = self.repository.publish(nodes, hours).version
-        self.mirror()
-        return version
-
-    def mirror(self) -> None:
-        """The repository copied to the mirror (an rsync of the directory)."""
-        shutil.rmtree(self.served, ignore_errors=True)
-        shutil.copytree(self.repository.directory, self.served)
-
-    def pull(self, node: str = NODE) -> pulled.PulledState:
-        state = pull_client.fetch(self.url, self.metadata, self.trusted_root, node)
-        pull_client.record_applied(self.metadata, state.serial)
-        return state
-
-    def applied(self) -> int | None:
-        return pull_client.read_applied(self.metadata)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+from unit.pullrepo import NODE, OTHER, SETTINGS, PullFleet, Redirecting, serve
 
 
 @pytest.fixture
 def fleet(tmp_path):
-    made = Fleet(tmp_path)
+    made = PullFleet(tmp_path)
     yield made
     made.close()
 
 
-def refused(fleet: Fleet, result: str, node: str = NODE) -> str:
+def refused(fleet: PullFleet, result: str, node: str = NODE) -> str:
     applied = fleet.applied()
     with pytest.raises(PullRefused) as caught:
         fleet.pull(node)
@@ -255,7 +187,7 @@ def test_a_redirect_is_never_followed(fleet, tmp_path):
     """Who: whoever answers for the repository's host. With what: a redirect from the
     repository's URL to plain http elsewhere."""
     fleet.publish({NODE: SETTINGS})
-    redirecting = serve(fleet.served, _Redirecting)
+    redirecting = serve(fleet.served, Redirecting)
     fleet.url = f"http://127.0.0.1:{redirecting.server_address[1]}"
     try:
         assert "HTTP 302" in refused(fleet, "fetch-failed")
@@ -354,3 +286,67 @@ def test_the_targets_metadata_names_each_node_by_its_path(fleet):
     newest = max(versions, key=lambda n: int(n.split(".")[0]))
     targets = Metadata[Targets].from_file(str(fleet.repository.metadata / newest)).signed
     assert sorted(targets.targets) == [f"nodes/{NODE}.json", f"nodes/{OTHER}.json"]
+
+
+# --- rocm-fleet publish -----------------------------------------------------------------------
+
+
+def inventory(tmp_path: Path, root: Path, **node1: object) -> Path:
+    pulling = {**SETTINGS, "rocm_pull_source": "http://mirror.lab:8080/fleet/",
+               "rocm_pull_trusted_root": str(root), "rocm_pull_lock": "/srv/wheels/lock.txt",
+               "rocm_pull_lock_sha256": "3f" * 32}  # fmt: skip
+    hosts = [
+        # The controller's own keys for this node: never in what the node is given.
+        (NODE, {**pulling, "ssh_user": "root", "ssh_port": 2222, "_sudo": True,
+                "gpu_vendor": "amd", **node1}),
+        (OTHER, {**pulling, "rocm_pull_node": "gpu-2"}),
+        ("pushed", {"rocm_version": "6.4.3"}),
+    ]  # fmt: skip
+    path = tmp_path / f"inventory{len(list(tmp_path.glob('inventory*.py')))}.py"
+    path.write_text(f"fleet = {hosts!r}\n")
+    return path
+
+
+def published(repository: Path) -> dict[str, dict]:
+    return {name: json.loads(content)
+            for name, content in PullRepository(repository, []).node_targets().items()}  # fmt: skip
+
+
+def rocm_fleet(*args: str) -> subprocess.CompletedProcess:
+    """The CLI in a process of its own (loading an inventory imports pyinfra's CLI)."""
+    return subprocess.run([sys.executable, "-m", "rocm_fleet.cli", *args], capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+
+
+def test_publish_renders_each_pull_nodes_settings_from_the_inventory(tmp_path):
+    repository, keys = tmp_path / "repository", tmp_path / "keys"
+    made = rocm_fleet("publish", "--init", "--repository", str(repository), "--keys", str(keys))
+    assert made.returncode == 0, made.stderr
+    root = repository / "metadata/root.json"
+    assert f'rocm_pull_trusted_root = "{root}"' in made.stdout
+    args = ["publish", str(inventory(tmp_path, root)), "--repository", str(repository),
+            "--keys", str(keys)]  # fmt: skip
+    first = rocm_fleet(*args)
+    assert first.returncode == 0, first.stderr
+    assert "Targets version 2: gpu-2, node1 changed." in first.stdout
+    targets = published(repository)
+    assert sorted(targets) == ["gpu-2", NODE]  # by rocm_pull_node, else the host's name
+    lock = {"rocm_pull_lock": "/srv/wheels/lock.txt", "rocm_pull_lock_sha256": "3f" * 32}
+    assert targets[NODE]["settings"] == {**SETTINGS, **lock}
+    assert targets[NODE]["node"] == NODE and targets[NODE]["serial"] == 2
+    assert "Nothing changed" in rocm_fleet(*args).stdout
+    # A node taken out of pull mode is published with rocm_pull: False (it takes itself out).
+    args[1] = str(inventory(tmp_path, root, rocm_pull=False))
+    assert rocm_fleet(*args).returncode == 0
+    assert published(repository)[NODE]["settings"]["rocm_pull"] is False
+
+
+def test_publish_refuses_an_inventory_a_push_would_refuse_naming_the_key(tmp_path):
+    repository, keys = tmp_path / "repository", tmp_path / "keys"
+    rocm_fleet("publish", "--init", "--repository", str(repository), "--keys", str(keys))
+    bad = inventory(tmp_path, repository / "metadata/root.json", rocm_version="6.4.99")
+    refused_run = rocm_fleet("publish", str(bad), "--repository", str(repository),
+                             "--keys", str(keys))  # fmt: skip
+    assert refused_run.returncode == 2
+    assert "node1: inventory key 'rocm_version' has value '6.4.99'" in refused_run.stderr
+    assert published(repository) == {}

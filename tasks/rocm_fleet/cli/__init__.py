@@ -5,7 +5,9 @@
 (the compatibility matrix, and whether upstream agrees), ``rocm-fleet bundle INVENTORY
 --output DIR`` (what the fleet installs from AMD and PyTorch, for an offline mirror),
 ``rocm-fleet mirror-ca DIR ADDRESS`` (the fleet mirror's CA, certificate and key),
-``rocm-fleet settings`` (every inventory key), ``rocm-fleet --version``. Each tool is a
+``rocm-fleet publish INVENTORY --repository DIR --keys KEYS`` (pull nodes' signed settings),
+``rocm-fleet pull-fetch`` (the pull service's verified fetch), ``rocm-fleet settings``
+(every inventory key), ``rocm-fleet --version``. Each tool is a
 module here with ``add_parser(subcommands)`` and ``run(args) -> exit status``; errors a
 user can fix are one line on stderr and exit status 2, never a traceback. Output into a
 closed pipe (``| head``) ends quietly, as a Unix tool does.
@@ -18,11 +20,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rocm_fleet.cli import audit, bundle, check, matrix, mirror_ca, settings
+from rocm_fleet.cli import audit, bundle, check, matrix, mirror_ca, publish, pull_fetch, settings
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.version import __version__
 
-TOOLS = (audit, check, matrix, bundle, mirror_ca, settings)
+TOOLS = (audit, check, matrix, bundle, mirror_ca, publish, pull_fetch, settings)
 #: the exit status of a tool whose reader went away (128 + SIGPIPE, as the shell reports it)
 BROKEN_PIPE = 141
 

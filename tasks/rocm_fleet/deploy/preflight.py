@@ -158,7 +158,7 @@ def preflight(config: Config) -> Findings | None:
     result = findings(config, survey, bundle_files)
     if result.row is not None:
         result.problems += _controller_problems(config, result.row, survey)
-        result.problems += pull_problems(host, survey)
+        result.problems += pull_problems(host, survey, config)
         if result.problems:
             result.row = None
     reason = "; ".join(result.problems) or None

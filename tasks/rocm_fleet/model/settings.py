@@ -215,6 +215,12 @@ def url_or_path(value: Any) -> str | None:
     return absolute_path(value) and "an http:// or https:// URL, or an absolute path on the host"
 
 
+def pull_node_name(value: Any) -> str | None:
+    """A pull node's target name: one path component of the repository."""
+    valid = isinstance(value, str) and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}", value)
+    return None if valid else "letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
 def sha256(value: Any) -> str | None:
     valid = isinstance(value, str) and re.fullmatch(r"[0-9a-f]{64}", value)
     return None if valid else "64 lower-case hexadecimal digits (a SHA-256, as sha256sum prints it)"
@@ -318,8 +324,13 @@ PULL = "Pull mode"
 REQUIRED_WITH = {
     "rocm_pull_source": (
         "rocm_pull",
-        "the http(s) URL on the fleet mirror, or the path on the node, of this node's "
-        "inventory data (JSON)",
+        "the http(s) URL of the fleet's TUF repository (`rocm-fleet publish`), e.g. on the "
+        "fleet mirror",
+    ),
+    "rocm_pull_trusted_root": (
+        "rocm_pull",
+        "the path, where pyinfra runs, of that repository's root metadata "
+        "(`DIR/metadata/root.json`)",
     ),
     "rocm_pull_lock": (
         "rocm_pull",
@@ -616,9 +627,25 @@ class Settings:
     )
     rocm_pull_source: str | None = setting(
         None,
-        "Where the node's own inventory data (a JSON object of its settings) comes from: an "
-        "`http(s)://` URL on the fleet mirror or a path on the node (required with `rocm_pull`)",
-        optional(url_or_path),
+        "The `http(s)://` URL of the fleet's TUF repository (`rocm-fleet publish`), on the "
+        "fleet mirror or any static host, whose signed target `nodes/NODE.json` is the node's "
+        "settings (required with `rocm_pull`; a push gives it, pulled data never does)",
+        optional(http_url),
+        PULL,
+    )
+    rocm_pull_trusted_root: str | None = setting(
+        None,
+        "The repository's TUF root metadata (a path where pyinfra runs, e.g. "
+        "`REPOSITORY/metadata/root.json`): the keys a node trusts, installed by a push only; "
+        "rotations signed by it are then followed through the pull (required with `rocm_pull`)",
+        optional(absolute_path),
+        PULL,
+    )
+    rocm_pull_node: str | None = setting(
+        None,
+        "The name of the node's target in the repository (default: its inventory name); "
+        "a push gives it, pulled data never does",
+        optional(pull_node_name),
         PULL,
     )
     rocm_pull_lock: str | None = setting(
