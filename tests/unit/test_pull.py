@@ -525,3 +525,47 @@ def test_pull_turned_off_removes_the_pulls_metrics_too():
     assert f"Pull mode | Remove the pulls' metrics ({paths.PULL_METRICS})" in (
         plan(DATA, SurveyHost(only)).changes
     )
+
+
+# --- the last pull's refusal, in --dry and the audit ------------------------------------------
+
+
+def test_the_pulls_status_is_read_from_its_own_gauges_only():
+    from rocm_fleet.facts.files import PullStatus
+
+    written = [
+        "rocm_fleet_pull_last_run_timestamp_seconds 1764460800",
+        "rocm_fleet_pull_last_run_exit_status 1",
+        'rocm_fleet_pull_last_run{result="bad-signature"} 1',
+    ]
+    assert PullStatus().process(written) == {"result": "bad-signature", "started": 1764460800}
+    # The collector's user can write the directory: a line of another shape is not taken.
+    forged = ['rocm_fleet_pull_last_run{result="converged\\"; echo"} 1']
+    assert PullStatus().process(forged) == {"result": "unknown", "started": 0}
+    from rocm_fleet.facts._shell import ABSENT
+
+    assert PullStatus().process([ABSENT]) is None
+
+
+@pytest.mark.parametrize("result", ["bad-signature", "expired", "rollback", "deploy-failed"])
+def test_a_push_or_audit_shows_the_last_pulls_refusal_as_a_warning(result):
+    from rocm_fleet.engine.refuse import outcome
+
+    survey = converged_survey(PULLING, "debian-12")
+    survey["pull status"] = {"result": result, "started": 1764460800}
+    planned = plan(PULLING, SurveyHost(survey))
+    assert not planned.refused and planned.changes == []
+    warnings = outcome(planned.state, "node").findings.warnings
+    (warning,) = [w for w in warnings if "the last pull" in w]
+    assert warning == (
+        f"the last pull (started 2025-11-30 00:00 UTC) did not converge this node: {result} "
+        "(journalctl -u rocm-fleet-pull says why)"
+    )
+
+
+def test_a_converged_or_skipped_pull_is_no_warning():
+    for result in pull.PULL_FINE:
+        survey = {"pull status": {"result": result, "started": 1}}
+        assert pull.pull_warnings(load_config(PULLING, "node"), survey) == []
+    survey = {"pull status": {"result": "bad-signature", "started": 1}}
+    assert pull.pull_warnings(load_config(DATA, "node"), survey) == []  # not a pull node

@@ -16,8 +16,8 @@ the audit there. It reboots only as the settings' ``rocm_reboot`` allows, like a
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import shlex
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,13 +131,17 @@ def pull_script(config: Config, node: str) -> str:
 
 
 def oldest_python() -> str:
-    """The oldest Python (``X.Y``) rocm-fleet runs on: its Requires-Python (``>=X.Y``),
-    which the node's python3 must meet to run the pinned rocm-fleet."""
+    """The oldest Python (``X.Y``) rocm-fleet runs on: the lower bound of its
+    Requires-Python, which the node's python3 must meet to run the pinned rocm-fleet."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
     required = importlib.metadata.metadata(DISTRIBUTION)["Requires-Python"] or ""
-    found = re.fullmatch(r">=\s*(\d+\.\d+)(\.\d+)?", required.strip())
-    if not found:
-        raise ValueError(f"{DISTRIBUTION}'s Requires-Python {required!r} is not '>=X.Y'")
-    return found.group(1)
+    lowest = [Version(s.version) for s in SpecifierSet(required) if s.operator == ">="]
+    if not lowest:
+        raise ValueError(f"{DISTRIBUTION}'s Requires-Python {required!r} has no lower bound")
+    major, minor = max(lowest).release[:2]
+    return f"{major}.{minor}"
 
 
 def trusted_root_problem(path: str) -> str | None:
@@ -290,6 +294,24 @@ def pull_problems(current: Any, survey: dict[str, Any], config: Config) -> list[
         f"a pull (rocm-fleet-pull.service) is converging {current.name} right now (it holds "
         f"{paths.PULL_LOCK}): push again once it has ended (journalctl -u rocm-fleet-pull), or "
         f"stop its timer first (systemctl stop rocm-fleet-pull.timer)",
+    ]
+
+
+#: The last pull's results that need no one's attention.
+PULL_FINE = ("converged", "skipped-push-running")
+
+
+def pull_warnings(config: Config, survey: dict[str, Any]) -> list[str]:
+    """The last pull's refusal or failure, as the node recorded it (``PullStatus``), for
+    ``--dry`` and the audit: a pull node refusing its data changes nothing, so nothing else
+    would show it."""
+    status = survey.get("pull status")
+    if not config.rocm_pull or not status or status["result"] in PULL_FINE:
+        return []
+    started = datetime.fromtimestamp(status["started"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return [
+        f"the last pull (started {started}) did not converge this node: {status['result']} "
+        f"(journalctl -u {UNIT} says why)"
     ]
 
 
