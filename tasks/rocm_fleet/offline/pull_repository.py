@@ -270,11 +270,11 @@ class PullRepository:
             raise RepositoryError(f"--rotate {name}: expected one of {', '.join(ROTATABLE)}")
         file_name = f"{name}.pem"
         old_root_signer = self.signer(Root.type)
-        old_path = self._key_file(file_name)
-        assert old_path is not None  # signer() found the root key; the others checked below
         roles = [role for role, key_file in KEY_FILES.items() if key_file == file_name]
         for role in roles:
-            self.signer(role)  # the old key is this repository's
+            self.signer(role)  # the old key is there, and this repository's
+        old_path = self._key_file(file_name)
+        assert old_path is not None  # signer() found it
         root = self.root()
         version = root.signed.version
         retired = old_path.with_name(f"{file_name}.retired-v{version}")
