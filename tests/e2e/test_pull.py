@@ -262,6 +262,15 @@ def changed_paths(lab, node: str, before: dict) -> list[str]:
             if not p.startswith(ignored) and "__pycache__" not in p]  # fmt: skip
 
 
+def current_target(published: Path, node: str) -> Path:
+    """The file of ``node``'s target that the newest targets metadata names (consistent
+    snapshots keep the earlier ones beside it)."""
+    newest = max((published / "metadata").glob("*.targets.json"),
+                 key=lambda path: int(path.name.split(".")[0]))  # fmt: skip
+    info = json.loads(newest.read_text())["signed"]["targets"][f"nodes/{node}.json"]
+    return published / "targets/nodes" / f"{info['hashes']['sha256']}.{node}.json"
+
+
 def test_settings_forged_on_the_mirror_change_nothing_and_are_reported(lab, tmp_path):
     """Who: anyone who can write the mirror's published directory (or answer for the mirror
     on the network), without the administrators' keys. With what: a repository of their own
@@ -291,7 +300,7 @@ def test_settings_forged_on_the_mirror_change_nothing_and_are_reported(lab, tmp_
     # The real repository back, its target edited in place: TUF's hash refuses it.
     shutil.rmtree(published)
     shutil.copytree(kept, published)
-    (target,) = (published / "targets/nodes").glob(f"*.{node}.json")
+    target = current_target(published, node)
     target.write_text(target.read_text().replace('"alice"', '"alice", "mallory"'))
     run = next_run(lab, node, run.started)
     assert not run.success and "rocm-fleet pull: refused (unverified)" in run.output
