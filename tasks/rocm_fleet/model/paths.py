@@ -164,9 +164,8 @@ PULL_STAMP = f"{STATE_DIR}/pull-units.stamp"
 # The pull's flock(1) lock, so two runs never overlap: in root's own directory (not the
 # world-writable /run/lock, where any user could hold it and stop the pulls).
 PULL_LOCK = f"{PULL_RUN_DIR}/lock"
-# The programs the service's ExecStart names (absolute, as systemd.service(5) asks): flock(1)
-# from util-linux and the POSIX shell, both Essential on Debian and Ubuntu.
-FLOCK = "/usr/bin/flock"
+# The program the service's ExecStart names (absolute, as systemd.service(5) asks): the POSIX
+# shell, Essential on Debian and Ubuntu (as is util-linux's flock(1), which the script runs).
 SHELL = "/bin/sh"
 # A push that changes a pull-mode node marks it here while it runs (the time it started,
 # seconds since the epoch): a pull that finds the mark skips; /run is emptied at boot.
