@@ -313,19 +313,21 @@ def test_settings_forged_on_the_mirror_change_nothing_and_are_reported(lab, tmp_
 def test_a_root_key_rotation_is_followed_through_the_pull(lab):
     """The administrators rotate the root key (root v2, signed by the v1 and v2 keys) and
     publish a change signed by the same targets key: the node, which a push gave root v1,
-    follows to v2 on its own and applies the change."""
+    follows to v2 on its own and applies the change (its timer's random delay)."""
     node = NODES[1]
     lab.repository.rotate("root", 24)
+    changed = {**lab.pull_data[node], "rocm_pull_random_delay": "2min"}
     published = time.monotonic()
-    publish(lab, {node: {**lab.pull_data[node], "rocm_users": ["alice", "carol"]}})
+    publish(lab, {node: changed})
     run = next_run(lab, node, published)
     assert run.success, lab.timers.journal(node)[-4000:]
-    assert "carol" in (lab.root(node) / "etc/passwd").read_text()
+    timer = (lab.root(node) / paths.PULL_TIMER.lstrip("/")).read_text()
+    assert "RandomizedDelaySec=2min" in timer
     verified = lab.root(node) / paths.PULL_METADATA.lstrip("/") / "root.json"
     assert json.loads(verified.read_text())["signed"]["version"] == 2
     trusted = lab.root(node) / paths.PULL_TRUSTED_ROOT.lstrip("/")
     assert json.loads(trusted.read_text())["signed"]["version"] == 1  # the push's, kept
-    lab.pull_data[node] = {**lab.pull_data[node], "rocm_users": ["alice", "carol"]}
+    lab.pull_data[node] = changed
 
 
 def test_signed_but_invalid_settings_change_nothing_and_are_reported(lab):
@@ -357,7 +359,7 @@ def test_a_node_that_was_down_converges_when_it_boots(lab):
     lab.stop_host(node)
     down = time.monotonic()
     # The change: the node's own pull interval (its timer unit, rewritten by the deploy).
-    publish(lab, {node: {**lab.pull_data[node], "rocm_users": ["alice", "carol"],
+    publish(lab, {node: {**lab.pull_data[node], "rocm_users": ["alice"],
                          "rocm_pull_interval": "16min"}})  # fmt: skip
     time.sleep(2)
     assert [r for r in lab.timers.runs_of(node) if r.started > down] == []
