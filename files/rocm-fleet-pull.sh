@@ -1,20 +1,25 @@
 # rocm-fleet pull, run by rocm-fleet-pull.service (written by rocm-fleet: deploy/pull.py,
-# which puts the PULL_*, PUSH_* and TEXTFILES variables above): fetch this node's inventory
-# data, converge the node to it @local with the pinned rocm-fleet, check the node, and write
-# its audit for node_exporter. Data that fails validation stops the deploy before its first
-# operation, so it changes nothing; this then exits non-zero and the journal says why. The
-# service runs this under flock(1) (PULL_LOCK), so two pulls never overlap, and a push waits
-# for it or refuses; a push that is running (PUSH_MARKER) makes this pull skip (75).
+# which puts the PULL_*, PUSH_* and TEXTFILES variables above): fetch this node's signed
+# settings from the fleet's TUF repository and verify them (rocm-fleet pull-fetch: forged,
+# replayed, expired or other-node data, or data carrying what pulled data never carries, is
+# refused and changes nothing), converge the node to them @local with the pinned rocm-fleet,
+# check the node, and write its audit for node_exporter. Settings that fail validation stop
+# the deploy before its first operation, so they change nothing either. Each refusal or
+# failure exits non-zero with the reason in the journal and the result in the metrics.
+# Two pulls never overlap (PULL_LOCK, root's own), and a push waits for a pull or refuses;
+# a push that is running (PUSH_MARKER) makes this pull skip (75).
 set -eu
-umask 022
+umask 077
 status=0
 started=$(date +%s)
 
-# The pull's own status for node_exporter (rocm_fleet_pull_*): written whole, then renamed,
-# so the collector never reads half a file.
+# The pull's own status for node_exporter (rocm_fleet_pull_*): written whole in a new file
+# beside it (mktemp: never through a link someone left in the collector's directory), then
+# renamed over it (a link there is replaced, not followed).
 report() { # report RESULT EXIT_STATUS
     [ -d "$TEXTFILES" ] || return 0
-    cat > "$PULL_STATUS_METRICS.$$" <<EOF
+    metrics=$(mktemp "$PULL_STATUS_METRICS.XXXXXX") || return 0
+    cat > "$metrics" <<METRICS
 # HELP rocm_fleet_pull_last_run_timestamp_seconds When the last pull started.
 # TYPE rocm_fleet_pull_last_run_timestamp_seconds gauge
 rocm_fleet_pull_last_run_timestamp_seconds $started
@@ -24,14 +29,31 @@ rocm_fleet_pull_last_run_exit_status $2
 # HELP rocm_fleet_pull_last_run What the last pull did.
 # TYPE rocm_fleet_pull_last_run gauge
 rocm_fleet_pull_last_run{result="$1"} 1
-EOF
-    mv -f -- "$PULL_STATUS_METRICS.$$" "$PULL_STATUS_METRICS"
+METRICS
+    chmod 0644 "$metrics" # node_exporter runs as another user
+    mv -f -T -- "$metrics" "$PULL_STATUS_METRICS"
 }
 fail() { # fail RESULT EXIT_STATUS MESSAGE
     echo "rocm-fleet pull: $3" >&2
     report "$1" "$2"
     exit "$2"
 }
+
+# One pull at a time: this script runs itself again under flock(1). A pull that finds the
+# lock held fails (another process holds it: a pull started by hand, or something that must
+# not be there), so the timer's runs never look like success while nothing converges.
+if [ -z "${ROCM_FLEET_PULL_LOCKED:-}" ]; then
+    mkdir -p -- "$PULL_RUN_DIR"
+    chmod 0700 -- "$PULL_RUN_DIR"
+    locked=0
+    ROCM_FLEET_PULL_LOCKED=1 flock --nonblock --conflict-exit-code 73 "$PULL_LOCK" \
+        /bin/sh "$0" || locked=$?
+    if [ "$locked" -eq 73 ]; then
+        fail lock-held 1 "another process holds $PULL_LOCK (a pull started by hand?): this" \
+            "pull did not run"
+    fi
+    exit "$locked"
+fi
 
 if [ -f "$PUSH_MARKER" ]; then
     pushed=$(cat -- "$PUSH_MARKER" 2> /dev/null || echo 0)
@@ -47,46 +69,25 @@ if [ -f "$PUSH_MARKER" ]; then
         "($PUSH_MARKER, $pushed): that push ended without taking it away" >&2
 fi
 
-mkdir -p "$(dirname "$PULL_DATA")"
-fetched="$PULL_DATA.new"
-# On the fleet mirror over TLS: its CA alone vouches for it (the one the deploy pinned).
+# On the fleet mirror over TLS: its CA alone vouches for the connection (the one the deploy
+# pinned); the data itself is vouched for by the TUF keys, wherever it comes from.
 set --
 if [ -n "$PULL_MIRROR" ]; then
     case "$PULL_SOURCE" in
-    "$PULL_MIRROR"*) set -- --cacert "$PULL_MIRROR_CA" ;;
+    "$PULL_MIRROR"*) set -- --ca "$PULL_MIRROR_CA" ;;
     esac
 fi
-case "$PULL_SOURCE" in
-http://* | https://*)
-    # The data is small: a limit on its size and on the time it takes. curl refuses a body
-    # whose announced length is over the limit; `head` cuts one that announces none a byte
-    # past it, which the size check below then refuses.
-    rc_file=$(mktemp)
-    {
-        rc=0
-        curl --fail --silent --show-error --location --proto '=http,https' \
-            --max-time "$PULL_FETCH_SECONDS" --max-filesize "$PULL_DATA_MAX_BYTES" \
-            "$@" --output - -- "$PULL_SOURCE" || rc=$?
-        echo "$rc" > "$rc_file"
-    } | head -c "$((PULL_DATA_MAX_BYTES + 1))" > "$fetched"
-    rc=$(cat -- "$rc_file")
-    rm -f -- "$rc_file"
-    # 23: curl could not write on, as `head` stopped reading past the limit.
-    if [ "$rc" -ne 0 ] && [ "$rc" -ne 23 ]; then
-        fail fetch-failed 1 "could not fetch $PULL_SOURCE (curl exit status $rc); nothing changed"
-    fi
-    ;;
-*) cp -- "$PULL_SOURCE" "$fetched" || fail fetch-failed 1 "could not read $PULL_SOURCE" ;;
-esac
-size=$(wc -c < "$fetched")
-if [ "$size" -gt "$PULL_DATA_MAX_BYTES" ]; then
-    rm -f -- "$fetched"
-    fail fetch-failed 1 "$PULL_SOURCE is over $PULL_DATA_MAX_BYTES bytes; nothing changed"
-fi
-mv -f -- "$fetched" "$PULL_DATA"
+rm -f -- "$PULL_DATA"
+result=$("$PULL_VENV/bin/rocm-fleet" pull-fetch --repository "$PULL_SOURCE" \
+    --trusted-root "$PULL_TRUSTED_ROOT" --metadata "$PULL_METADATA" --node "$PULL_NODE" \
+    --output "$PULL_DATA" "$@") || {
+    case "$result" in '' | *[!a-z-]*) result=fetch-failed ;; esac
+    fail "$result" 1 "$result: the node's settings were not applied; nothing changed"
+}
+umask 022
 cd "$PULL_ROOT"
 "$PULL_VENV/bin/pyinfra" --yes "$PULL_INVENTORY" "$PULL_DEPLOY" || status=$?
-# Data that turned pull mode off has just removed this venv: nothing is left to check with.
+# Settings that turned pull mode off have just removed this venv: nothing is left to check with.
 [ -x "$PULL_VENV/bin/rocm-fleet" ] || exit "$status"
 if [ "$status" -eq 0 ]; then
     "$PULL_VENV/bin/rocm-fleet" check "$PULL_INVENTORY" || status=$?

@@ -1,14 +1,24 @@
 # shellcheck shell=sh
-# pull-venv.sh ROOT VENV LOCK SHA256 STAMP: make VENV (under ROOT) hold what the requirements
-# file LOCK (a URL or a path) locks by hash, after checking that LOCK's SHA-256 is SHA256:
-# pip installs with --require-hashes, so no wheel with another hash goes in. Then STAMP
-# holds SHA256. A lock with another hash fails the host before the venv is touched.
+# pull-venv.sh ROOT VENV LOCK SHA256 STAMP MIN_PYTHON: make VENV (under ROOT) hold what the
+# requirements file LOCK (a URL or a path) locks by hash, after checking that LOCK's SHA-256
+# is SHA256: pip installs with --require-hashes, so no wheel with another hash goes in. Then
+# STAMP holds SHA256. A lock with another hash, or a python3 older than MIN_PYTHON (X.Y,
+# rocm-fleet's Requires-Python), fails the host before the venv is touched.
 set -eu
 root=$1
 venv=$2
 lock=$3
 sha256=$4
 stamp=$5
+min_python=$6
+if ! python3 -c 'import sys; sys.exit(sys.version_info[:2] < tuple(map(int, sys.argv[1].split("."))))' \
+    "$min_python"; then
+    have=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2> /dev/null || echo none)
+    echo "pull mode: this node's python3 is $have, older than $min_python, the oldest" \
+        "rocm-fleet runs on (its requires-python): install a python3 >= $min_python as" \
+        "python3, or converge this node by push (rocm_pull: False); nothing installed" >&2
+    exit 1
+fi
 mkdir -p "$root"
 work=$(mktemp -d "$root/.install.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -1,17 +1,22 @@
-"""End to end: pull mode on two lab nodes, converging from what the fleet mirror publishes.
+"""End to end: pull mode on two lab nodes, converging from signed settings on the fleet mirror.
 
-A push deploy makes one host the fleet mirror (nginx, which also serves what the
-administrators publish under ``/fleet/``) and gives two nodes ``rocm_pull``: the pinned
-rocm-fleet (every wheel locked by hash, from a path on the node), the pull script and the
-service and timer. From then on the controller never connects: the lab's hosts run no
+The administrators' TUF repository (``rocm-fleet publish``) is made on the controller and
+copied to the mirror's published directory. A push deploy makes one host the fleet mirror
+(nginx, which serves that directory under ``/fleet/``) and gives two nodes ``rocm_pull``: the
+pinned rocm-fleet (every wheel locked by hash, from a path on the node; tuf and its
+dependencies among them), the repository's root metadata they trust, the pull script and
+the service and timer. From then on the controller never connects: the lab's hosts run no
 systemd, so the lab's double of systemd's timers (``lab/timers.py``, ``timer_scale``) reads
 the units the deploy installed and runs their ExecStart inside each node as systemd would,
 ``OnBootSec`` after a boot and ``OnUnitActiveSec`` (plus ``RandomizedDelaySec``) after each
-run, every span times ``SCALE``. Each node fetches its data over HTTP from the mirror.
+run, every span times ``SCALE``. Each node fetches its target over HTTP from the mirror and
+verifies it with TUF's client before anything runs.
 
-What is checked: a published change is applied by every node within one timer period and no
-SSH connection reaches any host meanwhile (each host's sshd log); a second run changes
-nothing; bad data changes nothing and is reported (exit status, journal, metrics); a node
+What is checked: a change published and signed by the administrators is applied by every
+node within one timer period and no SSH connection reaches any host meanwhile (each host's
+sshd log); a second run changes nothing; settings forged on the mirror (without the keys)
+change nothing and are reported; a root key rotation is followed through the pull; signed
+but invalid settings change nothing and are reported (exit status, journal, metrics); a node
 that was down while its data changed converges at boot (``OnBootSec``); a push and a pull
 never change a node at once; ``rocm_pull: false`` takes pull mode off.
 """
@@ -22,7 +27,6 @@ import fcntl
 import hashlib
 import json
 import re
-import runpy
 import shutil
 import subprocess
 import sys
@@ -38,6 +42,7 @@ from lab import HostSpec
 from lab._util import cache_dir
 from lab.network import SUBNET
 from rocm_fleet.model import paths
+from rocm_fleet.offline.pull_repository import PullRepository
 
 pytestmark = pytest.mark.e2e
 
@@ -56,8 +61,8 @@ PERIOD = (15 * 60 + 3 * 60) * SCALE  # one timer period, its random delay includ
 RUN_SECONDS = 600  # how long one pull may take on the lab's shared cores
 
 
-def source(node: str) -> str:
-    return f"http://{MIRROR_ADDRESS}:{PORT}{paths.MIRROR_PUBLISHED_URL_PATH}{node}.json"
+#: The fleet's TUF repository on the mirror (its published directory, under /fleet/).
+SOURCE = f"http://{MIRROR_ADDRESS}:{PORT}{paths.MIRROR_PUBLISHED_URL_PATH}"
 
 
 def wheel_lock(directory: Path) -> str:
@@ -88,17 +93,22 @@ def wheel_lock(directory: Path) -> str:
 def lab(tmp_path_factory):
     built = tmp_path_factory.mktemp("wheels")
     lock = wheel_lock(built)
+    # The administrators' repository and keys, made as `rocm-fleet publish --init` makes them.
+    admin = tmp_path_factory.mktemp("admin")
+    made = subprocess.run([sys.executable, "-m", "rocm_fleet.cli", "publish", "--init",
+                           "--repository", admin / "repository", "--keys", admin / "keys"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    repository = PullRepository(admin / "repository", [admin / "keys"])
     gpu = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
     mirror = {**gpu, "rocm_mirror": MIRROR, "rocm_mirror_allow": [f"{SUBNET}.0/24"]}
-
-    def pulling(node: str) -> dict:
-        return {**gpu, "rocm_pull": True, "rocm_pull_source": source(node),
-                "rocm_pull_lock": LOCK,
-                "rocm_pull_lock_sha256": hashlib.sha256(lock.encode()).hexdigest(),
-                "rocm_pull_interval": INTERVAL, "rocm_pull_random_delay": RANDOM_DELAY}  # fmt: skip
-
+    pulling = {**gpu, "rocm_pull": True, "rocm_pull_source": SOURCE,
+               "rocm_pull_trusted_root": str(repository.metadata / "root.json"),
+               "rocm_pull_lock": LOCK,
+               "rocm_pull_lock_sha256": hashlib.sha256(lock.encode()).hexdigest(),
+               "rocm_pull_interval": INTERVAL, "rocm_pull_random_delay": RANDOM_DELAY}  # fmt: skip
     specs = [HostSpec(MIRROR, suite="bookworm", profile="rx7900xtx", data=mirror)] + [
-        HostSpec(node, suite="bookworm", profile="rx7900xtx", data=pulling(node)) for node in NODES
+        HostSpec(node, suite="bookworm", profile="rx7900xtx", data=pulling) for node in NODES
     ]
     for lab in running_lab(specs, ["6.4.3"], timer_scale=SCALE):
         assert lab.address(MIRROR) == MIRROR_ADDRESS
@@ -107,26 +117,34 @@ def lab(tmp_path_factory):
             shutil.copytree(built, root / WHEELS.lstrip("/"))
             (root / LOCK.lstrip("/")).write_text(lock)
             (root / paths.NODE_EXPORTER_TEXTFILES.lstrip("/")).mkdir(parents=True)
-        # Each node's data as the push gave it (the lab's key fingerprints included), less
-        # the SSH settings a node's own inventory has no use for.
-        pushed = dict(runpy.run_path(str(lab.inventory))["lab"])
-        lab.pull_data = {
-            node: {k: v for k, v in pushed[node].items() if not k.startswith("ssh_")}
-            for node in NODES
-        }
-        for node in NODES:
-            publish(lab, node, lab.pull_data[node])
+        lab.repository = repository
+        # The first publication from the push's own inventory, as the administrators would.
+        first = subprocess.run([sys.executable, "-m", "rocm_fleet.cli", "publish",
+                                lab.inventory, "--limit", ",".join(NODES), "--repository",
+                                repository.directory, "--keys", admin / "keys"],
+                               capture_output=True, text=True, check=False)  # fmt: skip
+        assert first.returncode == 0, first.stderr
+        copy_to_mirror(lab)
+        lab.pull_data = {node: json.loads(content)["settings"]
+                         for node, content in repository.node_targets().items()}  # fmt: skip
         yield lab
 
 
-def publish(lab, node: str, data: dict | str) -> None:
-    """A desired state published on the fleet mirror (the administrators' own tooling would
-    copy it there; the lab writes into the mirror's root)."""
-    text = data if isinstance(data, str) else json.dumps(data)
+def copy_to_mirror(lab) -> None:
+    """The repository copied to the mirror's published directory, as the administrators'
+    rsync would: targets first, then the metadata that names them."""
     published = lab.root(MIRROR) / paths.MIRROR_PUBLISHED.lstrip("/")
-    published.mkdir(parents=True, exist_ok=True)
-    (published / f"{node}.json.new").write_text(text)
-    (published / f"{node}.json.new").rename(published / f"{node}.json")
+    for part in ("targets", "metadata"):
+        shutil.copytree(lab.repository.directory / part, published / part, dirs_exist_ok=True)
+
+
+def publish(lab, settings: dict[str, dict]) -> None:
+    """A change signed by the administrators (their targets and online keys) and copied to
+    the mirror; nodes left out keep their settings."""
+    current = {node: json.loads(content)["settings"]
+               for node, content in lab.repository.node_targets().items()}  # fmt: skip
+    lab.repository.publish({**current, **settings}, 24)
+    copy_to_mirror(lab)
 
 
 def ssh_sessions(lab) -> dict[str, int]:
@@ -206,16 +224,19 @@ def test_a_push_makes_the_mirror_and_gives_the_nodes_the_pinned_venv_and_the_uni
         assert changed_ops(run.output) == [VERIFY], run.output[-3000:]
     access = (lab.root(MIRROR) / "var/log/nginx/access.log").read_text()
     for node in NODES:
-        fetched = f'{lab.address(node)} - - .*"GET /fleet/{node}.json HTTP/1.1" 200'
-        assert re.search(fetched, access), access[-2000:]
+        # TUF's client: the timestamp, then the node's own target by its hash.
+        for path in ("metadata/timestamp.json", f"targets/nodes/[0-9a-f]{{64}}\\.{node}\\.json"):
+            fetched = f'{lab.address(node)} - - .*"GET /fleet/{path} HTTP/1.1" 200'
+            assert re.search(fetched, access), access[-2000:]
+        trusted = lab.root(node) / paths.PULL_TRUSTED_ROOT.lstrip("/")
+        assert trusted.read_bytes() == (lab.repository.metadata / "root.json").read_bytes()
 
 
 def test_a_published_change_reaches_every_node_within_one_period_without_ssh(lab):
     before = ssh_sessions(lab)
     assert all(before[name] > 0 for name in lab.hosts), before  # the push's, counted
     published = time.monotonic()
-    for node in NODES:
-        publish(lab, node, {**lab.pull_data[node], "rocm_users": ["alice"]})
+    publish(lab, {node: {**lab.pull_data[node], "rocm_users": ["alice"]} for node in NODES})
     for node in NODES:
         run = next_run(lab, node, published)
         assert run.started - published <= PERIOD + 1, (run.started - published, PERIOD)
@@ -231,14 +252,92 @@ def test_a_published_change_reaches_every_node_within_one_period_without_ssh(lab
     assert ssh_sessions(lab) == before  # no SSH reached any host: the nodes did it themselves
 
 
-def test_bad_data_published_changes_nothing_and_is_reported(lab):
+def changed_paths(lab, node: str, before: dict) -> list[str]:
+    """What changed on ``node`` since ``before``, less what every pull writes: its run
+    directory, temporary files, its metrics, pip's cache, TUF's verified metadata."""
+    ignored = ("run/", "tmp/", "var/lib/prometheus", "root/.cache",
+               paths.PULL_METADATA.lstrip("/"))  # fmt: skip
+    after = support.root_hashes(lab.root(node))
+    return [p for p in support.differences(before, after)
+            if not p.startswith(ignored) and "__pycache__" not in p]  # fmt: skip
+
+
+def current_target(published: Path, node: str) -> Path:
+    """The file of ``node``'s target that the newest targets metadata names (consistent
+    snapshots keep the earlier ones beside it)."""
+    newest = max((published / "metadata").glob("*.targets.json"),
+                 key=lambda path: int(path.name.split(".")[0]))  # fmt: skip
+    info = json.loads(newest.read_text())["signed"]["targets"][f"nodes/{node}.json"]
+    return published / "targets/nodes" / f"{info['hashes']['sha256']}.{node}.json"
+
+
+def test_settings_forged_on_the_mirror_change_nothing_and_are_reported(lab, tmp_path):
+    """Who: anyone who can write the mirror's published directory (or answer for the mirror
+    on the network), without the administrators' keys. With what: a repository of their own
+    making, well-formed and signed by their own keys, giving the node a user of theirs and
+    taking it out of pull mode; then the node's real target edited in place."""
+    node = NODES[0]
+    good = {**lab.pull_data[node], "rocm_users": ["alice"]}
+    published = lab.root(MIRROR) / paths.MIRROR_PUBLISHED.lstrip("/")
+    kept = tmp_path / "kept"
+    shutil.copytree(published, kept)
+    attacker = PullRepository(tmp_path / "attacker", [tmp_path / "attacker-keys"])
+    attacker.create(tmp_path / "attacker-keys")
+    attacker.publish({node: {**good, "rocm_users": ["alice", "mallory"], "rocm_pull": False}}, 24)
+    before = support.root_hashes(lab.root(node))
+    shutil.copytree(tmp_path / "attacker/targets", published / "targets", dirs_exist_ok=True)
+    for forged in (tmp_path / "attacker/metadata").glob("*.json"):
+        if "root" not in forged.name:
+            shutil.copy(forged, published / "metadata" / forged.name)
+    started = time.monotonic()
+    run = next_run(lab, node, started)
+    assert not run.success and run.exit_status == 1, run.output[-3000:]
+    journal = lab.timers.journal(node)
+    assert "rocm-fleet pull: refused (bad-signature)" in journal, journal[-3000:]
+    assert 'rocm_fleet_pull_last_run{result="bad-signature"} 1' in status_metrics(lab, node)
+    assert changed_paths(lab, node, before) == []
+    assert "mallory" not in (lab.root(node) / "etc/passwd").read_text()
+    # The real repository back, its target edited in place: TUF's hash refuses it.
+    shutil.rmtree(published)
+    shutil.copytree(kept, published)
+    target = current_target(published, node)
+    target.write_text(target.read_text().replace('"alice"', '"alice", "mallory"'))
+    run = next_run(lab, node, run.started)
+    assert not run.success and "rocm-fleet pull: refused (unverified)" in run.output
+    assert 'rocm_fleet_pull_last_run{result="unverified"} 1' in status_metrics(lab, node)
+    assert changed_paths(lab, node, before) == []
+    shutil.rmtree(published)
+    shutil.copytree(kept, published)
+
+
+def test_a_root_key_rotation_is_followed_through_the_pull(lab):
+    """The administrators rotate the root key (root v2, signed by the v1 and v2 keys) and
+    publish a change signed by the same targets key: the node, which a push gave root v1,
+    follows to v2 on its own and applies the change (its timer's random delay)."""
+    node = NODES[1]
+    lab.repository.rotate("root", 24)
+    changed = {**lab.pull_data[node], "rocm_pull_random_delay": "2min"}
+    published = time.monotonic()
+    publish(lab, {node: changed})
+    run = next_run(lab, node, published)
+    assert run.success, lab.timers.journal(node)[-4000:]
+    timer = (lab.root(node) / paths.PULL_TIMER.lstrip("/")).read_text()
+    assert "RandomizedDelaySec=2min" in timer
+    verified = lab.root(node) / paths.PULL_METADATA.lstrip("/") / "root.json"
+    assert json.loads(verified.read_text())["signed"]["version"] == 2
+    trusted = lab.root(node) / paths.PULL_TRUSTED_ROOT.lstrip("/")
+    assert json.loads(trusted.read_text())["signed"]["version"] == 1  # the push's, kept
+    lab.pull_data[node] = changed
+
+
+def test_signed_but_invalid_settings_change_nothing_and_are_reported(lab):
     node = NODES[0]
     good = {**lab.pull_data[node], "rocm_users": ["alice"]}
     before = support.root_hashes(lab.root(node))
     published = time.monotonic()
-    publish(lab, node, {**good, "rocm_users": ["alice", "bob"], "rocm_version": 6.4})
+    publish(lab, {node: {**good, "rocm_users": ["alice", "bob"], "rocm_version": 6.4}})
     run = next_run(lab, node, published)
-    publish(lab, node, good)
+    publish(lab, {node: good})
     assert not run.success and run.exit_status not in (0, 75), run.output[-3000:]
     assert "rocm_version" in run.output
     journal = lab.timers.journal(node)
@@ -249,11 +348,7 @@ def test_bad_data_published_changes_nothing_and_is_reported(lab):
     assert f"rocm_fleet_pull_last_run_exit_status {run.exit_status}" in status
     audit = (lab.root(node) / paths.PULL_METRICS.lstrip("/")).read_text()
     assert 'rocm_fleet_audit_status{host="@local",status="invalid"} 1' in audit
-    ignored = ("run/", "tmp/", "var/lib/prometheus", "root/.cache")  # the run's own
-    after = support.root_hashes(lab.root(node))
-    changed = [p for p in support.differences(before, after)
-               if not p.startswith(ignored) and "__pycache__" not in p]  # fmt: skip
-    assert changed == []
+    assert changed_paths(lab, node, before) == []
     assert "bob" not in (lab.root(node) / "etc/passwd").read_text()
 
 
@@ -264,8 +359,8 @@ def test_a_node_that_was_down_converges_when_it_boots(lab):
     lab.stop_host(node)
     down = time.monotonic()
     # The change: the node's own pull interval (its timer unit, rewritten by the deploy).
-    publish(lab, node, {**lab.pull_data[node], "rocm_users": ["alice"],
-                        "rocm_pull_interval": "16min"})  # fmt: skip
+    publish(lab, {node: {**lab.pull_data[node], "rocm_users": ["alice"],
+                         "rocm_pull_interval": "16min"}})  # fmt: skip
     time.sleep(2)
     assert [r for r in lab.timers.runs_of(node) if r.started > down] == []
     assert "OnUnitActiveSec=15min" in timer.read_text()

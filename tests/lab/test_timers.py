@@ -13,7 +13,8 @@ from rocm_fleet.model.config import load_config
 PULLING = {
     "rocm_version": "6.4.3",
     "rocm_pull": True,
-    "rocm_pull_source": "http://mirror.lab/fleet/node.json",
+    "rocm_pull_source": "http://mirror.lab/fleet/",
+    "rocm_pull_trusted_root": "/srv/fleet/root.json",
     "rocm_pull_lock": "/srv/lock.txt",
     "rocm_pull_lock_sha256": "3f" * 32,
     "rocm_pull_interval": "1h 30min",
@@ -53,10 +54,7 @@ def test_the_products_pull_units_as_the_double_reads_them(tmp_path):
     units = found["rocm-fleet-pull.timer"]
     assert (units.on_boot, units.on_unit_active, units.random_delay) == (300, 5400, 90)
     assert units.service == "rocm-fleet-pull.service"
-    assert units.exec_start == [
-        paths.FLOCK, "--nonblock", "--conflict-exit-code", "75", paths.PULL_LOCK,
-        paths.SHELL, paths.PULL_SCRIPT,
-    ]  # fmt: skip
+    assert units.exec_start == [paths.SHELL, paths.PULL_SCRIPT]  # it takes the lock itself
     assert units.success_statuses == {0, 75}
     assert units.identifier == "rocm-fleet-pull"
 

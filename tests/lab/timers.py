@@ -19,7 +19,7 @@ exercised. Per host, while it runs:
   seconds). A timer that elapses while its service still runs starts no second run (the
   unit is already activating) and counts as the last trigger, as systemd's does;
 * **what**: the service's ``ExecStart`` (continuation lines joined, split into words as a
-  command line, ``flock`` and all), run in the host's namespaces and root (``nsenter`` on its
+  command line), run in the host's namespaces and root (``nsenter`` on its
   pid 1) with the environment systemd gives a system service (``PATH``, ``LANG``,
   ``INVOCATION_ID``), stdin from /dev/null, stdout and stderr into the host's "journal"
   (``<workdir>/hosts/<name>/journal``, lines ``<SyslogIdentifier>[<pid>]: <text>``, and

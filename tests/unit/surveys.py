@@ -383,7 +383,7 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 hip = TORCH_HIP.get(release.torch_index or f"amd{release.version}")
                 survey["torch_build"] = {"hip": hip, "cuda": None}
             elif name == "pull-venv":  # pull mode's venv, installed from its lock
-                root, venv, _lock, lock_sha256, stamp = args
+                root, venv, _lock, lock_sha256, stamp, _min_python = args
                 survey[f"dir {root}"] = True
                 survey[f"file {paths.venv_marker(venv)}"] = digest(PYVENV_CFG, "644", WRITTEN)
                 survey[f"file {stamp}"] = digest(f"{lock_sha256}\n", "644", WRITTEN)

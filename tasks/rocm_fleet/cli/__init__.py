@@ -5,11 +5,13 @@
 (the compatibility matrix, and whether upstream agrees), ``rocm-fleet bundle INVENTORY
 --output DIR`` (what the fleet installs from AMD and PyTorch, for an offline mirror),
 ``rocm-fleet mirror-ca DIR ADDRESS`` (the fleet mirror's CA, certificate and key),
-``rocm-fleet settings`` (every inventory key), ``rocm-fleet --version``. Each tool is a
-module here with ``add_parser(subcommands)`` and ``run(args) -> exit status``; every tool
-exits by one scheme (``exits``: 0 clean, 1 findings, 2 could not check, 4 bad input), and
-errors a user can fix are one line on stderr, never a traceback. Output into a closed pipe
-(``| head``) ends quietly, as a Unix tool does.
+``rocm-fleet publish INVENTORY --repository DIR --keys KEYS`` (pull nodes' signed settings),
+``rocm-fleet pull-fetch`` (the pull service's verified fetch), ``rocm-fleet settings``
+(every inventory key), ``rocm-fleet --version``. Each tool is a module here with
+``add_parser(subcommands)`` and ``run(args) -> exit status``; every tool exits by one scheme
+(``exits``: 0 clean, 1 findings, 2 could not check, 4 bad input), and errors a user can fix
+are one line on stderr, never a traceback. Output into a closed pipe (``| head``) ends
+quietly, as a Unix tool does.
 """
 
 from __future__ import annotations
@@ -19,12 +21,22 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rocm_fleet.cli import audit, bundle, check, exits, matrix, mirror_ca, settings
+from rocm_fleet.cli import (
+    audit,
+    bundle,
+    check,
+    exits,
+    matrix,
+    mirror_ca,
+    publish,
+    pull_fetch,
+    settings,
+)
 from rocm_fleet.cli.exits import Exit
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.version import __version__
 
-TOOLS = (audit, check, matrix, bundle, mirror_ca, settings)
+TOOLS = (audit, check, matrix, bundle, mirror_ca, publish, pull_fetch, settings)
 #: the top-level --help: the tools below are beside the deploy, which pyinfra itself runs
 DESCRIPTION = (
     "The tools beside rocm-fleet's deploy. Deploying is pyinfra's own command: "

@@ -21,12 +21,12 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.facts.server import Which
 
-from rocm_fleet.deploy.pull import mark_pushes, pull_problems
+from rocm_fleet.deploy.pull import mark_pushes, pull_problems, pull_warnings
 from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.run import deploy_arguments, verbose
 from rocm_fleet.engine.survey import Read, merged, preflight_reads, read_survey
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
-from rocm_fleet.facts.files import DirectoryExists, FileDigest, LockHeld
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, LockHeld, PullStatus
 from rocm_fleet.facts.system import DaemonRunning, Nameservers, RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.model.findings import Findings, findings
@@ -60,6 +60,8 @@ def task_reads(config: Config) -> list[Read]:
         *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
         # Whether a pull is running: a push doesn't change a node under it (below).
         Read("pull running", LockHeld, {"path": paths.PULL_LOCK}),
+        # What the last pull did (a refusal is shown in --dry and the audit, below).
+        Read("pull status", PullStatus, {"path": paths.PULL_STATUS_METRICS}),
     ]
 
 
@@ -156,9 +158,10 @@ def preflight(config: Config) -> Findings | None:
         # Imported here: the bundle's reader (the resolver and all) is only needed with a bundle.
         from rocm_fleet.offline import manifest as bundle_files
     result = findings(config, survey, bundle_files)
+    result.warnings += pull_warnings(config, survey)
     if result.row is not None:
         result.problems += _controller_problems(config, result.row, survey)
-        result.problems += pull_problems(host, survey)
+        result.problems += pull_problems(host, survey, config)
         result.problems += python.venv_problems(config, survey)
         if result.problems:
             result.row = None

@@ -1,27 +1,34 @@
-"""Pull mode: the node converges itself, on a timer, from its inventory data on the fleet mirror.
+"""Pull mode: the node converges itself, on a timer, from its signed settings.
 
 With ``rocm_pull: true`` the node gets a venv of the pinned rocm-fleet (every wheel
-hash-locked, ``rocm_pull_lock``), the script its service runs, the deploy and inventory
-files that script hands pyinfra, and a systemd service and timer. Each run fetches the
-node's data (``rocm_pull_source``), runs this same deploy ``@local`` (which validates the
-data before its first operation: bad data changes nothing, and the service fails with the
-reason in the journal), checks the node (``rocm-fleet check``) and, where node_exporter's
-textfile directory exists, writes the audit there. It reboots only as the fetched data's
-``rocm_reboot`` allows, like any run. ``rocm_pull: false`` takes all of it off again.
+hash-locked, ``rocm_pull_lock``), the TUF root the node trusts (``rocm_pull_trusted_root``:
+installed by a push only, never from pulled data), the script its service runs, the deploy
+and inventory files that script hands pyinfra, and a systemd service and timer. Each run
+fetches the node's target from the fleet's TUF repository (``rocm_pull_source``, made by
+``rocm-fleet publish``) and verifies it (``rocm-fleet pull-fetch``): forged, replayed,
+expired or other-node data is refused, changing nothing. Then it runs this same deploy
+``@local`` on the verified settings (validated before the first operation), checks the
+node (``rocm-fleet check``) and, where node_exporter's textfile directory exists, writes
+the audit there. It reboots only as the settings' ``rocm_reboot`` allows, like any run.
+``rocm_pull: false`` takes all of it off again.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import shlex
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pyinfra import host
 from pyinfra.api import deploy
 
 from rocm_fleet import assets
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.marks import mark_while_changing
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
-from rocm_fleet.model import paths
+from rocm_fleet.model import paths, pulled
 from rocm_fleet.model.sources import mirror_ca
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.apt import debian_packages
@@ -34,12 +41,11 @@ if TYPE_CHECKING:
 
 UNIT = "rocm-fleet-pull"
 PREREQUISITES = ["python3-venv", "curl"]
+#: The distribution whose Requires-Python the node's python3 must meet (it runs rocm-fleet).
+DISTRIBUTION = "rocm-fleet"
 #: The inventory group the pull's own run puts the node in (``inventory_file``): a run for it
 #: is the pull, which holds the pull's lock itself; any other run is a push.
 PULL_GROUP = "rocm_fleet_pull"
-#: The node's data is a small JSON object: the most the pull fetches, and how long it may take.
-PULL_DATA_MAX_BYTES = 1024 * 1024
-PULL_FETCH_SECONDS = 120
 #: A push mark (``paths.PUSH_MARKER``) older than this is from a push that ended without
 #: taking it away (killed, its controller gone): pulls go on. Longer than a first push that
 #: downloads gigabytes takes.
@@ -50,21 +56,21 @@ PUSH_WAITS_FOR_PULL_SECONDS = 120
 
 
 def service_unit() -> str:
-    """The service: one run of the pull, never two at once (``flock``), logged in the
-    journal. A oneshot has no start timeout by default (systemd.service(5)): a first
-    install downloads gigabytes."""
+    """The service: one run of the pull script (which takes the pull's lock itself, so that
+    a lock held by someone else is a failure it reports), logged in the journal. A oneshot
+    has no start timeout by default (systemd.service(5)): a first install downloads
+    gigabytes."""
     return f"""\
 # Written by rocm-fleet (rocm_pull); rocm_pull: false removes it.
 [Unit]
-Description=rocm-fleet pull: converge this node to its inventory data
+Description=rocm-fleet pull: converge this node to its signed settings
 Wants=network-online.target
 After=network-online.target
 
 [Service]
 Type=oneshot
-# A run that finds another one holding the lock (a pull started by hand) skips (75).
-ExecStart={paths.FLOCK} --nonblock --conflict-exit-code 75 {paths.PULL_LOCK} \\
-    {paths.SHELL} {paths.PULL_SCRIPT}
+ExecStart={paths.SHELL} {paths.PULL_SCRIPT}
+# A pull that finds a push changing the node skips (75): the push converges it.
 SuccessExitStatus=75
 SyslogIdentifier={UNIT}
 """
@@ -90,29 +96,65 @@ WantedBy=timers.target
 """
 
 
-def pull_script(config: Config) -> str:
+def node_name(config: Config) -> str:
+    """The name of this node's target: ``rocm_pull_node``, else its inventory name (the
+    pull's own run has it from the push, through the settings pull-fetch writes)."""
+    return config.rocm_pull_node or host.name
+
+
+def pull_script(config: Config, node: str) -> str:
     """The script the service runs: its settings as shell variables, then the packaged
     ``files/rocm-fleet-pull.sh``."""
     variables = {
         "PULL_SOURCE": config.rocm_pull_source or "",
+        "PULL_NODE": node,
+        "PULL_TRUSTED_ROOT": paths.PULL_TRUSTED_ROOT,
+        "PULL_METADATA": paths.PULL_METADATA,
         "PULL_ROOT": paths.PULL_ROOT,
         "PULL_VENV": paths.PULL_VENV,
+        "PULL_RUN_DIR": paths.PULL_RUN_DIR,
+        "PULL_LOCK": paths.PULL_LOCK,
         "PULL_DATA": paths.PULL_DATA,
         "PULL_INVENTORY": paths.PULL_INVENTORY,
         "PULL_DEPLOY": paths.PULL_DEPLOY,
         "TEXTFILES": paths.NODE_EXPORTER_TEXTFILES,
         "PULL_METRICS": paths.PULL_METRICS,
-        # A source on the fleet mirror over TLS is fetched trusting the mirror's CA alone.
+        # A repository on the fleet mirror over TLS is fetched trusting the mirror's CA alone.
         "PULL_MIRROR": f"{config.mirror.url}/" if config.mirror and mirror_ca(config) else "",
         "PULL_MIRROR_CA": mirror_ca(config) or "",
         "PULL_STATUS_METRICS": paths.PULL_STATUS_METRICS,
-        "PULL_DATA_MAX_BYTES": str(PULL_DATA_MAX_BYTES),
-        "PULL_FETCH_SECONDS": str(PULL_FETCH_SECONDS),
         "PUSH_MARKER": paths.PUSH_MARKER,
         "PUSH_MARKER_EXPIRY": str(PUSH_MARKER_EXPIRY_SECONDS),
     }
     header = "".join(f"{key}={shlex.quote(value)}\n" for key, value in variables.items())
     return f"#!{paths.SHELL}\n" + header + assets.text("rocm-fleet-pull.sh")
+
+
+def oldest_python() -> str:
+    """The oldest Python (``X.Y``) rocm-fleet runs on: the lower bound of its
+    Requires-Python, which the node's python3 must meet to run the pinned rocm-fleet."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    required = importlib.metadata.metadata(DISTRIBUTION)["Requires-Python"] or ""
+    lowest = [Version(s.version) for s in SpecifierSet(required) if s.operator == ">="]
+    if not lowest:
+        raise ValueError(f"{DISTRIBUTION}'s Requires-Python {required!r} has no lower bound")
+    major, minor = max(lowest).release[:2]
+    return f"{major}.{minor}"
+
+
+def trusted_root_problem(path: str) -> str | None:
+    """Why ``path`` (where pyinfra runs) can't be the TUF root a node trusts."""
+    from tuf.api.metadata import Metadata, Root
+
+    try:
+        Metadata[Root].from_bytes(Path(path).read_bytes())
+    except OSError as exc:
+        return f"rocm_pull_trusted_root {path} can't be read ({exc.strerror})"
+    except Exception as exc:  # tuf's DeserializationError, a root of the wrong type
+        return f"rocm_pull_trusted_root {path} is not TUF root metadata ({exc})"
+    return None
 
 
 DEPLOY_FILE = '''\
@@ -125,11 +167,11 @@ rocm_node()
 
 
 def inventory_file() -> str:
-    """This node as pyinfra's ``@local``, with the data the service fetched: read as JSON,
-    so what comes from the mirror is data, never code. Its group (``PULL_GROUP``) tells the
-    deploy that this run is the pull, which holds the pull's lock itself."""
+    """This node as pyinfra's ``@local``, with the settings the service verified: read as
+    JSON, so what comes from the repository is data, never code. Its group (``PULL_GROUP``)
+    tells the deploy that this run is the pull, which holds the pull's lock itself."""
     return f'''\
-"""rocm-fleet pull: this node, with the inventory data the pull fetched (written by rocm-fleet)."""
+"""rocm-fleet pull: this node, with the settings the pull verified (written by rocm-fleet)"""
 
 import json
 
@@ -188,8 +230,19 @@ def configure_pull(config: Config) -> None:
         lock=config.rocm_pull_lock,
         lock_sha256=config.rocm_pull_lock_sha256,
         stamp=paths.PULL_INSTALLED,
+        min_python=oldest_python(),
     )
-    text_file(name="Write the pull script", path=paths.PULL_SCRIPT, content=pull_script(config))
+    assert config.rocm_pull_trusted_root  # config requires it; preflight read it
+    text_file(
+        name="Install the TUF root the pulls trust",
+        path=paths.PULL_TRUSTED_ROOT,
+        content=Path(config.rocm_pull_trusted_root).read_text(),
+    )
+    text_file(
+        name="Write the pull script",
+        path=paths.PULL_SCRIPT,
+        content=pull_script(config, node_name(config)),
+    )
     text_file(name="Write the pull's deploy", path=paths.PULL_DEPLOY, content=DEPLOY_FILE)
     text_file(
         name="Write the pull's inventory", path=paths.PULL_INVENTORY, content=inventory_file()
@@ -222,14 +275,43 @@ def is_pull_run(current: Any) -> bool:
     return PULL_GROUP in current.groups
 
 
-def pull_problems(current: Any, survey: dict[str, Any]) -> list[str]:
-    """Preflight's problem with a push to a node whose pull is running right now."""
+def pull_problems(current: Any, survey: dict[str, Any], config: Config) -> list[str]:
+    """Preflight's problems with pull mode: a push to a node whose pull is running right
+    now; a trusted root that isn't one; a node name that can't name a target."""
+    problems = []
+    if config.rocm_pull:
+        assert config.rocm_pull_trusted_root  # config requires it
+        problems += filter(None, [trusted_root_problem(config.rocm_pull_trusted_root)])
+        name = config.rocm_pull_node or current.name
+        try:
+            pulled.target_path(name)
+        except ValueError as exc:
+            problems.append(str(exc))
     if is_pull_run(current) or not survey.get("pull running"):
-        return []
+        return problems
     return [
+        *problems,
         f"a pull (rocm-fleet-pull.service) is converging {current.name} right now (it holds "
         f"{paths.PULL_LOCK}): push again once it has ended (journalctl -u rocm-fleet-pull), or "
-        f"stop its timer first (systemctl stop rocm-fleet-pull.timer)"
+        f"stop its timer first (systemctl stop rocm-fleet-pull.timer)",
+    ]
+
+
+#: The last pull's results that need no one's attention.
+PULL_FINE = ("converged", "skipped-push-running")
+
+
+def pull_warnings(config: Config, survey: dict[str, Any]) -> list[str]:
+    """The last pull's refusal or failure, as the node recorded it (``PullStatus``), for
+    ``--dry`` and the audit: a pull node refusing its data changes nothing, so nothing else
+    would show it."""
+    status = survey.get("pull status")
+    if not config.rocm_pull or not status or status["result"] in PULL_FINE:
+        return []
+    started = datetime.fromtimestamp(status["started"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return [
+        f"the last pull (started {started}) did not converge this node: {status['result']} "
+        f"(journalctl -u {UNIT} says why)"
     ]
 
 

@@ -159,3 +159,41 @@ class WritableByOthers(FactBase[str | None]):
     def process(self, output: list[str]) -> str | None:
         found = [line.strip() for line in output if line.strip()]
         return found[0] if found else None
+
+
+_PULL_RESULT = re.compile(r'rocm_fleet_pull_last_run\{result="([a-z-]{1,40})"\} 1')
+_PULL_STARTED = re.compile(r"rocm_fleet_pull_last_run_timestamp_seconds ([0-9]{1,12})")
+
+
+class PullStatus(FactBase[dict[str, Any] | None]):
+    """What the last pull did, as it wrote it for node_exporter (the ``rocm_fleet_pull_*``
+    gauges of rocm-fleet-pull.sh): its result and when it started; None without the file.
+    Only lines of the two gauges' exact form are read (the collector's user can write the
+    directory: nothing else of the file is taken).
+
+    .. code:: python
+
+        {"result": "bad-signature", "started": 1764460800}
+    """
+
+    @override
+    def command(self, path: str) -> str:
+        q = quote(path)
+        return (
+            f"if test -f {q}; then grep -E '^rocm_fleet_pull_last_run(_timestamp_seconds)? ?[ {{]'"
+            f" {q} || true; else echo {ABSENT}; fi"
+        )
+
+    @override
+    def process(self, output: list[str]) -> dict[str, Any] | None:
+        if output and output[0].strip() == ABSENT:
+            return None
+        status: dict[str, Any] = {"result": "unknown", "started": 0}
+        for line in output:
+            result = _PULL_RESULT.fullmatch(line.strip())
+            started = _PULL_STARTED.fullmatch(line.strip())
+            if result:
+                status["result"] = result[1]
+            elif started:
+                status["started"] = int(started[1])
+        return status

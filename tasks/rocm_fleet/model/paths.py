@@ -149,8 +149,15 @@ PULL_SCRIPT = f"{PULL_ROOT}/rocm-fleet-pull.sh"
 PULL_DEPLOY = f"{PULL_ROOT}/deploy.py"
 PULL_INVENTORY = f"{PULL_ROOT}/inventory.py"
 PULL_INSTALLED = f"{PULL_ROOT}/installed-lock.sha256"
-# The node's inventory data as last fetched (tmpfs: fetched again on every run).
-PULL_DATA = "/run/rocm-fleet-pull/inventory.json"
+# The TUF root a push installs (rocm_pull_trusted_root): where the node's trust starts.
+PULL_TRUSTED_ROOT = f"{PULL_ROOT}/trusted-root.json"
+# What TUF's client verified (the newest root it followed, the versions it never goes back
+# from) and the serial of the settings the node last applied.
+PULL_METADATA = f"{PULL_ROOT}/tuf"
+# The pull's run directory (tmpfs, mode 0700, root's): its lock and the verified settings.
+PULL_RUN_DIR = "/run/rocm-fleet-pull"
+# The node's settings as last verified (fetched again on every run).
+PULL_DATA = f"{PULL_RUN_DIR}/inventory.json"
 # Units the administrator installs go to /etc/systemd/system, and `systemctl enable` of a
 # unit WantedBy=timers.target is a link in timers.target.wants (systemd.unit(5)).
 SYSTEMD_UNITS = "/etc/systemd/system"
@@ -159,12 +166,11 @@ PULL_TIMER = f"{SYSTEMD_UNITS}/rocm-fleet-pull.timer"
 PULL_TIMER_LINK = f"{SYSTEMD_UNITS}/timers.target.wants/rocm-fleet-pull.timer"
 # Touched after systemd was told of the units (enabled, reloaded): newer units need it again.
 PULL_STAMP = f"{STATE_DIR}/pull-units.stamp"
-# /run/lock: the FHS's lock directory, which Debian and Ubuntu create at boot (systemd's
-# tmpfiles.d/legacy.conf); the pull's flock(1) lock, so two runs never overlap.
-PULL_LOCK = "/run/lock/rocm-fleet-pull.lock"
-# The programs the service's ExecStart names (absolute, as systemd.service(5) asks): flock(1)
-# from util-linux and the POSIX shell, both Essential on Debian and Ubuntu.
-FLOCK = "/usr/bin/flock"
+# The pull's flock(1) lock, so two runs never overlap: in root's own directory (not the
+# world-writable /run/lock, where any user could hold it and stop the pulls).
+PULL_LOCK = f"{PULL_RUN_DIR}/lock"
+# The program the service's ExecStart names (absolute, as systemd.service(5) asks): the POSIX
+# shell, Essential on Debian and Ubuntu (as is util-linux's flock(1), which the script runs).
 SHELL = "/bin/sh"
 # A push that changes a pull-mode node marks it here while it runs (the time it started,
 # seconds since the epoch): a pull that finds the mark skips; /run is emptied at boot.
@@ -211,6 +217,7 @@ MANAGED_FILES = (
     PULL_DEPLOY,
     PULL_INVENTORY,
     PULL_INSTALLED,
+    PULL_TRUSTED_ROOT,
     PULL_STAMP,
     PULL_METRICS,
     PULL_STATUS_METRICS,

@@ -298,6 +298,11 @@ TIME_SPAN = Rule(
     _string(grammar.TIME_SPAN),
 )
 USER_NAME = checked("a POSIX user name", grammar.user_name, grammar.USER_NAME)
+# A pull node's target name: one path component of its TUF repository (nodes/NAME.json).
+PULL_NODE_NAME = grammar_rule(
+    "letters, digits, '.', '_' or '-', starting with a letter or digit",
+    r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}",
+)
 PACKAGE_NAME = grammar_rule("a Debian package name", grammar.PACKAGE_NAME)
 DISTRO = choice(*matrix.DISTRO_KEYS)
 

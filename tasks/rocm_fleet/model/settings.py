@@ -57,6 +57,7 @@ from rocm_fleet.model.rules import (
     PORT,
     POSITIVE,
     PROXY_URL,
+    PULL_NODE_NAME,
     RELEASE,
     SECRET_SOURCE,
     SHA256,
@@ -134,8 +135,13 @@ PULL = "Pull mode"
 REQUIRED_WITH = {
     "rocm_pull_source": (
         "rocm_pull",
-        "the http(s) URL on the fleet mirror, or the path on the node, of this node's "
-        "inventory data (JSON)",
+        "the http(s) URL of the fleet's TUF repository (`rocm-fleet publish`), e.g. on the "
+        "fleet mirror",
+    ),
+    "rocm_pull_trusted_root": (
+        "rocm_pull",
+        "the path, where pyinfra runs, of that repository's root metadata "
+        "(`DIR/metadata/root.json`)",
     ),
     "rocm_pull_lock": (
         "rocm_pull",
@@ -417,10 +423,24 @@ class Settings:
         "venv are removed",
         PULL,
     )
-    rocm_pull_source: Annotated[str | None, optional(URL_OR_PATH)] = setting(
+    rocm_pull_source: Annotated[str | None, optional(HTTP_URL)] = setting(
         None,
-        "Where the node's own inventory data (a JSON object of its settings) comes from: an "
-        "`http(s)://` URL on the fleet mirror or a path on the node (required with `rocm_pull`)",
+        "The `http(s)://` URL of the fleet's TUF repository (`rocm-fleet publish`), on the "
+        "fleet mirror or any static host, whose signed target `nodes/NODE.json` is the node's "
+        "settings (required with `rocm_pull`; a push gives it, pulled data never does)",
+        PULL,
+    )
+    rocm_pull_trusted_root: Annotated[str | None, optional(ABSOLUTE_PATH)] = setting(
+        None,
+        "The repository's TUF root metadata (a path where pyinfra runs, e.g. "
+        "`REPOSITORY/metadata/root.json`): the keys a node trusts, installed by a push only; "
+        "rotations signed by it are then followed through the pull (required with `rocm_pull`)",
+        PULL,
+    )
+    rocm_pull_node: Annotated[str | None, optional(PULL_NODE_NAME)] = setting(
+        None,
+        "The name of the node's target in the repository (default: its inventory name); "
+        "a push gives it, pulled data never does",
         PULL,
     )
     rocm_pull_lock: Annotated[str | None, optional(URL_OR_PATH)] = setting(

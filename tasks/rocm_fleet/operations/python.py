@@ -84,7 +84,7 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
 
 
 @operation()
-def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str):
+def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str):
     """
     A venv holding what a hash-locked requirements file pins, installed with pip's
     ``--require-hashes`` after the file's own SHA-256 is checked: neither the file nor a
@@ -96,6 +96,8 @@ def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str):
     + lock: URL or path (on the host) of the requirements file
     + lock_sha256: the SHA-256 the file must have
     + stamp: the file that records ``lock_sha256`` once the install succeeded
+    + min_python: the oldest python3 (``X.Y``) the locked packages run on: an older one on
+      the host fails the install, naming both, before anything is fetched
     """
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     stamped = read_fact(FileDigest, path=stamp)
@@ -103,7 +105,7 @@ def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str):
     if exists and stamped is not None and stamped["sha256"] == wanted:
         host.noop(f"venv {path} holds the lock {lock_sha256[:12]}")
         return
-    yield script("pull-venv", root, path, lock, lock_sha256, stamp)
+    yield script("pull-venv", root, path, lock, lock_sha256, stamp, min_python)
 
 
 def normal_name(name: str) -> str:

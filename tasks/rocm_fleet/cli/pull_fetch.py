@@ -1,0 +1,65 @@
+"""``rocm-fleet pull-fetch``: the pull service's first step on the node (rocm-fleet-pull.sh).
+
+Fetches this node's target from the fleet's TUF repository and verifies it
+(``offline.pull_client``: TUF's client from the root a push installed, then the target's
+own checks), then writes the settings for the pull's deploy (``--output``: the target's
+settings with the push-only ones the push gave: the repository, the trusted root and the
+node's name) and records the serial applied. Refused data changes nothing: the reason is
+one line on stderr (the journal), the result (the metric's label) alone on stdout.
+
+Exit status: 0 verified and written, 1 refused or not fetched (nothing written).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rocm_fleet.cli.exits import epilog
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "pull-fetch",
+        help="(run by the pull service) fetch and verify this node's signed settings",
+        description=__doc__.split("\n\n", 1)[1].rsplit("\n\nExit status", 1)[0].replace("``", "")
+        if __doc__
+        else None,
+        epilog=epilog("Here: 0 verified and written; 1 refused or not fetched (nothing written)"),
+    )
+    parser.add_argument("--repository", required=True, help="the TUF repository's URL")
+    parser.add_argument("--trusted-root", type=Path, required=True,
+                        help="the root metadata a push installed")  # fmt: skip
+    parser.add_argument("--metadata", type=Path, required=True,
+                        help="where TUF keeps what it verified")  # fmt: skip
+    parser.add_argument("--node", required=True, help="this node's target name")
+    parser.add_argument("--output", type=Path, required=True, help="the settings' file")
+    parser.add_argument("--ca", help="the only CA trusted for an https repository")
+    parser.set_defaults(run=run)
+
+
+def run(args: Any) -> int:
+    from rocm_fleet.model.pulled import PullRefused
+    from rocm_fleet.offline import pull_client
+
+    try:
+        state = pull_client.fetch(
+            args.repository, args.metadata, args.trusted_root, args.node, args.ca or None
+        )
+    except PullRefused as exc:
+        print(f"rocm-fleet pull: refused ({exc.result}): {exc}; nothing changed", file=sys.stderr)
+        print(exc.result)
+        return 1
+    settings = {
+        **state.settings,
+        "rocm_pull_source": args.repository,
+        "rocm_pull_trusted_root": str(args.trusted_root),
+        "rocm_pull_node": args.node,
+    }
+    args.output.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    pull_client.write_file(args.output, json.dumps(settings, indent=1).encode() + b"\n")
+    pull_client.record_applied(args.metadata, state.serial)
+    print(f"rocm-fleet pull: verified serial {state.serial} of {args.node}", file=sys.stderr)
+    return 0

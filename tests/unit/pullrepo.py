@@ -1,0 +1,82 @@
+"""A pull-mode TUF repository for the unit tests: the administrators' repository made by
+``offline.pull_repository`` (``rocm-fleet publish``'s) in a temporary directory, served by a
+loopback web server as the fleet mirror's nginx would, and one node's client state."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from rocm_fleet.model import pulled
+from rocm_fleet.offline import pull_client
+from rocm_fleet.offline.pull_repository import PullRepository
+
+NODE = "node1"
+OTHER = "node2"
+SETTINGS = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_pull": True}
+
+
+class Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class Redirecting(Quiet):
+    """A host that answers every request with a redirect to plain http elsewhere."""
+
+    def do_GET(self) -> None:
+        self.send_response(302)
+        self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+        self.end_headers()
+
+
+def serve(directory: Path, handler: type = Quiet):
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(handler, directory=str(directory))
+    )
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+class PullFleet:
+    """The administrators' repository (their keys in ``keys``), served by the mirror (a
+    loopback web server over ``served``: what the mirror's nginx serves), and one node's
+    client state (the root a push installed, the metadata it verified)."""
+
+    def __init__(self, tmp: Path):
+        self.keys = tmp / "keys"
+        self.repository = PullRepository(tmp / "repository", [self.keys])
+        self.repository.create(self.keys)
+        self.served = tmp / "served"
+        self.server = serve(self.served)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.node_dir = tmp / "node"
+        self.node_dir.mkdir()
+        self.trusted_root = self.node_dir / "trusted-root.json"
+        shutil.copy(self.repository.metadata / "root.json", self.trusted_root)  # the push
+        self.metadata = self.node_dir / "tuf"
+
+    def publish(self, nodes: dict, hours: float = 24) -> int:
+        version = self.repository.publish(nodes, hours).version
+        self.mirror()
+        return version
+
+    def mirror(self) -> None:
+        """The repository copied to the mirror (an rsync of the directory)."""
+        shutil.rmtree(self.served, ignore_errors=True)
+        shutil.copytree(self.repository.directory, self.served)
+
+    def pull(self, node: str = NODE) -> pulled.PulledState:
+        state = pull_client.fetch(self.url, self.metadata, self.trusted_root, node)
+        pull_client.record_applied(self.metadata, state.serial)
+        return state
+
+    def applied(self) -> int | None:
+        return pull_client.read_applied(self.metadata)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
