@@ -476,23 +476,6 @@ def test_the_health_cell_says_ok_what_is_wrong_or_why_it_is_unknown():
     assert audit_rows.health_cell(None)["text"] == "unknown (the read failed)"
 
 
-@pytest.fixture
-def group_rows(monkeypatch):
-    """Four MI300X hosts of one inventory group: one with an uncorrectable ECC error, one
-    running another kernel than the other three."""
-    other_kernel = {"kernel": "6.1.0-99-amd64"}
-    hosts = {
-        "mi-a": (DATA, SurveyHost({**converged(), "health": amd_smi_health()})),
-        "mi-b": (DATA, SurveyHost({**converged(), "health": amd_smi_health()})),
-        "mi-c": (DATA, SurveyHost({**converged(**other_kernel), "health": amd_smi_health()})),
-        "mi-d": (
-            DATA,
-            SurveyHost({**converged(), "health": amd_smi_health("metric_mi300x_ecc_errors.json")}),
-        ),
-    }
-    return gather(monkeypatch, hosts, groups={"mi300": list(hosts)})
-
-
 def test_the_audit_reads_health_and_flags_the_groups_outlier(group_rows):
     by_host = {row["host"]: row for row in group_rows}
     assert by_host["mi-a"]["status"] == "ok"
