@@ -72,3 +72,22 @@ def fleet_rows(monkeypatch):
             "gone": (DATA, ConnectError(UNREACHABLE)),
         },
     )
+
+
+@pytest.fixture
+def group_rows(monkeypatch):
+    """Four MI300X hosts of one inventory group: one with an uncorrectable ECC error, one
+    running another kernel than the other three."""
+    from unit.test_audit import DATA, SurveyHost, amd_smi_health, converged, gather
+
+    other_kernel = {"kernel": "6.1.0-99-amd64"}
+    hosts = {
+        "mi-a": (DATA, SurveyHost({**converged(), "health": amd_smi_health()})),
+        "mi-b": (DATA, SurveyHost({**converged(), "health": amd_smi_health()})),
+        "mi-c": (DATA, SurveyHost({**converged(**other_kernel), "health": amd_smi_health()})),
+        "mi-d": (
+            DATA,
+            SurveyHost({**converged(), "health": amd_smi_health("metric_mi300x_ecc_errors.json")}),
+        ),
+    }
+    return gather(monkeypatch, hosts, groups={"mi300": list(hosts)})

@@ -253,10 +253,17 @@ def test_a_key_secure_boot_would_reject_is_secure_boot_drift(monkeypatch):
 # --- rows, table, exit status -----------------------------------------------------------------
 
 
-def gather(monkeypatch, hosts: dict[str, tuple[dict, SurveyHost | Exception]]) -> list[dict]:
-    """``audit_rows.gather`` over an inventory of these hosts: each answers its facts from a
-    SurveyHost, or fails to connect with the exception."""
-    inventory = Inventory(([(name, dict(data)) for name, (data, _) in hosts.items()], {}))
+def gather(
+    monkeypatch,
+    hosts: dict[str, tuple[dict, SurveyHost | Exception]],
+    groups: dict[str, list[str]] | None = None,
+) -> list[dict]:
+    """``audit_rows.gather`` over an inventory of these hosts (in ``groups``, when given):
+    each answers its facts from a SurveyHost, or fails to connect with the exception."""
+    inventory = Inventory(
+        ([(name, dict(data)) for name, (data, _) in hosts.items()], {}),
+        **{group: (names, {}) for group, names in (groups or {}).items()},
+    )
     state = State(check_for_changes=True)
     state.init(inventory, Config())
     chosen = list(inventory)
@@ -456,3 +463,73 @@ def test_a_decommissioned_host_audits_as_the_inventory_says(monkeypatch):
     ]
     assert audit_rows.exit_status([by_host["gone"]]) == 0
     assert audit_rows.exit_status(rows) == 1
+
+
+# --- GPU health and outliers ------------------------------------------------------------------
+
+
+def amd_smi_health(metric="metric_mi300x_healthy.json", xgmi="xgmi_mi300x_up.json"):
+    """What amd-smi's real output (tests/fixtures/amd-smi) reads as on an 8x MI300X."""
+    from rocm_fleet.model.health import HostHealth, gpu_health
+    from unit.facts.support import fixture
+
+    gpus = gpu_health(*(fixture("amd-smi", name) for name in (metric, "static_mi300x.json", xgmi)))
+    return HostHealth(status="ok", tool="/opt/rocm/bin/amd-smi", gpus=tuple(gpus))
+
+
+def test_the_health_cell_says_ok_what_is_wrong_or_why_it_is_unknown():
+    from rocm_fleet.model.health import HostHealth
+
+    ok = audit_rows.health_cell(amd_smi_health())
+    assert (ok["text"], ok["drift"]) == ("ok (8 GPUs)", False)
+    ecc = audit_rows.health_cell(amd_smi_health("metric_mi300x_ecc_errors.json"))
+    assert ecc["drift"] and ecc["text"].startswith("! GPU ")
+    assert "uncorrectable ECC errors" in ecc["text"] and ecc["problems"]
+    down = audit_rows.health_cell(amd_smi_health(xgmi="xgmi_mi300x_link_down.json"))
+    assert down["drift"] and "XGMI links down" in down["text"]
+    assert audit_rows.health_cell(HostHealth(status="no_tool"))["text"] == "unknown (no amd-smi)"
+    broken = HostHealth(status="error", message="amd-smi metric: exited 1")
+    assert audit_rows.health_cell(broken) == {
+        "text": "unknown (amd-smi metric: exited 1)", "drift": False, "status": "error",
+        "problems": [],
+    }  # fmt: skip
+    assert audit_rows.health_cell(None)["text"] == "unknown (the read failed)"
+
+
+def test_the_audit_reads_health_and_flags_the_groups_outlier(group_rows):
+    by_host = {row["host"]: row for row in group_rows}
+    assert by_host["mi-a"]["status"] == "ok"
+    assert by_host["mi-a"]["cells"]["health"]["text"] == "ok (8 GPUs)"
+    assert by_host["mi-a"]["cells"]["outlier"] == {"text": "no", "drift": False}
+    assert by_host["mi-a"]["health"]["gpus"][0]["ecc"] == {"correctable": 0, "uncorrectable": 0}
+    sick = by_host["mi-d"]
+    assert sick["status"] == "drift" and "health" in sick["drift"]
+    assert sick["cells"]["health"]["drift"] and sick["outliers"] == []
+    odd = by_host["mi-c"]
+    assert odd["status"] == "drift" and odd["drift"][-1] == "outlier: kernel"
+    (outlier,) = odd["outliers"]
+    running = converged()["kernel"]
+    assert outlier["sentence"] == (
+        f"mi-c: kernel 6.1.0-99-amd64, but 3 of 4 hosts in group mi300 have {running}"
+    )
+    assert odd["cells"]["outlier"]["text"] == (
+        f"! kernel 6.1.0-99-amd64 (3 of 4 in group mi300 have {running})"
+    )
+    json.dumps(group_rows)  # --json prints them
+
+
+def sick_problems(rows):
+    return next(r for r in rows if r["host"] == "mi-d")["cells"]["health"]["problems"]
+
+
+def test_health_and_outliers_on_screen(group_rows):
+    summary = audit_screens.render_summary(group_rows, width=160)
+    header, *lines = summary.splitlines()
+    assert header.split()[-1] == "HEALTH"
+    mi_d = next(line for line in lines if line.startswith("mi-d"))
+    assert len(sick_problems(group_rows)) == 1  # the fixture's one GPU with an error
+    assert mi_d.endswith("! 1 problem")
+    assert "! OUTLIER: kernel 6.1.0-99-amd64" in summary
+    assert "! GPU HEALTH: GPU " in summary
+    wide = audit_screens.render_table(group_rows)
+    assert "GPU HEALTH" in wide and "OUTLIER" in wide

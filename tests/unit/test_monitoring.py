@@ -52,7 +52,7 @@ def dashboard_queries() -> list[str]:
 
 @needs_promtool
 def test_the_alert_rules_load_and_fire_as_their_tests_say():
-    assert "SUCCESS: 8 rules found" in promtool("check", "rules", RULES.name)
+    assert "SUCCESS: 9 rules found" in promtool("check", "rules", RULES.name)
     promtool("test", "rules", "rocm-fleet-alerts.test.yml")
 
 
@@ -100,6 +100,36 @@ def test_the_audits_output_passes_promtool_check_metrics(fleet_rows, fmt):
     assert promtool("check", "metrics", stdin=metrics.render(fleet_rows, fmt, now=1764460800)) == ""
     failed = metrics.render_failure(fmt, now=1764460800, last_success=1764457200)
     assert promtool("check", "metrics", stdin=failed) == ""
+
+
+@needs_promtool
+@pytest.mark.parametrize("fmt", metrics.FORMATS)
+def test_gpu_health_and_outliers_pass_promtool_check_metrics(group_rows, fmt):
+    text = metrics.render(group_rows, fmt, now=1764460800)
+    assert promtool("check", "metrics", stdin=text) == ""
+    assert 'rocm_fleet_outlier{host="mi-c",group="mi300",field="kernel"} 1' in text.splitlines()
+    assert sum(line.startswith("rocm_fleet_outlier{") for line in text.splitlines()) == 1
+
+
+def test_gpu_health_families_per_host_and_gpu(group_rows):
+    samples = {name: found for name, _, found, _ in metrics.families(group_rows, now=0) if found}
+    healthy = {labels["host"]: value for labels, value in samples["rocm_fleet_gpu_healthy"]}
+    assert set(healthy) == {"mi-a", "mi-b", "mi-c", "mi-d"}
+    assert len(samples["rocm_fleet_gpu_healthy"]) == 4 * 8  # every GPU of every host
+    sick = [labels for labels, value in samples["rocm_fleet_gpu_healthy"] if value == 0]
+    assert [labels["host"] for labels in sick] == ["mi-d"]
+    errors = {
+        labels["gpu"]: value
+        for labels, value in samples["rocm_fleet_gpu_ecc_uncorrectable_errors"]
+        if labels["host"] == "mi-d" and value
+    }
+    assert errors == {sick[0]["gpu"]: errors[sick[0]["gpu"]]} and errors[sick[0]["gpu"]] > 0
+
+
+def test_no_health_read_writes_no_gpu_samples(fleet_rows):
+    # the harness's hosts answer "no amd-smi": unknown is absent, never a healthy 0
+    text = metrics.render(fleet_rows, "openmetrics", now=0)
+    assert "rocm_fleet_gpu_" not in text.replace("rocm_fleet_gpu_undriven", "")
 
 
 def test_the_docs_list_every_concern_by_its_id():

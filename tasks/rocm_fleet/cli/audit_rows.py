@@ -16,16 +16,28 @@ A row (JSON-ready, the screens in ``cli.audit_screens`` and ``cli.metrics`` read
 ``host``, ``status`` (one of ``STATUSES``), ``error`` (the reason when not ok/drift),
 ``drift`` (observed keys and ``"<concern id>: <operation>"``), ``cells`` (observed key ->
 cell), ``concerns`` (concern id -> cell with its ``name`` and ``operations``), and when
-known ``warnings``, ``details`` and ``verified_at``.
+known ``warnings``, ``details`` and ``verified_at``. A host that was surveyed also has
+``health`` (what amd-smi said: a ``model.health.HostHealth`` as a dict, its
+``HostHealth.from_dict`` reads it back; None when it couldn't be read) and ``outliers``
+(``model.outliers.Outlier`` as dicts with their ``sentence``: where it differs from the
+majority of an inventory group it is in).
+
+GPU health is read by the audit alone (a second round trip after the plan: amd-smi is slow
+and not what a deploy needs). An uncorrectable ECC error, a narrowed PCIe link or an XGMI
+link down is drift of the ``health`` cell; so is being an outlier of a group (the
+``outlier`` cell): both are what the inventory's fleet should not have.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import asdict
 from typing import Any
 
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
+from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.outliers import HostVersions, Outlier, outliers, versions_from_survey
 
 #: every status a row can have, the good ones first
 STATUSES = ("ok", "drift", "refused", "unreachable", "failed", "invalid")
@@ -40,6 +52,8 @@ OBSERVED = {
     "gpus": "GPUS expected/found",
     "driver": "DRIVER",
     "reboot": "REBOOT PENDING",  # the Reboot concern's column is "REBOOT"
+    "health": "GPU HEALTH",
+    "outlier": "OUTLIER",
 }
 # The deploy every operation of rocm-fleet belongs to (rocm_fleet/deploy/node.py), left out of the
 # concern names.
@@ -200,6 +214,7 @@ def gather(
     state, hosts = load_inventory(
         inventory_path, limits, check_for_changes=True, override_data=override_data
     )
+    versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
 
     def audit(host) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -224,6 +239,10 @@ def gather(
             reason = found.refused if found else "preflight did not run"
             return {**row, "status": "failed", "error": reason}
         cells = observed_cells(config, found.survey)
+        health = read_health(host)
+        cells["health"] = health_cell(health)
+        versions[host.name] = versions_from_survey(found.survey, health)
+        row = {**row, "health": asdict(health) if health else None, "outliers": []}
         drift = [key for key, c in cells.items() if c["drift"]]
         if found.refused:
             details = found.findings.details if found.findings else {}
@@ -263,6 +282,68 @@ def gather(
     for host in hosts:
         if host.connected:
             host.disconnect()
+    groups: dict[str, list[str]] = {}
+    for host in hosts:
+        for group in host.groups:
+            groups.setdefault(group, []).append(host.name)
+    return flag_outliers(rows, outliers(groups, versions))
+
+
+def read_health(host: Any) -> HostHealth | None:
+    """The host's GPUs' health as amd-smi reports it; None when the read couldn't run."""
+    from rocm_fleet.engine.survey import read_apart
+    from rocm_fleet.facts.health import GpuHealthFact
+    from rocm_fleet.facts.survey import Read
+
+    answer = read_apart(host, [Read("health", GpuHealthFact)])
+    return answer.get("health") if answer else None
+
+
+def health_cell(health: HostHealth | None) -> dict[str, Any]:
+    """The ``health`` cell: ``ok (N GPUs)``, what is wrong (drift), or why it is unknown."""
+    if health is None:
+        return cell("unknown (the read failed)", status="unread", problems=[])
+    if health.status != "ok":
+        why = {"no_tool": "no amd-smi", "unsupported": "only rocm-smi"}.get(
+            health.status, health.message
+        )
+        return cell(f"unknown ({why})", status=health.status, problems=[])
+    problems = health.problems()
+    if problems:
+        return cell("! " + "; ".join(problems), True, status="ok", problems=problems)
+    if not health.gpus:
+        return cell("no GPU reported", status="ok", problems=[])
+    warnings = [w for gpu in health.gpus for w in gpu.warnings()]
+    count = len(health.gpus)
+    text = f"ok ({count} GPU{'s' if count != 1 else ''})" + (
+        f", {len(warnings)} with correctable ECC errors" if warnings else ""
+    )
+    return cell(text, status="ok", problems=[], warnings=warnings)
+
+
+def flag_outliers(rows: list[dict[str, Any]], found: list[Outlier]) -> list[dict[str, Any]]:
+    """Each surveyed row with its ``outliers`` and ``outlier`` cell; a host that is one
+    drifts (an ``ok`` row becomes ``drift``)."""
+    by_host: dict[str, list[Outlier]] = {}
+    for outlier in found:
+        by_host.setdefault(outlier.host, []).append(outlier)
+    for row in rows:
+        if "outliers" not in row:
+            continue  # not surveyed: nothing to compare
+        mine = by_host.get(row["host"], [])
+        row["outliers"] = [{**asdict(o), "sentence": o.sentence()} for o in mine]
+        if not mine:
+            row["cells"]["outlier"] = cell("no")
+            continue
+        said = [
+            f"{o.property} {o.value} ({o.hosts_with_majority} of {o.hosts_reporting} in "
+            f"group {o.group} have {o.majority})"
+            for o in mine
+        ]
+        row["cells"]["outlier"] = cell("! " + "; ".join(said), True)
+        if row["status"] in ("ok", "drift"):
+            row["drift"] = [*row["drift"], *(f"outlier: {o.property}" for o in mine)]
+            row["status"] = "drift"
     return rows
 
 

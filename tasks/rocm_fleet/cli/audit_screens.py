@@ -199,13 +199,24 @@ def _measure(table: Table) -> int:
 
 # --- the summary table (the default) ----------------------------------------------------------
 
-SUMMARY = ("HOST", "STATUS", "DISTRO", "ROCM", "TORCH", "GPUS exp/found")
+SUMMARY = ("HOST", "STATUS", "DISTRO", "ROCM", "TORCH", "GPUS exp/found", "HEALTH")
+
+
+def _health_summary(cells: dict[str, Any]) -> str:
+    """``ok``, ``! N problems`` (the lines under the host say which), ``unknown``, ``-``."""
+    health = cells.get("health")
+    if health is None:
+        return "-"
+    problems = health.get("problems") or []
+    if problems:
+        return f"! {len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    return "ok" if health.get("status") == "ok" else "unknown"
 
 
 def _summary_values(row: dict[str, Any]) -> list[str]:
     cells = row["cells"]
     if not cells or "gpus" not in cells:
-        return [row["host"], row["status"], "-", "-", "-", "-"]
+        return [row["host"], row["status"], "-", "-", "-", "-", "-"]
     gpus = cells["gpus"]
     want = gpus.get("expected_count")
     found = gpus.get("found") or []
@@ -217,6 +228,7 @@ def _summary_values(row: dict[str, Any]) -> list[str]:
         cells["rocm"].get("installed") or "none",
         cells["torch"].get("torch") or "none",
         " ".join([have, *sorted(set(found))]),
+        _health_summary(cells),
     ]
 
 
@@ -260,7 +272,9 @@ def render_summary(
     for row in rows:
         values = _summary_values(row)
         bad = row["status"] not in ("ok", "drift")
-        table.add_row(Text(values[0]), Text(values[1], _style(bad)), *values[2:])
+        sick = values[6].startswith("!")
+        table.add_row(Text(values[0]), Text(values[1], _style(bad)), *values[2:6],
+                      Text(values[6], _style(sick)))  # fmt: skip
     lines = console.render_lines(table, console.options, pad=False)
     console.print(Segments([*lines[0], Segment.line()]), end="")
     for row, line in zip(rows, lines[1:], strict=True):

@@ -35,6 +35,14 @@ label:
     drives).
 ``rocm_fleet_last_verify_timestamp_seconds{host}``
     when the deploy's GPU check last passed in this boot (absent if it hasn't).
+``rocm_fleet_outlier{host,group,field}``
+    1 for each field (driver, firmware, kernel, rocm) in which the host differs from the
+    majority of an inventory group it is in (absent when it doesn't).
+``rocm_fleet_gpu_*{host,gpu,bdf}``
+    what amd-smi reads per GPU (``model.health.HEALTH_FAMILIES``): ECC error counts, PCIe
+    link width and speed against the card's, XGMI links up and down, and
+    ``rocm_fleet_gpu_healthy`` (0 on an uncorrectable ECC error, a narrowed link or an XGMI
+    link down). A counter the GPU doesn't have is absent, never 0.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from rocm_fleet.cli.audit_rows import STATUSES
+from rocm_fleet.model.health import HEALTH_FAMILIES, HostHealth, health_families
 
 #: the output formats: OpenMetrics 1.0, and Prometheus text 0.0.4 (node_exporter's textfile)
 FORMATS = ("openmetrics", "prometheus")
@@ -93,8 +102,16 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
     unsafe: list[Sample] = []
     undriven: list[Sample] = []
     verified: list[Sample] = []
+    outlier: list[Sample] = []
+    health: list[tuple[str, HostHealth]] = []
     for row in rows:
         host = {"host": row["host"]}
+        if row.get("health"):
+            health.append((row["host"], HostHealth.from_dict(row["health"])))
+        outlier += [
+            ({**host, "group": o["group"], "field": o["property"]}, 1.0)
+            for o in row.get("outliers") or []
+        ]
         status += [({**host, "status": s}, float(row["status"] == s)) for s in STATUSES]
         cells = row.get("cells") or {}
         if not cells:
@@ -121,6 +138,7 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
             undriven.append((host, float(bool(cells["driver"].get("drift")))))
         if row.get("verified_at"):
             verified.append((host, float(row["verified_at"])))
+    gpus = {name: samples for name, _, samples, _ in health_families(health)}
     return [
         *audit_families(now, now),
         ("rocm_fleet_audit_status", "The host's audit status (1 for the one it has).", status,
@@ -140,6 +158,11 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
         ("rocm_fleet_last_verify_timestamp_seconds",
          "When the deploy's GPU check last passed on the host (this boot).", verified,
          "seconds"),
+        ("rocm_fleet_outlier",
+         "1 when the host's field differs from the majority of its inventory group.", outlier,
+         ""),
+        # every health family named, so the rules' and dashboard's test sees them all
+        *((name, text, gpus.get(name, []), "") for name, text in HEALTH_FAMILIES.items()),
     ]  # fmt: skip
 
 

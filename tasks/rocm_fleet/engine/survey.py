@@ -139,3 +139,10 @@ def read_survey(reads: list[Read]) -> dict[str, Any] | None:
         remember_fact(read.fact, survey[read.key], **read.kwargs)
     remember_fact(NvidiaStack, nvidia_stack(survey["packages"], survey["modules"]))
     return survey
+
+
+def read_apart(target: Any, reads: list[Read]) -> dict[str, Any] | None:
+    """Read ``reads`` from ``target`` (a connected host), outside any deploy, in one round
+    trip: what only the audit asks (the GPUs' health, which runs amd-smi and so stays out
+    of every deploy's preflight). None when the read can't run."""
+    return target.get_fact(Survey, reads=reads, _ignore_errors=True)
