@@ -47,6 +47,14 @@ def epilog(details: str = "") -> str:
     return f"{EPILOG}. {details}" if details else EPILOG
 
 
+def described(doc: str | None) -> str | None:
+    """A command's --help description from its module's docstring: the body without the
+    first line, its "Exit status" paragraph (the epilog states it) and reST markup."""
+    if not doc or "\n\n" not in doc:
+        return None
+    return doc.split("\n\n", 1)[1].rsplit("\n\nExit status", 1)[0].replace("``", "")
+
+
 def worst(statuses: Iterable[int]) -> Exit:
     """One status for several outcomes: bad input, then findings, then could-not-check, then
     clean (a finding is news even when another host did not answer)."""

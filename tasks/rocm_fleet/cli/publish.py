@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.exits import epilog
+from rocm_fleet.cli.exits import described, epilog
 from rocm_fleet.cli.inventory import UsageError, load_inventory
 
 
@@ -35,9 +35,7 @@ def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "publish",
         help="sign and publish pull nodes' settings in the fleet's TUF repository",
-        description=__doc__.split("\n\n", 1)[1].rsplit("\n\nExit status", 1)[0].replace("``", "")
-        if __doc__
-        else None,
+        description=described(__doc__),
         epilog=epilog("Here: 0 published (or nothing to publish)"),
     )
     parser.add_argument("inventory", nargs="?", help="pyinfra inventory (file or module)")

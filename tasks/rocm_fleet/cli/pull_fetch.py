@@ -17,16 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.exits import epilog
+from rocm_fleet.cli.exits import described, epilog
 
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
         "pull-fetch",
         help="(run by the pull service) fetch and verify this node's signed settings",
-        description=__doc__.split("\n\n", 1)[1].rsplit("\n\nExit status", 1)[0].replace("``", "")
-        if __doc__
-        else None,
+        description=described(__doc__),
         epilog=epilog("Here: 0 verified and written; 1 refused or not fetched (nothing written)"),
     )
     parser.add_argument("--repository", required=True, help="the TUF repository's URL")
