@@ -79,7 +79,14 @@ def wheel_lock(directory: Path) -> str:
               "--platform", "manylinux2014_x86_64", "--platform", "any"]  # fmt: skip
     offline = [*pip, "download", "--no-index", "--find-links", house, "-d", directory, *target]
     if subprocess.run([*offline, *own], check=False).returncode != 0:
+        # The house holds dependencies only: a rocm_fleet wheel of the same version left in
+        # it by an earlier run would be taken as "already downloaded", with its old
+        # dependencies, and the new ones never fetched.
+        for stale in house.glob("rocm_fleet-*.whl"):
+            stale.unlink()
         subprocess.run([*pip, "download", "-d", house, *target, *own], check=True)
+        for saved in house.glob("rocm_fleet-*.whl"):
+            saved.unlink()
         subprocess.run([*offline, *own], check=True)
     lines = []
     for wheel in sorted(directory.glob("*.whl")):
