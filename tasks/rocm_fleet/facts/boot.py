@@ -17,10 +17,8 @@ from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet.model.boot import BootState, DkmsEntry, InstalledKernel, MenuEntry
+from rocm_fleet.model.paths import DEFAULT_GRUB, GRUB_CFG, GRUBENV
 
-GRUBENV = "/boot/grub/grubenv"
-GRUB_CFG = "/boot/grub/grub.cfg"
-DEFAULT_GRUB = "/etc/default/grub"
 #: The kernel's module signature marker (include/linux/module_signature.h MODULE_SIG_STRING),
 #: the last 28 bytes of a signed module.
 SIGNATURE_MARKER = "~Module signature appended~"

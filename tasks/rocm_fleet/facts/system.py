@@ -307,7 +307,7 @@ class ApuMemory(FactBase[ApuMemoryDict]):
 
     #: Where the two are set: the kernel's command line as booted and as GRUB will boot it,
     #: and modprobe's configuration directories (modprobe.d(5)).
-    PLACES = "/proc/cmdline /etc/default/grub /etc/default/grub.d/*.cfg " + (
+    PLACES = f"/proc/cmdline {paths.DEFAULT_GRUB} {paths.DEFAULT_GRUB}.d/*.cfg " + (
         "/etc/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf /lib/modprobe.d/*.conf"
     )
 

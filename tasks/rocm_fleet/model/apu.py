@@ -100,8 +100,8 @@ def findings(config: Config, survey: dict[str, Any]) -> Found:
             continue  # rocm-fleet's own file, edited: the deploy writes it whole again
         problems.append(
             f"amdgpu.gttsize is set in {where} ({line.strip()}): AMD deprecates it and it "
-            f"conflicts with the TTM limit {KEY} sets; remove it there (after /etc/default/grub: "
-            "update-grub and a reboot)"
+            f"conflicts with the TTM limit {KEY} sets; remove it there (after "
+            f"{paths.DEFAULT_GRUB}: update-grub and a reboot)"
         )
     for where, line in memory.get("pages_limit") or []:
         if not _ours(where):

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocm_fleet.model import paths
 from rocm_fleet.model.versions import kernel_key
 
 #: What DKMS says of a module it built and installed for a kernel (2.x and 3.x), optionally
@@ -132,9 +133,9 @@ def next_boot(state: BootState) -> NextBoot:
     env = state.grubenv
     if state.grub_cfg is None:
         if not state.kernels:
-            return NextBoot(None, "no /boot/grub/grub.cfg and no kernel in /boot")
+            return NextBoot(None, f"no {paths.GRUB_CFG} and no kernel in /boot")
         newest = max(state.kernels, key=lambda k: kernel_key(k.release)).release
-        return NextBoot(newest, "newest installed kernel (no /boot/grub/grub.cfg)")
+        return NextBoot(newest, f"newest installed kernel (no {paths.GRUB_CFG})")
     if env.get("next_entry"):
         value, source = env["next_entry"], "grubenv next_entry"
     else:
@@ -157,7 +158,7 @@ def next_boot(state: BootState) -> NextBoot:
         return NextBoot(None, f"{how} is {entry.title!r}, which boots no Linux kernel")
     configured = {"saved": "${saved_entry}"}.get(state.grub_default or "", state.grub_default)
     if configured is not None and state.cfg_default is not None and configured != state.cfg_default:
-        how += f"; /etc/default/grub says {state.grub_default!r}: update-grub not run since"
+        how += f"; {paths.DEFAULT_GRUB} says {state.grub_default!r}: update-grub not run since"
     return NextBoot(entry.kernel, how)
 
 

@@ -120,6 +120,11 @@ MOK_KEYS = {
 # reported (model.apu), never overwritten or taken for ours.
 TTM_MODPROBE = "/etc/modprobe.d/rocm-fleet-ttm.conf"
 
+# --- The next boot: GRUB's files, read (never written) by the reboot gate (facts.boot) -------
+GRUBENV = "/boot/grub/grubenv"
+GRUB_CFG = "/boot/grub/grub.cfg"
+DEFAULT_GRUB = "/etc/default/grub"
+
 # --- Reboots: where Debian/Ubuntu's package hooks and rocm-fleet record them (/run: tmpfs) -----
 REBOOT_REQUIRED = "/run/reboot-required"
 REBOOT_PACKAGES = "/run/reboot-required.pkgs"
