@@ -103,7 +103,7 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> ObservedCells:
 
     installed = survey.get("rocm_version")
     torch = venv_torch(survey)
-    hip = f" (hip {torch['hip']})" if torch["hip"] else ""
+    hip = f" (hip {torch.hip})" if torch.hip else ""
 
     found = gpus_found(survey)
     expected = _expected_text(config)
@@ -155,7 +155,10 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> ObservedCells:
         kernel=kernel,
         secure_boot=secure_boot,
         rocm=RocmCell(installed or "none", installed=installed),
-        torch=TorchCell(f"{torch['torch'] or 'none'}{hip}", **torch),
+        torch=TorchCell(
+            f"{torch.torch or 'none'}{hip}",
+            torch=torch.torch, hip=torch.hip, cuda=torch.cuda, build=torch.build,
+        ),
         gpus=gpus,
         driver=driven,
         reboot=RebootCell(
