@@ -337,6 +337,38 @@ def test_gather_gives_each_host_its_status_and_drift(rows):
     json.dumps(list(by_host.values()))  # --json prints them
 
 
+def test_the_json_keeps_the_keys_scripts_read(rows):
+    """``--format json``'s host objects (``AuditRow.to_json``): the same keys, in the same
+    order, whatever the rows' types are inside."""
+    hosts = json.loads(audit_screens.render_json(rows, audit_rows.exit_status(rows)))["hosts"]
+    common = ["host", "error", "drift", "cells", "concerns"]
+    surveyed = [*common, "health", "outliers", "status"]
+    assert {host["host"]: list(host) for host in hosts} == {
+        "clean": [*surveyed, "warnings", "verified_at"],
+        "drifty": [*surveyed, "warnings", "verified_at"],
+        "refused": surveyed,
+        "typo": [*common, "status"], "nomirror": [*common, "status"], "gone": [*common, "status"],
+    }  # fmt: skip
+    clean = hosts[0]
+    assert list(clean["cells"]) == list(OBSERVED)
+    assert {key: list(found) for key, found in clean["cells"].items()} == {
+        "distro": ["text", "drift"],
+        "kernel": ["text", "drift", "running", "newer"],
+        "secure_boot": ["text", "drift", "state", "mok"],
+        "rocm": ["text", "drift", "installed"],
+        "torch": ["text", "drift", "torch", "hip", "cuda", "build"],
+        "gpus": ["text", "drift", "expected", "expected_count", "found", "apus"],
+        "driver": ["text", "drift", "bound"],
+        "reboot": ["text", "drift", "pending", "unsafe", "reasons", "boot"],
+        "health": ["text", "drift", "status", "problems"],
+        "outlier": ["text", "drift"],
+    }
+    boot = clean["cells"]["reboot"]["boot"]
+    assert list(boot) == ["next", "how", "refused", "kernels"]
+    assert [list(kernel) for kernel in boot["kernels"]] == [["kernel", "ready", "problems"]]
+    assert list(clean["concerns"][REPO_ID]) == ["text", "drift", "name", "operations"]
+
+
 def test_hosts_whose_plans_branch_differently_share_each_operation(monkeypatch):
     # One host gets the DKMS driver's operations, the other none: planned in one state, as
     # the audit does, an operation must not be mistaken for another one because it sits at
