@@ -237,17 +237,20 @@ def gather(
         cells = replace(observed_cells(config, found.survey), health=health_cell(health))
         versions[host.name] = versions_from_survey(found.survey, health)
         drift = [key for key, c in cells.items() if c.drift]
-        surveyed = AuditRow(host.name, "failed", cells=cells, health=health, outliers=())
+        # A surveyed row has its health, and its outliers once every host is in (outliers=():
+        # none yet, flag_outliers fills them in).
         if found.refused:
             details = found.findings.details if found.findings else {}
-            return replace(surveyed, status="refused", error=found.refused, details=details)
+            return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
+                            outliers=(), details=details)  # fmt: skip
         concerns, planned = concern_cells(plan_drift(state, host))
         drift += planned
         # What preflight warns of (a plain-HTTP mirror, an unofficial distro): said, not drift.
         warnings = found.findings.warnings if found.findings else []
-        return replace(
-            surveyed, status="drift" if drift else "ok", drift=tuple(drift), concerns=concerns,
-            warnings=tuple(warnings), verified_at=verified(found.survey),
+        return AuditRow(
+            host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
+            concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
+            verified_at=verified(found.survey),
         )  # fmt: skip
 
     done = []
