@@ -18,6 +18,7 @@ from pyinfra.api import Config, Inventory, State
 from pyinfra.api.exceptions import ConnectError
 
 from rocm_fleet.cli import audit_rows, audit_screens
+from rocm_fleet.cli.audit_cells import OBSERVED, AuditRow
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
@@ -47,7 +48,7 @@ def cells(data=None, **changes):
 
 def test_a_converged_host_shows_what_it_runs_without_drift():
     shown = cells()
-    assert {key: c["text"] for key, c in shown.items()} == {
+    assert {key: c.text for key, c in shown.items()} == {
         "distro": "debian 12",
         "kernel": "6.1.0-31-amd64",
         "secure_boot": "unknown (no mokutil)",
@@ -57,9 +58,9 @@ def test_a_converged_host_shows_what_it_runs_without_drift():
         "driver": "amdgpu (inbox)",
         "reboot": "no",
     }
-    assert [key for key, c in shown.items() if c["drift"]] == []
-    assert shown["torch"]["build"] == "rocm" and shown["gpus"]["found"] == ["gfx1100"]
-    json.dumps(shown)  # --json prints them
+    assert [key for key, c in shown.items() if c.drift] == []
+    assert shown.torch.build == "rocm" and shown.gpus.found == ("gfx1100",)
+    json.dumps(shown.to_json())  # --json prints them
 
 
 def test_an_apus_gpu_column_says_it_is_an_apu_with_its_carve_out_and_gtt():
@@ -76,11 +77,9 @@ def test_an_apus_gpu_column_says_it_is_an_apu_with_its_carve_out_and_gtt():
         }
     ]
     kfd = [{"node": 1, "gfx": "gfx1151", "device_id": "0x1586", "slot": "0000:c6:00.0"}]
-    shown = cells({"expected_gfx": "gfx1151"}, pci=pci, kfd=kfd)["gpus"]
-    assert shown["text"] == (
-        "1 x gfx1151 / 1 x gfx1151 (APU: 4.0 GiB VRAM carve-out, 96.0 GiB GTT)"
-    )
-    assert shown["apus"] == [
+    shown = cells({"expected_gfx": "gfx1151"}, pci=pci, kfd=kfd).gpus
+    assert shown.text == ("1 x gfx1151 / 1 x gfx1151 (APU: 4.0 GiB VRAM carve-out, 96.0 GiB GTT)")
+    assert shown.to_json()["apus"] == [
         {
             "gfx": "gfx1151",
             "slot": "0000:c6:00.0",
@@ -88,15 +87,15 @@ def test_an_apus_gpu_column_says_it_is_an_apu_with_its_carve_out_and_gtt():
             "gtt_total": 103079215104,
         }
     ]
-    assert cells()["gpus"]["apus"] == []  # an RX 7900 XTX is no APU  # fmt: skip
+    assert cells().gpus.apus == ()  # an RX 7900 XTX is no APU
 
 
 def test_a_newer_installed_kernel_is_shown_not_drift():
     survey = converged()
     survey["packages"]["linux-image-6.1.0-28-amd64"] = "6.1.119-1"  # older: not shown
     survey["packages"]["linux-image-6.12.38+deb12-amd64"] = "6.12.38-1~bpo12+1"
-    shown = audit_rows.observed_cells(load_config(DATA, "n"), survey)["kernel"]
-    assert shown == {"text": "6.1.0-31-amd64 (newer installed: 6.12.38+deb12-amd64)",
+    shown = audit_rows.observed_cells(load_config(DATA, "n"), survey).kernel
+    assert shown.to_json() == {"text": "6.1.0-31-amd64 (newer installed: 6.12.38+deb12-amd64)",
                      "drift": False, "running": "6.1.0-31-amd64",
                      "newer": "6.12.38+deb12-amd64"}  # fmt: skip
 
@@ -115,8 +114,8 @@ def test_a_newer_installed_kernel_is_shown_not_drift():
 )  # fmt: skip
 def test_only_an_undriven_gpu_and_a_pending_reboot_are_observed_drift(changes, key, text):
     shown = cells(**changes)
-    assert [k for k, c in shown.items() if c["drift"]] == [key]
-    assert shown[key]["text"] == text
+    assert [k for k, c in shown.items() if c.drift] == [key]
+    assert shown.get(key).text == text
 
 
 def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pending_reboot():
@@ -125,18 +124,18 @@ def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pendi
     newer = {**running, "release": "6.1.0-99-amd64", "dkms_module": None}
     survey["boot"]["kernels"].append(newer)  # an unattended upgrade's kernel, no DKMS build
     config = load_config({**DATA, "rocm_driver": "dkms"}, "n")
-    shown = audit_rows.observed_cells(config, survey)["reboot"]
-    assert shown["drift"] and shown["text"].startswith(
+    shown = audit_rows.observed_cells(config, survey).reboot
+    assert shown.drift and shown.text.startswith(
         "no | NOT SAFE: next boot 6.1.0-99-amd64 (newest installed kernel (no /boot/grub/"
         "grub.cfg)): amdgpu-dkms is not built for kernel 6.1.0-99-amd64"
     )
-    assert [(k["kernel"], k["ready"]) for k in shown["boot"]["kernels"]] == [
+    assert [(k.kernel, k.ready) for k in shown.boot.kernels] == [
         ("6.1.0-99-amd64", False),
         (running["release"], running["dkms_module"] is not None),
     ]
     # The kernel's own driver is in both: nothing to report.
-    ready = audit_rows.observed_cells(load_config(DATA, "n"), survey)["reboot"]
-    assert (ready["text"], ready["drift"], ready["boot"]["next"]) == ("no", False, "6.1.0-99-amd64")
+    ready = audit_rows.observed_cells(load_config(DATA, "n"), survey).reboot
+    assert (ready.text, ready.drift, ready.boot.next) == ("no", False, "6.1.0-99-amd64")
 
 
 def test_a_host_whose_next_kernel_cant_be_told_is_said_not_drift_nor_a_pending_reboot():
@@ -145,15 +144,16 @@ def test_a_host_whose_next_kernel_cant_be_told_is_said_not_drift_nor_a_pending_r
     /boot. The audit says the next boot can't be told; no reboot is pending and nothing on the
     host could repair it, so it is no drift, and the reboot_pending metric stays 0."""
     from rocm_fleet.cli import metrics
+    from rocm_fleet.cli.audit_cells import AuditRow, ObservedCells
 
     survey = converged()
     survey["boot"] = {**survey["boot"], "kernels": [], "grub_cfg": None, "grubenv": None}
     survey["kernel"] = "6.18.44-fc-v1252-gpu"
-    shown = audit_rows.observed_cells(load_config(DATA, "n"), survey)["reboot"]
-    assert shown["boot"]["next"] is None and shown["boot"]["refused"]
-    assert not shown["drift"] and not shown["pending"] and not shown["unsafe"]
-    assert shown["text"].startswith("no | can't tell which kernel the node boots next")
-    row = {"host": "vm", "status": "ok", "cells": {"reboot": shown}, "concerns": {}, "drift": []}
+    shown = audit_rows.observed_cells(load_config(DATA, "n"), survey).reboot
+    assert shown.boot.next is None and shown.boot.refused
+    assert not shown.drift and not shown.pending and not shown.unsafe
+    assert shown.text.startswith("no | can't tell which kernel the node boots next")
+    row = AuditRow("vm", "ok", cells=ObservedCells(reboot=shown))
     families = {name: samples for name, _, samples, _ in metrics.families([row], 0.0)}
     assert families["rocm_fleet_reboot_pending"] == [({"host": "vm"}, 0.0)]
     assert families["rocm_fleet_reboot_unsafe"] == [({"host": "vm"}, 0.0)]
@@ -171,13 +171,13 @@ def test_observed_cells_describe_what_no_operation_enforces():
         kfd=None,
         pci=[],
     )
-    assert shown["secure_boot"]["text"] == "enabled, MOK pending"
-    assert shown["driver"]["text"] == "amdgpu 6.12.12"
-    assert shown["torch"]["text"] == "2.9.1+cu128" and shown["torch"]["build"] == "cuda"
-    assert shown["gpus"]["text"] == "1 x gfx1100 / no AMD GPU"
-    assert [k for k, c in shown.items() if c["drift"]] == []  # the plan reports those
+    assert shown.secure_boot.text == "enabled, MOK pending"
+    assert shown.driver.text == "amdgpu 6.12.12"
+    assert shown.torch.text == "2.9.1+cu128" and shown.torch.build == "cuda"
+    assert shown.gpus.text == "1 x gfx1100 / no AMD GPU"
+    assert [k for k, c in shown.items() if c.drift] == []  # the plan reports those
     gpu_less = cells({"expected_gpu_count": 0, "expected_gfx": None}, pci=[], kfd=None)
-    assert gpu_less["gpus"]["text"] == "none / no AMD GPU"
+    assert gpu_less.gpus.text == "none / no AMD GPU"
 
 
 # --- drift from the plan ----------------------------------------------------------------------
@@ -257,7 +257,7 @@ def gather(
     monkeypatch,
     hosts: dict[str, tuple[dict, SurveyHost | Exception]],
     groups: dict[str, list[str]] | None = None,
-) -> list[dict]:
+) -> list[AuditRow]:
     """``audit_rows.gather`` over an inventory of these hosts (in ``groups``, when given):
     each answers its facts from a SurveyHost, or fails to connect with the exception."""
     inventory = Inventory(
@@ -310,8 +310,8 @@ def rows(monkeypatch):
 
 
 def test_gather_gives_each_host_its_status_and_drift(rows):
-    by_host = {row["host"]: row for row in rows}
-    assert [row["host"] for row in rows] == [
+    by_host = {row.host: row.to_json() for row in rows}  # as --format json prints them
+    assert [row.host for row in rows] == [
         "clean", "drifty", "refused", "typo", "nomirror", "gone"
     ]  # fmt: skip
     assert {name: row["status"] for name, row in by_host.items()} == {
@@ -334,7 +334,39 @@ def test_gather_gives_each_host_its_status_and_drift(rows):
         "nomirror: inventory key 'rocm_mirror' has value 'mirror01'; expected a host of the"
     )
     assert by_host["gone"]["error"] == UNREACHABLE
-    json.dumps(rows)  # --json prints them
+    json.dumps(list(by_host.values()))  # --json prints them
+
+
+def test_the_json_keeps_the_keys_scripts_read(rows):
+    """``--format json``'s host objects (``AuditRow.to_json``): the same keys, in the same
+    order, whatever the rows' types are inside."""
+    hosts = json.loads(audit_screens.render_json(rows, audit_rows.exit_status(rows)))["hosts"]
+    common = ["host", "error", "drift", "cells", "concerns"]
+    surveyed = [*common, "health", "outliers", "status"]
+    assert {host["host"]: list(host) for host in hosts} == {
+        "clean": [*surveyed, "warnings", "verified_at"],
+        "drifty": [*surveyed, "warnings", "verified_at"],
+        "refused": surveyed,
+        "typo": [*common, "status"], "nomirror": [*common, "status"], "gone": [*common, "status"],
+    }  # fmt: skip
+    clean = hosts[0]
+    assert list(clean["cells"]) == list(OBSERVED)
+    assert {key: list(found) for key, found in clean["cells"].items()} == {
+        "distro": ["text", "drift"],
+        "kernel": ["text", "drift", "running", "newer"],
+        "secure_boot": ["text", "drift", "state", "mok"],
+        "rocm": ["text", "drift", "installed"],
+        "torch": ["text", "drift", "torch", "hip", "cuda", "build"],
+        "gpus": ["text", "drift", "expected", "expected_count", "found", "apus"],
+        "driver": ["text", "drift", "bound"],
+        "reboot": ["text", "drift", "pending", "unsafe", "reasons", "boot"],
+        "health": ["text", "drift", "status", "problems"],
+        "outlier": ["text", "drift"],
+    }
+    boot = clean["cells"]["reboot"]["boot"]
+    assert list(boot) == ["next", "how", "refused", "kernels"]
+    assert [list(kernel) for kernel in boot["kernels"]] == [["kernel", "ready", "problems"]]
+    assert list(clean["concerns"][REPO_ID]) == ["text", "drift", "name", "operations"]
 
 
 def test_hosts_whose_plans_branch_differently_share_each_operation(monkeypatch):
@@ -349,41 +381,40 @@ def test_hosts_whose_plans_branch_differently_share_each_operation(monkeypatch):
             "dkms": (dkms, SurveyHost(converged_survey(dkms, "debian-12"))),
         },
     )
-    assert [(row["host"], row["status"], row["error"]) for row in rows] == [
+    assert [(row.host, row.status, row.error) for row in rows] == [
         ("inbox", "ok", None),
         ("dkms", "ok", None),
     ]
-    assert "amdgpu_driver" in rows[1]["concerns"] and "amdgpu_driver" not in rows[0]["concerns"]
+    assert "amdgpu_driver" in rows[1].concerns and "amdgpu_driver" not in rows[0].concerns
 
 
 def test_exit_status():
-    ok = {"host": "a", "status": "ok"}
+    ok = AuditRow("a", "ok")
     assert audit_rows.exit_status([]) == 0
     assert audit_rows.exit_status([ok]) == 0
-    assert audit_rows.exit_status([ok, {"host": "b", "status": "drift"}]) == 1
-    assert audit_rows.exit_status([ok, {"host": "b", "status": "refused"}]) == 1
+    assert audit_rows.exit_status([ok, AuditRow("b", "drift")]) == 1
+    assert audit_rows.exit_status([ok, AuditRow("b", "refused")]) == 1
     # cli.exits: bad input first, then findings, then what could not be checked
     for bad, status in (("unreachable", 1), ("failed", 1), ("invalid", 4)):
-        assert audit_rows.exit_status([ok, {"host": "b", "status": "drift"},
-                                  {"host": "c", "status": bad}]) == status  # fmt: skip
-    assert audit_rows.exit_status([ok, {"host": "c", "status": "unreachable"}]) == 2
-    assert audit_rows.exit_status([ok, {"host": "c", "status": "failed"}]) == 2
+        assert audit_rows.exit_status([ok, AuditRow("b", "drift"), AuditRow("c", bad)]) == status
+    assert audit_rows.exit_status([ok, AuditRow("c", "unreachable")]) == 2
+    assert audit_rows.exit_status([ok, AuditRow("c", "failed")]) == 2
 
 
 def test_exit_status_of_the_gathered_fleet(rows):
     assert audit_rows.exit_status(rows) == 4  # typo and nomirror: invalid inventory data
-    assert audit_rows.exit_status([r for r in rows if r["status"] in ("ok", "unreachable")]) == 2
-    assert audit_rows.exit_status([r for r in rows if r["status"] in ("ok", "drift")]) == 1
-    assert audit_rows.exit_status([r for r in rows if r["status"] == "ok"]) == 0
+    assert audit_rows.exit_status([r for r in rows if r.status in ("ok", "unreachable")]) == 2
+    assert audit_rows.exit_status([r for r in rows if r.status in ("ok", "drift")]) == 1
+    assert audit_rows.exit_status([r for r in rows if r.status == "ok"]) == 0
 
 
 def test_columns_are_the_observed_ones_then_the_concerns_in_plan_order(rows):
     shown = audit_screens.columns(rows)
     assert [(c.kind, c.key) for c in shown] == [
-        *(("observed", key) for key in audit_rows.OBSERVED),
+        *(("observed", key) for key in OBSERVED),
         *(("concern", audit_rows.concern_id(name)) for name in CONCERNS),
     ]
-    assert shown[len(audit_rows.OBSERVED)].header == "ROCM APT REPOSITORY"
+    assert shown[len(OBSERVED)].header == "ROCM APT REPOSITORY"
     headers = [c.header for c in shown]
     assert len(headers) == len(set(headers)), headers  # every column can be told apart
 
@@ -395,9 +426,9 @@ def test_table_marks_drift_and_explains_the_hosts_without_a_row(rows):
     lines = {line.split()[0]: line for line in table[1:-1]}
     assert "!" not in lines["clean"]
     assert f"! {PIN}" in lines["drifty"] and "! pending" in lines["drifty"]
-    assert lines["refused"].split(None, 1)[1] == "! REFUSED: " + rows[2]["error"]
-    assert lines["typo"].split(None, 1)[1] == "! INVALID: " + rows[3]["error"]
-    assert lines["nomirror"].split(None, 1)[1] == "! INVALID: " + rows[4]["error"]
+    assert lines["refused"].split(None, 1)[1] == "! REFUSED: " + rows[2].error
+    assert lines["typo"].split(None, 1)[1] == "! INVALID: " + rows[3].error
+    assert lines["nomirror"].split(None, 1)[1] == "! INVALID: " + rows[4].error
     assert lines["gone"].split(None, 1)[1] == f"! UNREACHABLE: {UNREACHABLE}"
     # The cells of the rows with data line up under their headers.
     start = table[0].index("ROCM APT REPOSITORY")
@@ -454,13 +485,13 @@ def test_a_decommissioned_host_audits_as_the_inventory_says(monkeypatch):
             "leftover": (absent, SurveyHost({}, other=left)),
         },
     )
-    by_host = {row["host"]: row for row in rows}
-    assert by_host["gone"]["status"] == "ok" and by_host["gone"]["error"] is None
-    assert by_host["gone"]["cells"]["rocm"]["text"] == "absent (rocm_state)"
-    assert by_host["leftover"]["status"] == "drift"
-    assert by_host["leftover"]["drift"] == [
-        "remove_rocm_packages: Purge AMD's ROCm packages (every release and stream)"
-    ]
+    by_host = {row.host: row for row in rows}
+    assert by_host["gone"].status == "ok" and by_host["gone"].error is None
+    assert by_host["gone"].cells.rocm.text == "absent (rocm_state)"
+    assert by_host["leftover"].status == "drift"
+    assert by_host["leftover"].drift == (
+        "remove_rocm_packages: Purge AMD's ROCm packages (every release and stream)",
+    )
     assert audit_rows.exit_status([by_host["gone"]]) == 0
     assert audit_rows.exit_status(rows) == 1
 
@@ -481,23 +512,23 @@ def test_the_health_cell_says_ok_what_is_wrong_or_why_it_is_unknown():
     from rocm_fleet.model.health import HostHealth
 
     ok = audit_rows.health_cell(amd_smi_health())
-    assert (ok["text"], ok["drift"]) == ("ok (8 GPUs)", False)
+    assert (ok.text, ok.drift) == ("ok (8 GPUs)", False)
     ecc = audit_rows.health_cell(amd_smi_health("metric_mi300x_ecc_errors.json"))
-    assert ecc["drift"] and ecc["text"].startswith("! GPU ")
-    assert "uncorrectable ECC errors" in ecc["text"] and ecc["problems"]
+    assert ecc.drift and ecc.text.startswith("! GPU ")
+    assert "uncorrectable ECC errors" in ecc.text and ecc.problems
     down = audit_rows.health_cell(amd_smi_health(xgmi="xgmi_mi300x_link_down.json"))
-    assert down["drift"] and "XGMI links down" in down["text"]
-    assert audit_rows.health_cell(HostHealth(status="no_tool"))["text"] == "unknown (no amd-smi)"
+    assert down.drift and "XGMI links down" in down.text
+    assert audit_rows.health_cell(HostHealth(status="no_tool")).text == "unknown (no amd-smi)"
     broken = HostHealth(status="error", message="amd-smi metric: exited 1")
-    assert audit_rows.health_cell(broken) == {
+    assert audit_rows.health_cell(broken).to_json() == {
         "text": "unknown (amd-smi metric: exited 1)", "drift": False, "status": "error",
         "problems": [],
     }  # fmt: skip
-    assert audit_rows.health_cell(None)["text"] == "unknown (the read failed)"
+    assert audit_rows.health_cell(None).text == "unknown (the read failed)"
 
 
 def test_the_audit_reads_health_and_flags_the_groups_outlier(group_rows):
-    by_host = {row["host"]: row for row in group_rows}
+    by_host = {row.host: row.to_json() for row in group_rows}  # as --format json prints them
     assert by_host["mi-a"]["status"] == "ok"
     assert by_host["mi-a"]["cells"]["health"]["text"] == "ok (8 GPUs)"
     assert by_host["mi-a"]["cells"]["outlier"] == {"text": "no", "drift": False}
@@ -515,11 +546,11 @@ def test_the_audit_reads_health_and_flags_the_groups_outlier(group_rows):
     assert odd["cells"]["outlier"]["text"] == (
         f"! kernel 6.1.0-99-amd64 (3 of 4 in group mi300 have {running})"
     )
-    json.dumps(group_rows)  # --json prints them
+    json.dumps(list(by_host.values()))  # --json prints them
 
 
 def sick_problems(rows):
-    return next(r for r in rows if r["host"] == "mi-d")["cells"]["health"]["problems"]
+    return next(r for r in rows if r.host == "mi-d").cells.health.problems
 
 
 def test_health_and_outliers_on_screen(group_rows):

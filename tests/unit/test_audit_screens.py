@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -22,7 +23,7 @@ LONG = "gpu-node-0042.rack-17.hall-b.research-cluster.example.org"  # 57 charact
 
 def long_named(rows):
     """The rows with the drifted host given a long fully qualified name."""
-    return [{**row, "host": LONG} if row["host"].startswith("drifty.") else row for row in rows]
+    return [replace(row, host=LONG) if row.host.startswith("drifty.") else row for row in rows]
 
 
 @pytest.mark.parametrize("width", [72, 80, 100, 160])
@@ -33,7 +34,7 @@ def test_the_summary_fits_the_width_it_is_given_with_host_names_in_full(fleet_ro
     assert max(len(line) for line in lines) <= width, max(lines, key=len)
     summary = next(i for i, line in enumerate(lines) if line.startswith("5 hosts: "))
     starts = [line.split()[0] for line in lines[1:summary] if line[:1] != " "]
-    assert starts == [row["host"] for row in rows]  # every name whole, none clipped with "…"
+    assert starts == [row.host for row in rows]  # every name whole, none clipped with "…"
     # the drift stays under its host, wrapped to the width
     drifty = lines.index(next(line for line in lines if line.startswith(LONG)))
     under = lines[drifty + 1 : drifty + 3]

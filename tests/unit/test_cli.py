@@ -204,7 +204,7 @@ def test_the_audit_table_fits_100_columns_with_the_drift_under_its_host(fleet_ro
     assert max(len(line) for line in lines) <= 100, max(lines, key=len)
     assert lines[0].split()[:2] == ["HOST", "STATUS"]
     hosts = {line.split()[0]: i for i, line in enumerate(lines[1:-1], 1) if line[:1] != " "}
-    assert list(hosts) == [row["host"] for row in fleet_rows]
+    assert list(hosts) == [row.host for row in fleet_rows]
     drifty = hosts["drifty.lab.example.org"]
     under = lines[drifty + 1 : hosts["refused.lab.example.org"]]
     assert any(line.startswith("  ! ROCM APT REPOSITORY: Pin AMD") for line in under), under
@@ -224,8 +224,9 @@ def test_the_audit_table_fits_100_columns_with_the_drift_under_its_host(fleet_ro
 
 def test_the_audit_summary_says_1_host():
     from rocm_fleet.cli import audit_screens as audit
+    from rocm_fleet.cli.audit_cells import AuditRow
 
-    assert audit.summary_line([{"host": "a", "status": "ok"}]).startswith("1 host: 1 as")
+    assert audit.summary_line([AuditRow("a", "ok")]).startswith("1 host: 1 as")
 
 
 def test_the_openmetrics_audit_parses_with_prometheus_clients_own_parser(fleet_rows):
@@ -246,8 +247,8 @@ def test_the_openmetrics_audit_parses_with_prometheus_clients_own_parser(fleet_r
 
     for row in fleet_rows:
         for status in metrics.STATUSES:
-            expected = 1.0 if status == row["status"] else 0.0
-            assert value("rocm_fleet_audit_status", row["host"], status=status) == expected
+            expected = 1.0 if status == row.status else 0.0
+            assert value("rocm_fleet_audit_status", row.host, status=status) == expected
     assert value("rocm_fleet_gpus_expected", "clean.lab.example.org") == 1.0
     assert value("rocm_fleet_gpus_found", "clean.lab.example.org") == 1.0
     assert value("rocm_fleet_drifted_concerns", "clean.lab.example.org") == 0.0
@@ -270,8 +271,8 @@ def test_the_openmetrics_audit_parses_with_prometheus_clients_own_parser(fleet_r
     assert samples["rocm_fleet_audit_last_success_timestamp_seconds"][()] == 1764460800.0
     (info,) = [labels for labels in samples["rocm_fleet_host_info"]
                if ("host", "clean.lab.example.org") in labels]  # fmt: skip
-    assert dict(info)["rocm_release"] == fleet_rows[0]["cells"]["rocm"]["installed"]
-    assert dict(info)["torch"] == fleet_rows[0]["cells"]["torch"]["torch"]
+    assert dict(info)["rocm_release"] == fleet_rows[0].cells.rocm.installed
+    assert dict(info)["torch"] == fleet_rows[0].cells.torch.torch
     # Hosts without data have their status and nothing else.
     assert not [k for k in samples["rocm_fleet_gpus_found"] if ("host", "gone") in k]
     assert families["rocm_fleet_audit_timestamp_seconds"].unit == "seconds"
@@ -293,8 +294,9 @@ def test_label_values_are_escaped():
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
     from rocm_fleet.cli import metrics
+    from rocm_fleet.cli.audit_cells import AuditRow
 
-    rows = [{"host": 'odd"host\\name\n', "status": "failed", "cells": {}}]
+    rows = [AuditRow('odd"host\\name\n', "failed")]
     text = metrics.render(rows, now=0)
     (family,) = [f for f in text_string_to_metric_families(text)
                  if f.name == "rocm_fleet_audit_status"]  # fmt: skip

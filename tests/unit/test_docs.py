@@ -89,7 +89,8 @@ def test_release_table_covers_every_minor():
 def test_the_docs_name_settings_by_their_current_names():
     """A renamed key is refused by load_config: no page may tell anyone to set it (the
     settings page's list of renamed keys, `old` → `new`, names them to say so)."""
-    from rocm_fleet.cli.audit_rows import OBSERVED, concern_id
+    from rocm_fleet.cli.audit_cells import OBSERVED
+    from rocm_fleet.cli.audit_rows import concern_id
 
     # The audit's own ids (its cells, its concerns) share a few old names; in a code span on
     # their own they name those, and a setting is caught by its `key:` / `key =`.

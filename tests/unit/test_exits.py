@@ -113,11 +113,12 @@ def test_findings_outrank_could_not_check_and_bad_input_outranks_both():
 
 
 def test_the_audits_host_statuses_map_onto_the_scheme():
+    from rocm_fleet.cli.audit_cells import AuditRow
     from rocm_fleet.cli.audit_rows import exit_status
     from rocm_fleet.cli.metrics import STATUSES
 
     def status(*found: str) -> int:
-        return exit_status([{"status": s} for s in found])
+        return exit_status([AuditRow("host", s) for s in found])
 
     assert {s: status(s) for s in STATUSES} == {
         "ok": 0, "drift": 1, "refused": 1, "unreachable": 2, "failed": 2, "invalid": 4,

@@ -221,14 +221,3 @@ def test_families_for_the_metrics_page_label_each_host():
     assert ({"host": "mi", "gpu": "3", "bdf": "0000:5c:00.0"}, 1.0) in families[
         "rocm_fleet_gpu_ecc_uncorrectable_errors"
     ]
-
-
-def test_a_reading_comes_back_from_the_audits_json():
-    from dataclasses import asdict
-
-    for health in (
-        HostHealth(status="ok", tool="/opt/rocm/bin/amd-smi", gpus=tuple(mi300x())),
-        HostHealth(status="ok", gpus=tuple(gpu_health(amd_smi("metric_strixhalo_apu.json")))),
-        HostHealth(status="error", message="amd-smi metric: exited 1"),
-    ):
-        assert HostHealth.from_dict(json.loads(json.dumps(asdict(health)))) == health

@@ -17,7 +17,7 @@ from rocm_fleet.facts.survey import Survey
 from rocm_fleet.facts.system import NvidiaStack, nvidia_stack
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
-from rocm_fleet.model.conflicts import venv_torch
+from rocm_fleet.model.conflicts import VenvTorch, venv_torch
 from rocm_fleet.model.findings import findings
 from rocm_fleet.model.pci_ids import lookup
 from unit.surveys import FRESH, fresh_survey
@@ -221,9 +221,9 @@ def test_venv_torch_from_the_venvs_files(tmp_path):
         "venv": VenvDistributions().process(run_sh(VenvDistributions().command(venv))[1]),
         "torch_build": TorchBuildStrings().process(run_sh(TorchBuildStrings().command(venv))[1]),
     }
-    assert venv_torch(survey) == {"torch": "2.9.1+cu128", "hip": None, "cuda": "12.8",
-                                  "build": "cuda"}  # fmt: skip
-    assert venv_torch({"venv": None, "torch_build": None})["build"] is None
+    assert venv_torch(survey) == VenvTorch(torch="2.9.1+cu128", hip=None, cuda="12.8",
+                                           build="cuda")  # fmt: skip
+    assert venv_torch({"venv": None, "torch_build": None}).build is None
 
 
 @pytest.mark.parametrize(
@@ -236,7 +236,7 @@ def test_venv_torch_from_the_venvs_files(tmp_path):
     ],
 )
 def test_venv_torch_build(venv, strings, build):
-    assert venv_torch({"venv": venv, "torch_build": strings})["build"] == build
+    assert venv_torch({"venv": venv, "torch_build": strings}).build == build
 
 
 # --- findings ---------------------------------------------------------------------------------

@@ -2,9 +2,9 @@
 [--color WHEN] [-v] [-q] [-o FILE]``: a read-only drift report.
 
 The command: its options, and which screen shows the rows. What the audit knows about each
-host (planning the deploy read-only, the survey's cells, the drift by concern) is
-``cli.audit_rows``; the tables, JSON and progress are ``cli.audit_screens``; OpenMetrics /
-Prometheus text is ``cli.metrics``.
+host (planning the deploy read-only, the survey's cells, the drift by concern) is gathered
+by ``cli.audit_rows`` into the typed rows of ``cli.audit_cells``; the tables, JSON and
+progress are ``cli.audit_screens``; OpenMetrics / Prometheus text is ``cli.metrics``.
 
 Formats: a table as wide as the terminal (one line per host, the drift under it; ``--wide``
 every column side by side), JSON, and OpenMetrics / Prometheus text. Progress goes to

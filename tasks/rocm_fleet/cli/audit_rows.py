@@ -12,15 +12,11 @@ ROCm and torch, the GPUs, whether the GPU is driven and whether a reboot is pend
 preflight would refuse is reported with the same reason. Connections and planning run in
 parallel with pyinfra's own machinery.
 
-A row (JSON-ready, the screens in ``cli.audit_screens`` and ``cli.metrics`` read it):
-``host``, ``status`` (one of ``STATUSES``), ``error`` (the reason when not ok/drift),
-``drift`` (observed keys and ``"<concern id>: <operation>"``), ``cells`` (observed key ->
-cell), ``concerns`` (concern id -> cell with its ``name`` and ``operations``), and when
-known ``warnings``, ``details`` and ``verified_at``. A host that was surveyed also has
-``health`` (what amd-smi said: a ``model.health.HostHealth`` as a dict, its
-``HostHealth.from_dict`` reads it back; None when it couldn't be read) and ``outliers``
-(``model.outliers.Outlier`` as dicts with their ``sentence``: where it differs from the
-majority of an inventory group it is in).
+A row is a ``cli.audit_cells.AuditRow``, built here once; the screens in
+``cli.audit_screens`` and ``cli.metrics`` read it by attribute, and ``AuditRow.to_json`` is
+what ``--format json`` prints. A host that was surveyed also has its ``health`` (what
+amd-smi said; None when it couldn't be read) and its ``outliers`` (where it differs from
+the majority of an inventory group it is in).
 
 GPU health is read by the audit alone (a second round trip after the plan: amd-smi is slow
 and not what a deploy needs). An uncorrectable ECC error, a narrowed PCIe link or an XGMI
@@ -31,37 +27,34 @@ link down is drift of the ``health`` cell; so is being an outlier of a group (th
 from __future__ import annotations
 
 import re
-from dataclasses import asdict
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
+from rocm_fleet.cli.audit_cells import (
+    ApuTotals,
+    AuditRow,
+    Cell,
+    ConcernCell,
+    DriverCell,
+    GpusCell,
+    HealthCell,
+    KernelCell,
+    ObservedCells,
+    RebootCell,
+    RocmCell,
+    SecureBootCell,
+    Status,
+    TorchCell,
+)
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.outliers import HostVersions, Outlier, outliers, versions_from_survey
 
-#: every status a row can have, the good ones first
-STATUSES = ("ok", "drift", "refused", "unreachable", "failed", "invalid")
-
-# Columns of what the survey saw (key -> header), before the concerns' columns.
-OBSERVED = {
-    "distro": "DISTRO",
-    "kernel": "KERNEL",
-    "secure_boot": "SECURE BOOT / MOK",
-    "rocm": "ROCM",
-    "torch": "TORCH (hip)",
-    "gpus": "GPUS expected/found",
-    "driver": "DRIVER",
-    "reboot": "REBOOT PENDING",  # the Reboot concern's column is "REBOOT"
-    "health": "GPU HEALTH",
-    "outlier": "OUTLIER",
-}
 # The deploy every operation of rocm-fleet belongs to (rocm_fleet/deploy/node.py), left out of the
 # concern names.
 ROOT_DEPLOY = "rocm-fleet"
-
-
-def cell(text: str, drift: bool = False, **data: Any) -> dict[str, Any]:
-    return {"text": text, "drift": drift, **data}
 
 
 def concern_id(name: str) -> str:
@@ -71,19 +64,19 @@ def concern_id(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "other"
 
 
-def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell], list[str]]:
     """(concern id -> cell, the drift entries ``"<id>: <operation>"``) of a plan's drift."""
-    cells: dict[str, dict[str, Any]] = {}
+    cells: dict[str, ConcernCell] = {}
     drift: list[str] = []
     for name, operations in concerns.items():
         key = concern_id(name)
         text = "! " + "; ".join(operations) if operations else "ok"
-        cells[key] = cell(text, bool(operations), name=name, operations=operations)
+        cells[key] = ConcernCell(text, bool(operations), name=name, operations=tuple(operations))
         drift += [f"{key}: {operation}" for operation in operations]
     return cells, drift
 
 
-def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def observed_cells(config: Any, survey: dict[str, Any]) -> ObservedCells:
     """The cells of what the survey saw; only a GPU the kernel doesn't drive and a pending
     reboot count as drift (everything else an operation enforces is in the plan)."""
     from rocm_fleet.deploy.reboot import wanted_driver
@@ -94,42 +87,36 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     from rocm_fleet.model.paths import MOK_KEYS
     from rocm_fleet.model.versions import newer_kernels
 
-    cells: dict[str, dict[str, Any]] = {}
     distro = survey.get("distro") or {}
     name = f"{distro.get('id', '?')} {distro.get('point_release') or distro.get('version_id')}"
-    cells["distro"] = cell(name)
 
     running = survey.get("kernel") or "?"
     newer = newer_kernels(running, kernel_releases(survey.get("packages") or {}))
     text = running + (f" (newer installed: {newer[-1]})" if newer else "")
-    cells["kernel"] = cell(text, running=running, newer=newer[-1] if newer else None)
+    kernel = KernelCell(text, running=running, newer=newer[-1] if newer else None)
 
     sb = (survey.get("secure_boot") or {}).get("state", "unknown")
     states = [(survey.get(f"mok {cert}") or {}).get("state") for cert, _ in MOK_KEYS.values()]
     mok = next((s for s in states if s not in ("missing", "absent", None)), None)
     sb_text = {"absent": "unknown (no mokutil)"}.get(sb, sb) + (f", MOK {mok}" if mok else "")
-    cells["secure_boot"] = cell(sb_text, state=sb, mok=mok)
+    secure_boot = SecureBootCell(sb_text, state=sb, mok=mok)
 
     installed = survey.get("rocm_version")
-    cells["rocm"] = cell(installed or "none", installed=installed)
-
     torch = venv_torch(survey)
-    hip = f" (hip {torch['hip']})" if torch["hip"] else ""
-    cells["torch"] = cell(f"{torch['torch'] or 'none'}{hip}", **torch)
+    hip = f" (hip {torch.hip})" if torch.hip else ""
 
     found = gpus_found(survey)
     expected = _expected_text(config)
-    cells["gpus"] = cell(
+    gpus = GpusCell(
         f"{expected} / {describe_gpus(found)}",
         expected=expected,
         expected_count=config.expected_gpu_count,
-        found=[g["gfx"] for g in found],
-        # an APU's integrated GPU: amdgpu's memory totals (bytes), its VRAM being a carve-out
-        apus=[
-            {key: g[key] for key in ("gfx", "slot", "vram_total", "gtt_total")}
+        found=tuple(g["gfx"] for g in found),
+        apus=tuple(
+            ApuTotals(g["gfx"], g["slot"], g["vram_total"], g["gtt_total"])
             for g in found
             if g.get("apu")
-        ],
+        ),
     )
 
     amdgpu = survey.get("amdgpu") or {}
@@ -141,8 +128,8 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
         and bool(amd_pci(survey))
         and "amdgpu" not in bound
     )
-    cells["driver"] = cell(
-        driver + (" (GPU not bound to amdgpu)" if undriven else ""), undriven, bound=bound
+    driven = DriverCell(
+        driver + (" (GPU not bound to amdgpu)" if undriven else ""), undriven, bound=tuple(bound)
     )
 
     reboot = survey.get("reboot") or {}
@@ -160,13 +147,25 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     # upgrade's kernel); a host whose next kernel can't be told at all (a VM booted by its
     # hypervisor's kernel, no /boot: seen on a real Ubuntu cloud host) only says so, since
     # rocm-fleet refuses to reboot it and nothing on it can be repaired.
-    unsafe = bool(boot["refused"]) and (pending or boot["next"] is not None)
-    if boot["refused"]:
-        text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot["refused"])
-    cells["reboot"] = cell(
-        text, pending or unsafe, pending=pending, unsafe=unsafe, reasons=reasons, boot=boot
-    )
-    return cells
+    unsafe = bool(boot.refused) and (pending or boot.next is not None)
+    if boot.refused:
+        text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot.refused)
+    return ObservedCells(
+        distro=Cell(name),
+        kernel=kernel,
+        secure_boot=secure_boot,
+        rocm=RocmCell(installed or "none", installed=installed),
+        torch=TorchCell(
+            f"{torch.torch or 'none'}{hip}",
+            torch=torch.torch, hip=torch.hip, cuda=torch.cuda, build=torch.build,
+        ),
+        gpus=gpus,
+        driver=driven,
+        reboot=RebootCell(
+            text, pending or unsafe, pending=pending, unsafe=unsafe, reasons=tuple(reasons),
+            boot=boot,
+        ),
+    )  # fmt: skip
 
 
 def _expected_text(config: Any) -> str:
@@ -201,7 +200,7 @@ def gather(
     limits: list[str],
     override_data: dict[str, Any] | None = None,
     progress: Any = None,
-) -> list[dict[str, Any]]:
+) -> list[AuditRow]:
     """Connect to every (limited) host in parallel, plan the deploy for it, build its row;
     ``progress(row, done, total)`` is called as each host's row is ready."""
     from pyinfra.api.exceptions import ConnectError, PyinfraError
@@ -216,51 +215,48 @@ def gather(
     )
     versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
 
-    def audit(host) -> dict[str, Any]:
-        row: dict[str, Any] = {
-            "host": host.name, "error": None, "drift": [], "cells": {}, "concerns": {}
-        }  # fmt: skip
+    def audit(host) -> AuditRow:
         try:
             config = host_config(host)  # the mirror resolved too: a wrong one is invalid
         except ConfigError as exc:
-            return {**row, "status": "invalid", "error": str(exc)}
+            return AuditRow(host.name, "invalid", str(exc))
         try:
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:
-            error = str(exc.args[0] if exc.args else exc)
-            return {**row, "status": "unreachable", "error": error}
+            return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
         plan_deploy(state, host, rocm_node)
         if config.rocm_state == "absent":
             # A decommissioned host has no preflight: what the removal would still take
             # away is its whole drift, and a clean one is as the inventory says.
-            return _absent_row(row, plan_drift(state, host))
+            return _absent_row(host.name, plan_drift(state, host))
         found = outcome(state, host.name)
         if found is None or found.survey is None:
             reason = found.refused if found else "preflight did not run"
-            return {**row, "status": "failed", "error": reason}
-        cells = observed_cells(config, found.survey)
+            return AuditRow(host.name, "failed", reason)
         health = read_health(host)
-        cells["health"] = health_cell(health)
+        cells = replace(observed_cells(config, found.survey), health=health_cell(health))
         versions[host.name] = versions_from_survey(found.survey, health)
-        row = {**row, "health": asdict(health) if health else None, "outliers": []}
-        drift = [key for key, c in cells.items() if c["drift"]]
+        drift = [key for key, c in cells.items() if c.drift]
+        # A surveyed row has its health, and its outliers once every host is in (outliers=():
+        # none yet, flag_outliers fills them in).
         if found.refused:
             details = found.findings.details if found.findings else {}
-            return {**row, "status": "refused", "error": found.refused, "cells": cells,
-                    **({"details": details} if details else {})}  # fmt: skip
+            return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
+                            outliers=(), details=details)  # fmt: skip
         concerns, planned = concern_cells(plan_drift(state, host))
         drift += planned
-        status = "drift" if drift else "ok"
         # What preflight warns of (a plain-HTTP mirror, an unofficial distro): said, not drift.
         warnings = found.findings.warnings if found.findings else []
-        said = {"warnings": warnings} if warnings else {}
-        return {**row, "status": status, "drift": drift, "cells": cells,
-                "concerns": concerns, **said, **verified(found.survey)}  # fmt: skip
+        return AuditRow(
+            host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
+            concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
+            verified_at=verified(found.survey),
+        )  # fmt: skip
 
     done = []
 
-    def audit_and_report(host) -> dict[str, Any]:
-        row = {"host": host.name, "status": "failed"}  # until audit() returns
+    def audit_and_report(host) -> AuditRow:
+        row = AuditRow(host.name, "failed")  # until audit() returns
         try:
             row = audit(host)
             return row
@@ -272,11 +268,7 @@ def gather(
     rows = []
     for host, result in zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True):
         if isinstance(result, BaseException):
-            error = f"{type(result).__name__}: {result}"
-            rows.append(
-                {"host": host.name, "status": "failed", "error": error, "drift": [],
-                 "cells": {}, "concerns": {}}
-            )  # fmt: skip
+            rows.append(AuditRow(host.name, "failed", f"{type(result).__name__}: {result}"))
         else:
             rows.append(result)
     for host in hosts:
@@ -299,79 +291,84 @@ def read_health(host: Any) -> HostHealth | None:
     return answer.get("health") if answer else None
 
 
-def health_cell(health: HostHealth | None) -> dict[str, Any]:
+def health_cell(health: HostHealth | None) -> HealthCell:
     """The ``health`` cell: ``ok (N GPUs)``, what is wrong (drift), or why it is unknown."""
     if health is None:
-        return cell("unknown (the read failed)", status="unread", problems=[])
+        return HealthCell("unknown (the read failed)", status="unread")
     if health.status != "ok":
         why = {"no_tool": "no amd-smi", "unsupported": "only rocm-smi"}.get(
             health.status, health.message
         )
-        return cell(f"unknown ({why})", status=health.status, problems=[])
+        return HealthCell(f"unknown ({why})", status=health.status)
     problems = health.problems()
     if problems:
-        return cell("! " + "; ".join(problems), True, status="ok", problems=problems)
+        return HealthCell("! " + "; ".join(problems), True, status="ok", problems=tuple(problems))
     if not health.gpus:
-        return cell("no GPU reported", status="ok", problems=[])
+        return HealthCell("no GPU reported", status="ok")
     warnings = [w for gpu in health.gpus for w in gpu.warnings()]
     count = len(health.gpus)
     text = f"ok ({count} GPU{'s' if count != 1 else ''})" + (
         f", {len(warnings)} with correctable ECC errors" if warnings else ""
     )
-    return cell(text, status="ok", problems=[], warnings=warnings)
+    return HealthCell(text, status="ok", warnings=tuple(warnings))
 
 
-def flag_outliers(rows: list[dict[str, Any]], found: list[Outlier]) -> list[dict[str, Any]]:
+def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
     """Each surveyed row with its ``outliers`` and ``outlier`` cell; a host that is one
     drifts (an ``ok`` row becomes ``drift``)."""
     by_host: dict[str, list[Outlier]] = {}
     for outlier in found:
         by_host.setdefault(outlier.host, []).append(outlier)
-    for row in rows:
-        if "outliers" not in row:
-            continue  # not surveyed: nothing to compare
-        mine = by_host.get(row["host"], [])
-        row["outliers"] = [{**asdict(o), "sentence": o.sentence()} for o in mine]
-        if not mine:
-            row["cells"]["outlier"] = cell("no")
-            continue
-        said = [
-            f"{o.property} {o.value} ({o.hosts_with_majority} of {o.hosts_reporting} in "
-            f"group {o.group} have {o.majority})"
-            for o in mine
-        ]
-        row["cells"]["outlier"] = cell("! " + "; ".join(said), True)
-        if row["status"] in ("ok", "drift"):
-            row["drift"] = [*row["drift"], *(f"outlier: {o.property}" for o in mine)]
-            row["status"] = "drift"
-    return rows
+    return [_with_outliers(row, by_host.get(row.host, [])) if row.surveyed else row
+            for row in rows]  # fmt: skip
 
 
-def _absent_row(row: dict[str, Any], concerns: dict[str, list[str]]) -> dict[str, Any]:
+def _with_outliers(row: AuditRow, mine: list[Outlier]) -> AuditRow:
+    if not mine:
+        return replace(row, outliers=(), cells=replace(row.cells, outlier=Cell("no")))
+    said = [
+        f"{o.property} {o.value} ({o.hosts_with_majority} of {o.hosts_reporting} in "
+        f"group {o.group} have {o.majority})"
+        for o in mine
+    ]
+    row = replace(
+        row,
+        outliers=tuple(mine),
+        cells=replace(row.cells, outlier=Cell("! " + "; ".join(said), True)),
+    )
+    if row.status not in ("ok", "drift"):
+        return row
+    return replace(
+        row, status="drift", drift=(*row.drift, *(f"outlier: {o.property}" for o in mine))
+    )
+
+
+def _absent_row(host: str, concerns: dict[str, list[str]]) -> AuditRow:
     """The row of a host whose inventory says ``rocm_state: absent``."""
     cells, drift = concern_cells(concerns)
-    status = "drift" if drift else "ok"
-    return {**row, "status": status, "drift": drift,
-            "cells": {"rocm": cell("absent (rocm_state)")}, "concerns": cells}  # fmt: skip
+    return AuditRow(
+        host, "drift" if drift else "ok", drift=tuple(drift),
+        cells=ObservedCells(rocm=Cell("absent (rocm_state)")), concerns=cells,
+    )  # fmt: skip
 
 
-def verified(survey: dict[str, Any]) -> dict[str, Any]:
+def verified(survey: dict[str, Any]) -> float | None:
     """When the deploy's GPU check last passed on the host in this boot (the record it
-    keeps, read while planning the Verify concern), as ``verified_at`` (seconds)."""
+    keeps, read while planning the Verify concern), in seconds; None when it hasn't."""
     from rocm_fleet.model.paths import VERIFIED
 
     record = survey.get(f"file {VERIFIED}")  # surveyed: operations.gpu declares the read
-    return {"verified_at": record["mtime"]} if record else {}
+    return record["mtime"] if record else None
 
 
 #: each host status's exit status (``cli.exits``: a bad setting is bad input, a host that
 #: did not answer could not be checked)
-EXITS = {
+EXITS: dict[Status, Exit] = {
     "ok": Exit.OK, "drift": Exit.FINDINGS, "refused": Exit.FINDINGS,
     "unreachable": Exit.NOT_CHECKED, "failed": Exit.NOT_CHECKED, "invalid": Exit.USAGE,
 }  # fmt: skip
 
 
-def exit_status(rows: list[dict[str, Any]]) -> int:
+def exit_status(rows: Iterable[AuditRow]) -> int:
     """The worst of the hosts' statuses, in the order of ``cli.exits``."""
-    return worst(EXITS[r["status"]] for r in rows)
+    return worst(EXITS[r.status] for r in rows)

@@ -25,7 +25,7 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
-from rocm_fleet.cli.audit_rows import OBSERVED
+from rocm_fleet.cli.audit_cells import OBSERVED, AuditRow, Cell, ObservedCells
 
 #: the width of output that goes to no terminal (a file, a pipe, a mail from cron)
 FALLBACK_WIDTH = 100
@@ -113,39 +113,36 @@ class Column:
     header: str
 
 
-def columns(rows: list[dict[str, Any]]) -> list[Column]:
+def _concern_names(rows: list[AuditRow]) -> dict[str, str]:
+    """Every concern any host's plan has, in plan order: id -> name."""
+    names: dict[str, str] = {}
+    for row in rows:
+        for key, found in row.concerns.items():
+            names.setdefault(key, found.name)
+    return names
+
+
+def columns(rows: list[AuditRow]) -> list[Column]:
     """The observed columns, then every concern any host's plan has, in plan order."""
     shown = [Column("observed", key, header) for key, header in OBSERVED.items()]
-    concerns: dict[str, str] = {}
-    for row in rows:
-        for key, found in (row.get("concerns") or {}).items():
-            concerns.setdefault(key, found.get("name", key))
+    concerns = _concern_names(rows)
     return shown + [Column("concern", key, name.upper()) for key, name in concerns.items()]
 
 
-def column_ids(rows: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+def column_ids(rows: list[AuditRow]) -> dict[str, dict[str, str]]:
     """The JSON's ``columns``: observed key -> header, concern id -> its name."""
-    found: dict[str, dict[str, str]] = {"observed": {}, "concerns": {}}
-    for column in columns(rows):
-        if column.kind == "observed":
-            found["observed"][column.key] = column.header
-        else:
-            name = next(
-                r["concerns"][column.key]["name"] for r in rows
-                if column.key in (r.get("concerns") or {})
-            )  # fmt: skip
-            found["concerns"][column.key] = name
-    return found
+    return {"observed": dict(OBSERVED), "concerns": _concern_names(rows)}
 
 
-def _cell(row: dict[str, Any], column: Column) -> dict[str, Any] | None:
-    section = row.get("cells" if column.kind == "observed" else "concerns") or {}
-    return section.get(column.key)
+def _cell(row: AuditRow, column: Column) -> Cell | None:
+    if column.kind == "observed":
+        return row.cells.get(column.key)
+    return row.concerns.get(column.key)
 
 
-def summary_line(rows: list[dict[str, Any]]) -> str:
+def summary_line(rows: list[AuditRow]) -> str:
     """``N hosts: ... as the inventory says, ... drifted, ...`` (``1 host``)."""
-    counts = {s: sum(r["status"] == s for r in rows) for s in ("ok", "drift", "refused")}
+    counts = {s: sum(r.status == s for r in rows) for s in ("ok", "drift", "refused")}
     bad = len(rows) - sum(counts.values())
     hosts = "1 host" if len(rows) == 1 else f"{len(rows)} hosts"
     return (
@@ -154,15 +151,16 @@ def summary_line(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def render_json(rows: list[dict[str, Any]], status: int) -> str:
-    payload = {"exit_status": status, "columns": column_ids(rows), "hosts": rows}
+def render_json(rows: list[AuditRow], status: int) -> str:
+    hosts = [row.to_json() for row in rows]
+    payload = {"exit_status": status, "columns": column_ids(rows), "hosts": hosts}
     return json.dumps(payload, indent=2) + "\n"
 
 
 # --- the wide table ---------------------------------------------------------------------------
 
 
-def render_table(rows: list[dict[str, Any]], colour: bool = False) -> str:
+def render_table(rows: list[AuditRow], colour: bool = False) -> str:
     """Every column side by side, as wide as it takes: one line per host with data (drifted
     cells start with ``!``, red with ``colour``), then one line per host without (its status
     and why), then the summary."""
@@ -170,19 +168,19 @@ def render_table(rows: list[dict[str, Any]], colour: bool = False) -> str:
     table = _grid(["HOST", *(column.header for column in shown)])
     without = []
     for row in rows:
-        if row["status"] not in ("drift", "ok"):
+        if row.status not in ("drift", "ok"):
             without.append(row)
             continue
-        line = [Text(row["host"], style=_style(row["status"] != "ok"))]
+        line = [Text(row.host, style=_style(row.status != "ok"))]
         for column in shown:
-            found = _cell(row, column) or {"text": "-", "drift": False}
-            text = found["text"].removeprefix("! ")
-            line.append(Text(f"! {text}" if found["drift"] else text, _style(found["drift"])))
+            found = _cell(row, column) or Cell("-")
+            text = found.text.removeprefix("! ")
+            line.append(Text(f"! {text}" if found.drift else text, _style(found.drift)))
         table.add_row(*line)
     reasons = Table.grid(padding=(0, 2))  # the hosts without data: why, after the table
     for row in without:
-        reason = f"! {row['status'].upper()}: {row['error']}"
-        reasons.add_row(Text(row["host"], DRIFT_STYLE), Text(reason, DRIFT_STYLE))
+        reason = f"! {row.status.upper()}: {row.error}"
+        reasons.add_row(Text(row.host, DRIFT_STYLE), Text(reason, DRIFT_STYLE))
     console = _console(Screen(width=max(_measure(table), _measure(reasons)), colour=colour))
     console.print(table)
     if without:
@@ -202,60 +200,58 @@ def _measure(table: Table) -> int:
 SUMMARY = ("HOST", "STATUS", "DISTRO", "ROCM", "TORCH", "GPUS exp/found", "HEALTH")
 
 
-def _health_summary(cells: dict[str, Any]) -> str:
+def _health_summary(cells: ObservedCells) -> str:
     """``ok``, ``! N problems`` (the lines under the host say which), ``unknown``, ``-``."""
-    health = cells.get("health")
+    health = cells.health
     if health is None:
         return "-"
-    problems = health.get("problems") or []
-    if problems:
-        return f"! {len(problems)} problem{'s' if len(problems) != 1 else ''}"
-    return "ok" if health.get("status") == "ok" else "unknown"
+    if health.problems:
+        count = len(health.problems)
+        return f"! {count} problem{'s' if count != 1 else ''}"
+    return "ok" if health.status == "ok" else "unknown"
 
 
-def _summary_values(row: dict[str, Any]) -> list[str]:
-    cells = row["cells"]
-    if not cells or "gpus" not in cells:
-        return [row["host"], row["status"], "-", "-", "-", "-", "-"]
-    gpus = cells["gpus"]
-    want = gpus.get("expected_count")
-    found = gpus.get("found") or []
+def _summary_values(row: AuditRow) -> list[str]:
+    cells = row.cells
+    if cells.gpus is None:
+        return [row.host, row.status, "-", "-", "-", "-", "-"]
+    want = cells.gpus.expected_count
+    found = cells.gpus.found
     have = f"{'>=1' if want is None else want}/{len(found)}"
     return [
-        row["host"],
-        row["status"],
-        cells["distro"]["text"],
-        cells["rocm"].get("installed") or "none",
-        cells["torch"].get("torch") or "none",
+        row.host,
+        row.status,
+        cells.distro.text if cells.distro else "-",
+        cells.rocm_release or "none",
+        (cells.torch.torch if cells.torch else None) or "none",
         " ".join([have, *sorted(set(found))]),
         _health_summary(cells),
     ]
 
 
-def _details(row: dict[str, Any], verbose: bool) -> list[tuple[str, bool]]:
+def _details(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
     """The lines under a host: its drift (every cell with ``verbose``), or why it has no
     data; (text, drifted)."""
     details: list[tuple[str, bool]] = []
-    if row["status"] in ("drift", "ok"):
+    if row.status in ("drift", "ok"):
         for column in columns([row]):
             found = _cell(row, column)
-            if found and (found["drift"] or verbose):
-                details.append((f"{column.header}: {found['text'].removeprefix('! ')}",
-                                found["drift"]))  # fmt: skip
+            if found and (found.drift or verbose):
+                details.append((f"{column.header}: {found.text.removeprefix('! ')}",
+                                found.drift))  # fmt: skip
         if verbose:  # preflight's warnings (a plain-HTTP mirror, an unofficial distro)
-            details += [(f"warning: {w}", False) for w in row.get("warnings", [])]
-    elif row["status"] == "refused":
-        details.append((f"refused: {row['error']}", True))
+            details += [(f"warning: {w}", False) for w in row.warnings]
+    elif row.status == "refused":
+        details.append((f"refused: {row.error}", True))
         if verbose:
-            details += [(f"{OBSERVED.get(k, k)}: {c['text']}", c["drift"])
-                        for k, c in row["cells"].items()]  # fmt: skip
+            details += [(f"{OBSERVED[k]}: {c.text}", c.drift) for k, c in row.cells.items()]
     else:
-        details.append((f"{row['status']}: {row['error']}", True))
+        details.append((f"{row.status}: {row.error}", True))
     return details
 
 
 def render_summary(
-    rows: list[dict[str, Any]],
+    rows: list[AuditRow],
     colour: bool = False,
     verbose: bool = False,
     width: int = FALLBACK_WIDTH,
@@ -266,12 +262,12 @@ def render_summary(
     ``verbose``). Drifted lines start with ``!`` (and are red with ``colour``)."""
     console = _console(Screen(width, colour))
     table = _grid(list(SUMMARY))
-    hosts = max([len(SUMMARY[0])] + [len(row["host"]) for row in rows])
+    hosts = max([len(SUMMARY[0])] + [len(row.host) for row in rows])
     # The whole name, not "…": the other columns give way first.
     table.columns[0].min_width = hosts if hosts + 12 <= width else max(8, width - 12)
     for row in rows:
         values = _summary_values(row)
-        bad = row["status"] not in ("ok", "drift")
+        bad = row.status not in ("ok", "drift")
         sick = values[6].startswith("!")
         table.add_row(Text(values[0]), Text(values[1], _style(bad)), *values[2:6],
                       Text(values[6], _style(sick)))  # fmt: skip
@@ -306,8 +302,8 @@ class Progress:
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
         self.status: Any = None
 
-    def __call__(self, row: dict[str, Any], done: int, total: int) -> None:
-        text = f"audit [{done}/{total}] {row['host']}: {row['status']}"
+    def __call__(self, row: AuditRow, done: int, total: int) -> None:
+        text = f"audit [{done}/{total}] {row.host}: {row.status}"
         if not self.live:
             self.stream.write(text + "\n")
             self.stream.flush()

@@ -52,9 +52,8 @@ import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from rocm_fleet.cli.audit_rows import STATUSES
+from rocm_fleet.cli.audit_cells import STATUSES, AuditRow
 from rocm_fleet.model.health import HEALTH_FAMILIES, HostHealth, health_families
 
 #: the output formats: OpenMetrics 1.0, and Prometheus text 0.0.4 (node_exporter's textfile)
@@ -90,7 +89,7 @@ def _family(
     return lines
 
 
-def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, list[Sample], str]]:
+def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Sample], str]]:
     """(name, help, samples, unit) per family, from the audit's rows."""
     status: list[Sample] = []
     info: list[Sample] = []
@@ -105,39 +104,38 @@ def families(rows: list[dict[str, Any]], now: float) -> list[tuple[str, str, lis
     outlier: list[Sample] = []
     health: list[tuple[str, HostHealth]] = []
     for row in rows:
-        host = {"host": row["host"]}
-        if row.get("health"):
-            health.append((row["host"], HostHealth.from_dict(row["health"])))
+        host = {"host": row.host}
+        if row.health:
+            health.append((row.host, row.health))
         outlier += [
-            ({**host, "group": o["group"], "field": o["property"]}, 1.0)
-            for o in row.get("outliers") or []
+            ({**host, "group": o.group, "field": o.property}, 1.0) for o in row.outliers or ()
         ]
-        status += [({**host, "status": s}, float(row["status"] == s)) for s in STATUSES]
-        cells = row.get("cells") or {}
+        status += [({**host, "status": s}, float(row.status == s)) for s in STATUSES]
+        cells = row.cells
         if not cells:
             continue  # unreachable, failed, invalid: the status says all that is known
-        distro, rocm, torch = (cells.get(k) or {} for k in ("distro", "rocm", "torch"))
+        torch = cells.torch
         labels = {
-            "distro": distro.get("text", ""),
-            "rocm_release": rocm.get("installed") or "",
-            "torch": torch.get("torch") or "",
-            "hip": torch.get("hip") or "",
+            "distro": cells.distro.text if cells.distro else "",
+            "rocm_release": cells.rocm_release or "",
+            "torch": (torch.torch if torch else None) or "",
+            "hip": (torch.hip if torch else None) or "",
         }
         info.append(({**host, **labels}, 1.0))
-        gpus = cells.get("gpus") or {}
-        if gpus.get("expected_count") is not None:
-            expected.append((host, float(gpus["expected_count"])))
-        found.append((host, float(len(gpus.get("found") or []))))
-        if row["status"] in ("ok", "drift"):
-            flags = {key: c.get("drift", False) for key, c in row["concerns"].items()}
+        gpus = cells.gpus
+        if gpus is not None and gpus.expected_count is not None:
+            expected.append((host, float(gpus.expected_count)))
+        found.append((host, float(len(gpus.found) if gpus else 0)))
+        if row.status in ("ok", "drift"):
+            flags = {key: c.drift for key, c in row.concerns.items()}
             drifted.append((host, float(sum(flags.values()))))
             concern += [({**host, "concern": key}, float(flag)) for key, flag in flags.items()]
-        reboot.append((host, float(bool((cells.get("reboot") or {}).get("pending")))))
-        unsafe.append((host, float(bool((cells.get("reboot") or {}).get("unsafe")))))
-        if "driver" in cells:
-            undriven.append((host, float(bool(cells["driver"].get("drift")))))
-        if row.get("verified_at"):
-            verified.append((host, float(row["verified_at"])))
+        reboot.append((host, float(bool(cells.reboot and cells.reboot.pending))))
+        unsafe.append((host, float(bool(cells.reboot and cells.reboot.unsafe))))
+        if cells.driver is not None:
+            undriven.append((host, float(cells.driver.drift)))
+        if row.verified_at:
+            verified.append((host, float(row.verified_at)))
     gpus = {name: samples for name, _, samples, _ in health_families(health)}
     return [
         *audit_families(now, now),
@@ -181,7 +179,7 @@ def audit_families(
     ]  # fmt: skip
 
 
-def render(rows: list[dict[str, Any]], fmt: str = "openmetrics", now: float | None = None) -> str:
+def render(rows: list[AuditRow], fmt: str = "openmetrics", now: float | None = None) -> str:
     """The audit's rows in ``fmt`` (one of FORMATS), ending with a newline."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")

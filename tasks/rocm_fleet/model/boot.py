@@ -256,20 +256,28 @@ def kernels_readiness(
     return [readiness(state, k.release, driver, secure_boot, mok) for k in ordered]
 
 
-def survey_boot(survey: dict[str, Any], driver: str | None, cert: str | None) -> dict[str, Any]:
-    """The audit's view of a surveyed host (the survey's ``boot``, ``secure_boot`` and
-    ``mok <cert>`` answers): the next boot, why a reboot would be refused, and every
-    installed kernel with what keeps the driver from it."""
+@dataclass(frozen=True)
+class BootOutlook:
+    """The audit's view of a surveyed host's next boot: the kernel it boots next (None:
+    can't tell) and how that was decided, why a reboot would be refused (empty: it can
+    reboot), and every installed kernel, newest first, with what keeps the driver from it."""
+
+    next: str | None
+    how: str
+    refused: tuple[str, ...]
+    kernels: tuple[Readiness, ...]
+
+
+def survey_boot(survey: dict[str, Any], driver: str | None, cert: str | None) -> BootOutlook:
+    """The next boot of a surveyed host (the survey's ``boot``, ``secure_boot`` and
+    ``mok <cert>`` answers), as the audit shows it."""
     state = boot_state_from_dict(survey.get("boot") or {})
     secure = (survey.get("secure_boot") or {}).get("state") == "enabled"
     mok = (survey.get(f"mok {cert}") or {}).get("state") if secure and cert else None
     boot = next_boot(state)
-    return {
-        "next": boot.kernel,
-        "how": boot.how,
-        "refused": reboot_refusal(state, driver, secure, mok),
-        "kernels": [
-            {"kernel": r.kernel, "ready": r.ready, "problems": list(r.problems)}
-            for r in kernels_readiness(state, driver, secure, mok)
-        ],
-    }
+    return BootOutlook(
+        next=boot.kernel,
+        how=boot.how,
+        refused=tuple(reboot_refusal(state, driver, secure, mok)),
+        kernels=tuple(kernels_readiness(state, driver, secure, mok)),
+    )

@@ -9,7 +9,8 @@ along (``removal_effect``). The survey reads these names (``engine.survey``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.found import LISTED, Found, listed
@@ -92,10 +93,10 @@ def conflicts(config: Config, survey: dict) -> Found:
             f"deploy writes {config.repository.source} for ROCm {config.release.version})"
         )
     torch = venv_torch(survey)
-    build = torch["build"]
+    build = torch.build
     if config.torch is not None and build in ("cuda", "cpu"):
         message = (
-            f"{config.pytorch_venv} holds a {build.upper()} torch ({torch['torch']}): remove the "
+            f"{config.pytorch_venv} holds a {build.upper()} torch ({torch.torch}): remove the "
             "venv (or set pytorch_venv to a new path) so the ROCm build goes into a clean one"
         )
         if migrate:
@@ -238,18 +239,27 @@ def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
     return f"{command} says it removes nothing else"
 
 
-def venv_torch(survey: dict) -> dict[str, Any]:
-    """The venv's torch as the survey saw it: {"torch": version or None, "hip", "cuda",
-    "build": "rocm" | "cuda" | "cpu" | None (no torch)}."""
+@dataclass(frozen=True)
+class VenvTorch:
+    """The venv's torch as the survey saw it."""
+
+    torch: str | None  #: its version; None: no torch
+    hip: str | None  #: ``torch.version.hip``
+    cuda: str | None  #: ``torch.version.cuda``
+    build: Literal["rocm", "cuda", "cpu"] | None  #: None: no torch
+
+
+def venv_torch(survey: dict) -> VenvTorch:
+    """The venv's torch as the survey saw it, and which build it is."""
     version = (survey.get("venv") or {}).get("torch")
     strings = survey.get("torch_build") or {}
     hip, cuda = strings.get("hip"), strings.get("cuda")
     if not version:
-        build = None
+        build: Literal["rocm", "cuda", "cpu"] | None = None
     elif hip or "+rocm" in version:
         build = "rocm"
     elif cuda or "+cu" in version:
         build = "cuda"
     else:
         build = "cpu"
-    return {"torch": version, "hip": hip, "cuda": cuda, "build": build}
+    return VenvTorch(version, hip, cuda, build)

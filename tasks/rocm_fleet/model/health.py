@@ -312,22 +312,6 @@ class HostHealth:
     def problems(self) -> list[str]:
         return [problem for gpu in self.gpus for problem in gpu.problems()]
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> HostHealth:
-        """The reading back from its ``dataclasses.asdict`` form (the audit's JSON rows)."""
-        gpus = tuple(
-            GpuHealth(
-                gpu=gpu["gpu"],
-                bdf=gpu.get("bdf"),
-                ecc=Ecc(**gpu.get("ecc") or {}),
-                pcie=PcieLink(**gpu.get("pcie") or {}),
-                xgmi=None if gpu.get("xgmi") is None else tuple(gpu["xgmi"]),
-                firmware=gpu.get("firmware"),
-            )
-            for gpu in data.get("gpus") or ()
-        )
-        return cls(data["status"], data.get("tool"), data.get("message", ""), gpus)
-
 
 def health_families(
     hosts: list[tuple[str, HostHealth]],
