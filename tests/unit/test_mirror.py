@@ -116,7 +116,7 @@ def test_the_fleet_decides_each_host_once_and_the_mirror_serves_what_its_hosts_n
 def test_one_fleet_per_pyinfra_inventory_read_through_pyinfras_merge_of_group_data():
     from pyinfra.api import Inventory
 
-    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.engine.inventory_fleet import fleet_of
 
     hosts = [("node", {"rocm_mirror": "mirror1"}), ("mirror1", {"ssh_hostname": "10.0.0.5"})]
     inventory = Inventory((hosts, {"rocm_version": "6.4.3", "rocm_mirror_port": 3142}))

@@ -43,7 +43,7 @@ from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.engine.fleet import fleet_of
+from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.model import paths

@@ -8,7 +8,7 @@ mirror (``upstreams``) all ask the same ``Fleet``, so a host's ``Config``, its m
 its needs are decided in one place and agree everywhere. Bad data is a ``ConfigError``
 naming the host, the key, the value and what would be valid, every time it is asked for.
 
-No pyinfra here: ``rocm_fleet.engine.fleet`` keeps one ``Fleet`` per pyinfra inventory.
+No pyinfra here: ``rocm_fleet.engine.inventory_fleet`` keeps one ``Fleet`` per pyinfra inventory.
 """
 
 from __future__ import annotations
