@@ -34,7 +34,7 @@ from rocm_fleet.offline.aptrepo import (
     signed_text,
 )
 from rocm_fleet.offline.bundle import Plan, make_bundle
-from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
+from rocm_fleet.offline.download import DownloadError, DownloadProgress, Fetcher
 from rocm_fleet.offline.manifest import BundleError, incomplete, locked_requirements, missing
 from rocm_fleet.offline.wheels import (
     Link,
@@ -414,7 +414,7 @@ def test_resolution_backtracks_from_a_newest_version_that_conflicts():
 # --- downloads ---------------------------------------------------------------------------------
 
 
-class Quiet(Progress):
+class Quiet(DownloadProgress):
     def __init__(self):
         import io
 

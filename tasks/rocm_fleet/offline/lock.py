@@ -68,8 +68,8 @@ from pathlib import Path
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.offline.download import (
     DownloadError,
+    DownloadProgress,
     Fetcher,
-    Progress,
     Unreachable,
     shorten,
 )
@@ -347,7 +347,9 @@ class Locks:
         self.key = key or default_key()
         # Quiet: a lock is a few pages (and, without PEP 658 metadata, wheels); one note says
         # it was made.
-        self._fetcher = fetcher or (lambda: Fetcher(retries=2, progress=Progress(io.StringIO())))
+        self._fetcher = fetcher or (
+            lambda: Fetcher(retries=2, progress=DownloadProgress(io.StringIO()))
+        )
         self._note = note or (lambda text: None)
         self._made: dict[LockRequest, list[str] | LockError] = {}
         self._mutex = threading.Lock()
