@@ -6,7 +6,8 @@ The package is in layers; each imports only the layers listed before it (a unit 
 ``model``
     the data and the rules, no pyinfra: every inventory key (``settings``), a host's
     validated configuration (``config``), the cited release matrix (``matrix``), version
-    rules (``versions``), host paths (``paths``), PCI IDs (``pci_ids``), the decisions made
+    rules (``versions``), a venv's distributions against a wheel set's pins
+    (``venv_pins``), host paths (``paths``), PCI IDs (``pci_ids``), the decisions made
     once per host (``decisions``: its mirror, its torch), what a host fetches
     from upstream (``sources``), preflight's rules (``findings``), NVIDIA's stack by name
     (``nvidia``), and every host of an inventory, validated once with its mirror resolved

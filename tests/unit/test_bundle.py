@@ -735,7 +735,9 @@ def test_a_core_sdk_bundle_holds_its_repository_key_closure_and_pip_runtime(
         "version": "80.9.0", "path": wheel_set["pins"]["setuptools"]["path"],
         "why": ["builds rocm"], "build": True, "runtime": False,
     }  # fmt: skip
-    lines = locked_requirements(str(out), wheels)
+    lines = locked_requirements(
+        str(out), wheels.index_url, wheels.runtime.python, wheels.requirements()
+    )
     assert lines[-1] == "--no-binary=rocm"
     backend = manifest["files"][wheel_set["pins"]["setuptools"]["path"]]["sha256"]
     assert [line for line in lines if line.endswith("# build requirement")] == [

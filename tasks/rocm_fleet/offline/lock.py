@@ -121,7 +121,13 @@ class LockRequest:
     glibc: str
 
     @classmethod
-    def of(cls, index_url: str, requirements: list[str], runtime: HostRuntime) -> LockRequest:
+    def of(
+        cls, index_url: str, requirements: list[str], runtime: HostRuntime | None
+    ) -> LockRequest:
+        """The request for a host's wheel set; LockError when its Python isn't known (no
+        lock without the tags and markers pip will resolve with)."""
+        if runtime is None:
+            raise LockError(f"can't lock the wheels of {index_url}: unknown host Python")
         return cls(index_url, tuple(sorted(set(requirements))), runtime.python, runtime.glibc)
 
     def inputs(self) -> dict[str, object]:
