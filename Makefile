@@ -47,7 +47,7 @@ unit: venv
 # The unit suite against the newest pyinfra 3.x the index serves (pyproject.toml allows any
 # 3.x from the tested minor up), in a throwaway venv; CI runs it after `make test` (.ci/run).
 # The next pyinfra minor's breakage shows here before users see it: on an untested minor the
-# planning speedups step aside (engine/planning.py) and their tests compare them with
+# planning speedups step aside (engine/speedups.py) and their tests compare them with
 # pyinfra's functions all the same; tests/unit/test_pyinfra_internals.py says which of the
 # internals engine/ reads (engine/version.py) moved.
 NEXT_VENV := .venv-pyinfra-next

@@ -1,4 +1,4 @@
-"""What rocm-fleet's planning speedups (rocm_fleet.engine.planning) and the patch proposed to
+"""What rocm-fleet's planning speedups (rocm_fleet.engine.speedups) and the patch proposed to
 pyinfra for them (docs/pyinfra-3.10-planning.patch) gain, as ratios to pyinfra's own functions
 measured in the same invocation (the numbers in docs/pyinfra-proposals.md).
 
@@ -46,8 +46,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 import pyinfra  # noqa: E402
 from pyinfra.api import Config, Inventory, State  # noqa: E402
 
-from rocm_fleet.engine import planning  # noqa: E402
-from rocm_fleet.engine.planning import OPT_OUT  # noqa: E402
+from rocm_fleet.engine import speedups  # noqa: E402
+from rocm_fleet.engine.speedups import OPT_OUT  # noqa: E402
 
 util = importlib.import_module("pyinfra.api.util")
 arguments = importlib.import_module("pyinfra.api.arguments")
@@ -88,17 +88,17 @@ def patched_functions() -> dict:
 def patched_pyinfra(functions: dict):
     """pyinfra planning with the patched functions, where its modules hold them by name."""
     for name, function in functions.items():
-        for module in planning._HELD_IN[name]:
-            setattr(planning._original(module), name, function)
+        for module in speedups._HELD_IN[name]:
+            setattr(speedups._original(module), name, function)
     if "get_operation_order_from_stack" in functions:  # util's own, as the patch changes it
         util.get_operation_order_from_stack = functions["get_operation_order_from_stack"]
     try:
         yield
     finally:
         for name in functions:
-            for module in planning._HELD_IN[name]:
-                setattr(planning._original(module), name, planning._original(name))
-        util.get_operation_order_from_stack = planning._original("get_operation_order_from_stack")
+            for module in speedups._HELD_IN[name]:
+                setattr(speedups._original(module), name, speedups._original(name))
+        util.get_operation_order_from_stack = speedups._original("get_operation_order_from_stack")
 
 
 def timed(function, repeats: int) -> float:
@@ -141,17 +141,17 @@ def order_calls(calls: int, patched: dict):
     return (
         run(util.get_operation_order_from_stack),
         run(patched["get_operation_order_from_stack"]),
-        run(planning.get_operation_order_from_stack),
+        run(speedups.get_operation_order_from_stack),
     )
 
 
 def argument_calls(calls: int, patched: dict):
-    theirs = planning._original("all_global_arguments")
+    theirs = speedups._original("all_global_arguments")
 
     def run(function):
         return lambda: [function() for _ in range(calls)]
 
-    return run(theirs), run(patched["all_global_arguments"]), run(planning.all_global_arguments)
+    return run(theirs), run(patched["all_global_arguments"]), run(speedups.all_global_arguments)
 
 
 def pop_calls(calls: int, patched: dict):
@@ -162,26 +162,26 @@ def pop_calls(calls: int, patched: dict):
     )
     state = State(inventory, Config())
     host = inventory.get_host("h1")
-    theirs = planning._original("pop_global_arguments")
+    theirs = speedups._original("pop_global_arguments")
 
     def run(function):
         def calls_inside_speedups():
             # Both with the global arguments' types computed once (as inside rocm_node), so
             # this measures reading the host's data once alone.
-            with planning.speedups():
+            with speedups.speedups():
                 return [function(state, host, {"name": "x", "_retries": 1}) for _ in range(calls)]
 
         return calls_inside_speedups
 
-    return run(theirs), run(patched["pop_global_arguments"]), run(planning.pop_global_arguments)
+    return run(theirs), run(patched["pop_global_arguments"]), run(speedups.pop_global_arguments)
 
 
 def plan_once(data, survey, speedups: bool, hosts: int) -> list:
     """Plan deploy.py for ``hosts`` converged hosts as pyinfra's CLI plans (CLI mode, the
-    deploy file run for each host on pyinfra's greenlet pool: ``engine.plan``, as the audit
+    deploy file run for each host on pyinfra's greenlet pool: ``engine.host_plans``, as the audit
     plans); the operations planned for a host (names, in plan order)."""
     from rocm_fleet.deploy.node import rocm_node  # noqa: F401  (imported before timing)
-    from rocm_fleet.engine.plan import planned_operations
+    from rocm_fleet.engine.host_plans import planned_operations
     from unit.surveys import plan_fleet
 
     os.environ[OPT_OUT] = "1" if speedups else "0"
@@ -200,7 +200,7 @@ def main() -> int:
     args = parser.parse_args()
     from unit.surveys import converged_survey
 
-    print(f"pyinfra {planning.pyinfra_version()}, Python {sys.version.split()[0]}")
+    print(f"pyinfra {speedups.pyinfra_version()}, Python {sys.version.split()[0]}")
     patched = patched_functions()
     rows = []
     calls = 200

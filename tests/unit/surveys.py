@@ -427,10 +427,10 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
 
 def plan_fleet(hosts: dict[str, tuple[dict, dict]]) -> State:
     """deploy.py planned for several hosts in one state as pyinfra's CLI and the audit plan
-    them (CLI mode, each host on pyinfra's greenlet pool: ``engine.plan``), each host
+    them (CLI mode, each host on pyinfra's greenlet pool: ``engine.host_plans``), each host
     answering its facts from its own survey: ``{name: (data, survey)}``. Asserts no host's
     planning raised; the state holds every host's operations."""
-    from rocm_fleet.engine.plan import plan_deploy, plan_in_parallel
+    from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel
 
     inventory = Inventory(([(name, dict(data)) for name, (data, _) in hosts.items()], {}))
     state = State(inventory, Config())

@@ -226,7 +226,7 @@ def test_a_bundle_resolves_amds_index_with_the_device_extras(tmp_path):
     }  # fmt: skip
     assert wheel_set["pins"]["rocm"]["path"].endswith("/rocm-10.0.0.tar.gz")
     assert missing(str(out), HostNeeds(wheels=(need,))) == []
-    locked = locked_requirements(str(out), need)
+    locked = locked_requirements(str(out), need.index_url, need.runtime.python, need.requirements())
     assert "torch==2.13.0+rocm10.0.0 --hash=sha256:" in " ".join(locked)
     assert f"setuptools=={backend} --hash=sha256:" in " ".join(locked)
     assert locked[-1] == "--no-binary=rocm"

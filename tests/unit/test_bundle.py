@@ -34,7 +34,7 @@ from rocm_fleet.offline.aptrepo import (
     signed_text,
 )
 from rocm_fleet.offline.bundle import Plan, make_bundle
-from rocm_fleet.offline.download import DownloadError, Fetcher, Progress
+from rocm_fleet.offline.download import DownloadError, DownloadProgress, Fetcher
 from rocm_fleet.offline.manifest import BundleError, incomplete, locked_requirements, missing
 from rocm_fleet.offline.wheels import (
     Link,
@@ -414,7 +414,7 @@ def test_resolution_backtracks_from_a_newest_version_that_conflicts():
 # --- downloads ---------------------------------------------------------------------------------
 
 
-class Quiet(Progress):
+class Quiet(DownloadProgress):
     def __init__(self):
         import io
 
@@ -735,7 +735,9 @@ def test_a_core_sdk_bundle_holds_its_repository_key_closure_and_pip_runtime(
         "version": "80.9.0", "path": wheel_set["pins"]["setuptools"]["path"],
         "why": ["builds rocm"], "build": True, "runtime": False,
     }  # fmt: skip
-    lines = locked_requirements(str(out), wheels)
+    lines = locked_requirements(
+        str(out), wheels.index_url, wheels.runtime.python, wheels.requirements()
+    )
     assert lines[-1] == "--no-binary=rocm"
     backend = manifest["files"][wheel_set["pins"]["setuptools"]["path"]]["sha256"]
     assert [line for line in lines if line.endswith("# build requirement")] == [

@@ -10,8 +10,10 @@ from rocm_fleet.facts.apt import DpkgInterrupted
 from rocm_fleet.model import paths
 from rocm_fleet.model.decisions import owned_wheels, torch_install, wanted_wheels
 from rocm_fleet.model.matrix import CLASSIC, TORCH_RUNTIME_WHEELS, release
+from rocm_fleet.model.sources import WheelNeed
+from rocm_fleet.model.venv_pins import requirement_met, version_matches
 from rocm_fleet.operations.apt import release_packages
-from rocm_fleet.operations.python import cuda_wheels, requirement_met, version_matches
+from rocm_fleet.operations.python import cuda_wheels
 from unit.opcases import run_op
 from unit.surveys import (
     UPDATED,
@@ -51,6 +53,20 @@ def test_the_pip_runtime_requirement_is_met_by_any_matching_version():
     assert not requirement_met({"rocm": "7.15.0"}, requirement)
     assert not requirement_met({"rocm-sdk-core": "7.14.0"}, requirement)
     assert not requirement_met({"rocm": "not-a-version"}, requirement)
+
+
+def test_pip_runs_for_a_pin_or_a_requirement_the_venv_lacks_and_only_then():
+    rel = release("7.14.0")
+    need = WheelNeed(
+        "https://download.pytorch.org/whl/rocm7.14", None,
+        (("torch", "2.10.0+rocm7.14"),), (rel.torch_runtime,),
+    )  # fmt: skip
+    # As the venv's dist-info names read (not normalised: ``Torch`` is ``torch``).
+    held = {"Torch": "2.10.0+rocm7.14", "rocm": "7.14.0.post1", "pip": "25.0"}
+    assert not need.unmet_in(held)
+    assert need.unmet_in({**held, "Torch": "2.10.0+rocm7.2"})
+    assert need.unmet_in({"Torch": "2.10.0+rocm7.14"})  # the pip ROCm runtime is missing
+    assert need.unmet_in(None)  # no venv yet
 
 
 def test_a_bundling_release_owns_the_pip_runtime_a_core_sdk_one_leaves_it_to_pip():

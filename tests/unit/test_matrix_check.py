@@ -17,10 +17,10 @@ import pytest
 
 from rocm_fleet.cli import main
 from rocm_fleet.model import matrix
-from rocm_fleet.offline.download import Progress
+from rocm_fleet.offline.download import DownloadProgress
 from rocm_fleet.offline.matrix_check import check_matrix, missing_releases
 from rocm_fleet.offline.openpgp import primary_fingerprints
-from rocm_fleet.offline.upstream import Upstream
+from rocm_fleet.offline.upstream import UpstreamClient
 from unit.gpgkeys import Gpg
 from unit.loopback import running, url_of
 
@@ -235,18 +235,18 @@ def test_releases_upstream_publishes_that_the_matrix_lacks(tmp_path, gpg, upstre
     write(dists / "InRelease", gpg.clearsign(release_text("stable", "AMD ROCm") + listed))
     key = urlsplit(matrix.STABLE_REPOSITORY.key_url)
     write(root / "amd" / f"{key.netloc}{key.path}".lstrip("/"), gpg("--armor", "--export").stdout)
-    unverified = missing_releases(Upstream(f"{url}/amd", None, 5, 0))
+    unverified = missing_releases(UpstreamClient(f"{url}/amd", None, 5, 0))
     assert [item["release"] for item in unverified] == ["7.2.5"]  # AMD's key didn't sign it
-    found = missing_releases(Upstream(f"{url}/amd", None, 5, 0), {"*": gpg.fingerprint})
+    found = missing_releases(UpstreamClient(f"{url}/amd", None, 5, 0), {"*": gpg.fingerprint})
     assert [item["release"] for item in found] == ["7.2.5", "10.2.0"]  # not 5.7.1: older
     assert "amdrocm10.2 10.2.0-1" in found[1]["where"]
 
 
 def test_no_index_where_the_matrix_says_none(upstream, gpg):
     root, url, _ = upstream
-    upstream_ = Upstream(f"{url}/amd", f"{url}/whl", 5, 0)
+    upstream_ = UpstreamClient(f"{url}/amd", f"{url}/whl", 5, 0)
     report = check_matrix(
-        upstream_, "10.1.0", {"*": gpg.fingerprint}, progress=Progress(io.StringIO())
+        upstream_, "10.1.0", {"*": gpg.fingerprint}, progress=DownloadProgress(io.StringIO())
     )
     (no_index,) = [c for c in report["checks"] if c["what"] == "no PyTorch index"]
     assert no_index["status"] == "ok"
@@ -254,8 +254,8 @@ def test_no_index_where_the_matrix_says_none(upstream, gpg):
     write(root / "whl/rocm10.1/torch/index.html",
           project_page([f"torch-2.15.0+rocm10.1-{tags}.whl"]))  # fmt: skip
     report = check_matrix(
-        Upstream(f"{url}/amd", f"{url}/whl", 5, 0), "10.1.0", {"*": gpg.fingerprint},
-        progress=Progress(io.StringIO()),
+        UpstreamClient(f"{url}/amd", f"{url}/whl", 5, 0), "10.1.0", {"*": gpg.fingerprint},
+        progress=DownloadProgress(io.StringIO()),
     )  # fmt: skip
     (no_index,) = [c for c in report["checks"] if c["what"] == "no PyTorch index"]
     assert no_index["status"] == "wrong" and "torch 2.15.0+rocm10.1" in no_index["detail"]
@@ -282,8 +282,8 @@ def test_amds_wheel_index_is_checked_for_the_runtime_and_each_pinned_build(upstr
 
     def amd_checks():
         report = check_matrix(
-            Upstream(f"{url}/amd", f"{url}/whl", 5, 0), "10.1.0", {"*": gpg.fingerprint},
-            progress=Progress(io.StringIO()),
+            UpstreamClient(f"{url}/amd", f"{url}/whl", 5, 0), "10.1.0", {"*": gpg.fingerprint},
+            progress=DownloadProgress(io.StringIO()),
         )  # fmt: skip
         return {c["what"]: c for c in report["checks"] if c["what"].startswith("AMD ")}
 

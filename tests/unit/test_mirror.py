@@ -15,7 +15,7 @@ from rocm_fleet.deploy.mirror import apt_proxy_conf, nginx_site
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
-from rocm_fleet.model.fleet import Fleet, Upstream
+from rocm_fleet.model.fleet import Fleet, ProxiedUpstream
 from rocm_fleet.offline.aptrepo import Index, install_closure, parse_stanzas
 from unit.surveys import (
     SurveyHost,
@@ -104,10 +104,10 @@ def test_the_fleet_decides_each_host_once_and_the_mirror_serves_what_its_hosts_n
     assert fleet.config("node") is fleet.config("node")
     assert reads == ["node", "mirror1"]  # a host is read when first needed, and once
     assert fleet.upstreams("mirror1") == [
-        Upstream("download.pytorch.org"),
-        Upstream("files.pythonhosted.org", linked=True),
-        Upstream("repo.amd.com"),
-        Upstream("repo.radeon.com"),
+        ProxiedUpstream("download.pytorch.org"),
+        ProxiedUpstream("files.pythonhosted.org", linked=True),
+        ProxiedUpstream("repo.amd.com"),
+        ProxiedUpstream("repo.radeon.com"),
     ]
     assert sorted(reads) == ["core", "gone", "mirror1", "node"]
     assert fleet.upstreams("node") == []  # nobody uses it
@@ -116,7 +116,7 @@ def test_the_fleet_decides_each_host_once_and_the_mirror_serves_what_its_hosts_n
 def test_one_fleet_per_pyinfra_inventory_read_through_pyinfras_merge_of_group_data():
     from pyinfra.api import Inventory
 
-    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.engine.inventory_fleet import fleet_of
 
     hosts = [("node", {"rocm_mirror": "mirror1"}), ("mirror1", {"ssh_hostname": "10.0.0.5"})]
     inventory = Inventory((hosts, {"rocm_version": "6.4.3", "rocm_mirror_port": 3142}))
@@ -204,8 +204,9 @@ def test_the_mirror_host_runs_nginx_as_a_live_cache_of_every_upstream_its_client
     assert script_call(install)[1][1:] == ["ca-certificates", "nginx"]
     (site,) = planned.find("Configure nginx").commands
     path, _mode, content = script_call(site)[1]
-    servers = [Upstream("download.pytorch.org"), Upstream("files.pythonhosted.org", linked=True),
-               Upstream("repo.radeon.com")]  # fmt: skip
+    servers = [ProxiedUpstream("download.pytorch.org"),
+               ProxiedUpstream("files.pythonhosted.org", linked=True),
+               ProxiedUpstream("repo.radeon.com")]  # fmt: skip
     # It listens on the address the inventory reaches it by, for the inventory's hosts.
     expected = nginx_site(8080, False, servers, [], ["10.0.0.5"], ["10.0.0.5", "10.0.0.7"])
     assert (path, content) == (paths.MIRROR_SITE, expected)
@@ -251,8 +252,8 @@ def test_core_sdk_hosts_fetch_their_streams_repository_and_key_through_the_mirro
 
 
 def test_the_live_site_proxies_each_upstream_whole_and_rewrites_index_links():
-    servers = [Upstream("download.pytorch.org"), Upstream("mirror.lan:81", "http"),
-               Upstream("files.pythonhosted.org", linked=True)]  # fmt: skip
+    servers = [ProxiedUpstream("download.pytorch.org"), ProxiedUpstream("mirror.lan:81", "http"),
+               ProxiedUpstream("files.pythonhosted.org", linked=True)]  # fmt: skip
     site = nginx_site(8080, False, servers, ["127.0.0.53", "fd00::1"])
     assert "upstream rocm_fleet_0 {\n    server download.pytorch.org:443;\n}" in site
     assert "upstream rocm_fleet_1 {\n    server mirror.lan:81;\n}" in site
@@ -420,7 +421,7 @@ def test_uninstall_removes_the_proxy_snippet_and_any_mirror():
 
 @pytest.mark.parametrize("bundle", [False, True])
 def test_both_kinds_of_mirror_serve_what_was_published_for_pull_mode(bundle):
-    site = nginx_site(8080, bundle, [Upstream("repo.radeon.com")], [])
+    site = nginx_site(8080, bundle, [ProxiedUpstream("repo.radeon.com")], [])
     location = (
         "    location /fleet/ {\n        limit_except GET { deny all; }\n"
         "        alias /srv/rocm-fleet-published/;\n        autoindex off;\n    }"
@@ -429,7 +430,7 @@ def test_both_kinds_of_mirror_serve_what_was_published_for_pull_mode(bundle):
 
 
 def test_the_site_admits_only_the_fleet_and_serves_only_upstream_paths():
-    servers = [Upstream("download.pytorch.org"), Upstream("repo.radeon.com")]
+    servers = [ProxiedUpstream("download.pytorch.org"), ProxiedUpstream("repo.radeon.com")]
     site = nginx_site(8080, False, servers, [], ["10.0.0.5"], ["10.0.0.7", "192.168.1.0/24"])
     assert "    listen 10.0.0.5:8080;\n" in site and "listen 8080;" not in site
     allow = [

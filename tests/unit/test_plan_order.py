@@ -1,8 +1,8 @@
-"""engine.plan.planned_operations: each host's operations in pyinfra's plan order."""
+"""engine.host_plans.planned_operations: each host's operations in pyinfra's plan order."""
 
 from __future__ import annotations
 
-from rocm_fleet.engine.plan import planned_operations
+from rocm_fleet.engine.host_plans import planned_operations
 from unit.surveys import converged_survey, plan_fleet
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,

@@ -29,9 +29,9 @@ INTERNALS = {
     "callback_handlers",  # State: its callbacks (engine.run, engine.marks)
     "add_callback_handler",
     "trigger_callbacks",
-    "op_hash_order",  # Host: its operations in plan order (engine.plan)
+    "op_hash_order",  # Host: its operations in plan order (engine.host_plans)
     "get_results_for_host",  # State: operations completed (engine.factcache)
-    "is_cli",  # pyinfra: planning as the CLI does (engine.plan)
+    "is_cli",  # pyinfra: planning as the CLI does (engine.host_plans)
     "op_meta",
     "get_op_order",
     "get_op_data_for_host",
@@ -263,6 +263,6 @@ def test_every_name_on_the_allowlist_is_used():
 def test_the_engine_is_where_they_are():
     engine = {m: p for m, p in MODULES.items() if m.split(".")[1:2] == ["engine"]}
     found = {m: touches(p.read_text()) for m, p in engine.items()}
-    assert found["rocm_fleet.engine.refuse"] and found["rocm_fleet.engine.plan"]
-    assert found["rocm_fleet.engine.planning"] and found["rocm_fleet.engine.factcache"]
+    assert found["rocm_fleet.engine.refuse"] and found["rocm_fleet.engine.host_plans"]
+    assert found["rocm_fleet.engine.speedups"] and found["rocm_fleet.engine.factcache"]
     assert found["rocm_fleet.engine.inventory"] and found["rocm_fleet.engine.context"]

@@ -10,7 +10,7 @@ from pyinfra.api import Config, Inventory, State
 from pyinfra.api.operation import OperationMeta
 from pyinfra.context import ctx_host, ctx_state
 
-from rocm_fleet.engine import plan, run, version
+from rocm_fleet.engine import host_plans, run, version
 from unit.surveys import converged_survey, plan_fleet
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
@@ -84,11 +84,11 @@ def test_the_planned_change_is_pyinfras_will_change_on_every_minor(monkeypatch):
 
     def changes() -> dict[str, list[bool]]:
         return {
-            host.name: [op.changes for op in plan.planned_operations(state, host)]
+            host.name: [op.changes for op in host_plans.planned_operations(state, host)]
             for host in state.inventory
         }
 
     read = changes()
-    monkeypatch.setattr(plan, "tested", lambda: False)
+    monkeypatch.setattr(host_plans, "tested", lambda: False)
     assert changes() == read
     assert sum(read["drifted"]) > sum(read["converged"])  # alice's group, at least

@@ -1,4 +1,4 @@
-"""rocm_fleet.engine.planning's replacements answer as pyinfra's own: the operation order on real
+"""rocm_fleet.engine.speedups's replacements answer as pyinfra's own: the operation order on real
 call stacks, the global arguments, and the global arguments popped for a host over every
 layer of its data; they apply only while rocm-fleet's deploy is planned, and step aside
 (pyinfra's own functions) when opted out or on another pyinfra minor."""
@@ -12,7 +12,7 @@ import pyinfra
 import pytest
 from pyinfra.api import util
 
-from rocm_fleet.engine import planning as _pyinfra
+from rocm_fleet.engine import speedups as _pyinfra
 from rocm_fleet.engine.version import minor
 from unit.surveys import SurveyHost, fresh_survey, plan
 

@@ -13,12 +13,12 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import requests
 
-from rocm_fleet.offline.download import DownloadError, Fetcher, NoDowngradeSession, Progress
+from rocm_fleet.offline.download import DownloadError, DownloadProgress, Fetcher, NoDowngradeSession
 from unit.loopback import running, url_of
 
 
-def quiet() -> Progress:
-    return Progress(io.StringIO())
+def quiet() -> DownloadProgress:
+    return DownloadProgress(io.StringIO())
 
 
 class Hostile(BaseHTTPRequestHandler):

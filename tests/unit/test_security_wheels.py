@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from rocm_fleet.model import paths
-from rocm_fleet.model.sources import HostNeeds
+from rocm_fleet.model.sources import HostNeeds, WheelNeed
 from rocm_fleet.offline.bundle import Plan, make_bundle
 from rocm_fleet.offline.download import Fetcher
 from rocm_fleet.offline.manifest import locked_requirements
@@ -31,6 +31,11 @@ from unit.test_bundle import Quiet, needs_of, signer, upstream, wheel  # noqa: F
 VENV = paths.DEFAULT_VENV
 INDEX = "http://mirror:8080/download.pytorch.org/whl/rocm6.4"
 WHEELS = {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4"}
+
+
+def bundle_pins(bundle: str, need: WheelNeed) -> list[str] | None:
+    """The bundle's lock of ``need``'s wheel set, as the deploy asks for it."""
+    return locked_requirements(bundle, need.index_url, need.runtime.python, need.requirements())
 
 
 @pytest.fixture
@@ -46,7 +51,7 @@ def bundled(upstream, signer, tmp_path):
 
 def test_the_lock_pins_every_wheel_of_the_set_to_the_hash_the_bundle_verified(bundled):
     out, manifest, need = bundled
-    lines = locked_requirements(str(out), need)
+    lines = bundle_pins(str(out), need)
     (wheel_set,) = manifest["wheel_sets"]
     assert len(lines) == len(wheel_set["pins"]) == 7
     for line in lines:
@@ -62,9 +67,9 @@ def test_the_lock_pins_every_wheel_of_the_set_to_the_hash_the_bundle_verified(bu
 
     from rocm_fleet.model.matrix import HostRuntime
 
-    assert locked_requirements(str(out), replace(need, runtime=HostRuntime("3.13", "2.41"))) is None
-    assert locked_requirements(str(out), replace(need, index_url="https://x/whl")) is None
-    assert locked_requirements(str(out / "nowhere"), need) is None
+    assert bundle_pins(str(out), replace(need, runtime=HostRuntime("3.13", "2.41"))) is None
+    assert bundle_pins(str(out), replace(need, index_url="https://x/whl")) is None
+    assert bundle_pins(str(out / "nowhere"), need) is None
 
 
 @contextlib.contextmanager
@@ -95,7 +100,7 @@ def _pip_install(lock: list[str], index: str, target) -> subprocess.CompletedPro
 
 def test_a_wheel_swapped_with_its_page_is_refused_by_the_hosts_pip(bundled, upstream, tmp_path):
     out, manifest, need = bundled
-    lock = locked_requirements(str(out), need)
+    lock = bundle_pins(str(out), need)
     upstream_host = upstream.url.removeprefix("https://")
     with mirror_of(out) as mirror:
         index = f"{mirror}/{upstream_host}/whl/rocm6.4"
@@ -175,25 +180,14 @@ def test_a_lock_with_an_sdist_installs_its_build_backend_first_then_builds_it():
     assert "--no-binary=rocm --no-build-isolation" in second
 
 
-def test_the_deploy_pins_wheels_from_the_bundle_and_never_falls_back(bundled, monkeypatch):
-    from pyinfra.api.exceptions import DeployError
-
-    from rocm_fleet.deploy.pytorch import locked_wheels
-    from rocm_fleet.model.decisions import Mirror
-
-    out, _manifest, need = bundled
-
-    class Config:
-        mirror = Mirror("http://mirror:8080", "mirror", str(out))
-
-    lock = locked_wheels(Config, need)
-    assert lock == locked_requirements(str(out), need)
+def test_a_bundle_lock_pins_the_set_the_bundle_verified_and_never_falls_back(bundled):
     from dataclasses import replace
 
-    with pytest.raises(DeployError, match=r"pins no wheel set for https://x/whl and Python 3\.11"):
-        locked_wheels(Config, replace(need, index_url="https://x/whl"))
+    from rocm_fleet.offline.manifest import BundleError, bundle_lock
 
-    class Live:
-        mirror = None
-
-    assert locked_wheels(Live, need) is None
+    out, _manifest, need = bundled
+    lock = bundle_lock(str(out), need.index_url, need.runtime.python, need.requirements())
+    assert lock == bundle_pins(str(out), need)
+    other = replace(need, index_url="https://x/whl")
+    with pytest.raises(BundleError, match=r"pins no wheel set for https://x/whl and Python 3\.11"):
+        bundle_lock(str(out), other.index_url, other.runtime.python, other.requirements())

@@ -27,7 +27,7 @@ from rocm_fleet.deploy.pull import pull_script, timer_unit
 from rocm_fleet.model import grammar, paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
-from rocm_fleet.model.fleet import Upstream
+from rocm_fleet.model.fleet import ProxiedUpstream
 from rocm_fleet.model.settings import RULES, SETTINGS
 from rocm_fleet.model.sources import AptRepository, SigningKey
 from rocm_fleet.operations._script import script
@@ -164,14 +164,14 @@ def test_the_mirrors_settings_keep_nginxs_site_whole(
     port, listen, allow, upstream, tls, tmp_path_factory
 ):
     netloc = grammar.authority(upstream)
-    servers = [Upstream(netloc, upstream.split(":", 1)[0])]
+    servers = [ProxiedUpstream(netloc, upstream.split(":", 1)[0])]
     tmp = tmp_path_factory.mktemp("nginx")
     site = parsed(nginx_site(port, False, servers, [], [listen], allow, tls), tmp)
     reference = parsed(
         nginx_site(
             8080,
             False,
-            [Upstream("example.org")],
+            [ProxiedUpstream("example.org")],
             [],
             ["10.0.0.1"],
             ["10.9.0.0/16"] * len(allow),

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from rocm_fleet.model.matrix import HostRuntime
-from rocm_fleet.offline.download import Fetcher, Progress, Unreachable, reason, shorten
+from rocm_fleet.offline.download import DownloadProgress, Fetcher, Unreachable, reason, shorten
 from rocm_fleet.offline.lock import LockError, LockRequest, Locks
 
 
@@ -29,7 +29,7 @@ def closed_port() -> int:
 
 
 def fetcher() -> Fetcher:
-    return Fetcher(timeout=(2.0, 2.0), retries=0, progress=Progress(io.StringIO()))
+    return Fetcher(timeout=(2.0, 2.0), retries=0, progress=DownloadProgress(io.StringIO()))
 
 
 def test_a_refused_connection_names_the_host_and_its_cause(closed_port):

@@ -171,7 +171,7 @@ def spec_targets(specs: list[str], config: Config) -> list[Target]:
 def inventory_targets(hosts: list[Any]) -> list[Target]:
     """An inventory's hosts, each with its own data validated by the inventory's fleet model
     (the one the deploy and the audit read); ConfigError for the first that isn't valid."""
-    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.engine.inventory_fleet import fleet_of
 
     fleet = fleet_of(hosts[0].inventory)
     return [Target(h.name, testinfra_host(h), fleet.config(h.name)) for h in hosts]

@@ -180,7 +180,7 @@ def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
     """Concern -> the names of its operations that would change this host, in plan order;
     every concern planned for the host is a key (empty list: no drift). Operations gated
     with ``_if`` follow another operation's change, which is reported itself."""
-    from rocm_fleet.engine.plan import planned_operations
+    from rocm_fleet.engine.host_plans import planned_operations
 
     concerns: dict[str, list[str]] = {}
     for planned in planned_operations(state, host):
@@ -206,7 +206,7 @@ def gather(
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
-    from rocm_fleet.engine.plan import plan_deploy, plan_in_parallel
+    from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel
     from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.model.config import ConfigError
 

@@ -99,7 +99,7 @@ def host_distros(state: Any, hosts: list[Any]) -> dict[str, str | None]:
 
 def plan_for(args: Any):
     """The bundle plan for the inventory: (Plan, notes to print)."""
-    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.model.config import ConfigError
     from rocm_fleet.offline.bundle import Plan
 

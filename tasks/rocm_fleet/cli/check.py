@@ -140,7 +140,7 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
             return Chosen(), [" ".join(str(exc).split())]
         specs = [spec.strip() for spec in args.hosts.split(",") if spec.strip()]
         return Chosen(specs=specs, expected=expected), []
-    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.engine.inventory_fleet import fleet_of
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     data = parse_data(args.data) or None

@@ -38,7 +38,7 @@ from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.offline.matrix_check import check_matrix
-from rocm_fleet.offline.upstream import Upstream
+from rocm_fleet.offline.upstream import UpstreamClient
 
 # --- the table ------------------------------------------------------------------------------
 
@@ -375,7 +375,7 @@ def run(args: Any) -> int:
             f"({', '.join(matrix.release_versions())})"
         )
     fingerprints = _fingerprints(args.key_fingerprint)
-    upstream = Upstream(
+    upstream = UpstreamClient(
         _url(args.apt_base, "--apt-base"), _url(args.torch_base, "--torch-base"),
         args.timeout, args.retries,
     )  # fmt: skip

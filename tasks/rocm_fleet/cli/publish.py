@@ -97,7 +97,7 @@ def _nodes(args: Any, repository: Any) -> dict[str, dict[str, Any]]:
     """Node target name -> its settings: every host of the inventory with rocm_pull (or
     already published: it is given its settings, rocm_pull: false included, so it takes
     itself out); the repository's other nodes as they were, unless --limit leaves them."""
-    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.model import pulled
     from rocm_fleet.model.config import ConfigError
 

@@ -69,8 +69,8 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
             name="Refuse rocm_driver: dkms for this release",
             reason=(
                 f"the matrix does not record which amdgpu driver ROCm {config.release.version} "
-                "ships (rocm_fleet/matrix.py RELEASES); choose a release with a known driver "
-                "or rocm_driver: inbox"
+                "ships (`rocm-fleet matrix` lists each release's driver); choose a release "
+                "with a known driver or rocm_driver: inbox"
             ),
         )
         return []

@@ -43,12 +43,12 @@ from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.engine.fleet import fleet_of
+from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError
-from rocm_fleet.model.fleet import Upstream
+from rocm_fleet.model.fleet import ProxiedUpstream
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.model.sources import no_proxy
 from rocm_fleet.operations.apt import debian_packages
@@ -65,7 +65,7 @@ MIRROR_PACKAGES = ["ca-certificates", "nginx"]
 def nginx_site(
     port: int,
     bundle: bool,
-    servers: list[Upstream],
+    servers: list[ProxiedUpstream],
     nameservers: list[str] | None = None,
     listen: list[str] | None = None,
     allow: list[str] | None = None,

@@ -33,9 +33,9 @@ from rocm_fleet.deploy.repository import install_repository, remove_repository
 from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
 from rocm_fleet.deploy.secureboot import configure_secure_boot
 from rocm_fleet.deploy.verify import verify_node
-from rocm_fleet.engine.fleet import fleet_of
+from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.engine.origin import raise_at
-from rocm_fleet.engine.planning import planned_with_speedups
+from rocm_fleet.engine.speedups import planned_with_speedups
 from rocm_fleet.model.config import Config, ConfigError
 
 
@@ -59,7 +59,7 @@ def host_config(current: Any, every_host: bool = False) -> Config:
 @deploy("rocm-fleet")
 # Planning every operation of every host walks the call stack and reads the host's data;
 # pyinfra's way costs ~3 ms an operation, ours the same answer for a fraction: only inside
-# this deploy, only on the pyinfra minor they were tested on (see engine.planning).
+# this deploy, only on the pyinfra minor they were tested on (see engine.speedups).
 @planned_with_speedups
 def rocm_node() -> None:
     """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it

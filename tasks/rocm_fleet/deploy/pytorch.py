@@ -13,9 +13,9 @@ pip ROCm runtime after a move back to a classic release) are uninstalled. With
 
 Every wheel a host installs is pinned by hash (pip's ``--require-hashes``), never trusted
 from the page the host reads: to the hashes a bundle verified when the fleet mirror serves
-one (``locked_wheels``), else to the controller's lock of the set (``live_lock``,
-``offline.lock``), made from the upstream index once per wheel set for the whole fleet and
-only when some host is to install.
+one (``offline.manifest.bundle_lock``), else to the controller's lock of the set
+(``controller_locks``, ``offline.lock``), made from the upstream index once per wheel set
+for the whole fleet and only when some host is to install.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from pyinfra.api.exceptions import DeployError
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import outcome_of, record_outcome, refuse_host
 from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.secrets import Secret, SecretError, read_secret
-from rocm_fleet.model.sources import WheelNeed, torch_pip
+from rocm_fleet.model.sources import torch_pip
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import text_file, uploaded_file
-from rocm_fleet.operations.python import installs_wheels, pinned_wheels, venv
+from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -50,26 +51,43 @@ PREREQUISITES = ["python3-venv"]
 @deploy("PyTorch")
 def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None:
     """The venv and the release's wheels; ``distro`` gives the host's Python, whose wheel
-    set a bundle pins by hash."""
+    set a bundle pins by hash.
+
+    Each step hands the next plain values, down the layers: what the venv holds (a fact),
+    the wheel set and whether pip is to run (the model), the set's hashes (a bundle's or
+    the controller's lock), then the operation that installs exactly those."""
     debian_packages(
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
+    installed = read_fact(VenvDistributions, venv=config.pytorch_venv)
     pip = torch_pip(config, matrix.HOST_RUNTIMES[distro.key] if distro else None)
     if pip is None:
         return  # the caller plans this only when config.torch is set
     wheels = pip.wheels
-    locked = locked_wheels(config, wheels)
-    if locked is None and installs_wheels(
-        config.pytorch_venv, dict(wheels.wanted), list(wheels.requires)
-    ):
+    requirements = wheels.requirements()
+    pip_runs = wheels.unmet_in(installed)
+    bundle = config.mirror.bundle if config.mirror else None
+    locked = None
+    if bundle and wheels.runtime is not None:
+        # Every wheel pinned to the SHA-256 ``rocm-fleet bundle`` verified over TLS, when the
+        # fleet mirror serves a bundle: the host's pip trusts neither the mirror nor the
+        # network. Imported here: the bundle's reader is only needed with a bundle.
+        from rocm_fleet.offline.manifest import BundleError, bundle_lock
+
+        try:
+            locked = bundle_lock(bundle, wheels.index_url, wheels.runtime.python, requirements)
+        except BundleError as exc:
+            raise DeployError(str(exc)) from None
+    elif pip_runs:
         # Live: the controller's lock, made only when pip is to run (a converged host
         # reads nothing upstream). A set that can't be locked refuses the host while
         # planning, before any change to it; the rest of the fleet goes on.
-        from rocm_fleet.offline.lock import LockError  # requests and the resolver: only here
+        from rocm_fleet.offline.lock import LockError, LockRequest  # requests: only here
 
         try:
-            locked = live_lock(wheels)
+            request = LockRequest.of(wheels.index_url, requirements, wheels.runtime)
+            locked = controller_locks().lines(request)
         except LockError as exc:
             refuse(str(exc))
             return
@@ -124,40 +142,6 @@ def controller_locks() -> Locks:
     from rocm_fleet.offline.lock import Locks
 
     return Locks(note=lambda text: logger.info(f"rocm-fleet: {text}"))
-
-
-def live_lock(wheels: WheelNeed) -> list[str]:
-    """Every wheel of ``wheels`` pinned to its version and SHA-256, as the controller
-    resolved them against the upstream index (``offline.lock``): the host's pip installs
-    them with ``--require-hashes`` whichever way it reaches the index (directly, through a
-    proxy, through a live mirror). LockError, one line, when the set can't be locked."""
-    from rocm_fleet.offline.lock import LockError, LockRequest
-
-    if wheels.runtime is None:
-        raise LockError(f"can't lock the wheels of {wheels.index_url}: unknown host Python")
-    request = LockRequest.of(wheels.index_url, wheels.requirements(), wheels.runtime)
-    return controller_locks().lines(request)
-
-
-def locked_wheels(config: Config, wheels: WheelNeed) -> list[str] | None:
-    """Every wheel the host installs pinned to the SHA-256 ``rocm-fleet bundle`` verified
-    over TLS, when the fleet mirror serves a bundle (``manifest.locked_requirements``); the
-    host's pip then trusts neither the mirror nor the network. None otherwise."""
-    mirror = config.mirror
-    if mirror is None or not mirror.bundle or wheels.runtime is None:
-        return None
-    # Imported here: the bundle's reader (the resolver and all) is only needed with a bundle.
-    from rocm_fleet.offline.manifest import locked_requirements
-
-    locked = locked_requirements(mirror.bundle, wheels)
-    if locked is None:
-        # Preflight names what the bundle lacks first; never fall back to unpinned wheels.
-        raise DeployError(
-            f"the bundle {mirror.bundle} pins no wheel set for {wheels.index_url} and Python "
-            f"{wheels.runtime.python}: run `rocm-fleet bundle INVENTORY --output "
-            f"{mirror.bundle}` again"
-        )
-    return locked
 
 
 @deploy("PyTorch")

@@ -4,7 +4,7 @@ rocm-fleet uses pyinfra's documented API everywhere but ``engine/``, and the few
 needs there (its State's stages and callbacks, an operation's hash and planned change) on
 any 3.x from the tested minor up (pyproject.toml: ``pyinfra>=3.10,<4``). On the tested minor
 they are used as they are; on another, each use steps aside to pyinfra's own way where it
-has one (the planning speedups, ``engine.planning``), and where it has none an internal
+has one (the planning speedups, ``engine.speedups``), and where it has none an internal
 that moved is named in one error (``internal``) instead of an AttributeError deep in a plan.
 ``make pyinfra-next`` runs the unit suite on the newest 3.x, where the tests of each
 internal (``tests/unit/test_pyinfra_internals.py``) show what moved.

@@ -8,7 +8,7 @@ mirror (``upstreams``) all ask the same ``Fleet``, so a host's ``Config``, its m
 its needs are decided in one place and agree everywhere. Bad data is a ``ConfigError``
 naming the host, the key, the value and what would be valid, every time it is asked for.
 
-No pyinfra here: ``rocm_fleet.engine.fleet`` keeps one ``Fleet`` per pyinfra inventory.
+No pyinfra here: ``rocm_fleet.engine.inventory_fleet`` keeps one ``Fleet`` per pyinfra inventory.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from rocm_fleet.model.tls import (
 
 
 @dataclass(frozen=True, order=True)
-class Upstream:
+class ProxiedUpstream:
     """A server the live mirror proxies under ``/<netloc>/``. ``linked``: one only index
     pages point to (PyPI's file host), resolved when a request needs it (a name the mirror
     host can't resolve then fails that request, not the whole configuration)."""
@@ -59,7 +59,7 @@ class Fleet:
         self._addresses: dict[str, str] = {}
         self._resolved: dict[str, Config | ConfigError] = {}
         self._needs: dict[tuple[str, str], HostNeeds | None] = {}
-        self._upstreams: dict[str, list[Upstream]] = {}
+        self._upstreams: dict[str, list[ProxiedUpstream]] = {}
         self._tls_checked: dict[tuple[str, str, str, str], TlsFileError | None] = {}
 
     @property
@@ -116,7 +116,7 @@ class Fleet:
             urls.update(dict.fromkeys(wheel.index_url for wheel in needs.wheels))
         return list(urls)
 
-    def upstreams(self, mirror_host: str) -> list[Upstream]:
+    def upstreams(self, mirror_host: str) -> list[ProxiedUpstream]:
         """Every upstream the hosts using ``mirror_host`` fetch from (those with valid
         data and ROCm present): their repositories, keys and wheel indexes, and the file
         hosts those indexes link."""
@@ -134,9 +134,9 @@ class Fleet:
                     parts = urlsplit(url)
                     if found.get(parts.netloc) != "https":
                         found[parts.netloc] = parts.scheme
-            direct = [Upstream(netloc, scheme) for netloc, scheme in found.items()]
+            direct = [ProxiedUpstream(netloc, scheme) for netloc, scheme in found.items()]
             self._upstreams[mirror_host] = sorted(
-                direct + [Upstream(n, "https", True) for n in linked - set(found)]
+                direct + [ProxiedUpstream(n, "https", True) for n in linked - set(found)]
             )
         return list(self._upstreams[mirror_host])
 

@@ -22,12 +22,14 @@ through the inventory's proxy (``proxy_environment``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.decisions import Mirror, owned_wheels, pinned_requirements
+from rocm_fleet.model.venv_pins import normal_versions, requirement_met, version_matches
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -197,6 +199,16 @@ class WheelNeed:
 
     def requirements(self) -> list[str]:
         return pinned_requirements(self.wanted, self.extras, self.requires)
+
+    def unmet_in(self, distributions: Mapping[str, str] | None) -> bool:
+        """Whether a venv holding ``distributions`` (name -> version, as
+        ``facts.python.VenvDistributions`` reads them; None: no venv) lacks a pin or a
+        requirement of the set: what ``operations.python.pinned_wheels`` would run pip for
+        (asked before the set is locked)."""
+        installed = normal_versions(distributions)
+        return any(not version_matches(installed.get(n), v) for n, v in self.wanted) or any(
+            not requirement_met(installed, r) for r in self.requires
+        )
 
 
 @dataclass(frozen=True)

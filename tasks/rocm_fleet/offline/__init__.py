@@ -1,2 +1,4 @@
-"""What runs on the controller for the air-gapped bundle and the matrix check: downloads,
-apt repository and key reading, wheel indexes. No pyinfra."""
+"""What runs without pyinfra over HTTP or on files, mostly on the controller: downloads, apt
+repository and key reading, wheel indexes and the live lock of a wheel set (also for online
+hosts), the air-gapped bundle, the matrix check's reads of upstream, and pull mode's signed
+state. No pyinfra."""

@@ -62,7 +62,9 @@ class IndexFile:
 
 
 @dataclass(frozen=True)
-class Release:
+class ReleaseFile:
+    """An apt repository's Release (or InRelease) file: its fields and the indexes it lists."""
+
     fields: dict[str, str]
     files: dict[str, IndexFile]
 
@@ -76,7 +78,7 @@ class Release:
         return [f for p, f in self.files.items() if p == index or p.startswith(index + ".")]
 
 
-def parse_release(text: str) -> Release:
+def parse_release(text: str) -> ReleaseFile:
     """A Release file's fields and the SHA-256 of each index it lists (python-debian's
     deb822; a clearsigned ``InRelease`` is read without its signature, which the caller
     verifies with ``signed_text``)."""
@@ -88,7 +90,7 @@ def parse_release(text: str) -> Release:
         for entry in release.get("SHA256", [])
     }
     fields = {key: value for key, value in release.items() if isinstance(value, str)}
-    return Release(fields, files)
+    return ReleaseFile(fields, files)
 
 
 def decompressed(path: str, data: bytes) -> bytes:

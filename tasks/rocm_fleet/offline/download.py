@@ -77,7 +77,7 @@ def human(size: float) -> str:
     return f"{size:.1f} GB"
 
 
-class Progress:
+class DownloadProgress:
     """What is being fetched, on stderr. On a terminal one line is redrawn (at most ten
     times a second); otherwise each file gets a line when it is done."""
 
@@ -226,7 +226,7 @@ class Fetcher:
         self,
         timeout: tuple[float, float] = (10.0, 60.0),
         retries: int = 5,
-        progress: Progress | None = None,
+        progress: DownloadProgress | None = None,
         deadline: float = DEADLINE,
         file_cap: int = FILE_CAP,
         content_cap: int = CONTENT_CAP,
@@ -236,7 +236,7 @@ class Fetcher:
         self.deadline = deadline
         self.file_cap = file_cap
         self.content_cap = content_cap
-        self.progress = progress or Progress()
+        self.progress = progress or DownloadProgress()
         self.counts = Counts()
         # (file, SHA-256) verified in this run: asked again (a wheel read for its metadata,
         # then bundled), it is neither hashed nor counted again.

@@ -68,8 +68,8 @@ from pathlib import Path
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.offline.download import (
     DownloadError,
+    DownloadProgress,
     Fetcher,
-    Progress,
     Unreachable,
     shorten,
 )
@@ -121,7 +121,13 @@ class LockRequest:
     glibc: str
 
     @classmethod
-    def of(cls, index_url: str, requirements: list[str], runtime: HostRuntime) -> LockRequest:
+    def of(
+        cls, index_url: str, requirements: list[str], runtime: HostRuntime | None
+    ) -> LockRequest:
+        """The request for a host's wheel set; LockError when its Python isn't known (no
+        lock without the tags and markers pip will resolve with)."""
+        if runtime is None:
+            raise LockError(f"can't lock the wheels of {index_url}: unknown host Python")
         return cls(index_url, tuple(sorted(set(requirements))), runtime.python, runtime.glibc)
 
     def inputs(self) -> dict[str, object]:
@@ -347,7 +353,9 @@ class Locks:
         self.key = key or default_key()
         # Quiet: a lock is a few pages (and, without PEP 658 metadata, wheels); one note says
         # it was made.
-        self._fetcher = fetcher or (lambda: Fetcher(retries=2, progress=Progress(io.StringIO())))
+        self._fetcher = fetcher or (
+            lambda: Fetcher(retries=2, progress=DownloadProgress(io.StringIO()))
+        )
         self._note = note or (lambda text: None)
         self._made: dict[LockRequest, list[str] | LockError] = {}
         self._mutex = threading.Lock()

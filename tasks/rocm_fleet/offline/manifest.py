@@ -280,25 +280,28 @@ def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
     ]
 
 
-def locked_requirements(bundle: str, need: WheelNeed) -> list[str] | None:
-    """The requirement lines a host's pip installs ``need`` with from the bundle, each
-    wheel of the resolved set pinned to its version and to the SHA-256 the bundle verified
-    (``torch==2.9.1+rocm6.4 --hash=sha256:...``), for ``pip install --require-hashes``: a
-    wheel swapped on the way to the host (at the mirror, on the network) is refused by the
-    host's pip, naming it and both hashes. None when the bundle holds no set for the need
-    (preflight says so first)."""
+def locked_requirements(
+    bundle: str, index_url: str, python: str, requirements: list[str]
+) -> list[str] | None:
+    """The requirement lines a host's pip installs ``requirements`` from ``index_url`` with
+    (its wheel set, ``sources.WheelNeed.requirements``, for its ``python``), from the bundle:
+    each wheel of the resolved set pinned to its version and to the SHA-256 the bundle
+    verified (``torch==2.9.1+rocm6.4 --hash=sha256:...``), for ``pip install
+    --require-hashes``: a wheel swapped on the way to the host (at the mirror, on the
+    network) is refused by the host's pip, naming it and both hashes. None when the bundle
+    holds no set for them (preflight says so first)."""
     try:
         manifest = read_manifest(Path(bundle))
     except BundleError:
         return None
-    if manifest is None or need.runtime is None:
+    if manifest is None:
         return None
-    wanted = set(need.requirements())
+    wanted = set(requirements)
     files = manifest.get("files", {})
     for wheel_set in manifest.get("wheel_sets", []):
         if (
-            wheel_set.get("index_url") == need.index_url
-            and wheel_set.get("python") == need.runtime.python
+            wheel_set.get("index_url") == index_url
+            and wheel_set.get("python") == python
             and wanted <= set(wheel_set.get("requirements", []))
         ):
             pins = []
@@ -313,3 +316,16 @@ def locked_requirements(bundle: str, need: WheelNeed) -> list[str] | None:
                 )  # fmt: skip
             return lock_lines(pins)
     return None
+
+
+def bundle_lock(bundle: str, index_url: str, python: str, requirements: list[str]) -> list[str]:
+    """``locked_requirements``, for a host that installs from the fleet mirror's bundle:
+    BundleError, naming the bundle, the index and the Python, when it pins no such set
+    (preflight names what the bundle lacks first; never a fall back to unpinned wheels)."""
+    locked = locked_requirements(bundle, index_url, python, requirements)
+    if locked is None:
+        raise BundleError(
+            f"the bundle {bundle} pins no wheel set for {index_url} and Python {python}: "
+            f"run `rocm-fleet bundle INVENTORY --output {bundle}` again"
+        )
+    return locked

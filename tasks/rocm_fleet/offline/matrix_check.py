@@ -38,7 +38,7 @@ from rocm_fleet.model.versions import (
     release_key,
 )
 from rocm_fleet.offline.aptrepo import (
-    Release,
+    ReleaseFile,
     RepositoryError,
     decompressed,
     parse_release,
@@ -47,21 +47,23 @@ from rocm_fleet.offline.aptrepo import (
 )
 from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.signature import SignatureError, check_release
-from rocm_fleet.offline.upstream import Unreachable, Upstream
+from rocm_fleet.offline.upstream import Unreachable, UpstreamClient
 from rocm_fleet.offline.wheels import parse_page, project_url
 
 if TYPE_CHECKING:
-    from rocm_fleet.offline.download import Progress
+    from rocm_fleet.offline.download import DownloadProgress
 
 # --- checks ---------------------------------------------------------------------------------
 
 
 @dataclass
-class Check:
+class MatrixCheck:
     row: str  # the matrix row it checks: "7.2.1", "rocm7.14", "key repo.amd.com"
     what: str
     url: str
-    run: Callable[[Upstream], str | None] = field(repr=False)  # None: holds; else what's wrong
+    run: Callable[[UpstreamClient], str | None] = field(
+        repr=False
+    )  # None: holds; else what's wrong
     status: str = "pending"  # ok | wrong | unreachable
     detail: str = ""
 
@@ -72,7 +74,7 @@ class Check:
 Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed with
 
 
-def verified_release(upstream: Upstream, url: str, suite: str, key: Key) -> Release | str:
+def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -> ReleaseFile | str:
     """The InRelease at ``url`` as apt trusts it (``offline.signature``: signed by ``key``,
     whose primary fingerprint is the pinned one, under apt's policy; not stale; of
     ``suite``), or what is wrong with it."""
@@ -98,8 +100,8 @@ def verified_release(upstream: Upstream, url: str, suite: str, key: Key) -> Rele
 
 def inrelease_check(
     url: str, suite: str, origin: str | None, key: Key
-) -> Callable[[Upstream], str | None]:
-    def run(upstream: Upstream) -> str | None:
+) -> Callable[[UpstreamClient], str | None]:
+    def run(upstream: UpstreamClient) -> str | None:
         release = verified_release(upstream, url, suite, key)
         if isinstance(release, str):
             return release
@@ -112,7 +114,7 @@ def inrelease_check(
 
 
 def _packages_index(
-    upstream: Upstream, dists_url: str, suite: str, key: Key
+    upstream: UpstreamClient, dists_url: str, suite: str, key: Key
 ) -> dict[str, set[str]] | str:
     """Package name -> versions of a repository's main/binary-amd64 index, once its SHA-256
     is the one its verified InRelease lists; what is wrong otherwise."""
@@ -138,10 +140,10 @@ def _packages_index(
 
 def core_packages_check(
     dists_url: str, rel: matrix.Release, suite: str, key: Key
-) -> Callable[[Upstream], str | None]:
+) -> Callable[[UpstreamClient], str | None]:
     meta = f"amdrocm{major_minor(rel.version)}"
 
-    def run(upstream: Upstream) -> str | None:
+    def run(upstream: UpstreamClient) -> str | None:
         index = _packages_index(upstream, dists_url, suite, key)
         if isinstance(index, str):
             return index
@@ -154,8 +156,8 @@ def core_packages_check(
     return run
 
 
-def key_check(url: str, fingerprint: str) -> Callable[[Upstream], str | None]:
-    def run(upstream: Upstream) -> str | None:
+def key_check(url: str, fingerprint: str) -> Callable[[UpstreamClient], str | None]:
+    def run(upstream: UpstreamClient) -> str | None:
         reply = upstream.get(url)
         if not reply.found:
             return f"HTTP {reply.status}: no key there"
@@ -167,7 +169,7 @@ def key_check(url: str, fingerprint: str) -> Callable[[Upstream], str | None]:
     return run
 
 
-def _index_files(upstream: Upstream, index_url: str, project: str) -> list[str] | None:
+def _index_files(upstream: UpstreamClient, index_url: str, project: str) -> list[str] | None:
     """The file names a PEP 503 project page links to; None when there is no page."""
     url = project_url(index_url, project)
     reply = upstream.get(url)
@@ -195,7 +197,7 @@ def _file_versions(files: list[str], project: str) -> set[str]:
 
 
 def wheels_check(index_url: str, project: str, versions: list[str]) -> Callable:
-    def run(upstream: Upstream) -> str | None:
+    def run(upstream: UpstreamClient) -> str | None:
         files = _index_files(upstream, index_url, project)
         if files is None:
             return f"no {project} project page"
@@ -211,7 +213,7 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
 
     req = Requirement(requirement)
 
-    def run(upstream: Upstream) -> str | None:
+    def run(upstream: UpstreamClient) -> str | None:
         files = _index_files(upstream, index_url, req.name)
         if files is None:
             return f"no {req.name} project page (torch requires {requirement})"
@@ -224,7 +226,7 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
 
 
 def no_index_check(index_url: str) -> Callable:
-    def run(upstream: Upstream) -> str | None:
+    def run(upstream: UpstreamClient) -> str | None:
         files = _index_files(upstream, index_url, "torch")
         if files:
             versions = sorted(_file_versions(files, "torch"), key=Version)
@@ -236,7 +238,7 @@ def no_index_check(index_url: str) -> Callable:
 
 def build_checks(
     releases: list[matrix.Release], fingerprints: dict[str, str] | None = None
-) -> list[Check]:
+) -> list[MatrixCheck]:
     """The checks of the releases' rows. ``fingerprints``: stream name (or "*" for every
     stream) -> the key fingerprint a mirror signs with instead of AMD's."""
     fingerprints = fingerprints or {}
@@ -246,7 +248,7 @@ def build_checks(
         return found.upper()
 
     driver_key = (matrix.AMDGPU_KEY_URL, pinned(matrix.CLASSIC))
-    checks: list[Check] = []
+    checks: list[MatrixCheck] = []
     repositories: dict[str, tuple[matrix.Repository, matrix.Stream]] = {}
     indexes: dict[str, list[matrix.Release]] = {}
     for rel in releases:
@@ -261,7 +263,7 @@ def build_checks(
             what = f"InRelease {pub.directory or pub.suite}"
             if not any(c.url == f"{dists}/InRelease" for c in checks):
                 checks.append(
-                    Check(
+                    MatrixCheck(
                         rel.version,
                         what,
                         f"{dists}/InRelease",
@@ -275,7 +277,7 @@ def build_checks(
                 )
             if stream is matrix.CORE_SDK:
                 checks.append(
-                    Check(
+                    MatrixCheck(
                         rel.version,
                         f"packages in {pub.directory}",
                         f"{dists}/main/binary-amd64/Packages.gz",
@@ -290,7 +292,7 @@ def build_checks(
                 url = f"{matrix.AMDGPU_APT_BASE_URL}/{driver}/ubuntu/dists/{suite}/InRelease"
                 if not any(c.url == url for c in checks):
                     checks.append(
-                        Check(
+                        MatrixCheck(
                             rel.version,
                             f"amdgpu {driver} {suite}",
                             url,
@@ -303,13 +305,13 @@ def build_checks(
             indexes.setdefault(rel.torch_index, []).append(rel)
         else:
             url = f"{matrix.PYTORCH_INDEX_BASE_URL}/rocm{major_minor(rel.version)}"
-            checks.append(Check(rel.version, "no PyTorch index", url, no_index_check(url)))
+            checks.append(MatrixCheck(rel.version, "no PyTorch index", url, no_index_check(url)))
         if rel.amd_wheels:
             checks += amd_wheel_checks(rel, rel.amd_wheels)
     for key_url, (repo, stream) in repositories.items():
         expected = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
         run = key_check(key_url, expected.upper())
-        checks.append(Check(f"key {repo.name}", "fingerprint", key_url, run))
+        checks.append(MatrixCheck(f"key {repo.name}", "fingerprint", key_url, run))
     for index, rels in indexes.items():
         url = f"{matrix.PYTORCH_INDEX_BASE_URL}/{index}"
         builds = rels[0].torch_builds
@@ -317,31 +319,35 @@ def build_checks(
             versions = [f"{v}+{index}" for b in builds if (v := getattr(b, project))]
             if versions:
                 run = wheels_check(url, project, versions)
-                checks.append(Check(index, f"{project} wheels", f"{url}/{project}/", run))
+                checks.append(MatrixCheck(index, f"{project} wheels", f"{url}/{project}/", run))
         if rels[0].torch_runtime:
             checks.append(
-                Check(index, "ROCm runtime", f"{url}/", runtime_check(url, rels[0].torch_runtime))
+                MatrixCheck(
+                    index, "ROCm runtime", f"{url}/", runtime_check(url, rels[0].torch_runtime)
+                )
             )
     return checks
 
 
-def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[Check]:
+def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixCheck]:
     """AMD's index for a release: the ``rocm`` runtime torch requires, every pinned torch /
     torchvision / torchaudio build with the release's label, and each target's
     ``amd-torch-device-<gfx>`` of every build offered to it."""
     url = amd.url.rstrip("/")
     checks = [
-        Check(rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, amd.runtime))
+        MatrixCheck(
+            rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, amd.runtime)
+        )
     ]
     for project in ("torch", "torchvision", "torchaudio"):
         versions = [f"{v}+{amd.label}" for b in amd.builds if (v := getattr(b, project))]
         run = wheels_check(url, project, sorted(set(versions), key=Version))
-        checks.append(Check(rel.version, f"AMD {project} wheels", f"{url}/{project}/", run))
+        checks.append(MatrixCheck(rel.version, f"AMD {project} wheels", f"{url}/{project}/", run))
     for gfx in amd.targets:
         project = f"amd-torch-device-{gfx}"
         versions = [f"{b.torch}+{amd.label}" for b in amd.builds_for([gfx])]
         run = wheels_check(url, project, versions)
-        checks.append(Check(rel.version, f"AMD {project}", f"{url}/{project}/", run))
+        checks.append(MatrixCheck(rel.version, f"AMD {project}", f"{url}/{project}/", run))
     return checks
 
 
@@ -349,7 +355,7 @@ def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[Check]:
 
 
 def missing_releases(
-    upstream: Upstream, fingerprints: dict[str, str] | None = None
+    upstream: UpstreamClient, fingerprints: dict[str, str] | None = None
 ) -> list[dict[str, str]]:
     """Releases upstream publishes that the matrix lacks (from the oldest the matrix has);
     a Core SDK index is read only once verified (``fingerprints`` as for ``build_checks``)."""
@@ -393,21 +399,21 @@ def missing_releases(
 
 
 def check_matrix(
-    upstream: Upstream,
+    upstream: UpstreamClient,
     release: str | None = None,
     fingerprints: dict[str, str] | None = None,
     workers: int = 8,
-    progress: Progress | None = None,
+    progress: DownloadProgress | None = None,
 ) -> dict[str, Any]:
     """Run every check (of one release, with ``release``: KeyError for one the matrix
     doesn't know); the report ``--json`` prints. ``progress`` (the bundle's display, on
     stderr by default) gets a line per check, and on a terminal a live count of the bytes
     fetched."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
-    from rocm_fleet.offline.download import Progress
+    from rocm_fleet.offline.download import DownloadProgress
 
     checks = build_checks(releases, fingerprints)
-    progress = progress or Progress()
+    progress = progress or DownloadProgress()
     total, done, received = len(checks) + (0 if release else 1), 0, 0
 
     def step(label: str) -> None:
@@ -421,7 +427,7 @@ def check_matrix(
     progress.start("matrix check", None)
     unreachable: list[str] = []
 
-    def run(check: Check) -> Check:
+    def run(check: MatrixCheck) -> MatrixCheck:
         try:
             problem = check.run(upstream)
         except Unreachable as exc:

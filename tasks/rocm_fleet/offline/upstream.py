@@ -40,7 +40,7 @@ class Response:
         return self.status == 200
 
 
-class Upstream:
+class UpstreamClient:
     """GETs through the bundle's HTTP client (``download.retrying_session``: retries with
     backoff and Retry-After, one User-Agent), with a timeout, mirror rewriting and a cache
     (each URL once). Unlike ``download.Fetcher.content``, a 403/404/410 is an answer here

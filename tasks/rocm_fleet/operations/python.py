@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
-from packaging.version import InvalidVersion, Version
 from pyinfra import host
 from pyinfra.api import OperationValueError, QuoteString, StringCommand, operation
 from pyinfra.facts.files import Directory, FileContents
@@ -20,6 +19,12 @@ from rocm_fleet.facts.files import FileDigest, Ledger, WritableByOthers
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
+from rocm_fleet.model.venv_pins import (
+    normal_name,
+    normal_versions,
+    requirement_met,
+    version_matches,
+)
 from rocm_fleet.offline.wheels import BUILD_MARK, NO_BINARY
 from rocm_fleet.operations._script import script
 
@@ -108,45 +113,10 @@ def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, m
     yield script("pull-venv", root, path, lock, lock_sha256, stamp, min_python)
 
 
-def normal_name(name: str) -> str:
-    """A distribution name as PEP 503 normalises it ("Torch_Audio" -> "torch-audio")."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def venv_versions(venv_path: str) -> dict[str, str]:
     """The venv's distributions, normalised name -> version (empty: no venv)."""
-    found = read_fact(VenvDistributions, venv=venv_path) or {}
-    return {normal_name(name): version for name, version in found.items()}
-
-
-def version_matches(installed: str | None, wanted: str) -> bool:
-    """PEP 440 ``==`` for the two shapes we pin: exact with a local label, or public only."""
-    if installed is None:
-        return False
-    return installed == wanted if "+" in wanted else installed.split("+")[0] == wanted
-
-
-def requirement_met(installed: dict[str, str], requirement: str) -> bool:
-    """Whether a venv's distributions (normalised name -> version) satisfy a PEP 508
-    requirement such as ``rocm[device-all,libraries]==7.14.*`` (its extras' own
-    requirements aren't known without the metadata: the distribution itself must match)."""
-    req = Requirement(requirement)
-    version = installed.get(normal_name(req.name))
-    if version is None:
-        return False
-    try:
-        return req.specifier.contains(Version(version), prereleases=True)
-    except InvalidVersion:
-        return False
-
-
-def installs_wheels(venv_path: str, wanted: dict[str, str], requires: list[str]) -> bool:
-    """Whether ``pinned_wheels`` would run pip install: a pin the venv doesn't hold, or a
-    requirement it doesn't meet (what the deploy asks before it locks the wheel set)."""
-    installed = venv_versions(venv_path)
-    return any(not version_matches(installed.get(n), v) for n, v in wanted.items()) or any(
-        not requirement_met(installed, r) for r in requires
-    )
+    found = read_fact(VenvDistributions, venv=venv_path)
+    return normal_versions(found)
 
 
 @operation()
