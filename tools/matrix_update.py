@@ -847,7 +847,54 @@ def row_diff(old: dict, new: dict) -> list[str]:
     return lines
 
 
+RECORDS = REPO / "tests" / "fixtures" / "upstream"
+DATA_DIR = OUTPUT.parent
+
+
+def tables_main(argv: list[str]) -> int:
+    """``matrix_update.py tables``: write the matrix's tables (GPU targets, distros, kernels,
+    torch builds) from the stored upstream records and the overrides, or with --check print
+    how the committed ones differ (exit 1 when they do)."""
+    from rocm_fleet.offline import matrix_data
+
+    parser = argparse.ArgumentParser(
+        prog="matrix_update.py tables", description=tables_main.__doc__
+    )
+    parser.add_argument(
+        "--records",
+        type=Path,
+        default=RECORDS,
+        help="the stored upstream records (download.pytorch.org.toml, ...)",
+    )
+    parser.add_argument("--overrides", type=Path, default=OVERRIDES)
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DATA_DIR,
+        help="where the data files are (written, or compared with --check)",
+    )
+    parser.add_argument("--check", action="store_true", help="compare, don't write")
+    args = parser.parse_args(argv)  # fmt: skip
+    try:
+        built = matrix_data.build_tables(args.records, args.overrides)
+    except matrix_data.MatrixDataError as err:
+        print(f"matrix_update: {err}", file=sys.stderr)
+        return 2
+    diff = matrix_data.table_diff(matrix_data.read_data(args.data_dir), built.tables)
+    print("\n".join(diff) if diff else "matrix tables unchanged")
+    for note in built.notes:
+        print(f"upstream has: {note}")
+    if args.check:
+        return 1 if diff or built.notes else 0
+    for path in matrix_data.write_data(built.tables, args.data_dir):
+        print(f"wrote {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["tables"]:
+        return tables_main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--historical-csv", type=Path, required=True)
     parser.add_argument("--os-support", type=Path, required=True)
