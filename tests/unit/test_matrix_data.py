@@ -1,0 +1,134 @@
+"""The matrix's tables as data files: the updater, run on the stored upstream records and the
+cited overrides, reproduces the committed files exactly; a changed record shows as a diff
+naming the row and its source; overrides without a citation, or against a record, refused."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rocm_fleet.model import matrix, upstream_data
+from rocm_fleet.offline import matrix_data
+from unit.test_matrix_update import tool
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDS = ROOT / "tests" / "fixtures" / "upstream"
+OVERRIDES = ROOT / "tools" / "matrix_overrides.toml"
+DATA = ROOT / "tasks" / "rocm_fleet" / "model"
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> Path:
+    """A copy of the stored records, to change a recorded fact in."""
+    return Path(shutil.copytree(RECORDS, tmp_path / "upstream"))
+
+
+def test_the_update_reproduces_the_committed_data_files(tmp_path: Path):
+    built = matrix_data.build_tables(RECORDS, OVERRIDES)
+    written = matrix_data.write_data(built.tables, tmp_path)
+    assert sorted(p.name for p in written) == sorted(matrix_data.TABLE_FILES)
+    for path in written:
+        assert path.read_text() == (DATA / path.name).read_text(), path.name
+    assert built.notes == ()
+    assert matrix_data.table_diff(matrix_data.read_data(DATA), built.tables) == []
+
+
+def test_the_tool_checks_the_committed_files(capsys):
+    assert tool.main(["tables", "--check"]) == 0
+    assert capsys.readouterr().out.strip() == "matrix tables unchanged"
+
+
+def test_a_changed_record_names_the_row_and_its_source(records: Path, tmp_path: Path, capsys):
+    page = records / "download.pytorch.org.toml"
+    text = page.read_text()
+    old = 'builds = [["2.3.0", "0.18.0", "2.3.0"], ["2.3.1", "0.18.1", "2.3.1"]]'
+    assert old in text
+    page.write_text(text.replace(old, old.replace('"2.3.1", "0.18.1"', '"2.3.2", "0.18.2"')))
+    shutil.copytree(DATA, tmp_path / "data", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    argv = ["tables", "--records", str(records), "--data-dir", str(tmp_path / "data")]
+    assert tool.main([*argv, "--check"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out == [
+        'torch_builds.json indexes rocm6.0 builds: [["2.3.0", "0.18.0", "2.3.0"], '
+        '["2.3.1", "0.18.1", "2.3.1"]] -> [["2.3.0", "0.18.0", "2.3.0"], '
+        '["2.3.2", "0.18.2", "2.3.1"]]  [download.pytorch.org.toml [index."rocm6.0"]: '
+        "pytorch.org previous-versions: 2.3.0/2.3.1 with --index-url .../whl/rocm6.0]"
+    ]
+    # written, the committed copy then matches the record again
+    assert tool.main(argv) == 0
+    capsys.readouterr()
+    assert tool.main([*argv, "--check"]) == 0
+
+
+def test_what_the_records_have_and_the_data_lacks_is_written_with_its_source(records: Path):
+    page = records / "repo.amd.com-whl.toml"
+    text = page.read_text()
+    new = text.replace('[stable.release."10.1.0"]', '[stable.release."10.2.0"]', 1)
+    page.write_text(new.replace("rocm10.1.0", "rocm10.2.0", 1))
+    pytorch = records / "download.pytorch.org.toml"
+    pytorch.write_text(
+        pytorch.read_text()
+        + '\n[index."rocm7.15"]\nbuilds = [["2.15.0", "0.30.0", ""]]\nsource = "a new index"\n'
+    )
+    built = matrix_data.build_tables(records, OVERRIDES)
+    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    new_index = (
+        'torch_builds.json indexes rocm7.15: new row  [download.pytorch.org.toml [index."rocm7.15"]'
+        ": a new index]"
+    )
+    assert new_index in diff
+    assert "torch_builds.json amd_wheels 10.1.0: row removed" in "\n".join(diff)
+    new_release = (
+        "torch_builds.json amd_wheels 10.2.0: new row  "
+        '[repo.amd.com-whl.toml [stable.release."10.2.0"]: docs-10.1'
+    )
+    assert any(line.startswith(new_release) for line in diff)
+
+
+def test_a_gpu_the_records_have_and_the_data_lacks_is_reported(records: Path):
+    gpus = records / "gpus.toml"
+    gpus.write_text(gpus.read_text() + '\n[gfx1250]\nlisted_from = ""\npci = ["0x7600"]\n')
+    built = matrix_data.build_tables(records, OVERRIDES)
+    assert len(built.notes) == 1
+    assert built.notes[0].startswith("gpus.toml records gfx1250 (pci 0x7600; LLVM AMDGPUUsage")
+    assert "add a [[gpu_target]]" in built.notes[0]
+
+
+def test_an_override_without_a_source_is_refused(tmp_path: Path):
+    overrides = tmp_path / "overrides.toml"
+    overrides.write_text(
+        OVERRIDES.read_text()
+        + '\n[[inbox_min_kernel]]\ngfx = "gfx1250"\nkernel = "6.18"\nsource = " "\n'
+    )
+    refused = r"\[\[inbox_min_kernel\]\] gfx1250 has no source"
+    with pytest.raises(matrix_data.MatrixDataError, match=refused):
+        matrix_data.build_tables(RECORDS, overrides)
+
+
+def test_an_override_against_a_record_is_refused(tmp_path: Path):
+    overrides = tmp_path / "overrides.toml"
+    text = OVERRIDES.read_text()
+    entry = 'id = "debian"\nversion = "12"\n'
+    assert entry in text
+    overrides.write_text(text.replace(entry, entry + 'suite = "noble"\n'))
+    with pytest.raises(matrix_data.MatrixDataError) as err:
+        matrix_data.build_tables(RECORDS, overrides)
+    assert str(err.value) == (
+        f"{overrides}: [[distro]] debian 12: suite 'noble' contradicts repo.radeon.com.toml "
+        "[suites] ('jammy'): drop the override"
+    )
+
+
+def test_every_row_names_its_source_and_the_matrix_reads_them():
+    for table in matrix_data.read_data(DATA):
+        for section, rows in table.sections.items():
+            assert rows, (table.name, section)
+            for row in rows:
+                assert row["from"] and str(row["source"]).strip(), (table.name, row)
+    assert [t.gfx for t in matrix.GPU_TARGETS] == [r["gfx"] for r in upstream_data.GPU_TARGET_ROWS]
+    assert [d.key for d in matrix.DISTROS] == [r["key"] for r in upstream_data.DISTRO_ROWS]
+    rows = upstream_data.TORCH_BUILD_ROWS
+    assert list(matrix.TORCH_INDEXES) == [r["index"] for r in rows["indexes"]]
+    assert list(matrix.AMD_WHEELS) == [r["release"] for r in rows["amd_wheels"]]
