@@ -42,6 +42,12 @@ Inputs (fetch the current ones from the sources; nothing here goes on the networ
   PyTorch builds for a ROCm its table doesn't name). An override may not contradict a value
   the upstream files give; one the files now give anyway is reported as redundant.
 
+``python tools/matrix_update.py tables [--records DIR] [--data-dir DIR] [--check]`` writes
+the matrix's other tables (gpu_targets.json, distros.json, kernels.json, torch_builds.json
+beside upstream_data.json) from the stored upstream records (tests/fixtures/upstream/*.toml)
+and the overrides' [[gpu_target]], [[distro]] and kernel sections, each row with its source
+(rocm_fleet/offline/matrix_data.py builds, writes and compares them).
+
 The optional inputs not given on a run keep what the committed data has from them. Writes
 the data file, or with --check prints, row by row, how the committed one differs, then each
 thing upstream publishes that the matrix lacks ("upstream has: ..."); exit 1 when either.

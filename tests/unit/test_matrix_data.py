@@ -4,6 +4,7 @@ naming the row and its source; overrides without a citation, or against a record
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -82,7 +83,7 @@ def test_what_the_records_have_and_the_data_lacks_is_written_with_its_source(rec
     assert "torch_builds.json amd_wheels 10.1.0: row removed" in "\n".join(diff)
     new_release = (
         "torch_builds.json amd_wheels 10.2.0: new row  "
-        '[repo.amd.com-whl.toml [stable.release."10.2.0"]: docs-10.1'
+        '[repo.amd.com-whl.toml [stable.release."10.2.0"] (url: [stable]): docs-10.1'
     )
     assert any(line.startswith(new_release) for line in diff)
 
@@ -132,3 +133,30 @@ def test_every_row_names_its_source_and_the_matrix_reads_them():
     rows = upstream_data.TORCH_BUILD_ROWS
     assert list(matrix.TORCH_INDEXES) == [r["index"] for r in rows["indexes"]]
     assert list(matrix.AMD_WHEELS) == [r["release"] for r in rows["amd_wheels"]]
+
+
+def test_the_docs_show_where_each_row_comes_from():
+    from rocm_fleet.cli.matrix import sources_markdown
+
+    text = (ROOT / "docs" / "supported-releases.md").read_text()
+    block = re.search(r"<!-- source-tables -->\n(.*?)\n<!-- /source-tables -->", text, re.S)
+    assert block, "docs/supported-releases.md lost its source-tables markers"
+    assert block.group(1) == sources_markdown(), (
+        "run `python -m rocm_fleet.cli.matrix sources` and paste"
+    )
+    for row in upstream_data.GPU_TARGET_ROWS:
+        assert f"| {row['gfx']} | {row['family']} |" in block.group(1)
+
+
+def test_the_terminal_table_names_each_rows_source():
+    from rocm_fleet.cli.matrix import plain_table, source_text, sources_text
+
+    lines = plain_table().splitlines()
+    legend = dict(re.findall(r"^  \[(\d+)\] (.+)$", "\n".join(lines), re.M))
+    for rel, line in zip(matrix.RELEASES, lines[1:], strict=False):
+        assert line.split()[0] == rel.version
+        note = re.search(r"\[(\d+)\]$", line)
+        assert note and legend[note.group(1)] == source_text(rel), line
+    text = sources_text()
+    for row in upstream_data.TORCH_BUILD_ROWS["indexes"]:
+        assert f"    from {row['from']}: {row['source']}" in text

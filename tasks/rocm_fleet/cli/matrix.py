@@ -164,7 +164,11 @@ def plain_table() -> str:
     headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
     headers += [_distro_short(d) for d in matrix.DISTROS]
     rows = [headers]
+    notes: list[str] = []  # where the rows come from, one footnote per distinct source
     for rel in matrix.RELEASES:
+        source = source_text(rel)
+        if source not in notes:
+            notes.append(source)
         builds = [build.torch for build in rel.torch_builds]
         torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
         rows.append(
@@ -183,6 +187,9 @@ def plain_table() -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
+    # the footnote naming the row's source, after its last column (the header names none)
+    for index, rel in enumerate(matrix.RELEASES, start=1):
+        lines[index] = f"{lines[index].ljust(len(lines[0]))}  [{notes.index(source_text(rel)) + 1}]"
     distros = ", ".join(
         f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
     )
@@ -192,9 +199,86 @@ def plain_table() -> str:
         "  no published but refused by the distro's apt (SHA-1 key binding), - not published.",
         "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
         "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
-        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md.",
+        "[n] where the row comes from (the citations: tools/matrix_overrides.toml):",
+        *(f"  [{n}] {note}" for n, note in enumerate(notes, start=1)),
+        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
+        "where the GPU targets, distros, kernels and torch builds come from: --sources.",
     ]
     return "\n".join([*lines, "", *legend])
+
+
+# --- the other tables and their sources -----------------------------------------------------
+
+# Per data file section (offline/matrix_data.py writes them): its title and the row's values
+# to show, the row's key first.
+SOURCE_TABLES = {
+    "gpu_targets": ("GPU targets", ("gfx", "family", "products")),
+    "distros": ("Distros", ("key", "suite", "python", "glibc")),
+    "min_kernel": ("Oldest kernel AMD lists", ("distro", "kernel")),
+    "inbox_min_kernel": ("Oldest kernel whose inbox amdgpu runs the target", ("gfx", "kernel")),
+    "newer_kernels": ("Newer kernels", ("distro", "kind", "suite", "packages")),
+    "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
+    "amd_wheels": ("AMD's wheels (Core SDK 10.x)", ("release", "builds", "targets")),
+}
+
+
+def _sections() -> dict[str, list[dict]]:
+    return {
+        "gpu_targets": upstream_data.GPU_TARGET_ROWS,
+        "distros": upstream_data.DISTRO_ROWS,
+        **upstream_data.KERNEL_ROWS,
+        **upstream_data.TORCH_BUILD_ROWS,
+    }
+
+
+def _cell(value: Any) -> str:
+    """A row's value as the tables print it: builds as their torch versions."""
+    if isinstance(value, list) and value and isinstance(value[0], list):
+        return ", ".join(build[0] for build in value)
+    if isinstance(value, list):
+        return ", ".join(value)
+    return "—" if value is None else str(value)
+
+
+def _origin(row: dict) -> str:
+    """Where a row comes from: the record (per field where they differ), or "override"."""
+    origin = row["from"]
+    if isinstance(origin, dict):
+        return "; ".join(f"{field}: {where}" for field, where in origin.items())
+    return origin
+
+
+def source_rows() -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, headers, rows) per table: the values, where the row comes from, its citation."""
+    out = []
+    for section, rows in _sections().items():
+        title, fields = SOURCE_TABLES[section]
+        body = [[*(_cell(r.get(f)) for f in fields), _origin(r), r["source"]] for r in rows]
+        out.append((title, [*fields, "from", "source"], body))
+    return out
+
+
+def sources_markdown() -> str:
+    """docs/supported-releases.md's tables of where the other rows come from."""
+    parts = []
+    for title, headers, rows in source_rows():
+        lines = [f"**{title}**", "", "| " + " | ".join(headers) + " |"]
+        lines.append("|" + "---|" * len(headers))
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def sources_text() -> str:
+    """``rocm-fleet matrix --sources``: each row of the other tables and where it comes from."""
+    parts = []
+    for title, headers, rows in source_rows():
+        lines = [f"{title}:"]
+        for row in rows:
+            lines.append("  " + "  ".join(row[: len(headers) - 2]))
+            lines.append(f"    from {row[-2]}: {row[-1]}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
 
 
 def matrix_json() -> dict[str, Any]:
@@ -245,6 +329,8 @@ def matrix_json() -> dict[str, Any]:
         "streams": [stream_json(s) for s in matrix.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],
         "releases": releases,
+        # the other tables' rows as their data files hold them, each with "from" and "source"
+        "tables": _sections(),
         "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,
     }
@@ -304,6 +390,11 @@ def add_parser(commands: Any) -> None:
         epilog=epilog("Here: 0 the matrix printed."),
     )
     parser.add_argument("--json", action="store_true", help="print the matrix as JSON")
+    parser.add_argument(
+        "--sources",
+        action="store_true",
+        help="print the GPU targets, distros, kernels and torch builds, each row with its source",
+    )
     parser.set_defaults(run=run)
     sub = parser.add_subparsers(dest="matrix_command")
     check = sub.add_parser(
@@ -367,7 +458,10 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
 
 def run(args: Any) -> int:
     if getattr(args, "matrix_command", None) != "check":
-        print(json.dumps(matrix_json(), indent=2) if args.json else plain_table())
+        if args.json:
+            print(json.dumps(matrix_json(), indent=2))
+        else:
+            print(sources_text() if args.sources else plain_table())
         return 0
     if args.release is not None and args.release not in matrix.release_versions():
         raise UsageError(
@@ -384,5 +478,7 @@ def run(args: Any) -> int:
     return report["exit_status"]
 
 
-if __name__ == "__main__":  # docs/supported-releases.md's table: python -m rocm_fleet.cli.matrix
-    print(release_table())
+if __name__ == "__main__":  # docs/supported-releases.md's tables: python -m rocm_fleet.cli.matrix
+    import sys
+
+    print(sources_markdown() if sys.argv[1:] == ["sources"] else release_table())

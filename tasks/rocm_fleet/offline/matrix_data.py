@@ -78,7 +78,7 @@ def _cited(entries: list[dict], section: str, fields: set[str], overrides: Path)
     return entries
 
 
-def _build(builds: list[list[str]]) -> list[str | None]:
+def _build(builds: list[list[str]]) -> list[list[str | None]]:
     """A record's [torch, torchvision, torchaudio] ("" for no torchaudio)."""
     return [[b[0], b[1], b[2] or None] for b in builds]
 
@@ -152,9 +152,8 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "targets": entry["device_targets"],
             "target_builds": entry.get("target_builds", {}),
             "device_extra_on": stable.get("device_extra_on", ["torch", "torchvision"]),
-            "from": f'repo.amd.com-whl.toml [stable.release."{release}"]',
-            "source": f"{entry['source']}; targets: {entry['device_targets_source']}; "
-            f"index: {stable['url_source']}",
+            "from": f'repo.amd.com-whl.toml [stable.release."{release}"] (url: [stable])',
+            "source": f"{entry['source']}; targets: {entry['device_targets_source']}",
         })  # fmt: skip
 
     tables = (
@@ -230,11 +229,12 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
                     lines.append(f"{where}: row removed  [was {_origin(b, key)}]")
                 else:
                     for field in dict.fromkeys([*b, *a]):
-                        if b.get(field) != a.get(field):
-                            lines.append(
-                                f"{where} {field}: {json.dumps(b.get(field))} -> "
-                                f"{json.dumps(a.get(field))}  [{_origin(a, field)}]"
-                            )
+                        if b.get(field) == a.get(field):
+                            continue
+                        change = f"{json.dumps(b.get(field))} -> {json.dumps(a.get(field))}"
+                        # a value names where it now comes from; a changed citation is itself
+                        origin = "" if field in ("from", "source") else f"  [{_origin(a, field)}]"
+                        lines.append(f"{where} {field}: {change}{origin}")
             if list(was) != list(now) and set(was) == set(now):
                 lines.append(f"{table.name} {section}: rows reordered")
     return lines
