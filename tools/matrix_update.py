@@ -882,19 +882,14 @@ def tables_main(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true", help="compare, don't write")
     args = parser.parse_args(argv)  # fmt: skip
     try:
-        built = matrix_data.build_tables(args.records, args.overrides)
+        lines, status = matrix_data.update(
+            args.records, args.overrides, args.data_dir, check=args.check
+        )
     except matrix_data.MatrixDataError as err:
         print(f"matrix_update: {err}", file=sys.stderr)
         return 2
-    diff = matrix_data.table_diff(matrix_data.read_data(args.data_dir), built.tables)
-    print("\n".join(diff) if diff else "matrix tables unchanged")
-    for note in built.notes:
-        print(f"upstream has: {note}")
-    if args.check:
-        return 1 if diff or built.notes else 0
-    for path in matrix_data.write_data(built.tables, args.data_dir):
-        print(f"wrote {path}")
-    return 0
+    print("\n".join(lines))
+    return status
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,7 @@ naming the row and its source; overrides without a citation, or against a record
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -160,3 +161,26 @@ def test_the_terminal_table_names_each_rows_source():
     text = sources_text()
     for row in upstream_data.TORCH_BUILD_ROWS["indexes"]:
         assert f"    from {row['from']}: {row['source']}" in text
+
+
+def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: Path, capsys):
+    from rocm_fleet.cli import main
+
+    data = Path(shutil.copytree(DATA, tmp_path / "data", ignore=shutil.ignore_patterns("*.py")))
+    argv = ["matrix", "update", "--records", str(records), "--overrides", str(OVERRIDES)]
+    assert main([*argv, "--check"]) == 0  # the data this rocm-fleet reads
+    assert capsys.readouterr().out == "matrix tables unchanged\n"
+    page = records / "repo.radeon.com.toml"
+    page.write_text(page.read_text().replace('"debian 13" = "noble"', '"debian 13" = "trixie"'))
+    argv += ["--data-dir", str(data)]
+    assert main([*argv, "--check"]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        'distros.json distros debian 13 suite: "noble" -> "trixie"  [repo.radeon.com.toml [suites]]'
+    ]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {data / 'torch_builds.json'}"
+    assert json.loads((data / "distros.json").read_text())["distros"][4]["suite"] == "trixie"
+    assert (DATA / "distros.json").read_text() != (data / "distros.json").read_text()
+    (records / "gpus.toml").unlink()
+    assert main([*argv, "--check"]) == 4
+    assert "gpus.toml: [Errno 2]" in capsys.readouterr().err

@@ -410,6 +410,26 @@ def add_parser(commands: Any) -> None:
             "2 upstream did not answer for a row (not checked) and nothing was found wrong"
         ),
     )
+    update = sub.add_parser(
+        "update",
+        help="write the matrix's tables from stored upstream records (or --check them)",
+        description="Build the matrix's GPU targets, distros, kernels and torch builds from "
+        "stored copies of AMD's and PyTorch's files (a checkout's tests/fixtures/upstream/) "
+        "and the cited overrides (tools/matrix_overrides.toml), each row with its source; "
+        "print, row by row, how the data files differ and what the records have that they "
+        "lack; write them unless --check. What tools/matrix_update.py tables runs.",
+        epilog=epilog(
+            "Here: 0 written, or (--check) nothing differs; 1 (--check) a row differs or a "
+            "record has what the data lacks"
+        ),
+    )
+    update.add_argument("--records", required=True, help="the stored upstream records' directory")
+    update.add_argument("--overrides", required=True, help="the cited overrides (TOML)")
+    update.add_argument(
+        "--data-dir",
+        help="the data files' directory (default: the ones this rocm-fleet reads)",
+    )
+    update.add_argument("--check", action="store_true", help="compare, don't write")
     check.add_argument("--release", help="check only this release's row")
     check.add_argument(
         "--apt-base",
@@ -456,7 +476,26 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
     return found
 
 
+def run_update(args: Any) -> int:
+    """``rocm-fleet matrix update``: offline.matrix_data.update, as the maintainer tool runs it."""
+    from pathlib import Path
+
+    from rocm_fleet.offline import matrix_data
+
+    data_dir = Path(args.data_dir) if args.data_dir else upstream_data.DATA_DIR
+    try:
+        lines, status = matrix_data.update(
+            Path(args.records), Path(args.overrides), data_dir, check=args.check
+        )
+    except matrix_data.MatrixDataError as err:
+        raise UsageError(str(err)) from err
+    print("\n".join(lines))
+    return status
+
+
 def run(args: Any) -> int:
+    if getattr(args, "matrix_command", None) == "update":
+        return run_update(args)
     if getattr(args, "matrix_command", None) != "check":
         if args.json:
             print(json.dumps(matrix_json(), indent=2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from importlib.resources import files
+from pathlib import Path
 
 _DATA = json.loads(files(__package__).joinpath("upstream_data.json").read_text("utf-8"))
 
@@ -24,6 +25,10 @@ TORCH_STABLE_ROCM: dict[str, str] = _DATA["torch_stable_rocm"]
 # targets AMD's table lists (None where it is silent), amdgpu driver folder, torch index, and
 # per field where it comes from ("from") with an override's citation ("source").
 RELEASES: list[dict] = _DATA["releases"]
+
+
+# Where the data files are (``rocm-fleet matrix update`` compares with them by default).
+DATA_DIR = Path(str(files(__package__)))
 
 
 def _table(name: str) -> dict[str, list[dict]]:

@@ -202,9 +202,13 @@ def read_data(directory: Path) -> tuple[Table, ...]:
 
 
 def _origin(row: dict, field: str) -> str:
+    """Where a row's field comes from: the record (which names what it copies), or the
+    override's citation; a row whose fields come from different places cites the overrides'."""
     origin = row.get("from")
-    where = origin.get(field, FROM_OVERRIDE) if isinstance(origin, dict) else origin
-    return f"{where}: {row.get('source')}"
+    if isinstance(origin, dict):
+        where = origin.get(field, FROM_OVERRIDE)
+        return f"{where}: {row.get('source')}" if where == FROM_OVERRIDE else where
+    return f"{origin}: {row.get('source')}"
 
 
 def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
@@ -238,3 +242,20 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
             if list(was) != list(now) and set(was) == set(now):
                 lines.append(f"{table.name} {section}: rows reordered")
     return lines
+
+
+def update(
+    records: Path, overrides: Path, directory: Path, *, check: bool
+) -> tuple[list[str], int]:
+    """The update both ``rocm-fleet matrix update`` and ``tools/matrix_update.py tables`` run:
+    build the tables, say how ``directory``'s differ (and what the records have that they
+    can't take), and write them unless ``check``. (the lines to print, the exit status: with
+    ``check`` 1 when anything differs or is lacking, else 0)."""
+    built = build_tables(records, overrides)
+    diff = table_diff(read_data(directory), built.tables)
+    lines = diff or ["matrix tables unchanged"]
+    lines += [f"upstream has: {note}" for note in built.notes]
+    if check:
+        return lines, 1 if diff or built.notes else 0
+    lines += [f"wrote {path}" for path in write_data(built.tables, directory)]
+    return lines, 0
