@@ -184,3 +184,43 @@ def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: 
     (records / "gpus.toml").unlink()
     assert main([*argv, "--check"]) == 4
     assert "gpus.toml: [Errno 2]" in capsys.readouterr().err
+
+
+def test_a_gpu_amds_list_has_and_the_data_lacks_is_written_from_it(records: Path):
+    gpus = records / "stored" / "gpus.yaml"
+    gpus.write_text(
+        gpus.read_text().replace(
+            "AMD Radeon:\n", "AMD Radeon:\n  AMD Radeon RX 9080 XT:\n    gfx: gfx1250\n", 1
+        )
+    )
+    built = matrix_data.build_tables(records, OVERRIDES)
+    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    upstream = (
+        "AMD's GPU list, https://github.com/ROCm/rocm-docs/blob/"
+        "793e0c2edf9cef63d320ef0e985f52c81e666ecb/docs/data/gpus.yaml (read 2026-12-04)"
+    )
+    assert diff == [
+        f"gpu_targets.json gpu_targets gfx1250: new row  [stored/gpus.yaml: {upstream}]"
+    ]
+    rows = built.tables[0].sections["gpu_targets"]
+    assert rows[-1] == {"gfx": "gfx1250", "family": "radeon", "products": "Radeon RX 9080 XT",
+                        "from": "stored/gpus.yaml", "source": upstream}  # fmt: skip
+    assert built.notes == (
+        "stored/gpus.yaml lists gfx1250 (radeon: Radeon RX 9080 XT), which the matrix lacked: "
+        f"written from it ({upstream}); review, and name its products in a [[gpu_target]] "
+        "override if AMD's names need more",
+    )
+
+
+def test_a_family_override_where_amds_list_gives_one_is_refused(tmp_path: Path):
+    overrides = tmp_path / "overrides.toml"
+    text = OVERRIDES.read_text()
+    entry = '[[gpu_target]]\ngfx = "gfx1030"\n'
+    assert entry in text
+    overrides.write_text(text.replace(entry, entry + 'family = "instinct"\n'))
+    with pytest.raises(matrix_data.MatrixDataError) as err:
+        matrix_data.build_tables(RECORDS, overrides)
+    assert str(err.value) == (
+        f"{overrides}: [[gpu_target]] gfx1030: family 'instinct', but stored/gpus.yaml gives "
+        "it ('radeon'): drop the override's family"
+    )

@@ -78,6 +78,88 @@ def _cited(entries: list[dict], section: str, fields: set[str], overrides: Path)
     return entries
 
 
+# AMD's GPU list (docs/data/gpus.yaml) names families "AMD Instinct", "AMD Radeon", "AMD Ryzen";
+# the matrix's GpuTarget.family is the short form.
+AMD_FAMILIES = {"AMD Instinct": "instinct", "AMD Radeon": "radeon", "AMD Ryzen": "ryzen"}
+GPU_LIST = Path("stored") / "gpus.yaml"
+
+
+def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]:
+    """gfx -> (family, AMD's product names) from the stored copy of AMD's GPU list, and where
+    that copy comes from (its SOURCES.toml entry: the upstream URL at a commit); none when
+    the records hold no copy."""
+    path = records / GPU_LIST
+    if not path.exists():
+        return {}, ""
+    try:
+        import yaml  # the update only: reading the product's own data needs no PyYAML
+    except ImportError as err:
+        raise MatrixDataError(f"{path}: reading AMD's GPU list needs PyYAML") from err
+    try:
+        data = yaml.safe_load(path.read_text("utf-8"))
+    except yaml.YAMLError as err:
+        raise MatrixDataError(f"{path}: {err}") from err
+    out: dict[str, tuple[str, list[str]]] = {}
+    for family, products in (data or {}).items():
+        if family.startswith("_"):
+            continue
+        if family not in AMD_FAMILIES or not isinstance(products, dict):
+            raise MatrixDataError(
+                f"{path}: family {family!r}: expected one of {', '.join(AMD_FAMILIES)}, each a "
+                "mapping of products"
+            )
+        for product, fields in products.items():
+            gfx = fields.get("gfx") if isinstance(fields, dict) else None
+            if not isinstance(gfx, str) or not gfx.startswith("gfx"):
+                raise MatrixDataError(f"{path}: {family} / {product}: gfx {gfx!r} is no target")
+            have = out.setdefault(gfx, (AMD_FAMILIES[family], []))
+            if have[0] != AMD_FAMILIES[family]:
+                raise MatrixDataError(f"{path}: {gfx} is in two families: {have[0]}, {family}")
+            have[1].append(product.removeprefix("AMD "))
+    entry = _read(records / "stored" / "SOURCES.toml").get("files", {}).get("gpus.yaml", {})
+    where = entry.get("upstream") or str(GPU_LIST)
+    return out, f"AMD's GPU list, {where} (read {entry.get('read', '?')})"
+
+
+def _gpu_rows(
+    targets: list[dict], amd: dict[str, tuple[str, list[str]]], amd_source: str, overrides: Path
+) -> tuple[list[dict], list[str]]:
+    """The GPU target rows: family from AMD's GPU list where it names the target (the
+    override's otherwise), products from the override; a target AMD lists that no override
+    names, written from AMD's list alone (and noted)."""
+    rows, notes = [], []
+    for target in targets:
+        gfx = target["gfx"]
+        listed = amd.get(gfx)
+        if listed and "family" in target:
+            raise MatrixDataError(
+                f"{overrides}: [[gpu_target]] {gfx}: family {target['family']!r}, but "
+                f"{GPU_LIST} gives it ({listed[0]!r}): drop the override's family"
+            )
+        if not listed and "family" not in target:
+            raise MatrixDataError(
+                f"{overrides}: [[gpu_target]] {gfx}: no family, and {GPU_LIST} doesn't list "
+                "the target: add one (instinct, radeon or ryzen) with its source"
+            )
+        family = listed[0] if listed else target["family"]
+        origin = {"family": str(GPU_LIST) if listed else FROM_OVERRIDE, "products": FROM_OVERRIDE}
+        source = target["source"] + (f"; family: {amd_source}" if listed else "")
+        rows.append({"gfx": gfx, "family": family, "products": target["products"],
+                     "from": origin, "source": source})  # fmt: skip
+    named = {t["gfx"] for t in targets}
+    for gfx, (family, products) in amd.items():
+        if gfx in named:
+            continue
+        rows.append({"gfx": gfx, "family": family, "products": ", ".join(products),
+                     "from": str(GPU_LIST), "source": amd_source})  # fmt: skip
+        notes.append(
+            f"{GPU_LIST} lists {gfx} ({family}: {', '.join(products)}), which the matrix "
+            f"lacked: written from it ({amd_source}); review, and name its products in a "
+            "[[gpu_target]] override if AMD's names need more"
+        )
+    return rows, notes
+
+
 def _build(builds: list[list[str]]) -> list[list[str | None]]:
     """A record's [torch, torchvision, torchaudio] ("" for no torchaudio)."""
     return [[b[0], b[1], b[2] or None] for b in builds]
@@ -103,8 +185,9 @@ def build_tables(records: Path, overrides: Path) -> Built:
                 "matrix's GPU targets: add a [[gpu_target]] with its family, products and "
                 "source to matrix_overrides.toml"
             )
-    gpu_rows = [{**{k: t[k] for k in ("gfx", "family", "products")}, "from": FROM_OVERRIDE,
-                 "source": t["source"]} for t in targets]  # fmt: skip
+    amd, amd_source = _amd_gpu_list(records)
+    gpu_rows, found = _gpu_rows(targets, amd, amd_source, overrides)
+    notes += found
 
     suites = {k: v for k, v in radeon.get("suites", {}).items() if " " in k}
     distro_rows = []
@@ -201,6 +284,10 @@ def read_data(directory: Path) -> tuple[Table, ...]:
     return tuple(out)
 
 
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
 def _origin(row: dict, field: str) -> str:
     """Where a row's field comes from: the record (which names what it copies), or the
     override's citation; a row whose fields come from different places cites the overrides'."""
@@ -235,7 +322,7 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
                     for field in dict.fromkeys([*b, *a]):
                         if b.get(field) == a.get(field):
                             continue
-                        change = f"{json.dumps(b.get(field))} -> {json.dumps(a.get(field))}"
+                        change = f"{_json(b.get(field))} -> {_json(a.get(field))}"
                         # a value names where it now comes from; a changed citation is itself
                         origin = "" if field in ("from", "source") else f"  [{_origin(a, field)}]"
                         lines.append(f"{where} {field}: {change}{origin}")
