@@ -160,6 +160,31 @@ def _gpu_rows(
     return rows, notes
 
 
+def _builds_lacking(records: Path, index_rows: list[dict]) -> list[str]:
+    """The stable torch releases PyTorch's build matrix (the stored record of test-infra's
+    generate_binary_build_matrix.py) built for a ROCm whose index row doesn't have them. Noted,
+    not written: what an index serves is its listing's record (download.pytorch.org.toml), and
+    a build's torchvision / torchaudio come with that, not with the build matrix."""
+    path = records / "stored" / "pytorch-rocm-builds.toml"
+    if not path.exists():
+        return []
+    matrix = _read(path)
+    have = {row["index"]: {build[0] for build in row["builds"]} for row in index_rows}
+    notes = []
+    for minor, entry in matrix.get("release", {}).items():
+        for rocm in entry.get("rocm", []):
+            index = f"rocm{rocm}"
+            missing = [v for v in entry.get("stable", []) if v not in have.get(index, set())]
+            if missing:
+                notes.append(
+                    f"{path.name}: torch {', '.join(missing)} (torch {minor}) built for ROCm "
+                    f"{rocm} (pytorch/test-infra generate_binary_build_matrix.py @ "
+                    f'{entry["commit"][:8]}); download.pytorch.org.toml [index."{index}"] '
+                    "doesn't record it: record the index's listing there to add it"
+                )
+    return notes
+
+
 def _build(builds: list[list[str]]) -> list[list[str | None]]:
     """A record's [torch, torchvision, torchaudio] ("" for no torchaudio)."""
     return [[b[0], b[1], b[2] or None] for b in builds]
@@ -227,6 +252,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "index": name, "builds": _build(entry["builds"]), "runtime": entry.get("runtime"),
             "from": f'download.pytorch.org.toml [index."{name}"]', "source": entry["source"],
         })  # fmt: skip
+    notes += _builds_lacking(records, index_rows)
     stable = amd_whl.get("stable", {})
     amd_rows = []
     for release, entry in stable.get("release", {}).items():
