@@ -202,7 +202,7 @@ def plain_table() -> str:
         "[n] where the row comes from (the citations: tools/matrix_overrides.toml):",
         *(f"  [{n}] {note}" for n, note in enumerate(notes, start=1)),
         "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
-        "where the GPU targets, distros, kernels and torch builds come from: --sources.",
+        "where GPU targets, distros, kernels, torch builds, repositories come from: --sources.",
     ]
     return "\n".join([*lines, "", *legend])
 
@@ -219,6 +219,9 @@ SOURCE_TABLES = {
     "newer_kernels": ("Newer kernels", ("distro", "kind", "suite", "packages")),
     "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
     "amd_wheels": ("AMD's wheels (Core SDK 10.x)", ("release", "builds", "targets")),
+    "repositories": ("AMD's apt repositories", ("name", "base_url", "key_url")),
+    "streams": ("Signing keys and Release Origins", ("name", "key_fingerprint", "pin_origin")),
+    "directories": ("The Core SDK's per-distro directories", ("distro", "directory")),
 }
 
 
@@ -228,6 +231,7 @@ def _sections() -> dict[str, list[dict]]:
         "distros": upstream_data.DISTRO_ROWS,
         **upstream_data.KERNEL_ROWS,
         **upstream_data.TORCH_BUILD_ROWS,
+        **upstream_data.REPOSITORY_ROWS,
     }
 
 
@@ -393,7 +397,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--sources",
         action="store_true",
-        help="print the GPU targets, distros, kernels and torch builds, each row with its source",
+        help="print the GPU targets, distros, kernels, torch builds and repositories, each row "
+        "with its source",
     )
     parser.set_defaults(run=run)
     sub = parser.add_subparsers(dest="matrix_command")
