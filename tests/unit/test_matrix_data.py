@@ -188,6 +188,8 @@ def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: 
     assert capsys.readouterr().out == "matrix tables unchanged\n"
     page = records / "repo.radeon.com.toml"
     page.write_text(page.read_text().replace('"debian 13" = "noble"', '"debian 13" = "trixie"'))
+    assert main(argv) == 4  # never writes the installed data unless told where
+    assert "--data-dir: name the directory to write" in capsys.readouterr().err
     argv += ["--data-dir", str(data)]
     assert main([*argv, "--check"]) == 1
     assert capsys.readouterr().out.splitlines() == [

@@ -432,7 +432,8 @@ def add_parser(commands: Any) -> None:
     update.add_argument("--overrides", required=True, help="the cited overrides (TOML)")
     update.add_argument(
         "--data-dir",
-        help="the data files' directory (default: the ones this rocm-fleet reads)",
+        help="the data files' directory, to write (or compare with); without it --check "
+        "compares with the ones this rocm-fleet reads",
     )
     update.add_argument("--check", action="store_true", help="compare, don't write")
     check.add_argument("--release", help="check only this release's row")
@@ -487,6 +488,13 @@ def run_update(args: Any) -> int:
 
     from rocm_fleet.offline import matrix_data
 
+    if not args.data_dir and not args.check:
+        # the data files this rocm-fleet reads (signing keys among them) are its own: an
+        # update writes only where it is told to
+        raise UsageError(
+            "--data-dir: name the directory to write the data files into (without it, only "
+            f"--check compares with the ones this rocm-fleet reads, {upstream_data.DATA_DIR})"
+        )
     data_dir = Path(args.data_dir) if args.data_dir else upstream_data.DATA_DIR
     try:
         lines, status = matrix_data.update(
