@@ -152,7 +152,7 @@ def test_every_row_names_its_source_and_the_matrix_reads_them():
 
 
 def test_the_docs_show_where_each_row_comes_from():
-    from rocm_fleet.cli.matrix import sources_markdown
+    from rocm_fleet.cli.matrix_sources import sources_markdown
 
     text = (ROOT / "docs" / "supported-releases.md").read_text()
     block = re.search(r"<!-- source-tables -->\n(.*?)\n<!-- /source-tables -->", text, re.S)
@@ -165,7 +165,8 @@ def test_the_docs_show_where_each_row_comes_from():
 
 
 def test_the_terminal_table_names_each_rows_source():
-    from rocm_fleet.cli.matrix import plain_table, source_text, sources_text
+    from rocm_fleet.cli.matrix import plain_table, source_text
+    from rocm_fleet.cli.matrix_sources import sources_text
 
     lines = plain_table().splitlines()
     legend = dict(re.findall(r"^  \[(\d+)\] (.+)$", "\n".join(lines), re.M))
