@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
+from rocm_fleet.cli.matrix_sources import sections, sources_markdown, sources_text
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.offline.matrix_check import check_matrix
 from rocm_fleet.offline.upstream import UpstreamClient
@@ -164,7 +165,11 @@ def plain_table() -> str:
     headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
     headers += [_distro_short(d) for d in matrix.DISTROS]
     rows = [headers]
+    notes: list[str] = []  # where the rows come from, one footnote per distinct source
     for rel in matrix.RELEASES:
+        source = source_text(rel)
+        if source not in notes:
+            notes.append(source)
         builds = [build.torch for build in rel.torch_builds]
         torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
         rows.append(
@@ -183,6 +188,9 @@ def plain_table() -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
+    # the footnote naming the row's source, after its last column (the header names none)
+    for index, rel in enumerate(matrix.RELEASES, start=1):
+        lines[index] = f"{lines[index].ljust(len(lines[0]))}  [{notes.index(source_text(rel)) + 1}]"
     distros = ", ".join(
         f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
     )
@@ -192,7 +200,10 @@ def plain_table() -> str:
         "  no published but refused by the distro's apt (SHA-1 key binding), - not published.",
         "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
         "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
-        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md.",
+        "[n] where the row comes from (the citations: tools/matrix_overrides.toml):",
+        *(f"  [{n}] {note}" for n, note in enumerate(notes, start=1)),
+        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
+        "where GPU targets, distros, kernels, torch builds, repositories come from: --sources.",
     ]
     return "\n".join([*lines, "", *legend])
 
@@ -245,6 +256,8 @@ def matrix_json() -> dict[str, Any]:
         "streams": [stream_json(s) for s in matrix.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],
         "releases": releases,
+        # the other tables' rows as their data files hold them, each with "from" and "source"
+        "tables": sections(),
         "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,
     }
@@ -304,6 +317,12 @@ def add_parser(commands: Any) -> None:
         epilog=epilog("Here: 0 the matrix printed."),
     )
     parser.add_argument("--json", action="store_true", help="print the matrix as JSON")
+    parser.add_argument(
+        "--sources",
+        action="store_true",
+        help="print the GPU targets, distros, kernels, torch builds and repositories, each row "
+        "with its source",
+    )
     parser.set_defaults(run=run)
     sub = parser.add_subparsers(dest="matrix_command")
     check = sub.add_parser(
@@ -319,6 +338,27 @@ def add_parser(commands: Any) -> None:
             "2 upstream did not answer for a row (not checked) and nothing was found wrong"
         ),
     )
+    update = sub.add_parser(
+        "update",
+        help="write the matrix's tables from stored upstream records (or --check them)",
+        description="Build the matrix's GPU targets, distros, kernels and torch builds from "
+        "stored copies of AMD's and PyTorch's files (a checkout's tests/fixtures/upstream/) "
+        "and the cited overrides (tools/matrix_overrides.toml), each row with its source; "
+        "print, row by row, how the data files differ and what the records have that they "
+        "lack; write them unless --check. What tools/matrix_update.py tables runs.",
+        epilog=epilog(
+            "Here: 0 written, or (--check) nothing differs; 1 (--check) a row differs or a "
+            "record has what the data lacks"
+        ),
+    )
+    update.add_argument("--records", required=True, help="the stored upstream records' directory")
+    update.add_argument("--overrides", required=True, help="the cited overrides (TOML)")
+    update.add_argument(
+        "--data-dir",
+        help="the data files' directory, to write (or compare with); without it --check "
+        "compares with the ones this rocm-fleet reads",
+    )
+    update.add_argument("--check", action="store_true", help="compare, don't write")
     check.add_argument("--release", help="check only this release's row")
     check.add_argument(
         "--apt-base",
@@ -365,9 +405,38 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
     return found
 
 
+def run_update(args: Any) -> int:
+    """``rocm-fleet matrix update``: offline.matrix_data.update, as the maintainer tool runs it."""
+    from pathlib import Path
+
+    from rocm_fleet.offline import matrix_data
+
+    if not args.data_dir and not args.check:
+        # the data files this rocm-fleet reads (signing keys among them) are its own: an
+        # update writes only where it is told to
+        raise UsageError(
+            "--data-dir: name the directory to write the data files into (without it, only "
+            f"--check compares with the ones this rocm-fleet reads, {upstream_data.DATA_DIR})"
+        )
+    data_dir = Path(args.data_dir) if args.data_dir else upstream_data.DATA_DIR
+    try:
+        lines, status = matrix_data.update(
+            Path(args.records), Path(args.overrides), data_dir, check=args.check
+        )
+    except matrix_data.MatrixDataError as err:
+        raise UsageError(str(err)) from err
+    print("\n".join(lines))
+    return status
+
+
 def run(args: Any) -> int:
+    if getattr(args, "matrix_command", None) == "update":
+        return run_update(args)
     if getattr(args, "matrix_command", None) != "check":
-        print(json.dumps(matrix_json(), indent=2) if args.json else plain_table())
+        if args.json:
+            print(json.dumps(matrix_json(), indent=2))
+        else:
+            print(sources_text() if args.sources else plain_table())
         return 0
     if args.release is not None and args.release not in matrix.release_versions():
         raise UsageError(
@@ -384,5 +453,7 @@ def run(args: Any) -> int:
     return report["exit_status"]
 
 
-if __name__ == "__main__":  # docs/supported-releases.md's table: python -m rocm_fleet.cli.matrix
-    print(release_table())
+if __name__ == "__main__":  # docs/supported-releases.md's tables: python -m rocm_fleet.cli.matrix
+    import sys
+
+    print(sources_markdown() if sys.argv[1:] == ["sources"] else release_table())
