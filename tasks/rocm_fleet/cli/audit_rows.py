@@ -37,6 +37,7 @@ from typing import Any
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.outliers import HostVersions, Outlier, outliers, versions_from_survey
 
 #: every status a row can have, the good ones first
@@ -83,7 +84,7 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, dict[str, A
     return cells, drift
 
 
-def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def observed_cells(config: Any, survey: HostSurvey) -> dict[str, dict[str, Any]]:
     """The cells of what the survey saw; only a GPU the kernel doesn't drive and a pending
     reboot count as drift (everything else an operation enforces is in the plan)."""
     from rocm_fleet.deploy.reboot import wanted_driver
@@ -95,22 +96,22 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
     from rocm_fleet.model.versions import newer_kernels
 
     cells: dict[str, dict[str, Any]] = {}
-    distro = survey.get("distro") or {}
+    distro = survey.distro or {}
     name = f"{distro.get('id', '?')} {distro.get('point_release') or distro.get('version_id')}"
     cells["distro"] = cell(name)
 
-    running = survey.get("kernel") or "?"
-    newer = newer_kernels(running, kernel_releases(survey.get("packages") or {}))
+    running = survey.kernel or "?"
+    newer = newer_kernels(running, kernel_releases(survey.packages or {}))
     text = running + (f" (newer installed: {newer[-1]})" if newer else "")
     cells["kernel"] = cell(text, running=running, newer=newer[-1] if newer else None)
 
-    sb = (survey.get("secure_boot") or {}).get("state", "unknown")
-    states = [(survey.get(f"mok {cert}") or {}).get("state") for cert, _ in MOK_KEYS.values()]
+    sb = (survey.secure_boot or {}).get("state", "unknown")
+    states = [(survey.mok.get(cert) or {}).get("state") for cert, _ in MOK_KEYS.values()]
     mok = next((s for s in states if s not in ("missing", "absent", None)), None)
     sb_text = {"absent": "unknown (no mokutil)"}.get(sb, sb) + (f", MOK {mok}" if mok else "")
     cells["secure_boot"] = cell(sb_text, state=sb, mok=mok)
 
-    installed = survey.get("rocm_version")
+    installed = survey.rocm_version
     cells["rocm"] = cell(installed or "none", installed=installed)
 
     torch = venv_torch(survey)
@@ -132,7 +133,7 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
         ],
     )
 
-    amdgpu = survey.get("amdgpu") or {}
+    amdgpu = survey.amdgpu or {}
     bound = sorted({g["driver"] for g in amd_pci(survey) if g.get("driver")})
     driver = "amdgpu " + (amdgpu.get("version") or "(inbox)") if amdgpu.get("loaded") else "none"
     undriven = (
@@ -145,7 +146,7 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> dict[str, dict[str, A
         driver + (" (GPU not bound to amdgpu)" if undriven else ""), undriven, bound=bound
     )
 
-    reboot = survey.get("reboot") or {}
+    reboot = survey.reboot or {}
     pending = bool(reboot.get("required"))
     reasons = list(reboot.get("reasons") or []) + list(reboot.get("packages") or [])
     # The kernel it boots next and every installed one, ready for the driver or not: a
@@ -296,7 +297,7 @@ def read_health(host: Any) -> HostHealth | None:
     from rocm_fleet.facts.survey import Read
 
     answer = read_apart(host, [Read("health", GpuHealthFact)])
-    return answer.get("health") if answer else None
+    return answer[0] if answer else None
 
 
 def health_cell(health: HostHealth | None) -> dict[str, Any]:
@@ -355,12 +356,12 @@ def _absent_row(row: dict[str, Any], concerns: dict[str, list[str]]) -> dict[str
             "cells": {"rocm": cell("absent (rocm_state)")}, "concerns": cells}  # fmt: skip
 
 
-def verified(survey: dict[str, Any]) -> dict[str, Any]:
+def verified(survey: HostSurvey) -> dict[str, Any]:
     """When the deploy's GPU check last passed on the host in this boot (the record it
     keeps, read while planning the Verify concern), as ``verified_at`` (seconds)."""
     from rocm_fleet.model.paths import VERIFIED
 
-    record = survey.get(f"file {VERIFIED}")  # surveyed: operations.gpu declares the read
+    record = survey.files.get(VERIFIED)  # surveyed: operations.gpu declares the read
     return {"verified_at": record["mtime"]} if record else {}
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocm_fleet.model import paths
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.versions import kernel_key
 
 #: What DKMS says of a module it built and installed for a kernel (2.x and 3.x), optionally
@@ -256,13 +257,13 @@ def kernels_readiness(
     return [readiness(state, k.release, driver, secure_boot, mok) for k in ordered]
 
 
-def survey_boot(survey: dict[str, Any], driver: str | None, cert: str | None) -> dict[str, Any]:
+def survey_boot(survey: HostSurvey, driver: str | None, cert: str | None) -> dict[str, Any]:
     """The audit's view of a surveyed host (the survey's ``boot``, ``secure_boot`` and
     ``mok <cert>`` answers): the next boot, why a reboot would be refused, and every
     installed kernel with what keeps the driver from it."""
-    state = boot_state_from_dict(survey.get("boot") or {})
-    secure = (survey.get("secure_boot") or {}).get("state") == "enabled"
-    mok = (survey.get(f"mok {cert}") or {}).get("state") if secure and cert else None
+    state = boot_state_from_dict(survey.boot or {})
+    secure = (survey.secure_boot or {}).get("state") == "enabled"
+    mok = (survey.mok.get(cert) or {}).get("state") if secure and cert else None
     boot = next_boot(state)
     return {
         "next": boot.kernel,

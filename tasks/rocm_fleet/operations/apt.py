@@ -239,5 +239,5 @@ def survey_reads(config: Config) -> list[Read]:
     return [
         Read("packages", InstalledPackages),
         Read("dpkg", DpkgInterrupted),
-        *(Read(f"keyring {k}", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
+        *(Read("keyrings", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
     ]

@@ -148,8 +148,8 @@ def gpu_verified(
     reads = [Read("rocminfo", RocmAgents, {"rocminfo": rocminfo})]
     if python:
         reads.append(Read("torch", TorchInfo, {"python": python}))
-    health = host.get_fact(Survey, reads=reads)  # both in one round trip
-    agents, torch = health["rocminfo"], health.get("torch")
+    answers = host.get_fact(Survey, reads=reads)  # both in one round trip, in their order
+    agents, torch = answers[0], answers[1] if python else None
     problems, summary = gpu_problems(
         agents, torch, expected_gfx, expected_count, bool(python), rocminfo
     )
@@ -172,7 +172,7 @@ def gpu_verified(
 def survey_reads(config: Config) -> list[Read]:
     """What the last passed check recorded, and what it is compared with."""
     return [
-        Read(f"file {paths.VERIFIED}", FileDigest, {"path": paths.VERIFIED}),
+        Read("files", FileDigest, {"path": paths.VERIFIED}),
         Read("kfd", KfdNodes),
         Read("kernel", RunningKernel),
         Read("reboot", RebootRequired),

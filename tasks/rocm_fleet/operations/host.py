@@ -103,5 +103,5 @@ def survey_reads(config: Config) -> list[Read]:
     and file these operations are given)."""
     return [
         Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
-        Read(f"file {paths.MIRROR_SITE}", FileDigest, {"path": paths.MIRROR_SITE}),
+        Read("files", FileDigest, {"path": paths.MIRROR_SITE}),
     ]

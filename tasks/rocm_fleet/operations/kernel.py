@@ -117,8 +117,8 @@ def survey_reads(config: Config) -> list[Read]:
     DKMS driver's install recorded (read on every host: one that went back to the inbox
     driver plans its removal from it), and rocm-fleet's TTM limit file (module_options)."""
     return [
-        Read(f"file {paths.TTM_MODPROBE}", FileDigest, {"path": paths.TTM_MODPROBE}),
+        Read("files", FileDigest, {"path": paths.TTM_MODPROBE}),
         Read("packages", InstalledPackages),
         Read("kernel", RunningKernel),
-        Read(f"ledger {paths.DRIVER_LEDGER}", Ledger, {"path": paths.DRIVER_LEDGER}),
+        Read("ledgers", Ledger, {"path": paths.DRIVER_LEDGER}),
     ]

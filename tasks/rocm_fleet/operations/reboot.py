@@ -159,5 +159,5 @@ def survey_reads(config: Config) -> list[Read]:
         Read("reboot", RebootRequired),
         Read("boot", BootKernels),
         Read("secure_boot", SecureBoot),
-        *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
+        *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
     ]

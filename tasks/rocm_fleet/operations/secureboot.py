@@ -209,9 +209,9 @@ def survey_reads(config: Config) -> list[Read]:
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
     reads = [
         Read("secure_boot", SecureBoot),
-        *(Read(f"file {cert}", FileDigest, {"path": cert}) for cert in certificates),
-        *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
+        *(Read("files", FileDigest, {"path": cert}) for cert in certificates),
+        *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
     ]
     if config.rocm_driver == "dkms":
-        reads += [Read(f"mok-new {cert}", MokPending, {"path": cert}) for cert in certificates]
+        reads += [Read("mok_pending", MokPending, {"path": cert}) for cert in certificates]
     return reads
