@@ -59,7 +59,7 @@ def run_op(op: Any, facts: dict[str, Any], executing: bool = False, **arguments:
 
     def get_fact(fact: type, *args: Any, **kwargs: Any) -> Any:
         if fact is Survey:
-            return {read.key: answer(read.fact, read.kwargs) for read in kwargs["reads"]}
+            return [answer(read.fact, read.kwargs) for read in kwargs["reads"]]
         return answer(fact, kwargs)
 
     node.get_fact = get_fact
