@@ -19,7 +19,7 @@ from typing import Any
 from pyinfra.api import Config, Inventory, State
 from pyinfra.context import ctx_host, ctx_state
 
-from rocm_fleet.facts.survey import Survey
+from rocm_fleet.facts.round_trip import Survey
 from unit.surveys import fact_key, is_script, script_call
 
 

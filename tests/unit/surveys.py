@@ -22,8 +22,8 @@ from pyinfra.api import Config, Inventory, State, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
 from rocm_fleet.facts.health import GpuHealthFact
+from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.secureboot import SecureBoot
-from rocm_fleet.facts.survey import Read, Survey
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.health import HostHealth

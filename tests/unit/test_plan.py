@@ -402,7 +402,7 @@ DKMS = {**DEBIAN, "rocm_driver": "dkms"}
 
 def test_every_fact_the_operations_and_tasks_read_is_in_the_survey():
     from rocm_fleet.deploy.preflight import survey_reads
-    from rocm_fleet.engine.survey import DERIVED
+    from rocm_fleet.engine.surveying import DERIVED
     from unit.test_layers import MODULES
 
     surveyed = {read.fact.__name__ for read in survey_reads(load_config(DKMS, "node"))}
@@ -419,7 +419,7 @@ def test_every_fact_the_operations_and_tasks_read_is_in_the_survey():
 
 
 def test_a_survey_key_declared_twice_must_be_the_same_read():
-    from rocm_fleet.engine.survey import Read, merged
+    from rocm_fleet.engine.surveying import Read, merged
     from rocm_fleet.facts.files import FileDigest
     from rocm_fleet.facts.system import RunningKernel
 

@@ -14,7 +14,7 @@ import pytest
 from rocm_fleet.deploy.preflight import survey_reads
 from rocm_fleet.facts.apt import AptInstallSize, _apt_need
 from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
-from rocm_fleet.facts.survey import Survey, host_survey
+from rocm_fleet.facts.round_trip import Survey, host_survey
 from rocm_fleet.facts.system import NvidiaStack, nvidia_stack
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config

@@ -292,9 +292,9 @@ def gather(
 
 def read_health(host: Any) -> HostHealth | None:
     """The host's GPUs' health as amd-smi reports it; None when the read couldn't run."""
-    from rocm_fleet.engine.survey import read_apart
+    from rocm_fleet.engine.surveying import read_apart
     from rocm_fleet.facts.health import GpuHealthFact
-    from rocm_fleet.facts.survey import Read
+    from rocm_fleet.facts.round_trip import Read
 
     answer = read_apart(host, [Read("health", GpuHealthFact)])
     return answer[0] if answer else None

@@ -1,6 +1,6 @@
 """Checks before any change: can this host take the chosen ROCm release as the inventory says?
 
-One survey (``engine.survey``: one SSH round trip) reads the hardware and health preflight
+One survey (``engine.surveying``: one SSH round trip) reads the hardware and health preflight
 judges and every fact the operations and tasks declare they read on a converged host
 (``survey_reads``), which are remembered so planning asks the host nothing more. The rules
 (``model.findings``, a pure function of the survey) turn it into problems (each with its
@@ -24,7 +24,7 @@ from pyinfra.facts.server import Which
 from rocm_fleet.deploy.pull import mark_pushes, pull_problems, pull_warnings
 from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.run import deploy_arguments, verbose
-from rocm_fleet.engine.survey import Read, merged, preflight_reads, read_survey
+from rocm_fleet.engine.surveying import Read, merged, preflight_reads, read_survey
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, LockHeld, PullStatus
 from rocm_fleet.facts.system import DaemonRunning, Nameservers, RunningKernel

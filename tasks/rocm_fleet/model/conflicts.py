@@ -4,7 +4,7 @@ the deploy purges it), the distribution's own ROCm tools that would shadow AMD's
 carry AMD's package names (its ROCm libraries are a warning naming what needs them), another
 ROCm release's apt source, a CUDA or CPU torch in the venv. A removal is only ever suggested
 with what apt's simulation (``apt-get -s purge``, read in the survey) says it would take
-along (``removal_effect``). The survey reads these names (``engine.survey``).
+along (``removal_effect``). The survey reads these names (``engine.surveying``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Preflight's rules: can this host take the chosen ROCm release as the inventory says?
 
-``findings``, a pure function of a host's survey (the answers ``engine.survey`` reads in one
+``findings``, a pure function of a host's survey (the answers ``engine.surveying`` reads in one
 round trip, keyed as its reads name them), returns the problems (each with its fix) that refuse
 the host and the warnings (pairings AMD doesn't list, a distro override) printed before the
 deploy goes ahead. No pyinfra and no I/O on hosts: the deploy (``deploy.preflight``) reads

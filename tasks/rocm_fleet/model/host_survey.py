@@ -3,7 +3,7 @@
 A field per thing read, typed with the answer of the fact that reads it
 (``model.answers``); a thing read once per path (a managed file, a keyring, a MOK
 certificate) is a mapping of path to that fact's answer. Each read of the survey names the
-field it fills (``facts.survey.Read``; ``facts.survey.host_survey`` builds the record), and
+field it fills (``facts.round_trip.Read``; ``facts.round_trip.host_survey`` builds the record), and
 a field no read filled is None (a mapping: empty). Pure data: preflight's rules
 (``model.findings``), the audit and the deploy's tasks read it; only ``facts`` knows how it
 is read.

@@ -16,7 +16,7 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model import paths
 from rocm_fleet.model.matrix import STREAMS

@@ -14,7 +14,7 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.model import paths
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.operations._script import script

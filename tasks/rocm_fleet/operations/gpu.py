@@ -13,7 +13,7 @@ from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.gpu import KfdNodes, RocmAgents
 from rocm_fleet.facts.python import TorchInfo
-from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.system import RebootRequired, RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script

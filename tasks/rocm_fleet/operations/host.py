@@ -9,7 +9,7 @@ from pyinfra.api import QuoteString, StringCommand, operation
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import DaemonRunning
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script

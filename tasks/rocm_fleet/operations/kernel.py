@@ -11,7 +11,7 @@ from pyinfra.api import operation
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.files import FileDigest, Ledger
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import script

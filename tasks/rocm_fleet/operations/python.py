@@ -18,7 +18,7 @@ from pyinfra.facts.files import Directory, FileContents
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest, Ledger, WritableByOthers
 from rocm_fleet.facts.python import VenvDistributions
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.model import paths
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.offline.wheels import BUILD_MARK, NO_BINARY

@@ -26,8 +26,8 @@ from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand, opera
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
-from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
 from rocm_fleet.operations.reboot import note

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from rocm_fleet.facts.health import ROCM_SMI_ONLY, GpuHealthFact
-from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.round_trip import Read, Survey
 from unit.facts.support import FIXTURES, fake_tool, run_sh
 
 AMD_SMI = FIXTURES / "amd-smi"
@@ -83,7 +83,7 @@ def test_only_rocm_smi_is_said_and_no_tool_at_all(tmp_path):
 
 
 def test_in_a_survey_it_answers_as_alone(tmp_path):
-    """The audit can read it in the preflight's one round trip (engine/survey.py)."""
+    """The audit can read it in the preflight's one round trip (engine/surveying.py)."""
     env = serve(tmp_path, "metric_mi300x_healthy.json", "static_mi300x.json",
                 "xgmi_mi300x_up.json")  # fmt: skip
     fact = Survey()

@@ -9,7 +9,7 @@ import subprocess
 import pytest
 from pyinfra.facts.deb import DebArch
 
-from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.system import (
     AmdgpuModule,
     Architecture,

@@ -7,8 +7,10 @@ with the same arguments the operations ask for), and the deploy what its tasks r
 themselves (``deploy.preflight.survey_reads`` puts them together with ``merged``). A fact
 read with ``read_fact`` that no declaration names fails a unit test (``test_plan``), and a
 converged host planned from its survey alone must ask nothing more (the same tests).
-``read_survey`` reads them all with one ``Survey`` fact (one round trip) and remembers each
-answer in the fact cache (``engine.factcache``), so planning asks the host nothing more.
+``read_survey`` reads them all with one ``Survey`` fact (one round trip), remembers each
+answer in the fact cache (``engine.factcache``), so planning asks the host nothing more, and
+gives them to preflight as its typed record (``model.host_survey.HostSurvey``: each read names
+the field it fills).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from rocm_fleet.facts.apt import (
 )
 from rocm_fleet.facts.gpu import KfdNodes, PciGpus, RocmVersion
 from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
+from rocm_fleet.facts.round_trip import Read, Survey, host_survey
 from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
-from rocm_fleet.facts.survey import Read, Survey, host_survey
 from rocm_fleet.facts.system import (
     AmdgpuModule,
     ApuMemory,

@@ -1,4 +1,4 @@
-"""rocm_fleet.facts.survey: many facts in one command, each answered as the fact alone
+"""rocm_fleet.facts.round_trip: many facts in one command, each answered as the fact alone
 would answer it, and the record (``HostSurvey``) made of preflight's answers.
 """
 
@@ -17,7 +17,7 @@ from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.gpu import (
     RocmVersion,
 )
-from rocm_fleet.facts.survey import Read, Survey, host_survey
+from rocm_fleet.facts.round_trip import Read, Survey, host_survey
 from rocm_fleet.facts.system import (
     Architecture,
     RebootRequired,
