@@ -3,10 +3,10 @@
 A field per thing read, typed with the answer of the fact that reads it
 (``model.answers``); a thing read once per path (a managed file, a keyring, a MOK
 certificate) is a mapping of path to that fact's answer. Each read of the survey names the
-field it fills (``facts.round_trip.Read``; ``facts.round_trip.host_survey`` builds the record), and
-a field no read filled is None (a mapping: empty). Pure data: preflight's rules
-(``model.findings``), the audit and the deploy's tasks read it; only ``facts`` knows how it
-is read.
+field it fills (``facts.round_trip.Read``; ``facts.round_trip.host_survey`` builds the
+record), and a field no read filled is None (a mapping: empty). Pure data: preflight's rules
+(``model.findings``) and checks, and the audit's cells, read it; only ``facts`` knows how it
+is read (the operations read the same answers fact by fact, from the fact cache).
 """
 
 from __future__ import annotations
