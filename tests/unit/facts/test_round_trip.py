@@ -24,7 +24,7 @@ from rocm_fleet.facts.system import (
     RunningKernel,
 )
 from rocm_fleet.facts.users import GroupMembership
-from unit.facts.support import run_sh
+from unit.facts.support import run_sh, surveyed
 
 
 def survey_reads(tmp_path: Path) -> list[Read]:
@@ -44,11 +44,7 @@ def survey_reads(tmp_path: Path) -> list[Read]:
 
 def test_survey_answers_each_read_as_the_fact_alone_would(tmp_path):
     reads = survey_reads(tmp_path)
-    fact = Survey()
-    rc, out = run_sh(fact.command(reads=reads))
-    assert rc == 0
-    answers = fact.process(out)
-    assert len(answers) == len(reads)
+    answers = surveyed(reads)
     for read, answer in zip(reads, answers, strict=True):
         alone = read.fact()
         command = alone.command if isinstance(alone.command, str) else alone.command(**read.kwargs)
