@@ -23,7 +23,7 @@ The package is in layers; each imports only the layers listed before it (a unit 
     pyinfra facts: what a host reports, each one command.
 ``engine``
     everything that touches pyinfra beyond its public API, behind one door: the planning
-    speedups (``speedups``), the survey (``survey``) and the fact cache it fills
+    speedups (``speedups``), the survey (``surveying``) and the fact cache it fills
     (``factcache``), refusing a host (``refuse``), planning hosts and reading the plan for
     the audit (``host_plans``), a connection across a reboot (``connection``), the one fleet
     model of each inventory (``inventory_fleet``), loading an inventory as pyinfra's CLI

@@ -55,6 +55,7 @@ def fleet_rows(monkeypatch):
     from pyinfra.api.exceptions import ConnectError
 
     from rocm_fleet.model import paths
+    from rocm_fleet.model.host_survey import HostSurvey
     from unit.test_audit import DATA, UNREACHABLE, SurveyHost, converged, fresh_survey
     from unit.test_audit import gather as audit_gather
 
@@ -65,10 +66,10 @@ def fleet_rows(monkeypatch):
             "clean.lab.example.org": (DATA, SurveyHost(converged())),
             "drifty.lab.example.org": (
                 DATA,
-                SurveyHost(converged(**{f"file {paths.ROCM_PIN}": None, "reboot": pending})),
+                SurveyHost(converged(files={paths.ROCM_PIN: None}, reboot=pending)),
             ),
             "refused.lab.example.org": (DATA, SurveyHost(fresh_survey("debian-12", "arm64"))),
-            "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost({})),
+            "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost(HostSurvey())),
             "gone": (DATA, ConnectError(UNREACHABLE)),
         },
     )
@@ -82,12 +83,12 @@ def group_rows(monkeypatch):
 
     other_kernel = {"kernel": "6.1.0-99-amd64"}
     hosts = {
-        "mi-a": (DATA, SurveyHost({**converged(), "health": amd_smi_health()})),
-        "mi-b": (DATA, SurveyHost({**converged(), "health": amd_smi_health()})),
-        "mi-c": (DATA, SurveyHost({**converged(**other_kernel), "health": amd_smi_health()})),
+        "mi-a": (DATA, SurveyHost(converged(), health=amd_smi_health())),
+        "mi-b": (DATA, SurveyHost(converged(), health=amd_smi_health())),
+        "mi-c": (DATA, SurveyHost(converged(**other_kernel), health=amd_smi_health())),
         "mi-d": (
             DATA,
-            SurveyHost({**converged(), "health": amd_smi_health("metric_mi300x_ecc_errors.json")}),
+            SurveyHost(converged(), health=amd_smi_health("metric_mi300x_ecc_errors.json")),
         ),
     }
     return gather(monkeypatch, hosts, groups={"mi300": list(hosts)})

@@ -19,7 +19,7 @@ from typing import Any
 from pyinfra.api import Config, Inventory, State
 from pyinfra.context import ctx_host, ctx_state
 
-from rocm_fleet.facts.survey import Survey
+from rocm_fleet.facts.round_trip import Survey
 from unit.surveys import fact_key, is_script, script_call
 
 
@@ -59,7 +59,7 @@ def run_op(op: Any, facts: dict[str, Any], executing: bool = False, **arguments:
 
     def get_fact(fact: type, *args: Any, **kwargs: Any) -> Any:
         if fact is Survey:
-            return {read.key: answer(read.fact, read.kwargs) for read in kwargs["reads"]}
+            return [answer(read.fact, read.kwargs) for read in kwargs["reads"]]
         return answer(fact, kwargs)
 
     node.get_fact = get_fact

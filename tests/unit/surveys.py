@@ -1,8 +1,9 @@
 """Survey answers for plan, preflight and audit tests, and the one plan harness.
 
-``fresh_survey()`` is what a freshly installed host answers to preflight's survey (keys as
-``rocm_fleet.deploy.preflight.survey_reads`` names them; a key left out gets its fact's default,
-as the real survey gives a fact with no output). ``plan()`` plans the deploy through
+``fresh_survey()`` is what a freshly installed host answers to preflight's survey, as the
+record preflight gets (``HostSurvey``: its fields as ``rocm_fleet.deploy.preflight.survey_reads``
+names them; a field left None, or a path a per-path field lacks, gets its fact's default, as
+the real survey gives a fact with no output). ``plan()`` plans the deploy through
 pyinfra's API for one host whose only source of facts is such a survey, and records every
 other fact the plan asks for (a round trip a converged host should not need).
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import runpy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,13 @@ from packaging.requirements import Requirement
 from pyinfra.api import Config, Inventory, State, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
+from rocm_fleet.facts.health import GpuHealthFact
+from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.secureboot import SecureBoot
-from rocm_fleet.facts.survey import Survey
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import load_config
+from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
 from rocm_fleet.model.pci_ids import lookup
 from rocm_fleet.model.versions import major_minor
 
@@ -32,38 +36,38 @@ OS_RELEASE = ROOT / "tests" / "fixtures" / "os-release"
 
 # One RX 7900 XTX on PCI (device 0x744c, tests/fixtures/sysfs/rx7900xtx), amdgpu not
 # loaded yet, nothing of ROCm, NVIDIA or torch, plenty of space, connected as root.
-FRESH: dict[str, Any] = {
-    "distro": {"id": "debian", "id_like": [], "version_id": "12", "codename": "bookworm",
-               "point_release": "12.9", "pretty_name": "Debian GNU/Linux 12 (bookworm)"},
-    "arch": "amd64",
-    "kernel": "6.12.38+deb13-amd64",  # new enough for every matrix distro
-    "identity": {"uid": 0, "user": "root"},
-    "wsl": False,
-    "pci": [{"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
-             "driver": None}],
-    "kfd": None,
-    "amdgpu": {"loaded": False, "version": None, "initstate": None},
-    "modules": [],
-    "packages": {"curl": "7.88.1-10+deb12u14"},
-    "dpkg": [],
-    "sources": [],
-    "mirror": "http://deb.debian.org/debian",
-    "rocm_version": None,
-    "secure_boot": {"state": "absent", "shim_validation_disabled": False, "setup_mode": False,
-                    "message": ""},
-    "reboot": {"required": False, "packages": [], "reasons": []},
+FRESH = HostSurvey(
+    distro={"id": "debian", "id_like": [], "version_id": "12", "codename": "bookworm",
+            "point_release": "12.9", "pretty_name": "Debian GNU/Linux 12 (bookworm)"},
+    arch="amd64",
+    kernel="6.12.38+deb13-amd64",  # new enough for every matrix distro
+    identity={"uid": 0, "user": "root"},
+    wsl=False,
+    pci=[{"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
+          "driver": None}],
+    kfd=None,
+    amdgpu={"loaded": False, "version": None, "initstate": None},
+    modules=[],
+    packages={"curl": "7.88.1-10+deb12u14"},
+    dpkg=[],
+    sources=[],
+    mirror="http://deb.debian.org/debian",
+    rocm_version=None,
+    secure_boot={"state": "absent", "shim_validation_disabled": False, "setup_mode": False,
+                 "message": ""},
+    reboot={"required": False, "packages": [], "reasons": []},
     # the running kernel, its initramfs and its own amdgpu; no GRUB config read (newest boots)
-    "boot": {"kernels": [{"release": "6.12.38+deb13-amd64", "initrd_bytes": 70 * 2**20,
-                          "dkms_module": None, "dkms_signed": False, "inbox_module": True}],
-             "grub_cfg": None, "cfg_default": None, "grubenv": {}, "grub_default": None,
-             "dkms": None, "boot_free_bytes": 400 * 2**20},
-    "groups": {"groups": ["video"], "users": {}},
-    "venv": None,
-    "torch_build": None,
-    "disk": [{"path": "/opt", "mount": "/", "avail": 80 * 10**9},
-             {"path": "/var/cache/apt/archives", "mount": "/", "avail": 80 * 10**9}],
-    "apt": {"need": None, "message": "E: Unable to locate package rocm-hip-runtime"},
-}  # fmt: skip
+    boot={"kernels": [{"release": "6.12.38+deb13-amd64", "initrd_bytes": 70 * 2**20,
+                       "dkms_module": None, "dkms_signed": False, "inbox_module": True}],
+          "grub_cfg": None, "cfg_default": None, "grubenv": {}, "grub_default": None,
+          "dkms": None, "boot_free_bytes": 400 * 2**20},
+    groups={"groups": ["video"], "users": {}},
+    venv=None,
+    torch_build=None,
+    disk=[{"path": "/opt", "mount": "/", "avail": 80 * 10**9},
+          {"path": "/var/cache/apt/archives", "mount": "/", "avail": 80 * 10**9}],
+    apt={"need": None, "message": "E: Unable to locate package rocm-hip-runtime"},
+)  # fmt: skip
 
 
 def os_release(name: str) -> dict[str, str]:
@@ -74,24 +78,30 @@ def os_release(name: str) -> dict[str, str]:
     return meta
 
 
-def fresh_survey(os_name: str | None = None, arch: str = "amd64", **changes: Any):
-    """FRESH with the distro of an os-release fixture, the arch, and any keys changed."""
-    survey = copy.deepcopy(FRESH)
+def fresh_survey(os_name: str | None = None, arch: str = "amd64", **changes: Any) -> HostSurvey:
+    """FRESH with the distro of an os-release fixture, the arch, and any fields changed."""
+    survey = changed(copy.deepcopy(FRESH), arch=arch, **changes)
     if os_name is not None:
         meta = os_release(os_name)
-        survey["distro"] = {
+        survey = replace(survey, distro={
             "id": meta.get("ID", "").lower(),
             "id_like": meta.get("ID_LIKE", "").split(),
             "version_id": meta.get("VERSION_ID"),
             "codename": meta.get("VERSION_CODENAME"),
             "point_release": None,
             "pretty_name": meta.get("PRETTY_NAME"),
-        }
-    survey["arch"] = arch
-    survey.update(changes)
+        })  # fmt: skip
     if "kernel" in changes and "boot" not in changes:  # the running kernel is the one in /boot
-        survey["boot"]["kernels"][0]["release"] = changes["kernel"]
+        survey.boot["kernels"][0]["release"] = changes["kernel"]
     return survey
+
+
+def changed(survey: HostSurvey, **changes: Any) -> HostSurvey:
+    """``survey`` with fields changed: a per-path field's paths added to (or replacing) its own."""
+    per_path = {
+        name: {**getattr(survey, name), **changes.pop(name)} for name in PER_PATH & set(changes)
+    }
+    return replace(survey, **changes, **per_path)
 
 
 def digest(content: str, mode: str = "644", mtime: int = 1_700_000_000) -> dict[str, Any]:
@@ -106,25 +116,35 @@ def fact_key(fact: type, kwargs: dict[str, Any]) -> str:
     return ":".join([fact.__name__, *values])
 
 
+def answer(survey: HostSurvey, read: Read) -> Any:
+    """What the host of ``survey`` answers to ``read``: its field (a per-path field's entry
+    for the read's path), or the fact's default where that is None."""
+    value = getattr(survey, read.name)
+    if read.name in PER_PATH:
+        value = value.get(read.kwargs["path"])
+    return read.fact().default() if value is None else copy.deepcopy(value)
+
+
 @dataclass
 class SurveyHost:
-    """Answers preflight's survey from ``survey``; any other fact read is recorded in
-    ``extra_reads`` and answered from ``other`` (``fact_key`` or fact class name -> answer)
-    or None."""
+    """Answers preflight's survey from ``survey`` and the audit's read of the GPUs' health
+    from ``health``; any other fact read is recorded in ``extra_reads`` and answered from
+    ``other`` (``fact_key`` or fact class name -> answer) or None."""
 
-    survey: dict[str, Any]
+    survey: HostSurvey
     other: dict[str, Any] = field(default_factory=dict)
     extra_reads: list[str] = field(default_factory=list)
+    health: HostHealth | None = None
+
+    def answer(self, read: Read) -> Any:
+        if read.fact is GpuHealthFact:  # the audit's read apart, not preflight's survey
+            return read.fact().default() if self.health is None else self.health
+        return answer(self.survey, read)
 
     def __call__(self, fact, *args, **kwargs):
         kwargs = {k: v for k, v in kwargs.items() if not k.startswith("_")}
         if fact is Survey:
-            return {
-                read.key: copy.deepcopy(self.survey[read.key])
-                if read.key in self.survey
-                else read.fact().default()
-                for read in kwargs["reads"]
-            }
+            return [self.answer(read) for read in kwargs["reads"]]
         self.extra_reads.append(f"{fact.__name__}({kwargs})")
         key = fact_key(fact, kwargs)
         return copy.deepcopy(self.other.get(key, self.other.get(fact.__name__)))
@@ -297,20 +317,20 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
     kernel, kernel_version = KERNELS[os_name]
     image = f"linux-image-{kernel}"
     survey = fresh_survey(os_name, kernel=kernel, **changes)
-    survey["packages"].update({image: kernel_version})
-    survey["groups"]["users"] = {user: [user] for user in config.rocm_users}
+    survey.packages.update({image: kernel_version})
+    survey.groups["users"] = {user: [user] for user in config.rocm_users}
     if config.rocm_driver == "dkms":  # amdgpu-dkms's postinst built it for the kernel
         module = f"/lib/modules/{kernel}/updates/dkms/amdgpu.ko.xz"
-        survey["boot"]["kernels"][0]["dkms_module"] = module
+        survey.boot["kernels"][0]["dkms_module"] = module
     fresh = plan(data, SurveyHost(copy.deepcopy(survey)))
     assert not fresh.refused, "the fresh host of a converged survey must be deployable"
 
-    distro = survey["distro"]
+    distro = survey.distro
     row = matrix.distro(distro["id"], distro["version_id"])
     suite_version = {"jammy": "22.04", "noble": "24.04", "resolute": "26.04"}[row.suite]
     release = config.release
-    packages = survey["packages"]
-    groups = survey["groups"]
+    packages = survey.packages
+    groups = survey.groups
     for op in fresh.ops:
         for command in op.commands:
             if is_script(command):
@@ -319,19 +339,19 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 name, args = words(command)[0], words(command)[1:]
             if name == "text-file":
                 path, mode, content = args
-                survey[f"file {path}"] = digest(content, mode, WRITTEN)
+                survey.files[path] = digest(content, mode, WRITTEN)
                 if path.startswith("/etc/apt/sources.list"):  # what AptSourceLines reads
-                    survey["sources"] += [
+                    survey.sources.extend(
                         [path, line]
                         for line in content.splitlines()
                         if "repo.radeon.com" in line or "repo.amd.com" in line
-                    ]
+                    )
             elif name == "verified-keyring":
                 _url, fingerprint, path = args[:3]
-                survey[f"keyring {path}"] = [fingerprint]
-                survey[f"file {path}"] = digest(f"dearmored {fingerprint}", "644", WRITTEN)
+                survey.keyrings[path] = [fingerprint]
+                survey.files[path] = digest(f"dearmored {fingerprint}", "644", WRITTEN)
             elif name == "mkdir" and args[-2] == "touch":  # an apt-lists stamp
-                survey[f"file {args[-1]}"] = digest("", "644", UPDATED)
+                survey.files[args[-1]] = digest("", "644", UPDATED)
             elif name == "mkdir" and args[0] == "-p":  # a directory for a file after it
                 pass
             elif name == "packages-install":
@@ -348,26 +368,26 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 # rocm-core (X.Y.Z-<build>), the Core SDK's amdrocm-base<X.Y> (X.Y.Z-<build>).
                 if release.stream is matrix.CLASSIC:
                     packages["rocm-core"] = version
-                    survey["rocm_version"] = f"{release.version}-128"
+                    survey = replace(survey, rocm_version=f"{release.version}-128")
                 else:
                     packages[f"amdrocm-base{major_minor(release.version)}"] = version
-                    survey["rocm_version"] = version
+                    survey = replace(survey, rocm_version=version)
             elif name == "dkms-driver":
                 ledger, driver, *installed = args
-                survey[f"ledger {ledger}"] = survey.get(f"ledger {ledger}", []) + installed
+                survey.ledgers[ledger] = survey.ledgers.get(ledger, []) + installed
                 for package in installed:
                     packages[package] = (
                         f"1:6.12.12.{release.numeric_tag}-2194681.{suite_version}"
                         if package == driver
                         else kernel_version
                     )
-                survey["amdgpu"]["version"] = "6.12.12"
+                survey.amdgpu["version"] = "6.12.12"
             elif name == "venv-create":
                 venv, ledger = args
-                survey[f"file {paths.venv_marker(venv)}"] = digest(PYVENV_CFG, "644", WRITTEN)
+                survey.files[paths.venv_marker(venv)] = digest(PYVENV_CFG, "644", WRITTEN)
                 # The venv's directory, made for it on a fresh host, then the venv.
-                survey[f"ledger {ledger}"] = [paths.parent(venv), venv]
-                survey["venv"] = {"pip": "23.0.1", "setuptools": "66.1.1"}
+                survey.ledgers[ledger] = [paths.parent(venv), venv]
+                survey = replace(survey, venv={"pip": "23.0.1", "setuptools": "66.1.1"})
             elif "-m" in args and args[args.index("-m") :][:3] == ["-m", "pip", "install"]:
                 # Hash-locked lines on pip's stdin (unit.conftest.UpstreamLocks): the specs.
                 for spec in (a.split(" --hash=")[0] for a in args if "==" in a):
@@ -375,20 +395,20 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                     version = str(req.specifier).removeprefix("==")
                     if req.name == "rocm" and version.endswith(".*"):  # rocm7.14's runtime
                         prefix = version.removesuffix(".*")
-                        survey["venv"].update({n: prefix + v for n, v in PIP_RUNTIME.items()})
+                        survey.venv.update({n: prefix + v for n, v in PIP_RUNTIME.items()})
                     elif req.name == "rocm":  # AMD's 10.x runtime, exactly the release
-                        survey["venv"].update({"rocm": version, "rocm-sdk-core": version})
+                        survey.venv.update({"rocm": version, "rocm-sdk-core": version})
                     else:
-                        survey["venv"][req.name] = version
+                        survey.venv[req.name] = version
                 hip = TORCH_HIP.get(release.torch_index or f"amd{release.version}")
-                survey["torch_build"] = {"hip": hip, "cuda": None}
+                survey = replace(survey, torch_build={"hip": hip, "cuda": None})
             elif name == "pull-venv":  # pull mode's venv, installed from its lock
                 root, venv, _lock, lock_sha256, stamp, _min_python = args
-                survey[f"dir {root}"] = True
-                survey[f"file {paths.venv_marker(venv)}"] = digest(PYVENV_CFG, "644", WRITTEN)
-                survey[f"file {stamp}"] = digest(f"{lock_sha256}\n", "644", WRITTEN)
+                survey.directories[root] = True
+                survey.files[paths.venv_marker(venv)] = digest(PYVENV_CFG, "644", WRITTEN)
+                survey.files[stamp] = digest(f"{lock_sha256}\n", "644", WRITTEN)
             elif name == "pull-units":  # the timer enabled: its stamp after the unit files
-                survey[f"file {args[3]}"] = digest("", "644", UPDATED)
+                survey.files[args[3]] = digest("", "644", UPDATED)
             elif name == "groupadd":
                 groups["groups"].append(args[-1])
             elif name == "usermod":
@@ -397,31 +417,33 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 raise ValueError(f"converged_survey doesn't know {name} {args} ({op.name})")
 
     if "mokutil" in packages:
-        survey["secure_boot"] = SecureBoot().process(["SecureBoot disabled", "__rc=0"])
+        survey = replace(
+            survey, secure_boot=SecureBoot().process(["SecureBoot disabled", "__rc=0"])
+        )
     for cert, _key in paths.MOK_KEYS.values():
-        survey[f"mok {cert}"] = {"state": "missing" if "mokutil" in packages else "absent",
+        survey.mok[cert] = {"state": "missing" if "mokutil" in packages else "absent",
                                  "message": ""}  # fmt: skip
     # amdgpu drives the cards now, and the KFD topology reports them (as KfdNodes reads
     # tests/fixtures/sysfs): node 0 is the CPU, each GPU a node after it.
-    survey["amdgpu"].update({"loaded": True, "initstate": "live"})
-    survey["kfd"] = []
-    for node, gpu in enumerate(survey["pci"], start=1):
+    survey.amdgpu.update({"loaded": True, "initstate": "live"})
+    survey = replace(survey, kfd=[])
+    for node, gpu in enumerate(survey.pci, start=1):
         gpu["driver"] = "amdgpu"
         gfx = lookup(gpu["device"]).gfx
         version = int(gfx[3:-2]) * 10000 + int(gfx[-2], 16) * 100 + int(gfx[-1], 16)
         properties = {"gfx_target_version": version, "drm_render_minor": 127 + node}
-        survey["kfd"].append(
+        survey.kfd.append(
             {"node": node, "gfx": gfx, "gfx_target_version": version, "device_id": gpu["device"],
              "slot": gpu["slot"], "drm_render_minor": 127 + node, "simd_count": None,
              "properties": properties}
         )  # fmt: skip
-    survey["apt"] = {"need": 0, "message": "already installed from this release"}
+    survey = replace(survey, apt={"need": 0, "message": "already installed from this release"})
     # The GPU check passed: it recorded what it vouched for, which only the host as it is
     # now (installed, GPUs driven) says, so it is planned once more on that host.
     check = plan(data, SurveyHost(copy.deepcopy(survey))).find("Check rocminfo and torch")
     _mkdir, record = check.commands
     path, mode, content = script_call(record)[1]
-    survey[f"file {path}"] = digest(content, mode, WRITTEN)
+    survey.files[path] = digest(content, mode, WRITTEN)
     return survey
 
 
@@ -439,7 +461,7 @@ def plan_fleet(hosts: dict[str, tuple[dict, dict]]) -> State:
     state.current_op_file_number = 0
     for host in inventory:
         host.connected = True
-        host.get_fact = SurveyHost(dict(hosts[host.name][1]))
+        host.get_fact = SurveyHost(hosts[host.name][1])
     results = plan_in_parallel(
         state,
         list(inventory),

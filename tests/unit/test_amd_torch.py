@@ -139,8 +139,8 @@ def test_the_deploy_installs_from_amds_index_alone(upstream_locks):
 
 def test_a_converged_10x_host_reads_nothing_beyond_the_survey():
     survey = converged_survey(DATA, "ubuntu-24.04")
-    assert survey["venv"]["torch"] == "2.14.0+rocm10.1.0"
-    assert survey["venv"]["rocm"] == "10.1.0"
+    assert survey.venv["torch"] == "2.14.0+rocm10.1.0"
+    assert survey.venv["rocm"] == "10.1.0"
     host = SurveyHost(survey)
     planned = plan(DATA, host)
     assert not planned.refused
@@ -152,7 +152,7 @@ def test_the_device_wheels_of_a_former_target_go():
     """The host's card was a gfx942 and is now a gfx1100: the gfx942 device wheels go, the
     gfx1100 ones stay."""
     survey = converged_survey(DATA, "ubuntu-24.04")
-    survey["venv"].update({
+    survey.venv.update({
         "amd-torch-device-gfx942": "2.14.0+rocm10.1.0",
         "amd-torchvision-device-gfx942": "0.29.0a0+rocm10.1.0",
         "rocm-sdk-device-gfx942": "10.1.0",

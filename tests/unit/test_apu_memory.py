@@ -15,7 +15,8 @@ from rocm_fleet.facts.system import ApuMemory
 from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.findings import findings
-from unit.surveys import SurveyHost, digest, fresh_survey, plan, script_call
+from rocm_fleet.model.host_survey import HostSurvey
+from unit.surveys import SurveyHost, changed, digest, fresh_survey, plan, script_call
 
 GIB = 2**30
 # A Strix Halo with 128 GB: MemTotal as /proc/meminfo prints it with a 4 GiB carve-out
@@ -33,7 +34,7 @@ def memory(gttsize=(), pages_limit=(), kb=MEM_TOTAL_KB) -> dict:
     return {"mem_total": kb * 1024, "gttsize": list(gttsize), "pages_limit": list(pages_limit)}
 
 
-def survey(gpu=STRIX_HALO, **apu_memory) -> dict:
+def survey(gpu=STRIX_HALO, **apu_memory) -> HostSurvey:
     return fresh_survey("ubuntu-26.04", kernel="7.0.0-22-generic", pci=[gpu],
                         apu_memory=memory(**apu_memory))  # fmt: skip
 
@@ -102,9 +103,9 @@ def test_another_files_ttm_limit_is_refused_and_rocm_fleets_own_is_not():
 def test_gttsize_added_to_rocm_fleets_own_file_is_removed_by_the_write_not_refused():
     edited = apu.modprobe_options(96) + "options amdgpu gttsize=98304\n"
     answers = survey(gttsize=[(f"{paths.TTM_MODPROBE}:4", "options amdgpu gttsize=98304")])
-    assert problems(96, gttsize=answers["apu_memory"]["gttsize"]) == []
+    assert problems(96, gttsize=answers.apu_memory["gttsize"]) == []
     data = {**DATA, "rocm_apu_gtt_gib": 96}
-    planned = plan(data, SurveyHost(answers | {f"file {paths.TTM_MODPROBE}": digest(edited)}))
+    planned = plan(data, SurveyHost(changed(answers, files={paths.TTM_MODPROBE: digest(edited)})))
     (command,) = planned.find("Set the APU's GTT to 96 GiB").commands
     assert "gttsize" not in script_call(command)[1][1]
 
@@ -138,10 +139,10 @@ def test_the_plan_writes_the_file_marks_a_reboot_and_a_second_run_changes_nothin
     assert "options ttm pages_limit=25165824\n" in content
     # the reboot operation is told why (not allowed by default: the run lists the host)
     assert "APU memory | Set the APU's GTT to 96 GiB (TTM page limit)" in first.changes
-    again = plan(data, SurveyHost(answers | {f"file {path}": digest(content)}))
+    again = plan(data, SurveyHost(changed(answers, files={path: digest(content)})))
     assert not again.find("Set the APU's GTT").meta._maybe_is_change
     # unset again: the file goes, with a reboot reason
-    unset = plan(DATA, SurveyHost(answers | {f"file {path}": digest(content)}))
+    unset = plan(DATA, SurveyHost(changed(answers, files={path: digest(content)})))
     (command,) = unset.find("Remove rocm-fleet's TTM page limit").commands
     assert script_call(command)[1] == [paths.TTM_MODPROBE, "", apu.REBOOT_REASON]
 
@@ -197,7 +198,7 @@ def test_the_check_compares_amdgpus_gtt_and_torchs_memory_with_what_was_asked():
 def test_rocm_state_absent_removes_the_file_whatever_the_setting():
     data = {**DATA, "rocm_apu_gtt_gib": 96, "rocm_state": "absent"}
     # the removal reads fact by fact (no preflight survey)
-    host = SurveyHost({}, other={
+    host = SurveyHost(HostSurvey(), other={
         f"FileDigest:{paths.TTM_MODPROBE}": digest(apu.modprobe_options(96)),
         "InstalledPackages": {}, "DpkgInterrupted": [],
     })  # fmt: skip

@@ -4,6 +4,8 @@ preflight says what the APU is and how its memory works."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from rocm_fleet.model import matrix, pci_ids
@@ -62,7 +64,7 @@ def test_preflight_and_the_audit_say_an_apus_carve_out_and_gtt_in_gib():
     assert "its VRAM is a 4.0 GiB carve-out of system memory and its GTT 96.0 GiB" in note
     # the same KFD node, as when amdgpu is loaded: the memory comes from its PCI device
     kfd = [{"node": 1, "gfx": "gfx1151", "device_id": "0x1586", "slot": "0000:c5:00.0"}]
-    assert gpus_found(survey | {"kfd": kfd}) == [gpu]
+    assert gpus_found(replace(survey, kfd=kfd)) == [gpu]
     # a discrete card is no APU and gets no memory text
     dgpu = {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c",
             "class": "0x030000", "driver": "amdgpu"}  # fmt: skip

@@ -327,7 +327,7 @@ def test_a_venv_another_user_owns_is_refused_naming_the_path():
     refused at preflight, naming the venv and the file; nothing is planned."""
     venv = paths.DEFAULT_VENV
     found = f"alice 755 {venv}/lib/python3.11/site-packages"
-    survey = fresh_survey("debian-12", **{f"not root's {venv}": found})
+    survey = fresh_survey("debian-12", writable_by_others={venv: found})
     planned = plan({"rocm_version": "6.4.3", "rocm_users": ["alice"]}, SurveyHost(survey))
     assert planned.refused and planned.beyond_preflight == []
     assert f"the venv {venv} is not root's alone" in (planned.reason or "")

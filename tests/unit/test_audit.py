@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 from pyinfra.api import Config, Inventory, State
@@ -21,7 +22,8 @@ from rocm_fleet.cli import audit_rows, audit_screens
 from rocm_fleet.cli.audit_cells import OBSERVED, AuditRow
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
-from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
+from rocm_fleet.model.host_survey import HostSurvey
+from unit.surveys import SurveyHost, changed, converged_survey, fresh_survey, plan
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
         "rocm_users": ["alice"]}  # fmt: skip
@@ -32,9 +34,7 @@ CONCERNS = [REPO, "ROCm packages", "GPU groups", "PyTorch", "Reboot", "Verify"]
 
 
 def converged(**changes):
-    survey = converged_survey(DATA, "debian-12")
-    survey.update(changes)
-    return survey
+    return changed(converged_survey(DATA, "debian-12"), **changes)
 
 
 def cells(data=None, **changes):
@@ -92,8 +92,8 @@ def test_an_apus_gpu_column_says_it_is_an_apu_with_its_carve_out_and_gtt():
 
 def test_a_newer_installed_kernel_is_shown_not_drift():
     survey = converged()
-    survey["packages"]["linux-image-6.1.0-28-amd64"] = "6.1.119-1"  # older: not shown
-    survey["packages"]["linux-image-6.12.38+deb12-amd64"] = "6.12.38-1~bpo12+1"
+    survey.packages["linux-image-6.1.0-28-amd64"] = "6.1.119-1"  # older: not shown
+    survey.packages["linux-image-6.12.38+deb12-amd64"] = "6.12.38-1~bpo12+1"
     shown = audit_rows.observed_cells(load_config(DATA, "n"), survey).kernel
     assert shown.to_json() == {"text": "6.1.0-31-amd64 (newer installed: 6.12.38+deb12-amd64)",
                      "drift": False, "running": "6.1.0-31-amd64",
@@ -120,9 +120,9 @@ def test_only_an_undriven_gpu_and_a_pending_reboot_are_observed_drift(changes, k
 
 def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pending_reboot():
     survey = converged()
-    running = survey["boot"]["kernels"][0]
+    running = survey.boot["kernels"][0]
     newer = {**running, "release": "6.1.0-99-amd64", "dkms_module": None}
-    survey["boot"]["kernels"].append(newer)  # an unattended upgrade's kernel, no DKMS build
+    survey.boot["kernels"].append(newer)  # an unattended upgrade's kernel, no DKMS build
     config = load_config({**DATA, "rocm_driver": "dkms"}, "n")
     shown = audit_rows.observed_cells(config, survey).reboot
     assert shown.drift and shown.text.startswith(
@@ -147,8 +147,8 @@ def test_a_host_whose_next_kernel_cant_be_told_is_said_not_drift_nor_a_pending_r
     from rocm_fleet.cli.audit_cells import AuditRow, ObservedCells
 
     survey = converged()
-    survey["boot"] = {**survey["boot"], "kernels": [], "grub_cfg": None, "grubenv": None}
-    survey["kernel"] = "6.18.44-fc-v1252-gpu"
+    survey = replace(survey, boot={**survey.boot, "kernels": [], "grub_cfg": None, "grubenv": None})
+    survey = replace(survey, kernel="6.18.44-fc-v1252-gpu")
     shown = audit_rows.observed_cells(load_config(DATA, "n"), survey).reboot
     assert shown.boot.next is None and shown.boot.refused
     assert not shown.drift and not shown.pending and not shown.unsafe
@@ -164,7 +164,7 @@ def test_observed_cells_describe_what_no_operation_enforces():
           "message": "SecureBoot enabled"}  # fmt: skip
     shown = cells(
         secure_boot=sb,
-        **{f"mok {paths.MOK_KEYS['debian'][0]}": {"state": "pending"}},
+        mok={paths.MOK_KEYS["debian"][0]: {"state": "pending"}},
         amdgpu={"loaded": True, "version": "6.12.12", "initstate": "live"},
         venv={"torch": "2.9.1+cu128"},
         torch_build={"hip": None, "cuda": "12.8"},
@@ -199,15 +199,15 @@ def test_a_converged_plan_has_every_concern_and_no_drift():
 @pytest.mark.parametrize(
     ("changes", "concern", "operations"),
     [
-        ({f"file {paths.ROCM_PIN}": None}, REPO, [PIN]),
-        ({f"keyring {paths.ROCM_KEYRING}": None}, REPO,
+        ({"files": {paths.ROCM_PIN: None}}, REPO, [PIN]),
+        ({"keyrings": {paths.ROCM_KEYRING: None}}, REPO,
          ["Install AMD's signing key (fingerprint checked)"]),
         ({"groups": {"groups": ["video", "render"], "users": {"alice": ["alice", "video"]}}},
          "GPU groups", ["Give the GPU users video and render"]),
         ({"venv": {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+cu128",
                    "torchaudio": "2.9.1+rocm6.4"}},
          "PyTorch", ["Install the torch wheels built for the ROCm release"]),
-        ({f"file {paths.LD_CONF}": None}, "ROCm packages",
+        ({"files": {paths.LD_CONF: None}}, "ROCm packages",
          ["Put /opt/rocm/lib on the dynamic loader path"]),  # not the ldconfig it gates
     ],
 )  # fmt: skip
@@ -217,7 +217,7 @@ def test_a_drifted_resource_is_its_concerns_drift(changes, concern, operations):
 
 def test_packages_of_another_release_are_rocm_packages_drift():
     survey = converged()
-    survey["packages"].update(
+    survey.packages.update(
         {"rocm-hip-runtime": "7.2.1.70201-81~22.04", "rocm-core": "7.2.1.70201-81~22.04"}
     )
     assert drift(survey) == {
@@ -239,11 +239,11 @@ def test_a_key_secure_boot_would_reject_is_secure_boot_drift(monkeypatch):
     data = {**DATA, "rocm_driver": "dkms"}
     survey = converged_survey(data, "debian-12")
     cert = paths.MOK_KEYS["debian"][0]
-    survey["secure_boot"] = {"state": "enabled", "shim_validation_disabled": False,
-                             "setup_mode": False, "message": "SecureBoot enabled"}  # fmt: skip
-    survey[f"file {cert}"] = {"mode": "644", "sha256": "ab" * 32, "mtime": 1_700_000_000}
-    survey[f"mok {cert}"] = {"state": "not_enrolled", "message": f"{cert} is not enrolled"}
-    survey[f"mok-new {cert}"] = {"pending": False, "fingerprint": "c8:39:a7", "requests": []}
+    survey = replace(survey, secure_boot={"state": "enabled", "shim_validation_disabled": False,
+                             "setup_mode": False, "message": "SecureBoot enabled"})  # fmt: skip
+    survey.files[cert] = {"mode": "644", "sha256": "ab" * 32, "mtime": 1_700_000_000}
+    survey.mok[cert] = {"state": "not_enrolled", "message": f"{cert} is not enrolled"}
+    survey.mok_pending[cert] = {"pending": False, "fingerprint": "c8:39:a7", "requests": []}
     assert drift(survey, data) == {
         **no_drift(DKMS_CONCERNS),
         "Secure Boot": ["Queue the DKMS signing key for MOK enrollment"],
@@ -294,16 +294,14 @@ def rows(monkeypatch):
                 DATA,
                 SurveyHost(
                     converged(
-                        **{
-                            f"file {paths.ROCM_PIN}": None,
-                            "reboot": {"required": True, "packages": [], "reasons": []},
-                        }
+                        files={paths.ROCM_PIN: None},
+                        reboot={"required": True, "packages": [], "reasons": []},
                     )
                 ),
             ),
             "refused": (DATA, SurveyHost(fresh_survey("debian-12", "arm64"))),
-            "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost({})),
-            "nomirror": ({**DATA, "rocm_mirror": "mirror01"}, SurveyHost({})),
+            "typo": ({**DATA, "rocm_verison": "6.4.3"}, SurveyHost(HostSurvey())),
+            "nomirror": ({**DATA, "rocm_mirror": "mirror01"}, SurveyHost(HostSurvey())),
             "gone": (DATA, ConnectError(UNREACHABLE)),
         },
     )
@@ -481,8 +479,8 @@ def test_a_decommissioned_host_audits_as_the_inventory_says(monkeypatch):
     rows = gather(
         monkeypatch,
         {
-            "gone": (absent, SurveyHost({}, other=CLEAN_ABSENT)),
-            "leftover": (absent, SurveyHost({}, other=left)),
+            "gone": (absent, SurveyHost(HostSurvey(), other=CLEAN_ABSENT)),
+            "leftover": (absent, SurveyHost(HostSurvey(), other=left)),
         },
     )
     by_host = {row.host: row for row in rows}
@@ -539,7 +537,7 @@ def test_the_audit_reads_health_and_flags_the_groups_outlier(group_rows):
     odd = by_host["mi-c"]
     assert odd["status"] == "drift" and odd["drift"][-1] == "outlier: kernel"
     (outlier,) = odd["outliers"]
-    running = converged()["kernel"]
+    running = converged().kernel
     assert outlier["sentence"] == (
         f"mi-c: kernel 6.1.0-99-amd64, but 3 of 4 hosts in group mi300 have {running}"
     )

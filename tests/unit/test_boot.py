@@ -311,7 +311,7 @@ def test_the_command_reads_real_boot_files(tmp_path):
 
 def test_the_command_is_one_survey_section():
     """The survey runs it as ``{ command; }`` among the others: it must end as one."""
-    from rocm_fleet.facts.survey import Read, Survey
+    from rocm_fleet.facts.round_trip import Read, Survey
 
     command = Survey().command([Read("boot", BootKernels), Read("boot2", BootKernels)])
     assert subprocess.run(["sh", "-n", "-c", command], check=False).returncode == 0

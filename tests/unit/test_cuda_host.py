@@ -213,7 +213,7 @@ def test_the_host_is_refused_for_the_nvidia_stack_and_says_which_gpu_it_has(surv
     )
     assert nvidia.startswith("NVIDIA driver/CUDA stack installed (packages: cuda-cccl-13-0, ")
     assert "loaded modules: nvidia, nvidia_uvm): set rocm_migrate_from_cuda: true" in nvidia
-    count = len(survey["nvidia_purge"]["packages"])
+    count = len(survey.nvidia_purge["packages"])
     assert nvidia.endswith(
         f"(apt-get -s purge of these {count} packages says it removes nothing else)"
     )

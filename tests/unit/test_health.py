@@ -4,6 +4,7 @@ real output, tests/fixtures/amd-smi/README.md) and the audit's majority rule."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -16,6 +17,7 @@ from rocm_fleet.model.health import (
     health_families,
     health_metrics,
 )
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.outliers import HostVersions, majority, outliers, versions_from_survey
 from unit.facts.support import fixture
 
@@ -197,12 +199,12 @@ def test_every_sample_has_a_family_with_help():
 
 def test_versions_from_the_survey_and_amd_smi():
     gpus = tuple(mi300x())
-    survey = {"kernel": "6.8.0-60-generic", "rocm_version": "6.4.3-128",
-              "amdgpu": {"loaded": True, "version": "6.12.12", "initstate": "live"}}  # fmt: skip
+    amdgpu = {"loaded": True, "version": "6.12.12", "initstate": "live"}
+    survey = HostSurvey(kernel="6.8.0-60-generic", rocm_version="6.4.3-128", amdgpu=amdgpu)
     versions = versions_from_survey(survey, HostHealth(status="ok", gpus=gpus))
     assert versions == HostVersions("6.12.12", "022.040.003.042.000001", "6.8.0-60-generic",
                                     "6.4.3-128")  # fmt: skip
-    inbox = {**survey, "amdgpu": {"loaded": True, "version": None}}
+    inbox = replace(survey, amdgpu={"loaded": True, "version": None})
     assert versions_from_survey(inbox, None) == HostVersions(
         None, None, "6.8.0-60-generic", "6.4.3-128"
     )

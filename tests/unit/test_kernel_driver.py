@@ -6,6 +6,7 @@ handed over as."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -59,12 +60,12 @@ def host(os_name: str, data: dict, kernel: str = D12, installed=(), sb_state=Non
         }
     ]
     survey = fresh_survey(os_name, kernel=kernel, pci=pci, reboot=reboot or NO_REBOOT)
-    survey["packages"].update(kernel_packages(kernel, *installed))
+    survey.packages.update(kernel_packages(kernel, *installed))
     if sb_state is not None:
-        survey["secure_boot"] = sb(sb_state)
+        survey = replace(survey, secure_boot=sb(sb_state))
         for cert, _key in paths.MOK_KEYS.values():
-            survey[f"mok {cert}"] = {"state": key, "message": ""}
-            survey[f"mok-new {cert}"] = {"pending": pending, "fingerprint": "c8:39:a7",
+            survey.mok[cert] = {"state": key, "message": ""}
+            survey.mok_pending[cert] = {"pending": pending, "fingerprint": "c8:39:a7",
                                          "requests": ["c8:39:a7"] if pending else []}  # fmt: skip
     return SurveyHost(survey)
 
@@ -145,7 +146,7 @@ def test_rdna4_on_debian_12_gets_the_backports_kernel():
 def test_backports_use_the_mirror_the_host_already_uses():
     data = {**RDNA4, "rocm_kernel_backports_mirror": None}
     survey = host("debian-12", data).survey
-    survey["mirror"] = "http://ftp.de.debian.org/debian"
+    survey = replace(survey, mirror="http://ftp.de.debian.org/debian")
     (source,) = plan(data, SurveyHost(survey)).find("Add the Debian backports source").commands
     assert "URIs: http://ftp.de.debian.org/debian\n" in script_call(source)[1][2]
     mirrored = {**RDNA4, "rocm_kernel_backports_mirror": "https://mirror.example/debian"}
@@ -301,18 +302,18 @@ DRIVER_GONE = [
 def driver_removed(survey: dict) -> dict:
     """``survey`` after the inbox run's driver removal ran: the recorded packages purged
     (what they pulled in is not in the survey), the source, stamp and ledger gone."""
-    for name in survey[f"ledger {paths.DRIVER_LEDGER}"]:
-        survey["packages"].pop(name, None)
-    survey[f"ledger {paths.DRIVER_LEDGER}"] = []
-    survey[f"file {paths.AMDGPU_SOURCE}"] = None
-    survey[f"file {paths.AMDGPU_LISTS_STAMP}"] = None
-    survey["sources"] = [s for s in survey["sources"] if s[0] != paths.AMDGPU_SOURCE]
+    for name in survey.ledgers[paths.DRIVER_LEDGER]:
+        survey.packages.pop(name, None)
+    survey.ledgers[paths.DRIVER_LEDGER] = []
+    survey.files[paths.AMDGPU_SOURCE] = None
+    survey.files[paths.AMDGPU_LISTS_STAMP] = None
+    survey = replace(survey, sources=[s for s in survey.sources if s[0] != paths.AMDGPU_SOURCE])
     return survey
 
 
 def test_back_to_inbox_purges_what_dkms_installed_and_its_source_on_one_run():
     survey = converged_survey(DKMS, "debian-12")
-    assert survey[f"ledger {paths.DRIVER_LEDGER}"] == [f"linux-headers-{D12}", "amdgpu-dkms"]
+    assert survey.ledgers[paths.DRIVER_LEDGER] == [f"linux-headers-{D12}", "amdgpu-dkms"]
     inbox = {**DKMS, "rocm_driver": "inbox"}
     host = SurveyHost(survey)
     planned = plan(inbox, host)
@@ -352,14 +353,14 @@ def test_an_amdgpu_dkms_the_admin_installed_stays():
     """No ledger entry (the admin installed it, or a deploy before the ledger did): inbox
     leaves the package alone."""
     survey = driver_removed(converged_survey(DKMS, "debian-12"))
-    survey["packages"]["amdgpu-dkms"] = "1:6.12.12.60403-2194681.22.04"
+    survey.packages["amdgpu-dkms"] = "1:6.12.12.60403-2194681.22.04"
     host = SurveyHost(survey)
     planned = plan({**DKMS, "rocm_driver": "inbox"}, host)
     assert planned.changes == []
     assert host.extra_reads == []
     # A ledger naming only a header: the header goes, amdgpu-dkms stays.
-    survey[f"ledger {paths.DRIVER_LEDGER}"] = [f"linux-headers-{D12}"]
-    survey["packages"][f"linux-headers-{D12}"] = "6.1.128-1"
+    survey.ledgers[paths.DRIVER_LEDGER] = [f"linux-headers-{D12}"]
+    survey.packages[f"linux-headers-{D12}"] = "6.1.128-1"
     planned = plan({**DKMS, "rocm_driver": "inbox"}, SurveyHost(survey))
     (purge,) = planned.find(PURGE).commands
     assert script_call(purge)[1][3:] == [f"linux-headers-{D12}"]
@@ -370,7 +371,7 @@ def test_a_core_sdk_host_back_to_inbox_also_loses_the_drivers_own_keyring():
     inbox it is the other stream's keyring, which the ROCm repository removes."""
     data = {**DKMS, "rocm_version": "10.0.0", "expected_gfx": "gfx1100"}
     survey = converged_survey(data, "ubuntu-24.04")
-    assert survey[f"keyring {paths.ROCM_KEYRING}"]
+    assert survey.keyrings[paths.ROCM_KEYRING]
     host = SurveyHost(survey)
     planned = plan({**data, "rocm_driver": "inbox"}, host)
     assert f"ROCm apt repository | Remove the other ROCm stream's keyring {paths.ROCM_KEYRING}" in (

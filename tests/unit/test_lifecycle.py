@@ -9,6 +9,7 @@ from rocm_fleet.deploy.cuda import REBOOT_REASON
 from rocm_fleet.facts.apt import DpkgInterrupted
 from rocm_fleet.model import paths
 from rocm_fleet.model.decisions import owned_wheels, torch_install, wanted_wheels
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.matrix import CLASSIC, TORCH_RUNTIME_WHEELS, release
 from rocm_fleet.model.sources import WheelNeed
 from rocm_fleet.model.venv_pins import requirement_met, version_matches
@@ -166,7 +167,7 @@ def test_an_upgrade_moves_the_source_packages_and_torch_together():
     refresh = planned.find("Refresh apt lists after a source or key change")
     assert refresh.commands == []
     for path in (paths.APT_LISTS_STAMP, paths.ROCM_KEYRING):  # as they were
-        host.other[f"FileDigest:{path}"] = survey[f"file {path}"]
+        host.other[f"FileDigest:{path}"] = survey.files[path]
     host.other[f"FileDigest:{paths.ROCM_SOURCE}"] = digest("7.2.1 line", mtime=UPDATED + 60)
     planned.run(source)
     node = planned.state.inventory.get_host("node")
@@ -189,15 +190,14 @@ VENV = paths.DEFAULT_VENV
 def deployed_host() -> SurveyHost:
     """A host the deploy (dkms driver) ran on, as the removal reads it, fact by fact."""
     survey = converged_survey({**DATA, "rocm_driver": "dkms"}, "debian-12")
-    files = {key.removeprefix("file "): value for key, value in survey.items()
-             if key.startswith("file ") and value is not None}  # fmt: skip
+    files = {path: value for path, value in survey.files.items() if value is not None}
     other = {f"FileDigest:{path}": value for path, value in files.items()}
     return SurveyHost(
-        {},
+        HostSurvey(),
         other={
             **other,
             f"KeyringFingerprints:{paths.ROCM_KEYRING}": [CLASSIC.key_fingerprint],
-            "InstalledPackages": survey["packages"],
+            "InstalledPackages": survey.packages,
             "DpkgInterrupted": [],
             f"FileContents:{paths.PACKAGE_LEDGER}": ["ca-certificates", "gnupg", "python3-venv"],
             f"FileContents:{paths.DIRECTORY_LEDGER}": ["/opt/rocm-fleet"],
@@ -242,7 +242,8 @@ def test_uninstall_removes_what_the_deploy_added():
 
 def test_a_second_uninstall_changes_nothing():
     clean = SurveyHost(
-        {}, other={"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}, "DpkgInterrupted": []}
+        HostSurvey(),
+        other={"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}, "DpkgInterrupted": []},
     )
     planned = plan(ABSENT, clean)
     assert planned.ops and planned.changes == []
@@ -278,7 +279,7 @@ def cuda_host() -> SurveyHost:
                 "packages": NVIDIA,
                 "purge": {"removes": sorted(set(NVIDIA) - {"curl"}), "errors": []},
             },
-            **{f"file {paths.venv_marker(VENV)}": digest("home = /usr/bin\n")},
+            files={paths.venv_marker(VENV): digest("home = /usr/bin\n")},
         )
     )
 

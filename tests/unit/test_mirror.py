@@ -322,7 +322,7 @@ def test_the_mirror_host_serves_a_bundle_it_copies_from_where_pyinfra_runs(tmp_p
     assert script_call(site)[1][2] == nginx_site(8080, True, [], None, ["10.0.0.5"], ["10.0.0.5"])
     # The copy is one digest compare once the host holds the same manifest.
     held = digest((bundle / "manifest.json").read_text())
-    again = fresh(data, **{f"file {paths.MIRROR_BUNDLE}/manifest.json": held})
+    again = fresh(data, files={f"{paths.MIRROR_BUNDLE}/manifest.json": held})
     assert again.find("Copy the bundle").commands == []
 
 
@@ -396,7 +396,7 @@ def test_the_mirror_is_always_reached_directly():
 
 def test_proxy_settings_are_removed_when_the_inventory_drops_them_and_a_clean_host_has_none():
     assert not [n for n in fresh(DATA).names if "roxy" in n]
-    left = fresh(DATA, **{f"file {paths.APT_PROXY_CONF}": digest("old")})
+    left = fresh(DATA, files={paths.APT_PROXY_CONF: digest("old")})
     (removal,) = left.find("Remove apt's proxy settings").commands
     assert words(removal) == ["rm", "-f", paths.APT_PROXY_CONF]
 

@@ -220,7 +220,7 @@ def test_hosts_pin_the_mirrors_ca_for_it_alone_and_drop_trusted_host(tls):
 def test_a_mirror_that_drops_tls_takes_its_files_and_the_pins_away(tls):
     survey = fresh_survey("debian-12", groups=ALICE)
     for path in (paths.MIRROR_CA, paths.APT_MIRROR_CONF, paths.MIRROR_CERT, paths.MIRROR_KEY):
-        survey[f"file {path}"] = {"mode": "644", "sha256": "0" * 64, "mtime": 1}
+        survey.files[path] = {"mode": "644", "sha256": "0" * 64, "mtime": 1}
     planned = plan({**DATA, "ssh_hostname": ADDRESS, "rocm_mirror": "node"}, SurveyHost(survey))
     for name in ("Remove apt's TLS settings for the mirror", "Remove the fleet mirror's CA",
                  "Remove the mirror's certificate", "Remove the mirror's private key"):  # fmt: skip
@@ -292,7 +292,7 @@ def test_apt_and_pip_get_their_credentials_root_only_through_an_upload(tmp_path,
     # Unset: the files go (planned only where they are).
     survey = fresh_survey("debian-12", groups=ALICE)
     for path in (paths.APT_AUTH, paths.PIP_NETRC):
-        survey[f"file {path}"] = {"mode": "600", "sha256": "0" * 64, "mtime": 1}
+        survey.files[path] = {"mode": "600", "sha256": "0" * 64, "mtime": 1}
     dropped = plan(DATA, SurveyHost(survey))
     assert words(dropped.find("Remove apt's credentials").commands[0]) == [
         "rm", "-f", paths.APT_AUTH

@@ -20,6 +20,7 @@ from pyinfra.api import FileUploadCommand, FunctionCommand, OperationValueError,
 from rocm_fleet.facts.secureboot import SecureBoot
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.boot import BootState, InstalledKernel
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.operations import apt, files, gpu, host, kernel, python, reboot, secureboot, users
 from rocm_fleet.operations.secureboot import PENDING
 from unit.opcases import run_op
@@ -328,7 +329,7 @@ def test_apt_update_always_runs_when_planned():
 def test_apt_update_runs_only_after_a_source_was_removed():
     """apt_update has no noop of its own: removal gates it with ``_if`` on the source
     removals (both streams' and the driver's), which on a host without them change nothing."""
-    clean = SurveyHost({}, other={"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}})
+    clean = SurveyHost(HostSurvey(), other={"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}})
     planned = plan({"rocm_version": "6.4.3", "rocm_state": "absent"}, clean)
     update = planned.find("Forget AMD's package lists")
     assert update.conditional and update.name not in planned.changes

@@ -10,6 +10,7 @@ the assertions read the planned operations and their commands.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 from pyinfra.api.exceptions import PyinfraError
@@ -19,7 +20,15 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, HOST_RUNTIMES, release
 from unit.locks import lock_hash
-from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
+from unit.surveys import (
+    SurveyHost,
+    changed,
+    converged_survey,
+    digest,
+    fresh_survey,
+    plan,
+    script_call,
+)
 
 ALICE = {"groups": ["video"], "users": {"alice": ["alice", "video"]}}
 
@@ -229,24 +238,24 @@ def test_a_converged_host_plans_no_change_from_the_one_survey(os_name, data, dri
 def test_the_converged_survey_is_what_the_fresh_plan_writes():
     data = {**DEBIAN, "rocm_driver": "dkms"}
     survey = converged_survey(data, "debian-12")
-    assert survey[f"keyring {paths.ROCM_KEYRING}"] == [CLASSIC.key_fingerprint]
-    stamp = survey[f"file {paths.APT_LISTS_STAMP}"]["mtime"]
-    assert stamp > survey[f"file {paths.ROCM_SOURCE}"]["mtime"]
-    assert stamp > survey[f"file {paths.ROCM_KEYRING}"]["mtime"]
-    packages = survey["packages"]
+    assert survey.keyrings[paths.ROCM_KEYRING] == [CLASSIC.key_fingerprint]
+    stamp = survey.files[paths.APT_LISTS_STAMP]["mtime"]
+    assert stamp > survey.files[paths.ROCM_SOURCE]["mtime"]
+    assert stamp > survey.files[paths.ROCM_KEYRING]["mtime"]
+    packages = survey.packages
     assert packages["rocm-hip-runtime"] == "6.4.3.60403-128~22.04"
     assert packages["amdgpu-dkms"].startswith("1:") and ".60403-" in packages["amdgpu-dkms"]
     assert {"linux-headers-6.1.0-31-amd64", "mokutil", "openssl", "gnupg"} <= set(packages)
-    assert survey["venv"]["torchvision"] == "0.24.1+rocm6.4"
-    assert survey["groups"] == {"groups": ["video", "render"],
+    assert survey.venv["torchvision"] == "0.24.1+rocm6.4"
+    assert survey.groups == {"groups": ["video", "render"],
                                 "users": {"alice": ["alice", "video", "render"]}}  # fmt: skip
-    assert survey["secure_boot"]["state"] == "disabled"
+    assert survey.secure_boot["state"] == "disabled"
 
 
 @pytest.mark.parametrize(
     ("change", "drifted"),
     [
-        ({f"file {paths.ROCM_PIN}": None}, ["ROCm apt repository | Pin AMD's repository above "
+        ({"files": {paths.ROCM_PIN: None}}, ["ROCm apt repository | Pin AMD's repository above "
                                             "the distribution's own ROCm packages"]),
         ({"groups": {"groups": ["video", "render"], "users": {"alice": ["alice", "video"]}}},
          ["GPU groups | Give the GPU users video and render"]),
@@ -257,7 +266,7 @@ def test_the_converged_survey_is_what_the_fresh_plan_writes():
 )  # fmt: skip
 def test_one_drifted_resource_is_the_only_change(change, drifted):
     survey = converged_survey(DEBIAN, "debian-12")
-    survey.update(change)
+    survey = changed(survey, **change)
     host = SurveyHost(survey)
     assert plan(DEBIAN, host).changes == drifted
     assert host.extra_reads == []
@@ -276,13 +285,13 @@ def verified(data: dict, survey: dict) -> dict:
     check = plan(data, SurveyHost(survey)).find("Check rocminfo and torch")
     if check.commands:
         path, mode, content = script_call(check.commands[-1])[1]
-        survey[f"file {path}"] = digest(content, mode)
+        survey.files[path] = digest(content, mode)
     return survey
 
 
 def test_pytorch_install_false_removes_the_venv_rocm_fleet_created_on_one_run():
     survey = converged_survey(DEBIAN, "debian-12")
-    ledger = survey[f"ledger {paths.DIRECTORY_LEDGER}"]
+    ledger = survey.ledgers[paths.DIRECTORY_LEDGER]
     assert ledger == ["/opt/rocm-fleet", paths.DEFAULT_VENV]
     host = SurveyHost(survey)
     planned = plan(NO_TORCH, host)
@@ -292,14 +301,14 @@ def test_pytorch_install_false_removes_the_venv_rocm_fleet_created_on_one_run():
     (remove,) = planned.find(REMOVE_VENV).commands
     assert script_call(remove) == ("venv-remove", [paths.DEFAULT_VENV, paths.DIRECTORY_LEDGER])
     # Recorded by a deploy from before the venv itself was: its directory says it made it.
-    survey[f"ledger {paths.DIRECTORY_LEDGER}"] = ["/opt/rocm-fleet"]
+    survey.ledgers[paths.DIRECTORY_LEDGER] = ["/opt/rocm-fleet"]
     assert plan(NO_TORCH, SurveyHost(survey)).changes == [REMOVE_VENV, VERIFY]
 
 
 @pytest.mark.parametrize("ledger", [[], ["/opt/other"], ["/opt/rocm-fleet/venv2"]])
 def test_pytorch_install_false_keeps_a_venv_rocm_fleet_did_not_create(ledger):
     survey = converged_survey(DEBIAN, "debian-12")
-    survey[f"ledger {paths.DIRECTORY_LEDGER}"] = ledger
+    survey.ledgers[paths.DIRECTORY_LEDGER] = ledger
     host = SurveyHost(verified(NO_TORCH, survey))
     planned = plan(NO_TORCH, host)
     assert planned.changes == []
@@ -309,9 +318,9 @@ def test_pytorch_install_false_keeps_a_venv_rocm_fleet_did_not_create(ledger):
 
 def test_pytorch_install_false_a_second_run_changes_nothing_and_has_no_pytorch_concern():
     survey = converged_survey(DEBIAN, "debian-12")
-    survey[f"file {paths.venv_marker(paths.DEFAULT_VENV)}"] = None
-    survey["venv"] = None
-    survey[f"ledger {paths.DIRECTORY_LEDGER}"] = []
+    survey.files[paths.venv_marker(paths.DEFAULT_VENV)] = None
+    survey = replace(survey, venv=None)
+    survey.ledgers[paths.DIRECTORY_LEDGER] = []
     host = SurveyHost(verified(NO_TORCH, survey))
     planned = plan(NO_TORCH, host)
     assert planned.changes == []
@@ -393,7 +402,7 @@ DKMS = {**DEBIAN, "rocm_driver": "dkms"}
 
 def test_every_fact_the_operations_and_tasks_read_is_in_the_survey():
     from rocm_fleet.deploy.preflight import survey_reads
-    from rocm_fleet.engine.survey import DERIVED
+    from rocm_fleet.engine.surveying import DERIVED
     from unit.test_layers import MODULES
 
     surveyed = {read.fact.__name__ for read in survey_reads(load_config(DKMS, "node"))}
@@ -410,7 +419,7 @@ def test_every_fact_the_operations_and_tasks_read_is_in_the_survey():
 
 
 def test_a_survey_key_declared_twice_must_be_the_same_read():
-    from rocm_fleet.engine.survey import Read, merged
+    from rocm_fleet.engine.surveying import Read, merged
     from rocm_fleet.facts.files import FileDigest
     from rocm_fleet.facts.system import RunningKernel
 
@@ -445,7 +454,7 @@ def test_an_own_deploy_asks_whether_the_host_was_refused(tmp_path, accepted):
     own.write_text(OWN_DEPLOY)
     data = {**DEBIAN, "rocm_users": ["alice"] if accepted else ["alice", "mallory"]}
     survey = converged_survey(DEBIAN, "debian-12")
-    survey["groups"]["users"]["mallory"] = None
+    survey.groups["users"]["mallory"] = None
     planned = plan(data, SurveyHost(survey), deploy_file=own)
     node = planned.state.inventory.get_host("node")
     if accepted:
@@ -476,7 +485,7 @@ def test_the_nvidia_packages_a_refusal_summarises_are_listed_in_full_with_v(capl
     from pyinfra.api import State
 
     nvidia = {f"libnvidia-compute-{n}": "535.216.01-1" for n in range(8)}
-    survey = fresh_survey("debian-12", packages={**fresh_survey("debian-12")["packages"], **nvidia})
+    survey = fresh_survey("debian-12", packages={**fresh_survey("debian-12").packages, **nvidia})
     caplog.set_level(logging.INFO, logger="pyinfra")
     planned = plan({"rocm_version": "6.4.3"}, SurveyHost(survey))
     assert planned.refused and "and 3 more (pyinfra -v or rocm-fleet audit --json" in planned.reason

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import stat
 import subprocess
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,15 @@ import pytest
 from rocm_fleet.deploy.preflight import survey_reads
 from rocm_fleet.facts.apt import AptInstallSize, _apt_need
 from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
-from rocm_fleet.facts.survey import Survey
+from rocm_fleet.facts.round_trip import Survey, host_survey
 from rocm_fleet.facts.system import NvidiaStack, nvidia_stack
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.conflicts import VenvTorch, venv_torch
 from rocm_fleet.model.findings import findings
+from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
 from rocm_fleet.model.pci_ids import lookup
+from unit.facts.support import surveyed
 from unit.surveys import FRESH, fresh_survey
 
 DASH = shutil.which("dash") or shutil.which("sh")
@@ -108,15 +111,18 @@ def test_nvidia_from_the_package_listing():
 
 
 def test_the_harness_answers_every_survey_key_preflight_reads():
-    keys = [read.key for read in survey_reads(config())]
+    reads = survey_reads(config())
+    keys = [read.key for read in reads]
     assert len(keys) == len(set(keys))
-    assert set(FRESH) <= set(keys), set(FRESH) - set(keys)
-    files = {k.removeprefix("file ") for k in keys if k.startswith("file ")}
+    # Every field of the record is read (FRESH answers them all).
+    single = {f.name for f in fields(FRESH)} - PER_PATH
+    assert single <= {read.name for read in reads}, single - {read.name for read in reads}
+    files = {read.kwargs["path"] for read in reads if read.name == "files"}
     assert set(paths.MANAGED_FILES) | {paths.ROCM_KEYRING} <= files
     assert paths.venv_marker(paths.DEFAULT_VENV) in files
-    assert not any(k.startswith("mok-new ") for k in keys)
+    assert not any(read.name == "mok_pending" for read in reads)
     dkms = [read.key for read in survey_reads(config(rocm_driver="dkms"))]
-    assert {f"mok-new {cert}" for cert, _ in paths.MOK_KEYS.values()} == set(dkms) - set(keys)
+    assert {f"mok_pending {cert}" for cert, _ in paths.MOK_KEYS.values()} == set(dkms) - set(keys)
 
 
 def test_the_survey_follows_the_settings():
@@ -133,7 +139,7 @@ def test_the_survey_follows_the_settings():
         "packages": ["amdrocm10.1-gfx1100"],
         "version_regex": "^10[.]1[.]0-",
     }  # fmt: skip (sized as if expected_gfx names every GPU; the plan decides)
-    assert "file /srv/venv/pyvenv.cfg" in reads
+    assert "files /srv/venv/pyvenv.cfg" in reads
     no_torch = {read.key: read for read in survey_reads(config(pytorch_install=False))}
     assert no_torch["disk"].kwargs == {"paths": list(paths.INSTALL_PATHS)}
 
@@ -147,19 +153,15 @@ def test_the_survey_runs_read_only_under_dash_on_this_machine(tmp_path):
         rocm_driver="dkms",
     )
     reads = survey_reads(settings)
-    fact = Survey()
-    rc, out = run_sh(fact.command(reads=reads))
-    assert rc == 0
-    survey = fact.process(out)
-    assert set(survey) == {read.key for read in reads}
-    assert survey["identity"]["uid"] is not None and survey["distro"]["id"]
-    assert survey["kernel"] and survey["arch"]
-    assert survey["groups"]["users"]["no-such-user"] is None
-    assert survey["groups"]["users"]["root"][0] == "root"
-    assert survey["venv"] is None and survey["torch_build"] is None  # no venv there
-    disk = {entry["path"]: entry for entry in survey["disk"]}
+    survey = host_survey(reads, surveyed(reads, {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}))
+    assert survey.identity["uid"] is not None and survey.distro["id"]
+    assert survey.kernel and survey.arch
+    assert survey.groups["users"]["no-such-user"] is None
+    assert survey.groups["users"]["root"][0] == "root"
+    assert survey.venv is None and survey.torch_build is None  # no venv there
+    disk = {entry["path"]: entry for entry in survey.disk}
     assert disk[str(tmp_path / "venv")]["avail"] > 0  # measured at its nearest parent
-    assert isinstance(survey["packages"], dict) and isinstance(survey["modules"], list)
+    assert isinstance(survey.packages, dict) and isinstance(survey.modules, list)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
 
 
@@ -217,13 +219,13 @@ def test_venv_torch_from_the_venvs_files(tmp_path):
     (site / "torch-2.9.1+cu128.dist-info").mkdir()
     (site / "torchvision-0.24.1+cu128.dist-info").mkdir()
     venv = str(tmp_path / "venv")
-    survey = {
-        "venv": VenvDistributions().process(run_sh(VenvDistributions().command(venv))[1]),
-        "torch_build": TorchBuildStrings().process(run_sh(TorchBuildStrings().command(venv))[1]),
-    }
+    survey = HostSurvey(
+        venv=VenvDistributions().process(run_sh(VenvDistributions().command(venv))[1]),
+        torch_build=TorchBuildStrings().process(run_sh(TorchBuildStrings().command(venv))[1]),
+    )
     assert venv_torch(survey) == VenvTorch(torch="2.9.1+cu128", hip=None, cuda="12.8",
                                            build="cuda")  # fmt: skip
-    assert venv_torch({"venv": None, "torch_build": None}).build is None
+    assert venv_torch(HostSurvey(venv=None, torch_build=None)).build is None
 
 
 @pytest.mark.parametrize(
@@ -236,7 +238,7 @@ def test_venv_torch_from_the_venvs_files(tmp_path):
     ],
 )
 def test_venv_torch_build(venv, strings, build):
-    assert venv_torch({"venv": venv, "torch_build": strings}).build == build
+    assert venv_torch(HostSurvey(venv=venv, torch_build=strings)).build == build
 
 
 # --- findings ---------------------------------------------------------------------------------
@@ -361,7 +363,7 @@ def test_expected_gfx_on_a_gpu_less_host_is_a_warning():
 )  # fmt: skip
 def test_a_dkms_signing_key_the_firmware_blocks_is_refused(key, refused):
     cert = "/var/lib/dkms/mok.pub"
-    survey = {"secure_boot": {"state": "enabled"}, f"mok {cert}": {"state": key}}
+    survey = {"secure_boot": {"state": "enabled"}, "mok": {cert: {"state": key}}}
     problems = check({"rocm_driver": "dkms"}, **survey).problems
     assert (problems[0] if problems else None) == (
         None if refused is None else next(p for p in problems if refused in p)
@@ -472,7 +474,7 @@ def test_migrate_from_cuda_refuses_a_purge_that_takes_more_than_nvidias_stack():
         "rocm_migrate_from_cuda would purge NVIDIA's packages (libcuda1, nvidia-driver), but "
         "apt-get -s purge libcuda1 nvidia-driver says it also removes libucx0, openmpi-bin: "
     )
-    unsure = {**survey, "nvidia_purge": {**survey["nvidia_purge"], "purge": None}}
+    unsure = replace(survey, nvidia_purge={**survey.nvidia_purge, "purge": None})
     (problem,) = findings(config(rocm_migrate_from_cuda=True), unsure).problems
     assert "apt could not work out what removing them takes along" in problem
 

@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,6 +21,7 @@ from rocm_fleet.deploy import pull
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.fleet import Fleet
+from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
 from unit.pullrepo import NODE, SETTINGS, PullFleet
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
@@ -255,9 +257,13 @@ def test_pull_turned_off_removes_the_units_and_the_venv_and_then_nothing_is_plan
         ["disable", paths.PULL_TIMER, paths.PULL_TIMER_LINK, paths.PULL_STAMP, paths.PULL_SERVICE],
     )
     # Once they are gone (the removal's effect on the survey), no Pull mode concern is left.
-    gone = {key: value for key, value in survey.items() if paths.PULL_ROOT not in key}
-    gone.update({f"file {paths.PULL_SERVICE}": None, f"file {paths.PULL_TIMER}": None,
-                 f"file {paths.PULL_STAMP}": None, f"dir {paths.PULL_ROOT}": False})  # fmt: skip
+    gone = replace(survey, **{
+        name: {path: value for path, value in getattr(survey, name).items()
+               if paths.PULL_ROOT not in path}
+        for name in PER_PATH
+    })  # fmt: skip
+    gone.files.update({paths.PULL_SERVICE: None, paths.PULL_TIMER: None, paths.PULL_STAMP: None})
+    gone.directories[paths.PULL_ROOT] = False
     assert pull_ops(plan(DATA, SurveyHost(gone))) == []
 
 
@@ -270,7 +276,7 @@ def test_a_host_that_never_pulled_has_no_pull_concern():
 
 def test_a_push_to_a_node_whose_pull_is_running_is_refused_naming_the_lock():
     survey = converged_survey(PULLING, "debian-12")
-    planned = plan(PULLING, SurveyHost({**survey, "pull running": True}))
+    planned = plan(PULLING, SurveyHost(replace(survey, pull_running=True)))
     assert planned.refused
     assert "a pull (rocm-fleet-pull.service) is converging node right now" in planned.reason
     assert paths.PULL_LOCK in planned.reason and "systemctl stop rocm-fleet-pull.timer" in (
@@ -280,14 +286,14 @@ def test_a_push_to_a_node_whose_pull_is_running_is_refused_naming_the_lock():
 
 
 def test_the_pulls_own_run_is_not_refused_for_the_lock_it_holds():
-    survey = {"pull running": True}
+    survey = HostSurvey(pull_running=True)
     # The pull's own run has the node's name from the push (pull-fetch's settings).
     config = load_config({**PULLING, "rocm_pull_node": "node"}, "node")
     pulling = SimpleNamespace(name="@local", groups=[pull.PULL_GROUP])
     pushing = SimpleNamespace(name="node", groups=["gpu"])
     assert pull.pull_problems(pulling, survey, config) == []
     assert len(pull.pull_problems(pushing, survey, config)) == 1
-    assert pull.pull_problems(pushing, {"pull running": False}, config) == []
+    assert pull.pull_problems(pushing, HostSurvey(pull_running=False), config) == []
 
 
 @pytest.mark.parametrize(
@@ -301,13 +307,15 @@ def test_a_push_with_a_trusted_root_that_is_not_one_is_refused_naming_it(tmp_pat
         root.write_text(content)
     config = load_config({**PULLING, "rocm_pull_trusted_root": str(root)}, "node")
     pushing = SimpleNamespace(name="node", groups=["gpu"])
-    (problem,) = pull.pull_problems(pushing, {}, config)
+    (problem,) = pull.pull_problems(pushing, HostSurvey(), config)
     assert f"rocm_pull_trusted_root {root} {said}" in problem
 
 
 def test_a_node_whose_name_cant_name_a_target_is_refused_naming_the_setting():
     config = load_config(PULLING, "node")
-    (problem,) = pull.pull_problems(SimpleNamespace(name="@ssh/odd", groups=[]), {}, config)
+    (problem,) = pull.pull_problems(
+        SimpleNamespace(name="@ssh/odd", groups=[]), HostSurvey(), config
+    )
     assert "'@ssh/odd' can't name a pull node's target" in problem
     assert "rocm_pull_node" in problem
 
@@ -512,7 +520,7 @@ def test_pull_turned_off_removes_the_pulls_metrics_too():
     """What the pulls wrote for node_exporter goes with them: left, it would report the last
     pull's state forever. Planned only for the files that are there."""
     survey = converged_survey(PULLING, "debian-12")
-    survey[f"file {paths.PULL_STATUS_METRICS}"] = {"mode": "644", "sha256": "0" * 64, "mtime": 1}
+    survey.files[paths.PULL_STATUS_METRICS] = {"mode": "644", "sha256": "0" * 64, "mtime": 1}
     planned = plan(DATA, SurveyHost(survey))
     assert planned.changes == [
         "Pull mode | Remove the pull service and timer",
@@ -520,8 +528,8 @@ def test_pull_turned_off_removes_the_pulls_metrics_too():
         f"Pull mode | Remove the pulls' metrics ({paths.PULL_STATUS_METRICS})",
     ]
     # The metrics alone (the rest already gone) still make a Pull mode concern.
-    only = {key: value for key, value in converged_survey(DATA, "debian-12").items()}
-    only[f"file {paths.PULL_METRICS}"] = {"mode": "644", "sha256": "1" * 64, "mtime": 1}
+    only = converged_survey(DATA, "debian-12")
+    only.files[paths.PULL_METRICS] = {"mode": "644", "sha256": "1" * 64, "mtime": 1}
     assert f"Pull mode | Remove the pulls' metrics ({paths.PULL_METRICS})" in (
         plan(DATA, SurveyHost(only)).changes
     )
@@ -552,7 +560,7 @@ def test_a_push_or_audit_shows_the_last_pulls_refusal_as_a_warning(result):
     from rocm_fleet.engine.refuse import outcome
 
     survey = converged_survey(PULLING, "debian-12")
-    survey["pull status"] = {"result": result, "started": 1764460800}
+    survey = replace(survey, pull_status={"result": result, "started": 1764460800})
     planned = plan(PULLING, SurveyHost(survey))
     assert not planned.refused and planned.changes == []
     warnings = outcome(planned.state, "node").findings.warnings
@@ -565,7 +573,7 @@ def test_a_push_or_audit_shows_the_last_pulls_refusal_as_a_warning(result):
 
 def test_a_converged_or_skipped_pull_is_no_warning():
     for result in pull.PULL_FINE:
-        survey = {"pull status": {"result": result, "started": 1}}
+        survey = HostSurvey(pull_status={"result": result, "started": 1})
         assert pull.pull_warnings(load_config(PULLING, "node"), survey) == []
-    survey = {"pull status": {"result": "bad-signature", "started": 1}}
+    survey = HostSurvey(pull_status={"result": "bad-signature", "started": 1})
     assert pull.pull_warnings(load_config(DATA, "node"), survey) == []  # not a pull node

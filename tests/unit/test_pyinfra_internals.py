@@ -80,7 +80,7 @@ def test_the_planned_change_is_pyinfras_will_change_on_every_minor(monkeypatch):
     answers for a host that drifted and one that did not."""
     drifted = {**DATA, "rocm_users": ["alice"]}
     survey = converged_survey(DATA, "ubuntu-24.04")
-    state = plan_fleet({"converged": (DATA, survey), "drifted": (drifted, dict(survey))})
+    state = plan_fleet({"converged": (DATA, survey), "drifted": (drifted, survey)})
 
     def changes() -> dict[str, list[bool]]:
         return {

@@ -211,10 +211,10 @@ def test_classic_to_core_sdk_purges_the_classic_stream_first_and_announces_it():
 
     data = {"rocm_version": "10.0.0", "expected_gfx": "gfx1100", "pytorch_install": False}
     installed = {**CLASSIC_721, "curl": "7.88.1-10+deb12u14", "amdgpu-dkms": "1:6.12.12.70201-1"}
-    keyring = {"keyring " + paths.ROCM_KEYRING: ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]}
-    survey = {"packages": installed, "pci": [RX7900], **keyring,
-              "file " + paths.ROCM_SOURCE: digest("deb ... rocm/apt/7.2.1 noble main\n"),
-              "file " + paths.ROCM_PIN: digest("Package: *\n")}  # fmt: skip
+    keyrings = {paths.ROCM_KEYRING: ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]}
+    survey = {"packages": installed, "pci": [RX7900], "keyrings": keyrings,
+              "files": {paths.ROCM_SOURCE: digest("deb ... rocm/apt/7.2.1 noble main\n"),
+                        paths.ROCM_PIN: digest("Package: *\n")}}  # fmt: skip
     planned, _ = plan_for("debian-13", data, **survey)
     regex, *items = args(planned, "Install the ROCm packages")
     assert regex == "^10[.]0[.]0-"
@@ -238,9 +238,9 @@ def test_classic_to_core_sdk_purges_the_classic_stream_first_and_announces_it():
 def test_core_sdk_to_classic_purges_the_core_sdk_first():
     data = {"rocm_version": "7.2.1", "expected_gfx": "gfx1100", "pytorch_install": False}
     survey = {"packages": CORE_100, "pci": [RX7900],
-              "keyring " + paths.AMDROCM_KEYRING: ["D0F004A0025A1145C7807FCD0701EAC4D5E02107"],
-              "file " + paths.AMDROCM_SOURCE: digest("Types: deb\n"),
-              "file " + paths.AMDROCM_PIN: digest("Package: *\n")}  # fmt: skip
+              "keyrings": {paths.AMDROCM_KEYRING: ["D0F004A0025A1145C7807FCD0701EAC4D5E02107"]},
+              "files": {paths.AMDROCM_SOURCE: digest("Types: deb\n"),
+                        paths.AMDROCM_PIN: digest("Package: *\n")}}  # fmt: skip
     planned, _ = plan_for("debian-13", data, **survey)
     regex, *items = args(planned, "Install the ROCm packages")
     assert regex == "[.]70201-"
@@ -291,7 +291,7 @@ def test_moving_back_to_a_bundling_index_uninstalls_the_runtime_and_old_companio
             "numpy": "2.3.5", "pip": "25.1"}  # fmt: skip
     data = {"rocm_version": "7.2.1", "expected_gfx": "gfx1100", "torch_version": "2.11.0"}
     planned, _ = plan_for(
-        "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
+        "debian-13", data, venv=venv, files={"/opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
     )
     install, uninstall = pip_words(planned)
     assert install[-3:] == [
@@ -308,7 +308,7 @@ def test_a_torchaudio_the_build_no_longer_has_is_uninstalled():
         "debian-13",
         {"rocm_version": "7.2.1"},
         venv=venv,
-        **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")},
+        files={"/opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")},
     )
     install, uninstall = pip_words(planned)
     assert "torch==2.14.1+rocm7.2" in install and uninstall[-1] == "torchaudio"
@@ -370,7 +370,7 @@ def test_dkms_is_refused_for_a_release_whose_driver_the_matrix_does_not_know():
 )  # fmt: skip
 def test_a_converged_core_sdk_host_plans_no_change_from_one_survey(os_name, data):
     survey = converged_survey(data, os_name, pci=[RX7900])
-    assert survey["rocm_version"].startswith(data["rocm_version"] + "-")
+    assert survey.rocm_version.startswith(data["rocm_version"] + "-")
     host = SurveyHost(survey)
     planned = plan(data, host)
     assert not planned.refused
@@ -390,9 +390,9 @@ def swapped_survey():
     """A gfx1100 Core SDK host whose card became an RX 9070 XT (gfx1201), as a deploy that
     only adds leaves it: the new target's packages beside the old one's."""
     survey = converged_survey({**GFX1100, "expected_gfx": "gfx1201"}, "debian-13", pci=[RX9070XT])
-    version = survey["packages"]["amdrocm7.14-gfx1201"]
-    survey["packages"]["amdrocm7.14-gfx1100"] = version
-    survey["packages"]["amdrocm-core7.14-gfx1100"] = version  # what the per-target one pulls in
+    version = survey.packages["amdrocm7.14-gfx1201"]
+    survey.packages["amdrocm7.14-gfx1100"] = version
+    survey.packages["amdrocm-core7.14-gfx1100"] = version  # what the per-target one pulls in
     return survey
 
 
@@ -456,7 +456,7 @@ def test_moving_from_amds_10x_torch_to_a_pytorch_index_uninstalls_its_device_whe
             "rocm": "10.0.0", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
     data = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100"}
     planned, _ = plan_for(
-        "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
+        "debian-13", data, venv=venv, files={"/opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
     )
     install, uninstall = pip_words(planned)
     assert "rocm[device-all,libraries]==7.14.*" in install
@@ -469,6 +469,6 @@ def test_a_converged_amd_10x_venv_uninstalls_nothing():
             "rocm": "10.0.0", "rocm_sdk_core": "10.0.0", "pip": "25.1"}  # fmt: skip
     data = {"rocm_version": "10.0.0", "expected_gfx": "gfx1100"}
     planned, _ = plan_for(
-        "debian-13", data, venv=venv, **{"file /opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
+        "debian-13", data, venv=venv, files={"/opt/rocm-fleet/venv/pyvenv.cfg": digest("home\n")}
     )
     assert planned.find("Install the torch wheels").commands == []

@@ -50,6 +50,7 @@ from rocm_fleet.cli.audit_cells import (
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.outliers import HostVersions, Outlier, outliers, versions_from_survey
 
 # The deploy every operation of rocm-fleet belongs to (rocm_fleet/deploy/node.py), left out of the
@@ -76,7 +77,7 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell
     return cells, drift
 
 
-def observed_cells(config: Any, survey: dict[str, Any]) -> ObservedCells:
+def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
     """The cells of what the survey saw; only a GPU the kernel doesn't drive and a pending
     reboot count as drift (everything else an operation enforces is in the plan)."""
     from rocm_fleet.deploy.reboot import wanted_driver
@@ -87,21 +88,21 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> ObservedCells:
     from rocm_fleet.model.paths import MOK_KEYS
     from rocm_fleet.model.versions import newer_kernels
 
-    distro = survey.get("distro") or {}
+    distro = survey.distro or {}
     name = f"{distro.get('id', '?')} {distro.get('point_release') or distro.get('version_id')}"
 
-    running = survey.get("kernel") or "?"
-    newer = newer_kernels(running, kernel_releases(survey.get("packages") or {}))
+    running = survey.kernel or "?"
+    newer = newer_kernels(running, kernel_releases(survey.packages or {}))
     text = running + (f" (newer installed: {newer[-1]})" if newer else "")
     kernel = KernelCell(text, running=running, newer=newer[-1] if newer else None)
 
-    sb = (survey.get("secure_boot") or {}).get("state", "unknown")
-    states = [(survey.get(f"mok {cert}") or {}).get("state") for cert, _ in MOK_KEYS.values()]
+    sb = (survey.secure_boot or {}).get("state", "unknown")
+    states = [(survey.mok.get(cert) or {}).get("state") for cert, _ in MOK_KEYS.values()]
     mok = next((s for s in states if s not in ("missing", "absent", None)), None)
     sb_text = {"absent": "unknown (no mokutil)"}.get(sb, sb) + (f", MOK {mok}" if mok else "")
     secure_boot = SecureBootCell(sb_text, state=sb, mok=mok)
 
-    installed = survey.get("rocm_version")
+    installed = survey.rocm_version
     torch = venv_torch(survey)
     hip = f" (hip {torch.hip})" if torch.hip else ""
 
@@ -119,7 +120,7 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> ObservedCells:
         ),
     )
 
-    amdgpu = survey.get("amdgpu") or {}
+    amdgpu = survey.amdgpu or {}
     bound = sorted({g["driver"] for g in amd_pci(survey) if g.get("driver")})
     driver = "amdgpu " + (amdgpu.get("version") or "(inbox)") if amdgpu.get("loaded") else "none"
     undriven = (
@@ -132,7 +133,7 @@ def observed_cells(config: Any, survey: dict[str, Any]) -> ObservedCells:
         driver + (" (GPU not bound to amdgpu)" if undriven else ""), undriven, bound=tuple(bound)
     )
 
-    reboot = survey.get("reboot") or {}
+    reboot = survey.reboot or {}
     pending = bool(reboot.get("required"))
     reasons = list(reboot.get("reasons") or []) + list(reboot.get("packages") or [])
     # The kernel it boots next and every installed one, ready for the driver or not: a
@@ -283,12 +284,12 @@ def gather(
 
 def read_health(host: Any) -> HostHealth | None:
     """The host's GPUs' health as amd-smi reports it; None when the read couldn't run."""
-    from rocm_fleet.engine.survey import read_apart
+    from rocm_fleet.engine.surveying import read_apart
     from rocm_fleet.facts.health import GpuHealthFact
-    from rocm_fleet.facts.survey import Read
+    from rocm_fleet.facts.round_trip import Read
 
     answer = read_apart(host, [Read("health", GpuHealthFact)])
-    return answer.get("health") if answer else None
+    return answer[0] if answer else None
 
 
 def health_cell(health: HostHealth | None) -> HealthCell:
@@ -352,12 +353,12 @@ def _absent_row(host: str, concerns: dict[str, list[str]]) -> AuditRow:
     )  # fmt: skip
 
 
-def verified(survey: dict[str, Any]) -> float | None:
+def verified(survey: HostSurvey) -> float | None:
     """When the deploy's GPU check last passed on the host in this boot (the record it
     keeps, read while planning the Verify concern), in seconds; None when it hasn't."""
     from rocm_fleet.model.paths import VERIFIED
 
-    record = survey.get(f"file {VERIFIED}")  # surveyed: operations.gpu declares the read
+    record = survey.files.get(VERIFIED)  # surveyed: operations.gpu declares the read
     return record["mtime"] if record else None
 
 

@@ -1,6 +1,6 @@
 """Checks before any change: can this host take the chosen ROCm release as the inventory says?
 
-One survey (``engine.survey``: one SSH round trip) reads the hardware and health preflight
+One survey (``engine.surveying``: one SSH round trip) reads the hardware and health preflight
 judges and every fact the operations and tasks declare they read on a converged host
 (``survey_reads``), which are remembered so planning asks the host nothing more. The rules
 (``model.findings``, a pure function of the survey) turn it into problems (each with its
@@ -24,12 +24,13 @@ from pyinfra.facts.server import Which
 from rocm_fleet.deploy.pull import mark_pushes, pull_problems, pull_warnings
 from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.run import deploy_arguments, verbose
-from rocm_fleet.engine.survey import Read, merged, preflight_reads, read_survey
+from rocm_fleet.engine.surveying import Read, merged, preflight_reads, read_survey
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, LockHeld, PullStatus
 from rocm_fleet.facts.system import DaemonRunning, Nameservers, RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.model.findings import Findings, findings
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.operations import apt, files, gpu, kernel, python, reboot, secureboot, users
 from rocm_fleet.operations import host as host_operations
 from rocm_fleet.operations.secureboot import PASSWORD_MAX, PASSWORD_MIN
@@ -56,12 +57,12 @@ def task_reads(config: Config) -> list[Read]:
         Read("mirror", DebianMirror),
         Read("nameservers", Nameservers),
         Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
-        *(Read(f"file {path}", FileDigest, {"path": path}) for path in paths.MANAGED_FILES),
-        *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
+        *(Read("files", FileDigest, {"path": path}) for path in paths.MANAGED_FILES),
+        *(Read("directories", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
         # Whether a pull is running: a push doesn't change a node under it (below).
-        Read("pull running", LockHeld, {"path": paths.PULL_LOCK}),
+        Read("pull_running", LockHeld, {"path": paths.PULL_LOCK}),
         # What the last pull did (a refusal is shown in --dry and the audit, below).
-        Read("pull status", PullStatus, {"path": paths.PULL_STATUS_METRICS}),
+        Read("pull_status", PullStatus, {"path": paths.PULL_STATUS_METRICS}),
     ]
 
 
@@ -102,17 +103,17 @@ def _unreadable() -> str:
     )
 
 
-def _controller_problems(config: Config, row: matrix.Distro, survey: dict[str, Any]) -> list[str]:
+def _controller_problems(config: Config, row: matrix.Distro, survey: HostSurvey) -> list[str]:
     """What the rules can't see, being pure: the MOK password the run will need comes from
     where pyinfra runs (``operations.secureboot.mok_password``). Without it, and with no
     terminal to ask in, the run would stop after the driver is built."""
     if config.rocm_driver != "dkms":
         return []
-    if (survey.get("secure_boot") or {}).get("state") != "enabled":
+    if (survey.secure_boot or {}).get("state") != "enabled":
         return []
     cert = paths.MOK_KEYS[row.id][0]
-    state = (survey.get(f"mok {cert}") or {}).get("state")
-    if state not in ("not_enrolled", "missing") or (survey.get(f"mok-new {cert}") or {}).get(
+    state = (survey.mok.get(cert) or {}).get("state")
+    if state not in ("not_enrolled", "missing") or (survey.mok_pending.get(cert) or {}).get(
         "pending"
     ):
         return []  # enrolled or queued: no password asked

@@ -29,6 +29,7 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.marks import mark_while_changing
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.model import paths, pulled
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.sources import mirror_ca
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.apt import debian_packages
@@ -275,7 +276,7 @@ def is_pull_run(current: Any) -> bool:
     return PULL_GROUP in current.groups
 
 
-def pull_problems(current: Any, survey: dict[str, Any], config: Config) -> list[str]:
+def pull_problems(current: Any, survey: HostSurvey, config: Config) -> list[str]:
     """Preflight's problems with pull mode: a push to a node whose pull is running right
     now; a trusted root that isn't one; a node name that can't name a target."""
     problems = []
@@ -287,7 +288,7 @@ def pull_problems(current: Any, survey: dict[str, Any], config: Config) -> list[
             pulled.target_path(name)
         except ValueError as exc:
             problems.append(str(exc))
-    if is_pull_run(current) or not survey.get("pull running"):
+    if is_pull_run(current) or not survey.pull_running:
         return problems
     return [
         *problems,
@@ -301,11 +302,11 @@ def pull_problems(current: Any, survey: dict[str, Any], config: Config) -> list[
 PULL_FINE = ("converged", "skipped-push-running")
 
 
-def pull_warnings(config: Config, survey: dict[str, Any]) -> list[str]:
+def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
     """The last pull's refusal or failure, as the node recorded it (``PullStatus``), for
     ``--dry`` and the audit: a pull node refusing its data changes nothing, so nothing else
     would show it."""
-    status = survey.get("pull status")
+    status = survey.pull_status
     if not config.rocm_pull or not status or status["result"] in PULL_FINE:
         return []
     started = datetime.fromtimestamp(status["started"], UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -20,6 +20,7 @@ from pyinfra.api.exceptions import PyinfraError
 from pyinfra.context import ctx_host
 
 from rocm_fleet.engine.version import internal
+from rocm_fleet.model.host_survey import HostSurvey
 
 if TYPE_CHECKING:
     from rocm_fleet.model.findings import Findings
@@ -31,7 +32,7 @@ logger = logging.getLogger("pyinfra")
 class Outcome:
     """What preflight found on a host: its survey (None when unreadable) and verdict."""
 
-    survey: dict[str, Any] | None
+    survey: HostSurvey | None
     findings: Findings | None
     refused: str | None  # the reason, when refused
 

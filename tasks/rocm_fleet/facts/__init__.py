@@ -2,7 +2,7 @@
 
 ``apt`` (packages, dpkg, keyrings, sources), ``files``, ``users``, ``python`` (venvs,
 torch), ``gpu`` (rocminfo, PCI, KFD), ``secureboot`` (mokutil), ``system`` (distribution,
-kernel, modules, reboots, NVIDIA). ``survey`` reads many of them in one round trip and
-``cache`` keeps what was read until the host changes. All answers are plain JSON-able
-values.
+kernel, modules, reboots, NVIDIA). ``round_trip`` reads many of them in one round trip (and
+makes preflight's answers its typed record, ``model.host_survey.HostSurvey``). All answers
+are plain JSON-able values, typed in ``model.answers``.
 """

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import TypedDict
 
 from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import MISSING, quote, script_command
 from rocm_fleet.model import paths
+from rocm_fleet.model.answers import DistroRocmDict, PackagePurgeDict, PurgeDict
 from rocm_fleet.model.versions import AMD_CLASSIC_VERSION
 from rocm_fleet.offline.openpgp import primary_fingerprints
 
@@ -248,11 +248,6 @@ def _apt_need(message: str) -> int | None:
 # ---------------------------------------------------------------------------------------
 
 
-class PurgeDict(TypedDict):
-    removes: list[str]  # every package apt would take off, the asked ones included
-    errors: list[str]  # apt's "E:" lines: it could not work the removal out
-
-
 def _purge(lines: list[str]) -> PurgeDict:
     result: PurgeDict = {"removes": [], "errors": []}
     for line in lines:
@@ -267,11 +262,6 @@ def _purge(lines: list[str]) -> PurgeDict:
 def _package_line(line: str, packages: dict[str, str]) -> None:
     name, _, version = line.partition("|")
     packages[name.strip()] = version.strip()
-
-
-class PackagePurgeDict(TypedDict):
-    packages: dict[str, str]
-    purge: PurgeDict
 
 
 class PackagePurge(FactBase["PackagePurgeDict | None"]):
@@ -303,15 +293,6 @@ class PackagePurge(FactBase["PackagePurgeDict | None"]):
         if not packages:
             return None
         return {"packages": packages, "purge": _purge(output)}
-
-
-class DistroRocmDict(TypedDict):
-    packages: dict[str, str]
-    needed_by: dict[str, list[str]]
-    tools: dict[str, str]
-    conflicting: list[str]
-    purge_conflicting: PurgeDict | None
-    purge_kept: PurgeDict | None
 
 
 def _depends_names(field: str) -> set[str]:

@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict
+from typing import Any
 
 from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, Condition, quote, yes_if
-
-
-class FileDigestDict(TypedDict):
-    mode: str
-    sha256: str
-    mtime: int
+from rocm_fleet.model.answers import FileDigestDict
 
 
 class FileDigest(FactBase[FileDigestDict | None]):

@@ -14,6 +14,7 @@ from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, joined, quote, split_rc
 from rocm_fleet.model import paths
+from rocm_fleet.model.answers import KfdNode, PciGpu
 
 
 def gfx_from_target_version(value: int) -> str | None:
@@ -232,20 +233,6 @@ class RocmVersion(FactBase[str | None]):
 # ---------------------------------------------------------------------------------------
 
 
-# "class" is a keyword, hence the functional TypedDict syntax.
-PciGpu = TypedDict(
-    "PciGpu",
-    {
-        "slot": str,
-        "vendor": str,
-        "device": str,
-        "class": str,
-        "driver": "str | None",
-        "vram_total": "int | None",
-        "gtt_total": "int | None",
-    },
-)
-
 # amdgpu's memory totals, in bytes, as files of the GPU's device directory (the PCI device's,
 # which /sys/class/drm/card<N>/device links to): "The file mem_info_vram_total is used for
 # this and returns the total amount of VRAM in bytes"; mem_info_gtt_total "returns the total
@@ -317,17 +304,6 @@ class PciGpus(FactBase[list[PciGpu]]):
                 },
             )
         return gpus
-
-
-class KfdNode(TypedDict):
-    node: int
-    gfx: str
-    gfx_target_version: int
-    device_id: str | None
-    slot: str | None
-    drm_render_minor: int | None
-    simd_count: int | None
-    properties: dict[str, int]
 
 
 class KfdNodes(FactBase[list[KfdNode] | None]):

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import re
-from typing import TypedDict
 
 from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, MISSING, RC_PREFIX, joined, quote, split_rc
+from rocm_fleet.model.answers import MokKeyStateDict, MokPendingDict, SecureBootDict
 
 # ---------------------------------------------------------------------------------------
 # Secure Boot / MOK
 # ---------------------------------------------------------------------------------------
-
-
-class SecureBootDict(TypedDict):
-    state: str
-    shim_validation_disabled: bool
-    setup_mode: bool
-    message: str
 
 
 class SecureBoot(FactBase[SecureBootDict]):
@@ -82,11 +75,6 @@ class SecureBoot(FactBase[SecureBootDict]):
         return result
 
 
-class MokKeyStateDict(TypedDict):
-    state: str
-    message: str
-
-
 class MokKeyState(FactBase[MokKeyStateDict]):
     """
     Whether a certificate (e.g. ``/var/lib/dkms/mok.pub``) is a Machine Owner Key,
@@ -141,12 +129,6 @@ class MokKeyState(FactBase[MokKeyStateDict]):
         else:
             state = "unknown"
         return {"state": state, "message": text}
-
-
-class MokPendingDict(TypedDict):
-    pending: bool
-    fingerprint: str | None
-    requests: list[str]
 
 
 class MokPending(FactBase[MokPendingDict | None]):

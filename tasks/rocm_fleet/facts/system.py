@@ -3,8 +3,6 @@ and NVIDIA's stack."""
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 from pyinfra.api import FactBase
 from pyinfra.facts.deb import DebArch
 from pyinfra.facts.server import KernelVersion
@@ -13,6 +11,14 @@ from typing_extensions import override
 from rocm_fleet.facts._shell import Condition, quote, yes_if
 from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.model import paths
+from rocm_fleet.model.answers import (
+    AmdgpuModuleDict,
+    ApuMemoryDict,
+    DistroReleaseDict,
+    FreeSpaceDict,
+    IdentityDict,
+    RebootRequiredDict,
+)
 
 # NVIDIA's stack by package name is the model's (preflight's rules read it without pyinfra);
 # the names stay importable from here, beside the fact that answers with them.
@@ -24,15 +30,6 @@ from rocm_fleet.model.nvidia import (  # noqa: F401
     nvidia_stack,
 )
 from rocm_fleet.model.versions import is_numeric_version, leading_point_release
-
-
-class DistroReleaseDict(TypedDict):
-    id: str | None
-    id_like: list[str]
-    version_id: str | None
-    codename: str | None
-    point_release: str | None
-    pretty_name: str | None
 
 
 class DistroRelease(FactBase[DistroReleaseDict | None]):
@@ -100,12 +97,6 @@ RunningKernel = KernelVersion
 # dpkg's architecture (``dpkg --print-architecture``): "amd64"; None without dpkg (pyinfra
 # checks for the command; read in the survey, the empty section gets the default).
 Architecture = DebArch
-
-
-class RebootRequiredDict(TypedDict):
-    required: bool
-    packages: list[str]
-    reasons: list[str]
 
 
 class RebootRequired(FactBase[RebootRequiredDict]):
@@ -182,11 +173,6 @@ class NvidiaStack(FactBase[NvidiaStackDict]):
         return nvidia_stack(packages, LoadedModules().process(output[split + 1 :]))
 
 
-class IdentityDict(TypedDict):
-    uid: int | None
-    user: str | None
-
-
 class Identity(FactBase[IdentityDict]):
     """Who the deploy's commands run as (after ``_sudo``): ``{"uid": 0, "user": "root"}``."""
 
@@ -245,12 +231,6 @@ class LoadedModules(FactBase[list[str]]):
         return sorted({line.strip() for line in output if line.strip()})
 
 
-class AmdgpuModuleDict(TypedDict):
-    loaded: bool
-    version: str | None
-    initstate: str | None
-
-
 class AmdgpuModule(FactBase[AmdgpuModuleDict]):
     """
     The amdgpu kernel module: loaded, its version (only AMD's DKMS build has one) and
@@ -284,12 +264,6 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
             "version": values.get("version") or None,
             "initstate": values.get("initstate") or None,
         }
-
-
-class ApuMemoryDict(TypedDict):
-    mem_total: int | None
-    gttsize: list[tuple[str, str]]
-    pages_limit: list[tuple[str, str]]
 
 
 class ApuMemory(FactBase[ApuMemoryDict]):
@@ -336,12 +310,6 @@ class ApuMemory(FactBase[ApuMemoryDict]):
                 number, _, text = rest.partition(":")
                 found[kind].append((f"{path}:{number}", text))
         return found
-
-
-class FreeSpaceDict(TypedDict):
-    path: str
-    mount: str
-    avail: int
 
 
 class FreeSpace(FactBase[list[FreeSpaceDict]]):

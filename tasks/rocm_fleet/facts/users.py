@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import quote
-
-
-class GroupMembershipDict(TypedDict):
-    groups: list[str]
-    users: dict[str, list[str] | None]
+from rocm_fleet.model.answers import GroupMembershipDict
 
 
 class GroupMembership(FactBase[GroupMembershipDict]):

@@ -26,11 +26,12 @@ Pure: ``findings`` judges the survey's ``apu_memory`` answer (``facts.system.Apu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rocm_fleet.model import paths
 from rocm_fleet.model.found import Found
 from rocm_fleet.model.gpus import gpus_found
+from rocm_fleet.model.host_survey import HostSurvey
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -73,7 +74,7 @@ def limit_gib(mem_total: int) -> int:
     return mem_total * RAM_SHARE_PERCENT // 100 // GIB
 
 
-def findings(config: Config, survey: dict[str, Any]) -> Found:
+def findings(config: Config, survey: HostSurvey) -> Found:
     """Problems with ``rocm_apu_gtt_gib`` on this host: no APU, more than its RAM allows,
     ``amdgpu.gttsize`` set anywhere or the TTM limit set in a file not rocm-fleet's."""
     asked = config.rocm_apu_gtt_gib
@@ -85,7 +86,7 @@ def findings(config: Config, survey: dict[str, Any]) -> Found:
             f"{KEY} is {asked} but this host has no APU's integrated GPU (a Ryzen target): "
             "the TTM limit is only set for APUs; remove the key for this host"
         )
-    memory = survey.get("apu_memory") or {}
+    memory = survey.apu_memory or {}
     total = memory.get("mem_total")
     if total is None:
         problems.append(f"{KEY}: could not read MemTotal from /proc/meminfo to check {asked} GiB")

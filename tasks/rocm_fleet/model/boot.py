@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rocm_fleet.model import paths
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.versions import kernel_key
 
 #: What DKMS says of a module it built and installed for a kernel (2.x and 3.x), optionally
@@ -268,12 +269,12 @@ class BootOutlook:
     kernels: tuple[Readiness, ...]
 
 
-def survey_boot(survey: dict[str, Any], driver: str | None, cert: str | None) -> BootOutlook:
+def survey_boot(survey: HostSurvey, driver: str | None, cert: str | None) -> BootOutlook:
     """The next boot of a surveyed host (the survey's ``boot``, ``secure_boot`` and
     ``mok <cert>`` answers), as the audit shows it."""
-    state = boot_state_from_dict(survey.get("boot") or {})
-    secure = (survey.get("secure_boot") or {}).get("state") == "enabled"
-    mok = (survey.get(f"mok {cert}") or {}).get("state") if secure and cert else None
+    state = boot_state_from_dict(survey.boot or {})
+    secure = (survey.secure_boot or {}).get("state") == "enabled"
+    mok = (survey.mok.get(cert) or {}).get("state") if secure and cert else None
     boot = next_boot(state)
     return BootOutlook(
         next=boot.kernel,

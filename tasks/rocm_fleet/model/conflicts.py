@@ -4,7 +4,7 @@ the deploy purges it), the distribution's own ROCm tools that would shadow AMD's
 carry AMD's package names (its ROCm libraries are a warning naming what needs them), another
 ROCm release's apt source, a CUDA or CPU torch in the venv. A removal is only ever suggested
 with what apt's simulation (``apt-get -s purge``, read in the survey) says it would take
-along (``removal_effect``). The survey reads these names (``engine.survey``).
+along (``removal_effect``). The survey reads these names (``engine.surveying``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.found import LISTED, Found, listed
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
 from rocm_fleet.model.versions import ROCM_APT_PATH
 
@@ -67,7 +68,7 @@ AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
 OWN_SOURCES = {repo.source for repo in matrix.REPOSITORIES}
 
 
-def conflicts(config: Config, survey: dict) -> Found:
+def conflicts(config: Config, survey: HostSurvey) -> Found:
     """Another stack on the host: NVIDIA's, the distribution's ROCm, another release's apt
     source, a CUDA or CPU torch in the venv."""
     migrate = config.rocm_migrate_from_cuda
@@ -75,14 +76,14 @@ def conflicts(config: Config, survey: dict) -> Found:
     others = sorted(
         {
             f"{path} ({match.group(1)})"
-            for path, line in survey.get("sources") or []
+            for path, line in survey.sources or []
             if path not in OWN_SOURCES
             and (match := ROCM_APT_PATH.search(line))
             and match.group(1) != config.release.apt_path
         }
         | {
             f"{path} (ROCm Core SDK, {host})"
-            for path, line in survey.get("sources") or []
+            for path, line in survey.sources or []
             if path not in OWN_SOURCES
             and (host := next((h for h in _CORE_SDK_HOSTS if h in line), None))
         }
@@ -109,9 +110,9 @@ def conflicts(config: Config, survey: dict) -> Found:
 _CORE_SDK_HOSTS = ("stable.repo.amd.com", "repo.amd.com")
 
 
-def _nvidia(config: Config, survey: dict) -> Found:
+def _nvidia(config: Config, survey: HostSurvey) -> Found:
     found = Found()
-    nvidia = nvidia_stack(survey.get("packages") or {}, survey.get("modules") or [])
+    nvidia = nvidia_stack(survey.packages or {}, survey.modules or [])
     packages = nvidia.get("packages") or []
     if not packages and not nvidia.get("modules"):
         return found
@@ -120,7 +121,7 @@ def _nvidia(config: Config, survey: dict) -> Found:
     if len(packages) > LISTED:
         found.details["NVIDIA packages"] = list(packages)
     modules = ", ".join(nvidia.get("modules") or []) or "none"
-    simulated = (survey.get("nvidia_purge") or {}).get("purge")
+    simulated = (survey.nvidia_purge or {}).get("purge")
     removal = f" ({removal_effect(simulated, packages)})" if packages else ""
     if config.rocm_migrate_from_cuda:
         # The migration purges with apt-get -y: never when apt says it takes along anything
@@ -151,17 +152,17 @@ def _nvidia(config: Config, survey: dict) -> Found:
     return found
 
 
-def _distro_rocm(survey: dict) -> Found:
+def _distro_rocm(survey: HostSurvey) -> Found:
     """The distribution's own ROCm packages (facts.apt.DistroRocmPackages): its programs
     that shadow AMD's on PATH and its packages named like AMD's stop the host; its
     libraries, under /usr apart from AMD's /opt/rocm, are left in place with a warning
     naming what needs them."""
     found = Found()
-    rocm = survey.get("distro_rocm")
+    rocm = survey.distro_rocm
     if not rocm:
         return found
     packages = rocm["packages"]
-    distro = ((survey.get("distro") or {}).get("id") or "the distribution").capitalize()
+    distro = ((survey.distro or {}).get("id") or "the distribution").capitalize()
     conflicting = rocm["conflicting"]
     if conflicting:
         reasons = []
@@ -220,7 +221,7 @@ def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
 
 
 def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
-    """What apt's simulation (facts.apt ``PurgeDict``) says ``apt-get purge names`` would
+    """What apt's simulation (``model.answers.PurgeDict``) says ``apt-get purge names`` would
     take along, as a sentence for a message that suggests it."""
     command = (
         f"apt-get -s purge {' '.join(names)}"
@@ -249,10 +250,10 @@ class VenvTorch:
     build: Literal["rocm", "cuda", "cpu"] | None  #: None: no torch
 
 
-def venv_torch(survey: dict) -> VenvTorch:
+def venv_torch(survey: HostSurvey) -> VenvTorch:
     """The venv's torch as the survey saw it, and which build it is."""
-    version = (survey.get("venv") or {}).get("torch")
-    strings = survey.get("torch_build") or {}
+    version = (survey.venv or {}).get("torch")
+    strings = survey.torch_build or {}
     hip, cuda = strings.get("hip"), strings.get("cuda")
     if not version:
         build: Literal["rocm", "cuda", "cpu"] | None = None

@@ -1,6 +1,6 @@
 """Preflight's rules: can this host take the chosen ROCm release as the inventory says?
 
-``findings``, a pure function of a host's survey (the answers ``engine.survey`` reads in one
+``findings``, a pure function of a host's survey (the answers ``engine.surveying`` reads in one
 round trip, keyed as its reads name them), returns the problems (each with its fix) that refuse
 the host and the warnings (pairings AMD doesn't list, a distro override) printed before the
 deploy goes ahead. No pyinfra and no I/O on hosts: the deploy (``deploy.preflight``) reads
@@ -36,12 +36,13 @@ rules and the audit say the same of a host.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from rocm_fleet.model import apu, matrix, paths
 from rocm_fleet.model.conflicts import conflicts
 from rocm_fleet.model.found import Found
 from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.kernels import kernel_findings
 from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
 from rocm_fleet.model.versions import kernel_key, release_key
@@ -72,7 +73,7 @@ class BundleFiles(Protocol):
 
 
 def findings(
-    config: Config, survey: dict[str, Any], bundle_files: BundleFiles | None = None
+    config: Config, survey: HostSurvey, bundle_files: BundleFiles | None = None
 ) -> Findings:
     """Problems (each with its fix) and warnings for a host, from its survey
     (``deploy.preflight.survey_reads``). ``bundle_files`` reads the fleet mirror's bundle, when
@@ -96,16 +97,16 @@ def findings(
     return Findings(row if not problems else None, problems, found.warnings, gpus, found.details)
 
 
-def _distro(config: Config, survey: dict) -> tuple[matrix.Distro | None, Found]:
+def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, Found]:
     found = Found()
     problems, warnings = found.problems, found.warnings
-    arch = survey.get("arch")
+    arch = survey.arch
     if arch != "amd64":
         problems.append(
             f"architecture is {arch or 'unknown'}; AMD publishes ROCm for amd64 only: "
             "use an x86-64 machine"
         )
-    distro = survey.get("distro") or {}
+    distro = survey.distro or {}
     distro_id, version_id = distro.get("id") or "", distro.get("version_id") or ""
     row = matrix.distro(distro_id, version_id)
     rel = config.release
@@ -216,14 +217,14 @@ def _family(gfx: str) -> str | None:
     return target.family if target else None
 
 
-def _system(survey: dict) -> Found:
+def _system(survey: HostSurvey) -> Found:
     problems: list[str] = []
-    if survey.get("wsl") or "microsoft" in (survey.get("kernel") or "").lower():
+    if survey.wsl or "microsoft" in (survey.kernel or "").lower():
         problems.append(
             "this is WSL: ROCm on WSL is a different stack (AMD's WSL driver and "
             "runtime, installed from Windows); deploy to a Linux host instead"
         )
-    identity = survey.get("identity") or {}
+    identity = survey.identity or {}
     if identity.get("uid") != 0:
         problems.append(
             f"connected as {identity.get('user') or 'an unknown user'} "
@@ -234,7 +235,7 @@ def _system(survey: dict) -> Found:
     return Found(problems)
 
 
-def _gpus(config: Config, survey: dict) -> Found:
+def _gpus(config: Config, survey: HostSurvey) -> Found:
     warnings: list[str] = []
     if config.expected_gpu_count == 0 and config.expected_gfx_list:
         # Not an error: on a GPU-less image builder expected_gfx still picks the kernel and
@@ -260,7 +261,7 @@ def _gpus(config: Config, survey: dict) -> Found:
     return Found(warnings=warnings)
 
 
-def _plan_time(config: Config, row: matrix.Distro, survey: dict) -> Found:
+def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
     """What would stop the run halfway, known now: the operations that would fail it are
     never reached (deploy/driver.py, kernel.py, operations/secureboot.py keep their own
     check for a deploy composed without preflight)."""
@@ -274,15 +275,13 @@ def _plan_time(config: Config, row: matrix.Distro, survey: dict) -> Found:
             "rocm_driver: inbox, or a rocm_version whose driver is known"
             + (f" (the newest is {newest})" if newest else "")
         )
-    newer, _, _ = kernel_findings(
-        config, row.key, survey.get("kernel") or "", survey.get("packages") or {}
-    )
+    newer, _, _ = kernel_findings(config, row.key, survey.kernel or "", survey.packages or {})
     if (
         newer is not None
         and newer.kind == "backports"
         and newer.suite
         and not config.rocm_kernel_backports_mirror
-        and not survey.get("mirror")
+        and not survey.mirror
     ):
         problems.append(
             f"a newer kernel from {newer.suite} is needed, but no Debian mirror is named in "
@@ -293,16 +292,16 @@ def _plan_time(config: Config, row: matrix.Distro, survey: dict) -> Found:
     return Found(problems) + _secure_boot(config, row, survey)
 
 
-def _secure_boot(config: Config, row: matrix.Distro, survey: dict) -> Found:
+def _secure_boot(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
     """With the DKMS driver and Secure Boot on, a signing key the firmware blocks, or whose
     state mokutil can't tell, would stop the run after the driver is built."""
     if config.rocm_driver != "dkms":
         return Found()
-    if (survey.get("secure_boot") or {}).get("state") != "enabled":
+    if (survey.secure_boot or {}).get("state") != "enabled":
         return Found()
     cert = paths.MOK_KEYS[row.id][0]
-    state = (survey.get(f"mok {cert}") or {}).get("state")
-    pending = (survey.get(f"mok-new {cert}") or {}).get("pending")
+    state = (survey.mok.get(cert) or {}).get("state")
+    pending = (survey.mok_pending.get(cert) or {}).get("pending")
     if state == "blocked":
         return Found(
             [
@@ -321,9 +320,9 @@ def _secure_boot(config: Config, row: matrix.Distro, survey: dict) -> Found:
     return Found()
 
 
-def _users(config: Config, survey: dict) -> Found:
+def _users(config: Config, survey: HostSurvey) -> Found:
     """Every user of rocm_users must exist: the groups deploy adds them, never creates one."""
-    users = (survey.get("groups") or {}).get("users") or {}
+    users = (survey.groups or {}).get("users") or {}
     absent = [user for user in config.rocm_users if user in users and users[user] is None]
     if absent:
         return Found(
@@ -337,9 +336,9 @@ def _users(config: Config, survey: dict) -> Found:
     return Found()
 
 
-def _kernel(row: matrix.Distro, survey: dict) -> Found:
+def _kernel(row: matrix.Distro, survey: HostSurvey) -> Found:
     minimum = matrix.MIN_KERNEL.get(row.key)
-    running = survey.get("kernel") or ""
+    running = survey.kernel or ""
     if minimum and kernel_key(running) < kernel_key(minimum):
         return Found(
             [
@@ -350,14 +349,14 @@ def _kernel(row: matrix.Distro, survey: dict) -> Found:
     return Found()
 
 
-def _disk(config: Config, survey: dict) -> Found:
-    need = (survey.get("apt") or {}).get("need")
+def _disk(config: Config, survey: HostSurvey) -> Found:
+    need = (survey.apt or {}).get("need")
     source = "what apt says the ROCm packages need"
     if need is None:
         need = config.preflight_min_free_gb * 10**9
         source = "preflight_min_free_gb, as apt can't size AMD's packages before their source"
     short, problems = {}, []
-    for entry in survey.get("disk") or []:
+    for entry in survey.disk or []:
         if entry["avail"] < need:
             short.setdefault(entry["mount"], (entry["avail"], []))[1].append(entry["path"])
     for mount, (avail, where) in short.items():
@@ -369,12 +368,12 @@ def _disk(config: Config, survey: dict) -> Found:
     return Found(problems)
 
 
-def _stream_move(config: Config, survey: dict) -> Found:
+def _stream_move(config: Config, survey: HostSurvey) -> Found:
     """Announce a move between streams, which the deploy carries out (repository.py,
     rocm.py): the other stream's packages, source, key and pin go before the release's
     come, as AMD asks ("If you have ROCm 7.2.4 or older installed, please uninstall it")."""
     stream = config.stream
-    packages = survey.get("packages") or {}
+    packages = survey.packages or {}
     warnings = []
     for other in matrix.STREAMS:
         if other is stream:

@@ -8,22 +8,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.model import matrix
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
 
-def amd_pci(survey: dict) -> list[dict[str, Any]]:
+def amd_pci(survey: HostSurvey) -> list[dict[str, Any]]:
     """The survey's PCI display and accelerator devices that are AMD's."""
-    return [gpu for gpu in survey.get("pci") or [] if gpu.get("vendor") == AMD_VENDOR]
+    return [gpu for gpu in survey.pci or [] if gpu.get("vendor") == AMD_VENDOR]
 
 
-def other_pci(survey: dict) -> list[str]:
+def other_pci(survey: HostSurvey) -> list[str]:
     """The survey's display and accelerator devices of other vendors, described."""
     return [
         describe_device(gpu["slot"], gpu["vendor"], gpu["device"], gpu["class"])
-        for gpu in survey.get("pci") or []
+        for gpu in survey.pci or []
         if gpu.get("vendor") != AMD_VENDOR
     ]
 
@@ -38,13 +39,13 @@ def _with_memory(gpu: dict[str, Any], pci: dict[str, Any] | None) -> dict[str, A
     return gpu
 
 
-def gpus_found(survey: dict) -> list[dict[str, Any]]:
+def gpus_found(survey: HostSurvey) -> list[dict[str, Any]]:
     """AMD GPUs on the host: KFD nodes when amdgpu is loaded (authoritative gfx), else the
     PCI devices mapped by the PCI-ID table. Each: slot, device, gfx (None: unknown), name,
     apu (an APU's integrated GPU), vram_total and gtt_total (amdgpu's, in bytes, or None)."""
     pci = {gpu["slot"]: gpu for gpu in amd_pci(survey)}
     found = []
-    kfd = survey.get("kfd")
+    kfd = survey.kfd
     if kfd:
         for node in kfd:
             row = lookup(node["device_id"]) if node.get("device_id") else None

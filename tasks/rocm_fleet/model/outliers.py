@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.host_survey import HostSurvey
 
 #: what the rule compares, in report order
 PROPERTIES = ("driver", "firmware", "kernel", "rocm")
@@ -37,16 +37,16 @@ class HostVersions:
         return getattr(self, prop)
 
 
-def versions_from_survey(survey: Mapping[str, Any], health: HostHealth | None) -> HostVersions:
+def versions_from_survey(survey: HostSurvey, health: HostHealth | None) -> HostVersions:
     """A host's versions from the preflight survey (``kernel``, ``rocm_version``, ``amdgpu``)
     and its amd-smi reading (the GPUs' firmware; several GPUs' differing ones joined)."""
-    amdgpu = survey.get("amdgpu") or {}
+    amdgpu = survey.amdgpu or {}
     firmware = sorted({gpu.firmware for gpu in health.gpus if gpu.firmware} if health else ())
     return HostVersions(
         driver=amdgpu.get("version") or None,  # AMD's DKMS amdgpu; the inbox one has none
         firmware="/".join(firmware) or None,
-        kernel=survey.get("kernel") or None,
-        rocm=survey.get("rocm_version") or None,
+        kernel=survey.kernel or None,
+        rocm=survey.rocm_version or None,
     )
 
 

@@ -16,7 +16,7 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model import paths
 from rocm_fleet.model.matrix import STREAMS
@@ -239,5 +239,5 @@ def survey_reads(config: Config) -> list[Read]:
     return [
         Read("packages", InstalledPackages),
         Read("dpkg", DpkgInterrupted),
-        *(Read(f"keyring {k}", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
+        *(Read("keyrings", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
     ]

@@ -14,7 +14,7 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.model import paths
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.operations._script import script
@@ -174,7 +174,7 @@ def survey_reads(config: Config) -> list[Read]:
     """Every text file and keyring a deploy may write (their digests: a keyring is a stamp's
     input) and every directory it may create whole."""
     return [
-        *(Read(f"file {path}", FileDigest, {"path": path}) for path in paths.MANAGED_FILES),
-        *(Read(f"file {path}", FileDigest, {"path": path}) for path in paths.MANAGED_KEYRINGS),
-        *(Read(f"dir {d}", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
+        *(Read("files", FileDigest, {"path": path}) for path in paths.MANAGED_FILES),
+        *(Read("files", FileDigest, {"path": path}) for path in paths.MANAGED_KEYRINGS),
+        *(Read("directories", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
     ]

@@ -13,7 +13,7 @@ from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.gpu import KfdNodes, RocmAgents
 from rocm_fleet.facts.python import TorchInfo
-from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.system import RebootRequired, RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
@@ -148,8 +148,8 @@ def gpu_verified(
     reads = [Read("rocminfo", RocmAgents, {"rocminfo": rocminfo})]
     if python:
         reads.append(Read("torch", TorchInfo, {"python": python}))
-    health = host.get_fact(Survey, reads=reads)  # both in one round trip
-    agents, torch = health["rocminfo"], health.get("torch")
+    answers = host.get_fact(Survey, reads=reads)  # both in one round trip, in their order
+    agents, torch = answers[0], answers[1] if python else None
     problems, summary = gpu_problems(
         agents, torch, expected_gfx, expected_count, bool(python), rocminfo
     )
@@ -172,7 +172,7 @@ def gpu_verified(
 def survey_reads(config: Config) -> list[Read]:
     """What the last passed check recorded, and what it is compared with."""
     return [
-        Read(f"file {paths.VERIFIED}", FileDigest, {"path": paths.VERIFIED}),
+        Read("files", FileDigest, {"path": paths.VERIFIED}),
         Read("kfd", KfdNodes),
         Read("kernel", RunningKernel),
         Read("reboot", RebootRequired),

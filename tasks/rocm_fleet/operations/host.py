@@ -9,7 +9,7 @@ from pyinfra.api import QuoteString, StringCommand, operation
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import DaemonRunning
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
@@ -103,5 +103,5 @@ def survey_reads(config: Config) -> list[Read]:
     and file these operations are given)."""
     return [
         Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
-        Read(f"file {paths.MIRROR_SITE}", FileDigest, {"path": paths.MIRROR_SITE}),
+        Read("files", FileDigest, {"path": paths.MIRROR_SITE}),
     ]

@@ -11,7 +11,7 @@ from pyinfra.api import operation
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.files import FileDigest, Ledger
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import script
@@ -117,8 +117,8 @@ def survey_reads(config: Config) -> list[Read]:
     DKMS driver's install recorded (read on every host: one that went back to the inbox
     driver plans its removal from it), and rocm-fleet's TTM limit file (module_options)."""
     return [
-        Read(f"file {paths.TTM_MODPROBE}", FileDigest, {"path": paths.TTM_MODPROBE}),
+        Read("files", FileDigest, {"path": paths.TTM_MODPROBE}),
         Read("packages", InstalledPackages),
         Read("kernel", RunningKernel),
-        Read(f"ledger {paths.DRIVER_LEDGER}", Ledger, {"path": paths.DRIVER_LEDGER}),
+        Read("ledgers", Ledger, {"path": paths.DRIVER_LEDGER}),
     ]

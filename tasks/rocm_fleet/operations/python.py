@@ -17,8 +17,9 @@ from pyinfra.facts.files import Directory, FileContents
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest, Ledger, WritableByOthers
 from rocm_fleet.facts.python import VenvDistributions
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.model import paths
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.venv_pins import (
     normal_name,
     normal_versions,
@@ -314,21 +315,21 @@ def survey_reads(config: Config) -> list[Read]:
     pull_marker = paths.venv_marker(paths.PULL_VENV)
     ledger = paths.DIRECTORY_LEDGER
     return [
-        Read(f"file {marker}", FileDigest, {"path": marker}),
-        Read(f"file {pull_marker}", FileDigest, {"path": pull_marker}),
+        Read("files", FileDigest, {"path": marker}),
+        Read("files", FileDigest, {"path": pull_marker}),
         Read("venv", VenvDistributions, {"venv": venv}),
-        Read(f"ledger {ledger}", Ledger, {"path": ledger}),
-        Read(f"not root's {venv}", WritableByOthers, {"path": venv}),
+        Read("ledgers", Ledger, {"path": ledger}),
+        Read("writable_by_others", WritableByOthers, {"path": venv}),
     ]
 
 
-def venv_problems(config: Config, survey: dict) -> list[str]:
+def venv_problems(config: Config, survey: HostSurvey) -> list[str]:
     """Why an existing venv at ``pytorch_venv`` can't be adopted: pip and the venv's Python
     run as root in it, so a file in it that another user owns or may write (a venv someone
     made as themselves, a group-writable site-packages) would run their code as root."""
     if config.torch is None:
         return []
-    found = survey.get(f"not root's {config.pytorch_venv}")
+    found = survey.writable_by_others.get(config.pytorch_venv)
     if not found:
         return []
     owner, mode, path = found.split(" ", 2)

@@ -22,8 +22,8 @@ from rocm_fleet.engine.connection import before_reboot, forget_after_reboot
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.boot import BootKernels
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
-from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RebootRequired
 from rocm_fleet.model import paths
 from rocm_fleet.model.boot import boot_state_from_dict, reboot_refusal
@@ -159,5 +159,5 @@ def survey_reads(config: Config) -> list[Read]:
         Read("reboot", RebootRequired),
         Read("boot", BootKernels),
         Read("secure_boot", SecureBoot),
-        *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
+        *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
     ]

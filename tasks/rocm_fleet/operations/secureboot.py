@@ -26,8 +26,8 @@ from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand, opera
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
-from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
 from rocm_fleet.operations.reboot import note
@@ -209,9 +209,9 @@ def survey_reads(config: Config) -> list[Read]:
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
     reads = [
         Read("secure_boot", SecureBoot),
-        *(Read(f"file {cert}", FileDigest, {"path": cert}) for cert in certificates),
-        *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
+        *(Read("files", FileDigest, {"path": cert}) for cert in certificates),
+        *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
     ]
     if config.rocm_driver == "dkms":
-        reads += [Read(f"mok-new {cert}", MokPending, {"path": cert}) for cert in certificates]
+        reads += [Read("mok_pending", MokPending, {"path": cert}) for cert in certificates]
     return reads

@@ -8,7 +8,7 @@ from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.survey import Read
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure

@@ -40,6 +40,19 @@ def run_sh(command: str, env: dict[str, str] | None = None) -> tuple[int, list[s
     return proc.returncode, lines(proc.stdout)
 
 
+def surveyed(reads: list, env: dict[str, str] | None = None) -> list:
+    """The answers of ``reads`` in one survey command run here under dash (asserting that it
+    ran, and that every read was answered), in the reads' order."""
+    from rocm_fleet.facts.round_trip import Survey
+
+    fact = Survey()
+    rc, out = run_sh(fact.command(reads=reads), env)
+    assert rc == 0
+    answers = fact.process(out)
+    assert len(answers) == len(reads)
+    return answers
+
+
 def fake_tool(directory: Path, name: str, script: str) -> None:
     """An executable ``directory/name`` running ``script`` under /bin/sh (put on PATH)."""
     path = directory / name

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from rocm_fleet.facts.health import ROCM_SMI_ONLY, GpuHealthFact
-from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.round_trip import Read, Survey
 from unit.facts.support import FIXTURES, fake_tool, run_sh
 
 AMD_SMI = FIXTURES / "amd-smi"
@@ -83,11 +83,11 @@ def test_only_rocm_smi_is_said_and_no_tool_at_all(tmp_path):
 
 
 def test_in_a_survey_it_answers_as_alone(tmp_path):
-    """The audit can read it in the preflight's one round trip (engine/survey.py)."""
+    """The audit can read it in the preflight's one round trip (engine/surveying.py)."""
     env = serve(tmp_path, "metric_mi300x_healthy.json", "static_mi300x.json",
                 "xgmi_mi300x_up.json")  # fmt: skip
     fact = Survey()
     reads = [Read("gpu_health", GpuHealthFact)]
     rc, out = run_sh(fact.command(reads=reads), env)
     assert rc == 0
-    assert fact.process(out)["gpu_health"] == read(env)
+    assert fact.process(out) == [read(env)]

@@ -7,8 +7,10 @@ with the same arguments the operations ask for), and the deploy what its tasks r
 themselves (``deploy.preflight.survey_reads`` puts them together with ``merged``). A fact
 read with ``read_fact`` that no declaration names fails a unit test (``test_plan``), and a
 converged host planned from its survey alone must ask nothing more (the same tests).
-``read_survey`` reads them all with one ``Survey`` fact (one round trip) and remembers each
-answer in the fact cache (``engine.factcache``), so planning asks the host nothing more.
+``read_survey`` reads them all with one ``Survey`` fact (one round trip), remembers each
+answer in the fact cache (``engine.factcache``), so planning asks the host nothing more, and
+gives them to preflight as its typed record (``model.host_survey.HostSurvey``: each read names
+the field it fills).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from rocm_fleet.facts.apt import (
 )
 from rocm_fleet.facts.gpu import KfdNodes, PciGpus, RocmVersion
 from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
+from rocm_fleet.facts.round_trip import Read, Survey, host_survey
 from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
-from rocm_fleet.facts.survey import Read, Survey
 from rocm_fleet.facts.system import (
     AmdgpuModule,
     ApuMemory,
@@ -54,6 +56,7 @@ from rocm_fleet.model.nvidia import NVIDIA_PACKAGE_EXCEPTIONS, NVIDIA_PACKAGE_PA
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
+    from rocm_fleet.model.host_survey import HostSurvey
 
 
 def preflight_reads(config: Config) -> list[Read]:
@@ -106,7 +109,7 @@ def preflight_reads(config: Config) -> list[Read]:
                 "version_regex": config.stream.version_regex(config.release),
             },
         ),
-        *(Read(f"mok {cert}", MokKeyState, {"path": cert}) for cert in certificates),
+        *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
     ]
 
 
@@ -127,22 +130,23 @@ def merged(*declared: Iterable[Read]) -> list[Read]:
     return list(reads.values())
 
 
-def read_survey(reads: list[Read]) -> dict[str, Any] | None:
+def read_survey(reads: list[Read]) -> HostSurvey | None:
     """Read ``reads`` from the current host in one round trip and remember every answer for
     planning; None when the survey can't run (pyinfra's own error output says why)."""
     # _ignore_errors: a survey that can't run (sudo refused) becomes the caller's refusal,
     # with pyinfra's own error output above it, instead of an unexplained failed host.
-    survey = host.get_fact(Survey, reads=reads, _ignore_errors=True)
-    if survey is None:
+    answers = host.get_fact(Survey, reads=reads, _ignore_errors=True)
+    if answers is None:
         return None
-    for read in reads:
-        remember_fact(read.fact, survey[read.key], **read.kwargs)
-    remember_fact(NvidiaStack, nvidia_stack(survey["packages"], survey["modules"]))
+    for read, answer in zip(reads, answers, strict=True):
+        remember_fact(read.fact, answer, **read.kwargs)
+    survey = host_survey(reads, answers)
+    remember_fact(NvidiaStack, nvidia_stack(survey.packages or {}, survey.modules or []))
     return survey
 
 
-def read_apart(target: Any, reads: list[Read]) -> dict[str, Any] | None:
+def read_apart(target: Any, reads: list[Read]) -> list[Any] | None:
     """Read ``reads`` from ``target`` (a connected host), outside any deploy, in one round
     trip: what only the audit asks (the GPUs' health, which runs amd-smi and so stays out
-    of every deploy's preflight). None when the read can't run."""
+    of every deploy's preflight). Their answers in their order; None when the read can't run."""
     return target.get_fact(Survey, reads=reads, _ignore_errors=True)

@@ -1,8 +1,10 @@
 """Many facts in one command: one SSH round trip instead of one per fact.
 
-A :class:`Read` names a fact and its arguments under a key; :class:`Survey` runs each read's
-command in a section of one shell script and parses each section with that fact's own
-``process``, so a fact's answer is the same whether it is read alone or in a survey. A fact
+A :class:`Read` names a fact and its arguments; :class:`Survey` runs each read's command in a
+section of one shell script and parses each section with that fact's own ``process``, so a
+fact's answer is the same whether it is read alone or in a survey. The answers come back in
+the reads' order; ``host_survey`` makes preflight's into its typed record
+(``model.host_survey.HostSurvey``: each read names the field it fills). A fact
 read many times over (a digest per managed file) may read them all in one section: it
 defines ``batch_command(kwargs_list)`` and ``batch_process(output, kwargs_list)``, which
 answer what each read alone would, with a process per batch instead of one per read. The
@@ -20,6 +22,7 @@ from pyinfra.api.exceptions import FactProcessError
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import joined
+from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
 
 _MARKER = "__survey_section="
 _RECORD = "\x1e"  # what the command turns newlines into (ASCII RS)
@@ -27,11 +30,17 @@ _RECORD = "\x1e"  # what the command turns newlines into (ASCII RS)
 
 @dataclass(frozen=True)
 class Read:
-    """One fact of a survey: its key in the result, the fact class, its arguments."""
+    """One fact of a survey: the field of ``HostSurvey`` it fills (for a field read once per
+    path, ``PER_PATH``, the path is its ``path`` argument), the fact class, its arguments."""
 
-    key: str
+    name: str
     fact: type[FactBase]
     kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """What the read answers, once in a survey: its name, and the path of a per-path one."""
+        return f"{self.name} {self.kwargs['path']}" if self.name in PER_PATH else self.name
 
     def __repr__(self) -> str:  # what pyinfra's debug log prints for the survey's arguments
         return self.key
@@ -50,15 +59,15 @@ def _command(read: Read) -> str:
     return command if isinstance(command, str) else str(command(**read.kwargs))
 
 
-class Survey(FactBase["dict[str, Any]"]):
+class Survey(FactBase["list[Any]"]):
     """
-    The answers of several facts, read in one command: ``{read.key: answer}``. A fact
+    The answers of several facts, read in one command: a list in the reads' order. A fact
     whose output is empty gets its ``default`` (as pyinfra does); a section that ends
     with an error doesn't stop the others (each section's stderr is dropped).
 
     .. code:: python
 
-        {"packages": {"curl": "7.88.1-10+deb12u14", ...}, "kernel": "6.1.0-28-amd64", ...}
+        [{"curl": "7.88.1-10+deb12u14", ...}, "6.1.0-28-amd64", ...]
     """
 
     @override
@@ -86,7 +95,7 @@ class Survey(FactBase["dict[str, Any]"]):
         return f"{{ {'; '.join(sections)}; }} | tr '\\n' '\\036'; echo"
 
     @override
-    def process(self, output: list[str]) -> dict[str, Any]:
+    def process(self, output: list[str]) -> list[Any]:
         sections: dict[int, list[str]] = {}
         current: list[str] | None = None
         for line in _records(output):
@@ -104,12 +113,25 @@ class Survey(FactBase["dict[str, Any]"]):
             kwargs_list = [self._reads[i].kwargs for i in indexes]
             values = fact.batch_process(sections[first], kwargs_list)  # type: ignore[attr-defined]
             answers.update(zip(indexes, values, strict=True))
-        result = {}
+        result = []
         for index, read in enumerate(self._reads):
             if index in answers:
-                result[read.key] = answers[index]
+                result.append(answers[index])
             else:
                 fact = read.fact()
                 lines = sections[index]
-                result[read.key] = fact.process(lines) if lines else fact.default()
+                result.append(fact.process(lines) if lines else fact.default())
         return result
+
+
+def host_survey(reads: list[Read], answers: list[Any]) -> HostSurvey:
+    """The record of a survey's answers: each in the field its read names (TypeError: a
+    read names no field of ``HostSurvey``)."""
+    single: dict[str, Any] = {}
+    per_path: dict[str, dict[str, Any]] = {name: {} for name in PER_PATH}
+    for read, answer in zip(reads, answers, strict=True):
+        if read.name in PER_PATH:
+            per_path[read.name][read.kwargs["path"]] = answer
+        else:
+            single[read.name] = answer
+    return HostSurvey(**single, **per_path)

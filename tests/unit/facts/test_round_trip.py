@@ -1,5 +1,5 @@
-"""rocm_fleet.facts.survey: many facts in one command, each answered as the fact alone
-would answer it.
+"""rocm_fleet.facts.round_trip: many facts in one command, each answered as the fact alone
+would answer it, and the record (``HostSurvey``) made of preflight's answers.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.gpu import (
     RocmVersion,
 )
-from rocm_fleet.facts.survey import Read, Survey
+from rocm_fleet.facts.round_trip import Read, Survey, host_survey
 from rocm_fleet.facts.system import (
     Architecture,
     RebootRequired,
     RunningKernel,
 )
 from rocm_fleet.facts.users import GroupMembership
-from unit.facts.support import run_sh
+from unit.facts.support import run_sh, surveyed
 
 
 def survey_reads(tmp_path: Path) -> list[Read]:
@@ -35,50 +35,49 @@ def survey_reads(tmp_path: Path) -> list[Read]:
         Read("arch", Architecture),
         Read("groups", GroupMembership, {"groups": ["root"], "users": ["root", "nobody-here"]}),
         Read("dpkg", DpkgInterrupted),  # a fact whose command is a string
-        Read("pin", FileDigest, {"path": str(pin)}),
-        Read("missing", FileDigest, {"path": str(tmp_path / "none")}),
-        Read("rocm", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
+        Read("files", FileDigest, {"path": str(pin)}),
+        Read("files", FileDigest, {"path": str(tmp_path / "none")}),
+        Read("rocm_version", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
         Read("reboot", RebootRequired),
     ]
 
 
 def test_survey_answers_each_read_as_the_fact_alone_would(tmp_path):
     reads = survey_reads(tmp_path)
-    fact = Survey()
-    rc, out = run_sh(fact.command(reads=reads))
-    assert rc == 0
-    survey = fact.process(out)
-    assert list(survey) == [read.key for read in reads]
-    for read in reads:
+    answers = surveyed(reads)
+    for read, answer in zip(reads, answers, strict=True):
         alone = read.fact()
         command = alone.command if isinstance(alone.command, str) else alone.command(**read.kwargs)
         lines = run_sh(command)[1]
-        assert survey[read.key] == (alone.process(lines) if lines else alone.default()), read.key
-    assert survey["groups"]["users"]["nobody-here"] is None
-    assert survey["pin"]["mode"] == "644" and survey["missing"] is None
+        assert answer == (alone.process(lines) if lines else alone.default()), read.key
+    survey = host_survey(reads, answers)
+    assert survey.groups["users"]["nobody-here"] is None
+    pin, missing = (str(tmp_path / name) for name in ("rocm-pin-600", "none"))
+    assert survey.files[pin]["mode"] == "644" and survey.files[missing] is None
     assert repr(reads[0]) == "kernel"  # what pyinfra's debug log prints
+    assert repr(reads[4]) == f"files {pin}"
 
 
 def test_survey_gives_defaults_for_empty_sections_and_survives_a_failing_one(tmp_path):
     (tmp_path / "rocm" / ".info" / "version").mkdir(parents=True)  # cat fails: a directory
     reads = [
-        Read("rocm", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
+        Read("rocm_version", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
         Read("packages", InstalledPackages),
         Read("reboot", RebootRequired),
         Read("groups", GroupMembership, {"groups": ["root"], "users": []}),
     ]
     fact = Survey()
     fact.command(reads=reads)
-    assert fact.process([f"__survey_section={i}" for i in range(4)]) == {
-        "rocm": None,
-        "packages": {},
-        "reboot": {"required": False, "packages": [], "reasons": []},
-        "groups": {"groups": [], "users": {}},
-    }
+    assert fact.process([f"__survey_section={i}" for i in range(4)]) == [
+        None,
+        {},
+        {"required": False, "packages": [], "reasons": []},
+        {"groups": [], "users": {}},
+    ]
     rc, out = run_sh(fact.command(reads=reads))
-    survey = fact.process(out)
-    assert rc == 0 and survey["rocm"] is None
-    assert survey["groups"] == {"groups": ["root"], "users": {}}  # the next section still ran
+    survey = host_survey(reads, fact.process(out))
+    assert rc == 0 and survey.rocm_version is None
+    assert survey.groups == {"groups": ["root"], "users": {}}  # the next section still ran
 
 
 def test_survey_incomplete_output_raises_and_keys_are_unique(tmp_path):
@@ -89,3 +88,13 @@ def test_survey_incomplete_output_raises_and_keys_are_unique(tmp_path):
         fact.process(["__survey_section=0", "6.1.0-31-amd64", "__survey_section=1"])
     with pytest.raises(ValueError, match="unique"):
         Survey().command(reads=[Read("kernel", RunningKernel), Read("kernel", RunningKernel)])
+
+
+def test_a_read_fills_its_field_and_names_no_other():
+    reads = [Read("kernel", RunningKernel), Read("files", FileDigest, {"path": "/etc/a"})]
+    digest = {"mode": "644", "sha256": "0" * 64, "mtime": 1}
+    survey = host_survey(reads, ["6.1.0-31-amd64", digest])
+    assert survey.kernel == "6.1.0-31-amd64" and survey.files == {"/etc/a": digest}
+    assert survey.mok == {} and survey.arch is None  # not read
+    with pytest.raises(TypeError, match="kernal"):
+        host_survey([Read("kernal", RunningKernel)], ["6.1.0-31-amd64"])

@@ -1,0 +1,83 @@
+"""The survey of a host as a typed record: what preflight read from it in one round trip.
+
+A field per thing read, typed with the answer of the fact that reads it
+(``model.answers``); a thing read once per path (a managed file, a keyring, a MOK
+certificate) is a mapping of path to that fact's answer. Each read of the survey names the
+field it fills (``facts.round_trip.Read``; ``facts.round_trip.host_survey`` builds the
+record), and a field no read filled is None (a mapping: empty). Pure data: preflight's rules
+(``model.findings``) and checks, and the audit's cells, read it; only ``facts`` knows how it
+is read (the operations read the same answers fact by fact, from the fact cache).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocm_fleet.model.answers import (
+    AmdgpuModuleDict,
+    ApuMemoryDict,
+    DistroReleaseDict,
+    DistroRocmDict,
+    FileDigestDict,
+    FreeSpaceDict,
+    GroupMembershipDict,
+    IdentityDict,
+    KfdNode,
+    MokKeyStateDict,
+    MokPendingDict,
+    PackagePurgeDict,
+    PciGpu,
+    RebootRequiredDict,
+    SecureBootDict,
+)
+
+
+@dataclass(frozen=True)
+class HostSurvey:
+    """What a host answered to preflight's survey (each field: the fact that reads it)."""
+
+    distro: DistroReleaseDict | None = None  # DistroRelease
+    arch: str | None = None  # Architecture
+    kernel: str | None = None  # RunningKernel
+    identity: IdentityDict | None = None  # Identity
+    wsl: bool | None = None  # Wsl
+    pci: Sequence[PciGpu] | None = None  # PciGpus
+    kfd: Sequence[KfdNode] | None = None  # KfdNodes
+    amdgpu: AmdgpuModuleDict | None = None  # AmdgpuModule
+    apu_memory: ApuMemoryDict | None = None  # ApuMemory
+    modules: Sequence[str] | None = None  # LoadedModules
+    packages: Mapping[str, str] | None = None  # InstalledPackages: name -> version
+    nvidia_purge: PackagePurgeDict | None = None  # PackagePurge of NVIDIA's packages
+    distro_rocm: DistroRocmDict | None = None  # DistroRocmPackages
+    sources: Sequence[Sequence[str]] | None = None  # AptSourceLines: (path, line)
+    rocm_version: str | None = None  # RocmVersion
+    secure_boot: SecureBootDict | None = None  # SecureBoot
+    reboot: RebootRequiredDict | None = None  # RebootRequired
+    venv: Mapping[str, str] | None = None  # VenvDistributions: name -> version
+    torch_build: Mapping[str, str | None] | None = None  # TorchBuildStrings
+    disk: Sequence[FreeSpaceDict] | None = None  # FreeSpace
+    apt: Mapping[str, Any] | None = None  # AptInstallSize: need, message
+    boot: Mapping[str, Any] | None = None  # BootKernels (a model.boot.BootState as a dict)
+    groups: GroupMembershipDict | None = None  # GroupMembership
+    dpkg: Sequence[str] | None = None  # DpkgInterrupted
+    mirror: str | None = None  # DebianMirror
+    nameservers: Sequence[str] | None = None  # Nameservers
+    nginx: bool | None = None  # DaemonRunning of the mirror's nginx
+    pull_running: bool | None = None  # LockHeld of the pull's lock
+    pull_status: Mapping[str, Any] | None = None  # PullStatus: result, started
+    # Read once per path: path -> the fact's answer.
+    files: Mapping[str, FileDigestDict | None] = field(default_factory=dict)  # FileDigest
+    directories: Mapping[str, bool] = field(default_factory=dict)  # DirectoryExists
+    keyrings: Mapping[str, list[str] | None] = field(default_factory=dict)  # KeyringFingerprints
+    ledgers: Mapping[str, list[str]] = field(default_factory=dict)  # Ledger
+    mok: Mapping[str, MokKeyStateDict] = field(default_factory=dict)  # MokKeyState
+    mok_pending: Mapping[str, MokPendingDict | None] = field(default_factory=dict)  # MokPending
+    writable_by_others: Mapping[str, str | None] = field(default_factory=dict)  # WritableByOthers
+
+
+#: The fields read once per path: a read of one names the path in its ``path`` argument.
+PER_PATH = frozenset(
+    {"files", "directories", "keyrings", "ledgers", "mok", "mok_pending", "writable_by_others"}
+)
