@@ -16,9 +16,11 @@ A row (JSON-ready, the screens in ``cli.audit_screens`` and ``cli.metrics`` read
 ``host``, ``status`` (one of ``STATUSES``), ``error`` (the reason when not ok/drift),
 ``drift`` (observed keys and ``"<concern id>: <operation>"``), ``cells`` (observed key ->
 cell), ``concerns`` (concern id -> cell with its ``name`` and ``operations``), and when
-known ``warnings``, ``details`` and ``verified_at``. A host that was surveyed also has
-``health`` (what amd-smi said: a ``model.health.HostHealth`` as a dict, its
-``HostHealth.from_dict`` reads it back; None when it couldn't be read) and ``outliers``
+known ``warnings``, ``details``, ``verified_at`` and ``matrix_data`` (where the host's
+release row comes from: rocm-fleet's committed matrix, or a site file's path and SHA-256).
+A host that was surveyed also has ``health`` (what amd-smi said: a
+``model.health.HostHealth`` as a dict, its ``HostHealth.from_dict`` reads it back; None when
+it couldn't be read) and ``outliers``
 (``model.outliers.Outlier`` as dicts with their ``sentence``: where it differs from the
 majority of an inventory group it is in).
 
@@ -224,6 +226,8 @@ def gather(
             config = host_config(host)  # the mirror resolved too: a wrong one is invalid
         except ConfigError as exc:
             return {**row, "status": "invalid", "error": str(exc)}
+        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
+        row["matrix_data"] = config.matrix_source
         try:
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:

@@ -34,6 +34,7 @@ from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
+from rocm_fleet.cli import matrix_site
 from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import matrix, upstream_data
@@ -342,6 +343,7 @@ def add_parser(commands: Any) -> None:
     check.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
     )
+    matrix_site.add_parser(sub)
 
 
 def _url(value: str | None, option: str) -> str | None:
@@ -366,6 +368,8 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
 
 
 def run(args: Any) -> int:
+    if getattr(args, "matrix_command", None) == "update":
+        return matrix_site.run(args, _fingerprints(args.key_fingerprint))
     if getattr(args, "matrix_command", None) != "check":
         print(json.dumps(matrix_json(), indent=2) if args.json else plain_table())
         return 0
