@@ -23,7 +23,10 @@ def add_parser(sub: Any) -> None:
     update = sub.add_parser(
         "update",
         help="write a site's matrix data: releases upstream published after this rocm-fleet",
-        description=__doc__.split("\n\n")[0].split(": ", 1)[1],
+        description="Write a site's own matrix data: the releases upstream publishes that "
+        "this rocm-fleet's matrix lacks, with their torch, each checked as `matrix check` "
+        "checks a committed row before the file is written. Point the deploy at it with "
+        "rocm_matrix_data or ROCM_FLEET_MATRIX_DATA; it only adds releases.",
         epilog=epilog(
             "Here: 0 the file written; 1 a row does not hold upstream (nothing written); "
             "2 upstream could not be reached"
