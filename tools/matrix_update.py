@@ -42,6 +42,12 @@ Inputs (fetch the current ones from the sources; nothing here goes on the networ
   PyTorch builds for a ROCm its table doesn't name). An override may not contradict a value
   the upstream files give; one the files now give anyway is reported as redundant.
 
+``python tools/matrix_update.py tables [--records DIR] [--data-dir DIR] [--check]`` writes
+the matrix's other tables (gpu_targets.json, distros.json, kernels.json, torch_builds.json
+beside upstream_data.json) from the stored upstream records (tests/fixtures/upstream/*.toml)
+and the overrides' [[gpu_target]], [[distro]] and kernel sections, each row with its source
+(rocm_fleet/offline/matrix_data.py builds, writes and compares them).
+
 The optional inputs not given on a run keep what the committed data has from them. Writes
 the data file, or with --check prints, row by row, how the committed one differs, then each
 thing upstream publishes that the matrix lacks ("upstream has: ..."); exit 1 when either.
@@ -847,7 +853,49 @@ def row_diff(old: dict, new: dict) -> list[str]:
     return lines
 
 
+RECORDS = REPO / "tests" / "fixtures" / "upstream"
+DATA_DIR = OUTPUT.parent
+
+
+def tables_main(argv: list[str]) -> int:
+    """``matrix_update.py tables``: write the matrix's tables (GPU targets, distros, kernels,
+    torch builds) from the stored upstream records and the overrides, or with --check print
+    how the committed ones differ (exit 1 when they do)."""
+    from rocm_fleet.offline import matrix_data
+
+    parser = argparse.ArgumentParser(
+        prog="matrix_update.py tables", description=tables_main.__doc__
+    )
+    parser.add_argument(
+        "--records",
+        type=Path,
+        default=RECORDS,
+        help="the stored upstream records (download.pytorch.org.toml, ...)",
+    )
+    parser.add_argument("--overrides", type=Path, default=OVERRIDES)
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DATA_DIR,
+        help="where the data files are (written, or compared with --check)",
+    )
+    parser.add_argument("--check", action="store_true", help="compare, don't write")
+    args = parser.parse_args(argv)  # fmt: skip
+    try:
+        lines, status = matrix_data.update(
+            args.records, args.overrides, args.data_dir, check=args.check
+        )
+    except matrix_data.MatrixDataError as err:
+        print(f"matrix_update: {err}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["tables"]:
+        return tables_main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--historical-csv", type=Path, required=True)
     parser.add_argument("--os-support", type=Path, required=True)

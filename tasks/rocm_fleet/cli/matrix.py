@@ -165,7 +165,11 @@ def plain_table() -> str:
     headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
     headers += [_distro_short(d) for d in matrix.DISTROS]
     rows = [headers]
+    notes: list[str] = []  # where the rows come from, one footnote per distinct source
     for rel in matrix.RELEASES:
+        source = source_text(rel)
+        if source not in notes:
+            notes.append(source)
         builds = [build.torch for build in rel.torch_builds]
         torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
         rows.append(
@@ -184,6 +188,9 @@ def plain_table() -> str:
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         for row in rows
     ]
+    # the footnote naming the row's source, after its last column (the header names none)
+    for index, rel in enumerate(matrix.RELEASES, start=1):
+        lines[index] = f"{lines[index].ljust(len(lines[0]))}  [{notes.index(source_text(rel)) + 1}]"
     distros = ", ".join(
         f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
     )
@@ -193,9 +200,86 @@ def plain_table() -> str:
         "  no published but refused by the distro's apt (SHA-1 key binding), - not published.",
         "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
         "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
-        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md.",
+        "[n] where the row comes from (the citations: tools/matrix_overrides.toml):",
+        *(f"  [{n}] {note}" for n, note in enumerate(notes, start=1)),
+        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
+        "where the GPU targets, distros, kernels and torch builds come from: --sources.",
     ]
     return "\n".join([*lines, "", *legend])
+
+
+# --- the other tables and their sources -----------------------------------------------------
+
+# Per data file section (offline/matrix_data.py writes them): its title and the row's values
+# to show, the row's key first.
+SOURCE_TABLES = {
+    "gpu_targets": ("GPU targets", ("gfx", "family", "products")),
+    "distros": ("Distros", ("key", "suite", "python", "glibc")),
+    "min_kernel": ("Oldest kernel AMD lists", ("distro", "kernel")),
+    "inbox_min_kernel": ("Oldest kernel whose inbox amdgpu runs the target", ("gfx", "kernel")),
+    "newer_kernels": ("Newer kernels", ("distro", "kind", "suite", "packages")),
+    "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
+    "amd_wheels": ("AMD's wheels (Core SDK 10.x)", ("release", "builds", "targets")),
+}
+
+
+def _sections() -> dict[str, list[dict]]:
+    return {
+        "gpu_targets": upstream_data.GPU_TARGET_ROWS,
+        "distros": upstream_data.DISTRO_ROWS,
+        **upstream_data.KERNEL_ROWS,
+        **upstream_data.TORCH_BUILD_ROWS,
+    }
+
+
+def _cell(value: Any) -> str:
+    """A row's value as the tables print it: builds as their torch versions."""
+    if isinstance(value, list) and value and isinstance(value[0], list):
+        return ", ".join(build[0] for build in value)
+    if isinstance(value, list):
+        return ", ".join(value)
+    return "—" if value is None else str(value)
+
+
+def _origin(row: dict) -> str:
+    """Where a row comes from: the record (per field where they differ), or "override"."""
+    origin = row["from"]
+    if isinstance(origin, dict):
+        return "; ".join(f"{field}: {where}" for field, where in origin.items())
+    return origin
+
+
+def source_rows() -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, headers, rows) per table: the values, where the row comes from, its citation."""
+    out = []
+    for section, rows in _sections().items():
+        title, fields = SOURCE_TABLES[section]
+        body = [[*(_cell(r.get(f)) for f in fields), _origin(r), r["source"]] for r in rows]
+        out.append((title, [*fields, "from", "source"], body))
+    return out
+
+
+def sources_markdown() -> str:
+    """docs/supported-releases.md's tables of where the other rows come from."""
+    parts = []
+    for title, headers, rows in source_rows():
+        lines = [f"**{title}**", "", "| " + " | ".join(headers) + " |"]
+        lines.append("|" + "---|" * len(headers))
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def sources_text() -> str:
+    """``rocm-fleet matrix --sources``: each row of the other tables and where it comes from."""
+    parts = []
+    for title, headers, rows in source_rows():
+        lines = [f"{title}:"]
+        for row in rows:
+            lines.append("  " + "  ".join(row[: len(headers) - 2]))
+            lines.append(f"    from {row[-2]}: {row[-1]}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
 
 
 def matrix_json() -> dict[str, Any]:
@@ -246,6 +330,8 @@ def matrix_json() -> dict[str, Any]:
         "streams": [stream_json(s) for s in matrix.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],
         "releases": releases,
+        # the other tables' rows as their data files hold them, each with "from" and "source"
+        "tables": _sections(),
         "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,
     }
@@ -305,6 +391,11 @@ def add_parser(commands: Any) -> None:
         epilog=epilog("Here: 0 the matrix printed."),
     )
     parser.add_argument("--json", action="store_true", help="print the matrix as JSON")
+    parser.add_argument(
+        "--sources",
+        action="store_true",
+        help="print the GPU targets, distros, kernels and torch builds, each row with its source",
+    )
     parser.set_defaults(run=run)
     sub = parser.add_subparsers(dest="matrix_command")
     check = sub.add_parser(
@@ -320,6 +411,34 @@ def add_parser(commands: Any) -> None:
             "2 upstream did not answer for a row (not checked) and nothing was found wrong"
         ),
     )
+    update = sub.add_parser(
+        "update",
+        help="--output FILE: a site's data, releases published after this rocm-fleet; "
+        "--records: rocm-fleet's own tables from stored upstream records",
+        description="With --output FILE: write a site's own matrix data, the releases "
+        "upstream publishes that this rocm-fleet's matrix lacks, with their torch, each "
+        "checked as `matrix check` checks a committed row before the file is written (point "
+        "the deploy at it with rocm_matrix_data or ROCM_FLEET_MATRIX_DATA; it only adds "
+        "releases). With --records and --overrides (maintainers): build the matrix's GPU "
+        "targets, distros, kernels and torch builds from "
+        "stored copies of AMD's and PyTorch's files (a checkout's tests/fixtures/upstream/) "
+        "and the cited overrides (tools/matrix_overrides.toml), each row with its source; "
+        "print, row by row, how the data files differ and what the records have that they "
+        "lack; write them unless --check. What tools/matrix_update.py tables runs.",
+        epilog=epilog(
+            "Here, --output: 0 written; 1 a row does not hold upstream (nothing written); 2 "
+            "upstream could not be reached. --records: 0 written, or (--check) nothing "
+            "differs; 1 (--check) a row differs or a record has what the data lacks"
+        ),
+    )
+    matrix_site.add_arguments(update)
+    update.add_argument("--records", help="the stored upstream records' directory")
+    update.add_argument("--overrides", help="the cited overrides (TOML)")
+    update.add_argument(
+        "--data-dir",
+        help="the data files' directory (default: the ones this rocm-fleet reads)",
+    )
+    update.add_argument("--check", action="store_true", help="compare, don't write")
     check.add_argument("--release", help="check only this release's row")
     check.add_argument(
         "--apt-base",
@@ -343,7 +462,6 @@ def add_parser(commands: Any) -> None:
     check.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
     )
-    matrix_site.add_parser(sub)
 
 
 def _url(value: str | None, option: str) -> str | None:
@@ -367,11 +485,43 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
     return found
 
 
+def run_update(args: Any) -> int:
+    """``rocm-fleet matrix update``: offline.matrix_data.update, as the maintainer tool runs it."""
+    from pathlib import Path
+
+    from rocm_fleet.offline import matrix_data
+
+    data_dir = Path(args.data_dir) if args.data_dir else upstream_data.DATA_DIR
+    try:
+        lines, status = matrix_data.update(
+            Path(args.records), Path(args.overrides), data_dir, check=args.check
+        )
+    except matrix_data.MatrixDataError as err:
+        raise UsageError(str(err)) from err
+    print("\n".join(lines))
+    return status
+
+
 def run(args: Any) -> int:
     if getattr(args, "matrix_command", None) == "update":
-        return matrix_site.run(args, _fingerprints(args.key_fingerprint))
+        if args.output is not None:  # a site's own data, from upstream
+            if args.records or args.overrides or args.data_dir or args.check:
+                raise UsageError(
+                    "--output FILE writes a site's data from upstream: without --records, "
+                    "--overrides, --data-dir or --check (those update rocm-fleet's own tables)"
+                )
+            return matrix_site.run(args, _fingerprints(args.key_fingerprint))
+        if not (args.records and args.overrides):
+            raise UsageError(
+                "matrix update: --output FILE (a site's data, from upstream), or --records DIR "
+                "--overrides TOML (rocm-fleet's own tables, from stored records)"
+            )
+        return run_update(args)
     if getattr(args, "matrix_command", None) != "check":
-        print(json.dumps(matrix_json(), indent=2) if args.json else plain_table())
+        if args.json:
+            print(json.dumps(matrix_json(), indent=2))
+        else:
+            print(sources_text() if args.sources else plain_table())
         return 0
     if args.release is not None and args.release not in matrix.release_versions():
         raise UsageError(
@@ -388,5 +538,7 @@ def run(args: Any) -> int:
     return report["exit_status"]
 
 
-if __name__ == "__main__":  # docs/supported-releases.md's table: python -m rocm_fleet.cli.matrix
-    print(release_table())
+if __name__ == "__main__":  # docs/supported-releases.md's tables: python -m rocm_fleet.cli.matrix
+    import sys
+
+    print(sources_markdown() if sys.argv[1:] == ["sources"] else release_table())

@@ -15,33 +15,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
 
 
-def add_parser(sub: Any) -> None:
-    update = sub.add_parser(
-        "update",
-        help="write a site's matrix data: releases upstream published after this rocm-fleet",
-        description="Write a site's own matrix data: the releases upstream publishes that "
-        "this rocm-fleet's matrix lacks, with their torch, each checked as `matrix check` "
-        "checks a committed row before the file is written. Point the deploy at it with "
-        "rocm_matrix_data or ROCM_FLEET_MATRIX_DATA; it only adds releases.",
-        epilog=epilog(
-            "Here: 0 the file written; 1 a row does not hold upstream (nothing written); "
-            "2 upstream could not be reached"
-        ),
-    )
-    update.add_argument("--output", required=True, type=Path, metavar="FILE",
-                        help="the site data file to write (rocm_matrix_data names it)")  # fmt: skip
+def add_arguments(update: Any) -> None:
+    """The site's options of ``matrix update`` (``cli.matrix`` makes the subcommand)."""
+    update.add_argument("--output", type=Path, metavar="FILE",
+                        help="write a site's data file (rocm_matrix_data names it)")  # fmt: skip
     update.add_argument("--release", action="append", metavar="X.Y.Z",
-                        help="only this release (repeatable)")  # fmt: skip
+                        help="--output: only this release (repeatable)")  # fmt: skip
     update.add_argument(
         "--key-fingerprint", action="append", default=[], metavar="[STREAM=]FINGERPRINT",
-        help="the key a mirror signs with instead of AMD's, as for `matrix check`",
+        help="--output: the key a mirror signs with instead of AMD's, as for `matrix check`",
     )  # fmt: skip
-    update.add_argument("--timeout", type=float, default=20.0, help="seconds per request")
-    update.add_argument("--retries", type=int, default=3, help="retries per request")
+    update.add_argument("--timeout", type=float, default=20.0, help="--output: seconds per request")
+    update.add_argument("--retries", type=int, default=3, help="--output: retries per request")
 
 
 def run(args: Any, fingerprints: dict[str, str]) -> int:

@@ -28,6 +28,23 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from rocm_fleet.model import paths, upstream_data
+
+# The torch part (model/torch_builds.py), re-exported: the rest of rocm-fleet asks the matrix.
+from rocm_fleet.model.torch_builds import (  # noqa: F401
+    AMD_DEVICE_WHEELS,
+    AMD_STABLE_WHEEL_INDEX,
+    AMD_WHEELS,
+    PYTORCH_INDEX_BASE_URL,
+    PYTORCH_INDEX_FILE_HOSTS,
+    SDIST_ONLY,
+    TORCH_INDEXES,
+    TORCH_RUNTIME,
+    TORCH_RUNTIME_WHEELS,
+    AmdWheels,
+    TorchBuild,
+    TorchSource,
+    torch_source,
+)
 from rocm_fleet.model.versions import (
     amd_release_tag,
     classic_version_regex,
@@ -65,16 +82,11 @@ class Distro:
         return f"{self.id} {self.version}"
 
 
-# repo.radeon.com suites: conf.py ``ubuntu_version_numbers`` / ``debian_version_numbers`` =
-# [('13','noble'), ('12','jammy')] (rocm-programming-guide 7.2.1 conf.py; fact sheet §3.2);
-# Ubuntu 26.04 is ``resolute`` (ROCm/amdgpu-docs docs/conf.py for 31.30, index id 62471279056,
-# ``('26.04', 'resolute')``). Only the Core SDK (os-support.yaml) and amdgpu publish for 26.04.
-DISTROS: tuple[Distro, ...] = (
-    Distro("ubuntu", "22.04", "jammy"),
-    Distro("ubuntu", "24.04", "noble"),
-    Distro("ubuntu", "26.04", "resolute"),
-    Distro("debian", "12", "jammy"),
-    Distro("debian", "13", "noble"),
+# Rows: distros.json (the repo.radeon.com suite from the stored record of AMD's conf.py
+# ``debian_version_numbers`` / ``ubuntu_version_numbers``, Ubuntu 26.04's from amdgpu-docs;
+# each row cites its source). Only the Core SDK (os-support.yaml) and amdgpu publish for 26.04.
+DISTROS: tuple[Distro, ...] = tuple(
+    Distro(row["id"], row["version"], row["suite"]) for row in upstream_data.DISTRO_ROWS
 )
 DISTRO_KEYS = tuple(row.key for row in DISTROS)  # "ubuntu 22.04", ...: what settings name
 
@@ -89,21 +101,10 @@ class HostRuntime:
     glibc: str  # major.minor, e.g. "2.36"
 
 
-# Debian: the bookworm and trixie main Packages on deb.debian.org, read 2026-11-30
-# (python3 3.11.2-1+b1 and 3.13.5-1; libc6 2.36-9+deb12u14 and 2.41-12+deb13u5). Ubuntu:
-# archive.ubuntu.com package versions as apt logs in public repositories print them
-# (python3 3.10.6-1~22.04.1 and 3.12.3-0ubuntu2, e.g. index ids 16899614440, 22403885585;
-# libc6 2.35-0ubuntu3.x and 2.39-0ubuntu8.x, ids 16012677162, 71487594790). Ubuntu 26.04:
-# (3p) "python3 is Python 3.14", "Ubuntu 26.04 ships glibc 2.43" (vmafx ADR-0603, "Ubuntu
-# 26.04 (Resolute Raccoon) fallout fixes", 2026-05-19), and an apt log of such a host
-# setting up python3-venv 3.14.3-0ubuntu2 and libc-bin 2.43-2ubuntu2.3 (index id
-# 65854530061); the archive's Packages were not read.
+# Rows: distros.json ("python", "glibc"; Debian from its archive's Packages, Ubuntu from apt
+# logs of its archive's packages, 26.04 third-party; each row cites its source).
 HOST_RUNTIMES: dict[str, HostRuntime] = {
-    "ubuntu 22.04": HostRuntime("3.10", "2.35"),
-    "ubuntu 24.04": HostRuntime("3.12", "2.39"),
-    "ubuntu 26.04": HostRuntime("3.14", "2.43"),
-    "debian 12": HostRuntime("3.11", "2.36"),
-    "debian 13": HostRuntime("3.13", "2.41"),
+    row["key"]: HostRuntime(row["python"], row["glibc"]) for row in upstream_data.DISTRO_ROWS
 }
 
 
@@ -162,47 +163,20 @@ class GpuTarget:
     supported_from: str | None  # first classic release that lists it, None = never listed
 
 
-def _target(gfx: str, family: str, products: str) -> GpuTarget:
-    """A GPU target, its first listing AMD's (the generated upstream data)."""
-    return GpuTarget(gfx, family, products, upstream_data.GPU_LISTED_FROM.get(gfx))
-
-
-# Product -> gfx: system-requirements files (fact sheet §2.3). First listing: the "GPU / LLVM
-# target" rows of AMD's docs/compatibility/compatibility-matrix-historical-6.0.csv (ROCm docs
-# 7.2.0, fork alanina/ROCm @ c6bf8d20), read by tools/matrix_update.py into
-# upstream_data.GPU_LISTED_FROM (a target it never names: None), and recorded independently
-# in tests/fixtures/upstream/gpus.toml. gfx906 (MI50, Radeon VII) is in no column
-# 6.0.0-7.2.0 of that table (6.x system requirements call it deprecated), so no classic
-# release lists it. gfx1036 (Ryzen 7000 iGPU) is never listed;
-# it is here so the deploy can tell an iGPU from a missing expected dGPU.
-GPU_TARGETS: tuple[GpuTarget, ...] = (
-    _target("gfx950", "instinct", "Instinct MI355X, MI350X"),
-    _target("gfx942", "instinct", "Instinct MI300X, MI300A, MI325X"),
-    _target("gfx90a", "instinct", "Instinct MI250X, MI250, MI210"),
-    _target("gfx908", "instinct", "Instinct MI100"),
-    _target("gfx906", "instinct", "Instinct MI50, Radeon VII, Radeon PRO VII"),
-    _target("gfx1201", "radeon", "Radeon RX 9070 / 9070 XT / 9070 GRE, AI PRO R9700"),
-    _target("gfx1200", "radeon", "Radeon RX 9060 XT"),
-    _target("gfx1100", "radeon", "Radeon RX 7900 XTX / XT / GRE, PRO W7900, W7800"),
-    _target("gfx1101", "radeon", "Radeon RX 7800 XT, 7700 XT, PRO W7700, V710"),
-    _target("gfx1102", "radeon", "Radeon RX 7600"),
-    _target("gfx1030", "radeon", "Radeon PRO W6800, V620 (RX 6800/6900: unlisted)"),
-    _target("gfx1036", "radeon", "Ryzen 7000 integrated Radeon Graphics"),
-    # Ryzen APUs (integrated GPUs sharing system memory): product -> gfx from TheRock's
-    # RELEASES.md "Supported Python [device-*] install extras" table (Ryzen AI Max+ PRO 395
-    # gfx1151, Ryzen AI 9 HX 375 gfx1150, Ryzen AI 7 350 gfx1152, Ryzen 7 7840U gfx1103) and
-    # LLVM's AMDGPUUsage processors table (Strix Halo, Strix Point, Krackan, Phoenix). No
-    # classic release lists them (AMD's historical table); the Core SDK ships per-target
-    # packages for all four (CORE_SDK_GFX_PACKAGES) and AMD lists Ryzen on Ubuntu 26.04 and
-    # 24.04.4 with the OEM 6.17 kernel only (os-support.yaml @ 1d2ba3f7).
-    _target("gfx1151", "ryzen", "Ryzen AI Max / Max+ (Strix Halo), Radeon 8050S / 8060S"),
-    _target("gfx1150", "ryzen", "Ryzen AI 9 HX 370 / 375 (Strix Point), Radeon 880M / 890M"),
-    _target("gfx1152", "ryzen", "Ryzen AI 7 350 (Krackan Point), Radeon 840M / 860M"),
-    _target("gfx1103", "ryzen", "Ryzen 7040 / 8040 (Phoenix), Radeon 740M / 760M / 780M"),
-    # AMD's GPU list (rocm-docs docs/data/gpus.yaml @ 793e0c2e): Ryzen AI 5 430 / 435 /
-    # PRO 435 and AI 7 445 (Gorgon Point, Radeon 840M) are gfx1153; AMD's 10.x wheels and
-    # Core SDK packages are built for it (CORE_SDK_GFX_PACKAGES, AMD_STABLE_WHEELS).
-    _target("gfx1153", "ryzen", "Ryzen AI 5 430 / 435, AI 7 445 (Gorgon Point), Radeon 840M"),
+# Rows: gpu_targets.json, in the matrix's order (product -> gfx, each row cited: AMD's
+# system-requirements files, TheRock RELEASES.md's device-extra table and LLVM's AMDGPUUsage
+# processors table for the Ryzen APUs, AMD's gpus.yaml for gfx1153). First listing: the "GPU
+# / LLVM target" rows of AMD's historical compatibility table, read by tools/matrix_update.py
+# into upstream_data.GPU_LISTED_FROM (a target it never names: None; recorded independently
+# in tests/fixtures/upstream/gpus.toml). gfx906 is in no column 6.0.0-7.2.0 of that table;
+# gfx1036 (Ryzen 7000 iGPU) is never listed and is here so the deploy can tell an iGPU from a
+# missing expected dGPU. No classic release lists the Ryzen APUs; the Core SDK ships
+# per-target packages for them (CORE_SDK_GFX_PACKAGES).
+GPU_TARGETS: tuple[GpuTarget, ...] = tuple(
+    GpuTarget(
+        row["gfx"], row["family"], row["products"], upstream_data.GPU_LISTED_FROM.get(row["gfx"])
+    )
+    for row in upstream_data.GPU_TARGET_ROWS
 )
 
 GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
@@ -495,270 +469,6 @@ CORE_SDK = CoreSdkStream(
 )
 STREAMS = (CLASSIC, CORE_SDK)
 
-# PyTorch's wheel indexes, https://download.pytorch.org/whl/rocmX.Y[.Z]
-# (pytorch.org/get-started/previous-versions; fact sheet §7.1).
-PYTORCH_INDEX_BASE_URL = "https://download.pytorch.org/whl"
-# Some of those indexes' dependency pages link PyPI's file host rather than a copy of their
-# own (download.pytorch.org/whl/mpmath -> files.pythonhosted.org, quoted by PyTorch's
-# release manager in pytorch/pytorch#197552, 2026-09): a fleet mirror must carry it too.
-PYTORCH_INDEX_FILE_HOSTS = ("files.pythonhosted.org",)
-
-
-# --- PyTorch ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TorchBuild:
-    torch: str
-    torchvision: str
-    torchaudio: str | None  # torchaudio stopped at 2.11 (pytorch/pytorch.github.io PR #2074)
-
-
-# What each download.pytorch.org ROCm index carries, oldest first. Which index a torch
-# release is built for: pytorch.org's "previous versions" page and pytorch RELEASE.md (fact
-# sheet §7.1), and from 2.10 on the ROCm list of pytorch/test-infra
-# tools/scripts/generate_binary_build_matrix.py, which the release builds follow: #7430
-# (2025-10-31, "7.0 7.1", torch 2.10), #7763 ("Move ROCm 7.0,7.1->7.1,7.2", torch 2.11 to
-# 2.13: "they still describe GA 2.13", #8498), #8498 (2026-08-11: release/2.14 builds
-# ROCM_ARCHES = ["7.2", "7.14"], "7.1 is not built for 2.14"). torchvision pairs 0.(minor+15)
-# with torch 2.minor (PyPI release lists). torchaudio: "There is no new release of
-# torchaudio for now" (PyTorch's release manager, pytorch.github.io PR #2074, 2026-05): 2.11
-# is the last, so builds from torch 2.12 on carry none. Patch versions are
-# listed where wheels were seen; which ones (3p, installs from these very indexes) is said
-# per index.
-TORCH_INDEXES: dict[str, tuple[TorchBuild, ...]] = {
-    "rocm6.0": (TorchBuild("2.3.0", "0.18.0", "2.3.0"), TorchBuild("2.3.1", "0.18.1", "2.3.1")),
-    "rocm6.1": (
-        TorchBuild("2.4.0", "0.19.0", "2.4.0"),
-        TorchBuild("2.4.1", "0.19.1", "2.4.1"),
-        TorchBuild("2.5.0", "0.20.0", "2.5.0"),
-        TorchBuild("2.5.1", "0.20.1", "2.5.1"),
-        TorchBuild("2.6.0", "0.21.0", "2.6.0"),
-    ),
-    "rocm6.2": (TorchBuild("2.5.0", "0.20.0", "2.5.0"), TorchBuild("2.5.1", "0.20.1", "2.5.1")),
-    "rocm6.2.4": (TorchBuild("2.6.0", "0.21.0", "2.6.0"),),
-    "rocm6.3": (TorchBuild("2.7.0", "0.22.0", "2.7.0"), TorchBuild("2.7.1", "0.22.1", "2.7.1")),
-    "rocm6.4": (
-        TorchBuild("2.8.0", "0.23.0", "2.8.0"),
-        TorchBuild("2.9.0", "0.24.0", "2.9.0"),
-        TorchBuild("2.9.1", "0.24.1", "2.9.1"),
-    ),
-    # torch 2.10 was built for 7.0 and 7.1 (#7430). (3p) torch/torchvision/torchaudio
-    # 2.10.0/0.25.0/2.10.0+rocm7.0 installed from whl/rocm7.0: SD.Next's installer
-    # (vladmandic/automatic, index id 51789255723), LUMI's container recipe (id
-    # 61919455155), LlamaFactory notes (id 69503676659).
-    "rocm7.0": (TorchBuild("2.10.0", "0.25.0", "2.10.0"),),
-    # torch-2.10.0%2Brocm7.1 wheel (fact sheet §7.1); 2.11 to 2.13 built for 7.1 (#7763,
-    # #8498). (3p) `pip index versions` against whl/rocm7.1 listed 2.10.0, 2.11.0, 2.12.0
-    # (id 55897044494); torch/torchvision/torchaudio 2.11.0/0.26.0/2.11.0+rocm7.1 installs
-    # (ids 66459540258, 57488655236); "Installs torch 2.13.0+rocm7.1, torchvision
-    # 0.28.0+rocm7.1" from `--index-url .../whl/rocm7.1 torch torchvision` (id 59757967366).
-    "rocm7.1": (
-        TorchBuild("2.10.0", "0.25.0", "2.10.0"),
-        TorchBuild("2.11.0", "0.26.0", "2.11.0"),
-        TorchBuild("2.12.0", "0.27.0", None),
-        TorchBuild("2.13.0", "0.28.0", None),
-    ),
-    # torch 2.11.0+rocm7.2 (fact sheet §7.1); RELEASE.md names ROCm 7.2 the stable ROCm of
-    # torch 2.11, 2.12 and 2.13 (pytorch/pytorch RELEASE.md); 2.14 is built for 7.2 (#8498). (3p)
-    # wheels from whl/rocm7.2: 2.12.0/0.27.0 (ids 68834702254, 62291781436), 2.12.1/0.27.1
-    # (id 70553167843), 2.13.0/0.28.0 (id 59822753397), 2.14.0/0.29.0 (id 68869273089),
-    # 2.14.1/0.29.1 (ids 71022447151, 71242771102).
-    "rocm7.2": (
-        TorchBuild("2.11.0", "0.26.0", "2.11.0"),
-        TorchBuild("2.12.0", "0.27.0", None),
-        TorchBuild("2.12.1", "0.27.1", None),
-        TorchBuild("2.13.0", "0.28.0", None),
-        TorchBuild("2.14.0", "0.29.0", None),
-        TorchBuild("2.14.1", "0.29.1", None),
-    ),
-    # ROCm 7.14 is the stable ROCm of torch 2.14 (pytorch/pytorch RELEASE.md; #8498). (3p)
-    # 2.14.0/0.29.0+rocm7.14 (id 70425944467), 2.14.1/0.29.1+rocm7.14 from whl/rocm7.14 (ids
-    # 70142933718, 70373962142).
-    "rocm7.14": (TorchBuild("2.14.0", "0.29.0", None), TorchBuild("2.14.1", "0.29.1", None)),
-}
-
-# The ROCm runtime a torch wheel of the index doesn't bundle but requires from pip, from the
-# same index (the wheels of the other indexes bundle theirs: torch/lib/libamdhip64.so).
-# rocm7.14: "Matrix generator sets "7.14": ("rocm[libraries,device-all]==7.14")"
-# (pytorch/pytorch issue #191688, the RFC moving ROCm wheels to pip-installed ROCm, closed
-# 2026-08-24); pip's resolution as a PyTorch maintainer logged it: "Collecting
-# rocm-sdk-device-gfx1011==7.14.0 (from rocm[device-all,libraries]==7.14.*->torch)"
-# (pytorch/pytorch issue #193979). (3p) a 2.14.1+rocm7.14 venv holds
-# rocm==7.14.0.post1, rocm-sdk-core, rocm-sdk-libraries, rocm-sdk-device-gfx1100 (id
-# 70373962142).
-TORCH_RUNTIME: dict[str, str] = {"rocm7.14": "rocm[device-all,libraries]==7.14.*"}
-# The distributions such a runtime consists of: the ``rocm`` meta package and its
-# rocm-sdk-core / -libraries / -device-<gfx> / -devel wheels (TheRock
-# build_tools/packaging/python/templates/rocm/src/rocm_sdk/_dist_info.py).
-TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
-# The distributions published as source distributions only, built on the installing host:
-# AMD's ``rocm`` meta package (TheRock build_tools/packaging/python/templates/rocm/setup.py,
-# release/therock-10.0: "we only distribute it as an sdist: it is intended to be built
-# implicitly on a target machine"; recorded in tests/fixtures/upstream/repo.amd.com-whl.toml
-# ``rocm_dist``). A lock or a bundle pins an sdist of these alone: building one runs its code
-# as root on every host, so any other distribution must come as a wheel.
-SDIST_ONLY: frozenset[str] = frozenset({"rocm"})
-
-
-# --- AMD's own wheels for the Core SDK ----------------------------------------------------
-
-# AMD's stable wheel index for the Core SDK from 10.0 on: the "explicit-device-extras"
-# variant (whl-next) of the stable stream. AMD's 10.0.0 and 10.1.0 PyTorch install pages
-# (the docs' include files, index ids 60119073944 and 70276838118): ``.. |PKG_REPO|
-# replace:: https://stable.repo.amd.com/rocm/whl-next/`` then ``python -m pip install
-# --index-url |PKG_REPO| "torch[device-gfx942]==2.13.0+rocm10.0.0"
-# "torchvision[device-gfx942]==0.28.0+rocm10.0.0" "torchaudio==2.11.0.2+rocm10.0.0"``;
-# TheRock build_tools/setup_venv.py @ 89553ce3 ("stable": this URL, since 2026-08-22). The
-# older https://repo.amd.com/rocm/whl-multi-arch/ serves the stable releases before 10.0
-# (TheRock 1a70157f2, docs/packaging/legacy_multi_arch_releases.md). Recorded, with what is
-# uncertain, in tests/fixtures/upstream/repo.amd.com-whl.toml.
-AMD_STABLE_WHEEL_INDEX = "https://stable.repo.amd.com/rocm/whl-next/"
-
-
-@dataclass(frozen=True)
-class AmdWheels:
-    """What AMD's own index holds for a Core SDK release that PyTorch builds nothing for
-    (10.x): the torch / torchvision / torchaudio builds of AMD's install page for the
-    release, exact, each with the local label ``+rocm<release>``; the GPU targets the page
-    gives a ``[device-<gfx>]`` extra (on torch and torchvision: ``device_extra_on``), which
-    brings ``amd-torch-device-<gfx>`` and through it ``rocm-sdk-device-<gfx>``; and the
-    targets the page offers fewer builds for (``target_builds``: gfx1150 on Linux gets torch
-    2.12.0 only). torch requires the ROCm runtime of its release from the same index:
-    ``runtime``. One index, no second one (AMD's commands use ``--index-url`` alone)."""
-
-    url: str
-    release: str  # "10.0.0"
-    builds: tuple[TorchBuild, ...]  # oldest first
-    targets: tuple[str, ...]
-    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (gfx, torch versions)
-    device_extra_on: tuple[str, ...] = ("torch", "torchvision")
-
-    @property
-    def label(self) -> str:
-        """The local version label of every wheel built for the release: ``rocm10.0.0``
-        (TheRock build_prod_wheels.py: "+rocm" + the rocm version it was built against)."""
-        return f"rocm{self.release}"
-
-    @property
-    def runtime(self) -> str:
-        """What torch requires from the index: ``rocm[libraries]==10.0.0`` (TheRock
-        build_prod_wheels.py, release/therock-10.0: ``f"rocm[libraries]=={sdk_version}"``)."""
-        return f"rocm[libraries]=={self.release}"
-
-    @staticmethod
-    def device_extras(gfx: list[str] | tuple[str, ...]) -> list[str]:
-        """``device-<gfx>`` per expected target, ``device-all`` when none is named."""
-        return [f"device-{g}" for g in sorted(set(gfx))] or ["device-all"]
-
-    def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
-        """The builds AMD offers every one of ``gfx`` (all of them for ``device-all``)."""
-        limits = dict(self.target_builds)
-        return tuple(
-            b for b in self.builds if all(b.torch in limits.get(g, (b.torch,)) for g in gfx)
-        )
-
-
-def _amd(
-    release: str,
-    builds: tuple[TorchBuild, ...],
-    targets: str,
-    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = (),
-) -> AmdWheels:
-    return AmdWheels(AMD_STABLE_WHEEL_INDEX, release, builds, tuple(targets.split()), target_builds)
-
-
-# torchaudio: 2.11.0.2 and 2.11.0.3 are AMD's rebuilds of 2.11 (PyTorch released no
-# torchaudio after 2.11); torchvision 0.29.0a0 is what AMD's 10.1 page pins for torch 2.14.0.
-# gfx1150 on Linux: both pages print torch 2.12.0 under the newer torch selectors.
-AMD_WHEELS: dict[str, AmdWheels] = {
-    # AMD's 10.0.0 page (index id 60119073944); TheRock release/therock-10.0 builds
-    # release/2.11, 2.12 and 2.13 (configure_pytorch_release_matrix.py @ 16adc4d87).
-    "10.0.0": _amd(
-        "10.0.0",
-        (
-            TorchBuild("2.11.0", "0.26.0", "2.11.0"),
-            TorchBuild("2.12.0", "0.27.0", "2.11.0"),
-            TorchBuild("2.13.0", "0.28.0", "2.11.0.2"),
-        ),
-        "gfx950 gfx942 gfx90a gfx908 gfx1200 gfx1201 gfx1100 gfx1101 gfx1102 gfx1103 gfx1030 "
-        "gfx1151 gfx1150 gfx1152 gfx1153",
-        (("gfx1150", ("2.12.0",)),),
-    ),
-    # AMD's 10.1.0 page (index id 70276838118; no gfx908 or gfx1030 on it); TheRock main
-    # (10.1.0) builds release/2.12, 2.13 and 2.14.
-    "10.1.0": _amd(
-        "10.1.0",
-        (
-            TorchBuild("2.12.0", "0.27.0", "2.11.0"),
-            TorchBuild("2.13.0", "0.28.0", "2.11.0.2"),
-            TorchBuild("2.14.0", "0.29.0a0", "2.11.0.3"),
-        ),
-        "gfx950 gfx942 gfx90a gfx1200 gfx1201 gfx1100 gfx1101 gfx1102 gfx1103 gfx1151 gfx1150 "
-        "gfx1152 gfx1153",
-        (("gfx1150", ("2.12.0",)),),
-    ),
-}
-
-
-@dataclass(frozen=True)
-class TorchSource:
-    """Where a release's torch comes from, decided once per release (``Release.torch_source``)
-    and asked by everyone after: a PyTorch index (``rocm6.4``, under the host's
-    ``pytorch_index_base_url``), or, for a release PyTorch builds nothing for, AMD's own index
-    (``amd``), whose builds depend on the GPU targets and come with ``[device-<gfx>]`` extras.
-    ``name`` is the index's name in messages (AMD's: its URL); ``label`` the local version label
-    of its wheels; ``runtime`` the pip requirement torch brings for its ROCm runtime (None:
-    bundled in the wheels)."""
-
-    name: str
-    label: str
-    builds: tuple[TorchBuild, ...]  # oldest first
-    runtime: str | None = None
-    amd: AmdWheels | None = None
-
-    @property
-    def targets(self) -> tuple[str, ...]:
-        """The GPU targets the index gives a device extra for; none for a PyTorch index."""
-        return self.amd.targets if self.amd else ()
-
-    def url(self, index_base_url: str) -> str:
-        """The index's URL: AMD's own, or the PyTorch index under ``index_base_url``."""
-        return self.amd.url if self.amd else f"{index_base_url.rstrip('/')}/{self.name}"
-
-    def unknown_targets(self, gfx: list[str] | tuple[str, ...]) -> list[str]:
-        """The targets of ``gfx`` AMD's index has no device extra for (a PyTorch index builds
-        one wheel for every target: none)."""
-        return [g for g in gfx if g not in self.amd.targets] if self.amd else []
-
-    def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
-        """The builds the index offers every one of ``gfx``."""
-        return self.amd.builds_for(gfx) if self.amd else self.builds
-
-    def extras(self, gfx: list[str] | tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """(distribution, its extras) for ``gfx``: AMD's ``[device-<gfx>]`` on torch and
-        torchvision; none on a PyTorch index."""
-        if self.amd is None:
-            return ()
-        extras = tuple(self.amd.device_extras(gfx))
-        return tuple((name, extras) for name in self.amd.device_extra_on)
-
-
-def torch_source(torch_index: str | None, amd: AmdWheels | None) -> TorchSource | None:
-    """The torch source of a release row: its PyTorch index, else AMD's, else none."""
-    if torch_index:
-        return TorchSource(
-            torch_index, torch_index, TORCH_INDEXES[torch_index], TORCH_RUNTIME.get(torch_index)
-        )
-    if amd is not None:
-        return TorchSource(amd.url, amd.label, amd.builds, amd.runtime, amd)
-    return None
-
-
-# The wheels a device extra of AMD's torch installs (``amd-torch-device-<gfx>``, and for
-# torchvision, (3p) ``amd-torchvision-device-<gfx>``): pip manages them with their torch.
-AMD_DEVICE_WHEELS = re.compile(r"^amd-torch(vision)?-device-.+$")
-
 
 # --- ROCm releases ------------------------------------------------------------------------
 
@@ -933,17 +643,11 @@ def accepted_alternatives(row: Distro) -> tuple[Release | None, Release | None]:
 
 # --- Kernels (preflight) ------------------------------------------------------------------
 
-# The oldest kernel AMD lists per distro ("Kernel" column of the system requirements, fact
-# sheet §2.2): Ubuntu 22.04.5 5.15 GA, Ubuntu 24.04 6.8 GA (6.2 docs on), Debian 12 6.1
-# (6.4 and 7.0 docs, "6.1.0"), Debian 13 6.12 (7.0.2 release notes), Ubuntu 26.04 7.0
-# (os-support.yaml @ 1d2ba3f7: "ubuntu_26_04 { version: "26.04", kernel: "GA 7.0" }").
-# Newer (HWE, backports) kernels pass; AMD validates only the listed ones.
+# The oldest kernel AMD lists per distro ("Kernel" column of the system requirements; rows:
+# kernels.json "min_kernel", each cited). Newer (HWE, backports) kernels pass; AMD validates
+# only the listed ones.
 MIN_KERNEL: dict[str, str] = {
-    "ubuntu 22.04": "5.15",
-    "ubuntu 24.04": "6.8",
-    "ubuntu 26.04": "7.0",
-    "debian 12": "6.1",
-    "debian 13": "6.12",
+    row["distro"]: row["kernel"] for row in upstream_data.KERNEL_ROWS["min_kernel"]
 }
 
 
@@ -951,24 +655,12 @@ MIN_KERNEL: dict[str, str] = {
 
 
 # Oldest kernel whose inbox amdgpu driver runs the GPU family; targets not listed have no
-# minimum beyond the distro kernels AMD lists for them (fact sheet §2.2: Debian 12 = 6.1,
-# Debian 13 = 6.12, Ubuntu 22.04 = 5.15 GA / 6.8 HWE, 24.04 = 6.8 GA / 6.11-6.14 HWE).
-# RDNA3 (gfx110x): amdgpu support merged for Linux 6.0 (html.it, "Linux 6.0, ecco tutti gli
-# aggiornamenti per i driver delle GPU", 2022-08: RDNA3 drivers integrated in Linux 6.0).
-# RDNA4 (gfx1200/gfx1201, GC 12.0.x): the drm pull for Linux 6.11-rc1 lists "GC 12.0
-# support" and carries the commit that enabled gfx12 by default (8030f6533ef0, 2024-07-10;
-# dri-devel "[git pull] drm next for 6.11-rc1", fact sheet §13.1; not re-read in the
-# 2026-11-30 review). The matrix keeps 6.12: the cards themselves (RX 9070/9060, 2025) were
-# first seen working on a 6.12.y kernel (github.com/geerlingguy/raspberry-pi-pcie-devices
-# issue #741, 2025-06), AMD names no inbox minimum for them (only "the inbox kernel driver included
-# with Ubuntu 26.04 / 24.04.4" for Ryzen APUs: the 10.0.0 install page, index id 69869114788), and
-# 6.12 is what Debian 13 and bookworm-backports carry, so it costs nothing on the distros listed.
+# minimum beyond the distro kernels AMD lists for them (rows: kernels.json
+# "inbox_min_kernel", each cited). RDNA4 keeps 6.12: AMD names no inbox minimum for it, the
+# cards were first seen working on 6.12.y, and 6.12 is what Debian 13 and bookworm-backports
+# carry, so it costs nothing on the distros listed.
 INBOX_MIN_KERNEL: dict[str, str] = {
-    "gfx1100": "6.0",
-    "gfx1101": "6.0",
-    "gfx1102": "6.0",
-    "gfx1200": "6.12",
-    "gfx1201": "6.12",
+    row["gfx"]: row["kernel"] for row in upstream_data.KERNEL_ROWS["inbox_min_kernel"]
 }
 
 
@@ -988,17 +680,12 @@ class NewerKernel:
 
 
 # Debian: bookworm-backports, deb822 source signed by the archive keyring, installed with
-# -t (backports.debian.org/Instructions; fact sheet §6); it carries linux-image-amd64
-# 6.12.95-1~bpo12+1 (fact sheet §12). trixie (6.12 stock) needs none for any listed GPU.
-# Ubuntu: the HWE kernel meta packages linux-generic-hwe-22.04 / -24.04
-# (wiki.ubuntu.com/Kernel/LTSEnablementStack), which bring their headers along; 26.04's GA
-# kernel (7.0) is newer than every minimum above.
+# -t; trixie (6.12 stock) needs none for any listed GPU. Ubuntu: the HWE kernel meta packages,
+# which bring their headers along; 26.04's GA kernel (7.0) is newer than every minimum above.
+# Rows: kernels.json "newer_kernels", each cited.
 NEWER_KERNELS: dict[str, NewerKernel] = {
-    "debian 12": NewerKernel(
-        "backports", "bookworm-backports", ("linux-image-amd64", "linux-headers-amd64")
-    ),
-    "ubuntu 22.04": NewerKernel("hwe", None, ("linux-generic-hwe-22.04",)),
-    "ubuntu 24.04": NewerKernel("hwe", None, ("linux-generic-hwe-24.04",)),
+    row["distro"]: NewerKernel(row["kind"], row["suite"], tuple(row["packages"]))
+    for row in upstream_data.KERNEL_ROWS["newer_kernels"]
 }
 
 # AMD's kernel driver repository (fact sheet §3.2): up to 6.4 amdgpu/<ROCm apt path>/ubuntu,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from importlib.resources import files
+from pathlib import Path
 
 _DATA = json.loads(files(__package__).joinpath("upstream_data.json").read_text("utf-8"))
 
@@ -24,3 +25,25 @@ TORCH_STABLE_ROCM: dict[str, str] = _DATA["torch_stable_rocm"]
 # targets AMD's table lists (None where it is silent), amdgpu driver folder, torch index, and
 # per field where it comes from ("from") with an override's citation ("source").
 RELEASES: list[dict] = _DATA["releases"]
+
+
+# Where the data files are (``rocm-fleet matrix update`` compares with them by default).
+DATA_DIR = Path(str(files(__package__)))
+
+
+def _table(name: str) -> dict[str, list[dict]]:
+    """A data file of the matrix's tables (offline/matrix_data.py writes them with
+    tools/matrix_update.py tables): section -> rows, each with ``from`` and ``source``."""
+    data = json.loads(files(__package__).joinpath(name).read_text("utf-8"))
+    return {section: rows for section, rows in data.items() if section != "_comment"}
+
+
+# GPU targets in the matrix's order: gfx, family, products.
+GPU_TARGET_ROWS: list[dict] = _table("gpu_targets.json")["gpu_targets"]
+# Distros: key, id, version, repo.radeon.com suite, the host's python3 and glibc.
+DISTRO_ROWS: list[dict] = _table("distros.json")["distros"]
+# Kernels: per distro the oldest AMD lists, per gfx the oldest inbox driver, per distro where
+# a newer one comes from.
+KERNEL_ROWS: dict[str, list[dict]] = _table("kernels.json")
+# Torch builds: per PyTorch index its builds (and runtime), per 10.x release AMD's wheels.
+TORCH_BUILD_ROWS: dict[str, list[dict]] = _table("torch_builds.json")
