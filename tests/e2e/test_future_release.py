@@ -119,37 +119,41 @@ def test_the_host_moves_to_the_future_release_with_the_site_file(lab, on_committ
     assert changed(again) == {}
 
 
-def test_a_site_file_edited_to_point_at_another_host_is_refused(lab, site_file):
+def refused_with_edited_copy(lab, site_file: Path, name: str, **change: str):
+    """A deploy of the release of a copy of the site file with ``change`` in its row, which
+    must fail and leave the host's packages as they were; (the result, the copy)."""
     data = json.loads(site_file.read_text())
-    data["releases"][0]["repository"] = "evil.example"
-    forged = lab.workdir / "forged-matrix.json"
-    forged.write_text(json.dumps(data))
+    data["releases"][0].update(change)
+    edited = lab.workdir / name
+    edited.write_text(json.dumps(data))
     before = installed(lab)
-    result = deploy(lab, f"rocm_version={FUTURE_RELEASE}", "pytorch_install=True",
-                    f"rocm_matrix_data={forged}")  # fmt: skip
+    version = data["releases"][0]["version"]
+    result = deploy(lab, f"rocm_version={version}", "pytorch_install=True",
+                    f"rocm_matrix_data={edited}")  # fmt: skip
     assert result.returncode != 0
+    assert installed(lab) == before
+    return result, edited
+
+
+def test_a_site_file_edited_to_point_at_another_host_is_refused(lab, site_file):
+    result, forged = refused_with_edited_copy(
+        lab, site_file, "forged-matrix.json", repository="evil.example"
+    )
     # bad inventory data stops the run before any host is touched, naming the file and field
     assert (
         f"future: inventory key 'rocm_matrix_data' (set in --data): site matrix data {forged}: "
         "field 'releases[0].repository' has value \"evil.example\"" in result.output
     ), result.output[-3000:]
-    assert installed(lab) == before
 
 
 def test_a_site_row_upstream_does_not_publish_is_refused_before_planning(lab, site_file):
     # A well-formed row for a release the doubles don't serve (as a stale or mistyped file
     # would have): the deploy's own check of the file finds it missing, and stops there.
-    data = json.loads(site_file.read_text())
-    data["releases"][0]["version"] = "10.8.0"
-    unpublished = lab.workdir / "unpublished-matrix.json"
-    unpublished.write_text(json.dumps(data))
-    before = installed(lab)
-    result = deploy(lab, "rocm_version=10.8.0", "pytorch_install=True",
-                    f"rocm_matrix_data={unpublished}")  # fmt: skip
-    assert result.returncode != 0
+    result, _ = refused_with_edited_copy(
+        lab, site_file, "unpublished-matrix.json", version="10.8.0"
+    )
     assert "upstream does not publish what it says" in result.output, result.output[-3000:]
     assert "10.8.0 packages in debian13: wrong (no amdrocm10.8 of 10.8.0" in result.output
-    assert installed(lab) == before
 
 
 def test_back_to_the_committed_release_with_the_site_file_still_set(lab, site_file):

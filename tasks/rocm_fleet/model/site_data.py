@@ -123,12 +123,8 @@ def parse(raw: bytes, path: Path, digest: str | None = None) -> SiteData:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SiteDataError(f"site matrix data {path}: not JSON ({exc})") from None
     problem = _Problems(path)
-    if not isinstance(data, dict):
-        raise problem("", data, "a JSON object with 'format' and 'releases'")
-    unknown = sorted(set(data) - {"_comment", "format", "written_by", "releases"})
-    if unknown:
-        raise problem(unknown[0], data[unknown[0]], "no such field: a site file holds "
-                      "'format' and 'releases' only")  # fmt: skip
+    problem.fields(data, "", {"_comment", "format", "written_by", "releases"},
+                   "a site file holds 'format' and 'releases' only")  # fmt: skip
     if data.get("format") != FORMAT:
         raise problem("format", data.get("format"), f"{FORMAT!r} (written by `rocm-fleet "
                       "matrix update --output`)")  # fmt: skip
@@ -161,6 +157,9 @@ def _comparable(rel: matrix.Release) -> tuple[Any, ...]:
 
 
 class _Problems:
+    """The SiteDataError of a field of one file: the file, the field, the value (shortened),
+    what would be valid."""
+
     def __init__(self, path: Path):
         self.path = path
 
@@ -172,16 +171,19 @@ class _Problems:
             f"site matrix data {self.path}:{at} has value {shown}; expected {valid}"
         )
 
+    def fields(self, value: Any, at: str, allowed: set[str], why: str) -> None:
+        """Refuse a value that isn't an object, or one with a field not in ``allowed``."""
+        if not isinstance(value, dict):
+            raise self(at, value, f"an object with {', '.join(sorted(allowed))}")
+        unknown = sorted(set(value) - allowed)
+        if unknown:
+            raise self(f"{at}.{unknown[0]}".lstrip("."), value[unknown[0]],
+                       f"no such field (it holds {', '.join(sorted(allowed))}; {why})")  # fmt: skip
+
 
 def _release(row: Any, at: str, problem: _Problems) -> matrix.Release:
-    if not isinstance(row, dict):
-        raise problem(at, row, "a release row (an object)")
-    unknown = sorted(set(row) - _ROW_FIELDS)
-    if unknown:
-        # A URL, key or fingerprint has no field here: the committed matrix's are used.
-        raise problem(f"{at}.{unknown[0]}", row[unknown[0]],
-                      f"no such field (a row holds {', '.join(sorted(_ROW_FIELDS))}; "
-                      "hosts, URLs and keys are the committed matrix's alone)")  # fmt: skip
+    # A URL, key or fingerprint has no field here: the committed matrix's are used.
+    problem.fields(row, at, _ROW_FIELDS, "hosts, URLs and keys are the committed matrix's alone")
     version = row.get("version")
     if not isinstance(version, str) or not is_full_release(version):
         raise problem(f"{at}.version", version, "a release X.Y.Z")
@@ -218,13 +220,8 @@ def _release(row: Any, at: str, problem: _Problems) -> matrix.Release:
 
 
 def _amd_wheels(value: Any, release: str, at: str, problem: _Problems) -> matrix.AmdWheels:
-    if not isinstance(value, dict):
-        raise problem(at, value, "an object with builds, targets and target_builds")
-    unknown = sorted(set(value) - _WHEEL_FIELDS)
-    if unknown:
-        raise problem(f"{at}.{unknown[0]}", value[unknown[0]],
-                      f"no such field ({', '.join(sorted(_WHEEL_FIELDS))}; the index is "
-                      f"AMD's committed {matrix.AMD_STABLE_WHEEL_INDEX})")  # fmt: skip
+    problem.fields(value, at, _WHEEL_FIELDS,
+                   f"the index is AMD's committed {matrix.AMD_STABLE_WHEEL_INDEX}")  # fmt: skip
     builds = value.get("builds")
     if not isinstance(builds, list) or not builds:
         raise problem(f"{at}.builds", builds, "a list of [torch, torchvision, torchaudio|null]")

@@ -392,6 +392,17 @@ def missing_releases(
 # --- running --------------------------------------------------------------------------------
 
 
+def run_check(check: Check, upstream: Upstream) -> Check:
+    """``check`` run against ``upstream``, its status and detail set."""
+    try:
+        problem = check.run(upstream)
+    except Unreachable as exc:
+        check.status, check.detail = "unreachable", str(exc)
+    else:
+        check.status, check.detail = ("wrong", problem) if problem else ("ok", "")
+    return check
+
+
 def check_matrix(
     upstream: Upstream,
     release: str | None = None,
@@ -421,17 +432,8 @@ def check_matrix(
     progress.start("matrix check", None)
     unreachable: list[str] = []
 
-    def run(check: Check) -> Check:
-        try:
-            problem = check.run(upstream)
-        except Unreachable as exc:
-            check.status, check.detail = "unreachable", str(exc)
-        else:
-            check.status, check.detail = ("wrong", problem) if problem else ("ok", "")
-        return check
-
     with ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(run, check) for check in checks]
+        futures = [pool.submit(run_check, check, upstream) for check in checks]
         for future in as_completed(futures):
             checked = future.result()
             step(f"{checked.row} {checked.what}: {checked.status}")

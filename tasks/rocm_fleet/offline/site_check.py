@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rocm_fleet.model import matrix
 from rocm_fleet.model.site_data import SiteData
-from rocm_fleet.offline.matrix_check import Check, build_checks
-from rocm_fleet.offline.upstream import Unreachable, Upstream
+from rocm_fleet.offline.matrix_check import Check, build_checks, run_check
+from rocm_fleet.offline.upstream import Upstream
 
 
 class SiteDataUnverified(ValueError):
@@ -26,18 +26,8 @@ def release_checks(
 ) -> list[Check]:
     """The matrix check's checks of ``releases``, run; each with its status and detail."""
     checks = build_checks(releases, fingerprints)
-
-    def run(check: Check) -> Check:
-        try:
-            problem = check.run(upstream)
-        except Unreachable as exc:
-            check.status, check.detail = "unreachable", str(exc)
-        else:
-            check.status, check.detail = ("wrong", problem) if problem else ("ok", "")
-        return check
-
     with ThreadPoolExecutor(8) as pool:
-        return list(pool.map(run, checks))
+        return list(pool.map(run_check, checks, [upstream] * len(checks)))
 
 
 def failures(checks: list[Check]) -> list[str]:
