@@ -10,7 +10,8 @@ the committed 10.0.0. Then, in file order:
 * ``rocm-fleet matrix update --output FILE`` reads the release from the doubles at their real
   https URLs (verified indexes, AMD's wheel index) and writes it, checked;
 * ``--dry`` with the file says the plan comes from it (path and SHA-256); the run moves the
-  host to 10.9.0 with torch 2.15.0, its checks pass, and a second run changes nothing;
+  host to 10.9.0 with torch 2.15.0, its checks pass, a second run changes nothing, and the
+  audit names the file too;
 * a copy of the file edited to point the release at another host is refused, naming it;
   a row for a release upstream doesn't publish is refused by the deploy's check of the file;
 * with the file still set, naming 10.0.0 takes the host back to the committed release, from
@@ -117,6 +118,13 @@ def test_the_host_moves_to_the_future_release_with_the_site_file(lab, on_committ
     again = deploy(lab, *move, f"rocm_matrix_data={site_file}")
     succeeded(again)
     assert changed(again) == {}
+    # the audit names the data the host's plan comes from, and finds nothing to change
+    data = [a for item in (*move, f"rocm_matrix_data={site_file}") for a in ("--data", item)]
+    report = support.audit(lab, "--limit", "future", *data)
+    assert report.json is not None, report.stdout + report.stderr[-3000:]
+    (row,) = report.json["hosts"]
+    assert row["matrix_data"] == f"site matrix data {site_file} (sha256 {digest})"
+    assert row["status"] == "ok", row
 
 
 def refused_with_edited_copy(lab, site_file: Path, name: str, **change: str):

@@ -303,7 +303,7 @@ def _site_data(setting: str | None, where: Callable[[str], str], host_name: str)
         given = (
             f"inventory key 'rocm_matrix_data'{where('rocm_matrix_data')}"
             if setting
-            else (f"environment variable {site_data.ENVIRONMENT}")
+            else f"environment variable {site_data.ENVIRONMENT}"
         )
         raise ConfigError(f"{host_name}: {given}: {exc}", "rocm_matrix_data") from None
 
