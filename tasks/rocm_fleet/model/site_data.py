@@ -21,13 +21,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rocm_fleet.model import matrix
-from rocm_fleet.model.versions import is_full_release
+from rocm_fleet.model.versions import is_build_version, is_driver_folder, is_full_release
 
 # The environment variable naming the file when no host sets rocm_matrix_data.
 ENVIRONMENT = "ROCM_FLEET_MATRIX_DATA"
@@ -39,10 +38,6 @@ MAX_BYTES = 1 << 20
 _ROW_FIELDS = {"version", "stream", "repository", "torch_index", "amdgpu_driver", "amd_wheels",
                "found"}  # fmt: skip
 _WHEEL_FIELDS = {"builds", "targets", "target_builds"}
-# A Python version as AMD and PyTorch publish their builds (2.15.0, 0.29.0a0, 2.11.0.3).
-_PYTHON_VERSION = re.compile(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?")
-# AMD's amdgpu folder names: 30.30, 31.40.1.
-_DRIVER_FOLDER = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?")
 # Which committed repositories a stream's new release may be in.
 _STREAM_REPOSITORIES = {
     matrix.CLASSIC.name: (matrix.CLASSIC_REPOSITORY,),
@@ -198,7 +193,7 @@ def _release(row: Any, at: str, problem: _Problems) -> matrix.Release:
         raise problem(f"{at}.repository", row.get("repository"),
                       f"the name of a committed {stream.name} repository ({names})")  # fmt: skip
     driver = row.get("amdgpu_driver")
-    if driver is not None and not (isinstance(driver, str) and _DRIVER_FOLDER.fullmatch(driver)):
+    if driver is not None and not (isinstance(driver, str) and is_driver_folder(driver)):
         raise problem(f"{at}.amdgpu_driver", driver, "an amdgpu folder such as '31.50', or null")
     torch_index = row.get("torch_index")
     if torch_index is not None and torch_index not in matrix.TORCH_INDEXES:
@@ -254,7 +249,7 @@ def _amd_wheels(value: Any, release: str, at: str, problem: _Problems) -> matrix
 
 
 def _is_version(value: Any) -> bool:
-    return isinstance(value, str) and bool(_PYTHON_VERSION.fullmatch(value))
+    return isinstance(value, str) and is_build_version(value)
 
 
 def row_json(rel: matrix.Release, found: str | None = None) -> dict[str, Any]:
