@@ -43,10 +43,11 @@ Inputs (fetch the current ones from the sources; nothing here goes on the networ
   the upstream files give; one the files now give anyway is reported as redundant.
 
 ``python tools/matrix_update.py tables [--records DIR] [--data-dir DIR] [--check]`` writes
-the matrix's other tables (gpu_targets.json, distros.json, kernels.json, torch_builds.json
-beside upstream_data.json) from the stored upstream records (tests/fixtures/upstream/*.toml)
-and the overrides' [[gpu_target]], [[distro]] and kernel sections, each row with its source
-(rocm_fleet/offline/matrix_data.py builds, writes and compares them).
+the matrix's other tables (gpu_targets.json, distros.json, kernels.json, torch_builds.json,
+repositories.json beside upstream_data.json) from the stored upstream records
+(tests/fixtures/upstream/) and the overrides' [[gpu_target]], [[distro]] and kernel
+sections, each row with its source (rocm_fleet/offline/matrix_data.py builds, writes and
+compares them; ``rocm-fleet matrix update`` runs the same).
 
 The optional inputs not given on a run keep what the committed data has from them. Writes
 the data file, or with --check prints, row by row, how the committed one differs, then each

@@ -26,6 +26,7 @@ import pytest
 from e2e.support import OP_PREFIX, running_lab, sh
 from lab import HostSpec
 from rocm_fleet.model import matrix
+from rocm_fleet.offline import matrix_data
 
 pytestmark = pytest.mark.e2e
 
@@ -87,6 +88,9 @@ def test_the_wheel_holds_the_package_its_files_and_scripts_and_no_tasks(wheel):
     # The node checks and their pytest plugin ship (pytest --pyargs rocm_fleet.checks).
     assert {"rocm_fleet/checks/test_node.py", "rocm_fleet/checks/plugin.py"} <= set(names)
     assert b"rocm_fleet_checks = rocm_fleet.checks.plugin" in entry_points
+    # The matrix's data files ship beside the module that reads them.
+    data = {"upstream_data.json", *matrix_data.TABLE_FILES}
+    assert {f"rocm_fleet/model/{name}" for name in data} <= set(names)
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +134,17 @@ def test_the_installed_checks_refuse_to_pass_with_nothing_to_compare_against(ven
     )  # fmt: skip
     assert result.returncode == 4, result.stdout + result.stderr
     assert "nothing to compare the hosts against" in result.stderr
+
+
+def test_the_installed_matrix_reads_its_data_files_and_names_their_sources(venv, tmp_path):
+    result = subprocess.run(
+        [str(venv / "bin/rocm-fleet"), "matrix", "--sources"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    for target in matrix.GPU_TARGETS:
+        assert f"  {target.gfx}  {target.family}  {target.products}\n" in result.stdout
+    assert '    from download.pytorch.org.toml [index."rocm7.2"]: ' in result.stdout
 
 
 def test_neither_tasks_package_shadows_the_other(venv, project, tmp_path):

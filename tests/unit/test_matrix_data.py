@@ -152,7 +152,7 @@ def test_every_row_names_its_source_and_the_matrix_reads_them():
 
 
 def test_the_docs_show_where_each_row_comes_from():
-    from rocm_fleet.cli.matrix import sources_markdown
+    from rocm_fleet.cli.matrix_sources import sources_markdown
 
     text = (ROOT / "docs" / "supported-releases.md").read_text()
     block = re.search(r"<!-- source-tables -->\n(.*?)\n<!-- /source-tables -->", text, re.S)
@@ -165,7 +165,8 @@ def test_the_docs_show_where_each_row_comes_from():
 
 
 def test_the_terminal_table_names_each_rows_source():
-    from rocm_fleet.cli.matrix import plain_table, source_text, sources_text
+    from rocm_fleet.cli.matrix import plain_table, source_text
+    from rocm_fleet.cli.matrix_sources import sources_text
 
     lines = plain_table().splitlines()
     legend = dict(re.findall(r"^  \[(\d+)\] (.+)$", "\n".join(lines), re.M))
@@ -188,13 +189,15 @@ def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: 
     assert capsys.readouterr().out == "matrix tables unchanged\n"
     page = records / "repo.radeon.com.toml"
     page.write_text(page.read_text().replace('"debian 13" = "noble"', '"debian 13" = "trixie"'))
+    assert main(argv) == 4  # never writes the installed data unless told where
+    assert "--data-dir: name the directory to write" in capsys.readouterr().err
     argv += ["--data-dir", str(data)]
     assert main([*argv, "--check"]) == 1
     assert capsys.readouterr().out.splitlines() == [
         'distros.json distros debian 13 suite: "noble" -> "trixie"  [repo.radeon.com.toml [suites]]'
     ]
     assert main(argv) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {data / 'torch_builds.json'}"
+    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {data / 'repositories.json'}"
     assert json.loads((data / "distros.json").read_text())["distros"][4]["suite"] == "trixie"
     assert (DATA / "distros.json").read_text() != (data / "distros.json").read_text()
     (records / "gpus.toml").unlink()
@@ -240,3 +243,24 @@ def test_a_family_override_where_amds_list_gives_one_is_refused(tmp_path: Path):
         f"{overrides}: [[gpu_target]] gfx1030: family 'instinct', but stored/gpus.yaml gives "
         "it ('radeon'): drop the override's family"
     )
+
+
+def test_a_changed_signing_key_record_is_a_diff_naming_its_source(records: Path):
+    keys = records / "keys.toml"
+    old = 'fingerprint = "D0F004A0025A1145C7807FCD0701EAC4D5E02107"'
+    assert old in keys.read_text()
+    keys.write_text(keys.read_text().replace(old, f'fingerprint = "{"A" * 40}"'))
+    built = matrix_data.build_tables(records, OVERRIDES)
+    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    assert diff == [
+        'repositories.json streams core-sdk key_fingerprint: "D0F004A0025A1145C7807FCD0701EAC4D5E'
+        f'02107" -> "{"A" * 40}"  [keys.toml [amd]; repo.amd.com.toml [release_file]: '
+        "ROCm/TheRock build_tools/packaging/linux/build_repo_package.py EXPECTED_KEY_FINGERPRINT "
+        "(PR #7269); Origin: ROCm/TheRock build_tools/packaging/linux/build_package_repo.py @ "
+        "0f6cec14 (generate_release_file_with_checksums) (read from AMD's repository builder, "
+        "not from a live Release file)]"
+    ]
+    assert matrix.CORE_SDK.key_fingerprint == "D0F004A0025A1145C7807FCD0701EAC4D5E02107"
+    assert [r.base_url for r in matrix.REPOSITORIES] == [
+        r["base_url"] for r in upstream_data.REPOSITORY_ROWS["repositories"]
+    ]

@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 from rocm_fleet.cli import matrix_site
 from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
+from rocm_fleet.cli.matrix_sources import sections, sources_markdown, sources_text
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.offline.matrix_check import check_matrix
 from rocm_fleet.offline.upstream import Upstream
@@ -203,83 +204,9 @@ def plain_table() -> str:
         "[n] where the row comes from (the citations: tools/matrix_overrides.toml):",
         *(f"  [{n}] {note}" for n, note in enumerate(notes, start=1)),
         "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
-        "where the GPU targets, distros, kernels and torch builds come from: --sources.",
+        "where GPU targets, distros, kernels, torch builds, repositories come from: --sources.",
     ]
     return "\n".join([*lines, "", *legend])
-
-
-# --- the other tables and their sources -----------------------------------------------------
-
-# Per data file section (offline/matrix_data.py writes them): its title and the row's values
-# to show, the row's key first.
-SOURCE_TABLES = {
-    "gpu_targets": ("GPU targets", ("gfx", "family", "products")),
-    "distros": ("Distros", ("key", "suite", "python", "glibc")),
-    "min_kernel": ("Oldest kernel AMD lists", ("distro", "kernel")),
-    "inbox_min_kernel": ("Oldest kernel whose inbox amdgpu runs the target", ("gfx", "kernel")),
-    "newer_kernels": ("Newer kernels", ("distro", "kind", "suite", "packages")),
-    "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
-    "amd_wheels": ("AMD's wheels (Core SDK 10.x)", ("release", "builds", "targets")),
-}
-
-
-def _sections() -> dict[str, list[dict]]:
-    return {
-        "gpu_targets": upstream_data.GPU_TARGET_ROWS,
-        "distros": upstream_data.DISTRO_ROWS,
-        **upstream_data.KERNEL_ROWS,
-        **upstream_data.TORCH_BUILD_ROWS,
-    }
-
-
-def _cell(value: Any) -> str:
-    """A row's value as the tables print it: builds as their torch versions."""
-    if isinstance(value, list) and value and isinstance(value[0], list):
-        return ", ".join(build[0] for build in value)
-    if isinstance(value, list):
-        return ", ".join(value)
-    return "—" if value is None else str(value)
-
-
-def _origin(row: dict) -> str:
-    """Where a row comes from: the record (per field where they differ), or "override"."""
-    origin = row["from"]
-    if isinstance(origin, dict):
-        return "; ".join(f"{field}: {where}" for field, where in origin.items())
-    return origin
-
-
-def source_rows() -> list[tuple[str, list[str], list[list[str]]]]:
-    """(title, headers, rows) per table: the values, where the row comes from, its citation."""
-    out = []
-    for section, rows in _sections().items():
-        title, fields = SOURCE_TABLES[section]
-        body = [[*(_cell(r.get(f)) for f in fields), _origin(r), r["source"]] for r in rows]
-        out.append((title, [*fields, "from", "source"], body))
-    return out
-
-
-def sources_markdown() -> str:
-    """docs/supported-releases.md's tables of where the other rows come from."""
-    parts = []
-    for title, headers, rows in source_rows():
-        lines = [f"**{title}**", "", "| " + " | ".join(headers) + " |"]
-        lines.append("|" + "---|" * len(headers))
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
-
-
-def sources_text() -> str:
-    """``rocm-fleet matrix --sources``: each row of the other tables and where it comes from."""
-    parts = []
-    for title, headers, rows in source_rows():
-        lines = [f"{title}:"]
-        for row in rows:
-            lines.append("  " + "  ".join(row[: len(headers) - 2]))
-            lines.append(f"    from {row[-2]}: {row[-1]}")
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
 
 
 def matrix_json() -> dict[str, Any]:
@@ -331,7 +258,7 @@ def matrix_json() -> dict[str, Any]:
         "distros": [asdict(d) for d in matrix.DISTROS],
         "releases": releases,
         # the other tables' rows as their data files hold them, each with "from" and "source"
-        "tables": _sections(),
+        "tables": sections(),
         "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,
     }
@@ -394,7 +321,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--sources",
         action="store_true",
-        help="print the GPU targets, distros, kernels and torch builds, each row with its source",
+        help="print the GPU targets, distros, kernels, torch builds and repositories, each row "
+        "with its source",
     )
     parser.set_defaults(run=run)
     sub = parser.add_subparsers(dest="matrix_command")
@@ -436,7 +364,8 @@ def add_parser(commands: Any) -> None:
     update.add_argument("--overrides", help="the cited overrides (TOML)")
     update.add_argument(
         "--data-dir",
-        help="the data files' directory (default: the ones this rocm-fleet reads)",
+        help="the data files' directory, to write (or compare with); without it --check "
+        "compares with the ones this rocm-fleet reads",
     )
     update.add_argument("--check", action="store_true", help="compare, don't write")
     check.add_argument("--release", help="check only this release's row")
@@ -491,6 +420,13 @@ def run_update(args: Any) -> int:
 
     from rocm_fleet.offline import matrix_data
 
+    if not args.data_dir and not args.check:
+        # the data files this rocm-fleet reads (signing keys among them) are its own: an
+        # update writes only where it is told to
+        raise UsageError(
+            "--data-dir: name the directory to write the data files into (without it, only "
+            f"--check compares with the ones this rocm-fleet reads, {upstream_data.DATA_DIR})"
+        )
     data_dir = Path(args.data_dir) if args.data_dir else upstream_data.DATA_DIR
     try:
         lines, status = matrix_data.update(

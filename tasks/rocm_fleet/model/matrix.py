@@ -1,7 +1,13 @@
 """The one compatibility matrix: every ROCm / distro / PyTorch fact the deploy relies on.
 
 Nothing else in rocm-fleet hard-codes a version, suite, URL or fingerprint: tasks read them
-from here. Each table cites where its rows come from; "fact sheet §N" is section N of
+from here. The tables are data files beside this module (upstream_data.json's release rows,
+gpu_targets.json, distros.json, kernels.json, torch_builds.json), each row with its source,
+written by tools/matrix_update.py from AMD's and PyTorch's files, the stored records of
+them and cited overrides; this module types them. It joins the parts kept in their own
+modules and re-exports them: the GPU targets (model/gpu_targets.py), the streams and
+repositories (model/streams.py) and where torch comes from (model/torch_builds.py). Each
+table cites where its rows come from; "fact sheet §N" is section N of
 docs/reference/rocm-facts.md (the project's research notes, committed with the code; every
 row there names the upstream document, file or index it was read from); other citations name
 the upstream file (at a commit), page, issue or pull request, "index id N" a stored copy of
@@ -16,18 +22,42 @@ Two streams of ROCm, which differ in every packaging detail and share nothing on
   stable.repo.amd.com for 10.x; packages ``amdrocm*`` under /opt/rocm/core-X.Y).
 
 Everything that differs between them is a :class:`Stream` (key, keyring, pin, package names
-and versions, install root, the distros it publishes) plus the :class:`Repository` a
-release is published in; the tasks ask a release's stream and never test which one it is.
+and versions, install root, the distros it publishes; model/streams.py) plus the
+:class:`Repository` a release is published in; the tasks ask a release's stream and never
+test which one it is.
 """
 
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from rocm_fleet.model import paths, upstream_data
+from rocm_fleet.model import upstream_data
+
+# The GPU targets (model/gpu_targets.py) and the streams (model/streams.py), re-exported: the
+# rest of rocm-fleet asks the matrix.
+from rocm_fleet.model.gpu_targets import (  # noqa: F401
+    GFX_NAME,
+    GPU_TARGETS,
+    GpuTarget,
+    gpu_target,
+)
+from rocm_fleet.model.streams import (  # noqa: F401
+    CLASSIC,
+    CLASSIC_REPOSITORY,
+    CORE_SDK,
+    CORE_SDK_GFX_PACKAGES,
+    MULTI_ARCH_REPOSITORY,
+    REPOSITORIES,
+    STABLE_REPOSITORY,
+    STREAMS,
+    ClassicStream,
+    CoreSdkStream,
+    Publication,
+    Repository,
+    Stream,
+)
 
 # The torch part (model/torch_builds.py), re-exported: the rest of rocm-fleet asks the matrix.
 from rocm_fleet.model.torch_builds import (  # noqa: F401
@@ -46,13 +76,7 @@ from rocm_fleet.model.torch_builds import (  # noqa: F401
     torch_source,
 )
 from rocm_fleet.model.versions import (
-    amd_release_tag,
-    classic_version_regex,
-    core_sdk_version_regex,
-    is_amd_driver_version,
-    is_core_sdk_package,
     kernel_key,
-    major_minor,
     release_key,
     release_tag,
 )
@@ -117,357 +141,6 @@ def distro(distro_id: str, version_id: str, override: str | None = None) -> Dist
         if row.id == distro_id and row.version == version:
             return row
     return next((row for row in DISTROS if row.key == override), None) if override else None
-
-
-@dataclass(frozen=True)
-class Publication:
-    """What a stream publishes for one distro: the part of the apt source that names the
-    distro (a suite, or a per-distro directory), from which release, and how AMD lists it."""
-
-    distro: str  # Distro.key
-    suite: str  # the apt suite
-    directory: str | None  # the per-distro directory of the repository (Core SDK)
-    first_release: str  # the first release of the stream that publishes it
-    listed_from: str | None  # the first release AMD lists the distro in, None if never
-    instinct_only: bool  # AMD lists it for Instinct accelerators only
-    # The gfx targets AMD lists the distro for, where it names them per GPU model (None:
-    # every Instinct target when instinct_only, else every target) and those models.
-    listed_gfx: tuple[str, ...] | None = None
-    listed_models: str = ""
-
-    def lists(self, gfx: str) -> bool:
-        """Whether AMD lists the distro for GPU target ``gfx``."""
-        if self.listed_gfx is not None:
-            return gfx in self.listed_gfx
-        if self.instinct_only:
-            target = gpu_target(gfx)
-            return target is not None and target.family == "instinct"
-        return True
-
-    @property
-    def listed_text(self) -> str:
-        """Whom AMD lists the distro for, e.g. "Instinct" or "Instinct MI300X, ... (gfx942)"."""
-        if self.listed_gfx is None:
-            return "Instinct"
-        return f"{self.listed_models} ({', '.join(self.listed_gfx)})"
-
-
-# --- GPUs ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GpuTarget:
-    gfx: str
-    family: str  # "instinct", "radeon" or "ryzen" (an APU's integrated GPU)
-    products: str
-    supported_from: str | None  # first classic release that lists it, None = never listed
-
-
-# Rows: gpu_targets.json, in the matrix's order (product -> gfx, each row cited: AMD's
-# system-requirements files, TheRock RELEASES.md's device-extra table and LLVM's AMDGPUUsage
-# processors table for the Ryzen APUs, AMD's gpus.yaml for gfx1153). First listing: the "GPU
-# / LLVM target" rows of AMD's historical compatibility table, read by tools/matrix_update.py
-# into upstream_data.GPU_LISTED_FROM (a target it never names: None; recorded independently
-# in tests/fixtures/upstream/gpus.toml). gfx906 is in no column 6.0.0-7.2.0 of that table;
-# gfx1036 (Ryzen 7000 iGPU) is never listed and is here so the deploy can tell an iGPU from a
-# missing expected dGPU. No classic release lists the Ryzen APUs; the Core SDK ships
-# per-target packages for them (CORE_SDK_GFX_PACKAGES).
-GPU_TARGETS: tuple[GpuTarget, ...] = tuple(
-    GpuTarget(
-        row["gfx"], row["family"], row["products"], upstream_data.GPU_LISTED_FROM.get(row["gfx"])
-    )
-    for row in upstream_data.GPU_TARGET_ROWS
-)
-
-GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
-
-
-def gpu_target(gfx: str) -> GpuTarget | None:
-    for row in GPU_TARGETS:
-        if row.gfx == gfx:
-            return row
-    return None
-
-
-# --- Repositories and streams -------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Repository:
-    """One of AMD's apt repositories: its base URL, where its signing key is, which file the
-    deploy points apt at it with, and whether that file is deb822 (else one ``deb`` line)."""
-
-    name: str
-    base_url: str
-    key_url: str
-    source: str  # host path of the source file
-    deb822: bool
-    x_repo_id: str | None = None  # AMD's X-Repo-Id line of a deb822 file
-
-
-# Key URL, keyring path and source-line form: every AMD install page 5.7 -> 7.2
-# (rocm-install-on-linux docs/install/native-install/ubuntu.rst; fact sheet §3.1, §3.2).
-CLASSIC_REPOSITORY = Repository(
-    "repo.radeon.com",
-    "https://repo.radeon.com/rocm/apt",
-    "https://repo.radeon.com/rocm/rocm.gpg.key",
-    paths.ROCM_SOURCE,
-    deb822=False,
-)
-# 7.14.x: "deb [arch=amd64 signed-by=/etc/apt/keyrings/amdrocm.gpg]
-# https://repo.amd.com/rocm/packages-multi-arch/<dist> stable main" in
-# /etc/apt/sources.list.d/rocm.list, key .../packages-multi-arch/gpg/rocm.gpg (rocm-docs
-# docs/install/include/200-install.rst, 7.14.0 version: index id 59807416391; 7.14.1 @
-# 50600d8d). TheRock docs/rfcs/RFC0012-Repo-Structure.md (status Approved, @ fd3153e1) keeps
-# repo.amd.com/rocm/ "as-is for backward compatibility": 7.14 stays there, 10.x moved.
-MULTI_ARCH_REPOSITORY = Repository(
-    "repo.amd.com",
-    "https://repo.amd.com/rocm/packages-multi-arch",
-    "https://repo.amd.com/rocm/packages-multi-arch/gpg/rocm.gpg",
-    paths.ROCM_SOURCE,
-    deb822=False,
-)
-# 10.x: the deb822 file /etc/apt/sources.list.d/amdrocm-stable.sources ("X-Repo-Id:
-# amdrocm-stable", "URIs: https://stable.repo.amd.com/rocm/core/packages/<dist>/", "Suites:
-# stable"), key https://stable.repo.amd.com/rocm/gpg/packages.gpg (rocm-docs 200-install.rst
-# @ 0c31064a, the 10.0.0 page). 10.1 keeps it: its release notes list no repository change
-# and AMD's 10.1 HPC SDK page (hpc-sdk/install.rst) installs amdrocm-hpc10.1 "from the same repo".
-STABLE_REPOSITORY = Repository(
-    "stable.repo.amd.com",
-    "https://stable.repo.amd.com/rocm/core/packages",
-    "https://stable.repo.amd.com/rocm/gpg/packages.gpg",
-    paths.AMDROCM_SOURCE,
-    deb822=True,
-    x_repo_id="amdrocm-stable",
-)
-REPOSITORIES = (CLASSIC_REPOSITORY, MULTI_ARCH_REPOSITORY, STABLE_REPOSITORY)
-
-
-@dataclass(frozen=True)
-class Stream:
-    """What one stream of ROCm releases does differently, in one place: its signing key and
-    where the deploy keeps it, its apt pin, the distros it publishes, its package names and
-    versions, and where a release unpacks. Subclasses answer the questions about packages."""
-
-    name: str
-    title: str
-    key_fingerprint: str
-    keyring: str  # host path
-    pin: str  # host path of the pin file
-    pin_origin: str  # the Origin its Release files declare
-    publications: tuple[Publication, ...]
-    default_packages_text: str = ""  # for the settings table
-
-    def publication(self, row: Distro) -> Publication | None:
-        return next((p for p in self.publications if p.distro == row.key), None)
-
-    def pin_text(self) -> str:
-        """The pin that puts the stream's packages above the distribution's own (600 > 500):
-        AMD's classic form (fact sheet §3.2), keyed on the Release file's Origin."""
-        return f"Package: *\nPin: release o={self.pin_origin}\nPin-Priority: 600\n"
-
-    # --- packages (the subclasses) ----------------------------------------------------------
-
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
-        raise NotImplementedError
-
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
-        """The packages to install when ``rocm_packages`` is unset; ``gfx_targets`` names
-        every GPU of the host when known (else None)."""
-        raise NotImplementedError
-
-    def owns(self, name: str, version: str) -> bool:
-        """Whether an installed package is one of this stream's ROCm packages (not a
-        driver, not the distribution's)."""
-        raise NotImplementedError
-
-    def unwanted_targets(
-        self, release: Release, packages: list[str], names: list[str]
-    ) -> list[str]:
-        """Of ``names`` (the stream's installed packages), those that serve only GPU targets
-        ``packages`` (what the host is to have) no longer name: a per-target stream's old
-        targets after ``expected_gfx`` changed. None for a stream without per-target
-        packages."""
-        return []
-
-    def version_regex(self, release: Release) -> str:
-        """An extended regex (Python and awk) matching the versions of the release's
-        packages."""
-        raise NotImplementedError
-
-    def root(self, release: Release) -> str:
-        """Where the release unpacks on a host."""
-        raise NotImplementedError
-
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
-        """Whether AMD lists the GPU target for the release."""
-        raise NotImplementedError
-
-
-class ClassicStream(Stream):
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
-        return f"{base_url.rstrip('/')}/{release.apt_path}"
-
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
-        # The HIP runtime meta package: rocminfo, HIP, HSA (fact sheet §3.5).
-        return ["rocm-hip-runtime"]
-
-    def owns(self, name: str, version: str) -> bool:
-        return bool(amd_release_tag(version)) and not is_amd_driver_version(version)
-
-    def version_regex(self, release: Release) -> str:
-        return classic_version_regex(release.version)
-
-    def root(self, release: Release) -> str:
-        return paths.classic_root(release.version)
-
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
-        target = gpu_target(gfx)
-        since = target.supported_from if target else None
-        return since is not None and release.parts >= release_key(since)
-
-
-# The per-target packages amdrocm<ver>-<gfx>: exact gfx targets, the same fifteen on the
-# 7.14.0, 7.14.1 and 10.0.0 install pages (200-install.rst @ 03f04fe0, 50600d8d, 0c31064a) and the
-# 10.1 transition guide's table; family names (gfx110X-all) are for tarballs only.
-CORE_SDK_GFX_PACKAGES = (
-    "gfx950", "gfx942", "gfx90a", "gfx908", "gfx1201", "gfx1200", "gfx1100", "gfx1101",
-    "gfx1102", "gfx1103", "gfx1030", "gfx1151", "gfx1150", "gfx1152", "gfx1153",
-)  # fmt: skip
-
-
-class CoreSdkStream(Stream):
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
-        return f"{base_url.rstrip('/')}/{publication.directory}"
-
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
-        # "ROCm Base": amdrocm<ver> for every target, or amdrocm<ver>-<gfx> per target
-        # (200-install.rst @ 03f04fe0, 0c31064a); <ver> is major.minor (packaging_utils.py).
-        ver = major_minor(release.version)
-        targets = sorted(set(gfx_targets or []))
-        if targets and all(gfx in CORE_SDK_GFX_PACKAGES for gfx in targets):
-            return [f"amdrocm{ver}-{gfx}" for gfx in targets]
-        return [f"amdrocm{ver}"]
-
-    def owns(self, name: str, version: str) -> bool:
-        return is_core_sdk_package(name, version)
-
-    def unwanted_targets(
-        self, release: Release, packages: list[str], names: list[str]
-    ) -> list[str]:
-        """With per-target packages wanted (amdrocm7.14-gfx1201), every installed package of
-        another target (amdrocm7.14-gfx1100 and the amdrocm-core7.14-gfx1100 it pulled in,
-        several GB) and the every-target amdrocm7.14; with the every-target one wanted (or
-        no per-target one named), nothing: it depends on every target."""
-        ver = major_minor(release.version)
-        wanted = {gfx for gfx in CORE_SDK_GFX_PACKAGES for p in packages if p.endswith(f"-{gfx}")}
-        if not wanted or f"amdrocm{ver}" in packages:
-            return []
-        others = tuple(f"-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES if gfx not in wanted)
-        return sorted(n for n in names if n.endswith(others) or n == f"amdrocm{ver}")
-
-    def version_regex(self, release: Release) -> str:
-        return core_sdk_version_regex(release.version)
-
-    def root(self, release: Release) -> str:
-        return paths.core_sdk_root(major_minor(release.version))
-
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
-        return gfx in CORE_SDK_GFX_PACKAGES
-
-
-def _listed(key: str) -> str | None:
-    """The first classic release AMD's historical table lists distro ``key`` in (the
-    generated upstream_data.RELEASES), None if none does."""
-    return next(
-        (r["version"] for r in upstream_data.RELEASES
-         if r["stream"] == "classic" and key in (r["distros"] or ())),
-        None,
-    )  # fmt: skip
-
-
-# Listing: compatibility-matrix-historical-6.0.csv (fact sheet §2.1), read by
-# tools/matrix_update.py: Ubuntu 22.04 in every 6.x/7.x release, 24.04 from 6.2.0 (noble suite
-# first published then), Debian 12 from 6.3.1 and Debian 13 from 7.0.2, both "supported only
-# on AMD Instinct" (system-requirements.rst, 6.4.x and 7.0.x eras; community:
-# ROCm/legacy-rocm-build discussion #6571).
-CLASSIC = ClassicStream(
-    "classic",
-    "ROCm (repo.radeon.com)",
-    # Not printed in AMD's docs; seen in Debian apt's NO_PUBKEY/EXPKEYSIG errors quoted in
-    # ROCm issues #1538, #1762, #2362, #5232 and pinned by third-party scripts (fact sheet §3.1).
-    # Overridable per inventory (``rocm_key_fingerprint``) for when AMD rotates the key.
-    key_fingerprint="CA8BB4727A47B4D09B4EE8969386B48A1A693C5C",
-    keyring=paths.ROCM_KEYRING,
-    # AMD's pin, verbatim from every install page 5.7 -> 7.2 (fact sheet §3.2): without it
-    # Debian's own rocminfo 5.2.3 (bookworm) / 6.1.2 (trixie) outranks AMD's
-    # 1.0.0.<tag> (fact sheet §12).
-    pin=paths.ROCM_PIN,
-    pin_origin="repo.radeon.com",
-    publications=(  # distro, suite, directory, first published, first listed, Instinct only
-        Publication("ubuntu 22.04", "jammy", None, "6.0.0", _listed("ubuntu 22.04"), False),
-        Publication("ubuntu 24.04", "noble", None, "6.2.0", _listed("ubuntu 24.04"), False),
-        Publication("debian 12", "jammy", None, "6.0.0", _listed("debian 12"), True),
-        Publication("debian 13", "noble", None, "6.2.0", _listed("debian 13"), True),
-    ),
-    default_packages_text="`rocm-hip-runtime`",
-)
-
-
-# <dist> names ubuntu2204, ubuntu2404, ubuntu2604, debian12, debian13 on the 7.14.0, 7.14.1
-# and 10.0.0 install pages (200-install.rst @ 03f04fe0, 50600d8d, 0c31064a), suite "stable" (TheRock
-# build_repo_package.py: every stream "declares Suite: stable / Codename: stable").
-# Listing (ROCm/rocm-docs docs/data/os-support.yaml @ 1d2ba3f7): Ubuntu 26.04,
-# 24.04.4 and 22.04.5 for Instinct, Radeon and (26.04, 24.04) Ryzen; Debian per Instinct
-# model: 13 for MI355X, MI350X, MI350P, MI325X, MI300X; 12 for MI355X, MI350X, MI325X,
-# MI300X, MI300A, MI250X, MI250; no Debian for MI210, MI100, any Radeon or Ryzen. Per target
-# (MI35x = gfx950, MI300X/MI325X/MI300A = gfx942, MI250X/MI250/MI210 = gfx90a, MI100 =
-# gfx908): Debian 13 lists gfx950 and gfx942, Debian 12 gfx950, gfx942 and gfx90a. A target
-# is as fine as preflight can tell before a driver is loaded; within one (MI300A on Debian
-# 13, MI210 on Debian 12) the models named in the warning say what is listed. Recorded in
-# tests/fixtures/upstream/repo.amd.com.toml [os_support].
-def _core_debian(key: str, directory: str) -> Publication:
-    """A Debian publication of the Core SDK, listed per Instinct model as os-support.yaml
-    gives it (upstream_data.CORE_SDK_DEBIAN, generated by tools/matrix_update.py)."""
-    listing = upstream_data.CORE_SDK_DEBIAN[key]
-    models = ", ".join(m.removeprefix("AMD Instinct ") for m in listing["models"])
-    return Publication(
-        key, "stable", directory, "7.14.0", "7.14.0", True,
-        listed_gfx=tuple(listing["gfx"]), listed_models=f"Instinct {models}",
-    )  # fmt: skip
-
-
-CORE_SDK = CoreSdkStream(
-    "core-sdk",
-    "ROCm Core SDK",
-    # AMD's pinned primary-key fingerprint of its ROCm signing key, the same key for the
-    # 7.14 and 10.x repositories: TheRock build_tools/packaging/linux/build_repo_package.py
-    # EXPECTED_KEY_FINGERPRINT (index ids 58601907636, 69478452527; ROCm/TheRock PR #7269).
-    # Not printed on an AMD docs page; a different key from repo.radeon.com's.
-    key_fingerprint="D0F004A0025A1145C7807FCD0701EAC4D5E02107",
-    keyring=paths.AMDROCM_KEYRING,
-    pin=paths.AMDROCM_PIN,
-    # AMD publishes no pin for these repositories and the classic one (o=repo.radeon.com)
-    # doesn't match them. TheRock's repository builder writes "Origin: AMD ROCm" / "Label:
-    # ROCm <type> Packages" into every Release (build_tools/packaging/linux/
-    # build_package_repo.py @ 0f6cec14, generate_release_file_with_checksums), and (3p) an
-    # install script that checked `apt-cache policy` against stable.repo.amd.com pins
-    # "o=AMD ROCm" (index id 70152502895), as does an Ansible role for both 7.14 and 10.x
-    # (id 58692247280). The live Release files were not read here: `rocm-fleet matrix
-    # check` compares their Origin with this value.
-    pin_origin="AMD ROCm",
-    publications=(
-        Publication("ubuntu 22.04", "stable", "ubuntu2204", "7.14.0", "7.14.0", False),
-        Publication("ubuntu 24.04", "stable", "ubuntu2404", "7.14.0", "7.14.0", False),
-        Publication("ubuntu 26.04", "stable", "ubuntu2604", "7.14.0", "7.14.0", False),
-        _core_debian("debian 12", "debian12"),
-        _core_debian("debian 13", "debian13"),
-    ),
-    default_packages_text=(
-        "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"
-    ),
-)
-STREAMS = (CLASSIC, CORE_SDK)
 
 
 # --- ROCm releases ------------------------------------------------------------------------

@@ -8,7 +8,9 @@ authority and this table is only used to name the card.
 Sources, both read 2026-11:
 
 * device ID -> chip and product names: the PCI ID database, ``pci.ids`` from
-  pciutils/pciids (commit 006181e2c5d5, "Version: 2026.05.24"), vendor ``1002``
+  pciutils/pciids (commit 006181e2c5d5, "Version: 2026.05.24"; re-read at c1c12547d626,
+  "Version: 2026.08.22", for the MI350P, the Navi 33 IDs, the Hawk Point / Krackan2 iGPUs
+  and the RX 9050 name: tests/fixtures/upstream/stored/pci-ids-amd.toml), vendor ``1002``
   ("Advanced Micro Devices, Inc. [AMD/ATI]"). The names below are its text.
 * chip -> gfx target: the "Processors" table of LLVM's AMDGPU backend documentation
   (https://llvm.org/docs/AMDGPUUsage.html#processors), which lists each gfx target with
@@ -68,6 +70,8 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     # gfx950: MI350 series (pci.ids still calls the chip "Aqua Vanjaram")
     ("0x75a0", "gfx950", "Aqua Vanjaram [Instinct MI350X]"),
     ("0x75a3", "gfx950", "Aqua Vanjaram [Instinct MI355X]"),
+    # MI350P: gfx950 in AMD's GPU list (rocm-docs docs/data/gpus.yaml @ 793e0c2e)
+    ("0x75a8", "gfx950", "Aqua Vanjaram [Instinct MI350P]"),
     # gfx1030: Navi 21
     ("0x73a1", "gfx1030", "Navi 21 [Radeon Pro V620]"),
     ("0x73a2", "gfx1030", "Navi 21 Pro-XTA [Radeon Pro W6900X]"),
@@ -96,8 +100,12 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("0x7489", "gfx1102", "Navi 33 [Radeon Pro W7500]"),
     ("0x7499", "gfx1102", "Navi 33 [Radeon RX 7400/7300/Pro W7400]"),
     ("0x749f", "gfx1102", "Navi 33 [Radeon RX 7500]"),
+    ("0x73f0", "gfx1102", "Navi 33 [Radeon RX 7600M XT]"),
+    ("0x7481", "gfx1102", "Navi 33 [Steam Machine]"),
+    ("0x7487", "gfx1102", "Navi 33 [Radeon Graphics]"),
+    ("0x748b", "gfx1102", "Navi 33 [Radeon Graphics]"),
     # gfx1200: Navi 44
-    ("0x7590", "gfx1200", "Navi 44 [Radeon RX 9060 XT]"),
+    ("0x7590", "gfx1200", "Navi 44 [Radeon RX 9050 / 9060 XT]"),
     # gfx1201: Navi 48
     ("0x7550", "gfx1201", "Navi 48 [Radeon RX 9070/9070 XT/9070 GRE]"),
     ("0x7551", "gfx1201", "Navi 48 [Radeon AI PRO R9700]"),
@@ -112,6 +120,12 @@ _TABLE: tuple[tuple[str, str, str], ...] = (
     ("0x150e", "gfx1150", "Strix [Radeon 880M / 890M]"),
     ("0x1114", "gfx1152", "Krackan [Radeon 840M / 860M Graphics]"),
     ("0x15bf", "gfx1103", "Phoenix1"),
+    # Hawk Point and Krackan2 (pci.ids 2026.08.22): gfx from AMD's own device table, ROCm/
+    # rocm-systems shared/src/utils.cpp @ 8dd7ed862f0d, kGfxipTable "{ 0x1900, 11, 0, 3 }"
+    # (gfx1103) and "{ 0x1902, 11, 5, 3 }" (gfx1153). Phoenix2 0x15c8, HawkPoint2 0x1901 and
+    # Granite Ridge 0x13c0 are in no AMD device table read, so they stay unknown here.
+    ("0x1900", "gfx1103", "HawkPoint1"),
+    ("0x1902", "gfx1153", "Krackan2"),
 )
 # fmt: on
 

@@ -47,3 +47,6 @@ DISTRO_ROWS: list[dict] = _table("distros.json")["distros"]
 KERNEL_ROWS: dict[str, list[dict]] = _table("kernels.json")
 # Torch builds: per PyTorch index its builds (and runtime), per 10.x release AMD's wheels.
 TORCH_BUILD_ROWS: dict[str, list[dict]] = _table("torch_builds.json")
+# AMD's apt repositories, each stream's signing key and Release Origin, the Core SDK's
+# per-distro directories.
+REPOSITORY_ROWS: dict[str, list[dict]] = _table("repositories.json")

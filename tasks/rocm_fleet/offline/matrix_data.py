@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The data files and the field that names a row in each section (for the diff).
-TABLE_FILES = ("gpu_targets.json", "distros.json", "kernels.json", "torch_builds.json")
+TABLE_FILES = (
+    "gpu_targets.json", "distros.json", "kernels.json", "torch_builds.json", "repositories.json",
+)  # fmt: skip
 ROW_KEYS = {
     "gpu_targets": "gfx",
     "distros": "key",
@@ -24,6 +26,9 @@ ROW_KEYS = {
     "newer_kernels": "distro",
     "indexes": "index",
     "amd_wheels": "release",
+    "repositories": "name",
+    "streams": "name",
+    "directories": "distro",
 }
 FROM_OVERRIDE = "override"
 COMMENT = (
@@ -160,6 +165,62 @@ def _gpu_rows(
     return rows, notes
 
 
+def _repository_tables(records: Path) -> dict[str, list[dict]]:
+    """AMD's apt repositories (base URL, key URL, deb822 or one line), each stream's signing
+    key and the Origin its Release files declare, and the Core SDK's per-distro directories,
+    from the records of repo.radeon.com, repo.amd.com and the keys."""
+    radeon = _read(records / "repo.radeon.com.toml")
+    amd = _read(records / "repo.amd.com.toml")
+    keys = _read(records / "keys.toml")
+
+    def base(template: str, placeholder: str) -> str:
+        head, found, _ = template.partition(placeholder)
+        if not found:
+            raise MatrixDataError(f"repository URL {template!r} has no {placeholder}")
+        return head.rstrip("/")
+
+    def x_repo_id(entry: dict) -> str | None:
+        fields = dict(
+            f.strip().split(": ", 1) for f in entry.get("deb822", "").split(" / ") if ": " in f
+        )
+        return fields.get("X-Repo-Id")
+
+    classic, multi, stable = (
+        radeon["repository"],
+        amd["repository"]["multi-arch"],
+        amd["repository"]["stable"],
+    )
+    repositories = [
+        {"name": "repo.radeon.com", "base_url": base(classic["rocm_url"], "{folder}"),
+         "key_url": keys["radeon"]["url"], "deb822": False, "x_repo_id": None,
+         "from": "repo.radeon.com.toml [repository]; keys.toml [radeon]",
+         "source": f"{classic['source']} Key: {keys['radeon']['url_source']}"},
+        {"name": "repo.amd.com", "base_url": base(multi["url"], "{directory}"),
+         "key_url": multi["key"], "deb822": "deb822" in multi, "x_repo_id": x_repo_id(multi),
+         "from": "repo.amd.com.toml [repository.multi-arch]", "source": multi["source"]},
+        {"name": "stable.repo.amd.com", "base_url": base(stable["url"], "{directory}"),
+         "key_url": stable["key"], "deb822": "deb822" in stable, "x_repo_id": x_repo_id(stable),
+         "from": "repo.amd.com.toml [repository.stable]", "source": stable["source"]},
+    ]  # fmt: skip
+    streams = [
+        {"name": "classic", "key_fingerprint": keys["radeon"]["fingerprint"],
+         "pin_origin": classic["origin"],
+         "from": "keys.toml [radeon]; repo.radeon.com.toml [repository]",
+         "source": f"{keys['radeon']['fingerprint_source']} Origin: {classic['source']}"},
+        {"name": "core-sdk", "key_fingerprint": keys["amd"]["fingerprint"],
+         "pin_origin": amd["release_file"]["origin"],
+         "from": "keys.toml [amd]; repo.amd.com.toml [release_file]",
+         "source": f"{keys['amd']['fingerprint_source']}; Origin: "
+         f"{amd['release_file']['source']} ({amd['release_file'].get('uncertain', '')})"},
+    ]  # fmt: skip
+    directories = [
+        {"distro": key, "directory": directory, "from": "repo.amd.com.toml [directories]",
+         "source": f"{amd['directories']['source']}: {multi['source']}; {stable['source']}"}
+        for key, directory in amd["directories"].items() if key != "source"
+    ]  # fmt: skip
+    return {"repositories": repositories, "streams": streams, "directories": directories}
+
+
 def _builds_lacking(records: Path, index_rows: list[dict]) -> list[str]:
     """The stable torch releases PyTorch's build matrix (the stored record of test-infra's
     generate_binary_build_matrix.py) built for a ROCm whose index row doesn't have them. Noted,
@@ -274,6 +335,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "newer_kernels": kernel_rows("newer_kernel", {"distro", "kind", "suite", "packages"}),
         }),
         Table("torch_builds.json", {"indexes": index_rows, "amd_wheels": amd_rows}),
+        Table("repositories.json", _repository_tables(records)),
     )  # fmt: skip
     return Built(tables, tuple(notes))
 
