@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,9 +83,7 @@ class SiteData:
         return [*matrix.release_versions(), *(rel.version for rel in self.added)]
 
 
-def where_set(
-    setting: str | None, environ: dict[str, str] | os._Environ = os.environ
-) -> str | None:
+def where_set(setting: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
     """The site file a host uses: its ``rocm_matrix_data``, else ``ROCM_FLEET_MATRIX_DATA``
     where rocm-fleet runs; None for the committed data alone."""
     return setting or environ.get(ENVIRONMENT) or None
