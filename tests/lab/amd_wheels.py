@@ -39,8 +39,8 @@ def hip_version(release: str) -> str:
 
 
 def releases_served(releases: list[Release]) -> list[facts.AmdWheelRelease]:
-    """The recorded releases of ``releases`` the index serves."""
-    served = facts.amd_stable_releases()
+    """The recorded (or synthetic) releases of ``releases`` the index serves."""
+    served = {**facts.amd_stable_releases(), **facts.synthetic_amd_stable_releases()}
     return [served[r.version] for r in releases if r.version in served]
 
 

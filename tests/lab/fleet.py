@@ -29,8 +29,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.model.matrix import release
-
 from . import machine, mirror, roots, teardown
 from ._util import LabError, rmtree
 from .client import Client, PyinfraResult
@@ -38,7 +36,7 @@ from .hosts import Hosts, HostSpec, RootSetup, check_specs
 from .network import NETNS_ETC, Network
 from .server import Server
 from .timers import Timers
-from .upstreams import DOUBLES, Upstreams
+from .upstreams import DOUBLES, Upstreams, lab_release
 
 
 class Lab:
@@ -286,7 +284,7 @@ class Lab:
         teardown.register(self.run_id, self.workdir)
         suites = sorted({host.spec.suite for host in self._hosts})
         with self._timed("matrix"):
-            releases = [release(v) for v in self._release_versions]
+            releases = [lab_release(v) for v in self._release_versions]
         with ThreadPoolExecutor(4) as pool, self._timed("artefacts"):
             bases = {s: pool.submit(roots.sshbase_dir, s) for s in suites}
             trees = {s: pool.submit(mirror.mirror_dir, s) for s in suites}

@@ -192,3 +192,28 @@ def amd_stable_releases() -> dict[str, AmdWheelRelease]:
         )
         for version, row in rows.items()
     }
+
+
+# --- a synthetic future release (synthetic-future.toml: NOT AMD's) ------------------------------
+
+#: The Core SDK release the lab plays as "published after this rocm-fleet". AMD has not
+#: published it; the product's matrix doesn't know it (a site's matrix data adds it).
+FUTURE_RELEASE = "10.9.0"
+
+
+def synthetic_core_releases() -> dict[str, CoreRelease]:
+    """The synthetic Core SDK releases, as ``core_releases`` gives the recorded ones."""
+    rows = load("synthetic-future")["core_release"]
+    return {v: CoreRelease(v, row["repository"], row["driver_folder"]) for v, row in rows.items()}
+
+
+def synthetic_amd_stable_releases() -> dict[str, AmdWheelRelease]:
+    """What the double of AMD's stable index serves the synthetic releases."""
+    rows = load("synthetic-future")["wheels"]
+    return {
+        version: AmdWheelRelease(
+            version, row["label"], tuple(tuple(b) for b in row["builds"]),
+            tuple(row["device_targets"]), {},
+        )
+        for version, row in rows.items()
+    }  # fmt: skip

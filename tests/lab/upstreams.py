@@ -20,7 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rocm_fleet.model.matrix import CORE_SDK, STABLE_REPOSITORY, Release
+from rocm_fleet.model.matrix import (
+    CORE_SDK,
+    MULTI_ARCH_REPOSITORY,
+    STABLE_REPOSITORY,
+    Release,
+    release,
+)
 
 from . import amd_repo, amd_wheels, core_sdk_repo, pytorch_index
 from . import upstream_facts as facts
@@ -39,6 +45,19 @@ DOUBLES = (RADEON, AMD, STABLE_AMD, PYTORCH)
 #: release it lacks (10.2.0, which AMD's pages don't list yet) and a pinned wheel gone.
 DRIFT_RELEASE = Release("10.2.0", CORE_SDK, STABLE_REPOSITORY, None)
 DRIFT_WHEEL = ("rocm7.14", "torchvision", "0.29.1+rocm7.14")
+
+
+def lab_release(version: str) -> Release:
+    """The matrix's row for ``version``; for the synthetic future release (upstream_facts,
+    which the product doesn't know), the row its facts give: what the doubles build from."""
+    try:
+        return release(version)
+    except KeyError:
+        fact = facts.synthetic_core_releases().get(version)
+        if fact is None:
+            raise
+    repository = STABLE_REPOSITORY if fact.repository == "stable" else MULTI_ARCH_REPOSITORY
+    return Release(version, CORE_SDK, repository, None)
 
 
 def gnupghome(workdir: Path) -> Path:
@@ -86,12 +105,15 @@ class Upstreams:
         try:
             amd_repo.build(self._www / "radeon", releases, signer, catalog)
             cores = facts.core_releases()
-            core = [r for r in releases if r.version in cores]
+            # a synthetic release is served only to a lab that asks for it
+            asked = {**cores, **facts.synthetic_core_releases()}
+            core = [r for r in releases if r.version in asked]
             listed = list(cores.values()) if catalog else []
             core_sdk_repo.build(self._www / "amd", core, signer, listed)
             # AMD's wheel index for 10.x torch, on its real host's double
             assert amd_wheels.HOST == STABLE_AMD, amd_wheels.HOST
-            served = list(cores.values()) if catalog else core
+            synthetic = [r for r in core if r.version not in cores]
+            served = [*cores.values(), *synthetic] if catalog else core
             amd_wheels.build(self._www / "amd" / STABLE_AMD, served)
             everything = [*facts.classic_releases().values(), *cores.values()]
             pytorch_index.build(self._www / "pytorch", everything if catalog else releases)

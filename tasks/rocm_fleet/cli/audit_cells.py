@@ -205,6 +205,9 @@ class AuditRow:
     details: Mapping[str, list[str]] = field(default_factory=dict)  #: a refusal's long lists
     warnings: tuple[str, ...] = ()  #: what preflight warns of: said, not drift
     verified_at: float | None = None  #: when the deploy's GPU check last passed (this boot)
+    matrix_data: str | None = (
+        None  #: where the host's release row comes from (Config.matrix_source)
+    )
 
     @property
     def surveyed(self) -> bool:
@@ -229,4 +232,6 @@ class AuditRow:
             found["warnings"] = list(self.warnings)
         if self.verified_at is not None:
             found["verified_at"] = self.verified_at
+        if self.matrix_data is not None:
+            found["matrix_data"] = self.matrix_data
         return found

@@ -14,9 +14,10 @@ parallel with pyinfra's own machinery.
 
 A row is a ``cli.audit_cells.AuditRow``, built here once; the screens in
 ``cli.audit_screens`` and ``cli.metrics`` read it by attribute, and ``AuditRow.to_json`` is
-what ``--format json`` prints. A host that was surveyed also has its ``health`` (what
-amd-smi said; None when it couldn't be read) and its ``outliers`` (where it differs from
-the majority of an inventory group it is in).
+what ``--format json`` prints (with ``matrix_data``: where the host's release row comes
+from, rocm-fleet's committed matrix or a site file's path and SHA-256). A host that was
+surveyed also has its ``health`` (what amd-smi said; None when it couldn't be read) and its
+``outliers`` (where it differs from the majority of an inventory group it is in).
 
 GPU health is read by the audit alone (a second round trip after the plan: amd-smi is slow
 and not what a deploy needs). An uncorrectable ECC error, a narrowed PCIe link or an XGMI
@@ -221,6 +222,10 @@ def gather(
             config = host_config(host)  # the mirror resolved too: a wrong one is invalid
         except ConfigError as exc:
             return AuditRow(host.name, "invalid", str(exc))
+        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
+        return replace(audit_configured(host, config), matrix_data=config.matrix_source)
+
+    def audit_configured(host, config) -> AuditRow:
         try:
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:

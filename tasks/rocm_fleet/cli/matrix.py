@@ -34,6 +34,7 @@ from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlsplit
 
+from rocm_fleet.cli import matrix_site
 from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.cli.matrix_sources import sections, sources_markdown, sources_text
@@ -340,19 +341,27 @@ def add_parser(commands: Any) -> None:
     )
     update = sub.add_parser(
         "update",
-        help="write the matrix's tables from stored upstream records (or --check them)",
-        description="Build the matrix's GPU targets, distros, kernels and torch builds from "
+        help="--output FILE: a site's data, releases published after this rocm-fleet; "
+        "--records: rocm-fleet's own tables from stored upstream records",
+        description="With --output FILE: write a site's own matrix data, the releases "
+        "upstream publishes that this rocm-fleet's matrix lacks, with their torch, each "
+        "checked as `matrix check` checks a committed row before the file is written (point "
+        "the deploy at it with rocm_matrix_data or ROCM_FLEET_MATRIX_DATA; it only adds "
+        "releases). With --records and --overrides (maintainers): build the matrix's GPU "
+        "targets, distros, kernels and torch builds from "
         "stored copies of AMD's and PyTorch's files (a checkout's tests/fixtures/upstream/) "
         "and the cited overrides (tools/matrix_overrides.toml), each row with its source; "
         "print, row by row, how the data files differ and what the records have that they "
         "lack; write them unless --check. What tools/matrix_update.py tables runs.",
         epilog=epilog(
-            "Here: 0 written, or (--check) nothing differs; 1 (--check) a row differs or a "
-            "record has what the data lacks"
+            "Here, --output: 0 written; 1 a row does not hold upstream (nothing written); 2 "
+            "upstream could not be reached. --records: 0 written, or (--check) nothing "
+            "differs; 1 (--check) a row differs or a record has what the data lacks"
         ),
     )
-    update.add_argument("--records", required=True, help="the stored upstream records' directory")
-    update.add_argument("--overrides", required=True, help="the cited overrides (TOML)")
+    matrix_site.add_arguments(update)
+    update.add_argument("--records", help="the stored upstream records' directory")
+    update.add_argument("--overrides", help="the cited overrides (TOML)")
     update.add_argument(
         "--data-dir",
         help="the data files' directory, to write (or compare with); without it --check "
@@ -431,6 +440,18 @@ def run_update(args: Any) -> int:
 
 def run(args: Any) -> int:
     if getattr(args, "matrix_command", None) == "update":
+        if args.output is not None:  # a site's own data, from upstream
+            if args.records or args.overrides or args.data_dir or args.check:
+                raise UsageError(
+                    "--output FILE writes a site's data from upstream: without --records, "
+                    "--overrides, --data-dir or --check (those update rocm-fleet's own tables)"
+                )
+            return matrix_site.run(args, _fingerprints(args.key_fingerprint))
+        if not (args.records and args.overrides):
+            raise UsageError(
+                "matrix update: --output FILE (a site's data, from upstream), or --records DIR "
+                "--overrides TOML (rocm-fleet's own tables, from stored records)"
+            )
         return run_update(args)
     if getattr(args, "matrix_command", None) != "check":
         if args.json:

@@ -8,6 +8,7 @@ inventory data (``rocm_fleet.model.settings``).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pyinfra import host
@@ -37,6 +38,10 @@ from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.engine.origin import raise_at
 from rocm_fleet.engine.speedups import planned_with_speedups
 from rocm_fleet.model.config import Config, ConfigError
+from rocm_fleet.model.matrix import CLASSIC
+from rocm_fleet.offline.site_check import SiteDataUnverified, verify
+
+logger = logging.getLogger("pyinfra")
 
 
 class InventoryError(ConfigError, DeployError):
@@ -50,10 +55,30 @@ def host_config(current: Any, every_host: bool = False) -> Config:
     error also says every other host's bad data (the deploy's run stops at the first)."""
     fleet = fleet_of(current.inventory)
     try:
-        return fleet.config(current.name)
+        config = fleet.config(current.name)
+        _verify_site_data(config, current.name)
+        return config
     except ConfigError as exc:
         others = [str(other) for other in fleet.refusals(current.name)] if every_host else []
         raise_at(InventoryError("\n".join([str(exc), *others]), exc.key), current, exc.key)
+
+
+def _verify_site_data(config: Config, name: str) -> None:
+    """A release row from a site's matrix data is used only once upstream is seen to publish
+    it (``offline.site_check``, with the keys the host pins); ConfigError otherwise."""
+    if config.matrix_data is None:
+        return
+    fingerprints = {}
+    if config.rocm_key_fingerprint:
+        fingerprints[config.stream.name] = config.rocm_key_fingerprint
+    if config.rocm_amdgpu_key_fingerprint:
+        fingerprints.setdefault(CLASSIC.name, config.rocm_amdgpu_key_fingerprint)
+    try:
+        verify(config.matrix_data, fingerprints)
+    except SiteDataUnverified as exc:
+        raise ConfigError(
+            f"{name}: inventory key 'rocm_matrix_data': {exc}", "rocm_matrix_data"
+        ) from None
 
 
 @deploy("rocm-fleet")
@@ -67,6 +92,11 @@ def rocm_node() -> None:
     # Bad inventory data stops the whole run here, before any host is touched: say every
     # host's at once.
     config = host_config(host, every_host=True)
+    # Which matrix data the host's plan comes from (a site file: its path and SHA-256).
+    host.log_styled(
+        f"rocm-fleet: ROCm {config.rocm_version} from {config.matrix_source}",
+        log_func=logger.info,
+    )
 
     if config.rocm_state == "absent":
         configure_pip_credentials(config, present=False)

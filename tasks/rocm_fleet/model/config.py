@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rocm_fleet.model import paths
+from rocm_fleet.model import paths, site_data
 from rocm_fleet.model.decisions import TorchInstall, torch_install
 from rocm_fleet.model.matrix import (
     AMDGPU_KEYRING,
@@ -43,6 +43,7 @@ from rocm_fleet.model.settings import (
     validated,
 )
 from rocm_fleet.model.settings_reference import settings_table
+from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.versions import release_key
 
 if TYPE_CHECKING:
@@ -71,6 +72,15 @@ class Config(Settings):
     # The fleet mirror this host uses, resolved with the rest of the inventory
     # (``model.fleet``).
     mirror: Mirror | None = None
+    # The site file the release row came from; None: rocm-fleet's committed matrix.
+    matrix_data: SiteData | None = None
+
+    @property
+    def matrix_source(self) -> str:
+        """Where the host's release row comes from, for the audit and --dry."""
+        if self.matrix_data is None:
+            return "rocm-fleet's committed matrix"
+        return f"site matrix data {self.matrix_data.provenance}"
 
     @property
     def torch_build(self) -> TorchBuild | None:
@@ -224,10 +234,12 @@ def load_config(
             )
 
     version = values["rocm_version"]
+    site = _site_data(values["rocm_matrix_data"], where, host_name)
     try:
-        rel = release(version)
+        rel = site.release(version) if site else release(version)
     except KeyError:
-        raise fail("rocm_version", version, _known_release(version)) from None
+        known = site.release_versions() if site else release_versions()
+        raise fail("rocm_version", version, _known_release(version, known)) from None
 
     torch_build = None
     if values["pytorch_install"]:
@@ -275,7 +287,25 @@ def load_config(
         if torch_build
         else None
     )
-    return Config(**values, release=rel, torch=torch)
+    from_site = site if site is not None and site.adds(version) else None
+    return Config(**values, release=rel, torch=torch, matrix_data=from_site)
+
+
+def _site_data(setting: str | None, where: Callable[[str], str], host_name: str) -> SiteData | None:
+    """The site matrix data a host uses (``rocm_matrix_data``, else the environment's),
+    parsed; ConfigError naming the setting (or the variable) for a file that can't be used."""
+    path = site_data.where_set(setting)
+    if path is None:
+        return None
+    try:
+        return site_data.load(path)
+    except site_data.SiteDataError as exc:
+        given = (
+            f"inventory key 'rocm_matrix_data'{where('rocm_matrix_data')}"
+            if setting
+            else f"environment variable {site_data.ENVIRONMENT}"
+        )
+        raise ConfigError(f"{host_name}: {given}: {exc}", "rocm_matrix_data") from None
 
 
 def _alternatives(names: tuple[str, ...]) -> str:
@@ -313,14 +343,13 @@ def _newest_of_series(version: str, known: list[str]) -> str | None:
         return candidates[-1]
 
 
-def _known_release(version: str) -> str:
+def _known_release(version: str, known: list[str]) -> str:
     """What to say about a ``rocm_version`` the matrix doesn't know.
 
     ``X.Y`` is never read as "the newest X.Y.z": AMD's own ``X.Y`` directories
     (repo.radeon.com/rocm/apt/7.2) are the X.Y.0 release, and a matrix update must not move
     a host to another release without its inventory changing. So ``'7.14'`` is refused with
     "did you mean '7.14.1'?"."""
-    known = release_versions()
     newest = _newest_of_series(version, known)
     if newest:
         series = ".".join(version.split(".")[:2])
@@ -338,7 +367,9 @@ def _known_release(version: str) -> str:
     if _newer_than_matrix(version):
         return (
             f"a ROCm release the matrix knows ({known[0]} to {known[-1]}): "
-            "`rocm-fleet matrix check` says whether AMD has published a newer one"
+            "`rocm-fleet matrix check` says whether AMD has published a newer one, and "
+            "`rocm-fleet matrix update --output FILE` writes it into a site file "
+            "(rocm_matrix_data) until rocm-fleet commits it"
         )
     return (
         f"a ROCm release the matrix knows ({known[0]} to {known[-1]}; "

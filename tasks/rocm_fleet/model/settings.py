@@ -163,6 +163,15 @@ class Settings:
         "(ROCm Core SDK); `rocm-fleet matrix` lists them (required)",
         REPOSITORY,
     )
+    rocm_matrix_data: Annotated[str | None, optional(ABSOLUTE_PATH)] = setting(
+        None,
+        "A site's own matrix data (a file where pyinfra runs, written by `rocm-fleet matrix "
+        "update --output`): releases AMD published after this rocm-fleet, verified against "
+        "upstream before a host is planned from one; it can only add releases, never change "
+        "a key, host or committed row. Unset: `ROCM_FLEET_MATRIX_DATA` where pyinfra runs, "
+        "else the committed matrix alone",
+        REPOSITORY,
+    )
     rocm_state: Annotated[str, choice("present", "absent")] = setting(
         "present",
         "`present`, or `absent` to remove what the deploy added (sources, key, pin, ROCm "

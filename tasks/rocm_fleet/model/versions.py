@@ -77,6 +77,23 @@ def is_full_release(version: str) -> bool:
     return bool(_FULL_RELEASE.fullmatch(version))
 
 
+# A wheel's public version as AMD and PyTorch publish their builds (2.15.0, 0.29.0a0,
+# 2.11.0.3): what a site's matrix data may name as a torch build.
+_BUILD_VERSION = re.compile(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?")
+# AMD's amdgpu repository folders: 30.30, 31.40.1.
+_DRIVER_FOLDER = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?")
+
+
+def is_build_version(text: str) -> bool:
+    """Whether ``text`` is a torch / torchvision / torchaudio version as published ("2.15.0")."""
+    return bool(_BUILD_VERSION.fullmatch(text))
+
+
+def is_driver_folder(text: str) -> bool:
+    """Whether ``text`` names an amdgpu repository folder ("31.50", "31.40.1")."""
+    return bool(_DRIVER_FOLDER.fullmatch(text))
+
+
 def is_core_sdk_meta_package(name: str) -> bool:
     """Whether a package is the Core SDK's meta package of a release series (amdrocm10.0)."""
     return bool(_CORE_SDK_META.fullmatch(name))

@@ -169,7 +169,7 @@ def key_check(url: str, fingerprint: str) -> Callable[[UpstreamClient], str | No
     return run
 
 
-def _index_files(upstream: UpstreamClient, index_url: str, project: str) -> list[str] | None:
+def index_files(upstream: UpstreamClient, index_url: str, project: str) -> list[str] | None:
     """The file names a PEP 503 project page links to; None when there is no page."""
     url = project_url(index_url, project)
     reply = upstream.get(url)
@@ -178,7 +178,7 @@ def _index_files(upstream: UpstreamClient, index_url: str, project: str) -> list
     return [link.filename for link in parse_page(reply.body.decode("utf-8", "replace"), url)]
 
 
-def _file_versions(files: list[str], project: str) -> set[str]:
+def file_versions(files: list[str], project: str) -> set[str]:
     """The versions of ``project`` among its wheel and sdist file names."""
     versions = set()
     for name in files:
@@ -198,10 +198,10 @@ def _file_versions(files: list[str], project: str) -> set[str]:
 
 def wheels_check(index_url: str, project: str, versions: list[str]) -> Callable:
     def run(upstream: UpstreamClient) -> str | None:
-        files = _index_files(upstream, index_url, project)
+        files = index_files(upstream, index_url, project)
         if files is None:
             return f"no {project} project page"
-        have = _file_versions(files, project)
+        have = file_versions(files, project)
         missing = [v for v in versions if v not in have]
         return f"no {project} wheel {', '.join(missing)}" if missing else None
 
@@ -214,10 +214,10 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
     req = Requirement(requirement)
 
     def run(upstream: UpstreamClient) -> str | None:
-        files = _index_files(upstream, index_url, req.name)
+        files = index_files(upstream, index_url, req.name)
         if files is None:
             return f"no {req.name} project page (torch requires {requirement})"
-        have = _file_versions(files, req.name)
+        have = file_versions(files, req.name)
         if not any(req.specifier.contains(v, prereleases=True) for v in have):
             return f"no {req.name} matching {requirement} ({', '.join(sorted(have))})"
         return None
@@ -227,9 +227,9 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
 
 def no_index_check(index_url: str) -> Callable:
     def run(upstream: UpstreamClient) -> str | None:
-        files = _index_files(upstream, index_url, "torch")
+        files = index_files(upstream, index_url, "torch")
         if files:
-            versions = sorted(_file_versions(files, "torch"), key=Version)
+            versions = sorted(file_versions(files, "torch"), key=Version)
             return f"the index exists now (torch {', '.join(versions[-3:])}): add it to the matrix"
         return None
 
@@ -398,6 +398,17 @@ def missing_releases(
 # --- running --------------------------------------------------------------------------------
 
 
+def run_check(check: MatrixCheck, upstream: UpstreamClient) -> MatrixCheck:
+    """``check`` run against ``upstream``, its status and detail set."""
+    try:
+        problem = check.run(upstream)
+    except Unreachable as exc:
+        check.status, check.detail = "unreachable", str(exc)
+    else:
+        check.status, check.detail = ("wrong", problem) if problem else ("ok", "")
+    return check
+
+
 def check_matrix(
     upstream: UpstreamClient,
     release: str | None = None,
@@ -427,17 +438,8 @@ def check_matrix(
     progress.start("matrix check", None)
     unreachable: list[str] = []
 
-    def run(check: MatrixCheck) -> MatrixCheck:
-        try:
-            problem = check.run(upstream)
-        except Unreachable as exc:
-            check.status, check.detail = "unreachable", str(exc)
-        else:
-            check.status, check.detail = ("wrong", problem) if problem else ("ok", "")
-        return check
-
     with ThreadPoolExecutor(workers) as pool:
-        futures = [pool.submit(run, check) for check in checks]
+        futures = [pool.submit(run_check, check, upstream) for check in checks]
         for future in as_completed(futures):
             checked = future.result()
             step(f"{checked.row} {checked.what}: {checked.status}")

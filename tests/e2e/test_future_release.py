@@ -1,0 +1,177 @@
+"""End to end: a release published after this rocm-fleet, deployed from a site's own matrix
+data with no code change.
+
+The lab's doubles also serve a synthetic Core SDK release, 10.9.0 (AMD has published no such
+release: tests/fixtures/upstream/synthetic-future.toml), with a torch build no committed row
+names (2.15.0+rocm10.9.0 on AMD's stable index). ``future`` (Debian 13, PRO W7900) starts on
+the committed 10.0.0. Then, in file order:
+
+* asking for 10.9.0 without site data is refused ("a release the matrix knows");
+* ``rocm-fleet matrix update --output FILE`` reads the release from the doubles at their real
+  https URLs (verified indexes, AMD's wheel index) and writes it, checked;
+* ``--dry`` with the file says the plan comes from it (path and SHA-256); the run moves the
+  host to 10.9.0 with torch 2.15.0, its checks pass, a second run changes nothing, and the
+  audit names the file too;
+* a copy of the file edited to point the release at another host is refused, naming it;
+  a row for a release upstream doesn't publish is refused by the deploy's check of the file;
+* with the file still set, naming 10.0.0 takes the host back to the committed release, from
+  the committed data, and a second run changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from e2e import support
+from e2e.support import changed, running_lab, sh, succeeded, wheels
+from lab import HostSpec
+from lab.upstream_facts import FUTURE_RELEASE
+from rocm_fleet.model import paths
+
+pytestmark = pytest.mark.e2e
+
+COMMITTED = "10.0.0"
+HOST = HostSpec("future", suite="trixie", profile="w7900",
+                data={"rocm_version": COMMITTED, "expected_gfx": "gfx1100",
+                      "expected_gpu_count": 1, "pytorch_install": False})  # fmt: skip
+VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
+
+
+@pytest.fixture(scope="module")
+def lab():
+    yield from running_lab([HOST], [COMMITTED, FUTURE_RELEASE])
+
+
+@pytest.fixture(scope="module")
+def on_committed(lab):
+    """The first run: the host on the committed release."""
+    result = support.deploy(lab, limit="future")
+    succeeded(result)
+    return result
+
+
+@pytest.fixture(scope="module")
+def site_file(lab) -> Path:
+    return lab.workdir / "site-matrix.json"
+
+
+def deploy(lab, *data: str, dry: bool = False, env: dict[str, str] | None = None):
+    return support.deploy(lab, limit="future", data=data, dry=dry, env=env)
+
+
+def installed(lab) -> dict[str, str]:
+    out = sh(lab, "future", "dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
+    return {w[1]: w[2] for w in (line.split() for line in out.splitlines()) if w[0][0] == "i"}
+
+
+def test_a_release_the_matrix_does_not_know_is_refused_without_site_data(lab, on_committed):
+    result = deploy(lab, f"rocm_version={FUTURE_RELEASE}", dry=True)
+    assert result.returncode != 0
+    assert f"'rocm_version' has value '{FUTURE_RELEASE}'" in result.output, result.output[-3000:]
+    assert "rocm-fleet matrix update --output FILE" in result.output
+
+
+def test_matrix_update_writes_the_future_release_from_upstream(lab, site_file):
+    cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
+    command = [cli, "matrix", "update", "--output", str(site_file),
+               "--key-fingerprint", lab.lab_key_fingerprint]  # fmt: skip
+    result = lab.run(command, env={"REQUESTS_CA_BUNDLE": str(lab.ca_cert)}, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    (row,) = json.loads(site_file.read_text())["releases"]
+    assert row["version"] == FUTURE_RELEASE
+    assert (row["stream"], row["repository"]) == ("core-sdk", "stable.repo.amd.com")
+    assert row["amd_wheels"]["builds"] == [["2.15.0", "0.30.0", "2.11.0.4"]]
+    assert row["amd_wheels"]["targets"] == ["gfx950", "gfx942", "gfx1201", "gfx1100"]
+    assert "amdrocm10.9 10.9.0-1" in row["found"]
+    # no URL, key or fingerprint is in the file: the committed matrix's are used
+    assert "https://" not in json.dumps(row).replace(row["found"], "")
+    assert f"wrote {site_file}" in result.stdout
+
+
+def test_the_host_moves_to_the_future_release_with_the_site_file(lab, on_committed, site_file):
+    digest = hashlib.sha256(site_file.read_bytes()).hexdigest()
+    move = (f"rocm_version={FUTURE_RELEASE}", "pytorch_install=True")
+    # --dry (the file named by the environment) says where the plan comes from
+    dry = deploy(lab, *move, dry=True, env={"ROCM_FLEET_MATRIX_DATA": str(site_file)})
+    assert dry.returncode == 0, dry.output[-3000:]
+    assert f"ROCm {FUTURE_RELEASE} from site matrix data {site_file} (sha256 {digest})" in (
+        dry.output
+    )  # fmt: skip
+    would = [op for op, hosts in changed(dry).items() if hosts == ["future"]]
+    assert any(op.endswith("Install the ROCm packages of the release") for op in would), would
+
+    result = deploy(lab, *move, f"rocm_matrix_data={site_file}")
+    succeeded(result)
+    assert changed(result)[VERIFY] == ["future"]
+    record = (lab.root("future") / paths.VERIFIED.lstrip("/")).read_text()
+    assert f"rocm {FUTURE_RELEASE} (core-sdk, /opt/rocm/core-10.9/bin/rocminfo)\n" in record
+    packages = installed(lab)
+    assert packages["amdrocm10.9-gfx1100"] == "10.9.0-1", packages
+    assert not any(name.startswith("amdrocm10.0") for name in packages), packages
+    assert wheels(lab, "future") == {"torch": "2.15.0+rocm10.9.0",
+                                     "torchvision": "0.30.0+rocm10.9.0",
+                                     "torchaudio": "2.11.0.4+rocm10.9.0"}  # fmt: skip
+    again = deploy(lab, *move, f"rocm_matrix_data={site_file}")
+    succeeded(again)
+    assert changed(again) == {}
+    # the audit names the data the host's plan comes from, and finds nothing to change
+    data = [a for item in (*move, f"rocm_matrix_data={site_file}") for a in ("--data", item)]
+    report = support.audit(lab, "--limit", "future", *data)
+    assert report.json is not None, report.stdout + report.stderr[-3000:]
+    (row,) = report.json["hosts"]
+    assert row["matrix_data"] == f"site matrix data {site_file} (sha256 {digest})"
+    assert row["status"] == "ok", row
+
+
+def refused_with_edited_copy(lab, site_file: Path, name: str, **change: str):
+    """A deploy of the release of a copy of the site file with ``change`` in its row, which
+    must fail and leave the host's packages as they were; (the result, the copy)."""
+    data = json.loads(site_file.read_text())
+    data["releases"][0].update(change)
+    edited = lab.workdir / name
+    edited.write_text(json.dumps(data))
+    before = installed(lab)
+    version = data["releases"][0]["version"]
+    result = deploy(lab, f"rocm_version={version}", "pytorch_install=True",
+                    f"rocm_matrix_data={edited}")  # fmt: skip
+    assert result.returncode != 0
+    assert installed(lab) == before
+    return result, edited
+
+
+def test_a_site_file_edited_to_point_at_another_host_is_refused(lab, site_file):
+    result, forged = refused_with_edited_copy(
+        lab, site_file, "forged-matrix.json", repository="evil.example"
+    )
+    # bad inventory data stops the run before any host is touched, naming the file and field
+    assert (
+        f"future: inventory key 'rocm_matrix_data' (set in --data): site matrix data {forged}: "
+        "field 'releases[0].repository' has value \"evil.example\"" in result.output
+    ), result.output[-3000:]
+
+
+def test_a_site_row_upstream_does_not_publish_is_refused_before_planning(lab, site_file):
+    # A well-formed row for a release the doubles don't serve (as a stale or mistyped file
+    # would have): the deploy's own check of the file finds it missing, and stops there.
+    result, _ = refused_with_edited_copy(
+        lab, site_file, "unpublished-matrix.json", version="10.8.0"
+    )
+    assert "upstream does not publish what it says" in result.output, result.output[-3000:]
+    assert "10.8.0 packages in debian13: wrong (no amdrocm10.8 of 10.8.0" in result.output
+
+
+def test_back_to_the_committed_release_with_the_site_file_still_set(lab, site_file):
+    back = (f"rocm_version={COMMITTED}", "pytorch_install=False", f"rocm_matrix_data={site_file}")
+    result = deploy(lab, *back)
+    succeeded(result)
+    assert f"ROCm {COMMITTED} from rocm-fleet's committed matrix" in result.output
+    packages = installed(lab)
+    assert packages["amdrocm10.0-gfx1100"].startswith("10.0.0-"), packages
+    assert not any(name.startswith("amdrocm10.9") for name in packages), packages
+    record = (lab.root("future") / paths.VERIFIED.lstrip("/")).read_text()
+    assert f"rocm {COMMITTED} (core-sdk, /opt/rocm/core-10.0/bin/rocminfo)\n" in record
+    assert changed(deploy(lab, *back)) == {}
