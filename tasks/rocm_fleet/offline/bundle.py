@@ -13,7 +13,7 @@ it and apt and pip on the hosts find what they asked upstream for, at the same p
   they require, each checked against the ``#sha256=`` the index publishes, with PEP 503
   pages listing only those files (relative links, so the tree works from any URL); a
   distribution published only as an sdist (AMD's ``rocm``) as its sdist, with the wheels of
-  its build backend (``offline.wheels``);
+  its build backend (``offline.resolution``);
 * ``manifest.json``: what was fetched, from where, how it was verified and why it is there
   (which host needs it, which package depends on it).
 
@@ -56,6 +56,12 @@ from rocm_fleet.offline.aptrepo import (
     parse_stanzas,
     signed_text,
 )
+from rocm_fleet.offline.dist_files import (
+    ResolutionError,
+    dist_metadata,
+    is_sdist,
+    sdist_build_requires,
+)
 from rocm_fleet.offline.download import DownloadError, Fetcher, Unreachable
 from rocm_fleet.offline.manifest import (
     FORMAT,
@@ -70,21 +76,10 @@ from rocm_fleet.offline.manifest import (
     repository_key,
 )
 from rocm_fleet.offline.openpgp import primary_fingerprints
+from rocm_fleet.offline.python_target import Target, interpreter_tag, manylinux_platforms
+from rocm_fleet.offline.resolution import resolve
 from rocm_fleet.offline.signature import SignatureError, check_release
-from rocm_fleet.offline.wheels import (
-    Link,
-    ResolutionError,
-    Target,
-    dist_metadata,
-    interpreter_tag,
-    is_sdist,
-    manylinux_platforms,
-    parse_page,
-    project_url,
-    resolve,
-    sdist_build_requires,
-    untrusted_index,
-)
+from rocm_fleet.offline.wheels import Link, parse_page, project_url, untrusted_index
 from rocm_fleet.version import __version__
 
 
@@ -352,7 +347,7 @@ def _wheels(
 
     @functools.cache
     def build_requires(link: Link) -> list[str]:
-        """An sdist's build requirements (``offline.wheels``): bundled beside it."""
+        """An sdist's build requirements (``offline.dist_files``): bundled beside it."""
         return sdist_build_requires(str(_wheel(link, fetcher, out)))
 
     with parsing(where, "wheel index (a requirement or version)"):
