@@ -34,16 +34,12 @@ from rocm_fleet.offline.aptrepo import (
     signed_text,
 )
 from rocm_fleet.offline.bundle import Plan, make_bundle
+from rocm_fleet.offline.dist_files import ResolutionError
 from rocm_fleet.offline.download import DownloadError, DownloadProgress, Fetcher
 from rocm_fleet.offline.manifest import BundleError, incomplete, locked_requirements, missing
-from rocm_fleet.offline.wheels import (
-    Link,
-    ResolutionError,
-    Target,
-    manylinux_platforms,
-    parse_page,
-    resolve,
-)
+from rocm_fleet.offline.python_target import Target, manylinux_platforms
+from rocm_fleet.offline.resolution import resolve
+from rocm_fleet.offline.wheels import Link, parse_page
 from unit.gpgkeys import Gpg, run_gpg
 from unit.loopback import serve, serve_trusted
 

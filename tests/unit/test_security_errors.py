@@ -21,7 +21,8 @@ from rocm_fleet.offline.aptrepo import (
     parse_release,
     parse_stanzas,
 )
-from rocm_fleet.offline.bundle import Plan, make_bundle, one_key
+from rocm_fleet.offline.bundle import Plan, make_bundle
+from rocm_fleet.offline.bundle_apt import one_key
 from rocm_fleet.offline.download import Fetcher
 from rocm_fleet.offline.manifest import BundleError, parsing
 from rocm_fleet.offline.wheels import parse_page

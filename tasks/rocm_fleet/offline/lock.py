@@ -4,7 +4,7 @@ A host that installs wheels live (straight from download.pytorch.org or AMD's in
 a proxy, through a live fleet mirror) would otherwise trust the ``#sha256`` of the page it
 reads, which whoever can change the wheel on its way can change too. Instead the controller
 resolves the host's wheel set itself, against the upstream index it reaches over TLS, with
-the bundle's resolver (``offline.wheels``: pip's resolvelib, the host's Python tags and
+the bundle's resolver (``offline.resolution``: pip's resolvelib, the host's Python tags and
 markers) and the bundle's limited downloads (``offline.download``), and the host's pip
 installs exactly those files with ``--require-hashes``: a wheel swapped on the way to the
 host is refused by the host's own pip, naming the wheel and both hashes.
@@ -36,7 +36,7 @@ The resolution reads each project page and each candidate's core metadata: the i
 ``.metadata`` file when it publishes one with its hash (PEP 658/714; download.pytorch.org
 does since pytorch/test-infra#6116), else the wheel itself, fetched within the bundle's
 limits into a scratch directory and removed. A version published only as an sdist (AMD's
-``rocm``) is pinned by its hash with the wheels that build it (``offline.wheels``): the host
+``rocm``) is pinned by its hash with the wheels that build it (``offline.resolution``): the host
 installs those first and builds the sdist with them (``operations.python.pinned_wheels``).
 The hashes pinned are those the index publishes, read over TLS. No second source is asked:
 the wheels pinned by the indexes rocm-fleet uses (torch ``X+rocmA.B`` from
@@ -66,6 +66,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
+from rocm_fleet.offline.dist_files import (
+    ResolutionError,
+    dist_metadata,
+    is_sdist,
+    sdist_build_requires,
+)
 from rocm_fleet.offline.download import (
     DownloadError,
     DownloadProgress,
@@ -73,32 +79,20 @@ from rocm_fleet.offline.download import (
     Unreachable,
     shorten,
 )
-from rocm_fleet.offline.wheels import (
-    BUILD_MARK,
-    NO_BINARY,
-    Link,
-    Locked,
-    ResolutionError,
-    Target,
-    dist_metadata,
-    is_sdist,
-    lock_lines,
-    parse_page,
-    project_url,
-    resolve,
-    sdist_build_requires,
-    untrusted_index,
-)
+from rocm_fleet.offline.lock_lines import BUILD_MARK, NO_BINARY, Locked, lock_lines
+from rocm_fleet.offline.python_target import Target
+from rocm_fleet.offline.resolution import resolve
+from rocm_fleet.offline.wheels import Link, parse_page, project_url, untrusted_index
 
 #: Bumped when what a lock holds or how it is made changes: older cached locks are not read.
-#: 2: an sdist may be pinned, with its build requirements (``wheels.lock_lines``).
+#: 2: an sdist may be pinned, with its build requirements (``lock_lines``).
 #: 3: authenticated by the controller's key (an HMAC), not a hash of its own lines.
 FORMAT = 3
 #: The controller's key's length: SHA-256's output length, the least RFC 2104 advises for HMAC.
 KEY_BYTES = 32
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 #: One pinned file, as pip's --require-hashes wants it (a build requirement marked), or the
-#: names pinned to an sdist (``wheels.lock_lines``).
+#: names pinned to an sdist (``lock_lines``).
 LINE = re.compile(
     rf"{_NAME}==[^\s=;#]+ --hash=sha256:[0-9a-f]{{64}}(?: {re.escape(BUILD_MARK)})?"
     rf"|{re.escape(NO_BINARY)}{_NAME}(?:,{_NAME})*"

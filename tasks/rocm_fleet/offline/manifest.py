@@ -36,8 +36,9 @@ from rocm_fleet.offline.aptrepo import (
     install_closure,
     parse_stanzas,
 )
+from rocm_fleet.offline.dist_files import ResolutionError, is_sdist
+from rocm_fleet.offline.lock_lines import Locked, lock_lines
 from rocm_fleet.offline.signature import SignatureError
-from rocm_fleet.offline.wheels import Locked, ResolutionError, is_sdist, lock_lines
 
 MANIFEST = paths.BUNDLE_MANIFEST
 FORMAT = 1

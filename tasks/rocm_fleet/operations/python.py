@@ -26,7 +26,7 @@ from rocm_fleet.model.venv_pins import (
     requirement_met,
     version_matches,
 )
-from rocm_fleet.offline.wheels import BUILD_MARK, NO_BINARY
+from rocm_fleet.offline.lock_lines import BUILD_MARK, NO_BINARY
 from rocm_fleet.operations._script import script
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def pinned_wheels(
       index page the host reads is not trusted: whoever can change the wheel on the way
       can change the page too). Required whenever something is to be installed: no wheel
       goes in unpinned. A lock that pins an sdist (AMD's ``rocm``, published only so;
-      ``offline.wheels.lock_lines``) names it in a ``--no-binary=`` line and marks the
+      ``offline.lock_lines``) names it in a ``--no-binary=`` line and marks the
       wheels that build it: those are installed first, hash-checked (into the venv when the
       set needs them too, else into a scratch directory removed after, so the venv holds
       only the set), then the set, the sdist built with them (``--no-build-isolation``: an
