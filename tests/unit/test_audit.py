@@ -341,12 +341,15 @@ def test_the_json_keeps_the_keys_scripts_read(rows):
     hosts = json.loads(audit_screens.render_json(rows, audit_rows.exit_status(rows)))["hosts"]
     common = ["host", "error", "drift", "cells", "concerns"]
     surveyed = [*common, "health", "outliers", "status"]
+    # matrix_data: every host whose settings were read (not "typo" and "nomirror")
     assert {host["host"]: list(host) for host in hosts} == {
-        "clean": [*surveyed, "warnings", "verified_at"],
-        "drifty": [*surveyed, "warnings", "verified_at"],
-        "refused": surveyed,
-        "typo": [*common, "status"], "nomirror": [*common, "status"], "gone": [*common, "status"],
+        "clean": [*surveyed, "warnings", "verified_at", "matrix_data"],
+        "drifty": [*surveyed, "warnings", "verified_at", "matrix_data"],
+        "refused": [*surveyed, "matrix_data"],
+        "typo": [*common, "status"], "nomirror": [*common, "status"],
+        "gone": [*common, "status", "matrix_data"],
     }  # fmt: skip
+    assert {host.get("matrix_data") for host in hosts} == {"rocm-fleet's committed matrix", None}
     clean = hosts[0]
     assert list(clean["cells"]) == list(OBSERVED)
     assert {key: list(found) for key, found in clean["cells"].items()} == {
