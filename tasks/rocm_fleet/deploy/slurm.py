@@ -1,0 +1,62 @@
+"""Slurm's view of the node's GPUs (``rocm_slurm_gres``): gres.conf written from what
+preflight found, and the ``Gres=`` the controller's slurm.conf needs for this node, said
+when Slurm's own view disagrees (``model.slurm`` explains both).
+
+gres.conf is the node's and rocm-fleet's to write; slurm.conf is the site's (one file for
+the whole cluster, usually kept by its own tooling), so the deploy never edits it: it warns
+with the exact value instead, and ``rocm-fleet check`` fails until Slurm agrees. slurmd
+reads gres.conf when it starts; restarting it is left to the site's maintenance (drain,
+restart, resume), as a restart under running jobs is the site's call.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra.api import deploy
+
+from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.refuse import warn_host
+from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.gpu import KfdNodes
+from rocm_fleet.facts.slurm import SlurmNode
+from rocm_fleet.facts.survey import Read
+from rocm_fleet.model import paths
+from rocm_fleet.model.slurm import gres_conf, gres_mismatch, node_gres, slurm_gpus
+from rocm_fleet.operations.files import text_file
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
+
+
+def survey_reads(config: Config) -> list[Read]:
+    """What this task reads, in preflight's one survey (nothing when the setting is off)."""
+    if not config.rocm_slurm_gres:
+        return []
+    return [
+        Read(f"dir {paths.SLURM_DIR}", DirectoryExists, {"path": paths.SLURM_DIR}),
+        Read(f"file {paths.SLURM_GRES_CONF}", FileDigest, {"path": paths.SLURM_GRES_CONF}),
+        Read("slurm node", SlurmNode),
+    ]
+
+
+@deploy("Slurm GRES")
+def configure_slurm_gres(config: Config) -> None:
+    if not config.rocm_slurm_gres:
+        return  # the file is the site's then: left as it is
+    if not read_fact(DirectoryExists, path=paths.SLURM_DIR):
+        warn_host(
+            f"rocm_slurm_gres is set but {paths.SLURM_DIR} does not exist (slurmd not "
+            f"installed?): {paths.SLURM_GRES_CONF} not written"
+        )
+        return
+    gpus = slurm_gpus(read_fact(KfdNodes) or [], config.rocm_slurm_gres_type)
+    text_file(
+        name=f"Write {paths.SLURM_GRES_CONF} (Gres={node_gres(gpus) or 'none'})",
+        path=paths.SLURM_GRES_CONF,
+        content=gres_conf(gpus),
+        mode="644",
+    )
+    mismatch = gres_mismatch(gpus, read_fact(SlurmNode))
+    if mismatch:
+        warn_host(mismatch)
