@@ -22,7 +22,7 @@ from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.model import paths
-from rocm_fleet.model.slurm import gres_conf, gres_mismatch, node_gres, slurm_gpus
+from rocm_fleet.model.slurm import gres_conf, gres_mismatch, slurm_gpus
 from rocm_fleet.operations.files import text_file
 
 if TYPE_CHECKING:
@@ -51,8 +51,10 @@ def configure_slurm_gres(config: Config) -> None:
         )
         return
     gpus = slurm_gpus(read_fact(KfdNodes) or [], config.rocm_slurm_gres_type)
+    # One name for every host (pyinfra shows an operation by its first host's name); the
+    # file's own header says the Gres= it makes.
     text_file(
-        name=f"Write {paths.SLURM_GRES_CONF} (Gres={node_gres(gpus) or 'none'})",
+        name=f"Write {paths.SLURM_GRES_CONF} from the node's GPUs",
         path=paths.SLURM_GRES_CONF,
         content=gres_conf(gpus),
         mode="644",
