@@ -24,6 +24,7 @@ from rocm_fleet.model.slurm import (
     scontrol_gres,
     slurm_gpus,
 )
+from unit.surveys import SurveyHost, converged_survey, digest, plan, script_call
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SLURM = FIXTURES / "slurm"
@@ -167,3 +168,47 @@ def test_slurm_that_cannot_be_asked_says_why():
         "Slurm could not be asked about node gpu09 (scontrol show node gpu09: Node gpu09 not "
         "found); it needs Gres=gpu:mi300x:1"
     )
+
+
+# --- the deploy, planned against a converged host's survey ----------------------------------
+
+DATA = {"rocm_version": "6.4.3", "pytorch_install": False}
+WRITE = "Slurm GRES | Write /etc/slurm/gres.conf from the node's GPUs"
+GFX1100 = [SlurmGpu("gfx1100", "/dev/dri/renderD128")]
+
+
+def slurm_survey(conf: str | None = None, gres: str = "gpu:gfx1100:1", **changes) -> dict:
+    survey = converged_survey(DATA, "debian-12")  # one RX 7900 XTX, driven by amdgpu
+    survey.update({
+        "dir /etc/slurm": True,
+        "file /etc/slurm/gres.conf": digest(conf) if conf is not None else None,
+        "slurm node": SlurmNodeView("node", gres),
+    })  # fmt: skip
+    survey.update(changes)
+    return survey
+
+
+def test_the_deploy_writes_gres_conf_once_and_reads_nothing_more():
+    host = SurveyHost(slurm_survey())
+    first = plan({**DATA, "rocm_slurm_gres": True}, host)
+    assert first.changes == [WRITE] and host.extra_reads == []
+    (command,) = first.find(WRITE).commands
+    assert script_call(command) == (
+        "text-file",
+        ["/etc/slurm/gres.conf", "644", gres_conf(GFX1100)],
+    )
+    again = plan({**DATA, "rocm_slurm_gres": True}, SurveyHost(slurm_survey(gres_conf(GFX1100))))
+    assert again.changes == []
+    tampered = plan({**DATA, "rocm_slurm_gres": True}, SurveyHost(slurm_survey("Name=gpu\n")))
+    assert tampered.changes == [WRITE]
+
+
+def test_the_deploy_leaves_gres_conf_alone_when_off_without_slurm_or_without_a_driver():
+    off = SurveyHost(slurm_survey())
+    assert not [n for n in plan(DATA, off).names if n.startswith("Slurm GRES")]
+    for survey in (slurm_survey(**{"dir /etc/slurm": False}), slurm_survey(kfd=None)):
+        planned = plan({**DATA, "rocm_slurm_gres": True}, SurveyHost(survey))
+        assert not planned.refused and "Verify | Check rocminfo and torch" in " ".join(
+            planned.names
+        )
+        assert not [n for n in planned.names if n.startswith("Slurm GRES")], planned.names

@@ -233,7 +233,9 @@ def test_slurm_sees_the_gpus(host, node):
     if not node.rocm_slurm_gres:
         pytest.skip("rocm_slurm_gres is not set")
     kfd = KfdNodes()
-    nodes = kfd.process(host.run(kfd.command()).stdout.splitlines()) or []
+    nodes = kfd.process(host.run(kfd.command()).stdout.splitlines())
+    if nodes is None:
+        pytest.fail("no KFD topology (amdgpu not loaded): no GPU for Slurm", pytrace=False)
     gpus = slurm_gpus(nodes, node.rocm_slurm_gres_type)
     conf = host.file(paths.SLURM_GRES_CONF)
     assert conf.is_file, f"{paths.SLURM_GRES_CONF} is missing: the deploy did not write it"

@@ -50,7 +50,16 @@ def configure_slurm_gres(config: Config) -> None:
             f"installed?): {paths.SLURM_GRES_CONF} not written"
         )
         return
-    gpus = slurm_gpus(read_fact(KfdNodes) or [], config.rocm_slurm_gres_type)
+    kfd = read_fact(KfdNodes)
+    if kfd is None:
+        # A driver not loaded yet (DKMS before its reboot): an empty gres.conf would take
+        # the node's GPUs away from Slurm at slurmd's next start.
+        warn_host(
+            f"rocm_slurm_gres: amdgpu's KFD topology is not there (driver not loaded?): "
+            f"{paths.SLURM_GRES_CONF} left as it is"
+        )
+        return
+    gpus = slurm_gpus(kfd, config.rocm_slurm_gres_type)
     # One name for every host (pyinfra shows an operation by its first host's name); the
     # file's own header says the Gres= it makes.
     text_file(
