@@ -32,6 +32,7 @@ from rocm_fleet.model.answers import (
     RebootRequiredDict,
     SecureBootDict,
 )
+from rocm_fleet.model.slurm import SlurmNodeView
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class HostSurvey:
     nginx: bool | None = None  # DaemonRunning of the mirror's nginx
     pull_running: bool | None = None  # LockHeld of the pull's lock
     pull_status: Mapping[str, Any] | None = None  # PullStatus: result, started
+    slurm_node: SlurmNodeView | None = None  # SlurmNode (only with rocm_slurm_gres)
     # Read once per path: path -> the fact's answer.
     files: Mapping[str, FileDigestDict | None] = field(default_factory=dict)  # FileDigest
     directories: Mapping[str, bool] = field(default_factory=dict)  # DirectoryExists

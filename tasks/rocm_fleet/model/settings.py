@@ -61,6 +61,7 @@ from rocm_fleet.model.rules import (
     RELEASE,
     SECRET_SOURCE,
     SHA256,
+    SLURM_GRES_TYPE,
     TIME_SPAN,
     TORCH_RELEASE,
     URL_OR_PATH,
@@ -130,6 +131,7 @@ CUDA = "Migrate from CUDA"
 MIRROR = "Fleet mirror"
 PROXY = "Proxy"
 PULL = "Pull mode"
+SLURM = "Slurm"
 
 # Settings that another one being true requires -> (the one, what to set them to).
 REQUIRED_WITH = {
@@ -474,6 +476,22 @@ class Settings:
         "10min",
         "Random delay added to each pull, so a fleet doesn't fetch at once (`RandomizedDelaySec`)",
         PULL,
+    )
+    # --- Slurm -----------------------------------------------------------------------
+    rocm_slurm_gres: Annotated[bool, FLAG] = setting(
+        False,
+        f"Write `{paths.SLURM_GRES_CONF}` from the GPUs preflight finds (one `Name=gpu "
+        f"Type=<type> File={paths.RENDER_NODE_PREFIX}<n>` line each; Slurm's AMD autodetect "
+        "needs ROCm SMI's library, which newer ROCm doesn't build) and report the "
+        "`Gres=gpu:<type>:<n>` the node's line in the controller's slurm.conf needs; slurmd "
+        "reads it at its next start. False: the file is left alone",
+        SLURM,
+    )
+    rocm_slurm_gres_type: Annotated[str | None, optional(SLURM_GRES_TYPE)] = setting(
+        None,
+        "The GRES type of every GPU of the node (as the site's slurm.conf names it); unset: "
+        "the product where the PCI ID names one (`mi300x`, `w7900`), else the gfx target",
+        SLURM,
     )
 
 
