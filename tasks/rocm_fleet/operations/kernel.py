@@ -47,8 +47,8 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool, hol
         where = f" from {target_release}" if target_release else ""
         host.noop(f"{', '.join(packages)} installed{where}")
         return
-    held = set(read_fact(HeldPackages))
-    ours = set(read_fact(Ledger, path=hold_ledger))
+    held = set(read_fact(HeldPackages) or [])
+    ours = set(read_fact(Ledger, path=hold_ledger) or [])
     theirs = [p for p in missing if p in held and p not in ours]
     if theirs:
         yield failure(
@@ -76,7 +76,9 @@ def kernel_holds(packages: list[str], ledger: str):
     + ledger: the file rocm-fleet's holds are recorded in
     """
     try:
-        change = kernel_hold(packages, read_fact(HeldPackages), read_fact(Ledger, path=ledger))
+        change = kernel_hold(
+            packages, read_fact(HeldPackages) or [], read_fact(Ledger, path=ledger) or []
+        )
     except ValueError as exc:
         yield failure(str(exc))
         return
