@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from rocm_fleet.model import matrix
 from rocm_fleet.model.grammar import PACKAGE_NAME, full
-from rocm_fleet.model.versions import kernel_key
+from rocm_fleet.model.versions import UBUNTU_SERIES, kernel_key
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -66,9 +66,9 @@ KERNEL_META_PACKAGES = (
     # Debian: the flavour's image and headers; backports ships the same names (~bpo versions).
     r"linux-(?:image|headers)-(?:cloud-|rt-)?(?:amd64|arm64)",
     # Ubuntu: the generic kernel and its HWE series (and their -edge).
-    r"linux-(?:image-|headers-)?generic(?:-hwe-[0-9]{2}\.[0-9]{2}(?:-edge)?)?",
+    rf"linux-(?:image-|headers-)?generic(?:-hwe-{UBUNTU_SERIES}(?:-edge)?)?",
     # Ubuntu's OEM kernels (linux-oem-24.04b).
-    r"linux-(?:image-|headers-)?oem-[0-9]{2}\.[0-9]{2}[a-z]?",
+    rf"linux-(?:image-|headers-)?oem-{UBUNTU_SERIES}[a-z]?",
 )
 
 
