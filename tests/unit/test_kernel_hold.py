@@ -164,26 +164,55 @@ def facts(held: list[str], ledger: list[str]) -> dict:
     return {"HeldPackages": held, f"Ledger:{LEDGER}": ledger, "Ledger": ledger}
 
 
+def holds(held: list[str], ledger: list[str], installed: list[str], hold=True, coming=()):
+    return run_op(
+        kernel.kernel_holds,
+        {"InstalledPackages": {name: "1" for name in installed}, **facts(held, ledger)},
+        hold=hold,
+        coming=list(coming),
+        ledger=LEDGER,
+    )
+
+
 def test_kernel_holds_operation_passes_each_change_with_its_sign():
-    result = run_op(kernel.kernel_holds, facts(["linux-image-amd64"], ["linux-image-amd64"]),
-                    packages=[*DEBIAN_METAS, "linux-generic"], ledger=LEDGER)  # fmt: skip
+    # The image held and recorded earlier; the headers a planned install brings (--dry
+    # shows them), and an installed package that isn't a kernel meta package.
+    result = holds(["linux-image-amd64"], ["linux-image-amd64"],
+                   ["linux-image-amd64", "linux-base"], coming=["linux-headers-amd64"])  # fmt: skip
     assert result.scripts == [
-        ("kernel-hold", [LEDGER, "+linux-generic", "+linux-headers-amd64", "=linux-image-amd64"])
+        ("kernel-hold", [LEDGER, "+linux-headers-amd64", "=linux-image-amd64"])
     ]
-    off = run_op(kernel.kernel_holds, facts(DEBIAN_METAS, ["linux-headers-amd64"]),
-                 packages=[], ledger=LEDGER)  # fmt: skip
+    off = holds(DEBIAN_METAS, ["linux-headers-amd64"], DEBIAN_METAS, hold=False)
     assert off.scripts == [("kernel-hold", [LEDGER, "-linux-headers-amd64"])]
-    same = run_op(kernel.kernel_holds, facts(DEBIAN_METAS, DEBIAN_METAS),
-                  packages=DEBIAN_METAS, ledger=LEDGER)  # fmt: skip
+    same = holds(DEBIAN_METAS, DEBIAN_METAS, DEBIAN_METAS)
     assert (same.commands, same.noops) == (
         [],
         ["kernel packages held by rocm-fleet: linux-headers-amd64, linux-image-amd64"],
     )
 
 
+def test_kernel_holds_reads_dpkg_when_it_runs():
+    """An HWE kernel installed earlier in the run brings its image and headers meta
+    packages as dependencies: the operation, run again by pyinfra when it executes, reads
+    dpkg's list then and holds them too, so the next run has nothing left to hold."""
+    before = holds([], [], ["linux-generic"], coming=["linux-generic-hwe-24.04"])
+    assert before.scripts == [
+        ("kernel-hold", [LEDGER, "+linux-generic", "+linux-generic-hwe-24.04"])
+    ]
+    after = run_op(
+        kernel.kernel_holds,
+        {"InstalledPackages": installed(UBUNTU_24), **facts([], [])},
+        executing=True,
+        hold=True,
+        coming=["linux-generic-hwe-24.04"],
+        ledger=LEDGER,
+    )
+    ((_, args),) = after.scripts
+    assert "+linux-image-generic-hwe-24.04" in args and "+linux-headers-generic-hwe-24.04" in args
+
+
 def test_kernel_holds_refuses_a_tampered_ledger():
-    result = run_op(kernel.kernel_holds, facts([], ["linux-image-amd64 && reboot"]),
-                    packages=[], ledger=LEDGER)  # fmt: skip
+    result = holds([], ["linux-image-amd64 && reboot"], [], hold=False)
     (command,) = result.commands
     assert "is not a Debian package name" in str(command) and "exit 1" in str(command)
 
@@ -193,14 +222,15 @@ DASH = shutil.which("dash") or shutil.which("sh")
 
 @pytest.fixture
 def apt_mark(tmp_path) -> Path:
-    """An apt-mark that logs its calls and fails to hold a package named ``linux-bad``
-    (the one place the script's order is seen: it can't be made to fail in the lab)."""
+    """An apt-mark that logs its calls and fails to hold ``linux-image-rt-amd64`` (the one
+    place the script's order is seen: it can't be made to fail in the lab)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     tool = bin_dir / "apt-mark"
     tool.write_text(
         f'#!/bin/sh\necho "$@" >> {tmp_path}/calls\n'
-        'case " $* " in *" linux-bad "*) echo "E: Unable to locate package" >&2; exit 100;; '
+        'case " $* " in *" linux-image-rt-amd64 "*)\n'
+        '    echo "E: Unable to locate package" >&2; exit 100 ;;\n'
         "esac\n"
     )
     tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
@@ -208,12 +238,19 @@ def apt_mark(tmp_path) -> Path:
 
 
 def run_hold_script(ledger: Path, bin_dir: Path, *changes: str) -> subprocess.CompletedProcess:
-    names = {c[1:] for c in changes}
-    held = [n for n in names if not any(c == f"+{n}" for c in changes)]
+    """The operation's script for ``changes`` (+NAME hold, =NAME held and recorded, -NAME
+    recorded and to release), run against ``bin_dir``'s apt-mark."""
+    wanted = [c[1:] for c in changes if c[0] in "+="]
     result = run_op(
         kernel.kernel_holds,
-        facts(held, [c[1:] for c in changes if c[0] in "-="]),
-        packages=sorted(c[1:] for c in changes if c[0] in "+="),
+        {
+            "InstalledPackages": {name: "1" for name in wanted},
+            **facts(
+                [c[1:] for c in changes if c[0] in "-="], [c[1:] for c in changes if c[0] in "-="]
+            ),
+        },
+        hold=True,
+        coming=[],
         ledger=str(ledger),
     )
     (command,) = result.commands
@@ -231,10 +268,10 @@ def test_the_script_records_before_holding_and_forgets_after_releasing(tmp_path,
     assert ledger.read_text() == "linux-headers-amd64\nlinux-image-amd64\n"
     # A hold that fails leaves its name recorded: the next run holds it again (or, with the
     # setting gone, finds it not held and forgets it), never taking it for the admin's.
-    proc = run_hold_script(ledger, apt_mark, "=linux-image-amd64", "+linux-bad",
+    proc = run_hold_script(ledger, apt_mark, "=linux-image-amd64", "+linux-image-rt-amd64",
                            "-linux-headers-amd64")  # fmt: skip
     assert proc.returncode == 100
-    assert ledger.read_text() == "linux-bad\nlinux-image-amd64\nlinux-headers-amd64\n"
+    assert ledger.read_text() == ("linux-image-rt-amd64\nlinux-image-amd64\nlinux-headers-amd64\n")
     # Releasing the last one removes the ledger.
     (tmp_path / "calls").unlink()
     proc = run_hold_script(ledger, apt_mark, "-linux-image-amd64", "-linux-headers-amd64")

@@ -71,7 +71,8 @@ def configure_kernel(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
         logger.warning(f"{host.print_prefix}warning: {warning}")
     reboots = [] if newer is None or why is None else install_newer_kernel(config, newer, why)
     # After the install: the meta packages it brings are held on the same run.
-    hold_kernel(config, [*installed, *(newer.packages if newer else ())])
+    coming = newer.packages if newer is not None and reboots else ()
+    hold_kernel(config, list(installed), coming)
     return reboots
 
 
@@ -82,22 +83,27 @@ def release_kernel_holds(config: Config) -> None:
     hold_kernel(config, [], present=False)
 
 
-def hold_kernel(config: Config, packages: list[str], present: bool = True) -> None:
+def hold_kernel(
+    config: Config, installed: list[str], coming: tuple[str, ...] = (), present: bool = True
+) -> None:
     """``rocm_kernel_hold`` with ``rocm_driver: dkms``: hold the kernel meta packages among
-    ``packages`` (the installed ones and those the kernel deploy installs), so no unattended
-    upgrade brings a kernel AMD's driver wasn't built for; otherwise release the holds
-    rocm-fleet placed. Planned only where there is something to hold or to release."""
+    the ``installed`` packages and those ``coming`` with the kernel deploy's install, so no
+    unattended upgrade brings a kernel AMD's driver wasn't built for; otherwise release the
+    holds rocm-fleet placed. Planned only where there is something to hold or to release."""
     holding = present and config.rocm_kernel_hold
     if holding and config.rocm_driver != "dkms":
         logger.warning(
             f"{host.print_prefix}warning: rocm_kernel_hold holds the kernel for "
             "rocm_driver: dkms only (the inbox driver comes with every kernel): not held"
         )
-    wanted = kernel_meta_packages(packages) if holding and config.rocm_driver == "dkms" else []
-    if wanted or read_fact(Ledger, path=paths.KERNEL_HOLD_LEDGER):
+    hold = holding and config.rocm_driver == "dkms"
+    if (hold and kernel_meta_packages([*installed, *coming])) or read_fact(
+        Ledger, path=paths.KERNEL_HOLD_LEDGER
+    ):
         kernel_holds(
             name="Hold the kernel meta packages (rocm_kernel_hold)",
-            packages=wanted,
+            hold=hold,
+            coming=list(coming),
             ledger=paths.KERNEL_HOLD_LEDGER,
         )
 

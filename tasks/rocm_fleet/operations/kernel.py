@@ -15,7 +15,7 @@ from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.survey import Read
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import paths
-from rocm_fleet.model.kernels import kernel_hold
+from rocm_fleet.model.kernels import kernel_hold, kernel_meta_packages
 from rocm_fleet.operations._script import failure, script
 
 if TYPE_CHECKING:
@@ -65,16 +65,21 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool, hol
 
 
 @operation()
-def kernel_holds(packages: list[str], ledger: str):
+def kernel_holds(hold: bool, coming: list[str], ledger: str):
     """
-    Hold exactly ``packages`` (``apt-mark hold``) among the holds rocm-fleet places, and
-    release the others it placed; a hold rocm-fleet didn't place is neither recorded nor
-    released. ``ledger`` records rocm-fleet's holds: written before a hold and after a
-    release, so a run cut short never leaves a hold of its own unrecorded.
+    Hold the installed kernel meta packages (``apt-mark hold``), or none, among the holds
+    rocm-fleet places, and release the others it placed; a hold rocm-fleet didn't place is
+    neither recorded nor released. ``ledger`` records rocm-fleet's holds: written before a
+    hold and after a release, so a run cut short never leaves a hold of its own unrecorded.
+    dpkg's list is read when the operation runs, so the meta packages a kernel install of
+    the same run brought (an HWE kernel's image and headers) are held with it.
 
-    + packages: the kernel meta packages to hold; [] releases rocm-fleet's holds
+    + hold: hold the kernel meta packages (False releases rocm-fleet's holds)
+    + coming: packages an earlier operation of the run installs (seen by --dry)
     + ledger: the file rocm-fleet's holds are recorded in
     """
+    installed = read_fact(InstalledPackages) or {}
+    packages = kernel_meta_packages([*installed, *coming]) if hold else []
     try:
         change = kernel_hold(
             packages, read_fact(HeldPackages) or [], read_fact(Ledger, path=ledger) or []
