@@ -365,3 +365,64 @@ def test_back_to_inbox_purges_amdgpu_dkms_and_its_source_on_one_run(lab, first_r
     after = audit(lab, "--limit", host, inventory=inventory)
     (row,) = after.json["hosts"]
     assert not [d for d in row["drift"] if d.startswith("amdgpu_driver")], after.stdout
+
+
+HOLD = "Kernel | Hold the kernel meta packages (rocm_kernel_hold)"
+
+
+def test_kernel_hold_is_placed_kept_and_only_its_own_released(lab, first_run):
+    """rocm_kernel_hold with real apt-mark: the installed meta package held and recorded,
+    a second run changes nothing, the setting gone releases rocm-fleet's hold alone (the
+    admin's stay), and a meta package the admin held is never taken for rocm-fleet's."""
+    host = "bios"
+    root = lab.root(host)
+    ledger = root / "var/lib/rocm-fleet/held-kernel-packages"
+    check = "Verify | Check rocminfo and torch see the expected GPUs"
+    text = lab.inventory.read_text()
+    held = lab.workdir / "inventory_kernel_hold.py"
+    held.write_text(
+        text.replace("'rocm_driver': 'dkms'", "'rocm_driver': 'dkms', 'rocm_kernel_hold': True")
+    )
+
+    def showhold() -> list[str]:
+        return sorted(lab.ssh(host, "apt-mark showhold", check=True).stdout.split())
+
+    # The stock kernel's headers meta package (real, from the lab's Debian mirror) and an
+    # admin's own hold.
+    lab.ssh(host, "apt-get install -y -q linux-headers-amd64 && apt-mark hold curl", check=True)
+    try:
+        dry = deploy(lab, dry=True, limit=[host], inventory=held)
+        assert dry.returncode == 0, dry.output[-3000:]
+        assert changed(dry).get(HOLD) == [host], changed(dry)
+        assert "kernel hold: hold linux-headers-amd64" in dry.output
+        assert showhold() == ["curl"]  # --dry changed nothing
+
+        run = deploy(lab, limit=[host], inventory=held)
+        assert run.returncode == 0, run.output[-4000:]
+        assert changed(run).get(HOLD) == [host], changed(run)
+        assert showhold() == ["curl", "linux-headers-amd64"]
+        assert ledger.read_text() == "linux-headers-amd64\n"
+        # apt itself now keeps the package where it is.
+        status = lab.ssh(host, "dpkg-query -W -f='${Status}' linux-headers-amd64").stdout
+        assert status.startswith("hold "), status
+
+        again = deploy(lab, limit=[host], inventory=held)
+        assert again.returncode == 0, again.output[-3000:]
+        assert set(changed(again)) <= {check}, changed(again)
+
+        # The setting gone: rocm-fleet's hold goes, the admin's stays.
+        off = deploy(lab, limit=[host])
+        assert off.returncode == 0, off.output[-3000:]
+        assert changed(off).get(HOLD) == [host], changed(off)
+        assert showhold() == ["curl"]
+        assert not ledger.exists()
+
+        # A meta package the admin holds is the admin's: never recorded, so never released.
+        lab.ssh(host, "apt-mark hold linux-headers-amd64", check=True)
+        admin = deploy(lab, limit=[host], inventory=held)
+        assert admin.returncode == 0, admin.output[-3000:]
+        assert set(changed(admin)) <= {check}, changed(admin)
+        assert not ledger.exists()
+        assert showhold() == ["curl", "linux-headers-amd64"]
+    finally:
+        lab.ssh(host, "apt-mark unhold curl linux-headers-amd64")

@@ -134,6 +134,7 @@ def test_rdna4_on_debian_12_gets_the_backports_kernel():
             D12,
             "bookworm-backports",
             "--no-install-recommends",
+            "",  # nothing of rocm-fleet's on hold to release for this install
             "linux-image-amd64",
             "linux-headers-amd64",
         ],
@@ -183,7 +184,7 @@ def test_debian_13_has_no_backports_kernel_to_add():
 def test_ubuntu_gets_the_hwe_kernel(os_name, kernel, meta):
     planned = planned_for(os_name, RDNA4, kernel=kernel)
     (install,) = planned.find("Install the newer kernel").commands
-    assert script_call(install) == ("newer-kernel", [kernel, "", "--install-recommends", meta])
+    assert script_call(install) == ("newer-kernel", [kernel, "", "--install-recommends", "", meta])
     assert not any("backports" in n for n in planned.names)
 
 

@@ -671,6 +671,7 @@ def test_cuda_wheels_absent_uninstalls_nvidias_libraries_triton_and_cuda_torch()
 
 BACKPORTS = ["linux-image-amd64", "linux-headers-amd64"]
 RUNNING = "6.1.0-31-amd64"
+NO_HOLDS = {"HeldPackages": [], "Ledger": []}  # nothing on hold, none of it rocm-fleet's
 
 
 def test_newer_kernel_from_backports_installed_is_a_noop():
@@ -685,6 +686,7 @@ def test_newer_kernel_from_backports_installed_is_a_noop():
         packages=BACKPORTS,
         target_release="bookworm-backports",
         hwe=False,
+        hold_ledger=paths.KERNEL_HOLD_LEDGER,
     )
     assert result.commands == []
     assert result.noops == [
@@ -694,26 +696,34 @@ def test_newer_kernel_from_backports_installed_is_a_noop():
 
 def test_newer_kernel_replaces_the_stock_meta_packages_with_backports_ones():
     installed = {"linux-image-amd64": "6.1.128-1", f"linux-image-{RUNNING}": "6.1.128-1"}
-    facts = {"InstalledPackages": installed, "KernelVersion": RUNNING}
+    facts = {"InstalledPackages": installed, "KernelVersion": RUNNING, **NO_HOLDS}
     result = run_op(
         kernel.newer_kernel,
         facts,
         packages=BACKPORTS,
         target_release="bookworm-backports",
         hwe=False,
+        hold_ledger=paths.KERNEL_HOLD_LEDGER,
     )
     assert result.scripts == [
-        ("newer-kernel", [RUNNING, "bookworm-backports", "--no-install-recommends", *BACKPORTS])
+        ("newer-kernel", [RUNNING, "bookworm-backports", "--no-install-recommends", "", *BACKPORTS])
     ]
 
 
 def test_newer_kernel_hwe_on_ubuntu():
     hwe = ["linux-generic-hwe-24.04"]
     installed = {"linux-image-6.8.0-50-generic": "6.8.0-50.51"}
-    facts = {"InstalledPackages": installed, "KernelVersion": "6.8.0-50-generic"}
-    result = run_op(kernel.newer_kernel, facts, packages=hwe, target_release=None, hwe=True)
+    facts = {"InstalledPackages": installed, "KernelVersion": "6.8.0-50-generic", **NO_HOLDS}
+    result = run_op(
+        kernel.newer_kernel,
+        facts,
+        packages=hwe,
+        target_release=None,
+        hwe=True,
+        hold_ledger=paths.KERNEL_HOLD_LEDGER,
+    )
     assert result.scripts == [
-        ("newer-kernel", ["6.8.0-50-generic", "", "--install-recommends", *hwe])
+        ("newer-kernel", ["6.8.0-50-generic", "", "--install-recommends", "", *hwe])
     ]
     installed["linux-generic-hwe-24.04"] = "6.14.0-37.37~24.04.1"
     done = run_op(
@@ -722,6 +732,7 @@ def test_newer_kernel_hwe_on_ubuntu():
         packages=hwe,
         target_release=None,
         hwe=True,
+        hold_ledger=paths.KERNEL_HOLD_LEDGER,
     )
     assert (done.commands, done.noops) == ([], ["linux-generic-hwe-24.04 installed"])
 

@@ -9,6 +9,14 @@ and ``linux-image-amd64`` + ``linux-headers-amd64`` from it, installed with
 Ubuntu's equivalent is the HWE kernel. The host is then marked as needing a reboot where
 Debian and Ubuntu do it (``/run/reboot-required`` and ``.pkgs``), plus the reason in
 rocm-fleet's reboot-reasons file; tasks/rocm_fleet/deploy/reboot.py reads it.
+
+With ``rocm_driver: dkms`` and ``rocm_kernel_hold``, the kernel meta packages the host has
+installed (``model.kernels.KERNEL_META_PACKAGES`` picks them out of dpkg's list) are put on
+hold with ``apt-mark``: an unattended upgrade then brings no kernel of a new ABI, for which
+AMD's driver might not build. AMD publishes no kernel range per driver release, so the range
+held is the one the host has. rocm-fleet records its holds (``paths.KERNEL_HOLD_LEDGER``)
+and releases only those when the setting goes; a kernel move it plans itself
+(``rocm_kernel_backports``) releases its holds for that install alone.
 """
 
 from __future__ import annotations
@@ -23,11 +31,12 @@ from pyinfra.api.operation import OperationMeta
 from rocm_fleet.deploy.apt_repository import AptFile, apt_repository
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
+from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.kernels import kernel_findings
+from rocm_fleet.model.kernels import kernel_findings, kernel_meta_packages
 from rocm_fleet.operations.host import fail
-from rocm_fleet.operations.kernel import newer_kernel
+from rocm_fleet.operations.kernel import kernel_holds, newer_kernel
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -56,13 +65,53 @@ def backports_pin(suite: str) -> str:
 def configure_kernel(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
     """Returns (reboot reason, operation) pairs for tasks.reboot."""
     running = read_fact(RunningKernel) or ""
-    newer, why, warnings = kernel_findings(
-        config, row.key, running, read_fact(InstalledPackages) or {}
-    )
+    installed = read_fact(InstalledPackages) or {}
+    newer, why, warnings = kernel_findings(config, row.key, running, installed)
     for warning in warnings:
         logger.warning(f"{host.print_prefix}warning: {warning}")
-    if newer is None:
-        return []
+    reboots = [] if newer is None or why is None else install_newer_kernel(config, newer, why)
+    # After the install: the meta packages it brings are held on the same run.
+    coming = newer.packages if newer is not None and reboots else ()
+    hold_kernel(config, list(installed), coming)
+    return reboots
+
+
+@deploy("Kernel")
+def release_kernel_holds(config: Config) -> None:
+    """``rocm_state: absent``: release the holds rocm-fleet placed, before its state (the
+    ledger of them) goes; the admin's stay."""
+    hold_kernel(config, [], present=False)
+
+
+def hold_kernel(
+    config: Config, installed: list[str], coming: tuple[str, ...] = (), present: bool = True
+) -> None:
+    """``rocm_kernel_hold`` with ``rocm_driver: dkms``: hold the kernel meta packages among
+    the ``installed`` packages and those ``coming`` with the kernel deploy's install, so no
+    unattended upgrade brings a kernel AMD's driver wasn't built for; otherwise release the
+    holds rocm-fleet placed. Planned only where there is something to hold or to release."""
+    holding = present and config.rocm_kernel_hold
+    if holding and config.rocm_driver != "dkms":
+        logger.warning(
+            f"{host.print_prefix}warning: rocm_kernel_hold holds the kernel for "
+            "rocm_driver: dkms only (the inbox driver comes with every kernel): not held"
+        )
+    hold = holding and config.rocm_driver == "dkms"
+    if (hold and kernel_meta_packages([*installed, *coming])) or read_fact(
+        Ledger, path=paths.KERNEL_HOLD_LEDGER
+    ):
+        kernel_holds(
+            name="Hold the kernel meta packages (rocm_kernel_hold)",
+            hold=hold,
+            coming=list(coming),
+            ledger=paths.KERNEL_HOLD_LEDGER,
+        )
+
+
+def install_newer_kernel(
+    config: Config, newer: matrix.NewerKernel, why: str
+) -> list[tuple[str, OperationMeta]]:
+    """The backports source where it is one, and the newer kernel's install."""
     if newer.kind == "backports" and newer.suite:
         mirror = config.rocm_kernel_backports_mirror or read_fact(DebianMirror)
         if mirror is None:
@@ -92,5 +141,6 @@ def configure_kernel(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
         packages=list(newer.packages),
         target_release=newer.suite,
         hwe=newer.kind == "hwe",
+        hold_ledger=paths.KERNEL_HOLD_LEDGER,
     )
     return [(f"new kernel ({why})", install)]

@@ -19,7 +19,7 @@ from rocm_fleet.deploy.apu import configure_apu_memory
 from rocm_fleet.deploy.cuda import migrate_from_cuda
 from rocm_fleet.deploy.driver import configure_driver
 from rocm_fleet.deploy.groups import configure_groups
-from rocm_fleet.deploy.kernel import configure_kernel
+from rocm_fleet.deploy.kernel import configure_kernel, release_kernel_holds
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
 from rocm_fleet.deploy.preflight import preflight, refused
 from rocm_fleet.deploy.pull import configure_pull
@@ -104,6 +104,7 @@ def rocm_node() -> None:
         remove_pytorch(config)
         remove_rocm(config)
         configure_mirror(config, host.inventory, present=False)
+        release_kernel_holds(config)  # before the state that records them goes
         remove_repository(config)
         configure_proxy(config, present=False)
         configure_apu_memory(config, present=False)

@@ -45,6 +45,27 @@ class InstalledPackages(FactBase[dict[str, str]]):
         return packages
 
 
+class HeldPackages(FactBase[list[str]]):
+    """
+    The packages on hold (``apt-mark showhold``: dpkg's selection ``hold``), architecture
+    qualifiers dropped, sorted; empty without apt.
+
+    .. code:: python
+
+        ["linux-headers-amd64", "linux-image-amd64"]
+    """
+
+    default = list
+
+    @override
+    def command(self) -> str:
+        return "apt-mark showhold 2>/dev/null || true"
+
+    @override
+    def process(self, output: list[str]) -> list[str]:
+        return sorted({line.strip().split(":")[0] for line in output if line.strip()})
+
+
 def kernel_releases(packages: dict[str, str]) -> list[str]:
     """Releases of the installed Debian/Ubuntu kernel images, from the package names
     ``linux-image-<release>`` / ``linux-image-unsigned-<release>``; meta packages

@@ -1,13 +1,17 @@
 """Which newer kernel a host needs for its GPUs' inbox amdgpu driver, from what it runs and
 has installed: pure, so preflight's rules (``model.findings``) and the kernel deploy
-(``deploy.kernel``) decide alike."""
+(``deploy.kernel``) decide alike. And which kernel meta packages ``rocm_kernel_hold`` holds,
+and what changes to get there."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rocm_fleet.model import matrix
-from rocm_fleet.model.versions import kernel_key
+from rocm_fleet.model.grammar import PACKAGE_NAME, full
+from rocm_fleet.model.versions import UBUNTU_SERIES, kernel_key
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -53,3 +57,76 @@ def _installed(newer: matrix.NewerKernel | None, packages: dict[str, str]) -> bo
     if newer.kind == "backports":
         return "~bpo" in packages.get(newer.packages[0], "")
     return all(p in packages for p in newer.packages)
+
+
+# The kernel meta packages, the ones whose new versions depend on a new kernel ABI's image
+# (names from Debian's and Ubuntu's archives). Only installed ones are held: these patterns
+# pick them out of dpkg's list, they name nothing by themselves.
+KERNEL_META_PACKAGES = (
+    # Debian: the flavour's image and headers; backports ships the same names (~bpo versions).
+    r"linux-(?:image|headers)-(?:cloud-|rt-)?(?:amd64|arm64)",
+    # Ubuntu: the generic kernel and its HWE series (and their -edge).
+    rf"linux-(?:image-|headers-)?generic(?:-hwe-{UBUNTU_SERIES}(?:-edge)?)?",
+    # Ubuntu's OEM kernels (linux-oem-24.04b).
+    rf"linux-(?:image-|headers-)?oem-{UBUNTU_SERIES}[a-z]?",
+)
+
+
+def kernel_meta_packages(installed: Iterable[str]) -> list[str]:
+    """The kernel meta packages among the installed package names (dpkg's list)."""
+    return sorted(
+        name for name in set(installed) if any(full(p, name) for p in KERNEL_META_PACKAGES)
+    )
+
+
+@dataclass(frozen=True)
+class KernelHold:
+    """What to change for ``rocm_kernel_hold``: the packages to put on hold, rocm-fleet's own
+    holds to release, and the ledger of rocm-fleet's holds afterwards (a hold it didn't place
+    is never recorded, so it is never released)."""
+
+    hold: tuple[str, ...]
+    release: tuple[str, ...]
+    record: tuple[str, ...]
+    recorded: tuple[str, ...]  # the ledger as it is
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.hold or self.release) or self.record != self.recorded
+
+    def describe(self) -> str:
+        """The drift, for the operation's output and --dry."""
+        parts = []
+        if self.hold:
+            parts.append("hold " + ", ".join(self.hold))
+        if self.release:
+            parts.append("release rocm-fleet's hold on " + ", ".join(self.release))
+        if not parts and self.changes:
+            gone = sorted(set(self.recorded) - set(self.record))
+            parts.append("forget holds no longer in place: " + ", ".join(gone))
+        return "; ".join(parts)
+
+
+def kernel_hold(wanted: Iterable[str], held: Iterable[str], ledger: Iterable[str]) -> KernelHold:
+    """The change from the holds in place (``held``: ``apt-mark showhold``) and rocm-fleet's
+    own (``ledger``) to holds on ``wanted``. A wanted package someone else already holds is
+    left to them; one of rocm-fleet's that is no longer held (the admin released it, or the
+    package went) is forgotten.
+
+    Raises ValueError naming a package name that isn't one (Debian policy 5.6.1): the names
+    go to ``apt-mark`` and into the ledger."""
+    wanted, held, recorded = set(wanted), set(held), sorted(set(ledger))
+    for name in sorted(wanted | held | set(recorded)):
+        if not full(PACKAGE_NAME, name):
+            raise ValueError(
+                f"{name!r} is not a Debian package name ({PACKAGE_NAME}), refusing to pass it "
+                "to apt-mark"
+            )
+    hold = sorted(wanted - held)
+    ours = [name for name in recorded if name in held]
+    return KernelHold(
+        hold=tuple(hold),
+        release=tuple(name for name in ours if name not in wanted),
+        record=tuple(sorted({*hold, *(name for name in ours if name in wanted)})),
+        recorded=tuple(recorded),
+    )

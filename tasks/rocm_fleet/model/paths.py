@@ -105,6 +105,9 @@ DIRECTORY_LEDGER = f"{STATE_DIR}/created-directories"
 # Packages the DKMS driver's install put on the host (amdgpu-dkms, the kernel headers it
 # builds against; not the ones already there), purged when rocm_driver goes back to inbox.
 DRIVER_LEDGER = f"{STATE_DIR}/driver-packages"
+# Kernel meta packages rocm-fleet put on hold (rocm_kernel_hold), so that it releases only
+# its own holds: one the admin placed stays.
+KERNEL_HOLD_LEDGER = f"{STATE_DIR}/held-kernel-packages"
 # Touched after nginx (re)loaded the mirror's site: a newer site file means a reload is due.
 MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
 

@@ -292,6 +292,18 @@ class Settings:
         "sources use",
         KERNEL,
     )
+    rocm_kernel_hold: Annotated[bool, FLAG] = setting(
+        False,
+        "With `rocm_driver: dkms`: put the kernel meta packages the host has installed "
+        "(`linux-image-amd64`, `linux-generic`, `linux-generic-hwe-*`, `linux-oem-*`, their "
+        "image and headers packages) on hold (`apt-mark hold`), so an unattended upgrade "
+        "can't bring a kernel of a new ABI that `amdgpu-dkms` may not build for, and the "
+        "node boot without its GPU. AMD publishes no kernel range per driver release: the "
+        "range held is the one the host has. To move the kernel deliberately, unset it (or "
+        "plan the move with `rocm_kernel_backports`, which releases the hold for that "
+        "install alone). False: rocm-fleet releases only the holds it placed",
+        KERNEL,
+    )
     # --- amdgpu driver ---------------------------------------------------------------
     rocm_driver: Annotated[str, choice("inbox", "dkms")] = setting(
         "inbox",

@@ -55,6 +55,9 @@ def newer_kernels(running: str, installed: list[str]) -> list[str]:
 
 # A ROCm release as AMD names its directories (repo.radeon.com/rocm/apt/6.4.3/, .../7.0/).
 _RELEASE = r"\d+\.\d+(?:\.\d+)?"
+#: An Ubuntu release as its kernel meta packages name it (linux-generic-hwe-24.04,
+#: linux-oem-24.04b).
+UBUNTU_SERIES = r"[0-9]{2}\.[0-9]{2}"
 _RELEASE_LINK = re.compile(rf'href="({_RELEASE})/"')
 _FULL_RELEASE = re.compile(r"\d+\.\d+\.\d+")
 # The Core SDK's meta package of a release series: amdrocm7.14, amdrocm10.0 (``major_minor``).

@@ -3,33 +3,40 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import operation
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.apt import InstalledPackages
+from rocm_fleet.facts.apt import HeldPackages, InstalledPackages
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import paths
-from rocm_fleet.operations._script import script
+from rocm_fleet.model.kernels import kernel_hold, kernel_meta_packages
+from rocm_fleet.operations._script import failure, script
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
+logger = logging.getLogger("pyinfra")
+
 
 @operation()
-def newer_kernel(packages: list[str], target_release: str | None, hwe: bool):
+def newer_kernel(packages: list[str], target_release: str | None, hwe: bool, hold_ledger: str):
     """
     Install a newer kernel from backports (or Ubuntu's HWE meta package) and mark the host
     as needing a reboot into it. Never removes a package (``--no-remove``), so the running
-    kernel stays.
+    kernel stays. A package rocm-fleet holds (``rocm_kernel_hold``) is released for this
+    install alone and held again after it, also when it fails; one held by someone else
+    refuses the install: that hold is the admin's decision.
 
     + packages: meta packages, e.g. ["linux-image-amd64", "linux-headers-amd64"]
     + target_release: the backports suite (-t), or None for Ubuntu's HWE packages
     + hwe: Ubuntu HWE (installed with its Recommends, as Ubuntu documents)
+    + hold_ledger: the file rocm-fleet records its own holds in (``kernel_holds``)
     """
     installed = read_fact(InstalledPackages)
     if target_release:
@@ -40,9 +47,59 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool):
         where = f" from {target_release}" if target_release else ""
         host.noop(f"{', '.join(packages)} installed{where}")
         return
+    held = set(read_fact(HeldPackages) or [])
+    ours = set(read_fact(Ledger, path=hold_ledger) or [])
+    theirs = [p for p in missing if p in held and p not in ours]
+    if theirs:
+        yield failure(
+            f"{', '.join(theirs)} {'is' if len(theirs) == 1 else 'are'} on hold (apt-mark "
+            "showhold), not by rocm-fleet, and the newer kernel (rocm_kernel_backports) needs "
+            "to install them: `apt-mark unhold` them to move the kernel, or set "
+            "rocm_kernel_backports: never"
+        )
+        return
     recommends = "--install-recommends" if hwe else "--no-install-recommends"
     running = read_fact(RunningKernel)
-    yield script("newer-kernel", running, target_release or "", recommends, *missing)
+    released = " ".join(p for p in missing if p in held)
+    yield script("newer-kernel", running, target_release or "", recommends, released, *missing)
+
+
+@operation()
+def kernel_holds(hold: bool, coming: list[str], ledger: str):
+    """
+    Hold the installed kernel meta packages (``apt-mark hold``), or none, among the holds
+    rocm-fleet places, and release the others it placed; a hold rocm-fleet didn't place is
+    neither recorded nor released. ``ledger`` records rocm-fleet's holds: written before a
+    hold and after a release, so a run cut short never leaves a hold of its own unrecorded.
+    dpkg's list is read when the operation runs, so the meta packages a kernel install of
+    the same run brought (an HWE kernel's image and headers) are held with it.
+
+    + hold: hold the kernel meta packages (False releases rocm-fleet's holds)
+    + coming: packages an earlier operation of the run installs (seen by --dry)
+    + ledger: the file rocm-fleet's holds are recorded in
+    """
+    installed = read_fact(InstalledPackages) or {}
+    packages = kernel_meta_packages([*installed, *coming]) if hold else []
+    try:
+        change = kernel_hold(
+            packages, read_fact(HeldPackages) or [], read_fact(Ledger, path=ledger) or []
+        )
+    except ValueError as exc:
+        yield failure(str(exc))
+        return
+    if not change.changes:
+        held = ", ".join(change.record) or "none"
+        host.noop(f"kernel packages held by rocm-fleet: {held}")
+        return
+    # What changes, planned the same in --dry and in a run.
+    host.log_styled(f"kernel hold: {change.describe()}", log_func=logger.info)
+    yield script(
+        "kernel-hold",
+        ledger,
+        *(f"+{name}" for name in change.hold),
+        *(f"-{name}" for name in change.release),
+        *(f"={name}" for name in change.record if name not in change.hold),
+    )
 
 
 @operation()
@@ -115,10 +172,14 @@ def dkms_driver_absent(driver: str, ledger: str, reboot_reason: str):
 def survey_reads(config: Config) -> list[Read]:
     """The installed packages (the kernels among them), the running kernel, and what the
     DKMS driver's install recorded (read on every host: one that went back to the inbox
-    driver plans its removal from it), and rocm-fleet's TTM limit file (module_options)."""
+    driver plans its removal from it), rocm-fleet's TTM limit file (module_options), and the
+    holds in place with those rocm-fleet placed (kernel_holds, read on every host: one whose
+    setting went releases them)."""
     return [
         Read("files", FileDigest, {"path": paths.TTM_MODPROBE}),
         Read("packages", InstalledPackages),
         Read("kernel", RunningKernel),
         Read("ledgers", Ledger, {"path": paths.DRIVER_LEDGER}),
+        Read("held_packages", HeldPackages),
+        Read("ledgers", Ledger, {"path": paths.KERNEL_HOLD_LEDGER}),
     ]

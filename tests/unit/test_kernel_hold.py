@@ -1,0 +1,417 @@
+"""rocm_kernel_hold: which kernel meta packages are held (from dpkg's own list), what changes
+to get there (only rocm-fleet's own holds are ever released), the operation and its script,
+the plan (first run, second run, the setting gone, rocm_state: absent), and a kernel move
+rocm-fleet plans itself (rocm_kernel_backports) under a hold."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rocm_fleet.facts.apt import HeldPackages, InstalledPackages
+from rocm_fleet.model import paths
+from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.kernels import KernelHold, kernel_hold, kernel_meta_packages
+from rocm_fleet.operations import kernel
+from unit.opcases import run_op
+from unit.surveys import SurveyHost, changed, converged_survey, fresh_survey, plan, script_call
+
+LEDGER = paths.KERNEL_HOLD_LEDGER
+HOLD = "Kernel | Hold the kernel meta packages (rocm_kernel_hold)"
+DKMS = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_driver": "dkms",
+        "pytorch_install": False}  # fmt: skip
+HELD_DKMS = {**DKMS, "rocm_kernel_hold": True}
+
+# `dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n'` (InstalledPackages) on a
+# Debian 12 host that took the backports kernel, and on an Ubuntu 24.04 host with the GA and
+# HWE kernels and an OEM kernel; "rc" lines are removed packages that left config files.
+DEBIAN_12 = """\
+ii |linux-base|4.9
+ii |linux-compiler-gcc-12-x86|6.1.128-1
+ii |linux-headers-6.12.38+deb12-amd64|6.12.38-1~bpo12+1
+ii |linux-headers-6.12.38+deb12-common|6.12.38-1~bpo12+1
+ii |linux-headers-amd64|6.12.38-1~bpo12+1
+ii |linux-image-6.1.0-31-amd64|6.1.128-1
+ii |linux-image-6.12.38+deb12-amd64|6.12.38-1~bpo12+1
+ii |linux-image-amd64|6.12.38-1~bpo12+1
+ii |linux-kbuild-6.12.38+deb12|6.12.38-1~bpo12+1
+ii |linux-libc-dev:amd64|6.1.128-1
+rc |linux-image-6.1.0-28-amd64|6.1.119-1
+rc |linux-image-cloud-amd64|6.1.119-1
+ii |firmware-amd-graphics|20230210-5
+""".splitlines()
+UBUNTU_24 = """\
+ii |linux-base|4.5ubuntu9
+ii |linux-firmware|20240318.git3b128b60-0ubuntu2.9
+ii |linux-generic|6.8.0-50.51
+ii |linux-generic-hwe-24.04|6.14.0-37.37~24.04.1
+ii |linux-headers-6.8.0-50|6.8.0-50.51
+ii |linux-headers-6.8.0-50-generic|6.8.0-50.51
+ii |linux-headers-generic|6.8.0-50.51
+ii |linux-headers-generic-hwe-24.04|6.14.0-37.37~24.04.1
+ii |linux-headers-oem-24.04b|6.11.0-1015.15
+ii |linux-image-6.8.0-50-generic|6.8.0-50.51
+ii |linux-image-generic|6.8.0-50.51
+ii |linux-image-generic-hwe-24.04|6.14.0-37.37~24.04.1
+ii |linux-image-oem-24.04b|6.11.0-1015.15
+ii |linux-modules-extra-6.8.0-50-generic|6.8.0-50.51
+ii |linux-oem-24.04b|6.11.0-1015.15
+ii |linux-tools-generic-hwe-24.04|6.14.0-37.37~24.04.1
+ii |linux-libc-dev:amd64|6.8.0-50.51
+""".splitlines()
+DEBIAN_METAS = ["linux-headers-amd64", "linux-image-amd64"]
+
+
+def installed(lines: list[str]) -> dict[str, str]:
+    return InstalledPackages().process(lines)
+
+
+# --- which packages: the meta packages dpkg lists, nothing guessed ------------------------------
+
+
+def test_the_meta_packages_are_read_from_dpkgs_list():
+    assert kernel_meta_packages(installed(DEBIAN_12)) == DEBIAN_METAS
+    assert kernel_meta_packages(installed(UBUNTU_24)) == [
+        "linux-generic",
+        "linux-generic-hwe-24.04",
+        "linux-headers-generic",
+        "linux-headers-generic-hwe-24.04",
+        "linux-headers-oem-24.04b",
+        "linux-image-generic",
+        "linux-image-generic-hwe-24.04",
+        "linux-image-oem-24.04b",
+        "linux-oem-24.04b",
+    ]
+    # A removed meta package (config files left) is not held; nor is a name only near one.
+    assert kernel_meta_packages(installed(["rc |linux-image-amd64|6.1.119-1"])) == []
+    near = [
+        "linux-image-amd64-dbg",
+        "linux-image-amd64-signed-template",
+        "xlinux-generic",
+        "linux-generic-hwe-24.04x",
+        "linux-tools-generic",
+        "linux-oem-24.04b-tools",
+    ]
+    assert kernel_meta_packages(near) == []
+
+
+def test_held_packages_from_apt_mark_showhold():
+    # `apt-mark showhold` names a foreign-architecture package with its qualifier.
+    output = ["linux-image-amd64", "linux-headers-amd64", "libfoo1:i386", ""]
+    assert HeldPackages().process(output) == ["libfoo1", "linux-headers-amd64", "linux-image-amd64"]
+    assert HeldPackages().process([]) == []
+
+
+# --- what changes ---------------------------------------------------------------------------------
+
+
+def test_first_hold_then_no_change():
+    first = kernel_hold(DEBIAN_METAS, held=[], ledger=[])
+    assert first == KernelHold(hold=tuple(DEBIAN_METAS), release=(), record=tuple(DEBIAN_METAS),
+                               recorded=())  # fmt: skip
+    assert first.changes
+    assert first.describe() == "hold linux-headers-amd64, linux-image-amd64"
+    second = kernel_hold(DEBIAN_METAS, held=DEBIAN_METAS, ledger=DEBIAN_METAS)
+    assert not second.changes and second.describe() == ""
+
+
+def test_an_admins_hold_is_never_recorded_nor_released():
+    # The admin held linux-image-amd64 before: only the headers are rocm-fleet's.
+    on = kernel_hold(DEBIAN_METAS, held=["linux-image-amd64"], ledger=[])
+    assert (on.hold, on.record) == (("linux-headers-amd64",), ("linux-headers-amd64",))
+    # Setting off: rocm-fleet releases its own, the admin's stays.
+    off = kernel_hold([], held=DEBIAN_METAS, ledger=["linux-headers-amd64"])
+    assert (off.hold, off.release, off.record) == ((), ("linux-headers-amd64",), ())
+    assert off.describe() == "release rocm-fleet's hold on linux-headers-amd64"
+    # Nothing of rocm-fleet's: nothing to do, whatever the admin holds.
+    assert not kernel_hold([], held=DEBIAN_METAS, ledger=[]).changes
+
+
+def test_a_hold_of_ours_the_admin_released_is_placed_again_or_forgotten():
+    # Setting on: the desired state is the whole state, the hold comes back (and stays ours).
+    on = kernel_hold(DEBIAN_METAS, held=["linux-image-amd64"], ledger=DEBIAN_METAS)
+    assert (on.hold, on.release, on.record) == (("linux-headers-amd64",), (), tuple(DEBIAN_METAS))
+    # Setting off: nothing to release there, only the record to drop (a later hold of that
+    # name is the admin's).
+    off = kernel_hold([], held=["linux-image-amd64"], ledger=DEBIAN_METAS)
+    assert (off.hold, off.release, off.record) == ((), ("linux-image-amd64",), ())
+    gone = kernel_hold([], held=[], ledger=DEBIAN_METAS)
+    assert (gone.release, gone.record, gone.changes) == ((), (), True)
+    assert gone.describe() == (
+        "forget holds no longer in place: linux-headers-amd64, linux-image-amd64"
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["linux-image-amd64; reboot", "-linux", "Linux-Image", "linux image", "a", "x\nlinux-generic",
+     "linux-image-amd64 "],
+)  # fmt: skip
+def test_a_name_off_debians_grammar_is_refused(bad):
+    for wanted, held, ledger in (([bad], [], []), ([], [bad], []), ([], [], [bad])):
+        with pytest.raises(ValueError, match="is not a Debian package name"):
+            kernel_hold(wanted, held, ledger)
+
+
+# --- the operation --------------------------------------------------------------------------------
+
+
+def facts(held: list[str], ledger: list[str]) -> dict:
+    return {"HeldPackages": held, f"Ledger:{LEDGER}": ledger, "Ledger": ledger}
+
+
+def holds(held: list[str], ledger: list[str], installed: list[str], hold=True, coming=()):
+    return run_op(
+        kernel.kernel_holds,
+        {"InstalledPackages": {name: "1" for name in installed}, **facts(held, ledger)},
+        hold=hold,
+        coming=list(coming),
+        ledger=LEDGER,
+    )
+
+
+def test_kernel_holds_operation_passes_each_change_with_its_sign():
+    # The image held and recorded earlier; the headers a planned install brings (--dry
+    # shows them), and an installed package that isn't a kernel meta package.
+    result = holds(["linux-image-amd64"], ["linux-image-amd64"],
+                   ["linux-image-amd64", "linux-base"], coming=["linux-headers-amd64"])  # fmt: skip
+    assert result.scripts == [
+        ("kernel-hold", [LEDGER, "+linux-headers-amd64", "=linux-image-amd64"])
+    ]
+    off = holds(DEBIAN_METAS, ["linux-headers-amd64"], DEBIAN_METAS, hold=False)
+    assert off.scripts == [("kernel-hold", [LEDGER, "-linux-headers-amd64"])]
+    same = holds(DEBIAN_METAS, DEBIAN_METAS, DEBIAN_METAS)
+    assert (same.commands, same.noops) == (
+        [],
+        ["kernel packages held by rocm-fleet: linux-headers-amd64, linux-image-amd64"],
+    )
+
+
+def test_kernel_holds_reads_dpkg_when_it_runs():
+    """An HWE kernel installed earlier in the run brings its image and headers meta
+    packages as dependencies: the operation, run again by pyinfra when it executes, reads
+    dpkg's list then and holds them too, so the next run has nothing left to hold."""
+    before = holds([], [], ["linux-generic"], coming=["linux-generic-hwe-24.04"])
+    assert before.scripts == [
+        ("kernel-hold", [LEDGER, "+linux-generic", "+linux-generic-hwe-24.04"])
+    ]
+    after = run_op(
+        kernel.kernel_holds,
+        {"InstalledPackages": installed(UBUNTU_24), **facts([], [])},
+        executing=True,
+        hold=True,
+        coming=["linux-generic-hwe-24.04"],
+        ledger=LEDGER,
+    )
+    ((_, args),) = after.scripts
+    assert "+linux-image-generic-hwe-24.04" in args and "+linux-headers-generic-hwe-24.04" in args
+
+
+def test_kernel_holds_refuses_a_tampered_ledger():
+    result = holds([], ["linux-image-amd64 && reboot"], [], hold=False)
+    (command,) = result.commands
+    assert "is not a Debian package name" in str(command) and "exit 1" in str(command)
+
+
+DASH = shutil.which("dash") or shutil.which("sh")
+
+
+@pytest.fixture
+def apt_mark(tmp_path) -> Path:
+    """An apt-mark that logs its calls and fails to hold ``linux-image-rt-amd64`` (the one
+    place the script's order is seen: it can't be made to fail in the lab)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    tool = bin_dir / "apt-mark"
+    tool.write_text(
+        f'#!/bin/sh\necho "$@" >> {tmp_path}/calls\n'
+        'case " $* " in *" linux-image-rt-amd64 "*)\n'
+        '    echo "E: Unable to locate package" >&2; exit 100 ;;\n'
+        "esac\n"
+    )
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    return bin_dir
+
+
+def run_hold_script(ledger: Path, bin_dir: Path, *changes: str) -> subprocess.CompletedProcess:
+    """The operation's script for ``changes`` (+NAME hold, =NAME held and recorded, -NAME
+    recorded and to release), run against ``bin_dir``'s apt-mark."""
+    wanted = [c[1:] for c in changes if c[0] in "+="]
+    result = run_op(
+        kernel.kernel_holds,
+        {
+            "InstalledPackages": {name: "1" for name in wanted},
+            **facts(
+                [c[1:] for c in changes if c[0] in "-="], [c[1:] for c in changes if c[0] in "-="]
+            ),
+        },
+        hold=True,
+        coming=[],
+        ledger=str(ledger),
+    )
+    (command,) = result.commands
+    return subprocess.run(
+        [DASH, "-c", str(command)], capture_output=True, text=True,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_the_script_records_before_holding_and_forgets_after_releasing(tmp_path, apt_mark):
+    ledger = tmp_path / "state" / "held-kernel-packages"
+    proc = run_hold_script(ledger, apt_mark, "+linux-image-amd64", "+linux-headers-amd64")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "calls").read_text() == "hold linux-headers-amd64 linux-image-amd64\n"
+    assert ledger.read_text() == "linux-headers-amd64\nlinux-image-amd64\n"
+    # A hold that fails leaves its name recorded: the next run holds it again (or, with the
+    # setting gone, finds it not held and forgets it), never taking it for the admin's.
+    proc = run_hold_script(ledger, apt_mark, "=linux-image-amd64", "+linux-image-rt-amd64",
+                           "-linux-headers-amd64")  # fmt: skip
+    assert proc.returncode == 100
+    assert ledger.read_text() == ("linux-image-rt-amd64\nlinux-image-amd64\nlinux-headers-amd64\n")
+    # Releasing the last one removes the ledger.
+    (tmp_path / "calls").unlink()
+    proc = run_hold_script(ledger, apt_mark, "-linux-image-amd64", "-linux-headers-amd64")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "calls").read_text() == "unhold linux-headers-amd64 linux-image-amd64\n"
+    assert not ledger.exists()
+
+
+# --- a kernel move rocm-fleet plans, under a hold -------------------------------------------------
+
+BACKPORTS = ["linux-image-amd64", "linux-headers-amd64"]
+RUNNING = "6.1.0-31-amd64"
+STOCK = {"linux-image-amd64": "6.1.128-1", f"linux-image-{RUNNING}": "6.1.128-1"}
+
+
+def newer(held: list[str], ledger: list[str]):
+    return run_op(
+        kernel.newer_kernel,
+        {"InstalledPackages": STOCK, "KernelVersion": RUNNING, **facts(held, ledger)},
+        packages=BACKPORTS,
+        target_release="bookworm-backports",
+        hwe=False,
+        hold_ledger=LEDGER,
+    )
+
+
+def test_a_planned_kernel_move_releases_rocm_fleets_hold_for_that_install_alone():
+    result = newer(["linux-image-amd64"], ["linux-image-amd64"])
+    released = "linux-image-amd64"  # the HELD argument
+    assert result.scripts == [
+        ("newer-kernel", [RUNNING, "bookworm-backports", "--no-install-recommends", released,
+                          *BACKPORTS])
+    ]  # fmt: skip
+    (command,) = result.commands
+    # Held again after the install, also when it fails (an EXIT trap).
+    assert 'trap "apt-mark hold $held > /dev/null" EXIT' in str(command)
+
+
+def test_a_planned_kernel_move_is_refused_under_the_admins_hold():
+    result = newer(["linux-image-amd64"], [])
+    (command,) = result.commands
+    assert result.scripts == []
+    text = str(command)
+    assert "linux-image-amd64 is on hold (apt-mark showhold), not by rocm-fleet" in text
+    assert "apt-mark unhold" in text and "rocm_kernel_backports: never" in text
+
+
+# --- the plan -------------------------------------------------------------------------------------
+
+
+def debian_host(**survey_changes) -> HostSurvey:
+    survey = fresh_survey("debian-12", kernel=RUNNING)
+    survey.packages.update(STOCK)
+    survey.packages["linux-headers-amd64"] = "6.1.128-1"
+    return changed(survey, **survey_changes)
+
+
+def test_first_run_holds_the_installed_metas_and_a_second_changes_nothing():
+    host = SurveyHost(debian_host())
+    planned = plan(HELD_DKMS, host)
+    assert HOLD in planned.changes
+    (command,) = planned.find(HOLD).commands
+    assert script_call(command) == ("kernel-hold", [LEDGER, "+linux-headers-amd64",
+                                                    "+linux-image-amd64"])  # fmt: skip
+    assert host.extra_reads == []  # the survey read the holds and the ledger
+
+    survey = converged_survey(DKMS, "debian-12")
+    survey.packages.update({"linux-image-amd64": "6.1.128-1"})
+    survey = changed(survey, held_packages=["linux-image-amd64"])
+    survey = changed(survey, ledgers={LEDGER: ["linux-image-amd64"]})
+    host = SurveyHost(survey)
+    again = plan(HELD_DKMS, host)
+    assert again.changes == [] and host.extra_reads == []
+
+
+def test_without_the_setting_nothing_is_planned_and_an_admins_hold_is_left_alone():
+    survey = converged_survey(DKMS, "debian-12")
+    survey = changed(survey, held_packages=DEBIAN_METAS)
+    planned = plan(DKMS, SurveyHost(survey))
+    assert planned.changes == [] and HOLD not in planned.names
+
+
+def test_the_setting_gone_releases_only_rocm_fleets_holds():
+    survey = converged_survey(DKMS, "debian-12")
+    survey = changed(
+        survey, held_packages=DEBIAN_METAS
+    )  # the admin held the image, rocm-fleet the headers
+    survey = changed(survey, ledgers={LEDGER: ["linux-headers-amd64"]})
+    planned = plan(DKMS, SurveyHost(survey))
+    assert planned.changes == [HOLD]
+    (command,) = planned.find(HOLD).commands
+    assert script_call(command) == ("kernel-hold", [LEDGER, "-linux-headers-amd64"])
+
+
+def test_the_inbox_driver_holds_nothing_and_says_so(caplog):
+    survey = converged_survey({**DKMS, "rocm_driver": "inbox"}, "debian-12")
+    survey = changed(survey, ledgers={LEDGER: DEBIAN_METAS})
+    survey = changed(survey, held_packages=DEBIAN_METAS)
+    with caplog.at_level(logging.WARNING, logger="pyinfra"):
+        planned = plan({**HELD_DKMS, "rocm_driver": "inbox"}, SurveyHost(survey))
+    assert "rocm_kernel_hold holds the kernel for rocm_driver: dkms only" in caplog.text
+    (command,) = planned.find(HOLD).commands  # what it held with dkms is released
+    assert script_call(command) == ("kernel-hold", [LEDGER, *(f"-{n}" for n in DEBIAN_METAS)])
+
+
+def test_rocm_state_absent_releases_its_holds_before_its_state_goes():
+    # The removal reads fact by fact (no preflight survey).
+    other = {"InstalledPackages": {}, "DpkgInterrupted": [], "HeldPackages": DEBIAN_METAS,
+             f"Ledger:{LEDGER}": ["linux-headers-amd64"]}  # fmt: skip
+    planned = plan({**HELD_DKMS, "rocm_state": "absent"}, SurveyHost(HostSurvey(), other=other))
+    (command,) = planned.find(HOLD).commands
+    assert script_call(command) == ("kernel-hold", [LEDGER, "-linux-headers-amd64"])
+    assert planned.names.index(HOLD) < planned.names.index(
+        "Remove ROCm apt repository | Remove rocm-fleet's state"
+    )
+    # Nothing of rocm-fleet's held: nothing planned.
+    other[f"Ledger:{LEDGER}"] = []
+    assert (
+        HOLD
+        not in plan(
+            {**HELD_DKMS, "rocm_state": "absent"}, SurveyHost(HostSurvey(), other=other)
+        ).names
+    )
+
+
+def test_a_planned_backports_kernel_is_held_on_the_same_run():
+    """rocm_kernel_backports: always under a hold rocm-fleet placed on the stock image: the
+    install releases it for itself, and the hold covers the headers it brings, at once."""
+    survey = debian_host()
+    del survey.packages["linux-headers-amd64"]
+    survey = changed(survey, held_packages=["linux-image-amd64"])
+    survey = changed(survey, ledgers={LEDGER: ["linux-image-amd64"]})
+    data = {**HELD_DKMS, "rocm_kernel_backports": "always"}
+    planned = plan(data, SurveyHost(survey))
+    (install,) = planned.find("Install the newer kernel").commands
+    assert script_call(install)[1][3:] == ["linux-image-amd64", *BACKPORTS]
+    (command,) = planned.find(HOLD).commands
+    assert script_call(command) == ("kernel-hold", [LEDGER, "+linux-headers-amd64",
+                                                    "=linux-image-amd64"])  # fmt: skip
+    assert planned.names.index(HOLD) > planned.names.index(
+        "Kernel | Install the newer kernel (the running one stays)"
+    )
