@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 from pyinfra.api.exceptions import PyinfraError
+from pyinfra.facts.server import Which
 
 from rocm_fleet.assets import text
 from rocm_fleet.model import paths
@@ -197,7 +198,7 @@ def test_an_unreadable_host_gets_the_advice_that_fits(caplog, data, sudo, reason
 
     class Unreadable(SurveyHost):
         def __call__(self, fact, *args, **kwargs):
-            if fact.__name__ == "Which":
+            if fact is Which:
                 assert kwargs == {"command": "sudo", "_sudo": False, "_ignore_errors": True}
                 return sudo
             return None
