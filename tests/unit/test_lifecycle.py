@@ -210,7 +210,6 @@ def deployed_host() -> SurveyHost:
                 "python3-venv",
             ],
             fact_key(FileContents, path=paths.DIRECTORY_LEDGER): ["/opt/rocm-fleet"],
-            fact_key(Directory, path=VENV): {"user": "root", "group": "root", "mode": 755},
             fact_key(Directory, path="/opt/rocm-fleet"): {
                 "user": "root",
                 "group": "root",

@@ -593,7 +593,6 @@ def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
             "/opt/rocm-fleet",
         ],
         fact_key(Directory, path="/opt/rocm-fleet"): DIRECTORY,
-        fact_key(Directory, path=VENV): DIRECTORY,
     }
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
     assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
