@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import runpy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from packaging.requirements import Requirement
-from pyinfra.api import Config, Inventory, State, StringCommand
+from pyinfra.api import Config, FactBase, Inventory, State, StringCommand
 from pyinfra.context import ctx_host, ctx_state
 
 from rocm_fleet.facts.health import GpuHealthFact
@@ -109,11 +110,51 @@ def digest(content: str, mode: str = "644", mtime: int = 1_700_000_000) -> dict[
     return {"mode": mode, "sha256": hashlib.sha256(content.encode()).hexdigest(), "mtime": mtime}
 
 
-def fact_key(fact: type, kwargs: dict[str, Any]) -> str:
-    """``"<FactClass>:<argument>..."``: the fact's string arguments in keyword order, e.g.
-    ``"FileDigest:/etc/apt/sources.list.d/rocm.list"`` (``"InstalledPackages"``: none)."""
-    values = [v for k, v in sorted(kwargs.items()) if not k.startswith("_") and isinstance(v, str)]
-    return ":".join([fact.__name__, *values])
+@dataclass(frozen=True)
+class FactKey:
+    """One fact read: its class and its arguments. Fake hosts are answered, and their reads
+    recorded, by these: a renamed fact fails at import, a wrong argument at ``fact_key``."""
+
+    fact: type[FactBase]
+    arguments: tuple[tuple[str, Any], ...] = ()
+
+    def __repr__(self) -> str:
+        arguments = ", ".join(f"{name}={value!r}" for name, value in self.arguments)
+        return f"{self.fact.__name__}({arguments})"
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def fact_key(fact: type[FactBase], **arguments: Any) -> FactKey:
+    """The key of reading ``fact`` with ``arguments`` (pyinfra's own ``_``-arguments left
+    out), e.g. ``fact_key(FileDigest, path=paths.ROCM_SOURCE)``; arguments the fact's
+    ``command`` doesn't take are a TypeError here, not an answer that never matches."""
+    arguments = {k: v for k, v in arguments.items() if not k.startswith("_")}
+    command = fact().command
+    if isinstance(command, str):  # pyinfra's fact without arguments
+        if arguments:
+            raise TypeError(f"{fact.__name__} takes no arguments, not {arguments}")
+    else:
+        inspect.signature(command).bind(**arguments)
+    return FactKey(fact, tuple(sorted((k, _hashable(v)) for k, v in arguments.items())))
+
+
+Answers = dict[FactKey | type[FactBase], Any]
+
+
+def answered(answers: Answers, key: FactKey) -> tuple[bool, Any]:
+    """(whether ``answers`` has one, the answer) for ``key``: by the key itself, else by its
+    fact class (an answer to any arguments)."""
+    for candidate in (key, key.fact):
+        if candidate in answers:
+            return True, copy.deepcopy(answers[candidate])
+    return False, None
 
 
 def answer(survey: HostSurvey, read: Read) -> Any:
@@ -128,12 +169,12 @@ def answer(survey: HostSurvey, read: Read) -> Any:
 @dataclass
 class SurveyHost:
     """Answers preflight's survey from ``survey`` and the audit's read of the GPUs' health
-    from ``health``; any other fact read is recorded in ``extra_reads`` and answered from
-    ``other`` (``fact_key`` or fact class name -> answer) or None."""
+    from ``health``; any other fact read is recorded in ``extra_reads`` (its ``fact_key``)
+    and answered from ``other`` (by ``fact_key``, or by fact class for any arguments) or None."""
 
     survey: HostSurvey
-    other: dict[str, Any] = field(default_factory=dict)
-    extra_reads: list[str] = field(default_factory=list)
+    other: Answers = field(default_factory=dict)
+    extra_reads: list[FactKey] = field(default_factory=list)
     health: HostHealth | None = None
 
     def answer(self, read: Read) -> Any:
@@ -145,9 +186,9 @@ class SurveyHost:
         kwargs = {k: v for k, v in kwargs.items() if not k.startswith("_")}
         if fact is Survey:
             return [self.answer(read) for read in kwargs["reads"]]
-        self.extra_reads.append(f"{fact.__name__}({kwargs})")
-        key = fact_key(fact, kwargs)
-        return copy.deepcopy(self.other.get(key, self.other.get(fact.__name__)))
+        key = fact_key(fact, **kwargs)
+        self.extra_reads.append(key)
+        return answered(self.other, key)[1]
 
 
 @dataclass

@@ -11,12 +11,14 @@ from types import SimpleNamespace
 import pytest
 
 from rocm_fleet.checks import test_node
+from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
+from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import ApuMemory
 from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.findings import findings
 from rocm_fleet.model.host_survey import HostSurvey
-from unit.surveys import SurveyHost, changed, digest, fresh_survey, plan, script_call
+from unit.surveys import SurveyHost, changed, digest, fact_key, fresh_survey, plan, script_call
 
 GIB = 2**30
 # A Strix Halo with 128 GB: MemTotal as /proc/meminfo prints it with a 4 GiB carve-out
@@ -199,8 +201,8 @@ def test_rocm_state_absent_removes_the_file_whatever_the_setting():
     data = {**DATA, "rocm_apu_gtt_gib": 96, "rocm_state": "absent"}
     # the removal reads fact by fact (no preflight survey)
     host = SurveyHost(HostSurvey(), other={
-        f"FileDigest:{paths.TTM_MODPROBE}": digest(apu.modprobe_options(96)),
-        "InstalledPackages": {}, "DpkgInterrupted": [],
+        fact_key(FileDigest, path=paths.TTM_MODPROBE): digest(apu.modprobe_options(96)),
+        InstalledPackages: {}, DpkgInterrupted: [],
     })  # fmt: skip
     (command,) = plan(data, host).find("Remove rocm-fleet's TTM").commands
     assert script_call(command)[1] == [paths.TTM_MODPROBE, "", apu.REBOOT_REASON]

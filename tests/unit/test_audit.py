@@ -20,6 +20,7 @@ from pyinfra.api.exceptions import ConnectError
 
 from rocm_fleet.cli import audit_rows, audit_screens
 from rocm_fleet.cli.audit_cells import OBSERVED, AuditRow
+from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.host_survey import HostSurvey
@@ -470,15 +471,15 @@ def test_a_limit_selects_by_glob_or_group_and_one_that_matches_nothing_is_a_usag
     ]
 
 
-CLEAN_ABSENT = {"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}, "DpkgInterrupted": []}
+CLEAN_ABSENT = {InstalledPackages: {"curl": "7.88.1-10+deb12u14"}, DpkgInterrupted: []}
 
 
 def test_a_decommissioned_host_audits_as_the_inventory_says(monkeypatch):
     """``rocm_state: absent`` has no preflight: a cleanly uninstalled host is ok (not
     "failed (preflight did not run)"), one with ROCm left on it drifts from absent."""
     absent = {**DATA, "rocm_state": "absent"}
-    packages = {**CLEAN_ABSENT["InstalledPackages"], "rocm-core": "6.4.3.60403-128~22.04"}
-    left = {**CLEAN_ABSENT, "InstalledPackages": packages}
+    packages = {**CLEAN_ABSENT[InstalledPackages], "rocm-core": "6.4.3.60403-128~22.04"}
+    left = {**CLEAN_ABSENT, InstalledPackages: packages}
     rows = gather(
         monkeypatch,
         {

@@ -17,6 +17,7 @@ from pathlib import Path
 from pyinfra.api import Config, Inventory, State
 from pyinfra.context import ctx_host, ctx_state
 
+from rocm_fleet.facts.users import GroupMembership
 from unit.surveys import SurveyHost, fresh_survey
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
@@ -37,7 +38,7 @@ def plan_project(
 ) -> tuple[list, State]:
     """(op names in plan order with their global arguments, the state) for a project whose
     deploy.py is ``deploy`` (its site_ops.py beside it), planned for one host "node"; facts
-    outside preflight's survey are answered from ``other`` (fact class name -> answer)."""
+    outside preflight's survey are answered from ``other`` (``SurveyHost.other``)."""
     (tmp_path / "site_ops.py").write_text(SITE)
     (tmp_path / "deploy.py").write_text(deploy)
     inventory = Inventory(([("node", dict(data))], {}))
@@ -104,7 +105,7 @@ def test_a_per_concern_deploy_alone_plans_only_its_concern(tmp_path):
         "configure_groups(host_config(host))\n",
         {**DATA, "rocm_users": ["alice"]},
         fresh(),
-        {"GroupMembership": membership},
+        {GroupMembership: membership},
     )
     names = [name for name, _ in ops]
     assert names and all(name.startswith("GPU groups | ") for name in names), names

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pyinfra.facts.server import KernelVersion
+
 from rocm_fleet.engine.factcache import read_fact, remember_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import (
@@ -23,7 +25,7 @@ def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
     calls = []
 
     def get_fact(fact, **kwargs):
-        calls.append((fact.__name__, kwargs))
+        calls.append((fact, kwargs))
         return next(answers) if fact is RunningKernel else {"mode": "644", "sha256": "0" * 64,
                                                                 "mtime": 1}  # fmt: skip
 
@@ -40,7 +42,7 @@ def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
     with ctx_state.use(state), ctx_host.use(host):
         assert read_fact(RunningKernel) == "6.1.0-50-amd64"
         assert read_fact(RunningKernel) == "6.1.0-50-amd64"
-        assert calls == [("KernelVersion", {})]  # the second read was served from the first
+        assert calls == [(KernelVersion, {})]  # the second read was served from the first
         read_fact(FileDigest, path="/a")
         read_fact(FileDigest, path="/b")  # other arguments: another read
         read_fact(FileDigest, path="/a")

@@ -12,14 +12,24 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pyinfra.facts.server import KernelVersion
 
-from rocm_fleet.facts.apt import HeldPackages, InstalledPackages
+from rocm_fleet.facts.apt import DpkgInterrupted, HeldPackages, InstalledPackages
+from rocm_fleet.facts.files import Ledger
 from rocm_fleet.model import paths
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.kernels import KernelHold, kernel_hold, kernel_meta_packages
 from rocm_fleet.operations import kernel
 from unit.opcases import run_op
-from unit.surveys import SurveyHost, changed, converged_survey, fresh_survey, plan, script_call
+from unit.surveys import (
+    SurveyHost,
+    changed,
+    converged_survey,
+    fact_key,
+    fresh_survey,
+    plan,
+    script_call,
+)
 
 LEDGER = paths.KERNEL_HOLD_LEDGER
 HOLD = "Kernel | Hold the kernel meta packages (rocm_kernel_hold)"
@@ -162,13 +172,13 @@ def test_a_name_off_debians_grammar_is_refused(bad):
 
 
 def facts(held: list[str], ledger: list[str]) -> dict:
-    return {"HeldPackages": held, f"Ledger:{LEDGER}": ledger, "Ledger": ledger}
+    return {HeldPackages: held, fact_key(Ledger, path=LEDGER): ledger, Ledger: ledger}
 
 
 def holds(held: list[str], ledger: list[str], installed: list[str], hold=True, coming=()):
     return run_op(
         kernel.kernel_holds,
-        {"InstalledPackages": {name: "1" for name in installed}, **facts(held, ledger)},
+        {InstalledPackages: {name: "1" for name in installed}, **facts(held, ledger)},
         hold=hold,
         coming=list(coming),
         ledger=LEDGER,
@@ -202,7 +212,7 @@ def test_kernel_holds_reads_dpkg_when_it_runs():
     ]
     after = run_op(
         kernel.kernel_holds,
-        {"InstalledPackages": installed(UBUNTU_24), **facts([], [])},
+        {InstalledPackages: installed(UBUNTU_24), **facts([], [])},
         executing=True,
         hold=True,
         coming=["linux-generic-hwe-24.04"],
@@ -291,7 +301,7 @@ STOCK = {"linux-image-amd64": "6.1.128-1", f"linux-image-{RUNNING}": "6.1.128-1"
 def newer(held: list[str], ledger: list[str]):
     return run_op(
         kernel.newer_kernel,
-        {"InstalledPackages": STOCK, "KernelVersion": RUNNING, **facts(held, ledger)},
+        {InstalledPackages: STOCK, KernelVersion: RUNNING, **facts(held, ledger)},
         packages=BACKPORTS,
         target_release="bookworm-backports",
         hwe=False,
@@ -380,8 +390,8 @@ def test_the_inbox_driver_holds_nothing_and_says_so(caplog):
 
 def test_rocm_state_absent_releases_its_holds_before_its_state_goes():
     # The removal reads fact by fact (no preflight survey).
-    other = {"InstalledPackages": {}, "DpkgInterrupted": [], "HeldPackages": DEBIAN_METAS,
-             f"Ledger:{LEDGER}": ["linux-headers-amd64"]}  # fmt: skip
+    other = {InstalledPackages: {}, DpkgInterrupted: [], HeldPackages: DEBIAN_METAS,
+             fact_key(Ledger, path=LEDGER): ["linux-headers-amd64"]}  # fmt: skip
     planned = plan({**HELD_DKMS, "rocm_state": "absent"}, SurveyHost(HostSurvey(), other=other))
     (command,) = planned.find(HOLD).commands
     assert script_call(command) == ("kernel-hold", [LEDGER, "-linux-headers-amd64"])
@@ -389,7 +399,7 @@ def test_rocm_state_absent_releases_its_holds_before_its_state_goes():
         "Remove ROCm apt repository | Remove rocm-fleet's state"
     )
     # Nothing of rocm-fleet's held: nothing planned.
-    other[f"Ledger:{LEDGER}"] = []
+    other[fact_key(Ledger, path=LEDGER)] = []
     assert (
         HOLD
         not in plan(

@@ -4,9 +4,11 @@ and what an upgrade, an uninstall or a migration from CUDA plans."""
 from __future__ import annotations
 
 from pyinfra.context import ctx_host, ctx_state
+from pyinfra.facts.files import Directory, FileContents
 
 from rocm_fleet.deploy.cuda import REBOOT_REASON
-from rocm_fleet.facts.apt import DpkgInterrupted
+from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
+from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import paths
 from rocm_fleet.model.decisions import owned_wheels, torch_install, wanted_wheels
 from rocm_fleet.model.host_survey import HostSurvey
@@ -21,6 +23,7 @@ from unit.surveys import (
     SurveyHost,
     converged_survey,
     digest,
+    fact_key,
     fresh_survey,
     plan,
     script_call,
@@ -38,12 +41,12 @@ INSTALLED = {
 def test_release_moves_leave_the_driver_and_uninstall_takes_it():
     moved = run_op(
         release_packages,
-        {"InstalledPackages": INSTALLED},
+        {InstalledPackages: INSTALLED},
         packages=["rocm-core"],
         release=release("7.2.1"),
     )
     assert moved.scripts == [("release-switch", ["[.]70201-", "want:rocm-core", "stale:rocminfo"])]
-    purged = run_op(release_packages, {"InstalledPackages": INSTALLED}, present=False)
+    purged = run_op(release_packages, {InstalledPackages: INSTALLED}, present=False)
     assert purged.scripts == [("apt-get", ["purge", "amdgpu-dkms", "rocm-core", "rocminfo"])]
 
 
@@ -167,8 +170,10 @@ def test_an_upgrade_moves_the_source_packages_and_torch_together():
     refresh = planned.find("Refresh apt lists after a source or key change")
     assert refresh.commands == []
     for path in (paths.APT_LISTS_STAMP, paths.ROCM_KEYRING):  # as they were
-        host.other[f"FileDigest:{path}"] = survey.files[path]
-    host.other[f"FileDigest:{paths.ROCM_SOURCE}"] = digest("7.2.1 line", mtime=UPDATED + 60)
+        host.other[fact_key(FileDigest, path=path)] = survey.files[path]
+    host.other[fact_key(FileDigest, path=paths.ROCM_SOURCE)] = digest(
+        "7.2.1 line", mtime=UPDATED + 60
+    )
     planned.run(source)
     node = planned.state.inventory.get_host("node")
     with ctx_state.use(planned.state), ctx_host.use(node):
@@ -176,7 +181,7 @@ def test_an_upgrade_moves_the_source_packages_and_torch_together():
         update, _stamp = list(again.command_generator())
     assert script_call(update) == ("apt-get", ["update"])
     assert host.extra_reads == [
-        f"FileDigest({{'path': '{path}'}})"
+        fact_key(FileDigest, path=path)
         for path in (paths.APT_LISTS_STAMP, paths.ROCM_SOURCE, paths.ROCM_KEYRING)
     ]
 
@@ -191,19 +196,30 @@ def deployed_host() -> SurveyHost:
     """A host the deploy (dkms driver) ran on, as the removal reads it, fact by fact."""
     survey = converged_survey({**DATA, "rocm_driver": "dkms"}, "debian-12")
     files = {path: value for path, value in survey.files.items() if value is not None}
-    other = {f"FileDigest:{path}": value for path, value in files.items()}
+    other = {fact_key(FileDigest, path=path): value for path, value in files.items()}
     return SurveyHost(
         HostSurvey(),
         other={
             **other,
-            f"KeyringFingerprints:{paths.ROCM_KEYRING}": [CLASSIC.key_fingerprint],
-            "InstalledPackages": survey.packages,
-            "DpkgInterrupted": [],
-            f"FileContents:{paths.PACKAGE_LEDGER}": ["ca-certificates", "gnupg", "python3-venv"],
-            f"FileContents:{paths.DIRECTORY_LEDGER}": ["/opt/rocm-fleet"],
-            f"Directory:{VENV}": {"user": "root", "group": "root", "mode": 755},
-            "Directory:/opt/rocm-fleet": {"user": "root", "group": "root", "mode": 755},
-            f"Directory:{paths.STATE_DIR}": {"user": "root", "group": "root", "mode": 755},
+            fact_key(KeyringFingerprints, path=paths.ROCM_KEYRING): [CLASSIC.key_fingerprint],
+            InstalledPackages: survey.packages,
+            DpkgInterrupted: [],
+            fact_key(FileContents, path=paths.PACKAGE_LEDGER): [
+                "ca-certificates",
+                "gnupg",
+                "python3-venv",
+            ],
+            fact_key(FileContents, path=paths.DIRECTORY_LEDGER): ["/opt/rocm-fleet"],
+            fact_key(Directory, path="/opt/rocm-fleet"): {
+                "user": "root",
+                "group": "root",
+                "mode": 755,
+            },
+            fact_key(Directory, path=paths.STATE_DIR): {
+                "user": "root",
+                "group": "root",
+                "mode": 755,
+            },
         },
     )
 
@@ -243,7 +259,7 @@ def test_uninstall_removes_what_the_deploy_added():
 def test_a_second_uninstall_changes_nothing():
     clean = SurveyHost(
         HostSurvey(),
-        other={"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}, "DpkgInterrupted": []},
+        other={InstalledPackages: {"curl": "7.88.1-10+deb12u14"}, DpkgInterrupted: []},
     )
     planned = plan(ABSENT, clean)
     assert planned.ops and planned.changes == []

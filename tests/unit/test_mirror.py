@@ -12,6 +12,7 @@ import pytest
 from pyinfra.api import FileUploadCommand
 
 from rocm_fleet.deploy.mirror import apt_proxy_conf, nginx_site
+from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
@@ -410,7 +411,7 @@ def test_a_converged_host_behind_the_proxy_and_the_mirror_plans_nothing_from_one
 
 
 def test_uninstall_removes_the_proxy_snippet_and_any_mirror():
-    host = SurveyHost(fresh_survey("debian-12"), other={"InstalledPackages": {}})
+    host = SurveyHost(fresh_survey("debian-12"), other={InstalledPackages: {}})
     planned = plan({**DATA, "rocm_state": "absent"}, host)  # no preflight: facts one by one
     assert "Proxy | Remove apt's proxy settings" in planned.names
     assert "Fleet mirror | Stop serving the mirror" in planned.names

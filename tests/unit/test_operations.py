@@ -16,15 +16,29 @@ from pathlib import Path
 
 import pytest
 from pyinfra.api import FileUploadCommand, FunctionCommand, OperationValueError, StringCommand
+from pyinfra.facts.files import Directory, FileContents
+from pyinfra.facts.server import KernelVersion
 
-from rocm_fleet.facts.secureboot import SecureBoot
+from rocm_fleet.facts.apt import (
+    DpkgInterrupted,
+    HeldPackages,
+    InstalledPackages,
+    KeyringFingerprints,
+)
+from rocm_fleet.facts.boot import BootKernels
+from rocm_fleet.facts.files import FileDigest, Ledger
+from rocm_fleet.facts.gpu import KfdNodes, RocmAgents
+from rocm_fleet.facts.python import TorchInfo, VenvDistributions
+from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
+from rocm_fleet.facts.system import NvidiaStack, RebootRequired
+from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.boot import BootState, InstalledKernel
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.operations import apt, files, gpu, host, kernel, python, reboot, secureboot, users
 from rocm_fleet.operations.secureboot import PENDING
 from unit.opcases import run_op
-from unit.surveys import SurveyHost, digest, fresh_survey, plan
+from unit.surveys import SurveyHost, digest, fact_key, fresh_survey, plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DASH = shutil.which("dash") or shutil.which("sh")
@@ -59,11 +73,14 @@ def sb(name: str, rc: int = 0) -> dict:
 
 def test_text_file_up_to_date_is_a_noop():
     result = run_op(
-        files.text_file, {f"FileDigest:{SOURCE}": digest(LINE)}, path=SOURCE, content=LINE
+        files.text_file,
+        {fact_key(FileDigest, path=SOURCE): digest(LINE)},
+        path=SOURCE,
+        content=LINE,
     )
     assert result.commands == []
     assert result.noops == [f"{SOURCE} is up to date"]
-    assert result.reads == [f"FileDigest:{SOURCE}"]
+    assert result.reads == [fact_key(FileDigest, path=SOURCE)]
 
 
 @pytest.mark.parametrize(
@@ -72,16 +89,23 @@ def test_text_file_up_to_date_is_a_noop():
     ids=["missing", "other content", "other mode"],
 )
 def test_text_file_writes_missing_changed_or_wrong_mode_file(current):
-    result = run_op(files.text_file, {f"FileDigest:{SOURCE}": current}, path=SOURCE, content=LINE)
+    result = run_op(
+        files.text_file, {fact_key(FileDigest, path=SOURCE): current}, path=SOURCE, content=LINE
+    )
     assert result.noops == []
     assert result.scripts == [("text-file", [SOURCE, "644", LINE])]
 
 
 def test_text_file_absent_removes_or_is_a_noop():
-    gone = run_op(files.text_file, {f"FileDigest:{SOURCE}": None}, path=SOURCE, present=False)
+    gone = run_op(
+        files.text_file, {fact_key(FileDigest, path=SOURCE): None}, path=SOURCE, present=False
+    )
     assert (gone.commands, gone.noops) == ([], [f"{SOURCE} is absent"])
     there = run_op(
-        files.text_file, {f"FileDigest:{SOURCE}": digest(LINE)}, path=SOURCE, present=False
+        files.text_file,
+        {fact_key(FileDigest, path=SOURCE): digest(LINE)},
+        path=SOURCE,
+        present=False,
     )
     assert there.texts == [f"rm -f {SOURCE}"]
 
@@ -99,7 +123,7 @@ def test_text_file_script_writes_the_exact_content_and_mode(tmp_path):
     content = "line 'one'\n$PATH `two` \\n\nno newline at the end"
     result = run_op(
         files.text_file,
-        {f"FileDigest:{target}": None},
+        {fact_key(FileDigest, path=str(target)): None},
         path=str(target),
         content=content,
         mode="640",
@@ -122,7 +146,7 @@ DEBIAN_PACKAGES = {"ca-certificates": "20230311", "curl": "7.88.1-10+deb12u14",
 def test_debian_packages_installed_is_a_noop():
     result = run_op(
         apt.debian_packages,
-        {"InstalledPackages": DEBIAN_PACKAGES},
+        {InstalledPackages: DEBIAN_PACKAGES},
         packages=PREREQUISITES,
         ledger=paths.PACKAGE_LEDGER,
     )
@@ -134,7 +158,7 @@ def test_debian_packages_installs_only_the_missing_ones_and_records_them():
     installed = {"curl": "7.88.1-10+deb12u14", "libc6": "2.36-9+deb12u9"}
     result = run_op(
         apt.debian_packages,
-        {"InstalledPackages": installed},
+        {InstalledPackages: installed},
         packages=PREREQUISITES,
         ledger=paths.PACKAGE_LEDGER,
     )
@@ -142,15 +166,20 @@ def test_debian_packages_installs_only_the_missing_ones_and_records_them():
         ("packages-install", [paths.PACKAGE_LEDGER, "ca-certificates", "gnupg"])
     ]
     unrecorded = run_op(
-        apt.debian_packages, {"InstalledPackages": installed}, packages=["mokutil", "openssl"]
+        apt.debian_packages, {InstalledPackages: installed}, packages=["mokutil", "openssl"]
     )
     assert unrecorded.scripts == [("packages-install", ["", "mokutil", "openssl"])]
 
 
 def test_debian_packages_absent_purges_what_the_ledger_recorded_and_is_still_installed():
     facts = {
-        "InstalledPackages": DEBIAN_PACKAGES,
-        f"FileContents:{paths.PACKAGE_LEDGER}": ["gnupg", "python3-venv", "ca-certificates", ""],
+        InstalledPackages: DEBIAN_PACKAGES,
+        fact_key(FileContents, path=paths.PACKAGE_LEDGER): [
+            "gnupg",
+            "python3-venv",
+            "ca-certificates",
+            "",
+        ],
     }
     result = run_op(apt.debian_packages, facts, ledger=paths.PACKAGE_LEDGER, present=False)
     assert result.scripts == [
@@ -160,7 +189,10 @@ def test_debian_packages_absent_purges_what_the_ledger_recorded_and_is_still_ins
 
 @pytest.mark.parametrize("ledger", [None, ["python3-venv"]], ids=["no ledger", "all gone"])
 def test_debian_packages_absent_with_nothing_left_is_a_noop(ledger):
-    facts = {"InstalledPackages": DEBIAN_PACKAGES, f"FileContents:{paths.PACKAGE_LEDGER}": ledger}
+    facts = {
+        InstalledPackages: DEBIAN_PACKAGES,
+        fact_key(FileContents, path=paths.PACKAGE_LEDGER): ledger,
+    }
     result = run_op(apt.debian_packages, facts, ledger=paths.PACKAGE_LEDGER, present=False)
     assert (result.commands, result.noops) == ([], ["no package this deploy installed is left"])
 
@@ -171,7 +203,7 @@ def test_debian_packages_absent_with_nothing_left_is_a_noop(ledger):
 def test_verified_keyring_with_exactly_the_key_is_a_noop():
     result = run_op(
         apt.verified_keyring,
-        {f"KeyringFingerprints:{KEYRING}": [FINGERPRINT]},
+        {fact_key(KeyringFingerprints, path=KEYRING): [FINGERPRINT]},
         path=KEYRING,
         url=KEY_URL,
         fingerprint=FINGERPRINT.lower(),
@@ -188,7 +220,7 @@ def test_verified_keyring_with_exactly_the_key_is_a_noop():
 def test_verified_keyring_fetches_and_checks_the_key_otherwise(current):
     result = run_op(
         apt.verified_keyring,
-        {f"KeyringFingerprints:{KEYRING}": current},
+        {fact_key(KeyringFingerprints, path=KEYRING): current},
         path=KEYRING,
         url=KEY_URL,
         fingerprint=FINGERPRINT,
@@ -198,12 +230,15 @@ def test_verified_keyring_fetches_and_checks_the_key_otherwise(current):
 
 def test_verified_keyring_absent_removes_or_is_a_noop():
     gone = run_op(
-        apt.verified_keyring, {f"KeyringFingerprints:{KEYRING}": None}, path=KEYRING, present=False
+        apt.verified_keyring,
+        {fact_key(KeyringFingerprints, path=KEYRING): None},
+        path=KEYRING,
+        present=False,
     )
     assert (gone.commands, gone.noops) == ([], [f"{KEYRING} is absent"])
     there = run_op(
         apt.verified_keyring,
-        {f"KeyringFingerprints:{KEYRING}": [FINGERPRINT]},
+        {fact_key(KeyringFingerprints, path=KEYRING): [FINGERPRINT]},
         path=KEYRING,
         present=False,
     )
@@ -258,7 +293,7 @@ def test_verified_keyring_script_checks_the_primary_key_before_writing(
     keyring = tmp_path / "keyrings" / "rocm.gpg"
     result = run_op(
         apt.verified_keyring,
-        {f"KeyringFingerprints:{keyring}": None},
+        {fact_key(KeyringFingerprints, path=str(keyring)): None},
         path=str(keyring),
         url=KEY_URL,
         fingerprint=fingerprint,
@@ -285,8 +320,11 @@ def lists_facts(stamp: int | None, source: int | None, keyring: int | None) -> d
     def at(mtime):
         return None if mtime is None else digest("x", mtime=mtime)
 
-    return {f"FileDigest:{STAMP}": at(stamp), f"FileDigest:{SOURCE}": at(source),
-            f"FileDigest:{KEYRING}": at(keyring)}  # fmt: skip
+    return {
+        fact_key(FileDigest, path=STAMP): at(stamp),
+        fact_key(FileDigest, path=SOURCE): at(source),
+        fact_key(FileDigest, path=KEYRING): at(keyring),
+    }
 
 
 @pytest.mark.parametrize(
@@ -329,7 +367,7 @@ def test_apt_update_always_runs_when_planned():
 def test_apt_update_runs_only_after_a_source_was_removed():
     """apt_update has no noop of its own: removal gates it with ``_if`` on the source
     removals (both streams' and the driver's), which on a host without them change nothing."""
-    clean = SurveyHost(HostSurvey(), other={"InstalledPackages": {"curl": "7.88.1-10+deb12u14"}})
+    clean = SurveyHost(HostSurvey(), other={InstalledPackages: {"curl": "7.88.1-10+deb12u14"}})
     planned = plan({"rocm_version": "6.4.3", "rocm_state": "absent"}, clean)
     update = planned.find("Forget AMD's package lists")
     assert update.conditional and update.name not in planned.changes
@@ -359,7 +397,7 @@ ROCM_643 = {
 def test_release_packages_of_the_release_are_a_noop():
     result = run_op(
         apt.release_packages,
-        {"InstalledPackages": ROCM_643},
+        {InstalledPackages: ROCM_643},
         packages=["rocm-hip-runtime"],
         release=matrix.release("6.4.3"),
     )
@@ -378,7 +416,7 @@ def test_release_packages_move_every_rocm_package_and_leave_the_driver_and_debia
     }
     result = run_op(
         apt.release_packages,
-        {"InstalledPackages": installed},
+        {InstalledPackages: installed},
         packages=["rocm-hip-runtime"],
         release=matrix.release("6.4.3"),
     )
@@ -392,7 +430,7 @@ def test_release_packages_purge_the_other_streams_packages_first():
     installed = {**ROCM_643, "amdrocm10.0-gfx1100": "10.0.0-4", "amdrocm-base10.0": "10.0.0-4"}
     core = run_op(
         apt.release_packages,
-        {"InstalledPackages": installed},
+        {InstalledPackages: installed},
         packages=["amdrocm10.1-gfx1100"],
         release=matrix.release("10.1.0"),
     )
@@ -412,7 +450,7 @@ def test_release_packages_purge_the_other_streams_packages_first():
     ]  # fmt: skip (the driver and Debian's packages stay)
     classic = run_op(
         apt.release_packages,
-        {"InstalledPackages": installed},
+        {InstalledPackages: installed},
         packages=["rocm-hip-runtime"],
         release=matrix.release("6.4.3"),
     )
@@ -423,12 +461,12 @@ def test_release_packages_purge_the_other_streams_packages_first():
 
 
 def test_release_packages_absent_purges_every_amd_package_driver_included():
-    result = run_op(apt.release_packages, {"InstalledPackages": ROCM_643}, present=False)
+    result = run_op(apt.release_packages, {InstalledPackages: ROCM_643}, present=False)
     assert result.scripts == [
         ("apt-get", ["purge", "amdgpu-dkms", "rocm-core", "rocm-hip-runtime", "rocminfo"])
     ]
     debian_only = {"librocm-smi64-1": "6.1.2-1", "curl": "7.88.1-10+deb12u14"}
-    clean = run_op(apt.release_packages, {"InstalledPackages": debian_only}, present=False)
+    clean = run_op(apt.release_packages, {InstalledPackages: debian_only}, present=False)
     assert (clean.commands, clean.noops) == ([], ["no AMD ROCm packages installed"])
 
 
@@ -436,16 +474,14 @@ def test_release_packages_absent_purges_every_amd_package_driver_included():
 
 
 def test_dpkg_repaired_clean_dpkg_is_a_noop():
-    result = run_op(apt.dpkg_repaired, {"DpkgInterrupted": []})
+    result = run_op(apt.dpkg_repaired, {DpkgInterrupted: []})
     assert (result.commands, result.noops) == (
         [], ["dpkg has no interrupted or half-configured packages"]
     )  # fmt: skip
 
 
 def test_dpkg_repaired_finishes_an_interrupted_run():
-    result = run_op(
-        apt.dpkg_repaired, {"DpkgInterrupted": ["journal", "half-configured rocm-core"]}
-    )
+    result = run_op(apt.dpkg_repaired, {DpkgInterrupted: ["journal", "half-configured rocm-core"]})
     assert result.texts[0] == (
         "DEBIAN_FRONTEND=noninteractive dpkg --force-confdef --force-confold --configure -a"
     )
@@ -460,7 +496,7 @@ REASON = "NVIDIA driver removed (still loaded until a reboot)"
 def test_nvidia_packages_absent_without_nvidia_is_a_noop():
     result = run_op(
         apt.nvidia_packages_absent,
-        {"NvidiaStack": {"packages": [], "modules": []}},
+        {NvidiaStack: {"packages": [], "modules": []}},
         reboot_reason=REASON,
     )
     assert (result.commands, result.noops) == ([], ["no NVIDIA driver or CUDA package installed"])
@@ -469,7 +505,7 @@ def test_nvidia_packages_absent_without_nvidia_is_a_noop():
 @pytest.mark.parametrize(("modules", "reason"), [(["nvidia", "nvidia_uvm"], REASON), ([], "")])
 def test_nvidia_packages_absent_purges_them_and_marks_a_reboot_for_a_loaded_driver(modules, reason):
     stack = {"packages": ["libcuda1", "nvidia-driver", "nvidia-kernel-dkms"], "modules": modules}
-    result = run_op(apt.nvidia_packages_absent, {"NvidiaStack": stack}, reboot_reason=REASON)
+    result = run_op(apt.nvidia_packages_absent, {NvidiaStack: stack}, reboot_reason=REASON)
     assert result.scripts == [
         ("nvidia-purge", [reason, "libcuda1", "nvidia-driver", "nvidia-kernel-dkms"])
     ]
@@ -482,13 +518,11 @@ GROUPS = ["video", "render"]
 
 def test_gpu_access_with_groups_and_members_is_a_noop():
     membership = {"groups": GROUPS, "users": {"alice": ["alice", "video", "render", "docker"]}}
-    result = run_op(
-        users.gpu_access, {"GroupMembership": membership}, groups=GROUPS, users=["alice"]
-    )
+    result = run_op(users.gpu_access, {GroupMembership: membership}, groups=GROUPS, users=["alice"])
     assert (result.commands, result.noops) == ([], ["video, render exist; alice in them"])
     alone = run_op(
         users.gpu_access,
-        {"GroupMembership": {"groups": GROUPS, "users": {}}},
+        {GroupMembership: {"groups": GROUPS, "users": {}}},
         groups=GROUPS,
         users=[],
     )
@@ -498,7 +532,7 @@ def test_gpu_access_with_groups_and_members_is_a_noop():
 def test_gpu_access_adds_the_missing_group_and_memberships_keeping_the_others():
     membership = {"groups": ["video"], "users": {"alice": ["alice", "video"], "bob": ["bob"]}}
     result = run_op(
-        users.gpu_access, {"GroupMembership": membership}, groups=GROUPS, users=["alice", "bob"]
+        users.gpu_access, {GroupMembership: membership}, groups=GROUPS, users=["alice", "bob"]
     )
     assert result.texts == [
         "groupadd --system render",
@@ -510,7 +544,7 @@ def test_gpu_access_adds_the_missing_group_and_memberships_keeping_the_others():
 def test_gpu_access_fails_for_a_user_the_host_lacks():
     membership = {"groups": GROUPS, "users": {"alice": ["alice"], "bob": None}}
     result = run_op(
-        users.gpu_access, {"GroupMembership": membership}, groups=GROUPS, users=["alice", "bob"]
+        users.gpu_access, {GroupMembership: membership}, groups=GROUPS, users=["alice", "bob"]
     )
     assert result.texts == ["echo 'user(s) bob do not exist on node' >&2 && exit 1"]
 
@@ -523,24 +557,31 @@ DIRECTORY = {"user": "root", "group": "root", "mode": 755, "size": 4096}
 
 def test_venv_that_exists_is_a_noop():
     result = run_op(
-        python.venv, {f"FileDigest:{MARKER}": PYVENV}, path=VENV, ledger=paths.DIRECTORY_LEDGER
+        python.venv,
+        {fact_key(FileDigest, path=MARKER): PYVENV},
+        path=VENV,
+        ledger=paths.DIRECTORY_LEDGER,
     )
     assert (result.commands, result.noops) == ([], [f"venv {VENV} exists"])
 
 
 def test_venv_is_created_recording_the_directories_it_makes():
-    facts = {f"FileDigest:{MARKER}": None}
+    facts = {fact_key(FileDigest, path=MARKER): None}
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER)
     assert result.scripts == [("venv-create", [VENV, paths.DIRECTORY_LEDGER])]
-    plain = run_op(python.venv, {"FileDigest:/srv/my venv/pyvenv.cfg": None}, path="/srv/my venv")
+    plain = run_op(
+        python.venv,
+        {fact_key(FileDigest, path="/srv/my venv/pyvenv.cfg"): None},
+        path="/srv/my venv",
+    )
     assert plain.texts == ["python3 -m venv '/srv/my venv'"]
 
 
 def test_venv_absent_removes_it_and_the_empty_directories_it_made():
     facts = {
-        f"FileDigest:{MARKER}": PYVENV,
-        f"FileContents:{paths.DIRECTORY_LEDGER}": ["/opt/rocm-fleet"],
-        "Directory:/opt/rocm-fleet": DIRECTORY,
+        fact_key(FileDigest, path=MARKER): PYVENV,
+        fact_key(FileContents, path=paths.DIRECTORY_LEDGER): ["/opt/rocm-fleet"],
+        fact_key(Directory, path="/opt/rocm-fleet"): DIRECTORY,
     }
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
     assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
@@ -550,10 +591,13 @@ def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
     """The ledger records the venv itself after its parents (and a venv made twice, twice):
     rm -rf takes the venv, rmdir each parent once."""
     facts = {
-        f"FileDigest:{MARKER}": PYVENV,
-        f"FileContents:{paths.DIRECTORY_LEDGER}": ["/opt/rocm-fleet", VENV, "/opt/rocm-fleet"],
-        "Directory:/opt/rocm-fleet": DIRECTORY,
-        f"Directory:{VENV}": DIRECTORY,
+        fact_key(FileDigest, path=MARKER): PYVENV,
+        fact_key(FileContents, path=paths.DIRECTORY_LEDGER): [
+            "/opt/rocm-fleet",
+            VENV,
+            "/opt/rocm-fleet",
+        ],
+        fact_key(Directory, path="/opt/rocm-fleet"): DIRECTORY,
     }
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
     assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
@@ -564,7 +608,10 @@ def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
     [([], False), (["/opt/elsewhere"], False), (["/opt/rocm-fleet"], True), ([VENV], True)],
 )
 def test_venv_created_only_removes_one_the_ledger_says_it_made(ledger, removed):
-    facts = {f"FileDigest:{MARKER}": PYVENV, f"Ledger:{paths.DIRECTORY_LEDGER}": ledger}
+    facts = {
+        fact_key(FileDigest, path=MARKER): PYVENV,
+        fact_key(Ledger, path=paths.DIRECTORY_LEDGER): ledger,
+    }
     result = run_op(
         python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False,
         created_only=True,
@@ -579,10 +626,10 @@ def test_venv_created_only_removes_one_the_ledger_says_it_made(ledger, removed):
 
 def test_venv_absent_and_its_directories_gone_is_a_noop():
     facts = {
-        f"FileDigest:{MARKER}": None,
-        f"Directory:{VENV}": None,
-        f"FileContents:{paths.DIRECTORY_LEDGER}": ["/opt/rocm-fleet"],
-        "Directory:/opt/rocm-fleet": None,
+        fact_key(FileDigest, path=MARKER): None,
+        fact_key(Directory, path=VENV): None,
+        fact_key(FileContents, path=paths.DIRECTORY_LEDGER): ["/opt/rocm-fleet"],
+        fact_key(Directory, path="/opt/rocm-fleet"): None,
     }
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
     assert (result.commands, result.noops) == ([], [f"venv {VENV} is absent"])
@@ -595,7 +642,7 @@ def test_pinned_wheels_installed_with_their_labels_are_a_noop():
     dists = {**WHEELS, "pip": PIP, "numpy": "2.3.5"}
     result = run_op(
         python.pinned_wheels,
-        {f"VenvDistributions:{VENV}": dists},
+        {fact_key(VenvDistributions, venv=VENV): dists},
         venv_path=VENV,
         index_url=INDEX,
         wanted=WHEELS,
@@ -616,7 +663,7 @@ def test_pinned_wheels_install_every_wheel_from_the_one_index(dists):
     lock = [f"{name}=={version} --hash=sha256:{'a' * 64}" for name, version in WHEELS.items()]
     result = run_op(
         python.pinned_wheels,
-        {f"VenvDistributions:{VENV}": dists},
+        {fact_key(VenvDistributions, venv=VENV): dists},
         venv_path=VENV,
         index_url=INDEX,
         wanted=WHEELS,
@@ -634,7 +681,7 @@ def test_pinned_wheels_never_install_without_hashes():
     with pytest.raises(OperationValueError, match=r"torch==2\.9\.1\+rocm6\.4, .* without hashes"):
         run_op(
             python.pinned_wheels,
-            {f"VenvDistributions:{VENV}": {"pip": PIP}},
+            {fact_key(VenvDistributions, venv=VENV): {"pip": PIP}},
             venv_path=VENV,
             index_url=INDEX,
             wanted=WHEELS,
@@ -646,7 +693,9 @@ def test_pinned_wheels_never_install_without_hashes():
 
 def test_cuda_wheels_absent_with_a_rocm_venv_is_a_noop():
     dists = {**WHEELS, "pip": PIP, "pytorch_triton_rocm": "3.5.1"}
-    result = run_op(python.cuda_wheels_absent, {f"VenvDistributions:{VENV}": dists}, venv_path=VENV)
+    result = run_op(
+        python.cuda_wheels_absent, {fact_key(VenvDistributions, venv=VENV): dists}, venv_path=VENV
+    )
     assert (result.commands, result.noops) == ([], [f"no CUDA wheel in {VENV}"])
 
 
@@ -660,7 +709,9 @@ def test_cuda_wheels_absent_uninstalls_nvidias_libraries_triton_and_cuda_torch()
         "numpy": "2.3.5",
         "pip": PIP,
     }
-    result = run_op(python.cuda_wheels_absent, {f"VenvDistributions:{VENV}": dists}, venv_path=VENV)
+    result = run_op(
+        python.cuda_wheels_absent, {fact_key(VenvDistributions, venv=VENV): dists}, venv_path=VENV
+    )
     assert result.texts == [
         f"{PYTHON} -m pip uninstall --yes --no-input --disable-pip-version-check "
         "nvidia-cublas-cu12 nvidia-cudnn-cu12 torch torchvision triton"
@@ -671,7 +722,7 @@ def test_cuda_wheels_absent_uninstalls_nvidias_libraries_triton_and_cuda_torch()
 
 BACKPORTS = ["linux-image-amd64", "linux-headers-amd64"]
 RUNNING = "6.1.0-31-amd64"
-NO_HOLDS = {"HeldPackages": [], "Ledger": []}  # nothing on hold, none of it rocm-fleet's
+NO_HOLDS = {HeldPackages: [], Ledger: []}  # nothing on hold, none of it rocm-fleet's
 
 
 def test_newer_kernel_from_backports_installed_is_a_noop():
@@ -682,7 +733,7 @@ def test_newer_kernel_from_backports_installed_is_a_noop():
     }
     result = run_op(
         kernel.newer_kernel,
-        {"InstalledPackages": installed},
+        {InstalledPackages: installed},
         packages=BACKPORTS,
         target_release="bookworm-backports",
         hwe=False,
@@ -696,7 +747,7 @@ def test_newer_kernel_from_backports_installed_is_a_noop():
 
 def test_newer_kernel_replaces_the_stock_meta_packages_with_backports_ones():
     installed = {"linux-image-amd64": "6.1.128-1", f"linux-image-{RUNNING}": "6.1.128-1"}
-    facts = {"InstalledPackages": installed, "KernelVersion": RUNNING, **NO_HOLDS}
+    facts = {InstalledPackages: installed, KernelVersion: RUNNING, **NO_HOLDS}
     result = run_op(
         kernel.newer_kernel,
         facts,
@@ -713,7 +764,7 @@ def test_newer_kernel_replaces_the_stock_meta_packages_with_backports_ones():
 def test_newer_kernel_hwe_on_ubuntu():
     hwe = ["linux-generic-hwe-24.04"]
     installed = {"linux-image-6.8.0-50-generic": "6.8.0-50.51"}
-    facts = {"InstalledPackages": installed, "KernelVersion": "6.8.0-50-generic", **NO_HOLDS}
+    facts = {InstalledPackages: installed, KernelVersion: "6.8.0-50-generic", **NO_HOLDS}
     result = run_op(
         kernel.newer_kernel,
         facts,
@@ -728,7 +779,7 @@ def test_newer_kernel_hwe_on_ubuntu():
     installed["linux-generic-hwe-24.04"] = "6.14.0-37.37~24.04.1"
     done = run_op(
         kernel.newer_kernel,
-        {"InstalledPackages": installed},
+        {InstalledPackages: installed},
         packages=hwe,
         target_release=None,
         hwe=True,
@@ -746,7 +797,7 @@ def test_dkms_driver_installed_is_a_noop():
     installed = dict.fromkeys(DKMS[:2], "6.1.128-1") | {"amdgpu-dkms": ROCM_643["amdgpu-dkms"]}
     result = run_op(
         kernel.dkms_driver,
-        {"InstalledPackages": installed},
+        {InstalledPackages: installed},
         packages=DKMS,
         driver="amdgpu-dkms",
         ledger=paths.DRIVER_LEDGER,
@@ -758,7 +809,7 @@ def test_dkms_driver_installs_the_headers_of_a_new_kernel_for_the_driver():
     installed = {DKMS[0]: "6.1.119-1", "amdgpu-dkms": ROCM_643["amdgpu-dkms"]}
     result = run_op(
         kernel.dkms_driver,
-        {"InstalledPackages": installed},
+        {InstalledPackages: installed},
         packages=DKMS,
         driver="amdgpu-dkms",
         ledger=paths.DRIVER_LEDGER,
@@ -777,7 +828,7 @@ def test_dkms_driver_installs_the_headers_of_a_new_kernel_for_the_driver():
      ("sb_state_unsupported.txt", 255, "unsupported")],
 )  # fmt: skip
 def test_signing_key_and_mok_need_nothing_without_secure_boot(name, rc, state):
-    facts = {"SecureBoot": sb(name, rc)}
+    facts = {SecureBoot: sb(name, rc)}
     key = run_op(
         secureboot.signing_key, facts, cert=DEBIAN_CERT, key=DEBIAN_KEY, distro_id="debian"
     )
@@ -786,11 +837,14 @@ def test_signing_key_and_mok_need_nothing_without_secure_boot(name, rc, state):
         secureboot.mok_enrolled, facts, cert=DEBIAN_CERT, password_env="ROCM_FLEET_MOK_PASSWORD"
     )
     assert (mok.commands, mok.noops) == ([], [f"Secure Boot {state}: nothing to enrol"])
-    assert mok.reads == ["SecureBoot"]
+    assert mok.reads == [fact_key(SecureBoot)]
 
 
 def test_signing_key_that_exists_is_kept():
-    facts = {"SecureBoot": sb("sb_state_enabled.txt"), f"FileDigest:{DEBIAN_CERT}": digest("DER")}
+    facts = {
+        SecureBoot: sb("sb_state_enabled.txt"),
+        fact_key(FileDigest, path=DEBIAN_CERT): digest("DER"),
+    }
     result = run_op(
         secureboot.signing_key, facts, cert=DEBIAN_CERT, key=DEBIAN_KEY, distro_id="debian"
     )
@@ -798,12 +852,12 @@ def test_signing_key_that_exists_is_kept():
 
 
 def test_signing_key_is_made_as_dkms_makes_it():
-    debian = {"SecureBoot": sb("sb_state_enabled.txt"), f"FileDigest:{DEBIAN_CERT}": None}
+    debian = {SecureBoot: sb("sb_state_enabled.txt"), fact_key(FileDigest, path=DEBIAN_CERT): None}
     result = run_op(
         secureboot.signing_key, debian, cert=DEBIAN_CERT, key=DEBIAN_KEY, distro_id="debian"
     )
     assert result.scripts == [("signing-key", [DEBIAN_CERT, DEBIAN_KEY])]
-    ubuntu = {"SecureBoot": sb("sb_state_enabled.txt"), f"FileDigest:{UBUNTU_CERT}": None}
+    ubuntu = {SecureBoot: sb("sb_state_enabled.txt"), fact_key(FileDigest, path=UBUNTU_CERT): None}
     result = run_op(
         secureboot.signing_key, ubuntu, cert=UBUNTU_CERT, key=UBUNTU_KEY, distro_id="ubuntu"
     )
@@ -812,11 +866,17 @@ def test_signing_key_is_made_as_dkms_makes_it():
 
 def mok_facts(state: str, pending: bool = False) -> dict:
     return {
-        "SecureBoot": sb("sb_state_enabled.txt"),
-        f"MokKeyState:{DEBIAN_CERT}": {"state": state, "message": f"{DEBIAN_CERT} is {state}"},
-        f"MokPending:{DEBIAN_CERT}": {"pending": pending, "fingerprint": "c8:39:a7",
-                                     "requests": ["c8:39:a7"] if pending else []},
-    }  # fmt: skip
+        SecureBoot: sb("sb_state_enabled.txt"),
+        fact_key(MokKeyState, path=DEBIAN_CERT): {
+            "state": state,
+            "message": f"{DEBIAN_CERT} is {state}",
+        },
+        fact_key(MokPending, path=DEBIAN_CERT): {
+            "pending": pending,
+            "fingerprint": "c8:39:a7",
+            "requests": ["c8:39:a7"] if pending else [],
+        },
+    }
 
 
 @pytest.mark.parametrize(
@@ -889,8 +949,8 @@ def boot(dkms_module: str | None = KO) -> dict:
 
 
 def reboot_op(fact: dict, ready: bool = True, executing: bool = False, **arguments):
-    facts = {"RebootRequired": fact, "BootKernels": boot(KO if ready else None),
-             "SecureBoot": sb("sb_state_disabled.txt")}  # fmt: skip
+    facts = {RebootRequired: fact, BootKernels: boot(KO if ready else None),
+             SecureBoot: sb("sb_state_disabled.txt")}  # fmt: skip
     arguments = {"allowed": True, "timeout": 600, "planned": [], "driver": "dkms",
                  "mok_cert": DEBIAN_CERT, **arguments}  # fmt: skip
     return run_op(reboot.reboot_when_needed, facts, executing=executing, **arguments)
@@ -899,7 +959,7 @@ def reboot_op(fact: dict, ready: bool = True, executing: bool = False, **argumen
 def test_reboot_when_nothing_needs_one_is_a_noop():
     result = reboot_op(NO_REBOOT)
     assert (result.commands, result.noops) == ([], ["no reboot needed"])
-    assert "BootKernels" not in result.reads  # nothing to gate
+    assert BootKernels not in result.facts_read  # nothing to gate
 
 
 def test_reboot_not_allowed_only_reports():
@@ -968,42 +1028,42 @@ VERIFY = {"rocminfo": ROCMINFO, "expected_gfx": ["gfx1100"], "expected_count": 1
           "python": PYTHON, "installed": INSTALLED}  # fmt: skip
 # What the survey says of a converged host, and what a passed check records of it.
 HOST_NOW = {
-    "KfdNodes": [{"node": 1, "gfx": "gfx1100", "slot": "0000:03:00.0"}],
-    "KernelVersion": "6.1.0-50-amd64",
+    KfdNodes: [{"node": 1, "gfx": "gfx1100", "slot": "0000:03:00.0"}],
+    KernelVersion: "6.1.0-50-amd64",
 }
 STACK = (
     "expected 1 x gfx1100\nrocm 6.4.3\ntorch torch==2.9.1+rocm6.4 torchvision==0.24.1+rocm6.4\n"
     "kernel 6.1.0-50-amd64\ngpus gfx1100@0000:03:00.0\n"
 )
-UNCHECKED = {**HOST_NOW, f"FileDigest:{paths.VERIFIED}": None}
+UNCHECKED = {**HOST_NOW, fact_key(FileDigest, path=paths.VERIFIED): None}
 
 
 def test_gpu_verified_plans_the_check_from_the_survey_without_running_it():
     result = run_op(gpu.gpu_verified, UNCHECKED, **VERIFY)
     assert result.texts[0] == "mkdir -p /run/rocm-fleet"
     assert result.scripts == [("text-file", [paths.VERIFIED, "644", STACK])]
-    assert "RocmAgents" not in result.reads and result.noops == []
+    assert RocmAgents not in result.facts_read and result.noops == []
 
 
 def test_gpu_verified_is_a_noop_while_what_it_checked_is_unchanged():
-    checked = {**HOST_NOW, f"FileDigest:{paths.VERIFIED}": digest(STACK)}
+    checked = {**HOST_NOW, fact_key(FileDigest, path=paths.VERIFIED): digest(STACK)}
     for executing in (False, True):
         result = run_op(gpu.gpu_verified, checked, executing=executing, **VERIFY)
         assert result.commands == []
         assert result.noops == ["verified in this boot, and nothing it checked has changed since"]
-        assert "RocmAgents" not in result.reads  # no round trip, no torch import
+        assert RocmAgents not in result.facts_read  # no round trip, no torch import
 
 
 @pytest.mark.parametrize(
     ("what", "change"),
     [
         ("another release's wheels", {"installed": INSTALLED.replace("6.4", "7.2")}),
-        ("another kernel", {"KernelVersion": "6.12.38+deb13-amd64"}),
-        ("a GPU gone", {"KfdNodes": []}),
+        ("another kernel", {KernelVersion: "6.12.38+deb13-amd64"}),
+        ("a GPU gone", {KfdNodes: []}),
     ],
 )
 def test_gpu_verified_checks_again_when_what_it_vouched_for_changed(what, change):
-    checked = {**HOST_NOW, f"FileDigest:{paths.VERIFIED}": digest(STACK)}
+    checked = {**HOST_NOW, fact_key(FileDigest, path=paths.VERIFIED): digest(STACK)}
     arguments = dict(VERIFY)
     for key, value in change.items():
         (arguments if key in arguments else checked)[key] = value
@@ -1012,16 +1072,19 @@ def test_gpu_verified_checks_again_when_what_it_vouched_for_changed(what, change
 
 
 def test_gpu_verified_runs_the_check_and_records_what_it_vouched_for():
-    facts = {**UNCHECKED, "RocmAgents": AGENTS, f"TorchInfo:{PYTHON}": TORCH}
+    facts = {**UNCHECKED, RocmAgents: AGENTS, fact_key(TorchInfo, python=PYTHON): TORCH}
     result = run_op(gpu.gpu_verified, facts, executing=True, **VERIFY)
     assert result.scripts == [("text-file", [paths.VERIFIED, "644", STACK])]
-    assert result.reads[-2:] == [f"RocmAgents:{ROCMINFO}", f"TorchInfo:{PYTHON}"]  # one survey
+    assert result.reads[-2:] == [
+        fact_key(RocmAgents, rocminfo=ROCMINFO),
+        fact_key(TorchInfo, python=PYTHON),
+    ]  # one survey
 
 
 def test_gpu_verified_fails_the_host_naming_what_it_found():
     wrong = {**AGENTS, "gpus": [{"name": "gfx942"}]}
-    facts = {**UNCHECKED, "RocmAgents": wrong, f"TorchInfo:{PYTHON}": TORCH,
-             "RebootRequired": NO_REBOOT}  # fmt: skip
+    facts = {**UNCHECKED, RocmAgents: wrong, fact_key(TorchInfo, python=PYTHON): TORCH,
+             RebootRequired: NO_REBOOT}  # fmt: skip
     result = run_op(gpu.gpu_verified, facts, executing=True, **VERIFY)
     (failure,) = result.texts
     assert failure.startswith("echo 'GPU verification failed on node: expected 1 x gfx1100, ")

@@ -14,8 +14,11 @@ from dataclasses import replace
 
 import pytest
 from pyinfra.api.exceptions import PyinfraError
+from pyinfra.facts.files import FileContents
+from pyinfra.facts.server import Which
 
 from rocm_fleet.assets import text
+from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, HOST_RUNTIMES, release
@@ -197,7 +200,7 @@ def test_an_unreadable_host_gets_the_advice_that_fits(caplog, data, sudo, reason
 
     class Unreadable(SurveyHost):
         def __call__(self, fact, *args, **kwargs):
-            if fact.__name__ == "Which":
+            if fact is Which:
                 assert kwargs == {"command": "sudo", "_sudo": False, "_ignore_errors": True}
                 return sudo
             return None
@@ -356,14 +359,13 @@ def test_venv_remove_script_removes_only_what_it_created(tmp_path):
 # Facts read with read_fact that no survey declares, each with why a converged host never
 # reads it.
 NOT_SURVEYED = {
-    ("rocm_fleet.operations.apt", "FileContents"): "the ledger, read only to remove packages",
+    ("rocm_fleet.operations.apt", FileContents): "the ledger, read only to remove packages",
 }
 
 
-def fact_reads(module: str) -> set[str]:
-    """The fact classes a module reads with ``read_fact``, by class name (read from its
-    source; a name that aliases a fact, such as RunningKernel for pyinfra's KernelVersion,
-    counts as the class it names)."""
+def fact_reads(module: str) -> set[type]:
+    """The fact classes a module reads with ``read_fact`` (read from its source; a name that
+    aliases a fact, such as RunningKernel for pyinfra's KernelVersion, is the class it names)."""
     import ast
     import importlib
 
@@ -372,7 +374,7 @@ def fact_reads(module: str) -> set[str]:
     tree = ast.parse(MODULES[module].read_text())
     namespace = vars(importlib.import_module(module))
     return {
-        getattr(namespace.get(node.args[0].id), "__name__", node.args[0].id)
+        namespace[node.args[0].id]
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and getattr(node.func, "id", None) == "read_fact"
@@ -391,8 +393,8 @@ def test_every_operations_module_that_reads_declares_its_reads_and_is_surveyed()
     assert readers == {module.__name__ for module in OPERATIONS}
     for name in readers:
         declared = importlib.import_module(name).survey_reads
-        facts = {read.fact.__name__ for read in declared(load_config(DKMS, "node"))}
-        undeclared = fact_reads(name) - facts - {"NvidiaStack"}
+        facts = {read.fact for read in declared(load_config(DKMS, "node"))}
+        undeclared = fact_reads(name) - facts - {NvidiaStack}
         undeclared -= {fact for (where, fact) in NOT_SURVEYED if where == name}
         assert not undeclared, f"{name} reads {undeclared} without declaring them"
 
@@ -407,11 +409,11 @@ def test_every_fact_the_operations_and_tasks_read_is_in_the_survey():
 
     # Every setting that adds reads on: Slurm's view is read only with rocm_slurm_gres.
     config = load_config({**DKMS, "rocm_slurm_gres": True}, "node")
-    surveyed = {read.fact.__name__ for read in survey_reads(config)}
-    surveyed |= {fact.__name__ for fact in DERIVED}
+    surveyed = {read.fact for read in survey_reads(config)}
+    surveyed |= set(DERIVED)
     layers = ("rocm_fleet.operations.", "rocm_fleet.deploy.")
     missing = {
-        f"{module}: {fact}"
+        f"{module}: {fact.__name__}"
         for module in MODULES
         if module.startswith(layers)
         for fact in fact_reads(module) - surveyed

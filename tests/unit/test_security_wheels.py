@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import paths
 from rocm_fleet.model.sources import HostNeeds, WheelNeed
 from rocm_fleet.offline.bundle import Plan, make_bundle
@@ -26,6 +27,7 @@ from rocm_fleet.offline.manifest import locked_requirements
 from rocm_fleet.operations import python
 from unit.loopback import running, url_of
 from unit.opcases import run_op
+from unit.surveys import fact_key
 from unit.test_bundle import Quiet, needs_of, signer, upstream, wheel  # noqa: F401
 
 VENV = paths.DEFAULT_VENV
@@ -133,7 +135,7 @@ def test_pinned_wheels_with_a_lock_install_with_require_hashes_from_stdin():
     ]
     result = run_op(
         python.pinned_wheels,
-        {f"VenvDistributions:{VENV}": None},
+        {fact_key(VenvDistributions, venv=VENV): None},
         venv_path=VENV,
         index_url=INDEX,
         wanted=WHEELS,
@@ -154,7 +156,7 @@ def test_a_lock_with_an_sdist_installs_its_build_backend_first_then_builds_it():
 
     def texts(lock):
         return run_op(
-            python.pinned_wheels, {f"VenvDistributions:{VENV}": None}, venv_path=VENV,
+            python.pinned_wheels, {fact_key(VenvDistributions, venv=VENV): None}, venv_path=VENV,
             index_url=INDEX, wanted=WHEELS, locked=lock,
         ).texts  # fmt: skip
 

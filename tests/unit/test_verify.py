@@ -2,11 +2,16 @@
 isn't; and the verify step's plan."""
 
 import pytest
+from pyinfra.facts.server import KernelVersion
 
+from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.gpu import KfdNodes, RocmAgents
+from rocm_fleet.facts.python import TorchInfo
+from rocm_fleet.facts.system import RebootRequired
 from rocm_fleet.model import paths
 from rocm_fleet.operations.gpu import gpu_problems, gpu_verified
 from unit.opcases import run_op
-from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan
+from unit.surveys import SurveyHost, converged_survey, fact_key, fresh_survey, plan
 
 
 def agents(*names, status="ok"):
@@ -80,18 +85,18 @@ PYTHON = paths.venv_python(paths.DEFAULT_VENV)
 ROCMINFO = "/opt/rocm/core-10.1/bin/rocminfo"  # the release's own (matrix.Release.rocminfo)
 # A host the check hasn't vouched for yet (what the survey says of it).
 UNCHECKED = {
-    "KfdNodes": [{"node": 1, "gfx": "gfx1201", "slot": "0000:03:00.0"}],
-    "KernelVersion": "6.1.0-50-amd64",
-    f"FileDigest:{paths.VERIFIED}": None,
+    KfdNodes: [{"node": 1, "gfx": "gfx1201", "slot": "0000:03:00.0"}],
+    KernelVersion: "6.1.0-50-amd64",
+    fact_key(FileDigest, path=paths.VERIFIED): None,
 }
 
 
 def test_a_pending_reboot_defers_a_failing_check_instead_of_failing_the_host():
     facts = {
         **UNCHECKED,
-        "RocmAgents": agents(status="not_loaded"),
-        f"TorchInfo:{PYTHON}": torch(available=False),
-        "RebootRequired": {"required": True, "packages": [], "reasons": ["new kernel 6.12"]},
+        RocmAgents: agents(status="not_loaded"),
+        fact_key(TorchInfo, python=PYTHON): torch(available=False),
+        RebootRequired: {"required": True, "packages": [], "reasons": ["new kernel 6.12"]},
     }
     kwargs = {"rocminfo": ROCMINFO, "expected_gfx": ["gfx1201"], "expected_count": 1,
               "python": PYTHON, "installed": "rocm 6.4.3\n"}  # fmt: skip
@@ -101,18 +106,18 @@ def test_a_pending_reboot_defers_a_failing_check_instead_of_failing_the_host():
     assert f"{ROCMINFO} did not run cleanly (not_loaded" in result.noops[0]
 
     # Only a reason this deploy recorded defers it: a package's own reboot flag doesn't.
-    facts["RebootRequired"] = {"required": True, "packages": ["libc6"], "reasons": []}
+    facts[RebootRequired] = {"required": True, "packages": ["libc6"], "reasons": []}
     result = run_op(gpu_verified, facts, executing=True, **kwargs)
     assert result.noops == [] and "GPU verification failed on node" in result.texts[0]
 
 
 def test_without_pytorch_only_rocminfo_is_read_and_recorded():
-    facts = {**UNCHECKED, "RocmAgents": agents("gfx942", "gfx942")}
+    facts = {**UNCHECKED, RocmAgents: agents("gfx942", "gfx942")}
     kwargs = {"rocminfo": ROCMINFO, "expected_gfx": ["gfx942"], "expected_count": 2,
               "python": None, "installed": "rocm 6.4.3\n"}  # fmt: skip
     result = run_op(gpu_verified, facts, executing=True, **kwargs)
-    assert result.reads[-1] == f"RocmAgents:{ROCMINFO}"
-    assert not any("Torch" in r for r in result.reads)
+    assert result.reads[-1] == fact_key(RocmAgents, rocminfo=ROCMINFO)
+    assert not any("Torch" in fact.__name__ for fact in result.facts_read)
     ((name, (path, _mode, stack)),) = result.scripts
     assert (name, path) == ("text-file", paths.VERIFIED)
     assert stack.startswith("expected 2 x gfx942\nrocm 6.4.3\nkernel ") and "torch" not in stack
