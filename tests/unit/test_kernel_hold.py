@@ -255,7 +255,7 @@ def run_hold_script(ledger: Path, bin_dir: Path, *changes: str) -> subprocess.Co
     result = run_op(
         kernel.kernel_holds,
         {
-            "InstalledPackages": {name: "1" for name in wanted},
+            InstalledPackages: {name: "1" for name in wanted},
             **facts(
                 [c[1:] for c in changes if c[0] in "-="], [c[1:] for c in changes if c[0] in "-="]
             ),
