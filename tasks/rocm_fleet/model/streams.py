@@ -6,7 +6,7 @@ and versions, install root, the distros each publishes and how AMD lists them). 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rocm_fleet.model import paths, upstream_data
 from rocm_fleet.model.gpu_targets import gpu_target
@@ -20,8 +20,24 @@ from rocm_fleet.model.versions import (
     release_key,
 )
 
-if TYPE_CHECKING:
-    from rocm_fleet.model.matrix import Distro, Release
+
+class ReleaseRow(Protocol):
+    """What a stream reads of a release (``model.matrix.Release``, which holds its stream:
+    a Protocol here so that the streams don't import the matrix that imports them)."""
+
+    @property
+    def version(self) -> str: ...
+    @property
+    def parts(self) -> tuple[int, ...]: ...
+    @property
+    def apt_path(self) -> str: ...
+
+
+class DistroRow(Protocol):
+    """What a stream reads of a distro row (``model.matrix.Distro``)."""
+
+    @property
+    def key(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -120,7 +136,7 @@ class Stream:
     publications: tuple[Publication, ...]
     default_packages_text: str = ""  # for the settings table
 
-    def publication(self, row: Distro) -> Publication | None:
+    def publication(self, row: DistroRow) -> Publication | None:
         return next((p for p in self.publications if p.distro == row.key), None)
 
     def pin_text(self) -> str:
@@ -130,10 +146,10 @@ class Stream:
 
     # --- packages (the subclasses) ----------------------------------------------------------
 
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+    def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
         raise NotImplementedError
 
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+    def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
         """The packages to install when ``rocm_packages`` is unset; ``gfx_targets`` names
         every GPU of the host when known (else None)."""
         raise NotImplementedError
@@ -144,7 +160,7 @@ class Stream:
         raise NotImplementedError
 
     def unwanted_targets(
-        self, release: Release, packages: list[str], names: list[str]
+        self, release: ReleaseRow, packages: list[str], names: list[str]
     ) -> list[str]:
         """Of ``names`` (the stream's installed packages), those that serve only GPU targets
         ``packages`` (what the host is to have) no longer name: a per-target stream's old
@@ -152,38 +168,38 @@ class Stream:
         packages."""
         return []
 
-    def version_regex(self, release: Release) -> str:
+    def version_regex(self, release: ReleaseRow) -> str:
         """An extended regex (Python and awk) matching the versions of the release's
         packages."""
         raise NotImplementedError
 
-    def root(self, release: Release) -> str:
+    def root(self, release: ReleaseRow) -> str:
         """Where the release unpacks on a host."""
         raise NotImplementedError
 
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
+    def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
         """Whether AMD lists the GPU target for the release."""
         raise NotImplementedError
 
 
 class ClassicStream(Stream):
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+    def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
         return f"{base_url.rstrip('/')}/{release.apt_path}"
 
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+    def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
         # The HIP runtime meta package: rocminfo, HIP, HSA (fact sheet §3.5).
         return ["rocm-hip-runtime"]
 
     def owns(self, name: str, version: str) -> bool:
         return bool(amd_release_tag(version)) and not is_amd_driver_version(version)
 
-    def version_regex(self, release: Release) -> str:
+    def version_regex(self, release: ReleaseRow) -> str:
         return classic_version_regex(release.version)
 
-    def root(self, release: Release) -> str:
+    def root(self, release: ReleaseRow) -> str:
         return paths.classic_root(release.version)
 
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
+    def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
         target = gpu_target(gfx)
         since = target.supported_from if target else None
         return since is not None and release.parts >= release_key(since)
@@ -199,10 +215,10 @@ CORE_SDK_GFX_PACKAGES = (
 
 
 class CoreSdkStream(Stream):
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+    def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
         return f"{base_url.rstrip('/')}/{publication.directory}"
 
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+    def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
         # "ROCm Base": amdrocm<ver> for every target, or amdrocm<ver>-<gfx> per target
         # (200-install.rst @ 03f04fe0, 0c31064a); <ver> is major.minor (packaging_utils.py).
         ver = major_minor(release.version)
@@ -215,7 +231,7 @@ class CoreSdkStream(Stream):
         return is_core_sdk_package(name, version)
 
     def unwanted_targets(
-        self, release: Release, packages: list[str], names: list[str]
+        self, release: ReleaseRow, packages: list[str], names: list[str]
     ) -> list[str]:
         """With per-target packages wanted (amdrocm7.14-gfx1201), every installed package of
         another target (amdrocm7.14-gfx1100 and the amdrocm-core7.14-gfx1100 it pulled in,
@@ -228,13 +244,13 @@ class CoreSdkStream(Stream):
         others = tuple(f"-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES if gfx not in wanted)
         return sorted(n for n in names if n.endswith(others) or n == f"amdrocm{ver}")
 
-    def version_regex(self, release: Release) -> str:
+    def version_regex(self, release: ReleaseRow) -> str:
         return core_sdk_version_regex(release.version)
 
-    def root(self, release: Release) -> str:
+    def root(self, release: ReleaseRow) -> str:
         return paths.core_sdk_root(major_minor(release.version))
 
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
+    def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
         return gfx in CORE_SDK_GFX_PACKAGES
 
 
