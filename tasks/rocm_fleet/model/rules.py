@@ -304,6 +304,12 @@ PULL_NODE_NAME = grammar_rule(
     r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}",
 )
 PACKAGE_NAME = grammar_rule("a Debian package name", grammar.PACKAGE_NAME)
+# A node's NodeName= in slurm.conf: one name, never a hostlist expression (gpu[1-4]) or a
+# word a shell or scontrol's own parser would split.
+SLURM_NODE_NAME = grammar_rule(
+    "one Slurm node name: letters, digits, '.', '_' or '-', starting with a letter or digit",
+    r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
+)
 DISTRO = choice(*matrix.DISTRO_KEYS)
 
 _KNOWN_GFX = tuple(target.gfx for target in matrix.GPU_TARGETS)

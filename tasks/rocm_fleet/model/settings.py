@@ -61,6 +61,7 @@ from rocm_fleet.model.rules import (
     RELEASE,
     SECRET_SOURCE,
     SHA256,
+    SLURM_NODE_NAME,
     TIME_SPAN,
     TORCH_RELEASE,
     URL_OR_PATH,
@@ -126,6 +127,7 @@ DRIVER = "amdgpu driver"
 APU = "APU memory"
 SECURE_BOOT = "Secure Boot"
 REBOOT = "Reboot"
+SLURM = "Slurm (rocm-fleet roll)"
 CUDA = "Migrate from CUDA"
 MIRROR = "Fleet mirror"
 PROXY = "Proxy"
@@ -337,6 +339,26 @@ class Settings:
         600,
         "Seconds a rebooting host has to come back before it fails",
         REBOOT,
+    )
+    # --- Slurm (rocm-fleet roll) -----------------------------------------------------
+    rocm_slurm_drain: Annotated[bool, FLAG] = setting(
+        False,
+        "`rocm-fleet roll` drains the node in Slurm before changing it, waits for its jobs to "
+        "end, and resumes it once the node checks pass (one that fails stays drained, the "
+        "reason saying why). A node with no drift is never drained",
+        SLURM,
+    )
+    rocm_slurm_drain_timeout: Annotated[int, POSITIVE] = setting(
+        3600,
+        "Seconds `rocm-fleet roll` waits for a drained node's jobs to end; then the node is "
+        "left unchanged and resumed (jobs are never killed)",
+        SLURM,
+    )
+    rocm_slurm_node_name: Annotated[str | None, optional(SLURM_NODE_NAME)] = setting(
+        None,
+        "The node's name in Slurm (NodeName=). Unset: its short host name (`hostname -s`), "
+        "as slurmd names itself",
+        SLURM,
     )
     # --- Fleet mirror ----------------------------------------------------------------
     rocm_mirror: Annotated[str | None, optional(MIRROR_NAME)] = setting(

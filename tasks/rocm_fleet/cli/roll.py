@@ -1,0 +1,438 @@
+"""``rocm-fleet roll INVENTORY [DEPLOY] --max-unavailable N``: rolling maintenance.
+
+The deploy, a few nodes at a time, with Slurm told: first the audit finds the hosts with
+drift (a host with none is never touched, never drained); then they are taken in waves of
+at most ``--max-unavailable``. In each wave every node whose data sets ``rocm_slurm_drain``
+is drained (``scontrol update State=DRAIN Reason="rocm-fleet: ..."``) and its jobs are
+waited for, up to its ``rocm_slurm_drain_timeout`` (jobs are never killed: a node still
+busy then is resumed unchanged, and named); then each node is deployed (``pyinfra INVENTORY
+DEPLOY --limit HOST``) and checked (``rocm-fleet check INVENTORY --limit HOST``), and
+resumed only when both passed. A node that fails stays drained, its reason saying why, and
+the roll ends after that wave. A node someone else had drained is changed and left drained.
+
+Slurm not answering (slurmctld down, MUNGE refusing) stops the roll at once: no other node
+is drained or changed, and every node the roll had drained stays drained (Slurm keeps a
+drain across its own restart); they are named, with the command that resumes them.
+
+Exit status (``cli.exits``): 0 every host with drift was changed, checked and resumed (or
+none had drift); 1 a host failed its deploy or checks (left drained), was still busy at its
+timeout (left unchanged), or would be refused; 2 Slurm or a host did not answer; 4 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from rocm_fleet.cli.exits import Exit, described, epilog, worst
+from rocm_fleet.cli.inventory import UsageError
+from rocm_fleet.cli.slurm_nodes import SlurmNode, SlurmUnreachable
+from rocm_fleet.model.waves import ROLLING, NodeState, reason, waves
+
+#: pyinfra's deploy of every node, as the top-level help names it
+DEFAULT_DEPLOY = "rocm_fleet.deploy.rocm_node"
+
+
+def add_parser(commands: Any) -> None:
+    roll = commands.add_parser(
+        "roll",
+        help="rolling maintenance: drain, change, check and resume the drifted hosts in waves",
+        description=described(__doc__),
+        epilog=epilog(
+            "Here: 0 every drifted host was changed, checked and resumed (or none drifted); "
+            "1 a host failed its deploy or checks and stays drained, was still busy at its "
+            "drain timeout, or would be refused; 2 Slurm or a host did not answer (the roll "
+            "stopped; nodes it drained stay drained); 4 a bad option, inventory or setting"
+        ),
+    )
+    roll.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
+    roll.add_argument(
+        "deploy",
+        nargs="?",
+        default=DEFAULT_DEPLOY,
+        help=f"what pyinfra runs on each host (default {DEFAULT_DEPLOY}; in a checkout: deploy.py)",
+    )
+    roll.add_argument(
+        "--max-unavailable",
+        type=int,
+        default=1,
+        metavar="N",
+        help="hosts taken out (drained and changed) at once: the size of a wave (default 1)",
+    )
+    roll.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        help="group, host name or glob (repeatable; commas split)",
+    )
+    roll.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a data value for every host, as pyinfra's --data does (repeatable)",
+    )
+    roll.add_argument(
+        "--poll-interval",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how often a draining node's jobs are looked at (default 10)",
+    )
+    roll.add_argument(
+        "--dry",
+        action="store_true",
+        help="say which hosts have drift, their waves and their Slurm state; change nothing",
+    )
+    roll.set_defaults(run=run)
+
+
+# --- what a roll is made of ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    why: str = ""  #: one line, when not ok
+
+
+@dataclass
+class Target:
+    """A host with drift, and its node in Slurm when its data sets ``rocm_slurm_drain``."""
+
+    host: str
+    slurm: SlurmNode | None
+    drain_timeout: float = 3600.0
+    #: drained by someone else before the roll: changed, then left drained
+    keep_drained: bool = False
+    #: drained by this roll (or an earlier one): the roll resumes it once it is checked
+    drained: bool = False
+
+
+@dataclass(frozen=True)
+class Steps:
+    """What the roll does to a host, besides Slurm: each returns an ``Outcome``."""
+
+    deploy: Callable[[str], Outcome]
+    check: Callable[[str], Outcome]
+    #: a host has been deployed: drop any connection to it (it may have rebooted)
+    deployed: Callable[[str], None] = lambda host: None
+
+
+@dataclass
+class Tally:
+    changed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    left_drained: list[str] = field(default_factory=list)
+
+
+class Roll:
+    """The waves, carried out; ``run()`` returns the exit status."""
+
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        steps: Steps,
+        max_unavailable: int,
+        out: TextIO,
+        poll_interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.waves = waves(list(targets), max_unavailable)
+        self.steps = steps
+        self.out = out
+        self.poll_interval = poll_interval
+        self.clock, self.sleep, self.wall = clock, sleep, wall
+        self.tally = Tally()
+
+    def log(self, host: str, message: str) -> None:
+        stamp = time.strftime("%H:%M:%S", time.gmtime(self.wall()))
+        self.out.write(f"{stamp} {host}: {message}\n")
+        self.out.flush()
+
+    def run(self) -> int:
+        for number, wave in enumerate(self.waves, 1):
+            names = ", ".join(t.host for t in wave)
+            self.out.write(f"wave {number} of {len(self.waves)}: {names}\n")
+            try:
+                failed = self._wave(wave)
+            except SlurmUnreachable as exc:
+                return self._stopped(exc)
+            if failed:
+                rest = [t.host for later in self.waves[number:] for t in later]
+                if rest:
+                    self.out.write(f"stopped after wave {number}; not rolled: {', '.join(rest)}\n")
+                break
+        return self._summary()
+
+    # --- one wave ---------------------------------------------------------------------
+
+    def _wave(self, wave: list[Target]) -> bool:
+        """Drain, wait, change, check and resume one wave; whether a host of it failed."""
+        for target in wave:
+            self._drain(target)
+        ready = self._wait(wave)
+        with ThreadPoolExecutor(max(len(ready), 1)) as pool:
+            deployed = list(pool.map(self._deploy_and_check, ready))
+        failed = False
+        for target, outcome in zip(ready, deployed, strict=True):
+            if outcome.ok:
+                self.tally.changed.append(target.host)
+                self._resume(target)
+            else:
+                failed = True
+                self.tally.failed.append(target.host)
+                self.log(target.host, f"FAILED: {outcome.why}")
+                if target.slurm is not None:
+                    target.slurm.drain(reason(outcome.why))
+                    self._left_drained(target, "drained: " + reason(outcome.why))
+        return failed
+
+    def _drain(self, target: Target) -> None:
+        if target.slurm is None:
+            return
+        found = target.slurm.state()
+        if found.drained_by_others:
+            target.keep_drained = True
+            self.log(target.host, f"already {found.describe()}: changed, then left drained")
+            return
+        target.slurm.drain(ROLLING)
+        target.drained = True
+        self.log(target.host, f"drain {target.slurm.name} ({ROLLING})")
+
+    def _wait(self, wave: list[Target]) -> list[Target]:
+        """The wave's hosts once each is empty; a host still busy at its timeout is resumed
+        (if the roll drained it) and left unchanged."""
+        started = self.clock()
+        waiting = [t for t in wave if t.slurm is not None]
+        ready = [t for t in wave if t.slurm is None]
+        said: dict[str, list[str]] = {}
+        while waiting:
+            for target in list(waiting):
+                assert target.slurm is not None
+                found: NodeState = target.slurm.state()
+                if found.empty:
+                    waiting.remove(target)
+                    ready.append(target)
+                    waited = self.clock() - started
+                    self.log(target.host, f"drained, no job left (waited {waited:.0f}s)")
+                elif self.clock() - started >= target.drain_timeout:
+                    waiting.remove(target)
+                    self._busy(target, target.slurm.jobs())
+                else:
+                    jobs = target.slurm.jobs()
+                    if said.get(target.host) != jobs:
+                        said[target.host] = jobs
+                        self.log(target.host, f"waiting for job(s) {', '.join(jobs) or '?'}")
+            if waiting:
+                self.sleep(self.poll_interval)
+        return [t for t in wave if t in ready]
+
+    def _busy(self, target: Target, jobs: list[str]) -> None:
+        assert target.slurm is not None
+        self.tally.busy.append(target.host)
+        why = (
+            f"job(s) {', '.join(jobs) or '?'} still running after {target.drain_timeout:.0f}s "
+            "(rocm_slurm_drain_timeout): not changed"
+        )
+        if target.drained:
+            target.slurm.resume()
+            target.drained = False
+            self.log(target.host, f"{why}; resumed (jobs are never killed)")
+        else:
+            self.log(target.host, f"{why}; left drained, as it was")
+
+    def _deploy_and_check(self, target: Target) -> Outcome:
+        self.log(target.host, "deploy")
+        deployed = self.steps.deploy(target.host)
+        self.steps.deployed(target.host)
+        if not deployed.ok:
+            return Outcome(False, f"deploy failed: {deployed.why}")
+        self.log(target.host, "deployed; node checks")
+        checked = self.steps.check(target.host)
+        if not checked.ok:
+            return Outcome(False, f"node checks failed: {checked.why}")
+        return checked
+
+    def _resume(self, target: Target) -> None:
+        if target.slurm is None:
+            self.log(target.host, "changed and checked")
+        elif target.keep_drained:
+            self._left_drained(target, "changed and checked; left drained, as it was")
+        else:
+            target.slurm.resume()
+            target.drained = False
+            self.log(target.host, f"checks passed; resume {target.slurm.name}")
+
+    def _left_drained(self, target: Target, message: str) -> None:
+        target.drained = False  # on purpose now: not the roll's to resume
+        self.tally.left_drained.append(target.host)
+        self.log(target.host, message)
+
+    # --- the end ----------------------------------------------------------------------
+
+    def _stopped(self, exc: SlurmUnreachable) -> int:
+        held = [t for wave in self.waves for t in wave if t.drained]
+        print(f"rocm-fleet roll: Slurm did not answer: {exc}", file=sys.stderr)
+        print(
+            "rocm-fleet roll: stopped before draining or changing another node",
+            file=sys.stderr,
+        )
+        if held:
+            nodes = ",".join(t.slurm.name for t in held if t.slurm is not None)
+            print(
+                f"rocm-fleet roll: left drained by the roll: {', '.join(t.host for t in held)}; "
+                f"once Slurm answers, check them (rocm-fleet check) and resume: "
+                f"scontrol update NodeName={nodes} State=RESUME (or roll again)",
+                file=sys.stderr,
+            )
+        self._summary()
+        return Exit.NOT_CHECKED
+
+    def _summary(self) -> int:
+        tally = self.tally
+        parts = [f"{len(tally.changed)} changed"]
+        for label, hosts in (
+            ("failed", tally.failed),
+            ("still busy, not changed", tally.busy),
+            ("left drained", tally.left_drained),
+        ):
+            if hosts:
+                parts.append(f"{label}: {', '.join(hosts)}")
+        self.out.write("roll: " + "; ".join(parts) + "\n")
+        return Exit.FINDINGS if tally.failed or tally.busy else Exit.OK
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Audited:
+    """What the audit said of the inventory's hosts, by the roll's needs."""
+
+    drifted: list[str]
+    refused: list[str]
+    unreachable: list[str]  #: unreachable or failed: not rolled, nothing known
+
+
+def audit(args: Any, passed: list[str]) -> Audited:
+    """The hosts with drift, by ``rocm-fleet audit --json`` (the deploy planned read-only)."""
+    command = [sys.executable, "-m", "rocm_fleet.cli", "audit", args.inventory, "--json", "-q"]
+    found = subprocess.run(command + passed, capture_output=True, text=True, check=False)
+    if found.returncode == Exit.USAGE:
+        raise UsageError(found.stderr.strip().removeprefix("rocm-fleet audit: "))
+    try:
+        rows = json.loads(found.stdout)["hosts"]
+    except (ValueError, KeyError):
+        raise UsageError(f"the audit failed: {found.stderr.strip()[-300:]}") from None
+
+    def having(*statuses: str) -> list[str]:
+        return [row["host"] for row in rows if row["status"] in statuses]
+
+    return Audited(having("drift"), having("refused"), having("unreachable", "failed"))
+
+
+def run_step(command: list[str]) -> Outcome:
+    """A deploy or check, its output kept; its last lines say why when it failed."""
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return Outcome(True)
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    return Outcome(False, " / ".join(line.strip() for line in lines[-3:])[-400:])
+
+
+def passed_options(args: Any) -> list[str]:
+    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    return [f"--limit={','.join(limits)}"] * bool(limits) + [f"--data={d}" for d in args.data]
+
+
+def run(args: Any) -> int:
+    from rocm_fleet.engine.context import patch_as_cli
+
+    patch_as_cli()
+
+    from rocm_fleet.cli.inventory import load_inventory, parse_data
+    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.engine.remote import forget, run_on
+    from rocm_fleet.model.config import ConfigError
+
+    if args.max_unavailable < 1:
+        raise UsageError(f"--max-unavailable {args.max_unavailable}: give 1 or more")
+    if args.poll_interval <= 0:
+        raise UsageError(f"--poll-interval {args.poll_interval}: give a number of seconds > 0")
+    passed = passed_options(args)
+    found = audit(args, passed)
+    for host in found.unreachable:
+        print(f"rocm-fleet roll: {host} did not answer the audit: not rolled", file=sys.stderr)
+    for host in found.refused:
+        print(f"rocm-fleet roll: {host} would be refused (see rocm-fleet audit)", file=sys.stderr)
+    if not found.drifted:
+        print("roll: no host has drift; nothing drained, nothing changed")
+        return worst(audit_statuses(found))
+    _, hosts = load_inventory(args.inventory, found.drifted, False, parse_data(args.data) or None)
+    fleet = fleet_of(hosts[0].inventory)
+    by_name = {host.name: host for host in hosts}
+    targets = []
+    for name in found.drifted:
+        try:
+            config = fleet.config(name)
+        except ConfigError as exc:
+            raise UsageError(" ".join(str(exc).split())) from None
+        slurm = None
+        if config.rocm_slurm_drain:
+            host = by_name[name]
+            sudo = host.data.get("ssh_user") not in (None, "root")
+            slurm = SlurmNode(
+                name,
+                lambda argv, host=host, sudo=sudo: run_on(host, argv, sudo),
+                config.rocm_slurm_node_name,
+            )
+        targets.append(Target(name, slurm, float(config.rocm_slurm_drain_timeout)))
+    if args.dry:
+        return dry(targets, args.max_unavailable, found)
+    given = [f"--data={d}" for d in args.data]
+    pyinfra = [sys.executable, "-m", "pyinfra_cli", args.inventory, args.deploy, "-y", *given]
+    check = [sys.executable, "-m", "rocm_fleet.cli", "check", args.inventory, *given]
+    steps = Steps(
+        deploy=lambda h: run_step([*pyinfra, "--limit", h]),
+        check=lambda h: run_step([*check, "--limit", h]),
+        deployed=lambda h: forget(by_name[h]),
+    )
+    status = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval).run()
+    return worst([status, *audit_statuses(found)])
+
+
+def audit_statuses(found: Audited) -> list[Exit]:
+    """What the hosts the roll left alone add: a refusal is a finding, no answer is 2."""
+    return [Exit.FINDINGS] * bool(found.refused) + [Exit.NOT_CHECKED] * bool(found.unreachable)
+
+
+def dry(targets: list[Target], max_unavailable: int, found: Audited) -> int:
+    """The plan: the waves, and each node's Slurm state now; nothing changes."""
+    try:
+        for number, wave in enumerate(waves(targets, max_unavailable), 1):
+            print(f"wave {number}:")
+            for target in wave:
+                if target.slurm is None:
+                    print(f"  {target.host}: drift; not in Slurm's hands (rocm_slurm_drain off)")
+                    continue
+                state = target.slurm.state()
+                then = (
+                    "changed, left drained"
+                    if state.drained_by_others
+                    else "drained, changed, resumed"
+                )
+                print(f"  {target.host}: drift; Slurm node {state.name} {state.describe()}: {then}")
+    except SlurmUnreachable as exc:
+        print(f"rocm-fleet roll: Slurm did not answer: {exc}", file=sys.stderr)
+        return Exit.NOT_CHECKED
+    return worst([Exit.FINDINGS, *audit_statuses(found)])
