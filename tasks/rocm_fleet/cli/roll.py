@@ -343,7 +343,10 @@ def audit(args: Any, passed: list[str]) -> Audited:
 
 def run_step(command: list[str]) -> Outcome:
     """A deploy or check, its output kept; its last lines say why when it failed."""
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    # stdin empty: a prompt (pyinfra asking to go on) answers "no" instead of hanging
+    done = subprocess.run(
+        command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+    )
     if done.returncode == 0:
         return Outcome(True)
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
