@@ -80,10 +80,12 @@ def prune_cache() -> int:
             f"minbase-{suite}-{roots.minbase_key(suite)}.tar.zst",
             f"sshbase-{suite}-{roots.sshbase_key(suite)}.tar.zst",
             f"sshbase-{suite}-{roots.sshbase_key(suite)}.d",
+            f"slurmbase-{suite}-{roots.slurmbase_key(suite)}.tar.zst",
+            f"slurmbase-{suite}-{roots.slurmbase_key(suite)}.d",
             f"mirror-{suite}-{mirror.mirror_key(suite)}",
         }
     for entry in sorted(cache_dir().iterdir()):
-        ours = entry.name.startswith(("minbase-", "sshbase-", "mirror-"))
+        ours = entry.name.startswith(("minbase-", "sshbase-", "slurmbase-", "mirror-"))
         # build-* dirs are in-progress builds of other labs unless old (a killed build).
         stale_build = entry.name.startswith("build-") and entry.stat().st_mtime < time.time() - 3600
         if (ours and entry.name not in current) or stale_build:

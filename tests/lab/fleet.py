@@ -285,14 +285,15 @@ class Lab:
         self.workdir.mkdir(parents=True, exist_ok=True)
         teardown.register(self.run_id, self.workdir)
         suites = sorted({host.spec.suite for host in self._hosts})
+        layers = sorted({(host.spec.suite, host.spec.base) for host in self._hosts})
         with self._timed("matrix"):
             releases = [release(v) for v in self._release_versions]
         with ThreadPoolExecutor(4) as pool, self._timed("artefacts"):
-            bases = {s: pool.submit(roots.sshbase_dir, s) for s in suites}
+            bases = {layer: pool.submit(roots.base_dir, *layer) for layer in layers}
             trees = {s: pool.submit(mirror.mirror_dir, s) for s in suites}
             doubles = pool.submit(self._upstreams.build, releases, self._catalog)
             key = pool.submit(self._client.make_key)
-            base_dirs = {s: f.result() for s, f in bases.items()}
+            base_dirs = {layer: f.result() for layer, f in bases.items()}
             mirror_trees = {s: f.result() for s, f in trees.items()}
             doubles.result()
             key.result()

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import machine, profiles
+from . import machine, profiles, roots
 from ._util import LabError, run
 from .network import Network, hosts_file
 
@@ -47,6 +47,9 @@ class HostSpec:
     sshd: bool = True
     #: running kernel, EFI / Secure Boot / MOK state, whether it comes back after a reboot
     machine: machine.Machine = field(default_factory=machine.Machine)
+    #: the cached root it lies on (roots.BASES): "sshbase", or "slurm" (+ Debian's Slurm
+    #: and MUNGE, for a `lab.slurm.Cluster`)
+    base: str = "sshbase"
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class RootSetup:
     upstreams: dict[str, str]  #: name -> its address on the bridge, in /etc/hosts
     ca_cert: Path  #: the lab CA, trusted once the deploy installs ca-certificates
     authorized_key: Path  #: the client's public key, for root
-    bases: dict[str, Path]  #: suite -> extracted sshbase (the overlay's lower dir)
+    bases: dict[tuple[str, str], Path]  #: (suite, base) -> extracted root (the overlay's lower dir)
     packages_indexes: dict[str, Path]  #: suite -> Packages index naming the stock kernel
 
 
@@ -228,7 +231,7 @@ class Hosts:
 
         def create(host: Host) -> None:
             self._network.add_host(host.index)
-            host.mount(setup.bases[host.spec.suite])
+            host.mount(setup.bases[host.spec.suite, host.spec.base])
             host.customise(setup)
 
         with ThreadPoolExecutor(4) as pool:
@@ -334,6 +337,10 @@ def check_specs(specs: Sequence[HostSpec]) -> None:
         raise LabError(f"duplicate host names: {names}")
     for spec in specs:
         profiles.gpus(spec.profile)
+        if spec.base not in roots.BASES:
+            raise LabError(
+                f"{spec.name}: unknown base {spec.base!r}; known: {', '.join(roots.BASES)}"
+            )
 
 
 def children(pid: int) -> list[int]:

@@ -1,4 +1,5 @@
-"""Debian roots for lab hosts: debootstrap minbase, then an "sshbase", both cached as tar.zst.
+"""Debian roots for lab hosts: debootstrap minbase, then an "sshbase", and for the hosts of a
+Slurm cluster (slurm.py) a "slurmbase" on top of it, all cached as tar.zst.
 
 Built from the Debian mirror the build machine's apt sources name (`_util.debian_mirror`),
 so the roots' sources.list names that mirror, which the lab then serves at its real name.
@@ -33,6 +34,14 @@ SUITES = ("bookworm", "trixie")
 #: Packages on top of minbase.  Keep this minimal: the deploy must install the rest.
 SSHBASE_PACKAGES = ("openssh-server",)
 
+#: What a Slurm site has installed on its controller and nodes (Debian's own Slurm and
+#: MUNGE); a host gets them with ``HostSpec(base="slurm")``.  The product never installs
+#: Slurm: the site does.
+SLURMBASE_PACKAGES = ("slurmctld", "slurmd", "slurm-client", "munge")
+
+#: The root a host's overlay lies on (``HostSpec.base``).
+BASES = ("sshbase", "slurm")
+
 #: The unprivileged user the deploy is expected to add to video/render.
 LAB_USER = "alice"
 LAB_UID = 1001
@@ -54,6 +63,10 @@ def minbase_key(suite: str) -> str:
 
 def sshbase_key(suite: str) -> str:
     return cache_key("sshbase", minbase_key(suite), SSHBASE_PACKAGES, LAB_USER, LAB_UID, RECIPE)
+
+
+def slurmbase_key(suite: str) -> str:
+    return cache_key("slurmbase", sshbase_key(suite), SLURMBASE_PACKAGES, RECIPE)
 
 
 def minbase_tarball(suite: str) -> Path:
@@ -95,33 +108,50 @@ def sshbase_tarball(suite: str) -> Path:
     return target
 
 
-def _build_sshbase(root: Path) -> None:
-    # The build chroot shares the machine's network, so it can reach the Debian mirror.
+def slurmbase_tarball(suite: str) -> Path:
+    """Path of the cached slurmbase root (sshbase + Debian's Slurm and MUNGE), building it."""
+    _check_suite(suite)
+    target = cache_dir() / f"slurmbase-{suite}-{slurmbase_key(suite)}.tar.zst"
+    base = sshbase_tarball(suite)
+    with file_lock(cache_dir() / f".lock-slurmbase-{suite}"):
+        if not target.exists():
+            with tempfile.TemporaryDirectory(dir=cache_dir(), prefix="build-") as tmp:
+                root = Path(tmp) / "root"
+                try:
+                    unpack(base, root)
+                    _install(root, SLURMBASE_PACKAGES)
+                    # Each cluster writes its own key (slurm.py); one cached in the base
+                    # would be every lab's.
+                    (root / "etc/munge/munge.key").unlink(missing_ok=True)
+                    pack(root, target)
+                finally:
+                    rmtree(root)
+    return target
+
+
+def _install(root: Path, packages: tuple[str, ...]) -> None:
+    """apt-get install into a root from the machine's Debian mirror, leaving no lists
+    behind (a fresh host has none; the deploy runs apt update itself)."""
     (root / "etc/resolv.conf").unlink(missing_ok=True)
     (root / "etc/resolv.conf").write_text(Path("/etc/resolv.conf").read_text())
     chroot(root, "apt-get", "update", timeout=600)
-    chroot(
-        root,
-        "apt-get",
-        "install",
-        "-y",
-        "--no-install-recommends",
-        *SSHBASE_PACKAGES,
-        timeout=900,
-    )
-    chroot(
-        root, "useradd", "--create-home", "--uid", str(LAB_UID), "--shell", "/bin/bash", LAB_USER
-    )
+    chroot(root, "apt-get", "install", "-y", "--no-install-recommends", *packages, timeout=900)
     chroot(root, "apt-get", "clean")
-    # Per-host keys are generated at host creation; cached keys would be shared by all hosts.
-    for key in (root / "etc/ssh").glob("ssh_host_*"):
-        key.unlink()
-    # A fresh host has no package lists; the deploy must run apt update itself.
-    lists = root / "var/lib/apt/lists"
-    for entry in lists.iterdir():
+    for entry in (root / "var/lib/apt/lists").iterdir():
         if entry.is_file():
             entry.unlink()
     (root / "etc/resolv.conf").write_text("nameserver 127.0.0.1\n")
+
+
+def _build_sshbase(root: Path) -> None:
+    # The build chroot shares the machine's network, so it can reach the Debian mirror.
+    _install(root, SSHBASE_PACKAGES)
+    chroot(
+        root, "useradd", "--create-home", "--uid", str(LAB_UID), "--shell", "/bin/bash", LAB_USER
+    )
+    # Per-host keys are generated at host creation; cached keys would be shared by all hosts.
+    for key in (root / "etc/ssh").glob("ssh_host_*"):
+        key.unlink()
 
 
 def install_policy_rc_d(root: Path) -> None:
@@ -146,9 +176,21 @@ def unpack(tarball: Path, root: Path) -> None:
 def sshbase_dir(suite: str) -> Path:
     """An extracted sshbase in the cache, used read-only as the overlayfs lower layer of
     every host of that suite (no per-lab extraction; concurrent labs may share it)."""
-    tarball = sshbase_tarball(suite)
+    return _extracted(sshbase_tarball(suite), f".lock-sshbase-{suite}")
+
+
+def base_dir(suite: str, base: str) -> Path:
+    """The extracted root a host of ``HostSpec(suite=suite, base=base)`` lies on."""
+    if base not in BASES:
+        raise LabError(f"unknown host base {base!r}; known: {', '.join(BASES)}")
+    if base == "slurm":
+        return _extracted(slurmbase_tarball(suite), f".lock-slurmbase-{suite}")
+    return sshbase_dir(suite)
+
+
+def _extracted(tarball: Path, lock: str) -> Path:
     target = tarball.with_name(tarball.name.removesuffix(".tar.zst") + ".d")
-    with file_lock(cache_dir() / f".lock-sshbase-{suite}"):
+    with file_lock(cache_dir() / lock):
         if not target.exists():
             tmp = Path(tempfile.mkdtemp(dir=cache_dir(), prefix="build-"))
             try:
