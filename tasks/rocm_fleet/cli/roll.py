@@ -215,7 +215,7 @@ class Roll:
         started = self.clock()
         waiting = [t for t in wave if t.slurm is not None]
         ready = [t for t in wave if t.slurm is None]
-        said: dict[str, list[str]] = {}
+        said: dict[str, str] = {}
         while waiting:
             for target in list(waiting):
                 assert target.slurm is not None
@@ -230,9 +230,12 @@ class Roll:
                     self._busy(target, target.slurm.jobs())
                 else:
                     jobs = target.slurm.jobs()
-                    if said.get(target.host) != jobs:
-                        said[target.host] = jobs
-                        self.log(target.host, f"waiting for job(s) {', '.join(jobs) or '?'}")
+                    # no job listed, the node not empty yet: a job's epilog still runs
+                    flags = "".join(f"+{flag}" for flag in sorted(found.flags))
+                    waited = f"job(s) {', '.join(jobs)}" if jobs else f"{found.state}{flags}"
+                    if said.get(target.host) != waited:
+                        said[target.host] = waited
+                        self.log(target.host, f"waiting for {waited}")
             if waiting:
                 self.sleep(self.poll_interval)
         return [t for t in wave if t in ready]
@@ -403,7 +406,8 @@ def run(args: Any) -> int:
     if args.dry:
         return dry(targets, args.max_unavailable, found)
     given = [f"--data={d}" for d in args.data]
-    pyinfra = [sys.executable, "-m", "pyinfra_cli", args.inventory, args.deploy, "-y", *given]
+    # pyinfra's own command (python -m pyinfra), of the Python this command runs in
+    pyinfra = [sys.executable, "-m", "pyinfra", args.inventory, args.deploy, "-y", *given]
     check = [sys.executable, "-m", "rocm_fleet.cli", "check", args.inventory, *given]
     steps = Steps(
         deploy=lambda h: run_step([*pyinfra, "--limit", h]),
