@@ -27,6 +27,7 @@ from e2e.support import inventory_with, running_lab, succeeded
 from lab import HostSpec
 from lab._util import REPO_ROOT
 from lab.slurm import Cluster
+from rocm_fleet.model.waves import ROLLING, parse_node
 
 pytestmark = pytest.mark.e2e
 
@@ -204,6 +205,14 @@ def test_slurmctld_stopped_mid_roll_stops_it_and_leaves_the_changed_node_drained
     inventory = inventory_with(
         lab, tmp_path / "to-6.4.3.py", {**ROLL_DATA, "rocm_version": "6.4.3"}
     )
+    planned = roll(lab, inventory, "--dry")
+    assert planned.returncode == 1, planned.output  # drift found, nothing changed
+    expected = []
+    for number, node in enumerate(NODES, 1):
+        expected += [f"wave {number}:", f"  {node}: drift; Slurm node {node} idle: drained, "
+                     "changed, resumed"]  # fmt: skip
+    assert [line for _, line in planned.lines] == expected
+    assert versions(lab) == dict.fromkeys(NODES, "7.2.1")
     stopped = []
 
     def stop_the_controller(line: str) -> None:
@@ -237,6 +246,7 @@ def test_slurmctld_stopped_mid_roll_stops_it_and_leaves_the_changed_node_drained
         except Exception:
             assert time.monotonic() < deadline, cluster.logs()
             time.sleep(1)
-    assert "DRAIN" in re.search(r"State=(\S+)", shown).group(1), shown
-    assert "Reason=rocm-fleet: rolling maintenance" in shown, shown
+    node = parse_node(shown)  # Slurm's real text, read as the roll reads it
+    assert node.drained_by_roll and node.empty, shown
+    assert node.reason == ROLLING, shown
     cluster.wait_idle(["gpu2", "gpu3"])  # their slurmds register again: back in service

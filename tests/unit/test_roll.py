@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -351,3 +352,71 @@ def test_hosts_without_rocm_slurm_drain_are_rolled_in_waves_without_slurm():
         ("deploy", "ws2"),
         ("check", "ws2"),
     ]
+
+
+def test_dry_lists_the_waves_and_each_nodes_slurm_state_changing_nothing(capsys):
+    from rocm_fleet.cli.roll import Audited, dry
+
+    cluster = Cluster(
+        Node("gpu1"),
+        Node("gpu2", flags={"DRAIN"}, reason="PSU swap"),
+        Node("gpu3", flags={"DRAIN"}, reason=reason("node checks failed: x")),
+    )
+    targets = [Target(h, SlurmNode(h, cluster.runner(h))) for h in ("gpu1", "gpu2", "gpu3")]
+    targets.append(Target("ws1", None))
+    found = Audited(drifted=["gpu1", "gpu2", "gpu3", "ws1"], refused=[], unreachable=[])
+    assert dry(targets, 2, found) == Exit.FINDINGS
+    assert capsys.readouterr().out.splitlines() == [
+        "wave 1:",
+        "  gpu1: drift; Slurm node gpu1 idle: drained, changed, resumed",
+        "  gpu2: drift; Slurm node gpu2 drained (PSU swap): changed, left drained",
+        "wave 2:",
+        "  gpu3: drift; Slurm node gpu3 drained (rocm-fleet: node checks failed: x): drained, "
+        "changed, resumed",
+        "  ws1: drift; not in Slurm's hands (rocm_slurm_drain off)",
+    ]
+    assert cluster.events == []
+
+
+def test_dry_with_slurm_down_could_not_check(capsys):
+    from rocm_fleet.cli.roll import Audited, dry
+
+    cluster = Cluster(Node("gpu1"))
+    cluster.up = False
+    targets = [Target("gpu1", SlurmNode("gpu1", cluster.runner("gpu1")))]
+    assert dry(targets, 1, Audited(["gpu1"], [], [])) == Exit.NOT_CHECKED
+    assert "Unable to contact slurm controller" in capsys.readouterr().err
+
+
+class FakeHost:
+    """What ``run_on`` uses of a pyinfra host: the shell command it was given."""
+
+    name = "gpu1"
+    connected = True
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[str, dict]] = []
+
+    def run_shell_command(self, command, print_output=False, **arguments):
+        self.commands.append((command.get_raw_value(), arguments))
+
+        class Output:
+            stdout, stderr = "ok", ""
+
+        return True, Output()
+
+
+def test_a_reason_from_a_hosts_output_is_one_quoted_word_on_the_nodes_shell():
+    from rocm_fleet.engine.remote import run_on
+
+    host = FakeHost()
+    said = reason("node checks failed: $(reboot); `id` State=DOWN'")
+    ran = run_on(host, ["scontrol", "update", "NodeName=gpu1", "State=DRAIN", f"Reason={said}"])
+    assert ran == Ran(0, "ok", "")
+    command, arguments = host.commands[0]
+    assert shlex.split(command) == [
+        "scontrol", "update", "NodeName=gpu1", "State=DRAIN", f"Reason={said}"
+    ]  # fmt: skip
+    assert arguments == {}
+    run_on(host, ["squeue"], sudo=True)
+    assert host.commands[1][1] == {"_sudo": True}
