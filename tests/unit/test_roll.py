@@ -420,3 +420,48 @@ def test_a_reason_from_a_hosts_output_is_one_quoted_word_on_the_nodes_shell():
     assert arguments == {}
     run_on(host, ["squeue"], sudo=True)
     assert host.commands[1][1] == {"_sudo": True}
+
+
+def test_an_admin_drained_node_that_fails_keeps_the_admins_reason():
+    admin = Node("gpu1", flags={"DRAIN"}, reason="PSU swap")
+    cluster = Cluster(admin)
+    status, out = roll(cluster, Recorder(cluster, failing={"gpu1": "rocminfo: no GPU"}), ["gpu1"])
+    assert status == Exit.FINDINGS
+    assert cluster.nodes["gpu1"].reason == "PSU swap" and cluster.drained() == {"gpu1"}
+    assert "gpu1: FAILED: node checks failed: rocminfo: no GPU" in out
+
+
+@pytest.mark.parametrize(
+    ("returncode", "stdout", "stderr", "expected"),
+    [
+        (1, '{"exit_status": 1, "hosts": [{"host": "gpu1", "status": "drift"}, {"host": "gpu2",'
+         ' "status": "ok"}, {"host": "gpu3", "status": "unreachable"}, {"host": "gpu4",'
+         ' "status": "refused"}, {"host": "gpu5", "status": "failed"}]}', "",
+         "drifted=['gpu1'] refused=['gpu4'] unreachable=['gpu3', 'gpu5']"),
+        (4, "", "rocm-fleet audit: inventory file x.py does not exist\n", "UsageError: "
+         "inventory file x.py does not exist"),
+        (-9, "", "", "AuditFailed: the audit found no hosts' drift: exit status -9"),
+    ],
+)  # fmt: skip
+def test_the_hosts_to_roll_are_the_audits_drifted_ones(monkeypatch, returncode, stdout, stderr,
+                                                        expected):  # fmt: skip
+    import subprocess
+    from types import SimpleNamespace
+
+    from rocm_fleet.cli import roll as command
+
+    ran = []
+
+    def run(argv, **kwargs):
+        ran.append(argv)
+        return subprocess.CompletedProcess(argv, returncode, stdout, stderr)
+
+    monkeypatch.setattr(command.subprocess, "run", run)
+    args = SimpleNamespace(inventory="x.py", limit=["gpu*"], data=["rocm_version=7.2.1"])
+    try:
+        found = command.audit(args, command.passed_options(args))
+        said = f"drifted={found.drifted} refused={found.refused} unreachable={found.unreachable}"
+    except Exception as exc:
+        said = f"{type(exc).__name__}: {exc}"
+    assert said == expected
+    assert ran[0][-5:] == ["x.py", "--json", "-q", "--limit=gpu*", "--data=rocm_version=7.2.1"]

@@ -192,7 +192,9 @@ class Roll:
                 failed = True
                 self.tally.failed.append(target.host)
                 self.log(target.host, f"FAILED: {outcome.why}")
-                if target.slurm is not None:
+                if target.keep_drained:  # someone else's drain: their reason stays
+                    self._left_drained(target, "left drained, as it was")
+                elif target.slurm is not None:
                     target.slurm.drain(reason(outcome.why))
                     self._left_drained(target, "drained: " + reason(outcome.why))
         return failed
@@ -327,6 +329,10 @@ class Audited:
     unreachable: list[str]  #: unreachable or failed: not rolled, nothing known
 
 
+class AuditFailed(Exception):
+    """The audit gave no report (it crashed, or was killed): nothing is known, nothing done."""
+
+
 def audit(args: Any, passed: list[str]) -> Audited:
     """The hosts with drift, by ``rocm-fleet audit --json`` (the deploy planned read-only)."""
     command = [sys.executable, "-m", "rocm_fleet.cli", "audit", args.inventory, "--json", "-q"]
@@ -336,7 +342,8 @@ def audit(args: Any, passed: list[str]) -> Audited:
     try:
         rows = json.loads(found.stdout)["hosts"]
     except (ValueError, KeyError):
-        raise UsageError(f"the audit failed: {found.stderr.strip()[-300:]}") from None
+        said = " ".join(found.stderr.split())[-300:] or f"exit status {found.returncode}"
+        raise AuditFailed(f"the audit found no hosts' drift: {said}") from None
 
     def having(*statuses: str) -> list[str]:
         return [row["host"] for row in rows if row["status"] in statuses]
@@ -376,7 +383,11 @@ def run(args: Any) -> int:
     if args.poll_interval <= 0:
         raise UsageError(f"--poll-interval {args.poll_interval}: give a number of seconds > 0")
     passed = passed_options(args)
-    found = audit(args, passed)
+    try:
+        found = audit(args, passed)
+    except AuditFailed as exc:
+        print(f"rocm-fleet roll: {exc}; nothing drained or changed", file=sys.stderr)
+        return Exit.NOT_CHECKED
     for host in found.unreachable:
         print(f"rocm-fleet roll: {host} did not answer the audit: not rolled", file=sys.stderr)
     for host in found.refused:
