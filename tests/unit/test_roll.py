@@ -23,7 +23,8 @@ from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.waves import REASON_PREFIX, ROLLING, parse_jobs, parse_node, reason, waves
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
-UNREACHABLE = "slurm_load_node error: Unable to contact slurm controller (connect failure)"
+#: what scontrol says with slurmctld stopped (recorded: the file's second line)
+UNREACHABLE = (FIXTURES / "scontrol-controller-down-22.05.txt").read_text().splitlines()[1]
 
 
 def fixture(name: str) -> str:
@@ -33,31 +34,40 @@ def fixture(name: str) -> str:
 # --- Slurm's text ---------------------------------------------------------------------------
 
 
-def test_a_node_the_roll_drained_on_slurm_22_05_is_drained_and_its_own():
-    node = parse_node(fixture("scontrol-show-node-22.05-drained.txt"))
+RELEASES = ("22.05", "24.11")
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_node_the_roll_drained_is_drained_and_its_own(release):
+    node = parse_node(fixture(f"scontrol-show-node-drained-{release}.txt"))
     assert (node.name, node.state, node.flags) == ("gpu1", "IDLE", {"DRAIN"})
     assert node.reason == ROLLING  # without Slurm's [root@time]
     assert node.empty and node.drained_by_roll and not node.drained_by_others
     assert node.describe() == f"drained ({ROLLING})"
 
 
-def test_a_node_an_admin_drains_on_slurm_24_11_is_still_busy_and_not_the_rolls():
-    node = parse_node(fixture("scontrol-show-node-24.11-draining-admin.txt"))
-    assert (node.name, node.state, node.flags) == ("gpu2", "MIXED", {"DRAIN"})
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_node_an_admin_drains_under_a_job_is_busy_and_not_the_rolls(release):
+    node = parse_node(fixture(f"scontrol-show-node-draining-admin-{release}.txt"))
+    assert (node.name, node.state, node.flags) == ("gpu1", "ALLOCATED", {"DRAIN"})
     assert node.reason == "PSU swap, see ticket 4411"
     assert not node.empty and node.drained_by_others
-    assert node.describe().startswith("draining (PSU swap")
+    assert node.describe() == "draining (PSU swap, see ticket 4411)"
+    assert parse_jobs(fixture(f"squeue-jobs-{release}.txt")) == ["1"]
 
 
-def test_an_idle_node_has_no_reason_and_a_completing_one_is_not_empty_yet():
-    idle = parse_node(fixture("scontrol-show-node-24.11-idle.txt"))
+@pytest.mark.parametrize("release", RELEASES)
+def test_an_idle_node_has_no_reason_and_a_completing_one_is_not_empty_yet(release):
+    idle = parse_node(fixture(f"scontrol-show-node-idle-{release}.txt"))
     assert (idle.state, idle.flags, idle.reason, idle.drain) == ("IDLE", set(), "", False)
-    completing = parse_node(fixture("scontrol-show-node-22.05-completing.txt"))
+    # a job's epilog still running: Slurm's COMPLETING flag on the drained node
+    text = fixture(f"scontrol-show-node-drained-{release}.txt")
+    completing = parse_node(text.replace("State=IDLE+DRAIN", "State=IDLE+COMPLETING+DRAIN"))
     assert completing.flags == {"COMPLETING", "DRAIN"} and not completing.empty
 
 
 def test_a_node_not_responding_is_read_from_the_star():
-    text = fixture("scontrol-show-node-24.11-idle.txt").replace("State=IDLE ", "State=DOWN*+DRAIN ")
+    text = fixture("scontrol-show-node-idle-24.11.txt").replace("State=IDLE ", "State=DOWN*+DRAIN ")
     node = parse_node(text)
     assert (node.state, node.flags) == ("DOWN", {"DRAIN", "NOT_RESPONDING"})
 
@@ -125,7 +135,7 @@ class Cluster:
         self.up = True
         self.events: list[tuple[str, str]] = []
         self.commands: list[list[str]] = []
-        self.template = fixture("scontrol-show-node-22.05-drained.txt")
+        self.template = fixture("scontrol-show-node-drained-22.05.txt")
 
     def runner(self, host: str):
         def run(argv: Sequence[str]) -> Ran:
@@ -465,3 +475,18 @@ def test_the_hosts_to_roll_are_the_audits_drifted_ones(monkeypatch, returncode, 
         said = f"{type(exc).__name__}: {exc}"
     assert said == expected
     assert ran[0][-5:] == ["x.py", "--json", "-q", "--limit=gpu*", "--data=rocm_version=7.2.1"]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_slurmctld_down_is_slurm_unreachable_in_slurms_own_words(release):
+    from rocm_fleet.cli.slurm_nodes import SlurmUnreachable
+
+    status, stderr = fixture(f"scontrol-controller-down-{release}.txt").split("\n", 1)
+    ran = Ran(int(status.removeprefix("exit status ")), "", stderr)
+    node = SlurmNode("gpu1", lambda argv: ran, "gpu1")
+    with pytest.raises(SlurmUnreachable) as raised:
+        node.state()
+    assert str(raised.value) == (
+        "gpu1: scontrol show: slurm_load_node error: Unable to contact slurm controller "
+        "(connect failure)"
+    )
