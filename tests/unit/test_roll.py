@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rocm_fleet.cli.exits import Exit
-from rocm_fleet.cli.roll import Outcome, Roll, Steps, Target
+from rocm_fleet.cli.roll_waves import Outcome, Roll, Steps, Target
 from rocm_fleet.cli.slurm_nodes import SlurmNode
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model.config import ConfigError, load_config
