@@ -250,3 +250,29 @@ def test_slurmctld_stopped_mid_roll_stops_it_and_leaves_the_changed_node_drained
     assert node.drained_by_roll and node.empty, shown
     assert node.reason == ROLLING, shown
     cluster.wait_idle(["gpu2", "gpu3"])  # their slurmds register again: back in service
+
+
+def test_a_node_that_fails_stays_drained_saying_why(lab, cluster, tmp_path):
+    """gpu1, left drained by the roll above, is rolled again; its GPU turns out not to be the
+    one its inventory names once it is drained (a card found bad in the maintenance window):
+    the deploy refuses it, and it stays drained with the refusal as its reason."""
+    inventory = inventory_with(
+        lab, tmp_path / "to-7.2.1.py", {**ROLL_DATA, "rocm_version": "7.2.1"}
+    )
+
+    def swap_the_card(line: str) -> None:
+        if line.endswith("gpu1: deploy\n"):
+            lab.set_profile("gpu1", "mi300x-8")
+
+    try:
+        result = roll(lab, inventory, on_line=swap_the_card)
+    finally:
+        lab.set_profile("gpu1", "rx7900xtx")
+    assert result.returncode == 1, result.output
+    assert "roll: 0 changed; failed: gpu1; left drained: gpu1" in result.output
+    node = parse_node(cluster.show_node("gpu1"))
+    assert node.drained_by_roll, node
+    assert node.reason.startswith("rocm-fleet: deploy failed: [gpu1] refused: "), node.reason
+    assert "expected 1 x gfx1100, found 8 x gfx942" in node.reason, node.reason
+    assert versions(lab)["gpu1"] == "6.4.3"
+    assert cluster.node_states()["gpu2"] == "idle" and cluster.node_states()["gpu3"] == "idle"

@@ -490,3 +490,18 @@ def test_slurmctld_down_is_slurm_unreachable_in_slurms_own_words(release):
         "gpu1: scontrol show: slurm_load_node error: Unable to contact slurm controller "
         "(connect failure)"
     )
+
+
+def test_why_a_step_failed_is_its_refusal_or_failed_check_else_its_last_lines():
+    from rocm_fleet.cli.roll import why_failed
+
+    deploy = (
+        "--> Loading config...\n    \x1b[31m[gpu1] refused: expected 1 x gfx1100, found 8 x gfx942"
+        "\x1b[0m\n--> Disconnecting from hosts...\n    No hosts remaining!\n"
+    )
+    assert why_failed(deploy) == "[gpu1] refused: expected 1 x gfx1100, found 8 x gfx942"
+    check = (
+        "ok      gpu1  rocminfo lists the GPUs\nFAILED  gpu1  torch sees the GPUs  0 != 1\n1 failed"
+    )
+    assert why_failed(check) == "FAILED  gpu1  torch sees the GPUs  0 != 1"
+    assert why_failed("a\nb\n\nc\nd\n") == "b / c / d"

@@ -22,6 +22,7 @@ timeout (left unchanged), or would be refused; 2 Slurm or a host did not answer;
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -133,8 +134,20 @@ def run_step(command: list[str]) -> Outcome:
     )
     if done.returncode == 0:
         return Outcome(True)
-    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    return Outcome(False, " / ".join(line.strip() for line in lines[-3:])[-400:])
+    return Outcome(False, why_failed(done.stdout + done.stderr))
+
+
+#: the lines that say why a deploy or check failed: pyinfra's "[host] refused: ..." and
+#: "[host] Error: ...", the checks' "FAILED host check why"
+_SAYS_WHY = re.compile(r"^\s*(?:\[\S+\]\s+(?:refused:|Error)|FAILED\s)")
+
+
+def why_failed(output: str) -> str:
+    """One line of why: the output's lines saying so, else its last three lines."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)  # pyinfra's colours
+    lines = [line.strip() for line in plain.splitlines() if line.strip()]
+    saying = [line for line in lines if _SAYS_WHY.match(line)]
+    return " / ".join(dict.fromkeys(saying[-3:] or lines[-3:]))[-400:]
 
 
 def passed_options(args: Any) -> list[str]:
