@@ -8,7 +8,8 @@ itself (sampled by ``sinfo``/``squeue`` on the controller all along) never has m
 of them drained. A second roll finds no drift and drains nothing. Then slurmctld is stopped
 while a node is being changed: the roll stops with exit 2, naming the node it left drained,
 and changes no other node; Slurm still has the node drained, with the roll's reason, when
-slurmctld is back.
+slurmctld is back. Last, a node whose card turns out wrong once drained is refused by the
+deploy and stays drained, the refusal its reason.
 """
 
 from __future__ import annotations
