@@ -34,6 +34,7 @@ pytestmark = pytest.mark.e2e
 
 CONTROLLER = "ctl"
 NODES = ["gpu1", "gpu2", "gpu3"]
+ALL_NODES = ",".join(NODES)
 DATA = {
     "rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
     "rocm_users": ["alice"], "pytorch_install": False,
@@ -96,10 +97,10 @@ def sample(cluster: Cluster, sampled: Sampled) -> None:
         sampled.stop.wait(0.5)
 
 
-def roll(lab, inventory: Path, *args: str, on_line=None) -> Rolled:
+def roll(lab, inventory: Path, *args: str, on_line=None, limit=ALL_NODES) -> Rolled:
     """``rocm-fleet roll`` in the lab's client netns, its lines read as they come."""
     cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
-    argv = [cli, "roll", str(inventory), "deploy.py", "--limit", ",".join(NODES)]
+    argv = [cli, "roll", str(inventory), "deploy.py", "--limit", limit]
     process = subprocess.Popen(
         ["ip", "netns", "exec", lab.client_netns, *argv, "--poll-interval", "1", *args],
         cwd=REPO_ROOT,
@@ -277,3 +278,17 @@ def test_a_node_that_fails_stays_drained_saying_why(lab, cluster, tmp_path):
     assert "expected 1 x gfx1100, found 8 x gfx942" in node.reason, node.reason
     assert versions(lab)["gpu1"] == "6.4.3"
     assert cluster.node_states()["gpu2"] == "idle" and cluster.node_states()["gpu3"] == "idle"
+
+
+def test_a_node_left_drained_with_no_drift_is_checked_again_and_resumed(lab, cluster, tmp_path):
+    """gpu1, refused above, is still on 6.4.3 with its card back: for a 6.4.3 inventory it has
+    no drift, and the roll only checks it again and resumes it."""
+    inventory = inventory_with(
+        lab, tmp_path / "at-6.4.3.py", {**ROLL_DATA, "rocm_version": "6.4.3"}
+    )
+    assert parse_node(cluster.show_node("gpu1")).drained_by_roll
+    result = roll(lab, inventory, limit="gpu1")
+    assert result.returncode == 0, result.output
+    assert "gpu1: no drift; node checks (an earlier roll left it drained)" in result.output
+    assert "gpu1: deploy" not in result.output
+    assert cluster.node_states()["gpu1"] == "idle"

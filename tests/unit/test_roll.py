@@ -505,3 +505,14 @@ def test_why_a_step_failed_is_its_refusal_or_failed_check_else_its_last_lines():
     )
     assert why_failed(check) == "FAILED  gpu1  torch sees the GPUs  0 != 1"
     assert why_failed("a\nb\n\nc\nd\n") == "b / c / d"
+
+
+def test_a_node_an_earlier_roll_left_drained_with_no_drift_is_checked_again_not_deployed():
+    earlier = Node("gpu1", flags={"DRAIN"}, reason=reason("node checks failed: FAILED gpu1 x"))
+    cluster = Cluster(earlier)
+    target = Target("gpu1", SlurmNode("gpu1", cluster.runner("gpu1")), 60.0, recheck=True)
+    clock, out = Clock(), io.StringIO()
+    made = Roll([target], Recorder(cluster).steps(), 1, out, 5.0, clock, clock.sleep, clock)
+    assert made.run() == Exit.OK
+    assert cluster.events == [("drain", "gpu1"), ("check", "gpu1"), ("resume", "gpu1")]
+    assert "gpu1: no drift; node checks (an earlier roll left it drained)" in out.getvalue()

@@ -179,29 +179,37 @@ def run(args: Any) -> int:
         print(f"rocm-fleet roll: {host} did not answer the audit: not rolled", file=sys.stderr)
     for host in found.refused:
         print(f"rocm-fleet roll: {host} would be refused (see rocm-fleet audit)", file=sys.stderr)
-    if not found.drifted:
-        print("roll: no host has drift; nothing drained, nothing changed")
-        return worst(audit_statuses(found))
-    _, hosts = load_inventory(args.inventory, found.drifted, False, parse_data(args.data) or None)
+    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    _, hosts = load_inventory(args.inventory, limits, False, parse_data(args.data) or None)
     fleet = fleet_of(hosts[0].inventory)
     by_name = {host.name: host for host in hosts}
     targets = []
-    for name in found.drifted:
+    for host in hosts:
+        if host.name in found.unreachable + found.refused:
+            continue
         try:
-            config = fleet.config(name)
+            config = fleet.config(host.name)
         except ConfigError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
         slurm = None
         if config.rocm_slurm_drain:
-            host = by_name[name]
             # Slurm's administrator is root: through sudo unless the SSH user is root
             sudo = bool(host.data.get("_sudo")) or host.data.get("ssh_user") not in (None, "root")
             slurm = SlurmNode(
-                name,
+                host.name,
                 lambda argv, host=host, sudo=sudo: run_on(host, argv, sudo),
                 config.rocm_slurm_node_name,
             )
-        targets.append(Target(name, slurm, float(config.rocm_slurm_drain_timeout)))
+        timeout = float(config.rocm_slurm_drain_timeout)
+        targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
+    try:
+        targets = [t for t in targets if not t.recheck or left_drained_by_roll(t)]
+    except SlurmUnreachable as exc:
+        print(f"rocm-fleet roll: Slurm did not answer: {exc}; nothing changed", file=sys.stderr)
+        return Exit.NOT_CHECKED
+    if not targets:
+        print("roll: no host has drift; nothing drained, nothing changed")
+        return worst(audit_statuses(found))
     if args.dry:
         return dry(targets, args.max_unavailable, found)
     given = [f"--data={d}" for d in args.data]
@@ -215,6 +223,12 @@ def run(args: Any) -> int:
     )
     status = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval).run()
     return worst([status, *audit_statuses(found)])
+
+
+def left_drained_by_roll(target: Target) -> bool:
+    """Whether a host with no drift is a node an earlier roll left drained (its checks
+    failed; the deploy since has nothing left to change): one ``scontrol show node``."""
+    return target.slurm is not None and target.slurm.state().drained_by_roll
 
 
 def audit_statuses(found: Audited) -> list[Exit]:
@@ -237,7 +251,12 @@ def dry(targets: list[Target], max_unavailable: int, found: Audited) -> int:
                     if state.drained_by_others
                     else "drained, changed, resumed"
                 )
-                print(f"  {target.host}: drift; Slurm node {state.name} {state.describe()}: {then}")
+                if target.recheck:
+                    then = "checked again, resumed if they pass"
+                drift = "no drift" if target.recheck else "drift"
+                print(
+                    f"  {target.host}: {drift}; Slurm node {state.name} {state.describe()}: {then}"
+                )
     except SlurmUnreachable as exc:
         print(f"rocm-fleet roll: Slurm did not answer: {exc}", file=sys.stderr)
         return Exit.NOT_CHECKED

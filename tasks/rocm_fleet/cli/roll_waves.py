@@ -36,6 +36,9 @@ class Target:
     host: str
     slurm: SlurmNode | None
     drain_timeout: float = 3600.0
+    #: no drift, but an earlier roll left it drained (its checks failed): checked again, and
+    #: resumed if they pass; never deployed
+    recheck: bool = False
     #: drained by someone else before the roll: changed, then left drained
     keep_drained: bool = False
     #: drained by this roll (or an earlier one): the roll resumes it once it is checked
@@ -184,12 +187,15 @@ class Roll:
             self.log(target.host, f"{why}; left drained, as it was")
 
     def _deploy_and_check(self, target: Target) -> Outcome:
-        self.log(target.host, "deploy")
-        deployed = self.steps.deploy(target.host)
-        self.steps.deployed(target.host)
-        if not deployed.ok:
-            return Outcome(False, f"deploy failed: {deployed.why}")
-        self.log(target.host, "deployed; node checks")
+        if target.recheck:
+            self.log(target.host, "no drift; node checks (an earlier roll left it drained)")
+        else:
+            self.log(target.host, "deploy")
+            deployed = self.steps.deploy(target.host)
+            self.steps.deployed(target.host)
+            if not deployed.ok:
+                return Outcome(False, f"deploy failed: {deployed.why}")
+            self.log(target.host, "deployed; node checks")
         checked = self.steps.check(target.host)
         if not checked.ok:
             return Outcome(False, f"node checks failed: {checked.why}")
