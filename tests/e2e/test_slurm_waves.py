@@ -9,7 +9,8 @@ of them drained. A second roll finds no drift and drains nothing. Then slurmctld
 while a node is being changed: the roll stops with exit 2, naming the node it left drained,
 and changes no other node; Slurm still has the node drained, with the roll's reason, when
 slurmctld is back. Last, a node whose card turns out wrong once drained is refused by the
-deploy and stays drained, the refusal its reason.
+deploy and stays drained, the refusal its reason; with its card back and nothing left to
+change, the next roll checks it again and resumes it.
 """
 
 from __future__ import annotations
@@ -291,4 +292,5 @@ def test_a_node_left_drained_with_no_drift_is_checked_again_and_resumed(lab, clu
     assert result.returncode == 0, result.output
     assert "gpu1: no drift; node checks (an earlier roll left it drained)" in result.output
     assert "gpu1: deploy" not in result.output
-    assert cluster.node_states()["gpu1"] == "idle"
+    node = parse_node(cluster.show_node("gpu1"))
+    assert not node.drain and node.reason == "", node
