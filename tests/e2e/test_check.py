@@ -28,10 +28,10 @@ HOSTS = [
                            "expected_gpu_count": 1}),
     HostSpec("down", data={"rocm_version": "6.4.3"}, sshd=False),
 ]  # fmt: skip
-CHECKS = 8
-# Skipped on every lab host: the APU's GTT (no rocm_apu_gtt_gib) and GPU health (no amd-smi
-# in the 6.4.3 double's rocm-hip-runtime set).
-UNSET = 2
+CHECKS = 9
+# Skipped on every lab host: the APU's GTT (no rocm_apu_gtt_gib), GPU health (no amd-smi
+# in the 6.4.3 double's rocm-hip-runtime set) and Slurm (no rocm_slurm_gres).
+UNSET = 3
 LINE = re.compile(r"^(ok|FAILED|skipped|UNREACHABLE) +(\S+) +(.+)$")
 RAN = "/root/rocm-fleet-check-ran"  # touched by root's ~/.ssh/rc: a session started
 

@@ -219,6 +219,9 @@ class Cluster:
             states = self.node_states()
             if all(states.get(n) == "idle" for n in wanted):
                 return
+            exited = [f"{d.name} on {d.host}" for d in self._daemons if not d.running()]
+            if exited:
+                raise LabError(f"Slurm daemons exited: {', '.join(exited)}\n{self.logs()}")
             time.sleep(0.5)
         raise LabError(f"Slurm nodes not idle after {timeout:.0f} s: {states}\n{self.logs()}")
 

@@ -16,8 +16,10 @@ profile's gfx (110000 -> gfx1100, 90402 -> gfx942, 100306 -> gfx1036).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 from pathlib import Path
 
 from . import profiles
@@ -57,8 +59,11 @@ _TTM_LIMIT = re.compile(r"^\s*options\s+ttm\s+(?:\S+\s+)*?pages_limit=(\d+)(?:\s
 #: TTM's page size on amd64.
 PAGE_SIZE = 4096
 
-#: What this module writes under ROOT/sys (removed before each write).
-OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu")
+#: What this module writes under ROOT (removed before each write): sysfs, and each GPU's DRM
+#: render node (what Slurm's gres.conf names and slurmd stats).
+OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu", "dev/dri")
+#: The DRM character devices' major number (Linux's devices.txt: 226 = DRI).
+DRM_MAJOR = 226
 
 
 def _slot(index: int) -> tuple[str, int]:
@@ -106,6 +111,10 @@ def write(root: Path, profile: str) -> None:
             lines.append(f"{key} {values[key]}" if key in values else line)
         (nodes / str(i + 1)).mkdir()
         (nodes / str(i + 1) / "properties").write_text("\n".join(lines) + "\n")
+        dri = root / "dev/dri"
+        dri.mkdir(parents=True, exist_ok=True)
+        minor = values["drm_render_minor"]
+        os.mknod(dri / f"renderD{minor}", stat.S_IFCHR | 0o660, os.makedev(DRM_MAJOR, minor))
     module = sys / "module/amdgpu"
     module.mkdir(parents=True)
     (module / "initstate").write_text("live\n")

@@ -396,7 +396,9 @@ def test_every_fact_the_operations_and_tasks_read_is_in_the_survey():
     from rocm_fleet.engine.survey import DERIVED
     from unit.test_layers import MODULES
 
-    surveyed = {read.fact.__name__ for read in survey_reads(load_config(DKMS, "node"))}
+    # Every setting that adds reads on: Slurm's view is read only with rocm_slurm_gres.
+    config = load_config({**DKMS, "rocm_slurm_gres": True}, "node")
+    surveyed = {read.fact.__name__ for read in survey_reads(config)}
     surveyed |= {fact.__name__ for fact in DERIVED}
     layers = ("rocm_fleet.operations.", "rocm_fleet.deploy.")
     missing = {

@@ -2,8 +2,10 @@
 
 Users run these against their real nodes (``rocm-fleet check``; see ``plugin``); the e2e
 suite runs them against the lab fleet. Parsing here is deliberately independent of
-rocm_fleet.facts. Every check first needs its host to answer: an unreachable host fails
-each of its checks with one line saying so (no check passes without having connected).
+rocm_fleet.facts, but for Slurm's check, which reads the KFD topology and scontrol with the
+deploy's own facts (simple shell; the point there is Slurm's agreement). Every check first
+needs its host to answer: an unreachable host fails each of its checks with one line saying
+so (no check passes without having connected).
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import re
 import pytest
 
 from rocm_fleet.checks.plugin import UNREACHABLE, Target
+from rocm_fleet.facts.gpu import KfdNodes
+from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.health import AMD_SMI_READS, HealthParseError, gpu_health, usable_json
 from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro, gpu_target
 from rocm_fleet.model.paths import ROCM_ROOT
+from rocm_fleet.model.slurm import gres_conf, gres_mismatch, node_gres, slurm_gpus
 from rocm_fleet.model.sources import mirror_path, rocm_repository
 
 TORCH_PROBE = r"""
@@ -219,3 +224,27 @@ def test_gpus_are_healthy(host, node):
     problems = [problem for gpu in gpus for problem in gpu.problems()]
     if problems:  # the problems first, then every GPU's counters for context
         pytest.fail("\n".join(problems) + "\n" + report, pytrace=False)
+
+
+def test_slurm_sees_the_gpus(host, node):
+    """``rocm_slurm_gres``: gres.conf lists the node's GPUs as they are now (count, type,
+    render nodes), and Slurm's controller (``scontrol show node``) gives the node the
+    ``Gres=`` they make."""
+    if not node.rocm_slurm_gres:
+        pytest.skip("rocm_slurm_gres is not set")
+    kfd = KfdNodes()
+    nodes = kfd.process(host.run(kfd.command()).stdout.splitlines())
+    if nodes is None:
+        pytest.fail("no KFD topology (amdgpu not loaded): no GPU for Slurm", pytrace=False)
+    gpus = slurm_gpus(nodes, node.rocm_slurm_gres_type)
+    conf = host.file(paths.SLURM_GRES_CONF)
+    assert conf.is_file, f"{paths.SLURM_GRES_CONF} is missing: the deploy did not write it"
+    written = conf.content_string
+    assert written == gres_conf(gpus), (
+        f"{paths.SLURM_GRES_CONF} does not list this node's GPUs (Gres={node_gres(gpus)}):\n"
+        f"{written.strip()}"
+    )
+    slurm = SlurmNode()
+    view = slurm.process(host.run(slurm.command()).stdout.splitlines())
+    mismatch = gres_mismatch(gpus, view)
+    assert mismatch is None, mismatch

@@ -32,6 +32,7 @@ from rocm_fleet.deploy.reboot import reboot_if_needed
 from rocm_fleet.deploy.repository import install_repository, remove_repository
 from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
 from rocm_fleet.deploy.secureboot import configure_secure_boot
+from rocm_fleet.deploy.slurm import configure_slurm_gres
 from rocm_fleet.deploy.verify import verify_node
 from rocm_fleet.engine.fleet import fleet_of
 from rocm_fleet.engine.origin import raise_at
@@ -109,5 +110,7 @@ def rocm_node() -> None:
         remove_created_venv(config)
     reboot_if_needed(config, needs_reboot, distro)
     verify_node(config)
+    # After the node is verified: Slurm is told of GPUs that work.
+    configure_slurm_gres(config)
     # Last: a node pulls its state once it has been converged to it.
     configure_pull(config)

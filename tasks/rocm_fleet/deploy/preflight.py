@@ -21,6 +21,7 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.facts.server import Which
 
+from rocm_fleet.deploy import slurm
 from rocm_fleet.deploy.pull import mark_pushes, pull_problems, pull_warnings
 from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.run import deploy_arguments, verbose
@@ -62,6 +63,8 @@ def task_reads(config: Config) -> list[Read]:
         Read("pull running", LockHeld, {"path": paths.PULL_LOCK}),
         # What the last pull did (a refusal is shown in --dry and the audit, below).
         Read("pull status", PullStatus, {"path": paths.PULL_STATUS_METRICS}),
+        # gres.conf, its directory and Slurm's view of the node (with rocm_slurm_gres).
+        *slurm.survey_reads(config),
     ]
 
 

@@ -22,6 +22,8 @@ import ipaddress
 import re
 from typing import Any
 
+from rocm_fleet.model import paths
+
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 
@@ -59,6 +61,12 @@ _TIME_UNIT = (
 TIME_SPAN = rf"[0-9]+ ?{_TIME_UNIT}(?: [0-9]+ ?{_TIME_UNIT})*"
 #: An entry of no_proxy: a host name, a ``.domain`` suffix, an IP address or a CIDR range.
 NO_PROXY = rf"\.?{HOST_NAME}|{IPV4}(?:/[0-9]{{1,2}})?|[0-9a-f:]+(?:/[0-9]{{1,3}})?"
+
+#: A Slurm GRES type (``Type=`` in gres.conf, the middle of ``gpu:TYPE:N``): no separator
+#: of gres.conf's or slurm.conf's grammar (space, ``=``, ``:``, ``,``, ``#``, quotes).
+SLURM_GRES_TYPE = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}"
+#: A DRM render node.
+RENDER_NODE = re.escape(paths.RENDER_NODE_PREFIX) + "[0-9]{1,4}"
 
 
 def full(pattern: str, value: Any) -> bool:

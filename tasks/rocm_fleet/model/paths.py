@@ -120,6 +120,13 @@ MOK_KEYS = {
 # reported (model.apu), never overwritten or taken for ours.
 TTM_MODPROBE = "/etc/modprobe.d/rocm-fleet-ttm.conf"
 
+# --- Slurm: the node's generic resources (model.slurm, deploy.slurm) ------------------------
+# Where Debian's slurmd reads gres.conf (beside slurm.conf; SLURM_CONF's directory).
+SLURM_DIR = "/etc/slurm"
+SLURM_GRES_CONF = f"{SLURM_DIR}/gres.conf"
+# A GPU's DRM render node, by its KFD ``drm_render_minor``: what Slurm binds a job to.
+RENDER_NODE_PREFIX = "/dev/dri/renderD"
+
 # --- The next boot: GRUB's files, read (never written) by the reboot gate (facts.boot) -------
 GRUBENV = "/boot/grub/grubenv"
 GRUB_CFG = "/boot/grub/grub.cfg"

@@ -304,6 +304,10 @@ PULL_NODE_NAME = grammar_rule(
     r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}",
 )
 PACKAGE_NAME = grammar_rule("a Debian package name", grammar.PACKAGE_NAME)
+SLURM_GRES_TYPE = grammar_rule(
+    "a Slurm GRES type: letters, digits, '_', '.', '-' (no ':', ',', '=' or space), e.g. 'mi300x'",
+    grammar.SLURM_GRES_TYPE,
+)
 # A node's NodeName= in slurm.conf: one name, never a hostlist expression (gpu[1-4]) or a
 # word a shell or scontrol's own parser would split.
 SLURM_NODE_NAME = grammar_rule(

@@ -61,6 +61,7 @@ from rocm_fleet.model.rules import (
     RELEASE,
     SECRET_SOURCE,
     SHA256,
+    SLURM_GRES_TYPE,
     SLURM_NODE_NAME,
     TIME_SPAN,
     TORCH_RELEASE,
@@ -127,11 +128,11 @@ DRIVER = "amdgpu driver"
 APU = "APU memory"
 SECURE_BOOT = "Secure Boot"
 REBOOT = "Reboot"
-SLURM = "Slurm (rocm-fleet roll)"
 CUDA = "Migrate from CUDA"
 MIRROR = "Fleet mirror"
 PROXY = "Proxy"
 PULL = "Pull mode"
+SLURM = "Slurm"
 
 # Settings that another one being true requires -> (the one, what to set them to).
 REQUIRED_WITH = {
@@ -340,26 +341,6 @@ class Settings:
         "Seconds a rebooting host has to come back before it fails",
         REBOOT,
     )
-    # --- Slurm (rocm-fleet roll) -----------------------------------------------------
-    rocm_slurm_drain: Annotated[bool, FLAG] = setting(
-        False,
-        "`rocm-fleet roll` drains the node in Slurm before changing it, waits for its jobs to "
-        "end, and resumes it once the node checks pass (one that fails stays drained, the "
-        "reason saying why). A node with no drift is never drained",
-        SLURM,
-    )
-    rocm_slurm_drain_timeout: Annotated[int, POSITIVE] = setting(
-        3600,
-        "Seconds `rocm-fleet roll` waits for a drained node's jobs to end; then the node is "
-        "left unchanged and resumed (jobs are never killed)",
-        SLURM,
-    )
-    rocm_slurm_node_name: Annotated[str | None, optional(SLURM_NODE_NAME)] = setting(
-        None,
-        "The node's name in Slurm (NodeName=). Unset: its short host name (`hostname -s`), "
-        "as slurmd names itself",
-        SLURM,
-    )
     # --- Fleet mirror ----------------------------------------------------------------
     rocm_mirror: Annotated[str | None, optional(MIRROR_NAME)] = setting(
         None,
@@ -487,6 +468,41 @@ class Settings:
         "10min",
         "Random delay added to each pull, so a fleet doesn't fetch at once (`RandomizedDelaySec`)",
         PULL,
+    )
+    # --- Slurm -----------------------------------------------------------------------
+    rocm_slurm_gres: Annotated[bool, FLAG] = setting(
+        False,
+        f"Write `{paths.SLURM_GRES_CONF}` from the GPUs preflight finds (one `Name=gpu "
+        f"Type=<type> File={paths.RENDER_NODE_PREFIX}<n>` line each; Slurm's AMD autodetect "
+        "needs ROCm SMI's library, which newer ROCm doesn't build) and report the "
+        "`Gres=gpu:<type>:<n>` the node's line in the controller's slurm.conf needs; slurmd "
+        "reads it at its next start. False: the file is left alone",
+        SLURM,
+    )
+    rocm_slurm_gres_type: Annotated[str | None, optional(SLURM_GRES_TYPE)] = setting(
+        None,
+        "The GRES type of every GPU of the node (as the site's slurm.conf names it); unset: "
+        "the product where the PCI ID names one (`mi300x`, `w7900`), else the gfx target",
+        SLURM,
+    )
+    rocm_slurm_drain: Annotated[bool, FLAG] = setting(
+        False,
+        "`rocm-fleet roll` drains the node in Slurm before changing it, waits for its jobs to "
+        "end, and resumes it once the node checks pass (one that fails stays drained, the "
+        "reason saying why). A node with no drift is never drained",
+        SLURM,
+    )
+    rocm_slurm_drain_timeout: Annotated[int, POSITIVE] = setting(
+        3600,
+        "Seconds `rocm-fleet roll` waits for a drained node's jobs to end; then the node is "
+        "left unchanged and resumed (jobs are never killed)",
+        SLURM,
+    )
+    rocm_slurm_node_name: Annotated[str | None, optional(SLURM_NODE_NAME)] = setting(
+        None,
+        "The node's name in Slurm (NodeName=). Unset: its short host name (`hostname -s`), "
+        "as slurmd names itself",
+        SLURM,
     )
 
 

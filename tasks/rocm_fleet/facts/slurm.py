@@ -1,0 +1,47 @@
+"""What Slurm's controller says of this node: ``scontrol show node <short host name>``.
+
+Asked from the node itself (a Slurm node has the client and the cluster's MUNGE key), so it
+is the controller's own view, the one jobs are scheduled by.
+"""
+
+from __future__ import annotations
+
+from pyinfra.api import FactBase
+from typing_extensions import override
+
+from rocm_fleet.facts._shell import RC_PREFIX, split_rc
+from rocm_fleet.model.slurm import SlurmNodeView, scontrol_gres
+
+_NODE = "__node="
+_NO_SCONTROL = "__no_scontrol"
+
+
+class SlurmNode(FactBase[SlurmNodeView]):
+    """Slurm's view of this node; ``error`` says why there is none (no scontrol, a node
+    Slurm doesn't know, a controller that doesn't answer).
+
+    .. code:: python
+
+        SlurmNodeView(node="gpu01", gres="gpu:mi300x:8", error=None)
+    """
+
+    @override
+    def command(self) -> str:
+        return (
+            'node=$(hostname -s); echo "' + _NODE + '$node"; '
+            "if ! command -v scontrol >/dev/null 2>&1; then echo " + _NO_SCONTROL + "; exit 0; fi; "
+            'timeout 30 scontrol show node "$node" 2>&1; echo "' + RC_PREFIX + '$?"'
+        )
+
+    @override
+    def process(self, output: list[str]) -> SlurmNodeView:
+        lines, rc = split_rc(output)
+        node = next((line[len(_NODE) :] for line in lines if line.startswith(_NODE)), "")
+        body = [line for line in lines if not line.startswith(_NODE)]
+        if _NO_SCONTROL in body:
+            return SlurmNodeView(node, None, "scontrol is not installed")
+        text = "\n".join(body)
+        if rc != 0:
+            said = " ".join(text.split())[:300] or f"exit status {rc}"
+            return SlurmNodeView(node, None, f"scontrol show node {node}: {said}")
+        return SlurmNodeView(node, scontrol_gres(text) or "(null)")

@@ -1,0 +1,158 @@
+"""A node's GPUs as Slurm's generic resources: gres.conf's lines and slurm.conf's ``Gres=``.
+
+Slurm finds AMD GPUs itself only with ``AutoDetect=rsmi``, which needs ROCm SMI's library,
+and newer ROCm (TheRock) no longer builds it: after an upgrade such a node's gres.conf finds
+no GPU and says nothing. With ``rocm_slurm_gres`` rocm-fleet writes gres.conf instead, from
+what preflight found (the KFD topology): one line per GPU, ``Name=gpu Type=<type>
+File=/dev/dri/renderD<minor>``, the render node amdgpu gives that GPU.
+
+The type is the product where the PCI ID names one (``Instinct MI300X`` -> ``mi300x``,
+``Radeon Pro W7900`` -> ``w7900``), else the gfx target (``gfx1100`` for a card whose PCI ID
+names several products, the RX 7900 XT/XTX/GRE), or the site's own (``rocm_slurm_gres_type``).
+Every value written is checked against a full-match grammar first, so nothing from a host
+or the inventory can add a line or a key to gres.conf.
+
+The node's ``Gres=`` lives in the controller's slurm.conf, the site's: rocm-fleet never
+writes it, but says the exact value this node needs (``node_gres``) and the check fails
+when ``scontrol show node`` disagrees (``parse_gres`` reads both the same way).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rocm_fleet.model import grammar, paths
+from rocm_fleet.model.pci_ids import lookup
+
+GRES_NAME = "gpu"
+#: Words of a PCI ID's product name that say the maker or line, not the product.
+_LINE_WORDS = {"amd", "instinct", "radeon", "pro"}
+
+
+class GresError(ValueError):
+    """A value that would not be one token of gres.conf's grammar."""
+
+
+@dataclass(frozen=True, order=True)
+class SlurmGpu:
+    """One GPU as gres.conf lists it."""
+
+    type: str  #: "mi300x"
+    file: str  #: "/dev/dri/renderD128"
+
+    def line(self) -> str:
+        for what, value, pattern in (
+            ("type", self.type, grammar.SLURM_GRES_TYPE),
+            ("file", self.file, grammar.RENDER_NODE),
+        ):
+            if not grammar.full(pattern, value):
+                raise GresError(f"gres.conf {what} {value!r} is not {pattern}")
+        return f"Name={GRES_NAME} Type={self.type} File={self.file}"
+
+
+@dataclass(frozen=True)
+class SlurmNodeView:
+    """What Slurm's controller says of this node (``scontrol show node``)."""
+
+    node: str  #: the name asked for (the host's short name)
+    gres: str | None  #: its ``Gres=`` as printed ("gpu:mi300x:8", "(null)"); None: no answer
+    error: str | None = None  #: why there is no answer (no scontrol, unknown node, ...)
+
+
+def gpu_type(gfx: str, device_id: str | None) -> str:
+    """The GRES type of a GPU: its product where its PCI ID names exactly one, else its gfx
+    target (``"gfx1100"``)."""
+    row = lookup(device_id) if device_id else None
+    product = re.search(r"\[([^\]]+)\]", row.name) if row else None
+    if product and "/" not in product.group(1):
+        words = [w.lower() for w in product.group(1).split() if w.lower() not in _LINE_WORDS]
+        name = "_".join(words)
+        if name and grammar.full(grammar.SLURM_GRES_TYPE, name):
+            return name
+    return gfx
+
+
+def slurm_gpus(kfd_nodes: Iterable[Mapping[str, Any]], type_: str | None = None) -> list[SlurmGpu]:
+    """The GPUs of the KFD topology (``facts.gpu.KfdNodes``) that have a render node, in
+    render-node order; ``type_`` (the site's ``rocm_slurm_gres_type``) for every one."""
+    gpus = []
+    for node in kfd_nodes:
+        minor = node.get("drm_render_minor")
+        if not minor:
+            continue  # no render node: nothing Slurm could bind a job to
+        kind = type_ or gpu_type(str(node["gfx"]), node.get("device_id"))
+        gpus.append((int(minor), SlurmGpu(kind, f"{paths.RENDER_NODE_PREFIX}{int(minor)}")))
+    return [gpu for _, gpu in sorted(gpus, key=lambda pair: pair[0])]
+
+
+def counts(gpus: Iterable[SlurmGpu]) -> dict[tuple[str, str | None], int]:
+    found: dict[tuple[str, str | None], int] = {}
+    for gpu in gpus:
+        found[GRES_NAME, gpu.type] = found.get((GRES_NAME, gpu.type), 0) + 1
+    return found
+
+
+def node_gres(gpus: Iterable[SlurmGpu]) -> str:
+    """What slurm.conf's line for this node must say: ``gpu:mi300x:8`` (types in order of
+    their first GPU, comma-separated); "" without a GPU."""
+    return ",".join(f"{name}:{kind}:{n}" for (name, kind), n in counts(gpus).items())
+
+
+def gres_conf(gpus: list[SlurmGpu]) -> str:
+    """gres.conf for this node (GresError for a value outside the grammar)."""
+    lines = [
+        "# Written by rocm-fleet (rocm_slurm_gres) from this node's GPUs; edits are replaced.",
+        f"# slurm.conf's NodeName line for this node needs: Gres={node_gres(gpus) or '(none)'}",
+        *(gpu.line() for gpu in gpus),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def parse_gres(value: str | None) -> dict[tuple[str, str | None], int]:
+    """A ``Gres=`` value as slurm.conf or ``scontrol show node`` writes it -> (name, type)
+    -> count: ``gpu:mi300x:8(S:0-1)`` -> {("gpu", "mi300x"): 8}, ``gpu:2`` -> {("gpu",
+    None): 2}, ``(null)`` or "" -> {}. A name without a count counts 1, as Slurm does."""
+    text = (value or "").strip()
+    if text in ("", "(null)"):
+        return {}
+    found: dict[tuple[str, str | None], int] = {}
+    for entry in re.sub(r"\([^)]*\)", "", text).split(","):
+        parts = entry.strip().split(":")
+        if not parts[0]:
+            continue
+        name, kind, count = parts[0], None, 1
+        if len(parts) == 2:
+            if parts[1].isdigit():
+                count = int(parts[1])
+            else:
+                kind = parts[1]
+        elif len(parts) >= 3:
+            kind = parts[1]
+            count = int(parts[2]) if parts[2].isdigit() else 1
+        found[name, kind] = found.get((name, kind), 0) + count
+    return found
+
+
+def scontrol_gres(output: str) -> str | None:
+    """The ``Gres=`` of ``scontrol show node NODE``'s output (None: none printed)."""
+    match = re.search(r"(?:^|\s)Gres=(\S*)", output)
+    return match.group(1) if match else None
+
+
+def gres_mismatch(gpus: list[SlurmGpu], view: SlurmNodeView) -> str | None:
+    """Why Slurm's view of the node disagrees with its GPUs (None: it agrees)."""
+    need = node_gres(gpus) or "(null)"
+    if view.error is not None or view.gres is None:
+        return (
+            f"Slurm could not be asked about node {view.node} ({view.error}); it needs Gres={need}"
+        )
+    if parse_gres(view.gres) != counts(gpus):
+        return (
+            f"Slurm's node {view.node} has Gres={view.gres}; its GPUs need Gres={need} "
+            "(on its NodeName line in the controller's slurm.conf, then `scontrol reconfigure` "
+            "and a restart of slurmd)"
+        )
+    return None
