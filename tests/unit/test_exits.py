@@ -46,7 +46,7 @@ COMMANDS = commands()
 
 
 def test_every_command_is_known_here():
-    tools = {"audit", "check", "matrix", "matrix check", "bundle", "mirror-ca", "settings"}
+    tools = {"audit", "check", "roll", "matrix", "matrix check", "bundle", "mirror-ca", "settings"}
     assert tools <= set(COMMANDS) - {""}, sorted(COMMANDS)
 
 
@@ -77,6 +77,8 @@ def test_every_help_states_the_scheme_and_usage_errors_exit_4(words):
         (["mirror-ca"], "usage: rocm-fleet mirror-ca"),
         (["mirror-ca", "ca", "not a name"], "rocm-fleet mirror-ca: 'not a name' is neither"),
         (["settings", "--json", "--markdown"], "usage: rocm-fleet settings"),
+        (["roll", "missing.py"], "rocm-fleet roll: inventory file missing.py does not exist"),
+        (["roll", "fleet.py", "--max-unavailable", "0"], "rocm-fleet roll: --max-unavailable 0"),
         (["settings", "--", "-k", "x"], "usage: rocm-fleet"),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, list) else None,

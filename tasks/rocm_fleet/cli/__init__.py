@@ -1,7 +1,8 @@
 """``rocm-fleet``: the command-line tools beside the deploy.
 
 ``rocm-fleet audit INVENTORY`` (read-only drift report; table, JSON or OpenMetrics),
-``rocm-fleet check INVENTORY`` (the node checks, testinfra), ``rocm-fleet matrix [check]``
+``rocm-fleet check INVENTORY`` (the node checks, testinfra), ``rocm-fleet roll INVENTORY``
+(the deploy in waves, each node drained in Slurm, checked, resumed), ``rocm-fleet matrix [check]``
 (the compatibility matrix, and whether upstream agrees), ``rocm-fleet bundle INVENTORY
 --output DIR`` (what the fleet installs from AMD and PyTorch, for an offline mirror),
 ``rocm-fleet mirror-ca DIR ADDRESS`` (the fleet mirror's CA, certificate and key),
@@ -30,13 +31,14 @@ from rocm_fleet.cli import (
     mirror_ca,
     publish,
     pull_fetch,
+    roll,
     settings,
 )
 from rocm_fleet.cli.exits import Exit
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.version import __version__
 
-TOOLS = (audit, check, matrix, bundle, mirror_ca, publish, pull_fetch, settings)
+TOOLS = (audit, check, roll, matrix, bundle, mirror_ca, publish, pull_fetch, settings)
 #: the top-level --help: the tools below are beside the deploy, which pyinfra itself runs
 DESCRIPTION = (
     "The tools beside rocm-fleet's deploy. Deploying is pyinfra's own command: "

@@ -62,6 +62,7 @@ from rocm_fleet.model.rules import (
     SECRET_SOURCE,
     SHA256,
     SLURM_GRES_TYPE,
+    SLURM_NODE_NAME,
     TIME_SPAN,
     TORCH_RELEASE,
     URL_OR_PATH,
@@ -503,6 +504,25 @@ class Settings:
         None,
         "The GRES type of every GPU of the node (as the site's slurm.conf names it); unset: "
         "the product where the PCI ID names one (`mi300x`, `w7900`), else the gfx target",
+        SLURM,
+    )
+    rocm_slurm_drain: Annotated[bool, FLAG] = setting(
+        False,
+        "`rocm-fleet roll` drains the node in Slurm before changing it, waits for its jobs to "
+        "end, and resumes it once the node checks pass (one that fails stays drained, the "
+        "reason saying why). A node with no drift is never drained",
+        SLURM,
+    )
+    rocm_slurm_drain_timeout: Annotated[int, POSITIVE] = setting(
+        3600,
+        "Seconds `rocm-fleet roll` waits for a drained node's jobs to end; then the node is "
+        "left unchanged and resumed (jobs are never killed)",
+        SLURM,
+    )
+    rocm_slurm_node_name: Annotated[str | None, optional(SLURM_NODE_NAME)] = setting(
+        None,
+        "The node's name in Slurm (NodeName=). Unset: its short host name (`hostname -s`), "
+        "as slurmd names itself",
         SLURM,
     )
 

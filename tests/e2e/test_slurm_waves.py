@@ -1,0 +1,296 @@
+"""End to end: ``rocm-fleet roll`` on a real Slurm cluster (Debian's slurmctld, slurmd and
+munged on lab hosts, ``lab.slurm.Cluster``): a ROCm release change taken one wave at a time.
+
+Three GPU nodes converged on 6.4.3 are rolled to 7.2.1 with ``--max-unavailable 2`` while a
+job (``sbatch --wrap 'sleep N'``) runs on one of them: that node is drained but changed only
+after its job ended, no node goes back into service before its checks passed, and Slurm
+itself (sampled by ``sinfo``/``squeue`` on the controller all along) never has more than two
+of them drained. A second roll finds no drift and drains nothing. Then slurmctld is stopped
+while a node is being changed: the roll stops with exit 2, naming the node it left drained,
+and changes no other node; Slurm still has the node drained, with the roll's reason, when
+slurmctld is back. Last, a node whose card turns out wrong once drained is refused by the
+deploy and stays drained, the refusal its reason; with its card back and nothing left to
+change, the next roll checks it again and resumes it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from e2e import support
+from e2e.support import inventory_with, running_lab, succeeded
+from lab import HostSpec
+from lab._util import REPO_ROOT
+from lab.slurm import Cluster
+from rocm_fleet.model.waves import ROLLING, parse_node
+
+pytestmark = pytest.mark.e2e
+
+CONTROLLER = "ctl"
+NODES = ["gpu1", "gpu2", "gpu3"]
+ALL_NODES = ",".join(NODES)
+DATA = {
+    "rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+    "rocm_users": ["alice"], "pytorch_install": False,
+}  # fmt: skip
+HOSTS = [HostSpec(CONTROLLER, base="slurm")] + [
+    HostSpec(node, base="slurm", data=dict(DATA)) for node in NODES
+]
+ROLL_DATA = {"rocm_slurm_drain": True, "rocm_slurm_drain_timeout": 300}
+JOB_SECONDS = 25
+LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d (\S+): (.*)$")
+
+
+@pytest.fixture(scope="module")
+def lab():
+    yield from running_lab(HOSTS, ["6.4.3", "7.2.1"])
+
+
+@pytest.fixture(scope="module")
+def cluster(lab):
+    with Cluster(lab, CONTROLLER, NODES) as cluster:
+        succeeded(support.deploy(lab, limit=",".join(NODES)))
+        yield cluster
+
+
+@dataclass
+class Rolled:
+    """A roll's exit status and its stdout lines, each with when it arrived (monotonic)."""
+
+    returncode: int
+    lines: list[tuple[float, str]]
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return "\n".join(line for _, line in self.lines) + "\n" + self.stderr
+
+    def when(self, host: str, starts: str) -> float:
+        """When the roll said ``starts...`` of ``host``."""
+        for at, line in self.lines:
+            found = LOG_LINE.match(line)
+            if found and found.group(1) == host and found.group(2).startswith(starts):
+                return at
+        raise AssertionError(f"the roll never said '{host}: {starts}':\n{self.output}")
+
+
+@dataclass
+class Sampled:
+    """What slurmctld said while a roll ran: (when, drained nodes, running job ids)."""
+
+    samples: list[tuple[float, set[str], set[int]]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def sample(cluster: Cluster, sampled: Sampled) -> None:
+    while not sampled.stop.is_set():
+        states = cluster.node_states()  # sinfo %t: drain, drng, idle, mix, ...
+        drained = {node for node, state in states.items() if state.startswith(("drain", "drng"))}
+        running = {job for job, (state, _) in cluster.jobs().items() if state == "RUNNING"}
+        sampled.samples.append((time.monotonic(), drained, running))
+        sampled.stop.wait(0.5)
+
+
+def roll(lab, inventory: Path, *args: str, on_line=None, limit=ALL_NODES) -> Rolled:
+    """``rocm-fleet roll`` in the lab's client netns, its lines read as they come."""
+    cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
+    argv = [cli, "roll", str(inventory), "deploy.py", "--limit", limit]
+    process = subprocess.Popen(
+        ["ip", "netns", "exec", lab.client_netns, *argv, "--poll-interval", "1", *args],
+        cwd=REPO_ROOT,
+        env=lab.env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append((time.monotonic(), line.rstrip("\n")))
+            if on_line is not None:
+                on_line(line)
+        stderr = process.stderr.read() if process.stderr else ""
+        process.wait(timeout=600)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return Rolled(process.returncode, lines, stderr)
+
+
+def versions(lab) -> dict[str, str]:
+    """Each node's ROCm release, as its apt source names it."""
+    found = {}
+    for node in NODES:
+        source = (lab.root(node) / "etc/apt/sources.list.d/rocm.list").read_text()
+        match = re.search(r"/rocm/apt/(\d+\.\d+(?:\.\d+)?) ", source)
+        found[node] = match.group(1) if match else source
+    return found
+
+
+def test_a_release_change_rolls_in_waves_around_a_running_job(lab, cluster, tmp_path):
+    inventory = inventory_with(
+        lab, tmp_path / "to-7.2.1.py", {**ROLL_DATA, "rocm_version": "7.2.1"}
+    )
+    job = cluster.submit(JOB_SECONDS, nodelist="gpu1")
+    deadline = time.monotonic() + 30
+    while cluster.jobs().get(job, ("",))[0] != "RUNNING":
+        assert time.monotonic() < deadline, cluster.jobs()
+        time.sleep(0.5)
+    sampled = Sampled()
+    sampler = threading.Thread(target=sample, args=(cluster, sampled), daemon=True)
+    sampler.start()
+    try:
+        result = roll(lab, inventory, "--max-unavailable", "2")
+    finally:
+        sampled.stop.set()
+        sampler.join(30)
+    print(result.output)  # the roll's own timeline, with pytest -s
+    assert result.returncode == 0, result.output
+    assert versions(lab) == dict.fromkeys(NODES, "7.2.1")
+    assert [line for _, line in result.lines if line.startswith("wave")] == [
+        "wave 1 of 2: gpu1, gpu2",
+        "wave 2 of 2: gpu3",
+    ]
+    # Slurm never had more than two nodes out, and has none now
+    assert max(len(drained) for _, drained, _ in sampled.samples) <= 2, sampled.samples
+    assert any(len(drained) == 2 for _, drained, _ in sampled.samples)
+    assert cluster.node_states() == dict.fromkeys(NODES, "idle")
+    # gpu1 was drained while its job ran, and changed only once the job had ended
+    assert "gpu1: waiting for job(s)" in result.output
+    job_seen = [at for at, _, running in sampled.samples if job in running]
+    assert job_seen and result.when("gpu1", "deploy") > max(job_seen)
+    assert any(job in running and "gpu1" in drained for _, drained, running in sampled.samples)
+    # no node back in service before its checks passed; wave 2 only after wave 1 was back
+    for node in NODES:
+        assert result.when(node, "deployed; node checks") < result.when(node, "checks passed")
+        back = result.when(node, "checks passed")
+        # slurmctld's view: drained from just after the drain until the checks passed
+        out = [at for at, drained, _ in sampled.samples if node not in drained]
+        early = [at for at in out if result.when(node, "drain") + 2 < at < back - 2]
+        assert not early, f"{node} back in service before its checks passed"
+        late = [at for at, drained, _ in sampled.samples if node in drained and at > back + 2]
+        assert not late, f"{node} still drained after the roll resumed it"
+    assert result.when("gpu3", "drain") > max(
+        result.when(n, "checks passed") for n in ("gpu1", "gpu2")
+    )
+
+
+def test_a_second_roll_changes_nothing_and_drains_nothing(lab, cluster, tmp_path):
+    inventory = inventory_with(
+        lab, tmp_path / "to-7.2.1.py", {**ROLL_DATA, "rocm_version": "7.2.1"}
+    )
+    sampled = Sampled()
+    sampler = threading.Thread(target=sample, args=(cluster, sampled), daemon=True)
+    sampler.start()
+    try:
+        result = roll(lab, inventory, "--max-unavailable", "2")
+    finally:
+        sampled.stop.set()
+        sampler.join(30)
+    assert result.returncode == 0, result.output
+    assert "no host has drift; nothing drained, nothing changed" in result.output
+    assert all(not drained for _, drained, _ in sampled.samples), sampled.samples
+
+
+def test_slurmctld_stopped_mid_roll_stops_it_and_leaves_the_changed_node_drained(
+    lab, cluster, tmp_path
+):
+    inventory = inventory_with(
+        lab, tmp_path / "to-6.4.3.py", {**ROLL_DATA, "rocm_version": "6.4.3"}
+    )
+    planned = roll(lab, inventory, "--dry")
+    assert planned.returncode == 1, planned.output  # drift found, nothing changed
+    expected = []
+    for number, node in enumerate(NODES, 1):
+        expected += [f"wave {number}:", f"  {node}: drift; Slurm node {node} idle: drained, "
+                     "changed, resumed"]  # fmt: skip
+    assert [line for _, line in planned.lines] == expected
+    assert versions(lab) == dict.fromkeys(NODES, "7.2.1")
+    stopped = []
+
+    def stop_the_controller(line: str) -> None:
+        # gpu1 drained and being changed: slurmctld goes away before the roll resumes it
+        if not stopped and line.endswith("gpu1: deploy\n"):
+            stopped.append(time.monotonic())
+            slurmctld = next(d for d in cluster._daemons if d.name == "slurmctld")
+            slurmctld.stop()
+            cluster._daemons.remove(slurmctld)
+
+    try:
+        result = roll(lab, inventory, "--max-unavailable", "1", on_line=stop_the_controller)
+    finally:
+        if stopped:
+            cluster._start_daemon(CONTROLLER, "slurmctld")
+    assert stopped, result.output
+    assert result.returncode == 2, result.output
+    assert "rocm-fleet roll: Slurm did not answer: gpu1: scontrol update:" in result.stderr
+    assert "stopped before draining or changing another node" in result.stderr
+    assert "left drained by the roll: gpu1" in result.stderr
+    assert "scontrol update NodeName=gpu1 State=RESUME" in result.stderr
+    # gpu1 was changed and checked; gpu2 and gpu3 were neither drained nor changed
+    assert versions(lab) == {"gpu1": "6.4.3", "gpu2": "7.2.1", "gpu3": "7.2.1"}
+    assert "gpu2: drain" not in result.output and "gpu3: drain" not in result.output
+    # slurmctld back (its saved state read again): gpu1 is still drained, with the reason
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            shown = cluster.show_node("gpu1")
+            break
+        except Exception:
+            assert time.monotonic() < deadline, cluster.logs()
+            time.sleep(1)
+    node = parse_node(shown)  # Slurm's real text, read as the roll reads it
+    assert node.drained_by_roll and node.empty, shown
+    assert node.reason == ROLLING, shown
+    cluster.wait_idle(["gpu2", "gpu3"])  # their slurmds register again: back in service
+
+
+def test_a_node_that_fails_stays_drained_saying_why(lab, cluster, tmp_path):
+    """gpu1, left drained by the roll above, is rolled again; its GPU turns out not to be the
+    one its inventory names once it is drained (a card found bad in the maintenance window):
+    the deploy refuses it, and it stays drained with the refusal as its reason."""
+    inventory = inventory_with(
+        lab, tmp_path / "to-7.2.1.py", {**ROLL_DATA, "rocm_version": "7.2.1"}
+    )
+
+    def swap_the_card(line: str) -> None:
+        if line.endswith("gpu1: deploy\n"):
+            lab.set_profile("gpu1", "mi300x-8")
+
+    try:
+        result = roll(lab, inventory, on_line=swap_the_card)
+    finally:
+        lab.set_profile("gpu1", "rx7900xtx")
+    assert result.returncode == 1, result.output
+    assert "roll: 0 changed; failed: gpu1; left drained: gpu1" in result.output
+    node = parse_node(cluster.show_node("gpu1"))
+    assert node.drained_by_roll, node
+    assert node.reason.startswith("rocm-fleet: deploy failed: [gpu1] refused: "), node.reason
+    assert "expected 1 x gfx1100, found 8 x gfx942" in node.reason, node.reason
+    assert versions(lab)["gpu1"] == "6.4.3"
+    assert cluster.node_states()["gpu2"] == "idle" and cluster.node_states()["gpu3"] == "idle"
+
+
+def test_a_node_left_drained_with_no_drift_is_checked_again_and_resumed(lab, cluster, tmp_path):
+    """gpu1, refused above, is still on 6.4.3 with its card back: for a 6.4.3 inventory it has
+    no drift, and the roll only checks it again and resumes it."""
+    inventory = inventory_with(
+        lab, tmp_path / "at-6.4.3.py", {**ROLL_DATA, "rocm_version": "6.4.3"}
+    )
+    assert parse_node(cluster.show_node("gpu1")).drained_by_roll
+    result = roll(lab, inventory, limit="gpu1")
+    assert result.returncode == 0, result.output
+    assert "gpu1: no drift; node checks (an earlier roll left it drained)" in result.output
+    assert "gpu1: deploy" not in result.output
+    node = parse_node(cluster.show_node("gpu1"))
+    assert not node.drain and node.reason == "", node
