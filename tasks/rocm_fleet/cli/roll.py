@@ -162,7 +162,7 @@ def run(args: Any) -> int:
     patch_as_cli()
 
     from rocm_fleet.cli.inventory import load_inventory, parse_data
-    from rocm_fleet.engine.fleet import fleet_of
+    from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.engine.remote import forget, run_on
     from rocm_fleet.model.config import ConfigError
 
