@@ -110,11 +110,21 @@ def test_the_meta_packages_are_read_from_dpkgs_list():
     assert kernel_meta_packages(near) == []
 
 
-def test_held_packages_from_apt_mark_showhold():
-    # `apt-mark showhold` names a foreign-architecture package with its qualifier.
-    output = ["linux-image-amd64", "linux-headers-amd64", "libfoo1:i386", ""]
+def test_held_packages_from_dpkgs_selections():
+    # dpkg-query's ${db:Status-Want} ${binary:Package}: a foreign-architecture package
+    # (or a Multi-Arch: same one) is named with its qualifier; "install" is not held.
+    output = ["install base-files", "hold linux-image-amd64", "hold linux-headers-amd64",
+              "hold libfoo1:i386", "install libfoo1:amd64", "deinstall nano", ""]  # fmt: skip
     assert HeldPackages().process(output) == ["libfoo1", "linux-headers-amd64", "linux-image-amd64"]
     assert HeldPackages().process([]) == []
+
+
+def test_held_packages_command_reads_this_machines_dpkg(tmp_path):
+    # The fact's own command, run here: dpkg-query answers in the form process() reads.
+    out = subprocess.run(["sh", "-c", HeldPackages().command()], capture_output=True, text=True)
+    lines = out.stdout.splitlines()
+    assert lines and all(line.split()[0] in {"install", "hold", "deinstall", "purge", "unknown"}
+                         for line in lines), lines[:5]  # fmt: skip
 
 
 # --- what changes ---------------------------------------------------------------------------------

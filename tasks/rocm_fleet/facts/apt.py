@@ -47,8 +47,12 @@ class InstalledPackages(FactBase[dict[str, str]]):
 
 class HeldPackages(FactBase[list[str]]):
     """
-    The packages on hold (``apt-mark showhold``: dpkg's selection ``hold``), architecture
-    qualifiers dropped, sorted; empty without apt.
+    The packages on hold (dpkg's selection ``hold``, what ``apt-mark hold`` sets),
+    architecture qualifiers dropped, sorted; empty without dpkg.
+
+    Read from dpkg's database with ``dpkg-query``, not ``apt-mark showhold``: apt-mark
+    opens apt's cache and rebuilds ``/var/cache/apt/*.bin`` when they are stale, and a read
+    must leave a host as it found it (a refused host is unchanged).
 
     .. code:: python
 
@@ -59,11 +63,12 @@ class HeldPackages(FactBase[list[str]]):
 
     @override
     def command(self) -> str:
-        return "apt-mark showhold 2>/dev/null || true"
+        return "dpkg-query -W -f='${db:Status-Want} ${binary:Package}\\n' 2>/dev/null || true"
 
     @override
     def process(self, output: list[str]) -> list[str]:
-        return sorted({line.strip().split(":")[0] for line in output if line.strip()})
+        held = (line.split() for line in output)
+        return sorted({f[1].split(":")[0] for f in held if len(f) == 2 and f[0] == "hold"})
 
 
 def kernel_releases(packages: dict[str, str]) -> list[str]:
