@@ -387,6 +387,10 @@ def test_kernel_hold_is_placed_kept_and_only_its_own_released(lab, first_run):
     def showhold() -> list[str]:
         return sorted(lab.ssh(host, "apt-mark showhold", check=True).stdout.split())
 
+    # bios "never came back" from the reboot test above: powered on again (a no-op when
+    # this test runs alone and bios is up).
+    lab.set_returns_after_reboot(host, True)
+    lab.start_host(host)
     # The stock kernel's headers meta package (real, from the lab's Debian mirror) and an
     # admin's own hold.
     lab.ssh(host, "apt-get install -y -q linux-headers-amd64 && apt-mark hold curl", check=True)
