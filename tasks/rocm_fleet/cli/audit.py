@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rocm_fleet.cli.exits import epilog
-from rocm_fleet.cli.inventory import UsageError
+from rocm_fleet.cli.inventory import UsageError, add_host_options
 
 EXIT_STATUS = epilog(
     "Here: 0 every host is as the inventory says; 1 a host drifted or would be refused; "
@@ -46,19 +46,7 @@ def add_parser(commands: Any) -> None:
         epilog=EXIT_STATUS,
     )
     audit.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
-    audit.add_argument(
-        "--limit",
-        action="append",
-        default=[],
-        help="group, host name or glob (repeatable; commas split)",
-    )
-    audit.add_argument(
-        "--data",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a data value for every host, as pyinfra's --data does (repeatable)",
-    )
+    add_host_options(audit)
     audit.add_argument(
         "--format",
         choices=("table", "json", *FORMATS),

@@ -22,7 +22,7 @@ import sys
 from typing import Any
 
 from rocm_fleet.cli.exits import Exit, epilog
-from rocm_fleet.cli.inventory import UsageError, load_inventory, parse_data
+from rocm_fleet.cli.inventory import UsageError, add_host_options, load_inventory, parse_data
 
 #: pytest's exit statuses (pytest.ExitCode), by the scheme's
 PYTEST_EXITS = {2: Exit.NOT_CHECKED, 3: Exit.NOT_CHECKED, 4: Exit.USAGE, 5: Exit.USAGE}
@@ -63,20 +63,7 @@ def add_parser(commands: Any) -> None:
     check.add_argument(
         "inventory", nargs="?", help="pyinfra inventory the hosts and their data come from"
     )
-    check.add_argument(
-        "--limit",
-        action="append",
-        default=[],
-        help="with INVENTORY: group, host name or glob (repeatable; commas split)",
-    )
-    check.add_argument(
-        "--data",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="with INVENTORY: override a value for every host, as pyinfra's --data does "
-        "(repeatable)",
-    )
+    add_host_options(check, "with INVENTORY: ")
     check.add_argument(
         "--hosts",
         help="instead of INVENTORY: host specs, comma-separated (ssh://user@host:port, "

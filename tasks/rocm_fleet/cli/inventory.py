@@ -57,6 +57,24 @@ def load_inventory(
     return state, hosts
 
 
+def add_host_options(parser: Any, prefix: str = "") -> None:
+    """``--limit`` and ``--data``, as every subcommand that reads an inventory takes them
+    (``prefix``: what the options need, e.g. "with INVENTORY: ")."""
+    parser.add_argument(
+        "--limit",
+        action="append",
+        default=[],
+        help=f"{prefix}group, host name or glob (repeatable; commas split)",
+    )
+    parser.add_argument(
+        "--data",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"{prefix}override a data value for every host, as pyinfra's --data does (repeatable)",
+    )
+
+
 def parse_data(items: Sequence[str]) -> dict[str, Any]:
     """``--data key=value`` options as pyinfra's CLI reads them (``true``/``false``, numbers
     and JSON become Python values; anything else stays a string)."""

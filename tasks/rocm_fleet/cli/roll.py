@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rocm_fleet.cli.exits import Exit, described, epilog, worst
-from rocm_fleet.cli.inventory import UsageError
+from rocm_fleet.cli.inventory import UsageError, add_host_options
 from rocm_fleet.cli.roll_waves import Outcome, Roll, Steps, Target
 from rocm_fleet.cli.slurm_nodes import SlurmNode, SlurmUnreachable
 from rocm_fleet.model.waves import waves
@@ -65,19 +65,7 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="hosts taken out (drained and changed) at once: the size of a wave (default 1)",
     )
-    roll.add_argument(
-        "--limit",
-        action="append",
-        default=[],
-        help="group, host name or glob (repeatable; commas split)",
-    )
-    roll.add_argument(
-        "--data",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a data value for every host, as pyinfra's --data does (repeatable)",
-    )
+    add_host_options(roll)
     roll.add_argument(
         "--poll-interval",
         type=float,
