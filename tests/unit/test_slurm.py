@@ -4,11 +4,15 @@ show node`` output of Debian's Slurm 22.05 (bookworm) and 24.11 (trixie)."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 from pathlib import Path
 
 import pytest
 
 from rocm_fleet.facts._shell import RC_PREFIX
+from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
+from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model.config import ConfigError, load_config
@@ -25,7 +29,7 @@ from rocm_fleet.model.slurm import (
     scontrol_gres,
     slurm_gpus,
 )
-from unit.surveys import SurveyHost, changed, converged_survey, digest, plan, script_call
+from unit.surveys import SurveyHost, changed, converged_survey, digest, fact_key, plan, script_call
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SLURM = FIXTURES / "slurm"
@@ -175,17 +179,35 @@ def test_slurm_that_cannot_be_asked_says_why():
 
 DATA = {"rocm_version": "6.4.3", "pytorch_install": False}
 WRITE = "Slurm GRES | Write /etc/slurm/gres.conf from the node's GPUs"
+RECORD = "Slurm GRES | Record what rocm-fleet wrote to /etc/slurm/gres.conf"
+REMOVE = "Slurm GRES | Remove rocm-fleet's /etc/slurm/gres.conf"
+FORGET = "Slurm GRES | Forget what rocm-fleet wrote to /etc/slurm/gres.conf"
+LEDGER = "/var/lib/rocm-fleet/slurm-gres.sha256"
 GFX1100 = [SlurmGpu("gfx1100", "/dev/dri/renderD128")]
 
 
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def slurm_survey(
-    conf: str | None = None, gres: str = "gpu:gfx1100:1", slurm_dir: bool = True, **changes
+    conf: str | None = None,
+    gres: str = "gpu:gfx1100:1",
+    slurm_dir: bool = True,
+    recorded: str | None = None,
+    **changes,
 ) -> HostSurvey:
+    """A converged host with ``conf`` as its gres.conf and ``recorded`` as what rocm-fleet
+    recorded having written there (None: no record)."""
     survey = converged_survey(DATA, "debian-12")  # one RX 7900 XTX, driven by amdgpu
     survey = changed(
         survey,
         directories={"/etc/slurm": slurm_dir},
-        files={"/etc/slurm/gres.conf": digest(conf) if conf is not None else None},
+        files={
+            "/etc/slurm/gres.conf": digest(conf) if conf is not None else None,
+            LEDGER: digest(sha256(recorded) + "\n") if recorded is not None else None,
+        },
+        ledgers={LEDGER: [sha256(recorded)] if recorded is not None else []},
         slurm_node=SlurmNodeView("node", gres),
     )
     return changed(survey, **changes)
@@ -194,16 +216,43 @@ def slurm_survey(
 def test_the_deploy_writes_gres_conf_once_and_reads_nothing_more():
     host = SurveyHost(slurm_survey())
     first = plan({**DATA, "rocm_slurm_gres": True}, host)
-    assert first.changes == [WRITE] and host.extra_reads == []
+    assert first.changes == [WRITE, RECORD] and host.extra_reads == []
     (command,) = first.find(WRITE).commands
     assert script_call(command) == (
         "text-file",
         ["/etc/slurm/gres.conf", "644", gres_conf(GFX1100)],
     )
-    again = plan({**DATA, "rocm_slurm_gres": True}, SurveyHost(slurm_survey(gres_conf(GFX1100))))
+    (record,) = first.find(RECORD).commands
+    assert script_call(record) == ("text-file", [LEDGER, "644", sha256(gres_conf(GFX1100)) + "\n"])
+    written = gres_conf(GFX1100)
+    again = plan(
+        {**DATA, "rocm_slurm_gres": True}, SurveyHost(slurm_survey(written, recorded=written))
+    )
     assert again.changes == []
-    tampered = plan({**DATA, "rocm_slurm_gres": True}, SurveyHost(slurm_survey("Name=gpu\n")))
+    tampered = plan(
+        {**DATA, "rocm_slurm_gres": True},
+        SurveyHost(slurm_survey("Name=gpu\n", recorded=written)),
+    )
     assert tampered.changes == [WRITE]
+
+
+def test_the_setting_gone_removes_the_gres_conf_rocm_fleet_wrote_and_only_that(caplog):
+    written = gres_conf(GFX1100)
+    host = SurveyHost(slurm_survey(written, recorded=written))
+    gone = plan(DATA, host)  # rocm_slurm_gres off
+    assert gone.changes == [REMOVE, FORGET] and host.extra_reads == []
+    (command,) = gone.find(FORGET).commands
+    assert LEDGER in str(command)
+    # The site changed the file since: it stays (said), only the record goes.
+    with caplog.at_level(logging.WARNING, logger="pyinfra"):
+        edited = plan(
+            DATA, SurveyHost(slurm_survey("Name=gpu File=/dev/nvidia0\n", recorded=written))
+        )
+    assert edited.changes == [FORGET]
+    assert "/etc/slurm/gres.conf changed since rocm-fleet wrote it: left as it is" in caplog.text
+    # Never written by rocm-fleet (no record): the site's file is no concern of the deploy.
+    site = plan(DATA, SurveyHost(slurm_survey("Name=gpu File=/dev/nvidia0\n")))
+    assert not [n for n in site.names if n.startswith("Slurm GRES")]
 
 
 def test_the_deploy_leaves_gres_conf_alone_when_off_without_slurm_or_without_a_driver():
@@ -215,3 +264,20 @@ def test_the_deploy_leaves_gres_conf_alone_when_off_without_slurm_or_without_a_d
             planned.names
         )
         assert not [n for n in planned.names if n.startswith("Slurm GRES")], planned.names
+
+
+def test_rocm_state_absent_removes_rocm_fleets_gres_conf_before_its_record_goes():
+    # The removal reads fact by fact (no preflight survey).
+    written = gres_conf(GFX1100)
+    other = {
+        InstalledPackages: {},
+        DpkgInterrupted: [],
+        fact_key(Ledger, path=LEDGER): [sha256(written)],
+        fact_key(FileDigest, path="/etc/slurm/gres.conf"): digest(written),
+        fact_key(FileDigest, path=LEDGER): digest(sha256(written) + "\n"),
+    }
+    planned = plan({**DATA, "rocm_state": "absent"}, SurveyHost(HostSurvey(), other=other))
+    assert REMOVE in planned.changes and FORGET in planned.changes
+    assert planned.names.index(REMOVE) < planned.names.index(
+        "Remove ROCm apt repository | Remove rocm-fleet's state"
+    )

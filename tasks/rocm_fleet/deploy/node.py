@@ -105,6 +105,7 @@ def rocm_node() -> None:
         remove_rocm(config)
         configure_mirror(config, host.inventory, present=False)
         release_kernel_holds(config)  # before the state that records them goes
+        configure_slurm_gres(config, present=False)  # before its record goes too
         remove_repository(config)
         configure_proxy(config, present=False)
         configure_apu_memory(config, present=False)

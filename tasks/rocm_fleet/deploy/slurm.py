@@ -2,7 +2,10 @@
 preflight found, and the ``Gres=`` the controller's slurm.conf needs for this node, said
 when Slurm's own view disagrees (``model.slurm`` explains both).
 
-gres.conf is the node's and rocm-fleet's to write; slurm.conf is the site's (one file for
+gres.conf is the node's and rocm-fleet's to write, and rocm-fleet records the SHA-256 of
+what it wrote: with the setting gone (or ``rocm_state: absent``) a gres.conf that still
+holds exactly that goes, and one the site changed since is left, with a warning. slurm.conf
+is the site's (one file for
 the whole cluster, usually kept by its own tooling), so the deploy never edits it: it warns
 with the exact value instead, and ``rocm-fleet check`` fails until Slurm agrees. slurmd
 reads gres.conf when it starts; restarting it is left to the site's maintenance (drain,
@@ -11,13 +14,14 @@ restart, resume), as a restart under running jobs is the site's call.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import warn_host
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.slurm import SlurmNode
@@ -30,20 +34,29 @@ if TYPE_CHECKING:
 
 
 def survey_reads(config: Config) -> list[Read]:
-    """What this task reads, in preflight's one survey (nothing when the setting is off)."""
-    if not config.rocm_slurm_gres:
-        return []
-    return [
-        Read("directories", DirectoryExists, {"path": paths.SLURM_DIR}),
+    """What this task reads, in preflight's one survey: gres.conf and what rocm-fleet
+    recorded of it on every host (one whose setting went removes its file), the directory
+    and Slurm's view of the node with the setting."""
+    reads = [
         Read("files", FileDigest, {"path": paths.SLURM_GRES_CONF}),
-        Read("slurm_node", SlurmNode),
+        Read("ledgers", Ledger, {"path": paths.SLURM_GRES_LEDGER}),
+        Read("files", FileDigest, {"path": paths.SLURM_GRES_LEDGER}),  # its write or removal
     ]
+    if config.rocm_slurm_gres:
+        reads += [
+            Read("directories", DirectoryExists, {"path": paths.SLURM_DIR}),
+            Read("slurm_node", SlurmNode),
+        ]
+    return reads
 
 
 @deploy("Slurm GRES")
-def configure_slurm_gres(config: Config) -> None:
-    if not config.rocm_slurm_gres:
-        return  # the file is the site's then: left as it is
+def configure_slurm_gres(config: Config, present: bool = True) -> None:
+    """gres.conf from the node's GPUs; ``present=False`` (``rocm_state: absent``), or the
+    setting off, removes the one rocm-fleet wrote."""
+    if not (present and config.rocm_slurm_gres):
+        _remove_written()
+        return
     if not read_fact(DirectoryExists, path=paths.SLURM_DIR):
         warn_host(
             f"rocm_slurm_gres is set but {paths.SLURM_DIR} does not exist (slurmd not "
@@ -62,12 +75,44 @@ def configure_slurm_gres(config: Config) -> None:
     gpus = slurm_gpus(kfd, config.rocm_slurm_gres_type)
     # One name for every host (pyinfra shows an operation by its first host's name); the
     # file's own header says the Gres= it makes.
+    content = gres_conf(gpus)
     text_file(
         name=f"Write {paths.SLURM_GRES_CONF} from the node's GPUs",
         path=paths.SLURM_GRES_CONF,
-        content=gres_conf(gpus),
+        content=content,
+        mode="644",
+    )
+    text_file(
+        name=f"Record what rocm-fleet wrote to {paths.SLURM_GRES_CONF}",
+        path=paths.SLURM_GRES_LEDGER,
+        content=hashlib.sha256(content.encode()).hexdigest() + "\n",
         mode="644",
     )
     mismatch = gres_mismatch(gpus, read_fact(SlurmNode))
     if mismatch:
         warn_host(mismatch)
+
+
+def _remove_written() -> None:
+    """The gres.conf rocm-fleet wrote, removed while it holds what was recorded; its record
+    goes in any case (a file the site changed since is the site's now)."""
+    recorded = read_fact(Ledger, path=paths.SLURM_GRES_LEDGER)
+    if not recorded:
+        return  # rocm-fleet never wrote one: the site's file, if any, is left alone
+    current = read_fact(FileDigest, path=paths.SLURM_GRES_CONF)
+    if current is not None and current["sha256"] == recorded[0]:
+        text_file(
+            name=f"Remove rocm-fleet's {paths.SLURM_GRES_CONF}",
+            path=paths.SLURM_GRES_CONF,
+            present=False,
+        )
+    elif current is not None:
+        warn_host(
+            f"{paths.SLURM_GRES_CONF} changed since rocm-fleet wrote it: left as it is "
+            f"(rocm_slurm_gres is off)"
+        )
+    text_file(
+        name=f"Forget what rocm-fleet wrote to {paths.SLURM_GRES_CONF}",
+        path=paths.SLURM_GRES_LEDGER,
+        present=False,
+    )

@@ -108,6 +108,9 @@ DRIVER_LEDGER = f"{STATE_DIR}/driver-packages"
 # Kernel meta packages rocm-fleet put on hold (rocm_kernel_hold), so that it releases only
 # its own holds: one the admin placed stays.
 KERNEL_HOLD_LEDGER = f"{STATE_DIR}/held-kernel-packages"
+# The SHA-256 of the gres.conf rocm-fleet wrote (rocm_slurm_gres): the file is rocm-fleet's,
+# and goes when the setting does, only while it still holds exactly that.
+SLURM_GRES_LEDGER = f"{STATE_DIR}/slurm-gres.sha256"
 # Touched after nginx (re)loaded the mirror's site: a newer site file means a reload is due.
 MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
 

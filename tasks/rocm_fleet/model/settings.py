@@ -497,7 +497,8 @@ class Settings:
         f"Type=<type> File={paths.RENDER_NODE_PREFIX}<n>` line each; Slurm's AMD autodetect "
         "needs ROCm SMI's library, which newer ROCm doesn't build) and report the "
         "`Gres=gpu:<type>:<n>` the node's line in the controller's slurm.conf needs; slurmd "
-        "reads it at its next start. False: the file is left alone",
+        "reads it at its next start. False (or `rocm_state: absent`): the file rocm-fleet wrote "
+        "goes, if it still holds what rocm-fleet wrote; a site's own file is left alone",
         SLURM,
     )
     rocm_slurm_gres_type: Annotated[str | None, optional(SLURM_GRES_TYPE)] = setting(
