@@ -17,7 +17,7 @@ import pytest
 
 from rocm_fleet.cli.exits import Exit
 from rocm_fleet.cli.roll_waves import Outcome, Roll, Steps, Target
-from rocm_fleet.cli.slurm_nodes import SlurmNode
+from rocm_fleet.cli.slurm_nodes import SlurmNode, SlurmUnreachable
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.waves import REASON_PREFIX, ROLLING, parse_jobs, parse_node, reason, waves
@@ -516,3 +516,19 @@ def test_a_node_an_earlier_roll_left_drained_with_no_drift_is_checked_again_not_
     assert made.run() == Exit.OK
     assert cluster.events == [("drain", "gpu1"), ("check", "gpu1"), ("resume", "gpu1")]
     assert "gpu1: no drift; node checks (an earlier roll left it drained)" in out.getvalue()
+
+
+@pytest.mark.parametrize("said", ["gpu[01-64]", "gpu1,gpu2", "gpu 1", "", "-gpu"])
+def test_a_host_name_that_is_not_one_slurm_node_is_refused_before_slurm_hears_it(said):
+    # hostname --short's answer goes into NodeName= and squeue -w, which take hostlists.
+    commands: list[list[str]] = []
+
+    def run(argv: Sequence[str]) -> Ran:
+        commands.append(list(argv))
+        return Ran(0, f"{said}\n", "")
+
+    node = SlurmNode("gpu1", run)
+    with pytest.raises(SlurmUnreachable, match="not one Slurm node name; set rocm_slurm_node_name"):
+        node.state()
+    assert commands == [["hostname", "--short"]]  # scontrol was never asked
+    assert SlurmNode("gpu1", run, "gpu1").name == "gpu1"  # the setting is taken as it is

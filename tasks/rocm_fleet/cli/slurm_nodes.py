@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from rocm_fleet.engine.remote import Ran
+from rocm_fleet.model import grammar
 from rocm_fleet.model.waves import NodeState, SlurmOutputError, parse_jobs, parse_node
 
 #: runs one command (its words) on the node; the engine's ``run_on`` bound to a host
@@ -34,7 +35,15 @@ class SlurmNode:
     def name(self) -> str:
         """The node's NodeName=: the setting, else the host's short name, as slurmd's own."""
         if self._name is None:
-            self._name = self._ask(["hostname", "--short"]).strip()
+            name = self._ask(["hostname", "--short"]).strip()
+            # What the host says goes into NodeName= and squeue -w, which take hostlist
+            # expressions: one plain name only (as the setting's own rule).
+            if not grammar.full(grammar.SLURM_NODE_NAME, name):
+                raise SlurmUnreachable(
+                    f"{self.host}: hostname --short gave {name!r}, not one Slurm node name; "
+                    f"set rocm_slurm_node_name"
+                )
+            self._name = name
         return self._name
 
     def state(self) -> NodeState:

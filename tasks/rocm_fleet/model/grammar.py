@@ -65,6 +65,9 @@ NO_PROXY = rf"\.?{HOST_NAME}|{IPV4}(?:/[0-9]{{1,2}})?|[0-9a-f:]+(?:/[0-9]{{1,3}}
 #: A Slurm GRES type (``Type=`` in gres.conf, the middle of ``gpu:TYPE:N``): no separator
 #: of gres.conf's or slurm.conf's grammar (space, ``=``, ``:``, ``,``, ``#``, quotes).
 SLURM_GRES_TYPE = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}"
+# A node's NodeName= in slurm.conf: one name, never a hostlist expression (gpu[1-4]) or a
+# word a shell or scontrol's own parser would split.
+SLURM_NODE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 #: A DRM render node.
 RENDER_NODE = re.escape(paths.RENDER_NODE_PREFIX) + "[0-9]{1,4}"
 

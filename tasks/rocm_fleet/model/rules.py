@@ -308,11 +308,9 @@ SLURM_GRES_TYPE = grammar_rule(
     "a Slurm GRES type: letters, digits, '_', '.', '-' (no ':', ',', '=' or space), e.g. 'mi300x'",
     grammar.SLURM_GRES_TYPE,
 )
-# A node's NodeName= in slurm.conf: one name, never a hostlist expression (gpu[1-4]) or a
-# word a shell or scontrol's own parser would split.
 SLURM_NODE_NAME = grammar_rule(
     "one Slurm node name: letters, digits, '.', '_' or '-', starting with a letter or digit",
-    r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}",
+    grammar.SLURM_NODE_NAME,
 )
 DISTRO = choice(*matrix.DISTRO_KEYS)
 
