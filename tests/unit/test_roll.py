@@ -532,3 +532,13 @@ def test_a_host_name_that_is_not_one_slurm_node_is_refused_before_slurm_hears_it
         node.state()
     assert commands == [["hostname", "--short"]]  # scontrol was never asked
     assert SlurmNode("gpu1", run, "gpu1").name == "gpu1"  # the setting is taken as it is
+
+
+def test_a_host_name_pyinfras_limit_would_widen_is_named():
+    # Each host is deployed with --limit <name>: a group's name or a glob would reach hosts
+    # the roll never drained.
+    from rocm_fleet.cli.roll import not_one_host_by_limit
+
+    names = ["gpu1", "gpu2", "gpus", "gpu[12]", "gpu*", "node-3.lab"]
+    assert not_one_host_by_limit(names, {"gpus", "slurm_nodes"}) == ["gpu*", "gpu[12]", "gpus"]
+    assert not_one_host_by_limit(["gpu1", "node-3.lab"], {"gpus"}) == []

@@ -172,6 +172,13 @@ def run(args: Any) -> int:
     _, hosts = load_inventory(args.inventory, limits, False, parse_data(args.data) or None)
     fleet = fleet_of(hosts[0].inventory)
     by_name = {host.name: host for host in hosts}
+    groups = {group for host in hosts[0].inventory for group in host.groups}
+    unlimited = not_one_host_by_limit(list(by_name), groups)
+    if unlimited:
+        raise UsageError(
+            f"host name(s) {', '.join(unlimited)}: pyinfra's --limit would take each as a group "
+            "or a pattern, so its deploy could reach hosts that were never drained; rename them"
+        )
     targets = []
     for host in hosts:
         if host.name in found.unreachable + found.refused:
@@ -212,6 +219,12 @@ def run(args: Any) -> int:
     )
     status = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval).run()
     return worst([status, *audit_statuses(found)])
+
+
+def not_one_host_by_limit(names: list[str], groups: set[str]) -> list[str]:
+    """The host names that ``pyinfra --limit NAME`` would not take as that host alone: it
+    takes a group of that name first, and a name as a glob (``fnmatch``); a comma splits."""
+    return sorted(n for n in names if n in groups or set(n) & set("*?[],"))
 
 
 def left_drained_by_roll(target: Target) -> bool:
