@@ -111,7 +111,6 @@ PUBLIC: dict[str, set[str]] = {
         "get_fact",
         "noop",
         "log_styled",
-        "print_prefix",
         "get_temp_filename",
         "connect",
         "connected",

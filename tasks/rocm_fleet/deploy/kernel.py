@@ -21,7 +21,6 @@ and releases only those when the setting goes; a kernel move it plans itself
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
 from pyinfra import host
@@ -30,6 +29,7 @@ from pyinfra.api.operation import OperationMeta
 
 from rocm_fleet.deploy.apt_repository import AptFile, apt_repository
 from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.refuse import warn_host
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.system import RunningKernel
@@ -40,8 +40,6 @@ from rocm_fleet.operations.kernel import kernel_holds, newer_kernel
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
-
-logger = logging.getLogger("pyinfra")
 
 
 def backports_source(mirror: str, suite: str) -> str:
@@ -68,7 +66,7 @@ def configure_kernel(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
     installed = read_fact(InstalledPackages) or {}
     newer, why, warnings = kernel_findings(config, row.key, running, installed)
     for warning in warnings:
-        logger.warning(f"{host.print_prefix}warning: {warning}")
+        warn_host(warning)
     reboots = [] if newer is None or why is None else install_newer_kernel(config, newer, why)
     # After the install: the meta packages it brings are held on the same run.
     coming = newer.packages if newer is not None and reboots else ()
@@ -92,9 +90,9 @@ def hold_kernel(
     holds rocm-fleet placed. Planned only where there is something to hold or to release."""
     holding = present and config.rocm_kernel_hold
     if holding and config.rocm_driver != "dkms":
-        logger.warning(
-            f"{host.print_prefix}warning: rocm_kernel_hold holds the kernel for "
-            "rocm_driver: dkms only (the inbox driver comes with every kernel): not held"
+        warn_host(
+            "rocm_kernel_hold holds the kernel for rocm_driver: dkms only (the inbox driver "
+            "comes with every kernel): not held"
         )
     hold = holding and config.rocm_driver == "dkms"
     if (hold and kernel_meta_packages([*installed, *coming])) or read_fact(

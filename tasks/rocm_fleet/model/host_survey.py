@@ -68,7 +68,7 @@ class HostSurvey:
     nginx: bool | None = None  # DaemonRunning of the mirror's nginx
     pull_running: bool | None = None  # LockHeld of the pull's lock
     pull_status: Mapping[str, Any] | None = None  # PullStatus: result, started
-    held_packages: Sequence[str] | None = None  # HeldPackages: apt-mark showhold
+    held_packages: Sequence[str] | None = None  # HeldPackages: dpkg's hold selections
     slurm_node: SlurmNodeView | None = None  # SlurmNode (only with rocm_slurm_gres)
     # Read once per path: path -> the fact's answer.
     files: Mapping[str, FileDigestDict | None] = field(default_factory=dict)  # FileDigest

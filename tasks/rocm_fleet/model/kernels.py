@@ -108,7 +108,7 @@ class KernelHold:
 
 
 def kernel_hold(wanted: Iterable[str], held: Iterable[str], ledger: Iterable[str]) -> KernelHold:
-    """The change from the holds in place (``held``: ``apt-mark showhold``) and rocm-fleet's
+    """The change from the holds in place (``held``: dpkg's hold selections) and rocm-fleet's
     own (``ledger``) to holds on ``wanted``. A wanted package someone else already holds is
     left to them; one of rocm-fleet's that is no longer held (the admin released it, or the
     package went) is forgotten.

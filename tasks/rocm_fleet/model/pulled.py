@@ -27,7 +27,9 @@ from rocm_fleet.model.settings import SETTINGS
 FORMAT = "rocm-fleet-pull/1"
 #: The settings a push alone gives a pull node: where its repository is, which TUF root it
 #: starts from and the name its target has. Pulled data naming one of them is refused.
-PUSH_ONLY = ("rocm_pull_source", "rocm_pull_trusted_root", "rocm_pull_node")
+# rocm_matrix_data names a file on the controller: a pulled target naming a path on the
+# node would have root's pull read whatever file that is.
+PUSH_ONLY = ("rocm_pull_source", "rocm_pull_trusted_root", "rocm_pull_node", "rocm_matrix_data")
 #: The largest target a node downloads (TUF checks the signed length; this bounds it).
 MAX_TARGET_BYTES = 1024 * 1024
 

@@ -8,16 +8,16 @@ set, the operation (``operations.python.pinned_wheels``) what pip is to install.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 
 def normal_name(name: str) -> str:
     """A distribution name as PEP 503 normalises it ("Torch_Audio" -> "torch-audio")."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    return canonicalize_name(name)
 
 
 def normal_versions(found: Mapping[str, str] | None) -> dict[str, str]:

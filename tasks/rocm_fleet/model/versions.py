@@ -59,7 +59,8 @@ _RELEASE = r"\d+\.\d+(?:\.\d+)?"
 #: linux-oem-24.04b).
 UBUNTU_SERIES = r"[0-9]{2}\.[0-9]{2}"
 _RELEASE_LINK = re.compile(rf'href="({_RELEASE})/"')
-_FULL_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+# [0-9], not \d: a str pattern's \d takes any Unicode digit.
+_FULL_RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 # The Core SDK's meta package of a release series: amdrocm7.14, amdrocm10.0 (``major_minor``).
 _CORE_SDK_META = re.compile(r"amdrocm\d+\.\d+")
 # A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
