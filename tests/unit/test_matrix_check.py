@@ -20,7 +20,7 @@ from rocm_fleet.model import matrix
 from rocm_fleet.offline.download import DownloadProgress
 from rocm_fleet.offline.matrix_check import check_matrix, missing_releases
 from rocm_fleet.offline.openpgp import primary_fingerprints
-from rocm_fleet.offline.upstream import UpstreamClient
+from rocm_fleet.offline.upstream import Unreachable, UpstreamClient
 from unit.gpgkeys import Gpg
 from unit.loopback import running, url_of
 
@@ -302,3 +302,18 @@ def test_amds_wheel_index_is_checked_for_the_runtime_and_each_pinned_build(upstr
     assert checks["AMD torch wheels"]["detail"] == "no torch wheel 2.12.0+rocm10.1.0"
     assert checks["AMD ROCm runtime"]["status"] == "wrong"
     assert "rocm[libraries]==10.1.0" in checks["AMD ROCm runtime"]["detail"]
+
+
+def test_an_answer_longer_than_the_cap_is_refused_not_read_on(tmp_path, monkeypatch):
+    from rocm_fleet.offline import upstream as upstream_module
+    from unit.loopback import serve
+
+    (tmp_path / "big").write_bytes(b"x" * 5000)
+    (tmp_path / "small").write_bytes(b"y" * 100)
+    monkeypatch.setattr(upstream_module, "MAX_BODY_BYTES", 1000)
+    with serve(tmp_path) as served:
+        client = UpstreamClient(None, None, 5, 0)
+        base = served.url
+        assert client.get(f"{base}/small").body == b"y" * 100
+        with pytest.raises(Unreachable, match="more than 1000 bytes: refused"):
+            client.get(f"{base}/big")

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     import requests
 
 GONE = (403, 404, 410)  # what object stores answer for a path that isn't there
+#: The most one answer may hold (AMD's largest Packages index is a few MiB): a mirror or a
+#: host in the path that sends more is refused, not read into memory without end.
+MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 class Unreachable(Exception):
@@ -107,14 +110,21 @@ class UpstreamClient:
         from rocm_fleet.offline.download import reason
 
         where = self.url(url)
+        body = bytearray()
         try:
-            reply = self._session().get(where, timeout=self.timeout)
+            with self._session().get(where, timeout=self.timeout, stream=True) as reply:
+                for chunk in reply.iter_content(1 << 16):
+                    body += chunk
+                    if len(body) > MAX_BODY_BYTES:
+                        return Unreachable(
+                            f"{where}: more than {MAX_BODY_BYTES} bytes: refused, not read on"
+                        )
         except requests.RequestException as exc:
             # urllib3's message repeats the pool and URL; keep what went wrong.
             what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", reason(exc))
             return Unreachable(f"{type(exc).__name__}: {what}")
         with self._lock:
-            self._fetched += len(reply.content)
+            self._fetched += len(body)
         if reply.status_code == 200 or reply.status_code in GONE:
-            return Response(where, reply.status_code, reply.content)
+            return Response(where, reply.status_code, bytes(body))
         return Unreachable(f"HTTP {reply.status_code} from {where}")
