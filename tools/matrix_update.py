@@ -9,6 +9,13 @@ distro listing, each torch minor's stable ROCm).
         [--release-history versions.rst] [--driver-list driver-firmware-support.yaml] \\
         [--gpu-list gpus.yaml] [--pci-ids pci.ids] [--listing rocm6.3=PAGE|URL ...] [--check]
 
+    python tools/matrix_update.py --stored tests/fixtures/upstream/stored --check
+
+reproduces the committed data from the stored copies and records (each input and its
+citation from that directory's SOURCES.toml; an input given on the command line wins).
+``python tools/matrix_update.py record {historical-csv,pytorch-release} FILE`` prints the
+record of a file that may be read but not committed (see "records" below).
+
 Inputs (fetch the current ones from the sources; nothing here goes on the network):
 
 * AMD's ``docs/compatibility/compatibility-matrix-historical-6.0.csv`` (ROCm docs sources,
@@ -222,6 +229,101 @@ def classic_releases(text: str) -> dict[str, dict]:
     return out
 
 
+# --- records of inputs that can be read here but not committed ------------------------
+#
+# Two inputs reach this project only through a fetched snapshot of a repository or a copy of
+# the file in a public index, whose content the project may read but not commit. Their facts
+# are committed as records: the cells this tool reads, verbatim, with the file's commit and
+# digest (tests/fixtures/upstream/stored/SOURCES.toml). ``matrix_update.py record KIND FILE``
+# makes a record from the real file; given a record (a .toml file) in its place, the tool
+# renders it back into the file's own form and reads it the same way, so the committed data
+# is reproduced from the records by the very parsers that read the real files.
+
+# The sections of AMD's historical CSV the tool reads (classic_releases, gpu_listed_from).
+RECORDED_SECTIONS = ("Operating systems", "GPU / LLVM target", "AMD GPU Driver")
+# The columns of PyTorch's Release Compatibility Matrix the tool reads (torch_stable_rocm).
+RECORDED_COLUMNS = ("PyTorch version", "Stable ROCm")
+
+
+def _toml_string(value: str) -> str:
+    # A JSON string is a TOML basic string (the same escapes: \", \\, \n, \uXXXX).
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _toml_cells(cells: list[str]) -> str:
+    return "[" + ", ".join(_toml_string(c) for c in cells) + "]"
+
+
+def historical_record(text: str) -> str:
+    """The record of AMD's historical CSV: its "ROCm Version" row and the rows of the
+    sections the tool reads, every cell as the file has it."""
+    rows, _columns = _table(text)
+    lines = [f"columns = {_toml_cells(rows[0][1:])}"]
+    for title in RECORDED_SECTIONS:
+        section = _section(rows, title)
+        lines += ["", "[[section]]", f"title = {_toml_string(title)}",
+                  f"first_cell = {_toml_string(section[0][0])}", "rows = ["]  # fmt: skip
+        lines += [f"  {_toml_cells(row[1:])}," for row in section]
+        lines.append("]")
+    return "\n".join(lines) + "\n"
+
+
+def historical_from_record(text: str) -> str:
+    """A record of AMD's historical CSV rendered back into the CSV's form."""
+    import io
+
+    try:
+        record = tomllib.loads(text)
+        columns = record["columns"]
+        sections = record["section"]
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as err:
+        raise UpstreamFormatError(f"historical CSV record: {err}") from None
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["ROCm Version", *columns])
+    for section in sections:
+        for number, cells in enumerate(section["rows"]):
+            writer.writerow([section["first_cell"] if number == 0 else "", *cells])
+        writer.writerow([""] * (len(columns) + 1))
+    return out.getvalue()
+
+
+def release_matrix_record(text: str) -> str:
+    """The record of RELEASE.md's Release Compatibility Matrix: per row the columns the tool
+    reads, as the table has them."""
+    rows = _release_matrix(text)
+    lines = [f"columns = {_toml_cells(list(RECORDED_COLUMNS))}", "rows = ["]
+    lines += [f"  {_toml_cells([row.get(c, '') for c in RECORDED_COLUMNS])}," for row in rows]
+    return "\n".join([*lines, "]"]) + "\n"
+
+
+def release_md_from_record(text: str) -> str:
+    """A record of RELEASE.md's matrix rendered back into its Markdown table."""
+    try:
+        record = tomllib.loads(text)
+        columns, rows = record["columns"], record["rows"]
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as err:
+        raise UpstreamFormatError(f"RELEASE.md record: {err}") from None
+    lines = ["## Release Compatibility Matrix", "", "| " + " | ".join(columns) + " |",
+             "| " + " | ".join("---" for _ in columns) + " |"]  # fmt: skip
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+RECORD_KINDS = {
+    "historical-csv": (historical_record, historical_from_record),
+    "pytorch-release": (release_matrix_record, release_md_from_record),
+}
+
+
+def input_text(path: Path, kind: str) -> str:
+    """An input's text: the file, or a record of it (.toml) rendered back into its form."""
+    text = path.read_text()
+    if path.suffix == ".toml" and kind in RECORD_KINDS:
+        return RECORD_KINDS[kind][1](text)
+    return text
+
+
 # --- AMD's os-support.yaml ---------------------------------------------------------------
 
 
@@ -272,8 +374,8 @@ def os_support(text: str) -> dict:
 # --- PyTorch's RELEASE.md ----------------------------------------------------------------
 
 
-def torch_stable_rocm(text: str) -> dict[str, str]:
-    """torch minor -> its stable ROCm, from RELEASE.md's Release Compatibility Matrix."""
+def _release_matrix(text: str) -> list[dict[str, str]]:
+    """The rows of RELEASE.md's Release Compatibility Matrix, each by its column names."""
     lines = text.splitlines()
     start = next(
         (i for i, line in enumerate(lines) if "Release Compatibility Matrix" in line), None
@@ -281,7 +383,7 @@ def torch_stable_rocm(text: str) -> dict[str, str]:
     if start is None:
         raise UpstreamFormatError("RELEASE.md: no 'Release Compatibility Matrix' heading")
     header = None
-    out: dict[str, str] = {}
+    rows: list[dict[str, str]] = []
     for line in lines[start + 1 :]:
         if line.startswith("#"):
             break
@@ -293,13 +395,21 @@ def torch_stable_rocm(text: str) -> dict[str, str]:
             continue
         if set(cells[0]) <= {"-", " ", ":"}:
             continue
-        row = dict(zip(header, cells, strict=False))
-        rocm = row.get("Stable ROCm", "")
-        match = re.fullmatch(r"ROCm ([0-9.]+)", rocm)
+        rows.append(dict(zip(header, cells, strict=False)))
+    if header is None or not set(RECORDED_COLUMNS) <= set(header):
+        raise UpstreamFormatError(
+            "RELEASE.md: the matrix table has no 'PyTorch version' or 'Stable ROCm' column"
+        )
+    return rows
+
+
+def torch_stable_rocm(text: str) -> dict[str, str]:
+    """torch minor -> its stable ROCm, from RELEASE.md's Release Compatibility Matrix."""
+    out: dict[str, str] = {}
+    for row in _release_matrix(text):
+        match = re.fullmatch(r"ROCm ([0-9.]+)", row.get("Stable ROCm", ""))
         if match:
             out[row["PyTorch version"]] = match.group(1)
-    if header is None or "Stable ROCm" not in header:
-        raise UpstreamFormatError("RELEASE.md: the matrix table has no 'Stable ROCm' column")
     return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
 
 
@@ -893,14 +1003,70 @@ def tables_main(argv: list[str]) -> int:
     return status
 
 
+# The inputs --stored can fill: SOURCES.toml's ``input`` -> the option's attribute.
+STORED_INPUTS = {
+    "historical-csv": "historical_csv", "os-support": "os_support",
+    "pytorch-release": "pytorch_release", "release-history": "release_history",
+    "driver-list": "driver_list", "gpu-list": "gpu_list",
+}  # fmt: skip
+
+
+def _take_stored(args: argparse.Namespace, notes: dict[str, str]) -> None:
+    """Fill each input not given on the command line from the stored copies' SOURCES.toml:
+    a file whose entry names an ``input`` is that input, its ``cite`` the source note."""
+    sources = args.stored / "SOURCES.toml"
+    try:
+        files = tomllib.loads(sources.read_text())["files"]
+    except (OSError, tomllib.TOMLDecodeError, KeyError) as err:
+        raise UpstreamFormatError(f"{sources}: {err}") from None
+    for name, entry in files.items():
+        option = entry.get("input")
+        if option is None:
+            continue
+        if option not in STORED_INPUTS or "cite" not in entry:
+            raise UpstreamFormatError(
+                f"{sources}: [files.{name!r}] input {option!r} needs a cite; valid inputs: "
+                f"{', '.join(STORED_INPUTS)}"
+            )
+        if getattr(args, STORED_INPUTS[option]) is None:
+            setattr(args, STORED_INPUTS[option], args.stored / name)
+            notes.setdefault(option, entry["cite"])
+
+
+def record_main(argv: list[str]) -> int:
+    """``matrix_update.py record KIND FILE``: print the record of an input file that may be
+    read but not committed (the cells this tool reads, verbatim), to store in its place."""
+    parser = argparse.ArgumentParser(
+        prog="matrix_update.py record", description=record_main.__doc__
+    )
+    parser.add_argument("kind", choices=sorted(RECORD_KINDS))
+    parser.add_argument("file", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        print(RECORD_KINDS[args.kind][0](args.file.read_text()), end="")
+    except UpstreamFormatError as err:
+        print(f"matrix_update: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["tables"]:
         return tables_main(argv[1:])
+    if argv[:1] == ["record"]:
+        return record_main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--historical-csv", type=Path, required=True)
-    parser.add_argument("--os-support", type=Path, required=True)
-    parser.add_argument("--pytorch-release", type=Path, required=True)
+    parser.add_argument("--historical-csv", type=Path)
+    parser.add_argument("--os-support", type=Path)
+    parser.add_argument("--pytorch-release", type=Path)
+    parser.add_argument(
+        "--stored",
+        type=Path,
+        metavar="DIR",
+        help="take each input not given from DIR's SOURCES.toml (its file and citation): "
+        "tests/fixtures/upstream/stored reproduces the committed data",
+    )
     parser.add_argument("--overrides", type=Path, default=OVERRIDES)
     parser.add_argument(
         "--release-history",
@@ -928,6 +1094,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="where an input was read from (commit, URL), for SOURCES")  # fmt: skip
     args = parser.parse_args(argv)
     notes = dict(n.split("=", 1) for n in args.source_note)
+    if args.stored is not None:
+        try:
+            _take_stored(args, notes)
+        except UpstreamFormatError as err:
+            print(f"matrix_update: {err}", file=sys.stderr)
+            return 2
+    missing = [f"--{o}" for o in ("historical-csv", "os-support", "pytorch-release")
+               if getattr(args, o.replace("-", "_")) is None]  # fmt: skip
+    if missing:
+        parser.error(f"the following arguments are required: {', '.join(missing)} (or --stored)")
     sources = {
         "historical_csv": notes.get("historical-csv", args.historical_csv.name),
         "os_support": notes.get("os-support", args.os_support.name),
@@ -960,8 +1136,8 @@ def main(argv: list[str] | None = None) -> int:
             listings[key] = read_listing(where)
             sources[f"listing {key}"] = notes.get(f"listing {key}", where)
         inputs = Inputs(
-            args.historical_csv.read_text(), args.os_support.read_text(),
-            args.pytorch_release.read_text(), args.overrides.read_text(),
+            input_text(args.historical_csv, "historical-csv"), args.os_support.read_text(),
+            input_text(args.pytorch_release, "pytorch-release"), args.overrides.read_text(),
             text(args.release_history), text(args.driver_list), text(args.gpu_list), listings,
         )  # fmt: skip
         data, remarks = build(inputs, sources, current)

@@ -154,6 +154,25 @@ def test_each_column_of_the_table_gives_its_releases_distros_targets_and_driver(
                               "amdgpu_driver": None}  # fmt: skip
 
 
+def test_a_record_of_each_input_reads_to_the_same_facts_as_the_input():
+    """What can be read but not committed is stored as a record (the cells read, verbatim):
+    rendered back, the same parsers read the same facts from it."""
+    make, render = tool.RECORD_KINDS["historical-csv"]
+    rendered = render(make(CSV))
+    assert tool.classic_releases(rendered) == tool.classic_releases(CSV)
+    assert tool.gpu_listed_from(rendered) == tool.gpu_listed_from(CSV)
+    assert "PyTorch" not in rendered  # only the sections the tool reads are recorded
+    make, render = tool.RECORD_KINDS["pytorch-release"]
+    assert tool.torch_stable_rocm(render(make(RELEASE_MD))) == tool.torch_stable_rocm(RELEASE_MD)
+
+
+def test_a_record_that_is_not_one_is_refused():
+    with pytest.raises(tool.UpstreamFormatError, match="historical CSV record"):
+        tool.historical_from_record('columns = ["7.2.0"]\n')
+    with pytest.raises(tool.UpstreamFormatError, match=r"RELEASE\.md record"):
+        tool.release_md_from_record("rows = [")
+
+
 OVERRIDES = """\
 [[release]]
 version = "6.4.2"
