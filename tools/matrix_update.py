@@ -183,7 +183,8 @@ def gpu_listed_from(text: str) -> dict[str, str]:
 def _distro_keys(cell: str) -> list[str]:
     """ "Ubuntu 22.04.5, 22.04.4" -> ["ubuntu 22.04"]; "Debian 13, 12" -> the two Debians;
     distros the matrix doesn't know (RHEL, SLES, Ubuntu 20.04) -> nothing."""
-    match = re.match(r"([A-Za-z][A-Za-z ]*?)\s+(\d.*)$", cell)
+    # AMD footnotes a cell ("Debian 12 [#single-node-past-60]_" in the 6.3.x columns)
+    match = re.match(r"([A-Za-z][A-Za-z ]*?)\s+(\d.*)$", FOOTNOTE.sub("", cell).strip())
     if not match:
         return []
     name, numbers = match.group(1).strip().lower(), match.group(2)

@@ -28,7 +28,7 @@ ROCm Version,7.1.0,7.0.1/7.0.0,6.4.1,6.4.0,6.0.0
   :ref:`Operating systems <os>`,Ubuntu 24.04.3,Ubuntu 24.04.3,Ubuntu 24.04.2,Ubuntu 24.04.2,
   ,Ubuntu 22.04.5,Ubuntu 22.04.5,Ubuntu 22.04.5,"Ubuntu 22.04.5, 22.04.4","Ubuntu 22.04.4, 22.04.3"
       ,"RHEL 10.0, 9.6","RHEL 9.6, 9.4","RHEL 9.6, 9.4","RHEL 9.5, 9.4","RHEL 9.3, 9.2"
-      ,"Debian 13, 12",Debian 12,Debian 12,Debian 12,
+      ,"Debian 13, 12",Debian 12,Debian 12,Debian 12 [#single-node-past-60]_,
       ,.. _architecture-support-compatibility-matrix-past-60:,,,,
       :doc:`GPU / LLVM target <rocm-install-on-linux:reference/sysreq>`,gfx950,gfx950,,,
       ,gfx1201,gfx1201,gfx1201,,
@@ -147,6 +147,8 @@ def test_each_column_of_the_table_gives_its_releases_distros_targets_and_driver(
     assert table["7.0.1"]["amdgpu_driver"] == "30.10.1"
     assert table["7.0.0"]["amdgpu_driver"] == "30.10"
     assert table["7.0.0"]["distros"] == ["ubuntu 22.04", "ubuntu 24.04", "debian 12"]
+    # a footnoted distro cell ("Debian 12 [#single-node-past-60]_", AMD's 6.3.x columns)
+    assert table["6.4.0"]["distros"] == ["ubuntu 22.04", "ubuntu 24.04", "debian 12"]
     # before 7.0 the driver is versioned with ROCm: the table's families are no folder
     assert table["6.4.1"]["amdgpu_driver"] is None
     # RHEL and Ubuntu 20.04-era versions are not the matrix's distros
