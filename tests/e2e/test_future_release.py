@@ -27,7 +27,16 @@ from pathlib import Path
 import pytest
 
 from e2e import support
-from e2e.support import changed, running_lab, sh, succeeded, wheels
+from e2e.support import (
+    changed,
+    differences,
+    refusal,
+    root_hashes,
+    running_lab,
+    sh,
+    succeeded,
+    wheels,
+)
 from lab import HostSpec
 from lab.upstream_facts import FUTURE_RELEASE
 from rocm_fleet.model import paths
@@ -90,6 +99,28 @@ def test_matrix_update_writes_the_future_release_from_upstream(lab, site_file):
     # no URL, key or fingerprint is in the file: the committed matrix's are used
     assert "https://" not in json.dumps(row).replace(row["found"], "")
     assert f"wrote {site_file}" in result.stdout
+
+
+def test_dkms_for_the_site_files_release_without_a_driver_is_refused_at_plan_time(
+    lab, on_committed, site_file
+):
+    """No AMD page names 10.9.0's driver, so the site file has none: with rocm_driver: dkms
+    the driver step would fail after the key, source, pin and apt-get update. Preflight
+    refuses the host while planning instead: --dry, the audit and the run say it, exit 1,
+    and not a byte of the host changes."""
+    assert json.loads(site_file.read_text())["releases"][0]["amdgpu_driver"] is None
+    reason = (f"rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm "
+              f"{FUTURE_RELEASE} ships")  # fmt: skip
+    data = (f"rocm_version={FUTURE_RELEASE}", "rocm_driver=dkms", f"rocm_matrix_data={site_file}")
+    before = root_hashes(lab.root("future"))
+    dry = deploy(lab, *data, dry=True)
+    assert dry.returncode == 1 and reason in (refusal(dry, "future") or ""), dry.output[-3000:]
+    report = support.audit(lab, "--limit", "future", *[a for d in data for a in ("--data", d)])
+    (row,) = report.json["hosts"]
+    assert row["status"] == "refused" and reason in row["error"], row
+    run = deploy(lab, *data)
+    assert run.returncode == 1 and reason in (refusal(run, "future") or ""), run.output[-3000:]
+    assert differences(before, root_hashes(lab.root("future"))) == []
 
 
 def test_the_host_moves_to_the_future_release_with_the_site_file(lab, on_committed, site_file):

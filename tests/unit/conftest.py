@@ -4,6 +4,8 @@ which importing pyinfra's CLI does. Code that needs the CLI runs in a child proc
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -92,3 +94,21 @@ def group_rows(monkeypatch):
         ),
     }
     return gather(monkeypatch, hosts, groups={"mi300": list(hosts)})
+
+
+# A site's own matrix data adding a release no rocm-fleet commits and whose driver AMD has
+# named nowhere (synthetic: AMD has published no 10.9.0): what a host naming a release the
+# matrix knows no driver for is planned from.
+DRIVERLESS_SITE = Path(__file__).resolve().parents[1] / "fixtures" / "site" / "future-10.9.0.json"
+DRIVERLESS = {"rocm_version": "10.9.0", "rocm_matrix_data": str(DRIVERLESS_SITE)}
+
+
+@pytest.fixture
+def upstream_publishes_site_rows(monkeypatch):
+    """The deploy asks upstream (offline.site_check) whether it publishes a site file's rows
+    before it plans a host from one; upstream's hosts are the lab's doubles, not here: every
+    check holds."""
+    from rocm_fleet.offline import site_check
+
+    monkeypatch.setattr(site_check, "_VERIFIED", {})
+    monkeypatch.setattr(site_check, "release_checks", lambda releases, upstream, keys: [])

@@ -14,9 +14,10 @@ from pyinfra.api import FileUploadCommand
 
 from rocm_fleet.deploy.driver import header_packages
 from rocm_fleet.facts.secureboot import SecureBoot
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import matrix, paths, site_data
 from rocm_fleet.model.versions import kernel_key, newer_kernels
 from rocm_fleet.operations.secureboot import PENDING, sha512_crypt
+from unit.conftest import DRIVERLESS
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mokutil"
@@ -237,13 +238,13 @@ def test_every_apt_repository_goes_key_source_pin_refresh():
         assert str(touch).endswith(f"touch {stamp}")
 
 
-def test_release_without_a_known_driver_is_refused_for_dkms():
-    data = {**DKMS, "rocm_version": "10.1.0", "pytorch_install": False}
+def test_release_without_a_known_driver_is_refused_for_dkms(upstream_publishes_site_rows):
+    data = {**DKMS, **DRIVERLESS, "pytorch_install": False}
     planned = planned_for("ubuntu-24.04", data, kernel=U24)
     # Known while planning: preflight refuses the host, so --dry and the audit say so and
     # nothing (key, source, pin, apt-get update) is changed before the run would stop.
     assert planned.refused and planned.beyond_preflight == []
-    assert "does not record which amdgpu driver ROCm 10.1.0 ships" in planned.reason
+    assert "does not record which amdgpu driver ROCm 10.9.0 ships" in planned.reason
     assert "set rocm_driver: inbox, or a rocm_version whose driver is known" in planned.reason
 
 
@@ -509,4 +510,5 @@ def test_matrix_minimum_kernels():
     assert matrix.inbox_min_kernel(["gfx942"]) is None
     assert kernel_key("6.12.95+deb12-amd64") > kernel_key("6.12")
     assert kernel_key("6.12") == (6, 12, 0, 0) and kernel_key("garbage") == ()
-    assert matrix.amdgpu_repo_version(matrix.release("10.1.0")) is None
+    driverless = site_data.load(DRIVERLESS["rocm_matrix_data"]).release("10.9.0")
+    assert matrix.amdgpu_repo_version(driverless) is None

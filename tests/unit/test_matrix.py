@@ -137,8 +137,6 @@ def test_drivers_of_7x_and_the_core_sdk_have_no_trailing_zero():
         folder = matrix.amdgpu_repo_version(rel)
         if rel.stream is CLASSIC and rel.parts < (7,):
             assert folder == rel.apt_path
-        elif rel.version == "10.1.0":
-            assert folder is None  # no AMD page names 10.1.0's driver
         else:
             assert folder and not folder.endswith(".0"), (rel.version, folder)
     assert [matrix.amdgpu_repo_version(release(v)) for v in ("7.2.1", "7.2.2", "7.2.4")] == [

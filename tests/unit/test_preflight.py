@@ -22,6 +22,7 @@ from rocm_fleet.model.conflicts import VenvTorch, venv_torch
 from rocm_fleet.model.findings import findings
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
 from rocm_fleet.model.pci_ids import lookup
+from unit.conftest import DRIVERLESS
 from unit.facts.support import surveyed
 from unit.surveys import FRESH, fresh_survey
 
@@ -326,9 +327,9 @@ DEBIAN_ROCMINFO = {
         ({"rocm_users": ["alice", "bob"]}, None,
          {"groups": {"groups": ["video"], "users": {"alice": ["alice"], "bob": None}}},
          "rocm_users names bob, not a user on this host: create it first"),
-        ({"rocm_version": "10.1.0", "pytorch_install": False, "rocm_driver": "dkms"},
+        ({**DRIVERLESS, "pytorch_install": False, "rocm_driver": "dkms"},
          "ubuntu-24.04", {"kernel": "6.8.0-50-generic"},
-         "rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm 10.1.0 "
+         "rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm 10.9.0 "
          "ships"),
         ({"expected_gfx": "gfx1201"}, None, {"kernel": "6.1.0-31-amd64", "mirror": None,
                                              "pci": [RX9070XT]},

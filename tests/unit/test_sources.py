@@ -20,6 +20,7 @@ from rocm_fleet.model.sources import (
     rocm_repository,
     torch_wheels,
 )
+from unit.conftest import DRIVERLESS
 
 CLASSIC_KEY = ("https://repo.radeon.com/rocm/rocm.gpg.key", matrix.CLASSIC.key_fingerprint)
 CORE_KEY = matrix.CORE_SDK.key_fingerprint
@@ -75,8 +76,7 @@ def test_the_driver_repository_is_signed_by_repo_radeon_coms_key_in_either_strea
     classic = load_config({"rocm_version": "7.2.1", "rocm_driver": "dkms",
                            "rocm_key_fingerprint": "ab" * 20})  # fmt: skip
     assert amdgpu_repository(classic, row("debian 12")).key.fingerprint == "AB" * 20
-    unknown = load_config({"rocm_version": "10.1.0", "pytorch_install": False,
-                           "rocm_driver": "dkms"})  # fmt: skip
+    unknown = load_config({**DRIVERLESS, "pytorch_install": False, "rocm_driver": "dkms"})
     assert amdgpu_repository(unknown, row("debian 13")) is None  # the matrix knows no driver
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
+from unit.conftest import DRIVERLESS
 from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
 
 RX7900 = {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
@@ -348,12 +349,14 @@ def test_dkms_under_the_classic_stream_shares_the_rocm_keyring():
     assert "amdgpu/30.30.4/ubuntu noble main" in written(planned, "amdgpu driver repository")
 
 
-def test_dkms_is_refused_for_a_release_whose_driver_the_matrix_does_not_know():
-    data = {"rocm_version": "10.1.0", "pytorch_install": False, "rocm_driver": "dkms",
+def test_dkms_is_refused_for_a_release_whose_driver_the_matrix_does_not_know(
+    upstream_publishes_site_rows,
+):
+    data = {**DRIVERLESS, "pytorch_install": False, "rocm_driver": "dkms",
             "expected_gfx": "gfx1100"}  # fmt: skip
     planned, _ = plan_for("ubuntu-24.04", data, pci=[RX7900], kernel="6.8.0-50-generic")
     assert planned.refused and planned.beyond_preflight == []
-    assert "which amdgpu driver ROCm 10.1.0 ships" in planned.reason
+    assert "which amdgpu driver ROCm 10.9.0 ships" in planned.reason
 
 
 # --- a converged Core SDK host --------------------------------------------------------------

@@ -179,7 +179,7 @@ def test_the_matrix_agrees_with_the_recorded_upstream_facts():
         # AMD's rocm-docs data: a release it lists, a driver it drops, a target it adds
         ("rocm-docs", ("release_history", "10.2.0"), "2026-12-01",
          "release 10.2.0: in AMD's release history"),
-        ("rocm-docs", ("amdgpu_drivers", "versions", 0), "31.60.0",
+        ("rocm-docs", ("amdgpu_drivers", "versions", 1), "31.55.0",
          "release 10.0.0: amdgpu folder '31.50' is not a driver AMD's driver list names"),
         ("rocm-docs", ("gpu_list", "gfx", 0), "gfx1250", "GPU gfx1250: in AMD's GPU list"),
     ],
