@@ -193,8 +193,21 @@ def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: 
     assert "--data-dir: name the directory to write" in capsys.readouterr().err
     argv += ["--data-dir", str(data)]
     assert main([*argv, "--check"]) == 1
-    assert capsys.readouterr().out.splitlines() == [
-        'distros.json distros debian 13 suite: "noble" -> "trixie"  [repo.radeon.com.toml [suites]]'
+    # the one record gives the driver repository's suite (distros) and the classic stream's
+    # publication (and, no longer noble, its first release: the first recorded); the row's
+    # changed origin and citation follow
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == [
+        'distros.json distros debian 13 suite: "noble" -> "trixie"  '
+        "[repo.radeon.com.toml [suites]]",
+        'repositories.json publications classic debian 13 suite: "noble" -> "trixie"  '
+        "[repo.radeon.com.toml [suites]]",
+        'repositories.json publications classic debian 13 first_release: "6.2.0" -> "6.0.0"  '
+        "[repo.radeon.com.toml [[release]] (the first)]",
+    ]
+    assert [line.split(":")[0] for line in out[3:]] == [
+        "repositories.json publications classic debian 13 from",
+        "repositories.json publications classic debian 13 source",
     ]
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"wrote {data / 'repositories.json'}"

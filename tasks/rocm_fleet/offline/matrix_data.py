@@ -14,11 +14,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-# The data files and the field that names a row in each section (for the diff).
+# The data files and the field (or fields) that name a row in each section (for the diff).
 TABLE_FILES = (
     "gpu_targets.json", "distros.json", "kernels.json", "torch_builds.json", "repositories.json",
 )  # fmt: skip
-ROW_KEYS = {
+ROW_KEYS: dict[str, str | tuple[str, ...]] = {
     "gpu_targets": "gfx",
     "distros": "key",
     "min_kernel": "distro",
@@ -28,7 +28,8 @@ ROW_KEYS = {
     "amd_wheels": "release",
     "repositories": "name",
     "streams": "name",
-    "directories": "distro",
+    "publications": ("stream", "distro"),
+    "gfx_packages": "gfx",
 }
 FROM_OVERRIDE = "override"
 COMMENT = (
@@ -213,12 +214,75 @@ def _repository_tables(records: Path) -> dict[str, list[dict]]:
          "source": f"{keys['amd']['fingerprint_source']}; Origin: "
          f"{amd['release_file']['source']} ({amd['release_file'].get('uncertain', '')})"},
     ]  # fmt: skip
-    directories = [
-        {"distro": key, "directory": directory, "from": "repo.amd.com.toml [directories]",
-         "source": f"{amd['directories']['source']}: {multi['source']}; {stable['source']}"}
-        for key, directory in amd["directories"].items() if key != "source"
-    ]  # fmt: skip
-    return {"repositories": repositories, "streams": streams, "directories": directories}
+    packages = amd["packages"]
+    gfx_packages = [
+        {"gfx": gfx, "from": "repo.amd.com.toml [packages]", "source": packages["gfx_source"]}
+        for gfx in packages["gfx"]
+    ]
+    return {
+        "repositories": repositories, "streams": streams,
+        "publications": _classic_publications(radeon) + _core_sdk_publications(amd),
+        "gfx_packages": gfx_packages,
+    }  # fmt: skip
+
+
+def _classic_publications(radeon: dict) -> list[dict]:
+    """Per distro repo.radeon.com serves: its suite, the first release whose folder has that
+    suite (noble from ``noble_from``, the others from the first release recorded), and
+    whether AMD lists the distro for Instinct only."""
+    suites, listing = radeon["suites"], radeon["listing"]
+    first = radeon["release"][0]["version"]
+    rows = []
+    for distro, suite in suites.items():
+        if " " not in distro:
+            continue  # the table's own fields (source, noble_from)
+        noble = suite == "noble"
+        instinct = distro in listing["instinct_only"]
+        source = [f"suite: {suites['source']}"]
+        source += [f"first release: {suites['noble_from_source']}"] if noble else []
+        source += [f"Instinct only: {listing['source']}"] if instinct else []
+        rows.append({
+            "stream": "classic", "distro": distro, "suite": suite, "directory": None,
+            "first_release": suites["noble_from"] if noble else first, "instinct_only": instinct,
+            "from": {"distro": "repo.radeon.com.toml [suites]",
+                     "suite": "repo.radeon.com.toml [suites]",
+                     "first_release": "repo.radeon.com.toml [suites] noble_from" if noble
+                     else "repo.radeon.com.toml [[release]] (the first)",
+                     "instinct_only": "repo.radeon.com.toml [listing]"},
+            "source": "; ".join(source),
+        })  # fmt: skip
+    return rows
+
+
+def _core_sdk_publications(amd: dict) -> list[dict]:
+    """Per distro the Core SDK's repositories serve: its directory, the suite, the first
+    release (the first recorded), and whether os-support.yaml lists it per Instinct model."""
+    directories, support = amd["directories"], amd["os_support"]
+    multi, stable = amd["repository"]["multi-arch"], amd["repository"]["stable"]
+    if multi["suite"] != stable["suite"]:
+        raise MatrixDataError(
+            f"repo.amd.com.toml: the repositories' suites differ ({multi['suite']!r}, "
+            f"{stable['suite']!r}): a publication names one"
+        )
+    rows = []
+    for distro, directory in directories.items():
+        if distro == "source":
+            continue
+        instinct = distro in support["gfx"]
+        source = [f"directory: {directories['source']}: {multi['source']}; {stable['source']}"]
+        source += [f"Instinct only: {support['source']}"] if instinct else []
+        rows.append({
+            "stream": "core-sdk", "distro": distro, "suite": multi["suite"],
+            "directory": directory, "first_release": amd["release"][0]["version"],
+            "instinct_only": instinct,
+            "from": {"distro": "repo.amd.com.toml [directories]",
+                     "suite": "repo.amd.com.toml [repository]",
+                     "directory": "repo.amd.com.toml [directories]",
+                     "first_release": "repo.amd.com.toml [[release]] (the first)",
+                     "instinct_only": "repo.amd.com.toml [os_support]"},
+            "source": "; ".join(source),
+        })  # fmt: skip
+    return rows
 
 
 def _builds_lacking(records: Path, index_rows: list[dict]) -> list[str]:
@@ -394,9 +458,15 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
     for table in new:
         had = before.get(table.name, {})
         for section in dict.fromkeys([*had, *table.sections]):
-            key = ROW_KEYS.get(section, "key")
-            was = {str(r.get(key)): r for r in had.get(section, [])}
-            now = {str(r.get(key)): r for r in table.sections.get(section, [])}
+            fields = ROW_KEYS.get(section, "key")
+            fields = (fields,) if isinstance(fields, str) else fields
+            key = fields[-1]  # the field whose origin a new or removed row names
+
+            def name(row: dict, fields: tuple[str, ...] = fields) -> str:
+                return " ".join(str(row.get(f)) for f in fields)
+
+            was = {name(r): r for r in had.get(section, [])}
+            now = {name(r): r for r in table.sections.get(section, [])}
             for name in dict.fromkeys([*was, *now]):
                 b, a = was.get(name), now.get(name)
                 where = f"{table.name} {section} {name}"
