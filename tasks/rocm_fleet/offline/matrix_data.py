@@ -14,6 +14,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocm_fleet.model.gpu_targets import GFX_NAME
+
 # The data files and the field (or fields) that name a row in each section (for the diff).
 TABLE_FILES = (
     "gpu_targets.json", "distros.json", "kernels.json", "torch_builds.json", "repositories.json",
@@ -69,11 +71,23 @@ def _read(path: Path) -> dict:
         raise MatrixDataError(f"{path}: {err}") from err
 
 
-def _cited(entries: list[dict], section: str, fields: set[str], overrides: Path) -> list[dict]:
-    """The override entries of ``section``, each checked for a citation and known fields."""
+# The field that names an override entry in an error, the first an entry has.
+ENTRY_NAMES = ("gfx", "distro", "id", "version")
+
+
+def cited(
+    entries: list[dict],
+    section: str,
+    fields: set[str],
+    overrides: Path | str,
+    choices: dict[str, tuple[str, ...]] | None = None,
+) -> list[dict]:
+    """The override entries of ``section`` (of the file ``overrides``: the tables' and
+    tools/matrix_update.py's release rows alike), each checked for a citation, known fields
+    and, for a field in ``choices``, one of its valid values."""
     for entry in entries:
         unknown = set(entry) - fields - {"source"}
-        name = next((str(entry[f]) for f in ("gfx", "distro", "id") if f in entry), "?")
+        name = next((str(entry[f]) for f in ENTRY_NAMES if f in entry), "?")
         if unknown:
             raise MatrixDataError(
                 f"{overrides}: [[{section}]] {name}: unknown field(s) {sorted(unknown)}; "
@@ -81,6 +95,12 @@ def _cited(entries: list[dict], section: str, fields: set[str], overrides: Path)
             )
         if not str(entry.get("source", "")).strip():
             raise MatrixDataError(f"{overrides}: [[{section}]] {name} has no source")
+        for field, valid in (choices or {}).items():
+            if field in entry and entry[field] not in valid:
+                raise MatrixDataError(
+                    f"{overrides}: [[{section}]] {name}: {field} {entry[field]!r}; "
+                    f"valid: {', '.join(valid)}"
+                )
     return entries
 
 
@@ -90,6 +110,37 @@ AMD_FAMILIES = {"AMD Instinct": "instinct", "AMD Radeon": "radeon", "AMD Ryzen":
 GPU_LIST = Path("stored") / "gpus.yaml"
 
 
+def gpu_products(text: str, where: str = "gpus.yaml") -> dict[str, dict[str, list[str]]]:
+    """gfx target -> {family: [products]} from AMD's GPU list (docs/data/gpus.yaml), in its
+    order and with its names (families "AMD Instinct", "AMD Radeon", "AMD Ryzen"; each product
+    names its ``gfx``); ``where`` names the file in an error. The one reader of the list: the
+    tables' and tools/matrix_update.py's discoveries."""
+    try:
+        import yaml  # the update only: reading the product's own data needs no PyYAML
+    except ImportError as err:
+        raise MatrixDataError(f"{where}: reading AMD's GPU list needs PyYAML") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise MatrixDataError(f"{where}: {err}") from err
+    if not isinstance(data, dict):
+        raise MatrixDataError(f"{where}: not a mapping of GPU families")
+    out: dict[str, dict[str, list[str]]] = {}
+    for family, products in data.items():
+        if str(family).startswith("_"):
+            continue  # YAML anchors (_series, _arch)
+        if not isinstance(products, dict):
+            raise MatrixDataError(f"{where}: family {family!r} is not a mapping of products")
+        for product, fields in products.items():
+            gfx = fields.get("gfx") if isinstance(fields, dict) else None
+            if not isinstance(gfx, str) or not GFX_NAME.fullmatch(gfx):
+                raise MatrixDataError(
+                    f"{where}: {family} / {product}: gfx {gfx!r} is not a gfx target"
+                )
+            out.setdefault(gfx, {}).setdefault(family, []).append(product)
+    return out
+
+
 def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]:
     """gfx -> (family, AMD's product names) from the stored copy of AMD's GPU list, and where
     that copy comes from (its SOURCES.toml entry: the upstream URL at a commit); none when
@@ -97,31 +148,17 @@ def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]
     path = records / GPU_LIST
     if not path.exists():
         return {}, ""
-    try:
-        import yaml  # the update only: reading the product's own data needs no PyYAML
-    except ImportError as err:
-        raise MatrixDataError(f"{path}: reading AMD's GPU list needs PyYAML") from err
-    try:
-        data = yaml.safe_load(path.read_text("utf-8"))
-    except yaml.YAMLError as err:
-        raise MatrixDataError(f"{path}: {err}") from err
     out: dict[str, tuple[str, list[str]]] = {}
-    for family, products in (data or {}).items():
-        if family.startswith("_"):
-            continue
-        if family not in AMD_FAMILIES or not isinstance(products, dict):
+    for gfx, families in gpu_products(path.read_text("utf-8"), str(path)).items():
+        unknown = [f for f in families if f not in AMD_FAMILIES]
+        if unknown:
             raise MatrixDataError(
-                f"{path}: family {family!r}: expected one of {', '.join(AMD_FAMILIES)}, each a "
-                "mapping of products"
+                f"{path}: family {unknown[0]!r}: expected one of {', '.join(AMD_FAMILIES)}"
             )
-        for product, fields in products.items():
-            gfx = fields.get("gfx") if isinstance(fields, dict) else None
-            if not isinstance(gfx, str) or not gfx.startswith("gfx"):
-                raise MatrixDataError(f"{path}: {family} / {product}: gfx {gfx!r} is no target")
-            have = out.setdefault(gfx, (AMD_FAMILIES[family], []))
-            if have[0] != AMD_FAMILIES[family]:
-                raise MatrixDataError(f"{path}: {gfx} is in two families: {have[0]}, {family}")
-            have[1].append(product.removeprefix("AMD "))
+        if len(families) > 1:
+            raise MatrixDataError(f"{path}: {gfx} is in two families: {', '.join(families)}")
+        family, products = next(iter(families.items()))
+        out[gfx] = (AMD_FAMILIES[family], [p.removeprefix("AMD ") for p in products])
     entry = _read(records / "stored" / "SOURCES.toml").get("files", {}).get("gpus.yaml", {})
     where = entry.get("upstream") or str(GPU_LIST)
     return out, f"AMD's GPU list, {where} (read {entry.get('read', '?')})"
@@ -324,7 +361,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
     gpus = _read(records / "gpus.toml")
     notes: list[str] = []
 
-    targets = _cited(over.get("gpu_target", []), "gpu_target",
+    targets = cited(over.get("gpu_target", []), "gpu_target",
                      {"gfx", "family", "products"}, overrides)  # fmt: skip
     known = {t["gfx"] for t in targets}
     for gfx, entry in gpus.items():
@@ -341,7 +378,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
 
     suites = {k: v for k, v in radeon.get("suites", {}).items() if " " in k}
     distro_rows = []
-    for entry in _cited(over.get("distro", []), "distro",
+    for entry in cited(over.get("distro", []), "distro",
                         {"id", "version", "suite", "python", "glibc"}, overrides):  # fmt: skip
         key = f"{entry['id']} {entry['version']}"
         recorded = suites.get(key)
@@ -365,7 +402,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
         })  # fmt: skip
 
     def kernel_rows(section: str, fields: set[str]) -> list[dict]:
-        rows = _cited(over.get(section, []), section, fields, overrides)
+        rows = cited(over.get(section, []), section, fields, overrides)
         return [{**{f: e.get(f) for f in sorted(fields)}, "from": FROM_OVERRIDE,
                  "source": e["source"]} for e in rows]  # fmt: skip
 
