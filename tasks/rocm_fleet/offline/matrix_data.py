@@ -307,13 +307,14 @@ def _core_sdk_publications(amd: dict) -> list[dict]:
             continue
         instinct = distro in support["gfx"]
         source = [f"directory: {directories['source']}: {multi['source']}; {stable['source']}"]
+        source += [f"suite: {amd['release_file']['suite_source']}"]
         source += [f"Instinct only: {support['source']}"] if instinct else []
         rows.append({
             "stream": "core-sdk", "distro": distro, "suite": multi["suite"],
             "directory": directory, "first_release": amd["release"][0]["version"],
             "instinct_only": instinct,
             "from": {"distro": "repo.amd.com.toml [directories]",
-                     "suite": "repo.amd.com.toml [repository]",
+                     "suite": "repo.amd.com.toml [repository]; [release_file]",
                      "directory": "repo.amd.com.toml [directories]",
                      "first_release": "repo.amd.com.toml [[release]] (the first)",
                      "instinct_only": "repo.amd.com.toml [os_support]"},
