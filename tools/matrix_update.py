@@ -491,26 +491,13 @@ def amd_drivers(text: str) -> dict[str, str]:
 
 def gpu_products(text: str) -> dict[str, dict[str, list[str]]]:
     """gfx target -> {family: [products]} from AMD's GPU list (families "AMD Instinct",
-    "AMD Radeon", "AMD Ryzen"; each product names its ``gfx``)."""
-    import yaml
+    "AMD Radeon", "AMD Ryzen"; each product names its ``gfx``): the tables' reader."""
+    from rocm_fleet.offline import matrix_data
 
-    data = yaml.safe_load(text)
-    if not isinstance(data, dict):
-        raise UpstreamFormatError("gpus.yaml: not a mapping of GPU families")
-    out: dict[str, dict[str, list[str]]] = {}
-    for family, products in data.items():
-        if family.startswith("_"):
-            continue
-        if not isinstance(products, dict):
-            raise UpstreamFormatError(f"gpus.yaml: family {family!r} is not a mapping")
-        for product, fields in products.items():
-            gfx = fields.get("gfx") if isinstance(fields, dict) else None
-            if not isinstance(gfx, str) or not GFX.fullmatch(gfx):
-                raise UpstreamFormatError(
-                    f"gpus.yaml: {family} / {product}: gfx {gfx!r} is not a gfx target"
-                )
-            out.setdefault(gfx, {}).setdefault(family, []).append(product)
-    return dict(sorted(out.items()))
+    try:
+        return dict(sorted(matrix_data.gpu_products(text).items()))
+    except matrix_data.MatrixDataError as err:
+        raise UpstreamFormatError(str(err)) from None
 
 
 # --- the PCI ID database: pci.ids, vendor 1002 -------------------------------------------
@@ -611,32 +598,19 @@ OVERRIDE_FIELDS = {"version", "stream", "repository", "amdgpu_driver", "torch_in
 
 
 def load_overrides(text: str) -> list[dict]:
-    """The hand-kept overrides; each must say where it comes from."""
+    """The hand-kept overrides; each must say where it comes from (checked as the tables'
+    overrides are)."""
+    from rocm_fleet.offline import matrix_data
+
     try:
         entries = tomllib.loads(text).get("release", [])
+        choices = {"stream": STREAMS, "repository": REPOSITORIES}
+        fields = OVERRIDE_FIELDS - {"source"}
+        return matrix_data.cited(entries, "release", fields, "matrix_overrides.toml", choices)
     except tomllib.TOMLDecodeError as err:
         raise UpstreamFormatError(f"matrix_overrides.toml: {err}") from err
-    for entry in entries:
-        name = entry.get("version", "?")
-        unknown = set(entry) - OVERRIDE_FIELDS
-        if unknown:
-            raise UpstreamFormatError(
-                f"matrix_overrides.toml: release {name}: unknown field(s) {sorted(unknown)}; "
-                f"valid: {sorted(OVERRIDE_FIELDS)}"
-            )
-        if not str(entry.get("source", "")).strip():
-            raise UpstreamFormatError(f"matrix_overrides.toml: release {name} has no source")
-        if entry.get("stream", "classic") not in STREAMS:
-            raise UpstreamFormatError(
-                f"matrix_overrides.toml: release {name}: stream {entry['stream']!r}; "
-                f"valid: {', '.join(STREAMS)}"
-            )
-        if entry.get("repository", REPOSITORIES[0]) not in REPOSITORIES:
-            raise UpstreamFormatError(
-                f"matrix_overrides.toml: release {name}: repository {entry['repository']!r}; "
-                f"valid: {', '.join(REPOSITORIES)}"
-            )
-    return entries
+    except matrix_data.MatrixDataError as err:
+        raise UpstreamFormatError(str(err)) from None
 
 
 def release_rows(

@@ -193,8 +193,21 @@ def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: 
     assert "--data-dir: name the directory to write" in capsys.readouterr().err
     argv += ["--data-dir", str(data)]
     assert main([*argv, "--check"]) == 1
-    assert capsys.readouterr().out.splitlines() == [
-        'distros.json distros debian 13 suite: "noble" -> "trixie"  [repo.radeon.com.toml [suites]]'
+    # the one record gives the driver repository's suite (distros) and the classic stream's
+    # publication (and, no longer noble, its first release: the first recorded); the row's
+    # changed origin and citation follow
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == [
+        'distros.json distros debian 13 suite: "noble" -> "trixie"  '
+        "[repo.radeon.com.toml [suites]]",
+        'repositories.json publications classic debian 13 suite: "noble" -> "trixie"  '
+        "[repo.radeon.com.toml [suites]]",
+        'repositories.json publications classic debian 13 first_release: "6.2.0" -> "6.0.0"  '
+        "[repo.radeon.com.toml [[release]] (the first)]",
+    ]
+    assert [line.split(":")[0] for line in out[3:]] == [
+        "repositories.json publications classic debian 13 from",
+        "repositories.json publications classic debian 13 source",
     ]
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[-1] == f"wrote {data / 'repositories.json'}"
@@ -264,3 +277,58 @@ def test_a_changed_signing_key_record_is_a_diff_naming_its_source(records: Path)
     assert [r.base_url for r in matrix.REPOSITORIES] == [
         r["base_url"] for r in upstream_data.REPOSITORY_ROWS["repositories"]
     ]
+
+
+def test_what_each_stream_publishes_is_a_cited_row_the_streams_read(records: Path):
+    rows = upstream_data.REPOSITORY_ROWS
+    for stream in matrix.STREAMS:
+        published = [r for r in rows["publications"] if r["stream"] == stream.name]
+        assert [(p.distro, p.suite, p.directory, p.first_release, p.instinct_only)
+                for p in stream.publications] == [
+            (r["distro"], r["suite"], r["directory"], r["first_release"], r["instinct_only"])
+            for r in published
+        ]  # fmt: skip
+    assert tuple(r["gfx"] for r in rows["gfx_packages"]) == matrix.CORE_SDK_GFX_PACKAGES
+    # a record AMD changes shows as the row's diff, naming where the value comes from
+    radeon = records / "repo.radeon.com.toml"
+    old = 'instinct_only = ["debian 12", "debian 13"]'
+    assert old in radeon.read_text()
+    radeon.write_text(radeon.read_text().replace(old, 'instinct_only = ["debian 12"]'))
+    amd = records / "repo.amd.com.toml"
+    assert '"gfx1152", "gfx1153"]' in amd.read_text()
+    amd.write_text(amd.read_text().replace('"gfx1152", "gfx1153"]', '"gfx1152"]'))
+    built = matrix_data.build_tables(records, OVERRIDES)
+    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    assert diff[0] == (
+        "repositories.json publications classic debian 13 instinct_only: true -> false  "
+        "[repo.radeon.com.toml [listing]]"
+    )
+    assert diff[1].startswith("repositories.json publications classic debian 13 source: ")
+    assert diff[2:] == [
+        "repositories.json gfx_packages gfx1153: row removed  [was repo.amd.com.toml "
+        f"[packages]: {rows['gfx_packages'][-1]['source']}]"
+    ]
+
+
+def test_the_tables_and_the_tool_read_one_gpu_list_and_one_override_check(tmp_path: Path):
+    listed = matrix_data.gpu_products((RECORDS / "stored" / "gpus.yaml").read_text())
+    assert tool.gpu_products((RECORDS / "stored" / "gpus.yaml").read_text()) == dict(
+        sorted(listed.items())
+    )
+    gpus = tmp_path / "upstream" / "stored" / "gpus.yaml"
+    shutil.copytree(RECORDS, tmp_path / "upstream")
+    gpus.write_text(gpus.read_text().replace("AMD Ryzen:\n", "AMD Alveo:\n", 1))
+    with pytest.raises(matrix_data.MatrixDataError, match="family 'AMD Alveo': expected one of"):
+        matrix_data.build_tables(tmp_path / "upstream", OVERRIDES)
+    # the tool's release overrides are checked as the tables' are, and name the bad value
+    bad = '[[release]]\nversion = "7.2.5"\nstream = "nightly"\nsource = "x"\n'
+    with pytest.raises(tool.UpstreamFormatError) as err:
+        tool.load_overrides(bad)
+    assert str(err.value) == (
+        "matrix_overrides.toml: [[release]] 7.2.5: stream 'nightly'; valid: classic, core-sdk"
+    )
+    entries = [{"gfx": "gfx1250", "kernel": "6.18", "source": "x", "kind": "y"}]
+    with pytest.raises(
+        matrix_data.MatrixDataError, match=r"gfx1250: unknown field\(s\) \['kind'\]"
+    ):
+        matrix_data.cited(entries, "inbox_min_kernel", {"gfx", "kernel"}, "o.toml")

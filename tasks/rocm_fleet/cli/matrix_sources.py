@@ -21,7 +21,11 @@ SOURCE_TABLES = {
     "amd_wheels": ("AMD's wheels (Core SDK 10.x)", ("release", "builds", "targets")),
     "repositories": ("AMD's apt repositories", ("name", "base_url", "key_url")),
     "streams": ("Signing keys and Release Origins", ("name", "key_fingerprint", "pin_origin")),
-    "directories": ("The Core SDK's per-distro directories", ("distro", "directory")),
+    "publications": (
+        "What each stream publishes per distro",
+        ("stream", "distro", "suite", "directory", "first_release", "instinct_only"),
+    ),
+    "gfx_packages": ("The Core SDK's per-target packages (amdrocm<X.Y>-<gfx>)", ("gfx",)),
 }
 
 
@@ -37,7 +41,10 @@ def sections() -> dict[str, list[dict]]:
 
 
 def _cell(value: Any) -> str:
-    """A row's value as the tables print it: builds as their torch versions."""
+    """A row's value as the tables print it: builds as their torch versions, a flag as
+    yes / no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, list) and value and isinstance(value[0], list):
         return ", ".join(build[0] for build in value)
     if isinstance(value, list):

@@ -205,13 +205,11 @@ class ClassicStream(Stream):
         return since is not None and release.parts >= release_key(since)
 
 
-# The per-target packages amdrocm<ver>-<gfx>: exact gfx targets, the same fifteen on the
-# 7.14.0, 7.14.1 and 10.0.0 install pages (200-install.rst @ 03f04fe0, 50600d8d, 0c31064a) and the
-# 10.1 transition guide's table; family names (gfx110X-all) are for tarballs only.
-CORE_SDK_GFX_PACKAGES = (
-    "gfx950", "gfx942", "gfx90a", "gfx908", "gfx1201", "gfx1200", "gfx1100", "gfx1101",
-    "gfx1102", "gfx1103", "gfx1030", "gfx1151", "gfx1150", "gfx1152", "gfx1153",
-)  # fmt: skip
+# The gfx targets of the per-target packages amdrocm<ver>-<gfx>: repositories.json
+# gfx_packages (from the record of AMD's install pages, cited there; exact targets only).
+CORE_SDK_GFX_PACKAGES: tuple[str, ...] = tuple(
+    row["gfx"] for row in upstream_data.REPOSITORY_ROWS["gfx_packages"]
+)
 
 
 class CoreSdkStream(Stream):
@@ -254,21 +252,52 @@ class CoreSdkStream(Stream):
         return gfx in CORE_SDK_GFX_PACKAGES
 
 
-def _listed(key: str) -> str | None:
-    """The first classic release AMD's historical table lists distro ``key`` in (the
-    generated upstream_data.RELEASES), None if none does."""
+def _listed(stream: str, key: str) -> str | None:
+    """The first release of ``stream`` that AMD lists distro ``key`` in (the generated
+    upstream_data.RELEASES: the historical table for the classic stream, os-support.yaml for
+    the Core SDK), None if none does."""
     return next(
         (r["version"] for r in upstream_data.RELEASES
-         if r["stream"] == "classic" and key in (r["distros"] or ())),
+         if r["stream"] == stream and key in (r["distros"] or ())),
         None,
     )  # fmt: skip
 
 
-# Listing: compatibility-matrix-historical-6.0.csv (fact sheet §2.1), read by
-# tools/matrix_update.py: Ubuntu 22.04 in every 6.x/7.x release, 24.04 from 6.2.0 (noble suite
-# first published then), Debian 12 from 6.3.1 and Debian 13 from 7.0.2, both "supported only
-# on AMD Instinct" (system-requirements.rst, 6.4.x and 7.0.x eras; community:
-# ROCm/legacy-rocm-build discussion #6571).
+def _publications(
+    stream: str, per_model: dict[str, dict[str, list[str]]]
+) -> tuple[Publication, ...]:
+    """What ``stream`` publishes per distro, as repositories.json records it (suite,
+    directory, first release, Instinct only; each row cited), with when AMD lists each distro
+    and, where ``per_model`` (upstream_data.CORE_SDK_DEBIAN) names it, the Instinct models and
+    gfx targets AMD lists it for."""
+    out = []
+    for row in upstream_data.REPOSITORY_ROWS["publications"]:
+        if row["stream"] != stream:
+            continue
+        key = row["distro"]
+        listing = per_model.get(key)
+        models = ", ".join(
+            m.removeprefix("AMD Instinct ") for m in (listing or {}).get("models", ())
+        )
+        out.append(
+            Publication(
+                key,
+                row["suite"],
+                row["directory"],
+                row["first_release"],
+                _listed(stream, key),
+                row["instinct_only"],
+                listed_gfx=tuple(listing["gfx"]) if listing else None,
+                listed_models=f"Instinct {models}" if listing else "",
+            )
+        )
+    return tuple(out)
+
+
+# Publications: repositories.json, from the record of repo.radeon.com (suite per distro, the
+# noble suite from 6.2.0, Debian for Instinct only). Listing: AMD's historical table, read by
+# tools/matrix_update.py (Ubuntu 22.04 in every 6.x/7.x release, 24.04 from 6.2.0, Debian 12
+# from 6.3.1, Debian 13 from 7.0.2).
 CLASSIC = ClassicStream(
     "classic",
     "ROCm (repo.radeon.com)",
@@ -282,46 +311,18 @@ CLASSIC = ClassicStream(
     # 1.0.0.<tag> (fact sheet §12).
     pin=paths.ROCM_PIN,
     pin_origin=_stream_row("classic")["pin_origin"],
-    publications=(  # distro, suite, directory, first published, first listed, Instinct only
-        Publication("ubuntu 22.04", "jammy", None, "6.0.0", _listed("ubuntu 22.04"), False),
-        Publication("ubuntu 24.04", "noble", None, "6.2.0", _listed("ubuntu 24.04"), False),
-        Publication("debian 12", "jammy", None, "6.0.0", _listed("debian 12"), True),
-        Publication("debian 13", "noble", None, "6.2.0", _listed("debian 13"), True),
-    ),
+    publications=_publications("classic", {}),
     default_packages_text="`rocm-hip-runtime`",
 )
 
 
-# <dist> names ubuntu2204, ubuntu2404, ubuntu2604, debian12, debian13 on the 7.14.0, 7.14.1
-# and 10.0.0 install pages (200-install.rst @ 03f04fe0, 50600d8d, 0c31064a), suite "stable" (TheRock
-# build_repo_package.py: every stream "declares Suite: stable / Codename: stable").
-# Listing (ROCm/rocm-docs docs/data/os-support.yaml @ 1d2ba3f7): Ubuntu 26.04,
-# 24.04.4 and 22.04.5 for Instinct, Radeon and (26.04, 24.04) Ryzen; Debian per Instinct
-# model: 13 for MI355X, MI350X, MI350P, MI325X, MI300X; 12 for MI355X, MI350X, MI325X,
-# MI300X, MI300A, MI250X, MI250; no Debian for MI210, MI100, any Radeon or Ryzen. Per target
-# (MI35x = gfx950, MI300X/MI325X/MI300A = gfx942, MI250X/MI250/MI210 = gfx90a, MI100 =
-# gfx908): Debian 13 lists gfx950 and gfx942, Debian 12 gfx950, gfx942 and gfx90a. A target
-# is as fine as preflight can tell before a driver is loaded; within one (MI300A on Debian
-# 13, MI210 on Debian 12) the models named in the warning say what is listed. Recorded in
-# tests/fixtures/upstream/repo.amd.com.toml [os_support].
-def _directory(key: str) -> str:
-    """The Core SDK repositories' directory for a distro (repositories.json, cited)."""
-    return next(
-        r["directory"] for r in upstream_data.REPOSITORY_ROWS["directories"] if r["distro"] == key
-    )
-
-
-def _core_debian(key: str, directory: str) -> Publication:
-    """A Debian publication of the Core SDK, listed per Instinct model as os-support.yaml
-    gives it (upstream_data.CORE_SDK_DEBIAN, generated by tools/matrix_update.py)."""
-    listing = upstream_data.CORE_SDK_DEBIAN[key]
-    models = ", ".join(m.removeprefix("AMD Instinct ") for m in listing["models"])
-    return Publication(
-        key, "stable", directory, "7.14.0", "7.14.0", True,
-        listed_gfx=tuple(listing["gfx"]), listed_models=f"Instinct {models}",
-    )  # fmt: skip
-
-
+# Publications: repositories.json, from the record of repo.amd.com (the directory per distro
+# of the 7.14.0, 7.14.1 and 10.0.0 install pages, suite "stable", Debian listed per Instinct
+# model). Listing (os-support.yaml, read by tools/matrix_update.py into
+# upstream_data.CORE_SDK_DEBIAN): Ubuntu for Instinct, Radeon and Ryzen; Debian per Instinct
+# model, and so per gfx target (Debian 13: gfx950, gfx942; Debian 12: gfx950, gfx942, gfx90a).
+# A target is as fine as preflight can tell before a driver is loaded; within one (MI300A on
+# Debian 13, MI210 on Debian 12) the models named in the warning say what is listed.
 CORE_SDK = CoreSdkStream(
     "core-sdk",
     "ROCm Core SDK",
@@ -341,19 +342,7 @@ CORE_SDK = CoreSdkStream(
     # (id 58692247280). The live Release files were not read here: `rocm-fleet matrix
     # check` compares their Origin with this value.
     pin_origin=_stream_row("core-sdk")["pin_origin"],
-    publications=(
-        Publication(
-            "ubuntu 22.04", "stable", _directory("ubuntu 22.04"), "7.14.0", "7.14.0", False
-        ),
-        Publication(
-            "ubuntu 24.04", "stable", _directory("ubuntu 24.04"), "7.14.0", "7.14.0", False
-        ),
-        Publication(
-            "ubuntu 26.04", "stable", _directory("ubuntu 26.04"), "7.14.0", "7.14.0", False
-        ),
-        _core_debian("debian 12", _directory("debian 12")),
-        _core_debian("debian 13", _directory("debian 13")),
-    ),
+    publications=_publications("core-sdk", upstream_data.CORE_SDK_DEBIAN),
     default_packages_text=(
         "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"
     ),

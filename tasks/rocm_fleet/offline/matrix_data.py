@@ -14,11 +14,13 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-# The data files and the field that names a row in each section (for the diff).
+from rocm_fleet.model.gpu_targets import GFX_NAME
+
+# The data files and the field (or fields) that name a row in each section (for the diff).
 TABLE_FILES = (
     "gpu_targets.json", "distros.json", "kernels.json", "torch_builds.json", "repositories.json",
 )  # fmt: skip
-ROW_KEYS = {
+ROW_KEYS: dict[str, str | tuple[str, ...]] = {
     "gpu_targets": "gfx",
     "distros": "key",
     "min_kernel": "distro",
@@ -28,7 +30,8 @@ ROW_KEYS = {
     "amd_wheels": "release",
     "repositories": "name",
     "streams": "name",
-    "directories": "distro",
+    "publications": ("stream", "distro"),
+    "gfx_packages": "gfx",
 }
 FROM_OVERRIDE = "override"
 COMMENT = (
@@ -68,11 +71,23 @@ def _read(path: Path) -> dict:
         raise MatrixDataError(f"{path}: {err}") from err
 
 
-def _cited(entries: list[dict], section: str, fields: set[str], overrides: Path) -> list[dict]:
-    """The override entries of ``section``, each checked for a citation and known fields."""
+# The field that names an override entry in an error, the first an entry has.
+ENTRY_NAMES = ("gfx", "distro", "id", "version")
+
+
+def cited(
+    entries: list[dict],
+    section: str,
+    fields: set[str],
+    overrides: Path | str,
+    choices: dict[str, tuple[str, ...]] | None = None,
+) -> list[dict]:
+    """The override entries of ``section`` (of the file ``overrides``: the tables' and
+    tools/matrix_update.py's release rows alike), each checked for a citation, known fields
+    and, for a field in ``choices``, one of its valid values."""
     for entry in entries:
         unknown = set(entry) - fields - {"source"}
-        name = next((str(entry[f]) for f in ("gfx", "distro", "id") if f in entry), "?")
+        name = next((str(entry[f]) for f in ENTRY_NAMES if f in entry), "?")
         if unknown:
             raise MatrixDataError(
                 f"{overrides}: [[{section}]] {name}: unknown field(s) {sorted(unknown)}; "
@@ -80,6 +95,12 @@ def _cited(entries: list[dict], section: str, fields: set[str], overrides: Path)
             )
         if not str(entry.get("source", "")).strip():
             raise MatrixDataError(f"{overrides}: [[{section}]] {name} has no source")
+        for field, valid in (choices or {}).items():
+            if field in entry and entry[field] not in valid:
+                raise MatrixDataError(
+                    f"{overrides}: [[{section}]] {name}: {field} {entry[field]!r}; "
+                    f"valid: {', '.join(valid)}"
+                )
     return entries
 
 
@@ -89,6 +110,37 @@ AMD_FAMILIES = {"AMD Instinct": "instinct", "AMD Radeon": "radeon", "AMD Ryzen":
 GPU_LIST = Path("stored") / "gpus.yaml"
 
 
+def gpu_products(text: str, where: str = "gpus.yaml") -> dict[str, dict[str, list[str]]]:
+    """gfx target -> {family: [products]} from AMD's GPU list (docs/data/gpus.yaml), in its
+    order and with its names (families "AMD Instinct", "AMD Radeon", "AMD Ryzen"; each product
+    names its ``gfx``); ``where`` names the file in an error. The one reader of the list: the
+    tables' and tools/matrix_update.py's discoveries."""
+    try:
+        import yaml  # the update only: reading the product's own data needs no PyYAML
+    except ImportError as err:
+        raise MatrixDataError(f"{where}: reading AMD's GPU list needs PyYAML") from err
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise MatrixDataError(f"{where}: {err}") from err
+    if not isinstance(data, dict):
+        raise MatrixDataError(f"{where}: not a mapping of GPU families")
+    out: dict[str, dict[str, list[str]]] = {}
+    for family, products in data.items():
+        if str(family).startswith("_"):
+            continue  # YAML anchors (_series, _arch)
+        if not isinstance(products, dict):
+            raise MatrixDataError(f"{where}: family {family!r} is not a mapping of products")
+        for product, fields in products.items():
+            gfx = fields.get("gfx") if isinstance(fields, dict) else None
+            if not isinstance(gfx, str) or not GFX_NAME.fullmatch(gfx):
+                raise MatrixDataError(
+                    f"{where}: {family} / {product}: gfx {gfx!r} is not a gfx target"
+                )
+            out.setdefault(gfx, {}).setdefault(family, []).append(product)
+    return out
+
+
 def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]:
     """gfx -> (family, AMD's product names) from the stored copy of AMD's GPU list, and where
     that copy comes from (its SOURCES.toml entry: the upstream URL at a commit); none when
@@ -96,31 +148,17 @@ def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]
     path = records / GPU_LIST
     if not path.exists():
         return {}, ""
-    try:
-        import yaml  # the update only: reading the product's own data needs no PyYAML
-    except ImportError as err:
-        raise MatrixDataError(f"{path}: reading AMD's GPU list needs PyYAML") from err
-    try:
-        data = yaml.safe_load(path.read_text("utf-8"))
-    except yaml.YAMLError as err:
-        raise MatrixDataError(f"{path}: {err}") from err
     out: dict[str, tuple[str, list[str]]] = {}
-    for family, products in (data or {}).items():
-        if family.startswith("_"):
-            continue
-        if family not in AMD_FAMILIES or not isinstance(products, dict):
+    for gfx, families in gpu_products(path.read_text("utf-8"), str(path)).items():
+        unknown = [f for f in families if f not in AMD_FAMILIES]
+        if unknown:
             raise MatrixDataError(
-                f"{path}: family {family!r}: expected one of {', '.join(AMD_FAMILIES)}, each a "
-                "mapping of products"
+                f"{path}: family {unknown[0]!r}: expected one of {', '.join(AMD_FAMILIES)}"
             )
-        for product, fields in products.items():
-            gfx = fields.get("gfx") if isinstance(fields, dict) else None
-            if not isinstance(gfx, str) or not gfx.startswith("gfx"):
-                raise MatrixDataError(f"{path}: {family} / {product}: gfx {gfx!r} is no target")
-            have = out.setdefault(gfx, (AMD_FAMILIES[family], []))
-            if have[0] != AMD_FAMILIES[family]:
-                raise MatrixDataError(f"{path}: {gfx} is in two families: {have[0]}, {family}")
-            have[1].append(product.removeprefix("AMD "))
+        if len(families) > 1:
+            raise MatrixDataError(f"{path}: {gfx} is in two families: {', '.join(families)}")
+        family, products = next(iter(families.items()))
+        out[gfx] = (AMD_FAMILIES[family], [p.removeprefix("AMD ") for p in products])
     entry = _read(records / "stored" / "SOURCES.toml").get("files", {}).get("gpus.yaml", {})
     where = entry.get("upstream") or str(GPU_LIST)
     return out, f"AMD's GPU list, {where} (read {entry.get('read', '?')})"
@@ -213,12 +251,76 @@ def _repository_tables(records: Path) -> dict[str, list[dict]]:
          "source": f"{keys['amd']['fingerprint_source']}; Origin: "
          f"{amd['release_file']['source']} ({amd['release_file'].get('uncertain', '')})"},
     ]  # fmt: skip
-    directories = [
-        {"distro": key, "directory": directory, "from": "repo.amd.com.toml [directories]",
-         "source": f"{amd['directories']['source']}: {multi['source']}; {stable['source']}"}
-        for key, directory in amd["directories"].items() if key != "source"
-    ]  # fmt: skip
-    return {"repositories": repositories, "streams": streams, "directories": directories}
+    packages = amd["packages"]
+    gfx_packages = [
+        {"gfx": gfx, "from": "repo.amd.com.toml [packages]", "source": packages["gfx_source"]}
+        for gfx in packages["gfx"]
+    ]
+    return {
+        "repositories": repositories, "streams": streams,
+        "publications": _classic_publications(radeon) + _core_sdk_publications(amd),
+        "gfx_packages": gfx_packages,
+    }  # fmt: skip
+
+
+def _classic_publications(radeon: dict) -> list[dict]:
+    """Per distro repo.radeon.com serves: its suite, the first release whose folder has that
+    suite (noble from ``noble_from``, the others from the first release recorded), and
+    whether AMD lists the distro for Instinct only."""
+    suites, listing = radeon["suites"], radeon["listing"]
+    first = radeon["release"][0]["version"]
+    rows = []
+    for distro, suite in suites.items():
+        if " " not in distro:
+            continue  # the table's own fields (source, noble_from)
+        noble = suite == "noble"
+        instinct = distro in listing["instinct_only"]
+        source = [f"suite: {suites['source']}"]
+        source += [f"first release: {suites['noble_from_source']}"] if noble else []
+        source += [f"Instinct only: {listing['source']}"] if instinct else []
+        rows.append({
+            "stream": "classic", "distro": distro, "suite": suite, "directory": None,
+            "first_release": suites["noble_from"] if noble else first, "instinct_only": instinct,
+            "from": {"distro": "repo.radeon.com.toml [suites]",
+                     "suite": "repo.radeon.com.toml [suites]",
+                     "first_release": "repo.radeon.com.toml [suites] noble_from" if noble
+                     else "repo.radeon.com.toml [[release]] (the first)",
+                     "instinct_only": "repo.radeon.com.toml [listing]"},
+            "source": "; ".join(source),
+        })  # fmt: skip
+    return rows
+
+
+def _core_sdk_publications(amd: dict) -> list[dict]:
+    """Per distro the Core SDK's repositories serve: its directory, the suite, the first
+    release (the first recorded), and whether os-support.yaml lists it per Instinct model."""
+    directories, support = amd["directories"], amd["os_support"]
+    multi, stable = amd["repository"]["multi-arch"], amd["repository"]["stable"]
+    if multi["suite"] != stable["suite"]:
+        raise MatrixDataError(
+            f"repo.amd.com.toml: the repositories' suites differ ({multi['suite']!r}, "
+            f"{stable['suite']!r}): a publication names one"
+        )
+    rows = []
+    for distro, directory in directories.items():
+        if distro == "source":
+            continue
+        instinct = distro in support["gfx"]
+        source = [f"directory: {directories['source']}: {multi['source']}; {stable['source']}"]
+        source += [f"suite: {amd['release_file']['suite_source']}"]
+        source += [f"Instinct only: {support['source']}"] if instinct else []
+        rows.append({
+            "stream": "core-sdk", "distro": distro, "suite": multi["suite"],
+            "directory": directory, "first_release": amd["release"][0]["version"],
+            "instinct_only": instinct,
+            "from": {"distro": "repo.amd.com.toml [directories]",
+                     "suite": "repo.amd.com.toml [repository]; [release_file]",
+                     "directory": "repo.amd.com.toml [directories]",
+                     "first_release": "repo.amd.com.toml [[release]] (the first)",
+                     "instinct_only": "repo.amd.com.toml [os_support]"},
+            "source": "; ".join(source),
+        })  # fmt: skip
+    return rows
 
 
 def _builds_lacking(records: Path, index_rows: list[dict]) -> list[str]:
@@ -260,7 +362,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
     gpus = _read(records / "gpus.toml")
     notes: list[str] = []
 
-    targets = _cited(over.get("gpu_target", []), "gpu_target",
+    targets = cited(over.get("gpu_target", []), "gpu_target",
                      {"gfx", "family", "products"}, overrides)  # fmt: skip
     known = {t["gfx"] for t in targets}
     for gfx, entry in gpus.items():
@@ -277,7 +379,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
 
     suites = {k: v for k, v in radeon.get("suites", {}).items() if " " in k}
     distro_rows = []
-    for entry in _cited(over.get("distro", []), "distro",
+    for entry in cited(over.get("distro", []), "distro",
                         {"id", "version", "suite", "python", "glibc"}, overrides):  # fmt: skip
         key = f"{entry['id']} {entry['version']}"
         recorded = suites.get(key)
@@ -301,7 +403,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
         })  # fmt: skip
 
     def kernel_rows(section: str, fields: set[str]) -> list[dict]:
-        rows = _cited(over.get(section, []), section, fields, overrides)
+        rows = cited(over.get(section, []), section, fields, overrides)
         return [{**{f: e.get(f) for f in sorted(fields)}, "from": FROM_OVERRIDE,
                  "source": e["source"]} for e in rows]  # fmt: skip
 
@@ -394,9 +496,15 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
     for table in new:
         had = before.get(table.name, {})
         for section in dict.fromkeys([*had, *table.sections]):
-            key = ROW_KEYS.get(section, "key")
-            was = {str(r.get(key)): r for r in had.get(section, [])}
-            now = {str(r.get(key)): r for r in table.sections.get(section, [])}
+            fields = ROW_KEYS.get(section, "key")
+            fields = (fields,) if isinstance(fields, str) else fields
+            key = fields[-1]  # the field whose origin a new or removed row names
+
+            def name(row: dict, fields: tuple[str, ...] = fields) -> str:
+                return " ".join(str(row.get(f)) for f in fields)
+
+            was = {name(r): r for r in had.get(section, [])}
+            now = {name(r): r for r in table.sections.get(section, [])}
             for name in dict.fromkeys([*was, *now]):
                 b, a = was.get(name), now.get(name)
                 where = f"{table.name} {section} {name}"
