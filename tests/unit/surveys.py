@@ -26,6 +26,7 @@ from rocm_fleet.facts.health import GpuHealthFact
 from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.secureboot import SecureBoot
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.answers import InstallSize
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
@@ -67,7 +68,7 @@ FRESH = HostSurvey(
     torch_build=None,
     disk=[{"path": "/opt", "mount": "/", "avail": 80 * 10**9},
           {"path": "/var/cache/apt/archives", "mount": "/", "avail": 80 * 10**9}],
-    apt={"need": None, "message": "E: Unable to locate package rocm-hip-runtime"},
+    apt=InstallSize(need=None, message="E: Unable to locate package rocm-hip-runtime"),
 )  # fmt: skip
 
 
@@ -478,7 +479,7 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
              "slot": gpu["slot"], "drm_render_minor": 127 + node, "simd_count": None,
              "properties": properties}
         )  # fmt: skip
-    survey = replace(survey, apt={"need": 0, "message": "already installed from this release"})
+    survey = replace(survey, apt=InstallSize(need=0, message="already installed from this release"))
     # The GPU check passed: it recorded what it vouched for, which only the host as it is
     # now (installed, GPUs driven) says, so it is planned once more on that host.
     check = plan(data, SurveyHost(copy.deepcopy(survey))).find("Check rocminfo and torch")

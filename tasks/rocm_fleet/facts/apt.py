@@ -10,7 +10,7 @@ from typing_extensions import override
 
 from rocm_fleet.facts._shell import MISSING, quote, script_command
 from rocm_fleet.model import paths
-from rocm_fleet.model.answers import DistroRocmDict, PackagePurgeDict, PurgeDict
+from rocm_fleet.model.answers import DistroRocmDict, InstallSize, PackagePurgeDict, PurgeDict
 from rocm_fleet.model.versions import AMD_CLASSIC_VERSION
 from rocm_fleet.offline.openpgp import primary_fingerprints
 
@@ -211,7 +211,7 @@ _APT_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _INSTALLED = "already installed from this release"
 
 
-class AptInstallSize(FactBase[dict[str, object]]):
+class AptInstallSize(FactBase[InstallSize]):
     """
     How many bytes apt says installing ``packages`` adds, asked read-only (no lock, no
     cache files written, nothing installed): ``need`` is 0 when every package is installed
@@ -221,12 +221,12 @@ class AptInstallSize(FactBase[dict[str, object]]):
 
     .. code:: python
 
-        {"need": 2400000000, "message": "After this operation, 2,400 MB of additional ..."}
+        InstallSize(need=2400000000, message="After this operation, 2,400 MB of additional ...")
     """
 
     @staticmethod
-    def default() -> dict[str, object]:
-        return {"need": None, "message": ""}
+    def default() -> InstallSize:
+        return InstallSize(need=None, message="")
 
     @override
     def command(
@@ -254,9 +254,9 @@ class AptInstallSize(FactBase[dict[str, object]]):
         return f'if [ "$({have})" = {len(packages)} ]; then echo {_INSTALLED}; else {apt}; fi'
 
     @override
-    def process(self, output: list[str]) -> dict[str, object]:
+    def process(self, output: list[str]) -> InstallSize:
         message = " ".join(line.strip() for line in output).strip()
-        return {"need": _apt_need(message), "message": message}
+        return InstallSize(need=_apt_need(message), message=message)
 
 
 def _apt_need(message: str) -> int | None:

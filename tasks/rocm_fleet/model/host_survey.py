@@ -24,7 +24,9 @@ from rocm_fleet.model.answers import (
     FreeSpaceDict,
     GroupMembershipDict,
     IdentityDict,
+    InstallSize,
     KfdNode,
+    LastPull,
     MokKeyStateDict,
     MokPendingDict,
     PackagePurgeDict,
@@ -59,7 +61,7 @@ class HostSurvey:
     venv: Mapping[str, str] | None = None  # VenvDistributions: name -> version
     torch_build: Mapping[str, str | None] | None = None  # TorchBuildStrings
     disk: Sequence[FreeSpaceDict] | None = None  # FreeSpace
-    apt: Mapping[str, Any] | None = None  # AptInstallSize: need, message
+    apt: InstallSize | None = None  # AptInstallSize
     boot: Mapping[str, Any] | None = None  # BootKernels (a model.boot.BootState as a dict)
     groups: GroupMembershipDict | None = None  # GroupMembership
     dpkg: Sequence[str] | None = None  # DpkgInterrupted
@@ -67,7 +69,7 @@ class HostSurvey:
     nameservers: Sequence[str] | None = None  # Nameservers
     nginx: bool | None = None  # DaemonRunning of the mirror's nginx
     pull_running: bool | None = None  # LockHeld of the pull's lock
-    pull_status: Mapping[str, Any] | None = None  # PullStatus: result, started
+    pull_status: LastPull | None = None  # PullStatus
     held_packages: Sequence[str] | None = None  # HeldPackages: dpkg's hold selections
     slurm_node: SlurmNodeView | None = None  # SlurmNode (only with rocm_slurm_gres)
     # Read once per path: path -> the fact's answer.
