@@ -118,7 +118,7 @@ HELD_OUTPUT = """\
 install adduser
 hold curl
 install libc6:amd64
-hold libc6:i386
+hold libstdc++6:i386
 hold linux-headers-amd64:amd64
 install linux-image-6.1.0-31-amd64
 hold linux-image-amd64
@@ -128,23 +128,109 @@ deinstall nano
 purge oldpkg
 hold z
 """.splitlines()
-# The status entries behind it, for the real dpkg-query (DPKG_ADMINDIR).
-DPKG_STATUS = [
-    ("adduser", "install ok installed", "all", ""),
-    ("curl", "hold ok installed", "amd64", ""),
-    ("libc6", "install ok installed", "amd64", "same"),
-    ("libc6", "hold ok installed", "i386", "same"),
-    ("linux-headers-amd64", "hold ok installed", "amd64", "same"),
-    ("linux-image-6.1.0-31-amd64", "install ok installed", "amd64", ""),
-    ("linux-image-amd64", "hold ok installed", "amd64", ""),
-    ("my_tool", "hold ok installed", "amd64", ""),
-    ("LocalTool", "hold ok installed", "all", ""),
-    ("nano", "deinstall ok config-files", "amd64", ""),
-    ("oldpkg", "purge ok config-files", "all", ""),
-    ("z", "hold ok installed", "all", ""),
-    ("gone", "hold ok not-installed", "amd64", ""),  # a selection only: not listed
-]
-HELD = ["curl", "libc6", "linux-headers-amd64", "linux-image-amd64", "localtool", "my_tool", "z"]
+# The entries of /var/lib/dpkg/status behind it, for the real dpkg-query (DPKG_ADMINDIR):
+# the headers meta package marked Multi-Arch: same here for dpkg to print it qualified; a
+# selection of a package not installed ("gone") is not listed.
+DPKG_STATUS = """\
+Package: adduser
+Status: install ok installed
+Maintainer: Debian Adduser Developers <adduser@packages.debian.org>
+Architecture: all
+Version: 3.134
+Description: add and remove users and groups
+
+Package: curl
+Status: hold ok installed
+Maintainer: Alessandro Ghedini <ghedo@debian.org>
+Architecture: amd64
+Version: 7.88.1-10+deb12u14
+Description: command line tool for transferring data with URL syntax
+
+Package: libc6
+Status: install ok installed
+Multi-Arch: same
+Maintainer: GNU Libc Maintainers <debian-glibc@lists.debian.org>
+Architecture: amd64
+Version: 2.36-9+deb12u10
+Description: GNU C Library: Shared libraries
+
+Package: libstdc++6
+Status: hold ok installed
+Priority: optional
+Section: libs
+Installed-Size: 2729
+Maintainer: Debian GCC Maintainers <debian-gcc@lists.debian.org>
+Architecture: i386
+Multi-Arch: same
+Source: gcc-12
+Version: 12.2.0-14+deb12u1
+Description: GNU Standard C++ Library v3
+
+Package: linux-headers-amd64
+Status: hold ok installed
+Multi-Arch: same
+Maintainer: Debian Kernel Team <debian-kernel@lists.debian.org>
+Architecture: amd64
+Version: 6.1.128-1
+Description: Header files for Linux amd64 configuration (meta-package)
+
+Package: linux-image-6.1.0-31-amd64
+Status: install ok installed
+Maintainer: Debian Kernel Team <debian-kernel@lists.debian.org>
+Architecture: amd64
+Version: 6.1.128-1
+Description: Linux 6.1 for 64-bit PCs (signed)
+
+Package: linux-image-amd64
+Status: hold ok installed
+Maintainer: Debian Kernel Team <debian-kernel@lists.debian.org>
+Architecture: amd64
+Version: 6.1.128-1
+Description: Linux for 64-bit PCs (meta-package)
+
+Package: my_tool
+Status: hold ok installed
+Maintainer: Site Admin <admin@example.org>
+Architecture: amd64
+Version: 0.3-1
+Description: a site tool from an old local build
+
+Package: LocalTool
+Status: hold ok installed
+Maintainer: Site Admin <admin@example.org>
+Architecture: all
+Version: 1.0
+Description: another, named before dpkg folded case
+
+Package: nano
+Status: deinstall ok config-files
+Maintainer: Jordi Mallach <jordi@debian.org>
+Architecture: amd64
+Version: 7.2-1+deb12u1
+Config-Version: 7.2-1+deb12u1
+Description: small, friendly text editor
+
+Package: oldpkg
+Status: purge ok config-files
+Maintainer: Site Admin <admin@example.org>
+Architecture: all
+Version: 1.2-1
+Config-Version: 1.2-1
+Description: removed, its configuration left
+
+Package: z
+Status: hold ok installed
+Maintainer: Site Admin <admin@example.org>
+Architecture: all
+Version: 1.0
+Description: a one-letter local package
+
+Package: gone
+Status: hold ok not-installed
+Architecture: amd64
+"""
+HELD = ["curl", "libstdc++6", "linux-headers-amd64", "linux-image-amd64", "localtool", "my_tool",
+        "z"]  # fmt: skip
 
 
 def test_held_packages_from_dpkgs_selections():
@@ -159,17 +245,7 @@ def test_held_packages_command_reads_dpkgs_database(tmp_path):
     admindir = tmp_path / "dpkg"
     (admindir / "updates").mkdir(parents=True)
     (admindir / "arch").write_text("amd64\ni386\n")
-    stanzas = []
-    for name, status, arch, multi_arch in DPKG_STATUS:
-        stanza = f"Package: {name}\nStatus: {status}\nArchitecture: {arch}\n"
-        if not status.endswith("not-installed"):
-            stanza += "Maintainer: A <a@example.org>\nVersion: 1.0\nDescription: d\n"
-        if status.endswith("config-files"):
-            stanza += "Config-Version: 1.0\n"
-        if multi_arch:
-            stanza += f"Multi-Arch: {multi_arch}\n"
-        stanzas.append(stanza)
-    (admindir / "status").write_text("\n".join(stanzas))
+    (admindir / "status").write_text(DPKG_STATUS)
     out = subprocess.run(
         ["sh", "-c", HeldPackages().command()], capture_output=True, text=True, check=True,
         env={"PATH": "/usr/bin:/bin", "DPKG_ADMINDIR": str(admindir)},
