@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rocm_fleet.model.answers import (
     AmdgpuModuleDict,
@@ -34,6 +33,7 @@ from rocm_fleet.model.answers import (
     RebootRequiredDict,
     SecureBootDict,
 )
+from rocm_fleet.model.boot import BootState
 from rocm_fleet.model.slurm import SlurmNodeView
 
 
@@ -62,7 +62,7 @@ class HostSurvey:
     torch_build: Mapping[str, str | None] | None = None  # TorchBuildStrings
     disk: Sequence[FreeSpaceDict] | None = None  # FreeSpace
     apt: InstallSize | None = None  # AptInstallSize
-    boot: Mapping[str, Any] | None = None  # BootKernels (a model.boot.BootState as a dict)
+    boot: BootState | None = None  # BootKernels
     groups: GroupMembershipDict | None = None  # GroupMembership
     dpkg: Sequence[str] | None = None  # DpkgInterrupted
     mirror: str | None = None  # DebianMirror
