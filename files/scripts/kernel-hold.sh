@@ -27,7 +27,9 @@ write_ledger() {
         return
     fi
     mkdir -p "$(dirname "$ledger")"
-    printf '%s\n' "$@" > "$ledger.new"
+    # root's alone (0644) whatever umask the login left: a line another user could add would
+    # be a hold rocm-fleet releases.
+    (umask 022 && printf '%s\n' "$@" > "$ledger.new")
     mv "$ledger.new" "$ledger"
 }
 # Package names (checked against Debian's grammar before they got here), one word each:

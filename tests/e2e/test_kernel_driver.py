@@ -391,20 +391,27 @@ def test_kernel_hold_is_placed_kept_and_only_its_own_released(lab, first_run):
     # this test runs alone and bios is up).
     lab.set_returns_after_reboot(host, True)
     lab.start_host(host)
-    # The stock kernel's headers meta package (real, from the lab's Debian mirror) and an
-    # admin's own hold.
-    lab.ssh(host, "apt-get install -y -q linux-headers-amd64 && apt-mark hold curl", check=True)
+    # The stock kernel's headers meta package (real, from the lab's Debian mirror) and the
+    # admin's own holds: curl, and a local package whose one-letter name Debian policy
+    # refuses and dpkg keeps (only looked up, never passed on).
+    local = (
+        "mkdir -p /tmp/z/DEBIAN && printf 'Package: z\\nVersion: 1.0\\nArchitecture: all\\n"
+        "Maintainer: Admin <admin@example.org>\\nDescription: local tool\\n' "
+        "> /tmp/z/DEBIAN/control && dpkg-deb -b /tmp/z /tmp/z.deb && dpkg -i /tmp/z.deb"
+    )
     try:
+        lab.ssh(host, f"apt-get install -y -q linux-headers-amd64 && {local} && "
+                "apt-mark hold curl z", check=True)  # fmt: skip
         dry = deploy(lab, dry=True, limit=[host], inventory=held)
         assert dry.returncode == 0, dry.output[-3000:]
         assert changed(dry).get(HOLD) == [host], changed(dry)
         assert "kernel hold: hold linux-headers-amd64" in dry.output
-        assert showhold() == ["curl"]  # --dry changed nothing
+        assert showhold() == ["curl", "z"]  # --dry changed nothing
 
         run = deploy(lab, limit=[host], inventory=held)
         assert run.returncode == 0, run.output[-4000:]
         assert changed(run).get(HOLD) == [host], changed(run)
-        assert showhold() == ["curl", "linux-headers-amd64"]
+        assert showhold() == ["curl", "linux-headers-amd64", "z"]
         assert ledger.read_text() == "linux-headers-amd64\n"
         # apt itself now keeps the package where it is.
         status = lab.ssh(host, "dpkg-query -W -f='${Status}' linux-headers-amd64").stdout
@@ -418,7 +425,7 @@ def test_kernel_hold_is_placed_kept_and_only_its_own_released(lab, first_run):
         off = deploy(lab, limit=[host])
         assert off.returncode == 0, off.output[-3000:]
         assert changed(off).get(HOLD) == [host], changed(off)
-        assert showhold() == ["curl"]
+        assert showhold() == ["curl", "z"]
         assert not ledger.exists()
 
         # A meta package the admin holds is the admin's: never recorded, so never released.
@@ -427,6 +434,6 @@ def test_kernel_hold_is_placed_kept_and_only_its_own_released(lab, first_run):
         assert admin.returncode == 0, admin.output[-3000:]
         assert set(changed(admin)) <= {check}, changed(admin)
         assert not ledger.exists()
-        assert showhold() == ["curl", "linux-headers-amd64"]
+        assert showhold() == ["curl", "linux-headers-amd64", "z"]
     finally:
-        lab.ssh(host, "apt-mark unhold curl linux-headers-amd64")
+        lab.ssh(host, "apt-mark unhold curl linux-headers-amd64 z; dpkg --purge z; rm -r /tmp/z*")

@@ -26,6 +26,8 @@ from rocm_fleet.facts.health import GpuHealthFact
 from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.secureboot import SecureBoot
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.answers import InstallSize
+from rocm_fleet.model.boot import BootState, InstalledKernel
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
@@ -58,17 +60,23 @@ FRESH = HostSurvey(
                  "message": ""},
     reboot={"required": False, "packages": [], "reasons": []},
     # the running kernel, its initramfs and its own amdgpu; no GRUB config read (newest boots)
-    boot={"kernels": [{"release": "6.12.38+deb13-amd64", "initrd_bytes": 70 * 2**20,
-                       "dkms_module": None, "dkms_signed": False, "inbox_module": True}],
-          "grub_cfg": None, "cfg_default": None, "grubenv": {}, "grub_default": None,
-          "dkms": None, "boot_free_bytes": 400 * 2**20},
+    boot=BootState(kernels=(InstalledKernel("6.12.38+deb13-amd64", initrd_bytes=70 * 2**20,
+                                            inbox_module=True),),
+                   boot_free_bytes=400 * 2**20),
     groups={"groups": ["video"], "users": {}},
     venv=None,
     torch_build=None,
     disk=[{"path": "/opt", "mount": "/", "avail": 80 * 10**9},
           {"path": "/var/cache/apt/archives", "mount": "/", "avail": 80 * 10**9}],
-    apt={"need": None, "message": "E: Unable to locate package rocm-hip-runtime"},
+    apt=InstallSize(need=None, message="E: Unable to locate package rocm-hip-runtime"),
 )  # fmt: skip
+
+
+def with_kernel(survey: HostSurvey, **changes: Any) -> HostSurvey:
+    """``survey`` with its (only) kernel in /boot changed."""
+    boot = survey.boot or BootState()
+    (kernel,) = boot.kernels
+    return replace(survey, boot=replace(boot, kernels=(replace(kernel, **changes),)))
 
 
 def os_release(name: str) -> dict[str, str]:
@@ -93,7 +101,7 @@ def fresh_survey(os_name: str | None = None, arch: str = "amd64", **changes: Any
             "pretty_name": meta.get("PRETTY_NAME"),
         })  # fmt: skip
     if "kernel" in changes and "boot" not in changes:  # the running kernel is the one in /boot
-        survey.boot["kernels"][0]["release"] = changes["kernel"]
+        survey = with_kernel(survey, release=changes["kernel"])
     return survey
 
 
@@ -362,7 +370,7 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
     survey.groups["users"] = {user: [user] for user in config.rocm_users}
     if config.rocm_driver == "dkms":  # amdgpu-dkms's postinst built it for the kernel
         module = f"/lib/modules/{kernel}/updates/dkms/amdgpu.ko.xz"
-        survey.boot["kernels"][0]["dkms_module"] = module
+        survey = with_kernel(survey, dkms_module=module)
     fresh = plan(data, SurveyHost(copy.deepcopy(survey)))
     assert not fresh.refused, "the fresh host of a converged survey must be deployable"
 
@@ -478,7 +486,7 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
              "slot": gpu["slot"], "drm_render_minor": 127 + node, "simd_count": None,
              "properties": properties}
         )  # fmt: skip
-    survey = replace(survey, apt={"need": 0, "message": "already installed from this release"})
+    survey = replace(survey, apt=InstallSize(need=0, message="already installed from this release"))
     # The GPU check passed: it recorded what it vouched for, which only the host as it is
     # now (installed, GPUs driven) says, so it is planned once more on that host.
     check = plan(data, SurveyHost(copy.deepcopy(survey))).find("Check rocminfo and torch")

@@ -121,9 +121,10 @@ def test_only_an_undriven_gpu_and_a_pending_reboot_are_observed_drift(changes, k
 
 def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pending_reboot():
     survey = converged()
-    running = survey.boot["kernels"][0]
-    newer = {**running, "release": "6.1.0-99-amd64", "dkms_module": None}
-    survey.boot["kernels"].append(newer)  # an unattended upgrade's kernel, no DKMS build
+    (running,) = survey.boot.kernels
+    newer = replace(running, release="6.1.0-99-amd64", dkms_module=None)
+    # an unattended upgrade's kernel, no DKMS build
+    survey = replace(survey, boot=replace(survey.boot, kernels=(running, newer)))
     config = load_config({**DATA, "rocm_driver": "dkms"}, "n")
     shown = audit_rows.observed_cells(config, survey).reboot
     assert shown.drift and shown.text.startswith(
@@ -132,7 +133,7 @@ def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pendi
     )
     assert [(k.kernel, k.ready) for k in shown.boot.kernels] == [
         ("6.1.0-99-amd64", False),
-        (running["release"], running["dkms_module"] is not None),
+        (running.release, running.dkms_module is not None),
     ]
     # The kernel's own driver is in both: nothing to report.
     ready = audit_rows.observed_cells(load_config(DATA, "n"), survey).reboot
@@ -148,7 +149,7 @@ def test_a_host_whose_next_kernel_cant_be_told_is_said_not_drift_nor_a_pending_r
     from rocm_fleet.cli.audit_cells import AuditRow, ObservedCells
 
     survey = converged()
-    survey = replace(survey, boot={**survey.boot, "kernels": [], "grub_cfg": None, "grubenv": None})
+    survey = replace(survey, boot=replace(survey.boot, kernels=(), grub_cfg=None, grubenv={}))
     survey = replace(survey, kernel="6.18.44-fc-v1252-gpu")
     shown = audit_rows.observed_cells(load_config(DATA, "n"), survey).reboot
     assert shown.boot.next is None and shown.boot.refused

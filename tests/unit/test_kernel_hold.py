@@ -110,17 +110,151 @@ def test_the_meta_packages_are_read_from_dpkgs_list():
     assert kernel_meta_packages(near) == []
 
 
+# `dpkg-query -W -f='${db:Status-Want} ${binary:Package}\n'` (HeldPackages, dpkg 1.21.22) on
+# a host with i386 added: Multi-Arch: same packages and foreign ones carry their qualifier,
+# and dpkg's database keeps names Debian policy refuses (an old local build's `my_tool`, a
+# one-letter `z`, an upper-case name dpkg folded). Holds by the admin, all of them.
+HELD_OUTPUT = """\
+install adduser
+hold curl
+install libc6:amd64
+hold libstdc++6:i386
+hold linux-headers-amd64:amd64
+install linux-image-6.1.0-31-amd64
+hold linux-image-amd64
+hold my_tool
+hold localtool
+deinstall nano
+purge oldpkg
+hold z
+""".splitlines()
+# The entries of /var/lib/dpkg/status behind it, for the real dpkg-query (DPKG_ADMINDIR):
+# the headers meta package marked Multi-Arch: same here for dpkg to print it qualified; a
+# selection of a package not installed ("gone") is not listed.
+DPKG_STATUS = """\
+Package: adduser
+Status: install ok installed
+Maintainer: Debian Adduser Developers <adduser@packages.debian.org>
+Architecture: all
+Version: 3.134
+Description: add and remove users and groups
+
+Package: curl
+Status: hold ok installed
+Maintainer: Alessandro Ghedini <ghedo@debian.org>
+Architecture: amd64
+Version: 7.88.1-10+deb12u14
+Description: command line tool for transferring data with URL syntax
+
+Package: libc6
+Status: install ok installed
+Multi-Arch: same
+Maintainer: GNU Libc Maintainers <debian-glibc@lists.debian.org>
+Architecture: amd64
+Version: 2.36-9+deb12u10
+Description: GNU C Library: Shared libraries
+
+Package: libstdc++6
+Status: hold ok installed
+Priority: optional
+Section: libs
+Installed-Size: 2729
+Maintainer: Debian GCC Maintainers <debian-gcc@lists.debian.org>
+Architecture: i386
+Multi-Arch: same
+Source: gcc-12
+Version: 12.2.0-14+deb12u1
+Description: GNU Standard C++ Library v3
+
+Package: linux-headers-amd64
+Status: hold ok installed
+Multi-Arch: same
+Maintainer: Debian Kernel Team <debian-kernel@lists.debian.org>
+Architecture: amd64
+Version: 6.1.128-1
+Description: Header files for Linux amd64 configuration (meta-package)
+
+Package: linux-image-6.1.0-31-amd64
+Status: install ok installed
+Maintainer: Debian Kernel Team <debian-kernel@lists.debian.org>
+Architecture: amd64
+Version: 6.1.128-1
+Description: Linux 6.1 for 64-bit PCs (signed)
+
+Package: linux-image-amd64
+Status: hold ok installed
+Maintainer: Debian Kernel Team <debian-kernel@lists.debian.org>
+Architecture: amd64
+Version: 6.1.128-1
+Description: Linux for 64-bit PCs (meta-package)
+
+Package: my_tool
+Status: hold ok installed
+Maintainer: Site Admin <admin@example.org>
+Architecture: amd64
+Version: 0.3-1
+Description: a site tool from an old local build
+
+Package: LocalTool
+Status: hold ok installed
+Maintainer: Site Admin <admin@example.org>
+Architecture: all
+Version: 1.0
+Description: another, named before dpkg folded case
+
+Package: nano
+Status: deinstall ok config-files
+Maintainer: Jordi Mallach <jordi@debian.org>
+Architecture: amd64
+Version: 7.2-1+deb12u1
+Config-Version: 7.2-1+deb12u1
+Description: small, friendly text editor
+
+Package: oldpkg
+Status: purge ok config-files
+Maintainer: Site Admin <admin@example.org>
+Architecture: all
+Version: 1.2-1
+Config-Version: 1.2-1
+Description: removed, its configuration left
+
+Package: z
+Status: hold ok installed
+Maintainer: Site Admin <admin@example.org>
+Architecture: all
+Version: 1.0
+Description: a one-letter local package
+
+Package: gone
+Status: hold ok not-installed
+Architecture: amd64
+"""
+HELD = ["curl", "libstdc++6", "linux-headers-amd64", "linux-image-amd64", "localtool", "my_tool",
+        "z"]  # fmt: skip
+
+
 def test_held_packages_from_dpkgs_selections():
-    # dpkg-query's ${db:Status-Want} ${binary:Package}: a foreign-architecture package
-    # (or a Multi-Arch: same one) is named with its qualifier; "install" is not held.
-    output = ["install base-files", "hold linux-image-amd64", "hold linux-headers-amd64",
-              "hold libfoo1:i386", "install libfoo1:amd64", "deinstall nano", ""]  # fmt: skip
-    assert HeldPackages().process(output) == ["libfoo1", "linux-headers-amd64", "linux-image-amd64"]
+    assert HeldPackages().process(HELD_OUTPUT) == HELD
+    assert HeldPackages().process(["install base-files", ""]) == []
     assert HeldPackages().process([]) == []
 
 
-def test_held_packages_command_reads_this_machines_dpkg(tmp_path):
-    # The fact's own command, run here: dpkg-query answers in the form process() reads.
+def test_held_packages_command_reads_dpkgs_database(tmp_path):
+    """The fact's own command, run by this machine's dpkg-query on a database holding the
+    entries above: it prints what process() reads."""
+    admindir = tmp_path / "dpkg"
+    (admindir / "updates").mkdir(parents=True)
+    (admindir / "arch").write_text("amd64\ni386\n")
+    (admindir / "status").write_text(DPKG_STATUS)
+    out = subprocess.run(
+        ["sh", "-c", HeldPackages().command()], capture_output=True, text=True, check=True,
+        env={"PATH": "/usr/bin:/bin", "DPKG_ADMINDIR": str(admindir)},
+    )  # fmt: skip
+    assert sorted(out.stdout.splitlines()) == sorted(HELD_OUTPUT)
+    assert HeldPackages().process(out.stdout.splitlines()) == HELD
+
+
+def test_held_packages_command_reads_this_machines_dpkg():
     out = subprocess.run(["sh", "-c", HeldPackages().command()], capture_output=True, text=True)
     lines = out.stdout.splitlines()
     assert lines and all(line.split()[0] in {"install", "hold", "deinstall", "purge", "unknown"}
@@ -167,15 +301,34 @@ def test_a_hold_of_ours_the_admin_released_is_placed_again_or_forgotten():
     )
 
 
-@pytest.mark.parametrize(
-    "bad",
-    ["linux-image-amd64; reboot", "-linux", "Linux-Image", "linux image", "a", "x\nlinux-generic",
-     "linux-image-amd64 "],
-)  # fmt: skip
-def test_a_name_off_debians_grammar_is_refused(bad):
-    for wanted, held, ledger in (([bad], [], []), ([], [bad], []), ([], [], [bad])):
-        with pytest.raises(ValueError, match="is not a Debian package name"):
-            kernel_hold(wanted, held, ledger)
+BAD_NAMES = ["linux-image-amd64; reboot", "-linux", "Linux-Image", "linux image", "a",
+             "x\nlinux-generic", "linux-image-amd64 "]  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", BAD_NAMES)
+def test_a_name_off_debians_grammar_to_hold_or_recorded_is_refused(bad):
+    with pytest.raises(ValueError, match="a kernel meta package to hold, is not a Debian"):
+        kernel_hold([bad], [], [])
+    with pytest.raises(ValueError, match=f"a line of {LEDGER} .* is not a Debian package name"):
+        kernel_hold([], [], [bad])
+    with pytest.raises(ValueError, match="a line of /tmp/ledger "):
+        kernel_hold([], [bad], [bad], ledger_path="/tmp/ledger")
+
+
+@pytest.mark.parametrize("bad", BAD_NAMES)
+def test_a_hold_of_the_admins_is_only_looked_up_whatever_its_name(bad):
+    # Foreign holds never reach apt-mark or the ledger: their names are dpkg's business.
+    assert kernel_hold(DEBIAN_METAS, [bad], []).hold == tuple(DEBIAN_METAS)
+    assert not kernel_hold([], [bad], []).changes
+
+
+def test_the_holds_of_a_real_host_hold_the_rest():
+    # dpkg's list above: the admin holds both metas (the headers with their qualifier) among
+    # odd names; nothing is rocm-fleet's to do but a meta package not held yet.
+    held = HeldPackages().process(HELD_OUTPUT)
+    assert not kernel_hold(DEBIAN_METAS, held, []).changes
+    change = kernel_hold([*DEBIAN_METAS, "linux-image-cloud-amd64"], held, [])
+    assert (change.hold, change.record) == (("linux-image-cloud-amd64",),) * 2
 
 
 # --- the operation --------------------------------------------------------------------------------
@@ -232,10 +385,23 @@ def test_kernel_holds_reads_dpkg_when_it_runs():
     assert "+linux-image-generic-hwe-24.04" in args and "+linux-headers-generic-hwe-24.04" in args
 
 
-def test_kernel_holds_refuses_a_tampered_ledger():
-    result = holds([], ["linux-image-amd64 && reboot"], [], hold=False)
-    (command,) = result.commands
-    assert "is not a Debian package name" in str(command) and "exit 1" in str(command)
+def test_kernel_holds_refuses_a_tampered_ledger_naming_it():
+    for hold in (False, True):
+        result = holds(["linux-image-amd64"], ["linux-image-amd64", "curl && reboot"],
+                       ["linux-image-amd64"], hold=hold)  # fmt: skip
+        ((command,), scripts) = (result.commands, result.scripts)
+        assert scripts == [] and "exit 1" in str(command)
+        assert f"a line of {LEDGER}" in str(command) and "curl && reboot" in str(command)
+
+
+def test_kernel_holds_passes_on_none_of_the_admins_holds():
+    # The host's real hold list (odd names included): the setting on holds the image alone,
+    # off releases rocm-fleet's headers alone.
+    admins = [name for name in HELD if name != "linux-image-amd64"]
+    on = holds(admins, [], ["linux-image-amd64", "my_tool", "z"])
+    assert on.scripts == [("kernel-hold", [LEDGER, "+linux-image-amd64"])]
+    off = holds(HELD, ["linux-image-amd64"], DEBIAN_METAS, hold=False)
+    assert off.scripts == [("kernel-hold", [LEDGER, "-linux-image-amd64"])]
 
 
 DASH = shutil.which("dash") or shutil.which("sh")
@@ -275,8 +441,9 @@ def run_hold_script(ledger: Path, bin_dir: Path, *changes: str) -> subprocess.Co
         ledger=str(ledger),
     )
     (command,) = result.commands
+    # Under the loosest umask a login could leave: the ledger is written root's alone.
     return subprocess.run(
-        [DASH, "-c", str(command)], capture_output=True, text=True,
+        [DASH, "-c", f"umask 000; {command}"], capture_output=True, text=True,
         env={"PATH": f"{bin_dir}:/usr/bin:/bin"}, timeout=60, check=False,
     )  # fmt: skip
 
@@ -287,6 +454,7 @@ def test_the_script_records_before_holding_and_forgets_after_releasing(tmp_path,
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "calls").read_text() == "hold linux-headers-amd64 linux-image-amd64\n"
     assert ledger.read_text() == "linux-headers-amd64\nlinux-image-amd64\n"
+    assert stat.S_IMODE(ledger.stat().st_mode) == 0o644
     # A hold that fails leaves its name recorded: the next run holds it again (or, with the
     # setting gone, finds it not held and forgets it), never taking it for the admin's.
     proc = run_hold_script(ledger, apt_mark, "=linux-image-amd64", "+linux-image-rt-amd64",

@@ -18,7 +18,12 @@ import pytest
 from rocm_fleet.cli import main
 from rocm_fleet.model import matrix
 from rocm_fleet.offline.download import DownloadProgress
-from rocm_fleet.offline.matrix_check import check_matrix, missing_releases
+from rocm_fleet.offline.matrix_check import (
+    MissingRelease,
+    check_matrix,
+    missing_releases,
+    pinned_fingerprint,
+)
 from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.upstream import Unreachable, UpstreamClient
 from unit.gpgkeys import Gpg
@@ -236,10 +241,23 @@ def test_releases_upstream_publishes_that_the_matrix_lacks(tmp_path, gpg, upstre
     key = urlsplit(matrix.STABLE_REPOSITORY.key_url)
     write(root / "amd" / f"{key.netloc}{key.path}".lstrip("/"), gpg("--armor", "--export").stdout)
     unverified = missing_releases(UpstreamClient(f"{url}/amd", None, 5, 0))
-    assert [item["release"] for item in unverified] == ["7.2.5"]  # AMD's key didn't sign it
+    assert [item.release for item in unverified] == ["7.2.5"]  # AMD's key didn't sign it
     found = missing_releases(UpstreamClient(f"{url}/amd", None, 5, 0), {"*": gpg.fingerprint})
-    assert [item["release"] for item in found] == ["7.2.5", "10.2.0"]  # not 5.7.1: older
-    assert "amdrocm10.2 10.2.0-1" in found[1]["where"]
+    assert [item.release for item in found] == ["7.2.5", "10.2.0"]  # not 5.7.1: older
+    assert found[0] == MissingRelease("7.2.5", "https://repo.radeon.com/rocm/apt/7.2.5/")
+    assert "amdrocm10.2 10.2.0-1" in found[1].where
+
+
+def test_the_pinned_fingerprint_a_streams_own_then_every_streams_then_the_matrixs():
+    mirror, other = "ab" * 20, "cd" * 20
+    core, classic = matrix.CORE_SDK, matrix.CLASSIC
+    assert pinned_fingerprint(core, None) == core.key_fingerprint.upper()
+    assert pinned_fingerprint(core, {"*": mirror}) == mirror.upper()
+    both = {core.name: other, "*": mirror}
+    assert (pinned_fingerprint(core, both), pinned_fingerprint(classic, both)) == (
+        other.upper(),
+        mirror.upper(),
+    )
 
 
 def test_no_index_where_the_matrix_says_none(upstream, gpg):

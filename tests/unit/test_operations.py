@@ -8,7 +8,6 @@ run with ``unit.opcases.run_op``. The scripts that write files are also run unde
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import stat
 import subprocess
@@ -939,13 +938,13 @@ NEXT = "6.12.43+deb12-amd64"
 KO = f"/lib/modules/{NEXT}/updates/dkms/amdgpu.ko.xz"
 
 
-def boot(dkms_module: str | None = KO) -> dict:
+def boot(dkms_module: str | None = KO) -> BootState:
     """BootKernels of a host without grub.cfg whose newest kernel is NEXT."""
     kernels = (
         InstalledKernel(NEXT, 70 * 2**20, dkms_module, dkms_module is not None, True),
         InstalledKernel("6.1.0-38-amd64", 60 * 2**20, "/m/amdgpu.ko", True, True),
     )
-    return dataclasses.asdict(BootState(kernels=kernels, boot_free_bytes=300 * 2**20))
+    return BootState(kernels=kernels, boot_free_bytes=300 * 2**20)
 
 
 def reboot_op(fact: dict, ready: bool = True, executing: bool = False, **arguments):

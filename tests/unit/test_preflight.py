@@ -17,6 +17,7 @@ from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
 from rocm_fleet.facts.round_trip import Survey, host_survey
 from rocm_fleet.facts.system import NvidiaStack, nvidia_stack
 from rocm_fleet.model import paths
+from rocm_fleet.model.answers import InstallSize
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.conflicts import VenvTorch, venv_torch
 from rocm_fleet.model.findings import findings
@@ -195,7 +196,7 @@ def test_incomplete_survey_output_is_an_error_not_a_partial_answer():
 def test_apt_need_parses_apts_summary(message, need):
     assert _apt_need(message) == need
     output = [message] if message else []
-    assert AptInstallSize().process(output) == {"need": need, "message": message}
+    assert AptInstallSize().process(output) == InstallSize(need=need, message=message)
 
 
 def test_apt_sizing_is_skipped_when_the_release_is_installed():
@@ -208,9 +209,9 @@ def test_apt_sizing_is_skipped_when_the_release_is_installed():
     regex = "^" + version.split("-")[0].replace(".", "[.]") + "-"  # as a release's would
     fact = AptInstallSize()
     other = fact.process(run_sh(fact.command(packages=["bash"], version_regex="[.]99999-"))[1])
-    assert other["message"] != "already installed from this release"
+    assert other.message != "already installed from this release"
     same = fact.process(run_sh(fact.command(packages=["bash"], version_regex=regex))[1])
-    assert same == {"need": 0, "message": "already installed from this release"}
+    assert same == InstallSize(need=0, message="already installed from this release")
 
 
 def test_venv_torch_from_the_venvs_files(tmp_path):
@@ -416,9 +417,11 @@ def test_distro_override_deploys_an_unknown_distro_with_a_warning():
 
 def test_apt_figure_replaces_the_floor_once_apt_can_size_the_packages():
     small = [{"path": "/opt", "mount": "/", "avail": 3 * 10**9}]
-    fits = {"need": 2 * 10**9, "message": "After this operation, 2,000 MB of additional ..."}
+    fits = InstallSize(need=2 * 10**9, message="After this operation, 2,000 MB of additional ...")
     assert check(disk=small, apt=fits).problems == []
-    too_big = {"need": 4 * 10**9, "message": "After this operation, 4,000 MB of additional ..."}
+    too_big = InstallSize(
+        need=4 * 10**9, message="After this operation, 4,000 MB of additional ..."
+    )
     assert "4.00 GB needed (what apt says" in check(disk=small, apt=too_big).problems[0]
 
 

@@ -19,6 +19,7 @@ import pytest
 from rocm_fleet import assets
 from rocm_fleet.deploy import pull
 from rocm_fleet.model import paths
+from rocm_fleet.model.answers import LastPull
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.fleet import Fleet
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
@@ -546,10 +547,10 @@ def test_the_pulls_status_is_read_from_its_own_gauges_only():
         "rocm_fleet_pull_last_run_exit_status 1",
         'rocm_fleet_pull_last_run{result="bad-signature"} 1',
     ]
-    assert PullStatus().process(written) == {"result": "bad-signature", "started": 1764460800}
+    assert PullStatus().process(written) == LastPull(result="bad-signature", started=1764460800)
     # The collector's user can write the directory: a line of another shape is not taken.
     forged = ['rocm_fleet_pull_last_run{result="converged\\"; echo"} 1']
-    assert PullStatus().process(forged) == {"result": "unknown", "started": 0}
+    assert PullStatus().process(forged) == LastPull(result="unknown", started=0)
     from rocm_fleet.facts._shell import ABSENT
 
     assert PullStatus().process([ABSENT]) is None
@@ -560,7 +561,7 @@ def test_a_push_or_audit_shows_the_last_pulls_refusal_as_a_warning(result):
     from rocm_fleet.engine.refuse import outcome
 
     survey = converged_survey(PULLING, "debian-12")
-    survey = replace(survey, pull_status={"result": result, "started": 1764460800})
+    survey = replace(survey, pull_status=LastPull(result=result, started=1764460800))
     planned = plan(PULLING, SurveyHost(survey))
     assert not planned.refused and planned.changes == []
     warnings = outcome(planned.state, "node").findings.warnings
@@ -573,7 +574,7 @@ def test_a_push_or_audit_shows_the_last_pulls_refusal_as_a_warning(result):
 
 def test_a_converged_or_skipped_pull_is_no_warning():
     for result in pull.PULL_FINE:
-        survey = HostSurvey(pull_status={"result": result, "started": 1})
+        survey = HostSurvey(pull_status=LastPull(result=result, started=1))
         assert pull.pull_warnings(load_config(PULLING, "node"), survey) == []
-    survey = HostSurvey(pull_status={"result": "bad-signature", "started": 1})
+    survey = HostSurvey(pull_status=LastPull(result="bad-signature", started=1))
     assert pull.pull_warnings(load_config(DATA, "node"), survey) == []  # not a pull node

@@ -307,11 +307,11 @@ def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
     ``--dry`` and the audit: a pull node refusing its data changes nothing, so nothing else
     would show it."""
     status = survey.pull_status
-    if not config.rocm_pull or not status or status["result"] in PULL_FINE:
+    if not config.rocm_pull or not status or status.result in PULL_FINE:
         return []
-    started = datetime.fromtimestamp(status["started"], UTC).strftime("%Y-%m-%d %H:%M UTC")
+    started = datetime.fromtimestamp(status.started, UTC).strftime("%Y-%m-%d %H:%M UTC")
     return [
-        f"the last pull (started {started}) did not converge this node: {status['result']} "
+        f"the last pull (started {started}) did not converge this node: {status.result} "
         f"(journalctl -u {UNIT} says why)"
     ]
 

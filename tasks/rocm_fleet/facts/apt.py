@@ -10,7 +10,7 @@ from typing_extensions import override
 
 from rocm_fleet.facts._shell import MISSING, quote, script_command
 from rocm_fleet.model import paths
-from rocm_fleet.model.answers import DistroRocmDict, PackagePurgeDict, PurgeDict
+from rocm_fleet.model.answers import DistroRocmDict, InstallSize, PackagePurgeDict, PurgeDict
 from rocm_fleet.model.versions import AMD_CLASSIC_VERSION
 from rocm_fleet.offline.openpgp import primary_fingerprints
 
@@ -48,7 +48,11 @@ class InstalledPackages(FactBase[dict[str, str]]):
 class HeldPackages(FactBase[list[str]]):
     """
     The packages on hold (dpkg's selection ``hold``, what ``apt-mark hold`` sets),
-    architecture qualifiers dropped, sorted; empty without dpkg.
+    architecture qualifiers dropped, sorted; empty without dpkg. ``${binary:Package}`` names
+    a Multi-Arch: same or foreign-architecture package with its qualifier
+    (``libfoo1:i386``): a hold there counts as a hold on the name. The names are dpkg's,
+    not checked: its database keeps ones Debian policy refuses (``my_tool`` from an old
+    local build, a one-letter one), so they are only looked up, never passed on.
 
     Read from dpkg's database with ``dpkg-query``, not ``apt-mark showhold``: apt-mark
     opens apt's cache and rebuilds ``/var/cache/apt/*.bin`` when they are stale, and a read
@@ -207,7 +211,7 @@ _APT_UNITS = {"B": 1, "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12}
 _INSTALLED = "already installed from this release"
 
 
-class AptInstallSize(FactBase[dict[str, object]]):
+class AptInstallSize(FactBase[InstallSize]):
     """
     How many bytes apt says installing ``packages`` adds, asked read-only (no lock, no
     cache files written, nothing installed): ``need`` is 0 when every package is installed
@@ -217,12 +221,12 @@ class AptInstallSize(FactBase[dict[str, object]]):
 
     .. code:: python
 
-        {"need": 2400000000, "message": "After this operation, 2,400 MB of additional ..."}
+        InstallSize(need=2400000000, message="After this operation, 2,400 MB of additional ...")
     """
 
     @staticmethod
-    def default() -> dict[str, object]:
-        return {"need": None, "message": ""}
+    def default() -> InstallSize:
+        return InstallSize(need=None, message="")
 
     @override
     def command(
@@ -250,9 +254,9 @@ class AptInstallSize(FactBase[dict[str, object]]):
         return f'if [ "$({have})" = {len(packages)} ]; then echo {_INSTALLED}; else {apt}; fi'
 
     @override
-    def process(self, output: list[str]) -> dict[str, object]:
+    def process(self, output: list[str]) -> InstallSize:
         message = " ".join(line.strip() for line in output).strip()
-        return {"need": _apt_need(message), "message": message}
+        return InstallSize(need=_apt_need(message), message=message)
 
 
 def _apt_need(message: str) -> int | None:

@@ -8,7 +8,6 @@ into ``model.boot``'s types, which decide.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shlex
 from typing import Any
@@ -215,22 +214,22 @@ def boot_state(output: list[str]) -> BootState:
     )
 
 
-class BootKernels(FactBase[dict[str, Any]]):
+class BootKernels(FactBase[BootState]):
     """
-    The next boot's inputs (``model.boot.BootState`` as a dict, for the survey's JSON):
+    The next boot's inputs (a ``model.boot.BootState``):
     GRUB's menu and defaults, each ``/boot/vmlinuz-*`` with its initramfs and amdgpu modules
     (AMD's DKMS build, signed or not; the kernel's own), ``dkms status`` where dkms is
     installed, and the bytes free on ``/boot``.
     """
 
     @staticmethod
-    def default() -> dict[str, Any]:
-        return dataclasses.asdict(BootState())
+    def default() -> BootState:
+        return BootState()
 
     @override
     def command(self) -> str:
         return _COMMAND
 
     @override
-    def process(self, output: list[str]) -> dict[str, Any]:
-        return dataclasses.asdict(boot_state(output))
+    def process(self, output: list[str]) -> BootState:
+        return boot_state(output)

@@ -9,7 +9,7 @@ from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, Condition, quote, yes_if
-from rocm_fleet.model.answers import FileDigestDict
+from rocm_fleet.model.answers import FileDigestDict, LastPull
 
 
 class FileDigest(FactBase[FileDigestDict | None]):
@@ -160,7 +160,7 @@ _PULL_RESULT = re.compile(r'rocm_fleet_pull_last_run\{result="([a-z-]{1,40})"\} 
 _PULL_STARTED = re.compile(r"rocm_fleet_pull_last_run_timestamp_seconds ([0-9]{1,12})")
 
 
-class PullStatus(FactBase[dict[str, Any] | None]):
+class PullStatus(FactBase[LastPull | None]):
     """What the last pull did, as it wrote it for node_exporter (the ``rocm_fleet_pull_*``
     gauges of rocm-fleet-pull.sh): its result and when it started; None without the file.
     Only lines of the two gauges' exact form are read (the collector's user can write the
@@ -168,7 +168,7 @@ class PullStatus(FactBase[dict[str, Any] | None]):
 
     .. code:: python
 
-        {"result": "bad-signature", "started": 1764460800}
+        LastPull(result="bad-signature", started=1764460800)
     """
 
     @override
@@ -180,15 +180,13 @@ class PullStatus(FactBase[dict[str, Any] | None]):
         )
 
     @override
-    def process(self, output: list[str]) -> dict[str, Any] | None:
+    def process(self, output: list[str]) -> LastPull | None:
         if output and output[0].strip() == ABSENT:
             return None
-        status: dict[str, Any] = {"result": "unknown", "started": 0}
+        result, started = "unknown", 0
         for line in output:
-            result = _PULL_RESULT.fullmatch(line.strip())
-            started = _PULL_STARTED.fullmatch(line.strip())
-            if result:
-                status["result"] = result[1]
-            elif started:
-                status["started"] = int(started[1])
-        return status
+            if found := _PULL_RESULT.fullmatch(line.strip()):
+                result = found[1]
+            elif found := _PULL_STARTED.fullmatch(line.strip()):
+                started = int(found[1])
+        return LastPull(result=result, started=started)

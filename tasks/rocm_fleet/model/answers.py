@@ -7,6 +7,7 @@ Each type is the answer of the fact its docstring names.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TypedDict
 
 
@@ -120,3 +121,19 @@ class FileDigestDict(TypedDict):
 class GroupMembershipDict(TypedDict):
     groups: list[str]
     users: dict[str, list[str] | None]
+
+
+@dataclass(frozen=True)
+class InstallSize:
+    """What apt says installing the release's packages adds (``facts.apt.AptInstallSize``)."""
+
+    need: int | None  # bytes; 0 when all are installed already, None when apt couldn't tell
+    message: str  # apt's own words, for the finding that quotes them
+
+
+@dataclass(frozen=True)
+class LastPull:
+    """What the last pull did, as the node recorded it (``facts.files.PullStatus``)."""
+
+    result: str  # rocm-fleet-pull.sh's result word ("converged", "bad-signature", ...)
+    started: int  # when it started, seconds since the epoch (0: not recorded)

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rocm_fleet.model import paths
-from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.versions import kernel_key
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.host_survey import HostSurvey  # which holds a BootState
 
 #: What DKMS says of a module it built and installed for a kernel (2.x and 3.x), optionally
 #: followed by a warning in parentheses.
@@ -100,30 +102,6 @@ class Readiness:
     @property
     def ready(self) -> bool:
         return not self.problems
-
-
-def boot_state_from_dict(data: dict[str, Any]) -> BootState:
-    """The fact's dict (``dataclasses.asdict`` of a BootState, through the survey's JSON)."""
-    menu = data.get("grub_cfg")
-    return BootState(
-        kernels=tuple(InstalledKernel(**k) for k in data.get("kernels") or ()),
-        grub_cfg=None if menu is None else tuple(_menu_entry(e) for e in menu),
-        cfg_default=data.get("cfg_default"),
-        grubenv=dict(data.get("grubenv") or {}),
-        grub_default=data.get("grub_default"),
-        dkms=None if data.get("dkms") is None else tuple(DkmsEntry(**e) for e in data["dkms"]),
-        boot_free_bytes=data.get("boot_free_bytes"),
-    )
-
-
-def _menu_entry(data: dict[str, Any]) -> MenuEntry:
-    children = data.get("children")
-    return MenuEntry(
-        title=data["title"],
-        entry_id=data.get("entry_id"),
-        kernel=data.get("kernel"),
-        children=None if children is None else tuple(_menu_entry(c) for c in children),
-    )
 
 
 # --- GRUB's default ------------------------------------------------------------------------
@@ -272,7 +250,7 @@ class BootOutlook:
 def survey_boot(survey: HostSurvey, driver: str | None, cert: str | None) -> BootOutlook:
     """The next boot of a surveyed host (the survey's ``boot``, ``secure_boot`` and
     ``mok <cert>`` answers), as the audit shows it."""
-    state = boot_state_from_dict(survey.boot or {})
+    state = survey.boot or BootState()
     secure = (survey.secure_boot or {}).get("state") == "enabled"
     mok = (survey.mok.get(cert) or {}).get("state") if secure and cert else None
     boot = next_boot(state)

@@ -350,7 +350,7 @@ def _kernel(row: matrix.Distro, survey: HostSurvey) -> Found:
 
 
 def _disk(config: Config, survey: HostSurvey) -> Found:
-    need = (survey.apt or {}).get("need")
+    need = survey.apt.need if survey.apt else None
     source = "what apt says the ROCm packages need"
     if need is None:
         need = config.preflight_min_free_gb * 10**9

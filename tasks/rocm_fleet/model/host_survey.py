@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from rocm_fleet.model.answers import (
     AmdgpuModuleDict,
@@ -24,7 +23,9 @@ from rocm_fleet.model.answers import (
     FreeSpaceDict,
     GroupMembershipDict,
     IdentityDict,
+    InstallSize,
     KfdNode,
+    LastPull,
     MokKeyStateDict,
     MokPendingDict,
     PackagePurgeDict,
@@ -32,6 +33,7 @@ from rocm_fleet.model.answers import (
     RebootRequiredDict,
     SecureBootDict,
 )
+from rocm_fleet.model.boot import BootState
 from rocm_fleet.model.slurm import SlurmNodeView
 
 
@@ -59,15 +61,15 @@ class HostSurvey:
     venv: Mapping[str, str] | None = None  # VenvDistributions: name -> version
     torch_build: Mapping[str, str | None] | None = None  # TorchBuildStrings
     disk: Sequence[FreeSpaceDict] | None = None  # FreeSpace
-    apt: Mapping[str, Any] | None = None  # AptInstallSize: need, message
-    boot: Mapping[str, Any] | None = None  # BootKernels (a model.boot.BootState as a dict)
+    apt: InstallSize | None = None  # AptInstallSize
+    boot: BootState | None = None  # BootKernels
     groups: GroupMembershipDict | None = None  # GroupMembership
     dpkg: Sequence[str] | None = None  # DpkgInterrupted
     mirror: str | None = None  # DebianMirror
     nameservers: Sequence[str] | None = None  # Nameservers
     nginx: bool | None = None  # DaemonRunning of the mirror's nginx
     pull_running: bool | None = None  # LockHeld of the pull's lock
-    pull_status: Mapping[str, Any] | None = None  # PullStatus: result, started
+    pull_status: LastPull | None = None  # PullStatus
     held_packages: Sequence[str] | None = None  # HeldPackages: dpkg's hold selections
     slurm_node: SlurmNodeView | None = None  # SlurmNode (only with rocm_slurm_gres)
     # Read once per path: path -> the fact's answer.

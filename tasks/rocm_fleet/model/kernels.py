@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.grammar import PACKAGE_NAME, full
 from rocm_fleet.model.versions import UBUNTU_SERIES, kernel_key
 
@@ -107,21 +107,33 @@ class KernelHold:
         return "; ".join(parts)
 
 
-def kernel_hold(wanted: Iterable[str], held: Iterable[str], ledger: Iterable[str]) -> KernelHold:
+def kernel_hold(
+    wanted: Iterable[str],
+    held: Iterable[str],
+    ledger: Iterable[str],
+    ledger_path: str = paths.KERNEL_HOLD_LEDGER,
+) -> KernelHold:
     """The change from the holds in place (``held``: dpkg's hold selections) and rocm-fleet's
-    own (``ledger``) to holds on ``wanted``. A wanted package someone else already holds is
-    left to them; one of rocm-fleet's that is no longer held (the admin released it, or the
-    package went) is forgotten.
+    own (``ledger``, the lines of ``ledger_path``) to holds on ``wanted``. A wanted package
+    someone else already holds is left to them; one of rocm-fleet's that is no longer held
+    (the admin released it, or the package went) is forgotten.
 
-    Raises ValueError naming a package name that isn't one (Debian policy 5.6.1): the names
-    go to ``apt-mark`` and into the ledger."""
+    Only the names that can reach ``apt-mark`` or the ledger are checked: ``wanted`` and the
+    ledger's. The other holds in place are the admin's, only looked up here: dpkg keeps names
+    Debian policy no longer allows (``my_tool`` from an old local build, one letter), and a
+    hold on one of them is none of rocm-fleet's business.
+
+    Raises ValueError naming a wanted or recorded name that isn't a package name (Debian
+    policy 5.6.1)."""
     wanted, held, recorded = set(wanted), set(held), sorted(set(ledger))
-    for name in sorted(wanted | held | set(recorded)):
-        if not full(PACKAGE_NAME, name):
-            raise ValueError(
-                f"{name!r} is not a Debian package name ({PACKAGE_NAME}), refusing to pass it "
-                "to apt-mark"
-            )
+    for name in sorted(wanted):
+        _check_package_name(name, "a kernel meta package to hold")
+    for name in recorded:
+        _check_package_name(
+            name,
+            f"a line of {ledger_path} (rocm-fleet's record of the holds it placed: it writes "
+            "package names only there; remove the line)",
+        )
     hold = sorted(wanted - held)
     ours = [name for name in recorded if name in held]
     return KernelHold(
@@ -130,3 +142,11 @@ def kernel_hold(wanted: Iterable[str], held: Iterable[str], ledger: Iterable[str
         record=tuple(sorted({*hold, *(name for name in ours if name in wanted)})),
         recorded=tuple(recorded),
     )
+
+
+def _check_package_name(name: str, what: str) -> None:
+    if not full(PACKAGE_NAME, name):
+        raise ValueError(
+            f"{name!r}, {what}, is not a Debian package name (one that matches "
+            f"{PACKAGE_NAME}): refusing to pass it to apt-mark"
+        )

@@ -74,6 +74,15 @@ class MatrixCheck:
 Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed with
 
 
+def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | None) -> str:
+    """The fingerprint ``stream``'s repositories must be signed with, upper case: a mirror's
+    from ``fingerprints`` (stream name, or "*" for every stream, -> the fingerprint it signs
+    with instead of AMD's), else the matrix's."""
+    fingerprints = fingerprints or {}
+    found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
+    return found.upper()
+
+
 def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -> ReleaseFile | str:
     """The InRelease at ``url`` as apt trusts it (``offline.signature``: signed by ``key``,
     whose primary fingerprint is the pinned one, under apt's policy; not stale; of
@@ -241,11 +250,9 @@ def build_checks(
 ) -> list[MatrixCheck]:
     """The checks of the releases' rows. ``fingerprints``: stream name (or "*" for every
     stream) -> the key fingerprint a mirror signs with instead of AMD's."""
-    fingerprints = fingerprints or {}
 
     def pinned(stream: matrix.Stream) -> str:
-        found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
-        return found.upper()
+        return pinned_fingerprint(stream, fingerprints)
 
     driver_key = (matrix.AMDGPU_KEY_URL, pinned(matrix.CLASSIC))
     checks: list[MatrixCheck] = []
@@ -309,8 +316,7 @@ def build_checks(
         if rel.amd_wheels:
             checks += amd_wheel_checks(rel, rel.amd_wheels)
     for key_url, (repo, stream) in repositories.items():
-        expected = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
-        run = key_check(key_url, expected.upper())
+        run = key_check(key_url, pinned(stream))
         checks.append(MatrixCheck(f"key {repo.name}", "fingerprint", key_url, run))
     for index, rels in indexes.items():
         url = f"{matrix.PYTORCH_INDEX_BASE_URL}/{index}"
@@ -354,17 +360,24 @@ def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixC
 # --- releases the matrix lacks -------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class MissingRelease:
+    """A release upstream publishes that the matrix lacks."""
+
+    release: str  # "7.2.5"
+    where: str  # the listing or index it was found in (with the package that names it)
+
+    def json(self) -> dict[str, str]:
+        return {"release": self.release, "where": self.where}
+
+
 def missing_releases(
     upstream: UpstreamClient, fingerprints: dict[str, str] | None = None
-) -> list[dict[str, str]]:
-    """Releases upstream publishes that the matrix lacks (from the oldest the matrix has);
-    a Core SDK index is read only once verified (``fingerprints`` as for ``build_checks``)."""
-    fingerprints = fingerprints or {}
-    core_key = (
-        fingerprints.get(matrix.CORE_SDK.name)
-        or fingerprints.get("*")
-        or matrix.CORE_SDK.key_fingerprint
-    )
+) -> list[MissingRelease]:
+    """Releases upstream publishes that the matrix lacks (from the oldest the matrix has),
+    oldest first; a Core SDK index is read only once verified (``fingerprints`` as for
+    ``build_checks``)."""
+    core_key = pinned_fingerprint(matrix.CORE_SDK, fingerprints)
     known = set(matrix.release_versions())
     oldest = min(release_key(v) for v in known)
     missing: dict[str, str] = {}
@@ -390,8 +403,8 @@ def missing_releases(
                     if release not in known and is_full_release(release):
                         missing.setdefault(release, f"{dists} ({name} {version})")
     return [
-        {"release": v, "where": where}
-        for v, where in sorted(missing.items(), key=lambda item: release_key(item[0]))
+        MissingRelease(version, where)
+        for version, where in sorted(missing.items(), key=lambda item: release_key(item[0]))
     ]
 
 
@@ -443,7 +456,7 @@ def check_matrix(
         for future in as_completed(futures):
             checked = future.result()
             step(f"{checked.row} {checked.what}: {checked.status}")
-    missing: list[dict[str, str]] = []
+    missing: list[MissingRelease] = []
     if release is None:
         try:
             missing = missing_releases(upstream, fingerprints)
@@ -463,7 +476,7 @@ def check_matrix(
     return {
         "exit_status": status,
         "checks": [c.json() for c in checks],
-        "missing_releases": missing,
+        "missing_releases": [found.json() for found in missing],
         "releases_checked": release is None and not unreachable,
         "unreachable": unreachable,
     }

@@ -88,7 +88,7 @@ def new_rows(
     rows: list[tuple[matrix.Release, str]] = []
     notes: list[str] = []
     for found in missing_releases(upstream, fingerprints):
-        version, where = found["release"], found["where"]
+        version, where = found.release, found.where
         if only is not None and version not in only:
             continue
         kind = _stream_and_repository(where)

@@ -82,7 +82,10 @@ def kernel_holds(hold: bool, coming: list[str], ledger: str):
     packages = kernel_meta_packages([*installed, *coming]) if hold else []
     try:
         change = kernel_hold(
-            packages, read_fact(HeldPackages) or [], read_fact(Ledger, path=ledger) or []
+            packages,
+            read_fact(HeldPackages) or [],
+            read_fact(Ledger, path=ledger) or [],
+            ledger_path=ledger,
         )
     except ValueError as exc:
         yield failure(str(exc))

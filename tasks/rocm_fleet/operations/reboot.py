@@ -26,7 +26,7 @@ from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
 from rocm_fleet.facts.system import RebootRequired
 from rocm_fleet.model import paths
-from rocm_fleet.model.boot import boot_state_from_dict, reboot_refusal
+from rocm_fleet.model.boot import BootState, reboot_refusal
 from rocm_fleet.operations._script import failure
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def _remember_uptime(state, host) -> bool:
 def boot_refusal(driver: str | None, mok_cert: str | None) -> list[str]:
     """Why rebooting this host now could strand it (``model.boot.reboot_refusal``), read
     fresh: an operation of this run that changed the host (a driver build) is seen."""
-    boot = boot_state_from_dict(read_fact(BootKernels))
+    boot = read_fact(BootKernels) or BootState()
     secure = (read_fact(SecureBoot) or {}).get("state") == "enabled"
     mok = (
         (read_fact(MokKeyState, path=mok_cert) or {}).get("state") if secure and mok_cert else None
