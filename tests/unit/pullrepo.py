@@ -59,8 +59,8 @@ class PullFleet:
         shutil.copy(self.repository.metadata / "root.json", self.trusted_root)  # the push
         self.metadata = self.node_dir / "tuf"
 
-    def publish(self, nodes: dict, hours: float = 24) -> int:
-        version = self.repository.publish(nodes, hours).version
+    def publish(self, nodes: dict, hours: float = 24, matrix_data: dict | None = None) -> int:
+        version = self.repository.publish(nodes, hours, matrix_data).version
         self.mirror()
         return version
 

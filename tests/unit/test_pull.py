@@ -423,6 +423,23 @@ def test_a_pull_applies_the_signed_settings_with_the_push_only_ones_from_the_pus
     assert 'rocm_fleet_pull_last_run{result="converged"} 1' in node.status()
 
 
+def test_a_pulled_site_file_is_written_beside_the_settings_and_named_by_them(tmp_path, fleet):
+    site = (Path(__file__).resolve().parents[1] / "fixtures/site/future-10.9.0.json").read_text()
+    fleet.publish({NODE: {**SETTINGS, "rocm_version": "10.9.0"}}, matrix_data={NODE: site})
+    node = PullNode(tmp_path / "node", fleet)
+    assert node.run().returncode == 0
+    copy = node.data.with_name("matrix-data.json")
+    assert copy.read_text() == site and copy.stat().st_mode & 0o777 == 0o600
+    settings = json.loads(node.data.read_text())
+    assert settings["rocm_matrix_data"] == str(copy)  # the pull's deploy reads that copy
+    assert Path(paths.PULL_MATRIX_DATA).parent == Path(paths.PULL_DATA).parent
+    # The administrators stop publishing it: the copy goes, the settings name none.
+    fleet.publish({NODE: SETTINGS})
+    assert node.run().returncode == 0
+    assert not copy.exists()
+    assert "rocm_matrix_data" not in json.loads(node.data.read_text())
+
+
 def test_a_pull_skips_while_a_push_is_marked_and_goes_on_past_a_stale_mark(tmp_path, fleet):
     fleet.publish({NODE: SETTINGS})
     node = PullNode(tmp_path / "node", fleet)

@@ -288,6 +288,63 @@ def test_the_targets_metadata_names_each_node_by_its_path(fleet):
     assert sorted(targets.targets) == [f"nodes/{NODE}.json", f"nodes/{OTHER}.json"]
 
 
+# --- a site's own matrix data, carried by the target ---------------------------------------
+
+SITE = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "site" / "future-10.9.0.json"
+).read_text()
+
+
+def test_site_matrix_data_reaches_the_node_signed_with_its_settings(fleet):
+    """A pull node runs a release published after its rocm-fleet: the administrators' site
+    file travels in the node's signed target, byte for byte (its SHA-256 is the file's)."""
+    version = fleet.publish({NODE: SETTINGS, OTHER: SETTINGS}, matrix_data={NODE: SITE})
+    state = fleet.pull()
+    assert (state.serial, state.settings, state.matrix_data) == (version, SETTINGS, SITE)
+    assert fleet.pull(OTHER).matrix_data is None  # the other node's target carries none
+    # the same again signs nothing; another file, or none, is a change of the node's data
+    unchanged = fleet.repository.publish({NODE: SETTINGS, OTHER: SETTINGS}, 24, {NODE: SITE})
+    assert unchanged.changed == []
+    edited = SITE.replace('"2.15.0"', '"2.15.1"')
+    assert fleet.repository.publish({NODE: SETTINGS}, 24, {NODE: edited}).changed == [NODE]
+    assert fleet.repository.publish({NODE: SETTINGS}, 24).changed == [NODE]
+
+
+@pytest.mark.parametrize(
+    ("matrix_data", "said"),
+    [
+        # the site file's rule holds in the target: no host of the attacker's own
+        (SITE.replace('"stable.repo.amd.com"', '"evil.example"'),
+         "field 'releases[0].repository' has value \"evil.example\""),
+        # a committed release's row changed (to move hosts that name it)
+        (SITE.replace('"10.9.0"', '"10.0.0"'), "releases[0]"),
+        ({"format": "rocm-fleet site matrix data 1", "releases": []},
+         "matrix_data is dict, not the text of a site file"),
+        ("x" * (2 << 20), "matrix_data is over 1048576 bytes"),
+    ],
+    ids=["other-host", "committed-row", "not-text", "oversize"],
+)  # fmt: skip
+def test_a_target_whose_matrix_data_is_no_site_file_is_refused(matrix_data, said):
+    """Signed or not, what the target carries is read as a site file: the node refuses a
+    target whose matrix data the site file's own rules refuse (and publish never signs one)."""
+    document = {"format": pulled.FORMAT, "node": NODE, "serial": 3, "settings": SETTINGS,
+                "matrix_data": matrix_data}  # fmt: skip
+    with pytest.raises(PullRefused) as caught:
+        pulled.parse(json.dumps(document).encode(), NODE, None)
+    assert caught.value.result == "invalid-data"
+    assert said in str(caught.value), str(caught.value)
+    if isinstance(matrix_data, str):
+        with pytest.raises(ValueError, match="matrix_data"):
+            pulled.render(NODE, 3, SETTINGS, matrix_data)
+
+
+def test_a_target_never_names_a_site_file_on_the_node(fleet):
+    """The target carries the data, never a path: pulled settings naming rocm_matrix_data
+    (root's pull would read whatever file that names) are refused."""
+    with pytest.raises(ValueError, match="rocm_matrix_data' is given by a push only"):
+        fleet.publish({NODE: {**SETTINGS, "rocm_matrix_data": "/etc/shadow"}})
+
+
 # --- rocm-fleet publish -----------------------------------------------------------------------
 
 
@@ -350,3 +407,27 @@ def test_publish_refuses_an_inventory_a_push_would_refuse_naming_the_key(tmp_pat
     assert refused_run.returncode == 4  # bad input (cli.exits)
     assert "node1: inventory key 'rocm_version' has value '6.4.99'" in refused_run.stderr
     assert published(repository) == {}
+
+
+def test_publish_carries_each_nodes_site_matrix_data_and_refuses_a_bad_one(tmp_path):
+    repository, keys = tmp_path / "repository", tmp_path / "keys"
+    rocm_fleet("publish", "--init", "--repository", str(repository), "--keys", str(keys))
+    root = repository / "metadata/root.json"
+    site = tmp_path / "site-matrix.json"
+    site.write_text(SITE)
+    args = ["publish", str(inventory(tmp_path, root, rocm_version="10.9.0",
+                                     rocm_matrix_data=str(site))),
+            "--repository", str(repository), "--keys", str(keys)]  # fmt: skip
+    run = rocm_fleet(*args)
+    assert run.returncode == 0, run.stderr
+    targets = published(repository)
+    assert targets[NODE]["matrix_data"] == SITE  # the file's bytes: its SHA-256 on the node
+    assert targets[NODE]["settings"]["rocm_version"] == "10.9.0"
+    assert "rocm_matrix_data" not in targets[NODE]["settings"]  # a path of the controller's
+    assert "matrix_data" not in targets["gpu-2"]
+    # A site file edited to point the node at another host: refused, nothing published.
+    site.write_text(SITE.replace('"stable.repo.amd.com"', '"evil.example"'))
+    bad = rocm_fleet(*args)
+    assert bad.returncode == 4, bad.stderr
+    assert f"site matrix data {site}: field 'releases[0].repository'" in bad.stderr
+    assert published(repository) == targets

@@ -80,8 +80,8 @@ def run(args: Any) -> int:
             return 0
         if not args.inventory:
             raise UsageError("an INVENTORY is needed to publish the nodes' settings")
-        nodes = _nodes(args, repository)
-        published = repository.publish(nodes, args.timestamp_hours)
+        nodes, matrix_data = _nodes(args, repository)
+        published = repository.publish(nodes, args.timestamp_hours, matrix_data)
     except RepositoryError as exc:
         raise UsageError(str(exc)) from None
     if not published.changed and not published.removed:
@@ -93,10 +93,12 @@ def run(args: Any) -> int:
     return 0
 
 
-def _nodes(args: Any, repository: Any) -> dict[str, dict[str, Any]]:
-    """Node target name -> its settings: every host of the inventory with rocm_pull (or
-    already published: it is given its settings, rocm_pull: false included, so it takes
-    itself out); the repository's other nodes as they were, unless --limit leaves them."""
+def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """(node target name -> its settings, node target name -> the text of its site matrix
+    data): every host of the inventory with rocm_pull (or already published: it is given its
+    settings, rocm_pull: false included, so it takes itself out); the repository's other
+    nodes as they were, unless --limit leaves them. A host's site matrix data is the file its
+    push would read (rocm_matrix_data, else ROCM_FLEET_MATRIX_DATA here), as checked then."""
     from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.model import pulled
     from rocm_fleet.model.config import ConfigError
@@ -104,9 +106,13 @@ def _nodes(args: Any, repository: Any) -> dict[str, dict[str, Any]]:
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     _state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
     fleet = fleet_of(hosts[0].inventory)
-    existing = {name: pulled.parse(content, name, None).settings
-                for name, content in repository.node_targets().items()}  # fmt: skip
+    states = [pulled.parse(content, name, None)
+              for name, content in repository.node_targets().items()]  # fmt: skip
+    existing = {state.node: state.settings for state in states}
     nodes = dict(existing) if limits else {}
+    matrix_data = (
+        {s.node: s.matrix_data for s in states if s.matrix_data is not None} if limits else {}
+    )
     for host in hosts:
         try:
             config = fleet.config(host.name)
@@ -122,6 +128,24 @@ def _nodes(args: Any, repository: Any) -> dict[str, dict[str, Any]]:
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{host.name}: {exc}") from None
         nodes[name] = settings
+        matrix_data.pop(name, None)
+        if config.matrix_data is not None:
+            matrix_data[name] = _site_text(host.name, config.matrix_data)
     if not nodes:
         raise UsageError(f"no host of {args.inventory} has rocm_pull: True")
-    return nodes
+    return nodes, matrix_data
+
+
+def _site_text(host: str, site: Any) -> str:
+    """The text of ``site`` (model.site_data.SiteData) as it was checked: the file read again
+    must be the bytes its SHA-256 names (one changed meanwhile is refused, not published)."""
+    import hashlib
+
+    try:
+        raw = site.path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{host}: site matrix data {site.path}: {exc}") from None
+    if hashlib.sha256(raw).hexdigest() != site.sha256:
+        raise UsageError(f"{host}: site matrix data {site.provenance} changed while it was "
+                         "published: run publish again")  # fmt: skip
+    return raw.decode()

@@ -4,8 +4,11 @@ Fetches this node's target from the fleet's TUF repository and verifies it
 (``offline.pull_client``: TUF's client from the root a push installed, then the target's
 own checks), then writes the settings for the pull's deploy (``--output``: the target's
 settings with the push-only ones the push gave: the repository, the trusted root and the
-node's name) and records the serial applied. Refused data changes nothing: the reason is
-one line on stderr (the journal), the result (the metric's label) alone on stdout.
+node's name) and records the serial applied. A target carrying site matrix data has it
+written beside the settings (``matrix-data.json``, root's alone), which its
+``rocm_matrix_data`` then names; a target without it has an earlier copy removed. Refused
+data changes nothing: the reason is one line on stderr (the journal), the result (the
+metric's label) alone on stdout.
 
 Exit status: 0 verified and written, 1 refused or not fetched (nothing written).
 """
@@ -18,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from rocm_fleet.cli.exits import described, epilog
+from rocm_fleet.model.paths import PULL_MATRIX_DATA
+
+# The site matrix data's copy goes beside the settings (--output), by the service's name.
+MATRIX_DATA_NAME = Path(PULL_MATRIX_DATA).name
 
 
 def add_parser(commands: Any) -> None:
@@ -57,6 +64,12 @@ def run(args: Any) -> int:
         "rocm_pull_node": args.node,
     }
     args.output.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    site = args.output.with_name(MATRIX_DATA_NAME)
+    if state.matrix_data is None:
+        site.unlink(missing_ok=True)  # an earlier target's: not this one's
+    else:
+        pull_client.write_file(site, state.matrix_data.encode())
+        settings["rocm_matrix_data"] = str(site)
     pull_client.write_file(args.output, json.dumps(settings, indent=1).encode() + b"\n")
     pull_client.record_applied(args.metadata, state.serial)
     print(f"rocm-fleet pull: verified serial {state.serial} of {args.node}", file=sys.stderr)

@@ -176,6 +176,9 @@ PULL_METADATA = f"{PULL_ROOT}/tuf"
 PULL_RUN_DIR = "/run/rocm-fleet-pull"
 # The node's settings as last verified (fetched again on every run).
 PULL_DATA = f"{PULL_RUN_DIR}/inventory.json"
+# The site matrix data a node's target carries (``model.pulled``): written by pull-fetch beside
+# the settings, named by their rocm_matrix_data for the pull's deploy.
+PULL_MATRIX_DATA = f"{PULL_RUN_DIR}/matrix-data.json"
 # Units the administrator installs go to /etc/systemd/system, and `systemctl enable` of a
 # unit WantedBy=timers.target is a link in timers.target.wants (systemd.unit(5)).
 SYSTEMD_UNITS = "/etc/systemd/system"

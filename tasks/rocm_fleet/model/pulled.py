@@ -10,7 +10,12 @@ here, the same on the controller that publishes it and on the node that applies 
   (``_sudo``, ``_env``, ...), SSH settings or an unknown key, and never the settings that
   say where the pull gets its data and whom it trusts (``PUSH_ONLY``), which only a push
   gives (the data can't move the node to another repository or other keys);
-* its serial is not below the one the node last applied (a replay of older data).
+* its serial is not below the one the node last applied (a replay of older data);
+* the site matrix data it may carry (``matrix_data``: the text of the file
+  ``rocm_matrix_data`` names where the administrators publish, so a pull node can run a
+  release published after its rocm-fleet) is a site file ``model.site_data`` reads: only
+  added releases, by name, never a host, key or path. The node writes it beside its
+  settings and its deploy checks the rows against upstream before using one, as a push does.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from rocm_fleet.model import paths, site_data
 from rocm_fleet.model.rules import PULL_NODE_NAME
 from rocm_fleet.model.settings import SETTINGS
 
@@ -28,7 +35,8 @@ FORMAT = "rocm-fleet-pull/1"
 #: The settings a push alone gives a pull node: where its repository is, which TUF root it
 #: starts from and the name its target has. Pulled data naming one of them is refused.
 # rocm_matrix_data names a file on the controller: a pulled target naming a path on the
-# node would have root's pull read whatever file that is.
+# node would have root's pull read whatever file that is. The file's content travels instead
+# (the target's ``matrix_data``), and pull-fetch names the copy it writes.
 PUSH_ONLY = ("rocm_pull_source", "rocm_pull_trusted_root", "rocm_pull_node", "rocm_matrix_data")
 #: The largest target a node downloads (TUF checks the signed length; this bounds it).
 MAX_TARGET_BYTES = 1024 * 1024
@@ -50,6 +58,9 @@ class PulledState:
     node: str
     serial: int
     settings: dict[str, Any]
+    # The site matrix data's text, as the administrators' file has it; None: the committed
+    # matrix alone.
+    matrix_data: str | None = None
 
 
 def target_path(node: str) -> str:
@@ -86,12 +97,31 @@ def pullable(data: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in SETTINGS and k not in PUSH_ONLY}
 
 
-def render(node: str, serial: int, settings: Mapping[str, Any]) -> bytes:
+def matrix_data_problem(text: Any) -> str | None:
+    """Why ``text`` can't be a target's site matrix data; None when it is a site file."""
+    if not isinstance(text, str):
+        return f"matrix_data is {type(text).__name__}, not the text of a site file"
+    if len(text.encode()) > site_data.MAX_BYTES:
+        return f"matrix_data is over {site_data.MAX_BYTES} bytes: not a site file"
+    try:
+        site_data.parse(text.encode(), Path(paths.PULL_MATRIX_DATA))
+    except site_data.SiteDataError as exc:
+        return f"matrix_data: {exc}"
+    return None
+
+
+def render(
+    node: str, serial: int, settings: Mapping[str, Any], matrix_data: str | None = None
+) -> bytes:
     """A node's target, as ``parse`` reads it back."""
-    problem = settings_problem(settings)
+    problem = settings_problem(settings) or (
+        matrix_data_problem(matrix_data) if matrix_data is not None else None
+    )
     if problem:
         raise ValueError(f"{node}: {problem}")
     document = {"format": FORMAT, "node": node, "serial": serial, "settings": dict(settings)}
+    if matrix_data is not None:  # absent otherwise: a target without it reads as before
+        document["matrix_data"] = matrix_data
     return (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
 
 
@@ -104,8 +134,9 @@ def parse(content: bytes, node: str, applied: int | None) -> PulledState:
     except (UnicodeDecodeError, ValueError) as exc:
         raise PullRefused("invalid-data", f"the target is not JSON ({exc})") from None
     fields = {"format", "node", "serial", "settings"}
-    if not isinstance(document, dict) or set(document) != fields:
-        raise PullRefused("invalid-data", f"the target is not a JSON object of {sorted(fields)}")
+    if not isinstance(document, dict) or not fields <= set(document) <= {*fields, "matrix_data"}:
+        raise PullRefused("invalid-data", f"the target is not a JSON object of {sorted(fields)} "
+                          "and, optionally, matrix_data")  # fmt: skip
     if document["format"] != FORMAT:
         raise PullRefused("invalid-data", f"the target's format is {document['format']!r}, "
                           f"not {FORMAT!r}")  # fmt: skip
@@ -122,10 +153,14 @@ def parse(content: bytes, node: str, applied: int | None) -> PulledState:
     problem = settings_problem(settings)
     if problem:
         raise PullRefused("invalid-data", f"the target's {problem}")
+    matrix_data = document.get("matrix_data")
+    problem = matrix_data_problem(matrix_data) if "matrix_data" in document else None
+    if problem:
+        raise PullRefused("invalid-data", f"the target's {problem}")
     if applied is not None and serial < applied:
         raise PullRefused(
             "rollback",
             f"the target's serial {serial} is older than the {applied} this node applied "
             "(a replay of older data)",
         )
-    return PulledState(node, serial, settings)
+    return PulledState(node, serial, settings, matrix_data)

@@ -209,15 +209,24 @@ class PullRepository:
             found[node] = (self.targets / "nodes" / f"{digest}.{node}.json").read_bytes()
         return found
 
-    def publish(self, nodes: Mapping[str, Mapping[str, Any]], timestamp_hours: float) -> Published:
-        """Publish ``nodes`` (node name -> its settings) as the repository's targets, in a
+    def publish(
+        self,
+        nodes: Mapping[str, Mapping[str, Any]],
+        timestamp_hours: float,
+        matrix_data: Mapping[str, str] | None = None,
+    ) -> Published:
+        """Publish ``nodes`` (node name -> its settings; ``matrix_data``: node name -> the
+        text of the site matrix data it is given, if any) as the repository's targets, in a
         new targets version: every node's serial. Nodes published before and not in
         ``nodes`` are removed (their pulls then find no target and change nothing). A
         publication that changes nothing signs nothing."""
+        matrix_data = matrix_data or {}
         current = self._current(Targets.type)
-        old = {name: pulled.parse(content, name, None).settings
-               for name, content in self.node_targets().items()}  # fmt: skip
-        changed = sorted(n for n in nodes if old.get(n) != dict(nodes[n]))
+        old = {}
+        for name, content in self.node_targets().items():
+            state = pulled.parse(content, name, None)
+            old[name] = (state.settings, state.matrix_data)
+        changed = sorted(n for n in nodes if old.get(n) != (dict(nodes[n]), matrix_data.get(n)))
         removed = sorted(set(old) - set(nodes))
         if not changed and not removed:
             return Published(current.signed.version, [], [])
@@ -225,7 +234,7 @@ class PullRepository:
         targets = Metadata(Targets(version=version, expires=_expiry(days=TARGETS_DAYS)))
         (self.targets / "nodes").mkdir(parents=True, exist_ok=True)
         for name in sorted(nodes):
-            content = pulled.render(name, version, nodes[name])
+            content = pulled.render(name, version, nodes[name], matrix_data.get(name))
             path = pulled.target_path(name)
             info = TargetFile.from_data(path, content, ["sha256"])
             stored = self.targets / "nodes" / f"{info.hashes['sha256']}.{name}.json"
