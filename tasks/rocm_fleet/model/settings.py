@@ -172,7 +172,8 @@ class Settings:
         "update --output`): releases AMD published after this rocm-fleet, verified against "
         "upstream before a host is planned from one; it can only add releases, never change "
         "a key, host or committed row. Unset: `ROCM_FLEET_MATRIX_DATA` where pyinfra runs, "
-        "else the committed matrix alone",
+        "else the committed matrix alone. A pull node is given the file's content in its "
+        "signed target by `rocm-fleet publish`, never a path",
         REPOSITORY,
     )
     rocm_state: Annotated[str, choice("present", "absent")] = setting(
