@@ -23,7 +23,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: deps lint-deps venv test unit pyinfra-next demo bench lint docs format settings-docs clean
+.PHONY: deps lint-deps venv test unit pyinfra-next demo bench lint docs format settings-docs matrix-check clean
 
 deps:
 	$(call apt_install,$(LAB_PACKAGES) $(LINT_PACKAGES))
@@ -93,6 +93,13 @@ format: venv
 settings-docs: venv
 	$(VENV)/bin/rocm-fleet settings --page > docs/settings.md
 	$(VENV)/bin/rocm-fleet settings --schema > docs/settings.schema.json
+
+# The matrix's data, made again from the stored upstream copies and records: each prints
+# "unchanged" (then what upstream has that the data lacks) when the committed data is theirs.
+matrix-check: venv
+	-$(VENV)/bin/python tools/matrix_update.py --stored tests/fixtures/upstream/stored --check
+	-$(VENV)/bin/rocm-fleet matrix update --records tests/fixtures/upstream \
+		--overrides tools/matrix_overrides.toml --check
 
 clean:
 	rm -rf $(VENV) $(NEXT_VENV) build site *.egg-info tests/lab/*.egg-info
