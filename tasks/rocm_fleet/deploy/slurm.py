@@ -45,7 +45,7 @@ def survey_reads(config: Config) -> list[Read]:
     if config.rocm_slurm_gres:
         reads += [
             Read("directories", DirectoryExists, {"path": paths.SLURM_DIR}),
-            Read("slurm_node", SlurmNode),
+            Read("slurm_node", SlurmNode, {"node": config.rocm_slurm_node_name}),
         ]
     return reads
 
@@ -88,7 +88,7 @@ def configure_slurm_gres(config: Config, present: bool = True) -> None:
         content=hashlib.sha256(content.encode()).hexdigest() + "\n",
         mode="644",
     )
-    mismatch = gres_mismatch(gpus, read_fact(SlurmNode))
+    mismatch = gres_mismatch(gpus, read_fact(SlurmNode, node=config.rocm_slurm_node_name))
     if mismatch:
         warn_host(mismatch)
 

@@ -57,7 +57,7 @@ class SlurmGpu:
 class SlurmNodeView:
     """What Slurm's controller says of this node (``scontrol show node``)."""
 
-    node: str  #: the name asked for (the host's short name)
+    node: str  #: the name asked for (``rocm_slurm_node_name``, else the host's short name)
     gres: str | None  #: its ``Gres=`` as printed ("gpu:mi300x:8", "(null)"); None: no answer
     error: str | None = None  #: why there is no answer (no scontrol, unknown node, ...)
 
@@ -134,12 +134,6 @@ def parse_gres(value: str | None) -> dict[tuple[str, str | None], int]:
             count = int(parts[2]) if parts[2].isdigit() else 1
         found[name, kind] = found.get((name, kind), 0) + count
     return found
-
-
-def scontrol_gres(output: str) -> str | None:
-    """The ``Gres=`` of ``scontrol show node NODE``'s output (None: none printed)."""
-    match = re.search(r"(?:^|\s)Gres=(\S*)", output)
-    return match.group(1) if match else None
 
 
 def gres_mismatch(gpus: list[SlurmGpu], view: SlurmNodeView) -> str | None:
