@@ -277,6 +277,26 @@ def test_the_deploy_writes_gres_conf_once_and_reads_nothing_more():
     assert tampered.changes == [WRITE]
 
 
+@pytest.mark.parametrize(
+    ("minor", "said"),
+    [
+        (-1, "KFD node 1 (gfx1100): gres.conf file '/dev/dri/renderD-1' is not"),
+        (123456, "KFD node 1 (gfx1100): gres.conf file '/dev/dri/renderD123456' is not"),
+        ("12a", "KFD node 1 (gfx1100): drm_render_minor '12a' is not a number"),
+    ],
+)
+def test_gpu_values_gres_conf_cannot_hold_refuse_the_host_changing_nothing(minor, said):
+    """Odd values from the KFD topology are the host's refusal, saying which GPU and what,
+    not a traceback that stops the whole run's planning; no change is planned for it."""
+    survey = slurm_survey()
+    odd = [{**survey.kfd[0], "node": 1, "drm_render_minor": minor}]
+    planned = plan({**DATA, "rocm_slurm_gres": True}, SurveyHost(changed(survey, kfd=odd)))
+    assert planned.refused and planned.reason is not None
+    assert planned.reason.startswith(f"rocm_slurm_gres: {said}")
+    assert planned.reason.endswith("/etc/slurm/gres.conf not written")
+    assert planned.ops == [] and planned.changes == []
+
+
 def test_the_setting_gone_removes_the_gres_conf_rocm_fleet_wrote_and_only_that(caplog):
     written = gres_conf(GFX1100)
     host = SurveyHost(slurm_survey(written, recorded=written))

@@ -77,14 +77,25 @@ def gpu_type(gfx: str, device_id: str | None) -> str:
 
 def slurm_gpus(kfd_nodes: Iterable[Mapping[str, Any]], type_: str | None = None) -> list[SlurmGpu]:
     """The GPUs of the KFD topology (``facts.gpu.KfdNodes``) that have a render node, in
-    render-node order; ``type_`` (the site's ``rocm_slurm_gres_type``) for every one."""
+    render-node order; ``type_`` (the site's ``rocm_slurm_gres_type``) for every one.
+    GresError names the GPU (its KFD node) whose values could not go into gres.conf."""
     gpus = []
     for node in kfd_nodes:
-        minor = node.get("drm_render_minor")
-        if not minor:
+        raw = node.get("drm_render_minor")
+        if not raw:
             continue  # no render node: nothing Slurm could bind a job to
+        where = f"KFD node {node.get('node', '?')} ({node.get('gfx')})"
+        try:
+            minor = int(raw)
+        except (TypeError, ValueError):
+            raise GresError(f"{where}: drm_render_minor {raw!r} is not a number") from None
         kind = type_ or gpu_type(str(node["gfx"]), node.get("device_id"))
-        gpus.append((int(minor), SlurmGpu(kind, f"{paths.RENDER_NODE_PREFIX}{int(minor)}")))
+        gpu = SlurmGpu(kind, f"{paths.RENDER_NODE_PREFIX}{minor}")
+        try:
+            gpu.line()  # checked here, where the GPU can still be named
+        except GresError as exc:
+            raise GresError(f"{where}: {exc}") from None
+        gpus.append((minor, gpu))
     return [gpu for _, gpu in sorted(gpus, key=lambda pair: pair[0])]
 
 
