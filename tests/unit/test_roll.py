@@ -512,6 +512,44 @@ def test_a_reason_from_a_hosts_output_is_one_quoted_word_on_the_nodes_shell():
     assert host.commands[1][1] == {"_sudo": True}
 
 
+@pytest.mark.parametrize(
+    ("data", "sudo"),
+    [
+        ({}, False),
+        ({"ssh_user": "root"}, False),
+        # not root without _sudo: the deploy's preflight refuses it, so the roll never runs
+        # scontrol there through a sudo the deploy itself would not use
+        ({"ssh_user": "admin"}, False),
+        ({"ssh_user": "admin", "_sudo": True}, True),
+        ({"_sudo": True}, True),
+    ],
+)
+def test_the_rolls_slurm_commands_use_sudo_by_the_deploys_own_rule(data, sudo):
+    from pyinfra.api import Config, Inventory, State
+
+    from rocm_fleet.cli.roll import slurm_node
+    from rocm_fleet.engine.run import sudo_asked
+
+    inventory = Inventory(([("gpu1", dict(data))], {}))
+    State(inventory, Config())
+    host = inventory.get_host("gpu1")
+    host.connected = True
+    ran: list[dict] = []
+
+    def run_shell_command(command, print_output=False, **arguments):
+        ran.append(arguments)
+        return True, type(
+            "Output", (), {"stdout": fixture("scontrol-show-node-idle-22.05.txt"), "stderr": ""}
+        )()
+
+    host.run_shell_command = run_shell_command
+    assert sudo_asked(host) is sudo  # the rule preflight judges the deploy's commands by
+    slurm_node(host, "gpu1").state()
+    assert ran == [{"_sudo": True} if sudo else {}]
+    host.current_deploy_kwargs = {"_sudo": True}  # rocm_node(_sudo=True), while planned
+    assert sudo_asked(host) is True
+
+
 def test_an_admin_drained_node_that_fails_keeps_the_admins_reason():
     admin = Node("gpu1", flags={"DRAIN"}, reason="PSU swap")
     cluster = Cluster(admin)

@@ -151,7 +151,7 @@ def run(args: Any) -> int:
 
     from rocm_fleet.cli.inventory import load_inventory, parse_data
     from rocm_fleet.engine.inventory_fleet import fleet_of
-    from rocm_fleet.engine.remote import forget, run_on
+    from rocm_fleet.engine.remote import forget
     from rocm_fleet.model.config import ConfigError
 
     if args.max_unavailable < 1:
@@ -187,15 +187,7 @@ def run(args: Any) -> int:
             config = fleet.config(host.name)
         except ConfigError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
-        slurm = None
-        if config.rocm_slurm_drain:
-            # Slurm's administrator is root: through sudo unless the SSH user is root
-            sudo = bool(host.data.get("_sudo")) or host.data.get("ssh_user") not in (None, "root")
-            slurm = SlurmNode(
-                host.name,
-                lambda argv, host=host, sudo=sudo: run_on(host, argv, sudo),
-                config.rocm_slurm_node_name,
-            )
+        slurm = slurm_node(host, config.rocm_slurm_node_name) if config.rocm_slurm_drain else None
         timeout = float(config.rocm_slurm_drain_timeout)
         targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
     try:
@@ -219,6 +211,17 @@ def run(args: Any) -> int:
     )
     status = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval).run()
     return worst([status, *audit_statuses(found)])
+
+
+def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
+    """``host``'s node in Slurm, its commands run there as the deploy's own are: through sudo
+    exactly when the deploy's would be (``engine.run.sudo_asked``; Slurm's administrator is
+    root)."""
+    from rocm_fleet.engine.remote import run_on
+    from rocm_fleet.engine.run import sudo_asked
+
+    sudo = sudo_asked(host)
+    return SlurmNode(host.name, lambda argv: run_on(host, argv, sudo), node_name)
 
 
 def not_one_host_by_limit(names: list[str], groups: set[str]) -> list[str]:
