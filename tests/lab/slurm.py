@@ -253,6 +253,16 @@ class Cluster:
         self.stop()
         self.start()
 
+    def stop_controller(self) -> None:
+        """Stop slurmctld (an outage: every client command fails until `start_controller`)."""
+        for daemon in [d for d in self._daemons if d.name == "slurmctld"]:
+            daemon.stop()
+            self._daemons.remove(daemon)
+
+    def start_controller(self) -> None:
+        """Start slurmctld again after `stop_controller` (it keeps the nodes' drains)."""
+        self._start_daemon(self.controller, "slurmctld")
+
     def start_node(self, node: str) -> None:
         """Start munged and slurmd on ``node`` again (after `lab.restart_host`, say)."""
         self._start_daemon(node, "munged")
