@@ -8,9 +8,10 @@ waited for, up to its ``rocm_slurm_drain_timeout`` (jobs are never killed: a nod
 busy then is resumed unchanged, and named); then each node is deployed (``pyinfra INVENTORY
 DEPLOY --limit HOST``) and checked (``rocm-fleet check INVENTORY --limit HOST``), and
 resumed only when both passed and Slurm, asked again, still has it drained for the roll's
-reason (a node someone drained for their own reason meanwhile stays drained). A node that fails stays drained, its reason saying why, and
-the roll ends after that wave. A node someone else had drained is changed and left drained;
-one an earlier roll left drained with no drift left is checked again and resumed if it passes.
+reason (a node someone drained for their own reason meanwhile stays drained). A node that
+fails stays drained, its reason saying why, and the roll ends after that wave. A node
+someone else had drained is changed and left drained; one an earlier roll left drained
+with no drift left is checked again and resumed if it passes.
 
 Slurm not answering (slurmctld down, MUNGE refusing) stops the roll at once: no other node
 is drained or changed, and every node the roll had drained stays drained (Slurm keeps a
