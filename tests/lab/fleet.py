@@ -138,6 +138,24 @@ class Lab:
     def address(self, name: str) -> str:
         return self._hosts[name].address
 
+    def suite(self, name: str) -> str:
+        """The Debian/Ubuntu suite the host's root is of (``bookworm``, ``noble``, ...)."""
+        return self._hosts[name].spec.suite
+
+    def spawn(
+        self, name: str, argv: Sequence[str], *, log: Path, env: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        """Start a daemon on the host as its init would: in its namespaces and root, output
+        appended to ``log`` (outside the root). The caller ends it; a restart of the host
+        (``restart_host``, ``stop_host``) ends it too. LabError while the host is down."""
+        with open(log, "ab") as out:
+            process = self._hosts[name].spawn(
+                argv, env or {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}, out
+            )
+        if process is None:
+            raise LabError(f"{name} is down: cannot start {argv[0]}")
+        return process
+
     # --- commands (client.py) ---------------------------------------------------------------
 
     def env(self, **extra: str) -> dict[str, str]:

@@ -127,6 +127,35 @@ class Host:
     def running(self) -> bool:
         return self.sshd is not None and self.sshd.poll() is None
 
+    def pid1(self) -> int | None:
+        """The host's pid 1 (its sshd), seen from outside: the child of its ``unshare``;
+        None while the host is down."""
+        if self.sshd is None or self.sshd.poll() is not None:
+            return None
+        found = children(self.sshd.pid)
+        return found[0] if found else None
+
+    def spawn(
+        self, argv: Sequence[str], env: dict[str, str], stdout: Any
+    ) -> subprocess.Popen[bytes] | None:
+        """``argv`` started in the host's namespaces and root, as its init would start it
+        (``nsenter`` on its pid 1; stderr with stdout, its own session); None while the
+        host is down."""
+        pid1 = self.pid1()
+        if pid1 is None:
+            return None
+        namespaces = ["--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd"]
+        if Path(f"/proc/{pid1}/ns/time").exists():
+            namespaces.append("--time")
+        return subprocess.Popen(
+            ["nsenter", "--target", str(pid1), *namespaces, "--", *argv],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
     def start_sshd(self, timeout: float = 15.0) -> None:
         """Start sshd in fresh namespaces and wait until it listens (no-op if running)."""
         if self.running():

@@ -12,7 +12,7 @@ installs.  `Cluster` then does what a site's configuration management would:
   autodetect needs ROCm SMI's library, which newer ROCm no longer builds: gres.conf is
   written by rocm-fleet instead), no cgroups (``proctrack/linuxproc``, ``task/none``:
   the lab hosts have no cgroup tree of their own);
-* the daemons, each in its host's namespaces and root (``nsenter`` on the host's pid 1, the
+* the daemons, each in its host's namespaces and root (`Lab.spawn`: ``nsenter`` on its pid 1, the
   way the timers double runs services): ``munged`` as user munge, ``slurmctld`` on the
   controller, ``slurmd`` on each node, in the foreground, their output in
   ``<workdir>/hosts/<name>/<daemon>.log``.  `close` (and ``__exit__``, also on an exception)
@@ -253,6 +253,16 @@ class Cluster:
         self.stop()
         self.start()
 
+    def stop_controller(self) -> None:
+        """Stop slurmctld (an outage: every client command fails until `start_controller`)."""
+        for daemon in [d for d in self._daemons if d.name == "slurmctld"]:
+            daemon.stop()
+            self._daemons.remove(daemon)
+
+    def start_controller(self) -> None:
+        """Start slurmctld again after `stop_controller` (it keeps the nodes' drains)."""
+        self._start_daemon(self.controller, "slurmctld")
+
     def start_node(self, node: str) -> None:
         """Start munged and slurmd on ``node`` again (after `lab.restart_host`, say)."""
         self._start_daemon(node, "munged")
@@ -275,7 +285,7 @@ class Cluster:
         """Configure every host, start munged everywhere, slurmctld, then the slurmds."""
         if not self.nodes:
             raise LabError("a Slurm cluster needs at least one node")
-        suites = {h: self.lab._hosts[h].spec.suite for h in self.hosts}
+        suites = {h: self.lab.suite(h) for h in self.hosts}
         if len(set(suites.values())) != 1:
             # slurmctld talks to slurmds of its own and the two previous releases only:
             # 24.11 (trixie) refuses 22.05 (bookworm) ("Incompatible versions").
@@ -332,7 +342,7 @@ class Cluster:
             os.chown(key_path, *munge)
             (root / SLURM_CONF).write_text(conf)
             (root / SLURM_CONF).chmod(0o644)
-            suite = self.lab._hosts[host].spec.suite
+            suite = self.lab.suite(host)
             (root / CGROUP_CONF).write_text(f"CgroupPlugin={CGROUP_PLUGIN[suite]}\n")
             for path, owner in (
                 ("run/munge", munge),
@@ -359,12 +369,6 @@ class Cluster:
             hosts_file.write_text("".join(lines) + others)
 
     def _start_daemon(self, host: str, name: str) -> None:
-        from .timers import _pid1
-
-        lab_host = self.lab._hosts[host]
-        pid1 = _pid1(lab_host)
-        if pid1 is None:
-            raise LabError(f"{host} is down: cannot start {name}")
         argv = {
             # setpriv execs (runuser would stay between the signal and munged)
             "munged": [
@@ -378,19 +382,7 @@ class Cluster:
             "slurmctld": ["/usr/sbin/slurmctld", "-D"],
             "slurmd": ["/usr/sbin/slurmd", "-D"],
         }[name]
-        namespaces = ["--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd"]
-        if Path(f"/proc/{pid1}/ns/time").exists():
-            namespaces.append("--time")
-        log = self._log(host, name)
-        with open(log, "ab") as out:
-            process = subprocess.Popen(
-                ["nsenter", "--target", str(pid1), *namespaces, "--", *argv],
-                env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"},
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-            )
+        process = self.lab.spawn(host, argv, log=self._log(host, name))
         daemon = _Daemon(host, name, process)
         self._daemons.append(daemon)
         if name == "munged":

@@ -296,23 +296,12 @@ class Timers:
         run = TimerRun(host.name, units.service, trigger, time.monotonic())
         with self._lock:
             self.runs.append(run)
-        pid1 = _pid1(host)
         self._journal(host, f"systemd[1]: Starting {units.service} ({trigger}, {units.timer})...")
-        if pid1 is None:
+        env = {"PATH": SERVICE_PATH, "LANG": "C.UTF-8", "INVOCATION_ID": uuid.uuid4().hex}
+        process = host.spawn(units.exec_start, env, subprocess.PIPE)
+        if process is None:  # the host is down
             run.ended, run.exit_status, run.success = time.monotonic(), -9, False
             return
-        namespaces = ["--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd"]
-        if Path(f"/proc/{pid1}/ns/time").exists():
-            namespaces.append("--time")
-        env = {"PATH": SERVICE_PATH, "LANG": "C.UTF-8", "INVOCATION_ID": uuid.uuid4().hex}
-        process = subprocess.Popen(
-            ["nsenter", "--target", str(pid1), *namespaces, "--", *units.exec_start],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
         self._processes.add(process)
         lines = []
         assert process.stdout is not None
@@ -334,14 +323,3 @@ class Timers:
                 host, f"systemd[1]: {units.service}: Main process exited, code=exited, {result}"
             )
             self._journal(host, f"systemd[1]: Failed to start {units.service}.")
-
-
-def _pid1(host: Host) -> int | None:
-    """The host's pid 1 (its sshd), seen from outside: the child of its ``unshare``."""
-    from .hosts import children
-
-    proc = host.sshd
-    if proc is None or proc.poll() is not None:
-        return None
-    found = children(proc.pid)
-    return found[0] if found else None

@@ -24,6 +24,7 @@ from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.slurm import SlurmNodeView
 from unit.surveys import SurveyHost, changed, converged_survey, fresh_survey, plan
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
@@ -58,6 +59,7 @@ def test_a_converged_host_shows_what_it_runs_without_drift():
         "gpus": "1 x gfx1100 / 1 x gfx1100",
         "driver": "amdgpu (inbox)",
         "reboot": "no",
+        "slurm": "off",
     }
     assert [key for key, c in shown.items() if c.drift] == []
     assert shown.torch.build == "rocm" and shown.gpus.found == ("gfx1100",)
@@ -180,6 +182,40 @@ def test_observed_cells_describe_what_no_operation_enforces():
     assert [k for k, c in shown.items() if c.drift] == []  # the plan reports those
     gpu_less = cells({"expected_gpu_count": 0, "expected_gfx": None}, pci=[], kfd=None)
     assert gpu_less.gpus.text == "none / no AMD GPU"
+
+
+def test_slurm_gres_that_is_not_what_the_gpus_make_is_the_slurm_cells_drift(monkeypatch):
+    """rocm_slurm_gres: Slurm's Gres= for the node against its GPUs (one RX 7900 XTX), as the
+    node check judges it; the deploy can only warn (slurm.conf is the site's)."""
+    slurm = {**DATA, "rocm_slurm_gres": True, "rocm_slurm_node_name": "gpu-a07"}
+    agreed = converged(slurm_node=SlurmNodeView("gpu-a07", "gpu:gfx1100:1(S:0)"))
+    unset = converged(slurm_node=SlurmNodeView("gpu-a07", "(null)"))
+    unknown = converged(slurm_node=SlurmNodeView("gpu-a07", None, "Node gpu-a07 not found"))
+    found = {
+        row.host: row
+        for row in gather(
+            monkeypatch,
+            {
+                "agreed": (slurm, SurveyHost(agreed)),
+                "unset": (slurm, SurveyHost(unset)),
+                "unknown": (slurm, SurveyHost(unknown)),
+                "off": (DATA, SurveyHost(unset)),
+            },
+        )
+    }
+    cell = found["agreed"].cells.slurm
+    assert (cell.text, cell.drift) == ("gpu-a07: Gres=gpu:gfx1100:1(S:0)", False)
+    assert "slurm" not in found["agreed"].drift
+    cell = found["unset"].cells.slurm
+    assert cell.drift and (cell.gres, cell.needs) == ("(null)", "gpu:gfx1100:1")
+    assert cell.text.startswith(
+        "! Slurm's node gpu-a07 has Gres=(null); its GPUs need Gres=gpu:gfx1100:1"
+    )
+    assert found["unset"].status == "drift" and "slurm" in found["unset"].drift
+    assert found["unset"].to_json()["cells"]["slurm"]["needs"] == "gpu:gfx1100:1"
+    cell = found["unknown"].cells.slurm
+    assert cell.drift and "could not be asked about node gpu-a07" in cell.text
+    assert found["off"].cells.slurm.text == "off" and "slurm" not in found["off"].drift
 
 
 # --- drift from the plan ----------------------------------------------------------------------
@@ -363,6 +399,7 @@ def test_the_json_keeps_the_keys_scripts_read(rows):
         "gpus": ["text", "drift", "expected", "expected_count", "found", "apus"],
         "driver": ["text", "drift", "bound"],
         "reboot": ["text", "drift", "pending", "unsafe", "reasons", "boot"],
+        "slurm": ["text", "drift", "node", "gres", "needs"],
         "health": ["text", "drift", "status", "problems"],
         "outlier": ["text", "drift"],
     }

@@ -22,3 +22,27 @@ def test_the_lab_installs_its_own_folder_as_lab_with_its_command():
     # index doubles as the build backend of the rocm sdist (pytorch_index.build_backend_wheel).
     assert project["project"]["dependencies"] == ["setuptools>=70.2.0"]
     assert "-e tests/lab" in (ROOT / "Makefile").read_text()
+
+
+def test_the_labs_add_ons_use_its_public_api_only():
+    """What runs on a lab (the Slurm cluster, its tests) reaches it through the public
+    methods of ``Lab`` and ``Cluster``: no ``lab._...`` or ``cluster._...`` attribute, nor
+    another module's private name, so the lab can change inside without breaking them."""
+    for module in ("lab/slurm.py", "e2e/test_slurm.py", "e2e/test_slurm_waves.py"):
+        tree = ast.parse((LAB.parent / module).read_text())
+        private = sorted(
+            f"{ast.unparse(node.value)}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and ast.unparse(node.value).endswith(("lab", "cluster"))
+        )
+        imported = sorted(
+            f"{node.module}.{alias.name}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+            if alias.name.startswith("_") and node.module not in ("_util", "lab._util", None)
+        )
+        assert private == [] and imported == [], (module, private, imported)

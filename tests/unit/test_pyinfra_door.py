@@ -106,7 +106,6 @@ PUBLIC: dict[str, set[str]] = {
     # pyinfra's own server.reboot keeps it)
     "pyinfra.host": {
         "name",
-        "data",
         "inventory",
         "get_fact",
         "noop",

@@ -307,6 +307,86 @@ def test_a_node_an_earlier_roll_left_drained_is_resumed_once_checked():
     assert cluster.events[-1] == ("resume", "gpu1") and cluster.drained() == set()
 
 
+ADMIN = "PSU swap, see ticket 4411"
+
+
+def admin_drains(cluster: Cluster, host: str, step):
+    """``step`` (the deploy or check), during which an administrator drains ``host`` with
+    a reason of their own, over the roll's."""
+
+    def run(name: str) -> Outcome:
+        if name == host:
+            cluster.nodes[host].flags.add("DRAIN")
+            cluster.nodes[host].reason = ADMIN
+        return step(name)
+
+    return run
+
+
+@pytest.mark.parametrize("failing", [{}, {"gpu1": "torch sees 0 GPUs"}])
+def test_a_node_an_admin_drains_meanwhile_is_neither_resumed_nor_given_the_rolls_reason(failing):
+    cluster = Cluster(Node("gpu1"), Node("gpu2"))
+    recorder = Recorder(cluster, failing=failing)
+    recorder.check = admin_drains(cluster, "gpu1", recorder.check)
+    status, out = roll(cluster, recorder, ["gpu1", "gpu2"])
+    assert ("resume", "gpu1") not in cluster.events
+    assert cluster.nodes["gpu1"].reason == ADMIN and cluster.drained() == {"gpu1"}
+    assert f"gpu1: drained meanwhile by someone else: drained ({ADMIN})" in out
+    assert "left drained: gpu1" in out
+    drains = [c for c in cluster.commands if c[:2] == ["scontrol", "update"]]
+    assert [c for c in drains if "NodeName=gpu1" in c] == [
+        ["scontrol", "update", "NodeName=gpu1", "State=DRAIN", f"Reason={ROLLING}"]
+    ]
+    if failing:
+        assert status == Exit.FINDINGS and "failed: gpu1" in out
+    else:
+        assert status == Exit.OK, out
+        assert ("resume", "gpu2") in cluster.events  # the roll went on
+
+
+def test_a_busy_node_an_admin_drained_meanwhile_is_not_resumed_at_its_timeout():
+    cluster = Cluster(Node("gpu1", jobs=["1041"], ends_after=[1000]))
+
+    looks: list[str] = []
+    tick = cluster.tick
+
+    def drain_at_the_third_look(node: Node) -> None:
+        looks.append(node.name)
+        if len(looks) == 3:
+            node.reason = ADMIN  # still drained, now for the administrator's reason
+        tick(node)
+
+    cluster.tick = drain_at_the_third_look
+    status, out = roll(cluster, Recorder(cluster), ["gpu1"], timeout=30.0)
+    assert status == Exit.FINDINGS, out
+    assert ("resume", "gpu1") not in cluster.events and ("deploy", "gpu1") not in cluster.events
+    assert cluster.nodes["gpu1"].reason == ADMIN and cluster.nodes["gpu1"].jobs == ["1041"]
+    assert f"drained meanwhile by someone else: draining ({ADMIN})" in out
+
+
+def test_a_node_resumed_by_someone_while_its_jobs_are_waited_for_is_not_changed():
+    cluster = Cluster(Node("gpu1", jobs=["1041"], ends_after=[3]), Node("gpu2"))
+
+    looks: list[str] = []
+    tick = cluster.tick
+
+    def resumed_at_the_second_look(node: Node) -> None:
+        looks.append(node.name)
+        if node.name == "gpu1" and len(looks) == 2:
+            node.flags.discard("DRAIN")
+            node.reason = ""
+        tick(node)
+
+    cluster.tick = resumed_at_the_second_look
+    status, out = roll(cluster, Recorder(cluster), ["gpu1", "gpu2"])
+    assert status == Exit.FINDINGS, out
+    assert ("deploy", "gpu1") not in cluster.events  # it takes jobs again: never changed
+    assert [e for e in cluster.events if e[1] == "gpu1"] == [("drain", "gpu1")]
+    assert "gpu1: resumed meanwhile by someone else (mixed)" in out
+    assert "resumed by someone else, not changed: gpu1" in out
+    assert ("resume", "gpu2") in cluster.events
+
+
 def test_slurm_down_between_waves_stops_before_another_node_is_drained_or_changed(capsys):
     cluster = Cluster(Node("gpu1"), Node("gpu2"), Node("gpu3"))
     recorder = Recorder(cluster)
@@ -324,8 +404,8 @@ def test_slurm_down_between_waves_stops_before_another_node_is_drained_or_change
     assert cluster.drained() == {"gpu2"}  # changed, checked, but never resumed
     err = capsys.readouterr().err
     assert (
-        f"Slurm did not answer: gpu2: scontrol update: {UNREACHABLE.replace('load_node', 'update')}"
-        in err
+        # the node's state is read again before it is resumed: that read finds Slurm gone
+        f"Slurm did not answer: gpu2: scontrol show: {UNREACHABLE}" in err
     )
     assert "stopped before draining or changing another node" in err
     assert "left drained by the roll: gpu2" in err
@@ -430,6 +510,44 @@ def test_a_reason_from_a_hosts_output_is_one_quoted_word_on_the_nodes_shell():
     assert arguments == {}
     run_on(host, ["squeue"], sudo=True)
     assert host.commands[1][1] == {"_sudo": True}
+
+
+@pytest.mark.parametrize(
+    ("data", "sudo"),
+    [
+        ({}, False),
+        ({"ssh_user": "root"}, False),
+        # not root without _sudo: the deploy's preflight refuses it, so the roll never runs
+        # scontrol there through a sudo the deploy itself would not use
+        ({"ssh_user": "admin"}, False),
+        ({"ssh_user": "admin", "_sudo": True}, True),
+        ({"_sudo": True}, True),
+    ],
+)
+def test_the_rolls_slurm_commands_use_sudo_by_the_deploys_own_rule(data, sudo):
+    from pyinfra.api import Config, Inventory, State
+
+    from rocm_fleet.cli.roll import slurm_node
+    from rocm_fleet.engine.run import sudo_asked
+
+    inventory = Inventory(([("gpu1", dict(data))], {}))
+    State(inventory, Config())
+    host = inventory.get_host("gpu1")
+    host.connected = True
+    ran: list[dict] = []
+
+    def run_shell_command(command, print_output=False, **arguments):
+        ran.append(arguments)
+        return True, type(
+            "Output", (), {"stdout": fixture("scontrol-show-node-idle-22.05.txt"), "stderr": ""}
+        )()
+
+    host.run_shell_command = run_shell_command
+    assert sudo_asked(host) is sudo  # the rule preflight judges the deploy's commands by
+    slurm_node(host, "gpu1").state()
+    assert ran == [{"_sudo": True} if sudo else {}]
+    host.current_deploy_kwargs = {"_sudo": True}  # rocm_node(_sudo=True), while planned
+    assert sudo_asked(host) is True
 
 
 def test_an_admin_drained_node_that_fails_keeps_the_admins_reason():

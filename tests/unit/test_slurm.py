@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from rocm_fleet.facts._shell import RC_PREFIX
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
+from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.host_survey import HostSurvey
@@ -26,9 +28,9 @@ from rocm_fleet.model.slurm import (
     gres_mismatch,
     node_gres,
     parse_gres,
-    scontrol_gres,
     slurm_gpus,
 )
+from rocm_fleet.model.waves import parse_node
 from unit.surveys import SurveyHost, changed, converged_survey, digest, fact_key, plan, script_call
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -145,8 +147,8 @@ def test_scontrol_show_node_of_debians_slurm(version):
     gres = (SLURM / f"scontrol-show-node-{version}-gres.txt").read_text()
     none = (SLURM / f"scontrol-show-node-{version}-none.txt").read_text()
     assert f"Version={version}." in gres
-    assert scontrol_gres(gres) == "gpu:mi300x:8"
-    assert scontrol_gres(none) == "(null)"
+    assert parse_node(gres).gres == "gpu:mi300x:8"
+    assert parse_node(none).gres == "(null)"
     fact = SlurmNode()
     view = fact.process(["__node=gpu01", *gres.splitlines(), f"{RC_PREFIX}0"])
     assert view == SlurmNodeView("gpu01", "gpu:mi300x:8")
@@ -168,11 +170,50 @@ def test_slurm_that_cannot_be_asked_says_why():
     unknown = fact.process(["__node=gpu09", "Node gpu09 not found", f"{RC_PREFIX}1"])
     assert unknown == SlurmNodeView("gpu09", None, "scontrol show node gpu09: Node gpu09 not found")
     assert fact.process(["__node=gpu09", "__no_scontrol"]).error == "scontrol is not installed"
+    garbled = fact.process(["__node=gpu09", "slurm_load_node: Zero Bytes", f"{RC_PREFIX}0"])
+    assert garbled.gres is None and "not a node of scontrol show node" in garbled.error
     gpus = [SlurmGpu("mi300x", "/dev/dri/renderD128")]
     assert gres_mismatch(gpus, unknown) == (
         "Slurm could not be asked about node gpu09 (scontrol show node gpu09: Node gpu09 not "
         "found); it needs Gres=gpu:mi300x:1"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "asked"), [(None, "short-host"), ("gpu-a07", "gpu-a07"), ("a'b c", "a'b c")]
+)
+def test_slurm_is_asked_about_the_node_by_its_slurm_name(tmp_path, name, asked):
+    """``rocm_slurm_node_name`` when set (a node whose NodeName= is not its host name), else
+    the host's short name; run by a real shell, with scontrol and hostname standing in."""
+    for tool, says in (("scontrol", 'echo "asked: $*"'), ("hostname", "echo short-host")):
+        (tmp_path / tool).write_text(f"#!/bin/sh\n{says}\n")
+        (tmp_path / tool).chmod(0o755)
+    fact = SlurmNode()
+    ran = subprocess.run(
+        ["sh", "-c", fact.command(name)],
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = ran.stdout.splitlines()
+    assert lines[0] == f"__node={asked}" and lines[1] == f"asked: show node {asked}"
+
+
+def test_the_deploy_asks_slurm_by_the_configured_node_name():
+    host = SurveyHost(slurm_survey())
+    reads: list[Read] = []
+
+    def recording(fact, *args, **kwargs):
+        if fact is Survey:
+            reads.extend(kwargs["reads"])
+        return host(fact, *args, **kwargs)
+
+    data = {**DATA, "rocm_slurm_gres": True, "rocm_slurm_node_name": "gpu-a07"}
+    plan(data, recording)
+    (slurm,) = [read for read in reads if read.name == "slurm_node"]
+    assert slurm.kwargs == {"node": "gpu-a07"}
+    assert host.extra_reads == []  # the deploy's own read of it is the survey's
 
 
 # --- the deploy, planned against a converged host's survey ----------------------------------
@@ -234,6 +275,26 @@ def test_the_deploy_writes_gres_conf_once_and_reads_nothing_more():
         SurveyHost(slurm_survey("Name=gpu\n", recorded=written)),
     )
     assert tampered.changes == [WRITE]
+
+
+@pytest.mark.parametrize(
+    ("minor", "said"),
+    [
+        (-1, "KFD node 1 (gfx1100): gres.conf file '/dev/dri/renderD-1' is not"),
+        (123456, "KFD node 1 (gfx1100): gres.conf file '/dev/dri/renderD123456' is not"),
+        ("12a", "KFD node 1 (gfx1100): drm_render_minor '12a' is not a number"),
+    ],
+)
+def test_gpu_values_gres_conf_cannot_hold_refuse_the_host_changing_nothing(minor, said):
+    """Odd values from the KFD topology are the host's refusal, saying which GPU and what,
+    not a traceback that stops the whole run's planning; no change is planned for it."""
+    survey = slurm_survey()
+    odd = [{**survey.kfd[0], "node": 1, "drm_render_minor": minor}]
+    planned = plan({**DATA, "rocm_slurm_gres": True}, SurveyHost(changed(survey, kfd=odd)))
+    assert planned.refused and planned.reason is not None
+    assert planned.reason.startswith(f"rocm_slurm_gres: {said}")
+    assert planned.reason.endswith("/etc/slurm/gres.conf not written")
+    assert planned.ops == [] and planned.changes == []
 
 
 def test_the_setting_gone_removes_the_gres_conf_rocm_fleet_wrote_and_only_that(caplog):

@@ -245,6 +245,6 @@ def test_slurm_sees_the_gpus(host, node):
         f"{written.strip()}"
     )
     slurm = SlurmNode()
-    view = slurm.process(host.run(slurm.command()).stdout.splitlines())
+    view = slurm.process(host.run(slurm.command(node.rocm_slurm_node_name)).stdout.splitlines())
     mismatch = gres_mismatch(gpus, view)
     assert mismatch is None, mismatch

@@ -121,6 +121,15 @@ class RebootCell(Cell):
 
 
 @dataclass(frozen=True, kw_only=True)
+class SlurmCell(Cell):
+    """Slurm's ``Gres=`` for the node against its GPUs (``rocm_slurm_gres``)."""
+
+    node: str | None = None  #: the node Slurm was asked about; None: not asked (setting off)
+    gres: str | None = None  #: what Slurm says (``scontrol show node``); None: no answer
+    needs: str | None = None  #: what the node's GPUs make; None: not known
+
+
+@dataclass(frozen=True, kw_only=True)
 class HealthCell(Cell):
     status: str  #: ``HostHealth.status``, or ``unread`` when the read failed
     problems: tuple[str, ...] = ()
@@ -159,6 +168,7 @@ class ObservedCells:
     driver: DriverCell | None = field(default=None, metadata={"header": "DRIVER"})
     # (the Reboot concern's column is "REBOOT")
     reboot: RebootCell | None = field(default=None, metadata={"header": "REBOOT PENDING"})
+    slurm: SlurmCell | None = field(default=None, metadata={"header": "SLURM GRES"})
     health: HealthCell | None = field(default=None, metadata={"header": "GPU HEALTH"})
     outlier: Cell | None = field(default=None, metadata={"header": "OUTLIER"})
 

@@ -45,6 +45,7 @@ from rocm_fleet.cli.audit_cells import (
     RebootCell,
     RocmCell,
     SecureBootCell,
+    SlurmCell,
     Status,
     TorchCell,
 )
@@ -167,7 +168,29 @@ def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
             text, pending or unsafe, pending=pending, unsafe=unsafe, reasons=tuple(reasons),
             boot=boot,
         ),
+        slurm=slurm_cell(config, survey),
     )  # fmt: skip
+
+
+def slurm_cell(config: Any, survey: HostSurvey) -> SlurmCell:
+    """Whether Slurm's ``Gres=`` for the node is what its GPUs make (``rocm_slurm_gres``):
+    drift when not, as ``rocm-fleet check`` fails then (the deploy only warns: slurm.conf is
+    the site's)."""
+    from rocm_fleet.model.slurm import GresError, gres_mismatch, node_gres, slurm_gpus
+
+    view = survey.slurm_node
+    if not config.rocm_slurm_gres or view is None:
+        return SlurmCell("off")
+    if survey.kfd is None:
+        return SlurmCell("unknown (no KFD topology)", node=view.node, gres=view.gres)
+    try:
+        gpus = slurm_gpus(survey.kfd, config.rocm_slurm_gres_type)
+    except GresError as exc:  # the deploy refuses the host, saying the same
+        return SlurmCell(f"! {exc}", True, node=view.node, gres=view.gres)
+    needs = node_gres(gpus) or "(null)"
+    mismatch = gres_mismatch(gpus, view)
+    text = f"! {mismatch}" if mismatch else f"{view.node}: Gres={view.gres}"
+    return SlurmCell(text, mismatch is not None, node=view.node, gres=view.gres, needs=needs)
 
 
 def _expected_text(config: Any) -> str:

@@ -7,9 +7,11 @@ is drained (``scontrol update State=DRAIN Reason="rocm-fleet: ..."``) and its jo
 waited for, up to its ``rocm_slurm_drain_timeout`` (jobs are never killed: a node still
 busy then is resumed unchanged, and named); then each node is deployed (``pyinfra INVENTORY
 DEPLOY --limit HOST``) and checked (``rocm-fleet check INVENTORY --limit HOST``), and
-resumed only when both passed. A node that fails stays drained, its reason saying why, and
-the roll ends after that wave. A node someone else had drained is changed and left drained;
-one an earlier roll left drained with no drift left is checked again and resumed if it passes.
+resumed only when both passed and Slurm, asked again, still has it drained for the roll's
+reason (a node someone drained for their own reason meanwhile stays drained). A node that
+fails stays drained, its reason saying why, and the roll ends after that wave. A node
+someone else had drained is changed and left drained; one an earlier roll left drained
+with no drift left is checked again and resumed if it passes.
 
 Slurm not answering (slurmctld down, MUNGE refusing) stops the roll at once: no other node
 is drained or changed, and every node the roll had drained stays drained (Slurm keeps a
@@ -151,7 +153,7 @@ def run(args: Any) -> int:
 
     from rocm_fleet.cli.inventory import load_inventory, parse_data
     from rocm_fleet.engine.inventory_fleet import fleet_of
-    from rocm_fleet.engine.remote import forget, run_on
+    from rocm_fleet.engine.remote import forget
     from rocm_fleet.model.config import ConfigError
 
     if args.max_unavailable < 1:
@@ -187,15 +189,7 @@ def run(args: Any) -> int:
             config = fleet.config(host.name)
         except ConfigError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
-        slurm = None
-        if config.rocm_slurm_drain:
-            # Slurm's administrator is root: through sudo unless the SSH user is root
-            sudo = bool(host.data.get("_sudo")) or host.data.get("ssh_user") not in (None, "root")
-            slurm = SlurmNode(
-                host.name,
-                lambda argv, host=host, sudo=sudo: run_on(host, argv, sudo),
-                config.rocm_slurm_node_name,
-            )
+        slurm = slurm_node(host, config.rocm_slurm_node_name) if config.rocm_slurm_drain else None
         timeout = float(config.rocm_slurm_drain_timeout)
         targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
     try:
@@ -219,6 +213,17 @@ def run(args: Any) -> int:
     )
     status = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval).run()
     return worst([status, *audit_statuses(found)])
+
+
+def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
+    """``host``'s node in Slurm, its commands run there as the deploy's own are: through sudo
+    exactly when the deploy's would be (``engine.run.sudo_asked``; Slurm's administrator is
+    root)."""
+    from rocm_fleet.engine.remote import run_on
+    from rocm_fleet.engine.run import sudo_asked
+
+    sudo = sudo_asked(host)
+    return SlurmNode(host.name, lambda argv: run_on(host, argv, sudo), node_name)
 
 
 def not_one_host_by_limit(names: list[str], groups: set[str]) -> list[str]:

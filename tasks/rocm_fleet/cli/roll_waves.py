@@ -61,6 +61,8 @@ class Tally:
     failed: list[str] = field(default_factory=list)
     busy: list[str] = field(default_factory=list)
     left_drained: list[str] = field(default_factory=list)
+    #: resumed by someone else before the roll could change them
+    resumed: list[str] = field(default_factory=list)
 
 
 class Roll:
@@ -124,7 +126,7 @@ class Roll:
                 self.log(target.host, f"FAILED: {outcome.why}")
                 if target.keep_drained:  # someone else's drain: their reason stays
                     self._left_drained(target, "left drained, as it was")
-                elif target.slurm is not None:
+                elif target.slurm is not None and self._still_ours(target):
                     target.slurm.drain(reason(outcome.why))
                     self._left_drained(target, "drained: " + reason(outcome.why))
         return failed
@@ -152,7 +154,11 @@ class Roll:
             for target in list(waiting):
                 assert target.slurm is not None
                 found: NodeState = target.slurm.state()
-                if found.empty:
+                if not found.drain:  # resumed by someone while its jobs were waited for
+                    waiting.remove(target)
+                    self.tally.resumed.append(target.host)
+                    self._resumed_by_others(target, found)
+                elif found.empty:
                     waiting.remove(target)
                     ready.append(target)
                     waited = self.clock() - started
@@ -179,12 +185,14 @@ class Roll:
             f"job(s) {', '.join(jobs) or '?'} still running after {target.drain_timeout:.0f}s "
             "(rocm_slurm_drain_timeout): not changed"
         )
-        if target.drained:
+        if not target.drained:
+            self.log(target.host, f"{why}; left drained, as it was")
+        elif self._still_ours(target):
             target.slurm.resume()
             target.drained = False
             self.log(target.host, f"{why}; resumed (jobs are never killed)")
         else:
-            self.log(target.host, f"{why}; left drained, as it was")
+            self.log(target.host, why)
 
     def _deploy_and_check(self, target: Target) -> Outcome:
         if target.recheck:
@@ -206,10 +214,29 @@ class Roll:
             self.log(target.host, "changed and checked")
         elif target.keep_drained:
             self._left_drained(target, "changed and checked; left drained, as it was")
-        else:
+        elif self._still_ours(target):
             target.slurm.resume()
             target.drained = False
             self.log(target.host, f"checks passed; resume {target.slurm.name}")
+
+    def _still_ours(self, target: Target) -> bool:
+        """Whether the node is still drained by the roll, read again now, before the roll
+        resumes it or drains it with another reason: someone may have drained it for their
+        own reason meanwhile (kept, and the node left drained), or resumed it (left so)."""
+        assert target.slurm is not None
+        found = target.slurm.state()
+        if found.drained_by_roll:
+            return True
+        target.drained = False  # not the roll's drain any more: never resumed by it
+        if found.drain:
+            self._left_drained(target, f"drained meanwhile by someone else: {found.describe()}")
+        else:
+            self._resumed_by_others(target, found)
+        return False
+
+    def _resumed_by_others(self, target: Target, found: NodeState) -> None:
+        target.drained = False
+        self.log(target.host, f"resumed meanwhile by someone else ({found.describe()})")
 
     def _left_drained(self, target: Target, message: str) -> None:
         target.drained = False  # on purpose now: not the roll's to resume
@@ -242,9 +269,10 @@ class Roll:
         for label, hosts in (
             ("failed", tally.failed),
             ("still busy, not changed", tally.busy),
+            ("resumed by someone else, not changed", tally.resumed),
             ("left drained", tally.left_drained),
         ):
             if hosts:
                 parts.append(f"{label}: {', '.join(hosts)}")
         self.out.write("roll: " + "; ".join(parts) + "\n")
-        return Exit.FINDINGS if tally.failed or tally.busy else Exit.OK
+        return Exit.FINDINGS if tally.failed or tally.busy or tally.resumed else Exit.OK

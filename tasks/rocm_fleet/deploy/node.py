@@ -144,5 +144,7 @@ def rocm_node() -> None:
     verify_node(config)
     # After the node is verified: Slurm is told of GPUs that work.
     configure_slurm_gres(config)
+    if refused():  # its GPUs' values can't be written to gres.conf: nothing more for it
+        return
     # Last: a node pulls its state once it has been converged to it.
     configure_pull(config)

@@ -24,7 +24,7 @@ from pyinfra.facts.server import Which
 from rocm_fleet.deploy import slurm
 from rocm_fleet.deploy.pull import mark_pushes, pull_problems, pull_warnings
 from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
-from rocm_fleet.engine.run import deploy_arguments, verbose
+from rocm_fleet.engine.run import sudo_asked, verbose
 from rocm_fleet.engine.surveying import Read, merged, preflight_reads, read_survey
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, LockHeld, PullStatus
@@ -79,17 +79,11 @@ def survey_reads(config: Config) -> list[Read]:
     )
 
 
-def _sudo_asked() -> bool:
-    """Whether this host's operations run through sudo: ``_sudo`` on the deploy call
-    (``rocm_node(_sudo=True)``) or in the host's data."""
-    return bool(deploy_arguments().get("_sudo", host.data.get("_sudo", False)))
-
-
 def _unreadable() -> str:
     """Why the survey could not run, as far as one more look tells: with ``_sudo`` asked
     for, whether the host has sudo at all (``sudo: not found`` is the commonest cause, and
     "set _sudo: True" the wrong advice)."""
-    if not _sudo_asked():
+    if not sudo_asked():
         return (
             f"preflight could not read {host.name} (see the error above): connect as root, "
             "or set _sudo: True with passwordless sudo or _sudo_password"

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.engine.refuse import outcome_of, record_outcome, refuse_host
+from rocm_fleet.engine.refuse import refuse_after_preflight
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import matrix, paths
@@ -89,7 +88,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
             request = LockRequest.of(wheels.index_url, requirements, wheels.runtime)
             locked = controller_locks().lines(request)
         except LockError as exc:
-            refuse(str(exc))
+            refuse_after_preflight(str(exc))
             return
     pinned_wheels(
         name="Install the torch wheels built for the ROCm release",
@@ -125,15 +124,6 @@ def _secret(source: str) -> Secret:
         return read_secret(source)
     except SecretError as exc:  # checked when the run started (model.fleet); gone since
         raise DeployError(str(exc)) from None
-
-
-def refuse(reason: str) -> None:
-    """Refuse the host as preflight does, and record the reason where the audit reads
-    preflight's verdict (so the host is "refused" there too, not silently without drift)."""
-    refuse_host(reason)
-    found = outcome_of()
-    if found is not None and found.refused is None:
-        record_outcome(replace(found, refused=reason))
 
 
 @functools.cache

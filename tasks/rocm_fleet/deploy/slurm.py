@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.engine.refuse import warn_host
+from rocm_fleet.engine.refuse import refuse_after_preflight, warn_host
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model import paths
-from rocm_fleet.model.slurm import gres_conf, gres_mismatch, slurm_gpus
+from rocm_fleet.model.slurm import GresError, gres_conf, gres_mismatch, slurm_gpus
 from rocm_fleet.operations.files import text_file
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def survey_reads(config: Config) -> list[Read]:
     if config.rocm_slurm_gres:
         reads += [
             Read("directories", DirectoryExists, {"path": paths.SLURM_DIR}),
-            Read("slurm_node", SlurmNode),
+            Read("slurm_node", SlurmNode, {"node": config.rocm_slurm_node_name}),
         ]
     return reads
 
@@ -72,7 +72,12 @@ def configure_slurm_gres(config: Config, present: bool = True) -> None:
             f"{paths.SLURM_GRES_CONF} left as it is"
         )
         return
-    gpus = slurm_gpus(kfd, config.rocm_slurm_gres_type)
+    try:
+        gpus = slurm_gpus(kfd, config.rocm_slurm_gres_type)
+    except GresError as exc:
+        # What amdgpu reports can't be written as gres.conf: refused, nothing changed.
+        refuse_after_preflight(f"rocm_slurm_gres: {exc}; {paths.SLURM_GRES_CONF} not written")
+        return
     # One name for every host (pyinfra shows an operation by its first host's name); the
     # file's own header says the Gres= it makes.
     content = gres_conf(gpus)
@@ -88,7 +93,7 @@ def configure_slurm_gres(config: Config, present: bool = True) -> None:
         content=hashlib.sha256(content.encode()).hexdigest() + "\n",
         mode="644",
     )
-    mismatch = gres_mismatch(gpus, read_fact(SlurmNode))
+    mismatch = gres_mismatch(gpus, read_fact(SlurmNode, node=config.rocm_slurm_node_name))
     if mismatch:
         warn_host(mismatch)
 

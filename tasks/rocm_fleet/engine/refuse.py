@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pyinfra import host
@@ -77,6 +77,16 @@ def refuse_host(reason: str) -> None:
         if state.active_hosts:
             raise  # over --fail-percent: pyinfra's own stop
         # the last host refused: pyinfra says "No hosts remaining!" when it runs
+
+
+def refuse_after_preflight(reason: str) -> None:
+    """Refuse the host as preflight does, from a step planned after it, and record the reason
+    where the audit reads preflight's verdict (so the host is "refused" there too, not
+    silently without drift)."""
+    refuse_host(reason)
+    found = outcome_of()
+    if found is not None and found.refused is None:
+        record_outcome(replace(found, refused=reason))
 
 
 def warn_host(warning: str) -> None:

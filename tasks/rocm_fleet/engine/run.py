@@ -24,10 +24,20 @@ def executing() -> bool:
     return bool(internal(host.state, "is_executing"))
 
 
-def deploy_arguments() -> dict[str, Any]:
+def deploy_arguments(target: Any = None) -> dict[str, Any]:
     """The global arguments (``_sudo``, ``_env``, ...) the ``@deploy`` call being planned on
-    the current host was given, e.g. ``rocm_node(_sudo=True)``; {} outside a deploy."""
-    return dict(internal(host, "current_deploy_kwargs") or {})
+    ``target`` (a pyinfra ``Host``; default: the current host) was given, e.g.
+    ``rocm_node(_sudo=True)``; {} outside a deploy."""
+    return dict(internal(host if target is None else target, "current_deploy_kwargs") or {})
+
+
+def sudo_asked(target: Any = None) -> bool:
+    """Whether rocm-fleet's commands on ``target`` (a pyinfra ``Host``; default: the current
+    host) run through sudo: ``_sudo`` on the deploy call (``rocm_node(_sudo=True)``) or in
+    the host's data. The one rule for the deploy and for what runs outside it (``rocm-fleet
+    roll``'s Slurm commands, where only the data can ask), as the node checks read it too."""
+    current = host if target is None else target
+    return bool(deploy_arguments(current).get("_sudo", current.data.get("_sudo", False)))
 
 
 def verbose() -> bool:

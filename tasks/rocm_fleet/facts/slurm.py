@@ -1,4 +1,6 @@
-"""What Slurm's controller says of this node: ``scontrol show node <short host name>``.
+"""What Slurm's controller says of this node: ``scontrol show node <its Slurm name>``, the
+name being ``rocm_slurm_node_name`` when set, else the host's short name (slurmd's own
+default).
 
 Asked from the node itself (a Slurm node has the client and the cluster's MUNGE key), so it
 is the controller's own view, the one jobs are scheduled by.
@@ -6,11 +8,14 @@ is the controller's own view, the one jobs are scheduled by.
 
 from __future__ import annotations
 
+import shlex
+
 from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import RC_PREFIX, split_rc
-from rocm_fleet.model.slurm import SlurmNodeView, scontrol_gres
+from rocm_fleet.model.slurm import SlurmNodeView
+from rocm_fleet.model.waves import SlurmOutputError, parse_node
 
 _NODE = "__node="
 _NO_SCONTROL = "__no_scontrol"
@@ -18,7 +23,8 @@ _NO_SCONTROL = "__no_scontrol"
 
 class SlurmNode(FactBase[SlurmNodeView]):
     """Slurm's view of this node; ``error`` says why there is none (no scontrol, a node
-    Slurm doesn't know, a controller that doesn't answer).
+    Slurm doesn't know, a controller that doesn't answer). ``node``: its Slurm name
+    (``rocm_slurm_node_name``); None: the host's short name.
 
     .. code:: python
 
@@ -26,9 +32,10 @@ class SlurmNode(FactBase[SlurmNodeView]):
     """
 
     @override
-    def command(self) -> str:
+    def command(self, node: str | None = None) -> str:
+        named = f"node={shlex.quote(node)}" if node else "node=$(hostname -s)"
         return (
-            'node=$(hostname -s); echo "' + _NODE + '$node"; '
+            named + '; echo "' + _NODE + '$node"; '
             "if ! command -v scontrol >/dev/null 2>&1; then echo " + _NO_SCONTROL + "; exit 0; fi; "
             'timeout 30 scontrol show node "$node" 2>&1; echo "' + RC_PREFIX + '$?"'
         )
@@ -44,4 +51,8 @@ class SlurmNode(FactBase[SlurmNodeView]):
         if rc != 0:
             said = " ".join(text.split())[:300] or f"exit status {rc}"
             return SlurmNodeView(node, None, f"scontrol show node {node}: {said}")
-        return SlurmNodeView(node, scontrol_gres(text) or "(null)")
+        try:
+            found = parse_node(text)
+        except SlurmOutputError as exc:
+            return SlurmNodeView(node, None, f"scontrol show node {node}: {exc}")
+        return SlurmNodeView(node, found.gres or "(null)")

@@ -57,7 +57,7 @@ class SlurmGpu:
 class SlurmNodeView:
     """What Slurm's controller says of this node (``scontrol show node``)."""
 
-    node: str  #: the name asked for (the host's short name)
+    node: str  #: the name asked for (``rocm_slurm_node_name``, else the host's short name)
     gres: str | None  #: its ``Gres=`` as printed ("gpu:mi300x:8", "(null)"); None: no answer
     error: str | None = None  #: why there is no answer (no scontrol, unknown node, ...)
 
@@ -77,14 +77,25 @@ def gpu_type(gfx: str, device_id: str | None) -> str:
 
 def slurm_gpus(kfd_nodes: Iterable[Mapping[str, Any]], type_: str | None = None) -> list[SlurmGpu]:
     """The GPUs of the KFD topology (``facts.gpu.KfdNodes``) that have a render node, in
-    render-node order; ``type_`` (the site's ``rocm_slurm_gres_type``) for every one."""
+    render-node order; ``type_`` (the site's ``rocm_slurm_gres_type``) for every one.
+    GresError names the GPU (its KFD node) whose values could not go into gres.conf."""
     gpus = []
     for node in kfd_nodes:
-        minor = node.get("drm_render_minor")
-        if not minor:
+        raw = node.get("drm_render_minor")
+        if not raw:
             continue  # no render node: nothing Slurm could bind a job to
+        where = f"KFD node {node.get('node', '?')} ({node.get('gfx')})"
+        try:
+            minor = int(raw)
+        except (TypeError, ValueError):
+            raise GresError(f"{where}: drm_render_minor {raw!r} is not a number") from None
         kind = type_ or gpu_type(str(node["gfx"]), node.get("device_id"))
-        gpus.append((int(minor), SlurmGpu(kind, f"{paths.RENDER_NODE_PREFIX}{int(minor)}")))
+        gpu = SlurmGpu(kind, f"{paths.RENDER_NODE_PREFIX}{minor}")
+        try:
+            gpu.line()  # checked here, where the GPU can still be named
+        except GresError as exc:
+            raise GresError(f"{where}: {exc}") from None
+        gpus.append((minor, gpu))
     return [gpu for _, gpu in sorted(gpus, key=lambda pair: pair[0])]
 
 
@@ -134,12 +145,6 @@ def parse_gres(value: str | None) -> dict[tuple[str, str | None], int]:
             count = int(parts[2]) if parts[2].isdigit() else 1
         found[name, kind] = found.get((name, kind), 0) + count
     return found
-
-
-def scontrol_gres(output: str) -> str | None:
-    """The ``Gres=`` of ``scontrol show node NODE``'s output (None: none printed)."""
-    match = re.search(r"(?:^|\s)Gres=(\S*)", output)
-    return match.group(1) if match else None
 
 
 def gres_mismatch(gpus: list[SlurmGpu], view: SlurmNodeView) -> str | None:

@@ -42,6 +42,7 @@ class NodeState:
     state: str  #: the base state: IDLE, MIXED, ALLOCATED, DOWN, ...
     flags: frozenset[str]  #: DRAIN, COMPLETING, NOT_RESPONDING (``*``), RESERVED, ...
     reason: str  #: the drain/down reason without Slurm's ``[user@time]``; "" when none
+    gres: str | None = None  #: its ``Gres=`` as printed ("gpu:mi300x:8", "(null)"); None: none
 
     @property
     def drain(self) -> bool:
@@ -98,7 +99,9 @@ def parse_node(text: str) -> NodeState:
         found.add("NOT_RESPONDING")
     if reason == "(null)":
         reason = ""
-    return NodeState(name=name, state=base, flags=frozenset(found), reason=reason)
+    return NodeState(
+        name=name, state=base, flags=frozenset(found), reason=reason, gres=fields.get("Gres")
+    )
 
 
 def parse_jobs(text: str) -> list[str]:
