@@ -25,14 +25,12 @@ GRUB's choice, as grub-mkconfig's grub.cfg and grub-core's ``normal/menu.c`` mak
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from rocm_fleet.model import paths
 from rocm_fleet.model.versions import kernel_key
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.host_survey import HostSurvey  # which holds a BootState
 
 #: What DKMS says of a module it built and installed for a kernel (2.x and 3.x), optionally
 #: followed by a warning in parentheses.
@@ -247,7 +245,19 @@ class BootOutlook:
     kernels: tuple[Readiness, ...]
 
 
-def survey_boot(survey: HostSurvey, driver: str | None, cert: str | None) -> BootOutlook:
+class BootSurvey(Protocol):
+    """What ``survey_boot`` reads of a survey (model.host_survey.HostSurvey, which holds a
+    BootState: a Protocol here keeps the two modules from importing each other)."""
+
+    @property
+    def boot(self) -> BootState | None: ...
+    @property
+    def secure_boot(self) -> Mapping[str, Any] | None: ...
+    @property
+    def mok(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+
+def survey_boot(survey: BootSurvey, driver: str | None, cert: str | None) -> BootOutlook:
     """The next boot of a surveyed host (the survey's ``boot``, ``secure_boot`` and
     ``mok <cert>`` answers), as the audit shows it."""
     state = survey.boot or BootState()
