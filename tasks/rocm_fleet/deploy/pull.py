@@ -126,6 +126,7 @@ def pull_script(config: Config, node: str) -> str:
         "PULL_STATUS_METRICS": paths.PULL_STATUS_METRICS,
         "PUSH_MARKER": paths.PUSH_MARKER,
         "PUSH_MARKER_EXPIRY": str(PUSH_MARKER_EXPIRY_SECONDS),
+        "SYSTEM_CA_BUNDLE": paths.SYSTEM_CA_BUNDLE,
     }
     header = "".join(f"{key}={shlex.quote(value)}\n" for key, value in variables.items())
     return f"#!{paths.SHELL}\n" + header + assets.text("rocm-fleet-pull.sh")
