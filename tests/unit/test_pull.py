@@ -194,7 +194,7 @@ def pull_ops(planned) -> list[str]:
 def test_a_fresh_host_gets_the_venv_files_and_units_after_it_is_verified():
     planned = plan(PULLING, SurveyHost(fresh_survey("debian-12")))
     assert pull_ops(planned) == [
-        "Pull mode | Install python3-venv and curl",
+        "Pull mode | Install python3-venv, curl and gpgv",
         "Pull mode | Install the pinned rocm-fleet for pulls",
         "Pull mode | Install the TUF root the pulls trust",
         "Pull mode | Write the pull script",
