@@ -1,6 +1,6 @@
 # rocm-fleet pull, run by rocm-fleet-pull.service (written by rocm-fleet: deploy/pull.py,
-# which puts the PULL_*, PUSH_* and TEXTFILES variables above): fetch this node's signed
-# settings from the fleet's TUF repository and verify them (rocm-fleet pull-fetch: forged,
+# which puts the PULL_*, PUSH_*, SYSTEM_CA_BUNDLE and TEXTFILES variables above): fetch
+# this node's signed settings from the fleet's TUF repository and verify them (rocm-fleet pull-fetch: forged,
 # replayed, expired or other-node data, or data carrying what pulled data never carries, is
 # refused and changes nothing), converge the node to them @local with the pinned rocm-fleet,
 # check the node, and write its audit for node_exporter. Settings that fail validation stop
@@ -86,6 +86,13 @@ result=$("$PULL_VENV/bin/rocm-fleet" pull-fetch --repository "$PULL_SOURCE" \
 }
 umask 022
 cd "$PULL_ROOT"
+# The deploy, its check and its audit reach AMD's and PyTorch's hosts themselves (a site
+# file's rows are checked against upstream before one is used): they trust what the node's
+# apt and pip trust for those hosts, the system's CA certificates, not the CA list pinned in
+# the pull's venv (certifi's, which knows no CA of the site's own and ages with the lock).
+if [ -f "$SYSTEM_CA_BUNDLE" ]; then
+    export REQUESTS_CA_BUNDLE="$SYSTEM_CA_BUNDLE"
+fi
 "$PULL_VENV/bin/pyinfra" --yes "$PULL_INVENTORY" "$PULL_DEPLOY" || status=$?
 # Settings that turned pull mode off have just removed this venv: nothing is left to check with.
 [ -x "$PULL_VENV/bin/rocm-fleet" ] || exit "$status"

@@ -24,22 +24,28 @@ never change a node at once; ``rocm_pull: false`` takes pull mode off.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import re
 import shutil
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from e2e import support
+from e2e import pull_support, support
+from e2e.pull_support import (
+    admin_repository,
+    changed_ops,
+    copy_published,
+    give_wheels,
+    publish_cli,
+    pull_settings,
+    ssh_sessions,
+    wheel_lock,
+)
 from e2e.support import running_lab, succeeded
 from lab import HostSpec
-from lab._util import cache_dir
 from lab.network import SUBNET
 from rocm_fleet.model import paths
 from rocm_fleet.offline.pull_repository import PullRepository
@@ -48,9 +54,6 @@ pytestmark = pytest.mark.e2e
 
 MIRROR = "mirror"
 NODES = ["puller1", "puller2"]
-ROOT = Path(__file__).resolve().parents[2]
-WHEELS = "/srv/pull-wheels"  # on the nodes
-LOCK = f"{WHEELS}/requirements.txt"
 MIRROR_ADDRESS = f"{SUBNET}.11"  # the first host of the lab (network.py: .10 + its index)
 PORT = 8080
 #: The lab's timer double runs every systemd time span at a tenth: OnBootSec=5min is 30 s,
@@ -65,71 +68,26 @@ RUN_SECONDS = 600  # how long one pull may take on the lab's shared cores
 SOURCE = f"http://{MIRROR_ADDRESS}:{PORT}{paths.MIRROR_PUBLISHED_URL_PATH}"
 
 
-def wheel_lock(directory: Path) -> str:
-    """rocm-fleet's wheel (built from this checkout) and every dependency for the lab's
-    bookworm Python (3.11), as ``name @ file://... --hash=sha256:...`` lines. Dependencies
-    come from a wheelhouse in the lab's cache, filled from PyPI only when it lacks one."""
-    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run([*pip, "wheel", "--no-deps", "-w", directory, ROOT], check=True)
-    house = cache_dir() / "pull-wheelhouse"
-    house.mkdir(exist_ok=True)
-    own = [str(p) for p in directory.glob("rocm_fleet-*.whl")]
-    target = ["--only-binary=:all:", "--python-version", "3.11", "--implementation", "cp",
-              "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
-              "--platform", "manylinux2014_x86_64", "--platform", "any"]  # fmt: skip
-    offline = [*pip, "download", "--no-index", "--find-links", house, "-d", directory, *target]
-    if subprocess.run([*offline, *own], check=False).returncode != 0:
-        # The house holds dependencies only: a rocm_fleet wheel of the same version left in
-        # it by an earlier run would be taken as "already downloaded", with its old
-        # dependencies, and the new ones never fetched.
-        for stale in house.glob("rocm_fleet-*.whl"):
-            stale.unlink()
-        subprocess.run([*pip, "download", "-d", house, *target, *own], check=True)
-        for saved in house.glob("rocm_fleet-*.whl"):
-            saved.unlink()
-        subprocess.run([*offline, *own], check=True)
-    lines = []
-    for wheel in sorted(directory.glob("*.whl")):
-        name = wheel.name.split("-")[0].replace("_", "-")
-        digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
-        lines.append(f"{name} @ file://{WHEELS}/{wheel.name} --hash=sha256:{digest}")
-    return "\n".join(lines) + "\n"
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     built = tmp_path_factory.mktemp("wheels")
-    lock = wheel_lock(built)
-    # The administrators' repository and keys, made as `rocm-fleet publish --init` makes them.
+    lock = wheel_lock(built, "3.11")  # Debian 12's Python
     admin = tmp_path_factory.mktemp("admin")
-    made = subprocess.run([sys.executable, "-m", "rocm_fleet.cli", "publish", "--init",
-                           "--repository", admin / "repository", "--keys", admin / "keys"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
-    assert made.returncode == 0, made.stderr
-    repository = PullRepository(admin / "repository", [admin / "keys"])
+    repository = admin_repository(admin)
     gpu = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
     mirror = {**gpu, "rocm_mirror": MIRROR, "rocm_mirror_allow": [f"{SUBNET}.0/24"]}
-    pulling = {**gpu, "rocm_pull": True, "rocm_pull_source": SOURCE,
-               "rocm_pull_trusted_root": str(repository.metadata / "root.json"),
-               "rocm_pull_lock": LOCK,
-               "rocm_pull_lock_sha256": hashlib.sha256(lock.encode()).hexdigest(),
-               "rocm_pull_interval": INTERVAL, "rocm_pull_random_delay": RANDOM_DELAY}  # fmt: skip
+    pulling = {**gpu, **pull_settings(repository, lock, SOURCE, INTERVAL, RANDOM_DELAY)}
     specs = [HostSpec(MIRROR, suite="bookworm", profile="rx7900xtx", data=mirror)] + [
         HostSpec(node, suite="bookworm", profile="rx7900xtx", data=pulling) for node in NODES
     ]
     for lab in running_lab(specs, ["6.4.3"], timer_scale=SCALE):
         assert lab.address(MIRROR) == MIRROR_ADDRESS
         for node in NODES:
-            root = lab.root(node)
-            shutil.copytree(built, root / WHEELS.lstrip("/"))
-            (root / LOCK.lstrip("/")).write_text(lock)
-            (root / paths.NODE_EXPORTER_TEXTFILES.lstrip("/")).mkdir(parents=True)
+            give_wheels(lab.root(node), built, lock)
         lab.repository = repository
         # The first publication from the push's own inventory, as the administrators would.
-        first = subprocess.run([sys.executable, "-m", "rocm_fleet.cli", "publish",
-                                lab.inventory, "--limit", ",".join(NODES), "--repository",
-                                repository.directory, "--keys", admin / "keys"],
-                               capture_output=True, text=True, check=False)  # fmt: skip
+        first = publish_cli(lab.inventory, "--limit", ",".join(NODES), "--repository",
+                            repository.directory, "--keys", admin / "keys")  # fmt: skip
         assert first.returncode == 0, first.stderr
         copy_to_mirror(lab)
         lab.pull_data = {node: json.loads(content)["settings"]
@@ -138,11 +96,11 @@ def lab(tmp_path_factory):
 
 
 def copy_to_mirror(lab) -> None:
-    """The repository copied to the mirror's published directory, as the administrators'
-    rsync would: targets first, then the metadata that names them."""
-    published = lab.root(MIRROR) / paths.MIRROR_PUBLISHED.lstrip("/")
-    for part in ("targets", "metadata"):
-        shutil.copytree(lab.repository.directory / part, published / part, dirs_exist_ok=True)
+    copy_published(lab.repository, lab.root(MIRROR))
+
+
+def next_run(lab, node: str, after: float, timeout: float = PERIOD + RUN_SECONDS):
+    return pull_support.next_run(lab, node, after, timeout)
 
 
 def publish(lab, settings: dict[str, dict]) -> None:
@@ -154,26 +112,6 @@ def publish(lab, settings: dict[str, dict]) -> None:
     copy_to_mirror(lab)
 
 
-def ssh_sessions(lab) -> dict[str, int]:
-    """Host name -> SSH sessions its sshd has accepted so far (its log)."""
-    logs = {name: lab.root(name).parent / "sshd.log" for name in lab.hosts}
-    return {name: log.read_text(errors="replace").count("Accepted publickey") for name, log in
-            logs.items()}  # fmt: skip
-
-
-def next_run(lab, node: str, after: float, timeout: float = PERIOD + RUN_SECONDS):
-    """The first timer run of ``node`` that started after ``after`` (time.monotonic()), once
-    it has ended."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        runs = [r for r in lab.timers.runs_of(node) if r.started > after]
-        if runs and runs[0].ended is not None:
-            return runs[0]
-        time.sleep(0.5)
-    raise AssertionError(f"no timer run of {node} ended in {timeout:.0f}s:\n"
-                         + lab.timers.journal(node)[-3000:])  # fmt: skip
-
-
 def groups_of(lab, node: str, user: str) -> set[str]:
     """The groups ``user`` is a member of on ``node`` (read from its root, not over SSH)."""
     groups = set()
@@ -182,22 +120,6 @@ def groups_of(lab, node: str, user: str) -> set[str]:
         if user in members.split(","):
             groups.add(name)
     return groups
-
-
-def changed_ops(output: str) -> list[str]:
-    """The operations pyinfra's results table (in a run's output) says changed the node,
-    without the node deploy's prefix; it must have one."""
-    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)
-    table = plain.rsplit("Operation ", 1)
-    assert len(table) == 2 and "Grand total" in table[1], output[-3000:]
-    changed = []
-    for line in table[1].splitlines()[1:]:
-        row = re.split(r"\s{2,}", line.split("]: ", 1)[-1].strip())
-        if row[0] == "Grand total":
-            break
-        if len(row) >= 3 and row[2] != "-":
-            changed.append(row[0].removeprefix(support.OP_PREFIX))
-    return changed
 
 
 VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"

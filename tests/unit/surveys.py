@@ -317,6 +317,7 @@ KERNELS = {
 DEBIAN_VERSIONS = {
     "ca-certificates": "20230311",
     "gnupg": "2.2.40-1.1",
+    "gpgv": "2.2.40-1.1",
     "python3-venv": "3.11.2-1+b1",
     "mokutil": "0.6.0-2",
     "openssl": "3.0.15-1~deb12u1",

@@ -194,7 +194,7 @@ def pull_ops(planned) -> list[str]:
 def test_a_fresh_host_gets_the_venv_files_and_units_after_it_is_verified():
     planned = plan(PULLING, SurveyHost(fresh_survey("debian-12")))
     assert pull_ops(planned) == [
-        "Pull mode | Install python3-venv and curl",
+        "Pull mode | Install python3-venv, curl and gpgv",
         "Pull mode | Install the pinned rocm-fleet for pulls",
         "Pull mode | Install the TUF root the pulls trust",
         "Pull mode | Write the pull script",
@@ -365,7 +365,10 @@ class PullNode:
         venv.mkdir(parents=True)
         self.calls = root / "calls"
         record = f'echo "$(basename "$0") $*" >> {self.calls}\n'
-        (venv / "pyinfra").write_text(f"#!/bin/sh\n{record}")
+        # What TLS the deploy trusts (its environment), beside its arguments.
+        self.ca_seen = root / "ca-seen"
+        trust = f'echo "${{REQUESTS_CA_BUNDLE:-certifi}}" > {self.ca_seen}\n'
+        (venv / "pyinfra").write_text(f"#!/bin/sh\n{trust}{record}")
         fetch = f'[ "$1" != pull-fetch ] || exec {sys.executable} -m rocm_fleet.cli "$@"\n'
         (venv / "rocm-fleet").write_text(f"#!/bin/sh\n{fetch}{record}")
         for program in ("pyinfra", "rocm-fleet"):
@@ -384,6 +387,7 @@ class PullNode:
             "PULL_STATUS_METRICS": str(self.status_file),
             "PUSH_MARKER": str(root / "push-running"), "PUSH_MARKER_EXPIRY": "3600",
             "PULL_MIRROR": "", "PULL_MIRROR_CA": "",  # no TLS mirror: the system's CAs
+            "SYSTEM_CA_BUNDLE": str(root / "ca-certificates.crt"),  # none until a test makes it
         }  # fmt: skip
         header = "".join(f"{k}={shlex.quote(v)}\n" for k, v in variables.items())
         self.script = root / "pull.sh"
@@ -438,6 +442,19 @@ def test_a_pulled_site_file_is_written_beside_the_settings_and_named_by_them(tmp
     assert node.run().returncode == 0
     assert not copy.exists()
     assert "rocm_matrix_data" not in json.loads(node.data.read_text())
+
+
+def test_the_pulls_deploy_trusts_the_systems_cas_not_the_venvs(tmp_path, fleet, monkeypatch):
+    """The deploy checks a site file's rows against upstream itself: with the CAs the
+    node's apt and pip trust (where the system has them), not certifi's in the pull venv."""
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE", raising=False)  # a service's environment
+    fleet.publish({NODE: SETTINGS})
+    node = PullNode(tmp_path / "node", fleet)
+    assert node.run().returncode == 0
+    assert node.ca_seen.read_text() == "certifi\n"  # no system bundle: requests' own
+    (node.root / "ca-certificates.crt").write_text("")
+    assert node.run().returncode == 0
+    assert node.ca_seen.read_text() == f"{node.root / 'ca-certificates.crt'}\n"
 
 
 def test_a_pull_skips_while_a_push_is_marked_and_goes_on_past_a_stale_mark(tmp_path, fleet):

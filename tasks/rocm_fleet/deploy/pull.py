@@ -41,7 +41,10 @@ if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
 UNIT = "rocm-fleet-pull"
-PREREQUISITES = ["python3-venv", "curl"]
+# gpgv: the pull's deploy checks a pulled site file's rows against upstream on the node, and
+# verifies AMD's InRelease with gpgv (offline/signature.py); Debian 13's apt verifies with sqv
+# and brings no gpgv.
+PREREQUISITES = ["python3-venv", "curl", "gpgv"]
 #: The distribution whose Requires-Python the node's python3 must meet (it runs rocm-fleet).
 DISTRIBUTION = "rocm-fleet"
 #: The inventory group the pull's own run puts the node in (``inventory_file``): a run for it
@@ -126,6 +129,7 @@ def pull_script(config: Config, node: str) -> str:
         "PULL_STATUS_METRICS": paths.PULL_STATUS_METRICS,
         "PUSH_MARKER": paths.PUSH_MARKER,
         "PUSH_MARKER_EXPIRY": str(PUSH_MARKER_EXPIRY_SECONDS),
+        "SYSTEM_CA_BUNDLE": paths.SYSTEM_CA_BUNDLE,
     }
     header = "".join(f"{key}={shlex.quote(value)}\n" for key, value in variables.items())
     return f"#!{paths.SHELL}\n" + header + assets.text("rocm-fleet-pull.sh")
@@ -222,7 +226,9 @@ def configure_pull(config: Config) -> None:
         return
     assert config.rocm_pull_lock and config.rocm_pull_lock_sha256  # config requires them
     debian_packages(
-        name="Install python3-venv and curl", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
+        name="Install python3-venv, curl and gpgv",
+        packages=PREREQUISITES,
+        ledger=paths.PACKAGE_LEDGER,
     )
     locked_venv(
         name="Install the pinned rocm-fleet for pulls",

@@ -1,11 +1,11 @@
-"""An ``InRelease`` checked the way apt checks it, for ``rocm-fleet bundle`` and
-``rocm-fleet matrix check``.
+"""An ``InRelease`` checked the way apt checks it, for ``rocm-fleet bundle``,
+``rocm-fleet matrix check`` and the check of a site file's rows.
 
-The verifier is ``gpgv`` (package gpgv, on every Debian and Ubuntu: apt depends on
-``gpgv | sqv``) with a keyring holding the pinned key alone, and its exit code is not
-trusted: gpgv exits 0 for a good signature by an expired or a revoked key. Its
-``--status-fd`` lines are read as apt's ``methods/gpgv.cc`` reads them (gpg's doc/DETAILS
-gives their fields):
+The verifier is ``gpgv`` (package gpgv; apt depends on ``gpgv | sqv`` and Debian 13's takes
+sqv, so a pull node gets gpgv from its deploy) with a keyring holding the pinned key alone,
+and its exit code is not trusted: gpgv exits 0 for a good signature by an expired or a
+revoked key. Its ``--status-fd`` lines are read as apt's ``methods/gpgv.cc`` reads them
+(gpg's doc/DETAILS gives their fields):
 
 * ``GOODSIG`` and ``VALIDSIG`` for the same signature are needed; ``BADSIG`` refuses;
 * ``EXPKEYSIG`` (the key has expired), ``REVKEYSIG`` (it is revoked) and ``EXPSIG`` (the
