@@ -175,3 +175,16 @@ def test_the_bundle_refuses_another_suites_inrelease(upstream, signer, tmp_path)
     with pytest.raises(BundleError, match=r"InRelease: signed for noble / noble, not jammy"):
         make_bundle(plan, out, Fetcher(progress=Quiet(), retries=0))
     assert not list(out.rglob("InRelease"))
+
+
+def test_a_machine_without_gpgv_says_so_instead_of_failing_with_a_traceback(monkeypatch):
+    """Debian 13's apt depends on sqv, not gpgv: a controller or node without gpgv can't
+    verify an InRelease, and says what to install; it never takes the text unverified."""
+    from rocm_fleet.offline import signature
+
+    def no_gpgv(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "gpgv")
+
+    monkeypatch.setattr(signature.subprocess, "run", no_gpgv)
+    with pytest.raises(SignatureError, match=r"gpgv is not installed \(apt-get install gpgv\)"):
+        signature.verified_text(b"signed", b"key", "https://repo.example/dists/noble/InRelease")

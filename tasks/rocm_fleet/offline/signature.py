@@ -67,12 +67,18 @@ def verified_text(inrelease: bytes, key: bytes, url: str) -> str:
         signed = Path(home) / "InRelease"
         signed.write_bytes(inrelease)
         out = Path(home) / "verified"
-        result = subprocess.run(
-            ["gpgv", "--status-fd", "1", "--keyring", str(keyring), "--output", str(out),
-             str(signed)],
-            capture_output=True, text=True, check=False,
-            env={"GNUPGHOME": home, "PATH": "/usr/bin:/bin", "LANG": "C"},
-        )  # fmt: skip
+        try:
+            result = subprocess.run(
+                ["gpgv", "--status-fd", "1", "--keyring", str(keyring), "--output", str(out),
+                 str(signed)],
+                capture_output=True, text=True, check=False,
+                env={"GNUPGHOME": home, "PATH": "/usr/bin:/bin", "LANG": "C"},
+            )  # fmt: skip
+        except FileNotFoundError:  # Debian 13's apt takes sqv: gpgv is its own package there
+            raise SignatureError(
+                f"{url}: can't verify its signature here: gpgv is not installed (apt-get "
+                "install gpgv)"
+            ) from None
         refusal = policy_refusal(result.stdout)
         if refusal is None and (result.returncode != 0 or not out.exists()):
             refusal = " ".join(result.stderr.split())[-300:] or f"gpgv exit {result.returncode}"
