@@ -1,11 +1,12 @@
 # rocm-fleet pull, run by rocm-fleet-pull.service (written by rocm-fleet: deploy/pull.py,
 # which puts the PULL_*, PUSH_*, SYSTEM_CA_BUNDLE and TEXTFILES variables above): fetch
-# this node's signed settings from the fleet's TUF repository and verify them (rocm-fleet pull-fetch: forged,
-# replayed, expired or other-node data, or data carrying what pulled data never carries, is
-# refused and changes nothing), converge the node to them @local with the pinned rocm-fleet,
-# check the node, and write its audit for node_exporter. Settings that fail validation stop
-# the deploy before its first operation, so they change nothing either. Each refusal or
-# failure exits non-zero with the reason in the journal and the result in the metrics.
+# this node's signed settings from the fleet's TUF repository and verify them (rocm-fleet
+# pull-fetch: forged, replayed, expired or other-node data, or data carrying what pulled
+# data never carries, is refused and changes nothing), converge the node to them @local with
+# the pinned rocm-fleet, check the node, and write its audit for node_exporter. Settings that
+# fail validation stop the deploy before its first operation, so they change nothing either.
+# Each refusal or failure exits non-zero with the reason in the journal and the result in
+# the metrics.
 # Two pulls never overlap (PULL_LOCK, root's own), and a push waits for a pull or refuses;
 # a push that is running (PUSH_MARKER) makes this pull skip (75).
 set -eu

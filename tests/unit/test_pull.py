@@ -23,6 +23,7 @@ from rocm_fleet.model.answers import LastPull
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.fleet import Fleet
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
+from unit.conftest import DRIVERLESS_SITE
 from unit.pullrepo import NODE, SETTINGS, PullFleet
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
@@ -428,7 +429,7 @@ def test_a_pull_applies_the_signed_settings_with_the_push_only_ones_from_the_pus
 
 
 def test_a_pulled_site_file_is_written_beside_the_settings_and_named_by_them(tmp_path, fleet):
-    site = (Path(__file__).resolve().parents[1] / "fixtures/site/future-10.9.0.json").read_text()
+    site = DRIVERLESS_SITE.read_text()
     fleet.publish({NODE: {**SETTINGS, "rocm_version": "10.9.0"}}, matrix_data={NODE: site})
     node = PullNode(tmp_path / "node", fleet)
     assert node.run().returncode == 0

@@ -23,6 +23,7 @@ from tuf.api.metadata import Metadata, Targets, Timestamp
 from rocm_fleet.model import pulled
 from rocm_fleet.model.pulled import PullRefused
 from rocm_fleet.offline.pull_repository import PullRepository, RepositoryError
+from unit.conftest import DRIVERLESS_SITE
 from unit.pullrepo import NODE, OTHER, SETTINGS, PullFleet, Redirecting, serve
 
 
@@ -290,9 +291,7 @@ def test_the_targets_metadata_names_each_node_by_its_path(fleet):
 
 # --- a site's own matrix data, carried by the target ---------------------------------------
 
-SITE = (
-    Path(__file__).resolve().parents[1] / "fixtures" / "site" / "future-10.9.0.json"
-).read_text()
+SITE = DRIVERLESS_SITE.read_text()
 
 
 def test_site_matrix_data_reaches_the_node_signed_with_its_settings(fleet):

@@ -25,10 +25,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.cli.exits import described, epilog
 from rocm_fleet.cli.inventory import UsageError, load_inventory
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.site_data import SiteData
 
 
 def add_parser(commands: Any) -> None:
@@ -136,7 +139,7 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
     return nodes, matrix_data
 
 
-def _site_text(host: str, site: Any) -> str:
+def _site_text(host: str, site: SiteData) -> str:
     """The text of ``site`` (model.site_data.SiteData) as it was checked: the file read again
     must be the bytes its SHA-256 names (one changed meanwhile is refused, not published)."""
     import hashlib
