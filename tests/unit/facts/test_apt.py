@@ -100,8 +100,22 @@ def test_dpkg_interrupted_command_under_dash(tmp_path):
 """,
     )
     fact = DpkgInterrupted()
-    rc, out = run_sh(fact.command, {"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    # dpkg's journal directory as a fixture, never this machine's own (which apt changes).
+    updates = tmp_path / "dpkg" / "updates"
+    updates.mkdir(parents=True)
+    command = fact.command.replace("/var/lib/dpkg/updates", str(updates))
+    assert command != fact.command
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
+    rc, out = run_sh(command, env)
     assert (rc, fact.process(out)) == (0, ["half-configured rocm-core", "unpacked rocminfo"])
+    # An unapplied journal entry (dpkg names them 0000, 0001, ...) and a hidden one.
+    for name in ("0003", ".0004"):
+        (updates / name).write_text("Package: rocm-core\n")
+        rc, out = run_sh(command, env)
+        assert (rc, fact.process(out)) == (
+            0, ["journal", "half-configured rocm-core", "unpacked rocminfo"]
+        )  # fmt: skip
+        (updates / name).unlink()
 
 
 APT_SOURCES = {
