@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
+from rocm_fleet.assets import render
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
@@ -270,20 +271,9 @@ def _is_ip(value: str) -> bool:
 def apt_proxy_conf(config: Config) -> str:
     """apt's proxy settings (apt.conf(5)): the proxy for http and https sources, DIRECT for
     each exact host name of ``rocm_no_proxy`` and the mirror (apt has no suffix match)."""
-    proxy = config.rocm_proxy or ""
-    lines = [
-        "// Written by rocm-fleet from rocm_proxy and rocm_no_proxy; removed with them.",
-        f'Acquire::http::Proxy "{proxy}";',
-        f'Acquire::https::Proxy "{proxy}";',
-    ]
-    for name in no_proxy(config):
-        if name.startswith(".") or "/" in name or "*" in name:
-            continue  # a suffix or a range: apt can't say it
-        lines += [
-            f'Acquire::http::Proxy::{name} "DIRECT";',
-            f'Acquire::https::Proxy::{name} "DIRECT";',
-        ]
-    return "\n".join(lines) + "\n"
+    # A suffix or a range is left out: apt can't say it.
+    direct = [n for n in no_proxy(config) if not (n.startswith(".") or "/" in n or "*" in n)]
+    return render("apt-proxy.conf.j2", proxy=config.rocm_proxy or "", direct=direct)
 
 
 @deploy("Proxy")
@@ -304,16 +294,7 @@ def configure_proxy(config: Config, present: bool = True) -> None:
 def apt_mirror_conf(hostname: str) -> str:
     """apt's TLS settings for the mirror alone (apt.conf(5): per-host ``CaInfo``; apt then
     trusts only that CA for that host, and nothing changes for any other)."""
-    return "\n".join(
-        [
-            "// Written by rocm-fleet: the fleet mirror's certificate is checked against the",
-            "// fleet's own CA (rocm_mirror_tls_ca), for the mirror alone.",
-            f'Acquire::https::{hostname}::CaInfo "{paths.MIRROR_CA}";',
-            f'Acquire::https::{hostname}::Verify-Peer "true";',
-            f'Acquire::https::{hostname}::Verify-Host "true";',
-            "",
-        ]
-    )
+    return render("apt-mirror-tls.conf.j2", hostname=hostname, ca=paths.MIRROR_CA)
 
 
 @deploy("Fleet mirror")
