@@ -70,8 +70,8 @@ CASES: dict[str, Callable[[str], str]] = {
     "rocm-fleet-pull.service": lambda _: pull.service_unit(),
     "rocm-fleet-pull.timer": lambda ca: pull.timer_unit(pulling(ca)),
     "rocm-fleet-pull": lambda ca: pull.pull_script(pulling(ca), "node-1.lab"),
-    "pull-deploy.py": lambda _: pull.deploy_file(),
-    "pull-inventory.py": lambda _: pull.inventory_file(),
+    "pull-deploy.txt": lambda _: pull.deploy_file(),
+    "pull-inventory.txt": lambda _: pull.inventory_file(),
     "backports.sources": lambda _: backports_source(
         "http://deb.debian.org/debian", "bookworm-backports"
     ),

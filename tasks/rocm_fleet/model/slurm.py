@@ -116,7 +116,7 @@ def node_gres(gpus: Iterable[SlurmGpu]) -> str:
 def gres_conf(gpus: list[SlurmGpu]) -> str:
     """gres.conf for this node (GresError for a value outside the grammar)."""
     for gpu in gpus:
-        gpu.line()
+        gpu.line()  # each value checked by its grammar before the template writes it
     return render("gres.conf.j2", gres=node_gres(gpus), name=GRES_NAME, gpus=gpus)
 
 
