@@ -26,7 +26,7 @@ def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: text(f"templates/{name}")),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,
+        autoescape=False,  # configuration files, not HTML: each value is checked before
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
