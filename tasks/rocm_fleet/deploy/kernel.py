@@ -27,6 +27,7 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 
+from rocm_fleet.assets import render
 from rocm_fleet.deploy.apt_repository import AptFile, apt_repository
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import warn_host
@@ -44,19 +45,22 @@ if TYPE_CHECKING:
 
 def backports_source(mirror: str, suite: str) -> str:
     """The deb822 source (backports.debian.org/Instructions; fact sheet §6)."""
-    return (
-        "Types: deb\n"
-        f"URIs: {mirror}\n"
-        f"Suites: {suite}\n"
-        "Components: main\n"
-        f"Signed-By: {paths.DEBIAN_ARCHIVE_KEYRING}\n"
+    return render(
+        "apt-source.sources.j2",
+        x_repo_id=None,
+        uri=mirror,
+        suite=suite,
+        component="main",
+        architecture=None,
+        keyring=paths.DEBIAN_ARCHIVE_KEYRING,
+        enabled=False,
     )
 
 
 def backports_pin(suite: str) -> str:
     """Priority 100, what NotAutomatic/ButAutomaticUpgrades gives backports anyway: nothing
     is installed from it unless asked (``-t``), and what was comes on updating from it."""
-    return f"Package: *\nPin: release n={suite}\nPin-Priority: 100\n"
+    return render("apt-pin.pref.j2", release=f"n={suite}", priority=100)
 
 
 @deploy("Kernel")

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
+from rocm_fleet.assets import render
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
@@ -80,140 +81,41 @@ def nginx_site(
     what the administrators published for pull-mode nodes is served under ``/fleet/``;
     a bundle's manifest (the inventory's host names) is not served. ``tls``: HTTPS only,
     with the certificate and key the deploy put beside nginx's configuration."""
-    head = "# Written by rocm-fleet: the fleet mirror (rocm_mirror). Changes are overwritten."
-    addresses = [f"[{a}]" if ":" in a else a for a in listen or []]
-    ssl = " ssl" if tls else ""
-    listening = (
-        [f"    listen {address}:{port}{ssl};" for address in addresses]
-        if addresses
-        else [f"    listen {port}{ssl};", f"    listen [::]:{port}{ssl};"]
+    resolvers = [_bracketed(a) for a in nameservers or []]
+    served = [s for s in servers if resolvers or not s.linked]
+    return render(
+        "rocm-fleet-mirror.conf.j2",
+        port=port,
+        bundle=bundle,
+        tls=tls,
+        listen=[_bracketed(a) for a in listen or []],
+        allow=["127.0.0.1", "::1", *(allow or [])],
+        resolvers=resolvers,
+        upstreams=[_upstream(number, server) for number, server in enumerate(served)],
+        paths=paths,
     )
-    if tls:
-        listening += [
-            f"    ssl_certificate {paths.MIRROR_CERT};",
-            f"    ssl_certificate_key {paths.MIRROR_KEY};",
-            "    ssl_protocols TLSv1.2 TLSv1.3;",
-        ]
-    admitted = [
-        *(f"    allow {network};" for network in ["127.0.0.1", "::1", *(allow or [])]),
-        "    deny all;",
-    ]
-    guard = [
-        *listening,
-        *admitted,
-        "    # apt and pip send no query string: one would only make a new cache entry.",
-        "    if ($is_args) {",
-        "        return 400;",
-        "    }",
-    ]
-    # Pull-mode nodes fetch their data (and the pinned lock) from what the administrators
-    # published: static files, never listed, never cached.
-    published = [
-        f"    location {paths.MIRROR_PUBLISHED_URL_PATH} {{",
-        "        limit_except GET { deny all; }",
-        f"        alias {paths.MIRROR_PUBLISHED}/;",
-        "        autoindex off;",
-        "    }",
-    ]
-    if bundle:
-        return "\n".join(
-            [
-                head,
-                "server {",
-                *guard,
-                f"    root {paths.MIRROR_BUNDLE};",
-                "    index index.html;",
-                "    location / {",
-                "        limit_except GET { deny all; }",
-                "        try_files $uri $uri/ =404;",
-                "    }",
-                *published,
-                "    # The manifest names the inventory's hosts: for rocm-fleet, not for clients.",
-                f"    location = /{paths.BUNDLE_MANIFEST} {{",
-                "        return 404;",
-                "    }",
-                "}",
-                "",
-            ]
-        )
-    resolvers = [f"[{a}]" if ":" in a else a for a in nameservers or []]
-    servers = [s for s in servers if resolvers or not s.linked]
-    # The request's path as the client encoded it, less the /<upstream> prefix and any
-    # query: a wheel's "%2B" must reach the upstream as sent (S3 reads a bare "+" in a path
-    # as a space).
-    lines = [
-        head,
-        "map $request_uri $rocm_fleet_upstream_uri {",
-        "    ~^/[^/?]+(?<rocm_fleet_rest>/[^?]*)$ $rocm_fleet_rest;",
-        "}",
-        f"proxy_cache_path {paths.MIRROR_CACHE} levels=1:2 keys_zone=rocm_fleet_mirror:32m",
-        "                 max_size=500g inactive=180d use_temp_path=off;",
-    ]
-    # The upstreams the settings name are resolved when nginx loads (from /etc/hosts too): an
-    # upstream block each, which proxy_pass can name beside a variable without a resolver.
-    for number, server in enumerate(servers):
-        if not server.linked:
-            default = 443 if server.scheme == "https" else 80
-            bare = ":" not in server.netloc.rsplit("]", 1)[-1]
-            address = f"{server.netloc}:{default}" if bare else server.netloc
-            lines += [f"upstream rocm_fleet_{number} {{", f"    server {address};", "}"]
-    lines += [
-        "server {",
-        *guard,
-        "    location / {",
-        "        return 404;",
-        "    }",
-        *published,
-        *([f"    resolver {' '.join(resolvers)} valid=300s;"] if resolvers else []),
-        "    proxy_cache rocm_fleet_mirror;",
-        "    # The path alone keys the cache (never the query string).",
-        "    proxy_cache_key $proxy_host$rocm_fleet_upstream_uri;",
-        "    proxy_cache_lock on;",
-        "    proxy_cache_lock_timeout 10m;",
-        "    proxy_cache_lock_age 10m;",
-        "    proxy_cache_revalidate on;",
-        "    proxy_cache_use_stale error timeout updating http_500 http_502 http_503 http_504;",
-        "    proxy_ignore_headers Cache-Control Expires Set-Cookie Vary;",
-        "    proxy_http_version 1.1;",
-        "    proxy_ssl_server_name on;",
-        "    proxy_ssl_verify on;",
-        f"    proxy_ssl_trusted_certificate {paths.SYSTEM_CA_BUNDLE};",
-        "    add_header X-Rocm-Fleet-Cache $upstream_cache_status always;",
-    ]
-    links = [f"        sub_filter '{s.scheme}://{s.netloc}/' '/{s.netloc}/';" for s in servers]
-    for number, server in enumerate(servers):
-        scheme, netloc = server.scheme, server.netloc
-        name = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
-        target = netloc if server.linked else f"rocm_fleet_{number}"
-        upstream = [
-            f"        proxy_pass {scheme}://{target}$rocm_fleet_upstream_uri;",
-            f"        proxy_set_header Host {netloc};",
-            f"        proxy_ssl_name {name};",
-            f"        proxy_redirect {scheme}://{netloc}/ /{netloc}/;",
-            f"        proxy_redirect / /{netloc}/;",
-        ]
-        lines += [
-            f"    location /{netloc}/ {{",
-            "        limit_except GET { deny all; }",
-            *upstream,
-            '        proxy_set_header Accept-Encoding "";',
-            "        proxy_cache_valid 200 10m;",
-            "        # Index pages: links to this upstream's paths and to the other upstreams",
-            "        # the mirror carries point at the mirror.",
-            "        sub_filter_types text/html;",
-            "        sub_filter_once off;",
-            f"        sub_filter 'href=\"/' 'href=\"/{netloc}/';",
-            *links,
-            "        # Packages and wheels never change under their name: kept long, whole (no",
-            "        # slices: a file replaced upstream never mixes old and new parts).",
-            r"        location ~ \.(deb|whl)$ {",
-            "            limit_except GET { deny all; }",
-            *(f"    {line}" for line in upstream),
-            "            proxy_cache_valid 200 180d;",
-            "        }",
-            "    }",
-        ]
-    return "\n".join([*lines, "}", ""])
+
+
+def _bracketed(address: str) -> str:
+    """An address as nginx names it beside a port: an IPv6 one in brackets."""
+    return f"[{address}]" if ":" in address else address
+
+
+def _upstream(number: int, server: ProxiedUpstream) -> dict[str, Any]:
+    """What the site says of ``server``: the upstream block it is named by (a linked one is
+    resolved per request, by its name), its address with the scheme's default port, and
+    the name its certificate is checked for."""
+    netloc = server.netloc
+    bare = ":" not in netloc.rsplit("]", 1)[-1]
+    default = 443 if server.scheme == "https" else 80
+    return {
+        "scheme": server.scheme,
+        "netloc": netloc,
+        "linked": server.linked,
+        "target": netloc if server.linked else f"rocm_fleet_{number}",
+        "address": f"{netloc}:{default}" if bare else netloc,
+        "name": netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc,
+    }
 
 
 def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[str], list[str]]:
@@ -270,20 +172,9 @@ def _is_ip(value: str) -> bool:
 def apt_proxy_conf(config: Config) -> str:
     """apt's proxy settings (apt.conf(5)): the proxy for http and https sources, DIRECT for
     each exact host name of ``rocm_no_proxy`` and the mirror (apt has no suffix match)."""
-    proxy = config.rocm_proxy or ""
-    lines = [
-        "// Written by rocm-fleet from rocm_proxy and rocm_no_proxy; removed with them.",
-        f'Acquire::http::Proxy "{proxy}";',
-        f'Acquire::https::Proxy "{proxy}";',
-    ]
-    for name in no_proxy(config):
-        if name.startswith(".") or "/" in name or "*" in name:
-            continue  # a suffix or a range: apt can't say it
-        lines += [
-            f'Acquire::http::Proxy::{name} "DIRECT";',
-            f'Acquire::https::Proxy::{name} "DIRECT";',
-        ]
-    return "\n".join(lines) + "\n"
+    # A suffix or a range is left out: apt can't say it.
+    direct = [n for n in no_proxy(config) if not (n.startswith(".") or "/" in n or "*" in n)]
+    return render("apt-proxy.conf.j2", proxy=config.rocm_proxy or "", direct=direct)
 
 
 @deploy("Proxy")
@@ -304,16 +195,7 @@ def configure_proxy(config: Config, present: bool = True) -> None:
 def apt_mirror_conf(hostname: str) -> str:
     """apt's TLS settings for the mirror alone (apt.conf(5): per-host ``CaInfo``; apt then
     trusts only that CA for that host, and nothing changes for any other)."""
-    return "\n".join(
-        [
-            "// Written by rocm-fleet: the fleet mirror's certificate is checked against the",
-            "// fleet's own CA (rocm_mirror_tls_ca), for the mirror alone.",
-            f'Acquire::https::{hostname}::CaInfo "{paths.MIRROR_CA}";',
-            f'Acquire::https::{hostname}::Verify-Peer "true";',
-            f'Acquire::https::{hostname}::Verify-Host "true";',
-            "",
-        ]
-    )
+    return render("apt-mirror-tls.conf.j2", hostname=hostname, ca=paths.MIRROR_CA)
 
 
 @deploy("Fleet mirror")

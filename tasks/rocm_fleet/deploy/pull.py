@@ -16,7 +16,6 @@ the audit there. It reboots only as the settings' ``rocm_reboot`` allows, like a
 from __future__ import annotations
 
 import importlib.metadata
-import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -64,20 +63,9 @@ def service_unit() -> str:
     a lock held by someone else is a failure it reports), logged in the journal. A oneshot
     has no start timeout by default (systemd.service(5)): a first install downloads
     gigabytes."""
-    return f"""\
-# Written by rocm-fleet (rocm_pull); rocm_pull: false removes it.
-[Unit]
-Description=rocm-fleet pull: converge this node to its signed settings
-Wants=network-online.target
-After=network-online.target
-
-[Service]
-Type=oneshot
-ExecStart={paths.SHELL} {paths.PULL_SCRIPT}
-# A pull that finds a push changing the node skips (75): the push converges it.
-SuccessExitStatus=75
-SyslogIdentifier={UNIT}
-"""
+    return assets.render(
+        "rocm-fleet-pull.service.j2", shell=paths.SHELL, script=paths.PULL_SCRIPT, unit=UNIT
+    )
 
 
 def timer_unit(config: Config) -> str:
@@ -85,19 +73,11 @@ def timer_unit(config: Config) -> str:
     ``rocm_pull_interval`` after each run, each with a random delay so a fleet doesn't fetch
     at once. (No ``Persistent=``: it only acts on ``OnCalendar=`` timers, systemd.timer(5);
     ``OnBootSec=`` is what catches up after downtime.)"""
-    return f"""\
-# Written by rocm-fleet (rocm_pull); rocm_pull: false removes it.
-[Unit]
-Description=rocm-fleet pull, every {config.rocm_pull_interval}
-
-[Timer]
-OnBootSec=5min
-OnUnitActiveSec={config.rocm_pull_interval}
-RandomizedDelaySec={config.rocm_pull_random_delay}
-
-[Install]
-WantedBy=timers.target
-"""
+    return assets.render(
+        "rocm-fleet-pull.timer.j2",
+        interval=config.rocm_pull_interval,
+        random_delay=config.rocm_pull_random_delay,
+    )
 
 
 def node_name(config: Config) -> str:
@@ -131,8 +111,12 @@ def pull_script(config: Config, node: str) -> str:
         "PUSH_MARKER_EXPIRY": str(PUSH_MARKER_EXPIRY_SECONDS),
         "SYSTEM_CA_BUNDLE": paths.SYSTEM_CA_BUNDLE,
     }
-    header = "".join(f"{key}={shlex.quote(value)}\n" for key, value in variables.items())
-    return f"#!{paths.SHELL}\n" + header + assets.text("rocm-fleet-pull.sh")
+    return assets.render(
+        "rocm-fleet-pull.sh.j2",
+        shell=paths.SHELL,
+        variables=variables,
+        body=assets.text("rocm-fleet-pull.sh"),
+    )
 
 
 def oldest_python() -> str:
@@ -162,30 +146,16 @@ def trusted_root_problem(path: str) -> str | None:
     return None
 
 
-DEPLOY_FILE = '''\
-"""rocm-fleet pull: the deploy the pull service runs (written by rocm-fleet)."""
-
-from rocm_fleet.deploy import rocm_node
-
-rocm_node()
-'''
+def deploy_file() -> str:
+    """The deploy the pull's run hands pyinfra: the node's deploy, nothing more."""
+    return assets.render("pull-deploy.py.j2")
 
 
 def inventory_file() -> str:
     """This node as pyinfra's ``@local``, with the settings the service verified: read as
     JSON, so what comes from the repository is data, never code. Its group (``PULL_GROUP``)
     tells the deploy that this run is the pull, which holds the pull's lock itself."""
-    return f'''\
-"""rocm-fleet pull: this node, with the settings the pull verified (written by rocm-fleet)"""
-
-import json
-
-with open({paths.PULL_DATA!r}, encoding="utf-8") as _file:
-    _data = json.load(_file)
-if not isinstance(_data, dict):
-    raise ValueError("{paths.PULL_DATA}: the inventory data is not a JSON object")
-{PULL_GROUP} = (["@local"], _data)
-'''
+    return assets.render("pull-inventory.py.j2", data=paths.PULL_DATA, group=PULL_GROUP)
 
 
 # What each pull writes in node_exporter's textfile directory (rocm-fleet-pull.sh).
@@ -250,7 +220,7 @@ def configure_pull(config: Config) -> None:
         path=paths.PULL_SCRIPT,
         content=pull_script(config, node_name(config)),
     )
-    text_file(name="Write the pull's deploy", path=paths.PULL_DEPLOY, content=DEPLOY_FILE)
+    text_file(name="Write the pull's deploy", path=paths.PULL_DEPLOY, content=deploy_file())
     text_file(
         name="Write the pull's inventory", path=paths.PULL_INVENTORY, content=inventory_file()
     )

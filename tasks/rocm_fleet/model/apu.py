@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rocm_fleet.assets import render
 from rocm_fleet.model import paths
 from rocm_fleet.model.found import Found
 from rocm_fleet.model.gpus import gpus_found
@@ -62,11 +63,7 @@ def gtt_bytes(gib: int) -> int:
 def modprobe_options(gib: int) -> str:
     """The whole of ``paths.TTM_MODPROBE`` for ``gib`` GiB (an int: the file's one value can
     only ever be digits)."""
-    return (
-        f"# rocm-fleet: {KEY} = {gib} GiB of system memory the APU's GPU may map (GTT).\n"
-        "# As AMD's amd-ttm writes it; applies at the next boot. Managed: edits are undone.\n"
-        f"options ttm pages_limit={pages_limit(int(gib))}\n"
-    )
+    return render("rocm-fleet-ttm.conf.j2", key=KEY, gib=gib, pages_limit=pages_limit(int(gib)))
 
 
 def limit_gib(mem_total: int) -> int:

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rocm_fleet.assets import render
 from rocm_fleet.model import grammar, paths
 from rocm_fleet.model.pci_ids import lookup
 
@@ -114,12 +115,9 @@ def node_gres(gpus: Iterable[SlurmGpu]) -> str:
 
 def gres_conf(gpus: list[SlurmGpu]) -> str:
     """gres.conf for this node (GresError for a value outside the grammar)."""
-    lines = [
-        "# Written by rocm-fleet (rocm_slurm_gres) from this node's GPUs; edits are replaced.",
-        f"# slurm.conf's NodeName line for this node needs: Gres={node_gres(gpus) or '(none)'}",
-        *(gpu.line() for gpu in gpus),
-    ]
-    return "\n".join(lines) + "\n"
+    for gpu in gpus:
+        gpu.line()  # each value checked by its grammar before the template writes it
+    return render("gres.conf.j2", gres=node_gres(gpus), name=GRES_NAME, gpus=gpus)
 
 
 def parse_gres(value: str | None) -> dict[tuple[str, str | None], int]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
+from rocm_fleet.assets import render
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.decisions import Mirror, owned_wheels, pinned_requirements
 from rocm_fleet.model.venv_pins import normal_versions, requirement_met, version_matches
@@ -63,15 +64,23 @@ class AptRepository:
 
     def source_text(self) -> str:
         if not self.deb822:
-            return (
-                f"deb [arch={self.architecture} signed-by={self.keyring}] "
-                f"{self.url} {self.suite} {self.component}\n"
+            return render(
+                "apt-source.list.j2",
+                url=self.url,
+                suite=self.suite,
+                component=self.component,
+                architecture=self.architecture,
+                keyring=self.keyring,
             )
-        return (
-            (f"X-Repo-Id: {self.x_repo_id}\n" if self.x_repo_id else "")
-            + f"Types: deb\nURIs: {self.url}/\nSuites: {self.suite}\n"
-            f"Components: {self.component}\nArchitectures: {self.architecture}\n"
-            f"Signed-By: {self.keyring}\nEnabled: yes\n"
+        return render(
+            "apt-source.sources.j2",
+            x_repo_id=self.x_repo_id,
+            uri=f"{self.url}/",
+            suite=self.suite,
+            component=self.component,
+            architecture=self.architecture,
+            keyring=self.keyring,
+            enabled=True,
         )
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from rocm_fleet.assets import render
 from rocm_fleet.model import paths, upstream_data
 from rocm_fleet.model.gpu_targets import gpu_target
 from rocm_fleet.model.versions import (
@@ -142,7 +143,7 @@ class Stream:
     def pin_text(self) -> str:
         """The pin that puts the stream's packages above the distribution's own (600 > 500):
         AMD's classic form (fact sheet §3.2), keyed on the Release file's Origin."""
-        return f"Package: *\nPin: release o={self.pin_origin}\nPin-Priority: 600\n"
+        return render("apt-pin.pref.j2", release=f"o={self.pin_origin}", priority=600)
 
     # --- packages (the subclasses) ----------------------------------------------------------
 
