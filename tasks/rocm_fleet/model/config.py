@@ -144,7 +144,7 @@ def load_config(
         return f" (set in {found})" if found else ""
 
     def fail(key: str, value: Any, valid: str) -> ConfigError:
-        return ConfigError(bad_value(host_name, key, value, valid, origin).message(), key)
+        return ConfigError(bad_value(host_name, key, value, valid, origin), key)
 
     try:
         settings = validated(data, host_name, origin)

@@ -65,7 +65,9 @@ def invalid(valid: str, **context: Any) -> PydanticCustomError:
 class Valid:
     """What a setting's value must be, in words (the reference's "Valid" column): the
     message for a value the metadata before it refuse, unless they said more (``invalid``).
-    For a list it says which item is bad, or, for a string, how to write it as a list."""
+    For a list it says which item is bad, or, for a string, how to write it as a list.
+    (pydantic's own messages, "Input should be a valid list", say what failed, not what to
+    write.)"""
 
     text: str
 
@@ -111,7 +113,8 @@ def _grammar(pattern: str, valid: str | None = None) -> Any:
 
 
 def _check(accepts: Callable[[Any], bool]) -> AfterValidator:
-    """What code checks beyond a grammar (a normal form, a range); ``Valid`` says the rest."""
+    """What code checks beyond a grammar (a normal form, a range): ``Valid`` says what is
+    valid when ``accepts`` says no, unless it raised ``invalid`` saying more."""
 
     def check(value: Any) -> Any:
         if not accepts(value):
@@ -149,8 +152,15 @@ def _whole(minimum: int, maximum: int | None = None, valid: str | None = None) -
     return Annotated[int, Strict(), Field(ge=minimum, le=maximum), Valid(valid)]
 
 
+# A list, or a tuple (as a list): a set has no order, and a string is one item at best.
+_LIST = (
+    Strict(),
+    BeforeValidator(lambda value: list(value) if isinstance(value, tuple) else value),
+)
+
+
 def _list_of(item: Any, what: str) -> Any:
-    return Annotated[list[item], Valid(f"a list of {what}")]
+    return Annotated[list[item], *_LIST, Valid(f"a list of {what}")]
 
 
 def _version(valid: str, examples: str, example: str, key: str, what: str) -> Any:
@@ -210,34 +220,30 @@ def _is_url(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(("http://", "https://"))
 
 
-def _url_problem(value: Any) -> Any:
-    if isinstance(value, str) and "@" in value.split("://", 1)[-1].split("/", 1)[0]:
+def _url(value: str) -> bool:
+    if grammar.http_url(value):
+        return True
+    if "@" in value.split("://", 1)[-1].split("/", 1)[0]:
         raise invalid(CREDENTIALS_BELONG)
-    if _is_url(value) and not grammar.http_url(value):
+    if _is_url(value):
         raise invalid(f"an http:// or https:// URL {URL_GRAMMAR}")
-    return value
+    return False
 
 
-def _proxy_problem(value: Any) -> Any:
-    if isinstance(value, str) and "@" in value:
+def _proxy(value: str) -> bool:
+    if "@" in value:
         raise invalid(
             "a proxy URL without user or password (let the proxy admit the hosts by address)"
         )
-    return value
+    return grammar.proxy_url(value)
 
 
-HttpUrl = Annotated[
-    _checked(grammar.http_url, grammar.HTTP_URL, "an http:// or https:// URL"),
-    BeforeValidator(_url_problem),
-]
-ProxyUrl = Annotated[
-    _checked(
-        grammar.proxy_url,
-        grammar.PROXY_URL,
-        "an http:// URL of the proxy, e.g. 'http://proxy.example.org:3128'",
-    ),
-    BeforeValidator(_proxy_problem),
-]
+HttpUrl = _checked(_url, grammar.HTTP_URL, "an http:// or https:// URL")
+ProxyUrl = _checked(
+    _proxy,
+    grammar.PROXY_URL,
+    "an http:// URL of the proxy, e.g. 'http://proxy.example.org:3128'",
+)
 _Path = _checked(grammar.absolute_path, grammar.ABSOLUTE_PATH)
 AbsolutePath = Annotated[
     _Path,
@@ -321,7 +327,7 @@ def _known_gfx(value: Any) -> Any:
 
 _GFX_ENUM = {"enum": list(_KNOWN_GFX)}
 GfxTargets = Annotated[
-    Annotated[str, Strict()] | Annotated[list[str], Field(min_length=1)],
+    Annotated[str, Strict()] | Annotated[list[str], Field(min_length=1), *_LIST],
     BeforeValidator(_known_gfx),
     WithJsonSchema({"anyOf": [_GFX_ENUM, {"type": "array", "items": _GFX_ENUM, "minItems": 1}]}),
     Valid(_GFX_VALID),
@@ -804,18 +810,17 @@ VALID = {key: _valid(_HINTS[key]) + (_OR_UNSET if key in _UNSET else "") for key
 
 def bad_value(
     host: str, key: str, value: Any, valid: str, origin: Origin | None, meant: Any = None
-) -> PydanticCustomError:
-    """The error for ``key``'s ``value``: ``valid`` says what would be valid ("a list of user
-    names"), or is a whole suggestion ("did you mean ..."); ``meant``, the value a ``--data``
-    of the wrong shape probably meant, gives the ``--data`` that passes it."""
+) -> str:
+    """The line that says ``key``'s ``value`` is bad: ``valid`` says what would be valid ("a
+    list of user names"), or is a whole suggestion ("did you mean ..."); ``meant``, the value
+    a ``--data`` of the wrong shape probably meant, gives the ``--data`` that passes it."""
     said = valid if valid.startswith("did you mean") else f"expected {valid}"
     # A bad value of a secret's source may be the secret itself: never shown.
     shown = shown_value(key, without_credentials(value))
     hint = ""
     if meant is not None and origin is not None and origin(key) == "--data":
         hint = f"; on the command line: --data '{key}={json.dumps(meant)}'"
-    line = f"{host}: inventory key {key!r} has value {shown}{_where(origin, key)}; {said}{hint}"
-    return PydanticCustomError("rocm_fleet_setting", "{line}", {"line": line})
+    return f"{host}: inventory key {key!r} has value {shown}{_where(origin, key)}; {said}{hint}"
 
 
 def without_credentials(value: Any) -> Any:
@@ -856,11 +861,10 @@ def _key_problems(data: Mapping[str, Any], host: str, origin: Origin | None) -> 
     return [_error(key, value, line) for key, value, line in problems]
 
 
-def _error(key: str, value: Any, line: str | PydanticCustomError) -> Any:
-    """One line error of ``key``, its message ``line``."""
-    if isinstance(line, str):
-        line = PydanticCustomError("rocm_fleet_setting", "{line}", {"line": line})
-    return {"type": line, "loc": (key,), "input": value}
+def _error(key: str, value: Any, line: str) -> Any:
+    """The error of ``key``, its message ``line``."""
+    error = PydanticCustomError("rocm_fleet_setting", "{line}", {"line": line})
+    return {"type": error, "loc": (key,), "input": value}
 
 
 def _host_data(data: Any, handler: Callable[[Any], Settings], info: ValidationInfo) -> Settings:
