@@ -1,5 +1,5 @@
 """Settings can't change the structure of the files, command lines and units they are
-written into: every value a setting's rule accepts, written by rocm-fleet's own writers,
+written into: every value a setting's type accepts, written by rocm-fleet's own writers,
 parses back (by the format's own parser where there is one: apt-config, python-debian's
 deb822, NGINX Inc.'s crossplane, the shell) to the same keys and stanzas with the value
 intact; and the attacks on them (a quote, a newline, ``;``, braces in a URL's host) are

@@ -366,7 +366,7 @@ RENAMED = {
 
 # ruff: noqa: RUF009 - ``setting`` makes a dataclass field, as ``field`` does
 def setting(default: Any, meaning: str, concern: str) -> Any:
-    """A dataclass field carrying the setting's meaning and concern (its rule is in its
+    """A dataclass field carrying the setting's meaning and concern (what is valid is in its
     type); a list default becomes a ``default_factory``, so no two hosts share one list.
     ``description`` and ``json_schema_extra`` are what pydantic's JSON Schema reads."""
     metadata = {
