@@ -17,6 +17,7 @@ import subprocess
 import tarfile
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import get_args, get_type_hints
 
 import pytest
 
@@ -24,7 +25,7 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config, without_credentials
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.model.secrets import SECRET_SOURCE_SETTINGS
-from rocm_fleet.model.settings import RULES
+from rocm_fleet.model.settings import SecretSource, Settings
 from rocm_fleet.offline.download import Fetcher
 from rocm_fleet.offline.lock import LockError, LockRequest
 from unit.loopback import running, serve, url_of
@@ -294,7 +295,8 @@ def test_a_secret_pasted_into_a_secret_setting_is_never_echoed(key):
 def test_every_setting_that_takes_a_secret_source_is_one_whose_value_is_never_shown():
     """A new secret setting can't be added without its errors masked: every setting whose
     rule is a secret's source (``env:NAME`` or a 0600 file) is one whose value is never shown."""
-    takes_sources = {key for key, rule in RULES.items() if rule.secret}
+    hints = get_type_hints(Settings, include_extras=True)
+    takes_sources = {key for key, hint in hints.items() if SecretSource in get_args(hint)}
     assert takes_sources == SECRET_SOURCE_SETTINGS
 
 

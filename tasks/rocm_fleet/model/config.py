@@ -12,11 +12,11 @@ on any host.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
 
 from rocm_fleet.model import paths, site_data
 from rocm_fleet.model.decisions import TorchInstall, torch_install
@@ -30,17 +30,13 @@ from rocm_fleet.model.matrix import (
     release,
     release_versions,
 )
-from rocm_fleet.model.secrets import shown_value
 from rocm_fleet.model.settings import (
-    RENAMED,
-    REQUIRED,
-    REQUIRED_WITH,
-    RULES,
     SETTINGS,
-    InvalidSettings,
+    Origin,
     Settings,
-    near_misses,
+    bad_value,
     validated,
+    without_credentials,
 )
 from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
@@ -135,19 +131,6 @@ class Config(Settings):
         return paths.venv_python(self.pytorch_venv)
 
 
-def without_credentials(value: Any) -> Any:
-    """``value`` with the user and password of a URL in it replaced by ``***``: an error
-    message must not put a secret in a log. Everything up to the last ``@`` of the
-    authority (which ends at the first ``/``, ``?`` or ``#``, RFC 3986) goes, so a password
-    holding an ``@`` is not half shown."""
-    if isinstance(value, str):
-        return re.sub(r"(?<=://)[^/?#\s]*@", "***@", value)
-    return value
-
-
-Origin = Callable[[str], "str | None"]
-
-
 def load_config(
     data: dict[str, Any], host_name: str = "host", origin: Origin | None = None
 ) -> Config:
@@ -160,78 +143,15 @@ def load_config(
         found = origin(key) if origin else None
         return f" (set in {found})" if found else ""
 
-    def invalid(key: str, value: Any, valid: str) -> str:
-        """``valid``: what would be valid ("a list of user names"), or a whole suggestion
-        ("did you mean ...?")."""
-        said = valid if valid.startswith("did you mean") else f"expected {valid}"
-        # A bad value of a secret's source may be the secret itself: never shown (the
-        # settings whose rule is a secret's source are SECRET_SOURCE_SETTINGS; a test holds
-        # the two together).
-        shown = shown_value(key, without_credentials(value))
-        return (
-            f"{host_name}: inventory key {key!r} has value "
-            f"{shown}{where(key)}; {said}{_round_trip(key, value, origin)}"
-        )
-
     def fail(key: str, value: Any, valid: str) -> ConfigError:
-        return ConfigError(invalid(key, value, valid), key)
-
-    # Every problem of the host's data at once (key, line): a fleet's inventory is fixed in
-    # one round, not one key per run.
-    problems: list[tuple[str, str]] = []
-    for key in data:
-        if key in SETTINGS or key.startswith(("_", "ssh_")):
-            continue
-        if key in RENAMED:
-            problems.append(
-                (
-                    key,
-                    f"{host_name}: inventory key {key!r}{where(key)} was renamed to "
-                    f"{RENAMED[key]!r}",
-                )
-            )
-            continue
-        # Any other key may be another deploy's (gpu_vendor, torch_compile): only a near-miss
-        # of a setting is taken for a typo.
-        near = near_misses(key)
-        if near:
-            problems.append(
-                (
-                    key,
-                    f"{host_name}: unknown inventory key {key!r}{where(key)}: "
-                    f"did you mean {_alternatives(near)}?",
-                )
-            )
-
-    for key, what in REQUIRED.items():
-        if key not in data:
-            problems.append(
-                (
-                    key,
-                    f"{host_name}: inventory key {key!r} is required and not set: set it to {what}",
-                )
-            )
+        return ConfigError(bad_value(host_name, key, value, valid, origin), key)
 
     try:
-        settings = validated(data)
-    except InvalidSettings as exc:
-        problems += [
-            (bad.key, invalid(bad.key, bad.value, bad.valid))
-            for bad in exc.problems
-            if bad.key in data  # a required key not set is said above
-        ]
-        settings = None
-    if problems or settings is None:
-        raise ConfigError("\n".join(line for _, line in problems), problems[0][0])
+        settings = validated(data, host_name, origin)
+    except ValidationError as exc:
+        lines = [error["msg"] for error in exc.errors()]
+        raise ConfigError("\n".join(lines), exc.errors()[0]["loc"][0]) from None
     values = {key: getattr(settings, key) for key in SETTINGS}
-
-    for key, (switch, what) in REQUIRED_WITH.items():
-        if values[switch] and values[key] is None:
-            raise ConfigError(
-                f"{host_name}: inventory key {key!r} is required with {switch}: "
-                f"{values[switch]!r}{where(switch)} and not set: set it to {what}",
-                key,
-            )
 
     version = values["rocm_version"]
     site = _site_data(values["rocm_matrix_data"], where, host_name)
@@ -306,22 +226,6 @@ def _site_data(setting: str | None, where: Callable[[str], str], host_name: str)
             else f"environment variable {site_data.ENVIRONMENT}"
         )
         raise ConfigError(f"{host_name}: {given}: {exc}", "rocm_matrix_data") from None
-
-
-def _alternatives(names: tuple[str, ...]) -> str:
-    quoted = [repr(name) for name in names]
-    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
-
-
-def _round_trip(key: str, value: Any, origin: Origin | None) -> str:
-    """For a value given with ``--data`` in the wrong shape, the ``--data`` that gives the
-    value meant (pyinfra reads the value as JSON: ``rocm_users=[alice]`` arrives as the
-    string ``"[alice]"``, ``rocm_users='["alice"]'`` as the list)."""
-    rule = RULES.get(key)
-    meant = rule.meant(value) if rule and rule.meant and value is not None else None
-    if meant is None or origin is None or origin(key) != "--data":
-        return ""
-    return f"; on the command line: --data '{key}={json.dumps(meant)}'"
 
 
 def _gfx(values: dict) -> list[str]:

@@ -5,7 +5,7 @@ path, an IP address or network in its normal form, a systemd time span.
 Every one is matched whole (``re.fullmatch``: ``re.match(...$)`` lets a trailing newline
 through, and a newline is a new line of apt's sources or a new directive of a unit). Each
 pattern is also written for JSON Schema (ECMA-262), so an editor checks an inventory with
-the same grammar: ``PATTERNS`` -> ``model.settings``' schema.
+the same grammar (``model.settings``' types carry them into its schema).
 
 The grammars are narrower than the RFCs where the RFC allows syntax of the files a value is
 written into: a URL's path takes RFC 3986's unreserved characters, percent-escapes and
@@ -110,10 +110,6 @@ def proxy_url(value: Any) -> bool:
 
 def absolute_path(value: Any) -> bool:
     return full(ABSOLUTE_PATH, value)
-
-
-def user_name(value: Any) -> bool:
-    return full(USER_NAME, value)
 
 
 def ip_address(value: Any) -> bool:

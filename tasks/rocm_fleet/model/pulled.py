@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from rocm_fleet.model import paths, site_data
-from rocm_fleet.model.rules import PULL_NODE_NAME
-from rocm_fleet.model.settings import SETTINGS
+from rocm_fleet.model.settings import SETTINGS, PullNodeName
 
 #: What a target's content says it is (a format changed incompatibly gets a new one).
 FORMAT = "rocm-fleet-pull/1"
@@ -63,12 +64,18 @@ class PulledState:
     matrix_data: str | None = None
 
 
+_NODE_NAME = TypeAdapter(PullNodeName)
+
+
 def target_path(node: str) -> str:
     """Where ``node``'s target is in the repository."""
-    problem = PULL_NODE_NAME.problem(node)
-    if problem:
-        raise ValueError(f"{node!r} can't name a pull node's target: expected {problem} "
-                         "(set rocm_pull_node)")  # fmt: skip
+    try:
+        _NODE_NAME.validate_python(node)
+    except ValidationError as exc:
+        expected = exc.errors()[0]["msg"]
+        raise ValueError(
+            f"{node!r} can't name a pull node's target: expected {expected} (set rocm_pull_node)"
+        ) from None
     return f"nodes/{node}.json"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rocm_fleet.model.settings import RENAMED, REQUIRED, RULES, SETTINGS, schema_adapter
+from rocm_fleet.model.settings import RENAMED, REQUIRED, SETTINGS, VALID, schema_adapter
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ def described() -> list[Described]:
                 None if key in REQUIRED else default,
                 key in REQUIRED,
                 declared.metadata["meaning"],
-                RULES[key].valid,
+                VALID[key],
             )
         )
     return found
