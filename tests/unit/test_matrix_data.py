@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -377,3 +378,14 @@ def test_the_pci_table_takes_the_stored_pci_ids_record_and_refuses_to_contradict
     )
     with pytest.raises(matrix_data.MatrixDataError, match="gfx1102: 0x73f0 is listed twice, or"):
         matrix_data.build_tables(RECORDS, overrides)
+
+
+def test_without_pyyaml_the_update_names_the_extra_it_needs(monkeypatch, capsys):
+    from rocm_fleet.cli import main
+
+    monkeypatch.setitem(sys.modules, "yaml", None)  # a plain install: no [matrix] extra
+    argv = ["matrix", "update", "--records", str(RECORDS), "--overrides", str(OVERRIDES)]
+    assert main([*argv, "--check"]) == 4
+    assert capsys.readouterr().err.endswith(
+        "gpus.yaml: reading AMD's YAML needs PyYAML: pip install 'rocm-fleet[matrix]'\n"
+    )
