@@ -147,8 +147,8 @@ def cited(
     overrides: Path | str,
     choices: dict[str, tuple[str, ...]] | None = None,
 ) -> list[dict]:
-    """The override entries of ``section`` (of the file ``overrides``: the tables' and
-    tools/matrix_update.py's release rows alike), each checked for a citation, known fields
+    """The override entries of ``section`` (of the file ``overrides``: the tables' and the
+    release rows' alike), each checked for a citation, known fields
     and, for a field in ``choices``, one of its valid values."""
     for entry in entries:
         unknown = set(entry) - fields - {"source"}
@@ -415,7 +415,7 @@ def os_support(text: str) -> dict:
         if unknown:
             raise MatrixDataError(
                 f"os-support.yaml lists {key} for {', '.join(unknown)}, which MODEL_GFX in "
-                "tools/matrix_update.py doesn't map to a gfx target: add it with its source"
+                "rocm_fleet's matrix generator doesn't map to a gfx target: add it with its source"
             )
         order = list(dict.fromkeys(MODEL_GFX.values()))  # newest target first
         targets = {MODEL_GFX[m] for m in names}
@@ -548,7 +548,7 @@ def gpu_products(text: str, where: str = "gpus.yaml") -> dict[str, dict[str, lis
     """gfx target -> {family: [products]} from AMD's GPU list (docs/data/gpus.yaml), in its
     order and with its names (families "AMD Instinct", "AMD Radeon", "AMD Ryzen"; each product
     names its ``gfx``); ``where`` names the file in an error. The one reader of the list: the
-    tables' and tools/matrix_update.py's discoveries."""
+    tables' and the upstream data's."""
     data = _yaml(text, where)
     if not isinstance(data, dict):
         raise MatrixDataError(f"{where}: not a mapping of GPU families")
@@ -1006,6 +1006,9 @@ def row_diff(old: dict, new: dict) -> list[str]:
     return lines
 
 
+# --- the tables, from the stored records and the overrides -------------------------------
+
+
 def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]:
     """gfx -> (family, AMD's product names) from the stored copy of AMD's GPU list, and where
     that copy comes from (its SOURCES.toml entry: the upstream URL at a commit); none when
@@ -1447,7 +1450,7 @@ def update(
     return lines, 0
 
 
-# --- the maintainers' command ---
+# --- the maintainers' command (tools/matrix_update.py) -------------------------------
 
 
 def tables_main(argv: list[str]) -> int:
