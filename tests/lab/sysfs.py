@@ -36,7 +36,7 @@ DEVICES = {
     "AMD Radeon PRO W7900": ("0x7448", "0x030000"),
     "AMD Instinct MI300X": ("0x74a1", "0x120000"),
     "AMD Radeon Graphics": ("0x164e", "0x030000"),
-    "AMD Radeon RX 9070 XT": ("0x7550", "0x030000"),  # Navi 48 (tasks/rocm_fleet/model/pci_ids.py)
+    "AMD Radeon RX 9070 XT": ("0x7550", "0x030000"),  # Navi 48 (model/pci_ids.json)
     # Strix Halo's iGPU: "Display controller [0380] ... [1002:1586]" (lspci -nn on real hosts,
     # tests/fixtures/upstream/gpus.toml)
     "Radeon 8060S Graphics": ("0x1586", "0x038000"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -210,7 +211,8 @@ def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: 
         "repositories.json publications classic debian 13 source",
     ]
     assert main(argv) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == f"wrote {data / 'repositories.json'}"
+    written = [f"wrote {data / name}" for name in ("repositories.json", "pci_ids.json")]
+    assert capsys.readouterr().out.splitlines()[-2:] == written
     assert json.loads((data / "distros.json").read_text())["distros"][4]["suite"] == "trixie"
     assert (DATA / "distros.json").read_text() != (data / "distros.json").read_text()
     (records / "gpus.toml").unlink()
@@ -312,9 +314,8 @@ def test_what_each_stream_publishes_is_a_cited_row_the_streams_read(records: Pat
 
 def test_the_tables_and_the_tool_read_one_gpu_list_and_one_override_check(tmp_path: Path):
     listed = matrix_data.gpu_products((RECORDS / "stored" / "gpus.yaml").read_text())
-    assert tool.gpu_products((RECORDS / "stored" / "gpus.yaml").read_text()) == dict(
-        sorted(listed.items())
-    )
+    committed = json.loads((DATA / "upstream_data.json").read_text())["gpu_products"]
+    assert list(committed.items()) == sorted(listed.items())
     gpus = tmp_path / "upstream" / "stored" / "gpus.yaml"
     shutil.copytree(RECORDS, tmp_path / "upstream")
     gpus.write_text(gpus.read_text().replace("AMD Ryzen:\n", "AMD Alveo:\n", 1))
@@ -322,7 +323,7 @@ def test_the_tables_and_the_tool_read_one_gpu_list_and_one_override_check(tmp_pa
         matrix_data.build_tables(tmp_path / "upstream", OVERRIDES)
     # the tool's release overrides are checked as the tables' are, and name the bad value
     bad = '[[release]]\nversion = "7.2.5"\nstream = "nightly"\nsource = "x"\n'
-    with pytest.raises(tool.UpstreamFormatError) as err:
+    with pytest.raises(tool.MatrixDataError) as err:
         tool.load_overrides(bad)
     assert str(err.value) == (
         "matrix_overrides.toml: [[release]] 7.2.5: stream 'nightly'; valid: classic, core-sdk"
@@ -332,3 +333,59 @@ def test_the_tables_and_the_tool_read_one_gpu_list_and_one_override_check(tmp_pa
         matrix_data.MatrixDataError, match=r"gfx1250: unknown field\(s\) \['kind'\]"
     ):
         matrix_data.cited(entries, "inbox_min_kernel", {"gfx", "kernel"}, "o.toml")
+
+
+def test_the_pci_table_takes_the_stored_pci_ids_record_and_refuses_to_contradict_it(
+    tmp_path: Path,
+):
+    from rocm_fleet.model import pci_ids
+
+    rows = {r["device"]: r for r in upstream_data.PCI_ROWS["devices"]}
+    # a name the newer pci.ids gives (renamed since the one the overrides cite), with both sources
+    assert (
+        rows["0x7590"]["name"]
+        == pci_ids.lookup("7590").name
+        == "Navi 44 [Radeon RX 9050 / 9060 XT]"
+    )
+    assert rows["0x7590"]["from"] == {
+        "name": "stored/pci-ids-amd.toml [renamed]",
+        "gfx": "override",
+    }
+    assert rows["0x7590"]["source"].endswith(
+        "; name: pciutils/pciids pci.ids @ c1c12547d626ebf05fd0223144ad87fab5e95d06 "
+        "(Version: 2026.08.22, Date: 2026-08-22 03:15:01)"
+    )
+    assert rows["0x1900"]["from"]["gfx"] == "stored/pci-ids-amd.toml [apu]"
+    assert pci_ids.describe_device("0000:00:06.0", "0x10de", "0x2335", "0x030200") == (
+        "NVIDIA Corporation 10de:2335 GH100 [H200 SXM 141GB] (3D controller) at 0000:00:06.0"
+    )
+    overrides = tmp_path / "overrides.toml"
+    text = OVERRIDES.read_text()
+    entry = 'gfx = "gfx1153"\nrecorded = ["0x1902"]\n'
+    assert entry in text
+    overrides.write_text(text.replace(entry, entry.replace("gfx1153", "gfx1152")))
+    with pytest.raises(matrix_data.MatrixDataError) as err:
+        matrix_data.build_tables(RECORDS, overrides)
+    assert str(err.value) == (
+        f"{overrides}: [[pci_device]] gfx1152: 0x1902 contradicts stored/pci-ids-amd.toml [apu] "
+        "(gfx gfx1153)"
+    )
+    # an ID the record names is taken from it, not given again
+    navi33 = '"0x749f" = "Navi 33 [Radeon RX 7500]"\n'
+    assert navi33 in text
+    overrides.write_text(
+        text.replace(navi33, navi33 + '"0x73f0" = "Navi 33 [Radeon RX 7600M XT]"\n')
+    )
+    with pytest.raises(matrix_data.MatrixDataError, match="gfx1102: 0x73f0 is listed twice, or"):
+        matrix_data.build_tables(RECORDS, overrides)
+
+
+def test_without_pyyaml_the_update_names_the_extra_it_needs(monkeypatch, capsys):
+    from rocm_fleet.cli import main
+
+    monkeypatch.setitem(sys.modules, "yaml", None)  # a plain install: no [matrix] extra
+    argv = ["matrix", "update", "--records", str(RECORDS), "--overrides", str(OVERRIDES)]
+    assert main([*argv, "--check"]) == 4
+    assert capsys.readouterr().err.endswith(
+        "gpus.yaml: reading AMD's YAML needs PyYAML: pip install 'rocm-fleet[matrix]'\n"
+    )

@@ -64,7 +64,7 @@ def test_the_release_history_gives_every_release_with_its_date():
     ],
 )
 def test_a_release_history_row_it_cannot_read_is_refused(change, message):
-    with pytest.raises(tool.UpstreamFormatError, match=message):
+    with pytest.raises(tool.MatrixDataError, match=message):
         tool.release_history(VERSIONS_RST.replace(*change))
 
 
@@ -112,9 +112,9 @@ def test_the_driver_list_gives_every_linux_driver_newest_first():
     drivers = tool.amd_drivers(DRIVERS_YAML)
     assert list(drivers) == ["31.50.0", "31.40.1", "30.10.0"]
     assert drivers["31.50.0"].endswith("/docs-31.50.0/documentation/release-notes.html")
-    with pytest.raises(tool.UpstreamFormatError, match="no '_amdgpu_drivers' list"):
+    with pytest.raises(tool.MatrixDataError, match="no '_amdgpu_drivers' list"):
         tool.amd_drivers(DRIVERS_YAML.replace("_amdgpu_drivers:", "_drivers:"))
-    with pytest.raises(tool.UpstreamFormatError, match=r"has no 'version' X\.Y\.Z"):
+    with pytest.raises(tool.MatrixDataError, match=r"has no 'version' X\.Y\.Z"):
         tool.amd_drivers(DRIVERS_YAML.replace('version: "31.40.1"', 'version: "31.40"'))
 
 
@@ -173,7 +173,7 @@ def test_the_gpu_list_gives_each_target_its_products_by_family():
         "gfx942": {"AMD Instinct": ["AMD Instinct MI300X", "AMD Instinct MI300A"]},
     }
     mistyped = GPUS_YAML.replace("MI300A:\n    gfx: gfx942", "MI300A:\n    gfx: MI300")
-    with pytest.raises(tool.UpstreamFormatError, match="MI300A: gfx 'MI300' is not"):
+    with pytest.raises(tool.MatrixDataError, match="MI300A: gfx 'MI300' is not"):
         tool.gpu_products(mistyped)
 
 
@@ -215,9 +215,9 @@ def test_pci_ids_gives_amds_devices_and_the_chips_the_data_lacks():
     assert tool.unknown_pci_devices(devices, known) == [
         "pci.ids lists 0x7449 'Navi 31 [Radeon Pro W7800 48GB]', a gfx1100 chip the data lacks"
     ]
-    with pytest.raises(tool.UpstreamFormatError, match="no vendor 1002 section"):
+    with pytest.raises(tool.MatrixDataError, match="no vendor 1002 section"):
         tool.pci_amd_devices(PCI_IDS.replace("1002  Advanced", "1012  Advanced"))
-    with pytest.raises(tool.UpstreamFormatError, match="unreadable"):
+    with pytest.raises(tool.MatrixDataError, match="unreadable"):
         tool.pci_amd_devices(PCI_IDS.replace("\t7550  Navi", "\t7550 Navi"))
 
 
@@ -252,10 +252,10 @@ def test_a_wheel_listing_gives_the_versions_of_each_local_label(tmp_path):
     saved.write_text(LISTING)
     page, where = tool.read_listing(str(saved))
     assert page == LISTING and where.startswith("file://")
-    with pytest.raises(tool.UpstreamFormatError, match="over https only"):
+    with pytest.raises(tool.MatrixDataError, match="over https only"):
         tool.read_listing("http://download.pytorch.org/whl/rocm6.3/torch/")
     bad = LISTING.replace("torch-2.7.0", "torch-two")  # href and text: not a version
-    with pytest.raises(tool.UpstreamFormatError, match=r"download\.pytorch\.org"):
+    with pytest.raises(tool.MatrixDataError, match=r"download\.pytorch\.org"):
         tool.listed_versions(bad, url)
 
 
@@ -414,7 +414,7 @@ def test_torch_builds_a_listing_has_that_the_matrix_lacks_are_reported_by_label(
 def test_a_listing_url_is_read_over_verified_tls_only():
     with hostile() as url:  # a plain-HTTP server: no TLS, no certificate to verify
         https = url.replace("http://", "https://", 1) + "/whl/rocm6.3/torch/"
-        with pytest.raises(tool.UpstreamFormatError, match=r"listing https://127\.0\.0\.1"):
+        with pytest.raises(tool.MatrixDataError, match=r"listing https://127\.0\.0\.1"):
             tool.read_listing(https)
-        with pytest.raises(tool.UpstreamFormatError, match="over https only"):
+        with pytest.raises(tool.MatrixDataError, match="over https only"):
             tool.read_listing(url + "/whl/rocm6.3/torch/")

@@ -1,24 +1,16 @@
-"""tools/matrix_update.py on small samples written in the upstream formats (AMD's historical
-CSV, os-support.yaml with its anchors and merge keys, PyTorch's RELEASE.md table): what it
-reads from each, that it refuses what it can't read, and that the committed upstream data is
-what the matrix uses."""
+"""The matrix generator (offline/matrix_data.py, run as tools/matrix_update.py) on small samples
+written in the upstream formats (AMD's historical CSV, os-support.yaml with its anchors and
+merge keys, PyTorch's RELEASE.md table): what it reads from each, that it refuses what it
+can't read, and that the committed upstream data is what the matrix uses."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
 from rocm_fleet.model import matrix, upstream_data
-
-ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("matrix_update", ROOT / "tools/matrix_update.py")
-tool = importlib.util.module_from_spec(_spec)
-sys.modules["matrix_update"] = tool
-_spec.loader.exec_module(tool)
+from rocm_fleet.offline import matrix_data as tool
 
 # The CSV's shape: a "ROCm Version" header (newest first, "7.0.1/7.0.0" for a shared column),
 # sections whose first cell names them, their rows continuing with an empty first cell,
@@ -124,14 +116,14 @@ def test_os_support_gives_families_per_distro_and_debian_per_instinct_model():
 
 def test_a_debian_model_the_tool_cannot_map_is_refused_by_name():
     text = YAML.replace("AMD Instinct MI250:", "AMD Instinct MI450X:")
-    with pytest.raises(tool.UpstreamFormatError, match=r"AMD Instinct MI450X.*MODEL_GFX"):
+    with pytest.raises(tool.MatrixDataError, match=r"AMD Instinct MI450X.*MODEL_GFX"):
         tool.os_support(text)
 
 
 def test_the_stable_rocm_of_each_torch_minor_comes_from_release_md():
     assert tool.torch_stable_rocm(RELEASE_MD) == {"2.14": "7.14", "2.10": "7.1", "2.8": "6.4",
                                                   "2.6": "6.2.4"}  # fmt: skip
-    with pytest.raises(tool.UpstreamFormatError, match="Release Compatibility Matrix"):
+    with pytest.raises(tool.MatrixDataError, match="Release Compatibility Matrix"):
         tool.torch_stable_rocm("# Releasing PyTorch\n")
 
 
@@ -169,9 +161,9 @@ def test_a_record_of_each_input_reads_to_the_same_facts_as_the_input():
 
 
 def test_a_record_that_is_not_one_is_refused():
-    with pytest.raises(tool.UpstreamFormatError, match="historical CSV record"):
+    with pytest.raises(tool.MatrixDataError, match="historical CSV record"):
         tool.historical_from_record('columns = ["7.2.0"]\n')
-    with pytest.raises(tool.UpstreamFormatError, match=r"RELEASE\.md record"):
+    with pytest.raises(tool.MatrixDataError, match=r"RELEASE\.md record"):
         tool.release_md_from_record("rows = [")
 
 
@@ -230,7 +222,7 @@ def test_release_rows_name_where_each_value_comes_from():
 def test_an_override_may_only_fill_what_upstream_is_silent_on():
     contradiction = OVERRIDES + '[[release]]\nversion = "7.1.0"\namdgpu_driver = "30.21"\n' \
         'source = "x"\n'  # fmt: skip
-    with pytest.raises(tool.UpstreamFormatError, match=r"7.1.0 amdgpu_driver.*contradicts"):
+    with pytest.raises(tool.MatrixDataError, match=r"7.1.0 amdgpu_driver.*contradicts"):
         _rows(overrides=contradiction)
     redundant = OVERRIDES + '[[release]]\nversion = "7.1.0"\namdgpu_driver = "30.20"\n' \
         'source = "x"\n'  # fmt: skip
@@ -241,9 +233,9 @@ def test_an_override_may_only_fill_what_upstream_is_silent_on():
     assert notes == [f"override of 6.4.1 is redundant: {tool.FROM_TABLE} now lists it; drop "
                      "it from matrix_overrides.toml"]  # fmt: skip
     assert rows["6.4.1"]["source"] is None and rows["6.4.1"]["from"]["row"] == tool.FROM_TABLE
-    with pytest.raises(tool.UpstreamFormatError, match=r"6\.4\.2 has no source"):
+    with pytest.raises(tool.MatrixDataError, match=r"6\.4\.2 has no source"):
         _rows(overrides='[[release]]\nversion = "6.4.2"\n')
-    with pytest.raises(tool.UpstreamFormatError, match=r"unknown field.*torch_indx"):
+    with pytest.raises(tool.MatrixDataError, match=r"unknown field.*torch_indx"):
         _rows(overrides='[[release]]\nversion = "6.4.2"\ntorch_indx = "x"\nsource = "y"\n')
 
 

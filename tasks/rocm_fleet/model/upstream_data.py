@@ -50,3 +50,5 @@ TORCH_BUILD_ROWS: dict[str, list[dict]] = _table("torch_builds.json")
 # AMD's apt repositories, each stream's signing key and Release Origin, the Core SDK's
 # per-distro directories.
 REPOSITORY_ROWS: dict[str, list[dict]] = _table("repositories.json")
+# PCI IDs: devices (AMD's with their gfx target), vendor and class names.
+PCI_ROWS: dict[str, list[dict]] = _table("pci_ids.json")
