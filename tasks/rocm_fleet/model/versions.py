@@ -70,6 +70,14 @@ ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
 _NUMERIC = re.compile(r"\d+(?:\.\d+)*")
 _LEADING_POINT_RELEASE = re.compile(r"\d+(?:\.\d+)+")
 
+# One row of the release list-table of AMD's versions.rst: "* - `10.1.0 <https://rocm.docs.amd.com/en/docs-10.1.0>`__"
+# then "- October 5, 2026" (older rows abbreviate the month: "Apr 16, 2024").
+RELEASE_LIST_ROW = re.compile(
+    r"^\s*\* - `(?P<version>\d+\.\d+\.\d+) <(?P<url>https://[^\s>]+)>`__\s*\n"
+    r"\s*- (?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})\s*$",
+    re.M,
+)
+
 
 def linked_releases(listing: str) -> set[str]:
     """The release directories a web server's directory listing links to ("6.4.3", "7.0")."""

@@ -31,6 +31,7 @@ from urllib.parse import unquote
 
 from rocm_fleet.model.gpu_targets import GFX_NAME
 from rocm_fleet.model.upstream_data import DATA_DIR
+from rocm_fleet.model.versions import RELEASE_LIST_ROW, is_driver_folder, is_full_release
 
 # The source checkout this module runs from in an editable install: where --overrides and
 # --records default to (a wheel has neither; name them).
@@ -198,7 +199,7 @@ def _table(text: str) -> tuple[list[list[str]], list[list[str]]]:
     columns = [[v.strip() for v in cell.split("/")] for cell in rows[0][1:]]
     for versions in columns:
         for version in versions:
-            if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+            if not is_full_release(version):
                 raise MatrixDataError(f"historical CSV: {version!r} is not a release version")
     return rows, columns
 
@@ -260,7 +261,7 @@ def _driver_folder(entry: str) -> str | None:
     -> "30.30": amdgpu-docs conf.py amdgpu_url_version drops a trailing ".0"); None for a
     family ("6.4.x")."""
     entry = FOOTNOTE.sub("", entry).strip()
-    if not re.fullmatch(r"\d+\.\d+(\.\d+)?", entry):
+    if not is_driver_folder(entry):
         return None
     return entry.removesuffix(".0") if entry.count(".") == 2 else entry
 
@@ -481,14 +482,6 @@ def torch_index(version: str, stable: dict[str, str]) -> str | None:
 
 # --- AMD's release list: rocm-docs docs/release/versions.rst -----------------------------
 
-# One row of the list-table: "* - `10.1.0 <https://rocm.docs.amd.com/en/docs-10.1.0>`__"
-# then "- October 5, 2026" (older rows abbreviate the month: "Apr 16, 2024").
-RELEASE_ROW = re.compile(
-    r"^\s*\* - `(?P<version>\d+\.\d+\.\d+) <(?P<url>https://[^\s>]+)>`__\s*\n"
-    r"\s*- (?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})\s*$",
-    re.M,
-)
-
 
 def release_history(text: str) -> dict[str, str]:
     """Release -> its date (ISO), newest first, from AMD's release history. A row the table
@@ -496,7 +489,7 @@ def release_history(text: str) -> dict[str, str]:
     if "Release date" not in text:
         raise MatrixDataError("versions.rst: no 'Release date' column")
     out: dict[str, str] = {}
-    for match in RELEASE_ROW.finditer(text):
+    for match in RELEASE_LIST_ROW.finditer(text):
         out[match["version"]] = _iso_date(match["date"], match["version"])
     rows = len(re.findall(r"^\s*\* - `", text, re.M))
     if not out or rows != len(out):
@@ -529,7 +522,7 @@ def amd_drivers(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for entry in entries:
         version = str(entry.get("version", "")) if isinstance(entry, dict) else ""
-        if not re.fullmatch(r"\d+\.\d+\.\d+", version):
+        if not is_full_release(version):
             raise MatrixDataError(
                 f"driver-firmware-support.yaml: _amdgpu_drivers entry {entry!r} has no "
                 "'version' X.Y.Z"
