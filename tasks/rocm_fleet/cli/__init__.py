@@ -101,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = argv[: argv.index("--")] if "--" in argv else argv
     try:
         return int(shell.main(argv, "rocm-fleet", standalone_mode=False, obj=passed_on) or 0)
-    except click.UsageError as exc:
+    except click.UsageError as exc:  # click's status is 2 ("could not check" here): 4
+        # in argparse's form, as scripts and the tests read it: the usage, then "PROG: error: ..."
         where = exc.ctx.command_path if exc.ctx else "rocm-fleet"
         usage = exc.ctx.get_usage().removeprefix("Usage: ") if exc.ctx else where
         print(f"usage: {usage}\n{where}: error: {exc.format_message()}", file=sys.stderr)

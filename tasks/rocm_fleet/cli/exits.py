@@ -98,7 +98,8 @@ class Command(click.Command):
 
     def _run(self, **options: Any) -> int:
         ctx = click.get_current_context()
-        given = [name for name in options if name in self.exclusive and options[name]]  # as given
+        # (click fills ``options`` in the order the command line gave them)
+        given = [name for name in options if name in self.exclusive and options[name]]
         if len(given) > 1:
             flags = [f"--{name.replace('_', '-')}" for name in given]
             raise click.UsageError(f"argument {flags[1]}: not allowed with argument {flags[0]}")
@@ -116,7 +117,7 @@ def invoke(ctx: click.Context, run: Callable[[Any], int], args: Any) -> int:
         sys.stdout.flush()
         return int(status)
     except UsageError as exc:
-        print(f"rocm-fleet {ctx.command_path.split()[1]}: {exc}", file=sys.stderr)
+        print(f"{' '.join(ctx.command_path.split()[:2])}: {exc}", file=sys.stderr)
         return Exit.USAGE
     except BrokenPipeError:
         # The reader has gone: point stdout at devnull so the flush at exit doesn't raise again.
