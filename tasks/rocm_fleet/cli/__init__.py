@@ -1,18 +1,11 @@
-"""``rocm-fleet``: the command-line tools beside the deploy.
+"""``rocm-fleet``: the command-line tools beside the deploy (``COMMANDS``: audit, check,
+roll, matrix, bundle, mirror-ca, publish, pull-fetch, settings; and ``--version``).
 
-``rocm-fleet audit INVENTORY`` (read-only drift report; table, JSON or OpenMetrics),
-``rocm-fleet check INVENTORY`` (the node checks, testinfra), ``rocm-fleet roll INVENTORY``
-(the deploy in waves, each node drained in Slurm, checked, resumed), ``rocm-fleet matrix [check]``
-(the compatibility matrix, and whether upstream agrees), ``rocm-fleet bundle INVENTORY
---output DIR`` (what the fleet installs from AMD and PyTorch, for an offline mirror),
-``rocm-fleet mirror-ca DIR ADDRESS`` (the fleet mirror's CA, certificate and key),
-``rocm-fleet publish INVENTORY --repository DIR --keys KEYS`` (pull nodes' signed settings),
-``rocm-fleet pull-fetch`` (the pull service's verified fetch), ``rocm-fleet settings``
-(every inventory key), ``rocm-fleet --version``. A click group: each tool is a module with a
-click ``command`` (``exits.Command``: ``run(args) -> exit status``), imported only when it
-runs; every tool exits by one scheme (``exits``: 0 clean, 1 findings, 2 could not check,
-4 bad input), and errors a user can fix are one line on stderr, never a traceback. Output
-into a closed pipe (``| head``) ends quietly, as a Unix tool does.
+A click group; each tool is a module with a click ``command`` (``exits.Command``:
+``run(args) -> exit status``), imported only when that tool runs. Every tool exits by one
+scheme (``exits``: 0 clean, 1 findings, 2 could not check, 4 bad input); errors a user can
+fix are one line on stderr, never a traceback; output into a closed pipe (``| head``) ends
+quietly, as a Unix tool does.
 """
 
 from __future__ import annotations
