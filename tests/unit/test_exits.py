@@ -57,6 +57,7 @@ def test_every_help_states_the_scheme_and_usage_errors_exit_4(words):
     assert command.help, f"{words or 'rocm-fleet'} has no description"
     assert "``" not in command.help, "reST markup in the help"
     assert main([*words.split(), "--no-such-option"]) == Exit.USAGE
+    assert main([*words.split(), "-h"]) == Exit.OK  # argparse's short form still helps
 
 
 @pytest.mark.parametrize(
