@@ -73,6 +73,42 @@ def test_version_is_the_installed_distributions(tmp_path):
     assert result.stdout.strip() == f"rocm-fleet {version('rocm-fleet')}"
 
 
+def test_the_top_level_help_imports_no_command():
+    """Each subcommand's module is imported when it runs (``COMMANDS``): ``--help`` lists
+    them from the table alone."""
+    script = (
+        "import sys\nfrom rocm_fleet.cli import COMMANDS, main\n"
+        "assert main(['--help']) == 0\n"
+        "print(sorted(m for m, _, _ in COMMANDS.values() if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.stdout.splitlines()[-1] == "[]", result.stdout + result.stderr
+    assert "audit read-only drift report" in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize(
+    ("missing", "args", "extra"),
+    [("tuf", ["publish", "--repository", "r", "--keys", "k", "--init"], "pull"),
+     ("pytest", ["check", "--hosts", "local://", "--rocm-version", "6.4.3"], "check"),
+     ("rich", ["audit", "fleet.py"], "audit")],
+)  # fmt: skip
+def test_a_command_whose_extra_is_missing_names_it_in_one_line(tmp_path, missing, args, extra):
+    """A package of an extra that isn't installed (None in sys.modules: its import fails as
+    a missing one's does): one line naming the extra, the bad-input status."""
+    (tmp_path / "fleet.py").write_text(INVENTORY)
+    script = (
+        f"import sys\nsys.modules[{missing!r}] = None\n"
+        "from rocm_fleet.cli import main\nsys.exit(main(sys.argv[1:]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert result.stderr == (
+        f"rocm-fleet {args[0]} needs the '{extra}' extra: pip install 'rocm-fleet[{extra}]'\n"
+    )
+
+
 # --- beside pyinfra's CLI: pipes, widths, help, progress, --data ----------------------------
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")

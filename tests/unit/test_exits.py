@@ -1,20 +1,20 @@
 """One exit-status scheme for every ``rocm-fleet`` command (``cli.exits``): 0 clean,
 1 findings, 2 could not check, 4 bad input; stated in each command's ``--help``, and kept by
-its usage errors (argparse's own 2 included), a missing inventory, a network failure.
+its usage errors (click's own 2 included), a missing inventory, a network failure.
 
 Every subcommand the parser has is held to it, so a command added later is too.
 """
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
-from rocm_fleet.cli import exits, parser
+from rocm_fleet.cli import exits, main, shell
 from rocm_fleet.cli.exits import Exit, worst
 
 
@@ -27,18 +27,18 @@ def rocm_fleet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def commands() -> dict[str, argparse.ArgumentParser]:
-    """Every (sub)command's parser by its words: "audit", "matrix check", ..."""
+def commands() -> dict[str, click.Command]:
+    """Every (sub)command by its words: "audit", "matrix check", ..."""
     found = {}
 
-    def walk(words: str, command: argparse.ArgumentParser) -> None:
+    def walk(words: str, command: click.Command) -> None:
         found[words] = command
-        for action in command._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, sub in action.choices.items():
-                    walk(f"{words} {name}".strip(), sub)
+        if isinstance(command, click.Group):
+            context = click.Context(command)
+            for name in command.list_commands(context):
+                walk(f"{words} {name}".strip(), command.get_command(context, name))
 
-    walk("", parser())
+    walk("", shell)
     return found
 
 
@@ -53,13 +53,11 @@ def test_every_command_is_known_here():
 @pytest.mark.parametrize("words", sorted(COMMANDS), ids=lambda w: w or "rocm-fleet")
 def test_every_help_states_the_scheme_and_usage_errors_exit_4(words):
     command = COMMANDS[words]
-    assert isinstance(command, exits.ArgumentParser), words
     assert (command.epilog or "").startswith(exits.EPILOG), words
-    assert command.description, f"{words or 'rocm-fleet'} has no description"
-    assert "``" not in command.description, "reST markup in the help"
-    with pytest.raises(SystemExit) as stopped:
-        command.parse_args(["--no-such-option"])
-    assert stopped.value.code == Exit.USAGE
+    assert command.help, f"{words or 'rocm-fleet'} has no description"
+    assert "``" not in command.help, "reST markup in the help"
+    assert main([*words.split(), "--no-such-option"]) == Exit.USAGE
+    assert main([*words.split(), "-h"]) == Exit.OK  # argparse's short form still helps
 
 
 @pytest.mark.parametrize(

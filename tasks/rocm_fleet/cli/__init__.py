@@ -1,44 +1,51 @@
-"""``rocm-fleet``: the command-line tools beside the deploy.
+"""``rocm-fleet``: the command-line tools beside the deploy (``COMMANDS``: audit, check,
+roll, matrix, bundle, mirror-ca, publish, pull-fetch, settings; and ``--version``).
 
-``rocm-fleet audit INVENTORY`` (read-only drift report; table, JSON or OpenMetrics),
-``rocm-fleet check INVENTORY`` (the node checks, testinfra), ``rocm-fleet roll INVENTORY``
-(the deploy in waves, each node drained in Slurm, checked, resumed), ``rocm-fleet matrix [check]``
-(the compatibility matrix, and whether upstream agrees), ``rocm-fleet bundle INVENTORY
---output DIR`` (what the fleet installs from AMD and PyTorch, for an offline mirror),
-``rocm-fleet mirror-ca DIR ADDRESS`` (the fleet mirror's CA, certificate and key),
-``rocm-fleet publish INVENTORY --repository DIR --keys KEYS`` (pull nodes' signed settings),
-``rocm-fleet pull-fetch`` (the pull service's verified fetch), ``rocm-fleet settings``
-(every inventory key), ``rocm-fleet --version``. Each tool is a module here with
-``add_parser(subcommands)`` and ``run(args) -> exit status``; every tool exits by one scheme
-(``exits``: 0 clean, 1 findings, 2 could not check, 4 bad input), and errors a user can fix
-are one line on stderr, never a traceback. Output into a closed pipe (``| head``) ends
+A click group; each tool is a module with a click ``command`` (``exits.Command``:
+``run(args) -> exit status``), imported only when that tool runs. Every tool exits by one
+scheme (``exits``: 0 clean, 1 findings, 2 could not check, 4 bad input); errors a user can
+fix are one line on stderr, never a traceback; output into a closed pipe (``| head``) ends
 quietly, as a Unix tool does.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
+import importlib
 import sys
 from collections.abc import Sequence
 
-from rocm_fleet.cli import (
-    audit,
-    bundle,
-    check,
-    exits,
-    matrix,
-    mirror_ca,
-    publish,
-    pull_fetch,
-    roll,
-    settings,
-)
-from rocm_fleet.cli.exits import Exit
-from rocm_fleet.cli.inventory import UsageError
+import click
+from click.shell_completion import CompletionItem
+
+from rocm_fleet.cli.exits import EPILOG, Exit
 from rocm_fleet.version import __version__
 
-TOOLS = (audit, check, roll, matrix, bundle, mirror_ca, publish, pull_fetch, settings)
+#: each subcommand: the module whose ``command`` it is, the extra its dependencies come in
+#: (None: the core install's), and its line in the top-level --help
+COMMANDS = {
+    "audit": ("rocm_fleet.cli.audit", "audit",
+              "read-only drift report: inventory vs hosts, one row per host"),
+    "check": ("rocm_fleet.cli.check", "check",
+              "run the node checks (testinfra) against an inventory's hosts or --hosts"),
+    "roll": ("rocm_fleet.cli.roll", "roll",
+             "rolling maintenance: drain, change, check and resume the drifted hosts in waves"),
+    "matrix": ("rocm_fleet.cli.matrix", "matrix",
+               "the compatibility matrix; `matrix check` compares it with upstream"),
+    "bundle": ("rocm_fleet.cli.bundle", "bundle",
+               "fetch and verify what the inventory installs from AMD and PyTorch, for a mirror"),
+    "mirror-ca": ("rocm_fleet.cli.mirror_ca", "bundle",
+                  "make a CA and the fleet mirror's TLS certificate and key"),
+    "publish": ("rocm_fleet.cli.publish", "pull",
+                "sign and publish pull nodes' settings in the fleet's TUF repository"),
+    "pull-fetch": ("rocm_fleet.cli.pull_fetch", "pull",
+                   "(run by the pull service) fetch and verify this node's signed settings"),
+    "settings": ("rocm_fleet.cli.settings", None,
+                 "every inventory key rocm-fleet reads, its default and meaning"),
+}  # fmt: skip
+#: the third-party packages the extras bring: a command that misses one names its extra
+OPTIONAL = {"tuf", "securesystemslib", "pytest", "testinfra", "rich", "prometheus_client", "yaml"}
+#: subcommands that pass what follows ``--`` to the tool underneath (pytest's options)
+PASSES_ON = {"check"}
 #: the top-level --help: the tools below are beside the deploy, which pyinfra itself runs
 DESCRIPTION = (
     "The tools beside rocm-fleet's deploy. Deploying is pyinfra's own command: "
@@ -46,48 +53,70 @@ DESCRIPTION = (
     "deploy.py`), with --dry to see what would change. These commands check, audit and "
     "prepare what it deploys; each one's --help says more."
 )
-#: the exit status of a tool whose reader went away (128 + SIGPIPE, as the shell reports it)
-BROKEN_PIPE = Exit.BROKEN_PIPE
 
 
-def parser() -> argparse.ArgumentParser:
-    """The command line: each tool's subcommand, every parser of the scheme's class (usage
-    errors exit 4, not argparse's 2)."""
-    found = exits.ArgumentParser(
-        prog="rocm-fleet",
-        description=DESCRIPTION,
-        epilog=exits.EPILOG,
-    )
-    found.add_argument("--version", action="version", version=f"rocm-fleet {__version__}")
-    commands = found.add_subparsers(dest="command", required=True)
-    for tool in TOOLS:
-        tool.add_parser(commands)
-    return found
+class LazyGroup(click.Group):
+    """The subcommands of ``COMMANDS``, each module imported when its command is asked for
+    (``--help`` and completion list them from the table)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        return importlib.import_module(COMMANDS[name][0]).command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, about) for name, (_, _, about) in COMMANDS.items()])
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        found = [
+            CompletionItem(n, help=c[2]) for n, c in COMMANDS.items() if n.startswith(incomplete)
+        ]
+        return found + click.Command.shell_complete(self, ctx, incomplete)
+
+
+@click.group(
+    "rocm-fleet",
+    cls=LazyGroup,
+    help=DESCRIPTION,
+    epilog=EPILOG,
+    no_args_is_help=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.version_option(__version__, prog_name="rocm-fleet", message="%(prog)s %(version)s")
+@click.pass_context
+def shell(ctx: click.Context) -> None:
+    if ctx.obj and ctx.invoked_subcommand not in PASSES_ON:
+        raise click.UsageError(f"{ctx.invoked_subcommand} takes no options after --")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``rocm-fleet`` with ``argv`` (default: the process's) and give its exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     # After `--`: options for the tool underneath (pytest's, for `check`), never ours.
     passed_on = argv[argv.index("--") + 1 :] if "--" in argv else []
     argv = argv[: argv.index("--")] if "--" in argv else argv
-    command_line = parser()
-    args = command_line.parse_args(argv)
-    args.passed_on = passed_on
-    if passed_on and not getattr(args, "passes_on", False):
-        command_line.error(f"{args.command} takes no options after --")
     try:
-        status = args.run(args)
-        sys.stdout.flush()
-        return int(status)
-    except UsageError as exc:
-        print(f"rocm-fleet {args.command}: {exc}", file=sys.stderr)
+        return int(shell.main(argv, "rocm-fleet", standalone_mode=False, obj=passed_on) or 0)
+    except click.UsageError as exc:  # click's status is 2 ("could not check" here): 4
+        # in argparse's form, as scripts and the tests read it: the usage, then "PROG: error: ..."
+        where = exc.ctx.command_path if exc.ctx else "rocm-fleet"
+        usage = exc.ctx.get_usage().removeprefix("Usage: ") if exc.ctx else where
+        print(f"usage: {usage}\n{where}: error: {exc.format_message()}", file=sys.stderr)
         return Exit.USAGE
-    except BrokenPipeError:
-        # The reader (`head`) has gone: nothing more to say to it. Python's own advice:
-        # point stdout at devnull so the flush at exit doesn't raise again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return BROKEN_PIPE
+    except click.Abort:
+        raise KeyboardInterrupt from None
+    except ModuleNotFoundError as exc:
+        command = next((word for word in argv if not word.startswith("-")), "")
+        extra = COMMANDS.get(command, (None, None))[1]
+        if extra is None or (exc.name or "").split(".")[0] not in OPTIONAL:
+            raise
+        print(f"rocm-fleet {command} needs the '{extra}' extra: "
+              f"pip install 'rocm-fleet[{extra}]'", file=sys.stderr)  # fmt: skip
+        return Exit.USAGE
 
 
 if __name__ == "__main__":

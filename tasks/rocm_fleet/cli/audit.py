@@ -21,71 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.exits import epilog
-from rocm_fleet.cli.inventory import UsageError, add_host_options
+import click
+
+from rocm_fleet.cli.audit_screens import COLOR_CHOICES
+from rocm_fleet.cli.exits import Command, epilog, option
+from rocm_fleet.cli.inventory import UsageError, host_options
+from rocm_fleet.cli.metrics import FORMATS
 
 EXIT_STATUS = epilog(
     "Here: 0 every host is as the inventory says; 1 a host drifted or would be refused; "
     "2 a host was unreachable or failed to answer; 4 a host's inventory data is invalid, or "
     "the inventory or an option can't be used"
 )
-
-
-def add_parser(commands: Any) -> None:
-    from rocm_fleet.cli.audit_screens import COLOR_CHOICES
-    from rocm_fleet.cli.metrics import FORMATS
-
-    audit = commands.add_parser(
-        "audit",
-        help="read-only drift report: inventory vs hosts, one row per host",
-        description=(
-            "Plan the deploy for every host (reading the hosts, changing nothing) and report "
-            "what would change: what --dry would show, by concern, with what the hosts "
-            "report (kernel, Secure Boot, ROCm, torch, GPUs, driver, pending reboot)."
-        ),
-        epilog=EXIT_STATUS,
-    )
-    audit.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
-    add_host_options(audit)
-    audit.add_argument(
-        "--format",
-        choices=("table", "json", *FORMATS),
-        default="table",
-        help="table (default); json; openmetrics (Prometheus/OpenMetrics text); prometheus "
-        "(text format 0.0.4, for node_exporter's textfile collector)",
-    )
-    audit.add_argument("--json", action="store_true", help="the same as --format json")
-    audit.add_argument(
-        "--wide", action="store_true", help="table: every column side by side, however wide"
-    )
-    audit.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="table: every cell of every host, and long reasons in full",
-    )
-    audit.add_argument(
-        "--color",
-        choices=COLOR_CHOICES,
-        default="auto",
-        help="table: colour the drift; auto (default): on a terminal unless NO_COLOR is set",
-    )
-    audit.add_argument(
-        "-q",
-        "--quiet",
-        action="store_true",
-        help="nothing on stderr but errors: no progress, no refusal lines while planning (the "
-        "report says why a host is refused)",
-    )
-    audit.add_argument(
-        "-o",
-        "--output",
-        metavar="FILE",
-        help="write the report to FILE instead of stdout, atomically (e.g. --format "
-        "prometheus into node_exporter's textfile directory; an audit that fails replaces "
-        "it with rocm_fleet_audit_success 0, keeping the time of the last success)",
-    )
-    audit.set_defaults(run=run)
 
 
 def run(args: Any) -> int:
@@ -150,6 +97,56 @@ def _emit(text: str, output: Path | None) -> None:
         sys.stdout.write(text)
     else:
         write_atomically(output, text)
+
+
+command = Command(
+    "audit",
+    run,
+    help="Plan the deploy for every host (reading the hosts, changing nothing) and report "
+    "what would change: what --dry would show, by concern, with what the hosts report "
+    "(kernel, Secure Boot, ROCm, torch, GPUs, driver, pending reboot).",
+    epilog=EXIT_STATUS,
+    params=[
+        click.Argument(["inventory"], help="pyinfra inventory (file, host list or module)"),
+        *host_options(),
+        option(
+            "--format",
+            type=click.Choice(("table", "json", *FORMATS)),
+            default="table",
+            help="table (default); json; openmetrics (Prometheus/OpenMetrics text); prometheus "
+            "(text format 0.0.4, for node_exporter's textfile collector)",
+        ),
+        option("--json", is_flag=True, help="the same as --format json"),
+        option("--wide", is_flag=True, help="table: every column side by side, however wide"),
+        option(
+            "-v",
+            "--verbose",
+            is_flag=True,
+            help="table: every cell of every host, and long reasons in full",
+        ),
+        option(
+            "--color",
+            type=click.Choice(COLOR_CHOICES),
+            default="auto",
+            help="table: colour the drift; auto (default): on a terminal unless NO_COLOR is set",
+        ),
+        option(
+            "-q",
+            "--quiet",
+            is_flag=True,
+            help="nothing on stderr but errors: no progress, no refusal lines while planning (the "
+            "report says why a host is refused)",
+        ),
+        option(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="write the report to FILE instead of stdout, atomically (e.g. --format "
+            "prometheus into node_exporter's textfile directory; an audit that fails replaces "
+            "it with rocm_fleet_audit_success 0, keeping the time of the last success)",
+        ),
+    ],
+)
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -23,52 +23,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.exits import Exit, epilog
+import click
+
+from rocm_fleet.cli.exits import Command, Exit, epilog, option
 from rocm_fleet.cli.inventory import UsageError, load_inventory
 from rocm_fleet.model import matrix
-
-
-def add_parser(commands: Any) -> None:
-    bundle = commands.add_parser(
-        "bundle",
-        help="fetch and verify what the inventory installs from AMD and PyTorch, for a mirror",
-        description="Fetch once, where AMD's and PyTorch's servers are reachable (directly or "
-        "through HTTPS_PROXY), everything the inventory's hosts install from them: AMD's "
-        "keys (fingerprint checked), signed repository indexes (signature checked), the "
-        ".debs and wheels they need (each checked against a signed or published hash), and "
-        "a manifest.json of what came from where. Copy the directory into the air gap and "
-        "serve it with the fleet mirror (rocm_mirror, rocm_mirror_bundle). A second run "
-        "fetches only what is new.",
-        epilog=epilog(
-            "Here: 0 the bundle is complete; 1 something fetched did not verify, or upstream "
-            "lacks a package a host needs; 2 upstream or the proxy did not answer"
-        ),
-    )
-    bundle.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
-    bundle.add_argument("--output", required=True, help="the bundle directory (made or updated)")
-    bundle.add_argument(
-        "--limit", action="append", default=[], help="group, host name or glob (repeatable)"
-    )
-    bundle.add_argument(
-        "--distro",
-        action="append",
-        default=[],
-        choices=list(matrix.DISTRO_KEYS),
-        help="bundle for this distro instead of reading each host's (repeatable)",
-    )
-    bundle.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds a connection may stay silent"
-    )
-    bundle.add_argument(
-        "--retries", type=int, default=5, help="retries per request and per broken transfer"
-    )
-    bundle.add_argument(
-        "--deadline",
-        type=float,
-        default=3600.0,
-        help="seconds one file's transfer may take in all (a slow server is cut off)",
-    )
-    bundle.set_defaults(run=run)
 
 
 def host_distros(state: Any, hosts: list[Any]) -> dict[str, str | None]:
@@ -199,3 +158,41 @@ def run(args: Any) -> int:
         f"{counts.kept}, removed {len(manifest['removed'])}"
     )
     return Exit.OK
+
+
+command = Command(
+    "bundle",
+    run,
+    help="Fetch once, where AMD's and PyTorch's servers are reachable (directly or "
+    "through HTTPS_PROXY), everything the inventory's hosts install from them: AMD's "
+    "keys (fingerprint checked), signed repository indexes (signature checked), the "
+    ".debs and wheels they need (each checked against a signed or published hash), and "
+    "a manifest.json of what came from where. Copy the directory into the air gap and "
+    "serve it with the fleet mirror (rocm_mirror, rocm_mirror_bundle). A second run "
+    "fetches only what is new.",
+    epilog=epilog(
+        "Here: 0 the bundle is complete; 1 something fetched did not verify, or upstream "
+        "lacks a package a host needs; 2 upstream or the proxy did not answer"
+    ),
+    params=[
+        click.Argument(["inventory"], help="pyinfra inventory (file, host list or module)"),
+        option("--output", required=True, help="the bundle directory (made or updated)"),
+        option("--limit", multiple=True, help="group, host name or glob (repeatable)"),
+        option(
+            "--distro",
+            multiple=True,
+            type=click.Choice(list(matrix.DISTRO_KEYS)),
+            help="bundle for this distro instead of reading each host's (repeatable)",
+        ),
+        option("--timeout", type=float, default=60.0, help="seconds a connection may stay silent"),
+        option(
+            "--retries", type=int, default=5, help="retries per request and per broken transfer"
+        ),
+        option(
+            "--deadline",
+            type=float,
+            default=3600.0,
+            help="seconds one file's transfer may take in all (a slow server is cut off)",
+        ),
+    ],
+)

@@ -21,8 +21,10 @@ import os
 import sys
 from typing import Any
 
-from rocm_fleet.cli.exits import Exit, epilog
-from rocm_fleet.cli.inventory import UsageError, add_host_options, load_inventory, parse_data
+import click
+
+from rocm_fleet.cli.exits import Command, Exit, epilog, option
+from rocm_fleet.cli.inventory import UsageError, host_options, load_inventory, parse_data
 
 #: pytest's exit statuses (pytest.ExitCode), by the scheme's
 PYTEST_EXITS = {2: Exit.NOT_CHECKED, 3: Exit.NOT_CHECKED, 4: Exit.USAGE, 5: Exit.USAGE}
@@ -37,45 +39,6 @@ class Chosen:
     hosts: list[Any] = dataclasses.field(default_factory=list)
     specs: list[str] = dataclasses.field(default_factory=list)
     expected: Any = None
-
-
-def add_parser(commands: Any) -> None:
-    check = commands.add_parser(
-        "check",
-        usage="%(prog)s [INVENTORY | --hosts SPECS --rocm-version X.Y.Z] [options] "
-        "[-- PYTEST_OPTIONS]",
-        help="run the node checks (testinfra) against an inventory's hosts or --hosts",
-        description=(
-            "Check nodes from outside: rocminfo reports the expected GPUs, torch is the ROCm "
-            "build and sees them, the apt source, pin and packages are the release's, the "
-            "users can reach the GPU. What each host should have comes from its inventory "
-            "data (group_data included), validated by the deploy's own model before any "
-            "check runs; SSH hosts are connected by pyinfra, their host keys checked as a "
-            "deploy checks them. One line per host and check, then a summary. Options "
-            "after -- go to pytest (-- -k torch --tb=short)."
-        ),
-        epilog=epilog(
-            "Here: 0 every check passed; 1 a check failed; 2 a host was unreachable or its "
-            "host key refused, and no check failed; 4 a bad option, inventory or setting. "
-            "Same checks: pytest --pyargs rocm_fleet.checks --rocm-inventory=FILE"
-        ),
-    )
-    check.add_argument(
-        "inventory", nargs="?", help="pyinfra inventory the hosts and their data come from"
-    )
-    add_host_options(check, "with INVENTORY: ")
-    check.add_argument(
-        "--hosts",
-        help="instead of INVENTORY: host specs, comma-separated (ssh://user@host:port, "
-        "local://, docker://NAME, chroot:///DIR; ?sudo=true)",
-    )
-    check.add_argument("--rocm-version", help="with --hosts: the ROCm release the hosts have")
-    check.add_argument("--expected-gfx", help="with --hosts: the gfx target(s), e.g. gfx1100")
-    check.add_argument(
-        "-v", "--verbose", action="store_true", help="pytest's explanation under a failed check"
-    )
-    check.add_argument("--junitxml", metavar="PATH", help="also write a JUnit XML report (CI)")
-    check.set_defaults(run=run, passes_on=True)
 
 
 def pytest_args(args: Any) -> list[str]:
@@ -166,3 +129,38 @@ def run(args: Any) -> int:
     if int(status) in PYTEST_EXITS:
         return PYTEST_EXITS[int(status)]
     return report.status()
+
+
+command = Command(
+    "check",
+    run,
+    usage="[INVENTORY | --hosts SPECS --rocm-version X.Y.Z] [options] [-- PYTEST_OPTIONS]",
+    help="Check nodes from outside: rocminfo reports the expected GPUs, torch is the ROCm "
+    "build and sees them, the apt source, pin and packages are the release's, the users can "
+    "reach the GPU. What each host should have comes from its inventory data (group_data "
+    "included), validated by the deploy's own model before any check runs; SSH hosts are "
+    "connected by pyinfra, their host keys checked as a deploy checks them. One line per host "
+    "and check, then a summary. Options after -- go to pytest (-- -k torch --tb=short).",
+    epilog=epilog(
+        "Here: 0 every check passed; 1 a check failed; 2 a host was unreachable or its "
+        "host key refused, and no check failed; 4 a bad option, inventory or setting. "
+        "Same checks: pytest --pyargs rocm_fleet.checks --rocm-inventory=FILE"
+    ),
+    params=[
+        click.Argument(
+            ["inventory"],
+            required=False,
+            help="pyinfra inventory the hosts and their data come from",
+        ),
+        *host_options("with INVENTORY: "),
+        option(
+            "--hosts",
+            help="instead of INVENTORY: host specs, comma-separated (ssh://user@host:port, "
+            "local://, docker://NAME, chroot:///DIR; ?sudo=true)",
+        ),
+        option("--rocm-version", help="with --hosts: the ROCm release the hosts have"),
+        option("--expected-gfx", help="with --hosts: the gfx target(s), e.g. gfx1100"),
+        option("-v", "--verbose", is_flag=True, help="pytest's explanation under a failed check"),
+        option("--junitxml", metavar="PATH", help="also write a JUnit XML report (CI)"),
+    ],
+)

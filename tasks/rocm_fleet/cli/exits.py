@@ -19,11 +19,14 @@ left to what it means for the audit and ``matrix check``: the answer is incomple
 
 from __future__ import annotations
 
-import argparse
 import enum
+import os
 import sys
-from collections.abc import Iterable
-from typing import NoReturn
+from collections.abc import Callable, Iterable
+from types import SimpleNamespace
+from typing import Any
+
+import click
 
 
 class Exit(enum.IntEnum):
@@ -34,7 +37,11 @@ class Exit(enum.IntEnum):
     BROKEN_PIPE = 141
 
 
-#: the scheme in one line, for every command's ``--help`` (argparse's epilog)
+class UsageError(Exception):
+    """A problem the user can fix (a missing file, a bad option): one line, exit status 4."""
+
+
+#: the scheme in one line, for every command's ``--help`` (its epilog)
 EPILOG = (
     "exit status: 0 clean; 1 findings (something checked is not as it should be); "
     "2 could not check (unreachable, refused host key, network), nothing found wrong; "
@@ -65,10 +72,54 @@ def worst(statuses: Iterable[int]) -> Exit:
     return Exit.OK
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse's parser with its usage errors given the scheme's status 4 (argparse's own is
-    2, which here means "could not check"); subcommands' parsers are of the same class."""
+# --- the commands' shape (click) ------------------------------------------------------------
 
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(Exit.USAGE, f"{self.prog}: error: {message}\n")
+
+def option(*decls: str, **attrs: Any) -> click.Option:
+    """``click.Option``, its flags given as ``add_argument`` takes them."""
+    return click.Option(list(decls), **attrs)
+
+
+class Command(click.Command):
+    """A ``rocm-fleet`` subcommand: ``run(args) -> exit status`` with the options as
+    attributes of ``args`` (``args.passed_on``: what came after ``--``); ``exclusive``: options
+    that don't go together; ``usage``: the usage line after the command's name."""
+
+    def __init__(
+        self,
+        name: str,
+        run: Callable[[Any], int],
+        exclusive: tuple[str, ...] = (),
+        usage: str | None = None,
+        **attrs: Any,
+    ) -> None:
+        super().__init__(name, callback=self._run, **attrs)
+        self.run, self.exclusive, self.usage = run, exclusive, usage
+
+    def _run(self, **options: Any) -> int:
+        ctx = click.get_current_context()
+        # (click fills ``options`` in the order the command line gave them)
+        given = [name for name in options if name in self.exclusive and options[name]]
+        if len(given) > 1:
+            flags = [f"--{name.replace('_', '-')}" for name in given]
+            raise click.UsageError(f"argument {flags[1]}: not allowed with argument {flags[0]}")
+        return invoke(ctx, self.run, SimpleNamespace(**options, passed_on=ctx.obj or []))
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return [self.usage] if self.usage else super().collect_usage_pieces(ctx)
+
+
+def invoke(ctx: click.Context, run: Callable[[Any], int], args: Any) -> int:
+    """``run(args)``'s exit status, a ``UsageError`` one line on stderr (status 4), and output
+    into a closed pipe (``| head``) ended quietly, as a Unix tool does (status 141)."""
+    try:
+        status = run(args)
+        sys.stdout.flush()
+        return int(status)
+    except UsageError as exc:
+        print(f"{' '.join(ctx.command_path.split()[:2])}: {exc}", file=sys.stderr)
+        return Exit.USAGE
+    except BrokenPipeError:
+        # The reader has gone: point stdout at devnull so the flush at exit doesn't raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return Exit.BROKEN_PIPE

@@ -9,12 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rocm_fleet.cli.exits import UsageError, option
 from rocm_fleet.engine import inventory as engine_inventory
-
-
-class UsageError(Exception):
-    """A problem the user can fix (a missing file, a bad option): one line, exit status 4
-    (``cli.exits``)."""
 
 
 def load_inventory(
@@ -57,22 +53,23 @@ def load_inventory(
     return state, hosts
 
 
-def add_host_options(parser: Any, prefix: str = "") -> None:
+def host_options(prefix: str = "") -> list[Any]:
     """``--limit`` and ``--data``, as every subcommand that reads an inventory takes them
     (``prefix``: what the options need, e.g. "with INVENTORY: ")."""
-    parser.add_argument(
-        "--limit",
-        action="append",
-        default=[],
-        help=f"{prefix}group, host name or glob (repeatable; commas split)",
-    )
-    parser.add_argument(
-        "--data",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help=f"{prefix}override a data value for every host, as pyinfra's --data does (repeatable)",
-    )
+    return [
+        option(
+            "--limit",
+            multiple=True,
+            help=f"{prefix}group, host name or glob (repeatable; commas split)",
+        ),
+        option(
+            "--data",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help=f"{prefix}override a data value for every host, as pyinfra's --data does "
+            "(repeatable)",
+        ),
+    ]
 
 
 def parse_data(items: Sequence[str]) -> dict[str, Any]:

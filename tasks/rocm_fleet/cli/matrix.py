@@ -31,11 +31,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
+import click
+
 from rocm_fleet.cli import matrix_site
-from rocm_fleet.cli.exits import epilog
+from rocm_fleet.cli.exits import Command, epilog, invoke, option
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.cli.matrix_sources import sections, sources_markdown, sources_text
 from rocm_fleet.model import matrix, upstream_data
@@ -304,95 +307,6 @@ def render_report(report: dict[str, Any]) -> str:
 # --- command line ---------------------------------------------------------------------------
 
 
-def add_parser(commands: Any) -> None:
-    import argparse
-
-    parser = commands.add_parser(
-        "matrix",
-        help="the compatibility matrix; `matrix check` compares it with upstream",
-        description="Print the releases rocm-fleet can deploy, one row each: the stream, AMD's "
-        "repository, the PyTorch index and torch builds, the amdgpu driver for rocm_driver: "
-        "dkms, and AMD's support per distro (--json: everything the matrix knows, with the "
-        "source of each row). `rocm-fleet matrix check` asks AMD and PyTorch whether every "
-        "row still holds.",
-        epilog=epilog("Here: 0 the matrix printed."),
-    )
-    parser.add_argument("--json", action="store_true", help="print the matrix as JSON")
-    parser.add_argument(
-        "--sources",
-        action="store_true",
-        help="print the GPU targets, distros, kernels, torch builds and repositories, each row "
-        "with its source",
-    )
-    parser.set_defaults(run=run)
-    sub = parser.add_subparsers(dest="matrix_command")
-    check = sub.add_parser(
-        "check",
-        help="check every row against upstream (or a mirror)",
-        description="Ask upstream (or a mirror) about every row of the matrix: each suite's "
-        "signed InRelease exists with the Origin the pin names, the Core SDK's packages and "
-        "the amdgpu driver folders exist, each key URL serves the pinned fingerprint, each "
-        "PyTorch index lists the pinned wheels; and list releases upstream publishes that "
-        "the matrix lacks.",
-        epilog=epilog(
-            "Here: 0 every row holds; 1 a row is wrong or a release is missing (each named); "
-            "2 upstream did not answer for a row (not checked) and nothing was found wrong"
-        ),
-    )
-    update = sub.add_parser(
-        "update",
-        help="--output FILE: a site's data, releases published after this rocm-fleet; "
-        "--records: rocm-fleet's own tables from stored upstream records",
-        description="With --output FILE: write a site's own matrix data, the releases "
-        "upstream publishes that this rocm-fleet's matrix lacks, with their torch, each "
-        "checked as `matrix check` checks a committed row before the file is written (point "
-        "the deploy at it with rocm_matrix_data or ROCM_FLEET_MATRIX_DATA; it only adds "
-        "releases). With --records and --overrides (maintainers): build the matrix's GPU "
-        "targets, distros, kernels and torch builds from "
-        "stored copies of AMD's and PyTorch's files (a checkout's tests/fixtures/upstream/) "
-        "and the cited overrides (tools/matrix_overrides.toml), each row with its source; "
-        "print, row by row, how the data files differ and what the records have that they "
-        "lack; write them unless --check. What tools/matrix_update.py tables runs.",
-        epilog=epilog(
-            "Here, --output: 0 written; 1 a row does not hold upstream (nothing written); 2 "
-            "upstream could not be reached. --records: 0 written, or (--check) nothing "
-            "differs; 1 (--check) a row differs or a record has what the data lacks"
-        ),
-    )
-    matrix_site.add_arguments(update)
-    update.add_argument("--records", help="the stored upstream records' directory")
-    update.add_argument("--overrides", help="the cited overrides (TOML)")
-    update.add_argument(
-        "--data-dir",
-        help="the data files' directory, to write (or compare with); without it --check "
-        "compares with the ones this rocm-fleet reads",
-    )
-    update.add_argument("--check", action="store_true", help="compare, don't write")
-    check.add_argument("--release", help="check only this release's row")
-    check.add_argument(
-        "--apt-base",
-        help="mirror of AMD's hosts, one directory per host (URL/repo.radeon.com/rocm/apt/...)",
-    )
-    check.add_argument(
-        "--torch-base", help=f"mirror of {matrix.PYTORCH_INDEX_BASE_URL} (URL/rocm7.2/torch/...)"
-    )
-    check.add_argument(
-        "--key-fingerprint",
-        action="append",
-        default=[],
-        metavar="[STREAM=]FINGERPRINT",
-        help="the key a mirror signs with instead of AMD's, for one stream "
-        f"({', '.join(s.name for s in matrix.STREAMS)}) or all (repeatable)",
-    )
-    check.add_argument(
-        "--timeout", type=float, default=20.0, help="seconds per request (default 20)"
-    )
-    check.add_argument("--retries", type=int, default=3, help="retries per request (default 3)")
-    check.add_argument(
-        "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
-    )
-
-
 def _url(value: str | None, option: str) -> str | None:
     if value is not None and not re.match(r"^https?://[^/\s]+", value):
         raise UsageError(f"{option} {value!r}: expected an http:// or https:// URL")
@@ -438,27 +352,20 @@ def run_update(args: Any) -> int:
     return status
 
 
-def run(args: Any) -> int:
-    if getattr(args, "matrix_command", None) == "update":
-        if args.output is not None:  # a site's own data, from upstream
-            if args.records or args.overrides or args.data_dir or args.check:
-                raise UsageError(
-                    "--output FILE writes a site's data from upstream: without --records, "
-                    "--overrides, --data-dir or --check (those update rocm-fleet's own tables)"
-                )
-            return matrix_site.run(args, _fingerprints(args.key_fingerprint))
-        if not (args.records and args.overrides):
-            raise UsageError(
-                "matrix update: --output FILE (a site's data, from upstream), or --records DIR "
-                "--overrides TOML (rocm-fleet's own tables, from stored records)"
-            )
-        return run_update(args)
-    if getattr(args, "matrix_command", None) != "check":
-        if args.json:
-            print(json.dumps(matrix_json(), indent=2))
-        else:
-            print(sources_text() if args.sources else plain_table())
+def show(args: Any) -> int:
+    """``rocm-fleet matrix``: the table, ``--json`` or ``--sources`` (nothing when a
+    subcommand is given)."""
+    if click.get_current_context().invoked_subcommand:
         return 0
+    if args.json:
+        print(json.dumps(matrix_json(), indent=2))
+    else:
+        print(sources_text() if args.sources else plain_table())
+    return 0
+
+
+def check(args: Any) -> int:
+    """``rocm-fleet matrix check``: every row (or ``--release``'s) asked of upstream."""
     if args.release is not None and args.release not in matrix.release_versions():
         raise UsageError(
             f"--release {args.release}: not a release the matrix knows "
@@ -473,6 +380,124 @@ def run(args: Any) -> int:
     print(json.dumps(report, indent=2) if args.json else render_report(report))
     return report["exit_status"]
 
+
+def update(args: Any) -> int:
+    """``rocm-fleet matrix update``: a site's data from upstream (``--output``), or
+    rocm-fleet's own tables from stored records (``--records``, ``--overrides``)."""
+    if args.output is not None:
+        if args.records or args.overrides or args.data_dir or args.check:
+            raise UsageError(
+                "--output FILE writes a site's data from upstream: without --records, "
+                "--overrides, --data-dir or --check (those update rocm-fleet's own tables)"
+            )
+        return matrix_site.run(args, _fingerprints(args.key_fingerprint))
+    if not (args.records and args.overrides):
+        raise UsageError(
+            "matrix update: --output FILE (a site's data, from upstream), or --records DIR "
+            "--overrides TOML (rocm-fleet's own tables, from stored records)"
+        )
+    return run_update(args)
+
+
+def _fingerprint_option(help: str) -> click.Option:
+    return option("--key-fingerprint", multiple=True, metavar="[STREAM=]FINGERPRINT", help=help)
+
+
+command = click.Group(
+    "matrix",
+    invoke_without_command=True,
+    callback=lambda **options: invoke(
+        click.get_current_context(), show, SimpleNamespace(**options)
+    ),
+    help="Print the releases rocm-fleet can deploy, one row each: the stream, AMD's "
+    "repository, the PyTorch index and torch builds, the amdgpu driver for rocm_driver: "
+    "dkms, and AMD's support per distro (--json: everything the matrix knows, with the "
+    "source of each row). `rocm-fleet matrix check` asks AMD and PyTorch whether every "
+    "row still holds.",
+    epilog=epilog("Here: 0 the matrix printed."),
+    params=[
+        option("--json", is_flag=True, help="print the matrix as JSON"),
+        option(
+            "--sources",
+            is_flag=True,
+            help="print the GPU targets, distros, kernels, torch builds and repositories, each "
+            "row with its source",
+        ),
+    ],
+    commands=[
+        Command(
+            "check",
+            check,
+            short_help="check every row against upstream (or a mirror)",
+            help="Ask upstream (or a mirror) about every row of the matrix: each suite's "
+            "signed InRelease exists with the Origin the pin names, the Core SDK's packages and "
+            "the amdgpu driver folders exist, each key URL serves the pinned fingerprint, each "
+            "PyTorch index lists the pinned wheels; and list releases upstream publishes that "
+            "the matrix lacks.",
+            epilog=epilog(
+                "Here: 0 every row holds; 1 a row is wrong or a release is missing (each "
+                "named); 2 upstream did not answer for a row (not checked) and nothing was "
+                "found wrong"
+            ),
+            params=[
+                option("--release", help="check only this release's row"),
+                option(
+                    "--apt-base",
+                    help="mirror of AMD's hosts, one directory per host "
+                    "(URL/repo.radeon.com/rocm/apt/...)",
+                ),
+                option(
+                    "--torch-base",
+                    help=f"mirror of {matrix.PYTORCH_INDEX_BASE_URL} (URL/rocm7.2/torch/...)",
+                ),
+                _fingerprint_option(
+                    "the key a mirror signs with instead of AMD's, for one stream "
+                    f"({', '.join(s.name for s in matrix.STREAMS)}) or all (repeatable)"
+                ),
+                option(
+                    "--timeout", type=float, default=20.0, help="seconds per request (default 20)"
+                ),
+                option("--retries", type=int, default=3, help="retries per request (default 3)"),
+                option("--json", is_flag=True, help="print the report as JSON"),
+            ],
+        ),
+        Command(
+            "update",
+            update,
+            short_help="--output FILE: a site's data, releases published after this "
+            "rocm-fleet; --records: rocm-fleet's own tables from stored upstream records",
+            help="With --output FILE: write a site's own matrix data, the releases upstream "
+            "publishes that this rocm-fleet's matrix lacks, with their torch, each checked as "
+            "`matrix check` checks a committed row before the file is written (point the "
+            "deploy at it with rocm_matrix_data or ROCM_FLEET_MATRIX_DATA; it only adds "
+            "releases). With --records and --overrides (maintainers): build the matrix's GPU "
+            "targets, distros, kernels and torch builds from stored copies of AMD's and "
+            "PyTorch's files (a checkout's tests/fixtures/upstream/) and the cited overrides "
+            "(tools/matrix_overrides.toml), each row with its source; print, row by row, how "
+            "the data files differ and what the records have that they lack; write them "
+            "unless --check. What tools/matrix_update.py tables runs.",
+            epilog=epilog(
+                "Here, --output: 0 written; 1 a row does not hold upstream (nothing written); "
+                "2 upstream could not be reached. --records: 0 written, or (--check) nothing "
+                "differs; 1 (--check) a row differs or a record has what the data lacks"
+            ),
+            params=[
+                *matrix_site.OPTIONS,
+                _fingerprint_option(
+                    "--output: the key a mirror signs with instead of AMD's, as for `matrix check`"
+                ),
+                option("--records", help="the stored upstream records' directory"),
+                option("--overrides", help="the cited overrides (TOML)"),
+                option(
+                    "--data-dir",
+                    help="the data files' directory, to write (or compare with); without it "
+                    "--check compares with the ones this rocm-fleet reads",
+                ),
+                option("--check", is_flag=True, help="compare, don't write"),
+            ],
+        ),
+    ],
+)
 
 if __name__ == "__main__":  # docs/supported-releases.md's tables: python -m rocm_fleet.cli.matrix
     import sys

@@ -15,21 +15,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import click
+
+from rocm_fleet.cli.exits import option
 from rocm_fleet.cli.inventory import UsageError
 
-
-def add_arguments(update: Any) -> None:
-    """The site's options of ``matrix update`` (``cli.matrix`` makes the subcommand)."""
-    update.add_argument("--output", type=Path, metavar="FILE",
-                        help="write a site's data file (rocm_matrix_data names it)")  # fmt: skip
-    update.add_argument("--release", action="append", metavar="X.Y.Z",
-                        help="--output: only this release (repeatable)")  # fmt: skip
-    update.add_argument(
-        "--key-fingerprint", action="append", default=[], metavar="[STREAM=]FINGERPRINT",
-        help="--output: the key a mirror signs with instead of AMD's, as for `matrix check`",
-    )  # fmt: skip
-    update.add_argument("--timeout", type=float, default=20.0, help="--output: seconds per request")
-    update.add_argument("--retries", type=int, default=3, help="--output: retries per request")
+#: the site's options of ``matrix update`` (``cli.matrix`` makes the subcommand)
+OPTIONS = [
+    option("--output", type=click.Path(path_type=Path), metavar="FILE",
+           help="write a site's data file (rocm_matrix_data names it)"),
+    option("--release", multiple=True, metavar="X.Y.Z",
+           help="--output: only this release (repeatable)"),
+    option("--timeout", type=float, default=20.0, help="--output: seconds per request"),
+    option("--retries", type=int, default=3, help="--output: retries per request"),
+]  # fmt: skip
 
 
 def run(args: Any, fingerprints: dict[str, str]) -> int:
@@ -51,7 +50,7 @@ def run(args: Any, fingerprints: dict[str, str]) -> int:
             raise UsageError(f"--output: {exc}") from None
     upstream = UpstreamClient(None, None, args.timeout, args.retries)
     try:
-        found, notes = new_rows(upstream, fingerprints, args.release)
+        found, notes = new_rows(upstream, fingerprints, list(args.release) or None)
     except Unreachable as exc:
         print(f"matrix update: upstream unreachable: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
 """``rocm-fleet mirror-ca DIR ADDRESS [ADDRESS ...]``: the TLS files of a fleet mirror (what
-it makes and prints: the parser's description, which ``--help`` shows)."""
+it makes and prints: the command's help, which ``--help`` shows)."""
 
 from __future__ import annotations
 
@@ -8,41 +8,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.exits import epilog
+import click
+
+from rocm_fleet.cli.exits import Command, epilog
 from rocm_fleet.cli.inventory import UsageError
 
 _NAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
 )
-
-
-def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
-        "mirror-ca",
-        help="make a CA and the fleet mirror's TLS certificate and key",
-        description="Make DIR/ca.crt and DIR/ca.key (a CA of the fleet's own; kept when "
-        "already there, since every host pins it) and issue DIR/mirror.crt and "
-        "DIR/mirror.key for the addresses and names the hosts reach the mirror by (the first: "
-        "the mirror host's ssh_hostname in the inventory, else its name). Keys are created "
-        "mode 0600 and never printed. Then it prints the three settings to give the mirror "
-        "host (rocm_mirror_tls_ca, rocm_mirror_tls_cert, rocm_mirror_tls_key); keep "
-        "DIR/ca.key offline if you can: it is needed only to issue again.",
-        epilog=epilog(
-            "Here: 0 the files made (or the CA kept) and issued; 4 a bad address or "
-            "a directory that can't be written"
-        ),
-    )
-    parser.add_argument(
-        "directory", type=Path, metavar="DIR", help="where the files go (made if missing)"
-    )
-    parser.add_argument(
-        "names",
-        nargs="+",
-        metavar="ADDRESS",
-        help="an IP address or DNS name the hosts reach the mirror by (the first: the "
-        "inventory's ssh_hostname of the mirror host, else its name)",
-    )
-    parser.set_defaults(run=run)
 
 
 def run(args: Any) -> int:
@@ -73,3 +46,35 @@ def _valid(name: str) -> bool:
         return bool(_NAME.fullmatch(name)) or (
             name.startswith("*.") and bool(_NAME.fullmatch(name[2:]))
         )
+
+
+command = Command(
+    "mirror-ca",
+    run,
+    help="Make DIR/ca.crt and DIR/ca.key (a CA of the fleet's own; kept when already there, "
+    "since every host pins it) and issue DIR/mirror.crt and DIR/mirror.key for the addresses "
+    "and names the hosts reach the mirror by (the first: the mirror host's ssh_hostname in the "
+    "inventory, else its name). Keys are created mode 0600 and never printed. Then it prints "
+    "the three settings to give the mirror host (rocm_mirror_tls_ca, rocm_mirror_tls_cert, "
+    "rocm_mirror_tls_key); keep DIR/ca.key offline if you can: it is needed only to issue again.",
+    epilog=epilog(
+        "Here: 0 the files made (or the CA kept) and issued; 4 a bad address or "
+        "a directory that can't be written"
+    ),
+    params=[
+        click.Argument(
+            ["directory"],
+            type=click.Path(path_type=Path),
+            metavar="DIR",
+            help="where the files go (made if missing)",
+        ),
+        click.Argument(
+            ["names"],
+            nargs=-1,
+            required=True,
+            metavar="ADDRESS...",
+            help="an IP address or DNS name the hosts reach the mirror by (the first: the "
+            "inventory's ssh_hostname of the mirror host, else its name)",
+        ),
+    ],
+)

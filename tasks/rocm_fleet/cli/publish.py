@@ -27,33 +27,13 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocm_fleet.cli.exits import described, epilog
+import click
+
+from rocm_fleet.cli.exits import Command, described, epilog, option
 from rocm_fleet.cli.inventory import UsageError, load_inventory
 
 if TYPE_CHECKING:
     from rocm_fleet.model.site_data import SiteData
-
-
-def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
-        "publish",
-        help="sign and publish pull nodes' settings in the fleet's TUF repository",
-        description=described(__doc__),
-        epilog=epilog("Here: 0 published (or nothing to publish)"),
-    )
-    parser.add_argument("inventory", nargs="?", help="pyinfra inventory (file or module)")
-    parser.add_argument("--repository", type=Path, required=True, help="the repository's directory")
-    parser.add_argument("--keys", type=Path, action="append", required=True,
-                        help="a directory of key files (repeatable)")  # fmt: skip
-    parser.add_argument("--limit", action="append", default=[],
-                        help="hosts or groups to publish (others keep their targets)")  # fmt: skip
-    what = parser.add_mutually_exclusive_group()
-    what.add_argument("--init", action="store_true", help="make the repository and its keys")
-    what.add_argument("--timestamp", action="store_true", help="re-sign the timestamp alone")
-    what.add_argument("--rotate", choices=["root", "targets", "online"], help="replace a key")
-    parser.add_argument("--timestamp-hours", type=float, default=24,
-                        help="how long the timestamp is valid (the freeze bound)")  # fmt: skip
-    parser.set_defaults(run=run)
 
 
 def run(args: Any) -> int:
@@ -152,3 +132,26 @@ def _site_text(host: str, site: SiteData) -> str:
         raise UsageError(f"{host}: site matrix data {site.provenance} changed while it was "
                          "published: run publish again")  # fmt: skip
     return raw.decode()
+
+
+command = Command(
+    "publish",
+    run,
+    exclusive=("init", "timestamp", "rotate"),
+    help=described(__doc__),
+    epilog=epilog("Here: 0 published (or nothing to publish)"),
+    params=[
+        click.Argument(["inventory"], required=False, help="pyinfra inventory (file or module)"),
+        option("--repository", type=click.Path(path_type=Path), required=True,
+               help="the repository's directory"),
+        option("--keys", type=click.Path(path_type=Path), multiple=True, required=True,
+               help="a directory of key files (repeatable)"),
+        option("--limit", multiple=True,
+               help="hosts or groups to publish (others keep their targets)"),
+        option("--init", is_flag=True, help="make the repository and its keys"),
+        option("--timestamp", is_flag=True, help="re-sign the timestamp alone"),
+        option("--rotate", type=click.Choice(["root", "targets", "online"]), help="replace a key"),
+        option("--timestamp-hours", type=float, default=24,
+               help="how long the timestamp is valid (the freeze bound)"),
+    ],
+)  # fmt: skip

@@ -20,29 +20,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.cli.exits import described, epilog
+import click
+
+from rocm_fleet.cli.exits import Command, described, epilog, option
 from rocm_fleet.model.paths import PULL_MATRIX_DATA
 
 # The site matrix data's copy goes beside the settings (--output), by the service's name.
 MATRIX_DATA_NAME = Path(PULL_MATRIX_DATA).name
-
-
-def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
-        "pull-fetch",
-        help="(run by the pull service) fetch and verify this node's signed settings",
-        description=described(__doc__),
-        epilog=epilog("Here: 0 verified and written; 1 refused or not fetched (nothing written)"),
-    )
-    parser.add_argument("--repository", required=True, help="the TUF repository's URL")
-    parser.add_argument("--trusted-root", type=Path, required=True,
-                        help="the root metadata a push installed")  # fmt: skip
-    parser.add_argument("--metadata", type=Path, required=True,
-                        help="where TUF keeps what it verified")  # fmt: skip
-    parser.add_argument("--node", required=True, help="this node's target name")
-    parser.add_argument("--output", type=Path, required=True, help="the settings' file")
-    parser.add_argument("--ca", help="the only CA trusted for an https repository")
-    parser.set_defaults(run=run)
 
 
 def run(args: Any) -> int:
@@ -74,3 +58,22 @@ def run(args: Any) -> int:
     pull_client.record_applied(args.metadata, state.serial)
     print(f"rocm-fleet pull: verified serial {state.serial} of {args.node}", file=sys.stderr)
     return 0
+
+
+command = Command(
+    "pull-fetch",
+    run,
+    help=described(__doc__),
+    epilog=epilog("Here: 0 verified and written; 1 refused or not fetched (nothing written)"),
+    params=[
+        option("--repository", required=True, help="the TUF repository's URL"),
+        option("--trusted-root", type=click.Path(path_type=Path), required=True,
+               help="the root metadata a push installed"),
+        option("--metadata", type=click.Path(path_type=Path), required=True,
+               help="where TUF keeps what it verified"),
+        option("--node", required=True, help="this node's target name"),
+        option("--output", type=click.Path(path_type=Path), required=True,
+               help="the settings' file"),
+        option("--ca", help="the only CA trusted for an https repository"),
+    ],
+)  # fmt: skip

@@ -31,59 +31,16 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from rocm_fleet.cli.exits import Exit, described, epilog, worst
-from rocm_fleet.cli.inventory import UsageError, add_host_options
+import click
+
+from rocm_fleet.cli.exits import Command, Exit, described, epilog, option, worst
+from rocm_fleet.cli.inventory import UsageError, host_options
 from rocm_fleet.cli.roll_waves import Outcome, Roll, Steps, Target
 from rocm_fleet.cli.slurm_nodes import SlurmNode, SlurmUnreachable
 from rocm_fleet.model.waves import waves
 
 #: pyinfra's deploy of every node, as the top-level help names it
 DEFAULT_DEPLOY = "rocm_fleet.deploy.rocm_node"
-
-
-def add_parser(commands: Any) -> None:
-    roll = commands.add_parser(
-        "roll",
-        help="rolling maintenance: drain, change, check and resume the drifted hosts in waves",
-        description=described(__doc__),
-        epilog=epilog(
-            "Here: 0 every drifted host was changed, checked and resumed (or none drifted); "
-            "1 a host failed its deploy or checks and stays drained, was still busy at its "
-            "drain timeout, or would be refused; 2 Slurm or a host did not answer (the roll "
-            "stopped; nodes it drained stay drained); 4 a bad option, inventory or setting"
-        ),
-    )
-    roll.add_argument("inventory", help="pyinfra inventory (file, host list or module)")
-    roll.add_argument(
-        "deploy",
-        nargs="?",
-        default=DEFAULT_DEPLOY,
-        help=f"what pyinfra runs on each host (default {DEFAULT_DEPLOY}; in a checkout: deploy.py)",
-    )
-    roll.add_argument(
-        "--max-unavailable",
-        type=int,
-        default=1,
-        metavar="N",
-        help="hosts taken out (drained and changed) at once: the size of a wave (default 1)",
-    )
-    add_host_options(roll)
-    roll.add_argument(
-        "--poll-interval",
-        type=float,
-        default=10.0,
-        metavar="SECONDS",
-        help="how often a draining node's jobs are looked at (default 10)",
-    )
-    roll.add_argument(
-        "--dry",
-        action="store_true",
-        help="say which hosts have drift, their waves and their Slurm state; change nothing",
-    )
-    roll.set_defaults(run=run)
-
-
-# --- the command --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -268,3 +225,46 @@ def dry(targets: list[Target], max_unavailable: int, found: Audited) -> int:
         print(f"rocm-fleet roll: Slurm did not answer: {exc}", file=sys.stderr)
         return Exit.NOT_CHECKED
     return worst([Exit.FINDINGS, *audit_statuses(found)])
+
+
+command = Command(
+    "roll",
+    run,
+    help=described(__doc__),
+    epilog=epilog(
+        "Here: 0 every drifted host was changed, checked and resumed (or none drifted); "
+        "1 a host failed its deploy or checks and stays drained, was still busy at its "
+        "drain timeout, or would be refused; 2 Slurm or a host did not answer (the roll "
+        "stopped; nodes it drained stay drained); 4 a bad option, inventory or setting"
+    ),
+    params=[
+        click.Argument(["inventory"], help="pyinfra inventory (file, host list or module)"),
+        click.Argument(
+            ["deploy"],
+            required=False,
+            default=DEFAULT_DEPLOY,
+            help=f"what pyinfra runs on each host (default {DEFAULT_DEPLOY}; in a checkout: "
+            "deploy.py)",
+        ),
+        option(
+            "--max-unavailable",
+            type=int,
+            default=1,
+            metavar="N",
+            help="hosts taken out (drained and changed) at once: the size of a wave (default 1)",
+        ),
+        *host_options(),
+        option(
+            "--poll-interval",
+            type=float,
+            default=10.0,
+            metavar="SECONDS",
+            help="how often a draining node's jobs are looked at (default 10)",
+        ),
+        option(
+            "--dry",
+            is_flag=True,
+            help="say which hosts have drift, their waves and their Slurm state; change nothing",
+        ),
+    ],
+)

@@ -11,32 +11,9 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from rocm_fleet.cli.exits import epilog
+from rocm_fleet.cli.exits import Command, epilog, option
 
 WIDTH = 100
-
-
-def add_parser(commands: Any) -> None:
-    parser = commands.add_parser(
-        "settings",
-        help="every inventory key rocm-fleet reads, its default and meaning",
-        description="Print every inventory key rocm-fleet reads, by concern, with its "
-        "default and meaning. Set them as pyinfra data (the inventory, group_data/, or "
-        "--data KEY=VALUE for one run); any other key is left alone for your own deploys.",
-        epilog=epilog("Here: 0 the settings printed."),
-    )
-    shown = parser.add_mutually_exclusive_group()
-    shown.add_argument(
-        "--markdown", action="store_true", help="the Markdown table of docs/settings.md"
-    )
-    shown.add_argument("--json", action="store_true", help="key -> concern, default, meaning")
-    shown.add_argument(
-        "--schema", action="store_true", help="a JSON Schema of the settings, for editors"
-    )
-    shown.add_argument(
-        "--page", action="store_true", help="the settings reference page (docs/settings.md)"
-    )
-    parser.set_defaults(run=run)
 
 
 def plain() -> str:
@@ -74,3 +51,20 @@ def run(args: Any) -> int:
     else:
         print(plain())
     return 0
+
+
+command = Command(
+    "settings",
+    run,
+    exclusive=("markdown", "json", "schema", "page"),
+    help="Print every inventory key rocm-fleet reads, by concern, with its default and "
+    "meaning. Set them as pyinfra data (the inventory, group_data/, or --data KEY=VALUE for "
+    "one run); any other key is left alone for your own deploys.",
+    epilog=epilog("Here: 0 the settings printed."),
+    params=[
+        option("--markdown", is_flag=True, help="the Markdown table of docs/settings.md"),
+        option("--json", is_flag=True, help="key -> concern, default, meaning"),
+        option("--schema", is_flag=True, help="a JSON Schema of the settings, for editors"),
+        option("--page", is_flag=True, help="the settings reference page (docs/settings.md)"),
+    ],
+)
