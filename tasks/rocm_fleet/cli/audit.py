@@ -32,8 +32,8 @@ EXIT_STATUS = epilog(
 
 
 def add_parser(commands: Any) -> None:
-    from rocm_fleet.cli.audit_screens import COLOR_CHOICES
     from rocm_fleet.cli.metrics import FORMATS
+    from rocm_fleet.cli.tables import COLOR_CHOICES
 
     audit = commands.add_parser(
         "audit",

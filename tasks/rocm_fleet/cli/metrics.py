@@ -5,7 +5,8 @@
 it, or write it where node_exporter's textfile collector reads it on the controller
 (``--format prometheus`` is the older Prometheus text format, 0.0.4, which is what the
 textfile collector parses: no ``# UNIT``, no ``# EOF``). prometheus_client writes both and
-reads the previous file back: labels in name order, values as Go prints floats (``1.0``).
+reads the previous file back: labels in name order, values as Go prints floats (``1.0``);
+it is imported when they are, so the command's options (``FORMATS``) cost no import of it.
 
 Every family is a gauge; the hosts' families have the inventory's host name as the ``host``
 label:
@@ -52,14 +53,13 @@ import math
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-
-from prometheus_client import generate_latest
-from prometheus_client.metrics_core import GaugeMetricFamily
-from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
-from prometheus_client.parser import text_string_to_metric_families
+from typing import TYPE_CHECKING
 
 from rocm_fleet.cli.audit_cells import STATUSES, AuditRow
 from rocm_fleet.model.health import HEALTH_FAMILIES, HostHealth, health_families
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import GaugeMetricFamily
 
 #: the output formats: OpenMetrics 1.0, and Prometheus text 0.0.4 (node_exporter's textfile)
 FORMATS = ("openmetrics", "prometheus")
@@ -184,6 +184,8 @@ class _Families:
         self.found = found
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
         for name, help_text, samples, unit in self.found:
             if not samples:
                 continue
@@ -194,6 +196,9 @@ class _Families:
 
 
 def _text(found: list[tuple[str, str, list[Sample], str]], fmt: str) -> str:
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
     write = generate_openmetrics if fmt == "openmetrics" else generate_latest
     return write(_Families(found)).decode()  # type: ignore[arg-type]
 
@@ -204,6 +209,8 @@ LAST_SUCCESS = "rocm_fleet_audit_last_success_timestamp_seconds"
 def last_success(path: Path) -> float | None:
     """``rocm_fleet_audit_last_success_timestamp_seconds`` as the previous report at
     ``path`` has it (either text format), None when there is none or it can't be read."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         text = path.read_text(errors="replace")
         for family in text_string_to_metric_families(text):
