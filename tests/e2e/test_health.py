@@ -59,7 +59,7 @@ def test_health_passes_then_fails_for_a_narrowed_link_and_an_ecc_error(lab):
     assert len(row["health"]["gpus"]) == 8 and report.returncode == 1
     metrics = lab.run([sys.executable, "-m", "rocm_fleet.cli", "audit", str(lab.inventory),
                        "--limit", "mi300", "--format", "openmetrics"], timeout=600)  # fmt: skip
-    assert 'rocm_fleet_gpu_healthy{host="mi300",gpu="2",bdf="0000:23:00.0"} 0' in metrics.stdout
-    assert 'rocm_fleet_gpu_pcie_link_width{host="mi300",gpu="5",bdf="0000:53:00.0"} 8' in (
+    assert 'rocm_fleet_gpu_healthy{bdf="0000:23:00.0",gpu="2",host="mi300"} 0.0' in metrics.stdout
+    assert 'rocm_fleet_gpu_pcie_link_width{bdf="0000:53:00.0",gpu="5",host="mi300"} 8.0' in (
         metrics.stdout
     )

@@ -74,11 +74,15 @@ class Terminal(io.StringIO):
         (io.StringIO(), "auto", {}, False),  # a pipe, a file
         (io.StringIO(), "always", {"NO_COLOR": "1"}, True),  # the option wins over the variable
         (Terminal(), "never", {}, False),
+        (io.StringIO(), "auto", {"FORCE_COLOR": "1"}, True),
+        (Terminal(), "auto", {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),  # NO_COLOR wins
     ],
-    ids=["terminal", "NO_COLOR", "dumb terminal", "pipe", "always", "never"],
+    ids=["terminal", "NO_COLOR", "dumb terminal", "pipe", "always", "never", "FORCE_COLOR",
+         "NO_COLOR over FORCE_COLOR"],
 )  # fmt: skip
 def test_colour_follows_color_and_no_color(monkeypatch, stream, color, env, colour):
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm-256color")
     for key, value in env.items():
         monkeypatch.setenv(key, value)

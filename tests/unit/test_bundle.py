@@ -417,6 +417,31 @@ class Quiet(DownloadProgress):
         super().__init__(io.StringIO())
 
 
+def test_the_progress_on_a_terminal_is_one_line_redrawn_and_gone_when_the_file_is_done(
+    monkeypatch,
+):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setenv("COLUMNS", "100")
+    screen = Terminal()
+    progress = DownloadProgress(screen)
+    progress.start("rocm-core_6.4.3.deb", 2_000_000)
+    progress.advance(1_000_000)
+    progress.note("rocm-core_6.4.3.deb: transfer broke off at 1.0 MB (reset), resuming")
+    progress.advance(1_000_000)
+    progress.finish()
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.getvalue()).replace("\r", "\n")
+    lines = [line.rstrip() for line in drawn.splitlines() if line.strip()]
+    assert any(line.startswith("rocm-core_6.4.3.deb: 1.0/2.0 MB") for line in lines), lines
+    assert "rocm-core_6.4.3.deb: transfer broke off at 1.0 MB (reset), resuming" in lines
+    assert re.fullmatch(r"fetched rocm-core_6\.4\.3\.deb \(2\.0 MB, [0-9.]+ [kMG]?B/s\)", lines[-1])
+    assert screen.getvalue().count("\x1b[?25l") == screen.getvalue().count("\x1b[?25h") == 1
+
+
 def test_a_broken_transfer_resumes_where_it_stopped_and_a_bad_hash_keeps_nothing(
     tmp_path, monkeypatch
 ):

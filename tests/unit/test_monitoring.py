@@ -107,7 +107,7 @@ def test_the_audits_output_passes_promtool_check_metrics(fleet_rows, fmt):
 def test_gpu_health_and_outliers_pass_promtool_check_metrics(group_rows, fmt):
     text = metrics.render(group_rows, fmt, now=1764460800)
     assert promtool("check", "metrics", stdin=text) == ""
-    assert 'rocm_fleet_outlier{host="mi-c",group="mi300",field="kernel"} 1' in text.splitlines()
+    assert 'rocm_fleet_outlier{field="kernel",group="mi300",host="mi-c"} 1.0' in text.splitlines()
     assert sum(line.startswith("rocm_fleet_outlier{") for line in text.splitlines()) == 1
 
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import click
 
-from rocm_fleet.cli.audit_screens import COLOR_CHOICES
 from rocm_fleet.cli.exits import Command, epilog, option
 from rocm_fleet.cli.inventory import UsageError, host_options
 from rocm_fleet.cli.metrics import FORMATS
+from rocm_fleet.cli.tables import COLOR_CHOICES
 
 EXIT_STATUS = epilog(
     "Here: 0 every host is as the inventory says; 1 a host drifted or would be refused; "

@@ -1,20 +1,11 @@
 """The audit's rows (``cli.audit_rows``) on screen: the summary table (the default), the
-wide table, JSON, and the progress line; OpenMetrics is ``cli.metrics``.
-
-Tables and colour are rich's (https://rich.readthedocs.io): it measures the columns, fits
-them to the width it is given, clips with "…" and writes the colour escapes. Colour and
-width are the caller's decision (``Screen``): ``--color auto`` colours a terminal unless
-``NO_COLOR`` is set (https://no-color.org) or ``TERM=dumb``; the width is the terminal's
-(``COLUMNS`` when set, 100 when the output is no terminal).
+wide table, JSON, and the progress line; OpenMetrics is ``cli.metrics``. Tables, colour and
+width are ``cli.tables``' (rich's).
 """
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import re
-import shutil
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -26,78 +17,18 @@ from rich.table import Table
 from rich.text import Text
 
 from rocm_fleet.cli.audit_cells import OBSERVED, AuditRow, Cell, ObservedCells
+from rocm_fleet.cli.tables import COLOR_CHOICES as COLOR_CHOICES
+from rocm_fleet.cli.tables import FALLBACK_WIDTH, Screen, grid, measure
+from rocm_fleet.cli.tables import console as _console
+from rocm_fleet.cli.tables import screen_for as screen_for
+from rocm_fleet.cli.tables import text_of as _text_of
 
-#: the width of output that goes to no terminal (a file, a pipe, a mail from cron)
-FALLBACK_WIDTH = 100
 #: how drifted cells and the reasons of hosts that aren't as the inventory says look
 DRIFT_STYLE = "bold red"
-COLOR_CHOICES = ("auto", "always", "never")
-
-
-@dataclass(frozen=True)
-class Screen:
-    """How a table is drawn: ``width`` columns, coloured or not."""
-
-    width: int = FALLBACK_WIDTH
-    colour: bool = False
-
-
-def screen_for(stream: IO[str], color: str = "auto") -> Screen:
-    """The screen ``stream`` is: its terminal's width (``COLUMNS`` wins, as everywhere),
-    and colour as ``--color`` says (``auto``: a terminal, no ``NO_COLOR``, no dumb TERM)."""
-    width = shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
-    if not _isatty(stream) and "COLUMNS" not in os.environ:
-        width = FALLBACK_WIDTH
-    if color == "always":
-        return Screen(width, True)
-    if color == "never":
-        return Screen(width, False)
-    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
-        return Screen(width, False)
-    return Screen(width, _isatty(stream))
-
-
-def _isatty(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _console(screen: Screen) -> Console:
-    """A console writing into a string, exactly ``screen``'s width and colour."""
-    return Console(
-        file=io.StringIO(),
-        width=screen.width,
-        force_terminal=screen.colour,
-        no_color=not screen.colour,
-        color_system="standard" if screen.colour else None,
-        highlight=False,
-        emoji=False,
-        markup=False,
-    )
-
-
-def _text_of(console: Console) -> str:
-    """What ``console`` wrote, without the padding rich leaves at the ends of lines."""
-    written = console.file.getvalue()  # type: ignore[attr-defined]
-    return "\n".join(_PADDING.sub(r"\1", line) for line in written.splitlines())
-
-
-# the spaces that end a line, the colour escapes after them kept
-_PADDING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")
 
 
 def _style(drift: bool) -> str:
     return DRIFT_STYLE if drift else ""
-
-
-def _grid(headers: list[str]) -> Table:
-    """A borderless table, two spaces between columns, headers as given."""
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="", padding=(0, 1))
-    for header in headers:
-        table.add_column(header, no_wrap=True, overflow="ellipsis")
-    return table
 
 
 # --- columns, summary -------------------------------------------------------------------------
@@ -165,7 +96,7 @@ def render_table(rows: list[AuditRow], colour: bool = False) -> str:
     cells start with ``!``, red with ``colour``), then one line per host without (its status
     and why), then the summary."""
     shown = columns(rows)
-    table = _grid(["HOST", *(column.header for column in shown)])
+    table = grid(["HOST", *(column.header for column in shown)])
     without = []
     for row in rows:
         if row.status not in ("drift", "ok"):
@@ -181,18 +112,12 @@ def render_table(rows: list[AuditRow], colour: bool = False) -> str:
     for row in without:
         reason = f"! {row.status.upper()}: {row.error}"
         reasons.add_row(Text(row.host, DRIFT_STYLE), Text(reason, DRIFT_STYLE))
-    console = _console(Screen(width=max(_measure(table), _measure(reasons)), colour=colour))
+    console = _console(Screen(width=max(measure(table), measure(reasons)), colour=colour))
     console.print(table)
     if without:
         console.print(reasons)
     console.print(summary_line(rows))
     return _text_of(console)
-
-
-def _measure(table: Table) -> int:
-    """The width ``table`` takes when nothing is clipped or wrapped."""
-    wide = Console(file=io.StringIO(), width=1_000_000)
-    return max(1, wide.measure(table).maximum)
 
 
 # --- the summary table (the default) ----------------------------------------------------------
@@ -261,7 +186,7 @@ def render_summary(
     inventory says, one wrapped line per drifted concern or per reason (every cell with
     ``verbose``). Drifted lines start with ``!`` (and are red with ``colour``)."""
     console = _console(Screen(width, colour))
-    table = _grid(list(SUMMARY))
+    table = grid(list(SUMMARY))
     hosts = max([len(SUMMARY[0])] + [len(row.host) for row in rows])
     # The whole name, not "…": the other columns give way first.
     table.columns[0].min_width = hosts if hosts + 12 <= width else max(8, width - 12)

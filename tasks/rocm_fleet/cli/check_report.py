@@ -11,8 +11,9 @@ stay)::
 
 The reason is the check's own message (its assertion's, or the connection's), on its line,
 never cut; ``--tb=short`` (or ``-v``) adds pytest's explanation beneath a failed check's
-line. The exit status follows ``cli.exits``: a failed check is a finding (1), a host that
-could not be reached means its checks did not run (2 when nothing else failed).
+line. The columns are rich's (``cli.tables``). The exit status follows ``cli.exits``: a
+failed check is a finding (1), a host that could not be reached means its checks did not run
+(2 when nothing else failed).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, TextIO
 import pytest
 
 from rocm_fleet.cli.exits import Exit, worst
+from rocm_fleet.cli.tables import line
 
 #: the user property a check carries when its host could not be reached (the checks' plugin
 #: sets it: ``rocm_fleet.checks.plugin.UNREACHABLE``)
@@ -109,8 +111,8 @@ class Report:
         if outcome is None:
             return
         self.outcomes.append(outcome)
-        line = f"{SHOWN[outcome.result]:<11}  {outcome.host:<{self._width}}  {outcome.check}"
-        print(line + (f": {outcome.reason}" if outcome.reason else ""), file=self.out)
+        check = outcome.check + (f": {outcome.reason}" if outcome.reason else "")
+        print(line([SHOWN[outcome.result], outcome.host, check], [11, self._width]), file=self.out)
         if outcome.details and (self.details or self._tbstyle not in ("no", "auto")):
             for detail in outcome.details.rstrip().splitlines():
                 print(f"    {detail}", file=self.out)

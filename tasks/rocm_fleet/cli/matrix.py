@@ -166,9 +166,11 @@ def _distro_short(row: matrix.Distro) -> str:
 
 def plain_table() -> str:
     """The matrix for a terminal, in 100 columns, with its legend."""
+    from rocm_fleet.cli.tables import grid, whole
+
     headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
-    headers += [_distro_short(d) for d in matrix.DISTROS]
-    rows = [headers]
+    # the last column: the footnote naming the row's source (the header names none)
+    table = grid([*headers, *(_distro_short(d) for d in matrix.DISTROS), ""])
     notes: list[str] = []  # where the rows come from, one footnote per distinct source
     for rel in matrix.RELEASES:
         source = source_text(rel)
@@ -176,25 +178,16 @@ def plain_table() -> str:
             notes.append(source)
         builds = [build.torch for build in rel.torch_builds]
         torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
-        rows.append(
-            [
-                rel.version,
-                rel.stream.name,
-                repository_text(rel),
-                rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
-                torch or "none",
-                matrix.amdgpu_repo_version(rel) or "refused",
-                *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
-            ]
+        table.add_row(
+            rel.version,
+            rel.stream.name,
+            repository_text(rel),
+            rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
+            torch or "none",
+            matrix.amdgpu_repo_version(rel) or "refused",
+            *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
+            f"[{notes.index(source) + 1}]",
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(headers))]
-    lines = [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    ]
-    # the footnote naming the row's source, after its last column (the header names none)
-    for index, rel in enumerate(matrix.RELEASES, start=1):
-        lines[index] = f"{lines[index].ljust(len(lines[0]))}  [{notes.index(source_text(rel)) + 1}]"
     distros = ", ".join(
         f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
     )
@@ -209,7 +202,7 @@ def plain_table() -> str:
         "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
         "where GPU targets, distros, kernels, torch builds, repositories come from: --sources.",
     ]
-    return "\n".join([*lines, "", *legend])
+    return "\n".join([whole(table), "", *legend])
 
 
 def matrix_json() -> dict[str, Any]:
@@ -271,18 +264,22 @@ def matrix_json() -> dict[str, Any]:
 
 
 def render_report(report: dict[str, Any]) -> str:
+    """What is not as the matrix says, one line each (status, row, what and why), then the
+    summary."""
+    from rocm_fleet.cli.tables import grid, whole
+
     checks = report["checks"]
-    out = []
+    table = grid(["", "", ""], gap=1)
+    table.columns[0].min_width, table.columns[1].min_width = 11, 22
     for check in checks:
         if check["status"] != "ok":
-            out.append(
-                f"{check['status'].upper():<11} {check['row']:<22} {check['what']}: "
-                f"{check['detail']}  <{check['url']}>"
-            )
+            why = f"{check['what']}: {check['detail']}  <{check['url']}>"
+            table.add_row(check["status"].upper(), check["row"], why)
     for item in report["missing_releases"]:
-        out.append(f"{'MISSING':<11} {item['release']:<22} upstream publishes it: {item['where']}")
+        table.add_row("MISSING", item["release"], f"upstream publishes it: {item['where']}")
     for error in report["unreachable"]:
-        out.append(f"{'UNREACHABLE':<11} {'releases upstream':<22} {error}")
+        table.add_row("UNREACHABLE", "releases upstream", error)
+    out = [whole(table)] if table.row_count else []
     counts = {s: sum(c["status"] == s for c in checks) for s in ("ok", "wrong", "unreachable")}
     checked = f"{len(checks)} checks" if len(checks) != 1 else "1 check"
     if checks and counts["unreachable"] == len(checks):

@@ -4,7 +4,9 @@
 (https://github.com/prometheus/OpenMetrics/blob/main/specification/OpenMetrics.md): serve
 it, or write it where node_exporter's textfile collector reads it on the controller
 (``--format prometheus`` is the older Prometheus text format, 0.0.4, which is what the
-textfile collector parses: no ``# UNIT``, no ``# EOF``).
+textfile collector parses: no ``# UNIT``, no ``# EOF``). prometheus_client writes both and
+reads the previous file back: labels in name order, values as Go prints floats (``1.0``);
+it is imported when they are, so the command's options (``FORMATS``) cost no import of it.
 
 Every family is a gauge; the hosts' families have the inventory's host name as the ``host``
 label:
@@ -48,13 +50,16 @@ label:
 from __future__ import annotations
 
 import math
-import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocm_fleet.cli.audit_cells import STATUSES, AuditRow
 from rocm_fleet.model.health import HEALTH_FAMILIES, HostHealth, health_families
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import GaugeMetricFamily
 
 #: the output formats: OpenMetrics 1.0, and Prometheus text 0.0.4 (node_exporter's textfile)
 FORMATS = ("openmetrics", "prometheus")
@@ -65,28 +70,6 @@ CONTENT_TYPES = {
 }
 
 Sample = tuple[dict[str, str], float]
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _number(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def _family(
-    name: str, help_text: str, samples: Iterable[Sample], fmt: str, unit: str | None = None
-) -> list[str]:
-    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
-    if unit and fmt == "openmetrics":
-        lines.append(f"# UNIT {name} {unit}")
-    for labels, value in samples:
-        text = ",".join(f'{key}="{_escape(str(val))}"' for key, val in labels.items())
-        lines.append(f"{name}{{{text}}} {_number(value)}" if text else f"{name} {_number(value)}")
-    return lines
 
 
 def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Sample], str]]:
@@ -194,34 +177,47 @@ def render_failure(fmt: str, now: float, last_success: float | None) -> str:
     return _text(audit_families(now, last_success, success=False), fmt)
 
 
+class _Families:
+    """A prometheus_client collector of ``families``' gauges, each family with samples."""
+
+    def __init__(self, found: Iterable[tuple[str, str, list[Sample], str]]) -> None:
+        self.found = found
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
+        for name, help_text, samples, unit in self.found:
+            if not samples:
+                continue
+            family = GaugeMetricFamily(name, help_text, unit=unit)
+            for labels, value in samples:
+                family.add_sample(name, {key: str(val) for key, val in labels.items()}, value)
+            yield family
+
+
 def _text(found: list[tuple[str, str, list[Sample], str]], fmt: str) -> str:
-    lines: list[str] = []
-    for name, help_text, samples, unit in found:
-        if samples:
-            lines += _family(name, help_text, samples, fmt, unit or None)
-    if fmt == "openmetrics":
-        lines.append("# EOF")
-    return "\n".join(lines) + "\n"
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    write = generate_openmetrics if fmt == "openmetrics" else generate_latest
+    return write(_Families(found)).decode()  # type: ignore[arg-type]
 
 
-LAST_SUCCESS = re.compile(
-    r"rocm_fleet_audit_last_success_timestamp_seconds(?:\{\})?\s+(\S+)(?:\s+\S+)?"
-)
+LAST_SUCCESS = "rocm_fleet_audit_last_success_timestamp_seconds"
 
 
 def last_success(path: Path) -> float | None:
     """``rocm_fleet_audit_last_success_timestamp_seconds`` as the previous report at
     ``path`` has it (either text format), None when there is none or it can't be read."""
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         text = path.read_text(errors="replace")
-    except OSError:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == LAST_SUCCESS:
+                    value = float(sample.value)
+                    return value if math.isfinite(value) and value > 0 else None
+    except (OSError, ValueError):
         return None
-    for line in text.splitlines():
-        found = LAST_SUCCESS.fullmatch(line.strip())
-        if found:
-            try:
-                value = float(found.group(1))
-            except ValueError:
-                return None
-            return value if math.isfinite(value) and value > 0 else None
     return None

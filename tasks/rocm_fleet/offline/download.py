@@ -18,6 +18,7 @@ never go from https to http.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
@@ -25,7 +26,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 import requests
@@ -78,52 +79,80 @@ def human(size: float) -> str:
 
 
 class DownloadProgress:
-    """What is being fetched, on stderr. On a terminal one line is redrawn (at most ten
-    times a second); otherwise each file gets a line when it is done."""
+    """What is being fetched, on stderr. On a terminal rich's progress line for the file
+    (bytes of how many, a bar, the rate), redrawn at most ten times a second and gone when
+    the file is done; otherwise only a line per file when it is done. Notes and the done
+    lines are printed above the progress line."""
 
     def __init__(self, stream: IO[str] | None = None):
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty()
+        self._bar: Any = None  # rich's Progress while a file is drawn on a terminal
         self._label = ""
-        self._total: int | None = None
         self._done = 0
         self._drawn = 0.0
         self._started = 0.0
 
     def start(self, label: str, total: int | None, already: int = 0) -> None:
-        self._label, self._total, self._done = label, total, already
+        self._label, self._done = label, already
         self._started = time.monotonic()
-        self._draw(force=True)
+        if self.live:
+            self.close()
+            self._bar = _progress_line(self.stream)
+            self._bar.add_task(label, total=total, completed=already)
+            self._bar.start()
+            atexit.register(self.close)  # the cursor comes back, even after an error
 
     def advance(self, count: int) -> None:
         self._done += count
-        self._draw()
+        now = time.monotonic()
+        if self._bar is not None and now - self._drawn >= 0.1:
+            self._drawn = now
+            self._bar.update(self._bar.task_ids[0], completed=self._done, refresh=True)
 
     def finish(self, note: str = "") -> None:
         elapsed = max(time.monotonic() - self._started, 1e-6)
         line = f"fetched {self._label} ({human(self._done)}, {human(self._done / elapsed)}/s)"
-        if self.live:
-            self.stream.write("\r\x1b[K")
-        self.stream.write(line + (f" {note}" if note else "") + "\n")
-        self.stream.flush()
+        self.close()
+        self.note(line + (f" {note}" if note else ""))
 
     def note(self, text: str) -> None:
-        if self.live:
-            self.stream.write("\r\x1b[K")
+        if self._bar is not None:
+            self._bar.console.print(text, markup=False, highlight=False, emoji=False)
+            return
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def _draw(self, force: bool = False) -> None:
-        now = time.monotonic()
-        if not self.live or (not force and now - self._drawn < 0.1):
-            return
-        self._drawn = now
-        total = f"/{human(self._total)}" if self._total else ""
-        rate = self._done / max(now - self._started, 1e-6)
-        self.stream.write(
-            f"\r\x1b[K{self._label}: {human(self._done)}{total} ({human(rate)}/s)"[:200]
-        )
-        self.stream.flush()
+    def close(self) -> None:
+        """Take the progress line away (nothing when none is drawn)."""
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+            atexit.unregister(self.close)
+
+
+def _progress_line(stream: IO[str]) -> Any:
+    """rich's progress display of one transfer on ``stream``, redrawn only when told."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+    from rich.table import Column
+
+    console = Console(file=stream, highlight=False, markup=False, emoji=False)
+    return Progress(
+        TextColumn(
+            "{task.description}:",
+            markup=False,
+            table_column=Column(no_wrap=True, overflow="ellipsis"),  # a long name: "…"
+        ),
+        DownloadColumn(),
+        BarColumn(),
+        TransferSpeedColumn(),
+        console=console,
+        auto_refresh=False,
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    )
 
 
 class NoDowngradeSession(requests.Session):

@@ -1,0 +1,124 @@
+"""Tables on screen, for the commands that show them (audit, check, matrix): rich's
+(https://rich.readthedocs.io), which measures the columns, fits them to a width, clips with
+"…" and writes the colour escapes.
+
+Colour and width are the caller's decision (``Screen``): ``--color auto`` colours a terminal
+unless ``NO_COLOR`` is set (https://no-color.org) or ``TERM=dumb``, or anything when
+``FORCE_COLOR`` is; the width is the terminal's (``COLUMNS`` when set, 100 when the output
+is no terminal). rich is imported by the functions that draw, so a command's options
+(``COLOR_CHOICES``) cost no import of it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+#: the width of output that goes to no terminal (a file, a pipe, a mail from cron)
+FALLBACK_WIDTH = 100
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+@dataclass(frozen=True)
+class Screen:
+    """How a table is drawn: ``width`` columns, coloured or not."""
+
+    width: int = FALLBACK_WIDTH
+    colour: bool = False
+
+
+def screen_for(stream: IO[str], color: str = "auto") -> Screen:
+    """The screen ``stream`` is: its terminal's width (``COLUMNS`` wins, as everywhere),
+    and colour as ``--color`` says (``auto``: ``NO_COLOR`` or a dumb TERM never,
+    ``FORCE_COLOR`` always, else a terminal)."""
+    width = shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
+    if not _isatty(stream) and "COLUMNS" not in os.environ:
+        width = FALLBACK_WIDTH
+    if color in ("always", "never"):
+        return Screen(width, color == "always")
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return Screen(width, False)
+    return Screen(width, bool(os.environ.get("FORCE_COLOR")) or _isatty(stream))
+
+
+def _isatty(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def console(screen: Screen) -> Console:
+    """A console writing into a string, exactly ``screen``'s width and colour."""
+    from rich.console import Console
+
+    return Console(
+        file=io.StringIO(),
+        width=screen.width,
+        force_terminal=screen.colour,
+        no_color=not screen.colour,
+        color_system="standard" if screen.colour else None,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+
+
+def text_of(written: Console) -> str:
+    """What ``written`` wrote, without the padding rich leaves at the ends of lines."""
+    text = written.file.getvalue()  # type: ignore[attr-defined]
+    return "\n".join(_PADDING.sub(r"\1", line) for line in text.splitlines())
+
+
+# the spaces that end a line, the colour escapes after them kept
+_PADDING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")
+
+
+def grid(headers: Sequence[str], gap: int = 2) -> Table:
+    """A borderless table, ``gap`` spaces between columns, headers as given (none shown
+    when there are none), cells clipped with "…" when the width is short."""
+    from rich.table import Table
+
+    table = Table(
+        box=None,
+        pad_edge=False,
+        show_edge=False,
+        show_header=any(headers),
+        header_style="",
+        padding=(0, gap, 0, 0),
+    )
+    for header in headers:
+        table.add_column(header, no_wrap=True, overflow="ellipsis")
+    return table
+
+
+def measure(table: Table) -> int:
+    """The width ``table`` takes when nothing is clipped or wrapped."""
+    wide = console(Screen(width=1_000_000))
+    return max(1, wide.measure(table).maximum)
+
+
+def whole(table: Table) -> str:
+    """``table`` as wide as it takes (nothing clipped), without colour."""
+    written = console(Screen(width=measure(table)))
+    written.print(table)
+    return text_of(written)
+
+
+def line(cells: Sequence[str], widths: Sequence[int], gap: int = 2) -> str:
+    """One row of a table whose columns are at least ``widths`` wide (a longer cell is
+    never cut: its column widens), ``gap`` spaces between them; the last cell as it is."""
+    table = grid([""] * len(cells), gap)
+    for column, width in zip(table.columns, widths, strict=False):
+        column.min_width = width
+    table.add_row(*cells)
+    return whole(table)
