@@ -12,7 +12,9 @@ from secrets import token_hex
 ATTEMPTS = 100
 
 
-def write_atomically(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+def write_atomically(
+    path: Path, data: str | bytes, mode: int = 0o644, *, exclusive: bool = False
+) -> None:
     """``path`` holding ``data`` (text as UTF-8): a reader sees the old file or the new one,
     never half of one, also after a crash.
 
@@ -22,7 +24,10 @@ def write_atomically(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     temporary name (a planted link) is never opened: another name is drawn. A link at
     ``path`` is replaced by the file, not followed (rename acts on the directory entry):
     refusing would let whoever planted it stop the write, following it would write where
-    they chose. On any failure the temporary file is removed and ``path`` is unchanged."""
+    they chose. With ``exclusive``, the file is linked into place instead, and only where
+    nothing (not even a link) is at ``path``: FileExistsError otherwise, so of writers
+    racing, the first wins. On any failure the temporary file is removed and ``path`` is
+    unchanged."""
     content = data.encode() if isinstance(data, str) else data
     directory = path.parent
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -41,7 +46,11 @@ def write_atomically(path: Path, data: str | bytes, mode: int = 0o644) -> None:
             stream.write(content)
             stream.flush()
             os.fsync(stream.fileno())
-        os.replace(temporary, path)
+        if exclusive:
+            os.link(temporary, path, follow_symlinks=False)
+            os.unlink(temporary)
+        else:
+            os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)

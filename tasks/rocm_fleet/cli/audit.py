@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.cli.exits import epilog
 from rocm_fleet.cli.inventory import UsageError, add_host_options
 
@@ -150,21 +151,3 @@ def _emit(text: str, output: Path | None) -> None:
         sys.stdout.write(text)
     else:
         write_atomically(output, text)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` so that a reader (node_exporter's textfile collector, every scrape)
-    sees the old file or the new one, never half of one: a temporary file beside it, then
-    renamed over it."""
-    import os
-    import tempfile
-
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        os.chmod(temporary, 0o644)  # the collector runs as another user
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

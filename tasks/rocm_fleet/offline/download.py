@@ -179,9 +179,10 @@ def client(
 ) -> NoDowngradeSession:
     """The one HTTP client (a ``requests`` session): retries connection errors and 429/5xx
     answers ``retries`` times, with backoff and Retry-After; follows at most ``redirects``
-    redirects, never https to http (with 0, a redirect is the answer); TLS verified (against ``ca`` alone when given); proxies
-    from the environment unless ``proxies_from_environment`` is False; ``timeout`` (seconds,
-    or (connect, read)) unless a request names its own; a User-Agent naming ``purpose``."""
+    redirects, never https to http (with 0, a redirect is the answer); TLS verified (against
+    ``ca`` alone when given); proxies from the environment unless
+    ``proxies_from_environment`` is False; ``timeout`` (seconds, or (connect, read)) unless
+    a request names its own; a User-Agent naming ``purpose``."""
     retry = Retry(
         total=retries,
         connect=retries,
