@@ -184,3 +184,17 @@ def test_every_request_names_rocm_fleet_and_its_purpose(answers):
     Answers.agents.clear()
     client("matrix check", timeout=5).get(f"{answers}/file")
     assert Answers.agents == [f"rocm-fleet/{__version__} (matrix check)"]
+
+
+def test_the_pull_trusts_the_systems_cas_where_it_has_them_unless_a_ca_is_pinned(
+    tmp_path, monkeypatch
+):
+    from rocm_fleet.offline import download
+
+    system = tmp_path / "ca-certificates.crt"
+    monkeypatch.setattr(download, "SYSTEM_CA_BUNDLE", str(system))
+    assert client("pull", system_cas=True).ca is None  # none on this system: requests' own
+    system.write_text("")
+    assert client("pull", system_cas=True).ca == str(system)
+    assert client("pull", ca="/mirror-ca.crt", system_cas=True).ca == "/mirror-ca.crt"
+    assert client("bundle").ca is None

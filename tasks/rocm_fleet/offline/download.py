@@ -3,12 +3,13 @@
 resumable, verified, limited, with progress).
 
 TLS is always verified: against the CA a caller pins (the fleet mirror's, for the pull),
-else ``REQUESTS_CA_BUNDLE`` when set, else requests' own bundle. Proxies come from the
-environment (``HTTPS_PROXY``, ``NO_PROXY``) unless a caller turns that off. Redirects are
-followed at most ``MAX_REDIRECTS`` times, never from https to http. A transfer that breaks
-off midway is resumed where it stopped (``Range: bytes=N-``), also by the next run of the
-command, since the partial file is kept beside its final name (``.part``). A file is renamed
-into place only once its SHA-256 is the one its signed index names.
+else ``REQUESTS_CA_BUNDLE`` when set, else requests' own bundle (the pull: the system's).
+Proxies come from the environment (``HTTPS_PROXY``, ``NO_PROXY``) unless a caller turns that
+off. Redirects are followed at most ``MAX_REDIRECTS`` times, never from https to http. A
+transfer that breaks off midway is resumed where it stopped (``Range: bytes=N-``), also by
+the next run of the command, since the partial file is kept beside its final name
+(``.part``). A file is renamed into place only once its SHA-256 is the one its signed index
+names.
 
 Limits, since every byte comes from a server that may be hostile: a file whose signed index
 gives its ``Size`` is cut off at Size + 1 bytes, anything else at a cap (``CONTENT_CAP`` for
@@ -34,6 +35,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.util.retry import Retry
 
+from rocm_fleet.model.paths import SYSTEM_CA_BUNDLE
 from rocm_fleet.version import __version__
 
 # Small enough that a transfer that breaks off loses little (the chunk being read is lost).
@@ -173,16 +175,21 @@ def client(
     retries: int = 0,
     *,
     ca: str | None = None,
+    system_cas: bool = False,
     redirects: int = MAX_REDIRECTS,
     proxies_from_environment: bool = True,
     timeout: float | tuple[float, float] = 30.0,
 ) -> NoDowngradeSession:
     """The one HTTP client (a ``requests`` session): retries connection errors and 429/5xx
     answers ``retries`` times, with backoff and Retry-After; follows at most ``redirects``
-    redirects, never https to http (with 0, a redirect is the answer); TLS verified (against
-    ``ca`` alone when given); proxies from the environment unless
-    ``proxies_from_environment`` is False; ``timeout`` (seconds, or (connect, read)) unless
-    a request names its own; a User-Agent naming ``purpose``."""
+    redirects, never https to http (with 0, a redirect is the answer); TLS verified against
+    ``ca`` alone when given, else with ``system_cas`` the system's CA certificates where it
+    has them (what the host's apt trusts), else ``REQUESTS_CA_BUNDLE`` or requests' own;
+    proxies from the environment unless ``proxies_from_environment`` is False (which also
+    leaves ``REQUESTS_CA_BUNDLE`` unread); ``timeout`` (seconds, or (connect, read)) unless a
+    request names its own; a User-Agent naming ``purpose``."""
+    if ca is None and system_cas and os.path.isfile(SYSTEM_CA_BUNDLE):
+        ca = SYSTEM_CA_BUNDLE
     retry = Retry(
         total=retries,
         connect=retries,
@@ -290,7 +297,6 @@ class Fetcher:
         file_cap: int = FILE_CAP,
         content_cap: int = CONTENT_CAP,
     ):
-        self.timeout = timeout
         self.retries = retries
         self.deadline = deadline
         self.file_cap = file_cap

@@ -40,13 +40,20 @@ APPLIED = "applied.json"
 
 class NoRedirectFetcher(FetcherInterface):
     """TUF's downloads through the one HTTP client: no redirect followed, no proxy taken
-    from the environment, and, with ``ca``, that CA alone trusted for TLS."""
+    from the environment, and, with ``ca``, that CA alone trusted for TLS (else the
+    system's CAs)."""
 
     def __init__(self, ca: str | None = None):
         from rocm_fleet.offline.download import client
 
         self._session = client(
-            "pull", 2, ca=ca, redirects=0, proxies_from_environment=False, timeout=SOCKET_TIMEOUT
+            "pull",
+            2,
+            ca=ca,
+            system_cas=True,
+            redirects=0,
+            proxies_from_environment=False,
+            timeout=SOCKET_TIMEOUT,
         )
 
     def _fetch(self, url: str) -> Iterator[bytes]:
