@@ -31,6 +31,7 @@ from tuf.ngclient import FetcherInterface, Updater, UpdaterConfig
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
 from rocm_fleet.model.pulled import PulledState, PullRefused
+from rocm_fleet.offline.download import client, reason
 
 #: Seconds a connection or a pause in a download may take.
 SOCKET_TIMEOUT = 30
@@ -44,8 +45,6 @@ class NoRedirectFetcher(FetcherInterface):
     system's CAs)."""
 
     def __init__(self, ca: str | None = None):
-        from rocm_fleet.offline.download import client
-
         self._session = client(
             "pull",
             2,
@@ -62,7 +61,7 @@ class NoRedirectFetcher(FetcherInterface):
         except requests.Timeout as exc:
             raise exceptions.SlowRetrievalError from exc
         except requests.RequestException as exc:
-            raise exceptions.DownloadError(f"{url}: {_reason(exc)}") from exc
+            raise exceptions.DownloadError(f"{url}: {reason(exc)}") from exc
         if response.status_code >= 300:
             response.close()
             status = response.status_code
@@ -80,12 +79,6 @@ class NoRedirectFetcher(FetcherInterface):
             raise exceptions.SlowRetrievalError from exc
         finally:
             response.close()
-
-
-def _reason(exc: BaseException) -> str:
-    from rocm_fleet.offline.download import reason
-
-    return reason(exc)
 
 
 def _root_version(data: bytes) -> int:
