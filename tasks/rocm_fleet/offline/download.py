@@ -150,11 +150,11 @@ class NoDowngradeSession(requests.Session):
         kwargs.setdefault("timeout", self.timeout)
         return super().request(method, url, *args, **kwargs)
 
-    def merge_environment_settings(self, url, proxies, stream, verify, cert):  # type: ignore[no-untyped-def]
-        settings = super().merge_environment_settings(url, proxies, stream, verify, cert)
+    def merge_environment_settings(self, url: Any, *settings: Any) -> dict[str, Any]:
+        merged = super().merge_environment_settings(url, *settings)
         if self.ca:
-            settings["verify"] = self.ca
-        return settings
+            merged["verify"] = self.ca
+        return merged
 
     def get_redirect_target(self, resp: requests.Response) -> str | None:
         if not self.max_redirects:
