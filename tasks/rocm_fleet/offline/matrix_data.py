@@ -14,6 +14,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model.gpu_targets import GFX_NAME
 
 # The data files and the field (or fields) that name a row in each section (for the diff).
@@ -457,9 +458,7 @@ def write_data(facts: tuple[Table, ...], directory: Path) -> list[Path]:
     written = []
     for table in facts:
         path = directory / table.name
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(render(table), "utf-8")
-        tmp.replace(path)
+        write_atomically(path, render(table))
         written.append(path)
     return written
 
