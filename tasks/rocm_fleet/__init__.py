@@ -43,5 +43,5 @@ The package is in layers; each imports only the layers listed before it (a unit 
     ``pytest --pyargs rocm_fleet.checks``. Above ``cli``: they load inventories with it.
 
 ``assets`` reads the files hosts get (``files/`` in a checkout, package data installed);
-``version`` holds the version.
+``atomic`` writes the controller's local files; ``version`` holds the version.
 """

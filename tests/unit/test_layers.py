@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tasks"
 PACKAGE = SOURCE / "rocm_fleet"
 
-#: lowest first; the top-level modules ``version`` and ``assets`` are leaves below them all
+#: lowest first; the top-level modules (``version``, ``assets``, ``atomic``) are leaves below all
 LAYERS = ["model", "offline", "facts", "engine", "operations", "deploy", "cli", "checks"]
-LEAVES = {"version", "assets"}
+LEAVES = {"version", "assets", "atomic"}
 #: layers that run where no pyinfra state exists (the bundle, the matrix check, the model)
 NO_PYINFRA = {"model", "offline"} | LEAVES
 

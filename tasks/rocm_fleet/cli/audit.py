@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.cli.exits import Command, epilog, option
 from rocm_fleet.cli.inventory import UsageError, host_options
 from rocm_fleet.cli.metrics import FORMATS
@@ -147,21 +148,3 @@ command = Command(
         ),
     ],
 )
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``path`` so that a reader (node_exporter's textfile collector, every scrape)
-    sees the old file or the new one, never half of one: a temporary file beside it, then
-    renamed over it."""
-    import os
-    import tempfile
-
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
-        os.chmod(temporary, 0o644)  # the collector runs as another user
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

@@ -35,7 +35,7 @@ def run(args: Any, fingerprints: dict[str, str]) -> int:
     import hashlib
     import sys
 
-    from rocm_fleet.cli.audit import write_atomically
+    from rocm_fleet.atomic import write_atomically
     from rocm_fleet.model import site_data
     from rocm_fleet.offline.site_check import failures, release_checks
     from rocm_fleet.offline.site_update import new_rows

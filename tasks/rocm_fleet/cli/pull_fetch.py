@@ -30,6 +30,7 @@ MATRIX_DATA_NAME = Path(PULL_MATRIX_DATA).name
 
 
 def run(args: Any) -> int:
+    from rocm_fleet.atomic import write_atomically
     from rocm_fleet.model.pulled import PullRefused
     from rocm_fleet.offline import pull_client
 
@@ -52,9 +53,9 @@ def run(args: Any) -> int:
     if state.matrix_data is None:
         site.unlink(missing_ok=True)  # an earlier target's: not this one's
     else:
-        pull_client.write_file(site, state.matrix_data.encode())
+        write_atomically(site, state.matrix_data, mode=0o600)
         settings["rocm_matrix_data"] = str(site)
-    pull_client.write_file(args.output, json.dumps(settings, indent=1).encode() + b"\n")
+    write_atomically(args.output, json.dumps(settings, indent=1) + "\n", mode=0o600)
     pull_client.record_applied(args.metadata, state.serial)
     print(f"rocm-fleet pull: verified serial {state.serial} of {args.node}", file=sys.stderr)
     return 0

@@ -27,6 +27,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from rocm_fleet.atomic import write_atomically
+
 # How long what `rocm-fleet mirror-ca` issues is valid: the CA ten years (it is pinned on
 # every host), the mirror's certificate 825 days, the longest validity Apple's TLS policy
 # accepts (https://support.apple.com/en-us/103769), so any client takes it.
@@ -173,14 +175,6 @@ def _is_ca(certificate: x509.Certificate) -> bool:
 # --- making them (`rocm-fleet mirror-ca`) -------------------------------------------------------
 
 
-def write_private(path: Path, data: bytes) -> None:
-    """Write a private key readable by its owner alone from the first byte (created 0600)."""
-    path.unlink(missing_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "wb") as file:
-        file.write(data)
-
-
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM,
@@ -289,8 +283,8 @@ def make_mirror_files(
     new_ca = not ca_path.exists()
     if new_ca:
         ca, ca_key = make_ca(f"rocm-fleet mirror CA ({names[0]})", now)
-        write_private(ca_key_path, _pem_key(ca_key))
-        ca_path.write_bytes(_pem(ca))
+        write_atomically(ca_key_path, _pem_key(ca_key), mode=0o600)
+        write_atomically(ca_path, _pem(ca))
     else:
         ca = load_certificates("ca.crt", str(ca_path))[0]
         private_key_is_private("ca.key", str(ca_key_path))
@@ -299,8 +293,8 @@ def make_mirror_files(
             raise TlsFileError("ca.key", f"{ca_key_path} is not the P-256 key mirror-ca makes")
         ca_key = loaded
     server, key = issue(ca, ca_key, names, now)
-    write_private(directory / "mirror.key", _pem_key(key))
-    (directory / "mirror.crt").write_bytes(_pem(server))
+    write_atomically(directory / "mirror.key", _pem_key(key), mode=0o600)
+    write_atomically(directory / "mirror.crt", _pem(server))
     return MadeFiles(
         MirrorTls(str(ca_path), str(directory / "mirror.crt"), str(directory / "mirror.key")),
         new_ca,

@@ -7,10 +7,10 @@ its hash, how it was verified and why it is there. The parts that fill a bundle
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.offline.manifest import confined
 
 
@@ -31,9 +31,7 @@ class Files:
 def write_file(out: Path, path: str, data: bytes) -> None:
     target = confined(out, path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(target.name + ".part")
-    temporary.write_bytes(data)
-    os.replace(temporary, target)
+    write_atomically(target, data)
 
 
 def sha256_hex(data: bytes) -> str:

@@ -1,19 +1,20 @@
-"""Downloads for ``rocm-fleet bundle``: retried, timed out, resumable, verified, limited,
-with progress.
+"""The one HTTP client (``client``: TLS, redirects, retries, timeouts, proxies, User-Agent;
+``read_limited``: every body read under a cap) and the bundle's downloads on it (``Fetcher``:
+resumable, verified, limited, with progress).
 
-``requests`` with urllib3's retries for connection errors and 429/5xx answers; a transfer
-that breaks off midway is resumed where it stopped (``Range: bytes=N-``), also by the next
-run of the command, since the partial file is kept beside its final name (``.part``). A file
-is renamed into place only once its SHA-256 is the one its signed index names, so a bundle
-never holds an unverified file under its real name. Progress goes to stderr: one updating
-line on a terminal, a line per file otherwise (logs stay readable).
+TLS is always verified: against the CA a caller pins (the fleet mirror's, for the pull),
+else ``REQUESTS_CA_BUNDLE`` when set, else requests' own bundle (the pull: the system's).
+Proxies come from the environment (``HTTPS_PROXY``, ``NO_PROXY``) unless a caller turns that
+off. Redirects are followed at most ``MAX_REDIRECTS`` times, never from https to http. A
+transfer that breaks off midway is resumed where it stopped (``Range: bytes=N-``), also by
+the next run of the command, since the partial file is kept beside its final name
+(``.part``). A file is renamed into place only once its SHA-256 is the one its signed index
+names.
 
 Limits, since every byte comes from a server that may be hostile: a file whose signed index
-gives its ``Size`` is cut off at Size + 1 bytes (the file is then another file), anything
-else at a cap (``CONTENT_CAP`` for indexes and pages, held in memory; ``FILE_CAP`` for
-files, streamed to disk); each transfer (with its resumptions) has an overall deadline on
-top of the per-read timeout, so a server sending a byte a second is cut off; redirects
-never go from https to http.
+gives its ``Size`` is cut off at Size + 1 bytes, anything else at a cap (``CONTENT_CAP`` for
+what is held in memory, ``FILE_CAP`` for files streamed to disk); each transfer (with its
+resumptions) has an overall deadline on top of the per-read timeout.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +36,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.util.retry import Retry
 
+from rocm_fleet.model.paths import SYSTEM_CA_BUNDLE
 from rocm_fleet.version import __version__
 
 # Small enough that a transfer that breaks off loses little (the chunk being read is lost).
@@ -54,12 +57,17 @@ class DownloadError(Exception):
     """A file could not be fetched or did not verify; the message names the URL."""
 
 
-class Unreachable(DownloadError):
-    """The server of a URL can't be reached from this machine (no route, refused, no name,
-    a timeout, a proxy that won't connect): ``host`` (``name[:port]``) and the cause."""
+class TooLong(DownloadError):
+    """The server sent more than the limit (``read_limited``)."""
 
-    def __init__(self, url: str, host: str, cause: str) -> None:
-        super().__init__(f"{url}: {host} is unreachable from this machine ({cause})")
+
+class Unreachable(DownloadError):
+    """The server of a URL can't be reached or didn't answer usefully (no route, refused,
+    no name, a timeout, a proxy that won't connect): ``host`` (``name[:port]``) and the
+    cause; ``message`` replaces the default wording."""
+
+    def __init__(self, url: str, host: str, cause: str, message: str | None = None) -> None:
+        super().__init__(message or f"{url}: {host} is unreachable from this machine ({cause})")
         self.url = url
         self.host = host
         self.cause = cause
@@ -156,10 +164,30 @@ def _progress_line(stream: IO[str]) -> Any:
 
 
 class NoDowngradeSession(requests.Session):
-    """A session that refuses a redirect from https to http (requests follows it): what a
-    TLS-verified server sends must not continue over a channel anyone can change."""
+    """The one HTTP client's session: refuses a redirect from https to http (requests
+    follows it: what a TLS-verified server sends must not continue over a channel anyone
+    can change), verifies TLS against ``ca`` alone when one is pinned (also where
+    ``REQUESTS_CA_BUNDLE`` is set, which requests would otherwise prefer), and gives every
+    request ``timeout`` unless it names its own."""
+
+    def __init__(self, ca: str | None = None, timeout: float | tuple[float, float] = 30.0):
+        super().__init__()
+        self.ca = ca
+        self.timeout = timeout
+
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("timeout", self.timeout)
+        return super().request(method, url, *args, **kwargs)
+
+    def merge_environment_settings(self, url: Any, *settings: Any) -> dict[str, Any]:
+        merged = super().merge_environment_settings(url, *settings)
+        if self.ca:
+            merged["verify"] = self.ca
+        return merged
 
     def get_redirect_target(self, resp: requests.Response) -> str | None:
+        if not self.max_redirects:
+            return None  # none followed: the redirect is the answer
         target = super().get_redirect_target(resp)
         if target and resp.url.lower().startswith("https://"):
             following = requests.compat.urljoin(resp.url, target)
@@ -171,10 +199,26 @@ class NoDowngradeSession(requests.Session):
         return target
 
 
-def retrying_session(retries: int, purpose: str) -> requests.Session:
-    """A ``requests`` session that retries connection errors and 429/5xx answers ``retries``
-    times, with backoff and Retry-After, and never follows https to http: the bundle's and
-    the matrix check's."""
+def client(
+    purpose: str,
+    retries: int = 0,
+    *,
+    ca: str | None = None,
+    system_cas: bool = False,
+    redirects: int = MAX_REDIRECTS,
+    proxies_from_environment: bool = True,
+    timeout: float | tuple[float, float] = 30.0,
+) -> NoDowngradeSession:
+    """The one HTTP client (a ``requests`` session): retries connection errors and 429/5xx
+    answers ``retries`` times, with backoff and Retry-After; follows at most ``redirects``
+    redirects, never https to http (with 0, a redirect is the answer); TLS verified against
+    ``ca`` alone when given, else with ``system_cas`` the system's CA certificates where it
+    has them (what the host's apt trusts), else ``REQUESTS_CA_BUNDLE`` or requests' own;
+    proxies from the environment unless ``proxies_from_environment`` is False (which also
+    leaves ``REQUESTS_CA_BUNDLE`` unread); ``timeout`` (seconds, or (connect, read)) unless a
+    request names its own; a User-Agent naming ``purpose``."""
+    if ca is None and system_cas and os.path.isfile(SYSTEM_CA_BUNDLE):
+        ca = SYSTEM_CA_BUNDLE
     retry = Retry(
         total=retries,
         connect=retries,
@@ -186,13 +230,35 @@ def retrying_session(retries: int, purpose: str) -> requests.Session:
         respect_retry_after_header=True,
         raise_on_status=False,
     )
-    session = NoDowngradeSession()
-    session.max_redirects = MAX_REDIRECTS
+    session = NoDowngradeSession(ca, timeout)
+    session.max_redirects = redirects
+    session.trust_env = proxies_from_environment
     adapter = HTTPAdapter(max_retries=retry)
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     session.headers["User-Agent"] = f"rocm-fleet/{__version__} ({purpose})"
     return session
+
+
+def read_limited(
+    url: str, response: requests.Response, room: int, have: int = 0
+) -> Iterator[bytes]:
+    """The body as it arrives, one read at a time (so a slow server is seen between reads):
+    TooLong once the server sends a byte beyond ``room`` (``have`` already taken; reads
+    never ask for more than room + 1) or announces more (Content-Length) before any read."""
+    announced = response.headers.get("Content-Length", "")
+    encoded = response.headers.get("Content-Encoding", "identity") != "identity"
+    if announced.isdigit() and not encoded and have + int(announced) > room:
+        raise TooLong(url)
+    taken = have
+    while True:
+        chunk = response.raw.read1(min(CHUNK, room - taken + 1), decode_content=True)
+        if not chunk:
+            return
+        taken += len(chunk)
+        if taken > room:
+            raise TooLong(url)
+        yield chunk
 
 
 # urllib3's wrapping of a failed connection, around the cause: "HTTPSConnectionPool(host=...,
@@ -260,7 +326,6 @@ class Fetcher:
         file_cap: int = FILE_CAP,
         content_cap: int = CONTENT_CAP,
     ):
-        self.timeout = timeout
         self.retries = retries
         self.deadline = deadline
         self.file_cap = file_cap
@@ -270,7 +335,7 @@ class Fetcher:
         # (file, SHA-256) verified in this run: asked again (a wheel read for its metadata,
         # then bundled), it is neither hashed nor counted again.
         self._verified: set[tuple[Path, str]] = set()
-        self.session = retrying_session(retries, "bundle")
+        self.session = client("bundle", retries, timeout=timeout)
 
     def close(self) -> None:
         self.session.close()
@@ -284,10 +349,9 @@ class Fetcher:
         ends = time.monotonic() + self.deadline
         body = bytearray()
         try:
-            with self.session.get(url, timeout=self.timeout, stream=True) as response:
+            with self.session.get(url, stream=True) as response:
                 if response.status_code != 200:
                     raise DownloadError(f"{url}: HTTP {response.status_code} {response.reason}")
-                self._refuse_longer(url, response, 0, limit, limited_by)
                 for chunk in self._chunks(url, response, ends, limit, limited_by):
                     body += chunk
         except (requests.RequestException, Urllib3Error) as exc:
@@ -304,36 +368,19 @@ class Fetcher:
         room: int,
         limited_by: str,
         have: int = 0,
-    ):
-        """The body as it arrives (one read each, so a slow server is seen between reads):
-        DownloadError once ``ends`` (time.monotonic()) passes, or once the server sends a
-        byte beyond ``room`` (reads never ask for more than room + 1: a file is cut off at
-        its Size + 1 bytes)."""
-        taken = have
-        while True:
-            if time.monotonic() > ends:
-                raise DownloadError(
-                    f"{url}: not done within {self.deadline:.0f} s, the deadline of one "
-                    "transfer; cut off"
-                )
-            chunk = response.raw.read1(min(CHUNK, room - taken + 1), decode_content=True)
-            if not chunk:
-                return
-            taken += len(chunk)
-            if taken > room:
-                raise DownloadError(_too_long(url, room, limited_by))
-            yield chunk
-
-    @staticmethod
-    def _refuse_longer(
-        url: str, response: requests.Response, have: int, limit: int, limited_by: str
-    ) -> None:
-        """A Content-Length that announces more than ``limit`` (with ``have`` already on
-        disk): refused before a byte is read."""
-        announced = response.headers.get("Content-Length", "")
-        encoded = response.headers.get("Content-Encoding", "identity") != "identity"
-        if announced.isdigit() and not encoded and have + int(announced) > limit:
-            raise DownloadError(_too_long(url, limit, limited_by))
+    ) -> Iterator[bytes]:
+        """``read_limited``'s chunks; DownloadError once ``ends`` (time.monotonic()) passes,
+        or once the server sends a byte beyond ``room`` (a file is cut off at Size + 1)."""
+        try:
+            for chunk in read_limited(url, response, room, have):
+                if time.monotonic() > ends:
+                    raise DownloadError(
+                        f"{url}: not done within {self.deadline:.0f} s, the deadline of one "
+                        "transfer; cut off"
+                    )
+                yield chunk
+        except TooLong:
+            raise DownloadError(_too_long(url, room, limited_by)) from None
 
     def file(self, url: str, dest: Path, sha256: str, size: int | None = None) -> bool:
         """``dest`` holding the file at ``url`` whose SHA-256 must be ``sha256``; True when
@@ -378,9 +425,7 @@ class Fetcher:
                 break
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
-                with self.session.get(
-                    url, headers=headers, stream=True, timeout=self.timeout
-                ) as response:
+                with self.session.get(url, headers=headers, stream=True) as response:
                     if have and response.status_code == 416:
                         part.unlink()  # the partial copy is longer than the file: restart
                         continue
@@ -391,7 +436,6 @@ class Fetcher:
                         self.progress.note(f"{label}: server sent the whole file, restarting")
                         have = 0
                         self.progress.start(label, size)
-                    self._refuse_longer(url, response, have, limit, limited_by)
                     try:
                         with open(part, "ab" if resumed else "wb") as out:
                             chunks = self._chunks(url, response, ends, limit, limited_by, have)

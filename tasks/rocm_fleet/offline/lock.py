@@ -50,6 +50,7 @@ certificate, as it is for pip itself, with nothing cached that the controller di
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import hmac
@@ -65,6 +66,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.offline.dist_files import (
     ResolutionError,
@@ -183,17 +185,10 @@ def controller_key(path: Path) -> bytes:
     key."""
     private_directory(path.parent, "the directory of the lock key")
     if not os.path.lexists(path):
-        # Written whole under a temporary name (mkstemp: 0600), then linked into place: a
-        # controller run at the same time reads one whole key, the first one linked.
-        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".lock-key-")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(secrets.token_bytes(KEY_BYTES))
-            os.link(temporary, path)
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(temporary)
+        # Linked into place whole: a controller run at the same time reads one whole key,
+        # the first one linked.
+        with contextlib.suppress(FileExistsError):
+            write_atomically(path, secrets.token_bytes(KEY_BYTES), mode=0o600, exclusive=True)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError as exc:
@@ -257,15 +252,7 @@ def write_cached(cache: Path, request: LockRequest, lines: list[str], key: bytes
     path = cache / f"{request.key()}.json"
     inputs = request.inputs()
     body = {"inputs": inputs, "lines": lines, "hmac": _authentication(key, inputs, lines)}
-    fd, temporary = tempfile.mkstemp(dir=cache, prefix=".lock-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(body, out, indent=1)
-            out.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(path, json.dumps(body, indent=1) + "\n", mode=0o600)
     return path
 
 

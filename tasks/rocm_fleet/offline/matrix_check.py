@@ -47,7 +47,7 @@ from rocm_fleet.offline.aptrepo import (
 )
 from rocm_fleet.offline.openpgp import primary_fingerprints
 from rocm_fleet.offline.signature import SignatureError, check_release
-from rocm_fleet.offline.upstream import Unreachable, UpstreamClient
+from rocm_fleet.offline.upstream import UpstreamClient
 from rocm_fleet.offline.wheels import parse_page, project_url
 
 if TYPE_CHECKING:
@@ -413,6 +413,8 @@ def missing_releases(
 
 def run_check(check: MatrixCheck, upstream: UpstreamClient) -> MatrixCheck:
     """``check`` run against ``upstream``, its status and detail set."""
+    from rocm_fleet.offline.download import Unreachable
+
     try:
         problem = check.run(upstream)
     except Unreachable as exc:
@@ -434,7 +436,7 @@ def check_matrix(
     stderr by default) gets a line per check, and on a terminal a live count of the bytes
     fetched."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
-    from rocm_fleet.offline.download import DownloadProgress
+    from rocm_fleet.offline.download import DownloadProgress, Unreachable
 
     checks = build_checks(releases, fingerprints)
     progress = progress or DownloadProgress()

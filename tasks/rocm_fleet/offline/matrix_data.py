@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import unquote
 
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model.gpu_targets import GFX_NAME
 from rocm_fleet.model.upstream_data import DATA_DIR
 from rocm_fleet.model.versions import RELEASE_LIST_ROW, is_driver_folder, is_full_release
@@ -960,10 +961,8 @@ def render(data: dict) -> str:
 
 
 def write(path: Path, data: dict) -> Path:
-    """Write a data file (by rename, so a reader never sees half a file)."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(render(data), "utf-8")
-    tmp.replace(path)
+    """Write a data file (atomically: a reader never sees half a file)."""
+    write_atomically(path, render(data))
     return path
 
 

@@ -9,27 +9,29 @@ rotations published in the repository are followed from it, each signed by the k
 the root before. The metadata TUF has verified is kept in ``metadata_dir`` (the versions
 it refuses to go back from), beside the serial the node last applied.
 
-The fetcher follows no redirect (a repository is static files; a redirect could only
-lead from https to http or elsewhere) and, for a repository on the fleet mirror over TLS,
-trusts the mirror's CA alone.
+The fetcher is the one HTTP client (``download.client``) with no redirect followed (a
+repository is static files; a redirect could only lead from https to http or elsewhere), no
+proxy taken from the environment and, for a repository on the fleet mirror over TLS, the
+mirror's CA alone trusted. tuf's own fetchers are not used: they follow redirects and take
+no pinned CA.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import urllib3
+import requests
 from tuf.api import exceptions
 from tuf.api.metadata import Metadata, Root
 from tuf.ngclient import FetcherInterface, Updater, UpdaterConfig
 
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
 from rocm_fleet.model.pulled import PulledState, PullRefused
+from rocm_fleet.offline.download import client, reason
 
 #: Seconds a connection or a pause in a download may take.
 SOCKET_TIMEOUT = 30
@@ -38,44 +40,45 @@ APPLIED = "applied.json"
 
 
 class NoRedirectFetcher(FetcherInterface):
-    """TUF's downloads over urllib3 with no redirect followed, no proxy taken from the
-    environment, and, with ``ca``, that CA alone trusted for TLS."""
+    """TUF's downloads through the one HTTP client: no redirect followed, no proxy taken
+    from the environment, and, with ``ca``, that CA alone trusted for TLS (else the
+    system's CAs)."""
 
     def __init__(self, ca: str | None = None):
-        options = {"ca_certs": ca} if ca else {}
-        self._pool = urllib3.PoolManager(cert_reqs="CERT_REQUIRED", **options)
+        self._session = client(
+            "pull",
+            2,
+            ca=ca,
+            system_cas=True,
+            redirects=0,
+            proxies_from_environment=False,
+            timeout=SOCKET_TIMEOUT,
+        )
 
     def _fetch(self, url: str) -> Iterator[bytes]:
         try:
-            response = self._pool.request(
-                "GET",
-                url,
-                preload_content=False,
-                redirect=False,
-                retries=urllib3.Retry(total=2, redirect=0, raise_on_redirect=False),
-                timeout=urllib3.Timeout(SOCKET_TIMEOUT),
-            )
-        except urllib3.exceptions.MaxRetryError as exc:
-            if isinstance(exc.reason, urllib3.exceptions.TimeoutError):
-                raise exceptions.SlowRetrievalError from exc
-            raise exceptions.DownloadError(f"{url}: {exc.reason}") from exc
-        if response.status >= 300:
-            response.release_conn()
-            what = "a redirect, which the pull never follows" if response.status < 400 else ""
+            response = self._session.get(url, stream=True)
+        except requests.Timeout as exc:
+            raise exceptions.SlowRetrievalError from exc
+        except requests.RequestException as exc:
+            raise exceptions.DownloadError(f"{url}: {reason(exc)}") from exc
+        if response.status_code >= 300:
+            response.close()
+            status = response.status_code
+            what = "a redirect, which the pull never follows" if status < 400 else ""
             raise exceptions.DownloadHTTPError(
-                f"{url} answered HTTP {response.status}{' (' + what + ')' if what else ''}",
-                response.status,
+                f"{url} answered HTTP {status}{' (' + what + ')' if what else ''}", status
             )
         return self._chunks(response)
 
     @staticmethod
-    def _chunks(response: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+    def _chunks(response: requests.Response) -> Iterator[bytes]:
         try:
-            yield from response.stream(64 * 1024)
-        except urllib3.exceptions.TimeoutError as exc:
+            yield from response.iter_content(64 * 1024)
+        except (requests.Timeout, requests.ConnectionError) as exc:
             raise exceptions.SlowRetrievalError from exc
         finally:
-            response.release_conn()
+            response.close()
 
 
 def _root_version(data: bytes) -> int:
@@ -102,23 +105,8 @@ def read_applied(metadata_dir: Path) -> int | None:
         return None
 
 
-def write_file(path: Path, content: bytes, mode: int = 0o600) -> None:
-    """``path`` made whole beside itself (mkstemp: a new file, no link followed) and renamed
-    over it (a link there is replaced, not followed)."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(content)
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-
-
 def record_applied(metadata_dir: Path, serial: int) -> None:
-    write_file(metadata_dir / APPLIED, json.dumps({"serial": serial}).encode() + b"\n")
+    write_atomically(metadata_dir / APPLIED, json.dumps({"serial": serial}) + "\n", mode=0o600)
 
 
 def fetch(
@@ -177,6 +165,6 @@ def fetch(
         except exceptions.DownloadError as exc:
             raise PullRefused("fetch-failed", f"could not fetch from {base} "
                               f"({type(exc).__name__}: {exc})") from None  # fmt: skip
-        except urllib3.exceptions.HTTPError as exc:
+        except requests.RequestException as exc:
             raise PullRefused("fetch-failed", f"could not fetch from {base} ({exc})") from None
     return pulled.parse(content, node, read_applied(metadata_dir))

@@ -26,7 +26,6 @@ old root follows it through the pull itself.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from tuf.api.metadata import (
 )
 from tuf.api.serialization.json import JSONSerializer
 
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
 
 #: The roles and the key file that signs each (the snapshot and the timestamp share the
@@ -89,9 +89,7 @@ def _expiry(days: float = 0, hours: float = 0) -> datetime:
 def _write_private_key(path: Path) -> CryptoSigner:
     """A new Ed25519 key in ``path`` (mode 0600 from its creation; never overwritten)."""
     signer = CryptoSigner(Ed25519PrivateKey.generate())
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "wb") as stream:
-        stream.write(signer.private_bytes)
+    write_atomically(path, signer.private_bytes, mode=0o600, exclusive=True)
     return signer
 
 
@@ -157,12 +155,8 @@ class PullRepository:
         return self._current(role).signed.version
 
     def _write(self, metadata: Metadata[Any], name: str) -> None:
-        """Written beside, then renamed: a web server serving the directory never serves
-        half a file."""
-        final = self.metadata / name
-        temporary = final.with_name(f".{name}.new")
-        metadata.to_file(str(temporary), self._serializer)
-        os.replace(temporary, final)
+        """Written atomically: a web server serving the directory never serves half a file."""
+        write_atomically(self.metadata / name, metadata.to_bytes(self._serializer))
 
     def _sign(self, metadata: Metadata[Any], role: str) -> None:
         metadata.signatures.clear()
@@ -239,7 +233,7 @@ class PullRepository:
             info = TargetFile.from_data(path, content, ["sha256"])
             stored = self.targets / "nodes" / f"{info.hashes['sha256']}.{name}.json"
             if not stored.exists():
-                stored.write_bytes(content)
+                write_atomically(stored, content)
             targets.signed.targets[path] = info
         self._publish_targets(targets, timestamp_hours)
         return Published(version, changed, removed)

@@ -1,11 +1,9 @@
 """GETs of AMD's and PyTorch's servers (or a mirror's copy of them) for the matrix check.
 
-Through the bundle's HTTP client (``download.retrying_session``: retries with backoff and
-Retry-After, one User-Agent), with a timeout per request, a mirror's URLs in place of
+Through the one HTTP client (``download.client``), with a mirror's URLs in place of
 upstream's (``--apt-base``, ``--torch-base``) and a cache (each URL once, however many
 checks and threads ask). ``requests`` loads with the first request: the ``rocm-fleet``
-command imports every tool, and pyinfra's CLI (the audit) warns when ssl was imported before
-gevent patches it.
+command imports every tool, and most make no request.
 """
 
 from __future__ import annotations
@@ -22,14 +20,21 @@ from rocm_fleet.model import matrix
 if TYPE_CHECKING:
     import requests
 
+    from rocm_fleet.offline.download import Unreachable
+
 GONE = (403, 404, 410)  # what object stores answer for a path that isn't there
 #: The most one answer may hold (AMD's largest Packages index is a few MiB): a mirror or a
 #: host in the path that sends more is refused, not read into memory without end.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-class Unreachable(Exception):
-    """Upstream didn't answer usefully (connection, timeout, 5xx after the retries)."""
+def __getattr__(name: str) -> Any:
+    """``Unreachable``: the one HTTP client's (``download.Unreachable``), loaded when asked."""
+    if name == "Unreachable":
+        from rocm_fleet.offline.download import Unreachable
+
+        return Unreachable
+    raise AttributeError(name)
 
 
 @dataclass
@@ -44,10 +49,10 @@ class Response:
 
 
 class UpstreamClient:
-    """GETs through the bundle's HTTP client (``download.retrying_session``: retries with
-    backoff and Retry-After, one User-Agent), with a timeout, mirror rewriting and a cache
-    (each URL once). Unlike ``download.Fetcher.content``, a 403/404/410 is an answer here
-    (the matrix says what isn't there), and each worker thread has its own session."""
+    """GETs through the one HTTP client (``download.client``), with a timeout, mirror
+    rewriting and a cache (each URL once). Unlike ``download.Fetcher.content``, a
+    403/404/410 is an answer here (the matrix says what isn't there), and each worker thread
+    has its own session."""
 
     AMD_HOSTS = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
 
@@ -79,9 +84,10 @@ class UpstreamClient:
     def _session(self) -> requests.Session:
         session = getattr(self._local, "session", None)
         if session is None:
-            from rocm_fleet.offline.download import retrying_session
+            from rocm_fleet.offline.download import client
 
-            session = self._local.session = retrying_session(self.retries, "matrix check")
+            session = client("matrix check", self.retries, timeout=self.timeout)
+            self._local.session = session
         return session
 
     def fetched_bytes(self) -> int:
@@ -100,31 +106,37 @@ class UpstreamClient:
         if first:
             pending.set_result(self._fetch(url))
         result = pending.result()
-        if isinstance(result, Unreachable):
+        if not isinstance(result, Response):  # an Unreachable
             raise result
         return result
 
     def _fetch(self, url: str) -> Response | Unreachable:
         import requests
+        from urllib3.exceptions import HTTPError as Urllib3Error
 
-        from rocm_fleet.offline.download import reason
+        from rocm_fleet.offline.download import (
+            DownloadError,
+            TooLong,
+            Unreachable,
+            read_limited,
+            reason,
+        )
 
         where = self.url(url)
-        body = bytearray()
+        host = urlsplit(where).netloc or where
         try:
-            with self._session().get(where, timeout=self.timeout, stream=True) as reply:
-                for chunk in reply.iter_content(1 << 16):
-                    body += chunk
-                    if len(body) > MAX_BODY_BYTES:
-                        return Unreachable(
-                            f"{where}: more than {MAX_BODY_BYTES} bytes: refused, not read on"
-                        )
-        except requests.RequestException as exc:
+            with self._session().get(where, stream=True) as reply:
+                body = b"".join(read_limited(where, reply, MAX_BODY_BYTES))
+        except TooLong:
+            cause = f"more than {MAX_BODY_BYTES} bytes: refused, not read on"
+            return Unreachable(where, host, cause, f"{where}: {cause}")
+        except (requests.RequestException, Urllib3Error, DownloadError) as exc:
             # urllib3's message repeats the pool and URL; keep what went wrong.
             what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", reason(exc))
-            return Unreachable(f"{type(exc).__name__}: {what}")
+            return Unreachable(where, host, what, f"{type(exc).__name__}: {what}")
         with self._lock:
             self._fetched += len(body)
         if reply.status_code == 200 or reply.status_code in GONE:
-            return Response(where, reply.status_code, bytes(body))
-        return Unreachable(f"HTTP {reply.status_code} from {where}")
+            return Response(where, reply.status_code, body)
+        cause = f"HTTP {reply.status_code}"
+        return Unreachable(where, host, cause, f"{cause} from {where}")
