@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyinfra import host
 
-from rocm_fleet.engine.factcache import remember_fact
+from rocm_fleet.engine.factcache import remember_facts
 from rocm_fleet.facts.apt import (
     AptInstallSize,
     AptSourceLines,
@@ -188,10 +188,17 @@ def read_survey(reads: list[Read]) -> HostSurvey | None:
     answers = host.get_fact(Survey, reads=reads, _ignore_errors=True)
     if answers is None:
         return None
-    for read, answer in zip(reads, answers, strict=True):
-        remember_fact(read.fact, answer, **read.kwargs)
     survey = host_survey(reads, answers)
-    remember_fact(NvidiaStack, nvidia_stack(survey.packages or {}, survey.modules or []))
+    stack = nvidia_stack(survey.packages or {}, survey.modules or [])
+    remember_facts(
+        [
+            *(
+                (read.fact, read.kwargs, answer)
+                for read, answer in zip(reads, answers, strict=True)
+            ),
+            (NvidiaStack, {}, stack),
+        ]
+    )
     return survey
 
 
