@@ -175,11 +175,6 @@ def survey_reads(config: Config) -> list[Read]:
     return list(unique.values())
 
 
-#: Facts the survey answers without a read of their own: worked out from other answers
-#: (``read_survey`` remembers them), as the fact itself works them out on the host.
-DERIVED = (NvidiaStack,)
-
-
 def read_survey(reads: list[Read]) -> HostSurvey | None:
     """Read ``reads`` from the current host in one round trip and remember every answer for
     planning; None when the survey can't run (pyinfra's own error output says why)."""
@@ -189,6 +184,8 @@ def read_survey(reads: list[Read]) -> HostSurvey | None:
     if answers is None:
         return None
     survey = host_survey(reads, answers)
+    # NvidiaStack needs no read of its own: worked out from the packages and modules, as
+    # the fact works it out on the host.
     stack = nvidia_stack(survey.packages or {}, survey.modules or [])
     remember_facts(
         [
