@@ -26,8 +26,10 @@ the floor's. The exit status is 1 when a goal is missed.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
+import re
 import runpy
 import statistics
 import subprocess
@@ -139,6 +141,9 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
 
+    # rocm-fleet as installed: pip compiles a wheel's modules, while this editable checkout
+    # under PYTHONDONTWRITEBYTECODE would be compiled again by every run (pyinfra's are).
+    compileall.compile_dir(ROOT / "tasks" / "rocm_fleet", quiet=1, rx=re.compile(r"/files/"))
     workdir = Path(tempfile.mkdtemp(prefix="rfsim-"))
     site = register(workdir / "site")
     if args.recording:

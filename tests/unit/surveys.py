@@ -1,7 +1,7 @@
 """Survey answers for plan, preflight and audit tests, and the one plan harness.
 
 ``fresh_survey()`` is what a freshly installed host answers to preflight's survey, as the
-record preflight gets (``HostSurvey``: its fields as ``rocm_fleet.deploy.preflight.survey_reads``
+record preflight gets (``HostSurvey``: its fields as ``rocm_fleet.engine.surveying.survey_reads``
 names them; a field left None, or a path a per-path field lacks, gets its fact's default, as
 the real survey gives a fact with no output). ``plan()`` plans the deploy through
 pyinfra's API for one host whose only source of facts is such a survey, and records every

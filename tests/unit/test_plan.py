@@ -14,13 +14,11 @@ from dataclasses import replace
 
 import pytest
 from pyinfra.api.exceptions import PyinfraError
-from pyinfra.facts.files import FileContents
 from pyinfra.facts.server import Which
 
 from rocm_fleet.assets import text
-from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model import paths
-from rocm_fleet.model.config import ConfigError, load_config
+from rocm_fleet.model.config import ConfigError
 from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, HOST_RUNTIMES, release
 from unit.locks import lock_hash
 from unit.surveys import (
@@ -352,85 +350,6 @@ def test_venv_remove_script_removes_only_what_it_created(tmp_path):
     assert not made.exists()
     assert kept.exists() and not (kept / "venv").exists()
     assert ledger.read_text() == f"{kept}\n"
-
-
-# --- the survey derives from what the operations and tasks declare ----------------------------
-
-# Facts read with read_fact that no survey declares, each with why a converged host never
-# reads it.
-NOT_SURVEYED = {
-    ("rocm_fleet.operations.apt", FileContents): "the ledger, read only to remove packages",
-}
-
-
-def fact_reads(module: str) -> set[type]:
-    """The fact classes a module reads with ``read_fact`` (read from its source; a name that
-    aliases a fact, such as RunningKernel for pyinfra's KernelVersion, is the class it names)."""
-    import ast
-    import importlib
-
-    from unit.test_layers import MODULES
-
-    tree = ast.parse(MODULES[module].read_text())
-    namespace = vars(importlib.import_module(module))
-    return {
-        namespace[node.args[0].id]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and getattr(node.func, "id", None) == "read_fact"
-        and node.args
-        and isinstance(node.args[0], ast.Name)
-    }
-
-
-def test_every_operations_module_that_reads_declares_its_reads_and_is_surveyed():
-    import importlib
-
-    from rocm_fleet.deploy.preflight import OPERATIONS
-    from unit.test_layers import MODULES
-
-    readers = {m for m in MODULES if m.startswith("rocm_fleet.operations.") and fact_reads(m)}
-    assert readers == {module.__name__ for module in OPERATIONS}
-    for name in readers:
-        declared = importlib.import_module(name).survey_reads
-        facts = {read.fact for read in declared(load_config(DKMS, "node"))}
-        undeclared = fact_reads(name) - facts - {NvidiaStack}
-        undeclared -= {fact for (where, fact) in NOT_SURVEYED if where == name}
-        assert not undeclared, f"{name} reads {undeclared} without declaring them"
-
-
-DKMS = {**DEBIAN, "rocm_driver": "dkms"}
-
-
-def test_every_fact_the_operations_and_tasks_read_is_in_the_survey():
-    from rocm_fleet.deploy.preflight import survey_reads
-    from rocm_fleet.engine.surveying import DERIVED
-    from unit.test_layers import MODULES
-
-    # Every setting that adds reads on: Slurm's view is read only with rocm_slurm_gres.
-    config = load_config({**DKMS, "rocm_slurm_gres": True}, "node")
-    surveyed = {read.fact for read in survey_reads(config)}
-    surveyed |= set(DERIVED)
-    layers = ("rocm_fleet.operations.", "rocm_fleet.deploy.")
-    missing = {
-        f"{module}: {fact.__name__}"
-        for module in MODULES
-        if module.startswith(layers)
-        for fact in fact_reads(module) - surveyed
-        if (module, fact) not in NOT_SURVEYED
-    }
-    assert not missing, missing
-
-
-def test_a_survey_key_declared_twice_must_be_the_same_read():
-    from rocm_fleet.engine.surveying import Read, merged
-    from rocm_fleet.facts.files import FileDigest
-    from rocm_fleet.facts.system import RunningKernel
-
-    kernel = Read("kernel", RunningKernel)
-    assert merged([kernel], [Read("kernel", RunningKernel)]) == [kernel]
-    with pytest.raises(ValueError, match="survey key 'kernel' declared twice"):
-        merged([kernel], [Read("kernel", FileDigest, {"path": "/vmlinuz"})])
 
 
 # --- composing: a project of one's own around rocm_node() -------------------------------------

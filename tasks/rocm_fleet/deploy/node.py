@@ -40,7 +40,6 @@ from rocm_fleet.engine.origin import raise_at
 from rocm_fleet.engine.speedups import planned_with_speedups
 from rocm_fleet.model.config import Config, ConfigError
 from rocm_fleet.model.matrix import CLASSIC
-from rocm_fleet.offline.site_check import SiteDataUnverified, verify
 
 logger = logging.getLogger("pyinfra")
 
@@ -69,6 +68,9 @@ def _verify_site_data(config: Config, name: str) -> None:
     it (``offline.site_check``, with the keys the host pins); ConfigError otherwise."""
     if config.matrix_data is None:
         return
+    # Imported here: upstream's reader (TLS, HTTP, the matrix check) only with a site file.
+    from rocm_fleet.offline.site_check import SiteDataUnverified, verify
+
     fingerprints = {}
     if config.rocm_key_fingerprint:
         fingerprints[config.stream.name] = config.rocm_key_fingerprint

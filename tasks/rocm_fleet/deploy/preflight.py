@@ -1,8 +1,8 @@
 """Checks before any change: can this host take the chosen ROCm release as the inventory says?
 
-One survey (``engine.surveying``: one SSH round trip) reads the hardware and health preflight
-judges and every fact the operations and tasks declare they read on a converged host
-(``survey_reads``), which are remembered so planning asks the host nothing more. The rules
+One survey (``engine.surveying.survey_reads``: one SSH round trip) reads the hardware and
+health preflight judges and every fact the operations and tasks read on a converged host,
+which are remembered so planning asks the host nothing more. The rules
 (``model.findings``, a pure function of the survey) turn it into problems (each with its
 fix) and warnings. A host with problems is refused while planning (``engine.refuse``): the
 reason is printed on its line, in ``--dry`` too, it is marked failed (so the run's exit
@@ -21,19 +21,14 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.facts.server import Which
 
-from rocm_fleet.deploy import slurm
 from rocm_fleet.deploy.pull import mark_pushes, pull_problems, pull_warnings
 from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.run import sudo_asked, verbose
-from rocm_fleet.engine.surveying import Read, merged, preflight_reads, read_survey
-from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
-from rocm_fleet.facts.files import DirectoryExists, FileDigest, LockHeld, PullStatus
-from rocm_fleet.facts.system import DaemonRunning, Nameservers, RunningKernel
+from rocm_fleet.engine.surveying import read_survey, survey_reads
 from rocm_fleet.model import paths
 from rocm_fleet.model.findings import Findings, findings
 from rocm_fleet.model.host_survey import HostSurvey
-from rocm_fleet.operations import apt, files, gpu, kernel, python, reboot, secureboot, users
-from rocm_fleet.operations import host as host_operations
+from rocm_fleet.operations import python
 from rocm_fleet.operations.secureboot import PASSWORD_MAX, PASSWORD_MIN
 
 logger = logging.getLogger("pyinfra")
@@ -41,42 +36,6 @@ logger = logging.getLogger("pyinfra")
 if TYPE_CHECKING:
     from rocm_fleet.model import matrix
     from rocm_fleet.model.config import Config
-
-#: The operations modules whose operations the deploy plans: each declares what they read
-#: (``survey_reads``; test_plan checks that every module reading facts is here).
-OPERATIONS = (apt, files, gpu, host_operations, kernel, python, reboot, secureboot, users)
-
-
-def task_reads(config: Config) -> list[Read]:
-    """What the deploy's tasks read themselves, to choose what to plan: the running and
-    installed kernels (deploy.kernel, deploy.driver), the Debian mirror the backports come
-    from (deploy.kernel), and whether a fleet mirror or apt proxy was set up
-    (deploy.mirror: its files and directories, the daemon, the nameservers)."""
-    return [
-        Read("kernel", RunningKernel),
-        Read("packages", InstalledPackages),
-        Read("mirror", DebianMirror),
-        Read("nameservers", Nameservers),
-        Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
-        *(Read("files", FileDigest, {"path": path}) for path in paths.MANAGED_FILES),
-        *(Read("directories", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
-        # Whether a pull is running: a push doesn't change a node under it (below).
-        Read("pull_running", LockHeld, {"path": paths.PULL_LOCK}),
-        # What the last pull did (a refusal is shown in --dry and the audit, below).
-        Read("pull_status", PullStatus, {"path": paths.PULL_STATUS_METRICS}),
-        # gres.conf, its directory and Slurm's view of the node (with rocm_slurm_gres).
-        *slurm.survey_reads(config),
-    ]
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """Preflight's one survey: what its rules judge, and what every operation and task of
-    the plan reads on a converged host, as each declares it."""
-    return merged(
-        preflight_reads(config),
-        *(module.survey_reads(config) for module in OPERATIONS),
-        task_reads(config),
-    )
 
 
 def _unreadable() -> str:

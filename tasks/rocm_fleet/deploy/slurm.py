@@ -23,7 +23,6 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import refuse_after_preflight, warn_host
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model import paths
 from rocm_fleet.model.slurm import GresError, gres_conf, gres_mismatch, slurm_gpus
@@ -31,23 +30,6 @@ from rocm_fleet.operations.files import text_file
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """What this task reads, in preflight's one survey: gres.conf and what rocm-fleet
-    recorded of it on every host (one whose setting went removes its file), the directory
-    and Slurm's view of the node with the setting."""
-    reads = [
-        Read("files", FileDigest, {"path": paths.SLURM_GRES_CONF}),
-        Read("ledgers", Ledger, {"path": paths.SLURM_GRES_LEDGER}),
-        Read("files", FileDigest, {"path": paths.SLURM_GRES_LEDGER}),  # its write or removal
-    ]
-    if config.rocm_slurm_gres:
-        reads += [
-            Read("directories", DirectoryExists, {"path": paths.SLURM_DIR}),
-            Read("slurm_node", SlurmNode, {"node": config.rocm_slurm_node_name}),
-        ]
-    return reads
 
 
 @deploy("Slurm GRES")

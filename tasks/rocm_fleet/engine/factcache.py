@@ -11,13 +11,14 @@ converged host is planned and executed from one read.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable
 from typing import Any
 
 from pyinfra.api import FactBase
 
 from rocm_fleet.engine.version import internal
 
-# state -> (host, fact, arguments) -> (changes seen on the host then, value)
+# state -> host name -> (fact, arguments) -> (changes seen on the host then, value)
 _READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # state -> host -> (operations completed, changes among them), as last counted
 _CHANGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -51,20 +52,30 @@ def _changes(state: Any, host: Any) -> int:
     return changes
 
 
-def _changes_and_reads(kwargs: dict[str, Any], fact_cls: type[FactBase]):
+def _key(fact_cls: type[FactBase], kwargs: dict[str, Any]) -> tuple:
+    return (fact_cls, repr(sorted(kwargs.items()))) if kwargs else (fact_cls,)
+
+
+def _host_changes_reads() -> tuple[Any, int, dict]:
     from pyinfra.context import ctx_host
 
     host = ctx_host.get()  # the host itself, not the context's stand-in for it
     state = host.state
-    reads = _READS.setdefault(state, {})
-    return _changes(state, host), reads, (host.name, fact_cls, repr(sorted(kwargs.items())))
+    return host, _changes(state, host), _READS.setdefault(state, {}).setdefault(host.name, {})
+
+
+def remember_facts(answers: Iterable[tuple[type[FactBase], dict[str, Any], Any]]) -> None:
+    """Record what each ``(fact_cls, kwargs, value)`` would answer now, read as part of a
+    larger read (the survey), so ``read_fact`` doesn't ask again."""
+    _, changes, reads = _host_changes_reads()
+    for fact_cls, kwargs, value in answers:
+        reads[_key(fact_cls, kwargs)] = (changes, value)
 
 
 def remember_fact(fact_cls: type[FactBase], value: Any, **kwargs: Any) -> None:
     """Record what ``fact_cls`` would answer now, read as part of a larger read, so
     ``read_fact`` doesn't ask again."""
-    changes, reads, key = _changes_and_reads(kwargs, fact_cls)
-    reads[key] = (changes, value)
+    remember_facts([(fact_cls, kwargs, value)])
 
 
 def read_fact(fact_cls: type[FactBase], **kwargs: Any) -> Any:
@@ -73,9 +84,8 @@ def read_fact(fact_cls: type[FactBase], **kwargs: Any) -> Any:
     Call it at the top of an operation, before it yields, as pyinfra's own operations read
     their facts.
     """
-    from pyinfra import host
-
-    changes, reads, key = _changes_and_reads(kwargs, fact_cls)
+    host, changes, reads = _host_changes_reads()
+    key = _key(fact_cls, kwargs)
     seen = reads.get(key)
     if seen is not None and seen[0] == changes:
         return seen[1]

@@ -293,9 +293,12 @@ class ApuMemory(FactBase[ApuMemoryDict]):
     def command(self) -> str:
         return (
             'awk \'$1 == "MemTotal:" { print "mem_total", $2 }\' /proc/meminfo 2>/dev/null; '
-            f'for f in {self.PLACES}; do [ -r "$f" ] || continue; '
-            "grep -Hn -E '^[^#]*gttsize' \"$f\" | sed 's/^/gttsize /'; "
-            "grep -Hn -E '^[^#]*pages_limit' \"$f\" | sed 's/^/pages_limit /'; done; true"
+            # One awk over every readable file (not two greps and two seds a file).
+            f'set --; for f in {self.PLACES}; do [ -f "$f" ] && [ -r "$f" ] && set -- "$@" "$f"; '
+            "done; [ $# -eq 0 ] || awk '"
+            '/^[^#]*gttsize/ { print "gttsize " FILENAME ":" FNR ":" $0 } '
+            '/^[^#]*pages_limit/ { print "pages_limit " FILENAME ":" FNR ":" $0 }'
+            '\' "$@"; set --; true'
         )
 
     @override

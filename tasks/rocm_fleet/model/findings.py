@@ -76,7 +76,7 @@ def findings(
     config: Config, survey: HostSurvey, bundle_files: BundleFiles | None = None
 ) -> Findings:
     """Problems (each with its fix) and warnings for a host, from its survey
-    (``deploy.preflight.survey_reads``). ``bundle_files`` reads the fleet mirror's bundle, when
+    (``engine.surveying.survey_reads``). ``bundle_files`` reads the fleet mirror's bundle, when
     the host's mirror has one (without it, the bundle isn't checked)."""
     row, found = _distro(config, survey)
     gpus = [gpu["gfx"] for gpu in gpus_found(survey)]

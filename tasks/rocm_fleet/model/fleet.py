@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from rocm_fleet.model import grammar, matrix
@@ -24,12 +24,9 @@ from rocm_fleet.model.config import Config, ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.secrets import SecretError, read_secret
 from rocm_fleet.model.sources import HostNeeds, host_needs
-from rocm_fleet.model.tls import (
-    MirrorTls,
-    TlsFileError,
-    check_mirror_files,
-    load_certificates,
-)
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.tls import MirrorTls, TlsFileError
 
 
 @dataclass(frozen=True, order=True)
@@ -170,6 +167,9 @@ class Fleet:
     def check_tls(self, name: str, tls: MirrorTls, address: str) -> None:
         """ConfigError naming ``name``'s setting when its mirror's TLS files can't serve
         ``address`` (each set of files read once per run)."""
+        # Imported here, as below: the x509 reader only for a mirror with TLS files.
+        from rocm_fleet.model.tls import TlsFileError, check_mirror_files
+
         key = (tls.ca, tls.cert, tls.key, address)
         if key not in self._tls_checked:
             try:
@@ -203,6 +203,8 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
                 "rocm_mirror_tls_ca",
             )
         if config.rocm_mirror_tls_ca:
+            from rocm_fleet.model.tls import TlsFileError, load_certificates
+
             try:
                 load_certificates("rocm_mirror_tls_ca", config.rocm_mirror_tls_ca)
             except TlsFileError as exc:
@@ -239,6 +241,8 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
                 "name: reach it by a DNS name or an IPv4 address (ssh_hostname)",
                 "rocm_mirror_tls_cert",
             )
+        from rocm_fleet.model.tls import MirrorTls
+
         tls = MirrorTls(
             served_by.rocm_mirror_tls_ca or "",
             served_by.rocm_mirror_tls_cert,

@@ -16,16 +16,13 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import NvidiaStack
-from rocm_fleet.model import paths
 from rocm_fleet.model.matrix import STREAMS
 from rocm_fleet.model.versions import is_amd_driver_version
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.files import removed, stamp_is_current
 
 if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
     from rocm_fleet.model.matrix import Release
 
 
@@ -228,16 +225,3 @@ def nvidia_packages_absent(reboot_reason: str):
         host.noop("no NVIDIA driver or CUDA package installed")
         return
     yield script("nvidia-purge", reboot_reason if stack["modules"] else "", *stack["packages"])
-
-
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """The installed packages, dpkg's health and the fingerprints of every keyring a deploy
-    may write (``NvidiaStack`` is worked out from the survey's packages and modules)."""
-    return [
-        Read("packages", InstalledPackages),
-        Read("dpkg", DpkgInterrupted),
-        *(Read("keyrings", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
-    ]

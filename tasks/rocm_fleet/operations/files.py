@@ -6,7 +6,7 @@ import hashlib
 import io
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyinfra import host
 from pyinfra.api import FileUploadCommand, OperationError, QuoteString, StringCommand, operation
@@ -14,13 +14,9 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.model import paths
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.operations._script import script
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 @operation()
@@ -165,16 +161,3 @@ def bundle_copy(bundle: str, path: str):
     sums = [f"{files[p]['sha256']}  {p}" for p in sending]
     yield script("bundle-settle", path, "\n".join(sums), "\n".join(stale))
     yield FileUploadCommand(str(local), remote, remote_temp_filename=host.get_temp_filename(remote))
-
-
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """Every text file and keyring a deploy may write (their digests: a keyring is a stamp's
-    input) and every directory it may create whole."""
-    return [
-        *(Read("files", FileDigest, {"path": path}) for path in paths.MANAGED_FILES),
-        *(Read("files", FileDigest, {"path": path}) for path in paths.MANAGED_KEYRINGS),
-        *(Read("directories", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
-    ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyinfra import host
 from pyinfra.api import StringCommand, operation
@@ -17,9 +17,6 @@ from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.system import RebootRequired, RunningKernel
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 def gpu_problems(
@@ -164,16 +161,3 @@ def gpu_verified(
         host.noop(f"GPU check waits for a reboot ({'; '.join(pending)}): " + "; ".join(problems))
         return
     yield failure(f"GPU verification failed on {host.name}: " + "; ".join(problems))
-
-
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """What the last passed check recorded, and what it is compared with."""
-    return [
-        Read("files", FileDigest, {"path": paths.VERIFIED}),
-        Read("kfd", KfdNodes),
-        Read("kernel", RunningKernel),
-        Read("reboot", RebootRequired),
-    ]

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import DaemonRunning
-from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
 from rocm_fleet.operations.files import removed, stamp_is_current
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 @operation()
@@ -93,15 +86,3 @@ def timer_enabled(timer: str, link: str, stamp: str, units: list[str], present: 
         return
     service = [unit for unit in units if unit != timer]
     yield script("pull-units", "disable", timer, link, stamp, *service)
-
-
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """Whether the fleet mirror's daemon runs, and its configuration file (the one daemon
-    and file these operations are given)."""
-    return [
-        Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
-        Read("files", FileDigest, {"path": paths.MIRROR_SITE}),
-    ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import operation
@@ -12,14 +11,9 @@ from pyinfra.api import operation
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import HeldPackages, InstalledPackages
 from rocm_fleet.facts.files import FileDigest, Ledger
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.system import RunningKernel
-from rocm_fleet.model import paths
 from rocm_fleet.model.kernels import kernel_hold, kernel_meta_packages
 from rocm_fleet.operations._script import failure, script
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 logger = logging.getLogger("pyinfra")
 
@@ -167,22 +161,3 @@ def dkms_driver_absent(driver: str, ledger: str, reboot_reason: str):
         host.noop(f"no package the DKMS driver's install added is left ({driver} included)")
         return
     yield script("dkms-driver-purge", ledger, driver, reboot_reason, *names)
-
-
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """The installed packages (the kernels among them), the running kernel, and what the
-    DKMS driver's install recorded (read on every host: one that went back to the inbox
-    driver plans its removal from it), rocm-fleet's TTM limit file (module_options), and the
-    holds in place with those rocm-fleet placed (kernel_holds, read on every host: one whose
-    setting went releases them)."""
-    return [
-        Read("files", FileDigest, {"path": paths.TTM_MODPROBE}),
-        Read("packages", InstalledPackages),
-        Read("kernel", RunningKernel),
-        Read("ledgers", Ledger, {"path": paths.DRIVER_LEDGER}),
-        Read("held_packages", HeldPackages),
-        Read("ledgers", Ledger, {"path": paths.KERNEL_HOLD_LEDGER}),
-    ]

@@ -15,9 +15,8 @@ from pyinfra.api import OperationValueError, QuoteString, StringCommand, operati
 from pyinfra.facts.files import Directory, FileContents
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.files import FileDigest, Ledger, WritableByOthers
+from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.python import VenvDistributions
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.model import paths
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.venv_pins import (
@@ -304,23 +303,7 @@ def cuda_wheels_absent(venv_path: str):
     )  # fmt: skip
 
 
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """Whether the venv exists and what it holds, and the directories the deploy created
-    (with ``pytorch_install: false``, a venv that exists stays unless it made it)."""
-    venv = config.pytorch_venv
-    marker = paths.venv_marker(venv)
-    pull_marker = paths.venv_marker(paths.PULL_VENV)
-    ledger = paths.DIRECTORY_LEDGER
-    return [
-        Read("files", FileDigest, {"path": marker}),
-        Read("files", FileDigest, {"path": pull_marker}),
-        Read("venv", VenvDistributions, {"venv": venv}),
-        Read("ledgers", Ledger, {"path": ledger}),
-        Read("writable_by_others", WritableByOthers, {"path": venv}),
-    ]
+# --- what preflight finds of an existing venv ------------------------------------------------
 
 
 def venv_problems(config: Config, survey: HostSurvey) -> list[str]:

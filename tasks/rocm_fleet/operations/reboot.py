@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import FunctionCommand, StringCommand, operation
@@ -22,15 +21,11 @@ from rocm_fleet.engine.connection import before_reboot, forget_after_reboot
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.boot import BootKernels
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
 from rocm_fleet.facts.system import RebootRequired
 from rocm_fleet.model import paths
 from rocm_fleet.model.boot import BootState, reboot_refusal
 from rocm_fleet.operations._script import failure
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 logger = logging.getLogger("pyinfra")
 
@@ -146,18 +141,3 @@ def reboot_when_needed(
     # Detached so the SSH channel closes at once (as server.reboot, pyinfra #1708).
     yield StringCommand("( sleep 1 && reboot ) </dev/null >/dev/null 2>&1 &")
     yield FunctionCommand(_wait_for_boot, (timeout,), {})
-
-
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """Whether the host waits for a reboot, and why; what its next boot depends on (the
-    kernels, and where Secure Boot is on, whether the DKMS signing key is a MOK)."""
-    certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
-    return [
-        Read("reboot", RebootRequired),
-        Read("boot", BootKernels),
-        Read("secure_boot", SecureBoot),
-        *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
-    ]

@@ -18,7 +18,6 @@ import logging
 import os
 import secrets
 import sys
-from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand, operation
@@ -26,14 +25,10 @@ from pyinfra.api import FileUploadCommand, FunctionCommand, StringCommand, opera
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.run import executing
 from rocm_fleet.facts.files import FileDigest
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
 from rocm_fleet.operations.reboot import note
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 logger = logging.getLogger("pyinfra")
 
@@ -198,20 +193,3 @@ def mok_enrolled(cert: str, password_env: str):
     yield FileUploadCommand(io.StringIO(hashed + "\n"), paths.MOK_HASH)
     yield script("mok-import", cert, paths.MOK_HASH)
     yield FunctionCommand(_announce_pending, (), {})
-
-
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """Secure Boot's state, and each signing certificate: on disk, in the MOK list, and
-    (with the DKMS driver, which signs with it) waiting to be enrolled."""
-    certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
-    reads = [
-        Read("secure_boot", SecureBoot),
-        *(Read("files", FileDigest, {"path": cert}) for cert in certificates),
-        *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
-    ]
-    if config.rocm_driver == "dkms":
-        reads += [Read("mok_pending", MokPending, {"path": cert}) for cert in certificates]
-    return reads

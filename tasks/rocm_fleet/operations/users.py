@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.users import GroupMembership
-from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 @operation()
@@ -52,12 +45,3 @@ def gpu_access(groups: list[str], users: list[str]):
         host.noop(f"{', '.join(groups)} exist" + (f"; {', '.join(users)} in them" if users else ""))
         return
     yield from changes
-
-
-# --- what these operations read on a converged host ---------------------------------------------
-
-
-def survey_reads(config: Config) -> list[Read]:
-    """The GPU groups and the GPU users' groups."""
-    groups = {"groups": list(paths.GPU_GROUPS), "users": config.rocm_users}
-    return [Read("groups", GroupMembership, groups)]
