@@ -1,6 +1,6 @@
 """Maintainer command: make the matrix's data files (tasks/rocm_fleet/model/*.json) from AMD's
 and PyTorch's machine-readable files, or check the committed ones against them. The generator
-is the package's (rocm_fleet.offline.matrix_data: its parsers, writer and this command's
+is the package's (rocm_fleet.matrix.generate: its parsers, writer and this command's
 options); this path is what docs/maintaining/matrix.md, the Makefile and the data files name.
 
     python tools/matrix_update.py --stored tests/fixtures/upstream/stored --check
@@ -13,7 +13,7 @@ options); this path is what docs/maintaining/matrix.md, the Makefile and the dat
 
 import sys
 
-from rocm_fleet.offline.matrix_data import main
+from rocm_fleet.matrix.generate import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,7 +16,7 @@ from typing import Any
 from e2e import support
 from lab._util import cache_dir
 from rocm_fleet.model import paths
-from rocm_fleet.offline.pull_repository import PullRepository
+from rocm_fleet.pull.repository import PullRepository
 
 ROOT = Path(__file__).resolve().parents[2]
 WHEELS = "/srv/pull-wheels"  # on the nodes

@@ -127,7 +127,7 @@ def audit(lab: Lab, *args: str, inventory: Path | None = None) -> Any:
 def as_drift(operation: str) -> str:
     """An operation as ``--dry`` names it ("ROCm packages | Install ...") as the audit's
     JSON lists it in a row's ``drift`` ("rocm_packages: Install ...": the concern's id)."""
-    from rocm_fleet.cli.audit_rows import concern_id
+    from rocm_fleet.audit.rows import concern_id
 
     concern, _, name = operation.partition(" | ")
     return f"{concern_id(concern)}: {name}"

@@ -48,7 +48,7 @@ from e2e.support import running_lab, succeeded
 from lab import HostSpec
 from lab.network import SUBNET
 from rocm_fleet.model import paths
-from rocm_fleet.offline.pull_repository import PullRepository
+from rocm_fleet.pull.repository import PullRepository
 
 pytestmark = pytest.mark.e2e
 

@@ -25,8 +25,8 @@ import pytest
 
 from e2e.support import OP_PREFIX, running_lab, sh
 from lab import HostSpec
+from rocm_fleet.matrix import generate as matrix_data
 from rocm_fleet.model import matrix
-from rocm_fleet.offline import matrix_data
 
 pytestmark = pytest.mark.e2e
 

@@ -36,7 +36,7 @@ class Client:
         self.host_names = list(host_names)
         # The lab CA, once the doubles serve: the client trusts it as a real controller
         # trusts the real upstreams' (rocm-fleet reads download.pytorch.org over TLS to
-        # lock a host's wheels, ``rocm_fleet.offline.lock``).
+        # lock a host's wheels, ``rocm_fleet.upstream.lock``).
         self.ca_cert: Path | None = None
 
     # --- files ------------------------------------------------------------------------------

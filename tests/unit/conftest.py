@@ -28,7 +28,7 @@ def plain_inventories(monkeypatch):
 
     from pyinfra.api import Inventory
 
-    from rocm_fleet.cli import bundle
+    from rocm_fleet.bundle import command as bundle
 
     def inventory_of(path, limits, check_for_changes):
         hosts = runpy.run_path(path)["hosts"]
@@ -58,8 +58,8 @@ def fleet_rows(monkeypatch):
 
     from rocm_fleet.model import paths
     from rocm_fleet.model.host_survey import HostSurvey
-    from unit.test_audit import DATA, UNREACHABLE, SurveyHost, converged, fresh_survey
-    from unit.test_audit import gather as audit_gather
+    from unit.audit.test_audit import DATA, UNREACHABLE, SurveyHost, converged, fresh_survey
+    from unit.audit.test_audit import gather as audit_gather
 
     pending = {"required": True, "packages": ["linux-image-6.1.0-28-amd64"], "reasons": []}
     return audit_gather(
@@ -81,7 +81,7 @@ def fleet_rows(monkeypatch):
 def group_rows(monkeypatch):
     """Four MI300X hosts of one inventory group: one with an uncorrectable ECC error, one
     running another kernel than the other three."""
-    from unit.test_audit import DATA, SurveyHost, amd_smi_health, converged, gather
+    from unit.audit.test_audit import DATA, SurveyHost, amd_smi_health, converged, gather
 
     other_kernel = {"kernel": "6.1.0-99-amd64"}
     hosts = {
@@ -105,10 +105,10 @@ DRIVERLESS = {"rocm_version": "10.9.0", "rocm_matrix_data": str(DRIVERLESS_SITE)
 
 @pytest.fixture
 def upstream_publishes_site_rows(monkeypatch):
-    """The deploy asks upstream (offline.site_check) whether it publishes a site file's rows
+    """The deploy asks upstream (upstream.site_check) whether it publishes a site file's rows
     before it plans a host from one; upstream's hosts are the lab's doubles, not here: every
     check holds."""
-    from rocm_fleet.offline import site_check
+    from rocm_fleet.upstream import site_check
 
     monkeypatch.setattr(site_check, "_VERIFIED", {})
     monkeypatch.setattr(site_check, "release_checks", lambda releases, upstream, keys: [])

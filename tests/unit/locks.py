@@ -13,7 +13,7 @@ def lock_hash(requirement: str, python: str) -> str:
 class UpstreamLocks:
     """The controller's wheel locks without download.pytorch.org (the unit tests can't
     reach it): each requirement with a hash made from its text, where the real lock
-    (``offline.lock``, tested in test_lock) pins each wheel to its published hash."""
+    (``upstream.lock``, tested in test_lock) pins each wheel to its published hash."""
 
     def __init__(self) -> None:
         self.requests: list = []

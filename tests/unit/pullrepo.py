@@ -1,5 +1,5 @@
 """A pull-mode TUF repository for the unit tests: the administrators' repository made by
-``offline.pull_repository`` (``rocm-fleet publish``'s) in a temporary directory, served by a
+``pull.repository`` (``rocm-fleet publish``'s) in a temporary directory, served by a
 loopback web server as the fleet mirror's nginx would, and one node's client state."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from rocm_fleet.model import pulled
-from rocm_fleet.offline import pull_client
-from rocm_fleet.offline.pull_repository import PullRepository
+from rocm_fleet.pull import client as pull_client
+from rocm_fleet.pull.repository import PullRepository
 
 NODE = "node1"
 OTHER = "node2"

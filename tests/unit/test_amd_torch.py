@@ -193,13 +193,13 @@ def test_a_bundle_resolves_amds_index_with_the_device_extras(tmp_path):
     from dataclasses import replace
 
     from lab import amd_wheels
+    from rocm_fleet.bundle.build import Plan, make_bundle
     from rocm_fleet.model.matrix import DISTROS, HOST_RUNTIMES
     from rocm_fleet.model.sources import HostNeeds
-    from rocm_fleet.offline.bundle import Plan, make_bundle
-    from rocm_fleet.offline.download import Fetcher
-    from rocm_fleet.offline.manifest import locked_requirements, missing
+    from rocm_fleet.upstream.http import Fetcher
+    from rocm_fleet.upstream.manifest import locked_requirements, missing
+    from unit.bundle.test_bundle import Quiet
     from unit.loopback import serve_trusted as serve
-    from unit.test_bundle import Quiet
 
     www = tmp_path / "www"
     amd_wheels.build(www, [matrix.release("10.0.0")])

@@ -2,7 +2,7 @@
 who tries it, from where, with what, and each asserting that nothing changed: no lock made
 from the attacker's data, no host planned to install, no secret shown.
 
-The locks pin every wheel every live host installs as root (``offline.lock``); whoever could
+The locks pin every wheel every live host installs as root (``upstream.lock``); whoever could
 choose the hashes would be root on the fleet. See docs/security-model.md.
 """
 
@@ -26,12 +26,12 @@ from rocm_fleet.model.config import ConfigError, load_config, without_credential
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.model.secrets import SECRET_SOURCE_SETTINGS
 from rocm_fleet.model.settings import SecretSource, Settings
-from rocm_fleet.offline.download import Fetcher
-from rocm_fleet.offline.lock import LockError, LockRequest
+from rocm_fleet.upstream.http import Fetcher
+from rocm_fleet.upstream.lock import LockError, LockRequest
+from unit.bundle.test_bundle import Quiet, sdist, wheel, write_pages
 from unit.loopback import running, serve, url_of
 from unit.loopback import serve_trusted as serve_https
 from unit.surveys import SurveyHost, fresh_survey, plan
-from unit.test_bundle import Quiet, sdist, wheel, write_pages
 from unit.test_lock import WANTED, key_of, locks_for
 
 PY311 = HostRuntime("3.11", "2.36")
@@ -41,7 +41,7 @@ FORGED = "f" * 64
 @pytest.fixture
 def https_index(tmp_path):
     """A PyTorch-like index over TLS (the genuine upstream, as the controller reaches it)."""
-    from unit.test_bundle import index
+    from unit.bundle.test_bundle import index
 
     www = tmp_path / "www"
     with serve_https(www) as served:
@@ -91,8 +91,8 @@ def test_a_live_install_from_a_plain_http_index_is_refused_at_plan_time(monkeypa
 def test_a_bundle_of_a_plain_http_index_is_refused_before_anything_is_fetched(tmp_path):
     """The same attacker, when the administrator bundles: the bundle's manifest would pin
     the hashes the attacker answered. Refused, naming the setting; nothing written."""
+    from rocm_fleet.bundle.build import BundleError, Plan, make_bundle
     from rocm_fleet.model.sources import HostNeeds, WheelNeed
-    from rocm_fleet.offline.bundle import BundleError, Plan, make_bundle
 
     www = tmp_path / "www"
     with serve(www) as served:

@@ -233,7 +233,7 @@ def test_matrix_check_with_upstream_unreachable_says_it_checked_nothing(tmp_path
 
 
 def test_the_audit_table_fits_100_columns_with_the_drift_under_its_host(fleet_rows):
-    from rocm_fleet.cli import audit_screens as audit
+    from rocm_fleet.audit import screens as audit
 
     text = audit.render_summary(fleet_rows, colour=True)
     lines = [ANSI.sub("", line) for line in text.splitlines()]
@@ -259,8 +259,8 @@ def test_the_audit_table_fits_100_columns_with_the_drift_under_its_host(fleet_ro
 
 
 def test_the_audit_summary_says_1_host():
-    from rocm_fleet.cli import audit_screens as audit
-    from rocm_fleet.cli.audit_cells import AuditRow
+    from rocm_fleet.audit import screens as audit
+    from rocm_fleet.audit.cells import AuditRow
 
     assert audit.summary_line([AuditRow("a", "ok")]).startswith("1 host: 1 as")
 
@@ -268,7 +268,7 @@ def test_the_audit_summary_says_1_host():
 def test_the_openmetrics_audit_parses_with_prometheus_clients_own_parser(fleet_rows):
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-    from rocm_fleet.cli import metrics
+    from rocm_fleet.audit import metrics
 
     text = metrics.render(fleet_rows, "openmetrics", now=1764460800)
     assert text.endswith("# EOF\n")
@@ -318,7 +318,7 @@ def test_the_openmetrics_audit_parses_with_prometheus_clients_own_parser(fleet_r
 def test_the_prometheus_text_for_node_exporters_textfile_parses_too(fleet_rows):
     from prometheus_client.parser import text_string_to_metric_families
 
-    from rocm_fleet.cli import metrics
+    from rocm_fleet.audit import metrics
 
     text = metrics.render(fleet_rows, "prometheus", now=1764460800)
     assert "# EOF" not in text and "# UNIT" not in text and text.endswith("\n")
@@ -329,8 +329,8 @@ def test_the_prometheus_text_for_node_exporters_textfile_parses_too(fleet_rows):
 def test_label_values_are_escaped():
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-    from rocm_fleet.cli import metrics
-    from rocm_fleet.cli.audit_cells import AuditRow
+    from rocm_fleet.audit import metrics
+    from rocm_fleet.audit.cells import AuditRow
 
     rows = [AuditRow('odd"host\\name\n', "failed")]
     text = metrics.render(rows, now=0)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.cli.matrix import LAB_TESTED, matrix_json, release_table, table_rows
+from rocm_fleet.matrix.command import LAB_TESTED, matrix_json, release_table, table_rows
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.matrix import RELEASES
 from rocm_fleet.model.settings import RENAMED, SETTINGS
@@ -42,7 +42,7 @@ def test_release_table_matches_the_matrix():
     text = page("supported-releases.md")
     block = re.search(r"<!-- release-table -->\n(.*?)\n<!-- /release-table -->", text, re.S)
     assert block, "release table markers missing from docs/supported-releases.md"
-    assert block.group(1) == release_table(), "run `python -m rocm_fleet.cli.matrix` and paste"
+    assert block.group(1) == release_table(), "run `python -m rocm_fleet.matrix.command` and paste"
 
 
 def test_the_tested_column_names_the_releases_the_lab_deploys():
@@ -89,8 +89,8 @@ def test_release_table_covers_every_minor():
 def test_the_docs_name_settings_by_their_current_names():
     """A renamed key is refused by load_config: no page may tell anyone to set it (the
     settings page's list of renamed keys, `old` → `new`, names them to say so)."""
-    from rocm_fleet.cli.audit_cells import OBSERVED
-    from rocm_fleet.cli.audit_rows import concern_id
+    from rocm_fleet.audit.cells import OBSERVED
+    from rocm_fleet.audit.rows import concern_id
 
     # The audit's own ids (its cells, its concerns) share a few old names; in a code span on
     # their own they name those, and a setting is caught by its `key:` / `key =`.

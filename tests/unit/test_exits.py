@@ -113,9 +113,9 @@ def test_findings_outrank_could_not_check_and_bad_input_outranks_both():
 
 
 def test_the_audits_host_statuses_map_onto_the_scheme():
-    from rocm_fleet.cli.audit_cells import AuditRow
-    from rocm_fleet.cli.audit_rows import exit_status
-    from rocm_fleet.cli.metrics import STATUSES
+    from rocm_fleet.audit.cells import AuditRow
+    from rocm_fleet.audit.metrics import STATUSES
+    from rocm_fleet.audit.rows import exit_status
 
     def status(*found: str) -> int:
         return exit_status([AuditRow("host", s) for s in found])

@@ -1,4 +1,4 @@
-"""The one HTTP client (``offline.download.client`` and ``read_limited``) against loopback
+"""The one HTTP client (``upstream.http.client`` and ``read_limited``) against loopback
 servers: redirects (limited, never https to http, none where the caller follows none), the
 size limit, TLS (a certificate nobody trusts, a pinned CA over ``REQUESTS_CA_BUNDLE``), the
 environment's proxies and the User-Agent."""
@@ -9,7 +9,9 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import requests
 
-from rocm_fleet.offline.download import (
+from rocm_fleet.upstream.client import Unreachable as UpstreamUnreachable
+from rocm_fleet.upstream.client import UpstreamClient
+from rocm_fleet.upstream.http import (
     MAX_REDIRECTS,
     DownloadError,
     DownloadProgress,
@@ -19,8 +21,6 @@ from rocm_fleet.offline.download import (
     client,
     read_limited,
 )
-from rocm_fleet.offline.upstream import Unreachable as UpstreamUnreachable
-from rocm_fleet.offline.upstream import UpstreamClient
 from rocm_fleet.version import __version__
 from unit.loopback import running, serve, serve_tls, url_of
 
@@ -132,7 +132,7 @@ def test_more_than_the_limit_is_cut_off_announced_or_not(answers):
 
 
 def test_the_matrix_checks_limit_is_the_same_read(answers, monkeypatch):
-    from rocm_fleet.offline import upstream
+    from rocm_fleet.upstream import client as upstream
 
     monkeypatch.setattr(upstream, "MAX_BODY_BYTES", 5000)
     with pytest.raises(UpstreamUnreachable, match="more than 5000 bytes: refused"):
@@ -189,7 +189,7 @@ def test_every_request_names_rocm_fleet_and_its_purpose(answers):
 def test_the_pull_trusts_the_systems_cas_where_it_has_them_unless_a_ca_is_pinned(
     tmp_path, monkeypatch
 ):
-    from rocm_fleet.offline import download
+    from rocm_fleet.upstream import http as download
 
     system = tmp_path / "ca-certificates.crt"
     monkeypatch.setattr(download, "SYSTEM_CA_BUNDLE", str(system))

@@ -1,4 +1,4 @@
-"""The controller's wheel locks (``offline.lock``): a live host's wheel set resolved against
+"""The controller's wheel locks (``upstream.lock``): a live host's wheel set resolved against
 the index once for the whole fleet, every wheel pinned to the hash the index publishes,
 cached on the controller and refused from the cache when it isn't the lock of these inputs;
 and the deploy: a host that is to install gets the lock, a converged one reads nothing
@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from rocm_fleet.model.matrix import HostRuntime
-from rocm_fleet.offline.download import Fetcher
-from rocm_fleet.offline.lock import LINE, LockError, LockRequest, Locks, read_cached
+from rocm_fleet.upstream.http import Fetcher
+from rocm_fleet.upstream.lock import LINE, LockError, LockRequest, Locks, read_cached
+from unit.bundle.test_bundle import Quiet, index, wheel
 from unit.loopback import serve_trusted as serve
 from unit.surveys import SurveyHost, converged_survey, plan
-from unit.test_bundle import Quiet, index, wheel
 from unit.test_plan import fresh
 
 WANTED = ["torch==2.9.1+rocm6.4", "torchvision==0.24.1+rocm6.4"]
@@ -180,7 +180,7 @@ def test_an_sdist_only_runtime_is_locked_by_its_hash_with_the_wheels_that_build_
     """AMD's ``rocm`` is published only as an sdist (repo.amd.com-whl.toml ``rocm_dist``):
     the lock pins the sdist's published hash, its build backend as a wheel, marked, and
     names it for pip's --no-binary; the cached lock reads back the same."""
-    from unit.test_bundle import core_sdk_index
+    from unit.bundle.test_bundle import core_sdk_index
 
     www = tmp_path / "www"
     core_sdk_index(www)
@@ -210,7 +210,7 @@ def test_an_sdist_only_runtime_is_locked_by_its_hash_with_the_wheels_that_build_
 def test_a_version_with_wheels_is_never_taken_from_its_sdist(tmp_path):
     """Only a version published as an sdist alone is built on the host: one with a wheel
     for another Python stays refused for this one, naming it."""
-    from unit.test_bundle import sdist, write_pages
+    from unit.bundle.test_bundle import sdist, write_pages
 
     www = tmp_path / "www"
     source = sdist(www / "whl/x", "numpy", "2.3.0")
@@ -227,7 +227,7 @@ def test_a_version_with_wheels_is_never_taken_from_its_sdist(tmp_path):
 
 
 def test_an_sdist_whose_requirements_are_dynamic_is_not_locked(tmp_path):
-    from unit.test_bundle import sdist, write_pages
+    from unit.bundle.test_bundle import sdist, write_pages
 
     www = tmp_path / "www"
     path = sdist(www / "whl/x", "rocm", "7.14.0", ("rocm-sdk-core==7.14.0",))

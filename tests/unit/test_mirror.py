@@ -17,7 +17,7 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.fleet import Fleet, ProxiedUpstream
-from rocm_fleet.offline.aptrepo import Index, install_closure, parse_stanzas
+from rocm_fleet.upstream.aptrepo import Index, install_closure, parse_stanzas
 from unit.surveys import (
     SurveyHost,
     converged_survey,

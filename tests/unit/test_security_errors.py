@@ -13,7 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocm_fleet.offline.aptrepo import (
+from rocm_fleet.bundle.apt import one_key
+from rocm_fleet.bundle.build import Plan, make_bundle
+from rocm_fleet.upstream.aptrepo import (
     Index,
     RepositoryError,
     check_key,
@@ -21,13 +23,11 @@ from rocm_fleet.offline.aptrepo import (
     parse_release,
     parse_stanzas,
 )
-from rocm_fleet.offline.bundle import Plan, make_bundle
-from rocm_fleet.offline.bundle_apt import one_key
-from rocm_fleet.offline.download import Fetcher
-from rocm_fleet.offline.manifest import BundleError, parsing
-from rocm_fleet.offline.wheels import parse_page
+from rocm_fleet.upstream.http import Fetcher
+from rocm_fleet.upstream.manifest import BundleError, parsing
+from rocm_fleet.upstream.wheels import parse_page
+from unit.bundle.test_bundle import Quiet, needs_of, publish, signer, upstream  # noqa: F401
 from unit.gpgkeys import Gpg, run_gpg
-from unit.test_bundle import Quiet, needs_of, publish, signer, upstream  # noqa: F401
 
 
 def attempt(upstream, signer, tmp_path) -> str:

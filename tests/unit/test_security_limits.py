@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import requests
 
-from rocm_fleet.offline.download import DownloadError, DownloadProgress, Fetcher, NoDowngradeSession
+from rocm_fleet.upstream.http import DownloadError, DownloadProgress, Fetcher, NoDowngradeSession
 from unit.loopback import running, url_of
 
 

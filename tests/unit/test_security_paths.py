@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rocm_fleet.bundle.build import Plan, make_bundle
 from rocm_fleet.model.sources import UnsafePath, mirror_path
-from rocm_fleet.offline.bundle import Plan, make_bundle
-from rocm_fleet.offline.download import Fetcher
-from rocm_fleet.offline.manifest import BundleError, confined, missing
-from unit.test_bundle import (  # noqa: F401  (fixtures)
+from rocm_fleet.upstream.http import Fetcher
+from rocm_fleet.upstream.manifest import BundleError, confined, missing
+from unit.bundle.test_bundle import (  # noqa: F401  (fixtures)
     PACKAGES,
     Quiet,
     index,

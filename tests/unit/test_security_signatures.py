@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.offline.aptrepo import RepositoryError, parse_release, signed_text
-from rocm_fleet.offline.bundle import Plan, make_bundle
-from rocm_fleet.offline.download import Fetcher
-from rocm_fleet.offline.manifest import BundleError
-from rocm_fleet.offline.signature import SignatureError, check_release, policy_refusal
+from rocm_fleet.bundle.build import Plan, make_bundle
+from rocm_fleet.upstream.aptrepo import RepositoryError, parse_release, signed_text
+from rocm_fleet.upstream.http import Fetcher
+from rocm_fleet.upstream.manifest import BundleError
+from rocm_fleet.upstream.signature import SignatureError, check_release, policy_refusal
+from unit.bundle.test_bundle import Quiet, needs_of, signer, upstream  # noqa: F401  (fixtures)
 from unit.gpgkeys import run_gpg
-from unit.test_bundle import Quiet, needs_of, signer, upstream  # noqa: F401  (fixtures)
 
 RELEASE = "Origin: repo.radeon.com\nSuite: jammy\nCodename: jammy\nSHA256:\n"
 PAST = "20200101T000000!"  # gpg's --faked-system-time: keys and signatures made in 2020
@@ -180,7 +180,7 @@ def test_the_bundle_refuses_another_suites_inrelease(upstream, signer, tmp_path)
 def test_a_machine_without_gpgv_says_so_instead_of_failing_with_a_traceback(monkeypatch):
     """Debian 13's apt depends on sqv, not gpgv: a controller or node without gpgv can't
     verify an InRelease, and says what to install; it never takes the text unverified."""
-    from rocm_fleet.offline import signature
+    from rocm_fleet.upstream import signature
 
     def no_gpgv(*args, **kwargs):
         raise FileNotFoundError(2, "No such file or directory", "gpgv")

@@ -18,17 +18,17 @@ import sys
 
 import pytest
 
+from rocm_fleet.bundle.build import Plan, make_bundle
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import paths
 from rocm_fleet.model.sources import HostNeeds, WheelNeed
-from rocm_fleet.offline.bundle import Plan, make_bundle
-from rocm_fleet.offline.download import Fetcher
-from rocm_fleet.offline.manifest import locked_requirements
 from rocm_fleet.operations import python
+from rocm_fleet.upstream.http import Fetcher
+from rocm_fleet.upstream.manifest import locked_requirements
+from unit.bundle.test_bundle import Quiet, needs_of, signer, upstream, wheel  # noqa: F401
 from unit.loopback import running, url_of
 from unit.opcases import run_op
 from unit.surveys import fact_key
-from unit.test_bundle import Quiet, needs_of, signer, upstream, wheel  # noqa: F401
 
 VENV = paths.DEFAULT_VENV
 INDEX = "http://mirror:8080/download.pytorch.org/whl/rocm6.4"
@@ -185,7 +185,7 @@ def test_a_lock_with_an_sdist_installs_its_build_backend_first_then_builds_it():
 def test_a_bundle_lock_pins_the_set_the_bundle_verified_and_never_falls_back(bundled):
     from dataclasses import replace
 
-    from rocm_fleet.offline.manifest import BundleError, bundle_lock
+    from rocm_fleet.upstream.manifest import BundleError, bundle_lock
 
     out, _manifest, need = bundled
     lock = bundle_lock(str(out), need.index_url, need.runtime.python, need.requirements())

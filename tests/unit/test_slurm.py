@@ -30,7 +30,7 @@ from rocm_fleet.model.slurm import (
     parse_gres,
     slurm_gpus,
 )
-from rocm_fleet.model.waves import parse_node
+from rocm_fleet.roll.plan import parse_node
 from unit.surveys import SurveyHost, changed, converged_survey, digest, fact_key, plan, script_call
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from rocm_fleet.cli.bundle import plan_for
+from rocm_fleet.bundle.command import plan_for
 from rocm_fleet.deploy.verify import installed
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import load_config

@@ -441,7 +441,7 @@ def test_a_classic_release_has_no_target_packages_to_drop():
 
 
 def test_the_audit_flags_the_old_targets_packages_until_they_go():
-    from rocm_fleet.cli import audit_rows
+    from rocm_fleet.audit import rows as audit_rows
 
     data = {**GFX1100, "expected_gfx": "gfx1201"}
     planned = plan(data, SurveyHost(swapped_survey()))

@@ -3,8 +3,8 @@ running pyinfra is the one that must reach it and the ways out (a proxy, a bundl
 lock), shortened from the middle so that the cause at its end stays.
 
 The unreachable server is a real closed port on loopback (the connection is refused by this
-machine's own kernel), reached with the real Fetcher and Locks (``offline.download``,
-``offline.lock``).
+machine's own kernel), reached with the real Fetcher and Locks (``upstream.http``,
+``upstream.lock``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 import requests
 
 from rocm_fleet.model.matrix import HostRuntime
-from rocm_fleet.offline.download import DownloadProgress, Fetcher, Unreachable, reason, shorten
-from rocm_fleet.offline.lock import LockError, LockRequest, Locks
+from rocm_fleet.upstream.http import DownloadProgress, Fetcher, Unreachable, reason, shorten
+from rocm_fleet.upstream.lock import LockError, LockRequest, Locks
 
 
 @pytest.fixture

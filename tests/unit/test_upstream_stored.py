@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from unit.test_matrix_update import tool
+from unit.matrix.test_matrix_update import tool
 
 REPO = Path(__file__).resolve().parents[2]
 STORED = REPO / "tests" / "fixtures" / "upstream" / "stored"

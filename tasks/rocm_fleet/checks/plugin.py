@@ -221,7 +221,7 @@ def targets_of(config: pytest.Config) -> Targets | None:
 
 
 def pytest_configure(config):
-    from rocm_fleet.cli.check import Chosen
+    from rocm_fleet.checks.command import Chosen
 
     chosen = _registered(config, Chosen)  # `rocm-fleet check`'s, validated already
     made = None

@@ -65,11 +65,11 @@ def host_config(current: Any, every_host: bool = False) -> Config:
 
 def _verify_site_data(config: Config, name: str) -> None:
     """A release row from a site's matrix data is used only once upstream is seen to publish
-    it (``offline.site_check``, with the keys the host pins); ConfigError otherwise."""
+    it (``upstream.site_check``, with the keys the host pins); ConfigError otherwise."""
     if config.matrix_data is None:
         return
     # Imported here: upstream's reader (TLS, HTTP, the matrix check) only with a site file.
-    from rocm_fleet.offline.site_check import SiteDataUnverified, verify
+    from rocm_fleet.upstream.site_check import SiteDataUnverified, verify
 
     fingerprints = {}
     if config.rocm_key_fingerprint:

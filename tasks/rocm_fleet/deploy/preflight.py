@@ -113,7 +113,7 @@ def preflight(config: Config) -> Findings | None:
     bundle_files = None
     if config.mirror is not None and config.mirror.bundle:
         # Imported here: the bundle's reader (the resolver and all) is only needed with a bundle.
-        from rocm_fleet.offline import manifest as bundle_files
+        from rocm_fleet.upstream import manifest as bundle_files
     result = findings(config, survey, bundle_files)
     result.warnings += pull_warnings(config, survey)
     if result.row is not None:

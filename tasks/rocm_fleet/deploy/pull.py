@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 UNIT = "rocm-fleet-pull"
 # gpgv: the pull's deploy checks a pulled site file's rows against upstream on the node, and
-# verifies AMD's InRelease with gpgv (offline/signature.py); Debian 13's apt verifies with sqv
+# verifies AMD's InRelease with gpgv (upstream/signature.py); Debian 13's apt verifies with sqv
 # and brings no gpgv.
 PREREQUISITES = ["python3-venv", "curl", "gpgv"]
 #: The distribution whose Requires-Python the node's python3 must meet (it runs rocm-fleet).

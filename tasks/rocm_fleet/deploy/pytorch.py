@@ -13,8 +13,8 @@ pip ROCm runtime after a move back to a classic release) are uninstalled. With
 
 Every wheel a host installs is pinned by hash (pip's ``--require-hashes``), never trusted
 from the page the host reads: to the hashes a bundle verified when the fleet mirror serves
-one (``offline.manifest.bundle_lock``), else to the controller's lock of the set
-(``controller_locks``, ``offline.lock``), made from the upstream index once per wheel set
+one (``upstream.manifest.bundle_lock``), else to the controller's lock of the set
+(``controller_locks``, ``upstream.lock``), made from the upstream index once per wheel set
 for the whole fleet and only when some host is to install.
 """
 
@@ -40,7 +40,7 @@ from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
-    from rocm_fleet.offline.lock import Locks
+    from rocm_fleet.upstream.lock import Locks
 
 logger = logging.getLogger("pyinfra")
 
@@ -72,7 +72,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         # Every wheel pinned to the SHA-256 ``rocm-fleet bundle`` verified over TLS, when the
         # fleet mirror serves a bundle: the host's pip trusts neither the mirror nor the
         # network. Imported here: the bundle's reader is only needed with a bundle.
-        from rocm_fleet.offline.manifest import BundleError, bundle_lock
+        from rocm_fleet.upstream.manifest import BundleError, bundle_lock
 
         try:
             locked = bundle_lock(bundle, wheels.index_url, wheels.runtime.python, requirements)
@@ -82,7 +82,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         # Live: the controller's lock, made only when pip is to run (a converged host
         # reads nothing upstream). A set that can't be locked refuses the host while
         # planning, before any change to it; the rest of the fleet goes on.
-        from rocm_fleet.offline.lock import LockError, LockRequest  # requests: only here
+        from rocm_fleet.upstream.lock import LockError, LockRequest  # requests: only here
 
         try:
             request = LockRequest.of(wheels.index_url, requirements, wheels.runtime)
@@ -128,8 +128,8 @@ def _secret(source: str) -> Secret:
 
 @functools.cache
 def controller_locks() -> Locks:
-    """The run's locks (``offline.lock``), shared by every host: one per wheel set."""
-    from rocm_fleet.offline.lock import Locks
+    """The run's locks (``upstream.lock``), shared by every host: one per wheel set."""
+    from rocm_fleet.upstream.lock import Locks
 
     return Locks(note=lambda text: logger.info(f"rocm-fleet: {text}"))
 

@@ -12,7 +12,7 @@ from rocm_fleet.facts._shell import MISSING, quote, script_command
 from rocm_fleet.model import paths
 from rocm_fleet.model.answers import DistroRocmDict, InstallSize, PackagePurgeDict, PurgeDict
 from rocm_fleet.model.versions import AMD_CLASSIC_VERSION
-from rocm_fleet.offline.openpgp import primary_fingerprints
+from rocm_fleet.upstream.openpgp import primary_fingerprints
 
 
 class InstalledPackages(FactBase[dict[str, str]]):
@@ -122,7 +122,7 @@ class KeyringFingerprints(FactBase[list[str] | None]):
     """
     Primary-key fingerprints in a keyring (binary or armored OpenPGP, the forms apt's
     ``signed-by`` reads), None when the file is missing. The file comes back as base64 and
-    is read by ``rocm_fleet.offline.openpgp``: one process on the host, where ``gpg --show-keys``
+    is read by ``rocm_fleet.upstream.openpgp``: one process on the host, where ``gpg --show-keys``
     took three and a temporary home, and the host needs no gpg.
 
     .. code:: python

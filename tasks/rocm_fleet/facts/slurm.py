@@ -15,7 +15,7 @@ from typing_extensions import override
 
 from rocm_fleet.facts._shell import RC_PREFIX, split_rc
 from rocm_fleet.model.slurm import SlurmNodeView
-from rocm_fleet.model.waves import SlurmOutputError, parse_node
+from rocm_fleet.roll.plan import SlurmOutputError, parse_node
 
 _NODE = "__node="
 _NO_SCONTROL = "__no_scontrol"

@@ -64,7 +64,7 @@ class Findings:
 
 
 class BundleFiles(Protocol):
-    """What a bundle on the controller's disk holds (``rocm_fleet.offline.manifest`` is one):
+    """What a bundle on the controller's disk holds (``rocm_fleet.upstream.manifest`` is one):
     read by the caller, so the rules stay pure."""
 
     def incomplete(self, bundle: str) -> list[str]: ...

@@ -316,7 +316,7 @@ class HostHealth:
 def health_families(
     hosts: list[tuple[str, HostHealth]],
 ) -> list[tuple[str, str, list[tuple[dict[str, str], float]], str]]:
-    """``cli/metrics.py``'s families (name, help, samples, unit) for every host's GPUs, each
+    """``audit/metrics.py``'s families (name, help, samples, unit) for every host's GPUs, each
     sample labelled ``host`` first; a family no host has a sample of is left out."""
     samples: dict[str, list[tuple[dict[str, str], float]]] = {name: [] for name in HEALTH_FAMILIES}
     for host, health in hosts:

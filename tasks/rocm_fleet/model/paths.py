@@ -82,7 +82,7 @@ SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # missing); both removed with the mirror.
 MIRROR_ROOT = "/srv/rocm-fleet"
 MIRROR_BUNDLE = f"{MIRROR_ROOT}/bundle"
-# The file a bundle describes itself in (offline/bundle.py), where pyinfra runs and on the host.
+# The file a bundle describes itself in (bundle/build.py), where pyinfra runs and on the host.
 BUNDLE_MANIFEST = "manifest.json"
 MIRROR_CACHE = "/var/cache/rocm-fleet"
 # What the fleet's administrators publish for pull-mode nodes (their inventory data, the

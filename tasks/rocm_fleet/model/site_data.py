@@ -12,7 +12,7 @@ rocm-fleet that now knows the release); any other difference is refused. AMD's o
 matrix knows. Anything the format doesn't name is refused, naming the file and the field.
 
 Parsing here checks the form; whether upstream publishes what a row says (signed suites,
-packages, wheels) is ``offline.site_check``, which the deploy runs before it plans a host
+packages, wheels) is ``upstream.site_check``, which the deploy runs before it plans a host
 from a site row.
 """
 

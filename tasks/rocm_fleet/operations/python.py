@@ -25,8 +25,8 @@ from rocm_fleet.model.venv_pins import (
     requirement_met,
     version_matches,
 )
-from rocm_fleet.offline.lock_lines import BUILD_MARK, NO_BINARY
 from rocm_fleet.operations._script import script
+from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -156,12 +156,12 @@ def pinned_wheels(
 
     + locked: requirement lines pinning every wheel to be installed to its version and
       SHA-256 (``torch==2.9.1+rocm6.4 --hash=sha256:...``, from a bundle's manifest or the
-      controller's lock, ``offline.lock``): pip installs with ``--require-hashes`` from them
+      controller's lock, ``upstream.lock``): pip installs with ``--require-hashes`` from them
       alone, and refuses a wheel whose hash is another, naming it (the ``#sha256`` of the
       index page the host reads is not trusted: whoever can change the wheel on the way
       can change the page too). Required whenever something is to be installed: no wheel
       goes in unpinned. A lock that pins an sdist (AMD's ``rocm``, published only so;
-      ``offline.lock_lines``) names it in a ``--no-binary=`` line and marks the
+      ``upstream.lock_lines``) names it in a ``--no-binary=`` line and marks the
       wheels that build it: those are installed first, hash-checked (into the venv when the
       set needs them too, else into a scratch directory removed after, so the venv holds
       only the set), then the set, the sdist built with them (``--no-build-isolation``: an

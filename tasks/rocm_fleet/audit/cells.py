@@ -1,0 +1,247 @@
+"""The audit's row and its cells, as types: what ``audit.rows`` gathers once and the
+screens (``audit.screens``) and the metrics (``audit.metrics``) read by attribute.
+
+A row (``AuditRow``) is one host: its ``status`` (one of ``STATUSES``), the ``error`` when
+it is neither ok nor drift, its ``drift`` (observed keys and ``"<concern id>: <operation>"``),
+the cells of what the survey saw (``ObservedCells``: a field per column, None where the
+host has none), the plan's concerns by id (``ConcernCell``) and, for a surveyed host, its
+GPUs' health and the groups it is an outlier of.
+
+``AuditRow.to_json`` is ``--format json``'s host object; scripts read it, so its keys and
+values stay as they are: a cell is ``{"text", "drift", <its own fields>}``, in field order.
+
+A new observed cell: a ``Cell`` subclass with its fields, a field of ``ObservedCells`` with
+its column header, and the gathering filling it in; the table, the JSON and the docs' list
+of cells follow from the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Literal
+
+from rocm_fleet.audit.outliers import Outlier
+from rocm_fleet.model.boot import BootOutlook
+from rocm_fleet.model.health import HostHealth
+
+Status = Literal["ok", "drift", "refused", "unreachable", "failed", "invalid"]
+#: every status a row can have, the good ones first
+STATUSES: tuple[Status, ...] = ("ok", "drift", "refused", "unreachable", "failed", "invalid")
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON has it: a dataclass as a dict of its fields in order, a tuple as a
+    list (``dataclasses.asdict`` keeps tuples, which compare unequal to the JSON's lists)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What one column shows for a host: ``text``, and whether it is drift."""
+
+    text: str
+    drift: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return plain(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelCell(Cell):
+    running: str  #: the running kernel's release
+    newer: str | None = None  #: the newest installed kernel newer than it
+
+
+@dataclass(frozen=True, kw_only=True)
+class SecureBootCell(Cell):
+    state: str  #: mokutil's Secure Boot state (``enabled``, ``disabled``, ``absent``, ...)
+    mok: str | None = None  #: the signing key's MOK state, when it has one
+
+
+@dataclass(frozen=True, kw_only=True)
+class RocmCell(Cell):
+    installed: str | None  #: ``/opt/rocm/.info/version``; None: none installed
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchCell(Cell):
+    """The venv's torch (``model.conflicts.venv_torch``)."""
+
+    torch: str | None
+    hip: str | None
+    cuda: str | None
+    build: str | None  #: ``rocm``, ``cuda``, ``cpu``; None: no torch
+
+
+@dataclass(frozen=True)
+class ApuTotals:
+    """An APU's integrated GPU: amdgpu's memory totals (bytes), its VRAM being a carve-out."""
+
+    gfx: str
+    slot: str
+    vram_total: int | None
+    gtt_total: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpusCell(Cell):
+    expected: str  #: what the inventory expects, as the table says it
+    expected_count: int | None  #: None: at least one
+    found: tuple[str, ...]  #: the gfx target of each AMD GPU found
+    apus: tuple[ApuTotals, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverCell(Cell):
+    bound: tuple[str, ...]  #: the drivers bound to the host's AMD GPUs
+
+
+@dataclass(frozen=True, kw_only=True)
+class RebootCell(Cell):
+    pending: bool
+    unsafe: bool  #: the kernel it boots next is not ready for the driver
+    reasons: tuple[str, ...]
+    boot: BootOutlook
+
+    def to_json(self) -> dict[str, Any]:
+        found = plain(self)
+        # each kernel's readiness with its ``ready`` (a property, no field) before its problems
+        found["boot"]["kernels"] = [
+            {"kernel": k.kernel, "ready": k.ready, "problems": list(k.problems)}
+            for k in self.boot.kernels
+        ]
+        return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class SlurmCell(Cell):
+    """Slurm's ``Gres=`` for the node against its GPUs (``rocm_slurm_gres``)."""
+
+    node: str | None = None  #: the node Slurm was asked about; None: not asked (setting off)
+    gres: str | None = None  #: what Slurm says (``scontrol show node``); None: no answer
+    needs: str | None = None  #: what the node's GPUs make; None: not known
+
+
+@dataclass(frozen=True, kw_only=True)
+class HealthCell(Cell):
+    status: str  #: ``HostHealth.status``, or ``unread`` when the read failed
+    problems: tuple[str, ...] = ()
+    warnings: tuple[str, ...] | None = None  #: correctable ECC errors, when the GPUs were read
+
+    def to_json(self) -> dict[str, Any]:
+        found = plain(self)
+        if self.warnings is None:
+            del found["warnings"]
+        return found
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConcernCell(Cell):
+    """A concern of the plan (a deploy of the package): its ``name``, and its operations
+    that would change the host (none: no drift)."""
+
+    name: str
+    operations: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ObservedCells:
+    """The cells of what the survey saw, in column order, each field's ``header`` its
+    column's; None where the host has none (a host not surveyed has none, a
+    decommissioned one only ``rocm``)."""
+
+    distro: Cell | None = field(default=None, metadata={"header": "DISTRO"})
+    kernel: KernelCell | None = field(default=None, metadata={"header": "KERNEL"})
+    secure_boot: SecureBootCell | None = field(
+        default=None, metadata={"header": "SECURE BOOT / MOK"}
+    )
+    rocm: RocmCell | Cell | None = field(default=None, metadata={"header": "ROCM"})
+    torch: TorchCell | None = field(default=None, metadata={"header": "TORCH (hip)"})
+    gpus: GpusCell | None = field(default=None, metadata={"header": "GPUS expected/found"})
+    driver: DriverCell | None = field(default=None, metadata={"header": "DRIVER"})
+    # (the Reboot concern's column is "REBOOT")
+    reboot: RebootCell | None = field(default=None, metadata={"header": "REBOOT PENDING"})
+    slurm: SlurmCell | None = field(default=None, metadata={"header": "SLURM GRES"})
+    health: HealthCell | None = field(default=None, metadata={"header": "GPU HEALTH"})
+    outlier: Cell | None = field(default=None, metadata={"header": "OUTLIER"})
+
+    def items(self) -> Iterator[tuple[str, Cell]]:
+        """(key, cell) of every cell the host has, in column order."""
+        for column in fields(self):
+            found = getattr(self, column.name)
+            if found is not None:
+                yield column.name, found
+
+    @property
+    def rocm_release(self) -> str | None:
+        """The installed ROCm release; None: none, or not surveyed (a decommissioned
+        host's ``rocm`` cell only says it is absent)."""
+        return self.rocm.installed if isinstance(self.rocm, RocmCell) else None
+
+    def get(self, key: str) -> Cell | None:
+        return getattr(self, key, None) if key in OBSERVED else None
+
+    def __bool__(self) -> bool:
+        return any(True for _ in self.items())
+
+    def to_json(self) -> dict[str, Any]:
+        return {key: found.to_json() for key, found in self.items()}
+
+
+#: the observed columns: key -> header, in order
+OBSERVED: dict[str, str] = {f.name: f.metadata["header"] for f in fields(ObservedCells)}
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    """One host of the audit. ``outliers`` is None for a host that wasn't surveyed (nothing
+    to compare); a surveyed one has its ``health`` too (None: the read failed)."""
+
+    host: str
+    status: Status
+    error: str | None = None
+    drift: tuple[str, ...] = ()
+    cells: ObservedCells = ObservedCells()
+    concerns: Mapping[str, ConcernCell] = field(default_factory=dict)  #: by concern id
+    health: HostHealth | None = None
+    outliers: tuple[Outlier, ...] | None = None
+    details: Mapping[str, list[str]] = field(default_factory=dict)  #: a refusal's long lists
+    warnings: tuple[str, ...] = ()  #: what preflight warns of: said, not drift
+    verified_at: float | None = None  #: when the deploy's GPU check last passed (this boot)
+    matrix_data: str | None = (
+        None  #: where the host's release row comes from (Config.matrix_source)
+    )
+
+    @property
+    def surveyed(self) -> bool:
+        return self.outliers is not None
+
+    def to_json(self) -> dict[str, Any]:
+        """The host as ``--format json`` prints it (the keys scripts read)."""
+        found: dict[str, Any] = {
+            "host": self.host,
+            "error": self.error,
+            "drift": list(self.drift),
+            "cells": self.cells.to_json(),
+            "concerns": {key: concern.to_json() for key, concern in self.concerns.items()},
+        }
+        if self.outliers is not None:
+            found["health"] = plain(self.health)
+            found["outliers"] = [{**plain(o), "sentence": o.sentence()} for o in self.outliers]
+        found["status"] = self.status
+        if self.details:
+            found["details"] = plain(self.details)
+        if self.warnings:
+            found["warnings"] = list(self.warnings)
+        if self.verified_at is not None:
+            found["verified_at"] = self.verified_at
+        if self.matrix_data is not None:
+            found["matrix_data"] = self.matrix_data
+        return found

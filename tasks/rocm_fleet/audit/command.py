@@ -1,0 +1,150 @@
+"""``rocm-fleet audit INVENTORY [--limit PATTERN] [--data KEY=VALUE] [--format FORMAT]
+[--color WHEN] [-v] [-q] [-o FILE]``: a read-only drift report.
+
+The command: its options, and which screen shows the rows. What the audit knows about each
+host (planning the deploy read-only, the survey's cells, the drift by concern) is gathered
+by ``audit.rows`` into the typed rows of ``audit.cells``; the tables, JSON and
+progress are ``audit.screens``; OpenMetrics / Prometheus text is ``audit.metrics``.
+
+Formats: a table as wide as the terminal (one line per host, the drift under it; ``--wide``
+every column side by side), JSON, and OpenMetrics / Prometheus text. Progress goes to
+stderr. Exit status (``cli.exits``): 0 nothing drifted, 1 a host drifted or would be
+refused, 2 a host was unreachable or failed, 4 a host's inventory data is invalid or the
+inventory couldn't be used.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rocm_fleet.atomic import write_atomically
+from rocm_fleet.audit.metrics import FORMATS
+from rocm_fleet.cli.exits import Command, epilog, option
+from rocm_fleet.cli.inventory import UsageError, host_options
+from rocm_fleet.cli.tables import COLOR_CHOICES
+
+EXIT_STATUS = epilog(
+    "Here: 0 every host is as the inventory says; 1 a host drifted or would be refused; "
+    "2 a host was unreachable or failed to answer; 4 a host's inventory data is invalid, or "
+    "the inventory or an option can't be used"
+)
+
+
+def run(args: Any) -> int:
+    # gevent's monkey-patching, exactly as pyinfra's own CLI gets it on import, so the
+    # connections run in parallel.
+    from rocm_fleet.engine.context import patch_as_cli
+
+    patch_as_cli()
+
+    from rocm_fleet.audit import metrics
+    from rocm_fleet.audit.rows import exit_status, gather
+    from rocm_fleet.audit.screens import (
+        Progress,
+        render_json,
+        render_summary,
+        render_table,
+        screen_for,
+    )
+    from rocm_fleet.cli.inventory import parse_data
+
+    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    data = parse_data(args.data)
+    fmt = "json" if args.json else args.format
+    output = Path(args.output) if args.output else None
+    if output is not None and not output.parent.is_dir():
+        raise UsageError(f"--output {args.output}: {output.parent} is not a directory")
+    if args.quiet:
+        # Planning says "refused: ..." on pyinfra's logger for each refused host; the
+        # report says it again, so -q keeps stderr for the audit's own errors.
+        logging.getLogger("pyinfra").setLevel(logging.CRITICAL)
+    progress = None if args.quiet else Progress()
+    started = time.time()
+    try:
+        rows = gather(args.inventory, limits, data or None, progress)
+    except Exception:
+        if fmt in metrics.FORMATS:
+            # The metrics say the audit failed, now: the last good report must not stay
+            # in place looking current (the last success's time is carried over).
+            last = metrics.last_success(output) if output is not None else None
+            _emit(metrics.render_failure(fmt, started, last), output)
+        raise
+    finally:
+        if progress is not None:
+            progress.close()
+    status = exit_status(rows)
+    screen = screen_for(sys.stdout, args.color)
+    colour = screen.colour and output is None
+    if fmt == "json":
+        text = render_json(rows, status)
+    elif fmt in metrics.FORMATS:
+        text = metrics.render(rows, fmt, now=started)
+    elif args.wide:
+        text = render_table(rows, colour=colour) + "\n"
+    else:
+        text = render_summary(rows, colour, args.verbose, width=screen.width) + "\n"
+    _emit(text, output)
+    return status
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(output, text)
+
+
+command = Command(
+    "audit",
+    run,
+    help="Plan the deploy for every host (reading the hosts, changing nothing) and report "
+    "what would change: what --dry would show, by concern, with what the hosts report "
+    "(kernel, Secure Boot, ROCm, torch, GPUs, driver, pending reboot).",
+    epilog=EXIT_STATUS,
+    params=[
+        click.Argument(["inventory"], help="pyinfra inventory (file, host list or module)"),
+        *host_options(),
+        option(
+            "--format",
+            type=click.Choice(("table", "json", *FORMATS)),
+            default="table",
+            help="table (default); json; openmetrics (Prometheus/OpenMetrics text); prometheus "
+            "(text format 0.0.4, for node_exporter's textfile collector)",
+        ),
+        option("--json", is_flag=True, help="the same as --format json"),
+        option("--wide", is_flag=True, help="table: every column side by side, however wide"),
+        option(
+            "-v",
+            "--verbose",
+            is_flag=True,
+            help="table: every cell of every host, and long reasons in full",
+        ),
+        option(
+            "--color",
+            type=click.Choice(COLOR_CHOICES),
+            default="auto",
+            help="table: colour the drift; auto (default): on a terminal unless NO_COLOR is set",
+        ),
+        option(
+            "-q",
+            "--quiet",
+            is_flag=True,
+            help="nothing on stderr but errors: no progress, no refusal lines while planning (the "
+            "report says why a host is refused)",
+        ),
+        option(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="write the report to FILE instead of stdout, atomically (e.g. --format "
+            "prometheus into node_exporter's textfile directory; an audit that fails replaces "
+            "it with rocm_fleet_audit_success 0, keeping the time of the last success)",
+        ),
+    ],
+)

@@ -1,0 +1,223 @@
+"""The audit as metrics, for the dashboards and alerts a fleet already has.
+
+``rocm-fleet audit INVENTORY --format openmetrics`` prints the OpenMetrics text format
+(https://github.com/prometheus/OpenMetrics/blob/main/specification/OpenMetrics.md): serve
+it, or write it where node_exporter's textfile collector reads it on the controller
+(``--format prometheus`` is the older Prometheus text format, 0.0.4, which is what the
+textfile collector parses: no ``# UNIT``, no ``# EOF``). prometheus_client writes both and
+reads the previous file back: labels in name order, values as Go prints floats (``1.0``);
+it is imported when they are, so the command's options (``FORMATS``) cost no import of it.
+
+Every family is a gauge; the hosts' families have the inventory's host name as the ``host``
+label:
+
+``rocm_fleet_audit_success``
+    1 when the audit ran and reported every host (an unreachable host is reported: it is in
+    ``rocm_fleet_audit_status``), 0 when it could not (the inventory failed to load, an
+    option was wrong, the audit crashed). A failed audit writes only the audit's own
+    families, so a dashboard never shows the last good report as if it were current.
+``rocm_fleet_audit_last_success_timestamp_seconds``
+    when the audit last succeeded: now on success; after a failure the value the previous
+    ``--output`` file had (absent when there was none: the audit has no other memory).
+``rocm_fleet_audit_timestamp_seconds``
+    when the audit ran (succeeded or not).
+``rocm_fleet_audit_status{host,status}``
+    1 for the host's status (ok, drift, refused, unreachable, failed, invalid), 0 for the
+    others (a state set, so ``rocm_fleet_audit_status{status="ok"} == 0`` alerts).
+``rocm_fleet_host_info{host,distro,rocm_release,torch,hip}``
+    1; what the host has installed (empty when none).
+``rocm_fleet_gpus_expected{host}``, ``rocm_fleet_gpus_found{host}``
+    GPU counts; ``expected`` is absent where the inventory asks for "at least one".
+``rocm_fleet_drifted_concerns{host}``, ``rocm_fleet_concern_drifted{host,concern}``
+    how many of the plan's concerns drift, and 0/1 per concern; ``concern`` is the
+    concern's stable snake_case id (``rocm_apt_repository``, ``pytorch``, ``reboot``: the
+    JSON's ``concerns`` keys), never the table's display name.
+``rocm_fleet_reboot_pending{host}``, ``rocm_fleet_gpu_undriven{host}``
+    0/1: what the survey saw drift beside the plan (a pending reboot; an AMD GPU no driver
+    drives).
+``rocm_fleet_last_verify_timestamp_seconds{host}``
+    when the deploy's GPU check last passed in this boot (absent if it hasn't).
+``rocm_fleet_outlier{host,group,field}``
+    1 for each field (driver, firmware, kernel, rocm) in which the host differs from the
+    majority of an inventory group it is in (absent when it doesn't).
+``rocm_fleet_gpu_*{host,gpu,bdf}``
+    what amd-smi reads per GPU (``model.health.HEALTH_FAMILIES``): ECC error counts, PCIe
+    link width and speed against the card's, XGMI links up and down, and
+    ``rocm_fleet_gpu_healthy`` (0 on an uncorrectable ECC error, a narrowed link or an XGMI
+    link down). A counter the GPU doesn't have is absent, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rocm_fleet.audit.cells import STATUSES, AuditRow
+from rocm_fleet.model.health import HEALTH_FAMILIES, HostHealth, health_families
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import GaugeMetricFamily
+
+#: the output formats: OpenMetrics 1.0, and Prometheus text 0.0.4 (node_exporter's textfile)
+FORMATS = ("openmetrics", "prometheus")
+#: the Content-Type each format is served with
+CONTENT_TYPES = {
+    "openmetrics": "application/openmetrics-text; version=1.0.0; charset=utf-8",
+    "prometheus": "text/plain; version=0.0.4; charset=utf-8",
+}
+
+Sample = tuple[dict[str, str], float]
+
+
+def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Sample], str]]:
+    """(name, help, samples, unit) per family, from the audit's rows."""
+    status: list[Sample] = []
+    info: list[Sample] = []
+    expected: list[Sample] = []
+    found: list[Sample] = []
+    drifted: list[Sample] = []
+    concern: list[Sample] = []
+    reboot: list[Sample] = []
+    unsafe: list[Sample] = []
+    undriven: list[Sample] = []
+    verified: list[Sample] = []
+    outlier: list[Sample] = []
+    health: list[tuple[str, HostHealth]] = []
+    for row in rows:
+        host = {"host": row.host}
+        if row.health:
+            health.append((row.host, row.health))
+        outlier += [
+            ({**host, "group": o.group, "field": o.property}, 1.0) for o in row.outliers or ()
+        ]
+        status += [({**host, "status": s}, float(row.status == s)) for s in STATUSES]
+        cells = row.cells
+        if not cells:
+            continue  # unreachable, failed, invalid: the status says all that is known
+        torch = cells.torch
+        labels = {
+            "distro": cells.distro.text if cells.distro else "",
+            "rocm_release": cells.rocm_release or "",
+            "torch": (torch.torch if torch else None) or "",
+            "hip": (torch.hip if torch else None) or "",
+        }
+        info.append(({**host, **labels}, 1.0))
+        gpus = cells.gpus
+        if gpus is not None and gpus.expected_count is not None:
+            expected.append((host, float(gpus.expected_count)))
+        found.append((host, float(len(gpus.found) if gpus else 0)))
+        if row.status in ("ok", "drift"):
+            flags = {key: c.drift for key, c in row.concerns.items()}
+            drifted.append((host, float(sum(flags.values()))))
+            concern += [({**host, "concern": key}, float(flag)) for key, flag in flags.items()]
+        reboot.append((host, float(bool(cells.reboot and cells.reboot.pending))))
+        unsafe.append((host, float(bool(cells.reboot and cells.reboot.unsafe))))
+        if cells.driver is not None:
+            undriven.append((host, float(cells.driver.drift)))
+        if row.verified_at:
+            verified.append((host, float(row.verified_at)))
+    gpus = {name: samples for name, _, samples, _ in health_families(health)}
+    return [
+        *audit_families(now, now),
+        ("rocm_fleet_audit_status", "The host's audit status (1 for the one it has).", status,
+         ""),
+        ("rocm_fleet_host_info", "What the host has installed: distribution, ROCm, torch.",
+         info, ""),
+        ("rocm_fleet_gpus_expected", "GPUs the inventory expects.", expected, ""),
+        ("rocm_fleet_gpus_found", "AMD GPUs the host has.", found, ""),
+        ("rocm_fleet_drifted_concerns", "Concerns that differ from the inventory.", drifted, ""),
+        ("rocm_fleet_concern_drifted", "1 when the concern differs from the inventory.",
+         concern, ""),
+        ("rocm_fleet_reboot_pending", "1 when the host waits for a reboot.", reboot, ""),
+        ("rocm_fleet_reboot_unsafe", "1 when the kernel the host boots next is not ready for "
+         "its GPU driver (a reboot would be refused).", unsafe, ""),
+        ("rocm_fleet_gpu_undriven", "1 when an AMD GPU of the host has no driver bound.",
+         undriven, ""),
+        ("rocm_fleet_last_verify_timestamp_seconds",
+         "When the deploy's GPU check last passed on the host (this boot).", verified,
+         "seconds"),
+        ("rocm_fleet_outlier",
+         "1 when the host's field differs from the majority of its inventory group.", outlier,
+         ""),
+        # every health family named, so the rules' and dashboard's test sees them all
+        *((name, text, gpus.get(name, []), "") for name, text in HEALTH_FAMILIES.items()),
+    ]  # fmt: skip
+
+
+def audit_families(
+    now: float, last_success: float | None, success: bool = True
+) -> list[tuple[str, str, list[Sample], str]]:
+    """The audit's own families: whether it succeeded, when it last did, when it ran."""
+    last = [({}, float(last_success))] if last_success is not None else []
+    return [
+        ("rocm_fleet_audit_success", "1 when the audit reported every host, 0 when it failed.",
+         [({}, 1.0 if success else 0.0)], ""),
+        ("rocm_fleet_audit_last_success_timestamp_seconds", "When the audit last succeeded.",
+         last, "seconds"),
+        ("rocm_fleet_audit_timestamp_seconds", "When the audit ran.", [({}, float(now))],
+         "seconds"),
+    ]  # fmt: skip
+
+
+def render(rows: list[AuditRow], fmt: str = "openmetrics", now: float | None = None) -> str:
+    """The audit's rows in ``fmt`` (one of FORMATS), ending with a newline."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    return _text(families(rows, time.time() if now is None else now), fmt)
+
+
+def render_failure(fmt: str, now: float, last_success: float | None) -> str:
+    """The metrics of an audit that failed (no host was reported): success 0, the last
+    success's time carried over, when it ran."""
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    return _text(audit_families(now, last_success, success=False), fmt)
+
+
+class _Families:
+    """A prometheus_client collector of ``families``' gauges, each family with samples."""
+
+    def __init__(self, found: Iterable[tuple[str, str, list[Sample], str]]) -> None:
+        self.found = found
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        from prometheus_client.metrics_core import GaugeMetricFamily
+
+        for name, help_text, samples, unit in self.found:
+            if not samples:
+                continue
+            family = GaugeMetricFamily(name, help_text, unit=unit)
+            for labels, value in samples:
+                family.add_sample(name, {key: str(val) for key, val in labels.items()}, value)
+            yield family
+
+
+def _text(found: list[tuple[str, str, list[Sample], str]], fmt: str) -> str:
+    from prometheus_client import generate_latest
+    from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
+
+    write = generate_openmetrics if fmt == "openmetrics" else generate_latest
+    return write(_Families(found)).decode()  # type: ignore[arg-type]
+
+
+LAST_SUCCESS = "rocm_fleet_audit_last_success_timestamp_seconds"
+
+
+def last_success(path: Path) -> float | None:
+    """``rocm_fleet_audit_last_success_timestamp_seconds`` as the previous report at
+    ``path`` has it (either text format), None when there is none or it can't be read."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        text = path.read_text(errors="replace")
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == LAST_SUCCESS:
+                    value = float(sample.value)
+                    return value if math.isfinite(value) and value > 0 else None
+    except (OSError, ValueError):
+        return None
+    return None

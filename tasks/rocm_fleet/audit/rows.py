@@ -1,0 +1,403 @@
+"""What ``rocm-fleet audit`` knows about each host: its row, gathered read-only.
+
+The audit plans the deploy itself (``rocm_node``) for every host, with pyinfra's planning,
+which reads the hosts and runs nothing on them: a resource drifts exactly when the operation
+that enforces it would change something, which is what ``--dry`` reports, so every resource
+a task manages shows up here with no list of its own. The plan's operations are grouped by
+concern (the deploy they belong to: "ROCm apt repository", "PyTorch", ...), each known by a
+stable snake_case id (``rocm_apt_repository``, ``pytorch``: ``concern_id``) in the JSON and
+the metrics, by its name in the table. Beside them, the cells of what the preflight survey
+saw that no operation enforces: the running kernel, Secure Boot and the MOK, the installed
+ROCm and torch, the GPUs, whether the GPU is driven and whether a reboot is pending. A host
+preflight would refuse is reported with the same reason. Connections and planning run in
+parallel with pyinfra's own machinery.
+
+A row is a ``audit.cells.AuditRow``, built here once; the screens in
+``audit.screens`` and ``audit.metrics`` read it by attribute, and ``AuditRow.to_json`` is
+what ``--format json`` prints (with ``matrix_data``: where the host's release row comes
+from, rocm-fleet's committed matrix or a site file's path and SHA-256). A host that was
+surveyed also has its ``health`` (what amd-smi said; None when it couldn't be read) and its
+``outliers`` (where it differs from the majority of an inventory group it is in).
+
+GPU health is read by the audit alone (a second round trip after the plan: amd-smi is slow
+and not what a deploy needs). An uncorrectable ECC error, a narrowed PCIe link or an XGMI
+link down is drift of the ``health`` cell; so is being an outlier of a group (the
+``outlier`` cell): both are what the inventory's fleet should not have.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from rocm_fleet.audit.cells import (
+    ApuTotals,
+    AuditRow,
+    Cell,
+    ConcernCell,
+    DriverCell,
+    GpusCell,
+    HealthCell,
+    KernelCell,
+    ObservedCells,
+    RebootCell,
+    RocmCell,
+    SecureBootCell,
+    SlurmCell,
+    Status,
+    TorchCell,
+)
+from rocm_fleet.audit.outliers import HostVersions, Outlier, outliers, versions_from_survey
+from rocm_fleet.cli.exits import Exit, worst
+from rocm_fleet.cli.inventory import load_inventory
+from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.host_survey import HostSurvey
+
+# The deploy every operation of rocm-fleet belongs to (rocm_fleet/deploy/node.py), left out of the
+# concern names.
+ROOT_DEPLOY = "rocm-fleet"
+
+
+def concern_id(name: str) -> str:
+    """A concern's stable id from its deploy's name: ``"ROCm apt repository"`` ->
+    ``rocm_apt_repository`` (lower case, every run of other characters one ``_``); what the
+    JSON and the metrics' ``concern`` label carry, whatever the table shows."""
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "other"
+
+
+def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell], list[str]]:
+    """(concern id -> cell, the drift entries ``"<id>: <operation>"``) of a plan's drift."""
+    cells: dict[str, ConcernCell] = {}
+    drift: list[str] = []
+    for name, operations in concerns.items():
+        key = concern_id(name)
+        text = "! " + "; ".join(operations) if operations else "ok"
+        cells[key] = ConcernCell(text, bool(operations), name=name, operations=tuple(operations))
+        drift += [f"{key}: {operation}" for operation in operations]
+    return cells, drift
+
+
+def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
+    """The cells of what the survey saw; only a GPU the kernel doesn't drive and a pending
+    reboot count as drift (everything else an operation enforces is in the plan)."""
+    from rocm_fleet.deploy.reboot import wanted_driver
+    from rocm_fleet.facts.apt import kernel_releases
+    from rocm_fleet.model.boot import survey_boot
+    from rocm_fleet.model.conflicts import venv_torch
+    from rocm_fleet.model.gpus import amd_pci, describe_gpus, gpus_found
+    from rocm_fleet.model.paths import MOK_KEYS
+    from rocm_fleet.model.versions import newer_kernels
+
+    distro = survey.distro or {}
+    name = f"{distro.get('id', '?')} {distro.get('point_release') or distro.get('version_id')}"
+
+    running = survey.kernel or "?"
+    newer = newer_kernels(running, kernel_releases(survey.packages or {}))
+    text = running + (f" (newer installed: {newer[-1]})" if newer else "")
+    kernel = KernelCell(text, running=running, newer=newer[-1] if newer else None)
+
+    sb = (survey.secure_boot or {}).get("state", "unknown")
+    states = [(survey.mok.get(cert) or {}).get("state") for cert, _ in MOK_KEYS.values()]
+    mok = next((s for s in states if s not in ("missing", "absent", None)), None)
+    sb_text = {"absent": "unknown (no mokutil)"}.get(sb, sb) + (f", MOK {mok}" if mok else "")
+    secure_boot = SecureBootCell(sb_text, state=sb, mok=mok)
+
+    installed = survey.rocm_version
+    torch = venv_torch(survey)
+    hip = f" (hip {torch.hip})" if torch.hip else ""
+
+    found = gpus_found(survey)
+    expected = _expected_text(config)
+    gpus = GpusCell(
+        f"{expected} / {describe_gpus(found)}",
+        expected=expected,
+        expected_count=config.expected_gpu_count,
+        found=tuple(g["gfx"] for g in found),
+        apus=tuple(
+            ApuTotals(g["gfx"], g["slot"], g["vram_total"], g["gtt_total"])
+            for g in found
+            if g.get("apu")
+        ),
+    )
+
+    amdgpu = survey.amdgpu or {}
+    bound = sorted({g["driver"] for g in amd_pci(survey) if g.get("driver")})
+    driver = "amdgpu " + (amdgpu.get("version") or "(inbox)") if amdgpu.get("loaded") else "none"
+    undriven = (
+        config.rocm_state == "present"
+        and config.expected_gpu_count != 0
+        and bool(amd_pci(survey))
+        and "amdgpu" not in bound
+    )
+    driven = DriverCell(
+        driver + (" (GPU not bound to amdgpu)" if undriven else ""), undriven, bound=tuple(bound)
+    )
+
+    reboot = survey.reboot or {}
+    pending = bool(reboot.get("required"))
+    reasons = list(reboot.get("reasons") or []) + list(reboot.get("packages") or [])
+    # The kernel it boots next and every installed one, ready for the driver or not: a
+    # reboot into an unready kernel strands the host (the deploy refuses it).
+    boot = survey_boot(
+        survey, wanted_driver(config), MOK_KEYS.get(distro.get("id") or "", ("",))[0] or None
+    )
+    text = (
+        "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no"
+    )
+    # A kernel it would boot that isn't ready is drift, pending reboot or not (an unattended
+    # upgrade's kernel); a host whose next kernel can't be told at all (a VM booted by its
+    # hypervisor's kernel, no /boot: seen on a real Ubuntu cloud host) only says so, since
+    # rocm-fleet refuses to reboot it and nothing on it can be repaired.
+    unsafe = bool(boot.refused) and (pending or boot.next is not None)
+    if boot.refused:
+        text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot.refused)
+    return ObservedCells(
+        distro=Cell(name),
+        kernel=kernel,
+        secure_boot=secure_boot,
+        rocm=RocmCell(installed or "none", installed=installed),
+        torch=TorchCell(
+            f"{torch.torch or 'none'}{hip}",
+            torch=torch.torch, hip=torch.hip, cuda=torch.cuda, build=torch.build,
+        ),
+        gpus=gpus,
+        driver=driven,
+        reboot=RebootCell(
+            text, pending or unsafe, pending=pending, unsafe=unsafe, reasons=tuple(reasons),
+            boot=boot,
+        ),
+        slurm=slurm_cell(config, survey),
+    )  # fmt: skip
+
+
+def slurm_cell(config: Any, survey: HostSurvey) -> SlurmCell:
+    """Whether Slurm's ``Gres=`` for the node is what its GPUs make (``rocm_slurm_gres``):
+    drift when not, as ``rocm-fleet check`` fails then (the deploy only warns: slurm.conf is
+    the site's)."""
+    from rocm_fleet.model.slurm import GresError, gres_mismatch, node_gres, slurm_gpus
+
+    view = survey.slurm_node
+    if not config.rocm_slurm_gres or view is None:
+        return SlurmCell("off")
+    if survey.kfd is None:
+        return SlurmCell("unknown (no KFD topology)", node=view.node, gres=view.gres)
+    try:
+        gpus = slurm_gpus(survey.kfd, config.rocm_slurm_gres_type)
+    except GresError as exc:  # the deploy refuses the host, saying the same
+        return SlurmCell(f"! {exc}", True, node=view.node, gres=view.gres)
+    needs = node_gres(gpus) or "(null)"
+    mismatch = gres_mismatch(gpus, view)
+    text = f"! {mismatch}" if mismatch else f"{view.node}: Gres={view.gres}"
+    return SlurmCell(text, mismatch is not None, node=view.node, gres=view.gres, needs=needs)
+
+
+def _expected_text(config: Any) -> str:
+    count = config.expected_gpu_count
+    gfx = "/".join(config.expected_gfx_list) or "any"
+    if count == 0:
+        return "none"
+    return f"{count if count is not None else '>=1'} x {gfx}"
+
+
+def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
+    """Concern -> the names of its operations that would change this host, in plan order;
+    every concern planned for the host is a key (empty list: no drift). Operations gated
+    with ``_if`` follow another operation's change, which is reported itself."""
+    from rocm_fleet.engine.host_plans import planned_operations
+
+    concerns: dict[str, list[str]] = {}
+    for planned in planned_operations(state, host):
+        names = planned.names
+        parts = [p for p in names[0].split(" | ") if p != ROOT_DEPLOY] if names else ["?"]
+        concern, operation = (parts[0], parts[-1]) if len(parts) > 1 else ("other", parts[0])
+        if concern == "Preflight":
+            continue
+        concerns.setdefault(concern, [])
+        if planned.changes and not planned.conditional:
+            concerns[concern].append(operation)
+    return concerns
+
+
+def gather(
+    inventory_path: str,
+    limits: list[str],
+    override_data: dict[str, Any] | None = None,
+    progress: Any = None,
+) -> list[AuditRow]:
+    """Connect to every (limited) host in parallel, plan the deploy for it, build its row;
+    ``progress(row, done, total)`` is called as each host's row is ready."""
+    from pyinfra.api.exceptions import ConnectError, PyinfraError
+
+    from rocm_fleet.deploy.node import host_config, rocm_node
+    from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel
+    from rocm_fleet.engine.refuse import outcome
+    from rocm_fleet.model.config import ConfigError
+
+    state, hosts = load_inventory(
+        inventory_path, limits, check_for_changes=True, override_data=override_data
+    )
+    versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
+
+    def audit(host) -> AuditRow:
+        try:
+            config = host_config(host)  # the mirror resolved too: a wrong one is invalid
+        except ConfigError as exc:
+            return AuditRow(host.name, "invalid", str(exc))
+        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
+        return replace(audit_configured(host, config), matrix_data=config.matrix_source)
+
+    def audit_configured(host, config) -> AuditRow:
+        try:
+            host.connect(show_errors=False, raise_exceptions=True)
+        except (ConnectError, PyinfraError, OSError) as exc:
+            return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
+        plan_deploy(state, host, rocm_node)
+        if config.rocm_state == "absent":
+            # A decommissioned host has no preflight: what the removal would still take
+            # away is its whole drift, and a clean one is as the inventory says.
+            return _absent_row(host.name, plan_drift(state, host))
+        found = outcome(state, host.name)
+        if found is None or found.survey is None:
+            reason = found.refused if found else "preflight did not run"
+            return AuditRow(host.name, "failed", reason)
+        health = read_health(host)
+        cells = replace(observed_cells(config, found.survey), health=health_cell(health))
+        versions[host.name] = versions_from_survey(found.survey, health)
+        drift = [key for key, c in cells.items() if c.drift]
+        # A surveyed row has its health, and its outliers once every host is in (outliers=():
+        # none yet, flag_outliers fills them in).
+        if found.refused:
+            details = found.findings.details if found.findings else {}
+            return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
+                            outliers=(), details=details)  # fmt: skip
+        concerns, planned = concern_cells(plan_drift(state, host))
+        drift += planned
+        # What preflight warns of (a plain-HTTP mirror, an unofficial distro): said, not drift.
+        warnings = found.findings.warnings if found.findings else []
+        return AuditRow(
+            host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
+            concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
+            verified_at=verified(found.survey),
+        )  # fmt: skip
+
+    done = []
+
+    def audit_and_report(host) -> AuditRow:
+        row = AuditRow(host.name, "failed")  # until audit() returns
+        try:
+            row = audit(host)
+            return row
+        finally:
+            done.append(host)
+            if progress is not None:
+                progress(row, len(done), len(hosts))
+
+    rows = []
+    for host, result in zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True):
+        if isinstance(result, BaseException):
+            rows.append(AuditRow(host.name, "failed", f"{type(result).__name__}: {result}"))
+        else:
+            rows.append(result)
+    for host in hosts:
+        if host.connected:
+            host.disconnect()
+    groups: dict[str, list[str]] = {}
+    for host in hosts:
+        for group in host.groups:
+            groups.setdefault(group, []).append(host.name)
+    return flag_outliers(rows, outliers(groups, versions))
+
+
+def read_health(host: Any) -> HostHealth | None:
+    """The host's GPUs' health as amd-smi reports it; None when the read couldn't run."""
+    from rocm_fleet.engine.surveying import read_apart
+    from rocm_fleet.facts.health import GpuHealthFact
+    from rocm_fleet.facts.round_trip import Read
+
+    answer = read_apart(host, [Read("health", GpuHealthFact)])
+    return answer[0] if answer else None
+
+
+def health_cell(health: HostHealth | None) -> HealthCell:
+    """The ``health`` cell: ``ok (N GPUs)``, what is wrong (drift), or why it is unknown."""
+    if health is None:
+        return HealthCell("unknown (the read failed)", status="unread")
+    if health.status != "ok":
+        why = {"no_tool": "no amd-smi", "unsupported": "only rocm-smi"}.get(
+            health.status, health.message
+        )
+        return HealthCell(f"unknown ({why})", status=health.status)
+    problems = health.problems()
+    if problems:
+        return HealthCell("! " + "; ".join(problems), True, status="ok", problems=tuple(problems))
+    if not health.gpus:
+        return HealthCell("no GPU reported", status="ok")
+    warnings = [w for gpu in health.gpus for w in gpu.warnings()]
+    count = len(health.gpus)
+    text = f"ok ({count} GPU{'s' if count != 1 else ''})" + (
+        f", {len(warnings)} with correctable ECC errors" if warnings else ""
+    )
+    return HealthCell(text, status="ok", warnings=tuple(warnings))
+
+
+def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
+    """Each surveyed row with its ``outliers`` and ``outlier`` cell; a host that is one
+    drifts (an ``ok`` row becomes ``drift``)."""
+    by_host: dict[str, list[Outlier]] = {}
+    for outlier in found:
+        by_host.setdefault(outlier.host, []).append(outlier)
+    return [_with_outliers(row, by_host.get(row.host, [])) if row.surveyed else row
+            for row in rows]  # fmt: skip
+
+
+def _with_outliers(row: AuditRow, mine: list[Outlier]) -> AuditRow:
+    if not mine:
+        return replace(row, outliers=(), cells=replace(row.cells, outlier=Cell("no")))
+    said = [
+        f"{o.property} {o.value} ({o.hosts_with_majority} of {o.hosts_reporting} in "
+        f"group {o.group} have {o.majority})"
+        for o in mine
+    ]
+    row = replace(
+        row,
+        outliers=tuple(mine),
+        cells=replace(row.cells, outlier=Cell("! " + "; ".join(said), True)),
+    )
+    if row.status not in ("ok", "drift"):
+        return row
+    return replace(
+        row, status="drift", drift=(*row.drift, *(f"outlier: {o.property}" for o in mine))
+    )
+
+
+def _absent_row(host: str, concerns: dict[str, list[str]]) -> AuditRow:
+    """The row of a host whose inventory says ``rocm_state: absent``."""
+    cells, drift = concern_cells(concerns)
+    return AuditRow(
+        host, "drift" if drift else "ok", drift=tuple(drift),
+        cells=ObservedCells(rocm=Cell("absent (rocm_state)")), concerns=cells,
+    )  # fmt: skip
+
+
+def verified(survey: HostSurvey) -> float | None:
+    """When the deploy's GPU check last passed on the host in this boot (the record it
+    keeps, read while planning the Verify concern), in seconds; None when it hasn't."""
+    from rocm_fleet.model.paths import VERIFIED
+
+    record = survey.files.get(VERIFIED)  # surveyed: operations.gpu declares the read
+    return record["mtime"] if record else None
+
+
+#: each host status's exit status (``cli.exits``: a bad setting is bad input, a host that
+#: did not answer could not be checked)
+EXITS: dict[Status, Exit] = {
+    "ok": Exit.OK, "drift": Exit.FINDINGS, "refused": Exit.FINDINGS,
+    "unreachable": Exit.NOT_CHECKED, "failed": Exit.NOT_CHECKED, "invalid": Exit.USAGE,
+}  # fmt: skip
+
+
+def exit_status(rows: Iterable[AuditRow]) -> int:
+    """The worst of the hosts' statuses, in the order of ``cli.exits``."""
+    return worst(EXITS[r.status] for r in rows)

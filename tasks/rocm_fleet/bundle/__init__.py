@@ -1,0 +1,1 @@
+"""The offline bundle: what the fleet installs from AMD and PyTorch, for a mirror."""

@@ -1,0 +1,198 @@
+"""``rocm-fleet bundle INVENTORY --output DIR``: fetch once what a fleet installs from AMD
+and PyTorch, verified, for a fleet mirror to serve where upstream is unreachable.
+
+Run it where upstream is reachable (directly, or through ``HTTPS_PROXY``). For every host
+of the inventory (``--limit`` to fewer) it takes the release, packages, driver and torch
+build from the host's settings (the fleet model's ``needs``, which the deploy reads too:
+the release's stream says which repository, key and packages; a Core SDK host's default
+packages are chosen as if its GPUs are the ``expected_gfx`` it names, and preflight checks
+the real ones), and the distro from
+the host itself (one read of ``/etc/os-release``), or from ``--distro`` for hosts it can't
+reach; the distro gives AMD's suite or directory and the host's Python
+(``matrix.HOST_RUNTIMES``). Then ``rocm_fleet.bundle.build`` fetches
+and verifies. A second run fetches only what is new. See docs/offline-and-mirrors.md.
+
+Exit status (``cli.exits``): 0 the bundle is complete; 1 something fetched did not verify,
+or upstream lacks a package a host needs (named); 2 upstream or the proxy did not answer;
+4 bad input (the inventory, an option, a host's settings).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rocm_fleet.cli.exits import Command, Exit, epilog, option
+from rocm_fleet.cli.inventory import UsageError, load_inventory
+from rocm_fleet.model import matrix
+
+
+def host_distros(state: Any, hosts: list[Any]) -> dict[str, str | None]:
+    """Each host's os-release ID and VERSION_ID (``"debian 12"``), read over SSH in
+    parallel; None for a host that can't be read."""
+    from rocm_fleet.engine.context import on_each_host
+    from rocm_fleet.facts.system import DistroRelease
+
+    def read(host: Any) -> str | None:
+        try:
+            host.connect(show_errors=False, raise_exceptions=True)
+            found = host.get_fact(DistroRelease, _ignore_errors=True) or {}
+        except Exception:  # unreachable: the caller names it and asks for --distro
+            return None
+        finally:
+            if host.connected:
+                host.disconnect()
+        if not found.get("id"):
+            return None
+        return f"{found['id']} {found.get('version_id') or ''}".strip()
+
+    read_all = on_each_host(state, hosts, read)
+    return {
+        host.name: (None if isinstance(found, BaseException) else found)
+        for host, found in zip(hosts, read_all, strict=True)
+    }
+
+
+def plan_for(args: Any):
+    """The bundle plan for the inventory: (Plan, notes to print)."""
+    from rocm_fleet.bundle.build import Plan
+    from rocm_fleet.engine.inventory_fleet import fleet_of
+    from rocm_fleet.model.config import ConfigError
+
+    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
+    # The inventory's one model, which the deploy reads too (a bad mirror is bad data here).
+    fleet = fleet_of(hosts[0].inventory)
+    configs = {}
+    for host in hosts:
+        try:
+            config = fleet.config(host.name)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        if config.rocm_state == "present":
+            configs[host.name] = config
+    if not configs:
+        raise UsageError(f"no host of {args.inventory} has rocm_state: present")
+    if args.distro:
+        distros = {name: list(args.distro) for name in configs}
+    else:
+        read = host_distros(state, [h for h in hosts if h.name in configs])
+        unread = sorted(name for name, found in read.items() if found is None)
+        if unread:
+            raise UsageError(
+                f"can't read the distro of {', '.join(unread)} (unreachable from here): pass "
+                "--distro for the fleet's distros, e.g. --distro 'debian 12'"
+            )
+        distros = {name: [found] for name, found in read.items() if found}
+    plan, notes = Plan(), []
+    for name, config in configs.items():
+        for key in distros[name]:
+            row = _row(key, config)
+            if row is None:
+                raise UsageError(
+                    f"{name}: {key} is not a distro the matrix knows "
+                    f"({', '.join(matrix.DISTRO_KEYS)}); set rocm_distro_override"
+                )
+            needs = fleet.needs(name, row)
+            if needs is None:
+                notes.append(f"{name}: ROCm {config.release.version} publishes nothing for "
+                             f"{row.key}")  # fmt: skip
+                continue
+            described = {
+                "distro": row.key,
+                "release": config.release.version,
+                "stream": config.stream.name,
+                "repository": needs.apt[0].repository.describe(),
+                "packages": list(needs.apt[0].packages),
+                "driver": config.rocm_driver,
+                "python": matrix.HOST_RUNTIMES[row.key].python,
+                "torch": config.torch.build.torch if config.torch else None,
+            }
+            plan.add(name if len(distros[name]) == 1 else f"{name} ({key})", needs, described)
+    return plan, notes
+
+
+def _row(key: str, config: Any) -> matrix.Distro | None:
+    distro_id, _, version = key.partition(" ")
+    return matrix.distro(distro_id, version, config.rocm_distro_override)
+
+
+def run(args: Any) -> int:
+    from rocm_fleet.engine.context import patch_as_cli
+
+    patch_as_cli()  # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
+
+    from rocm_fleet.bundle.build import BundleError, BundleUnreachable, make_bundle
+    from rocm_fleet.upstream.http import Fetcher, human
+
+    plan, notes = plan_for(args)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    out = Path(args.output)
+    fetcher = Fetcher(
+        timeout=(min(args.timeout, 30.0), args.timeout),
+        retries=args.retries,
+        deadline=args.deadline,
+    )
+    try:
+        manifest = make_bundle(plan, out, fetcher, inventory=args.inventory)
+    except BundleUnreachable as exc:
+        print(f"rocm-fleet bundle: {exc}", file=sys.stderr)
+        return Exit.NOT_CHECKED
+    except BundleError as exc:
+        print(f"rocm-fleet bundle: {exc}", file=sys.stderr)
+        return Exit.FINDINGS
+    finally:
+        fetcher.close()
+    counts = fetcher.counts
+    debs = sum(len(r["debs"]) for r in manifest["repositories"])
+    wheels = sum(len(w["pins"]) for w in manifest["wheel_sets"])
+    total = sum(entry["size"] for entry in manifest["files"].values())
+    print(
+        f"bundle {out}: {len(manifest['repositories'])} apt repositories ({debs} .debs), "
+        f"{len(manifest['wheel_sets'])} wheel sets ({wheels} wheels), {human(total)}; "
+        f"this run fetched {counts.fetched} files ({human(counts.fetched_bytes)}), kept "
+        f"{counts.kept}, removed {len(manifest['removed'])}"
+    )
+    return Exit.OK
+
+
+command = Command(
+    "bundle",
+    run,
+    help="Fetch once, where AMD's and PyTorch's servers are reachable (directly or "
+    "through HTTPS_PROXY), everything the inventory's hosts install from them: AMD's "
+    "keys (fingerprint checked), signed repository indexes (signature checked), the "
+    ".debs and wheels they need (each checked against a signed or published hash), and "
+    "a manifest.json of what came from where. Copy the directory into the air gap and "
+    "serve it with the fleet mirror (rocm_mirror, rocm_mirror_bundle). A second run "
+    "fetches only what is new.",
+    epilog=epilog(
+        "Here: 0 the bundle is complete; 1 something fetched did not verify, or upstream "
+        "lacks a package a host needs; 2 upstream or the proxy did not answer"
+    ),
+    params=[
+        click.Argument(["inventory"], help="pyinfra inventory (file, host list or module)"),
+        option("--output", required=True, help="the bundle directory (made or updated)"),
+        option("--limit", multiple=True, help="group, host name or glob (repeatable)"),
+        option(
+            "--distro",
+            multiple=True,
+            type=click.Choice(list(matrix.DISTRO_KEYS)),
+            help="bundle for this distro instead of reading each host's (repeatable)",
+        ),
+        option("--timeout", type=float, default=60.0, help="seconds a connection may stay silent"),
+        option(
+            "--retries", type=int, default=5, help="retries per request and per broken transfer"
+        ),
+        option(
+            "--deadline",
+            type=float,
+            default=3600.0,
+            help="seconds one file's transfer may take in all (a slow server is cut off)",
+        ),
+    ],
+)

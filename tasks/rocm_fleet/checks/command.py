@@ -1,0 +1,166 @@
+"""``rocm-fleet check INVENTORY | --hosts SPECS --rocm-version X.Y.Z``: the node checks.
+
+Runs the testinfra checks that ship in the package (``rocm_fleet.checks``) with pytest, as
+``pytest --pyargs rocm_fleet.checks`` does, against an inventory's hosts (each checked
+against its own inventory data, read by the deploy's model) or hosts named directly with
+what they should have. The user's own pytest configuration (a pyproject.toml or pytest.ini
+in the current directory) is not read: the checks run the same wherever they are started.
+
+Before pytest starts, the options, the inventory and every host's settings are validated
+(one line on stderr each, exit status 4). Then one line per host and check, and a summary
+(``check_report``); options after ``--`` go to pytest (``-- -k torch --tb=short``).
+Exit status (``cli.exits``): 0 every check passed (or was skipped by the host's settings),
+1 a check failed, 2 a host could not be reached or its key was refused and nothing failed,
+4 bad input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Any
+
+import click
+
+from rocm_fleet.cli.exits import Command, Exit, epilog, option
+from rocm_fleet.cli.inventory import UsageError, host_options, load_inventory, parse_data
+
+#: pytest's exit statuses (pytest.ExitCode), by the scheme's
+PYTEST_EXITS = {2: Exit.NOT_CHECKED, 3: Exit.NOT_CHECKED, 4: Exit.USAGE, 5: Exit.USAGE}
+
+
+@dataclasses.dataclass(eq=False)  # a pytest plugin: hashed by identity
+class Chosen:
+    """What a run checks, chosen and validated before pytest starts; the checks' plugin
+    finds it among pytest's plugins. ``hosts``: an inventory's pyinfra hosts; or ``specs``
+    (``--hosts``) expected to have ``expected`` (a ``model.config.Config``)."""
+
+    hosts: list[Any] = dataclasses.field(default_factory=list)
+    specs: list[str] = dataclasses.field(default_factory=list)
+    expected: Any = None
+
+
+def pytest_args(args: Any) -> list[str]:
+    """The pytest command line: the installed checks, no user configuration, no cache, our
+    report instead of pytest's terminal one; then what was given after ``--``."""
+    argv = ["--pyargs", "rocm_fleet.checks", "-p", "no:cacheprovider"]
+    # Not the user's pytest configuration: an empty one, rooted where we are.
+    argv += ["-c", os.devnull, "--rootdir", os.getcwd(), "--tb=no"]
+    # rocm_fleet is imported already (this command is in it): pytest can't rewrite the
+    # package's asserts and would say so each run; the checks' own module it does rewrite.
+    argv += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    if args.junitxml:
+        argv += [f"--junitxml={args.junitxml}"]
+    return argv + list(getattr(args, "passed_on", []))
+
+
+def refuse_combinations(args: Any) -> None:
+    if args.inventory and args.hosts:
+        raise UsageError("give an INVENTORY or --hosts, not both")
+    if args.inventory and (args.rocm_version or args.expected_gfx):
+        raise UsageError(
+            "with an INVENTORY each host's rocm_version and expected_gfx come from its "
+            "inventory data; --rocm-version and --expected-gfx go with --hosts"
+        )
+    if args.limit and not args.inventory:
+        raise UsageError("--limit chooses hosts of an INVENTORY; give one")
+    if args.data and not args.inventory:
+        raise UsageError("--data overrides an INVENTORY's data; give one")
+    if not args.inventory and not args.hosts:
+        raise UsageError("nothing to check: give an INVENTORY, or --hosts with --rocm-version")
+    if args.hosts and not args.rocm_version:
+        raise UsageError(
+            "nothing to compare --hosts against: say what they should have with "
+            "--rocm-version X.Y.Z (and --expected-gfx gfxNNNN), or check an INVENTORY"
+        )
+
+
+def choose(args: Any) -> tuple[Chosen, list[str]]:
+    """The hosts and what each should have, validated; the settings errors, one line each."""
+    from rocm_fleet.model.config import ConfigError, load_config
+
+    if args.hosts:
+        wanted = {"rocm_version": args.rocm_version}
+        if args.expected_gfx:
+            wanted["expected_gfx"] = args.expected_gfx
+        try:
+            expected = load_config(wanted, "--rocm-version")
+        except ConfigError as exc:
+            return Chosen(), [" ".join(str(exc).split())]
+        specs = [spec.strip() for spec in args.hosts.split(",") if spec.strip()]
+        return Chosen(specs=specs, expected=expected), []
+    from rocm_fleet.engine.inventory_fleet import fleet_of
+
+    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    data = parse_data(args.data) or None
+    _, hosts = load_inventory(args.inventory, limits, check_for_changes=False, override_data=data)
+    fleet = fleet_of(hosts[0].inventory)
+    errors = []
+    for host in hosts:
+        try:
+            fleet.config(host.name)
+        except ConfigError as exc:
+            errors.append(" ".join(str(exc).split()))
+    return Chosen(hosts=hosts), errors
+
+
+def run(args: Any) -> int:
+    # gevent's monkey-patching, as pyinfra's CLI has it, before any socket: the hosts are
+    # connected at once, by pyinfra's connector
+    from rocm_fleet.engine.context import patch_as_cli
+
+    patch_as_cli()
+
+    import pytest
+
+    from rocm_fleet.checks.report import Report
+
+    refuse_combinations(args)
+    chosen, errors = choose(args)
+    for error in errors:
+        print(f"rocm-fleet check: {error}", file=sys.stderr)
+    if errors:
+        return Exit.USAGE
+    report = Report(sys.stdout, details=args.verbose)
+    status = pytest.main(pytest_args(args), plugins=[chosen, report])
+    if status == pytest.ExitCode.NO_TESTS_COLLECTED:
+        print("rocm-fleet check: no check chosen (see -k)", file=sys.stderr)
+    if int(status) in PYTEST_EXITS:
+        return PYTEST_EXITS[int(status)]
+    return report.status()
+
+
+command = Command(
+    "check",
+    run,
+    usage="[INVENTORY | --hosts SPECS --rocm-version X.Y.Z] [options] [-- PYTEST_OPTIONS]",
+    help="Check nodes from outside: rocminfo reports the expected GPUs, torch is the ROCm "
+    "build and sees them, the apt source, pin and packages are the release's, the users can "
+    "reach the GPU. What each host should have comes from its inventory data (group_data "
+    "included), validated by the deploy's own model before any check runs; SSH hosts are "
+    "connected by pyinfra, their host keys checked as a deploy checks them. One line per host "
+    "and check, then a summary. Options after -- go to pytest (-- -k torch --tb=short).",
+    epilog=epilog(
+        "Here: 0 every check passed; 1 a check failed; 2 a host was unreachable or its "
+        "host key refused, and no check failed; 4 a bad option, inventory or setting. "
+        "Same checks: pytest --pyargs rocm_fleet.checks --rocm-inventory=FILE"
+    ),
+    params=[
+        click.Argument(
+            ["inventory"],
+            required=False,
+            help="pyinfra inventory the hosts and their data come from",
+        ),
+        *host_options("with INVENTORY: "),
+        option(
+            "--hosts",
+            help="instead of INVENTORY: host specs, comma-separated (ssh://user@host:port, "
+            "local://, docker://NAME, chroot:///DIR; ?sudo=true)",
+        ),
+        option("--rocm-version", help="with --hosts: the ROCm release the hosts have"),
+        option("--expected-gfx", help="with --hosts: the gfx target(s), e.g. gfx1100"),
+        option("-v", "--verbose", is_flag=True, help="pytest's explanation under a failed check"),
+        option("--junitxml", metavar="PATH", help="also write a JUnit XML report (CI)"),
+    ],
+)

@@ -1,0 +1,1 @@
+"""Pull mode: the signed settings published for nodes, and a node's verified fetch."""

@@ -1,0 +1,170 @@
+"""The node's side of pull mode: its own target, fetched and verified by TUF's client.
+
+Each pull is ``tuf.ngclient.Updater``'s refresh (root, then timestamp, snapshot and
+targets: signatures by the keys the trusted root names, their thresholds, versions that
+never go back, expiries, lengths and hashes) and the download of the node's own target
+(``nodes/<node>.json``), then ``model.pulled``'s checks of what it says. What TUF trusts
+starts from the root a push installed (``trusted_root``), never from pulled data; root
+rotations published in the repository are followed from it, each signed by the keys of
+the root before. The metadata TUF has verified is kept in ``metadata_dir`` (the versions
+it refuses to go back from), beside the serial the node last applied.
+
+The fetcher is the one HTTP client (``download.client``) with no redirect followed (a
+repository is static files; a redirect could only lead from https to http or elsewhere), no
+proxy taken from the environment and, for a repository on the fleet mirror over TLS, the
+mirror's CA alone trusted. tuf's own fetchers are not used: they follow redirects and take
+no pinned CA.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import requests
+from tuf.api import exceptions
+from tuf.api.metadata import Metadata, Root
+from tuf.ngclient import FetcherInterface, Updater, UpdaterConfig
+
+from rocm_fleet.atomic import write_atomically
+from rocm_fleet.model import pulled
+from rocm_fleet.model.pulled import PulledState, PullRefused
+from rocm_fleet.upstream.http import client, reason
+
+#: Seconds a connection or a pause in a download may take.
+SOCKET_TIMEOUT = 30
+#: The record of what the node applied, beside the metadata TUF keeps.
+APPLIED = "applied.json"
+
+
+class NoRedirectFetcher(FetcherInterface):
+    """TUF's downloads through the one HTTP client: no redirect followed, no proxy taken
+    from the environment, and, with ``ca``, that CA alone trusted for TLS (else the
+    system's CAs)."""
+
+    def __init__(self, ca: str | None = None):
+        self._session = client(
+            "pull",
+            2,
+            ca=ca,
+            system_cas=True,
+            redirects=0,
+            proxies_from_environment=False,
+            timeout=SOCKET_TIMEOUT,
+        )
+
+    def _fetch(self, url: str) -> Iterator[bytes]:
+        try:
+            response = self._session.get(url, stream=True)
+        except requests.Timeout as exc:
+            raise exceptions.SlowRetrievalError from exc
+        except requests.RequestException as exc:
+            raise exceptions.DownloadError(f"{url}: {reason(exc)}") from exc
+        if response.status_code >= 300:
+            response.close()
+            status = response.status_code
+            what = "a redirect, which the pull never follows" if status < 400 else ""
+            raise exceptions.DownloadHTTPError(
+                f"{url} answered HTTP {status}{' (' + what + ')' if what else ''}", status
+            )
+        return self._chunks(response)
+
+    @staticmethod
+    def _chunks(response: requests.Response) -> Iterator[bytes]:
+        try:
+            yield from response.iter_content(64 * 1024)
+        except (requests.Timeout, requests.ConnectionError) as exc:
+            raise exceptions.SlowRetrievalError from exc
+        finally:
+            response.close()
+
+
+def _root_version(data: bytes) -> int:
+    return Metadata[Root].from_bytes(data).signed.version
+
+
+def _bootstrap(metadata_dir: Path, trusted_root: Path) -> bytes | None:
+    """The root TUF starts from: the one a push installed, unless the node has verified a
+    newer one since (a rotation it followed), which TUF then loads from ``metadata_dir``."""
+    pushed = trusted_root.read_bytes()
+    cached = metadata_dir / "root.json"
+    try:
+        if _root_version(cached.read_bytes()) >= _root_version(pushed):
+            return None
+    except (OSError, ValueError, exceptions.RepositoryError):
+        pass  # no root verified yet here, or an unreadable one: the pushed root again
+    return pushed
+
+
+def read_applied(metadata_dir: Path) -> int | None:
+    try:
+        return int(json.loads((metadata_dir / APPLIED).read_text())["serial"])
+    except FileNotFoundError:
+        return None
+
+
+def record_applied(metadata_dir: Path, serial: int) -> None:
+    write_atomically(metadata_dir / APPLIED, json.dumps({"serial": serial}) + "\n", mode=0o600)
+
+
+def fetch(
+    repository: str,
+    metadata_dir: Path,
+    trusted_root: Path,
+    node: str,
+    ca: str | None = None,
+) -> PulledState:
+    """``node``'s state from the TUF repository at ``repository``, verified; PullRefused
+    (with the metric's result) when it can't be fetched, fails verification, is expired,
+    goes back, names another node or carries what pulled data never carries."""
+    metadata_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    base = repository.rstrip("/")
+    try:
+        bootstrap = _bootstrap(metadata_dir, trusted_root)
+    except (OSError, ValueError, exceptions.RepositoryError) as exc:
+        raise PullRefused("no-trusted-root", f"the trusted root {trusted_root} (installed "
+                          f"by a push) can't be read: {exc}") from None  # fmt: skip
+    with tempfile.TemporaryDirectory(dir=metadata_dir, prefix=".download.") as download:
+        try:
+            updater = Updater(
+                metadata_dir=str(metadata_dir),
+                metadata_base_url=f"{base}/metadata/",
+                target_dir=download,
+                target_base_url=f"{base}/targets/",
+                fetcher=NoRedirectFetcher(ca),
+                config=UpdaterConfig(targets_max_length=pulled.MAX_TARGET_BYTES * 4),
+                bootstrap=bootstrap,
+            )
+            updater.refresh()
+            info = updater.get_targetinfo(pulled.target_path(node))
+            if info is None:
+                raise PullRefused("no-target", f"the repository has no target for this node "
+                                  f"({pulled.target_path(node)})")  # fmt: skip
+            if info.length > pulled.MAX_TARGET_BYTES:
+                raise PullRefused("invalid-data", f"the target is {info.length} bytes, over "
+                                  f"{pulled.MAX_TARGET_BYTES}")  # fmt: skip
+            path = updater.download_target(info, str(Path(download) / "target.json"))
+            content = Path(path).read_bytes()
+        except exceptions.ExpiredMetadataError as exc:
+            raise PullRefused(
+                "expired",
+                f"the repository's metadata has expired ({exc}): an old repository served "
+                "again (a freeze), or one nobody refreshed (rocm-fleet publish --timestamp)",
+            ) from None
+        except exceptions.BadVersionNumberError as exc:
+            raise PullRefused("rollback", f"the repository's metadata goes back to an older "
+                              f"version ({exc})") from None  # fmt: skip
+        except exceptions.UnsignedMetadataError as exc:
+            raise PullRefused("bad-signature", f"the repository's metadata is not signed by "
+                              f"the keys this node trusts ({exc})") from None  # fmt: skip
+        except (exceptions.RepositoryError, exceptions.DownloadLengthMismatchError) as exc:
+            raise PullRefused("unverified", f"the repository's data fails verification "
+                              f"({type(exc).__name__}: {exc})") from None  # fmt: skip
+        except exceptions.DownloadError as exc:
+            raise PullRefused("fetch-failed", f"could not fetch from {base} "
+                              f"({type(exc).__name__}: {exc})") from None  # fmt: skip
+        except requests.RequestException as exc:
+            raise PullRefused("fetch-failed", f"could not fetch from {base} ({exc})") from None
+    return pulled.parse(content, node, read_applied(metadata_dir))

@@ -1,0 +1,157 @@
+"""``rocm-fleet publish INVENTORY --repository DIR --keys KEYS``: pull nodes' signed settings.
+
+Renders each pull node's settings from the inventory (the same data and model a push
+validates: a host the push would refuse is refused here) and publishes them as the targets
+of the fleet's TUF repository in DIR, signed with the targets key, then a new snapshot and
+timestamp with the online key. Copy DIR to the fleet mirror's published directory
+(``/srv/rocm-fleet-published``, served under ``/fleet/``) or any static host; each node's
+``rocm_pull_source`` is its URL and ``rocm_pull_trusted_root`` the root metadata
+(``DIR/metadata/root.json``) a push installs.
+
+``--init`` makes the repository and its three keys in KEYS (mode 0700, each key 0600):
+``root.pem`` (only for --init and --rotate: keep it offline), ``targets.pem`` (every
+publication of changed settings: keep it with the administrators) and ``online.pem`` (the
+snapshot and the timestamp). ``--timestamp`` re-signs the timestamp alone, with the online
+key: run it more often than ``--timestamp-hours`` (the longest a node can be kept on old
+data). ``--rotate root|targets|online`` replaces a key, in a new root version the nodes
+follow on their next pull. ``--keys`` may be given more than once (the first that holds a
+key wins), so the root key can stay on its own medium.
+
+Exit status (``cli.exits``): 0 published (or nothing to publish), 4 a problem to fix in the
+inventory, the keys or an option (one line).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from rocm_fleet.cli.exits import Command, described, epilog, option
+from rocm_fleet.cli.inventory import UsageError, load_inventory
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.site_data import SiteData
+
+
+def run(args: Any) -> int:
+    from rocm_fleet.pull.repository import PullRepository, RepositoryError
+
+    repository = PullRepository(args.repository.resolve(), [k.resolve() for k in args.keys])
+    if args.timestamp_hours <= 0:
+        raise UsageError(f"--timestamp-hours {args.timestamp_hours}: expected a positive number")
+    try:
+        if args.init:
+            repository.create(args.keys[0].resolve())
+            print(f"Made the repository {repository.directory} and its keys in {args.keys[0]}: "
+                  "move root.pem offline now.")  # fmt: skip
+            print(f"Give the pull nodes rocm_pull_trusted_root = "
+                  f'"{repository.metadata / "root.json"}"')  # fmt: skip
+            return 0
+        if not repository.exists():
+            raise UsageError(f"{repository.directory} holds no repository: make it with --init")
+        if args.timestamp:
+            version = repository.refresh_timestamp(args.timestamp_hours)
+            print(f"Timestamp version {version}, valid {args.timestamp_hours:g} hours.")
+            return 0
+        if args.rotate:
+            version = repository.rotate(args.rotate, args.timestamp_hours)
+            print(f"Root version {version} names the new {args.rotate} key; the nodes follow "
+                  "it on their next pull.")  # fmt: skip
+            return 0
+        if not args.inventory:
+            raise UsageError("an INVENTORY is needed to publish the nodes' settings")
+        nodes, matrix_data = _nodes(args, repository)
+        published = repository.publish(nodes, args.timestamp_hours, matrix_data)
+    except RepositoryError as exc:
+        raise UsageError(str(exc)) from None
+    if not published.changed and not published.removed:
+        print(f"Nothing changed: the repository's targets version {published.version} stands.")
+        return 0
+    removed = f"; removed {', '.join(published.removed)}" if published.removed else ""
+    changed = ", ".join(published.changed) or "none"
+    print(f"Targets version {published.version}: {changed} changed{removed}.")
+    return 0
+
+
+def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """(node target name -> its settings, node target name -> the text of its site matrix
+    data): every host of the inventory with rocm_pull (or already published: it is given its
+    settings, rocm_pull: false included, so it takes itself out); the repository's other
+    nodes as they were, unless --limit leaves them. A host's site matrix data is the file its
+    push would read (rocm_matrix_data, else ROCM_FLEET_MATRIX_DATA here), as checked then."""
+    from rocm_fleet.engine.inventory_fleet import fleet_of
+    from rocm_fleet.model import pulled
+    from rocm_fleet.model.config import ConfigError
+
+    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    _state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
+    fleet = fleet_of(hosts[0].inventory)
+    states = [pulled.parse(content, name, None)
+              for name, content in repository.node_targets().items()]  # fmt: skip
+    existing = {state.node: state.settings for state in states}
+    nodes = dict(existing) if limits else {}
+    matrix_data = (
+        {s.node: s.matrix_data for s in states if s.matrix_data is not None} if limits else {}
+    )
+    for host in hosts:
+        try:
+            config = fleet.config(host.name)
+        except ConfigError as exc:
+            raise UsageError(str(exc)) from None
+        name = config.rocm_pull_node or host.name
+        if not config.rocm_pull and name not in existing:
+            continue
+        try:
+            pulled.target_path(name)
+            settings = pulled.pullable(host.data.dict())
+            json.dumps(settings)
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"{host.name}: {exc}") from None
+        nodes[name] = settings
+        matrix_data.pop(name, None)
+        if config.matrix_data is not None:
+            matrix_data[name] = _site_text(host.name, config.matrix_data)
+    if not nodes:
+        raise UsageError(f"no host of {args.inventory} has rocm_pull: True")
+    return nodes, matrix_data
+
+
+def _site_text(host: str, site: SiteData) -> str:
+    """The text of ``site`` (model.site_data.SiteData) as it was checked: the file read again
+    must be the bytes its SHA-256 names (one changed meanwhile is refused, not published)."""
+    import hashlib
+
+    try:
+        raw = site.path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{host}: site matrix data {site.path}: {exc}") from None
+    if hashlib.sha256(raw).hexdigest() != site.sha256:
+        raise UsageError(f"{host}: site matrix data {site.provenance} changed while it was "
+                         "published: run publish again")  # fmt: skip
+    return raw.decode()
+
+
+command = Command(
+    "publish",
+    run,
+    exclusive=("init", "timestamp", "rotate"),
+    help=described(__doc__),
+    epilog=epilog("Here: 0 published (or nothing to publish)"),
+    params=[
+        click.Argument(["inventory"], required=False, help="pyinfra inventory (file or module)"),
+        option("--repository", type=click.Path(path_type=Path), required=True,
+               help="the repository's directory"),
+        option("--keys", type=click.Path(path_type=Path), multiple=True, required=True,
+               help="a directory of key files (repeatable)"),
+        option("--limit", multiple=True,
+               help="hosts or groups to publish (others keep their targets)"),
+        option("--init", is_flag=True, help="make the repository and its keys"),
+        option("--timestamp", is_flag=True, help="re-sign the timestamp alone"),
+        option("--rotate", type=click.Choice(["root", "targets", "online"]), help="replace a key"),
+        option("--timestamp-hours", type=float, default=24,
+               help="how long the timestamp is valid (the freeze bound)"),
+    ],
+)  # fmt: skip

@@ -1,0 +1,1 @@
+"""The roll: the deploy in waves, each node drained in Slurm, checked and resumed."""

@@ -1,0 +1,270 @@
+"""``rocm-fleet roll INVENTORY [DEPLOY] --max-unavailable N``: rolling maintenance.
+
+The deploy, a few nodes at a time, with Slurm told: first the audit finds the hosts with
+drift (a host with none is never touched, never drained); then they are taken in waves of
+at most ``--max-unavailable``. In each wave every node whose data sets ``rocm_slurm_drain``
+is drained (``scontrol update State=DRAIN Reason="rocm-fleet: ..."``) and its jobs are
+waited for, up to its ``rocm_slurm_drain_timeout`` (jobs are never killed: a node still
+busy then is resumed unchanged, and named); then each node is deployed (``pyinfra INVENTORY
+DEPLOY --limit HOST``) and checked (``rocm-fleet check INVENTORY --limit HOST``), and
+resumed only when both passed and Slurm, asked again, still has it drained for the roll's
+reason (a node someone drained for their own reason meanwhile stays drained). A node that
+fails stays drained, its reason saying why, and the roll ends after that wave. A node
+someone else had drained is changed and left drained; one an earlier roll left drained
+with no drift left is checked again and resumed if it passes.
+
+Slurm not answering (slurmctld down, MUNGE refusing) stops the roll at once: no other node
+is drained or changed, and every node the roll had drained stays drained (Slurm keeps a
+drain across its own restart); they are named, with the command that resumes them.
+
+Exit status (``cli.exits``): 0 every host with drift was changed, checked and resumed (or
+none had drift); 1 a host failed its deploy or checks (left drained), was still busy at its
+timeout (left unchanged), or would be refused; 2 Slurm or a host did not answer; 4 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from rocm_fleet.cli.exits import Command, Exit, described, epilog, option, worst
+from rocm_fleet.cli.inventory import UsageError, host_options
+from rocm_fleet.roll.plan import waves
+from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
+from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target
+
+#: pyinfra's deploy of every node, as the top-level help names it
+DEFAULT_DEPLOY = "rocm_fleet.deploy.rocm_node"
+
+
+@dataclass(frozen=True)
+class Audited:
+    """What the audit said of the inventory's hosts, by the roll's needs."""
+
+    drifted: list[str]
+    refused: list[str]
+    unreachable: list[str]  #: unreachable or failed: not rolled, nothing known
+
+
+class AuditFailed(Exception):
+    """The audit gave no report (it crashed, or was killed): nothing is known, nothing done."""
+
+
+def audit(args: Any, passed: list[str]) -> Audited:
+    """The hosts with drift, by ``rocm-fleet audit --json`` (the deploy planned read-only)."""
+    command = [sys.executable, "-m", "rocm_fleet.cli", "audit", args.inventory, "--json", "-q"]
+    found = subprocess.run(command + passed, capture_output=True, text=True, check=False)
+    if found.returncode == Exit.USAGE:
+        raise UsageError(found.stderr.strip().removeprefix("rocm-fleet audit: "))
+    try:
+        rows = json.loads(found.stdout)["hosts"]
+    except (ValueError, KeyError):
+        said = " ".join(found.stderr.split())[-300:] or f"exit status {found.returncode}"
+        raise AuditFailed(f"the audit found no hosts' drift: {said}") from None
+
+    def having(*statuses: str) -> list[str]:
+        return [row["host"] for row in rows if row["status"] in statuses]
+
+    return Audited(having("drift"), having("refused"), having("unreachable", "failed"))
+
+
+def run_step(command: list[str]) -> Outcome:
+    """A deploy or check, its output kept; its last lines say why when it failed."""
+    # stdin empty: a prompt (pyinfra asking to go on) answers "no" instead of hanging
+    done = subprocess.run(
+        command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
+    )
+    if done.returncode == 0:
+        return Outcome(True)
+    return Outcome(False, why_failed(done.stdout + done.stderr))
+
+
+#: the lines that say why a deploy or check failed: pyinfra's "[host] refused: ..." and
+#: "[host] Error: ...", the checks' "FAILED host check why"
+_SAYS_WHY = re.compile(r"^\s*(?:\[\S+\]\s+(?:refused:|Error)|FAILED\s)")
+
+
+def why_failed(output: str) -> str:
+    """One line of why: the output's lines saying so, else its last three lines."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", output)  # pyinfra's colours
+    lines = [line.strip() for line in plain.splitlines() if line.strip()]
+    saying = [line for line in lines if _SAYS_WHY.match(line)]
+    return " / ".join(dict.fromkeys(saying[-3:] or lines[-3:]))[-400:]
+
+
+def passed_options(args: Any) -> list[str]:
+    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    return [f"--limit={','.join(limits)}"] * bool(limits) + [f"--data={d}" for d in args.data]
+
+
+def run(args: Any) -> int:
+    from rocm_fleet.engine.context import patch_as_cli
+
+    patch_as_cli()
+
+    from rocm_fleet.cli.inventory import load_inventory, parse_data
+    from rocm_fleet.engine.inventory_fleet import fleet_of
+    from rocm_fleet.engine.remote import forget
+    from rocm_fleet.model.config import ConfigError
+
+    if args.max_unavailable < 1:
+        raise UsageError(f"--max-unavailable {args.max_unavailable}: give 1 or more")
+    if args.poll_interval <= 0:
+        raise UsageError(f"--poll-interval {args.poll_interval}: give a number of seconds > 0")
+    passed = passed_options(args)
+    try:
+        found = audit(args, passed)
+    except AuditFailed as exc:
+        print(f"rocm-fleet roll: {exc}; nothing drained or changed", file=sys.stderr)
+        return Exit.NOT_CHECKED
+    for host in found.unreachable:
+        print(f"rocm-fleet roll: {host} did not answer the audit: not rolled", file=sys.stderr)
+    for host in found.refused:
+        print(f"rocm-fleet roll: {host} would be refused (see rocm-fleet audit)", file=sys.stderr)
+    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    _, hosts = load_inventory(args.inventory, limits, False, parse_data(args.data) or None)
+    fleet = fleet_of(hosts[0].inventory)
+    by_name = {host.name: host for host in hosts}
+    groups = {group for host in hosts[0].inventory for group in host.groups}
+    unlimited = not_one_host_by_limit(list(by_name), groups)
+    if unlimited:
+        raise UsageError(
+            f"host name(s) {', '.join(unlimited)}: pyinfra's --limit would take each as a group "
+            "or a pattern, so its deploy could reach hosts that were never drained; rename them"
+        )
+    targets = []
+    for host in hosts:
+        if host.name in found.unreachable + found.refused:
+            continue
+        try:
+            config = fleet.config(host.name)
+        except ConfigError as exc:
+            raise UsageError(" ".join(str(exc).split())) from None
+        slurm = slurm_node(host, config.rocm_slurm_node_name) if config.rocm_slurm_drain else None
+        timeout = float(config.rocm_slurm_drain_timeout)
+        targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
+    try:
+        targets = [t for t in targets if not t.recheck or left_drained_by_roll(t)]
+    except SlurmUnreachable as exc:
+        print(f"rocm-fleet roll: Slurm did not answer: {exc}; nothing changed", file=sys.stderr)
+        return Exit.NOT_CHECKED
+    if not targets:
+        print("roll: no host has drift; nothing drained, nothing changed")
+        return worst(audit_statuses(found))
+    if args.dry:
+        return dry(targets, args.max_unavailable, found)
+    given = [f"--data={d}" for d in args.data]
+    # pyinfra's own command (python -m pyinfra), of the Python this command runs in
+    pyinfra = [sys.executable, "-m", "pyinfra", args.inventory, args.deploy, "-y", *given]
+    check = [sys.executable, "-m", "rocm_fleet.cli", "check", args.inventory, *given]
+    steps = Steps(
+        deploy=lambda h: run_step([*pyinfra, "--limit", h]),
+        check=lambda h: run_step([*check, "--limit", h]),
+        deployed=lambda h: forget(by_name[h]),
+    )
+    status = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval).run()
+    return worst([status, *audit_statuses(found)])
+
+
+def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
+    """``host``'s node in Slurm, its commands run there as the deploy's own are: through sudo
+    exactly when the deploy's would be (``engine.run.sudo_asked``; Slurm's administrator is
+    root)."""
+    from rocm_fleet.engine.remote import run_on
+    from rocm_fleet.engine.run import sudo_asked
+
+    sudo = sudo_asked(host)
+    return SlurmNode(host.name, lambda argv: run_on(host, argv, sudo), node_name)
+
+
+def not_one_host_by_limit(names: list[str], groups: set[str]) -> list[str]:
+    """The host names that ``pyinfra --limit NAME`` would not take as that host alone: it
+    takes a group of that name first, and a name as a glob (``fnmatch``); a comma splits."""
+    return sorted(n for n in names if n in groups or set(n) & set("*?[],"))
+
+
+def left_drained_by_roll(target: Target) -> bool:
+    """Whether a host with no drift is a node an earlier roll left drained (its checks
+    failed; the deploy since has nothing left to change): one ``scontrol show node``."""
+    return target.slurm is not None and target.slurm.state().drained_by_roll
+
+
+def audit_statuses(found: Audited) -> list[Exit]:
+    """What the hosts the roll left alone add: a refusal is a finding, no answer is 2."""
+    return [Exit.FINDINGS] * bool(found.refused) + [Exit.NOT_CHECKED] * bool(found.unreachable)
+
+
+def dry(targets: list[Target], max_unavailable: int, found: Audited) -> int:
+    """The plan: the waves, and each node's Slurm state now; nothing changes."""
+    try:
+        for number, wave in enumerate(waves(targets, max_unavailable), 1):
+            print(f"wave {number}:")
+            for target in wave:
+                if target.slurm is None:
+                    print(f"  {target.host}: drift; not in Slurm's hands (rocm_slurm_drain off)")
+                    continue
+                state = target.slurm.state()
+                then = (
+                    "changed, left drained"
+                    if state.drained_by_others
+                    else "drained, changed, resumed"
+                )
+                if target.recheck:
+                    then = "checked again, resumed if they pass"
+                drift = "no drift" if target.recheck else "drift"
+                print(
+                    f"  {target.host}: {drift}; Slurm node {state.name} {state.describe()}: {then}"
+                )
+    except SlurmUnreachable as exc:
+        print(f"rocm-fleet roll: Slurm did not answer: {exc}", file=sys.stderr)
+        return Exit.NOT_CHECKED
+    return worst([Exit.FINDINGS, *audit_statuses(found)])
+
+
+command = Command(
+    "roll",
+    run,
+    help=described(__doc__),
+    epilog=epilog(
+        "Here: 0 every drifted host was changed, checked and resumed (or none drifted); "
+        "1 a host failed its deploy or checks and stays drained, was still busy at its "
+        "drain timeout, or would be refused; 2 Slurm or a host did not answer (the roll "
+        "stopped; nodes it drained stay drained); 4 a bad option, inventory or setting"
+    ),
+    params=[
+        click.Argument(["inventory"], help="pyinfra inventory (file, host list or module)"),
+        click.Argument(
+            ["deploy"],
+            required=False,
+            default=DEFAULT_DEPLOY,
+            help=f"what pyinfra runs on each host (default {DEFAULT_DEPLOY}; in a checkout: "
+            "deploy.py)",
+        ),
+        option(
+            "--max-unavailable",
+            type=int,
+            default=1,
+            metavar="N",
+            help="hosts taken out (drained and changed) at once: the size of a wave (default 1)",
+        ),
+        *host_options(),
+        option(
+            "--poll-interval",
+            type=float,
+            default=10.0,
+            metavar="SECONDS",
+            help="how often a draining node's jobs are looked at (default 10)",
+        ),
+        option(
+            "--dry",
+            is_flag=True,
+            help="say which hosts have drift, their waves and their Slurm state; change nothing",
+        ),
+    ],
+)

@@ -1,0 +1,77 @@
+"""A node's Slurm, asked from the node itself: ``scontrol`` and ``squeue`` run there as root
+(a Slurm node has the client and MUNGE's key, and root is Slurm's administrator), so the
+roll needs no controller host of its own and no credentials beyond the deploy's SSH.
+
+Every command names the node (``NodeName=``); its words are quoted for the shell, and the
+reasons are the roll's own (``roll.plan.reason``), one line. A command that fails (slurmctld
+down or unreachable, MUNGE refusing) raises ``SlurmUnreachable`` with Slurm's own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rocm_fleet.engine.remote import Ran
+from rocm_fleet.model import grammar
+from rocm_fleet.roll.plan import NodeState, SlurmOutputError, parse_jobs, parse_node
+
+#: runs one command (its words) on the node; the engine's ``run_on`` bound to a host
+Runner = Callable[[Sequence[str]], Ran]
+
+
+class SlurmUnreachable(Exception):
+    """Slurm did not answer (or refused) a command on a node; one line with its words."""
+
+
+class SlurmNode:
+    """One inventory host's node in Slurm, reached by running Slurm's client on it."""
+
+    def __init__(self, host: str, run: Runner, node_name: str | None = None) -> None:
+        self.host = host
+        self._run = run
+        self._name = node_name
+
+    @property
+    def name(self) -> str:
+        """The node's NodeName=: the setting, else the host's short name, as slurmd's own."""
+        if self._name is None:
+            name = self._ask(["hostname", "--short"]).strip()
+            # What the host says goes into NodeName= and squeue -w, which take hostlist
+            # expressions: one plain name only (as the setting's own rule).
+            if not grammar.full(grammar.SLURM_NODE_NAME, name):
+                raise SlurmUnreachable(
+                    f"{self.host}: hostname --short gave {name!r}, not one Slurm node name; "
+                    f"set rocm_slurm_node_name"
+                )
+            self._name = name
+        return self._name
+
+    def state(self) -> NodeState:
+        text = self._ask(["scontrol", "show", "node", self.name])
+        try:
+            return parse_node(text)
+        except SlurmOutputError as exc:
+            raise SlurmUnreachable(f"{self.host}: {exc}") from None
+
+    def jobs(self) -> list[str]:
+        """The IDs of the jobs on the node (running, completing, suspended)."""
+        return parse_jobs(self._ask(["squeue", "--noheader", "--format=%i", "-w", self.name]))
+
+    def drain(self, reason: str) -> None:
+        """Drain the node (no new job; running ones go on), or give a drained one ``reason``."""
+        self._ask(
+            ["scontrol", "update", f"NodeName={self.name}", "State=DRAIN", f"Reason={reason}"]
+        )
+
+    def resume(self) -> None:
+        self._ask(["scontrol", "update", f"NodeName={self.name}", "State=RESUME"])
+
+    def _ask(self, argv: Sequence[str]) -> str:
+        try:
+            ran = self._run(argv)
+        except Exception as exc:  # the engine's RemoteFailed: the node itself is gone
+            raise SlurmUnreachable(" ".join(str(exc).split())) from None
+        if ran.status != 0:
+            said = " ".join((ran.stderr or ran.stdout).split()) or f"exit status {ran.status}"
+            raise SlurmUnreachable(f"{self.host}: {argv[0]} {argv[1]}: {said}")
+        return ran.stdout

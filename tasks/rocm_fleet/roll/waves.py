@@ -1,0 +1,278 @@
+"""The waves of ``rocm-fleet roll``, carried out: drain, wait for the jobs, change, check,
+resume, a wave at a time, and the roll's log and summary.
+
+What changes a host (the deploy, the checks) comes in as ``Steps``; each node's Slurm as a
+``SlurmNode``; time as callables: this module runs no process and reaches no host itself,
+so its rules (never more than a wave out, never resumed unchecked, Slurm not answering stops
+everything) are tested as they are (tests/unit/roll/test_roll.py). The command is ``roll.command``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from rocm_fleet.cli.exits import Exit
+from rocm_fleet.roll.plan import ROLLING, NodeState, reason, waves
+from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
+
+# --- what a roll is made of ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    ok: bool
+    why: str = ""  #: one line, when not ok
+
+
+@dataclass
+class Target:
+    """A host with drift, and its node in Slurm when its data sets ``rocm_slurm_drain``."""
+
+    host: str
+    slurm: SlurmNode | None
+    drain_timeout: float = 3600.0
+    #: no drift, but an earlier roll left it drained (its checks failed): checked again, and
+    #: resumed if they pass; never deployed
+    recheck: bool = False
+    #: drained by someone else before the roll: changed, then left drained
+    keep_drained: bool = False
+    #: drained by this roll (or an earlier one): the roll resumes it once it is checked
+    drained: bool = False
+
+
+@dataclass(frozen=True)
+class Steps:
+    """What the roll does to a host, besides Slurm: each returns an ``Outcome``."""
+
+    deploy: Callable[[str], Outcome]
+    check: Callable[[str], Outcome]
+    #: a host has been deployed: drop any connection to it (it may have rebooted)
+    deployed: Callable[[str], None] = lambda host: None
+
+
+@dataclass
+class Tally:
+    changed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    left_drained: list[str] = field(default_factory=list)
+    #: resumed by someone else before the roll could change them
+    resumed: list[str] = field(default_factory=list)
+
+
+class Roll:
+    """The waves, carried out; ``run()`` returns the exit status."""
+
+    def __init__(
+        self,
+        targets: Sequence[Target],
+        steps: Steps,
+        max_unavailable: int,
+        out: TextIO,
+        poll_interval: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.waves = waves(list(targets), max_unavailable)
+        self.steps = steps
+        self.out = out
+        self.poll_interval = poll_interval
+        self.clock, self.sleep, self.wall = clock, sleep, wall
+        self.tally = Tally()
+
+    def log(self, host: str, message: str) -> None:
+        stamp = time.strftime("%H:%M:%S", time.gmtime(self.wall()))
+        self.out.write(f"{stamp} {host}: {message}\n")
+        self.out.flush()
+
+    def run(self) -> int:
+        for number, wave in enumerate(self.waves, 1):
+            names = ", ".join(t.host for t in wave)
+            self.out.write(f"wave {number} of {len(self.waves)}: {names}\n")
+            try:
+                failed = self._wave(wave)
+            except SlurmUnreachable as exc:
+                return self._stopped(exc)
+            if failed:
+                rest = [t.host for later in self.waves[number:] for t in later]
+                if rest:
+                    self.out.write(f"stopped after wave {number}; not rolled: {', '.join(rest)}\n")
+                break
+        return self._summary()
+
+    # --- one wave ---------------------------------------------------------------------
+
+    def _wave(self, wave: list[Target]) -> bool:
+        """Drain, wait, change, check and resume one wave; whether a host of it failed."""
+        for target in wave:
+            self._drain(target)
+        ready = self._wait(wave)
+        with ThreadPoolExecutor(max(len(ready), 1)) as pool:
+            deployed = list(pool.map(self._deploy_and_check, ready))
+        failed = False
+        for target, outcome in zip(ready, deployed, strict=True):
+            if outcome.ok:
+                self.tally.changed.append(target.host)
+                self._resume(target)
+            else:
+                failed = True
+                self.tally.failed.append(target.host)
+                self.log(target.host, f"FAILED: {outcome.why}")
+                if target.keep_drained:  # someone else's drain: their reason stays
+                    self._left_drained(target, "left drained, as it was")
+                elif target.slurm is not None and self._still_ours(target):
+                    target.slurm.drain(reason(outcome.why))
+                    self._left_drained(target, "drained: " + reason(outcome.why))
+        return failed
+
+    def _drain(self, target: Target) -> None:
+        if target.slurm is None:
+            return
+        found = target.slurm.state()
+        if found.drained_by_others:
+            target.keep_drained = True
+            self.log(target.host, f"already {found.describe()}: changed, then left drained")
+            return
+        target.slurm.drain(ROLLING)
+        target.drained = True
+        self.log(target.host, f"drain {target.slurm.name} ({ROLLING})")
+
+    def _wait(self, wave: list[Target]) -> list[Target]:
+        """The wave's hosts once each is empty; a host still busy at its timeout is resumed
+        (if the roll drained it) and left unchanged."""
+        started = self.clock()
+        waiting = [t for t in wave if t.slurm is not None]
+        ready = [t for t in wave if t.slurm is None]
+        said: dict[str, str] = {}
+        while waiting:
+            for target in list(waiting):
+                assert target.slurm is not None
+                found: NodeState = target.slurm.state()
+                if not found.drain:  # resumed by someone while its jobs were waited for
+                    waiting.remove(target)
+                    self.tally.resumed.append(target.host)
+                    self._resumed_by_others(target, found)
+                elif found.empty:
+                    waiting.remove(target)
+                    ready.append(target)
+                    waited = self.clock() - started
+                    self.log(target.host, f"drained, no job left (waited {waited:.0f}s)")
+                elif self.clock() - started >= target.drain_timeout:
+                    waiting.remove(target)
+                    self._busy(target, target.slurm.jobs())
+                else:
+                    jobs = target.slurm.jobs()
+                    # no job listed, the node not empty yet: a job's epilog still runs
+                    flags = "".join(f"+{flag}" for flag in sorted(found.flags))
+                    waited = f"job(s) {', '.join(jobs)}" if jobs else f"{found.state}{flags}"
+                    if said.get(target.host) != waited:
+                        said[target.host] = waited
+                        self.log(target.host, f"waiting for {waited}")
+            if waiting:
+                self.sleep(self.poll_interval)
+        return [t for t in wave if t in ready]
+
+    def _busy(self, target: Target, jobs: list[str]) -> None:
+        assert target.slurm is not None
+        self.tally.busy.append(target.host)
+        why = (
+            f"job(s) {', '.join(jobs) or '?'} still running after {target.drain_timeout:.0f}s "
+            "(rocm_slurm_drain_timeout): not changed"
+        )
+        if not target.drained:
+            self.log(target.host, f"{why}; left drained, as it was")
+        elif self._still_ours(target):
+            target.slurm.resume()
+            target.drained = False
+            self.log(target.host, f"{why}; resumed (jobs are never killed)")
+        else:
+            self.log(target.host, why)
+
+    def _deploy_and_check(self, target: Target) -> Outcome:
+        if target.recheck:
+            self.log(target.host, "no drift; node checks (an earlier roll left it drained)")
+        else:
+            self.log(target.host, "deploy")
+            deployed = self.steps.deploy(target.host)
+            self.steps.deployed(target.host)
+            if not deployed.ok:
+                return Outcome(False, f"deploy failed: {deployed.why}")
+            self.log(target.host, "deployed; node checks")
+        checked = self.steps.check(target.host)
+        if not checked.ok:
+            return Outcome(False, f"node checks failed: {checked.why}")
+        return checked
+
+    def _resume(self, target: Target) -> None:
+        if target.slurm is None:
+            self.log(target.host, "changed and checked")
+        elif target.keep_drained:
+            self._left_drained(target, "changed and checked; left drained, as it was")
+        elif self._still_ours(target):
+            target.slurm.resume()
+            target.drained = False
+            self.log(target.host, f"checks passed; resume {target.slurm.name}")
+
+    def _still_ours(self, target: Target) -> bool:
+        """Whether the node is still drained by the roll, read again now, before the roll
+        resumes it or drains it with another reason: someone may have drained it for their
+        own reason meanwhile (kept, and the node left drained), or resumed it (left so)."""
+        assert target.slurm is not None
+        found = target.slurm.state()
+        if found.drained_by_roll:
+            return True
+        target.drained = False  # not the roll's drain any more: never resumed by it
+        if found.drain:
+            self._left_drained(target, f"drained meanwhile by someone else: {found.describe()}")
+        else:
+            self._resumed_by_others(target, found)
+        return False
+
+    def _resumed_by_others(self, target: Target, found: NodeState) -> None:
+        target.drained = False
+        self.log(target.host, f"resumed meanwhile by someone else ({found.describe()})")
+
+    def _left_drained(self, target: Target, message: str) -> None:
+        target.drained = False  # on purpose now: not the roll's to resume
+        self.tally.left_drained.append(target.host)
+        self.log(target.host, message)
+
+    # --- the end ----------------------------------------------------------------------
+
+    def _stopped(self, exc: SlurmUnreachable) -> int:
+        held = [t for wave in self.waves for t in wave if t.drained]
+        print(f"rocm-fleet roll: Slurm did not answer: {exc}", file=sys.stderr)
+        print(
+            "rocm-fleet roll: stopped before draining or changing another node",
+            file=sys.stderr,
+        )
+        if held:
+            nodes = ",".join(t.slurm.name for t in held if t.slurm is not None)
+            print(
+                f"rocm-fleet roll: left drained by the roll: {', '.join(t.host for t in held)}; "
+                f"once Slurm answers, check them (rocm-fleet check) and resume: "
+                f"scontrol update NodeName={nodes} State=RESUME (or roll again)",
+                file=sys.stderr,
+            )
+        self._summary()
+        return Exit.NOT_CHECKED
+
+    def _summary(self) -> int:
+        tally = self.tally
+        parts = [f"{len(tally.changed)} changed"]
+        for label, hosts in (
+            ("failed", tally.failed),
+            ("still busy, not changed", tally.busy),
+            ("resumed by someone else, not changed", tally.resumed),
+            ("left drained", tally.left_drained),
+        ):
+            if hosts:
+                parts.append(f"{label}: {', '.join(hosts)}")
+        self.out.write("roll: " + "; ".join(parts) + "\n")
+        return Exit.FINDINGS if tally.failed or tally.busy or tally.resumed else Exit.OK

@@ -1,0 +1,1 @@
+"""Upstream read on the controller: HTTP, signatures, apt and wheel indexes, locks."""

@@ -1,0 +1,243 @@
+"""Reading a signed apt repository the way apt trusts it, for ``rocm-fleet bundle``.
+
+The key is accepted only when its one primary key has the pinned fingerprint; the
+``InRelease`` is checked with ``gpgv`` against a keyring holding that key alone, and only
+the text gpgv says was signed is read; every index file must have the SHA-256 that text
+lists, and every package the SHA256 its (verified) index gives. Dependencies are resolved
+within the repository: what a package needs from elsewhere comes from the host's own
+Debian or Ubuntu mirror, as it does without a bundle.
+"""
+
+from __future__ import annotations
+
+import gzip
+import lzma
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from rocm_fleet.model.versions import debian_version, debian_version_satisfies
+from rocm_fleet.upstream.openpgp import binary_key, primary_fingerprints
+from rocm_fleet.upstream.signature import SignatureError, verified_text
+
+if TYPE_CHECKING:
+    from debian.debian_support import Version as DebianVersion
+
+# python-debian's deb822 is imported where it is used: ``rocm-fleet`` imports every tool
+# (this module with the matrix check), and deb822's import is ~0.1 s of every command's start.
+
+
+class RepositoryError(Exception):
+    """A repository that can't be trusted or doesn't hold what is needed; names which."""
+
+
+def check_key(key: bytes, fingerprint: str, url: str) -> None:
+    """Refuse a key unless its one primary key has ``fingerprint`` (armored, binary, or
+    binary with an armored copy appended: ``openpgp``)."""
+    found = primary_fingerprints(key)
+    if found != [fingerprint.upper()]:
+        raise RepositoryError(
+            f"refusing key from {url}: fingerprint {', '.join(found) or 'none'} is not "
+            f"{fingerprint.upper()}"
+        )
+
+
+def signed_text(inrelease: bytes, key: bytes, url: str) -> str:
+    """The text of an ``InRelease`` that ``gpgv`` verifies with ``key`` alone, under apt's
+    policy (``signature``: no expired or revoked key, no SHA-1)."""
+    try:
+        return verified_text(inrelease, binary_key(key), url)
+    except SignatureError as exc:
+        raise RepositoryError(str(exc)) from None
+
+
+# --- Release and Packages ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexFile:
+    path: str  # relative to dists/<suite>/, e.g. main/binary-amd64/Packages.gz
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ReleaseFile:
+    """An apt repository's Release (or InRelease) file: its fields and the indexes it lists."""
+
+    fields: dict[str, str]
+    files: dict[str, IndexFile]
+
+    @property
+    def by_hash(self) -> bool:
+        return self.fields.get("Acquire-By-Hash", "").lower() == "yes"
+
+    def variants(self, index: str) -> list[IndexFile]:
+        """The files of one index (``main/binary-amd64/Packages`` and its compressed
+        variants) this Release lists."""
+        return [f for p, f in self.files.items() if p == index or p.startswith(index + ".")]
+
+
+def parse_release(text: str) -> ReleaseFile:
+    """A Release file's fields and the SHA-256 of each index it lists (python-debian's
+    deb822; a clearsigned ``InRelease`` is read without its signature, which the caller
+    verifies with ``signed_text``)."""
+    from debian import deb822
+
+    release = deb822.Release(text)
+    files = {
+        entry["name"]: IndexFile(entry["name"], entry["sha256"].lower(), int(entry["size"]))
+        for entry in release.get("SHA256", [])
+    }
+    fields = {key: value for key, value in release.items() if isinstance(value, str)}
+    return ReleaseFile(fields, files)
+
+
+def decompressed(path: str, data: bytes) -> bytes:
+    if path.endswith(".gz"):
+        return gzip.decompress(data)
+    if path.endswith(".xz"):
+        return lzma.decompress(data)
+    return data
+
+
+def parse_stanzas(text: str) -> list[dict[str, str]]:
+    """The paragraphs of a deb822 file such as ``Packages`` (python-debian's deb822)."""
+    from debian import deb822
+
+    return [
+        dict(paragraph) for paragraph in deb822.Packages.iter_paragraphs(text, use_apt_pkg=False)
+    ]
+
+
+# --- the install closure -----------------------------------------------------------------------
+
+# A package name (deb-src-control(5)): python-debian returns what it can't read as the name.
+_PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*")
+# Old single-character forms dpkg still reads ("<" means "<=", ">" means ">=").
+_OLD_OPERATORS = {"<": "<=", ">": ">="}
+# apt installs these of each package it installs (Recommends by default, as the deploy does),
+# named as the manifest says why a package is in a bundle.
+DEPENDENCY_FIELDS = {
+    "Pre-Depends": "pre-dependency of",
+    "Depends": "dependency of",
+    "Recommends": "recommended by",
+}
+
+
+@dataclass(frozen=True)
+class Relation:
+    name: str
+    op: str | None = None
+    version: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.op} {self.version})" if self.op else self.name
+
+
+def parse_relations(value: str) -> list[list[Relation]]:
+    """A Depends-style field: clauses (comma) of alternatives (``|``), architecture
+    qualifiers, architecture lists and build profiles dropped (python-debian's
+    ``PkgRelation``)."""
+    from debian import deb822
+
+    if not value.strip():
+        return []
+    clauses = []
+    for clause in deb822.PkgRelation.parse_relations(value):
+        alternatives = []
+        for parsed in clause:
+            if not _PACKAGE_NAME.fullmatch(parsed["name"]):
+                raise RepositoryError(f"unreadable dependency {parsed['name'].strip()!r}")
+            op, version = parsed["version"] or (None, None)
+            alternatives.append(Relation(parsed["name"], _OLD_OPERATORS.get(op, op), version))
+        clauses.append(alternatives)
+    return clauses
+
+
+@dataclass
+class Package:
+    stanza: dict[str, str]
+    why: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.stanza["Package"]
+
+    @property
+    def version(self) -> str:
+        return self.stanza["Version"]
+
+    @property
+    def filename(self) -> str:
+        return self.stanza["Filename"]
+
+    @property
+    def sha256(self) -> str:
+        return self.stanza["SHA256"].lower()
+
+    @property
+    def size(self) -> int:
+        return int(self.stanza["Size"])
+
+
+class Index:
+    """A repository's package index: each package's versions, and who provides what."""
+
+    def __init__(self, stanzas: list[dict[str, str]]):
+        self.versions: dict[str, list[dict[str, str]]] = {}
+        self.providers: dict[str, list[dict[str, str]]] = {}
+        for stanza in stanzas:
+            if "Package" not in stanza or "Filename" not in stanza:
+                continue
+            self.versions.setdefault(stanza["Package"], []).append(stanza)
+            for clause in parse_relations(stanza.get("Provides", "")):
+                for provided in clause:
+                    self.providers.setdefault(provided.name, []).append(stanza)
+        for stanzas_of in self.versions.values():
+            stanzas_of.sort(key=_debian_order, reverse=True)
+
+    def best(self, relation: Relation) -> dict[str, str] | None:
+        """The newest version in the index that satisfies ``relation`` (by name, else a
+        package that provides it, for an unversioned relation), None when none does."""
+        for stanza in self.versions.get(relation.name, []):
+            if relation.op is None or debian_version_satisfies(
+                stanza["Version"], relation.op, relation.version or ""
+            ):
+                return stanza
+        if relation.op is None and relation.name in self.providers:
+            return max(self.providers[relation.name], key=_debian_order)
+        return None
+
+
+def _debian_order(stanza: dict[str, str]) -> DebianVersion:
+    return debian_version(stanza["Version"])
+
+
+def install_closure(index: Index, roots: list[str] | tuple[str, ...], where: str) -> list[Package]:
+    """The packages apt installs from this repository for ``roots``: each root's newest
+    version, and every Pre-Depends, Depends and Recommends the repository can satisfy,
+    recursively. Of a clause's alternatives every one the repository holds is taken, so
+    apt finds whichever it picks; what the repository doesn't hold comes from the host's
+    distribution. A root the repository doesn't hold raises, naming it and ``where``."""
+    chosen: dict[str, Package] = {}
+    missing = [name for name in roots if index.best(Relation(name)) is None]
+    if missing:
+        raise RepositoryError(f"{', '.join(missing)}: not in {where}")
+    queue: list[tuple[dict[str, str], str]] = [
+        (index.best(Relation(name)) or {}, "wanted") for name in roots
+    ]
+    while queue:
+        stanza, why = queue.pop(0)
+        key = f"{stanza['Package']}={stanza['Version']}"
+        if key in chosen:
+            chosen[key].why.append(why)
+            continue
+        chosen[key] = Package(stanza, [why])
+        for field_name, reason in DEPENDENCY_FIELDS.items():
+            for clause in parse_relations(stanza.get(field_name, "")):
+                for relation in clause:
+                    found = index.best(relation)
+                    if found is not None:
+                        queue.append((found, f"{reason} {stanza['Package']}"))
+    return sorted(chosen.values(), key=lambda p: p.filename)

@@ -1,0 +1,142 @@
+"""GETs of AMD's and PyTorch's servers (or a mirror's copy of them) for the matrix check.
+
+Through the one HTTP client (``download.client``), with a mirror's URLs in place of
+upstream's (``--apt-base``, ``--torch-base``) and a cache (each URL once, however many
+checks and threads ask). ``requests`` loads with the first request: the ``rocm-fleet``
+command imports every tool, and most make no request.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from rocm_fleet.model import matrix
+
+if TYPE_CHECKING:
+    import requests
+
+    from rocm_fleet.upstream.http import Unreachable
+
+GONE = (403, 404, 410)  # what object stores answer for a path that isn't there
+#: The most one answer may hold (AMD's largest Packages index is a few MiB): a mirror or a
+#: host in the path that sends more is refused, not read into memory without end.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+def __getattr__(name: str) -> Any:
+    """``Unreachable``: the one HTTP client's (``download.Unreachable``), loaded when asked."""
+    if name == "Unreachable":
+        from rocm_fleet.upstream.http import Unreachable
+
+        return Unreachable
+    raise AttributeError(name)
+
+
+@dataclass
+class Response:
+    url: str
+    status: int
+    body: bytes
+
+    @property
+    def found(self) -> bool:
+        return self.status == 200
+
+
+class UpstreamClient:
+    """GETs through the one HTTP client (``download.client``), with a timeout, mirror
+    rewriting and a cache (each URL once). Unlike ``download.Fetcher.content``, a
+    403/404/410 is an answer here (the matrix says what isn't there), and each worker thread
+    has its own session."""
+
+    AMD_HOSTS = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
+
+    def __init__(
+        self,
+        apt_base: str | None,
+        torch_base: str | None,
+        timeout: float,
+        retries: int,
+    ):
+        self.apt_base = apt_base.rstrip("/") if apt_base else None
+        self.torch_base = torch_base.rstrip("/") if torch_base else None
+        self.timeout = timeout
+        self.retries = retries
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._cache: dict[str, Any] = {}
+        self._fetched = 0  # bytes received, for the progress display
+
+    def url(self, url: str) -> str:
+        """Where ``url`` is fetched from: a mirror's copy when one is configured."""
+        parts = urlsplit(url)
+        if self.torch_base and url.startswith(matrix.PYTORCH_INDEX_BASE_URL):
+            return self.torch_base + url[len(matrix.PYTORCH_INDEX_BASE_URL) :]
+        if self.apt_base and parts.netloc in self.AMD_HOSTS:
+            return f"{self.apt_base}/{parts.netloc}{parts.path}"
+        return url
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            from rocm_fleet.upstream.http import client
+
+            session = client("matrix check", self.retries, timeout=self.timeout)
+            self._local.session = session
+        return session
+
+    def fetched_bytes(self) -> int:
+        """Bytes received so far, over every thread."""
+        with self._lock:
+            return self._fetched
+
+    def get(self, url: str) -> Response:
+        """The response for ``url`` (upstream form); raises Unreachable. Fetched once, by the
+        first thread that asks; the others wait for it."""
+        with self._lock:
+            pending = self._cache.get(url)
+            first = pending is None
+            if first:
+                pending = self._cache[url] = Future()
+        if first:
+            pending.set_result(self._fetch(url))
+        result = pending.result()
+        if not isinstance(result, Response):  # an Unreachable
+            raise result
+        return result
+
+    def _fetch(self, url: str) -> Response | Unreachable:
+        import requests
+        from urllib3.exceptions import HTTPError as Urllib3Error
+
+        from rocm_fleet.upstream.http import (
+            DownloadError,
+            TooLong,
+            Unreachable,
+            read_limited,
+            reason,
+        )
+
+        where = self.url(url)
+        host = urlsplit(where).netloc or where
+        try:
+            with self._session().get(where, stream=True) as reply:
+                body = b"".join(read_limited(where, reply, MAX_BODY_BYTES))
+        except TooLong:
+            cause = f"more than {MAX_BODY_BYTES} bytes: refused, not read on"
+            return Unreachable(where, host, cause, f"{where}: {cause}")
+        except (requests.RequestException, Urllib3Error, DownloadError) as exc:
+            # urllib3's message repeats the pool and URL; keep what went wrong.
+            what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", reason(exc))
+            return Unreachable(where, host, what, f"{type(exc).__name__}: {what}")
+        with self._lock:
+            self._fetched += len(body)
+        if reply.status_code == 200 or reply.status_code in GONE:
+            return Response(where, reply.status_code, body)
+        cause = f"HTTP {reply.status_code}"
+        return Unreachable(where, host, cause, f"{cause} from {where}")

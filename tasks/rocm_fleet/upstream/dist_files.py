@@ -1,0 +1,107 @@
+"""Distribution files read without installing anything: whether a file is an sdist, a wheel's
+or an sdist's core metadata, and an sdist's build requirements (never its code run here).
+ResolutionError, what these readers and the resolution (``upstream.resolution``) raise, lives
+here, the lowest of the two.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import re
+import tarfile
+import tomllib
+import zipfile
+
+from packaging.utils import InvalidSdistFilename, parse_sdist_filename
+
+
+class ResolutionError(Exception):
+    """Requirements the index can't meet for a Python; names the requirement."""
+
+
+def is_sdist(filename: str) -> bool:
+    """Whether a file of an index is a source distribution (PEP 625: ``.tar.gz``)."""
+    try:
+        parse_sdist_filename(filename)
+    except InvalidSdistFilename:
+        return False
+    return True
+
+
+#: The most of an sdist's PKG-INFO or pyproject.toml read (both are a few kilobytes).
+_SDIST_MEMBER_LIMIT = 1 << 20
+
+
+def _sdist_member(path: str, member: str) -> str:
+    """One top-level file of an sdist (``<name>-<version>/<member>``, the layout of the
+    sdist specification), read without extracting anything."""
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            top = {name.split("/", 1)[0] for name in archive.getnames()}
+            if len(top) != 1:
+                raise ResolutionError(f"{path}: not one top-level directory in the sdist")
+            try:
+                info = archive.getmember(f"{top.pop()}/{member}")
+            except KeyError:
+                raise ResolutionError(f"{path}: no {member} in the sdist") from None
+            if not info.isfile() or info.size > _SDIST_MEMBER_LIMIT:
+                raise ResolutionError(f"{path}: its {member} is not a file of at most 1 MiB")
+            handle = archive.extractfile(info)
+            assert handle is not None
+            return handle.read().decode("utf-8")
+    except (tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as exc:
+        raise ResolutionError(f"{path}: not a readable sdist ({type(exc).__name__})") from None
+
+
+def sdist_metadata(path: str) -> str:
+    """An sdist's core metadata (``PKG-INFO``). Its requirements must be static (core
+    metadata 2.2, PEP 643: ``Requires-Dist`` not listed as ``Dynamic``): one known only after
+    a build on the host could not be locked."""
+    text = _sdist_member(path, "PKG-INFO")
+    message = email.parser.Parser().parsestr(text, headersonly=True)
+    dynamic = {value.strip().lower() for value in message.get_all("Dynamic") or []}
+    if "requires-dist" in dynamic:
+        raise ResolutionError(f"{path}: its Requires-Dist is dynamic (known only once built)")
+    return text
+
+
+def sdist_build_requires(path: str) -> list[str]:
+    """An sdist's build requirements: ``[build-system] requires`` of its pyproject.toml
+    (PEP 518); none declared means setuptools, as pip assumes. Refused when its
+    ``backend-path`` puts the build backend inside the sdist (PEP 517): the backend would be
+    code no pinned wheel carries, run as root by every host's pip."""
+    try:
+        text = _sdist_member(path, "pyproject.toml")
+    except ResolutionError:
+        return ["setuptools>=40.8.0"]  # pip's default for a project without pyproject.toml
+    try:
+        build_system = tomllib.loads(text).get("build-system", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise ResolutionError(f"{path}: unreadable pyproject.toml ({exc})") from None
+    if not isinstance(build_system, dict):
+        raise ResolutionError(f"{path}: [build-system] of its pyproject.toml is not a table")
+    if "backend-path" in build_system:
+        raise ResolutionError(
+            f"{path}: its pyproject.toml names a backend-path {build_system['backend-path']!r} "
+            "(a build backend inside the sdist, run as root on every host); refused"
+        )
+    requires = build_system.get("requires")
+    if requires is None:
+        return ["setuptools>=40.8.0"]
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise ResolutionError(f"{path}: [build-system] requires is not a list of strings")
+    return requires
+
+
+def dist_metadata(path: str) -> str:
+    """The core metadata of a wheel or an sdist file."""
+    return sdist_metadata(path) if is_sdist(path.rsplit("/", 1)[-1]) else wheel_metadata(path)
+
+
+def wheel_metadata(path: str) -> str:
+    """The core metadata (``*.dist-info/METADATA``) of a wheel file."""
+    with zipfile.ZipFile(path) as wheel:
+        names = [n for n in wheel.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+        if len(names) != 1:
+            raise ResolutionError(f"{path}: not one .dist-info/METADATA in the wheel")
+        return wheel.read(names[0]).decode("utf-8")

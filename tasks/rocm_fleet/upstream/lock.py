@@ -1,0 +1,413 @@
+"""Hash locks for live wheel installs: what a host's pip may install, pinned by the controller.
+
+A host that installs wheels live (straight from download.pytorch.org or AMD's index, through
+a proxy, through a live fleet mirror) would otherwise trust the ``#sha256`` of the page it
+reads, which whoever can change the wheel on its way can change too. Instead the controller
+resolves the host's wheel set itself, against the upstream index it reaches over TLS, with
+the bundle's resolver (``upstream.resolution``: pip's resolvelib, the host's Python tags and
+markers) and the bundle's limited downloads (``upstream.http``), and the host's pip
+installs exactly those files with ``--require-hashes``: a wheel swapped on the way to the
+host is refused by the host's own pip, naming the wheel and both hashes.
+
+Nothing is trusted on first use. The hashes are read only over verified TLS: an index that
+isn't https (``pytorch_index_base_url: http://...``) is refused for locking, naming the
+setting and the ways out (an https mirror of the index, or a bundle on the fleet mirror,
+made where the index is reachable over TLS); redirects from https to http are refused
+(``download.NoDowngradeSession``).
+
+A lock is made once per (index URL, requirements, Python, glibc) for the whole fleet, not per
+host, and cached on the controller (``$XDG_CACHE_HOME/rocm-fleet/locks``, one JSON file per
+key): the index's files are immutable (a file name pins one build; a changed file would have
+another hash, and the host's pip would refuse it, not install it), so a lock stays right for
+as long as its pins stay published. Whoever can write that directory could otherwise pin the
+whole fleet to wheels of their own, so the directory is refused unless it is the
+controller's user's own and writable by nobody else (``private_directory``), and every file
+carries an HMAC-SHA256 of what it records, made with a random key of the controller's
+(``$XDG_CONFIG_HOME/rocm-fleet/lock-key``, 32 bytes, mode 0600, made on first use; never
+in the cache). A cached file is used only when it records the very inputs its name is the
+hash of and its HMAC verifies under that key; anything else (a truncated write, a hand edit,
+a forged or copied-in file, one made with another key) is refused, said, and made again from
+upstream. To take a newer build that a requirement such as ``==7.14.*`` allows, or after
+upstream withdrew a pinned file, remove the cached file (or the directory): the next run
+locks again. A controller that can't reach the index is given a bundle (``rocm-fleet
+bundle``), not another machine's cache.
+
+The resolution reads each project page and each candidate's core metadata: the index's
+``.metadata`` file when it publishes one with its hash (PEP 658/714; download.pytorch.org
+does since pytorch/test-infra#6116), else the wheel itself, fetched within the bundle's
+limits into a scratch directory and removed. A version published only as an sdist (AMD's
+``rocm``) is pinned by its hash with the wheels that build it (``upstream.resolution``): the host
+installs those first and builds the sdist with them (``operations.python.pinned_wheels``).
+The hashes pinned are those the index publishes, read over TLS. No second source is asked:
+the wheels pinned by the indexes rocm-fleet uses (torch ``X+rocmA.B`` from
+download.pytorch.org, AMD's ``+rocm10.x`` torch and its ``rocm`` runtime from AMD's index)
+carry local version labels or exist only there, and PyPI, the one public second source with
+a JSON API, accepts no local versions (PEP 440: "local version identifiers SHOULD NOT be
+used when publishing upstream projects to a public index server"; PyPI rejects them): it
+can't hold the same files to compare against. The lock's trust is the index's TLS
+certificate, as it is for pip itself, with nothing cached that the controller didn't make.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import hmac
+import io
+import json
+import os
+import re
+import secrets
+import stat
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocm_fleet.atomic import write_atomically
+from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
+from rocm_fleet.upstream.dist_files import (
+    ResolutionError,
+    dist_metadata,
+    is_sdist,
+    sdist_build_requires,
+)
+from rocm_fleet.upstream.http import (
+    DownloadError,
+    DownloadProgress,
+    Fetcher,
+    Unreachable,
+    shorten,
+)
+from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY, Locked, lock_lines
+from rocm_fleet.upstream.python_target import Target
+from rocm_fleet.upstream.resolution import resolve
+from rocm_fleet.upstream.wheels import Link, parse_page, project_url, untrusted_index
+
+#: Bumped when what a lock holds or how it is made changes: older cached locks are not read.
+#: 2: an sdist may be pinned, with its build requirements (``lock_lines``).
+#: 3: authenticated by the controller's key (an HMAC), not a hash of its own lines.
+FORMAT = 3
+#: The controller's key's length: SHA-256's output length, the least RFC 2104 advises for HMAC.
+KEY_BYTES = 32
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+#: One pinned file, as pip's --require-hashes wants it (a build requirement marked), or the
+#: names pinned to an sdist (``lock_lines``).
+LINE = re.compile(
+    rf"{_NAME}==[^\s=;#]+ --hash=sha256:[0-9a-f]{{64}}(?: {re.escape(BUILD_MARK)})?"
+    rf"|{re.escape(NO_BINARY)}{_NAME}(?:,{_NAME})*"
+)
+
+
+class LockError(Exception):
+    """A wheel set that can't be locked: the index unreachable, a requirement it can't
+    meet, a file without a published hash. One line naming the index and the requirements."""
+
+
+@dataclass(frozen=True)
+class LockRequest:
+    """What a lock is made from: the index, the requirement strings (exact pins, or
+    anything PEP 508 allows, extras included), and the host's Python."""
+
+    index_url: str
+    requirements: tuple[str, ...]
+    python: str
+    glibc: str
+
+    @classmethod
+    def of(
+        cls, index_url: str, requirements: list[str], runtime: HostRuntime | None
+    ) -> LockRequest:
+        """The request for a host's wheel set; LockError when its Python isn't known (no
+        lock without the tags and markers pip will resolve with)."""
+        if runtime is None:
+            raise LockError(f"can't lock the wheels of {index_url}: unknown host Python")
+        return cls(index_url, tuple(sorted(set(requirements))), runtime.python, runtime.glibc)
+
+    def inputs(self) -> dict[str, object]:
+        return {
+            "format": FORMAT,
+            "index_url": self.index_url,
+            "requirements": list(self.requirements),
+            "python": self.python,
+            "glibc": self.glibc,
+        }
+
+    def key(self) -> str:
+        """The SHA-256 of the inputs: the cached lock's file name."""
+        text = json.dumps(self.inputs(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def describe(self) -> str:
+        return (
+            f"{', '.join(self.requirements)} from {self.index_url} for Python {self.python} "
+            f"(glibc {self.glibc})"
+        )
+
+
+def default_cache() -> Path:
+    """``$XDG_CACHE_HOME/rocm-fleet/locks`` (``~/.cache`` without it), the XDG base
+    directory specification's place for a user's non-essential cached data."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rocm-fleet" / "locks"
+
+
+def default_key() -> Path:
+    """``$XDG_CONFIG_HOME/rocm-fleet/lock-key`` (``~/.config`` without it): the controller's
+    own configuration, apart from the cache whose files it authenticates."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "rocm-fleet" / "lock-key"
+
+
+def private_directory(path: Path, what: str) -> Path:
+    """``path``, made (mode 0700) if missing, once it is a directory of this user's that
+    nobody else may write (nor replace: a link is refused); LockError naming it, its owner
+    and mode and the fix otherwise."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    mode = stat.S_IMODE(info.st_mode)
+    if not stat.S_ISDIR(info.st_mode):
+        problem = "not a directory (a link?)"
+    elif info.st_uid != os.geteuid():
+        problem = f"owned by uid {info.st_uid}, not by this user (uid {os.geteuid()})"
+    elif mode & 0o022:
+        problem = f"writable by group or others (mode {mode:04o}): chmod go-w {path}"
+    else:
+        return path
+    raise LockError(f"{what} {path} is {problem}; refused: whoever can write it pins the fleet")
+
+
+def controller_key(path: Path) -> bytes:
+    """The controller's key for its cached locks: made (random, mode 0600, in a private
+    directory) the first time; LockError when the file is not this user's alone or is not a
+    key."""
+    private_directory(path.parent, "the directory of the lock key")
+    if not os.path.lexists(path):
+        # Linked into place whole: a controller run at the same time reads one whole key,
+        # the first one linked.
+        with contextlib.suppress(FileExistsError):
+            write_atomically(path, secrets.token_bytes(KEY_BYTES), mode=0o600, exclusive=True)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise LockError(f"the lock key {path}: can't read it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        key = handle.read(KEY_BYTES + 1)
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid != os.geteuid() or mode & 0o077 or len(key) != KEY_BYTES:
+        raise LockError(
+            f"the lock key {path} is not {KEY_BYTES} bytes of this user's alone (uid "
+            f"{info.st_uid}, mode {mode:04o}, {len(key)} bytes); refused: remove it, and the "
+            "next run makes a new one (and locks again)"
+        )
+    return key
+
+
+def _authentication(key: bytes, inputs: dict[str, object], lines: list[str]) -> str:
+    """The HMAC-SHA256 of a cached lock's inputs and lines under the controller's key."""
+    text = json.dumps({"inputs": inputs, "lines": lines}, sort_keys=True, separators=(",", ":"))
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def _sdists(lines: list[str]) -> set[str]:
+    return {
+        n for line in lines if line.startswith(NO_BINARY) for n in line[len(NO_BINARY) :].split(",")
+    }
+
+
+def read_cached(cache: Path, request: LockRequest, key: bytes) -> tuple[list[str] | None, str]:
+    """The cached lock for ``request`` and "" when it is whole, was stored for these very
+    inputs and is authenticated by ``key``; (None, why) otherwise ("" when there is none)."""
+    path = cache / f"{request.key()}.json"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError) as exc:
+        return None, f"{path}: unreadable ({type(exc).__name__})"
+    if not isinstance(data, dict) or data.get("inputs") != request.inputs():
+        return None, f"{path}: not the lock of {request.describe()}"
+    lines = data.get("lines")
+    if (
+        not isinstance(lines, list)
+        or not lines
+        or not all(isinstance(line, str) and LINE.fullmatch(line) for line in lines)
+        or not isinstance(data.get("hmac"), str)
+        or not hmac.compare_digest(data["hmac"], _authentication(key, request.inputs(), lines))
+    ):
+        return None, f"{path}: not authenticated by this controller's lock key (forged?); refused"
+    if not _sdists(lines) <= SDIST_ONLY:
+        return None, f"{path}: pins an sdist of {', '.join(sorted(_sdists(lines) - SDIST_ONLY))}"
+    return lines, ""
+
+
+def write_cached(cache: Path, request: LockRequest, lines: list[str], key: bytes) -> Path:
+    """Store a lock under its key, authenticated by ``key``, atomically (a crash leaves the
+    old file or none)."""
+    path = cache / f"{request.key()}.json"
+    inputs = request.inputs()
+    body = {"inputs": inputs, "lines": lines, "hmac": _authentication(key, inputs, lines)}
+    write_atomically(path, json.dumps(body, indent=1) + "\n", mode=0o600)
+    return path
+
+
+def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[str]:
+    """The requirement lines pinning every wheel ``request`` installs, made from the index:
+    ``name==version --hash=sha256:...``, sorted by name. LockError names what failed."""
+    runtime = HostRuntime(request.python, request.glibc)
+    target = Target(runtime)
+    index_url = request.index_url
+
+    @functools.cache
+    def page(name: str) -> list[Link]:
+        url = project_url(index_url, name)
+        try:
+            data = fetcher.content(url)
+        except DownloadError as exc:
+            if "HTTP 404" in str(exc):
+                return []  # no such project on this index: the resolution says which
+            raise
+        try:
+            return parse_page(data.decode("utf-8"), url)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LockError(f"{url}: not a PEP 503 page ({exc})") from None
+
+    def fetched(link: Link) -> Path:
+        if not link.sha256:
+            raise LockError(f"{link.url}: the index publishes no #sha256 for it")
+        path = scratch / link.filename
+        fetcher.file(link.url, path, link.sha256)
+        return path
+
+    @functools.cache
+    def metadata(link: Link) -> str:
+        if link.metadata_sha256:
+            data = fetcher.content(link.url + ".metadata")
+            if hashlib.sha256(data).hexdigest() == link.metadata_sha256:
+                return data.decode("utf-8", "replace")
+        path = fetched(link)
+        try:
+            return dist_metadata(str(path))
+        finally:
+            if not is_sdist(link.filename):  # an sdist's build requirements are read next
+                path.unlink(missing_ok=True)
+
+    @functools.cache
+    def build_requires(link: Link) -> list[str]:
+        path = scratch / link.filename
+        return sdist_build_requires(str(path if path.exists() else fetched(link)))
+
+    pins = resolve(list(request.requirements), page, metadata, target, index_url, build_requires)
+    for name, pin in pins.items():
+        if not pin.candidate.link.sha256:
+            raise LockError(f"{pin.candidate.link.url}: the index publishes no #sha256 for {name}")
+    return lock_lines(
+        [
+            Locked(name, str(pin.candidate.version), pin.candidate.link.sha256 or "",
+                   pin.sdist, pin.build, pin.runtime)
+            for name, pin in pins.items()
+        ]
+    )  # fmt: skip
+
+
+class Locks:
+    """The controller's locks for one run: each request made (or read from the cache) once,
+    whatever the number of hosts asking, its failure too; safe to share between threads.
+
+    ``fetcher``: makes the Fetcher a lock is resolved with (the bundle's limits); ``note``:
+    where a line saying a lock was made or a cached one was refused goes; ``key``: the file
+    of the controller's key its cached locks are authenticated with."""
+
+    def __init__(
+        self,
+        cache: Path | None = None,
+        fetcher: Callable[[], Fetcher] | None = None,
+        note: Callable[[str], None] | None = None,
+        key: Path | None = None,
+    ):
+        self.cache = cache or default_cache()
+        self.key = key or default_key()
+        # Quiet: a lock is a few pages (and, without PEP 658 metadata, wheels); one note says
+        # it was made.
+        self._fetcher = fetcher or (
+            lambda: Fetcher(retries=2, progress=DownloadProgress(io.StringIO()))
+        )
+        self._note = note or (lambda text: None)
+        self._made: dict[LockRequest, list[str] | LockError] = {}
+        self._mutex = threading.Lock()
+
+    def lines(self, request: LockRequest, refresh: bool = False) -> list[str]:
+        """The lock for ``request``; LockError (one line) when it can't be made."""
+        with self._mutex:
+            if not refresh and request in self._made:
+                made = self._made[request]
+                if isinstance(made, LockError):
+                    raise made
+                return list(made)
+            try:
+                lines = self._lines(request, refresh)
+            except LockError as exc:
+                self._made[request] = exc
+                raise
+            self._made[request] = lines
+            return list(lines)
+
+    def _lines(self, request: LockRequest, refresh: bool) -> list[str]:
+        refuse_plain_http(request)
+        private_directory(self.cache, "the lock cache")
+        key = controller_key(self.key)
+        if not refresh:
+            cached, why = read_cached(self.cache, request, key)
+            if cached is not None:
+                return cached
+            if why:
+                self._note(f"{why}; locking again from the index")
+        fetcher = self._fetcher()
+        try:
+            with tempfile.TemporaryDirectory(dir=self.cache, prefix=".wheels-") as scratch:
+                lines = resolve_lock(request, fetcher, Path(scratch))
+        except LockError as exc:
+            raise LockError(f"can't lock {_what(request)}: {exc}") from None
+        except Unreachable as exc:
+            raise LockError(self.unreachable(request, exc)) from None
+        except (DownloadError, ResolutionError, OSError, ValueError) as exc:
+            raise LockError(f"can't lock {_what(request)}: {_one_line(exc)}") from None
+        finally:
+            fetcher.close()
+        path = write_cached(self.cache, request, lines, key)
+        self._note(f"locked {len(lines)} wheels of {request.describe()} in {path}")
+        return lines
+
+    def unreachable(self, request: LockRequest, exc: Unreachable) -> str:
+        """One line: the index's server is unreachable, the machine running pyinfra is the
+        one that must reach it (it locks the wheels the hosts install), and the ways out."""
+        return (
+            f"can't lock {_what(request)}: {exc.host} is unreachable from this machine "
+            f"({exc.cause}); the machine running pyinfra locks the wheels and must reach "
+            f"{exc.host}: give it a proxy (HTTPS_PROXY), deploy from a bundle made where "
+            f"{exc.host} is reachable (rocm-fleet bundle, rocm_mirror_bundle), or serve "
+            f"the wheels from a TLS fleet mirror"
+        )
+
+
+def _what(request: LockRequest) -> str:
+    """The request in a message, its middle given up when long (dozens of requirements)."""
+    return shorten(request.describe(), 240)
+
+
+def refuse_plain_http(request: LockRequest) -> None:
+    """LockError unless the index is reached over TLS: hashes read over plain HTTP would pin
+    the whole fleet to whatever anyone on the way served."""
+    problem = untrusted_index(request.index_url)
+    if problem:
+        raise LockError(f"can't lock {_what(request)}: {problem}")
+
+
+def _one_line(exc: Exception) -> str:
+    """The error in one line, shortened from the middle: its end says why."""
+    return shorten(" ".join((str(exc) or type(exc).__name__).split()), 500)

@@ -1,0 +1,332 @@
+"""A bundle's format and its read side: the manifest (``manifest.json``) that
+``bundle.build`` writes, the rules every path it names obeys (``confined``: inside the
+bundle), and what preflight and the deploy read from a bundle: what a host needs that it
+lacks (``missing``, ``incomplete``) and the hash-pinned requirements a host's pip installs
+from it (``locked_requirements``). No network here: reading a bundle fetches nothing.
+"""
+
+from __future__ import annotations
+
+import binascii
+import contextlib
+import functools
+import gzip
+import json
+import lzma
+import os
+import re
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+from rocm_fleet.model import paths
+from rocm_fleet.model.sources import (
+    AptNeed,
+    AptRepository,
+    HostNeeds,
+    UnsafePath,
+    WheelNeed,
+    mirror_path,
+)
+from rocm_fleet.upstream.aptrepo import (
+    Index,
+    RepositoryError,
+    decompressed,
+    install_closure,
+    parse_stanzas,
+)
+from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
+from rocm_fleet.upstream.lock_lines import Locked, lock_lines
+from rocm_fleet.upstream.signature import SignatureError
+
+MANIFEST = paths.BUNDLE_MANIFEST
+FORMAT = 1
+
+
+class BundleError(Exception):
+    """What stops a bundle: a missing package, a bad signature or hash, a network failure,
+    a path that would leave the bundle, a malformed manifest."""
+
+
+class BundleUnreachable(BundleError):
+    """Upstream (or the proxy) did not answer: the bundle could not be checked, rather than
+    found wrong."""
+
+
+# --- staying inside the bundle -----------------------------------------------------------------
+#
+# Every path below comes from fetched data (a Filename: of a signed index, a link of an index
+# page) or from a manifest.json lying in the output directory: each is proven to stay inside
+# the bundle before a byte is written, read or removed there.
+
+
+# What a parser of fetched data raises on malformed input (bad armour, a truncated .gz, a
+# Size that isn't a number, a missing field, text that isn't UTF-8, a wheel that isn't a zip).
+MALFORMED = (
+    ValueError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    EOFError,
+    TypeError,
+    gzip.BadGzipFile,
+    zlib.error,
+    lzma.LZMAError,
+    zipfile.BadZipFile,
+    binascii.Error,
+)
+
+
+@contextlib.contextmanager
+def parsing(what: str, kind: str):
+    """Turn a parser's exception on malformed fetched data into one BundleError line naming
+    the file (``what``) and what it should have been (``kind``)."""
+    try:
+        yield
+    except BundleError:
+        raise
+    except (RepositoryError, ResolutionError, SignatureError):
+        raise
+    except MALFORMED as exc:
+        detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise BundleError(f"{what}: not a readable {kind} ({detail})") from None
+
+
+def bundle_path(url: str) -> str:
+    """``mirror_path(url)``, or BundleError naming the URL when it would leave the bundle."""
+    try:
+        return mirror_path(url)
+    except UnsafePath as exc:
+        raise BundleError(f"refusing {exc}; nothing of it written") from None
+
+
+def confined(out: Path, path: str, what: str = "") -> Path:
+    """``out / path`` once proven inside ``out``: relative, and inside both after
+    normalising (``a/../..``) and after resolving the symbolic links already on disk.
+    BundleError naming ``what`` (the URL or manifest entry) and the path otherwise."""
+    root = out.resolve()
+    target = Path(os.path.normpath(root / path)) if isinstance(path, str) and path else root
+    inside = (
+        isinstance(path, str)
+        and bool(path)
+        and not path.startswith("/")
+        and "\x00" not in path
+        and target != root
+        and target.is_relative_to(root)
+        and target.resolve().is_relative_to(root)
+    )
+    if not inside:
+        raise BundleError(
+            f"{what or 'bundle entry'}: {path!r} is outside the bundle {out}; refusing it"
+        )
+    return target
+
+
+def repository_key(repository: AptRepository) -> str:
+    return f"{repository.url} {repository.suite} {repository.component} {repository.architecture}"
+
+
+def check_record(out: Path, previous: dict[str, Any]) -> None:
+    """The earlier run's manifest is the record of what this tool wrote, and pruning acts on
+    it: refuse it whole (before anything is fetched) unless every file it lists is a path
+    inside ``out`` with a size and a SHA-256."""
+    where = out / MANIFEST
+    entries = previous.get("files")
+    if not isinstance(entries, dict):
+        raise BundleError(f"{where}: no 'files' table; not a manifest rocm-fleet wrote")
+    for path, entry in entries.items():
+        confined(out, path, f"{where} lists a file that")
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("size"), int)
+            and isinstance(entry.get("sha256"), str)
+        ):
+            raise BundleError(f"{where}: entry {path!r} has no size and SHA-256")
+
+
+# --- reading a bundle (preflight) --------------------------------------------------------------
+
+
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """A bundle's manifest (None: there is none); BundleError naming the file when it is
+    not a JSON object."""
+    path = directory / MANIFEST
+    if not path.is_file():
+        return None
+    return _cached_json(str(path), path.stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_json(path: str, _mtime: int) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{path}: not a manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise BundleError(f"{path}: not a manifest (a JSON object is expected)")
+    return data
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_index(path: str, _mtime: int) -> Index:
+    data = Path(path).read_bytes()
+    return Index(parse_stanzas(decompressed(path, data).decode("utf-8")))
+
+
+def incomplete(bundle: str) -> list[str]:
+    """The files a bundle's manifest lists that its directory doesn't hold (or not at the
+    size it records): what a mirror host would fail to copy."""
+    directory = Path(bundle)
+    try:
+        manifest = read_manifest(directory)
+        if manifest is None:
+            return [str(directory / MANIFEST)]
+        check_record(directory, manifest)
+        on_disk = manifest.get("files", {})
+        return [path for path in on_disk if not _present(directory, on_disk, path)]
+    except BundleError as exc:
+        return [str(exc)]
+
+
+def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
+    """Whether the bundle's manifest lists ``path`` and the directory holds it at that size."""
+    entry = on_disk.get(path)
+    if not entry:
+        return False
+    target = confined(directory, path, f"{directory / MANIFEST} lists a file that")
+    return target.is_file() and target.stat().st_size == entry.get("size")
+
+
+def missing(bundle: str, needs: HostNeeds) -> list[str]:
+    """What a host with ``needs`` would fetch that the bundle at ``bundle`` doesn't hold
+    (empty: nothing), each named with where it comes from; a malformed manifest or one
+    naming a path outside the bundle is one such line, naming the problem."""
+    try:
+        return _missing(Path(bundle), needs)
+    except BundleError as exc:
+        return [str(exc)]
+
+
+def _missing(directory: Path, needs: HostNeeds) -> list[str]:
+    manifest = read_manifest(directory)
+    if manifest is None:
+        return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
+    check_record(directory, manifest)
+    gaps: list[str] = []
+    on_disk = manifest.get("files", {})
+
+    def present(path: str) -> bool:
+        return _present(directory, on_disk, path)
+
+    for need in needs.apt:
+        gaps += _apt_gaps(need, manifest, directory, present)
+    for need in needs.wheels:
+        gaps += _wheel_gaps(need, manifest, present)
+    return gaps
+
+
+def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[str]:
+    repository = need.repository
+    where = repository.describe()
+    if not present(bundle_path(repository.key.url)):
+        return [f"AMD's key {repository.key.url}"]
+    entry = next(
+        (
+            r
+            for r in manifest.get("repositories", [])
+            if repository_key(_as_repository(r, repository)) == repository_key(repository)
+        ),
+        None,
+    )
+    if entry is None or not present(entry["index"]):
+        return [f"{', '.join(need.packages)} ({where}: the repository is not in the bundle)"]
+    index_file = confined(directory, entry["index"], f"{directory / MANIFEST}: the index")
+    try:
+        with parsing(str(index_file), "package index"):
+            index = _cached_index(str(index_file), index_file.stat().st_mtime_ns)
+            closure = install_closure(index, need.packages, where)
+    except RepositoryError as exc:
+        return [str(exc)]
+    return [
+        f"{package.name} {package.version} ({where})"
+        for package in closure
+        if not present(bundle_path(f"{repository.url}/{package.filename}"))
+    ]
+
+
+def _as_repository(entry: dict[str, Any], like: AptRepository) -> AptRepository:
+    return AptRepository(
+        entry["url"], entry["suite"], like.key, like.keyring, entry["component"],
+        entry["architecture"],
+    )  # fmt: skip
+
+
+def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
+    wanted = set(need.requirements())
+    for wheel_set in manifest.get("wheel_sets", []):
+        if (
+            wheel_set["index_url"] == need.index_url
+            and wheel_set["python"] == need.runtime.python
+            and wanted <= set(wheel_set["requirements"])
+        ):
+            return [
+                f"{name} {pin['version']} for Python {need.runtime.python} ({need.index_url})"
+                for name, pin in wheel_set["pins"].items()
+                if not present(pin["path"])
+            ]
+    return [
+        f"{', '.join(sorted(wanted))} for Python {need.runtime.python} ({need.index_url}: "
+        "not in the bundle)"
+    ]
+
+
+def locked_requirements(
+    bundle: str, index_url: str, python: str, requirements: list[str]
+) -> list[str] | None:
+    """The requirement lines a host's pip installs ``requirements`` from ``index_url`` with
+    (its wheel set, ``sources.WheelNeed.requirements``, for its ``python``), from the bundle:
+    each wheel of the resolved set pinned to its version and to the SHA-256 the bundle
+    verified (``torch==2.9.1+rocm6.4 --hash=sha256:...``), for ``pip install
+    --require-hashes``: a wheel swapped on the way to the host (at the mirror, on the
+    network) is refused by the host's pip, naming it and both hashes. None when the bundle
+    holds no set for them (preflight says so first)."""
+    try:
+        manifest = read_manifest(Path(bundle))
+    except BundleError:
+        return None
+    if manifest is None:
+        return None
+    wanted = set(requirements)
+    files = manifest.get("files", {})
+    for wheel_set in manifest.get("wheel_sets", []):
+        if (
+            wheel_set.get("index_url") == index_url
+            and wheel_set.get("python") == python
+            and wanted <= set(wheel_set.get("requirements", []))
+        ):
+            pins = []
+            for name, pin in sorted(wheel_set["pins"].items()):
+                digest = files.get(pin["path"], {}).get("sha256", "")
+                if not re.fullmatch(r"[0-9a-f]{64}", digest):
+                    return None
+                sdist = is_sdist(pin["path"].rsplit("/", 1)[-1])
+                pins.append(
+                    Locked(name, pin["version"], digest, sdist, bool(pin.get("build")),
+                           pin.get("runtime", True) is not False)
+                )  # fmt: skip
+            return lock_lines(pins)
+    return None
+
+
+def bundle_lock(bundle: str, index_url: str, python: str, requirements: list[str]) -> list[str]:
+    """``locked_requirements``, for a host that installs from the fleet mirror's bundle:
+    BundleError, naming the bundle, the index and the Python, when it pins no such set
+    (preflight names what the bundle lacks first; never a fall back to unpinned wheels)."""
+    locked = locked_requirements(bundle, index_url, python, requirements)
+    if locked is None:
+        raise BundleError(
+            f"the bundle {bundle} pins no wheel set for {index_url} and Python {python}: "
+            f"run `rocm-fleet bundle INVENTORY --output {bundle}` again"
+        )
+    return locked

@@ -1,0 +1,484 @@
+"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix.
+
+For each release row: each suite's signed ``InRelease`` exists, verifies with the pinned key
+(``upstream.signature``) and declares the Origin the stream's pin names; a Core SDK release's
+packages are in its repository's verified index; the amdgpu driver folders exist; the key at
+each key URL has the matrix's fingerprint; each PyTorch index lists the pinned wheels (and
+the pip runtime they require), and no index exists where the matrix says there is none;
+AMD's own wheel index lists each build and device wheel. Without a release it also lists
+releases upstream publishes that the matrix lacks (``missing_releases``). ``check_matrix``
+runs them all on a thread pool and returns the report ``rocm-fleet matrix check --json``
+prints (``matrix.command`` renders it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from rocm_fleet.model import matrix
+from rocm_fleet.model.versions import (
+    is_core_sdk_meta_package,
+    is_full_release,
+    linked_releases,
+    major_minor,
+    release_key,
+)
+from rocm_fleet.upstream.aptrepo import (
+    ReleaseFile,
+    RepositoryError,
+    decompressed,
+    parse_release,
+    parse_stanzas,
+    signed_text,
+)
+from rocm_fleet.upstream.client import UpstreamClient
+from rocm_fleet.upstream.openpgp import primary_fingerprints
+from rocm_fleet.upstream.signature import SignatureError, check_release
+from rocm_fleet.upstream.wheels import parse_page, project_url
+
+if TYPE_CHECKING:
+    from rocm_fleet.upstream.http import DownloadProgress
+
+# --- checks ---------------------------------------------------------------------------------
+
+
+@dataclass
+class MatrixCheck:
+    row: str  # the matrix row it checks: "7.2.1", "rocm7.14", "key repo.amd.com"
+    what: str
+    url: str
+    run: Callable[[UpstreamClient], str | None] = field(
+        repr=False
+    )  # None: holds; else what's wrong
+    status: str = "pending"  # ok | wrong | unreachable
+    detail: str = ""
+
+    def json(self) -> dict[str, str]:
+        return {k: getattr(self, k) for k in ("row", "what", "url", "status", "detail")}
+
+
+Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed with
+
+
+def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | None) -> str:
+    """The fingerprint ``stream``'s repositories must be signed with, upper case: a mirror's
+    from ``fingerprints`` (stream name, or "*" for every stream, -> the fingerprint it signs
+    with instead of AMD's), else the matrix's."""
+    fingerprints = fingerprints or {}
+    found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
+    return found.upper()
+
+
+def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -> ReleaseFile | str:
+    """The InRelease at ``url`` as apt trusts it (``upstream.signature``: signed by ``key``,
+    whose primary fingerprint is the pinned one, under apt's policy; not stale; of
+    ``suite``), or what is wrong with it."""
+    reply = upstream.get(url)
+    if not reply.found:
+        return f"HTTP {reply.status}: no such suite"
+    text = reply.body.decode("utf-8", "replace")
+    if not text.startswith("-----BEGIN PGP SIGNED MESSAGE-----") or (
+        "-----BEGIN PGP SIGNATURE-----" not in text
+    ):
+        return "not a signed (clearsigned) InRelease"
+    key_url, fingerprint = key
+    key_reply = upstream.get(key_url)
+    if not key_reply.found or primary_fingerprints(key_reply.body) != [fingerprint.upper()]:
+        return f"can't verify it: the key at {key_url} is not {fingerprint.upper()}"
+    try:
+        release = parse_release(signed_text(reply.body, key_reply.body, url))
+        check_release(release.fields, url, suite)
+    except (RepositoryError, SignatureError) as exc:
+        return str(exc).removeprefix(f"{url}: ")
+    return release
+
+
+def inrelease_check(
+    url: str, suite: str, origin: str | None, key: Key
+) -> Callable[[UpstreamClient], str | None]:
+    def run(upstream: UpstreamClient) -> str | None:
+        release = verified_release(upstream, url, suite, key)
+        if isinstance(release, str):
+            return release
+        fields = release.fields
+        if origin is not None and fields.get("Origin") != origin:
+            return f"declares Origin {fields.get('Origin')!r}; the matrix pins {origin!r}"
+        return None
+
+    return run
+
+
+def _packages_index(
+    upstream: UpstreamClient, dists_url: str, suite: str, key: Key
+) -> dict[str, set[str]] | str:
+    """Package name -> versions of a repository's main/binary-amd64 index, once its SHA-256
+    is the one its verified InRelease lists; what is wrong otherwise."""
+    release = verified_release(upstream, f"{dists_url}/InRelease", suite, key)
+    if isinstance(release, str):
+        return f"its InRelease: {release}"
+    for name in ("Packages.gz", "Packages"):
+        listed = release.files.get(f"main/binary-amd64/{name}")
+        reply = upstream.get(f"{dists_url}/main/binary-amd64/{name}")
+        if reply.found:
+            if listed is None or hashlib.sha256(reply.body).hexdigest() != listed.sha256:
+                return f"main/binary-amd64/{name}: SHA-256 is not the one its InRelease lists"
+            body = decompressed(name, reply.body)
+            break
+    else:
+        return {}
+    found: dict[str, set[str]] = {}
+    for fields in parse_stanzas(body.decode("utf-8", "replace")):
+        if "Package" in fields and "Version" in fields:
+            found.setdefault(fields["Package"], set()).add(fields["Version"])
+    return found
+
+
+def core_packages_check(
+    dists_url: str, rel: matrix.Release, suite: str, key: Key
+) -> Callable[[UpstreamClient], str | None]:
+    meta = f"amdrocm{major_minor(rel.version)}"
+
+    def run(upstream: UpstreamClient) -> str | None:
+        index = _packages_index(upstream, dists_url, suite, key)
+        if isinstance(index, str):
+            return index
+        versions = index.get(meta, set())
+        pattern = re.compile(rel.stream.version_regex(rel))
+        if not any(pattern.search(v) for v in versions):
+            return f"no {meta} of {rel.version} in the index (has: {', '.join(sorted(versions))})"
+        return None
+
+    return run
+
+
+def key_check(url: str, fingerprint: str) -> Callable[[UpstreamClient], str | None]:
+    def run(upstream: UpstreamClient) -> str | None:
+        reply = upstream.get(url)
+        if not reply.found:
+            return f"HTTP {reply.status}: no key there"
+        found = primary_fingerprints(reply.body)
+        if found != [fingerprint]:
+            return f"holds {', '.join(found) or 'no key'}; the matrix pins {fingerprint}"
+        return None
+
+    return run
+
+
+def index_files(upstream: UpstreamClient, index_url: str, project: str) -> list[str] | None:
+    """The file names a PEP 503 project page links to; None when there is no page."""
+    url = project_url(index_url, project)
+    reply = upstream.get(url)
+    if not reply.found:
+        return None
+    return [link.filename for link in parse_page(reply.body.decode("utf-8", "replace"), url)]
+
+
+def file_versions(files: list[str], project: str) -> set[str]:
+    """The versions of ``project`` among its wheel and sdist file names."""
+    versions = set()
+    for name in files:
+        try:
+            if name.endswith(".whl"):
+                dist, version, *_ = parse_wheel_filename(name)
+            elif name.endswith(".tar.gz"):
+                dist, version = parse_sdist_filename(name)
+            else:
+                continue
+        except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+            continue
+        if dist == canonicalize_name(project):
+            versions.add(str(version))
+    return versions
+
+
+def wheels_check(index_url: str, project: str, versions: list[str]) -> Callable:
+    def run(upstream: UpstreamClient) -> str | None:
+        files = index_files(upstream, index_url, project)
+        if files is None:
+            return f"no {project} project page"
+        have = file_versions(files, project)
+        missing = [v for v in versions if v not in have]
+        return f"no {project} wheel {', '.join(missing)}" if missing else None
+
+    return run
+
+
+def runtime_check(index_url: str, requirement: str) -> Callable:
+    from packaging.requirements import Requirement
+
+    req = Requirement(requirement)
+
+    def run(upstream: UpstreamClient) -> str | None:
+        files = index_files(upstream, index_url, req.name)
+        if files is None:
+            return f"no {req.name} project page (torch requires {requirement})"
+        have = file_versions(files, req.name)
+        if not any(req.specifier.contains(v, prereleases=True) for v in have):
+            return f"no {req.name} matching {requirement} ({', '.join(sorted(have))})"
+        return None
+
+    return run
+
+
+def no_index_check(index_url: str) -> Callable:
+    def run(upstream: UpstreamClient) -> str | None:
+        files = index_files(upstream, index_url, "torch")
+        if files:
+            versions = sorted(file_versions(files, "torch"), key=Version)
+            return f"the index exists now (torch {', '.join(versions[-3:])}): add it to the matrix"
+        return None
+
+    return run
+
+
+def build_checks(
+    releases: list[matrix.Release], fingerprints: dict[str, str] | None = None
+) -> list[MatrixCheck]:
+    """The checks of the releases' rows. ``fingerprints``: stream name (or "*" for every
+    stream) -> the key fingerprint a mirror signs with instead of AMD's."""
+
+    def pinned(stream: matrix.Stream) -> str:
+        return pinned_fingerprint(stream, fingerprints)
+
+    driver_key = (matrix.AMDGPU_KEY_URL, pinned(matrix.CLASSIC))
+    checks: list[MatrixCheck] = []
+    repositories: dict[str, tuple[matrix.Repository, matrix.Stream]] = {}
+    indexes: dict[str, list[matrix.Release]] = {}
+    for rel in releases:
+        stream, repo = rel.stream, rel.repository
+        repositories.setdefault(repo.key_url, (repo, stream))
+        for row in matrix.DISTROS:
+            pub = rel.publication(row)
+            if pub is None:
+                continue
+            base = stream.repository_url(repo.base_url, rel, pub)
+            dists = f"{base}/dists/{pub.suite}"
+            what = f"InRelease {pub.directory or pub.suite}"
+            if not any(c.url == f"{dists}/InRelease" for c in checks):
+                checks.append(
+                    MatrixCheck(
+                        rel.version,
+                        what,
+                        f"{dists}/InRelease",
+                        inrelease_check(
+                            f"{dists}/InRelease",
+                            pub.suite,
+                            stream.pin_origin,
+                            (repo.key_url, pinned(stream)),
+                        ),
+                    )
+                )
+            if stream is matrix.CORE_SDK:
+                checks.append(
+                    MatrixCheck(
+                        rel.version,
+                        f"packages in {pub.directory}",
+                        f"{dists}/main/binary-amd64/Packages.gz",
+                        core_packages_check(dists, rel, pub.suite, (repo.key_url, pinned(stream))),
+                    )
+                )
+        driver = matrix.amdgpu_repo_version(rel)
+        origin = matrix.CLASSIC.pin_origin if stream is matrix.CLASSIC else None
+        if driver:
+            suites = sorted({row.suite for row in matrix.DISTROS if rel.publication(row)})
+            for suite in suites:
+                url = f"{matrix.AMDGPU_APT_BASE_URL}/{driver}/ubuntu/dists/{suite}/InRelease"
+                if not any(c.url == url for c in checks):
+                    checks.append(
+                        MatrixCheck(
+                            rel.version,
+                            f"amdgpu {driver} {suite}",
+                            url,
+                            # AMD's classic pin covers the driver repository only in the
+                            # classic stream; under the Core SDK nothing pins it.
+                            inrelease_check(url, suite, origin, driver_key),
+                        )
+                    )
+        if rel.torch_index:
+            indexes.setdefault(rel.torch_index, []).append(rel)
+        else:
+            url = f"{matrix.PYTORCH_INDEX_BASE_URL}/rocm{major_minor(rel.version)}"
+            checks.append(MatrixCheck(rel.version, "no PyTorch index", url, no_index_check(url)))
+        if rel.amd_wheels:
+            checks += amd_wheel_checks(rel, rel.amd_wheels)
+    for key_url, (repo, stream) in repositories.items():
+        run = key_check(key_url, pinned(stream))
+        checks.append(MatrixCheck(f"key {repo.name}", "fingerprint", key_url, run))
+    for index, rels in indexes.items():
+        url = f"{matrix.PYTORCH_INDEX_BASE_URL}/{index}"
+        builds = rels[0].torch_builds
+        for project in ("torch", "torchvision", "torchaudio"):
+            versions = [f"{v}+{index}" for b in builds if (v := getattr(b, project))]
+            if versions:
+                run = wheels_check(url, project, versions)
+                checks.append(MatrixCheck(index, f"{project} wheels", f"{url}/{project}/", run))
+        if rels[0].torch_runtime:
+            checks.append(
+                MatrixCheck(
+                    index, "ROCm runtime", f"{url}/", runtime_check(url, rels[0].torch_runtime)
+                )
+            )
+    return checks
+
+
+def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixCheck]:
+    """AMD's index for a release: the ``rocm`` runtime torch requires, every pinned torch /
+    torchvision / torchaudio build with the release's label, and each target's
+    ``amd-torch-device-<gfx>`` of every build offered to it."""
+    url = amd.url.rstrip("/")
+    checks = [
+        MatrixCheck(
+            rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, amd.runtime)
+        )
+    ]
+    for project in ("torch", "torchvision", "torchaudio"):
+        versions = [f"{v}+{amd.label}" for b in amd.builds if (v := getattr(b, project))]
+        run = wheels_check(url, project, sorted(set(versions), key=Version))
+        checks.append(MatrixCheck(rel.version, f"AMD {project} wheels", f"{url}/{project}/", run))
+    for gfx in amd.targets:
+        project = f"amd-torch-device-{gfx}"
+        versions = [f"{b.torch}+{amd.label}" for b in amd.builds_for([gfx])]
+        run = wheels_check(url, project, versions)
+        checks.append(MatrixCheck(rel.version, f"AMD {project}", f"{url}/{project}/", run))
+    return checks
+
+
+# --- releases the matrix lacks -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MissingRelease:
+    """A release upstream publishes that the matrix lacks."""
+
+    release: str  # "7.2.5"
+    where: str  # the listing or index it was found in (with the package that names it)
+
+    def json(self) -> dict[str, str]:
+        return {"release": self.release, "where": self.where}
+
+
+def missing_releases(
+    upstream: UpstreamClient, fingerprints: dict[str, str] | None = None
+) -> list[MissingRelease]:
+    """Releases upstream publishes that the matrix lacks (from the oldest the matrix has),
+    oldest first; a Core SDK index is read only once verified (``fingerprints`` as for
+    ``build_checks``)."""
+    core_key = pinned_fingerprint(matrix.CORE_SDK, fingerprints)
+    known = set(matrix.release_versions())
+    oldest = min(release_key(v) for v in known)
+    missing: dict[str, str] = {}
+    listing = f"{matrix.CLASSIC_REPOSITORY.base_url}/"
+    reply = upstream.get(listing)
+    if reply.found:
+        text = reply.body.decode("utf-8", "replace")
+        for path in linked_releases(text):
+            version = path if path.count(".") == 2 else f"{path}.0"
+            if version not in known and release_key(version) >= oldest:
+                missing[version] = f"{listing}{path}/"
+    for repo in (matrix.MULTI_ARCH_REPOSITORY, matrix.STABLE_REPOSITORY):
+        for pub in matrix.CORE_SDK.publications:
+            dists = f"{repo.base_url}/{pub.directory}/dists/{pub.suite}"
+            index = _packages_index(upstream, dists, pub.suite, (repo.key_url, core_key))
+            if isinstance(index, str):
+                continue  # not verified: not read (its InRelease check says why)
+            for name, versions in index.items():
+                if not is_core_sdk_meta_package(name):
+                    continue
+                for version in versions:
+                    release = version.split("-", 1)[0]
+                    if release not in known and is_full_release(release):
+                        missing.setdefault(release, f"{dists} ({name} {version})")
+    return [
+        MissingRelease(version, where)
+        for version, where in sorted(missing.items(), key=lambda item: release_key(item[0]))
+    ]
+
+
+# --- running --------------------------------------------------------------------------------
+
+
+def run_check(check: MatrixCheck, upstream: UpstreamClient) -> MatrixCheck:
+    """``check`` run against ``upstream``, its status and detail set."""
+    from rocm_fleet.upstream.http import Unreachable
+
+    try:
+        problem = check.run(upstream)
+    except Unreachable as exc:
+        check.status, check.detail = "unreachable", str(exc)
+    else:
+        check.status, check.detail = ("wrong", problem) if problem else ("ok", "")
+    return check
+
+
+def check_matrix(
+    upstream: UpstreamClient,
+    release: str | None = None,
+    fingerprints: dict[str, str] | None = None,
+    workers: int = 8,
+    progress: DownloadProgress | None = None,
+) -> dict[str, Any]:
+    """Run every check (of one release, with ``release``: KeyError for one the matrix
+    doesn't know); the report ``--json`` prints. ``progress`` (the bundle's display, on
+    stderr by default) gets a line per check, and on a terminal a live count of the bytes
+    fetched."""
+    releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
+    from rocm_fleet.upstream.http import DownloadProgress, Unreachable
+
+    checks = build_checks(releases, fingerprints)
+    progress = progress or DownloadProgress()
+    total, done, received = len(checks) + (0 if release else 1), 0, 0
+
+    def step(label: str) -> None:
+        nonlocal done, received
+        done += 1
+        now = upstream.fetched_bytes()
+        progress.advance(now - received)
+        received = now
+        progress.note(f"matrix check [{done}/{total}] {label}")
+
+    progress.start("matrix check", None)
+    unreachable: list[str] = []
+
+    with ThreadPoolExecutor(workers) as pool:
+        futures = [pool.submit(run_check, check, upstream) for check in checks]
+        for future in as_completed(futures):
+            checked = future.result()
+            step(f"{checked.row} {checked.what}: {checked.status}")
+    missing: list[MissingRelease] = []
+    if release is None:
+        try:
+            missing = missing_releases(upstream, fingerprints)
+        except Unreachable as exc:
+            unreachable.append(str(exc))
+        step(f"releases upstream: {len(missing)} the matrix lacks")
+    progress.finish(f"for {total} checks")
+    statuses = [c.status for c in checks]
+    # The exit-code scheme of every command (cli.exits): a finding (1) outranks what could
+    # not be checked (2), so a wrong row is never hidden behind an unreachable one.
+    if "wrong" in statuses or missing:
+        status = 1
+    elif "unreachable" in statuses or unreachable:
+        status = 2
+    else:
+        status = 0
+    return {
+        "exit_status": status,
+        "checks": [c.json() for c in checks],
+        "missing_releases": [found.json() for found in missing],
+        "releases_checked": release is None and not unreachable,
+        "unreachable": unreachable,
+    }

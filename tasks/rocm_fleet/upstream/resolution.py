@@ -1,0 +1,271 @@
+"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything.
+
+``rocm-fleet bundle`` must carry torch, torchvision, torchaudio and everything they require
+for each Python the fleet runs, from the index the hosts' pip uses. The resolution is pip's:
+its resolver (resolvelib, backtracking), choosing the newest of the wheels whose tags the
+target Python accepts (``cpXY``, ``abi3``, ``py3``; manylinux up to the host's glibc,
+PEP 600) and whose ``Requires-Python`` admits it, with ``Requires-Dist`` evaluated for
+Linux x86-64 and that Python (the part pip gets wrong for another Python). Wheels only, but
+for the distributions the recorded upstream facts say are published as sdists only
+(``matrix.SDIST_ONLY``: AMD's ``rocm`` meta package, "intended to be built implicitly on a
+target machine"), and then only for a version the index publishes no wheel of: building an
+sdist runs its code as root on every host, so no other distribution may slip in as one. Its
+requirements are read from its ``PKG-INFO``, and its build requirements (``[build-system]
+requires`` of its ``pyproject.toml``) are resolved too, as wheels, so the host installs them
+hash-checked first and builds the sdist without build isolation (which would fetch them
+unchecked); one whose pyproject.toml names a ``backend-path`` (a build backend inside the
+sdist itself, PEP 517) is refused. Every link must carry the ``#sha256=`` the index
+publishes, which the download is checked against.
+
+The bundle then asks pip itself to resolve the same requirements against the pages it
+wrote (``pip install --dry-run --report``) for the Python it runs on, so what a host's pip
+picks is proven to be in the bundle; for other Pythons pip can't be asked (it evaluates
+markers with its own interpreter), and this resolution is what decides.
+"""
+
+from __future__ import annotations
+
+import email.parser
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+from resolvelib import AbstractProvider, BaseReporter, Resolver
+from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, ResolutionTooDeep
+
+from rocm_fleet.model.matrix import SDIST_ONLY
+from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
+from rocm_fleet.upstream.python_target import Target
+from rocm_fleet.upstream.wheels import Link
+
+# resolvelib (pip's own resolver, maintained by the PyPA) does the search, with backtracking;
+# this provider answers its questions for the target Python: which wheels of a project it can
+# use, newest first, and what a wheel requires there. Extras are pip's way: ``rocm[libraries]``
+# is a candidate of its own that requires ``rocm`` at the same version and what the extra adds.
+# Not pip itself: its ``--python-version`` evaluates Requires-Dist markers with the Python
+# that runs it (pypa/pip#13296; measured with pip 26.3 on 3.11: ``--python-version 3.10`` and
+# ``3.12`` both drop ``x; python_version < "3.11"`` and ``y; python_version >= "3.12"``), and
+# it would fetch the index itself, outside the bundle's verified, limited downloads.
+
+
+@dataclass(frozen=True)
+class Candidate:
+    name: str  # canonical
+    version: Version
+    link: Link
+    extras: frozenset[str] = frozenset()
+
+
+@dataclass
+class Pin:
+    candidate: Candidate
+    why: list[str]
+    build: bool = False  # a build requirement of an sdist pinned beside it
+    runtime: bool = True  # what the roots need (False: only to build an sdist)
+
+    @property
+    def sdist(self) -> bool:
+        return is_sdist(self.candidate.link.filename)
+
+
+def _key(name: str, extras: frozenset[str] | set[str]) -> str:
+    """resolvelib's identifier: the canonical name, with the extras asked for."""
+    return f"{name}[{','.join(sorted(extras))}]" if extras else name
+
+
+class _Provider(AbstractProvider):
+    def __init__(
+        self,
+        page: Callable[[str], list[Link]],
+        metadata: Callable[[Link], str],
+        target: Target,
+        where: str,
+        sdists: frozenset[str] = frozenset(),
+    ):
+        self.page, self.metadata, self.target, self.where = page, metadata, target, where
+        # The distributions a version without a wheel may come from its sdist of.
+        self.sdists = sdists
+
+    def identify(self, requirement_or_candidate: Requirement | Candidate) -> str:
+        if isinstance(requirement_or_candidate, Candidate):
+            return _key(requirement_or_candidate.name, requirement_or_candidate.extras)
+        requirement = requirement_or_candidate
+        return _key(canonicalize_name(requirement.name), set(requirement.extras))
+
+    def get_preference(self, identifier, resolutions, candidates, information, backtrack_causes):
+        """Exact pins first (torch==2.9.1+rocm6.4 leaves nothing to search), then by name
+        for a stable order."""
+        pinned = any(
+            spec.operator in ("==", "===")
+            for info in information[identifier]
+            for spec in info.requirement.specifier
+        )
+        return (not pinned, identifier)
+
+    def find_matches(self, identifier, requirements, incompatibilities) -> list[Candidate]:
+        wanted = list(requirements[identifier])
+        name = canonicalize_name(wanted[0].name)
+        extras = frozenset(extra for r in wanted for extra in r.extras)
+        excluded = {c.version for c in incompatibilities[identifier]}
+        best: dict[Version, tuple[int, Link]] = {}
+        links = self.page(name)
+        # An sdist only for a version published as nothing else (TheRock's ``rocm``): a
+        # version with wheels for other Pythons or platforms is not built on the host.
+        wheeled = {v for v in map(_wheel_version, links) if v is not None}
+        for link in links:
+            try:
+                project, version, _build, _tags = parse_wheel_filename(link.filename)
+                rank = self.target.rank(link.filename)
+            except InvalidWheelFilename:
+                if name not in self.sdists or not is_sdist(link.filename):
+                    continue
+                project, version = parse_sdist_filename(link.filename)
+                if version in wheeled:
+                    continue
+                rank = len(self.target.tags)
+            if rank is None or canonicalize_name(project) != name or version in excluded:
+                continue
+            if not self.target.admits(link.requires_python):
+                continue
+            if not all(r.specifier.contains(version, prereleases=None) for r in wanted):
+                continue
+            if version not in best or rank < best[version][0]:
+                best[version] = (rank, link)
+        return [
+            Candidate(name, version, best[version][1], extras)
+            for version in sorted(best, reverse=True)
+        ]
+
+    def is_satisfied_by(self, requirement: Requirement, candidate: Candidate) -> bool:
+        return requirement.specifier.contains(candidate.version, prereleases=True)
+
+    def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
+        if candidate.extras:  # the project itself at this version, plus what the extras add
+            dependencies = [Requirement(f"{candidate.name}=={candidate.version}")]
+        else:
+            dependencies = []
+        for text in _requires(self.metadata(candidate.link)):
+            requirement = _requirement(text, f"required by {candidate.name}", self.where)
+            plain = self.target.wanted(requirement, set())
+            if candidate.extras:  # only what the extras add
+                if not plain and self.target.wanted(requirement, set(candidate.extras)):
+                    dependencies.append(requirement)
+            elif plain:
+                dependencies.append(requirement)
+        return dependencies
+
+
+def _wheel_version(link: Link) -> Version | None:
+    try:
+        return parse_wheel_filename(link.filename)[1]
+    except InvalidWheelFilename:
+        return None
+
+
+def _requirement(text: str, why: str, where: str) -> Requirement:
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        raise ResolutionError(f"unreadable requirement {text!r} ({why})") from exc
+    if requirement.url:
+        raise ResolutionError(f"{text} ({why}): a direct URL, not from {where}")
+    return requirement
+
+
+def _why(info: RequirementInformation) -> str:
+    parent = info.parent
+    return "wanted" if parent is None else f"required by {parent.name} {parent.version}"
+
+
+def resolve(
+    roots: list[str],
+    page: Callable[[str], list[Link]],
+    metadata: Callable[[Link], str],
+    target: Target,
+    where: str,
+    build_requires: Callable[[Link], list[str]] | None = None,
+    sdist_only: frozenset[str] = SDIST_ONLY,
+) -> dict[str, Pin]:
+    """Pins (canonical name -> wheel and why) meeting ``roots`` and everything they require
+    for ``target``. ``page(name)`` gives a project's links, ``metadata(link)`` a wheel's
+    core metadata (an sdist's PKG-INFO; verified by the caller). With ``build_requires``
+    (an sdist's ``[build-system] requires``), a version of one of ``sdist_only`` published
+    only as an sdist may be pinned, and its build requirements are pinned beside it
+    (``Pin.build``), as wheels. Raises ResolutionError naming what can't be met."""
+    pins = _resolve(
+        roots, page, metadata, target, where, sdist_only if build_requires else frozenset()
+    )
+    sdists = [pin for pin in pins.values() if pin.sdist]
+    if not sdists or build_requires is None:
+        return pins
+    needed: dict[str, list[str]] = {}
+    for pin in sdists:
+        for text in build_requires(pin.candidate.link):
+            needed.setdefault(text, []).append(pin.candidate.name)
+    if not needed:
+        return pins
+    build = _resolve(list(needed), page, metadata, target, where, frozenset())
+    for name, pin in build.items():
+        why = sorted({f"builds {n}" for t, ns in needed.items() for n in ns})
+        runtime = pins.get(name)
+        if runtime is not None and runtime.candidate.version != pin.candidate.version:
+            raise ResolutionError(
+                f"{name}: {runtime.candidate.version} is required, {pin.candidate.version} "
+                f"to build {', '.join(p.candidate.name for p in sdists)} on {where}"
+            )
+        if runtime is not None:
+            runtime.build, runtime.why = True, sorted({*runtime.why, *why})
+        else:
+            pins[name] = Pin(pin.candidate, why, build=True, runtime=False)
+    return pins
+
+
+def _resolve(
+    roots: list[str],
+    page: Callable[[str], list[Link]],
+    metadata: Callable[[Link], str],
+    target: Target,
+    where: str,
+    sdists: frozenset[str],
+) -> dict[str, Pin]:
+    provider = _Provider(page, metadata, target, where, sdists)
+    requirements = [_requirement(root, "wanted", where) for root in roots]
+    try:
+        result = Resolver(provider, BaseReporter()).resolve(requirements, max_rounds=2000)
+    except ResolutionImpossible as exc:
+        causes: dict[str, tuple[list[str], set[str]]] = {}
+        for info in exc.causes:
+            name = canonicalize_name(info.requirement.name)
+            specs, reasons = causes.setdefault(name, ([], set()))
+            specs.append(str(info.requirement.specifier) or "any version")
+            reasons.add(_why(info))
+        raise ResolutionError(
+            "; ".join(
+                f"no wheel of {name} ({' and '.join(specs)}; {', '.join(sorted(reasons))}) for "
+                f"{target.describe()} on {where}"
+                for name, (specs, reasons) in causes.items()
+            )
+        ) from None
+    except ResolutionTooDeep:
+        raise ResolutionError(
+            f"the requirements of {', '.join(roots)} on {where} do not settle"
+        ) from None
+    pins: dict[str, Pin] = {}
+    for identifier, candidate in result.mapping.items():
+        pin = pins.setdefault(candidate.name, Pin(replace(candidate, extras=frozenset()), []))
+        for info in result.criteria[identifier].information:
+            if info.parent is None or info.parent.name != candidate.name:  # not rocm[x] -> rocm
+                pin.why = sorted({*pin.why, _why(info)})
+    return pins
+
+
+def _requires(metadata_text: str) -> list[str]:
+    message = email.parser.Parser().parsestr(metadata_text, headersonly=True)
+    return [value.strip() for value in message.get_all("Requires-Dist") or []]

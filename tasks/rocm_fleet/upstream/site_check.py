@@ -1,0 +1,57 @@
+"""Whether upstream publishes what a site's matrix data adds: the checks ``rocm-fleet matrix
+check`` makes of a committed row (``upstream.matrix_check.build_checks``: each suite's
+InRelease signed by the pinned key with the pinned Origin, the Core SDK's packages in the
+verified index, the driver folders, the key's fingerprint, the wheels each index lists),
+made of the site's rows, over verified TLS. ``matrix update --output`` runs them before it
+writes a file, and the deploy before it plans a host from one (once per file content and
+keys per run).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from rocm_fleet.model import matrix
+from rocm_fleet.model.site_data import SiteData
+from rocm_fleet.upstream.client import UpstreamClient
+from rocm_fleet.upstream.matrix_check import MatrixCheck, build_checks, run_check
+
+
+class SiteDataUnverified(ValueError):
+    """Upstream doesn't publish (or couldn't be asked about) what a site file's rows say."""
+
+
+def release_checks(
+    releases: list[matrix.Release], upstream: UpstreamClient, fingerprints: dict[str, str]
+) -> list[MatrixCheck]:
+    """The matrix check's checks of ``releases``, run; each with its status and detail."""
+    checks = build_checks(releases, fingerprints)
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(run_check, checks, [upstream] * len(checks)))
+
+
+def failures(checks: list[MatrixCheck]) -> list[str]:
+    """One line per check that didn't hold: row, what, why, where."""
+    return [
+        f"{c.row} {c.what}: {c.status} ({c.detail}) <{c.url}>" for c in checks if c.status != "ok"
+    ]
+
+
+_VERIFIED: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
+
+
+def verify(site: SiteData, fingerprints: dict[str, str], timeout: float = 20.0) -> None:
+    """SiteDataUnverified unless every check of the file's added rows holds against
+    upstream; ``fingerprints`` as for ``build_checks`` (a host's ``rocm_key_fingerprint``).
+    Asked once per file content and keys in a process."""
+    key = (site.sha256, tuple(sorted(fingerprints.items())))
+    if key not in _VERIFIED:
+        upstream = UpstreamClient(None, None, timeout, 3)
+        _VERIFIED[key] = failures(release_checks(list(site.added), upstream, fingerprints))
+    bad = _VERIFIED[key]
+    if bad:
+        lines = "\n  ".join(bad)
+        raise SiteDataUnverified(
+            f"site matrix data {site.provenance}: upstream does not publish what it says "
+            f"(the checks of `rocm-fleet matrix check`):\n  {lines}"
+        )

@@ -1,0 +1,65 @@
+"""A PEP 503 wheel index as pip reads it: a project's page and its file links (with the
+``#sha256=`` that pins each file), and whether an index's hashes can be trusted at all.
+Fetching the pages is the caller's (``bundle.wheels``, ``upstream.lock``); the
+resolution over them is ``upstream.resolution``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urldefrag, urljoin
+
+from mousebender.simple import from_project_details_html
+from packaging.utils import canonicalize_name
+
+
+@dataclass(frozen=True)
+class Link:
+    url: str  # absolute, without the fragment
+    filename: str
+    sha256: str | None
+    requires_python: str | None
+    metadata_sha256: str | None  # PEP 658/714: the .metadata file's hash, when published
+
+
+def parse_page(text: str, page_url: str) -> list[Link]:
+    """The file links of a PEP 503 project page, hrefs resolved against ``page_url``, yanked
+    files left out. mousebender reads the page (PEP 503 and 592/658/714 attributes, as the
+    PEP 691 JSON form's fields)."""
+    links = []
+    for file in from_project_details_html(text, "")["files"]:
+        if file.get("yanked"):
+            continue
+        metadata = file.get("core-metadata", file.get("dist-info-metadata"))
+        metadata_hashes = metadata if isinstance(metadata, dict) else {}  # or True: no hash
+        links.append(
+            Link(
+                url=urldefrag(urljoin(page_url, file["url"]))[0],
+                filename=file["filename"],
+                sha256=_lower(file["hashes"].get("sha256")),
+                requires_python=file.get("requires-python"),
+                metadata_sha256=_lower(metadata_hashes.get("sha256")),
+            )
+        )
+    return links
+
+
+def _lower(digest: str | None) -> str | None:
+    return digest.lower() if digest else None
+
+
+def untrusted_index(index_url: str) -> str | None:
+    """Why the hashes on ``index_url``'s pages can't pin anything (it isn't https: anyone on
+    the way could answer them), with the ways out; None when they can."""
+    if index_url.lower().startswith("https://"):
+        return None
+    return (
+        f"{index_url} is not https, and the hashes that pin every host's wheels are read only "
+        "over verified TLS; set pytorch_index_base_url to an https:// index (a TLS mirror of "
+        "it), or serve the wheels from a bundle on the fleet mirror (`rocm-fleet bundle`, made "
+        "where the index is reachable over TLS)"
+    )
+
+
+def project_url(index_url: str, name: str) -> str:
+    return f"{index_url.rstrip('/')}/{canonicalize_name(name)}/"

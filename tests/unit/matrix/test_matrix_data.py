@@ -1,0 +1,391 @@
+"""The matrix's tables as data files: the updater, run on the stored upstream records and the
+cited overrides, reproduces the committed files exactly; a changed record shows as a diff
+naming the row and its source; overrides without a citation, or against a record, refused."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocm_fleet.matrix import generate as matrix_data
+from rocm_fleet.model import matrix, upstream_data
+from unit.matrix.test_matrix_update import tool
+
+ROOT = Path(__file__).resolve().parents[3]
+RECORDS = ROOT / "tests" / "fixtures" / "upstream"
+OVERRIDES = ROOT / "tools" / "matrix_overrides.toml"
+DATA = ROOT / "tasks" / "rocm_fleet" / "model"
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> Path:
+    """A copy of the stored records, to change a recorded fact in."""
+    return Path(shutil.copytree(RECORDS, tmp_path / "upstream"))
+
+
+def test_the_update_reproduces_the_committed_data_files(tmp_path: Path):
+    built = matrix_data.build_tables(RECORDS, OVERRIDES)
+    written = matrix_data.write_data(built.tables, tmp_path)
+    assert sorted(p.name for p in written) == sorted(matrix_data.TABLE_FILES)
+    for path in written:
+        assert path.read_text() == (DATA / path.name).read_text(), path.name
+    assert matrix_data.table_diff(matrix_data.read_data(DATA), built.tables) == []
+    # what the stored build matrix says PyTorch built and no index record lists: noted only
+    assert [note.split(" (pytorch/test-infra")[0] for note in built.notes] == [
+        "pytorch-rocm-builds.toml: torch 2.7.0, 2.7.1 (torch 2.7) built for ROCm 6.2.4",
+        "pytorch-rocm-builds.toml: torch 2.8.0 (torch 2.8) built for ROCm 6.3",
+        "pytorch-rocm-builds.toml: torch 2.9.0, 2.9.1 (torch 2.9) built for ROCm 6.3",
+        "pytorch-rocm-builds.toml: torch 2.12.1 (torch 2.12) built for ROCm 7.1",
+    ]
+
+
+def test_the_tool_checks_the_committed_files(capsys):
+    assert tool.main(["tables", "--check"]) == 1  # the notes above
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "matrix tables unchanged"
+    assert out[1] == (
+        "upstream has: pytorch-rocm-builds.toml: torch 2.7.0, 2.7.1 (torch 2.7) built for ROCm "
+        "6.2.4 (pytorch/test-infra generate_binary_build_matrix.py @ bad60f65); "
+        'download.pytorch.org.toml [index."rocm6.2.4"] doesn\'t record it: record the '
+        "index's listing there to add it"
+    )
+    assert len(out) == 5
+
+
+def test_a_changed_record_names_the_row_and_its_source(records: Path, tmp_path: Path, capsys):
+    page = records / "download.pytorch.org.toml"
+    text = page.read_text()
+    old = 'builds = [["2.3.0", "0.18.0", "2.3.0"], ["2.3.1", "0.18.1", "2.3.1"]]'
+    assert old in text
+    page.write_text(text.replace(old, old.replace('"2.3.1", "0.18.1"', '"2.3.2", "0.18.2"')))
+    shutil.copytree(DATA, tmp_path / "data", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    argv = ["tables", "--records", str(records), "--data-dir", str(tmp_path / "data")]
+    assert tool.main([*argv, "--check"]) == 1
+    out = [line for line in capsys.readouterr().out.splitlines() if "upstream has" not in line]
+    assert out == [
+        'torch_builds.json indexes rocm6.0 builds: [["2.3.0", "0.18.0", "2.3.0"], '
+        '["2.3.1", "0.18.1", "2.3.1"]] -> [["2.3.0", "0.18.0", "2.3.0"], '
+        '["2.3.2", "0.18.2", "2.3.1"]]  [download.pytorch.org.toml [index."rocm6.0"]: '
+        "pytorch.org previous-versions: 2.3.0/2.3.1 with --index-url .../whl/rocm6.0]"
+    ]
+    # written, the committed copy then matches the record again
+    assert tool.main(argv) == 0
+    capsys.readouterr()
+    tool.main([*argv, "--check"])
+    assert capsys.readouterr().out.splitlines()[0] == "matrix tables unchanged"
+
+
+def test_what_the_records_have_and_the_data_lacks_is_written_with_its_source(records: Path):
+    page = records / "repo.amd.com-whl.toml"
+    text = page.read_text()
+    new = text.replace('[stable.release."10.1.0"]', '[stable.release."10.2.0"]', 1)
+    page.write_text(new.replace("rocm10.1.0", "rocm10.2.0", 1))
+    pytorch = records / "download.pytorch.org.toml"
+    pytorch.write_text(
+        pytorch.read_text()
+        + '\n[index."rocm7.15"]\nbuilds = [["2.15.0", "0.30.0", ""]]\nsource = "a new index"\n'
+    )
+    built = matrix_data.build_tables(records, OVERRIDES)
+    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    new_index = (
+        'torch_builds.json indexes rocm7.15: new row  [download.pytorch.org.toml [index."rocm7.15"]'
+        ": a new index]"
+    )
+    assert new_index in diff
+    assert "torch_builds.json amd_wheels 10.1.0: row removed" in "\n".join(diff)
+    new_release = (
+        "torch_builds.json amd_wheels 10.2.0: new row  "
+        '[repo.amd.com-whl.toml [stable.release."10.2.0"] (url: [stable]): docs-10.1'
+    )
+    assert any(line.startswith(new_release) for line in diff)
+
+
+def test_a_gpu_the_records_have_and_the_data_lacks_is_reported(records: Path):
+    gpus = records / "gpus.toml"
+    gpus.write_text(gpus.read_text() + '\n[gfx1250]\nlisted_from = ""\npci = ["0x7600"]\n')
+    built = matrix_data.build_tables(records, OVERRIDES)
+    assert len(built.notes) == 5
+    assert built.notes[0].startswith("gpus.toml records gfx1250 (pci 0x7600; LLVM AMDGPUUsage")
+    assert "add a [[gpu_target]]" in built.notes[0]
+
+
+def test_an_override_without_a_source_is_refused(tmp_path: Path):
+    overrides = tmp_path / "overrides.toml"
+    overrides.write_text(
+        OVERRIDES.read_text()
+        + '\n[[inbox_min_kernel]]\ngfx = "gfx1250"\nkernel = "6.18"\nsource = " "\n'
+    )
+    refused = r"\[\[inbox_min_kernel\]\] gfx1250 has no source"
+    with pytest.raises(matrix_data.MatrixDataError, match=refused):
+        matrix_data.build_tables(RECORDS, overrides)
+
+
+def test_an_override_against_a_record_is_refused(tmp_path: Path):
+    overrides = tmp_path / "overrides.toml"
+    text = OVERRIDES.read_text()
+    entry = 'id = "debian"\nversion = "12"\n'
+    assert entry in text
+    overrides.write_text(text.replace(entry, entry + 'suite = "noble"\n'))
+    with pytest.raises(matrix_data.MatrixDataError) as err:
+        matrix_data.build_tables(RECORDS, overrides)
+    assert str(err.value) == (
+        f"{overrides}: [[distro]] debian 12: suite 'noble' contradicts repo.radeon.com.toml "
+        "[suites] ('jammy'): drop the override"
+    )
+
+
+def test_every_row_names_its_source_and_the_matrix_reads_them():
+    for table in matrix_data.read_data(DATA):
+        for section, rows in table.sections.items():
+            assert rows, (table.name, section)
+            for row in rows:
+                assert row["from"] and str(row["source"]).strip(), (table.name, row)
+    assert [t.gfx for t in matrix.GPU_TARGETS] == [r["gfx"] for r in upstream_data.GPU_TARGET_ROWS]
+    assert [d.key for d in matrix.DISTROS] == [r["key"] for r in upstream_data.DISTRO_ROWS]
+    rows = upstream_data.TORCH_BUILD_ROWS
+    assert list(matrix.TORCH_INDEXES) == [r["index"] for r in rows["indexes"]]
+    assert list(matrix.AMD_WHEELS) == [r["release"] for r in rows["amd_wheels"]]
+
+
+def test_the_docs_show_where_each_row_comes_from():
+    from rocm_fleet.matrix.sources import sources_markdown
+
+    text = (ROOT / "docs" / "supported-releases.md").read_text()
+    block = re.search(r"<!-- source-tables -->\n(.*?)\n<!-- /source-tables -->", text, re.S)
+    assert block, "docs/supported-releases.md lost its source-tables markers"
+    assert block.group(1) == sources_markdown(), (
+        "run `python -m rocm_fleet.matrix.command sources` and paste"
+    )
+    for row in upstream_data.GPU_TARGET_ROWS:
+        assert f"| {row['gfx']} | {row['family']} |" in block.group(1)
+
+
+def test_the_terminal_table_names_each_rows_source():
+    from rocm_fleet.matrix.command import plain_table, source_text
+    from rocm_fleet.matrix.sources import sources_text
+
+    lines = plain_table().splitlines()
+    legend = dict(re.findall(r"^  \[(\d+)\] (.+)$", "\n".join(lines), re.M))
+    for rel, line in zip(matrix.RELEASES, lines[1:], strict=False):
+        assert line.split()[0] == rel.version
+        note = re.search(r"\[(\d+)\]$", line)
+        assert note and legend[note.group(1)] == source_text(rel), line
+    text = sources_text()
+    for row in upstream_data.TORCH_BUILD_ROWS["indexes"]:
+        assert f"    from {row['from']}: {row['source']}" in text
+
+
+def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: Path, capsys):
+    from rocm_fleet.cli import main
+
+    data = Path(shutil.copytree(DATA, tmp_path / "data", ignore=shutil.ignore_patterns("*.py")))
+    argv = ["matrix", "update", "--records", str(records), "--overrides", str(OVERRIDES)]
+    (records / "stored" / "pytorch-rocm-builds.toml").unlink()  # no notes: exit 0
+    assert main([*argv, "--check"]) == 0  # the data this rocm-fleet reads
+    assert capsys.readouterr().out == "matrix tables unchanged\n"
+    page = records / "repo.radeon.com.toml"
+    page.write_text(page.read_text().replace('"debian 13" = "noble"', '"debian 13" = "trixie"'))
+    assert main(argv) == 4  # never writes the installed data unless told where
+    assert "--data-dir: name the directory to write" in capsys.readouterr().err
+    argv += ["--data-dir", str(data)]
+    assert main([*argv, "--check"]) == 1
+    # the one record gives the driver repository's suite (distros) and the classic stream's
+    # publication (and, no longer noble, its first release: the first recorded); the row's
+    # changed origin and citation follow
+    out = capsys.readouterr().out.splitlines()
+    assert out[:3] == [
+        'distros.json distros debian 13 suite: "noble" -> "trixie"  '
+        "[repo.radeon.com.toml [suites]]",
+        'repositories.json publications classic debian 13 suite: "noble" -> "trixie"  '
+        "[repo.radeon.com.toml [suites]]",
+        'repositories.json publications classic debian 13 first_release: "6.2.0" -> "6.0.0"  '
+        "[repo.radeon.com.toml [[release]] (the first)]",
+    ]
+    assert [line.split(":")[0] for line in out[3:]] == [
+        "repositories.json publications classic debian 13 from",
+        "repositories.json publications classic debian 13 source",
+    ]
+    assert main(argv) == 0
+    written = [f"wrote {data / name}" for name in ("repositories.json", "pci_ids.json")]
+    assert capsys.readouterr().out.splitlines()[-2:] == written
+    assert json.loads((data / "distros.json").read_text())["distros"][4]["suite"] == "trixie"
+    assert (DATA / "distros.json").read_text() != (data / "distros.json").read_text()
+    (records / "gpus.toml").unlink()
+    assert main([*argv, "--check"]) == 4
+    assert "gpus.toml: [Errno 2]" in capsys.readouterr().err
+
+
+def test_a_gpu_amds_list_has_and_the_data_lacks_is_written_from_it(records: Path):
+    gpus = records / "stored" / "gpus.yaml"
+    gpus.write_text(
+        gpus.read_text().replace(
+            "AMD Radeon:\n", "AMD Radeon:\n  AMD Radeon RX 9080 XT:\n    gfx: gfx1250\n", 1
+        )
+    )
+    built = matrix_data.build_tables(records, OVERRIDES)
+    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    upstream = (
+        "AMD's GPU list, https://github.com/ROCm/rocm-docs/blob/"
+        "793e0c2edf9cef63d320ef0e985f52c81e666ecb/docs/data/gpus.yaml (read 2026-12-04)"
+    )
+    assert diff == [
+        f"gpu_targets.json gpu_targets gfx1250: new row  [stored/gpus.yaml: {upstream}]"
+    ]
+    rows = built.tables[0].sections["gpu_targets"]
+    assert rows[-1] == {"gfx": "gfx1250", "family": "radeon", "products": "Radeon RX 9080 XT",
+                        "from": "stored/gpus.yaml", "source": upstream}  # fmt: skip
+    assert [n for n in built.notes if n.startswith("stored/gpus.yaml")] == [
+        "stored/gpus.yaml lists gfx1250 (radeon: Radeon RX 9080 XT), which the matrix lacked: "
+        f"written from it ({upstream}); review, and name its products in a [[gpu_target]] "
+        "override if AMD's names need more",
+    ]
+
+
+def test_a_family_override_where_amds_list_gives_one_is_refused(tmp_path: Path):
+    overrides = tmp_path / "overrides.toml"
+    text = OVERRIDES.read_text()
+    entry = '[[gpu_target]]\ngfx = "gfx1030"\n'
+    assert entry in text
+    overrides.write_text(text.replace(entry, entry + 'family = "instinct"\n'))
+    with pytest.raises(matrix_data.MatrixDataError) as err:
+        matrix_data.build_tables(RECORDS, overrides)
+    assert str(err.value) == (
+        f"{overrides}: [[gpu_target]] gfx1030: family 'instinct', but stored/gpus.yaml gives "
+        "it ('radeon'): drop the override's family"
+    )
+
+
+def test_a_changed_signing_key_record_is_a_diff_naming_its_source(records: Path):
+    keys = records / "keys.toml"
+    old = 'fingerprint = "D0F004A0025A1145C7807FCD0701EAC4D5E02107"'
+    assert old in keys.read_text()
+    keys.write_text(keys.read_text().replace(old, f'fingerprint = "{"A" * 40}"'))
+    built = matrix_data.build_tables(records, OVERRIDES)
+    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    assert diff == [
+        'repositories.json streams core-sdk key_fingerprint: "D0F004A0025A1145C7807FCD0701EAC4D5E'
+        f'02107" -> "{"A" * 40}"  [keys.toml [amd]; repo.amd.com.toml [release_file]: '
+        "ROCm/TheRock build_tools/packaging/linux/build_repo_package.py EXPECTED_KEY_FINGERPRINT "
+        "(PR #7269); Origin: ROCm/TheRock build_tools/packaging/linux/build_package_repo.py @ "
+        "0f6cec14 (generate_release_file_with_checksums) (read from AMD's repository builder, "
+        "not from a live Release file)]"
+    ]
+    assert matrix.CORE_SDK.key_fingerprint == "D0F004A0025A1145C7807FCD0701EAC4D5E02107"
+    assert [r.base_url for r in matrix.REPOSITORIES] == [
+        r["base_url"] for r in upstream_data.REPOSITORY_ROWS["repositories"]
+    ]
+
+
+def test_what_each_stream_publishes_is_a_cited_row_the_streams_read(records: Path):
+    rows = upstream_data.REPOSITORY_ROWS
+    for stream in matrix.STREAMS:
+        published = [r for r in rows["publications"] if r["stream"] == stream.name]
+        assert [(p.distro, p.suite, p.directory, p.first_release, p.instinct_only)
+                for p in stream.publications] == [
+            (r["distro"], r["suite"], r["directory"], r["first_release"], r["instinct_only"])
+            for r in published
+        ]  # fmt: skip
+    assert tuple(r["gfx"] for r in rows["gfx_packages"]) == matrix.CORE_SDK_GFX_PACKAGES
+    # a record AMD changes shows as the row's diff, naming where the value comes from
+    radeon = records / "repo.radeon.com.toml"
+    old = 'instinct_only = ["debian 12", "debian 13"]'
+    assert old in radeon.read_text()
+    radeon.write_text(radeon.read_text().replace(old, 'instinct_only = ["debian 12"]'))
+    amd = records / "repo.amd.com.toml"
+    assert '"gfx1152", "gfx1153"]' in amd.read_text()
+    amd.write_text(amd.read_text().replace('"gfx1152", "gfx1153"]', '"gfx1152"]'))
+    built = matrix_data.build_tables(records, OVERRIDES)
+    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    assert diff[0] == (
+        "repositories.json publications classic debian 13 instinct_only: true -> false  "
+        "[repo.radeon.com.toml [listing]]"
+    )
+    assert diff[1].startswith("repositories.json publications classic debian 13 source: ")
+    assert diff[2:] == [
+        "repositories.json gfx_packages gfx1153: row removed  [was repo.amd.com.toml "
+        f"[packages]: {rows['gfx_packages'][-1]['source']}]"
+    ]
+
+
+def test_the_tables_and_the_tool_read_one_gpu_list_and_one_override_check(tmp_path: Path):
+    listed = matrix_data.gpu_products((RECORDS / "stored" / "gpus.yaml").read_text())
+    committed = json.loads((DATA / "upstream_data.json").read_text())["gpu_products"]
+    assert list(committed.items()) == sorted(listed.items())
+    gpus = tmp_path / "upstream" / "stored" / "gpus.yaml"
+    shutil.copytree(RECORDS, tmp_path / "upstream")
+    gpus.write_text(gpus.read_text().replace("AMD Ryzen:\n", "AMD Alveo:\n", 1))
+    with pytest.raises(matrix_data.MatrixDataError, match="family 'AMD Alveo': expected one of"):
+        matrix_data.build_tables(tmp_path / "upstream", OVERRIDES)
+    # the tool's release overrides are checked as the tables' are, and name the bad value
+    bad = '[[release]]\nversion = "7.2.5"\nstream = "nightly"\nsource = "x"\n'
+    with pytest.raises(tool.MatrixDataError) as err:
+        tool.load_overrides(bad)
+    assert str(err.value) == (
+        "matrix_overrides.toml: [[release]] 7.2.5: stream 'nightly'; valid: classic, core-sdk"
+    )
+    entries = [{"gfx": "gfx1250", "kernel": "6.18", "source": "x", "kind": "y"}]
+    with pytest.raises(
+        matrix_data.MatrixDataError, match=r"gfx1250: unknown field\(s\) \['kind'\]"
+    ):
+        matrix_data.cited(entries, "inbox_min_kernel", {"gfx", "kernel"}, "o.toml")
+
+
+def test_the_pci_table_takes_the_stored_pci_ids_record_and_refuses_to_contradict_it(
+    tmp_path: Path,
+):
+    from rocm_fleet.model import pci_ids
+
+    rows = {r["device"]: r for r in upstream_data.PCI_ROWS["devices"]}
+    # a name the newer pci.ids gives (renamed since the one the overrides cite), with both sources
+    assert (
+        rows["0x7590"]["name"]
+        == pci_ids.lookup("7590").name
+        == "Navi 44 [Radeon RX 9050 / 9060 XT]"
+    )
+    assert rows["0x7590"]["from"] == {
+        "name": "stored/pci-ids-amd.toml [renamed]",
+        "gfx": "override",
+    }
+    assert rows["0x7590"]["source"].endswith(
+        "; name: pciutils/pciids pci.ids @ c1c12547d626ebf05fd0223144ad87fab5e95d06 "
+        "(Version: 2026.08.22, Date: 2026-08-22 03:15:01)"
+    )
+    assert rows["0x1900"]["from"]["gfx"] == "stored/pci-ids-amd.toml [apu]"
+    assert pci_ids.describe_device("0000:00:06.0", "0x10de", "0x2335", "0x030200") == (
+        "NVIDIA Corporation 10de:2335 GH100 [H200 SXM 141GB] (3D controller) at 0000:00:06.0"
+    )
+    overrides = tmp_path / "overrides.toml"
+    text = OVERRIDES.read_text()
+    entry = 'gfx = "gfx1153"\nrecorded = ["0x1902"]\n'
+    assert entry in text
+    overrides.write_text(text.replace(entry, entry.replace("gfx1153", "gfx1152")))
+    with pytest.raises(matrix_data.MatrixDataError) as err:
+        matrix_data.build_tables(RECORDS, overrides)
+    assert str(err.value) == (
+        f"{overrides}: [[pci_device]] gfx1152: 0x1902 contradicts stored/pci-ids-amd.toml [apu] "
+        "(gfx gfx1153)"
+    )
+    # an ID the record names is taken from it, not given again
+    navi33 = '"0x749f" = "Navi 33 [Radeon RX 7500]"\n'
+    assert navi33 in text
+    overrides.write_text(
+        text.replace(navi33, navi33 + '"0x73f0" = "Navi 33 [Radeon RX 7600M XT]"\n')
+    )
+    with pytest.raises(matrix_data.MatrixDataError, match="gfx1102: 0x73f0 is listed twice, or"):
+        matrix_data.build_tables(RECORDS, overrides)
+
+
+def test_without_pyyaml_the_update_names_the_extra_it_needs(monkeypatch, capsys):
+    from rocm_fleet.cli import main
+
+    monkeypatch.setitem(sys.modules, "yaml", None)  # a plain install: no [matrix] extra
+    argv = ["matrix", "update", "--records", str(RECORDS), "--overrides", str(OVERRIDES)]
+    assert main([*argv, "--check"]) == 4
+    assert capsys.readouterr().err.endswith(
+        "gpus.yaml: reading AMD's YAML needs PyYAML: pip install 'rocm-fleet[matrix]'\n"
+    )
