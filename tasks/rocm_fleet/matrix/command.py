@@ -496,7 +496,8 @@ command = click.Group(
     ],
 )
 
-if __name__ == "__main__":  # docs/supported-releases.md's tables: python -m rocm_fleet.matrix.command
+# docs/supported-releases.md's tables: python -m rocm_fleet.matrix.command
+if __name__ == "__main__":
     import sys
 
     print(sources_markdown() if sys.argv[1:] == ["sources"] else release_table())
