@@ -29,7 +29,8 @@ from e2e.support import inventory_with, running_lab, succeeded
 from lab import HostSpec
 from lab._util import REPO_ROOT
 from lab.slurm import Cluster
-from rocm_fleet.roll.plan import ROLLING, parse_node
+from rocm_fleet.model.slurm import parse_node
+from rocm_fleet.roll.plan import ROLLING
 
 pytestmark = pytest.mark.e2e
 

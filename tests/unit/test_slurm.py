@@ -28,9 +28,9 @@ from rocm_fleet.model.slurm import (
     gres_mismatch,
     node_gres,
     parse_gres,
+    parse_node,
     slurm_gpus,
 )
-from rocm_fleet.roll.plan import parse_node
 from unit.surveys import SurveyHost, changed, converged_survey, digest, fact_key, plan, script_call
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

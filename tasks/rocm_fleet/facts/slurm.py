@@ -14,8 +14,7 @@ from pyinfra.api import FactBase
 from typing_extensions import override
 
 from rocm_fleet.facts._shell import RC_PREFIX, split_rc
-from rocm_fleet.model.slurm import SlurmNodeView
-from rocm_fleet.roll.plan import SlurmOutputError, parse_node
+from rocm_fleet.model.slurm import SlurmNodeView, SlurmOutputError, parse_node
 
 _NODE = "__node="
 _NO_SCONTROL = "__no_scontrol"

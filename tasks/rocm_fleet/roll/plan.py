@@ -1,107 +1,20 @@
-"""Rolling maintenance in Slurm, as data: the waves a roll takes, a node's state read from
-``scontrol show node``, and the reasons the roll drains a node with.
+"""Rolling maintenance in Slurm, as data: the waves a roll takes and the reasons the roll
+drains a node with (a node's state, read from ``scontrol show node``, is ``model.slurm``'s).
 
-What is decided here, with no Slurm and no host (``roll.command`` carries it out):
-
-* the waves: the hosts with drift, in the inventory's order, at most ``max_unavailable`` at a
-  time; a host with no drift is in none (it is never drained);
-* what ``scontrol show node`` says about a node: its base state (IDLE, MIXED, ALLOCATED,
-  DOWN, ...), its flags (DRAIN, COMPLETING, ...) and its reason, in the layout Slurm 22.05
-  (Debian bookworm) to 24.11 (trixie) print;
-* whether a node has emptied (drained: no job running or completing on it), and whether a
-  drain is the roll's own (its reason starts ``rocm-fleet:``) or someone else's, which the
-  roll keeps: a node an administrator drained is changed, and left drained.
+What is decided here, with no Slurm and no host (``roll.command`` carries it out): the
+waves, the hosts with drift in the inventory's order, at most ``max_unavailable`` at a time (a
+host with no drift is in none: it is never drained); and the reasons, each starting
+``rocm-fleet:`` so that a drain the roll did not make is told from its own.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
-#: every reason the roll sets starts so; a drain with another reason is not the roll's
-REASON_PREFIX = "rocm-fleet:"
-
-#: base states with no job on the node (Slurm's node_state_string: a node with jobs is
-#: ALLOCATED or MIXED; COMPLETING is a flag while a job's epilog still runs)
-EMPTY_STATES = frozenset({"IDLE", "DOWN", "FUTURE", "UNKNOWN"})
+from rocm_fleet.model.slurm import REASON_PREFIX
 
 Item = TypeVar("Item")
-
-
-class SlurmOutputError(ValueError):
-    """Slurm printed something this module can't read (one line saying what)."""
-
-
-@dataclass(frozen=True)
-class NodeState:
-    """One Slurm node as ``scontrol show node NAME`` reports it."""
-
-    name: str
-    state: str  #: the base state: IDLE, MIXED, ALLOCATED, DOWN, ...
-    flags: frozenset[str]  #: DRAIN, COMPLETING, NOT_RESPONDING (``*``), RESERVED, ...
-    reason: str  #: the drain/down reason without Slurm's ``[user@time]``; "" when none
-    gres: str | None = None  #: its ``Gres=`` as printed ("gpu:mi300x:8", "(null)"); None: none
-
-    @property
-    def drain(self) -> bool:
-        """Whether the node is drained or draining (takes no new job)."""
-        return "DRAIN" in self.flags
-
-    @property
-    def empty(self) -> bool:
-        """Whether no job runs or completes on the node: a drained node has drained."""
-        return self.state in EMPTY_STATES and "COMPLETING" not in self.flags
-
-    @property
-    def drained_by_roll(self) -> bool:
-        """Whether the drain is the roll's own (an earlier roll's included)."""
-        return self.drain and self.reason.startswith(REASON_PREFIX)
-
-    @property
-    def drained_by_others(self) -> bool:
-        """Drained by someone else (an administrator, a health check): the roll keeps it so."""
-        return self.drain and not self.drained_by_roll
-
-    def describe(self) -> str:
-        """The state as sinfo's words say it (drained, draining, idle, ...), with the reason."""
-        words = ("drained" if self.empty else "draining") if self.drain else self.state.lower()
-        return f"{words} ({self.reason})" if self.reason else words
-
-
-_FIELD = re.compile(r"(?:^|\s)([A-Za-z_]+)=(\S*)")
-_REASON_SUFFIX = re.compile(r"\s*\[[^\[\]@]*@[^\[\]]*\]\s*$")
-
-
-def parse_node(text: str) -> NodeState:
-    """A ``NodeState`` from ``scontrol show node NAME``'s text (several lines, the reason on
-    its own, as every Slurm since 2.x prints it); SlurmOutputError when it names no node."""
-    fields: dict[str, str] = {}
-    reason = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("Reason="):
-            # the rest of the line is the reason, spaces and all, then [user@time]
-            reason = _REASON_SUFFIX.sub("", stripped.removeprefix("Reason=")).strip()
-            continue
-        if stripped.startswith(("OS=", "Comment=", "Extra=")):
-            continue  # free text, spaces included
-        for key, value in _FIELD.findall(stripped):
-            fields.setdefault(key, value)
-    name, state = fields.get("NodeName"), fields.get("State")
-    if not name or not state:
-        raise SlurmOutputError(f"not a node of scontrol show node: {' '.join(text.split())[:120]}")
-    base, *flags = state.split("+")
-    found = set(flags)
-    if base.endswith("*"):  # "IDLE*": the node does not respond
-        base = base.rstrip("*")
-        found.add("NOT_RESPONDING")
-    if reason == "(null)":
-        reason = ""
-    return NodeState(
-        name=name, state=base, flags=frozenset(found), reason=reason, gres=fields.get("Gres")
-    )
 
 
 def parse_jobs(text: str) -> list[str]:

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model import grammar
-from rocm_fleet.roll.plan import NodeState, SlurmOutputError, parse_jobs, parse_node
+from rocm_fleet.model.slurm import NodeState, SlurmOutputError, parse_node
+from rocm_fleet.roll.plan import parse_jobs
 
 #: runs one command (its words) on the node; the engine's ``run_on`` bound to a host
 Runner = Callable[[Sequence[str]], Ran]

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from rocm_fleet.cli.exits import Exit
-from rocm_fleet.roll.plan import ROLLING, NodeState, reason, waves
+from rocm_fleet.model.slurm import NodeState
+from rocm_fleet.roll.plan import ROLLING, reason, waves
 from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
 
 # --- what a roll is made of ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Rolling maintenance (``rocm-fleet roll``): Slurm's node text read (``roll.plan``), and
+"""Rolling maintenance (``rocm-fleet roll``): Slurm's node text read (``model.slurm``), and
 the roll's waves carried out against a simulated slurmctld that answers ``scontrol`` and
 ``squeue`` with the text Debian's Slurm prints (tests/fixtures/slurm/), through the same
 ``SlurmNode`` the command uses. The real cluster is tests/e2e/test_slurm_waves.py's.
@@ -18,7 +18,8 @@ import pytest
 from rocm_fleet.cli.exits import Exit
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model.config import ConfigError, load_config
-from rocm_fleet.roll.plan import REASON_PREFIX, ROLLING, parse_jobs, parse_node, reason, waves
+from rocm_fleet.model.slurm import REASON_PREFIX, parse_node
+from rocm_fleet.roll.plan import ROLLING, parse_jobs, reason, waves
 from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
 from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target
 
@@ -73,7 +74,7 @@ def test_a_node_not_responding_is_read_from_the_star():
 
 
 def test_text_that_names_no_node_is_refused():
-    from rocm_fleet.roll.plan import SlurmOutputError
+    from rocm_fleet.model.slurm import SlurmOutputError
 
     with pytest.raises(SlurmOutputError, match="not a node"):
         parse_node("Node gpu9 not found\n")
