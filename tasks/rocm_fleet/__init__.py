@@ -1,7 +1,8 @@
 """rocm-fleet: pyinfra deploys that turn Debian/Ubuntu hosts into verified ROCm + PyTorch nodes.
 
-The package is in layers; each imports only the layers listed before it (a unit test,
-``tests/unit/test_layers.py``, keeps it so):
+The package is a node core and feature packages (a unit test, ``tests/unit/test_layers.py``,
+keeps it so): the core imports no feature, a feature imports the core and itself only. The
+core is in layers, each importing only the layers listed before it:
 
 ``model``
     the data and the rules, no pyinfra: every inventory key (``settings``), a host's
@@ -12,13 +13,12 @@ The package is in layers; each imports only the layers listed before it (a unit 
     from upstream (``sources``), preflight's rules (``findings``), NVIDIA's stack by name
     (``nvidia``), and every host of an inventory, validated once with its mirror resolved
     (``fleet``).
-``offline``
+``upstream``
     what runs without pyinfra, over HTTP or on files (mostly on the controller): downloading
-    (``download``), reading apt repositories (``aptrepo``) and OpenPGP keys (``openpgp``),
-    wheel indexes (``wheels``), the controller's lock of a wheel set for online hosts
-    (``lock``), the air-gapped ``bundle`` and its ``manifest``, the matrix check's reads of
-    AMD's and PyTorch's servers (``upstream``, ``matrix_check``), and pull mode's signed
-    state (``signature``, the publisher's ``pull_repository``, the node's ``pull_client``).
+    (``http``), reading apt repositories (``aptrepo``) and OpenPGP keys (``openpgp``),
+    signatures (``signature``), wheel indexes (``wheels``), the controller's lock of a wheel
+    set for online hosts (``lock``), the bundle's ``manifest``, and the matrix check's reads
+    of AMD's and PyTorch's servers (``client``, ``matrix_check``, ``site_check``).
 ``facts``
     pyinfra facts: what a host reports, each one command.
 ``engine``
@@ -36,12 +36,16 @@ The package is in layers; each imports only the layers listed before it (a unit 
     one ``@deploy`` per concern, composing operations; ``rocm_node`` is the checklist
     (``from rocm_fleet.deploy import rocm_node``).
 ``cli``
-    the ``rocm-fleet`` command (audit, check, matrix, bundle, settings; the audit's
-    OpenMetrics in ``metrics``).
-``checks``
-    the node checks (testinfra) and their pytest plugin: ``rocm-fleet check``, or
-    ``pytest --pyargs rocm_fleet.checks``. Above ``cli``: they load inventories with it.
+    the ``rocm-fleet`` command's shell: its parser, exit statuses (``exits``), inventory
+    options (``inventory``) and ``settings``; each feature's command is imported when the
+    command line is built.
+
+The features, each with its command: ``audit`` (the drift report, its OpenMetrics and GPU
+health outliers), ``bundle`` (the offline bundle and the mirror's CA), ``checks`` (the node
+checks, testinfra, and their pytest plugin: ``rocm-fleet check``, or ``pytest --pyargs
+rocm_fleet.checks``), ``matrix`` (the compatibility matrix and its data), ``pull`` (pull
+mode's signed settings: ``publish`` and the node's ``fetch``), ``roll`` (the deploy in waves).
 
 ``assets`` reads the files hosts get (``files/`` in a checkout, package data installed);
-``atomic`` writes the controller's local files; ``version`` holds the version.
+``version`` holds the version; ``atomic`` replaces a file whole.
 """

@@ -1,9 +1,16 @@
-"""The package's layers, read from the source (nothing imported, nothing installed):
+"""The package's rooms, read from the source (nothing imported, nothing installed):
 
 * every ``rocm_fleet`` import names a module at the path it names under ``tasks/``;
-* imports run one way: a module imports only its own layer and the layers below it
-  (``LAYERS``, lowest first), and ``model`` and ``offline`` don't import pyinfra at all;
+* the core (``CORE``: what deploys a node, plus the command shell ``cli``) imports no feature,
+  except the shell's ``rocm_fleet.cli`` inside a function (it builds each feature's command);
+* a feature (``FEATURES``) imports the core and itself, never another feature;
+* within the core, imports run one way (``CORE``, lowest first), and ``model`` and
+  ``upstream`` don't import pyinfra at all;
+* the core imports no feature's third-party dependency at a module's top (``EXTRAS``), so a
+  plain install deploys and runs ``rocm-fleet --help``;
 * every folder of the package is in pyproject.toml's package list (else a wheel lacks it).
+
+Imports are every ``import`` statement of a file, those inside functions included.
 """
 
 import ast
@@ -16,11 +23,17 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tasks"
 PACKAGE = SOURCE / "rocm_fleet"
 
-#: lowest first; the top-level modules (``version``, ``assets``, ``atomic``) are leaves below all
-LAYERS = ["model", "offline", "facts", "engine", "operations", "deploy", "cli", "checks"]
+#: the core's packages, lowest first; the top-level modules are leaves below them all
+CORE = ["model", "upstream", "facts", "engine", "operations", "deploy", "cli"]
 LEAVES = {"version", "assets", "atomic"}
-#: layers that run where no pyinfra state exists (the bundle, the matrix check, the model)
-NO_PYINFRA = {"model", "offline"} | LEAVES
+#: each a package of its own, on the core
+FEATURES = {"audit", "bundle", "checks", "matrix", "pull", "roll"}
+#: the one core module that may import features, and only inside a function
+SHELL = "rocm_fleet.cli"
+#: core packages that run where no pyinfra state exists (the bundle, the matrix check, the model)
+NO_PYINFRA = {"model", "upstream"} | LEAVES
+#: the features' own third-party dependencies (pyproject's extras), by import name
+EXTRAS = {"tuf", "securesystemslib", "pytest", "testinfra", "rich", "yaml", "prometheus_client"}
 
 
 def modules() -> dict[str, Path]:
@@ -37,51 +50,68 @@ def modules() -> dict[str, Path]:
 MODULES = modules()
 
 
-def imports(path: Path) -> list[tuple[int, str]]:
-    """(line, module) for every import of the file, ``from a import b`` as ``a.b`` when
-    ``a.b`` is a module and as ``a`` otherwise."""
+def imports(path: Path) -> list[tuple[int, str, bool]]:
+    """(line, module, at the top) for every import of the file, ``from a import b`` as
+    ``a.b`` when ``a.b`` is a module and as ``a`` otherwise; "at the top" is False for an
+    import inside a function."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                full = f"{node.module}.{alias.name}"
-                found.append((node.lineno, full if full in MODULES else node.module))
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = top and not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.Import):
+                found.extend((child.lineno, alias.name, top) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                for alias in child.names:
+                    full = f"{child.module}.{alias.name}"
+                    found.append((child.lineno, full if full in MODULES else child.module, top))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(), str(path)), True)
     return found
 
 
-def layer(module: str) -> str:
+def room(module: str) -> str:
     """``rocm_fleet.facts.apt`` -> ``facts``; the package itself and its leaves -> the leaf."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "version"
 
 
 def rank(module: str) -> int:
-    name = layer(module)
-    return -1 if name in LEAVES else LAYERS.index(name)
+    name = room(module)
+    return -1 if name in LEAVES else CORE.index(name)
 
 
-def test_the_package_has_the_layers_and_nothing_beside_them():
-    top = {layer(m) for m in MODULES if m != "rocm_fleet"}
-    assert top == set(LAYERS) | LEAVES
+def test_the_package_has_the_core_and_the_features_and_nothing_beside_them():
+    top = {room(m) for m in MODULES if m != "rocm_fleet"}
+    assert top == set(CORE) | LEAVES | FEATURES
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_every_rocm_fleet_import_names_a_file_and_runs_down_the_layers(module):
+def test_every_rocm_fleet_import_names_a_file_and_keeps_to_its_rooms(module):
     problems = []
-    for line, target in imports(MODULES[module]):
+    mine = room(module)
+    for line, target, top in imports(MODULES[module]):
         where = f"{MODULES[module].relative_to(ROOT)}:{line}"
-        if target.split(".")[0] == "pyinfra" and layer(module) in NO_PYINFRA:
-            problems.append(f"{where}: {layer(module)} imports pyinfra ({target})")
-        if target.split(".")[0] != "rocm_fleet":
+        root = target.split(".")[0]
+        if root == "pyinfra" and mine in NO_PYINFRA:
+            problems.append(f"{where}: {mine} imports pyinfra ({target})")
+        if root in EXTRAS and top and mine not in FEATURES:
+            problems.append(f"{where}: the core's {module} imports {target} at its top")
+        if root != "rocm_fleet":
             continue
         if target not in MODULES:
             problems.append(f"{where}: {target} is no file under tasks/")
-        elif rank(target) > rank(module):
+            continue
+        theirs = room(target)
+        if theirs in FEATURES:
+            if mine in FEATURES and theirs != mine:
+                problems.append(f"{where}: the feature {mine} imports the feature {theirs}")
+            elif mine not in FEATURES and not (module == SHELL and not top):
+                problems.append(f"{where}: the core's {module} imports the feature {target}")
+        elif mine not in FEATURES and rank(target) > rank(module):
             problems.append(
-                f"{where}: {module} ({layer(module)}) imports {target} from the layer above"
-                f" ({layer(target)})"
+                f"{where}: {module} ({mine}) imports {target} from the layer above ({theirs})"
             )
     assert not problems, "\n".join(problems)
 
@@ -105,7 +135,7 @@ def test_no_product_module_imports_the_lab_or_the_tests():
     found = [
         f"{path.relative_to(ROOT)}:{line}: imports {target}"
         for path in product
-        for line, target in imports(path)
+        for line, target, _ in imports(path)
         if target.split(".")[0] in TEST_PACKAGES
     ]
     assert found == [], "\n".join(found)
