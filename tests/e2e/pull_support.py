@@ -32,7 +32,8 @@ def wheel_lock(directory: Path, python: str) -> str:
     subprocess.run([*pip, "wheel", "--no-deps", "-w", directory, ROOT], check=True)
     house = cache_dir() / "pull-wheelhouse"
     house.mkdir(exist_ok=True)
-    own = [str(p) for p in directory.glob("rocm_fleet-*.whl")]
+    # The extras a pull runs: its fetch, the node's checks and its audit (rocm-fleet-pull.sh).
+    own = [f"{p}[pull,check,audit]" for p in directory.glob("rocm_fleet-*.whl")]
     target = ["--only-binary=:all:", "--python-version", python, "--implementation", "cp",
               "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
               "--platform", "manylinux2014_x86_64", "--platform", "any"]  # fmt: skip

@@ -98,7 +98,7 @@ def venv(wheel, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("installed") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
     subprocess.run(
-        [str(path / "bin/pip"), "install", "-q", str(wheel)],
+        [str(path / "bin/pip"), "install", "-q", f"{wheel}[all]"],
         check=True, capture_output=True, timeout=900,
     )  # fmt: skip
     return path
