@@ -53,12 +53,14 @@ MODULES = modules()
 def imports(path: Path) -> list[tuple[int, str, bool]]:
     """(line, module, at the top) for every import of the file, ``from a import b`` as
     ``a.b`` when ``a.b`` is a module and as ``a`` otherwise; "at the top" is False for an
-    import inside a function."""
+    import inside a function or under ``if TYPE_CHECKING:``."""
     found = []
 
     def visit(node: ast.AST, top: bool) -> None:
         for child in ast.iter_child_nodes(node):
             inner = top and not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            if isinstance(child, ast.If) and ast.unparse(child.test).endswith("TYPE_CHECKING"):
+                inner = False  # for type checkers only: never imported when the code runs
             if isinstance(child, ast.Import):
                 found.extend((child.lineno, alias.name, top) for alias in child.names)
             elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
