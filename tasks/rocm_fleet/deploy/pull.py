@@ -134,8 +134,12 @@ def oldest_python() -> str:
 
 
 def trusted_root_problem(path: str) -> str | None:
-    """Why ``path`` (where pyinfra runs) can't be the TUF root a node trusts."""
-    from tuf.api.metadata import Metadata, Root
+    """Why ``path`` (where pyinfra runs) can't be the TUF root a node trusts (or can't be
+    read as one: TUF comes with the ``pull`` extra)."""
+    try:
+        from tuf.api.metadata import Metadata, Root
+    except ModuleNotFoundError:
+        return "rocm_pull needs the 'pull' extra where pyinfra runs: pip install 'rocm-fleet[pull]'"
 
     try:
         Metadata[Root].from_bytes(Path(path).read_bytes())

@@ -107,9 +107,10 @@ class DownloadProgress:
         if self.live:
             self.close()
             self._bar = _progress_line(self.stream)
-            self._bar.add_task(label, total=total, completed=already)
-            self._bar.start()
-            atexit.register(self.close)  # the cursor comes back, even after an error
+            if self._bar is not None:
+                self._bar.add_task(label, total=total, completed=already)
+                self._bar.start()
+                atexit.register(self.close)  # the cursor comes back, even after an error
 
     def advance(self, count: int) -> None:
         self._done += count
@@ -140,10 +141,20 @@ class DownloadProgress:
 
 
 def _progress_line(stream: IO[str]) -> Any:
-    """rich's progress display of one transfer on ``stream``, redrawn only when told."""
-    from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
-    from rich.table import Column
+    """rich's progress display of one transfer on ``stream``, redrawn only when told; None
+    without rich (an extra's): then a line per file, as off a terminal."""
+    try:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TransferSpeedColumn,
+        )
+        from rich.table import Column
+    except ModuleNotFoundError:
+        return None
 
     console = Console(file=stream, highlight=False, markup=False, emoji=False)
     return Progress(
