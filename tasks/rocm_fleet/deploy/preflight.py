@@ -89,7 +89,7 @@ def refused(target: Any = None) -> str | None:
 
 @deploy("Preflight")
 def preflight(config: Config) -> Findings | None:
-    """The findings (matrix row, GPUs) when the host may be deployed; else None, the host refused."""
+    """The findings (matrix row, GPUs) when the host may be deployed; else None (refused)."""
     survey = read_survey(survey_reads(config))
     if survey is None:
         reason = _unreadable()
