@@ -60,7 +60,7 @@ def matching(inventory: Any, pattern: str) -> list[Any]:
 
 
 def start(state: Any, inventory: Any, hosts: list[Any]) -> None:
-    """Initialise ``state`` for ``inventory`` limited to ``hosts``, with pyinfra's default config."""
+    """Initialise ``state`` for ``inventory`` limited to ``hosts``, with pyinfra's config."""
     from pyinfra.api import Config
 
     state.init(inventory, Config(), initial_limit=hosts)
