@@ -5,5 +5,4 @@ before it; ``tests/unit/test_layers.py``): ``model`` (data and rules, no pyinfra
 (HTTP and files, no pyinfra), ``facts``, ``engine`` (pyinfra beyond its public API),
 ``operations``, ``deploy``, ``cli`` (the ``rocm-fleet`` command), ``checks`` (testinfra node
 checks). ``assets`` reads the files hosts get, ``atomic`` writes local files, ``version`` holds
-the version.
-"""
+the version."""

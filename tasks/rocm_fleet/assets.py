@@ -1,7 +1,6 @@
 """The files rocm-fleet puts on hosts, the shell scripts its operations and facts run
 (``scripts/``) and the Jinja2 templates of its configuration files (``templates/``): the
-``files`` folder beside this module.
-"""
+``files`` folder beside this module."""
 
 import functools
 import shlex
@@ -33,6 +32,5 @@ def _environment() -> jinja2.Environment:
 
 def render(template: str, /, **values: object) -> str:
     """``files/templates/TEMPLATE`` rendered with ``values`` (checked by their grammars before:
-    nothing is escaped); jinja2's UndefinedError for a missing value.
-    """
+    nothing is escaped); jinja2's UndefinedError for a missing value."""
     return _environment().get_template(template).render(values)

@@ -17,8 +17,7 @@ def write_atomically(
     """``path`` holding ``data`` (text as UTF-8, file ``mode``): readers see the old file or the
     new one, also after a crash. A link at ``path`` is replaced, not followed; a taken
     temporary name is never opened. ``exclusive``: only where nothing is at ``path``, else
-    FileExistsError. On failure ``path`` is unchanged.
-    """
+    FileExistsError. On failure ``path`` is unchanged."""
     content = data.encode() if isinstance(data, str) else data
     directory = path.parent
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

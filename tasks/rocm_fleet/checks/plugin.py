@@ -8,8 +8,7 @@ With ``--rocm-inventory`` each host's expectations come from the deploy's invent
 loaded and validated as the deploy does before any check runs. SSH hosts are connected by
 pyinfra (``engine.ssh``: the deploy's host-key checks); ``@local``, ``@chroot/``, ``@docker/``
 and testinfra's own ``--hosts`` specs use testinfra's backends. Inert unless these checks are
-collected; ``-p no:rocm_fleet_checks`` turns it off.
-"""
+collected; ``-p no:rocm_fleet_checks`` turns it off."""
 
 from __future__ import annotations
 
@@ -67,8 +66,7 @@ class Target:
 
 class PyinfraSSHBackend(ParamikoBackend):
     """testinfra's paramiko backend on pyinfra's SSH client (``engine.ssh``): a deploy's host key
-    checks.
-    """
+    checks."""
 
     def __init__(self, pyinfra_host: Any, **kwargs: Any):
         data = pyinfra_host.data
@@ -88,8 +86,7 @@ class PyinfraSSHBackend(ParamikoBackend):
 
 def testinfra_host(pyinfra_host: Any) -> testinfra.host.Host:
     """The testinfra host of an inventory host: pyinfra's SSH, or testinfra's local, chroot,
-    docker backends; ``pytest.UsageError`` for other connectors.
-    """
+    docker backends; ``pytest.UsageError`` for other connectors."""
     data, name = pyinfra_host.data, pyinfra_host.name
     sudo = {"sudo": bool(data.get("_sudo")), "sudo_user": data.get("_sudo_user")}
     if is_ssh(pyinfra_host):
@@ -149,8 +146,7 @@ def spec_targets(specs: list[str], config: Config) -> list[Target]:
 
 def inventory_targets(hosts: list[Any]) -> list[Target]:
     """An inventory's hosts as targets, validated by the inventory's fleet model; ConfigError for
-    the first invalid one.
-    """
+    the first invalid one."""
     from rocm_fleet.engine.inventory_fleet import fleet_of
 
     fleet = fleet_of(hosts[0].inventory)
@@ -251,8 +247,7 @@ def pytest_generate_tests(metafunc):
 
 def pytest_collection_finish(session):
     """Reach every chosen host at once on greenlets, so each unreachable one costs its timeout
-    once.
-    """
+    once."""
     from gevent.pool import Pool
 
     chosen = {}
@@ -276,8 +271,7 @@ def pytest_sessionfinish(session):
 
 def pytest_collection_modifyitems(config, items):
     """Fail the run (``pytest.UsageError``) when the checks are collected with nothing to compare
-    against.
-    """
+    against."""
     if not any(_is_check(item) for item in items) or targets_of(config) is not None:
         return
     raise pytest.UsageError(NO_EXPECTATIONS)

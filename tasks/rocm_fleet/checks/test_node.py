@@ -1,8 +1,7 @@
 """What a converged ROCm + PyTorch node looks like, checked from outside with testinfra.
 
 Parsing is independent of ``rocm_fleet.facts``, except Slurm's check. A host that doesn't
-answer fails each of its checks with one line.
-"""
+answer fails each of its checks with one line."""
 
 from __future__ import annotations
 
@@ -194,8 +193,7 @@ def test_apu_gtt_is_the_size_asked(host, node):
 
 def test_gpus_are_healthy(host, node):
     """amd-smi's ECC, PCIe width and XGMI links: an uncorrectable error, a narrowed link or a link
-    down fails; a missing counter doesn't.
-    """
+    down fails; a missing counter doesn't."""
     if node.expected_gpu_count == 0:
         pytest.skip("GPU-less host by configuration")
     found = host.run(f"command -v amd-smi || command -v {ROCM_ROOT}/bin/amd-smi")
@@ -220,8 +218,7 @@ def test_gpus_are_healthy(host, node):
 
 def test_slurm_sees_the_gpus(host, node):
     """``rocm_slurm_gres``: gres.conf lists the node's GPUs as they are now, and ``scontrol show
-    node`` gives the ``Gres=`` they make.
-    """
+    node`` gives the ``Gres=`` they make."""
     if not node.rocm_slurm_gres:
         pytest.skip("rocm_slurm_gres is not set")
     kfd = KfdNodes()

@@ -1,6 +1,5 @@
 """One apt repository on a host in the order apt needs it: verified keyring, source, pin, the
-other stream's leftovers removed, lists refreshed only when the source or keyring changed.
-"""
+other stream's leftovers removed, lists refreshed only when the source or keyring changed."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ class AptFile:
 @dataclass(frozen=True)
 class AptKey:
     """The keyring at ``path``, installed from ``url`` only if it holds ``fingerprint``, fetched
-    through ``proxy`` (empty: directly), trusting only ``ca`` when given.
-    """
+    through ``proxy`` (empty: directly), trusting only ``ca`` when given."""
 
     name: str
     path: str
@@ -54,8 +52,7 @@ def apt_repository(
     leftovers: Leftovers | None = None,
 ) -> None:
     """Add one apt repository: ``key``, ``source``, ``pin``, ``leftovers`` removed, then
-    ``apt_lists_fresh`` over the source and its keyring (``signed_by``, else ``key``'s).
-    """
+    ``apt_lists_fresh`` over the source and its keyring (``signed_by``, else ``key``'s)."""
     if key is not None:
         verified_keyring(
             name=key.name,

@@ -1,6 +1,5 @@
 """An APU's GPU memory (``rocm_apu_gtt_gib``): the TTM page limit in rocm-fleet's modprobe.d file,
-or that file removed; either change needs a reboot.
-"""
+or that file removed; either change needs a reboot."""
 
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ if TYPE_CHECKING:
 @deploy("APU memory")
 def configure_apu_memory(config: Config, present: bool = True) -> list[tuple[str, OperationMeta]]:
     """The (reboot reason, operation) pair, or [] when there is nothing to set or remove;
-    ``present=False`` removes the file whatever the setting.
-    """
+    ``present=False`` removes the file whatever the setting."""
     gib = config.rocm_apu_gtt_gib if present else None
     if gib is None and read_fact(FileDigest, path=paths.TTM_MODPROBE) is None:
         return []  # nothing to set or remove: no concern of this host (the audit's columns)

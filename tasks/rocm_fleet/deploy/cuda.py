@@ -1,6 +1,5 @@
 """Moving a node from NVIDIA to AMD (``rocm_migrate_from_cuda``): NVIDIA's packages purged and the
-CUDA wheels uninstalled from the PyTorch venv before ROCm goes on.
-"""
+CUDA wheels uninstalled from the PyTorch venv before ROCm goes on."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A kernel new enough for the GPU's inbox amdgpu driver (Debian backports, Ubuntu HWE), and the
 kernel holds of ``rocm_kernel_hold`` with the DKMS driver. See
-``docs/decisions/reboots-and-kernels.md``.
-"""
+``docs/decisions/reboots-and-kernels.md``."""
 
 from __future__ import annotations
 
@@ -72,8 +71,7 @@ def hold_kernel(
 ) -> None:
     """Hold the kernel meta packages of ``installed`` and ``coming`` when ``rocm_kernel_hold`` and
     ``rocm_driver: dkms``; otherwise release rocm-fleet's holds. Planned only when there is
-    something to hold or release.
-    """
+    something to hold or release."""
     holding = present and config.rocm_kernel_hold
     if holding and config.rocm_driver != "dkms":
         warn_host(
@@ -96,8 +94,7 @@ def install_newer_kernel(
     config: Config, newer: matrix.NewerKernel, why: str
 ) -> list[tuple[str, OperationMeta]]:
     """The backports source (when backports) and the newer kernel's install; fails the host
-    without a Debian mirror.
-    """
+    without a Debian mirror."""
     if newer.kind == "backports" and newer.suite:
         mirror = config.rocm_kernel_backports_mirror or read_fact(DebianMirror)
         if mirror is None:

@@ -1,8 +1,7 @@
 """The whole node as one deploy: the checklist every rocm-fleet run follows.
 
 ``rocm_node()`` (global arguments such as ``_sudo=True`` apply inside); settings come from each
-host's inventory data (``rocm_fleet.model.settings``).
-"""
+host's inventory data (``rocm_fleet.model.settings``)."""
 
 from __future__ import annotations
 
@@ -48,8 +47,7 @@ class InventoryError(ConfigError, DeployError):
 
 def host_config(current: Any, every_host: bool = False) -> Config:
     """A host's validated settings, fleet mirror resolved; raises ``InventoryError`` at the line
-    that set the bad key (``every_host``: naming every other host's bad data too).
-    """
+    that set the bad key (``every_host``: naming every other host's bad data too)."""
     fleet = fleet_of(current.inventory)
     try:
         config = fleet.config(current.name)
@@ -62,8 +60,7 @@ def host_config(current: Any, every_host: bool = False) -> Config:
 
 def _verify_site_data(config: Config, name: str) -> None:
     """ConfigError unless upstream is seen to publish the site matrix data's release
-    (``offline.site_check``, with the keys the host pins).
-    """
+    (``offline.site_check``, with the keys the host pins)."""
     if config.matrix_data is None:
         return
     # Imported here: upstream's reader (TLS, HTTP, the matrix check) only with a site file.

@@ -1,8 +1,7 @@
 """Checks before any change: can this host take the chosen ROCm release as the inventory says?
 
 One survey (one round trip) feeds the rules (``model.findings``); a host with problems is
-refused (``engine.refuse``) and the rest of the fleet carries on; warnings are printed.
-"""
+refused (``engine.refuse``) and the rest of the fleet carries on; warnings are printed."""
 
 from __future__ import annotations
 
@@ -53,8 +52,7 @@ def _unreadable() -> str:
 
 def _controller_problems(config: Config, row: matrix.Distro, survey: HostSurvey) -> list[str]:
     """Problems the rules can't see: a MOK password needed but neither in the environment nor
-    askable, or of the wrong length.
-    """
+    askable, or of the wrong length."""
     if config.rocm_driver != "dkms":
         return []
     if (survey.secure_boot or {}).get("state") != "enabled":
@@ -81,8 +79,7 @@ def _controller_problems(config: Config, row: matrix.Distro, survey: HostSurvey)
 def refused(target: Any = None) -> str | None:
     """Why preflight refused ``target`` (default: the host being planned), or None (not refused,
     not yet run, or ``rocm_state: absent``). A refused host runs none of its operations and the
-    run exits 1; guard your own later operations with ``if not refused(): ...`` for ``--dry``.
-    """
+    run exits 1; guard your own later operations with ``if not refused(): ...`` for ``--dry``."""
     found = outcome_of(target)
     return found.refused if found else None
 

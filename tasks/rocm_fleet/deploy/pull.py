@@ -3,8 +3,7 @@
 ``configure_pull`` installs (with ``rocm_pull``) or removes a hash-locked rocm-fleet venv, the
 trusted TUF root (from a push only), the pull script, its deploy and inventory, and a systemd
 service and timer. A push and a pull never change a node at once: see ``docs/pull-mode.md`` and
-``docs/decisions/push-and-pull.md``.
-"""
+``docs/decisions/push-and-pull.md``."""
 
 from __future__ import annotations
 
@@ -54,8 +53,7 @@ def service_unit() -> str:
 
 def timer_unit(config: Config) -> str:
     """The pull's timer unit: ``OnBootSec`` then ``rocm_pull_interval`` after each run, with
-    ``rocm_pull_random_delay``.
-    """
+    ``rocm_pull_random_delay``."""
     return assets.render(
         "rocm-fleet-pull.timer.j2",
         interval=config.rocm_pull_interval,
@@ -132,8 +130,7 @@ def deploy_file() -> str:
 
 def inventory_file() -> str:
     """This node as ``@local`` in group ``PULL_GROUP``, its settings read from the verified JSON
-    (data, never code).
-    """
+    (data, never code)."""
     return assets.render("pull-inventory.py.j2", data=paths.PULL_DATA, group=PULL_GROUP)
 
 
@@ -152,8 +149,7 @@ def pull_leftovers() -> bool:
 @deploy("Pull mode")
 def configure_pull(config: Config) -> None:
     """Pull mode's venv, files and units with ``rocm_pull``; without it, their removal, planned
-    only when something of them is there.
-    """
+    only when something of them is there."""
     units = [paths.PULL_TIMER, paths.PULL_SERVICE]
     if not config.rocm_pull:
         if not pull_leftovers():
@@ -219,8 +215,7 @@ def is_pull_run(current: Any) -> bool:
 
 def pull_problems(current: Any, survey: HostSurvey, config: Config) -> list[str]:
     """Preflight's problems with pull mode: a push while the node's pull runs, a trusted root that
-    isn't one, a node name that can't name a target.
-    """
+    isn't one, a node name that can't name a target."""
     problems = []
     if config.rocm_pull:
         assert config.rocm_pull_trusted_root  # config requires it
@@ -258,8 +253,7 @@ def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
 
 def mark_pushes(current: Any) -> None:
     """Mark ``current`` while a push changes it, when it has pull mode's units (not on the pull's
-    own run).
-    """
+    own run)."""
     if is_pull_run(current) or read_fact(FileDigest, path=paths.PULL_SERVICE) is None:
         return
     wait = str(PUSH_WAITS_FOR_PULL_SECONDS)

@@ -1,6 +1,5 @@
 """AMD's apt repository of the release's stream (verified key, source, pin above the
-distribution's own ROCm), and nothing of the other stream's.
-"""
+distribution's own ROCm), and nothing of the other stream's."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
 
 def foreign_files(config: Config) -> Leftovers:
     """The other stream's or repository's sources, pins and keyrings (the driver's keyring stays
-    while ``rocm_driver: dkms``).
-    """
+    while ``rocm_driver: dkms``)."""
     stream, repo = config.stream, config.repository
     keep = {stream.keyring, config.amdgpu_keyring}
     return Leftovers(
@@ -83,8 +81,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
 
 def configure_apt_credentials(config: Config, present: bool = True) -> None:
     """``rocm_apt_auth`` as root's 0600 auth.conf.d file, uploaded; its removal when the setting
-    goes (planned only when there). ``DeployError`` when the secret is gone.
-    """
+    goes (planned only when there). ``DeployError`` when the secret is gone."""
     if present and config.rocm_apt_auth:
         try:
             secret = read_secret(config.rocm_apt_auth)

@@ -1,6 +1,5 @@
 """ROCm user space from AMD's repository: the release's packages, /opt/rocm/lib on the loader
-path, /opt/rocm/bin on PATH.
-"""
+path, /opt/rocm/bin on PATH."""
 
 from __future__ import annotations
 

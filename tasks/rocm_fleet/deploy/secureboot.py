@@ -1,7 +1,6 @@
 """Secure Boot and DKMS (``rocm_driver: dkms``, Secure Boot enabled only): the DKMS signing key
 exists and is enrolled as a MOK, or queued with a one-time password. Secure Boot, shim
-validation and existing keys are never touched.
-"""
+validation and existing keys are never touched."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Slurm's view of the node's GPUs (``rocm_slurm_gres``): gres.conf written from KFD and recorded
 by hash, removed only while it holds what was recorded; slurm.conf is the site's, so a
 ``Gres=`` mismatch is a warning. slurmd is never restarted. See
-``docs/decisions/slurm-gres.md``.
-"""
+``docs/decisions/slurm-gres.md``."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ if TYPE_CHECKING:
 @deploy("Slurm GRES")
 def configure_slurm_gres(config: Config, present: bool = True) -> None:
     """gres.conf from the node's GPUs; with the setting off or ``present=False``, the one
-    rocm-fleet wrote is removed. Refuses the host when the GPUs can't be written.
-    """
+    rocm-fleet wrote is removed. Refuses the host when the GPUs can't be written."""
     if not (present and config.rocm_slurm_gres):
         _remove_written()
         return

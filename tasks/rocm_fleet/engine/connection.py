@@ -1,6 +1,5 @@
 """A host's connection across a reboot, as ``server.reboot`` keeps it: the sudo askpass file and
-pyinfra's cache of it go before the host does.
-"""
+pyinfra's cache of it go before the host does."""
 
 from __future__ import annotations
 

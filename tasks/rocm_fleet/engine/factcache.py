@@ -2,8 +2,7 @@
 
 ``read_fact`` is ``host.get_fact`` reusing a value read since the host's last change (any
 operation that changed it, a reboot included, makes earlier reads stale); ``remember_fact(s)``
-records values read as part of a larger read (the survey).
-"""
+records values read as part of a larger read (the survey)."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ _CHANGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _changes(state: Any, host: Any) -> int:
     """How many of the host's completed operations changed it; cached while pyinfra's count of
-    completed operations stays the same.
-    """
+    completed operations stays the same."""
     results = internal(state, "get_results_for_host")(host)
     completed = results.ops + results.error_ops
     counted = _CHANGES.setdefault(state, {})
@@ -68,8 +66,7 @@ def remember_fact(fact_cls: type[FactBase], value: Any, **kwargs: Any) -> None:
 
 def read_fact(fact_cls: type[FactBase], **kwargs: Any) -> Any:
     """``host.get_fact``, gathered again only after an operation changed this host. Call it before
-    the operation's first yield.
-    """
+    the operation's first yield."""
     host, changes, reads = _host_changes_reads()
     key = _key(fact_cls, kwargs)
     seen = reads.get(key)

@@ -1,6 +1,5 @@
 """Planning a deploy on many hosts as pyinfra's CLI does, and reading each host's plan (for the
-audit); pyinfra 3.10 has no public call for either.
-"""
+audit); pyinfra 3.10 has no public call for either."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from rocm_fleet.engine.version import internal, tested
 @dataclass(frozen=True)
 class PlannedOperation:
     """One operation planned for a host: its names (deploys, as pyinfra prints them), whether it
-    would change the host, whether it is gated with ``_if``.
-    """
+    would change the host, whether it is gated with ``_if``."""
 
     names: list[str]
     changes: bool
@@ -24,8 +22,7 @@ class PlannedOperation:
 
 def planned_operations(state: Any, host: Any) -> Iterator[PlannedOperation]:
     """The operations planned for ``host`` in ``state``, in the host's plan order
-    (``Host.op_hash_order``).
-    """
+    (``Host.op_hash_order``)."""
     for op_hash in internal(host, "op_hash_order"):
         if op_hash not in state.ops[host]:  # solved but not on this host (_run_once)
             continue
@@ -39,8 +36,7 @@ def planned_operations(state: Any, host: Any) -> Iterator[PlannedOperation]:
 
 def planned_change(state: Any, host: Any, meta: Any) -> bool:
     """Whether planned operation ``meta`` would change ``host``, as ``--dry`` reports it
-    (pyinfra's "maybe"); off the tested minor, via ``OperationMeta.will_change``.
-    """
+    (pyinfra's "maybe"); off the tested minor, via ``OperationMeta.will_change``."""
     if tested():
         return bool(internal(meta, "_maybe_is_change"))
     from pyinfra.context import ctx_host, ctx_state
@@ -51,8 +47,7 @@ def planned_change(state: Any, host: Any, meta: Any) -> bool:
 
 def plan_in_parallel(state: Any, hosts: list[Any], plan_one: Callable[[Any], Any]) -> list[Any]:
     """``plan_one(host)`` for every host at once on pyinfra's greenlet pool, ``state`` current, in
-    CLI mode (an operation's identity is its call site); each host's result or exception.
-    """
+    CLI mode (an operation's identity is its call site); each host's result or exception."""
     import gevent
     import pyinfra
     from pyinfra.api.state import StateStage
@@ -74,8 +69,7 @@ def plan_in_parallel(state: Any, hosts: list[Any], plan_one: Callable[[Any], Any
 
 def plan_deploy(state: Any, host: Any, deploy: Callable[[], Any]) -> Any:
     """Plan ``deploy`` (a ``@deploy`` function) for one connected host of ``state`` as the CLI
-    runs a deploy file; its return value.
-    """
+    runs a deploy file; its return value."""
     from pyinfra.context import ctx_config, ctx_host
 
     state.activate_host(host)

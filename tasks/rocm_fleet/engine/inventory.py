@@ -1,7 +1,6 @@
 """Loading an inventory as pyinfra's CLI does, for rocm-fleet's own commands (a file, host list or
 module; ``group_data/`` beside it and in the working directory). Loading imports
-``pyinfra_cli``, which patches the process for gevent.
-"""
+``pyinfra_cli``, which patches the process for gevent."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ def load(
 ) -> tuple[Any, Any]:
     """(``State``, ``Inventory``) read by pyinfra's CLI loader, both made current as while a
     deploy runs; ``override_data`` is ``--data``. Raises whatever the inventory's code raises.
-    ``start`` the state once its hosts are chosen.
-    """
+    ``start`` the state once its hosts are chosen."""
     from pyinfra.api import State
     from pyinfra.context import ctx_inventory, ctx_state
     from pyinfra_cli.inventory import make_inventory
@@ -48,8 +46,7 @@ def load(
 def matching(inventory: Any, pattern: str) -> list[Any]:
     """The hosts pyinfra's ``--limit PATTERN`` picks, in inventory order: the group of that name,
     else names matching it as a glob. pyinfra's rule (no public call), compared in
-    ``tests/unit/test_engine_loading.py``.
-    """
+    ``tests/unit/test_engine_loading.py``."""
     from pyinfra.api.exceptions import NoGroupError
 
     try:
@@ -68,15 +65,13 @@ def start(state: Any, inventory: Any, hosts: list[Any]) -> None:
 
 def loaded_from(inventory: Any) -> Path | None:
     """The file ``load`` read ``inventory`` from; None for a host list, a module, or an inventory
-    ``load`` did not make.
-    """
+    ``load`` did not make."""
     return _FILES.get(inventory)
 
 
 def of_hosts(names_data: list[tuple[str, dict[str, Any]]]) -> list[Any]:
     """pyinfra hosts, started, for ``(name, data)`` pairs from a command line, with pyinfra's
-    defaults for what the data lacks.
-    """
+    defaults for what the data lacks."""
     from pyinfra.api import Config, Inventory, State
     from pyinfra.context import ctx_inventory, ctx_state
 

@@ -1,7 +1,6 @@
 """The one ``model.fleet.Fleet`` of each pyinfra inventory: each host's data is read
 (``host.data.dict()``) and validated once, when first needed; later changes to the same
-``Inventory`` are not seen.
-"""
+``Inventory`` are not seen."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 ``mark_while_changing`` runs ``start`` before the host's first operation, only when the plan
 changes the host, and ``end`` after the run's last operation. A failing ``start`` fails the
-host at that operation, with its stderr as the reason, before anything ran.
-"""
+host at that operation, with its stderr as the reason, before anything ran."""
 
 from __future__ import annotations
 
@@ -60,7 +59,6 @@ class _Marks(BaseStateCallback):
 
 def mark_while_changing(current: Any, start: StringCommand, end: StringCommand) -> None:
     """Run ``start`` on ``current`` (a Host being planned) before its first operation when the run
-    changes it, and ``end`` after the run's last operation.
-    """
+    changes it, and ``end`` after the run's last operation."""
     marks = state_callback(current.state, _Marks)
     marks.commands[current.name] = (start, end)

@@ -2,8 +2,7 @@
 
 ``where_set`` walks pyinfra's host-data waterfall (``--data``, the host's entry, its groups
 last-listed first, ``all``) and names the first layer holding the key. ``raise_at`` raises an
-error from that line, so pyinfra's "pyinfra error in FILE line N" points there.
-"""
+error from that line, so pyinfra's "pyinfra error in FILE line N" points there."""
 
 from __future__ import annotations
 
@@ -18,8 +17,7 @@ from rocm_fleet.engine.inventory import loaded_from
 
 def _inventory_file(host: Any) -> Path | None:
     """The inventory file ``host`` came from: ``load``'s record, else a ``.py`` argument on the
-    command line named after one of its groups (pyinfra's CLI keeps no record).
-    """
+    command line named after one of its groups (pyinfra's CLI keeps no record)."""
     loaded = loaded_from(host.inventory)
     if loaded is not None:
         return loaded
@@ -32,8 +30,7 @@ def _inventory_file(host: Any) -> Path | None:
 
 def _group_files(host: Any, group: str) -> list[Path]:
     """``group_data/<group>.py`` files in the order pyinfra's CLI reads them (working directory,
-    then the inventory's).
-    """
+    then the inventory's)."""
     inventory = _inventory_file(host)
     cwd = Path(getattr(getattr(host, "state", None), "cwd", None) or ".").resolve()
     folders = [cwd / "group_data"]
@@ -44,8 +41,7 @@ def _group_files(host: Any, group: str) -> list[Path]:
 
 def _assigned_at(path: Path, key: str) -> int | None:
     """The line of ``path``'s last top-level assignment to ``key``, None when none (an unparsable
-    file is searched as text).
-    """
+    file is searched as text)."""
     try:
         tree = ast.parse(path.read_text(errors="replace"))
     except (OSError, SyntaxError, ValueError):
@@ -68,8 +64,7 @@ def _assigned_at(path: Path, key: str) -> int | None:
 
 def _group_source(host: Any, group: str, key: str) -> tuple[str, Path | None, int]:
     """Where ``group``'s ``key`` was set: the last group_data file assigning it, else the
-    inventory file naming it, else the group itself.
-    """
+    inventory file naming it, else the group itself."""
     for path in reversed(_group_files(host, group)):
         line = _assigned_at(path, key)
         if line is not None:
@@ -94,8 +89,7 @@ def _shown(path: Path) -> str:
 def where_set(host: Any, key: str) -> tuple[str, Path | None, int] | None:
     """(description, file or None, line or 0) of where ``host``'s ``key`` was set, e.g.
     ("group_data/radeon.py", path, 3) or ("--data", None, 0); None when no layer holds it or it
-    is the host's own entry in an API inventory. A file is named only when it sets the key.
-    """
+    is the host's own entry in an API inventory. A file is named only when it sets the key."""
     inventory = host.inventory
     if key in inventory.get_override_data():
         return "--data", None, 0
@@ -125,8 +119,7 @@ def origin(host: Any, key: str) -> str | None:
 
 def _key_line(path: Path, key: str, after: int = 0, assigned: bool = False) -> int:
     """The first line from ``after`` on that assigns ``key`` or names it as a host (with
-    ``assigned``: only ``key = ...``); 0 when none.
-    """
+    ``assigned``: only ``key = ...``); 0 when none."""
     if assigned:
         pattern = re.compile(rf"^{re.escape(key)}\s*(:[^=]*)?=")
     else:
@@ -142,8 +135,7 @@ def _key_line(path: Path, key: str, after: int = 0, assigned: bool = False) -> i
 def raise_at(error: Exception, host: Any, key: str | None) -> NoReturn:
     """Raise ``error`` from a frame compiled at the file and line that set ``key`` on ``host``
     (``--data`` for an override; the host's line for a key no file set); from here when there
-    is no file. Nothing of the file runs.
-    """
+    is no file. Nothing of the file runs."""
     found = where_set(host, key) if key else None
     name, line = (found[0], found[2]) if found and (found[1] or found[0] == "--data") else ("", 0)
     if not name:

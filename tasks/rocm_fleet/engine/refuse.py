@@ -2,8 +2,7 @@
 
 A refused host gets the reason on its line, loses its planned operations and is marked failed
 (``State.fail_hosts``): no run or ``--dry`` goes on with it, the exit status says so, and the
-rest of the fleet carries on.
-"""
+rest of the fleet carries on."""
 
 from __future__ import annotations
 
@@ -50,16 +49,14 @@ def outcome(state: Any, host_name: str) -> Outcome | None:
 
 def outcome_of(target: Any = None) -> Outcome | None:
     """Preflight's outcome for ``target`` (default: the host being planned); None when not
-    planned.
-    """
+    planned."""
     current = host if target is None else target
     return outcome(current.state, current.name)
 
 
 def refuse_host(reason: str) -> None:
     """Refuse the current host while planning: log why, drop its planned operations, mark it
-    failed. Re-raises pyinfra's error only when other hosts remain (over ``--fail-percent``).
-    """
+    failed. Re-raises pyinfra's error only when other hosts remain (over ``--fail-percent``)."""
     host.log_styled(f"refused: {reason}", fg="red", log_func=logger.error)
     state = host.state
     fail_hosts = internal(state, "fail_hosts")  # outside the try: its error is no refusal

@@ -25,8 +25,7 @@ class Ran:
 
 def run_on(host: Any, argv: Sequence[str], sudo: bool = False) -> Ran:
     """Run ``argv`` (quoted) on ``host``, connecting first; one reconnect when the connection has
-    gone. Status is 0 or 1; ``RemoteFailed`` when the host can't be reached.
-    """
+    gone. Status is 0 or 1; ``RemoteFailed`` when the host can't be reached."""
     command = StringCommand(" ".join(shlex.quote(word) for word in argv))
     arguments = {"_sudo": True} if sudo else {}
     for attempt in (1, 2):

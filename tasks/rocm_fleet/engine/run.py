@@ -1,6 +1,5 @@
 """The run as pyinfra's ``State`` holds it (planning or executing, the deploy call's arguments,
-``-v``, operation hashes, callbacks), read through ``version.internal``.
-"""
+``-v``, operation hashes, callbacks), read through ``version.internal``."""
 
 from __future__ import annotations
 
@@ -20,15 +19,13 @@ def executing() -> bool:
 
 def deploy_arguments(target: Any = None) -> dict[str, Any]:
     """The global arguments the ``@deploy`` call planned on ``target`` (default: the current host)
-    was given, e.g. ``{"_sudo": True}``; {} outside a deploy.
-    """
+    was given, e.g. ``{"_sudo": True}``; {} outside a deploy."""
     return dict(internal(host if target is None else target, "current_deploy_kwargs") or {})
 
 
 def sudo_asked(target: Any = None) -> bool:
     """Whether rocm-fleet's commands on ``target`` (default: the current host) run through sudo:
-    ``_sudo`` on the deploy call, else in the host's data.
-    """
+    ``_sudo`` on the deploy call, else in the host's data."""
     current = host if target is None else target
     return bool(deploy_arguments(current).get("_sudo", current.data.get("_sudo", False)))
 

@@ -5,8 +5,7 @@
 once per call). Same answers (``tests/unit/test_pyinfra_speed.py``). In effect only inside
 ``speedups()`` (``rocm_node`` wraps itself in it), only on ``TESTED_PYINFRA`` (else one
 warning), and never when ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``. See
-``docs/decisions/planning-speedups.md``.
-"""
+``docs/decisions/planning-speedups.md``."""
 
 from __future__ import annotations
 
@@ -55,8 +54,7 @@ _warned = False
 
 def enabled() -> bool:
     """Whether the replacements may be used: not opted out, and on the tested minor (else one
-    warning, once).
-    """
+    warning, once)."""
     global _warned
     if os.environ.get(OPT_OUT, "1").strip().lower() in ("0", "off", "no", "false"):
         return False
@@ -111,8 +109,7 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
 def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
     """``pyinfra.api.arguments.pop_global_arguments`` (3.10) line for line, with the host's data
     merged once (``HostData.dict()``, copied as ``__getattr__`` copies) and the types computed
-    once.
-    """
+    once."""
     pyinfra_arguments = _original("arguments")
     argument_meta_of = pyinfra_arguments.all_argument_meta
     raise_if_bad_type = pyinfra_arguments.raise_if_bad_type
@@ -171,8 +168,7 @@ def _put(functions: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def speedups() -> Iterator[bool]:
     """Plan with the replacements inside the block when ``enabled()``; pyinfra's own are back when
-    the last open block (of any host) ends. Yields whether they are in use.
-    """
+    the last open block (of any host) ends. Yields whether they are in use."""
     global _active
     if not enabled():
         yield False

@@ -1,6 +1,5 @@
 """An inventory host's SSH connection made by pyinfra itself (its ``ssh_*`` data and host-key
-checks), for tools running their own commands over it (the node checks).
-"""
+checks), for tools running their own commands over it (the node checks)."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ def _pyinfra_warnings() -> Iterator[list[str]]:
 
 def connect(host: Any) -> Any:
     """The connected ``paramiko.SSHClient`` of an SSH ``host`` of a started state; raises
-    ``ConnectFailed`` with pyinfra's reason (and the fix for a changed key).
-    """
+    ``ConnectFailed`` with pyinfra's reason (and the fix for a changed key)."""
     # paramiko's transport thread logs a traceback for what ConnectFailed says in one line.
     logging.getLogger("paramiko").addHandler(_QUIET)
     with _pyinfra_warnings() as warned:

@@ -2,8 +2,7 @@
 
 ``survey_reads`` is the one declaration of what a host is read for; ``read_survey`` reads it
 with one ``Survey`` fact, fills the fact cache and returns the ``HostSurvey``. A plan of a
-converged host that reads beyond the survey fails the plan tests.
-"""
+converged host that reads beyond the survey fails the plan tests."""
 
 from __future__ import annotations
 
@@ -69,8 +68,7 @@ if TYPE_CHECKING:
 
 def survey_reads(config: Config) -> list[Read]:
     """Every read a host gets, each key once: preflight's and the audit's, and every fact the
-    deploy reads on a converged host, with the same arguments.
-    """
+    deploy reads on a converged host, with the same arguments."""
     venv = config.pytorch_venv
     install_paths = [*paths.INSTALL_PATHS, *([venv] if config.torch is not None else [])]
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
@@ -162,8 +160,7 @@ def survey_reads(config: Config) -> list[Read]:
 
 def read_survey(reads: list[Read]) -> HostSurvey | None:
     """Read ``reads`` from the current host in one round trip and remember every answer
-    (``NvidiaStack`` derived); None when the survey can't run (pyinfra prints why).
-    """
+    (``NvidiaStack`` derived); None when the survey can't run (pyinfra prints why)."""
     # _ignore_errors: a survey that can't run becomes the caller's refusal.
     answers = host.get_fact(Survey, reads=reads, _ignore_errors=True)
     if answers is None:
@@ -184,6 +181,5 @@ def read_survey(reads: list[Read]) -> HostSurvey | None:
 
 def read_apart(target: Any, reads: list[Read]) -> list[Any] | None:
     """Read ``reads`` from connected ``target`` outside any deploy, in one round trip (the audit's
-    health reads); the answers in order, None when it can't run.
-    """
+    health reads); the answers in order, None when it can't run."""
     return target.get_fact(Survey, reads=reads, _ignore_errors=True)

@@ -1,8 +1,7 @@
 """Which pyinfra runs, whether it is the tested minor, and access to pyinfra internals.
 
 Off the tested minor, ``internal`` raises one ``PyinfraChanged`` naming what moved instead of
-an AttributeError deep in a plan.
-"""
+an AttributeError deep in a plan."""
 
 from __future__ import annotations
 
@@ -45,8 +44,7 @@ _MISSING = object()
 
 def internal(owner: Any, name: str) -> Any:
     """``owner.name``, a pyinfra internal; ``PyinfraChanged`` naming it and both versions when
-    missing.
-    """
+    missing."""
     value = getattr(owner, name, _MISSING)
     if value is _MISSING:
         kind = owner.__name__ if isinstance(owner, type) else type(owner).__name__

@@ -1,3 +1,2 @@
 """Custom pyinfra facts for AMD ROCm + PyTorch GPU nodes, one module per thing read; answers are
-plain JSON-able values, typed in ``model.answers``. ``round_trip`` reads many at once.
-"""
+plain JSON-able values, typed in ``model.answers``. ``round_trip`` reads many at once."""

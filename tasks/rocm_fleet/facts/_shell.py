@@ -2,8 +2,7 @@
 
 Every fact command is POSIX ``sh`` and exits 0 (pyinfra fails a host on a non-zero fact
 command); a tool's exit status that matters comes back as a trailer line ``__rc=N``, a missing
-tool or file as an ``__absent`` / ``__missing`` line.
-"""
+tool or file as an ``__absent`` / ``__missing`` line."""
 
 from __future__ import annotations
 
@@ -71,8 +70,7 @@ class Condition(FactBase[bool]):
 
 def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
     """``sh -c`` of ``files/scripts/<name>.sh`` for each of ``scripts`` (the last is the script,
-    the others its functions) with ``args`` as positional parameters.
-    """
+    the others its functions) with ``args`` as positional parameters."""
     body = "".join(files.text(f"scripts/{name}.sh") for name in scripts)
     return " ".join(["sh", "-c", shlex.quote(body), scripts[-1], *map(shlex.quote, args)])
 
@@ -83,8 +81,7 @@ def joined(lines: list[str]) -> str:
 
 def python_command(python: str, body: str, timeout: int) -> str:
     """``python body`` under ``timeout``, then its ``__rc`` trailer; ``__absent`` without the
-    interpreter.
-    """
+    interpreter."""
     py = quote(python)
     return (
         f"if command -v {py} >/dev/null 2>&1; then "

@@ -66,8 +66,7 @@ class HeldPackages(FactBase[list[str]]):
 
 def kernel_releases(packages: dict[str, str]) -> list[str]:
     """Releases of the installed ``linux-image-[unsigned-]<release>`` packages, meta packages
-    skipped: ``["6.1.0-50-amd64", "6.12.95+deb12-amd64"]``.
-    """
+    skipped: ``["6.1.0-50-amd64", "6.12.95+deb12-amd64"]``."""
     releases = []
     for name in sorted(packages):
         if not name.startswith("linux-image-"):

@@ -2,8 +2,7 @@
 modules and initramfs images, ``dkms status`` and the room left in ``/boot``.
 
 One command reads it all (sections ``__section=NAME``, content lines prefixed ``|`` so no file
-can open a section); the parsers return ``model.boot``'s types.
-"""
+can open a section); the parsers return ``model.boot``'s types."""
 
 from __future__ import annotations
 
@@ -92,8 +91,7 @@ _DEFAULT = re.compile(r"^\s*set\s+default=(.*)$")
 
 def parse_grub_cfg(lines: list[str]) -> tuple[tuple[MenuEntry, ...], str | None]:
     """The menu (entries and submenus, nested) and ``set default=`` (the branch without
-    ``${next_entry}``) of a grub-mkconfig grub.cfg.
-    """
+    ``${next_entry}``) of a grub-mkconfig grub.cfg."""
     root: list[Any] = []
     stack: list[tuple[str, dict[str, Any], list[Any]]] = []  # kind, entry, children
     default = None

@@ -1,7 +1,6 @@
 """GPU facts: rocminfo's agents, the installed ROCm version, GPUs on PCI, the KFD topology.
 
-The PCI and KFD facts read sysfs only: they work before ROCm is installed.
-"""
+The PCI and KFD facts read sysfs only: they work before ROCm is installed."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """GPU health from ``amd-smi``'s ECC, PCIe and XGMI JSON, parsed by
-:mod:`rocm_fleet.model.health`.
-"""
+:mod:`rocm_fleet.model.health`."""
 
 from __future__ import annotations
 

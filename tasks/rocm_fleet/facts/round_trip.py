@@ -3,8 +3,7 @@
 A :class:`Survey` runs each :class:`Read`'s command in a section of one script and parses it
 with that fact's own ``process``: an answer is the same alone or in a survey. A fact with
 ``batch_command(kwargs_list)`` / ``batch_process(output, kwargs_list)`` answers all its reads
-in one section. ``host_survey`` makes the answers a ``HostSurvey``.
-"""
+in one section. ``host_survey`` makes the answers a ``HostSurvey``."""
 
 from __future__ import annotations
 
@@ -25,8 +24,7 @@ _RECORD = "\x1e"  # what the command turns newlines into (ASCII RS)
 @dataclass(frozen=True)
 class Read:
     """One fact of a survey: the ``HostSurvey`` field it fills (per-path fields: keyed by its
-    ``path`` argument), the fact class, its arguments.
-    """
+    ``path`` argument), the fact class, its arguments."""
 
     name: str
     fact: type[FactBase]
@@ -118,8 +116,7 @@ class Survey(FactBase["list[Any]"]):
 
 def host_survey(reads: list[Read], answers: list[Any]) -> HostSurvey:
     """The ``HostSurvey`` of a survey's answers, each in its read's field (TypeError: a read names
-    no field).
-    """
+    no field)."""
     single: dict[str, Any] = {}
     per_path: dict[str, dict[str, Any]] = {name: {} for name in PER_PATH}
     for read, answer in zip(reads, answers, strict=True):

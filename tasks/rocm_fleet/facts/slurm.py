@@ -1,6 +1,5 @@
 """Slurm's view of this node: ``scontrol show node``, asked from the node itself (the controller's
-view, the one jobs are scheduled by).
-"""
+view, the one jobs are scheduled by)."""
 
 from __future__ import annotations
 

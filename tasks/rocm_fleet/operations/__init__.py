@@ -2,5 +2,4 @@
 
 Each reads facts through ``engine.factcache.read_fact`` and yields the commands that close the
 gap, or ``host.noop`` with why nothing is needed: a second run and ``--dry`` report real drift
-only. Adding and removing a resource is one operation with ``present``.
-"""
+only. Adding and removing a resource is one operation with ``present``."""

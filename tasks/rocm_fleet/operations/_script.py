@@ -19,8 +19,7 @@ _SCRIPT_VARIABLES = {
 
 def script(name: str, *args: str) -> StringCommand:
     """``sh -c`` of ``files/scripts/<name>.sh`` (after the path variables and ``lib.sh``),
-    ``args`` quoted as its positional parameters.
-    """
+    ``args`` quoted as its positional parameters."""
     variables = "".join(f"{key}={shlex.quote(value)}\n" for key, value in _SCRIPT_VARIABLES.items())
     body = variables + files.text("scripts/lib.sh") + files.text(f"scripts/{name}.sh")
     return StringCommand("sh", "-c", QuoteString(body), name, *map(QuoteString, args))

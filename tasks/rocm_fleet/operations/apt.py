@@ -1,6 +1,5 @@
 """apt and dpkg operations: each compares facts (``read_fact``) with what is wanted and yields the
-commands that close the gap, or ``host.noop`` with why nothing is needed.
-"""
+commands that close the gap, or ``host.noop`` with why nothing is needed."""
 
 from __future__ import annotations
 

@@ -80,8 +80,7 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
 
 def stamp_is_current(stamp: str, inputs: list[str]) -> bool:
     """Whether ``stamp`` exists and no existing file of ``inputs`` changed after it (every input
-    is read).
-    """
+    is read)."""
     stamped = read_fact(FileDigest, path=stamp)
     digests = [read_fact(FileDigest, path=path) for path in inputs]  # all read, as planned
     return stamped is not None and not any(

@@ -28,8 +28,7 @@ def gpu_problems(
     rocminfo: str = "rocminfo",
 ) -> tuple[list[str], str]:
     """(problems, summary) of rocminfo's and torch's view against the inventory; no problems: the
-    node is as expected.
-    """
+    node is as expected."""
     problems: list[str] = []
     gpus = (agents or {}).get("gpus") or []
     found = [gpu["name"] for gpu in gpus]
@@ -94,8 +93,7 @@ def _archs(torch: dict[str, Any]) -> list[str]:
 
 def verified_stack(installed: str, expected_gfx: list[str], expected_count: int | None) -> str:
     """What a passed check vouches for, as text: the expectation, ``installed``, the running
-    kernel and KFD's GPUs (from the survey).
-    """
+    kernel and KFD's GPUs (from the survey)."""
     gpus = sorted(f"{node['gfx']}@{node['slot']}" for node in read_fact(KfdNodes) or [])
     return (
         f"expected {expected_count if expected_count is not None else '>=1'} x "

@@ -34,8 +34,7 @@ if TYPE_CHECKING:
 
 def created_here(path: str, recorded: list[str]) -> bool:
     """Whether the directory ledger ``recorded`` says the deploy made the venv at ``path`` (it
-    lists the venv or its parent).
-    """
+    lists the venv or its parent)."""
     venv = path.rstrip("/")
     return venv in recorded or paths.parent(venv) in recorded
 
@@ -231,8 +230,7 @@ def _ip_literal(name: str | None) -> bool:
 def _legacy_certs(python: QuoteString) -> str:
     """A shell substitution giving ``--use-deprecated=legacy-certs`` when the venv's pip is 24.2
     or later (pip's truststore fails on an index addressed by IP: pypa/pip#12906), else
-    nothing.
-    """
+    nothing."""
     probe = (
         "import pip; v = tuple(int(p) for p in pip.__version__.split('.')[:2] if p.isdigit()); "
         "print('--use-deprecated=legacy-certs' if v >= (24, 2) else '')"
@@ -246,8 +244,7 @@ _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
 def cuda_wheels(installed: dict[str, str]) -> list[str]:
     """The CUDA-only distributions of a venv: ``nvidia-*``, triton, and the torch family unless a
-    ``+rocm`` build.
-    """
+    ``+rocm`` build."""
     names = []
     for name, version in installed.items():
         normal = normal_name(name)
@@ -275,8 +272,7 @@ def cuda_wheels_absent(venv_path: str):
 
 def venv_problems(config: Config, survey: HostSurvey) -> list[str]:
     """Why an existing venv at ``pytorch_venv`` can't be adopted: a path in it not root's alone
-    (the deploy runs its Python as root).
-    """
+    (the deploy runs its Python as root)."""
     if config.torch is None:
         return []
     found = survey.writable_by_others.get(config.pytorch_venv)

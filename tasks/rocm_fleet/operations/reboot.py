@@ -1,8 +1,7 @@
 """The reboot operation: only when needed and allowed, and back before it returns.
 
 As pyinfra's ``server.reboot``, except that a host not back within the timeout fails with a
-message, and a fresh boot is an uptime shorter than the time since the reboot was issued.
-"""
+message, and a fresh boot is an uptime shorter than the time since the reboot was issued."""
 
 from __future__ import annotations
 
@@ -83,8 +82,7 @@ def _remember_uptime(state, host) -> bool:
 
 def boot_refusal(driver: str | None, mok_cert: str | None) -> list[str]:
     """Why rebooting now could strand the host (``model.boot.reboot_refusal``), read fresh (sees
-    this run's changes).
-    """
+    this run's changes)."""
     boot = read_fact(BootKernels) or BootState()
     secure = (read_fact(SecureBoot) or {}).get("state") == "enabled"
     mok = (

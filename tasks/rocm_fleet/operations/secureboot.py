@@ -2,8 +2,7 @@
 
 The one-time MOK password comes from the environment variable the inventory names, or a prompt,
 where pyinfra runs; only its SHA-512 crypt hash reaches the host (a 0700 directory on /run,
-removed after the import): never the password, in a log or in any arguments.
-"""
+removed after the import): never the password, in a log or in any arguments."""
 
 from __future__ import annotations
 
@@ -43,8 +42,7 @@ _ORDER = [
 
 def sha512_crypt(password: str, salt: str | None = None) -> str:
     """``$6$<salt>$<hash>`` by the SHA-crypt spec, 5000 rounds (as ``mokutil --generate-hash``); a
-    random 16-character salt by default.
-    """
+    random 16-character salt by default."""
     if salt is None:
         salt = "".join(secrets.choice(_B64) for _ in range(16))
     key, s = password.encode(), salt.encode()[:16]
