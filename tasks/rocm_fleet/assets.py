@@ -1,11 +1,6 @@
-"""The static files rocm-fleet puts on hosts (the login profile, ld.so.conf snippet, ...),
-the shell scripts its operations and facts run (``scripts/``) and the Jinja2 templates of
-the configuration files it writes (``templates/``).
-
-They live in the top-level ``files/`` folder of a checkout (the design card's layout), which
-``tasks/rocm_fleet/files`` links to, and are installed as the package data
-``rocm_fleet/files/``: in both, the folder ``files`` beside this module.
-"""
+"""The files rocm-fleet puts on hosts, the shell scripts its operations and facts run
+(``scripts/``) and the Jinja2 templates of its configuration files (``templates/``): the
+``files`` folder beside this module."""
 
 import functools
 import shlex
@@ -14,8 +9,7 @@ from importlib import resources
 import jinja2
 
 
-@functools.cache  # read once per process: they are the package's own, and each host's plan
-# asks for the same scripts again (6 reads a host, ~1 ms a host at 1,000 simulated hosts)
+@functools.cache  # each host's plan asks for the same files
 def text(name: str) -> str:
     """The content of a file of ``files/``, e.g. ``text("scripts/lib.sh")``."""
     return resources.files("rocm_fleet").joinpath("files", name).read_text()
@@ -37,7 +31,6 @@ def _environment() -> jinja2.Environment:
 
 
 def render(template: str, /, **values: object) -> str:
-    """``files/templates/TEMPLATE`` rendered with ``values`` (each one checked by its grammar
-    before: the templates escape nothing); a value the template names and isn't given
-    raises jinja2's UndefinedError."""
+    """``files/templates/TEMPLATE`` rendered with ``values`` (checked by their grammars before:
+    nothing is escaped); jinja2's UndefinedError for a missing value."""
     return _environment().get_template(template).render(values)

@@ -1,34 +1,14 @@
-"""The pytest plugin of the node checks: which hosts, how they are reached, what each should
-have.
+"""The pytest plugin of the node checks: which hosts, how they are reached, what each should have.
 
-    pytest --pyargs rocm_fleet.checks --rocm-inventory inventories/fleet.py
-    pytest --pyargs rocm_fleet.checks --rocm-inventory=@local --rocm-data rocm_version=6.4.3
-    pytest --pyargs rocm_fleet.checks --rocm-inventory inventories/fleet.py --rocm-limit gpu01
+    pytest --pyargs rocm_fleet.checks --rocm-inventory inventories/fleet.py [--rocm-limit gpu01]
     pytest --pyargs rocm_fleet.checks --hosts=ssh://root@gpu01 --rocm-version 6.4.3 \\
         --expected-gfx gfx1100
-    pytest --pyargs rocm_fleet.checks --hosts=local:// --rocm-version 6.4.3   # on the node
 
-(``rocm-fleet check`` runs the same with shorter options and a compact report.) With
---rocm-inventory, each host's expectations (rocm_version, expected_gfx, users, venv) come
-from the same data the deploy used, read by pyinfra's own inventory loader (group_data
-included, the same loader and --limit as ``rocm-fleet audit``) and validated before any
-check runs, so the checks can't disagree with the deploy about what was asked for.
-
-SSH hosts are connected by pyinfra itself (``engine.ssh``), so their keys are checked as a
-deploy checks them (``known_hosts``, ``ssh_known_hosts_file``,
-``ssh_strict_host_key_checking``): an unknown key under ``yes``, or a key that changed, is
-refused before any command runs, and the host's checks report it as unreachable. ``@local``
-runs on this machine, ``@chroot/DIR`` in that root, ``@docker/NAME`` in the container,
-``_sudo`` through sudo. ``--hosts`` takes testinfra's specs (``local://``, ``docker://NAME``,
-``chroot:///DIR``) and SSH ones (``ssh://`` or ``paramiko://user@host:port``, optionally
-``?ssh_identity_file=KEY&sudo=true``), which pyinfra connects with its defaults (accept-new
-keys into ``~/.ssh/known_hosts``).
-
-The plugin is registered with pytest through the ``pytest11`` entry point (as testinfra's
-own is), so ``--pyargs rocm_fleet.checks`` finds its options; its options are prefixed so
-they can't clash with another plugin's, and it does nothing unless these checks are
-collected. ``-p no:rocm_fleet_checks`` turns it off.
-"""
+With ``--rocm-inventory`` each host's expectations come from the deploy's inventory data,
+loaded and validated as the deploy does before any check runs. SSH hosts are connected by
+pyinfra (``engine.ssh``: the deploy's host-key checks); ``@local``, ``@chroot/``, ``@docker/``
+and testinfra's own ``--hosts`` specs use testinfra's backends. Inert unless these checks are
+collected; ``-p no:rocm_fleet_checks`` turns it off."""
 
 from __future__ import annotations
 
@@ -58,8 +38,7 @@ UNREACHABLE = "rocm_fleet_unreachable"
 
 @dataclasses.dataclass
 class Target:
-    """One host to check: its name (the inventory's), how to run commands there, and what
-    it should have (validated by the deploy's model before any check runs)."""
+    """One host to check: its inventory name, its testinfra host, and its validated expectations."""
 
     name: str
     host: testinfra.host.Host
@@ -68,8 +47,7 @@ class Target:
     unreachable: str | None = None
 
     def reach(self) -> str:
-        """Why the host can't be used ("" when it answers), asked once: a command that does
-        nothing, so nothing runs before its key is checked and its login works."""
+        """Why the host can't be used ("" when ``true`` runs there), asked once."""
         if self.unreachable is None:
             try:
                 result = self.host.run("true")
@@ -87,9 +65,8 @@ class Target:
 
 
 class PyinfraSSHBackend(ParamikoBackend):
-    """testinfra's paramiko backend on the client pyinfra connects (``engine.ssh``): the
-    same host key checks as a deploy, instead of testinfra's own (which loads no
-    known_hosts and warns on any key)."""
+    """testinfra's paramiko backend on pyinfra's SSH client (``engine.ssh``): a deploy's host key
+    checks."""
 
     def __init__(self, pyinfra_host: Any, **kwargs: Any):
         data = pyinfra_host.data
@@ -108,8 +85,8 @@ class PyinfraSSHBackend(ParamikoBackend):
 
 
 def testinfra_host(pyinfra_host: Any) -> testinfra.host.Host:
-    """How the checks reach an inventory host: pyinfra's SSH connection, or testinfra's
-    local, chroot and docker backends for @local, @chroot/ and @docker/."""
+    """The testinfra host of an inventory host: pyinfra's SSH, or testinfra's local, chroot,
+    docker backends; ``pytest.UsageError`` for other connectors."""
     data, name = pyinfra_host.data, pyinfra_host.name
     sudo = {"sudo": bool(data.get("_sudo")), "sudo_user": data.get("_sudo_user")}
     if is_ssh(pyinfra_host):
@@ -147,8 +124,7 @@ def ssh_spec_data(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def spec_targets(specs: list[str], config: Config) -> list[Target]:
-    """--hosts: SSH specs become pyinfra hosts (connected as pyinfra connects them), the
-    others testinfra's own backends; every one expected to have ``config``."""
+    """``--hosts`` specs as targets expected to have ``config`` (SSH ones connected by pyinfra)."""
     ssh, others = [], []
     for spec in specs:
         scheme = spec.partition("://")[0] if "://" in spec else "ssh"
@@ -169,8 +145,8 @@ def spec_targets(specs: list[str], config: Config) -> list[Target]:
 
 
 def inventory_targets(hosts: list[Any]) -> list[Target]:
-    """An inventory's hosts, each with its own data validated by the inventory's fleet model
-    (the one the deploy and the audit read); ConfigError for the first that isn't valid."""
+    """An inventory's hosts as targets, validated by the inventory's fleet model; ConfigError for
+    the first invalid one."""
     from rocm_fleet.engine.inventory_fleet import fleet_of
 
     fleet = fleet_of(hosts[0].inventory)
@@ -270,9 +246,8 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_finish(session):
-    """Reach every host the chosen checks need at once (an unreachable one costs its
-    connect timeout once, not one after another): greenlets, in parallel where the process
-    is patched for gevent as pyinfra's CLI has it (``rocm-fleet check`` is)."""
+    """Reach every chosen host at once on greenlets, so each unreachable one costs its timeout
+    once."""
     from gevent.pool import Pool
 
     chosen = {}
@@ -286,7 +261,7 @@ def pytest_collection_finish(session):
 
 
 def pytest_sessionfinish(session):
-    """Every SSH connection the checks made is closed when they are done."""
+    """Close every SSH connection the checks made."""
     found = targets_of(session.config)
     for target in found.targets if found else []:
         backend = target.host.backend
@@ -295,8 +270,8 @@ def pytest_sessionfinish(session):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Checks with nothing to compare against fail the run with one reason: a node never
-    checked must not be green in CI (skipping would exit 0)."""
+    """Fail the run (``pytest.UsageError``) when the checks are collected with nothing to compare
+    against."""
     if not any(_is_check(item) for item in items) or targets_of(config) is not None:
         return
     raise pytest.UsageError(NO_EXPECTATIONS)

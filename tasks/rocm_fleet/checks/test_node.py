@@ -1,12 +1,7 @@
 """What a converged ROCm + PyTorch node looks like, checked from outside with testinfra.
 
-Users run these against their real nodes (``rocm-fleet check``; see ``plugin``); the e2e
-suite runs them against the lab fleet. Parsing here is deliberately independent of
-rocm_fleet.facts, but for Slurm's check, which reads the KFD topology and scontrol with the
-deploy's own facts (simple shell; the point there is Slurm's agreement). Every check first
-needs its host to answer: an unreachable host fails each of its checks with one line saying
-so (no check passes without having connected).
-"""
+Parsing is independent of ``rocm_fleet.facts``, except Slurm's check. A host that doesn't
+answer fails each of its checks with one line."""
 
 from __future__ import annotations
 
@@ -57,9 +52,7 @@ print(json.dumps([[torch.cuda.get_device_properties(i).gcnArchName.split(":")[0]
 
 @pytest.fixture(autouse=True)
 def connected(target: Target, request):
-    """Every check needs its host to answer first; an unreachable one (or one whose host key
-    is refused) fails each check with one line (asked once per host), never a connection
-    library's traceback or a testinfra object."""
+    """Fail each check of an unreachable host with one line (asked once per host)."""
     reason = target.reach()
     if reason:
         request.node.user_properties.append((UNREACHABLE, reason))
@@ -68,8 +61,7 @@ def connected(target: Target, request):
 
 @pytest.fixture(scope="module")
 def node(target: Target) -> Config:
-    """What the host should have: its inventory data (or the command line's), validated by
-    the deploy's own model before any check ran."""
+    """What the host should have: its validated ``Config``."""
     return target.config
 
 
@@ -83,7 +75,7 @@ def test_rocm_source_uses_keyring_and_suite(host, node):
     source = host.file(expected.source)
     assert source.is_file, f"{expected.source} is missing: the ROCm apt source was not written"
     text = source.content_string
-    # AMD's URL, or the fleet mirror's copy of it (http://<mirror>:8080/<upstream path>).
+    # AMD's URL, or the fleet mirror's copy of it.
     served = re.findall(r"https?://\S+?/" + re.escape(mirror_path(expected.url)), text)
     urls = [expected.url, *served]
     wanted = {dataclasses.replace(expected, url=url).source_text() for url in urls}
@@ -177,8 +169,7 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
 
 
 def test_apu_gtt_is_the_size_asked(host, node):
-    """``rocm_apu_gtt_gib``: amdgpu reports that GTT (``mem_info_gtt_total``, the TTM page
-    limit's bytes) and torch sees no less memory on the APU's GPU."""
+    """``rocm_apu_gtt_gib``: amdgpu reports that GTT and torch sees no less memory on the APU."""
     if node.rocm_apu_gtt_gib is None:
         pytest.skip("rocm_apu_gtt_gib is not set")
     wanted = apu.gtt_bytes(node.rocm_apu_gtt_gib)
@@ -201,9 +192,8 @@ def test_apu_gtt_is_the_size_asked(host, node):
 
 
 def test_gpus_are_healthy(host, node):
-    """ECC errors, the PCIe link width against the card's and the XGMI links, as amd-smi
-    reports them: an uncorrectable ECC error, a narrowed link or a link down fails; a
-    counter the GPU doesn't have (Radeon, APU) is shown as not available, not failed."""
+    """amd-smi's ECC, PCIe width and XGMI links: an uncorrectable error, a narrowed link or a link
+    down fails; a missing counter doesn't."""
     if node.expected_gpu_count == 0:
         pytest.skip("GPU-less host by configuration")
     found = host.run(f"command -v amd-smi || command -v {ROCM_ROOT}/bin/amd-smi")
@@ -227,9 +217,8 @@ def test_gpus_are_healthy(host, node):
 
 
 def test_slurm_sees_the_gpus(host, node):
-    """``rocm_slurm_gres``: gres.conf lists the node's GPUs as they are now (count, type,
-    render nodes), and Slurm's controller (``scontrol show node``) gives the node the
-    ``Gres=`` they make."""
+    """``rocm_slurm_gres``: gres.conf lists the node's GPUs as they are now, and ``scontrol show
+    node`` gives the ``Gres=`` they make."""
     if not node.rocm_slurm_gres:
         pytest.skip("rocm_slurm_gres is not set")
     kfd = KfdNodes()

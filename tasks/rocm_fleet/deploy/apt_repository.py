@@ -1,20 +1,5 @@
-"""One apt repository on a host, in the order apt needs it: key, source, pin, refresh.
-
-AMD's ROCm repository (``repository``), AMD's amdgpu driver repository (``driver``) and
-Debian's backports (``kernel``) are each added the same way, by ``apt_repository``:
-
-1. the keyring the source is signed by, fetched and installed only when it carries the
-   expected fingerprint (``verified_keyring``), before anything points apt at the source;
-2. the source file, then the pin (an apt preferences file), when the repository has one;
-3. what another repository left that must not stay beside this one (the other ROCm
-   stream's source, pin and keyring), removed before apt reads its lists again;
-4. ``apt-get update`` only when the source or its keyring changed since the last update
-   this deploy made (``apt_lists_fresh``, a stamp per repository), so a converged host
-   never refreshes and a run stopped between writing and updating refreshes next time.
-
-Every step is idempotent: a second run plans nothing but no-ops. The callers name each
-operation, so ``--dry`` and the audit say which repository drifted.
-"""
+"""One apt repository on a host in the order apt needs it: verified keyring, source, pin, the
+other stream's leftovers removed, lists refreshed only when the source or keyring changed."""
 
 from __future__ import annotations
 
@@ -35,9 +20,8 @@ class AptFile:
 
 @dataclass(frozen=True)
 class AptKey:
-    """The keyring at ``path``, installed from ``url`` only if it holds ``fingerprint``;
-    fetched through ``proxy`` (``sources.proxy_environment``; empty: directly), trusting
-    ``ca`` alone for TLS when given (``sources.mirror_ca``)."""
+    """The keyring at ``path``, installed from ``url`` only if it holds ``fingerprint``, fetched
+    through ``proxy`` (empty: directly), trusting only ``ca`` when given."""
 
     name: str
     path: str
@@ -49,8 +33,7 @@ class AptKey:
 
 @dataclass(frozen=True)
 class Leftovers:
-    """Files another repository put on the host that must go before apt reads its lists:
-    sources, pins and keyrings, named "Remove {owner} source PATH" and so on."""
+    """Sources, pins and keyrings another repository left, removed before apt reads its lists."""
 
     owner: str
     sources: tuple[str, ...] = ()
@@ -68,10 +51,8 @@ def apt_repository(
     pin: AptFile | None = None,
     leftovers: Leftovers | None = None,
 ) -> None:
-    """Add one apt repository: ``key`` (when this repository installs its keyring),
-    ``source``, ``pin``, ``leftovers`` removed, then the lists refreshed (operation
-    ``refresh``, stamp file ``stamp``) when the source or the keyring it is signed by
-    (``signed_by``, else ``key``'s; none for a distribution keyring) changed."""
+    """Add one apt repository: ``key``, ``source``, ``pin``, ``leftovers`` removed, then
+    ``apt_lists_fresh`` over the source and its keyring (``signed_by``, else ``key``'s)."""
     if key is not None:
         verified_keyring(
             name=key.name,

@@ -1,12 +1,5 @@
-"""An APU's GPU memory (``rocm_apu_gtt_gib``): the kernel's TTM page limit in rocm-fleet's
-modprobe.d file, as AMD documents it (``model.apu`` cites where), or the file removed when
-the setting is unset (or ``rocm_state: absent``). The script refreshes the initramfs
-(``update-initramfs -u`` where initramfs-tools is installed), which carries a copy of
-modprobe.d. Either change needs a reboot, which ``deploy.reboot`` carries out only
-with ``rocm_reboot: allow``; until then the run lists the host with the reason. Preflight
-(``model.apu.findings``) has refused a host without an APU, one asking more than its RAM
-allows, and one where ``amdgpu.gttsize`` or another file's TTM limit is set.
-"""
+"""An APU's GPU memory (``rocm_apu_gtt_gib``): the TTM page limit in rocm-fleet's modprobe.d file,
+or that file removed; either change needs a reboot."""
 
 from __future__ import annotations
 
@@ -26,8 +19,8 @@ if TYPE_CHECKING:
 
 @deploy("APU memory")
 def configure_apu_memory(config: Config, present: bool = True) -> list[tuple[str, OperationMeta]]:
-    """Returns the (reboot reason, operation) pair for deploy.reboot; ``present=False``
-    (``rocm_state: absent``) removes the file whatever the setting."""
+    """The (reboot reason, operation) pair, or [] when there is nothing to set or remove;
+    ``present=False`` removes the file whatever the setting."""
     gib = config.rocm_apu_gtt_gib if present else None
     if gib is None and read_fact(FileDigest, path=paths.TTM_MODPROBE) is None:
         return []  # nothing to set or remove: no concern of this host (the audit's columns)

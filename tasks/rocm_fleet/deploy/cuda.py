@@ -1,13 +1,5 @@
-"""Moving a node from NVIDIA to AMD: NVIDIA's driver and CUDA stack off before ROCm goes on.
-
-Only with ``rocm_migrate_from_cuda: true``; without it preflight reports what it found of
-NVIDIA's stack and stops the host (rocm_fleet/deploy/preflight.py). With it, the NVIDIA and CUDA
-packages preflight found (the ``NvidiaStack`` fact) are purged, and the CUDA wheels in the
-PyTorch venv (NVIDIA's ``nvidia-*`` runtime libraries, ``triton``, CUDA/CPU builds of torch,
-torchvision and torchaudio) are uninstalled; deploy/pytorch.py then installs the ROCm build
-into the same venv. A driver that was loaded stays in memory until the next reboot, which
-is handed to tasks/rocm_fleet/deploy/reboot.py.
-"""
+"""Moving a node from NVIDIA to AMD (``rocm_migrate_from_cuda``): NVIDIA's packages purged and the
+CUDA wheels uninstalled from the PyTorch venv before ROCm goes on."""
 
 from __future__ import annotations
 

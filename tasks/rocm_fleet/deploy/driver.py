@@ -1,24 +1,7 @@
-"""The amdgpu kernel driver: the kernel's own (``inbox``) or AMD's ``amdgpu-dkms``.
-
-``inbox`` (the default) changes nothing: the distro kernel's amdgpu driver is signed by the
-distro and works with Secure Boot on; deploy/kernel.py makes sure the kernel is new enough.
-``dkms``: AMD's driver repository (``amdgpu/<version>/ubuntu`` on repo.radeon.com: the ROCm
-version up to 6.4, the driver's own version from 7.0 and for the ROCm Core SDK, all from the
-matrix, described in ``rocm_fleet.model.sources``) in repo.radeon.com's suite for the distro,
-signed by repo.radeon.com's key: the classic stream's own keyring, which a Core SDK release
-installs for the driver alone; the headers of the running kernel and of every newer
-installed kernel (DKMS builds for each); then ``amdgpu-dkms``. Installing or upgrading the
-driver marks the host as needing a reboot. rocm_fleet/deploy/secureboot.py enrols the signing key.
-
-Back to ``inbox`` after ``dkms``, what the DKMS driver added goes on the same run: the
-packages its install recorded (``paths.DRIVER_LEDGER``: amdgpu-dkms and the headers it was
-built against, with what they pulled in; never one the admin installed), then the driver's
-source and its apt-lists stamp, then apt's lists of it. The driver's keyring is the ROCm
-repository's concern: the classic stream's own keyring stays with it, and a Core SDK release
-removes it as the other stream's (``deploy.repository.foreign_files``). AMD's module stays
-loaded until the host boots again, so the purge marks a reboot (``deploy.reboot``: only with
-``rocm_reboot: allow``).
-"""
+"""The amdgpu kernel driver: the kernel's own (``inbox``, changes nothing) or AMD's
+``amdgpu-dkms`` from AMD's driver repository with the headers of the running and newer kernels.
+Back to ``inbox``, what the DKMS driver added is removed on the same run (the ledger's
+packages, the source, its lists); installing or purging marks a reboot."""
 
 from __future__ import annotations
 
@@ -49,9 +32,8 @@ DRIVER_REMOVED = f"driver {DRIVER_PACKAGE} removed"
 
 
 def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> list[str]:
-    """Headers for the running kernel and every newer installed one, Debian ABI bumps
-    included (6.1.0-31 is newer than a running 6.1.0-28); Ubuntu: and the running kernel's
-    extra modules, AMD's documented prerequisite (fact sheet §4)."""
+    """Headers for the running kernel and every newer installed one (Ubuntu: and the running
+    kernel's ``linux-modules-extra``)."""
     wanted = [f"linux-headers-{k}" for k in [running, *newer_kernels(running, installed)]]
     if row.id == "ubuntu":
         wanted.append(f"linux-modules-extra-{running}")
@@ -60,7 +42,8 @@ def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> l
 
 @deploy("amdgpu driver")
 def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
-    """Returns (reboot reason, operation) pairs for tasks.reboot."""
+    """The DKMS driver, or the removal of its leftovers; (reboot reason, operation) pairs. Fails
+    the host when the matrix knows no driver for the release."""
     if config.rocm_driver != "dkms":
         return remove_driver() if driver_leftovers() else []
     repository = amdgpu_repository(config, row)
@@ -75,8 +58,7 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
         )
         return []
     served = repository.via(config.mirror)
-    # repo.radeon.com's keyring is the classic stream's own, which the ROCm repository
-    # installs; a Core SDK release installs it here, for the driver alone.
+    # The classic stream's keyring; a Core SDK release installs it here for the driver.
     own_key = repository.keyring != config.stream.keyring
     apt_repository(
         key=AptKey(
@@ -110,8 +92,7 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
 
 
 def driver_leftovers() -> bool:
-    """Whether the host holds anything ``rocm_driver: dkms`` added (read from the survey):
-    the driver's source or stamp, or a package its ledger records that is still installed."""
+    """Whether anything ``rocm_driver: dkms`` added is on the host (read from the survey)."""
     installed = read_fact(InstalledPackages) or {}
     files = (paths.AMDGPU_SOURCE, paths.AMDGPU_LISTS_STAMP)
     return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
@@ -120,8 +101,7 @@ def driver_leftovers() -> bool:
 
 
 def remove_driver() -> list[tuple[str, OperationMeta]]:
-    """What ``rocm_driver: dkms`` added, taken off a host whose driver is ``inbox``: the
-    (reboot reason, operation) pair of the purge."""
+    """Remove what ``rocm_driver: dkms`` added; the purge's (reboot reason, operation) pair."""
     purge = dkms_driver_absent(
         name="Purge amdgpu-dkms and the headers the deploy installed for it",
         driver=DRIVER_PACKAGE,

@@ -1,8 +1,4 @@
-"""GPU device access: `video` and `render` exist and the configured users are in both.
-
-/dev/kfd (compute) and /dev/dri/renderD* (render nodes) must be read-write for the user;
-AMD's prerequisites put users in both groups (fact sheet §4).
-"""
+"""GPU device access: ``video`` and ``render`` exist and the configured users are in both."""
 
 from __future__ import annotations
 

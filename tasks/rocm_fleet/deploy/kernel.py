@@ -1,23 +1,6 @@
-"""A kernel new enough for the GPU's inbox amdgpu driver: Debian backports, Ubuntu HWE.
-
-The matrix knows the oldest kernel each GPU family needs (``matrix.INBOX_MIN_KERNEL``). With
-``rocm_kernel_backports: auto`` a Debian 12 host whose running kernel is older gets
-bookworm-backports (a deb822 source signed by the Debian archive keyring, on the mirror
-the host's own Debian sources use, pinned at 100 so nothing else comes from it unasked)
-and ``linux-image-amd64`` + ``linux-headers-amd64`` from it, installed with
-``apt-get --no-remove`` so the running kernel (and anything else) can never be removed.
-Ubuntu's equivalent is the HWE kernel. The host is then marked as needing a reboot where
-Debian and Ubuntu do it (``/run/reboot-required`` and ``.pkgs``), plus the reason in
-rocm-fleet's reboot-reasons file; tasks/rocm_fleet/deploy/reboot.py reads it.
-
-With ``rocm_driver: dkms`` and ``rocm_kernel_hold``, the kernel meta packages the host has
-installed (``model.kernels.KERNEL_META_PACKAGES`` picks them out of dpkg's list) are put on
-hold with ``apt-mark``: an unattended upgrade then brings no kernel of a new ABI, for which
-AMD's driver might not build. AMD publishes no kernel range per driver release, so the range
-held is the one the host has. rocm-fleet records its holds (``paths.KERNEL_HOLD_LEDGER``)
-and releases only those when the setting goes; a kernel move it plans itself
-(``rocm_kernel_backports``) releases its holds for that install alone.
-"""
+"""A kernel new enough for the GPU's inbox amdgpu driver (Debian backports, Ubuntu HWE), and the
+kernel holds of ``rocm_kernel_hold`` with the DKMS driver. See
+``docs/decisions/reboots-and-kernels.md``."""
 
 from __future__ import annotations
 
@@ -44,7 +27,7 @@ if TYPE_CHECKING:
 
 
 def backports_source(mirror: str, suite: str) -> str:
-    """The deb822 source (backports.debian.org/Instructions; fact sheet §6)."""
+    """The backports deb822 source on ``mirror``, signed by the Debian archive keyring."""
     return render(
         "apt-source.sources.j2",
         x_repo_id=None,
@@ -58,14 +41,13 @@ def backports_source(mirror: str, suite: str) -> str:
 
 
 def backports_pin(suite: str) -> str:
-    """Priority 100, what NotAutomatic/ButAutomaticUpgrades gives backports anyway: nothing
-    is installed from it unless asked (``-t``), and what was comes on updating from it."""
+    """Backports at priority 100: installed from only when asked (``-t``)."""
     return render("apt-pin.pref.j2", release=f"n={suite}", priority=100)
 
 
 @deploy("Kernel")
 def configure_kernel(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
-    """Returns (reboot reason, operation) pairs for tasks.reboot."""
+    """The newer kernel when needed, then the holds; (reboot reason, operation) pairs."""
     running = read_fact(RunningKernel) or ""
     installed = read_fact(InstalledPackages) or {}
     newer, why, warnings = kernel_findings(config, row.key, running, installed)
@@ -80,18 +62,16 @@ def configure_kernel(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
 
 @deploy("Kernel")
 def release_kernel_holds(config: Config) -> None:
-    """``rocm_state: absent``: release the holds rocm-fleet placed, before its state (the
-    ledger of them) goes; the admin's stay."""
+    """Release rocm-fleet's kernel holds (``rocm_state: absent``); the admin's stay."""
     hold_kernel(config, [], present=False)
 
 
 def hold_kernel(
     config: Config, installed: list[str], coming: tuple[str, ...] = (), present: bool = True
 ) -> None:
-    """``rocm_kernel_hold`` with ``rocm_driver: dkms``: hold the kernel meta packages among
-    the ``installed`` packages and those ``coming`` with the kernel deploy's install, so no
-    unattended upgrade brings a kernel AMD's driver wasn't built for; otherwise release the
-    holds rocm-fleet placed. Planned only where there is something to hold or to release."""
+    """Hold the kernel meta packages of ``installed`` and ``coming`` when ``rocm_kernel_hold`` and
+    ``rocm_driver: dkms``; otherwise release rocm-fleet's holds. Planned only when there is
+    something to hold or release."""
     holding = present and config.rocm_kernel_hold
     if holding and config.rocm_driver != "dkms":
         warn_host(
@@ -113,7 +93,8 @@ def hold_kernel(
 def install_newer_kernel(
     config: Config, newer: matrix.NewerKernel, why: str
 ) -> list[tuple[str, OperationMeta]]:
-    """The backports source where it is one, and the newer kernel's install."""
+    """The backports source (when backports) and the newer kernel's install; fails the host
+    without a Debian mirror."""
     if newer.kind == "backports" and newer.suite:
         mirror = config.rocm_kernel_backports_mirror or read_fact(DebianMirror)
         if mirror is None:
@@ -125,7 +106,6 @@ def install_newer_kernel(
                 ),
             )
             return []
-        # Signed by the Debian archive keyring the distribution keeps: no key to add.
         apt_repository(
             source=AptFile(
                 "Add the Debian backports source (archive key)",

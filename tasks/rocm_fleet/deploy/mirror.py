@@ -1,38 +1,9 @@
-"""The fleet mirror and the proxy: how hosts reach AMD's and PyTorch's servers, or don't.
+"""The fleet mirror and the proxy: how hosts reach AMD's and PyTorch's servers.
 
-**Fleet mirror** (``rocm_mirror``): one host of the inventory serves what the fleet installs
-from AMD and PyTorch, and every host naming it fetches from it (apt sources, AMD's key, pip's
-index; ``sources.served``) instead of from upstream. The server is Debian's nginx, in one of
-two modes:
-
-* a **bundle** (``rocm_mirror_bundle``, made by ``rocm-fleet bundle``): copied to the mirror
-  host and served as static files, for fleets that can't reach upstream at all;
-* a **live cache** otherwise: nginx proxies each upstream under ``/<host>/`` and keeps what it
-  fetched (``proxy_cache``). Packages and wheels are fetched in 1 MB slices, each slice once
-  however many hosts ask at the same time (``slice`` + ``proxy_cache_lock``), so a cold
-  fleet downloads each file once and a client never waits for a whole multi-GB wheel
-  before its first byte; indexes are kept ten minutes. Links in index pages to another
-  upstream the mirror carries (PyPI's file host) are rewritten to the mirror.
-
-apt keeps verifying AMD's signature: the InRelease is AMD's own, served unchanged, and the
-source line keeps ``signed-by`` AMD's keyring; pip checks each wheel against the hash the
-bundle or the controller's lock pinned (``--require-hashes``), never the ``#sha256`` of the
-page the mirror serves.
-
-**TLS** (``rocm_mirror_tls_ca``, ``_cert``, ``_key``, made by ``rocm-fleet mirror-ca``):
-the mirror host gets the certificate and its key (root's alone) and nginx serves HTTPS
-only; every host using the mirror gets the CA and pins it for the mirror's name alone:
-apt's ``Acquire::https::<mirror>::CaInfo``, pip's ``--cert``, curl's ``--cacert``. The
-system's trust store is left alone, so the fleet's CA vouches for nothing else. Without
-TLS the mirror speaks plain HTTP (pip is told to trust that host) and ``--dry`` and the
-audit say that integrity rests on signatures and pinned hashes alone
-(``findings._plain_mirror``).
-
-**Proxy** (``rocm_proxy``, ``rocm_no_proxy``): apt gets an ``apt.conf.d`` snippet the deploy
-owns (and removes with ``rocm_state: absent`` or when the setting goes), the key fetch (curl)
-and pip get ``http_proxy``/``https_proxy``/``no_proxy`` for their one command. The fleet
-mirror is always reached directly.
-"""
+``configure_mirror``: on the ``rocm_mirror`` host, nginx serves a bundle as static files or
+caches each upstream live, optionally over TLS; every host using a TLS mirror pins its CA for
+the mirror's name alone. ``configure_proxy``: apt's proxy snippet. See
+``docs/offline-and-mirrors.md`` and ``docs/decisions/fleet-mirror.md``."""
 
 from __future__ import annotations
 
@@ -59,7 +30,6 @@ from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
-# What the mirror host runs: nginx, and the CA certificates it verifies upstream TLS with.
 MIRROR_PACKAGES = ["ca-certificates", "nginx"]
 
 
@@ -72,15 +42,10 @@ def nginx_site(
     allow: list[str] | None = None,
     tls: bool = False,
 ) -> str:
-    """The mirror's nginx configuration (a file of Debian's conf.d, inside ``http {}``).
-    ``nameservers`` (the host's resolv.conf) resolve the linked upstreams; without any,
-    those are left out. ``listen``: the addresses it listens on (empty: every interface);
-    ``allow``: the addresses and networks that may use it (the host itself always may),
-    everyone else gets 403. Only the upstreams' paths are served (anything else is 404),
-    only GET and HEAD, no query strings (400: a query would make a new cache entry each);
-    what the administrators published for pull-mode nodes is served under ``/fleet/``;
-    a bundle's manifest (the inventory's host names) is not served. ``tls``: HTTPS only,
-    with the certificate and key the deploy put beside nginx's configuration."""
+    """The mirror's nginx conf.d text. ``nameservers`` resolve linked upstreams (none: those are
+    left out); ``listen``: addresses (empty: all); ``allow``: who may use it besides the host
+    itself (others: 403); ``tls``: HTTPS only. Serves the upstreams' paths by GET/HEAD without
+    query strings, and ``/fleet/``; never a bundle's manifest."""
     resolvers = [_bracketed(a) for a in nameservers or []]
     served = [s for s in servers if resolvers or not s.linked]
     return render(
@@ -102,9 +67,8 @@ def _bracketed(address: str) -> str:
 
 
 def _upstream(number: int, server: ProxiedUpstream) -> dict[str, Any]:
-    """What the site says of ``server``: the upstream block it is named by (a linked one is
-    resolved per request, by its name), its address with the scheme's default port, and
-    the name its certificate is checked for."""
+    """The site's view of ``server``: its upstream block name, address with default port, and the
+    name its certificate is checked for."""
     netloc = server.netloc
     bare = ":" not in netloc.rsplit("]", 1)[-1]
     default = 443 if server.scheme == "https" else 80
@@ -119,12 +83,10 @@ def _upstream(number: int, server: ProxiedUpstream) -> dict[str, Any]:
 
 
 def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[str], list[str]]:
-    """(listen, allow) for the mirror ``host_name`` serves: the address it listens on
-    (``rocm_mirror_listen``, else the inventory's address of it when that is an IP address,
-    else every interface), and the addresses of the inventory's hosts that use it (and
-    itself) with the networks of ``rocm_mirror_allow``. ConfigError naming a host the
-    inventory reaches by a DNS name that no ``rocm_mirror_allow`` network is given for
-    (nginx admits addresses, not names)."""
+    """(listen, allow) for the mirror ``host_name``: ``rocm_mirror_listen``, else its IP address
+    in the inventory, else all; the IP addresses of the hosts using it plus
+    ``rocm_mirror_allow``. ``ConfigError`` when a user is named by DNS and no
+    ``rocm_mirror_allow`` is set."""
     fleet = fleet_of(inventory)
     own = fleet.address(host_name) if host_name in fleet else host_name
     listen = [config.rocm_mirror_listen] if config.rocm_mirror_listen else []
@@ -170,18 +132,17 @@ def _is_ip(value: str) -> bool:
 
 
 def apt_proxy_conf(config: Config) -> str:
-    """apt's proxy settings (apt.conf(5)): the proxy for http and https sources, DIRECT for
-    each exact host name of ``rocm_no_proxy`` and the mirror (apt has no suffix match)."""
-    # A suffix or a range is left out: apt can't say it.
+    """apt.conf(5) proxy settings: ``rocm_proxy`` for http and https, DIRECT for each exact host
+    of ``rocm_no_proxy`` and the mirror."""
+    # apt has no suffix or range match.
     direct = [n for n in no_proxy(config) if not (n.startswith(".") or "/" in n or "*" in n)]
     return render("apt-proxy.conf.j2", proxy=config.rocm_proxy or "", direct=direct)
 
 
 @deploy("Proxy")
 def configure_proxy(config: Config, present: bool = True) -> None:
-    """apt's proxy snippet when the inventory names a proxy (and ROCm is present); its
-    removal otherwise. On a present host the removal is planned only when the snippet is
-    there, so a host without a proxy has no such concern in ``--dry`` or the audit."""
+    """apt's proxy snippet when ``rocm_proxy`` is set (and present); otherwise its removal,
+    planned only when it is there."""
     if present and config.rocm_proxy:
         text_file(
             name="Send apt through the proxy",
@@ -193,16 +154,14 @@ def configure_proxy(config: Config, present: bool = True) -> None:
 
 
 def apt_mirror_conf(hostname: str) -> str:
-    """apt's TLS settings for the mirror alone (apt.conf(5): per-host ``CaInfo``; apt then
-    trusts only that CA for that host, and nothing changes for any other)."""
+    """apt.conf(5) trusting the mirror's CA for the mirror's host name only (``CaInfo``)."""
     return render("apt-mirror-tls.conf.j2", hostname=hostname, ca=paths.MIRROR_CA)
 
 
 @deploy("Fleet mirror")
 def configure_mirror(config: Config, inventory: Any, present: bool = True) -> None:
-    """Pin the mirror's CA where the host uses a TLS mirror; serve the mirror on the host
-    ``rocm_mirror`` names; on any other host, and with ``present=False`` (``rocm_state:
-    absent``), make sure none of it is left."""
+    """Pin the mirror's CA on a host using a TLS mirror; serve the mirror on the ``rocm_mirror``
+    host; elsewhere, or with ``present=False``, remove what is left of one."""
     mirror = config.mirror
     _pin_mirror_ca(mirror if present else None)
     if not present or mirror is None or not mirror.serves:
@@ -222,7 +181,6 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
     else:
         directory_absent(name="Drop the bundle (a live mirror now)", path=paths.MIRROR_ROOT)
     if mirror.tls:
-        # Checked where pyinfra runs before the run started (model.tls.check_mirror_files).
         text_file(
             name="Give nginx the mirror's certificate",
             path=paths.MIRROR_CERT,
@@ -266,8 +224,8 @@ def _controller_text(path: str) -> str:
 
 
 def _pin_mirror_ca(mirror: Any) -> None:
-    """The mirror's CA and apt's settings naming it, on a host using a TLS mirror whose CA
-    the inventory gives; their removal (planned only when there) otherwise."""
+    """The mirror's CA and apt's setting naming it when ``mirror`` uses TLS with a CA; else their
+    removal (planned only when there)."""
     if mirror is not None and mirror.tls and mirror.ca:
         uploaded_file(
             name="Pin the fleet mirror's CA",
@@ -290,7 +248,7 @@ def _pin_mirror_ca(mirror: Any) -> None:
 
 
 def mirror_leftovers() -> bool:
-    """Whether the host holds anything of a mirror it served (read from the survey)."""
+    """Whether the host holds anything of a mirror (read from the survey)."""
     files = (paths.MIRROR_SITE, paths.MIRROR_STAMP, paths.MIRROR_CERT, paths.MIRROR_KEY)
     directories = (paths.MIRROR_ROOT, paths.MIRROR_CACHE)
     return any(read_fact(FileDigest, path=f) is not None for f in files) or any(

@@ -1,10 +1,7 @@
 """The whole node as one deploy: the checklist every rocm-fleet run follows.
 
-``deploy.py`` calls it for the pyinfra CLI; a project of your own composes it beside its
-other deploys (``from rocm_fleet.deploy import rocm_node``; ``rocm_node()``, global arguments such
-as ``_sudo=True`` apply to every operation inside). Settings come from each host's
-inventory data (``rocm_fleet.model.settings``).
-"""
+``rocm_node()`` (global arguments such as ``_sudo=True`` apply inside); settings come from each
+host's inventory data (``rocm_fleet.model.settings``)."""
 
 from __future__ import annotations
 
@@ -49,10 +46,8 @@ class InventoryError(ConfigError, DeployError):
 
 
 def host_config(current: Any, every_host: bool = False) -> Config:
-    """A host's validated settings with its fleet mirror resolved, from the inventory's one
-    fleet model (``model.fleet``): what the deploy, ``--dry`` and the audit all start from
-    (raises InventoryError, a ConfigError, for bad inventory data). ``every_host``: the
-    error also says every other host's bad data (the deploy's run stops at the first)."""
+    """A host's validated settings, fleet mirror resolved; raises ``InventoryError`` at the line
+    that set the bad key (``every_host``: naming every other host's bad data too)."""
     fleet = fleet_of(current.inventory)
     try:
         config = fleet.config(current.name)
@@ -64,8 +59,8 @@ def host_config(current: Any, every_host: bool = False) -> Config:
 
 
 def _verify_site_data(config: Config, name: str) -> None:
-    """A release row from a site's matrix data is used only once upstream is seen to publish
-    it (``upstream.site_check``, with the keys the host pins); ConfigError otherwise."""
+    """ConfigError unless upstream is seen to publish the site matrix data's release
+    (``upstream.site_check``, with the keys the host pins)."""
     if config.matrix_data is None:
         return
     # Imported here: upstream's reader (TLS, HTTP, the matrix check) only with a site file.
@@ -85,17 +80,13 @@ def _verify_site_data(config: Config, name: str) -> None:
 
 
 @deploy("rocm-fleet")
-# Planning every operation of every host walks the call stack and reads the host's data;
-# pyinfra's way costs ~3 ms an operation, ours the same answer for a fraction: only inside
-# this deploy, only on the pyinfra minor they were tested on (see engine.speedups).
+# Plan with rocm-fleet's faster pyinfra internals (engine.speedups).
 @planned_with_speedups
 def rocm_node() -> None:
     """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it
     (``rocm_state: absent``). Idempotent: a second run changes nothing."""
-    # Bad inventory data stops the whole run here, before any host is touched: say every
-    # host's at once.
+    # Bad inventory data stops the run before any host is touched, naming every host's.
     config = host_config(host, every_host=True)
-    # Which matrix data the host's plan comes from (a site file: its path and SHA-256).
     host.log_styled(
         f"rocm-fleet: ROCm {config.rocm_version} from {config.matrix_source}",
         log_func=logger.info,
@@ -120,16 +111,14 @@ def rocm_node() -> None:
     if found is None or found.row is None:
         return
     distro = found.row
-    # apt's proxy before anything runs apt; the mirror up before any host fetches from it
-    # (pyinfra runs each operation on every host before the next).
+    # apt's proxy before anything runs apt; the mirror up before any host fetches from it.
     configure_proxy(config)
     configure_mirror(config, host.inventory)
     # (reason, operation) pairs whose change needs a reboot, for reboot_if_needed.
     needs_reboot = migrate_from_cuda(config) if config.rocm_migrate_from_cuda else []
     needs_reboot += configure_kernel(config, distro)
     install_repository(config, distro)
-    # The signing key before the driver: DKMS signs what it builds with the key that exists
-    # then, and a module built before the key can't load under Secure Boot.
+    # The signing key before the driver: DKMS signs with the key that exists then.
     needs_reboot += configure_secure_boot(config, distro)
     needs_reboot += configure_driver(config, distro)
     needs_reboot += configure_apu_memory(config)

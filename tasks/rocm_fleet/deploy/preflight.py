@@ -1,14 +1,7 @@
 """Checks before any change: can this host take the chosen ROCm release as the inventory says?
 
-One survey (``engine.surveying.survey_reads``: one SSH round trip) reads the hardware and
-health preflight judges and every fact the operations and tasks read on a converged host,
-which are remembered so planning asks the host nothing more. The rules
-(``model.findings``, a pure function of the survey) turn it into problems (each with its
-fix) and warnings. A host with problems is refused while planning (``engine.refuse``): the
-reason is printed on its line, in ``--dry`` too, it is marked failed (so the run's exit
-status says so) and it gets none of the deploy's operations, while the rest of the fleet
-carries on. Warnings are printed and the deploy goes ahead.
-"""
+One survey (one round trip) feeds the rules (``model.findings``); a host with problems is
+refused (``engine.refuse``) and the rest of the fleet carries on; warnings are printed."""
 
 from __future__ import annotations
 
@@ -39,9 +32,7 @@ if TYPE_CHECKING:
 
 
 def _unreadable() -> str:
-    """Why the survey could not run, as far as one more look tells: with ``_sudo`` asked
-    for, whether the host has sudo at all (``sudo: not found`` is the commonest cause, and
-    "set _sudo: True" the wrong advice)."""
+    """Why the survey could not run, with the fix (checks whether the host has sudo)."""
     if not sudo_asked():
         return (
             f"preflight could not read {host.name} (see the error above): connect as root, "
@@ -60,9 +51,8 @@ def _unreadable() -> str:
 
 
 def _controller_problems(config: Config, row: matrix.Distro, survey: HostSurvey) -> list[str]:
-    """What the rules can't see, being pure: the MOK password the run will need comes from
-    where pyinfra runs (``operations.secureboot.mok_password``). Without it, and with no
-    terminal to ask in, the run would stop after the driver is built."""
+    """Problems the rules can't see: a MOK password needed but neither in the environment nor
+    askable, or of the wrong length."""
     if config.rocm_driver != "dkms":
         return []
     if (survey.secure_boot or {}).get("state") != "enabled":
@@ -87,23 +77,16 @@ def _controller_problems(config: Config, row: matrix.Distro, survey: HostSurvey)
 
 
 def refused(target: Any = None) -> str | None:
-    """Why preflight refused ``target`` (a pyinfra ``Host``; default: the host being planned
-    now), or None when it didn't or hasn't run on it yet (``rocm_state: absent`` hosts have no
-    preflight).
-
-    A refused host is failed the pyinfra way (``State.fail_hosts``): a real run executes none
-    of its operations, rocm-fleet's or your own, before ``rocm_node()`` or after it, and the
-    run exits 1. The operations planned for it until then are dropped (``--dry`` lists none);
-    ``--dry`` still lists those your deploy plans for it after ``rocm_node()``: skip them with
-    ``if not refused(): ...``."""
+    """Why preflight refused ``target`` (default: the host being planned), or None (not refused,
+    not yet run, or ``rocm_state: absent``). A refused host runs none of its operations and the
+    run exits 1; guard your own later operations with ``if not refused(): ...`` for ``--dry``."""
     found = outcome_of(target)
     return found.refused if found else None
 
 
 @deploy("Preflight")
 def preflight(config: Config) -> Findings | None:
-    """What preflight found (the host's matrix row, its GPUs) when the host may be
-    deployed, else None (the host is refused)."""
+    """The findings (matrix row, GPUs) when the host may be deployed; else None (refused)."""
     survey = read_survey(survey_reads(config))
     if survey is None:
         reason = _unreadable()
@@ -112,7 +95,7 @@ def preflight(config: Config) -> Findings | None:
         return None
     bundle_files = None
     if config.mirror is not None and config.mirror.bundle:
-        # Imported here: the bundle's reader (the resolver and all) is only needed with a bundle.
+        # Imported here: only needed with a bundle.
         from rocm_fleet.upstream import manifest as bundle_files
     result = findings(config, survey, bundle_files)
     result.warnings += pull_warnings(config, survey)

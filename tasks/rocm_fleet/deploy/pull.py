@@ -1,17 +1,9 @@
 """Pull mode: the node converges itself, on a timer, from its signed settings.
 
-With ``rocm_pull: true`` the node gets a venv of the pinned rocm-fleet (every wheel
-hash-locked, ``rocm_pull_lock``), the TUF root the node trusts (``rocm_pull_trusted_root``:
-installed by a push only, never from pulled data), the script its service runs, the deploy
-and inventory files that script hands pyinfra, and a systemd service and timer. Each run
-fetches the node's target from the fleet's TUF repository (``rocm_pull_source``, made by
-``rocm-fleet publish``) and verifies it (``rocm-fleet pull-fetch``): forged, replayed,
-expired or other-node data is refused, changing nothing. Then it runs this same deploy
-``@local`` on the verified settings (validated before the first operation), checks the
-node (``rocm-fleet check``) and, where node_exporter's textfile directory exists, writes
-the audit there. It reboots only as the settings' ``rocm_reboot`` allows, like any run.
-``rocm_pull: false`` takes all of it off again.
-"""
+``configure_pull`` installs (with ``rocm_pull``) or removes a hash-locked rocm-fleet venv, the
+trusted TUF root (from a push only), the pull script, its deploy and inventory, and a systemd
+service and timer. A push and a pull never change a node at once: see ``docs/pull-mode.md`` and
+``docs/decisions/push-and-pull.md``."""
 
 from __future__ import annotations
 
@@ -40,39 +32,28 @@ if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
 UNIT = "rocm-fleet-pull"
-# gpgv: the pull's deploy checks a pulled site file's rows against upstream on the node, and
-# verifies AMD's InRelease with gpgv (upstream/signature.py); Debian 13's apt verifies with sqv
-# and brings no gpgv.
+# gpgv: verifies AMD's InRelease on the node (Debian 13's apt brings sqv, not gpgv).
 PREREQUISITES = ["python3-venv", "curl", "gpgv"]
 #: The distribution whose Requires-Python the node's python3 must meet (it runs rocm-fleet).
 DISTRIBUTION = "rocm-fleet"
-#: The inventory group the pull's own run puts the node in (``inventory_file``): a run for it
-#: is the pull, which holds the pull's lock itself; any other run is a push.
+#: The inventory group of the pull's own run; any other run is a push.
 PULL_GROUP = "rocm_fleet_pull"
-#: A push mark (``paths.PUSH_MARKER``) older than this is from a push that ended without
-#: taking it away (killed, its controller gone): pulls go on. Longer than a first push that
-#: downloads gigabytes takes.
+#: A push mark older than this is stale (its push died): pulls go on.
 PUSH_MARKER_EXPIRY_SECONDS = 4 * 3600
-#: How long a push waits for a pull that started after its preflight to end, before it
-#: fails the host unchanged.
+#: How long a push waits for a pull started after its preflight, then fails the host.
 PUSH_WAITS_FOR_PULL_SECONDS = 120
 
 
 def service_unit() -> str:
-    """The service: one run of the pull script (which takes the pull's lock itself, so that
-    a lock held by someone else is a failure it reports), logged in the journal. A oneshot
-    has no start timeout by default (systemd.service(5)): a first install downloads
-    gigabytes."""
+    """The pull's oneshot service unit (no start timeout; the script takes the lock)."""
     return assets.render(
         "rocm-fleet-pull.service.j2", shell=paths.SHELL, script=paths.PULL_SCRIPT, unit=UNIT
     )
 
 
 def timer_unit(config: Config) -> str:
-    """The timer: a while after boot (a node that was down converges when it is back), then
-    ``rocm_pull_interval`` after each run, each with a random delay so a fleet doesn't fetch
-    at once. (No ``Persistent=``: it only acts on ``OnCalendar=`` timers, systemd.timer(5);
-    ``OnBootSec=`` is what catches up after downtime.)"""
+    """The pull's timer unit: ``OnBootSec`` then ``rocm_pull_interval`` after each run, with
+    ``rocm_pull_random_delay``."""
     return assets.render(
         "rocm-fleet-pull.timer.j2",
         interval=config.rocm_pull_interval,
@@ -81,14 +62,12 @@ def timer_unit(config: Config) -> str:
 
 
 def node_name(config: Config) -> str:
-    """The name of this node's target: ``rocm_pull_node``, else its inventory name (the
-    pull's own run has it from the push, through the settings pull-fetch writes)."""
+    """This node's target name: ``rocm_pull_node``, else its inventory name."""
     return config.rocm_pull_node or host.name
 
 
 def pull_script(config: Config, node: str) -> str:
-    """The script the service runs: its settings as shell variables, then the packaged
-    ``files/rocm-fleet-pull.sh``."""
+    """The service's script: its settings as shell variables, then ``files/rocm-fleet-pull.sh``."""
     variables = {
         "PULL_SOURCE": config.rocm_pull_source or "",
         "PULL_NODE": node,
@@ -103,7 +82,6 @@ def pull_script(config: Config, node: str) -> str:
         "PULL_DEPLOY": paths.PULL_DEPLOY,
         "TEXTFILES": paths.NODE_EXPORTER_TEXTFILES,
         "PULL_METRICS": paths.PULL_METRICS,
-        # A repository on the fleet mirror over TLS is fetched trusting the mirror's CA alone.
         "PULL_MIRROR": f"{config.mirror.url}/" if config.mirror and mirror_ca(config) else "",
         "PULL_MIRROR_CA": mirror_ca(config) or "",
         "PULL_STATUS_METRICS": paths.PULL_STATUS_METRICS,
@@ -120,8 +98,7 @@ def pull_script(config: Config, node: str) -> str:
 
 
 def oldest_python() -> str:
-    """The oldest Python (``X.Y``) rocm-fleet runs on: the lower bound of its
-    Requires-Python, which the node's python3 must meet to run the pinned rocm-fleet."""
+    """The lower bound (``X.Y``) of rocm-fleet's Requires-Python; ValueError when it has none."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
@@ -156,13 +133,12 @@ def deploy_file() -> str:
 
 
 def inventory_file() -> str:
-    """This node as pyinfra's ``@local``, with the settings the service verified: read as
-    JSON, so what comes from the repository is data, never code. Its group (``PULL_GROUP``)
-    tells the deploy that this run is the pull, which holds the pull's lock itself."""
+    """This node as ``@local`` in group ``PULL_GROUP``, its settings read from the verified JSON
+    (data, never code)."""
     return assets.render("pull-inventory.py.j2", data=paths.PULL_DATA, group=PULL_GROUP)
 
 
-# What each pull writes in node_exporter's textfile directory (rocm-fleet-pull.sh).
+# The pull's node_exporter textfiles.
 PULL_TEXTFILES = (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
 
 
@@ -176,9 +152,8 @@ def pull_leftovers() -> bool:
 
 @deploy("Pull mode")
 def configure_pull(config: Config) -> None:
-    """Pull mode's venv, files and units with ``rocm_pull``; none of them without it. Their
-    removal is planned only when something of them is there, so a host that never pulled
-    has no such concern in ``--dry`` or the audit."""
+    """Pull mode's venv, files and units with ``rocm_pull``; without it, their removal, planned
+    only when something of them is there."""
     units = [paths.PULL_TIMER, paths.PULL_SERVICE]
     if not config.rocm_pull:
         if not pull_leftovers():
@@ -192,8 +167,6 @@ def configure_pull(config: Config) -> None:
             present=False,
         )
         directory_absent(name="Remove the pull venv and files", path=paths.PULL_ROOT)
-        # The pulls' metrics for node_exporter: left, they would report the last pull's
-        # state forever after the pulls stopped.
         for path in PULL_TEXTFILES:
             if read_fact(FileDigest, path=path) is not None:
                 text_file(name=f"Remove the pulls' metrics ({path})", path=path, present=False)
@@ -239,26 +212,14 @@ def configure_pull(config: Config) -> None:
     )
 
 
-# --- A push and a pull never change a node at once --------------------------------------------
-#
-# The pull runs under flock(1) (``paths.PULL_LOCK``). A push (any run that isn't the pull's
-# own, ``PULL_GROUP``) is refused by preflight while that lock is held (``pull_problems``), in
-# --dry too; and when it is about to change a pull-mode node, it marks the node
-# (``paths.PUSH_MARKER``) before its first operation there and takes the mark away after its
-# last one, so a pull that starts meanwhile skips. This is no operation of the plan (the
-# mark is the run's, not the node's state): engine.marks runs it, only when the plan
-# changes the host, so a converged push costs no round trip more. A pull that started after
-# preflight and still runs PUSH_WAITS_FOR_PULL_SECONDS later fails the host there, unchanged.
-
-
 def is_pull_run(current: Any) -> bool:
     """Whether the run planning ``current`` (a pyinfra Host) is the pull's own."""
     return PULL_GROUP in current.groups
 
 
 def pull_problems(current: Any, survey: HostSurvey, config: Config) -> list[str]:
-    """Preflight's problems with pull mode: a push to a node whose pull is running right
-    now; a trusted root that isn't one; a node name that can't name a target."""
+    """Preflight's problems with pull mode: a push while the node's pull runs, a trusted root that
+    isn't one, a node name that can't name a target."""
     problems = []
     if config.rocm_pull:
         assert config.rocm_pull_trusted_root  # config requires it
@@ -283,9 +244,7 @@ PULL_FINE = ("converged", "skipped-push-running")
 
 
 def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
-    """The last pull's refusal or failure, as the node recorded it (``PullStatus``), for
-    ``--dry`` and the audit: a pull node refusing its data changes nothing, so nothing else
-    would show it."""
+    """The last pull's refusal or failure as the node recorded it, for ``--dry`` and the audit."""
     status = survey.pull_status
     if not config.rocm_pull or not status or status.result in PULL_FINE:
         return []
@@ -297,8 +256,8 @@ def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
 
 
 def mark_pushes(current: Any) -> None:
-    """Have this run mark ``current`` while it changes it, when it is a push to a node with
-    pull mode's units (the pull's own run holds the lock instead)."""
+    """Mark ``current`` while a push changes it, when it has pull mode's units (not on the pull's
+    own run)."""
     if is_pull_run(current) or read_fact(FileDigest, path=paths.PULL_SERVICE) is None:
         return
     wait = str(PUSH_WAITS_FOR_PULL_SECONDS)

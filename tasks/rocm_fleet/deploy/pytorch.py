@@ -1,22 +1,6 @@
-"""A venv with the PyTorch ROCm wheels that match the ROCm release, from download.pytorch.org
-(or, for ROCm 10.x, which PyTorch builds nothing for, from AMD's stable index
-https://stable.repo.amd.com/rocm/whl-next/ with ``[device-<gfx>]`` extras: ``TorchInstall``).
-
-What must match is the index: torch X+rocmA.B from whl/rocmA.B (fact sheet §7.1). The wheels
-of the classic releases' indexes bundle their own HIP runtime (torch/lib/libamdhip64.so);
-the ROCm Core SDK's (rocm7.14) require it from pip instead, ``rocm[device-all,libraries]``
-from the same index (``matrix.TORCH_RUNTIME``), which pip installs with them. The torch
-default is the newest the matrix lists for the release; torchvision and torchaudio follow it.
-Distributions of the family the release no longer wants (a torchaudio after torch 2.12, the
-pip ROCm runtime after a move back to a classic release) are uninstalled. With
-``pytorch_install: false`` the venv goes, if rocm-fleet created it (``remove_created_venv``).
-
-Every wheel a host installs is pinned by hash (pip's ``--require-hashes``), never trusted
-from the page the host reads: to the hashes a bundle verified when the fleet mirror serves
-one (``upstream.manifest.bundle_lock``), else to the controller's lock of the set
-(``controller_locks``, ``upstream.lock``), made from the upstream index once per wheel set
-for the whole fleet and only when some host is to install.
-"""
+"""The PyTorch venv with the ROCm wheels matching the release (``model.sources.torch_pip`` picks
+the index and the set), every wheel pinned by hash: a bundle's, else the controller's lock made
+once per wheel set when some host is to install. See ``docs/decisions/pinned-wheels.md``."""
 
 from __future__ import annotations
 
@@ -49,12 +33,8 @@ PREREQUISITES = ["python3-venv"]
 
 @deploy("PyTorch")
 def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None:
-    """The venv and the release's wheels; ``distro`` gives the host's Python, whose wheel
-    set a bundle pins by hash.
-
-    Each step hands the next plain values, down the layers: what the venv holds (a fact),
-    the wheel set and whether pip is to run (the model), the set's hashes (a bundle's or
-    the controller's lock), then the operation that installs exactly those."""
+    """The venv and the release's wheels; ``distro`` gives the host's Python. Refuses the host
+    when the set can't be locked; ``DeployError`` on a bad bundle."""
     debian_packages(
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
@@ -69,9 +49,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
     bundle = config.mirror.bundle if config.mirror else None
     locked = None
     if bundle and wheels.runtime is not None:
-        # Every wheel pinned to the SHA-256 ``rocm-fleet bundle`` verified over TLS, when the
-        # fleet mirror serves a bundle: the host's pip trusts neither the mirror nor the
-        # network. Imported here: the bundle's reader is only needed with a bundle.
+        # Imported here: only needed with a bundle.
         from rocm_fleet.upstream.manifest import BundleError, bundle_lock
 
         try:
@@ -79,9 +57,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         except BundleError as exc:
             raise DeployError(str(exc)) from None
     elif pip_runs:
-        # Live: the controller's lock, made only when pip is to run (a converged host
-        # reads nothing upstream). A set that can't be locked refuses the host while
-        # planning, before any change to it; the rest of the fleet goes on.
+        # The controller's lock, only when pip is to run.
         from rocm_fleet.upstream.lock import LockError, LockRequest  # requests: only here
 
         try:
@@ -105,9 +81,8 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
 
 @deploy("PyTorch")
 def configure_pip_credentials(config: Config, present: bool = True) -> None:
-    """The netrc file of ``rocm_pip_netrc`` (root, 0600), read where pyinfra runs, before
-    pip runs (``install_pytorch``); its removal when the setting or the torch goes (planned
-    only when the file is there)."""
+    """``rocm_pip_netrc`` as root's 0600 netrc before pip runs; its removal when the setting or
+    torch goes (planned only when there)."""
     if present and config.rocm_pip_netrc:
         uploaded_file(
             name="Give pip the wheel index's credentials (root only)",
@@ -122,13 +97,13 @@ def configure_pip_credentials(config: Config, present: bool = True) -> None:
 def _secret(source: str) -> Secret:
     try:
         return read_secret(source)
-    except SecretError as exc:  # checked when the run started (model.fleet); gone since
+    except SecretError as exc:  # checked when the run started; gone since
         raise DeployError(str(exc)) from None
 
 
 @functools.cache
 def controller_locks() -> Locks:
-    """The run's locks (``upstream.lock``), shared by every host: one per wheel set."""
+    """The run's wheel-set locks (``upstream.lock``), shared by every host."""
     from rocm_fleet.upstream.lock import Locks
 
     return Locks(note=lambda text: logger.info(f"rocm-fleet: {text}"))
@@ -136,11 +111,8 @@ def controller_locks() -> Locks:
 
 @deploy("PyTorch")
 def remove_created_venv(config: Config) -> None:
-    """``pytorch_install: false``: the venv an earlier run created goes, with the directories
-    made for it; one rocm-fleet didn't create (the ledger doesn't record it) stays. The
-    python3-venv package stays, as it does for any other use of the host's Python. Planned
-    only on a host that has a venv there (read from the survey), so a host that never had
-    one shows no PyTorch concern."""
+    """``pytorch_install: false``: remove the venv (and its directories) if rocm-fleet created it;
+    planned only when a venv is there."""
     if read_fact(FileDigest, path=paths.venv_marker(config.pytorch_venv)) is None:
         return
     venv(

@@ -1,13 +1,5 @@
-"""AMD's apt repository of the release's stream: verified key, source for the host's distro,
-a pin above the distribution's own ROCm; and nothing of the other stream's.
-
-The classic stream (repo.radeon.com) and the ROCm Core SDK (repo.amd.com, then
-stable.repo.amd.com) each have their own key, keyring, source file and pin
-(``model.matrix.Stream``, ``Repository``), which ``model.sources`` turns into the
-host's source (pointed at the fleet mirror when the host uses one; the key fetched through
-the proxy when there is one). Changing ``rocm_version`` across streams writes the new
-stream's files and removes the other's, so apt never sees both.
-"""
+"""AMD's apt repository of the release's stream (verified key, source, pin above the
+distribution's own ROCm), and nothing of the other stream's."""
 
 from __future__ import annotations
 
@@ -30,18 +22,17 @@ from rocm_fleet.operations.files import text_file, uploaded_file
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
-# Fetching and checking the key needs these before anything from AMD can be trusted.
 PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
 
-# Every file any stream's repository puts on a host (matrix.REPOSITORIES, matrix.STREAMS).
+# Every file any stream's repository puts on a host.
 SOURCES = tuple(dict.fromkeys(repo.source for repo in matrix.REPOSITORIES))
 KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
 PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
 
 
 def foreign_files(config: Config) -> Leftovers:
-    """The sources, pins and keyrings of the other stream or repository: what must not
-    stay beside the release's own. The driver's keyring stays while ``rocm_driver: dkms``."""
+    """The other stream's or repository's sources, pins and keyrings (the driver's keyring stays
+    while ``rocm_driver: dkms``)."""
     stream, repo = config.stream, config.repository
     keep = {stream.keyring, config.amdgpu_keyring}
     return Leftovers(
@@ -89,13 +80,12 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
 
 
 def configure_apt_credentials(config: Config, present: bool = True) -> None:
-    """apt's credentials from ``rocm_apt_auth`` in auth.conf.d (root, 0600; apt_auth.conf(5)),
-    read where pyinfra runs and uploaded, never on a command line or in pyinfra's output;
-    removed when the setting goes (planned only when the file is there)."""
+    """``rocm_apt_auth`` as root's 0600 auth.conf.d file, uploaded; its removal when the setting
+    goes (planned only when there). ``DeployError`` when the secret is gone."""
     if present and config.rocm_apt_auth:
         try:
             secret = read_secret(config.rocm_apt_auth)
-        except SecretError as exc:  # checked when the run started (model.fleet); gone since
+        except SecretError as exc:  # checked when the run started; gone since
             raise DeployError(str(exc)) from None
         uploaded_file(
             name="Give apt the repository's credentials (root only)",

@@ -1,11 +1,5 @@
-"""ROCm user space from AMD's repository, its libraries on the loader path, its tools on PATH.
-
-The packages are the release's stream's (``rocm_packages``, else the stream's default, which
-for the Core SDK depends on the host's GPUs: ``Config.wanted_packages``); packages of
-another release or the other stream are moved or purged by the same operation. /opt/rocm/lib
-and /opt/rocm/bin serve both streams (classic: /opt/rocm links to /opt/rocm-X.Y.Z; Core SDK:
-/opt/rocm/lib and /opt/rocm/bin link into /opt/rocm/core-X.Y).
-"""
+"""ROCm user space from AMD's repository: the release's packages, /opt/rocm/lib on the loader
+path, /opt/rocm/bin on PATH."""
 
 from __future__ import annotations
 

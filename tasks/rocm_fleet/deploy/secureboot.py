@@ -1,19 +1,6 @@
-"""Secure Boot and DKMS: the module signing key exists and is enrolled as a MOK (or queued).
-
-Only with ``rocm_driver: dkms`` (the distro's inbox driver is signed by the distro) and only
-when ``mokutil --sb-state`` says Secure Boot is enabled. Then:
-
-1. the DKMS signing certificate exists (Debian ``/var/lib/dkms/mok.pub``, Ubuntu
-   ``/var/lib/shim-signed/mok/MOK.der``), made the way DKMS makes it when missing
-   (dkms.in ``prepare_mok``; Ubuntu: ``update-secureboot-policy --new-key``; fact sheet §5);
-2. enrolled (``mokutil --test-key``, text parsed: the exit codes flipped between releases)
-   or already queued (``mokutil --list-new`` lists its SHA1): nothing to do;
-3. otherwise queued with ``mokutil --import <cert> --hash-file <file>`` and a one-time
-   password from the environment variable ``rocm_mok_password_env`` names (or a prompt),
-   of which only a crypt hash ever reaches the host (operations/secureboot.py).
-
-Secure Boot, shim validation and existing keys are never touched.
-"""
+"""Secure Boot and DKMS (``rocm_driver: dkms``, Secure Boot enabled only): the DKMS signing key
+exists and is enrolled as a MOK, or queued with a one-time password. Secure Boot, shim
+validation and existing keys are never touched."""
 
 from __future__ import annotations
 
@@ -32,7 +19,7 @@ if TYPE_CHECKING:
 
 @deploy("Secure Boot")
 def configure_secure_boot(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
-    """Returns (reboot reason, operation) pairs for tasks.reboot."""
+    """The signing key and its enrollment; (reboot reason, operation) pairs."""
     if config.rocm_driver != "dkms":
         return []
     cert, key = paths.MOK_KEYS[row.id]

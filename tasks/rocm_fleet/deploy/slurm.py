@@ -1,16 +1,7 @@
-"""Slurm's view of the node's GPUs (``rocm_slurm_gres``): gres.conf written from what
-preflight found, and the ``Gres=`` the controller's slurm.conf needs for this node, said
-when Slurm's own view disagrees (``model.slurm`` explains both).
-
-gres.conf is the node's and rocm-fleet's to write, and rocm-fleet records the SHA-256 of
-what it wrote: with the setting gone (or ``rocm_state: absent``) a gres.conf that still
-holds exactly that goes, and one the site changed since is left, with a warning. slurm.conf
-is the site's (one file for
-the whole cluster, usually kept by its own tooling), so the deploy never edits it: it warns
-with the exact value instead, and ``rocm-fleet check`` fails until Slurm agrees. slurmd
-reads gres.conf when it starts; restarting it is left to the site's maintenance (drain,
-restart, resume), as a restart under running jobs is the site's call.
-"""
+"""Slurm's view of the node's GPUs (``rocm_slurm_gres``): gres.conf written from KFD and recorded
+by hash, removed only while it holds what was recorded; slurm.conf is the site's, so a
+``Gres=`` mismatch is a warning. slurmd is never restarted. See
+``docs/decisions/slurm-gres.md``."""
 
 from __future__ import annotations
 
@@ -34,8 +25,8 @@ if TYPE_CHECKING:
 
 @deploy("Slurm GRES")
 def configure_slurm_gres(config: Config, present: bool = True) -> None:
-    """gres.conf from the node's GPUs; ``present=False`` (``rocm_state: absent``), or the
-    setting off, removes the one rocm-fleet wrote."""
+    """gres.conf from the node's GPUs; with the setting off or ``present=False``, the one
+    rocm-fleet wrote is removed. Refuses the host when the GPUs can't be written."""
     if not (present and config.rocm_slurm_gres):
         _remove_written()
         return
@@ -47,8 +38,7 @@ def configure_slurm_gres(config: Config, present: bool = True) -> None:
         return
     kfd = read_fact(KfdNodes)
     if kfd is None:
-        # A driver not loaded yet (DKMS before its reboot): an empty gres.conf would take
-        # the node's GPUs away from Slurm at slurmd's next start.
+        # An empty gres.conf would take the GPUs from Slurm at slurmd's next start.
         warn_host(
             f"rocm_slurm_gres: amdgpu's KFD topology is not there (driver not loaded?): "
             f"{paths.SLURM_GRES_CONF} left as it is"
@@ -57,11 +47,9 @@ def configure_slurm_gres(config: Config, present: bool = True) -> None:
     try:
         gpus = slurm_gpus(kfd, config.rocm_slurm_gres_type)
     except GresError as exc:
-        # What amdgpu reports can't be written as gres.conf: refused, nothing changed.
         refuse_after_preflight(f"rocm_slurm_gres: {exc}; {paths.SLURM_GRES_CONF} not written")
         return
-    # One name for every host (pyinfra shows an operation by its first host's name); the
-    # file's own header says the Gres= it makes.
+    # One name for every host: pyinfra names an operation by its first host's call.
     content = gres_conf(gpus)
     text_file(
         name=f"Write {paths.SLURM_GRES_CONF} from the node's GPUs",
@@ -81,8 +69,7 @@ def configure_slurm_gres(config: Config, present: bool = True) -> None:
 
 
 def _remove_written() -> None:
-    """The gres.conf rocm-fleet wrote, removed while it holds what was recorded; its record
-    goes in any case (a file the site changed since is the site's now)."""
+    """Remove rocm-fleet's gres.conf if unchanged since written (else warn); forget the record."""
     recorded = read_fact(Ledger, path=paths.SLURM_GRES_LEDGER)
     if not recorded:
         return  # rocm-fleet never wrote one: the site's file, if any, is left alone

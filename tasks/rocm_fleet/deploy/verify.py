@@ -1,11 +1,5 @@
-"""Proof that the node works: rocminfo sees the expected GPUs, torch sees them and computes.
-
-The checks run when the deploy executes, after everything else, on facts read then; a
-mismatch fails the host with what was expected and what was found. Planning (and --dry)
-never fails here, because before the install rocminfo and torch don't exist yet. A passed
-check is remembered until a reboot or until what it checked changes (release, wheels,
-kernel, GPUs), so a converged run doesn't import torch on every host again.
-"""
+"""Proof that the node works: rocminfo and torch see the expected GPUs, torch computes. Checked
+when the deploy executes, last; a mismatch fails the host."""
 
 from __future__ import annotations
 
@@ -32,9 +26,8 @@ def verify_node(config: Config) -> None:
 
 
 def installed(config: Config) -> str:
-    """What the deploy installs that the GPU check covers: the release, named with its
-    stream and the rocminfo the check runs, and the wheels (with the pip ROCm runtime a
-    Core SDK torch requires)."""
+    """What the GPU check covers, as text: the release (stream, rocminfo) and the torch
+    requirements."""
     rel = config.release
     lines = [f"rocm {rel.version} ({rel.stream.name}, {rel.rocminfo})"]
     if config.torch is not None:

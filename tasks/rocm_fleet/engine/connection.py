@@ -1,9 +1,5 @@
-"""A host's connection across a reboot, as pyinfra's own ``server.reboot`` keeps it.
-
-pyinfra 3.10 keeps the sudo password helper it uploaded (the askpass file) and a cache of
-it per host in ``pyinfra.connectors.util``, a module for pyinfra's own operations. A reboot
-empties /tmp, so both go before the host goes down, as ``server.reboot`` does them.
-"""
+"""A host's connection across a reboot, as ``server.reboot`` keeps it: the sudo askpass file and
+pyinfra's cache of it go before the host does."""
 
 from __future__ import annotations
 

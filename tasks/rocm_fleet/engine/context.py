@@ -1,12 +1,5 @@
-"""pyinfra's context and gevent, set up as pyinfra's CLI has them, for rocm-fleet's commands.
-
-pyinfra's ``host`` and ``state`` (and what a fact or an operation reads through them) stand
-for whichever host and state are current in the running greenlet (``pyinfra.context``); its
-CLI makes them current as it works through the hosts, on gevent's greenlets, with the
-standard library monkey-patched for gevent so connections run in parallel. pyinfra 3.10
-has no public call for either; ``rocm-fleet audit`` and ``rocm-fleet bundle`` need both to
-work on many hosts at once outside the CLI. Those uses are here, behind named functions.
-"""
+"""pyinfra's context and gevent set up as pyinfra's CLI has them, for rocm-fleet's commands that
+work on many hosts at once (no public call in pyinfra 3.10)."""
 
 from __future__ import annotations
 
@@ -15,16 +8,14 @@ from typing import Any
 
 
 def patch_as_cli() -> None:
-    """Monkey-patch the process for gevent exactly as pyinfra's CLI does (importing
-    ``pyinfra_cli`` patches the standard library), so connections run in parallel. Call it
-    first: before anything opens a socket or starts a thread."""
+    """Monkey-patch the process for gevent as pyinfra's CLI does. Call it first, before any socket
+    or thread."""
     import pyinfra_cli  # noqa: F401
 
 
 def on_each_host(state: Any, hosts: list[Any], each: Callable[[Any], Any]) -> list[Any]:
-    """``each(host)`` for every host at once on pyinfra's greenlet pool, with ``state``
-    current and, while each call runs, its host (so ``pyinfra.host`` and the facts it reads
-    are that host's); each host's result, or the exception its call raised."""
+    """``each(host)`` for every host at once on pyinfra's greenlet pool, with ``state`` and that
+    host current; each host's result or exception."""
     import gevent
     from pyinfra.context import ctx_host, ctx_state
 

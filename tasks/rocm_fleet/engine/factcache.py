@@ -1,12 +1,8 @@
 """Facts read once between two changes of a host.
 
-pyinfra 3.10 keeps no fact cache: every ``host.get_fact`` is an SSH round trip, and several
-operations read the same fact (the package list, the running kernel), while planning and
-again while executing. ``read_fact`` reuses a value read since the host's last change; any
-operation that changes the host (a reboot included) makes every earlier read stale.
-``remember_fact`` records a value read as part of a larger read (the survey), so a
-converged host is planned and executed from one read.
-"""
+``read_fact`` is ``host.get_fact`` reusing a value read since the host's last change (any
+operation that changed it, a reboot included, makes earlier reads stale); ``remember_fact(s)``
+records values read as part of a larger read (the survey)."""
 
 from __future__ import annotations
 
@@ -25,16 +21,8 @@ _CHANGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _changes(state: Any, host: Any) -> int:
-    """How many of the host's operations have run and changed it.
-
-    Counting the host's operations at every read made planning quadratic in them (each of
-    a host's ~100 reads walked all its operations so far). pyinfra counts each operation it
-    completes in the host's results (``run_host_op``: ``ops`` for a success or an ignored
-    error, ``error_ops`` for an error), and a completed operation never changes its answer,
-    so the count is kept until that number moves. It is kept only when it agrees with the
-    operations themselves (pyinfra bumps its counter just before it marks the operation
-    complete).
-    """
+    """How many of the host's completed operations changed it; cached while pyinfra's count of
+    completed operations stays the same."""
     results = internal(state, "get_results_for_host")(host)
     completed = results.ops + results.error_ops
     counted = _CHANGES.setdefault(state, {})
@@ -65,25 +53,20 @@ def _host_changes_reads() -> tuple[Any, int, dict]:
 
 
 def remember_facts(answers: Iterable[tuple[type[FactBase], dict[str, Any], Any]]) -> None:
-    """Record what each ``(fact_cls, kwargs, value)`` would answer now, read as part of a
-    larger read (the survey), so ``read_fact`` doesn't ask again."""
+    """Record what each ``(fact_cls, kwargs, value)`` answers now, so ``read_fact`` doesn't ask."""
     _, changes, reads = _host_changes_reads()
     for fact_cls, kwargs, value in answers:
         reads[_key(fact_cls, kwargs)] = (changes, value)
 
 
 def remember_fact(fact_cls: type[FactBase], value: Any, **kwargs: Any) -> None:
-    """Record what ``fact_cls`` would answer now, read as part of a larger read, so
-    ``read_fact`` doesn't ask again."""
+    """``remember_facts`` for one fact."""
     remember_facts([(fact_cls, kwargs, value)])
 
 
 def read_fact(fact_cls: type[FactBase], **kwargs: Any) -> Any:
-    """``host.get_fact``, gathered again only after an operation changed this host.
-
-    Call it at the top of an operation, before it yields, as pyinfra's own operations read
-    their facts.
-    """
+    """``host.get_fact``, gathered again only after an operation changed this host. Call it before
+    the operation's first yield."""
     host, changes, reads = _host_changes_reads()
     key = _key(fact_cls, kwargs)
     seen = reads.get(key)

@@ -1,13 +1,6 @@
-"""The fleet model of a pyinfra inventory, made once per inventory (``model.fleet``).
-
-The deploy asks for every host it plans, the audit for every host it audits, the mirror
-for the hosts it serves, the bundle for the hosts it fetches for: all of them read the
-one ``Fleet`` kept here for the inventory, so each host's data is validated and its
-mirror resolved once however many ask. A host's data is read (``host.data.dict()``,
-pyinfra's merge of its layers) when the model first needs it, and not again: data
-changed on the same ``Inventory`` object after that (pyinfra's CLI never does) is not
-seen; plan with a new ``Inventory`` instead.
-"""
+"""The one ``model.fleet.Fleet`` of each pyinfra inventory: each host's data is read
+(``host.data.dict()``) and validated once, when first needed; later changes to the same
+``Inventory`` are not seen."""
 
 from __future__ import annotations
 
@@ -45,8 +38,7 @@ class _InventoryData(Mapping[str, Mapping[str, Any]]):
 
 
 def fleet_of(inventory: Any) -> Fleet:
-    """The ``Fleet`` of a pyinfra inventory (any object with pyinfra's ``__iter__`` over
-    hosts and ``get_host``), made on first ask and kept as long as the inventory."""
+    """The ``Fleet`` of a pyinfra inventory, made on first ask and kept as long as the inventory."""
     fleet = _FLEETS.get(inventory)
     if fleet is None:
         fleet = _FLEETS[inventory] = Fleet(

@@ -1,13 +1,8 @@
-"""A mark on a host for as long as a run changes it, outside the plan.
+"""A mark on a host for as long as a run changes it, outside the plan (no change reported).
 
-Some state belongs to the run, not to the host's desired state (pull mode's "a push is
-changing this node", deploy.pull): writing it with an operation would make every changing run
-report one change more than ``--dry`` announced, and a converged run one change. Instead a
-callback of pyinfra's state runs ``start`` on the host as its first operation there begins,
-only when the plan changes the host (a converged host pays no round trip), and ``end`` after
-the run's last operation. A ``start`` that fails fails the host at that first operation,
-with the command's stderr as the reason, before anything of it ran.
-"""
+``mark_while_changing`` runs ``start`` before the host's first operation, only when the plan
+changes the host, and ``end`` after the run's last operation. A failing ``start`` fails the
+host at that operation, with its stderr as the reason, before anything ran."""
 
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ from rocm_fleet.engine.run import state_callback
 
 
 class _Marks(BaseStateCallback):
-    # By host name: the deploy hands over pyinfra's context proxy of the host it plans,
-    # which stands for another host (or none) when the callbacks run.
+    # By host name: the planned host is pyinfra's context proxy, another host later.
     def __init__(self) -> None:
         self.commands: dict[str, tuple[StringCommand, StringCommand]] = {}  # start, end
         self.started: set[str] = set()
@@ -64,7 +58,7 @@ class _Marks(BaseStateCallback):
 
 
 def mark_while_changing(current: Any, start: StringCommand, end: StringCommand) -> None:
-    """Run ``start`` on ``current`` (a pyinfra Host being planned) before its first operation
-    when the run changes it, and ``end`` after the run's last operation."""
+    """Run ``start`` on ``current`` (a Host being planned) before its first operation when the run
+    changes it, and ``end`` after the run's last operation."""
     marks = state_callback(current.state, _Marks)
     marks.commands[current.name] = (start, end)

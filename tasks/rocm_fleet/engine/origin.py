@@ -1,16 +1,8 @@
-"""Where a host's inventory data came from, so an error about a key names the file that set it.
+"""Where a host's inventory key was set, so an error about it names the file and line.
 
-pyinfra's host data is a waterfall (``pyinfra.api.host.HostData``): ``--data`` overrides,
-then the host's own entry in the inventory file, then its groups' data (the inventory's
-groups and ``group_data/<group>.py``, the last group listed winning), then the ``all``
-group's. ``origin`` walks it the same way and names the first layer holding the key, and
-in it the file and line that assigned it (a group_data file is named only when it assigns
-the key: the inventory file may have set it for the group instead).
-
-``raise_at`` raises an error so that pyinfra's CLI, which prints "pyinfra error in FILE
-line N" for the innermost frame outside pyinfra, names that file and the key's line instead
-of the library's line that raised it.
-"""
+``where_set`` walks pyinfra's host-data waterfall (``--data``, the host's entry, its groups
+last-listed first, ``all``) and names the first layer holding the key. ``raise_at`` raises an
+error from that line, so pyinfra's "pyinfra error in FILE line N" points there."""
 
 from __future__ import annotations
 
@@ -24,13 +16,8 @@ from rocm_fleet.engine.inventory import loaded_from
 
 
 def _inventory_file(host: Any) -> Path | None:
-    """The inventory file ``host`` came from. rocm-fleet's own commands load it themselves
-    and keep it (``engine.inventory.loaded_from``). pyinfra's CLI keeps no record of it:
-    in pyinfra 3.10 ``pyinfra_cli.inventory.make_inventory`` gets the argument and neither
-    the ``Inventory`` it makes nor the ``State`` keeps it (only ``State.cwd``), and there is
-    no hook to see it on the way. What its CLI does leave: every host of an inventory file
-    is in a group named after the file's stem (inventories/lab.py: "lab"), and the file is
-    on the command line, so that is where this looks."""
+    """The inventory file ``host`` came from: ``load``'s record, else a ``.py`` argument on the
+    command line named after one of its groups (pyinfra's CLI keeps no record)."""
     loaded = loaded_from(host.inventory)
     if loaded is not None:
         return loaded
@@ -42,9 +29,8 @@ def _inventory_file(host: Any) -> Path | None:
 
 
 def _group_files(host: Any, group: str) -> list[Path]:
-    """``group_data/<group>.py`` where pyinfra's CLI reads it, in its order (the working
-    directory's, then the inventory's directory's, each updating the last:
-    ``pyinfra_cli.inventory.make_inventory_from_files``)."""
+    """``group_data/<group>.py`` files in the order pyinfra's CLI reads them (working directory,
+    then the inventory's)."""
     inventory = _inventory_file(host)
     cwd = Path(getattr(getattr(host, "state", None), "cwd", None) or ".").resolve()
     folders = [cwd / "group_data"]
@@ -54,9 +40,8 @@ def _group_files(host: Any, group: str) -> list[Path]:
 
 
 def _assigned_at(path: Path, key: str) -> int | None:
-    """The line of ``path``'s last top-level assignment to ``key`` (a group_data file's
-    data is its module's names, so the last assignment is the value), None when it has
-    none. A file Python can't parse is searched for the key as text."""
+    """The line of ``path``'s last top-level assignment to ``key``, None when none (an unparsable
+    file is searched as text)."""
     try:
         tree = ast.parse(path.read_text(errors="replace"))
     except (OSError, SyntaxError, ValueError):
@@ -78,8 +63,8 @@ def _assigned_at(path: Path, key: str) -> int | None:
 
 
 def _group_source(host: Any, group: str, key: str) -> tuple[str, Path | None, int]:
-    """Where ``group``'s ``key`` was set: the last group_data file that assigns it, else the
-    inventory file when it names the key (a group's data in it), else the group itself."""
+    """Where ``group``'s ``key`` was set: the last group_data file assigning it, else the
+    inventory file naming it, else the group itself."""
     for path in reversed(_group_files(host, group)):
         line = _assigned_at(path, key)
         if line is not None:
@@ -102,11 +87,9 @@ def _shown(path: Path) -> str:
 
 
 def where_set(host: Any, key: str) -> tuple[str, Path | None, int] | None:
-    """Where ``host``'s ``key`` was set: a description ("--data", "inventories/lab.py",
-    "group_data/radeon.py", "the inventory's group 'radeon'"), the file, if any, and the
-    line in it (0 without a file); None when no layer holds it, or it is the host's own
-    entry in an inventory that is no file (pyinfra's API): the error names the host
-    already. A file is named only when it sets the key, not because it exists."""
+    """(description, file or None, line or 0) of where ``host``'s ``key`` was set, e.g.
+    ("group_data/radeon.py", path, 3) or ("--data", None, 0); None when no layer holds it or it
+    is the host's own entry in an API inventory. A file is named only when it sets the key."""
     inventory = host.inventory
     if key in inventory.get_override_data():
         return "--data", None, 0
@@ -135,9 +118,8 @@ def origin(host: Any, key: str) -> str | None:
 
 
 def _key_line(path: Path, key: str, after: int = 0, assigned: bool = False) -> int:
-    """The first line of ``path`` from line ``after`` on that assigns ``key`` (``key =
-    ...`` or ``"key": ...``), or names it as a host (``("node1", {...})``); with
-    ``assigned``, only an assignment (``key = ...``). 0 when none does."""
+    """The first line from ``after`` on that assigns ``key`` or names it as a host (with
+    ``assigned``: only ``key = ...``); 0 when none."""
     if assigned:
         pattern = re.compile(rf"^{re.escape(key)}\s*(:[^=]*)?=")
     else:
@@ -151,12 +133,9 @@ def _key_line(path: Path, key: str, after: int = 0, assigned: bool = False) -> i
 
 
 def raise_at(error: Exception, host: Any, key: str | None) -> NoReturn:
-    """Raise ``error`` from the line of the file that set ``key`` on ``host``: a frame whose
-    code is compiled with that file's name and line, so pyinfra's "pyinfra error in FILE line
-    N" (and a traceback with -vvv) points at the inventory, not at rocm-fleet. A key given
-    with ``--data`` is placed on "--data" (there is no file); a key no file set (a required
-    one missing) points at the host's line in the inventory file. Without any file (an API
-    inventory) the error is raised here."""
+    """Raise ``error`` from a frame compiled at the file and line that set ``key`` on ``host``
+    (``--data`` for an override; the host's line for a key no file set); from here when there
+    is no file. Nothing of the file runs."""
     found = where_set(host, key) if key else None
     name, line = (found[0], found[2]) if found and (found[1] or found[0] == "--data") else ("", 0)
     if not name:

@@ -1,12 +1,8 @@
-"""Refusing a host while planning, and the outcome registry the audit reads.
+"""Refusing a host while planning, and the per-``State`` record of preflight's outcomes.
 
-A host preflight refuses gets the reason on its line (in ``--dry`` too), is marked failed
-through pyinfra's ``State.fail_hosts`` (so neither a real run nor ``--dry`` goes on with it
-and the run's exit status says so) and keeps none of the operations planned for it (``--dry``
-lists none), while the rest of the fleet carries on. What preflight found on each host (its
-survey, the findings, the reason when refused) is recorded per pyinfra ``State`` for the
-run's other views (``rocm-fleet audit``).
-"""
+A refused host gets the reason on its line, loses its planned operations and is marked failed
+(``State.fail_hosts``): no run or ``--dry`` goes on with it, the exit status says so, and the
+rest of the fleet carries on."""
 
 from __future__ import annotations
 
@@ -52,24 +48,21 @@ def outcome(state: Any, host_name: str) -> Outcome | None:
 
 
 def outcome_of(target: Any = None) -> Outcome | None:
-    """Preflight's outcome for ``target`` (a pyinfra ``Host``; default: the host being
-    planned now) in the run planning it (None: not planned)."""
+    """Preflight's outcome for ``target`` (default: the host being planned); None when not
+    planned."""
     current = host if target is None else target
     return outcome(current.state, current.name)
 
 
 def refuse_host(reason: str) -> None:
-    """Refuse the current host while planning: say why on its line and mark it failed, so
-    neither a real run nor --dry goes on with it and the run's exit status reports it."""
+    """Refuse the current host while planning: log why, drop its planned operations, mark it
+    failed. Re-raises pyinfra's error only when other hosts remain (over ``--fail-percent``)."""
     host.log_styled(f"refused: {reason}", fg="red", log_func=logger.error)
     state = host.state
     fail_hosts = internal(state, "fail_hosts")  # outside the try: its error is no refusal
-    # The Host itself: ``host`` is pyinfra's context proxy, which stands for whichever
-    # host is current, so a set holding it would lose this one once planning moves on.
+    # The Host itself, not pyinfra's context proxy (which moves on with planning).
     current = ctx_host.get()
-    # None of its operations will run, so --dry's change table lists none of them either
-    # (those planned before the refusal: the ROCm packages before the torch wheels could
-    # not be locked).
+    # --dry lists none of its operations.
     internal(state, "ops").get(current, {}).clear()
     try:
         fail_hosts({current})
@@ -80,9 +73,7 @@ def refuse_host(reason: str) -> None:
 
 
 def refuse_after_preflight(reason: str) -> None:
-    """Refuse the host as preflight does, from a step planned after it, and record the reason
-    where the audit reads preflight's verdict (so the host is "refused" there too, not
-    silently without drift)."""
+    """``refuse_host`` from a step after preflight, recording the reason in the host's outcome."""
     refuse_host(reason)
     found = outcome_of()
     if found is not None and found.refused is None:

@@ -1,8 +1,4 @@
-"""One command on an inventory host, outside any deploy, through pyinfra's own connector
-(its SSH connection with the host's ``ssh_*`` data and host-key checks, or @local,
-@docker, ...): for a tool that asks a host something between deploys (``rocm-fleet roll``
-asks each node's Slurm client about the node).
-"""
+"""One command on an inventory host outside any deploy, through pyinfra's own connector."""
 
 from __future__ import annotations
 
@@ -28,8 +24,8 @@ class Ran:
 
 
 def run_on(host: Any, argv: Sequence[str], sudo: bool = False) -> Ran:
-    """Run ``argv`` (each word quoted for the shell) on ``host``, connecting it first if it
-    is not; one new connection is tried when the old one has gone (the host rebooted)."""
+    """Run ``argv`` (quoted) on ``host``, connecting first; one reconnect when the connection has
+    gone. Status is 0 or 1; ``RemoteFailed`` when the host can't be reached."""
     command = StringCommand(" ".join(shlex.quote(word) for word in argv))
     arguments = {"_sudo": True} if sudo else {}
     for attempt in (1, 2):
@@ -43,7 +39,7 @@ def run_on(host: Any, argv: Sequence[str], sudo: bool = False) -> Ran:
                 reason = " ".join(str(exc).split()) or type(exc).__name__
                 raise RemoteFailed(f"{host.name}: {reason}") from None
             continue
-        # pyinfra keeps a failed command's own exit status to itself: failed is what it says
+        # pyinfra reports success or failure, not the exit status
         return Ran(0 if ok else 1, output.stdout, output.stderr)
     raise AssertionError("unreachable")
 

@@ -1,39 +1,11 @@
-"""Faster, equivalent versions of three pyinfra internals that planning calls per operation.
+"""Faster, equivalent versions of three pyinfra 3.10 internals that planning calls per operation.
 
-1. An operation's call-site order.
-
-In CLI mode pyinfra identifies an operation by the line numbers of the stack that called
-it (``pyinfra.api.util.get_operation_order_from_stack``, pyinfra 3.10). It walks the stack
-with ``inspect.stack()`` and ``inspect.getframeinfo()``, which read every frame's source
-file for context lines and search ``sys.modules`` for its module: about 3 ms for each
-operation called, which was most of what planning a converged host cost on the controller
-(``bench/fleet.py``; profiled with cProfile, ``inspect.getmodule`` first by own time). Only
-each frame's file name and line number are used, and the frames carry both; this reads
-them there. Same answer, same order (``tests/unit/test_pyinfra_speed.py`` compares the two
-on real call stacks).
-
-2. The global arguments' names and types (``pyinfra.api.arguments.all_global_arguments``),
-which ``pop_global_arguments`` asks for at every operation call and which pyinfra computes
-each time with ``typing.get_type_hints`` on a TypedDict that never changes; computed once.
-
-3. The host's data as ``pop_global_arguments`` reads it. At every operation and deploy call
-it looks up each of some thirty global arguments (``_sudo``, ``_env``, ...) in
-``host.data``, and each lookup walks the host's data layers, calling a function for each
-that rebuilds it (the groups' data is merged anew every time): about half of what planning
-a converged host cost on the controller (py-spy, 16 hosts). Here it is pyinfra's function
-with the host's data read once per call, with ``HostData.dict()`` (pyinfra's own
-first-layer-wins merge, the order its ``__getattr__`` walks) and the copy its
-``__getattr__`` makes of each value. Same arguments, same found keys, same kwargs left
-(``tests/unit/test_pyinfra_speed.py`` compares the two over every data layer).
-
-All three are proposed upstream in ``docs/pyinfra-proposals.md`` (with what they gain).
-
-Where and when they apply (``speedups``, which ``rocm_node`` wraps itself in): only while
-rocm-fleet's own deploy is being planned, so a user's operations planned outside it are
-planned by pyinfra's own functions; only on the pyinfra minor they were written and tested
-against (``TESTED_PYINFRA``: on any other, pyinfra's own functions, and one warning); and
-never when ``ROCM_FLEET_PYINFRA_SPEEDUPS=0`` (pyinfra's own functions, silently).
-"""
+``get_operation_order_from_stack`` (from the frames, not ``inspect.stack()``),
+``all_global_arguments`` (computed once) and ``pop_global_arguments`` (the host's data merged
+once per call). Same answers (``tests/unit/test_pyinfra_speed.py``). In effect only inside
+``speedups()`` (``rocm_node`` wraps itself in it), only on ``TESTED_PYINFRA`` (else one
+warning), and never when ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``. See
+``docs/decisions/planning-speedups.md``."""
 
 from __future__ import annotations
 
@@ -49,8 +21,6 @@ from typing import Any, TypeVar
 
 import pyinfra
 
-# The pyinfra minor the replacements were written against and are tested on
-# (tests/unit/test_pyinfra_speed.py), the one pyproject.toml's pin starts at.
 from rocm_fleet.engine.version import TESTED_PYINFRA, minor, pyinfra_version
 
 logger = logging.getLogger("pyinfra")
@@ -61,10 +31,8 @@ OPT_OUT = "ROCM_FLEET_PYINFRA_SPEEDUPS"
 
 @functools.cache
 def _pyinfra_modules() -> dict[str, Any]:
-    """pyinfra's modules the replacements go into, and its functions they stand for (read
-    once, and only on the tested minor: another may lack them)."""
-    # The modules themselves: `pyinfra.api.operation` as an attribute is the decorator of
-    # that name, which the package re-exports over its module.
+    """pyinfra's modules the replacements go into, and the functions they stand for (read once)."""
+    # import_module: `pyinfra.api.operation` as an attribute is the decorator.
     modules = {
         name: importlib.import_module(f"pyinfra.api.{name}")
         for name in ("operation", "util", "arguments", "deploy", "facts")
@@ -85,8 +53,8 @@ _warned = False
 
 
 def enabled() -> bool:
-    """Whether the replacements may be used now: not opted out, and on the tested minor
-    (else one warning, the first time it is asked)."""
+    """Whether the replacements may be used: not opted out, and on the tested minor (else one
+    warning, once)."""
     global _warned
     if os.environ.get(OPT_OUT, "1").strip().lower() in ("0", "off", "no", "false"):
         return False
@@ -109,8 +77,7 @@ def _global_arguments() -> tuple[tuple[str, type], ...]:
 
 
 def all_global_arguments() -> list[tuple[str, type]]:
-    """``pyinfra.api.arguments.all_global_arguments``, computed once (a new list each call,
-    as pyinfra's, so a caller may change it)."""
+    """``pyinfra.api.arguments.all_global_arguments``, computed once; a new list each call."""
     return list(_global_arguments())
 
 
@@ -124,8 +91,7 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
     frames.reverse()  # outermost first, as pyinfra's reversed(stack())
     start = 0
     if state.current_deploy_filename and frames:
-        # The first frame of the deploy file; as pyinfra's loop leaves it, the last frame
-        # when there is none.
+        # The first frame of the deploy file, else the last (as pyinfra's loop leaves it).
         deploy_frames = (
             index
             for index, outer in enumerate(frames)
@@ -141,14 +107,9 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
 
 
 def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
-    """``pyinfra.api.arguments.pop_global_arguments`` (3.10) reading the host's data once.
-
-    pyinfra's loop, line for line, but each argument's host default is looked up in one merge
-    of the host's data (``HostData.dict()``: first layer wins, the order its ``__getattr__``
-    walks) and copied as ``__getattr__`` copies, instead of one walk of the layers per
-    argument; and the types are the ones computed once. As proposed upstream
-    (``docs/pyinfra-3.10-planning.patch``).
-    """
+    """``pyinfra.api.arguments.pop_global_arguments`` (3.10) line for line, with the host's data
+    merged once (``HostData.dict()``, copied as ``__getattr__`` copies) and the types computed
+    once."""
     pyinfra_arguments = _original("arguments")
     argument_meta_of = pyinfra_arguments.all_argument_meta
     raise_if_bad_type = pyinfra_arguments.raise_if_bad_type
@@ -194,7 +155,7 @@ _OURS = {
     "all_global_arguments": all_global_arguments,
     "pop_global_arguments": pop_global_arguments,
 }
-# How many plans are inside ``speedups`` now (hosts are planned on greenlets, at once).
+# Open ``speedups`` blocks (hosts are planned on greenlets at once).
 _active = 0
 
 
@@ -206,9 +167,8 @@ def _put(functions: dict[str, Any]) -> None:
 
 @contextlib.contextmanager
 def speedups() -> Iterator[bool]:
-    """Plan with the replacements inside the block, when ``enabled()``; pyinfra's own
-    functions are back once the last block open (of any host's plan) ends. Yields whether
-    they are in use."""
+    """Plan with the replacements inside the block when ``enabled()``; pyinfra's own are back when
+    the last open block (of any host) ends. Yields whether they are in use."""
     global _active
     if not enabled():
         yield False

@@ -1,15 +1,5 @@
-"""An inventory host's SSH connection made by pyinfra itself, for tools that run their own
-commands over it (the node checks, through testinfra's paramiko backend).
-
-pyinfra checks a host's key before anything runs: ``known_hosts`` (``~/.ssh/known_hosts``,
-or the host's ``ssh_known_hosts_file``) and ``ssh_strict_host_key_checking`` (``accept-new``
-by default: an unknown key is recorded; ``yes``: refused; ``no``/``off``: accepted with a
-warning), with ``~/.ssh/config`` (or ``ssh_config_file``) read as it reads it. A key that
-differs from the recorded one is refused whatever the setting (paramiko's
-``BadHostKeyException``). Connecting through pyinfra's connector, not a copy of its rules,
-keeps a tool exactly as careful as ``pyinfra INVENTORY deploy.py`` (and ``rocm-fleet audit``)
-with the same host.
-"""
+"""An inventory host's SSH connection made by pyinfra itself (its ``ssh_*`` data and host-key
+checks), for tools running their own commands over it (the node checks)."""
 
 from __future__ import annotations
 
@@ -37,8 +27,7 @@ _QUIET = logging.NullHandler()
 
 @contextmanager
 def _pyinfra_warnings() -> Iterator[list[str]]:
-    """pyinfra's connection warnings (a changed host key, the key it recorded), kept for
-    the caller's one line instead of printed beside it."""
+    """pyinfra's connection warnings, collected instead of printed."""
     logger = logging.getLogger("pyinfra")
     handler, propagate = _Collected(), logger.propagate
     logger.addHandler(handler)
@@ -51,12 +40,9 @@ def _pyinfra_warnings() -> Iterator[list[str]]:
 
 
 def connect(host: Any) -> Any:
-    """The connected ``paramiko.SSHClient`` of an SSH ``host`` of a started state (pyinfra's
-    own ``Host.connect``, once: its ``ssh_*`` data, host keys checked as above);
-    ConnectFailed with pyinfra's reason, and what to do about a changed key, when it can't
-    be had."""
-    # paramiko's transport thread logs its own traceback for what ConnectFailed says in one
-    # line (a banner that never came, a socket closed under it): not printed beside it.
+    """The connected ``paramiko.SSHClient`` of an SSH ``host`` of a started state; raises
+    ``ConnectFailed`` with pyinfra's reason (and the fix for a changed key)."""
+    # paramiko's transport thread logs a traceback for what ConnectFailed says in one line.
     logging.getLogger("paramiko").addHandler(_QUIET)
     with _pyinfra_warnings() as warned:
         try:
@@ -70,8 +56,7 @@ def connect(host: Any) -> Any:
 
 
 def close(host: Any) -> None:
-    """Close ``host``'s SSH connection (pyinfra's ``disconnect`` leaves the client open), so
-    the next ``connect`` makes a new one."""
+    """Close ``host``'s SSH connection and client, so the next ``connect`` makes a new one."""
     client = getattr(host.connector, "client", None)
     if host.connected:
         host.disconnect()

@@ -1,13 +1,8 @@
 """The survey: every fact preflight and the plan of a converged host read, in one round trip.
 
-``survey_reads`` is the one declaration of what a host is read for: the hardware and health
-preflight's rules (``model.findings``) and the audit judge, and every fact the deploy's
-operations and tasks read on a converged host, with the same arguments. ``read_survey`` reads
-them all with one ``Survey`` fact (one round trip), remembers each answer in the fact cache
-(``engine.factcache``), so planning a converged host asks it nothing more, and gives them to
-preflight as its typed record (``model.host_survey.HostSurvey``: each read names the field it
-fills). A read the plan of a converged host makes beyond the survey fails the plan tests.
-"""
+``survey_reads`` is the one declaration of what a host is read for; ``read_survey`` reads it
+with one ``Survey`` fact, fills the fact cache and returns the ``HostSurvey``. A plan of a
+converged host that reads beyond the survey fails the plan tests."""
 
 from __future__ import annotations
 
@@ -72,9 +67,8 @@ if TYPE_CHECKING:
 
 
 def survey_reads(config: Config) -> list[Read]:
-    """Everything a host is read for, each key once: the hardware and health preflight's rules
-    (``model.findings``) and the audit judge, and every fact the deploy's operations and
-    tasks read on a converged host (with the same arguments they ask for)."""
+    """Every read a host gets, each key once: preflight's and the audit's, and every fact the
+    deploy reads on a converged host, with the same arguments."""
     venv = config.pytorch_venv
     install_paths = [*paths.INSTALL_PATHS, *([venv] if config.torch is not None else [])]
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
@@ -111,8 +105,7 @@ def survey_reads(config: Config) -> list[Read]:
         Read("venv", VenvDistributions, {"venv": venv}),
         Read("torch_build", TorchBuildStrings, {"venv": venv}),
         Read("disk", FreeSpace, {"paths": install_paths}),
-        # Sized before the GPUs are known: as if expected_gfx names every GPU of the host
-        # (a host with others gets the all-targets package, and a plan asks apt again).
+        # Sized as if expected_gfx named every GPU (else the plan asks apt again).
         Read(
             "apt",
             AptInstallSize,
@@ -124,26 +117,19 @@ def survey_reads(config: Config) -> list[Read]:
         *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
         Read("dpkg", DpkgInterrupted),
         *(Read("keyrings", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
-        # Every file and keyring a deploy may write (a keyring is a stamp's input) and every
-        # directory it may create whole, the last GPU check's record among them.
         *(Read("files", FileDigest, {"path": f}) for f in paths.MANAGED_FILES),
         *(Read("files", FileDigest, {"path": k}) for k in paths.MANAGED_KEYRINGS),
         *(Read("directories", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
         Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
-        # What the DKMS driver's install recorded (a host back on the inbox driver removes
-        # it) and the kernel holds rocm-fleet placed (a host whose setting went releases them).
         Read("ledgers", Ledger, {"path": paths.DRIVER_LEDGER}),
         Read("held_packages", HeldPackages),
         Read("ledgers", Ledger, {"path": paths.KERNEL_HOLD_LEDGER}),
-        # The venvs, and the directories the deploy created (with pytorch_install: false, a
-        # venv that exists stays unless it made it).
         Read("files", FileDigest, {"path": paths.venv_marker(venv)}),
         Read("files", FileDigest, {"path": paths.venv_marker(paths.PULL_VENV)}),
         Read("ledgers", Ledger, {"path": paths.DIRECTORY_LEDGER}),
         Read("writable_by_others", WritableByOthers, {"path": venv}),
         Read("boot", BootKernels),
         *(Read("files", FileDigest, {"path": cert}) for cert in certificates),
-        # The DKMS driver signs with the key: one waiting to be enrolled.
         *(
             Read("mok_pending", MokPending, {"path": cert})
             for cert in (certificates if config.rocm_driver == "dkms" else [])
@@ -155,11 +141,8 @@ def survey_reads(config: Config) -> list[Read]:
         ),
         Read("mirror", DebianMirror),
         Read("nameservers", Nameservers),
-        # Whether a pull is running (a push doesn't change a node under it), what the last did.
         Read("pull_running", LockHeld, {"path": paths.PULL_LOCK}),
         Read("pull_status", PullStatus, {"path": paths.PULL_STATUS_METRICS}),
-        # gres.conf and what rocm-fleet recorded of it, on every host (one whose setting went
-        # removes its file); the directory and Slurm's view of the node with the setting.
         Read("files", FileDigest, {"path": paths.SLURM_GRES_CONF}),
         Read("ledgers", Ledger, {"path": paths.SLURM_GRES_LEDGER}),
         Read("files", FileDigest, {"path": paths.SLURM_GRES_LEDGER}),
@@ -170,22 +153,19 @@ def survey_reads(config: Config) -> list[Read]:
             Read("slurm_node", SlurmNode, {"node": config.rocm_slurm_node_name}),
         ]
     unique: dict[str, Read] = {}
-    for read in reads:  # a path named twice (a custom venv that is another's) is read once
+    for read in reads:  # a path named twice is read once
         unique.setdefault(read.key, read)
     return list(unique.values())
 
 
 def read_survey(reads: list[Read]) -> HostSurvey | None:
-    """Read ``reads`` from the current host in one round trip and remember every answer for
-    planning; None when the survey can't run (pyinfra's own error output says why)."""
-    # _ignore_errors: a survey that can't run (sudo refused) becomes the caller's refusal,
-    # with pyinfra's own error output above it, instead of an unexplained failed host.
+    """Read ``reads`` from the current host in one round trip and remember every answer
+    (``NvidiaStack`` derived); None when the survey can't run (pyinfra prints why)."""
+    # _ignore_errors: a survey that can't run becomes the caller's refusal.
     answers = host.get_fact(Survey, reads=reads, _ignore_errors=True)
     if answers is None:
         return None
     survey = host_survey(reads, answers)
-    # NvidiaStack needs no read of its own: worked out from the packages and modules, as
-    # the fact works it out on the host.
     stack = nvidia_stack(survey.packages or {}, survey.modules or [])
     remember_facts(
         [
@@ -200,7 +180,6 @@ def read_survey(reads: list[Read]) -> HostSurvey | None:
 
 
 def read_apart(target: Any, reads: list[Read]) -> list[Any] | None:
-    """Read ``reads`` from ``target`` (a connected host), outside any deploy, in one round
-    trip: what only the audit asks (the GPUs' health, which runs amd-smi and so stays out
-    of every deploy's preflight). Their answers in their order; None when the read can't run."""
+    """Read ``reads`` from connected ``target`` outside any deploy, in one round trip (the audit's
+    health reads); the answers in order, None when it can't run."""
     return target.get_fact(Survey, reads=reads, _ignore_errors=True)

@@ -1,14 +1,7 @@
-"""Which pyinfra runs, and whether rocm-fleet was tested on its minor.
+"""Which pyinfra runs, whether it is the tested minor, and access to pyinfra internals.
 
-rocm-fleet uses pyinfra's documented API everywhere but ``engine/``, and the few internals it
-needs there (its State's stages and callbacks, an operation's hash and planned change) on
-any 3.x from the tested minor up (pyproject.toml: ``pyinfra>=3.10,<4``). On the tested minor
-they are used as they are; on another, each use steps aside to pyinfra's own way where it
-has one (the planning speedups, ``engine.speedups``), and where it has none an internal
-that moved is named in one error (``internal``) instead of an AttributeError deep in a plan.
-``make pyinfra-next`` runs the unit suite on the newest 3.x, where the tests of each
-internal (``tests/unit/test_pyinfra_internals.py``) show what moved.
-"""
+Off the tested minor, ``internal`` raises one ``PyinfraChanged`` naming what moved instead of
+an AttributeError deep in a plan."""
 
 from __future__ import annotations
 
@@ -24,7 +17,7 @@ TESTED_PYINFRA = (3, 10)
 
 @functools.cache
 def pyinfra_version() -> str:
-    """The installed pyinfra's version (read once: each host's plan asks)."""
+    """The installed pyinfra's version (read once)."""
     return importlib.metadata.version("pyinfra")
 
 
@@ -50,8 +43,8 @@ _MISSING = object()
 
 
 def internal(owner: Any, name: str) -> Any:
-    """``owner.name``, an internal of pyinfra's (tested on ``TESTED_PYINFRA``); on a pyinfra
-    without it, PyinfraChanged naming it and both versions."""
+    """``owner.name``, a pyinfra internal; ``PyinfraChanged`` naming it and both versions when
+    missing."""
     value = getattr(owner, name, _MISSING)
     if value is _MISSING:
         kind = owner.__name__ if isinstance(owner, type) else type(owner).__name__

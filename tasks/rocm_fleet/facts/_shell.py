@@ -1,14 +1,8 @@
-"""What every fact command here shares: quoting, exit-status trailers, markers, Python probes.
+"""What every fact command shares: quoting, exit-status trailers, markers, Python probes.
 
-Every fact runs a POSIX ``sh`` command (dash on Debian) that always exits 0: pyinfra marks
-a host failed when a fact command exits non-zero, and most tools probed here exit non-zero
-for states we want to *report* (no GPU, Secure Boot unsupported, key not enrolled ...).
-Where a tool's exit status matters it is printed as a trailer line ``__rc=N`` and parsed
-back. Missing tools and files are reported with an ``__absent`` / ``__missing`` marker line
-instead of pyinfra's ``requires_command``, because ``rocminfo`` usually lives in
-``/opt/rocm/bin`` (not on ``PATH``) and pyinfra turns a missing ``requires_command`` binary
-into a warning during execute.
-"""
+Every fact command is POSIX ``sh`` and exits 0 (pyinfra fails a host on a non-zero fact
+command); a tool's exit status that matters comes back as a trailer line ``__rc=N``, a missing
+tool or file as an ``__absent`` / ``__missing`` line."""
 
 from __future__ import annotations
 
@@ -29,7 +23,7 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def quote(value: str) -> str:
-    """Shell-quote a non-empty string argument (a fact argument that is empty is a bug)."""
+    """Shell-quote a non-empty string; TypeError otherwise."""
     if not isinstance(value, str) or not value:
         raise TypeError(f"expected a non-empty string, got {value!r}")
     return shlex.quote(value)
@@ -40,7 +34,7 @@ def strip_ansi(line: str) -> str:
 
 
 def split_rc(output: list[str]) -> tuple[list[str], int | None]:
-    """Remove the ``__rc=N`` trailer (the last one wins) and return (lines, rc)."""
+    """(lines without the last ``__rc=N`` trailer, N or None); ANSI escapes removed."""
     lines = [strip_ansi(line) for line in output]
     rc = None
     for index in range(len(lines) - 1, -1, -1):
@@ -58,13 +52,12 @@ _YES = "__yes"
 
 
 def yes_if(condition: str) -> str:
-    """A command for a :class:`Condition`: says yes when the shell ``condition`` holds."""
+    """A :class:`Condition` command: prints yes when the shell ``condition`` holds."""
     return f"if {condition}; then echo {_YES}; fi; true"
 
 
 class Condition(FactBase[bool]):
-    """A yes/no fact: whether a shell condition (its ``command`` is ``yes_if(...)``) holds on
-    the host; False when it doesn't, or the output is empty."""
+    """A yes/no fact (``command`` is ``yes_if(...)``); False on empty output."""
 
     @staticmethod
     def default() -> bool:
@@ -76,8 +69,8 @@ class Condition(FactBase[bool]):
 
 
 def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
-    """``sh -c`` with the package's ``files/scripts/<name>.sh`` files, in order (functions
-    first, the script last), and ``args`` as its positional parameters."""
+    """``sh -c`` of ``files/scripts/<name>.sh`` for each of ``scripts`` (the last is the script,
+    the others its functions) with ``args`` as positional parameters."""
     body = "".join(files.text(f"scripts/{name}.sh") for name in scripts)
     return " ".join(["sh", "-c", shlex.quote(body), scripts[-1], *map(shlex.quote, args)])
 
@@ -87,8 +80,8 @@ def joined(lines: list[str]) -> str:
 
 
 def python_command(python: str, body: str, timeout: int) -> str:
-    """Run ``python body`` with a timeout, printing its exit status; ``__absent`` when the
-    interpreter doesn't exist."""
+    """``python body`` under ``timeout``, then its ``__rc`` trailer; ``__absent`` without the
+    interpreter."""
     py = quote(python)
     return (
         f"if command -v {py} >/dev/null 2>&1; then "

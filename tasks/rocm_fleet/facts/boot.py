@@ -1,10 +1,8 @@
 """What the next boot depends on: GRUB's configuration, the installed kernels, their amdgpu
 modules and initramfs images, ``dkms status`` and the room left in ``/boot``.
 
-One command reads it all (sections marked ``__section=NAME``, every content line prefixed
-with ``|`` so no file's text can open a section); the parsers here turn the real formats
-into ``model.boot``'s types, which decide.
-"""
+One command reads it all (sections ``__section=NAME``, content lines prefixed ``|`` so no file
+can open a section); the parsers return ``model.boot``'s types."""
 
 from __future__ import annotations
 
@@ -92,8 +90,8 @@ _DEFAULT = re.compile(r"^\s*set\s+default=(.*)$")
 
 
 def parse_grub_cfg(lines: list[str]) -> tuple[tuple[MenuEntry, ...], str | None]:
-    """The menu (entries and submenus, nested) and ``set default=`` as grub-mkconfig writes
-    it (the branch without ``${next_entry}``, which grubenv is read for)."""
+    """The menu (entries and submenus, nested) and ``set default=`` (the branch without
+    ``${next_entry}``) of a grub-mkconfig grub.cfg."""
     root: list[Any] = []
     stack: list[tuple[str, dict[str, Any], list[Any]]] = []  # kind, entry, children
     default = None
@@ -216,10 +214,9 @@ def boot_state(output: list[str]) -> BootState:
 
 class BootKernels(FactBase[BootState]):
     """
-    The next boot's inputs (a ``model.boot.BootState``):
-    GRUB's menu and defaults, each ``/boot/vmlinuz-*`` with its initramfs and amdgpu modules
-    (AMD's DKMS build, signed or not; the kernel's own), ``dkms status`` where dkms is
-    installed, and the bytes free on ``/boot``.
+    The next boot's inputs as a ``model.boot.BootState``: GRUB's menu and defaults, each
+    ``/boot/vmlinuz-*`` with its initramfs and amdgpu modules, ``dkms status``, free bytes on
+    ``/boot``.
     """
 
     @staticmethod

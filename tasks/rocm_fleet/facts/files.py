@@ -14,9 +14,9 @@ from rocm_fleet.model.answers import FileDigestDict, LastPull
 
 class FileDigest(FactBase[FileDigestDict | None]):
     """
-    Octal mode, SHA-256 and modification time (seconds) of a regular file in one round
-    trip; None when it isn't one. pyinfra's ``files.put`` reads ``File`` then ``Sha1File``
-    (two round trips), and apt-list stamps need only the time.
+    Octal mode, SHA-256 and mtime (seconds) of a regular file; None when it isn't one.
+    ``batch_command``/``batch_process`` answer many paths in one ``stat`` and one
+    ``sha256sum``.
 
     .. code:: python
 
@@ -37,8 +37,6 @@ class FileDigest(FactBase[FileDigestDict | None]):
         mode, _, mtime = output[0].strip().partition(" ")
         return {"mode": mode, "sha256": output[1].split()[0], "mtime": int(mtime or 0)}
 
-    # In a survey, every file in one ``stat`` and one ``sha256sum`` (the deploy manages some
-    # twenty files: two processes each was a third of a converged host's survey).
     @staticmethod
     def batch_command(kwargs_list: list[dict[str, Any]]) -> str:
         words = " ".join(quote(kwargs["path"]) for kwargs in kwargs_list)
@@ -79,8 +77,7 @@ _SHA256_LINE = re.compile(r"^(?P<escaped>\\?)(?P<sha256>[0-9a-f]{64}) [ *](?P<na
 
 
 class DirectoryExists(Condition):
-    """Whether ``path`` is a directory (pyinfra's ``Directory`` reads its whole stat, and
-    fails on a path that is a file).
+    """Whether ``path`` is a directory.
 
     .. code:: python
 
@@ -93,8 +90,7 @@ class DirectoryExists(Condition):
 
 
 class LockHeld(Condition):
-    """Whether a process holds the flock(1) lock ``path`` (the lock exists and can't be
-    taken at once). Taking it to look holds it for an instant: a run that tries then skips.
+    """Whether a process holds the flock(1) lock ``path`` (taken for an instant to look).
 
     .. code:: python
 
@@ -108,10 +104,7 @@ class LockHeld(Condition):
 
 
 class Ledger(FactBase[list[str]]):
-    """The entries of one of rocm-fleet's ledgers (``paths.PACKAGE_LEDGER`` and the like:
-    one name or path a line), in the order written; empty when there is none. pyinfra's
-    ``FileContents`` tells a missing file by a marker only the instance that made the
-    command knows, so it can't be read in a survey.
+    """The entries (one a line) of one of rocm-fleet's ledgers, in order; [] without it.
 
     .. code:: python
 
@@ -132,10 +125,8 @@ class Ledger(FactBase[list[str]]):
 
 
 class WritableByOthers(FactBase[str | None]):
-    """The first file or directory under ``path`` (itself included) that is not root's alone:
-    owned by another user, or writable by its group or others (symbolic links, whose own
-    mode means nothing, only by their owner), as ``OWNER MODE PATH``; None when there is
-    none, or no ``path``. One ``find`` that stops at the first.
+    """The first path under ``path`` (itself included) not root's alone (another owner, or
+    group/other-writable; links by owner only) as ``OWNER MODE PATH``; None when none.
 
     .. code:: python
 
@@ -161,10 +152,8 @@ _PULL_STARTED = re.compile(r"rocm_fleet_pull_last_run_timestamp_seconds ([0-9]{1
 
 
 class PullStatus(FactBase[LastPull | None]):
-    """What the last pull did, as it wrote it for node_exporter (the ``rocm_fleet_pull_*``
-    gauges of rocm-fleet-pull.sh): its result and when it started; None without the file.
-    Only lines of the two gauges' exact form are read (the collector's user can write the
-    directory: nothing else of the file is taken).
+    """The last pull's result and start time from its node_exporter textfile (only the two gauges'
+    exact lines are read); None without the file.
 
     .. code:: python
 

@@ -1,7 +1,6 @@
-"""GPU facts: rocminfo's agents, the installed ROCm version, AMD GPUs on PCI, the KFD topology.
+"""GPU facts: rocminfo's agents, the installed ROCm version, GPUs on PCI, the KFD topology.
 
-The PCI and KFD facts read sysfs only, so they work before any ROCm package is installed.
-"""
+The PCI and KFD facts read sysfs only: they work before ROCm is installed."""
 
 from __future__ import annotations
 
@@ -19,10 +18,8 @@ from rocm_fleet.model.answers import KfdNode, PciGpu
 
 def gfx_from_target_version(value: int) -> str | None:
     """
-    Decode a KFD ``gfx_target_version`` as ``rocm_agent_enumerator`` does:
-    major = v // 10000, minor = (v // 100) % 100 and stepping = v % 100, the last two
-    printed as one hex digit each. ``110000`` -> ``gfx1100``, ``90010`` -> ``gfx90a``,
-    ``90402`` -> ``gfx942``. ``0`` (a CPU node) -> ``None``.
+    KFD ``gfx_target_version`` -> gfx name as ``rocm_agent_enumerator`` decodes it: ``110000``
+    -> ``gfx1100``, ``90010`` -> ``gfx90a``; ``0`` (CPU node) -> None.
     """
     if value <= 0:
         return None
@@ -31,14 +28,9 @@ def gfx_from_target_version(value: int) -> str | None:
 
 
 def _pci_bdf(location_id: int, domain: int | None = None) -> str:
-    """``location_id``/``BDFID`` is bus << 8 | device << 3 | function."""
+    """``bus:dev.fn`` (with ``domain``: ``dddd:``) from bus << 8 | device << 3 | function."""
     bdf = f"{location_id >> 8:02x}:{(location_id >> 3) & 0x1F:02x}.{location_id & 0x7:x}"
     return bdf if domain is None else f"{domain:04x}:{bdf}"
-
-
-# ---------------------------------------------------------------------------------------
-# rocminfo
-# ---------------------------------------------------------------------------------------
 
 
 class RocmGpu(TypedDict):
@@ -120,10 +112,8 @@ def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
 
 class RocmAgents(FactBase[RocmAgentsDict | None]):
     """
-    GPU agents reported by a release's own ``rocminfo`` (``rocminfo``: its path, e.g.
-    ``/opt/rocm-6.4.3/bin/rocminfo`` or ``/opt/rocm/core-10.1/bin/rocminfo``; never one
-    found on ``PATH``, which may be Debian's); CPU agents are ignored. Returns ``None`` when
-    it is not installed, otherwise:
+    GPU agents from a release's own ``rocminfo`` (its path, never one on ``PATH``); None when
+    it is not installed.
 
     .. code:: python
 
@@ -147,9 +137,7 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
             ],
         }
 
-    ``not_loaded``: "ROCk module is NOT loaded/live" (amdgpu/KFD missing, no GPU).
-    ``no_access``: "Unable to open /dev/kfd read-write" (user not in ``render``/``video``).
-    ``error``: any other non-zero exit; ``message`` holds the tail of the output.
+    Raises ``FactProcessError`` on output without an exit status.
     """
 
     tool_timeout = 120
@@ -198,17 +186,10 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
         return {"status": status, "rc": rc, "message": message, "gpus": gpus}
 
 
-# ---------------------------------------------------------------------------------------
-# /opt/rocm/.info/version
-# ---------------------------------------------------------------------------------------
-
-
 class RocmVersion(FactBase[str | None]):
     """
-    Installed ROCm version from ``<rocm_path>/.info/version``, by default the first of the
-    classic stream's (/opt/rocm/.info/version) and the Core SDK's
-    (/opt/rocm/core/.info/version) that exists, e.g. ``"6.4.3-128"``, ``"10.1.0-2"``;
-    ``None`` when there is none.
+    Installed ROCm version from ``<rocm_path>/.info/version`` (default: the first of
+    ``paths.ROCM_VERSION_FILES``), e.g. ``"6.4.3-128"``; None when there is none.
     """
 
     @override
@@ -228,31 +209,16 @@ class RocmVersion(FactBase[str | None]):
         return None
 
 
-# ---------------------------------------------------------------------------------------
-# sysfs: PCI devices and KFD topology
-# ---------------------------------------------------------------------------------------
-
-
-# amdgpu's memory totals, in bytes, as files of the GPU's device directory (the PCI device's,
-# which /sys/class/drm/card<N>/device links to): "The file mem_info_vram_total is used for
-# this and returns the total amount of VRAM in bytes"; mem_info_gtt_total "returns the total
-# size of the GTT block, in bytes" (Linux Documentation/gpu/amdgpu/driver-misc.rst, "GPU
-# Memory Usage Information", from the DOC comments of amdgpu_vram_mgr.c and amdgpu_gtt_mgr.c;
-# docs.kernel.org/6.0/gpu/amdgpu/driver-misc.html). On an APU the VRAM is the firmware's
-# carve-out (UMA frame buffer) and the GTT the system memory the GPU may map.
+# amdgpu's VRAM and GTT totals in bytes, in the PCI device's directory
+# (Documentation/gpu/amdgpu/driver-misc.rst). On an APU: the carve-out, and mappable RAM.
 VRAM, GTT = AMDGPU_MEMORY_FILES = ("mem_info_vram_total", "mem_info_gtt_total")
 
 
 class PciGpus(FactBase[list[PciGpu]]):
     """
-    Display controllers and accelerators of every vendor from ``/sys/bus/pci/devices``:
-    PCI class ``0x03xxxx`` (display: Radeon, iGPU, NVIDIA's "3D controller") or
-    ``0x12xxxx`` (processing accelerator: Instinct). HDMI audio functions etc. are
-    skipped. Works without any driver loaded; ``driver`` is the bound kernel driver or
-    ``None``. AMD's are vendor ``0x1002`` (``pci_ids.AMD_VENDOR``); the others say what a
-    host has instead of an AMD GPU. ``vram_total`` / ``gtt_total``: amdgpu's
-    ``mem_info_vram_total`` / ``mem_info_gtt_total`` in bytes (``AMDGPU_MEMORY_FILES``),
-    ``None`` where the files don't exist (no amdgpu bound, another vendor).
+    Display controllers (class ``0x03``) and accelerators (``0x12``) of every vendor, from
+    sysfs. ``driver``: the bound driver or None; ``vram_total`` / ``gtt_total``: amdgpu's
+    totals in bytes, None without them.
 
     .. code:: python
 
@@ -308,11 +274,7 @@ class PciGpus(FactBase[list[PciGpu]]):
 
 class KfdNodes(FactBase[list[KfdNode] | None]):
     """
-    GPU nodes of the KFD (amdgpu compute) topology, read from
-    ``/sys/class/kfd/kfd/topology/nodes/*/properties``, so it needs no ROCm userspace.
-    CPU nodes (``gfx_target_version 0``) are skipped. ``None`` when
-    ``/sys/class/kfd/kfd/topology/nodes`` does not exist (amdgpu/KFD not loaded).
-    ``gfx`` is decoded like ``rocm_agent_enumerator`` (see ``gfx_from_target_version``).
+    GPU nodes of the KFD topology (sysfs; CPU nodes skipped), None when KFD is not loaded.
 
     .. code:: python
 

@@ -1,8 +1,5 @@
-"""GPU health as the installed SMI tool reports it: ``amd-smi``'s ECC, PCIe and XGMI JSON.
-
-One command runs the three reads (each bounded in time and size) and prints each under a
-section marker with its exit status; :mod:`rocm_fleet.model.health` parses them.
-"""
+"""GPU health from ``amd-smi``'s ECC, PCIe and XGMI JSON, parsed by
+:mod:`rocm_fleet.model.health`."""
 
 from __future__ import annotations
 
@@ -21,17 +18,15 @@ from rocm_fleet.model.health import (
 
 SECTION = "__health_section="
 TOOL = "__health_tool="
-#: rocm-smi's ``--json`` prints "WARNING: No JSON data to report" for --showrasinfo
-#: (ROCm/legacy-rocm-build issue 4374); AMD's answer there is amd-smi.
+#: rocm-smi's ``--json`` has no RAS data ("No JSON data to report").
 ROCM_SMI_ONLY = "only rocm-smi is installed; its --json has no ECC counters: install amd-smi"
 
 
 class GpuHealthFact(FactBase[HostHealth]):
     """
-    The host's GPUs' health from ``amd-smi`` (on ``PATH`` or in ``/opt/rocm/bin``):
-    a :class:`~rocm_fleet.model.health.HostHealth` whose ``status`` says whether the tool
-    was there and answered. Each call is limited to ``tool_timeout`` seconds and
-    ``max_bytes`` of output (amd-smi on a hung GPU can block; its JSON for 8 GPUs is ~200 kB).
+    The GPUs' health from ``amd-smi`` (on ``PATH`` or in ``/opt/rocm/bin``) as a
+    :class:`~rocm_fleet.model.health.HostHealth`; ``status`` says whether the tool was there
+    and answered. Each call is bounded by ``tool_timeout`` seconds and ``max_bytes``.
     """
 
     tool_timeout = 60

@@ -11,10 +11,6 @@ from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, python_command, python_json, quote
 
-# ---------------------------------------------------------------------------------------
-# Python / torch in a venv
-# ---------------------------------------------------------------------------------------
-
 _TORCH_MARKER = "__torch_json="
 _TORCH_SCRIPT = """\
 import json
@@ -72,9 +68,8 @@ class TorchInfoDict(TypedDict):
 
 class TorchInfo(FactBase[TorchInfoDict | None]):
     """
-    What PyTorch in a given interpreter (typically a venv's ``bin/python``) sees.
-    Runs ``<python> -c <script>`` (killed after 300s) and never fails the host.
-    Returns ``None`` when the interpreter does not exist, otherwise (keys always present):
+    What PyTorch in interpreter ``python`` sees (killed after 300s, never fails the host); None
+    when the interpreter does not exist.
 
     .. code:: python
 
@@ -88,11 +83,8 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
                 {"index": 0, "name": "AMD Radeon RX 7900 XTX",
                  "arch": "gfx1100", "arch_full": "gfx1100"},  # gcnArchName, split on ":"
             ],
-            "matmul": "ok",  # ones(64,64) @ ones(64,64) on cuda:0; else error text; None if
-                             # no device
-            "error": None,  # "ModuleNotFoundError: No module named 'torch'" when torch does
-                            # not import (all other keys None), or the output's tail when
-                            # the interpreter crashed / timed out before printing its line
+            "matmul": "ok",  # 64x64 matmul on cuda:0; else error text; None if no device
+            "error": None,  # import error (other keys None), or the output's tail on a crash
             "device_error": None,  # exception raised while querying the devices
         }
     """
@@ -128,9 +120,8 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
 
 class VenvDistributions(FactBase[dict[str, str] | None]):
     """
-    Every distribution installed in a venv, read from its ``*.dist-info`` directory names
-    (the wheel spec puts the exact version, local label included, in the name), so no
-    Python starts: ``None`` when the venv has no site-packages.
+    Every distribution in a venv, from its ``*.dist-info`` names (no Python starts); None when
+    the venv has no site-packages.
 
     .. code:: python
 
@@ -165,9 +156,8 @@ _BUILD_LINE = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(.+?)\s*$")
 
 class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
     """
-    torch's build strings from ``torch/version.py`` in a venv, read as text (no Python
-    starts): ``hip`` is set on ROCm builds, ``cuda`` on CUDA builds, both None on CPU
-    builds. ``None`` when the venv holds no torch.
+    torch's ``hip`` and ``cuda`` build strings from ``torch/version.py`` as text (no Python
+    starts); None when the venv holds no torch.
 
     .. code:: python
 

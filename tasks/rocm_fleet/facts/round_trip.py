@@ -1,16 +1,9 @@
 """Many facts in one command: one SSH round trip instead of one per fact.
 
-A :class:`Read` names a fact and its arguments; :class:`Survey` runs each read's command in a
-section of one shell script and parses each section with that fact's own ``process``, so a
-fact's answer is the same whether it is read alone or in a survey. The answers come back in
-the reads' order; ``host_survey`` makes preflight's into its typed record
-(``model.host_survey.HostSurvey``: each read names the field it fills). A fact
-read many times over (a digest per managed file) may read them all in one section: it
-defines ``batch_command(kwargs_list)`` and ``batch_process(output, kwargs_list)``, which
-answer what each read alone would, with a process per batch instead of one per read. The
-preflight reads everything the plan of a converged host needs in one survey and remembers
-each answer (``engine.factcache``), so planning asks the host nothing more.
-"""
+A :class:`Survey` runs each :class:`Read`'s command in a section of one script and parses it
+with that fact's own ``process``: an answer is the same alone or in a survey. A fact with
+``batch_command(kwargs_list)`` / ``batch_process(output, kwargs_list)`` answers all its reads
+in one section. ``host_survey`` makes the answers a ``HostSurvey``."""
 
 from __future__ import annotations
 
@@ -30,8 +23,8 @@ _RECORD = "\x1e"  # what the command turns newlines into (ASCII RS)
 
 @dataclass(frozen=True)
 class Read:
-    """One fact of a survey: the field of ``HostSurvey`` it fills (for a field read once per
-    path, ``PER_PATH``, the path is its ``path`` argument), the fact class, its arguments."""
+    """One fact of a survey: the ``HostSurvey`` field it fills (per-path fields: keyed by its
+    ``path`` argument), the fact class, its arguments."""
 
     name: str
     fact: type[FactBase]
@@ -53,17 +46,16 @@ def _records(output: list[str]) -> list[str]:
 
 
 def _command(read: Read) -> str:
-    """A read's shell command, whether its fact's ``command`` is a method or a string (as
-    pyinfra allows for a fact without arguments)."""
+    """A read's shell command, whether its fact's ``command`` is a method or a string."""
     command = read.fact().command
     return command if isinstance(command, str) else str(command(**read.kwargs))
 
 
 class Survey(FactBase["list[Any]"]):
     """
-    The answers of several facts, read in one command: a list in the reads' order. A fact
-    whose output is empty gets its ``default`` (as pyinfra does); a section that ends
-    with an error doesn't stop the others (each section's stderr is dropped).
+    The answers of several facts read in one command, in the reads' order. An empty section
+    gets the fact's ``default``; a failing section doesn't stop the others (stderr dropped).
+    Raises ``ValueError`` on duplicate keys, ``FactProcessError`` on a missing section.
 
     .. code:: python
 
@@ -89,9 +81,7 @@ class Survey(FactBase["list[Any]"]):
             fact = self._reads[first].fact
             command = fact.batch_command([self._reads[i].kwargs for i in indexes])  # type: ignore[attr-defined]
             sections.append(f"echo {_MARKER}{first}; {{ {command}; }} 2>/dev/null")
-        # All of it as one line (records separated by RS): pyinfra reads a command's output
-        # line by line through paramiko, whose cost per line was most of reading a survey of
-        # some 360 lines (the package listing alone is one line per package).
+        # One line, records separated by RS: paramiko's per-line cost dominates otherwise.
         return f"{{ {'; '.join(sections)}; }} | tr '\\n' '\\036'; echo"
 
     @override
@@ -125,8 +115,8 @@ class Survey(FactBase["list[Any]"]):
 
 
 def host_survey(reads: list[Read], answers: list[Any]) -> HostSurvey:
-    """The record of a survey's answers: each in the field its read names (TypeError: a
-    read names no field of ``HostSurvey``)."""
+    """The ``HostSurvey`` of a survey's answers, each in its read's field (TypeError: a read names
+    no field)."""
     single: dict[str, Any] = {}
     per_path: dict[str, dict[str, Any]] = {name: {} for name in PER_PATH}
     for read, answer in zip(reads, answers, strict=True):

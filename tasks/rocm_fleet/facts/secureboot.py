@@ -10,29 +10,20 @@ from typing_extensions import override
 from rocm_fleet.facts._shell import ABSENT, MISSING, RC_PREFIX, joined, quote, split_rc
 from rocm_fleet.model.answers import MokKeyStateDict, MokPendingDict, SecureBootDict
 
-# ---------------------------------------------------------------------------------------
-# Secure Boot / MOK
-# ---------------------------------------------------------------------------------------
-
 
 class SecureBoot(FactBase[SecureBootDict]):
     """
-    Secure Boot state from ``mokutil --sb-state`` (stdout+stderr; its exit status is
-    ignored: 0 for both enabled and disabled, 1/255 for the no-EFI cases).
+    Secure Boot state from ``mokutil --sb-state``'s text (its exit status is ignored).
 
     .. code:: python
 
         {
-            "state": "enabled",  # | "disabled" | "no_efi" | "unsupported" | "absent"
-                                 # | "unknown"
+            "state": "enabled",  # | "disabled" | "no_efi" (legacy BIOS) | "unsupported"
+                                 # (EFI without the variable) | "absent" (no mokutil) | "unknown"
             "shim_validation_disabled": False,  # "SecureBoot validation is disabled in shim"
             "setup_mode": False,  # "Platform is in Setup Mode" (no PK, nothing enforced)
             "message": "SecureBoot enabled",  # mokutil's text, "" when absent
         }
-
-    ``no_efi``: "EFI variables are not supported on this system" (legacy BIOS boot).
-    ``unsupported``: "This system doesn't support Secure Boot" (EFI without the variable,
-    many VMs). ``absent``: mokutil is not installed.
     """
 
     @staticmethod
@@ -77,18 +68,16 @@ class SecureBoot(FactBase[SecureBootDict]):
 
 class MokKeyState(FactBase[MokKeyStateDict]):
     """
-    Whether a certificate (e.g. ``/var/lib/dkms/mok.pub``) is a Machine Owner Key,
-    from ``mokutil --test-key <path>``. Parses the text only: the exit codes were
-    inverted between mokutil releases.
+    Whether a certificate is a Machine Owner Key, from ``mokutil --test-key``'s text (its exit
+    codes differ between releases).
 
     .. code:: python
 
         {
             "state": "enrolled",  # "... is already enrolled" (or "... is already in db")
-            # | "pending"        "... is already in the enrollment request" (reboot into
-            #                    MokManager still needed)
+            # | "pending"        "... is already in the enrollment request"
             # | "not_enrolled"   "... is not enrolled"
-            # | "blocked"        "... is blocked in dbx / MokListX" (newer mokutil)
+            # | "blocked"        "... is blocked in dbx / MokListX"
             # | "missing"        the certificate file does not exist
             # | "absent"         mokutil is not installed (checked first)
             # | "unknown"        anything else, e.g. no EFI, not a valid certificate
@@ -133,10 +122,8 @@ class MokKeyState(FactBase[MokKeyStateDict]):
 
 class MokPending(FactBase[MokPendingDict | None]):
     """
-    Whether a certificate is in the pending MOK enrollment request (MokNew), from
-    ``mokutil --list-new``: the SHA1 fingerprints it lists are compared with ``sha1sum`` of
-    the DER certificate (older mokutil's ``--test-key`` says "already enrolled" for a
-    queued key too). ``None`` when mokutil is not installed or the certificate is missing.
+    Whether a certificate's SHA1 is in the pending MOK request (``mokutil --list-new``); None
+    without mokutil or the certificate.
 
     .. code:: python
 

@@ -1,10 +1,5 @@
-"""What Slurm's controller says of this node: ``scontrol show node <its Slurm name>``, the
-name being ``rocm_slurm_node_name`` when set, else the host's short name (slurmd's own
-default).
-
-Asked from the node itself (a Slurm node has the client and the cluster's MUNGE key), so it
-is the controller's own view, the one jobs are scheduled by.
-"""
+"""Slurm's view of this node: ``scontrol show node``, asked from the node itself (the controller's
+view, the one jobs are scheduled by)."""
 
 from __future__ import annotations
 
@@ -21,9 +16,8 @@ _NO_SCONTROL = "__no_scontrol"
 
 
 class SlurmNode(FactBase[SlurmNodeView]):
-    """Slurm's view of this node; ``error`` says why there is none (no scontrol, a node
-    Slurm doesn't know, a controller that doesn't answer). ``node``: its Slurm name
-    (``rocm_slurm_node_name``); None: the host's short name.
+    """Slurm's view of node ``node`` (None: the host's short name); ``error`` says why there is
+    none (no scontrol, an unknown node, no answer).
 
     .. code:: python
 

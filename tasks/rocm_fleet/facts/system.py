@@ -1,5 +1,4 @@
-"""System facts: the distribution, the kernel, identity, modules, disk space, reboots,
-and NVIDIA's stack."""
+"""System facts: distribution, kernel, identity, modules, disk space, reboots, NVIDIA's stack."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ from rocm_fleet.model.answers import (
     RebootRequiredDict,
 )
 
-# NVIDIA's stack by package name is the model's (preflight's rules read it without pyinfra);
-# the names stay importable from here, beside the fact that answers with them.
+# Re-exported beside the fact that answers with them.
 from rocm_fleet.model.nvidia import (  # noqa: F401
     NVIDIA_PACKAGE_EXCEPTIONS,
     NVIDIA_PACKAGE_PATTERNS,
@@ -34,9 +32,7 @@ from rocm_fleet.model.versions import is_numeric_version, leading_point_release
 
 class DistroRelease(FactBase[DistroReleaseDict | None]):
     """
-    ``/etc/os-release`` plus the point release, which Debian only keeps in
-    ``DEBIAN_VERSION_FULL`` (13+) or ``/etc/debian_version`` and Ubuntu in ``VERSION``.
-    ``None`` when ``/etc/os-release`` does not exist.
+    ``/etc/os-release`` plus the point release; None without ``/etc/os-release``.
 
     .. code:: python
 
@@ -91,20 +87,16 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
         }
 
 
-# pyinfra's own facts where they are the same, under the names the deploy and the survey
-# read them by. The running kernel's release (``uname -r``): "6.1.0-50-amd64".
+# pyinfra's own facts. ``uname -r``: "6.1.0-50-amd64".
 RunningKernel = KernelVersion
-# dpkg's architecture (``dpkg --print-architecture``): "amd64"; None without dpkg (pyinfra
-# checks for the command; read in the survey, the empty section gets the default).
+# ``dpkg --print-architecture``: "amd64"; None without dpkg.
 Architecture = DebArch
 
 
 class RebootRequired(FactBase[RebootRequiredDict]):
     """
-    Whether the host waits for a reboot, where Debian and Ubuntu record it:
-    ``/run/reboot-required`` (exists), ``/run/reboot-required.pkgs`` (one package per line,
-    the packages that asked), plus rocm-fleet's own reasons (one per line) in
-    ``/run/rocm-fleet/reboot-reasons``. /run is a tmpfs, so a reboot clears all three.
+    Whether the host waits for a reboot: ``/run/reboot-required`` exists, the packages in
+    ``/run/reboot-required.pkgs``, rocm-fleet's reasons in ``/run/rocm-fleet/reboot-reasons``.
 
     .. code:: python
 
@@ -145,10 +137,8 @@ class RebootRequired(FactBase[RebootRequiredDict]):
 
 class NvidiaStack(FactBase[NvidiaStackDict]):
     """
-    NVIDIA's driver and CUDA stack on the host: installed packages whose names match
-    ``NVIDIA_PACKAGE_PATTERNS`` (half-installed ones count; removed ones that left only
-    config files don't) and loaded ``nvidia*`` kernel modules, from the same two reads as
-    ``InstalledPackages`` and ``LoadedModules`` (see ``nvidia_stack``).
+    NVIDIA's driver and CUDA stack: installed packages matching ``NVIDIA_PACKAGE_PATTERNS`` and
+    loaded ``nvidia*`` modules (see ``nvidia_stack``).
 
     .. code:: python
 
@@ -214,11 +204,7 @@ class Wsl(FactBase[bool]):
 
 
 class LoadedModules(FactBase[list[str]]):
-    """Names of the loaded kernel modules, from /proc/modules (sorted).
-
-    Not pyinfra's ``KernelModules``: its ``command`` reads the ``Kernel`` fact first (a
-    round trip of its own, ``uname -s``) and its ``process`` depends on that answer, so it
-    can't be a section of the survey, nor of ``NvidiaStack``'s one command."""
+    """Names of the loaded kernel modules, from /proc/modules, sorted."""
 
     default = list
 
@@ -233,8 +219,8 @@ class LoadedModules(FactBase[list[str]]):
 
 class AmdgpuModule(FactBase[AmdgpuModuleDict]):
     """
-    The amdgpu kernel module: loaded, its version (only AMD's DKMS build has one) and
-    init state, from /sys/module/amdgpu.
+    The amdgpu module from /sys/module/amdgpu: loaded, version (AMD's DKMS build only), init
+    state.
 
     .. code:: python
 
@@ -268,9 +254,8 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
 
 class ApuMemory(FactBase[ApuMemoryDict]):
     """
-    What bounds an APU's GPU memory (``model.apu``): MemTotal in bytes, and each place that
-    sets ``amdgpu.gttsize`` or the TTM page limit (the running kernel's command line, GRUB's
-    defaults, modprobe.d files; commented lines skipped) as ("file:line", the line).
+    MemTotal in bytes, and each uncommented place setting ``amdgpu.gttsize`` or the TTM page
+    limit (kernel command line, GRUB defaults, modprobe.d) as ("file:line", line).
 
     .. code:: python
 
@@ -279,8 +264,7 @@ class ApuMemory(FactBase[ApuMemoryDict]):
          "pages_limit": [("/etc/modprobe.d/ttm.conf:1", "options ttm pages_limit=26214400")]}
     """
 
-    #: Where the two are set: the kernel's command line as booted and as GRUB will boot it,
-    #: and modprobe's configuration directories (modprobe.d(5)).
+    #: The kernel command line (booted, GRUB's) and modprobe.d(5) directories.
     PLACES = f"/proc/cmdline {paths.DEFAULT_GRUB} {paths.DEFAULT_GRUB}.d/*.cfg " + (
         "/etc/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf /lib/modprobe.d/*.conf"
     )
@@ -293,7 +277,6 @@ class ApuMemory(FactBase[ApuMemoryDict]):
     def command(self) -> str:
         return (
             'awk \'$1 == "MemTotal:" { print "mem_total", $2 }\' /proc/meminfo 2>/dev/null; '
-            # One awk over every readable file (not two greps and two seds a file).
             f'set --; for f in {self.PLACES}; do [ -f "$f" ] && [ -r "$f" ] && set -- "$@" "$f"; '
             "done; [ $# -eq 0 ] || awk '"
             '/^[^#]*gttsize/ { print "gttsize " FILENAME ":" FNR ":" $0 } '
@@ -317,8 +300,8 @@ class ApuMemory(FactBase[ApuMemoryDict]):
 
 class FreeSpace(FactBase[list[FreeSpaceDict]]):
     """
-    Free bytes on the filesystem of each of ``paths`` (a missing path is measured at its
-    nearest existing parent), with the mount point.
+    Free bytes and mount point of the filesystem of each of ``paths`` (a missing path: its
+    nearest existing parent); [] when df fails.
 
     .. code:: python
 
@@ -331,8 +314,7 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
     def command(self, paths: list[str] | tuple[str, ...]) -> str:
         if not paths:
             return "true"
-        # Each path, then one df for the existing ancestors (its rows follow its arguments'
-        # order): two processes however many paths, where a df, a tail and a sed each were.
+        # One df for the nearest existing ancestors; its rows follow its arguments.
         return (
             f"set --; for p in {' '.join(quote(p) for p in paths)}; do d=$p; "
             'while [ ! -e "$d" ]; do d=${d%/*}; d=${d:-/}; done; echo "__path=$p"; '
@@ -342,8 +324,7 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
     @override
     def process(self, output: list[str]) -> list[FreeSpaceDict]:
         paths = [line[len("__path=") :] for line in output if line.startswith("__path=")]
-        # df -P: Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on (the header
-        # has no number where Available is)
+        # df -P: Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on.
         rows = [line.split(None, 5) for line in output if not line.startswith("__path=")]
         rows = [row for row in rows if len(row) == 6 and row[3].isdigit()]
         if len(rows) != len(paths):
@@ -355,8 +336,7 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
 
 
 class DaemonRunning(Condition):
-    """Whether the process a daemon's pid file names is alive (``kill -0``): the daemon
-    runs, however it was started (systemd, an init script).
+    """Whether the process a daemon's pid file names is alive (``kill -0``).
 
     .. code:: python
 

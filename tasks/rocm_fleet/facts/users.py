@@ -11,8 +11,8 @@ from rocm_fleet.model.answers import GroupMembershipDict
 
 class GroupMembership(FactBase[GroupMembershipDict]):
     """
-    Which of ``groups`` exist, and each of ``users``' groups (None: no such user), in one
-    round trip.
+    Which of ``groups`` exist, and each of ``users``' groups (None: no such user), via getent
+    and id (LDAP/SSSD included).
 
     .. code:: python
 
@@ -27,9 +27,7 @@ class GroupMembership(FactBase[GroupMembershipDict]):
     def command(self, groups: list[str], users: list[str]) -> str:
         group_words = " ".join(quote(g) for g in groups)
         user_words = " ".join(quote(u) for u in users)
-        # getent (not /etc/group): users and groups may come from LDAP or SSSD. One getent
-        # for all the groups and one id per user.
-        # (getent with no key would list every group.)
+        # getent with no key would list every group.
         listed = (
             f'getent group {group_words} | while IFS=: read -r g _; do echo "__group $g"; done; '
             if groups

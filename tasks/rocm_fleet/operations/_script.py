@@ -9,7 +9,7 @@ from pyinfra.api import QuoteString, StringCommand
 from rocm_fleet import assets as files
 from rocm_fleet.model import paths
 
-# The host paths the scripts use, handed over as variables so paths.py stays their only home.
+# Host paths the scripts use, from paths.py.
 _SCRIPT_VARIABLES = {
     "REBOOT_REQUIRED": paths.REBOOT_REQUIRED,
     "REBOOT_PACKAGES": paths.REBOOT_PACKAGES,
@@ -18,8 +18,8 @@ _SCRIPT_VARIABLES = {
 
 
 def script(name: str, *args: str) -> StringCommand:
-    """``sh -c`` with ``files/scripts/<name>.sh`` (after the variables and ``lib.sh``) and
-    ``args`` as its positional parameters, each quoted."""
+    """``sh -c`` of ``files/scripts/<name>.sh`` (after the path variables and ``lib.sh``),
+    ``args`` quoted as its positional parameters."""
     variables = "".join(f"{key}={shlex.quote(value)}\n" for key, value in _SCRIPT_VARIABLES.items())
     body = variables + files.text("scripts/lib.sh") + files.text(f"scripts/{name}.sh")
     return StringCommand("sh", "-c", QuoteString(body), name, *map(QuoteString, args))

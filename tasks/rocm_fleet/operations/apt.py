@@ -1,9 +1,5 @@
-"""apt and dpkg operations that pyinfra's built-ins get wrong for this job.
-
-Each reads its facts through ``read_fact`` (answered by the preflight survey on a converged
-host), compares them with what is wanted, and either yields the commands that close the gap
-or calls ``host.noop`` with the reason nothing is needed.
-"""
+"""apt and dpkg operations: each compares facts (``read_fact``) with what is wanted and yields the
+commands that close the gap, or ``host.noop`` with why nothing is needed."""
 
 from __future__ import annotations
 
@@ -31,16 +27,12 @@ def debian_packages(
     packages: list[str] | None = None, ledger: str | None = None, present: bool = True
 ):
     """
-    Install missing distribution packages (refreshing apt lists first only when something
-    is missing), or purge the ones a ledger says this deploy installed.
-
-    pyinfra's ``apt.packages(update=True)`` refreshes on every run (or by age), which a
-    converged host would report as a change.
+    Install missing distribution packages (refreshing apt lists only then), or purge those a
+    ledger says this deploy installed.
 
     + packages: package names to install (present=True)
-    + ledger: file the names this op installs are appended to (packages already there are
-      not recorded); with present=False, the packages it lists are purged with what they
-      pulled in, keeping any that something installed by hand still depends on
+    + ledger: file the names this op installs are appended to; with present=False its packages
+      are purged with what they pulled in, keeping any a hand-installed package needs
     + present: install (True) or purge what the ledger recorded (False)
     """
     installed = read_fact(InstalledPackages)
@@ -69,20 +61,15 @@ def verified_keyring(
     ca: str | None = None,
 ):
     """
-    Install an apt keyring from a key URL, only if it carries ``fingerprint``; or remove it.
-
-    The key is fetched (once, only when the keyring is missing or holds other keys),
-    imported into a throwaway GNUPGHOME, its primary keys' fingerprints checked, and
-    exported beside ``path`` before an atomic rename, so a key with the wrong fingerprint
-    fails the host with nothing written (verified-keyring.sh; it reads every form AMD
-    serves: armored, binary, binary with an armored copy appended).
+    Install an apt keyring from a key URL only if it carries exactly ``fingerprint`` (checked
+    before an atomic rename: a wrong key fails the host, nothing written); or remove it.
 
     + path: the keyring, e.g. /etc/apt/keyrings/rocm.gpg
-    + url: http(s) URL of the public key
+    + url: http(s) URL of the public key (armored or binary)
     + fingerprint: the 40-hex-digit fingerprint the key must have
     + present: whether the keyring should exist
     + proxy: ``https_proxy``/``http_proxy``/``no_proxy`` for the fetch (empty: none)
-    + ca: the only CA the fetch trusts (curl's ``--cacert``: the fleet mirror's, on the host)
+    + ca: the only CA the fetch trusts (curl's ``--cacert``)
     """
     current = read_fact(KeyringFingerprints, path=path)
     if not present:
@@ -101,12 +88,8 @@ def verified_keyring(
 @operation()
 def apt_lists_fresh(inputs: list[str], stamp: str):
     """
-    Run ``apt-get update`` when any of ``inputs`` (source, keyring) changed since the last
-    update this deploy made, or the deploy never made one.
-
-    pyinfra's ``apt.update`` either always runs or goes by age; tying it to the files
-    means a converged host never refreshes lists and a new source always does, even when a
-    previous run stopped between writing the source and updating.
+    ``apt-get update`` when any of ``inputs`` changed since the last update this deploy made,
+    or it never made one.
 
     + inputs: files whose change makes the lists stale
     + stamp: file touched after a successful update
@@ -120,10 +103,7 @@ def apt_lists_fresh(inputs: list[str], stamp: str):
 
 @operation(is_idempotent=False)
 def apt_update():
-    """
-    Refresh apt's lists, unconditionally: gate it with ``_if`` (after a source is removed,
-    say).
-    """
+    """Refresh apt's lists unconditionally: gate it with ``_if``."""
     yield script("apt-get", "update")
 
 
@@ -132,23 +112,14 @@ def release_packages(
     packages: list[str] | None = None, release: Release | None = None, present: bool = True
 ):
     """
-    Install AMD's ROCm packages from one release, moving every installed ROCm package to
-    it; or purge every AMD ROCm package of any release and stream.
-
-    A package counts as installed only when its version is the release's (its stream's
-    ``version_regex``). Packages of another release of the stream (after ``rocm_version``
-    changed, up or down) are moved to this release's version, or purged when this release
-    doesn't publish them, so no two releases are ever mixed on a host. Packages of GPU
-    targets no longer wanted (``Stream.unwanted_targets``: the Core SDK's
-    amdrocm<ver>-<gfx> of an old card) are purged. Packages of the other
-    stream are purged first: AMD says to uninstall ROCm 7.2.4 or older before installing the
-    Core SDK, and the two can't share /opt/rocm (the classic link, the Core SDK's directory
-    of links); AMD's driver (amdgpu-dkms) stays. With present=False, AMD's ROCm packages of
-    every stream and its driver packages (versioned with a release tag after an epoch) are
-    purged; Debian's own packages are left alone.
+    Install AMD's ROCm ``packages`` from one release and move every installed ROCm package of
+    its stream to it (purging those it doesn't publish, other GPU targets' and the other
+    stream's; AMD's driver stays); or, with present=False, purge AMD's ROCm and driver packages
+    of every release and stream, Debian's left alone. Installed means: at a version matching
+    the stream's ``version_regex``.
 
     + packages: AMD package names, e.g. ["rocm-hip-runtime"] or ["amdrocm10.1-gfx1100"]
-    + release: the ROCm release (matrix row), its stream's rules for names and versions
+    + release: the ROCm release (matrix row); required with present=True (else ValueError)
     + present: install the release (True) or purge AMD's ROCm packages (False)
     """
     installed = read_fact(InstalledPackages)
@@ -176,8 +147,7 @@ def release_packages(
         if any(other.owns(name, version) for other in STREAMS if other is not stream)
     )
     missing = [name for name in packages if not of_release.search(mine.get(name, ""))]
-    # Another GPU target's packages (the Core SDK's per-target ones, after expected_gfx
-    # changed) go on the same run, at whatever version: never moved to this release.
+    # Another GPU target's packages are purged, never moved to this release.
     unwanted = stream.unwanted_targets(release, packages, sorted(mine))
     stale = sorted(
         name for name, version in mine.items()
@@ -198,9 +168,8 @@ def release_packages(
 @operation()
 def dpkg_repaired():
     """
-    Finish what an interrupted dpkg left behind (killed mid-install, power loss), so apt
-    can run again: ``dpkg --configure -a``, then ``apt-get -f install`` for packages left
-    half-installed. Only when dpkg's journal or a package's state says it was interrupted.
+    When dpkg's journal or a package's state says dpkg was interrupted: ``dpkg --configure
+    -a``, then ``apt-get -f install``.
     """
     if not read_fact(DpkgInterrupted):
         host.noop("dpkg has no interrupted or half-configured packages")
@@ -215,10 +184,10 @@ def dpkg_repaired():
 @operation()
 def nvidia_packages_absent(reboot_reason: str):
     """
-    Purge NVIDIA's driver and CUDA packages (those the ``NvidiaStack`` fact finds), and
-    mark a reboot needed when an NVIDIA kernel module is loaded.
+    Purge NVIDIA's driver and CUDA packages (``NvidiaStack``); mark a reboot needed when an
+    NVIDIA module is loaded.
 
-    + reboot_reason: the reason recorded for the reboot a loaded driver needs
+    + reboot_reason: the reason recorded for that reboot
     """
     stack = read_fact(NvidiaStack)
     if not stack["packages"]:

@@ -22,11 +22,8 @@ from rocm_fleet.operations._script import script
 @operation()
 def text_file(path: str, content: str = "", mode: str = "644", present: bool = True):
     """
-    Write a small text file owned by root when its content or mode differs; or remove it.
-
-    One fact read (``FileDigest``) where ``files.put`` reads two (``File``, then
-    ``Sha1File``), which counts on a converged fleet; written to a temporary name and
-    renamed, so readers never see half a file.
+    Write a small root-owned text file (temp name, then rename) when its content or mode
+    differs; or remove it.
 
     + path: the file; its directory must exist
     + content: the whole text
@@ -47,19 +44,12 @@ def text_file(path: str, content: str = "", mode: str = "644", present: bool = T
 @operation()
 def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     """
-    Write a file whose content is not to be shown (a private key, credentials) or that may
-    live in a directory not made yet (rocm-fleet's /etc/rocm-fleet), owned by root with
-    ``mode``; uploaded, never on a command line or in pyinfra's output.
+    Write a root-owned file by upload, never on a command line or in pyinfra's output (for
+    secrets), making its directory if missing; the file (and pyinfra's sudo temp file) exists
+    with ``mode`` before any byte is written, then is renamed into place.
 
-    ``text_file`` passes the text as an argument (seen in ``ps`` and ``-vv``) and pyinfra's
-    ``files.put`` prints a diff with ``--diff``. Here the content goes through pyinfra's
-    upload into a file created with ``mode`` beforehand (an upload into an existing file
-    keeps its mode, so it is never readable by others, even for a moment), then is renamed
-    into place. With ``_sudo``, pyinfra uploads to a temporary file of the SSH user first:
-    that one is created 0600 by that user beforehand, for the same reason.
-
-    + path: the file (its directory is made if missing)
-    + content: the whole text, a ``model.secrets.Secret`` (whose repr is masked) or a str
+    + path: the file
+    + content: the whole text, a ``model.secrets.Secret`` or a str
     + mode: octal permissions ("600" for a secret)
     """
     text = content.reveal() if isinstance(content, Secret) else content
@@ -76,7 +66,7 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
         "install", "-m", mode, "/dev/null", QuoteString(new),
     )  # fmt: skip
     temporary = host.get_temp_filename(path)
-    # As the SSH user (no sudo): the file pyinfra's sudo upload goes through, made private.
+    # As the SSH user: pyinfra's sudo upload passes through this file; made private first.
     yield StringCommand(
         "sh", "-c", QuoteString(f"umask 077 && rm -f {temporary} && : > {temporary}"),
         _sudo=False, _su_user=None, _doas=False,
@@ -89,9 +79,8 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
 
 
 def stamp_is_current(stamp: str, inputs: list[str]) -> bool:
-    """Whether ``stamp`` exists and none of ``inputs`` (the files it stands for) changed
-    after it was touched: an apt update or a daemon reload that has nothing to catch up on.
-    A missing input is no change (its removal is another operation's)."""
+    """Whether ``stamp`` exists and no existing file of ``inputs`` changed after it (every input
+    is read)."""
     stamped = read_fact(FileDigest, path=stamp)
     digests = [read_fact(FileDigest, path=path) for path in inputs]  # all read, as planned
     return stamped is not None and not any(
@@ -100,8 +89,7 @@ def stamp_is_current(stamp: str, inputs: list[str]) -> bool:
 
 
 def removed(path: str, exists: bool):
-    """The commands that remove a file the deploy put there; none (a noop) when it's gone.
-    For operations whose ``present=False`` is just that (``yield from removed(...)``)."""
+    """The commands removing a file the deploy put there, or a noop when it is gone."""
     if not exists:
         host.noop(f"{path} is absent")
         return
@@ -111,7 +99,7 @@ def removed(path: str, exists: bool):
 @operation()
 def directory_absent(path: str):
     """
-    Remove a directory the deploy created whole, with everything in it.
+    Remove a directory the deploy created, with everything in it (one filesystem).
 
     + path: the directory (rocm-fleet's own, e.g. /srv/rocm-fleet)
     """
@@ -124,11 +112,9 @@ def directory_absent(path: str):
 @operation()
 def bundle_copy(bundle: str, path: str):
     """
-    Make ``path`` on the host a copy of a bundle (``rocm-fleet bundle``) that lies where
-    pyinfra runs: the files its manifest lists that the host's copy doesn't hold with the
-    same SHA-256 are uploaded and checked there (``sha256sum -c``), files no longer listed
-    are removed, and the manifest goes last, so an interrupted copy is finished by the next
-    run. Nothing is read or sent when the manifests are the same.
+    Make ``path`` on the host a copy of a local bundle: upload the files whose SHA-256 differs
+    (checked there), remove unlisted ones, send the manifest last; noop when the manifests
+    match. ``OperationError`` on a manifest path outside the bundle.
 
     + bundle: the bundle directory where pyinfra runs
     + path: the directory on the host

@@ -27,10 +27,8 @@ def gpu_problems(
     check_torch: bool,
     rocminfo: str = "rocminfo",
 ) -> tuple[list[str], str]:
-    """Compare rocminfo's and torch's view with the inventory.
-
-    Returns (problems, summary): an empty problem list means the node is as expected.
-    """
+    """(problems, summary) of rocminfo's and torch's view against the inventory; no problems: the
+    node is as expected."""
     problems: list[str] = []
     gpus = (agents or {}).get("gpus") or []
     found = [gpu["name"] for gpu in gpus]
@@ -94,10 +92,8 @@ def _archs(torch: dict[str, Any]) -> list[str]:
 
 
 def verified_stack(installed: str, expected_gfx: list[str], expected_count: int | None) -> str:
-    """What a passed check vouches for, as text: the expectation, what the deploy installed
-    (``installed``, from the inventory: the release and the wheels it enforces, so a
-    drift the run repairs doesn't call for a new check), the running kernel and the GPUs
-    the kernel's KFD shows (both from the survey on a converged host: no round trip)."""
+    """What a passed check vouches for, as text: the expectation, ``installed``, the running
+    kernel and KFD's GPUs (from the survey)."""
     gpus = sorted(f"{node['gfx']}@{node['slot']}" for node in read_fact(KfdNodes) or [])
     return (
         f"expected {expected_count if expected_count is not None else '>=1'} x "
@@ -115,14 +111,9 @@ def gpu_verified(
     installed: str,
 ):
     """
-    Fail the host unless rocminfo and torch report the expected GPUs (or a reboot this
-    deploy asked for is still pending, which explains a GPU the running kernel can't drive).
-
-    A passed check is recorded in /run (a tmpfs: a reboot clears it) with what it vouches
-    for (``verified_stack``); while that still describes the host, the check isn't run
-    again, so a converged host costs no round trip here, and importing torch on every host
-    of every run is avoided. Another release or wheel set, kernel or set of GPUs, or a
-    reboot, checks again.
+    Fail the host unless rocminfo and torch report the expected GPUs; only a noop while a
+    reboot this deploy asked for is pending. A pass is recorded in /run with
+    ``verified_stack``; while that still matches, the check is skipped.
 
     + rocminfo: the release's own rocminfo
     + expected_gfx: gfx targets that must be present (empty: any AMD GPU)
@@ -154,8 +145,7 @@ def gpu_verified(
         host.log_styled(summary, fg="green")
         yield from record
         return
-    # A kernel, driver or MOK key this run installed works only after the reboot that
-    # rocm_fleet/deploy/reboot.py was not allowed to do: report, don't fail; the run lists the host.
+    # What this run installed works only after the reboot it wasn't allowed: report.
     pending = read_fact(RebootRequired)["reasons"]
     if pending:
         host.noop(f"GPU check waits for a reboot ({'; '.join(pending)}): " + "; ".join(problems))

@@ -25,11 +25,9 @@ def fail(reason: str):
 @operation()
 def daemon_serving(service: str, pidfile: str, configs: list[str], stamp: str):
     """
-    Have a daemon run with its current configuration: start it when it isn't running,
-    reload it when one of ``configs`` is newer than the last (re)load this deploy made; its
-    configuration is checked first (``<service> -t``), so a bad one fails the host and
-    leaves the running daemon as it was. Started and reloaded with ``service``, which goes
-    to systemd where it runs and to the package's init script where it doesn't.
+    Start a daemon that isn't running, or reload it when one of ``configs`` is newer than the
+    last (re)load; ``<service> -t`` checks the configuration first (a bad one fails the host,
+    the daemon untouched). Uses ``service``.
 
     + service: the service and its binary, e.g. "nginx"
     + pidfile: the daemon's pid file, e.g. /run/nginx.pid
@@ -46,8 +44,7 @@ def daemon_serving(service: str, pidfile: str, configs: list[str], stamp: str):
 @operation()
 def daemon_config_absent(service: str, pidfile: str, path: str):
     """
-    Remove one of a daemon's configuration files, and reload the daemon if it runs, so it
-    stops doing what the file told it.
+    Remove a daemon's configuration file and reload the daemon if it runs.
 
     + service: the service, e.g. "nginx"
     + pidfile: the daemon's pid file
@@ -62,17 +59,13 @@ def daemon_config_absent(service: str, pidfile: str, path: str):
 @operation()
 def timer_enabled(timer: str, link: str, stamp: str, units: list[str], present: bool = True):
     """
-    Have a systemd timer enabled and, where systemd runs, started with its units' current
-    content; or stopped, and its units removed. Enabled as ``systemctl enable`` does (a link
-    in ``timers.target.wants``), so a host without systemd running (an image being built, a
-    container) gets the timer at its next boot.
+    Enable a systemd timer by its link (works without systemd running) and, where systemd runs,
+    start it with its units' current content; or stop it and remove its units.
 
     + timer: the timer's unit file
     + link: its link in timers.target.wants
-    + stamp: file touched after systemd was told of the units: a newer unit file needs it
-      told again (daemon-reload, restart)
-    + units: every unit file of the timer (the timer and its service); with present=False
-      they are removed
+    + stamp: touched after systemd loaded the units
+    + units: every unit file of the timer; removed with present=False
     """
     if present:
         if stamp_is_current(stamp, units) and read_fact(FileDigest, path=stamp) is not None:

@@ -21,16 +21,14 @@ logger = logging.getLogger("pyinfra")
 @operation()
 def newer_kernel(packages: list[str], target_release: str | None, hwe: bool, hold_ledger: str):
     """
-    Install a newer kernel from backports (or Ubuntu's HWE meta package) and mark the host
-    as needing a reboot into it. Never removes a package (``--no-remove``), so the running
-    kernel stays. A package rocm-fleet holds (``rocm_kernel_hold``) is released for this
-    install alone and held again after it, also when it fails; one held by someone else
-    refuses the install: that hold is the admin's decision.
+    Install a newer kernel from backports (or Ubuntu's HWE) with ``--no-remove`` and mark a
+    reboot needed. rocm-fleet's own holds are released for the install and placed again after,
+    also on failure; a hold by someone else fails the host.
 
     + packages: meta packages, e.g. ["linux-image-amd64", "linux-headers-amd64"]
     + target_release: the backports suite (-t), or None for Ubuntu's HWE packages
-    + hwe: Ubuntu HWE (installed with its Recommends, as Ubuntu documents)
-    + hold_ledger: the file rocm-fleet records its own holds in (``kernel_holds``)
+    + hwe: Ubuntu HWE (installed with its Recommends)
+    + hold_ledger: the file rocm-fleet records its own holds in
     """
     installed = read_fact(InstalledPackages)
     if target_release:
@@ -61,12 +59,9 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool, hol
 @operation()
 def kernel_holds(hold: bool, coming: list[str], ledger: str):
     """
-    Hold the installed kernel meta packages (``apt-mark hold``), or none, among the holds
-    rocm-fleet places, and release the others it placed; a hold rocm-fleet didn't place is
-    neither recorded nor released. ``ledger`` records rocm-fleet's holds: written before a
-    hold and after a release, so a run cut short never leaves a hold of its own unrecorded.
-    dpkg's list is read when the operation runs, so the meta packages a kernel install of
-    the same run brought (an HWE kernel's image and headers) are held with it.
+    Hold the installed kernel meta packages (or none) among rocm-fleet's holds and release the
+    others it placed; others' holds are left alone. ``ledger`` is written before a hold and
+    after a release, so no hold of ours is ever unrecorded.
 
     + hold: hold the kernel meta packages (False releases rocm-fleet's holds)
     + coming: packages an earlier operation of the run installs (seen by --dry)
@@ -88,7 +83,6 @@ def kernel_holds(hold: bool, coming: list[str], ledger: str):
         held = ", ".join(change.record) or "none"
         host.noop(f"kernel packages held by rocm-fleet: {held}")
         return
-    # What changes, planned the same in --dry and in a run.
     host.log_styled(f"kernel hold: {change.describe()}", log_func=logger.info)
     yield script(
         "kernel-hold",
@@ -102,8 +96,7 @@ def kernel_holds(hold: bool, coming: list[str], ledger: str):
 @operation()
 def module_options(path: str, content: str, reboot_reason: str):
     """
-    Write a modprobe.d file whole (mode 644), or remove it, and mark the host as needing a
-    reboot when either changes it: a module reads its options when it loads, at boot.
+    Write a modprobe.d file whole (mode 644), or remove it; a change marks a reboot needed.
 
     + path: the file under /etc/modprobe.d
     + content: the whole text; "" removes the file
@@ -126,13 +119,12 @@ def module_options(path: str, content: str, reboot_reason: str):
 @operation()
 def dkms_driver(packages: list[str], driver: str, ledger: str):
     """
-    Install the kernel headers and AMD's DKMS driver, recording what it installed in
-    ``ledger``; a new driver marks the host as needing a reboot. Never removes a package.
+    Install the kernel headers and AMD's DKMS driver, recording what it installed; a new driver
+    marks a reboot needed. Never removes a package.
 
     + packages: header packages, then the driver package
     + driver: the driver package (``amdgpu-dkms``)
-    + ledger: file the names this installs are appended to (packages already there are not
-      recorded), for ``dkms_driver_absent``
+    + ledger: file the names this installs are appended to, for ``dkms_driver_absent``
     """
     installed = read_fact(InstalledPackages)
     missing = [p for p in packages if p not in installed]
@@ -145,11 +137,8 @@ def dkms_driver(packages: list[str], driver: str, ledger: str):
 @operation()
 def dkms_driver_absent(driver: str, ledger: str, reboot_reason: str):
     """
-    Purge what ``dkms_driver`` installed (the names ``ledger`` records that are still
-    installed: the driver, the headers it was built against) with what they pulled in,
-    keeping any that a package the admin installed still needs, then forget the ledger. A
-    package the ledger doesn't name (an ``amdgpu-dkms`` the admin installed) stays. Purging
-    the driver marks a reboot: its module stays loaded until the host boots again.
+    Purge what ``ledger`` says ``dkms_driver`` installed (with what it pulled in, keeping what
+    the admin's packages need), then forget the ledger; marks a reboot needed.
 
     + driver: the driver package (``amdgpu-dkms``)
     + ledger: the file ``dkms_driver`` recorded its packages in

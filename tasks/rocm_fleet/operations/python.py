@@ -33,9 +33,8 @@ if TYPE_CHECKING:
 
 
 def created_here(path: str, recorded: list[str]) -> bool:
-    """Whether a directory ledger (``venv``'s) says the deploy made the venv at ``path``:
-    it records the venv, or the directory it is in (what a deploy before the venv itself
-    was recorded left)."""
+    """Whether the directory ledger ``recorded`` says the deploy made the venv at ``path`` (it
+    lists the venv or its parent)."""
     venv = path.rstrip("/")
     return venv in recorded or paths.parent(venv) in recorded
 
@@ -43,15 +42,15 @@ def created_here(path: str, recorded: list[str]) -> bool:
 @operation()
 def venv(path: str, ledger: str | None = None, present: bool = True, created_only: bool = False):
     """
-    Create a Python virtual environment at ``path`` unless one exists; or remove it, and
-    the parent directories creating it made.
+    Create a Python venv at ``path`` unless one exists; or remove it and the parents creating
+    it made.
 
     + path: directory of the venv
-    + ledger: file the parent directories this creates, then the venv, are appended to
-      (deepest last); with present=False, those are removed deepest first, each only if empty
+    + ledger: file the created parents, then the venv, are appended to; with present=False
+      those are removed deepest first, each only if empty
     + present: whether the venv should exist
-    + created_only: with present=False, remove the venv only when ``ledger`` says this
-      deploy created it (``created_here``); one that someone else made stays
+    + created_only: with present=False, remove the venv only if ``ledger`` says this deploy
+      created it
     """
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     if not present and created_only:
@@ -91,18 +90,16 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
 @operation()
 def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str):
     """
-    A venv holding what a hash-locked requirements file pins, installed with pip's
-    ``--require-hashes`` after the file's own SHA-256 is checked: neither the file nor a
-    wheel can be swapped on the way. Installed again (a fresh venv) when the lock's hash
-    changes; ``stamp`` holds the hash it was installed from.
+    A venv holding what a hash-locked requirements file pins, installed with
+    ``--require-hashes`` after the file's SHA-256 is checked; made afresh when the lock's hash
+    changes.
 
     + root: the directory the venv and the stamp live in (made if missing)
     + path: the venv
-    + lock: URL or path (on the host) of the requirements file
+    + lock: URL or host path of the requirements file
     + lock_sha256: the SHA-256 the file must have
-    + stamp: the file that records ``lock_sha256`` once the install succeeded
-    + min_python: the oldest python3 (``X.Y``) the locked packages run on: an older one on
-      the host fails the install, naming both, before anything is fetched
+    + stamp: records ``lock_sha256`` once the install succeeded
+    + min_python: the oldest python3 (``X.Y``) the lock runs on; an older one fails first
     """
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     stamped = read_fact(FileDigest, path=stamp)
@@ -131,46 +128,25 @@ def pinned_wheels(
     ca: str | None = None,
 ):
     """
-    Install exact wheel versions, including local labels such as ``2.9.1+rocm6.4``, and
-    the requirements they bring from the same index; uninstall the distributions of the
-    same family that the pins no longer want.
-
-    pyinfra's ``pip.packages`` reads ``pip freeze`` with a regex that drops ``+local``
-    versions, so it reinstalls torch on every run; this compares the venv's dist-info
-    versions instead. pip resolves and downloads everything before it uninstalls anything,
-    so an index that is down leaves the installed torch in place, working; the ones no
-    longer wanted are uninstalled after the install. No pip cache is kept (torch wheels are
-    gigabytes, and uninstalling would leave the cache behind).
+    Install exact wheel versions (local labels such as ``2.9.1+rocm6.4`` included) and their
+    requirements from one index, every file hash-checked; then uninstall the family members no
+    longer wanted. Nothing is uninstalled before the install succeeds; no pip cache is kept.
 
     + venv_path: the venv
-    + index_url: the only index pip may use (the ROCm index on download.pytorch.org)
-    + wanted: distribution -> version; with a local label ("2.9.1+rocm6.4") it must match
-      exactly, without one ("0.24.1") any local label of that release matches, as in pip
-    + requires: PEP 508 requirements the venv must also meet, e.g. the ROCm runtime
-      ``rocm[device-all,libraries]==7.14.*`` a torch pulls from pip
-    + owned: regexes of the (normalised) distribution names the pins manage: an installed
-      one that is neither wanted nor required is uninstalled (torchaudio after a torch it
-      no longer comes with, the pip ROCm runtime after a torch that bundles its own)
-    + proxy: ``http_proxy``/``https_proxy``/``no_proxy`` for pip (empty: none); pip (requests)
-      honours ``no_proxy`` from the environment, not with ``--proxy``
+    + index_url: the only index pip may use
+    + wanted: distribution -> version; with a local label it must match exactly, without one
+      any local label of that release matches
+    + requires: PEP 508 requirements the venv must also meet
+    + owned: regexes of normalised names the pins manage: an installed one neither wanted nor
+      required is uninstalled
+    + proxy: ``http_proxy``/``https_proxy``/``no_proxy`` for pip (empty: none)
+    + locked: hash-pinned requirement lines (``torch==2.9.1+rocm6.4 --hash=sha256:...``),
+      required whenever something is installed (else ``OperationValueError``). An sdist named
+      in a ``--no-binary=`` line is built without isolation after its marked build wheels
+      (into the venv when the set needs them, else a scratch directory)
+    + ca: the only CA pip trusts for the index (``--cert``)
 
-    + locked: requirement lines pinning every wheel to be installed to its version and
-      SHA-256 (``torch==2.9.1+rocm6.4 --hash=sha256:...``, from a bundle's manifest or the
-      controller's lock, ``upstream.lock``): pip installs with ``--require-hashes`` from them
-      alone, and refuses a wheel whose hash is another, naming it (the ``#sha256`` of the
-      index page the host reads is not trusted: whoever can change the wheel on the way
-      can change the page too). Required whenever something is to be installed: no wheel
-      goes in unpinned. A lock that pins an sdist (AMD's ``rocm``, published only so;
-      ``upstream.lock_lines``) names it in a ``--no-binary=`` line and marks the
-      wheels that build it: those are installed first, hash-checked (into the venv when the
-      set needs them too, else into a scratch directory removed after, so the venv holds
-      only the set), then the set, the sdist built with them (``--no-build-isolation``: an
-      isolated build would fetch its build requirements without hashes)
-
-    + ca: the only CA pip trusts for the index (``--cert``: the fleet mirror's CA on the host)
-
-    A plain-http index (the fleet mirror without TLS) is a ``--trusted-host``: pip ignores
-    one otherwise.
+    A plain-http index is passed as ``--trusted-host``.
     """
     requires = list(requires or [])
     installed = venv_versions(venv_path)
@@ -200,14 +176,12 @@ def pinned_wheels(
             build = [line for line in locked if line.endswith(BUILD_MARK)]
             pins = [line for line in locked if line not in source and line not in build]
             needed = {line.split("==", 1)[0] for line in pins}
-            # A build requirement the set needs too goes into the venv first; one it needs
-            # only to build goes into a scratch directory the build alone sees (PYTHONPATH),
-            # removed after: the venv keeps only what the set needs.
+            # Build-only requirements go to a scratch dir on PYTHONPATH, removed after.
             into_venv = [line for line in build if line.split("==", 1)[0] in needed]
             aside = [line for line in build if line.split("==", 1)[0] not in needed]
 
             def install(lines: list[str], *options: str | QuoteString, env=()) -> StringCommand:
-                # The lines on pip's stdin (no file left on the host); every file hash-pinned.
+                # The lines on pip's stdin: no file left on the host.
                 variables = [*environment, *env]
                 return StringCommand(
                     "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
@@ -254,13 +228,9 @@ def _ip_literal(name: str | None) -> bool:
 
 
 def _legacy_certs(python: QuoteString) -> str:
-    """``--use-deprecated=legacy-certs`` when the venv's pip knows it (24.2 and later), as a
-    shell substitution the host evaluates. pip from 24.2 verifies TLS through truststore,
-    whose context needs the server's name, but its vendored urllib3 1.26 passes none for an
-    index addressed by IP, and pip fails with "check_hostname requires server_hostname"
-    (pypa/pip#12906, open; seen in the lab with Debian 13's pip 25.1.1). The legacy path
-    verifies against ``--cert`` and the certificate's IP address; pip before 24.2 has no
-    truststore (and refuses the option), so it gets nothing."""
+    """A shell substitution giving ``--use-deprecated=legacy-certs`` when the venv's pip is 24.2
+    or later (pip's truststore fails on an index addressed by IP: pypa/pip#12906), else
+    nothing."""
     probe = (
         "import pip; v = tuple(int(p) for p in pip.__version__.split('.')[:2] if p.isdigit()); "
         "print('--use-deprecated=legacy-certs' if v >= (24, 2) else '')"
@@ -268,15 +238,13 @@ def _legacy_certs(python: QuoteString) -> str:
     return f"$({shlex.quote(python.obj)} -c {shlex.quote(probe)})"
 
 
-# The wheels a CUDA torch brings (PyPI's torch pulls nvidia-cublas-cu12, nvidia-cudnn-cu12,
-# ..., and triton), and torch and its companions when they are not a ROCm build.
 _CUDA_WHEEL = re.compile(r"^(nvidia-.*|triton)$")
 _TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 
 
 def cuda_wheels(installed: dict[str, str]) -> list[str]:
-    """The CUDA-only distributions of a venv: NVIDIA's libraries, triton, and torch,
-    torchvision and torchaudio unless they are a ROCm build (``+rocm`` label)."""
+    """The CUDA-only distributions of a venv: ``nvidia-*``, triton, and the torch family unless a
+    ``+rocm`` build."""
     names = []
     for name, version in installed.items():
         normal = normal_name(name)
@@ -288,8 +256,7 @@ def cuda_wheels(installed: dict[str, str]) -> list[str]:
 @operation()
 def cuda_wheels_absent(venv_path: str):
     """
-    Uninstall the CUDA wheels from a venv (see ``cuda_wheels``), so the ROCm build goes
-    into it without NVIDIA's libraries beside it.
+    Uninstall the CUDA wheels (``cuda_wheels``) from a venv.
 
     + venv_path: the venv
     """
@@ -303,13 +270,9 @@ def cuda_wheels_absent(venv_path: str):
     )  # fmt: skip
 
 
-# --- what preflight finds of an existing venv ------------------------------------------------
-
-
 def venv_problems(config: Config, survey: HostSurvey) -> list[str]:
-    """Why an existing venv at ``pytorch_venv`` can't be adopted: pip and the venv's Python
-    run as root in it, so a file in it that another user owns or may write (a venv someone
-    made as themselves, a group-writable site-packages) would run their code as root."""
+    """Why an existing venv at ``pytorch_venv`` can't be adopted: a path in it not root's alone
+    (the deploy runs its Python as root)."""
     if config.torch is None:
         return []
     found = survey.writable_by_others.get(config.pytorch_venv)

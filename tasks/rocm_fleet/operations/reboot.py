@@ -1,12 +1,7 @@
 """The reboot operation: only when needed and allowed, and back before it returns.
 
-The reboot itself is what pyinfra 3.10's ``server.reboot`` does (remove sudo askpass files,
-remember ``/proc/uptime``, ``( sleep 1 && reboot ) &`` detached from the SSH channel,
-disconnect, reconnect until uptime shows a fresh boot), with two differences: a host that
-doesn't come back within the timeout fails with a clear message instead of an exception
-traceback, and a fresh boot is recognised by uptime being less than the time since the
-reboot was issued (server.reboot compares with its fixed ``delay``).
-"""
+As pyinfra's ``server.reboot``, except that a host not back within the timeout fails with a
+message, and a fresh boot is an uptime shorter than the time since the reboot was issued."""
 
 from __future__ import annotations
 
@@ -29,11 +24,10 @@ from rocm_fleet.operations._script import failure
 
 logger = logging.getLogger("pyinfra")
 
-# host name -> reasons it still needs a reboot at the end of the run (no permission), and
-# host name -> console notes (MOK pending); printed once by the end-of-run report.
+# host name -> reboot reasons left at the end of the run / console notes / refusals,
+# for the end-of-run report.
 NEEDS_REBOOT: dict[str, list[str]] = {}
 NOTES: dict[str, list[str]] = {}
-# host name -> why its reboot was refused: the kernel it would boot isn't ready (model.boot)
 REFUSED: dict[str, list[str]] = {}
 # host name -> (uptime before, monotonic time the reboot was issued)
 _REBOOTS: dict[str, tuple[int, float]] = {}
@@ -45,7 +39,7 @@ def note(host_name: str, text: str) -> None:
 
 
 def reasons_from(fact: dict | None) -> list[str]:
-    """Human reasons from the RebootRequired fact: ours first, then packages."""
+    """Reasons from a ``RebootRequired`` answer: ours, then packages not named in them."""
     if not fact or not fact.get("required"):
         return []
     reasons = list(fact.get("reasons") or [])
@@ -55,7 +49,7 @@ def reasons_from(fact: dict | None) -> list[str]:
 
 
 def _wait_for_boot(state, host, timeout: int, interval: float = 1.0) -> bool:
-    """Reconnect until /proc/uptime shows a boot after the reboot was issued."""
+    """Reconnect until /proc/uptime shows a boot after the reboot was issued; False on timeout."""
     before, issued = _REBOOTS.get(host.name, (0, time.monotonic()))
     forget_after_reboot(host)
     host.disconnect()
@@ -87,8 +81,8 @@ def _remember_uptime(state, host) -> bool:
 
 
 def boot_refusal(driver: str | None, mok_cert: str | None) -> list[str]:
-    """Why rebooting this host now could strand it (``model.boot.reboot_refusal``), read
-    fresh: an operation of this run that changed the host (a driver build) is seen."""
+    """Why rebooting now could strand the host (``model.boot.reboot_refusal``), read fresh (sees
+    this run's changes)."""
     boot = read_fact(BootKernels) or BootState()
     secure = (read_fact(SecureBoot) or {}).get("state") == "enabled"
     mok = (
@@ -102,8 +96,8 @@ def reboot_when_needed(
     allowed: bool, timeout: int, planned: list[str], driver: str | None, mok_cert: str | None
 ):
     """
-    Reboot the host if it needs it, the inventory allows it and the kernel it boots next
-    is ready for the driver; wait until it is back.
+    Reboot the host if it needs it, the inventory allows it and the kernel it boots next is
+    ready for the driver (else the host fails); wait until it is back.
 
     + allowed: the inventory allows reboots
     + timeout: seconds to come back
@@ -124,7 +118,6 @@ def reboot_when_needed(
         host.noop(f"needs a reboot ({'; '.join(reasons)}), not allowed (rocm_reboot: allow)")
         return
     if refusal and (executing() or not planned):
-        # Nothing left in this run can make the kernel ready: refused, and the host fails.
         REFUSED[host.name] = refusal
         host.log_styled(f"reboot refused: {'; '.join(refusal)}", fg="red", log_func=logger.error)
         yield failure(f"reboot refused ({'; '.join(reasons)}): {'; '.join(refusal)}")
@@ -138,6 +131,6 @@ def reboot_when_needed(
         )
     host.log_styled(f"rebooting: {'; '.join(reasons)}", fg="blue")
     yield FunctionCommand(_remember_uptime, (), {})
-    # Detached so the SSH channel closes at once (as server.reboot, pyinfra #1708).
+    # Detached: the SSH channel closes at once (as server.reboot).
     yield StringCommand("( sleep 1 && reboot ) </dev/null >/dev/null 2>&1 &")
     yield FunctionCommand(_wait_for_boot, (timeout,), {})

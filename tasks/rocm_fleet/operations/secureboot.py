@@ -1,13 +1,8 @@
 """Secure Boot operations: the DKMS signing key exists and is enrolled as a MOK (or queued).
 
-The one-time MOK password (typed at the console in MokManager on the next boot) comes from
-the environment variable the inventory names, or a prompt, on the machine running pyinfra.
-Only its SHA-512 crypt hash (what ``mokutil --generate-hash`` prints and ``--hash-file``
-reads: lcp/mokutil get_hash_from_file/decode_pass, method SHA-512, 16 character salt) is
-computed here, in Python, and uploaded to a 0700 directory on /run (a tmpfs) and removed
-after the import: the password is never on the host, in a log or in any process's
-arguments.
-"""
+The one-time MOK password comes from the environment variable the inventory names, or a prompt,
+where pyinfra runs; only its SHA-512 crypt hash reaches the host (a 0700 directory on /run,
+removed after the import): never the password, in a log or in any arguments."""
 
 from __future__ import annotations
 
@@ -36,8 +31,6 @@ PENDING = "MOK enrollment pending: confirm it at the console on the next boot"
 # mokutil's PASSWORD_MIN / PASSWORD_MAX (lcp/mokutil src/mokutil.c).
 PASSWORD_MIN, PASSWORD_MAX = 1, 256
 
-# --- SHA-512 crypt ($6$), as glibc crypt(3) and mokutil --generate-hash produce it ------------
-
 _B64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _ORDER = [
     (0, 21, 42), (22, 43, 1), (44, 2, 23), (3, 24, 45), (25, 46, 4), (47, 5, 26), (6, 27, 48),
@@ -48,8 +41,8 @@ _ORDER = [
 
 
 def sha512_crypt(password: str, salt: str | None = None) -> str:
-    """``$6$<salt>$<hash>`` by Ulrich Drepper's SHA-crypt spec (5000 rounds, the default
-    mokutil uses), so no crypt(3) binding is needed (Python's ``crypt`` is gone in 3.13)."""
+    """``$6$<salt>$<hash>`` by the SHA-crypt spec, 5000 rounds (as ``mokutil --generate-hash``); a
+    random 16-character salt by default."""
     if salt is None:
         salt = "".join(secrets.choice(_B64) for _ in range(16))
     key, s = password.encode(), salt.encode()[:16]
@@ -91,8 +84,6 @@ def sha512_crypt(password: str, salt: str | None = None) -> str:
     return f"$6${s.decode()}${''.join(out)}"
 
 
-# --- the password ---------------------------------------------------------------------------
-
 _prompted: dict[str, str] = {}
 
 
@@ -116,9 +107,6 @@ def mok_password(env: str) -> tuple[str | None, str]:
     return password, ""
 
 
-# --- operations -----------------------------------------------------------------------------
-
-
 def _sb_enabled() -> tuple[bool, str]:
     sb = read_fact(SecureBoot) or SecureBoot.default()
     return sb["state"] == "enabled", sb["state"]
@@ -127,12 +115,12 @@ def _sb_enabled() -> tuple[bool, str]:
 @operation()
 def signing_key(cert: str, key: str, distro_id: str):
     """
-    Create the DKMS module signing key and certificate, as DKMS would, when Secure Boot is
-    on and they are missing. An existing key is never replaced.
+    Create the DKMS signing key and certificate when Secure Boot is on and they are missing;
+    never replaces one.
 
     + cert: the DER certificate DKMS signs with
     + key: its private key
-    + distro_id: "debian" or "ubuntu" (Ubuntu's DKMS uses update-secureboot-policy)
+    + distro_id: "debian" or "ubuntu" (Ubuntu's: update-secureboot-policy)
     """
     enabled, state = _sb_enabled()
     if not enabled:
@@ -181,8 +169,7 @@ def mok_enrolled(cert: str, password_env: str):
     if key_state not in ("not_enrolled", "missing"):
         yield failure(f"cannot tell whether {cert} is enrolled: mokutil says {key_state}")
         return
-    # The directory first: planning (and --dry, and rocm-fleet audit) only looks at the
-    # first command, so the password is asked for when the run executes, never to plan.
+    # A command before the password: planning stops at the first, so it never prompts.
     yield StringCommand("install", "-d", "-m", "0700", paths.RUN_DIR)
     password, problem = mok_password(password_env)
     if password is None:

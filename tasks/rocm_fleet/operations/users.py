@@ -13,12 +13,8 @@ from rocm_fleet.operations._script import failure
 @operation()
 def gpu_access(groups: list[str], users: list[str]):
     """
-    The ``groups`` exist (as system groups) and every one of ``users`` is in all of them,
-    keeping their other groups.
-
-    One fact read instead of pyinfra's ``server.group`` per group plus one per user (two
-    round trips each); and unlike ``server.user``, a user missing on the host is an error
-    naming it, not a new account.
+    The ``groups`` exist (system groups) and each of ``users`` is in all of them, keeping their
+    other groups; a missing user fails the host.
 
     + groups: group names, e.g. ["video", "render"]
     + users: existing users who must be in every one of ``groups``
