@@ -1,20 +1,5 @@
-"""A node's GPUs as Slurm's generic resources: gres.conf's lines and slurm.conf's ``Gres=``.
-
-Slurm finds AMD GPUs itself only with ``AutoDetect=rsmi``, which needs ROCm SMI's library,
-and newer ROCm (TheRock) no longer builds it: after an upgrade such a node's gres.conf finds
-no GPU and says nothing. With ``rocm_slurm_gres`` rocm-fleet writes gres.conf instead, from
-what preflight found (the KFD topology): one line per GPU, ``Name=gpu Type=<type>
-File=/dev/dri/renderD<minor>``, the render node amdgpu gives that GPU.
-
-The type is the product where the PCI ID names one (``Instinct MI300X`` -> ``mi300x``,
-``Radeon Pro W7900`` -> ``w7900``), else the gfx target (``gfx1100`` for a card whose PCI ID
-names several products, the RX 7900 XT/XTX/GRE), or the site's own (``rocm_slurm_gres_type``).
-Every value written is checked against a full-match grammar first, so nothing from a host
-or the inventory can add a line or a key to gres.conf.
-
-The node's ``Gres=`` lives in the controller's slurm.conf, the site's: rocm-fleet never
-writes it, but says the exact value this node needs (``node_gres``) and the check fails
-when ``scontrol show node`` disagrees (``parse_gres`` reads both the same way).
+"""A node's GPUs as Slurm GRES: gres.conf's lines (one per KFD GPU with a render node, every
+value grammar-checked) and the ``Gres=`` slurm.conf must say, which rocm-fleet never writes.
 """
 
 from __future__ import annotations
@@ -64,8 +49,7 @@ class SlurmNodeView:
 
 
 def gpu_type(gfx: str, device_id: str | None) -> str:
-    """The GRES type of a GPU: its product where its PCI ID names exactly one, else its gfx
-    target (``"gfx1100"``)."""
+    """The GRES type: the product its PCI ID names (``mi300x``), else the gfx target."""
     row = lookup(device_id) if device_id else None
     product = re.search(r"\[([^\]]+)\]", row.name) if row else None
     if product and "/" not in product.group(1):
@@ -77,14 +61,13 @@ def gpu_type(gfx: str, device_id: str | None) -> str:
 
 
 def slurm_gpus(kfd_nodes: Iterable[Mapping[str, Any]], type_: str | None = None) -> list[SlurmGpu]:
-    """The GPUs of the KFD topology (``facts.gpu.KfdNodes``) that have a render node, in
-    render-node order; ``type_`` (the site's ``rocm_slurm_gres_type``) for every one.
-    GresError names the GPU (its KFD node) whose values could not go into gres.conf."""
+    """The KFD GPUs with a render node, in its order, typed ``type_`` if given; raises
+    GresError naming the GPU."""
     gpus = []
     for node in kfd_nodes:
         raw = node.get("drm_render_minor")
         if not raw:
-            continue  # no render node: nothing Slurm could bind a job to
+            continue  # no render node: nothing to bind a job to
         where = f"KFD node {node.get('node', '?')} ({node.get('gfx')})"
         try:
             minor = int(raw)
@@ -108,22 +91,20 @@ def counts(gpus: Iterable[SlurmGpu]) -> dict[tuple[str, str | None], int]:
 
 
 def node_gres(gpus: Iterable[SlurmGpu]) -> str:
-    """What slurm.conf's line for this node must say: ``gpu:mi300x:8`` (types in order of
-    their first GPU, comma-separated); "" without a GPU."""
+    """The node's slurm.conf ``Gres=``: ``gpu:mi300x:8``; "" without a GPU."""
     return ",".join(f"{name}:{kind}:{n}" for (name, kind), n in counts(gpus).items())
 
 
 def gres_conf(gpus: list[SlurmGpu]) -> str:
-    """gres.conf for this node (GresError for a value outside the grammar)."""
+    """gres.conf for this node; raises GresError."""
     for gpu in gpus:
-        gpu.line()  # each value checked by its grammar before the template writes it
+        gpu.line()  # raises GresError before the template writes anything
     return render("gres.conf.j2", gres=node_gres(gpus), name=GRES_NAME, gpus=gpus)
 
 
 def parse_gres(value: str | None) -> dict[tuple[str, str | None], int]:
-    """A ``Gres=`` value as slurm.conf or ``scontrol show node`` writes it -> (name, type)
-    -> count: ``gpu:mi300x:8(S:0-1)`` -> {("gpu", "mi300x"): 8}, ``gpu:2`` -> {("gpu",
-    None): 2}, ``(null)`` or "" -> {}. A name without a count counts 1, as Slurm does."""
+    """``Gres=`` -> {(name, type): count}: ``gpu:mi300x:8(S:0-1)`` -> {("gpu", "mi300x"): 8},
+    ``(null)`` -> {}; no count means 1."""
     text = (value or "").strip()
     if text in ("", "(null)"):
         return {}
