@@ -1,16 +1,6 @@
-"""Rolling maintenance in Slurm, as data: the waves a roll takes, a node's state read from
-``scontrol show node``, and the reasons the roll drains a node with.
-
-What is decided here, with no Slurm and no host (``cli.roll`` carries it out):
-
-* the waves: the hosts with drift, in the inventory's order, at most ``max_unavailable`` at a
-  time; a host with no drift is in none (it is never drained);
-* what ``scontrol show node`` says about a node: its base state (IDLE, MIXED, ALLOCATED,
-  DOWN, ...), its flags (DRAIN, COMPLETING, ...) and its reason, in the layout Slurm 22.05
-  (Debian bookworm) to 24.11 (trixie) print;
-* whether a node has emptied (drained: no job running or completing on it), and whether a
-  drain is the roll's own (its reason starts ``rocm-fleet:``) or someone else's, which the
-  roll keeps: a node an administrator drained is changed, and left drained.
+"""Rolling maintenance in Slurm as pure data: the waves, a node's state from ``scontrol show
+node`` (Slurm 22.05 to 24.11), and the roll's drain reasons (``REASON_PREFIX``). A drain by
+someone else is kept.
 """
 
 from __future__ import annotations
@@ -23,8 +13,7 @@ from typing import TypeVar
 #: every reason the roll sets starts so; a drain with another reason is not the roll's
 REASON_PREFIX = "rocm-fleet:"
 
-#: base states with no job on the node (Slurm's node_state_string: a node with jobs is
-#: ALLOCATED or MIXED; COMPLETING is a flag while a job's epilog still runs)
+#: base states with no job on the node (COMPLETING is a flag)
 EMPTY_STATES = frozenset({"IDLE", "DOWN", "FUTURE", "UNKNOWN"})
 
 Item = TypeVar("Item")
@@ -75,8 +64,7 @@ _REASON_SUFFIX = re.compile(r"\s*\[[^\[\]@]*@[^\[\]]*\]\s*$")
 
 
 def parse_node(text: str) -> NodeState:
-    """A ``NodeState`` from ``scontrol show node NAME``'s text (several lines, the reason on
-    its own, as every Slurm since 2.x prints it); SlurmOutputError when it names no node."""
+    """A ``NodeState`` from ``scontrol show node NAME``; raises SlurmOutputError for no node."""
     fields: dict[str, str] = {}
     reason = ""
     for line in text.splitlines():
@@ -117,8 +105,7 @@ def waves(hosts: Sequence[Item], max_unavailable: int) -> list[list[Item]]:
 
 
 def reason(why: str) -> str:
-    """A drain reason of the roll's: its prefix, then ``why`` on one line (Slurm keeps the
-    reason as given; a newline or a quote in it would be read back wrong)."""
+    """The roll's drain reason: the prefix, then ``why`` on one line without quotes."""
     words = " ".join(why.replace('"', "'").split())
     return f"{REASON_PREFIX} {words}"[:250]
 
