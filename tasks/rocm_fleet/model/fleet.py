@@ -101,7 +101,7 @@ class Fleet:
         return list(urls)
 
     def upstreams(self, mirror_host: str) -> list[ProxiedUpstream]:
-        """Every upstream the valid hosts using ``mirror_host`` fetch from, and linked file hosts."""
+        """Every upstream the valid hosts using ``mirror_host`` fetch from, with linked hosts."""
         if mirror_host not in self._upstreams:
             found: dict[str, str] = {}
             linked: set[str] = set()

@@ -196,8 +196,8 @@ def _xgmi_states(value: Any) -> tuple[str, ...] | None:
 def gpu_health(
     metric: str | None, static: str | None = None, xgmi: str | None = None
 ) -> list[GpuHealth]:
-    """Per GPU, from the outputs of :data:`AMD_SMI_READS`; a missing or empty one leaves its counters
-    unknown."""
+    """Per GPU, from the outputs of :data:`AMD_SMI_READS`; a missing or empty one leaves its
+    counters unknown."""
     metrics = _by_gpu(metric, "amd-smi metric")
     statics = _by_gpu(static, "amd-smi static")
     links = _by_gpu(xgmi, "amd-smi xgmi")

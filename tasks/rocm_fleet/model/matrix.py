@@ -35,7 +35,6 @@ from rocm_fleet.model.streams import (  # noqa: F401
     Repository,
     Stream,
 )
-
 from rocm_fleet.model.torch_builds import (  # noqa: F401
     AMD_DEVICE_WHEELS,
     AMD_STABLE_WHEEL_INDEX,

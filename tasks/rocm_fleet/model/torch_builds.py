@@ -39,7 +39,7 @@ TORCH_RUNTIME: dict[str, str] = {
     for row in upstream_data.TORCH_BUILD_ROWS["indexes"]
     if row["runtime"]
 }
-# Such a runtime's distributions (TheRock packaging/python/templates/rocm/src/rocm_sdk/_dist_info.py).
+# Such a runtime's distributions (TheRock templates/rocm/src/rocm_sdk/_dist_info.py).
 TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
 # Published as sdists only (TheRock templates/rocm/setup.py, release/therock-10.0); the only
 # sdists a lock or bundle may pin: every other distribution must be a wheel.

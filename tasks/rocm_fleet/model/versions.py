@@ -101,7 +101,7 @@ def is_numeric_version(text: str) -> bool:
 
 
 def leading_point_release(text: str) -> str | None:
-    """"24.04.3 LTS (Noble Numbat)" -> "24.04.3"; None when the text starts with none."""
+    """ "24.04.3 LTS (Noble Numbat)" -> "24.04.3"; None when the text starts with none."""
     match = _LEADING_POINT_RELEASE.match(text)
     return match.group(0) if match else None
 
