@@ -1,14 +1,6 @@
-"""The audit's outlier rule: a host whose driver, firmware, kernel or ROCm differs from the
-majority of its inventory group.
-
-Drift admins otherwise find only when a job fails on the one node with another VBIOS or
-kernel. Pure: the caller passes what the survey read, per host and per group.
-
-* The majority is more than half of the group's hosts that reported the property; a host
-  that didn't report it (unreachable, tool missing) is neither counted nor flagged.
-* A tie, or no value held by more than half, is no majority: nobody is flagged (two halves
-  of a group in the middle of a rolling upgrade are not outliers of each other).
-* A group of fewer than three reporting hosts has no majority to differ from.
+"""The audit's outlier rule, pure: a host whose driver, firmware, kernel or ROCm differs from
+the strict majority (more than half, of at least three reporting hosts) of its group. Hosts
+that didn't report a property are neither counted nor flagged.
 """
 
 from __future__ import annotations
@@ -38,8 +30,7 @@ class HostVersions:
 
 
 def versions_from_survey(survey: HostSurvey, health: HostHealth | None) -> HostVersions:
-    """A host's versions from the preflight survey (``kernel``, ``rocm_version``, ``amdgpu``)
-    and its amd-smi reading (the GPUs' firmware; several GPUs' differing ones joined)."""
+    """A host's versions from its survey and its amd-smi reading."""
     amdgpu = survey.amdgpu or {}
     firmware = sorted({gpu.firmware for gpu in health.gpus if gpu.firmware} if health else ())
     return HostVersions(
@@ -76,9 +67,8 @@ def majority(values: list[str]) -> str | None:
 
 
 def outliers(groups: Mapping[str, list[str]], hosts: Mapping[str, HostVersions]) -> list[Outlier]:
-    """Each host that differs from its group's majority, per property. ``groups``: group name
-    -> its hosts' names (a host in two groups is judged in each); ``hosts``: what each
-    reported. Hosts missing from ``hosts`` are skipped."""
+    """Each host differing from its group's majority, per property; a host is judged in each
+    of its groups, and skipped if missing from ``hosts``."""
     found = []
     for group in sorted(groups):
         members = [name for name in groups[group] if name in hosts]

@@ -1,9 +1,4 @@
-"""What the facts answer, as types: the dicts a fact's ``process`` returns (``rocm_fleet.facts``).
-
-Pure data below the facts, so the model's rules and the survey's record
-(``model.host_survey``) are typed with the facts' own answers without importing pyinfra.
-Each type is the answer of the fact its docstring names.
-"""
+"""The facts' answers as types, without pyinfra; each docstring names its fact."""
 
 from __future__ import annotations
 

@@ -1,27 +1,8 @@
-"""An APU's GPU memory as a setting: the kernel's TTM page limit, the way AMD documents it.
+"""An APU's GPU memory (``rocm_apu_gtt_gib``) as the kernel's TTM ``pages_limit``, written as
+AMD's ``amd-ttm --set`` writes it (ROCm/rocm-docs system-optimization/rdna3-5.rst @ bc298923;
+superm1/amd-debug-tools ttm.py @ baa62a89) to ``paths.TTM_MODPROBE``; applies at next boot.
 
-A Ryzen APU's GPU (Strix Halo, gfx1151) has no memory of its own beyond a small firmware
-carve-out: what it may map of system memory (GTT) is what the kernel's Translation Table
-Manager allows, ``/sys/module/ttm/parameters/pages_limit``, counted in pages. AMD's
-"AMD RDNA3.5 system optimization" page (ROCm/rocm-docs
-docs/reference/system-optimization/rdna3-5.rst, commit bc298923bbd7ba4dc8fb5f40a8ec2934d958a98c,
-"Configuring shared memory limits on Linux") says to raise that limit, keep the BIOS carve-out
-small, and reboot; its tool, ``amd-ttm --set <GB>`` (superm1/amd-debug-tools
-src/amd_debug/ttm.py, commit baa62a89da88e83d687b13b6765eb0b658c9c37c), writes exactly one line,
-``options ttm pages_limit=<GiB * 2**30 / page size>``, to a modprobe.d file and nothing else (no
-``page_pool_size``, no ``amdgpu.gttsize``), refuses more than the system's memory and asks
-before going over 90% of it. ``rocm_apu_gtt_gib`` writes that line to rocm-fleet's own file
-(``paths.TTM_MODPROBE``); the change applies at the next boot (a reboot reason).
-
-``amdgpu.gttsize`` is the older knob: "deprecated and will be removed" (Linux
-Documentation/gpu/amdgpu/module-parameters.rst), and set beside the TTM limit the two
-disagree about the GTT. So wherever the host sets it (the running kernel's command line,
-GRUB's defaults, a modprobe.d file) or sets the TTM limit in a file not rocm-fleet's, the
-setting is refused with the place named: rocm-fleet doesn't edit the admin's files. In
-rocm-fleet's own file (edited by hand) it is no problem: the deploy writes that file whole,
-which removes it.
-
-Pure: ``findings`` judges the survey's ``apu_memory`` answer (``facts.system.ApuMemory``).
+Pure. Refused where ``amdgpu.gttsize`` or another file's TTM limit is set (the place named).
 """
 
 from __future__ import annotations
@@ -39,13 +20,9 @@ if TYPE_CHECKING:
 
 KEY = "rocm_apu_gtt_gib"
 GIB = 2**30
-#: TTM counts 4 KiB pages on amd64, the one architecture rocm-fleet deploys (preflight
-#: refuses others); amd-ttm divides by the page size the same way.
+#: amd64's page size, as TTM and amd-ttm count.
 PAGE_SIZE = 4096
-#: The share of MemTotal preflight allows: amd-ttm's MAX_MEMORY_PERCENTAGE, above which AMD's
-#: tool warns "This could cause system instability" and asks; a deploy can't ask, so it
-#: refuses. The other 10% is what the CPU side keeps when the GPU maps all it may: the kernel,
-#: sshd and the job's own process. (MemTotal already excludes the firmware carve-out.)
+#: The share of MemTotal allowed: amd-ttm's MAX_MEMORY_PERCENTAGE, above which it asks.
 RAM_SHARE_PERCENT = 90
 REBOOT_REASON = "the TTM page limit (APU GPU memory) changed"
 
@@ -61,8 +38,7 @@ def gtt_bytes(gib: int) -> int:
 
 
 def modprobe_options(gib: int) -> str:
-    """The whole of ``paths.TTM_MODPROBE`` for ``gib`` GiB (an int: the file's one value can
-    only ever be digits)."""
+    """The whole of ``paths.TTM_MODPROBE`` for ``gib`` GiB."""
     return render("rocm-fleet-ttm.conf.j2", key=KEY, gib=gib, pages_limit=pages_limit(int(gib)))
 
 

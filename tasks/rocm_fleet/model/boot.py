@@ -1,25 +1,10 @@
-"""Which kernel a node boots next, and whether the amdgpu driver is ready for it: pure.
+"""Which kernel a node boots next, and whether amdgpu is ready for it (module, initramfs,
+room in /boot for one more): pure, for the reboot gate and the audit.
 
-A reboot is safe only when the kernel GRUB will start has the chosen driver's module, an
-initramfs, and ``/boot`` keeps room for one more initramfs (the next kernel or driver update
-writes one; a full ``/boot`` leaves a truncated image behind). ``facts.boot`` reads the files;
-this module decides, for the reboot gate (``operations.reboot``) and the audit alike.
-
-GRUB's choice, as grub-mkconfig's grub.cfg and grub-core's ``normal/menu.c`` make it:
-
-* ``next_entry`` in grubenv (``grub-reboot``) wins once; otherwise grub.cfg's
-  ``set default="..."``, where ``${saved_entry}`` (``GRUB_DEFAULT=saved``) is grubenv's
-  ``saved_entry``. Without a grub.cfg, ``GRUB_DEFAULT`` from /etc/default/grub is what
-  grub-mkconfig would write.
-* The value is a number (the Nth entry, from 0), an entry's title or ``--id``, or a
-  ``>``-separated path of those through submenus. One that names nothing falls back to entry 0,
-  as GRUB does.
-* Not supported (the kernel is then "unknown" and a reboot is refused): a default that names a
-  submenu itself or an entry without a ``linux`` line (chainloader, memtest, firmware setup),
-  other variables in ``default``, ``GRUB_DEFAULT`` set by a script in /etc/grub.d, boot loaders
-  other than GRUB (systemd-boot, an EFI stub).
-* No grub.cfg at all: the newest installed kernel is assumed, the entry grub-mkconfig puts
-  first on Debian and Ubuntu (and what a direct-kernel-boot firmware would be given).
+GRUB's choice (grub-core ``normal/menu.c``): grubenv's ``next_entry``, else grub.cfg's
+``set default`` (``${saved_entry}`` from grubenv), else ``GRUB_DEFAULT``; a number, title, id
+or ``>`` path, falling back to entry 0. No grub.cfg: the newest installed kernel. A default
+naming a submenu or an entry without ``linux``, or other loaders: unknown (reboot refused).
 """
 
 from __future__ import annotations
@@ -32,8 +17,7 @@ from typing import Any, Protocol
 from rocm_fleet.model import paths
 from rocm_fleet.model.versions import kernel_key
 
-#: What DKMS says of a module it built and installed for a kernel (2.x and 3.x), optionally
-#: followed by a warning in parentheses.
+#: A ``dkms status`` line (2.x and 3.x), optionally followed by a warning.
 DKMS_INSTALLED = "installed"
 
 
@@ -159,9 +143,8 @@ def _find(entries: tuple[MenuEntry, ...], value: str) -> MenuEntry | None:
 def readiness(
     state: BootState, release: str, driver: str | None, secure_boot: bool, mok: str | None
 ) -> Readiness:
-    """What keeps ``release`` from booting with a working amdgpu: ``driver`` is ``dkms``,
-    ``inbox`` or None (no GPU driver wanted); ``mok``: the DKMS key's MOK state (``enrolled``,
-    ``pending`` ...), read where Secure Boot is on."""
+    """What keeps ``release`` from a working amdgpu; ``driver``: ``dkms``, ``inbox`` or None;
+    ``mok``: the DKMS key's MOK state where Secure Boot is on."""
     kernel = next((k for k in state.kernels if k.release == release), None)
     if kernel is None:
         return Readiness(release, (f"no /boot/vmlinuz-{release}",))
@@ -235,9 +218,8 @@ def kernels_readiness(
 
 @dataclass(frozen=True)
 class BootOutlook:
-    """The audit's view of a surveyed host's next boot: the kernel it boots next (None:
-    can't tell) and how that was decided, why a reboot would be refused (empty: it can
-    reboot), and every installed kernel, newest first, with what keeps the driver from it."""
+    """The audit's view of the next boot: kernel and how decided, why a reboot is refused,
+    and every installed kernel's readiness."""
 
     next: str | None
     how: str
@@ -246,8 +228,7 @@ class BootOutlook:
 
 
 class BootSurvey(Protocol):
-    """What ``survey_boot`` reads of a survey (model.host_survey.HostSurvey, which holds a
-    BootState: a Protocol here keeps the two modules from importing each other)."""
+    """What ``survey_boot`` reads of a ``HostSurvey`` (a Protocol: no import cycle)."""
 
     @property
     def boot(self) -> BootState | None: ...
@@ -258,8 +239,7 @@ class BootSurvey(Protocol):
 
 
 def survey_boot(survey: BootSurvey, driver: str | None, cert: str | None) -> BootOutlook:
-    """The next boot of a surveyed host (the survey's ``boot``, ``secure_boot`` and
-    ``mok <cert>`` answers), as the audit shows it."""
+    """The next boot of a surveyed host, as the audit shows it."""
     state = survey.boot or BootState()
     secure = (survey.secure_boot or {}).get("state") == "enabled"
     mok = (survey.mok.get(cert) or {}).get("state") if secure and cert else None

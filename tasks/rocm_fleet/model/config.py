@@ -1,13 +1,7 @@
-"""One validated, typed view of a host's inventory data, built before any operation is planned.
+"""A host's inventory data validated and typed, with its matrix rows, before any operation.
 
-``load_config(host.data.dict(), host.name)`` checks every key declared in
-``rocm_fleet.model.settings``, refuses renamed keys and near-misses of known keys
-(``rocm_verison``), applies the defaults and resolves the matrix rows the tasks need
-(release, torch build). Bad data raises :class:`ConfigError` naming, one line for each bad
-key of the host, the host, the key, the bad value, the file that set it and what would be
-valid (pydantic's validation of ``model.settings`` finds them all in one pass); pyinfra
-then stops the whole run before a single operation executes, so bad input changes nothing
-on any host.
+``load_config`` refuses unknown, renamed and misspelt keys, applies defaults and resolves the
+release and torch build; bad data raises :class:`ConfigError`, one line per bad key.
 """
 
 from __future__ import annotations
@@ -47,10 +41,8 @@ if TYPE_CHECKING:
 
 
 class ConfigError(ValueError):
-    """Bad inventory data. The message says which host, key and value, and what is valid,
-    one line per bad key; ``key`` is the (first) key (None when the problem is not one
-    key's). (The deploy raises it to
-    pyinfra as a ``DeployError``, which stops the run.)"""
+    """Bad inventory data: host, key, value and what is valid, one line per bad key; ``key``
+    is the first key (None: not one key's)."""
 
     def __init__(self, message: str, key: str | None = None):
         super().__init__(message)
@@ -62,13 +54,11 @@ class Config(Settings):
     """A host's settings, validated, plus what the matrix says about them."""
 
     release: Release
-    # The PyTorch the venv gets: None without ``pytorch_install``. The one place that is
-    # decided; everything else reads this.
+    # None without ``pytorch_install``.
     torch: TorchInstall | None
-    # The fleet mirror this host uses, resolved with the rest of the inventory
-    # (``model.fleet``).
+    # Resolved by ``model.fleet``.
     mirror: Mirror | None = None
-    # The site file the release row came from; None: rocm-fleet's committed matrix.
+    # None: the committed matrix.
     matrix_data: SiteData | None = None
 
     @property
@@ -110,10 +100,8 @@ class Config(Settings):
         return self.rocm_key_fingerprint or self.stream.key_fingerprint.upper()
 
     def wanted_packages(self, host_gfx: list[str | None] | None) -> list[str]:
-        """The packages to install: ``rocm_packages``, else the stream's default, which may
-        depend on the host's GPUs. ``host_gfx``: the gfx targets of every GPU the host has
-        (preflight's survey), None when unknown. The per-target choice is made only when
-        ``expected_gfx`` names every one of them."""
+        """``rocm_packages``, else the stream's default for ``host_gfx`` (None: unknown);
+        per-target only when ``expected_gfx`` names every one."""
         if self.rocm_packages is not None:
             return list(self.rocm_packages)
         expected = self.expected_gfx_list
@@ -122,8 +110,7 @@ class Config(Settings):
 
     @property
     def amdgpu_keyring(self) -> str | None:
-        """The keyring AMD's driver source is signed with (``rocm_driver: dkms``), else None:
-        repo.radeon.com's, whichever stream the release is of."""
+        """The amdgpu source's keyring with ``rocm_driver: dkms``, else None."""
         return AMDGPU_KEYRING if self.rocm_driver == "dkms" else None
 
     @property
@@ -134,10 +121,8 @@ class Config(Settings):
 def load_config(
     data: dict[str, Any], host_name: str = "host", origin: Origin | None = None
 ) -> Config:
-    """``data``'s settings, checked and with defaults applied, and the matrix rows they pick.
-    ``origin(key)``, when given, says where the inventory set a key (a file, ``--data``): an
-    error names it beside the host, the key, the value and what would be valid, one line for
-    each bad key."""
+    """``data``'s settings, checked, defaulted, with their matrix rows; raises ConfigError.
+    ``origin(key)`` names where a key was set, for errors."""
 
     def where(key: str) -> str:
         found = origin(key) if origin else None
@@ -172,7 +157,7 @@ def load_config(
                 "or set pytorch_install: False",
             )
         gfx = _gfx(values)
-        unknown = source.unknown_targets(gfx)  # AMD's index: what its page offers the targets
+        unknown = source.unknown_targets(gfx)
         if unknown:
             raise fail(
                 "expected_gfx",
@@ -212,8 +197,7 @@ def load_config(
 
 
 def _site_data(setting: str | None, where: Callable[[str], str], host_name: str) -> SiteData | None:
-    """The site matrix data a host uses (``rocm_matrix_data``, else the environment's),
-    parsed; ConfigError naming the setting (or the variable) for a file that can't be used."""
+    """The host's parsed site matrix data, or None; raises ConfigError naming the setting."""
     path = site_data.where_set(setting)
     if path is None:
         return None
@@ -248,12 +232,7 @@ def _newest_of_series(version: str, known: list[str]) -> str | None:
 
 
 def _known_release(version: str, known: list[str]) -> str:
-    """What to say about a ``rocm_version`` the matrix doesn't know.
-
-    ``X.Y`` is never read as "the newest X.Y.z": AMD's own ``X.Y`` directories
-    (repo.radeon.com/rocm/apt/7.2) are the X.Y.0 release, and a matrix update must not move
-    a host to another release without its inventory changing. So ``'7.14'`` is refused with
-    "did you mean '7.14.1'?"."""
+    """The refusal of an unknown ``rocm_version``; ``X.Y`` is never read as the newest X.Y.z."""
     newest = _newest_of_series(version, known)
     if newest:
         series = ".".join(version.split(".")[:2])

@@ -1,10 +1,6 @@
-"""Preflight's conflict detection: what already on a host would fight AMD's stack, from its
-survey. NVIDIA's driver or CUDA (a problem, or with ``rocm_migrate_from_cuda`` a warning that
-the deploy purges it), the distribution's own ROCm tools that would shadow AMD's on PATH or
-carry AMD's package names (its ROCm libraries are a warning naming what needs them), another
-ROCm release's apt source, a CUDA or CPU torch in the venv. A removal is only ever suggested
-with what apt's simulation (``apt-get -s purge``, read in the survey) says it would take
-along (``removal_effect``). The survey reads these names (``engine.surveying``).
+"""Preflight's conflicts: what on a host would fight AMD's stack (NVIDIA, the distribution's
+ROCm, another release's apt source, a CUDA or CPU torch), read from its survey. A removal is
+suggested only with what ``apt-get -s purge`` says it takes along.
 """
 
 from __future__ import annotations
@@ -22,14 +18,8 @@ if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
 
-# Debian's and Ubuntu's own ROCm packages: the binary packages they build from ROCm's
-# sources (rocm-hipamd, rocr-runtime, roct-thunk-interface, rocm-compilersupport,
-# rocm-smi-lib, amdsmi, rocminfo, hipify, rocm-cmake, rocm-device-libs, rocprim, rocrand,
-# rocthrust, rocsparse, hipsparse, rocblas, hipblas, rocfft, hipfft, rocsolver, hipsolver,
-# rocalution, rccl, roctracer, rocdbgapi, pkg-rocm-tools), by name, as the Packages
-# indexes of Debian bookworm 12.15 and trixie 13.8 (main) and Ubuntu noble (main,
-# universe) list them (read 2026-11-30). AMD's packages match some of these names too
-# (rocminfo, rocm-core); their versions tell them apart (versions.amd_release_tag).
+# Debian's and Ubuntu's own ROCm binary packages (Packages of bookworm 12.15, trixie 13.8,
+# noble main/universe, 2026-11-30); AMD's of the same name differ by version.
 DISTRO_ROCM_PACKAGES = (
     "rocminfo", "rocm-*", "hipcc", "hipify-*", "amd-smi", "amd-dbgapi*", "pkg-rocm-tools",
     "libamd-comgr*", "libamd-smi*", "libamdhip64*", "libhsa-runtime*", "libhsakmt*",
@@ -40,27 +30,20 @@ DISTRO_ROCM_PACKAGES = (
 )  # fmt: skip
 
 
-# Names AMD's repository uses for packages of its own, which Debian and Ubuntu use too, at
-# higher versions (Ubuntu 24.04 rocminfo 5.7.1-3build1 against AMD's 1.0.0.70202-...,
-# hipcc 5.7.1-3 against 1.1.1.70204-..., rocm-cmake 6.0.0-1 against 0.14.0.70204-...;
-# Debian 12 rocm-device-libs 5.2.3-2): AMD's pin (600) doesn't take an installed package
-# to a lower version (apt_preferences(5): 500 <= P < 990 "unless the installed version is
-# more recent"), so AMD's stack can't go on beside them. Reported in
-# github.com/ROCm/legacy-rocm-build issues 3656, 6367 and 1899.
+# AMD package names the distributions version higher, so AMD's pin can't replace them
+# (apt_preferences(5); ROCm/legacy-rocm-build #3656, #6367, #1899).
 AMD_PACKAGE_NAMES = ("hipcc", "rocminfo", "rocm-cmake", "rocm-device-libs")
 
 
-# AMD's programs in /opt/rocm/bin that Debian's and Ubuntu's packages (hipcc, rocminfo,
-# rocm-smi, amd-smi, hipify-perl: dpkg -c of each in bookworm, trixie and noble) also put
-# in paths.DISTRO_BIN, which comes first on PATH: there they shadow AMD's.
+# AMD's programs the distributions' packages also put in paths.DISTRO_BIN (dpkg -c of each
+# in bookworm, trixie, noble), shadowing AMD's on PATH.
 AMD_PROGRAMS = (
     "rocminfo", "rocm_agent_enumerator", "rocm-smi", "amd-smi", "hipcc", "hipcc.pl",
     "hipconfig", "hipconfig.pl", "hipify-perl", "roc-obj", "roc-obj-extract", "roc-obj-ls",
 )  # fmt: skip
 
 
-# Upstream hosts whose apt sources preflight looks for (repo.amd.com matches
-# stable.repo.amd.com too).
+# repo.amd.com matches stable.repo.amd.com too.
 AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
 
 
@@ -116,7 +99,6 @@ def _nvidia(config: Config, survey: HostSurvey) -> Found:
     packages = nvidia.get("packages") or []
     if not packages and not nvidia.get("modules"):
         return found
-    # A CUDA host has dozens of them: the line names a few, the details all.
     what = listed(packages, "(pyinfra -v or rocm-fleet audit --json lists all)") or "none"
     if len(packages) > LISTED:
         found.details["NVIDIA packages"] = list(packages)
@@ -124,8 +106,7 @@ def _nvidia(config: Config, survey: HostSurvey) -> Found:
     simulated = (survey.nvidia_purge or {}).get("purge")
     removal = f" ({removal_effect(simulated, packages)})" if packages else ""
     if config.rocm_migrate_from_cuda:
-        # The migration purges with apt-get -y: never when apt says it takes along anything
-        # that is not NVIDIA's (OpenMPI built against CUDA, a user's own tools), or can't say.
+        # apt-get -y purge only when apt says it takes along nothing but NVIDIA's.
         unknown = simulated is None or bool(simulated["errors"])
         others = [] if unknown else [
             name for name in simulated["removes"] if name not in packages
@@ -153,10 +134,8 @@ def _nvidia(config: Config, survey: HostSurvey) -> Found:
 
 
 def _distro_rocm(survey: HostSurvey) -> Found:
-    """The distribution's own ROCm packages (facts.apt.DistroRocmPackages): its programs
-    that shadow AMD's on PATH and its packages named like AMD's stop the host; its
-    libraries, under /usr apart from AMD's /opt/rocm, are left in place with a warning
-    naming what needs them."""
+    """The distribution's ROCm: shadowing programs and AMD-named packages are problems; its
+    libraries a warning naming what needs them."""
     found = Found()
     rocm = survey.distro_rocm
     if not rocm:
@@ -221,8 +200,7 @@ def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
 
 
 def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
-    """What apt's simulation (``model.answers.PurgeDict``) says ``apt-get purge names`` would
-    take along, as a sentence for a message that suggests it."""
+    """A sentence saying what ``apt-get purge names`` would take along, per apt's simulation."""
     command = (
         f"apt-get -s purge {' '.join(names)}"
         if len(names) <= 6
@@ -251,7 +229,7 @@ class VenvTorch:
 
 
 def venv_torch(survey: HostSurvey) -> VenvTorch:
-    """The venv's torch as the survey saw it, and which build it is."""
+    """The venv's torch and its build."""
     version = (survey.venv or {}).get("torch")
     strings = survey.torch_build or {}
     hip, cuda = strings.get("hip"), strings.get("cuda")

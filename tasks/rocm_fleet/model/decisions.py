@@ -1,9 +1,5 @@
-"""What is decided once per host from its settings and the matrix, and read by everyone
-after: the fleet mirror it uses (``Mirror``, resolved by ``model.fleet``) and the PyTorch its
-venv gets (``TorchInstall``, decided by ``config.load_config`` from the release's
-``matrix.TorchSource``; ``owned_wheels``: the distributions its pins manage). Plain data, so that
-``config`` (which holds them) and ``sources`` (which turns them into URLs) both build on it
-and neither on the other.
+"""Per-host decisions read by everyone after: the fleet ``Mirror`` and the ``TorchInstall``.
+Plain data, so ``config`` and ``sources`` both build on it and not on each other.
 """
 
 from __future__ import annotations
@@ -20,11 +16,8 @@ from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, TorchBuild
 
 @dataclass(frozen=True)
 class Mirror:
-    """The fleet mirror a host uses (``rocm_mirror``): the base URL hosts fetch from, the
-    inventory host serving it (None: a server run elsewhere), the bundle it serves (a path
-    where pyinfra runs; None: a live cache of upstream), whether this host serves it, and
-    the CA its certificate is pinned to (a path where pyinfra runs; None: plain HTTP, or an
-    ``https://`` mirror elsewhere that the system's CAs vouch for)."""
+    """The fleet mirror a host uses (``rocm_mirror``). ``host`` None: served elsewhere;
+    ``bundle`` None: a live cache; ``ca`` None: plain HTTP or the system's CAs."""
 
     url: str
     host: str | None = None
@@ -42,13 +35,8 @@ class Mirror:
 
 
 def wanted_wheels(build: TorchBuild, label: str) -> dict[str, str]:
-    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``; AMD's
-    ``2.13.0+rocm10.0.0``).
-
-    Pinning the companions by public version alone would keep a torchvision of another
-    build in place whenever two indexes publish the same version (torchvision 0.20.1 is on
-    rocm6.1 and rocm6.2; PyPI's CUDA 0.24.1 after a migration), leaving a mix in the venv.
-    """
+    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``), so no build of
+    another index with the same public version stays."""
     wanted = {"torch": build.torch, "torchvision": build.torchvision}
     if build.torchaudio:
         wanted["torchaudio"] = build.torchaudio
@@ -60,9 +48,7 @@ def pinned_requirements(
     extras: tuple[tuple[str, tuple[str, ...]], ...] = (),
     requires: tuple[str, ...] = (),
 ) -> list[str]:
-    """PEP 508 lines for pip, each exact pin with its extras, built and validated by
-    ``packaging`` (never by string concatenation): ``torch[device-gfx942]==2.13.0+rocm10.0.0``,
-    ..., then ``requires`` (the runtime) as they are."""
+    """PEP 508 lines (built by ``packaging``): exact pins with extras, then ``requires``."""
     by_name = dict(extras)
     lines = []
     for name, version in wanted:
@@ -74,13 +60,9 @@ def pinned_requirements(
 
 @dataclass(frozen=True)
 class TorchInstall:
-    """The PyTorch a host's venv gets, decided once (``config.load_config``, from
-    ``pytorch_install``, ``torch_version``, the release's index and, for AMD's index, the
-    host's ``expected_gfx``): the build, the one index it comes from upstream, each wheel
-    pinned exactly with the index's local label, the extras a pinned wheel is installed
-    with (AMD's ``[device-<gfx>]``), and what the build requires from the same index beyond
-    them (the Core SDK's pip ROCm runtime). Every reader (the deploy, the node check, the
-    bundle, the mirror, a lock) takes ``index_url`` and ``requirements()`` from here."""
+    """The PyTorch a host's venv gets: the build, its one index, exact pins with extras and
+    what it requires from the same index. Every reader takes ``index_url`` and
+    ``requirements()`` from here."""
 
     build: TorchBuild
     index_url: str
@@ -104,10 +86,7 @@ class TorchInstall:
 def torch_install(
     rel: matrix.Release, build: TorchBuild, index_base_url: str, gfx: list[str] | None = None
 ) -> TorchInstall:
-    """``build`` of ``rel`` from the PyTorch index under ``index_base_url``, or, for a
-    release PyTorch builds nothing for, from AMD's own index with the ``[device-*]`` extras
-    of ``gfx`` (the host's ``expected_gfx``; none: ``device-all``) on torch and
-    torchvision, and the ROCm runtime torch requires."""
+    """``build`` of ``rel`` from its PyTorch index, or AMD's with the device extras of ``gfx``."""
     source = rel.torch_source
     if source is None:
         raise ValueError(f"ROCm {rel.version} has no PyTorch index")
@@ -125,11 +104,8 @@ TORCH_FAMILY = r"torch|torchvision|torchaudio"
 
 
 def owned_wheels(torch: TorchInstall) -> list[str]:
-    """The distributions the torch pins manage: the torch family; the pip ROCm runtime
-    unless the torch requires it (then pip manages its parts); and the per-target device
-    wheels AMD's ``[device-<gfx>]`` extras install (``amd-torch-device-<gfx>``,
-    ``amd-torchvision-device-<gfx>``, ``rocm-sdk-device-<gfx>``) of every target the install
-    no longer names: after a move to another GPU target, or back to a PyTorch index."""
+    """The distributions the torch pins manage: the torch family, the pip ROCm runtime unless
+    torch requires it, and the device wheels of targets no longer named."""
     owned = [TORCH_FAMILY]
     if not torch.runtime_from_pip:
         owned.append(TORCH_RUNTIME_WHEELS.pattern)

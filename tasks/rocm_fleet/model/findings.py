@@ -1,36 +1,9 @@
 """Preflight's rules: can this host take the chosen ROCm release as the inventory says?
 
-``findings``, a pure function of a host's survey (the answers ``engine.surveying`` reads in one
-round trip, keyed as its reads name them), returns the problems (each with its fix) that refuse
-the host and the warnings (pairings AMD doesn't list, a distro override) printed before the
-deploy goes ahead. No pyinfra and no I/O on hosts: the deploy (``deploy.preflight``) reads
-the survey, asks these rules and refuses the host.
-
-Checked: amd64; the distro and release pairing in the matrix (or an explicit override),
-and a move between the classic stream and the ROCm Core SDK announced (a warning: the deploy
-carries it out);
-not WSL; root (directly or through ``_sudo``); an AMD GPU on PCI (mapped to gfx targets by
-``pci_ids``, or the KFD topology when amdgpu is loaded) matching ``expected_gfx`` /
-``expected_gpu_count``; the kernel at least the one AMD lists for the distro; free space
-for the packages; a fleet mirror's bundle holding what the host needs; and no conflicting
-stack: NVIDIA driver or CUDA packages, the distro's
-own ROCm tools that would shadow AMD's on PATH or carry AMD's package names, another ROCm
-release's apt source, a CUDA or CPU torch in the venv. The distro's own ROCm libraries
-(Ubuntu's libamdhip64-5 for OpenMPI's libucx0) don't stop AMD's stack: they are a warning
-naming what needs them. A removal is only ever suggested with what apt's simulation
-(``apt-get -s purge``, read in the survey) says it would take along. A host without an
-AMD GPU is told which display or accelerator devices it has instead.
-
-And whatever would otherwise stop the run halfway, after changes (``_plan_time``,
-``_users``): ``rocm_users`` naming users the host lacks, ``rocm_driver: dkms`` on a release
-whose driver the matrix doesn't record, a newer kernel from backports with no Debian mirror
-to take it from, a DKMS signing key the firmware blocks or mokutil can't read. (The MOK
-password, which comes from where pyinfra runs, is checked by ``deploy.preflight``.)
-
-Each rule returns what it found (``found.Found``); ``findings`` adds them up in order. The
-GPU readers the audit shows too (``gpus_found``, ``describe_gpus``, ``amd_pci``) are
-``model.gpus`` and the conflict detection (and ``venv_torch``) ``model.conflicts``, so the
-rules and the audit say the same of a host.
+``findings`` is a pure function of a host's survey: problems (each with its fix) refuse the
+host, warnings are printed before the deploy goes on. It checks the platform, the matrix
+pairing, the GPUs, the kernel, free space, the mirror's bundle, conflicting stacks and
+whatever would otherwise stop the run halfway (``_plan_time``, ``_users``).
 """
 
 from __future__ import annotations
@@ -56,16 +29,14 @@ class Findings:
     row: matrix.Distro | None
     problems: list[str]
     warnings: list[str]
-    # gfx targets of every AMD GPU found (None for a device the matrix can't name)
+    # per AMD GPU found; None for a device the matrix can't name
     gpus: list[str | None] = field(default_factory=list)
-    # Long lists a message only summarises ("cuda-cccl-13-0, ... and 57 more"), in full:
-    # shown with pyinfra -v and in `rocm-fleet audit --json`.
+    # In full, the lists a message only summarises.
     details: dict[str, list[str]] = field(default_factory=dict)
 
 
 class BundleFiles(Protocol):
-    """What a bundle on the controller's disk holds (``rocm_fleet.upstream.manifest`` is one):
-    read by the caller, so the rules stay pure."""
+    """A bundle on the controller's disk, read by the caller so the rules stay pure."""
 
     def incomplete(self, bundle: str) -> list[str]: ...
 
@@ -75,9 +46,7 @@ class BundleFiles(Protocol):
 def findings(
     config: Config, survey: HostSurvey, bundle_files: BundleFiles | None = None
 ) -> Findings:
-    """Problems (each with its fix) and warnings for a host, from its survey
-    (``engine.surveying.survey_reads``). ``bundle_files`` reads the fleet mirror's bundle, when
-    the host's mirror has one (without it, the bundle isn't checked)."""
+    """Problems and warnings for a host; ``bundle_files`` (None: unchecked) reads the bundle."""
     row, found = _distro(config, survey)
     gpus = [gpu["gfx"] for gpu in gpus_found(survey)]
     if bundle_files is not None and row is not None and config.release.publication(row) is not None:
@@ -171,9 +140,7 @@ def _bundle(
     gpus: list[str | None],
     bundle_files: BundleFiles,
 ) -> Found:
-    """A bundle the fleet mirror serves must hold everything this host will fetch (with the
-    packages its GPUs make the stream choose): apt or pip failing halfway through on a
-    missing file is worse than not starting."""
+    """The fleet mirror's bundle must hold everything this host will fetch."""
     found = Found()
     mirror = config.mirror
     if mirror is None or not mirror.bundle:
@@ -196,10 +163,7 @@ def _bundle(
 
 
 def _plain_mirror(config: Config) -> Found:
-    """A mirror over plain HTTP: said in ``--dry`` and the audit. apt still verifies AMD's
-    signature and pinned hashes still hold, but nothing else: whoever is on the fleet network
-    sees what hosts fetch and can serve anything unsigned or unpinned (every wheel is pinned:
-    a bundle's or the controller's lock, ``--require-hashes``)."""
+    """A warning for a mirror over plain HTTP."""
     mirror = config.mirror
     if mirror is None or mirror.tls:
         return Found()
@@ -238,8 +202,7 @@ def _system(survey: HostSurvey) -> Found:
 def _gpus(config: Config, survey: HostSurvey) -> Found:
     warnings: list[str] = []
     if config.expected_gpu_count == 0 and config.expected_gfx_list:
-        # Not an error: on a GPU-less image builder expected_gfx still picks the kernel and
-        # the Core SDK's per-target packages; but nothing about it is verified.
+        # Not an error: a GPU-less image builder still picks by expected_gfx.
         warnings.append(
             f"expected_gfx is {'/'.join(config.expected_gfx_list)} but expected_gpu_count is "
             "0: no GPU is checked or verified (expected_gfx only picks the kernel and the "
@@ -262,9 +225,7 @@ def _gpus(config: Config, survey: HostSurvey) -> Found:
 
 
 def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
-    """What would stop the run halfway, known now: the operations that would fail it are
-    never reached (deploy/driver.py, kernel.py, operations/secureboot.py keep their own
-    check for a deploy composed without preflight)."""
+    """Problems that would otherwise stop the run halfway."""
     problems: list[str] = []
     if config.rocm_driver == "dkms" and amdgpu_repository(config, row) is None:
         known = [r.version for r in matrix.RELEASES if matrix.amdgpu_repo_version(r) is not None]
@@ -293,8 +254,7 @@ def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
 
 
 def _secure_boot(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
-    """With the DKMS driver and Secure Boot on, a signing key the firmware blocks, or whose
-    state mokutil can't tell, would stop the run after the driver is built."""
+    """With DKMS and Secure Boot: a signing key the firmware blocks or mokutil can't read."""
     if config.rocm_driver != "dkms":
         return Found()
     if (survey.secure_boot or {}).get("state") != "enabled":
@@ -321,7 +281,7 @@ def _secure_boot(config: Config, row: matrix.Distro, survey: HostSurvey) -> Foun
 
 
 def _users(config: Config, survey: HostSurvey) -> Found:
-    """Every user of rocm_users must exist: the groups deploy adds them, never creates one."""
+    """Every user of rocm_users must exist (the deploy never creates one)."""
     users = (survey.groups or {}).get("users") or {}
     absent = [user for user in config.rocm_users if user in users and users[user] is None]
     if absent:
@@ -369,9 +329,7 @@ def _disk(config: Config, survey: HostSurvey) -> Found:
 
 
 def _stream_move(config: Config, survey: HostSurvey) -> Found:
-    """Announce a move between streams, which the deploy carries out (repository.py,
-    rocm.py): the other stream's packages, source, key and pin go before the release's
-    come, as AMD asks ("If you have ROCm 7.2.4 or older installed, please uninstall it")."""
+    """A warning announcing a move between streams, which the deploy carries out."""
     stream = config.stream
     packages = survey.packages or {}
     warnings = []

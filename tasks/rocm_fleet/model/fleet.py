@@ -1,14 +1,6 @@
-"""One model of the fleet: every host's validated settings, its fleet mirror resolved, and
-what it fetches from upstream, made once per inventory and read by everything else.
-
-``Fleet`` takes each host's inventory data (name -> the merged data dict, as pyinfra's
-``host.data.dict()`` gives it; a lazy mapping is fine: a host is read when first asked
-about). The deploy, ``--dry`` and the audit (``host_config``), the bundle and the live
-mirror (``upstreams``) all ask the same ``Fleet``, so a host's ``Config``, its mirror and
-its needs are decided in one place and agree everywhere. Bad data is a ``ConfigError``
-naming the host, the key, the value and what would be valid, every time it is asked for.
-
-No pyinfra here: ``rocm_fleet.engine.inventory_fleet`` keeps one ``Fleet`` per pyinfra inventory.
+"""The fleet: every host's validated settings, mirror resolved, and upstream needs, decided
+once per inventory. Bad data raises ``ConfigError`` naming host, key, value and what is valid,
+every time it is asked for. No pyinfra here.
 """
 
 from __future__ import annotations
@@ -31,9 +23,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, order=True)
 class ProxiedUpstream:
-    """A server the live mirror proxies under ``/<netloc>/``. ``linked``: one only index
-    pages point to (PyPI's file host), resolved when a request needs it (a name the mirror
-    host can't resolve then fails that request, not the whole configuration)."""
+    """A server the live mirror proxies under ``/<netloc>/``; ``linked``: reached only through
+    index pages, resolved per request."""
 
     netloc: str
     scheme: str = "https"
@@ -48,8 +39,8 @@ class Fleet:
         data: Mapping[str, Mapping[str, Any]],
         origin: Callable[[str, str], str | None] | None = None,
     ):
-        """``data``: host name -> its merged inventory data. ``origin(host, key)``, when
-        given, says where the inventory set a key (a file, ``--data``), for the errors."""
+        """``data``: host name -> merged inventory data (may be lazy); ``origin(host, key)``
+        names where a key was set, for errors."""
         self._data = data
         self._origin = origin
         self._loaded: dict[str, Config | ConfigError] = {}
@@ -67,8 +58,7 @@ class Fleet:
         return name in self._data
 
     def config(self, name: str) -> Config:
-        """``name``'s validated settings with its fleet mirror resolved; ConfigError for
-        bad data (its own, or that of the mirror host it names)."""
+        """``name``'s settings, mirror resolved; raises ConfigError (its data or its mirror's)."""
         if name not in self._resolved:
             try:
                 config = resolve_mirror(self.settings(name), name, self)
@@ -79,8 +69,7 @@ class Fleet:
         return _value(self._resolved[name])
 
     def configs(self) -> dict[str, Config]:
-        """Every host with valid data (refused hosts are left out: each says why on its
-        own, through ``config``)."""
+        """Every host with valid data (refused ones left out)."""
         found = {}
         for name in self._data:
             try:
@@ -90,9 +79,8 @@ class Fleet:
         return found
 
     def needs(self, name: str, row: matrix.Distro) -> HostNeeds | None:
-        """What ``name`` fetches from AMD and PyTorch on distro ``row`` (the Core SDK's
-        default packages chosen as for its ``expected_gfx``); None when its release
-        publishes nothing for the distro. ConfigError for bad data."""
+        """What ``name`` fetches on distro ``row``; None when its release publishes nothing
+        there. Raises ConfigError."""
         key = (name, row.key)
         if key not in self._needs:
             config = self.config(name)
@@ -101,8 +89,7 @@ class Fleet:
         return self._needs[key]
 
     def upstream_urls(self, name: str) -> list[str]:
-        """Every URL ``name`` fetches from on any distro its release publishes for:
-        repositories, keys and wheel indexes (what a live mirror must proxy)."""
+        """Every URL ``name`` fetches from on any distro its release publishes for."""
         urls: dict[str, None] = {}
         for row in matrix.DISTROS:
             needs = self.needs(name, row)
@@ -114,9 +101,7 @@ class Fleet:
         return list(urls)
 
     def upstreams(self, mirror_host: str) -> list[ProxiedUpstream]:
-        """Every upstream the hosts using ``mirror_host`` fetch from (those with valid
-        data and ROCm present): their repositories, keys and wheel indexes, and the file
-        hosts those indexes link."""
+        """Every upstream the valid hosts using ``mirror_host`` fetch from, with linked hosts."""
         if mirror_host not in self._upstreams:
             found: dict[str, str] = {}
             linked: set[str] = set()
@@ -141,7 +126,6 @@ class Fleet:
         """``name``'s validated settings, its mirror not yet resolved."""
         if name not in self._loaded:
             data = dict(self._data[name])
-            # Where the other hosts reach it (as its mirror): its ssh_hostname, else its name.
             self._addresses[name] = data.get("ssh_hostname") or name
             try:
                 origin = partial(self._origin, name) if self._origin else None
@@ -151,9 +135,7 @@ class Fleet:
         return _value(self._loaded[name])
 
     def refusals(self, but: str) -> list[ConfigError]:
-        """The refusal of every other host whose own data is bad (each host once; a host
-        refused for its mirror's data is said by the mirror's own): what a run stopping at
-        ``but``'s bad data says beside it, so an inventory is fixed in one round."""
+        """The ConfigError of every other host with bad data of its own, each once."""
         found = []
         for name in self._data:
             if name == but:
@@ -165,9 +147,8 @@ class Fleet:
         return found
 
     def check_tls(self, name: str, tls: MirrorTls, address: str) -> None:
-        """ConfigError naming ``name``'s setting when its mirror's TLS files can't serve
-        ``address`` (each set of files read once per run)."""
-        # Imported here, as below: the x509 reader only for a mirror with TLS files.
+        """Raises ConfigError when ``name``'s mirror TLS files can't serve ``address``."""
+        # Imported only for a mirror with TLS files.
         from rocm_fleet.model.tls import TlsFileError, check_mirror_files
 
         key = (tls.ca, tls.cert, tls.key, address)
@@ -188,9 +169,8 @@ class Fleet:
 
 
 def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
-    """``config`` with the fleet mirror it names resolved against the fleet (the mirror
-    host's address, port and bundle). Raises ConfigError for a mirror the inventory
-    doesn't hold, or whose own data is bad."""
+    """``config`` with its fleet mirror resolved; raises ConfigError for an unknown or bad
+    mirror host."""
     value = config.rocm_mirror
     _tls_set_whole(config, host_name)
     if not value:
@@ -284,8 +264,7 @@ def _tls_set_whole(config: Config, host_name: str) -> None:
 
 
 def check_secrets(config: Config, host_name: str) -> None:
-    """The credentials the host's settings name can be read (``model.secrets``);
-    ConfigError naming the key otherwise, never the secret."""
+    """Raises ConfigError (naming the key, never the secret) for an unreadable credential."""
     for key in ("rocm_apt_auth", "rocm_pip_netrc"):
         source = getattr(config, key)
         if source is None:

@@ -1,8 +1,5 @@
-"""What one of preflight's rules finds (``Found``), and how its messages list names.
-
-Every rule (``model.findings``, ``model.conflicts``) returns what it found instead of
-appending to lists it is handed; ``findings`` adds them up, in the rules' order.
-"""
+"""What one of preflight's rules finds (``Found``, added up in order), and how messages list
+names."""
 
 from __future__ import annotations
 
@@ -11,9 +8,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Found:
-    """Problems (each with its fix) that refuse the host, warnings printed before the deploy
-    goes ahead, and the long lists a message only summarises ("cuda-cccl-13-0, ... and 57
-    more"), in full: shown with pyinfra -v and in `rocm-fleet audit --json`."""
+    """Problems (refusing the host), warnings, and in full the lists messages summarise."""
 
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -32,8 +27,7 @@ LISTED = 5
 
 
 def listed(names: list[str], what: str) -> str:
-    """``names`` for a one-line message: all of them up to LISTED, else the first LISTED and
-    how many more ("a, b, c, d, e and 57 more <what>")."""
+    """``names`` for one line: up to LISTED, then "and N more <what>"."""
     if len(names) <= LISTED:
         return ", ".join(names)
     return f"{', '.join(names[:LISTED])} and {len(names) - LISTED} more {what}"

@@ -1,7 +1,4 @@
-"""The survey's GPUs, read the same way by preflight's rules (``model.findings``) and the
-audit: AMD's devices on PCI and, with amdgpu loaded, the KFD nodes (``gpus_found``), what
-an APU's memory is, and what is wrong with them against ``expected_gfx`` /
-``expected_gpu_count`` (``gpu_mismatch``)."""
+"""The survey's GPUs, as preflight and the audit both read them."""
 
 from __future__ import annotations
 
@@ -30,8 +27,7 @@ def other_pci(survey: HostSurvey) -> list[str]:
 
 
 def _with_memory(gpu: dict[str, Any], pci: dict[str, Any] | None) -> dict[str, Any]:
-    """``gpu`` with whether it is an APU's integrated GPU (a Ryzen target) and amdgpu's
-    memory totals of its PCI device (bytes; None when not read)."""
+    """``gpu`` with ``apu`` and its PCI device's memory totals (bytes or None)."""
     target = matrix.gpu_target(gpu["gfx"] or "")
     gpu["apu"] = target is not None and target.family == "ryzen"
     gpu["vram_total"] = (pci or {}).get("vram_total")
@@ -40,9 +36,8 @@ def _with_memory(gpu: dict[str, Any], pci: dict[str, Any] | None) -> dict[str, A
 
 
 def gpus_found(survey: HostSurvey) -> list[dict[str, Any]]:
-    """AMD GPUs on the host: KFD nodes when amdgpu is loaded (authoritative gfx), else the
-    PCI devices mapped by the PCI-ID table. Each: slot, device, gfx (None: unknown), name,
-    apu (an APU's integrated GPU), vram_total and gtt_total (amdgpu's, in bytes, or None)."""
+    """AMD GPUs: KFD nodes when amdgpu is loaded, else PCI devices by the PCI-ID table. Each:
+    slot, device, gfx (None: unknown), name, apu, vram_total, gtt_total (bytes or None)."""
     pci = {gpu["slot"]: gpu for gpu in amd_pci(survey)}
     found = []
     kfd = survey.kfd
@@ -132,12 +127,11 @@ def gpu_mismatch(
 
 
 def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
-    """What preflight says of a Ryzen APU's integrated GPU: its model and target, that it
-    computes in system memory, and where AMD lists it (matrix.GPU_TARGETS' sources)."""
+    """Preflight's note on a Ryzen APU's integrated GPU."""
     pci = f" [1002:{gpu['device'].removeprefix('0x')}]" if gpu.get("device") else ""
     if gpu.get("vram_total") is None and gpu.get("gtt_total") is None:
         memory = "it has no VRAM of its own (a small carve-out)"
-    else:  # amdgpu's mem_info_vram_total / mem_info_gtt_total (facts.gpu.PciGpus)
+    else:
         memory = (
             f"its VRAM is a {gib(gpu.get('vram_total'))} carve-out of system memory and its "
             f"GTT {gib(gpu.get('gtt_total'))}"

@@ -1,19 +1,8 @@
-"""Full-match grammars for what a setting is, where its value reaches a file, a command
-line or a unit: an RFC 3986 host and port, an http(s) URL, a POSIX user name, an absolute
-path, an IP address or network in its normal form, a systemd time span.
+"""Full-match grammars (``re.fullmatch``; also valid ECMA-262 for the JSON Schema) for
+setting values that reach a file, command line or unit.
 
-Every one is matched whole (``re.fullmatch``: ``re.match(...$)`` lets a trailing newline
-through, and a newline is a new line of apt's sources or a new directive of a unit). Each
-pattern is also written for JSON Schema (ECMA-262), so an editor checks an inventory with
-the same grammar (``model.settings``' types carry them into its schema).
-
-The grammars are narrower than the RFCs where the RFC allows syntax of the files a value is
-written into: a URL's path takes RFC 3986's unreserved characters, percent-escapes and
-``/ : @ ! + , =``, never a quote, ``;``, ``$``, ``&``, parentheses, braces, a backslash or
-white space (nginx, apt.conf, deb822 and the shell each give one of them a meaning); no
-query or fragment (an apt source or a wheel index has none). A host is a DNS name (letters,
-digits, hyphens; labels of at most 63) or an IP literal in its normal form (``10.0.0.1``,
-``[fd00::1]``, not ``010.0.0.1`` or ``[FD00:0::1]``).
+Narrower than the RFCs where a file's syntax would give a character meaning: a URL path has
+no quote, ``; $ &``, brackets, backslash, white space, query or fragment; an IP is in normal form.
 """
 
 from __future__ import annotations
@@ -31,13 +20,13 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 HOST_NAME = rf"{_LABEL}(?:\.{_LABEL})*"
 #: An IPv4 address in dotted-quad normal form (no leading zeros).
 IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
-#: An IPv6 literal as a URL holds it; its normal form is checked in code (``http_url``).
+#: An IPv6 literal as a URL holds it; normal form checked in ``http_url``.
 IPV6_LITERAL = r"\[[0-9a-f:.]+\]"
 #: RFC 3986 ``host`` as rocm-fleet takes it: a name, an IPv4 address, a bracketed IPv6 one.
 HOST = rf"(?:{IPV4}|{HOST_NAME}|{IPV6_LITERAL})"
 #: A TCP port, 1 to 65535, without leading zeros (the range is checked in code too).
 PORT = r"[1-9][0-9]{0,4}"
-#: A URL's path: see the module's docstring for what is left out of RFC 3986's.
+#: A URL's path (see the module docstring).
 URL_PATH = r"/(?:[A-Za-z0-9._~/:@!+,=-]|%[0-9A-Fa-f]{2})*"
 HTTP_URL = rf"https?://{HOST}(?::{PORT})?(?:{URL_PATH})?"
 #: A proxy: scheme, host and port, nothing else (apt.conf writes it between quotes).
@@ -46,8 +35,7 @@ PROXY_URL = rf"https?://{HOST}(?::{PORT})?/?"
 USER_NAME = r"[a-z_][a-z0-9_-]{0,30}[a-z0-9_$-]?"
 #: Debian policy 5.6.1.
 PACKAGE_NAME = r"[a-z0-9][a-z0-9+.-]+"
-#: An absolute path of portable file name characters (POSIX 3.282) and ``+ @ % = , : ~``;
-#: no ``.`` or ``..`` segment, no empty one but a trailing slash.
+#: Portable file name characters (POSIX 3.282) and ``+@%=,:~``; no dot or empty segments.
 ABSOLUTE_PATH = r"/(?:(?!\.\.?(?:/|$))[A-Za-z0-9._+@%=,:~-]+/?)*"
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 #: 40 hex digits, in groups of four as gpg prints them (one or two spaces) or not.
@@ -62,11 +50,9 @@ TIME_SPAN = rf"[0-9]+ ?{_TIME_UNIT}(?: [0-9]+ ?{_TIME_UNIT})*"
 #: An entry of no_proxy: a host name, a ``.domain`` suffix, an IP address or a CIDR range.
 NO_PROXY = rf"\.?{HOST_NAME}|{IPV4}(?:/[0-9]{{1,2}})?|[0-9a-f:]+(?:/[0-9]{{1,3}})?"
 
-#: A Slurm GRES type (``Type=`` in gres.conf, the middle of ``gpu:TYPE:N``): no separator
-#: of gres.conf's or slurm.conf's grammar (space, ``=``, ``:``, ``,``, ``#``, quotes).
+#: A Slurm GRES type: no separator of gres.conf's or slurm.conf's grammar.
 SLURM_GRES_TYPE = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}"
-# A node's NodeName= in slurm.conf: one name, never a hostlist expression (gpu[1-4]) or a
-# word a shell or scontrol's own parser would split.
+# One NodeName, never a hostlist expression (gpu[1-4]).
 SLURM_NODE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 #: A DRM render node.
 RENDER_NODE = re.escape(paths.RENDER_NODE_PREFIX) + "[0-9]{1,4}"
@@ -121,14 +107,12 @@ def ip_address(value: Any) -> bool:
 
 
 def host(value: Any) -> bool:
-    """A host as an address is written unbracketed: a DNS name, or an IP address in normal
-    form (``fd00::5``)."""
+    """A DNS name or an unbracketed IP address in normal form."""
     return full(f"{IPV4}|{HOST_NAME}", value) or ip_address(value)
 
 
 def ip_network(value: Any) -> bool:
-    """An address, or a network with its prefix, in normal form and without host bits
-    (``10.0.0.0/24``, not ``10.0.0.5/24``, which nginx reads as the network anyway)."""
+    """An address or network in normal form, without host bits (``10.0.0.0/24``)."""
     if ip_address(value):
         return True
     try:

@@ -1,20 +1,7 @@
-"""GPU health from the installed SMI tool's JSON: ECC error counts, PCIe link width and speed
-against the card's maximum, XGMI link state.
-
-Pure functions over the text ``amd-smi`` prints with ``--json``; the fact (facts/health.py),
-the node check and the audit's metrics all read the result of :func:`gpu_health`.
-
-amd-smi's JSON shape moves between releases, so the parsers accept each seen form:
-
-* the top level is a list of per-GPU objects (ROCm 6.x), or ``{"gpu_data": [...]}`` (7.x);
-* a value is a number, ``{"value": N, "unit": "GT/s"}``, or the string ``"N/A"`` where the
-  GPU or the driver has no such counter (Radeon and APU ECC, an APU's PCIe link);
-* ``amd-smi xgmi --link-status`` gives per GPU a list of ``"U"`` (up), ``"D"`` (down),
-  ``"X"`` (disabled / the GPU itself), or ``"N/A"`` per link.
-
-A counter the tool doesn't report is ``None`` here and is said as "not available on this GPU",
-never read as zero. The PCIe *speed* drops when the card idles (DPM), so only a link narrower
-than the card's maximum width counts as degraded; the speed is reported, not judged.
+"""GPU health (ECC counts, PCIe link against the card's maximum, XGMI links) from ``amd-smi
+--json``, pure. Accepts ROCm 6.x's list and 7.x's ``{"gpu_data": [...]}``; a value is a
+number, ``{"value": N, "unit": ...}`` or ``"N/A"``. A counter not reported is ``None``, never
+zero; only a narrower link is degraded (the speed drops at idle).
 """
 
 from __future__ import annotations
@@ -29,8 +16,7 @@ NOT_AVAILABLE = "not available on this GPU"
 XGMI_UP, XGMI_DOWN, XGMI_DISABLED = "U", "D", "X"
 
 
-#: what is read, by name -> amd-smi's arguments (``--json`` is added). ``static`` without
-#: options gives the bus and the firmware under every release's names (``vbios``, 7.x ``ifwi``).
+#: what is read, by name -> amd-smi's arguments (``--json`` is added).
 AMD_SMI_READS = {
     "metric": "metric --ecc --pcie",
     "static": "static",
@@ -97,8 +83,7 @@ class GpuHealth:
         return found
 
     def warnings(self) -> list[str]:
-        """Worth watching, not failing: correctable ECC errors are corrected, but a rising
-        count is how a failing HBM stack shows first."""
+        """Worth watching, not failing: correctable ECC errors."""
         if self.ecc.correctable:
             return [f"GPU {self.gpu}: {self.ecc.correctable} correctable ECC errors"]
         return []
@@ -146,8 +131,8 @@ def _gpu_records(text: str, command: str) -> list[dict[str, Any]]:
 
 
 def _number(value: Any) -> float | None:
-    """A count or a measure: 16, 2.5, "16", {"value": 32, "unit": "GT/s"}; None for "N/A",
-    absent, negative or the all-ones "unsupported" sentinels some releases print."""
+    """16, 2.5, "16" or {"value": 32, ...} as a number; None for "N/A", absent, negative or
+    all-ones "unsupported" sentinels."""
     if isinstance(value, dict):
         value = value.get("value")
     if isinstance(value, bool) or value is None:
@@ -211,9 +196,8 @@ def _xgmi_states(value: Any) -> tuple[str, ...] | None:
 def gpu_health(
     metric: str | None, static: str | None = None, xgmi: str | None = None
 ) -> list[GpuHealth]:
-    """Per GPU, from ``amd-smi metric --ecc --pcie --json`` (``metric``), ``amd-smi static
-    --json`` (``static``: the card's maximum link and its firmware) and ``amd-smi xgmi --link-status
-    --json`` (``xgmi``); a missing or empty output leaves its counters unknown."""
+    """Per GPU, from the outputs of :data:`AMD_SMI_READS`; a missing or empty one leaves its
+    counters unknown."""
     metrics = _by_gpu(metric, "amd-smi metric")
     statics = _by_gpu(static, "amd-smi static")
     links = _by_gpu(xgmi, "amd-smi xgmi")
@@ -245,8 +229,7 @@ def gpu_health(
 
 
 def usable_json(text: str | None) -> str | None:
-    """A secondary read's JSON, or None when that amd-smi lacks the command (its usage text
-    is not JSON): the counters it would give stay unknown."""
+    """A secondary read's JSON, or None when amd-smi lacks the command (usage text)."""
     if not text or text.lstrip()[:1] not in ("[", "{"):
         return None
     return text
@@ -272,8 +255,7 @@ HEALTH_FAMILIES = {
 
 
 def health_metrics(gpus: list[GpuHealth]) -> list[Sample]:
-    """The samples for one host's GPUs. A counter the GPU doesn't have is left out (absent
-    in OpenMetrics means unknown; a 0 would claim a healthy reading that was never made)."""
+    """The samples for one host's GPUs; a counter the GPU lacks is left out, never 0."""
     samples: list[Sample] = []
     for gpu in gpus:
         labels = {"gpu": str(gpu.gpu), **({"bdf": gpu.bdf} if gpu.bdf else {})}
@@ -300,9 +282,8 @@ def health_metrics(gpus: list[GpuHealth]) -> list[Sample]:
 
 @dataclass(frozen=True)
 class HostHealth:
-    """What the host's SMI tool said. ``status``: ``ok``; ``no_tool`` (neither amd-smi nor
-    rocm-smi); ``unsupported`` (only rocm-smi, whose ``--json`` has no ECC or link data);
-    ``error`` (amd-smi ran but its metric output was unusable; ``message`` says why)."""
+    """What the host's SMI tool said. ``status``: ``ok``, ``no_tool``, ``unsupported`` (only
+    rocm-smi) or ``error`` (``message`` says why)."""
 
     status: str
     tool: str | None = None  #: the program's path
@@ -316,8 +297,8 @@ class HostHealth:
 def health_families(
     hosts: list[tuple[str, HostHealth]],
 ) -> list[tuple[str, str, list[tuple[dict[str, str], float]], str]]:
-    """``audit/metrics.py``'s families (name, help, samples, unit) for every host's GPUs, each
-    sample labelled ``host`` first; a family no host has a sample of is left out."""
+    """Metric families (name, help, samples, unit) for every host, labelled ``host`` first;
+    families without samples left out."""
     samples: dict[str, list[tuple[dict[str, str], float]]] = {name: [] for name in HEALTH_FAMILIES}
     for host, health in hosts:
         for name, labels, value in health_metrics(list(health.gpus)):

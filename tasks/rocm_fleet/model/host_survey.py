@@ -1,12 +1,6 @@
-"""The survey of a host as a typed record: what preflight read from it in one round trip.
+"""What preflight read from a host in one round trip, typed by the answering fact.
 
-A field per thing read, typed with the answer of the fact that reads it
-(``model.answers``); a thing read once per path (a managed file, a keyring, a MOK
-certificate) is a mapping of path to that fact's answer. Each read of the survey names the
-field it fills (``facts.round_trip.Read``; ``facts.round_trip.host_survey`` builds the
-record), and a field no read filled is None (a mapping: empty). Pure data: preflight's rules
-(``model.findings``) and checks, and the audit's cells, read it; only ``facts`` knows how it
-is read (the operations read the same answers fact by fact, from the fact cache).
+A field no read filled is None (a per-path mapping: empty). Pure data; only ``facts`` reads it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Which newer kernel a host needs for its GPUs' inbox amdgpu driver, from what it runs and
-has installed: pure, so preflight's rules (``model.findings``) and the kernel deploy
-(``deploy.kernel``) decide alike. And which kernel meta packages ``rocm_kernel_hold`` holds,
-and what changes to get there."""
+"""Which newer kernel a host needs for its GPUs' inbox amdgpu, and the ``rocm_kernel_hold``
+changes: pure, shared by preflight and the kernel deploy."""
 
 from __future__ import annotations
 
@@ -59,9 +57,7 @@ def _installed(newer: matrix.NewerKernel | None, packages: dict[str, str]) -> bo
     return all(p in packages for p in newer.packages)
 
 
-# The kernel meta packages, the ones whose new versions depend on a new kernel ABI's image
-# (names from Debian's and Ubuntu's archives). Only installed ones are held: these patterns
-# pick them out of dpkg's list, they name nothing by themselves.
+# Kernel meta packages (Debian's and Ubuntu's archives), matched against dpkg's list.
 KERNEL_META_PACKAGES = (
     # Debian: the flavour's image and headers; backports ships the same names (~bpo versions).
     r"linux-(?:image|headers)-(?:cloud-|rt-)?(?:amd64|arm64)",
@@ -81,9 +77,7 @@ def kernel_meta_packages(installed: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class KernelHold:
-    """What to change for ``rocm_kernel_hold``: the packages to put on hold, rocm-fleet's own
-    holds to release, and the ledger of rocm-fleet's holds afterwards (a hold it didn't place
-    is never recorded, so it is never released)."""
+    """Holds to place, own holds to release, and the ledger after (only own holds recorded)."""
 
     hold: tuple[str, ...]
     release: tuple[str, ...]
@@ -113,18 +107,9 @@ def kernel_hold(
     ledger: Iterable[str],
     ledger_path: str = paths.KERNEL_HOLD_LEDGER,
 ) -> KernelHold:
-    """The change from the holds in place (``held``: dpkg's hold selections) and rocm-fleet's
-    own (``ledger``, the lines of ``ledger_path``) to holds on ``wanted``. A wanted package
-    someone else already holds is left to them; one of rocm-fleet's that is no longer held
-    (the admin released it, or the package went) is forgotten.
-
-    Only the names that can reach ``apt-mark`` or the ledger are checked: ``wanted`` and the
-    ledger's. The other holds in place are the admin's, only looked up here: dpkg keeps names
-    Debian policy no longer allows (``my_tool`` from an old local build, one letter), and a
-    hold on one of them is none of rocm-fleet's business.
-
-    Raises ValueError naming a wanted or recorded name that isn't a package name (Debian
-    policy 5.6.1)."""
+    """The change from ``held`` and the ``ledger`` to holds on ``wanted``; others' holds are
+    left alone, own holds no longer in place forgotten. Raises ValueError for a wanted or
+    recorded name that isn't a package name (others' holds are not checked)."""
     wanted, held, recorded = set(wanted), set(held), sorted(set(ledger))
     for name in sorted(wanted):
         _check_package_name(name, "a kernel meta package to hold")

@@ -1,15 +1,5 @@
-"""PCI device IDs -> LLVM gfx target and names, for telling which GPU a host has without a
-driver.
-
-Preflight reads the PCI devices from sysfs before anything is installed (no amdgpu, no
-rocminfo yet), so it needs this table to know that device 0x744c is a gfx1100 card. When the
-amdgpu driver is loaded, the KFD topology's ``gfx_target_version`` is the authority and this
-table only names the card. The table is pci_ids.json beside this module, generated with its
-sources (pci.ids' text; chip -> gfx from LLVM's AMDGPU docs) from tools/matrix_overrides.toml
-and the stored pci.ids record (matrix/generate.py). It lists the chips the matrix knows;
-other AMD display or accelerator devices are "unknown AMD device 0x....". A host without an
-AMD GPU is told what it has instead (``describe_device``): vendor, device (NVIDIA's
-data-centre GPUs) and class names, else the IDs.
+"""PCI device IDs -> gfx target and names (pci_ids.json, cited), for knowing a host's GPU
+before a driver is loaded.
 """
 
 from __future__ import annotations
@@ -26,8 +16,7 @@ class PciDevice:
     name: str  # pci.ids text
 
 
-# pci.ids' vendor 1002: preflight's GPUs are the display and accelerator devices of this
-# vendor (facts.gpu.PciGpus reads every vendor's).
+# pci.ids' vendor 1002.
 AMD_VENDOR = "0x1002"
 NVIDIA_VENDOR = "0x10de"
 
@@ -40,7 +29,7 @@ PCI_DEVICES: dict[str, PciDevice] = {
 NVIDIA_DEVICES = {
     r["device"]: r["name"] for r in PCI_ROWS["devices"] if r["vendor"] == NVIDIA_VENDOR
 }
-# PCI class (base class and subclass) -> pci.ids' name, for the classes PciGpus reads.
+# PCI class (base and subclass) -> pci.ids' name.
 CLASS_NAMES = {r["class"]: r["name"] for r in PCI_ROWS["classes"]}
 VENDOR_NAMES = {r["vendor"]: r["name"] for r in PCI_ROWS["vendors"]}
 

@@ -1,21 +1,7 @@
-"""What a pull-mode node is given: its target in the fleet's TUF repository, and its checks.
-
-A node's target (``nodes/<name>.json``) is a JSON object naming the node, the serial it was
-published in (the targets metadata's version, so it only grows) and the node's settings.
-TUF vouches that the administrators' targets key signed it; what it may say is checked
-here, the same on the controller that publishes it and on the node that applies it:
-
-* it names this node (a target copied under another node's path is refused);
-* its settings are settings of the model a pull may set: never pyinfra's global arguments
-  (``_sudo``, ``_env``, ...), SSH settings or an unknown key, and never the settings that
-  say where the pull gets its data and whom it trusts (``PUSH_ONLY``), which only a push
-  gives (the data can't move the node to another repository or other keys);
-* its serial is not below the one the node last applied (a replay of older data);
-* the site matrix data it may carry (``matrix_data``: the text of the file
-  ``rocm_matrix_data`` names where the administrators publish, so a pull node can run a
-  release published after its rocm-fleet) is a site file ``model.site_data`` reads: only
-  added releases, by name, never a host, key or path. The node writes it beside its
-  settings and its deploy checks the rows against upstream before using one, as a push does.
+"""A pull-mode node's target in the fleet's TUF repository (``nodes/<name>.json``), and the
+checks both the publisher and the node apply: it names this node, holds only settings a pull
+may set (never ``PUSH_ONLY``, pyinfra's or SSH's), its serial doesn't go back, and its
+``matrix_data`` is a valid site file.
 """
 
 from __future__ import annotations
@@ -31,21 +17,15 @@ from pydantic import TypeAdapter, ValidationError
 from rocm_fleet.model import paths, site_data
 from rocm_fleet.model.settings import SETTINGS, PullNodeName
 
-#: What a target's content says it is (a format changed incompatibly gets a new one).
 FORMAT = "rocm-fleet-pull/1"
-#: The settings a push alone gives a pull node: where its repository is, which TUF root it
-#: starts from and the name its target has. Pulled data naming one of them is refused.
-# rocm_matrix_data names a file on the controller: a pulled target naming a path on the
-# node would have root's pull read whatever file that is. The file's content travels instead
-# (the target's ``matrix_data``), and pull-fetch names the copy it writes.
+#: Settings only a push gives a pull node; pulled data naming one is refused.
 PUSH_ONLY = ("rocm_pull_source", "rocm_pull_trusted_root", "rocm_pull_node", "rocm_matrix_data")
-#: The largest target a node downloads (TUF checks the signed length; this bounds it).
+#: The largest target a node downloads.
 MAX_TARGET_BYTES = 1024 * 1024
 
 
 class PullRefused(Exception):
-    """Pulled data the node does not apply: ``result`` is the metric's label
-    (``rocm_fleet_pull_last_run{result=...}``), the message says why, naming what."""
+    """Pulled data the node does not apply; ``result``: the pull metric's label."""
 
     def __init__(self, result: str, message: str):
         super().__init__(message)
@@ -59,8 +39,7 @@ class PulledState:
     node: str
     serial: int
     settings: dict[str, Any]
-    # The site matrix data's text, as the administrators' file has it; None: the committed
-    # matrix alone.
+    # The site matrix data's text; None: the committed matrix alone.
     matrix_data: str | None = None
 
 
@@ -80,8 +59,7 @@ def target_path(node: str) -> str:
 
 
 def settings_problem(settings: Mapping[str, Any]) -> str | None:
-    """Why ``settings`` can't be a pull node's data, naming the first key that can't; None
-    when each key is a setting a pull may set."""
+    """Why ``settings`` can't be a pull node's data (naming the first bad key), or None."""
     for key in settings:
         if not isinstance(key, str):
             return f"key {key!r} is not a setting"
@@ -98,9 +76,7 @@ def settings_problem(settings: Mapping[str, Any]) -> str | None:
 
 
 def pullable(data: Mapping[str, Any]) -> dict[str, Any]:
-    """What of a host's inventory data its target carries: its settings, less the ones a
-    push alone gives; connection settings, pyinfra's arguments and other deploys' keys are
-    the controller's business, not the node's."""
+    """The settings of a host's data its target carries (less ``PUSH_ONLY``)."""
     return {k: v for k, v in data.items() if k in SETTINGS and k not in PUSH_ONLY}
 
 
@@ -127,15 +103,14 @@ def render(
     if problem:
         raise ValueError(f"{node}: {problem}")
     document = {"format": FORMAT, "node": node, "serial": serial, "settings": dict(settings)}
-    if matrix_data is not None:  # absent otherwise: a target without it reads as before
+    if matrix_data is not None:
         document["matrix_data"] = matrix_data
     return (json.dumps(document, indent=1, sort_keys=True) + "\n").encode()
 
 
 def parse(content: bytes, node: str, applied: int | None) -> PulledState:
-    """``content`` (a verified target) as ``node``'s state; PullRefused when it is not one,
-    names another node, carries a key pulled data never carries, or is older than the
-    serial ``applied`` last."""
+    """A verified target as ``node``'s state; raises PullRefused when it is malformed, names
+    another node, carries a forbidden key or is older than serial ``applied``."""
     try:
         document = json.loads(content)
     except (UnicodeDecodeError, ValueError) as exc:

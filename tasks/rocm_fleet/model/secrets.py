@@ -1,10 +1,5 @@
-"""Secrets a host needs (apt's and pip's credentials), read where pyinfra runs.
-
-A setting names where a secret comes from (``env:VARIABLE``, or a file of mode 0600), never
-the secret: inventories are shared and kept in git. ``read_secret`` checks the source and
-returns a ``Secret``, whose ``repr`` and ``str`` are masked, so neither an error, a log line
-nor pyinfra's output of an operation's arguments can show it; the deploy writes it to the
-host through an upload (``operations.files.uploaded_file``), never on a command line.
+"""Secrets a host needs (apt's and pip's credentials), read where pyinfra runs from the source
+a setting names (``env:VARIABLE`` or a 0600 file); a ``Secret`` is never shown.
 """
 
 from __future__ import annotations
@@ -14,14 +9,12 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-#: The settings that name where a secret comes from. A value given to one that is not such a
-#: source may be the secret itself, pasted in by mistake: an error never shows it.
+#: Settings naming a secret's source; an error never shows their values.
 SECRET_SOURCE_SETTINGS = frozenset({"rocm_apt_auth", "rocm_pip_netrc"})
 
 
 def shown_value(key: str, value: object) -> str:
-    """``value`` as an error about setting ``key`` may show it: ``repr`` of it, unless
-    ``key`` is a secret source's (then neither the value nor its length)."""
+    """``repr(value)`` for an error about ``key``; nothing of it for a secret source's."""
     if key in SECRET_SOURCE_SETTINGS and value is not None:
         return "<not shown: it may be the secret itself>"
     return repr(value)
@@ -55,10 +48,8 @@ class Secret:
 
 
 def read_secret(source: str, environ: Mapping[str, str] | None = None) -> Secret:
-    """The secret ``source`` names (``env:NAME`` or a path), as netrc-style text: lines of
-    ``machine HOST login USER password SECRET`` (netrc(5), apt_auth.conf(5)). SecretError
-    when the variable is unset or empty, the file is missing or readable by others, or the
-    text holds no ``machine`` entry."""
+    """The netrc-style secret ``source`` names (``env:NAME`` or a path); raises SecretError
+    for an unset variable, a missing or non-private file, or no ``machine`` entry."""
     environ = os.environ if environ is None else environ
     if source.startswith("env:"):
         name = source[4:]

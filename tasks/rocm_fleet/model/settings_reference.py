@@ -1,7 +1,5 @@
-"""Everything that documents the settings, generated from their declarations
-(``model.settings``): the text of ``rocm-fleet settings``, the README's table, the reference
-page ``docs/settings.md`` and the JSON Schema for editors ``docs/settings.schema.json``
-(``make settings-docs`` writes both; a unit test says when they are stale)."""
+"""The settings' documentation generated from ``model.settings``: ``rocm-fleet settings``, the
+README table, ``docs/settings.md`` and ``docs/settings.schema.json``."""
 
 from __future__ import annotations
 
@@ -56,9 +54,7 @@ def settings_table() -> str:
 
 
 def json_schema() -> dict[str, Any]:
-    """A JSON Schema (draft 2020-12) of a host's settings, for editors checking an
-    inventory's data (pull mode's JSON, YAML an inventory loads). Other keys are allowed:
-    they may be another deploy's."""
+    """A JSON Schema (draft 2020-12) of a host's settings; other keys allowed."""
     schema = schema_adapter().json_schema()
     for item in described():
         prop = schema["properties"][item.key]
@@ -84,8 +80,7 @@ def _cell(text: str) -> str:
 
 
 def reference_page() -> str:
-    """``docs/settings.md``: every setting by concern, with its default, what is valid and
-    what it means."""
+    """``docs/settings.md``: every setting by concern."""
     out = [
         "# Settings reference",
         "",

@@ -1,19 +1,9 @@
-"""A site's own matrix data: releases published after this rocm-fleet, read from a file
-``rocm-fleet matrix update --output FILE`` wrote, that setting ``rocm_matrix_data`` (or the
-environment variable ``ROCM_FLEET_MATRIX_DATA``) points the deploy at.
+"""A site's own matrix data (``rocm_matrix_data`` or ``ROCM_FLEET_MATRIX_DATA``): releases
+newer than this rocm-fleet, as ``rocm-fleet matrix update --output`` writes them.
 
-The file can only add. A row names its stream and repository by name (``core-sdk``,
-``stable.repo.amd.com``), never a URL, a key or a fingerprint: those stay the committed
-matrix's, so whoever can edit the file can't point a node at another host or key (apt
-still checks the pinned key; pip still reads hashes from AMD's index over verified TLS). A
-row for a committed release must be that row exactly (a file written before an upgrade of
-rocm-fleet that now knows the release); any other difference is refused. AMD's own wheels
-(``amd_wheels``) are on AMD's committed stable index; a PyTorch index must be one the
-matrix knows. Anything the format doesn't name is refused, naming the file and the field.
-
-Parsing here checks the form; whether upstream publishes what a row says (signed suites,
-packages, wheels) is ``upstream.site_check``, which the deploy runs before it plans a host
-from a site row.
+The file only adds releases, naming streams, repositories and indexes the committed matrix
+knows, never a URL, key or fingerprint; a committed release's row must match exactly. This
+module checks the form only (upstream is checked by ``upstream.site_check``).
 """
 
 from __future__ import annotations
@@ -29,11 +19,8 @@ from typing import Any
 from rocm_fleet.model import matrix
 from rocm_fleet.model.versions import is_build_version, is_driver_folder, is_full_release
 
-# The environment variable naming the file when no host sets rocm_matrix_data.
 ENVIRONMENT = "ROCM_FLEET_MATRIX_DATA"
-# The one format this version reads (and ``matrix update --output`` writes).
 FORMAT = "rocm-fleet site matrix data 1"
-# A site file is a few rows: anything bigger is not one.
 MAX_BYTES = 1 << 20
 
 _ROW_FIELDS = {"version", "stream", "repository", "torch_index", "amdgpu_driver", "amd_wheels",
@@ -47,14 +34,12 @@ _STREAM_REPOSITORIES = {
 
 
 class SiteDataError(ValueError):
-    """A site data file that can't be used; the message names the file, the field, the bad
-    value and what would be valid."""
+    """An unusable site file; the message names the file, field, value and what is valid."""
 
 
 @dataclass(frozen=True)
 class SiteData:
-    """A site file, parsed: the releases it adds to the committed matrix (``added``), and
-    where it came from (its path and the SHA-256 of the bytes read)."""
+    """A parsed site file: its ``added`` releases, path and SHA-256."""
 
     path: Path
     sha256: str
@@ -66,7 +51,7 @@ class SiteData:
         return f"{self.path} (sha256 {self.sha256})"
 
     def release(self, version: str) -> matrix.Release:
-        """The committed row for ``version``, else the row this file adds; KeyError."""
+        """The committed row for ``version``, else this file's; raises KeyError."""
         try:
             return matrix.release(version)
         except KeyError:
@@ -84,8 +69,7 @@ class SiteData:
 
 
 def where_set(setting: str | None, environ: Mapping[str, str] = os.environ) -> str | None:
-    """The site file a host uses: its ``rocm_matrix_data``, else ``ROCM_FLEET_MATRIX_DATA``
-    where rocm-fleet runs; None for the committed data alone."""
+    """The host's ``rocm_matrix_data``, else ``ROCM_FLEET_MATRIX_DATA``, else None."""
     return setting or environ.get(ENVIRONMENT) or None
 
 
@@ -93,8 +77,7 @@ _LOADED: dict[tuple[str, str], SiteData] = {}
 
 
 def load(path: str | os.PathLike[str]) -> SiteData:
-    """The site file at ``path``, checked (SiteDataError otherwise); read once per content
-    per process, however many hosts name it."""
+    """The checked site file at ``path`` (cached per content); raises SiteDataError."""
     where = Path(path)
     try:
         with where.open("rb") as f:
@@ -111,7 +94,7 @@ def load(path: str | os.PathLike[str]) -> SiteData:
 
 
 def parse(raw: bytes, path: Path, digest: str | None = None) -> SiteData:
-    """A site file's bytes as SiteData (SiteDataError naming ``path`` and the field)."""
+    """A site file's bytes as SiteData; raises SiteDataError."""
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -151,8 +134,7 @@ def _comparable(rel: matrix.Release) -> tuple[Any, ...]:
 
 
 class _Problems:
-    """The SiteDataError of a field of one file: the file, the field, the value (shortened),
-    what would be valid."""
+    """Builds the SiteDataError of one file's field."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -176,7 +158,6 @@ class _Problems:
 
 
 def _release(row: Any, at: str, problem: _Problems) -> matrix.Release:
-    # A URL, key or fingerprint has no field here: the committed matrix's are used.
     problem.fields(row, at, _ROW_FIELDS, "hosts, URLs and keys are the committed matrix's alone")
     version = row.get("version")
     if not isinstance(version, str) or not is_full_release(version):

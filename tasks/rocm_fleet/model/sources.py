@@ -1,22 +1,7 @@
-"""What a host fetches from upstream, described once, and how it gets there.
+"""What a host fetches from upstream (apt sources, wheel sets) and how: direct, through the
+fleet mirror (``served``: ``http://mirror:8080/<host>/<path>``) or the proxy.
 
-The matrix says what each stream of ROCm publishes (``matrix.Stream``: key, keyring, pin,
-per-distro suite or directory; ``matrix.Repository``: base URL, key URL, source file and its
-form); this module turns that and a host's settings into the apt sources and the wheel
-sets the host uses: AMD's ROCm repository of the release (repo.radeon.com's
-``rocm/apt/<release>``, the Core SDK's ``repo.amd.com/rocm/packages-multi-arch/<dist>`` or
-``stable.repo.amd.com/rocm/core/packages/<dist>``), AMD's amdgpu driver repository, which
-key signs each and which keyring holds it, and the PyTorch wheel index with the wheels (and,
-for the Core SDK's torch, the pip ROCm runtime) the host's Python installs. The deploy
-writes its apt sources and installs its wheels from these descriptions (``repository``,
-``driver``, ``pytorch``), ``rocm-fleet bundle`` fetches exactly what they name for every
-host of an inventory, the live mirror proxies the servers they name, and preflight checks a
-bundle against them: a new stream is one more matrix row, not a change to any of those.
-
-How: straight from upstream, or from the fleet mirror (``served``: the upstream URL under
-the mirror, ``http://mirror:8080/repo.radeon.com/rocm/apt/6.4.3``, so one mirror carries
-every upstream without their paths colliding, as a bundle lays them out on disk), and
-through the inventory's proxy (``proxy_environment``).
+The deploy, ``rocm-fleet bundle``, the mirror and preflight all read these descriptions.
 """
 
 from __future__ import annotations
@@ -38,8 +23,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SigningKey:
-    """An armored OpenPGP key fetched from ``url``; only one whose primary key has
-    ``fingerprint`` is used."""
+    """An armored OpenPGP key at ``url``, used only if its primary key has ``fingerprint``."""
 
     url: str
     fingerprint: str
@@ -47,10 +31,8 @@ class SigningKey:
 
 @dataclass(frozen=True)
 class AptRepository:
-    """One apt source: ``url`` holds ``dists/`` and ``pool/`` (a flat layout apt reads as
-    ``deb URL SUITE COMPONENT``), signed by ``key``, which the host keeps in ``keyring``;
-    the deploy writes it to the host file ``source``, as one ``deb`` line or (``deb822``) a
-    stanza, the form AMD's install page gives."""
+    """One apt source signed by ``key`` (kept in ``keyring``), written to host file ``source``
+    as one ``deb`` line or a deb822 stanza."""
 
     url: str
     suite: str
@@ -89,8 +71,7 @@ class AptRepository:
 
     @property
     def packages_index(self) -> str:
-        """The path of the package index under ``dists_url`` (compressed variants add a
-        suffix), as InRelease lists it."""
+        """The package index's path under ``dists_url``, as InRelease lists it."""
         return f"{self.component}/binary-{self.architecture}/Packages"
 
     def describe(self) -> str:
@@ -105,29 +86,21 @@ class AptRepository:
 
 
 class UnsafePath(ValueError):
-    """A URL whose place under a mirror or bundle would not stay there (``..``, ``%2e%2e``,
-    an absolute or empty segment, credentials or an odd host); the message names it."""
+    """A URL whose place under a mirror or bundle would escape it; the message names it."""
 
 
-# A host name or an IP literal, with an optional port: what a directory of a bundle is named
-# after (no credentials, no path separators).
+# host name or IP literal [:port]; no credentials or separators.
 _NETLOC = re.compile(
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?"
 )
-# Characters no segment of a bundle's path holds: NUL and control characters, backslash.
 _BAD_SEGMENT_CHARACTER = re.compile(r"[\x00-\x1f\x7f\\]")
 
 
 def mirror_path(url: str) -> str:
-    """Where an upstream URL lives under a mirror (and in a bundle): its host, then its
-    path, decoded (``download.pytorch.org/whl/rocm6.4/torch-2.9.1+rocm6.4-...whl``).
+    """``host/decoded-path`` of an upstream URL under a mirror or bundle.
 
-    Every URL a bundle writes comes from fetched data (a ``Filename:`` of a signed index, a
-    link of an index page), so the path is proven to stay below its host's directory after
-    decoding: no ``.`` or ``..`` segment (however encoded), no empty segment but a
-    trailing one (a directory's page), no control character or backslash, and a host that
-    is a host (credentials are refused: they would name a directory). UnsafePath otherwise,
-    naming the URL."""
+    Raises UnsafePath unless the path provably stays below the host's directory (no dot or
+    empty segments, control characters, backslashes or credentials)."""
     parts = urlsplit(url)
     if "@" in parts.netloc:
         shown = parts._replace(netloc="…@" + parts.netloc.rsplit("@", 1)[1]).geturl()
@@ -158,9 +131,7 @@ def served(url: str, mirror: Mirror | None) -> str:
 
 
 def mirror_ca(config: Config) -> str | None:
-    """The CA file on the host that fetches from the fleet mirror trust (the mirror's alone,
-    ``deploy.mirror`` pins it): apt by its per-host ``CaInfo``, curl by ``--cacert``, pip by
-    ``--cert``; None without a TLS mirror whose CA the inventory gives."""
+    """The host's pinned CA file for the fleet mirror; None without a TLS mirror CA."""
     mirror = config.mirror
     return paths.MIRROR_CA if mirror is not None and mirror.tls and mirror.ca else None
 
@@ -194,11 +165,8 @@ class AptNeed:
 
 @dataclass(frozen=True)
 class WheelNeed:
-    """Wheels a host's venv installs from one PEP 503 index: exact pins (with their extras:
-    AMD's ``torch[device-gfx942]``), and what they require from the same index beyond them
-    (``requires``: the pip ROCm runtime a Core SDK torch brings,
-    ``rocm[device-all,libraries]==7.14.*``, ``rocm[libraries]==10.0.0``); for the host's Python
-    (``runtime``; None where it doesn't matter: the deploy's own pip resolves on the host)."""
+    """Wheels a venv installs from one PEP 503 index: exact pins with extras, ``requires``
+    from the same index, for the host's Python (``runtime``; None: resolved on the host)."""
 
     index_url: str
     runtime: matrix.HostRuntime | None
@@ -210,10 +178,7 @@ class WheelNeed:
         return pinned_requirements(self.wanted, self.extras, self.requires)
 
     def unmet_in(self, distributions: Mapping[str, str] | None) -> bool:
-        """Whether a venv holding ``distributions`` (name -> version, as
-        ``facts.python.VenvDistributions`` reads them; None: no venv) lacks a pin or a
-        requirement of the set: what ``operations.python.pinned_wheels`` would run pip for
-        (asked before the set is locked)."""
+        """Whether a venv holding ``distributions`` (None: no venv) lacks a pin or requirement."""
         installed = normal_versions(distributions)
         return any(not version_matches(installed.get(n), v) for n, v in self.wanted) or any(
             not requirement_met(installed, r) for r in self.requires
@@ -232,11 +197,8 @@ def rocm_key(config: Config) -> SigningKey:
 
 
 def rocm_repository(config: Config, row: matrix.Distro) -> AptRepository:
-    """AMD's ROCm source for the release and distro, as the release's stream lays it out:
-    ``rocm/apt/<apt path>`` in repo.radeon.com's suite for the distro (Debian 12 -> jammy;
-    fact sheet §3.2), or the Core SDK's per-distro directory, suite ``stable``, one line
-    (7.14) or deb822 (10.x); the stream's key and keyring. ValueError when the release
-    publishes nothing for the distro (preflight refuses such a host first)."""
+    """AMD's ROCm source for the release and distro, as its stream lays it out; raises
+    ValueError when the release publishes nothing for the distro."""
     rel, repository = config.release, config.repository
     publication = rel.publication(row)
     if publication is None:
@@ -253,19 +215,15 @@ def rocm_repository(config: Config, row: matrix.Distro) -> AptRepository:
 
 
 def driver_key(config: Config) -> SigningKey:
-    """The key of AMD's driver repository: repo.radeon.com's, which is the classic stream's
-    own key (and keyring), and a key of its own beside a Core SDK release's
-    (``rocm_amdgpu_key_url``, ``rocm_amdgpu_key_fingerprint``)."""
+    """The amdgpu repository's key: the classic stream's, or ``rocm_amdgpu_key_*`` beside
+    a Core SDK release."""
     if config.stream.keyring == matrix.AMDGPU_KEYRING:
         return rocm_key(config)
     return SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint.upper())
 
 
 def amdgpu_repository(config: Config, row: matrix.Distro) -> AptRepository | None:
-    """AMD's driver source ``amdgpu/<version>/ubuntu`` in repo.radeon.com's suite for the
-    distro, signed by repo.radeon.com's key (fact sheet §3.2; amdgpu-docs Ubuntu template,
-    research A.6), whichever stream the release is of; None when the matrix doesn't know
-    the release's driver."""
+    """AMD's driver source ``amdgpu/<version>/ubuntu``; None when the driver is unknown."""
     version = matrix.amdgpu_repo_version(config.release)
     if version is None:
         return None
@@ -284,10 +242,8 @@ def torch_wheels(config: Config, runtime: matrix.HostRuntime | None = None) -> W
 
 @dataclass(frozen=True)
 class TorchPip:
-    """How a host's pip installs its torch wheels (``deploy.pytorch``): the wheel set, the
-    index as the host reaches it (``served``), the distributions the pins manage
-    (``decisions.owned_wheels``), pip's environment (the proxy, and ``NETRC`` naming the
-    root-only file of ``rocm_pip_netrc``: the secret is in no command) and the CA it trusts."""
+    """How a host's pip installs its torch wheels: index as reached, owned distributions,
+    environment (proxy, ``NETRC``: no secret in a command) and trusted CA."""
 
     wheels: WheelNeed
     index_url: str
@@ -314,9 +270,7 @@ def torch_pip(config: Config, runtime: matrix.HostRuntime | None = None) -> Torc
 def host_needs(
     config: Config, row: matrix.Distro, host_gfx: list[str | None] | None = None
 ) -> HostNeeds:
-    """Everything a host with ``config`` on distro ``row`` fetches from AMD and PyTorch.
-    ``host_gfx``: the gfx targets of every GPU of the host, when known (the Core SDK's
-    default packages depend on them); unknown, they are taken to be ``expected_gfx``."""
+    """Everything a host on distro ``row`` fetches; ``host_gfx`` defaults to ``expected_gfx``."""
     gfx = host_gfx if host_gfx is not None else config.expected_gfx_list
     apt = [AptNeed(rocm_repository(config, row), tuple(config.wanted_packages(gfx)))]
     driver = amdgpu_repository(config, row) if config.rocm_driver == "dkms" else None

@@ -1,7 +1,4 @@
-"""The two streams of ROCm and the repositories they publish in: what differs between
-repo.radeon.com's classic releases and the ROCm Core SDK (key, keyring, pin, package names
-and versions, install root, the distros each publishes and how AMD lists them). A release
-(model/matrix.py) asks its stream and never tests which one it is."""
+"""The two streams of ROCm (classic, Core SDK) and the repositories they publish in."""
 
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ from rocm_fleet.model.versions import (
 
 
 class ReleaseRow(Protocol):
-    """What a stream reads of a release (``model.matrix.Release``, which holds its stream:
-    a Protocol here so that the streams don't import the matrix that imports them)."""
+    """What a stream reads of a ``model.matrix.Release`` (a Protocol: no import cycle)."""
 
     @property
     def version(self) -> str: ...
@@ -43,8 +39,7 @@ class DistroRow(Protocol):
 
 @dataclass(frozen=True)
 class Publication:
-    """What a stream publishes for one distro: the part of the apt source that names the
-    distro (a suite, or a per-distro directory), from which release, and how AMD lists it."""
+    """What a stream publishes for one distro, from which release, and how AMD lists it."""
 
     distro: str  # Distro.key
     suite: str  # the apt suite
@@ -52,8 +47,7 @@ class Publication:
     first_release: str  # the first release of the stream that publishes it
     listed_from: str | None  # the first release AMD lists the distro in, None if never
     instinct_only: bool  # AMD lists it for Instinct accelerators only
-    # The gfx targets AMD lists the distro for, where it names them per GPU model (None:
-    # every Instinct target when instinct_only, else every target) and those models.
+    # Targets and models AMD lists it for, when named per model (None: by instinct_only).
     listed_gfx: tuple[str, ...] | None = None
     listed_models: str = ""
 
@@ -76,8 +70,7 @@ class Publication:
 
 @dataclass(frozen=True)
 class Repository:
-    """One of AMD's apt repositories: its base URL, where its signing key is, which file the
-    deploy points apt at it with, and whether that file is deb822 (else one ``deb`` line)."""
+    """One of AMD's apt repositories and the host source file the deploy writes for it."""
 
     name: str
     base_url: str
@@ -87,11 +80,8 @@ class Repository:
     x_repo_id: str | None = None  # AMD's X-Repo-Id line of a deb822 file
 
 
-# Key URL, keyring path and source-line form: every AMD install page 5.7 -> 7.2
-# (rocm-install-on-linux docs/install/native-install/ubuntu.rst; fact sheet §3.1, §3.2).
 def _repository(name: str, source: str) -> Repository:
-    """The repository ``name`` as repositories.json records it (base URL, key URL, deb822 or
-    one line, X-Repo-Id), with the host file the deploy writes for it (``source``)."""
+    """The repository ``name`` of repositories.json, written to host file ``source``."""
     row = next(r for r in upstream_data.REPOSITORY_ROWS["repositories"] if r["name"] == name)
     return Repository(
         name, row["base_url"], row["key_url"], source, row["deb822"], row["x_repo_id"]
@@ -99,34 +89,22 @@ def _repository(name: str, source: str) -> Repository:
 
 
 def _stream_row(name: str) -> dict:
-    """A stream's signing key and Release Origin as repositories.json records them."""
+    """A stream's row of repositories.json."""
     return next(r for r in upstream_data.REPOSITORY_ROWS["streams"] if r["name"] == name)
 
 
-# Rows: repositories.json (from the records of repo.radeon.com, repo.amd.com and the keys,
-# each row cited). The host files the deploy writes are rocm-fleet's own (model/paths.py).
+# Rows: repositories.json, each cited.
 CLASSIC_REPOSITORY = _repository("repo.radeon.com", paths.ROCM_SOURCE)
-# 7.14.x: "deb [arch=amd64 signed-by=/etc/apt/keyrings/amdrocm.gpg]
-# https://repo.amd.com/rocm/packages-multi-arch/<dist> stable main" in
-# /etc/apt/sources.list.d/rocm.list, key .../packages-multi-arch/gpg/rocm.gpg (rocm-docs
-# docs/install/include/200-install.rst, 7.14.0 version: index id 59807416391; 7.14.1 @
-# 50600d8d). TheRock docs/rfcs/RFC0012-Repo-Structure.md (status Approved, @ fd3153e1) keeps
-# repo.amd.com/rocm/ "as-is for backward compatibility": 7.14 stays there, 10.x moved.
+# 7.14.x (rocm-docs 200-install.rst @ 50600d8d).
 MULTI_ARCH_REPOSITORY = _repository("repo.amd.com", paths.ROCM_SOURCE)
-# 10.x: the deb822 file /etc/apt/sources.list.d/amdrocm-stable.sources ("X-Repo-Id:
-# amdrocm-stable", "URIs: https://stable.repo.amd.com/rocm/core/packages/<dist>/", "Suites:
-# stable"), key https://stable.repo.amd.com/rocm/gpg/packages.gpg (rocm-docs 200-install.rst
-# @ 0c31064a, the 10.0.0 page). 10.1 keeps it: its release notes list no repository change
-# and AMD's 10.1 HPC SDK page (hpc-sdk/install.rst) installs amdrocm-hpc10.1 "from the same repo".
+# 10.x (rocm-docs 200-install.rst @ 0c31064a).
 STABLE_REPOSITORY = _repository("stable.repo.amd.com", paths.AMDROCM_SOURCE)
 REPOSITORIES = (CLASSIC_REPOSITORY, MULTI_ARCH_REPOSITORY, STABLE_REPOSITORY)
 
 
 @dataclass(frozen=True)
 class Stream:
-    """What one stream of ROCm releases does differently, in one place: its signing key and
-    where the deploy keeps it, its apt pin, the distros it publishes, its package names and
-    versions, and where a release unpacks. Subclasses answer the questions about packages."""
+    """Everything one stream of ROCm does differently; subclasses answer about packages."""
 
     name: str
     title: str
@@ -141,8 +119,7 @@ class Stream:
         return next((p for p in self.publications if p.distro == row.key), None)
 
     def pin_text(self) -> str:
-        """The pin that puts the stream's packages above the distribution's own (600 > 500):
-        AMD's classic form (fact sheet §3.2), keyed on the Release file's Origin."""
+        """The pin (priority 600 on the Release Origin) above the distribution's packages."""
         return render("apt-pin.pref.j2", release=f"o={self.pin_origin}", priority=600)
 
     # --- packages (the subclasses) ----------------------------------------------------------
@@ -151,27 +128,21 @@ class Stream:
         raise NotImplementedError
 
     def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
-        """The packages to install when ``rocm_packages`` is unset; ``gfx_targets`` names
-        every GPU of the host when known (else None)."""
+        """The packages for an unset ``rocm_packages``; ``gfx_targets``: the host's, or None."""
         raise NotImplementedError
 
     def owns(self, name: str, version: str) -> bool:
-        """Whether an installed package is one of this stream's ROCm packages (not a
-        driver, not the distribution's)."""
+        """Whether an installed package is this stream's ROCm (not a driver or the distro's)."""
         raise NotImplementedError
 
     def unwanted_targets(
         self, release: ReleaseRow, packages: list[str], names: list[str]
     ) -> list[str]:
-        """Of ``names`` (the stream's installed packages), those that serve only GPU targets
-        ``packages`` (what the host is to have) no longer name: a per-target stream's old
-        targets after ``expected_gfx`` changed. None for a stream without per-target
-        packages."""
+        """Of installed ``names``, those serving only GPU targets ``packages`` no longer name."""
         return []
 
     def version_regex(self, release: ReleaseRow) -> str:
-        """An extended regex (Python and awk) matching the versions of the release's
-        packages."""
+        """An extended regex (Python and awk) matching the release's package versions."""
         raise NotImplementedError
 
     def root(self, release: ReleaseRow) -> str:
@@ -188,7 +159,6 @@ class ClassicStream(Stream):
         return f"{base_url.rstrip('/')}/{release.apt_path}"
 
     def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
-        # The HIP runtime meta package: rocminfo, HIP, HSA (fact sheet §3.5).
         return ["rocm-hip-runtime"]
 
     def owns(self, name: str, version: str) -> bool:
@@ -206,8 +176,7 @@ class ClassicStream(Stream):
         return since is not None and release.parts >= release_key(since)
 
 
-# The gfx targets of the per-target packages amdrocm<ver>-<gfx>: repositories.json
-# gfx_packages (from the record of AMD's install pages, cited there; exact targets only).
+# Targets with an amdrocm<ver>-<gfx> package. Rows: repositories.json, each cited.
 CORE_SDK_GFX_PACKAGES: tuple[str, ...] = tuple(
     row["gfx"] for row in upstream_data.REPOSITORY_ROWS["gfx_packages"]
 )
@@ -218,8 +187,7 @@ class CoreSdkStream(Stream):
         return f"{base_url.rstrip('/')}/{publication.directory}"
 
     def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
-        # "ROCm Base": amdrocm<ver> for every target, or amdrocm<ver>-<gfx> per target
-        # (200-install.rst @ 03f04fe0, 0c31064a); <ver> is major.minor (packaging_utils.py).
+        # "ROCm Base" (200-install.rst @ 0c31064a); <ver> is major.minor.
         ver = major_minor(release.version)
         targets = sorted(set(gfx_targets or []))
         if targets and all(gfx in CORE_SDK_GFX_PACKAGES for gfx in targets):
@@ -232,10 +200,7 @@ class CoreSdkStream(Stream):
     def unwanted_targets(
         self, release: ReleaseRow, packages: list[str], names: list[str]
     ) -> list[str]:
-        """With per-target packages wanted (amdrocm7.14-gfx1201), every installed package of
-        another target (amdrocm7.14-gfx1100 and the amdrocm-core7.14-gfx1100 it pulled in,
-        several GB) and the every-target amdrocm7.14; with the every-target one wanted (or
-        no per-target one named), nothing: it depends on every target."""
+        """Other targets' packages and the every-target one, when per-target ones are wanted."""
         ver = major_minor(release.version)
         wanted = {gfx for gfx in CORE_SDK_GFX_PACKAGES for p in packages if p.endswith(f"-{gfx}")}
         if not wanted or f"amdrocm{ver}" in packages:
@@ -254,9 +219,7 @@ class CoreSdkStream(Stream):
 
 
 def _listed(stream: str, key: str) -> str | None:
-    """The first release of ``stream`` that AMD lists distro ``key`` in (the generated
-    upstream_data.RELEASES: the historical table for the classic stream, os-support.yaml for
-    the Core SDK), None if none does."""
+    """The first release of ``stream`` that lists distro ``key``, or None."""
     return next(
         (r["version"] for r in upstream_data.RELEASES
          if r["stream"] == stream and key in (r["distros"] or ())),
@@ -267,10 +230,7 @@ def _listed(stream: str, key: str) -> str | None:
 def _publications(
     stream: str, per_model: dict[str, dict[str, list[str]]]
 ) -> tuple[Publication, ...]:
-    """What ``stream`` publishes per distro, as repositories.json records it (suite,
-    directory, first release, Instinct only; each row cited), with when AMD lists each distro
-    and, where ``per_model`` (upstream_data.CORE_SDK_DEBIAN) names it, the Instinct models and
-    gfx targets AMD lists it for."""
+    """What ``stream`` publishes per distro (repositories.json), with ``per_model`` listings."""
     out = []
     for row in upstream_data.REPOSITORY_ROWS["publications"]:
         if row["stream"] != stream:
@@ -295,21 +255,13 @@ def _publications(
     return tuple(out)
 
 
-# Publications: repositories.json, from the record of repo.radeon.com (suite per distro, the
-# noble suite from 6.2.0, Debian for Instinct only). Listing: AMD's historical table, read by
-# tools/matrix_update.py (Ubuntu 22.04 in every 6.x/7.x release, 24.04 from 6.2.0, Debian 12
-# from 6.3.1, Debian 13 from 7.0.2).
 CLASSIC = ClassicStream(
     "classic",
     "ROCm (repo.radeon.com)",
-    # Not printed in AMD's docs; seen in Debian apt's NO_PUBKEY/EXPKEYSIG errors quoted in
-    # ROCm issues #1538, #1762, #2362, #5232 and pinned by third-party scripts (fact sheet §3.1).
-    # Overridable per inventory (``rocm_key_fingerprint``) for when AMD rotates the key.
+    # Overridable per inventory (``rocm_key_fingerprint``).
     key_fingerprint=_stream_row("classic")["key_fingerprint"],
     keyring=paths.ROCM_KEYRING,
-    # AMD's pin, verbatim from every install page 5.7 -> 7.2 (fact sheet §3.2): without it
-    # Debian's own rocminfo 5.2.3 (bookworm) / 6.1.2 (trixie) outranks AMD's
-    # 1.0.0.<tag> (fact sheet §12).
+    # Without it Debian's own rocminfo outranks AMD's 1.0.0.<tag>.
     pin=paths.ROCM_PIN,
     pin_origin=_stream_row("classic")["pin_origin"],
     publications=_publications("classic", {}),
@@ -317,31 +269,14 @@ CLASSIC = ClassicStream(
 )
 
 
-# Publications: repositories.json, from the record of repo.amd.com (the directory per distro
-# of the 7.14.0, 7.14.1 and 10.0.0 install pages, suite "stable", Debian listed per Instinct
-# model). Listing (os-support.yaml, read by tools/matrix_update.py into
-# upstream_data.CORE_SDK_DEBIAN): Ubuntu for Instinct, Radeon and Ryzen; Debian per Instinct
-# model, and so per gfx target (Debian 13: gfx950, gfx942; Debian 12: gfx950, gfx942, gfx90a).
-# A target is as fine as preflight can tell before a driver is loaded; within one (MI300A on
-# Debian 13, MI210 on Debian 12) the models named in the warning say what is listed.
+# Debian is listed per Instinct model, so per gfx target; the warning names the models.
 CORE_SDK = CoreSdkStream(
     "core-sdk",
     "ROCm Core SDK",
-    # AMD's pinned primary-key fingerprint of its ROCm signing key, the same key for the
-    # 7.14 and 10.x repositories: TheRock build_tools/packaging/linux/build_repo_package.py
-    # EXPECTED_KEY_FINGERPRINT (index ids 58601907636, 69478452527; ROCm/TheRock PR #7269).
-    # Not printed on an AMD docs page; a different key from repo.radeon.com's.
     key_fingerprint=_stream_row("core-sdk")["key_fingerprint"],
     keyring=paths.AMDROCM_KEYRING,
     pin=paths.AMDROCM_PIN,
-    # AMD publishes no pin for these repositories and the classic one (o=repo.radeon.com)
-    # doesn't match them. TheRock's repository builder writes "Origin: AMD ROCm" / "Label:
-    # ROCm <type> Packages" into every Release (build_tools/packaging/linux/
-    # build_package_repo.py @ 0f6cec14, generate_release_file_with_checksums), and (3p) an
-    # install script that checked `apt-cache policy` against stable.repo.amd.com pins
-    # "o=AMD ROCm" (index id 70152502895), as does an Ansible role for both 7.14 and 10.x
-    # (id 58692247280). The live Release files were not read here: `rocm-fleet matrix
-    # check` compares their Origin with this value.
+    # AMD publishes no pin here; `rocm-fleet matrix check` compares the live Origin.
     pin_origin=_stream_row("core-sdk")["pin_origin"],
     publications=_publications("core-sdk", upstream_data.CORE_SDK_DEBIAN),
     default_packages_text=(

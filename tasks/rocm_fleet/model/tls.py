@@ -1,15 +1,5 @@
-"""The fleet mirror's TLS: a CA of the fleet's own, and the mirror's certificate from it.
-
-Hosts pin the CA for the mirror alone (apt's per-host ``CaInfo``, pip's ``--cert``, curl's
-``--cacert``), never in the system's trust store: a CA an admin made for one mirror must
-not vouch for any other name on those hosts. ``rocm-fleet mirror-ca`` makes the files
-(``make_ca``, ``issue``), and every run checks them on the controller before the first
-operation (``check_mirror_files``): the files exist and parse, the key is the certificate's
-and readable by its owner alone, the certificate is issued by the CA, is valid now, and
-names the address the hosts reach the mirror by.
-
-``cryptography`` is already installed with pyinfra (paramiko requires it); it is named as
-a dependency of rocm-fleet since this module uses it directly.
+"""The fleet mirror's TLS: making a fleet CA and the mirror's certificate (``rocm-fleet
+mirror-ca``), and checking those files on the controller before any operation.
 """
 
 from __future__ import annotations
@@ -29,9 +19,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from rocm_fleet.atomic import write_atomically
 
-# How long what `rocm-fleet mirror-ca` issues is valid: the CA ten years (it is pinned on
-# every host), the mirror's certificate 825 days, the longest validity Apple's TLS policy
-# accepts (https://support.apple.com/en-us/103769), so any client takes it.
+# The certificate's: the longest Apple's TLS policy accepts (support.apple.com/en-us/103769).
 CA_DAYS = 3650
 SERVER_DAYS = 825
 
@@ -61,7 +49,7 @@ def _read(key: str, path: str) -> bytes:
 
 
 def load_certificates(key: str, path: str) -> list[x509.Certificate]:
-    """The PEM certificates in ``path`` (at least one); TlsFileError naming ``key``."""
+    """The PEM certificates in ``path`` (at least one); raises TlsFileError naming ``key``."""
     data = _read(key, path)
     try:
         found = x509.load_pem_x509_certificates(data)
@@ -73,7 +61,7 @@ def load_certificates(key: str, path: str) -> list[x509.Certificate]:
 
 
 def private_key_is_private(key: str, path: str) -> None:
-    """A private key must be readable by its owner alone (0600 or stricter)."""
+    """Raises TlsFileError unless the key file is 0600 or stricter."""
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)
     except OSError as exc:
@@ -93,8 +81,7 @@ def _names(certificate: x509.Certificate) -> tuple[list[str], list[str]]:
 
 
 def names_host(certificate: x509.Certificate, host: str) -> bool:
-    """Whether the certificate's subjectAltName names ``host`` (an address or a DNS name;
-    clients check the SAN only, RFC 6125 6.4.4, so the subject's CN is not read)."""
+    """Whether the subjectAltName names ``host`` (the CN is not read, RFC 6125 6.4.4)."""
     dns, ips = _names(certificate)
     try:
         return str(ipaddress.ip_address(host)) in ips
@@ -110,8 +97,8 @@ def names_host(certificate: x509.Certificate, host: str) -> bool:
 
 
 def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | None = None) -> None:
-    """Whether the files can serve the mirror at ``address``: TlsFileError naming the setting
-    and what to do otherwise. Reads only the controller's files."""
+    """Raises TlsFileError (naming the setting and the fix) unless the controller's files can
+    serve the mirror at ``address``."""
     now = now or datetime.datetime.now(datetime.UTC)
     ca = load_certificates("rocm_mirror_tls_ca", tls.ca)[0]
     if not _is_ca(ca):
@@ -190,8 +177,7 @@ def _pem(certificate: x509.Certificate) -> bytes:
 def make_ca(
     name: str, now: datetime.datetime
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A CA certificate and key (P-256) with the extensions strict verifiers require
-    (Python 3.13's ``VERIFY_X509_STRICT``: key usage, subject and authority key ids)."""
+    """A CA certificate and P-256 key that pass ``VERIFY_X509_STRICT``."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     identifier = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
@@ -275,8 +261,8 @@ class MadeFiles:
 def make_mirror_files(
     directory: Path, names: list[str], now: datetime.datetime | None = None
 ) -> MadeFiles:
-    """``directory``'s ``ca.crt``/``ca.key`` (made unless there: the hosts pin that CA, so it
-    is kept) and a new ``mirror.crt``/``mirror.key`` for ``names``. Keys are created 0600."""
+    """``directory``'s CA (made only if absent) and a new mirror certificate for ``names``;
+    keys created 0600."""
     now = now or datetime.datetime.now(datetime.UTC)
     directory.mkdir(parents=True, exist_ok=True)
     ca_path, ca_key_path = directory / "ca.crt", directory / "ca.key"

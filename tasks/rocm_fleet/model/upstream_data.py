@@ -1,7 +1,4 @@
-"""The matrix's upstream data: what tools/matrix_update.py read from AMD's and PyTorch's
-machine-readable files (and its cited overrides where they are silent), kept in
-upstream_data.json beside this module. Edit neither by hand: run the tool on the current
-upstream files and review its ``--check`` diff (docs/maintaining/matrix.md)."""
+"""The matrix's generated data files (tools/matrix_update.py; not edited by hand)."""
 
 from __future__ import annotations
 
@@ -21,19 +18,15 @@ OS_FAMILIES: dict[str, list[str]] = _DATA["os_families"]
 CORE_SDK_DEBIAN: dict[str, dict[str, list[str]]] = _DATA["core_sdk_debian"]
 # torch minor -> its stable ROCm (PyTorch RELEASE.md).
 TORCH_STABLE_ROCM: dict[str, str] = _DATA["torch_stable_rocm"]
-# The release rows, oldest first per stream: version, stream, repository, the distros and gfx
-# targets AMD's table lists (None where it is silent), amdgpu driver folder, torch index, and
-# per field where it comes from ("from") with an override's citation ("source").
+# The release rows, oldest first per stream, each field cited ("from", "source").
 RELEASES: list[dict] = _DATA["releases"]
 
 
-# Where the data files are (``rocm-fleet matrix update`` compares with them by default).
 DATA_DIR = Path(str(files(__package__)))
 
 
 def _table(name: str) -> dict[str, list[dict]]:
-    """A data file of the matrix's tables (matrix/generate.py writes them with
-    tools/matrix_update.py tables): section -> rows, each with ``from`` and ``source``."""
+    """A table data file: section -> rows, each with ``from`` and ``source``."""
     data = json.loads(files(__package__).joinpath(name).read_text("utf-8"))
     return {section: rows for section, rows in data.items() if section != "_comment"}
 
@@ -42,13 +35,11 @@ def _table(name: str) -> dict[str, list[dict]]:
 GPU_TARGET_ROWS: list[dict] = _table("gpu_targets.json")["gpu_targets"]
 # Distros: key, id, version, repo.radeon.com suite, the host's python3 and glibc.
 DISTRO_ROWS: list[dict] = _table("distros.json")["distros"]
-# Kernels: per distro the oldest AMD lists, per gfx the oldest inbox driver, per distro where
-# a newer one comes from.
+# Kernels: minimums per distro and per gfx, and where a newer one comes from.
 KERNEL_ROWS: dict[str, list[dict]] = _table("kernels.json")
 # Torch builds: per PyTorch index its builds (and runtime), per 10.x release AMD's wheels.
 TORCH_BUILD_ROWS: dict[str, list[dict]] = _table("torch_builds.json")
-# AMD's apt repositories, each stream's signing key and Release Origin, the Core SDK's
-# per-distro directories.
+# AMD's apt repositories, streams, publications and per-target packages.
 REPOSITORY_ROWS: dict[str, list[dict]] = _table("repositories.json")
 # PCI IDs: devices (AMD's with their gfx target), vendor and class names.
 PCI_ROWS: dict[str, list[dict]] = _table("pci_ids.json")

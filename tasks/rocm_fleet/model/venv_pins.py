@@ -1,10 +1,5 @@
-"""What a venv holds, against what a wheel set pins: names as PEP 503 normalises them,
-versions as pip's ``==`` matches a local label, requirements as PEP 508 reads them.
-
-Pure: the venv's distributions come in as a mapping (``facts.python.VenvDistributions``);
-the deploy asks whether pip is to run (``sources.WheelNeed.unmet_in``) before it locks the
-set, the operation (``operations.python.pinned_wheels``) what pip is to install.
-"""
+"""A venv's distributions against a wheel set's pins (PEP 503 names, pip's ``==``, PEP 508),
+pure."""
 
 from __future__ import annotations
 
@@ -33,9 +28,7 @@ def version_matches(installed: str | None, wanted: str) -> bool:
 
 
 def requirement_met(installed: Mapping[str, str], requirement: str) -> bool:
-    """Whether a venv's distributions (normalised name -> version) satisfy a PEP 508
-    requirement such as ``rocm[device-all,libraries]==7.14.*`` (its extras' own
-    requirements aren't known without the metadata: the distribution itself must match)."""
+    """Whether the distribution of a PEP 508 requirement matches (extras are not checked)."""
     req = Requirement(requirement)
     version = installed.get(normal_name(req.name))
     if version is None:

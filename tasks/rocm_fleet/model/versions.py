@@ -1,9 +1,4 @@
-"""Version parsing and comparison, in one place: ROCm releases, kernel releases, AMD's
-package versions (the classic stream's and the ROCm Core SDK's).
-
-Every other module compares versions through these functions, so a rule (Debian's kernel
-ABI numbers, AMD's release tag) is written once.
-"""
+"""Parsing and ordering of ROCm, kernel, AMD package and Debian package versions."""
 
 from __future__ import annotations
 
@@ -23,17 +18,10 @@ _KERNEL = re.compile(r"^(\d+(?:\.\d+)*)(?:-(\d+))?")
 
 
 def kernel_key(release: str) -> tuple[int, ...]:
-    """A kernel release (``uname -r``) as numbers for ordering: the upstream version padded
-    to three parts, then the distribution's ABI number when it has one.
+    """A ``uname -r`` for ordering: upstream padded to three parts, then the ABI number or 0.
 
-    * Debian <= 12 and Ubuntu put an ABI number after the upstream version, and bump it
-      for each security update: "6.1.0-28-amd64" -> (6, 1, 0, 28) is older than
-      "6.1.0-31-amd64" -> (6, 1, 0, 31).
-    * Debian 13 and backports put the full upstream version first and no ABI number:
-      "6.12.38+deb13-amd64" -> (6, 12, 38, 0), "6.12.12+bpo-amd64" -> (6, 12, 12, 0).
-    * A bare minimum such as "6.12" -> (6, 12, 0, 0), so any 6.12 kernel satisfies it.
-
-    An unparsable release is () (older than everything).
+    "6.1.0-28-amd64" -> (6, 1, 0, 28); "6.12.38+deb13-amd64" -> (6, 12, 38, 0);
+    "6.12" -> (6, 12, 0, 0); unparsable -> () (older than everything).
     """
     match = _KERNEL.match(release or "")
     if not match:
@@ -53,25 +41,22 @@ def newer_kernels(running: str, installed: list[str]) -> list[str]:
 
 # --- releases as upstream and the host write them ------------------------------------------
 
-# A ROCm release as AMD names its directories (repo.radeon.com/rocm/apt/6.4.3/, .../7.0/).
+# repo.radeon.com/rocm/apt/6.4.3/, .../7.0/.
 _RELEASE = r"\d+\.\d+(?:\.\d+)?"
-#: An Ubuntu release as its kernel meta packages name it (linux-generic-hwe-24.04,
-#: linux-oem-24.04b).
+#: An Ubuntu release in kernel meta package names (linux-generic-hwe-24.04).
 UBUNTU_SERIES = r"[0-9]{2}\.[0-9]{2}"
 _RELEASE_LINK = re.compile(rf'href="({_RELEASE})/"')
 # [0-9], not \d: a str pattern's \d takes any Unicode digit.
 _FULL_RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
-# The Core SDK's meta package of a release series: amdrocm7.14, amdrocm10.0 (``major_minor``).
+# amdrocm7.14, amdrocm10.0.
 _CORE_SDK_META = re.compile(r"amdrocm\d+\.\d+")
-# A ROCm apt source line names its release directory: .../rocm/apt/6.4.3 jammy main.
+# .../rocm/apt/6.4.3 jammy main.
 ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
-# A distribution's point release: /etc/debian_version "12.9" (or "trixie/sid", not one),
-# Ubuntu's os-release VERSION "24.04.3 LTS (Noble Numbat)".
+# /etc/debian_version "12.9"; os-release VERSION "24.04.3 LTS (Noble Numbat)".
 _NUMERIC = re.compile(r"\d+(?:\.\d+)*")
 _LEADING_POINT_RELEASE = re.compile(r"\d+(?:\.\d+)+")
 
-# One row of the release list-table of AMD's versions.rst: "* - `10.1.0 <https://rocm.docs.amd.com/en/docs-10.1.0>`__"
-# then "- October 5, 2026" (older rows abbreviate the month: "Apr 16, 2024").
+# A row of AMD's versions.rst list-table: "* - `10.1.0 <url>`__" then "- October 5, 2026".
 RELEASE_LIST_ROW = re.compile(
     r"^\s*\* - `(?P<version>\d+\.\d+\.\d+) <(?P<url>https://[^\s>]+)>`__\s*\n"
     r"\s*- (?P<date>[A-Z][a-z]+ \d{1,2}, \d{4})\s*$",
@@ -89,10 +74,9 @@ def is_full_release(version: str) -> bool:
     return bool(_FULL_RELEASE.fullmatch(version))
 
 
-# A wheel's public version as AMD and PyTorch publish their builds (2.15.0, 0.29.0a0,
-# 2.11.0.3): what a site's matrix data may name as a torch build.
+# 2.15.0, 0.29.0a0, 2.11.0.3.
 _BUILD_VERSION = re.compile(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?")
-# AMD's amdgpu repository folders: 30.30, 31.40.1.
+# amdgpu folders: 30.30, 31.40.1.
 _DRIVER_FOLDER = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?")
 
 
@@ -112,25 +96,18 @@ def is_core_sdk_meta_package(name: str) -> bool:
 
 
 def is_numeric_version(text: str) -> bool:
-    """Whether ``text`` is a dotted number ("12.9", "13"), as /etc/debian_version of a
-    release holds (a testing host's holds "trixie/sid")."""
+    """Whether ``text`` is a dotted number ("12.9", "13"; not "trixie/sid")."""
     return bool(_NUMERIC.fullmatch(text))
 
 
 def leading_point_release(text: str) -> str | None:
-    """The point release a version text starts with: "24.04.3 LTS (Noble Numbat)" ->
-    "24.04.3"; None when it starts with none."""
+    """ "24.04.3 LTS (Noble Numbat)" -> "24.04.3"; None when the text starts with none."""
     match = _LEADING_POINT_RELEASE.match(text)
     return match.group(0) if match else None
 
 
-# AMD versions every classic ROCm package <x.y.z>.<tag>-<build>[~<ubuntu>]: rocm-core
-# 6.4.3.60403-128~22.04, rocminfo 1.0.0.60403-... (fact sheet §3.5, §12). Debian's own ROCm
-# packages (rocminfo 5.2.3-2, 6.1.2-2) don't match. AMD's driver packages from
-# repo.radeon.com/amdgpu carry the same tag after an epoch (amdgpu-dkms
-# 1:6.12.12.60403-2194681.22.04).
-# Written in the syntax Python's re and POSIX grep -E share, so the host-side fact that
-# leaves AMD's packages out of a listing (facts.apt.DistroRocmPackages) uses this very rule.
+# AMD's classic <x.y.z>.<tag>-<build> (rocm-core 6.4.3.60403-128~22.04); drivers add an epoch.
+# Debian's own ROCm packages don't match. Python re and grep -E alike.
 AMD_CLASSIC_VERSION = r"^([0-9]+:)?[0-9]+\.[0-9]+\.[0-9]+\.([0-9]{5})-"
 _AMD_CLASSIC = re.compile(AMD_CLASSIC_VERSION)
 
@@ -142,7 +119,7 @@ def amd_release_tag(version: str) -> str | None:
 
 
 def is_amd_driver_version(version: str) -> bool:
-    """AMD's driver packages (amdgpu-dkms ...) carry an epoch before the tagged version."""
+    """Whether ``version`` is an AMD driver package's (an epoch before the tagged version)."""
     match = _AMD_CLASSIC.match(version)
     return bool(match and match.group(1))
 
@@ -154,18 +131,12 @@ def release_tag(version: str) -> str:
 
 
 def classic_version_regex(version: str) -> str:
-    """An extended regular expression (Python ``re`` and POSIX awk alike) matching the
-    versions of a classic release's packages: 6.4.3 -> ``[.]60403-``."""
+    """An ERE (Python and awk) for a classic release's versions: 6.4.3 -> ``[.]60403-``."""
     return f"[.]{release_tag(version)}-"
 
 
-# The ROCm Core SDK (TheRock) versions a stable release's packages <X.Y.Z>-<build>: the
-# upstream part is the release (docs/packaging/versioning.md, "stable | X.Y.Z"), the
-# Debian revision the build's --version-suffix (build_tools/packaging/linux/
-# deb_package.py: ``version += f"-{config.version_suffix}"``; ROCm/TheRock @ 89553ce3),
-# e.g. amdrocm-runtime10.0 10.0.0-4. Every package it builds is named amdrocm*
-# (build_tools/packaging/linux/package.json), so the name tells them from Debian's; except
-# amdrocm-repo, which configures the repository (build_repo_package.py PACKAGE_NAME).
+# Core SDK packages: amdrocm*, <X.Y.Z>-<build>, but not amdrocm-repo (ROCm/TheRock @ 89553ce3
+# docs/packaging/versioning.md, deb_package.py, build_repo_package.py).
 _CORE_SDK = re.compile(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$")
 _CORE_SDK_NOT_ROCM = ("amdrocm-repo",)
 
@@ -180,21 +151,16 @@ def is_core_sdk_package(name: str, version: str) -> bool:
 
 
 def core_sdk_version_regex(version: str) -> str:
-    """An extended regular expression matching the versions of a Core SDK release's
-    packages: 10.0.0 -> ``^10[.]0[.]0-``."""
+    """An ERE for a Core SDK release's versions: 10.0.0 -> ``^10[.]0[.]0-``."""
     return "^" + version.replace(".", "[.]") + "-"
 
 
 def major_minor(version: str) -> str:
-    """ "10.1.0" -> "10.1": what the Core SDK puts in package names and its install root
-    (packaging_utils.py update_package_name: "Package name will be rocm8.1")."""
+    """ "10.1.0" -> "10.1", as in Core SDK package names and install roots."""
     return ".".join(version.split(".")[:2])
 
 
-# --- Debian package versions (the bundle resolves dependencies within AMD's repository) ---
-# python-debian's Version orders them as ``dpkg --compare-versions`` does (deb-version(7):
-# epoch, then upstream version and revision, ``~`` before everything). Imported when first
-# used: only the bundle compares them, and the import (30 ms) would slow every deploy's start.
+# --- Debian package versions (python-debian, imported on first use) ---------------------
 
 _RELATIONS = {
     "=": lambda order: order == 0,
@@ -206,7 +172,7 @@ _RELATIONS = {
 
 
 def debian_version(version: str) -> DebianVersion:
-    """A Debian package version that orders as dpkg does; ValueError when unreadable."""
+    """A Debian package version that orders as dpkg does; raises ValueError when unreadable."""
     from debian.debian_support import Version
 
     return Version(version)
