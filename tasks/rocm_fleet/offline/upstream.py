@@ -1,9 +1,6 @@
-"""GETs of AMD's and PyTorch's servers (or a mirror's copy of them) for the matrix check.
-
-Through the one HTTP client (``download.client``), with a mirror's URLs in place of
-upstream's (``--apt-base``, ``--torch-base``) and a cache (each URL once, however many
-checks and threads ask). ``requests`` loads with the first request: the ``rocm-fleet``
-command imports every tool, and most make no request.
+"""Cached GETs of AMD's and PyTorch's servers (or a mirror's copy, ``--apt-base``,
+``--torch-base``) for the matrix check, through the one HTTP client; ``requests`` is imported
+with the first request.
 """
 
 from __future__ import annotations
@@ -23,8 +20,7 @@ if TYPE_CHECKING:
     from rocm_fleet.offline.download import Unreachable
 
 GONE = (403, 404, 410)  # what object stores answer for a path that isn't there
-#: The most one answer may hold (AMD's largest Packages index is a few MiB): a mirror or a
-#: host in the path that sends more is refused, not read into memory without end.
+#: The most one answer may hold: more is refused, not read into memory.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
