@@ -1,4 +1,2 @@
-"""What runs without pyinfra over HTTP or on files, mostly on the controller: downloads, apt
-repository and key reading, wheel indexes and the live lock of a wheel set (also for online
-hosts), the air-gapped bundle, the matrix check's reads of upstream, and pull mode's signed
-state. No pyinfra."""
+"""Controller-side reads over HTTP and of files, without pyinfra: downloads, apt repositories
+and keys, wheel indexes and locks, bundles, the matrix check, and pull mode's signed state."""

@@ -1,7 +1,5 @@
-"""AMD's apt repositories in a bundle: the key (only with the pinned fingerprint, one key to
-a file), each repository's ``InRelease`` (its signature checked with the key alone) and
-package indexes verbatim (each checked against the signed SHA256), and the ``.deb`` files of
-the install closure, each checked against the signed index.
+"""AMD's apt repositories in a bundle: the pinned key, each ``InRelease`` and package index
+verbatim once verified, and the ``.deb`` files of the install closure, hash-checked.
 """
 
 from __future__ import annotations
@@ -27,9 +25,7 @@ from rocm_fleet.offline.signature import check_release
 
 
 def one_key(data: bytes, url: str) -> None:
-    """Refuse a key file holding more than one key (a second armored block, or binary
-    packets followed by an armored copy of another key): hosts' apt reads the whole file
-    as the keyring, so the bundle must not carry a key it didn't check."""
+    """BundleError when a key file holds more than one key (hosts' apt reads it whole)."""
     blocks = data.count(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     armored_at = data.find(b"-----BEGIN PGP")
     if blocks > 1:

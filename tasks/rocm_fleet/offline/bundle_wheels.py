@@ -1,6 +1,5 @@
-"""PyTorch's (and AMD's) wheels in a bundle: per index and host Python, the resolution
-(``offline.resolution``) over the index's pages, each file fetched and checked against the
-``#sha256=`` the index publishes, and PEP 503 pages listing only the bundled files.
+"""Wheels in a bundle: per index and host Python, the resolved set fetched and checked against
+the index's ``#sha256=``, and PEP 503 pages listing only the bundled files.
 """
 
 from __future__ import annotations
@@ -54,8 +53,7 @@ def add_wheel_set(
 
     @functools.cache
     def metadata(link: Link) -> str:
-        """A wheel's core metadata: the index's copy when it publishes one (PEP 658), so
-        a candidate the resolution later drops costs no wheel download."""
+        """A wheel's core metadata: the index's PEP 658 copy when published, else the wheel's."""
         if link.metadata_sha256:
             data = fetcher.content(link.url + ".metadata")
             if sha256_hex(data) == link.metadata_sha256:

@@ -1,7 +1,5 @@
-"""A PEP 503 wheel index as pip reads it: a project's page and its file links (with the
-``#sha256=`` that pins each file), and whether an index's hashes can be trusted at all.
-Fetching the pages is the caller's (``offline.bundle_wheels``, ``offline.lock``); the
-resolution over them is ``offline.resolution``.
+"""A PEP 503 wheel index as pip reads it: a project page's file links (each pinned by its
+``#sha256=``), and whether an index's hashes can be trusted at all.
 """
 
 from __future__ import annotations
