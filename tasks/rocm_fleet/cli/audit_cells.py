@@ -1,18 +1,8 @@
-"""The audit's row and its cells, as types: what ``cli.audit_rows`` gathers once and the
-screens (``cli.audit_screens``) and the metrics (``cli.metrics``) read by attribute.
-
-A row (``AuditRow``) is one host: its ``status`` (one of ``STATUSES``), the ``error`` when
-it is neither ok nor drift, its ``drift`` (observed keys and ``"<concern id>: <operation>"``),
-the cells of what the survey saw (``ObservedCells``: a field per column, None where the
-host has none), the plan's concerns by id (``ConcernCell``) and, for a surveyed host, its
-GPUs' health and the groups it is an outlier of.
-
-``AuditRow.to_json`` is ``--format json``'s host object; scripts read it, so its keys and
-values stay as they are: a cell is ``{"text", "drift", <its own fields>}``, in field order.
-
-A new observed cell: a ``Cell`` subclass with its fields, a field of ``ObservedCells`` with
-its column header, and the gathering filling it in; the table, the JSON and the docs' list
-of cells follow from the field.
+"""The audit's row and its cells, as types: ``cli.audit_rows`` builds an ``AuditRow`` per host;
+the screens and the metrics read it by attribute. ``AuditRow.to_json`` is ``--format json``'s
+host object, read by scripts: its keys and values stay (a cell is ``{"text", "drift", <its
+fields>}``, in field order). A new observed cell is a ``Cell`` subclass and a field of
+``ObservedCells`` with its header.
 """
 
 from __future__ import annotations
@@ -31,8 +21,7 @@ STATUSES: tuple[Status, ...] = ("ok", "drift", "refused", "unreachable", "failed
 
 
 def plain(value: Any) -> Any:
-    """``value`` as JSON has it: a dataclass as a dict of its fields in order, a tuple as a
-    list (``dataclasses.asdict`` keeps tuples, which compare unequal to the JSON's lists)."""
+    """``value`` as JSON has it: a dataclass a dict of its fields in order, a tuple a list."""
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, (list, tuple)):
@@ -112,7 +101,7 @@ class RebootCell(Cell):
 
     def to_json(self) -> dict[str, Any]:
         found = plain(self)
-        # each kernel's readiness with its ``ready`` (a property, no field) before its problems
+        # ``ready`` is a property: named here, before the problems
         found["boot"]["kernels"] = [
             {"kernel": k.kernel, "ready": k.ready, "problems": list(k.problems)}
             for k in self.boot.kernels

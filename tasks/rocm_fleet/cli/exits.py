@@ -13,8 +13,7 @@ reads any of them the same way.
 141    the reader of the output went away (``| head``), as the shell reports SIGPIPE
 =====  ====================================================================================
 
-4 is pytest's own status for a usage error, and what ``rocm-fleet check`` always said; 2 is
-left to what it means for the audit and ``matrix check``: the answer is incomplete.
+4 matches pytest's usage-error status; 2 means the answer is incomplete.
 """
 
 from __future__ import annotations
