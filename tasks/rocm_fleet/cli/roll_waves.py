@@ -36,8 +36,7 @@ class Target:
     host: str
     slurm: SlurmNode | None
     drain_timeout: float = 3600.0
-    #: no drift, but an earlier roll left it drained (its checks failed): checked again, and
-    #: resumed if they pass; never deployed
+    #: no drift, but an earlier roll left it drained: checked again, resumed if passing
     recheck: bool = False
     #: drained by someone else before the roll: changed, then left drained
     keep_drained: bool = False
