@@ -19,10 +19,8 @@ def load_inventory(
     check_for_changes: bool,
     override_data: dict[str, Any] | None = None,
 ) -> tuple[Any, list[Any]]:
-    """(pyinfra State, the chosen hosts) for an inventory file, host list or module, loaded
-    as pyinfra's CLI loads it (``engine.inventory``), with the state current as pyinfra's
-    CLI has it while the inventory runs; ``override_data`` wins over every host's data
-    (pyinfra's ``--data``)."""
+    """(pyinfra State, the chosen hosts) for an inventory file, host list or module, loaded as
+    pyinfra's CLI loads it; ``override_data`` wins over every host's data (``--data``)."""
     # @local, @chroot/DIR, @docker/NAME, ...: pyinfra connectors, not files
     looks_like_file = not inventory_path.startswith("@") and (
         inventory_path.endswith(".py") or os.sep in inventory_path
