@@ -1,11 +1,6 @@
-"""``rocm-fleet``: the command-line tools beside the deploy (``COMMANDS``: audit, check,
-roll, matrix, bundle, mirror-ca, publish, pull-fetch, settings; and ``--version``).
-
-A click group; each tool is a module with a click ``command`` (``exits.Command``:
-``run(args) -> exit status``), imported only when that tool runs. Every tool exits by one
-scheme (``exits``: 0 clean, 1 findings, 2 could not check, 4 bad input); errors a user can
-fix are one line on stderr, never a traceback; output into a closed pipe (``| head``) ends
-quietly, as a Unix tool does.
+"""``rocm-fleet``: the click group of the tools beside the deploy (``COMMANDS``), each module
+imported only when its command runs; every tool exits by ``exits``' scheme, a user's error
+one line on stderr, a closed pipe quietly.
 """
 
 from __future__ import annotations
@@ -56,8 +51,7 @@ DESCRIPTION = (
 
 
 class LazyGroup(click.Group):
-    """The subcommands of ``COMMANDS``, each module imported when its command is asked for
-    (``--help`` and completion list them from the table)."""
+    """The subcommands of ``COMMANDS``, each imported when asked for (help lists the table)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)

@@ -142,9 +142,8 @@ class ConcernCell(Cell):
 
 @dataclass(frozen=True)
 class ObservedCells:
-    """The cells of what the survey saw, in column order, each field's ``header`` its
-    column's; None where the host has none (a host not surveyed has none, a
-    decommissioned one only ``rocm``)."""
+    """The cells of what the survey saw, in column order (field metadata ``header``); None
+    where the host has none."""
 
     distro: Cell | None = field(default=None, metadata={"header": "DISTRO"})
     kernel: KernelCell | None = field(default=None, metadata={"header": "KERNEL"})

@@ -62,8 +62,7 @@ def described(doc: str | None) -> str | None:
 
 
 def worst(statuses: Iterable[int]) -> Exit:
-    """One status for several outcomes: bad input, then findings, then could-not-check, then
-    clean (a finding is news even when another host did not answer)."""
+    """One status for several: bad input, then findings, then could-not-check, then clean."""
     found = set(statuses)
     for status in (Exit.USAGE, Exit.FINDINGS, Exit.NOT_CHECKED):
         if status in found:
