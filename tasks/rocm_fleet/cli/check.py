@@ -39,7 +39,7 @@ def pytest_args(args: Any) -> list[str]:
     argv = ["--pyargs", "rocm_fleet.checks", "-p", "no:cacheprovider"]
     # Not the user's pytest configuration: an empty one, rooted where we are.
     argv += ["-c", os.devnull, "--rootdir", os.getcwd(), "--tb=no"]
-        # rocm_fleet is imported already: pytest can't rewrite its asserts, and would say so.
+    # rocm_fleet is imported already: pytest can't rewrite its asserts, and would say so.
     argv += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
     if args.junitxml:
         argv += [f"--junitxml={args.junitxml}"]

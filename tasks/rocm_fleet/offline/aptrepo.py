@@ -188,8 +188,7 @@ class Index:
             stanzas_of.sort(key=_debian_order, reverse=True)
 
     def best(self, relation: Relation) -> dict[str, str] | None:
-        """The newest stanza satisfying ``relation`` (by name, else for an unversioned one a
-        provider), or None."""
+        """The newest stanza satisfying ``relation`` (else a provider of an unversioned one)."""
         for stanza in self.versions.get(relation.name, []):
             if relation.op is None or debian_version_satisfies(
                 stanza["Version"], relation.op, relation.version or ""
@@ -205,10 +204,9 @@ def _debian_order(stanza: dict[str, str]) -> DebianVersion:
 
 
 def install_closure(index: Index, roots: list[str] | tuple[str, ...], where: str) -> list[Package]:
-    """The packages apt installs from this repository for ``roots``: each root's newest
-    version and, recursively, every Pre-Depends, Depends and Recommends alternative the
-    repository holds (the rest comes from the host's distribution). RepositoryError names a
-    root it lacks and ``where``."""
+    """What apt installs from this repository for ``roots``: their newest versions and,
+    recursively, every Pre-Depends, Depends and Recommends alternative it holds; RepositoryError
+    naming a root it lacks."""
     chosen: dict[str, Package] = {}
     missing = [name for name in roots if index.best(Relation(name)) is None]
     if missing:

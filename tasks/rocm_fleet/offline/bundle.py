@@ -1,11 +1,6 @@
-"""Making an offline bundle: everything an inventory's hosts fetch from AMD and PyTorch,
-fetched once, verified, laid out as the fleet mirror serves it (``sources.mirror_path``).
-
-``Plan`` is what the inventory needs; ``make_bundle`` fills the apt part
-(``offline.bundle_apt``) and the wheel sets (``offline.bundle_wheels``), checks with pip
-(``offline.pip_check``), writes ``manifest.json`` (``offline.manifest``) last and prunes
-what an earlier run left and no longer needs (docs/decisions/bundles.md).
-"""
+"""Making an offline bundle: ``make_bundle`` fetches, verifies and lays out what a ``Plan``
+names, as the fleet mirror serves it, then writes the manifest and prunes (see
+docs/decisions/bundles.md)."""
 
 from __future__ import annotations
 
@@ -72,9 +67,8 @@ class Plan:
 
 
 def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") -> dict[str, Any]:
-    """Fetch, verify and lay out everything ``plan`` names under ``out``; the manifest
-    written. BundleError (or BundleUnreachable) naming what failed; a file has its real name
-    only once verified."""
+    """Fetch, verify and lay out everything ``plan`` names under ``out`` (a file gets its name
+    only once verified); the manifest written. BundleError (BundleUnreachable) otherwise."""
     out.mkdir(parents=True, exist_ok=True)
     previous = read_manifest(out)
     if previous is not None:

@@ -66,8 +66,7 @@ def add_repository(
     out: Path,
     files: Files,
 ) -> dict[str, Any]:
-    """One repository: InRelease (signature checked), its package indexes (hash checked),
-    the install closure of ``packages`` (each .deb hash checked)."""
+    """One repository: its verified InRelease and indexes, and the closure of ``packages``."""
     where = repository.describe()
     url = f"{repository.dists_url}/InRelease"
     inrelease = fetcher.content(url)

@@ -109,8 +109,7 @@ def _wheel(link: Link, fetcher: Fetcher, out: Path) -> Path:
 def write_pages(
     index_url: str, projects: dict[str, list[tuple[str, Link]]], out: Path, files: Files
 ) -> None:
-    """PEP 503 pages for the bundled wheels only: a host's pip then can't pick a file the
-    bundle doesn't hold. Links are relative (``../torch-2.9.1%2Brocm6.4-...whl``)."""
+    """PEP 503 pages listing the bundled files only, with relative links."""
 
     def write(url: str, page: str, why: str) -> None:
         data = page.encode()

@@ -1,8 +1,5 @@
-"""The one HTTP client (``client``) and the bundle's downloads on it (``Fetcher``: resumable,
-SHA-256 verified, size- and time-limited, with progress).
-
-TLS is always verified; redirects never go from https to http; every body is read under a
-cap (docs/decisions/downloads-and-trust.md).
+"""The one HTTP client (``client``) and the bundle's verified, limited, resumable downloads
+(``Fetcher``) (docs/decisions/downloads-and-trust.md).
 """
 
 from __future__ import annotations
@@ -46,8 +43,8 @@ class TooLong(DownloadError):
 
 
 class Unreachable(DownloadError):
-    """The server of ``url`` can't be reached: ``host`` (``name[:port]``) and the ``cause``;
-    ``message`` replaces the default wording."""
+    """``url``'s server can't be reached: ``host`` (``name[:port]``), ``cause``; ``message``
+    replaces the wording."""
 
     def __init__(self, url: str, host: str, cause: str, message: str | None = None) -> None:
         super().__init__(message or f"{url}: {host} is unreachable from this machine ({cause})")
@@ -70,8 +67,7 @@ def human(size: float) -> str:
 
 
 class DownloadProgress:
-    """Progress on stderr: rich's transient line per file on a terminal, else one line per
-    file when done; notes print above the line."""
+    """Progress on stderr: rich's transient line per file on a terminal, else a line when done."""
 
     def __init__(self, stream: IO[str] | None = None):
         self.stream = stream or sys.stderr
@@ -220,8 +216,8 @@ def client(
 def read_limited(
     url: str, response: requests.Response, room: int, have: int = 0
 ) -> Iterator[bytes]:
-    """The body's chunks as they arrive; TooLong once more than ``room`` bytes (``have``
-    already taken) are sent or announced by Content-Length."""
+    """The body's chunks; TooLong once more than ``room`` bytes (``have`` taken) come or are
+    announced."""
     announced = response.headers.get("Content-Length", "")
     encoded = response.headers.get("Content-Encoding", "identity") != "identity"
     if announced.isdigit() and not encoded and have + int(announced) > room:
@@ -278,10 +274,8 @@ class Counts:
 
 
 class Fetcher:
-    """One HTTP session for a bundle run. ``timeout``: (connect, read) seconds; ``retries``:
-    for failed requests and, separately, for broken transfers (each resumed); ``deadline``:
-    seconds per transfer; ``file_cap``, ``content_cap``: most bytes of an unsized file, of an
-    index or page."""
+    """One HTTP session for a bundle run: ``timeout`` (connect, read), ``retries`` per request
+    and per broken transfer, ``deadline`` per transfer, byte caps for unsized files and pages."""
 
     def __init__(
         self,

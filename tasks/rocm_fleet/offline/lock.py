@@ -263,10 +263,8 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
 
 
 class Locks:
-    """One run's locks: each request made or read once (its failure too); thread-safe.
-
-    ``fetcher`` makes the Fetcher; ``note`` takes one line per lock made or cache refused;
-    ``key`` is the lock key's file."""
+    """One run's locks, each made or read once (its failure too), thread-safe; ``fetcher``
+    makes the Fetcher, ``note`` takes a line per lock made or cache refused, ``key``: its file."""
 
     def __init__(
         self,

@@ -1,7 +1,5 @@
-"""A bundle's manifest (``manifest.json``) and its read side: path confinement (``confined``),
-what a host lacks (``missing``, ``incomplete``) and the hash-pinned requirements it installs
-(``locked_requirements``). Reads only local files.
-"""
+"""A bundle's manifest and its read side: path confinement, what a host lacks, and the
+hash-pinned requirements it installs. Reads only local files."""
 
 from __future__ import annotations
 
@@ -70,8 +68,7 @@ MALFORMED = (
 
 @contextlib.contextmanager
 def parsing(what: str, kind: str):
-    """Turn a parser's exception on malformed data into a BundleError naming ``what`` and
-    the ``kind`` expected."""
+    """Turn a parser's exception into a BundleError naming ``what`` and the ``kind`` expected."""
     try:
         yield
     except BundleError:
@@ -117,8 +114,8 @@ def repository_key(repository: AptRepository) -> str:
 
 
 def check_record(out: Path, previous: dict[str, Any]) -> None:
-    """Refuse the earlier run's manifest (the record pruning acts on) unless every file it
-    lists is inside ``out`` with a size and a SHA-256; BundleError otherwise."""
+    """BundleError unless every file the earlier manifest lists is inside ``out`` with a size
+    and SHA-256."""
     where = out / MANIFEST
     entries = previous.get("files")
     if not isinstance(entries, dict):

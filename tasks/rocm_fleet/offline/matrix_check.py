@@ -1,9 +1,5 @@
-"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix.
-
-``build_checks`` makes one ``MatrixCheck`` per claim of a release row (signed suites, Core SDK
-packages, driver folders, key fingerprints, PyTorch and AMD wheel indexes);
-``missing_releases`` lists releases upstream has that the matrix lacks; ``check_matrix`` runs
-them on a thread pool and returns the report ``rocm-fleet matrix check --json`` prints.
+"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix
+(``build_checks``, ``missing_releases``), run by ``check_matrix`` into ``--json``'s report.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The node's side of pull mode: its own target, fetched and verified by TUF's client.
-
-TUF's trust starts from the root a push installed (``trusted_root``), never from pulled
-data; verified metadata and the last applied serial are kept in ``metadata_dir``
-(docs/decisions/pull-mode-trust.md).
+"""The node's side of pull mode: its own target, fetched and verified by TUF's client from the
+root a push installed (docs/decisions/pull-mode-trust.md).
 """
 
 from __future__ import annotations
@@ -104,9 +101,8 @@ def fetch(
     node: str,
     ca: str | None = None,
 ) -> PulledState:
-    """``node``'s verified state from the TUF repository at ``repository``; PullRefused (with
-    the metric's result) when it can't be fetched or verified, is expired, goes back, names
-    another node or carries what pulled data never carries."""
+    """``node``'s verified state from the TUF repository at ``repository``; PullRefused, with
+    the metric's result, when it can't be fetched, verified or used."""
     metadata_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = repository.rstrip("/")
     try:

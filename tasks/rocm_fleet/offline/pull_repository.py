@@ -1,9 +1,6 @@
-"""The fleet's TUF repository for pull mode, on the controller (``rocm-fleet publish``).
-
-Each pull node's settings are a target ``nodes/<name>.json`` (``model.pulled``) of a
-python-tuf repository of static files with consistent snapshots. Keys (Ed25519 PEM, mode
-0600): ``root.pem`` (root), ``targets.pem`` (targets), ``online.pem`` (snapshot and
-timestamp); their custody and the freeze bound: docs/pull-mode.md.
+"""The fleet's TUF repository for pull mode (``rocm-fleet publish``): each pull node's settings
+a target ``nodes/<name>.json``, signed with ``root.pem``, ``targets.pem`` and ``online.pem``
+(their custody: docs/pull-mode.md).
 """
 
 from __future__ import annotations
@@ -53,8 +50,7 @@ class RepositoryError(Exception):
 
 @dataclass(frozen=True)
 class Published:
-    """A publication: the targets version (every node's serial) and the nodes changed
-    (added included) or removed."""
+    """A publication: the targets version (every node's serial), nodes changed and removed."""
 
     version: int
     changed: list[str]
@@ -91,8 +87,8 @@ class PullRepository:
         return None
 
     def signer(self, role: str) -> Signer:
-        """The signer of ``role``; RepositoryError naming the file when it is missing, not
-        0600, or not the root's key for the role."""
+        """The signer of ``role``; RepositoryError when its file is missing, not 0600 or not
+        the root's key for the role."""
         name = KEY_FILES[role]
         path = self._key_file(name)
         if path is None:

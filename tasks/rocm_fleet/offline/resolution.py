@@ -169,11 +169,9 @@ def resolve(
     build_requires: Callable[[Link], list[str]] | None = None,
     sdist_only: frozenset[str] = SDIST_ONLY,
 ) -> dict[str, Pin]:
-    """Pins (canonical name -> Pin) meeting ``roots`` and all they require for ``target``.
-    ``page(name)``: a project's links; ``metadata(link)``: verified core metadata. With
-    ``build_requires``, a ``sdist_only`` version published only as an sdist may be pinned,
-    its build requirements pinned beside it as wheels (``Pin.build``). ResolutionError names
-    what can't be met."""
+    """Pins (canonical name -> Pin) meeting ``roots`` and all they require for ``target``, from
+    ``page(name)``'s links and ``metadata(link)``; with ``build_requires``, a ``sdist_only``
+    sdist and its build requirements (``Pin.build``). ResolutionError names what can't be met."""
     pins = _resolve(
         roots, page, metadata, target, where, sdist_only if build_requires else frozenset()
     )

@@ -1,8 +1,6 @@
-"""An ``InRelease`` checked the way apt checks it, with ``gpgv`` and the pinned key alone:
-gpgv's ``--status-fd`` lines read under apt's policy (no bad, expired or revoked signature;
-no MD5, SHA-1 or RIPEMD-160), then the signed text's ``Valid-Until`` and suite
-(docs/decisions/apt-keys-and-signatures.md).
-"""
+"""An ``InRelease`` checked as apt checks it: ``gpgv`` with the pinned key alone, its status
+lines under apt's policy, then ``Valid-Until`` and suite (see
+docs/decisions/apt-keys-and-signatures.md)."""
 
 from __future__ import annotations
 

@@ -66,8 +66,8 @@ def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | Non
 def new_rows(
     upstream: UpstreamClient, fingerprints: dict[str, str], only: list[str] | None = None
 ) -> tuple[list[tuple[matrix.Release, str]], list[str]]:
-    """(rows of the releases upstream has that the matrix lacks, each with where it was
-    found; notes on those that can't be a row). ``only``: those releases alone."""
+    """(the rows upstream has that the matrix lacks, each with where it was found; notes on
+    releases that can't be a row); ``only``: those releases alone."""
     rows: list[tuple[matrix.Release, str]] = []
     notes: list[str] = []
     for found in missing_releases(upstream, fingerprints):

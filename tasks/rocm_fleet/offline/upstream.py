@@ -1,7 +1,4 @@
-"""Cached GETs of AMD's and PyTorch's servers (or a mirror's copy, ``--apt-base``,
-``--torch-base``) for the matrix check, through the one HTTP client; ``requests`` is imported
-with the first request.
-"""
+"""Cached GETs of AMD's and PyTorch's servers, or a mirror's copy, for the matrix check."""
 
 from __future__ import annotations
 
@@ -45,10 +42,8 @@ class Response:
 
 
 class UpstreamClient:
-    """GETs through the one HTTP client (``download.client``), with a timeout, mirror
-    rewriting and a cache (each URL once). Unlike ``download.Fetcher.content``, a
-    403/404/410 is an answer here (the matrix says what isn't there), and each worker thread
-    has its own session."""
+    """Cached GETs with mirror rewriting, through the one HTTP client; a 403/404/410 is an
+    answer, not an error; a session per worker thread."""
 
     AMD_HOSTS = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
 
@@ -92,8 +87,7 @@ class UpstreamClient:
             return self._fetched
 
     def get(self, url: str) -> Response:
-        """The response for ``url`` (upstream form); raises Unreachable. Fetched once, by the
-        first thread that asks; the others wait for it."""
+        """The response for ``url`` (upstream form), fetched once; raises Unreachable."""
         with self._lock:
             pending = self._cache.get(url)
             first = pending is None

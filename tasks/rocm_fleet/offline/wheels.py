@@ -21,9 +21,8 @@ class Link:
 
 
 def parse_page(text: str, page_url: str) -> list[Link]:
-    """The file links of a PEP 503 project page, hrefs resolved against ``page_url``, yanked
-    files left out. mousebender reads the page (PEP 503 and 592/658/714 attributes, as the
-    PEP 691 JSON form's fields)."""
+    """A PEP 503 project page's file links (read by mousebender), resolved against
+    ``page_url``, yanked files left out."""
     links = []
     for file in from_project_details_html(text, "")["files"]:
         if file.get("yanked"):
