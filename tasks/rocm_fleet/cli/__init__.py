@@ -15,8 +15,7 @@ from click.shell_completion import CompletionItem
 from rocm_fleet.cli.exits import EPILOG, Exit
 from rocm_fleet.version import __version__
 
-#: each subcommand: the module whose ``command`` it is, the extra its dependencies come in
-#: (None: the core install's), and its line in the top-level --help
+#: each subcommand: its module, the extra it needs (None: the core's), its --help line
 COMMANDS = {
     "audit": ("rocm_fleet.cli.audit", "audit",
               "read-only drift report: inventory vs hosts, one row per host"),

@@ -133,8 +133,7 @@ class HealthCell(Cell):
 
 @dataclass(frozen=True, kw_only=True)
 class ConcernCell(Cell):
-    """A concern of the plan (a deploy of the package): its ``name``, and its operations
-    that would change the host (none: no drift)."""
+    """A concern of the plan: its ``name`` and its operations that would change the host."""
 
     name: str
     operations: tuple[str, ...]
@@ -169,8 +168,7 @@ class ObservedCells:
 
     @property
     def rocm_release(self) -> str | None:
-        """The installed ROCm release; None: none, or not surveyed (a decommissioned
-        host's ``rocm`` cell only says it is absent)."""
+        """The installed ROCm release; None when none or not surveyed."""
         return self.rocm.installed if isinstance(self.rocm, RocmCell) else None
 
     def get(self, key: str) -> Cell | None:
@@ -189,8 +187,7 @@ OBSERVED: dict[str, str] = {f.name: f.metadata["header"] for f in fields(Observe
 
 @dataclass(frozen=True)
 class AuditRow:
-    """One host of the audit. ``outliers`` is None for a host that wasn't surveyed (nothing
-    to compare); a surveyed one has its ``health`` too (None: the read failed)."""
+    """One host of the audit; ``outliers`` None when not surveyed, ``health`` None when unread."""
 
     host: str
     status: Status

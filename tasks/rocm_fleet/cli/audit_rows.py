@@ -122,8 +122,7 @@ def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
     text = (
         "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no"
     )
-    # A next kernel not ready is drift; one that can't be told (a VM booted by its
-    # hypervisor's kernel) is only said, unless a reboot is pending.
+    # A next kernel not ready is drift; one that can't be told is, only with a reboot pending.
     unsafe = bool(boot.refused) and (pending or boot.next is not None)
     if boot.refused:
         text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot.refused)
@@ -147,8 +146,7 @@ def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
 
 
 def slurm_cell(config: Any, survey: HostSurvey) -> SlurmCell:
-    """Whether Slurm's ``Gres=`` for the node is what its GPUs make (``rocm_slurm_gres``);
-    drift when not."""
+    """Whether Slurm's ``Gres=`` for the node is what its GPUs make; drift when not."""
     from rocm_fleet.model.slurm import GresError, gres_mismatch, node_gres, slurm_gpus
 
     view = survey.slurm_node
@@ -198,8 +196,7 @@ def gather(
     override_data: dict[str, Any] | None = None,
     progress: Any = None,
 ) -> list[AuditRow]:
-    """Connect to, plan and build the row of every (limited) host in parallel;
-    ``progress(row, done, total)`` as each row is ready."""
+    """Every (limited) host's row, built in parallel; ``progress(row, done, total)`` as each is."""
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
@@ -313,8 +310,7 @@ def health_cell(health: HostHealth | None) -> HealthCell:
 
 
 def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
-    """Each surveyed row with its ``outliers`` and ``outlier`` cell; a host that is one
-    drifts (an ``ok`` row becomes ``drift``)."""
+    """Each surveyed row with its outliers; an ``ok`` row that is one becomes ``drift``."""
     by_host: dict[str, list[Outlier]] = {}
     for outlier in found:
         by_host.setdefault(outlier.host, []).append(outlier)

@@ -153,8 +153,7 @@ def _summary_values(row: AuditRow) -> list[str]:
 
 
 def _details(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
-    """The lines under a host: its drift (every cell with ``verbose``), or why it has no
-    data; (text, drifted)."""
+    """(text, drifted) lines under a host: its drift (all cells with ``verbose``), or why none."""
     details: list[tuple[str, bool]] = []
     if row.status in ("drift", "ok"):
         for column in columns([row]):

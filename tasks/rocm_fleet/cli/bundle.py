@@ -21,8 +21,7 @@ from rocm_fleet.model import matrix
 
 
 def host_distros(state: Any, hosts: list[Any]) -> dict[str, str | None]:
-    """Each host's ``"ID VERSION_ID"`` (``"debian 12"``) over SSH in parallel; None when
-    unreadable."""
+    """Each host's ``"ID VERSION_ID"`` (``"debian 12"``) over SSH, in parallel; None if unread."""
     from rocm_fleet.engine.context import on_each_host
     from rocm_fleet.facts.system import DistroRelease
 

@@ -50,8 +50,7 @@ def one_line(text: str) -> str:
 
 
 def reason_of(report: pytest.TestReport, excinfo: pytest.ExceptionInfo | None) -> str:
-    """The check's own words: a skip's reason, an assertion message's first line, or an
-    exception's type and text."""
+    """The check's own words: a skip's reason, an assertion's first line, or the exception."""
     if report.skipped and isinstance(report.longrepr, tuple):
         return one_line(str(report.longrepr[2]).removeprefix("Skipped: "))
     if excinfo is None:

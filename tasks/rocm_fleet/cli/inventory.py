@@ -52,8 +52,7 @@ def load_inventory(
 
 
 def host_options(prefix: str = "") -> list[Any]:
-    """``--limit`` and ``--data``, as every subcommand that reads an inventory takes them
-    (``prefix``: what the options need, e.g. "with INVENTORY: ")."""
+    """``--limit`` and ``--data``; ``prefix`` leads their help (e.g. "with INVENTORY: ")."""
     return [
         option(
             "--limit",
@@ -71,8 +70,7 @@ def host_options(prefix: str = "") -> list[Any]:
 
 
 def parse_data(items: Sequence[str]) -> dict[str, Any]:
-    """``--data key=value`` options as pyinfra's CLI reads them (``true``/``false``, numbers
-    and JSON become Python values; anything else stays a string)."""
+    """``--data key=value`` values as pyinfra's CLI reads them (booleans, numbers, JSON)."""
     data = {}
     for item in items:
         key, sep, value = item.partition("=")

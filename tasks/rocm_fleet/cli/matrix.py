@@ -317,8 +317,7 @@ def run_update(args: Any) -> int:
 
 
 def show(args: Any) -> int:
-    """``rocm-fleet matrix``: the table, ``--json`` or ``--sources`` (nothing with a
-    subcommand)."""
+    """``rocm-fleet matrix``: the table, ``--json`` or ``--sources``; nothing for a subcommand."""
     if click.get_current_context().invoked_subcommand:
         return 0
     if args.json:

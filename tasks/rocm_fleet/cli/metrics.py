@@ -162,8 +162,7 @@ LAST_SUCCESS = "rocm_fleet_audit_last_success_timestamp_seconds"
 
 
 def last_success(path: Path) -> float | None:
-    """The last-success timestamp in the previous report at ``path`` (either format); None
-    when there is none or it can't be read."""
+    """The last success's timestamp in the report at ``path`` (either format), or None."""
     from prometheus_client.parser import text_string_to_metric_families
 
     try:

@@ -118,8 +118,7 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
 
 
 def _site_text(host: str, site: SiteData) -> str:
-    """The text of ``site`` (model.site_data.SiteData) as it was checked: the file read again
-    must be the bytes its SHA-256 names (one changed meanwhile is refused, not published)."""
+    """The text of ``site`` as checked; UsageError when the file's SHA-256 changed since."""
     import hashlib
 
     try:

@@ -85,8 +85,7 @@ def run_step(command: list[str]) -> Outcome:
     return Outcome(False, why_failed(done.stdout + done.stderr))
 
 
-#: the lines that say why a deploy or check failed: pyinfra's "[host] refused: ..." and
-#: "[host] Error: ...", the checks' "FAILED host check why"
+#: the lines saying why a deploy or check failed (pyinfra's "refused:"/"Error:", "FAILED")
 _SAYS_WHY = re.compile(r"^\s*(?:\[\S+\]\s+(?:refused:|Error)|FAILED\s)")
 
 

@@ -139,8 +139,7 @@ class Roll:
         self.log(target.host, f"drain {target.slurm.name} ({ROLLING})")
 
     def _wait(self, wave: list[Target]) -> list[Target]:
-        """The wave's hosts once each is empty; a host still busy at its timeout is resumed
-        (if the roll drained it) and left unchanged."""
+        """The wave's hosts once empty; one busy at its timeout is resumed and left unchanged."""
         started = self.clock()
         waiting = [t for t in wave if t.slurm is not None]
         ready = [t for t in wave if t.slurm is None]

@@ -77,8 +77,7 @@ _PADDING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")
 
 
 def grid(headers: Sequence[str], gap: int = 2) -> Table:
-    """A borderless table, ``gap`` spaces between columns, headers as given (none shown
-    when there are none), cells clipped with "…" when the width is short."""
+    """A borderless table, ``gap`` spaces between columns, cells clipped with "…" when short."""
     from rich.table import Table
 
     table = Table(
@@ -108,8 +107,7 @@ def whole(table: Table) -> str:
 
 
 def line(cells: Sequence[str], widths: Sequence[int], gap: int = 2) -> str:
-    """One row of a table whose columns are at least ``widths`` wide (a longer cell is
-    never cut: its column widens), ``gap`` spaces between them; the last cell as it is."""
+    """One row, columns at least ``widths`` wide (widened, never cut), ``gap`` apart."""
     table = grid([""] * len(cells), gap)
     for column, width in zip(table.columns, widths, strict=False):
         column.min_width = width

@@ -36,8 +36,7 @@ def check_key(key: bytes, fingerprint: str, url: str) -> None:
 
 
 def signed_text(inrelease: bytes, key: bytes, url: str) -> str:
-    """The text of ``inrelease`` that ``gpgv`` verifies with ``key`` alone, under apt's policy
-    (``signature``); RepositoryError otherwise."""
+    """The text of ``inrelease`` gpgv verifies with ``key`` alone; RepositoryError otherwise."""
     try:
         return verified_text(inrelease, binary_key(key), url)
     except SignatureError as exc:
@@ -66,14 +65,12 @@ class ReleaseFile:
         return self.fields.get("Acquire-By-Hash", "").lower() == "yes"
 
     def variants(self, index: str) -> list[IndexFile]:
-        """The files this Release lists for ``index`` (e.g. ``main/binary-amd64/Packages``),
-        compressed variants included."""
+        """The files this Release lists for ``index``, compressed variants included."""
         return [f for p, f in self.files.items() if p == index or p.startswith(index + ".")]
 
 
 def parse_release(text: str) -> ReleaseFile:
-    """A Release file's fields and the SHA-256 of each index it lists (an ``InRelease``'s
-    signature is not checked here: ``signed_text``)."""
+    """A Release file's fields and each index's SHA-256 (its signature unchecked here)."""
     from debian import deb822
 
     release = deb822.Release(text)

@@ -102,8 +102,7 @@ def add_repository(
                 parsed = (bundle_path(index_url), decompressed(variant.path, data))
     assert parsed is not None  # variants is not empty
     index_path, text = parsed
-    # Every path of the closure proven inside the bundle (and every field read) before the
-    # first .deb is fetched.
+    # Every path of the closure proven inside the bundle before the first .deb is fetched.
     located = []
     with parsing(index_path, "package index"):
         closure = install_closure(Index(parse_stanzas(text.decode("utf-8"))), packages, where)

@@ -31,8 +31,7 @@ def add_wheel_set(
     files: Files,
     pages: dict[str, dict[str, list[tuple[str, Link]]]],
 ) -> dict[str, Any]:
-    """Resolve ``requirements`` for one Python on one index; fetch and verify each wheel.
-    Only from an https index: the hashes read there pin every host's wheels."""
+    """Resolve, fetch and verify ``requirements`` for one Python on one https index."""
     problem = untrusted_index(index_url)
     if problem:
         raise BundleError(f"can't bundle the wheels of {', '.join(hosts)}: {problem}")

@@ -141,9 +141,8 @@ def _progress_line(stream: IO[str]) -> Any:
 
 
 class NoDowngradeSession(requests.Session):
-    """The client's session: refuses https-to-http redirects, verifies TLS against ``ca``
-    alone when pinned (over ``REQUESTS_CA_BUNDLE``), and gives each request ``timeout``
-    unless it names its own."""
+    """The client's session: no https-to-http redirect, TLS against ``ca`` alone when pinned,
+    ``timeout`` unless a request names its own."""
 
     def __init__(self, ca: str | None = None, timeout: float | tuple[float, float] = 30.0):
         super().__init__()

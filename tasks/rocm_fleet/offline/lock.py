@@ -49,8 +49,7 @@ FORMAT = 3
 #: The controller's key's length (RFC 2104: at least the hash's output length).
 KEY_BYTES = 32
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-#: One pinned file, as pip's --require-hashes wants it (a build requirement marked), or the
-#: names pinned to an sdist (``lock_lines``).
+#: One pinned line (a build requirement marked), or the names pinned to an sdist.
 LINE = re.compile(
     rf"{_NAME}==[^\s=;#]+ --hash=sha256:[0-9a-f]{{64}}(?: {re.escape(BUILD_MARK)})?"
     rf"|{re.escape(NO_BINARY)}{_NAME}(?:,{_NAME})*"
@@ -130,8 +129,7 @@ def private_directory(path: Path, what: str) -> Path:
 
 
 def controller_key(path: Path) -> bytes:
-    """The controller's lock key, made (random, mode 0600) on first use; LockError when the
-    file is not a key of this user's alone."""
+    """The controller's lock key, made (random, 0600) on first use; LockError unless this user's."""
     private_directory(path.parent, "the directory of the lock key")
     if not os.path.lexists(path):
         # Linked into place whole: concurrent runs all read the first key linked.
@@ -204,8 +202,7 @@ def write_cached(cache: Path, request: LockRequest, lines: list[str], key: bytes
 
 
 def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[str]:
-    """The ``name==version --hash=sha256:...`` lines pinning what ``request`` installs, sorted
-    by name; LockError names what failed."""
+    """The sorted ``name==version --hash=sha256:...`` lines of ``request``; LockError otherwise."""
     runtime = HostRuntime(request.python, request.glibc)
     target = Target(runtime)
     index_url = request.index_url

@@ -182,8 +182,7 @@ def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
 
 
 def missing(bundle: str, needs: HostNeeds) -> list[str]:
-    """What a host with ``needs`` would fetch that ``bundle`` lacks, one line each (a bad
-    manifest is one line naming it); empty when nothing."""
+    """What a host with ``needs`` would fetch that ``bundle`` lacks, a line each (or the error)."""
     try:
         return _missing(Path(bundle), needs)
     except BundleError as exc:
@@ -266,9 +265,8 @@ def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
 def locked_requirements(
     bundle: str, index_url: str, python: str, requirements: list[str]
 ) -> list[str] | None:
-    """The ``name==version --hash=sha256:...`` lines a host's pip installs ``requirements``
-    from ``index_url`` for ``python`` with, from the bundle; None when the bundle holds no
-    such set."""
+    """The hash-pinned lines a host's pip installs ``requirements`` from ``index_url`` for
+    ``python`` with, from the bundle; None when it holds no such set."""
     try:
         manifest = read_manifest(Path(bundle))
     except BundleError:

@@ -74,8 +74,7 @@ def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | Non
 
 
 def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -> ReleaseFile | str:
-    """The InRelease at ``url`` verified as apt trusts it with ``key``, not stale, of
-    ``suite``; else what is wrong with it."""
+    """The InRelease at ``url`` as apt trusts it with ``key``, of ``suite``; else what's wrong."""
     reply = upstream.get(url)
     if not reply.found:
         return f"HTTP {reply.status}: no such suite"
@@ -114,8 +113,7 @@ def inrelease_check(
 def _packages_index(
     upstream: UpstreamClient, dists_url: str, suite: str, key: Key
 ) -> dict[str, set[str]] | str:
-    """Package name -> versions of a repository's verified main/binary-amd64 index; else
-    what is wrong."""
+    """Package name -> versions of a verified main/binary-amd64 index; else what's wrong."""
     release = verified_release(upstream, f"{dists_url}/InRelease", suite, key)
     if isinstance(release, str):
         return f"its InRelease: {release}"
@@ -291,8 +289,7 @@ def build_checks(
                             rel.version,
                             f"amdgpu {driver} {suite}",
                             url,
-                            # AMD's classic pin covers the driver repository only in the
-                            # classic stream; under the Core SDK nothing pins it.
+                            # AMD's classic pin covers the driver repository in classic only.
                             inrelease_check(url, suite, origin, driver_key),
                         )
                     )
@@ -416,8 +413,8 @@ def check_matrix(
     workers: int = 8,
     progress: DownloadProgress | None = None,
 ) -> dict[str, Any]:
-    """Run every check (of ``release`` alone when given: KeyError for an unknown one); the
-    report ``--json`` prints. ``progress`` gets a line per check."""
+    """Run every check (``release``'s alone when given; KeyError if unknown): ``--json``'s
+    report. ``progress`` gets a line per check."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
     from rocm_fleet.offline.download import DownloadProgress, Unreachable
 

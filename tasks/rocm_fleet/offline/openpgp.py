@@ -68,8 +68,7 @@ def binary_key(data: bytes) -> bytes:
 
 
 def primary_fingerprints(data: bytes) -> list[str]:
-    """The fingerprints (upper-case hex) of the primary keys in a published key file
-    (v4: RFC 4880 §12.2; v5/v6: RFC 9580 §5.5.4)."""
+    """The upper-case fingerprints of the primary keys in a published key file (v4, v5, v6)."""
     found = []
     for tag, body, _end in _packets(dearmor(data)):
         if tag != PUBLIC_KEY or not body:

@@ -146,8 +146,7 @@ class PullRepository:
         return (self.metadata / "root.json").is_file()
 
     def create(self, key_dir: Path) -> None:
-        """A new repository with new keys in ``key_dir`` (0700; existing key files are
-        refused) and no node."""
+        """A new repository, no node, with new keys in ``key_dir`` (0700; never overwritten)."""
         if self.exists():
             raise RepositoryError(f"{self.directory} already holds a repository")
         key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -183,9 +182,8 @@ class PullRepository:
         timestamp_hours: float,
         matrix_data: Mapping[str, str] | None = None,
     ) -> Published:
-        """Publish ``nodes`` (name -> settings; ``matrix_data``: name -> site matrix text) as
-        a new targets version; nodes no longer listed are removed. Signs nothing when nothing
-        changed."""
+        """Publish ``nodes`` (name -> settings; ``matrix_data``: name -> site matrix text) as a
+        new targets version, removing unlisted nodes; signs nothing when nothing changed."""
         matrix_data = matrix_data or {}
         current = self._current(Targets.type)
         old = {}
@@ -236,10 +234,9 @@ class PullRepository:
         return self._current(Timestamp.type).signed.version
 
     def rotate(self, name: str, timestamp_hours: float) -> int:
-        """A new key for ``name`` (``root``, ``targets`` or ``online``), the old file kept as
-        ``NAME.pem.retired-vN``, and a new root version naming it, signed by the old root key
-        (and the new one, for the root); what the key signs is re-signed. The new root's
-        version."""
+        """A new key for ``name`` (root, targets, online; the old kept as ``.retired-vN``) in a
+        new root version signed by the old root key (and the new one, for root), what it signs
+        re-signed; the new root's version."""
         if name not in ROTATABLE:
             raise RepositoryError(f"--rotate {name}: expected one of {', '.join(ROTATABLE)}")
         file_name = f"{name}.pem"
@@ -261,8 +258,7 @@ class PullRepository:
         root.signed.version = version + 1
         root.signed.expires = _expiry(days=ROOT_DAYS)
         root.signatures.clear()
-        # Signed by the old root's keys (the client checks the new root with them) and, for
-        # a root rotation, the new one's.
+        # Signed by the old root's keys (which the client checks it with), and the new one's.
         root.sign(old_root_signer, append=True)
         if name == "root":
             root.sign(new_signer, append=True)

@@ -36,8 +36,7 @@ _VERIFIED: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
 
 
 def verify(site: SiteData, fingerprints: dict[str, str], timeout: float = 20.0) -> None:
-    """SiteDataUnverified unless every check of the file's added rows holds (once per file
-    content and ``fingerprints`` in a process)."""
+    """SiteDataUnverified unless every check of the file's added rows holds (asked once)."""
     key = (site.sha256, tuple(sorted(fingerprints.items())))
     if key not in _VERIFIED:
         upstream = UpstreamClient(None, None, timeout, 3)

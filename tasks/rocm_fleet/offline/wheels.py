@@ -46,8 +46,7 @@ def _lower(digest: str | None) -> str | None:
 
 
 def untrusted_index(index_url: str) -> str | None:
-    """Why the hashes on ``index_url``'s pages can't pin anything (it isn't https: anyone on
-    the way could answer them), with the ways out; None when they can."""
+    """Why ``index_url``'s hashes can't pin anything (not https), with the ways out; or None."""
     if index_url.lower().startswith("https://"):
         return None
     return (
