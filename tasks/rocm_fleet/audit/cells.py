@@ -1,18 +1,8 @@
-"""The audit's row and its cells, as types: what ``audit.rows`` gathers once and the
-screens (``audit.screens``) and the metrics (``audit.metrics``) read by attribute.
-
-A row (``AuditRow``) is one host: its ``status`` (one of ``STATUSES``), the ``error`` when
-it is neither ok nor drift, its ``drift`` (observed keys and ``"<concern id>: <operation>"``),
-the cells of what the survey saw (``ObservedCells``: a field per column, None where the
-host has none), the plan's concerns by id (``ConcernCell``) and, for a surveyed host, its
-GPUs' health and the groups it is an outlier of.
-
-``AuditRow.to_json`` is ``--format json``'s host object; scripts read it, so its keys and
-values stay as they are: a cell is ``{"text", "drift", <its own fields>}``, in field order.
-
-A new observed cell: a ``Cell`` subclass with its fields, a field of ``ObservedCells`` with
-its column header, and the gathering filling it in; the table, the JSON and the docs' list
-of cells follow from the field.
+"""The audit's row and its cells, as types: ``audit.rows`` builds an ``AuditRow`` per host;
+the screens and the metrics read it by attribute. ``AuditRow.to_json`` is ``--format json``'s
+host object, read by scripts: its keys and values stay (a cell is ``{"text", "drift", <its
+fields>}``, in field order). A new observed cell is a ``Cell`` subclass and a field of
+``ObservedCells`` with its header.
 """
 
 from __future__ import annotations
@@ -31,8 +21,7 @@ STATUSES: tuple[Status, ...] = ("ok", "drift", "refused", "unreachable", "failed
 
 
 def plain(value: Any) -> Any:
-    """``value`` as JSON has it: a dataclass as a dict of its fields in order, a tuple as a
-    list (``dataclasses.asdict`` keeps tuples, which compare unequal to the JSON's lists)."""
+    """``value`` as JSON has it: a dataclass a dict of its fields in order, a tuple a list."""
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, (list, tuple)):
@@ -112,7 +101,7 @@ class RebootCell(Cell):
 
     def to_json(self) -> dict[str, Any]:
         found = plain(self)
-        # each kernel's readiness with its ``ready`` (a property, no field) before its problems
+        # ``ready`` is a property: named here, before the problems
         found["boot"]["kernels"] = [
             {"kernel": k.kernel, "ready": k.ready, "problems": list(k.problems)}
             for k in self.boot.kernels
@@ -144,8 +133,7 @@ class HealthCell(Cell):
 
 @dataclass(frozen=True, kw_only=True)
 class ConcernCell(Cell):
-    """A concern of the plan (a deploy of the package): its ``name``, and its operations
-    that would change the host (none: no drift)."""
+    """A concern of the plan: its ``name`` and its operations that would change the host."""
 
     name: str
     operations: tuple[str, ...]
@@ -153,9 +141,8 @@ class ConcernCell(Cell):
 
 @dataclass(frozen=True)
 class ObservedCells:
-    """The cells of what the survey saw, in column order, each field's ``header`` its
-    column's; None where the host has none (a host not surveyed has none, a
-    decommissioned one only ``rocm``)."""
+    """The cells of what the survey saw, in column order (field metadata ``header``); None
+    where the host has none."""
 
     distro: Cell | None = field(default=None, metadata={"header": "DISTRO"})
     kernel: KernelCell | None = field(default=None, metadata={"header": "KERNEL"})
@@ -181,8 +168,7 @@ class ObservedCells:
 
     @property
     def rocm_release(self) -> str | None:
-        """The installed ROCm release; None: none, or not surveyed (a decommissioned
-        host's ``rocm`` cell only says it is absent)."""
+        """The installed ROCm release; None when none or not surveyed."""
         return self.rocm.installed if isinstance(self.rocm, RocmCell) else None
 
     def get(self, key: str) -> Cell | None:
@@ -201,8 +187,7 @@ OBSERVED: dict[str, str] = {f.name: f.metadata["header"] for f in fields(Observe
 
 @dataclass(frozen=True)
 class AuditRow:
-    """One host of the audit. ``outliers`` is None for a host that wasn't surveyed (nothing
-    to compare); a surveyed one has its ``health`` too (None: the read failed)."""
+    """One host of the audit; ``outliers`` None when not surveyed, ``health`` None when unread."""
 
     host: str
     status: Status

@@ -1,16 +1,9 @@
 """``rocm-fleet audit INVENTORY [--limit PATTERN] [--data KEY=VALUE] [--format FORMAT]
 [--color WHEN] [-v] [-q] [-o FILE]``: a read-only drift report.
 
-The command: its options, and which screen shows the rows. What the audit knows about each
-host (planning the deploy read-only, the survey's cells, the drift by concern) is gathered
-by ``audit.rows`` into the typed rows of ``audit.cells``; the tables, JSON and
-progress are ``audit.screens``; OpenMetrics / Prometheus text is ``audit.metrics``.
-
-Formats: a table as wide as the terminal (one line per host, the drift under it; ``--wide``
-every column side by side), JSON, and OpenMetrics / Prometheus text. Progress goes to
-stderr. Exit status (``cli.exits``): 0 nothing drifted, 1 a host drifted or would be
-refused, 2 a host was unreachable or failed, 4 a host's inventory data is invalid or the
-inventory couldn't be used.
+Rows from ``audit.rows``, shown by ``audit.screens`` (table, JSON) or ``audit.metrics``.
+Exit status (``cli.exits``): 0 no drift, 1 drift or refused, 2 unreachable or failed, 4 bad
+inventory data.
 """
 
 from __future__ import annotations
@@ -37,8 +30,7 @@ EXIT_STATUS = epilog(
 
 
 def run(args: Any) -> int:
-    # gevent's monkey-patching, exactly as pyinfra's own CLI gets it on import, so the
-    # connections run in parallel.
+    # gevent's monkey-patching, as pyinfra's CLI gets it, so connections run in parallel.
     from rocm_fleet.engine.context import patch_as_cli
 
     patch_as_cli()
@@ -61,8 +53,7 @@ def run(args: Any) -> int:
     if output is not None and not output.parent.is_dir():
         raise UsageError(f"--output {args.output}: {output.parent} is not a directory")
     if args.quiet:
-        # Planning says "refused: ..." on pyinfra's logger for each refused host; the
-        # report says it again, so -q keeps stderr for the audit's own errors.
+        # -q: pyinfra's logger repeats each refusal the report gives.
         logging.getLogger("pyinfra").setLevel(logging.CRITICAL)
     progress = None if args.quiet else Progress()
     started = time.time()
@@ -70,8 +61,7 @@ def run(args: Any) -> int:
         rows = gather(args.inventory, limits, data or None, progress)
     except Exception:
         if fmt in metrics.FORMATS:
-            # The metrics say the audit failed, now: the last good report must not stay
-            # in place looking current (the last success's time is carried over).
+            # The failure's metrics replace the last good report (its time carried over).
             last = metrics.last_success(output) if output is not None else None
             _emit(metrics.render_failure(fmt, started, last), output)
         raise

@@ -1,50 +1,6 @@
-"""The audit as metrics, for the dashboards and alerts a fleet already has.
-
-``rocm-fleet audit INVENTORY --format openmetrics`` prints the OpenMetrics text format
-(https://github.com/prometheus/OpenMetrics/blob/main/specification/OpenMetrics.md): serve
-it, or write it where node_exporter's textfile collector reads it on the controller
-(``--format prometheus`` is the older Prometheus text format, 0.0.4, which is what the
-textfile collector parses: no ``# UNIT``, no ``# EOF``). prometheus_client writes both and
-reads the previous file back: labels in name order, values as Go prints floats (``1.0``);
-it is imported when they are, so the command's options (``FORMATS``) cost no import of it.
-
-Every family is a gauge; the hosts' families have the inventory's host name as the ``host``
-label:
-
-``rocm_fleet_audit_success``
-    1 when the audit ran and reported every host (an unreachable host is reported: it is in
-    ``rocm_fleet_audit_status``), 0 when it could not (the inventory failed to load, an
-    option was wrong, the audit crashed). A failed audit writes only the audit's own
-    families, so a dashboard never shows the last good report as if it were current.
-``rocm_fleet_audit_last_success_timestamp_seconds``
-    when the audit last succeeded: now on success; after a failure the value the previous
-    ``--output`` file had (absent when there was none: the audit has no other memory).
-``rocm_fleet_audit_timestamp_seconds``
-    when the audit ran (succeeded or not).
-``rocm_fleet_audit_status{host,status}``
-    1 for the host's status (ok, drift, refused, unreachable, failed, invalid), 0 for the
-    others (a state set, so ``rocm_fleet_audit_status{status="ok"} == 0`` alerts).
-``rocm_fleet_host_info{host,distro,rocm_release,torch,hip}``
-    1; what the host has installed (empty when none).
-``rocm_fleet_gpus_expected{host}``, ``rocm_fleet_gpus_found{host}``
-    GPU counts; ``expected`` is absent where the inventory asks for "at least one".
-``rocm_fleet_drifted_concerns{host}``, ``rocm_fleet_concern_drifted{host,concern}``
-    how many of the plan's concerns drift, and 0/1 per concern; ``concern`` is the
-    concern's stable snake_case id (``rocm_apt_repository``, ``pytorch``, ``reboot``: the
-    JSON's ``concerns`` keys), never the table's display name.
-``rocm_fleet_reboot_pending{host}``, ``rocm_fleet_gpu_undriven{host}``
-    0/1: what the survey saw drift beside the plan (a pending reboot; an AMD GPU no driver
-    drives).
-``rocm_fleet_last_verify_timestamp_seconds{host}``
-    when the deploy's GPU check last passed in this boot (absent if it hasn't).
-``rocm_fleet_outlier{host,group,field}``
-    1 for each field (driver, firmware, kernel, rocm) in which the host differs from the
-    majority of an inventory group it is in (absent when it doesn't).
-``rocm_fleet_gpu_*{host,gpu,bdf}``
-    what amd-smi reads per GPU (``model.health.HEALTH_FAMILIES``): ECC error counts, PCIe
-    link width and speed against the card's, XGMI links up and down, and
-    ``rocm_fleet_gpu_healthy`` (0 on an uncorrectable ECC error, a narrowed link or an XGMI
-    link down). A counter the GPU doesn't have is absent, never 0.
+"""The audit as metrics: OpenMetrics 1.0 or Prometheus text 0.0.4 (node_exporter's textfile
+collector), written and read back by prometheus_client, imported only when used. Every
+family is a gauge, the hosts' labelled ``host``; the families: docs/audit-and-metrics.md.
 """
 
 from __future__ import annotations
@@ -142,7 +98,7 @@ def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Samp
         ("rocm_fleet_outlier",
          "1 when the host's field differs from the majority of its inventory group.", outlier,
          ""),
-        # every health family named, so the rules' and dashboard's test sees them all
+        # every health family named, even when empty
         *((name, text, gpus.get(name, []), "") for name, text in HEALTH_FAMILIES.items()),
     ]  # fmt: skip
 
@@ -170,8 +126,7 @@ def render(rows: list[AuditRow], fmt: str = "openmetrics", now: float | None = N
 
 
 def render_failure(fmt: str, now: float, last_success: float | None) -> str:
-    """The metrics of an audit that failed (no host was reported): success 0, the last
-    success's time carried over, when it ran."""
+    """The metrics of a failed audit: success 0, the last success's time carried over."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     return _text(audit_families(now, last_success, success=False), fmt)
@@ -207,8 +162,7 @@ LAST_SUCCESS = "rocm_fleet_audit_last_success_timestamp_seconds"
 
 
 def last_success(path: Path) -> float | None:
-    """``rocm_fleet_audit_last_success_timestamp_seconds`` as the previous report at
-    ``path`` has it (either text format), None when there is none or it can't be read."""
+    """The last success's timestamp in the report at ``path`` (either format), or None."""
     from prometheus_client.parser import text_string_to_metric_families
 
     try:

@@ -1,28 +1,8 @@
-"""What ``rocm-fleet audit`` knows about each host: its row, gathered read-only.
+"""What ``rocm-fleet audit`` knows about each host: its ``AuditRow``, gathered read-only.
 
-The audit plans the deploy itself (``rocm_node``) for every host, with pyinfra's planning,
-which reads the hosts and runs nothing on them: a resource drifts exactly when the operation
-that enforces it would change something, which is what ``--dry`` reports, so every resource
-a task manages shows up here with no list of its own. The plan's operations are grouped by
-concern (the deploy they belong to: "ROCm apt repository", "PyTorch", ...), each known by a
-stable snake_case id (``rocm_apt_repository``, ``pytorch``: ``concern_id``) in the JSON and
-the metrics, by its name in the table. Beside them, the cells of what the preflight survey
-saw that no operation enforces: the running kernel, Secure Boot and the MOK, the installed
-ROCm and torch, the GPUs, whether the GPU is driven and whether a reboot is pending. A host
-preflight would refuse is reported with the same reason. Connections and planning run in
-parallel with pyinfra's own machinery.
-
-A row is a ``audit.cells.AuditRow``, built here once; the screens in
-``audit.screens`` and ``audit.metrics`` read it by attribute, and ``AuditRow.to_json`` is
-what ``--format json`` prints (with ``matrix_data``: where the host's release row comes
-from, rocm-fleet's committed matrix or a site file's path and SHA-256). A host that was
-surveyed also has its ``health`` (what amd-smi said; None when it couldn't be read) and its
-``outliers`` (where it differs from the majority of an inventory group it is in).
-
-GPU health is read by the audit alone (a second round trip after the plan: amd-smi is slow
-and not what a deploy needs). An uncorrectable ECC error, a narrowed PCIe link or an XGMI
-link down is drift of the ``health`` cell; so is being an outlier of a group (the
-``outlier`` cell): both are what the inventory's fleet should not have.
+Each host's drift is the deploy's own plan (``rocm_node``, planned by pyinfra, nothing run),
+grouped by concern; beside it the cells of what the survey saw that no operation enforces,
+the host's GPU health and its outliers (docs/decisions/audit.md).
 """
 
 from __future__ import annotations
@@ -55,15 +35,12 @@ from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 
-# The deploy every operation of rocm-fleet belongs to (rocm_fleet/deploy/node.py), left out of the
-# concern names.
+# The deploy every operation belongs to (deploy/node.py), left out of the concern names.
 ROOT_DEPLOY = "rocm-fleet"
 
 
 def concern_id(name: str) -> str:
-    """A concern's stable id from its deploy's name: ``"ROCm apt repository"`` ->
-    ``rocm_apt_repository`` (lower case, every run of other characters one ``_``); what the
-    JSON and the metrics' ``concern`` label carry, whatever the table shows."""
+    """A concern's stable id: ``"ROCm apt repository"`` -> ``rocm_apt_repository``."""
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "other"
 
 
@@ -80,8 +57,8 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell
 
 
 def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
-    """The cells of what the survey saw; only a GPU the kernel doesn't drive and a pending
-    reboot count as drift (everything else an operation enforces is in the plan)."""
+    """The cells of what the survey saw; only an undriven GPU, a pending reboot and a boot
+    kernel not ready for the driver count as drift."""
     from rocm_fleet.deploy.reboot import wanted_driver
     from rocm_fleet.facts.apt import kernel_releases
     from rocm_fleet.model.boot import survey_boot
@@ -138,18 +115,14 @@ def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
     reboot = survey.reboot or {}
     pending = bool(reboot.get("required"))
     reasons = list(reboot.get("reasons") or []) + list(reboot.get("packages") or [])
-    # The kernel it boots next and every installed one, ready for the driver or not: a
-    # reboot into an unready kernel strands the host (the deploy refuses it).
+    # The next and every installed kernel, ready for the driver or not.
     boot = survey_boot(
         survey, wanted_driver(config), MOK_KEYS.get(distro.get("id") or "", ("",))[0] or None
     )
     text = (
         "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no"
     )
-    # A kernel it would boot that isn't ready is drift, pending reboot or not (an unattended
-    # upgrade's kernel); a host whose next kernel can't be told at all (a VM booted by its
-    # hypervisor's kernel, no /boot: seen on a real Ubuntu cloud host) only says so, since
-    # rocm-fleet refuses to reboot it and nothing on it can be repaired.
+    # A next kernel not ready is drift; one that can't be told is, only with a reboot pending.
     unsafe = bool(boot.refused) and (pending or boot.next is not None)
     if boot.refused:
         text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot.refused)
@@ -173,9 +146,7 @@ def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
 
 
 def slurm_cell(config: Any, survey: HostSurvey) -> SlurmCell:
-    """Whether Slurm's ``Gres=`` for the node is what its GPUs make (``rocm_slurm_gres``):
-    drift when not, as ``rocm-fleet check`` fails then (the deploy only warns: slurm.conf is
-    the site's)."""
+    """Whether Slurm's ``Gres=`` for the node is what its GPUs make; drift when not."""
     from rocm_fleet.model.slurm import GresError, gres_mismatch, node_gres, slurm_gpus
 
     view = survey.slurm_node
@@ -202,9 +173,8 @@ def _expected_text(config: Any) -> str:
 
 
 def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
-    """Concern -> the names of its operations that would change this host, in plan order;
-    every concern planned for the host is a key (empty list: no drift). Operations gated
-    with ``_if`` follow another operation's change, which is reported itself."""
+    """Concern -> its operations that would change this host, in plan order; every planned
+    concern is a key. ``_if``-gated operations are left out (their trigger is reported)."""
     from rocm_fleet.engine.host_plans import planned_operations
 
     concerns: dict[str, list[str]] = {}
@@ -226,8 +196,7 @@ def gather(
     override_data: dict[str, Any] | None = None,
     progress: Any = None,
 ) -> list[AuditRow]:
-    """Connect to every (limited) host in parallel, plan the deploy for it, build its row;
-    ``progress(row, done, total)`` is called as each host's row is ready."""
+    """Every (limited) host's row, built in parallel; ``progress(row, done, total)`` as each is."""
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
@@ -255,8 +224,7 @@ def gather(
             return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
         plan_deploy(state, host, rocm_node)
         if config.rocm_state == "absent":
-            # A decommissioned host has no preflight: what the removal would still take
-            # away is its whole drift, and a clean one is as the inventory says.
+            # No preflight when decommissioning: the removal's plan is the whole drift.
             return _absent_row(host.name, plan_drift(state, host))
         found = outcome(state, host.name)
         if found is None or found.survey is None:
@@ -266,8 +234,7 @@ def gather(
         cells = replace(observed_cells(config, found.survey), health=health_cell(health))
         versions[host.name] = versions_from_survey(found.survey, health)
         drift = [key for key, c in cells.items() if c.drift]
-        # A surveyed row has its health, and its outliers once every host is in (outliers=():
-        # none yet, flag_outliers fills them in).
+        # outliers=(): filled in by flag_outliers once every host is in.
         if found.refused:
             details = found.findings.details if found.findings else {}
             return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
@@ -343,8 +310,7 @@ def health_cell(health: HostHealth | None) -> HealthCell:
 
 
 def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
-    """Each surveyed row with its ``outliers`` and ``outlier`` cell; a host that is one
-    drifts (an ``ok`` row becomes ``drift``)."""
+    """Each surveyed row with its outliers; an ``ok`` row that is one becomes ``drift``."""
     by_host: dict[str, list[Outlier]] = {}
     for outlier in found:
         by_host.setdefault(outlier.host, []).append(outlier)
@@ -382,16 +348,14 @@ def _absent_row(host: str, concerns: dict[str, list[str]]) -> AuditRow:
 
 
 def verified(survey: HostSurvey) -> float | None:
-    """When the deploy's GPU check last passed on the host in this boot (the record it
-    keeps, read while planning the Verify concern), in seconds; None when it hasn't."""
+    """When the deploy's GPU check last passed on the host this boot (seconds), or None."""
     from rocm_fleet.model.paths import VERIFIED
 
     record = survey.files.get(VERIFIED)  # surveyed: operations.gpu declares the read
     return record["mtime"] if record else None
 
 
-#: each host status's exit status (``cli.exits``: a bad setting is bad input, a host that
-#: did not answer could not be checked)
+#: each host status's exit status (``cli.exits``)
 EXITS: dict[Status, Exit] = {
     "ok": Exit.OK, "drift": Exit.FINDINGS, "refused": Exit.FINDINGS,
     "unreachable": Exit.NOT_CHECKED, "failed": Exit.NOT_CHECKED, "invalid": Exit.USAGE,

@@ -36,8 +36,7 @@ def _style(drift: bool) -> str:
 
 @dataclass(frozen=True)
 class Column:
-    """A column of the wide table: a cell of what the survey saw (``observed``) or a
-    concern of the plan (``concern``), by key, with its header."""
+    """A column of the wide table: an ``observed`` cell or a plan's ``concern``, by key."""
 
     kind: str
     key: str
@@ -92,9 +91,8 @@ def render_json(rows: list[AuditRow], status: int) -> str:
 
 
 def render_table(rows: list[AuditRow], colour: bool = False) -> str:
-    """Every column side by side, as wide as it takes: one line per host with data (drifted
-    cells start with ``!``, red with ``colour``), then one line per host without (its status
-    and why), then the summary."""
+    """Every column side by side: a line per host with data (drift marked ``!``), a line per
+    host without (status and why), then the summary."""
     shown = columns(rows)
     table = grid(["HOST", *(column.header for column in shown)])
     without = []
@@ -155,8 +153,7 @@ def _summary_values(row: AuditRow) -> list[str]:
 
 
 def _details(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
-    """The lines under a host: its drift (every cell with ``verbose``), or why it has no
-    data; (text, drifted)."""
+    """(text, drifted) lines under a host: its drift (all cells with ``verbose``), or why none."""
     details: list[tuple[str, bool]] = []
     if row.status in ("drift", "ok"):
         for column in columns([row]):
@@ -181,10 +178,8 @@ def render_summary(
     verbose: bool = False,
     width: int = FALLBACK_WIDTH,
 ) -> str:
-    """One short line per host that fits ``width`` (host names in full, the other columns
-    clipped with "…" when the width is short), then, under each host that isn't as the
-    inventory says, one wrapped line per drifted concern or per reason (every cell with
-    ``verbose``). Drifted lines start with ``!`` (and are red with ``colour``)."""
+    """A line per host fitting ``width`` (names in full, other columns clipped), and under a
+    drifted host a wrapped ``!`` line per drifted concern or reason (all cells with ``verbose``)."""
     console = _console(Screen(width, colour))
     table = grid(list(SUMMARY))
     hosts = max([len(SUMMARY[0])] + [len(row.host) for row in rows])
@@ -218,8 +213,7 @@ def render_summary(
 
 
 class Progress:
-    """How far the audit is, on stderr: one line rewritten in place on a terminal (rich's
-    status line, gone at the end), one line per host otherwise."""
+    """The audit's progress on stderr: rich's status line on a terminal, else a line per host."""
 
     def __init__(self, stream: IO[str] | None = None) -> None:
         self.stream = stream or sys.stderr

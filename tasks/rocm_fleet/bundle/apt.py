@@ -1,7 +1,5 @@
-"""AMD's apt repositories in a bundle: the key (only with the pinned fingerprint, one key to
-a file), each repository's ``InRelease`` (its signature checked with the key alone) and
-package indexes verbatim (each checked against the signed SHA256), and the ``.deb`` files of
-the install closure, each checked against the signed index.
+"""AMD's apt repositories in a bundle: the pinned key, each ``InRelease`` and package index
+verbatim once verified, and the ``.deb`` files of the install closure, hash-checked.
 """
 
 from __future__ import annotations
@@ -27,9 +25,7 @@ from rocm_fleet.upstream.signature import check_release
 
 
 def one_key(data: bytes, url: str) -> None:
-    """Refuse a key file holding more than one key (a second armored block, or binary
-    packets followed by an armored copy of another key): hosts' apt reads the whole file
-    as the keyring, so the bundle must not carry a key it didn't check."""
+    """BundleError when a key file holds more than one key (hosts' apt reads it whole)."""
     blocks = data.count(b"-----BEGIN PGP PUBLIC KEY BLOCK-----")
     armored_at = data.find(b"-----BEGIN PGP")
     if blocks > 1:
@@ -70,8 +66,7 @@ def add_repository(
     out: Path,
     files: Files,
 ) -> dict[str, Any]:
-    """One repository: InRelease (signature checked), its package indexes (hash checked),
-    the install closure of ``packages`` (each .deb hash checked)."""
+    """One repository: its verified InRelease and indexes, and the closure of ``packages``."""
     where = repository.describe()
     url = f"{repository.dists_url}/InRelease"
     inrelease = fetcher.content(url)
@@ -107,8 +102,7 @@ def add_repository(
                 parsed = (bundle_path(index_url), decompressed(variant.path, data))
     assert parsed is not None  # variants is not empty
     index_path, text = parsed
-    # Every path of the closure proven inside the bundle (and every field read) before the
-    # first .deb is fetched.
+    # Every path of the closure proven inside the bundle before the first .deb is fetched.
     located = []
     with parsing(index_path, "package index"):
         closure = install_closure(Index(parse_stanzas(text.decode("utf-8"))), packages, where)

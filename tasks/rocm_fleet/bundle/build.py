@@ -1,33 +1,6 @@
-"""Offline bundles: everything a fleet fetches from AMD and PyTorch, fetched once, verified.
-
-A bundle is a directory laid out as the fleet mirror serves it (``sources.mirror_path``:
-``repo.radeon.com/rocm/apt/6.4.3/dists/jammy/InRelease``,
-``download.pytorch.org/whl/rocm6.4/torch/index.html``), so any static web server can serve
-it and apt and pip on the hosts find what they asked upstream for, at the same paths:
-
-* AMD's key (only with the pinned fingerprint), each repository's ``InRelease`` and package
-  indexes **verbatim** (apt on the hosts verifies AMD's signature itself; the bundle checked
-  it too, with ``gpgv`` and the pinned key alone), and the ``.deb`` files of the install
-  closure within AMD's repository, each checked against the SHA256 of the signed index;
-* per PyTorch index and host Python, the wheels of torch, torchvision, torchaudio and what
-  they require, each checked against the ``#sha256=`` the index publishes, with PEP 503
-  pages listing only those files (relative links, so the tree works from any URL); a
-  distribution published only as an sdist (AMD's ``rocm``) as its sdist, with the wheels of
-  its build backend (``upstream.resolution``);
-* ``manifest.json``: what was fetched, from where, how it was verified and why it is there
-  (which host needs it, which package depends on it).
-
-A second run fetches what is new only (a file already there with the expected hash is
-kept) and removes what the inventory no longer needs. The manifest's format and what reads
-it back (``missing`` tells preflight what a host needs that a bundle lacks, naming it, before
-apt or pip start; ``locked_requirements`` the deploy's pins) are ``upstream.manifest``.
-
-This module does one job, making a bundle: what an inventory needs (``Plan``), the parts
-filled in order (AMD's repositories by ``bundle.apt``, the wheel sets by
-``bundle.wheels``, pip's own check by ``bundle.pip_check``, every file written and
-recorded through ``bundle.tree``), the manifest written last and what an earlier run
-left that this one no longer needs pruned.
-"""
+"""Making an offline bundle: ``make_bundle`` fetches, verifies and lays out what a ``Plan``
+names, as the fleet mirror serves it, then writes the manifest and prunes (see
+docs/decisions/bundles.md)."""
 
 from __future__ import annotations
 
@@ -67,8 +40,8 @@ from rocm_fleet.version import __version__
 
 @dataclass
 class Plan:
-    """The union of the hosts' needs: per repository the packages, per (index, Python) the
-    wheels, each with the hosts that need it."""
+    """The union of the hosts' needs: per repository the packages, per (index, runtime) the
+    requirements, each with the hosts that need it."""
 
     apt: dict[AptRepository, tuple[set[str], set[str]]] = field(default_factory=dict)
     wheels: dict[tuple[str, matrix.HostRuntime], tuple[set[str], set[str]]] = field(
@@ -94,9 +67,8 @@ class Plan:
 
 
 def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") -> dict[str, Any]:
-    """Fetch, verify and lay out everything ``plan`` names under ``out``; returns the
-    manifest written there. Raises BundleError naming what failed; a file is only ever in
-    the bundle under its real name once verified."""
+    """Fetch, verify and lay out everything ``plan`` names under ``out`` (a file gets its name
+    only once verified); the manifest written. BundleError (BundleUnreachable) otherwise."""
     out.mkdir(parents=True, exist_ok=True)
     previous = read_manifest(out)
     if previous is not None:
@@ -149,10 +121,8 @@ def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") ->
 
 
 def _prune(out: Path, previous: dict[str, Any] | None, manifest: dict[str, Any]) -> list[str]:
-    """Remove the files an earlier run bundled that this one doesn't need: only those, and
-    only while they are what it wrote (the size and SHA-256 it recorded; anything else is
-    someone else's and stays), then the directories that leaves empty, never ``out`` or
-    above it."""
+    """Remove the files an earlier run recorded that this one doesn't need, only while they
+    have the recorded size and SHA-256, then the directories left empty (never ``out``)."""
     if not previous:
         return []
     root = out.resolve()

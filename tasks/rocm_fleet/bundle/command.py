@@ -1,20 +1,10 @@
-"""``rocm-fleet bundle INVENTORY --output DIR``: fetch once what a fleet installs from AMD
-and PyTorch, verified, for a fleet mirror to serve where upstream is unreachable.
+"""``rocm-fleet bundle INVENTORY --output DIR``: fetch once, verified, what a fleet installs
+from AMD and PyTorch, for a fleet mirror (docs/offline-and-mirrors.md).
 
-Run it where upstream is reachable (directly, or through ``HTTPS_PROXY``). For every host
-of the inventory (``--limit`` to fewer) it takes the release, packages, driver and torch
-build from the host's settings (the fleet model's ``needs``, which the deploy reads too:
-the release's stream says which repository, key and packages; a Core SDK host's default
-packages are chosen as if its GPUs are the ``expected_gfx`` it names, and preflight checks
-the real ones), and the distro from
-the host itself (one read of ``/etc/os-release``), or from ``--distro`` for hosts it can't
-reach; the distro gives AMD's suite or directory and the host's Python
-(``matrix.HOST_RUNTIMES``). Then ``rocm_fleet.bundle.build`` fetches
-and verifies. A second run fetches only what is new. See docs/offline-and-mirrors.md.
-
-Exit status (``cli.exits``): 0 the bundle is complete; 1 something fetched did not verify,
-or upstream lacks a package a host needs (named); 2 upstream or the proxy did not answer;
-4 bad input (the inventory, an option, a host's settings).
+Each host's needs come from its settings (the deploy's model) and its distro, read over SSH
+or given by ``--distro``; ``bundle.build`` fetches and verifies. Exit status
+(``cli.exits``): 0 complete; 1 something did not verify or upstream lacks a package; 2
+upstream or the proxy did not answer; 4 bad input.
 """
 
 from __future__ import annotations
@@ -31,8 +21,7 @@ from rocm_fleet.model import matrix
 
 
 def host_distros(state: Any, hosts: list[Any]) -> dict[str, str | None]:
-    """Each host's os-release ID and VERSION_ID (``"debian 12"``), read over SSH in
-    parallel; None for a host that can't be read."""
+    """Each host's ``"ID VERSION_ID"`` (``"debian 12"``) over SSH, in parallel; None if unread."""
     from rocm_fleet.engine.context import on_each_host
     from rocm_fleet.facts.system import DistroRelease
 
@@ -64,7 +53,7 @@ def plan_for(args: Any):
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
-    # The inventory's one model, which the deploy reads too (a bad mirror is bad data here).
+    # The inventory's model, as the deploy reads it.
     fleet = fleet_of(hosts[0].inventory)
     configs = {}
     for host in hosts:

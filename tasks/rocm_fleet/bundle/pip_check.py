@@ -1,6 +1,5 @@
-"""The proof that a host's pip resolves a bundled wheel set to the bundled files only: pip
-itself asked (``pip install --dry-run --report``) against the pages the bundle wrote, for
-the Python running rocm-fleet.
+"""``pip install --dry-run --report`` against a bundle's pages: a host's pip resolves the
+wheel set to the bundled files only.
 """
 
 from __future__ import annotations
@@ -22,14 +21,11 @@ from rocm_fleet.upstream.python_target import interpreter_tag, manylinux_platfor
 
 
 def pip_check(wheel_set: dict[str, Any], out: Path) -> None:
-    """pip resolves the set's requirements against the bundle's own pages, as a host's pip
-    will: it must succeed and pick only bundled files. Only for the Python running this
-    (pip's ``--python-version`` picks wheels for another Python but still evaluates
-    ``Requires-Dist`` markers with its own)."""
+    """BundleError unless this Python's pip resolves the set (of this Python) against the
+    bundle's pages to bundled files only; a set with an sdist is not checked."""
     _check_pip()
     if any(is_sdist(pin["path"].rsplit("/", 1)[-1]) for pin in wheel_set["pins"].values()):
-        # pip refuses --python-version with anything but --only-binary=:all:, and building
-        # the sdist's metadata would run its build backend here: the resolution above decides.
+        # pip needs --only-binary=:all: with --python-version: the resolution decides.
         return
     index = confined(out, bundle_path(wheel_set["index_url"].rstrip("/") + "/index.html")).parent
     python = wheel_set["python"]
@@ -61,8 +57,7 @@ def pip_check(wheel_set: dict[str, Any], out: Path) -> None:
             raise BundleError(f"pip would install {path} for Python {python}, not resolved")
 
 
-# pip accepts --platform/--abi with --dry-run (no --target) from 23.3 on; pyproject.toml asks
-# for it, so this only fails where rocm-fleet was installed without its dependencies.
+# pip accepts --platform/--abi with --dry-run (no --target) from 23.3 on.
 PIP_AT_LEAST = (23, 3)
 
 

@@ -1,7 +1,5 @@
-"""Writing a bundle's tree: each file lands whole (written aside, then renamed into place,
-only inside the bundle) and is recorded in the manifest's file table with where it came from,
-its hash, how it was verified and why it is there. The parts that fill a bundle
-(``bundle.apt``, ``bundle.wheels``) share these.
+"""Writing a bundle's tree: each file atomically, only inside the bundle, and recorded in the
+manifest's file table (source, hash, verification, why).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""PyTorch's (and AMD's) wheels in a bundle: per index and host Python, the resolution
-(``upstream.resolution``) over the index's pages, each file fetched and checked against the
-``#sha256=`` the index publishes, and PEP 503 pages listing only the bundled files.
+"""Wheels in a bundle: per index and host Python, the resolved set fetched and checked against
+the index's ``#sha256=``, and PEP 503 pages listing only the bundled files.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ def add_wheel_set(
     files: Files,
     pages: dict[str, dict[str, list[tuple[str, Link]]]],
 ) -> dict[str, Any]:
-    """Resolve ``requirements`` for one Python on one index; fetch and verify each wheel.
-    Only from an https index: the hashes read there pin every host's wheels."""
+    """Resolve, fetch and verify ``requirements`` for one Python on one https index."""
     problem = untrusted_index(index_url)
     if problem:
         raise BundleError(f"can't bundle the wheels of {', '.join(hosts)}: {problem}")
@@ -54,8 +52,7 @@ def add_wheel_set(
 
     @functools.cache
     def metadata(link: Link) -> str:
-        """A wheel's core metadata: the index's copy when it publishes one (PEP 658), so
-        a candidate the resolution later drops costs no wheel download."""
+        """A wheel's core metadata: the index's PEP 658 copy when published, else the wheel's."""
         if link.metadata_sha256:
             data = fetcher.content(link.url + ".metadata")
             if sha256_hex(data) == link.metadata_sha256:
@@ -111,8 +108,7 @@ def _wheel(link: Link, fetcher: Fetcher, out: Path) -> Path:
 def write_pages(
     index_url: str, projects: dict[str, list[tuple[str, Link]]], out: Path, files: Files
 ) -> None:
-    """PEP 503 pages for the bundled wheels only: a host's pip then can't pick a file the
-    bundle doesn't hold. Links are relative (``../torch-2.9.1%2Brocm6.4-...whl``)."""
+    """PEP 503 pages listing the bundled files only, with relative links."""
 
     def write(url: str, page: str, why: str) -> None:
         data = page.encode()

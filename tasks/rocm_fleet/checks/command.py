@@ -1,17 +1,10 @@
 """``rocm-fleet check INVENTORY | --hosts SPECS --rocm-version X.Y.Z``: the node checks.
 
-Runs the testinfra checks that ship in the package (``rocm_fleet.checks``) with pytest, as
-``pytest --pyargs rocm_fleet.checks`` does, against an inventory's hosts (each checked
-against its own inventory data, read by the deploy's model) or hosts named directly with
-what they should have. The user's own pytest configuration (a pyproject.toml or pytest.ini
-in the current directory) is not read: the checks run the same wherever they are started.
-
-Before pytest starts, the options, the inventory and every host's settings are validated
-(one line on stderr each, exit status 4). Then one line per host and check, and a summary
-(``check_report``); options after ``--`` go to pytest (``-- -k torch --tb=short``).
-Exit status (``cli.exits``): 0 every check passed (or was skipped by the host's settings),
-1 a check failed, 2 a host could not be reached or its key was refused and nothing failed,
-4 bad input.
+Runs the packaged testinfra checks (``rocm_fleet.checks``) with pytest, without the user's
+pytest configuration, against an inventory's hosts or ``--hosts`` with what they should
+have; settings are validated first. Options after ``--`` go to pytest. Exit status
+(``cli.exits``): 0 passed or skipped, 1 a check failed, 2 a host unreachable and nothing
+failed, 4 bad input.
 """
 
 from __future__ import annotations
@@ -32,9 +25,8 @@ PYTEST_EXITS = {2: Exit.NOT_CHECKED, 3: Exit.NOT_CHECKED, 4: Exit.USAGE, 5: Exit
 
 @dataclasses.dataclass(eq=False)  # a pytest plugin: hashed by identity
 class Chosen:
-    """What a run checks, chosen and validated before pytest starts; the checks' plugin
-    finds it among pytest's plugins. ``hosts``: an inventory's pyinfra hosts; or ``specs``
-    (``--hosts``) expected to have ``expected`` (a ``model.config.Config``)."""
+    """What a run checks, validated before pytest starts; the checks' plugin finds it.
+    ``hosts``: pyinfra hosts; or ``specs`` (``--hosts``) expected to have ``expected``."""
 
     hosts: list[Any] = dataclasses.field(default_factory=list)
     specs: list[str] = dataclasses.field(default_factory=list)
@@ -42,13 +34,12 @@ class Chosen:
 
 
 def pytest_args(args: Any) -> list[str]:
-    """The pytest command line: the installed checks, no user configuration, no cache, our
-    report instead of pytest's terminal one; then what was given after ``--``."""
+    """The pytest command line: the installed checks, no user configuration or cache, our
+    report; then what came after ``--``."""
     argv = ["--pyargs", "rocm_fleet.checks", "-p", "no:cacheprovider"]
     # Not the user's pytest configuration: an empty one, rooted where we are.
     argv += ["-c", os.devnull, "--rootdir", os.getcwd(), "--tb=no"]
-    # rocm_fleet is imported already (this command is in it): pytest can't rewrite the
-    # package's asserts and would say so each run; the checks' own module it does rewrite.
+    # rocm_fleet is imported already: pytest can't rewrite its asserts, and would say so.
     argv += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
     if args.junitxml:
         argv += [f"--junitxml={args.junitxml}"]
@@ -106,8 +97,7 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
 
 
 def run(args: Any) -> int:
-    # gevent's monkey-patching, as pyinfra's CLI has it, before any socket: the hosts are
-    # connected at once, by pyinfra's connector
+    # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
     from rocm_fleet.engine.context import patch_as_cli
 
     patch_as_cli()

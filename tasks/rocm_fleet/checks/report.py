@@ -1,19 +1,11 @@
-"""``rocm-fleet check``'s report: one line per host and check, then one summary line.
-
-A pytest plugin that stands in for pytest's terminal reporter (whose options, ``--tb``,
-stay)::
+"""``rocm-fleet check``'s report, a pytest plugin in place of pytest's terminal reporter
+(``--tb`` stays): one line per host and check with the check's own reason, never cut, then
+one summary line; the exit status by ``cli.exits``::
 
     ok           node1  rocm source uses keyring and suite
     FAILED       node2  pin prefers amds repository: /etc/apt/preferences.d/rocm-pin-600 is missing
-    skipped      node1  users can reach the gpu: no rocm_users to check
     UNREACHABLE  node3  rocm source uses keyring and suite: Could not connect (...)
     3 hosts, 18 checks: 5 passed, 1 failed, 6 skipped, 6 not run (unreachable: node3)
-
-The reason is the check's own message (its assertion's, or the connection's), on its line,
-never cut; ``--tb=short`` (or ``-v``) adds pytest's explanation beneath a failed check's
-line. The columns are rich's (``cli.tables``). The exit status follows ``cli.exits``: a
-failed check is a finding (1), a host that could not be reached means its checks did not run
-(2 when nothing else failed).
 """
 
 from __future__ import annotations
@@ -27,8 +19,7 @@ import pytest
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.tables import line
 
-#: the user property a check carries when its host could not be reached (the checks' plugin
-#: sets it: ``rocm_fleet.checks.plugin.UNREACHABLE``)
+#: the user property of a check whose host was unreachable (``checks.plugin.UNREACHABLE``)
 UNREACHABLE = "rocm_fleet_unreachable"
 #: how each outcome is shown (the failures in capitals, to be seen in a long list)
 SHOWN = {"passed": "ok", "failed": "FAILED", "skipped": "skipped", "unreachable": "UNREACHABLE"}
@@ -59,8 +50,7 @@ def one_line(text: str) -> str:
 
 
 def reason_of(report: pytest.TestReport, excinfo: pytest.ExceptionInfo | None) -> str:
-    """The check's own words: a skip's reason, an assertion's message (its first line; the
-    rest is pytest's explanation), an exception's type and text."""
+    """The check's own words: a skip's reason, an assertion's first line, or the exception."""
     if report.skipped and isinstance(report.longrepr, tuple):
         return one_line(str(report.longrepr[2]).removeprefix("Skipped: "))
     if excinfo is None:
@@ -75,8 +65,7 @@ def reason_of(report: pytest.TestReport, excinfo: pytest.ExceptionInfo | None) -
 
 
 class Report:
-    """The plugin: collects each check's outcome, prints its line when the check is done,
-    and the summary at the end."""
+    """The plugin: prints each check's line when done, and the summary at the end."""
 
     def __init__(self, out: TextIO | None = None, details: bool = False):
         self.out = out or sys.stdout

@@ -1,11 +1,6 @@
-"""``rocm-fleet``: the command-line tools beside the deploy (``COMMANDS``: audit, check,
-roll, matrix, bundle, mirror-ca, publish, pull-fetch, settings; and ``--version``).
-
-A click group; each tool is a module with a click ``command`` (``exits.Command``:
-``run(args) -> exit status``), imported only when that tool runs. Every tool exits by one
-scheme (``exits``: 0 clean, 1 findings, 2 could not check, 4 bad input); errors a user can
-fix are one line on stderr, never a traceback; output into a closed pipe (``| head``) ends
-quietly, as a Unix tool does.
+"""``rocm-fleet``: the click group of the tools beside the deploy (``COMMANDS``), each module
+imported only when its command runs; every tool exits by ``exits``' scheme, a user's error
+one line on stderr, a closed pipe quietly.
 """
 
 from __future__ import annotations
@@ -20,8 +15,7 @@ from click.shell_completion import CompletionItem
 from rocm_fleet.cli.exits import EPILOG, Exit
 from rocm_fleet.version import __version__
 
-#: each subcommand: the module whose ``command`` it is, the extra its dependencies come in
-#: (None: the core install's), and its line in the top-level --help
+#: each subcommand: its module, the extra it needs (None: the core's), its --help line
 COMMANDS = {
     "audit": ("rocm_fleet.audit.command", "audit",
               "read-only drift report: inventory vs hosts, one row per host"),
@@ -56,8 +50,7 @@ DESCRIPTION = (
 
 
 class LazyGroup(click.Group):
-    """The subcommands of ``COMMANDS``, each module imported when its command is asked for
-    (``--help`` and completion list them from the table)."""
+    """The subcommands of ``COMMANDS``, each imported when asked for (help lists the table)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)

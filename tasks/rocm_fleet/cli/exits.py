@@ -1,20 +1,7 @@
-"""The exit statuses of every ``rocm-fleet`` command: one scheme, so a cron job or a CI step
-reads any of them the same way.
-
-=====  ====================================================================================
-0      clean: everything asked about was checked and is as it should be (or the command did
-       what it was asked to)
-1      findings: something checked is not as it should be (a host drifted, a check failed,
-       a matrix row is wrong, a bundle file could not be verified), each named
-2      could not check: a host was unreachable or refused (its host key), the network or
-       upstream did not answer; and nothing checked was found wrong (a finding wins: 1)
-4      bad input: a bad option or argument, a missing or broken inventory, an invalid
-       setting; one line on stderr, nothing checked and nothing changed
-141    the reader of the output went away (``| head``), as the shell reports SIGPIPE
-=====  ====================================================================================
-
-4 is pytest's own status for a usage error, and what ``rocm-fleet check`` always said; 2 is
-left to what it means for the audit and ``matrix check``: the answer is incomplete.
+"""The exit statuses of every ``rocm-fleet`` command, one scheme: 0 clean (all checked is as it
+should be, or done); 1 findings, each named; 2 could not check (unreachable, refused host key,
+network) and nothing found wrong; 4 bad input, one line on stderr, nothing changed (pytest's
+usage-error status); 141 the output's reader went away (``| head``), as for SIGPIPE.
 """
 
 from __future__ import annotations
@@ -55,16 +42,14 @@ def epilog(details: str = "") -> str:
 
 
 def described(doc: str | None) -> str | None:
-    """A command's --help description from its module's docstring: the body without the
-    first line, its "Exit status" paragraph (the epilog states it) and reST markup."""
+    """A module docstring as --help: after its first line, before "Exit status", unquoted."""
     if not doc or "\n\n" not in doc:
         return None
     return doc.split("\n\n", 1)[1].rsplit("\n\nExit status", 1)[0].replace("``", "")
 
 
 def worst(statuses: Iterable[int]) -> Exit:
-    """One status for several outcomes: bad input, then findings, then could-not-check, then
-    clean (a finding is news even when another host did not answer)."""
+    """One status for several: bad input, then findings, then could-not-check, then clean."""
     found = set(statuses)
     for status in (Exit.USAGE, Exit.FINDINGS, Exit.NOT_CHECKED):
         if status in found:
@@ -110,8 +95,7 @@ class Command(click.Command):
 
 
 def invoke(ctx: click.Context, run: Callable[[Any], int], args: Any) -> int:
-    """``run(args)``'s exit status, a ``UsageError`` one line on stderr (status 4), and output
-    into a closed pipe (``| head``) ended quietly, as a Unix tool does (status 141)."""
+    """``run(args)``'s exit status; a ``UsageError`` is a line on stderr (4), a closed pipe 141."""
     try:
         status = run(args)
         sys.stdout.flush()

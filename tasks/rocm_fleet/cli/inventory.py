@@ -19,10 +19,8 @@ def load_inventory(
     check_for_changes: bool,
     override_data: dict[str, Any] | None = None,
 ) -> tuple[Any, list[Any]]:
-    """(pyinfra State, the chosen hosts) for an inventory file, host list or module, loaded
-    as pyinfra's CLI loads it (``engine.inventory``), with the state current as pyinfra's
-    CLI has it while the inventory runs; ``override_data`` wins over every host's data
-    (pyinfra's ``--data``)."""
+    """(pyinfra State, the chosen hosts) for an inventory file, host list or module, loaded as
+    pyinfra's CLI loads it; ``override_data`` wins over every host's data (``--data``)."""
     # @local, @chroot/DIR, @docker/NAME, ...: pyinfra connectors, not files
     looks_like_file = not inventory_path.startswith("@") and (
         inventory_path.endswith(".py") or os.sep in inventory_path
@@ -54,8 +52,7 @@ def load_inventory(
 
 
 def host_options(prefix: str = "") -> list[Any]:
-    """``--limit`` and ``--data``, as every subcommand that reads an inventory takes them
-    (``prefix``: what the options need, e.g. "with INVENTORY: ")."""
+    """``--limit`` and ``--data``; ``prefix`` leads their help (e.g. "with INVENTORY: ")."""
     return [
         option(
             "--limit",
@@ -73,8 +70,7 @@ def host_options(prefix: str = "") -> list[Any]:
 
 
 def parse_data(items: Sequence[str]) -> dict[str, Any]:
-    """``--data key=value`` options as pyinfra's CLI reads them (``true``/``false``, numbers
-    and JSON become Python values; anything else stays a string)."""
+    """``--data key=value`` values as pyinfra's CLI reads them (booleans, numbers, JSON)."""
     data = {}
     for item in items:
         key, sep, value = item.partition("=")

@@ -1,8 +1,5 @@
 """``rocm-fleet settings [--markdown | --json | --schema | --page]``: every inventory key
-rocm-fleet reads, its default and meaning, by concern (generated from
-``rocm_fleet.model.settings``: ``--markdown`` is the settings table, ``--page`` is
-``docs/settings.md``, ``--schema`` is ``docs/settings.schema.json``, a JSON Schema for
-editors)."""
+rocm-fleet reads, its default and meaning, generated from ``model.settings``."""
 
 from __future__ import annotations
 

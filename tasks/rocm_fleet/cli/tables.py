@@ -1,12 +1,5 @@
-"""Tables on screen, for the commands that show them (audit, check, matrix): rich's
-(https://rich.readthedocs.io), which measures the columns, fits them to a width, clips with
-"…" and writes the colour escapes.
-
-Colour and width are the caller's decision (``Screen``): ``--color auto`` colours a terminal
-unless ``NO_COLOR`` is set (https://no-color.org) or ``TERM=dumb``, or anything when
-``FORCE_COLOR`` is; the width is the terminal's (``COLUMNS`` when set, 100 when the output
-is no terminal). rich is imported by the functions that draw, so a command's options
-(``COLOR_CHOICES``) cost no import of it.
+"""Tables on screen for audit, check and matrix, drawn by rich (imported only when drawing).
+Colour and width are the caller's (``Screen``, ``screen_for``).
 """
 
 from __future__ import annotations
@@ -37,9 +30,9 @@ class Screen:
 
 
 def screen_for(stream: IO[str], color: str = "auto") -> Screen:
-    """The screen ``stream`` is: its terminal's width (``COLUMNS`` wins, as everywhere),
-    and colour as ``--color`` says (``auto``: ``NO_COLOR`` or a dumb TERM never,
-    ``FORCE_COLOR`` always, else a terminal)."""
+    """The screen ``stream`` is: its width (``COLUMNS`` wins), coloured as ``--color`` says
+    (``auto``: not with ``NO_COLOR`` or ``TERM=dumb``, always with ``FORCE_COLOR``, else
+    on a terminal)."""
     width = shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
     if not _isatty(stream) and "COLUMNS" not in os.environ:
         width = FALLBACK_WIDTH
@@ -84,8 +77,7 @@ _PADDING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")
 
 
 def grid(headers: Sequence[str], gap: int = 2) -> Table:
-    """A borderless table, ``gap`` spaces between columns, headers as given (none shown
-    when there are none), cells clipped with "…" when the width is short."""
+    """A borderless table, ``gap`` spaces between columns, cells clipped with "…" when short."""
     from rich.table import Table
 
     table = Table(
@@ -115,8 +107,7 @@ def whole(table: Table) -> str:
 
 
 def line(cells: Sequence[str], widths: Sequence[int], gap: int = 2) -> str:
-    """One row of a table whose columns are at least ``widths`` wide (a longer cell is
-    never cut: its column widens), ``gap`` spaces between them; the last cell as it is."""
+    """One row, columns at least ``widths`` wide (widened, never cut), ``gap`` apart."""
     table = grid([""] * len(cells), gap)
     for column, width in zip(table.columns, widths, strict=False):
         column.min_width = width

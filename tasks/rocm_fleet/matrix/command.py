@@ -1,29 +1,9 @@
-"""``rocm-fleet matrix [--json]`` and ``rocm-fleet matrix check``: the compatibility matrix, and
-whether upstream still agrees with it.
+"""``rocm-fleet matrix [--json]``, ``matrix check`` and ``matrix update``: the compatibility
+matrix printed (``release_table()`` is docs/supported-releases.md's table), checked against
+upstream or a mirror (``upstream.matrix_check``), and updated.
 
-``matrix`` prints one row per release (stream, repository, PyTorch index and builds, driver,
-support per distro), or everything the matrix says as JSON. docs/supported-releases.md's table is
-this table in Markdown (``release_table()``; a unit test keeps it in sync).
-
-``matrix check [--release R] [--apt-base URL] [--torch-base URL] [--json]`` asks upstream
-(or a mirror) about every row: each suite's signed ``InRelease`` exists and declares the
-Origin the stream's pin names; a Core SDK release's packages are in its repository; the
-amdgpu driver folders exist; the key at each key URL has the matrix's fingerprint; each
-PyTorch index lists the pinned wheels (and the pip runtime they require), and no index
-exists where the matrix says there is none. Without ``--release`` it also lists releases
-upstream publishes that the matrix lacks: the directories of repo.radeon.com/rocm/apt/ and
-the ``amdrocm<X.Y>`` packages of the Core SDK repositories.
-
-This module is the command and what it prints; the checks are ``upstream.matrix_check``, and
-their HTTP client ``upstream.client`` (``requests`` with retries for connection errors, 429
-and 5xx, and a timeout per request); progress goes to stderr. Exit status: 0 every row
-holds, 1 a row is wrong or stale (each named) or upstream has releases the matrix lacks, 2
-upstream could not be reached (for some request, after the retries).
-
-Mirrors: ``--apt-base URL`` is a mirror holding each AMD host under a directory of its name
-(apt-mirror's layout: URL/repo.radeon.com/rocm/apt/..., URL/stable.repo.amd.com/...);
-``--torch-base URL`` replaces https://download.pytorch.org/whl; ``--key-fingerprint``
-names the key a mirror re-signs with (as ``rocm_key_fingerprint`` does for the deploy).
+Exit status of ``check``: 0 every row holds, 1 a row is wrong or upstream has releases the
+matrix lacks, 2 upstream could not be reached.
 """
 
 from __future__ import annotations
@@ -69,14 +49,10 @@ def torch_text(rel: matrix.Release) -> str:
     return ", ".join(build.torch for build in rel.torch_builds)
 
 
-# The releases the lab's end-to-end tests deploy and verify (tests/e2e: Debian 12 and 13
-# hosts, doubled GPUs, doubles of AMD's and PyTorch's servers built from the recorded upstream
-# facts); tests/unit/test_docs.py keeps this in step with the tests. No row is verified on a
-# real GPU host.
+# The releases the lab's end-to-end tests deploy (tests/unit/test_docs.py keeps it in step).
 LAB_TESTED = ("6.4.3", "7.2.1", "7.14.1", "10.0.0")
 
-# What the docs' release table calls each origin of upstream_data.RELEASES' "from"
-# (tools/matrix_update.py).
+# The docs' release table's name for each origin in upstream_data.RELEASES' "from".
 ORIGIN_TEXT = {
     "AMD compatibility table": "AMD's table",
     "AMD os-support.yaml": "AMD's os-support.yaml",
@@ -91,16 +67,13 @@ def _data_row(rel: matrix.Release) -> dict[str, Any]:
 
 
 def source_text(rel: matrix.Release) -> str:
-    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix" (the
-    generated upstream data's "from"; an override's citation is in
-    tools/matrix_overrides.toml)."""
+    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"."""
     origins = _data_row(rel)["from"]
     parts = [ORIGIN_TEXT[origins["row"]]]
     if "distros" in origins:
         parts.append(f"distros: {ORIGIN_TEXT[origins['distros']]}")
     if rel.amd_wheels:
-        # AMD's own index for the Core SDK 10.x: recorded from AMD's install pages
-        # (matrix.AMD_WHEELS, tests/fixtures/upstream/repo.amd.com-whl.toml).
+        # recorded from AMD's install pages (matrix.AMD_WHEELS)
         parts.append("torch: AMD's install page")
     else:
         torch = origins["torch_index"]
@@ -148,9 +121,7 @@ def release_table() -> str:
     return "\n".join(lines)
 
 
-# The terminal's table fits 100 columns: distros and support in short forms, the torch builds
-# as the newest and how many more, with a legend under it (the docs' release table and --json
-# have everything spelled out).
+# The terminal's table fits 100 columns: short forms, with a legend under it.
 SUPPORT_SHORT = {
     matrix.Support.OFFICIAL: "yes",
     matrix.Support.INSTINCT_ONLY: "MI",
@@ -242,8 +213,7 @@ def matrix_json() -> dict[str, Any]:
                 "amdgpu_driver": matrix.amdgpu_repo_version(rel),
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,
-                # where the row comes from (the generated data's "from", an override's
-                # citation) and whether the lab deploys it
+                # the row's origin (and an override's citation), and whether the lab deploys it
                 "source": {"from": _data_row(rel)["from"], "citation": _data_row(rel)["source"],
                            "text": source_text(rel),
                            "tested": "lab only" if rel.version in LAB_TESTED else None},
@@ -264,8 +234,7 @@ def matrix_json() -> dict[str, Any]:
 
 
 def render_report(report: dict[str, Any]) -> str:
-    """What is not as the matrix says, one line each (status, row, what and why), then the
-    summary."""
+    """What is not as the matrix says, one line each, then the summary."""
     from rocm_fleet.cli.tables import grid, whole
 
     checks = report["checks"]
@@ -289,8 +258,7 @@ def render_report(report: dict[str, Any]) -> str:
             f"{checked}: {counts['ok']} ok, {counts['wrong']} wrong, "
             f"{counts['unreachable']} unreachable (not checked)"
         )
-    # Releases upstream has that the matrix lacks: asked only without --release, and known
-    # only when the listings could be read.
+    # Releases the matrix lacks: only without --release, when the listings were read.
     if report["unreachable"]:
         summary += "; releases upstream publishes: not checked (unreachable)"
     elif report.get("releases_checked", True):
@@ -326,14 +294,13 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
 
 
 def run_update(args: Any) -> int:
-    """``rocm-fleet matrix update``: matrix.generate.update, as the maintainer tool runs it."""
+    """``rocm-fleet matrix update`` of rocm-fleet's own tables (``matrix.generate``)."""
     from pathlib import Path
 
     from rocm_fleet.matrix import generate as matrix_data
 
     if not args.data_dir and not args.check:
-        # the data files this rocm-fleet reads (signing keys among them) are its own: an
-        # update writes only where it is told to
+        # the data files rocm-fleet reads are written only where the user says
         raise UsageError(
             "--data-dir: name the directory to write the data files into (without it, only "
             f"--check compares with the ones this rocm-fleet reads, {upstream_data.DATA_DIR})"
@@ -350,8 +317,7 @@ def run_update(args: Any) -> int:
 
 
 def show(args: Any) -> int:
-    """``rocm-fleet matrix``: the table, ``--json`` or ``--sources`` (nothing when a
-    subcommand is given)."""
+    """``rocm-fleet matrix``: the table, ``--json`` or ``--sources``; nothing for a subcommand."""
     if click.get_current_context().invoked_subcommand:
         return 0
     if args.json:
@@ -379,8 +345,7 @@ def check(args: Any) -> int:
 
 
 def update(args: Any) -> int:
-    """``rocm-fleet matrix update``: a site's data from upstream (``--output``), or
-    rocm-fleet's own tables from stored records (``--records``, ``--overrides``)."""
+    """``rocm-fleet matrix update``: a site's data (``--output``) or rocm-fleet's tables."""
     if args.output is not None:
         if args.records or args.overrides or args.data_dir or args.check:
             raise UsageError(

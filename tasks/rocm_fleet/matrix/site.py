@@ -1,13 +1,8 @@
-"""``rocm-fleet matrix update --output FILE``: a site's own matrix data, for releases AMD
-publishes after this rocm-fleet.
-
-Reads from upstream the releases it publishes that the committed matrix lacks, with their
-torch (``matrix.site_update``), checks every row as ``rocm-fleet matrix check`` checks a
-committed one (``upstream.site_check``) and only then writes FILE (``model.site_data``'s
-format; rows a FILE already holds are kept while rocm-fleet doesn't commit them, and checked
-again). Point the deploy at it with ``rocm_matrix_data: FILE`` or ``ROCM_FLEET_MATRIX_DATA``;
-a host moves only when its ``rocm_version`` names a new release. Exit status: 0 written, 1 a
-row doesn't hold (nothing written), 2 upstream could not be reached.
+"""``rocm-fleet matrix update --output FILE``: a site's own matrix data for releases newer
+than this rocm-fleet (``matrix.site_update``), written only once every row holds
+(``upstream.site_check``); rows FILE already holds are kept while rocm-fleet doesn't commit
+them. Exit status: 0 written, 1 a row doesn't hold (nothing written), 2 upstream could not be
+reached.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
-"""``rocm-fleet matrix update --output FILE``: the rows of a site's matrix data, read from
-upstream for the releases it publishes that the committed matrix lacks.
-
-What upstream says, and only that, over verified TLS (``upstream.client``):
-
-* the releases (``matrix_check.missing_releases``): repo.radeon.com's rocm/apt/ listing, and
-  the ``amdrocm<X.Y>`` meta packages of the Core SDK repositories' indexes, read only once
-  their InRelease verifies under the pinned key; a release's stream and repository are where
-  it was found;
-* a Core SDK release's torch, where PyTorch builds none: AMD's stable index
-  (``matrix.AMD_STABLE_WHEEL_INDEX``) lists torch, torchvision and torchaudio with the
-  release's label (``+rocm<release>``), and an ``amd-torch-device-<gfx>`` per target it
-  offers. torchvision pairs ``0.(minor + 15)`` with torch ``2.minor`` (as every build in the
-  matrix does); torchaudio is paired only when the index lists exactly one for the release
-  (AMD's page pairs rebuilds the index doesn't: otherwise none is installed);
-* a classic release's PyTorch index: ``rocm<X.Y>`` where the matrix knows that index.
-
-No amdgpu driver is written (AMD's driver folder for a new release is not on any index:
-``rocm_driver: dkms`` is refused for it, as for a committed row without one). Every row is
-then checked as ``rocm-fleet matrix check`` checks a committed one
-(``upstream.site_check``) before anything is written.
+"""``rocm-fleet matrix update --output FILE``: the rows of a site's matrix data for the
+releases upstream publishes that the committed matrix lacks, read from upstream only, over
+verified TLS; no amdgpu driver is written (docs/decisions/site-matrix-data.md).
 """
 
 from __future__ import annotations
@@ -48,7 +30,8 @@ def _labelled(upstream: UpstreamClient, url: str, project: str, label: str) -> l
 
 
 def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | None:
-    """What AMD's stable index holds for ``release``; None when it lists no torch for it."""
+    """What AMD's stable index holds for ``release`` (torchvision paired as ``0.(minor+15)``,
+    torchaudio only when one is listed); None when it lists no torch for it."""
     url = matrix.AMD_STABLE_WHEEL_INDEX
     label = f"rocm{release}"
     torches = _labelled(upstream, url, "torch", label)
@@ -83,8 +66,8 @@ def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | Non
 def new_rows(
     upstream: UpstreamClient, fingerprints: dict[str, str], only: list[str] | None = None
 ) -> tuple[list[tuple[matrix.Release, str]], list[str]]:
-    """(the rows of the releases upstream publishes that the matrix lacks, each with where
-    it was found; notes on those that can't be a row). ``only``: those releases alone."""
+    """(the rows upstream has that the matrix lacks, each with where it was found; notes on
+    releases that can't be a row); ``only``: those releases alone."""
     rows: list[tuple[matrix.Release, str]] = []
     notes: list[str] = []
     for found in missing_releases(upstream, fingerprints):

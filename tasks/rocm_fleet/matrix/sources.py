@@ -1,7 +1,5 @@
-"""Where the matrix's other rows come from, for ``rocm-fleet matrix --sources``, ``--json``
-and docs/supported-releases.md: the GPU targets, distros, kernels, torch builds and AMD's
-repositories as their data files hold them, each row with its ``from`` (the stored record and
-its table, or "override") and its citation."""
+"""Where the matrix's other rows come from (``matrix --sources``, ``--json``, the docs):
+each data file's rows with their ``from`` and citation."""
 
 from __future__ import annotations
 
@@ -9,8 +7,7 @@ from typing import Any
 
 from rocm_fleet.model import upstream_data
 
-# Per data file section (matrix/generate.py writes them): its title and the row's values
-# to show, the row's key first.
+# Per data file section: its title and the row's values to show, the row's key first.
 SOURCE_TABLES = {
     "gpu_targets": ("GPU targets", ("gfx", "family", "products")),
     "distros": ("Distros", ("key", "suite", "python", "glibc")),
@@ -41,8 +38,7 @@ def sections() -> dict[str, list[dict]]:
 
 
 def _cell(value: Any) -> str:
-    """A row's value as the tables print it: builds as their torch versions, a flag as
-    yes / no."""
+    """A row's value as the tables print it (builds as torch versions, flags yes / no)."""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, list) and value and isinstance(value[0], list):

@@ -1,19 +1,5 @@
-"""The node's side of pull mode: its own target, fetched and verified by TUF's client.
-
-Each pull is ``tuf.ngclient.Updater``'s refresh (root, then timestamp, snapshot and
-targets: signatures by the keys the trusted root names, their thresholds, versions that
-never go back, expiries, lengths and hashes) and the download of the node's own target
-(``nodes/<node>.json``), then ``model.pulled``'s checks of what it says. What TUF trusts
-starts from the root a push installed (``trusted_root``), never from pulled data; root
-rotations published in the repository are followed from it, each signed by the keys of
-the root before. The metadata TUF has verified is kept in ``metadata_dir`` (the versions
-it refuses to go back from), beside the serial the node last applied.
-
-The fetcher is the one HTTP client (``download.client``) with no redirect followed (a
-repository is static files; a redirect could only lead from https to http or elsewhere), no
-proxy taken from the environment and, for a repository on the fleet mirror over TLS, the
-mirror's CA alone trusted. tuf's own fetchers are not used: they follow redirects and take
-no pinned CA.
+"""The node's side of pull mode: its own target, fetched and verified by TUF's client from the
+root a push installed (docs/decisions/pull-mode-trust.md).
 """
 
 from __future__ import annotations
@@ -40,9 +26,8 @@ APPLIED = "applied.json"
 
 
 class NoRedirectFetcher(FetcherInterface):
-    """TUF's downloads through the one HTTP client: no redirect followed, no proxy taken
-    from the environment, and, with ``ca``, that CA alone trusted for TLS (else the
-    system's CAs)."""
+    """TUF's downloads through the one HTTP client: no redirect, no proxy from the
+    environment, TLS against ``ca`` alone when given (else the system's CAs)."""
 
     def __init__(self, ca: str | None = None):
         self._session = client(
@@ -86,15 +71,15 @@ def _root_version(data: bytes) -> int:
 
 
 def _bootstrap(metadata_dir: Path, trusted_root: Path) -> bytes | None:
-    """The root TUF starts from: the one a push installed, unless the node has verified a
-    newer one since (a rotation it followed), which TUF then loads from ``metadata_dir``."""
+    """The root TUF starts from: the pushed one, or None when ``metadata_dir`` holds a
+    verified root at least as new."""
     pushed = trusted_root.read_bytes()
     cached = metadata_dir / "root.json"
     try:
         if _root_version(cached.read_bytes()) >= _root_version(pushed):
             return None
     except (OSError, ValueError, exceptions.RepositoryError):
-        pass  # no root verified yet here, or an unreadable one: the pushed root again
+        pass  # none verified yet, or unreadable: the pushed root
     return pushed
 
 
@@ -116,9 +101,8 @@ def fetch(
     node: str,
     ca: str | None = None,
 ) -> PulledState:
-    """``node``'s state from the TUF repository at ``repository``, verified; PullRefused
-    (with the metric's result) when it can't be fetched, fails verification, is expired,
-    goes back, names another node or carries what pulled data never carries."""
+    """``node``'s verified state from the TUF repository at ``repository``; PullRefused, with
+    the metric's result, when it can't be fetched, verified or used."""
     metadata_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = repository.rstrip("/")
     try:

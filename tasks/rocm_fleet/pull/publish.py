@@ -77,11 +77,9 @@ def run(args: Any) -> int:
 
 
 def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """(node target name -> its settings, node target name -> the text of its site matrix
-    data): every host of the inventory with rocm_pull (or already published: it is given its
-    settings, rocm_pull: false included, so it takes itself out); the repository's other
-    nodes as they were, unless --limit leaves them. A host's site matrix data is the file its
-    push would read (rocm_matrix_data, else ROCM_FLEET_MATRIX_DATA here), as checked then."""
+    """(target name -> settings, target name -> site matrix text) of every inventory host with
+    rocm_pull or already published (rocm_pull: false takes it out), and the repository's other
+    nodes as they were unless --limit leaves them."""
     from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.model import pulled
     from rocm_fleet.model.config import ConfigError
@@ -120,8 +118,7 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
 
 
 def _site_text(host: str, site: SiteData) -> str:
-    """The text of ``site`` (model.site_data.SiteData) as it was checked: the file read again
-    must be the bytes its SHA-256 names (one changed meanwhile is refused, not published)."""
+    """The text of ``site`` as checked; UsageError when the file's SHA-256 changed since."""
     import hashlib
 
     try:

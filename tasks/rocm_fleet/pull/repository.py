@@ -1,27 +1,6 @@
-"""The fleet's TUF repository for pull mode, on the controller (``rocm-fleet publish``).
-
-Each pull node's settings are a target (``nodes/<name>.json``, ``model.pulled``) of a TUF
-repository (python-tuf's ``tuf.api.metadata``: the signing, versions and expiries are
-TUF's, none of them written here). The repository is a directory of static files
-(``metadata/`` and ``targets/``, consistent snapshots, so a host serving it while it is
-copied never mixes two publications) that any web server serves: the fleet mirror's nginx
-under ``/fleet/``, or any static host.
-
-Three keys, each an Ed25519 private key in a PEM file of mode 0600 in a keys directory:
-
-* ``root.pem`` signs the root metadata, which names every key. Needed only to make the
-  repository and to rotate a key: keep it offline (a removable medium, an air-gapped
-  machine) and bring it only for ``--rotate``.
-* ``targets.pem`` signs the targets: what the nodes apply. Needed for every publication of
-  changed settings: keep it where the administrators publish from, not on the mirror.
-* ``online.pem`` signs the snapshot and the timestamp. ``--timestamp`` re-signs the
-  timestamp alone: run it from a timer (a cron job) more often than the timestamp expires
-  (``timestamp_hours``); the expiry is the longest an attacker can keep a node on old data
-  by serving an old repository (a freeze) before the node refuses it.
-
-Rotation: ``rotate(role)`` makes a new key for the role and a new root version that names
-it, signed by the old root key and (for the root) the new one, so a node that trusts the
-old root follows it through the pull itself.
+"""The fleet's TUF repository for pull mode (``rocm-fleet publish``): each pull node's settings
+a target ``nodes/<name>.json``, signed with ``root.pem``, ``targets.pem`` and ``online.pem``
+(their custody: docs/pull-mode.md).
 """
 
 from __future__ import annotations
@@ -50,8 +29,7 @@ from tuf.api.serialization.json import JSONSerializer
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
 
-#: The roles and the key file that signs each (the snapshot and the timestamp share the
-#: online key).
+#: The roles and the key file that signs each.
 KEY_FILES = {
     Root.type: "root.pem",
     Targets.type: "targets.pem",
@@ -60,9 +38,7 @@ KEY_FILES = {
 }
 #: What ``rotate`` takes: the key file names without ``.pem``.
 ROTATABLE = ("root", "targets", "online")
-#: How long each metadata is valid: the root and the targets are signed by keys kept
-#: offline, so they last; the snapshot is signed with the targets (and lasts as long);
-#: the timestamp's expiry is the freeze bound.
+#: How long each metadata is valid (the timestamp's expiry is the freeze bound).
 ROOT_DAYS = 365
 TARGETS_DAYS = 90
 DEFAULT_TIMESTAMP_HOURS = 24
@@ -74,8 +50,7 @@ class RepositoryError(Exception):
 
 @dataclass(frozen=True)
 class Published:
-    """What a publication did: the targets version (every node's serial) and the nodes
-    whose settings changed, were added or were removed."""
+    """A publication: the targets version (every node's serial), nodes changed and removed."""
 
     version: int
     changed: list[str]
@@ -94,8 +69,7 @@ def _write_private_key(path: Path) -> CryptoSigner:
 
 
 class PullRepository:
-    """A TUF repository in ``directory``, signed with the keys found in ``key_dirs`` (the
-    first directory that has a key file wins)."""
+    """A TUF repository in ``directory``, signed with keys from ``key_dirs`` (first wins)."""
 
     def __init__(self, directory: Path, key_dirs: list[Path]):
         self.directory = directory
@@ -113,8 +87,8 @@ class PullRepository:
         return None
 
     def signer(self, role: str) -> Signer:
-        """The signer of ``role``, from its key file; RepositoryError naming the file when
-        it is missing, readable by others or not one of the root's keys for the role."""
+        """The signer of ``role``; RepositoryError when its file is missing, not 0600 or not
+        the root's key for the role."""
         name = KEY_FILES[role]
         path = self._key_file(name)
         if path is None:
@@ -155,7 +129,7 @@ class PullRepository:
         return self._current(role).signed.version
 
     def _write(self, metadata: Metadata[Any], name: str) -> None:
-        """Written atomically: a web server serving the directory never serves half a file."""
+        """Written atomically (never half a file served)."""
         write_atomically(self.metadata / name, metadata.to_bytes(self._serializer))
 
     def _sign(self, metadata: Metadata[Any], role: str) -> None:
@@ -172,8 +146,7 @@ class PullRepository:
         return (self.metadata / "root.json").is_file()
 
     def create(self, key_dir: Path) -> None:
-        """A new repository with new keys in ``key_dir`` (made mode 0700; an existing key
-        file is never overwritten) and no node yet."""
+        """A new repository, no node, with new keys in ``key_dir`` (0700; never overwritten)."""
         if self.exists():
             raise RepositoryError(f"{self.directory} already holds a repository")
         key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -209,11 +182,8 @@ class PullRepository:
         timestamp_hours: float,
         matrix_data: Mapping[str, str] | None = None,
     ) -> Published:
-        """Publish ``nodes`` (node name -> its settings; ``matrix_data``: node name -> the
-        text of the site matrix data it is given, if any) as the repository's targets, in a
-        new targets version: every node's serial. Nodes published before and not in
-        ``nodes`` are removed (their pulls then find no target and change nothing). A
-        publication that changes nothing signs nothing."""
+        """Publish ``nodes`` (name -> settings; ``matrix_data``: name -> site matrix text) as a
+        new targets version, removing unlisted nodes; signs nothing when nothing changed."""
         matrix_data = matrix_data or {}
         current = self._current(Targets.type)
         old = {}
@@ -259,16 +229,14 @@ class PullRepository:
         self._write(timestamp, "timestamp.json")
 
     def refresh_timestamp(self, hours: float) -> int:
-        """A new timestamp for the current snapshot (the online key alone): run more often
-        than it expires. Its version."""
+        """Sign a new timestamp for the current snapshot (online key); its version."""
         self._timestamp(self._current(Snapshot.type).signed.version, hours)
         return self._current(Timestamp.type).signed.version
 
     def rotate(self, name: str, timestamp_hours: float) -> int:
-        """A new key for ``name`` (``root``, ``targets`` or ``online``), the old file kept
-        as ``NAME.pem.retired-vN`` beside it, and a new root version naming it, signed by
-        the old root key (and the new one, for the root). The metadata the key signs is
-        signed again with it. The new root's version."""
+        """A new key for ``name`` (root, targets, online; the old kept as ``.retired-vN``) in a
+        new root version signed by the old root key (and the new one, for root), what it signs
+        re-signed; the new root's version."""
         if name not in ROTATABLE:
             raise RepositoryError(f"--rotate {name}: expected one of {', '.join(ROTATABLE)}")
         file_name = f"{name}.pem"
@@ -290,14 +258,12 @@ class PullRepository:
         root.signed.version = version + 1
         root.signed.expires = _expiry(days=ROOT_DAYS)
         root.signatures.clear()
-        # The old root's threshold must sign the new root (the client checks the new one
-        # with the old keys), and the new root's own threshold too.
+        # Signed by the old root's keys (which the client checks it with), and the new one's.
         root.sign(old_root_signer, append=True)
         if name == "root":
             root.sign(new_signer, append=True)
         self._write_root(root)
-        # What the rotated key signs, signed again by it (new versions: a client that has
-        # the old ones must see newer ones).
+        # Re-signed in new versions: a client that has the old ones must see newer ones.
         if name in ("targets", "online"):
             targets = self._current(Targets.type)
             targets.signed.version += 1

@@ -85,8 +85,7 @@ def run_step(command: list[str]) -> Outcome:
     return Outcome(False, why_failed(done.stdout + done.stderr))
 
 
-#: the lines that say why a deploy or check failed: pyinfra's "[host] refused: ..." and
-#: "[host] Error: ...", the checks' "FAILED host check why"
+#: the lines saying why a deploy or check failed (pyinfra's "refused:"/"Error:", "FAILED")
 _SAYS_WHY = re.compile(r"^\s*(?:\[\S+\]\s+(?:refused:|Error)|FAILED\s)")
 
 
@@ -173,9 +172,7 @@ def run(args: Any) -> int:
 
 
 def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
-    """``host``'s node in Slurm, its commands run there as the deploy's own are: through sudo
-    exactly when the deploy's would be (``engine.run.sudo_asked``; Slurm's administrator is
-    root)."""
+    """``host``'s node in Slurm, run through sudo exactly when the deploy's commands are."""
     from rocm_fleet.engine.remote import run_on
     from rocm_fleet.engine.run import sudo_asked
 
@@ -190,8 +187,7 @@ def not_one_host_by_limit(names: list[str], groups: set[str]) -> list[str]:
 
 
 def left_drained_by_roll(target: Target) -> bool:
-    """Whether a host with no drift is a node an earlier roll left drained (its checks
-    failed; the deploy since has nothing left to change): one ``scontrol show node``."""
+    """Whether a host with no drift is a node an earlier roll left drained (one ``scontrol``)."""
     return target.slurm is not None and target.slurm.state().drained_by_roll
 
 

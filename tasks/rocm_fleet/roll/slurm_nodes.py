@@ -1,10 +1,6 @@
 """A node's Slurm, asked from the node itself: ``scontrol`` and ``squeue`` run there as root
-(a Slurm node has the client and MUNGE's key, and root is Slurm's administrator), so the
-roll needs no controller host of its own and no credentials beyond the deploy's SSH.
-
-Every command names the node (``NodeName=``); its words are quoted for the shell, and the
-reasons are the roll's own (``roll.plan.reason``), one line. A command that fails (slurmctld
-down or unreachable, MUNGE refusing) raises ``SlurmUnreachable`` with Slurm's own words.
+(Slurm's administrator), with words quoted for the shell; a command that fails raises
+``SlurmUnreachable`` with Slurm's own words.
 """
 
 from __future__ import annotations
@@ -37,8 +33,7 @@ class SlurmNode:
         """The node's NodeName=: the setting, else the host's short name, as slurmd's own."""
         if self._name is None:
             name = self._ask(["hostname", "--short"]).strip()
-            # What the host says goes into NodeName= and squeue -w, which take hostlist
-            # expressions: one plain name only (as the setting's own rule).
+            # NodeName= and squeue -w take hostlist expressions: one plain name only.
             if not grammar.full(grammar.SLURM_NODE_NAME, name):
                 raise SlurmUnreachable(
                     f"{self.host}: hostname --short gave {name!r}, not one Slurm node name; "

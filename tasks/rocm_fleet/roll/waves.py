@@ -1,10 +1,6 @@
-"""The waves of ``rocm-fleet roll``, carried out: drain, wait for the jobs, change, check,
-resume, a wave at a time, and the roll's log and summary.
-
-What changes a host (the deploy, the checks) comes in as ``Steps``; each node's Slurm as a
-``SlurmNode``; time as callables: this module runs no process and reaches no host itself,
-so its rules (never more than a wave out, never resumed unchecked, Slurm not answering stops
-everything) are tested as they are (tests/unit/roll/test_roll.py). The command is ``roll.command``.
+"""The waves of ``rocm-fleet roll``, carried out (drain, wait, change, check, resume), and the
+roll's log and summary. Hosts' changes come in as ``Steps``, Slurm as ``SlurmNode``s, time as
+callables: nothing here runs a process or reaches a host.
 """
 
 from __future__ import annotations
@@ -37,8 +33,7 @@ class Target:
     host: str
     slurm: SlurmNode | None
     drain_timeout: float = 3600.0
-    #: no drift, but an earlier roll left it drained (its checks failed): checked again, and
-    #: resumed if they pass; never deployed
+    #: no drift, but an earlier roll left it drained: checked again, resumed if passing
     recheck: bool = False
     #: drained by someone else before the roll: changed, then left drained
     keep_drained: bool = False
@@ -145,8 +140,7 @@ class Roll:
         self.log(target.host, f"drain {target.slurm.name} ({ROLLING})")
 
     def _wait(self, wave: list[Target]) -> list[Target]:
-        """The wave's hosts once each is empty; a host still busy at its timeout is resumed
-        (if the roll drained it) and left unchanged."""
+        """The wave's hosts once empty; one busy at its timeout is resumed and left unchanged."""
         started = self.clock()
         waiting = [t for t in wave if t.slurm is not None]
         ready = [t for t in wave if t.slurm is None]
@@ -221,9 +215,8 @@ class Roll:
             self.log(target.host, f"checks passed; resume {target.slurm.name}")
 
     def _still_ours(self, target: Target) -> bool:
-        """Whether the node is still drained by the roll, read again now, before the roll
-        resumes it or drains it with another reason: someone may have drained it for their
-        own reason meanwhile (kept, and the node left drained), or resumed it (left so)."""
+        """Whether Slurm still has the node drained for the roll's reason (someone may have
+        drained it for theirs, or resumed it, meanwhile)."""
         assert target.slurm is not None
         found = target.slurm.state()
         if found.drained_by_roll:

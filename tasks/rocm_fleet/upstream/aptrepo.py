@@ -1,11 +1,6 @@
-"""Reading a signed apt repository the way apt trusts it, for ``rocm-fleet bundle``.
-
-The key is accepted only when its one primary key has the pinned fingerprint; the
-``InRelease`` is checked with ``gpgv`` against a keyring holding that key alone, and only
-the text gpgv says was signed is read; every index file must have the SHA-256 that text
-lists, and every package the SHA256 its (verified) index gives. Dependencies are resolved
-within the repository: what a package needs from elsewhere comes from the host's own
-Debian or Ubuntu mirror, as it does without a bundle.
+"""Reading a signed apt repository the way apt trusts it, for ``rocm-fleet bundle``: the key
+by its pinned fingerprint, ``InRelease`` by ``gpgv`` with that key alone, every index and
+package by the SHA-256 the verified text lists.
 """
 
 from __future__ import annotations
@@ -23,8 +18,7 @@ from rocm_fleet.upstream.signature import SignatureError, verified_text
 if TYPE_CHECKING:
     from debian.debian_support import Version as DebianVersion
 
-# python-debian's deb822 is imported where it is used: ``rocm-fleet`` imports every tool
-# (this module with the matrix check), and deb822's import is ~0.1 s of every command's start.
+# python-debian's deb822 is imported where it is used: it slows every command's start.
 
 
 class RepositoryError(Exception):
@@ -32,8 +26,7 @@ class RepositoryError(Exception):
 
 
 def check_key(key: bytes, fingerprint: str, url: str) -> None:
-    """Refuse a key unless its one primary key has ``fingerprint`` (armored, binary, or
-    binary with an armored copy appended: ``openpgp``)."""
+    """RepositoryError unless the key's one primary key has ``fingerprint``."""
     found = primary_fingerprints(key)
     if found != [fingerprint.upper()]:
         raise RepositoryError(
@@ -43,8 +36,7 @@ def check_key(key: bytes, fingerprint: str, url: str) -> None:
 
 
 def signed_text(inrelease: bytes, key: bytes, url: str) -> str:
-    """The text of an ``InRelease`` that ``gpgv`` verifies with ``key`` alone, under apt's
-    policy (``signature``: no expired or revoked key, no SHA-1)."""
+    """The text of ``inrelease`` gpgv verifies with ``key`` alone; RepositoryError otherwise."""
     try:
         return verified_text(inrelease, binary_key(key), url)
     except SignatureError as exc:
@@ -73,15 +65,12 @@ class ReleaseFile:
         return self.fields.get("Acquire-By-Hash", "").lower() == "yes"
 
     def variants(self, index: str) -> list[IndexFile]:
-        """The files of one index (``main/binary-amd64/Packages`` and its compressed
-        variants) this Release lists."""
+        """The files this Release lists for ``index``, compressed variants included."""
         return [f for p, f in self.files.items() if p == index or p.startswith(index + ".")]
 
 
 def parse_release(text: str) -> ReleaseFile:
-    """A Release file's fields and the SHA-256 of each index it lists (python-debian's
-    deb822; a clearsigned ``InRelease`` is read without its signature, which the caller
-    verifies with ``signed_text``)."""
+    """A Release file's fields and each index's SHA-256 (its signature unchecked here)."""
     from debian import deb822
 
     release = deb822.Release(text)
@@ -102,7 +91,7 @@ def decompressed(path: str, data: bytes) -> bytes:
 
 
 def parse_stanzas(text: str) -> list[dict[str, str]]:
-    """The paragraphs of a deb822 file such as ``Packages`` (python-debian's deb822)."""
+    """The paragraphs of a deb822 file such as ``Packages``."""
     from debian import deb822
 
     return [
@@ -116,8 +105,7 @@ def parse_stanzas(text: str) -> list[dict[str, str]]:
 _PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*")
 # Old single-character forms dpkg still reads ("<" means "<=", ">" means ">=").
 _OLD_OPERATORS = {"<": "<=", ">": ">="}
-# apt installs these of each package it installs (Recommends by default, as the deploy does),
-# named as the manifest says why a package is in a bundle.
+# The relations apt installs (Recommends too, as the deploy does), named as the manifest says.
 DEPENDENCY_FIELDS = {
     "Pre-Depends": "pre-dependency of",
     "Depends": "dependency of",
@@ -136,9 +124,8 @@ class Relation:
 
 
 def parse_relations(value: str) -> list[list[Relation]]:
-    """A Depends-style field: clauses (comma) of alternatives (``|``), architecture
-    qualifiers, architecture lists and build profiles dropped (python-debian's
-    ``PkgRelation``)."""
+    """A Depends-style field: clauses of alternatives, architecture qualifiers and build
+    profiles dropped; RepositoryError on an unreadable name."""
     from debian import deb822
 
     if not value.strip():
@@ -198,8 +185,7 @@ class Index:
             stanzas_of.sort(key=_debian_order, reverse=True)
 
     def best(self, relation: Relation) -> dict[str, str] | None:
-        """The newest version in the index that satisfies ``relation`` (by name, else a
-        package that provides it, for an unversioned relation), None when none does."""
+        """The newest stanza satisfying ``relation`` (else a provider of an unversioned one)."""
         for stanza in self.versions.get(relation.name, []):
             if relation.op is None or debian_version_satisfies(
                 stanza["Version"], relation.op, relation.version or ""
@@ -215,11 +201,9 @@ def _debian_order(stanza: dict[str, str]) -> DebianVersion:
 
 
 def install_closure(index: Index, roots: list[str] | tuple[str, ...], where: str) -> list[Package]:
-    """The packages apt installs from this repository for ``roots``: each root's newest
-    version, and every Pre-Depends, Depends and Recommends the repository can satisfy,
-    recursively. Of a clause's alternatives every one the repository holds is taken, so
-    apt finds whichever it picks; what the repository doesn't hold comes from the host's
-    distribution. A root the repository doesn't hold raises, naming it and ``where``."""
+    """What apt installs from this repository for ``roots``: their newest versions and,
+    recursively, every Pre-Depends, Depends and Recommends alternative it holds; RepositoryError
+    naming a root it lacks."""
     chosen: dict[str, Package] = {}
     missing = [name for name in roots if index.best(Relation(name)) is None]
     if missing:

@@ -1,10 +1,4 @@
-"""GETs of AMD's and PyTorch's servers (or a mirror's copy of them) for the matrix check.
-
-Through the one HTTP client (``download.client``), with a mirror's URLs in place of
-upstream's (``--apt-base``, ``--torch-base``) and a cache (each URL once, however many
-checks and threads ask). ``requests`` loads with the first request: the ``rocm-fleet``
-command imports every tool, and most make no request.
-"""
+"""Cached GETs of AMD's and PyTorch's servers, or a mirror's copy, for the matrix check."""
 
 from __future__ import annotations
 
@@ -23,8 +17,7 @@ if TYPE_CHECKING:
     from rocm_fleet.upstream.http import Unreachable
 
 GONE = (403, 404, 410)  # what object stores answer for a path that isn't there
-#: The most one answer may hold (AMD's largest Packages index is a few MiB): a mirror or a
-#: host in the path that sends more is refused, not read into memory without end.
+#: The most one answer may hold: more is refused, not read into memory.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
@@ -49,10 +42,8 @@ class Response:
 
 
 class UpstreamClient:
-    """GETs through the one HTTP client (``download.client``), with a timeout, mirror
-    rewriting and a cache (each URL once). Unlike ``download.Fetcher.content``, a
-    403/404/410 is an answer here (the matrix says what isn't there), and each worker thread
-    has its own session."""
+    """Cached GETs with mirror rewriting, through the one HTTP client; a 403/404/410 is an
+    answer, not an error; a session per worker thread."""
 
     AMD_HOSTS = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
 
@@ -96,8 +87,7 @@ class UpstreamClient:
             return self._fetched
 
     def get(self, url: str) -> Response:
-        """The response for ``url`` (upstream form); raises Unreachable. Fetched once, by the
-        first thread that asks; the others wait for it."""
+        """The response for ``url`` (upstream form), fetched once; raises Unreachable."""
         with self._lock:
             pending = self._cache.get(url)
             first = pending is None

@@ -1,7 +1,5 @@
-"""Distribution files read without installing anything: whether a file is an sdist, a wheel's
-or an sdist's core metadata, and an sdist's build requirements (never its code run here).
-ResolutionError, what these readers and the resolution (``upstream.resolution``) raise, lives
-here, the lowest of the two.
+"""Distribution files read without installing or running anything: sdist or not, core
+metadata, an sdist's build requirements; and ResolutionError.
 """
 
 from __future__ import annotations
@@ -28,13 +26,12 @@ def is_sdist(filename: str) -> bool:
     return True
 
 
-#: The most of an sdist's PKG-INFO or pyproject.toml read (both are a few kilobytes).
+#: The most of an sdist's PKG-INFO or pyproject.toml read.
 _SDIST_MEMBER_LIMIT = 1 << 20
 
 
 def _sdist_member(path: str, member: str) -> str:
-    """One top-level file of an sdist (``<name>-<version>/<member>``, the layout of the
-    sdist specification), read without extracting anything."""
+    """One top-level file ``<name>-<version>/<member>`` of an sdist, read without extracting."""
     try:
         with tarfile.open(path, "r:gz") as archive:
             top = {name.split("/", 1)[0] for name in archive.getnames()}
@@ -54,9 +51,7 @@ def _sdist_member(path: str, member: str) -> str:
 
 
 def sdist_metadata(path: str) -> str:
-    """An sdist's core metadata (``PKG-INFO``). Its requirements must be static (core
-    metadata 2.2, PEP 643: ``Requires-Dist`` not listed as ``Dynamic``): one known only after
-    a build on the host could not be locked."""
+    """An sdist's ``PKG-INFO``; ResolutionError when its Requires-Dist is dynamic (PEP 643)."""
     text = _sdist_member(path, "PKG-INFO")
     message = email.parser.Parser().parsestr(text, headersonly=True)
     dynamic = {value.strip().lower() for value in message.get_all("Dynamic") or []}
@@ -66,10 +61,8 @@ def sdist_metadata(path: str) -> str:
 
 
 def sdist_build_requires(path: str) -> list[str]:
-    """An sdist's build requirements: ``[build-system] requires`` of its pyproject.toml
-    (PEP 518); none declared means setuptools, as pip assumes. Refused when its
-    ``backend-path`` puts the build backend inside the sdist (PEP 517): the backend would be
-    code no pinned wheel carries, run as root by every host's pip."""
+    """An sdist's ``[build-system] requires`` (PEP 518; setuptools when none, as pip assumes);
+    ResolutionError when it names a ``backend-path`` (PEP 517: code no pinned wheel carries)."""
     try:
         text = _sdist_member(path, "pyproject.toml")
     except ResolutionError:

@@ -1,20 +1,5 @@
-"""The one HTTP client (``client``: TLS, redirects, retries, timeouts, proxies, User-Agent;
-``read_limited``: every body read under a cap) and the bundle's downloads on it (``Fetcher``:
-resumable, verified, limited, with progress).
-
-TLS is always verified: against the CA a caller pins (the fleet mirror's, for the pull),
-else ``REQUESTS_CA_BUNDLE`` when set, else requests' own bundle (the pull: the system's).
-Proxies come from the environment (``HTTPS_PROXY``, ``NO_PROXY``) unless a caller turns that
-off. Redirects are followed at most ``MAX_REDIRECTS`` times, never from https to http. A
-transfer that breaks off midway is resumed where it stopped (``Range: bytes=N-``), also by
-the next run of the command, since the partial file is kept beside its final name
-(``.part``). A file is renamed into place only once its SHA-256 is the one its signed index
-names.
-
-Limits, since every byte comes from a server that may be hostile: a file whose signed index
-gives its ``Size`` is cut off at Size + 1 bytes, anything else at a cap (``CONTENT_CAP`` for
-what is held in memory, ``FILE_CAP`` for files streamed to disk); each transfer (with its
-resumptions) has an overall deadline on top of the per-read timeout.
+"""The one HTTP client (``client``) and the bundle's verified, limited, resumable downloads
+(``Fetcher``) (docs/decisions/downloads-and-trust.md).
 """
 
 from __future__ import annotations
@@ -39,17 +24,13 @@ from urllib3.util.retry import Retry
 from rocm_fleet.model.paths import SYSTEM_CA_BUNDLE
 from rocm_fleet.version import __version__
 
-# Small enough that a transfer that breaks off loses little (the chunk being read is lost).
 CHUNK = 1 << 16
-# What is read whole into memory (a Release, a Packages index, a key, an index page): AMD's
-# largest Packages indexes and PyTorch's largest project pages are a few MB.
+# Most bytes read whole into memory (a Release, a Packages index, a key, an index page).
 CONTENT_CAP = 64 << 20
-# A file with no size in a signed index (a wheel: PEP 503 pages give none): torch's ROCm
-# wheels are 3 to 5 GB, the ROCm SDK's device wheels a few GB more.
+# Most bytes of a file with no size in a signed index (a wheel).
 FILE_CAP = 32 << 30
-# One transfer, resumptions included: 5 GB at 1.5 MB/s.
+# Seconds one transfer may take, resumptions included.
 DEADLINE = 3600.0
-# Redirects followed at most (requests' default is 30).
 MAX_REDIRECTS = 10
 
 
@@ -62,9 +43,8 @@ class TooLong(DownloadError):
 
 
 class Unreachable(DownloadError):
-    """The server of a URL can't be reached or didn't answer usefully (no route, refused,
-    no name, a timeout, a proxy that won't connect): ``host`` (``name[:port]``) and the
-    cause; ``message`` replaces the default wording."""
+    """``url``'s server can't be reached: ``host`` (``name[:port]``), ``cause``; ``message``
+    replaces the wording."""
 
     def __init__(self, url: str, host: str, cause: str, message: str | None = None) -> None:
         super().__init__(message or f"{url}: {host} is unreachable from this machine ({cause})")
@@ -87,10 +67,7 @@ def human(size: float) -> str:
 
 
 class DownloadProgress:
-    """What is being fetched, on stderr. On a terminal rich's progress line for the file
-    (bytes of how many, a bar, the rate), redrawn at most ten times a second and gone when
-    the file is done; otherwise only a line per file when it is done. Notes and the done
-    lines are printed above the progress line."""
+    """Progress on stderr: rich's transient line per file on a terminal, else a line when done."""
 
     def __init__(self, stream: IO[str] | None = None):
         self.stream = stream or sys.stderr
@@ -175,11 +152,8 @@ def _progress_line(stream: IO[str]) -> Any:
 
 
 class NoDowngradeSession(requests.Session):
-    """The one HTTP client's session: refuses a redirect from https to http (requests
-    follows it: what a TLS-verified server sends must not continue over a channel anyone
-    can change), verifies TLS against ``ca`` alone when one is pinned (also where
-    ``REQUESTS_CA_BUNDLE`` is set, which requests would otherwise prefer), and gives every
-    request ``timeout`` unless it names its own."""
+    """The client's session: no https-to-http redirect, TLS against ``ca`` alone when pinned,
+    ``timeout`` unless a request names its own."""
 
     def __init__(self, ca: str | None = None, timeout: float | tuple[float, float] = 30.0):
         super().__init__()
@@ -220,14 +194,12 @@ def client(
     proxies_from_environment: bool = True,
     timeout: float | tuple[float, float] = 30.0,
 ) -> NoDowngradeSession:
-    """The one HTTP client (a ``requests`` session): retries connection errors and 429/5xx
-    answers ``retries`` times, with backoff and Retry-After; follows at most ``redirects``
-    redirects, never https to http (with 0, a redirect is the answer); TLS verified against
-    ``ca`` alone when given, else with ``system_cas`` the system's CA certificates where it
-    has them (what the host's apt trusts), else ``REQUESTS_CA_BUNDLE`` or requests' own;
-    proxies from the environment unless ``proxies_from_environment`` is False (which also
-    leaves ``REQUESTS_CA_BUNDLE`` unread); ``timeout`` (seconds, or (connect, read)) unless a
-    request names its own; a User-Agent naming ``purpose``."""
+    """The one HTTP client: retries connection errors and 429/5xx ``retries`` times (backoff,
+    Retry-After); at most ``redirects`` redirects, never https to http (0: the redirect is the
+    answer); TLS against ``ca``, else (``system_cas``) the system's CAs, else
+    ``REQUESTS_CA_BUNDLE`` or requests' own; proxies from the environment unless
+    ``proxies_from_environment`` is False; ``timeout`` (s, or (connect, read)); a User-Agent
+    naming ``purpose``."""
     if ca is None and system_cas and os.path.isfile(SYSTEM_CA_BUNDLE):
         ca = SYSTEM_CA_BUNDLE
     retry = Retry(
@@ -254,9 +226,8 @@ def client(
 def read_limited(
     url: str, response: requests.Response, room: int, have: int = 0
 ) -> Iterator[bytes]:
-    """The body as it arrives, one read at a time (so a slow server is seen between reads):
-    TooLong once the server sends a byte beyond ``room`` (``have`` already taken; reads
-    never ask for more than room + 1) or announces more (Content-Length) before any read."""
+    """The body's chunks; TooLong once more than ``room`` bytes (``have`` taken) come or are
+    announced."""
     announced = response.headers.get("Content-Length", "")
     encoded = response.headers.get("Content-Encoding", "identity") != "identity"
     if announced.isdigit() and not encoded and have + int(announced) > room:
@@ -272,19 +243,13 @@ def read_limited(
         yield chunk
 
 
-# urllib3's wrapping of a failed connection, around the cause: "HTTPSConnectionPool(host=...,
-# port=443): Max retries exceeded with url: ... (Caused by NewConnectionError('<urllib3.
-# connection.HTTPSConnection object at 0x7f...>: Failed to establish a new connection: [Errno
-# 111] Connection refused'))"
-# (urllib3 1.x names the connection object, 2.x its host and port: the URL says both)
+# urllib3's wrapping around a failed connection's cause (1.x names the object, 2.x host:port).
 _OBJECT = re.compile(r"<[\w.]+ object at 0x[0-9a-f]+>: |\w+Connection\(host=[^)]*\): ")
 _CAUSED_BY = re.compile(r"\(Caused by \w+\((.*)\)\)$", re.S)
 
 
 def reason(exc: BaseException, limit: int = 300) -> str:
-    """What went wrong with a request, in one line of at most ``limit`` characters: the
-    innermost cause urllib3 reports (the refused connection, the name that didn't resolve),
-    shortened from the middle so that its end (the cause) stays."""
+    """The innermost cause of a failed request, in at most ``limit`` characters."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     caused = _CAUSED_BY.search(text)
     if caused:
@@ -293,8 +258,7 @@ def reason(exc: BaseException, limit: int = 300) -> str:
 
 
 def shorten(text: str, limit: int) -> str:
-    """``text`` in at most ``limit`` characters, its middle given up ("…"): a message's
-    beginning says what failed, its end why."""
+    """``text`` in at most ``limit`` characters, its middle replaced by "…"."""
     if len(text) <= limit:
         return text
     head = (limit - 1) * 2 // 5
@@ -302,8 +266,7 @@ def shorten(text: str, limit: int) -> str:
 
 
 def unreachable(url: str, exc: BaseException) -> Unreachable | None:
-    """``exc`` as Unreachable when it says the server can't be reached at all (not a TLS
-    failure or a broken transfer: those reached it), else None."""
+    """``exc`` as Unreachable when the server was not reached at all, else None."""
     if isinstance(exc, requests.exceptions.SSLError):
         return None
     if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.ConnectTimeout):
@@ -321,12 +284,8 @@ class Counts:
 
 
 class Fetcher:
-    """One HTTP session for a bundle run. ``timeout`` is (connect, read) seconds; a
-    ``retries`` budget covers connection errors and 429/5xx answers (with backoff, honouring
-    Retry-After) and, separately, transfers that break off midway (each resumed).
-    ``deadline``: seconds one transfer may take in all (resumptions included; a read in
-    progress may add one read timeout); ``file_cap``, ``content_cap``: the most bytes taken
-    of a file without a known size, of an index or page."""
+    """One HTTP session for a bundle run: ``timeout`` (connect, read), ``retries`` per request
+    and per broken transfer, ``deadline`` per transfer, byte caps for unsized files and pages."""
 
     def __init__(
         self,
@@ -343,8 +302,7 @@ class Fetcher:
         self.content_cap = content_cap
         self.progress = progress or DownloadProgress()
         self.counts = Counts()
-        # (file, SHA-256) verified in this run: asked again (a wheel read for its metadata,
-        # then bundled), it is neither hashed nor counted again.
+        # (file, SHA-256) already verified this run: not hashed or counted again.
         self._verified: set[tuple[Path, str]] = set()
         self.session = client("bundle", retries, timeout=timeout)
 
@@ -352,8 +310,7 @@ class Fetcher:
         self.session.close()
 
     def content(self, url: str, size: int | None = None) -> bytes:
-        """A small file (an index, a key, a page), whole, in memory: at most ``size`` bytes
-        when its signed index gives one, else at most ``content_cap``."""
+        """A small file, in memory: at most ``size`` bytes when known, else ``content_cap``."""
         limit, limited_by = (size, "its index says") if size is not None else (
             self.content_cap, "the cap for an index or page is"
         )  # fmt: skip
@@ -380,8 +337,7 @@ class Fetcher:
         limited_by: str,
         have: int = 0,
     ) -> Iterator[bytes]:
-        """``read_limited``'s chunks; DownloadError once ``ends`` (time.monotonic()) passes,
-        or once the server sends a byte beyond ``room`` (a file is cut off at Size + 1)."""
+        """``read_limited``'s chunks; DownloadError past ``ends`` (monotonic) or ``room``."""
         try:
             for chunk in read_limited(url, response, room, have):
                 if time.monotonic() > ends:
@@ -394,8 +350,8 @@ class Fetcher:
             raise DownloadError(_too_long(url, room, limited_by)) from None
 
     def file(self, url: str, dest: Path, sha256: str, size: int | None = None) -> bool:
-        """``dest`` holding the file at ``url`` whose SHA-256 must be ``sha256``; True when
-        it was fetched, False when a verified copy was already there."""
+        """Put the file at ``url`` with SHA-256 ``sha256`` at ``dest``: True when fetched,
+        False when a verified copy was there; DownloadError otherwise."""
         sha256 = sha256.lower()
         if (dest, sha256) in self._verified:
             return False
@@ -406,8 +362,7 @@ class Fetcher:
             return False
         dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
-        # A copy resumed from an earlier run's part that fails its hash is fetched afresh
-        # once; a whole transfer that fails it is not fetched again.
+        # A resumed part that fails its hash is fetched afresh once.
         attempts = (False, True) if part.exists() else (False,)
         ends = time.monotonic() + self.deadline
         for fresh in attempts:

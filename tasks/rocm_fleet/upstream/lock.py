@@ -1,51 +1,9 @@
-"""Hash locks for live wheel installs: what a host's pip may install, pinned by the controller.
+"""Hash locks for live wheel installs: the controller resolves a host's wheel set against
+the upstream index over TLS, and the host's pip installs it with ``--require-hashes``.
 
-A host that installs wheels live (straight from download.pytorch.org or AMD's index, through
-a proxy, through a live fleet mirror) would otherwise trust the ``#sha256`` of the page it
-reads, which whoever can change the wheel on its way can change too. Instead the controller
-resolves the host's wheel set itself, against the upstream index it reaches over TLS, with
-the bundle's resolver (``upstream.resolution``: pip's resolvelib, the host's Python tags and
-markers) and the bundle's limited downloads (``upstream.http``), and the host's pip
-installs exactly those files with ``--require-hashes``: a wheel swapped on the way to the
-host is refused by the host's own pip, naming the wheel and both hashes.
-
-Nothing is trusted on first use. The hashes are read only over verified TLS: an index that
-isn't https (``pytorch_index_base_url: http://...``) is refused for locking, naming the
-setting and the ways out (an https mirror of the index, or a bundle on the fleet mirror,
-made where the index is reachable over TLS); redirects from https to http are refused
-(``download.NoDowngradeSession``).
-
-A lock is made once per (index URL, requirements, Python, glibc) for the whole fleet, not per
-host, and cached on the controller (``$XDG_CACHE_HOME/rocm-fleet/locks``, one JSON file per
-key): the index's files are immutable (a file name pins one build; a changed file would have
-another hash, and the host's pip would refuse it, not install it), so a lock stays right for
-as long as its pins stay published. Whoever can write that directory could otherwise pin the
-whole fleet to wheels of their own, so the directory is refused unless it is the
-controller's user's own and writable by nobody else (``private_directory``), and every file
-carries an HMAC-SHA256 of what it records, made with a random key of the controller's
-(``$XDG_CONFIG_HOME/rocm-fleet/lock-key``, 32 bytes, mode 0600, made on first use; never
-in the cache). A cached file is used only when it records the very inputs its name is the
-hash of and its HMAC verifies under that key; anything else (a truncated write, a hand edit,
-a forged or copied-in file, one made with another key) is refused, said, and made again from
-upstream. To take a newer build that a requirement such as ``==7.14.*`` allows, or after
-upstream withdrew a pinned file, remove the cached file (or the directory): the next run
-locks again. A controller that can't reach the index is given a bundle (``rocm-fleet
-bundle``), not another machine's cache.
-
-The resolution reads each project page and each candidate's core metadata: the index's
-``.metadata`` file when it publishes one with its hash (PEP 658/714; download.pytorch.org
-does since pytorch/test-infra#6116), else the wheel itself, fetched within the bundle's
-limits into a scratch directory and removed. A version published only as an sdist (AMD's
-``rocm``) is pinned by its hash with the wheels that build it (``upstream.resolution``): the host
-installs those first and builds the sdist with them (``operations.python.pinned_wheels``).
-The hashes pinned are those the index publishes, read over TLS. No second source is asked:
-the wheels pinned by the indexes rocm-fleet uses (torch ``X+rocmA.B`` from
-download.pytorch.org, AMD's ``+rocm10.x`` torch and its ``rocm`` runtime from AMD's index)
-carry local version labels or exist only there, and PyPI, the one public second source with
-a JSON API, accepts no local versions (PEP 440: "local version identifiers SHOULD NOT be
-used when publishing upstream projects to a public index server"; PyPI rejects them): it
-can't hold the same files to compare against. The lock's trust is the index's TLS
-certificate, as it is for pip itself, with nothing cached that the controller didn't make.
+Locks are cached per (index URL, requirements, Python, glibc) in a private directory,
+each file authenticated by an HMAC under the controller's key; a cached file that does not
+verify is refused, said, and made again (docs/decisions/wheel-locks.md).
 """
 
 from __future__ import annotations
@@ -87,14 +45,11 @@ from rocm_fleet.upstream.resolution import resolve
 from rocm_fleet.upstream.wheels import Link, parse_page, project_url, untrusted_index
 
 #: Bumped when what a lock holds or how it is made changes: older cached locks are not read.
-#: 2: an sdist may be pinned, with its build requirements (``lock_lines``).
-#: 3: authenticated by the controller's key (an HMAC), not a hash of its own lines.
 FORMAT = 3
-#: The controller's key's length: SHA-256's output length, the least RFC 2104 advises for HMAC.
+#: The controller's key's length (RFC 2104: at least the hash's output length).
 KEY_BYTES = 32
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
-#: One pinned file, as pip's --require-hashes wants it (a build requirement marked), or the
-#: names pinned to an sdist (``lock_lines``).
+#: One pinned line (a build requirement marked), or the names pinned to an sdist.
 LINE = re.compile(
     rf"{_NAME}==[^\s=;#]+ --hash=sha256:[0-9a-f]{{64}}(?: {re.escape(BUILD_MARK)})?"
     rf"|{re.escape(NO_BINARY)}{_NAME}(?:,{_NAME})*"
@@ -102,14 +57,12 @@ LINE = re.compile(
 
 
 class LockError(Exception):
-    """A wheel set that can't be locked: the index unreachable, a requirement it can't
-    meet, a file without a published hash. One line naming the index and the requirements."""
+    """A wheel set that can't be locked; one line naming the index and the requirements."""
 
 
 @dataclass(frozen=True)
 class LockRequest:
-    """What a lock is made from: the index, the requirement strings (exact pins, or
-    anything PEP 508 allows, extras included), and the host's Python."""
+    """What a lock is made from: the index, PEP 508 requirements, the host's Python and glibc."""
 
     index_url: str
     requirements: tuple[str, ...]
@@ -120,8 +73,7 @@ class LockRequest:
     def of(
         cls, index_url: str, requirements: list[str], runtime: HostRuntime | None
     ) -> LockRequest:
-        """The request for a host's wheel set; LockError when its Python isn't known (no
-        lock without the tags and markers pip will resolve with)."""
+        """The request for a host's wheel set; LockError when its Python isn't known."""
         if runtime is None:
             raise LockError(f"can't lock the wheels of {index_url}: unknown host Python")
         return cls(index_url, tuple(sorted(set(requirements))), runtime.python, runtime.glibc)
@@ -148,23 +100,20 @@ class LockRequest:
 
 
 def default_cache() -> Path:
-    """``$XDG_CACHE_HOME/rocm-fleet/locks`` (``~/.cache`` without it), the XDG base
-    directory specification's place for a user's non-essential cached data."""
+    """``$XDG_CACHE_HOME/rocm-fleet/locks`` (``~/.cache`` without it)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "rocm-fleet" / "locks"
 
 
 def default_key() -> Path:
-    """``$XDG_CONFIG_HOME/rocm-fleet/lock-key`` (``~/.config`` without it): the controller's
-    own configuration, apart from the cache whose files it authenticates."""
+    """``$XDG_CONFIG_HOME/rocm-fleet/lock-key`` (``~/.config`` without it)."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return Path(base) / "rocm-fleet" / "lock-key"
 
 
 def private_directory(path: Path, what: str) -> Path:
-    """``path``, made (mode 0700) if missing, once it is a directory of this user's that
-    nobody else may write (nor replace: a link is refused); LockError naming it, its owner
-    and mode and the fix otherwise."""
+    """``path`` (made 0700 if missing) when it is this user's directory, not a link, and
+    writable by nobody else; LockError naming the problem and the fix otherwise."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.lstat()
     mode = stat.S_IMODE(info.st_mode)
@@ -180,13 +129,10 @@ def private_directory(path: Path, what: str) -> Path:
 
 
 def controller_key(path: Path) -> bytes:
-    """The controller's key for its cached locks: made (random, mode 0600, in a private
-    directory) the first time; LockError when the file is not this user's alone or is not a
-    key."""
+    """The controller's lock key, made (random, 0600) on first use; LockError unless this user's."""
     private_directory(path.parent, "the directory of the lock key")
     if not os.path.lexists(path):
-        # Linked into place whole: a controller run at the same time reads one whole key,
-        # the first one linked.
+        # Linked into place whole: concurrent runs all read the first key linked.
         with contextlib.suppress(FileExistsError):
             write_atomically(path, secrets.token_bytes(KEY_BYTES), mode=0o600, exclusive=True)
     try:
@@ -207,7 +153,7 @@ def controller_key(path: Path) -> bytes:
 
 
 def _authentication(key: bytes, inputs: dict[str, object], lines: list[str]) -> str:
-    """The HMAC-SHA256 of a cached lock's inputs and lines under the controller's key."""
+    """The HMAC-SHA256 of a lock's inputs and lines under ``key``."""
     text = json.dumps({"inputs": inputs, "lines": lines}, sort_keys=True, separators=(",", ":"))
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
@@ -219,8 +165,8 @@ def _sdists(lines: list[str]) -> set[str]:
 
 
 def read_cached(cache: Path, request: LockRequest, key: bytes) -> tuple[list[str] | None, str]:
-    """The cached lock for ``request`` and "" when it is whole, was stored for these very
-    inputs and is authenticated by ``key``; (None, why) otherwise ("" when there is none)."""
+    """(lines, "") for a whole lock of these inputs authenticated by ``key``; else (None, why),
+    why "" when there is no file."""
     path = cache / f"{request.key()}.json"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -247,8 +193,7 @@ def read_cached(cache: Path, request: LockRequest, key: bytes) -> tuple[list[str
 
 
 def write_cached(cache: Path, request: LockRequest, lines: list[str], key: bytes) -> Path:
-    """Store a lock under its key, authenticated by ``key``, atomically (a crash leaves the
-    old file or none)."""
+    """Write the lock under its key with its HMAC, atomically; its path."""
     path = cache / f"{request.key()}.json"
     inputs = request.inputs()
     body = {"inputs": inputs, "lines": lines, "hmac": _authentication(key, inputs, lines)}
@@ -257,8 +202,7 @@ def write_cached(cache: Path, request: LockRequest, lines: list[str], key: bytes
 
 
 def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[str]:
-    """The requirement lines pinning every wheel ``request`` installs, made from the index:
-    ``name==version --hash=sha256:...``, sorted by name. LockError names what failed."""
+    """The sorted ``name==version --hash=sha256:...`` lines of ``request``; LockError otherwise."""
     runtime = HostRuntime(request.python, request.glibc)
     target = Target(runtime)
     index_url = request.index_url
@@ -316,12 +260,8 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
 
 
 class Locks:
-    """The controller's locks for one run: each request made (or read from the cache) once,
-    whatever the number of hosts asking, its failure too; safe to share between threads.
-
-    ``fetcher``: makes the Fetcher a lock is resolved with (the bundle's limits); ``note``:
-    where a line saying a lock was made or a cached one was refused goes; ``key``: the file
-    of the controller's key its cached locks are authenticated with."""
+    """One run's locks, each made or read once (its failure too), thread-safe; ``fetcher``
+    makes the Fetcher, ``note`` takes a line per lock made or cache refused, ``key``: its file."""
 
     def __init__(
         self,
@@ -332,8 +272,7 @@ class Locks:
     ):
         self.cache = cache or default_cache()
         self.key = key or default_key()
-        # Quiet: a lock is a few pages (and, without PEP 658 metadata, wheels); one note says
-        # it was made.
+        # Quiet: one note says a lock was made.
         self._fetcher = fetcher or (
             lambda: Fetcher(retries=2, progress=DownloadProgress(io.StringIO()))
         )
@@ -384,8 +323,7 @@ class Locks:
         return lines
 
     def unreachable(self, request: LockRequest, exc: Unreachable) -> str:
-        """One line: the index's server is unreachable, the machine running pyinfra is the
-        one that must reach it (it locks the wheels the hosts install), and the ways out."""
+        """One line: the index is unreachable from this machine, and the ways out."""
         return (
             f"can't lock {_what(request)}: {exc.host} is unreachable from this machine "
             f"({exc.cause}); the machine running pyinfra locks the wheels and must reach "
@@ -396,18 +334,17 @@ class Locks:
 
 
 def _what(request: LockRequest) -> str:
-    """The request in a message, its middle given up when long (dozens of requirements)."""
+    """The request for a message, shortened from the middle."""
     return shorten(request.describe(), 240)
 
 
 def refuse_plain_http(request: LockRequest) -> None:
-    """LockError unless the index is reached over TLS: hashes read over plain HTTP would pin
-    the whole fleet to whatever anyone on the way served."""
+    """LockError unless the index is reached over TLS."""
     problem = untrusted_index(request.index_url)
     if problem:
         raise LockError(f"can't lock {_what(request)}: {problem}")
 
 
 def _one_line(exc: Exception) -> str:
-    """The error in one line, shortened from the middle: its end says why."""
+    """The error in one line, shortened from the middle."""
     return shorten(" ".join((str(exc) or type(exc).__name__).split()), 500)

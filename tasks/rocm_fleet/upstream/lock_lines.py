@@ -1,20 +1,13 @@
-"""The lines a host's pip installs a locked wheel set from: one pinned file a line.
-
-Both makers of a lock (``upstream.lock`` for a host that reaches the index, ``upstream.manifest``
-for one that installs from a bundle) write them, and ``operations.python`` reads the marks
-back; the format is here once so the three can't drift apart.
+"""The lines a host's pip installs a locked wheel set from (``upstream.lock``,
+``upstream.manifest`` write them; ``operations.python`` reads the marks back).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Pip's own requirement-file syntax: ``name==version --hash=sha256:...`` per file the set
-# installs; a build requirement of an sdist has a line of its own ending in the comment
-# BUILD_MARK (pip ignores it; the host installs those first, where the build finds them:
-# operations.python.pinned_wheels), beside its plain line when the set needs it too;
-# NO_BINARY names the distributions pinned to an sdist (pip's FormatControl: a name in
-# --no-binary beats ``:all:`` in --only-binary).
+# ``name==version --hash=sha256:...`` per file; an sdist's build requirement also has a line
+# ending in BUILD_MARK (a comment to pip); NO_BINARY names the distributions pinned to an sdist.
 BUILD_MARK = "# build requirement"
 NO_BINARY = "--no-binary="
 

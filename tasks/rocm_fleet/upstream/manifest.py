@@ -1,9 +1,5 @@
-"""A bundle's format and its read side: the manifest (``manifest.json``) that
-``bundle.build`` writes, the rules every path it names obeys (``confined``: inside the
-bundle), and what preflight and the deploy read from a bundle: what a host needs that it
-lacks (``missing``, ``incomplete``) and the hash-pinned requirements a host's pip installs
-from it (``locked_requirements``). No network here: reading a bundle fetches nothing.
-"""
+"""A bundle's manifest and its read side: path confinement, what a host lacks, and the
+hash-pinned requirements it installs. Reads only local files."""
 
 from __future__ import annotations
 
@@ -45,24 +41,16 @@ FORMAT = 1
 
 
 class BundleError(Exception):
-    """What stops a bundle: a missing package, a bad signature or hash, a network failure,
-    a path that would leave the bundle, a malformed manifest."""
+    """What stops a bundle (one line): missing, unverified, unreachable or unsafe."""
 
 
 class BundleUnreachable(BundleError):
-    """Upstream (or the proxy) did not answer: the bundle could not be checked, rather than
-    found wrong."""
+    """Upstream (or the proxy) did not answer: could not check, rather than found wrong."""
 
 
-# --- staying inside the bundle -----------------------------------------------------------------
-#
-# Every path below comes from fetched data (a Filename: of a signed index, a link of an index
-# page) or from a manifest.json lying in the output directory: each is proven to stay inside
-# the bundle before a byte is written, read or removed there.
+# --- staying inside the bundle (every path comes from fetched data or an old manifest) ----------
 
-
-# What a parser of fetched data raises on malformed input (bad armour, a truncated .gz, a
-# Size that isn't a number, a missing field, text that isn't UTF-8, a wheel that isn't a zip).
+# What a parser of fetched data raises on malformed input.
 MALFORMED = (
     ValueError,
     KeyError,
@@ -80,8 +68,7 @@ MALFORMED = (
 
 @contextlib.contextmanager
 def parsing(what: str, kind: str):
-    """Turn a parser's exception on malformed fetched data into one BundleError line naming
-    the file (``what``) and what it should have been (``kind``)."""
+    """Turn a parser's exception into a BundleError naming ``what`` and the ``kind`` expected."""
     try:
         yield
     except BundleError:
@@ -102,9 +89,8 @@ def bundle_path(url: str) -> str:
 
 
 def confined(out: Path, path: str, what: str = "") -> Path:
-    """``out / path`` once proven inside ``out``: relative, and inside both after
-    normalising (``a/../..``) and after resolving the symbolic links already on disk.
-    BundleError naming ``what`` (the URL or manifest entry) and the path otherwise."""
+    """``out / path`` once proven inside ``out`` (relative, after normalising and after
+    resolving links on disk); BundleError naming ``what`` and the path otherwise."""
     root = out.resolve()
     target = Path(os.path.normpath(root / path)) if isinstance(path, str) and path else root
     inside = (
@@ -128,9 +114,8 @@ def repository_key(repository: AptRepository) -> str:
 
 
 def check_record(out: Path, previous: dict[str, Any]) -> None:
-    """The earlier run's manifest is the record of what this tool wrote, and pruning acts on
-    it: refuse it whole (before anything is fetched) unless every file it lists is a path
-    inside ``out`` with a size and a SHA-256."""
+    """BundleError unless every file the earlier manifest lists is inside ``out`` with a size
+    and SHA-256."""
     where = out / MANIFEST
     entries = previous.get("files")
     if not isinstance(entries, dict):
@@ -149,8 +134,7 @@ def check_record(out: Path, previous: dict[str, Any]) -> None:
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
-    """A bundle's manifest (None: there is none); BundleError naming the file when it is
-    not a JSON object."""
+    """A bundle's manifest, or None; BundleError when it is not a JSON object."""
     path = directory / MANIFEST
     if not path.is_file():
         return None
@@ -175,8 +159,7 @@ def _cached_index(path: str, _mtime: int) -> Index:
 
 
 def incomplete(bundle: str) -> list[str]:
-    """The files a bundle's manifest lists that its directory doesn't hold (or not at the
-    size it records): what a mirror host would fail to copy."""
+    """The files the manifest lists that the directory lacks (or at another size)."""
     directory = Path(bundle)
     try:
         manifest = read_manifest(directory)
@@ -190,7 +173,7 @@ def incomplete(bundle: str) -> list[str]:
 
 
 def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
-    """Whether the bundle's manifest lists ``path`` and the directory holds it at that size."""
+    """Whether the manifest lists ``path`` and the directory holds it at that size."""
     entry = on_disk.get(path)
     if not entry:
         return False
@@ -199,9 +182,7 @@ def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
 
 
 def missing(bundle: str, needs: HostNeeds) -> list[str]:
-    """What a host with ``needs`` would fetch that the bundle at ``bundle`` doesn't hold
-    (empty: nothing), each named with where it comes from; a malformed manifest or one
-    naming a path outside the bundle is one such line, naming the problem."""
+    """What a host with ``needs`` would fetch that ``bundle`` lacks, a line each (or the error)."""
     try:
         return _missing(Path(bundle), needs)
     except BundleError as exc:
@@ -284,13 +265,8 @@ def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
 def locked_requirements(
     bundle: str, index_url: str, python: str, requirements: list[str]
 ) -> list[str] | None:
-    """The requirement lines a host's pip installs ``requirements`` from ``index_url`` with
-    (its wheel set, ``sources.WheelNeed.requirements``, for its ``python``), from the bundle:
-    each wheel of the resolved set pinned to its version and to the SHA-256 the bundle
-    verified (``torch==2.9.1+rocm6.4 --hash=sha256:...``), for ``pip install
-    --require-hashes``: a wheel swapped on the way to the host (at the mirror, on the
-    network) is refused by the host's pip, naming it and both hashes. None when the bundle
-    holds no set for them (preflight says so first)."""
+    """The hash-pinned lines a host's pip installs ``requirements`` from ``index_url`` for
+    ``python`` with, from the bundle; None when it holds no such set."""
     try:
         manifest = read_manifest(Path(bundle))
     except BundleError:
@@ -320,9 +296,7 @@ def locked_requirements(
 
 
 def bundle_lock(bundle: str, index_url: str, python: str, requirements: list[str]) -> list[str]:
-    """``locked_requirements``, for a host that installs from the fleet mirror's bundle:
-    BundleError, naming the bundle, the index and the Python, when it pins no such set
-    (preflight names what the bundle lacks first; never a fall back to unpinned wheels)."""
+    """``locked_requirements``; BundleError naming the bundle, index and Python when none."""
     locked = locked_requirements(bundle, index_url, python, requirements)
     if locked is None:
         raise BundleError(

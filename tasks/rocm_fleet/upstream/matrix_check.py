@@ -1,14 +1,5 @@
-"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix.
-
-For each release row: each suite's signed ``InRelease`` exists, verifies with the pinned key
-(``upstream.signature``) and declares the Origin the stream's pin names; a Core SDK release's
-packages are in its repository's verified index; the amdgpu driver folders exist; the key at
-each key URL has the matrix's fingerprint; each PyTorch index lists the pinned wheels (and
-the pip runtime they require), and no index exists where the matrix says there is none;
-AMD's own wheel index lists each build and device wheel. Without a release it also lists
-releases upstream publishes that the matrix lacks (``missing_releases``). ``check_matrix``
-runs them all on a thread pool and returns the report ``rocm-fleet matrix check --json``
-prints (``matrix.command`` renders it).
+"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix
+(``build_checks``, ``missing_releases``), run by ``check_matrix`` into ``--json``'s report.
 """
 
 from __future__ import annotations
@@ -75,18 +66,15 @@ Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed wi
 
 
 def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | None) -> str:
-    """The fingerprint ``stream``'s repositories must be signed with, upper case: a mirror's
-    from ``fingerprints`` (stream name, or "*" for every stream, -> the fingerprint it signs
-    with instead of AMD's), else the matrix's."""
+    """The upper-case fingerprint ``stream`` must be signed with: a mirror's from
+    ``fingerprints`` (stream name or "*" -> fingerprint), else the matrix's."""
     fingerprints = fingerprints or {}
     found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
     return found.upper()
 
 
 def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -> ReleaseFile | str:
-    """The InRelease at ``url`` as apt trusts it (``upstream.signature``: signed by ``key``,
-    whose primary fingerprint is the pinned one, under apt's policy; not stale; of
-    ``suite``), or what is wrong with it."""
+    """The InRelease at ``url`` as apt trusts it with ``key``, of ``suite``; else what's wrong."""
     reply = upstream.get(url)
     if not reply.found:
         return f"HTTP {reply.status}: no such suite"
@@ -125,8 +113,7 @@ def inrelease_check(
 def _packages_index(
     upstream: UpstreamClient, dists_url: str, suite: str, key: Key
 ) -> dict[str, set[str]] | str:
-    """Package name -> versions of a repository's main/binary-amd64 index, once its SHA-256
-    is the one its verified InRelease lists; what is wrong otherwise."""
+    """Package name -> versions of a verified main/binary-amd64 index; else what's wrong."""
     release = verified_release(upstream, f"{dists_url}/InRelease", suite, key)
     if isinstance(release, str):
         return f"its InRelease: {release}"
@@ -248,8 +235,7 @@ def no_index_check(index_url: str) -> Callable:
 def build_checks(
     releases: list[matrix.Release], fingerprints: dict[str, str] | None = None
 ) -> list[MatrixCheck]:
-    """The checks of the releases' rows. ``fingerprints``: stream name (or "*" for every
-    stream) -> the key fingerprint a mirror signs with instead of AMD's."""
+    """The checks of the releases' rows (``fingerprints``: as for ``pinned_fingerprint``)."""
 
     def pinned(stream: matrix.Stream) -> str:
         return pinned_fingerprint(stream, fingerprints)
@@ -303,8 +289,7 @@ def build_checks(
                             rel.version,
                             f"amdgpu {driver} {suite}",
                             url,
-                            # AMD's classic pin covers the driver repository only in the
-                            # classic stream; under the Core SDK nothing pins it.
+                            # AMD's classic pin covers the driver repository in classic only.
                             inrelease_check(url, suite, origin, driver_key),
                         )
                     )
@@ -336,9 +321,8 @@ def build_checks(
 
 
 def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixCheck]:
-    """AMD's index for a release: the ``rocm`` runtime torch requires, every pinned torch /
-    torchvision / torchaudio build with the release's label, and each target's
-    ``amd-torch-device-<gfx>`` of every build offered to it."""
+    """AMD's index for a release: the ``rocm`` runtime, each pinned torch build, and each
+    target's ``amd-torch-device-<gfx>``."""
     url = amd.url.rstrip("/")
     checks = [
         MatrixCheck(
@@ -374,9 +358,7 @@ class MissingRelease:
 def missing_releases(
     upstream: UpstreamClient, fingerprints: dict[str, str] | None = None
 ) -> list[MissingRelease]:
-    """Releases upstream publishes that the matrix lacks (from the oldest the matrix has),
-    oldest first; a Core SDK index is read only once verified (``fingerprints`` as for
-    ``build_checks``)."""
+    """Releases upstream publishes that the matrix lacks, oldest first."""
     core_key = pinned_fingerprint(matrix.CORE_SDK, fingerprints)
     known = set(matrix.release_versions())
     oldest = min(release_key(v) for v in known)
@@ -431,10 +413,8 @@ def check_matrix(
     workers: int = 8,
     progress: DownloadProgress | None = None,
 ) -> dict[str, Any]:
-    """Run every check (of one release, with ``release``: KeyError for one the matrix
-    doesn't know); the report ``--json`` prints. ``progress`` (the bundle's display, on
-    stderr by default) gets a line per check, and on a terminal a live count of the bytes
-    fetched."""
+    """Run every check (``release``'s alone when given; KeyError if unknown): ``--json``'s
+    report. ``progress`` gets a line per check."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
     from rocm_fleet.upstream.http import DownloadProgress, Unreachable
 
@@ -467,8 +447,7 @@ def check_matrix(
         step(f"releases upstream: {len(missing)} the matrix lacks")
     progress.finish(f"for {total} checks")
     statuses = [c.status for c in checks]
-    # The exit-code scheme of every command (cli.exits): a finding (1) outranks what could
-    # not be checked (2), so a wrong row is never hidden behind an unreachable one.
+    # cli.exits: a finding (1) outranks what could not be checked (2).
     if "wrong" in statuses or missing:
         status = 1
     elif "unreachable" in statuses or unreachable:

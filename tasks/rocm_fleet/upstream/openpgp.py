@@ -1,25 +1,7 @@
 """Just enough OpenPGP (RFC 4880 / RFC 9580) to read a published key's primary fingerprints
-and its binary form, so ``rocm-fleet matrix check``, ``rocm-fleet bundle`` and the hosts'
-keyring fact can check AMD's keys against the matrix in whichever form AMD serves them.
-
-Reads armored keys, binary keys, and a binary key followed by an armored copy of it (which
-stable.repo.amd.com is reported to serve): packets are read until a byte that can't start
-one. Fingerprints: v4 = SHA-1 over 0x99, the two-byte length and the key packet (RFC 4880
-§12.2); v5 / v6 = SHA-256 over 0x9a / 0x9b, a four-byte length and the packet (RFC 9580
-§5.5.4).
-
-Why not gpg or a library (measured on a 2-core machine, an armored RSA-4096 key with a
-subkey, as AMD's are; issue 18): the controller reads every host's keyrings while planning
-(``facts.apt.KeyringFingerprints``: the survey brings each keyring back as base64 in its
-one round trip), two per host. This reads a key in 160 us; ``gpg --show-keys --with-colons``
-with a throwaway home took 27.8 ms (173x: 2.8 s of a 50-host plan), and would make gpg a
-requirement of the machine that runs pyinfra, which needs none today (the hosts' gpg
-checks the keys they install: files/scripts/verified-keyring.sh). pysequoia 0.1.35 (Sequoia,
-maintained) took 590 us in a 9.2 MB native wheel; PGPy's last release is 0.6.0 (2022-11).
-And neither gpg 2.2.40 nor Sequoia reads the binary-plus-armored form as a whole (gpg: exit 2,
-"invalid packet (ctb=2d)"; Sequoia: "Malformed packet: Truncated packet"), so the framing
-here would stay anyway. The tests check these answers against the fingerprints gpg itself
-gives for keys it made (tests/unit/test_matrix_check.py).
+and its binary form: armored, binary, or binary followed by an armored copy (packets are
+read until a byte that can't start one). Not gpg or a library: see
+docs/decisions/apt-keys-and-signatures.md.
 """
 
 from __future__ import annotations
@@ -31,8 +13,7 @@ PUBLIC_KEY = 6  # packet tag of a primary public key (subkeys are 14)
 
 
 def dearmor(data: bytes) -> bytes:
-    """The binary form of an ASCII-armored block (armor headers and checksum skipped);
-    ``data`` unchanged when it isn't armored."""
+    """The binary form of an ASCII-armored block; ``data`` unchanged when not armored."""
     text = data.lstrip()
     if not text.startswith(b"-----BEGIN PGP"):
         return data
@@ -80,15 +61,14 @@ def _packets(data: bytes):
 
 
 def binary_key(data: bytes) -> bytes:
-    """The key's packets in binary form, as gpgv reads a keyring: dearmored, or the binary
-    part of a binary key followed by an armored copy."""
+    """The key's packets in binary form, as gpgv reads a keyring."""
     binary = dearmor(data)
     ends = [end for _tag, _body, end in _packets(binary)]
     return binary[: ends[-1] if ends else 0]
 
 
 def primary_fingerprints(data: bytes) -> list[str]:
-    """The fingerprints (upper-case hex) of the primary keys in a published key file."""
+    """The upper-case fingerprints of the primary keys in a published key file (v4, v5, v6)."""
     found = []
     for tag, body, _end in _packets(dearmor(data)):
         if tag != PUBLIC_KEY or not body:

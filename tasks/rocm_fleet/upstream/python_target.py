@@ -30,8 +30,7 @@ def interpreter_tag(python: str) -> str:
 
 
 class Target:
-    """A host's Python as pip sees it: the tags it accepts (best first) and the values of
-    environment markers."""
+    """A host's Python as pip sees it: the tags it accepts and its environment markers."""
 
     def __init__(self, runtime: HostRuntime):
         self.runtime = runtime

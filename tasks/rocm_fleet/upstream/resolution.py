@@ -1,26 +1,8 @@
 """Wheels for a host's Python from a PEP 503 index, resolved without installing anything.
 
-``rocm-fleet bundle`` must carry torch, torchvision, torchaudio and everything they require
-for each Python the fleet runs, from the index the hosts' pip uses. The resolution is pip's:
-its resolver (resolvelib, backtracking), choosing the newest of the wheels whose tags the
-target Python accepts (``cpXY``, ``abi3``, ``py3``; manylinux up to the host's glibc,
-PEP 600) and whose ``Requires-Python`` admits it, with ``Requires-Dist`` evaluated for
-Linux x86-64 and that Python (the part pip gets wrong for another Python). Wheels only, but
-for the distributions the recorded upstream facts say are published as sdists only
-(``matrix.SDIST_ONLY``: AMD's ``rocm`` meta package, "intended to be built implicitly on a
-target machine"), and then only for a version the index publishes no wheel of: building an
-sdist runs its code as root on every host, so no other distribution may slip in as one. Its
-requirements are read from its ``PKG-INFO``, and its build requirements (``[build-system]
-requires`` of its ``pyproject.toml``) are resolved too, as wheels, so the host installs them
-hash-checked first and builds the sdist without build isolation (which would fetch them
-unchecked); one whose pyproject.toml names a ``backend-path`` (a build backend inside the
-sdist itself, PEP 517) is refused. Every link must carry the ``#sha256=`` the index
-publishes, which the download is checked against.
-
-The bundle then asks pip itself to resolve the same requirements against the pages it
-wrote (``pip install --dry-run --report``) for the Python it runs on, so what a host's pip
-picks is proven to be in the bundle; for other Pythons pip can't be asked (it evaluates
-markers with its own interpreter), and this resolution is what decides.
+``resolve`` pins what the roots require for ``Target`` (its tags, glibc, Requires-Python
+and markers): wheels only, except for a ``SDIST_ONLY`` distribution's version published as
+nothing else, pinned with its build requirements as wheels (docs/decisions/bundles.md).
 """
 
 from __future__ import annotations
@@ -45,14 +27,10 @@ from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
 from rocm_fleet.upstream.python_target import Target
 from rocm_fleet.upstream.wheels import Link
 
-# resolvelib (pip's own resolver, maintained by the PyPA) does the search, with backtracking;
-# this provider answers its questions for the target Python: which wheels of a project it can
-# use, newest first, and what a wheel requires there. Extras are pip's way: ``rocm[libraries]``
-# is a candidate of its own that requires ``rocm`` at the same version and what the extra adds.
-# Not pip itself: its ``--python-version`` evaluates Requires-Dist markers with the Python
-# that runs it (pypa/pip#13296; measured with pip 26.3 on 3.11: ``--python-version 3.10`` and
-# ``3.12`` both drop ``x; python_version < "3.11"`` and ``y; python_version >= "3.12"``), and
-# it would fetch the index itself, outside the bundle's verified, limited downloads.
+# resolvelib (pip's resolver) does the search; this provider answers for the target Python.
+# Extras are pip's way: ``rocm[libraries]`` is a candidate requiring ``rocm`` at its version.
+# Not pip itself: its --python-version evaluates markers with its own Python (pypa/pip#13296),
+# and it would fetch outside the bundle's verified, limited downloads.
 
 
 @dataclass(frozen=True)
@@ -90,7 +68,7 @@ class _Provider(AbstractProvider):
         sdists: frozenset[str] = frozenset(),
     ):
         self.page, self.metadata, self.target, self.where = page, metadata, target, where
-        # The distributions a version without a wheel may come from its sdist of.
+        # Distributions whose version without a wheel may come from its sdist.
         self.sdists = sdists
 
     def identify(self, requirement_or_candidate: Requirement | Candidate) -> str:
@@ -100,8 +78,7 @@ class _Provider(AbstractProvider):
         return _key(canonicalize_name(requirement.name), set(requirement.extras))
 
     def get_preference(self, identifier, resolutions, candidates, information, backtrack_causes):
-        """Exact pins first (torch==2.9.1+rocm6.4 leaves nothing to search), then by name
-        for a stable order."""
+        """Exact pins first, then by name."""
         pinned = any(
             spec.operator in ("==", "===")
             for info in information[identifier]
@@ -116,8 +93,7 @@ class _Provider(AbstractProvider):
         excluded = {c.version for c in incompatibilities[identifier]}
         best: dict[Version, tuple[int, Link]] = {}
         links = self.page(name)
-        # An sdist only for a version published as nothing else (TheRock's ``rocm``): a
-        # version with wheels for other Pythons or platforms is not built on the host.
+        # An sdist only for a version published as nothing else.
         wheeled = {v for v in map(_wheel_version, links) if v is not None}
         for link in links:
             try:
@@ -193,12 +169,9 @@ def resolve(
     build_requires: Callable[[Link], list[str]] | None = None,
     sdist_only: frozenset[str] = SDIST_ONLY,
 ) -> dict[str, Pin]:
-    """Pins (canonical name -> wheel and why) meeting ``roots`` and everything they require
-    for ``target``. ``page(name)`` gives a project's links, ``metadata(link)`` a wheel's
-    core metadata (an sdist's PKG-INFO; verified by the caller). With ``build_requires``
-    (an sdist's ``[build-system] requires``), a version of one of ``sdist_only`` published
-    only as an sdist may be pinned, and its build requirements are pinned beside it
-    (``Pin.build``), as wheels. Raises ResolutionError naming what can't be met."""
+    """Pins (canonical name -> Pin) meeting ``roots`` and all they require for ``target``, from
+    ``page(name)``'s links and ``metadata(link)``; with ``build_requires``, a ``sdist_only``
+    sdist and its build requirements (``Pin.build``). ResolutionError names what can't be met."""
     pins = _resolve(
         roots, page, metadata, target, where, sdist_only if build_requires else frozenset()
     )

@@ -1,25 +1,6 @@
-"""An ``InRelease`` checked the way apt checks it, for ``rocm-fleet bundle``,
-``rocm-fleet matrix check`` and the check of a site file's rows.
-
-The verifier is ``gpgv`` (package gpgv; apt depends on ``gpgv | sqv`` and Debian 13's takes
-sqv, so a pull node gets gpgv from its deploy) with a keyring holding the pinned key alone,
-and its exit code is not trusted: gpgv exits 0 for a good signature by an expired or a
-revoked key. Its ``--status-fd`` lines are read as apt's ``methods/gpgv.cc`` reads them
-(gpg's doc/DETAILS gives their fields):
-
-* ``GOODSIG`` and ``VALIDSIG`` for the same signature are needed; ``BADSIG`` refuses;
-* ``EXPKEYSIG`` (the key has expired), ``REVKEYSIG`` (it is revoked) and ``EXPSIG`` (the
-  signature has) make the signature worthless, as apt counts them: refused;
-* ``VALIDSIG``'s hash algorithm (its 8th field, RFC 9580 §9.5 ids) must not be MD5, SHA-1
-  or RIPEMD-160: Debian 13's apt verifies with ``sqv``, whose policy refuses SHA-1 data
-  signatures, and apt's own gpgv path calls these digests weak.
-
-``sqv`` itself isn't used: it isn't on Debian 12 or Ubuntu, where the bundle also runs, and
-gpgv's status output gives exactly the fields the policy needs. Then the signed text is read
-as apt reads a Release: ``Valid-Until`` in the past refuses it (a replayed old InRelease),
-and the requested suite must be its ``Suite`` or ``Codename`` (a release swapped for
-another, or rolled back to an older suite, is refused rather than installed from).
-"""
+"""An ``InRelease`` checked as apt checks it: ``gpgv`` with the pinned key alone, its status
+lines under apt's policy, then ``Valid-Until`` and suite (see
+docs/decisions/apt-keys-and-signatures.md)."""
 
 from __future__ import annotations
 
@@ -31,8 +12,7 @@ from pathlib import Path
 
 
 class SignatureError(Exception):
-    """An InRelease that does not verify under apt's policy; the message names the URL
-    and the reason."""
+    """An InRelease that does not verify under apt's policy; names the URL and the reason."""
 
 
 # RFC 9580 §9.5 hash algorithm ids.
@@ -59,8 +39,8 @@ _BAD = {"BADSIG": "bad (the text or the signature was changed)"}
 
 
 def verified_text(inrelease: bytes, key: bytes, url: str) -> str:
-    """The text of ``inrelease`` that gpgv verifies with ``key`` (binary OpenPGP, one key)
-    alone, under apt's policy; SignatureError naming ``url`` and the reason otherwise."""
+    """The text of ``inrelease`` that gpgv verifies with ``key`` (binary, one key) alone,
+    under apt's policy; SignatureError naming ``url`` and the reason otherwise."""
     with tempfile.TemporaryDirectory(prefix="rocm-fleet-gpg-") as home:
         keyring = Path(home) / "keyring.gpg"
         keyring.write_bytes(key)
@@ -74,7 +54,7 @@ def verified_text(inrelease: bytes, key: bytes, url: str) -> str:
                 capture_output=True, text=True, check=False,
                 env={"GNUPGHOME": home, "PATH": "/usr/bin:/bin", "LANG": "C"},
             )  # fmt: skip
-        except FileNotFoundError:  # Debian 13's apt takes sqv: gpgv is its own package there
+        except FileNotFoundError:  # gpgv is its own package on Debian 13
             raise SignatureError(
                 f"{url}: can't verify its signature here: gpgv is not installed (apt-get "
                 "install gpgv)"
@@ -91,8 +71,7 @@ def verified_text(inrelease: bytes, key: bytes, url: str) -> str:
 
 
 def policy_refusal(status: str) -> str | None:
-    """Why gpgv's ``--status-fd`` output ``status`` is not a signature apt accepts; None
-    when it is one."""
+    """Why gpgv's ``--status-fd`` output is not a signature apt accepts; None when it is."""
     lines = [line.split()[1:] for line in status.splitlines() if line.startswith("[GNUPG:] ")]
     keywords = [fields[0] for fields in lines if fields]
     for keyword, why in {**_BAD, **_WORTHLESS}.items():
@@ -112,8 +91,8 @@ def policy_refusal(status: str) -> str | None:
 def check_release(
     fields: dict[str, str], url: str, suite: str, now: datetime.datetime | None = None
 ) -> None:
-    """A verified Release's fields as apt holds them: not past its ``Valid-Until``, and of
-    the ``suite`` asked for (its ``Suite`` or ``Codename``). SignatureError otherwise."""
+    """SignatureError unless a verified Release is within its ``Valid-Until`` and of
+    ``suite`` (its ``Suite`` or ``Codename``)."""
     now = now or datetime.datetime.now(datetime.UTC)
     valid_until = fields.get("Valid-Until")
     if valid_until:

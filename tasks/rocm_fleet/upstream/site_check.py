@@ -1,10 +1,5 @@
-"""Whether upstream publishes what a site's matrix data adds: the checks ``rocm-fleet matrix
-check`` makes of a committed row (``upstream.matrix_check.build_checks``: each suite's
-InRelease signed by the pinned key with the pinned Origin, the Core SDK's packages in the
-verified index, the driver folders, the key's fingerprint, the wheels each index lists),
-made of the site's rows, over verified TLS. ``matrix update --output`` runs them before it
-writes a file, and the deploy before it plans a host from one (once per file content and
-keys per run).
+"""Whether upstream publishes what a site's matrix data adds: ``matrix_check.build_checks``
+run on the site's rows, over verified TLS.
 """
 
 from __future__ import annotations
@@ -41,9 +36,7 @@ _VERIFIED: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
 
 
 def verify(site: SiteData, fingerprints: dict[str, str], timeout: float = 20.0) -> None:
-    """SiteDataUnverified unless every check of the file's added rows holds against
-    upstream; ``fingerprints`` as for ``build_checks`` (a host's ``rocm_key_fingerprint``).
-    Asked once per file content and keys in a process."""
+    """SiteDataUnverified unless every check of the file's added rows holds (asked once)."""
     key = (site.sha256, tuple(sorted(fingerprints.items())))
     if key not in _VERIFIED:
         upstream = UpstreamClient(None, None, timeout, 3)

@@ -1,7 +1,5 @@
-"""A PEP 503 wheel index as pip reads it: a project's page and its file links (with the
-``#sha256=`` that pins each file), and whether an index's hashes can be trusted at all.
-Fetching the pages is the caller's (``bundle.wheels``, ``upstream.lock``); the
-resolution over them is ``upstream.resolution``.
+"""A PEP 503 wheel index as pip reads it: a project page's file links (each pinned by its
+``#sha256=``), and whether an index's hashes can be trusted at all.
 """
 
 from __future__ import annotations
@@ -23,9 +21,8 @@ class Link:
 
 
 def parse_page(text: str, page_url: str) -> list[Link]:
-    """The file links of a PEP 503 project page, hrefs resolved against ``page_url``, yanked
-    files left out. mousebender reads the page (PEP 503 and 592/658/714 attributes, as the
-    PEP 691 JSON form's fields)."""
+    """A PEP 503 project page's file links (read by mousebender), resolved against
+    ``page_url``, yanked files left out."""
     links = []
     for file in from_project_details_html(text, "")["files"]:
         if file.get("yanked"):
@@ -49,8 +46,7 @@ def _lower(digest: str | None) -> str | None:
 
 
 def untrusted_index(index_url: str) -> str | None:
-    """Why the hashes on ``index_url``'s pages can't pin anything (it isn't https: anyone on
-    the way could answer them), with the ways out; None when they can."""
+    """Why ``index_url``'s hashes can't pin anything (not https), with the ways out; or None."""
     if index_url.lower().startswith("https://"):
         return None
     return (
