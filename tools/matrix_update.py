@@ -1,7 +1,7 @@
 """Maintainer command: make the matrix's data files (tasks/rocm_fleet/model/*.json) from AMD's
 and PyTorch's machine-readable files, or check the committed ones against them. The generator
-is the package's (rocm_fleet.matrix.generate: its parsers, writer and this command's
-options); this path is what docs/maintaining/matrix.md, the Makefile and the data files name.
+is the package's (rocm_fleet.matrix; this command is rocm_fleet.matrix.generate); this path
+is what docs/maintaining/matrix.md, the Makefile and the data files name.
 
     python tools/matrix_update.py --stored tests/fixtures/upstream/stored --check
     python tools/matrix_update.py --historical-csv FILE --os-support FILE \\

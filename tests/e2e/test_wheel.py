@@ -25,7 +25,7 @@ import pytest
 
 from e2e.support import OP_PREFIX, running_lab, sh
 from lab import HostSpec
-from rocm_fleet.matrix import generate as matrix_data
+from rocm_fleet.matrix import tables
 from rocm_fleet.model import matrix
 
 pytestmark = pytest.mark.e2e
@@ -89,7 +89,7 @@ def test_the_wheel_holds_the_package_its_files_and_scripts_and_no_tasks(wheel):
     assert {"rocm_fleet/checks/test_node.py", "rocm_fleet/checks/plugin.py"} <= set(names)
     assert b"rocm_fleet_checks = rocm_fleet.checks.plugin" in entry_points
     # The matrix's data files ship beside the module that reads them.
-    data = {"upstream_data.json", *matrix_data.TABLE_FILES}
+    data = {"upstream_data.json", *tables.TABLE_FILES}
     assert {f"rocm_fleet/model/{name}" for name in data} <= set(names)
 
 

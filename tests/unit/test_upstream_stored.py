@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from unit.matrix.test_matrix_update import tool
+from rocm_fleet.matrix import amd_tables, generate, inputs, records
 
 REPO = Path(__file__).resolve().parents[2]
 STORED = REPO / "tests" / "fixtures" / "upstream" / "stored"
@@ -47,15 +47,15 @@ def test_sources_lists_no_file_that_is_not_stored():
 
 
 def test_release_list_copy_gives_the_recorded_release_dates():
-    history = tool.release_history(_stored("versions.rst"))
+    history = amd_tables.release_history(_stored("versions.rst"))
     recorded = {k: v for k, v in RECORDED["release_history"].items() if k != "source"}
-    from_600 = {v: d for v, d in history.items() if tool._version_key(v) >= (6, 0, 0)}
+    from_600 = {v: d for v, d in history.items() if inputs.version_key(v) >= (6, 0, 0)}
     assert from_600 == recorded
     assert SOURCES["versions.rst"]["commit"].startswith(RECORDED["release_history"]["source"][-8:])
 
 
 def test_driver_list_copy_gives_the_recorded_drivers():
-    drivers = tool.amd_drivers(_stored("driver-firmware-support.yaml"))
+    drivers = amd_tables.amd_drivers(_stored("driver-firmware-support.yaml"))
     assert list(drivers) == RECORDED["amdgpu_drivers"]["versions"]
     assert SOURCES["driver-firmware-support.yaml"]["commit"].startswith(
         RECORDED["amdgpu_drivers"]["source"][-8:]
@@ -63,7 +63,7 @@ def test_driver_list_copy_gives_the_recorded_drivers():
 
 
 def test_gpu_list_excerpt_gives_the_recorded_targets():
-    products = tool.gpu_products(_stored("gpus.yaml"))
+    products = amd_tables.gpu_products(_stored("gpus.yaml"))
     assert set(products) == set(RECORDED["gpu_list"]["gfx"])
     assert products["gfx950"]["AMD Instinct"] == [
         "AMD Instinct MI355X", "AMD Instinct MI350X", "AMD Instinct MI350P"
@@ -72,7 +72,7 @@ def test_gpu_list_excerpt_gives_the_recorded_targets():
 
 def test_os_support_excerpt_gives_the_committed_core_sdk_listing():
     data = json.loads((REPO / "tasks" / "rocm_fleet" / "model" / "upstream_data.json").read_text())
-    listing = tool.os_support(_stored("os-support.yaml"))
+    listing = amd_tables.os_support(_stored("os-support.yaml"))
     assert listing["families"] == data["os_families"]
     assert listing["per_model"] == data["core_sdk_debian"]
     assert SOURCES["os-support.yaml"]["commit"].startswith(data["sources"]["os_support"][-8:])
@@ -97,7 +97,7 @@ def test_pci_record_gfx_rows_are_in_preflights_table():
 def _check(stored: Path, capsys) -> list[str]:
     """``matrix_update.py --stored DIR --check`` against the committed data: its lines."""
     output = REPO / "tasks" / "rocm_fleet" / "model" / "upstream_data.json"
-    status = tool.main(["--stored", str(stored), "--output", str(output), "--check"])
+    status = generate.main(["--stored", str(stored), "--output", str(output), "--check"])
     lines = capsys.readouterr().out.splitlines()
     assert status == (1 if lines != ["upstream data unchanged"] else 0)
     return lines
@@ -145,7 +145,7 @@ def test_a_stored_input_without_a_citation_is_refused(stored_copy, capsys):
     sources = stored_copy / "SOURCES.toml"
     sources.write_text(sources.read_text().replace(
         'cite = "ROCm/rocm-docs docs/data/gpus.yaml @ 793e0c2e"\n', "", 1))  # fmt: skip
-    status = tool.main(["--stored", str(stored_copy), "--check"])
+    status = generate.main(["--stored", str(stored_copy), "--check"])
     assert status == 2
     assert "[files.'gpus.yaml'] input 'gpu-list' needs a cite" in capsys.readouterr().err
 
@@ -155,7 +155,7 @@ def test_the_records_are_what_the_tool_makes_of_the_inputs_they_record():
     that rendering gives the record again (the records aren't edited by hand)."""
     for name, kind in (("compatibility-matrix-historical.toml", "historical-csv"),
                        ("pytorch-release-matrix.toml", "pytorch-release")):  # fmt: skip
-        make, render = tool.RECORD_KINDS[kind]
+        make, render = records.RECORD_KINDS[kind]
         body = _stored(name)
         body = body[body.index("columns = ") :]
         assert make(render(body)) == body, name

@@ -294,10 +294,11 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
 
 
 def run_update(args: Any) -> int:
-    """``rocm-fleet matrix update`` of rocm-fleet's own tables (``matrix.generate``)."""
+    """``rocm-fleet matrix update``: matrix.tables.update, as the maintainer tool runs it."""
     from pathlib import Path
 
-    from rocm_fleet.matrix import generate as matrix_data
+    from rocm_fleet.matrix import tables
+    from rocm_fleet.matrix.inputs import MatrixDataError
 
     if not args.data_dir and not args.check:
         # the data files rocm-fleet reads are written only where the user says
@@ -307,10 +308,10 @@ def run_update(args: Any) -> int:
         )
     data_dir = Path(args.data_dir) if args.data_dir else upstream_data.DATA_DIR
     try:
-        lines, status = matrix_data.update(
+        lines, status = tables.update(
             Path(args.records), Path(args.overrides), data_dir, check=args.check
         )
-    except matrix_data.MatrixDataError as err:
+    except MatrixDataError as err:
         raise UsageError(str(err)) from err
     print("\n".join(lines))
     return status

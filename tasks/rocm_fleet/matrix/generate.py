@@ -1,38 +1,30 @@
-"""The matrix's data files, made from AMD's and PyTorch's machine-readable files (or the stored
-copies and records of them, tests/fixtures/upstream/) plus the cited overrides
-(tools/matrix_overrides.toml) where every upstream file is silent: upstream_data.json (the
-release rows and what AMD's and PyTorch's lists say) and the tables (gpu_targets.json,
-distros.json, kernels.json, torch_builds.json, repositories.json, pci_ids.json), written
-beside model/upstream_data.py, which reads them. The product never needs the inputs to run.
-
-Every row names where it comes from: ``from`` (the file and its table, or ``override``; per
-field where the fields come from different places) and ``source`` (the citation). An override
-may not contradict a value an upstream file gives; one the files now give anyway is reported.
-A check prints, row by row, how the committed files differ, then what upstream publishes that
-the data lacks ("upstream has: ..."). The maintainers' command is ``main`` (run as
-tools/matrix_update.py, docs/maintaining/matrix.md); ``rocm-fleet matrix update --records``
-runs ``update``. Reading AMD's YAML files needs PyYAML (the ``matrix`` extra), imported only
-where they are read.
-"""
+"""The maintainers' command (run as tools/matrix_update.py, docs/maintaining/matrix.md): make
+upstream_data.json from AMD's and PyTorch's machine-readable files (or the stored copies and
+records of them, tests/fixtures/upstream/) plus the cited overrides
+(tools/matrix_overrides.toml); ``tables`` makes the tables from the records; ``record``
+records an input that may be read but not committed. ``--check`` prints, row by row, how the
+committed files differ, then what upstream publishes that the data lacks ("upstream has:
+..."), and exits 1 when anything does; a bad input exits 2. The product never needs the inputs
+to run."""
 
 from __future__ import annotations
 
-import argparse
-import csv
-import io
 import json
 import re
 import sys
 import tomllib
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from urllib.parse import unquote
+from typing import Any
 
-from rocm_fleet.atomic import write_atomically
-from rocm_fleet.model.gpu_targets import GFX_NAME
+import click
+
+from rocm_fleet.matrix.inputs import MatrixDataError, write
+from rocm_fleet.matrix.pci_table import pci_amd_devices
+from rocm_fleet.matrix.pytorch_tables import read_listing
+from rocm_fleet.matrix.records import RECORD_KINDS, input_text
+from rocm_fleet.matrix.tables import update
+from rocm_fleet.matrix.upstream import Inputs, build, discoveries, matrix_knows, row_diff
 from rocm_fleet.model.upstream_data import DATA_DIR
-from rocm_fleet.model.versions import RELEASE_LIST_ROW, is_driver_folder, is_full_release
 
 # The source checkout this module runs from in an editable install: where --overrides and
 # --records default to (a wheel has neither; name them).
@@ -41,1453 +33,113 @@ OUTPUT = DATA_DIR / "upstream_data.json"
 OVERRIDES = CHECKOUT / "tools" / "matrix_overrides.toml"
 RECORDS = CHECKOUT / "tests" / "fixtures" / "upstream"
 
-# Hand-kept overrides, each cited: the Instinct models os-support.yaml lists -> gfx target
-# (TheRock RELEASES.md "Supported Python [device-*] install extras": MI355X / MI350X gfx950,
-# MI325X / MI300X / MI300A gfx942, MI250X / MI250 / MI210 gfx90a, MI100 gfx908; MI350P is
-# an MI350-series gfx950 part: ROCm gpu-arch-specs page, "MI350P" in the 7.14 tables, fact
-# sheet §2.3).
-MODEL_GFX = {
-    "AMD Instinct MI355X": "gfx950",
-    "AMD Instinct MI350X": "gfx950",
-    "AMD Instinct MI350P": "gfx950",
-    "AMD Instinct MI325X": "gfx942",
-    "AMD Instinct MI300X": "gfx942",
-    "AMD Instinct MI300A": "gfx942",
-    "AMD Instinct MI250X": "gfx90a",
-    "AMD Instinct MI250": "gfx90a",
-    "AMD Instinct MI210": "gfx90a",
-    "AMD Instinct MI100": "gfx908",
-}
-# os-support.yaml's OS names and versions -> the matrix's distro keys.
-DISTROS = {("Ubuntu", "26.04"): "ubuntu 26.04", ("Ubuntu", "24.04.4"): "ubuntu 24.04",
-           ("Ubuntu", "22.04.5"): "ubuntu 22.04", ("Debian", "13"): "debian 13",
-           ("Debian", "12"): "debian 12"}  # fmt: skip
-# The distros the matrix knows (model/matrix.py DISTROS), in its order.
-MATRIX_DISTROS = ("ubuntu 22.04", "ubuntu 24.04", "ubuntu 26.04", "debian 12", "debian 13")
-# The streams, their repositories (model/matrix.py REPOSITORIES) and their order.
-STREAMS = ("classic", "core-sdk")
-REPOSITORIES = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
-
-# What each release field was read from, as the data file and docs/supported-releases.md name it.
-FROM_TABLE = "AMD compatibility table"
-FROM_OS_SUPPORT = "AMD os-support.yaml"
-FROM_PYTORCH = "PyTorch RELEASE.md"
-FROM_OVERRIDE = "override"
-FROM_HISTORY = "AMD versions.rst"
-# The inputs every run reads; the others are optional (see build()).
-REQUIRED_SOURCES = ("historical_csv", "os_support", "pytorch_release")
-
-GFX = re.compile(r"\bgfx[0-9a-f]+\b")
-FOOTNOTE = re.compile(r"\s*\[#[^\]]*\]_")
-
-# The data files and the field (or fields) that name a row in each section (for the diff).
-TABLE_FILES = (
-    "gpu_targets.json", "distros.json", "kernels.json", "torch_builds.json", "repositories.json",
-    "pci_ids.json",
-)  # fmt: skip
-ROW_KEYS: dict[str, str | tuple[str, ...]] = {
-    "gpu_targets": "gfx",
-    "distros": "key",
-    "min_kernel": "distro",
-    "inbox_min_kernel": "gfx",
-    "newer_kernels": "distro",
-    "indexes": "index",
-    "amd_wheels": "release",
-    "repositories": "name",
-    "streams": "name",
-    "publications": ("stream", "distro"),
-    "gfx_packages": "gfx",
-    "devices": ("vendor", "device"),
-    "vendors": "vendor",
-    "classes": "class",
-}
-COMMENT = (
-    "Generated by tools/matrix_update.py tables from the stored upstream records "
-    "(tests/fixtures/upstream/) and tools/matrix_overrides.toml; do not edit (run it and "
-    "review its diff)."
-)
-
-
-class MatrixDataError(ValueError):
-    """An input, record or override isn't in the form the data is built from (the message
-    says which file, which row and what is wrong)."""
-
-
-@dataclass(frozen=True)
-class Table:
-    """One data file: its sections, each a list of rows (a row's values, ``from`` and
-    ``source``), in the order the matrix keeps them."""
-
-    name: str  # the file name, e.g. "torch_builds.json"
-    sections: dict[str, list[dict]]
-
-
-@dataclass(frozen=True)
-class Built:
-    """The tables, and what the records have that the tables could not take (one line each:
-    a GPU target with no override naming its family and products)."""
-
-    tables: tuple[Table, ...]
-    notes: tuple[str, ...]
-
-
-def _read(path: Path) -> dict:
-    try:
-        return tomllib.loads(path.read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise MatrixDataError(f"{path}: {err}") from err
-
-
-# The field that names an override entry in an error, the first an entry has.
-ENTRY_NAMES = ("gfx", "distro", "id", "version")
-
-
-def cited(
-    entries: list[dict],
-    section: str,
-    fields: set[str],
-    overrides: Path | str,
-    choices: dict[str, tuple[str, ...]] | None = None,
-) -> list[dict]:
-    """The override entries of ``section`` (of the file ``overrides``: the tables' and the
-    release rows' alike), each checked for a citation, known fields
-    and, for a field in ``choices``, one of its valid values."""
-    for entry in entries:
-        unknown = set(entry) - fields - {"source"}
-        name = next((str(entry[f]) for f in ENTRY_NAMES if f in entry), "?")
-        if unknown:
-            raise MatrixDataError(
-                f"{overrides}: [[{section}]] {name}: unknown field(s) {sorted(unknown)}; "
-                f"valid: {sorted(fields | {'source'})}"
-            )
-        if not str(entry.get("source", "")).strip():
-            raise MatrixDataError(f"{overrides}: [[{section}]] {name} has no source")
-        for key, valid in (choices or {}).items():
-            if key in entry and entry[key] not in valid:
-                raise MatrixDataError(
-                    f"{overrides}: [[{section}]] {name}: {key} {entry[key]!r}; "
-                    f"valid: {', '.join(valid)}"
-                )
-    return entries
-
-
-def _yaml(text: str, where: str) -> object:
-    """AMD's YAML file, parsed (PyYAML is imported here only: the product's own data is JSON)."""
-    try:
-        import yaml
-    except ImportError as err:
-        raise MatrixDataError(
-            f"{where}: reading AMD's YAML needs PyYAML: pip install 'rocm-fleet[matrix]'"
-        ) from err
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise MatrixDataError(f"{where}: {err}") from err
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
-
-
-# --- AMD's historical compatibility table ------------------------------------------------
-
-
-def _table(text: str) -> tuple[list[list[str]], list[list[str]]]:
-    """(the CSV's rows, per column the releases it names)."""
-    rows = list(csv.reader(text.splitlines()))
-    if not rows or rows[0][0].strip() != "ROCm Version":
-        raise MatrixDataError("historical CSV: the first row must start with 'ROCm Version'")
-    columns = [[v.strip() for v in cell.split("/")] for cell in rows[0][1:]]
-    for versions in columns:
-        for version in versions:
-            if not is_full_release(version):
-                raise MatrixDataError(f"historical CSV: {version!r} is not a release version")
-    return rows, columns
-
-
-def _section(rows: list[list[str]], title: str, *, required: bool = True) -> list[list[str]]:
-    """The rows of the section whose first cell contains ``title``: its own row and the rows
-    after it with an empty first cell, up to a blank row or the next section."""
-    start = next((i for i, r in enumerate(rows) if r and title in r[0]), None)
-    if start is None:
-        if required:
-            raise MatrixDataError(f"historical CSV: no {title!r} row")
-        return []
-    out = [rows[start]]
-    for row in rows[start + 1 :]:
-        if row[0].strip() or not any(c.strip() for c in row):
-            break
-        out.append(row)
-    return out
-
-
-def _per_release(rows, columns):
-    """(release, cell) for each release of each column, for each row."""
-    for row in rows:
-        for cell, versions in zip(row[1:], columns, strict=False):
-            for index, version in enumerate(versions):
-                yield row, index, version, cell.strip()
-
-
-def gpu_listed_from(text: str) -> dict[str, str]:
-    """gfx -> the first release whose column of the historical CSV names it."""
-    rows, columns = _table(text)
-    first: dict[str, str] = {}
-    for _row, _i, version, cell in _per_release(_section(rows, "GPU / LLVM target"), columns):
-        for gfx in GFX.findall(cell):
-            if gfx not in first or _version_key(version) < _version_key(first[gfx]):
-                first[gfx] = version
-    return dict(sorted(first.items()))
-
-
-def _distro_keys(cell: str) -> list[str]:
-    """ "Ubuntu 22.04.5, 22.04.4" -> ["ubuntu 22.04"]; "Debian 13, 12" -> the two Debians;
-    distros the matrix doesn't know (RHEL, SLES, Ubuntu 20.04) -> nothing."""
-    # AMD footnotes a cell ("Debian 12 [#single-node-past-60]_" in the 6.3.x columns)
-    match = re.match(r"([A-Za-z][A-Za-z ]*?)\s+(\d.*)$", FOOTNOTE.sub("", cell).strip())
-    if not match:
-        return []
-    name, numbers = match.group(1).strip().lower(), match.group(2)
-    keys = []
-    for number in (n.strip() for n in numbers.split(",")):
-        parts = number.split(".")
-        key = f"{name} {'.'.join(parts[:2]) if name == 'ubuntu' else parts[0]}"
-        if key in MATRIX_DISTROS and key not in keys:
-            keys.append(key)
-    return keys
-
-
-def _driver_folder(entry: str) -> str | None:
-    """An entry of the "AMD GPU Driver" row as AMD's repository folder names it ("30.30.0"
-    -> "30.30": amdgpu-docs conf.py amdgpu_url_version drops a trailing ".0"); None for a
-    family ("6.4.x")."""
-    entry = FOOTNOTE.sub("", entry).strip()
-    if not is_driver_folder(entry):
-        return None
-    return entry.removesuffix(".0") if entry.count(".") == 2 else entry
-
-
-def classic_releases(text: str) -> dict[str, dict]:
-    """Release -> {distros, gfx, amdgpu_driver} from the historical CSV's columns."""
-    rows, columns = _table(text)
-    out: dict[str, dict] = {
-        v: {"distros": [], "gfx": [], "amdgpu_driver": None} for vs in columns for v in vs
-    }
-    for _r, _i, version, cell in _per_release(_section(rows, "Operating systems"), columns):
-        out[version]["distros"] += [k for k in _distro_keys(cell)
-                                    if k not in out[version]["distros"]]  # fmt: skip
-    for _r, _i, version, cell in _per_release(_section(rows, "GPU / LLVM target"), columns):
-        out[version]["gfx"] += GFX.findall(cell)
-    # The driver row lists, newest first, the drivers a release supports; a shared column
-    # ("7.0.1/7.0.0") lists its releases' own drivers first in the same order. Before 7.0
-    # the driver is versioned with ROCm (amdgpu/<release>): no entry of its own.
-    for _r, index, version, cell in _per_release(_section(rows, "AMD GPU Driver"), columns):
-        entries = [e for e in cell.split(",") if e.strip()]
-        if _version_key(version)[0] >= 7 and index < len(entries):
-            out[version]["amdgpu_driver"] = _driver_folder(entries[index])
-    for row in out.values():
-        row["distros"] = [d for d in MATRIX_DISTROS if d in row["distros"]]
-    return out
-
-
-# --- records of inputs that can be read here but not committed ------------------------
-#
-# Two inputs reach this project only through a fetched snapshot of a repository or a copy of
-# the file in a public index, whose content the project may read but not commit. Their facts
-# are committed as records: the cells this tool reads, verbatim, with the file's commit and
-# digest (tests/fixtures/upstream/stored/SOURCES.toml). ``matrix_update.py record KIND FILE``
-# makes a record from the real file; given a record (a .toml file) in its place, the tool
-# renders it back into the file's own form and reads it the same way, so the committed data
-# is reproduced from the records by the very parsers that read the real files.
-
-# The sections of AMD's historical CSV the tool reads (classic_releases, gpu_listed_from).
-RECORDED_SECTIONS = ("Operating systems", "GPU / LLVM target", "AMD GPU Driver")
-# The columns of PyTorch's Release Compatibility Matrix the tool reads (torch_stable_rocm).
-RECORDED_COLUMNS = ("PyTorch version", "Stable ROCm")
-
-
-def _toml_string(value: str) -> str:
-    # A JSON string is a TOML basic string (the same escapes: \", \\, \n, \uXXXX).
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _toml_cells(cells: list[str]) -> str:
-    return "[" + ", ".join(_toml_string(c) for c in cells) + "]"
-
-
-def historical_record(text: str) -> str:
-    """The record of AMD's historical CSV: its "ROCm Version" row and the rows of the
-    sections the tool reads, every cell as the file has it."""
-    rows, _columns = _table(text)
-    lines = [f"columns = {_toml_cells(rows[0][1:])}"]
-    for title in RECORDED_SECTIONS:
-        section = _section(rows, title)
-        lines += ["", "[[section]]", f"title = {_toml_string(title)}",
-                  f"first_cell = {_toml_string(section[0][0])}", "rows = ["]  # fmt: skip
-        lines += [f"  {_toml_cells(row[1:])}," for row in section]
-        lines.append("]")
-    return "\n".join(lines) + "\n"
-
-
-def historical_from_record(text: str) -> str:
-    """A record of AMD's historical CSV rendered back into the CSV's form."""
-    try:
-        record = tomllib.loads(text)
-        columns = record["columns"]
-        sections = record["section"]
-    except (tomllib.TOMLDecodeError, KeyError, TypeError) as err:
-        raise MatrixDataError(f"historical CSV record: {err}") from None
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["ROCm Version", *columns])
-    for section in sections:
-        for number, cells in enumerate(section["rows"]):
-            writer.writerow([section["first_cell"] if number == 0 else "", *cells])
-        writer.writerow([""] * (len(columns) + 1))
-    return out.getvalue()
-
-
-def release_matrix_record(text: str) -> str:
-    """The record of RELEASE.md's Release Compatibility Matrix: per row the columns the tool
-    reads, as the table has them."""
-    rows = _release_matrix(text)
-    lines = [f"columns = {_toml_cells(list(RECORDED_COLUMNS))}", "rows = ["]
-    lines += [f"  {_toml_cells([row.get(c, '') for c in RECORDED_COLUMNS])}," for row in rows]
-    return "\n".join([*lines, "]"]) + "\n"
-
-
-def release_md_from_record(text: str) -> str:
-    """A record of RELEASE.md's matrix rendered back into its Markdown table."""
-    try:
-        record = tomllib.loads(text)
-        columns, rows = record["columns"], record["rows"]
-    except (tomllib.TOMLDecodeError, KeyError, TypeError) as err:
-        raise MatrixDataError(f"RELEASE.md record: {err}") from None
-    lines = ["## Release Compatibility Matrix", "", "| " + " | ".join(columns) + " |",
-             "| " + " | ".join("---" for _ in columns) + " |"]  # fmt: skip
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
-
-
-RECORD_KINDS = {
-    "historical-csv": (historical_record, historical_from_record),
-    "pytorch-release": (release_matrix_record, release_md_from_record),
-}
-
-
-def input_text(path: Path, kind: str) -> str:
-    """An input's text: the file, or a record of it (.toml) rendered back into its form."""
-    text = path.read_text()
-    if path.suffix == ".toml" and kind in RECORD_KINDS:
-        return RECORD_KINDS[kind][1](text)
-    return text
-
-
-# --- AMD's os-support.yaml ---------------------------------------------------------------
-
-
-def os_support(text: str) -> dict:
-    """Per matrix distro: the AMD families listed on it and, where AMD lists it per Instinct
-    model (Debian), the models and their gfx targets."""
-    data = _yaml(text, "os-support.yaml")
-    if not isinstance(data, dict):
-        raise MatrixDataError("os-support.yaml: not a mapping of GPU families")
-    families: dict[str, set[str]] = {}
-    models: dict[str, list[str]] = {}
-    for family, members in data.items():
-        if family.startswith("_") or not isinstance(members, dict):
-            continue
-        for model, systems in members.items():
-            if not isinstance(systems, dict):
-                continue
-            for os_name, entry in systems.items():
-                if not isinstance(entry, dict) or "versions" not in entry:
-                    continue
-                for version in entry["versions"]:
-                    number = version.get("version") if isinstance(version, dict) else version
-                    key = DISTROS.get((os_name, str(number)))
-                    if key is None:
-                        continue
-                    families.setdefault(key, set()).add(family)
-                    if os_name == "Debian":
-                        models.setdefault(key, []).append(model)
-    debian: dict[str, dict[str, list[str]]] = {}
-    for key, names in sorted(models.items()):
-        unknown = [m for m in names if m not in MODEL_GFX]
-        if unknown:
-            raise MatrixDataError(
-                f"os-support.yaml lists {key} for {', '.join(unknown)}, which MODEL_GFX in "
-                "rocm_fleet's matrix generator doesn't map to a gfx target: add it with its source"
-            )
-        order = list(dict.fromkeys(MODEL_GFX.values()))  # newest target first
-        targets = {MODEL_GFX[m] for m in names}
-        debian[key] = {"models": names, "gfx": [g for g in order if g in targets]}
-    return {
-        "families": {k: sorted(v) for k, v in sorted(families.items())},
-        "per_model": debian,
-    }
-
-
-# --- PyTorch's RELEASE.md ----------------------------------------------------------------
-
-
-def _release_matrix(text: str) -> list[dict[str, str]]:
-    """The rows of RELEASE.md's Release Compatibility Matrix, each by its column names."""
-    lines = text.splitlines()
-    start = next(
-        (i for i, line in enumerate(lines) if "Release Compatibility Matrix" in line), None
-    )
-    if start is None:
-        raise MatrixDataError("RELEASE.md: no 'Release Compatibility Matrix' heading")
-    header = None
-    rows: list[dict[str, str]] = []
-    for line in lines[start + 1 :]:
-        if line.startswith("#"):
-            break
-        if not line.startswith("|"):
-            continue
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if header is None:
-            header = cells
-            continue
-        if set(cells[0]) <= {"-", " ", ":"}:
-            continue
-        rows.append(dict(zip(header, cells, strict=False)))
-    if header is None or not set(RECORDED_COLUMNS) <= set(header):
-        raise MatrixDataError(
-            "RELEASE.md: the matrix table has no 'PyTorch version' or 'Stable ROCm' column"
-        )
-    return rows
-
-
-def torch_stable_rocm(text: str) -> dict[str, str]:
-    """torch minor -> its stable ROCm, from RELEASE.md's Release Compatibility Matrix."""
-    out: dict[str, str] = {}
-    for row in _release_matrix(text):
-        match = re.fullmatch(r"ROCm ([0-9.]+)", row.get("Stable ROCm", ""))
-        if match:
-            out[row["PyTorch version"]] = match.group(1)
-    return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
-
-
-def torch_index(version: str, stable: dict[str, str]) -> str | None:
-    """The download.pytorch.org index of a ROCm release, where RELEASE.md names one: the
-    exact release (6.2.4 -> rocm6.2.4) or its minor (6.4.3 -> rocm6.4)."""
-    named = set(stable.values())
-    minor = ".".join(version.split(".")[:2])
-    for candidate in (version, minor):
-        if candidate in named:
-            return f"rocm{candidate}"
-    return None
-
-
-# --- AMD's release list: rocm-docs docs/release/versions.rst -----------------------------
-
-
-def release_history(text: str) -> dict[str, str]:
-    """Release -> its date (ISO), newest first, from AMD's release history. A row the table
-    has but this can't read is refused, so a changed format can't drop releases silently."""
-    if "Release date" not in text:
-        raise MatrixDataError("versions.rst: no 'Release date' column")
-    out: dict[str, str] = {}
-    for match in RELEASE_LIST_ROW.finditer(text):
-        out[match["version"]] = _iso_date(match["date"], match["version"])
-    rows = len(re.findall(r"^\s*\* - `", text, re.M))
-    if not out or rows != len(out):
-        raise MatrixDataError(
-            f"versions.rst: read {len(out)} of its {rows} release rows (a row is '* - `X.Y.Z "
-            "<url>`__' then '- Month D, YYYY')"
-        )
-    return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
-
-
-def _iso_date(text: str, version: str) -> str:
-    for form in ("%B %d, %Y", "%b %d, %Y"):
-        try:
-            return datetime.strptime(text, form).date().isoformat()
-        except ValueError:
-            continue
-    raise MatrixDataError(f"versions.rst: release {version}: {text!r} is not a date")
-
-
-# --- AMD's driver list: rocm-docs docs/data/driver-firmware-support.yaml -----------------
-
-
-def amd_drivers(text: str) -> dict[str, str]:
-    """amdgpu driver version -> its release notes, newest first, from the anchors the file
-    defines (``_amdgpu_drivers``: every driver a GPU family's ``linux: amdgpu`` names)."""
-    data = _yaml(text, "driver-firmware-support.yaml")
-    entries = data.get("_amdgpu_drivers") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise MatrixDataError("driver-firmware-support.yaml: no '_amdgpu_drivers' list")
-    out: dict[str, str] = {}
-    for entry in entries:
-        version = str(entry.get("version", "")) if isinstance(entry, dict) else ""
-        if not is_full_release(version):
-            raise MatrixDataError(
-                f"driver-firmware-support.yaml: _amdgpu_drivers entry {entry!r} has no "
-                "'version' X.Y.Z"
-            )
-        out[version] = str(entry.get("url", ""))
-    return dict(sorted(out.items(), key=lambda kv: _version_key(kv[0]), reverse=True))
-
-
-# AMD's GPU list (docs/data/gpus.yaml) names families "AMD Instinct", "AMD Radeon", "AMD Ryzen";
-# the matrix's GpuTarget.family is the short form.
-AMD_FAMILIES = {"AMD Instinct": "instinct", "AMD Radeon": "radeon", "AMD Ryzen": "ryzen"}
-GPU_LIST = Path("stored") / "gpus.yaml"
-
-
-def gpu_products(text: str, where: str = "gpus.yaml") -> dict[str, dict[str, list[str]]]:
-    """gfx target -> {family: [products]} from AMD's GPU list (docs/data/gpus.yaml), in its
-    order and with its names (families "AMD Instinct", "AMD Radeon", "AMD Ryzen"; each product
-    names its ``gfx``); ``where`` names the file in an error. The one reader of the list: the
-    tables' and the upstream data's."""
-    data = _yaml(text, where)
-    if not isinstance(data, dict):
-        raise MatrixDataError(f"{where}: not a mapping of GPU families")
-    out: dict[str, dict[str, list[str]]] = {}
-    for family, products in data.items():
-        if str(family).startswith("_"):
-            continue  # YAML anchors (_series, _arch)
-        if not isinstance(products, dict):
-            raise MatrixDataError(f"{where}: family {family!r} is not a mapping of products")
-        for product, fields in products.items():
-            gfx = fields.get("gfx") if isinstance(fields, dict) else None
-            if not isinstance(gfx, str) or not GFX_NAME.fullmatch(gfx):
-                raise MatrixDataError(
-                    f"{where}: {family} / {product}: gfx {gfx!r} is not a gfx target"
-                )
-            out.setdefault(gfx, {}).setdefault(family, []).append(product)
-    return out
-
-
-# --- the PCI ID database: pci.ids, vendor 1002 -------------------------------------------
-
-AMD_VENDOR = "1002"
-
-
-def pci_amd_devices(text: str) -> dict[str, str]:
-    """AMD's device IDs ("0x744c") -> pci.ids' name, from the vendor 1002 section: device
-    lines are one tab, the ID, two spaces, the name; subsystem lines (two tabs) and comments
-    are skipped; the section ends at the next vendor line."""
-    out: dict[str, str] = {}
-    inside = False
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if not line.startswith("\t"):
-            if inside:
-                break
-            inside = line.startswith(AMD_VENDOR + "  ")
-            continue
-        if inside and not line.startswith("\t\t"):
-            match = re.fullmatch(r"\t([0-9a-f]{4})  (.+)", line)
-            if not match:
-                raise MatrixDataError(f"pci.ids: vendor {AMD_VENDOR}: unreadable {line!r}")
-            out[f"0x{match[1]}"] = match[2]
-    if not out:
-        raise MatrixDataError(f"pci.ids: no vendor {AMD_VENDOR} section with devices")
-    return out
-
-
-def chip(name: str) -> str:
-    """pci.ids' chip of a device name: "Navi 31 [Radeon RX 7900 XT]" -> "Navi 31"."""
-    return name.split(" [", 1)[0].strip()
-
-
-def unknown_pci_devices(listed: dict[str, str], known: dict[str, tuple[str, str]]) -> list[str]:
-    """Devices pci.ids lists whose chip is one a known device's (``known``: ID -> (gfx,
-    name)) but whose ID isn't known: the gfx comes from the chip they share."""
-    gfx_of_chip = {chip(name): gfx for gfx, name in known.values()}
-    out = []
-    for device, name in listed.items():
-        gfx = gfx_of_chip.get(chip(name))
-        if device not in known and gfx is not None:
-            out.append(f"pci.ids lists {device} {name!r}, a {gfx} chip the data lacks")
-    return out
-
-
-# --- wheel index listings (PEP 503 project pages) ----------------------------------------
-
-LISTING_CAP = 8 * 1024 * 1024  # bytes: whl/rocm7.2/torch/ is ~100 KiB; far more is not a listing
-
-
-def listed_versions(html: str, page_url: str) -> dict[str, list[str]]:
-    """A PEP 503 project page (download.pytorch.org's whl/rocmX.Y/torch/, AMD's whl-next
-    torch/) -> local label ("rocm6.3", "" for none) -> the public versions of its wheels."""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
-    from rocm_fleet.upstream.wheels import parse_page
-
-    out: dict[str, set[str]] = {}
-    for link in parse_page(html, page_url):
-        if not link.filename.endswith(".whl"):
-            continue
-        try:
-            _name, version, _build, _tags = parse_wheel_filename(unquote(link.filename))
-        except InvalidWheelFilename as err:
-            raise MatrixDataError(f"{page_url}: {err}") from None
-        out.setdefault(version.local or "", set()).add(version.public)
-    return {label: sorted(vs, key=_version_key) for label, vs in sorted(out.items())}
-
-
-def read_listing(where: str) -> tuple[str, str]:
-    """(the page, its URL) from a saved page or an https URL (verified TLS, at most
-    LISTING_CAP bytes: the project's own fetcher)."""
-    if not where.startswith(("https://", "http://")):
-        path = Path(where)
-        try:
-            return path.read_text(), path.resolve().as_uri()
-        except (OSError, UnicodeDecodeError) as err:
-            raise MatrixDataError(f"listing {where}: {err}") from None
-    if not where.startswith("https://"):
-        raise MatrixDataError(f"{where}: a listing is read over https only")
-    from rocm_fleet.upstream.http import DownloadError, Fetcher
-
-    fetcher = Fetcher(retries=2, content_cap=LISTING_CAP)
-    try:
-        return fetcher.content(where).decode(), where
-    except (DownloadError, UnicodeDecodeError) as err:
-        raise MatrixDataError(f"listing {where}: {err}") from None
-    finally:
-        fetcher.close()
-
-
-# --- the release rows --------------------------------------------------------------------
-
-OVERRIDE_FIELDS = {"version", "stream", "repository", "amdgpu_driver", "torch_index", "source"}
-
-
-def load_overrides(text: str) -> list[dict]:
-    """The hand-kept overrides; each must say where it comes from (checked as the tables'
-    overrides are)."""
-    try:
-        entries = tomllib.loads(text).get("release", [])
-    except tomllib.TOMLDecodeError as err:
-        raise MatrixDataError(f"matrix_overrides.toml: {err}") from err
-    choices = {"stream": STREAMS, "repository": REPOSITORIES}
-    return cited(entries, "release", OVERRIDE_FIELDS, "matrix_overrides.toml", choices)
-
-
-def release_rows(
-    table: dict[str, dict],
-    support: dict,
-    stable: dict[str, str],
-    overrides: list[dict],
-    history: dict[str, str] | None = None,
-) -> tuple[list[dict], list[str]]:
-    """(the release rows, notes for the maintainer). Each row names where each of its
-    values comes from ("from"): AMD's table, os-support.yaml, RELEASE.md, AMD's release
-    history (versions.rst) or an override."""
-    rows: dict[str, dict] = {}
-    for version, found in table.items():
-        rows[version] = {
-            "version": version, "stream": "classic", "repository": "repo.radeon.com",
-            "distros": found["distros"], "gfx": found["gfx"],
-            "amdgpu_driver": found["amdgpu_driver"], "torch_index": None,
-            "from": {"row": FROM_TABLE, "amdgpu_driver": FROM_TABLE}, "source": None,
-        }  # fmt: skip
-    notes: list[str] = []
-    for entry in overrides:
-        version = entry["version"]
-        row = rows.get(version)
-        cite = FROM_OVERRIDE
-        source = " ".join(entry["source"].split())
-        if row is None:
-            stream = entry.get("stream", "classic")
-            rows[version] = {
-                "version": version, "stream": stream,
-                "repository": entry.get("repository", "repo.radeon.com"),
-                # AMD's table is silent on a release it doesn't list; os-support.yaml is the
-                # Core SDK's current listing (AMD publishes no copy per release).
-                "distros": [d for d in MATRIX_DISTROS if d in support["families"]]
-                if stream == "core-sdk" else None,
-                "gfx": None, "amdgpu_driver": entry.get("amdgpu_driver"), "torch_index": None,
-                "from": {"row": cite, "amdgpu_driver": cite}, "source": source,
-            }  # fmt: skip
-            if stream == "core-sdk":
-                rows[version]["from"]["distros"] = FROM_OS_SUPPORT
-        else:
-            filled = "torch_index" in entry  # checked against RELEASE.md below
-            for field in ("stream", "repository", "amdgpu_driver"):
-                if field not in entry:
-                    continue
-                if row[field] is None:
-                    row[field], row["from"][field] = entry[field], cite
-                    filled = True
-                elif row[field] == entry[field]:
-                    notes.append(
-                        f"override of {version} {field} is redundant: {FROM_TABLE} now gives "
-                        f"{row[field]!r}; drop it from matrix_overrides.toml"
-                    )
-                else:
-                    raise MatrixDataError(
-                        f"matrix_overrides.toml: release {version} {field} = {entry[field]!r} "
-                        f"contradicts {FROM_TABLE} ({row[field]!r}): overrides only fill what "
-                        "upstream is silent on"
-                    )
-            if not filled:  # AMD's table now lists the release and all it says
-                notes.append(
-                    f"override of {version} is redundant: {FROM_TABLE} now lists it; drop it "
-                    "from matrix_overrides.toml"
-                )
-                continue
-        row = rows[version]
-        row["source"] = source
-        if "torch_index" in entry:
-            row["torch_index"], row["from"]["torch_index"] = entry["torch_index"], cite
-    if history is not None:
-        notes += _from_history(rows, history, support)
-    for row in rows.values():
-        index = torch_index(row["version"], stable)
-        if index is None:
-            row["from"].setdefault("torch_index", f"{FROM_PYTORCH} (names no index for it)")
-        elif "torch_index" in row["from"] and row["torch_index"] != index:
-            raise MatrixDataError(
-                f"matrix_overrides.toml: release {row['version']} torch_index = "
-                f"{row['torch_index']!r} contradicts {FROM_PYTORCH} ({index!r})"
-            )
-        elif "torch_index" in row["from"]:
-            notes.append(f"override of {row['version']} torch_index is redundant: "
-                         f"{FROM_PYTORCH} now gives {index!r}")  # fmt: skip
-        else:
-            row["torch_index"], row["from"]["torch_index"] = index, FROM_PYTORCH
-        if row["amdgpu_driver"] is None:
-            row["from"].pop("amdgpu_driver", None)
-    ordered = sorted(
-        rows.values(), key=lambda r: (STREAMS.index(r["stream"]), _version_key(r["version"]))
-    )
-    return ordered, notes
-
-
-def _like(version: str, rows: dict[str, dict]) -> dict | None:
-    """The known release a new one belongs with: the newest of the same X.Y, else of the
-    same major (10.2.0 with 10.1.0; 7.14.2 with 7.14.1, not with 7.2.4)."""
-    key = _version_key(version)
-    for width in (2, 1):
-        same = [r for r in rows.values() if _version_key(r["version"])[:width] == key[:width]]
-        if same:
-            return max(same, key=lambda r: _version_key(r["version"]))
-    return None
-
-
-def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict) -> list[str]:
-    """Add the releases AMD's release history lists and no other input does (from the
-    oldest release the data has on), each in the stream and repository of the releases it
-    belongs with; notes: a release it can't place, a citation of versions.rst for a release
-    versions.rst doesn't list."""
-    notes: list[str] = []
-    oldest = min(_version_key(v) for v in rows) if rows else (0,)
-    for version, released in sorted(history.items(), key=lambda kv: _version_key(kv[0])):
-        if version in rows or _version_key(version) < oldest:
-            continue
-        like = _like(version, rows)
-        if like is None:
-            notes.append(
-                f"{FROM_HISTORY} lists {version} ({released}), in no stream the data knows: "
-                "add it to matrix_overrides.toml with its stream and source"
-            )
-            continue
-        same = f"as {like['version']}"
-        core = like["stream"] == "core-sdk"
-        rows[version] = {
-            "version": version, "stream": like["stream"], "repository": like["repository"],
-            "distros": [d for d in MATRIX_DISTROS if d in support["families"]] if core else None,
-            "gfx": None, "amdgpu_driver": None, "torch_index": None,
-            "from": {"row": FROM_HISTORY, "stream": same, "repository": same,
-                     **({"distros": FROM_OS_SUPPORT} if core else {})},
-            "source": f"{FROM_HISTORY}: {version} released {released}",
-        }  # fmt: skip
-        notes.append(
-            f"new release {version} ({released}) from {FROM_HISTORY}: no driver until "
-            "matrix_overrides.toml names one with its source (dkms refused meanwhile)"
-        )
-    for row in rows.values():
-        if "versions.rst" in (row["source"] or "") and row["version"] not in history:
-            notes.append(
-                f"release {row['version']}: its source cites versions.rst, which doesn't "
-                "list it; cite what does"
-            )
-    return notes
-
-
-# --- what upstream publishes that the data lacks -----------------------------------------
-
-
-def discoveries(
-    data: dict,
-    pci_devices: dict[str, str] | None = None,
-    known_pci: dict[str, tuple[str, str]] | None = None,
-    known_gfx: set[str] | None = None,
-    torch_builds: dict[str, set[str]] | None = None,
-) -> list[str]:
-    """What the upstream files publish that the matrix doesn't have, one line each:
-    GPU targets of AMD's GPU list, PCI devices of a known chip, torch versions an index lists,
-    and AMD's newest driver when a release has none."""
-    lines: list[str] = []
-    if known_gfx is not None:
-        for gfx, families in (data.get("gpu_products") or {}).items():
-            if gfx not in known_gfx:
-                named = "; ".join(f"{f}: {', '.join(p)}" for f, p in families.items())
-                lines.append(f"gpus.yaml lists {gfx} ({named}), not in the matrix's GPU list")
-    if pci_devices is not None and known_pci is not None:
-        lines += unknown_pci_devices(pci_devices, known_pci)
-    if torch_builds is not None:  # keyed by local label: "rocm6.3", AMD's "rocm10.1.0"
-        for index, projects in (data.get("torch_listed") or {}).items():
-            for label, versions in projects.get("torch", {}).items():
-                if not label.startswith("rocm"):
-                    continue  # CPU / CUDA builds an index may also carry
-                known = torch_builds.get(label)
-                missing = sorted(set(versions) - (known or set()), key=_version_key)
-                if known is None:
-                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, a build "
-                                 "label no release of the matrix uses")  # fmt: skip
-                elif missing:
-                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, which "
-                                 "the matrix's builds for it lack")  # fmt: skip
-    drivers = list(data.get("amdgpu_drivers") or {})
-    for row in data["releases"]:
-        if drivers and row["amdgpu_driver"] is None and _version_key(row["version"])[0] >= 7:
-            lines.append(f"release {row['version']} has no driver; AMD's driver list's "
-                         f"newest is {drivers[0]}")  # fmt: skip
-    return lines
-
-
-def _matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[str]]]:
-    """(PCI ID -> (gfx, name), the GPU targets, per local label its torch versions): what
-    the product's matrix has, for discoveries(). A download.pytorch.org index labels its
-    builds with its own name (+rocm6.3); AMD's index with the release (+rocm10.1.0)."""
-    from rocm_fleet.model import matrix, pci_ids
-
-    known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
-    gfx = {t.gfx for t in matrix.GPU_TARGETS}
-    torch = {i: {b.torch for b in builds} for i, builds in matrix.TORCH_INDEXES.items()}
-    for rel in matrix.RELEASES:
-        if rel.amd_wheels is not None:
-            torch[rel.amd_wheels.label] = {b.torch for b in rel.amd_wheels.builds}
-    return known_pci, gfx, torch
-
-
-# --- output and comparison ---------------------------------------------------------------
-
-
-@dataclass
-class Inputs:
-    """The files read, as text; the optional ones None where not given (their sections are
-    then kept as the committed data has them)."""
-
-    historical: str
-    os_support: str
-    release_md: str
-    overrides: str
-    history: str | None = None
-    drivers: str | None = None
-    gpus: str | None = None
-    listings: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (page, url)
-
-
-def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
-          ) -> tuple[dict, list[str]]:  # fmt: skip
-    previous = previous or {}
-    table = classic_releases(inputs.historical)
-    support = os_support(inputs.os_support)
-    stable = torch_stable_rocm(inputs.release_md)
-    history = release_history(inputs.history) if inputs.history is not None else None
-    releases, notes = release_rows(
-        table, support, stable, load_overrides(inputs.overrides), history
-    )
-    if history is None:  # the rows only the release history gives: kept as committed
-        have = {r["version"] for r in releases}
-        kept = [
-            r
-            for r in previous.get("releases", [])
-            if r.get("from", {}).get("row") == FROM_HISTORY and r["version"] not in have
-        ]
-        releases = sorted([*releases, *kept], key=lambda r: (
-            STREAMS.index(r["stream"]), _version_key(r["version"])))  # fmt: skip
-    # an optional input not given this time: where the committed data says it came from
-    sources = {**{k: v for k, v in previous.get("sources", {}).items()
-                  if k not in REQUIRED_SOURCES}, **sources}  # fmt: skip
-    data = {
-        "_comment": "Generated by tools/matrix_update.py from AMD's and PyTorch's "
-        "machine-readable files and tools/matrix_overrides.toml; do not edit (run the tool "
-        "and review its diff).",
-        "sources": sources,
-        "gpu_listed_from": gpu_listed_from(inputs.historical),
-        "os_families": support["families"],
-        "core_sdk_debian": support["per_model"],
-        "torch_stable_rocm": stable,
-        "releases": releases,
-    }
-    ours = {r["version"] for r in releases}
-    optional = {
-        "release_dates": (inputs.history, lambda: {
-            v: d for v, d in (history or {}).items() if v in ours}),
-        "amdgpu_drivers": (inputs.drivers, lambda: amd_drivers(inputs.drivers)),
-        "gpu_products": (inputs.gpus, lambda: dict(sorted(gpu_products(inputs.gpus).items()))),
-        "torch_listed": (inputs.listings or None, lambda: {
-            **previous.get("torch_listed", {}), **_listings(inputs.listings)}),
-    }  # fmt: skip
-    for section, (given, read) in optional.items():
-        if given is not None:
-            data[section] = read()
-        elif section in previous:
-            data[section] = previous[section]
-    return data, notes
-
-
-def _listings(listings: dict[str, tuple[str, str]]) -> dict[str, dict[str, dict]]:
-    """index -> project -> local label -> versions, from the listings given as
-    "<index>[/<project>]" (project torch by default)."""
-    out: dict[str, dict[str, dict]] = {}
-    for key, (page, url) in sorted(listings.items()):
-        index, _, project = key.partition("/")
-        out.setdefault(index, {})[project or "torch"] = listed_versions(page, url)
-    return out
-
-
-def render(data: dict) -> str:
-    """A data file: JSON, each list one row per line (a diff names the row)."""
-    parts = []
-    for key, value in data.items():
-        if isinstance(value, list):
-            rows = ",\n".join(f"    {json.dumps(row, ensure_ascii=False)}" for row in value)
-            body = f"[\n{rows}\n  ]"
-        else:
-            body = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
-        parts.append(f"  {json.dumps(key)}: {body}")
-    return "{\n" + ",\n".join(parts) + "\n}\n"
-
-
-def write(path: Path, data: dict) -> Path:
-    """Write a data file (atomically: a reader never sees half a file)."""
-    write_atomically(path, render(data))
-    return path
-
-
-def row_diff(old: dict, new: dict) -> list[str]:
-    """How ``new`` differs from ``old``, one line per changed row or field, naming where the
-    new value comes from."""
-    lines: list[str] = []
-    for section in dict.fromkeys([*old, *new]):
-        if section == "_comment":
-            continue
-        before, after = old.get(section), new.get(section)
-        if section == "releases":
-            before = {r["version"]: r for r in before or []}
-            after = {r["version"]: r for r in after or []}
-        if isinstance(before, dict) and isinstance(after, dict):
-            for key in dict.fromkeys([*before, *after]):
-                b, a = before.get(key), after.get(key)
-                if b == a:
-                    continue
-                if section != "releases" or b is None or a is None:
-                    lines.append(f"{section} {key}: {json.dumps(b)} -> {json.dumps(a)}")
-                    continue
-                for field in dict.fromkeys([*b, *a]):
-                    if field != "from" and b.get(field) != a.get(field):
-                        origin = a.get("from", {}).get(field, a.get("from", {}).get("row"))
-                        lines.append(f"releases {key} {field}: {json.dumps(b.get(field))} -> "
-                                     f"{json.dumps(a.get(field))}  [{origin}]")  # fmt: skip
-                if b.get("from") != a.get("from"):
-                    lines.append(f"releases {key} from: {json.dumps(b.get('from'))} -> "
-                                 f"{json.dumps(a.get('from'))}")  # fmt: skip
-        elif before != after:
-            lines.append(f"{section}: {json.dumps(before)} -> {json.dumps(after)}")
-    return lines
-
-
-# --- the tables, from the stored records and the overrides -------------------------------
-
-
-def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]:
-    """gfx -> (family, AMD's product names) from the stored copy of AMD's GPU list, and where
-    that copy comes from (its SOURCES.toml entry: the upstream URL at a commit); none when
-    the records hold no copy."""
-    path = records / GPU_LIST
-    if not path.exists():
-        return {}, ""
-    out: dict[str, tuple[str, list[str]]] = {}
-    for gfx, families in gpu_products(path.read_text("utf-8"), str(path)).items():
-        unknown = [f for f in families if f not in AMD_FAMILIES]
-        if unknown:
-            raise MatrixDataError(
-                f"{path}: family {unknown[0]!r}: expected one of {', '.join(AMD_FAMILIES)}"
-            )
-        if len(families) > 1:
-            raise MatrixDataError(f"{path}: {gfx} is in two families: {', '.join(families)}")
-        family, products = next(iter(families.items()))
-        out[gfx] = (AMD_FAMILIES[family], [p.removeprefix("AMD ") for p in products])
-    entry = _read(records / "stored" / "SOURCES.toml").get("files", {}).get("gpus.yaml", {})
-    where = entry.get("upstream") or str(GPU_LIST)
-    return out, f"AMD's GPU list, {where} (read {entry.get('read', '?')})"
-
-
-def _gpu_rows(
-    targets: list[dict], amd: dict[str, tuple[str, list[str]]], amd_source: str, overrides: Path
-) -> tuple[list[dict], list[str]]:
-    """The GPU target rows: family from AMD's GPU list where it names the target (the
-    override's otherwise), products from the override; a target AMD lists that no override
-    names, written from AMD's list alone (and noted)."""
-    rows, notes = [], []
-    for target in targets:
-        gfx = target["gfx"]
-        listed = amd.get(gfx)
-        if listed and "family" in target:
-            raise MatrixDataError(
-                f"{overrides}: [[gpu_target]] {gfx}: family {target['family']!r}, but "
-                f"{GPU_LIST} gives it ({listed[0]!r}): drop the override's family"
-            )
-        if not listed and "family" not in target:
-            raise MatrixDataError(
-                f"{overrides}: [[gpu_target]] {gfx}: no family, and {GPU_LIST} doesn't list "
-                "the target: add one (instinct, radeon or ryzen) with its source"
-            )
-        family = listed[0] if listed else target["family"]
-        origin = {"family": str(GPU_LIST) if listed else FROM_OVERRIDE, "products": FROM_OVERRIDE}
-        source = target["source"] + (f"; family: {amd_source}" if listed else "")
-        rows.append({"gfx": gfx, "family": family, "products": target["products"],
-                     "from": origin, "source": source})  # fmt: skip
-    named = {t["gfx"] for t in targets}
-    for gfx, (family, products) in amd.items():
-        if gfx in named:
-            continue
-        rows.append({"gfx": gfx, "family": family, "products": ", ".join(products),
-                     "from": str(GPU_LIST), "source": amd_source})  # fmt: skip
-        notes.append(
-            f"{GPU_LIST} lists {gfx} ({family}: {', '.join(products)}), which the matrix "
-            f"lacked: written from it ({amd_source}); review, and name its products in a "
-            "[[gpu_target]] override if AMD's names need more"
-        )
-    return rows, notes
-
-
-def _repository_tables(records: Path) -> dict[str, list[dict]]:
-    """AMD's apt repositories (base URL, key URL, deb822 or one line), each stream's signing
-    key and the Origin its Release files declare, and the Core SDK's per-distro directories,
-    from the records of repo.radeon.com, repo.amd.com and the keys."""
-    radeon = _read(records / "repo.radeon.com.toml")
-    amd = _read(records / "repo.amd.com.toml")
-    keys = _read(records / "keys.toml")
-
-    def base(template: str, placeholder: str) -> str:
-        head, found, _ = template.partition(placeholder)
-        if not found:
-            raise MatrixDataError(f"repository URL {template!r} has no {placeholder}")
-        return head.rstrip("/")
-
-    def x_repo_id(entry: dict) -> str | None:
-        fields = dict(
-            f.strip().split(": ", 1) for f in entry.get("deb822", "").split(" / ") if ": " in f
-        )
-        return fields.get("X-Repo-Id")
-
-    classic, multi, stable = (
-        radeon["repository"],
-        amd["repository"]["multi-arch"],
-        amd["repository"]["stable"],
-    )
-    repositories = [
-        {"name": "repo.radeon.com", "base_url": base(classic["rocm_url"], "{folder}"),
-         "key_url": keys["radeon"]["url"], "deb822": False, "x_repo_id": None,
-         "from": "repo.radeon.com.toml [repository]; keys.toml [radeon]",
-         "source": f"{classic['source']} Key: {keys['radeon']['url_source']}"},
-        {"name": "repo.amd.com", "base_url": base(multi["url"], "{directory}"),
-         "key_url": multi["key"], "deb822": "deb822" in multi, "x_repo_id": x_repo_id(multi),
-         "from": "repo.amd.com.toml [repository.multi-arch]", "source": multi["source"]},
-        {"name": "stable.repo.amd.com", "base_url": base(stable["url"], "{directory}"),
-         "key_url": stable["key"], "deb822": "deb822" in stable, "x_repo_id": x_repo_id(stable),
-         "from": "repo.amd.com.toml [repository.stable]", "source": stable["source"]},
-    ]  # fmt: skip
-    streams = [
-        {"name": "classic", "key_fingerprint": keys["radeon"]["fingerprint"],
-         "pin_origin": classic["origin"],
-         "from": "keys.toml [radeon]; repo.radeon.com.toml [repository]",
-         "source": f"{keys['radeon']['fingerprint_source']} Origin: {classic['source']}"},
-        {"name": "core-sdk", "key_fingerprint": keys["amd"]["fingerprint"],
-         "pin_origin": amd["release_file"]["origin"],
-         "from": "keys.toml [amd]; repo.amd.com.toml [release_file]",
-         "source": f"{keys['amd']['fingerprint_source']}; Origin: "
-         f"{amd['release_file']['source']} ({amd['release_file'].get('uncertain', '')})"},
-    ]  # fmt: skip
-    packages = amd["packages"]
-    gfx_packages = [
-        {"gfx": gfx, "from": "repo.amd.com.toml [packages]", "source": packages["gfx_source"]}
-        for gfx in packages["gfx"]
-    ]
-    return {
-        "repositories": repositories, "streams": streams,
-        "publications": _classic_publications(radeon) + _core_sdk_publications(amd),
-        "gfx_packages": gfx_packages,
-    }  # fmt: skip
-
-
-def _classic_publications(radeon: dict) -> list[dict]:
-    """Per distro repo.radeon.com serves: its suite, the first release whose folder has that
-    suite (noble from ``noble_from``, the others from the first release recorded), and
-    whether AMD lists the distro for Instinct only."""
-    suites, listing = radeon["suites"], radeon["listing"]
-    first = radeon["release"][0]["version"]
-    rows = []
-    for distro, suite in suites.items():
-        if " " not in distro:
-            continue  # the table's own fields (source, noble_from)
-        noble = suite == "noble"
-        instinct = distro in listing["instinct_only"]
-        source = [f"suite: {suites['source']}"]
-        source += [f"first release: {suites['noble_from_source']}"] if noble else []
-        source += [f"Instinct only: {listing['source']}"] if instinct else []
-        rows.append({
-            "stream": "classic", "distro": distro, "suite": suite, "directory": None,
-            "first_release": suites["noble_from"] if noble else first, "instinct_only": instinct,
-            "from": {"distro": "repo.radeon.com.toml [suites]",
-                     "suite": "repo.radeon.com.toml [suites]",
-                     "first_release": "repo.radeon.com.toml [suites] noble_from" if noble
-                     else "repo.radeon.com.toml [[release]] (the first)",
-                     "instinct_only": "repo.radeon.com.toml [listing]"},
-            "source": "; ".join(source),
-        })  # fmt: skip
-    return rows
-
-
-def _core_sdk_publications(amd: dict) -> list[dict]:
-    """Per distro the Core SDK's repositories serve: its directory, the suite, the first
-    release (the first recorded), and whether os-support.yaml lists it per Instinct model."""
-    directories, support = amd["directories"], amd["os_support"]
-    multi, stable = amd["repository"]["multi-arch"], amd["repository"]["stable"]
-    if multi["suite"] != stable["suite"]:
-        raise MatrixDataError(
-            f"repo.amd.com.toml: the repositories' suites differ ({multi['suite']!r}, "
-            f"{stable['suite']!r}): a publication names one"
-        )
-    rows = []
-    for distro, directory in directories.items():
-        if distro == "source":
-            continue
-        instinct = distro in support["gfx"]
-        source = [f"directory: {directories['source']}: {multi['source']}; {stable['source']}"]
-        source += [f"suite: {amd['release_file']['suite_source']}"]
-        source += [f"Instinct only: {support['source']}"] if instinct else []
-        rows.append({
-            "stream": "core-sdk", "distro": distro, "suite": multi["suite"],
-            "directory": directory, "first_release": amd["release"][0]["version"],
-            "instinct_only": instinct,
-            "from": {"distro": "repo.amd.com.toml [directories]",
-                     "suite": "repo.amd.com.toml [repository]; [release_file]",
-                     "directory": "repo.amd.com.toml [directories]",
-                     "first_release": "repo.amd.com.toml [[release]] (the first)",
-                     "instinct_only": "repo.amd.com.toml [os_support]"},
-            "source": "; ".join(source),
-        })  # fmt: skip
-    return rows
-
-
-def _builds_lacking(records: Path, index_rows: list[dict]) -> list[str]:
-    """The stable torch releases PyTorch's build matrix (the stored record of test-infra's
-    generate_binary_build_matrix.py) built for a ROCm whose index row doesn't have them. Noted,
-    not written: what an index serves is its listing's record (download.pytorch.org.toml), and
-    a build's torchvision / torchaudio come with that, not with the build matrix."""
-    path = records / "stored" / "pytorch-rocm-builds.toml"
-    if not path.exists():
-        return []
-    matrix = _read(path)
-    have = {row["index"]: {build[0] for build in row["builds"]} for row in index_rows}
-    notes = []
-    for minor, entry in matrix.get("release", {}).items():
-        for rocm in entry.get("rocm", []):
-            index = f"rocm{rocm}"
-            missing = [v for v in entry.get("stable", []) if v not in have.get(index, set())]
-            if missing:
-                notes.append(
-                    f"{path.name}: torch {', '.join(missing)} (torch {minor}) built for ROCm "
-                    f"{rocm} (pytorch/test-infra generate_binary_build_matrix.py @ "
-                    f'{entry["commit"][:8]}); download.pytorch.org.toml [index."{index}"] '
-                    "doesn't record it: record the index's listing there to add it"
-                )
-    return notes
-
-
-PCI_RECORD = Path("stored") / "pci-ids-amd.toml"
-
-
-def _pci_tables(records: Path, over: dict, overrides: Path) -> dict[str, list[dict]]:
-    """Preflight's PCI table: per gfx target its AMD device IDs and names, other vendors'
-    devices (``vendor``, no gfx), the vendor and class names, from the overrides; the name
-    (and an APU's gfx) of an ID an entry lists as ``recorded`` from the stored pci.ids record,
-    which an entry may not contradict."""
-    record = _read(records / PCI_RECORD)
-    named: dict[str, tuple[str, str | None, str]] = {}  # ID -> (name, gfx, where)
-    for section in ("new", "renamed", "same_chip", "apu"):
-        for device, value in record.get(section, {}).items():
-            if device.startswith("0x"):  # not a note
-                name = value[-1] if isinstance(value, list) else value  # renamed: [old, new]
-                gfx = name.get("gfx") or None if isinstance(name, dict) else None
-                name = name["name"] if isinstance(name, dict) else name
-                named.setdefault(device, (name, gfx, f"{PCI_RECORD} [{section}]"))
-    fields = {"gfx", "vendor", "devices", "recorded"}
-    rows: dict[str, dict] = {}
-    for entry in cited(over.get("pci_device", []), "pci_device", fields, overrides):
-        vendor, gfx = entry.get("vendor", f"0x{AMD_VENDOR}"), entry.get("gfx")
-        where = f"{overrides}: [[pci_device]] {gfx or vendor}"
-        found = [
-            (d, n, FROM_OVERRIDE, entry["source"]) for d, n in entry.get("devices", {}).items()
-        ]
-        for device in entry.get("recorded", []):
-            if device not in named:
-                raise MatrixDataError(f"{where}: {device} is not in {PCI_RECORD}")
-            name, listed, origin = named[device]
-            if listed not in (None, gfx):
-                raise MatrixDataError(f"{where}: {device} contradicts {origin} (gfx {listed})")
-            cite = f"{entry['source']}; name: {record['source']}"
-            found.append(
-                (device, name, {"name": origin, "gfx": origin if listed else FROM_OVERRIDE}, cite)
-            )
-        for device, name, origin, cite in found:
-            if device in rows or (origin == FROM_OVERRIDE and device in named):
-                raise MatrixDataError(
-                    f"{where}: {device} is listed twice, or {PCI_RECORD} names it: list it "
-                    "once, as recorded where the record names it"
-                )
-            rows[device] = {"vendor": vendor, "device": device, "gfx": gfx, "name": name,
-                            "from": origin, "source": cite}  # fmt: skip
-
-    def names(section: str, key: str) -> list[dict]:
-        entries = cited(over.get(section, []), section, {"names"}, overrides)
-        return [{key: k, "name": v, "from": FROM_OVERRIDE, "source": e["source"]}
-                for e in entries for k, v in e["names"].items()]  # fmt: skip
-
-    return {"devices": list(rows.values()), "vendors": names("pci_vendor", "vendor"),
-            "classes": names("pci_class", "class")}  # fmt: skip
-
-
-def _build(builds: list[list[str]]) -> list[list[str | None]]:
-    """A record's [torch, torchvision, torchaudio] ("" for no torchaudio)."""
-    return [[b[0], b[1], b[2] or None] for b in builds]
-
-
-def build_tables(records: Path, overrides: Path) -> Built:
-    """The tables from the records in ``records`` and the overrides file."""
-    over = _read(overrides)
-    pytorch = _read(records / "download.pytorch.org.toml")
-    amd_whl = _read(records / "repo.amd.com-whl.toml")
-    radeon = _read(records / "repo.radeon.com.toml")
-    gpus = _read(records / "gpus.toml")
-    notes: list[str] = []
-
-    targets = cited(over.get("gpu_target", []), "gpu_target",
-                     {"gfx", "family", "products"}, overrides)  # fmt: skip
-    known = {t["gfx"] for t in targets}
-    for gfx, entry in gpus.items():
-        if gfx.startswith("gfx") and gfx not in known:
-            notes.append(
-                f"gpus.toml records {gfx} (pci {', '.join(entry.get('pci', [])) or 'none'}; "
-                f"{entry.get('gfx_source', gpus['source'].get('gfx', ''))}), not in the "
-                "matrix's GPU targets: add a [[gpu_target]] with its family, products and "
-                "source to matrix_overrides.toml"
-            )
-    amd, amd_source = _amd_gpu_list(records)
-    gpu_rows, found = _gpu_rows(targets, amd, amd_source, overrides)
-    notes += found
-
-    suites = {k: v for k, v in radeon.get("suites", {}).items() if " " in k}
-    distro_rows = []
-    for entry in cited(over.get("distro", []), "distro",
-                        {"id", "version", "suite", "python", "glibc"}, overrides):  # fmt: skip
-        key = f"{entry['id']} {entry['version']}"
-        recorded = suites.get(key)
-        if recorded and entry.get("suite") not in (None, recorded):
-            raise MatrixDataError(
-                f"{overrides}: [[distro]] {key}: suite {entry['suite']!r} contradicts "
-                f"repo.radeon.com.toml [suites] ({recorded!r}): drop the override"
-            )
-        suite = recorded or entry.get("suite")
-        if suite is None:
-            raise MatrixDataError(
-                f"{overrides}: [[distro]] {key}: no suite, and repo.radeon.com.toml [suites] "
-                "records none: add one with its source"
-            )
-        origin = "repo.radeon.com.toml [suites]" if recorded else FROM_OVERRIDE
-        distro_rows.append({
-            "key": key, "id": entry["id"], "version": entry["version"], "suite": suite,
-            "python": entry["python"], "glibc": entry["glibc"],
-            "from": {"suite": origin, "python": FROM_OVERRIDE, "glibc": FROM_OVERRIDE},
-            "source": entry["source"],
-        })  # fmt: skip
-
-    def kernel_rows(section: str, fields: set[str]) -> list[dict]:
-        rows = cited(over.get(section, []), section, fields, overrides)
-        return [{**{f: e.get(f) for f in sorted(fields)}, "from": FROM_OVERRIDE,
-                 "source": e["source"]} for e in rows]  # fmt: skip
-
-    index_rows = []
-    for name, entry in pytorch.get("index", {}).items():
-        if not isinstance(entry, dict) or "builds" not in entry:
-            continue
-        index_rows.append({
-            "index": name, "builds": _build(entry["builds"]), "runtime": entry.get("runtime"),
-            "from": f'download.pytorch.org.toml [index."{name}"]', "source": entry["source"],
-        })  # fmt: skip
-    notes += _builds_lacking(records, index_rows)
-    stable = amd_whl.get("stable", {})
-    amd_rows = []
-    for release, entry in stable.get("release", {}).items():
-        amd_rows.append({
-            "release": release, "url": stable["url"], "builds": _build(entry["builds"]),
-            "targets": entry["device_targets"],
-            "target_builds": entry.get("target_builds", {}),
-            "device_extra_on": stable.get("device_extra_on", ["torch", "torchvision"]),
-            "from": f'repo.amd.com-whl.toml [stable.release."{release}"] (url: [stable])',
-            "source": f"{entry['source']}; targets: {entry['device_targets_source']}",
-        })  # fmt: skip
-
-    tables = (
-        Table("gpu_targets.json", {"gpu_targets": gpu_rows}),
-        Table("distros.json", {"distros": distro_rows}),
-        Table("kernels.json", {
-            "min_kernel": kernel_rows("min_kernel", {"distro", "kernel"}),
-            "inbox_min_kernel": kernel_rows("inbox_min_kernel", {"gfx", "kernel"}),
-            "newer_kernels": kernel_rows("newer_kernel", {"distro", "kind", "suite", "packages"}),
-        }),
-        Table("torch_builds.json", {"indexes": index_rows, "amd_wheels": amd_rows}),
-        Table("repositories.json", _repository_tables(records)),
-        Table("pci_ids.json", _pci_tables(records, over, overrides)),
-    )  # fmt: skip
-    return Built(tables, tuple(notes))
-
-
-def write_data(facts: tuple[Table, ...], directory: Path) -> list[Path]:
-    """Write each table into ``directory`` (by rename, so a reader never sees half a file);
-    the paths written."""
-    return [write(directory / t.name, {"_comment": COMMENT, **t.sections}) for t in facts]
-
-
-def read_data(directory: Path) -> tuple[Table, ...]:
-    """The tables as committed in ``directory`` (a missing file: no rows)."""
-    out = []
-    for name in TABLE_FILES:
-        path = directory / name
-        data = json.loads(path.read_text("utf-8")) if path.exists() else {}
-        out.append(Table(name, {k: v for k, v in data.items() if k != "_comment"}))
-    return tuple(out)
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _origin(row: dict, field: str) -> str:
-    """Where a row's field comes from: the record (which names what it copies), or the
-    override's citation; a row whose fields come from different places cites the overrides'."""
-    origin = row.get("from")
-    if isinstance(origin, dict):
-        where = origin.get(field, FROM_OVERRIDE)
-        return f"{where}: {row.get('source')}" if where == FROM_OVERRIDE else where
-    return f"{origin}: {row.get('source')}"
-
-
-def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
-    """How ``new`` differs from ``old``, one line per changed row or field, each naming the
-    file, the row and where the new value comes from."""
-    before = {t.name: t.sections for t in old}
-    lines: list[str] = []
-    for table in new:
-        had = before.get(table.name, {})
-        for section in dict.fromkeys([*had, *table.sections]):
-            fields = ROW_KEYS.get(section, "key")
-            fields = (fields,) if isinstance(fields, str) else fields
-            key = fields[-1]  # the field whose origin a new or removed row names
-
-            def name(row: dict, fields: tuple[str, ...] = fields) -> str:
-                return " ".join(str(row.get(f)) for f in fields)
-
-            was = {name(r): r for r in had.get(section, [])}
-            now = {name(r): r for r in table.sections.get(section, [])}
-            for name in dict.fromkeys([*was, *now]):
-                b, a = was.get(name), now.get(name)
-                where = f"{table.name} {section} {name}"
-                if b == a:
-                    continue
-                if b is None:
-                    lines.append(f"{where}: new row  [{_origin(a, key)}]")
-                elif a is None:
-                    lines.append(f"{where}: row removed  [was {_origin(b, key)}]")
-                else:
-                    for field in dict.fromkeys([*b, *a]):
-                        if b.get(field) == a.get(field):
-                            continue
-                        change = f"{_json(b.get(field))} -> {_json(a.get(field))}"
-                        # a value names where it now comes from; a changed citation is itself
-                        origin = "" if field in ("from", "source") else f"  [{_origin(a, field)}]"
-                        lines.append(f"{where} {field}: {change}{origin}")
-            if list(was) != list(now) and set(was) == set(now):
-                lines.append(f"{table.name} {section}: rows reordered")
-    return lines
-
-
-def update(
-    records: Path, overrides: Path, directory: Path, *, check: bool
-) -> tuple[list[str], int]:
-    """The update both ``rocm-fleet matrix update`` and ``tools/matrix_update.py tables`` run:
-    build the tables, say how ``directory``'s differ (and what the records have that they
-    can't take), and write them unless ``check``. (the lines to print, the exit status: with
-    ``check`` 1 when anything differs or is lacking, else 0)."""
-    built = build_tables(records, overrides)
-    diff = table_diff(read_data(directory), built.tables)
-    lines = diff or ["matrix tables unchanged"]
-    lines += [f"upstream has: {note}" for note in built.notes]
-    if check:
-        return lines, 1 if diff or built.notes else 0
-    lines += [f"wrote {path}" for path in write_data(built.tables, directory)]
-    return lines, 0
-
-
-# --- the maintainers' command (tools/matrix_update.py) -------------------------------
-
-
-def tables_main(argv: list[str]) -> int:
-    """``matrix_update.py tables``: write the matrix's tables (GPU targets, distros, kernels,
-    torch builds) from the stored upstream records and the overrides, or with --check print
-    how the committed ones differ (exit 1 when they do)."""
-    parser = argparse.ArgumentParser(
-        prog="matrix_update.py tables", description=tables_main.__doc__
-    )
-    parser.add_argument(
-        "--records",
-        type=Path,
-        default=RECORDS,
-        help="the stored upstream records (download.pytorch.org.toml, ...)",
-    )
-    parser.add_argument("--overrides", type=Path, default=OVERRIDES)
-    parser.add_argument(
-        "--data-dir",
-        type=Path,
-        default=DATA_DIR,
-        help="where the data files are (written, or compared with --check)",
-    )
-    parser.add_argument("--check", action="store_true", help="compare, don't write")
-    args = parser.parse_args(argv)  # fmt: skip
-    try:
-        lines, status = update(args.records, args.overrides, args.data_dir, check=args.check)
-    except MatrixDataError as err:
-        print(f"matrix_update: {err}", file=sys.stderr)
-        return 2
-    print("\n".join(lines))
-    return status
-
-
-# The inputs --stored can fill: SOURCES.toml's ``input`` -> the option's attribute.
+# The inputs --stored can fill: SOURCES.toml's ``input`` -> the option's name.
 STORED_INPUTS = {
     "historical-csv": "historical_csv", "os-support": "os_support",
     "pytorch-release": "pytorch_release", "release-history": "release_history",
     "driver-list": "driver_list", "gpu-list": "gpu_list",
 }  # fmt: skip
+LISTING_KEY = re.compile(r"(rocm[0-9.]+|whl-next|whl-multi-arch)(/[a-z]+)?")
 
 
-def _take_stored(args: argparse.Namespace, notes: dict[str, str]) -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Run the command with ``argv`` (default: the process's) and give its exit status."""
+    try:
+        status = command.main(argv, "matrix_update.py", standalone_mode=False)
+    except click.UsageError as err:
+        err.show()
+        return 2
+    except MatrixDataError as err:
+        print(f"matrix_update: {err}", file=sys.stderr)
+        return 2
+    return int(status or 0)
+
+
+@click.group(invoke_without_command=True, help=__doc__.split("\n\n")[0])
+@click.option("--historical-csv", type=Path)
+@click.option("--os-support", type=Path)
+@click.option("--pytorch-release", type=Path)
+@click.option("--stored", type=Path, metavar="DIR",
+              help="take each input not given from DIR's SOURCES.toml (its file and citation): "
+              "tests/fixtures/upstream/stored reproduces the committed data")  # fmt: skip
+@click.option("--overrides", type=Path, default=OVERRIDES)
+@click.option("--release-history", type=Path, metavar="versions.rst",
+              help="AMD's release list: releases it has that the data lacks")  # fmt: skip
+@click.option("--driver-list", type=Path, metavar="driver-firmware-support.yaml")
+@click.option("--gpu-list", type=Path, metavar="gpus.yaml")
+@click.option("--pci-ids", type=Path, metavar="pci.ids",
+              help="report AMD devices of a known chip that the data lacks")  # fmt: skip
+@click.option("--listing", multiple=True, metavar="INDEX[/PROJECT]=PAGE|URL",
+              help="a wheel index's project page, saved or https (rocm6.3=torch.html, "
+              "rocm6.3/torchvision=https://download.pytorch.org/whl/rocm6.3/torchvision/, "
+              "whl-next=https://stable.repo.amd.com/rocm/whl-next/torch/)")  # fmt: skip
+@click.option("--output", type=Path, default=OUTPUT)
+@click.option("--check", is_flag=True, help="compare, don't write")
+@click.option("--source-note", multiple=True, metavar="FILE=WHERE",
+              help="where an input was read from (commit, URL), for SOURCES")  # fmt: skip
+@click.pass_context
+def command(ctx: click.Context, **options: Any) -> int | None:
+    if ctx.invoked_subcommand is not None:
+        return None
+    notes = dict(n.split("=", 1) for n in options["source_note"])
+    if options["stored"] is not None:
+        _take_stored(options, notes)
+    missing = [f"--{o}" for o in ("historical-csv", "os-support", "pytorch-release")
+               if options[o.replace("-", "_")] is None]  # fmt: skip
+    if missing:
+        raise click.UsageError(
+            f"the following arguments are required: {', '.join(missing)} (or --stored)"
+        )
+    sources = {}
+    for option, key in STORED_INPUTS.items():
+        given = options[key]
+        if given is not None:
+            sources[key] = notes.get(option, given.name)
+    output = options["output"]
+    try:
+        current = json.loads(output.read_text()) if output.exists() else {}
+    except json.JSONDecodeError:
+        current = {}
+    listings = {}
+    for spec in options["listing"]:
+        key, sep, where = spec.partition("=")
+        if not sep or not LISTING_KEY.fullmatch(key):
+            raise MatrixDataError(
+                f"--listing {spec!r}: expected INDEX[/PROJECT]=PAGE|URL, INDEX a "
+                "download.pytorch.org rocmX.Y or AMD's whl-next / whl-multi-arch "
+                "(rocm6.3=page.html)"
+            )
+        listings[key] = read_listing(where)
+        sources[f"listing {key}"] = notes.get(f"listing {key}", where)
+
+    def text(key: str) -> str | None:
+        return options[key].read_text() if options[key] is not None else None
+
+    inputs = Inputs(
+        input_text(options["historical_csv"], "historical-csv"), text("os_support"),
+        input_text(options["pytorch_release"], "pytorch-release"), text("overrides"),
+        text("release_history"), text("driver_list"), text("gpu_list"), listings,
+    )  # fmt: skip
+    data, remarks = build(inputs, sources, current)
+    pci = pci_amd_devices(options["pci_ids"].read_text()) if options["pci_ids"] else None
+    for remark in remarks:
+        print(f"matrix_update: note: {remark}", file=sys.stderr)
+    found = discoveries(data, pci, *matrix_knows())
+    if options["check"]:
+        diff = row_diff(current, data)
+        print("\n".join(diff) if diff else "upstream data unchanged")
+    else:
+        write(output, data)
+        print(f"wrote {output}")
+    for line in found:
+        print(f"upstream has: {line}")
+    return 1 if options["check"] and (diff or found) else 0
+
+
+def _take_stored(options: dict[str, Any], notes: dict[str, str]) -> None:
     """Fill each input not given on the command line from the stored copies' SOURCES.toml:
     a file whose entry names an ``input`` is that input, its ``cite`` the source note."""
-    sources = args.stored / "SOURCES.toml"
+    sources = options["stored"] / "SOURCES.toml"
     try:
         files = tomllib.loads(sources.read_text())["files"]
     except (OSError, tomllib.TOMLDecodeError, KeyError) as err:
@@ -1501,135 +153,32 @@ def _take_stored(args: argparse.Namespace, notes: dict[str, str]) -> None:
                 f"{sources}: [files.{name!r}] input {option!r} needs a cite; valid inputs: "
                 f"{', '.join(STORED_INPUTS)}"
             )
-        if getattr(args, STORED_INPUTS[option]) is None:
-            setattr(args, STORED_INPUTS[option], args.stored / name)
+        if options[STORED_INPUTS[option]] is None:
+            options[STORED_INPUTS[option]] = options["stored"] / name
             notes.setdefault(option, entry["cite"])
 
 
-def record_main(argv: list[str]) -> int:
-    """``matrix_update.py record KIND FILE``: print the record of an input file that may be
-    read but not committed (the cells this tool reads, verbatim), to store in its place."""
-    parser = argparse.ArgumentParser(
-        prog="matrix_update.py record", description=record_main.__doc__
-    )
-    parser.add_argument("kind", choices=sorted(RECORD_KINDS))
-    parser.add_argument("file", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        print(RECORD_KINDS[args.kind][0](args.file.read_text()), end="")
-    except MatrixDataError as err:
-        print(f"matrix_update: {err}", file=sys.stderr)
-        return 2
-    return 0
+@command.command()
+@click.option("--records", type=Path, default=RECORDS,
+              help="the stored upstream records (download.pytorch.org.toml, ...)")  # fmt: skip
+@click.option("--overrides", type=Path, default=OVERRIDES)
+@click.option("--data-dir", type=Path, default=DATA_DIR,
+              help="where the data files are (written, or compared with --check)")  # fmt: skip
+@click.option("--check", is_flag=True, help="compare, don't write")
+def tables(records: Path, overrides: Path, data_dir: Path, check: bool) -> int:
+    """Write the matrix's tables (GPU targets, distros, kernels, torch builds, repositories,
+    PCI IDs) from the stored upstream records and the overrides, or with --check print how the
+    committed ones differ (exit 1 when they do)."""
+    lines, status = update(records, overrides, data_dir, check=check)
+    print("\n".join(lines))
+    return status
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["tables"]:
-        return tables_main(argv[1:])
-    if argv[:1] == ["record"]:
-        return record_main(argv[1:])
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--historical-csv", type=Path)
-    parser.add_argument("--os-support", type=Path)
-    parser.add_argument("--pytorch-release", type=Path)
-    parser.add_argument(
-        "--stored",
-        type=Path,
-        metavar="DIR",
-        help="take each input not given from DIR's SOURCES.toml (its file and citation): "
-        "tests/fixtures/upstream/stored reproduces the committed data",
-    )
-    parser.add_argument("--overrides", type=Path, default=OVERRIDES)
-    parser.add_argument(
-        "--release-history",
-        type=Path,
-        metavar="versions.rst",
-        help="AMD's release list: releases it has that the data lacks",
-    )
-    parser.add_argument("--driver-list", type=Path, metavar="driver-firmware-support.yaml")
-    parser.add_argument("--gpu-list", type=Path, metavar="gpus.yaml")
-    parser.add_argument(
-        "--pci-ids",
-        type=Path,
-        metavar="pci.ids",
-        help="report AMD devices of a known chip that the data lacks",
-    )
-    parser.add_argument("--listing", action="append", default=[],
-                        metavar="INDEX[/PROJECT]=PAGE|URL",
-                        help="a wheel index's project page, saved or https (rocm6.3=torch.html, "
-                        "rocm6.3/torchvision=https://download.pytorch.org/whl/rocm6.3/"
-                        "torchvision/, whl-next=https://stable.repo.amd.com/rocm/whl-next/"
-                        "torch/)")  # fmt: skip
-    parser.add_argument("--output", type=Path, default=OUTPUT)
-    parser.add_argument("--check", action="store_true", help="compare, don't write")
-    parser.add_argument("--source-note", action="append", default=[], metavar="FILE=WHERE",
-                        help="where an input was read from (commit, URL), for SOURCES")  # fmt: skip
-    args = parser.parse_args(argv)
-    notes = dict(n.split("=", 1) for n in args.source_note)
-    if args.stored is not None:
-        try:
-            _take_stored(args, notes)
-        except MatrixDataError as err:
-            print(f"matrix_update: {err}", file=sys.stderr)
-            return 2
-    missing = [f"--{o}" for o in ("historical-csv", "os-support", "pytorch-release")
-               if getattr(args, o.replace("-", "_")) is None]  # fmt: skip
-    if missing:
-        parser.error(f"the following arguments are required: {', '.join(missing)} (or --stored)")
-    sources = {
-        "historical_csv": notes.get("historical-csv", args.historical_csv.name),
-        "os_support": notes.get("os-support", args.os_support.name),
-        "pytorch_release": notes.get("pytorch-release", args.pytorch_release.name),
-    }
-    for option, key in (("release-history", "release_history"), ("driver-list", "driver_list"),
-                        ("gpu-list", "gpu_list")):  # fmt: skip
-        given = getattr(args, key)
-        if given is not None:
-            sources[key] = notes.get(option, given.name)
-    try:
-        current = json.loads(args.output.read_text()) if args.output.exists() else {}
-    except json.JSONDecodeError:
-        current = {}
-
-    def text(path: Path | None) -> str | None:
-        return path.read_text() if path is not None else None
-
-    try:
-        listings = {}
-        for spec in args.listing:
-            key, sep, where = spec.partition("=")
-            if not sep or not re.fullmatch(r"(rocm[0-9.]+|whl-next|whl-multi-arch)(/[a-z]+)?",
-                                           key):  # fmt: skip
-                raise MatrixDataError(
-                    f"--listing {spec!r}: expected INDEX[/PROJECT]=PAGE|URL, INDEX a "
-                    "download.pytorch.org rocmX.Y or AMD's whl-next / whl-multi-arch "
-                    "(rocm6.3=page.html)"
-                )
-            listings[key] = read_listing(where)
-            sources[f"listing {key}"] = notes.get(f"listing {key}", where)
-        inputs = Inputs(
-            input_text(args.historical_csv, "historical-csv"), args.os_support.read_text(),
-            input_text(args.pytorch_release, "pytorch-release"), args.overrides.read_text(),
-            text(args.release_history), text(args.driver_list), text(args.gpu_list), listings,
-        )  # fmt: skip
-        data, remarks = build(inputs, sources, current)
-        pci = pci_amd_devices(args.pci_ids.read_text()) if args.pci_ids else None
-    except MatrixDataError as err:
-        print(f"matrix_update: {err}", file=sys.stderr)
-        return 2
-    for remark in remarks:
-        print(f"matrix_update: note: {remark}", file=sys.stderr)
-    known_pci, known_gfx, torch_builds = _matrix_knows()
-    found = discoveries(data, pci, known_pci, known_gfx, torch_builds)
-    if args.check:
-        diff = row_diff(current, data)
-        print("\n".join(diff) if diff else "upstream data unchanged")
-        for line in found:
-            print(f"upstream has: {line}")
-        return 1 if diff or found else 0
-    write(args.output, data)
-    print(f"wrote {args.output}")
-    for line in found:
-        print(f"upstream has: {line}")
+@command.command()
+@click.argument("kind", type=click.Choice(sorted(RECORD_KINDS)))
+@click.argument("file", type=Path)
+def record(kind: str, file: Path) -> int:
+    """Print the record of an input file that may be read but not committed (the cells this
+    tool reads, verbatim), to store in its place."""
+    print(RECORD_KINDS[kind][0](file.read_text()), end="")
     return 0

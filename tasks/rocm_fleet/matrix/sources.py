@@ -7,7 +7,8 @@ from typing import Any
 
 from rocm_fleet.model import upstream_data
 
-# Per data file section: its title and the row's values to show, the row's key first.
+# Per data file section (matrix/tables.py writes them): its title and the row's values
+# to show, the row's key first.
 SOURCE_TABLES = {
     "gpu_targets": ("GPU targets", ("gfx", "family", "products")),
     "distros": ("Distros", ("key", "suite", "python", "glibc")),

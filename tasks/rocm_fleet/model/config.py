@@ -24,14 +24,8 @@ from rocm_fleet.model.matrix import (
     release,
     release_versions,
 )
-from rocm_fleet.model.settings import (
-    SETTINGS,
-    Origin,
-    Settings,
-    bad_value,
-    validated,
-    without_credentials,
-)
+from rocm_fleet.model.setting_errors import Origin, bad_value, validated, without_credentials
+from rocm_fleet.model.settings import SETTINGS, Settings
 from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.versions import release_key

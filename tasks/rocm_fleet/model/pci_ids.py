@@ -1,5 +1,15 @@
-"""PCI device IDs -> gfx target and names (pci_ids.json, cited), for knowing a host's GPU
-before a driver is loaded.
+"""PCI device IDs -> LLVM gfx target and names, for telling which GPU a host has without a
+driver.
+
+Preflight reads the PCI devices from sysfs before anything is installed (no amdgpu, no
+rocminfo yet), so it needs this table to know that device 0x744c is a gfx1100 card. When the
+amdgpu driver is loaded, the KFD topology's ``gfx_target_version`` is the authority and this
+table only names the card. The table is pci_ids.json beside this module, generated with its
+sources (pci.ids' text; chip -> gfx from LLVM's AMDGPU docs) from tools/matrix_overrides.toml
+and the stored pci.ids record (matrix/pci_table.py). It lists the chips the matrix knows;
+other AMD display or accelerator devices are "unknown AMD device 0x....". A host without an
+AMD GPU is told what it has instead (``describe_device``): vendor, device (NVIDIA's
+data-centre GPUs) and class names, else the IDs.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from rocm_fleet.model import paths, site_data
-from rocm_fleet.model.settings import SETTINGS, PullNodeName
+from rocm_fleet.model.setting_types import PullNodeName
+from rocm_fleet.model.settings import SETTINGS
 
 FORMAT = "rocm-fleet-pull/1"
 #: Settings only a push gives a pull node; pulled data naming one is refused.

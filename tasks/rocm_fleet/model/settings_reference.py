@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rocm_fleet.model.settings import RENAMED, REQUIRED, SETTINGS, VALID, schema_adapter
+from rocm_fleet.model.setting_errors import schema_adapter
+from rocm_fleet.model.settings import RENAMED, REQUIRED, SETTINGS, VALID
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ DATA_DIR = Path(str(files(__package__)))
 
 
 def _table(name: str) -> dict[str, list[dict]]:
-    """A table data file: section -> rows, each with ``from`` and ``source``."""
+    """A data file of the matrix's tables (matrix/tables.py writes them with
+    tools/matrix_update.py tables): section -> rows, each with ``from`` and ``source``."""
     data = json.loads(files(__package__).joinpath(name).read_text("utf-8"))
     return {section: rows for section, rows in data.items() if section != "_comment"}
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.matrix import generate as matrix_data
+from rocm_fleet.matrix import amd_tables, generate, inputs, releases, tables
 from rocm_fleet.model import matrix, upstream_data
-from unit.matrix.test_matrix_update import tool
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDS = ROOT / "tests" / "fixtures" / "upstream"
@@ -29,12 +28,12 @@ def records(tmp_path: Path) -> Path:
 
 
 def test_the_update_reproduces_the_committed_data_files(tmp_path: Path):
-    built = matrix_data.build_tables(RECORDS, OVERRIDES)
-    written = matrix_data.write_data(built.tables, tmp_path)
-    assert sorted(p.name for p in written) == sorted(matrix_data.TABLE_FILES)
+    built = tables.build_tables(RECORDS, OVERRIDES)
+    written = tables.write_data(built.tables, tmp_path)
+    assert sorted(p.name for p in written) == sorted(tables.TABLE_FILES)
     for path in written:
         assert path.read_text() == (DATA / path.name).read_text(), path.name
-    assert matrix_data.table_diff(matrix_data.read_data(DATA), built.tables) == []
+    assert tables.table_diff(tables.read_data(DATA), built.tables) == []
     # what the stored build matrix says PyTorch built and no index record lists: noted only
     assert [note.split(" (pytorch/test-infra")[0] for note in built.notes] == [
         "pytorch-rocm-builds.toml: torch 2.7.0, 2.7.1 (torch 2.7) built for ROCm 6.2.4",
@@ -45,7 +44,7 @@ def test_the_update_reproduces_the_committed_data_files(tmp_path: Path):
 
 
 def test_the_tool_checks_the_committed_files(capsys):
-    assert tool.main(["tables", "--check"]) == 1  # the notes above
+    assert generate.main(["tables", "--check"]) == 1  # the notes above
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "matrix tables unchanged"
     assert out[1] == (
@@ -65,7 +64,7 @@ def test_a_changed_record_names_the_row_and_its_source(records: Path, tmp_path: 
     page.write_text(text.replace(old, old.replace('"2.3.1", "0.18.1"', '"2.3.2", "0.18.2"')))
     shutil.copytree(DATA, tmp_path / "data", ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     argv = ["tables", "--records", str(records), "--data-dir", str(tmp_path / "data")]
-    assert tool.main([*argv, "--check"]) == 1
+    assert generate.main([*argv, "--check"]) == 1
     out = [line for line in capsys.readouterr().out.splitlines() if "upstream has" not in line]
     assert out == [
         'torch_builds.json indexes rocm6.0 builds: [["2.3.0", "0.18.0", "2.3.0"], '
@@ -74,9 +73,9 @@ def test_a_changed_record_names_the_row_and_its_source(records: Path, tmp_path: 
         "pytorch.org previous-versions: 2.3.0/2.3.1 with --index-url .../whl/rocm6.0]"
     ]
     # written, the committed copy then matches the record again
-    assert tool.main(argv) == 0
+    assert generate.main(argv) == 0
     capsys.readouterr()
-    tool.main([*argv, "--check"])
+    generate.main([*argv, "--check"])
     assert capsys.readouterr().out.splitlines()[0] == "matrix tables unchanged"
 
 
@@ -90,8 +89,8 @@ def test_what_the_records_have_and_the_data_lacks_is_written_with_its_source(rec
         pytorch.read_text()
         + '\n[index."rocm7.15"]\nbuilds = [["2.15.0", "0.30.0", ""]]\nsource = "a new index"\n'
     )
-    built = matrix_data.build_tables(records, OVERRIDES)
-    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    built = tables.build_tables(records, OVERRIDES)
+    diff = tables.table_diff(tables.read_data(DATA), built.tables)
     new_index = (
         'torch_builds.json indexes rocm7.15: new row  [download.pytorch.org.toml [index."rocm7.15"]'
         ": a new index]"
@@ -108,7 +107,7 @@ def test_what_the_records_have_and_the_data_lacks_is_written_with_its_source(rec
 def test_a_gpu_the_records_have_and_the_data_lacks_is_reported(records: Path):
     gpus = records / "gpus.toml"
     gpus.write_text(gpus.read_text() + '\n[gfx1250]\nlisted_from = ""\npci = ["0x7600"]\n')
-    built = matrix_data.build_tables(records, OVERRIDES)
+    built = tables.build_tables(records, OVERRIDES)
     assert len(built.notes) == 5
     assert built.notes[0].startswith("gpus.toml records gfx1250 (pci 0x7600; LLVM AMDGPUUsage")
     assert "add a [[gpu_target]]" in built.notes[0]
@@ -121,8 +120,8 @@ def test_an_override_without_a_source_is_refused(tmp_path: Path):
         + '\n[[inbox_min_kernel]]\ngfx = "gfx1250"\nkernel = "6.18"\nsource = " "\n'
     )
     refused = r"\[\[inbox_min_kernel\]\] gfx1250 has no source"
-    with pytest.raises(matrix_data.MatrixDataError, match=refused):
-        matrix_data.build_tables(RECORDS, overrides)
+    with pytest.raises(inputs.MatrixDataError, match=refused):
+        tables.build_tables(RECORDS, overrides)
 
 
 def test_an_override_against_a_record_is_refused(tmp_path: Path):
@@ -131,8 +130,8 @@ def test_an_override_against_a_record_is_refused(tmp_path: Path):
     entry = 'id = "debian"\nversion = "12"\n'
     assert entry in text
     overrides.write_text(text.replace(entry, entry + 'suite = "noble"\n'))
-    with pytest.raises(matrix_data.MatrixDataError) as err:
-        matrix_data.build_tables(RECORDS, overrides)
+    with pytest.raises(inputs.MatrixDataError) as err:
+        tables.build_tables(RECORDS, overrides)
     assert str(err.value) == (
         f"{overrides}: [[distro]] debian 12: suite 'noble' contradicts repo.radeon.com.toml "
         "[suites] ('jammy'): drop the override"
@@ -140,7 +139,7 @@ def test_an_override_against_a_record_is_refused(tmp_path: Path):
 
 
 def test_every_row_names_its_source_and_the_matrix_reads_them():
-    for table in matrix_data.read_data(DATA):
+    for table in tables.read_data(DATA):
         for section, rows in table.sections.items():
             assert rows, (table.name, section)
             for row in rows:
@@ -227,8 +226,8 @@ def test_a_gpu_amds_list_has_and_the_data_lacks_is_written_from_it(records: Path
             "AMD Radeon:\n", "AMD Radeon:\n  AMD Radeon RX 9080 XT:\n    gfx: gfx1250\n", 1
         )
     )
-    built = matrix_data.build_tables(records, OVERRIDES)
-    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    built = tables.build_tables(records, OVERRIDES)
+    diff = tables.table_diff(tables.read_data(DATA), built.tables)
     upstream = (
         "AMD's GPU list, https://github.com/ROCm/rocm-docs/blob/"
         "793e0c2edf9cef63d320ef0e985f52c81e666ecb/docs/data/gpus.yaml (read 2026-12-04)"
@@ -252,8 +251,8 @@ def test_a_family_override_where_amds_list_gives_one_is_refused(tmp_path: Path):
     entry = '[[gpu_target]]\ngfx = "gfx1030"\n'
     assert entry in text
     overrides.write_text(text.replace(entry, entry + 'family = "instinct"\n'))
-    with pytest.raises(matrix_data.MatrixDataError) as err:
-        matrix_data.build_tables(RECORDS, overrides)
+    with pytest.raises(inputs.MatrixDataError) as err:
+        tables.build_tables(RECORDS, overrides)
     assert str(err.value) == (
         f"{overrides}: [[gpu_target]] gfx1030: family 'instinct', but stored/gpus.yaml gives "
         "it ('radeon'): drop the override's family"
@@ -265,8 +264,8 @@ def test_a_changed_signing_key_record_is_a_diff_naming_its_source(records: Path)
     old = 'fingerprint = "D0F004A0025A1145C7807FCD0701EAC4D5E02107"'
     assert old in keys.read_text()
     keys.write_text(keys.read_text().replace(old, f'fingerprint = "{"A" * 40}"'))
-    built = matrix_data.build_tables(records, OVERRIDES)
-    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    built = tables.build_tables(records, OVERRIDES)
+    diff = tables.table_diff(tables.read_data(DATA), built.tables)
     assert diff == [
         'repositories.json streams core-sdk key_fingerprint: "D0F004A0025A1145C7807FCD0701EAC4D5E'
         f'02107" -> "{"A" * 40}"  [keys.toml [amd]; repo.amd.com.toml [release_file]: '
@@ -299,8 +298,8 @@ def test_what_each_stream_publishes_is_a_cited_row_the_streams_read(records: Pat
     amd = records / "repo.amd.com.toml"
     assert '"gfx1152", "gfx1153"]' in amd.read_text()
     amd.write_text(amd.read_text().replace('"gfx1152", "gfx1153"]', '"gfx1152"]'))
-    built = matrix_data.build_tables(records, OVERRIDES)
-    diff = matrix_data.table_diff(matrix_data.read_data(DATA), built.tables)
+    built = tables.build_tables(records, OVERRIDES)
+    diff = tables.table_diff(tables.read_data(DATA), built.tables)
     assert diff[0] == (
         "repositories.json publications classic debian 13 instinct_only: true -> false  "
         "[repo.radeon.com.toml [listing]]"
@@ -313,26 +312,24 @@ def test_what_each_stream_publishes_is_a_cited_row_the_streams_read(records: Pat
 
 
 def test_the_tables_and_the_tool_read_one_gpu_list_and_one_override_check(tmp_path: Path):
-    listed = matrix_data.gpu_products((RECORDS / "stored" / "gpus.yaml").read_text())
+    listed = amd_tables.gpu_products((RECORDS / "stored" / "gpus.yaml").read_text())
     committed = json.loads((DATA / "upstream_data.json").read_text())["gpu_products"]
     assert list(committed.items()) == sorted(listed.items())
     gpus = tmp_path / "upstream" / "stored" / "gpus.yaml"
     shutil.copytree(RECORDS, tmp_path / "upstream")
     gpus.write_text(gpus.read_text().replace("AMD Ryzen:\n", "AMD Alveo:\n", 1))
-    with pytest.raises(matrix_data.MatrixDataError, match="family 'AMD Alveo': expected one of"):
-        matrix_data.build_tables(tmp_path / "upstream", OVERRIDES)
+    with pytest.raises(inputs.MatrixDataError, match="family 'AMD Alveo': expected one of"):
+        tables.build_tables(tmp_path / "upstream", OVERRIDES)
     # the tool's release overrides are checked as the tables' are, and name the bad value
     bad = '[[release]]\nversion = "7.2.5"\nstream = "nightly"\nsource = "x"\n'
-    with pytest.raises(tool.MatrixDataError) as err:
-        tool.load_overrides(bad)
+    with pytest.raises(inputs.MatrixDataError) as err:
+        releases.load_overrides(bad)
     assert str(err.value) == (
         "matrix_overrides.toml: [[release]] 7.2.5: stream 'nightly'; valid: classic, core-sdk"
     )
     entries = [{"gfx": "gfx1250", "kernel": "6.18", "source": "x", "kind": "y"}]
-    with pytest.raises(
-        matrix_data.MatrixDataError, match=r"gfx1250: unknown field\(s\) \['kind'\]"
-    ):
-        matrix_data.cited(entries, "inbox_min_kernel", {"gfx", "kernel"}, "o.toml")
+    with pytest.raises(inputs.MatrixDataError, match=r"gfx1250: unknown field\(s\) \['kind'\]"):
+        inputs.cited(entries, "inbox_min_kernel", {"gfx", "kernel"}, "o.toml")
 
 
 def test_the_pci_table_takes_the_stored_pci_ids_record_and_refuses_to_contradict_it(
@@ -364,8 +361,8 @@ def test_the_pci_table_takes_the_stored_pci_ids_record_and_refuses_to_contradict
     entry = 'gfx = "gfx1153"\nrecorded = ["0x1902"]\n'
     assert entry in text
     overrides.write_text(text.replace(entry, entry.replace("gfx1153", "gfx1152")))
-    with pytest.raises(matrix_data.MatrixDataError) as err:
-        matrix_data.build_tables(RECORDS, overrides)
+    with pytest.raises(inputs.MatrixDataError) as err:
+        tables.build_tables(RECORDS, overrides)
     assert str(err.value) == (
         f"{overrides}: [[pci_device]] gfx1152: 0x1902 contradicts stored/pci-ids-amd.toml [apu] "
         "(gfx gfx1153)"
@@ -376,8 +373,8 @@ def test_the_pci_table_takes_the_stored_pci_ids_record_and_refuses_to_contradict
     overrides.write_text(
         text.replace(navi33, navi33 + '"0x73f0" = "Navi 33 [Radeon RX 7600M XT]"\n')
     )
-    with pytest.raises(matrix_data.MatrixDataError, match="gfx1102: 0x73f0 is listed twice, or"):
-        matrix_data.build_tables(RECORDS, overrides)
+    with pytest.raises(inputs.MatrixDataError, match="gfx1102: 0x73f0 is listed twice, or"):
+        tables.build_tables(RECORDS, overrides)
 
 
 def test_without_pyyaml_the_update_names_the_extra_it_needs(monkeypatch, capsys):

@@ -10,8 +10,10 @@ import json
 
 import pytest
 
+from rocm_fleet.matrix import amd_tables, generate, inputs, pci_table, upstream
+from rocm_fleet.matrix.pytorch_tables import listed_versions, read_listing
 from unit.matrix import test_matrix_update as t
-from unit.matrix.test_matrix_update import _inputs, tool
+from unit.matrix.test_matrix_update import _inputs
 from unit.test_security_limits import hostile
 
 # versions.rst: a list-table, newest first; Core SDK rows link without a trailing slash,
@@ -47,7 +49,7 @@ ROCm release history
 
 
 def test_the_release_history_gives_every_release_with_its_date():
-    assert tool.release_history(VERSIONS_RST) == {
+    assert amd_tables.release_history(VERSIONS_RST) == {
         "10.1.0": "2026-10-05",
         "7.14.1": "2026-09-02",
         "7.2.4": "2026-05-29",
@@ -64,8 +66,8 @@ def test_the_release_history_gives_every_release_with_its_date():
     ],
 )
 def test_a_release_history_row_it_cannot_read_is_refused(change, message):
-    with pytest.raises(tool.MatrixDataError, match=message):
-        tool.release_history(VERSIONS_RST.replace(*change))
+    with pytest.raises(inputs.MatrixDataError, match=message):
+        amd_tables.release_history(VERSIONS_RST.replace(*change))
 
 
 DRIVERS_YAML = """\
@@ -109,13 +111,13 @@ AMD Ryzen:
 
 
 def test_the_driver_list_gives_every_linux_driver_newest_first():
-    drivers = tool.amd_drivers(DRIVERS_YAML)
+    drivers = amd_tables.amd_drivers(DRIVERS_YAML)
     assert list(drivers) == ["31.50.0", "31.40.1", "30.10.0"]
     assert drivers["31.50.0"].endswith("/docs-31.50.0/documentation/release-notes.html")
-    with pytest.raises(tool.MatrixDataError, match="no '_amdgpu_drivers' list"):
-        tool.amd_drivers(DRIVERS_YAML.replace("_amdgpu_drivers:", "_drivers:"))
-    with pytest.raises(tool.MatrixDataError, match=r"has no 'version' X\.Y\.Z"):
-        tool.amd_drivers(DRIVERS_YAML.replace('version: "31.40.1"', 'version: "31.40"'))
+    with pytest.raises(inputs.MatrixDataError, match="no '_amdgpu_drivers' list"):
+        amd_tables.amd_drivers(DRIVERS_YAML.replace("_amdgpu_drivers:", "_drivers:"))
+    with pytest.raises(inputs.MatrixDataError, match=r"has no 'version' X\.Y\.Z"):
+        amd_tables.amd_drivers(DRIVERS_YAML.replace('version: "31.40.1"', 'version: "31.40"'))
 
 
 GPUS_YAML = """\
@@ -166,15 +168,15 @@ AMD Ryzen:
 
 
 def test_the_gpu_list_gives_each_target_its_products_by_family():
-    assert tool.gpu_products(GPUS_YAML) == {
+    assert amd_tables.gpu_products(GPUS_YAML) == {
         "gfx1150": {"AMD Ryzen": ["AMD Ryzen AI 9 HX PRO 475"]},
         "gfx1153": {"AMD Ryzen": ["AMD Ryzen AI 5 PRO 435"]},
         "gfx1201": {"AMD Radeon": ["AMD Radeon RX 9070 XT"]},
         "gfx942": {"AMD Instinct": ["AMD Instinct MI300X", "AMD Instinct MI300A"]},
     }
     mistyped = GPUS_YAML.replace("MI300A:\n    gfx: gfx942", "MI300A:\n    gfx: MI300")
-    with pytest.raises(tool.MatrixDataError, match="MI300A: gfx 'MI300' is not"):
-        tool.gpu_products(mistyped)
+    with pytest.raises(inputs.MatrixDataError, match="MI300A: gfx 'MI300' is not"):
+        amd_tables.gpu_products(mistyped)
 
 
 # pci.ids: "vendor  name", then "\tdevice  name", "\t\tsubvendor subdevice  name"; "#"
@@ -202,7 +204,7 @@ PCI_IDS = """\
 
 
 def test_pci_ids_gives_amds_devices_and_the_chips_the_data_lacks():
-    devices = tool.pci_amd_devices(PCI_IDS)
+    devices = pci_table.pci_amd_devices(PCI_IDS)
     assert devices == {
         "0x744c": "Navi 31 [Radeon RX 7900 XT/7900 XTX/7900 GRE/7900M]",
         "0x7448": "Navi 31 [Radeon Pro W7900]",
@@ -212,13 +214,13 @@ def test_pci_ids_gives_amds_devices_and_the_chips_the_data_lacks():
     }
     known = {"0x744c": ("gfx1100", devices["0x744c"]), "0x7448": ("gfx1100", devices["0x7448"])}
     # 0x7449 shares Navi 31 with known gfx1100 devices; Navi 48 and Krackan: no known chip
-    assert tool.unknown_pci_devices(devices, known) == [
+    assert pci_table.unknown_pci_devices(devices, known) == [
         "pci.ids lists 0x7449 'Navi 31 [Radeon Pro W7800 48GB]', a gfx1100 chip the data lacks"
     ]
-    with pytest.raises(tool.MatrixDataError, match="no vendor 1002 section"):
-        tool.pci_amd_devices(PCI_IDS.replace("1002  Advanced", "1012  Advanced"))
-    with pytest.raises(tool.MatrixDataError, match="unreadable"):
-        tool.pci_amd_devices(PCI_IDS.replace("\t7550  Navi", "\t7550 Navi"))
+    with pytest.raises(inputs.MatrixDataError, match="no vendor 1002 section"):
+        pci_table.pci_amd_devices(PCI_IDS.replace("1002  Advanced", "1012  Advanced"))
+    with pytest.raises(inputs.MatrixDataError, match="unreadable"):
+        pci_table.pci_amd_devices(PCI_IDS.replace("\t7550  Navi", "\t7550 Navi"))
 
 
 # download.pytorch.org/whl/rocm6.3/torch/: PEP 503, hrefs rooted at the host, "+" quoted.
@@ -247,16 +249,19 @@ torch-2.7.1-cp312-none-macosx_11_0_arm64.whl</a><br/>
 
 def test_a_wheel_listing_gives_the_versions_of_each_local_label(tmp_path):
     url = "https://download.pytorch.org/whl/rocm6.3/torch/"
-    assert tool.listed_versions(LISTING, url) == {"": ["2.7.1"], "rocm6.3": ["2.7.0", "2.7.1"]}
+    assert listed_versions(LISTING, url) == {
+        "": ["2.7.1"],
+        "rocm6.3": ["2.7.0", "2.7.1"],
+    }
     saved = tmp_path / "torch.html"
     saved.write_text(LISTING)
-    page, where = tool.read_listing(str(saved))
+    page, where = read_listing(str(saved))
     assert page == LISTING and where.startswith("file://")
-    with pytest.raises(tool.MatrixDataError, match="over https only"):
-        tool.read_listing("http://download.pytorch.org/whl/rocm6.3/torch/")
+    with pytest.raises(inputs.MatrixDataError, match="over https only"):
+        read_listing("http://download.pytorch.org/whl/rocm6.3/torch/")
     bad = LISTING.replace("torch-2.7.0", "torch-two")  # href and text: not a version
-    with pytest.raises(tool.MatrixDataError, match=r"download\.pytorch\.org"):
-        tool.listed_versions(bad, url)
+    with pytest.raises(inputs.MatrixDataError, match=r"download\.pytorch\.org"):
+        listed_versions(bad, url)
 
 
 # --- discovery: what upstream published that the data lacks -----------------------------
@@ -289,8 +294,8 @@ HISTORY = """\
 
 
 def _build(history=HISTORY, **optional):
-    inputs = tool.Inputs(t.CSV, t.YAML, t.RELEASE_MD, t.OVERRIDES, history, **optional)
-    return tool.build(inputs, {})
+    inputs = upstream.Inputs(t.CSV, t.YAML, t.RELEASE_MD, t.OVERRIDES, history, **optional)
+    return upstream.build(inputs, {})
 
 
 def test_a_release_the_history_lists_is_added_in_the_stream_it_belongs_to():
@@ -301,9 +306,9 @@ def test_a_release_the_history_lists_is_added_in_the_stream_it_belongs_to():
     assert (new["stream"], new["repository"], new["amdgpu_driver"]) == (
         "core-sdk", "repo.amd.com", None)  # fmt: skip
     assert new["distros"] == ["ubuntu 24.04", "debian 12", "debian 13"]
-    assert new["from"] == {"row": tool.FROM_HISTORY, "stream": "as 7.14.0",
-                           "repository": "as 7.14.0", "distros": tool.FROM_OS_SUPPORT,
-                           "torch_index": tool.FROM_PYTORCH}  # fmt: skip
+    assert new["from"] == {"row": inputs.FROM_HISTORY, "stream": "as 7.14.0",
+                           "repository": "as 7.14.0", "distros": inputs.FROM_OS_SUPPORT,
+                           "torch_index": inputs.FROM_PYTORCH}  # fmt: skip
     assert new["torch_index"] == "rocm7.14"
     assert new["source"] == "AMD versions.rst: 7.14.1 released 2026-09-02"
     # 7.1.1 goes with 7.1.0: classic, repo.radeon.com, no listing of its own
@@ -321,16 +326,16 @@ def test_an_override_citing_versions_rst_for_a_release_it_lacks_is_noted():
         '(cited here)"\n\n[[release]]\nversion = "7.0.0"',
         'versions.rst @ abc"\n\n[[release]]\nversion = "7.0.0"',
     )
-    inputs = tool.Inputs(t.CSV, t.YAML, t.RELEASE_MD, overrides, HISTORY)
-    _data, notes = tool.build(inputs, {})
+    inputs = upstream.Inputs(t.CSV, t.YAML, t.RELEASE_MD, overrides, HISTORY)
+    _data, notes = upstream.build(inputs, {})
     assert "release 6.4.2: its source cites versions.rst, which doesn't list it; cite what " \
         "does" in notes  # fmt: skip
 
 
 def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys, monkeypatch):
     # what the product's matrix knows, as it was before it had gfx1153
-    pci, gfx, torch = tool._matrix_knows()
-    monkeypatch.setattr(tool, "_matrix_knows", lambda: (pci, gfx - {"gfx1153"}, torch))
+    pci, gfx, torch = upstream.matrix_knows()
+    monkeypatch.setattr(generate, "matrix_knows", lambda: (pci, gfx - {"gfx1153"}, torch))
 
     files = {"versions.rst": HISTORY, "drivers.yaml": DRIVERS_YAML, "gpus.yaml": GPUS_YAML,
              "pci.ids": PCI_IDS, "torch.html": LISTING}  # fmt: skip
@@ -338,13 +343,13 @@ def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys
         (tmp_path / name).write_text(body)
     out = tmp_path / "upstream_data.json"
     base = [*_inputs(tmp_path), "--output", str(out)]
-    assert tool.main(base) == 0  # the data as it was, without the new inputs
+    assert generate.main(base) == 0  # the data as it was, without the new inputs
     capsys.readouterr()
     more = ["--release-history", str(tmp_path / "versions.rst"),
             "--driver-list", str(tmp_path / "drivers.yaml"),
             "--gpu-list", str(tmp_path / "gpus.yaml"), "--pci-ids", str(tmp_path / "pci.ids"),
             "--listing", f"rocm6.3={tmp_path / 'torch.html'}"]  # fmt: skip
-    assert tool.main([*base, *more, "--check"]) == 1
+    assert generate.main([*base, *more, "--check"]) == 1
     report = capsys.readouterr().out.splitlines()
     assert any(line.startswith("releases 7.14.1: null -> {") for line in report)
     assert 'amdgpu_drivers: null -> {"31.50.0": ' in "\n".join(report)
@@ -356,7 +361,7 @@ def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys
         "31.50.0" in report  # fmt: skip
     # the sample listing's rocm6.3 builds are the matrix's own: nothing to report for it
     assert not any("rocm6.3 lists" in line for line in report)
-    assert tool.main([*base, *more]) == 0
+    assert generate.main([*base, *more]) == 0
     data = json.loads(out.read_text())
     assert data["torch_listed"] == {
         "rocm6.3": {"torch": {"": ["2.7.1"], "rocm6.3": ["2.7.0", "2.7.1"]}}
@@ -364,19 +369,19 @@ def test_check_reports_what_upstream_has_and_writing_records_it(tmp_path, capsys
     assert data["sources"]["listing rocm6.3"] == str(tmp_path / "torch.html")
     # a run without the optional inputs keeps what they gave
     capsys.readouterr()
-    assert tool.main([*base, "--check"]) == 1  # only the discoveries remain to report
+    assert generate.main([*base, "--check"]) == 1  # only the discoveries remain to report
     assert capsys.readouterr().out.startswith("upstream data unchanged\n")
-    assert tool.main([*base, "--listing", "rocm 6.3=torch.html", "--check"]) == 2
+    assert generate.main([*base, "--listing", "rocm 6.3=torch.html", "--check"]) == 2
     assert "expected INDEX[/PROJECT]=PAGE|URL" in capsys.readouterr().err
-    assert tool.main([*base, "--listing", f"rocm6.3={tmp_path / 'absent.html'}"]) == 2
+    assert generate.main([*base, "--listing", f"rocm6.3={tmp_path / 'absent.html'}"]) == 2
     assert "absent.html" in capsys.readouterr().err
 
 
 def test_the_matrix_has_every_gpu_target_of_amds_gpu_list_sample():
     _data, _notes = _build()
-    data = {**_data, "gpu_products": tool.gpu_products(GPUS_YAML)}
-    _pci, gfx, _torch = tool._matrix_knows()
-    assert not any("gpus.yaml" in line for line in tool.discoveries(data, known_gfx=gfx))
+    data = {**_data, "gpu_products": amd_tables.gpu_products(GPUS_YAML)}
+    _pci, gfx, _torch = upstream.matrix_knows()
+    assert not any("gpus.yaml" in line for line in upstream.discoveries(data, known_gfx=gfx))
 
 
 # AMD's whl-next torch page: PEP 503, builds labelled with the release (+rocm10.0.0).
@@ -398,23 +403,23 @@ torch-2.13.0+rocm10.1.0-cp312-cp312-manylinux_2_28_x86_64.whl</a><br/>
 
 def test_torch_builds_a_listing_has_that_the_matrix_lacks_are_reported_by_label():
     url = "https://stable.repo.amd.com/rocm/whl-next/torch/"
-    data = {"releases": [], "torch_listed": {"whl-next": {"torch": tool.listed_versions(
-        WHL_NEXT, url)}, "rocm6.3": {"torch": tool.listed_versions(LISTING, url)}}}  # fmt: skip
+    data = {"releases": [], "torch_listed": {"whl-next": {"torch": listed_versions(
+        WHL_NEXT, url)}, "rocm6.3": {"torch": listed_versions(LISTING, url)}}}  # fmt: skip
     known = {"rocm10.0.0": {"2.13.0"}, "rocm6.3": {"2.7.0"}}  # as if the matrix had these
-    assert tool.discoveries(data, torch_builds=known) == [
+    assert upstream.discoveries(data, torch_builds=known) == [
         "whl-next lists torch 2.13.0 +rocm10.1.0, a build label no release of the matrix uses",
         "rocm6.3 lists torch 2.7.1 +rocm6.3, which the matrix's builds for it lack",
     ]
     # the product's matrix: whl-next's 10.0.0 and 10.1.0 builds and rocm6.3's are its own
-    _pci, _gfx, torch = tool._matrix_knows()
+    _pci, _gfx, torch = upstream.matrix_knows()
     assert {"2.7.0", "2.7.1"} <= torch["rocm6.3"] and "2.13.0" in torch["rocm10.1.0"]
-    assert tool.discoveries(data, torch_builds=torch) == []
+    assert upstream.discoveries(data, torch_builds=torch) == []
 
 
 def test_a_listing_url_is_read_over_verified_tls_only():
     with hostile() as url:  # a plain-HTTP server: no TLS, no certificate to verify
         https = url.replace("http://", "https://", 1) + "/whl/rocm6.3/torch/"
-        with pytest.raises(tool.MatrixDataError, match=r"listing https://127\.0\.0\.1"):
-            tool.read_listing(https)
-        with pytest.raises(tool.MatrixDataError, match="over https only"):
-            tool.read_listing(url + "/whl/rocm6.3/torch/")
+        with pytest.raises(inputs.MatrixDataError, match=r"listing https://127\.0\.0\.1"):
+            read_listing(https)
+        with pytest.raises(inputs.MatrixDataError, match="over https only"):
+            read_listing(url + "/whl/rocm6.3/torch/")

@@ -1,4 +1,4 @@
-"""The matrix generator (matrix/generate.py, run as tools/matrix_update.py) on small samples
+"""The matrix generator (rocm_fleet.matrix, run as tools/matrix_update.py) on small samples
 written in the upstream formats (AMD's historical CSV, os-support.yaml with its anchors and
 merge keys, PyTorch's RELEASE.md table): what it reads from each, that it refuses what it
 can't read, and that the committed upstream data is what the matrix uses."""
@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from rocm_fleet.matrix import generate as tool
+from rocm_fleet.matrix import amd_tables, generate, inputs, records, releases
+from rocm_fleet.matrix.pytorch_tables import torch_stable_rocm
 from rocm_fleet.model import matrix, upstream_data
 
 # The CSV's shape: a "ROCm Version" header (newest first, "7.0.1/7.0.0" for a shared column),
@@ -96,12 +97,12 @@ Following is the Release Compatibility Matrix for PyTorch releases:
 
 
 def test_the_first_release_listing_each_target_comes_from_the_gpu_rows_only():
-    assert tool.gpu_listed_from(CSV) == {"gfx1201": "6.4.1", "gfx942": "6.0.0",
+    assert amd_tables.gpu_listed_from(CSV) == {"gfx1201": "6.4.1", "gfx942": "6.0.0",
                                          "gfx950": "7.0.0"}  # fmt: skip
 
 
 def test_os_support_gives_families_per_distro_and_debian_per_instinct_model():
-    support = tool.os_support(YAML)
+    support = amd_tables.os_support(YAML)
     assert support["families"] == {
         "debian 12": ["AMD Instinct"],
         "debian 13": ["AMD Instinct"],
@@ -116,19 +117,19 @@ def test_os_support_gives_families_per_distro_and_debian_per_instinct_model():
 
 def test_a_debian_model_the_tool_cannot_map_is_refused_by_name():
     text = YAML.replace("AMD Instinct MI250:", "AMD Instinct MI450X:")
-    with pytest.raises(tool.MatrixDataError, match=r"AMD Instinct MI450X.*MODEL_GFX"):
-        tool.os_support(text)
+    with pytest.raises(inputs.MatrixDataError, match=r"AMD Instinct MI450X.*MODEL_GFX"):
+        amd_tables.os_support(text)
 
 
 def test_the_stable_rocm_of_each_torch_minor_comes_from_release_md():
-    assert tool.torch_stable_rocm(RELEASE_MD) == {"2.14": "7.14", "2.10": "7.1", "2.8": "6.4",
+    assert torch_stable_rocm(RELEASE_MD) == {"2.14": "7.14", "2.10": "7.1", "2.8": "6.4",
                                                   "2.6": "6.2.4"}  # fmt: skip
-    with pytest.raises(tool.MatrixDataError, match="Release Compatibility Matrix"):
-        tool.torch_stable_rocm("# Releasing PyTorch\n")
+    with pytest.raises(inputs.MatrixDataError, match="Release Compatibility Matrix"):
+        torch_stable_rocm("# Releasing PyTorch\n")
 
 
 def test_each_column_of_the_table_gives_its_releases_distros_targets_and_driver():
-    table = tool.classic_releases(CSV)
+    table = amd_tables.classic_releases(CSV)
     assert list(table) == ["7.1.0", "7.0.1", "7.0.0", "6.4.1", "6.4.0", "6.0.0"]
     assert table["7.1.0"] == {
         "distros": ["ubuntu 22.04", "ubuntu 24.04", "debian 12", "debian 13"],
@@ -151,20 +152,20 @@ def test_each_column_of_the_table_gives_its_releases_distros_targets_and_driver(
 def test_a_record_of_each_input_reads_to_the_same_facts_as_the_input():
     """What can be read but not committed is stored as a record (the cells read, verbatim):
     rendered back, the same parsers read the same facts from it."""
-    make, render = tool.RECORD_KINDS["historical-csv"]
+    make, render = records.RECORD_KINDS["historical-csv"]
     rendered = render(make(CSV))
-    assert tool.classic_releases(rendered) == tool.classic_releases(CSV)
-    assert tool.gpu_listed_from(rendered) == tool.gpu_listed_from(CSV)
+    assert amd_tables.classic_releases(rendered) == amd_tables.classic_releases(CSV)
+    assert amd_tables.gpu_listed_from(rendered) == amd_tables.gpu_listed_from(CSV)
     assert "PyTorch" not in rendered  # only the sections the tool reads are recorded
-    make, render = tool.RECORD_KINDS["pytorch-release"]
-    assert tool.torch_stable_rocm(render(make(RELEASE_MD))) == tool.torch_stable_rocm(RELEASE_MD)
+    make, render = records.RECORD_KINDS["pytorch-release"]
+    assert torch_stable_rocm(render(make(RELEASE_MD))) == torch_stable_rocm(RELEASE_MD)
 
 
 def test_a_record_that_is_not_one_is_refused():
-    with pytest.raises(tool.MatrixDataError, match="historical CSV record"):
-        tool.historical_from_record('columns = ["7.2.0"]\n')
-    with pytest.raises(tool.MatrixDataError, match=r"RELEASE\.md record"):
-        tool.release_md_from_record("rows = [")
+    with pytest.raises(inputs.MatrixDataError, match="historical CSV record"):
+        records.historical_from_record('columns = ["7.2.0"]\n')
+    with pytest.raises(inputs.MatrixDataError, match=r"RELEASE\.md record"):
+        records.release_md_from_record("rows = [")
 
 
 OVERRIDES = """\
@@ -187,10 +188,10 @@ source = "the Core SDK release and its driver (cited here)"
 
 
 def _rows(csv_text=CSV, overrides=OVERRIDES):
-    table = tool.classic_releases(csv_text)
-    support = tool.os_support(YAML)
-    rows, notes = tool.release_rows(table, support, tool.torch_stable_rocm(RELEASE_MD),
-                                    tool.load_overrides(overrides))  # fmt: skip
+    table = amd_tables.classic_releases(csv_text)
+    support = amd_tables.os_support(YAML)
+    rows, notes = releases.release_rows(table, support, torch_stable_rocm(RELEASE_MD),
+                                    releases.load_overrides(overrides))  # fmt: skip
     return {row["version"]: row for row in rows}, notes
 
 
@@ -200,12 +201,12 @@ def test_release_rows_name_where_each_value_comes_from():
     assert list(rows) == ["6.0.0", "6.4.0", "6.4.1", "6.4.2", "7.0.0", "7.0.1", "7.1.0",
                           "7.14.0"]  # fmt: skip
     assert rows["7.1.0"]["torch_index"] == "rocm7.1"
-    assert rows["7.1.0"]["from"] == {"row": tool.FROM_TABLE, "amdgpu_driver": tool.FROM_TABLE,
-                                     "torch_index": tool.FROM_PYTORCH}  # fmt: skip
+    assert rows["7.1.0"]["from"] == {"row": inputs.FROM_TABLE, "amdgpu_driver": inputs.FROM_TABLE,
+                                     "torch_index": inputs.FROM_PYTORCH}  # fmt: skip
     assert rows["6.4.1"]["torch_index"] == "rocm6.4"
     # RELEASE.md names no 7.0 and no 6.0: the override fills one, the other stays empty
     assert rows["7.0.0"]["torch_index"] == "rocm7.0"
-    assert rows["7.0.0"]["from"]["torch_index"] == tool.FROM_OVERRIDE
+    assert rows["7.0.0"]["from"]["torch_index"] == inputs.FROM_OVERRIDE
     assert "cited here" in rows["7.0.0"]["source"]
     assert rows["7.0.1"]["torch_index"] is None
     assert rows["6.0.0"]["torch_index"] is None
@@ -214,7 +215,7 @@ def test_release_rows_name_where_each_value_comes_from():
     # the Core SDK: its distros are os-support.yaml's, its torch index RELEASE.md's
     core = rows["7.14.0"]
     assert core["distros"] == ["ubuntu 24.04", "debian 12", "debian 13"]
-    assert core["from"]["distros"] == tool.FROM_OS_SUPPORT
+    assert core["from"]["distros"] == inputs.FROM_OS_SUPPORT
     assert (core["repository"], core["amdgpu_driver"], core["torch_index"]) == (
         "repo.amd.com", "31.40", "rocm7.14")  # fmt: skip
 
@@ -222,7 +223,7 @@ def test_release_rows_name_where_each_value_comes_from():
 def test_an_override_may_only_fill_what_upstream_is_silent_on():
     contradiction = OVERRIDES + '[[release]]\nversion = "7.1.0"\namdgpu_driver = "30.21"\n' \
         'source = "x"\n'  # fmt: skip
-    with pytest.raises(tool.MatrixDataError, match=r"7.1.0 amdgpu_driver.*contradicts"):
+    with pytest.raises(inputs.MatrixDataError, match=r"7.1.0 amdgpu_driver.*contradicts"):
         _rows(overrides=contradiction)
     redundant = OVERRIDES + '[[release]]\nversion = "7.1.0"\namdgpu_driver = "30.20"\n' \
         'source = "x"\n'  # fmt: skip
@@ -230,12 +231,12 @@ def test_an_override_may_only_fill_what_upstream_is_silent_on():
     # a release the override adds that AMD's table now lists: noted, the table's row kept
     listed = OVERRIDES + '[[release]]\nversion = "6.4.1"\nsource = "x"\n'
     rows, notes = _rows(overrides=listed)
-    assert notes == [f"override of 6.4.1 is redundant: {tool.FROM_TABLE} now lists it; drop "
+    assert notes == [f"override of 6.4.1 is redundant: {inputs.FROM_TABLE} now lists it; drop "
                      "it from matrix_overrides.toml"]  # fmt: skip
-    assert rows["6.4.1"]["source"] is None and rows["6.4.1"]["from"]["row"] == tool.FROM_TABLE
-    with pytest.raises(tool.MatrixDataError, match=r"6\.4\.2 has no source"):
+    assert rows["6.4.1"]["source"] is None and rows["6.4.1"]["from"]["row"] == inputs.FROM_TABLE
+    with pytest.raises(inputs.MatrixDataError, match=r"6\.4\.2 has no source"):
         _rows(overrides='[[release]]\nversion = "6.4.2"\n')
-    with pytest.raises(tool.MatrixDataError, match=r"unknown field.*torch_indx"):
+    with pytest.raises(inputs.MatrixDataError, match=r"unknown field.*torch_indx"):
         _rows(overrides='[[release]]\nversion = "6.4.2"\ntorch_indx = "x"\nsource = "y"\n')
 
 
@@ -253,35 +254,35 @@ def test_check_reports_the_difference_and_writing_makes_it_go_away(tmp_path, cap
     args = _inputs(tmp_path)
     out = tmp_path / "upstream_data.json"
     out.write_text("{}\n")
-    assert tool.main([*args, "--output", str(out), "--check"]) == 1
+    assert generate.main([*args, "--output", str(out), "--check"]) == 1
     assert "releases 7.1.0: null -> {" in capsys.readouterr().out
-    assert tool.main([*args, "--output", str(out)]) == 0
-    assert tool.main([*args, "--output", str(out), "--check"]) == 0
+    assert generate.main([*args, "--output", str(out)]) == 0
+    assert generate.main([*args, "--output", str(out), "--check"]) == 0
     assert "upstream data unchanged" in capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["torch_stable_rocm"]["2.6"] == "6.2.4"
     assert [r["version"] for r in data["releases"]][-1] == "7.14.0"
     bad = tmp_path / "bad.csv"
     bad.write_text("Version,1\n")
-    assert tool.main([*args, "--historical-csv", str(bad), "--output", str(out)]) == 2
+    assert generate.main([*args, "--historical-csv", str(bad), "--output", str(out)]) == 2
 
 
 def test_a_changed_upstream_row_is_reported_by_name_with_its_source(tmp_path, capsys):
     out = tmp_path / "upstream_data.json"
-    assert tool.main([*_inputs(tmp_path), "--output", str(out)]) == 0
+    assert generate.main([*_inputs(tmp_path), "--output", str(out)]) == 0
     capsys.readouterr()
     # AMD corrects 7.1.0's driver and adds Debian 13 to 7.0.1/7.0.0 in its table
     changed = CSV.replace('"30.20.0 [#kvm-past-60]_,', '"30.20.1,').replace(
         '"Debian 13, 12",Debian 12,', '"Debian 13, 12","Debian 13, 12",'
     )
-    assert tool.main([*_inputs(tmp_path, changed), "--output", str(out), "--check"]) == 1
+    assert generate.main([*_inputs(tmp_path, changed), "--output", str(out), "--check"]) == 1
     report = capsys.readouterr().out.splitlines()
     assert report == [
         'releases 7.0.0 distros: ["ubuntu 22.04", "ubuntu 24.04", "debian 12"] -> '
-        f'["ubuntu 22.04", "ubuntu 24.04", "debian 12", "debian 13"]  [{tool.FROM_TABLE}]',
+        f'["ubuntu 22.04", "ubuntu 24.04", "debian 12", "debian 13"]  [{inputs.FROM_TABLE}]',
         'releases 7.0.1 distros: ["ubuntu 22.04", "ubuntu 24.04", "debian 12"] -> '
-        f'["ubuntu 22.04", "ubuntu 24.04", "debian 12", "debian 13"]  [{tool.FROM_TABLE}]',
-        f'releases 7.1.0 amdgpu_driver: "30.20" -> "30.20.1"  [{tool.FROM_TABLE}]',
+        f'["ubuntu 22.04", "ubuntu 24.04", "debian 12", "debian 13"]  [{inputs.FROM_TABLE}]',
+        f'releases 7.1.0 amdgpu_driver: "30.20" -> "30.20.1"  [{inputs.FROM_TABLE}]',
     ]
 
 
@@ -322,9 +323,9 @@ def test_the_matrix_reads_the_committed_upstream_data():
 
 
 def test_every_override_is_cited_and_in_the_committed_data():
-    overrides = tool.load_overrides(tool.OVERRIDES.read_text())
+    overrides = releases.load_overrides(generate.OVERRIDES.read_text())
     rows = {row["version"]: row for row in upstream_data.RELEASES}
     for entry in overrides:
         row = rows[entry["version"]]
         assert row["source"] == " ".join(entry["source"].split())
-        assert tool.FROM_OVERRIDE in row["from"].values()
+        assert inputs.FROM_OVERRIDE in row["from"].values()

@@ -1,0 +1,269 @@
+"""AMD's machine-readable files, read: the historical compatibility CSV (release -> distros,
+GPU targets, driver), os-support.yaml (distro -> families, Debian's Instinct models),
+versions.rst (release -> date), driver-firmware-support.yaml (driver -> notes) and the GPU
+list gpus.yaml (gfx -> family -> products). A row that can't be read is refused with the file
+and the row, so a changed format can't drop rows silently."""
+
+from __future__ import annotations
+
+import csv
+import re
+from datetime import datetime
+from pathlib import Path
+
+from rocm_fleet.matrix.inputs import MATRIX_DISTROS, MatrixDataError, read_yaml, version_key
+from rocm_fleet.model.gpu_targets import GFX_NAME
+from rocm_fleet.model.versions import RELEASE_LIST_ROW, is_driver_folder, is_full_release
+
+# Hand-kept overrides, each cited: the Instinct models os-support.yaml lists -> gfx target
+# (TheRock RELEASES.md "Supported Python [device-*] install extras": MI355X / MI350X gfx950,
+# MI325X / MI300X / MI300A gfx942, MI250X / MI250 / MI210 gfx90a, MI100 gfx908; MI350P is
+# an MI350-series gfx950 part: ROCm gpu-arch-specs page, "MI350P" in the 7.14 tables, fact
+# sheet §2.3).
+MODEL_GFX = {
+    "AMD Instinct MI355X": "gfx950",
+    "AMD Instinct MI350X": "gfx950",
+    "AMD Instinct MI350P": "gfx950",
+    "AMD Instinct MI325X": "gfx942",
+    "AMD Instinct MI300X": "gfx942",
+    "AMD Instinct MI300A": "gfx942",
+    "AMD Instinct MI250X": "gfx90a",
+    "AMD Instinct MI250": "gfx90a",
+    "AMD Instinct MI210": "gfx90a",
+    "AMD Instinct MI100": "gfx908",
+}
+# os-support.yaml's OS names and versions -> the matrix's distro keys.
+DISTROS = {("Ubuntu", "26.04"): "ubuntu 26.04", ("Ubuntu", "24.04.4"): "ubuntu 24.04",
+           ("Ubuntu", "22.04.5"): "ubuntu 22.04", ("Debian", "13"): "debian 13",
+           ("Debian", "12"): "debian 12"}  # fmt: skip
+
+
+GFX = re.compile(r"\bgfx[0-9a-f]+\b")
+FOOTNOTE = re.compile(r"\s*\[#[^\]]*\]_")
+
+
+# --- AMD's historical compatibility table ------------------------------------------------
+
+
+def csv_table(text: str) -> tuple[list[list[str]], list[list[str]]]:
+    """(the CSV's rows, per column the releases it names)."""
+    rows = list(csv.reader(text.splitlines()))
+    if not rows or rows[0][0].strip() != "ROCm Version":
+        raise MatrixDataError("historical CSV: the first row must start with 'ROCm Version'")
+    columns = [[v.strip() for v in cell.split("/")] for cell in rows[0][1:]]
+    for versions in columns:
+        for version in versions:
+            if not is_full_release(version):
+                raise MatrixDataError(f"historical CSV: {version!r} is not a release version")
+    return rows, columns
+
+
+def csv_section(rows: list[list[str]], title: str, *, required: bool = True) -> list[list[str]]:
+    """The rows of the section whose first cell contains ``title``: its own row and the rows
+    after it with an empty first cell, up to a blank row or the next section."""
+    start = next((i for i, r in enumerate(rows) if r and title in r[0]), None)
+    if start is None:
+        if required:
+            raise MatrixDataError(f"historical CSV: no {title!r} row")
+        return []
+    out = [rows[start]]
+    for row in rows[start + 1 :]:
+        if row[0].strip() or not any(c.strip() for c in row):
+            break
+        out.append(row)
+    return out
+
+
+def _per_release(rows, columns):
+    """(release, cell) for each release of each column, for each row."""
+    for row in rows:
+        for cell, versions in zip(row[1:], columns, strict=False):
+            for index, version in enumerate(versions):
+                yield row, index, version, cell.strip()
+
+
+def gpu_listed_from(text: str) -> dict[str, str]:
+    """gfx -> the first release whose column of the historical CSV names it."""
+    rows, columns = csv_table(text)
+    first: dict[str, str] = {}
+    for _row, _i, version, cell in _per_release(csv_section(rows, "GPU / LLVM target"), columns):
+        for gfx in GFX.findall(cell):
+            if gfx not in first or version_key(version) < version_key(first[gfx]):
+                first[gfx] = version
+    return dict(sorted(first.items()))
+
+
+def _distro_keys(cell: str) -> list[str]:
+    """ "Ubuntu 22.04.5, 22.04.4" -> ["ubuntu 22.04"]; "Debian 13, 12" -> the two Debians;
+    distros the matrix doesn't know (RHEL, SLES, Ubuntu 20.04) -> nothing."""
+    # AMD footnotes a cell ("Debian 12 [#single-node-past-60]_" in the 6.3.x columns)
+    match = re.match(r"([A-Za-z][A-Za-z ]*?)\s+(\d.*)$", FOOTNOTE.sub("", cell).strip())
+    if not match:
+        return []
+    name, numbers = match.group(1).strip().lower(), match.group(2)
+    keys = []
+    for number in (n.strip() for n in numbers.split(",")):
+        parts = number.split(".")
+        key = f"{name} {'.'.join(parts[:2]) if name == 'ubuntu' else parts[0]}"
+        if key in MATRIX_DISTROS and key not in keys:
+            keys.append(key)
+    return keys
+
+
+def _driver_folder(entry: str) -> str | None:
+    """An entry of the "AMD GPU Driver" row as AMD's repository folder names it ("30.30.0"
+    -> "30.30": amdgpu-docs conf.py amdgpu_url_version drops a trailing ".0"); None for a
+    family ("6.4.x")."""
+    entry = FOOTNOTE.sub("", entry).strip()
+    if not is_driver_folder(entry):
+        return None
+    return entry.removesuffix(".0") if entry.count(".") == 2 else entry
+
+
+def classic_releases(text: str) -> dict[str, dict]:
+    """Release -> {distros, gfx, amdgpu_driver} from the historical CSV's columns."""
+    rows, columns = csv_table(text)
+    out: dict[str, dict] = {
+        v: {"distros": [], "gfx": [], "amdgpu_driver": None} for vs in columns for v in vs
+    }
+    for _r, _i, version, cell in _per_release(csv_section(rows, "Operating systems"), columns):
+        out[version]["distros"] += [k for k in _distro_keys(cell)
+                                    if k not in out[version]["distros"]]  # fmt: skip
+    for _r, _i, version, cell in _per_release(csv_section(rows, "GPU / LLVM target"), columns):
+        out[version]["gfx"] += GFX.findall(cell)
+    # The driver row lists, newest first, the drivers a release supports; a shared column
+    # ("7.0.1/7.0.0") lists its releases' own drivers first in the same order. Before 7.0
+    # the driver is versioned with ROCm (amdgpu/<release>): no entry of its own.
+    for _r, index, version, cell in _per_release(csv_section(rows, "AMD GPU Driver"), columns):
+        entries = [e for e in cell.split(",") if e.strip()]
+        if version_key(version)[0] >= 7 and index < len(entries):
+            out[version]["amdgpu_driver"] = _driver_folder(entries[index])
+    for row in out.values():
+        row["distros"] = [d for d in MATRIX_DISTROS if d in row["distros"]]
+    return out
+
+
+# --- AMD's os-support.yaml ---------------------------------------------------------------
+
+
+def os_support(text: str) -> dict:
+    """Per matrix distro: the AMD families listed on it and, where AMD lists it per Instinct
+    model (Debian), the models and their gfx targets."""
+    data = read_yaml(text, "os-support.yaml")
+    if not isinstance(data, dict):
+        raise MatrixDataError("os-support.yaml: not a mapping of GPU families")
+    families: dict[str, set[str]] = {}
+    models: dict[str, list[str]] = {}
+    for family, members in data.items():
+        if family.startswith("_") or not isinstance(members, dict):
+            continue
+        for model, systems in members.items():
+            if not isinstance(systems, dict):
+                continue
+            for os_name, entry in systems.items():
+                if not isinstance(entry, dict) or "versions" not in entry:
+                    continue
+                for version in entry["versions"]:
+                    number = version.get("version") if isinstance(version, dict) else version
+                    key = DISTROS.get((os_name, str(number)))
+                    if key is None:
+                        continue
+                    families.setdefault(key, set()).add(family)
+                    if os_name == "Debian":
+                        models.setdefault(key, []).append(model)
+    debian: dict[str, dict[str, list[str]]] = {}
+    for key, names in sorted(models.items()):
+        unknown = [m for m in names if m not in MODEL_GFX]
+        if unknown:
+            raise MatrixDataError(
+                f"os-support.yaml lists {key} for {', '.join(unknown)}, which MODEL_GFX in "
+                "rocm_fleet's matrix generator doesn't map to a gfx target: add it with its source"
+            )
+        order = list(dict.fromkeys(MODEL_GFX.values()))  # newest target first
+        targets = {MODEL_GFX[m] for m in names}
+        debian[key] = {"models": names, "gfx": [g for g in order if g in targets]}
+    return {
+        "families": {k: sorted(v) for k, v in sorted(families.items())},
+        "per_model": debian,
+    }
+
+
+# --- AMD's release list: rocm-docs docs/release/versions.rst -----------------------------
+
+
+def release_history(text: str) -> dict[str, str]:
+    """Release -> its date (ISO), newest first, from AMD's release history. A row the table
+    has but this can't read is refused, so a changed format can't drop releases silently."""
+    if "Release date" not in text:
+        raise MatrixDataError("versions.rst: no 'Release date' column")
+    out: dict[str, str] = {}
+    for match in RELEASE_LIST_ROW.finditer(text):
+        out[match["version"]] = _iso_date(match["date"], match["version"])
+    rows = len(re.findall(r"^\s*\* - `", text, re.M))
+    if not out or rows != len(out):
+        raise MatrixDataError(
+            f"versions.rst: read {len(out)} of its {rows} release rows (a row is '* - `X.Y.Z "
+            "<url>`__' then '- Month D, YYYY')"
+        )
+    return dict(sorted(out.items(), key=lambda kv: version_key(kv[0]), reverse=True))
+
+
+def _iso_date(text: str, version: str) -> str:
+    for form in ("%B %d, %Y", "%b %d, %Y"):
+        try:
+            return datetime.strptime(text, form).date().isoformat()
+        except ValueError:
+            continue
+    raise MatrixDataError(f"versions.rst: release {version}: {text!r} is not a date")
+
+
+# --- AMD's driver list: rocm-docs docs/data/driver-firmware-support.yaml -----------------
+
+
+def amd_drivers(text: str) -> dict[str, str]:
+    """amdgpu driver version -> its release notes, newest first, from the anchors the file
+    defines (``_amdgpu_drivers``: every driver a GPU family's ``linux: amdgpu`` names)."""
+    data = read_yaml(text, "driver-firmware-support.yaml")
+    entries = data.get("_amdgpu_drivers") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise MatrixDataError("driver-firmware-support.yaml: no '_amdgpu_drivers' list")
+    out: dict[str, str] = {}
+    for entry in entries:
+        version = str(entry.get("version", "")) if isinstance(entry, dict) else ""
+        if not is_full_release(version):
+            raise MatrixDataError(
+                f"driver-firmware-support.yaml: _amdgpu_drivers entry {entry!r} has no "
+                "'version' X.Y.Z"
+            )
+        out[version] = str(entry.get("url", ""))
+    return dict(sorted(out.items(), key=lambda kv: version_key(kv[0]), reverse=True))
+
+
+# AMD's GPU list (docs/data/gpus.yaml) names families "AMD Instinct", "AMD Radeon", "AMD Ryzen";
+# the matrix's GpuTarget.family is the short form.
+AMD_FAMILIES = {"AMD Instinct": "instinct", "AMD Radeon": "radeon", "AMD Ryzen": "ryzen"}
+GPU_LIST = Path("stored") / "gpus.yaml"
+
+
+def gpu_products(text: str, where: str = "gpus.yaml") -> dict[str, dict[str, list[str]]]:
+    """gfx target -> {family: [products]} from AMD's GPU list (docs/data/gpus.yaml), in its
+    order and with its names (families "AMD Instinct", "AMD Radeon", "AMD Ryzen"; each product
+    names its ``gfx``); ``where`` names the file in an error. The one reader of the list: the
+    tables' and the upstream data's."""
+    data = read_yaml(text, where)
+    if not isinstance(data, dict):
+        raise MatrixDataError(f"{where}: not a mapping of GPU families")
+    out: dict[str, dict[str, list[str]]] = {}
+    for family, products in data.items():
+        if str(family).startswith("_"):
+            continue  # YAML anchors (_series, _arch)
+        if not isinstance(products, dict):
+            raise MatrixDataError(f"{where}: family {family!r} is not a mapping of products")
+        for product, fields in products.items():
+            gfx = fields.get("gfx") if isinstance(fields, dict) else None
+            if not isinstance(gfx, str) or not GFX_NAME.fullmatch(gfx):
+                raise MatrixDataError(
+                    f"{where}: {family} / {product}: gfx {gfx!r} is not a gfx target"
+                )
+            out.setdefault(gfx, {}).setdefault(family, []).append(product)
+    return out

@@ -1,0 +1,178 @@
+"""The release rows of upstream_data.json: AMD's compatibility table's releases, the cited
+overrides filling only what upstream is silent on (one that contradicts it is refused, one it
+now gives is noted), the releases only AMD's release history lists, and each release's
+PyTorch index from RELEASE.md; every value names where it comes from (``from``)."""
+
+from __future__ import annotations
+
+import tomllib
+
+from rocm_fleet.matrix.inputs import (
+    FROM_HISTORY,
+    FROM_OS_SUPPORT,
+    FROM_OVERRIDE,
+    FROM_PYTORCH,
+    FROM_TABLE,
+    MATRIX_DISTROS,
+    REPOSITORIES,
+    STREAMS,
+    MatrixDataError,
+    cited,
+    version_key,
+)
+from rocm_fleet.matrix.pytorch_tables import torch_index
+
+OVERRIDE_FIELDS = {"version", "stream", "repository", "amdgpu_driver", "torch_index", "source"}
+
+
+def load_overrides(text: str) -> list[dict]:
+    """The hand-kept overrides; each must say where it comes from (checked as the tables'
+    overrides are)."""
+    try:
+        entries = tomllib.loads(text).get("release", [])
+    except tomllib.TOMLDecodeError as err:
+        raise MatrixDataError(f"matrix_overrides.toml: {err}") from err
+    choices = {"stream": STREAMS, "repository": REPOSITORIES}
+    return cited(entries, "release", OVERRIDE_FIELDS, "matrix_overrides.toml", choices)
+
+
+def release_rows(
+    table: dict[str, dict],
+    support: dict,
+    stable: dict[str, str],
+    overrides: list[dict],
+    history: dict[str, str] | None = None,
+) -> tuple[list[dict], list[str]]:
+    """(the release rows, notes for the maintainer). Each row names where each of its
+    values comes from ("from"): AMD's table, os-support.yaml, RELEASE.md, AMD's release
+    history (versions.rst) or an override."""
+    rows: dict[str, dict] = {}
+    for version, found in table.items():
+        rows[version] = {
+            "version": version, "stream": "classic", "repository": "repo.radeon.com",
+            "distros": found["distros"], "gfx": found["gfx"],
+            "amdgpu_driver": found["amdgpu_driver"], "torch_index": None,
+            "from": {"row": FROM_TABLE, "amdgpu_driver": FROM_TABLE}, "source": None,
+        }  # fmt: skip
+    notes: list[str] = []
+    for entry in overrides:
+        version = entry["version"]
+        row = rows.get(version)
+        cite = FROM_OVERRIDE
+        source = " ".join(entry["source"].split())
+        if row is None:
+            stream = entry.get("stream", "classic")
+            rows[version] = {
+                "version": version, "stream": stream,
+                "repository": entry.get("repository", "repo.radeon.com"),
+                # AMD's table is silent on a release it doesn't list; os-support.yaml is the
+                # Core SDK's current listing (AMD publishes no copy per release).
+                "distros": [d for d in MATRIX_DISTROS if d in support["families"]]
+                if stream == "core-sdk" else None,
+                "gfx": None, "amdgpu_driver": entry.get("amdgpu_driver"), "torch_index": None,
+                "from": {"row": cite, "amdgpu_driver": cite}, "source": source,
+            }  # fmt: skip
+            if stream == "core-sdk":
+                rows[version]["from"]["distros"] = FROM_OS_SUPPORT
+        else:
+            filled = "torch_index" in entry  # checked against RELEASE.md below
+            for field in ("stream", "repository", "amdgpu_driver"):
+                if field not in entry:
+                    continue
+                if row[field] is None:
+                    row[field], row["from"][field] = entry[field], cite
+                    filled = True
+                elif row[field] == entry[field]:
+                    notes.append(
+                        f"override of {version} {field} is redundant: {FROM_TABLE} now gives "
+                        f"{row[field]!r}; drop it from matrix_overrides.toml"
+                    )
+                else:
+                    raise MatrixDataError(
+                        f"matrix_overrides.toml: release {version} {field} = {entry[field]!r} "
+                        f"contradicts {FROM_TABLE} ({row[field]!r}): overrides only fill what "
+                        "upstream is silent on"
+                    )
+            if not filled:  # AMD's table now lists the release and all it says
+                notes.append(
+                    f"override of {version} is redundant: {FROM_TABLE} now lists it; drop it "
+                    "from matrix_overrides.toml"
+                )
+                continue
+        row = rows[version]
+        row["source"] = source
+        if "torch_index" in entry:
+            row["torch_index"], row["from"]["torch_index"] = entry["torch_index"], cite
+    if history is not None:
+        notes += _from_history(rows, history, support)
+    for row in rows.values():
+        index = torch_index(row["version"], stable)
+        if index is None:
+            row["from"].setdefault("torch_index", f"{FROM_PYTORCH} (names no index for it)")
+        elif "torch_index" in row["from"] and row["torch_index"] != index:
+            raise MatrixDataError(
+                f"matrix_overrides.toml: release {row['version']} torch_index = "
+                f"{row['torch_index']!r} contradicts {FROM_PYTORCH} ({index!r})"
+            )
+        elif "torch_index" in row["from"]:
+            notes.append(f"override of {row['version']} torch_index is redundant: "
+                         f"{FROM_PYTORCH} now gives {index!r}")  # fmt: skip
+        else:
+            row["torch_index"], row["from"]["torch_index"] = index, FROM_PYTORCH
+        if row["amdgpu_driver"] is None:
+            row["from"].pop("amdgpu_driver", None)
+    ordered = sorted(
+        rows.values(), key=lambda r: (STREAMS.index(r["stream"]), version_key(r["version"]))
+    )
+    return ordered, notes
+
+
+def _like(version: str, rows: dict[str, dict]) -> dict | None:
+    """The known release a new one belongs with: the newest of the same X.Y, else of the
+    same major (10.2.0 with 10.1.0; 7.14.2 with 7.14.1, not with 7.2.4)."""
+    key = version_key(version)
+    for width in (2, 1):
+        same = [r for r in rows.values() if version_key(r["version"])[:width] == key[:width]]
+        if same:
+            return max(same, key=lambda r: version_key(r["version"]))
+    return None
+
+
+def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict) -> list[str]:
+    """Add the releases AMD's release history lists and no other input does (from the
+    oldest release the data has on), each in the stream and repository of the releases it
+    belongs with; notes: a release it can't place, a citation of versions.rst for a release
+    versions.rst doesn't list."""
+    notes: list[str] = []
+    oldest = min(version_key(v) for v in rows) if rows else (0,)
+    for version, released in sorted(history.items(), key=lambda kv: version_key(kv[0])):
+        if version in rows or version_key(version) < oldest:
+            continue
+        like = _like(version, rows)
+        if like is None:
+            notes.append(
+                f"{FROM_HISTORY} lists {version} ({released}), in no stream the data knows: "
+                "add it to matrix_overrides.toml with its stream and source"
+            )
+            continue
+        same = f"as {like['version']}"
+        core = like["stream"] == "core-sdk"
+        rows[version] = {
+            "version": version, "stream": like["stream"], "repository": like["repository"],
+            "distros": [d for d in MATRIX_DISTROS if d in support["families"]] if core else None,
+            "gfx": None, "amdgpu_driver": None, "torch_index": None,
+            "from": {"row": FROM_HISTORY, "stream": same, "repository": same,
+                     **({"distros": FROM_OS_SUPPORT} if core else {})},
+            "source": f"{FROM_HISTORY}: {version} released {released}",
+        }  # fmt: skip
+        notes.append(
+            f"new release {version} ({released}) from {FROM_HISTORY}: no driver until "
+            "matrix_overrides.toml names one with its source (dkms refused meanwhile)"
+        )
+    for row in rows.values():
+        if "versions.rst" in (row["source"] or "") and row["version"] not in history:
+            notes.append(
+                f"release {row['version']}: its source cites versions.rst, which doesn't "
+                "list it; cite what does"
+            )
+    return notes

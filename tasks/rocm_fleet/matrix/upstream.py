@@ -1,0 +1,178 @@
+"""upstream_data.json: what AMD's and PyTorch's files say (the release rows, the families per
+distro, torch's stable ROCm, and the optional lists: release dates, drivers, GPU products,
+wheel listings), how it differs from the committed file row by row, and what upstream
+publishes that the matrix lacks ("upstream has: ...")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from rocm_fleet.matrix.amd_tables import (
+    amd_drivers,
+    classic_releases,
+    gpu_listed_from,
+    gpu_products,
+    os_support,
+    release_history,
+)
+from rocm_fleet.matrix.inputs import FROM_HISTORY, STREAMS, version_key
+from rocm_fleet.matrix.pci_table import unknown_pci_devices
+from rocm_fleet.matrix.pytorch_tables import listing_versions, torch_stable_rocm
+from rocm_fleet.matrix.releases import load_overrides, release_rows
+
+# The inputs every run reads; the others are optional (see build()).
+REQUIRED_SOURCES = ("historical_csv", "os_support", "pytorch_release")
+
+
+def discoveries(
+    data: dict,
+    pci_devices: dict[str, str] | None = None,
+    known_pci: dict[str, tuple[str, str]] | None = None,
+    known_gfx: set[str] | None = None,
+    torch_builds: dict[str, set[str]] | None = None,
+) -> list[str]:
+    """What the upstream files publish that the matrix doesn't have, one line each:
+    GPU targets of AMD's GPU list, PCI devices of a known chip, torch versions an index lists,
+    and AMD's newest driver when a release has none."""
+    lines: list[str] = []
+    if known_gfx is not None:
+        for gfx, families in (data.get("gpu_products") or {}).items():
+            if gfx not in known_gfx:
+                named = "; ".join(f"{f}: {', '.join(p)}" for f, p in families.items())
+                lines.append(f"gpus.yaml lists {gfx} ({named}), not in the matrix's GPU list")
+    if pci_devices is not None and known_pci is not None:
+        lines += unknown_pci_devices(pci_devices, known_pci)
+    if torch_builds is not None:  # keyed by local label: "rocm6.3", AMD's "rocm10.1.0"
+        for index, projects in (data.get("torch_listed") or {}).items():
+            for label, versions in projects.get("torch", {}).items():
+                if not label.startswith("rocm"):
+                    continue  # CPU / CUDA builds an index may also carry
+                known = torch_builds.get(label)
+                missing = sorted(set(versions) - (known or set()), key=version_key)
+                if known is None:
+                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, a build "
+                                 "label no release of the matrix uses")  # fmt: skip
+                elif missing:
+                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, which "
+                                 "the matrix's builds for it lack")  # fmt: skip
+    drivers = list(data.get("amdgpu_drivers") or {})
+    for row in data["releases"]:
+        if drivers and row["amdgpu_driver"] is None and version_key(row["version"])[0] >= 7:
+            lines.append(f"release {row['version']} has no driver; AMD's driver list's "
+                         f"newest is {drivers[0]}")  # fmt: skip
+    return lines
+
+
+def matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[str]]]:
+    """(PCI ID -> (gfx, name), the GPU targets, per local label its torch versions): what
+    the product's matrix has, for discoveries(). A download.pytorch.org index labels its
+    builds with its own name (+rocm6.3); AMD's index with the release (+rocm10.1.0)."""
+    from rocm_fleet.model import matrix, pci_ids
+
+    known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
+    gfx = {t.gfx for t in matrix.GPU_TARGETS}
+    torch = {i: {b.torch for b in builds} for i, builds in matrix.TORCH_INDEXES.items()}
+    for rel in matrix.RELEASES:
+        if rel.amd_wheels is not None:
+            torch[rel.amd_wheels.label] = {b.torch for b in rel.amd_wheels.builds}
+    return known_pci, gfx, torch
+
+
+@dataclass
+class Inputs:
+    """The files read, as text; the optional ones None where not given (their sections are
+    then kept as the committed data has them)."""
+
+    historical: str
+    os_support: str
+    release_md: str
+    overrides: str
+    history: str | None = None
+    drivers: str | None = None
+    gpus: str | None = None
+    listings: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (page, url)
+
+
+def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
+          ) -> tuple[dict, list[str]]:  # fmt: skip
+    """(upstream_data.json's content, notes for the maintainer) from ``inputs``, each input
+    cited as ``sources`` names it; an optional input not given keeps ``previous``'s section."""
+    previous = previous or {}
+    table = classic_releases(inputs.historical)
+    support = os_support(inputs.os_support)
+    stable = torch_stable_rocm(inputs.release_md)
+    history = release_history(inputs.history) if inputs.history is not None else None
+    releases, notes = release_rows(
+        table, support, stable, load_overrides(inputs.overrides), history
+    )
+    if history is None:  # the rows only the release history gives: kept as committed
+        have = {r["version"] for r in releases}
+        kept = [
+            r
+            for r in previous.get("releases", [])
+            if r.get("from", {}).get("row") == FROM_HISTORY and r["version"] not in have
+        ]
+        releases = sorted([*releases, *kept], key=lambda r: (
+            STREAMS.index(r["stream"]), version_key(r["version"])))  # fmt: skip
+    # an optional input not given this time: where the committed data says it came from
+    sources = {**{k: v for k, v in previous.get("sources", {}).items()
+                  if k not in REQUIRED_SOURCES}, **sources}  # fmt: skip
+    data = {
+        "_comment": "Generated by tools/matrix_update.py from AMD's and PyTorch's "
+        "machine-readable files and tools/matrix_overrides.toml; do not edit (run the tool "
+        "and review its diff).",
+        "sources": sources,
+        "gpu_listed_from": gpu_listed_from(inputs.historical),
+        "os_families": support["families"],
+        "core_sdk_debian": support["per_model"],
+        "torch_stable_rocm": stable,
+        "releases": releases,
+    }
+    ours = {r["version"] for r in releases}
+    optional = {
+        "release_dates": (inputs.history, lambda: {
+            v: d for v, d in (history or {}).items() if v in ours}),
+        "amdgpu_drivers": (inputs.drivers, lambda: amd_drivers(inputs.drivers)),
+        "gpu_products": (inputs.gpus, lambda: dict(sorted(gpu_products(inputs.gpus).items()))),
+        "torch_listed": (inputs.listings or None, lambda: {
+            **previous.get("torch_listed", {}), **listing_versions(inputs.listings)}),
+    }  # fmt: skip
+    for section, (given, read) in optional.items():
+        if given is not None:
+            data[section] = read()
+        elif section in previous:
+            data[section] = previous[section]
+    return data, notes
+
+
+def row_diff(old: dict, new: dict) -> list[str]:
+    """How ``new`` differs from ``old``, one line per changed row or field, naming where the
+    new value comes from."""
+    lines: list[str] = []
+    for section in dict.fromkeys([*old, *new]):
+        if section == "_comment":
+            continue
+        before, after = old.get(section), new.get(section)
+        if section == "releases":
+            before = {r["version"]: r for r in before or []}
+            after = {r["version"]: r for r in after or []}
+        if isinstance(before, dict) and isinstance(after, dict):
+            for key in dict.fromkeys([*before, *after]):
+                b, a = before.get(key), after.get(key)
+                if b == a:
+                    continue
+                if section != "releases" or b is None or a is None:
+                    lines.append(f"{section} {key}: {json.dumps(b)} -> {json.dumps(a)}")
+                    continue
+                for field in dict.fromkeys([*b, *a]):
+                    if field != "from" and b.get(field) != a.get(field):
+                        origin = a.get("from", {}).get(field, a.get("from", {}).get("row"))
+                        lines.append(f"releases {key} {field}: {json.dumps(b.get(field))} -> "
+                                     f"{json.dumps(a.get(field))}  [{origin}]")  # fmt: skip
+                if b.get("from") != a.get("from"):
+                    lines.append(f"releases {key} from: {json.dumps(b.get('from'))} -> "
+                                 f"{json.dumps(a.get('from'))}")  # fmt: skip
+        elif before != after:
+            lines.append(f"{section}: {json.dumps(before)} -> {json.dumps(after)}")
+    return lines

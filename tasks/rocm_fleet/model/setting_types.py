@@ -1,0 +1,309 @@
+"""What a setting's value must be: the ``Annotated`` types of ``model.settings``' fields, whose
+pydantic metadata check the value (``Strict``, ``StringConstraints`` with a full-match
+grammar of ``model.grammar``, ``Field`` bounds, ``AfterValidator`` for what code checks) and
+say what is valid (``Valid``); a refused value's error is ``invalid``'s
+``rocm_fleet_setting``, its message what to write (pydantic's lax ``bool`` takes ``"yes"``,
+and its own messages say what failed, not what to write)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Discriminator,
+    Field,
+    Strict,
+    StringConstraints,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic_core import PydanticCustomError, core_schema
+
+from rocm_fleet.model import grammar, matrix
+
+
+def invalid(valid: str, **context: Any) -> PydanticCustomError:
+    """The error of a value a setting refuses: ``valid`` says what would be valid, or what is
+    wrong with this value."""
+    # The context's other keys first: pydantic fills the template key by key, so ``valid``,
+    # which may quote the value, is filled last.
+    return PydanticCustomError("rocm_fleet_setting", "{valid}", {**context, "valid": valid})
+
+
+@dataclass(frozen=True)
+class Valid:
+    """What a setting's value must be, in words (the reference's "Valid" column): the
+    message for a value the metadata before it refuse, unless they said more (``invalid``).
+    For a list it says which item is bad, or, for a string, how to write it as a list.
+    (pydantic's own messages, "Input should be a valid list", say what failed, not what to
+    write.)"""
+
+    text: str
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        return core_schema.no_info_wrap_validator_function(self._said, handler(source))
+
+    def _said(self, value: Any, handler: Callable[[Any], Any]) -> Any:
+        try:
+            return handler(value)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            if error["type"] == "rocm_fleet_setting":
+                raise
+            if error["loc"] and isinstance(error["loc"][0], int):
+                raise invalid(f"{self.text} ({error['input']!r} is not one)") from None
+            if error["type"] == "list_type" and isinstance(value, str):
+                meant = _items_meant(value)
+                raise invalid(
+                    f"{self.text}, written as a list even for one, e.g. {meant!r}", meant=meant
+                ) from None
+            if error["type"] == "list_type":
+                raise invalid(f"{self.text}, e.g. ['...']") from None
+            raise invalid(self.text) from None
+
+
+def _items_meant(value: str) -> list[str]:
+    """The names one string meant as a list: ``"alice, bob"`` and ``--data``'s
+    ``rocm_users=[alice]`` (which reaches the inventory as the string ``"[alice]"``)."""
+    text = value.strip().removeprefix("[").removesuffix("]")
+    return [item.strip().strip("'\"") for item in text.split(",") if item.strip().strip("'\"")]
+
+
+def _string(pattern: str) -> dict[str, Any]:
+    return {"type": "string", "pattern": f"^(?:{pattern})$"}
+
+
+def _grammar(pattern: str, valid: str | None = None) -> Any:
+    """A string ``pattern`` matches whole. pydantic matches it with the Rust regex engine,
+    whose ``$`` is the end of the text (Python's would let a trailing newline by), and the
+    anchored pattern is JSON Schema's too."""
+    string = Annotated[str, StringConstraints(strict=True, pattern=f"^(?:{pattern})$")]
+    return Annotated[string, Valid(valid)] if valid else string
+
+
+def _check(accepts: Callable[[Any], bool]) -> AfterValidator:
+    """What code checks beyond a grammar (a normal form, a range): ``Valid`` says what is
+    valid when ``accepts`` says no, unless it raised ``invalid`` saying more."""
+
+    def check(value: Any) -> Any:
+        if not accepts(value):
+            raise ValueError("refused")
+        return value
+
+    return AfterValidator(check)
+
+
+def _checked(accepts: Callable[[Any], bool], pattern: str, valid: str | None = None) -> Any:
+    """A string ``accepts`` (one of ``model.grammar``'s) takes; ``pattern`` for editors. (A
+    grammar with a look-ahead, or one code narrows, is beyond the Rust engine's patterns.)"""
+    string = Annotated[str, Strict(), _check(accepts), WithJsonSchema(_string(pattern))]
+    return Annotated[string, Valid(valid)] if valid else string
+
+
+def _either(valid: str, first: Any, second: Any, use_first: Callable[[Any], bool]) -> Any:
+    """``first`` for a value ``use_first`` picks (a URL), else ``second`` (a path, a name):
+    an error of ``first`` is its own, one of ``second`` says ``valid``."""
+    union = Annotated[
+        Annotated[first, Tag("first")] | Annotated[second, Tag("second")],
+        Discriminator(lambda value: "first" if use_first(value) else "second"),
+    ]
+    schema = [TypeAdapter(first).json_schema(), TypeAdapter(second).json_schema()]
+    return Annotated[union, WithJsonSchema({"anyOf": schema}), Valid(valid)]
+
+
+def one_of(*choices: str) -> Any:
+    valid = Valid("one of " + ", ".join(repr(c) for c in choices))
+    return Annotated[Literal[choices], WithJsonSchema({"enum": list(choices)}), valid]
+
+
+def _whole(minimum: int, maximum: int | None = None, valid: str | None = None) -> Any:
+    valid = valid or f"a whole number >= {minimum}"
+    return Annotated[int, Strict(), Field(ge=minimum, le=maximum), Valid(valid)]
+
+
+# A list, or a tuple (as a list): a set has no order, and a string is one item at best.
+_LIST = (
+    Strict(),
+    BeforeValidator(lambda value: list(value) if isinstance(value, tuple) else value),
+)
+
+
+def _list_of(item: Any, what: str) -> Any:
+    return Annotated[list[item], *_LIST, Valid(f"a list of {what}")]
+
+
+def _version(valid: str, examples: str, example: str, key: str, what: str) -> Any:
+    """A version string. One typed as a number (``6.4`` in YAML or ``--data
+    rocm_version=6.4``) has lost its trailing zeros and can't be told from another release:
+    ask for a string, in a way that round-trips through ``--data`` (pyinfra reads its value
+    as JSON)."""
+
+    def explain(value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise invalid(
+                f"a quoted {what} such as {examples} ({value!r} arrived as a number: quote "
+                f"it in the inventory, or pass --data '{key}=\"{example}\"')"
+            )
+        return value
+
+    trimmed = _check(lambda value: value == value.strip())
+    string = StringConstraints(strict=True, min_length=1)
+    return Annotated[str, string, trimmed, BeforeValidator(explain), Valid(valid)]
+
+
+Flag = Annotated[bool, Strict(), Valid("true or false")]
+Count = _whole(0)
+Positive = _whole(1)
+Port = _whole(1, 65535, "a TCP port, 1 to 65535")
+Release = Annotated[
+    _version(
+        "a release string such as '6.4.3'",
+        "'6.4.3', '7.2.1' or '7.14.1'",
+        "6.4.3",
+        "rocm_version",
+        "release string",
+    ),
+    # For editors: the releases the matrix knows (the check itself says "did you mean" too).
+    WithJsonSchema({"type": "string", "enum": list(matrix.release_versions())}),
+]
+TorchRelease = _version(
+    "a torch version string such as '2.9.1'", "'2.9.1'", "2.9.1", "torch_version", "torch version"
+)
+
+# Where credentials for a repository or an index belong instead of a URL, which ends up in
+# world-readable apt sources, pip's and curl's command lines, bundle directory names and logs.
+CREDENTIALS_BELONG = (
+    "a URL without user or password: give apt its credentials with rocm_apt_auth (an "
+    "apt_auth.conf(5) file the deploy writes to /etc/apt/auth.conf.d/, mode 0600) and pip "
+    "with rocm_pip_netrc (a netrc file, mode 0600), each read where pyinfra runs from a "
+    "0600 file or 'env:VARIABLE'"
+)
+URL_GRAMMAR = (
+    "whose host is a DNS name or an IP address in normal form, with an optional port and a "
+    "path of letters, digits and - . _ ~ % / : @ ! + , = (no quote, space, ;, $, &, "
+    "braces, query or fragment)"
+)
+
+
+def _is_url(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
+
+
+def _url(value: str) -> bool:
+    if grammar.http_url(value):
+        return True
+    if "@" in value.split("://", 1)[-1].split("/", 1)[0]:
+        raise invalid(CREDENTIALS_BELONG)
+    if _is_url(value):
+        raise invalid(f"an http:// or https:// URL {URL_GRAMMAR}")
+    return False
+
+
+def _proxy(value: str) -> bool:
+    if "@" in value:
+        raise invalid(
+            "a proxy URL without user or password (let the proxy admit the hosts by address)"
+        )
+    return grammar.proxy_url(value)
+
+
+HttpUrl = _checked(_url, grammar.HTTP_URL, "an http:// or https:// URL")
+ProxyUrl = _checked(
+    _proxy,
+    grammar.PROXY_URL,
+    "an http:// URL of the proxy, e.g. 'http://proxy.example.org:3128'",
+)
+_Path = _checked(grammar.absolute_path, grammar.ABSOLUTE_PATH)
+AbsolutePath = Annotated[
+    _Path,
+    Valid(
+        "an absolute path without spaces (letters, digits and / . _ - + @ % = , : ~; no . or "
+        ".. segment)"
+    ),
+]
+EnvName = _grammar(grammar.ENV_NAME, "an environment variable name")
+#: Where a secret comes from: a bad value may be the secret itself, so an error never shows
+#: it (``secrets.SECRET_SOURCE_SETTINGS``).
+SecretSource = _either(
+    "the absolute path of a file of mode 0600 where pyinfra runs, or 'env:VARIABLE'",
+    _grammar("env:" + grammar.ENV_NAME, "'env:' and an environment variable name"),
+    _Path,
+    lambda value: isinstance(value, str) and value.startswith("env:"),
+)
+UrlOrPath = _either(
+    "an http:// or https:// URL, or an absolute path on the host", HttpUrl, _Path, _is_url
+)
+MirrorName = _either(
+    "an inventory host name, or the http:// URL of a mirror",
+    HttpUrl,
+    _grammar(r"[A-Za-z0-9_.:-]+"),
+    _is_url,
+)
+IpAddress = _checked(
+    grammar.ip_address,
+    f"{grammar.IPV4}|[0-9a-f:.]+",
+    "an IPv4 or IPv6 address (in normal form: 10.0.0.5, fd00::5)",
+)
+Fingerprint = Annotated[
+    _grammar(grammar.FINGERPRINT),
+    AfterValidator(lambda value: value.replace(" ", "").upper()),  # one spelling of one key
+    Valid("40 hexadecimal digits (an OpenPGP v4 fingerprint)"),
+]
+Sha256 = _grammar(
+    grammar.SHA256, "64 lower-case hexadecimal digits (a SHA-256, as sha256sum prints it)"
+)
+# A bare number is seconds to systemd, and a slip: a unit is required, and a span of 0 too.
+TimeSpan = Annotated[
+    _grammar(grammar.TIME_SPAN),
+    _check(lambda value: any(c in "123456789" for c in value)),
+    Valid("a systemd time span such as '1h', '30min' or '1h 30min'"),
+]
+# A pull node's target name: one path component of its TUF repository (nodes/NAME.json).
+PullNodeName = _grammar(
+    r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}",
+    "letters, digits, '.', '_' or '-', starting with a letter or digit",
+)
+SlurmGresType = _grammar(
+    grammar.SLURM_GRES_TYPE,
+    "a Slurm GRES type: letters, digits, '_', '.', '-' (no ':', ',', '=' or space), e.g. 'mi300x'",
+)
+SlurmNodeName = _grammar(
+    grammar.SLURM_NODE_NAME,
+    "one Slurm node name: letters, digits, '.', '_' or '-', starting with a letter or digit",
+)
+Distro = one_of(*matrix.DISTRO_KEYS)
+UserNames = _list_of(_grammar(grammar.USER_NAME), "user names")
+PackageNames = _list_of(_grammar(grammar.PACKAGE_NAME), "Debian package names")
+Networks = _list_of(
+    _checked(grammar.ip_network, f"{grammar.IPV4}(?:/[0-9]{{1,2}})?|[0-9a-f:.]+(?:/[0-9]{{1,3}})?"),
+    "IP addresses or CIDR networks such as 10.0.0.0/24",
+)
+NoProxy = _list_of(
+    _checked(grammar.no_proxy_entry, grammar.NO_PROXY),
+    "host names, .domain suffixes or CIDR ranges",
+)
+
+_KNOWN_GFX = tuple(target.gfx for target in matrix.GPU_TARGETS)
+_GFX_VALID = f"gfx targets the matrix knows ({', '.join(_KNOWN_GFX)}), one or a list"
+
+
+def _known_gfx(value: Any) -> Any:
+    items = [value] if isinstance(value, str) else value
+    if isinstance(items, (list, tuple)) and (unknown := [g for g in items if g not in _KNOWN_GFX]):
+        raise invalid(f"{_GFX_VALID}; {', '.join(repr(g) for g in unknown)} is not one")
+    return value
+
+
+_GFX_ENUM = {"enum": list(_KNOWN_GFX)}
+GfxTargets = Annotated[
+    Annotated[str, Strict()] | Annotated[list[str], Field(min_length=1), *_LIST],
+    BeforeValidator(_known_gfx),
+    WithJsonSchema({"anyOf": [_GFX_ENUM, {"type": "array", "items": _GFX_ENUM, "minItems": 1}]}),
+    Valid(_GFX_VALID),
+]
