@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.audit.cells import (
     ApuTotals,
@@ -35,6 +35,10 @@ from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 
+if TYPE_CHECKING:
+    from rocm_fleet.engine.host_plans import PlannedOperation
+    from rocm_fleet.model.observed import Observed
+
 # The deploy every operation belongs to (deploy/node.py), left out of the concern names.
 ROOT_DEPLOY = "rocm-fleet"
 
@@ -57,11 +61,15 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell
 
 
 def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
-    """The cells of what the survey saw; only an undriven GPU, a pending reboot, a boot kernel
-    not ready for the driver and Slurm's ``Gres=`` not what the GPUs make count as drift."""
+    """The cells of what the survey saw (``seen_cells`` of its readings)."""
     from rocm_fleet.model.observed import observe
 
-    seen = observe(survey, config)
+    return seen_cells(config, observe(survey, config))
+
+
+def seen_cells(config: Any, seen: Observed) -> ObservedCells:
+    """The cells of a host's readings; only an undriven GPU, a pending reboot, a boot kernel not
+    ready for the driver and Slurm's ``Gres=`` not what the GPUs make count as drift."""
     newer = seen.newer[-1] if seen.newer else None
     mok = f", MOK {seen.mok}" if seen.mok else ""
     sb_text = {"absent": "unknown (no mokutil)"}.get(seen.secure_boot, seen.secure_boot) + mok
@@ -145,19 +153,24 @@ def _expected_text(config: Any) -> str:
 
 
 def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
-    """Concern -> its operations that would change this host, in plan order; every planned
-    concern is a key. ``_if``-gated operations are left out (their trigger is reported)."""
+    """The drift of ``host``'s plan in ``state`` (``drift_by_concern``)."""
     from rocm_fleet.engine.host_plans import planned_operations
 
+    return drift_by_concern(planned_operations(state, host))
+
+
+def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]]:
+    """Concern -> its operations that would change the host, in plan order; every planned
+    concern is a key. ``_if``-gated operations are left out (their trigger is reported)."""
     concerns: dict[str, list[str]] = {}
-    for planned in planned_operations(state, host):
-        names = planned.names
+    for operation_planned in planned:
+        names = operation_planned.names
         parts = [p for p in names[0].split(" | ") if p != ROOT_DEPLOY] if names else ["?"]
         concern, operation = (parts[0], parts[-1]) if len(parts) > 1 else ("other", parts[0])
         if concern == "Preflight":
             continue
         concerns.setdefault(concern, [])
-        if planned.changes and not planned.conditional:
+        if operation_planned.changes and not operation_planned.conditional:
             concerns[concern].append(operation)
     return concerns
 
@@ -172,9 +185,10 @@ def gather(
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
-    from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel
+    from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
     from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.model.config import ConfigError
+    from rocm_fleet.model.observed import observe
 
     state, hosts = load_inventory(
         inventory_path, limits, check_for_changes=True, override_data=override_data
@@ -194,31 +208,35 @@ def gather(
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:
             return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
+        # Read first (the plan, preflight's outcome, the survey's readings), then build the row.
         plan_deploy(state, host, rocm_node)
+        planned = planned_operations(state, host)  # read as the row needs it
+        # No preflight when decommissioning: the removal's plan is the whole drift.
+        found = outcome(state, host.name) if config.rocm_state != "absent" else None
+        survey = found.survey if found else None
+        seen = observe(survey, config) if survey is not None else None
+        health = read_health(host) if survey is not None else None
         if config.rocm_state == "absent":
-            # No preflight when decommissioning: the removal's plan is the whole drift.
-            return _absent_row(host.name, plan_drift(state, host))
-        found = outcome(state, host.name)
-        if found is None or found.survey is None:
+            return _absent_row(host.name, drift_by_concern(planned))
+        if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        health = read_health(host)
-        cells = replace(observed_cells(config, found.survey), health=health_cell(health))
-        versions[host.name] = versions_from_survey(found.survey, health)
+        cells = replace(seen_cells(config, seen), health=health_cell(health))
+        versions[host.name] = versions_from_survey(survey, health)
         drift = [key for key, c in cells.items() if c.drift]
         # outliers=(): filled in by flag_outliers once every host is in.
         if found.refused:
             details = found.findings.details if found.findings else {}
             return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
                             outliers=(), details=details)  # fmt: skip
-        concerns, planned = concern_cells(plan_drift(state, host))
-        drift += planned
+        concerns, planned_drift = concern_cells(drift_by_concern(planned))
+        drift += planned_drift
         # What preflight warns of (a plain-HTTP mirror, an unofficial distro): said, not drift.
         warnings = found.findings.warnings if found.findings else []
         return AuditRow(
             host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
             concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
-            verified_at=verified(found.survey),
+            verified_at=verified(survey),
         )  # fmt: skip
 
     done = []
