@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.audit.cells import (
     ApuTotals,
@@ -35,6 +35,10 @@ from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 
+if TYPE_CHECKING:
+    from rocm_fleet.engine.host_plans import PlannedOperation
+    from rocm_fleet.model.observed import Observed
+
 # The deploy every operation belongs to (deploy/node.py), left out of the concern names.
 ROOT_DEPLOY = "rocm-fleet"
 
@@ -57,68 +61,35 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell
 
 
 def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
-    """The cells of what the survey saw; only an undriven GPU, a pending reboot and a boot
-    kernel not ready for the driver count as drift."""
-    from rocm_fleet.deploy.reboot import wanted_driver
-    from rocm_fleet.facts.apt import kernel_releases
-    from rocm_fleet.model.boot import survey_boot
-    from rocm_fleet.model.conflicts import venv_torch
-    from rocm_fleet.model.gpus import amd_pci, describe_gpus, gpus_found
-    from rocm_fleet.model.paths import MOK_KEYS
-    from rocm_fleet.model.versions import newer_kernels
+    """The cells of what the survey saw (``seen_cells`` of its readings)."""
+    from rocm_fleet.model.observed import observe
 
-    distro = survey.distro or {}
-    name = f"{distro.get('id', '?')} {distro.get('point_release') or distro.get('version_id')}"
+    return seen_cells(config, observe(survey, config))
 
-    running = survey.kernel or "?"
-    newer = newer_kernels(running, kernel_releases(survey.packages or {}))
-    text = running + (f" (newer installed: {newer[-1]})" if newer else "")
-    kernel = KernelCell(text, running=running, newer=newer[-1] if newer else None)
 
-    sb = (survey.secure_boot or {}).get("state", "unknown")
-    states = [(survey.mok.get(cert) or {}).get("state") for cert, _ in MOK_KEYS.values()]
-    mok = next((s for s in states if s not in ("missing", "absent", None)), None)
-    sb_text = {"absent": "unknown (no mokutil)"}.get(sb, sb) + (f", MOK {mok}" if mok else "")
-    secure_boot = SecureBootCell(sb_text, state=sb, mok=mok)
-
-    installed = survey.rocm_version
-    torch = venv_torch(survey)
+def seen_cells(config: Any, seen: Observed) -> ObservedCells:
+    """The cells of a host's readings; only an undriven GPU, a pending reboot, a boot kernel not
+    ready for the driver and Slurm's ``Gres=`` not what the GPUs make count as drift."""
+    newer = seen.newer[-1] if seen.newer else None
+    mok = f", MOK {seen.mok}" if seen.mok else ""
+    sb_text = {"absent": "unknown (no mokutil)"}.get(seen.secure_boot, seen.secure_boot) + mok
+    torch = seen.torch
     hip = f" (hip {torch.hip})" if torch.hip else ""
-
-    found = gpus_found(survey)
     expected = _expected_text(config)
-    gpus = GpusCell(
-        f"{expected} / {describe_gpus(found)}",
-        expected=expected,
-        expected_count=config.expected_gpu_count,
-        found=tuple(g["gfx"] for g in found),
-        apus=tuple(
-            ApuTotals(g["gfx"], g["slot"], g["vram_total"], g["gtt_total"])
-            for g in found
-            if g.get("apu")
-        ),
+    driver = (
+        "amdgpu " + (seen.amdgpu.get("version") or "(inbox)")
+        if seen.amdgpu.get("loaded")
+        else "none"
     )
-
-    amdgpu = survey.amdgpu or {}
-    bound = sorted({g["driver"] for g in amd_pci(survey) if g.get("driver")})
-    driver = "amdgpu " + (amdgpu.get("version") or "(inbox)") if amdgpu.get("loaded") else "none"
     undriven = (
         config.rocm_state == "present"
         and config.expected_gpu_count != 0
-        and bool(amd_pci(survey))
-        and "amdgpu" not in bound
+        and seen.amd_pci
+        and "amdgpu" not in seen.bound
     )
-    driven = DriverCell(
-        driver + (" (GPU not bound to amdgpu)" if undriven else ""), undriven, bound=tuple(bound)
-    )
-
-    reboot = survey.reboot or {}
-    pending = bool(reboot.get("required"))
-    reasons = list(reboot.get("reasons") or []) + list(reboot.get("packages") or [])
-    # The next and every installed kernel, ready for the driver or not.
-    boot = survey_boot(
-        survey, wanted_driver(config), MOK_KEYS.get(distro.get("id") or "", ("",))[0] or None
-    )
+    pending = bool(seen.reboot.get("required"))
+    reasons = list(seen.reboot.get("reasons") or []) + list(seen.reboot.get("packages") or [])
+    boot = seen.boot  # the next and every installed kernel, ready for the driver or not
     text = (
         "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no"
     )
@@ -126,42 +97,51 @@ def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
     unsafe = bool(boot.refused) and (pending or boot.next is not None)
     if boot.refused:
         text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot.refused)
+    slurm = seen.slurm
+    if slurm is None:
+        slurm_cell = SlurmCell("off")
+    elif slurm.problem is not None:
+        view = slurm.view
+        slurm_cell = SlurmCell(slurm.problem, slurm.drift, node=view.node, gres=view.gres)
+    else:
+        view = slurm.view
+        slurm_cell = SlurmCell(
+            f"! {slurm.mismatch}" if slurm.mismatch else f"{view.node}: Gres={view.gres}",
+            slurm.mismatch is not None, node=view.node, gres=view.gres, needs=slurm.needs,
+        )  # fmt: skip
     return ObservedCells(
-        distro=Cell(name),
-        kernel=kernel,
-        secure_boot=secure_boot,
-        rocm=RocmCell(installed or "none", installed=installed),
+        distro=Cell(seen.distro),
+        kernel=KernelCell(
+            seen.kernel + (f" (newer installed: {newer})" if newer else ""),
+            running=seen.kernel, newer=newer,
+        ),
+        secure_boot=SecureBootCell(sb_text, state=seen.secure_boot, mok=seen.mok),
+        rocm=RocmCell(seen.rocm or "none", installed=seen.rocm),
         torch=TorchCell(
             f"{torch.torch or 'none'}{hip}",
             torch=torch.torch, hip=torch.hip, cuda=torch.cuda, build=torch.build,
         ),
-        gpus=gpus,
-        driver=driven,
+        gpus=GpusCell(
+            f"{expected} / {seen.gpus_text}",
+            expected=expected,
+            expected_count=config.expected_gpu_count,
+            found=tuple(g["gfx"] for g in seen.gpus),
+            apus=tuple(
+                ApuTotals(g["gfx"], g["slot"], g["vram_total"], g["gtt_total"])
+                for g in seen.gpus
+                if g.get("apu")
+            ),
+        ),
+        driver=DriverCell(
+            driver + (" (GPU not bound to amdgpu)" if undriven else ""), undriven,
+            bound=seen.bound,
+        ),
         reboot=RebootCell(
             text, pending or unsafe, pending=pending, unsafe=unsafe, reasons=tuple(reasons),
             boot=boot,
         ),
-        slurm=slurm_cell(config, survey),
+        slurm=slurm_cell,
     )  # fmt: skip
-
-
-def slurm_cell(config: Any, survey: HostSurvey) -> SlurmCell:
-    """Whether Slurm's ``Gres=`` for the node is what its GPUs make; drift when not."""
-    from rocm_fleet.model.slurm import GresError, gres_mismatch, node_gres, slurm_gpus
-
-    view = survey.slurm_node
-    if not config.rocm_slurm_gres or view is None:
-        return SlurmCell("off")
-    if survey.kfd is None:
-        return SlurmCell("unknown (no KFD topology)", node=view.node, gres=view.gres)
-    try:
-        gpus = slurm_gpus(survey.kfd, config.rocm_slurm_gres_type)
-    except GresError as exc:  # the deploy refuses the host, saying the same
-        return SlurmCell(f"! {exc}", True, node=view.node, gres=view.gres)
-    needs = node_gres(gpus) or "(null)"
-    mismatch = gres_mismatch(gpus, view)
-    text = f"! {mismatch}" if mismatch else f"{view.node}: Gres={view.gres}"
-    return SlurmCell(text, mismatch is not None, node=view.node, gres=view.gres, needs=needs)
 
 
 def _expected_text(config: Any) -> str:
@@ -173,19 +153,24 @@ def _expected_text(config: Any) -> str:
 
 
 def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
-    """Concern -> its operations that would change this host, in plan order; every planned
-    concern is a key. ``_if``-gated operations are left out (their trigger is reported)."""
+    """The drift of ``host``'s plan in ``state`` (``drift_by_concern``)."""
     from rocm_fleet.engine.host_plans import planned_operations
 
+    return drift_by_concern(planned_operations(state, host))
+
+
+def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]]:
+    """Concern -> its operations that would change the host, in plan order; every planned
+    concern is a key. ``_if``-gated operations are left out (their trigger is reported)."""
     concerns: dict[str, list[str]] = {}
-    for planned in planned_operations(state, host):
-        names = planned.names
+    for operation_planned in planned:
+        names = operation_planned.names
         parts = [p for p in names[0].split(" | ") if p != ROOT_DEPLOY] if names else ["?"]
         concern, operation = (parts[0], parts[-1]) if len(parts) > 1 else ("other", parts[0])
         if concern == "Preflight":
             continue
         concerns.setdefault(concern, [])
-        if planned.changes and not planned.conditional:
+        if operation_planned.changes and not operation_planned.conditional:
             concerns[concern].append(operation)
     return concerns
 
@@ -200,9 +185,10 @@ def gather(
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
-    from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel
+    from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
     from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.model.config import ConfigError
+    from rocm_fleet.model.observed import observe
 
     state, hosts = load_inventory(
         inventory_path, limits, check_for_changes=True, override_data=override_data
@@ -222,31 +208,35 @@ def gather(
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:
             return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
+        # Read first (the plan, preflight's outcome, the survey's readings), then build the row.
         plan_deploy(state, host, rocm_node)
+        planned = planned_operations(state, host)  # read as the row needs it
+        # No preflight when decommissioning: the removal's plan is the whole drift.
+        found = outcome(state, host.name) if config.rocm_state != "absent" else None
+        survey = found.survey if found else None
+        seen = observe(survey, config) if survey is not None else None
+        health = read_health(host) if survey is not None else None
         if config.rocm_state == "absent":
-            # No preflight when decommissioning: the removal's plan is the whole drift.
-            return _absent_row(host.name, plan_drift(state, host))
-        found = outcome(state, host.name)
-        if found is None or found.survey is None:
+            return _absent_row(host.name, drift_by_concern(planned))
+        if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        health = read_health(host)
-        cells = replace(observed_cells(config, found.survey), health=health_cell(health))
-        versions[host.name] = versions_from_survey(found.survey, health)
+        cells = replace(seen_cells(config, seen), health=health_cell(health))
+        versions[host.name] = versions_from_survey(survey, health)
         drift = [key for key, c in cells.items() if c.drift]
         # outliers=(): filled in by flag_outliers once every host is in.
         if found.refused:
             details = found.findings.details if found.findings else {}
             return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
                             outliers=(), details=details)  # fmt: skip
-        concerns, planned = concern_cells(plan_drift(state, host))
-        drift += planned
+        concerns, planned_drift = concern_cells(drift_by_concern(planned))
+        drift += planned_drift
         # What preflight warns of (a plain-HTTP mirror, an unofficial distro): said, not drift.
         warnings = found.findings.warnings if found.findings else []
         return AuditRow(
             host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
             concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
-            verified_at=verified(found.survey),
+            verified_at=verified(survey),
         )  # fmt: skip
 
     done = []

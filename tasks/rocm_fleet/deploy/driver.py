@@ -13,12 +13,12 @@ from pyinfra.operations.util import any_changed
 
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.apt import InstalledPackages, kernel_releases
+from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.sources import amdgpu_repository, mirror_ca, proxy_environment
-from rocm_fleet.model.versions import newer_kernels
+from rocm_fleet.model.versions import kernel_releases, newer_kernels
 from rocm_fleet.operations.apt import apt_update
 from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.host import fail

@@ -19,9 +19,9 @@ from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse
 from rocm_fleet.engine.run import sudo_asked, verbose
 from rocm_fleet.engine.surveying import read_survey, survey_reads
 from rocm_fleet.model import paths
+from rocm_fleet.model.conflicts import venv_problems
 from rocm_fleet.model.findings import Findings, findings
 from rocm_fleet.model.host_survey import HostSurvey
-from rocm_fleet.operations import python
 from rocm_fleet.operations.secureboot import PASSWORD_MAX, PASSWORD_MIN
 
 logger = logging.getLogger("pyinfra")
@@ -102,7 +102,7 @@ def preflight(config: Config) -> Findings | None:
     if result.row is not None:
         result.problems += _controller_problems(config, result.row, survey)
         result.problems += pull_problems(host, survey, config)
-        result.problems += python.venv_problems(config, survey)
+        result.problems += venv_problems(config, survey)
         if result.problems:
             result.row = None
     reason = "; ".join(result.problems) or None

@@ -13,6 +13,7 @@ from pyinfra.api.operation import OperationMeta
 
 from rocm_fleet.engine.run import after_operation
 from rocm_fleet.model import paths
+from rocm_fleet.model.boot import wanted_driver
 from rocm_fleet.operations.reboot import NEEDS_REBOOT, NOTES, REFUSED, reboot_when_needed
 
 if TYPE_CHECKING:
@@ -41,13 +42,6 @@ def _report() -> None:
     console = [f"  {name}: {'; '.join(NOTES[name])}" for name in sorted(NOTES)]
     if console:
         logger.warning("Hosts waiting for someone at the console:\n" + "\n".join(console))
-
-
-def wanted_driver(config: Config) -> str | None:
-    """The amdgpu driver the next kernel must have; None where no GPU is expected."""
-    if config.rocm_state != "present" or config.expected_gpu_count == 0:
-        return None
-    return config.rocm_driver
 
 
 @deploy("Reboot")

@@ -64,19 +64,6 @@ class HeldPackages(FactBase[list[str]]):
         return sorted({f[1].split(":")[0] for f in held if len(f) == 2 and f[0] == "hold"})
 
 
-def kernel_releases(packages: dict[str, str]) -> list[str]:
-    """Releases of the installed ``linux-image-[unsigned-]<release>`` packages, meta packages
-    skipped: ``["6.1.0-50-amd64", "6.12.95+deb12-amd64"]``."""
-    releases = []
-    for name in sorted(packages):
-        if not name.startswith("linux-image-"):
-            continue
-        release = name.removeprefix("linux-image-").removeprefix("unsigned-")
-        if release[:1].isdigit() and release not in releases:
-            releases.append(release)
-    return releases
-
-
 class DpkgInterrupted(FactBase[list[str]]):
     """
     What an interrupted dpkg left: ``journal`` when /var/lib/dpkg/updates holds entries, and

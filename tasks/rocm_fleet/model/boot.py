@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rocm_fleet.model import paths
 from rocm_fleet.model.versions import kernel_key
+
+if TYPE_CHECKING:
+    from rocm_fleet.model.config import Config
 
 #: A ``dkms status`` line (2.x and 3.x), optionally followed by a warning.
 DKMS_INSTALLED = "installed"
@@ -236,6 +239,13 @@ class BootSurvey(Protocol):
     def secure_boot(self) -> Mapping[str, Any] | None: ...
     @property
     def mok(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+
+def wanted_driver(config: Config) -> str | None:
+    """The amdgpu driver the next kernel must have; None where no GPU is expected."""
+    if config.rocm_state != "present" or config.expected_gpu_count == 0:
+        return None
+    return config.rocm_driver
 
 
 def survey_boot(survey: BootSurvey, driver: str | None, cert: str | None) -> BootOutlook:

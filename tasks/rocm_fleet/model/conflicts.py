@@ -242,3 +242,19 @@ def venv_torch(survey: HostSurvey) -> VenvTorch:
     else:
         build = "cpu"
     return VenvTorch(version, hip, cuda, build)
+
+
+def venv_problems(config: Config, survey: HostSurvey) -> list[str]:
+    """Why an existing venv at ``pytorch_venv`` can't be adopted: a path in it not root's alone
+    (the deploy runs its Python as root)."""
+    if config.torch is None:
+        return []
+    found = survey.writable_by_others.get(config.pytorch_venv)
+    if not found:
+        return []
+    owner, mode, path = found.split(" ", 2)
+    return [
+        f"the venv {config.pytorch_venv} is not root's alone: {path} is owned by {owner} "
+        f"(mode {mode}), and the deploy runs its Python as root; remove it or set pytorch_venv "
+        "to a new path (the deploy makes a venv of root's there)"
+    ]

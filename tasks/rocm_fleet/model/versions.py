@@ -64,6 +64,19 @@ RELEASE_LIST_ROW = re.compile(
 )
 
 
+def kernel_releases(packages: dict[str, str]) -> list[str]:
+    """Releases of the installed ``linux-image-[unsigned-]<release>`` packages, meta packages
+    skipped: ``["6.1.0-50-amd64", "6.12.95+deb12-amd64"]``."""
+    releases = []
+    for name in sorted(packages):
+        if not name.startswith("linux-image-"):
+            continue
+        release = name.removeprefix("linux-image-").removeprefix("unsigned-")
+        if release[:1].isdigit() and release not in releases:
+            releases.append(release)
+    return releases
+
+
 def linked_releases(listing: str) -> set[str]:
     """The release directories a web server's directory listing links to ("6.4.3", "7.0")."""
     return set(_RELEASE_LINK.findall(listing))

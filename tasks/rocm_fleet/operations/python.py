@@ -6,7 +6,6 @@ import hashlib
 import ipaddress
 import re
 import shlex
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
@@ -18,7 +17,6 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import paths
-from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.venv_pins import (
     normal_name,
     normal_versions,
@@ -27,9 +25,6 @@ from rocm_fleet.model.venv_pins import (
 )
 from rocm_fleet.operations._script import script
 from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 def created_here(path: str, recorded: list[str]) -> bool:
@@ -268,19 +263,3 @@ def cuda_wheels_absent(venv_path: str):
         QuoteString(paths.venv_python(venv_path)), "-m", "pip", "uninstall", "--yes",
         "--no-input", "--disable-pip-version-check", *map(QuoteString, names),
     )  # fmt: skip
-
-
-def venv_problems(config: Config, survey: HostSurvey) -> list[str]:
-    """Why an existing venv at ``pytorch_venv`` can't be adopted: a path in it not root's alone
-    (the deploy runs its Python as root)."""
-    if config.torch is None:
-        return []
-    found = survey.writable_by_others.get(config.pytorch_venv)
-    if not found:
-        return []
-    owner, mode, path = found.split(" ", 2)
-    return [
-        f"the venv {config.pytorch_venv} is not root's alone: {path} is owned by {owner} "
-        f"(mode {mode}), and the deploy runs its Python as root; remove it or set pytorch_venv "
-        "to a new path (the deploy makes a venv of root's there)"
-    ]

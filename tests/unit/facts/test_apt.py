@@ -16,8 +16,8 @@ from rocm_fleet.facts.apt import (
     DpkgInterrupted,
     InstalledPackages,
     KeyringFingerprints,
-    kernel_releases,
 )
+from rocm_fleet.model.versions import kernel_releases
 from unit.facts.support import fake_tool, run_sh
 
 
