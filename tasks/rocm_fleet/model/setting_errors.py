@@ -65,12 +65,15 @@ def _key_problems(data: Mapping[str, Any], host: str, origin: Origin | None) -> 
     for key in data:
         if key in SETTINGS or key.startswith(("_", "ssh_")):
             continue
-        where = _where(origin, key)
+        # Where a key was set is looked up for a problem only: every host of a fleet
+        # carries the same foreign keys, and each lookup reads the inventory file.
         if key in RENAMED:
+            where = _where(origin, key)
             line = f"{host}: inventory key {key!r}{where} was renamed to {RENAMED[key]!r}"
         elif near := near_misses(key):
             # Any other key may be another deploy's (gpu_vendor, torch_compile): only a
             # near-miss of a setting is taken for a typo.
+            where = _where(origin, key)
             line = f"{host}: unknown inventory key {key!r}{where}: did you mean {_or(near)}?"
         else:
             continue
