@@ -14,11 +14,43 @@ from rocm_fleet.model.answers import DistroRocmDict, InstallSize, PackagePurgeDi
 from rocm_fleet.model.versions import AMD_CLASSIC_VERSION
 from rocm_fleet.upstream.openpgp import primary_fingerprints
 
+_JOURNAL = "journal"
+# What InstalledPackages, HeldPackages and DpkgInterrupted read: whether dpkg's journal holds
+# unapplied entries, and every package's db:Status-Abbrev (want, status and error flag, a
+# letter each), name and version.
+DPKG_LISTING = (
+    "for f in /var/lib/dpkg/updates/* /var/lib/dpkg/updates/.[!.]*; do "
+    f'if [ -e "$f" ]; then echo {_JOURNAL}; break; fi; done; '
+    "dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\\n' 2>/dev/null; true"
+)
+# dpkg's status letters (db:Status-Abbrev) and words (Status); installed, config-files and
+# not-installed are the final ones.
+_STATUS_WORDS = {"n": "not-installed", "c": "config-files", "H": "half-installed",
+                 "U": "unpacked", "F": "half-configured", "W": "triggers-awaited",
+                 "t": "triggers-pending", "i": "installed"}  # fmt: skip
+_FINAL = "inc"
+
+
+def _listed(output: list[str]) -> list[tuple[str, str, str, str, str]]:
+    """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
+    the name's architecture qualifier dropped."""
+    listed = []
+    for line in output:
+        parts = line.split("|")
+        if len(parts) == 3 and len(parts[0]) >= 2:
+            abbrev = parts[0].ljust(3)
+            listed.append((abbrev[0], abbrev[1], abbrev[2], parts[1].split(":")[0], parts[2]))
+    return listed
+
 
 class InstalledPackages(FactBase[dict[str, str]]):
     """
-    Every package dpkg counts as installed (half-installed and half-configured included,
-    config-files-only not): name -> version, architecture qualifier dropped.
+    Every package dpkg counts as installed (half-installed and half-configured included;
+    removed ones that left only config files not), name -> version, architecture
+    qualifiers dropped. One listing answers every package question of a run, where
+    pyinfra's ``DebPackages`` (``dpkg -l``) drops packages in a broken state. Its command
+    is ``DPKG_LISTING``, shared with ``HeldPackages`` and ``DpkgInterrupted``: a survey
+    runs it once for the three.
 
     .. code:: python
 
@@ -29,23 +61,28 @@ class InstalledPackages(FactBase[dict[str, str]]):
 
     @override
     def command(self) -> str:
-        return "dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\\n' 2>/dev/null || true"
+        return DPKG_LISTING
 
     @override
     def process(self, output: list[str]) -> dict[str, str]:
-        packages = {}
-        for line in output:
-            parts = line.split("|")
-            # Status-Abbrev's 2nd letter: n = not installed, c = config files only.
-            if len(parts) == 3 and len(parts[0]) >= 2 and parts[0][1] not in "nc":
-                packages[parts[1].split(":")[0]] = parts[2]
-        return packages
+        # status n = not installed, c = config files only
+        return {
+            name: version for _, status, _, name, version in _listed(output) if status not in "nc"
+        }
 
 
 class HeldPackages(FactBase[list[str]]):
     """
-    The packages on hold in dpkg's database, architecture qualifier dropped, sorted; empty
-    without dpkg. Names are dpkg's, unchecked: only looked up, never passed on.
+    The packages on hold (dpkg's selection ``hold``, what ``apt-mark hold`` sets),
+    architecture qualifiers dropped, sorted; empty without dpkg. ``${binary:Package}`` names
+    a Multi-Arch: same or foreign-architecture package with its qualifier
+    (``libfoo1:i386``): a hold there counts as a hold on the name. The names are dpkg's,
+    not checked: its database keeps ones Debian policy refuses (``my_tool`` from an old
+    local build, a one-letter one), so they are only looked up, never passed on.
+
+    Read from dpkg's database with ``dpkg-query`` (``DPKG_LISTING``), not ``apt-mark
+    showhold``: apt-mark opens apt's cache and rebuilds ``/var/cache/apt/*.bin`` when they
+    are stale, and a read must leave a host as it found it (a refused host is unchanged).
 
     .. code:: python
 
@@ -56,42 +93,44 @@ class HeldPackages(FactBase[list[str]]):
 
     @override
     def command(self) -> str:
-        return "dpkg-query -W -f='${db:Status-Want} ${binary:Package}\\n' 2>/dev/null || true"
+        return DPKG_LISTING
 
     @override
     def process(self, output: list[str]) -> list[str]:
-        held = (line.split() for line in output)
-        return sorted({f[1].split(":")[0] for f in held if len(f) == 2 and f[0] == "hold"})
+        return sorted({name for want, _, _, name, _ in _listed(output) if want == "h"})
 
 
 class DpkgInterrupted(FactBase[list[str]]):
     """
-    What an interrupted dpkg left: ``journal`` when /var/lib/dpkg/updates holds entries, and
-    ``<state> <package>`` per package not in a final state. Empty when dpkg is clean.
+    What an interrupted dpkg left behind: ``journal`` when /var/lib/dpkg/updates holds
+    unapplied entries (apt then refuses: "dpkg was interrupted"), and ``<state> <package>``
+    for each package not in a final state (half-installed, unpacked, half-configured,
+    triggers-awaited, triggers-pending, or flagged reinst-required). Empty when dpkg is clean.
 
     .. code:: python
 
         ["journal", "half-configured rocm-core", "unpacked rocminfo"]
     """
 
-    command = (
-        "for f in /var/lib/dpkg/updates/* /var/lib/dpkg/updates/.[!.]*; do "
-        'if [ -e "$f" ]; then echo journal; break; fi; done; '
-        "dpkg-query -W -f='${Status}\\t${Package}\\n' 2>/dev/null | awk -F'\\t' "
-        '\'{ split($1, s, " "); if (s[2] != "ok" || (s[3] != "installed" && '
-        's[3] != "config-files" && s[3] != "not-installed")) print s[3] " " $2 }\'; true'
-    )
+    command = DPKG_LISTING
     default = list
 
     @override
     def process(self, output: list[str]) -> list[str]:
-        return [line.strip() for line in output if line.strip()]
+        journal = [_JOURNAL] if _JOURNAL in (line.strip() for line in output) else []
+        return journal + [
+            f"{_STATUS_WORDS.get(status, status)} {name}"
+            for _, status, error, name, _ in _listed(output)
+            if error != " " or status not in _FINAL
+        ]
 
 
 class KeyringFingerprints(FactBase[list[str] | None]):
     """
-    Primary-key fingerprints in a keyring (binary or armored OpenPGP), None when the file is
-    missing, [] when unreadable. Needs no gpg on the host.
+    Primary-key fingerprints in a keyring (binary or armored OpenPGP, the forms apt's
+    ``signed-by`` reads), None when the file is missing. The file comes back as base64 and
+    is read by ``rocm_fleet.upstream.openpgp``: one process on the host, where ``gpg --show-keys``
+    took three and a temporary home, and the host needs no gpg.
 
     .. code:: python
 
@@ -116,8 +155,8 @@ class KeyringFingerprints(FactBase[list[str] | None]):
 
 class AptSourceLines(FactBase[list[list[str]]]):
     """
-    The active [file, line] pairs of every apt source file (one-line or deb822) naming one of
-    ``hosts``.
+    The active lines of every apt source file that mention one of ``hosts``, as
+    [file, line] pairs (comments skipped), one-line and deb822 files alike.
 
     .. code:: python
 
@@ -145,8 +184,10 @@ class AptSourceLines(FactBase[list[list[str]]]):
 
 class DebianMirror(FactBase[str | None]):
     """
-    The Debian mirror the host's own apt sources use (first deb822 ``URIs:``, else first
-    ``deb`` line naming a ``/debian`` archive); None when it names none.
+    The Debian mirror the host's own apt sources use for its release (the first ``URIs:``
+    of a deb822 Debian source, else the first ``deb`` line of sources.list naming a
+    ``/debian`` archive), so a backports source points where the rest of its packages
+    come from. None when the host names none.
 
     .. code:: python
 
@@ -179,9 +220,11 @@ _INSTALLED = "already installed from this release"
 
 class AptInstallSize(FactBase[InstallSize]):
     """
-    Bytes apt says installing ``packages`` adds, asked read-only (no lock, no cache written).
-    ``need`` is 0 when all are installed at a version matching ``version_regex``, None when apt
-    can't resolve them or its answer can't be read.
+    How many bytes apt says installing ``packages`` adds, asked read-only (no lock, no
+    cache files written, nothing installed): ``need`` is 0 when every package is installed
+    at a version matching ``version_regex`` (the release's; apt isn't asked: loading its
+    cache is slow), None when apt can't resolve them (no source for them yet) or said
+    nothing it could be read from.
 
     .. code:: python
 
@@ -199,7 +242,9 @@ class AptInstallSize(FactBase[InstallSize]):
         if not packages:
             return "true"
         names = " ".join(quote(p) for p in packages)
-        # --print-uris: resolves and sizes, installs nothing (--assume-no can install).
+        # --print-uris, not --assume-no: apt installs without asking when nothing beyond
+        # the named packages is needed, and --assume-no only answers a question; with
+        # --print-uris apt resolves, sizes and prints, and installs nothing.
         apt = (
             "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --print-uris "
             "-o Debug::NoLocking=1 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= "
@@ -235,6 +280,11 @@ def _apt_need(message: str) -> int | None:
     return int(number * _APT_UNITS[match.group(2)])
 
 
+# ---------------------------------------------------------------------------------------
+# What removing packages would take along: apt's own simulation (apt-get -s purge)
+# ---------------------------------------------------------------------------------------
+
+
 def _purge(lines: list[str]) -> PurgeDict:
     result: PurgeDict = {"removes": [], "errors": []}
     for line in lines:
@@ -253,9 +303,9 @@ def _package_line(line: str, packages: dict[str, str]) -> None:
 
 class PackagePurge(FactBase["PackagePurgeDict | None"]):
     """
-    The installed packages matching the ``patterns`` globs (minus ``exceptions``) and what
-    ``apt-get purge`` of them would remove (apt's read-only simulation). None when none is
-    installed.
+    The installed packages whose names match ``patterns`` (globs, minus the ``exceptions``
+    globs), and what ``apt-get purge`` of all of them would remove, from apt's own
+    simulation (``apt-get -s``: read-only, no lock). None when none is installed.
 
     .. code:: python
 
@@ -295,11 +345,15 @@ def _depends_names(field: str) -> set[str]:
 
 class DistroRocmPackages(FactBase["DistroRocmDict | None"]):
     """
-    The distribution's own (not AMD's) installed ROCm packages matching ``patterns``:
-    ``needed_by`` (installed packages depending on each), ``tools`` (AMD program names the
-    distribution put in /usr/bin -> owner), ``conflicting`` (those owners and ``same_names``),
-    and apt's simulated purge of the conflicting ones and of the rest. None when there are
-    none.
+    The distribution's own ROCm packages on the host (installed, named by one of
+    ``patterns``, not AMD's: a version matching ``versions.AMD_CLASSIC_VERSION`` is AMD's),
+    and what removing them would take along. ``needed_by``: the installed packages whose
+    Depends or Pre-Depends name each; ``tools``: AMD's programs (``tools``) the distribution
+    put in /usr/bin, which comes before /opt/rocm/bin on PATH, and the package that did;
+    ``conflicting``: those owners and the packages named like one of AMD's own
+    (``same_names``); ``purge_conflicting`` / ``purge_kept``: what ``apt-get purge`` of the
+    conflicting ones / of the rest would remove (apt's simulation, read-only). None when
+    there are none.
 
     .. code:: python
 

@@ -1,9 +1,17 @@
 """Many facts in one command: one SSH round trip instead of one per fact.
 
-A :class:`Survey` runs each :class:`Read`'s command in a section of one script and parses it
-with that fact's own ``process``: an answer is the same alone or in a survey. A fact with
-``batch_command(kwargs_list)`` / ``batch_process(output, kwargs_list)`` answers all its reads
-in one section. ``host_survey`` makes the answers a ``HostSurvey``."""
+A :class:`Read` names a fact and its arguments; :class:`Survey` runs each read's command in a
+section of one shell script and parses each section with that fact's own ``process``, so a
+fact's answer is the same whether it is read alone or in a survey. The answers come back in
+the reads' order; ``host_survey`` makes preflight's into its typed record
+(``model.host_survey.HostSurvey``: each read names the field it fills). A fact
+read many times over (a digest per managed file) may read them all in one section: it
+defines ``batch_command(kwargs_list)`` and ``batch_process(output, kwargs_list)``, which
+answer what each read alone would, with a process per batch instead of one per read; facts
+whose commands are the same (one listing that answers several questions) share one section. The
+preflight reads everything the plan of a converged host needs in one survey and remembers
+each answer (``engine.factcache``), so planning asks the host nothing more.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +31,8 @@ _RECORD = "\x1e"  # what the command turns newlines into (ASCII RS)
 
 @dataclass(frozen=True)
 class Read:
-    """One fact of a survey: the ``HostSurvey`` field it fills (per-path fields: keyed by its
-    ``path`` argument), the fact class, its arguments."""
+    """One fact of a survey: the field of ``HostSurvey`` it fills (for a field read once per
+    path, ``PER_PATH``, the path is its ``path`` argument), the fact class, its arguments."""
 
     name: str
     fact: type[FactBase]
@@ -46,16 +54,17 @@ def _records(output: list[str]) -> list[str]:
 
 
 def _command(read: Read) -> str:
-    """A read's shell command, whether its fact's ``command`` is a method or a string."""
+    """A read's shell command, whether its fact's ``command`` is a method or a string (as
+    pyinfra allows for a fact without arguments)."""
     command = read.fact().command
     return command if isinstance(command, str) else str(command(**read.kwargs))
 
 
 class Survey(FactBase["list[Any]"]):
     """
-    The answers of several facts read in one command, in the reads' order. An empty section
-    gets the fact's ``default``; a failing section doesn't stop the others (stderr dropped).
-    Raises ``ValueError`` on duplicate keys, ``FactProcessError`` on a missing section.
+    The answers of several facts, read in one command: a list in the reads' order. A fact
+    whose output is empty gets its ``default`` (as pyinfra does); a section that ends
+    with an error doesn't stop the others (each section's stderr is dropped).
 
     .. code:: python
 
@@ -70,18 +79,27 @@ class Survey(FactBase["list[Any]"]):
         # A batch is keyed by its first read's index: its reads' answers come from one section.
         self._batches: dict[int, list[int]] = {}
         first_of: dict[type[FactBase], int] = {}
+        # Reads of different facts with the same command (one listing that answers several
+        # questions) share the first one's section: read -> the read whose section it is.
+        self._shared: dict[int, int] = {}
+        section_of: dict[str, int] = {}
         sections = []
         for index, read in enumerate(self._reads):
             if hasattr(read.fact, "batch_command"):
                 first = first_of.setdefault(read.fact, index)
                 self._batches.setdefault(first, []).append(index)
-            else:
-                sections.append(f"echo {_MARKER}{index}; {{ {_command(read)}; }} 2>/dev/null")
+                continue
+            command = _command(read)
+            self._shared[index] = section_of.setdefault(command, index)
+            if self._shared[index] == index:
+                sections.append(f"echo {_MARKER}{index}; {{ {command}; }} 2>/dev/null")
         for first, indexes in self._batches.items():
             fact = self._reads[first].fact
             command = fact.batch_command([self._reads[i].kwargs for i in indexes])  # type: ignore[attr-defined]
             sections.append(f"echo {_MARKER}{first}; {{ {command}; }} 2>/dev/null")
-        # One line, records separated by RS: paramiko's per-line cost dominates otherwise.
+        # All of it as one line (records separated by RS): pyinfra reads a command's output
+        # line by line through paramiko, whose cost per line was most of reading a survey of
+        # some 360 lines (the package listing alone is one line per package).
         return f"{{ {'; '.join(sections)}; }} | tr '\\n' '\\036'; echo"
 
     @override
@@ -93,8 +111,8 @@ class Survey(FactBase["list[Any]"]):
                 current = sections.setdefault(int(line[len(_MARKER) :]), [])
             elif current is not None:
                 current.append(line)
-        batched = {index for indexes in self._batches.values() for index in indexes}
-        expected = {i for i in range(len(self._reads)) if i not in batched} | set(self._batches)
+        expected = {first for index, first in self._shared.items() if index == first}
+        expected |= set(self._batches)
         if set(sections) != expected:
             raise FactProcessError(f"incomplete survey output: {joined(output)[-500:]!r}")
         answers: dict[int, Any] = {}
@@ -109,14 +127,14 @@ class Survey(FactBase["list[Any]"]):
                 result.append(answers[index])
             else:
                 fact = read.fact()
-                lines = sections[index]
+                lines = sections[self._shared[index]]
                 result.append(fact.process(lines) if lines else fact.default())
         return result
 
 
 def host_survey(reads: list[Read], answers: list[Any]) -> HostSurvey:
-    """The ``HostSurvey`` of a survey's answers, each in its read's field (TypeError: a read names
-    no field)."""
+    """The record of a survey's answers: each in the field its read names (TypeError: a
+    read names no field of ``HostSurvey``)."""
     single: dict[str, Any] = {}
     per_path: dict[str, dict[str, Any]] = {name: {} for name in PER_PATH}
     for read, answer in zip(reads, answers, strict=True):

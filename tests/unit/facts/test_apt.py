@@ -94,9 +94,9 @@ def test_dpkg_interrupted_command_under_dash(tmp_path):
     fake_tool(
         tmp_path,
         "dpkg-query",
-        r"""printf '%s\t%s\n' 'install ok installed' curl \
-'install ok half-configured' rocm-core 'install ok unpacked' rocminfo \
-'deinstall ok config-files' old 'unknown ok not-installed' never
+        r"""printf '%s\n' 'ii |curl|7.88.1-10+deb12u14' 'iF |rocm-core|6.4.3.60403-128~22.04' \
+'iU |rocminfo|1.0.0.60403-128~22.04' 'rc |old|1.0' 'un |never|' \
+'iiR|hipcc|1.1.1.60403-128~22.04'
 """,
     )
     fact = DpkgInterrupted()
@@ -107,14 +107,14 @@ def test_dpkg_interrupted_command_under_dash(tmp_path):
     assert command != fact.command
     env = {"PATH": f"{tmp_path}:/usr/bin:/bin"}
     rc, out = run_sh(command, env)
-    assert (rc, fact.process(out)) == (0, ["half-configured rocm-core", "unpacked rocminfo"])
+    # hipcc: installed, flagged reinstall-required
+    interrupted = ["half-configured rocm-core", "unpacked rocminfo", "installed hipcc"]
+    assert (rc, fact.process(out)) == (0, interrupted)
     # An unapplied journal entry (dpkg names them 0000, 0001, ...) and a hidden one.
     for name in ("0003", ".0004"):
         (updates / name).write_text("Package: rocm-core\n")
         rc, out = run_sh(command, env)
-        assert (rc, fact.process(out)) == (
-            0, ["journal", "half-configured rocm-core", "unpacked rocminfo"]
-        )  # fmt: skip
+        assert (rc, fact.process(out)) == (0, ["journal", *interrupted])
         (updates / name).unlink()
 
 
