@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from pyinfra.api import FactBase
+from pyinfra.context import ctx_host
 
 from rocm_fleet.engine.version import internal
 
@@ -25,7 +26,7 @@ def _changes(state: Any, host: Any) -> int:
     completed operations stays the same."""
     results = internal(state, "get_results_for_host")(host)
     completed = results.ops + results.error_ops
-    counted = _CHANGES.setdefault(state, {})
+    counted = _per_state(_CHANGES, state)
     seen = counted.get(host)
     if seen is not None and seen[0] == completed:
         return seen[1]
@@ -44,12 +45,19 @@ def _key(fact_cls: type[FactBase], kwargs: dict[str, Any]) -> tuple:
     return (fact_cls, repr(sorted(kwargs.items()))) if kwargs else (fact_cls,)
 
 
-def _host_changes_reads() -> tuple[Any, int, dict]:
-    from pyinfra.context import ctx_host
+def _per_state(table: weakref.WeakKeyDictionary, state: Any) -> dict:
+    """``table``'s dict for ``state``, made on first use (a lookup makes no weak reference,
+    where ``setdefault`` makes one a call)."""
+    found = table.get(state)
+    if found is None:
+        found = table[state] = {}
+    return found
 
+
+def _host_changes_reads() -> tuple[Any, int, dict]:
     host = ctx_host.get()  # the host itself, not the context's stand-in for it
     state = host.state
-    return host, _changes(state, host), _READS.setdefault(state, {}).setdefault(host.name, {})
+    return host, _changes(state, host), _per_state(_READS, state).setdefault(host.name, {})
 
 
 def remember_facts(answers: Iterable[tuple[type[FactBase], dict[str, Any], Any]]) -> None:
