@@ -74,11 +74,10 @@ class InstalledPackages(FactBase[dict[str, str]]):
 class HeldPackages(FactBase[list[str]]):
     """
     The packages on hold (dpkg's selection ``hold``, what ``apt-mark hold`` sets),
-    architecture qualifiers dropped, sorted; empty without dpkg. ``${binary:Package}`` names
-    a Multi-Arch: same or foreign-architecture package with its qualifier
-    (``libfoo1:i386``): a hold there counts as a hold on the name. The names are dpkg's,
-    not checked: its database keeps ones Debian policy refuses (``my_tool`` from an old
-    local build, a one-letter one), so they are only looked up, never passed on.
+    sorted; empty without dpkg. A hold on a Multi-Arch: same or foreign-architecture
+    package (``libfoo1:i386``) counts as a hold on the name. The names are dpkg's, not
+    checked: its database keeps ones Debian policy refuses (``my_tool`` from an old local
+    build, a one-letter one), so they are only looked up, never passed on.
 
     Read from dpkg's database with ``dpkg-query`` (``DPKG_LISTING``), not ``apt-mark
     showhold``: apt-mark opens apt's cache and rebuilds ``/var/cache/apt/*.bin`` when they
