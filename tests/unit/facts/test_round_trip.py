@@ -10,7 +10,9 @@ import pytest
 from pyinfra.api.exceptions import FactProcessError
 
 from rocm_fleet.facts.apt import (
+    DPKG_LISTING,
     DpkgInterrupted,
+    HeldPackages,
     InstalledPackages,
 )
 from rocm_fleet.facts.files import FileDigest
@@ -56,6 +58,31 @@ def test_survey_answers_each_read_as_the_fact_alone_would(tmp_path):
     assert survey.files[pin]["mode"] == "644" and survey.files[missing] is None
     assert repr(reads[0]) == "kernel"  # what pyinfra's debug log prints
     assert repr(reads[4]) == f"files {pin}"
+
+
+def test_reads_with_one_command_share_its_section_and_each_answers_as_alone(tmp_path):
+    reads = [
+        Read("packages", InstalledPackages),
+        Read("kernel", RunningKernel),
+        Read("held_packages", HeldPackages),
+        Read("dpkg", DpkgInterrupted),
+    ]
+    fact = Survey()
+    command = fact.command(reads=reads)
+    assert command.count("dpkg-query") == DPKG_LISTING.count("dpkg-query") == 1
+    listing = ["hi |curl|7.88.1-10+deb12u14", "iF |rocminfo|1.0.0.60403-128~22.04"]
+    output = ["__survey_section=0", *listing, "__survey_section=1", "6.1.0-31-amd64"]
+    assert fact.process(output) == [
+        {"curl": "7.88.1-10+deb12u14", "rocminfo": "1.0.0.60403-128~22.04"},
+        "6.1.0-31-amd64",
+        ["curl"],
+        ["half-configured rocminfo"],
+    ]
+    answers = surveyed(reads)  # this machine's own dpkg: each as the fact alone answers
+    lines = run_sh(DPKG_LISTING)[1]
+    for read, answer in zip(reads, answers, strict=True):
+        if read.fact is not RunningKernel:
+            assert answer == (read.fact().process(lines) if lines else read.fact().default())
 
 
 def test_survey_gives_defaults_for_empty_sections_and_survives_a_failing_one(tmp_path):
