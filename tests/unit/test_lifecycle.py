@@ -127,7 +127,9 @@ def test_cuda_wheels_are_nvidias_and_non_rocm_torch():
 def test_dpkg_interruption_fact():
     fact = DpkgInterrupted()
     assert fact.process([]) == []
-    assert fact.process(["journal", "half-configured rocm-core", ""]) == [
+    # DPKG_LISTING's lines: the journal's, then db:Status-Abbrev|name|version of each package
+    listing = ["journal", "ii |curl|7.88.1-10+deb12u14", "iF |rocm-core|6.4.3.60403-128~22.04", ""]
+    assert fact.process(listing) == [
         "journal",
         "half-configured rocm-core",
     ]
