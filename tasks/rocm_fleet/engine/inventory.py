@@ -62,8 +62,8 @@ def matching(inventory: Any, pattern: str) -> list[Any]:
     glob.
 
     pyinfra's rule, as its CLI applies it (``pyinfra_cli.cli._get_inventory_pattern_matches``
-    in 3.10, no public call; ``tests/unit/test_engine_loading.py`` compares the two, also on
-    the newest 3.x under ``make pyinfra-next``). Written here rather than called: importing
+    in 3.10, no public call; ``tests/integration/test_engine_loading.py`` compares the two,
+    also on the newest 3.x under ``make pyinfra-next``). Written here rather than called: importing
     pyinfra's CLI module loads all of it (typeguard among it, which pytest, running the node
     checks, then can't rewrite), and it warns about a pattern that matches nothing, which
     the caller refuses with its own message.

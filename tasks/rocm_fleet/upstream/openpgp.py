@@ -19,7 +19,7 @@ maintained) took 590 us in a 9.2 MB native wheel; PGPy's last release is 0.6.0 (
 And neither gpg 2.2.40 nor Sequoia reads the binary-plus-armored form as a whole (gpg: exit 2,
 "invalid packet (ctb=2d)"; Sequoia: "Malformed packet: Truncated packet"), so the framing
 here would stay anyway. The tests check these answers against the fingerprints gpg itself
-gives for keys it made (tests/unit/test_matrix_check.py).
+gives for keys it made (tests/integration/test_matrix_check.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,19 @@
+"""The tests of tests/unit/matrix/test_matrix_sources.py's subject that start a process or a
+loopback server: the integration tier (the pure ones are in
+tests/unit/matrix/test_matrix_sources.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from integration.test_security_limits import hostile
+from unit.matrix.test_matrix_update import tool
+
+
+def test_a_listing_url_is_read_over_verified_tls_only():
+    with hostile() as url:  # a plain-HTTP server: no TLS, no certificate to verify
+        https = url.replace("http://", "https://", 1) + "/whl/rocm6.3/torch/"
+        with pytest.raises(tool.MatrixDataError, match=r"listing https://127\.0\.0\.1"):
+            tool.read_listing(https)
+        with pytest.raises(tool.MatrixDataError, match="over https only"):
+            tool.read_listing(url + "/whl/rocm6.3/torch/")
