@@ -1,5 +1,5 @@
-"""The tests of tests/unit/test_settings_schema.py's subject that start a process or a loopback
-server: the integration tier (the pure ones are in tests/unit/test_settings_schema.py)."""
+"""The tests of tests/unit/test_settings_schema.py that start a process or a loopback server (the
+integration tier; the pure ones stay there)."""
 
 from __future__ import annotations
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+
 import pytest
 import tiers
 
 SLOW = "import time\n\ndef test_slow():\n    time.sleep(0.05)\n\ndef test_quick():\n    pass\n"
+
+
+# Only the plugin under test: no other plugin installed here slows the runs down.
+RUN = ("-p", "tiers", "--disable-plugin-autoload")
 
 
 @pytest.fixture
@@ -20,7 +28,7 @@ def suite(pytester, monkeypatch):
 
 
 def test_each_test_is_marked_with_its_folders_tier(suite):
-    result = suite.inline_run("-p", "tiers", "tests", "-m", "integration")
+    result = suite.inline_run(*RUN, "tests", "-m", "integration")
     result.assertoutcome(passed=2)
     assert all(
         "tests/integration/" in r.nodeid for r in result.getreports("pytest_runtest_logreport")
@@ -29,7 +37,7 @@ def test_each_test_is_marked_with_its_folders_tier(suite):
 
 def test_a_tier_over_its_budget_fails_a_ci_run_naming_its_slowest_tests(suite, monkeypatch):
     monkeypatch.setenv("CI", "true")
-    result = suite.runpytest_inprocess("-p", "tiers", "tests")
+    result = suite.runpytest_inprocess(*RUN, "tests")
     result.assert_outcomes(passed=4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -44,10 +52,22 @@ def test_a_tier_over_its_budget_fails_a_ci_run_naming_its_slowest_tests(suite, m
 
 
 def test_the_budget_holds_in_ci_only_and_for_a_whole_tier_only(suite, monkeypatch):
-    assert suite.runpytest_inprocess("-p", "tiers", "tests").ret == pytest.ExitCode.OK
+    assert suite.runpytest_inprocess(*RUN, "tests").ret == pytest.ExitCode.OK
     monkeypatch.setenv("CI", "true")
-    one_file = suite.runpytest_inprocess("-p", "tiers", "tests/unit/test_unit.py")
+    one_file = suite.runpytest_inprocess(*RUN, "tests/unit/test_unit.py")
     assert one_file.ret == pytest.ExitCode.OK
-    assert (
-        suite.runpytest_inprocess("-p", "tiers", "tests/unit").ret == pytest.ExitCode.TESTS_FAILED
-    )
+    assert suite.runpytest_inprocess(*RUN, "tests/unit").ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize(
+    "needs",
+    [
+        lambda: subprocess.run(["true"], check=False),
+        lambda: os.system("true"),
+        lambda: socket.create_connection(("127.0.0.1", 9), timeout=1),
+    ],
+    ids=["subprocess", "os.system", "socket"],
+)
+def test_a_process_or_a_socket_fails_a_pure_test_naming_the_tier_it_belongs_in(needs):
+    with pytest.raises(pytest.fail.Exception, match="belongs in tests/integration"):
+        needs()

@@ -1,5 +1,5 @@
-"""The tests of tests/unit/audit/test_audit_screens.py's subject that start a process or a loopback
-server: the integration tier (the pure ones are in tests/unit/audit/test_audit_screens.py)."""
+"""The tests of tests/unit/audit/test_audit_screens.py that start a process or a loopback server
+(the integration tier; the pure ones stay there)."""
 
 from __future__ import annotations
 

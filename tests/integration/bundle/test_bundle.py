@@ -1,5 +1,5 @@
-"""The tests of tests/unit/bundle/test_bundle.py's subject that start a process or a loopback
-server: the integration tier (the pure ones are in tests/unit/bundle/test_bundle.py)."""
+"""The tests of tests/unit/bundle/test_bundle.py that start a process or a loopback server (the
+integration tier; the pure ones stay there)."""
 
 # ruff: noqa: F811  (fixtures, imported)
 

@@ -1,6 +1,5 @@
-"""The tests of tests/unit/matrix/test_matrix_sources.py's subject that start a process or a
-loopback server: the integration tier (the pure ones are in
-tests/unit/matrix/test_matrix_sources.py)."""
+"""The tests of tests/unit/matrix/test_matrix_sources.py that start a process or a loopback
+server (the integration tier; the pure ones stay there)."""
 
 from __future__ import annotations
 
