@@ -10,7 +10,7 @@ same name selects it (``pytest -m integration``):
 
 With ``CI=true``, a run given a whole tier's folder (or a folder above it) fails when the
 tier's tests took longer than its budget (the sum of their setup, call and teardown times),
-naming the tier's slowest tests.
+naming the tier's slowest tests (a run within budget says how much of it the tier took).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class Budgets:
         self.tests = config.rootpath / "tests"
         self.tier_of: dict[str, str] = {}
         self.seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        self.checked: list[str] = []
         self.over: list[str] = []
 
     def tier(self, path: Path) -> str | None:
@@ -64,11 +65,18 @@ class Budgets:
     def pytest_sessionfinish(self, session):
         if os.environ.get("CI") != "true":
             return
-        self.over = [t for t in self.covered() if sum(self.seconds[t].values()) > BUDGETS[t]]
+        self.checked = self.covered()
+        self.over = [t for t in self.checked if sum(self.seconds[t].values()) > BUDGETS[t]]
         if self.over and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter):
+        for tier in self.checked:
+            times = self.seconds[tier]
+            terminalreporter.write_line(
+                f"tests/{tier}: {sum(times.values()):.1f} s of its {BUDGETS[tier]:.0f} s budget "
+                f"({len(times)} tests)"
+            )
         for tier in self.over:
             times = self.seconds[tier]
             terminalreporter.section(f"tests/{tier} is over its budget", sep="=", red=True)

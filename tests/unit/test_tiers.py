@@ -49,6 +49,7 @@ def test_a_tier_over_its_budget_fails_a_ci_run_naming_its_slowest_tests(suite, m
         ]
     )
     assert "tests/integration is over" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["tests/integration: * s of its 60 s budget (2 tests)"])
 
 
 def test_the_budget_holds_in_ci_only_and_for_a_whole_tier_only(suite, monkeypatch):
