@@ -13,15 +13,6 @@ from hypothesis import strategies as st
 
 from rocm_fleet.model.sources import UnsafePath, mirror_path
 from rocm_fleet.upstream.manifest import BundleError, confined
-from unit.bundle.test_bundle import (  # noqa: F401  (fixtures)
-    PACKAGES,
-    Quiet,
-    index,
-    needs_of,
-    publish,
-    signer,
-    upstream,
-)
 
 TRAVERSALS = [
     "https://h/a/../../etc/passwd",
