@@ -23,7 +23,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: deps lint-deps venv test unit pyinfra-next demo bench lint docs format settings-docs matrix-check clean
+.PHONY: deps lint-deps venv test unit integration pyinfra-next demo bench lint docs format settings-docs matrix-check clean
 
 deps:
 	$(call apt_install,$(LAB_PACKAGES) $(LINT_PACKAGES))
@@ -41,11 +41,19 @@ $(VENV)/.installed: pyproject.toml tests/lab/pyproject.toml
 
 venv: $(VENV)/.installed
 
+# The tiers (tests/conftest.py): the pure tests (no process, no socket; budget 1 minute), then
+# the CLI, loopback servers, gpg, dash and the docs build (6 minutes), then the lab (root).
+TIERS := tests/unit tests/integration tests/e2e tests/lab
+
 unit: venv
 	$(PY) -m pytest tests/unit -q
 
-# The unit suite against the newest pyinfra 3.x the index serves (pyproject.toml allows any
-# 3.x from the tested minor up), in a throwaway venv; CI runs it after `make test` (.ci/run).
+integration: venv
+	$(PY) -m pytest tests/integration -q
+
+# The pure and integration tiers against the newest pyinfra 3.x the index serves (pyproject.toml
+# allows any 3.x from the tested minor up), in a throwaway venv; CI runs it after `make test`
+# (.ci/run).
 # The next pyinfra minor's breakage shows here before users see it: on an untested minor the
 # planning speedups step aside (engine/speedups.py) and their tests compare them with
 # pyinfra's functions all the same; tests/unit/test_pyinfra_internals.py says which of the
@@ -58,10 +66,12 @@ pyinfra-next:
 	$(NEXT_VENV)/bin/python -m pip install -q -e '.[dev]' -e tests/lab
 	$(NEXT_VENV)/bin/python -m pip install -q --upgrade 'pyinfra>=3,<4'
 	@$(NEXT_VENV)/bin/python -c 'import importlib.metadata as m; print("pyinfra", m.version("pyinfra"))'
-	$(NEXT_VENV)/bin/python -m pytest tests/unit -q; status=$$?; rm -rf $(NEXT_VENV); exit $$status
+	$(NEXT_VENV)/bin/python -m pytest tests/unit tests/integration -q; status=$$?; \
+		rm -rf $(NEXT_VENV); exit $$status
 
+# Every tier in one run, in order; with CI=true a tier over its budget fails the run.
 test: deps venv
-	$(PY) -m pytest -v -rs --durations=15
+	$(PY) -m pytest -v -rs --durations=15 $(TIERS)
 
 demo: deps venv
 	$(VENV)/bin/rocm-fleet-lab demo

@@ -1,12 +1,44 @@
-"""Unit tests run in one process beside the lab's threads (pytest collects tests/e2e first,
-and its fleet lives for the whole session): none may monkey-patch the process for gevent,
-which importing pyinfra's CLI does. Code that needs the CLI runs in a child process."""
+"""The pure tier: no test here starts a process or connects a socket (a hook below fails one
+that does, naming the tier it belongs in), and none may monkey-patch the process for gevent,
+which importing pyinfra's CLI does (tests/integration runs after this tier in one process).
+The fixtures below are tests/integration's too (its conftest imports them)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 from pathlib import Path
 
 import pytest
+
+PURE = Path(__file__).resolve().parent
+MOVE = (
+    "{what} in the pure tier (tests/unit): a test that needs it belongs in tests/integration "
+    "(move it to the file of the same name there)"
+)
+
+
+def _refused(what: str):
+    def refuse(*args, **kwargs):
+        pytest.fail(MOVE.format(what=what), pytrace=True)
+
+    return refuse
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Processes and sockets are refused from the test's setup (fixtures of every scope) to
+    its teardown; the failure is a BaseException, so code under test can't swallow it."""
+    if PURE not in item.path.parents:
+        return (yield)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess.Popen, "__init__", _refused("a process started"))
+        for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+            patch.setattr(os, name, _refused(f"os.{name}"))
+        for name in ("connect", "connect_ex"):
+            patch.setattr(socket.socket, name, _refused("a socket connected"))
+        return (yield)
 
 
 @pytest.fixture(autouse=True)

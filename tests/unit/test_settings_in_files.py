@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
-import os
-import re
 import shlex
-import subprocess
 from pathlib import Path
 from typing import get_type_hints
 
@@ -24,11 +21,10 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from rocm_fleet.deploy.kernel import backports_source
-from rocm_fleet.deploy.mirror import apt_mirror_conf, apt_proxy_conf, nginx_site
-from rocm_fleet.deploy.pull import pull_script, timer_unit
-from rocm_fleet.model import grammar, paths
+from rocm_fleet.deploy.mirror import nginx_site
+from rocm_fleet.deploy.pull import timer_unit
+from rocm_fleet.model import grammar
 from rocm_fleet.model.config import ConfigError, load_config
-from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.fleet import ProxiedUpstream
 from rocm_fleet.model.settings import SETTINGS, Settings
 from rocm_fleet.model.settings_reference import json_schema
@@ -97,51 +93,7 @@ def test_a_backports_mirror_keeps_its_stanza_whole(url):
 # --- apt.conf: the proxy and the mirror's CA, read back by apt-config ----------------------
 
 
-def apt_config(text: str, tmp_path: Path) -> set[str]:
-    """What apt-config reads from ``text`` beyond what the system's configuration holds."""
-    ours, empty = tmp_path / "ours.conf", tmp_path / "empty.conf"
-    ours.write_text(text)
-    empty.write_text("")
-
-    def dump(path: Path) -> set[str]:
-        env = {**os.environ, "APT_CONFIG": str(path)}
-        result = subprocess.run(
-            ["apt-config", "dump"], env=env, capture_output=True, text=True, check=True
-        )
-        return set(result.stdout.splitlines())
-
-    return dump(ours) - dump(empty)
-
-
 HOSTS = accepted("rocm_no_proxy", grammar.HOST_NAME)
-
-
-@EXAMPLES
-@given(
-    proxy=accepted("rocm_proxy", grammar.PROXY_URL),
-    direct=st.lists(HOSTS, max_size=3, unique=True),
-)
-def test_the_proxy_and_the_direct_hosts_are_apts_keys_and_values(proxy, direct, tmp_path_factory):
-    config = load_config({**GOOD, "rocm_proxy": proxy, "rocm_no_proxy": direct})
-    read = apt_config(apt_proxy_conf(config), tmp_path_factory.mktemp("apt"))
-    leaves = {line for line in read if not line.endswith(' "";')}
-    expected = {f'Acquire::{s}::Proxy "{proxy}";' for s in ("http", "https")}
-    expected |= {f'Acquire::{s}::Proxy::{name} "DIRECT";' for s in ("http", "https")
-                 for name in direct}  # fmt: skip
-    assert leaves == expected
-
-
-@EXAMPLES
-@given(url=accepted("rocm_mirror", grammar.HTTP_URL).filter(lambda u: u.startswith("https")))
-def test_the_mirrors_ca_setting_names_the_mirror_alone(url, tmp_path_factory):
-    hostname = Mirror(url).hostname
-    read = apt_config(apt_mirror_conf(hostname), tmp_path_factory.mktemp("apt"))
-    leaves = {line for line in read if not line.endswith(' "";')}
-    assert leaves == {
-        f'Acquire::https::{hostname}::CaInfo "{paths.MIRROR_CA}";',
-        f'Acquire::https::{hostname}::Verify-Peer "true";',
-        f'Acquire::https::{hostname}::Verify-Host "true";',
-    }
 
 
 # --- nginx: the mirror's site, parsed by crossplane ----------------------------------------
@@ -233,27 +185,6 @@ def test_the_pull_periods_keep_the_timer_unit_whole(interval, delay):
 
 
 # --- the shell: the pull script's variables, read by sh --------------------------------------
-
-
-@EXAMPLES
-@given(source=URLS)
-def test_the_pull_source_is_one_shell_word(source, tmp_path_factory):
-    config = load_config({**PULL, "rocm_pull_source": source})
-    header = "".join(
-        line + "\n"
-        for line in pull_script(config, "node-1").splitlines()[1:]
-        if re.match(r"[A-Z_]+=", line)
-    )
-    path = tmp_path_factory.mktemp("sh") / "header.sh"
-    path.write_text(header)
-    read = subprocess.run(
-        ["sh", "-c", '. "$0" && printf %s "$PULL_SOURCE"', str(path)],
-        env={"PATH": os.environ["PATH"]},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert read.stdout == source
 
 
 # --- command lines: packages --------------------------------------------------------

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -138,33 +136,6 @@ def test_every_setting_has_its_plural_and_its_typo_caught():
         ):
             if slip not in settings.SETTINGS:
                 assert key in settings.near_misses(slip), (key, slip)
-
-
-def parse_cli_arg(text: str):
-    """pyinfra's reading of a --data value, in a subprocess (pyinfra_cli patches gevent in)."""
-    code = "import json, sys; from pyinfra_cli.util import parse_cli_arg as p; "
-    code += "print(json.dumps(p(sys.argv[1])))"
-    result = subprocess.run([sys.executable, "-c", code, text], capture_output=True, text=True)
-    return json.loads(result.stdout)
-
-
-def test_a_data_hint_round_trips_through_pyinfras_parsing():
-    """``--data rocm_users=[alice]`` reaches the inventory as the string "[alice]"
-    (pyinfra reads --data values as JSON); the hint is one pyinfra reads as the list."""
-    given = parse_cli_arg("[alice]")
-    with pytest.raises(ConfigError) as refused:
-        load_config({**GOOD, "rocm_users": given}, "gpu07", lambda key: "--data")
-    message = str(refused.value)
-    assert "e.g. ['alice']" in message and "['[alice]']" not in message
-    hint = re.search(r"--data '(rocm_users)=(.*)'$", message)
-    assert hint, message
-    assert parse_cli_arg(hint.group(2)) == ["alice"]
-    load_config({**GOOD, "rocm_users": parse_cli_arg(hint.group(2))})
-    # the quoted release hint round-trips too
-    with pytest.raises(ConfigError) as refused:
-        load_config({**GOOD, "rocm_version": parse_cli_arg("6.4")}, "gpu07")
-    quoted = re.search(r"--data 'rocm_version=(.*?)'", str(refused.value)).group(1)
-    assert parse_cli_arg(quoted) == "6.4.3"
 
 
 @pytest.mark.parametrize("key", ["rocm_apt_auth", "rocm_pip_netrc"])

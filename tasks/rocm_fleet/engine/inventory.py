@@ -46,7 +46,7 @@ def load(
 def matching(inventory: Any, pattern: str) -> list[Any]:
     """The hosts pyinfra's ``--limit PATTERN`` picks, in inventory order: the group of that name,
     else names matching it as a glob. pyinfra's rule (no public call), compared in
-    ``tests/unit/test_engine_loading.py``."""
+    ``tests/integration/test_engine_loading.py``."""
     from pyinfra.api.exceptions import NoGroupError
 
     try:

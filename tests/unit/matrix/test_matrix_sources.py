@@ -14,7 +14,6 @@ from rocm_fleet.matrix import amd_tables, generate, inputs, pci_table, upstream
 from rocm_fleet.matrix.pytorch_tables import listed_versions, read_listing
 from unit.matrix import test_matrix_update as t
 from unit.matrix.test_matrix_update import _inputs
-from unit.test_security_limits import hostile
 
 # versions.rst: a list-table, newest first; Core SDK rows link without a trailing slash,
 # older rows abbreviate the month.
@@ -414,12 +413,3 @@ def test_torch_builds_a_listing_has_that_the_matrix_lacks_are_reported_by_label(
     _pci, _gfx, torch = upstream.matrix_knows()
     assert {"2.7.0", "2.7.1"} <= torch["rocm6.3"] and "2.13.0" in torch["rocm10.1.0"]
     assert upstream.discoveries(data, torch_builds=torch) == []
-
-
-def test_a_listing_url_is_read_over_verified_tls_only():
-    with hostile() as url:  # a plain-HTTP server: no TLS, no certificate to verify
-        https = url.replace("http://", "https://", 1) + "/whl/rocm6.3/torch/"
-        with pytest.raises(inputs.MatrixDataError, match=r"listing https://127\.0\.0\.1"):
-            read_listing(https)
-        with pytest.raises(inputs.MatrixDataError, match="over https only"):
-            read_listing(url + "/whl/rocm6.3/torch/")

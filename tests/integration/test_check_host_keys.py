@@ -3,7 +3,7 @@
 Attacker: someone on the fleet network who answers for a node (a moved address, a spoofed
 one, a reinstalled host's new key) and wants the checks to log in as root there. Each case
 runs ``rocm-fleet check`` in a subprocess against a real SSH server on 127.0.0.1
-(``tests/unit/sshd.py``) and reads from the server whether anyone logged in or ran anything.
+(``tests/integration/sshd.py``) and reads from the server whether anyone logged in or ran anything.
 pyinfra's semantics (``pyinfra.connectors.sshuserclient``): a key that differs from the one
 in known_hosts is refused whatever ``ssh_strict_host_key_checking`` says; an unknown key is
 recorded under ``accept-new`` (pyinfra's default), refused under ``yes``, let in with a
@@ -19,7 +19,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from unit.sshd import serving
+from integration.sshd import serving
 
 NOTHING = 2  # cli.exits: could not check
 

@@ -21,6 +21,7 @@ from typing import get_args, get_type_hints
 
 import pytest
 
+from integration.test_lock import WANTED, key_of, locks_for
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config, without_credentials
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
@@ -33,7 +34,6 @@ from unit.bundle.test_bundle import Quiet, sdist, wheel, write_pages
 from unit.loopback import running, serve, url_of
 from unit.loopback import serve_trusted as serve_https
 from unit.surveys import SurveyHost, fresh_survey, plan
-from unit.test_lock import WANTED, key_of, locks_for
 
 PY311 = HostRuntime("3.11", "2.36")
 FORGED = "f" * 64

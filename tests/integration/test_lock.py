@@ -180,7 +180,7 @@ def test_an_sdist_only_runtime_is_locked_by_its_hash_with_the_wheels_that_build_
     """AMD's ``rocm`` is published only as an sdist (repo.amd.com-whl.toml ``rocm_dist``):
     the lock pins the sdist's published hash, its build backend as a wheel, marked, and
     names it for pip's --no-binary; the cached lock reads back the same."""
-    from unit.bundle.test_bundle import core_sdk_index
+    from integration.bundle.test_bundle import core_sdk_index
 
     www = tmp_path / "www"
     core_sdk_index(www)

@@ -1,0 +1,27 @@
+"""The tests of tests/unit/test_plan.py that start a process or a loopback server (the integration
+tier; the pure ones stay there)."""
+
+from __future__ import annotations
+
+
+def test_venv_remove_script_removes_only_what_it_created(tmp_path):
+    """venv-remove.sh on a real directory tree: the venv, then the recorded directories
+    above it that are now empty; the ledger keeps what still exists."""
+    import subprocess
+
+    from rocm_fleet.operations._script import script
+
+    made = tmp_path / "made"
+    venv = made / "venv"
+    (venv / "bin").mkdir(parents=True)
+    kept = tmp_path / "kept"  # recorded, but holds the admin's file
+    (kept / "venv").mkdir(parents=True)
+    (kept / "admin.txt").write_text("mine")
+    ledger = tmp_path / "ledger"
+    ledger.write_text(f"{made}\n{venv}\n{kept}\n{kept / 'venv'}\n")
+    for target in (venv, kept / "venv"):
+        command = script("venv-remove", str(target), str(ledger)).get_raw_value()
+        subprocess.run(command, shell=True, check=True)
+    assert not made.exists()
+    assert kept.exists() and not (kept / "venv").exists()
+    assert ledger.read_text() == f"{kept}\n"
