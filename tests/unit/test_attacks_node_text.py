@@ -21,7 +21,7 @@ import pytest
 
 from rocm_fleet.audit import screens
 from rocm_fleet.checks.report import Report
-from rocm_fleet.model.untrusted import LIMIT, visible
+from rocm_fleet.model.untrusted import LIMIT, VISIBLE_LOG, visible
 from unit.audit.test_audit import DATA, SurveyHost, converged, fresh_survey, gather
 from unit.roll.test_roll import Cluster, Node, Recorder, roll
 from unit.surveys import plan
@@ -85,6 +85,28 @@ def test_a_warning_quoting_the_nodes_version_is_visible(caplog):
     text = logged(caplog)
     assert "warning: debian 12\\x1b]0;pwned\\x07" in text
     assert_harmless(text)
+
+
+def test_pyinfras_own_lines_of_a_nodes_output_are_visible_once_the_deploy_runs(caplog):
+    """pyinfra prints a failed command's output itself; the deploy's ``VisibleLog`` filter
+    writes out its controls, keeping pyinfra's colours and line breaks."""
+    from pyinfra.api.util import print_host_combined_output
+    from pyinfra.connectors.util import CommandOutput, OutputLine
+
+    planned = plan(DATA, SurveyHost(fresh_survey()))
+    node = planned.state.inventory.get_host("node")
+    output = CommandOutput([OutputLine("stderr", "E: " + EVIL), OutputLine("stdout", HUGE)])
+    with caplog.at_level(logging.INFO, logger="pyinfra"):
+        print_host_combined_output(node, output)
+        node.log_styled("two\nlines", fg="red")
+    text = logged(caplog)
+    assert "E: 12\\x1b]0;pwned\\x07" in text and "two\nlines" in text
+    assert_harmless(text)
+    coloured = logging.LogRecord(
+        "pyinfra", logging.ERROR, "", 0, "%s", ("\x1b[31mred\x1b[0m",), None
+    )
+    VISIBLE_LOG.filter(coloured)
+    assert coloured.getMessage() == "\x1b[31mred\x1b[0m"  # pyinfra's own colours stay
 
 
 # --- the audit --------------------------------------------------------------------------------
