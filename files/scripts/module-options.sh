@@ -9,7 +9,7 @@ reason=$3
 if [ -n "$content" ]; then
     # kmod makes the directory; a minimal root without it still gets the file for later.
     mkdir -p "$(dirname "$path")"
-    write_file "$path" 644 "$content"
+    printf '%s' "$content" | write_file "$path" 644
 else
     rm -f "$path"
 fi

@@ -1,8 +1,9 @@
 """Attacks on the shell helpers that write files as root (``files/scripts/text-file.sh``,
-``module-options.sh``, both through ``lib.sh``'s ``write_file``), in a directory another user
-may write (a ``SlurmUser``-owned ``/etc/slurm``): a link planted at the temporary name the
-helpers once used, a link at the target, a directory at the target. Each script runs under
-dash, as the operations build it, in a temporary directory; the reboot marks go there too.
+``module-options.sh``, ``verified-keyring.sh``, all through ``lib.sh``'s ``write_file``), in a
+directory another user may write (a ``SlurmUser``-owned ``/etc/slurm``): a link planted at the
+temporary name the helpers once used, a link at the target, a directory at the target. Each
+script runs under dash, as the operations build it, in a temporary directory; the reboot marks
+go there too.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from rocm_fleet.facts.apt import KeyringFingerprints
 from rocm_fleet.facts.files import FileDigest
-from rocm_fleet.operations import _script, files, kernel
+from rocm_fleet.operations import _script, apt, files, kernel
 from unit.opcases import run_op
 from unit.surveys import fact_key
-from unit.test_operations import DASH
+from unit.test_operations import DASH, FINGERPRINT, KEY_URL, key_tools  # noqa: F401
 
 SECRET = "MungeKey=correct horse battery staple\n"
 
@@ -153,3 +155,26 @@ def test_module_options_writes_644_refreshes_the_initramfs_and_marks_a_reboot(ho
     assert seen.read_text().split()[0] == "600"  # made readable only once written
     assert (tmp_path / "initramfs").read_text() == "-u\n"
     assert (tmp_path / "run" / "REBOOT_REASONS").read_text() == "ttm options changed\n"
+
+
+def test_the_keyring_is_written_past_links_at_its_old_temporary_name_and_at_itself(
+    tmp_path,
+    key_tools,  # noqa: F811 (test_operations' fixture)
+):
+    """verified-keyring.sh writes the checked key through ``write_file`` too."""
+    keyrings = tmp_path / "keyrings"
+    keyrings.mkdir()
+    victim = tmp_path / "sudoers"
+    victim.write_text("root ALL=(ALL) ALL\n")
+    keyring = keyrings / "rocm.gpg"
+    keyring.symlink_to(victim)
+    (keyrings / "rocm.gpg.rocm-fleet-new").symlink_to(victim)
+    (command,) = run_op(
+        apt.verified_keyring, {fact_key(KeyringFingerprints, path=str(keyring)): None},
+        path=str(keyring), url=KEY_URL, fingerprint=FINGERPRINT,
+    ).commands  # fmt: skip
+    proc = run(command, key_tools)
+    assert proc.returncode == 0, proc.stderr
+    assert not keyring.is_symlink() and keyring.read_text() == "ARMORED\n"
+    assert stat.S_IMODE(keyring.stat().st_mode) == 0o644
+    assert victim.read_text() == "root ALL=(ALL) ALL\n"
