@@ -24,6 +24,21 @@ mark_reboot() {
     grep -qxF "$reason" "$REBOOT_REASONS" 2>/dev/null || echo "$reason" >> "$REBOOT_REASONS"
 }
 
+# write_file PATH MODE: write standard input as a whole file, as root, safely in a directory
+# another user may write (a SlurmUser's /etc/slurm): into a fresh temporary name in PATH's
+# directory (mktemp: never a fixed name a link could wait at; created 0600 under umask 077),
+# made MODE once written, then renamed onto PATH with mv -T (a link at PATH is replaced, not
+# followed; a directory at PATH is refused, never moved into). Readers never see half of it.
+write_file() (
+    umask 077
+    temporary=$(mktemp "$(dirname "$1")/.$(basename "$1").XXXXXX")
+    if cat > "$temporary" && chmod "$2" "$temporary" && mv -Tf "$temporary" "$1"; then
+        exit 0
+    fi
+    rm -f "$temporary"
+    exit 1
+)
+
 # ledger_purge LEDGER PACKAGE...: purge PACKAGEs (names from LEDGER that are still installed)
 # and what they pulled in, unless something the admin installed depends on them. They are
 # marked automatically installed and only what `apt-get autoremove` would newly remove

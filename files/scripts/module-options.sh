@@ -1,6 +1,6 @@
 # shellcheck shell=sh
-# module-options.sh PATH CONTENT REASON: write a modprobe.d file whole (via a temporary name
-# and a rename), or remove it when CONTENT is empty, refresh the initramfs' copy of it, and
+# module-options.sh PATH CONTENT REASON: write a modprobe.d file whole (lib.sh's write_file),
+# or remove it when CONTENT is empty, refresh the initramfs' copy of it, and
 # record that the host needs a reboot: modprobe reads its options when the module loads.
 set -eu
 path=$1
@@ -9,10 +9,7 @@ reason=$3
 if [ -n "$content" ]; then
     # kmod makes the directory; a minimal root without it still gets the file for later.
     mkdir -p "$(dirname "$path")"
-    temporary="$path.rocm-fleet-new"
-    printf '%s' "$content" > "$temporary"
-    chmod 644 "$temporary"
-    mv -f "$temporary" "$path"
+    printf '%s' "$content" | write_file "$path" 644
 else
     rm -f "$path"
 fi

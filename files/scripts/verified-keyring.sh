@@ -3,7 +3,7 @@
 # (through PROXY unless the host is in NO_PROXY, when given; trusting only CACERT's CA, the
 # fleet mirror's, when given; from https never redirected to http), refuse it unless the primary keys it
 # holds are exactly the one with FINGERPRINT, then write that key, in the binary form apt
-# reads, to KEYRING (temporary name and rename). Nothing is written when the check fails.
+# reads, to KEYRING (lib.sh's write_file). Nothing is written when the check fails.
 # The key is imported into a throwaway home and exported again rather than dearmored, so
 # any form AMD serves works: armored (repo.radeon.com), binary, or binary with an armored
 # copy of the same key appended ((3p) reported of stable.repo.amd.com's packages.gpg, which
@@ -54,5 +54,4 @@ if [ "$got" != "$fingerprint" ]; then
 fi
 install -d -m 0755 "$(dirname "$keyring")"
 gpg --batch --export "$fingerprint" > "$tmp/keyring.gpg"
-install -m 0644 "$tmp/keyring.gpg" "$keyring.rocm-fleet-new"
-mv -f "$keyring.rocm-fleet-new" "$keyring"
+write_file "$keyring" 644 < "$tmp/keyring.gpg"

@@ -178,7 +178,7 @@ def test_the_mirror_host_serves_https_with_its_key_uploaded_root_only(tls):
     assert upload.src.getvalue() == Path(tls.key).read_bytes()
     # Created 0600 before a byte is uploaded, then renamed into place.
     assert words(key_commands[0])[-4:] == ["-m", "600", "/dev/null", upload.dest]
-    assert words(key_commands[-1])[-4:] == ["mv", "-f", upload.dest, paths.MIRROR_KEY]
+    assert words(key_commands[-1])[-4:] == ["mv", "-Tf", upload.dest, paths.MIRROR_KEY]
     # The key is in no command and no operation's repr.
     key_text = Path(tls.key).read_text().splitlines()[1]
     assert key_text not in every_text(planned)

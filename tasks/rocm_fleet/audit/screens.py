@@ -22,6 +22,7 @@ from rocm_fleet.cli.tables import FALLBACK_WIDTH, Screen, grid, measure
 from rocm_fleet.cli.tables import console as _console
 from rocm_fleet.cli.tables import screen_for as screen_for
 from rocm_fleet.cli.tables import text_of as _text_of
+from rocm_fleet.model.untrusted import visible
 
 #: how drifted cells and the reasons of hosts that aren't as the inventory says look
 DRIFT_STYLE = "bold red"
@@ -100,16 +101,16 @@ def render_table(rows: list[AuditRow], colour: bool = False) -> str:
         if row.status not in ("drift", "ok"):
             without.append(row)
             continue
-        line = [Text(row.host, style=_style(row.status != "ok"))]
+        line = [Text(visible(row.host), style=_style(row.status != "ok"))]
         for column in shown:
             found = _cell(row, column) or Cell("-")
-            text = found.text.removeprefix("! ")
+            text = visible(found.text.removeprefix("! "))
             line.append(Text(f"! {text}" if found.drift else text, _style(found.drift)))
         table.add_row(*line)
     reasons = Table.grid(padding=(0, 2))  # the hosts without data: why, after the table
     for row in without:
-        reason = f"! {row.status.upper()}: {row.error}"
-        reasons.add_row(Text(row.host, DRIFT_STYLE), Text(reason, DRIFT_STYLE))
+        reason = f"! {row.status.upper()}: {visible(row.error)}"
+        reasons.add_row(Text(visible(row.host), DRIFT_STYLE), Text(reason, DRIFT_STYLE))
     console = _console(Screen(width=max(measure(table), measure(reasons)), colour=colour))
     console.print(table)
     if without:
@@ -135,6 +136,11 @@ def _health_summary(cells: ObservedCells) -> str:
 
 
 def _summary_values(row: AuditRow) -> list[str]:
+    """The summary table's cells for ``row``, ``visible``."""
+    return [visible(value) for value in _summary_cells(row)]
+
+
+def _summary_cells(row: AuditRow) -> list[str]:
     cells = row.cells
     if cells.gpus is None:
         return [row.host, row.status, "-", "-", "-", "-", "-"]
@@ -153,7 +159,12 @@ def _summary_values(row: AuditRow) -> list[str]:
 
 
 def _details(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
-    """(text, drifted) lines under a host: its drift (all cells with ``verbose``), or why none."""
+    """(text, drifted) lines under a host, ``visible``: its drift (all cells with ``verbose``),
+    or why none."""
+    return [(visible(text), drift) for text, drift in _detail_lines(row, verbose)]
+
+
+def _detail_lines(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
     details: list[tuple[str, bool]] = []
     if row.status in ("drift", "ok"):
         for column in columns([row]):
@@ -182,7 +193,7 @@ def render_summary(
     drifted host a wrapped ``!`` line per drifted concern or reason (all cells with ``verbose``)."""
     console = _console(Screen(width, colour))
     table = grid(list(SUMMARY))
-    hosts = max([len(SUMMARY[0])] + [len(row.host) for row in rows])
+    hosts = max([len(SUMMARY[0])] + [len(visible(row.host)) for row in rows])
     # The whole name, not "…": the other columns give way first.
     table.columns[0].min_width = hosts if hosts + 12 <= width else max(8, width - 12)
     for row in rows:
@@ -222,7 +233,7 @@ class Progress:
         self.status: Any = None
 
     def __call__(self, row: AuditRow, done: int, total: int) -> None:
-        text = f"audit [{done}/{total}] {row.host}: {row.status}"
+        text = visible(f"audit [{done}/{total}] {row.host}: {row.status}")
         if not self.live:
             self.stream.write(text + "\n")
             self.stream.flush()

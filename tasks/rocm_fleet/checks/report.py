@@ -18,6 +18,7 @@ import pytest
 
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.tables import line
+from rocm_fleet.model.untrusted import visible
 
 #: the user property of a check whose host was unreachable (``checks.plugin.UNREACHABLE``)
 UNREACHABLE = "rocm_fleet_unreachable"
@@ -100,11 +101,13 @@ class Report:
         if outcome is None:
             return
         self.outcomes.append(outcome)
-        check = outcome.check + (f": {outcome.reason}" if outcome.reason else "")
-        print(line([SHOWN[outcome.result], outcome.host, check], [11, self._width]), file=self.out)
+        # the reason and details quote what the node answered: ``visible``
+        check = visible(outcome.check + (f": {outcome.reason}" if outcome.reason else ""))
+        shown = [SHOWN[outcome.result], visible(outcome.host), check]
+        print(line(shown, [11, self._width]), file=self.out)
         if outcome.details and (self.details or self._tbstyle not in ("no", "auto")):
             for detail in outcome.details.rstrip().splitlines():
-                print(f"    {detail}", file=self.out)
+                print(f"    {visible(detail)}", file=self.out)
         self.out.flush()
 
     @pytest.hookimpl(trylast=True)

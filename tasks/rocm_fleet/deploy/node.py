@@ -37,6 +37,7 @@ from rocm_fleet.engine.origin import raise_at
 from rocm_fleet.engine.speedups import planned_with_speedups
 from rocm_fleet.model.config import Config, ConfigError
 from rocm_fleet.model.matrix import CLASSIC
+from rocm_fleet.model.untrusted import VISIBLE_LOG
 
 logger = logging.getLogger("pyinfra")
 
@@ -84,7 +85,9 @@ def _verify_site_data(config: Config, name: str) -> None:
 @planned_with_speedups
 def rocm_node() -> None:
     """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it
-    (``rocm_state: absent``). Idempotent: a second run changes nothing."""
+    (``rocm_state: absent``). Idempotent: a second run changes nothing. What pyinfra logs
+    from here on is ``VisibleLog``'s: the nodes' text in it shown, never obeyed."""
+    logger.addFilter(VISIBLE_LOG)
     # Bad inventory data stops the run before any host is touched, naming every host's.
     config = host_config(host, every_host=True)
     host.log_styled(

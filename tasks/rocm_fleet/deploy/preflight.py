@@ -22,6 +22,7 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.conflicts import venv_problems
 from rocm_fleet.model.findings import Findings, findings
 from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.untrusted import visible
 from rocm_fleet.operations.secureboot import PASSWORD_MAX, PASSWORD_MIN
 
 logger = logging.getLogger("pyinfra")
@@ -111,7 +112,7 @@ def preflight(config: Config) -> Findings | None:
         warn_host(warning)
     if verbose():  # pyinfra -v: the lists a message summarised, in full
         for what, names in result.details.items():
-            host.log_styled(f"{what}: {', '.join(names)}", log_func=logger.info)
+            host.log_styled(visible(f"{what}: {', '.join(names)}"), log_func=logger.info)
     if reason:
         refuse_host(reason)
         return None

@@ -14,6 +14,7 @@ from pyinfra.api.operation import OperationMeta
 from rocm_fleet.engine.run import after_operation
 from rocm_fleet.model import paths
 from rocm_fleet.model.boot import wanted_driver
+from rocm_fleet.model.untrusted import visible
 from rocm_fleet.operations.reboot import NEEDS_REBOOT, NOTES, REFUSED, reboot_when_needed
 
 if TYPE_CHECKING:
@@ -27,19 +28,19 @@ def _report() -> None:
     """Log the hosts that still need a reboot, were refused one, or wait at the console."""
     lines = []
     for name in sorted(NEEDS_REBOOT):
-        lines.append(f"  {name}: {'; '.join(NEEDS_REBOOT[name])}")
+        lines.append(f"  {name}: {visible('; '.join(NEEDS_REBOOT[name]))}")
     if lines:
         logger.warning(
             "Hosts that need a reboot (not allowed: set rocm_reboot: allow, or reboot them "
             "yourself):\n" + "\n".join(lines)
         )
-    refused = [f"  {name}: {'; '.join(REFUSED[name])}" for name in sorted(REFUSED)]
+    refused = [f"  {name}: {visible('; '.join(REFUSED[name]))}" for name in sorted(REFUSED)]
     if refused:
         logger.warning(
             "Reboots refused: the kernel the host boots next isn't ready for its GPU "
             "driver:\n" + "\n".join(refused)
         )
-    console = [f"  {name}: {'; '.join(NOTES[name])}" for name in sorted(NOTES)]
+    console = [f"  {name}: {visible('; '.join(NOTES[name]))}" for name in sorted(NOTES)]
     if console:
         logger.warning("Hosts waiting for someone at the console:\n" + "\n".join(console))
 

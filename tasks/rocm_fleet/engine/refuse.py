@@ -17,6 +17,7 @@ from pyinfra.context import ctx_host
 
 from rocm_fleet.engine.version import internal
 from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.untrusted import visible
 
 if TYPE_CHECKING:
     from rocm_fleet.model.findings import Findings
@@ -56,8 +57,9 @@ def outcome_of(target: Any = None) -> Outcome | None:
 
 def refuse_host(reason: str) -> None:
     """Refuse the current host while planning: log why, drop its planned operations, mark it
-    failed. Re-raises pyinfra's error only when other hosts remain (over ``--fail-percent``)."""
-    host.log_styled(f"refused: {reason}", fg="red", log_func=logger.error)
+    failed. Re-raises pyinfra's error only when other hosts remain (over ``--fail-percent``).
+    The line is ``visible``: a reason quotes what the node reported."""
+    host.log_styled(f"refused: {visible(reason)}", fg="red", log_func=logger.error)
     state = host.state
     fail_hosts = internal(state, "fail_hosts")  # outside the try: its error is no refusal
     # The Host itself, not pyinfra's context proxy (which moves on with planning).
@@ -81,5 +83,5 @@ def refuse_after_preflight(reason: str) -> None:
 
 
 def warn_host(warning: str) -> None:
-    """Print a warning on the current host's line."""
-    host.log_styled(f"warning: {warning}", fg="yellow", log_func=logger.warning)
+    """Print a warning on the current host's line (``visible``: it may quote the node)."""
+    host.log_styled(f"warning: {visible(warning)}", fg="yellow", log_func=logger.warning)

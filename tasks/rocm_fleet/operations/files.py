@@ -74,7 +74,7 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     yield FileUploadCommand(io.BytesIO(text.encode()), new, remote_temp_filename=temporary)
     yield StringCommand(
         "rm", "-f", temporary, "&&", "chmod", mode, QuoteString(new), "&&",
-        "mv", "-f", QuoteString(new), QuoteString(path),
+        "mv", "-Tf", QuoteString(new), QuoteString(path),  # a link at path replaced
     )  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from rocm_fleet.facts.python import TorchInfo
 from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.system import RebootRequired, RunningKernel
 from rocm_fleet.model import paths
+from rocm_fleet.model.untrusted import visible
 from rocm_fleet.operations._script import failure, script
 
 
@@ -142,7 +143,7 @@ def gpu_verified(
         agents, torch, expected_gfx, expected_count, bool(python), rocminfo
     )
     if not problems:
-        host.log_styled(summary, fg="green")
+        host.log_styled(visible(summary), fg="green")
         yield from record
         return
     # What this run installed works only after the reboot it wasn't allowed: report.

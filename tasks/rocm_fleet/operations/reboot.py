@@ -20,6 +20,7 @@ from rocm_fleet.facts.secureboot import MokKeyState, SecureBoot
 from rocm_fleet.facts.system import RebootRequired
 from rocm_fleet.model import paths
 from rocm_fleet.model.boot import BootState, reboot_refusal
+from rocm_fleet.model.untrusted import visible
 from rocm_fleet.operations._script import failure
 
 logger = logging.getLogger("pyinfra")
@@ -119,17 +120,21 @@ def reboot_when_needed(
         return
     if refusal and (executing() or not planned):
         REFUSED[host.name] = refusal
-        host.log_styled(f"reboot refused: {'; '.join(refusal)}", fg="red", log_func=logger.error)
+        host.log_styled(
+            visible(f"reboot refused: {'; '.join(refusal)}"), fg="red", log_func=logger.error
+        )
         yield failure(f"reboot refused ({'; '.join(reasons)}): {'; '.join(refusal)}")
         return
     if refusal:
         host.log_styled(
-            f"the kernel it boots next isn't ready now ({'; '.join(refusal)}); checked again "
-            "after this run's changes, before the reboot",
+            visible(
+                f"the kernel it boots next isn't ready now ({'; '.join(refusal)}); checked "
+                "again after this run's changes, before the reboot"
+            ),
             fg="yellow",
             log_func=logger.warning,
         )
-    host.log_styled(f"rebooting: {'; '.join(reasons)}", fg="blue")
+    host.log_styled(visible(f"rebooting: {'; '.join(reasons)}"), fg="blue")
     yield FunctionCommand(_remember_uptime, (), {})
     # Detached: the SSH channel closes at once (as server.reboot).
     yield StringCommand("( sleep 1 && reboot ) </dev/null >/dev/null 2>&1 &")

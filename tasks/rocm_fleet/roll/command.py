@@ -35,6 +35,7 @@ import click
 
 from rocm_fleet.cli.exits import Command, Exit, described, epilog, option, worst
 from rocm_fleet.cli.inventory import UsageError, host_options
+from rocm_fleet.model.untrusted import visible
 from rocm_fleet.roll.plan import waves
 from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
 from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target
@@ -120,7 +121,7 @@ def run(args: Any) -> int:
     try:
         found = audit(args, passed)
     except AuditFailed as exc:
-        print(f"rocm-fleet roll: {exc}; nothing drained or changed", file=sys.stderr)
+        print(f"rocm-fleet roll: {visible(exc)}; nothing drained or changed", file=sys.stderr)
         return Exit.NOT_CHECKED
     for host in found.unreachable:
         print(f"rocm-fleet roll: {host} did not answer the audit: not rolled", file=sys.stderr)
@@ -151,7 +152,10 @@ def run(args: Any) -> int:
     try:
         targets = [t for t in targets if not t.recheck or left_drained_by_roll(t)]
     except SlurmUnreachable as exc:
-        print(f"rocm-fleet roll: Slurm did not answer: {exc}; nothing changed", file=sys.stderr)
+        print(
+            f"rocm-fleet roll: Slurm did not answer: {visible(exc)}; nothing changed",
+            file=sys.stderr,
+        )
         return Exit.NOT_CHECKED
     if not targets:
         print("roll: no host has drift; nothing drained, nothing changed")
@@ -214,11 +218,10 @@ def dry(targets: list[Target], max_unavailable: int, found: Audited) -> int:
                 if target.recheck:
                     then = "checked again, resumed if they pass"
                 drift = "no drift" if target.recheck else "drift"
-                print(
-                    f"  {target.host}: {drift}; Slurm node {state.name} {state.describe()}: {then}"
-                )
+                said = f"Slurm node {state.name} {state.describe()}"
+                print(f"  {target.host}: {drift}; {visible(said)}: {then}")
     except SlurmUnreachable as exc:
-        print(f"rocm-fleet roll: Slurm did not answer: {exc}", file=sys.stderr)
+        print(f"rocm-fleet roll: Slurm did not answer: {visible(exc)}", file=sys.stderr)
         return Exit.NOT_CHECKED
     return worst([Exit.FINDINGS, *audit_statuses(found)])
 

@@ -14,6 +14,7 @@ from typing import TextIO
 
 from rocm_fleet.cli.exits import Exit
 from rocm_fleet.model.slurm import NodeState
+from rocm_fleet.model.untrusted import visible
 from rocm_fleet.roll.plan import ROLLING, reason, waves
 from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
 
@@ -83,8 +84,9 @@ class Roll:
         self.tally = Tally()
 
     def log(self, host: str, message: str) -> None:
+        """A line of the roll's log; ``visible``: a message quotes what a node or Slurm said."""
         stamp = time.strftime("%H:%M:%S", time.gmtime(self.wall()))
-        self.out.write(f"{stamp} {host}: {message}\n")
+        self.out.write(f"{stamp} {host}: {visible(message)}\n")
         self.out.flush()
 
     def run(self) -> int:
@@ -241,7 +243,7 @@ class Roll:
 
     def _stopped(self, exc: SlurmUnreachable) -> int:
         held = [t for wave in self.waves for t in wave if t.drained]
-        print(f"rocm-fleet roll: Slurm did not answer: {exc}", file=sys.stderr)
+        print(f"rocm-fleet roll: Slurm did not answer: {visible(exc)}", file=sys.stderr)
         print(
             "rocm-fleet roll: stopped before draining or changing another node",
             file=sys.stderr,

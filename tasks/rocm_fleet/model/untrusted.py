@@ -1,0 +1,66 @@
+"""Text a node reported (its files, its tools' output, its names), made safe to print on an
+administrator's terminal.
+
+A compromised node chooses these strings: an escape sequence in them would retitle the
+window, clear the report or (OSC 52) write the clipboard, and a bidi override would make a
+line read other than it is. ``visible`` renders every such character as the ASCII escape
+Python writes for it (``\\x1b``, ``\\u202e``), as OpenSSH's ``strnvis`` does for its
+banners, and caps the length. Tab and newline are shown too (``\\t``, ``\\n``): a
+node's text is one cell or one line, and a raw line break or tab would let it draw a line of
+its own. Every other character, letters of any script included, is kept as it is. JSON and
+OpenMetrics carry the exact value (their encoders escape it) and never come through here.
+
+``VisibleLog`` does the same for every line pyinfra logs (its own and a failed command's
+output, which quotes the node), keeping the line breaks and colours pyinfra draws.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+#: the longest text shown (the rest cut, "…" marking the cut): a node's 1 MB line stays a line
+LIMIT = 4000
+
+# C0 controls but tab and newline, DEL, C1 controls; the bidi marks, embeddings, overrides and
+# isolates (U+061C, U+200E-200F, U+202A-202E, U+2066-2069); the line and paragraph separators
+# (U+2028-2029).
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_UNSAFE = re.compile(f"[\t\n{_CONTROLS}]")
+# in a log line: a colour (SGR, ``ESC [ ... m``), kept, or a control, written out
+_LOGGED = re.compile(f"(\x1b\\[[0-9;]*m)|[{_CONTROLS}]")
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return {9: "\\t", 10: "\\n", 13: "\\r"}.get(code) or (
+        f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    )
+
+
+def visible(text: object, limit: int = LIMIT) -> str:
+    """``text`` (``str()`` of it) with its control and bidi characters written out as escapes,
+    at most ``limit`` characters before them (then "…"); ordinary text unchanged."""
+    said = str(text)
+    cut = len(said) > limit
+    said = _UNSAFE.sub(_escape, said[:limit] if cut else said)
+    return said + "…" if cut else said
+
+
+def _escape_logged(found: re.Match[str]) -> str:
+    return found.group(1) or _escape(found)
+
+
+class VisibleLog(logging.Filter):
+    """A filter for pyinfra's logger: each record's lines ``visible`` but for their line
+    breaks, tabs and colours, each line at most ``LIMIT`` characters."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        lines = record.getMessage().split("\n")
+        cut = [line[:LIMIT] + "…" if len(line) > LIMIT else line for line in lines]
+        record.msg, record.args = _LOGGED.sub(_escape_logged, "\n".join(cut)), ()
+        return True
+
+
+#: the one instance, added once to pyinfra's logger (``logging.Logger.addFilter`` keeps one)
+VISIBLE_LOG = VisibleLog()
