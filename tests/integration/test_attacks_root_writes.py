@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from integration.test_operations import key_tools  # noqa: F401
 from rocm_fleet.facts.apt import KeyringFingerprints
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.operations import _script, apt, files, kernel
 from unit.opcases import run_op
 from unit.surveys import fact_key
-from unit.test_operations import DASH, FINGERPRINT, KEY_URL, key_tools  # noqa: F401
+from unit.test_operations import DASH, FINGERPRINT, KEY_URL
 
 SECRET = "MungeKey=correct horse battery staple\n"
 
