@@ -5,13 +5,12 @@ from another host; its tables scroll instead of overflowing their column."""
 
 import re
 import runpy
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 
+from integration.test_docs import build_site
 from unit.test_docs import DOCS, PAGES, README, ROOT
 
 # "- ", "* " or "1. " at a line's start (after any indentation of a nested list)
@@ -99,17 +98,8 @@ def built_page(site: Path, source: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip(
-        "mkdocs", reason="the docs site needs the dev extra (pip install -e '.[dev]')"
-    )
     site = tmp_path_factory.mktemp("site")
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stderr
+    build_site(site)
     return site
 
 
@@ -125,7 +115,7 @@ def test_every_list_item_and_table_of_a_page_renders_as_one(site, source):
     items, tables = markdown_blocks(text)
     page = read(site, source)
     rendered = [words(item) for item in page.items]
-    lost = [item for item in items if not any(li.startswith(item) for li in rendered)]
+    lost = [i for i in items if not any(f"{li} ".startswith(f"{i} ") for li in rendered)]
     assert not lost, f"list items shown as text (a blank line before the list?): {lost}"
     assert page.tables == tables, "pipe tables shown as text (a blank line before the table?)"
 
