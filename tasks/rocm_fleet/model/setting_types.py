@@ -1,9 +1,6 @@
 """What a setting's value must be: the ``Annotated`` types of ``model.settings``' fields, whose
-pydantic metadata check the value (``Strict``, ``StringConstraints`` with a full-match
-grammar of ``model.grammar``, ``Field`` bounds, ``AfterValidator`` for what code checks) and
-say what is valid (``Valid``); a refused value's error is ``invalid``'s
-``rocm_fleet_setting``, its message what to write (pydantic's lax ``bool`` takes ``"yes"``,
-and its own messages say what failed, not what to write)."""
+pydantic metadata check the value and say what is valid (``Valid``); a refused value's error is
+``invalid``'s ``rocm_fleet_setting``, its message what to write."""
 
 from __future__ import annotations
 
