@@ -208,7 +208,6 @@ def gather(
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:
             return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
-        # Read first (the plan, preflight's outcome, the survey's readings), then build the row.
         plan_deploy(state, host, rocm_node)
         planned = planned_operations(state, host)  # read as the row needs it
         # No preflight when decommissioning: the removal's plan is the whole drift.
