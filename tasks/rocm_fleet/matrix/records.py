@@ -1,6 +1,7 @@
 """Records of inputs that may be read but not committed (AMD's historical CSV, PyTorch's
 RELEASE.md): the cells the generator reads, as TOML, rendered back into the file's form for the
-same parsers; each names the file's commit and digest (tests/fixtures/upstream/stored/SOURCES.toml)."""
+same parsers; each names the file's commit and digest
+(tests/fixtures/upstream/stored/SOURCES.toml)."""
 
 from __future__ import annotations
 
