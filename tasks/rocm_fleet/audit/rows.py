@@ -1,8 +1,6 @@
-"""What ``rocm-fleet audit`` knows about each host: its ``AuditRow``, gathered read-only.
-
-Each host's drift is the deploy's own plan (``rocm_node``, planned by pyinfra, nothing run),
-grouped by concern; beside it the cells of what the survey saw that no operation enforces,
-the host's GPU health and its outliers (docs/decisions/audit.md).
+"""What ``rocm-fleet audit`` knows about each host, gathered read-only: its ``AuditRow``, whose
+drift is the deploy's own plan grouped by concern, beside the survey's unenforced cells, GPU
+health and outliers (docs/decisions/audit.md).
 """
 
 from __future__ import annotations
