@@ -1,8 +1,6 @@
-"""The audit's row and its cells, as types: ``audit.rows`` builds an ``AuditRow`` per host;
-the screens and the metrics read it by attribute. ``AuditRow.to_json`` is ``--format json``'s
-host object, read by scripts: its keys and values stay (a cell is ``{"text", "drift", <its
-fields>}``, in field order). A new observed cell is a ``Cell`` subclass and a field of
-``ObservedCells`` with its header.
+"""The audit's row and its cells, as types: ``audit.rows`` builds an ``AuditRow`` per host, the
+screens and metrics read it. ``AuditRow.to_json`` is ``--format json``'s host object: its keys
+and values stay (a cell is ``{"text", "drift", <its fields>}``, in field order).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""What ``rocm-fleet audit`` knows about each host: its ``AuditRow``, gathered read-only.
-
-Each host's drift is the deploy's own plan (``rocm_node``, planned by pyinfra, nothing run),
-grouped by concern; beside it the cells of what the survey saw that no operation enforces,
-the host's GPU health and its outliers (docs/decisions/audit.md).
+"""What ``rocm-fleet audit`` knows about each host, gathered read-only: its ``AuditRow``, whose
+drift is the deploy's own plan grouped by concern, beside the survey's unenforced cells, GPU
+health and outliers (docs/decisions/audit.md).
 """
 
 from __future__ import annotations
@@ -208,7 +206,6 @@ def gather(
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:
             return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
-        # Read first (the plan, preflight's outcome, the survey's readings), then build the row.
         plan_deploy(state, host, rocm_node)
         planned = planned_operations(state, host)  # read as the row needs it
         # No preflight when decommissioning: the removal's plan is the whole drift.

@@ -1,10 +1,7 @@
-"""``rocm-fleet check INVENTORY | --hosts SPECS --rocm-version X.Y.Z``: the node checks.
-
-Runs the packaged testinfra checks (``rocm_fleet.checks``) with pytest, without the user's
-pytest configuration, against an inventory's hosts or ``--hosts`` with what they should
-have; settings are validated first. Options after ``--`` go to pytest. Exit status
-(``cli.exits``): 0 passed or skipped, 1 a check failed, 2 a host unreachable and nothing
-failed, 4 bad input.
+"""``rocm-fleet check INVENTORY | --hosts SPECS --rocm-version X.Y.Z``: the packaged testinfra
+checks run by pytest (without the user's configuration), settings validated first; options after
+``--`` go to pytest. Exit status: 0 passed or skipped, 1 a check failed, 2 a host unreachable
+and nothing failed, 4 bad input.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Faster, equivalent versions of three pyinfra 3.10 internals that planning calls per operation.
-
-``get_operation_order_from_stack`` (from the frames, not ``inspect.stack()``),
-``all_global_arguments`` (computed once) and ``pop_global_arguments`` (the host's data merged
-once per call). Same answers (``tests/unit/test_pyinfra_speed.py``). In effect only inside
-``speedups()`` (``rocm_node`` wraps itself in it), only on ``TESTED_PYINFRA`` (else one
-warning), and never when ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``. See
-``docs/decisions/planning-speedups.md``."""
+"""Faster, equivalent versions of three pyinfra internals planning calls per operation
+(docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``,
+``all_global_arguments`` and ``pop_global_arguments``. In effect only inside ``speedups()``, on
+``TESTED_PYINFRA`` (else one warning), unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 from __future__ import annotations
 

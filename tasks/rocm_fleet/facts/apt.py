@@ -46,11 +46,8 @@ def _listed(output: list[str]) -> list[tuple[str, str, str, str, str]]:
 class InstalledPackages(FactBase[dict[str, str]]):
     """
     Every package dpkg counts as installed (half-installed and half-configured included;
-    removed ones that left only config files not), name -> version, architecture
-    qualifiers dropped. One listing answers every package question of a run, where
-    pyinfra's ``DebPackages`` (``dpkg -l``) drops packages in a broken state. Its command
-    is ``DPKG_LISTING``, shared with ``HeldPackages`` and ``DpkgInterrupted``: a survey
-    runs it once for the three.
+    config-files only not), name -> version, architecture qualifiers dropped. Its command,
+    ``DPKG_LISTING``, is shared with ``HeldPackages`` and ``DpkgInterrupted``.
 
     .. code:: python
 
@@ -73,15 +70,10 @@ class InstalledPackages(FactBase[dict[str, str]]):
 
 class HeldPackages(FactBase[list[str]]):
     """
-    The packages on hold (dpkg's selection ``hold``, what ``apt-mark hold`` sets),
-    sorted; empty without dpkg. A hold on a Multi-Arch: same or foreign-architecture
-    package (``libfoo1:i386``) counts as a hold on the name. The names are dpkg's, not
-    checked: its database keeps ones Debian policy refuses (``my_tool`` from an old local
-    build, a one-letter one), so they are only looked up, never passed on.
-
-    Read from dpkg's database with ``dpkg-query`` (``DPKG_LISTING``), not ``apt-mark
-    showhold``: apt-mark opens apt's cache and rebuilds ``/var/cache/apt/*.bin`` when they
-    are stale, and a read must leave a host as it found it (a refused host is unchanged).
+    The packages on hold (dpkg's selection ``hold``, what ``apt-mark hold`` sets), sorted;
+    empty without dpkg. A qualified package's hold (``libfoo1:i386``) counts for the name. The
+    names are dpkg's, unchecked: only looked up, never passed on. Read with ``dpkg-query``, not
+    ``apt-mark showhold``, which may rebuild apt's cache files.
 
     .. code:: python
 
@@ -126,10 +118,8 @@ class DpkgInterrupted(FactBase[list[str]]):
 
 class KeyringFingerprints(FactBase[list[str] | None]):
     """
-    Primary-key fingerprints in a keyring (binary or armored OpenPGP, the forms apt's
-    ``signed-by`` reads), None when the file is missing. The file comes back as base64 and
-    is read by ``rocm_fleet.upstream.openpgp``: one process on the host, where ``gpg --show-keys``
-    took three and a temporary home, and the host needs no gpg.
+    Primary-key fingerprints in a keyring (binary or armored OpenPGP, as apt's ``signed-by``
+    reads), None when the file is missing; parsed on the controller (``upstream.openpgp``).
 
     .. code:: python
 
@@ -241,9 +231,8 @@ class AptInstallSize(FactBase[InstallSize]):
         if not packages:
             return "true"
         names = " ".join(quote(p) for p in packages)
-        # --print-uris, not --assume-no: apt installs without asking when nothing beyond
-        # the named packages is needed, and --assume-no only answers a question; with
-        # --print-uris apt resolves, sizes and prints, and installs nothing.
+        # --print-uris, not --assume-no: apt asks no question when nothing else is needed,
+        # and would install; --print-uris installs nothing.
         apt = (
             "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --print-uris "
             "-o Debug::NoLocking=1 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= "
@@ -279,9 +268,7 @@ def _apt_need(message: str) -> int | None:
     return int(number * _APT_UNITS[match.group(2)])
 
 
-# ---------------------------------------------------------------------------------------
-# What removing packages would take along: apt's own simulation (apt-get -s purge)
-# ---------------------------------------------------------------------------------------
+# --- What removing packages would take along: apt's own simulation (apt-get -s purge) ---
 
 
 def _purge(lines: list[str]) -> PurgeDict:

@@ -1,16 +1,10 @@
-"""Many facts in one command: one SSH round trip instead of one per fact.
+"""Many facts in one command: one SSH round trip instead of one per fact
+(docs/decisions/one-survey.md).
 
-A :class:`Read` names a fact and its arguments; :class:`Survey` runs each read's command in a
-section of one shell script and parses each section with that fact's own ``process``, so a
-fact's answer is the same whether it is read alone or in a survey. The answers come back in
-the reads' order; ``host_survey`` makes preflight's into its typed record
-(``model.host_survey.HostSurvey``: each read names the field it fills). A fact
-read many times over (a digest per managed file) may read them all in one section: it
-defines ``batch_command(kwargs_list)`` and ``batch_process(output, kwargs_list)``, which
-answer what each read alone would, with a process per batch instead of one per read; facts
-whose commands are the same (one listing that answers several questions) share one section. The
-preflight reads everything the plan of a converged host needs in one survey and remembers
-each answer (``engine.factcache``), so planning asks the host nothing more.
+:class:`Survey` runs each :class:`Read`'s command in a section of one script and parses it with
+the fact's own ``process``, answering in the reads' order, as the fact alone would. A fact read
+per path may answer all its reads in one section (``batch_command(kwargs_list)``,
+``batch_process(output, kwargs_list)``); facts with the same command share one section.
 """
 
 from __future__ import annotations

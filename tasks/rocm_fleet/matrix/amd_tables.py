@@ -1,8 +1,6 @@
-"""AMD's machine-readable files, read: the historical compatibility CSV (release -> distros,
-GPU targets, driver), os-support.yaml (distro -> families, Debian's Instinct models),
-versions.rst (release -> date), driver-firmware-support.yaml (driver -> notes) and the GPU
-list gpus.yaml (gfx -> family -> products). A row that can't be read is refused with the file
-and the row, so a changed format can't drop rows silently."""
+"""AMD's machine-readable files, read: the historical compatibility CSV, os-support.yaml,
+versions.rst, driver-firmware-support.yaml and the GPU list gpus.yaml. A row that can't be read
+is refused with the file and the row, so a changed format can't drop rows silently."""
 
 from __future__ import annotations
 

@@ -13,9 +13,8 @@ AMD_VENDOR = "1002"
 
 
 def pci_amd_devices(text: str) -> dict[str, str]:
-    """AMD's device IDs ("0x744c") -> pci.ids' name, from the vendor 1002 section: device
-    lines are one tab, the ID, two spaces, the name; subsystem lines (two tabs) and comments
-    are skipped; the section ends at the next vendor line."""
+    """AMD's device IDs ("0x744c") -> pci.ids' name, from the vendor 1002 section's device
+    lines (subsystem lines and comments skipped)."""
     out: dict[str, str] = {}
     inside = False
     for line in text.splitlines():

@@ -1,8 +1,6 @@
-"""Records of the inputs that may be read here but not committed (AMD's historical CSV,
-PyTorch's RELEASE.md): the cells the generator reads, verbatim, as TOML, and a record rendered
-back into its file's form, so the committed data is reproduced from the records by the very
-parsers that read the real files. ``matrix_update.py record KIND FILE`` makes a record from
-the real file; each record names the file's commit and digest
+"""Records of inputs that may be read but not committed (AMD's historical CSV, PyTorch's
+RELEASE.md): the cells the generator reads, as TOML, rendered back into the file's form for the
+same parsers; each names the file's commit and digest
 (tests/fixtures/upstream/stored/SOURCES.toml)."""
 
 from __future__ import annotations

@@ -43,9 +43,7 @@ def release_rows(
     overrides: list[dict],
     history: dict[str, str] | None = None,
 ) -> tuple[list[dict], list[str]]:
-    """(the release rows, notes for the maintainer). Each row names where each of its
-    values comes from ("from"): AMD's table, os-support.yaml, RELEASE.md, AMD's release
-    history (versions.rst) or an override."""
+    """(the release rows, each value naming its ``from``; notes for the maintainer)."""
     rows: dict[str, dict] = {}
     for version, found in table.items():
         rows[version] = {
@@ -139,10 +137,8 @@ def _like(version: str, rows: dict[str, dict]) -> dict | None:
 
 
 def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict) -> list[str]:
-    """Add the releases AMD's release history lists and no other input does (from the
-    oldest release the data has on), each in the stream and repository of the releases it
-    belongs with; notes: a release it can't place, a citation of versions.rst for a release
-    versions.rst doesn't list."""
+    """Add the releases only AMD's release history lists (from the data's oldest on), in the
+    stream and repository of their neighbours; notes what it can't place or cite."""
     notes: list[str] = []
     oldest = min(version_key(v) for v in rows) if rows else (0,)
     for version, released in sorted(history.items(), key=lambda kv: version_key(kv[0])):

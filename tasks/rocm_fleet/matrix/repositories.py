@@ -11,8 +11,7 @@ from rocm_fleet.matrix.inputs import MatrixDataError, read_toml
 
 def repository_tables(records: Path) -> dict[str, list[dict]]:
     """AMD's apt repositories (base URL, key URL, deb822 or one line), each stream's signing
-    key and the Origin its Release files declare, and the Core SDK's per-distro directories,
-    from the records of repo.radeon.com, repo.amd.com and the keys."""
+    key and Release Origin, and the Core SDK's per-distro directories."""
     radeon = read_toml(records / "repo.radeon.com.toml")
     amd = read_toml(records / "repo.amd.com.toml")
     keys = read_toml(records / "keys.toml")

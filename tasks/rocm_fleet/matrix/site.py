@@ -1,8 +1,7 @@
-"""``rocm-fleet matrix update --output FILE``: a site's own matrix data for releases newer
-than this rocm-fleet (``matrix.site_update``), written only once every row holds
-(``upstream.site_check``); rows FILE already holds are kept while rocm-fleet doesn't commit
-them. Exit status: 0 written, 1 a row doesn't hold (nothing written), 2 upstream could not be
-reached.
+"""``rocm-fleet matrix update --output FILE``: a site's own matrix data (``matrix.site_update``),
+written only once every row holds (``upstream.site_check``), keeping FILE's rows rocm-fleet
+doesn't commit. Exit status: 0 written, 1 a row doesn't hold (nothing written), 2 upstream
+could not be reached.
 """
 
 from __future__ import annotations

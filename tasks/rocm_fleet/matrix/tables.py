@@ -1,8 +1,7 @@
-"""The matrix's tables (gpu_targets.json, distros.json, kernels.json, torch_builds.json,
-repositories.json, pci_ids.json), built from the stored upstream records and the cited
-overrides, written beside model/upstream_data.py (which reads them), read back, and compared
-row by row; ``update`` is what ``rocm-fleet matrix update`` and the maintainers' ``tables`` run.
-Every row names where it comes from (``from``) and its citation (``source``)."""
+"""The matrix's data files (gpu_targets, distros, kernels, torch_builds, repositories, pci_ids),
+built from the stored upstream records and the cited overrides, written beside
+model/upstream_data.py, read back and compared row by row; each row names its ``from`` and
+``source``."""
 
 from __future__ import annotations
 
@@ -62,9 +61,8 @@ class Built:
 
 
 def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]:
-    """gfx -> (family, AMD's product names) from the stored copy of AMD's GPU list, and where
-    that copy comes from (its SOURCES.toml entry: the upstream URL at a commit); none when
-    the records hold no copy."""
+    """gfx -> (family, AMD's product names) from the stored copy of AMD's GPU list, and its
+    SOURCES.toml citation; none when the records hold no copy."""
     path = records / GPU_LIST
     if not path.exists():
         return {}, ""
@@ -87,9 +85,8 @@ def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]
 def _gpu_rows(
     targets: list[dict], amd: dict[str, tuple[str, list[str]]], amd_source: str, overrides: Path
 ) -> tuple[list[dict], list[str]]:
-    """The GPU target rows: family from AMD's GPU list where it names the target (the
-    override's otherwise), products from the override; a target AMD lists that no override
-    names, written from AMD's list alone (and noted)."""
+    """The GPU target rows: family from AMD's GPU list (else the override's), products from the
+    override; a target only AMD lists is written from its list alone, and noted."""
     rows, notes = [], []
     for target in targets:
         gfx = target["gfx"]
@@ -124,10 +121,8 @@ def _gpu_rows(
 
 
 def _builds_lacking(records: Path, index_rows: list[dict]) -> list[str]:
-    """The stable torch releases PyTorch's build matrix (the stored record of test-infra's
-    generate_binary_build_matrix.py) built for a ROCm whose index row doesn't have them. Noted,
-    not written: what an index serves is its listing's record (download.pytorch.org.toml), and
-    a build's torchvision / torchaudio come with that, not with the build matrix."""
+    """The stable torch releases PyTorch's build matrix built for a ROCm whose index row lacks
+    them: noted, never written (an index's rows come from its listing's record)."""
     path = records / "stored" / "pytorch-rocm-builds.toml"
     if not path.exists():
         return []
@@ -315,10 +310,8 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
 def update(
     records: Path, overrides: Path, directory: Path, *, check: bool
 ) -> tuple[list[str], int]:
-    """The update both ``rocm-fleet matrix update`` and ``tools/matrix_update.py tables`` run:
-    build the tables, say how ``directory``'s differ (and what the records have that they
-    can't take), and write them unless ``check``. (the lines to print, the exit status: with
-    ``check`` 1 when anything differs or is lacking, else 0)."""
+    """Build the tables, say how ``directory``'s differ, and write them unless ``check``: (the
+    lines to print, the exit status: with ``check`` 1 when anything differs or is lacking)."""
     built = build_tables(records, overrides)
     diff = table_diff(read_data(directory), built.tables)
     lines = diff or ["matrix tables unchanged"]

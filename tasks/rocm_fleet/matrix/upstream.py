@@ -65,9 +65,8 @@ def discoveries(
 
 
 def matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[str]]]:
-    """(PCI ID -> (gfx, name), the GPU targets, per local label its torch versions): what
-    the product's matrix has, for discoveries(). A download.pytorch.org index labels its
-    builds with its own name (+rocm6.3); AMD's index with the release (+rocm10.1.0)."""
+    """What the matrix has, for discoveries(): (PCI ID -> (gfx, name), the GPU targets, per
+    local label (+rocm6.3, +rocm10.1.0) its torch versions)."""
     from rocm_fleet.model import matrix, pci_ids
 
     known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}

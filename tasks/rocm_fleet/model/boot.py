@@ -1,10 +1,9 @@
-"""Which kernel a node boots next, and whether amdgpu is ready for it (module, initramfs,
-room in /boot for one more): pure, for the reboot gate and the audit.
+"""Which kernel a node boots next, and whether amdgpu is ready for it (module, initramfs, room in
+/boot): pure, for the reboot gate and the audit.
 
-GRUB's choice (grub-core ``normal/menu.c``): grubenv's ``next_entry``, else grub.cfg's
-``set default`` (``${saved_entry}`` from grubenv), else ``GRUB_DEFAULT``; a number, title, id
-or ``>`` path, falling back to entry 0. No grub.cfg: the newest installed kernel. A default
-naming a submenu or an entry without ``linux``, or other loaders: unknown (reboot refused).
+GRUB's choice as grub-core ``normal/menu.c`` makes it: grubenv's ``next_entry``, else grub.cfg's
+``set default``, else ``GRUB_DEFAULT``, falling back to entry 0; no grub.cfg: the newest kernel.
+A submenu, an entry without ``linux`` or another loader: unknown (reboot refused).
 """
 
 from __future__ import annotations

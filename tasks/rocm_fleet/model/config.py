@@ -1,7 +1,5 @@
-"""A host's inventory data validated and typed, with its matrix rows, before any operation.
-
-``load_config`` refuses unknown, renamed and misspelt keys, applies defaults and resolves the
-release and torch build; bad data raises :class:`ConfigError`, one line per bad key.
+"""A host's inventory data validated and typed, with its matrix rows, before any operation:
+``load_config`` raises :class:`ConfigError`, one line per bad key.
 """
 
 from __future__ import annotations

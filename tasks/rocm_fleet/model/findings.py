@@ -1,9 +1,5 @@
-"""Preflight's rules: can this host take the chosen ROCm release as the inventory says?
-
-``findings`` is a pure function of a host's survey: problems (each with its fix) refuse the
-host, warnings are printed before the deploy goes on. It checks the platform, the matrix
-pairing, the GPUs, the kernel, free space, the mirror's bundle, conflicting stacks and
-whatever would otherwise stop the run halfway (``_plan_time``, ``_users``).
+"""Preflight's rules: ``findings``, a pure function of a host's survey, gives problems (each with
+its fix; they refuse the host) and warnings (printed; the deploy goes on).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""Full-match grammars (``re.fullmatch``; also valid ECMA-262 for the JSON Schema) for
-setting values that reach a file, command line or unit.
-
-Narrower than the RFCs where a file's syntax would give a character meaning: a URL path has
-no quote, ``; $ &``, brackets, backslash, white space, query or fragment; an IP is in normal form.
+"""Full-match grammars (``re.fullmatch``; also valid ECMA-262 for the JSON Schema) for setting
+values that reach a file, command line or unit: narrower than the RFCs where a character means
+something there (a URL path has no quote, ``; $ &``, brackets, backslash, space, query or
+fragment; an IP is in normal form).
 """
 
 from __future__ import annotations

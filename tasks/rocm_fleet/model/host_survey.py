@@ -1,6 +1,5 @@
-"""What preflight read from a host in one round trip, typed by the answering fact.
-
-A field no read filled is None (a per-path mapping: empty). Pure data; only ``facts`` reads it.
+"""What preflight read from a host in one round trip, typed by the answering fact; a field no read
+filled is None (a per-path mapping: empty).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The compatibility matrix: every ROCm / distro / PyTorch fact the deploy relies on.
-
-Types the data files beside it (see docs/decisions/matrix-data-and-citations.md) and
-re-exports the GPU targets, streams and torch sources. No other module hard-codes a version,
-suite, URL or fingerprint; tasks ask a release's :class:`Stream`, never which one it is.
+"""The compatibility matrix: every ROCm / distro / PyTorch fact the deploy relies on, typed from the
+data files beside it (docs/decisions/matrix-data-and-citations.md). No other module hard-codes a
+version, suite, URL or fingerprint; tasks ask a release's :class:`Stream`, never which one it is.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""PCI device IDs -> LLVM gfx target and names, for telling which GPU a host has without a
-driver.
+"""PCI device IDs -> LLVM gfx target and names: which GPU a host has before any driver (the
+KFD topology decides once amdgpu is loaded).
 
-Preflight reads the PCI devices from sysfs before anything is installed (no amdgpu, no
-rocminfo yet), so it needs this table to know that device 0x744c is a gfx1100 card. When the
-amdgpu driver is loaded, the KFD topology's ``gfx_target_version`` is the authority and this
-table only names the card. The table is pci_ids.json beside this module, generated with its
-sources (pci.ids' text; chip -> gfx from LLVM's AMDGPU docs) from tools/matrix_overrides.toml
-and the stored pci.ids record (matrix/pci_table.py). It lists the chips the matrix knows;
-other AMD display or accelerator devices are "unknown AMD device 0x....". A host without an
-AMD GPU is told what it has instead (``describe_device``): vendor, device (NVIDIA's
-data-centre GPUs) and class names, else the IDs.
+Rows: pci_ids.json, generated with their sources (``matrix.pci_table``). An AMD device it lacks
+is "unknown AMD device 0x...."; ``describe_device`` names any other (vendor, device, class).
 """
 
 from __future__ import annotations

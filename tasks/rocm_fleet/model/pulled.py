@@ -1,6 +1,5 @@
-"""A pull-mode node's target in the fleet's TUF repository (``nodes/<name>.json``), and the
-checks both the publisher and the node apply: it names this node, holds only settings a pull
-may set (never ``PUSH_ONLY``, pyinfra's or SSH's), its serial doesn't go back, and its
+"""A pull-mode node's target (``nodes/<name>.json``) and the checks publisher and node both apply:
+it names this node, holds only settings a pull may set, its serial doesn't go back, and its
 ``matrix_data`` is a valid site file.
 """
 

@@ -45,10 +45,8 @@ def bad_value(
 
 
 def without_credentials(value: Any) -> Any:
-    """``value`` with the user and password of a URL in it replaced by ``***``: an error
-    message must not put a secret in a log. Everything up to the last ``@`` of the
-    authority (which ends at the first ``/``, ``?`` or ``#``, RFC 3986) goes, so a password
-    holding an ``@`` is not half shown."""
+    """``value`` with a URL's user and password (up to the authority's last ``@``, RFC 3986)
+    replaced by ``***``."""
     if isinstance(value, str):
         return re.sub(r"(?<=://)[^/?#\s]*@", "***@", value)
     return value
@@ -65,14 +63,12 @@ def _key_problems(data: Mapping[str, Any], host: str, origin: Origin | None) -> 
     for key in data:
         if key in SETTINGS or key.startswith(("_", "ssh_")):
             continue
-        # Where a key was set is looked up for a problem only: every host of a fleet
-        # carries the same foreign keys, and each lookup reads the inventory file.
+        # Where a key was set is looked up for a problem only (each lookup reads the file).
         if key in RENAMED:
             where = _where(origin, key)
             line = f"{host}: inventory key {key!r}{where} was renamed to {RENAMED[key]!r}"
         elif near := near_misses(key):
-            # Any other key may be another deploy's (gpu_vendor, torch_compile): only a
-            # near-miss of a setting is taken for a typo.
+            # Any other key may be another deploy's: only a near-miss is taken for a typo.
             where = _where(origin, key)
             line = f"{host}: unknown inventory key {key!r}{where}: did you mean {_or(near)}?"
         else:

@@ -1,9 +1,6 @@
 """What a setting's value must be: the ``Annotated`` types of ``model.settings``' fields, whose
-pydantic metadata check the value (``Strict``, ``StringConstraints`` with a full-match
-grammar of ``model.grammar``, ``Field`` bounds, ``AfterValidator`` for what code checks) and
-say what is valid (``Valid``); a refused value's error is ``invalid``'s
-``rocm_fleet_setting``, its message what to write (pydantic's lax ``bool`` takes ``"yes"``,
-and its own messages say what failed, not what to write)."""
+pydantic metadata check the value and say what is valid (``Valid``); a refused value's error is
+``invalid``'s ``rocm_fleet_setting``, its message what to write."""
 
 from __future__ import annotations
 
@@ -38,11 +35,9 @@ def invalid(valid: str, **context: Any) -> PydanticCustomError:
 
 @dataclass(frozen=True)
 class Valid:
-    """What a setting's value must be, in words (the reference's "Valid" column): the
-    message for a value the metadata before it refuse, unless they said more (``invalid``).
-    For a list it says which item is bad, or, for a string, how to write it as a list.
-    (pydantic's own messages, "Input should be a valid list", say what failed, not what to
-    write.)"""
+    """What a setting's value must be, in words (the reference's "Valid" column): the message
+    for a value the metadata before it refuse, unless they said more (``invalid``); for a list,
+    which item is bad or how to write a string as a list."""
 
     text: str
 
@@ -80,9 +75,8 @@ def _string(pattern: str) -> dict[str, Any]:
 
 
 def _grammar(pattern: str, valid: str | None = None) -> Any:
-    """A string ``pattern`` matches whole. pydantic matches it with the Rust regex engine,
-    whose ``$`` is the end of the text (Python's would let a trailing newline by), and the
-    anchored pattern is JSON Schema's too."""
+    """A string ``pattern`` matches whole (pydantic's Rust engine: ``$`` is the end of the text);
+    the anchored pattern is JSON Schema's too."""
     string = Annotated[str, StringConstraints(strict=True, pattern=f"^(?:{pattern})$")]
     return Annotated[string, Valid(valid)] if valid else string
 
@@ -139,10 +133,8 @@ def _list_of(item: Any, what: str) -> Any:
 
 
 def _version(valid: str, examples: str, example: str, key: str, what: str) -> Any:
-    """A version string. One typed as a number (``6.4`` in YAML or ``--data
-    rocm_version=6.4``) has lost its trailing zeros and can't be told from another release:
-    ask for a string, in a way that round-trips through ``--data`` (pyinfra reads its value
-    as JSON)."""
+    """A version string; a number (``6.4`` in YAML or ``--data``) has lost its trailing zeros and
+    is refused, saying how to write it as a string."""
 
     def explain(value: Any) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):

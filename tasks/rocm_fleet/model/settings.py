@@ -1,13 +1,9 @@
 """Every inventory setting of rocm-fleet: its key, type, default, meaning and what is valid.
 
-This is the one place a setting is declared: one dataclass field per key, grouped by the
-concern that reads it (the node's install in ``model.node_settings``, the fleet's here), its
-type one of ``model.setting_types``, which check the value and say what is valid. The tasks
-read the settings as typed attributes (``config.rocm_driver``), and everything that
-documents them is generated from here (``model.settings_reference``). Keys renamed from
-earlier versions are refused with their new name; an unknown key is left alone (it may be
-another deploy's: ``gpu_vendor``, ``torch_compile``) unless it is a near-miss of one
-(``near_misses``). ``model.setting_errors`` validates a host's data.
+The one declaration of each key: a dataclass field, typed by ``model.setting_types``, grouped by
+the concern that reads it (the node's install in ``model.node_settings``); the docs are
+generated from it (``model.settings_reference``). A renamed key is refused with its new name; an
+unknown key is left alone unless it is a near-miss of one (``near_misses``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A site's own matrix data (``rocm_matrix_data`` or ``ROCM_FLEET_MATRIX_DATA``): releases
-newer than this rocm-fleet, as ``rocm-fleet matrix update --output`` writes them.
-
-The file only adds releases, naming streams, repositories and indexes the committed matrix
-knows, never a URL, key or fingerprint; a committed release's row must match exactly. This
-module checks the form only (upstream is checked by ``upstream.site_check``).
+"""A site's own matrix data (``rocm_matrix_data`` or ``ROCM_FLEET_MATRIX_DATA``): releases newer
+than this rocm-fleet, as ``matrix update --output`` writes them; only their form is checked here
+(docs/decisions/site-matrix-data.md).
 """
 
 from __future__ import annotations

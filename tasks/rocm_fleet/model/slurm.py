@@ -1,26 +1,8 @@
-"""A node's GPUs as Slurm's generic resources: gres.conf's lines and slurm.conf's ``Gres=``.
+"""A node's GPUs as Slurm's generic resources: gres.conf's lines, slurm.conf's ``Gres=``, and
+``scontrol show node`` read back (docs/decisions/slurm-gres.md).
 
-Slurm finds AMD GPUs itself only with ``AutoDetect=rsmi``, which needs ROCm SMI's library,
-and newer ROCm (TheRock) no longer builds it: after an upgrade such a node's gres.conf finds
-no GPU and says nothing. With ``rocm_slurm_gres`` rocm-fleet writes gres.conf instead, from
-what preflight found (the KFD topology): one line per GPU, ``Name=gpu Type=<type>
-File=/dev/dri/renderD<minor>``, the render node amdgpu gives that GPU.
-
-The type is the product where the PCI ID names one (``Instinct MI300X`` -> ``mi300x``,
-``Radeon Pro W7900`` -> ``w7900``), else the gfx target (``gfx1100`` for a card whose PCI ID
-names several products, the RX 7900 XT/XTX/GRE), or the site's own (``rocm_slurm_gres_type``).
-Every value written is checked against a full-match grammar first, so nothing from a host
-or the inventory can add a line or a key to gres.conf.
-
-The node's ``Gres=`` lives in the controller's slurm.conf, the site's: rocm-fleet never
-writes it, but says the exact value this node needs (``node_gres``) and the check fails
-when ``scontrol show node`` disagrees (``parse_gres`` reads both the same way).
-
-``parse_node`` reads what ``scontrol show node`` says about a node, in the layout Slurm 22.05
-(Debian bookworm) to 24.11 (trixie) print: its base state (IDLE, MIXED, ALLOCATED, DOWN, ...),
-its flags (DRAIN, COMPLETING, ...) and its reason; whether it has emptied (drained: no job
-running or completing on it), and whether a drain is the roll's own (its reason starts
-``rocm-fleet:``) or someone else's, which the roll keeps.
+A GPU's type is its product where the PCI ID names one (``mi300x``), else its gfx target, or
+``rocm_slurm_gres_type``; every value written full-matches a grammar first.
 """
 
 from __future__ import annotations

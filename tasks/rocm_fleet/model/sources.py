@@ -1,7 +1,5 @@
 """What a host fetches from upstream (apt sources, wheel sets) and how: direct, through the
 fleet mirror (``served``: ``http://mirror:8080/<host>/<path>``) or the proxy.
-
-The deploy, ``rocm-fleet bundle``, the mirror and preflight all read these descriptions.
 """
 
 from __future__ import annotations
@@ -97,10 +95,9 @@ _BAD_SEGMENT_CHARACTER = re.compile(r"[\x00-\x1f\x7f\\]")
 
 
 def mirror_path(url: str) -> str:
-    """``host/decoded-path`` of an upstream URL under a mirror or bundle.
-
-    Raises UnsafePath unless the path provably stays below the host's directory (no dot or
-    empty segments, control characters, backslashes or credentials)."""
+    """``host/decoded-path`` of an upstream URL under a mirror or bundle; UnsafePath unless it
+    provably stays below the host's directory (no dot or empty segments, controls, backslashes
+    or credentials)."""
     parts = urlsplit(url)
     if "@" in parts.netloc:
         shown = parts._replace(netloc="…@" + parts.netloc.rsplit("@", 1)[1]).geturl()

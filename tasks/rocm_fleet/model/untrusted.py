@@ -1,17 +1,9 @@
-"""Text a node reported (its files, its tools' output, its names), made safe to print on an
-administrator's terminal.
+"""Text a node reported, made safe to print on a terminal
+(docs/decisions/model-trust-boundaries.md).
 
-A compromised node chooses these strings: an escape sequence in them would retitle the
-window, clear the report or (OSC 52) write the clipboard, and a bidi override would make a
-line read other than it is. ``visible`` renders every such character as the ASCII escape
-Python writes for it (``\\x1b``, ``\\u202e``), as OpenSSH's ``strnvis`` does for its
-banners, and caps the length. Tab and newline are shown too (``\\t``, ``\\n``): a
-node's text is one cell or one line, and a raw line break or tab would let it draw a line of
-its own. Every other character, letters of any script included, is kept as it is. JSON and
-OpenMetrics carry the exact value (their encoders escape it) and never come through here.
-
-``VisibleLog`` does the same for every line pyinfra logs (its own and a failed command's
-output, which quotes the node), keeping the line breaks and colours pyinfra draws.
+``visible`` writes every control, format and bidi character (tab and newline too) as Python's
+ASCII escape and caps the length; every other character stays. ``VisibleLog`` does the same for
+each line pyinfra logs, keeping its line breaks and colours.
 """
 
 from __future__ import annotations

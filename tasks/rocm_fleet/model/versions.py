@@ -18,11 +18,8 @@ _KERNEL = re.compile(r"^(\d+(?:\.\d+)*)(?:-(\d+))?")
 
 
 def kernel_key(release: str) -> tuple[int, ...]:
-    """A ``uname -r`` for ordering: upstream padded to three parts, then the ABI number or 0.
-
-    "6.1.0-28-amd64" -> (6, 1, 0, 28); "6.12.38+deb13-amd64" -> (6, 12, 38, 0);
-    "6.12" -> (6, 12, 0, 0); unparsable -> () (older than everything).
-    """
+    """A ``uname -r`` for ordering: "6.1.0-28-amd64" -> (6, 1, 0, 28); "6.12.38+deb13-amd64"
+    -> (6, 12, 38, 0); "6.12" -> (6, 12, 0, 0); unparsable -> () (older than everything)."""
     match = _KERNEL.match(release or "")
     if not match:
         return ()

@@ -1,10 +1,6 @@
-"""Rolling maintenance in Slurm, as data: the waves a roll takes and the reasons the roll
-drains a node with (a node's state, read from ``scontrol show node``, is ``model.slurm``'s).
-
-What is decided here, with no Slurm and no host (``roll.command`` carries it out): the
-waves, the hosts with drift in the inventory's order, at most ``max_unavailable`` at a time (a
-host with no drift is in none: it is never drained); and the reasons, each starting
-``rocm-fleet:`` so that a drain the roll did not make is told from its own.
+"""Rolling maintenance in Slurm, as data: the waves (hosts with drift, in the inventory's order,
+at most ``max_unavailable`` at a time) and the drain reasons, each starting ``rocm-fleet:``;
+``roll.command`` carries them out.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Hash locks for live wheel installs: the controller resolves a host's wheel set against
-the upstream index over TLS, and the host's pip installs it with ``--require-hashes``.
-
-Locks are cached per (index URL, requirements, Python, glibc) in a private directory,
-each file authenticated by an HMAC under the controller's key; a cached file that does not
-verify is refused, said, and made again (docs/decisions/wheel-locks.md).
+"""Hash locks for live wheel installs: the controller resolves a host's wheel set over TLS, the
+host's pip installs it with ``--require-hashes``; locks are cached per inputs, each
+authenticated by an HMAC under the controller's key (docs/decisions/wheel-locks.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything.
-
-``resolve`` pins what the roots require for ``Target`` (its tags, glibc, Requires-Python
-and markers): wheels only, except for a ``SDIST_ONLY`` distribution's version published as
-nothing else, pinned with its build requirements as wheels (docs/decisions/bundles.md).
+"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything: wheels
+only, but for a ``SDIST_ONLY`` version published as nothing else (docs/decisions/bundles.md).
 """
 
 from __future__ import annotations
@@ -27,10 +24,8 @@ from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
 from rocm_fleet.upstream.python_target import Target
 from rocm_fleet.upstream.wheels import Link
 
-# resolvelib (pip's resolver) does the search; this provider answers for the target Python.
-# Extras are pip's way: ``rocm[libraries]`` is a candidate requiring ``rocm`` at its version.
-# Not pip itself: its --python-version evaluates markers with its own Python (pypa/pip#13296),
-# and it would fetch outside the bundle's verified, limited downloads.
+# resolvelib, not pip: pip evaluates markers with its own Python (pypa/pip#13296) and would
+# fetch outside the bundle's verified downloads. ``rocm[libraries]`` requires ``rocm``, as in pip.
 
 
 @dataclass(frozen=True)
