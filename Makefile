@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 # What the lab needs from Debian: roots, a signed apt repo, network namespaces, TLS; and
-# promtool (prometheus) for the audit's metrics and examples/monitoring (test_monitoring.py).
+# promtool (prometheus) for the audit's metrics and files/monitoring (test_monitoring.py).
 LAB_PACKAGES := debootstrap apt-utils gnupg dpkg-dev iproute2 openssh-client zstd openssl curl \
 	prometheus
 # What `make lint` needs from Debian.

@@ -92,10 +92,8 @@ def airgap() -> dict[str, dict]:
 
 
 def test_every_example_has_an_inventory_group_data_and_a_test():
-    # monitoring/: the audit's alert rules and dashboard, no inventory (test_monitoring.py)
-    examples = {p.name for p in EXAMPLES.iterdir() if p.is_dir()} - {"monitoring"}
+    examples = {p.name for p in EXAMPLES.iterdir() if p.is_dir()}
     assert examples == set(HOSTS)
-    assert "[`monitoring/`](monitoring/)" in (EXAMPLES / "README.md").read_text()
     for example in examples:
         assert (EXAMPLES / example / "inventory.py").is_file()
         assert (EXAMPLES / example / "group_data" / "all.py").is_file()

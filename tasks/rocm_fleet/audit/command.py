@@ -63,7 +63,7 @@ def run(args: Any) -> int:
         if fmt in metrics.FORMATS:
             # The failure's metrics replace the last good report (its time carried over).
             last = metrics.last_success(output) if output is not None else None
-            _emit(metrics.render_failure(fmt, started, last), output)
+            _emit(metrics.render_failure(fmt, started, last, time.time() - started), output)
         raise
     finally:
         if progress is not None:
@@ -74,7 +74,7 @@ def run(args: Any) -> int:
     if fmt == "json":
         text = render_json(rows, status)
     elif fmt in metrics.FORMATS:
-        text = metrics.render(rows, fmt, now=started)
+        text = metrics.render(rows, fmt, now=started, duration=time.time() - started)
     elif args.wide:
         text = render_table(rows, colour=colour) + "\n"
     else:

@@ -1,6 +1,8 @@
 """The audit as metrics: OpenMetrics 1.0 or Prometheus text 0.0.4 (node_exporter's textfile
 collector), written and read back by prometheus_client, imported only when used. Every
-family is a gauge, the hosts' labelled ``host``; the families: docs/audit-and-metrics.md.
+family is a gauge but the GPUs' ECC counts (counters, ``_total``), the hosts' labelled
+``host``; names follow Prometheus's naming guide (base units); the families:
+docs/audit-and-metrics.md.
 """
 
 from __future__ import annotations
@@ -12,10 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocm_fleet.audit.cells import STATUSES, AuditRow
-from rocm_fleet.model.health import HEALTH_FAMILIES, HostHealth, health_families
+from rocm_fleet.model.health import (
+    HEALTH_COUNTERS,
+    HEALTH_FAMILIES,
+    HostHealth,
+    health_families,
+)
 
 if TYPE_CHECKING:
-    from prometheus_client.metrics_core import GaugeMetricFamily
+    from prometheus_client.metrics_core import Metric
 
 #: the output formats: OpenMetrics 1.0, and Prometheus text 0.0.4 (node_exporter's textfile)
 FORMATS = ("openmetrics", "prometheus")
@@ -28,8 +35,11 @@ CONTENT_TYPES = {
 Sample = tuple[dict[str, str], float]
 
 
-def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Sample], str]]:
-    """(name, help, samples, unit) per family, from the audit's rows."""
+def families(
+    rows: list[AuditRow], now: float, duration: float | None = None
+) -> list[tuple[str, str, list[Sample], str]]:
+    """(name, help, samples, unit) per family, from the audit's rows (``duration``: the
+    audit's seconds)."""
     status: list[Sample] = []
     info: list[Sample] = []
     expected: list[Sample] = []
@@ -77,7 +87,7 @@ def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Samp
             verified.append((host, float(row.verified_at)))
     gpus = {name: samples for name, _, samples, _ in health_families(health)}
     return [
-        *audit_families(now, now),
+        *audit_families(now, now, duration=duration),
         ("rocm_fleet_audit_status", "The host's audit status (1 for the one it has).", status,
          ""),
         ("rocm_fleet_host_info", "What the host has installed: distribution, ROCm, torch.",
@@ -104,10 +114,12 @@ def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Samp
 
 
 def audit_families(
-    now: float, last_success: float | None, success: bool = True
+    now: float, last_success: float | None, success: bool = True, duration: float | None = None
 ) -> list[tuple[str, str, list[Sample], str]]:
-    """The audit's own families: whether it succeeded, when it last did, when it ran."""
+    """The audit's own families: whether it succeeded, when it last did, when it ran, how
+    long it took."""
     last = [({}, float(last_success))] if last_success is not None else []
+    took = [({}, float(duration))] if duration is not None else []
     return [
         ("rocm_fleet_audit_success", "1 when the audit reported every host, 0 when it failed.",
          [({}, 1.0 if success else 0.0)], ""),
@@ -115,38 +127,50 @@ def audit_families(
          last, "seconds"),
         ("rocm_fleet_audit_timestamp_seconds", "When the audit ran.", [({}, float(now))],
          "seconds"),
+        ("rocm_fleet_audit_duration_seconds", "How long the audit took.", took, "seconds"),
     ]  # fmt: skip
 
 
-def render(rows: list[AuditRow], fmt: str = "openmetrics", now: float | None = None) -> str:
+def render(
+    rows: list[AuditRow],
+    fmt: str = "openmetrics",
+    now: float | None = None,
+    duration: float | None = None,
+) -> str:
     """The audit's rows in ``fmt`` (one of FORMATS), ending with a newline."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    return _text(families(rows, time.time() if now is None else now), fmt)
+    return _text(families(rows, time.time() if now is None else now, duration), fmt)
 
 
-def render_failure(fmt: str, now: float, last_success: float | None) -> str:
+def render_failure(
+    fmt: str, now: float, last_success: float | None, duration: float | None = None
+) -> str:
     """The metrics of a failed audit: success 0, the last success's time carried over."""
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    return _text(audit_families(now, last_success, success=False), fmt)
+    return _text(audit_families(now, last_success, success=False, duration=duration), fmt)
 
 
 class _Families:
-    """A prometheus_client collector of ``families``' gauges, each family with samples."""
+    """A prometheus_client collector of ``families``, each family with samples: counters
+    (``HEALTH_COUNTERS``, sampled as ``NAME_total``) and gauges."""
 
     def __init__(self, found: Iterable[tuple[str, str, list[Sample], str]]) -> None:
         self.found = found
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        from prometheus_client.metrics_core import GaugeMetricFamily
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
 
         for name, help_text, samples, unit in self.found:
             if not samples:
                 continue
-            family = GaugeMetricFamily(name, help_text, unit=unit)
+            counter = name in HEALTH_COUNTERS
+            kind = CounterMetricFamily if counter else GaugeMetricFamily
+            family = kind(name, help_text, unit=unit)
+            sample = f"{name}_total" if counter else name
             for labels, value in samples:
-                family.add_sample(name, {key: str(val) for key, val in labels.items()}, value)
+                family.add_sample(sample, {key: str(val) for key, val in labels.items()}, value)
             yield family
 
 

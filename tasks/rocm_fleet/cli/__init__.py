@@ -19,6 +19,8 @@ from rocm_fleet.version import __version__
 COMMANDS = {
     "audit": ("rocm_fleet.audit.command", "audit",
               "read-only drift report: inventory vs hosts, one row per host"),
+    "monitoring": ("rocm_fleet.audit.monitoring", None,
+                   "write the audit's Prometheus alert rules, their tests and a Grafana dashboard"),
     "check": ("rocm_fleet.checks.command", "check",
               "run the node checks (testinfra) against an inventory's hosts or --hosts"),
     "roll": ("rocm_fleet.roll.command", "roll",

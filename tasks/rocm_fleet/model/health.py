@@ -246,12 +246,22 @@ HEALTH_FAMILIES = {
     "rocm_fleet_gpu_ecc_uncorrectable_errors": "ECC errors not correctable since the driver loaded",
     "rocm_fleet_gpu_pcie_link_width": "PCIe lanes the link runs at",
     "rocm_fleet_gpu_pcie_link_max_width": "PCIe lanes the card has",
-    "rocm_fleet_gpu_pcie_link_speed_gts": "PCIe link speed now in GT/s (lower when idle)",
-    "rocm_fleet_gpu_pcie_link_max_speed_gts": "the card's maximum PCIe link speed in GT/s",
+    "rocm_fleet_gpu_pcie_link_speed_transfers_per_second": "PCIe link speed now (lower when idle)",
+    "rocm_fleet_gpu_pcie_link_max_speed_transfers_per_second": "the card's maximum PCIe link speed",
     "rocm_fleet_gpu_xgmi_links_down": "XGMI links down",
     "rocm_fleet_gpu_xgmi_links_up": "XGMI links up",
     "rocm_fleet_gpu_healthy": "1 when no uncorrectable ECC error, narrowed link or XGMI link down",
 }
+
+#: the families that count up (from 0 when the driver loads): counters, exposed as ``NAME_total``
+HEALTH_COUNTERS = frozenset(
+    {"rocm_fleet_gpu_ecc_correctable_errors", "rocm_fleet_gpu_ecc_uncorrectable_errors"}
+)
+
+
+def _per_second(gts: float | None) -> float | None:
+    """GT/s in the base unit, transfers per second."""
+    return None if gts is None else gts * 1e9
 
 
 def health_metrics(gpus: list[GpuHealth]) -> list[Sample]:
@@ -264,8 +274,14 @@ def health_metrics(gpus: list[GpuHealth]) -> list[Sample]:
             ("rocm_fleet_gpu_ecc_uncorrectable_errors", gpu.ecc.uncorrectable),
             ("rocm_fleet_gpu_pcie_link_width", gpu.pcie.width),
             ("rocm_fleet_gpu_pcie_link_max_width", gpu.pcie.max_width),
-            ("rocm_fleet_gpu_pcie_link_speed_gts", gpu.pcie.speed_gts),
-            ("rocm_fleet_gpu_pcie_link_max_speed_gts", gpu.pcie.max_speed_gts),
+            (
+                "rocm_fleet_gpu_pcie_link_speed_transfers_per_second",
+                _per_second(gpu.pcie.speed_gts),
+            ),
+            (
+                "rocm_fleet_gpu_pcie_link_max_speed_transfers_per_second",
+                _per_second(gpu.pcie.max_speed_gts),
+            ),
         ]
         if gpu.xgmi is not None:
             values.append(("rocm_fleet_gpu_xgmi_links_down", gpu.xgmi_down))

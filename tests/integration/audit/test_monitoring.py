@@ -1,6 +1,6 @@
-"""examples/monitoring: the alert rules and the Grafana dashboard read the metrics the audit
-writes, checked with the Prometheus project's own promtool (Debian's ``prometheus``
-package, in the Makefile's LAB_PACKAGES): the rules load and fire as their tests say, every
+"""files/monitoring (the wheel's, written by ``rocm-fleet monitoring``): the alert rules and the
+Grafana dashboard read the metrics the audit writes, checked with the Prometheus project's own
+promtool (Debian's ``prometheus`` package, in the Makefile's LAB_PACKAGES): the rules load and fire as their tests say, every
 dashboard query is valid PromQL over families the audit writes, and the audit's output,
 successful or failed, passes ``promtool check metrics``.
 """
@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from rocm_fleet.audit import metrics
+from rocm_fleet.model.health import HEALTH_COUNTERS
 from unit.surveys import ROOT
 
-MONITORING = ROOT / "examples/monitoring"
+MONITORING = ROOT / "files/monitoring"
 RULES = MONITORING / "rocm-fleet-alerts.yml"
 DASHBOARD = MONITORING / "grafana-dashboard.json"
 PROMTOOL = shutil.which("promtool")
@@ -37,9 +38,22 @@ def promtool(*args: str, stdin: str | None = None, cwd: Path = MONITORING) -> st
     return result.stdout + result.stderr
 
 
+def check_metrics(text: str, fmt: str) -> None:
+    """``text`` passes ``promtool check metrics`` (Prometheus text) or prometheus_client's
+    strict OpenMetrics parser (promtool lints only the Prometheus text format: an OpenMetrics
+    counter's ``_total`` samples read to it as families without help)."""
+    if fmt == "prometheus":
+        assert promtool("check", "metrics", stdin=text) == ""
+    else:
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+        assert list(text_string_to_metric_families(text))
+
+
 def written_families() -> set[str]:
-    """Every family name the audit can write."""
-    return {name for name, *_ in metrics.families([], now=0)}
+    """Every series name the audit can write (a counter's as ``NAME_total``)."""
+    names = {name for name, *_ in metrics.families([], now=0)}
+    return {f"{name}_total" if name in HEALTH_COUNTERS else name for name in names}
 
 
 def dashboard_queries() -> list[str]:
@@ -72,6 +86,29 @@ def test_the_rules_and_the_dashboard_read_only_what_the_audit_writes():
     assert {"rocm_fleet_audit_success", "rocm_fleet_audit_last_success_timestamp_seconds"} <= used
 
 
+def test_the_dashboard_shows_every_metric_an_alert_reads():
+    shown: set[str] = set()
+    for query in dashboard_queries():
+        shown |= set(METRIC.findall(query))
+    for query in rule_queries():
+        assert set(METRIC.findall(query)) <= shown, query
+
+
+def test_ecc_counts_are_counters_and_speeds_in_base_units(group_rows):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    text = metrics.render(group_rows, "openmetrics", now=0, duration=12.5)
+    found = {family.name: family for family in text_string_to_metric_families(text)}
+    ecc = found["rocm_fleet_gpu_ecc_uncorrectable_errors"]
+    assert ecc.type == "counter" and {s.name for s in ecc.samples} == {ecc.name + "_total"}
+    speeds = {
+        s.value for s in found["rocm_fleet_gpu_pcie_link_max_speed_transfers_per_second"].samples
+    }
+    assert speeds and all(value >= 2.5e9 for value in speeds), speeds  # PCIe 1.0's 2.5 GT/s up
+    assert [s.value for s in found["rocm_fleet_audit_duration_seconds"].samples] == [12.5]
+    assert not any("_gts" in name for name in found)
+
+
 def test_the_dashboard_is_one_grafana_can_import():
     board = json.loads(DASHBOARD.read_text())
     assert board["uid"] == "rocm-fleet-audit" and board["schemaVersion"] >= 36
@@ -97,16 +134,16 @@ def test_every_dashboard_query_is_valid_promql(tmp_path):
 @needs_promtool
 @pytest.mark.parametrize("fmt", metrics.FORMATS)
 def test_the_audits_output_passes_promtool_check_metrics(fleet_rows, fmt):
-    assert promtool("check", "metrics", stdin=metrics.render(fleet_rows, fmt, now=1764460800)) == ""
-    failed = metrics.render_failure(fmt, now=1764460800, last_success=1764457200)
-    assert promtool("check", "metrics", stdin=failed) == ""
+    check_metrics(metrics.render(fleet_rows, fmt, now=1764460800, duration=3.25), fmt)
+    failed = metrics.render_failure(fmt, now=1764460800, last_success=1764457200, duration=1.5)
+    check_metrics(failed, fmt)
 
 
 @needs_promtool
 @pytest.mark.parametrize("fmt", metrics.FORMATS)
 def test_gpu_health_and_outliers_pass_promtool_check_metrics(group_rows, fmt):
     text = metrics.render(group_rows, fmt, now=1764460800)
-    assert promtool("check", "metrics", stdin=text) == ""
+    check_metrics(text, fmt)
     assert 'rocm_fleet_outlier{field="kernel",group="mi300",host="mi-c"} 1.0' in text.splitlines()
     assert sum(line.startswith("rocm_fleet_outlier{") for line in text.splitlines()) == 1
 
@@ -145,3 +182,46 @@ def test_the_docs_list_every_concern_by_its_id():
     docs = docs.split("\n## ")[0]
     documented = dict(re.findall(r"^\| `([a-z0-9_]+)` \| ([^|]+?) \|$", docs, re.M))
     assert documented == {concern_id(name): name for name in names}
+
+
+def test_the_monitoring_command_writes_the_shipped_files_and_keeps_edits(tmp_path, capsys):
+    from rocm_fleet.cli import main
+
+    names = sorted(p.name for p in MONITORING.iterdir())
+    assert main(["monitoring", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    for name in names:
+        assert (tmp_path / name).read_bytes() == (MONITORING / name).read_bytes()
+    # a second run changes nothing; an edited file is named and kept unless --force
+    assert main(["monitoring", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.count(": unchanged") == len(names)
+    edited = tmp_path / RULES.name
+    edited.write_text("# mine\n")
+    assert main(["monitoring", str(tmp_path)]) == 1
+    assert f"{edited}: differs from rocm-fleet's, left alone" in capsys.readouterr().out
+    assert edited.read_text() == "# mine\n"
+    assert main(["monitoring", "--force", str(tmp_path)]) == 0
+    assert edited.read_bytes() == RULES.read_bytes()
+
+
+def test_the_monitoring_command_replaces_a_link_and_never_writes_through_it(tmp_path):
+    from rocm_fleet.cli import main
+
+    target = tmp_path / "elsewhere"
+    target.write_text("not yours\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / DASHBOARD.name).symlink_to(target)
+    assert main(["monitoring", "--force", str(out)]) == 0
+    assert target.read_text() == "not yours\n"
+    assert not (out / DASHBOARD.name).is_symlink()
+
+
+def test_the_monitoring_command_refuses_a_missing_directory(tmp_path, capsys):
+    from rocm_fleet.cli import main
+
+    assert main(["monitoring", str(tmp_path / "none")]) == 4
+    assert (
+        capsys.readouterr().err
+        == f"rocm-fleet monitoring: {tmp_path / 'none'}: not a directory (make it first)\n"
+    )
