@@ -393,3 +393,27 @@ def test_the_nvidia_packages_a_refusal_summarises_are_listed_in_full_with_v(capl
     monkeypatch.setattr(State, "print_fact_info", True)  # pyinfra -v
     plan({"rocm_version": "6.4.3"}, SurveyHost(survey))
     assert f"NVIDIA packages: {', '.join(sorted(nvidia))}" in caplog.text
+
+
+def test_a_survey_that_cant_run_leaves_its_refusal_without_pyinfras_fact_line(caplog):
+    """pyinfra logs a fact that failed as one line naming the fact and its arguments (for the
+    survey, thousands of characters of reads); the refusal says why, so that line is dropped,
+    and every other warning stays."""
+    from pyinfra.api.util import log_error_or_warning
+
+    from rocm_fleet.engine import surveying
+
+    caplog.set_level(logging.WARNING, logger="pyinfra")
+    name = f"{surveying.Survey.__module__}.{surveying.Survey.__name__}"
+
+    class Failing:
+        print_prefix = "[node] "
+
+        def get_fact(self, fact, **kwargs):
+            log_error_or_warning(self, True, description=f"could not load fact: {name} reads=[…]")
+            log_error_or_warning(self, True, description="could not load fact: other.Fact x=1")
+            return None
+
+    assert surveying.read_apart(Failing(), []) is None
+    assert f"could not load fact: {name}" not in caplog.text
+    assert "could not load fact: other.Fact x=1" in caplog.text

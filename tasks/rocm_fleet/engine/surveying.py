@@ -6,6 +6,7 @@ converged host that reads beyond the survey fails the plan tests."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pyinfra import host
@@ -158,11 +159,33 @@ def survey_reads(config: Config) -> list[Read]:
     return list(unique.values())
 
 
+class QuietSurveyFailure(logging.Filter):
+    """Drops pyinfra's "Error (ignored): could not load fact: ...Survey reads=[...]" line: a
+    survey that can't run is its caller's refusal, which says why in one line (the host's own
+    error output, printed before it, stays)."""
+
+    NAME = f"could not load fact: {Survey.__module__}.{Survey.__name__} "
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.NAME not in record.getMessage()
+
+
+#: the one instance (``logging.Logger.addFilter`` keeps one)
+QUIET_SURVEY_FAILURE = QuietSurveyFailure()
+
+
+def _survey(target: Any, reads: list[Read]) -> list[Any] | None:
+    """The ``Survey`` fact of ``target``, None when it can't run."""
+    logging.getLogger("pyinfra").addFilter(QUIET_SURVEY_FAILURE)
+    # _ignore_errors: a survey that can't run becomes the caller's refusal.
+    return target.get_fact(Survey, reads=reads, _ignore_errors=True)
+
+
 def read_survey(reads: list[Read]) -> HostSurvey | None:
     """Read ``reads`` from the current host in one round trip and remember every answer
-    (``NvidiaStack`` derived); None when the survey can't run (pyinfra prints why)."""
-    # _ignore_errors: a survey that can't run becomes the caller's refusal.
-    answers = host.get_fact(Survey, reads=reads, _ignore_errors=True)
+    (``NvidiaStack`` derived); None when the survey can't run (the host's error printed,
+    the caller refuses it)."""
+    answers = _survey(host, reads)
     if answers is None:
         return None
     survey = host_survey(reads, answers)
@@ -182,4 +205,4 @@ def read_survey(reads: list[Read]) -> HostSurvey | None:
 def read_apart(target: Any, reads: list[Read]) -> list[Any] | None:
     """Read ``reads`` from connected ``target`` outside any deploy, in one round trip (the audit's
     health reads); the answers in order, None when it can't run."""
-    return target.get_fact(Survey, reads=reads, _ignore_errors=True)
+    return _survey(target, reads)
