@@ -92,3 +92,24 @@ def test_the_planned_change_is_pyinfras_will_change_on_every_minor(monkeypatch):
     monkeypatch.setattr(host_plans, "tested", lambda: False)
     assert changes() == read
     assert sum(read["drifted"]) > sum(read["converged"])  # alice's group, at least
+
+
+def test_a_refused_hosts_operations_leave_the_change_table():
+    """``--dry``'s table has one row per operation in pyinfra's order: a refused host's
+    operations are in neither, so a fleet refused after planning shows no rows of "-"."""
+    from pyinfra.operations import server
+
+    from rocm_fleet.engine.refuse import refuse_host
+
+    inventory = Inventory((["a", "b"], {}))
+    state = State(inventory, Config())
+    a, b = inventory.get_host("a"), inventory.get_host("b")
+    with ctx_state.use(state):
+        for each in (a, b):
+            with ctx_host.use(each):
+                server.shell(name="both", commands=["true"])
+        with ctx_host.use(b):
+            server.shell(name="only b", commands=["false"])
+            refuse_host("the index is unreachable")
+    assert [state.op_meta[op].names for op in state.get_op_order()] == [{"both"}]
+    assert not state.ops[b] and b not in state.active_hosts

@@ -64,8 +64,9 @@ def refuse_host(reason: str) -> None:
     fail_hosts = internal(state, "fail_hosts")  # outside the try: its error is no refusal
     # The Host itself, not pyinfra's context proxy (which moves on with planning).
     current = ctx_host.get()
-    # --dry lists none of its operations.
+    # --dry lists none of its operations: none run, and none is a row of its change table.
     internal(state, "ops").get(current, {}).clear()
+    internal(current, "op_hash_order").clear()
     try:
         fail_hosts({current})
     except PyinfraError:

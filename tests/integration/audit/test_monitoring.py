@@ -1,8 +1,8 @@
 """files/monitoring (the wheel's, written by ``rocm-fleet monitoring``): the alert rules and the
 Grafana dashboard read the metrics the audit writes, checked with the Prometheus project's own
-promtool (Debian's ``prometheus`` package, in the Makefile's LAB_PACKAGES): the rules load and fire as their tests say, every
-dashboard query is valid PromQL over families the audit writes, and the audit's output,
-successful or failed, passes ``promtool check metrics``.
+promtool (Debian's ``prometheus`` package, in the Makefile's LAB_PACKAGES): the rules load
+and fire as their tests say, every dashboard query is valid PromQL over families the audit
+writes, and the audit's output, successful or failed, passes ``promtool check metrics``.
 """
 
 from __future__ import annotations
