@@ -179,11 +179,16 @@ def test_audit_data_overrides_every_host_as_pyinfras_does_with_progress_on_stder
     (tmp_path / "fleet.py").write_text(INVENTORY)
     result = rocm_fleet("audit", "fleet.py", "--data", "rocm_version=6.4.99", cwd=tmp_path)
     assert result.returncode == 4, result.stdout + result.stderr  # bad input
-    assert "'rocm_version' has value '6.4.99'" in result.stdout
-    assert result.stderr.splitlines() == ["audit [1/1] gpu01.example.invalid: invalid"]
+    said = (
+        "rocm-fleet audit: gpu01.example.invalid: inventory key 'rocm_version' has value '6.4.99'"
+    )
+    lines = result.stderr.splitlines()
+    assert lines[0] == "audit [1/1] gpu01.example.invalid: invalid"
+    assert len(lines) == 2 and lines[1].startswith(said), lines
+    assert "inventory data is not valid (each bad key on stderr)" in result.stdout
     assert result.stdout.splitlines()[-1].startswith("1 host: 0 as the inventory says")
     quiet = rocm_fleet("audit", "fleet.py", "-q", "--data", "rocm_version=6.4.99", cwd=tmp_path)
-    assert quiet.stderr == "" and quiet.returncode == 4
+    assert quiet.stderr.splitlines() == lines[1:] and quiet.returncode == 4
 
 
 def test_data_values_are_read_as_pyinfra_reads_them():
@@ -251,7 +256,10 @@ def test_the_audit_table_fits_100_columns_with_the_drift_under_its_host(fleet_ro
     clean = verbose.index(next(line for line in verbose if line.startswith("clean.")))
     assert verbose[clean + 1].startswith("    DISTRO: debian")
     assert lines[hosts["gone"] + 1].startswith("  ! unreachable: Could not connect")
-    assert lines[hosts["typo"] + 1].startswith("  ! invalid: typo: unknown inventory key")
+    assert (
+        lines[hosts["typo"] + 1]
+        == "  ! invalid: its inventory data is not valid (each bad key on stderr)"
+    )
     assert lines[-1] == (
         "5 hosts: 1 as the inventory says, 1 drifted, 1 refused, 2 unreachable/failed/invalid"
     )
@@ -352,7 +360,9 @@ def test_audit_output_writes_the_textfile_atomically(tmp_path):
         "audit", "fleet.py", "-q", "--data", "rocm_version=6.4.99", "--format", "prometheus",
         "--output", str(target), cwd=tmp_path,
     )  # fmt: skip
-    assert result.returncode == 4 and result.stdout == "" and result.stderr == ""
+    assert result.returncode == 4 and result.stdout == ""
+    assert result.stderr.startswith("rocm-fleet audit: gpu01.example.invalid: inventory key")
+    assert len(result.stderr.splitlines()) == 1  # the one bad key
     assert [p.name for p in target.parent.iterdir()] == ["rocm_fleet.prom"]
     assert oct(target.stat().st_mode & 0o777) == "0o644"
     samples = {
@@ -368,3 +378,49 @@ def test_audit_output_writes_the_textfile_atomically(tmp_path):
         missing.stderr.strip()
         == "rocm-fleet audit: --output nowhere/x.prom: nowhere is not a directory"
     )
+
+
+# --- one shape for bad inventory data, in every command that reads an inventory -------------
+
+BAD_FLEET = (
+    "gpus = [\n"
+    '    ("gpu01.example.invalid", {"rocm_version": "6.4.3", "rocm_users": "alice",\n'
+    '                               "expected_gpu_count": -1}),\n'
+    '    ("gpu02.example.invalid", {"rocm_version": "6.4.3", "rocm_state": "gone"}),\n'
+    "]\n"
+)
+BAD_KEYS = [
+    "gpu01.example.invalid: inventory key 'rocm_users' has value 'alice' (set in fleet.py); "
+    "expected a list of user names, written as a list even for one, e.g. ['alice']",
+    "gpu01.example.invalid: inventory key 'expected_gpu_count' has value -1 (set in fleet.py); "
+    "expected a whole number >= 0; or leave it unset",
+    "gpu02.example.invalid: inventory key 'rocm_state' has value 'gone' (set in fleet.py); "
+    "expected one of 'present', 'absent'",
+]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["audit", "fleet.py", "-q"], ["audit", "fleet.py", "--json", "-q"], ["check", "fleet.py"],
+     ["roll", "fleet.py"], ["bundle", "fleet.py", "--output", "out"],
+     ["publish", "fleet.py", "--repository", "repo", "--keys", "keys"]],
+    ids=lambda args: " ".join(args[:1] + args[2:3]),
+)  # fmt: skip
+def test_every_command_gives_bad_inventory_data_one_line_per_key_on_stderr(tmp_path, args):
+    """Every host's bad keys, each on its own line of stderr as ``rocm-fleet CMD: PROBLEM``,
+    exit status 4, and nothing made (the audit's report still has its rows on stdout)."""
+    (tmp_path / "fleet.py").write_text(BAD_FLEET)
+    if args[0] == "publish":
+        made = rocm_fleet(
+            "publish", "--init", "--repository", "repo", "--keys", "keys", cwd=tmp_path
+        )
+        assert made.returncode == 0, made.stderr
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    result = rocm_fleet(*args, cwd=tmp_path)
+    assert result.returncode == 4, result.stdout + result.stderr
+    said = [line for line in result.stderr.splitlines() if line.startswith("rocm-fleet ")]
+    assert said == [f"rocm-fleet {args[0]}: {line}" for line in BAD_KEYS], result.stderr
+    assert "Traceback" not in result.stderr
+    if args[0] != "audit":
+        assert result.stdout == ""
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

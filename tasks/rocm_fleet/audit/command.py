@@ -18,7 +18,7 @@ import click
 
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.audit.metrics import FORMATS
-from rocm_fleet.cli.exits import Command, epilog, option
+from rocm_fleet.cli.exits import Command, epilog, option, print_problems, problem_lines
 from rocm_fleet.cli.inventory import UsageError, host_options
 from rocm_fleet.cli.tables import COLOR_CHOICES
 
@@ -69,6 +69,9 @@ def run(args: Any) -> int:
         if progress is not None:
             progress.close()
     status = exit_status(rows)
+    # Bad inventory data as every command gives it: a line per bad key on stderr.
+    invalid = [row.error or "" for row in rows if row.status == "invalid"]
+    print_problems("rocm-fleet audit", [line for e in invalid for line in problem_lines(e)])
     screen = screen_for(sys.stdout, args.color)
     colour = screen.colour and output is None
     if fmt == "json":

@@ -109,7 +109,7 @@ def render_table(rows: list[AuditRow], colour: bool = False) -> str:
         table.add_row(*line)
     reasons = Table.grid(padding=(0, 2))  # the hosts without data: why, after the table
     for row in without:
-        reason = f"! {row.status.upper()}: {visible(row.error)}"
+        reason = f"! {row.status.upper()}: {visible(_why(row))}"
         reasons.add_row(Text(visible(row.host), DRIFT_STYLE), Text(reason, DRIFT_STYLE))
     console = _console(Screen(width=max(measure(table), measure(reasons)), colour=colour))
     console.print(table)
@@ -179,8 +179,16 @@ def _detail_lines(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
         if verbose:
             details += [(f"{OBSERVED[k]}: {c.text}", c.drift) for k, c in row.cells.items()]
     else:
-        details.append((f"{row.status}: {row.error}", True))
+        details.append((f"{row.status}: {_why(row)}", True))
     return details
+
+
+def _why(row: AuditRow) -> str:
+    """Why a host has no data; for bad inventory data, where its lines are: on stderr, one
+    per bad key, as every command gives bad input (the audit's command prints them)."""
+    if row.status == "invalid":
+        return "its inventory data is not valid (each bad key on stderr)"
+    return row.error or ""
 
 
 def render_summary(

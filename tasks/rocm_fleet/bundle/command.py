@@ -49,20 +49,16 @@ def plan_for(args: Any):
     """The bundle plan for the inventory: (Plan, notes to print)."""
     from rocm_fleet.bundle.build import Plan
     from rocm_fleet.engine.inventory_fleet import fleet_of
-    from rocm_fleet.model.config import ConfigError
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
     # The inventory's model, as the deploy reads it.
     fleet = fleet_of(hosts[0].inventory)
-    configs = {}
-    for host in hosts:
-        try:
-            config = fleet.config(host.name)
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
-        if config.rocm_state == "present":
-            configs[host.name] = config
+    bad = fleet.invalid(host.name for host in hosts)
+    if bad:  # every host's, one line per bad key
+        raise UsageError("\n".join(map(str, bad)))
+    configs = {host.name: fleet.config(host.name) for host in hosts}
+    configs = {name: config for name, config in configs.items() if config.rocm_state == "present"}
     if not configs:
         raise UsageError(f"no host of {args.inventory} has rocm_state: present")
     if args.distro:

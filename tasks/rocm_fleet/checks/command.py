@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from rocm_fleet.cli.exits import Command, Exit, epilog, option
+from rocm_fleet.cli.exits import Command, Exit, epilog, option, print_problems, problem_lines
 from rocm_fleet.cli.inventory import UsageError, host_options, load_inventory, parse_data
 
 #: pytest's exit statuses (pytest.ExitCode), by the scheme's
@@ -75,7 +75,7 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
         try:
             expected = load_config(wanted, "--rocm-version")
         except ConfigError as exc:
-            return Chosen(), [" ".join(str(exc).split())]
+            return Chosen(), problem_lines(str(exc))
         specs = [spec.strip() for spec in args.hosts.split(",") if spec.strip()]
         return Chosen(specs=specs, expected=expected), []
     from rocm_fleet.engine.inventory_fleet import fleet_of
@@ -84,13 +84,8 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
     data = parse_data(args.data) or None
     _, hosts = load_inventory(args.inventory, limits, check_for_changes=False, override_data=data)
     fleet = fleet_of(hosts[0].inventory)
-    errors = []
-    for host in hosts:
-        try:
-            fleet.config(host.name)
-        except ConfigError as exc:
-            errors.append(" ".join(str(exc).split()))
-    return Chosen(hosts=hosts), errors
+    invalid = fleet.invalid(host.name for host in hosts)
+    return Chosen(hosts=hosts), [line for exc in invalid for line in problem_lines(str(exc))]
 
 
 def run(args: Any) -> int:
@@ -105,8 +100,7 @@ def run(args: Any) -> int:
 
     refuse_combinations(args)
     chosen, errors = choose(args)
-    for error in errors:
-        print(f"rocm-fleet check: {error}", file=sys.stderr)
+    print_problems("rocm-fleet check", errors)
     if errors:
         return Exit.USAGE
     report = Report(sys.stdout, details=args.verbose)

@@ -227,7 +227,9 @@ def pytest_configure(config):
             expected = load_config(wanted, "--rocm-version")
             made = spec_targets(config.option.hosts.split(","), expected)
     except ConfigError as exc:
-        raise pytest.UsageError(" ".join(str(exc).split())) from None
+        from rocm_fleet.cli.exits import problem_lines
+
+        raise pytest.UsageError("\n".join(problem_lines(str(exc)))) from None
     if made is not None:
         config.pluginmanager.register(Targets(made), "rocm_fleet_targets")
 

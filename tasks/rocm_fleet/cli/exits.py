@@ -28,6 +28,18 @@ class UsageError(Exception):
     """A problem the user can fix (a missing file, a bad option): one line, exit status 4."""
 
 
+def problem_lines(text: str) -> list[str]:
+    """Bad input as one line per problem: ``text``'s lines (a ``ConfigError`` has one per bad
+    key), each with its whitespace collapsed."""
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip()] or [""]
+
+
+def print_problems(command: str, lines: Iterable[str]) -> None:
+    """Every command's shape for bad input: ``COMMAND: PROBLEM``, one line each, on stderr."""
+    for line in lines:
+        print(f"{command}: {line}", file=sys.stderr)
+
+
 #: the scheme in one line, for every command's ``--help`` (its epilog)
 EPILOG = (
     "exit status: 0 clean; 1 findings (something checked is not as it should be); "
@@ -95,13 +107,14 @@ class Command(click.Command):
 
 
 def invoke(ctx: click.Context, run: Callable[[Any], int], args: Any) -> int:
-    """``run(args)``'s exit status; a ``UsageError`` is a line on stderr (4), a closed pipe 141."""
+    """``run(args)``'s exit status; a ``UsageError`` is a line on stderr per problem (4), a
+    closed pipe 141."""
     try:
         status = run(args)
         sys.stdout.flush()
         return int(status)
     except UsageError as exc:
-        print(f"{' '.join(ctx.command_path.split()[:2])}: {exc}", file=sys.stderr)
+        print_problems(" ".join(ctx.command_path.split()[:2]), problem_lines(str(exc)))
         return Exit.USAGE
     except BrokenPipeError:
         # The reader has gone: point stdout at devnull so the flush at exit doesn't raise again.

@@ -5,7 +5,7 @@ every time it is asked for. No pyinfra here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -142,6 +142,16 @@ class Fleet:
                 continue
             try:
                 self.settings(name)
+            except ConfigError as exc:
+                found.append(exc)
+        return found
+
+    def invalid(self, names: Iterable[str]) -> list[ConfigError]:
+        """The ConfigError of each of ``names`` whose data is bad (its lines: one per key)."""
+        found = []
+        for name in names:
+            try:
+                self.config(name)
             except ConfigError as exc:
                 found.append(exc)
         return found

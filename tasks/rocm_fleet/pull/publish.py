@@ -82,7 +82,6 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
     nodes as they were unless --limit leaves them."""
     from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.model import pulled
-    from rocm_fleet.model.config import ConfigError
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     _state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
@@ -94,11 +93,11 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
     matrix_data = (
         {s.node: s.matrix_data for s in states if s.matrix_data is not None} if limits else {}
     )
+    bad = [str(exc) for exc in fleet.invalid(host.name for host in hosts)]
+    if bad:  # every host's, one line per bad key
+        raise UsageError("\n".join(bad))
     for host in hosts:
-        try:
-            config = fleet.config(host.name)
-        except ConfigError as exc:
-            raise UsageError(str(exc)) from None
+        config = fleet.config(host.name)
         name = config.rocm_pull_node or host.name
         if not config.rocm_pull and name not in existing:
             continue

@@ -62,7 +62,9 @@ def audit(args: Any, passed: list[str]) -> Audited:
     command = [sys.executable, "-m", "rocm_fleet.cli", "audit", args.inventory, "--json", "-q"]
     found = subprocess.run(command + passed, capture_output=True, text=True, check=False)
     if found.returncode == Exit.USAGE:
-        raise UsageError(found.stderr.strip().removeprefix("rocm-fleet audit: "))
+        said = "rocm-fleet audit: "
+        lines = [line[len(said) :] for line in found.stderr.splitlines() if line.startswith(said)]
+        raise UsageError("\n".join(lines) or found.stderr.strip())
     try:
         rows = json.loads(found.stdout)["hosts"]
     except (ValueError, KeyError):

@@ -16,7 +16,9 @@ def test_the_command_colours_on_request_only(tmp_path):
     assert plain.returncode == forced.returncode == never.returncode == 4  # invalid data
     assert "\x1b[" not in plain.stdout and "\x1b[" not in never.stdout
     assert "\x1b[1;31m" in forced.stdout and ANSI.sub("", forced.stdout) == plain.stdout
-    assert plain.stderr == forced.stderr == never.stderr == ""
+    # the bad key, as every command gives bad input: one line on stderr, never coloured
+    assert plain.stderr == forced.stderr == never.stderr
+    assert plain.stderr.startswith("rocm-fleet audit: gpu01.example.invalid: inventory key")
     narrow = rocm_fleet(*args, cwd=tmp_path, COLUMNS="60")
     assert max(len(line) for line in narrow.stdout.splitlines()) <= 60, narrow.stdout
 
@@ -54,15 +56,14 @@ def test_a_failed_audit_replaces_the_last_report_and_keeps_the_last_success(tmp_
         "rocm_fleet_audit_success",
         "rocm_fleet_audit_last_success_timestamp_seconds",
         "rocm_fleet_audit_timestamp_seconds",
+        "rocm_fleet_audit_duration_seconds",
     }
     assert after["rocm_fleet_audit_success"][()] == 0.0
     assert after["rocm_fleet_audit_last_success_timestamp_seconds"][()] == succeeded
     assert after["rocm_fleet_audit_timestamp_seconds"][()] >= succeeded
     again = rocm_fleet("audit", "fleet.py", "-q", *args, cwd=tmp_path)  # still failing
-    assert samples(target.read_text()) == {
-        **after,
-        "rocm_fleet_audit_timestamp_seconds": samples(target.read_text())[
-            "rocm_fleet_audit_timestamp_seconds"
-        ],
-    }
+    now = samples(target.read_text())
+    moving = ("rocm_fleet_audit_timestamp_seconds", "rocm_fleet_audit_duration_seconds")
+    assert now == {**after, **{name: now[name] for name in moving}}
+    assert 0 < now["rocm_fleet_audit_duration_seconds"][()] < 60
     assert again.returncode == 4
