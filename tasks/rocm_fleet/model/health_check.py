@@ -95,7 +95,7 @@ def slurm_view(text: str) -> SlurmView | None:
         line = line.strip()
         if line.startswith("Reason="):
             said = _REASON_STAMP.sub("", line.removeprefix("Reason=")).strip()
-        elif state is None:
+        elif state is None and not line.startswith(("OS=", "Comment=", "Extra=")):  # free text
             state = next((w[6:] for w in line.split() if w.startswith("State=")), None)
     if not state:
         return None
