@@ -112,7 +112,10 @@ def test_counters_that_move_drain_the_node_once_and_a_reset_resumes_it(node):
     node.run()
     smi.set_gpu(node.root, 2, ecc={"total_uncorrectable_count": 1})
     dry = node.run("--dry")
-    assert dry == f"rocm-fleet-health-check: would drain gpu1: {ECC} (unhealthy)\n"
+    assert dry == (
+        "rocm-fleet-health-check: unhealthy: GPU 2 (0000:23:00.0): uncorrectable ECC errors "
+        f"0 -> 1\nrocm-fleet-health-check: would drain gpu1: {ECC} (unhealthy)\n"
+    )
     assert node.updates() == []
     node.run()
     assert node.updates() == [f"update NodeName=gpu1 State=DRAIN Reason={ECC}"]

@@ -93,7 +93,7 @@ def test_the_reason_is_prefixed_cut_to_a_safe_charset_and_bounded():
         f"{PREFIX} GPU 3 (0000:5c:00.0): uncorrectable ECC errors 0 -> 1"
     )
     # node text (a bdf amd-smi printed) is untrusted: no newline, quote, $ or ; of its own
-    hostile = reason(["GPU 0 (0000:0c:00.0\nReason=ok $(reboot) `x` \"q\" [a@b]): PCIe x8 of x16"])
+    hostile = reason(['GPU 0 (0000:0c:00.0\nReason=ok $(reboot) `x` "q" [a@b]): PCIe x8 of x16'])
     assert hostile == (
         f"{PREFIX} GPU 0 (0000:0c:00.0?Reason=ok ?(reboot) ?x? ?q? ?a?b?): PCIe x8 of x16"
     )

@@ -69,9 +69,7 @@ def peer_key(survey: HostSurvey, config: Any) -> PeerKey:
     names one, else the gfx target) and the digest of its deciding settings."""
     distro = survey.distro or {}
     release = f"{distro.get('id') or '?'} {distro.get('version_id') or '?'}"
-    models = sorted(
-        {gpu_type(g["gfx"] or "unknown", g.get("device")) for g in gpus_found(survey)}
-    )
+    models = sorted({gpu_type(g["gfx"] or "unknown", g.get("device")) for g in gpus_found(survey)})
     return PeerKey(release, "+".join(models) or "none", settings_digest(config))
 
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 
 from rocm_fleet import assets
-
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import refuse_after_preflight, warn_host
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
