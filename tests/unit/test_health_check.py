@@ -244,3 +244,13 @@ def test_the_setting_is_checked_at_load():
     with pytest.raises(ConfigError) as gpuless:
         load_config({**ON, "expected_gpu_count": 0}, "gpu1")
     assert "expected False on a host with expected_gpu_count 0" in str(gpuless.value)
+
+
+def test_the_programs_drain_is_not_the_rolls_and_the_rolls_is_not_the_programs():
+    from rocm_fleet.model.slurm import parse_node
+
+    text = slurm("scontrol-show-node-drained-24.11.txt").replace(
+        "rocm-fleet: rolling maintenance: drained to be changed, resumed once checked", reason(ECC)
+    )
+    assert slurm_view(text).ours
+    assert parse_node(text).drained_by_others  # the roll leaves it drained
