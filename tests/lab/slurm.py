@@ -96,13 +96,16 @@ class Cluster:
     """Slurm on lab hosts: ``controller`` runs slurmctld, each of ``nodes`` slurmd.
 
     ``gres``: node -> its ``Gres=`` in slurm.conf (``"gpu:mi300x:8"``), as the site declares
-    it; nodes without one declare none.  Use as a context manager inside a running `Lab`.
+    it; nodes without one declare none. ``conf_lines``: more lines the site adds.  Use as a
+    context manager inside a running `Lab`.
     """
 
     lab: Lab
     controller: str
     nodes: Sequence[str]
     gres: dict[str, str] = field(default_factory=dict)
+    #: more slurm.conf lines, as the site adds them (``HealthCheckProgram=...``)
+    conf_lines: Sequence[str] = ()
     _daemons: list[_Daemon] = field(default_factory=list, init=False)
 
     # --- what a test uses ---------------------------------------------------------------
@@ -136,6 +139,7 @@ class Cluster:
             "SlurmdLogFile=/var/log/slurm/slurmd.log",
             "SlurmdTimeout=30",
         ]
+        lines += self.conf_lines
         for node in self.nodes:
             gres = f" Gres={self.gres[node]}" if self.gres.get(node) else ""
             lines.append(f"NodeName={node} NodeAddr={self.lab.address(node)}{gres} State=UNKNOWN")

@@ -60,10 +60,12 @@ _TTM_LIMIT = re.compile(r"^\s*options\s+ttm\s+(?:\S+\s+)*?pages_limit=(\d+)(?:\s
 PAGE_SIZE = 4096
 
 #: What this module writes under ROOT (removed before each write): sysfs, and each GPU's DRM
-#: render node (what Slurm's gres.conf names and slurmd stats).
+#: render node (what Slurm's gres.conf names and slurmd stats); and /dev/kfd (KFD_DEVICE).
 OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu", "dev/dri")
 #: The DRM character devices' major number (Linux's devices.txt: 226 = DRI).
 DRM_MAJOR = 226
+#: /dev/kfd, amdgpu's compute device (a dynamic major: devices.txt reserves 234-254 for those)
+KFD_DEVICE, KFD_MAJOR = "dev/kfd", 240
 
 
 def _slot(index: int) -> tuple[str, int]:
@@ -75,6 +77,7 @@ def write(root: Path, profile: str) -> None:
     """Replace the host's GPU sysfs files with those of `profile` (none: no AMD device)."""
     for rel in OWNED:
         shutil.rmtree(root / rel, ignore_errors=True)
+    (root / KFD_DEVICE).unlink(missing_ok=True)
     gpus = profiles.gpus(profile)
     sys = root / "sys"
     drivers = sys / "bus/pci/drivers/amdgpu"
@@ -115,6 +118,7 @@ def write(root: Path, profile: str) -> None:
         dri.mkdir(parents=True, exist_ok=True)
         minor = values["drm_render_minor"]
         os.mknod(dri / f"renderD{minor}", stat.S_IFCHR | 0o660, os.makedev(DRM_MAJOR, minor))
+    os.mknod(root / KFD_DEVICE, stat.S_IFCHR | 0o666, os.makedev(KFD_MAJOR, 0))
     module = sys / "module/amdgpu"
     module.mkdir(parents=True)
     (module / "initstate").write_text("live\n")

@@ -51,6 +51,7 @@ def families(
     undriven: list[Sample] = []
     verified: list[Sample] = []
     outlier: list[Sample] = []
+    outlier_drift: list[Sample] = []
     health: list[tuple[str, HostHealth]] = []
     for row in rows:
         host = {"host": row.host}
@@ -58,6 +59,10 @@ def families(
             health.append((row.host, row.health))
         outlier += [
             ({**host, "group": o.group, "field": o.property}, 1.0) for o in row.outliers or ()
+        ]
+        outlier_drift += [
+            ({**host, "group": o.group, "field": o.property}, float(o.drift))
+            for o in row.outliers or ()
         ]
         status += [({**host, "status": s}, float(row.status == s)) for s in STATUSES]
         cells = row.cells
@@ -106,8 +111,11 @@ def families(
          "When the deploy's GPU check last passed on the host (this boot).", verified,
          "seconds"),
         ("rocm_fleet_outlier",
-         "1 when the host's field differs from the majority of its inventory group.", outlier,
-         ""),
+         "1 when the host's field differs from the majority of its peers (same distro "
+         "release, GPU model and settings).", outlier, ""),
+        ("rocm_fleet_outlier_drift",
+         "1 when the host's outlying field is drift: the deploy would change it.",
+         outlier_drift, ""),
         # every health family named, even when empty
         *((name, text, gpus.get(name, []), "") for name, text in HEALTH_FAMILIES.items()),
     ]  # fmt: skip

@@ -1,19 +1,84 @@
 """The audit's outlier rule, pure: a host whose driver, firmware, kernel or ROCm differs from
-the strict majority (more than half, of at least three reporting hosts) of its group. Hosts
-that didn't report a property are neither counted nor flagged.
+the strict majority (more than half, of at least three reporting hosts) of its peers, the
+hosts of the same distro release, GPU model and rocm-fleet settings (:func:`peer_key`). Hosts
+that didn't report a property are neither counted nor flagged. An outlier is drift only when
+the deploy would change it (:data:`CONCERNS`); else it is reported, not drift.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
+from rocm_fleet.model import node_settings
+from rocm_fleet.model.gpus import gpus_found
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.settings import SETTINGS
+from rocm_fleet.model.slurm import gpu_type
 
 #: what the rule compares, in report order
 PROPERTIES = ("driver", "firmware", "kernel", "rocm")
+#: property -> the audit cell that shows it
+CELLS = {"driver": "driver", "firmware": "health", "kernel": "kernel", "rocm": "rocm"}
+#: property -> the deploy's concerns (audit concern ids) that change it; firmware: none
+CONCERNS = {
+    "driver": ("amdgpu_driver",),
+    "firmware": (),
+    "kernel": ("kernel",),
+    "rocm": ("rocm_apt_repository", "rocm_packages"),
+}
+#: the settings' concerns that decide what the compared properties should be: hosts differing
+#: in these are not peers (users, PyTorch, Slurm, ... are not compared)
+PEER_CONCERNS = frozenset(
+    {node_settings.REPOSITORY, node_settings.PACKAGES, node_settings.KERNEL, node_settings.DRIVER}
+)
+
+
+@dataclass(frozen=True, order=True)
+class PeerKey:
+    """What makes hosts alike: only hosts of one key are compared."""
+
+    distro: str  #: "debian 12"
+    gpu_model: str  #: "mi300x", "gfx1100", "mi300x+w7900" (several models), "none"
+    settings: str  #: SHA-256 of the host's settings of :data:`PEER_CONCERNS`
+
+    @property
+    def label(self) -> str:
+        """The peer group's name in reports: ``debian 12 / mi300x / settings 1a2b3c4d``."""
+        return f"{self.distro} / {self.gpu_model} / settings {self.settings[:8]}"
+
+
+def settings_digest(config: Any) -> str:
+    """SHA-256 of the host's settings of :data:`PEER_CONCERNS` (JSON, keys sorted)."""
+    chosen = {
+        key: getattr(config, key)
+        for key, declared in SETTINGS.items()
+        if declared.metadata["concern"] in PEER_CONCERNS
+    }
+    text = json.dumps(chosen, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def peer_key(survey: HostSurvey, config: Any) -> PeerKey:
+    """The host's peers: its distro release, GPU model(s) (the product where the PCI ID
+    names one, else the gfx target) and the digest of its deciding settings."""
+    distro = survey.distro or {}
+    release = f"{distro.get('id') or '?'} {distro.get('version_id') or '?'}"
+    models = sorted({gpu_type(g["gfx"] or "unknown", g.get("device")) for g in gpus_found(survey)})
+    return PeerKey(release, "+".join(models) or "none", settings_digest(config))
+
+
+def peer_groups(keys: Mapping[str, PeerKey]) -> dict[str, list[str]]:
+    """Peer group label -> its hosts, in ``keys``' order."""
+    groups: dict[str, list[str]] = {}
+    for host, key in keys.items():
+        groups.setdefault(key.label, []).append(host)
+    return groups
 
 
 @dataclass(frozen=True)
@@ -50,6 +115,10 @@ class Outlier:
     majority: str
     hosts_with_majority: int
     hosts_reporting: int
+    #: the audit cell that shows the property (:data:`CELLS`)
+    cell: str = ""
+    #: whether the deploy would change it (its concern drifted on this host)
+    drift: bool = False
 
     def sentence(self) -> str:
         return (
@@ -80,8 +149,17 @@ def outliers(groups: Mapping[str, list[str]], hosts: Mapping[str, HostVersions])
                 continue
             count = values.count(common)
             found += [
-                Outlier(group, name, prop, value, common, count, len(values))
+                Outlier(group, name, prop, value, common, count, len(values), CELLS[prop])
                 for name, value in sorted(reported.items())
                 if value is not None and value != common
             ]
     return found
+
+
+def with_drift(found: list[Outlier], drifted: Mapping[str, set[str]]) -> list[Outlier]:
+    """``found``, each marked drift when one of its property's :data:`CONCERNS` is among
+    its host's drifted concern ids (``drifted``: host -> ids)."""
+    return [
+        replace(o, drift=bool(set(CONCERNS[o.property]) & drifted.get(o.host, set())))
+        for o in found
+    ]

@@ -27,7 +27,16 @@ from rocm_fleet.audit.cells import (
     Status,
     TorchCell,
 )
-from rocm_fleet.audit.outliers import HostVersions, Outlier, outliers, versions_from_survey
+from rocm_fleet.audit.outliers import (
+    HostVersions,
+    Outlier,
+    PeerKey,
+    outliers,
+    peer_groups,
+    peer_key,
+    versions_from_survey,
+    with_drift,
+)
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.health import HostHealth
@@ -192,6 +201,7 @@ def gather(
         inventory_path, limits, check_for_changes=True, override_data=override_data
     )
     versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
+    peers: dict[str, PeerKey] = {}  # whom each surveyed host is compared with
 
     def audit(host) -> AuditRow:
         try:
@@ -220,6 +230,7 @@ def gather(
             return AuditRow(host.name, "failed", reason)
         cells = replace(seen_cells(config, seen), health=health_cell(health))
         versions[host.name] = versions_from_survey(survey, health)
+        peers[host.name] = peer_key(survey, config)
         drift = [key for key, c in cells.items() if c.drift]
         # outliers=(): filled in by flag_outliers once every host is in.
         if found.refused:
@@ -257,11 +268,10 @@ def gather(
     for host in hosts:
         if host.connected:
             host.disconnect()
-    groups: dict[str, list[str]] = {}
-    for host in hosts:
-        for group in host.groups:
-            groups.setdefault(group, []).append(host.name)
-    return flag_outliers(rows, outliers(groups, versions))
+    # Peers in the inventory's host order (plan_in_parallel fills ``peers`` as hosts answer).
+    ordered = {host.name: peers[host.name] for host in hosts if host.name in peers}
+    drifted = {row.host: {k for k, c in row.concerns.items() if c.drift} for row in rows}
+    return flag_outliers(rows, with_drift(outliers(peer_groups(ordered), versions), drifted))
 
 
 def read_health(host: Any) -> HostHealth | None:
@@ -297,7 +307,8 @@ def health_cell(health: HostHealth | None) -> HealthCell:
 
 
 def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
-    """Each surveyed row with its outliers; an ``ok`` row that is one becomes ``drift``."""
+    """Each surveyed row with its outliers; one the deploy would change (``Outlier.drift``)
+    makes an ``ok`` row ``drift``, any other is reported only."""
     by_host: dict[str, list[Outlier]] = {}
     for outlier in found:
         by_host.setdefault(outlier.host, []).append(outlier)
@@ -313,15 +324,17 @@ def _with_outliers(row: AuditRow, mine: list[Outlier]) -> AuditRow:
         f"group {o.group} have {o.majority})"
         for o in mine
     ]
+    drifted = [o for o in mine if o.drift]
+    text = "; ".join(said)
     row = replace(
         row,
         outliers=tuple(mine),
-        cells=replace(row.cells, outlier=Cell("! " + "; ".join(said), True)),
+        cells=replace(row.cells, outlier=Cell(f"! {text}" if drifted else text, bool(drifted))),
     )
-    if row.status not in ("ok", "drift"):
+    if row.status not in ("ok", "drift") or not drifted:
         return row
     return replace(
-        row, status="drift", drift=(*row.drift, *(f"outlier: {o.property}" for o in mine))
+        row, status="drift", drift=(*row.drift, *(f"outlier: {o.property}" for o in drifted))
     )
 
 

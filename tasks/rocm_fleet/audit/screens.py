@@ -169,7 +169,9 @@ def _detail_lines(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
     if row.status in ("drift", "ok"):
         for column in columns([row]):
             found = _cell(row, column)
-            if found and (found.drift or verbose):
+            # an outlier is said even when it is no drift (the deploy would not change it)
+            said = column.key == "outlier" and bool(row.outliers)
+            if found and (found.drift or verbose or said):
                 details.append((f"{column.header}: {found.text.removeprefix('! ')}",
                                 found.drift))  # fmt: skip
         if verbose:  # preflight's warnings (a plain-HTTP mirror, an unofficial distro)

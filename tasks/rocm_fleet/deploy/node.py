@@ -30,7 +30,7 @@ from rocm_fleet.deploy.reboot import reboot_if_needed
 from rocm_fleet.deploy.repository import install_repository, remove_repository
 from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
 from rocm_fleet.deploy.secureboot import configure_secure_boot
-from rocm_fleet.deploy.slurm import configure_slurm_gres
+from rocm_fleet.deploy.slurm import configure_slurm_gres, configure_slurm_health_check
 from rocm_fleet.deploy.verify import verify_node
 from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.engine.origin import raise_at
@@ -102,6 +102,7 @@ def rocm_node() -> None:
         configure_mirror(config, host.inventory, present=False)
         release_kernel_holds(config)  # before the state that records them goes
         configure_slurm_gres(config, present=False)  # before its record goes too
+        configure_slurm_health_check(config, present=False)
         remove_repository(config)
         configure_proxy(config, present=False)
         configure_apu_memory(config, present=False)
@@ -139,6 +140,9 @@ def rocm_node() -> None:
     # After the node is verified: Slurm is told of GPUs that work.
     configure_slurm_gres(config)
     if refused():  # its GPUs' values can't be written to gres.conf: nothing more for it
+        return
+    configure_slurm_health_check(config)
+    if refused():
         return
     # Last: a node pulls its state once it has been converged to it.
     configure_pull(config)

@@ -1,22 +1,26 @@
 """Slurm's view of the node's GPUs (``rocm_slurm_gres``): gres.conf written from KFD and recorded
 by hash, removed only while it holds what was recorded; slurm.conf is the site's, so a
 ``Gres=`` mismatch is a warning. slurmd is never restarted. See
-``docs/decisions/slurm-gres.md``."""
+``docs/decisions/slurm-gres.md``. Slurm's health program (``rocm_slurm_health_check``):
+written from ``model.health_check``, removed with its baseline when the setting goes."""
 
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 
+from rocm_fleet import assets
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import refuse_after_preflight, warn_host
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.slurm import SlurmNode
-from rocm_fleet.model import paths
+from rocm_fleet.model import health, health_check, paths
 from rocm_fleet.model.slurm import GresError, gres_conf, gres_mismatch, slurm_gpus
+from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import text_file
 
 if TYPE_CHECKING:
@@ -89,4 +93,57 @@ def _remove_written() -> None:
         name=f"Forget what rocm-fleet wrote to {paths.SLURM_GRES_CONF}",
         path=paths.SLURM_GRES_LEDGER,
         present=False,
+    )
+
+
+def health_program(
+    node_name: str | None,
+    render_nodes: list[str],
+    expected_gpus: int | None,
+    *,
+    baseline: str = paths.SLURM_HEALTH_BASELINE,
+    amd_smi: tuple[str, ...] = paths.AMD_SMI_PROGRAMS,
+    scontrol: tuple[str, ...] = paths.SCONTROL_PROGRAMS,
+    kfd: str = "/dev/kfd",  # amdgpu's compute device
+) -> str:
+    """The health program's text (Python, standard library, ``model.health`` and
+    ``model.health_check`` carried verbatim); every path absolute."""
+    modules = {m.__name__: Path(m.__file__).read_text() for m in (health, health_check)}
+    return assets.render(
+        "rocm-fleet-health-check.j2",
+        node_name=node_name,
+        render_nodes=render_nodes,
+        kfd=kfd,
+        expected_gpus=expected_gpus,
+        amd_smi=list(amd_smi),
+        reads=health.AMD_SMI_READS,
+        scontrol=list(scontrol),
+        baseline=baseline,
+        sources=modules,
+    )
+
+
+@deploy("Slurm health check")
+def configure_slurm_health_check(config: Config, present: bool = True) -> None:
+    """Slurm's health program for the node's GPUs (and python3 to run it); with the setting
+    off or ``present=False``, the program and its baseline go (python3 stays)."""
+    if not (present and config.rocm_slurm_health_check):
+        for path in (paths.SLURM_HEALTH_PROGRAM, paths.SLURM_HEALTH_BASELINE):
+            if read_fact(FileDigest, path=path) is not None:  # else: nothing to plan
+                text_file(name=f"Remove {path}", path=path, present=False)
+        return
+    kfd = read_fact(KfdNodes) or []
+    try:
+        render_nodes = [gpu.file for gpu in slurm_gpus(kfd)]
+    except GresError as exc:
+        refuse_after_preflight(f"rocm_slurm_health_check: {exc}; not written")
+        return
+    debian_packages(name="Install python3 for the health program", packages=["python3"])
+    text_file(
+        name=f"Write Slurm's health program {paths.SLURM_HEALTH_PROGRAM}",
+        path=paths.SLURM_HEALTH_PROGRAM,
+        content=health_program(
+            config.rocm_slurm_node_name, render_nodes, config.expected_gpu_count
+        ),
+        mode="755",
     )

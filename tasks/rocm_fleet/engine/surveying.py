@@ -147,6 +147,8 @@ def survey_reads(config: Config) -> list[Read]:
         Read("files", FileDigest, {"path": paths.SLURM_GRES_CONF}),
         Read("ledgers", Ledger, {"path": paths.SLURM_GRES_LEDGER}),
         Read("files", FileDigest, {"path": paths.SLURM_GRES_LEDGER}),
+        Read("files", FileDigest, {"path": paths.SLURM_HEALTH_PROGRAM}),
+        Read("files", FileDigest, {"path": paths.SLURM_HEALTH_BASELINE}),
     ]
     if config.rocm_slurm_gres:
         reads += [

@@ -130,6 +130,12 @@ def load_config(
         raise ConfigError("\n".join(lines), exc.errors()[0]["loc"][0]) from None
     values = {key: getattr(settings, key) for key in SETTINGS}
 
+    if values["rocm_slurm_health_check"] and values["expected_gpu_count"] == 0:
+        raise fail(
+            "rocm_slurm_health_check",
+            True,
+            "False on a host with expected_gpu_count 0 (the health program checks GPUs)",
+        )
     version = values["rocm_version"]
     site = _site_data(values["rocm_matrix_data"], where, host_name)
     try:

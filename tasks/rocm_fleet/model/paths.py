@@ -83,6 +83,8 @@ DRIVER_LEDGER = f"{STATE_DIR}/driver-packages"
 KERNEL_HOLD_LEDGER = f"{STATE_DIR}/held-kernel-packages"
 # SHA-256 of the gres.conf written: removed only while it still matches.
 SLURM_GRES_LEDGER = f"{STATE_DIR}/slurm-gres.sha256"
+#: the ECC counts the Slurm health program compares with (root-only, the program's own)
+SLURM_HEALTH_BASELINE = f"{STATE_DIR}/health-baseline.json"
 # Touched after nginx loaded the site: a newer site file means a reload is due.
 MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
 
@@ -101,6 +103,11 @@ SLURM_DIR = "/etc/slurm"
 SLURM_GRES_CONF = f"{SLURM_DIR}/gres.conf"
 # Plus a KFD ``drm_render_minor``.
 RENDER_NODE_PREFIX = "/dev/dri/renderD"
+#: Slurm's HealthCheckProgram rocm-fleet writes (rocm_slurm_health_check)
+SLURM_HEALTH_PROGRAM = "/usr/local/sbin/rocm-fleet-health-check"
+#: where the health program looks for its tools (absolute: it searches no PATH)
+AMD_SMI_PROGRAMS = (f"{ROCM_ROOT}/bin/amd-smi", "/usr/bin/amd-smi")
+SCONTROL_PROGRAMS = ("/usr/bin/scontrol", "/usr/local/bin/scontrol", "/opt/slurm/bin/scontrol")
 
 # --- The next boot: GRUB's files, read (never written) by the reboot gate (facts.boot) -------
 GRUBENV = "/boot/grub/grubenv"

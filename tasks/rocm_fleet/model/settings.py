@@ -242,6 +242,16 @@ class Settings(NodeSettings):
         "left unchanged and resumed (jobs are never killed)",
         SLURM,
     )
+    rocm_slurm_health_check: Flag = setting(
+        False,
+        f"Write Slurm's health program `{paths.SLURM_HEALTH_PROGRAM}` (name it in slurm.conf's "
+        "`HealthCheckProgram`): it drains the node, with a reason starting "
+        "`rocm-fleet-health:`, when an uncorrectable ECC count grows, a PCIe link narrows, an "
+        "XGMI link goes down, a GPU or `/dev/kfd` or a render node is missing, and resumes "
+        "only a node it drained itself once healthy; a drain by anyone else is left alone. "
+        "False (or `rocm_state: absent`): the program and its baseline go",
+        SLURM,
+    )
     rocm_slurm_node_name: SlurmNodeName | None = setting(
         None,
         "The node's name in Slurm (NodeName=). Unset: its short host name (`hostname -s`), "

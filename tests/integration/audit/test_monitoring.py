@@ -144,8 +144,12 @@ def test_the_audits_output_passes_promtool_check_metrics(fleet_rows, fmt):
 def test_gpu_health_and_outliers_pass_promtool_check_metrics(group_rows, fmt):
     text = metrics.render(group_rows, fmt, now=1764460800)
     check_metrics(text, fmt)
-    assert 'rocm_fleet_outlier{field="kernel",group="mi300",host="mi-c"} 1.0' in text.splitlines()
+    (group,) = {o.group for row in group_rows for o in row.outliers or ()}  # mi-c's peers
+    labels = f'{{field="kernel",group="{group}",host="mi-c"}}'
+    assert f"rocm_fleet_outlier{labels} 1.0" in text.splitlines()
     assert sum(line.startswith("rocm_fleet_outlier{") for line in text.splitlines()) == 1
+    # the deploy would not change a running kernel: reported, not drift
+    assert f"rocm_fleet_outlier_drift{labels} 0.0" in text.splitlines()
 
 
 def test_gpu_health_families_per_host_and_gpu(group_rows):

@@ -554,7 +554,7 @@ def test_the_health_cell_says_ok_what_is_wrong_or_why_it_is_unknown():
     assert audit_rows.health_cell(None).text == "unknown (the read failed)"
 
 
-def test_the_audit_reads_health_and_flags_the_groups_outlier(group_rows):
+def test_the_audit_reads_health_and_reports_the_peers_outlier(group_rows):
     by_host = {row.host: row.to_json() for row in group_rows}  # as --format json prints them
     assert by_host["mi-a"]["status"] == "ok"
     assert by_host["mi-a"]["cells"]["health"]["text"] == "ok (8 GPUs)"
@@ -564,15 +564,20 @@ def test_the_audit_reads_health_and_flags_the_groups_outlier(group_rows):
     assert sick["status"] == "drift" and "health" in sick["drift"]
     assert sick["cells"]["health"]["drift"] and sick["outliers"] == []
     odd = by_host["mi-c"]
-    assert odd["status"] == "drift" and odd["drift"][-1] == "outlier: kernel"
+    # The deploy does not change a running kernel: the outlier is reported, not drift.
+    assert "outlier: kernel" not in odd["drift"]
     (outlier,) = odd["outliers"]
+    group = outlier["group"]  # the peers: distro release, GPU model, settings
+    assert group.startswith("debian 12 / gfx1100 / settings ") and len(group) == 39
+    assert (outlier["cell"], outlier["drift"]) == ("kernel", False)
     running = converged().kernel
     assert outlier["sentence"] == (
-        f"mi-c: kernel 6.1.0-99-amd64, but 3 of 4 hosts in group mi300 have {running}"
+        f"mi-c: kernel 6.1.0-99-amd64, but 3 of 4 hosts in group {group} have {running}"
     )
-    assert odd["cells"]["outlier"]["text"] == (
-        f"! kernel 6.1.0-99-amd64 (3 of 4 in group mi300 have {running})"
-    )
+    assert odd["cells"]["outlier"] == {
+        "text": f"kernel 6.1.0-99-amd64 (3 of 4 in group {group} have {running})",
+        "drift": False,
+    }
     json.dumps(list(by_host.values()))  # --json prints them
 
 
@@ -587,7 +592,81 @@ def test_health_and_outliers_on_screen(group_rows):
     mi_d = next(line for line in lines if line.startswith("mi-d"))
     assert len(sick_problems(group_rows)) == 1  # the fixture's one GPU with an error
     assert mi_d.endswith("! 1 problem")
-    assert "! OUTLIER: kernel 6.1.0-99-amd64" in summary
+    assert "  OUTLIER: kernel 6.1.0-99-amd64" in summary  # said, not drift
     assert "! GPU HEALTH: GPU " in summary
     wide = audit_screens.render_table(group_rows)
     assert "GPU HEALTH" in wide and "OUTLIER" in wide
+
+
+# --- outliers among peers: a mixed fleet ------------------------------------------------------
+# Two distros (Debian 12, Ubuntu 24.04: tests/fixtures/os-release) and two GPU models (an RX 7900
+# XTX, 0x744c, tests/fixtures/sysfs/rx7900xtx; an MI300X, 0x74a1, tests/fixtures/sysfs/mi300x_x8)
+# in one inventory group, each host converged: four Debian RX hosts, one of each other kind.
+# Compared as one group, the Debian kernel (4 of 7) would make every other host an outlier.
+
+MI300X_PCI = [{"slot": "0000:0c:00.0", "vendor": "0x1002", "device": "0x74a1",
+               "class": "0x038000", "driver": None}]  # fmt: skip
+RADEON = {**DATA, "pytorch_install": False}
+INSTINCT = {**RADEON, "expected_gfx": "gfx942"}
+
+
+def mixed_fleet(monkeypatch, **debian_rx_changes):
+    """The mixed fleet's rows; ``rx-4`` (Debian, RX) with ``debian_rx_changes``."""
+    debian_rx = converged_survey(RADEON, "debian-12")
+    kinds = {
+        "rx-1": (RADEON, debian_rx),
+        "rx-2": (RADEON, debian_rx),
+        "rx-3": (RADEON, debian_rx),
+        "rx-4": (RADEON, changed(debian_rx, **debian_rx_changes)),
+        "mi-deb": (INSTINCT, converged_survey(INSTINCT, "debian-12", pci=MI300X_PCI)),
+        "rx-ubu": (RADEON, converged_survey(RADEON, "ubuntu-24.04")),
+        "mi-ubu": (INSTINCT, converged_survey(INSTINCT, "ubuntu-24.04", pci=MI300X_PCI)),
+    }
+    hosts = {
+        name: (data, SurveyHost(survey, health=amd_smi_health() if "mi" in name else None))
+        for name, (data, survey) in kinds.items()
+    }
+    return gather(monkeypatch, hosts, groups={"gpu_nodes": list(hosts)})
+
+
+def test_a_converged_mixed_fleet_has_no_outlier_and_exits_0(monkeypatch):
+    rows = mixed_fleet(monkeypatch)
+    assert {row.host: (row.status, row.drift) for row in rows} == {
+        row.host: ("ok", ()) for row in rows
+    }
+    assert [o for row in rows for o in row.outliers] == []
+    assert audit_rows.exit_status(rows) == 0
+    distros = {row.cells.distro.text for row in rows}
+    assert distros == {"debian 12", "ubuntu 24.04"}
+
+
+def test_an_outlier_among_peers_is_named_with_the_majoritys_value(monkeypatch):
+    rows = mixed_fleet(monkeypatch, kernel="6.1.0-99-amd64")
+    by_host = {row.host: row.to_json() for row in rows}
+    (outlier,) = by_host["rx-4"]["outliers"]
+    assert outlier["group"].startswith("debian 12 / gfx1100 / settings ")
+    assert (outlier["value"], outlier["majority"], outlier["hosts_with_majority"]) == (
+        "6.1.0-99-amd64", "6.1.0-31-amd64", 3)  # fmt: skip
+    assert (outlier["cell"], outlier["drift"]) == ("kernel", False)
+    # Reported in its cell and on screen; the deploy would not change it: no drift.
+    assert by_host["rx-4"]["cells"]["outlier"]["text"].startswith("kernel 6.1.0-99-amd64 (3 of 4")
+    assert "outlier: kernel" not in by_host["rx-4"]["drift"]
+    assert all(not by_host[h]["outliers"] for h in by_host if h != "rx-4")
+    summary = audit_screens.render_summary(rows, width=200)
+    assert "  OUTLIER: kernel 6.1.0-99-amd64 (3 of 4 in group debian 12 / gfx1100" in summary
+
+
+def test_an_outlier_the_deploy_would_change_is_drift():
+    from rocm_fleet.audit.outliers import HostVersions, outliers, with_drift
+
+    hosts = {name: HostVersions("6.12.12", None, "k1", "6.4.3-128") for name in "abc"}
+    hosts["d"] = HostVersions("6.12.12", None, "k1", "6.4.1-83")
+    found = outliers({"debian 12 / gfx942 / settings 0123abcd": list(hosts)}, hosts)
+    (rocm,) = with_drift(found, {"d": {"rocm_packages"}, "a": {"kernel"}})
+    assert (rocm.host, rocm.cell, rocm.drift, rocm.majority) == ("d", "rocm", True, "6.4.3-128")
+    (same,) = with_drift(found, {"d": {"kernel"}})  # another concern's drift: not this one's
+    assert not same.drift
+    row = AuditRow("d", "ok", cells=cells(), outliers=())
+    (flagged,) = audit_rows.flag_outliers([row], [rocm])
+    assert flagged.status == "drift" and flagged.drift == ("outlier: rocm",)
+    assert flagged.cells.outlier.text.startswith("! rocm 6.4.1-83 (3 of 4 in group debian 12")

@@ -1,0 +1,132 @@
+"""The decisions of Slurm's health program (``rocm_slurm_health_check``), pure: what is wrong
+with the node now, the ECC baseline to keep, and what to tell Slurm. The node program
+(``files/templates/rocm-fleet-health-check.j2``) carries this module and
+:mod:`rocm_fleet.model.health` verbatim, so both stay standard library only.
+
+Rules (docs/maintaining/slurm.md, "The health check between changes"):
+
+* an uncorrectable ECC count higher than the baseline, a PCIe link narrower than the card,
+  an XGMI link down, fewer GPUs than expected, ``/dev/kfd`` or a render node missing: unhealthy;
+* the baseline is the counts first seen, lowered when a counter falls (the driver reloaded),
+  never raised by the program: a count that grew stays a failure until a reboot resets it or
+  root removes the baseline file;
+* unhealthy: drain with a reason of :data:`PREFIX`, unless someone else drained the node (left
+  as it is); healthy: resume only a node whose reason starts with :data:`PREFIX`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rocm_fleet.model.health import GpuHealth
+
+#: what every drain reason of the program starts with; no other drain is its own
+PREFIX = "rocm-fleet-health:"
+#: Slurm's reason is shown to every user (sinfo -R): node text is cut to this charset
+_UNSAFE = re.compile(r"[^A-Za-z0-9 ._:,/()+>=-]")
+MAX_REASON = 200
+
+
+def gpu_key(gpu: GpuHealth) -> str:
+    """The GPU's key in the baseline: its PCI slot, else its index."""
+    return gpu.bdf or f"gpu{gpu.gpu}"
+
+
+def next_baseline(gpus: Sequence[GpuHealth], baseline: Mapping[str, int]) -> dict[str, int]:
+    """The baseline to keep: a GPU's first count, a lower count after a reset; never higher."""
+    kept = dict(baseline)
+    for gpu in gpus:
+        count, key = gpu.ecc.uncorrectable, gpu_key(gpu)
+        if count is not None and (key not in kept or count < kept[key]):
+            kept[key] = count
+    return kept
+
+
+def problems(
+    gpus: Sequence[GpuHealth],
+    baseline: Mapping[str, int],
+    missing: Sequence[str] = (),
+    expected_gpus: int | None = None,
+) -> list[str]:
+    """What is wrong, one short sentence each; ``missing``: device files not there."""
+    found = [f"{path} missing" for path in missing]
+    if expected_gpus is not None and len(gpus) < expected_gpus:
+        found.append(f"amd-smi sees {len(gpus)} of {expected_gpus} GPUs")
+    for gpu in gpus:
+        name = f"GPU {gpu.gpu}" + (f" ({gpu.bdf})" if gpu.bdf else "")
+        count, before = gpu.ecc.uncorrectable, baseline.get(gpu_key(gpu))
+        if count is not None and before is not None and count > before:
+            found.append(f"{name}: uncorrectable ECC errors {before} -> {count}")
+        if gpu.pcie.degraded:
+            found.append(f"{name}: PCIe x{gpu.pcie.width} of x{gpu.pcie.max_width}")
+        if gpu.xgmi_down:
+            found.append(f"{name}: {gpu.xgmi_down} XGMI links down")
+    return found
+
+
+def reason(found: Sequence[str]) -> str:
+    """Slurm's drain reason for ``found``: :data:`PREFIX`, then the problems in the safe
+    charset, at most :data:`MAX_REASON` characters."""
+    text = _UNSAFE.sub("?", f"{PREFIX} " + "; ".join(found))
+    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
+
+
+@dataclass(frozen=True)
+class SlurmView:
+    """The node as ``scontrol show node`` says: drained (or draining), and the reason."""
+
+    drain: bool
+    reason: str  #: without Slurm's ``[user@time]``; "" when none
+
+    @property
+    def ours(self) -> bool:
+        return self.drain and self.reason.startswith(PREFIX)
+
+
+_REASON_STAMP = re.compile(r"\s*\[[^\[\]]*@[^\[\]]*\]\s*$")
+
+
+def slurm_view(text: str) -> SlurmView | None:
+    """``scontrol show node NAME``'s drain flag and reason; None when it names no node."""
+    state, said = None, ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("Reason="):
+            said = _REASON_STAMP.sub("", line.removeprefix("Reason=")).strip()
+        elif state is None and not line.startswith(("OS=", "Comment=", "Extra=")):  # free text
+            state = next((w[6:] for w in line.split() if w.startswith("State=")), None)
+    if not state:
+        return None
+    return SlurmView("DRAIN" in state.split("+"), "" if said == "(null)" else said)
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the program does in Slurm: ``drain`` (with ``reason``), ``resume`` or ``none``,
+    and why, for its log."""
+
+    kind: str
+    why: str
+    reason: str | None = None
+
+
+def decide(found: Sequence[str], view: SlurmView | None) -> Action:
+    """The action for the node's problems ``found`` and its Slurm state (None: unknown)."""
+    if view is None:
+        return Action("none", "Slurm did not answer: nothing changed")
+    if found:
+        wanted = reason(found)
+        if not view.drain:
+            return Action("drain", "unhealthy", wanted)
+        if view.ours and view.reason != wanted:
+            return Action("drain", "unhealthy, the problems changed", wanted)
+        if view.ours:
+            return Action("none", "unhealthy, drained already")
+        return Action("none", f"unhealthy; drained by someone else ({view.reason}): left so")
+    if view.ours:
+        return Action("resume", "healthy again, drained by this program")
+    if view.drain:
+        return Action("none", f"healthy; drained by someone else ({view.reason}): left so")
+    return Action("none", "healthy")
