@@ -153,9 +153,10 @@ def pci_tables(records: Path, over: dict, overrides: Path) -> dict[str, list[dic
                 raise MatrixDataError(f"{where}: AMD's tables map {device}: drop it here")
             if device not in pci:
                 raise MatrixDataError(f"{where}: {device} is not in {STORED / PCI_IDS}")
+            cite = f"{entry['source']}; name: {_cite(records, PCI_IDS)}"
             rows.append({"vendor": vendor, "device": device, "gfx": gfx, "name": pci[device],
                          "from": {"name": str(STORED / PCI_IDS), "gfx": FROM_OVERRIDE},
-                         "source": f"{entry['source']}; name: {_cite(records, PCI_IDS)}"})  # fmt: skip
+                         "source": cite})  # fmt: skip
             derived.add(device)
         for device, name in entry.get("devices", {}).items():
             rows.append({"vendor": vendor, "device": device, "gfx": gfx, "name": name,

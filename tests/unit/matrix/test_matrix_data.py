@@ -384,7 +384,7 @@ def test_an_amd_pci_override_may_only_add_a_gfx_the_tables_lack(tmp_path: Path):
     block = 'LLVM AMDGPUUsage (as before the tables were read)"""\n'
     assert block in text
     overrides.write_text(text.replace(block, block + '[pci_device.devices]\n"0x74a3" = "x"\n'))
-    with pytest.raises(inputs.MatrixDataError, match="name comes from pci.ids"):
+    with pytest.raises(inputs.MatrixDataError, match=r"name comes from pci\.ids"):
         tables.build_tables(RECORDS, overrides)
 
 
