@@ -438,3 +438,25 @@ def test_a_suggested_removal_says_what_apt_says_it_takes_along(purge, names, eff
     from rocm_fleet.model.conflicts import removal_effect
 
     assert removal_effect(purge, names) == effect
+
+
+# An MI300X's SR-IOV virtual function as a KVM guest sees it (pci.ids 2026.08.22: 0x74b5
+# "Aqua Vanjaram [Instinct MI300X VF]"; a processing accelerator like the MI300X itself).
+MI300X_VF = {**MI300X, "slot": "0000:83:00.0", "device": "0x74b5", "driver": None}
+
+
+def test_a_vm_with_an_mi300x_virtual_function_is_named_with_what_its_guest_needs():
+    data = {"expected_gfx": "gfx942", "expected_gpu_count": 1}
+    result = check(data, "ubuntu-24.04", pci=[MI300X_VF])
+    assert result.problems == [] and result.gpus == ["gfx942"]
+    (note,) = [w for w in result.warnings if "virtual function" in w]
+    assert note.startswith(
+        "1002:74b5 at 0000:83:00.0 is an SR-IOV virtual function (this host is a VM guest): "
+        "Aqua Vanjaram [Instinct MI300X VF], gfx942; AMD lists guests Ubuntu 24.04, "
+        "Ubuntu 22.04, RHEL 10.2, RHEL 9.4 (KVM on Ubuntu 24.04 with GIM 9.2.0.K; "
+    )
+    assert "unofficial" not in note
+    assert note.endswith("not ECC error counts (amd-smi metric --ecc: the host's to read)")
+    # a guest release AMD doesn't list for it is told so
+    (note,) = [w for w in check(data, "ubuntu-26.04", pci=[MI300X_VF]).warnings if "VF" in w]
+    assert "; ubuntu 26.04 is not among them: unofficial" in note

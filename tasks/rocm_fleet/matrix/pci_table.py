@@ -73,9 +73,10 @@ def _cite(records: Path, name: str) -> str:
     return entry["cite"]
 
 
-def amd_rows(records: Path) -> tuple[list[dict], dict[str, str]]:
-    """The derived rows of AMD's devices (module ``device_tables``), and pci.ids' names of all
-    of vendor 1002's devices (for the overrides)."""
+def amd_rows(records: Path, guest: dict | None = None) -> tuple[list[dict], dict[str, str]]:
+    """The derived rows of AMD's devices (module ``device_tables``), a virtual function's with
+    ``guest`` (the cited override of what a guest reads), and pci.ids' names of all of vendor
+    1002's devices (for the overrides)."""
     stored = records / STORED
     pci = pci_amd_devices(tables.pci_ids_from_record((stored / PCI_IDS).read_text("utf-8")))
     by_id, ambiguous = tables.device_info(
@@ -130,6 +131,9 @@ def amd_rows(records: Path) -> tuple[list[dict], dict[str, str]]:
             row["sr_iov"] = sr_iov[match[0]] if match else []
             if match:
                 row["source"] += f"; SR-IOV: {_cite(records, VIRTUALIZATION)}"
+            if guest:
+                row["guest"] = {"reads": guest["reads"], "not_read": guest["not_read"]}
+                row["source"] += f"; guest: {guest['source']}"
         rows.append(row)
     return rows, pci
 
@@ -138,7 +142,10 @@ def pci_tables(records: Path, over: dict, overrides: Path) -> dict[str, list[dic
     """Preflight's PCI table: AMD's devices derived from pci.ids and AMD's tables
     (``amd_rows``), an AMD device they don't map given its gfx by a cited override (its name
     from pci.ids), other vendors' devices (``vendor``, no gfx), the vendor and class names."""
-    rows, pci = amd_rows(records)
+    guests = cited(over.get("pci_vf_guest", []), "pci_vf_guest", {"reads", "not_read"}, overrides)
+    if len(guests) > 1:
+        raise MatrixDataError(f"{overrides}: [[pci_vf_guest]]: one entry, not {len(guests)}")
+    rows, pci = amd_rows(records, guests[0] if guests else None)
     derived = {r["device"] for r in rows}
     fields = {"gfx", "vendor", "devices", "recorded"}
     for entry in cited(over.get("pci_device", []), "pci_device", fields, overrides):

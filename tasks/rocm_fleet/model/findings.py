@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 from rocm_fleet.model import apu, matrix, paths
 from rocm_fleet.model.conflicts import conflicts
 from rocm_fleet.model.found import Found
-from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci
+from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci, vf_note
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.kernels import kernel_findings
 from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
@@ -49,6 +49,7 @@ def findings(
         found += _bundle(config, row, gpus, bundle_files)
     found += _system(survey)
     found += _gpus(config, survey)
+    found += Found(warnings=_vf_notes(survey, row))
     found += apu.findings(config, survey)
     if row is not None:
         found += _kernel(row, survey)
@@ -218,6 +219,12 @@ def _gpus(config: Config, survey: HostSurvey) -> Found:
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
     return Found(warnings=warnings)
+
+
+def _vf_notes(survey: HostSurvey, row: matrix.Distro | None) -> list[str]:
+    """A note per SR-IOV virtual function (a VM's GPU): what AMD lists for its guests."""
+    notes = (vf_note(gpu, row.key if row else None) for gpu in gpus_found(survey))
+    return list(dict.fromkeys(n for n in notes if n))
 
 
 def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:

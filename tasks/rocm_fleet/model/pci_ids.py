@@ -21,6 +21,7 @@ class PciDevice:
     name: str  # pci.ids text
     vf: bool = False  # an SR-IOV virtual function
     sr_iov: tuple[dict, ...] = ()  # AMD's SR-IOV rows: hypervisor, host_os, guest_os, driver
+    guest: dict | None = None  # what a guest reads of the GPU's health: reads, not_read
 
     @property
     def guest_os(self) -> tuple[str, ...]:
@@ -39,7 +40,12 @@ NVIDIA_VENDOR = "0x10de"
 
 PCI_DEVICES: dict[str, PciDevice] = {
     r["device"]: PciDevice(
-        r["device"], r["gfx"], r["name"], r.get("vf", False), tuple(r.get("sr_iov", ()))
+        r["device"],
+        r["gfx"],
+        r["name"],
+        r.get("vf", False),
+        tuple(r.get("sr_iov", ())),
+        r.get("guest"),
     )
     for r in PCI_ROWS["devices"]
     if r["vendor"] == AMD_VENDOR
