@@ -460,3 +460,50 @@ def test_a_vm_with_an_mi300x_virtual_function_is_named_with_what_its_guest_needs
     # a guest release AMD doesn't list for it is told so
     (note,) = [w for w in check(data, "ubuntu-26.04", pci=[MI300X_VF]).warnings if "VF" in w]
     assert "; ubuntu 26.04 is not among them: unofficial" in note
+
+
+# --- the kernel AMD lists per distro release and GPU family (os-support.yaml) -----------------
+
+
+def test_a_radeon_card_on_a_ga_kernel_amd_lists_only_hwe_for_is_told_the_kernel_it_needs():
+    """AMD lists Radeon on Ubuntu 24.04 with HWE 6.17 (Instinct: GA 6.8): preflight names the
+    family, the kernel and Ubuntu's HWE, before any change."""
+    data = {"rocm_version": "10.1.0", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
+    result = check(data, "ubuntu-24.04", kernel="6.8.0-51-generic")
+    assert result.problems == []
+    assert (
+        "AMD lists kernel 6.17 (Ubuntu's HWE kernel) for Radeon GPUs (gfx1100) on ubuntu 24.04 "
+        "with the ROCm Core SDK; this host runs 6.8.0-51-generic: the deploy installs "
+        "linux-generic-hwe-24.04 (rocm_kernel_backports: auto); it runs after a reboot"
+    ) in result.warnings
+    never = check({**data, "rocm_kernel_backports": "never"}, "ubuntu-24.04",
+                  kernel="6.8.0-51-generic")  # fmt: skip
+    assert any(
+        w.endswith(
+            ": install linux-generic-hwe-24.04 and reboot, or set rocm_kernel_backports: auto"
+        )
+        for w in never.warnings
+    )
+    # without expected_gfx: the card found picks the family
+    found = check({"rocm_version": "10.1.0"}, "ubuntu-24.04", kernel="6.8.0-51-generic")
+    assert any("for Radeon GPUs (gfx1100)" in w and "expected_gfx: gfx1100" in w
+               for w in found.warnings)  # fmt: skip
+    # an Instinct card on the same kernel: AMD lists the GA kernel for it
+    mi300x = check({"rocm_version": "10.1.0", "expected_gfx": "gfx942"}, "ubuntu-24.04",
+                   kernel="6.8.0-51-generic", pci=[MI300X])  # fmt: skip
+    assert not any("AMD lists kernel" in w for w in mi300x.warnings)
+    # on the HWE kernel, nothing to say
+    hwe = check(data, "ubuntu-24.04", kernel="6.17.0-14-generic")
+    assert not any("AMD lists kernel" in w for w in hwe.warnings)
+
+
+def test_an_apu_on_ubuntu_24_04_is_told_amd_lists_the_oem_kernel():
+    strix = {"slot": "0000:c5:00.0", "vendor": "0x1002", "device": "0x1586", "class": "0x038000",
+             "driver": None}  # fmt: skip
+    result = check({"rocm_version": "10.1.0"}, "ubuntu-24.04", kernel="6.8.0-51-generic",
+                   pci=[strix])  # fmt: skip
+    assert (
+        "AMD lists kernel 6.17 (Ubuntu's OEM kernel) for Ryzen GPUs (gfx1151) on ubuntu 24.04 "
+        "with the ROCm Core SDK; this host runs 6.8.0-51-generic: install Ubuntu's OEM kernel "
+        "for this release and reboot (rocm-fleet installs no OEM kernel)"
+    ) in result.warnings

@@ -265,6 +265,21 @@ MIN_KERNEL: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class FamilyKernel:
+    """The kernel AMD lists for a GPU family on a distro release (the Core SDK's
+    os-support.yaml): its version and kind ("ga", "hwe": Ubuntu's HWE, "oem": Ubuntu's OEM)."""
+
+    kernel: str
+    kind: str
+
+
+# (distro key, family) -> the kernel AMD lists. Rows: kernels.json ``family_kernel``, cited.
+FAMILY_KERNEL: dict[tuple[str, str], FamilyKernel] = {
+    (row["distro"], row["family"]): FamilyKernel(row["kernel"], row["kind"])
+    for row in upstream_data.KERNEL_ROWS.get("family_kernel", [])
+}
+
 # --- Kernel and amdgpu driver (rocm_fleet/deploy/kernel.py, rocm_fleet/deploy/driver.py) ----------
 
 
