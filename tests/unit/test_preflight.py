@@ -507,3 +507,48 @@ def test_an_apu_on_ubuntu_24_04_is_told_amd_lists_the_oem_kernel():
         "with the ROCm Core SDK; this host runs 6.8.0-51-generic: install Ubuntu's OEM kernel "
         "for this release and reboot (rocm-fleet installs no OEM kernel)"
     ) in result.warnings
+
+
+# --- amdgpu-dkms's kernel range (its kernel base, ROCm/legacy-rocm-build#6193) ----------------
+
+
+def test_dkms_past_its_kernel_range_is_warned_and_refused_where_the_distro_kernel_is_past_it(
+    monkeypatch,
+):
+    from rocm_fleet.model import matrix
+
+    # ROCm 7.2.0's driver 30.30 ships amdgpu-dkms 6.16.13: a host on a 6.17 kernel is told
+    data = {"rocm_version": "7.2.0", "rocm_driver": "dkms", "expected_gfx": "gfx942"}
+    result = check(data, "ubuntu-24.04", kernel="6.17.0-14-generic", pci=[MI300X])
+    assert result.problems == []
+    assert (
+        "amdgpu-dkms 1:6.16.13.30300000-2278356 (driver 30.30, ROCm 7.2.0) supports kernels up "
+        "to 6.16 (its kernel base: AMD, ROCm/legacy-rocm-build#6193); this host runs "
+        "6.17.0-14-generic, a newer series: the module may not build for it (rocm_driver: "
+        "inbox uses the kernel's own amdgpu)"
+    ) in result.warnings
+    assert not any("supports kernels up" in w for w in check({**data, "rocm_driver": "inbox"},
+                   "ubuntu-24.04", kernel="6.17.0-14-generic", pci=[MI300X]).warnings)  # fmt: skip
+    # a driver whose range ends before Ubuntu 26.04's own kernel (7.0): dkms refused, inbox named
+    limit = matrix.DriverKernel("31.60", None, "6.19")
+    monkeypatch.setitem(matrix.DRIVER_KERNEL, "31.60", limit)
+    refused = check({**data, "rocm_version": "10.1.0"}, "ubuntu-26.04",
+                    kernel="7.0.0-15-generic", pci=[MI300X])  # fmt: skip
+    assert (
+        "rocm_driver: dkms, but amdgpu-dkms (driver 31.60, ROCm 10.1.0) supports kernels up to "
+        "6.19 (its kernel base: AMD, ROCm/legacy-rocm-build#6193) and ubuntu 26.04's kernel is "
+        "7.0: set rocm_driver: inbox (the kernel's own amdgpu), or choose a ROCm release whose "
+        "driver supports that kernel"
+    ) in refused.problems
+    inbox = check({**data, "rocm_version": "10.1.0", "rocm_driver": "inbox"}, "ubuntu-26.04",
+                  kernel="7.0.0-15-generic", pci=[MI300X])  # fmt: skip
+    assert inbox.problems == []
+
+
+def test_the_reboot_gate_takes_the_dkms_range_of_the_release():
+    from rocm_fleet.model.boot import dkms_limit
+
+    assert dkms_limit(config(rocm_version="7.2.0", rocm_driver="dkms")) == "6.16"
+    assert dkms_limit(config(rocm_version="7.2.4", rocm_driver="dkms")) == "6.16"
+    assert dkms_limit(config(rocm_version="7.2.0")) is None  # inbox
+    assert dkms_limit(config(rocm_version="10.1.0", rocm_driver="dkms")) is None  # not known

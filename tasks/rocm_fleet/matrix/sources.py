@@ -19,6 +19,10 @@ SOURCE_TABLES = {
         "The kernel AMD lists per distro and GPU family (Core SDK)",
         ("distro", "family", "kernel", "kind"),
     ),
+    "driver_kernel": (
+        "The newest kernel each amdgpu-dkms release supports (its kernel base)",
+        ("driver", "dkms", "max_kernel"),
+    ),
     "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
     "amd_wheels": ("AMD's wheels (Core SDK 10.x)", ("release", "builds", "targets")),
     "repositories": ("AMD's apt repositories", ("name", "base_url", "key_url")),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rocm_fleet.matrix.amd_tables import AMD_FAMILIES, GPU_LIST, gpu_products
 from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_toml, write
-from rocm_fleet.matrix.kernel_tables import family_kernel_rows
+from rocm_fleet.matrix.kernel_tables import driver_kernel_rows, family_kernel_rows
 from rocm_fleet.matrix.pci_table import pci_tables
 from rocm_fleet.matrix.repositories import repository_tables
 
@@ -27,6 +27,7 @@ ROW_KEYS: dict[str, str | tuple[str, ...]] = {
     "inbox_min_kernel": "gfx",
     "newer_kernels": "distro",
     "family_kernel": ("distro", "family"),
+    "driver_kernel": "driver",
     "indexes": "index",
     "amd_wheels": "release",
     "repositories": "name",
@@ -233,6 +234,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "inbox_min_kernel": kernel_rows("inbox_min_kernel", {"gfx", "kernel"}),
             "newer_kernels": kernel_rows("newer_kernel", {"distro", "kind", "suite", "packages"}),
             "family_kernel": family_kernel_rows(records),
+            "driver_kernel": driver_kernel_rows(over, overrides),
         }),
         Table("torch_builds.json", {"indexes": index_rows, "amd_wheels": amd_rows}),
         Table("repositories.json", repository_tables(records)),

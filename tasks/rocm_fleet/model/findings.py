@@ -12,7 +12,7 @@ from rocm_fleet.model.conflicts import conflicts
 from rocm_fleet.model.found import Found
 from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci, vf_note
 from rocm_fleet.model.host_survey import HostSurvey
-from rocm_fleet.model.kernels import family_kernel_note, kernel_findings
+from rocm_fleet.model.kernels import dkms_range_findings, family_kernel_note, kernel_findings
 from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
 from rocm_fleet.model.versions import kernel_key, release_key
 
@@ -58,6 +58,7 @@ def findings(
             config.expected_gfx_list or [g for g in gpus if g],
         )  # fmt: skip
         found += Found(warnings=[note] if note else [])
+        found += Found(*dkms_range_findings(config, row.key, survey.kernel or ""))
         found += _plan_time(config, row, survey)
     found += _users(config, survey)
     found += _disk(config, survey)

@@ -218,3 +218,35 @@ def family_kernel_note(
         f"{need.family.capitalize()} GPUs ({'/'.join(need.gfx)}) on {distro_key} with the ROCm "
         f"Core SDK; this host runs {running}: {way}"
     )
+
+
+DKMS_RULE = "its kernel base: AMD, ROCm/legacy-rocm-build#6193"
+
+
+def dkms_range_findings(
+    config: Config, distro_key: str, running: str
+) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of ``rocm_driver: dkms`` against the driver's kernel range: refused
+    where the distro's own kernel (the one AMD lists for it) is past the range, the inbox
+    driver named instead; a warning where only the running kernel is."""
+    limit = matrix.driver_kernel(config.release) if config.rocm_driver == "dkms" else None
+    if limit is None:
+        return [], []
+    package = f"amdgpu-dkms {limit.dkms}" if limit.dkms else "amdgpu-dkms"
+    what = (
+        f"{package} (driver {limit.driver}, ROCm {config.release.version}) supports kernels up "
+        f"to {limit.max_kernel} ({DKMS_RULE})"
+    )
+    distro_kernel = matrix.MIN_KERNEL.get(distro_key)
+    if distro_kernel and limit.excludes(distro_kernel):
+        return [
+            f"rocm_driver: dkms, but {what} and {distro_key}'s kernel is {distro_kernel}: set "
+            "rocm_driver: inbox (the kernel's own amdgpu), or choose a ROCm release whose "
+            "driver supports that kernel"
+        ], []
+    if running and limit.excludes(running):
+        return [], [
+            f"{what}; this host runs {running}, a newer series: the module may not build for "
+            "it (rocm_driver: inbox uses the kernel's own amdgpu)"
+        ]
+    return [], []

@@ -319,6 +319,33 @@ AMDGPU_KEYRING = CLASSIC.keyring
 AMDGPU_DRIVER_PACKAGE = "amdgpu-dkms"
 
 
+@dataclass(frozen=True)
+class DriverKernel:
+    """The newest kernel series an amdgpu driver release's ``amdgpu-dkms`` supports (its
+    kernel base, AMD's rule: ROCm/legacy-rocm-build#6193) and the package version."""
+
+    driver: str
+    dkms: str | None
+    max_kernel: str  # "6.16": every 6.16.y
+
+    def excludes(self, kernel: str) -> bool:
+        """Whether ``kernel`` (a release or a version) is of a newer series than supported."""
+        return kernel_key(kernel)[:2] > kernel_key(self.max_kernel)[:2]
+
+
+# amdgpu driver release -> its dkms range. Rows: kernels.json ``driver_kernel``, each cited.
+DRIVER_KERNEL: dict[str, DriverKernel] = {
+    row["driver"]: DriverKernel(row["driver"], row["dkms"], row["max_kernel"])
+    for row in upstream_data.KERNEL_ROWS.get("driver_kernel", [])
+}
+
+
+def driver_kernel(rel: Release) -> DriverKernel | None:
+    """The dkms kernel range of the release's amdgpu driver; None where AMD's is not known."""
+    version = amdgpu_repo_version(rel)
+    return DRIVER_KERNEL.get(version) if version else None
+
+
 def amdgpu_repo_version(rel: Release) -> str | None:
     """The amdgpu/<version> directory for a release; None when its driver is unknown."""
     if rel.stream is CLASSIC and rel.parts[0] < 7:
