@@ -200,6 +200,24 @@ def test_dkms_driver_not_built_for_the_next_kernel_refuses():
     assert reboot_refusal(bare, None, False, None) == []  # no GPU driver wanted
 
 
+def test_a_next_kernel_past_the_drivers_range_is_refused_naming_the_range():
+    """amdgpu-dkms supports kernels up to its kernel base (ROCm/legacy-rocm-build#6193): a
+    next kernel of a newer series without the module is refused saying so; one the module
+    was built and installed for still boots."""
+    found = state(kernels=(kernel(NEW), kernel(OLD, dkms_module="/x/amdgpu.ko")))
+    (reason,) = reboot_refusal(found, "dkms", False, None, dkms_max="6.0")
+    assert reason == (
+        f"next boot {NEW} (grub.cfg default '0'): amdgpu-dkms is not built for kernel {NEW}, "
+        "newer than 6.0, the newest series this driver release supports (its kernel base: "
+        "AMD, ROCm/legacy-rocm-build#6193): boot a kernel up to it, or use rocm_driver: inbox"
+    )
+    built = state(kernels=(kernel(NEW, dkms_module=DKMS_KO), kernel(OLD)))
+    assert reboot_refusal(built, "dkms", False, None, dkms_max="6.0") == []
+    # within the range: the message as before
+    (reason,) = reboot_refusal(found, "dkms", False, None, dkms_max="99.0")
+    assert f"(install linux-headers-{NEW}" in reason
+
+
 def test_dkms_status_must_say_installed_for_that_kernel():
     built = state(kernels=(kernel(NEW, dkms_module=DKMS_KO),))
     only_built = (DkmsEntry("amdgpu", "6.12.12", NEW, "x86_64", "built"),)

@@ -438,3 +438,117 @@ def test_a_suggested_removal_says_what_apt_says_it_takes_along(purge, names, eff
     from rocm_fleet.model.conflicts import removal_effect
 
     assert removal_effect(purge, names) == effect
+
+
+# An MI300X's SR-IOV virtual function as a KVM guest sees it (pci.ids 2026.08.22: 0x74b5
+# "Aqua Vanjaram [Instinct MI300X VF]"; a processing accelerator like the MI300X itself).
+MI300X_VF = {**MI300X, "slot": "0000:83:00.0", "device": "0x74b5", "driver": None}
+
+
+def test_a_vm_with_an_mi300x_virtual_function_is_named_with_what_its_guest_needs():
+    data = {"expected_gfx": "gfx942", "expected_gpu_count": 1}
+    result = check(data, "ubuntu-24.04", pci=[MI300X_VF])
+    assert result.problems == [] and result.gpus == ["gfx942"]
+    (note,) = [w for w in result.warnings if "virtual function" in w]
+    assert note.startswith(
+        "1002:74b5 at 0000:83:00.0 is an SR-IOV virtual function (this host is a VM guest): "
+        "Aqua Vanjaram [Instinct MI300X VF], gfx942; AMD lists guests Ubuntu 24.04, "
+        "Ubuntu 22.04, RHEL 10.2, RHEL 9.4 (KVM on Ubuntu 24.04 with GIM 9.2.0.K; "
+    )
+    assert "unofficial" not in note
+    assert note.endswith("not ECC error counts (amd-smi metric --ecc: the host's to read)")
+    # a guest release AMD doesn't list for it is told so
+    (note,) = [w for w in check(data, "ubuntu-26.04", pci=[MI300X_VF]).warnings if "VF" in w]
+    assert "; ubuntu 26.04 is not among them: unofficial" in note
+
+
+# --- the kernel AMD lists per distro release and GPU family (os-support.yaml) -----------------
+
+
+def test_a_radeon_card_on_a_ga_kernel_amd_lists_only_hwe_for_is_told_the_kernel_it_needs():
+    """AMD lists Radeon on Ubuntu 24.04 with HWE 6.17 (Instinct: GA 6.8): preflight names the
+    family, the kernel and Ubuntu's HWE, before any change."""
+    data = {"rocm_version": "10.1.0", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
+    result = check(data, "ubuntu-24.04", kernel="6.8.0-51-generic")
+    assert result.problems == []
+    assert (
+        "AMD lists kernel 6.17 (Ubuntu's HWE kernel) for Radeon GPUs (gfx1100) on ubuntu 24.04 "
+        "with the ROCm Core SDK; this host runs 6.8.0-51-generic: the deploy installs "
+        "linux-generic-hwe-24.04 (rocm_kernel_backports: auto); it runs after a reboot"
+    ) in result.warnings
+    never = check({**data, "rocm_kernel_backports": "never"}, "ubuntu-24.04",
+                  kernel="6.8.0-51-generic")  # fmt: skip
+    assert any(
+        w.endswith(
+            ": install linux-generic-hwe-24.04 and reboot, or set rocm_kernel_backports: auto"
+        )
+        for w in never.warnings
+    )
+    # without expected_gfx: the card found picks the family
+    found = check({"rocm_version": "10.1.0"}, "ubuntu-24.04", kernel="6.8.0-51-generic")
+    assert any("for Radeon GPUs (gfx1100)" in w and "expected_gfx: gfx1100" in w
+               for w in found.warnings)  # fmt: skip
+    # an Instinct card on the same kernel: AMD lists the GA kernel for it
+    mi300x = check({"rocm_version": "10.1.0", "expected_gfx": "gfx942"}, "ubuntu-24.04",
+                   kernel="6.8.0-51-generic", pci=[MI300X])  # fmt: skip
+    assert not any("AMD lists kernel" in w for w in mi300x.warnings)
+    # on the HWE kernel, nothing to say
+    hwe = check(data, "ubuntu-24.04", kernel="6.17.0-14-generic")
+    assert not any("AMD lists kernel" in w for w in hwe.warnings)
+
+
+def test_an_apu_on_ubuntu_24_04_is_told_amd_lists_the_oem_kernel():
+    strix = {"slot": "0000:c5:00.0", "vendor": "0x1002", "device": "0x1586", "class": "0x038000",
+             "driver": None}  # fmt: skip
+    result = check({"rocm_version": "10.1.0"}, "ubuntu-24.04", kernel="6.8.0-51-generic",
+                   pci=[strix])  # fmt: skip
+    assert (
+        "AMD lists kernel 6.17 (Ubuntu's OEM kernel) for Ryzen GPUs (gfx1151) on ubuntu 24.04 "
+        "with the ROCm Core SDK; this host runs 6.8.0-51-generic: install Ubuntu's OEM kernel "
+        "for this release and reboot (rocm-fleet installs no OEM kernel)"
+    ) in result.warnings
+
+
+# --- amdgpu-dkms's kernel range (its kernel base, ROCm/legacy-rocm-build#6193) ----------------
+
+
+def test_dkms_past_its_kernel_range_is_warned_and_refused_where_the_distro_kernel_is_past_it(
+    monkeypatch,
+):
+    from rocm_fleet.model import matrix
+
+    # ROCm 7.2.0's driver 30.30 ships amdgpu-dkms 6.16.13: a host on a 6.17 kernel is told
+    data = {"rocm_version": "7.2.0", "rocm_driver": "dkms", "expected_gfx": "gfx942"}
+    result = check(data, "ubuntu-24.04", kernel="6.17.0-14-generic", pci=[MI300X])
+    assert result.problems == []
+    assert (
+        "amdgpu-dkms 1:6.16.13.30300000-2278356 (driver 30.30, ROCm 7.2.0) supports kernels up "
+        "to 6.16 (its kernel base: AMD, ROCm/legacy-rocm-build#6193); this host runs "
+        "6.17.0-14-generic, a newer series: the module may not build for it (rocm_driver: "
+        "inbox uses the kernel's own amdgpu)"
+    ) in result.warnings
+    assert not any("supports kernels up" in w for w in check({**data, "rocm_driver": "inbox"},
+                   "ubuntu-24.04", kernel="6.17.0-14-generic", pci=[MI300X]).warnings)  # fmt: skip
+    # a driver whose range ends before Ubuntu 26.04's own kernel (7.0): dkms refused, inbox named
+    limit = matrix.DriverKernel("31.60", None, "6.19")
+    monkeypatch.setitem(matrix.DRIVER_KERNEL, "31.60", limit)
+    refused = check({**data, "rocm_version": "10.1.0"}, "ubuntu-26.04",
+                    kernel="7.0.0-15-generic", pci=[MI300X])  # fmt: skip
+    assert (
+        "rocm_driver: dkms, but amdgpu-dkms (driver 31.60, ROCm 10.1.0) supports kernels up to "
+        "6.19 (its kernel base: AMD, ROCm/legacy-rocm-build#6193) and ubuntu 26.04's kernel is "
+        "7.0: set rocm_driver: inbox (the kernel's own amdgpu), or choose a ROCm release whose "
+        "driver supports that kernel"
+    ) in refused.problems
+    inbox = check({**data, "rocm_version": "10.1.0", "rocm_driver": "inbox"}, "ubuntu-26.04",
+                  kernel="7.0.0-15-generic", pci=[MI300X])  # fmt: skip
+    assert inbox.problems == []
+
+
+def test_the_reboot_gate_takes_the_dkms_range_of_the_release():
+    from rocm_fleet.model.boot import dkms_limit
+
+    assert dkms_limit(config(rocm_version="7.2.0", rocm_driver="dkms")) == "6.16"
+    assert dkms_limit(config(rocm_version="7.2.4", rocm_driver="dkms")) == "6.16"
+    assert dkms_limit(config(rocm_version="7.2.0")) is None  # inbox
+    assert dkms_limit(config(rocm_version="10.1.0", rocm_driver="dkms")) is None  # not known

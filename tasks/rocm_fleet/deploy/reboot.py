@@ -13,7 +13,7 @@ from pyinfra.api.operation import OperationMeta
 
 from rocm_fleet.engine.run import after_operation
 from rocm_fleet.model import paths
-from rocm_fleet.model.boot import wanted_driver
+from rocm_fleet.model.boot import dkms_limit, wanted_driver
 from rocm_fleet.model.untrusted import visible
 from rocm_fleet.operations.reboot import NEEDS_REBOOT, NOTES, REFUSED, reboot_when_needed
 
@@ -59,6 +59,7 @@ def reboot_if_needed(
         planned=reasons,
         driver=wanted_driver(config),
         mok_cert=paths.MOK_KEYS[distro.id][0] if config.rocm_driver == "dkms" else None,
+        dkms_max=dkms_limit(config),
         _parallel=config.rocm_reboot_parallel,
     )
     after_operation(meta, _report)

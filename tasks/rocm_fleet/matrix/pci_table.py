@@ -1,12 +1,14 @@
-"""The PCI table (pci_ids.json): AMD's devices of pci.ids (vendor 1002), the devices of a known
-chip the data lacks, and the table's rows from the cited overrides and the stored pci.ids
-record, which an override may not contradict."""
+"""The PCI table (pci_ids.json): AMD's devices of pci.ids (vendor 1002) with the gfx target AMD's
+device tables give them (``device_tables``), an override only for a device they don't map
+(its name still pci.ids'), other vendors' devices and the class and vendor names."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from rocm_fleet.matrix import device_tables as tables
+from rocm_fleet.matrix.amd_tables import gpu_products
 from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_toml
 
 AMD_VENDOR = "1002"
@@ -35,6 +37,9 @@ def pci_amd_devices(text: str) -> dict[str, str]:
     return out
 
 
+PCI_RECORD = Path("stored") / "pci-ids-amd.toml"
+
+
 def chip(name: str) -> str:
     """pci.ids' chip of a device name: "Navi 31 [Radeon RX 7900 XT]" -> "Navi 31"."""
     return name.split(" [", 1)[0].strip()
@@ -52,54 +57,122 @@ def unknown_pci_devices(listed: dict[str, str], known: dict[str, tuple[str, str]
     return out
 
 
-PCI_RECORD = Path("stored") / "pci-ids-amd.toml"
+STORED = Path("stored")
+# The stored inputs of the derived rows (SOURCES.toml names each one's commit and digest).
+PCI_IDS = "pci-ids-devices.toml"
+DEVICE_INFO = "device-info.toml"
+GFXIP = "gfxip-table.toml"
+GPU_LIST = "gpus.yaml"
+VIRTUALIZATION = "virtualization-support.yaml"
+
+
+def _cite(records: Path, name: str) -> str:
+    entry = read_toml(records / STORED / "SOURCES.toml").get("files", {}).get(name)
+    if not entry or not entry.get("cite"):
+        raise MatrixDataError(f"{records / STORED / 'SOURCES.toml'}: no cite for {name}")
+    return entry["cite"]
+
+
+def amd_rows(records: Path, guest: dict | None = None) -> tuple[list[dict], dict[str, str]]:
+    """The derived rows of AMD's devices (module ``device_tables``), a virtual function's with
+    ``guest`` (the cited override of what a guest reads), and pci.ids' names of all of vendor
+    1002's devices (for the overrides)."""
+    stored = records / STORED
+    pci = pci_amd_devices(tables.pci_ids_from_record((stored / PCI_IDS).read_text("utf-8")))
+    by_id, ambiguous = tables.device_info(
+        tables.device_info_from_record((stored / DEVICE_INFO).read_text("utf-8"))
+    )
+    gfxip = tables.gfxip_table(tables.gfxip_from_record((stored / GFXIP).read_text("utf-8")))
+    listed = {
+        p.lower().removeprefix("amd "): (p, gfx)
+        for gfx, families in gpu_products((stored / GPU_LIST).read_text("utf-8")).items()
+        for names in families.values()
+        for p in names
+    }
+    sr_iov = {
+        p.lower().removeprefix("amd "): rows
+        for p, rows in tables.sr_iov(
+            (stored / VIRTUALIZATION).read_text("utf-8"), VIRTUALIZATION
+        ).items()
+    }
+    found: dict[str, tuple[str, str, str]] = {}  # ID -> (gfx, from, source)
+    for device in pci:
+        if device in ambiguous:
+            continue  # revisions of one ID are different targets: the KFD decides
+        for table, name in ((by_id, DEVICE_INFO), (gfxip, GFXIP)):
+            if device in table:
+                found[device] = (table[device], str(STORED / name), _cite(records, name))
+                break
+        else:
+            match = tables.product_gfx(pci[device], listed)
+            if match:
+                product, gfx = match[1]
+                cite = f"{_cite(records, GPU_LIST)} ({product})"
+                found[device] = (gfx, str(STORED / GPU_LIST), cite)
+    chips: dict[str, set[str]] = {}
+    for device, (gfx, _, _) in found.items():
+        chips.setdefault(chip(pci[device]), set()).add(gfx)
+    for device, name in pci.items():
+        same = chips.get(chip(name), set())
+        if device not in found and device not in ambiguous and len(same) == 1:
+            gfx = next(iter(same))
+            how = f"the chip {chip(name)!r}: every device of it AMD's tables map is {gfx}"
+            found[device] = (gfx, f"{STORED / PCI_IDS} chip", how)
+    rows = []
+    for device in sorted(found):
+        gfx, origin, cite = found[device]
+        name = pci[device]
+        row = {"vendor": f"0x{AMD_VENDOR}", "device": device, "gfx": gfx, "name": name,
+               "from": {"name": str(STORED / PCI_IDS), "gfx": origin},
+               "source": f"{cite}; name: {_cite(records, PCI_IDS)}"}  # fmt: skip
+        if tables.is_vf(name):
+            match = tables.product_gfx(name, {p: p for p in sr_iov})
+            row["vf"] = True
+            row["sr_iov"] = sr_iov[match[0]] if match else []
+            if match:
+                row["source"] += f"; SR-IOV: {_cite(records, VIRTUALIZATION)}"
+            if guest:
+                row["guest"] = {"reads": guest["reads"], "not_read": guest["not_read"]}
+                row["source"] += f"; guest: {guest['source']}"
+        rows.append(row)
+    return rows, pci
 
 
 def pci_tables(records: Path, over: dict, overrides: Path) -> dict[str, list[dict]]:
-    """Preflight's PCI table: per gfx target its AMD device IDs and names, other vendors'
-    devices (``vendor``, no gfx), the vendor and class names, from the overrides; the name
-    (and an APU's gfx) of an ID an entry lists as ``recorded`` from the stored pci.ids record,
-    which an entry may not contradict."""
-    record = read_toml(records / PCI_RECORD)
-    named: dict[str, tuple[str, str | None, str]] = {}  # ID -> (name, gfx, where)
-    for section in ("new", "renamed", "same_chip", "apu"):
-        for device, value in record.get(section, {}).items():
-            if device.startswith("0x"):  # not a note
-                name = value[-1] if isinstance(value, list) else value  # renamed: [old, new]
-                gfx = name.get("gfx") or None if isinstance(name, dict) else None
-                name = name["name"] if isinstance(name, dict) else name
-                named.setdefault(device, (name, gfx, f"{PCI_RECORD} [{section}]"))
+    """Preflight's PCI table: AMD's devices derived from pci.ids and AMD's tables
+    (``amd_rows``), an AMD device they don't map given its gfx by a cited override (its name
+    from pci.ids), other vendors' devices (``vendor``, no gfx), the vendor and class names."""
+    guests = cited(over.get("pci_vf_guest", []), "pci_vf_guest", {"reads", "not_read"}, overrides)
+    if len(guests) > 1:
+        raise MatrixDataError(f"{overrides}: [[pci_vf_guest]]: one entry, not {len(guests)}")
+    rows, pci = amd_rows(records, guests[0] if guests else None)
+    derived = {r["device"] for r in rows}
     fields = {"gfx", "vendor", "devices", "recorded"}
-    rows: dict[str, dict] = {}
     for entry in cited(over.get("pci_device", []), "pci_device", fields, overrides):
         vendor, gfx = entry.get("vendor", f"0x{AMD_VENDOR}"), entry.get("gfx")
         where = f"{overrides}: [[pci_device]] {gfx or vendor}"
-        found = [
-            (d, n, FROM_OVERRIDE, entry["source"]) for d, n in entry.get("devices", {}).items()
-        ]
-        for device in entry.get("recorded", []):
-            if device not in named:
-                raise MatrixDataError(f"{where}: {device} is not in {PCI_RECORD}")
-            name, listed, origin = named[device]
-            if listed not in (None, gfx):
-                raise MatrixDataError(f"{where}: {device} contradicts {origin} (gfx {listed})")
-            cite = f"{entry['source']}; name: {record['source']}"
-            found.append(
-                (device, name, {"name": origin, "gfx": origin if listed else FROM_OVERRIDE}, cite)
+        if vendor == f"0x{AMD_VENDOR}" and entry.get("devices"):
+            raise MatrixDataError(
+                f"{where}: an AMD device's name comes from pci.ids: list its ID in recorded"
             )
-        for device, name, origin, cite in found:
-            if device in rows or (origin == FROM_OVERRIDE and device in named):
-                raise MatrixDataError(
-                    f"{where}: {device} is listed twice, or {PCI_RECORD} names it: list it "
-                    "once, as recorded where the record names it"
-                )
-            rows[device] = {"vendor": vendor, "device": device, "gfx": gfx, "name": name,
-                            "from": origin, "source": cite}  # fmt: skip
+        for device in entry.get("recorded", []):
+            if device in derived:
+                raise MatrixDataError(f"{where}: AMD's tables map {device}: drop it here")
+            if device not in pci:
+                raise MatrixDataError(f"{where}: {device} is not in {STORED / PCI_IDS}")
+            cite = f"{entry['source']}; name: {_cite(records, PCI_IDS)}"
+            rows.append({"vendor": vendor, "device": device, "gfx": gfx, "name": pci[device],
+                         "from": {"name": str(STORED / PCI_IDS), "gfx": FROM_OVERRIDE},
+                         "source": cite})  # fmt: skip
+            derived.add(device)
+        for device, name in entry.get("devices", {}).items():
+            rows.append({"vendor": vendor, "device": device, "gfx": gfx, "name": name,
+                         "from": FROM_OVERRIDE, "source": entry["source"]})  # fmt: skip
 
     def names(section: str, key: str) -> list[dict]:
         entries = cited(over.get(section, []), section, {"names"}, overrides)
         return [{key: k, "name": v, "from": FROM_OVERRIDE, "source": e["source"]}
                 for e in entries for k, v in e["names"].items()]  # fmt: skip
 
-    return {"devices": list(rows.values()), "vendors": names("pci_vendor", "vendor"),
+    return {"devices": rows, "vendors": names("pci_vendor", "vendor"),
             "classes": names("pci_class", "class")}  # fmt: skip

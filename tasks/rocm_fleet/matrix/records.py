@@ -11,6 +11,7 @@ import json
 import tomllib
 from pathlib import Path
 
+from rocm_fleet.matrix import device_tables
 from rocm_fleet.matrix.amd_tables import csv_section, csv_table
 from rocm_fleet.matrix.inputs import MatrixDataError
 from rocm_fleet.matrix.pytorch_tables import RECORDED_COLUMNS, release_matrix
@@ -85,6 +86,9 @@ def release_md_from_record(text: str) -> str:
 RECORD_KINDS = {
     "historical-csv": (historical_record, historical_from_record),
     "pytorch-release": (release_matrix_record, release_md_from_record),
+    "pci-ids": (device_tables.pci_ids_record, device_tables.pci_ids_from_record),
+    "device-info": (device_tables.device_info_record, device_tables.device_info_from_record),
+    "gfxip-table": (device_tables.gfxip_record, device_tables.gfxip_from_record),
 }
 
 

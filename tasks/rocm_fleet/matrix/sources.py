@@ -15,6 +15,14 @@ SOURCE_TABLES = {
     "min_kernel": ("Oldest kernel AMD lists", ("distro", "kernel")),
     "inbox_min_kernel": ("Oldest kernel whose inbox amdgpu runs the target", ("gfx", "kernel")),
     "newer_kernels": ("Newer kernels", ("distro", "kind", "suite", "packages")),
+    "family_kernel": (
+        "The kernel AMD lists per distro and GPU family (Core SDK)",
+        ("distro", "family", "kernel", "kind"),
+    ),
+    "driver_kernel": (
+        "The newest kernel each amdgpu-dkms release supports (its kernel base)",
+        ("driver", "dkms", "max_kernel"),
+    ),
     "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
     "amd_wheels": ("AMD's wheels (Core SDK 10.x)", ("release", "builds", "targets")),
     "repositories": ("AMD's apt repositories", ("name", "base_url", "key_url")),

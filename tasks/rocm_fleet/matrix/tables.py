@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rocm_fleet.matrix.amd_tables import AMD_FAMILIES, GPU_LIST, gpu_products
 from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_toml, write
+from rocm_fleet.matrix.kernel_tables import driver_kernel_rows, family_kernel_rows
 from rocm_fleet.matrix.pci_table import pci_tables
 from rocm_fleet.matrix.repositories import repository_tables
 
@@ -25,6 +26,8 @@ ROW_KEYS: dict[str, str | tuple[str, ...]] = {
     "min_kernel": "distro",
     "inbox_min_kernel": "gfx",
     "newer_kernels": "distro",
+    "family_kernel": ("distro", "family"),
+    "driver_kernel": "driver",
     "indexes": "index",
     "amd_wheels": "release",
     "repositories": "name",
@@ -230,6 +233,8 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "min_kernel": kernel_rows("min_kernel", {"distro", "kernel"}),
             "inbox_min_kernel": kernel_rows("inbox_min_kernel", {"gfx", "kernel"}),
             "newer_kernels": kernel_rows("newer_kernel", {"distro", "kind", "suite", "packages"}),
+            "family_kernel": family_kernel_rows(records),
+            "driver_kernel": driver_kernel_rows(over, overrides),
         }),
         Table("torch_builds.json", {"indexes": index_rows, "amd_wheels": amd_rows}),
         Table("repositories.json", repository_tables(records)),

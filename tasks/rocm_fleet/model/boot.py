@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rocm_fleet.model import paths
+from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.versions import kernel_key
 
 if TYPE_CHECKING:
@@ -143,10 +143,16 @@ def _find(entries: tuple[MenuEntry, ...], value: str) -> MenuEntry | None:
 
 
 def readiness(
-    state: BootState, release: str, driver: str | None, secure_boot: bool, mok: str | None
+    state: BootState,
+    release: str,
+    driver: str | None,
+    secure_boot: bool,
+    mok: str | None,
+    dkms_max: str | None = None,
 ) -> Readiness:
     """What keeps ``release`` from a working amdgpu; ``driver``: ``dkms``, ``inbox`` or None;
-    ``mok``: the DKMS key's MOK state where Secure Boot is on."""
+    ``mok``: the DKMS key's MOK state where Secure Boot is on; ``dkms_max``: the newest kernel
+    series the driver release's amdgpu-dkms supports (None: not known)."""
     kernel = next((k for k in state.kernels if k.release == release), None)
     if kernel is None:
         return Readiness(release, (f"no /boot/vmlinuz-{release}",))
@@ -154,20 +160,31 @@ def readiness(
     if not kernel.initrd_bytes:
         problems.append(f"no initramfs /boot/initrd.img-{release}")
     if driver == "dkms":
-        problems += _dkms_problems(state, kernel, secure_boot, mok)
+        problems += _dkms_problems(state, kernel, secure_boot, mok, dkms_max)
     elif driver == "inbox" and not kernel.inbox_module:
         problems.append(f"kernel {release} has no amdgpu module of its own")
     return Readiness(release, tuple(problems))
 
 
 def _dkms_problems(
-    state: BootState, kernel: InstalledKernel, secure_boot: bool, mok: str | None
+    state: BootState,
+    kernel: InstalledKernel,
+    secure_boot: bool,
+    mok: str | None,
+    dkms_max: str | None = None,
 ) -> list[str]:
     release = kernel.release
     built = (
         f"amdgpu-dkms is not built for kernel {release} (install linux-headers-{release}, "
         f"or run dkms autoinstall -k {release})"
     )
+    if dkms_max and kernel_key(release)[:2] > kernel_key(dkms_max)[:2]:
+        # past the driver's range: a module that built is still trusted (it loads)
+        built = (
+            f"amdgpu-dkms is not built for kernel {release}, newer than {dkms_max}, the "
+            "newest series this driver release supports (its kernel base: AMD, "
+            "ROCm/legacy-rocm-build#6193): boot a kernel up to it, or use rocm_driver: inbox"
+        )
     if kernel.dkms_module is None:
         return [built]
     if state.dkms is not None:
@@ -198,24 +215,32 @@ def boot_room(state: BootState) -> str | None:
 
 
 def reboot_refusal(
-    state: BootState, driver: str | None, secure_boot: bool, mok: str | None
+    state: BootState,
+    driver: str | None,
+    secure_boot: bool,
+    mok: str | None,
+    dkms_max: str | None = None,
 ) -> list[str]:
     """Why rebooting now could strand the node (empty: it can reboot)."""
     boot = next_boot(state)
     if boot.kernel is None:
         return [f"can't tell which kernel the node boots next: {boot.how}"]
-    found = readiness(state, boot.kernel, driver, secure_boot, mok)
+    found = readiness(state, boot.kernel, driver, secure_boot, mok, dkms_max)
     problems = [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems]
     room = boot_room(state)
     return problems + ([room] if room else [])
 
 
 def kernels_readiness(
-    state: BootState, driver: str | None, secure_boot: bool, mok: str | None
+    state: BootState,
+    driver: str | None,
+    secure_boot: bool,
+    mok: str | None,
+    dkms_max: str | None = None,
 ) -> list[Readiness]:
     """Every installed kernel, newest first, with what keeps it from working."""
     ordered = sorted(state.kernels, key=lambda k: kernel_key(k.release), reverse=True)
-    return [readiness(state, k.release, driver, secure_boot, mok) for k in ordered]
+    return [readiness(state, k.release, driver, secure_boot, mok, dkms_max) for k in ordered]
 
 
 @dataclass(frozen=True)
@@ -247,7 +272,16 @@ def wanted_driver(config: Config) -> str | None:
     return config.rocm_driver
 
 
-def survey_boot(survey: BootSurvey, driver: str | None, cert: str | None) -> BootOutlook:
+def dkms_limit(config: Config) -> str | None:
+    """The newest kernel series the release's amdgpu-dkms supports, with ``rocm_driver:
+    dkms`` (None: another driver, or AMD's range not known)."""
+    limit = matrix.driver_kernel(config.release) if config.rocm_driver == "dkms" else None
+    return limit.max_kernel if limit else None
+
+
+def survey_boot(
+    survey: BootSurvey, driver: str | None, cert: str | None, dkms_max: str | None = None
+) -> BootOutlook:
     """The next boot of a surveyed host, as the audit shows it."""
     state = survey.boot or BootState()
     secure = (survey.secure_boot or {}).get("state") == "enabled"
@@ -256,6 +290,6 @@ def survey_boot(survey: BootSurvey, driver: str | None, cert: str | None) -> Boo
     return BootOutlook(
         next=boot.kernel,
         how=boot.how,
-        refused=tuple(reboot_refusal(state, driver, secure, mok)),
-        kernels=tuple(kernels_readiness(state, driver, secure, mok)),
+        refused=tuple(reboot_refusal(state, driver, secure, mok, dkms_max)),
+        kernels=tuple(kernels_readiness(state, driver, secure, mok, dkms_max)),
     )

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Protocol
 from rocm_fleet.model import apu, matrix, paths
 from rocm_fleet.model.conflicts import conflicts
 from rocm_fleet.model.found import Found
-from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci
+from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci, vf_note
 from rocm_fleet.model.host_survey import HostSurvey
-from rocm_fleet.model.kernels import kernel_findings
+from rocm_fleet.model.kernels import dkms_range_findings, family_kernel_note, kernel_findings
 from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
 from rocm_fleet.model.versions import kernel_key, release_key
 
@@ -49,9 +49,16 @@ def findings(
         found += _bundle(config, row, gpus, bundle_files)
     found += _system(survey)
     found += _gpus(config, survey)
+    found += Found(warnings=_vf_notes(survey, row))
     found += apu.findings(config, survey)
     if row is not None:
         found += _kernel(row, survey)
+        note = family_kernel_note(
+            config, row.key, survey.kernel or "", survey.packages or {},
+            config.expected_gfx_list or [g for g in gpus if g],
+        )  # fmt: skip
+        found += Found(warnings=[note] if note else [])
+        found += Found(*dkms_range_findings(config, row.key, survey.kernel or ""))
         found += _plan_time(config, row, survey)
     found += _users(config, survey)
     found += _disk(config, survey)
@@ -218,6 +225,12 @@ def _gpus(config: Config, survey: HostSurvey) -> Found:
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
     return Found(warnings=warnings)
+
+
+def _vf_notes(survey: HostSurvey, row: matrix.Distro | None) -> list[str]:
+    """A note per SR-IOV virtual function (a VM's GPU): what AMD lists for its guests."""
+    notes = (vf_note(gpu, row.key if row else None) for gpu in gpus_found(survey))
+    return list(dict.fromkeys(n for n in notes if n))
 
 
 def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:

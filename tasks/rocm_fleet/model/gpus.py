@@ -142,3 +142,29 @@ def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
         "the CPU (GTT), so its usable memory is the host's; AMD lists Ryzen APUs for the "
         "ROCm Core SDK on Ubuntu 26.04 and 24.04.4 (OEM 6.17 kernel) only"
     )
+
+
+def vf_note(gpu: dict[str, Any], distro_key: str | None) -> str | None:
+    """Preflight's note on a GPU that is an SR-IOV virtual function (a VM's GPU): what it is
+    and what AMD's virtualization data says its guest needs; None for any other GPU."""
+    row = lookup(gpu["device"]) if gpu.get("device") else None
+    if row is None or not row.vf:
+        return None
+    pci = f"1002:{row.device.removeprefix('0x')} at {gpu.get('slot') or '?'}"
+    what = f"{pci} is an SR-IOV virtual function (this host is a VM guest): {row.name}, {row.gfx}"
+    if not row.sr_iov:
+        return f"{what}; AMD's virtualization data lists no SR-IOV guest for it: unofficial"
+    guests = ", ".join(row.guest_os)
+    hosts = "; ".join(
+        f"{r['hypervisor']} on {r['host_os']}" + (f" with {r['driver']}" if r["driver"] else "")
+        for r in row.sr_iov
+    )
+    listed = distro_key is not None and distro_key in (g.lower() for g in row.guest_os)
+    fit = "" if listed or distro_key is None else f"; {distro_key} is not among them: unofficial"
+    health = ""
+    if row.guest:
+        health = (
+            f"; in a guest amd-smi reads {', '.join(row.guest['reads'])}, not "
+            f"{', '.join(row.guest['not_read'])}"
+        )
+    return f"{what}; AMD lists guests {guests} ({hosts}){fit}{health}"

@@ -15,13 +15,53 @@ if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
 
+@dataclass(frozen=True)
+class FamilyNeed:
+    """The kernel AMD lists for a host's GPU family on its distro release, newer than the one
+    running: the family, its targets and AMD's row."""
+
+    family: str
+    gfx: tuple[str, ...]
+    listed: matrix.FamilyKernel
+
+
+def family_kernel(
+    config: Config, distro_key: str, running: str, gfx_targets: Iterable[str]
+) -> FamilyNeed | None:
+    """The newest kernel AMD lists on ``distro_key`` for the families of ``gfx_targets`` when
+    ``running`` is older (Core SDK releases: its os-support.yaml is the data); else None."""
+    if config.stream is not matrix.CORE_SDK or not running:
+        return None
+    needs = []
+    for gfx in dict.fromkeys(gfx_targets):
+        target = matrix.gpu_target(gfx)
+        listed = matrix.FAMILY_KERNEL.get((distro_key, target.family)) if target else None
+        if listed and kernel_key(running) < kernel_key(listed.kernel):
+            needs.append((target.family, gfx, listed))
+    if not needs:
+        return None
+    family, _, listed = max(needs, key=lambda n: kernel_key(n[2].kernel))
+    gfx = tuple(g for f, g, _ in needs if f == family)
+    return FamilyNeed(family, gfx, listed)
+
+
 def kernel_findings(
     config: Config, distro_key: str, running: str, packages: dict[str, str]
 ) -> tuple[matrix.NewerKernel | None, str | None, list[str]]:
-    """(newer kernel to install or None, why, warnings)."""
+    """(newer kernel to install or None, why, warnings). Needed: the inbox driver's minimum
+    for ``expected_gfx``, or the kernel AMD lists for its family where the distro's newer
+    kernel is that kind (Ubuntu's HWE)."""
     warnings: list[str] = []
     wanted = config.rocm_kernel_backports
     needed = matrix.inbox_min_kernel(config.expected_gfx_list)
+    family = family_kernel(config, distro_key, running, config.expected_gfx_list)
+    newer_kind = getattr(matrix.NEWER_KERNELS.get(distro_key), "kind", None)
+    if (
+        family
+        and family.listed.kind == newer_kind
+        and (needed is None or kernel_key(needed) < kernel_key(family.listed.kernel))
+    ):
+        needed = family.listed.kernel
     too_old = bool(needed) and bool(running) and kernel_key(running) < kernel_key(needed or "")
     newer = matrix.NEWER_KERNELS.get(distro_key)
     if wanted == "never" or (wanted == "auto" and not too_old and not _installed(newer, packages)):
@@ -135,3 +175,78 @@ def _check_package_name(name: str, what: str) -> None:
             f"{name!r}, {what}, is not a Debian package name (one that matches "
             f"{PACKAGE_NAME}): refusing to pass it to apt-mark"
         )
+
+
+KERNEL_KINDS = {"ga": "the GA kernel", "hwe": "Ubuntu's HWE kernel", "oem": "Ubuntu's OEM kernel"}
+# The distro's newer kernel that gives what AMD lists: HWE for HWE, backports for a newer GA.
+WAYS = {"hwe": "hwe", "ga": "backports"}
+
+
+def family_kernel_note(
+    config: Config, distro_key: str, running: str, packages: dict[str, str], gfx: list[str]
+) -> str | None:
+    """Preflight's note when the running kernel is older than the one AMD lists for the GPUs'
+    family (``gfx``: expected_gfx, else the GPUs found) on the distro: the family, AMD's
+    kernel and the way to get it; None when it is not."""
+    need = family_kernel(config, distro_key, running, gfx)
+    if need is None:
+        return None
+    listed = need.listed
+    newer = matrix.NEWER_KERNELS.get(distro_key)
+    planned, _, _ = kernel_findings(config, distro_key, running, packages)
+    if newer is None or WAYS.get(listed.kind) != newer.kind:
+        way = (
+            "install Ubuntu's OEM kernel for this release and reboot (rocm-fleet installs no "
+            "OEM kernel)"
+            if listed.kind == "oem"
+            else "install a kernel that new and reboot"
+        )
+    else:
+        source = f" from {newer.suite}" if newer.suite else ""
+        what = f"{', '.join(newer.packages)}{source}"
+        if planned is not None:
+            way = (
+                f"the deploy installs {what} (rocm_kernel_backports: "
+                f"{config.rocm_kernel_backports}); it runs after a reboot"
+            )
+        else:
+            way = f"install {what} and reboot, or set rocm_kernel_backports: auto" + (
+                "" if config.expected_gfx_list else f" and expected_gfx: {need.gfx[0]}"
+            )
+    return (
+        f"AMD lists kernel {listed.kernel} ({KERNEL_KINDS[listed.kind]}) for "
+        f"{need.family.capitalize()} GPUs ({'/'.join(need.gfx)}) on {distro_key} with the ROCm "
+        f"Core SDK; this host runs {running}: {way}"
+    )
+
+
+DKMS_RULE = "its kernel base: AMD, ROCm/legacy-rocm-build#6193"
+
+
+def dkms_range_findings(
+    config: Config, distro_key: str, running: str
+) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of ``rocm_driver: dkms`` against the driver's kernel range: refused
+    where the distro's own kernel (the one AMD lists for it) is past the range, the inbox
+    driver named instead; a warning where only the running kernel is."""
+    limit = matrix.driver_kernel(config.release) if config.rocm_driver == "dkms" else None
+    if limit is None:
+        return [], []
+    package = f"amdgpu-dkms {limit.dkms}" if limit.dkms else "amdgpu-dkms"
+    what = (
+        f"{package} (driver {limit.driver}, ROCm {config.release.version}) supports kernels up "
+        f"to {limit.max_kernel} ({DKMS_RULE})"
+    )
+    distro_kernel = matrix.MIN_KERNEL.get(distro_key)
+    if distro_kernel and limit.excludes(distro_kernel):
+        return [
+            f"rocm_driver: dkms, but {what} and {distro_key}'s kernel is {distro_kernel}: set "
+            "rocm_driver: inbox (the kernel's own amdgpu), or choose a ROCm release whose "
+            "driver supports that kernel"
+        ], []
+    if running and limit.excludes(running):
+        return [], [
+            f"{what}; this host runs {running}, a newer series: the module may not build for "
+            "it (rocm_driver: inbox uses the kernel's own amdgpu)"
+        ]
+    return [], []

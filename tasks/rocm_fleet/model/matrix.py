@@ -265,6 +265,21 @@ MIN_KERNEL: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class FamilyKernel:
+    """The kernel AMD lists for a GPU family on a distro release (the Core SDK's
+    os-support.yaml): its version and kind ("ga", "hwe": Ubuntu's HWE, "oem": Ubuntu's OEM)."""
+
+    kernel: str
+    kind: str
+
+
+# (distro key, family) -> the kernel AMD lists. Rows: kernels.json ``family_kernel``, cited.
+FAMILY_KERNEL: dict[tuple[str, str], FamilyKernel] = {
+    (row["distro"], row["family"]): FamilyKernel(row["kernel"], row["kind"])
+    for row in upstream_data.KERNEL_ROWS.get("family_kernel", [])
+}
+
 # --- Kernel and amdgpu driver (rocm_fleet/deploy/kernel.py, rocm_fleet/deploy/driver.py) ----------
 
 
@@ -302,6 +317,33 @@ AMDGPU_KEY_URL = CLASSIC_REPOSITORY.key_url
 AMDGPU_KEY_FINGERPRINT = CLASSIC.key_fingerprint
 AMDGPU_KEYRING = CLASSIC.keyring
 AMDGPU_DRIVER_PACKAGE = "amdgpu-dkms"
+
+
+@dataclass(frozen=True)
+class DriverKernel:
+    """The newest kernel series an amdgpu driver release's ``amdgpu-dkms`` supports (its
+    kernel base, AMD's rule: ROCm/legacy-rocm-build#6193) and the package version."""
+
+    driver: str
+    dkms: str | None
+    max_kernel: str  # "6.16": every 6.16.y
+
+    def excludes(self, kernel: str) -> bool:
+        """Whether ``kernel`` (a release or a version) is of a newer series than supported."""
+        return kernel_key(kernel)[:2] > kernel_key(self.max_kernel)[:2]
+
+
+# amdgpu driver release -> its dkms range. Rows: kernels.json ``driver_kernel``, each cited.
+DRIVER_KERNEL: dict[str, DriverKernel] = {
+    row["driver"]: DriverKernel(row["driver"], row["dkms"], row["max_kernel"])
+    for row in upstream_data.KERNEL_ROWS.get("driver_kernel", [])
+}
+
+
+def driver_kernel(rel: Release) -> DriverKernel | None:
+    """The dkms kernel range of the release's amdgpu driver; None where AMD's is not known."""
+    version = amdgpu_repo_version(rel)
+    return DRIVER_KERNEL.get(version) if version else None
 
 
 def amdgpu_repo_version(rel: Release) -> str | None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.model import paths
-from rocm_fleet.model.boot import BootOutlook, survey_boot, wanted_driver
+from rocm_fleet.model.boot import BootOutlook, dkms_limit, survey_boot, wanted_driver
 from rocm_fleet.model.conflicts import VenvTorch, venv_torch
 from rocm_fleet.model.gpus import amd_pci, describe_gpus, gpus_found
 from rocm_fleet.model.host_survey import HostSurvey
@@ -73,7 +73,7 @@ def observe(survey: HostSurvey, config: Config) -> Observed:
         bound=tuple(sorted({g["driver"] for g in pci if g.get("driver")})),
         amdgpu=survey.amdgpu or {},
         reboot=survey.reboot or {},
-        boot=survey_boot(survey, wanted_driver(config), cert),
+        boot=survey_boot(survey, wanted_driver(config), cert, dkms_limit(config)),
         slurm=slurm_seen(survey, config),
     )
 

@@ -2,7 +2,9 @@
 KFD topology decides once amdgpu is loaded).
 
 Rows: pci_ids.json, generated with their sources (``matrix.pci_table``). An AMD device it lacks
-is "unknown AMD device 0x...."; ``describe_device`` names any other (vendor, device, class).
+is "unknown AMD device 0x...."; ``describe_device`` names any other (vendor, device, class). A
+virtual function (SR-IOV, a GPU inside a VM) carries what AMD's virtualization data lists for
+its guests.
 """
 
 from __future__ import annotations
@@ -17,6 +19,19 @@ class PciDevice:
     device: str  # "0x744c"
     gfx: str
     name: str  # pci.ids text
+    vf: bool = False  # an SR-IOV virtual function
+    sr_iov: tuple[dict, ...] = ()  # AMD's SR-IOV rows: hypervisor, host_os, guest_os, driver
+    guest: dict | None = None  # what a guest reads of the GPU's health: reads, not_read
+
+    @property
+    def guest_os(self) -> tuple[str, ...]:
+        """The guest OSes AMD lists for the virtual function, in its order."""
+        return tuple(dict.fromkeys(g for row in self.sr_iov for g in row["guest_os"]))
+
+    @property
+    def host_driver(self) -> str | None:
+        """The host's SR-IOV driver AMD lists (GIM), or None."""
+        return next((row["driver"] for row in self.sr_iov if row.get("driver")), None)
 
 
 # pci.ids' vendor 1002.
@@ -24,7 +39,14 @@ AMD_VENDOR = "0x1002"
 NVIDIA_VENDOR = "0x10de"
 
 PCI_DEVICES: dict[str, PciDevice] = {
-    r["device"]: PciDevice(r["device"], r["gfx"], r["name"])
+    r["device"]: PciDevice(
+        r["device"],
+        r["gfx"],
+        r["name"],
+        r.get("vf", False),
+        tuple(r.get("sr_iov", ())),
+        r.get("guest"),
+    )
     for r in PCI_ROWS["devices"]
     if r["vendor"] == AMD_VENDOR
 }

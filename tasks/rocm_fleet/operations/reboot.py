@@ -81,7 +81,9 @@ def _remember_uptime(state, host) -> bool:
     return True
 
 
-def boot_refusal(driver: str | None, mok_cert: str | None) -> list[str]:
+def boot_refusal(
+    driver: str | None, mok_cert: str | None, dkms_max: str | None = None
+) -> list[str]:
     """Why rebooting now could strand the host (``model.boot.reboot_refusal``), read fresh (sees
     this run's changes)."""
     boot = read_fact(BootKernels) or BootState()
@@ -89,12 +91,17 @@ def boot_refusal(driver: str | None, mok_cert: str | None) -> list[str]:
     mok = (
         (read_fact(MokKeyState, path=mok_cert) or {}).get("state") if secure and mok_cert else None
     )
-    return reboot_refusal(boot, driver, secure, mok)
+    return reboot_refusal(boot, driver, secure, mok, dkms_max)
 
 
 @operation(is_idempotent=False)
 def reboot_when_needed(
-    allowed: bool, timeout: int, planned: list[str], driver: str | None, mok_cert: str | None
+    allowed: bool,
+    timeout: int,
+    planned: list[str],
+    driver: str | None,
+    mok_cert: str | None,
+    dkms_max: str | None = None,
 ):
     """
     Reboot the host if it needs it, the inventory allows it and the kernel it boots next is
@@ -105,6 +112,7 @@ def reboot_when_needed(
     + planned: reasons earlier operations of this run will add (used while planning)
     + driver: the amdgpu driver the kernel must have (``dkms``, ``inbox``; None: none)
     + mok_cert: the DKMS signing certificate, checked as a MOK where Secure Boot is on
+    + dkms_max: the newest kernel series the DKMS driver supports (None: not known)
     """
     reasons = reasons_from(read_fact(RebootRequired))
     if not executing():
@@ -112,7 +120,7 @@ def reboot_when_needed(
     if not reasons:
         host.noop("no reboot needed")
         return
-    refusal = boot_refusal(driver, mok_cert)
+    refusal = boot_refusal(driver, mok_cert, dkms_max)
     if not allowed:
         if executing():
             NEEDS_REBOOT[host.name] = reasons + [f"not safe yet: {r}" for r in refusal]

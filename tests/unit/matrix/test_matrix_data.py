@@ -332,49 +332,75 @@ def test_the_tables_and_the_tool_read_one_gpu_list_and_one_override_check(tmp_pa
         inputs.cited(entries, "inbox_min_kernel", {"gfx", "kernel"}, "o.toml")
 
 
-def test_the_pci_table_takes_the_stored_pci_ids_record_and_refuses_to_contradict_it(
-    tmp_path: Path,
-):
+def test_every_amd_device_amds_tables_map_resolves_with_its_source_vfs_included():
+    from rocm_fleet.matrix import device_tables as dt
+    from rocm_fleet.matrix.pci_table import pci_amd_devices
     from rocm_fleet.model import pci_ids
 
+    stored = RECORDS / "stored"
+    pci = pci_amd_devices(dt.pci_ids_from_record((stored / "pci-ids-devices.toml").read_text()))
+    by_id, ambiguous = dt.device_info(
+        dt.device_info_from_record((stored / "device-info.toml").read_text())
+    )
+    gfxip = dt.gfxip_table(dt.gfxip_from_record((stored / "gfxip-table.toml").read_text()))
+    mapped = {d: g for d, g in {**gfxip, **by_id}.items() if d in pci}
+    assert len(mapped) > 100
+    for device, gfx in mapped.items():
+        row = pci_ids.lookup(device)
+        assert row is not None and row.gfx == gfx, device
+        assert row.name == pci[device]
+    assert "0x73ff" in ambiguous and pci_ids.lookup("0x73ff") is None  # gfx1031 or gfx1032
     rows = {r["device"]: r for r in upstream_data.PCI_ROWS["devices"]}
-    # a name the newer pci.ids gives (renamed since the one the overrides cite), with both sources
-    assert (
-        rows["0x7590"]["name"]
-        == pci_ids.lookup("7590").name
-        == "Navi 44 [Radeon RX 9050 / 9060 XT]"
-    )
+    for row in rows.values():
+        assert (row["source"] and row["from"] != "override") or row["vendor"] != "0x1002"
+    assert rows["0x7590"]["name"] == "Navi 44 [Radeon RX 9050 / 9060 XT]"
     assert rows["0x7590"]["from"] == {
-        "name": "stored/pci-ids-amd.toml [renamed]",
-        "gfx": "override",
+        "name": "stored/pci-ids-devices.toml",
+        "gfx": "stored/device-info.toml",
     }
-    assert rows["0x7590"]["source"].endswith(
-        "; name: pciutils/pciids pci.ids @ c1c12547d626ebf05fd0223144ad87fab5e95d06 "
-        "(Version: 2026.08.22, Date: 2026-08-22 03:15:01)"
-    )
-    assert rows["0x1900"]["from"]["gfx"] == "stored/pci-ids-amd.toml [apu]"
+    # MI300X's virtual function: gfx by its product in AMD's GPU list, guests from AMD's
+    # virtualization data
+    vf = pci_ids.lookup("74B5")
+    assert (vf.gfx, vf.name, vf.vf) == ("gfx942", "Aqua Vanjaram [Instinct MI300X VF]", True)
+    assert {"Ubuntu 24.04", "Ubuntu 22.04"} <= set(vf.guest_os)
+    assert vf.host_driver == "GIM 9.2.0.K"
+    assert "virtualization-support.yaml @ bb948277" in rows["0x74b5"]["source"]
     assert pci_ids.describe_device("0000:00:06.0", "0x10de", "0x2335", "0x030200") == (
         "NVIDIA Corporation 10de:2335 GH100 [H200 SXM 141GB] (3D controller) at 0000:00:06.0"
     )
+
+
+def test_an_amd_pci_override_may_only_add_a_gfx_the_tables_lack(tmp_path: Path):
     overrides = tmp_path / "overrides.toml"
     text = OVERRIDES.read_text()
-    entry = 'gfx = "gfx1153"\nrecorded = ["0x1902"]\n'
+    entry = 'recorded = ["0x74a2"]\n'
     assert entry in text
-    overrides.write_text(text.replace(entry, entry.replace("gfx1153", "gfx1152")))
+    overrides.write_text(text.replace(entry, 'recorded = ["0x74a2", "0x74a1"]\n'))
     with pytest.raises(inputs.MatrixDataError) as err:
         tables.build_tables(RECORDS, overrides)
     assert str(err.value) == (
-        f"{overrides}: [[pci_device]] gfx1152: 0x1902 contradicts stored/pci-ids-amd.toml [apu] "
-        "(gfx gfx1153)"
+        f"{overrides}: [[pci_device]] gfx942: AMD's tables map 0x74a1: drop it here"
     )
-    # an ID the record names is taken from it, not given again
-    navi33 = '"0x749f" = "Navi 33 [Radeon RX 7500]"\n'
-    assert navi33 in text
-    overrides.write_text(
-        text.replace(navi33, navi33 + '"0x73f0" = "Navi 33 [Radeon RX 7600M XT]"\n')
-    )
-    with pytest.raises(inputs.MatrixDataError, match="gfx1102: 0x73f0 is listed twice, or"):
+    block = 'LLVM AMDGPUUsage (as before the tables were read)"""\n'
+    assert block in text
+    overrides.write_text(text.replace(block, block + '[pci_device.devices]\n"0x74a3" = "x"\n'))
+    with pytest.raises(inputs.MatrixDataError, match=r"name comes from pci\.ids"):
         tables.build_tables(RECORDS, overrides)
+
+
+def test_product_names_in_pci_ids_brackets_are_read_whole():
+    from rocm_fleet.matrix import device_tables as dt
+
+    assert dt.products("Navi 31 [Radeon RX 7900 XT/7900 XTX/7900 GRE/7900M]") == [
+        "Radeon RX 7900 XT", "Radeon RX 7900 XTX", "Radeon RX 7900 GRE", "Radeon RX 7900M",
+    ]  # fmt: skip
+    listed = {"instinct mi300x": "gfx942", "radeon rx 7900 xt": "gfx1100"}
+    assert dt.product_gfx("Aqua Vanjaram [Instinct MI300X VF]", listed) == (
+        "instinct mi300x",
+        "gfx942",
+    )
+    assert dt.product_gfx("Navi 31 [Radeon RX 7900 XTX]", listed) is None
+    assert dt.is_vf("Navi 22-XL SRIOV MxGPU") and not dt.is_vf("Navi 31 [Radeon Pro W7900]")
 
 
 def test_without_pyyaml_the_update_names_the_extra_it_needs(monkeypatch, capsys):

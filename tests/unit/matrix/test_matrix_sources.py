@@ -413,3 +413,39 @@ def test_torch_builds_a_listing_has_that_the_matrix_lacks_are_reported_by_label(
     _pci, _gfx, torch = upstream.matrix_knows()
     assert {"2.7.0", "2.7.1"} <= torch["rocm6.3"] and "2.13.0" in torch["rocm10.1.0"]
     assert upstream.discoveries(data, torch_builds=torch) == []
+
+
+# Rows as GPUOpen-Tools/device_info DeviceInfo.cpp @ a44c00c0 has them (kCardInfo): one ID
+# whose revisions are two targets, a codename row (no gfx target: not read).
+DEVICE_INFO = """\
+static constexpr GDT_GfxCardInfo kCardInfo[] = {
+    {GDT_TAHITI_XT, 0x6798, 0x00, GDT_HW_GENERATION_SOUTHERNISLAND, false, "Tahiti", "AMD Radeon R9 200 / HD 7900 Series"},
+    {GDT_GFX11_0_0, 0x744C, 0xC8, GDT_HW_GENERATION_GFX11, false, "gfx1100", "AMD Radeon RX 7900 XTX"},
+    {GDT_GFX11_0_0_XT, 0x744C, 0xCC, GDT_HW_GENERATION_GFX11, false, "gfx1100", "AMD Radeon RX 7900 XT"},
+    {GDT_GFX10_3_2, 0x73FF, 0xC7, GDT_HW_GENERATION_GFX103, false, "gfx1032", "AMD Radeon RX 6600 XT"},
+    {GDT_GFX10_3_1, 0x73FF, 0xE0, GDT_HW_GENERATION_GFX103, false, "gfx1031", "73FF:E0"},
+};
+"""  # noqa: E501
+# ROCm/rocm-systems shared/src/utils.cpp @ 8dd7ed86 (kGfxipTable), two of its rows.
+GFXIP = """\
+static const struct GfxipTable kGfxipTable[] = {
+  { 0x1902, 11, 5, 3 },
+  { 0x7550, 12, 0, 1 },
+};
+"""
+
+
+def test_amds_device_tables_read_alike_from_the_file_and_from_its_record():
+    from rocm_fleet.matrix import device_tables as dt
+
+    by_id, ambiguous = dt.device_info(DEVICE_INFO)
+    assert by_id == {"0x744c": "gfx1100"} and ambiguous == {"0x73ff": ["gfx1032", "gfx1031"]}
+    record = dt.device_info_record(DEVICE_INFO)
+    assert dt.device_info(dt.device_info_from_record(record)) == (by_id, ambiguous)
+    assert dt.gfxip_table(GFXIP) == {"0x1902": "gfx1153", "0x7550": "gfx1201"}
+    assert dt.gfxip_table(dt.gfxip_from_record(dt.gfxip_record(GFXIP))) == dt.gfxip_table(GFXIP)
+    devices = pci_table.pci_amd_devices(PCI_IDS)
+    back = dt.pci_ids_from_record(dt.pci_ids_record(PCI_IDS))
+    assert pci_table.pci_amd_devices(back) == devices
+    with pytest.raises(inputs.MatrixDataError, match="no kCardInfo row"):
+        dt.device_info("nothing")
