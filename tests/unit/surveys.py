@@ -313,6 +313,9 @@ KERNELS = {
     "ubuntu-24.04": ("6.8.0-50-generic", "6.8.0-50.51"),
     "ubuntu-26.04": ("7.0.0-22-generic", "7.0.0-22.22"),
 }
+# The kernel a converged host runs after the deploy installed a newer kernel's meta package and
+# it rebooted (a release and version of the shape Ubuntu's HWE kernels have; set for the scenario).
+NEWER_KERNELS = {"linux-generic-hwe-24.04": ("6.17.0-14-generic", "6.17.0-14.14~24.04.1")}
 # What apt installs of the distribution packages a deploy asks for (Debian 12's versions).
 DEBIAN_VERSIONS = {
     "ca-certificates": "20230311",
@@ -432,6 +435,12 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                         else kernel_version
                     )
                 survey.amdgpu["version"] = "6.12.12"
+            elif name == "newer-kernel":  # installed, and the host rebooted into it
+                meta = args[-1]
+                newer, newer_version = NEWER_KERNELS[meta]
+                packages[meta] = packages[f"linux-image-{newer}"] = newer_version
+                survey = with_kernel(replace(survey, kernel=newer), release=newer)
+                packages = survey.packages
             elif name == "venv-create":
                 venv, ledger = args
                 survey.files[paths.venv_marker(venv)] = digest(PYVENV_CFG, "644", WRITTEN)
