@@ -12,6 +12,7 @@ from rocm_fleet.matrix.inputs import (
     FROM_OS_SUPPORT,
     FROM_OVERRIDE,
     FROM_PYTORCH,
+    FROM_PYTORCH_NONE,
     FROM_TABLE,
     MATRIX_DISTROS,
     REPOSITORIES,
@@ -106,7 +107,7 @@ def release_rows(
     for row in rows.values():
         index = torch_index(row["version"], stable)
         if index is None:
-            row["from"].setdefault("torch_index", f"{FROM_PYTORCH} (names no index for it)")
+            row["from"].setdefault("torch_index", FROM_PYTORCH_NONE)
         elif "torch_index" in row["from"] and row["torch_index"] != index:
             raise MatrixDataError(
                 f"matrix_overrides.toml: release {row['version']} torch_index = "

@@ -16,7 +16,7 @@ from rocm_fleet.matrix.amd_tables import (
     os_support,
     release_history,
 )
-from rocm_fleet.matrix.inputs import FROM_HISTORY, STREAMS, version_key
+from rocm_fleet.matrix.inputs import FROM_HISTORY, ORIGINS, STREAMS, version_key
 from rocm_fleet.matrix.pci_table import unknown_pci_devices
 from rocm_fleet.matrix.pytorch_tables import listing_versions, torch_stable_rocm
 from rocm_fleet.matrix.releases import load_overrides, release_rows
@@ -126,6 +126,7 @@ def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
         "os_families": support["families"],
         "core_sdk_debian": support["per_model"],
         "torch_stable_rocm": stable,
+        "origins": ORIGINS,
         "releases": releases,
     }
     ours = {r["version"] for r in releases}
