@@ -20,8 +20,8 @@ import click
 from rocm_fleet.cli.exits import Command, epilog, invoke, option
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.matrix import site as matrix_site
-from rocm_fleet.matrix.sources import sections, sources_markdown, sources_text
 from rocm_fleet.matrix.inputs import FROM_PYTORCH_NONE
+from rocm_fleet.matrix.sources import sections, sources_markdown, sources_text
 from rocm_fleet.model import matrix, site_data, upstream_data
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.upstream.client import UpstreamClient
@@ -53,6 +53,7 @@ def torch_text(rel: matrix.Release) -> str:
 
 # The releases the lab's end-to-end tests deploy (tests/unit/test_docs.py keeps it in step).
 LAB_TESTED = ("6.4.3", "7.2.1", "7.14.1", "10.0.0")
+
 
 def _data_row(rel: matrix.Release) -> dict[str, Any] | None:
     """The release's row of the generated upstream data; None for a site file's release."""

@@ -321,6 +321,6 @@ def missing_driver(rel: Release) -> str:
     newest = next(iter(drivers))
     # a release names its driver's folder: 31.60 is driver 31.60.0
     owners = [r.version for r in RELEASES if r.amdgpu_driver
-              and (r.amdgpu_driver.split(".") + ["0"])[:3] == newest.split(".")]  # fmt: skip
+              and [*r.amdgpu_driver.split("."), "0"][:3] == newest.split(".")]  # fmt: skip
     owner = f" (ROCm {owners[0]}'s)" if owners and owners[0] != rel.version else ""
     return f"{where}, has no entry for it: its newest is {newest}{owner}"

@@ -46,7 +46,8 @@ def test_the_update_reproduces_the_committed_data_files(tmp_path: Path):
         assert row["from"].endswith("+ stored/pytorch-rocm-builds.toml"), row["from"]
         for version in versions:
             assert row["built_for"][version].startswith(
-                "pytorch/test-infra generate_binary_build_matrix.py @ "), (index, version)
+                "pytorch/test-infra generate_binary_build_matrix.py @ "
+            ), (index, version)
     # paired as the other indexes record the same torch (2.8.0's: rocm6.4's)
     assert ["2.8.0", "0.23.0", "2.8.0"] in rows["rocm6.3"]["builds"]
     assert rows["rocm6.3"]["built_for"]["2.8.0"] == (
@@ -63,9 +64,7 @@ def test_the_tool_checks_the_committed_files(capsys):
     assert capsys.readouterr().out.splitlines() == ["matrix tables unchanged"]
 
 
-def test_a_build_the_build_matrix_names_and_the_data_lacks_fails_the_check(
-    records: Path, capsys
-):
+def test_a_build_the_build_matrix_names_and_the_data_lacks_fails_the_check(records: Path, capsys):
     """The build matrix record names a new stable torch for rocm7.2: the check says which row
     gains it and exits 1; one no index record pairs is noted, also exit 1."""
     stored = records / "stored" / "pytorch-rocm-builds.toml"
