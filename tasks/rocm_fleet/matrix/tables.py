@@ -256,6 +256,18 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "from": f'repo.amd.com-whl.toml [stable.release."{release}"] (url: [stable])',
             "source": f"{entry['source']}; targets: {entry['device_targets_source']}",
         })  # fmt: skip
+    # AMD's stable index before 10.0 (7.14.x): the builds its install pages name; no device
+    # targets (the pages give device-all only). 7.14.x takes its torch from PyTorch's
+    # rocm7.14 index; these rows say what AMD's own index serves it.
+    multi = amd_whl.get("multi-arch", {})
+    for release, builds in multi.get("release_builds", {}).items():
+        amd_rows.append({
+            "release": release, "url": multi["url"],
+            "builds": _build(sorted(builds, key=lambda b: version_key(b[0]))),
+            "targets": [], "target_builds": {}, "device_extra_on": ["torch", "torchvision"],
+            "from": f"repo.amd.com-whl.toml [multi-arch] release_builds.\"{release}\"",
+            "source": f"{multi['release_builds_source']}; index: {multi['source']}",
+        })  # fmt: skip
 
     tables = (
         Table("gpu_targets.json", {"gpu_targets": gpu_rows}),

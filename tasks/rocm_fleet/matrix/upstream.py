@@ -72,9 +72,8 @@ def matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[
     known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
     gfx = {t.gfx for t in matrix.GPU_TARGETS}
     torch = {i: {b.torch for b in builds} for i, builds in matrix.TORCH_INDEXES.items()}
-    for rel in matrix.RELEASES:
-        if rel.amd_wheels is not None:
-            torch[rel.amd_wheels.label] = {b.torch for b in rel.amd_wheels.builds}
+    for wheels in matrix.AMD_WHEELS.values():  # 10.x's torch, and 7.14.x's on AMD's index
+        torch[wheels.label] = {b.torch for b in wheels.builds}
     return known_pci, gfx, torch
 
 

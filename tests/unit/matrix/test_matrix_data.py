@@ -53,6 +53,12 @@ def test_the_update_reproduces_the_committed_data_files(tmp_path: Path):
     assert rows["rocm6.3"]["built_for"]["2.8.0"] == (
         "pytorch/test-infra generate_binary_build_matrix.py @ 21480431 (release channel: 6.3, 6.4)"
     )
+    # AMD's own index for 7.14.x (whl-multi-arch): the builds its install pages name
+    amd = {row["release"]: row for row in upstream_data.TORCH_BUILD_ROWS["amd_wheels"]}
+    assert amd["7.14.1"]["url"] == "https://repo.amd.com/rocm/whl-multi-arch/"
+    assert amd["7.14.1"]["builds"][-1] == ["2.12.0", "0.27.0", "2.11.0"]
+    assert [b[0] for b in amd["7.14.0"]["builds"]] == ["2.10.0", "2.11.0", "2.12.0"]
+    assert matrix.release("7.14.1").torch_index == "rocm7.14"  # the host's torch: PyTorch's
     # the candidate (built, not yet stable) is cited, and adds nothing
     assert rows["rocm7.14"]["built_for"] == {"2.14.0": (
         "pytorch/test-infra generate_binary_build_matrix.py @ 00fa5780 (test channel, the "
