@@ -18,7 +18,7 @@ from rocm_fleet.matrix.amd_tables import (
 )
 from rocm_fleet.matrix.inputs import FROM_HISTORY, ORIGINS, STREAMS, version_key
 from rocm_fleet.matrix.pci_table import unknown_pci_devices
-from rocm_fleet.matrix.pytorch_tables import listing_versions, torch_stable_rocm
+from rocm_fleet.matrix.pytorch_tables import built_rocm, listing_versions, torch_stable_rocm
 from rocm_fleet.matrix.releases import load_overrides, release_rows
 
 # The inputs every run reads; the others are optional (see build()).
@@ -90,6 +90,7 @@ class Inputs:
     drivers: str | None = None
     gpus: str | None = None
     listings: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (page, url)
+    build_matrix: str | None = None  # stored/pytorch-rocm-builds.toml
 
 
 def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
@@ -101,8 +102,9 @@ def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
     support = os_support(inputs.os_support)
     stable = torch_stable_rocm(inputs.release_md)
     history = release_history(inputs.history) if inputs.history is not None else None
+    built = built_rocm(inputs.build_matrix) if inputs.build_matrix is not None else None
     releases, notes = release_rows(
-        table, support, stable, load_overrides(inputs.overrides), history
+        table, support, stable, load_overrides(inputs.overrides), history, built
     )
     if history is None:  # the rows only the release history gives: kept as committed
         have = {r["version"] for r in releases}
