@@ -105,10 +105,11 @@ settings-docs: venv
 	$(VENV)/bin/rocm-fleet settings --schema > docs/settings.schema.json
 
 # The matrix's data, made again from the stored upstream copies and records: each prints
-# "unchanged" (then what upstream has that the data lacks) when the committed data is theirs.
+# "unchanged" when the committed data is theirs, and exits 1 (failing the target) when it
+# differs or upstream has something it lacks ("upstream has: ...").
 matrix-check: venv
-	-$(VENV)/bin/python tools/matrix_update.py --stored tests/fixtures/upstream/stored --check
-	-$(VENV)/bin/rocm-fleet matrix update --records tests/fixtures/upstream \
+	$(VENV)/bin/python tools/matrix_update.py --stored tests/fixtures/upstream/stored --check
+	$(VENV)/bin/rocm-fleet matrix update --records tests/fixtures/upstream \
 		--overrides tools/matrix_overrides.toml --check
 
 clean:

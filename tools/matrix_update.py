@@ -6,6 +6,7 @@ is what docs/maintaining/matrix.md, the Makefile and the data files name.
     python tools/matrix_update.py --stored tests/fixtures/upstream/stored --check
     python tools/matrix_update.py --historical-csv FILE --os-support FILE \\
         --pytorch-release FILE [--release-history FILE] [--driver-list FILE] \\
+        [--pytorch-build-matrix FILE] \\
         [--gpu-list FILE] [--pci-ids pci.ids] [--listing INDEX=PAGE|URL ...] [--check]
     python tools/matrix_update.py tables [--records DIR] [--data-dir DIR] [--check]
     python tools/matrix_update.py record {historical-csv,pytorch-release} FILE

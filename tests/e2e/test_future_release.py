@@ -7,8 +7,12 @@ names (2.15.0+rocm10.9.0 on AMD's stable index). ``future`` (Debian 13, PRO W790
 the committed 10.0.0. Then, in file order:
 
 * asking for 10.9.0 without site data is refused ("a release the matrix knows");
-* ``rocm-fleet matrix update --output FILE`` reads the release from the doubles at their real
-  https URLs (verified indexes, AMD's wheel index) and writes it, checked;
+* discovery: the lab adds 10.9.0 to a copy of the stored upstream files (AMD's release
+  history, versions.rst) and ``tools/matrix_update.py --stored COPY`` finds it (no driver in
+  AMD's driver list, so dkms stays refused); ``rocm-fleet matrix update --output FILE
+  --release`` <each release discovery found> reads it from the doubles at their real https
+  URLs (verified indexes, AMD's wheel index) and writes it, checked; ``rocm-fleet matrix``
+  and ``matrix --json`` show it, marked as the site's;
 * ``--dry`` with the file says the plan comes from it (path and SHA-256); the run moves the
   host to 10.9.0 with torch 2.15.0, its checks pass, a second run changes nothing, and the
   audit names the file too;
@@ -22,6 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,9 +46,12 @@ from e2e.support import (
 )
 from lab import HostSpec
 from lab.upstream_facts import FUTURE_RELEASE
-from rocm_fleet.model import paths
+from rocm_fleet.model import matrix, paths
 
 pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+STORED = ROOT / "tests" / "fixtures" / "upstream" / "stored"
 
 COMMITTED = "10.0.0"
 HOST = HostSpec("future", suite="trixie", profile="w7900",
@@ -84,9 +94,38 @@ def test_a_release_the_matrix_does_not_know_is_refused_without_site_data(lab, on
     assert "rocm-fleet matrix update --output FILE" in result.output
 
 
-def test_matrix_update_writes_the_future_release_from_upstream(lab, site_file):
+@pytest.fixture(scope="module")
+def discovered(lab) -> list[str]:
+    """The releases discovery finds in the stored upstream copies to which the lab adds
+    FUTURE_RELEASE (a line of AMD's release history, versions.rst), that the committed
+    matrix lacks: the tool's own data, not a hand-made row."""
+    stored = Path(shutil.copytree(STORED, lab.workdir / "stored"))
+    history = stored / "versions.rst"
+    text = history.read_text()
+    first = text.index("   * - `")
+    history.write_text(text[:first] + f"   * - `{FUTURE_RELEASE} <https://rocm.docs.amd.com/"
+                       f"en/docs-{FUTURE_RELEASE}>`__\n     - December 1, 2026\n\n"
+                       + text[first:])  # fmt: skip
+    out = lab.workdir / "upstream_data.json"
+    tool = [sys.executable, str(ROOT / "tools" / "matrix_update.py"), "--stored", str(stored),
+            "--output", str(out)]  # fmt: skip
+    result = subprocess.run(tool, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert f"new release {FUTURE_RELEASE} (2026-12-01) from AMD versions.rst: no driver" in (
+        result.stderr
+    )  # fmt: skip
+    rows = json.loads(out.read_text())["releases"]
+    return [r["version"] for r in rows if r["version"] not in matrix.release_versions()]
+
+
+def test_discovery_finds_the_release_the_stored_copies_add(discovered):
+    assert discovered == [FUTURE_RELEASE]
+
+
+def test_matrix_update_writes_the_future_release_from_upstream(lab, site_file, discovered):
     cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
     command = [cli, "matrix", "update", "--output", str(site_file),
+               *(a for version in discovered for a in ("--release", version)),
                "--key-fingerprint", lab.lab_key_fingerprint]  # fmt: skip
     result = lab.run(command, env={"REQUESTS_CA_BUNDLE": str(lab.ca_cert)}, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
@@ -99,6 +138,15 @@ def test_matrix_update_writes_the_future_release_from_upstream(lab, site_file):
     # no URL, key or fingerprint is in the file: the committed matrix's are used
     assert "https://" not in json.dumps(row).replace(row["found"], "")
     assert f"wrote {site_file}" in result.stdout
+    # `rocm-fleet matrix` and `matrix --json` show it after the committed rows, the site's
+    shown = lab.run([cli, "matrix", "--site-data", str(site_file)], timeout=120)
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert any(line.startswith(f"{FUTURE_RELEASE} ") for line in shown.stdout.splitlines())
+    assert f"site matrix data {site_file}" in shown.stdout
+    as_json = lab.run([cli, "matrix", "--json", "--site-data", str(site_file)], timeout=120)
+    assert as_json.returncode == 0, as_json.stderr[-3000:]
+    last = json.loads(as_json.stdout)["releases"][-1]
+    assert (last["version"], last["source"]["from"]) == (FUTURE_RELEASE, "site")
 
 
 def test_dkms_for_the_site_files_release_without_a_driver_is_refused_at_plan_time(
@@ -110,7 +158,7 @@ def test_dkms_for_the_site_files_release_without_a_driver_is_refused_at_plan_tim
     and not a byte of the host changes."""
     assert json.loads(site_file.read_text())["releases"][0]["amdgpu_driver"] is None
     reason = (f"rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm "
-              f"{FUTURE_RELEASE} ships")  # fmt: skip
+              f"{FUTURE_RELEASE} ships (AMD's driver list, ")  # fmt: skip
     data = (f"rocm_version={FUTURE_RELEASE}", "rocm_driver=dkms", f"rocm_matrix_data={site_file}")
     before = root_hashes(lab.root("future"))
     dry = deploy(lab, *data, dry=True)

@@ -124,7 +124,9 @@ def test_an_unreachable_index_or_a_missing_wheel_is_one_line_naming_index_and_re
         locks.lines(missing)
     text = str(refused.value)
     assert "\n" not in text and "torch==2.10.0+rocm6.4" in text
-    assert f"{pytorch_index.url}/whl/rocm6.4" in text and "no wheel of torch" in text
+    # the live index is the final word (issue 38): a pin it doesn't serve is named as such
+    assert f"{pytorch_index.url}/whl/rocm6.4/torch/ does not serve torch 2.10.0+rocm6.4" in text
+    assert "the index lists 2.9.1+rocm6.4; set torch_version to a build it serves" in text
 
     closed = "https://127.0.0.1:9/whl/rocm6.4"  # the discard port: connection refused
     request = LockRequest.of(closed, WANTED, PY311)

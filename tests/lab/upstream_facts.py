@@ -125,12 +125,23 @@ def core_build(version: str) -> int:
 
 
 def torch_indexes() -> dict[str, tuple[tuple[str, str, str | None], ...]]:
-    """index -> (torch, torchvision, torchaudio or None) per build it lists."""
-    out = {}
+    """index -> (torch, torchvision, torchaudio or None) per build it lists: the index's
+    record, and each stable torch PyTorch's build matrix (stored/pytorch-rocm-builds.toml,
+    pytorch/test-infra) built for its ROCm, paired as another index's record pairs it."""
+    out: dict[str, list[tuple[str, str, str | None]]] = {}
     for name, row in load("download.pytorch.org")["index"].items():
         if isinstance(row, dict):
-            out[name] = tuple((t, v, a or None) for t, v, a in row["builds"])
-    return out
+            out[name] = [(t, v, a or None) for t, v, a in row["builds"]]
+    paired = {build[0]: build for builds in out.values() for build in builds}
+    with (DIRECTORY / "stored" / "pytorch-rocm-builds.toml").open("rb") as f:
+        built = tomllib.load(f)["stable"]
+    for torch, entry in built.items():
+        for rocm in entry["rocm"]:
+            builds = out.get(f"rocm{rocm}")
+            if builds is not None and torch in paired and paired[torch] not in builds:
+                builds.append(paired[torch])
+    key = lambda build: tuple(int(p) for p in build[0].split("."))  # noqa: E731
+    return {name: tuple(sorted(builds, key=key)) for name, builds in out.items()}
 
 
 def torch_runtime(index: str) -> str | None:

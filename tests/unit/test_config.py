@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from rocm_fleet.model.config import Config, ConfigError, load_config
-from rocm_fleet.model.matrix import GPU_TARGETS
+from rocm_fleet.model.matrix import GPU_TARGETS, TorchBuild
 from rocm_fleet.model.settings import RENAMED, SETTINGS, VALID, Settings
 
 GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alice"]}
@@ -292,3 +292,25 @@ def test_every_setting_is_documented_and_checked():
         assert VALID[key] and setting.metadata["concern"], key
         assert key not in RENAMED
     assert set(RENAMED.values()) <= set(SETTINGS)
+
+
+@pytest.mark.parametrize(
+    ("rocm", "torch", "build"),
+    [
+        # newer than the data: asked for, paired as every recorded build pairs them; the lock
+        # reads the live index, which is the final word (issue 38)
+        ("7.14.1", "2.15.0", ("2.15.0", "0.30.0", None)),
+        # AMD's index: paired as another of AMD's releases pairs that torch
+        ("10.1.0", "2.11.0", ("2.11.0", "0.26.0", "2.11.0")),
+        # PyTorch's build matrix says 2.10.0 was built for rocm7.0 / rocm7.1 only: refused
+        ("6.4.3", "2.10.0", None),
+        # no AMD release pairs 2.14.1: refused
+        ("10.0.0", "2.14.1", None),
+    ],
+)
+def test_a_torch_the_data_lags_on_is_left_to_the_live_index(rocm, torch, build):
+    data = {**GOOD, "rocm_version": rocm, "torch_version": torch, "expected_gfx": "gfx942"}
+    if build is None:
+        assert "expected a torch published on" in refusal(data)
+    else:
+        assert load_config(data).torch_build == TorchBuild(*build)

@@ -57,7 +57,7 @@ def test_the_tested_column_names_the_releases_the_lab_deploys():
 def test_the_source_column_says_where_each_row_comes_from():
     sources = {row[0]: row[-2] for row in table_rows()[1]}
     assert sources["7.2.0"] == "AMD's table; torch: PyTorch's matrix"
-    assert sources["7.0.1"] == "AMD's table; torch: recorded observation"  # rocm7.0
+    assert sources["7.0.1"] == "AMD's table; torch: PyTorch's build matrix"  # rocm7.0
     assert sources["6.1.3"].startswith("recorded observation;")  # not in AMD's table
     assert "distros: AMD's os-support.yaml" in sources["10.1.0"]
     # 10.x torch: AMD's stable index, recorded from its install pages (matrix.AMD_WHEELS)

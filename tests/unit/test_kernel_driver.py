@@ -245,6 +245,10 @@ def test_release_without_a_known_driver_is_refused_for_dkms(upstream_publishes_s
     # nothing (key, source, pin, apt-get update) is changed before the run would stop.
     assert planned.refused and planned.beyond_preflight == []
     assert "does not record which amdgpu driver ROCm 10.9.0 ships" in planned.reason
+    # named: AMD's driver list has no entry for it (issue 38)
+    assert ("ships (AMD's driver list, ROCm/rocm-docs docs/data/driver-firmware-support.yaml @ "
+            "9bcf25db, has no entry for it: its newest is 31.60.0 (ROCm 10.1.0's))"
+            in planned.reason)  # fmt: skip
     assert "set rocm_driver: inbox, or a rocm_version whose driver is known" in planned.reason
 
 

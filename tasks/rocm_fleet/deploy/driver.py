@@ -52,7 +52,8 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
             name="Refuse rocm_driver: dkms for this release",
             reason=(
                 f"the matrix does not record which amdgpu driver ROCm {config.release.version} "
-                "ships (`rocm-fleet matrix` lists each release's driver); choose a release "
+                f"ships ({matrix.missing_driver(config.release)}; `rocm-fleet matrix` lists "
+                "each release's driver); choose a release "
                 "with a known driver or rocm_driver: inbox"
             ),
         )

@@ -20,8 +20,10 @@ import click
 from rocm_fleet.cli.exits import Command, epilog, invoke, option
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.matrix import site as matrix_site
+from rocm_fleet.matrix.inputs import FROM_PYTORCH_NONE
 from rocm_fleet.matrix.sources import sections, sources_markdown, sources_text
-from rocm_fleet.model import matrix, upstream_data
+from rocm_fleet.model import matrix, site_data, upstream_data
+from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import check_matrix
 
@@ -52,33 +54,33 @@ def torch_text(rel: matrix.Release) -> str:
 # The releases the lab's end-to-end tests deploy (tests/unit/test_docs.py keeps it in step).
 LAB_TESTED = ("6.4.3", "7.2.1", "7.14.1", "10.0.0")
 
-# The docs' release table's name for each origin in upstream_data.RELEASES' "from".
-ORIGIN_TEXT = {
-    "AMD compatibility table": "AMD's table",
-    "AMD os-support.yaml": "AMD's os-support.yaml",
-    "PyTorch RELEASE.md": "PyTorch's matrix",
-    "override": "recorded observation",
-}
+
+def _data_row(rel: matrix.Release) -> dict[str, Any] | None:
+    """The release's row of the generated upstream data; None for a site file's release."""
+    return next((r for r in upstream_data.RELEASES if r["version"] == rel.version), None)
 
 
-def _data_row(rel: matrix.Release) -> dict[str, Any]:
-    """The release's row of the generated upstream data."""
-    return next(r for r in upstream_data.RELEASES if r["version"] == rel.version)
+def _origin(origin: str) -> str:
+    """An origin a row's "from" names, as the tables print it (upstream_data.ORIGINS; an
+    origin the data doesn't name prints as itself: never a lookup that can fail)."""
+    return upstream_data.ORIGINS.get(origin, origin)
 
 
-def source_text(rel: matrix.Release) -> str:
-    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"."""
-    origins = _data_row(rel)["from"]
-    parts = [ORIGIN_TEXT[origins["row"]]]
+def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
+    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"; a site
+    file's row: "site matrix data FILE (sha256 ...)"."""
+    row = _data_row(rel)
+    if row is None:
+        return f"site matrix data {site.path}" if site is not None else "site matrix data"
+    origins = row["from"]
+    parts = [_origin(origins["row"])]
     if "distros" in origins:
-        parts.append(f"distros: {ORIGIN_TEXT[origins['distros']]}")
+        parts.append(f"distros: {_origin(origins['distros'])}")
     if rel.amd_wheels:
         # recorded from AMD's install pages (matrix.AMD_WHEELS)
         parts.append("torch: AMD's install page")
     else:
-        torch = origins["torch_index"]
-        torch_text = ORIGIN_TEXT.get(torch, "PyTorch's matrix (none)")
-        parts.append(f"torch: {torch_text}")
+        parts.append(f"torch: {_origin(origins.get('torch_index', FROM_PYTORCH_NONE))}")
     return "; ".join(parts)
 
 
@@ -135,16 +137,22 @@ def _distro_short(row: matrix.Distro) -> str:
     return f"{row.id[0].upper()}{row.version.split('.')[0]}"  # ubuntu 24.04 -> U24
 
 
-def plain_table() -> str:
-    """The matrix for a terminal, in 100 columns, with its legend."""
+def _releases(site: SiteData | None) -> list[matrix.Release]:
+    """The committed releases, then a site file's (``site``)."""
+    return [*matrix.RELEASES, *(site.added if site is not None else ())]
+
+
+def plain_table(site: SiteData | None = None) -> str:
+    """The matrix for a terminal, in 100 columns, with its legend; a site file's rows last,
+    their footnote naming the file."""
     from rocm_fleet.cli.tables import grid, whole
 
     headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
     # the last column: the footnote naming the row's source (the header names none)
     table = grid([*headers, *(_distro_short(d) for d in matrix.DISTROS), ""])
     notes: list[str] = []  # where the rows come from, one footnote per distinct source
-    for rel in matrix.RELEASES:
-        source = source_text(rel)
+    for rel in _releases(site):
+        source = source_text(rel, site)
         if source not in notes:
             notes.append(source)
         builds = [build.torch for build in rel.torch_builds]
@@ -176,8 +184,9 @@ def plain_table() -> str:
     return "\n".join([whole(table), "", *legend])
 
 
-def matrix_json() -> dict[str, Any]:
-    """Everything the matrix says, for tools."""
+def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
+    """Everything the matrix says, for tools; a site file's rows after the committed ones,
+    their source the file (``"from": "site"``, its path and SHA-256)."""
 
     def stream_json(stream: matrix.Stream) -> dict[str, Any]:
         return {
@@ -191,7 +200,12 @@ def matrix_json() -> dict[str, Any]:
         }
 
     releases = []
-    for rel in matrix.RELEASES:
+    for rel in _releases(site):
+        row = _data_row(rel)
+        if row is None and site is not None:
+            source = {"from": "site", "citation": site.provenance, "site": str(site.path)}
+        else:
+            source = {"from": row["from"], "citation": row["source"]}
         releases.append(
             {
                 "version": rel.version,
@@ -214,8 +228,7 @@ def matrix_json() -> dict[str, Any]:
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,
                 # the row's origin (and an override's citation), and whether the lab deploys it
-                "source": {"from": _data_row(rel)["from"], "citation": _data_row(rel)["source"],
-                           "text": source_text(rel),
+                "source": {**source, "text": source_text(rel, site),
                            "tested": "lab only" if rel.version in LAB_TESTED else None},
             }
         )  # fmt: skip
@@ -227,6 +240,7 @@ def matrix_json() -> dict[str, Any]:
         "tables": sections(),
         "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,
+        "site_data": site.provenance if site is not None else None,
     }
 
 
@@ -321,10 +335,16 @@ def show(args: Any) -> int:
     """``rocm-fleet matrix``: the table, ``--json`` or ``--sources``; nothing for a subcommand."""
     if click.get_current_context().invoked_subcommand:
         return 0
+    path = site_data.where_set(args.site_data)
+    try:
+        site = site_data.load(path) if path else None
+    except site_data.SiteDataError as err:
+        given = "--site-data" if args.site_data else f"environment {site_data.ENVIRONMENT}"
+        raise UsageError(f"{given}: {err}") from None
     if args.json:
-        print(json.dumps(matrix_json(), indent=2))
+        print(json.dumps(matrix_json(site), indent=2))
     else:
-        print(sources_text() if args.sources else plain_table())
+        print(sources_text() if args.sources else plain_table(site))
     return 0
 
 
@@ -385,6 +405,12 @@ command = click.Group(
             is_flag=True,
             help="print the GPU targets, distros, kernels, torch builds and repositories, each "
             "row with its source",
+        ),
+        option(
+            "--site-data",
+            metavar="FILE",
+            help="a site's matrix data (what rocm_matrix_data names): its releases are shown "
+            f"after the committed ones, marked as the site's (default: {site_data.ENVIRONMENT})",
         ),
     ],
     commands=[

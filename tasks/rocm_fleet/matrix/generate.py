@@ -38,6 +38,7 @@ STORED_INPUTS = {
     "historical-csv": "historical_csv", "os-support": "os_support",
     "pytorch-release": "pytorch_release", "release-history": "release_history",
     "driver-list": "driver_list", "gpu-list": "gpu_list",
+    "pytorch-build-matrix": "pytorch_build_matrix",
 }  # fmt: skip
 LISTING_KEY = re.compile(r"(rocm[0-9.]+|whl-next|whl-multi-arch)(/[a-z]+)?")
 
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
 @click.option("--release-history", type=Path, metavar="versions.rst",
               help="AMD's release list: releases it has that the data lacks")  # fmt: skip
 @click.option("--driver-list", type=Path, metavar="driver-firmware-support.yaml")
+@click.option("--pytorch-build-matrix", type=Path, metavar="pytorch-rocm-builds.toml",
+              help="the record of PyTorch's build matrix (pytorch/test-infra): the index of a "
+              "release RELEASE.md names none for")  # fmt: skip
 @click.option("--gpu-list", type=Path, metavar="gpus.yaml")
 @click.option("--pci-ids", type=Path, metavar="pci.ids",
               help="report AMD devices of a known chip that the data lacks")  # fmt: skip
@@ -119,6 +123,7 @@ def command(ctx: click.Context, **options: Any) -> int | None:
         input_text(options["historical_csv"], "historical-csv"), text("os_support"),
         input_text(options["pytorch_release"], "pytorch-release"), text("overrides"),
         text("release_history"), text("driver_list"), text("gpu_list"), listings,
+        text("pytorch_build_matrix"),
     )  # fmt: skip
     data, remarks = build(inputs, sources, current)
     pci = pci_amd_devices(options["pci_ids"].read_text()) if options["pci_ids"] else None

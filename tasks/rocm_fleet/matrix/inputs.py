@@ -23,6 +23,19 @@ FROM_OS_SUPPORT = "AMD os-support.yaml"
 FROM_PYTORCH = "PyTorch RELEASE.md"
 FROM_OVERRIDE = "override"
 FROM_HISTORY = "AMD versions.rst"
+FROM_PYTORCH_NONE = f"{FROM_PYTORCH} (names no index for it)"
+FROM_BUILD_MATRIX = "PyTorch build matrix"  # pytorch/test-infra generate_binary_build_matrix.py
+# Each origin a row's ``from`` may name, as the matrix's tables print it: written into
+# upstream_data.json ("origins"), so what prints a row never needs a table of its own.
+ORIGINS = {
+    FROM_TABLE: "AMD's table",
+    FROM_OS_SUPPORT: "AMD's os-support.yaml",
+    FROM_PYTORCH: "PyTorch's matrix",
+    FROM_PYTORCH_NONE: "PyTorch's matrix (none)",
+    FROM_OVERRIDE: "recorded observation",
+    FROM_HISTORY: "AMD's release history",
+    FROM_BUILD_MATRIX: "PyTorch's build matrix",
+}
 
 
 class MatrixDataError(ValueError):

@@ -55,10 +55,24 @@ def torch_stable_rocm(text: str) -> dict[str, str]:
     return dict(sorted(out.items(), key=lambda kv: version_key(kv[0]), reverse=True))
 
 
-def torch_index(version: str, stable: dict[str, str]) -> str | None:
-    """The download.pytorch.org index of a ROCm release, where RELEASE.md names one: the
-    exact release (6.2.4 -> rocm6.2.4) or its minor (6.4.3 -> rocm6.4)."""
-    named = set(stable.values())
+def built_rocm(text: str) -> set[str]:
+    """The ROCm versions PyTorch's build matrix (the record of pytorch/test-infra
+    generate_binary_build_matrix.py, stored/pytorch-rocm-builds.toml) built a stable torch
+    for: each a download.pytorch.org index, rocm<X.Y>."""
+    import tomllib
+
+    try:
+        stable = tomllib.loads(text).get("stable", {})
+        return {rocm for entry in stable.values() for rocm in entry["rocm"]}
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, AttributeError) as err:
+        raise MatrixDataError(f"pytorch-rocm-builds.toml: {err}") from None
+
+
+def torch_index(version: str, stable: dict[str, str] | set[str]) -> str | None:
+    """The download.pytorch.org index of a ROCm release, where RELEASE.md (torch minor ->
+    stable ROCm) or the build matrix (a set of ROCm versions) names one: the exact release
+    (6.2.4 -> rocm6.2.4) or its minor (6.4.3 -> rocm6.4)."""
+    named = set(stable.values()) if isinstance(stable, dict) else stable
     minor = ".".join(version.split(".")[:2])
     for candidate in (version, minor):
         if candidate in named:

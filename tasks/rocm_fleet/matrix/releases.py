@@ -8,10 +8,12 @@ from __future__ import annotations
 import tomllib
 
 from rocm_fleet.matrix.inputs import (
+    FROM_BUILD_MATRIX,
     FROM_HISTORY,
     FROM_OS_SUPPORT,
     FROM_OVERRIDE,
     FROM_PYTORCH,
+    FROM_PYTORCH_NONE,
     FROM_TABLE,
     MATRIX_DISTROS,
     REPOSITORIES,
@@ -42,8 +44,11 @@ def release_rows(
     stable: dict[str, str],
     overrides: list[dict],
     history: dict[str, str] | None = None,
+    built: set[str] | None = None,
 ) -> tuple[list[dict], list[str]]:
-    """(the release rows, each value naming its ``from``; notes for the maintainer)."""
+    """(the release rows, each value naming its ``from``; notes for the maintainer).
+    ``built``: the ROCm versions PyTorch's build matrix built a stable torch for, which give
+    a release's index where RELEASE.md names none."""
     rows: dict[str, dict] = {}
     for version, found in table.items():
         rows[version] = {
@@ -104,19 +109,21 @@ def release_rows(
     if history is not None:
         notes += _from_history(rows, history, support)
     for row in rows.values():
-        index = torch_index(row["version"], stable)
+        index, origin = torch_index(row["version"], stable), FROM_PYTORCH
+        if index is None and built:
+            index, origin = torch_index(row["version"], built), FROM_BUILD_MATRIX
         if index is None:
-            row["from"].setdefault("torch_index", f"{FROM_PYTORCH} (names no index for it)")
+            row["from"].setdefault("torch_index", FROM_PYTORCH_NONE)
         elif "torch_index" in row["from"] and row["torch_index"] != index:
             raise MatrixDataError(
                 f"matrix_overrides.toml: release {row['version']} torch_index = "
-                f"{row['torch_index']!r} contradicts {FROM_PYTORCH} ({index!r})"
+                f"{row['torch_index']!r} contradicts {origin} ({index!r})"
             )
         elif "torch_index" in row["from"]:
             notes.append(f"override of {row['version']} torch_index is redundant: "
-                         f"{FROM_PYTORCH} now gives {index!r}")  # fmt: skip
+                         f"{origin} now gives {index!r}")  # fmt: skip
         else:
-            row["torch_index"], row["from"]["torch_index"] = index, FROM_PYTORCH
+            row["torch_index"], row["from"]["torch_index"] = index, origin
         if row["amdgpu_driver"] is None:
             row["from"].pop("amdgpu_driver", None)
     ordered = sorted(

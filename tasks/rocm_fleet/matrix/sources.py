@@ -24,7 +24,10 @@ SOURCE_TABLES = {
         ("driver", "dkms", "max_kernel"),
     ),
     "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
-    "amd_wheels": ("AMD's wheels (Core SDK 10.x)", ("release", "builds", "targets")),
+    "amd_wheels": (
+        "AMD's wheels (Core SDK 10.x; 7.14.x on AMD's own index)",
+        ("release", "builds", "targets"),
+    ),
     "repositories": ("AMD's apt repositories", ("name", "base_url", "key_url")),
     "streams": ("Signing keys and Release Origins", ("name", "key_fingerprint", "pin_origin")),
     "publications": (

@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocm_fleet.matrix.amd_tables import AMD_FAMILIES, GPU_LIST, gpu_products
-from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_toml, write
+from rocm_fleet.matrix.inputs import (
+    FROM_OVERRIDE,
+    MatrixDataError,
+    cited,
+    read_toml,
+    version_key,
+    write,
+)
 from rocm_fleet.matrix.kernel_tables import driver_kernel_rows, family_kernel_rows
 from rocm_fleet.matrix.pci_table import pci_tables
 from rocm_fleet.matrix.repositories import repository_tables
@@ -123,27 +130,54 @@ def _gpu_rows(
     return rows, notes
 
 
-def _builds_lacking(records: Path, index_rows: list[dict]) -> list[str]:
-    """The stable torch releases PyTorch's build matrix built for a ROCm whose index row lacks
-    them: noted, never written (an index's rows come from its listing's record)."""
-    path = records / "stored" / "pytorch-rocm-builds.toml"
+BUILD_MATRIX = Path("stored") / "pytorch-rocm-builds.toml"
+
+
+def _built_for(records: Path, index_rows: list[dict]) -> list[str]:
+    """Add to each index row the stable torch releases PyTorch's own build matrix (the record
+    of pytorch/test-infra generate_binary_build_matrix.py) says were built for its ROCm, with
+    torchvision / torchaudio as another index's record pairs them for that torch; each build
+    the build matrix names gets its citation (``built_for``). Notes what can't be added."""
+    path = records / BUILD_MATRIX
     if not path.exists():
         return []
-    matrix = read_toml(path)
-    have = {row["index"]: {build[0] for build in row["builds"]} for row in index_rows}
+    record = read_toml(path)
+    rows = {row["index"]: row for row in index_rows}
+    pairs = {b[0]: b for row in index_rows for b in row["builds"]}  # torch -> its build
     notes = []
-    for minor, entry in matrix.get("release", {}).items():
-        for rocm in entry.get("rocm", []):
-            index = f"rocm{rocm}"
-            missing = [v for v in entry.get("stable", []) if v not in have.get(index, set())]
-            if missing:
-                notes.append(
-                    f"{path.name}: torch {', '.join(missing)} (torch {minor}) built for ROCm "
-                    f"{rocm} (pytorch/test-infra generate_binary_build_matrix.py @ "
-                    f'{entry["commit"][:8]}); download.pytorch.org.toml [index."{index}"] '
-                    "doesn't record it: record the index's listing there to add it"
-                )
+    for channel in ("stable", "candidate"):
+        for torch, entry in record.get(channel, {}).items():
+            _add_built(torch, entry, channel, rows, pairs, notes)
+    for row in index_rows:
+        row["built_for"] = dict(sorted(row.get("built_for", {}).items(),
+                                       key=lambda kv: version_key(kv[0])))  # fmt: skip
     return notes
+
+
+def _add_built(torch: str, entry: dict, channel: str, rows: dict[str, dict],
+               pairs: dict[str, list], notes: list[str]) -> None:  # fmt: skip
+    """One torch release of the build matrix into the rows of the indexes it was built for: a
+    stable one as a build, a candidate (built, not yet published as stable) cited only."""
+    which = "release channel" if channel == "stable" else "test channel, the candidate"
+    cite = (f"pytorch/test-infra generate_binary_build_matrix.py @ {entry['commit'][:8]} "
+            f"({which}: {', '.join(entry['rocm'])})")  # fmt: skip
+    for rocm in entry["rocm"]:
+        row = rows.get(f"rocm{rocm}")
+        if row is None:
+            continue  # an index no release of the matrix uses (rocm5.7)
+        row.setdefault("built_for", {})[torch] = cite
+        if channel != "stable" or any(b[0] == torch for b in row["builds"]):
+            continue
+        if torch not in pairs:
+            notes.append(
+                f"{BUILD_MATRIX.name}: torch {torch} built for ROCm {rocm} ({cite}); no "
+                "index record pairs a torchvision with it: record the index's listing in "
+                f'download.pytorch.org.toml [index."rocm{rocm}"]'
+            )
+            continue
+        row["builds"] = sorted([*row["builds"], pairs[torch]], key=lambda b: version_key(b[0]))
+        if BUILD_MATRIX.name not in row["from"]:
+            row["from"] = f"{row['from']} + {BUILD_MATRIX}"
 
 
 def _build(builds: list[list[str]]) -> list[list[str | None]]:
@@ -213,7 +247,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "index": name, "builds": _build(entry["builds"]), "runtime": entry.get("runtime"),
             "from": f'download.pytorch.org.toml [index."{name}"]', "source": entry["source"],
         })  # fmt: skip
-    notes += _builds_lacking(records, index_rows)
+    notes += _built_for(records, index_rows)
     stable = amd_whl.get("stable", {})
     amd_rows = []
     for release, entry in stable.get("release", {}).items():
@@ -224,6 +258,18 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "device_extra_on": stable.get("device_extra_on", ["torch", "torchvision"]),
             "from": f'repo.amd.com-whl.toml [stable.release."{release}"] (url: [stable])',
             "source": f"{entry['source']}; targets: {entry['device_targets_source']}",
+        })  # fmt: skip
+    # AMD's stable index before 10.0 (7.14.x): the builds its install pages name; no device
+    # targets (the pages give device-all only). 7.14.x takes its torch from PyTorch's
+    # rocm7.14 index; these rows say what AMD's own index serves it.
+    multi = amd_whl.get("multi-arch", {})
+    for release, builds in multi.get("release_builds", {}).items():
+        amd_rows.append({
+            "release": release, "url": multi["url"],
+            "builds": _build(sorted(builds, key=lambda b: version_key(b[0]))),
+            "targets": [], "target_builds": {}, "device_extra_on": ["torch", "torchvision"],
+            "from": f"repo.amd.com-whl.toml [multi-arch] release_builds.\"{release}\"",
+            "source": f"{multi['release_builds_source']}; index: {multi['source']}",
         })  # fmt: skip
 
     tables = (

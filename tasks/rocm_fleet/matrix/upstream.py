@@ -16,9 +16,9 @@ from rocm_fleet.matrix.amd_tables import (
     os_support,
     release_history,
 )
-from rocm_fleet.matrix.inputs import FROM_HISTORY, STREAMS, version_key
+from rocm_fleet.matrix.inputs import FROM_HISTORY, ORIGINS, STREAMS, version_key
 from rocm_fleet.matrix.pci_table import unknown_pci_devices
-from rocm_fleet.matrix.pytorch_tables import listing_versions, torch_stable_rocm
+from rocm_fleet.matrix.pytorch_tables import built_rocm, listing_versions, torch_stable_rocm
 from rocm_fleet.matrix.releases import load_overrides, release_rows
 
 # The inputs every run reads; the others are optional (see build()).
@@ -72,9 +72,8 @@ def matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[
     known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
     gfx = {t.gfx for t in matrix.GPU_TARGETS}
     torch = {i: {b.torch for b in builds} for i, builds in matrix.TORCH_INDEXES.items()}
-    for rel in matrix.RELEASES:
-        if rel.amd_wheels is not None:
-            torch[rel.amd_wheels.label] = {b.torch for b in rel.amd_wheels.builds}
+    for wheels in matrix.AMD_WHEELS.values():  # 10.x's torch, and 7.14.x's on AMD's index
+        torch[wheels.label] = {b.torch for b in wheels.builds}
     return known_pci, gfx, torch
 
 
@@ -91,6 +90,7 @@ class Inputs:
     drivers: str | None = None
     gpus: str | None = None
     listings: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (page, url)
+    build_matrix: str | None = None  # stored/pytorch-rocm-builds.toml
 
 
 def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
@@ -102,8 +102,9 @@ def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
     support = os_support(inputs.os_support)
     stable = torch_stable_rocm(inputs.release_md)
     history = release_history(inputs.history) if inputs.history is not None else None
+    built = built_rocm(inputs.build_matrix) if inputs.build_matrix is not None else None
     releases, notes = release_rows(
-        table, support, stable, load_overrides(inputs.overrides), history
+        table, support, stable, load_overrides(inputs.overrides), history, built
     )
     if history is None:  # the rows only the release history gives: kept as committed
         have = {r["version"] for r in releases}
@@ -126,6 +127,7 @@ def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
         "os_families": support["families"],
         "core_sdk_debian": support["per_model"],
         "torch_stable_rocm": stable,
+        "origins": ORIGINS,
         "releases": releases,
     }
     ours = {r["version"] for r in releases}

@@ -26,6 +26,7 @@ from rocm_fleet.model.setting_errors import Origin, bad_value, validated, withou
 from rocm_fleet.model.settings import SETTINGS, Settings
 from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
+from rocm_fleet.model.torch_builds import unrecorded_build
 from rocm_fleet.model.versions import release_key
 
 if TYPE_CHECKING:
@@ -170,6 +171,9 @@ def load_config(
             torch_build = builds[-1]
         else:
             matches = [b for b in builds if b.torch == wanted]
+            if not matches and len(builds) == len(source.builds):
+                # the data may lag the index: the lock (the live page) says if it serves it
+                matches = [b for b in (unrecorded_build(source, wanted),) if b is not None]
             if not matches:
                 published = [b.torch for b in builds]
                 newest = _newest_of_series(wanted, published)

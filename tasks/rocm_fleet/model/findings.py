@@ -241,7 +241,8 @@ def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
         newest = max(known, key=release_key) if known else None
         problems.append(
             f"rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm "
-            f"{config.release.version} ships, so there is no driver repository to use: set "
+            f"{config.release.version} ships ({matrix.missing_driver(config.release)}), so "
+            "there is no driver repository to use: set "
             "rocm_driver: inbox, or a rocm_version whose driver is known"
             + (f" (the newest is {newest})" if newest else "")
         )

@@ -351,3 +351,18 @@ def amdgpu_repo_version(rel: Release) -> str | None:
     if rel.stream is CLASSIC and rel.parts[0] < 7:
         return rel.apt_path
     return rel.amdgpu_driver
+
+
+def missing_driver(rel: Release) -> str:
+    """Why no amdgpu driver is known for ``rel``, naming AMD's driver list: it has no entry
+    for the release (its newest driver is an older release's), or was not read."""
+    drivers = upstream_data.AMDGPU_DRIVERS
+    where = f"AMD's driver list, {upstream_data.SOURCES.get('driver_list', 'not read')}"
+    if not drivers:
+        return f"{where}, names none for it"
+    newest = next(iter(drivers))
+    # a release names its driver's folder: 31.60 is driver 31.60.0
+    owners = [r.version for r in RELEASES if r.amdgpu_driver
+              and [*r.amdgpu_driver.split("."), "0"][:3] == newest.split(".")]  # fmt: skip
+    owner = f" (ROCm {owners[0]}'s)" if owners and owners[0] != rel.version else ""
+    return f"{where}, has no entry for it: its newest is {newest}{owner}"

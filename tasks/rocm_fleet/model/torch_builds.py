@@ -145,6 +145,33 @@ class TorchSource:
         return tuple((name, extras) for name in self.amd.device_extra_on)
 
 
+# Per PyTorch index, the torch releases PyTorch's own build matrix (pytorch/test-infra) says
+# were built for it (torch_builds.json "built_for").
+TORCH_BUILT_FOR: dict[str, frozenset[str]] = {
+    row["index"]: frozenset(row.get("built_for", {}))
+    for row in upstream_data.TORCH_BUILD_ROWS["indexes"]
+}
+
+
+def unrecorded_build(source: TorchSource, torch: str) -> TorchBuild | None:
+    """``torch`` (X.Y.Z) on ``source`` where its row lacks it because the data lags the index;
+    whether the index serves it is the lock's to find (it reads the live page). None where
+    PyTorch's build matrix names that torch for other indexes only (not built for this one),
+    or no pairing is known: as another index of the same publisher pairs it, else (PyTorch's
+    indexes) torchvision 0.(minor + 15).patch, as every recorded build pairs them, and no
+    torchaudio (none published after 2.11: download.pytorch.org.toml)."""
+    parts = torch.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    if source.amd is None and any(torch in built for built in TORCH_BUILT_FOR.values()):
+        return None
+    rows = [w.builds for w in AMD_WHEELS.values()] if source.amd else TORCH_INDEXES.values()
+    known = next((b for builds in rows for b in builds if b.torch == torch), None)
+    if known is not None or source.amd is not None or parts[0] != "2":
+        return known
+    return TorchBuild(torch, f"0.{int(parts[1]) + 15}.{parts[2]}", None)
+
+
 def torch_source(torch_index: str | None, amd: AmdWheels | None) -> TorchSource | None:
     """The torch source of a release row: its PyTorch index, else AMD's, else none."""
     if torch_index:

@@ -20,6 +20,11 @@ CORE_SDK_DEBIAN: dict[str, dict[str, list[str]]] = _DATA["core_sdk_debian"]
 TORCH_STABLE_ROCM: dict[str, str] = _DATA["torch_stable_rocm"]
 # The release rows, oldest first per stream, each field cited ("from", "source").
 RELEASES: list[dict] = _DATA["releases"]
+# What each origin a row's "from" names is called in the matrix's tables (an origin not here,
+# such as a site file's, prints as itself).
+ORIGINS: dict[str, str] = _DATA.get("origins", {})
+# AMD's Linux amdgpu drivers (driver-firmware-support.yaml), newest first: version -> notes.
+AMDGPU_DRIVERS: dict[str, str] = _DATA.get("amdgpu_drivers", {})
 
 
 DATA_DIR = Path(str(files(__package__)))

@@ -21,7 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
+
 from rocm_fleet.atomic import write_atomically
+from rocm_fleet.model.decisions import TORCH_FAMILY
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
 from rocm_fleet.upstream.dist_files import (
     ResolutionError,
@@ -243,6 +248,9 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
         path = scratch / link.filename
         return sdist_build_requires(str(path if path.exists() else fetched(link)))
 
+    unserved = _unserved(request.requirements, page, index_url)
+    if unserved:
+        raise LockError(unserved)
     pins = resolve(list(request.requirements), page, metadata, target, index_url, build_requires)
     for name, pin in pins.items():
         if not pin.candidate.link.sha256:
@@ -254,6 +262,31 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
             for name, pin in pins.items()
         ]
     )  # fmt: skip
+
+
+def _unserved(
+    requirements: tuple[str, ...], page: Callable[[str], list[Link]], index_url: str
+) -> str | None:
+    """Where the live index is the final word (issue 38): the first exact pin of torch,
+    torchvision or torchaudio its project page doesn't list, said so; None when all are."""
+    for line in requirements:
+        requirement = Requirement(line)
+        pins = [spec.version for spec in requirement.specifier if spec.operator == "=="]
+        if not pins or not re.fullmatch(TORCH_FAMILY, requirement.name):
+            continue
+        listed = set()
+        for link in page(requirement.name):
+            with contextlib.suppress(InvalidWheelFilename):
+                listed.add(parse_wheel_filename(link.filename)[1])
+        if Version(pins[0]) not in listed:
+            shown = ", ".join(str(v) for v in sorted(listed)[-6:]) or "nothing"
+            return (
+                f"{project_url(index_url, requirement.name)} does not serve "
+                f"{requirement.name} {pins[0]}, which this release's pins name (rocm-fleet's "
+                f"matrix, or torch_version): the index lists {shown}; set torch_version to a "
+                "build it serves, or pytorch_install: False"
+            )
+    return None
 
 
 class Locks:

@@ -34,26 +34,56 @@ def test_the_update_reproduces_the_committed_data_files(tmp_path: Path):
     for path in written:
         assert path.read_text() == (DATA / path.name).read_text(), path.name
     assert tables.table_diff(tables.read_data(DATA), built.tables) == []
-    # what the stored build matrix says PyTorch built and no index record lists: noted only
-    assert [note.split(" (pytorch/test-infra")[0] for note in built.notes] == [
-        "pytorch-rocm-builds.toml: torch 2.7.0, 2.7.1 (torch 2.7) built for ROCm 6.2.4",
-        "pytorch-rocm-builds.toml: torch 2.8.0 (torch 2.8) built for ROCm 6.3",
-        "pytorch-rocm-builds.toml: torch 2.9.0, 2.9.1 (torch 2.9) built for ROCm 6.3",
-        "pytorch-rocm-builds.toml: torch 2.12.1 (torch 2.12) built for ROCm 7.1",
-    ]
+    # what PyTorch's own build matrix (pytorch/test-infra) says it built for an index is in
+    # that index's row, each build cited; the committed data has all of it: nothing to note
+    assert built.notes == ()
+    rows = {row["index"]: row for row in upstream_data.TORCH_BUILD_ROWS["indexes"]}
+    wanted = {"rocm6.0": ["2.4.0", "2.4.1"], "rocm6.2.4": ["2.7.0", "2.7.1"],
+              "rocm6.3": ["2.8.0", "2.9.0", "2.9.1"], "rocm7.1": ["2.12.1"]}  # fmt: skip
+    for index, versions in wanted.items():
+        row = rows[index]
+        assert set(versions) <= {b[0] for b in row["builds"]}, index
+        assert row["from"].endswith("+ stored/pytorch-rocm-builds.toml"), row["from"]
+        for version in versions:
+            assert row["built_for"][version].startswith(
+                "pytorch/test-infra generate_binary_build_matrix.py @ "
+            ), (index, version)
+    # paired as the other indexes record the same torch (2.8.0's: rocm6.4's)
+    assert ["2.8.0", "0.23.0", "2.8.0"] in rows["rocm6.3"]["builds"]
+    assert rows["rocm6.3"]["built_for"]["2.8.0"] == (
+        "pytorch/test-infra generate_binary_build_matrix.py @ 21480431 (release channel: 6.3, 6.4)"
+    )
+    # AMD's own index for 7.14.x (whl-multi-arch): the builds its install pages name
+    amd = {row["release"]: row for row in upstream_data.TORCH_BUILD_ROWS["amd_wheels"]}
+    assert amd["7.14.1"]["url"] == "https://repo.amd.com/rocm/whl-multi-arch/"
+    assert amd["7.14.1"]["builds"][-1] == ["2.12.0", "0.27.0", "2.11.0"]
+    assert [b[0] for b in amd["7.14.0"]["builds"]] == ["2.10.0", "2.11.0", "2.12.0"]
+    assert matrix.release("7.14.1").torch_index == "rocm7.14"  # the host's torch: PyTorch's
+    # the candidate (built, not yet stable) is cited, and adds nothing
+    assert rows["rocm7.14"]["built_for"] == {"2.14.0": (
+        "pytorch/test-infra generate_binary_build_matrix.py @ 00fa5780 (test channel, the "
+        "candidate: 7.2, 7.14)")}  # fmt: skip
 
 
 def test_the_tool_checks_the_committed_files(capsys):
-    assert generate.main(["tables", "--check"]) == 1  # the notes above
+    assert generate.main(["tables", "--check"]) == 0  # complete: the check passes
+    assert capsys.readouterr().out.splitlines() == ["matrix tables unchanged"]
+
+
+def test_a_build_the_build_matrix_names_and_the_data_lacks_fails_the_check(records: Path, capsys):
+    """The build matrix record names a new stable torch for rocm7.2: the check says which row
+    gains it and exits 1; one no index record pairs is noted, also exit 1."""
+    stored = records / "stored" / "pytorch-rocm-builds.toml"
+    stored.write_text(stored.read_text() + '\n[stable."2.14.0"]\nrocm = ["7.2", "7.14"]\n'
+                      'commit = "0123456789abcdef0123456789abcdef01234567"\n'
+                      '\n[stable."2.99.0"]\nrocm = ["7.2"]\ncommit = "89abcdef"\n')  # fmt: skip
+    assert generate.main(["tables", "--records", str(records), "--check"]) == 1
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "matrix tables unchanged"
-    assert out[1] == (
-        "upstream has: pytorch-rocm-builds.toml: torch 2.7.0, 2.7.1 (torch 2.7) built for ROCm "
-        "6.2.4 (pytorch/test-infra generate_binary_build_matrix.py @ bad60f65); "
-        'download.pytorch.org.toml [index."rocm6.2.4"] doesn\'t record it: record the '
-        "index's listing there to add it"
-    )
-    assert len(out) == 5
+    assert any(line.startswith("torch_builds.json indexes rocm7.2 built_for:") for line in out)
+    assert ("upstream has: pytorch-rocm-builds.toml: torch 2.99.0 built for ROCm 7.2 "
+            "(pytorch/test-infra generate_binary_build_matrix.py @ 89abcdef (release channel: "
+            "7.2)); no index record pairs a torchvision with it: record the index's listing in "
+            'download.pytorch.org.toml [index."rocm7.2"]') in out  # fmt: skip
 
 
 def test_a_changed_record_names_the_row_and_its_source(records: Path, tmp_path: Path, capsys):
@@ -68,8 +98,10 @@ def test_a_changed_record_names_the_row_and_its_source(records: Path, tmp_path: 
     out = [line for line in capsys.readouterr().out.splitlines() if "upstream has" not in line]
     assert out == [
         'torch_builds.json indexes rocm6.0 builds: [["2.3.0", "0.18.0", "2.3.0"], '
-        '["2.3.1", "0.18.1", "2.3.1"]] -> [["2.3.0", "0.18.0", "2.3.0"], '
-        '["2.3.2", "0.18.2", "2.3.1"]]  [download.pytorch.org.toml [index."rocm6.0"]: '
+        '["2.3.1", "0.18.1", "2.3.1"], ["2.4.0", "0.19.0", "2.4.0"], ["2.4.1", "0.19.1", '
+        '"2.4.1"]] -> [["2.3.0", "0.18.0", "2.3.0"], ["2.3.2", "0.18.2", "2.3.1"], '
+        '["2.4.0", "0.19.0", "2.4.0"], ["2.4.1", "0.19.1", "2.4.1"]]  '
+        '[download.pytorch.org.toml [index."rocm6.0"] + stored/pytorch-rocm-builds.toml: '
         "pytorch.org previous-versions: 2.3.0/2.3.1 with --index-url .../whl/rocm6.0]"
     ]
     # written, the committed copy then matches the record again
@@ -108,7 +140,7 @@ def test_a_gpu_the_records_have_and_the_data_lacks_is_reported(records: Path):
     gpus = records / "gpus.toml"
     gpus.write_text(gpus.read_text() + '\n[gfx1250]\nlisted_from = ""\npci = ["0x7600"]\n')
     built = tables.build_tables(records, OVERRIDES)
-    assert len(built.notes) == 5
+    assert len(built.notes) == 1
     assert built.notes[0].startswith("gpus.toml records gfx1250 (pci 0x7600; LLVM AMDGPUUsage")
     assert "add a [[gpu_target]]" in built.notes[0]
 
@@ -184,7 +216,6 @@ def test_rocm_fleet_matrix_update_runs_the_same_update(records: Path, tmp_path: 
 
     data = Path(shutil.copytree(DATA, tmp_path / "data", ignore=shutil.ignore_patterns("*.py")))
     argv = ["matrix", "update", "--records", str(records), "--overrides", str(OVERRIDES)]
-    (records / "stored" / "pytorch-rocm-builds.toml").unlink()  # no notes: exit 0
     assert main([*argv, "--check"]) == 0  # the data this rocm-fleet reads
     assert capsys.readouterr().out == "matrix tables unchanged\n"
     page = records / "repo.radeon.com.toml"

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from rocm_fleet.matrix import amd_tables, generate, inputs, records, releases
+from rocm_fleet.matrix import amd_tables, generate, inputs, pytorch_tables, records, releases
 from rocm_fleet.matrix.pytorch_tables import torch_stable_rocm
 from rocm_fleet.model import matrix, upstream_data
 
@@ -329,3 +329,33 @@ def test_every_override_is_cited_and_in_the_committed_data():
         row = rows[entry["version"]]
         assert row["source"] == " ".join(entry["source"].split())
         assert inputs.FROM_OVERRIDE in row["from"].values()
+
+
+BUILD_MATRIX = """\
+[stable."2.10.0"]
+rocm = ["7.0", "7.1"]
+commit = "e8208cf27137d9e5f8f5c48e8c01749f32b6f261"
+"""
+
+
+def test_the_build_matrix_gives_an_index_release_md_names_none_for():
+    """PyTorch's build matrix (pytorch/test-infra) built torch 2.10 for ROCm 7.0, a ROCm no
+    RELEASE.md row names as stable: 7.0.x gets rocm7.0 from it, and an override saying the
+    same is noted as redundant (issue 38, item 6)."""
+    table = amd_tables.classic_releases(CSV)
+    support = amd_tables.os_support(YAML)
+    built = pytorch_tables.built_rocm(BUILD_MATRIX)
+    assert built == {"7.0", "7.1"}
+    overrides = releases.load_overrides(OVERRIDES)
+    rows, notes = releases.release_rows(
+        table, support, torch_stable_rocm(RELEASE_MD), overrides, None, built
+    )
+    rows = {row["version"]: row for row in rows}
+    assert rows["7.0.1"]["torch_index"] == "rocm7.0"
+    assert rows["7.0.1"]["from"]["torch_index"] == inputs.FROM_BUILD_MATRIX
+    assert rows["7.1.0"]["from"]["torch_index"] == inputs.FROM_PYTORCH  # RELEASE.md first
+    assert rows["6.0.0"]["torch_index"] is None
+    assert notes == ["override of 7.0.0 torch_index is redundant: PyTorch build matrix now "
+                     "gives 'rocm7.0'"]  # fmt: skip
+    with pytest.raises(inputs.MatrixDataError, match=r"pytorch-rocm-builds\.toml"):
+        pytorch_tables.built_rocm('[stable."2.10.0"]\ncommit = "x"\n')
