@@ -8,5 +8,6 @@ action=$2
 stamp=$3
 "$service" -t -q
 service "$service" "$action"
+safe_path "$stamp"
 mkdir -p "$(dirname "$stamp")"
-touch "$stamp"
+: | write_file "$stamp" 644

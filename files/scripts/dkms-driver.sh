@@ -8,8 +8,9 @@ ledger=$1
 driver=$2
 shift 2
 apt_get install --no-remove --no-install-recommends "$@"
+safe_path "$ledger"
 mkdir -p "$(dirname "$ledger")"
-printf '%s\n' "$@" >> "$ledger"
+printf '%s\n' "$@" | append_file "$ledger"
 for package in "$@"; do
     if [ "$package" = "$driver" ]; then
         mark_reboot "new driver $driver" "$driver"

@@ -8,6 +8,7 @@ shift
 apt_get update
 apt_get install --no-install-recommends "$@"
 if [ -n "$ledger" ]; then
+    safe_path "$ledger"
     mkdir -p "$(dirname "$ledger")"
-    printf '%s\n' "$@" >> "$ledger"
+    printf '%s\n' "$@" | append_file "$ledger"
 fi

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,9 @@ def text_file(path: str, content: str = "", mode: str = "644", present: bool = T
 def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     """
     Write a root-owned file by upload, never on a command line or in pyinfra's output (for
-    secrets), making its directory if missing; the file (and pyinfra's sudo temp file) exists
-    with ``mode`` before any byte is written, then is renamed into place.
+    secrets), making its directory if missing (the safe path rule holding); the file, in a
+    fresh directory of root's beside it (and pyinfra's sudo temp file) exists with ``mode``
+    before any byte is written, then is renamed into place.
 
     + path: the file
     + content: the whole text, a ``model.secrets.Secret`` or a str
@@ -58,13 +60,11 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     if current is not None and (current["mode"], current["sha256"]) == (mode, digest):
         host.noop(f"{path} is up to date")
         return
-    new = f"{path}.rocm-fleet-new"
-    directory = paths.parent(path)
-    yield StringCommand(
-        "mkdir", "-p", QuoteString(directory), "&&",
-        "rm", "-f", QuoteString(new), "&&",
-        "install", "-m", mode, "/dev/null", QuoteString(new),
-    )  # fmt: skip
+    # A fresh private directory beside path (mkdir: never a name someone else made) holds the
+    # file pyinfra's upload writes through (its cp follows links); the safe path rule first.
+    private = f"{paths.parent(path)}/.{path.rsplit('/', 1)[-1]}.{secrets.token_hex(6)}"
+    new = f"{private}/new"
+    yield script("upload-start", path, mode, private)
     temporary = host.get_temp_filename(path)
     # As the SSH user: pyinfra's sudo upload passes through this file; made private first.
     yield StringCommand(
@@ -75,6 +75,7 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     yield StringCommand(
         "rm", "-f", temporary, "&&", "chmod", mode, QuoteString(new), "&&",
         "mv", "-Tf", QuoteString(new), QuoteString(path),  # a link at path replaced
+        "&&", "rmdir", QuoteString(private),
     )  # fmt: skip
 
 
@@ -137,7 +138,7 @@ def bundle_copy(bundle: str, path: str):
     sending = sorted(p for p, e in files.items() if held.get(p, {}).get("sha256") != e["sha256"])
     stale = sorted(set(held) - set(files))
     directories = sorted({f"{path}/{p}".rsplit("/", 1)[0] for p in sending} | {path})
-    yield StringCommand("mkdir", "-p", *map(QuoteString, directories))
+    yield script("directories", path, *directories)
     for relative in sending:
         yield FileUploadCommand(
             str(Path(bundle) / relative),
