@@ -8,24 +8,23 @@
 # "OWNER_NAME MODE DIRECTORY" (nothing when none does). Both the directories as written and as
 # their links resolve are checked (a link is only as safe as the directory holding it); those
 # that don't exist yet are skipped (root makes them, in a directory already checked). OWNER:
-# a system user that may own PATH's own directory too, where the file's format requires it
-# (it still may not be group- or other-writable).
+# a system user that may own them too, where the file's place requires it (Debian's
+# prometheus-node-exporter makes /var/lib/prometheus prometheus's); still not group- or
+# other-writable.
 unsafe_directory() {
-    _unsafe_owner=${2:-}
+    _unsafe_owner=${2:-root}
     _unsafe_parent=$(dirname -- "$1")
     for _unsafe_dir in "$_unsafe_parent" "$(readlink -m -- "$_unsafe_parent")"; do
-        _unsafe_first=1
         while :; do
             if [ -e "$_unsafe_dir" ] && [ ! -L "$_unsafe_dir" ]; then
                 # uid, octal mode, owner's name
                 # shellcheck disable=SC2046  # three words, none with spaces
                 set -- $(stat -c '%u %a %U' -- "$_unsafe_dir")
-                if [ $((0$2 & 022)) -ne 0 ] || { [ "$1" != 0 ] \
-                    && { [ -z "$_unsafe_first" ] || [ "$3" != "$_unsafe_owner" ]; }; }; then
+                if [ $((0$2 & 022)) -ne 0 ] || { [ "$1" != 0 ] && [ "$3" != "$_unsafe_owner" ]; }
+                then
                     printf '%s %s %s\n' "$3" "$2" "$_unsafe_dir"
                     return 0
                 fi
-                _unsafe_first=
             fi
             case $_unsafe_dir in / | . | '') break ;; esac
             _unsafe_dir=$(dirname -- "$_unsafe_dir")
