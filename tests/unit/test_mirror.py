@@ -315,7 +315,10 @@ def test_the_mirror_host_serves_a_bundle_it_copies_from_where_pyinfra_runs(tmp_p
         *(f"{paths.MIRROR_BUNDLE}/{p}" for p in sorted(manifest["files"])),
         f"{paths.MIRROR_BUNDLE}/manifest.json",  # last: an interrupted copy is redone
     ]
-    settle = next(c for c in copy if not isinstance(c, FileUploadCommand) and "sh" in words(c))
+    made, settle = [c for c in copy if not isinstance(c, FileUploadCommand)]
+    # The directories are made only where the bundle's keeps to the safe path rule.
+    assert script_call(made)[0] == "directories"
+    assert script_call(made)[1][0] == paths.MIRROR_BUNDLE
     name, (directory, sums, stale) = script_call(settle)
     assert (name, directory, stale) == ("bundle-settle", paths.MIRROR_BUNDLE, "")
     assert len(sums.splitlines()) == len(manifest["files"])

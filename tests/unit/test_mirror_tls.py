@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -157,6 +158,16 @@ def test_plain_http_mirrors_are_said_to_rest_on_signatures_and_pinned_hashes_alo
 # --- what the hosts get ---------------------------------------------------------------------
 
 
+def upload_start(command, path: str, mode: str) -> str:
+    """The private directory ``uploaded_file``'s first command makes beside ``path``: a
+    hidden name of ``path``'s own with twelve random hex digits."""
+    name, (target, made, private) = script_call(command)
+    assert (name, target, made) == ("upload-start", path, mode)
+    directory, file = path.rsplit("/", 1)
+    assert re.fullmatch(rf"{re.escape(directory)}/\.{re.escape(file)}\.[0-9a-f]{{12}}", private)
+    return private
+
+
 def test_the_mirror_host_serves_https_with_its_key_uploaded_root_only(tls):
     planned = fresh(mirror_data(tls, rocm_mirror="node"))
     names = [n for n in planned.names if n.startswith("Fleet mirror")]
@@ -174,11 +185,14 @@ def test_the_mirror_host_serves_https_with_its_key_uploaded_root_only(tls):
     assert script_call(cert)[1] == [paths.MIRROR_CERT, "644", Path(tls.cert).read_text()]
     key_commands = planned.find("Give nginx the mirror's private key").commands
     (upload,) = [c for c in key_commands if isinstance(c, FileUploadCommand)]
-    assert upload.dest == f"{paths.MIRROR_KEY}.rocm-fleet-new"
     assert upload.src.getvalue() == Path(tls.key).read_bytes()
-    # Created 0600 before a byte is uploaded, then renamed into place.
-    assert words(key_commands[0])[-4:] == ["-m", "600", "/dev/null", upload.dest]
-    assert words(key_commands[-1])[-4:] == ["mv", "-Tf", upload.dest, paths.MIRROR_KEY]
+    # Created 0600 in a new private directory beside the key (a name drawn for this upload)
+    # before a byte is uploaded, then renamed into place.
+    private = upload_start(key_commands[0], paths.MIRROR_KEY, "600")
+    assert upload.dest == f"{private}/new"
+    assert words(key_commands[-1])[-7:] == [
+        "mv", "-Tf", upload.dest, paths.MIRROR_KEY, "&&", "rmdir", private,
+    ]  # fmt: skip
     # The key is in no command and no operation's repr.
     key_text = Path(tls.key).read_text().splitlines()[1]
     assert key_text not in every_text(planned)
@@ -194,7 +208,7 @@ def test_hosts_pin_the_mirrors_ca_for_it_alone_and_drop_trusted_host(tls):
     ca_commands = planned.find("Pin the fleet mirror's CA").commands
     (upload,) = [c for c in ca_commands if isinstance(c, FileUploadCommand)]
     assert upload.src.getvalue() == Path(tls.ca).read_bytes()
-    assert words(ca_commands[0])[-4:] == ["-m", "644", "/dev/null", upload.dest]
+    assert upload.dest == f"{upload_start(ca_commands[0], paths.MIRROR_CA, '644')}/new"
     (conf,) = planned.find("Make apt check the mirror against its CA").commands
     assert script_call(conf)[1] == [paths.APT_MIRROR_CONF, "644", apt_mirror_conf(ADDRESS)]
     assert f'Acquire::https::{ADDRESS}::CaInfo "{paths.MIRROR_CA}";' in apt_mirror_conf(ADDRESS)
@@ -275,8 +289,8 @@ def test_apt_and_pip_get_their_credentials_root_only_through_an_upload(tmp_path,
                        ("Give pip the wheel index's credentials", paths.PIP_NETRC)):  # fmt: skip
         commands = planned.find(name).commands
         (upload,) = [c for c in commands if isinstance(c, FileUploadCommand)]
-        assert upload.dest == f"{path}.rocm-fleet-new" and SECRET in upload.src.getvalue().decode()
-        assert words(commands[0])[-4:] == ["-m", "600", "/dev/null", upload.dest]
+        assert SECRET in upload.src.getvalue().decode()
+        assert upload.dest == f"{upload_start(commands[0], path, '600')}/new"
         # With _sudo, pyinfra uploads through a temporary file of the SSH user: that one is
         # made 0600 by that user (no sudo) beforehand, and removed after.
         private = commands[1]
