@@ -2,6 +2,9 @@
 # Functions every rocm-fleet script may call. rocm_fleet.operations.script() puts the host
 # paths (as variables, from rocm_fleet/paths.py) and then this file in front of each script.
 : "${REBOOT_REQUIRED:?}" "${REBOOT_PACKAGES:?}" "${REBOOT_REASONS:?}"
+# What root makes (a directory mkdir -p makes too) is writable by no one else, whatever umask
+# the login left: the safe path rule (safe-path.sh) would refuse it next.
+umask 022
 
 # apt-get as the deploy always runs it: no prompts, changed config files kept.
 apt_get() {

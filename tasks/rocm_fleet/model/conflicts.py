@@ -248,7 +248,11 @@ def venv_problems(config: Config, survey: HostSurvey) -> list[str]:
     """Why the venv at ``pytorch_venv`` (with torch) or the pull venv (with ``rocm_pull``) can't
     be used: a path in it not root's alone, or a directory above it breaking the safe path rule
     (root's, writable by no one else): the deploy runs their Python as root."""
-    venvs = [(config.pytorch_venv, "remove it or set pytorch_venv to a new path")] if config.torch is not None else []
+    venvs = (
+        [(config.pytorch_venv, "remove it or set pytorch_venv to a new path")]
+        if config.torch is not None
+        else []
+    )
     venvs += [(paths.PULL_VENV, "remove it")] if config.rocm_pull else []
     problems = []
     for venv, remedy in venvs:

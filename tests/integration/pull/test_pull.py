@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from integration.rootless import stat_double
 from rocm_fleet import assets
 from rocm_fleet.deploy import pull
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.fleet import Fleet
+from rocm_fleet.operations._script import script
 from unit.conftest import DRIVERLESS_SITE
 from unit.pull.test_pull import (
     PULLING,
@@ -65,10 +68,11 @@ def test_a_repository_on_a_tls_mirror_is_fetched_trusting_its_ca_alone(tmp_path)
         body = body.replace(f"={path}\n", f"={tmp_path}{path}\n")
     body = body.replace(f"PULL_VENV={tmp_path}{paths.PULL_VENV}", f"PULL_VENV={tmp_path}/venv")
     run = tmp_path / "run.sh"
+    stat_bin = stat_double(tmp_path / "stat-bin", tmp_path)
 
     def options(text: str) -> list[str]:
         run.write_text(text)
-        env = {"PATH": "/usr/bin:/bin", "ROCM_FLEET_PULL_LOCKED": "1"}
+        env = {"PATH": f"{stat_bin}:/usr/bin:/bin", "ROCM_FLEET_PULL_LOCKED": "1"}
         subprocess.run(["sh", str(run)], capture_output=True, text=True, env=env)
         return shown_args.read_text().split()
 
@@ -79,9 +83,9 @@ def test_a_repository_on_a_tls_mirror_is_fetched_trusting_its_ca_alone(tmp_path)
 
 
 def push_mark(tmp_path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    body = assets.text("scripts/push-mark.sh")
-    return subprocess.run(["sh", "-c", body, "push-mark", *args], capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    env = {"PATH": f"{stat_double(tmp_path / 'stat-bin', tmp_path)}:/usr/bin:/bin"}
+    return subprocess.run(["sh", "-c", str(script("push-mark", *args))], capture_output=True,
+                          text=True, timeout=timeout, env=env)  # fmt: skip
 
 
 def test_a_push_marks_the_node_and_takes_the_mark_away(tmp_path):
@@ -148,10 +152,15 @@ class PullNode:
         }  # fmt: skip
         header = "".join(f"{k}={shlex.quote(v)}\n" for k, v in variables.items())
         self.script = root / "pull.sh"
-        self.script.write_text(header + assets.text("rocm-fleet-pull.sh"))
+        helpers = assets.text("scripts/safe-path.sh")
+        self.script.write_text(header + helpers + assets.text("rocm-fleet-pull.sh"))
+        self.path = f"{stat_double(root / 'stat-bin', root)}:{os.environ['PATH']}"
 
     def run(self) -> subprocess.CompletedProcess:
-        return subprocess.run(["sh", str(self.script)], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            ["sh", str(self.script)], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PATH": self.path},
+        )  # fmt: skip
 
     def ran(self) -> list[str]:
         return self.calls.read_text().splitlines() if self.calls.exists() else []
