@@ -6,8 +6,8 @@ set -eu
 service=$1
 action=$2
 stamp=$3
+safe_path "$stamp"
 "$service" -t -q
 service "$service" "$action"
-safe_path "$stamp"
 mkdir -p "$(dirname "$stamp")"
 : | write_file "$stamp" 644

@@ -7,8 +7,8 @@ set -eu
 ledger=$1
 driver=$2
 shift 2
-apt_get install --no-remove --no-install-recommends "$@"
 safe_path "$ledger"
+apt_get install --no-remove --no-install-recommends "$@"
 mkdir -p "$(dirname "$ledger")"
 printf '%s\n' "$@" | append_file "$ledger"
 for package in "$@"; do

@@ -23,16 +23,15 @@ done
 # write_ledger NAME...: the ledger names exactly NAMEs (none: no ledger).
 write_ledger() {
     if [ $# -eq 0 ]; then
-        safe_path "$ledger"
         rm -f "$ledger"
         return
     fi
-    safe_path "$ledger"
     mkdir -p "$(dirname "$ledger")"
     # root's alone (0644) whatever umask the login left: a line another user could add would
     # be a hold rocm-fleet releases.
     printf '%s\n' "$@" | write_file "$ledger" 644
 }
+safe_path "$ledger"
 # Package names (checked against Debian's grammar before they got here), one word each:
 # word splitting is intended.
 # shellcheck disable=SC2086

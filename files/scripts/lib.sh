@@ -47,10 +47,13 @@ write_file() (
 )
 
 # append_file PATH: add standard input at the end of PATH (made 0644 when missing), the whole
-# file written again by write_file (never appended to through a link).
+# file written again by write_file (never appended to, nor read, through a link).
 append_file() {
     safe_path "$1"
-    { cat -- "$1" 2>/dev/null || true; cat; } | write_file "$1" 644
+    {
+        if [ -f "$1" ] && [ ! -L "$1" ]; then cat -- "$1"; fi
+        cat
+    } | write_file "$1" 644
 }
 
 # ledger_purge LEDGER PACKAGE...: purge PACKAGEs (names from LEDGER that are still installed)
