@@ -18,8 +18,8 @@ def stat_double(bin_dir: Path, root: Path, owners: dict[Path, str] | None = None
     """``bin_dir/stat`` (``bin_dir`` made if missing); ``owners``: path to ``"UID NAME"``."""
     bin_dir.mkdir(parents=True, exist_ok=True)
     cases = "".join(
-        f'    {shlex.quote(str(path))}) echo {shlex.quote(owner)} "$2" ; exit 0 ;;\n'
-        for path, owner in (owners or {}).items()
+        f'    {shlex.quote(str(path))}) set -- {uid} "$2" {shlex.quote(name)} ;;\n'
+        for path, (uid, name) in ((p, o.split()) for p, o in (owners or {}).items())
     )
     top = shlex.quote(str(root))
     script = bin_dir / "stat"
