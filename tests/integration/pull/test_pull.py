@@ -119,7 +119,9 @@ class PullNode:
     ``rocm-fleet pull-fetch``; the pinned venv's pyinfra and the rest of rocm-fleet are
     recorders of their arguments (a unit test: what the script does around them)."""
 
-    def __init__(self, root: Path, fleet: PullFleet, node: str = NODE):
+    def __init__(
+        self, root: Path, fleet: PullFleet, node: str = NODE, owners: dict[Path, str] | None = None
+    ):
         self.root = root
         self.fleet = fleet
         venv = root / "venv/bin"
@@ -154,7 +156,8 @@ class PullNode:
         self.script = root / "pull.sh"
         helpers = assets.text("scripts/safe-path.sh")
         self.script.write_text(header + helpers + assets.text("rocm-fleet-pull.sh"))
-        self.path = f"{stat_double(root / 'stat-bin', root)}:{os.environ['PATH']}"
+        # Who owns what, as the safe path rule reads it (rootless.py): root's unless named.
+        self.path = f"{stat_double(root / 'stat-bin', root, owners)}:{os.environ['PATH']}"
 
     def run(self) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -308,3 +311,34 @@ def test_pull_venv_refuses_a_python_older_than_rocm_fleets_requires_python(tmp_p
     assert f"python3 is 3.10, older than {pull.oldest_python()}" in refused_run.stderr
     assert "requires-python" in refused_run.stderr
     assert not root.exists()
+
+
+def test_a_pull_venv_in_a_directory_another_user_owns_is_never_run(tmp_path, fleet):
+    """Who: the owner of the pull venv's parent, who could swap the venv between deploys.
+    With: that directory. The pull refuses before it runs anything of the venv's."""
+    fleet.publish({NODE: SETTINGS})
+    root = tmp_path / "node"
+    node = PullNode(root, fleet, owners={root: "1000 alice"})
+    run = node.run()
+    assert run.returncode == 1
+    assert f"{root} is owned by alice (mode " in run.stderr
+    assert "(the safe path rule)" in run.stderr
+    assert f"the pull venv {root}/venv was not run; nothing changed" in run.stderr
+    assert node.ran() == [] and not node.data.exists()
+
+
+def test_the_metrics_go_where_prometheus_may_own_the_directory_and_nowhere_another_user_does(
+    tmp_path, fleet
+):
+    """Debian's prometheus-node-exporter makes /var/lib/prometheus prometheus's (its postinst):
+    the pull writes its metrics there; in a directory of any other user's it writes none."""
+    fleet.publish({NODE: SETTINGS})
+    root = tmp_path / "node"
+    node = PullNode(root, fleet, owners={root / "textfiles": "110 prometheus"})
+    assert node.run().returncode == 0
+    assert 'rocm_fleet_pull_last_run{result="converged"} 1' in node.status()
+    other = PullNode(tmp_path / "other", fleet, owners={tmp_path / "other/textfiles": "1000 eve"})
+    run = other.run()
+    assert run.returncode == 0 and not other.status_file.exists()
+    assert "is owned by eve" in run.stderr
+    assert not any("audit" in call for call in other.ran())
