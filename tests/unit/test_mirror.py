@@ -25,6 +25,7 @@ from unit.surveys import (
     fresh_survey,
     plan,
     script_call,
+    unchecked,
     words,
 )
 
@@ -48,7 +49,7 @@ def pip_words(planned) -> list[str]:
 def locked_lines(planned) -> list[str]:
     """The hash-locked requirement lines pip reads on its stdin."""
     (command,) = planned.find("Install the torch wheels").commands
-    found = words(command)
+    found = unchecked(words(command))
     assert found[:2] == ["printf", "%s\\n"]
     return [line.split(" --hash=sha256:")[0] for line in found[2 : found.index("|")]]
 

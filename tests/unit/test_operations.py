@@ -35,7 +35,7 @@ from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.operations import apt, files, gpu, host, kernel, python, reboot, secureboot, users
 from rocm_fleet.operations.secureboot import PENDING
 from unit.opcases import run_op
-from unit.surveys import SurveyHost, digest, fact_key, fresh_survey, plan
+from unit.surveys import SurveyHost, checked, digest, fact_key, fresh_survey, plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DASH = shutil.which("dash") or shutil.which("sh")
@@ -587,7 +587,7 @@ def test_pinned_wheels_install_every_wheel_from_the_one_index(dists):
     )
     lines = " ".join(f"'{line}'" for line in lock)
     assert result.texts == [
-        f"printf '%s\\n' {lines} | {PYTHON} -m pip install --no-input "
+        checked(PYTHON) + f"printf '%s\\n' {lines} | {PYTHON} -m pip install --no-input "
         "--disable-pip-version-check --no-cache-dir --require-hashes --only-binary=:all: "
         f"--index-url {INDEX} -r /dev/stdin"
     ]
@@ -629,7 +629,7 @@ def test_cuda_wheels_absent_uninstalls_nvidias_libraries_triton_and_cuda_torch()
         python.cuda_wheels_absent, {fact_key(VenvDistributions, venv=VENV): dists}, venv_path=VENV
     )
     assert result.texts == [
-        f"{PYTHON} -m pip uninstall --yes --no-input --disable-pip-version-check "
+        checked(PYTHON) + f"{PYTHON} -m pip uninstall --yes --no-input --disable-pip-version-check "
         "nvidia-cublas-cu12 nvidia-cudnn-cu12 torch torchvision triton"
     ]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.facts.python import TorchBuildStrings, TorchInfo, VenvDistributions
 from integration.rootless import stat_double
+from rocm_fleet.facts.python import TorchBuildStrings, TorchInfo, VenvDistributions
 from unit.facts.support import ODD_PATH, fake_tool, run_sh
 
 
@@ -106,7 +106,7 @@ def test_torch_info_never_runs_a_python_another_user_could_have_swapped(tmp_path
     command = TorchInfo().command(python=str(venv_bin / "python"))
     for owners, mode in (({tmp_path / "venv": "1000 alice"}, 0o755), (None, 0o777)):
         (tmp_path / "venv").chmod(mode)
-        rc, out = run_sh(command, rootless(tmp_path, owners))
+        _, out = run_sh(command, rootless(tmp_path, owners))
         error = TorchInfo().process(out)["error"]
         assert error.startswith("python not run: rocm-fleet: refusing to write or run "), error
         assert "(the safe path rule)" in error and not ran.exists()
