@@ -12,16 +12,9 @@ import pytest
 
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
+from unit import surveys
 from unit.conftest import DRIVERLESS
-from unit.surveys import (
-    SurveyHost,
-    converged_survey,
-    digest,
-    fresh_survey,
-    plan,
-    script_call,
-    unchecked,
-)
+from unit.surveys import SurveyHost, converged_survey, digest, fresh_survey, plan, script_call
 
 RX7900 = {"slot": "0000:03:00.0", "vendor": "0x1002", "device": "0x744c", "class": "0x030000",
           "driver": None}  # fmt: skip
@@ -274,7 +267,7 @@ def pip_words(planned) -> list[list[str]]:
     unit.locks stands in for the controller's lock) come last, without their hashes."""
     commands = []
     for command in planned.find("Install the torch wheels").commands:
-        found = unchecked(shlex.split(str(command)))
+        found = surveys.unchecked(shlex.split(str(command)))
         if found[0] == "printf":
             bar = found.index("|")
             locked = [line.split(" --hash=sha256:")[0] for line in found[2:bar]]
