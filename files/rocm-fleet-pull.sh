@@ -46,6 +46,7 @@ fail() { # fail RESULT EXIT_STATUS MESSAGE
 # lock held fails (another process holds it: a pull started by hand, or something that must
 # not be there), so the timer's runs never look like success while nothing converges.
 if [ -z "${ROCM_FLEET_PULL_LOCKED:-}" ]; then
+    (safe_path "$PULL_LOCK") || fail unsafe-path 1 "this pull did not run; nothing changed"
     mkdir -p -- "$PULL_RUN_DIR"
     chmod 0700 -- "$PULL_RUN_DIR"
     locked=0

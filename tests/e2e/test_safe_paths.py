@@ -21,7 +21,7 @@ HOST = HostSpec("venvparent", data={"rocm_version": "6.4.3", "expected_gfx": "gf
 @pytest.fixture(scope="module")
 def lab():
     for lab in running_lab([HOST], ["6.4.3"]):
-        sh(lab, HOST.name, "useradd --create-home alice && install -d -o alice -m 0755 /srv/alice")
+        sh(lab, HOST.name, "install -d -o alice -m 0755 /srv/alice")  # the lab's user alice
         yield lab
 
 

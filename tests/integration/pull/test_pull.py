@@ -314,17 +314,24 @@ def test_pull_venv_refuses_a_python_older_than_rocm_fleets_requires_python(tmp_p
 
 
 def test_a_pull_venv_in_a_directory_another_user_owns_is_never_run(tmp_path, fleet):
-    """Who: the owner of the pull venv's parent, who could swap the venv between deploys.
-    With: that directory. The pull refuses before it runs anything of the venv's."""
+    """Who: the owner of the pull venv (or of a directory above it), who could swap what it
+    runs between deploys. With: that directory. The pull refuses before it runs anything of
+    the venv's; a run directory of hers is refused before the lock is taken."""
     fleet.publish({NODE: SETTINGS})
     root = tmp_path / "node"
-    node = PullNode(root, fleet, owners={root: "1000 alice"})
+    node = PullNode(root, fleet, owners={root / "venv": "1000 alice"})
     run = node.run()
     assert run.returncode == 1
-    assert f"{root} is owned by alice (mode " in run.stderr
+    assert f"{root}/venv is owned by alice (mode " in run.stderr
     assert "(the safe path rule)" in run.stderr
     assert f"the pull venv {root}/venv was not run; nothing changed" in run.stderr
     assert node.ran() == [] and not node.data.exists()
+    early = PullNode(tmp_path / "early", fleet, owners={tmp_path / "early/run": "1000 alice"})
+    (tmp_path / "early/run").mkdir()
+    run = early.run()
+    assert run.returncode == 1 and "this pull did not run; nothing changed" in run.stderr
+    assert f"{tmp_path}/early/run is owned by alice" in run.stderr
+    assert not (tmp_path / "early/run/lock").exists() and early.ran() == []
 
 
 def test_the_metrics_go_where_prometheus_may_own_the_directory_and_nowhere_another_user_does(
