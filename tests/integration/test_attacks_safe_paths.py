@@ -297,3 +297,27 @@ def test_the_venv_fact_names_a_parent_another_user_owns(node):
     assert found({node.etc: "1000 alice"}) == f"alice 755 {node.etc}"
     node.root.chmod(0o775)
     assert found() == f"root 775 {node.root}"
+
+
+def test_a_removal_through_a_directory_others_may_write_is_refused(node):
+    """With: /etc/slurm a link into a directory others may write, holding their gres.conf:
+    the deploy's removal of its own gres.conf (text_file, present=False) removes nothing."""
+    from rocm_fleet.facts.files import FileDigest
+    from rocm_fleet.operations import files
+    from unit.opcases import run_op
+    from unit.surveys import digest, fact_key
+
+    shared = node.root / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "gres.conf").write_text("theirs\n")
+    (node.etc / "slurm").symlink_to(shared)
+    path = str(node.etc / "slurm/gres.conf")
+    (command,) = run_op(
+        files.text_file, {fact_key(FileDigest, path=path): digest("theirs\n")},
+        path=path, present=False,
+    ).commands  # fmt: skip
+    refused(node, node.run(command), shared, "root")
+    assert (shared / "gres.conf").read_text() == "theirs\n"
+    shared.chmod(0o755)
+    assert node.run(command).returncode == 0 and not (shared / "gres.conf").exists()

@@ -291,12 +291,12 @@ def words(command: Any) -> list[str]:
     return [str(getattr(bit, "obj", bit)) for bit in command.bits]
 
 
-def checked(python: str) -> str:
-    """What ``operations.python`` puts before a command running a venv's ``python`` as root:
-    the safe path rule's check (``path-safe.sh``) and ``&&``."""
+def checked(path: str) -> str:
+    """What an operation puts before a command root runs (a venv's python) or removes with
+    at ``path``: the safe path rule's check (``path-safe.sh``) and ``&&``."""
     from rocm_fleet.operations._script import script
 
-    return f"{script('path-safe', python)} && "
+    return f"{script('path-safe', path)} && "
 
 
 def unchecked(found: list[str]) -> list[str]:

@@ -403,7 +403,7 @@ def test_proxy_settings_are_removed_when_the_inventory_drops_them_and_a_clean_ho
     assert not [n for n in fresh(DATA).names if "roxy" in n]
     left = fresh(DATA, files={paths.APT_PROXY_CONF: digest("old")})
     (removal,) = left.find("Remove apt's proxy settings").commands
-    assert words(removal) == ["rm", "-f", paths.APT_PROXY_CONF]
+    assert unchecked(words(removal)) == ["rm", "-f", paths.APT_PROXY_CONF]
 
 
 def test_a_converged_host_behind_the_proxy_and_the_mirror_plans_nothing_from_one_survey():

@@ -104,7 +104,7 @@ def test_text_file_absent_removes_or_is_a_noop():
         path=SOURCE,
         present=False,
     )
-    assert there.texts == [f"rm -f {SOURCE}"]
+    assert there.texts == [checked(SOURCE) + f"rm -f {SOURCE}"]
 
 
 # --- apt.debian_packages ----------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_verified_keyring_absent_removes_or_is_a_noop():
         path=KEYRING,
         present=False,
     )
-    assert there.texts == [f"rm -f {KEYRING}"]
+    assert there.texts == [checked(KEYRING) + f"rm -f {KEYRING}"]
 
 
 # gpg --with-colons --show-keys of a key shaped like AMD's: an RSA primary key and a subkey,
@@ -500,7 +500,9 @@ def test_venv_absent_removes_it_and_the_empty_directories_it_made():
         fact_key(Directory, path="/opt/rocm-fleet"): DIRECTORY,
     }
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
-    assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
+    assert result.texts == [
+        checked(VENV) + f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"
+    ]  # fmt: skip
 
 
 def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
@@ -516,7 +518,9 @@ def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
         fact_key(Directory, path="/opt/rocm-fleet"): DIRECTORY,
     }
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
-    assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
+    assert result.texts == [
+        checked(VENV) + f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -90,11 +90,12 @@ def stamp_is_current(stamp: str, inputs: list[str]) -> bool:
 
 
 def removed(path: str, exists: bool):
-    """The commands removing a file the deploy put there, or a noop when it is gone."""
+    """The commands removing a file the deploy put there (where the safe path rule holds for
+    it: no link above it someone else could point elsewhere), or a noop when it is gone."""
     if not exists:
         host.noop(f"{path} is absent")
         return
-    yield StringCommand("rm", "-f", path)
+    yield StringCommand(script("path-safe", path), "&&", "rm", "-f", path)
 
 
 @operation()

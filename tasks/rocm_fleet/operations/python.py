@@ -77,7 +77,7 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
     if not exists and not host.get_fact(Directory, path=path) and not parents:
         host.noop(f"venv {path} is absent")
         return
-    yield StringCommand("rm", "-rf", QuoteString(path))
+    yield StringCommand(script("path-safe", path), "&&", "rm", "-rf", QuoteString(path))
     if parents:
         yield StringCommand("rmdir", "--ignore-fail-on-non-empty", *map(QuoteString, parents))
 
