@@ -41,3 +41,18 @@ def test_a_venv_in_a_directory_another_user_owns_is_refused_and_the_host_unchang
     sh(lab, HOST.name, "chown root:root /srv/alice")
     dry = deploy(lab, dry=True)
     assert "not root's alone" not in (refusal(dry, HOST.name) or ""), dry.output[-3000:]
+
+
+def test_a_keyring_directory_others_may_write_fails_the_host_at_the_write(lab):
+    """On the node, at the moment of writing: /etc/apt/keyrings made 0777 after preflight's
+    look (nothing in preflight reads it) fails the host at the keyring's write, naming the
+    directory, and AMD's key is never written there (nor a temporary beside it)."""
+    sh(lab, HOST.name, "chown root:root /srv/alice && chmod 0777 /etc/apt/keyrings")
+    result = deploy(lab)
+    assert failed_hosts(result) == [HOST.name], result.output[-3000:]
+    assert (
+        "refusing to write or run /etc/apt/keyrings/rocm.gpg as root: /etc/apt/keyrings is owned "
+        "by root (mode 777)"
+    ) in result.output, result.output[-3000:]
+    assert not (lab.root(HOST.name) / "etc/apt/keyrings/rocm.gpg").exists()
+    assert list((lab.root(HOST.name) / "etc/apt/keyrings").iterdir()) == []
