@@ -108,7 +108,9 @@ def directory_absent(path: str):
     if not read_fact(DirectoryExists, path=path):
         host.noop(f"{path} is absent")
         return
-    yield StringCommand("rm", "-rf", "--one-file-system", QuoteString(path))
+    yield StringCommand(
+        script("path-safe", path), "&&", "rm", "-rf", "--one-file-system", QuoteString(path)
+    )
 
 
 @operation()
