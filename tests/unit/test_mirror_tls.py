@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from pyinfra.api import FileUploadCommand, StringCommand
+from pyinfra.api.util import sha1_hash
 
 from rocm_fleet.cli import main
 from rocm_fleet.deploy.mirror import apt_mirror_conf, nginx_site
@@ -296,6 +297,8 @@ def test_apt_and_pip_get_their_credentials_root_only_through_an_upload(tmp_path,
         private = commands[1]
         assert private.connector_arguments["_sudo"] is False
         assert f": > {upload.remote_temp_filename}" in words(private)[-1]
+        # A random name, not pyinfra's hash of the path, that another user could foresee.
+        assert sha1_hash(path) not in upload.remote_temp_filename
         assert words(private)[-1].startswith("umask 077 && ")
         assert upload.remote_temp_filename in words(commands[-1])
     assert planned.names.index("ROCm apt repository | Give apt the repository's credentials "

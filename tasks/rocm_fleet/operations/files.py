@@ -65,8 +65,9 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     private = f"{paths.parent(path)}/.{path.rsplit('/', 1)[-1]}.{secrets.token_hex(6)}"
     new = f"{private}/new"
     yield script("upload-start", path, mode, private)
-    temporary = host.get_temp_filename(path)
-    # As the SSH user: pyinfra's sudo upload passes through this file; made private first.
+    # As the SSH user: pyinfra's sudo upload passes through this file (a random name in its
+    # temporary directory, never one derived from the path); made private first.
+    temporary = host.get_temp_filename()
     yield StringCommand(
         "sh", "-c", QuoteString(f"umask 077 && rm -f {temporary} && : > {temporary}"),
         _sudo=False, _su_user=None, _doas=False,
@@ -146,8 +147,8 @@ def bundle_copy(bundle: str, path: str):
         yield FileUploadCommand(
             str(Path(bundle) / relative),
             f"{path}/{relative}",
-            remote_temp_filename=host.get_temp_filename(f"{path}/{relative}"),
+            remote_temp_filename=host.get_temp_filename(),  # a random name
         )
     sums = [f"{files[p]['sha256']}  {p}" for p in sending]
     yield script("bundle-settle", path, "\n".join(sums), "\n".join(stale))
-    yield FileUploadCommand(str(local), remote, remote_temp_filename=host.get_temp_filename(remote))
+    yield FileUploadCommand(str(local), remote, remote_temp_filename=host.get_temp_filename())
