@@ -321,3 +321,21 @@ def test_a_removal_through_a_directory_others_may_write_is_refused(node):
     assert (shared / "gres.conf").read_text() == "theirs\n"
     shared.chmod(0o755)
     assert node.run(command).returncode == 0 and not (shared / "gres.conf").exists()
+
+
+def test_the_reboot_marks_replace_links_at_them(node):
+    """/run/reboot-required and its .pkgs were written with ``>`` and ``>>``: links there are
+    replaced now, the file they named untouched."""
+    run = node.root / "run"
+    run.mkdir()
+    marks = [run / key for key in ("REBOOT_REQUIRED", "REBOOT_PACKAGES", "REBOOT_REASONS")]
+    for mark in marks:
+        mark.symlink_to(node.victim)
+    before = node.victim.read_text()
+    name, *args = WRITERS["dkms-driver"](node.etc)
+    proc = node.run(script(name, *args))
+    assert proc.returncode == 0, proc.stderr
+    assert node.victim.read_text() == before
+    assert [mark.is_symlink() for mark in marks] == [False] * 3
+    assert marks[1].read_text() == "amdgpu-dkms\n"
+    assert marks[2].read_text() == "new driver amdgpu-dkms\n"
