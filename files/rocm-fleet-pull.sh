@@ -16,9 +16,11 @@ started=$(date +%s)
 
 # The pull's own status for node_exporter (rocm_fleet_pull_*): written whole in a new file
 # beside it (mktemp: never through a link someone left in the collector's directory), then
-# renamed over it (a link there is replaced, not followed).
+# renamed over it (a link there is replaced, not followed); only where the directories above
+# it keep to the safe path rule (safe-path.sh; Debian makes /var/lib/prometheus prometheus's).
 report() { # report RESULT EXIT_STATUS
     [ -d "$TEXTFILES" ] || return 0
+    (safe_path "$PULL_STATUS_METRICS" prometheus) || return 0
     metrics=$(mktemp "$PULL_STATUS_METRICS.XXXXXX") || return 0
     cat > "$metrics" <<METRICS
 # HELP rocm_fleet_pull_last_run_timestamp_seconds When the last pull started.
@@ -44,6 +46,7 @@ fail() { # fail RESULT EXIT_STATUS MESSAGE
 # lock held fails (another process holds it: a pull started by hand, or something that must
 # not be there), so the timer's runs never look like success while nothing converges.
 if [ -z "${ROCM_FLEET_PULL_LOCKED:-}" ]; then
+    (safe_path "$PULL_LOCK") || fail unsafe-path 1 "this pull did not run; nothing changed"
     mkdir -p -- "$PULL_RUN_DIR"
     chmod 0700 -- "$PULL_RUN_DIR"
     locked=0
@@ -79,6 +82,9 @@ if [ -n "$PULL_MIRROR" ]; then
     esac
 fi
 rm -f -- "$PULL_DATA"
+# The venv runs as root: only where no one else could have swapped it (the safe path rule).
+(safe_path "$PULL_VENV/bin/rocm-fleet") \
+    || fail unsafe-path 1 "the pull venv $PULL_VENV was not run; nothing changed"
 result=$("$PULL_VENV/bin/rocm-fleet" pull-fetch --repository "$PULL_SOURCE" \
     --trusted-root "$PULL_TRUSTED_ROOT" --metadata "$PULL_METADATA" --node "$PULL_NODE" \
     --output "$PULL_DATA" "$@") || {
@@ -104,7 +110,7 @@ if [ "$status" -eq 0 ]; then
 else
     result=deploy-failed
 fi
-if [ -d "$TEXTFILES" ]; then
+if [ -d "$TEXTFILES" ] && (safe_path "$PULL_METRICS" prometheus); then
     "$PULL_VENV/bin/rocm-fleet" audit --quiet --format prometheus --output "$PULL_METRICS" \
         "$PULL_INVENTORY" || { rc=$?; [ "$status" -ne 0 ] || status=$rc; }
 fi

@@ -8,6 +8,7 @@ set -eu
 dir=$1
 sums=$2
 stale=$3
+safe_path "$dir/."
 cd "$dir"
 if [ -n "$sums" ]; then
     printf '%s\n' "$sums" | sha256sum -c --quiet --strict

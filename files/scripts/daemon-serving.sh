@@ -6,7 +6,8 @@ set -eu
 service=$1
 action=$2
 stamp=$3
+safe_path "$stamp"
 "$service" -t -q
 service "$service" "$action"
 mkdir -p "$(dirname "$stamp")"
-touch "$stamp"
+: | write_file "$stamp" 644

@@ -9,6 +9,7 @@ ledger=$1
 driver=$2
 reason=$3
 shift 3
+safe_path "$ledger"
 ledger_purge "$ledger" "$@"
 rm -f "$ledger"
 if ! dpkg-query -W -f '${Status}\n' "$driver" 2>/dev/null | grep -q ' installed$'; then

@@ -7,9 +7,10 @@ set -eu
 ledger=$1
 driver=$2
 shift 2
+safe_path "$ledger"
 apt_get install --no-remove --no-install-recommends "$@"
 mkdir -p "$(dirname "$ledger")"
-printf '%s\n' "$@" >> "$ledger"
+printf '%s\n' "$@" | append_file "$ledger"
 for package in "$@"; do
     if [ "$package" = "$driver" ]; then
         mark_reboot "new driver $driver" "$driver"

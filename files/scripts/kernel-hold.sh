@@ -29,9 +29,9 @@ write_ledger() {
     mkdir -p "$(dirname "$ledger")"
     # root's alone (0644) whatever umask the login left: a line another user could add would
     # be a hold rocm-fleet releases.
-    (umask 022 && printf '%s\n' "$@" > "$ledger.new")
-    mv "$ledger.new" "$ledger"
+    printf '%s\n' "$@" | write_file "$ledger" 644
 }
+safe_path "$ledger"
 # Package names (checked against Debian's grammar before they got here), one word each:
 # word splitting is intended.
 # shellcheck disable=SC2086

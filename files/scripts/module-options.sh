@@ -6,6 +6,7 @@ set -eu
 path=$1
 content=$2
 reason=$3
+safe_path "$path"
 if [ -n "$content" ]; then
     # kmod makes the directory; a minimal root without it still gets the file for later.
     mkdir -p "$(dirname "$path")"

@@ -5,6 +5,8 @@
 set -eu
 cert=$1
 hash_file=$2
+safe_path "$cert"
+safe_path "$hash_file"
 trap 'rm -f "$hash_file"' EXIT
 chmod 0600 "$hash_file"
 mokutil --import "$cert" --hash-file "$hash_file"

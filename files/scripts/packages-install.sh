@@ -5,9 +5,12 @@
 set -eu
 ledger=$1
 shift
+if [ -n "$ledger" ]; then
+    safe_path "$ledger"
+fi
 apt_get update
 apt_get install --no-install-recommends "$@"
 if [ -n "$ledger" ]; then
     mkdir -p "$(dirname "$ledger")"
-    printf '%s\n' "$@" >> "$ledger"
+    printf '%s\n' "$@" | append_file "$ledger"
 fi

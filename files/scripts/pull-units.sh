@@ -10,6 +10,8 @@ timer=$2
 link=$3
 stamp=$4
 unit=$(basename "$timer")
+safe_path "$link"
+safe_path "$stamp"
 if [ "$action" = enable ]; then
     mkdir -p "$(dirname "$link")"
     ln -sfn "$timer" "$link"
@@ -18,9 +20,11 @@ if [ "$action" = enable ]; then
         systemctl restart "$unit"
     fi
     mkdir -p "$(dirname "$stamp")"
-    touch "$stamp"
+    : | write_file "$stamp" 644
 else
     service=$5
+    safe_path "$timer"
+    safe_path "$service"
     if [ -d /run/systemd/system ]; then
         systemctl stop "$unit" || true
     fi

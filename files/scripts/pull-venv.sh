@@ -19,6 +19,9 @@ if ! python3 -c 'import sys; sys.exit(sys.version_info[:2] < tuple(map(int, sys.
         "python3, or converge this node by push (rocm_pull: False); nothing installed" >&2
     exit 1
 fi
+safe_path "$root/.install"
+safe_path "$venv/bin/python"
+safe_path "$stamp"
 mkdir -p "$root"
 work=$(mktemp -d "$root/.install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -39,4 +42,4 @@ rm -rf "$venv"
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --no-input --disable-pip-version-check --no-cache-dir \
     --require-hashes --only-binary=:all: -r "$work/requirements.txt"
-echo "$sha256" > "$stamp"
+echo "$sha256" | write_file "$stamp" 644

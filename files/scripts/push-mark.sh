@@ -9,6 +9,7 @@
 set -eu
 action=$1
 marker=$2
+safe_path "$marker"
 if [ "$action" = end ]; then
     rm -f -- "$marker"
     exit 0
@@ -16,8 +17,7 @@ fi
 lock=$3
 wait=$4
 mkdir -p "$(dirname "$marker")"
-date +%s > "$marker.$$"
-mv -f -- "$marker.$$" "$marker"
+date +%s | write_file "$marker" 644
 if [ -e "$lock" ] && ! flock --wait "$wait" "$lock" true; then
     rm -f -- "$marker"
     echo "a pull (rocm-fleet-pull.service) is converging this host and still held $lock" \

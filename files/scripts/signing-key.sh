@@ -5,6 +5,8 @@
 set -eu
 cert=$1
 key=$2
+safe_path "$cert"
+safe_path "$key"
 if test -e "$key"; then
     echo "$key exists without $cert; not replacing a signing key" >&2
     exit 1

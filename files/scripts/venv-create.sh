@@ -12,6 +12,8 @@ while [ ! -e "$directory" ]; do
 $created"
     directory=$(dirname "$directory")
 done
+safe_path "$venv/bin/python"
+safe_path "$ledger"
 python3 -m venv "$venv"
 mkdir -p "$(dirname "$ledger")"
-printf '%s%s\n' "$created" "$venv" >> "$ledger"
+printf '%s%s\n' "$created" "$venv" | append_file "$ledger"

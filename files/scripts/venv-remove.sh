@@ -5,6 +5,7 @@
 set -eu
 venv=$1
 ledger=$2
+safe_path "$venv"
 rm -rf --one-file-system "$venv"
 if [ -f "$ledger" ]; then
     tac "$ledger" | while IFS= read -r directory; do
@@ -16,10 +17,11 @@ if [ -f "$ledger" ]; then
             ;;
         esac
     done
+    # write_file reads all before it renames a new file onto LEDGER.
+    # shellcheck disable=SC2094
     while IFS= read -r directory; do
         if [ -d "$directory" ]; then
             printf '%s\n' "$directory"
         fi
-    done < "$ledger" > "$ledger.new"
-    mv "$ledger.new" "$ledger"
+    done < "$ledger" | write_file "$ledger" 644
 fi

@@ -52,6 +52,7 @@ if [ "$got" != "$fingerprint" ]; then
     echo "refusing key from $url: fingerprint $found is not $fingerprint" >&2
     exit 1
 fi
+safe_path "$keyring"
 install -d -m 0755 "$(dirname "$keyring")"
 gpg --batch --export "$fingerprint" > "$tmp/keyring.gpg"
 write_file "$keyring" 644 < "$tmp/keyring.gpg"

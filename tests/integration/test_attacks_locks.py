@@ -21,6 +21,7 @@ from typing import get_args, get_type_hints
 
 import pytest
 
+from integration.rootless import stat_double
 from integration.test_lock import WANTED, key_of, locks_for
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config, without_credentials
@@ -352,9 +353,14 @@ def test_the_venv_fact_finds_a_file_of_another_user_or_one_others_may_write(tmp_
     (venv / "bin").mkdir(parents=True)
     (venv / "bin/python").symlink_to("/usr/bin/python3")
     fact = WritableByOthers()
+    env = {
+        "PATH": f"{stat_double(tmp_path.with_name(f'{tmp_path.name}-bin'), tmp_path)}:/usr/bin:/bin"
+    }
 
     def found() -> str | None:
-        run = subprocess.run(["sh", "-c", fact.command(str(venv))], capture_output=True, text=True)
+        run = subprocess.run(
+            ["sh", "-c", fact.command(str(venv))], capture_output=True, text=True, env=env
+        )
         return fact.process(run.stdout.splitlines())
 
     for entry in (tmp_path, venv, venv / "bin"):
@@ -367,7 +373,9 @@ def test_the_venv_fact_finds_a_file_of_another_user_or_one_others_may_write(tmp_
     (venv / "bin").chmod(0o755)
     os.chown(venv / "bin/python", 1000, 1000, follow_symlinks=False)
     assert found() is not None and found().endswith(f"{venv}/bin/python")
-    absent = subprocess.run(["sh", "-c", fact.command(str(tmp_path / "none"))], capture_output=True)
+    absent = subprocess.run(
+        ["sh", "-c", fact.command(str(tmp_path / "none"))], capture_output=True, env=env
+    )
     assert fact.process(absent.stdout.decode().splitlines()) is None
 
 

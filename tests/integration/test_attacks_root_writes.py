@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from integration.rootless import stat_double
 from integration.test_operations import key_tools  # noqa: F401
 from rocm_fleet.facts.apt import KeyringFingerprints
 from rocm_fleet.facts.files import FileDigest
@@ -44,6 +45,7 @@ def host(tmp_path, monkeypatch):
     initramfs.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "initramfs"}\n')
     for tool in (chmod, initramfs):
         tool.chmod(0o755)
+    stat_double(bin_dir, tmp_path)
     for key in ("REBOOT_REQUIRED", "REBOOT_PACKAGES", "REBOOT_REASONS"):
         monkeypatch.setitem(_script._SCRIPT_VARIABLES, key, str(tmp_path / "run" / key))
     return etc, victim, bin_dir, seen

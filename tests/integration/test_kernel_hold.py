@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from integration.rootless import stat_double
 from rocm_fleet.facts.apt import HeldPackages, InstalledPackages
 from rocm_fleet.operations import kernel
 from unit.opcases import run_op
@@ -52,7 +53,7 @@ def apt_mark(tmp_path) -> Path:
         "esac\n"
     )
     tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
-    return bin_dir
+    return stat_double(bin_dir, tmp_path)
 
 
 def run_hold_script(ledger: Path, bin_dir: Path, *changes: str) -> subprocess.CompletedProcess:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from pyinfra.api import StringCommand
 
+from integration.rootless import stat_double
 from rocm_fleet.facts.apt import (
     KeyringFingerprints,
 )
@@ -39,7 +40,8 @@ def test_text_file_script_writes_the_exact_content_and_mode(tmp_path):
         mode="640",
     )
     (command,) = result.commands
-    proc = run_script(command)
+    # Its stat double beside tmp_path: nothing but the file is left in it.
+    proc = run_script(command, stat_double(tmp_path.with_name(f"{tmp_path.name}-bin"), tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert target.read_text() == content
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
@@ -69,7 +71,7 @@ def key_tools(tmp_path):
         f"*--export*) cat {tmp_path}/imported ;; esac\n",
     )
     fake_tool(bin_dir, "gpgconf", "exit 0\n")
-    return bin_dir
+    return stat_double(bin_dir, tmp_path)
 
 
 @pytest.mark.parametrize(

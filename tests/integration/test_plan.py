@@ -9,6 +9,7 @@ def test_venv_remove_script_removes_only_what_it_created(tmp_path):
     above it that are now empty; the ledger keeps what still exists."""
     import subprocess
 
+    from integration.rootless import stat_double
     from rocm_fleet.operations._script import script
 
     made = tmp_path / "made"
@@ -19,9 +20,12 @@ def test_venv_remove_script_removes_only_what_it_created(tmp_path):
     (kept / "admin.txt").write_text("mine")
     ledger = tmp_path / "ledger"
     ledger.write_text(f"{made}\n{venv}\n{kept}\n{kept / 'venv'}\n")
+    # The safe path rule's check reads tmp_path's directories as root's (rootless.py).
+    bin_dir = stat_double(tmp_path.with_name(f"{tmp_path.name}-bin"), tmp_path)
     for target in (venv, kept / "venv"):
         command = script("venv-remove", str(target), str(ledger)).get_raw_value()
-        subprocess.run(command, shell=True, check=True)
+        env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+        subprocess.run(command, shell=True, check=True, env=env)
     assert not made.exists()
     assert kept.exists() and not (kept / "venv").exists()
     assert ledger.read_text() == f"{kept}\n"

@@ -291,6 +291,20 @@ def words(command: Any) -> list[str]:
     return [str(getattr(bit, "obj", bit)) for bit in command.bits]
 
 
+def checked(path: str) -> str:
+    """What an operation puts before a command root runs (a venv's python) or removes with
+    at ``path``: the safe path rule's check (``path-safe.sh``) and ``&&``."""
+    from rocm_fleet.operations._script import script
+
+    return f"{script('path-safe', path)} && "
+
+
+def unchecked(found: list[str]) -> list[str]:
+    """A command's words (``words`` or ``shlex.split``) after that check, if it has one."""
+    first = str(found[0]) if found else ""
+    return found[found.index("&&") + 1 :] if first.startswith("sh -c") or first == "sh" else found
+
+
 def is_script(command: Any) -> bool:
     """Whether ``command`` was made by ``operations._script.script``."""
     return isinstance(command, StringCommand) and words(command)[:2] == ["sh", "-c"]
@@ -472,7 +486,7 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 groups["groups"].append(args[-1])
             elif name == "usermod":
                 groups["users"][args[-1]] += args[-2].split(",")
-            elif name not in ("apt-get", "ldconfig"):
+            elif name not in ("apt-get", "ldconfig", "path-safe", "directories"):
                 raise ValueError(f"converged_survey doesn't know {name} {args} ({op.name})")
 
     if "mokutil" in packages:

@@ -193,3 +193,27 @@ def test_the_rolls_log_shows_node_and_slurm_text_visibly():
     assert "FAILED: node checks failed: torch sees 0 GPUs: 12\\x1b]0;pwned\\x07" in out
     assert "admin 12\\x1b]0;pwned\\x07" in out
     assert_harmless(out)
+
+
+# --- metrics on a terminal ----------------------------------------------------------------------
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("fmt", ["openmetrics", "prometheus"])
+def test_the_audits_metrics_keep_the_exact_text_in_a_file_and_show_it_on_a_terminal(evil_rows, fmt):
+    """OpenMetrics escapes only backslash, quote and line break: the exact text goes to a file
+    or a pipe (the collector's), a terminal gets it written out, each line where it was."""
+    from rocm_fleet.audit import metrics
+    from rocm_fleet.audit.command import for_terminal
+
+    text = metrics.render(evil_rows, fmt, now=1764460800.0)
+    assert TITLE in text  # the exact value, for Prometheus
+    assert for_terminal(text, io.StringIO()) == text
+    shown = for_terminal(text, Terminal())
+    assert_harmless(shown, bound=len(text) * 4)
+    assert "\\x1b]0;pwned\\x07" in shown
+    assert len(shown.split("\n")) == len(text.split("\n"))

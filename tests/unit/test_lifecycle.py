@@ -21,6 +21,7 @@ from unit.opcases import run_op
 from unit.surveys import (
     UPDATED,
     SurveyHost,
+    checked,
     converged_survey,
     digest,
     fact_key,
@@ -231,7 +232,7 @@ def test_uninstall_removes_what_the_deploy_added():
     assert not planned.refused
     commands = {op.name: [str(c) for c in op.commands] for op in planned.ops}
     assert commands["Remove PyTorch | Remove the PyTorch venv and the directories made for it"] == [
-        f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"
+        checked(VENV) + f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"
     ]  # fmt: skip
     (purge,) = planned.find("Purge AMD's ROCm packages").commands
     name, args = script_call(purge)
@@ -244,7 +245,8 @@ def test_uninstall_removes_what_the_deploy_added():
                            (f"Remove AMD's pin {paths.ROCM_PIN}", paths.ROCM_PIN),
                            (f"Remove AMD's keyring {paths.ROCM_KEYRING}", paths.ROCM_KEYRING)
                            ]:  # fmt: skip
-        assert [str(c) for c in planned.find(fragment).commands] == [f"rm -f {path}"], fragment
+        removal = [checked(path) + f"rm -f {path}"]
+        assert [str(c) for c in planned.find(fragment).commands] == removal, fragment
     assert planned.find("Rebuild the loader cache").conditional
     assert planned.find("Forget AMD's package lists").conditional
     (ledger,) = planned.find("Purge the distribution packages").commands

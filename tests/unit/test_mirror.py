@@ -25,6 +25,7 @@ from unit.surveys import (
     fresh_survey,
     plan,
     script_call,
+    unchecked,
     words,
 )
 
@@ -48,7 +49,7 @@ def pip_words(planned) -> list[str]:
 def locked_lines(planned) -> list[str]:
     """The hash-locked requirement lines pip reads on its stdin."""
     (command,) = planned.find("Install the torch wheels").commands
-    found = words(command)
+    found = unchecked(words(command))
     assert found[:2] == ["printf", "%s\\n"]
     return [line.split(" --hash=sha256:")[0] for line in found[2 : found.index("|")]]
 
@@ -315,7 +316,10 @@ def test_the_mirror_host_serves_a_bundle_it_copies_from_where_pyinfra_runs(tmp_p
         *(f"{paths.MIRROR_BUNDLE}/{p}" for p in sorted(manifest["files"])),
         f"{paths.MIRROR_BUNDLE}/manifest.json",  # last: an interrupted copy is redone
     ]
-    settle = next(c for c in copy if not isinstance(c, FileUploadCommand) and "sh" in words(c))
+    made, settle = [c for c in copy if not isinstance(c, FileUploadCommand)]
+    # The directories are made only where the bundle's keeps to the safe path rule.
+    assert script_call(made)[0] == "directories"
+    assert script_call(made)[1][0] == paths.MIRROR_BUNDLE
     name, (directory, sums, stale) = script_call(settle)
     assert (name, directory, stale) == ("bundle-settle", paths.MIRROR_BUNDLE, "")
     assert len(sums.splitlines()) == len(manifest["files"])
@@ -399,7 +403,7 @@ def test_proxy_settings_are_removed_when_the_inventory_drops_them_and_a_clean_ho
     assert not [n for n in fresh(DATA).names if "roxy" in n]
     left = fresh(DATA, files={paths.APT_PROXY_CONF: digest("old")})
     (removal,) = left.find("Remove apt's proxy settings").commands
-    assert words(removal) == ["rm", "-f", paths.APT_PROXY_CONF]
+    assert unchecked(words(removal)) == ["rm", "-f", paths.APT_PROXY_CONF]
 
 
 def test_a_converged_host_behind_the_proxy_and_the_mirror_plans_nothing_from_one_survey():

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 from pyinfra.api import FileUploadCommand, StringCommand
+from pyinfra.api.util import sha1_hash
 
 from rocm_fleet.cli import main
 from rocm_fleet.deploy.mirror import apt_mirror_conf, nginx_site
@@ -21,7 +23,7 @@ from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.fleet import Fleet
 from rocm_fleet.model.secrets import Secret, SecretError, read_secret
 from rocm_fleet.model.tls import MirrorTls, TlsFileError, check_mirror_files, make_mirror_files
-from unit.surveys import SurveyHost, fresh_survey, plan, script_call, words
+from unit.surveys import SurveyHost, fresh_survey, plan, script_call, unchecked, words
 
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
 ALICE = {"groups": ["video"], "users": {}}
@@ -157,6 +159,16 @@ def test_plain_http_mirrors_are_said_to_rest_on_signatures_and_pinned_hashes_alo
 # --- what the hosts get ---------------------------------------------------------------------
 
 
+def upload_start(command, path: str, mode: str) -> str:
+    """The private directory ``uploaded_file``'s first command makes beside ``path``: a
+    hidden name of ``path``'s own with twelve random hex digits."""
+    name, (target, made, private) = script_call(command)
+    assert (name, target, made) == ("upload-start", path, mode)
+    directory, file = path.rsplit("/", 1)
+    assert re.fullmatch(rf"{re.escape(directory)}/\.{re.escape(file)}\.[0-9a-f]{{12}}", private)
+    return private
+
+
 def test_the_mirror_host_serves_https_with_its_key_uploaded_root_only(tls):
     planned = fresh(mirror_data(tls, rocm_mirror="node"))
     names = [n for n in planned.names if n.startswith("Fleet mirror")]
@@ -174,11 +186,14 @@ def test_the_mirror_host_serves_https_with_its_key_uploaded_root_only(tls):
     assert script_call(cert)[1] == [paths.MIRROR_CERT, "644", Path(tls.cert).read_text()]
     key_commands = planned.find("Give nginx the mirror's private key").commands
     (upload,) = [c for c in key_commands if isinstance(c, FileUploadCommand)]
-    assert upload.dest == f"{paths.MIRROR_KEY}.rocm-fleet-new"
     assert upload.src.getvalue() == Path(tls.key).read_bytes()
-    # Created 0600 before a byte is uploaded, then renamed into place.
-    assert words(key_commands[0])[-4:] == ["-m", "600", "/dev/null", upload.dest]
-    assert words(key_commands[-1])[-4:] == ["mv", "-Tf", upload.dest, paths.MIRROR_KEY]
+    # Created 0600 in a new private directory beside the key (a name drawn for this upload)
+    # before a byte is uploaded, then renamed into place.
+    private = upload_start(key_commands[0], paths.MIRROR_KEY, "600")
+    assert upload.dest == f"{private}/new"
+    assert words(key_commands[-1])[-7:] == [
+        "mv", "-Tf", upload.dest, paths.MIRROR_KEY, "&&", "rmdir", private,
+    ]  # fmt: skip
     # The key is in no command and no operation's repr.
     key_text = Path(tls.key).read_text().splitlines()[1]
     assert key_text not in every_text(planned)
@@ -194,7 +209,7 @@ def test_hosts_pin_the_mirrors_ca_for_it_alone_and_drop_trusted_host(tls):
     ca_commands = planned.find("Pin the fleet mirror's CA").commands
     (upload,) = [c for c in ca_commands if isinstance(c, FileUploadCommand)]
     assert upload.src.getvalue() == Path(tls.ca).read_bytes()
-    assert words(ca_commands[0])[-4:] == ["-m", "644", "/dev/null", upload.dest]
+    assert upload.dest == f"{upload_start(ca_commands[0], paths.MIRROR_CA, '644')}/new"
     (conf,) = planned.find("Make apt check the mirror against its CA").commands
     assert script_call(conf)[1] == [paths.APT_MIRROR_CONF, "644", apt_mirror_conf(ADDRESS)]
     assert f'Acquire::https::{ADDRESS}::CaInfo "{paths.MIRROR_CA}";' in apt_mirror_conf(ADDRESS)
@@ -225,7 +240,7 @@ def test_a_mirror_that_drops_tls_takes_its_files_and_the_pins_away(tls):
     for name in ("Remove apt's TLS settings for the mirror", "Remove the fleet mirror's CA",
                  "Remove the mirror's certificate", "Remove the mirror's private key"):  # fmt: skip
         (command,) = planned.find(name).commands
-        assert words(command)[:2] == ["rm", "-f"]
+        assert unchecked(words(command))[:2] == ["rm", "-f"]
 
 
 # --- secrets ------------------------------------------------------------------------------------
@@ -275,13 +290,15 @@ def test_apt_and_pip_get_their_credentials_root_only_through_an_upload(tmp_path,
                        ("Give pip the wheel index's credentials", paths.PIP_NETRC)):  # fmt: skip
         commands = planned.find(name).commands
         (upload,) = [c for c in commands if isinstance(c, FileUploadCommand)]
-        assert upload.dest == f"{path}.rocm-fleet-new" and SECRET in upload.src.getvalue().decode()
-        assert words(commands[0])[-4:] == ["-m", "600", "/dev/null", upload.dest]
+        assert SECRET in upload.src.getvalue().decode()
+        assert upload.dest == f"{upload_start(commands[0], path, '600')}/new"
         # With _sudo, pyinfra uploads through a temporary file of the SSH user: that one is
         # made 0600 by that user (no sudo) beforehand, and removed after.
         private = commands[1]
         assert private.connector_arguments["_sudo"] is False
         assert f": > {upload.remote_temp_filename}" in words(private)[-1]
+        # A random name, not pyinfra's hash of the path, that another user could foresee.
+        assert sha1_hash(path) not in upload.remote_temp_filename
         assert words(private)[-1].startswith("umask 077 && ")
         assert upload.remote_temp_filename in words(commands[-1])
     assert planned.names.index("ROCm apt repository | Give apt the repository's credentials "
@@ -294,7 +311,7 @@ def test_apt_and_pip_get_their_credentials_root_only_through_an_upload(tmp_path,
     for path in (paths.APT_AUTH, paths.PIP_NETRC):
         survey.files[path] = {"mode": "600", "sha256": "0" * 64, "mtime": 1}
     dropped = plan(DATA, SurveyHost(survey))
-    assert words(dropped.find("Remove apt's credentials").commands[0]) == [
+    assert unchecked(words(dropped.find("Remove apt's credentials").commands[0])) == [
         "rm", "-f", paths.APT_AUTH
     ]  # fmt: skip
     assert dropped.find("Remove pip's credentials").commands

@@ -35,7 +35,7 @@ from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.operations import apt, files, gpu, host, kernel, python, reboot, secureboot, users
 from rocm_fleet.operations.secureboot import PENDING
 from unit.opcases import run_op
-from unit.surveys import SurveyHost, digest, fact_key, fresh_survey, plan
+from unit.surveys import SurveyHost, checked, digest, fact_key, fresh_survey, plan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DASH = shutil.which("dash") or shutil.which("sh")
@@ -104,7 +104,7 @@ def test_text_file_absent_removes_or_is_a_noop():
         path=SOURCE,
         present=False,
     )
-    assert there.texts == [f"rm -f {SOURCE}"]
+    assert there.texts == [checked(SOURCE) + f"rm -f {SOURCE}"]
 
 
 # --- apt.debian_packages ----------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_verified_keyring_absent_removes_or_is_a_noop():
         path=KEYRING,
         present=False,
     )
-    assert there.texts == [f"rm -f {KEYRING}"]
+    assert there.texts == [checked(KEYRING) + f"rm -f {KEYRING}"]
 
 
 # gpg --with-colons --show-keys of a key shaped like AMD's: an RSA primary key and a subkey,
@@ -500,7 +500,9 @@ def test_venv_absent_removes_it_and_the_empty_directories_it_made():
         fact_key(Directory, path="/opt/rocm-fleet"): DIRECTORY,
     }
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
-    assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
+    assert result.texts == [
+        checked(VENV) + f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"
+    ]  # fmt: skip
 
 
 def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
@@ -516,7 +518,9 @@ def test_venv_absent_takes_the_venv_the_ledger_records_with_rm_only():
         fact_key(Directory, path="/opt/rocm-fleet"): DIRECTORY,
     }
     result = run_op(python.venv, facts, path=VENV, ledger=paths.DIRECTORY_LEDGER, present=False)
-    assert result.texts == [f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"]
+    assert result.texts == [
+        checked(VENV) + f"rm -rf {VENV}", "rmdir --ignore-fail-on-non-empty /opt/rocm-fleet"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -587,7 +591,7 @@ def test_pinned_wheels_install_every_wheel_from_the_one_index(dists):
     )
     lines = " ".join(f"'{line}'" for line in lock)
     assert result.texts == [
-        f"printf '%s\\n' {lines} | {PYTHON} -m pip install --no-input "
+        checked(PYTHON) + f"printf '%s\\n' {lines} | {PYTHON} -m pip install --no-input "
         "--disable-pip-version-check --no-cache-dir --require-hashes --only-binary=:all: "
         f"--index-url {INDEX} -r /dev/stdin"
     ]
@@ -629,7 +633,7 @@ def test_cuda_wheels_absent_uninstalls_nvidias_libraries_triton_and_cuda_torch()
         python.cuda_wheels_absent, {fact_key(VenvDistributions, venv=VENV): dists}, venv_path=VENV
     )
     assert result.texts == [
-        f"{PYTHON} -m pip uninstall --yes --no-input --disable-pip-version-check "
+        checked(PYTHON) + f"{PYTHON} -m pip uninstall --yes --no-input --disable-pip-version-check "
         "nvidia-cublas-cu12 nvidia-cudnn-cu12 torch torchvision triton"
     ]
 

@@ -24,6 +24,7 @@ from unit.locks import lock_hash
 from unit.surveys import (
     SurveyHost,
     changed,
+    checked,
     converged_survey,
     digest,
     fresh_survey,
@@ -108,7 +109,7 @@ def test_torch_comes_from_the_matching_index(os_name, version, index, wheels):
     # Every wheel pinned by the controller's lock (unit.conftest.UpstreamLocks stands in).
     python = HOST_RUNTIMES[os_name.replace("-", " ")].python
     pinned = " ".join(f"'{w} --hash=sha256:{lock_hash(w, python)}'" for w in wheels)
-    assert str(pip) == (
+    assert str(pip) == checked(paths.venv_python(paths.DEFAULT_VENV)) + (
         f"printf '%s\\n' {pinned} | /opt/rocm-fleet/venv/bin/python -m pip install --no-input "
         "--disable-pip-version-check --no-cache-dir --require-hashes --only-binary=:all: "
         f"--index-url https://download.pytorch.org/whl/{index} -r /dev/stdin"

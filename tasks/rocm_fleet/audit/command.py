@@ -21,6 +21,7 @@ from rocm_fleet.audit.metrics import FORMATS
 from rocm_fleet.cli.exits import Command, epilog, option, print_problems, problem_lines
 from rocm_fleet.cli.inventory import UsageError, host_options
 from rocm_fleet.cli.tables import COLOR_CHOICES
+from rocm_fleet.model.untrusted import visible_lines
 
 EXIT_STATUS = epilog(
     "Here: 0 every host is as the inventory says; 1 a host drifted or would be refused; "
@@ -78,12 +79,23 @@ def run(args: Any) -> int:
         text = render_json(rows, status)
     elif fmt in metrics.FORMATS:
         text = metrics.render(rows, fmt, now=started, duration=time.time() - started)
+        if output is None:
+            text = for_terminal(text, sys.stdout)
     elif args.wide:
         text = render_table(rows, colour=colour) + "\n"
     else:
         text = render_summary(rows, colour, args.verbose, width=screen.width) + "\n"
     _emit(text, output)
     return status
+
+
+def for_terminal(text: str, stream) -> str:
+    """Metrics keep a node's exact text (their format escapes only ``\\``, ``"`` and line
+    breaks): on a terminal, its controls are written out (``visible_lines``), not obeyed."""
+    try:
+        return visible_lines(text) if stream.isatty() else text
+    except (AttributeError, ValueError):
+        return text
 
 
 def _emit(text: str, output: Path | None) -> None:

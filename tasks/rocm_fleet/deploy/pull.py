@@ -67,7 +67,8 @@ def node_name(config: Config) -> str:
 
 
 def pull_script(config: Config, node: str) -> str:
-    """The service's script: its settings as shell variables, then ``files/rocm-fleet-pull.sh``."""
+    """The service's script: its settings as shell variables, then ``files/scripts/safe-path.sh``
+    and ``files/rocm-fleet-pull.sh``."""
     variables = {
         "PULL_SOURCE": config.rocm_pull_source or "",
         "PULL_NODE": node,
@@ -93,7 +94,7 @@ def pull_script(config: Config, node: str) -> str:
         "rocm-fleet-pull.sh.j2",
         shell=paths.SHELL,
         variables=variables,
-        body=assets.text("rocm-fleet-pull.sh"),
+        body=assets.text("scripts/safe-path.sh") + assets.text("rocm-fleet-pull.sh"),
     )
 
 

@@ -129,6 +129,7 @@ def survey_reads(config: Config) -> list[Read]:
         Read("files", FileDigest, {"path": paths.venv_marker(paths.PULL_VENV)}),
         Read("ledgers", Ledger, {"path": paths.DIRECTORY_LEDGER}),
         Read("writable_by_others", WritableByOthers, {"path": venv}),
+        Read("writable_by_others", WritableByOthers, {"path": paths.PULL_VENV}),
         Read("boot", BootKernels),
         *(Read("files", FileDigest, {"path": cert}) for cert in certificates),
         *(

@@ -8,7 +8,7 @@ from typing import Any
 from pyinfra.api import FactBase
 from typing_extensions import override
 
-from rocm_fleet.facts._shell import ABSENT, Condition, quote, yes_if
+from rocm_fleet.facts._shell import ABSENT, Condition, quote, script_command, yes_if
 from rocm_fleet.model.answers import FileDigestDict, LastPull
 
 
@@ -125,8 +125,9 @@ class Ledger(FactBase[list[str]]):
 
 
 class WritableByOthers(FactBase[str | None]):
-    """The first path under ``path`` (itself included) not root's alone (another owner, or
-    group/other-writable; links by owner only) as ``OWNER MODE PATH``; None when none.
+    """The first directory above ``path`` breaking the safe path rule (``safe-path.sh``), else
+    the first path under it (itself included) not root's alone (another owner, or
+    group/other-writable; links by owner only), as ``OWNER MODE PATH``; None when none.
 
     .. code:: python
 
@@ -135,11 +136,7 @@ class WritableByOthers(FactBase[str | None]):
 
     @override
     def command(self, path: str) -> str:
-        q = quote(path)
-        return (
-            f"if test -e {q}; then find {q} \\( ! -uid 0 -o \\( ! -type l -perm /022 \\) \\) "
-            f"-printf '%u %m %p\\n' -quit 2>/dev/null; fi; true"
-        )
+        return script_command(("safe-path", "writable-by-others"), (path,))
 
     @override
     def process(self, output: list[str]) -> str | None:

@@ -9,7 +9,8 @@ from typing import TypedDict
 from pyinfra.api import FactBase
 from typing_extensions import override
 
-from rocm_fleet.facts._shell import ABSENT, python_command, python_json, quote
+from rocm_fleet import assets as files
+from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, python_command, python_json, quote
 
 _TORCH_MARKER = "__torch_json="
 _TORCH_SCRIPT = """\
@@ -68,8 +69,9 @@ class TorchInfoDict(TypedDict):
 
 class TorchInfo(FactBase[TorchInfoDict | None]):
     """
-    What PyTorch in interpreter ``python`` sees (killed after 300s, never fails the host); None
-    when the interpreter does not exist.
+    What PyTorch in interpreter ``python`` sees (killed after 300s, never fails the host; not
+    run where a directory above it breaks the safe path rule: ``error`` says so); None when
+    the interpreter does not exist.
 
     .. code:: python
 
@@ -93,7 +95,12 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
 
     @override
     def command(self, python: str) -> str:
-        return python_command(python, f"-c {quote(_TORCH_SCRIPT)}", self.tool_timeout)
+        # Root runs it: only where no one else could have swapped it (the safe path rule).
+        run = python_command(python, f"-c {quote(_TORCH_SCRIPT)}", self.tool_timeout)
+        return (
+            f"{files.text('scripts/safe-path.sh')}\n"
+            f"if (safe_path {quote(python)}) 2>&1; then {run}; else echo {RC_PREFIX}126; fi"
+        )
 
     @override
     def process(self, output: list[str]) -> TorchInfoDict | None:
@@ -103,7 +110,7 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
         if isinstance(data, dict):
             return data  # type: ignore[return-value]
         tail = " | ".join(line.strip() for line in lines if line.strip())
-        reason = "timed out" if rc == 124 else f"exited with {rc}"
+        reason = {124: "timed out", 126: "not run"}.get(rc or 0, f"exited with {rc}")
         error = f"python {reason}" + (f": {tail[-500:]}" if tail else "")
         return {
             "torch": None,

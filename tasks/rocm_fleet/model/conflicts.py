@@ -245,16 +245,33 @@ def venv_torch(survey: HostSurvey) -> VenvTorch:
 
 
 def venv_problems(config: Config, survey: HostSurvey) -> list[str]:
-    """Why an existing venv at ``pytorch_venv`` can't be adopted: a path in it not root's alone
-    (the deploy runs its Python as root)."""
-    if config.torch is None:
-        return []
-    found = survey.writable_by_others.get(config.pytorch_venv)
-    if not found:
-        return []
-    owner, mode, path = found.split(" ", 2)
-    return [
-        f"the venv {config.pytorch_venv} is not root's alone: {path} is owned by {owner} "
-        f"(mode {mode}), and the deploy runs its Python as root; remove it or set pytorch_venv "
-        "to a new path (the deploy makes a venv of root's there)"
-    ]
+    """Why the venv at ``pytorch_venv`` (with torch) or the pull venv (with ``rocm_pull``) can't
+    be used: a path in it not root's alone, or a directory above it breaking the safe path rule
+    (root's, writable by no one else): the deploy runs their Python as root."""
+    venvs = (
+        [(config.pytorch_venv, "remove it or set pytorch_venv to a new path")]
+        if config.torch is not None
+        else []
+    )
+    venvs += [(paths.PULL_VENV, "remove it")] if config.rocm_pull else []
+    problems = []
+    for venv, remedy in venvs:
+        found = survey.writable_by_others.get(venv)
+        if not found:
+            continue
+        owner, mode, path = found.split(" ", 2)
+        if path != venv and f"{venv}/".startswith(f"{path.rstrip('/')}/"):
+            problems.append(
+                f"the venv {venv} is in a directory not root's alone: {path} is owned by "
+                f"{owner} (mode {mode}); every directory above a path root runs must be root's "
+                "and writable by no one else (the safe path rule), or its owner could swap the "
+                f"venv before the deploy runs its Python as root: make {path} root's and not "
+                "writable by others, or put the venv elsewhere"
+            )
+        else:
+            problems.append(
+                f"the venv {venv} is not root's alone: {path} is owned by {owner} "
+                f"(mode {mode}), and the deploy runs its Python as root; {remedy} "
+                "(the deploy makes a venv of root's there)"
+            )
+    return problems

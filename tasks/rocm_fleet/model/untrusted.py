@@ -3,7 +3,8 @@
 
 ``visible`` writes every control, format and bidi character (tab and newline too) as Python's
 ASCII escape and caps the length; every other character stays. ``VisibleLog`` does the same for
-each line pyinfra logs, keeping its line breaks and colours.
+each line pyinfra logs, keeping its line breaks and colours; ``visible_lines`` for a whole
+report, keeping its tabs and line breaks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ LIMIT = 4000
 # (U+2028-2029).
 _CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
 _UNSAFE = re.compile(f"[\t\n{_CONTROLS}]")
+# in a whole report (its lines and tabs its own): a control but those
+_UNSAFE_IN_REPORT = re.compile(f"[{_CONTROLS}]")
 # in a log line: a colour (SGR, ``ESC [ ... m``), kept, or a control, written out
 _LOGGED = re.compile(f"(\x1b\\[[0-9;]*m)|[{_CONTROLS}]")
 
@@ -37,6 +40,12 @@ def visible(text: object, limit: int = LIMIT) -> str:
     cut = len(said) > limit
     said = _UNSAFE.sub(_escape, said[:limit] if cut else said)
     return said + "…" if cut else said
+
+
+def visible_lines(text: str) -> str:
+    """A whole report (metrics printed on a terminal) with every control and bidi character
+    but its tabs and line breaks written out as ``visible`` writes them; not cut."""
+    return _UNSAFE_IN_REPORT.sub(_escape, text)
 
 
 def _escape_logged(found: re.Match[str]) -> str:

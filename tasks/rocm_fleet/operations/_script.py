@@ -18,10 +18,11 @@ _SCRIPT_VARIABLES = {
 
 
 def script(name: str, *args: str) -> StringCommand:
-    """``sh -c`` of ``files/scripts/<name>.sh`` (after the path variables and ``lib.sh``),
-    ``args`` quoted as its positional parameters."""
+    """``sh -c`` of ``files/scripts/<name>.sh`` (after the path variables, ``safe-path.sh`` and
+    ``lib.sh``), ``args`` quoted as its positional parameters."""
     variables = "".join(f"{key}={shlex.quote(value)}\n" for key, value in _SCRIPT_VARIABLES.items())
-    body = variables + files.text("scripts/lib.sh") + files.text(f"scripts/{name}.sh")
+    helpers = files.text("scripts/safe-path.sh") + files.text("scripts/lib.sh")
+    body = variables + helpers + files.text(f"scripts/{name}.sh")
     return StringCommand("sh", "-c", QuoteString(body), name, *map(QuoteString, args))
 
 

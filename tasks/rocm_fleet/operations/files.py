@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +46,9 @@ def text_file(path: str, content: str = "", mode: str = "644", present: bool = T
 def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     """
     Write a root-owned file by upload, never on a command line or in pyinfra's output (for
-    secrets), making its directory if missing; the file (and pyinfra's sudo temp file) exists
-    with ``mode`` before any byte is written, then is renamed into place.
+    secrets), making its directory if missing (the safe path rule holding); the file, in a
+    fresh directory of root's beside it (and pyinfra's sudo temp file) exists with ``mode``
+    before any byte is written, then is renamed into place.
 
     + path: the file
     + content: the whole text, a ``model.secrets.Secret`` or a str
@@ -58,15 +60,14 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     if current is not None and (current["mode"], current["sha256"]) == (mode, digest):
         host.noop(f"{path} is up to date")
         return
-    new = f"{path}.rocm-fleet-new"
-    directory = paths.parent(path)
-    yield StringCommand(
-        "mkdir", "-p", QuoteString(directory), "&&",
-        "rm", "-f", QuoteString(new), "&&",
-        "install", "-m", mode, "/dev/null", QuoteString(new),
-    )  # fmt: skip
-    temporary = host.get_temp_filename(path)
-    # As the SSH user: pyinfra's sudo upload passes through this file; made private first.
+    # A fresh private directory beside path (mkdir: never a name someone else made) holds the
+    # file pyinfra's upload writes through (its cp follows links); the safe path rule first.
+    private = f"{paths.parent(path)}/.{path.rsplit('/', 1)[-1]}.{secrets.token_hex(6)}"
+    new = f"{private}/new"
+    yield script("upload-start", path, mode, private)
+    # As the SSH user: pyinfra's sudo upload passes through this file (a random name in its
+    # temporary directory, never one derived from the path); made private first.
+    temporary = host.get_temp_filename()
     yield StringCommand(
         "sh", "-c", QuoteString(f"umask 077 && rm -f {temporary} && : > {temporary}"),
         _sudo=False, _su_user=None, _doas=False,
@@ -75,6 +76,7 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     yield StringCommand(
         "rm", "-f", temporary, "&&", "chmod", mode, QuoteString(new), "&&",
         "mv", "-Tf", QuoteString(new), QuoteString(path),  # a link at path replaced
+        "&&", "rmdir", QuoteString(private),
     )  # fmt: skip
 
 
@@ -89,11 +91,12 @@ def stamp_is_current(stamp: str, inputs: list[str]) -> bool:
 
 
 def removed(path: str, exists: bool):
-    """The commands removing a file the deploy put there, or a noop when it is gone."""
+    """The commands removing a file the deploy put there (where the safe path rule holds for
+    it: no link above it someone else could point elsewhere), or a noop when it is gone."""
     if not exists:
         host.noop(f"{path} is absent")
         return
-    yield StringCommand("rm", "-f", path)
+    yield StringCommand(script("path-safe", path), "&&", "rm", "-f", path)
 
 
 @operation()
@@ -106,7 +109,9 @@ def directory_absent(path: str):
     if not read_fact(DirectoryExists, path=path):
         host.noop(f"{path} is absent")
         return
-    yield StringCommand("rm", "-rf", "--one-file-system", QuoteString(path))
+    yield StringCommand(
+        script("path-safe", path), "&&", "rm", "-rf", "--one-file-system", QuoteString(path)
+    )
 
 
 @operation()
@@ -137,13 +142,13 @@ def bundle_copy(bundle: str, path: str):
     sending = sorted(p for p, e in files.items() if held.get(p, {}).get("sha256") != e["sha256"])
     stale = sorted(set(held) - set(files))
     directories = sorted({f"{path}/{p}".rsplit("/", 1)[0] for p in sending} | {path})
-    yield StringCommand("mkdir", "-p", *map(QuoteString, directories))
+    yield script("directories", path, *directories)
     for relative in sending:
         yield FileUploadCommand(
             str(Path(bundle) / relative),
             f"{path}/{relative}",
-            remote_temp_filename=host.get_temp_filename(f"{path}/{relative}"),
+            remote_temp_filename=host.get_temp_filename(),  # a random name
         )
     sums = [f"{files[p]['sha256']}  {p}" for p in sending]
     yield script("bundle-settle", path, "\n".join(sums), "\n".join(stale))
-    yield FileUploadCommand(str(local), remote, remote_temp_filename=host.get_temp_filename(remote))
+    yield FileUploadCommand(str(local), remote, remote_temp_filename=host.get_temp_filename())

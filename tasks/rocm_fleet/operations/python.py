@@ -77,7 +77,7 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
     if not exists and not host.get_fact(Directory, path=path) and not parents:
         host.noop(f"venv {path} is absent")
         return
-    yield StringCommand("rm", "-rf", QuoteString(path))
+    yield StringCommand(script("path-safe", path), "&&", "rm", "-rf", QuoteString(path))
     if parents:
         yield StringCommand("rmdir", "--ignore-fail-on-non-empty", *map(QuoteString, parents))
 
@@ -158,6 +158,8 @@ def pinned_wheels(
         host.noop(", ".join(pins) + " installed")
         return
     python = QuoteString(paths.venv_python(venv_path))
+    # Root runs it: only where no one else could have swapped it since preflight.
+    checked = [script("path-safe", paths.venv_python(venv_path)), "&&"]
     if drift or unmet:
         environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
         plain = urlsplit(index_url)
@@ -179,7 +181,7 @@ def pinned_wheels(
                 # The lines on pip's stdin: no file left on the host.
                 variables = [*environment, *env]
                 return StringCommand(
-                    "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
+                    *checked, "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
                     *(["env", *variables] if variables else []),
                     python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
                     "--no-cache-dir", "--require-hashes", "--only-binary=:all:", *options,
@@ -198,7 +200,7 @@ def pinned_wheels(
                     backend = install(aside, "--target", '"$scratch"')
                     the_set = install(pins, *sdist, env=['PYTHONPATH="$scratch"'])
                     yield StringCommand(
-                        'scratch="$(mktemp -d)"', "||", "exit", "1;", "(", backend, "&&",
+                        *checked, 'scratch="$(mktemp -d)"', "||", "exit", "1;", "(", backend, "&&",
                         the_set, ");", "status=$?;", 'rm -rf "$scratch";', 'exit "$status"',
                     )  # fmt: skip
         else:
@@ -209,7 +211,7 @@ def pinned_wheels(
             )
     if stale:
         yield StringCommand(
-            python, "-m", "pip", "uninstall", "--yes", "--no-input",
+            *checked, python, "-m", "pip", "uninstall", "--yes", "--no-input",
             "--disable-pip-version-check", *map(QuoteString, stale),
         )  # fmt: skip
 
@@ -260,6 +262,7 @@ def cuda_wheels_absent(venv_path: str):
         host.noop(f"no CUDA wheel in {venv_path}")
         return
     yield StringCommand(
+        script("path-safe", paths.venv_python(venv_path)), "&&",  # as pinned_wheels
         QuoteString(paths.venv_python(venv_path)), "-m", "pip", "uninstall", "--yes",
         "--no-input", "--disable-pip-version-check", *map(QuoteString, names),
     )  # fmt: skip

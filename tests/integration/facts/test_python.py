@@ -10,8 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from integration.rootless import stat_double
 from rocm_fleet.facts.python import TorchBuildStrings, TorchInfo, VenvDistributions
 from unit.facts.support import ODD_PATH, fake_tool, run_sh
+
+
+def rootless(tmp_path: Path, owners: dict[Path, str] | None = None) -> dict[str, str]:
+    """An environment whose stat reads tmp_path's files as root's (the safe path rule's check)."""
+    bin_dir = stat_double(tmp_path.with_name(f"{tmp_path.name}-bin"), tmp_path, owners)
+    return {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+
 
 TORCH_ROCM = {
     "torch": "2.9.1+rocm6.4",
@@ -65,10 +73,11 @@ def test_torch_info_crash_never_fails_the_host(output, expected):
 def test_torch_info_command_quotes_odd_python_path():
     command = TorchInfo().command(python=ODD_PATH)
     quoted = "'/opt/my venv/it'\"'\"'s $HOME/bin/python'"
-    assert command.startswith(
-        f"if command -v {quoted} >/dev/null 2>&1; then timeout 300 {quoted} -c '"
+    assert f"if (safe_path {quoted}) 2>&1; then if command -v {quoted} >/dev/null 2>&1; " in (
+        command
     )
-    assert command.endswith('echo "__rc=$?"; else echo __absent; fi')
+    assert f"then timeout 300 {quoted} -c '" in command
+    assert command.endswith('echo "__rc=$?"; else echo __absent; fi; else echo __rc=126; fi')
 
 
 @pytest.mark.skipif(not shutil.which("python3"), reason="needs python3")
@@ -78,11 +87,32 @@ def test_torch_info_script_runs_and_reports_import_error(tmp_path):
     python = venv_bin / "python"
     # a python without torch: isolate from any torch installed for the test runner
     fake_tool(venv_bin, "python", f'exec {shutil.which("python3")} -I -S "$@"\n')
-    rc, out = run_sh(TorchInfo().command(python=str(python)))
+    rc, out = run_sh(TorchInfo().command(python=str(python)), rootless(tmp_path))
     result = TorchInfo().process(out)
     assert rc == 0
     assert result["error"] == "ModuleNotFoundError: No module named 'torch'"
-    assert run_sh(TorchInfo().command(python=str(tmp_path / "nope")))[1] == ["__absent"]
+    absent = run_sh(TorchInfo().command(python=str(tmp_path / "nope")), rootless(tmp_path))
+    assert absent[1] == ["__absent"]
+
+
+def test_torch_info_never_runs_a_python_another_user_could_have_swapped(tmp_path):
+    """Who: the owner of the venv's parent (or anyone who may write a directory above it).
+    With: the venv, after preflight. The check runs it as root: it refuses, and the GPU
+    check reports why."""
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    ran = tmp_path / "ran"
+    fake_tool(venv_bin, "python", f"touch {ran}\n")
+    command = TorchInfo().command(python=str(venv_bin / "python"))
+    for owners, mode in (({tmp_path / "venv": "1000 alice"}, 0o755), (None, 0o777)):
+        (tmp_path / "venv").chmod(mode)
+        _, out = run_sh(command, rootless(tmp_path, owners))
+        error = TorchInfo().process(out)["error"]
+        assert error.startswith("python not run: rocm-fleet: refusing to write or run "), error
+        assert "(the safe path rule)" in error and not ran.exists()
+    (tmp_path / "venv").chmod(0o755)
+    run_sh(command, rootless(tmp_path))
+    assert ran.exists()
 
 
 def test_torch_info_script_with_fake_rocm_torch(tmp_path):
@@ -110,7 +140,7 @@ def test_torch_info_script_with_fake_rocm_torch(tmp_path):
     fake_tool(
         tmp_path, "python", f'PYTHONPATH={tmp_path}/site exec {shutil.which("python3")} "$@"\n'
     )
-    rc, out = run_sh(TorchInfo().command(python=str(python)))
+    rc, out = run_sh(TorchInfo().command(python=str(python)), rootless(tmp_path))
     result = TorchInfo().process(out)
     assert rc == 0
     assert result["hip"] == "6.4.43484"

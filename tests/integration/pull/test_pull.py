@@ -7,17 +7,20 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from integration.rootless import stat_double
 from rocm_fleet import assets
 from rocm_fleet.deploy import pull
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.fleet import Fleet
+from rocm_fleet.operations._script import script
 from unit.conftest import DRIVERLESS_SITE
 from unit.pull.test_pull import (
     PULLING,
@@ -65,10 +68,11 @@ def test_a_repository_on_a_tls_mirror_is_fetched_trusting_its_ca_alone(tmp_path)
         body = body.replace(f"={path}\n", f"={tmp_path}{path}\n")
     body = body.replace(f"PULL_VENV={tmp_path}{paths.PULL_VENV}", f"PULL_VENV={tmp_path}/venv")
     run = tmp_path / "run.sh"
+    stat_bin = stat_double(tmp_path / "stat-bin", tmp_path)
 
     def options(text: str) -> list[str]:
         run.write_text(text)
-        env = {"PATH": "/usr/bin:/bin", "ROCM_FLEET_PULL_LOCKED": "1"}
+        env = {"PATH": f"{stat_bin}:/usr/bin:/bin", "ROCM_FLEET_PULL_LOCKED": "1"}
         subprocess.run(["sh", str(run)], capture_output=True, text=True, env=env)
         return shown_args.read_text().split()
 
@@ -79,9 +83,9 @@ def test_a_repository_on_a_tls_mirror_is_fetched_trusting_its_ca_alone(tmp_path)
 
 
 def push_mark(tmp_path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
-    body = assets.text("scripts/push-mark.sh")
-    return subprocess.run(["sh", "-c", body, "push-mark", *args], capture_output=True,
-                          text=True, timeout=timeout)  # fmt: skip
+    env = {"PATH": f"{stat_double(tmp_path / 'stat-bin', tmp_path)}:/usr/bin:/bin"}
+    return subprocess.run(["sh", "-c", str(script("push-mark", *args))], capture_output=True,
+                          text=True, timeout=timeout, env=env)  # fmt: skip
 
 
 def test_a_push_marks_the_node_and_takes_the_mark_away(tmp_path):
@@ -115,7 +119,9 @@ class PullNode:
     ``rocm-fleet pull-fetch``; the pinned venv's pyinfra and the rest of rocm-fleet are
     recorders of their arguments (a unit test: what the script does around them)."""
 
-    def __init__(self, root: Path, fleet: PullFleet, node: str = NODE):
+    def __init__(
+        self, root: Path, fleet: PullFleet, node: str = NODE, owners: dict[Path, str] | None = None
+    ):
         self.root = root
         self.fleet = fleet
         venv = root / "venv/bin"
@@ -148,10 +154,16 @@ class PullNode:
         }  # fmt: skip
         header = "".join(f"{k}={shlex.quote(v)}\n" for k, v in variables.items())
         self.script = root / "pull.sh"
-        self.script.write_text(header + assets.text("rocm-fleet-pull.sh"))
+        helpers = assets.text("scripts/safe-path.sh")
+        self.script.write_text(header + helpers + assets.text("rocm-fleet-pull.sh"))
+        # Who owns what, as the safe path rule reads it (rootless.py): root's unless named.
+        self.path = f"{stat_double(root / 'stat-bin', root, owners)}:{os.environ['PATH']}"
 
     def run(self) -> subprocess.CompletedProcess:
-        return subprocess.run(["sh", str(self.script)], capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            ["sh", str(self.script)], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PATH": self.path},
+        )  # fmt: skip
 
     def ran(self) -> list[str]:
         return self.calls.read_text().splitlines() if self.calls.exists() else []
@@ -299,3 +311,41 @@ def test_pull_venv_refuses_a_python_older_than_rocm_fleets_requires_python(tmp_p
     assert f"python3 is 3.10, older than {pull.oldest_python()}" in refused_run.stderr
     assert "requires-python" in refused_run.stderr
     assert not root.exists()
+
+
+def test_a_pull_venv_in_a_directory_another_user_owns_is_never_run(tmp_path, fleet):
+    """Who: the owner of the pull venv (or of a directory above it), who could swap what it
+    runs between deploys. With: that directory. The pull refuses before it runs anything of
+    the venv's; a run directory of hers is refused before the lock is taken."""
+    fleet.publish({NODE: SETTINGS})
+    root = tmp_path / "node"
+    node = PullNode(root, fleet, owners={root / "venv": "1000 alice"})
+    run = node.run()
+    assert run.returncode == 1
+    assert f"{root}/venv is owned by alice (mode " in run.stderr
+    assert "(the safe path rule)" in run.stderr
+    assert f"the pull venv {root}/venv was not run; nothing changed" in run.stderr
+    assert node.ran() == [] and not node.data.exists()
+    early = PullNode(tmp_path / "early", fleet, owners={tmp_path / "early/run": "1000 alice"})
+    (tmp_path / "early/run").mkdir()
+    run = early.run()
+    assert run.returncode == 1 and "this pull did not run; nothing changed" in run.stderr
+    assert f"{tmp_path}/early/run is owned by alice" in run.stderr
+    assert not (tmp_path / "early/run/lock").exists() and early.ran() == []
+
+
+def test_the_metrics_go_where_prometheus_may_own_the_directory_and_nowhere_another_user_does(
+    tmp_path, fleet
+):
+    """Debian's prometheus-node-exporter makes /var/lib/prometheus prometheus's (its postinst):
+    the pull writes its metrics there; in a directory of any other user's it writes none."""
+    fleet.publish({NODE: SETTINGS})
+    root = tmp_path / "node"
+    node = PullNode(root, fleet, owners={root / "textfiles": "110 prometheus"})
+    assert node.run().returncode == 0
+    assert 'rocm_fleet_pull_last_run{result="converged"} 1' in node.status()
+    other = PullNode(tmp_path / "other", fleet, owners={tmp_path / "other/textfiles": "1000 eve"})
+    run = other.run()
+    assert run.returncode == 0 and not other.status_file.exists()
+    assert "is owned by eve" in run.stderr
+    assert not any("audit" in call for call in other.ran())
