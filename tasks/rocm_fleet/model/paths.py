@@ -83,6 +83,10 @@ DRIVER_LEDGER = f"{STATE_DIR}/driver-packages"
 KERNEL_HOLD_LEDGER = f"{STATE_DIR}/held-kernel-packages"
 # SHA-256 of the gres.conf written: removed only while it still matches.
 SLURM_GRES_LEDGER = f"{STATE_DIR}/slurm-gres.sha256"
+#: the last acceptance run's result (JSON, root-only), written by ``rocm-fleet roll``
+ACCEPTANCE_RECORD = f"{STATE_DIR}/acceptance.json"
+#: the acceptance tools the deploy installed (``rocm_acceptance``), purged when it is off
+ACCEPTANCE_LEDGER = f"{STATE_DIR}/acceptance-packages"
 # Touched after nginx loaded the site: a newer site file means a reload is due.
 MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
 

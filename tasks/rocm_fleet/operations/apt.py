@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from pyinfra import host
-from pyinfra.api import StringCommand, operation
+from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
@@ -163,6 +163,28 @@ def release_packages(
         + [f"drop:{name}" for name in unwanted]
     )
     yield script("release-switch", pattern, *items)
+
+
+@operation()
+def ledgered_packages_absent(ledger: str, keep: list[str] | None = None):
+    """
+    Purge the packages ``ledger`` names that are installed (those the deploy installed for a
+    setting now off), then the ledger; a package installed by hand is in no ledger, and stays.
+
+    + ledger: a file of package names, one a line
+    + keep: names wanted otherwise (``rocm_packages``): never purged
+    """
+    recorded = read_fact(FileContents, path=ledger)
+    if recorded is None:
+        host.noop(f"no {ledger}: nothing installed for it")
+        return
+    installed = read_fact(InstalledPackages)
+    names = sorted(
+        {line.strip() for line in recorded if line.strip() in installed} - set(keep or [])
+    )
+    if names:
+        yield script("apt-get", "purge", *names)
+    yield StringCommand("rm", "-f", QuoteString(ledger))
 
 
 @operation()
