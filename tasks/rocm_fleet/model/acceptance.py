@@ -129,7 +129,7 @@ _REASON_UNSAFE = re.compile(r"[^A-Za-z0-9 .,:;/<>()%+_-]")
 
 def reason_words(text: str) -> str:
     """``text`` (which quotes a node's tools) as plain words for a drain reason."""
-    return " ".join(_REASON_UNSAFE.sub("?", text).split())
+    return _REASON_UNSAFE.sub("?", " ".join(text.split()))
 
 
 # --- metrics -------------------------------------------------------------------------------

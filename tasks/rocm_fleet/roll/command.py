@@ -115,6 +115,8 @@ def run(args: Any) -> int:
 
     if args.max_unavailable < 1:
         raise UsageError(f"--max-unavailable {args.max_unavailable}: give 1 or more")
+    if args.max_failed < 0:
+        raise UsageError(f"--max-failed {args.max_failed}: give 0 or more")
     if args.poll_interval <= 0:
         raise UsageError(f"--poll-interval {args.poll_interval}: give a number of seconds > 0")
     passed = passed_options(args)
@@ -139,6 +141,7 @@ def run(args: Any) -> int:
             "or a pattern, so its deploy could reach hosts that were never drained; rename them"
         )
     targets = []
+    configs = {}
     for host in hosts:
         if host.name in found.unreachable + found.refused:
             continue
@@ -146,6 +149,7 @@ def run(args: Any) -> int:
             config = fleet.config(host.name)
         except ConfigError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
+        configs[host.name] = config
         slurm = slurm_node(host, config.rocm_slurm_node_name) if config.rocm_slurm_drain else None
         timeout = float(config.rocm_slurm_drain_timeout)
         targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
@@ -170,9 +174,50 @@ def run(args: Any) -> int:
         deploy=lambda h: run_step([*pyinfra, "--limit", h]),
         check=lambda h: run_step([*check, "--limit", h]),
         deployed=lambda h: forget(by_name[h]),
+        accept=lambda h: accept(by_name[h], configs[h]),
     )
-    status = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval).run()
+    status = Roll(
+        targets,
+        steps,
+        args.max_unavailable,
+        sys.stdout,
+        args.poll_interval,
+        max_failed=args.max_failed,
+    ).run()
     return worst([status, *audit_statuses(found)])
+
+
+def accept(host: Any, config: Any) -> Outcome | None:
+    """The host's acceptance run at the level its change needs (``rocm_acceptance``), its
+    record kept on the node; None when acceptance is off."""
+    if config.rocm_acceptance == "off":
+        return None
+    from rocm_fleet.engine.remote import RemoteFailed, run_on
+    from rocm_fleet.engine.run import sudo_asked
+    from rocm_fleet.model.acceptance import reason_words
+    from rocm_fleet.roll.acceptance.run import Acceptance, Tools
+    from rocm_fleet.roll.acceptance.suites import needed_level, suite
+
+    sudo = sudo_asked(host)
+    python = config.venv_python if config.torch is not None else None
+    node = Acceptance(
+        lambda argv: run_on(host, argv, sudo), Tools(config.rocm_acceptance_rccl_tests, python)
+    )
+    gfx = config.expected_gfx_list
+    try:
+        fingerprint = node.fingerprint()
+        last = node.last()
+        passed = last.fingerprint if last is not None and last.passed else None
+        level = needed_level(config.rocm_acceptance, passed, fingerprint) or "quick"
+        wanted = suite(level, gfx[0] if len(gfx) == 1 else None, config.rocm_acceptance_thresholds)
+        record = node.run(wanted, fingerprint)
+        kept = node.keep(record)
+    except RemoteFailed as exc:
+        return Outcome(False, f"acceptance: {reason_words(str(exc))}")
+    if kept.status != 0:
+        said = reason_words(kept.stderr or kept.stdout)[-200:]
+        return Outcome(False, f"acceptance {level}: its record was not kept: {said}")
+    return Outcome(record.passed, reason_words(record.summary()))
 
 
 def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
@@ -253,6 +298,14 @@ command = Command(
             help="hosts taken out (drained and changed) at once: the size of a wave (default 1)",
         ),
         *host_options(),
+        option(
+            "--max-failed",
+            type=int,
+            default=0,
+            metavar="N",
+            help="hosts that may fail (deploy, checks or acceptance) before the roll stops "
+            "after the wave where more did (default 0: stop after the first failing wave)",
+        ),
         option(
             "--poll-interval",
             type=float,

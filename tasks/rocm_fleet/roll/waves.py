@@ -50,6 +50,8 @@ class Steps:
     check: Callable[[str], Outcome]
     #: a host has been deployed: drop any connection to it (it may have rebooted)
     deployed: Callable[[str], None] = lambda host: None
+    #: the acceptance run of a host that passed its checks (``rocm_acceptance``); None: none
+    accept: Callable[[str], Outcome | None] = lambda host: None
 
 
 @dataclass
@@ -75,11 +77,13 @@ class Roll:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         wall: Callable[[], float] = time.time,
+        max_failed: int = 0,
     ) -> None:
         self.waves = waves(list(targets), max_unavailable)
         self.steps = steps
         self.out = out
         self.poll_interval = poll_interval
+        self.max_failed = max_failed
         self.clock, self.sleep, self.wall = clock, sleep, wall
         self.tally = Tally()
 
@@ -97,10 +101,17 @@ class Roll:
                 failed = self._wave(wave)
             except SlurmUnreachable as exc:
                 return self._stopped(exc)
-            if failed:
+            if failed and len(self.tally.failed) > self.max_failed:
                 rest = [t.host for later in self.waves[number:] for t in later]
+                over = (
+                    f" ({len(self.tally.failed)} failed, more than --max-failed {self.max_failed})"
+                    if self.max_failed
+                    else ""
+                )
                 if rest:
-                    self.out.write(f"stopped after wave {number}; not rolled: {', '.join(rest)}\n")
+                    self.out.write(
+                        f"stopped after wave {number}{over}; not rolled: {', '.join(rest)}\n"
+                    )
                 break
         return self._summary()
 
@@ -204,7 +215,11 @@ class Roll:
         checked = self.steps.check(target.host)
         if not checked.ok:
             return Outcome(False, f"node checks failed: {checked.why}")
-        return checked
+        accepted = self.steps.accept(target.host)
+        if accepted is None:
+            return checked
+        self.log(target.host, f"node checks passed; {accepted.why}")
+        return accepted
 
     def _resume(self, target: Target) -> None:
         if target.slurm is None:

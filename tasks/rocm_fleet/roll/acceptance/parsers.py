@@ -21,12 +21,16 @@ class NotUnderstood(ValueError):
 #: line gst_worker.cpp's check_target_stress logs (rvs::lp::Log prefixes level and time);
 #: older RVS says ``Gflops``, and "Couldnt meet target stress" with FAIL
 _GST = re.compile(
-    r"^\[RESULT\]\s+\[\s*[\d.]+\]\s+\[(?P<action>[^\]\s]+)\]\s+gst\s+(?P<gpu>\d+)\s+"
+    r"^\[RESULT\]\s+\[\s*\d+\.\d+\s*\]\s+\[(?P<action>[^\]\s]+)\]\s+gst\s+(?P<gpu>\d+)\s+"
     r"(?:GFLOPS|Gflops)\s+(?P<gflops>[\d.]+)\s+"
     r"(?P<said>Met target stress|Couldnt meet target stress)\s*:\s*(?P<target>[\d.]+)\s+"
     r"(?P<verdict>PASS|FAIL)\s*$"
 )
-_RESULT = re.compile(r"^\[RESULT\]\s+\[\s*[\d.]+\]\s+\[(?P<action>[^\]\s]+)\]\s+gst\s")
+_RESULT = re.compile(r"^\[RESULT\]\s+\[\s*\d+\.\d+\s*\]\s+\[(?P<action>[^\]\s]+)\]\s+gst\s")
+#: an interval's GFLOPS (``log_interval_gflops``), logged before the verdict
+_INTERVAL = re.compile(
+    r"^\[RESULT\]\s+\[[^\]]*\]\s+\[[^\]]+\]\s+gst\s+\d+\s+(?:GFLOPS|Gflops)\s+[\d.]+$"
+)
 
 
 @dataclass(frozen=True)
@@ -47,8 +51,8 @@ def parse_rvs_gst(text: str, actions: list[str]) -> list[GstResult]:
             continue
         found = _GST.match(line)
         if found is None:
-            if re.search(r"\sGFLOPS\s|\sGflops\s", line) and "target stress" not in line:
-                continue  # an interval's GFLOPS, logged before the verdict
+            if _INTERVAL.match(line):
+                continue
             raise NotUnderstood(f"rvs gst: a result line not understood: {line[:160]!r}")
         passed = found["verdict"] == "PASS"
         if passed != (found["said"] == "Met target stress"):

@@ -172,8 +172,9 @@ class Acceptance:
 
 
 def counter_step(before: HostHealth, after: HostHealth) -> StepResult:
-    """The counters around the run: an ECC count that grew, a link that narrowed or an XGMI
-    link that went down fails; no amd-smi skips; output not understood fails."""
+    """The counters around the run: an ECC count that grew, a PCIe link that narrowed, an XGMI
+    link that went down or a GPU that came or went fails (a delta; the node checks judge the
+    state itself); no amd-smi skips; output not understood fails."""
     if "no_tool" in (before.status, after.status):
         return StepResult("counters", "skip", "no amd-smi")
     for read in (before, after):
@@ -196,7 +197,7 @@ def counter_step(before: HostHealth, after: HostHealth) -> StepResult:
                 key = what.replace(" ", "_").lower()
                 numbers[f"gpu{gpu.gpu}_{key}_delta"] = float(now - then)
         width, was_width = gpu.pcie.width, was.pcie.width
-        if gpu.pcie.degraded or (width and was_width and width < was_width):
+        if width and was_width and width < was_width:
             moved.append(f"GPU {gpu.gpu} PCIe x{gpu.pcie.width} (was x{was.pcie.width})")
     moved += [f"GPU {index} gone" for index in sorted(set(old) - {g.gpu for g in after.gpus})]
     if moved:
