@@ -12,6 +12,7 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
+from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model.matrix import STREAMS
 from rocm_fleet.model.versions import is_amd_driver_version
@@ -174,10 +175,10 @@ def ledgered_packages_absent(ledger: str, keep: list[str] | None = None):
     + ledger: a file of package names, one a line
     + keep: names wanted otherwise (``rocm_packages``): never purged
     """
-    recorded = read_fact(FileContents, path=ledger)
-    if recorded is None:
+    if read_fact(FileDigest, path=ledger) is None:
         host.noop(f"no {ledger}: nothing installed for it")
         return
+    recorded = read_fact(Ledger, path=ledger)
     installed = read_fact(InstalledPackages)
     names = sorted(
         {line.strip() for line in recorded if line.strip() in installed} - set(keep or [])

@@ -21,12 +21,12 @@ class NotUnderstood(ValueError):
 #: line gst_worker.cpp's check_target_stress logs (rvs::lp::Log prefixes level and time);
 #: older RVS says ``Gflops``, and "Couldnt meet target stress" with FAIL
 _GST = re.compile(
-    r"^\[RESULT\]\s+\[\s*\d+\.\d+\s*\]\s+\[(?P<action>[^\]\s]+)\]\s+gst\s+(?P<gpu>\d+)\s+"
+    r"^\[RESULT\]\s+\[\s*[\d.]+\s*\]\s+\[(?P<action>[^\]\s]+)\]\s+gst\s+(?P<gpu>\d+)\s+"
     r"(?:GFLOPS|Gflops)\s+(?P<gflops>[\d.]+)\s+"
     r"(?P<said>Met target stress|Couldnt meet target stress)\s*:\s*(?P<target>[\d.]+)\s+"
     r"(?P<verdict>PASS|FAIL)\s*$"
 )
-_RESULT = re.compile(r"^\[RESULT\]\s+\[\s*\d+\.\d+\s*\]\s+\[(?P<action>[^\]\s]+)\]\s+gst\s")
+_RESULT = re.compile(r"^\[RESULT\]\s+\[\s*[\d.]+\s*\]\s+\[(?P<action>[^\]\s]+)\]\s+gst\s")
 #: an interval's GFLOPS (``log_interval_gflops``), logged before the verdict
 _INTERVAL = re.compile(
     r"^\[RESULT\]\s+\[[^\]]*\]\s+\[[^\]]+\]\s+gst\s+\d+\s+(?:GFLOPS|Gflops)\s+[\d.]+$"
