@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocm_fleet.audit.cells import STATUSES, AuditRow
+from rocm_fleet.model.acceptance import ACCEPTANCE_FAMILIES, acceptance_samples
 from rocm_fleet.model.health import HEALTH_FAMILIES, HostHealth, health_families
 
 if TYPE_CHECKING:
@@ -42,8 +43,12 @@ def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Samp
     verified: list[Sample] = []
     outlier: list[Sample] = []
     health: list[tuple[str, HostHealth]] = []
+    accepted: dict[str, list[Sample]] = {name: [] for name in ACCEPTANCE_FAMILIES}
     for row in rows:
         host = {"host": row.host}
+        if row.acceptance is not None:
+            for name, labels, value in acceptance_samples(row.host, row.acceptance):
+                accepted[name].append((labels, value))
         if row.health:
             health.append((row.host, row.health))
         outlier += [
@@ -100,6 +105,8 @@ def families(rows: list[AuditRow], now: float) -> list[tuple[str, str, list[Samp
          ""),
         # every health family named, even when empty
         *((name, text, gpus.get(name, []), "") for name, text in HEALTH_FAMILIES.items()),
+        *((name, text, accepted[name], "seconds" if name.endswith("_seconds") else "")
+          for name, text in ACCEPTANCE_FAMILIES.items()),
     ]  # fmt: skip
 
 

@@ -120,6 +120,21 @@ def parse_record(text: str) -> AcceptanceRecord:
     return record
 
 
+@dataclass(frozen=True)
+class AcceptanceRead:
+    """A node's record as read: none (``record`` and ``error`` None), one, or why not."""
+
+    record: AcceptanceRecord | None = None
+    error: str | None = None
+
+
+def read_record(text: str) -> AcceptanceRead:
+    try:
+        return AcceptanceRead(parse_record(text))
+    except RecordError as exc:
+        return AcceptanceRead(error=str(exc))
+
+
 # --- Slurm's reason ------------------------------------------------------------------------
 
 #: what a drain reason keeps of a node's words: Slurm stores the reason as given, and
