@@ -32,6 +32,8 @@ NODES = ["gpu1", "gpu2", "gpu3"]
 DATA = {
     "rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
     "rocm_users": ["alice"], "pytorch_install": False, "rocm_acceptance": "quick",
+    # amd-smi for the counters read around the run (the lab's double of it)
+    "rocm_packages": ["rocm-hip-runtime", "amd-smi-lib"],
 }  # fmt: skip
 HOSTS = [HostSpec(CONTROLLER, base="slurm")] + [
     HostSpec(node, base="slurm", data=dict(DATA)) for node in NODES
@@ -94,6 +96,9 @@ def test_a_node_below_its_gst_target_stays_drained_saying_so_and_stops_the_roll(
     assert "gpu3: drain" not in result.output
     passed, failed = record(lab, "gpu1"), record(lab, "gpu2")
     assert passed.passed and passed.level == "quick"
+    assert [(s.name, s.status) for s in passed.steps] == [
+        ("counters", "pass"), ("rvs:gst_single", "pass"), ("torch", "skip"),
+    ]  # fmt: skip
     assert [s.name for s in failed.failed] == ["rvs:gst_single"]
     assert failed.failed[0].numbers["gpustress-4096-hgemm-false_gflops"] == pytest.approx(
         41233.907114

@@ -56,7 +56,7 @@ class AcceptanceRecord:
         """One line: the failing steps and their numbers, or that it passed."""
         if self.passed:
             ran = sum(step.status == "pass" for step in self.steps)
-            return f"acceptance {self.level} passed ({ran} steps)"
+            return f"acceptance {self.level} passed ({ran} step{'s' if ran != 1 else ''})"
         return f"acceptance {self.level} failed: " + "; ".join(
             f"{step.name} {step.detail}" for step in self.failed
         )

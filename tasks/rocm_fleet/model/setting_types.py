@@ -302,10 +302,10 @@ GfxTargets = Annotated[
 
 
 #: the acceptance thresholds a site may set (rocm-fleet roll's acceptance, docs/acceptance.md)
-_THRESHOLD_NAME = r"gst:[A-Za-z0-9][A-Za-z0-9_.-]{0,80}|rccl_busbw_gbps|torch_max_error"
+_THRESHOLD_NAME = r"gst:[A-Za-z0-9][A-Za-z0-9_.-]{0,80}|rccl_busbw_gbps|matmul_max_error"
 _THRESHOLDS_VALID = (
     "a mapping of threshold names ('gst:<RVS GST action>' in GFLOPS, 'rccl_busbw_gbps', "
-    "'torch_max_error') to numbers > 0, e.g. {'rccl_busbw_gbps': 300}"
+    "'matmul_max_error') to numbers > 0, e.g. {'rccl_busbw_gbps': 300}"
 )
 
 

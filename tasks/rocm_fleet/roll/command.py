@@ -7,9 +7,11 @@ is drained (``scontrol update State=DRAIN Reason="rocm-fleet: ..."``) and its jo
 waited for, up to its ``rocm_slurm_drain_timeout`` (jobs are never killed: a node still
 busy then is resumed unchanged, and named); then each node is deployed (``pyinfra INVENTORY
 DEPLOY --limit HOST``) and checked (``rocm-fleet check INVENTORY --limit HOST``), and
-resumed only when both passed and Slurm, asked again, still has it drained for the roll's
-reason (a node someone drained for their own reason meanwhile stays drained). A node that
-fails stays drained, its reason saying why, and the roll ends after that wave. A node
+resumed only when both passed (and, where ``rocm_acceptance`` is on, its acceptance run at the
+level the change needs: docs/acceptance.md) and Slurm, asked again, still has it drained for
+the roll's reason (a node someone drained for their own reason meanwhile stays drained). A
+node that fails stays drained, its reason saying why (the failing step and its numbers), and
+the roll ends after the wave in which more than ``--max-failed`` nodes (default 0) failed. A node
 someone else had drained is changed and left drained; one an earlier roll left drained
 with no drift left is checked again and resumed if it passes.
 

@@ -191,7 +191,7 @@ def test_a_record_round_trips_and_says_what_failed():
     assert failed.summary() == (
         "acceptance quick failed: rvs:gst_single gpustress-4096-hgemm-false GPU 1 41234 < 65000"
     )
-    assert record(StepResult("counters", "pass")).summary() == "acceptance quick passed (1 steps)"
+    assert record(StepResult("counters", "pass")).summary() == "acceptance quick passed (1 step)"
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,7 @@ class Acceptance:
         except NotUnderstood as exc:
             return StepResult(name, "fail", f"{exc} (exit {ran.status})")
         numbers = {"gpus": float(result.gpus), "max_error": result.max_error}
-        limit = suite.thresholds["torch_max_error"]
+        limit = suite.thresholds["matmul_max_error"]
         if result.error or result.gpus < len(before.gpus) or result.gpus == 0:
             detail = result.error or f"torch sees {result.gpus} of {len(before.gpus)} GPUs"
             return StepResult(name, "fail", detail, numbers)
