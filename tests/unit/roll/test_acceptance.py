@@ -232,8 +232,12 @@ def test_metrics_of_a_record_name_host_level_and_step():
 class FakeNode:
     """A node's tools as the run calls them; every command is kept."""
 
-    def __init__(self, rvs: str = "rvs_gst_nv31_pass.log", metric_after: str | None = None):
+    def __init__(
+        self, rvs: str = "rvs_gst_nv31_pass.log", metric_after: str | None = None,
+        torch: str = "torch_smoke_8gpu.json",
+    ):  # fmt: skip
         self.rvs = fixture(rvs)
+        self.torch = fixture(torch)
         self.metric = self.metric_before = (
             FIXTURES / "amd-smi" / "metric_rx7900xtx_x8.json"
         ).read_text()
@@ -246,6 +250,9 @@ class FakeNode:
         self.commands.append(argv)
         if argv[:2] == ["timeout", "3600"] and argv[2] == RVS:
             return Ran(0, self.rvs, "")
+        if argv[:2] == ["sh", "-c"] and argv[-3:] == ["timeout", "3600", VENV_PYTHON]:
+            assert argv[4].startswith('"""rocm-fleet acceptance: a torch smoke')  # the script
+            return Ran(0, self.torch, "")
         if argv[:2] == ["sh", "-c"] and "__health_section" in argv[2]:
             return Ran(0, self.amd_smi(), "")
         if argv[:2] == ["sh", "-c"] and "uname -r" in argv[2]:
@@ -272,8 +279,11 @@ class FakeNode:
         ])  # fmt: skip
 
 
-def run_node(node: FakeNode, level="quick", thresholds=None) -> AcceptanceRecord:
-    acceptance = Acceptance(node, Tools(), clock=lambda: 1765000000.0)
+VENV_PYTHON = "/opt/rocm-fleet/venv/bin/python"
+
+
+def run_node(node: FakeNode, level="quick", thresholds=None, tools=None) -> AcceptanceRecord:
+    acceptance = Acceptance(node, tools or Tools(), clock=lambda: 1765000000.0)
     fingerprint = acceptance.fingerprint()
     made = acceptance.run(suite(level, "gfx1100", thresholds), fingerprint)
     acceptance.keep(made)
@@ -325,6 +335,18 @@ def test_counters_that_move_during_the_run_fail_it():
     counters = made.steps[0]
     assert (counters.name, counters.status) == ("counters", "fail")
     assert "PCIe x4" in counters.detail
+
+
+def test_the_torch_smoke_passes_on_every_gpu_and_fails_saying_why():
+    tools = Tools(python=VENV_PYTHON)
+    passed = run_node(FakeNode(), tools=tools)
+    assert passed.steps[-1] == StepResult("torch", "pass", "8 GPUs",
+                                          {"gpus": 8.0, "max_error": 1.4e-07})  # fmt: skip
+    failed = run_node(FakeNode(torch="torch_smoke_no_gpu.json"), tools=tools)
+    assert failed.failed[0].name == "torch"
+    assert failed.failed[0].detail == "RuntimeError: No HIP GPUs are available"
+    loose = run_node(FakeNode(), tools=tools, thresholds={"matmul_max_error": 1e-9})
+    assert loose.failed[0].detail == "matmul error 1.4e-07 > 1e-09"
 
 
 def test_no_amd_smi_skips_the_counters_and_unreadable_output_fails_them():

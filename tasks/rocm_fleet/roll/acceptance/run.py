@@ -43,6 +43,14 @@ _FINGERPRINT = (
 )
 
 
+#: ``sh -c _FROM_FILE sh TEXT COMMAND...``: TEXT in a fresh private file (mktemp), run as
+#: ``COMMAND... FILE``, the file removed after
+_FROM_FILE = (
+    'f=$(mktemp --suffix=.py) || exit 1; printf "%s" "$1" > "$f"; shift; '
+    '"$@" "$f"; rc=$?; rm -f "$f"; exit $rc'
+)
+
+
 @dataclass(frozen=True)
 class Tools:
     """Where the steps' tools are on the node; None: the step is skipped, saying why."""
@@ -153,7 +161,9 @@ class Acceptance:
     def _torch(self, name: str, _: str, suite: Suite, before: HostHealth) -> StepResult:
         if self.tools.python is None:
             return StepResult(name, "skip", "no PyTorch venv (pytorch_install false)")
-        ran = self._run(_bounded([self.tools.python, "-c", text("scripts/acceptance-torch.py")]))
+        # from a file: torch.multiprocessing's spawned ranks import the script as __main__
+        ran = self._run(["sh", "-c", _FROM_FILE, "sh", text("scripts/acceptance-torch.py"),
+                         *_bounded([self.tools.python])])  # fmt: skip
         try:
             result = parse_torch(ran.stdout)
         except NotUnderstood as exc:
