@@ -58,6 +58,8 @@ class Steps:
 class Tally:
     changed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    #: why each failed host failed (one line)
+    why: dict[str, str] = field(default_factory=dict)
     busy: list[str] = field(default_factory=list)
     left_drained: list[str] = field(default_factory=list)
     #: resumed by someone else before the roll could change them
@@ -132,6 +134,7 @@ class Roll:
             else:
                 failed = True
                 self.tally.failed.append(target.host)
+                self.tally.why[target.host] = outcome.why
                 self.log(target.host, f"FAILED: {outcome.why}")
                 if target.keep_drained:  # someone else's drain: their reason stays
                     self._left_drained(target, "left drained, as it was")
@@ -286,4 +289,6 @@ class Roll:
             if hosts:
                 parts.append(f"{label}: {', '.join(hosts)}")
         self.out.write("roll: " + "; ".join(parts) + "\n")
+        for host, why in tally.why.items():  # which nodes failed, and why
+            self.out.write(f"  {host}: {visible(why)}\n")
         return Exit.FINDINGS if tally.failed or tally.busy or tally.resumed else Exit.OK

@@ -381,7 +381,7 @@ def test_a_node_that_fails_acceptance_stays_drained_with_the_step_and_numbers():
     assert cluster.nodes["gpu2"].reason == f"{REASON_PREFIX} {FAILED.why}"
     assert "gpu1: node checks passed; acceptance quick passed (2 steps)" in out
     assert "stopped after wave 2; not rolled: gpu3" in out  # no failure allowed by default
-    assert "roll: 1 changed; failed: gpu2; left drained: gpu2" in out
+    assert "roll: 1 changed; failed: gpu2; left drained: gpu2\n  gpu2: acceptance quick" in out
 
 
 def test_the_wave_goes_on_until_more_than_max_failed_fail():
