@@ -19,6 +19,8 @@ LEVELS = ("quick", "full")
 STATUSES = ("pass", "fail", "skip")
 #: the record's format; a record of another is refused
 FORMAT = 1
+#: a step's name: its kind and what it ran ("rvs:gst_single"); it becomes a metric label
+STEP_NAME = re.compile(r"[a-z]+(?::[A-Za-z0-9_.-]{1,80})?")
 
 
 class RecordError(ValueError):
@@ -103,9 +105,12 @@ def parse_record(text: str) -> AcceptanceRecord:
         status = _field(raw, "status", str)
         if status not in STATUSES:
             raise RecordError(f"acceptance record: step status {status!r} is not known")
+        name = _field(raw, "name", str)
+        if not STEP_NAME.fullmatch(name):
+            raise RecordError(f"acceptance record: step name {name[:80]!r} is not one")
         steps.append(
             StepResult(
-                _field(raw, "name", str),
+                name,
                 status,
                 _field(raw, "detail", str),
                 _numbers(raw.get("numbers", {})),

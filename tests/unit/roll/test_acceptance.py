@@ -199,6 +199,7 @@ def test_a_record_round_trips_and_says_what_failed():
         lambda d: d["steps"][0].update(numbers={"x": "1"}),
         lambda d: d.update(level="burn"),
         lambda d: d.pop("finished_at"),
+        lambda d: d["steps"][0].update(name='rvs"} 1\nrocm_fleet_audit_success{} 0'),
     ],
 )
 def test_a_record_this_rocm_fleet_did_not_write_is_refused(edit):
