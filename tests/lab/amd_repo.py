@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
-from . import profiles, smi
+from . import profiles, rvs, smi
 from . import upstream_facts as facts
 from ._util import clean_env, run
 
@@ -78,6 +78,9 @@ PACKAGES = (
     Package(
         "rocm", "{rel}", ("rocm-hip-runtime", "rocm-smi-lib", "amd-smi-lib"), "ROCm meta package"
     ),
+    # RVS in each classic release's repository (its install guide, docs-6.4.0); 1.1.0 is the
+    # version its 6.4.3 documentation names, a stand-in for every release
+    Package("rocm-validation-suite", "1.1.0", ("rocm-core",), "ROCm Validation Suite (double)"),
 )
 
 
@@ -280,6 +283,12 @@ def _files(pkg: Package, rel: Release) -> dict[str, tuple[str, int]]:
         }
     if pkg.name == "amd-smi-lib":
         return {f"{prefix}/bin/amd-smi": (smi.AMD_SMI, 0o755)}
+    if pkg.name == "rocm-validation-suite":
+        conf = f"{prefix}/share/rocm-validation-suite/conf"
+        return {
+            f"{prefix}/bin/rvs": (rvs.RVS, 0o755),
+            **{f"{conf}/{d}/gst_single.conf": (text, 0o644) for d, text in rvs.CONFS.items()},
+        }
     libs = {
         "hsa-rocr": "libhsa-runtime64.so.1",
         "comgr": "libamd_comgr.so.3",

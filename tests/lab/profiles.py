@@ -71,7 +71,8 @@ def write(root: Path, profile: str) -> None:
     tmp.write_text(render(profile))
     tmp.chmod(0o644)
     tmp.replace(path)
-    from . import smi, sysfs  # the same GPUs as PCI devices and KFD nodes, and in amd-smi
+    from . import rvs, smi, sysfs  # the same GPUs as PCI devices, KFD nodes, amd-smi, RVS
 
     sysfs.write(root, profile)
     smi.write(root, profile)
+    rvs.write(root)

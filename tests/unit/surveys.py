@@ -407,6 +407,8 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
             if name == "text-file":
                 path, mode, content = args
                 survey.files[path] = digest(content, mode, WRITTEN)
+                if path == paths.ACCEPTANCE_LEDGER:  # what Ledger reads back
+                    survey.ledgers[path] = content.splitlines()
                 if path.startswith("/etc/apt/sources.list"):  # what AptSourceLines reads
                     survey.sources.extend(
                         [path, line]

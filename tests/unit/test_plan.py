@@ -418,3 +418,44 @@ def test_a_survey_that_cant_run_leaves_its_refusal_without_pyinfras_fact_line(ca
     assert surveying.read_apart(Failing(), []) is None
     assert f"could not load fact: {name}" not in caplog.text
     assert "could not load fact: other.Fact x=1" in caplog.text
+
+
+# --- acceptance tools (rocm_acceptance) ---------------------------------------------------
+
+ACCEPTING = {**DEBIAN, "rocm_acceptance": "quick"}
+RVS_INSTALL = "ROCm packages | Install the ROCm packages of the release"
+RVS_RECORD = "ROCm packages | Record the acceptance tools installed (rocm_acceptance)"
+RVS_REMOVE = "ROCm packages | Remove the acceptance tools (rocm_acceptance off)"
+
+
+def test_acceptance_on_installs_rvs_from_the_release_and_records_it_once():
+    survey = converged_survey(DEBIAN, "debian-12")
+    host = SurveyHost(survey)
+    planned = plan(ACCEPTING, host)
+    assert host.extra_reads == []
+    assert planned.changes == [RVS_INSTALL, RVS_RECORD]
+    (switch,) = planned.find(RVS_INSTALL).commands
+    assert "want:rocm-validation-suite" in script_call(switch)[1]
+    (record,) = planned.find(RVS_RECORD).commands
+    assert script_call(record) == ("text-file", [paths.ACCEPTANCE_LEDGER, "600",
+                                                 "rocm-validation-suite\n"])  # fmt: skip
+    # converged with it: a second run changes nothing
+    assert plan(ACCEPTING, SurveyHost(converged_survey(ACCEPTING, "debian-12"))).changes == []
+
+
+def test_acceptance_off_purges_only_what_acceptance_installed():
+    survey = converged_survey(ACCEPTING, "debian-12")
+    assert "rocm-validation-suite" in survey.packages
+    planned = plan(DEBIAN, SurveyHost(survey))
+    assert planned.changes == [RVS_REMOVE]
+    purge, forget = planned.find(RVS_REMOVE).commands
+    assert script_call(purge) == ("apt-get", ["purge", "rocm-validation-suite"])
+    assert str(forget) == f"rm -f {paths.ACCEPTANCE_LEDGER}"
+    # installed by hand (no ledger), or named in rocm_packages: left alone
+    survey.files[paths.ACCEPTANCE_LEDGER] = None
+    survey.ledgers[paths.ACCEPTANCE_LEDGER] = []
+    assert plan(DEBIAN, SurveyHost(survey)).changes == []
+    kept = converged_survey(ACCEPTING, "debian-12")
+    wanted = {**DEBIAN, "rocm_packages": ["rocm-hip-runtime", "rocm-validation-suite"]}
+    (forget_only,) = plan(wanted, SurveyHost(kept)).find(RVS_REMOVE).commands
+    assert str(forget_only) == f"rm -f {paths.ACCEPTANCE_LEDGER}"

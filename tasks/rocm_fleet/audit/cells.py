@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
 from rocm_fleet.audit.outliers import Outlier
+from rocm_fleet.model.acceptance import AcceptanceRecord
 from rocm_fleet.model.boot import BootOutlook
 from rocm_fleet.model.health import HostHealth
 
@@ -130,6 +131,15 @@ class HealthCell(Cell):
 
 
 @dataclass(frozen=True, kw_only=True)
+class AcceptanceCell(Cell):
+    """The node's last acceptance run (``rocm_acceptance``); never drift (``audit.rows``)."""
+
+    level: str | None = None  #: None: never run, or the record not understood
+    passed: bool | None = None
+    finished_at: float | None = None  #: seconds since the epoch
+
+
+@dataclass(frozen=True, kw_only=True)
 class ConcernCell(Cell):
     """A concern of the plan: its ``name`` and its operations that would change the host."""
 
@@ -156,6 +166,7 @@ class ObservedCells:
     slurm: SlurmCell | None = field(default=None, metadata={"header": "SLURM GRES"})
     health: HealthCell | None = field(default=None, metadata={"header": "GPU HEALTH"})
     outlier: Cell | None = field(default=None, metadata={"header": "OUTLIER"})
+    acceptance: AcceptanceCell | None = field(default=None, metadata={"header": "ACCEPTANCE"})
 
     def items(self) -> Iterator[tuple[str, Cell]]:
         """(key, cell) of every cell the host has, in column order."""
@@ -195,6 +206,8 @@ class AuditRow:
     concerns: Mapping[str, ConcernCell] = field(default_factory=dict)  #: by concern id
     health: HostHealth | None = None
     outliers: tuple[Outlier, ...] | None = None
+    #: the last acceptance run's record (``rocm_acceptance`` on, one kept on the node)
+    acceptance: AcceptanceRecord | None = None
     details: Mapping[str, list[str]] = field(default_factory=dict)  #: a refusal's long lists
     warnings: tuple[str, ...] = ()  #: what preflight warns of: said, not drift
     verified_at: float | None = None  #: when the deploy's GPU check last passed (this boot)

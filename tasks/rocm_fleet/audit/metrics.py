@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocm_fleet.audit.cells import STATUSES, AuditRow
+from rocm_fleet.model.acceptance import ACCEPTANCE_FAMILIES, acceptance_samples
 from rocm_fleet.model.health import (
     HEALTH_COUNTERS,
     HEALTH_FAMILIES,
@@ -53,8 +54,12 @@ def families(
     outlier: list[Sample] = []
     outlier_drift: list[Sample] = []
     health: list[tuple[str, HostHealth]] = []
+    accepted: dict[str, list[Sample]] = {name: [] for name in ACCEPTANCE_FAMILIES}
     for row in rows:
         host = {"host": row.host}
+        if row.acceptance is not None:
+            for name, labels, value in acceptance_samples(row.host, row.acceptance):
+                accepted[name].append((labels, value))
         if row.health:
             health.append((row.host, row.health))
         outlier += [
@@ -118,6 +123,8 @@ def families(
          outlier_drift, ""),
         # every health family named, even when empty
         *((name, text, gpus.get(name, []), "") for name, text in HEALTH_FAMILIES.items()),
+        *((name, text, accepted[name], "seconds" if name.endswith("_seconds") else "")
+          for name, text in ACCEPTANCE_FAMILIES.items()),
     ]  # fmt: skip
 
 

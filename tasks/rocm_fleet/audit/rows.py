@@ -6,11 +6,13 @@ health and outliers (docs/decisions/audit.md).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.audit.cells import (
+    AcceptanceCell,
     ApuTotals,
     AuditRow,
     Cell,
@@ -39,6 +41,7 @@ from rocm_fleet.audit.outliers import (
 )
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
+from rocm_fleet.model.acceptance import AcceptanceRead
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 
@@ -229,6 +232,10 @@ def gather(
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
         cells = replace(seen_cells(config, seen), health=health_cell(health))
+        accepted = None
+        if config.rocm_acceptance != "off":
+            accepted = read_acceptance(host)
+        cells = replace(cells, acceptance=acceptance_cell(accepted, time.time(), config))
         versions[host.name] = versions_from_survey(survey, health)
         peers[host.name] = peer_key(survey, config)
         drift = [key for key, c in cells.items() if c.drift]
@@ -244,7 +251,7 @@ def gather(
         return AuditRow(
             host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
             concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
-            verified_at=verified(survey),
+            verified_at=verified(survey), acceptance=accepted.record if accepted else None,
         )  # fmt: skip
 
     done = []
@@ -282,6 +289,39 @@ def read_health(host: Any) -> HostHealth | None:
 
     answer = read_apart(host, [Read("health", GpuHealthFact)])
     return answer[0] if answer else None
+
+
+def read_acceptance(host: Any) -> AcceptanceRead | None:
+    """The node's last acceptance record; None when the read couldn't run."""
+    from rocm_fleet.engine.surveying import read_apart
+    from rocm_fleet.facts.acceptance import AcceptanceRecordFact
+    from rocm_fleet.facts.round_trip import Read
+
+    answer = read_apart(host, [Read("acceptance", AcceptanceRecordFact)])
+    return answer[0] if answer else None
+
+
+def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None) -> AcceptanceCell:
+    """The ``acceptance`` cell: the last run's level, result and age, a failed one marked "!"
+    with its failing steps (not drift: no deploy repairs it; the roll runs it again, the
+    RocmFleetAcceptanceFailed alert says so); never run, unreadable or off (not read)."""
+    if config is not None and config.rocm_acceptance == "off":
+        return AcceptanceCell("off")
+    if read is None:
+        return AcceptanceCell("unknown (the read failed)")
+    if read.error is not None:
+        return AcceptanceCell(f"unknown ({read.error})")
+    record = read.record
+    if record is None:
+        return AcceptanceCell("never run")
+    hours = max(now - record.finished_at, 0) / 3600
+    age = f"{hours / 24:.0f}d ago" if hours >= 48 else f"{hours:.0f}h ago"
+    said = f"{record.level} {'passed' if record.passed else 'failed'} {age}"
+    if not record.passed:
+        said = "! " + said + ": " + "; ".join(f"{s.name} {s.detail}" for s in record.failed)
+    return AcceptanceCell(
+        said, level=record.level, passed=record.passed, finished_at=record.finished_at
+    )
 
 
 def health_cell(health: HostHealth | None) -> HealthCell:

@@ -10,7 +10,7 @@ from pyinfra.operations import server
 
 from rocm_fleet.assets import text
 from rocm_fleet.model import paths
-from rocm_fleet.operations.apt import dpkg_repaired, release_packages
+from rocm_fleet.operations.apt import dpkg_repaired, ledgered_packages_absent, release_packages
 from rocm_fleet.operations.files import text_file
 
 if TYPE_CHECKING:
@@ -19,11 +19,25 @@ if TYPE_CHECKING:
 
 @deploy("ROCm packages")
 def install_rocm(config: Config, packages: list[str]) -> None:
+    tools = [name for name in config.acceptance_packages if name not in packages]
     release_packages(
         name="Install the ROCm packages of the release",
-        packages=packages,
+        packages=packages + tools,
         release=config.release,
     )
+    if tools:  # recorded, so that turning acceptance off removes only what it installed
+        text_file(
+            name="Record the acceptance tools installed (rocm_acceptance)",
+            path=paths.ACCEPTANCE_LEDGER,
+            content="".join(f"{name}\n" for name in tools),
+            mode="600",
+        )
+    else:
+        ledgered_packages_absent(
+            name="Remove the acceptance tools (rocm_acceptance off)",
+            ledger=paths.ACCEPTANCE_LEDGER,
+            keep=packages,
+        )
     ld_conf = text_file(
         name=f"Put {paths.ROCM_ROOT}/lib on the dynamic loader path",
         path=paths.LD_CONF,

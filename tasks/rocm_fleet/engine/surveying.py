@@ -150,6 +150,8 @@ def survey_reads(config: Config) -> list[Read]:
         Read("files", FileDigest, {"path": paths.SLURM_GRES_LEDGER}),
         Read("files", FileDigest, {"path": paths.SLURM_HEALTH_PROGRAM}),
         Read("files", FileDigest, {"path": paths.SLURM_HEALTH_BASELINE}),
+        Read("ledgers", Ledger, {"path": paths.ACCEPTANCE_LEDGER}),
+        Read("files", FileDigest, {"path": paths.ACCEPTANCE_LEDGER}),
     ]
     if config.rocm_slurm_gres:
         reads += [

@@ -14,6 +14,7 @@ from rocm_fleet.model import paths, site_data
 from rocm_fleet.model.decisions import TorchInstall, torch_install
 from rocm_fleet.model.matrix import (
     AMDGPU_KEYRING,
+    CLASSIC,
     RELEASES,
     Release,
     Repository,
@@ -28,6 +29,10 @@ from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.torch_builds import unrecorded_build
 from rocm_fleet.model.versions import release_key
+
+#: AMD's ROCm Validation Suite, in each classic release's repository (the install guide:
+#: https://rocm.docs.amd.com/projects/ROCmValidationSuite/en/docs-6.4.0/install/installation.html)
+RVS_PACKAGE = "rocm-validation-suite"
 
 if TYPE_CHECKING:
     from rocm_fleet.model.decisions import Mirror
@@ -100,6 +105,14 @@ class Config(Settings):
         expected = self.expected_gfx_list
         names_all = bool(expected) and host_gfx is not None and set(host_gfx) <= set(expected)
         return self.stream.default_packages(self.release, expected if names_all else None)
+
+    @property
+    def acceptance_packages(self) -> list[str]:
+        """AMD's packages ``rocm_acceptance`` needs: RVS, from the classic release's own
+        repository (the Core SDK publishes it apart, docs/acceptance.md); none when off."""
+        if self.rocm_acceptance == "off" or self.stream is not CLASSIC:
+            return []
+        return [RVS_PACKAGE]
 
     @property
     def amdgpu_keyring(self) -> str | None:

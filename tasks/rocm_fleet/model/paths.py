@@ -85,6 +85,10 @@ KERNEL_HOLD_LEDGER = f"{STATE_DIR}/held-kernel-packages"
 SLURM_GRES_LEDGER = f"{STATE_DIR}/slurm-gres.sha256"
 #: the ECC counts the Slurm health program compares with (root-only, the program's own)
 SLURM_HEALTH_BASELINE = f"{STATE_DIR}/health-baseline.json"
+#: the last acceptance run's result (JSON, root-only), written by ``rocm-fleet roll``
+ACCEPTANCE_RECORD = f"{STATE_DIR}/acceptance.json"
+#: the acceptance tools the deploy installed (``rocm_acceptance``), purged when it is off
+ACCEPTANCE_LEDGER = f"{STATE_DIR}/acceptance-packages"
 # Touched after nginx loaded the site: a newer site file means a reload is due.
 MIRROR_STAMP = f"{STATE_DIR}/mirror-loaded.stamp"
 

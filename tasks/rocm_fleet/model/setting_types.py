@@ -299,3 +299,30 @@ GfxTargets = Annotated[
     WithJsonSchema({"anyOf": [_GFX_ENUM, {"type": "array", "items": _GFX_ENUM, "minItems": 1}]}),
     Valid(_GFX_VALID),
 ]
+
+
+#: the acceptance thresholds a site may set (rocm-fleet roll's acceptance, docs/acceptance.md)
+_THRESHOLD_NAME = r"gst:[A-Za-z0-9][A-Za-z0-9_.-]{0,80}|rccl_busbw_gbps|matmul_max_error"
+_THRESHOLDS_VALID = (
+    "a mapping of threshold names ('gst:<RVS GST action>' in GFLOPS, 'rccl_busbw_gbps', "
+    "'matmul_max_error') to numbers > 0, e.g. {'rccl_busbw_gbps': 300}"
+)
+
+
+def _thresholds(value: Any) -> Any:
+    bad = [
+        f"{key!r}: {number!r}"
+        for key, number in value.items()
+        if not grammar.full(_THRESHOLD_NAME, key) or not number > 0
+    ]
+    if bad:
+        raise invalid(f"{_THRESHOLDS_VALID}; {', '.join(bad)} is not one")
+    return value
+
+
+AcceptanceThresholds = Annotated[
+    dict[str, Annotated[float, Strict()]],
+    Strict(),
+    AfterValidator(_thresholds),
+    Valid(_THRESHOLDS_VALID),
+]

@@ -17,6 +17,7 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.node_settings import CUDA, MIRROR, PROXY, PULL, SLURM, NodeSettings, setting
 from rocm_fleet.model.setting_types import (
     AbsolutePath,
+    AcceptanceThresholds,
     Flag,
     HttpUrl,
     IpAddress,
@@ -33,7 +34,10 @@ from rocm_fleet.model.setting_types import (
     TimeSpan,
     UrlOrPath,
     Valid,
+    one_of,
 )
+
+ACCEPTANCE = "Acceptance"
 
 # How close (difflib's ratio) an unknown key must be to a setting to be taken for a typo of
 # it. 0.85 catches a swapped, missing or doubled letter in every key (rocm_verison 0.92,
@@ -257,6 +261,32 @@ class Settings(NodeSettings):
         "The node's name in Slurm (NodeName=). Unset: its short host name (`hostname -s`), "
         "as slurmd names itself",
         SLURM,
+    )
+    # --- Acceptance ------------------------------------------------------------------
+    rocm_acceptance: one_of("off", "quick", "full") = setting(
+        "off",
+        "The burn-in `rocm-fleet roll` runs on a node it changed, after its checks pass and "
+        "before it is resumed (docs/acceptance.md): `quick` (RVS GST, a torch smoke, the ECC, "
+        "PCIe and XGMI counters before and after), `full` (also RCCL's all_reduce_perf) after "
+        "a ROCm, kernel or driver move or a card swap (`quick` never runs `full`); a node "
+        "that fails stays drained, the failing step and its numbers its reason. Not `off`: "
+        "the deploy installs AMD's `rocm-validation-suite` of the release; `off`: it is "
+        "removed if the deploy installed it",
+        ACCEPTANCE,
+    )
+    rocm_acceptance_thresholds: AcceptanceThresholds | None = setting(
+        None,
+        "The site's acceptance thresholds over AMD's published ones, e.g. "
+        "`{'gst:gst-1000Tflops-8K-fp8_r': 900000, 'rccl_busbw_gbps': 300}` (GST in GFLOPS, "
+        "bus bandwidth in GB/s; docs/acceptance.md lists AMD's)",
+        ACCEPTANCE,
+    )
+    rocm_acceptance_rccl_tests: AbsolutePath | None = setting(
+        None,
+        "Path of rccl-tests' `all_reduce_perf` on the node, for the `full` level's RCCL step "
+        "(AMD ships no rccl-tests package: build it from github.com/ROCm/rccl-tests); unset: "
+        "that step is skipped, saying so",
+        ACCEPTANCE,
     )
 
 

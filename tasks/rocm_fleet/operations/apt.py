@@ -7,11 +7,12 @@ import re
 from typing import TYPE_CHECKING
 
 from pyinfra import host
-from pyinfra.api import StringCommand, operation
+from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
+from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model.matrix import STREAMS
 from rocm_fleet.model.versions import is_amd_driver_version
@@ -163,6 +164,28 @@ def release_packages(
         + [f"drop:{name}" for name in unwanted]
     )
     yield script("release-switch", pattern, *items)
+
+
+@operation()
+def ledgered_packages_absent(ledger: str, keep: list[str] | None = None):
+    """
+    Purge the packages ``ledger`` names that are installed (those the deploy installed for a
+    setting now off), then the ledger; a package installed by hand is in no ledger, and stays.
+
+    + ledger: a file of package names, one a line
+    + keep: names wanted otherwise (``rocm_packages``): never purged
+    """
+    if read_fact(FileDigest, path=ledger) is None:
+        host.noop(f"no {ledger}: nothing installed for it")
+        return
+    recorded = read_fact(Ledger, path=ledger)
+    installed = read_fact(InstalledPackages)
+    names = sorted(
+        {line.strip() for line in recorded if line.strip() in installed} - set(keep or [])
+    )
+    if names:
+        yield script("apt-get", "purge", *names)
+    yield StringCommand("rm", "-f", QuoteString(ledger))
 
 
 @operation()

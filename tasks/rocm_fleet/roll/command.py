@@ -7,9 +7,11 @@ is drained (``scontrol update State=DRAIN Reason="rocm-fleet: ..."``) and its jo
 waited for, up to its ``rocm_slurm_drain_timeout`` (jobs are never killed: a node still
 busy then is resumed unchanged, and named); then each node is deployed (``pyinfra INVENTORY
 DEPLOY --limit HOST``) and checked (``rocm-fleet check INVENTORY --limit HOST``), and
-resumed only when both passed and Slurm, asked again, still has it drained for the roll's
-reason (a node someone drained for their own reason meanwhile stays drained). A node that
-fails stays drained, its reason saying why, and the roll ends after that wave. A node
+resumed only when both passed (and, where ``rocm_acceptance`` is on, its acceptance run at the
+level the change needs: docs/acceptance.md) and Slurm, asked again, still has it drained for
+the roll's reason (a node someone drained for their own reason meanwhile stays drained). A
+node that fails stays drained, its reason saying why (the failing step and its numbers), and
+the roll ends after the wave in which more than ``--max-failed`` nodes (default 0) failed. A node
 someone else had drained is changed and left drained; one an earlier roll left drained
 with no drift left is checked again and resumed if it passes.
 
@@ -117,6 +119,8 @@ def run(args: Any) -> int:
 
     if args.max_unavailable < 1:
         raise UsageError(f"--max-unavailable {args.max_unavailable}: give 1 or more")
+    if args.max_failed < 0:
+        raise UsageError(f"--max-failed {args.max_failed}: give 0 or more")
     if args.poll_interval <= 0:
         raise UsageError(f"--poll-interval {args.poll_interval}: give a number of seconds > 0")
     passed = passed_options(args)
@@ -141,6 +145,7 @@ def run(args: Any) -> int:
             "or a pattern, so its deploy could reach hosts that were never drained; rename them"
         )
     targets = []
+    configs = {}
     for host in hosts:
         if host.name in found.unreachable + found.refused:
             continue
@@ -148,6 +153,7 @@ def run(args: Any) -> int:
             config = fleet.config(host.name)
         except ConfigError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
+        configs[host.name] = config
         slurm = slurm_node(host, config.rocm_slurm_node_name) if config.rocm_slurm_drain else None
         timeout = float(config.rocm_slurm_drain_timeout)
         targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
@@ -172,9 +178,50 @@ def run(args: Any) -> int:
         deploy=lambda h: run_step([*pyinfra, "--limit", h]),
         check=lambda h: run_step([*check, "--limit", h]),
         deployed=lambda h: forget(by_name[h]),
+        accept=lambda h: accept(by_name[h], configs[h]),
     )
-    status = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval).run()
+    status = Roll(
+        targets,
+        steps,
+        args.max_unavailable,
+        sys.stdout,
+        args.poll_interval,
+        max_failed=args.max_failed,
+    ).run()
     return worst([status, *audit_statuses(found)])
+
+
+def accept(host: Any, config: Any) -> Outcome | None:
+    """The host's acceptance run at the level its change needs (``rocm_acceptance``), its
+    record kept on the node; None when acceptance is off."""
+    if config.rocm_acceptance == "off":
+        return None
+    from rocm_fleet.engine.remote import RemoteFailed, run_on
+    from rocm_fleet.engine.run import sudo_asked
+    from rocm_fleet.model.acceptance import reason_words
+    from rocm_fleet.roll.acceptance.run import Acceptance, Tools
+    from rocm_fleet.roll.acceptance.suites import needed_level, suite
+
+    sudo = sudo_asked(host)
+    python = config.venv_python if config.torch is not None else None
+    node = Acceptance(
+        lambda argv: run_on(host, argv, sudo), Tools(config.rocm_acceptance_rccl_tests, python)
+    )
+    gfx = config.expected_gfx_list
+    try:
+        fingerprint = node.fingerprint()
+        last = node.last()
+        passed = last.fingerprint if last is not None and last.passed else None
+        level = needed_level(config.rocm_acceptance, passed, fingerprint) or "quick"
+        wanted = suite(level, gfx[0] if len(gfx) == 1 else None, config.rocm_acceptance_thresholds)
+        record = node.run(wanted, fingerprint)
+        kept = node.keep(record)
+    except RemoteFailed as exc:
+        return Outcome(False, f"acceptance: {reason_words(str(exc))}")
+    if kept.status != 0:
+        said = reason_words(kept.stderr or kept.stdout)[-200:]
+        return Outcome(False, f"acceptance {level}: its record was not kept: {said}")
+    return Outcome(record.passed, reason_words(record.summary()))
 
 
 def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
@@ -255,6 +302,14 @@ command = Command(
             help="hosts taken out (drained and changed) at once: the size of a wave (default 1)",
         ),
         *host_options(),
+        option(
+            "--max-failed",
+            type=int,
+            default=0,
+            metavar="N",
+            help="hosts that may fail (deploy, checks or acceptance) before the roll stops "
+            "after the wave where more did (default 0: stop after the first failing wave)",
+        ),
         option(
             "--poll-interval",
             type=float,

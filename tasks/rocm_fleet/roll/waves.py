@@ -50,12 +50,16 @@ class Steps:
     check: Callable[[str], Outcome]
     #: a host has been deployed: drop any connection to it (it may have rebooted)
     deployed: Callable[[str], None] = lambda host: None
+    #: the acceptance run of a host that passed its checks (``rocm_acceptance``); None: none
+    accept: Callable[[str], Outcome | None] = lambda host: None
 
 
 @dataclass
 class Tally:
     changed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    #: why each failed host failed (one line)
+    why: dict[str, str] = field(default_factory=dict)
     busy: list[str] = field(default_factory=list)
     left_drained: list[str] = field(default_factory=list)
     #: resumed by someone else before the roll could change them
@@ -75,11 +79,13 @@ class Roll:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         wall: Callable[[], float] = time.time,
+        max_failed: int = 0,
     ) -> None:
         self.waves = waves(list(targets), max_unavailable)
         self.steps = steps
         self.out = out
         self.poll_interval = poll_interval
+        self.max_failed = max_failed
         self.clock, self.sleep, self.wall = clock, sleep, wall
         self.tally = Tally()
 
@@ -97,10 +103,17 @@ class Roll:
                 failed = self._wave(wave)
             except SlurmUnreachable as exc:
                 return self._stopped(exc)
-            if failed:
+            if failed and len(self.tally.failed) > self.max_failed:
                 rest = [t.host for later in self.waves[number:] for t in later]
+                over = (
+                    f" ({len(self.tally.failed)} failed, more than --max-failed {self.max_failed})"
+                    if self.max_failed
+                    else ""
+                )
                 if rest:
-                    self.out.write(f"stopped after wave {number}; not rolled: {', '.join(rest)}\n")
+                    self.out.write(
+                        f"stopped after wave {number}{over}; not rolled: {', '.join(rest)}\n"
+                    )
                 break
         return self._summary()
 
@@ -121,6 +134,7 @@ class Roll:
             else:
                 failed = True
                 self.tally.failed.append(target.host)
+                self.tally.why[target.host] = outcome.why
                 self.log(target.host, f"FAILED: {outcome.why}")
                 if target.keep_drained:  # someone else's drain: their reason stays
                     self._left_drained(target, "left drained, as it was")
@@ -204,7 +218,11 @@ class Roll:
         checked = self.steps.check(target.host)
         if not checked.ok:
             return Outcome(False, f"node checks failed: {checked.why}")
-        return checked
+        accepted = self.steps.accept(target.host)
+        if accepted is None:
+            return checked
+        self.log(target.host, f"node checks passed; {accepted.why}")
+        return accepted
 
     def _resume(self, target: Target) -> None:
         if target.slurm is None:
@@ -271,4 +289,6 @@ class Roll:
             if hosts:
                 parts.append(f"{label}: {', '.join(hosts)}")
         self.out.write("roll: " + "; ".join(parts) + "\n")
+        for host, why in tally.why.items():  # which nodes failed, and why
+            self.out.write(f"  {host}: {visible(why)}\n")
         return Exit.FINDINGS if tally.failed or tally.busy or tally.resumed else Exit.OK

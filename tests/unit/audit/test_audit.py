@@ -401,7 +401,9 @@ def test_the_json_keeps_the_keys_scripts_read(rows):
         "slurm": ["text", "drift", "node", "gres", "needs"],
         "health": ["text", "drift", "status", "problems"],
         "outlier": ["text", "drift"],
+        "acceptance": ["text", "drift", "level", "passed", "finished_at"],
     }
+    assert clean["cells"]["acceptance"]["text"] == "off"
     boot = clean["cells"]["reboot"]["boot"]
     assert list(boot) == ["next", "how", "refused", "kernels"]
     assert [list(kernel) for kernel in boot["kernels"]] == [["kernel", "ready", "problems"]]
