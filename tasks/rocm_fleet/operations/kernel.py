@@ -14,6 +14,7 @@ from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model.kernels import kernel_hold, kernel_meta_packages
 from rocm_fleet.operations._script import failure, script
+from rocm_fleet.operations.files import show_file, show_removal
 
 logger = logging.getLogger("pyinfra")
 
@@ -113,6 +114,10 @@ def module_options(path: str, content: str, reboot_reason: str):
     ):
         host.noop(f"{path} is up to date")
         return
+    if content:
+        show_file(path, content, "644", current)
+    else:
+        show_removal(path)
     yield script("module-options", path, content, reboot_reason)
 
 
