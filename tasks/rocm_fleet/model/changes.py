@@ -20,12 +20,14 @@ UNKNOWN = "?"
 
 @dataclass(frozen=True)
 class PackageChange:
-    """One package an apt operation would install, move to another version, or remove."""
+    """One package an apt operation would install, move to another version, or remove; or a
+    Python distribution of the venv ``venv`` (pip's)."""
 
     action: Literal["install", "upgrade", "remove"]
     name: str
     old: str | None = None  #: the installed version (upgrade, remove)
     new: str | None = None  #: the version to install (install, upgrade); None: unknown
+    venv: str | None = None  #: the venv of a Python distribution; None: a dpkg package
 
     def line(self) -> str:
         """``install NAME NEW``, ``upgrade NAME OLD -> NEW`` or ``remove NAME OLD``."""
@@ -35,10 +37,11 @@ class PackageChange:
             "upgrade": f"upgrade {self.name} {self.old} -> {new}",
             "remove": f"remove {self.name} {self.old}",
         }[self.action]
-        return visible(said)
+        return visible(f"{said} (pip, {self.venv})" if self.venv else said)
 
     def to_json(self) -> dict[str, Any]:
-        return {"action": self.action, "name": self.name, "old": self.old, "new": self.new}
+        found = {"action": self.action, "name": self.name, "old": self.old, "new": self.new}
+        return {**found, "venv": self.venv} if self.venv else found
 
 
 @dataclass(frozen=True)
