@@ -19,7 +19,7 @@ from rocm_fleet.model.changes import FileChange, PackageChange
 
 logger = logging.getLogger("pyinfra")
 
-# state -> host name -> the changes its plan showed, in plan order
+# state -> host name -> operation hash -> the changes it showed, in plan order
 _CHANGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # the states whose plans keep the detail without logging it (the audit's)
 _QUIET: weakref.WeakSet = weakref.WeakSet()
@@ -35,21 +35,29 @@ def _host() -> Any:
 
 
 def detailing() -> bool:
-    """Whether the current host's plan shows its changes in detail: ``--diff`` (or
-    ``record_detail``), while planning (an operation run after planning shows nothing again)."""
-    state = _host().state
-    return (bool(state.config.DIFF) or state in _QUIET) and not state.is_executing
+    """Whether the current operation shows its changes in detail: under ``--diff`` (or
+    ``record_detail``), while planning, the first time its body runs (an operation run again
+    shows nothing again)."""
+    host = _host()
+    state = host.state
+    if not (state.config.DIFF or state in _QUIET) or state.is_executing:
+        return False
+    return host.current_op_hash not in _CHANGES.get(state, {}).get(host.name, {})
 
 
 def show(changes: list[PackageChange | FileChange]) -> None:
-    """Keep ``changes`` for the current host and, under ``--diff``, log them: the packages a
-    line each, a file's heading then its diff (``+`` green, ``-`` red, as pyinfra's)."""
+    """Keep ``changes`` for the current host's operation and, under ``--diff``, log them: the
+    packages a line each, a file's heading then its diff (``+`` green, ``-`` red, as
+    pyinfra's). Once an operation: its body run again while planning shows nothing again."""
     host = _host()
     state = host.state
     found = _CHANGES.get(state)
     if found is None:
         found = _CHANGES[state] = {}
-    found.setdefault(host.name, []).extend(changes)
+    shown = found.setdefault(host.name, {})
+    if host.current_op_hash in shown:
+        return
+    shown[host.current_op_hash] = list(changes)
     if not state.config.DIFF:
         return
     for change in changes:
@@ -60,7 +68,8 @@ def show(changes: list[PackageChange | FileChange]) -> None:
         host.log(f"Will {heading}", logger.info)
         for line in diff:
             logger.info("  %s", _coloured(line))
-        logger.info("")
+        if diff:
+            logger.info("")
 
 
 def _coloured(line: str) -> str:
@@ -73,4 +82,5 @@ def _coloured(line: str) -> str:
 
 def changes_of(state: Any, host_name: str) -> list[PackageChange | FileChange]:
     """What ``host_name``'s plan in ``state`` showed, in plan order ([] when nothing)."""
-    return list(_CHANGES.get(state, {}).get(host_name, []))
+    shown = _CHANGES.get(state, {}).get(host_name, {})
+    return [change for changes in shown.values() for change in changes]

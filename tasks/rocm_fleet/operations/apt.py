@@ -207,7 +207,8 @@ def nvidia_packages_absent(reboot_reason: str):
     if not stack["packages"]:
         host.noop("no NVIDIA driver or CUDA package installed")
         return
-    show_packages(read_fact(InstalledPackages), remove=stack["packages"])
+    if detailing():
+        show_packages(read_fact(InstalledPackages), remove=stack["packages"])
     yield script("nvidia-purge", reboot_reason if stack["modules"] else "", *stack["packages"])
 
 

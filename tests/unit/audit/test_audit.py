@@ -294,6 +294,7 @@ def gather(
     monkeypatch,
     hosts: dict[str, tuple[dict, SurveyHost | Exception]],
     groups: dict[str, list[str]] | None = None,
+    detail: bool = False,
 ) -> list[AuditRow]:
     """``audit_rows.gather`` over an inventory of these hosts (in ``groups``, when given):
     each answers its facts from a SurveyHost, or fails to connect with the exception."""
@@ -315,7 +316,7 @@ def gather(
         host.connect = connect
         host.get_fact = answer
     monkeypatch.setattr(audit_rows, "load_inventory", lambda *args, **kwargs: (state, chosen))
-    return audit_rows.gather("inventories/lab.py", [])
+    return audit_rows.gather("inventories/lab.py", [], detail=detail)
 
 
 UNREACHABLE = "Could not connect ([Errno None] Unable to connect to port 22 on 10.213.0.16)"
