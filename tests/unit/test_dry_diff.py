@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import logging
 
-from pyinfra.facts.files import FileContents
 from pyinfra.facts.server import TmpDir
 
 from rocm_fleet.engine.diffs import changes_of
 from rocm_fleet.facts.apt import CandidateVersions, InstalledPackages
-from rocm_fleet.facts.files import FileDigest
+from rocm_fleet.facts.files import FileDigest, FileText
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.changes import SECRET, PackageChange, file_change
 from rocm_fleet.model.secrets import Secret
@@ -96,18 +95,37 @@ def test_package_lines_say_what_moves_from_which_version_to_which():
 
 
 def test_a_drifted_file_is_read_and_diffed_under_diff_only(caplog):
-    facts = {fact_key(FileDigest, path=PIN): digest(OLD_PIN), FileContents: OLD_PIN.splitlines()}
+    facts = {fact_key(FileDigest, path=PIN): digest(OLD_PIN), FileText: OLD_PIN}
     quiet = run_op(files.text_file, facts, path=PIN, content=NEW_PIN)
-    assert FileContents not in quiet.facts_read and changes_of(quiet.state, "node") == []
+    assert FileText not in quiet.facts_read and changes_of(quiet.state, "node") == []
     caplog.set_level(logging.INFO, logger="pyinfra")
     shown = run_op(files.text_file, facts, diff=True, path=PIN, content=NEW_PIN)
-    assert shown.facts_read == [FileDigest, FileContents]
+    assert shown.facts_read == [FileDigest, FileText]
     assert shown.scripts == quiet.scripts  # the same commands
     assert changes_of(shown.state, "node") == [file_change(PIN, OLD_PIN, NEW_PIN)]
     logged = [r.getMessage() for r in caplog.records]
     assert f"Will modify {PIN}" in logged[0]
     assert "  \x1b[31m-Pin-Priority: 500\x1b[0m" in logged
     assert "  \x1b[32m+Pin-Priority: 600\x1b[0m" in logged
+
+
+def test_a_link_on_the_host_is_not_read_through():
+    facts = {
+        fact_key(FileDigest, path=PIN): digest("root:$y$j9T$...:20000:0:99999:7:::\n"),
+        FileText: None,
+    }  # fmt: skip (FileText's answer for a link)
+    result = run_op(files.text_file, facts, diff=True, path=PIN, content=NEW_PIN)
+    assert [c.lines() for c in changes_of(result.state, "node")] == [
+        [f"modify {PIN}", "(a link on the host: not read)"]
+    ]
+
+
+def test_file_text_is_the_files_lines_or_none_for_a_link_or_no_file():
+    assert FileText().process(["/opt/rocm/lib", "/opt/rocm/lib64"]) == (
+        "/opt/rocm/lib\n/opt/rocm/lib64\n"
+    )
+    assert FileText().process([]) == ""
+    assert FileText().process(["__absent"]) is None
 
 
 def test_a_file_as_wanted_reads_nothing_more_under_diff():
@@ -128,7 +146,7 @@ def test_an_uploaded_secret_is_never_read_nor_shown(caplog):
     secret = "machine download.pytorch.org login a password hunter2\n"
     result = run_op(files.uploaded_file, facts, diff=True, path=paths.PIP_NETRC,
                     content=Secret(secret), mode="600")  # fmt: skip
-    assert FileContents not in result.facts_read
+    assert FileText not in result.facts_read
     assert changes_of(result.state, "node") == [file_change(paths.PIP_NETRC, "", "", secret=True)]
     assert "hunter" not in caplog.text and f"{paths.PIP_NETRC} {SECRET}" in caplog.text
 
@@ -191,7 +209,7 @@ def drifted_host() -> SurveyHost:
     packages = {**survey.packages, "rocm-core": ROCM_641["rocm-core"]}
     host = SurveyHost(
         changed(survey, files={PIN: digest(old)}, packages=packages),
-        other={fact_key(FileContents, path=PIN): old.splitlines(),
+        other={fact_key(FileText, path=PIN): old,
                CandidateVersions: {"rocm-core": ROCM_643["rocm-core"]}},
     )  # fmt: skip
     return host
@@ -206,7 +224,7 @@ def test_a_drifted_hosts_plan_shows_its_package_and_file_diffs(caplog):
     assert shown[0].diff[-2:] == ("-Pin-Priority: 500", "+Pin-Priority: 600")
     assert shown[1].line() == "upgrade rocm-core 6.4.1.60401-83~22.04 -> 6.4.3.60403-128~22.04"
     # one read for the file that differs, one for apt's versions: nothing else
-    assert [read.fact for read in host.extra_reads] == [FileContents, CandidateVersions]
+    assert [read.fact for read in host.extra_reads] == [FileText, CandidateVersions]
     assert f"[node] Will modify {PIN}" in caplog.text
     assert "[node] Will upgrade rocm-core 6.4.1.60401-83~22.04 -> 6.4.3.60403-128~22.04" in (
         caplog.text

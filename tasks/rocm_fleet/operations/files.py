@@ -14,7 +14,7 @@ from pyinfra.facts.files import FileContents
 
 from rocm_fleet.engine.diffs import detailing, show
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, FileText
 from rocm_fleet.model import paths
 from rocm_fleet.model.answers import FileDigestDict
 from rocm_fleet.model.changes import FileChange, file_change
@@ -54,7 +54,10 @@ def show_file(
         return
     current = None if digest is None else ""
     if digest is not None and not secret:
-        current = "".join(f"{line}\n" for line in host.get_fact(FileContents, path=path) or [])
+        current = host.get_fact(FileText, path=path)
+        if current is None:  # a link: what it points at is not shown
+            show([FileChange("modify", path, ("(a link on the host: not read)",))])
+            return
     old_mode = digest["mode"] if digest is not None else mode
     show([file_change(path, current, content, secret=secret, modes=(old_mode, mode))])
 

@@ -676,9 +676,9 @@ def test_an_outlier_the_deploy_would_change_is_drift():
 def test_the_json_carries_each_surveyed_hosts_changes_in_detail(monkeypatch):
     """``--format json`` (``gather(detail=True)``): a drifted host's packages and files, as
     ``--dry --diff`` shows them; a converged host's empty; the other keys as before."""
-    from pyinfra.facts.files import FileContents
 
     from rocm_fleet.facts.apt import CandidateVersions
+    from rocm_fleet.facts.files import FileText
     from unit.surveys import digest, fact_key
 
     pin = paths.ROCM_PIN
@@ -687,7 +687,7 @@ def test_the_json_carries_each_surveyed_hosts_changes_in_detail(monkeypatch):
     packages = {**converged().packages, "rocm-core": "6.4.1.60401-83~22.04"}
     drifty = SurveyHost(
         converged(files={pin: digest(old)}, packages=packages),
-        other={fact_key(FileContents, path=pin): old.splitlines(),
+        other={fact_key(FileText, path=pin): old,
                CandidateVersions: {"rocm-core": "6.4.3.60403-128~22.04"}},
     )  # fmt: skip
     hosts = {"clean": (DATA, SurveyHost(converged())), "drifty": (DATA, drifty),
