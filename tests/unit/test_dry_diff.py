@@ -238,3 +238,20 @@ def test_a_converged_hosts_plan_reads_nothing_beyond_the_survey_under_diff():
     planned = plan(DATA, host, diff=True)
     assert planned.changes == [] and host.extra_reads == []
     assert changes_of(planned.state, "node") == []
+
+
+def test_the_dkms_driver_shows_the_headers_it_installs_and_a_newer_kernel_backports_version():
+    from rocm_fleet.operations import kernel
+
+    # Debian 12's headers and its backports kernel (deb.debian.org bookworm, bookworm-backports)
+    facts = {InstalledPackages: {"amdgpu-dkms": "1:6.12.12.60403-2194681.22.04"},
+             CandidateVersions: {"linux-headers-6.1.0-31-amd64": "6.1.128-1"}}  # fmt: skip
+    result = run_op(kernel.dkms_driver, facts, diff=True, driver="amdgpu-dkms",
+                    packages=["linux-headers-6.1.0-31-amd64", "amdgpu-dkms"],
+                    ledger=paths.DRIVER_LEDGER)  # fmt: skip
+    assert [c.line() for c in changes_of(result.state, "node")] == [
+        "install linux-headers-6.1.0-31-amd64 6.1.128-1"
+    ]
+    assert result.reads[-1] == fact_key(
+        CandidateVersions, packages=["linux-headers-6.1.0-31-amd64"], version_regex=None
+    )
