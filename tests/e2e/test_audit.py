@@ -128,17 +128,21 @@ def test_dry_diff_and_the_audits_json_show_the_package_and_file_diffs(fleet):
     dry = deploy(fleet, "--diff", limit="drifty", dry=True)
     assert dry.returncode == 0, dry.output[-3000:]
     output = re.sub(r"\x1b\[[0-9;]*m", "", dry.output)
-    assert "[drifty] Will modify /etc/ld.so.conf.d/rocm.conf" in output, output[-3000:]
-    assert "  -/usr/local/lib\n" in output, output[-3000:]
+    diff = ["--- /etc/ld.so.conf.d/rocm.conf", "+++ /etc/ld.so.conf.d/rocm.conf",
+            "@@ -1,3 +1,2 @@", " /opt/rocm/lib", " /opt/rocm/lib64", "-/usr/local/lib"]  # fmt: skip
+    shown = r"\[drifty\]\s+Will modify /etc/ld[.]so[.]conf[.]d/rocm[.]conf\n" + "".join(
+        rf" +{re.escape(line)}\n" for line in diff
+    )
+    assert re.search(shown, output), output[-3000:]
     installed = re.search(
-        r"\[drifty\] Will install rocm-hip-runtime (6[.]4[.]3[.]60403-\S+)", output
+        r"\[drifty\]\s+Will install rocm-hip-runtime (6[.]4[.]3[.]60403-\S+)\n", output
     )
     assert installed, output[-3000:]
     row, _ = audit_drift(fleet, "drifty")
     assert {"action": "install", "name": "rocm-hip-runtime", "old": None,
             "new": installed[1]} in row["changes"]["packages"], row["changes"]  # fmt: skip
     (file,) = [f for f in row["changes"]["files"] if f["path"] == "/etc/ld.so.conf.d/rocm.conf"]
-    assert file["action"] == "modify" and "-/usr/local/lib" in file["diff"], file
+    assert file == {"action": "modify", "path": "/etc/ld.so.conf.d/rocm.conf", "diff": diff}
     succeeded(deploy(fleet, limit="drifty"))
     assert audit_drift(fleet, "drifty")[0]["changes"] == {"packages": [], "files": []}
 
