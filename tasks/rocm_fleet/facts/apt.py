@@ -406,6 +406,10 @@ class DistroRocmPackages(FactBase["DistroRocmDict | None"]):
         }
 
 
+# apt-cache without writing its cache files (root's apt-cache would, when they are stale)
+_APT_CACHE = "apt-cache -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache="
+
+
 class CandidateVersions(FactBase[dict[str, str]]):
     """The version apt would install of each of ``packages``: with ``version_regex``, the first
     ``apt-cache madison`` lists that matches it (as ``release-switch.sh`` picks it), else apt's
@@ -426,13 +430,14 @@ class CandidateVersions(FactBase[dict[str, str]]):
         names = " ".join(quote(p) for p in packages)
         if version_regex:
             pick = (
-                "apt-cache madison \"$p\" 2>/dev/null | awk -F'|' "
+                f"{_APT_CACHE} madison \"$p\" 2>/dev/null | awk -F'|' "
                 f"-v re={quote(version_regex)} "
                 "'{ gsub(/ /, \"\", $2) } $2 ~ re { print $2; exit }'"
             )
         else:
             pick = (
-                'apt-cache policy "$p" 2>/dev/null | awk \'$1 == "Candidate:" { print $2; exit }\''
+                f'{_APT_CACHE} policy "$p" 2>/dev/null'
+                " | awk '$1 == \"Candidate:\" { print $2; exit }'"
             )
         return f'for p in {names}; do echo "$p $(LC_ALL=C {pick})"; done'
 
