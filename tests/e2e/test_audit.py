@@ -11,6 +11,7 @@ lab that has them.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -116,6 +117,34 @@ def test_every_drift_is_named_alike_by_dry_and_audit_and_repaired(fleet, what, c
     succeeded(fixed)
     assert set(repairs) <= set(changed(fixed)), (what, changed(fixed))
     assert audit_drift(fleet, "drifty")[0]["status"] == "ok"
+
+
+def test_dry_diff_and_the_audits_json_show_the_package_and_file_diffs(fleet):
+    """``--dry --diff`` on a drifted host: the loader path file's unified diff and the package
+    to install at the version the lab's AMD repository double serves; the audit's JSON the
+    same; the run repairs both."""
+    sh(fleet, "drifty", "echo /usr/local/lib >> /etc/ld.so.conf.d/rocm.conf && "
+       "apt-get purge -y -q rocm-hip-runtime >/dev/null")  # fmt: skip
+    dry = deploy(fleet, "--diff", limit="drifty", dry=True)
+    assert dry.returncode == 0, dry.output[-3000:]
+    output = re.sub(r"\x1b\[[0-9;]*m", "", dry.output)
+    diff = ["--- /etc/ld.so.conf.d/rocm.conf", "+++ /etc/ld.so.conf.d/rocm.conf",
+            "@@ -1,3 +1,2 @@", " /opt/rocm/lib", " /opt/rocm/lib64", "-/usr/local/lib"]  # fmt: skip
+    shown = r"\[drifty\]\s+Will modify /etc/ld[.]so[.]conf[.]d/rocm[.]conf\n" + "".join(
+        rf" +{re.escape(line)}\n" for line in diff
+    )
+    assert re.search(shown, output), output[-3000:]
+    installed = re.search(
+        r"\[drifty\]\s+Will install rocm-hip-runtime (6[.]4[.]3[.]60403-\S+)\n", output
+    )
+    assert installed, output[-3000:]
+    row, _ = audit_drift(fleet, "drifty")
+    assert {"action": "install", "name": "rocm-hip-runtime", "old": None,
+            "new": installed[1]} in row["changes"]["packages"], row["changes"]  # fmt: skip
+    (file,) = [f for f in row["changes"]["files"] if f["path"] == "/etc/ld.so.conf.d/rocm.conf"]
+    assert file == {"action": "modify", "path": "/etc/ld.so.conf.d/rocm.conf", "diff": diff}
+    succeeded(deploy(fleet, limit="drifty"))
+    assert audit_drift(fleet, "drifty")[0]["changes"] == {"packages": [], "files": []}
 
 
 def test_after_the_repairs_a_run_changes_nothing(fleet):

@@ -27,6 +27,7 @@ class OpResult:
     commands: list[Any]
     noops: list[str]
     reads: list[FactKey]  # in the order the operation read them
+    state: Any = None  # the State it ran in
 
     @property
     def facts_read(self) -> list[type]:
@@ -43,11 +44,14 @@ class OpResult:
         return [script_call(c) for c in self.commands if is_script(c)]
 
 
-def run_op(op: Any, facts: Answers, executing: bool = False, **arguments: Any) -> OpResult:
+def run_op(
+    op: Any, facts: Answers, executing: bool = False, diff: bool = False, **arguments: Any
+) -> OpResult:
     """Run ``op``'s body for a host named "node" while planning (or, with ``executing``,
-    while pyinfra executes), every fact answered from ``facts``."""
+    while pyinfra executes; with ``diff``, as under ``--diff``), every fact answered from
+    ``facts``."""
     inventory = Inventory((["node"], {}))
-    state = State(inventory, Config())
+    state = State(inventory, Config(DIFF=diff))
     state.is_executing = executing
     node = inventory.get_host("node")
     reads: list[FactKey] = []
@@ -70,4 +74,4 @@ def run_op(op: Any, facts: Answers, executing: bool = False, **arguments: Any) -
     node.noop = noops.append
     with ctx_state.use(state), ctx_host.use(node):
         commands = list(op._inner(**arguments))
-    return OpResult(commands, noops, reads)
+    return OpResult(commands, noops, reads, state)

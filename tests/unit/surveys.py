@@ -253,13 +253,14 @@ def plan(
     host: SurveyHost,
     others: dict[str, dict] | None = None,
     deploy_file: Path | None = None,
+    diff: bool = False,
 ) -> Plan:
     """Plan deploy.py through pyinfra's API for one host ("node") whose facts come from
-    ``host``; ``others`` are more hosts of the inventory (name -> data), not planned.
-    Nothing runs anywhere."""
+    ``host``; ``others`` are more hosts of the inventory (name -> data), not planned;
+    ``diff``: as with pyinfra's ``--diff``. Nothing runs anywhere."""
     hosts = [("node", dict(data)), *((name, dict(d)) for name, d in (others or {}).items())]
     inventory = Inventory((hosts, {}))
-    state = State(inventory, Config())
+    state = State(inventory, Config(DIFF=diff))
     node = inventory.get_host("node")
     node.connected = True
     state.activate_host(node)

@@ -214,6 +214,8 @@ class AuditRow:
     matrix_data: str | None = (
         None  #: where the host's release row comes from (Config.matrix_source)
     )
+    #: what the plan would change in detail (``--format json`` only): {"packages", "files"}
+    changes: Mapping[str, list[dict[str, Any]]] | None = None
 
     @property
     def surveyed(self) -> bool:
@@ -240,4 +242,6 @@ class AuditRow:
             found["verified_at"] = self.verified_at
         if self.matrix_data is not None:
             found["matrix_data"] = self.matrix_data
+        if self.changes is not None:
+            found["changes"] = plain(self.changes)
         return found

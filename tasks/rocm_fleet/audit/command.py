@@ -59,7 +59,7 @@ def run(args: Any) -> int:
     progress = None if args.quiet else Progress()
     started = time.time()
     try:
-        rows = gather(args.inventory, limits, data or None, progress)
+        rows = gather(args.inventory, limits, data or None, progress, detail=fmt == "json")
     except Exception:
         if fmt in metrics.FORMATS:
             # The failure's metrics replace the last good report (its time carried over).

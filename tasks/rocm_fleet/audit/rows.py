@@ -169,6 +169,18 @@ def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
     return drift_by_concern(planned_operations(state, host))
 
 
+def changes_in_detail(state: Any, host_name: str) -> dict[str, list[dict[str, Any]]]:
+    """The packages and files ``host_name``'s plan would change, as the audit's JSON has them."""
+    from rocm_fleet.engine.diffs import changes_of
+    from rocm_fleet.model.changes import PackageChange
+
+    found = changes_of(state, host_name)
+    return {
+        "packages": [c.to_json() for c in found if isinstance(c, PackageChange)],
+        "files": [c.to_json() for c in found if not isinstance(c, PackageChange)],
+    }
+
+
 def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]]:
     """Concern -> its operations that would change the host, in plan order; every planned
     concern is a key. ``_if``-gated operations are left out (their trigger is reported)."""
@@ -190,11 +202,15 @@ def gather(
     limits: list[str],
     override_data: dict[str, Any] | None = None,
     progress: Any = None,
+    detail: bool = False,
 ) -> list[AuditRow]:
-    """Every (limited) host's row, built in parallel; ``progress(row, done, total)`` as each is."""
+    """Every (limited) host's row, built in parallel; ``progress(row, done, total)`` as each is.
+    ``detail``: a surveyed host's row carries its plan's changes in detail (``changes``; the
+    files that differ read for their diff, apt asked for its versions)."""
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
+    from rocm_fleet.engine.diffs import record_detail
     from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
     from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.model.config import ConfigError
@@ -203,6 +219,8 @@ def gather(
     state, hosts = load_inventory(
         inventory_path, limits, check_for_changes=True, override_data=override_data
     )
+    if detail:
+        record_detail(state)
     versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
     peers: dict[str, PeerKey] = {}  # whom each surveyed host is compared with
 
@@ -212,7 +230,10 @@ def gather(
         except ConfigError as exc:
             return AuditRow(host.name, "invalid", str(exc))
         # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
-        return replace(audit_configured(host, config), matrix_data=config.matrix_source)
+        row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
+        if detail and row.status in ("drift", "ok"):
+            row = replace(row, changes=changes_in_detail(state, host.name))
+        return row
 
     def audit_configured(host, config) -> AuditRow:
         try:

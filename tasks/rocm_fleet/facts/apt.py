@@ -404,3 +404,48 @@ class DistroRocmPackages(FactBase["DistroRocmDict | None"]):
             "purge_conflicting": _purge(purges["conflicting"]) if "conflicting" in purges else None,
             "purge_kept": _purge(purges["kept"]) if "kept" in purges else None,
         }
+
+
+# apt-cache without writing its cache files (root's apt-cache would, when they are stale)
+_APT_CACHE = "apt-cache -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache="
+
+
+class CandidateVersions(FactBase[dict[str, str]]):
+    """The version apt would install of each of ``packages``: with ``version_regex``, the first
+    ``apt-cache madison`` lists that matches it (as ``release-switch.sh`` picks it), else apt's
+    candidate (``apt-cache policy``); a package apt has no version of is left out (its source
+    may be written by this run). Read for ``--diff`` only.
+
+    .. code:: python
+
+        {"rocm-hip-runtime": "7.1.1.70101-38~24.04", "dkms": "3.0.10-8+deb12u1"}
+    """
+
+    default = dict
+
+    @override
+    def command(
+        self, packages: list[str] | tuple[str, ...], version_regex: str | None = None
+    ) -> str:
+        names = " ".join(quote(p) for p in packages)
+        if version_regex:
+            pick = (
+                f"{_APT_CACHE} madison \"$p\" 2>/dev/null | awk -F'|' "
+                f"-v re={quote(version_regex)} "
+                "'{ gsub(/ /, \"\", $2) } $2 ~ re { print $2; exit }'"
+            )
+        else:
+            pick = (
+                f'{_APT_CACHE} policy "$p" 2>/dev/null'
+                " | awk '$1 == \"Candidate:\" { print $2; exit }'"
+            )
+        return f'for p in {names}; do echo "$p $(LC_ALL=C {pick})"; done'
+
+    @override
+    def process(self, output: list[str]) -> dict[str, str]:
+        found = {}
+        for line in output:
+            name, _, version = line.strip().partition(" ")
+            if name and version and version != "(none)" and " " not in version:
+                found[name] = version
+        return found

@@ -76,6 +76,27 @@ _UNESCAPE = re.compile(r"\\(.)")
 _SHA256_LINE = re.compile(r"^(?P<escaped>\\?)(?P<sha256>[0-9a-f]{64}) [ *](?P<name>.*)$")
 
 
+class FileText(FactBase[str | None]):
+    """The text of the regular file ``path``, lines ending in a newline; None when it isn't one
+    or is a link (never read through it). Read for ``--diff`` only.
+
+    .. code:: python
+
+        "/opt/rocm/lib\n/opt/rocm/lib64\n"
+    """
+
+    @override
+    def command(self, path: str) -> str:
+        q = quote(path)
+        return f"if test -f {q} && ! test -L {q}; then cat {q}; else echo {ABSENT}; fi"
+
+    @override
+    def process(self, output: list[str]) -> str | None:
+        if output == [ABSENT]:
+            return None
+        return "".join(f"{line}\n" for line in output)
+
+
 class DirectoryExists(Condition):
     """Whether ``path`` is a directory.
 

@@ -10,10 +10,17 @@ from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.files import FileContents
 
+from rocm_fleet.engine.diffs import detailing, show
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
+from rocm_fleet.facts.apt import (
+    CandidateVersions,
+    DpkgInterrupted,
+    InstalledPackages,
+    KeyringFingerprints,
+)
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import NvidiaStack
+from rocm_fleet.model.changes import FileChange, PackageChange
 from rocm_fleet.model.matrix import STREAMS
 from rocm_fleet.model.versions import is_amd_driver_version
 from rocm_fleet.operations._script import script
@@ -43,12 +50,14 @@ def debian_packages(
         if not names:
             host.noop("no package this deploy installed is left")
             return
+        show_packages(installed, remove=names)
         yield script("ledger-purge", ledger or "", *names)
         return
     missing = [name for name in packages or [] if name not in installed]
     if not missing:
         host.noop(f"{', '.join(packages or [])} installed")
         return
+    show_packages(installed, install=missing)
     yield script("packages-install", ledger or "", *missing)
 
 
@@ -80,6 +89,9 @@ def verified_keyring(
     if current == [fingerprint]:
         host.noop(f"keyring {path} holds exactly {fingerprint}")
         return
+    if detailing():  # a keyring is binary: its keys' fingerprints, as the diff
+        diff = (*(f"-{key}" for key in current or []), f"+{fingerprint}")
+        show([FileChange("create" if current is None else "modify", path, diff)])
     through = [proxy["https_proxy"], proxy.get("no_proxy", "")] if proxy else []
     if ca:
         through = [*(through or ["", ""]), ca]
@@ -133,6 +145,7 @@ def release_packages(
         if not names:
             host.noop("no AMD ROCm packages installed")
             return
+        show_packages(installed, remove=names)
         yield script("apt-get", "purge", *names)
         return
     if release is None:
@@ -157,6 +170,7 @@ def release_packages(
     if not missing and not stale and not foreign and not unwanted:
         host.noop(f"{', '.join(packages)} installed from ROCm {release.version}")
         return
+    show_packages(installed, missing, remove=foreign + unwanted, move=stale, version_regex=pattern)
     items = (
         [f"foreign:{name}" for name in foreign]
         + [f"want:{name}" for name in missing]
@@ -216,4 +230,38 @@ def nvidia_packages_absent(reboot_reason: str):
     if not stack["packages"]:
         host.noop("no NVIDIA driver or CUDA package installed")
         return
+    if detailing():
+        show_packages(read_fact(InstalledPackages), remove=stack["packages"])
     yield script("nvidia-purge", reboot_reason if stack["modules"] else "", *stack["packages"])
+
+
+def show_packages(
+    installed: dict[str, str],
+    install: list[str] | None = None,
+    remove: list[str] | None = None,
+    move: list[str] | None = None,
+    version_regex: str | None = None,
+) -> None:
+    """Under ``--diff``: ``install``'s packages as installs, or upgrades of an installed
+    version, at the version apt would pick (``CandidateVersions``, ``version_regex``'s: read
+    only here, only for these), ``move``'s as upgrades too or, where apt has no such version,
+    removals (as ``release-switch.sh`` purges them), ``remove``'s with their versions."""
+    if not detailing():
+        return
+    asked = [*(install or []), *(move or [])]
+    new = (
+        (read_fact(CandidateVersions, packages=asked, version_regex=version_regex) or {})
+        if asked
+        else {}
+    )
+    changes = []
+    for name in asked:
+        old = installed.get(name)
+        if old is None:
+            changes.append(PackageChange("install", name, new=new.get(name)))
+        elif name in new or name in (install or []):
+            changes.append(PackageChange("upgrade", name, old, new.get(name)))
+        else:
+            changes.append(PackageChange("remove", name, old))
+    changes += [PackageChange("remove", name, installed.get(name)) for name in remove or []]
+    show(changes)

@@ -13,9 +13,12 @@ from pyinfra import host
 from pyinfra.api import FileUploadCommand, OperationError, QuoteString, StringCommand, operation
 from pyinfra.facts.files import FileContents
 
+from rocm_fleet.engine.diffs import detailing, show
 from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, FileText
 from rocm_fleet.model import paths
+from rocm_fleet.model.answers import FileDigestDict
+from rocm_fleet.model.changes import FileChange, file_change
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.operations._script import script
 
@@ -39,7 +42,25 @@ def text_file(path: str, content: str = "", mode: str = "644", present: bool = T
     if current is not None and (current["mode"], current["sha256"]) == (mode, digest):
         host.noop(f"{path} is up to date")
         return
+    show_file(path, content, mode, current)
     yield script("text-file", path, mode, content)
+
+
+def show_file(
+    path: str, content: str, mode: str, digest: FileDigestDict | None, secret: bool = False
+) -> None:
+    """Under ``--diff``: the change from the host's ``path`` (``digest`` its ``FileDigest``;
+    its text read for the diff, unless ``secret``) to ``content`` with ``mode``."""
+    if not detailing():
+        return
+    current = None if digest is None else ""
+    if digest is not None and not secret:
+        current = host.get_fact(FileText, path=path)
+        if current is None:  # a link: what it points at is not shown
+            show([FileChange("modify", path, ("(a link on the host: not read)",))])
+            return
+    old_mode = digest["mode"] if digest is not None else mode
+    show([file_change(path, current, content, secret=secret, modes=(old_mode, mode))])
 
 
 @operation()
@@ -60,6 +81,7 @@ def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
     if current is not None and (current["mode"], current["sha256"]) == (mode, digest):
         host.noop(f"{path} is up to date")
         return
+    show_file(path, "", mode, current, secret=True)
     # A fresh private directory beside path (mkdir: never a name someone else made) holds the
     # file pyinfra's upload writes through (its cp follows links); the safe path rule first.
     private = f"{paths.parent(path)}/.{path.rsplit('/', 1)[-1]}.{secrets.token_hex(6)}"
@@ -96,7 +118,14 @@ def removed(path: str, exists: bool):
     if not exists:
         host.noop(f"{path} is absent")
         return
+    show_removal(path)
     yield StringCommand(script("path-safe", path), "&&", "rm", "-f", path)
+
+
+def show_removal(path: str) -> None:
+    """Under ``--diff``: ``remove PATH``, named only (a removed file may have held a secret)."""
+    if detailing():
+        show([FileChange("remove", path)])
 
 
 @operation()

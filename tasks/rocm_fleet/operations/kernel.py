@@ -14,6 +14,8 @@ from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model.kernels import kernel_hold, kernel_meta_packages
 from rocm_fleet.operations._script import failure, script
+from rocm_fleet.operations.apt import show_packages
+from rocm_fleet.operations.files import show_file, show_removal
 
 logger = logging.getLogger("pyinfra")
 
@@ -53,6 +55,8 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool, hol
     recommends = "--install-recommends" if hwe else "--no-install-recommends"
     running = read_fact(RunningKernel)
     released = " ".join(p for p in missing if p in held)
+    # backports' version (-t picks it), else apt's candidate
+    show_packages(installed, missing, version_regex="~bpo" if target_release else None)
     yield script("newer-kernel", running, target_release or "", recommends, released, *missing)
 
 
@@ -113,6 +117,10 @@ def module_options(path: str, content: str, reboot_reason: str):
     ):
         host.noop(f"{path} is up to date")
         return
+    if content:
+        show_file(path, content, "644", current)
+    else:
+        show_removal(path)
     yield script("module-options", path, content, reboot_reason)
 
 
@@ -131,6 +139,7 @@ def dkms_driver(packages: list[str], driver: str, ledger: str):
     if not missing:
         host.noop(f"{', '.join(packages)} installed")
         return
+    show_packages(installed, missing)
     yield script("dkms-driver", ledger, driver, *missing)
 
 
@@ -149,4 +158,5 @@ def dkms_driver_absent(driver: str, ledger: str, reboot_reason: str):
     if not names:
         host.noop(f"no package the DKMS driver's install added is left ({driver} included)")
         return
+    show_packages(installed, remove=names)
     yield script("dkms-driver-purge", ledger, driver, reboot_reason, *names)

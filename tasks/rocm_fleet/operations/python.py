@@ -13,10 +13,12 @@ from pyinfra import host
 from pyinfra.api import OperationValueError, QuoteString, StringCommand, operation
 from pyinfra.facts.files import Directory, FileContents
 
+from rocm_fleet.engine.diffs import detailing, show
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import paths
+from rocm_fleet.model.changes import PackageChange
 from rocm_fleet.model.venv_pins import (
     normal_name,
     normal_versions,
@@ -157,6 +159,12 @@ def pinned_wheels(
         pins = [f"{n}=={v}" for n, v in sorted(wanted.items())] + requires
         host.noop(", ".join(pins) + " installed")
         return
+    if detailing():
+        show(
+            [PackageChange("upgrade" if n in installed else "install", n, installed.get(n), v,
+                           venv_path) for n, v in sorted(drift.items())]
+            + [PackageChange("remove", n, installed[n], venv=venv_path) for n in stale]
+        )  # fmt: skip
     python = QuoteString(paths.venv_python(venv_path))
     # Root runs it: only where no one else could have swapped it since preflight.
     checked = [script("path-safe", paths.venv_python(venv_path)), "&&"]
@@ -261,6 +269,9 @@ def cuda_wheels_absent(venv_path: str):
     if not names:
         host.noop(f"no CUDA wheel in {venv_path}")
         return
+    if detailing():
+        installed = venv_versions(venv_path)
+        show([PackageChange("remove", n, installed.get(n), venv=venv_path) for n in names])
     yield StringCommand(
         script("path-safe", paths.venv_python(venv_path)), "&&",  # as pinned_wheels
         QuoteString(paths.venv_python(venv_path)), "-m", "pip", "uninstall", "--yes",

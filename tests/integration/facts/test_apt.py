@@ -4,6 +4,7 @@ PATH and /etc/apt trees built in tmp_path.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 
 from rocm_fleet.facts.apt import (
     AptSourceLines,
+    CandidateVersions,
     DebianMirror,
     DpkgInterrupted,
     InstalledPackages,
@@ -195,3 +197,18 @@ def test_debian_mirror_from_deb822_and_one_line_sources(tmp_path, files, mirror)
     rc, out = run_sh(fact.command().replace("/etc/", f"{etc}/"))
     assert rc == 0
     assert fact.process(out) == mirror
+
+
+def test_candidate_versions_asks_this_machines_apt_cache():
+    """--diff's new versions from this machine's real apt-cache: the candidate (bash, dash: in
+    every Debian), the first version madison lists matching a pattern; a package apt has no
+    version of is left out."""
+    fact = CandidateVersions()
+    rc, out = run_sh(fact.command(["bash", "dash", "rocm-fleet-no-such-package"]))
+    found = fact.process(out)
+    assert rc == 0 and sorted(found) == ["bash", "dash"], out
+    exact = "^" + re.escape(found["bash"]) + "$"
+    rc, out = run_sh(fact.command(["bash"], version_regex=exact))
+    assert fact.process(out) == {"bash": found["bash"]}
+    rc, out = run_sh(fact.command(["bash"], version_regex="^no-such-version$"))
+    assert fact.process(out) == {}

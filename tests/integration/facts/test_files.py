@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, FileText
 from rocm_fleet.facts.system import (
     DaemonRunning,
 )
@@ -32,6 +32,25 @@ def test_file_digest_reads_mode_sha256_and_mtime(tmp_path):
     }
     assert fact.process(run_sh(fact.command(str(tmp_path / "none")))[1]) is None
     assert fact.process(run_sh(fact.command(str(tmp_path)))[1]) is None  # a directory
+
+
+def test_file_text_reads_a_regular_file_never_through_a_link(tmp_path):
+    """--diff's read of a host's file: its text; None for a link (a root-only file it points
+    at is not printed), a directory or no file."""
+    conf = tmp_path / "rocm.conf"
+    conf.write_text("/opt/rocm/lib\n/opt/rocm/lib64\n")
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$y$j9T$secret:20000:0:99999:7:::\n")
+    link = tmp_path / "rocm-pin-600"
+    link.symlink_to(secret)
+    fact = FileText()
+    answers = {}
+    for path in (conf, link, tmp_path, tmp_path / "none"):
+        rc, out = run_sh(fact.command(str(path)))
+        assert rc == 0
+        answers[path.name] = fact.process(out)
+    assert answers == {"rocm.conf": "/opt/rocm/lib\n/opt/rocm/lib64\n", "rocm-pin-600": None,
+                       tmp_path.name: None, "none": None}  # fmt: skip
 
 
 def test_directory_and_daemon_conditions_on_this_machine(tmp_path):

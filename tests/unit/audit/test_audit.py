@@ -294,6 +294,7 @@ def gather(
     monkeypatch,
     hosts: dict[str, tuple[dict, SurveyHost | Exception]],
     groups: dict[str, list[str]] | None = None,
+    detail: bool = False,
 ) -> list[AuditRow]:
     """``audit_rows.gather`` over an inventory of these hosts (in ``groups``, when given):
     each answers its facts from a SurveyHost, or fails to connect with the exception."""
@@ -315,7 +316,7 @@ def gather(
         host.connect = connect
         host.get_fact = answer
     monkeypatch.setattr(audit_rows, "load_inventory", lambda *args, **kwargs: (state, chosen))
-    return audit_rows.gather("inventories/lab.py", [])
+    return audit_rows.gather("inventories/lab.py", [], detail=detail)
 
 
 UNREACHABLE = "Could not connect ([Errno None] Unable to connect to port 22 on 10.213.0.16)"
@@ -672,3 +673,39 @@ def test_an_outlier_the_deploy_would_change_is_drift():
     (flagged,) = audit_rows.flag_outliers([row], [rocm])
     assert flagged.status == "drift" and flagged.drift == ("outlier: rocm",)
     assert flagged.cells.outlier.text.startswith("! rocm 6.4.1-83 (3 of 4 in group debian 12")
+
+
+def test_the_json_carries_each_surveyed_hosts_changes_in_detail(monkeypatch):
+    """``--format json`` (``gather(detail=True)``): a drifted host's packages and files, as
+    ``--dry --diff`` shows them; a converged host's empty; the other keys as before."""
+
+    from rocm_fleet.facts.apt import CandidateVersions
+    from rocm_fleet.facts.files import FileText
+    from unit.surveys import digest, fact_key
+
+    pin = paths.ROCM_PIN
+    old = "Package: *\nPin: release o=repo.radeon.com\nPin-Priority: 500\n"
+    # rocm-core of 6.4.1 (repo.radeon.com/rocm/apt/6.4.1, jammy) where 6.4.3's is wanted
+    packages = {**converged().packages, "rocm-core": "6.4.1.60401-83~22.04"}
+    drifty = SurveyHost(
+        converged(files={pin: digest(old)}, packages=packages),
+        other={fact_key(FileText, path=pin): old,
+               CandidateVersions: {"rocm-core": "6.4.3.60403-128~22.04"}},
+    )  # fmt: skip
+    hosts = {"clean": (DATA, SurveyHost(converged())), "drifty": (DATA, drifty),
+             "gone": (DATA, ConnectError(UNREACHABLE))}  # fmt: skip
+    plain = {row.host: row.to_json() for row in gather(monkeypatch, hosts)}
+    found = {row.host: row.to_json() for row in gather(monkeypatch, hosts, detail=True)}
+    assert found["clean"]["changes"] == {"packages": [], "files": []}
+    assert found["drifty"]["changes"] == {
+        "packages": [{"action": "upgrade", "name": "rocm-core", "old": "6.4.1.60401-83~22.04",
+                      "new": "6.4.3.60403-128~22.04"}],
+        "files": [{"action": "modify", "path": pin, "diff": [
+            f"--- {pin}", f"+++ {pin}", "@@ -1,3 +1,3 @@", " Package: *",
+            " Pin: release o=repo.radeon.com", "-Pin-Priority: 500", "+Pin-Priority: 600",
+        ]}],
+    }  # fmt: skip
+    assert "changes" not in found["gone"]
+    assert {
+        name: {k: v for k, v in row.items() if k != "changes"} for name, row in found.items()
+    } == plain
