@@ -35,6 +35,15 @@ HOSTS = [
 ]  # fmt: skip
 
 
+def tail(text: str, count: int) -> str:
+    """The last ``count`` whole lines of ``text`` (never a cut line), after a line saying how
+    many came before."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= count:
+        return "\n".join(lines)
+    return "\n".join([f"    ... ({len(lines) - count} earlier lines)", *lines[-count:]])
+
+
 def _step(title: str) -> float:
     print(f"\n==> {title}", flush=True)
     return time.monotonic()
@@ -50,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    up in {time.monotonic() - t:.1f}s; inventory {lab.inventory}")
         t = _step("pyinfra deploy.py (first run)")
         first = lab.pyinfra(lab.inventory, "deploy.py", check=False)
-        print(first.stderr[-4000:])
+        print(tail(first.stderr, 60))
         print(f"    exit {first.returncode} in {time.monotonic() - t:.1f}s")
         if first.returncode != 0:
             return first.returncode
@@ -62,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         checks = lab.run(
             [sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory)]
         )  # fmt: skip
-        print(checks.stdout[-3000:])
+        print(checks.stdout.rstrip())  # a line per host and check: all of it
         print(f"    exit {checks.returncode} in {time.monotonic() - t:.1f}s")
         ok = second.returncode == 0 and not totals.get("success") and checks.returncode == 0
         _step("Outcome")
