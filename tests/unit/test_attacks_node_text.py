@@ -21,6 +21,7 @@ import pytest
 
 from rocm_fleet.audit import screens
 from rocm_fleet.checks.report import Report
+from rocm_fleet.cli.tables import Screen
 from rocm_fleet.model.untrusted import LIMIT, VISIBLE_LOG, visible
 from unit.audit.test_audit import DATA, SurveyHost, converged, fresh_survey, gather
 from unit.roll.test_roll import Cluster, Node, Recorder, roll
@@ -176,7 +177,7 @@ def test_checks_report_shows_a_failing_checks_node_text_visibly(tmp_path):
     out = io.StringIO()
     args = [str(checks), "-p", "no:cacheprovider", "-p", "no:randomly", "--tb=short",
             "--rootdir", str(tmp_path), "-c", os.devnull]  # fmt: skip
-    pytest.main(args, plugins=[Report(out, details=True)])
+    pytest.main(args, plugins=[Report(out, details=True, screen=Screen(width=1000))])
     text = out.getvalue()
     assert "FAILED" in text and "the rocm source says 12\\x1b]0;pwned\\x07" in text
     assert "node112\\x1b]0;pwned\\x07" in text

@@ -515,5 +515,4 @@ command = click.Group(
 
 # docs/supported-releases.md's tables: python -m rocm_fleet.matrix.command
 if __name__ == "__main__":
-
     print(sources_markdown() if sys.argv[1:] == ["sources"] else release_table())
