@@ -3,10 +3,10 @@
 first line), with its own reason, wrapped to the screen's width (never cut), the outcome
 coloured when the screen is; then the summary; the exit status by ``cli.exits``::
 
-    ok           node1  The release's apt source is AMD's, with its keyring and suite
+    ok           node1  The ROCm apt source is AMD's, with its keyring and suite
     FAILED       node2  The apt pin prefers AMD's repository: /etc/apt/preferences.d/rocm-pin-600
                         is missing
-    UNREACHABLE  node3  The release's apt source is AMD's, with its keyring and suite: Could not
+    UNREACHABLE  node3  The ROCm apt source is AMD's, with its keyring and suite: Could not
                         connect (...)
     3 hosts, 18 checks: 5 passed, 1 failed, 6 skipped, 6 not run (unreachable: node3)
 """
@@ -54,23 +54,35 @@ def check_name(item: Any) -> str:
 
 
 def check_line(outcome: Outcome, host_width: int, screen: Screen) -> str:
-    """``outcome``'s line: its outcome, host and check (with the reason), each column
-    wrapped to fit ``screen``'s width (the host's name whole while the check keeps 30
-    columns; nothing cut), the outcome coloured when the screen is. ``visible``: the reason
-    quotes what the node answered."""
+    """``outcome``'s line: its outcome, host and check (with the reason), wrapped to fit
+    ``screen``'s width, nothing cut: under the check while it keeps 40 columns, else under
+    the line, indented 4 (a host name too long for the screen folded in its column); the
+    outcome coloured when the screen is. ``visible``: the reason quotes what the node
+    answered."""
     from rich.color import ColorSystem
     from rich.style import Style
 
-    hosts = min(host_width, max(8, screen.width - 11 - 4 - 30))
+    hosts = min(host_width, max(8, screen.width - 11 - 4 - 20))
     room = max(20, screen.width - 11 - 4 - hosts)
     check = visible(outcome.check + (f": {outcome.reason}" if outcome.reason else ""))
     host = pieces(visible(outcome.host), hosts)
-    said = textwrap.wrap(check, room, break_on_hyphens=False) or [""]
+    if room >= 40 or len(host) > 1:
+        said = textwrap.wrap(check, room, break_on_hyphens=False) or [""]
+    else:  # a narrow screen: the first line's room, then the screen's
+        said = textwrap.wrap(
+            check, max(20, screen.width), initial_indent=" " * (screen.width - room),
+            subsequent_indent="    ", break_on_hyphens=False,
+        )  # fmt: skip
+        said[0] = said[0].lstrip()
+        host += [""] * (len(said) - 1)
     shown = SHOWN[outcome.result]
     if screen.colour:
         shown = Style.parse(STYLE[outcome.result]).render(shown, color_system=ColorSystem.STANDARD)
     lines = []
     for n, (name, text) in enumerate(itertools.zip_longest(host, said, fillvalue="")):
+        if n and not name and text.startswith("    "):  # under the line
+            lines.append(text)
+            continue
         first = shown + " " * (11 - len(SHOWN[outcome.result])) if n == 0 else " " * 11
         lines.append(f"{first}  {name:<{hosts}}  {text}".rstrip())
     return "\n".join(lines)

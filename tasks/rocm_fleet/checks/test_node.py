@@ -67,7 +67,7 @@ def node(target: Target) -> Config:
 
 
 def test_rocm_source_uses_keyring_and_suite(host, node):
-    """The release's apt source is AMD's, with its keyring and suite.
+    """The ROCm apt source is AMD's, with its keyring and suite.
 
     The source of the release's stream, in AMD's form, and none of the other stream's."""
     row = distro(host.system_info.distribution, host.system_info.release)
