@@ -79,7 +79,8 @@ def test_a_changed_host_key_is_refused_before_anything_runs(tmp_path, keys):
     assert second.returncode == NOTHING, second.output
     assert impostor.logins == [] and impostor.commands == [], "logged in to an impostor"
     line = second.stdout.splitlines()[0]
-    assert line.startswith("UNREACHABLE  node  The apt pin prefers AMD's repository: "), second.output
+    pin = "UNREACHABLE  node  The apt pin prefers AMD's repository: "
+    assert line.startswith(pin), second.output
     assert "Host key for 127.0.0.1 does not match" in line, line
     assert f"ssh-keygen -R [127.0.0.1]:{port}" in line, line
     assert known.read_text() == recorded  # the impostor's key is not recorded
