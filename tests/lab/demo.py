@@ -11,6 +11,7 @@ the production URLs, a second run changes nothing, and the node checks pass.  Wi
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 
@@ -69,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    exit {second.returncode} in {time.monotonic() - t:.1f}s; totals {totals}")
         t = _step("rocm-fleet check (testinfra over SSH)")
         checks = lab.run(
-            [sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory)]
+            [sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory)],
+            env={"COLUMNS": str(shutil.get_terminal_size().columns)},  # this terminal's
         )  # fmt: skip
         print(checks.stdout.rstrip())  # a line per host and check: all of it
         print(f"    exit {checks.returncode} in {time.monotonic() - t:.1f}s")
