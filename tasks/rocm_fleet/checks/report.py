@@ -1,13 +1,14 @@
 """``rocm-fleet check``'s report, a pytest plugin in place of pytest's terminal reporter
 (``--tb`` stays): a line per host and check, named by the check's sentence (its docstring's
 first line), with its own reason, wrapped to the screen's width (never cut), the outcome
-coloured when the screen is; then the summary; the exit status by ``cli.exits``::
+coloured when the screen is; then the summary; the exit status by ``cli.exits``. In 80
+columns::
 
     ok           node1  The ROCm apt source is AMD's, with its keyring and suite
-    FAILED       node2  The apt pin prefers AMD's repository: /etc/apt/preferences.d/rocm-pin-600
-                        is missing
-    UNREACHABLE  node3  The ROCm apt source is AMD's, with its keyring and suite: Could not
-                        connect (...)
+    FAILED       node2  The apt pin prefers AMD's repository:
+                        /etc/apt/preferences.d/rocm-pin-600 is missing
+    UNREACHABLE  node3  The ROCm apt source is AMD's, with its keyring and suite:
+                        Could not connect (...)
     3 hosts, 18 checks: 5 passed, 1 failed, 6 skipped, 6 not run (unreachable: node3)
 """
 
