@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import io
 import os
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,17 @@ REASON = (
 FAILED = Outcome("gpu-node-017.example.org", "The apt pin prefers AMD's repository", "failed",
                  REASON)  # fmt: skip
 CHECKS = [obj for name, obj in inspect.getmembers(test_node) if name.startswith("test_")]
+
+
+def report_of(checks: Path, screen: Screen) -> str:
+    """What check's report prints for ``checks`` (a file of checks, or their folder) run by
+    pytest with ``--tb=short`` and ``-v``'s explanations, on ``screen``."""
+    out = io.StringIO()
+    root = checks if checks.is_dir() else checks.parent
+    args = [str(checks), "-p", "no:cacheprovider", "-p", "no:randomly", "--tb=short",
+            "--rootdir", str(root), "-c", os.devnull]  # fmt: skip
+    pytest.main(args, plugins=[Report(out, details=True, screen=screen)])
+    return out.getvalue()
 
 
 class Item:
@@ -95,12 +107,7 @@ def test_the_whole_report_fits_the_width(tmp_path, width):
         "    '''The rocm_users can reach the GPU (video and render groups).'''\n"
         "    pytest.skip('no rocm_users to check: ' + 'the inventory names none ' * 5)\n"
     )
-    out = io.StringIO()
-    args = [str(tmp_path), "-p", "no:cacheprovider", "-p", "no:randomly", "--tb=short",
-            "--rootdir", str(tmp_path), "-c", os.devnull]  # fmt: skip
-    report = Report(out, details=True, screen=Screen(width))
-    pytest.main(args, plugins=[report])
-    lines = out.getvalue().splitlines()
+    lines = report_of(tmp_path, Screen(width)).splitlines()
     assert all(len(line) <= width for line in lines), [ln for ln in lines if len(ln) > width]
     starts = [line.split()[0] for line in lines if not line.startswith(" ")]
     assert starts[:4] == ["FAILED", "ok", "skipped", "skipped"], lines
