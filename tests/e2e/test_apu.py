@@ -79,7 +79,8 @@ GTT_SYSFS = "cat /sys/bus/pci/devices/*/mem_info_gtt_total"
 
 def check(lab, inventory) -> str:
     result = lab.run(
-        [sys.executable, "-m", "rocm_fleet.cli", "check", str(inventory), "--limit", "apu", "-v"]
+        [sys.executable, "-m", "rocm_fleet.cli", "check", str(inventory), "--limit", "apu", "-v"],
+        env={"COLUMNS": "1000"},  # a line a check, not wrapped
     )  # fmt: skip
     print(result.stdout[-3000:])
     return result

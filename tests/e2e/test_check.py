@@ -42,7 +42,8 @@ def lab():
 
 
 def check(lab, *args: str) -> subprocess.CompletedProcess[str]:
-    result = lab.run([sys.executable, "-m", "rocm_fleet.cli", "check", *args], timeout=600)
+    result = lab.run([sys.executable, "-m", "rocm_fleet.cli", "check", *args], timeout=600,
+                     env={"COLUMNS": "1000"})  # a line a check, not wrapped  # fmt: skip
     result.output = result.stdout + result.stderr
     return result
 

@@ -26,7 +26,8 @@ def lab():
 
 def check(lab):
     return lab.run([sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory),
-                    "--limit", "mi300", "-v"], timeout=600)  # fmt: skip
+                    "--limit", "mi300", "-v"], timeout=600,
+                   env={"COLUMNS": "1000"})  # a line a check, not wrapped  # fmt: skip
 
 
 def test_health_passes_then_fails_for_a_narrowed_link_and_an_ecc_error(lab):
@@ -35,7 +36,7 @@ def test_health_passes_then_fails_for_a_narrowed_link_and_an_ecc_error(lab):
     print(good.stdout[-3000:])
     assert good.returncode == 0, good.stdout[-4000:] + good.stderr[-2000:]
     # check's own report: one line per host and check (docs/check.md)
-    assert "ok           mi300  gpus are healthy" in good.stdout.splitlines()
+    assert "ok           mi300  The GPUs are healthy (ECC, PCIe, XGMI)" in good.stdout.splitlines()
 
     smi.set_gpu(lab.root("mi300"), 5, pcie={"width": 8})
     smi.set_gpu(lab.root("mi300"), 2, ecc={"total_uncorrectable_count": 1})

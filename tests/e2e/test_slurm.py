@@ -51,7 +51,7 @@ def check(lab) -> object:
     result = lab.run(
         [sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory), "--limit",
          ",".join(NODES)],
-        timeout=600,
+        timeout=600, env={"COLUMNS": "1000"},  # a line a check, not wrapped
     )  # fmt: skip
     print(result.stdout[-4000:])
     return result
@@ -61,7 +61,7 @@ def slurm_lines(result) -> dict[str, str]:
     return {
         line.split()[1]: line
         for line in result.stdout.splitlines()
-        if "slurm sees the gpus" in line and len(line.split()) > 1
+        if "Slurm sees the node's GPUs" in line and len(line.split()) > 1
     }
 
 

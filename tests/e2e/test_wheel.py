@@ -202,11 +202,14 @@ def test_the_installed_node_checks_pass_on_the_deployed_host(lab, venv, project)
     """`rocm-fleet check` from the wheel: the host's expectations from the project's own
     group_data (gfx1100, one GPU, alice), the checks run over SSH."""
     result = lab.run(
-        [venv / "bin/rocm-fleet", "check", lab.inventory, "-v"], cwd=project, timeout=900
+        [venv / "bin/rocm-fleet", "check", lab.inventory, "-v"],
+        cwd=project,
+        timeout=900,
+        env={"COLUMNS": "1000"},  # a line a check, not wrapped
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    assert re.search(r"^ok +\S+ +rocminfo reports expected gpus$", result.stdout, re.M), output
+    assert re.search(r"^ok +\S+ +rocminfo reports the expected GPUs$", result.stdout, re.M), output
     assert "FAILED" not in result.stdout and "error" not in result.stdout.lower()
     assert re.fullmatch(
         r"1 host, 9 checks: \d passed(, \d skipped)?", result.stdout.splitlines()[-1]

@@ -52,7 +52,7 @@ def check(tmp_path: Path, port: int, keys, strict: str | None, known_hosts: Path
     result = subprocess.run(
         [sys.executable, "-m", "rocm_fleet.cli", "check", "fleet.py", "--", "-k", "pin"],
         capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(home)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(home), "COLUMNS": "1000"},  # a line a check
     )  # fmt: skip
     result.output = result.stdout + result.stderr
     return result
@@ -79,7 +79,8 @@ def test_a_changed_host_key_is_refused_before_anything_runs(tmp_path, keys):
     assert second.returncode == NOTHING, second.output
     assert impostor.logins == [] and impostor.commands == [], "logged in to an impostor"
     line = second.stdout.splitlines()[0]
-    assert line.startswith("UNREACHABLE  node  pin prefers amds repository: "), second.output
+    pin = "UNREACHABLE  node  The apt pin prefers AMD's repository: "
+    assert line.startswith(pin), second.output
     assert "Host key for 127.0.0.1 does not match" in line, line
     assert f"ssh-keygen -R [127.0.0.1]:{port}" in line, line
     assert known.read_text() == recorded  # the impostor's key is not recorded

@@ -11,6 +11,7 @@ the production URLs, a second run changes nothing, and the node checks pass.  Wi
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 
@@ -35,6 +36,15 @@ HOSTS = [
 ]  # fmt: skip
 
 
+def tail(text: str, count: int) -> str:
+    """The last ``count`` whole lines of ``text`` (never a cut line), after a line saying how
+    many came before."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= count:
+        return "\n".join(lines)
+    return "\n".join([f"    ... ({len(lines) - count} earlier lines)", *lines[-count:]])
+
+
 def _step(title: str) -> float:
     print(f"\n==> {title}", flush=True)
     return time.monotonic()
@@ -50,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    up in {time.monotonic() - t:.1f}s; inventory {lab.inventory}")
         t = _step("pyinfra deploy.py (first run)")
         first = lab.pyinfra(lab.inventory, "deploy.py", check=False)
-        print(first.stderr[-4000:])
+        print(tail(first.stderr, 60))
         print(f"    exit {first.returncode} in {time.monotonic() - t:.1f}s")
         if first.returncode != 0:
             return first.returncode
@@ -60,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"    exit {second.returncode} in {time.monotonic() - t:.1f}s; totals {totals}")
         t = _step("rocm-fleet check (testinfra over SSH)")
         checks = lab.run(
-            [sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory)]
+            [sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory)],
+            env={"COLUMNS": str(shutil.get_terminal_size().columns)},  # this terminal's
         )  # fmt: skip
-        print(checks.stdout[-3000:])
+        print(checks.stdout.rstrip())  # a line per host and check: all of it
         print(f"    exit {checks.returncode} in {time.monotonic() - t:.1f}s")
         ok = second.returncode == 0 and not totals.get("success") and checks.returncode == 0
         _step("Outcome")

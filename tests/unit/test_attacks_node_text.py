@@ -13,16 +13,16 @@ import base64
 import io
 import json
 import logging
-import os
 import re
 from dataclasses import replace
 
 import pytest
 
 from rocm_fleet.audit import screens
-from rocm_fleet.checks.report import Report
+from rocm_fleet.cli.tables import Screen
 from rocm_fleet.model.untrusted import LIMIT, VISIBLE_LOG, visible
 from unit.audit.test_audit import DATA, SurveyHost, converged, fresh_survey, gather
+from unit.checks.test_report import report_of
 from unit.roll.test_roll import Cluster, Node, Recorder, roll
 from unit.surveys import plan
 
@@ -173,11 +173,7 @@ def test_checks_report_shows_a_failing_checks_node_text_visibly(tmp_path):
         "def test_rocminfo(host):\n"
         "    raise RuntimeError(HUGE)\n"
     )
-    out = io.StringIO()
-    args = [str(checks), "-p", "no:cacheprovider", "-p", "no:randomly", "--tb=short",
-            "--rootdir", str(tmp_path), "-c", os.devnull]  # fmt: skip
-    pytest.main(args, plugins=[Report(out, details=True)])
-    text = out.getvalue()
+    text = report_of(checks, Screen(width=1000))  # wide: each quoted text on one line
     assert "FAILED" in text and "the rocm source says 12\\x1b]0;pwned\\x07" in text
     assert "node112\\x1b]0;pwned\\x07" in text
     assert_harmless(text)

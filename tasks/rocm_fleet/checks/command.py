@@ -15,6 +15,7 @@ import click
 
 from rocm_fleet.cli.exits import Command, Exit, epilog, option, print_problems, problem_lines
 from rocm_fleet.cli.inventory import UsageError, host_options, load_inventory, parse_data
+from rocm_fleet.cli.tables import COLOR_CHOICES, screen_for
 
 #: pytest's exit statuses (pytest.ExitCode), by the scheme's
 PYTEST_EXITS = {2: Exit.NOT_CHECKED, 3: Exit.NOT_CHECKED, 4: Exit.USAGE, 5: Exit.USAGE}
@@ -103,7 +104,7 @@ def run(args: Any) -> int:
     print_problems("rocm-fleet check", errors)
     if errors:
         return Exit.USAGE
-    report = Report(sys.stdout, details=args.verbose)
+    report = Report(sys.stdout, details=args.verbose, screen=screen_for(sys.stdout, args.color))
     status = pytest.main(pytest_args(args), plugins=[chosen, report])
     if status == pytest.ExitCode.NO_TESTS_COLLECTED:
         print("rocm-fleet check: no check chosen (see -k)", file=sys.stderr)
@@ -121,7 +122,8 @@ command = Command(
     "reach the GPU. What each host should have comes from its inventory data (group_data "
     "included), validated by the deploy's own model before any check runs; SSH hosts are "
     "connected by pyinfra, their host keys checked as a deploy checks them. One line per host "
-    "and check, then a summary. Options after -- go to pytest (-- -k torch --tb=short).",
+    "and check, named by a sentence and wrapped to the terminal's width, then a summary. "
+    "Options after -- go to pytest (-- -k torch --tb=short).",
     epilog=epilog(
         "Here: 0 every check passed; 1 a check failed; 2 a host was unreachable or its "
         "host key refused, and no check failed; 4 a bad option, inventory or setting. "
@@ -142,6 +144,13 @@ command = Command(
         option("--rocm-version", help="with --hosts: the ROCm release the hosts have"),
         option("--expected-gfx", help="with --hosts: the gfx target(s), e.g. gfx1100"),
         option("-v", "--verbose", is_flag=True, help="pytest's explanation under a failed check"),
+        option(
+            "--color",
+            type=click.Choice(COLOR_CHOICES),
+            default="auto",
+            help="colour each check's outcome; auto (default): on a terminal unless NO_COLOR "
+            "is set (FORCE_COLOR forces it); lines fit the terminal (COLUMNS), else 100 columns",
+        ),
         option("--junitxml", metavar="PATH", help="also write a JUnit XML report (CI)"),
     ],
 )

@@ -1,29 +1,37 @@
 """``rocm-fleet check``'s report, a pytest plugin in place of pytest's terminal reporter
-(``--tb`` stays): one line per host and check with the check's own reason, never cut, then
-one summary line; the exit status by ``cli.exits``::
+(``--tb`` stays): a line per host and check, named by the check's sentence (its docstring's
+first line), with its own reason, wrapped to the screen's width (never cut), the outcome
+coloured when the screen is; then the summary; the exit status by ``cli.exits``. In 80
+columns::
 
-    ok           node1  rocm source uses keyring and suite
-    FAILED       node2  pin prefers amds repository: /etc/apt/preferences.d/rocm-pin-600 is missing
-    UNREACHABLE  node3  rocm source uses keyring and suite: Could not connect (...)
+    ok           node1  The ROCm apt source is AMD's, with its keyring and suite
+    FAILED       node2  The apt pin prefers AMD's repository:
+                        /etc/apt/preferences.d/rocm-pin-600 is missing
+    UNREACHABLE  node3  The ROCm apt source is AMD's, with its keyring and suite:
+                        Could not connect (...)
     3 hosts, 18 checks: 5 passed, 1 failed, 6 skipped, 6 not run (unreachable: node3)
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
+import textwrap
 from typing import Any, TextIO
 
 import pytest
 
 from rocm_fleet.cli.exits import Exit, worst
-from rocm_fleet.cli.tables import line
+from rocm_fleet.cli.tables import Screen
 from rocm_fleet.model.untrusted import visible
 
 #: the user property of a check whose host was unreachable (``checks.plugin.UNREACHABLE``)
 UNREACHABLE = "rocm_fleet_unreachable"
 #: how each outcome is shown (the failures in capitals, to be seen in a long list)
 SHOWN = {"passed": "ok", "failed": "FAILED", "skipped": "skipped", "unreachable": "UNREACHABLE"}
+#: and coloured (on a coloured screen), the failures as the audit's drift
+STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow", "unreachable": "bold red"}
 
 
 @dataclasses.dataclass
@@ -36,9 +44,55 @@ class Outcome:
 
 
 def check_name(item: Any) -> str:
-    """``test_pin_prefers_amds_repository`` -> ``pin prefers amds repository``."""
+    """The check's sentence: its docstring's first line, without the full stop ("The apt pin
+    prefers AMD's repository"); without a docstring, its name
+    (``test_pin_prefers_amds_repository`` -> ``pin prefers amds repository``)."""
+    doc = (getattr(getattr(item, "function", None), "__doc__", None) or "").strip()
+    if doc:
+        return doc.splitlines()[0].strip().removesuffix(".")
     name = getattr(item, "originalname", None) or item.name
     return name.removeprefix("test_").replace("_", " ")
+
+
+def check_line(outcome: Outcome, host_width: int, screen: Screen) -> str:
+    """``outcome``'s line: its outcome, host and check (with the reason), wrapped to fit
+    ``screen``'s width, nothing cut: under the check while it keeps 40 columns, else under
+    the line, indented 4 (a host name too long for the screen folded in its column); the
+    outcome coloured when the screen is. ``visible``: the reason quotes what the node
+    answered."""
+    from rich.color import ColorSystem
+    from rich.style import Style
+
+    hosts = min(host_width, max(8, screen.width - 11 - 4 - 20))
+    room = max(20, screen.width - 11 - 4 - hosts)
+    check = visible(outcome.check + (f": {outcome.reason}" if outcome.reason else ""))
+    host = pieces(visible(outcome.host), hosts)
+    if room >= 40 or len(host) > 1:
+        said = textwrap.wrap(check, room, break_on_hyphens=False) or [""]
+    else:  # a narrow screen: the first line's room, then the screen's
+        said = textwrap.wrap(
+            check, max(20, screen.width), initial_indent=" " * (screen.width - room),
+            subsequent_indent="    ", break_on_hyphens=False,
+        )  # fmt: skip
+        said[0] = said[0].lstrip()
+        host += [""] * (len(said) - 1)
+    shown = SHOWN[outcome.result]
+    if screen.colour:
+        shown = Style.parse(STYLE[outcome.result]).render(shown, color_system=ColorSystem.STANDARD)
+    lines = []
+    for n, (name, text) in enumerate(itertools.zip_longest(host, said, fillvalue="")):
+        if n and not name and text.startswith("    "):  # under the line
+            lines.append(text)
+            continue
+        first = shown + " " * (11 - len(SHOWN[outcome.result])) if n == 0 else " " * 11
+        lines.append(f"{first}  {name:<{hosts}}  {text}".rstrip())
+    return "\n".join(lines)
+
+
+def pieces(text: str, width: int) -> list[str]:
+    """``text`` (one line) in pieces ``width`` long: a name or an explanation whose spacing
+    matters, nothing rejoined or lost."""
+    return [text[i : i + width] for i in range(0, max(len(text), 1), max(1, width))]
 
 
 def host_name(item: Any) -> str:
@@ -68,16 +122,19 @@ def reason_of(report: pytest.TestReport, excinfo: pytest.ExceptionInfo | None) -
 class Report:
     """The plugin: prints each check's line when done, and the summary at the end."""
 
-    def __init__(self, out: TextIO | None = None, details: bool = False):
+    def __init__(
+        self, out: TextIO | None = None, details: bool = False, screen: Screen | None = None
+    ):
         self.out = out or sys.stdout
         self.details = details
+        self.screen = screen or Screen()
         self.outcomes: list[Outcome] = []
         self._pending: dict[str, Outcome] = {}
         self._width = 0
         self.interrupted = False
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
-        self._width = max((len(host_name(item)) for item in items), default=0)
+        self._width = max((len(visible(host_name(item))) for item in items), default=0)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: pytest.CallInfo) -> Any:
@@ -101,13 +158,11 @@ class Report:
         if outcome is None:
             return
         self.outcomes.append(outcome)
-        # the reason and details quote what the node answered: ``visible``
-        check = visible(outcome.check + (f": {outcome.reason}" if outcome.reason else ""))
-        shown = [SHOWN[outcome.result], visible(outcome.host), check]
-        print(line(shown, [11, self._width]), file=self.out)
+        print(check_line(outcome, self._width, self.screen), file=self.out)
         if outcome.details and (self.details or self._tbstyle not in ("no", "auto")):
-            for detail in outcome.details.rstrip().splitlines():
-                print(f"    {visible(detail)}", file=self.out)
+            for detail in outcome.details.rstrip().splitlines():  # quoting the node: visible
+                for piece in pieces(visible(detail), max(20, self.screen.width - 4)):
+                    print(f"    {piece}", file=self.out)
         self.out.flush()
 
     @pytest.hookimpl(trylast=True)
@@ -130,7 +185,9 @@ class Report:
 
     def pytest_sessionfinish(self) -> None:
         if self.outcomes:
-            print(self.summary(), file=self.out)
+            wrapped = textwrap.wrap(self.summary(), max(20, self.screen.width),
+                                    break_on_hyphens=False, subsequent_indent="  ")  # fmt: skip
+            print("\n".join(wrapped), file=self.out)
 
     def summary(self) -> str:
         hosts = list(dict.fromkeys(o.host for o in self.outcomes))

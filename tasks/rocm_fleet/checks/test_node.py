@@ -1,7 +1,8 @@
 """What a converged ROCm + PyTorch node looks like, checked from outside with testinfra.
 
 Parsing is independent of ``rocm_fleet.facts``, except Slurm's check. A host that doesn't
-answer fails each of its checks with one line."""
+answer fails each of its checks with one line. Each check's docstring begins with the sentence
+``rocm-fleet check`` names it by."""
 
 from __future__ import annotations
 
@@ -66,7 +67,9 @@ def node(target: Target) -> Config:
 
 
 def test_rocm_source_uses_keyring_and_suite(host, node):
-    """The source of the release's stream, in AMD's form, and none of the other stream's."""
+    """The ROCm apt source is AMD's, with its keyring and suite.
+
+    The source of the release's stream, in AMD's form, and none of the other stream's."""
     row = distro(host.system_info.distribution, host.system_info.release)
     assert row is not None, (
         f"{host.system_info.distribution} {host.system_info.release}: not a distro of the matrix"
@@ -86,6 +89,7 @@ def test_rocm_source_uses_keyring_and_suite(host, node):
 
 
 def test_pin_prefers_amds_repository(host, node):
+    """The apt pin prefers AMD's repository."""
     pin_file = host.file(node.stream.pin)
     assert pin_file.is_file, f"{node.stream.pin} is missing: the distribution's ROCm packages win"
     pin = pin_file.content_string
@@ -96,7 +100,9 @@ def test_pin_prefers_amds_repository(host, node):
 
 
 def test_rocm_packages_come_from_the_release(host, node):
-    """Every installed ROCm package of the stream is the release's, none of the other
+    """The installed ROCm packages are the release's.
+
+    Every installed ROCm package of the stream is the release's, none of the other
     stream's is left, and the release's version file says so."""
     listing = host.check_output("dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
     installed = {}
@@ -121,6 +127,7 @@ def test_rocm_packages_come_from_the_release(host, node):
 
 
 def test_users_can_reach_the_gpu(host, node):
+    """The rocm_users can reach the GPU (video and render groups)."""
     if not node.rocm_users:
         pytest.skip("no rocm_users to check")
     for user in node.rocm_users:
@@ -132,6 +139,7 @@ def test_users_can_reach_the_gpu(host, node):
 
 
 def test_rocminfo_reports_expected_gpus(host, node):
+    """rocminfo reports the expected GPUs."""
     if node.expected_gpu_count == 0:
         pytest.skip("GPU-less host by configuration")
     rocminfo = node.release.rocminfo  # the release's own
@@ -149,6 +157,7 @@ def test_rocminfo_reports_expected_gpus(host, node):
 
 
 def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
+    """torch is the ROCm build and sees the GPUs."""
     if not node.pytorch_install:
         pytest.skip("pytorch_install is false")
     python = node.venv_python
@@ -169,7 +178,9 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
 
 
 def test_apu_gtt_is_the_size_asked(host, node):
-    """``rocm_apu_gtt_gib``: amdgpu reports that GTT and torch sees no less memory on the APU."""
+    """The APU's GTT is the size rocm_apu_gtt_gib asks.
+
+    ``rocm_apu_gtt_gib``: amdgpu reports that GTT and torch sees no less memory on the APU."""
     if node.rocm_apu_gtt_gib is None:
         pytest.skip("rocm_apu_gtt_gib is not set")
     wanted = apu.gtt_bytes(node.rocm_apu_gtt_gib)
@@ -192,7 +203,9 @@ def test_apu_gtt_is_the_size_asked(host, node):
 
 
 def test_gpus_are_healthy(host, node):
-    """amd-smi's ECC, PCIe width and XGMI links: an uncorrectable error, a narrowed link or a link
+    """The GPUs are healthy (ECC, PCIe, XGMI).
+
+    amd-smi's ECC, PCIe width and XGMI links: an uncorrectable error, a narrowed link or a link
     down fails; a missing counter doesn't."""
     if node.expected_gpu_count == 0:
         pytest.skip("GPU-less host by configuration")
@@ -217,7 +230,9 @@ def test_gpus_are_healthy(host, node):
 
 
 def test_slurm_sees_the_gpus(host, node):
-    """``rocm_slurm_gres``: gres.conf lists the node's GPUs as they are now, and ``scontrol show
+    """Slurm sees the node's GPUs.
+
+    ``rocm_slurm_gres``: gres.conf lists the node's GPUs as they are now, and ``scontrol show
     node`` gives the ``Gres=`` they make."""
     if not node.rocm_slurm_gres:
         pytest.skip("rocm_slurm_gres is not set")

@@ -113,3 +113,47 @@ def line(cells: Sequence[str], widths: Sequence[int], gap: int = 2) -> str:
         column.min_width = width
     table.add_row(*cells)
     return whole(table)
+
+
+def folded(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    keep: int = 1,
+    gap: int = 2,
+    wrap_min: int = 24,
+) -> str:
+    """``rows`` in ``width`` columns: as many columns side by side as fit, the others in more
+    tables below (a blank line between), each led again by the first ``keep`` columns. The
+    last column wraps (given at least ``wrap_min``, else a table of its own); the others are
+    whole, never clipped while ``width`` holds the ``keep`` columns and the widest other."""
+    from rich.cells import cell_len
+
+    widths = [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    last = len(headers) - 1
+    lead = list(range(keep))
+    panels: list[list[int]] = []
+    current = list(lead)
+
+    def used() -> int:
+        return sum(widths[i] for i in current) + gap * (len(current) - 1)
+
+    for i in range(keep, last):
+        if len(current) > keep and used() + gap + widths[i] > width:
+            panels.append(current)
+            current = list(lead)
+        current.append(i)
+    if len(current) > keep and width - used() - gap < min(wrap_min, widths[last]):
+        panels.append(current)
+        current = list(lead)
+    panels.append([*current, last])
+    written = console(Screen(width))
+    for n, panel in enumerate(panels):
+        table = grid([headers[i] for i in panel], gap)
+        table.columns[-1].no_wrap, table.columns[-1].overflow = False, "fold"
+        for row in rows:
+            table.add_row(*(row[i] for i in panel))
+        if n:
+            written.print()
+        written.print(table)
+    return text_of(written)

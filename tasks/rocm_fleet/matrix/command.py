@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import textwrap
 from dataclasses import asdict
 from types import SimpleNamespace
 from typing import Any
@@ -19,6 +21,7 @@ import click
 
 from rocm_fleet.cli.exits import Command, epilog, invoke, option
 from rocm_fleet.cli.inventory import UsageError
+from rocm_fleet.cli.tables import FALLBACK_WIDTH, folded, screen_for
 from rocm_fleet.matrix import site as matrix_site
 from rocm_fleet.matrix.inputs import FROM_PYTORCH_NONE
 from rocm_fleet.matrix.sources import sections, sources_markdown, sources_text
@@ -142,14 +145,19 @@ def _releases(site: SiteData | None) -> list[matrix.Release]:
     return [*matrix.RELEASES, *(site.added if site is not None else ())]
 
 
-def plain_table(site: SiteData | None = None) -> str:
-    """The matrix for a terminal, in 100 columns, with its legend; a site file's rows last,
-    their footnote naming the file."""
-    from rocm_fleet.cli.tables import grid, whole
+def gpu_targets(rel: matrix.Release) -> list[str]:
+    """The GPU targets AMD lists for ``rel``, in the matrix's order (``expected_gfx`` values)."""
+    return [target.gfx for target in matrix.GPU_TARGETS if rel.lists_gpu(target.gfx)]
 
+
+def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> str:
+    """The matrix for a terminal ``width`` columns wide, with its legend: the columns that
+    don't fit folded into tables below, each led by the release, the GPU targets wrapped; a
+    site file's rows last, their footnote naming the file."""
     headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
-    # the last column: the footnote naming the row's source (the header names none)
-    table = grid([*headers, *(_distro_short(d) for d in matrix.DISTROS), ""])
+    # the footnote naming the row's source (no header), then the GPU targets (wrapped)
+    headers += [*(_distro_short(d) for d in matrix.DISTROS), "", "GPU targets"]
+    rows: list[list[str]] = []
     notes: list[str] = []  # where the rows come from, one footnote per distinct source
     for rel in _releases(site):
         source = source_text(rel, site)
@@ -157,15 +165,18 @@ def plain_table(site: SiteData | None = None) -> str:
             notes.append(source)
         builds = [build.torch for build in rel.torch_builds]
         torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
-        table.add_row(
-            rel.version,
-            rel.stream.name,
-            repository_text(rel),
-            rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
-            torch or "none",
-            matrix.amdgpu_repo_version(rel) or "refused",
-            *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
-            f"[{notes.index(source) + 1}]",
+        rows.append(
+            [
+                rel.version,
+                rel.stream.name,
+                repository_text(rel),
+                rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
+                torch or "none",
+                matrix.amdgpu_repo_version(rel) or "refused",
+                *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
+                f"[{notes.index(source) + 1}]",
+                " ".join(gpu_targets(rel)) or "none listed",
+            ]
         )
     distros = ", ".join(
         f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
@@ -176,12 +187,24 @@ def plain_table(site: SiteData | None = None) -> str:
         "  no published but refused by the distro's apt (SHA-1 key binding), - not published.",
         "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
         "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
+        "GPU targets: the gfx targets AMD lists for the release (what expected_gfx takes).",
         "[n] where the row comes from (the citations: tools/matrix_overrides.toml):",
         *(f"  [{n}] {note}" for n, note in enumerate(notes, start=1)),
         "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
         "where GPU targets, distros, kernels, torch builds, repositories come from: --sources.",
     ]
-    return "\n".join([whole(table), "", *legend])
+    wrapped = [
+        piece
+        for said in legend
+        for piece in textwrap.wrap(
+            said,
+            max(20, width),
+            subsequent_indent=" " * (len(said) - len(said.lstrip()) + 2),
+            break_on_hyphens=False,
+            break_long_words=True,
+        )
+    ]
+    return "\n".join([folded(headers, rows, width), "", *wrapped])
 
 
 def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
@@ -227,6 +250,7 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
                 "amdgpu_driver": matrix.amdgpu_repo_version(rel),
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,
+                "gpu_targets": gpu_targets(rel),  # what AMD lists for it (matrix.GPU_TARGETS)
                 # the row's origin (and an override's citation), and whether the lab deploys it
                 "source": {**source, "text": source_text(rel, site),
                            "tested": "lab only" if rel.version in LAB_TESTED else None},
@@ -344,7 +368,8 @@ def show(args: Any) -> int:
     if args.json:
         print(json.dumps(matrix_json(site), indent=2))
     else:
-        print(sources_text() if args.sources else plain_table(site))
+        width = screen_for(sys.stdout).width
+        print(sources_text() if args.sources else plain_table(site, width))
     return 0
 
 
@@ -490,6 +515,4 @@ command = click.Group(
 
 # docs/supported-releases.md's tables: python -m rocm_fleet.matrix.command
 if __name__ == "__main__":
-    import sys
-
     print(sources_markdown() if sys.argv[1:] == ["sources"] else release_table())

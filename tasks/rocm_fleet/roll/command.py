@@ -27,6 +27,7 @@ timeout (left unchanged), or would be refused; 2 Slurm or a host did not answer;
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -79,17 +80,21 @@ def audit(args: Any, passed: list[str]) -> Audited:
     return Audited(having("drift"), having("refused"), having("unreachable", "failed"))
 
 
-def run_step(command: list[str]) -> Outcome:
-    """A deploy or check, its output kept; its last lines say why when it failed."""
+def run_step(command: list[str], env: dict[str, str] | None = None) -> Outcome:
+    """A deploy or check, its output kept; its last lines say why when it failed. ``env``:
+    what to add to this process's environment for it."""
     # stdin empty: a prompt (pyinfra asking to go on) answers "no" instead of hanging
     done = subprocess.run(
-        command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
-    )
+        command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+        env={**os.environ, **env} if env else None,
+    )  # fmt: skip
     if done.returncode == 0:
         return Outcome(True)
     return Outcome(False, why_failed(done.stdout + done.stderr))
 
 
+#: the width ``rocm-fleet check`` is given: wide enough that no check's line wraps
+ONE_LINE = 100_000
 #: the lines saying why a deploy or check failed (pyinfra's "refused:"/"Error:", "FAILED")
 _SAYS_WHY = re.compile(r"^\s*(?:\[\S+\]\s+(?:refused:|Error)|FAILED\s)")
 
@@ -176,7 +181,8 @@ def run(args: Any) -> int:
     check = [sys.executable, "-m", "rocm_fleet.cli", "check", args.inventory, *given]
     steps = Steps(
         deploy=lambda h: run_step([*pyinfra, "--limit", h]),
-        check=lambda h: run_step([*check, "--limit", h]),
+        # a line a check (not wrapped to a screen): why_failed reads the FAILED lines whole
+        check=lambda h: run_step([*check, "--limit", h], {"COLUMNS": str(ONE_LINE)}),
         deployed=lambda h: forget(by_name[h]),
         accept=lambda h: accept(by_name[h], configs[h]),
     )

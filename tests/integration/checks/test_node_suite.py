@@ -11,6 +11,7 @@ with which data, how they report), not the verdicts.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -29,14 +30,16 @@ NEVER_CONTACTED = "paramiko://root@127.0.0.1:1"  # loopback, port 1: connection 
 def run(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
         [sys.executable, *argv], capture_output=True, text=True, cwd=cwd, timeout=300,
-        check=False,
+        check=False, env={**os.environ, "COLUMNS": "1000"},
     )  # fmt: skip
     result.output = result.stdout + result.stderr
     return result
 
 
 def rocm_fleet_check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run("-m", "rocm_fleet.cli", "check", *args, cwd=cwd)
+    """``rocm-fleet check`` with ``--color never`` on a screen wide enough that no line wraps
+    (wrapping: tests/unit/checks/test_report.py, tests/integration/checks/test_check_screen.py)."""
+    return run("-m", "rocm_fleet.cli", "check", "--color", "never", *args, cwd=cwd)
 
 
 def pytest_pyargs(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -86,7 +89,7 @@ def test_local_hosts_are_checked_on_this_machine(tmp_path):
     assert "ERROR" not in result.stdout and "RuntimeError" not in result.output
 
 
-LINE = re.compile(r"^(ok|FAILED|skipped|UNREACHABLE) +(\S+) +([a-z ]+?)(?:: (.*))?$")
+LINE = re.compile(r"^(ok|FAILED|skipped|UNREACHABLE) +(\S+) +([^:]+?)(?:: (.*))?$")
 
 
 def lines_of(result) -> list[re.Match]:
@@ -123,7 +126,7 @@ def test_an_inventory_with_at_local_runs_on_this_machine_with_its_data(tmp_path)
     assert {m.group(2) for m in found} == {"@local"} and len(found) == CHECKS, result.output
     # The inventory's data reached the checks: no GPU expected, no venv to look at.
     skipped = {m.group(3) for m in found if m.group(1) == "skipped"}
-    assert {"rocminfo reports expected gpus", "torch is the rocm build and sees the gpus"} <= (
+    assert {"rocminfo reports the expected GPUs", "torch is the ROCm build and sees the GPUs"} <= (
         skipped
     ), result.output
     assert "RuntimeError" not in result.output and result.stderr == ""
@@ -138,8 +141,8 @@ def test_at_local_and_data_work_without_an_inventory_file(tmp_path):
     )  # fmt: skip
     found = lines_of(result)
     assert [(m.group(1), m.group(3)) for m in found] == [
-        ("FAILED", "pin prefers amds repository"),
-        ("skipped", "users can reach the gpu"),
+        ("FAILED", "The apt pin prefers AMD's repository"),
+        ("skipped", "The rocm_users can reach the GPU (video and render groups)"),
     ], result.output
     assert found[0].group(4) == (
         "/etc/apt/preferences.d/rocm-pin-600 is missing: the distribution's ROCm packages win"
@@ -166,7 +169,7 @@ def test_tb_after_double_dash_adds_pytests_explanation_under_the_line(tmp_path):
         cwd=tmp_path,
     )  # fmt: skip
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("FAILED       local  pin prefers amds repository: ")
+    assert lines[0].startswith("FAILED       local  The apt pin prefers AMD's repository: ")
     assert lines[1].startswith("    ") and "test_node.py" in lines[1], result.output
     assert lines[-1] == "1 host, 1 check: 0 passed, 1 failed"
 

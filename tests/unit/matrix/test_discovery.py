@@ -7,6 +7,7 @@ release stays refused for dkms, naming AMD's driver list."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -107,10 +108,11 @@ def test_a_site_files_rows_show_in_matrix_and_json_marked_as_the_sites(
     assert all(r["source"]["from"] != "site" for r in data["releases"][:-1])
     # the environment names it as the deploy's does; the table's footnote names the file
     monkeypatch.setenv(site_data.ENVIRONMENT, str(path))
+    monkeypatch.setenv("COLUMNS", "1000")  # the path's footnote on one line
     assert main(["matrix"]) == 0
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith("10.9.0 "))
-    note = row.split()[-1]
+    note = re.search(r"\[\d+\]", row).group(0)
     assert f"  {note} site matrix data {path}" in table
     # without one, no site row
     monkeypatch.delenv(site_data.ENVIRONMENT)
