@@ -28,9 +28,11 @@ from rocm_fleet.upstream.manifest import locked_requirements
 from unit.bundle.test_bundle import Quiet, needs_of, signer, upstream, wheel  # noqa: F401
 from unit.loopback import running, url_of
 from unit.opcases import run_op
-from unit.surveys import fact_key
+from unit.surveys import checked, fact_key
 
 VENV = paths.DEFAULT_VENV
+#: the safe path rule's check before root runs the venv's python
+SAFE = checked(paths.venv_python(VENV))
 INDEX = "http://mirror:8080/download.pytorch.org/whl/rocm6.4"
 WHEELS = {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4"}
 
@@ -143,7 +145,7 @@ def test_pinned_wheels_with_a_lock_install_with_require_hashes_from_stdin():
         proxy={"http_proxy": "http://proxy:3128"},
     )
     (text,) = result.texts
-    assert text.startswith(f"printf '%s\\n' '{lock[0]}' '{lock[1]}' | env ")
+    assert text.startswith(f"{SAFE}printf '%s\\n' '{lock[0]}' '{lock[1]}' | env ")
     assert "--require-hashes --only-binary=:all:" in text
     assert text.endswith(f"--index-url {INDEX} --trusted-host mirror:8080 -r /dev/stdin")
     assert "http_proxy=http://proxy:3128" in text
@@ -165,6 +167,10 @@ def test_a_lock_with_an_sdist_installs_its_build_backend_first_then_builds_it():
     # for pip (a name in --no-binary beats :all:) and builds it without isolation, which
     # would fetch setuptools unchecked.
     (text,) = texts([rocm, torch, f"{backend} # build requirement", "--no-binary=rocm"])
+    # the venv's python, run by root, only after the safe path rule's check (before the
+    # scratch directory is made, and before each of the two pip runs)
+    assert text.startswith(SAFE) and text.count(SAFE) == 3
+    text = text.replace(SAFE, "")
     assert text.startswith('scratch="$(mktemp -d)" || exit 1; ( ')
     first, second = text.split(" && ", 1)
     assert f"'{backend} # build requirement' | " in first
@@ -176,9 +182,9 @@ def test_a_lock_with_an_sdist_installs_its_build_backend_first_then_builds_it():
     first, second = texts(
         [rocm, backend, torch, f"{backend} # build requirement", "--no-binary=rocm"]
     )
-    assert first.startswith(f"printf '%s\\n' '{backend} # build requirement' | ")
+    assert first.startswith(f"{SAFE}printf '%s\\n' '{backend} # build requirement' | ")
     assert "--target" not in first and "scratch" not in second
-    assert second.startswith(f"printf '%s\\n' '{rocm}' '{backend}' '{torch}' | ")
+    assert second.startswith(f"{SAFE}printf '%s\\n' '{rocm}' '{backend}' '{torch}' | ")
     assert "--no-binary=rocm --no-build-isolation" in second
 
 
