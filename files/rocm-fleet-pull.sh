@@ -78,6 +78,10 @@ if [ -n "$PULL_MIRROR" ]; then
     "$PULL_MIRROR"*) set -- --ca "$PULL_MIRROR_CA" ;;
     esac
 fi
+# The node's own key opens its sealed target (rocm_pull_seal_keys); other nodes' it can't.
+if [ -f "$PULL_SEAL_KEY" ]; then
+    set -- "$@" --seal-key "$PULL_SEAL_KEY"
+fi
 rm -f -- "$PULL_DATA"
 result=$("$PULL_VENV/bin/rocm-fleet" pull-fetch --repository "$PULL_SOURCE" \
     --trusted-root "$PULL_TRUSTED_ROOT" --metadata "$PULL_METADATA" --node "$PULL_NODE" \
