@@ -48,6 +48,10 @@ def run(args: Any) -> int:
     repository = PullRepository(args.repository.resolve(), [k.resolve() for k in args.keys])
     if args.timestamp_hours <= 0:
         raise UsageError(f"--timestamp-hours {args.timestamp_hours}: expected a positive number")
+    sizes = (args.root_keys, args.root_threshold, args.targets_keys, args.targets_threshold)
+    if not args.init and sizes != (1, 1, 1, 1):
+        raise UsageError("--root-keys, --root-threshold, --targets-keys and --targets-threshold "
+                         "make a repository: give them with --init")  # fmt: skip
     try:
         if args.init:
             made = repository.create(args.keys[0].resolve(), args.root_keys, args.root_threshold,
@@ -144,10 +148,10 @@ def _nodes(
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{host.name}: {exc}") from None
         nodes[name] = settings
-        seal_keys = host.data.get("rocm_pull_seal_keys")
-        if seal_keys:
+        if config.rocm_pull_seal_keys:
             try:
-                recipients[name] = sealed.node_key(Path(seal_keys), name).public_key()
+                seal_keys = Path(config.rocm_pull_seal_keys)
+                recipients[name] = sealed.node_key(seal_keys, name).public_key()
             except (OSError, ValueError) as exc:
                 raise UsageError(f"{host.name}: rocm_pull_seal_keys: {exc}") from None
         matrix_data.pop(name, None)

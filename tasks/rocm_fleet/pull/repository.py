@@ -412,6 +412,7 @@ class PullRepository:
         files: dict[str, Metadata[Any]] = {}
         added = sorted(set(nodes) - set(roles))
         if added or removed:
+            targets_signers = self.signers(Targets.type)  # before a new node's key is made
             targets = current
             targets.signed.version += 1
             targets.signed.expires = _expiry(days=TARGETS_DAYS)
@@ -425,7 +426,7 @@ class PullRepository:
                 delegations.roles[role_of(name)] = DelegatedRole(
                     role_of(name), [key.keyid], 1, True, paths=[pulled.target_path(name)]
                 )
-            self._add_signatures(targets, self.signers(Targets.type))
+            self._add_signatures(targets, targets_signers)
             files[f"{targets.signed.version}.targets.json"] = targets
         (self.targets / "nodes").mkdir(parents=True, exist_ok=True)
         for name in sorted({*changed, *resign}):

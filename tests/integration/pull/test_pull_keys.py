@@ -394,3 +394,28 @@ def test_a_publication_re_signs_node_roles_past_half_their_life(fleet, monkeypat
     assert role.signed.version == 2
     assert role.signed.expires - datetime.now(UTC) > timedelta(days=900)
     assert fleet.pull().serial == again.version
+
+
+def test_publish_seals_each_node_named_by_rocm_pull_seal_keys(tmp_path):
+    """The CLI: the inventory's rocm_pull_seal_keys makes the node's key there (0600) and
+    seals its target; a node without it stays readable; threshold options need --init."""
+    from integration.pull.test_pull_tuf import inventory, rocm_fleet
+
+    repository, keys, seal_keys = tmp_path / "repository", tmp_path / "keys", tmp_path / "seal"
+    made = rocm_fleet("publish", "--init", "--repository", str(repository), "--keys", str(keys))
+    assert made.returncode == 0, made.stderr
+    root = repository / "metadata/root.json"
+    args = ["publish", str(inventory(tmp_path, root, rocm_pull_seal_keys=str(seal_keys))),
+            "--repository", str(repository), "--keys", str(keys)]  # fmt: skip
+    first = rocm_fleet(*args)
+    assert first.returncode == 0, first.stderr
+    assert (seal_keys / f"{NODE}.pem").stat().st_mode & 0o777 == 0o600
+    assert not (seal_keys / "gpu-2.pem").exists()
+    (mine,) = (repository / "targets/nodes").glob(f"*.{NODE}.json")
+    (theirs,) = (repository / "targets/nodes").glob("*.gpu-2.json")
+    assert sealed.is_sealed(mine.read_bytes()) and not sealed.is_sealed(theirs.read_bytes())
+    opened = sealed.open_sealed(mine.read_bytes(), NODE, sealed.load_key(seal_keys / "node1.pem"))
+    assert "rocm_pull_seal_keys" not in pulled.parse(opened, NODE, None).settings
+    assert "Nothing changed" in rocm_fleet(*args).stdout
+    late = rocm_fleet(*args, "--root-keys", "3")
+    assert late.returncode == 4 and "give them with --init" in late.stderr
