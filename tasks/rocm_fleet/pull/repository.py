@@ -241,8 +241,14 @@ class PullRepository:
 
     def _complete(self, files: dict[str, Metadata[Any]], hours: float) -> list[str]:
         """Write ``files`` and a snapshot and timestamp naming them when each meets its
-        threshold; else stage them (``staged/``) for more signatures. What is missing."""
+        threshold and the online key is at hand; else stage them (``staged/``) for more
+        signatures. What is missing."""
         missing = self._missing(files)
+        roots = [m.signed for n, m in files.items() if n.endswith(".root.json")]
+        root = roots[-1] if roots else self.root().signed
+        online = self._at_hand(Snapshot.type, root)
+        if not missing and not online:
+            missing = ["the online key (online.pem) to publish it"]
         if missing:
             self.staged.mkdir(mode=0o700, parents=True, exist_ok=True)
             for name, metadata in files.items():
@@ -252,7 +258,7 @@ class PullRepository:
             self._write(metadata, name)
             if name.endswith(".root.json"):
                 self._write(metadata, "root.json")
-        self._snapshot(hours)
+        self._snapshot(hours, online[0])
         shutil.rmtree(self.staged, ignore_errors=True)
         return []
 
@@ -349,7 +355,8 @@ class PullRepository:
         targets = Metadata(Targets(expires=_expiry(days=TARGETS_DAYS)))
         targets.signed.delegations = Delegations(keys={}, roles={})
         self._add_signatures(targets, [signers[n] for n in names[Targets.type]])
-        self._complete({"1.targets.json": targets}, DEFAULT_TIMESTAMP_HOURS)
+        self._write(targets, "1.targets.json")
+        self._snapshot(DEFAULT_TIMESTAMP_HOURS, signers["online.pem"])
         return files
 
     def _nodes(self) -> dict[str, Metadata[Targets]]:
@@ -459,8 +466,9 @@ class PullRepository:
         info = role.signed.targets[pulled.target_path(node)]
         return (self.targets / "nodes" / f"{info.hashes['sha256']}.{node}.json").read_bytes()
 
-    def _snapshot(self, timestamp_hours: float) -> None:
-        """A new snapshot naming the current targets and node roles, and its timestamp."""
+    def _snapshot(self, timestamp_hours: float, online: CryptoSigner) -> None:
+        """A new snapshot naming the current targets and node roles, and its timestamp, signed
+        with ``online``."""
         snapshot_version = self._version(Snapshot.type) + 1
         snapshot = Metadata(Snapshot(version=snapshot_version,
                                      expires=_expiry(days=SNAPSHOT_DAYS)))  # fmt: skip
@@ -469,21 +477,22 @@ class PullRepository:
         roles = targets.delegations.roles if targets.delegations else None
         for role in roles or {}:
             snapshot.signed.meta[f"{role}.json"] = MetaFile(version=self._version(role))
-        snapshot.sign(self.signer(Snapshot.type))
+        snapshot.sign(online)
         self._write(snapshot, f"{snapshot_version}.snapshot.json")
-        self._timestamp(snapshot_version, timestamp_hours)
+        self._timestamp(snapshot_version, timestamp_hours, online)
 
-    def _timestamp(self, snapshot_version: int, hours: float) -> None:
+    def _timestamp(self, snapshot_version: int, hours: float, online: CryptoSigner) -> None:
         version = self._version(Timestamp.type) + 1
         meta = MetaFile(version=snapshot_version)
         timestamp = Metadata(Timestamp(version=version, expires=_expiry(hours=hours),
                                        snapshot_meta=meta))  # fmt: skip
-        timestamp.sign(self.signer(Timestamp.type))
+        timestamp.sign(online)
         self._write(timestamp, "timestamp.json")
 
     def refresh_timestamp(self, hours: float) -> int:
         """Sign a new timestamp for the current snapshot (online key); its version."""
-        self._timestamp(self._current(Snapshot.type).signed.version, hours)
+        version = self._current(Snapshot.type).signed.version
+        self._timestamp(version, hours, self.signer(Timestamp.type))
         return self._current(Timestamp.type).signed.version
 
     def rotate(self, name: str, timestamp_hours: float) -> tuple[int, list[str]]:

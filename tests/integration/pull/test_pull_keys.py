@@ -172,7 +172,12 @@ def test_a_threshold_is_signed_by_holders_apart_then_published(apart):
     assert "no target" in refused(apart, "no-target")  # nothing of it is served yet
     with pytest.raises(RepositoryError, match="waits for signatures"):
         first.publish({NODE: SETTINGS, OTHER: SETTINGS}, 24)
-    assert with_keys(apart, apart.holders[1]).sign_staged(24) == []
+    # The second holder, on their own machine, with their own medium alone:
+    second = PullRepository(apart.repository.directory, [apart.holders[1]])
+    assert second.sign_staged(24) == ["the online key (online.pem) to publish it"]
+    apart.mirror()
+    assert "no target" in refused(apart, "no-target")  # still nothing served
+    assert apart.repository.sign_staged(24) == []  # the publisher, with the online key
     apart.mirror()
     assert not (apart.repository.directory / "staged").exists()
     targets = newest(apart, Targets.type)
