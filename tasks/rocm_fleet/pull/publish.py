@@ -106,7 +106,8 @@ def _waiting(repository: Any, waiting: list[str], done: str) -> int:
         return 0
     print(f"Staged in {repository.staged}, short of its thresholds ({'; '.join(waiting)}): "
           "each other key holder adds theirs with rocm-fleet publish --sign --repository "
-          "DIR --keys THEIR-KEYS; the last one publishes it.")  # fmt: skip
+          "DIR --keys THEIR-KEYS; then the online key's holder publishes it the same "
+          "way.")  # fmt: skip
     return 0
 
 
