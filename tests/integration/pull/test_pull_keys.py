@@ -424,3 +424,26 @@ def test_publish_seals_each_node_named_by_rocm_pull_seal_keys(tmp_path):
     assert "Nothing changed" in rocm_fleet(*args).stdout
     late = rocm_fleet(*args, "--root-keys", "3")
     assert late.returncode == 4 and "give them with --init" in late.stderr
+
+
+def test_the_cli_stages_short_of_a_threshold_and_publishes_once_signed(tmp_path):
+    from integration.pull.test_pull_tuf import inventory, rocm_fleet
+
+    repository, keys, holder = tmp_path / "repository", tmp_path / "keys", tmp_path / "holder"
+    made = rocm_fleet("publish", "--init", "--repository", str(repository), "--keys", str(keys),
+                      "--targets-keys", "2", "--targets-threshold", "2")  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    holder.mkdir(mode=0o700)
+    shutil.move(keys / "targets-2.pem", holder / "targets-2.pem")
+    where = ["--repository", str(repository), "--keys", str(keys)]
+    staged = rocm_fleet("publish", str(inventory(tmp_path, repository / "metadata/root.json")),
+                        *where)  # fmt: skip
+    assert staged.returncode == 0, staged.stderr
+    assert "short of its thresholds (2.targets.json: 1 more signature)" in staged.stdout
+    assert PullRepository(repository, []).node_targets() == {}  # nothing published yet
+    signed = rocm_fleet("publish", "--sign", *where, "--keys", str(holder))
+    assert signed.returncode == 0, signed.stderr
+    assert "The staged publication is published." in signed.stdout
+    assert sorted(PullRepository(repository, []).node_targets()) == ["gpu-2", NODE]
+    again = rocm_fleet("publish", "--sign", *where)
+    assert again.returncode == 4 and "holds no publication waiting" in again.stderr
