@@ -237,34 +237,32 @@ def test_a_root_rotation_of_a_threshold_is_staged_then_followed(apart):
 # --- delegations: each node's own role, its own key ----------------------------------------
 
 
+def serve_role_signed_by(fleet: PullFleet, role_of: str, key_of: str) -> None:
+    """Serve a new version of ``role_of``'s role naming node1's path with the attacker's
+    settings, signed by ``key_of``'s node key, under a snapshot the online key signs."""
+    fleet.publish({NODE: SETTINGS, OTHER: SETTINGS})
+    fleet.pull()
+    role = newest(fleet, f"node-{role_of}")
+    role.signed.version += 1
+    role.signed.targets[pulled.target_path(NODE)] = forged_target(fleet, NODE, EVIL, 50)
+    role.signatures.clear()
+    role.sign(signer(fleet.keys / "nodes" / f"{key_of}.pem"))
+    serve_forged(fleet, {f"{role.signed.version}.node-{role_of}.json": role},
+                 signer(fleet.keys / "online.pem"))  # fmt: skip
+
+
 def test_node_b_key_signing_node_a_target_in_its_own_role_is_ignored(fleet):
     """Who: a thief of node2's key (or node2's administrator) who writes the mirror and holds
     the online key. With what: node2's role, validly signed by node2's key, naming node1's
     path with settings of theirs. node1 looks for its path in node-node1 alone (the
     delegation's path is terminating): it gets its own target, never theirs."""
-    fleet.publish({NODE: SETTINGS, OTHER: SETTINGS})
-    fleet.pull()
-    theirs = newest(fleet, f"node-{OTHER}")
-    theirs.signed.version += 1
-    theirs.signed.targets[pulled.target_path(NODE)] = forged_target(fleet, NODE, EVIL, 50)
-    theirs.signatures.clear()
-    theirs.sign(signer(fleet.keys / "nodes" / f"{OTHER}.pem"))
-    serve_forged(fleet, {f"{theirs.signed.version}.node-{OTHER}.json": theirs},
-                 signer(fleet.keys / "online.pem"))  # fmt: skip
+    serve_role_signed_by(fleet, OTHER, OTHER)
     assert fleet.pull().settings == SETTINGS
 
 
 def test_node_b_key_signing_node_a_role_is_refused(fleet):
     """Who: as above. With what: a new version of node1's own role, signed by node2's key."""
-    fleet.publish({NODE: SETTINGS, OTHER: SETTINGS})
-    fleet.pull()
-    mine = newest(fleet, f"node-{NODE}")
-    mine.signed.version += 1
-    mine.signed.targets[pulled.target_path(NODE)] = forged_target(fleet, NODE, EVIL, 50)
-    mine.signatures.clear()
-    mine.sign(signer(fleet.keys / "nodes" / f"{OTHER}.pem"))
-    serve_forged(fleet, {f"{mine.signed.version}.node-{NODE}.json": mine},
-                 signer(fleet.keys / "online.pem"))  # fmt: skip
+    serve_role_signed_by(fleet, NODE, OTHER)
     assert f"node-{NODE} was signed by 0/1 keys" in refused(fleet, "bad-signature")
 
 
