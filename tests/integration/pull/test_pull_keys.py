@@ -445,3 +445,16 @@ def test_the_cli_stages_short_of_a_threshold_and_publishes_once_signed(tmp_path)
     assert sorted(PullRepository(repository, []).node_targets()) == ["gpu-2", NODE]
     again = rocm_fleet("publish", "--sign", *where)
     assert again.returncode == 4 and "holds no publication waiting" in again.stderr
+
+
+def test_the_online_key_replaying_a_nodes_older_role_is_refused(fleet):
+    """Who: a thief of the online key who writes the mirror. With what: a fresh snapshot
+    naming node1's older role (still on the mirror: consistent snapshots keep it), validly
+    signed by node1's key, to give it back its earlier settings."""
+    fleet.publish({NODE: SETTINGS})
+    fleet.publish({NODE: {**SETTINGS, "rocm_users": ["alice"]}})
+    applied = fleet.pull().serial
+    old = served(fleet, f"1.node-{NODE}.json")
+    serve_forged(fleet, {f"1.node-{NODE}.json": old}, signer(fleet.keys / "online.pem"))
+    assert f"node-{NODE}" in refused(fleet, "rollback")
+    assert fleet.applied() == applied
