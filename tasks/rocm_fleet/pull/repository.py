@@ -437,7 +437,6 @@ class PullRepository:
             files[f"{targets.signed.version}.targets.json"] = targets
         (self.targets / "nodes").mkdir(parents=True, exist_ok=True)
         for name in sorted({*changed, *resign}):
-            role = roles.get(name)
             keyids = delegations.roles[role_of(name)].keyids
             signer = self.node_signer(name, keyids)
             content = pulled.render(name, serial, nodes[name], matrix_data.get(name))
@@ -454,7 +453,8 @@ class PullRepository:
             stored = self.targets / "nodes" / f"{info.hashes['sha256']}.{name}.json"
             if not stored.exists():
                 write_atomically(stored, content)
-            version = role.signed.version + 1 if role else 1
+            # After every version it ever had: a node put back may have seen them.
+            version = self._version(role_of(name)) + 1
             metadata = Metadata(Targets(version=version, expires=_expiry(days=NODE_DAYS)))
             metadata.signed.targets[path] = info
             metadata.sign(signer)
@@ -468,10 +468,14 @@ class PullRepository:
 
     def _snapshot(self, timestamp_hours: float, online: CryptoSigner) -> None:
         """A new snapshot naming the current targets and node roles, and its timestamp, signed
-        with ``online``."""
+        with ``online``. A removed node's role stays named at its last version: a node
+        refuses a snapshot that drops a file the one before named (TUF's rollback check), and
+        its delegation is gone, so nothing trusts it."""
         snapshot_version = self._version(Snapshot.type) + 1
         snapshot = Metadata(Snapshot(version=snapshot_version,
                                      expires=_expiry(days=SNAPSHOT_DAYS)))  # fmt: skip
+        if snapshot_version > 1:
+            snapshot.signed.meta.update(self._current(Snapshot.type).signed.meta)
         targets = self._current(Targets.type).signed
         snapshot.signed.meta["targets.json"] = MetaFile(version=targets.version)
         roles = targets.delegations.roles if targets.delegations else None

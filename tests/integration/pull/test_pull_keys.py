@@ -458,3 +458,14 @@ def test_the_online_key_replaying_a_nodes_older_role_is_refused(fleet):
     serve_forged(fleet, {f"1.node-{NODE}.json": old}, signer(fleet.keys / "online.pem"))
     assert f"node-{NODE}" in refused(fleet, "rollback")
     assert fleet.applied() == applied
+
+
+def test_a_node_taken_out_and_put_back_follows_on_with_a_newer_role(fleet):
+    fleet.publish({NODE: SETTINGS, OTHER: SETTINGS})
+    fleet.publish({NODE: {**SETTINGS, "rocm_users": ["alice"]}, OTHER: SETTINGS})
+    assert fleet.pull().settings["rocm_users"] == ["alice"]
+    fleet.publish({OTHER: SETTINGS})
+    assert "no target" in refused(fleet, "no-target")
+    fleet.publish({NODE: SETTINGS, OTHER: SETTINGS})
+    assert fleet.pull().settings == SETTINGS  # role version 3, after the 2 it had seen
+    assert newest(fleet, f"node-{NODE}").signed.version == 3
