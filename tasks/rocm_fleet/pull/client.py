@@ -135,10 +135,13 @@ def fetch(
             path = updater.download_target(info, str(Path(download) / "target.json"))
             content = Path(path).read_bytes()
         except exceptions.ExpiredMetadataError as exc:
+            # The node's role or the targets expire past a freeze by the online key alone.
+            signed = "targets" in str(exc) or "node-" in str(exc)
+            refresh = "rocm-fleet publish" if signed else "rocm-fleet publish --timestamp"
             raise PullRefused(
                 "expired",
                 f"the repository's metadata has expired ({exc}): an old repository served "
-                "again (a freeze), or one nobody refreshed (rocm-fleet publish --timestamp)",
+                f"again (a freeze), or one nobody refreshed ({refresh})",
             ) from None
         except exceptions.BadVersionNumberError as exc:
             raise PullRefused("rollback", f"the repository's metadata goes back to an older "

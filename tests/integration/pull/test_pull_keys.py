@@ -383,7 +383,8 @@ def test_the_online_key_alone_freezes_a_node_until_its_role_expires(fleet, monke
     import tuf.ngclient._internal.trusted_metadata_set as trusted
 
     monkeypatch.setattr(trusted, "datetime", SimpleNamespace(datetime=Clock, timezone=UTC))
-    assert f"node-{NODE} is expired" in refused(fleet, "expired")
+    said = refused(fleet, "expired")
+    assert f"node-{NODE} is expired" in said and "(rocm-fleet publish)" in said
 
 
 def test_a_publication_re_signs_node_roles_past_half_their_life(fleet, monkeypatch):
