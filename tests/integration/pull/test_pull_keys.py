@@ -21,15 +21,8 @@ from types import SimpleNamespace
 
 import pytest
 from securesystemslib.signer import CryptoSigner
-from tuf.api.metadata import (
-    DelegatedRole,
-    Metadata,
-    MetaFile,
-    Root,
-    Snapshot,
-    TargetFile,
-    Targets,
-)
+from tuf.api import metadata as tuf
+from tuf.api.metadata import Metadata, MetaFile, TargetFile
 
 from rocm_fleet.model import pulled
 from rocm_fleet.model.pulled import PullRefused
@@ -103,7 +96,7 @@ def serve_forged(
     """Serve ``files`` (name -> metadata, signed as the attacker could) with a snapshot and
     timestamp naming them (valid until ``expires``, else as before), signed by the online
     key (kept on the mirror: the attacker has it)."""
-    snapshot = newest(fleet, Snapshot.type)
+    snapshot = newest(fleet, tuf.Snapshot.type)
     snapshot.signed.version += 1
     snapshot.signed.expires = expires or snapshot.signed.expires
     for name, metadata in files.items():
@@ -147,7 +140,7 @@ def test_init_makes_k_of_n_root_and_targets_keys_the_root_names(tmp_path):
     assert names == ["online.pem", "root-1.pem", "root-2.pem", "root-3.pem",
                      "targets-1.pem", "targets-2.pem", "targets-3.pem"]  # fmt: skip
     assert all((keys / n).stat().st_mode & 0o777 == 0o600 for n in names)
-    root = Metadata[Root].from_file(str(repository / "metadata/root.json"))
+    root = Metadata[tuf.Root].from_file(str(repository / "metadata/root.json"))
     for role in ("root", "targets"):
         assert (len(root.signed.roles[role].keyids), root.signed.roles[role].threshold) == (3, 2)
     assert len(root.signatures) == 3  # every root key signed the first root
@@ -180,7 +173,7 @@ def test_a_threshold_is_signed_by_holders_apart_then_published(apart):
     assert apart.repository.sign_staged(24) == []  # the publisher, with the online key
     apart.mirror()
     assert not (apart.repository.directory / "staged").exists()
-    targets = newest(apart, Targets.type)
+    targets = newest(apart, tuf.Targets.type)
     assert len(targets.signatures) == 2
     assert apart.pull().settings == SETTINGS
     # A change of the node's settings alone needs its own key, no targets key.
@@ -198,16 +191,16 @@ def test_a_single_stolen_targets_key_publishes_nothing(apart):
     applied = apart.pull().serial
     stolen = signer(apart.holders[0] / "targets-1.pem")
     own = CryptoSigner.generate_ed25519()
-    targets = newest(apart, Targets.type)
+    targets = newest(apart, tuf.Targets.type)
     targets.signed.version += 1
     delegations = targets.signed.delegations
     delegations.keys[own.public_key.keyid] = own.public_key
-    delegations.roles[f"node-{NODE}"] = DelegatedRole(
+    delegations.roles[f"node-{NODE}"] = tuf.DelegatedRole(
         f"node-{NODE}", [own.public_key.keyid], 1, True, [pulled.target_path(NODE)]
     )
     targets.signatures.clear()
     targets.sign(stolen)
-    role = Metadata(Targets(version=99, expires=datetime.now(UTC) + timedelta(days=1)))
+    role = Metadata(tuf.Targets(version=99, expires=datetime.now(UTC) + timedelta(days=1)))
     role.signed.targets[pulled.target_path(NODE)] = forged_target(apart, NODE, EVIL, applied + 9)
     role.sign(own)
     online = signer(apart.keys / "online.pem")
@@ -228,7 +221,7 @@ def test_a_root_rotation_of_a_threshold_is_staged_then_followed(apart):
     assert with_keys(apart, apart.holders[1]).sign_staged(24) == []
     apart.mirror()
     assert apart.pull().settings == SETTINGS
-    verified = Metadata[Root].from_file(str(apart.metadata / "root.json"))
+    verified = Metadata[tuf.Root].from_file(str(apart.metadata / "root.json"))
     assert verified.signed.version == 2
     new_key = signer(apart.holders[0] / "root-1.pem").public_key.keyid
     assert new_key in verified.signed.roles["root"].keyids
