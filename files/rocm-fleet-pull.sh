@@ -81,6 +81,10 @@ if [ -n "$PULL_MIRROR" ]; then
     "$PULL_MIRROR"*) set -- --ca "$PULL_MIRROR_CA" ;;
     esac
 fi
+# The node's own key opens its sealed target (rocm_pull_seal_keys); other nodes' it can't.
+if [ -f "$PULL_SEAL_KEY" ]; then
+    set -- "$@" --seal-key "$PULL_SEAL_KEY"
+fi
 rm -f -- "$PULL_DATA"
 # The venv runs as root: only where no one else could have swapped it (the safe path rule).
 (safe_path "$PULL_VENV/bin/rocm-fleet") \

@@ -192,9 +192,9 @@ def changed_paths(lab, node: str, before: dict) -> list[str]:
 
 
 def current_target(published: Path, node: str) -> Path:
-    """The file of ``node``'s target that the newest targets metadata names (consistent
-    snapshots keep the earlier ones beside it)."""
-    newest = max((published / "metadata").glob("*.targets.json"),
+    """The file of ``node``'s target that the newest metadata of its delegated role names
+    (consistent snapshots keep the earlier ones beside it)."""
+    newest = max((published / "metadata").glob(f"*.node-{node}.json"),
                  key=lambda path: int(path.name.split(".")[0]))  # fmt: skip
     info = json.loads(newest.read_text())["signed"]["targets"][f"nodes/{node}.json"]
     return published / "targets/nodes" / f"{info['hashes']['sha256']}.{node}.json"

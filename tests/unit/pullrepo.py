@@ -46,10 +46,13 @@ class PullFleet:
     loopback web server over ``served``: what the mirror's nginx serves), and one node's
     client state (the root a push installed, the metadata it verified)."""
 
-    def __init__(self, tmp: Path):
+    def __init__(
+        self, tmp: Path, root: tuple[int, int] = (1, 1), targets: tuple[int, int] = (1, 1)
+    ):
+        """``root``, ``targets``: (keys, threshold), as ``publish --init`` takes them."""
         self.keys = tmp / "keys"
         self.repository = PullRepository(tmp / "repository", [self.keys])
-        self.repository.create(self.keys)
+        self.repository.create(self.keys, *root, *targets)
         self.served = tmp / "served"
         self.server = serve(self.served)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -69,8 +72,8 @@ class PullFleet:
         shutil.rmtree(self.served, ignore_errors=True)
         shutil.copytree(self.repository.directory, self.served)
 
-    def pull(self, node: str = NODE) -> pulled.PulledState:
-        state = pull_client.fetch(self.url, self.metadata, self.trusted_root, node)
+    def pull(self, node: str = NODE, seal_key: Path | None = None) -> pulled.PulledState:
+        state = pull_client.fetch(self.url, self.metadata, self.trusted_root, node, None, seal_key)
         pull_client.record_applied(self.metadata, state.serial)
         return state
 

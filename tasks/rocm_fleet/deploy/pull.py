@@ -73,6 +73,7 @@ def pull_script(config: Config, node: str) -> str:
         "PULL_SOURCE": config.rocm_pull_source or "",
         "PULL_NODE": node,
         "PULL_TRUSTED_ROOT": paths.PULL_TRUSTED_ROOT,
+        "PULL_SEAL_KEY": paths.PULL_SEAL_KEY,
         "PULL_METADATA": paths.PULL_METADATA,
         "PULL_ROOT": paths.PULL_ROOT,
         "PULL_VENV": paths.PULL_VENV,
@@ -125,6 +126,32 @@ def trusted_root_problem(path: str) -> str | None:
         return f"rocm_pull_trusted_root {path} can't be read ({exc.strerror})"
     except Exception as exc:  # tuf's DeserializationError, a root of the wrong type
         return f"rocm_pull_trusted_root {path} is not TUF root metadata ({exc})"
+    return None
+
+
+def seal_key_file(config: Config, node: str) -> str:
+    """Where pyinfra runs, the node's own key in ``rocm_pull_seal_keys`` (``publish`` makes it)."""
+    assert config.rocm_pull_seal_keys
+    return str(Path(config.rocm_pull_seal_keys) / f"{node}.pem")
+
+
+def seal_key_problem(path: str) -> str | None:
+    """Why ``path`` can't be the node's seal key: unreadable, readable by others, not one."""
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        mode = Path(path).stat().st_mode & 0o777
+        if mode & 0o077:
+            return f"rocm_pull_seal_keys: {path} is mode {mode:04o}: a private key must be 0600"
+        key = load_pem_private_key(Path(path).read_bytes(), None)
+    except OSError as exc:
+        return (f"rocm_pull_seal_keys: {path} can't be read ({exc.strerror}): "
+                "`rocm-fleet publish` makes it; publish before the push")  # fmt: skip
+    except (ValueError, TypeError) as exc:
+        return f"rocm_pull_seal_keys: {path} is not a private key ({exc})"
+    if not isinstance(key, X25519PrivateKey):
+        return f"rocm_pull_seal_keys: {path} is not an X25519 private key"
     return None
 
 
@@ -193,6 +220,15 @@ def configure_pull(config: Config) -> None:
         path=paths.PULL_TRUSTED_ROOT,
         content=Path(config.rocm_pull_trusted_root).read_text(),
     )
+    if config.rocm_pull_seal_keys:
+        text_file(
+            name="Install the node's seal key",
+            path=paths.PULL_SEAL_KEY,
+            content=Path(seal_key_file(config, node_name(config))).read_text(),
+            mode="600",
+        )
+    elif read_fact(FileDigest, path=paths.PULL_SEAL_KEY) is not None:
+        text_file(name="Remove the node's seal key", path=paths.PULL_SEAL_KEY, present=False)
     text_file(
         name="Write the pull script",
         path=paths.PULL_SCRIPT,
@@ -230,6 +266,9 @@ def pull_problems(current: Any, survey: HostSurvey, config: Config) -> list[str]
             pulled.target_path(name)
         except ValueError as exc:
             problems.append(str(exc))
+        else:
+            if config.rocm_pull_seal_keys:
+                problems += filter(None, [seal_key_problem(seal_key_file(config, name))])
     if is_pull_run(current) or not survey.pull_running:
         return problems
     return [

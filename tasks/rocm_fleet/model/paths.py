@@ -144,6 +144,8 @@ PULL_INVENTORY = f"{PULL_ROOT}/inventory.py"
 PULL_INSTALLED = f"{PULL_ROOT}/installed-lock.sha256"
 # rocm_pull_trusted_root.
 PULL_TRUSTED_ROOT = f"{PULL_ROOT}/trusted-root.json"
+# The node's own key, from rocm_pull_seal_keys: it alone opens the node's sealed target.
+PULL_SEAL_KEY = f"{PULL_ROOT}/seal-key.pem"
 # TUF's verified metadata and the serial last applied.
 PULL_METADATA = f"{PULL_ROOT}/tuf"
 # tmpfs, 0700, root's.
@@ -203,6 +205,7 @@ MANAGED_FILES = (
     PULL_INVENTORY,
     PULL_INSTALLED,
     PULL_TRUSTED_ROOT,
+    PULL_SEAL_KEY,
     PULL_STAMP,
     PULL_METRICS,
     PULL_STATUS_METRICS,

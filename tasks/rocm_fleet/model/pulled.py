@@ -19,7 +19,13 @@ from rocm_fleet.model.settings import SETTINGS
 
 FORMAT = "rocm-fleet-pull/1"
 #: Settings only a push gives a pull node; pulled data naming one is refused.
-PUSH_ONLY = ("rocm_pull_source", "rocm_pull_trusted_root", "rocm_pull_node", "rocm_matrix_data")
+PUSH_ONLY = (
+    "rocm_pull_source",
+    "rocm_pull_trusted_root",
+    "rocm_pull_node",
+    "rocm_pull_seal_keys",
+    "rocm_matrix_data",
+)
 #: The largest target a node downloads.
 MAX_TARGET_BYTES = 1024 * 1024
 

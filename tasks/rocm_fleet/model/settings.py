@@ -193,6 +193,14 @@ class Settings(NodeSettings):
         "a push gives it, pulled data never does",
         PULL,
     )
+    rocm_pull_seal_keys: AbsolutePath | None = setting(
+        None,
+        "A directory, where pyinfra and `rocm-fleet publish` run, of each node's own key "
+        "(`NODE.pem`, X25519, made by `publish`): `publish` seals the node's target to it and a "
+        "push installs the node's key alone, so no other node (nor the mirror) can read its "
+        "settings; a push gives it, pulled data never does",
+        PULL,
+    )
     rocm_pull_lock: UrlOrPath | None = setting(
         None,
         "URL or path of a requirements file locking rocm-fleet's wheel and every dependency "

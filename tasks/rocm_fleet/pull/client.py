@@ -17,6 +17,7 @@ from tuf.ngclient import FetcherInterface, Updater, UpdaterConfig
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
 from rocm_fleet.model.pulled import PulledState, PullRefused
+from rocm_fleet.pull import sealed
 from rocm_fleet.upstream.http import client, reason
 
 #: Seconds a connection or a pause in a download may take.
@@ -100,9 +101,11 @@ def fetch(
     trusted_root: Path,
     node: str,
     ca: str | None = None,
+    seal_key: Path | None = None,
 ) -> PulledState:
-    """``node``'s verified state from the TUF repository at ``repository``; PullRefused, with
-    the metric's result, when it can't be fetched, verified or used."""
+    """``node``'s verified state from the TUF repository at ``repository`` (its target found
+    through its own delegated role alone, opened with ``seal_key`` when sealed); PullRefused,
+    with the metric's result, when it can't be fetched, verified, opened or used."""
     metadata_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = repository.rstrip("/")
     try:
@@ -132,10 +135,13 @@ def fetch(
             path = updater.download_target(info, str(Path(download) / "target.json"))
             content = Path(path).read_bytes()
         except exceptions.ExpiredMetadataError as exc:
+            # The node's role or the targets expire past a freeze by the online key alone.
+            signed = "targets" in str(exc) or "node-" in str(exc)
+            refresh = "rocm-fleet publish" if signed else "rocm-fleet publish --timestamp"
             raise PullRefused(
                 "expired",
                 f"the repository's metadata has expired ({exc}): an old repository served "
-                "again (a freeze), or one nobody refreshed (rocm-fleet publish --timestamp)",
+                f"again (a freeze), or one nobody refreshed ({refresh})",
             ) from None
         except exceptions.BadVersionNumberError as exc:
             raise PullRefused("rollback", f"the repository's metadata goes back to an older "
@@ -151,4 +157,8 @@ def fetch(
                               f"({type(exc).__name__}: {exc})") from None  # fmt: skip
         except requests.RequestException as exc:
             raise PullRefused("fetch-failed", f"could not fetch from {base} ({exc})") from None
-    return pulled.parse(content, node, read_applied(metadata_dir))
+    try:
+        key = sealed.load_key(seal_key) if seal_key else None
+    except (OSError, ValueError) as exc:
+        raise PullRefused("sealed", f"this node's seal key can't be read: {exc}") from None
+    return pulled.parse(sealed.open_sealed(content, node, key), node, read_applied(metadata_dir))

@@ -36,7 +36,12 @@ def run(args: Any) -> int:
 
     try:
         state = pull_client.fetch(
-            args.repository, args.metadata, args.trusted_root, args.node, args.ca or None
+            args.repository,
+            args.metadata,
+            args.trusted_root,
+            args.node,
+            args.ca or None,
+            args.seal_key,
         )
     except PullRefused as exc:
         print(f"rocm-fleet pull: refused ({exc.result}): {exc}; nothing changed", file=sys.stderr)
@@ -76,5 +81,7 @@ command = Command(
         option("--output", type=click.Path(path_type=Path), required=True,
                help="the settings' file"),
         option("--ca", help="the only CA trusted for an https repository"),
+        option("--seal-key", type=click.Path(path_type=Path),
+               help="this node's X25519 key, which opens its sealed target"),
     ],
 )  # fmt: skip

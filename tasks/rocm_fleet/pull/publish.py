@@ -1,21 +1,27 @@
 """``rocm-fleet publish INVENTORY --repository DIR --keys KEYS``: pull nodes' signed settings.
 
 Renders each pull node's settings from the inventory (the same data and model a push
-validates: a host the push would refuse is refused here) and publishes them as the targets
-of the fleet's TUF repository in DIR, signed with the targets key, then a new snapshot and
-timestamp with the online key. Copy DIR to the fleet mirror's published directory
-(``/srv/rocm-fleet-published``, served under ``/fleet/``) or any static host; each node's
-``rocm_pull_source`` is its URL and ``rocm_pull_trusted_root`` the root metadata
+validates: a host the push would refuse is refused here) and publishes each as the target of
+its own delegated role in the fleet's TUF repository in DIR, signed with that node's key
+(``nodes/NODE.pem``, made for a new node), sealed to the node's own key where
+``rocm_pull_seal_keys`` names a directory of them; then a new snapshot and timestamp with the
+online key. Adding or removing a node changes the delegations, signed by the targets keys'
+threshold. Copy DIR's ``targets/`` and ``metadata/`` to the fleet mirror's published
+directory (``/srv/rocm-fleet-published``, served under ``/fleet/``) or any static host; each
+node's ``rocm_pull_source`` is its URL and ``rocm_pull_trusted_root`` the root metadata
 (``DIR/metadata/root.json``) a push installs.
 
-``--init`` makes the repository and its three keys in KEYS (mode 0700, each key 0600):
-``root.pem`` (only for --init and --rotate: keep it offline), ``targets.pem`` (every
-publication of changed settings: keep it with the administrators) and ``online.pem`` (the
-snapshot and the timestamp). ``--timestamp`` re-signs the timestamp alone, with the online
-key: run it more often than ``--timestamp-hours`` (the longest a node can be kept on old
-data). ``--rotate root|targets|online`` replaces a key, in a new root version the nodes
-follow on their next pull. ``--keys`` may be given more than once (the first that holds a
-key wins), so the root key can stay on its own medium.
+``--init`` makes the repository and its keys in KEYS (mode 0700, each key 0600): ``root.pem``
+(only for --init and --rotate: keep it offline), ``targets.pem`` (the delegations) and
+``online.pem`` (the snapshot and the timestamp); with ``--root-keys N --root-threshold K``
+(and ``--targets-keys``, ``--targets-threshold``) ``root-1.pem`` .. ``root-N.pem`` of which K
+must sign: give each to its own holder. Short of a threshold, a publication or rotation is
+staged (``DIR/staged/``) and each other holder adds their signatures with ``--sign``; the
+last one publishes it. ``--timestamp`` re-signs the timestamp alone, with the online key: run
+it more often than ``--timestamp-hours`` (the longest a node can be kept on old data).
+``--rotate NAME`` replaces a key (root, targets, online, root-2...), in a new root version
+the nodes follow on their next pull. ``--keys`` may be given more than once (the first that
+holds a key wins), so each key can stay on its own medium.
 
 Exit status (``cli.exits``): 0 published (or nothing to publish), 4 a problem to fix in the
 inventory, the keys or an option (one line).
@@ -42,11 +48,23 @@ def run(args: Any) -> int:
     repository = PullRepository(args.repository.resolve(), [k.resolve() for k in args.keys])
     if args.timestamp_hours <= 0:
         raise UsageError(f"--timestamp-hours {args.timestamp_hours}: expected a positive number")
+    sizes = (args.root_keys, args.root_threshold, args.targets_keys, args.targets_threshold)
+    if not args.init and sizes != (1, 1, 1, 1):
+        raise UsageError("--root-keys, --root-threshold, --targets-keys and --targets-threshold "
+                         "make a repository: give them with --init")  # fmt: skip
     try:
         if args.init:
-            repository.create(args.keys[0].resolve())
-            print(f"Made the repository {repository.directory} and its keys in {args.keys[0]}: "
-                  "move root.pem offline now.")  # fmt: skip
+            made = repository.create(args.keys[0].resolve(), args.root_keys, args.root_threshold,
+                                     args.targets_keys, args.targets_threshold)  # fmt: skip
+            if len(made) == 3:
+                print(f"Made the repository {repository.directory} and its keys in "
+                      f"{args.keys[0]}: move root.pem offline now.")  # fmt: skip
+            else:
+                print(f"Made the repository {repository.directory} and its keys in "
+                      f"{args.keys[0]} ({', '.join(made)}): root {args.root_threshold} of "
+                      f"{args.root_keys}, targets {args.targets_threshold} of "
+                      f"{args.targets_keys}; give each root and targets key to its own holder "
+                      "and medium, offline, now.")  # fmt: skip
             print(f"Give the pull nodes rocm_pull_trusted_root = "
                   f'"{repository.metadata / "root.json"}"')  # fmt: skip
             return 0
@@ -56,17 +74,22 @@ def run(args: Any) -> int:
             version = repository.refresh_timestamp(args.timestamp_hours)
             print(f"Timestamp version {version}, valid {args.timestamp_hours:g} hours.")
             return 0
+        if args.sign:
+            return _waiting(repository, repository.sign_staged(args.timestamp_hours),
+                            "The staged publication is published.")  # fmt: skip
         if args.rotate:
-            version = repository.rotate(args.rotate, args.timestamp_hours)
-            print(f"Root version {version} names the new {args.rotate} key; the nodes follow "
-                  "it on their next pull.")  # fmt: skip
-            return 0
+            version, waiting = repository.rotate(args.rotate, args.timestamp_hours)
+            done = (f"Root version {version} names the new {args.rotate} key; the nodes "
+                    "follow it on their next pull.")  # fmt: skip
+            return _waiting(repository, waiting, done)
         if not args.inventory:
             raise UsageError("an INVENTORY is needed to publish the nodes' settings")
-        nodes, matrix_data = _nodes(args, repository)
-        published = repository.publish(nodes, args.timestamp_hours, matrix_data)
+        nodes, matrix_data, recipients = _nodes(args, repository)
+        published = repository.publish(nodes, args.timestamp_hours, matrix_data, recipients)
     except RepositoryError as exc:
         raise UsageError(str(exc)) from None
+    if published.waiting:
+        return _waiting(repository, published.waiting, "")
     if not published.changed and not published.removed:
         print(f"Nothing changed: the repository's targets version {published.version} stands.")
         return 0
@@ -76,12 +99,28 @@ def run(args: Any) -> int:
     return 0
 
 
-def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
-    """(target name -> settings, target name -> site matrix text) of every inventory host with
-    rocm_pull or already published (rocm_pull: false takes it out), and the repository's other
-    nodes as they were unless --limit leaves them."""
+def _waiting(repository: Any, waiting: list[str], done: str) -> int:
+    """Say what a publication still waits for (it is staged), or ``done``."""
+    if not waiting:
+        print(done)
+        return 0
+    print(f"Staged in {repository.staged}, short of its thresholds ({'; '.join(waiting)}): "
+          "each other key holder adds theirs with rocm-fleet publish --sign --repository "
+          "DIR --keys THEIR-KEYS; then the online key's holder publishes it the same "
+          "way.")  # fmt: skip
+    return 0
+
+
+def _nodes(
+    args: Any, repository: Any
+) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, Any]]:
+    """(target name -> settings, target name -> site matrix text, target name -> the key its
+    target is sealed to: rocm_pull_seal_keys) of every inventory host with rocm_pull or already
+    published (rocm_pull: false takes it out), and the repository's other nodes as they were
+    unless --limit leaves them."""
     from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.model import pulled
+    from rocm_fleet.pull import sealed
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     _state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
@@ -90,6 +129,7 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
               for name, content in repository.node_targets().items()]  # fmt: skip
     existing = {state.node: state.settings for state in states}
     nodes = dict(existing) if limits else {}
+    recipients: dict[str, Any] = {}
     matrix_data = (
         {s.node: s.matrix_data for s in states if s.matrix_data is not None} if limits else {}
     )
@@ -108,12 +148,18 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
         except (TypeError, ValueError) as exc:
             raise UsageError(f"{host.name}: {exc}") from None
         nodes[name] = settings
+        if config.rocm_pull_seal_keys:
+            try:
+                seal_keys = Path(config.rocm_pull_seal_keys)
+                recipients[name] = sealed.node_key(seal_keys, name).public_key()
+            except (OSError, ValueError) as exc:
+                raise UsageError(f"{host.name}: rocm_pull_seal_keys: {exc}") from None
         matrix_data.pop(name, None)
         if config.matrix_data is not None:
             matrix_data[name] = _site_text(host.name, config.matrix_data)
     if not nodes:
         raise UsageError(f"no host of {args.inventory} has rocm_pull: True")
-    return nodes, matrix_data
+    return nodes, matrix_data, recipients
 
 
 def _site_text(host: str, site: SiteData) -> str:
@@ -133,7 +179,7 @@ def _site_text(host: str, site: SiteData) -> str:
 command = Command(
     "publish",
     run,
-    exclusive=("init", "timestamp", "rotate"),
+    exclusive=("init", "timestamp", "rotate", "sign"),
     help=described(__doc__),
     epilog=epilog("Here: 0 published (or nothing to publish)"),
     params=[
@@ -146,7 +192,18 @@ command = Command(
                help="hosts or groups to publish (others keep their targets)"),
         option("--init", is_flag=True, help="make the repository and its keys"),
         option("--timestamp", is_flag=True, help="re-sign the timestamp alone"),
-        option("--rotate", type=click.Choice(["root", "targets", "online"]), help="replace a key"),
+        option("--rotate", help="replace a key: root, targets, online, or a key file's name "
+               "without .pem (root-2)"),
+        option("--sign", is_flag=True,
+               help="add the signatures of the keys at hand to a staged publication"),
+        option("--root-keys", type=click.IntRange(1, 9), default=1,
+               help="with --init: how many root keys"),
+        option("--root-threshold", type=click.IntRange(1, 9), default=1,
+               help="with --init: how many root keys must sign"),
+        option("--targets-keys", type=click.IntRange(1, 9), default=1,
+               help="with --init: how many targets keys"),
+        option("--targets-threshold", type=click.IntRange(1, 9), default=1,
+               help="with --init: how many targets keys must sign"),
         option("--timestamp-hours", type=float, default=24,
                help="how long the timestamp is valid (the freeze bound)"),
     ],

@@ -1,21 +1,29 @@
 """The fleet's TUF repository for pull mode (``rocm-fleet publish``): each pull node's settings
-a target ``nodes/<name>.json``, signed with ``root.pem``, ``targets.pem`` and ``online.pem``
-(their custody: docs/pull-mode.md).
+a target ``nodes/<name>.json`` of its own delegated role ``node-<name>``, signed with that
+node's key (``nodes/<name>.pem``); the delegations signed by a threshold of targets keys
+(``targets.pem`` or ``targets-N.pem``), the root by a threshold of root keys (``root.pem`` or
+``root-N.pem``), the snapshot and timestamp by ``online.pem`` (their custody, the signing of
+a threshold by holders apart and the freeze bound: docs/pull-mode.md). A target may be
+sealed to its node's own key (``pull.sealed``) so that no other node can read it.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
-from securesystemslib.signer import CryptoSigner, Signer
+from securesystemslib.signer import CryptoSigner
 from tuf.api.metadata import (
+    DelegatedRole,
+    Delegations,
     Metadata,
     MetaFile,
     Root,
@@ -28,19 +36,31 @@ from tuf.api.serialization.json import JSONSerializer
 
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
+from rocm_fleet.pull import sealed
 
-#: The roles and the key file that signs each.
-KEY_FILES = {
-    Root.type: "root.pem",
-    Targets.type: "targets.pem",
-    Snapshot.type: "online.pem",
-    Timestamp.type: "online.pem",
+#: The key files of each top-level role: ``root.pem`` or ``root-N.pem`` (N of a threshold),
+#: the same for targets; the online key signs the snapshot and the timestamp.
+KEY_PATTERNS = {
+    Root.type: re.compile(r"root(-[0-9]+)?\.pem"),
+    Targets.type: re.compile(r"targets(-[0-9]+)?\.pem"),
+    Snapshot.type: re.compile(r"online\.pem"),
+    Timestamp.type: re.compile(r"online\.pem"),
 }
-#: What ``rotate`` takes: the key file names without ``.pem``.
-ROTATABLE = ("root", "targets", "online")
-#: How long each metadata is valid (the timestamp's expiry is the freeze bound).
+ONLINE = (Snapshot.type, Timestamp.type)
+#: What ``rotate`` takes: a key file's name without ``.pem``.
+ROTATABLE = re.compile(r"(root|targets)(-[0-9]+)?|online")
+#: Where a node's key lives in a key directory, and its delegated role's name.
+NODE_KEYS = "nodes"
+ROLE_PREFIX = "node-"
+#: Publications waiting for more signatures (never served: not under metadata/).
+STAGED = "staged"
+#: How long each metadata is valid. The node roles' expiry bounds the freeze a holder of the
+#: online key alone can hold a node in; each publication re-signs a node role with less than
+#: half of it left.
 ROOT_DAYS = 365
 TARGETS_DAYS = 90
+NODE_DAYS = 30
+SNAPSHOT_DAYS = 90
 DEFAULT_TIMESTAMP_HOURS = 24
 
 
@@ -50,11 +70,13 @@ class RepositoryError(Exception):
 
 @dataclass(frozen=True)
 class Published:
-    """A publication: the targets version (every node's serial), nodes changed and removed."""
+    """A publication: its serial (the snapshot version, each changed node's serial), nodes
+    changed and removed; ``waiting``: the signatures still missing (it is staged), or []."""
 
     version: int
     changed: list[str]
     removed: list[str]
+    waiting: list[str] = field(default_factory=list)
 
 
 def _expiry(days: float = 0, hours: float = 0) -> datetime:
@@ -68,6 +90,16 @@ def _write_private_key(path: Path) -> CryptoSigner:
     return signer
 
 
+def _key_names(role: str, count: int) -> list[str]:
+    """The key files ``create`` makes for ``role``: one ``role.pem``, else ``role-N.pem``."""
+    return [f"{role}.pem"] if count == 1 else [f"{role}-{n}.pem" for n in range(1, count + 1)]
+
+
+def role_of(node: str) -> str:
+    """The delegated role that alone may sign ``node``'s target."""
+    return f"{ROLE_PREFIX}{node}"
+
+
 class PullRepository:
     """A TUF repository in ``directory``, signed with keys from ``key_dirs`` (first wins)."""
 
@@ -75,6 +107,8 @@ class PullRepository:
         self.directory = directory
         self.metadata = directory / "metadata"
         self.targets = directory / "targets"
+        self.staged = directory / STAGED
+        self.plain = directory / "plain"
         self.key_dirs = key_dirs
         self._serializer = JSONSerializer(compact=False)
 
@@ -86,25 +120,63 @@ class PullRepository:
                 return directory / name
         return None
 
-    def signer(self, role: str) -> Signer:
-        """The signer of ``role``; RepositoryError when its file is missing, not 0600 or not
-        the root's key for the role."""
-        name = KEY_FILES[role]
-        path = self._key_file(name)
-        if path is None:
-            where = ", ".join(str(d) for d in self.key_dirs)
-            raise RepositoryError(f"no {name} (the {role} key) in {where}: bring the key "
-                                  "directory that holds it (--keys)")  # fmt: skip
+    def _load(self, path: Path) -> CryptoSigner:
         mode = path.stat().st_mode & 0o777
         if mode & 0o077:
             raise RepositoryError(f"{path} is mode {mode:04o}: a private key must be 0600")
-        signer = CryptoSigner(load_pem_private_key(path.read_bytes(), None))
-        root = self.root().signed
-        if signer.public_key.keyid not in root.roles[role].keyids:
-            raise RepositoryError(
-                f"{path} is not a {role} key of {self.metadata / 'root.json'} (version "
-                f"{root.version})"
-            )
+        return CryptoSigner(load_pem_private_key(path.read_bytes(), None))
+
+    def _role_files(self, role: str) -> list[Path]:
+        """The key files for top-level ``role`` in the key directories (first name wins)."""
+        found: dict[str, Path] = {}
+        for directory in self.key_dirs:
+            if directory.is_dir():
+                for path in sorted(directory.iterdir()):
+                    if KEY_PATTERNS[role].fullmatch(path.name) and path.is_file():
+                        found.setdefault(path.name, path)
+        return list(found.values())
+
+    def signers(self, role: str, root: Root | None = None) -> list[CryptoSigner]:
+        """The signers of top-level ``role`` at hand (``root``: the one naming its keys, else
+        the current); RepositoryError when none is, or a file of the role's name is not one
+        of its keys or not 0600."""
+        root = root or self.root().signed
+        signers = {}
+        for path in self._role_files(role):
+            signer = self._load(path)
+            if signer.public_key.keyid not in root.roles[role].keyids:
+                raise RepositoryError(
+                    f"{path} is not a {role} key of {self.metadata / 'root.json'} (version "
+                    f"{root.version})"
+                )
+            signers[signer.public_key.keyid] = signer
+        if not signers:
+            name = "online.pem" if role in ONLINE else f"{role}.pem (or {role}-N.pem)"
+            where = ", ".join(str(d) for d in self.key_dirs)
+            raise RepositoryError(f"no {name} (the {role} key) in {where}: bring the key "
+                                  "directory that holds it (--keys)")  # fmt: skip
+        return list(signers.values())
+
+    def signer(self, role: str) -> CryptoSigner:
+        """One signer of top-level ``role`` (as ``signers``)."""
+        return self.signers(role)[0]
+
+    def node_signer(self, node: str, keyids: list[str] | None) -> CryptoSigner:
+        """``node``'s key (``nodes/<node>.pem``); one of ``keyids`` (None: a new node, its key
+        made in the first key directory when none exists)."""
+        name = f"{NODE_KEYS}/{node}.pem"
+        path = self._key_file(name)
+        if path is None and keyids is None:
+            directory = self.key_dirs[0] / NODE_KEYS
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return _write_private_key(directory / f"{node}.pem")
+        if path is None:
+            where = ", ".join(str(d) for d in self.key_dirs)
+            raise RepositoryError(f"no {name} (node {node}'s key) in {where}: bring the key "
+                                  "directory that holds it (--keys)")  # fmt: skip
+        signer = self._load(path)
+        if keyids is not None and signer.public_key.keyid not in keyids:
+            raise RepositoryError(f"{path} is not the key of role {role_of(node)}")
         return signer
 
     # --- reading and writing metadata ---------------------------------------------------------
@@ -113,13 +185,17 @@ class PullRepository:
         return Metadata[Root].from_bytes((self.metadata / "root.json").read_bytes())
 
     def _current(self, role: str) -> Metadata[Any]:
-        """The newest targets or snapshot (``N.role.json``), or the timestamp."""
+        """The newest metadata of ``role`` (``N.role.json``), or the timestamp."""
         return Metadata.from_bytes((self.metadata / self._current_name(role)).read_bytes())
 
     def _current_name(self, role: str) -> str:
         if role == Timestamp.type:
             return "timestamp.json"
-        versions = [int(p.name.split(".", 1)[0]) for p in self.metadata.glob(f"*.{role}.json")]
+        versions = [
+            int(p.name.split(".", 1)[0])
+            for p in self.metadata.glob(f"*.{role}.json")
+            if p.name.split(".", 1)[1] == f"{role}.json"
+        ]
         return f"{max(versions, default=0)}.{role}.json"
 
     def _version(self, role: str) -> int:
@@ -128,52 +204,183 @@ class PullRepository:
             return 0
         return self._current(role).signed.version
 
-    def _write(self, metadata: Metadata[Any], name: str) -> None:
+    def _write(self, metadata: Metadata[Any], name: str, directory: Path | None = None) -> None:
         """Written atomically (never half a file served)."""
-        write_atomically(self.metadata / name, metadata.to_bytes(self._serializer))
+        write_atomically((directory or self.metadata) / name, metadata.to_bytes(self._serializer))
 
-    def _sign(self, metadata: Metadata[Any], role: str) -> None:
-        metadata.signatures.clear()
-        metadata.sign(self.signer(role), append=True)
+    # --- thresholds: sign what is at hand, stage what lacks signatures ------------------------
 
-    def _write_root(self, root: Metadata[Root]) -> None:
-        self._write(root, f"{root.signed.version}.root.json")
-        self._write(root, "root.json")
+    @staticmethod
+    def _add_signatures(metadata: Metadata[Any], signers: list[CryptoSigner]) -> None:
+        for signer in signers:
+            if signer.public_key.keyid not in metadata.signatures:
+                metadata.sign(signer, append=True)
+
+    def _missing(self, files: dict[str, Metadata[Any]]) -> list[str]:
+        """What each of ``files`` (name -> metadata, written in this order) still lacks to meet
+        its threshold, checked as a node checks it."""
+        root = self.root().signed
+        targets = None
+        missing = []
+        for name, metadata in files.items():
+            role = name.split(".", 1)[1].removesuffix(".json")
+            payload, signatures = metadata.signed_bytes, metadata.signatures
+            if role == Root.type:
+                result = metadata.signed.get_root_verification_result(root, payload, signatures)
+                lacks = result.first.missing + result.second.missing
+                root = metadata.signed
+            elif role == Targets.type:
+                lacks = root.get_verification_result(role, payload, signatures).missing
+                targets = metadata.signed
+            else:
+                targets = targets or self._current(Targets.type).signed
+                lacks = targets.get_verification_result(role, payload, signatures).missing
+            if lacks:
+                missing.append(f"{name}: {lacks} more signature{'s' * (lacks > 1)}")
+        return missing
+
+    def _complete(self, files: dict[str, Metadata[Any]], hours: float) -> list[str]:
+        """Write ``files`` and a snapshot and timestamp naming them when each meets its
+        threshold and the online key is at hand; else stage them (``staged/``) for more
+        signatures. What is missing."""
+        missing = self._missing(files)
+        roots = [m.signed for n, m in files.items() if n.endswith(".root.json")]
+        root = roots[-1] if roots else self.root().signed
+        online = self._at_hand(Snapshot.type, root)
+        if not missing and not online:
+            missing = ["the online key (online.pem) to publish it"]
+        if missing:
+            self.staged.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for name, metadata in files.items():
+                self._write(metadata, name, self.staged)
+            return missing
+        for name, metadata in files.items():
+            self._write(metadata, name)
+            if name.endswith(".root.json"):
+                self._write(metadata, "root.json")
+        self._snapshot(hours, online[0])
+        shutil.rmtree(self.staged, ignore_errors=True)
+        return []
+
+    def staged_files(self) -> dict[str, Metadata[Any]]:
+        """The staged publication (name -> metadata, roots first, then targets, then nodes)."""
+        if not self.staged.is_dir():
+            return {}
+        order = {Root.type: 0, Targets.type: 1}
+        paths = sorted(self.staged.glob("*.json"), key=lambda p: (
+            order.get(p.name.split(".", 1)[1].removesuffix(".json"), 2), p.name))  # fmt: skip
+        return {p.name: Metadata.from_bytes(p.read_bytes()) for p in paths}
+
+    def sign_staged(self, hours: float) -> list[str]:
+        """Add the signatures of the keys at hand to the staged publication, and publish it
+        once each file meets its threshold; what is still missing."""
+        files = self.staged_files()
+        if not files:
+            raise RepositoryError(f"{self.staged} holds no publication waiting for signatures")
+        root = self.root().signed
+        for name, metadata in files.items():
+            role = name.split(".", 1)[1].removesuffix(".json")
+            if role == Root.type:
+                signers = [s for s in self._at_hand(Root.type, root)]
+                signers += self._at_hand(Root.type, metadata.signed)
+                root = metadata.signed
+            elif role == Targets.type:
+                signers = self._at_hand(Targets.type, root)
+            else:
+                continue  # node roles are staged signed by their own keys
+            self._add_signatures(metadata, signers)
+        return self._complete(files, hours)
+
+    def _at_hand(self, role: str, root: Root) -> list[CryptoSigner]:
+        """The keys of ``role`` in ``root`` found in the key directories (others skipped)."""
+        found = []
+        for path in self._role_files(role):
+            signer = self._load(path)
+            if signer.public_key.keyid in root.roles[role].keyids:
+                found.append(signer)
+        return found
+
+    def _refuse_if_staged(self) -> None:
+        if self.staged_files():
+            raise RepositoryError(
+                f"a publication waits for signatures in {self.staged}: add them with --sign "
+                "(or remove that directory to drop it)"
+            )
 
     # --- making, publishing, rotating ---------------------------------------------------------
 
     def exists(self) -> bool:
         return (self.metadata / "root.json").is_file()
 
-    def create(self, key_dir: Path) -> None:
-        """A new repository, no node, with new keys in ``key_dir`` (0700; never overwritten)."""
+    def create(
+        self,
+        key_dir: Path,
+        root_keys: int = 1,
+        root_threshold: int = 1,
+        targets_keys: int = 1,
+        targets_threshold: int = 1,
+    ) -> list[str]:
+        """A new repository, no node, with new keys in ``key_dir`` (0700; never overwritten):
+        ``root_keys`` root keys of which ``root_threshold`` must sign, the same for targets,
+        and the online key. The key files made."""
+        asked = ((Root.type, root_keys, root_threshold),
+                 (Targets.type, targets_keys, targets_threshold))  # fmt: skip
+        for role, count, threshold in asked:
+            if not 1 <= threshold <= count:
+                raise RepositoryError(f"{role}: a threshold of {threshold} of {count} keys: "
+                                      f"expected 1 to {count}")  # fmt: skip
         if self.exists():
             raise RepositoryError(f"{self.directory} already holds a repository")
-        key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        signers: dict[str, CryptoSigner] = {}
-        for name in sorted(set(KEY_FILES.values())):
+        names = {Root.type: _key_names(Root.type, root_keys),
+                 Targets.type: _key_names(Targets.type, targets_keys),
+                 Snapshot.type: ["online.pem"], Timestamp.type: ["online.pem"]}  # fmt: skip
+        files = sorted({n for group in names.values() for n in group})
+        for name in files:
             if (key_dir / name).exists():
                 raise RepositoryError(f"{key_dir / name} exists: make the repository with a "
                                       "new key directory")  # fmt: skip
-            signers[name] = _write_private_key(key_dir / name)
+        key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        signers = {name: _write_private_key(key_dir / name) for name in files}
         self.metadata.mkdir(parents=True, exist_ok=True)
         self.targets.mkdir(parents=True, exist_ok=True)
         root = Metadata(Root(expires=_expiry(days=ROOT_DAYS), consistent_snapshot=True))
-        for role, name in KEY_FILES.items():
-            root.signed.add_key(signers[name].public_key, role)
-        root.sign(signers["root.pem"])
-        self._write_root(root)
+        for role, group in names.items():
+            for name in group:
+                root.signed.add_key(signers[name].public_key, role)
+        root.signed.roles[Root.type].threshold = root_threshold
+        root.signed.roles[Targets.type].threshold = targets_threshold
+        self._add_signatures(root, [signers[n] for n in names[Root.type]])
+        self._write(root, "1.root.json")
+        self._write(root, "root.json")
         targets = Metadata(Targets(expires=_expiry(days=TARGETS_DAYS)))
-        self._publish_targets(targets, DEFAULT_TIMESTAMP_HOURS)
+        targets.signed.delegations = Delegations(keys={}, roles={})
+        self._add_signatures(targets, [signers[n] for n in names[Targets.type]])
+        self._write(targets, "1.targets.json")
+        self._snapshot(DEFAULT_TIMESTAMP_HOURS, signers["online.pem"])
+        return files
+
+    def _nodes(self) -> dict[str, Metadata[Targets]]:
+        """Node name -> its role's current metadata, as the snapshot names it."""
+        snapshot = self._current(Snapshot.type).signed
+        delegations = self._current(Targets.type).signed.delegations
+        found = {}
+        for role in delegations.roles if delegations and delegations.roles else {}:
+            version = snapshot.meta[f"{role}.json"].version
+            data = (self.metadata / f"{version}.{role}.json").read_bytes()
+            found[role.removeprefix(ROLE_PREFIX)] = Metadata[Targets].from_bytes(data)
+        return found
 
     def node_targets(self) -> dict[str, bytes]:
-        """Node name -> its published target's content."""
+        """Node name -> its published target's content (a sealed one's from ``plain/``, the
+        administrators' copy, never served)."""
         found = {}
-        targets = self._current(Targets.type).signed
-        for path, info in targets.targets.items():
-            node = path.removeprefix("nodes/").removesuffix(".json")
+        for node, role in self._nodes().items():
+            info = role.signed.targets[pulled.target_path(node)]
             digest = info.hashes["sha256"]
-            found[node] = (self.targets / "nodes" / f"{digest}.{node}.json").read_bytes()
+            content = (self.targets / "nodes" / f"{digest}.{node}.json").read_bytes()
+            if sealed.is_sealed(content):  # the administrators' copy of what was sealed
+                content = (self.plain / f"{digest}.{node}.json").read_bytes()
+            found[node] = content
         return found
 
     def publish(
@@ -181,91 +388,158 @@ class PullRepository:
         nodes: Mapping[str, Mapping[str, Any]],
         timestamp_hours: float,
         matrix_data: Mapping[str, str] | None = None,
+        recipients: Mapping[str, X25519PublicKey] | None = None,
     ) -> Published:
-        """Publish ``nodes`` (name -> settings; ``matrix_data``: name -> site matrix text) as a
-        new targets version, removing unlisted nodes; signs nothing when nothing changed."""
-        matrix_data = matrix_data or {}
-        current = self._current(Targets.type)
+        """Publish ``nodes`` (name -> settings; ``matrix_data``: name -> site matrix text;
+        ``recipients``: name -> the key its target is sealed to) in a new snapshot, each changed
+        node's target signed by its own key and removing unlisted nodes; signs nothing when
+        nothing changed. A change of the delegations (a node added or removed) needs the
+        targets keys' threshold; short of it, it is staged (``Published.waiting``)."""
+        self._refuse_if_staged()
+        matrix_data, recipients = matrix_data or {}, recipients or {}
+        roles = self._nodes()
         old = {}
         for name, content in self.node_targets().items():
             state = pulled.parse(content, name, None)
-            old[name] = (state.settings, state.matrix_data)
-        changed = sorted(n for n in nodes if old.get(n) != (dict(nodes[n]), matrix_data.get(n)))
+            recipient = sealed.recipient_of(self._stored(name, roles[name]))
+            old[name] = (state.settings, state.matrix_data, recipient)
+        serial = self._current(Snapshot.type).signed.version
+        stale = _expiry(days=NODE_DAYS / 2)
+        changed = sorted(n for n in nodes if old.get(n) != (
+            dict(nodes[n]), matrix_data.get(n), sealed.raw(recipients.get(n))))  # fmt: skip
         removed = sorted(set(old) - set(nodes))
-        if not changed and not removed:
-            return Published(current.signed.version, [], [])
-        version = current.signed.version + 1
-        targets = Metadata(Targets(version=version, expires=_expiry(days=TARGETS_DAYS)))
+        resign = sorted(n for n in set(nodes) & set(roles)
+                        if n not in changed and roles[n].signed.expires < stale)  # fmt: skip
+        if not changed and not removed and not resign:
+            return Published(serial, [], [])
+        serial += 1
+        current = self._current(Targets.type)
+        delegations = current.signed.delegations
+        assert delegations is not None and delegations.roles is not None  # create() makes them
+        files: dict[str, Metadata[Any]] = {}
+        added = sorted(set(nodes) - set(roles))
+        if added or removed:
+            targets_signers = self.signers(Targets.type)  # before a new node's key is made
+            targets = current
+            targets.signed.version += 1
+            targets.signed.expires = _expiry(days=TARGETS_DAYS)
+            targets.signatures.clear()
+            for name in removed:
+                for keyid in delegations.roles.pop(role_of(name)).keyids:
+                    delegations.keys.pop(keyid, None)
+            for name in added:
+                key = self.node_signer(name, None).public_key
+                delegations.keys[key.keyid] = key
+                delegations.roles[role_of(name)] = DelegatedRole(
+                    role_of(name), [key.keyid], 1, True, paths=[pulled.target_path(name)]
+                )
+            self._add_signatures(targets, targets_signers)
+            files[f"{targets.signed.version}.targets.json"] = targets
         (self.targets / "nodes").mkdir(parents=True, exist_ok=True)
-        for name in sorted(nodes):
-            content = pulled.render(name, version, nodes[name], matrix_data.get(name))
+        for name in sorted({*changed, *resign}):
+            keyids = delegations.roles[role_of(name)].keyids
+            signer = self.node_signer(name, keyids)
+            content = pulled.render(name, serial, nodes[name], matrix_data.get(name))
+            plain = content
+            if name in recipients:
+                content = sealed.seal(content, name, recipients[name])
             path = pulled.target_path(name)
             info = TargetFile.from_data(path, content, ["sha256"])
+            if content is not plain:
+                self.plain.mkdir(mode=0o700, exist_ok=True)
+                copy = self.plain / f"{info.hashes['sha256']}.{name}.json"
+                if not copy.exists():
+                    write_atomically(copy, plain, mode=0o600)
             stored = self.targets / "nodes" / f"{info.hashes['sha256']}.{name}.json"
             if not stored.exists():
                 write_atomically(stored, content)
-            targets.signed.targets[path] = info
-        self._publish_targets(targets, timestamp_hours)
-        return Published(version, changed, removed)
+            # After every version it ever had: a node put back may have seen them.
+            version = self._version(role_of(name)) + 1
+            metadata = Metadata(Targets(version=version, expires=_expiry(days=NODE_DAYS)))
+            metadata.signed.targets[path] = info
+            metadata.sign(signer)
+            files[f"{version}.{role_of(name)}.json"] = metadata
+        waiting = self._complete(files, timestamp_hours)
+        return Published(serial, changed, removed, waiting)
 
-    def _publish_targets(self, targets: Metadata[Targets], timestamp_hours: float) -> None:
-        """Sign and write ``targets`` and the snapshot and timestamp that name it."""
-        self._sign(targets, Targets.type)
-        self._write(targets, f"{targets.signed.version}.targets.json")
+    def _stored(self, node: str, role: Metadata[Targets]) -> bytes:
+        info = role.signed.targets[pulled.target_path(node)]
+        return (self.targets / "nodes" / f"{info.hashes['sha256']}.{node}.json").read_bytes()
+
+    def _snapshot(self, timestamp_hours: float, online: CryptoSigner) -> None:
+        """A new snapshot naming the current targets and node roles, and its timestamp, signed
+        with ``online``. A removed node's role stays named at its last version: a node
+        refuses a snapshot that drops a file the one before named (TUF's rollback check), and
+        its delegation is gone, so nothing trusts it."""
         snapshot_version = self._version(Snapshot.type) + 1
         snapshot = Metadata(Snapshot(version=snapshot_version,
-                                     expires=_expiry(days=TARGETS_DAYS)))  # fmt: skip
-        snapshot.signed.meta["targets.json"] = MetaFile(version=targets.signed.version)
-        self._sign(snapshot, Snapshot.type)
+                                     expires=_expiry(days=SNAPSHOT_DAYS)))  # fmt: skip
+        if snapshot_version > 1:
+            snapshot.signed.meta.update(self._current(Snapshot.type).signed.meta)
+        targets = self._current(Targets.type).signed
+        snapshot.signed.meta["targets.json"] = MetaFile(version=targets.version)
+        roles = targets.delegations.roles if targets.delegations else None
+        for role in roles or {}:
+            snapshot.signed.meta[f"{role}.json"] = MetaFile(version=self._version(role))
+        snapshot.sign(online)
         self._write(snapshot, f"{snapshot_version}.snapshot.json")
-        self._timestamp(snapshot_version, timestamp_hours)
+        self._timestamp(snapshot_version, timestamp_hours, online)
 
-    def _timestamp(self, snapshot_version: int, hours: float) -> None:
+    def _timestamp(self, snapshot_version: int, hours: float, online: CryptoSigner) -> None:
         version = self._version(Timestamp.type) + 1
         meta = MetaFile(version=snapshot_version)
         timestamp = Metadata(Timestamp(version=version, expires=_expiry(hours=hours),
                                        snapshot_meta=meta))  # fmt: skip
-        self._sign(timestamp, Timestamp.type)
+        timestamp.sign(online)
         self._write(timestamp, "timestamp.json")
 
     def refresh_timestamp(self, hours: float) -> int:
         """Sign a new timestamp for the current snapshot (online key); its version."""
-        self._timestamp(self._current(Snapshot.type).signed.version, hours)
+        version = self._current(Snapshot.type).signed.version
+        self._timestamp(version, hours, self.signer(Timestamp.type))
         return self._current(Timestamp.type).signed.version
 
-    def rotate(self, name: str, timestamp_hours: float) -> int:
-        """A new key for ``name`` (root, targets, online; the old kept as ``.retired-vN``) in a
-        new root version signed by the old root key (and the new one, for root), what it signs
-        re-signed; the new root's version."""
-        if name not in ROTATABLE:
-            raise RepositoryError(f"--rotate {name}: expected one of {', '.join(ROTATABLE)}")
+    def rotate(self, name: str, timestamp_hours: float) -> tuple[int, list[str]]:
+        """A new key for the key file ``name`` (``root``, ``root-2``, ``targets``, ``online``...;
+        the old kept as ``.retired-vN``) in a new root version signed by the old root's keys at
+        hand (and the new root's), the targets re-signed for a targets key; the new root's
+        version, and the signatures still missing (then it is staged for ``sign_staged``)."""
+        if not ROTATABLE.fullmatch(name):
+            raise RepositoryError(f"--rotate {name}: expected root, targets or online, or a "
+                                  "key file's name without .pem (root-2, targets-1)")  # fmt: skip
+        self._refuse_if_staged()
         file_name = f"{name}.pem"
-        old_root_signer = self.signer(Root.type)
-        roles = [role for role, key_file in KEY_FILES.items() if key_file == file_name]
-        for role in roles:
-            self.signer(role)  # the old key is there, and this repository's
         old_path = self._key_file(file_name)
-        assert old_path is not None  # signer() found it
+        if old_path is None:
+            where = ", ".join(str(d) for d in self.key_dirs)
+            raise RepositoryError(f"no {file_name} in {where}: bring the key directory that "
+                                  "holds it (--keys)")  # fmt: skip
         root = self.root()
-        version = root.signed.version
+        old_root = root.signed
+        old_keyid = self._load(old_path).public_key.keyid
+        roles = [role for role in KEY_PATTERNS if KEY_PATTERNS[role].fullmatch(file_name)]
+        for role in roles:
+            self.signers(role)  # every key of the role at hand is this repository's
+        old_root_signers = self.signers(Root.type)
+        version = old_root.version
         retired = old_path.with_name(f"{file_name}.retired-v{version}")
         shutil.move(old_path, retired)
         new_signer = _write_private_key(old_path)
+        root = Metadata[Root].from_bytes(root.to_bytes())
         for role in roles:
-            for keyid in list(root.signed.roles[role].keyids):
-                root.signed.revoke_key(keyid, role)
+            root.signed.revoke_key(old_keyid, role)
             root.signed.add_key(new_signer.public_key, role)
         root.signed.version = version + 1
         root.signed.expires = _expiry(days=ROOT_DAYS)
         root.signatures.clear()
-        # Signed by the old root's keys (which the client checks it with), and the new one's.
-        root.sign(old_root_signer, append=True)
-        if name == "root":
-            root.sign(new_signer, append=True)
-        self._write_root(root)
-        # Re-signed in new versions: a client that has the old ones must see newer ones.
-        if name in ("targets", "online"):
+        # Signed by the old root's keys (which the node checks it with), and the new one's.
+        self._add_signatures(root, old_root_signers + self._at_hand(Root.type, root.signed))
+        files: dict[str, Metadata[Any]] = {f"{version + 1}.root.json": root}
+        # Re-signed in a new version: a node that has the old one must see a newer one.
+        if Targets.type in roles:
             targets = self._current(Targets.type)
             targets.signed.version += 1
-            self._publish_targets(targets, timestamp_hours)
-        return version + 1
+            targets.signatures.clear()
+            self._add_signatures(targets, self._at_hand(Targets.type, root.signed))
+            files[f"{targets.signed.version}.targets.json"] = targets
+        return version + 1, self._complete(files, timestamp_hours)

@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -142,6 +143,7 @@ class PullNode:
         variables = {
             "PULL_SOURCE": fleet.url, "PULL_NODE": node,
             "PULL_TRUSTED_ROOT": str(fleet.trusted_root), "PULL_METADATA": str(fleet.metadata),
+            "PULL_SEAL_KEY": str(root / "seal-key.pem"),  # none until a test puts it there
             "PULL_ROOT": str(root), "PULL_VENV": str(root / "venv"),
             "PULL_RUN_DIR": str(root / "run"), "PULL_LOCK": str(root / "run/lock"),
             "PULL_DATA": str(self.data), "PULL_INVENTORY": "inventory.py",
@@ -187,6 +189,24 @@ def test_a_pull_applies_the_signed_settings_with_the_push_only_ones_from_the_pus
     assert (node.root / "run").stat().st_mode & 0o777 == 0o700
     assert fleet.applied() == serial
     assert 'rocm_fleet_pull_last_run{result="converged"} 1' in node.status()
+
+
+def test_a_sealed_target_is_opened_with_the_key_the_push_installed(tmp_path, fleet):
+    """rocm_pull_seal_keys: the target is sealed to the node's key; the script hands the key
+    the push installed to pull-fetch, and without it the pull is refused, nothing written."""
+    from rocm_fleet.pull import sealed
+
+    key = sealed.node_key(tmp_path / "seal-keys", NODE)
+    fleet.repository.publish({NODE: SETTINGS}, 24, recipients={NODE: key.public_key()})
+    fleet.mirror()
+    node = PullNode(tmp_path / "node", fleet)
+    without = node.run()
+    assert without.returncode == 1 and "refused (sealed)" in without.stderr
+    assert not node.data.exists()
+    shutil.copy(tmp_path / "seal-keys" / f"{NODE}.pem", node.root / "seal-key.pem")
+    opened = node.run()
+    assert opened.returncode == 0, opened.stderr
+    assert json.loads(node.data.read_text())["rocm_version"] == SETTINGS["rocm_version"]
 
 
 def test_a_pulled_site_file_is_written_beside_the_settings_and_named_by_them(tmp_path, fleet):

@@ -204,7 +204,7 @@ def test_a_root_rotation_signed_by_the_old_and_new_root_keys_is_followed(fleet):
     fleet.publish({NODE: SETTINGS})
     fleet.pull()
     old_root_key = (fleet.keys / "root.pem").read_bytes()
-    assert fleet.repository.rotate("root", 24) == 2
+    assert fleet.repository.rotate("root", 24) == (2, [])
     assert (fleet.keys / "root.pem").read_bytes() != old_root_key
     assert (fleet.keys / "root.pem.retired-v1").read_bytes() == old_root_key
     root = Metadata.from_file(str(fleet.repository.metadata / "2.root.json"))
@@ -237,7 +237,7 @@ def test_online_and_targets_key_rotations_are_followed_and_the_old_keys_refused(
     for old in fleet.keys.glob("targets.pem.retired-v*"):
         shutil.copy(old, fleet.keys / "targets.pem")
     with pytest.raises(RepositoryError, match="is not a targets key"):
-        stolen.publish({NODE: {**SETTINGS, "rocm_pull": False}}, 24)
+        stolen.publish({NODE: SETTINGS, "intruder": {**SETTINGS, "rocm_users": ["x"]}}, 24)
 
 
 def test_a_forged_root_rotation_signed_by_its_own_key_alone_is_refused(fleet, tmp_path):
@@ -275,18 +275,32 @@ def test_the_timestamp_alone_is_refreshed_with_the_online_key(fleet, tmp_path):
     after = Metadata.from_file(str(fleet.repository.metadata / "timestamp.json")).signed
     assert version == before.version + 1
     assert after.expires - datetime.now(UTC) > timedelta(hours=47)
-    with pytest.raises(RepositoryError, match=r"no targets\.pem"):
+    # The online key alone signs no node's settings, nor a new node's delegation.
+    with pytest.raises(RepositoryError, match=r"no nodes/node1\.pem \(node node1's key\)"):
         online.publish({NODE: {**SETTINGS, "rocm_users": ["x"]}}, 24)
+    with pytest.raises(RepositoryError, match=r"no targets\.pem"):
+        online.publish({NODE: SETTINGS, OTHER: SETTINGS}, 24)
     fleet.mirror()
     assert fleet.pull().settings == SETTINGS
 
 
-def test_the_targets_metadata_names_each_node_by_its_path(fleet):
+def test_each_node_is_a_delegated_role_of_its_own_path_and_key(fleet):
     fleet.publish({NODE: SETTINGS, OTHER: SETTINGS})
-    versions = [p.name for p in fleet.repository.metadata.glob("*.targets.json")]
+    metadata = fleet.repository.metadata
+    versions = [p.name for p in metadata.glob("*.targets.json")]
     newest = max(versions, key=lambda n: int(n.split(".")[0]))
-    targets = Metadata[Targets].from_file(str(fleet.repository.metadata / newest)).signed
-    assert sorted(targets.targets) == [f"nodes/{NODE}.json", f"nodes/{OTHER}.json"]
+    targets = Metadata[Targets].from_file(str(metadata / newest)).signed
+    assert targets.targets == {}  # the top-level role delegates, never signs settings
+    roles = targets.delegations.roles
+    assert sorted(roles) == [f"node-{NODE}", f"node-{OTHER}"]
+    for node in (NODE, OTHER):
+        role = roles[f"node-{node}"]
+        assert (role.paths, role.threshold, role.terminating) == ([f"nodes/{node}.json"], 1, True)
+        assert len(role.keyids) == 1
+        assert (fleet.keys / "nodes" / f"{node}.pem").stat().st_mode & 0o777 == 0o600
+        own = Metadata[Targets].from_file(str(metadata / f"1.node-{node}.json")).signed
+        assert sorted(own.targets) == [f"nodes/{node}.json"]
+    assert roles[f"node-{NODE}"].keyids != roles[f"node-{OTHER}"].keyids
 
 
 # --- a site's own matrix data, carried by the target ---------------------------------------

@@ -330,3 +330,54 @@ def test_a_converged_or_skipped_pull_is_no_warning():
         assert pull.pull_warnings(load_config(PULLING, "node"), survey) == []
     survey = HostSurvey(pull_status=LastPull(result="bad-signature", started=1))
     assert pull.pull_warnings(load_config(DATA, "node"), survey) == []  # not a pull node
+
+
+# --- the node's seal key (rocm_pull_seal_keys) ------------------------------------------------
+
+
+def seal_keys(tmp_path: Path, mode: int = 0o600) -> Path:
+    """A directory of node keys as ``rocm-fleet publish`` makes it, holding "node"'s."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
+    directory = tmp_path / "seal-keys"
+    directory.mkdir(mode=0o700)
+    pem = X25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )  # fmt: skip
+    (directory / "node.pem").write_bytes(pem)
+    (directory / "node.pem").chmod(mode)
+    return directory
+
+
+def test_the_push_installs_the_nodes_own_seal_key_alone_private(tmp_path):
+    directory = seal_keys(tmp_path)
+    planned = plan({**PULLING, "rocm_pull_seal_keys": str(directory)},
+                   SurveyHost(fresh_survey("debian-12")))  # fmt: skip
+    ops = pull_ops(planned)
+    assert ops.index("Pull mode | Install the node's seal key") == 3
+    name, args = script_call(planned.find("Install the node's seal key").commands[0])
+    assert paths.PULL_SEAL_KEY in args and "600" in args, (name, args)
+    # The node's key, never the directory's others; never part of what a target carries.
+    assert "rocm_pull_seal_keys" in pulled_push_only()
+
+
+def pulled_push_only() -> tuple[str, ...]:
+    from rocm_fleet.model import pulled
+
+    return pulled.PUSH_ONLY
+
+
+@pytest.mark.parametrize(
+    ("mode", "present", "said"),
+    [(0o600, False, "can't be read"), (0o644, True, "is mode 0644: a private key must be 0600")],
+)
+def test_a_missing_or_readable_seal_key_is_a_preflight_problem(tmp_path, mode, present, said):
+    directory = seal_keys(tmp_path, mode)
+    if not present:
+        (directory / "node.pem").unlink()
+    config = load_config({**PULLING, "rocm_pull_seal_keys": str(directory)}, "node")
+    pushing = SimpleNamespace(name="node", groups=["gpu"])
+    (problem,) = pull.pull_problems(pushing, HostSurvey(pull_running=False), config)
+    assert str(directory / "node.pem") in problem and said in problem
