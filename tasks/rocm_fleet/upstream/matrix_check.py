@@ -32,7 +32,7 @@ from rocm_fleet.upstream.row_checks import (
 )
 
 if TYPE_CHECKING:
-    from rocm_fleet.upstream.http import DownloadProgress
+    from rocm_fleet.upstream.progress import DownloadProgress
 
 # --- checks ---------------------------------------------------------------------------------
 
@@ -244,7 +244,8 @@ def check_matrix(
     """Run every check (``release``'s alone when given; KeyError if unknown): ``--json``'s
     report. ``progress`` gets a line per check."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
-    from rocm_fleet.upstream.http import DownloadProgress, Unreachable
+    from rocm_fleet.upstream.http import Unreachable
+    from rocm_fleet.upstream.progress import DownloadProgress
 
     checks = build_checks(releases, fingerprints)
     progress = progress or DownloadProgress()
