@@ -54,11 +54,8 @@ class InstalledPackages(FactBase[dict[str, str]]):
         {"rocminfo": "1.0.0.60403-128~22.04", "curl": "7.88.1-10+deb12u14"}
     """
 
+    command = DPKG_LISTING
     default = dict
-
-    @override
-    def command(self) -> str:
-        return DPKG_LISTING
 
     @override
     def process(self, output: list[str]) -> dict[str, str]:
@@ -80,11 +77,8 @@ class HeldPackages(FactBase[list[str]]):
         ["linux-headers-amd64", "linux-image-amd64"]
     """
 
+    command = DPKG_LISTING
     default = list
-
-    @override
-    def command(self) -> str:
-        return DPKG_LISTING
 
     @override
     def process(self, output: list[str]) -> list[str]:

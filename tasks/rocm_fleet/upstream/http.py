@@ -253,7 +253,10 @@ class Fetcher:
                     )
                 yield chunk
         except TooLong:
-            raise DownloadError(_too_long(url, room, limited_by)) from None
+            raise DownloadError(
+                f"{url}: the server sends more than the {room} bytes {limited_by}; cut off, "
+                "nothing kept"
+            ) from None
 
     def file(self, url: str, dest: Path, sha256: str, size: int | None = None) -> bool:
         """Put the file at ``url`` with SHA-256 ``sha256`` at ``dest``: True when fetched,
@@ -345,12 +348,6 @@ class Fetcher:
                     ) from None
                 time.sleep(min(0.5 * 2 ** (breaks - 1), 10))
         self.progress.finish()
-
-
-def _too_long(url: str, limit: int, limited_by: str) -> str:
-    return (
-        f"{url}: the server sends more than the {limit} bytes {limited_by}; cut off, nothing kept"
-    )
 
 
 def _starts_at(response: requests.Response, offset: int) -> bool:

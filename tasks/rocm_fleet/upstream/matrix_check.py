@@ -34,17 +34,13 @@ from rocm_fleet.upstream.row_checks import (
 if TYPE_CHECKING:
     from rocm_fleet.upstream.progress import DownloadProgress
 
-# --- checks ---------------------------------------------------------------------------------
-
 
 @dataclass
 class MatrixCheck:
     row: str  # the matrix row it checks: "7.2.1", "rocm7.14", "key repo.amd.com"
     what: str
     url: str
-    run: Callable[[UpstreamClient], str | None] = field(
-        repr=False
-    )  # None: holds; else what's wrong
+    run: Callable[[UpstreamClient], str | None] = field(repr=False)  # None: holds, else why
     status: str = "pending"  # ok | wrong | unreachable
     detail: str = ""
 
@@ -75,52 +71,29 @@ def build_checks(
     for rel in releases:
         stream, repo = rel.stream, rel.repository
         repositories.setdefault(repo.key_url, (repo, stream))
+        key = (repo.key_url, pinned(stream))
         for row in matrix.DISTROS:
             pub = rel.publication(row)
             if pub is None:
                 continue
-            base = stream.repository_url(repo.base_url, rel, pub)
-            dists = f"{base}/dists/{pub.suite}"
-            what = f"InRelease {pub.directory or pub.suite}"
-            if not any(c.url == f"{dists}/InRelease" for c in checks):
-                checks.append(
-                    MatrixCheck(
-                        rel.version,
-                        what,
-                        f"{dists}/InRelease",
-                        inrelease_check(
-                            f"{dists}/InRelease",
-                            pub.suite,
-                            stream.pin_origin,
-                            (repo.key_url, pinned(stream)),
-                        ),
-                    )
-                )
+            dists = f"{stream.repository_url(repo.base_url, rel, pub)}/dists/{pub.suite}"
+            url, what = f"{dists}/InRelease", f"InRelease {pub.directory or pub.suite}"
+            if not any(c.url == url for c in checks):
+                run = inrelease_check(url, pub.suite, stream.pin_origin, key)
+                checks.append(MatrixCheck(rel.version, what, url, run))
             if stream is matrix.CORE_SDK:
-                checks.append(
-                    MatrixCheck(
-                        rel.version,
-                        f"packages in {pub.directory}",
-                        f"{dists}/main/binary-amd64/Packages.gz",
-                        core_packages_check(dists, rel, pub.suite, (repo.key_url, pinned(stream))),
-                    )
-                )
+                run = core_packages_check(dists, rel, pub.suite, key)
+                url = f"{dists}/main/binary-amd64/Packages.gz"
+                checks.append(MatrixCheck(rel.version, f"packages in {pub.directory}", url, run))
         driver = matrix.amdgpu_repo_version(rel)
+        # AMD's classic pin covers the driver repository in classic only.
         origin = matrix.CLASSIC.pin_origin if stream is matrix.CLASSIC else None
-        if driver:
-            suites = sorted({row.suite for row in matrix.DISTROS if rel.publication(row)})
-            for suite in suites:
-                url = f"{matrix.AMDGPU_APT_BASE_URL}/{driver}/ubuntu/dists/{suite}/InRelease"
-                if not any(c.url == url for c in checks):
-                    checks.append(
-                        MatrixCheck(
-                            rel.version,
-                            f"amdgpu {driver} {suite}",
-                            url,
-                            # AMD's classic pin covers the driver repository in classic only.
-                            inrelease_check(url, suite, origin, driver_key),
-                        )
-                    )
+        suites = sorted({row.suite for row in matrix.DISTROS if rel.publication(row)})
+        for suite in suites if driver else ():
+            url = f"{matrix.AMDGPU_APT_BASE_URL}/{driver}/ubuntu/dists/{suite}/InRelease"
+            if not any(c.url == url for c in checks):
+                run = inrelease_check(url, suite, origin, driver_key)
+                checks.append(MatrixCheck(rel.version, f"amdgpu {driver} {suite}", url, run))
         if rel.torch_index:
             indexes.setdefault(rel.torch_index, []).append(rel)
         else:
@@ -139,12 +112,9 @@ def build_checks(
             if versions:
                 run = wheels_check(url, project, versions)
                 checks.append(MatrixCheck(index, f"{project} wheels", f"{url}/{project}/", run))
-        if rels[0].torch_runtime:
-            checks.append(
-                MatrixCheck(
-                    index, "ROCm runtime", f"{url}/", runtime_check(url, rels[0].torch_runtime)
-                )
-            )
+        if runtime := rels[0].torch_runtime:
+            run = runtime_check(url, runtime)
+            checks.append(MatrixCheck(index, "ROCm runtime", f"{url}/", run))
     return checks
 
 
@@ -152,11 +122,8 @@ def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixC
     """AMD's index for a release: the ``rocm`` runtime, each pinned torch build, and each
     target's ``amd-torch-device-<gfx>``."""
     url = amd.url.rstrip("/")
-    checks = [
-        MatrixCheck(
-            rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, amd.runtime)
-        )
-    ]
+    run = runtime_check(url, amd.runtime)
+    checks = [MatrixCheck(rel.version, "AMD ROCm runtime", f"{url}/rocm/", run)]
     for project in ("torch", "torchvision", "torchaudio"):
         versions = [f"{v}+{amd.label}" for b in amd.builds if (v := getattr(b, project))]
         run = wheels_check(url, project, sorted(set(versions), key=Version))

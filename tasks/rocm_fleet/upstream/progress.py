@@ -10,8 +10,8 @@ from typing import IO, Any
 
 
 def human(size: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
+    for unit in ("B", "kB", "MB"):
+        if size < 1000:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1000
     return f"{size:.1f} GB"
