@@ -46,8 +46,7 @@ def _listed(output: list[str]) -> list[tuple[str, str, str, str, str]]:
 class InstalledPackages(FactBase[dict[str, str]]):
     """
     Every package dpkg counts as installed (half-installed and half-configured included;
-    config-files only not), name -> version, architecture qualifiers dropped. Its command,
-    ``DPKG_LISTING``, is shared with ``HeldPackages`` and ``DpkgInterrupted``.
+    config-files only not), name -> version, architecture qualifiers dropped.
 
     .. code:: python
 

@@ -244,12 +244,8 @@ def check_matrix(
     progress.finish(f"for {total} checks")
     statuses = [c.status for c in checks]
     # cli.exits: a finding (1) outranks what could not be checked (2).
-    if "wrong" in statuses or missing:
-        status = 1
-    elif "unreachable" in statuses or unreachable:
-        status = 2
-    else:
-        status = 0
+    found = "wrong" in statuses or bool(missing)
+    status = 1 if found else 2 if "unreachable" in statuses or unreachable else 0
     return {
         "exit_status": status,
         "checks": [c.json() for c in checks],
