@@ -1,5 +1,4 @@
-"""apt and dpkg facts: installed packages, dpkg's health, keyrings, sources, install sizes and
-candidates (what removing packages takes along: ``facts.apt_removal``)."""
+"""apt and dpkg facts: installed packages, dpkg's health, keyrings, sources, sizes, candidates."""
 
 from __future__ import annotations
 
@@ -53,8 +52,11 @@ class InstalledPackages(FactBase[dict[str, str]]):
         {"rocminfo": "1.0.0.60403-128~22.04", "curl": "7.88.1-10+deb12u14"}
     """
 
-    command = DPKG_LISTING
     default = dict
+
+    @override
+    def command(self) -> str:
+        return DPKG_LISTING
 
     @override
     def process(self, output: list[str]) -> dict[str, str]:
@@ -76,8 +78,11 @@ class HeldPackages(FactBase[list[str]]):
         ["linux-headers-amd64", "linux-image-amd64"]
     """
 
-    command = DPKG_LISTING
     default = list
+
+    @override
+    def command(self) -> str:
+        return DPKG_LISTING
 
     @override
     def process(self, output: list[str]) -> list[str]:

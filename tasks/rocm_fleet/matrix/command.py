@@ -1,9 +1,6 @@
 """``rocm-fleet matrix [--json]``, ``matrix check`` and ``matrix update``: the compatibility
 matrix printed (``matrix.release_table``), checked against upstream or a mirror
-(``upstream.matrix_check``), and updated.
-
-Exit status of ``check``: 0 every row holds, 1 a row is wrong or upstream has releases the
-matrix lacks, 2 upstream could not be reached.
+(``upstream.matrix_check``), and updated (exit statuses: each command's epilog).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from packaging.version import Version
 
@@ -21,6 +21,7 @@ from rocm_fleet.model.versions import (
     release_key,
 )
 from rocm_fleet.upstream.client import UpstreamClient
+from rocm_fleet.upstream.progress import DownloadProgress
 from rocm_fleet.upstream.row_checks import (
     core_packages_check,
     inrelease_check,
@@ -30,9 +31,6 @@ from rocm_fleet.upstream.row_checks import (
     runtime_check,
     wheels_check,
 )
-
-if TYPE_CHECKING:
-    from rocm_fleet.upstream.progress import DownloadProgress
 
 
 @dataclass
@@ -212,7 +210,6 @@ def check_matrix(
     report. ``progress`` gets a line per check."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
     from rocm_fleet.upstream.http import Unreachable
-    from rocm_fleet.upstream.progress import DownloadProgress
 
     checks = build_checks(releases, fingerprints)
     progress = progress or DownloadProgress()
