@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# Read-only package queries for rocm-fleet's facts (rocm_fleet.facts.apt): nothing here takes
+# Read-only package queries for rocm-fleet's facts (rocm_fleet.facts.apt_removal): nothing here takes
 # a lock or writes a file. Facts put this file in front of their own script.
 
 # installed_matching EXCEPT NOT_LINE GLOB...: "name|version" of each installed package

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.facts.apt import DistroRocmPackages, InstalledPackages, PackagePurge
+from rocm_fleet.facts.apt import InstalledPackages
+from rocm_fleet.facts.apt_removal import DistroRocmPackages, PackagePurge
 from rocm_fleet.facts.gpu import PciGpus
 from rocm_fleet.facts.system import NVIDIA_PACKAGE_EXCEPTIONS, NVIDIA_PACKAGE_PATTERNS
 from rocm_fleet.model import conflicts

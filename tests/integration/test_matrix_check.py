@@ -18,7 +18,6 @@ import pytest
 from rocm_fleet.cli import main
 from rocm_fleet.model import matrix
 from rocm_fleet.upstream.client import Unreachable, UpstreamClient
-from rocm_fleet.upstream.http import DownloadProgress
 from rocm_fleet.upstream.matrix_check import (
     MissingRelease,
     check_matrix,
@@ -26,6 +25,7 @@ from rocm_fleet.upstream.matrix_check import (
     pinned_fingerprint,
 )
 from rocm_fleet.upstream.openpgp import primary_fingerprints
+from rocm_fleet.upstream.progress import DownloadProgress
 from unit.gpgkeys import Gpg
 from unit.loopback import running, url_of
 

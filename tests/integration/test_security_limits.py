@@ -13,7 +13,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import requests
 
-from rocm_fleet.upstream.http import DownloadError, DownloadProgress, Fetcher, NoDowngradeSession
+from rocm_fleet.upstream.http import DownloadError, Fetcher, NoDowngradeSession
+from rocm_fleet.upstream.progress import DownloadProgress
 from unit.loopback import running, url_of
 
 

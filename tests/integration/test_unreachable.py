@@ -16,8 +16,9 @@ import pytest
 import requests
 
 from rocm_fleet.model.matrix import HostRuntime
-from rocm_fleet.upstream.http import DownloadProgress, Fetcher, Unreachable, reason, shorten
+from rocm_fleet.upstream.http import Fetcher, Unreachable, reason, shorten
 from rocm_fleet.upstream.lock import LockError, LockRequest, Locks
+from rocm_fleet.upstream.progress import DownloadProgress
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.matrix.command import LAB_TESTED, matrix_json, release_table, table_rows
+from rocm_fleet.matrix.release_table import LAB_TESTED, matrix_json, release_table, table_rows
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.matrix import RELEASES
 from rocm_fleet.model.settings import RENAMED, SETTINGS

@@ -182,7 +182,7 @@ def test_fresh_debian_12_with_an_rx7900xtx_passes():
 
 
 # Debian 12's own rocminfo (/usr/bin/rocminfo) and the libraries it needs, as
-# facts.apt.DistroRocmPackages reads them (tests/e2e/test_preflight.py installs the real
+# facts.apt_removal.DistroRocmPackages reads them (tests/e2e/test_preflight.py installs the real
 # trixie packages on a lab host).
 DEBIAN_ROCMINFO = {
     "packages": {"rocminfo": "5.2.3-2", "libhsa-runtime64-1": "5.2.3-3",

@@ -4,7 +4,6 @@ docs/decisions/bundles.md)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -20,7 +19,7 @@ from rocm_fleet.model import matrix
 from rocm_fleet.model.sources import AptRepository, HostNeeds
 from rocm_fleet.upstream.aptrepo import RepositoryError
 from rocm_fleet.upstream.dist_files import ResolutionError
-from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable
+from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, sha256_file
 from rocm_fleet.upstream.manifest import (
     FORMAT,
     MANIFEST,
@@ -134,7 +133,7 @@ def _prune(out: Path, previous: dict[str, Any] | None, manifest: dict[str, Any])
         entry = recorded[path]
         if target.is_symlink() or not target.is_file():
             continue
-        if target.stat().st_size != entry["size"] or _sha256_file(target) != entry["sha256"]:
+        if target.stat().st_size != entry["size"] or sha256_file(target) != entry["sha256"]:
             continue
         target.unlink()
         removed.append(path)
@@ -143,8 +142,3 @@ def _prune(out: Path, previous: dict[str, Any] | None, manifest: dict[str, Any])
             parent.rmdir()
             parent = parent.parent
     return removed
-
-
-def _sha256_file(path: Path) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()

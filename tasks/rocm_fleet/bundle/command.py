@@ -111,7 +111,8 @@ def run(args: Any) -> int:
     patch_as_cli()  # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
 
     from rocm_fleet.bundle.build import BundleError, BundleUnreachable, make_bundle
-    from rocm_fleet.upstream.http import Fetcher, human
+    from rocm_fleet.upstream.http import Fetcher
+    from rocm_fleet.upstream.progress import human
 
     plan, notes = plan_for(args)
     for note in notes:

@@ -16,13 +16,12 @@ from rocm_fleet.facts.apt import (
     AptInstallSize,
     AptSourceLines,
     DebianMirror,
-    DistroRocmPackages,
     DpkgInterrupted,
     HeldPackages,
     InstalledPackages,
     KeyringFingerprints,
-    PackagePurge,
 )
+from rocm_fleet.facts.apt_removal import DistroRocmPackages, PackagePurge
 from rocm_fleet.facts.boot import BootKernels
 from rocm_fleet.facts.files import (
     DirectoryExists,

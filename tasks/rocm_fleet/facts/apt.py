@@ -1,4 +1,4 @@
-"""apt and dpkg facts: installed packages, dpkg's health, keyrings, sources, install sizes."""
+"""apt and dpkg facts: installed packages, dpkg's health, keyrings, sources, sizes, candidates."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import re
 from pyinfra.api import FactBase
 from typing_extensions import override
 
-from rocm_fleet.facts._shell import MISSING, quote, script_command
+from rocm_fleet.facts._shell import MISSING, quote
 from rocm_fleet.model import paths
-from rocm_fleet.model.answers import DistroRocmDict, InstallSize, PackagePurgeDict, PurgeDict
-from rocm_fleet.model.versions import AMD_CLASSIC_VERSION
+from rocm_fleet.model.answers import InstallSize
 from rocm_fleet.upstream.openpgp import primary_fingerprints
 
 _JOURNAL = "journal"
@@ -46,8 +45,7 @@ def _listed(output: list[str]) -> list[tuple[str, str, str, str, str]]:
 class InstalledPackages(FactBase[dict[str, str]]):
     """
     Every package dpkg counts as installed (half-installed and half-configured included;
-    config-files only not), name -> version, architecture qualifiers dropped. Its command,
-    ``DPKG_LISTING``, is shared with ``HeldPackages`` and ``DpkgInterrupted``.
+    config-files only not), name -> version, architecture qualifiers dropped.
 
     .. code:: python
 
@@ -266,144 +264,6 @@ def _apt_need(message: str) -> int | None:
         return 0
     number = float(match.group(1).replace(",", ""))
     return int(number * _APT_UNITS[match.group(2)])
-
-
-# --- What removing packages would take along: apt's own simulation (apt-get -s purge) ---
-
-
-def _purge(lines: list[str]) -> PurgeDict:
-    result: PurgeDict = {"removes": [], "errors": []}
-    for line in lines:
-        if line.startswith("__removes="):
-            result["removes"].append(line.removeprefix("__removes=").strip())
-        elif line.startswith("__error="):
-            result["errors"].append(line.removeprefix("__error=").strip())
-    result["removes"].sort()
-    return result
-
-
-def _package_line(line: str, packages: dict[str, str]) -> None:
-    name, _, version = line.partition("|")
-    packages[name.strip()] = version.strip()
-
-
-class PackagePurge(FactBase["PackagePurgeDict | None"]):
-    """
-    The installed packages whose names match ``patterns`` (globs, minus the ``exceptions``
-    globs), and what ``apt-get purge`` of all of them would remove, from apt's own
-    simulation (``apt-get -s``: read-only, no lock). None when none is installed.
-
-    .. code:: python
-
-        {
-            "packages": {"libcuda1": "535.247.01-1~deb12u1", "nvidia-driver": "535.247..."},
-            "purge": {"removes": ["libcuda1", "nvidia-driver", "nvidia-smi"], "errors": []},
-        }
-    """
-
-    @override
-    def command(
-        self, patterns: tuple[str, ...] | list[str], exceptions: tuple[str, ...] | list[str] = ()
-    ) -> str:
-        return script_command(("apt-query", "package-purge"), (" ".join(exceptions), *patterns))
-
-    @override
-    def process(self, output: list[str]) -> PackagePurgeDict | None:
-        packages: dict[str, str] = {}
-        for line in output:
-            if line.startswith("__package="):
-                _package_line(line.removeprefix("__package="), packages)
-        if not packages:
-            return None
-        return {"packages": packages, "purge": _purge(output)}
-
-
-def _depends_names(field: str) -> set[str]:
-    """Package names in a Depends field: ``a (>= 1), b:any | c`` -> {a, b, c}."""
-    names = set()
-    for clause in field.split(","):
-        for alternative in clause.split("|"):
-            word = alternative.strip().split(" ")[0].split("(")[0]
-            if word:
-                names.add(word.split(":")[0])
-    return names
-
-
-class DistroRocmPackages(FactBase["DistroRocmDict | None"]):
-    """
-    The distribution's own ROCm packages on the host (installed, named by one of
-    ``patterns``, not AMD's: a version matching ``versions.AMD_CLASSIC_VERSION`` is AMD's),
-    and what removing them would take along. ``needed_by``: the installed packages whose
-    Depends or Pre-Depends name each; ``tools``: AMD's programs (``tools``) the distribution
-    put in /usr/bin, which comes before /opt/rocm/bin on PATH, and the package that did;
-    ``conflicting``: those owners and the packages named like one of AMD's own
-    (``same_names``); ``purge_conflicting`` / ``purge_kept``: what ``apt-get purge`` of the
-    conflicting ones / of the rest would remove (apt's simulation, read-only). None when
-    there are none.
-
-    .. code:: python
-
-        {
-            "packages": {"libamdhip64-5": "5.7.1-3", "rocminfo": "5.7.1-3build1", ...},
-            "needed_by": {"libamdhip64-5": ["libucx0"], "libhsa-runtime64-1": [...], ...},
-            "tools": {"/usr/bin/rocminfo": "rocminfo"},
-            "conflicting": ["rocminfo"],
-            "purge_conflicting": {"removes": ["rocminfo"], "errors": []},
-            "purge_kept": {"removes": ["libamdhip64-5", ..., "libucx0", "openmpi-bin"],
-                           "errors": []},
-        }
-    """
-
-    @override
-    def command(
-        self,
-        patterns: tuple[str, ...] | list[str],
-        same_names: tuple[str, ...] | list[str],
-        tools: tuple[str, ...] | list[str],
-    ) -> str:
-        # A "name|version" line whose version is AMD's (the same rule as amd_release_tag).
-        not_amd = r"^[^|]*\|" + AMD_CLASSIC_VERSION.removeprefix("^")
-        args = (not_amd, " ".join(same_names), paths.DISTRO_BIN, " ".join(tools), *patterns)
-        return script_command(("apt-query", "distro-rocm"), args)
-
-    @override
-    def process(self, output: list[str]) -> DistroRocmDict | None:
-        packages: dict[str, str] = {}
-        depends: dict[str, set[str]] = {}
-        tools: dict[str, str] = {}
-        conflicting: list[str] = []
-        purges: dict[str, list[str]] = {}
-        section: list[str] | None = None
-        for line in output:
-            key, _, value = line.strip().partition("=")
-            if key == "__package":
-                _package_line(value, packages)
-            elif key == "__depends":
-                name, _, field = value.partition("|")
-                depends[name] = _depends_names(field)
-            elif key == "__tool":
-                path, _, owner = value.partition("|")
-                tools[path] = owner
-            elif key == "__conflicting":
-                conflicting.append(value)
-            elif key == "__purge":
-                section = purges.setdefault(value, [])
-            elif section is not None:
-                section.append(line.strip())
-        if not packages:
-            return None
-        needed_by = {
-            name: sorted(other for other, names in depends.items() if name in names - {other})
-            for name in sorted(packages)
-        }
-        return {
-            "packages": packages,
-            "needed_by": needed_by,
-            "tools": tools,
-            "conflicting": sorted(conflicting),
-            "purge_conflicting": _purge(purges["conflicting"]) if "conflicting" in purges else None,
-            "purge_kept": _purge(purges["kept"]) if "kept" in purges else None,
-        }
 
 
 # apt-cache without writing its cache files (root's apt-cache would, when they are stale)

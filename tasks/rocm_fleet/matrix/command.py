@@ -1,9 +1,6 @@
 """``rocm-fleet matrix [--json]``, ``matrix check`` and ``matrix update``: the compatibility
-matrix printed (``release_table()`` is docs/supported-releases.md's table), checked against
-upstream or a mirror (``upstream.matrix_check``), and updated.
-
-Exit status of ``check``: 0 every row holds, 1 a row is wrong or upstream has releases the
-matrix lacks, 2 upstream could not be reached.
+matrix printed (``matrix.release_table``), checked against upstream or a mirror
+(``upstream.matrix_check``), and updated (exit statuses: each command's epilog).
 """
 
 from __future__ import annotations
@@ -11,262 +8,20 @@ from __future__ import annotations
 import json
 import re
 import sys
-import textwrap
-from dataclasses import asdict
 from types import SimpleNamespace
 from typing import Any
-from urllib.parse import urlsplit
 
 import click
 
 from rocm_fleet.cli.exits import Command, epilog, invoke, option
 from rocm_fleet.cli.inventory import UsageError
-from rocm_fleet.cli.tables import FALLBACK_WIDTH, folded, screen_for
+from rocm_fleet.cli.tables import screen_for
 from rocm_fleet.matrix import site as matrix_site
-from rocm_fleet.matrix.inputs import FROM_PYTORCH_NONE
-from rocm_fleet.matrix.sources import sections, sources_markdown, sources_text
+from rocm_fleet.matrix.release_table import matrix_json, plain_table, release_table
+from rocm_fleet.matrix.sources import sources_markdown, sources_text
 from rocm_fleet.model import matrix, site_data, upstream_data
-from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import check_matrix
-
-# --- the table ------------------------------------------------------------------------------
-
-SUPPORT_TEXT = {
-    matrix.Support.OFFICIAL: "official",
-    matrix.Support.INSTINCT_ONLY: "Instinct only",
-    matrix.Support.UNLISTED: "unlisted",
-    matrix.Support.REJECTED: "apt rejects (SHA-1 key)",
-    None: "—",
-}
-
-
-def repository_text(rel: matrix.Release) -> str:
-    repo = rel.repository
-    if repo is matrix.CLASSIC_REPOSITORY:
-        return f"{urlsplit(repo.base_url).path.strip('/')}/{rel.apt_path}"
-    return urlsplit(repo.base_url).netloc
-
-
-def torch_text(rel: matrix.Release) -> str:
-    if not rel.torch_builds:
-        return "— (`pytorch_install: false`)"
-    return ", ".join(build.torch for build in rel.torch_builds)
-
-
-# The releases the lab's end-to-end tests deploy (tests/unit/test_docs.py keeps it in step).
-LAB_TESTED = ("6.4.3", "7.2.1", "7.14.1", "10.0.0")
-
-
-def _data_row(rel: matrix.Release) -> dict[str, Any] | None:
-    """The release's row of the generated upstream data; None for a site file's release."""
-    return next((r for r in upstream_data.RELEASES if r["version"] == rel.version), None)
-
-
-def _origin(origin: str) -> str:
-    """An origin a row's "from" names, as the tables print it (upstream_data.ORIGINS; an
-    origin the data doesn't name prints as itself: never a lookup that can fail)."""
-    return upstream_data.ORIGINS.get(origin, origin)
-
-
-def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
-    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"; a site
-    file's row: "site matrix data FILE (sha256 ...)"."""
-    row = _data_row(rel)
-    if row is None:
-        return f"site matrix data {site.path}" if site is not None else "site matrix data"
-    origins = row["from"]
-    parts = [_origin(origins["row"])]
-    if "distros" in origins:
-        parts.append(f"distros: {_origin(origins['distros'])}")
-    if rel.amd_wheels:
-        # recorded from AMD's install pages (matrix.AMD_WHEELS)
-        parts.append("torch: AMD's install page")
-    else:
-        parts.append(f"torch: {_origin(origins.get('torch_index', FROM_PYTORCH_NONE))}")
-    return "; ".join(parts)
-
-
-def index_text(rel: matrix.Release) -> str:
-    if rel.torch_index:
-        return f"`{rel.torch_index}`"
-    if rel.amd_wheels:
-        return f"AMD `{urlsplit(rel.amd_wheels.url).path.strip('/').split('/')[-1]}`"
-    return "none"
-
-
-def table_rows() -> tuple[list[str], list[list[str]]]:
-    """(headers, one row per release) of the matrix table."""
-    headers = ["ROCm", "Stream", "Repository", "PyTorch index", "torch (default = newest)"]
-    headers += ["amdgpu for `dkms`"] + [f"{d.id.capitalize()} {d.version}" for d in matrix.DISTROS]
-    headers += ["Source", "Tested"]
-    rows = []
-    for rel in matrix.RELEASES:
-        rows.append(
-            [
-                rel.version,
-                rel.stream.name,
-                f"`{repository_text(rel)}`",
-                index_text(rel),
-                torch_text(rel),
-                matrix.amdgpu_repo_version(rel) or "unknown (refused)",
-                *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS),
-                source_text(rel),
-                "lab only" if rel.version in LAB_TESTED else "—",
-            ]
-        )
-    return headers, rows
-
-
-def release_table() -> str:
-    """The release table of docs/supported-releases.md, in Markdown."""
-    headers, rows = table_rows()
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-# The terminal's table fits 100 columns: short forms, with a legend under it.
-SUPPORT_SHORT = {
-    matrix.Support.OFFICIAL: "yes",
-    matrix.Support.INSTINCT_ONLY: "MI",
-    matrix.Support.UNLISTED: "?",
-    matrix.Support.REJECTED: "no",
-    None: "-",
-}
-
-
-def _distro_short(row: matrix.Distro) -> str:
-    return f"{row.id[0].upper()}{row.version.split('.')[0]}"  # ubuntu 24.04 -> U24
-
-
-def _releases(site: SiteData | None) -> list[matrix.Release]:
-    """The committed releases, then a site file's (``site``)."""
-    return [*matrix.RELEASES, *(site.added if site is not None else ())]
-
-
-def gpu_targets(rel: matrix.Release) -> list[str]:
-    """The GPU targets AMD lists for ``rel``, in the matrix's order (``expected_gfx`` values)."""
-    return [target.gfx for target in matrix.GPU_TARGETS if rel.lists_gpu(target.gfx)]
-
-
-def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> str:
-    """The matrix for a terminal ``width`` columns wide, with its legend: the columns that
-    don't fit folded into tables below, each led by the release, the GPU targets wrapped; a
-    site file's rows last, their footnote naming the file."""
-    headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
-    # the footnote naming the row's source (no header), then the GPU targets (wrapped)
-    headers += [*(_distro_short(d) for d in matrix.DISTROS), "", "GPU targets"]
-    rows: list[list[str]] = []
-    notes: list[str] = []  # where the rows come from, one footnote per distinct source
-    for rel in _releases(site):
-        source = source_text(rel, site)
-        if source not in notes:
-            notes.append(source)
-        builds = [build.torch for build in rel.torch_builds]
-        torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
-        rows.append(
-            [
-                rel.version,
-                rel.stream.name,
-                repository_text(rel),
-                rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
-                torch or "none",
-                matrix.amdgpu_repo_version(rel) or "refused",
-                *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
-                f"[{notes.index(source) + 1}]",
-                " ".join(gpu_targets(rel)) or "none listed",
-            ]
-        )
-    distros = ", ".join(
-        f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
-    )
-    legend = [
-        f"{distros}:",
-        "  yes listed by AMD, MI listed for Instinct only, ? packages published but not listed,",
-        "  no published but refused by the distro's apt (SHA-1 key binding), - not published.",
-        "torch: the newest build the deploy installs by default (+ how many older ones it knows);",
-        "dkms: the amdgpu driver release for rocm_driver: dkms (refused: not known).",
-        "GPU targets: the gfx targets AMD lists for the release (what expected_gfx takes).",
-        "[n] where the row comes from (the citations: tools/matrix_overrides.toml):",
-        *(f"  [{n}] {note}" for n, note in enumerate(notes, start=1)),
-        "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
-        "where GPU targets, distros, kernels, torch builds, repositories come from: --sources.",
-    ]
-    wrapped = [
-        piece
-        for said in legend
-        for piece in textwrap.wrap(
-            said,
-            max(20, width),
-            subsequent_indent=" " * (len(said) - len(said.lstrip()) + 2),
-            break_on_hyphens=False,
-            break_long_words=True,
-        )
-    ]
-    return "\n".join([folded(headers, rows, width), "", *wrapped])
-
-
-def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
-    """Everything the matrix says, for tools; a site file's rows after the committed ones,
-    their source the file (``"from": "site"``, its path and SHA-256)."""
-
-    def stream_json(stream: matrix.Stream) -> dict[str, Any]:
-        return {
-            "name": stream.name,
-            "title": stream.title,
-            "key_fingerprint": stream.key_fingerprint,
-            "keyring": stream.keyring,
-            "pin": stream.pin,
-            "pin_origin": stream.pin_origin,
-            "publications": [asdict(p) for p in stream.publications],
-        }
-
-    releases = []
-    for rel in _releases(site):
-        row = _data_row(rel)
-        if row is None and site is not None:
-            source = {"from": "site", "citation": site.provenance, "site": str(site.path)}
-        else:
-            source = {"from": row["from"], "citation": row["source"]}
-        releases.append(
-            {
-                "version": rel.version,
-                "stream": rel.stream.name,
-                "repository": asdict(rel.repository),
-                "distros": {
-                    row.key: {
-                        "support": rel.support(row).value if rel.support(row) else None,
-                        "suite": pub.suite if (pub := rel.publication(row)) else None,
-                        "directory": pub.directory if pub else None,
-                    }
-                    for row in matrix.DISTROS
-                },
-                "torch_index": rel.torch_index,
-                "torch_builds": [asdict(b) for b in rel.torch_builds],
-                "torch_runtime": rel.torch_runtime,
-                "no_torch": None if rel.torch_builds else rel.no_torch_reason,
-                "amd_wheels": asdict(rel.amd_wheels) if rel.amd_wheels else None,
-                "amdgpu_driver": matrix.amdgpu_repo_version(rel),
-                "root": rel.root,
-                "rocminfo": rel.rocminfo,
-                "gpu_targets": gpu_targets(rel),  # what AMD lists for it (matrix.GPU_TARGETS)
-                # the row's origin (and an override's citation), and whether the lab deploys it
-                "source": {**source, "text": source_text(rel, site),
-                           "tested": "lab only" if rel.version in LAB_TESTED else None},
-            }
-        )  # fmt: skip
-    return {
-        "streams": [stream_json(s) for s in matrix.STREAMS],
-        "distros": [asdict(d) for d in matrix.DISTROS],
-        "releases": releases,
-        # the other tables' rows as their data files hold them, each with "from" and "source"
-        "tables": sections(),
-        "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
-        "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,
-        "site_data": site.provenance if site is not None else None,
-    }
-
 
 # --- the check's report ---------------------------------------------------------------------
 

@@ -4,16 +4,14 @@
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
 import re
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -22,6 +20,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 from urllib3.util.retry import Retry
 
 from rocm_fleet.model.paths import SYSTEM_CA_BUNDLE
+from rocm_fleet.upstream.progress import DownloadProgress, human
 from rocm_fleet.version import __version__
 
 CHUNK = 1 << 16
@@ -56,99 +55,6 @@ class Unreachable(DownloadError):
 def sha256_file(path: Path) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
-def human(size: float) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{size:.1f} GB"
-
-
-class DownloadProgress:
-    """Progress on stderr: rich's transient line per file on a terminal, else a line when done."""
-
-    def __init__(self, stream: IO[str] | None = None):
-        self.stream = stream or sys.stderr
-        self.live = self.stream.isatty()
-        self._bar: Any = None  # rich's Progress while a file is drawn on a terminal
-        self._label = ""
-        self._done = 0
-        self._drawn = 0.0
-        self._started = 0.0
-
-    def start(self, label: str, total: int | None, already: int = 0) -> None:
-        self._label, self._done = label, already
-        self._started = time.monotonic()
-        if self.live:
-            self.close()
-            self._bar = _progress_line(self.stream)
-            if self._bar is not None:
-                self._bar.add_task(label, total=total, completed=already)
-                self._bar.start()
-                atexit.register(self.close)  # the cursor comes back, even after an error
-
-    def advance(self, count: int) -> None:
-        self._done += count
-        now = time.monotonic()
-        if self._bar is not None and now - self._drawn >= 0.1:
-            self._drawn = now
-            self._bar.update(self._bar.task_ids[0], completed=self._done, refresh=True)
-
-    def finish(self, note: str = "") -> None:
-        elapsed = max(time.monotonic() - self._started, 1e-6)
-        line = f"fetched {self._label} ({human(self._done)}, {human(self._done / elapsed)}/s)"
-        self.close()
-        self.note(line + (f" {note}" if note else ""))
-
-    def note(self, text: str) -> None:
-        if self._bar is not None:
-            self._bar.console.print(text, markup=False, highlight=False, emoji=False)
-            return
-        self.stream.write(text + "\n")
-        self.stream.flush()
-
-    def close(self) -> None:
-        """Take the progress line away (nothing when none is drawn)."""
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-            atexit.unregister(self.close)
-
-
-def _progress_line(stream: IO[str]) -> Any:
-    """rich's progress display of one transfer on ``stream``, redrawn only when told; None
-    without rich (an extra's): then a line per file, as off a terminal."""
-    try:
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TransferSpeedColumn,
-        )
-        from rich.table import Column
-    except ModuleNotFoundError:
-        return None
-
-    console = Console(file=stream, highlight=False, markup=False, emoji=False)
-    return Progress(
-        TextColumn(
-            "{task.description}:",
-            markup=False,
-            table_column=Column(no_wrap=True, overflow="ellipsis"),  # a long name: "…"
-        ),
-        DownloadColumn(),
-        BarColumn(),
-        TransferSpeedColumn(),
-        console=console,
-        auto_refresh=False,
-        transient=True,
-        redirect_stdout=False,
-        redirect_stderr=False,
-    )
 
 
 class NoDowngradeSession(requests.Session):
@@ -347,7 +253,10 @@ class Fetcher:
                     )
                 yield chunk
         except TooLong:
-            raise DownloadError(_too_long(url, room, limited_by)) from None
+            raise DownloadError(
+                f"{url}: the server sends more than the {room} bytes {limited_by}; cut off, "
+                "nothing kept"
+            ) from None
 
     def file(self, url: str, dest: Path, sha256: str, size: int | None = None) -> bool:
         """Put the file at ``url`` with SHA-256 ``sha256`` at ``dest``: True when fetched,
@@ -439,12 +348,6 @@ class Fetcher:
                     ) from None
                 time.sleep(min(0.5 * 2 ** (breaks - 1), 10))
         self.progress.finish()
-
-
-def _too_long(url: str, limit: int, limited_by: str) -> str:
-    return (
-        f"{url}: the server sends more than the {limit} bytes {limited_by}; cut off, nothing kept"
-    )
 
 
 def _starts_at(response: requests.Response, offset: int) -> bool:

@@ -1,24 +1,16 @@
 """The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix
-(``build_checks``, ``missing_releases``), run by ``check_matrix`` into ``--json``'s report.
+(``build_checks`` of ``row_checks``, ``missing_releases``), run by ``check_matrix`` into
+``--json``'s report.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from rocm_fleet.model import matrix
 from rocm_fleet.model.versions import (
@@ -28,23 +20,17 @@ from rocm_fleet.model.versions import (
     major_minor,
     release_key,
 )
-from rocm_fleet.upstream.aptrepo import (
-    ReleaseFile,
-    RepositoryError,
-    decompressed,
-    parse_release,
-    parse_stanzas,
-    signed_text,
-)
 from rocm_fleet.upstream.client import UpstreamClient
-from rocm_fleet.upstream.openpgp import primary_fingerprints
-from rocm_fleet.upstream.signature import SignatureError, check_release
-from rocm_fleet.upstream.wheels import parse_page, project_url
-
-if TYPE_CHECKING:
-    from rocm_fleet.upstream.http import DownloadProgress
-
-# --- checks ---------------------------------------------------------------------------------
+from rocm_fleet.upstream.progress import DownloadProgress
+from rocm_fleet.upstream.row_checks import (
+    core_packages_check,
+    inrelease_check,
+    key_check,
+    no_index_check,
+    packages_index,
+    runtime_check,
+    wheels_check,
+)
 
 
 @dataclass
@@ -52,17 +38,12 @@ class MatrixCheck:
     row: str  # the matrix row it checks: "7.2.1", "rocm7.14", "key repo.amd.com"
     what: str
     url: str
-    run: Callable[[UpstreamClient], str | None] = field(
-        repr=False
-    )  # None: holds; else what's wrong
+    run: Callable[[UpstreamClient], str | None] = field(repr=False)  # None: holds, else why
     status: str = "pending"  # ok | wrong | unreachable
     detail: str = ""
 
     def json(self) -> dict[str, str]:
         return {k: getattr(self, k) for k in ("row", "what", "url", "status", "detail")}
-
-
-Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed with
 
 
 def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | None) -> str:
@@ -71,165 +52,6 @@ def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | Non
     fingerprints = fingerprints or {}
     found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
     return found.upper()
-
-
-def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -> ReleaseFile | str:
-    """The InRelease at ``url`` as apt trusts it with ``key``, of ``suite``; else what's wrong."""
-    reply = upstream.get(url)
-    if not reply.found:
-        return f"HTTP {reply.status}: no such suite"
-    text = reply.body.decode("utf-8", "replace")
-    if not text.startswith("-----BEGIN PGP SIGNED MESSAGE-----") or (
-        "-----BEGIN PGP SIGNATURE-----" not in text
-    ):
-        return "not a signed (clearsigned) InRelease"
-    key_url, fingerprint = key
-    key_reply = upstream.get(key_url)
-    if not key_reply.found or primary_fingerprints(key_reply.body) != [fingerprint.upper()]:
-        return f"can't verify it: the key at {key_url} is not {fingerprint.upper()}"
-    try:
-        release = parse_release(signed_text(reply.body, key_reply.body, url))
-        check_release(release.fields, url, suite)
-    except (RepositoryError, SignatureError) as exc:
-        return str(exc).removeprefix(f"{url}: ")
-    return release
-
-
-def inrelease_check(
-    url: str, suite: str, origin: str | None, key: Key
-) -> Callable[[UpstreamClient], str | None]:
-    def run(upstream: UpstreamClient) -> str | None:
-        release = verified_release(upstream, url, suite, key)
-        if isinstance(release, str):
-            return release
-        fields = release.fields
-        if origin is not None and fields.get("Origin") != origin:
-            return f"declares Origin {fields.get('Origin')!r}; the matrix pins {origin!r}"
-        return None
-
-    return run
-
-
-def _packages_index(
-    upstream: UpstreamClient, dists_url: str, suite: str, key: Key
-) -> dict[str, set[str]] | str:
-    """Package name -> versions of a verified main/binary-amd64 index; else what's wrong."""
-    release = verified_release(upstream, f"{dists_url}/InRelease", suite, key)
-    if isinstance(release, str):
-        return f"its InRelease: {release}"
-    for name in ("Packages.gz", "Packages"):
-        listed = release.files.get(f"main/binary-amd64/{name}")
-        reply = upstream.get(f"{dists_url}/main/binary-amd64/{name}")
-        if reply.found:
-            if listed is None or hashlib.sha256(reply.body).hexdigest() != listed.sha256:
-                return f"main/binary-amd64/{name}: SHA-256 is not the one its InRelease lists"
-            body = decompressed(name, reply.body)
-            break
-    else:
-        return {}
-    found: dict[str, set[str]] = {}
-    for fields in parse_stanzas(body.decode("utf-8", "replace")):
-        if "Package" in fields and "Version" in fields:
-            found.setdefault(fields["Package"], set()).add(fields["Version"])
-    return found
-
-
-def core_packages_check(
-    dists_url: str, rel: matrix.Release, suite: str, key: Key
-) -> Callable[[UpstreamClient], str | None]:
-    meta = f"amdrocm{major_minor(rel.version)}"
-
-    def run(upstream: UpstreamClient) -> str | None:
-        index = _packages_index(upstream, dists_url, suite, key)
-        if isinstance(index, str):
-            return index
-        versions = index.get(meta, set())
-        pattern = re.compile(rel.stream.version_regex(rel))
-        if not any(pattern.search(v) for v in versions):
-            return f"no {meta} of {rel.version} in the index (has: {', '.join(sorted(versions))})"
-        return None
-
-    return run
-
-
-def key_check(url: str, fingerprint: str) -> Callable[[UpstreamClient], str | None]:
-    def run(upstream: UpstreamClient) -> str | None:
-        reply = upstream.get(url)
-        if not reply.found:
-            return f"HTTP {reply.status}: no key there"
-        found = primary_fingerprints(reply.body)
-        if found != [fingerprint]:
-            return f"holds {', '.join(found) or 'no key'}; the matrix pins {fingerprint}"
-        return None
-
-    return run
-
-
-def index_files(upstream: UpstreamClient, index_url: str, project: str) -> list[str] | None:
-    """The file names a PEP 503 project page links to; None when there is no page."""
-    url = project_url(index_url, project)
-    reply = upstream.get(url)
-    if not reply.found:
-        return None
-    return [link.filename for link in parse_page(reply.body.decode("utf-8", "replace"), url)]
-
-
-def file_versions(files: list[str], project: str) -> set[str]:
-    """The versions of ``project`` among its wheel and sdist file names."""
-    versions = set()
-    for name in files:
-        try:
-            if name.endswith(".whl"):
-                dist, version, *_ = parse_wheel_filename(name)
-            elif name.endswith(".tar.gz"):
-                dist, version = parse_sdist_filename(name)
-            else:
-                continue
-        except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
-            continue
-        if dist == canonicalize_name(project):
-            versions.add(str(version))
-    return versions
-
-
-def wheels_check(index_url: str, project: str, versions: list[str]) -> Callable:
-    def run(upstream: UpstreamClient) -> str | None:
-        files = index_files(upstream, index_url, project)
-        if files is None:
-            return f"no {project} project page"
-        have = file_versions(files, project)
-        missing = [v for v in versions if v not in have]
-        return f"no {project} wheel {', '.join(missing)}" if missing else None
-
-    return run
-
-
-def runtime_check(index_url: str, requirement: str) -> Callable:
-    from packaging.requirements import Requirement
-
-    req = Requirement(requirement)
-
-    def run(upstream: UpstreamClient) -> str | None:
-        files = index_files(upstream, index_url, req.name)
-        if files is None:
-            return f"no {req.name} project page (torch requires {requirement})"
-        have = file_versions(files, req.name)
-        if not any(req.specifier.contains(v, prereleases=True) for v in have):
-            return f"no {req.name} matching {requirement} ({', '.join(sorted(have))})"
-        return None
-
-    return run
-
-
-def no_index_check(index_url: str) -> Callable:
-    def run(upstream: UpstreamClient) -> str | None:
-        files = index_files(upstream, index_url, "torch")
-        if files:
-            versions = sorted(file_versions(files, "torch"), key=Version)
-            return f"the index exists now (torch {', '.join(versions[-3:])}): add it to the matrix"
-        return None
-
-    return run
 
 
 def build_checks(
@@ -247,52 +69,29 @@ def build_checks(
     for rel in releases:
         stream, repo = rel.stream, rel.repository
         repositories.setdefault(repo.key_url, (repo, stream))
+        key = (repo.key_url, pinned(stream))
         for row in matrix.DISTROS:
             pub = rel.publication(row)
             if pub is None:
                 continue
-            base = stream.repository_url(repo.base_url, rel, pub)
-            dists = f"{base}/dists/{pub.suite}"
-            what = f"InRelease {pub.directory or pub.suite}"
-            if not any(c.url == f"{dists}/InRelease" for c in checks):
-                checks.append(
-                    MatrixCheck(
-                        rel.version,
-                        what,
-                        f"{dists}/InRelease",
-                        inrelease_check(
-                            f"{dists}/InRelease",
-                            pub.suite,
-                            stream.pin_origin,
-                            (repo.key_url, pinned(stream)),
-                        ),
-                    )
-                )
+            dists = f"{stream.repository_url(repo.base_url, rel, pub)}/dists/{pub.suite}"
+            url, what = f"{dists}/InRelease", f"InRelease {pub.directory or pub.suite}"
+            if not any(c.url == url for c in checks):
+                run = inrelease_check(url, pub.suite, stream.pin_origin, key)
+                checks.append(MatrixCheck(rel.version, what, url, run))
             if stream is matrix.CORE_SDK:
-                checks.append(
-                    MatrixCheck(
-                        rel.version,
-                        f"packages in {pub.directory}",
-                        f"{dists}/main/binary-amd64/Packages.gz",
-                        core_packages_check(dists, rel, pub.suite, (repo.key_url, pinned(stream))),
-                    )
-                )
+                run = core_packages_check(dists, rel, pub.suite, key)
+                url = f"{dists}/main/binary-amd64/Packages.gz"
+                checks.append(MatrixCheck(rel.version, f"packages in {pub.directory}", url, run))
         driver = matrix.amdgpu_repo_version(rel)
+        # AMD's classic pin covers the driver repository in classic only.
         origin = matrix.CLASSIC.pin_origin if stream is matrix.CLASSIC else None
-        if driver:
-            suites = sorted({row.suite for row in matrix.DISTROS if rel.publication(row)})
-            for suite in suites:
-                url = f"{matrix.AMDGPU_APT_BASE_URL}/{driver}/ubuntu/dists/{suite}/InRelease"
-                if not any(c.url == url for c in checks):
-                    checks.append(
-                        MatrixCheck(
-                            rel.version,
-                            f"amdgpu {driver} {suite}",
-                            url,
-                            # AMD's classic pin covers the driver repository in classic only.
-                            inrelease_check(url, suite, origin, driver_key),
-                        )
-                    )
+        suites = sorted({row.suite for row in matrix.DISTROS if rel.publication(row)})
+        for suite in suites if driver else ():
+            url = f"{matrix.AMDGPU_APT_BASE_URL}/{driver}/ubuntu/dists/{suite}/InRelease"
+            if not any(c.url == url for c in checks):
+                run = inrelease_check(url, suite, origin, driver_key)
+                checks.append(MatrixCheck(rel.version, f"amdgpu {driver} {suite}", url, run))
         if rel.torch_index:
             indexes.setdefault(rel.torch_index, []).append(rel)
         else:
@@ -311,12 +110,9 @@ def build_checks(
             if versions:
                 run = wheels_check(url, project, versions)
                 checks.append(MatrixCheck(index, f"{project} wheels", f"{url}/{project}/", run))
-        if rels[0].torch_runtime:
-            checks.append(
-                MatrixCheck(
-                    index, "ROCm runtime", f"{url}/", runtime_check(url, rels[0].torch_runtime)
-                )
-            )
+        if runtime := rels[0].torch_runtime:
+            run = runtime_check(url, runtime)
+            checks.append(MatrixCheck(index, "ROCm runtime", f"{url}/", run))
     return checks
 
 
@@ -324,11 +120,8 @@ def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixC
     """AMD's index for a release: the ``rocm`` runtime, each pinned torch build, and each
     target's ``amd-torch-device-<gfx>``."""
     url = amd.url.rstrip("/")
-    checks = [
-        MatrixCheck(
-            rel.version, "AMD ROCm runtime", f"{url}/rocm/", runtime_check(url, amd.runtime)
-        )
-    ]
+    run = runtime_check(url, amd.runtime)
+    checks = [MatrixCheck(rel.version, "AMD ROCm runtime", f"{url}/rocm/", run)]
     for project in ("torch", "torchvision", "torchaudio"):
         versions = [f"{v}+{amd.label}" for b in amd.builds if (v := getattr(b, project))]
         run = wheels_check(url, project, sorted(set(versions), key=Version))
@@ -374,7 +167,7 @@ def missing_releases(
     for repo in (matrix.MULTI_ARCH_REPOSITORY, matrix.STABLE_REPOSITORY):
         for pub in matrix.CORE_SDK.publications:
             dists = f"{repo.base_url}/{pub.directory}/dists/{pub.suite}"
-            index = _packages_index(upstream, dists, pub.suite, (repo.key_url, core_key))
+            index = packages_index(upstream, dists, pub.suite, (repo.key_url, core_key))
             if isinstance(index, str):
                 continue  # not verified: not read (its InRelease check says why)
             for name, versions in index.items():
@@ -416,7 +209,7 @@ def check_matrix(
     """Run every check (``release``'s alone when given; KeyError if unknown): ``--json``'s
     report. ``progress`` gets a line per check."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
-    from rocm_fleet.upstream.http import DownloadProgress, Unreachable
+    from rocm_fleet.upstream.http import Unreachable
 
     checks = build_checks(releases, fingerprints)
     progress = progress or DownloadProgress()
@@ -448,12 +241,8 @@ def check_matrix(
     progress.finish(f"for {total} checks")
     statuses = [c.status for c in checks]
     # cli.exits: a finding (1) outranks what could not be checked (2).
-    if "wrong" in statuses or missing:
-        status = 1
-    elif "unreachable" in statuses or unreachable:
-        status = 2
-    else:
-        status = 0
+    found = "wrong" in statuses or bool(missing)
+    status = 1 if found else 2 if "unreachable" in statuses or unreachable else 0
     return {
         "exit_status": status,
         "checks": [c.json() for c in checks],

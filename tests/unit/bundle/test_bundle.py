@@ -27,7 +27,7 @@ from rocm_fleet.upstream.aptrepo import (
     parse_stanzas,
 )
 from rocm_fleet.upstream.dist_files import ResolutionError
-from rocm_fleet.upstream.http import DownloadProgress
+from rocm_fleet.upstream.progress import DownloadProgress
 from rocm_fleet.upstream.python_target import Target, manylinux_platforms
 from rocm_fleet.upstream.resolution import resolve
 from rocm_fleet.upstream.wheels import Link, parse_page

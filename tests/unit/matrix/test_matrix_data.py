@@ -197,7 +197,7 @@ def test_the_docs_show_where_each_row_comes_from():
 
 
 def test_the_terminal_table_names_each_rows_source():
-    from rocm_fleet.matrix.command import plain_table, source_text
+    from rocm_fleet.matrix.release_table import plain_table, source_text
     from rocm_fleet.matrix.sources import sources_text
 
     lines = plain_table().splitlines()

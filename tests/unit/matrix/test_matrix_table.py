@@ -1,13 +1,13 @@
 """``rocm-fleet matrix``'s table on screens 60, 100 and 160 columns wide: the columns that
 don't fit folded into tables below, each release's GPU targets wrapped, the legend wrapped;
-``matrix --json`` carries the GPU targets too (matrix.command, cli.tables.folded)."""
+``matrix --json`` carries the GPU targets too (matrix.release_table, cli.tables.folded)."""
 
 from __future__ import annotations
 
 import pytest
 
 from rocm_fleet.cli.tables import folded
-from rocm_fleet.matrix.command import gpu_targets, matrix_json, plain_table
+from rocm_fleet.matrix.release_table import gpu_targets, matrix_json, plain_table
 from rocm_fleet.model import matrix
 
 
