@@ -64,6 +64,9 @@ PAGE_SIZE = 4096
 OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu", "dev/dri")
 #: The DRM character devices' major number (Linux's devices.txt: 226 = DRI).
 DRM_MAJOR = 226
+#: /dev/kfd's major: the kernel gives amdkfd a dynamic one (register_chrdev(0, ...) in
+#: drivers/gpu/drm/amd/amdkfd/kfd_chardev.c); 235 is one real hosts show.
+KFD_MAJOR = 235
 
 
 def _slot(index: int) -> tuple[str, int]:
@@ -75,6 +78,7 @@ def write(root: Path, profile: str) -> None:
     """Replace the host's GPU sysfs files with those of `profile` (none: no AMD device)."""
     for rel in OWNED:
         shutil.rmtree(root / rel, ignore_errors=True)
+    (root / "dev/kfd").unlink(missing_ok=True)
     gpus = profiles.gpus(profile)
     sys = root / "sys"
     drivers = sys / "bus/pci/drivers/amdgpu"
@@ -118,6 +122,17 @@ def write(root: Path, profile: str) -> None:
     module = sys / "module/amdgpu"
     module.mkdir(parents=True)
     (module / "initstate").write_text("live\n")
+    # the driver's devices as the kernel links them (module/amdgpu/drivers/pci:amdgpu ->
+    # bus/pci/drivers/amdgpu, one link per bound device, its drm/ children): what AMD's
+    # container toolkit enumerates (ROCm/container-toolkit internal/amdgpu/amdgpu.go)
+    (module / "drivers").mkdir()
+    (module / "drivers/pci:amdgpu").symlink_to("../../../bus/pci/drivers/amdgpu")
+    for i in range(len(gpus)):
+        slot, _ = _slot(i)
+        (drivers / slot).symlink_to(f"../../devices/{slot}")
+        (sys / "bus/pci/devices" / slot / "drm" / f"renderD{128 + i}").mkdir(parents=True)
+    # amdkfd's one device node, mode 0660 like the render nodes (the lab runs no udev)
+    os.mknod(root / "dev/kfd", stat.S_IFCHR | 0o660, os.makedev(KFD_MAJOR, 0))
 
 
 def load_ttm(root: Path) -> int | None:
