@@ -6,6 +6,12 @@
   fuse-overlayfs) can mount; both get ``vfs``, Docker in /etc/docker/daemon.json (which
   AMD's ``amd-ctk runtime configure`` and the deploy must keep), Podman in
   /etc/containers/storage.conf (rootless Podman reads its driver there too).
+* `DEFAULT_DOCKER`: Debian's /etc/init.d/docker (what ``service docker restart`` runs on a host
+  without systemd, as lab hosts are) raises the open-files limit to 1048576 under ``set -e``;
+  the build machine's root lacks CAP_SYS_RESOURCE (``CapEff`` without bit 24), so no lab
+  process may raise its hard limit and the script would stop there. The script sources
+  /etc/default/docker first: a ``ulimit`` function there (functions come before regular
+  builtins in dash) keeps the limits it has when raising them is refused.
 * `image_tar` / `load_image`: a tiny image, no registry: busybox from Debian's
   ``busybox-static`` in the lab's own mirror, ``docker import``/``podman import``-ed on the
   host under a name in the site's registry (`IMAGE`), as root or as a rootless user, as a site
@@ -37,8 +43,17 @@ PODMAN_STORAGE_CONF = (
 )
 
 
+DEFAULT_DOCKER = (
+    "# rocm-fleet lab: the machine refuses to raise a hard limit (no CAP_SYS_RESOURCE)\n"
+    'ulimit() { command ulimit "$@" 2>/dev/null || true; }\n'
+)
+
+
 def site_storage(root: Path) -> None:
-    """Write the site's storage choice (``vfs``) for both engines into a host root."""
+    """Write the site's storage choice (``vfs``) for both engines into a host root, and
+    /etc/default/docker (`DEFAULT_DOCKER`)."""
+    (root / "etc/default").mkdir(parents=True, exist_ok=True)
+    (root / "etc/default/docker").write_text(DEFAULT_DOCKER)
     docker = root / "etc/docker"
     docker.mkdir(parents=True, exist_ok=True)
     (docker / "daemon.json").write_text(json.dumps(DOCKER_SITE_CONFIG, indent=4) + "\n")
@@ -78,7 +93,7 @@ def load_image(lab: Any, name: str, engine: str, user: str | None = None) -> Non
     root = lab.root(name)
     (root / "tmp/rflab-image.tar").write_bytes(image_tar(lab.suite(name)))
     (root / "tmp/rflab-image.tar").chmod(0o644)
-    command = f"{engine} import --quiet /tmp/rflab-image.tar {IMAGE}"
+    command = f"{engine} import /tmp/rflab-image.tar {IMAGE} >/dev/null"
     if user:
         command = f"su -s /bin/sh {user} -c 'cd && {command}'"
     done = lab.ssh(name, command, timeout=300)

@@ -6,7 +6,7 @@ health and outliers (docs/decisions/audit.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from rocm_fleet.audit.cells import (
     AuditRow,
     Cell,
     ConcernCell,
+    ContainersCell,
     DriverCell,
     GpusCell,
     HealthCell,
@@ -30,6 +31,8 @@ from rocm_fleet.audit.cells import (
 from rocm_fleet.audit.outliers import HostVersions, Outlier, outliers, versions_from_survey
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
+from rocm_fleet.model.answers import KfdNode
+from rocm_fleet.model.gpu_containers import ContainerView, judge
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 
@@ -218,7 +221,10 @@ def gather(
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        cells = replace(seen_cells(config, seen), health=health_cell(health))
+        cells = replace(
+            seen_cells(config, seen), health=health_cell(health),
+            containers=containers_cell(config, read_containers(host, config), survey.kfd),
+        )  # fmt: skip
         versions[host.name] = versions_from_survey(survey, health)
         drift = [key for key, c in cells.items() if c.drift]
         # outliers=(): filled in by flag_outliers once every host is in.
@@ -272,6 +278,41 @@ def read_health(host: Any) -> HostHealth | None:
 
     answer = read_apart(host, [Read("health", GpuHealthFact)])
     return answer[0] if answer else None
+
+
+def read_containers(host: Any, config: Any) -> ContainerView | None:
+    """The node's container side (``facts.containers``) when the inventory wants GPU
+    containers; None when it doesn't or the read couldn't run."""
+    if not config.rocm_containers_engines:
+        return None
+    from rocm_fleet.engine.surveying import read_apart
+    from rocm_fleet.facts.containers import GpuContainersFact
+    from rocm_fleet.facts.round_trip import Read
+
+    answer = read_apart(host, [Read("containers", GpuContainersFact)])
+    return answer[0] if answer else None
+
+
+def containers_cell(
+    config: Any, view: ContainerView | None, kfd: Sequence[KfdNode] | None
+) -> ContainersCell | None:
+    """The ``containers`` cell: ``ok (docker, podman; CDI spec current)`` or what keeps GPU
+    containers from working here (drift); None when the inventory wants none."""
+    engines = tuple(config.rocm_containers_engines)
+    if not engines:
+        return None
+    if view is None:
+        return ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
+    verdict = judge(engines, config.rocm_containers_rootless_users, view, kfd)
+    text = (
+        "! " + "; ".join(verdict.problems)
+        if verdict.problems
+        else f"ok ({', '.join(engines)}; CDI spec {verdict.spec})"
+    )
+    return ContainersCell(
+        text, bool(verdict.problems), engines=engines, spec=verdict.spec, gone=verdict.gone,
+        missed=verdict.missed, problems=verdict.problems,
+    )  # fmt: skip
 
 
 def health_cell(health: HostHealth | None) -> HealthCell:

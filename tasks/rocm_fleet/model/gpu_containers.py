@@ -1,0 +1,103 @@
+"""GPU containers as the audit judges them: what a node shows of its container side
+(``ContainerView``, read by ``facts.containers``) against the inventory's engines and users and
+the GPUs KFD reports. The CDI spec is AMD's format (``amd-ctk cdi generate``: kind
+``amd.com/gpu``, devices ``0``..``N-1`` then ``all``, each with its device nodes)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rocm_fleet.model.answers import KfdNode
+
+#: The spec ``amd-ctk cdi generate`` writes and the kind it declares (ROCm/container-toolkit
+#: cmd/amd-ctk/cdi/generate/generate.go, internal/cdi/cdi.go).
+SPEC = "/etc/cdi/amd.json"
+KIND = "amd.com/gpu"
+RENDER = "/dev/dri/renderD"
+#: The groups a rootless Podman user needs on the host (AMD's running-workloads.rst).
+GROUPS = ("video", "render")
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    """What the node shows: the engines whose command is there, the spec's text (None: no
+    file), and the members of each of ``GROUPS`` (a group missing: absent)."""
+
+    installed: tuple[str, ...] = ()
+    spec: str | None = None
+    members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def spec_render_nodes(text: str | None) -> list[str] | None:
+    """The render nodes of the spec's numbered devices, sorted by minor; None when ``text`` is
+    no AMD CDI spec (absent, not JSON, another kind)."""
+    try:
+        spec = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+    if not isinstance(spec, dict) or spec.get("kind") != KIND:
+        return None
+    nodes = set()
+    for device in spec.get("devices") or []:
+        if not isinstance(device, dict) or device.get("name") == "all":
+            continue
+        edits = device.get("containerEdits")
+        for node in (edits.get("deviceNodes") or []) if isinstance(edits, dict) else []:
+            path = node.get("path") if isinstance(node, dict) else None
+            if isinstance(path, str) and path.startswith(RENDER) and path[len(RENDER) :].isdigit():
+                nodes.add(path)
+    return sorted(nodes, key=lambda p: int(p[len(RENDER) :]))
+
+
+@dataclass(frozen=True)
+class ContainersVerdict:
+    """``problems``: why GPU containers would not work as the inventory wants (empty: they
+    would); ``spec``: ``current``, ``stale``, ``missing`` or ``unknown`` (no KFD to compare);
+    ``gone``/``missed``: render nodes the spec names that KFD doesn't / the other way round."""
+
+    problems: tuple[str, ...]
+    spec: str
+    gone: tuple[str, ...] = ()
+    missed: tuple[str, ...] = ()
+
+
+def judge(
+    engines: Sequence[str],
+    rootless: Sequence[str],
+    view: ContainerView,
+    kfd: Sequence[KfdNode] | None,
+) -> ContainersVerdict:
+    """Whether GPU containers work on the node as ``engines`` and ``rootless`` users want."""
+    problems = [f"{engine} is not installed" for engine in engines if engine not in view.installed]
+    named = spec_render_nodes(view.spec)
+    found = (
+        None
+        if kfd is None
+        else sorted(
+            (f"{RENDER}{n['drm_render_minor']}" for n in kfd if n.get("drm_render_minor")),
+            key=lambda p: int(p[len(RENDER) :]),
+        )
+    )
+    gone: list[str] = []
+    missed: list[str] = []
+    if named is None:
+        state = "missing"
+        problems.append(f"no CDI spec ({SPEC})" if view.spec is None else f"{SPEC} is no AMD spec")
+    elif found is None:
+        state = "unknown"
+    else:
+        gone = [n for n in named if n not in found]
+        missed = [n for n in found if n not in named]
+        state = "stale" if gone or missed else "current"
+        if gone:
+            problems.append(f"the CDI spec names GPUs that are gone ({', '.join(gone)})")
+        if missed:
+            problems.append(f"the CDI spec misses GPUs ({', '.join(missed)})")
+    if "podman" in engines:
+        for user in rootless:
+            lacking = [g for g in GROUPS if user not in view.members.get(g, ())]
+            if lacking:
+                problems.append(f"rootless user {user} is not in {' and '.join(lacking)}")
+    return ContainersVerdict(tuple(problems), state, tuple(gone), tuple(missed))
