@@ -59,6 +59,7 @@ MIRROR_SUITE_PACKAGES["trixie"] += ["libucx0", "rocminfo"]
 # image the lab imports into each engine (lab/engines.py).
 CONTAINER_PACKAGES = ["docker.io", "podman", "crun", "runc", "uidmap", "jq", "busybox-static"]
 MIRROR_SUITE_PACKAGES["bookworm"] += CONTAINER_PACKAGES
+MIRROR_SUITE_PACKAGES["trixie"] += CONTAINER_PACKAGES
 
 RECIPE = 3
 
