@@ -188,9 +188,7 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         name=f"Install AMD's container toolkit {version}", package=toolkit.PACKAGE, version=version
     )
     cdi_spec(name=f"Generate {toolkit.CDI_SPEC} from the node's GPUs", path=toolkit.CDI_SPEC,
-             kfd=None if found.survey.kfd is None else list(found.survey.kfd))  # fmt: skip
-    text_file(name="Record that rocm-fleet made the CDI spec", path=CDI_RECORD,
-              content=toolkit.CDI_SPEC + "\n", mode="600")  # fmt: skip
+             package=toolkit.PACKAGE, record=CDI_RECORD)  # fmt: skip
     if docker is not None:
         _configure_docker(config, docker)
     else:

@@ -15,6 +15,8 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import warn_host
 from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.files import Ledger
+from rocm_fleet.facts.gpu import KfdNodes
+from rocm_fleet.facts.system import AmdgpuModule
 from rocm_fleet.model import grammar
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.files import stamp_is_current
@@ -45,27 +47,37 @@ def toolkit_package(package: str, version: str = "", present: bool = True):
     if at_version(installed, version):
         host.noop(f"{package} {installed} installed")
         return
+    if not read_fact(AmdgpuModule)["loaded"]:
+        # Its preinst refuses to install without amdgpu (ROCm/container-toolkit
+        # build/debian/DEBIAN/preinst).
+        warn_host(f"amdgpu is not loaded: {package} (its installer needs it) waits for a run "
+                  "after the node booted with it")  # fmt: skip
+        host.noop(f"{package} not installed: amdgpu is not loaded")
+        return
     yield script("packages-install", "", package)
 
 
 @operation()
-def cdi_spec(path: str, kfd: list | None):
+def cdi_spec(path: str, package: str, record: str):
     """
     Generate the CDI spec of the node's GPUs (``amd-ctk cdi generate``) when there is none or
-    it names other GPUs than KFD reports (a card swapped, added or gone).
+    it names other GPUs than KFD reports (a card swapped, added or gone); nothing while KFD
+    or the toolkit isn't there.
 
     + path: the spec, e.g. /etc/cdi/amd.json
-    + kfd: the KFD nodes preflight read (None: KFD not there; an existing spec is kept)
+    + package: the toolkit's package, which brings amd-ctk
+    + record: written once rocm-fleet made the spec (the spec goes with the feature only then)
     """
     lines = read_fact(FileContents, path=path)
+    kfd = read_fact(KfdNodes)
+    if kfd is None or package not in read_fact(InstalledPackages):
+        host.noop(f"{path} waits for amdgpu's KFD and {package}")
+        return
     state = cdi_spec_state(None if lines is None else "\n".join(lines), kfd)
     if state == "current":
         host.noop(f"{path} names the node's GPUs")
         return
-    if state == "unknown":
-        host.noop(f"{path} kept: amdgpu's KFD isn't there to compare its GPUs with")
-        return
-    yield script("cdi-generate", path)
+    yield script("cdi-generate", path, record)
 
 
 @operation()
