@@ -90,7 +90,7 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
             f"{', '.join(sorted(toolkit.SUITES.values()))}): empty rocm_containers_engines"
         )
     for engine in config.rocm_containers_engines:
-        version = _version(engine, facts)
+        version = _version(engine, facts, config.rocm_containers_install_engine)
         if version is None:
             if not config.rocm_containers_install_engine:
                 problems.append(
@@ -114,10 +114,10 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
     return problems
 
 
-def _version(engine: str, facts: dict) -> tuple[int, int, int] | None:
-    """The engine's version: installed, else what apt would install."""
+def _version(engine: str, facts: dict, install: bool) -> tuple[int, int, int] | None:
+    """The engine's version: installed, else what apt would install (``install``)."""
     installed = plan.engine_version(facts["installed"].get(engine))
-    if installed is not None:
+    if installed is not None or not install:
         return installed
     return plan.engine_version(facts["candidate"].get(plan.ENGINE_PACKAGES[engine][0]))
 
@@ -154,7 +154,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     docker = None
     if "docker" in config.rocm_containers_engines and not problems:
         try:
-            docker = _docker_config(_version("docker", facts))
+            installing = config.rocm_containers_install_engine
+            docker = _docker_config(_version("docker", facts, installing))
         except plan.NotJson as exc:
             problems.append(f"{exc}: fix it (rocm-fleet merges its keys into the site's file)")
     if problems:
@@ -225,21 +226,27 @@ def _docker_config(version: tuple[int, int, int] | None) -> tuple[str, plan.Daem
     return mode, wanted
 
 
-def _configure_docker(config: Config, docker: tuple[str, plan.DaemonJson]) -> None:
-    mode, wanted = docker
-    how = "CDI" if mode == "cdi" else "AMD's runtime (this Docker predates CDI)"
-    files.directory(name="Make Docker's configuration directory", path=paths.DOCKER_DIR, mode="755")
-    text_file(name=f"Give Docker the GPUs through {how} in {plan.DAEMON_JSON}",
-              path=plan.DAEMON_JSON, content=wanted.text or "", mode="644")  # fmt: skip
-    text_file(name="Record rocm-fleet's keys of daemon.json", path=plan.DAEMON_LEDGER,
-              content=json.dumps(wanted.ours, sort_keys=True) + "\n", mode="600")  # fmt: skip
+def _restart_docker(config: Config, changing: bool) -> None:
     engine_restarted(
         name="Restart Docker for its changed configuration",
         service="docker",
         configs=[plan.DAEMON_JSON],
         stamp=plan.DOCKER_STAMP,
         allow_running=config.rocm_containers_restart_running,
+        changing=changing,
     )
+
+
+def _configure_docker(config: Config, docker: tuple[str, plan.DaemonJson]) -> None:
+    mode, wanted = docker
+    current = _current_daemon_json()
+    how = "CDI" if mode == "cdi" else "AMD's runtime (this Docker predates CDI)"
+    files.directory(name="Make Docker's configuration directory", path=paths.DOCKER_DIR, mode="755")
+    text_file(name=f"Give Docker the GPUs through {how} in {plan.DAEMON_JSON}",
+              path=plan.DAEMON_JSON, content=wanted.text or "", mode="644")  # fmt: skip
+    text_file(name="Record rocm-fleet's keys of daemon.json", path=plan.DAEMON_LEDGER,
+              content=json.dumps(wanted.ours, sort_keys=True) + "\n", mode="600")  # fmt: skip
+    _restart_docker(config, wanted.text != current)
 
 
 def _unconfigure_docker(config: Config) -> None:
@@ -247,8 +254,9 @@ def _unconfigure_docker(config: Config) -> None:
     recorded = _recorded_fragment()
     if recorded is None:
         return
+    current = _current_daemon_json()
     try:
-        wanted = plan.daemon_json(_current_daemon_json(), recorded, None)
+        wanted = plan.daemon_json(current, recorded, None)
     except plan.NotJson as exc:
         warn_host(f"{exc}: rocm-fleet's keys left in it")
         return
@@ -256,13 +264,7 @@ def _unconfigure_docker(config: Config) -> None:
               content=wanted.text or "", mode="644", present=wanted.text is not None)  # fmt: skip
     text_file(name="Forget rocm-fleet's keys of daemon.json", path=plan.DAEMON_LEDGER,
               present=False)  # fmt: skip
-    engine_restarted(
-        name="Restart Docker for its changed configuration",
-        service="docker",
-        configs=[plan.DAEMON_JSON],
-        stamp=plan.DOCKER_STAMP,
-        allow_running=config.rocm_containers_restart_running,
-    )
+    _restart_docker(config, wanted.text != current)
 
 
 def _subordinate_ids(users: list[str]) -> None:

@@ -70,8 +70,8 @@ def cdi_spec(path: str, package: str, record: str):
     """
     lines = read_fact(FileContents, path=path)
     kfd = read_fact(KfdNodes)
-    if kfd is None or package not in read_fact(InstalledPackages):
-        host.noop(f"{path} waits for amdgpu's KFD and {package}")
+    if kfd is None or not read_fact(AmdgpuModule)["loaded"]:
+        host.noop(f"{path} waits for amdgpu (its KFD, and {package}'s installer)")
         return
     state = cdi_spec_state(None if lines is None else "\n".join(lines), kfd)
     if state == "current":
@@ -81,18 +81,22 @@ def cdi_spec(path: str, package: str, record: str):
 
 
 @operation()
-def engine_restarted(service: str, configs: list[str], stamp: str, allow_running: bool):
+def engine_restarted(
+    service: str, configs: list[str], stamp: str, allow_running: bool, changing: bool = False
+):
     """
-    Restart ``service`` when one of ``configs`` changed since its last restart by this deploy
-    (or it never made one), unless it runs containers and ``allow_running`` is false: then
-    the host is warned that the change waits for the next restart.
+    Restart ``service`` when this run changes one of ``configs`` or one changed since its last
+    restart by this deploy (or it never made one), unless it runs containers and
+    ``allow_running`` is false: then the host is warned that the change waits for the next
+    restart.
 
     + service: e.g. docker
     + configs: files the engine reads at start
     + stamp: touched after each restart
     + allow_running: restart even while containers run (they stop)
+    + changing: an earlier operation of this run changes one of ``configs``
     """
-    if stamp_is_current(stamp, configs):
+    if stamp_is_current(stamp, configs) and not changing:
         host.noop(f"{service} runs with {', '.join(configs)} as it is")
         return
     running = read_fact(RunningContainers)

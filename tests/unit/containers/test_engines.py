@@ -64,7 +64,10 @@ def test_the_docker_fragments_are_amd_ctks_keys():
     }
 
 
-SITE = '{\n  "log-driver": "journald",\n  "features": {"buildkit": true},\n  "runtimes": {"crun": {"path": "/usr/bin/crun"}}\n}\n'
+SITE = (
+    '{\n  "log-driver": "journald",\n  "features": {"buildkit": true},\n'
+    '  "runtimes": {"crun": {"path": "/usr/bin/crun"}}\n}\n'
+)
 
 
 def test_a_sites_daemon_json_keeps_its_keys_and_gets_ours_merged():
@@ -82,13 +85,17 @@ def test_a_sites_daemon_json_keeps_its_keys_and_gets_ours_merged():
 
 def test_a_daemon_json_already_holding_our_keys_is_left_byte_for_byte():
     text = '{"features":{"cdi":true},"debug":false}'
-    assert daemon_json(text, None, docker_fragment("cdi")) == DaemonJson(text, {"features": {"cdi": True}})
+    assert daemon_json(text, None, docker_fragment("cdi")) == DaemonJson(
+        text, {"features": {"cdi": True}}
+    )
 
 
 def test_a_docker_upgraded_past_25_moves_from_the_runtime_to_cdi():
     before = daemon_json(SITE, None, docker_fragment("runtime"))
     after = daemon_json(before.text, before.ours, docker_fragment("cdi"))
-    assert json.loads(after.text) == json.loads(daemon_json(SITE, None, docker_fragment("cdi")).text)
+    assert json.loads(after.text) == json.loads(
+        daemon_json(SITE, None, docker_fragment("cdi")).text
+    )
 
 
 def test_removal_takes_only_our_keys_and_a_file_of_ours_alone_goes():
@@ -109,7 +116,7 @@ def test_removal_leaves_a_key_the_site_changed_since():
 
 @pytest.mark.parametrize("text", ["{", "[1, 2]", '"text"', "{'single': 1}"])
 def test_a_daemon_json_that_is_no_json_object_is_refused_not_overwritten(text):
-    with pytest.raises(NotJson, match="daemon.json is not"):
+    with pytest.raises(NotJson, match=r"daemon\.json is not"):
         daemon_json(text, None, docker_fragment("cdi"))
 
 
@@ -147,8 +154,10 @@ def test_subordinate_ids_start_above_every_range_and_skip_users_that_have_one():
         "bob gid 366536 65536",
     ]
     assert needed[0].range == "301000-366535"
-    assert subids_needed(["alice"], [], []) == [SubIds("alice", "uid", 100000),
-                                                SubIds("alice", "gid", 100000)]  # fmt: skip
+    assert subids_needed(["alice"], [], []) == [
+        SubIds("alice", "uid", 100000),
+        SubIds("alice", "gid", 100000),
+    ]
 
 
 @pytest.mark.parametrize(
