@@ -182,7 +182,9 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     )
     engine_packages = [p for e in config.rocm_containers_engines for p in plan.ENGINE_PACKAGES[e]]
     if users:
-        engine_packages += plan.ROOTLESS_PACKAGES
+        engine_packages += plan.rootless_packages(
+            _version("podman", facts, config.rocm_containers_install_engine)
+        )
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
     toolkit_package(

@@ -29,9 +29,17 @@ PIN = paths.CONTAINER_TOOLKIT_PIN
 SUBUID = paths.SUBUID
 SUBGID = paths.SUBGID
 #: The distribution's packages of each engine: Podman's ``--group-add keep-groups`` needs
-#: crun (runc has no such mode); rootless Podman needs newuidmap (uidmap).
+#: crun (runc has no such mode).
 ENGINE_PACKAGES = {"docker": ("docker.io",), "podman": ("podman", "crun")}
-ROOTLESS_PACKAGES = ("uidmap",)
+
+
+def rootless_packages(podman: tuple[int, int, int] | None) -> list[str]:
+    """What rootless Podman needs beside Podman (Recommends, which rocm-fleet doesn't install):
+    newuidmap (uidmap) and its user-mode network, pasta (passt) from Podman 5, slirp4netns
+    before (podman(1)'s --network default for rootless)."""
+    return ["uidmap", "passt" if podman is not None and podman >= (5, 0, 0) else "slirp4netns"]
+
+
 #: The subordinate IDs given to a rootless user (useradd's SUB_UID_COUNT default) from the
 #: first free ID at or above SUB_UID_MIN's default.
 SUBID_COUNT = 65536
