@@ -7,6 +7,7 @@ reads the node (preflight) first; a host preflight refused gets nothing."""
 from __future__ import annotations
 
 import json
+import logging
 from typing import TYPE_CHECKING
 
 from pyinfra import host
@@ -20,7 +21,7 @@ from rocm_fleet.containers.facts import ContainerEngines
 from rocm_fleet.containers.operations import (
     cdi_spec,
     engine_restarted,
-    image_pulled,
+    images_pulled,
     subordinate_ids,
     toolkit_package,
 )
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from rocm_fleet.model.matrix import Distro
 
 CDI_RECORD = f"{plan.STATE_DIR}/cdi-spec"
+logger = logging.getLogger("pyinfra")
 
 
 @deploy("GPU containers")
@@ -176,7 +178,7 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
             mirror_ca(config),
         ),
         source=AptFile("Point apt at AMD's container toolkit", plan.SOURCE, served.source_text()),
-        pin=AptFile(f"Hold the container toolkit at {version}", plan.PIN, plan.pin_text(version)),
+        pin=AptFile("Hold the container toolkit at its release", plan.PIN, plan.pin_text(version)),
         refresh="Refresh apt lists after a container toolkit source change",
         stamp=plan.LISTS_STAMP,
     )
@@ -188,7 +190,9 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
     toolkit_package(
-        name=f"Install AMD's container toolkit {version}", package=toolkit.PACKAGE, version=version
+        name="Install AMD's container toolkit at its release",
+        package=toolkit.PACKAGE,
+        version=version,
     )
     cdi_spec(name=f"Generate {toolkit.CDI_SPEC} from the node's GPUs", path=toolkit.CDI_SPEC,
              package=toolkit.PACKAGE, record=CDI_RECORD)  # fmt: skip
@@ -200,9 +204,12 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         gpu_access(name="Give the rootless container users video and render",
                    groups=list(GPU_GROUPS), users=users)  # fmt: skip
     _subordinate_ids(users)
-    for engine in config.rocm_containers_engines:
-        for ref in config.rocm_containers_images:
-            image_pulled(name=f"Pull {ref} with {engine}", engine=engine, ref=ref)
+    # One call site per engine: pyinfra names an operation by its first host's call.
+    images = list(config.rocm_containers_images)
+    if images and "docker" in config.rocm_containers_engines:
+        images_pulled(name="Pull the inventory's images with Docker", engine="docker", refs=images)
+    if images and "podman" in config.rocm_containers_engines:
+        images_pulled(name="Pull the inventory's images with Podman", engine="podman", refs=images)
 
 
 def _recorded_fragment() -> dict | None:
@@ -242,9 +249,10 @@ def _restart_docker(config: Config, changing: bool) -> None:
 def _configure_docker(config: Config, docker: tuple[str, plan.DaemonJson]) -> None:
     mode, wanted = docker
     current = _current_daemon_json()
-    how = "CDI" if mode == "cdi" else "AMD's runtime (this Docker predates CDI)"
+    how = "CDI" if mode == "cdi" else "AMD's runtime (--runtime=amd: this Docker predates CDI)"
+    host.log_styled(f"GPU containers: Docker gets the GPUs through {how}", log_func=logger.info)
     files.directory(name="Make Docker's configuration directory", path=paths.DOCKER_DIR, mode="755")
-    text_file(name=f"Give Docker the GPUs through {how} in {plan.DAEMON_JSON}",
+    text_file(name=f"Give Docker the GPUs in {plan.DAEMON_JSON}",
               path=plan.DAEMON_JSON, content=wanted.text or "", mode="644")  # fmt: skip
     text_file(name="Record rocm-fleet's keys of daemon.json", path=plan.DAEMON_LEDGER,
               content=json.dumps(wanted.ours, sort_keys=True) + "\n", mode="600")  # fmt: skip

@@ -220,10 +220,6 @@ class SubIds:
     def line(self) -> str:
         return f"{self.user} {self.kind} {self.start} {self.count}"
 
-    @property
-    def range(self) -> str:
-        return f"{self.start}-{self.start + self.count - 1}"
-
     @classmethod
     def parse(cls, line: str) -> SubIds | None:
         parts = line.split()

@@ -137,14 +137,16 @@ def subordinate_ids(needed: list[SubIds], ledger: str, keep: list[str]):
 
 
 @operation()
-def image_pulled(engine: str, ref: str):
+def images_pulled(engine: str, refs: list[str]):
     """
-    Pull image ``ref`` with ``engine`` (as root) unless it has it.
+    Pull each image of ``refs`` with ``engine`` (as root) that it doesn't have.
 
     + engine: docker or podman
-    + ref: an image reference naming its registry
+    + refs: image references, each naming its registry
     """
-    if read_fact(ImagePresent, engine=engine, ref=ref):
-        host.noop(f"{engine} has {ref}")
+    missing = [ref for ref in refs if not read_fact(ImagePresent, engine=engine, ref=ref)]
+    if not missing:
+        host.noop(f"{engine} has {', '.join(refs)}")
         return
-    yield StringCommand(QuoteString(engine), "pull", "--quiet", QuoteString(ref))
+    for ref in missing:
+        yield StringCommand(QuoteString(engine), "pull", "--quiet", QuoteString(ref))

@@ -134,19 +134,19 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
         f"deb [arch=amd64 signed-by={engines.KEYRING}] "
         f"https://repo.radeon.com/amd-container-toolkit/apt {suite} main\n"
     )
-    (pin,) = calls(ops["Hold the container toolkit at 1.3.0"])
+    (pin,) = calls(ops["Hold the container toolkit at its release"])
     assert pin[1][2] == "Package: amd-container-toolkit\nPin: version 1.3.0*\nPin-Priority: 1001\n"
     network = "passt" if candidate["podman"].startswith("5.") else "slirp4netns"
     assert calls(ops["Install the container engines"]) == [
         ("packages-install", ["", "docker.io", "podman", "crun", "uidmap", network])
     ]
-    assert calls(ops["Install AMD's container toolkit 1.3.0"]) == [
+    assert calls(ops["Install AMD's container toolkit at its release"]) == [
         ("packages-install", ["", "amd-container-toolkit"])
     ]
     assert calls(ops[f"Generate {toolkit.CDI_SPEC} from the node's GPUs"]) == [
         ("cdi-generate", [toolkit.CDI_SPEC, CDI_RECORD])
     ]
-    (daemon,) = [op for name, op in ops.items() if name.startswith("Give Docker the GPUs")]
+    daemon = ops[f"Give Docker the GPUs in {engines.DAEMON_JSON}"]
     written = json.loads(calls(daemon)[0][1][2])
     assert written == engines.docker_fragment(mode)
     assert calls(ops["Restart Docker for its changed configuration"]) == [
@@ -155,7 +155,7 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
     assert calls(ops["Give rootless users subordinate IDs (and take back others')"]) == [
         ("subids", ["add", engines.SUBID_LEDGER, "bob uid 100000 65536", "bob gid 100000 65536"])
     ]
-    assert calls(ops["Pull registry.example.org/ml/pytorch:2.9 with podman"]) == [
+    assert calls(ops["Pull the inventory's images with Podman"]) == [
         "podman pull --quiet registry.example.org/ml/pytorch:2.9"
     ]
 
@@ -300,13 +300,12 @@ def test_a_converged_node_plans_no_change():
         (
             "daemon.json edited",
             [
-                "Give Docker the GPUs through AMD's runtime (this Docker predates "
-                "CDI) in /etc/docker/daemon.json",
+                "Give Docker the GPUs in /etc/docker/daemon.json",
                 "Restart Docker for its changed configuration",
             ],
         ),
         ("bob out of render", ["Give the rootless container users video and render"]),
-        ("toolkit moved", ["Install AMD's container toolkit 1.3.0"]),
+        ("toolkit moved", ["Install AMD's container toolkit at its release"]),
     ],
 )
 def test_each_drift_is_the_only_change(drift, changes):
