@@ -35,7 +35,13 @@ from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model import paths
 from rocm_fleet.model.paths import GPU_GROUPS
-from rocm_fleet.model.sources import AptNeed, HostNeeds, mirror_ca, proxy_environment
+from rocm_fleet.model.sources import (
+    AptNeed,
+    HostNeeds,
+    mirror_ca,
+    proxy_environment,
+    toolkit_repository,
+)
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
 from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.users import gpu_access
@@ -149,8 +155,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         members = read_fact(GroupMembership, groups=list(GPU_GROUPS), users=users)
         absent_users = [user for user in users if members["users"].get(user) is None]
     problems = _problems(config, row, facts, absent_users)
-    suite, unofficial = toolkit.suite_for(row.key, row.suite)
-    repository = plan.toolkit_repository(suite) if suite else None
+    _, unofficial = toolkit.suite_for(row.key, row.suite)
+    repository = toolkit_repository(config, row)
     if repository is not None:
         problems += _bundle_gaps(config, repository)
     docker = None

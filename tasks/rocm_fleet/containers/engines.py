@@ -15,7 +15,6 @@ from typing import Any
 from rocm_fleet.assets import render
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model import paths
-from rocm_fleet.model.sources import AptRepository, SigningKey
 
 DAEMON_JSON = paths.DOCKER_DAEMON_JSON
 STATE_DIR = paths.CONTAINERS_STATE_DIR
@@ -263,17 +262,6 @@ def rootless_problems(engines: list[str], users: list[str], absent: list[str]) -
             "them first (rocm-fleet adds existing users to video and render, never creates one)"
         )
     return problems
-
-
-def toolkit_repository(suite: str) -> AptRepository:
-    """AMD's container-toolkit apt source for ``suite``, in its own keyring and file."""
-    return AptRepository(
-        url=toolkit.APT_URL,
-        suite=suite,
-        key=SigningKey(toolkit.KEY_URL, toolkit.KEY_FINGERPRINT),
-        keyring=KEYRING,
-        source=SOURCE,
-    )
 
 
 def pin_text(version: str) -> str:
