@@ -91,14 +91,16 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
     print(f"converge: {first.seconds:.1f}s, {len(changed(first))} operations changed")
     spec = json.loads(sh(lab, NODE, f"cat {SPEC}"))
     assert spec["kind"] == "amd.com/gpu" and [d["name"] for d in spec["devices"]] == [
-        *map(str, range(8)), "all"
+        *map(str, range(8)),
+        "all",
     ]
     assert json.loads(sh(lab, NODE, "cat /etc/docker/daemon.json"))["storage-driver"] == "vfs"
 
     # The image, as a site's registry would have given it (the lab has none), then named.
     for engine, user in (("docker", None), ("podman", None), ("podman", "alice")):
         engines.load_image(lab, NODE, engine, user)
-    inventory = inventory_with(lab, tmp_path / "lab.py", {"rocm_containers_images": [engines.IMAGE]})
+    images = {"rocm_containers_images": [engines.IMAGE]}
+    inventory = inventory_with(lab, tmp_path / "lab.py", images)
     again = deploy(lab, inventory=inventory)
     succeeded(again)
     assert changed(again) == {}, changed(again)  # the images are there: nothing to pull
@@ -148,8 +150,8 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
 
     # The setting removed: nothing of rocm-fleet's container side stays; the engines and the
     # site's own daemon.json keys do (they are the site's).
-    gone = inventory_with(lab, tmp_path / "gone.py", {"rocm_containers_engines": [],
-                                                     "rocm_containers_rootless_users": []})  # fmt: skip
+    none = {"rocm_containers_engines": [], "rocm_containers_rootless_users": []}
+    gone = inventory_with(lab, tmp_path / "gone.py", none)
     succeeded(deploy(lab, inventory=gone))
     left = sh(lab, NODE, "for f in " + " ".join(OURS) + "; do [ -e $f ] && echo $f; done; true")
     assert left.split() == [], left
