@@ -291,7 +291,7 @@ def test_gpu_containers_see_the_gpus(host, node):
             continue
         command = f"timeout 120 {engine} run --rm --network none {args} {image} {CONTAINER_PROBE}"
         if user:
-            command = f"su -s /bin/sh {user} -c {shlex.quote('cd && ' + command)}"
+            command = f"su -s {paths.SHELL} {user} -c {shlex.quote('cd && ' + command)}"
         result = host.run(command)
         kfd, render = container_devices(result.stdout)
         want = node.expected_gpu_count

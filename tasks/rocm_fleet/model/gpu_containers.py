@@ -9,15 +9,14 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rocm_fleet.model import container_toolkit, paths
 from rocm_fleet.model.answers import KfdNode
 
-#: The spec ``amd-ctk cdi generate`` writes and the kind it declares (ROCm/container-toolkit
-#: cmd/amd-ctk/cdi/generate/generate.go, internal/cdi/cdi.go).
-SPEC = "/etc/cdi/amd.json"
-KIND = "amd.com/gpu"
-RENDER = "/dev/dri/renderD"
-#: The groups a rootless Podman user needs on the host (AMD's running-workloads.rst).
-GROUPS = ("video", "render")
+SPEC = paths.CDI_SPEC
+KIND = container_toolkit.CDI_KIND
+RENDER = paths.RENDER_NODE_PREFIX
+
+GROUPS = paths.GPU_GROUPS  #: what a rootless Podman user needs (AMD's running-workloads.rst)
 
 
 @dataclass(frozen=True)
