@@ -86,6 +86,10 @@ def drift_then_back(lab, inventory, expected_ops: list[str], says: str) -> None:
 
 def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_path):
     engines.site_storage(lab.root(NODE))
+    # A lab root has no apt lists (the sshbase is built without them); the deploy reads which
+    # Docker and Podman apt would install while planning, as on an installed Debian, which has
+    # its lists.
+    sh(lab, NODE, "apt-get update -qq")
     first = deploy(lab)
     succeeded(first)
     print(f"converge: {first.seconds:.1f}s, {len(changed(first))} operations changed")
