@@ -112,3 +112,27 @@ def test_the_check_reads_kfd_and_the_render_nodes_a_container_lists():
     assert container_devices("ls: /dev/kfd: No such file or directory\n") == (False, [])
     assert docker_gpu_args("20.10.24+dfsg1") == "--runtime=amd -e AMD_VISIBLE_DEVICES=all"
     assert docker_gpu_args("26.1.5+dfsg1") == "--device amd.com/gpu=all"
+
+
+def test_a_host_with_engines_fetches_the_toolkit_signed_by_the_radeon_key():
+    from rocm_fleet.model import matrix
+    from rocm_fleet.model.config import load_config
+    from rocm_fleet.model.sources import host_needs
+
+    debian13 = next(d for d in matrix.DISTROS if d.key == "debian 13")
+    base = {"rocm_version": "7.2.1", "expected_gfx": "gfx942"}
+    assert len(host_needs(load_config(base), debian13).apt) == 1  # no engines: no toolkit
+    config = load_config({**base, "rocm_containers_engines": ["podman"]})
+    rocm, toolkit = host_needs(config, debian13).apt
+    assert toolkit.packages == ("amd-container-toolkit",)
+    repository = toolkit.repository
+    assert (repository.url, repository.suite) == (
+        "https://repo.radeon.com/amd-container-toolkit/apt", "noble"
+    )  # fmt: skip
+    assert repository.key == rocm.repository.key  # one key signs both on repo.radeon.com
+    # beside a Core SDK release, the amdgpu repository's key (rocm_amdgpu_key_*) signs it
+    core = load_config({"rocm_version": "7.14.1", "expected_gfx": "gfx942",
+                        "rocm_containers_engines": ["docker"],
+                        "rocm_amdgpu_key_fingerprint": "AB" * 20})  # fmt: skip
+    (_, toolkit) = host_needs(core, debian13).apt
+    assert toolkit.repository.key.fingerprint == "AB" * 20
