@@ -1,7 +1,7 @@
 """AMD's container toolkit (``amd-container-toolkit``: ``amd-ctk``, ``amd-container-runtime``) as
 AMD publishes it: releases, the apt suites it is built for, its repository and key; and the
-engine versions that read CDI. A hand-kept table (AMD publishes it as prose, not data), each
-fact cited in ``SOURCE``."""
+engine versions that read CDI; and whether a CDI spec still names the GPUs KFD reports. A
+hand-kept table (AMD publishes it as prose, not data), each fact cited in ``SOURCE``."""
 
 from __future__ import annotations
 
