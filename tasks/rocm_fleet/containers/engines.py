@@ -2,8 +2,9 @@
 
 Engine versions as the tools and apt print them; how Docker is given the GPUs (CDI, or AMD's
 runtime where it predates CDI); daemon.json merged with the site's keys and unmerged again;
-whether the CDI spec still names the node's GPUs; the subordinate ID ranges a rootless user
-lacks. Everything read from a node is untrusted text: parsed, never run or shown raw."""
+the subordinate ID ranges a rootless user lacks. (Whether the CDI spec still names the node's
+GPUs is ``model.container_toolkit.cdi_spec_state``, for the audit's use too.) Everything
+read from a node is untrusted text: parsed, never run or shown raw."""
 
 from __future__ import annotations
 
@@ -150,50 +151,6 @@ def daemon_json(
     if not wanted and fragment is None:
         return DaemonJson(None, None)  # the file held rocm-fleet's keys alone
     return DaemonJson(daemon_json_text(wanted), fragment)
-
-
-def cdi_render_nodes(spec_text: str | None) -> list[str] | None:
-    """The render nodes an AMD CDI spec gives its numbered devices, sorted; None when there
-    is no spec or it isn't one of AMD's (``kind`` amd.com/gpu)."""
-    try:
-        spec = json.loads(spec_text or "")
-    except ValueError:
-        return None
-    if not isinstance(spec, dict) or spec.get("kind") != toolkit.CDI_KIND:
-        return None
-    found = []
-    for device in spec.get("devices") or []:
-        if not isinstance(device, dict) or device.get("name") == "all":
-            continue
-        edits = device.get("containerEdits") or {}
-        for node in edits.get("deviceNodes") or [] if isinstance(edits, dict) else []:
-            path = node.get("path") if isinstance(node, dict) else None
-            if isinstance(path, str) and path.startswith(paths.RENDER_NODE_PREFIX):
-                found.append(path)
-    return sorted(found)
-
-
-def survey_render_nodes(kfd: list[dict[str, Any]] | None) -> list[str] | None:
-    """The render nodes of the GPUs KFD reports, sorted; None when KFD isn't there."""
-    if kfd is None:
-        return None
-    return sorted(
-        f"{paths.RENDER_NODE_PREFIX}{node['drm_render_minor']}"
-        for node in kfd
-        if node.get("drm_render_minor") is not None
-    )
-
-
-def cdi_spec_state(spec_text: str | None, kfd: list[dict[str, Any]] | None) -> str:
-    """``missing`` (no spec, or not AMD's), ``stale`` (its GPUs aren't the ones KFD reports:
-    a card swapped, added or gone), ``current``, or ``unknown`` (KFD not there to compare)."""
-    named = cdi_render_nodes(spec_text)
-    if named is None:
-        return "missing"
-    found = survey_render_nodes(kfd)
-    if found is None:
-        return "unknown"
-    return "current" if named == found else "stale"
 
 
 def _ranges(lines: list[str]) -> dict[str, list[tuple[int, int]]]:

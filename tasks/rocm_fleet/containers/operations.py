@@ -9,7 +9,7 @@ from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.files import FileContents
 
-from rocm_fleet.containers.engines import SubIds, cdi_spec_state
+from rocm_fleet.containers.engines import SubIds
 from rocm_fleet.containers.facts import ImagePresent, RunningContainers
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import warn_host
@@ -18,6 +18,7 @@ from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.system import AmdgpuModule
 from rocm_fleet.model import grammar
+from rocm_fleet.model.container_toolkit import cdi_spec_state
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.files import stamp_is_current
 

@@ -1,9 +1,12 @@
 """AMD's container toolkit (``amd-container-toolkit``: ``amd-ctk``, ``amd-container-runtime``) as
 AMD publishes it: releases, the apt suites it is built for, its repository and key; and the
-engine versions that read CDI. A hand-kept table (AMD publishes it as prose, not data), each
-fact cited in ``SOURCE``."""
+engine versions that read CDI; and whether a CDI spec still names the GPUs KFD reports. A
+hand-kept table (AMD publishes it as prose, not data), each fact cited in ``SOURCE``."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from rocm_fleet.model import matrix, paths
 
@@ -54,3 +57,47 @@ def suite_for(key: str, suite: str) -> tuple[str | None, str | None]:
         f"AMD's container toolkit supports {', '.join(sorted(SUITES.values()))}; {key} takes "
         f"its {suite} packages, as it does ROCm's (unofficial)"
     )
+
+
+def cdi_render_nodes(spec_text: str | None) -> list[str] | None:
+    """The render nodes an AMD CDI spec gives its numbered devices, sorted; None when there
+    is no spec or it isn't one of AMD's (``kind`` amd.com/gpu)."""
+    try:
+        spec = json.loads(spec_text or "")
+    except ValueError:
+        return None
+    if not isinstance(spec, dict) or spec.get("kind") != CDI_KIND:
+        return None
+    found = []
+    for device in spec.get("devices") or []:
+        if not isinstance(device, dict) or device.get("name") == "all":
+            continue
+        edits = device.get("containerEdits") or {}
+        for node in edits.get("deviceNodes") or [] if isinstance(edits, dict) else []:
+            path = node.get("path") if isinstance(node, dict) else None
+            if isinstance(path, str) and path.startswith(paths.RENDER_NODE_PREFIX):
+                found.append(path)
+    return sorted(found)
+
+
+def survey_render_nodes(kfd: list[dict[str, Any]] | None) -> list[str] | None:
+    """The render nodes of the GPUs KFD reports, sorted; None when KFD isn't there."""
+    if kfd is None:
+        return None
+    return sorted(
+        f"{paths.RENDER_NODE_PREFIX}{node['drm_render_minor']}"
+        for node in kfd
+        if node.get("drm_render_minor") is not None
+    )
+
+
+def cdi_spec_state(spec_text: str | None, kfd: list[dict[str, Any]] | None) -> str:
+    """``missing`` (no spec, or not AMD's), ``stale`` (its GPUs aren't the ones KFD reports:
+    a card swapped, added or gone), ``current``, or ``unknown`` (KFD not there to compare)."""
+    named = cdi_render_nodes(spec_text)
+    if named is None:
+        return "missing"
+    found = survey_render_nodes(kfd)
+    if found is None:
+        return "unknown"
+    return "current" if named == found else "stale"

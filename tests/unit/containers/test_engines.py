@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.containers import engines
 from rocm_fleet.containers.engines import (
     DaemonJson,
     NotJson,
     SubIds,
-    cdi_spec_state,
     daemon_json,
     docker_fragment,
     docker_mode,
@@ -21,6 +19,7 @@ from rocm_fleet.containers.engines import (
     subids_needed,
 )
 from rocm_fleet.containers.facts import ContainerEngines
+from rocm_fleet.model.container_toolkit import cdi_render_nodes, cdi_spec_state
 
 SPEC = (Path(__file__).parents[2] / "fixtures" / "cdi" / "amd-ctk-two-gpus.json").read_text()
 
@@ -121,7 +120,7 @@ def test_a_daemon_json_that_is_no_json_object_is_refused_not_overwritten(text):
 
 
 def test_the_cdi_spec_names_the_render_nodes_of_its_numbered_devices():
-    assert engines.cdi_render_nodes(SPEC) == ["/dev/dri/renderD128", "/dev/dri/renderD136"]
+    assert cdi_render_nodes(SPEC) == ["/dev/dri/renderD128", "/dev/dri/renderD136"]
 
 
 @pytest.mark.parametrize(

@@ -249,6 +249,8 @@ def converged(data: dict = BOTH, os_name: str = "debian-12") -> tuple:
                 other[fact_key(FileDigest, path=path)] = digest(content, mode, WRITTEN)
                 other[fact_key(FileContents, path=path)] = content.splitlines()
                 other[fact_key(Ledger, path=path)] = content.splitlines()
+                if path == engines.SOURCE:  # preflight's survey reads AMD's sources
+                    survey.sources.append([path, content.strip()])
             elif name == "verified-keyring":
                 other[fact_key(KeyringFingerprints, path=arguments[2])] = [arguments[1]]
             elif name == "cdi-generate":
@@ -346,7 +348,6 @@ def test_docker_running_containers_is_not_restarted_unless_allowed(caplog):
 
 def test_the_setting_removed_takes_back_what_rocm_fleet_put_there():
     survey, other = converged()
-    survey = replace(survey, sources=[[engines.SOURCE, "deb ..."]])
     site = json.dumps({"log-driver": "journald", **engines.docker_fragment("runtime")})
     other[fact_key(FileContents, path=engines.DAEMON_JSON)] = site.splitlines()
     planned = plan(CORE, SurveyHost(survey, other=other))
