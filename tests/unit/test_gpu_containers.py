@@ -12,7 +12,8 @@ import pytest
 from rocm_fleet.audit.cells import ObservedCells
 from rocm_fleet.audit.rows import containers_cell
 from rocm_fleet.facts.containers import ENGINE, SPEC_START, GpuContainersFact
-from rocm_fleet.model.gpu_containers import ContainerView, judge, spec_render_nodes
+from rocm_fleet.model.container_toolkit import cdi_render_nodes as spec_render_nodes
+from rocm_fleet.model.gpu_containers import ContainerView, judge
 
 SPEC = (Path(__file__).parents[1] / "fixtures/cdi/amd-2gpu.json").read_text()
 

@@ -1,11 +1,9 @@
 """GPU containers as the audit judges them: what a node shows of its container side
 (``ContainerView``, read by ``facts.containers``) against the inventory's engines and users and
-the GPUs KFD reports. The CDI spec is AMD's format (``amd-ctk cdi generate``: kind
-``amd.com/gpu``, devices ``0``..``N-1`` then ``all``, each with its device nodes)."""
+the GPUs KFD reports (the spec's render nodes against KFD's: ``model.container_toolkit``)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -14,7 +12,6 @@ from rocm_fleet.model.answers import KfdNode
 
 SPEC = paths.CDI_SPEC
 KIND = container_toolkit.CDI_KIND
-RENDER = paths.RENDER_NODE_PREFIX
 
 GROUPS = paths.GPU_GROUPS  #: what a rootless Podman user needs (AMD's running-workloads.rst)
 
@@ -27,27 +24,6 @@ class ContainerView:
     installed: tuple[str, ...] = ()
     spec: str | None = None
     members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-def spec_render_nodes(text: str | None) -> list[str] | None:
-    """The render nodes of the spec's numbered devices, sorted by minor; None when ``text`` is
-    no AMD CDI spec (absent, not JSON, another kind)."""
-    try:
-        spec = json.loads(text) if text is not None else None
-    except ValueError:
-        return None
-    if not isinstance(spec, dict) or spec.get("kind") != KIND:
-        return None
-    nodes = set()
-    for device in spec.get("devices") or []:
-        if not isinstance(device, dict) or device.get("name") == "all":
-            continue
-        edits = device.get("containerEdits")
-        for node in (edits.get("deviceNodes") or []) if isinstance(edits, dict) else []:
-            path = node.get("path") if isinstance(node, dict) else None
-            if isinstance(path, str) and path.startswith(RENDER) and path[len(RENDER) :].isdigit():
-                nodes.add(path)
-    return sorted(nodes, key=lambda p: int(p[len(RENDER) :]))
 
 
 @dataclass(frozen=True)
@@ -70,15 +46,8 @@ def judge(
 ) -> ContainersVerdict:
     """Whether GPU containers work on the node as ``engines`` and ``rootless`` users want."""
     problems = [f"{engine} is not installed" for engine in engines if engine not in view.installed]
-    named = spec_render_nodes(view.spec)
-    found = (
-        None
-        if kfd is None
-        else sorted(
-            (f"{RENDER}{n['drm_render_minor']}" for n in kfd if n.get("drm_render_minor")),
-            key=lambda p: int(p[len(RENDER) :]),
-        )
-    )
+    named = container_toolkit.cdi_render_nodes(view.spec)
+    found = container_toolkit.survey_render_nodes(list(kfd) if kfd is not None else None)
     gone: list[str] = []
     missed: list[str] = []
     if named is None:
