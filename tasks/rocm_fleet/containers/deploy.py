@@ -189,6 +189,9 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         stamp=plan.LISTS_STAMP,
     )
     engine_packages = [p for e in config.rocm_containers_engines for p in plan.ENGINE_PACKAGES[e]]
+    if "docker" in config.rocm_containers_engines and facts["candidate"].get("docker-cli"):
+        # Debian 13's docker.io (26) leaves the `docker` command to docker-cli, a Recommends
+        engine_packages.append("docker-cli")
     if users:
         engine_packages += plan.rootless_packages(
             _version("podman", facts, config.rocm_containers_install_engine)

@@ -38,14 +38,14 @@ class ContainerEngines(FactBase[dict[str, Any]]):
             for engine, tool in _TOOLS.items()
         )
         return (
-            probes + "LC_ALL=C apt-cache policy docker.io podman 2>/dev/null "
+            probes + "LC_ALL=C apt-cache policy docker.io docker-cli podman 2>/dev/null "
             '| while read -r a b _; do echo "__policy $a $b"; done; true'
         )
 
     @override
     def process(self, output: list[str]) -> dict[str, Any]:
         installed: dict[str, str | None] = dict.fromkeys(_TOOLS)
-        candidate: dict[str, str | None] = {"docker.io": None, "podman": None}
+        candidate: dict[str, str | None] = {"docker.io": None, "docker-cli": None, "podman": None}
         package = None
         for line in output:
             word, _, rest = line.strip().partition(" ")

@@ -178,9 +178,10 @@ def test_the_engine_fact_reads_versions_and_apts_candidates():
     ]
     assert ContainerEngines().process(output) == {
         "installed": {"docker": "Docker version 20.10.24+dfsg1, build 297e128", "podman": None},
-        "candidate": {"docker.io": "20.10.24+dfsg1-1+deb12u1", "podman": "4.3.1+ds1-8+b1"},
+        "candidate": {"docker.io": "20.10.24+dfsg1-1+deb12u1", "docker-cli": None,
+                      "podman": "4.3.1+ds1-8+b1"},
     }
     assert ContainerEngines().process(["__policy podman: ", "__policy Candidate: (none)"]) == {
         "installed": {"docker": None, "podman": None},
-        "candidate": {"docker.io": None, "podman": None},
+        "candidate": {"docker.io": None, "docker-cli": None, "podman": None},
     }
