@@ -11,7 +11,11 @@
   the build machine's root lacks CAP_SYS_RESOURCE (``CapEff`` without bit 24), so no lab
   process may raise its hard limit and the script would stop there. The script sources
   /etc/default/docker first: a ``ulimit`` function there (functions come before regular
-  builtins in dash) keeps the limits it has when raising them is refused.
+  builtins in dash) keeps the limits it has when raising them is refused. The script's
+  ``restart`` of a stopped Docker (the first restart after the install: the lab's invoke-rc.d
+  starts nothing, there being no init) reads its start-stop-daemon pidfile with
+  ``docker_pid=$(cat FILE)`` under ``set -e`` and exits when the file is missing; a real host's
+  ``service`` goes through systemctl instead. The file made empty when missing lets it start.
 * `image_tar` / `load_image`: a tiny image, no registry: busybox from Debian's
   ``busybox-static`` in the lab's own mirror, ``docker import``/``podman import``-ed on the
   host under a name in the site's registry (`IMAGE`), as root or as a rootless user, as a site
@@ -46,6 +50,8 @@ PODMAN_STORAGE_CONF = (
 DEFAULT_DOCKER = (
     "# rocm-fleet lab: the machine refuses to raise a hard limit (no CAP_SYS_RESOURCE)\n"
     'ulimit() { command ulimit "$@" 2>/dev/null || true; }\n'
+    "# rocm-fleet lab: restart of a stopped docker reads this pidfile under set -e\n"
+    '[ -e "$DOCKER_SSD_PIDFILE" ] || : > "$DOCKER_SSD_PIDFILE"\n'
 )
 
 

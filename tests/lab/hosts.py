@@ -121,10 +121,6 @@ class Host:
         auth = ssh_dir / "authorized_keys"
         auth.write_text(setup.authorized_key.read_text())
         auth.chmod(0o600)
-        if self.spec.containers:
-            # a booted host: a package's postinst starts its service (docker.io's, via its
-            # init script here; systemd's unit on a real host), as the sshbase's build forbade
-            (root / "usr/sbin/policy-rc.d").unlink(missing_ok=True)
         for old in (root / "etc/ssh").glob("ssh_host_*"):
             old.unlink()
         run(["ssh-keygen", "-A", "-f", root])
