@@ -137,6 +137,8 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
 
     # daemon.json edited: rocm-fleet's keys taken out by hand, the site's kept.
     sh(lab, NODE, """printf '{"storage-driver": "vfs"}\\n' > /etc/docker/daemon.json""")
+    report = audit(lab, inventory=inventory)
+    assert "lacks features.cdi" in cell(report)["text"], report.stdout
     dry = deploy(lab, inventory=inventory, dry=True)
     assert "Give Docker the GPUs in /etc/docker/daemon.json" in ops(dry), ops(dry)
     run = deploy(lab, inventory=inventory)
@@ -145,6 +147,7 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
     daemon = json.loads(sh(lab, NODE, "cat /etc/docker/daemon.json"))
     assert daemon["storage-driver"] == "vfs" and daemon["features"]["cdi"] is True, daemon
     assert changed(deploy(lab, inventory=inventory)) == {}
+    assert cell(audit(lab, inventory=inventory))["drift"] is False
 
     # alice taken out of render by hand.
     sh(lab, NODE, "gpasswd -d alice render")

@@ -137,3 +137,34 @@ def test_a_host_with_engines_fetches_the_toolkit_signed_by_the_radeon_key():
                         "rocm_amdgpu_key_fingerprint": "AB" * 20})  # fmt: skip
     (_, toolkit) = host_needs(core, debian13).apt
     assert toolkit.repository.key.fingerprint == "AB" * 20
+
+
+@pytest.mark.parametrize(
+    ("version", "daemon", "problem"),
+    [
+        ("Docker version 26.1.5+dfsg1, build a72d7cd", '{"features": {"cdi": true}}', None),
+        ("Docker version 26.1.5+dfsg1, build a72d7cd", '{"storage-driver": "vfs"}',
+         "Docker reads no CDI spec (/etc/docker/daemon.json lacks features.cdi)"),
+        ("Docker version 20.10.24+dfsg1, build 297e128",
+         '{"runtimes": {"amd": {"path": "amd-container-runtime", "args": []}}}', None),
+        ("Docker version 20.10.24+dfsg1, build 297e128", None,
+         "Docker has no AMD runtime (/etc/docker/daemon.json lacks runtimes.amd)"),
+        ("Docker version 26.1.5", "{", "/etc/docker/daemon.json is not JSON"),
+        (None, None, None),
+    ],
+)  # fmt: skip
+def test_docker_needs_what_its_version_reads_in_daemon_json(version, daemon, problem):
+    view = ContainerView(("docker",), SPEC, {}, version, daemon)
+    verdict = judge(["docker"], [], view, kfd(128, 129))
+    assert verdict.problems == ((problem,) if problem else ())
+
+
+def test_the_fact_reads_dockerd_and_daemon_json_without_a_newline_at_its_end():
+    from rocm_fleet.facts.containers import DAEMON_START, DOCKERD
+
+    version = "Docker version 26.1.5+dfsg1, build a72d7cd"
+    out = [f"{ENGINE}docker", f"{DOCKERD}{version}", "", DAEMON_START, "{",
+           '    "features": {"cdi": true}', "}", "", SPEC_START, "{}"]  # fmt: skip
+    view = GpuContainersFact().process(out)
+    assert view.docker_version == version
+    assert json.loads(view.daemon_json) == {"features": {"cdi": True}} and view.spec == "{}"

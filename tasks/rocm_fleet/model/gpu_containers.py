@@ -4,6 +4,8 @@ the GPUs KFD reports (the spec's render nodes against KFD's: ``model.container_t
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -12,6 +14,7 @@ from rocm_fleet.model.answers import KfdNode
 
 SPEC = paths.CDI_SPEC
 KIND = container_toolkit.CDI_KIND
+DAEMON_JSON = paths.DOCKER_DAEMON_JSON
 
 GROUPS = paths.GPU_GROUPS  #: what a rootless Podman user needs (AMD's running-workloads.rst)
 
@@ -24,6 +27,33 @@ class ContainerView:
     installed: tuple[str, ...] = ()
     spec: str | None = None
     members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    docker_version: str | None = None  #: ``dockerd --version``'s first line
+    daemon_json: str | None = None  #: /etc/docker/daemon.json's text; None: no file
+
+
+def docker_problem(version_text: str | None, daemon_text: str | None) -> str | None:
+    """Why Docker would not give containers the GPUs: its daemon.json lacks what its version
+    needs (``features.cdi`` from ``DOCKER_CDI``, else AMD's runtime ``runtimes.amd``, as
+    ``amd-ctk runtime configure`` writes them); None when it has it or the version is unknown."""
+    found = re.search(r"(\d+)\.(\d+)", version_text or "")
+    if found is None:
+        return None
+    try:
+        config = json.loads(daemon_text) if daemon_text is not None else {}
+    except ValueError:
+        return f"{DAEMON_JSON} is not JSON"
+    config = config if isinstance(config, dict) else {}
+    if (int(found[1]), int(found[2])) >= container_toolkit.DOCKER_CDI:
+        features = config.get("features")
+        if isinstance(features, dict) and features.get("cdi") is True:
+            return None
+        return f"Docker reads no CDI spec ({DAEMON_JSON} lacks features.cdi)"
+    runtimes = config.get("runtimes")
+    if isinstance(runtimes, dict) and container_toolkit.RUNTIME_NAME in runtimes:
+        return None
+    return (
+        f"Docker has no AMD runtime ({DAEMON_JSON} lacks runtimes.{container_toolkit.RUNTIME_NAME})"
+    )
 
 
 @dataclass(frozen=True)
@@ -46,6 +76,9 @@ def judge(
 ) -> ContainersVerdict:
     """Whether GPU containers work on the node as ``engines`` and ``rootless`` users want."""
     problems = [f"{engine} is not installed" for engine in engines if engine not in view.installed]
+    if "docker" in engines and "docker" in view.installed:
+        docker = docker_problem(view.docker_version, view.daemon_json)
+        problems += [docker] if docker else []
     named = container_toolkit.cdi_render_nodes(view.spec)
     found = container_toolkit.survey_render_nodes(list(kfd) if kfd is not None else None)
     gone: list[str] = []
