@@ -76,7 +76,9 @@ def image_tar(suite: str = "bookworm") -> bytes:
         raise LabError(f"no busybox-static in the {suite} mirror (mirror.CONTAINER_PACKAGES)")
     with tempfile.TemporaryDirectory(prefix="rflab-image-") as tmp:
         subprocess.run(["dpkg-deb", "-x", debs[-1], tmp], check=True)
-        busybox = (Path(tmp) / "bin/busybox").read_bytes()
+        # bookworm's at /bin, trixie's at /usr/bin
+        found = [p for p in (Path(tmp) / "bin/busybox", Path(tmp) / "usr/bin/busybox") if p.is_file()]
+        busybox = found[0].read_bytes()
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w") as tar:
         for name in ("bin", "dev", "proc", "sys", "tmp"):
