@@ -77,8 +77,8 @@ def image_tar(suite: str = "bookworm") -> bytes:
     with tempfile.TemporaryDirectory(prefix="rflab-image-") as tmp:
         subprocess.run(["dpkg-deb", "-x", debs[-1], tmp], check=True)
         # bookworm's at /bin, trixie's at /usr/bin
-        found = [p for p in (Path(tmp) / "bin/busybox", Path(tmp) / "usr/bin/busybox") if p.is_file()]
-        busybox = found[0].read_bytes()
+        found = [Path(tmp) / d / "busybox" for d in ("bin", "usr/bin")]
+        busybox = next(p for p in found if p.is_file()).read_bytes()
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w") as tar:
         for name in ("bin", "dev", "proc", "sys", "tmp"):
