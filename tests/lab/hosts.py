@@ -395,7 +395,7 @@ def children(pid: int) -> list[int]:
 def cgroup_mounts(mountinfo: str) -> list[tuple[str, str, str]]:
     """(mount point, fs type, super options) of the cgroup trees under /sys/fs/cgroup that
     ``mountinfo`` (/proc/self/mountinfo) shows, the tmpfs holding v1's first: what the build
-    machine's init mounted, v1, v2 or both, for a lab host to mount the same way."""
+    machine's init mounted, v1 or v2 (of a hybrid, v1), for a lab host to mount the same way."""
     found = []
     for line in mountinfo.splitlines():
         left, _, right = line.partition(" - ")
@@ -404,6 +404,10 @@ def cgroup_mounts(mountinfo: str) -> list[tuple[str, str, str]]:
         under = point == "/sys/fs/cgroup" or point.startswith("/sys/fs/cgroup/")
         if under and fstype in ("tmpfs", "cgroup", "cgroup2"):
             found.append((point, fstype, options))
+    if any(fstype == "cgroup" for _, fstype, _ in found):
+        # hybrid (v1 controllers, an empty v2 tree at unified/): the v1 trees alone, as crun
+        # refuses hybrid ("cgroups in hybrid mode not supported") and runc reads v1
+        found = [mount for mount in found if mount[1] != "cgroup2"]
     return found
 
 
