@@ -39,9 +39,18 @@ def lab():
     yield from running_lab(HOSTS, ["7.2.1"])
 
 
+#: The deploy gpu_containers() names its operations under (rocm_node's are tested elsewhere).
+DEPLOY = "GPU containers | "
+
+
 def ops(result) -> list[str]:
-    """The operations a run changed (or a dry run would), as their names end."""
-    return sorted(name.rsplit(" | ", 1)[-1] for name in changed(result))
+    """The GPU-container operations a run changed (or a dry run would), named without the
+    deploy's prefix; the node deploy's are printed."""
+    found = changed(result)
+    others = sorted(name for name in found if not name.startswith(DEPLOY))
+    if others:
+        print(f"node deploy operations changed: {others}")
+    return sorted(name.removeprefix(DEPLOY) for name in found if name.startswith(DEPLOY))
 
 
 def cell(report) -> dict:
