@@ -166,7 +166,11 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
 
     # The setting removed: nothing of rocm-fleet's container side stays; the engines and the
     # site's own daemon.json keys do (they are the site's).
-    none = {"rocm_containers_engines": [], "rocm_containers_rootless_users": []}
+    none = {
+        "rocm_containers_engines": [],
+        "rocm_containers_rootless_users": [],
+        "expected_gpu_count": 4,
+    }
     gone = inventory_with(lab, tmp_path / "gone.py", none)
     succeeded(deploy(lab, inventory=gone))
     left = sh(lab, NODE, "for f in " + " ".join(OURS) + "; do [ -e $f ] && echo $f; done; true")
