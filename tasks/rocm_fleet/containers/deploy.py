@@ -6,8 +6,6 @@ reads the node (preflight) first; a host preflight refused gets nothing."""
 
 from __future__ import annotations
 
-import json
-import logging
 from typing import TYPE_CHECKING
 
 from pyinfra import host
@@ -20,7 +18,7 @@ from rocm_fleet.containers import engines as plan
 from rocm_fleet.containers.facts import ContainerEngines
 from rocm_fleet.containers.operations import (
     cdi_spec,
-    engine_restarted,
+    docker_gpus,
     images_pulled,
     subordinate_ids,
     toolkit_package,
@@ -46,7 +44,6 @@ if TYPE_CHECKING:
     from rocm_fleet.model.matrix import Distro
 
 CDI_RECORD = f"{plan.STATE_DIR}/cdi-spec"
-logger = logging.getLogger("pyinfra")
 
 
 @deploy("GPU containers")
@@ -83,7 +80,8 @@ def _anything_there(found: Outcome | None) -> bool:
 
 
 def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str]) -> list[str]:
-    """Why the node can't run GPU containers as the inventory says (preflight's words)."""
+    """Why the node can't run GPU containers as the inventory says (preflight's words); an
+    engine apt doesn't know yet (its lists not read) is warned of and checked once installed."""
     problems = []
     suite, _ = toolkit.suite_for(row.key, row.suite)
     if suite is None:
@@ -92,7 +90,7 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
             f"{', '.join(sorted(toolkit.SUITES.values()))}): empty rocm_containers_engines"
         )
     for engine in config.rocm_containers_engines:
-        version = _version(engine, facts, config.rocm_containers_install_engine)
+        version = plan.version_of(engine, facts, config.rocm_containers_install_engine)
         if version is None:
             if not config.rocm_containers_install_engine:
                 problems.append(
@@ -100,9 +98,9 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
                     f"install it, or let rocm-fleet install the distribution's"
                 )
             else:
-                problems.append(
-                    f"apt offers no {plan.ENGINE_PACKAGES[engine][0]} package to install "
-                    "(apt lists missing or no such package for this distro)"
+                warn_host(
+                    f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how {engine} "
+                    "gets the GPUs is decided once it is installed"
                 )
         elif engine == "podman" and version[:2] < toolkit.PODMAN_CDI:
             problems.append(
@@ -114,14 +112,6 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
         absent_users,
     )  # fmt: skip
     return problems
-
-
-def _version(engine: str, facts: dict, install: bool) -> tuple[int, int, int] | None:
-    """The engine's version: installed, else what apt would install (``install``)."""
-    installed = plan.engine_version(facts["installed"].get(engine))
-    if installed is not None or not install:
-        return installed
-    return plan.engine_version(facts["candidate"].get(plan.ENGINE_PACKAGES[engine][0]))
 
 
 def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
@@ -153,11 +143,10 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     repository = plan.toolkit_repository(suite) if suite else None
     if repository is not None:
         problems += _bundle_gaps(config, repository)
-    docker = None
     if "docker" in config.rocm_containers_engines and not problems:
         try:
-            installing = config.rocm_containers_install_engine
-            docker = _docker_config(_version("docker", facts, installing))
+            lines = read_fact(FileContents, path=plan.DAEMON_JSON)
+            plan.parse_daemon_json(None if lines is None else "\n".join(lines))
         except plan.NotJson as exc:
             problems.append(f"{exc}: fix it (rocm-fleet merges its keys into the site's file)")
     if problems:
@@ -185,7 +174,7 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     engine_packages = [p for e in config.rocm_containers_engines for p in plan.ENGINE_PACKAGES[e]]
     if users:
         engine_packages += plan.rootless_packages(
-            _version("podman", facts, config.rocm_containers_install_engine)
+            plan.version_of("podman", facts, config.rocm_containers_install_engine)
         )
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
@@ -196,10 +185,7 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     )
     cdi_spec(name=f"Generate {toolkit.CDI_SPEC} from the node's GPUs", path=toolkit.CDI_SPEC,
              package=toolkit.PACKAGE, record=CDI_RECORD)  # fmt: skip
-    if docker is not None:
-        _configure_docker(config, docker)
-    else:
-        _unconfigure_docker(config)
+    _docker(config, present="docker" in config.rocm_containers_engines)
     if users:
         gpu_access(name="Give the rootless container users video and render",
                    groups=list(GPU_GROUPS), users=users)  # fmt: skip
@@ -212,69 +198,22 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         images_pulled(name="Pull the inventory's images with Podman", engine="podman", refs=images)
 
 
-def _recorded_fragment() -> dict | None:
-    lines = read_fact(Ledger, path=plan.DAEMON_LEDGER)
-    try:
-        value = json.loads("\n".join(lines)) if lines else None
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _current_daemon_json() -> str | None:
-    lines = read_fact(FileContents, path=plan.DAEMON_JSON)
-    return None if lines is None else "\n".join(lines) + "\n"
-
-
-def _docker_config(version: tuple[int, int, int] | None) -> tuple[str, plan.DaemonJson]:
-    """(mode, daemon.json) for the Docker of ``version``; NotJson for a site's broken file."""
-    mode = plan.docker_mode(version or (0, 0, 0))
-    wanted = plan.daemon_json(
-        _current_daemon_json(), _recorded_fragment(), plan.docker_fragment(mode)
-    )
-    return mode, wanted
-
-
-def _restart_docker(config: Config, changing: bool) -> None:
-    engine_restarted(
-        name="Restart Docker for its changed configuration",
-        service="docker",
-        configs=[plan.DAEMON_JSON],
+def _docker(config: Config, present: bool = True) -> None:
+    """Docker's daemon.json given (or without) rocm-fleet's keys, Docker restarted for it."""
+    if present:
+        mkdir = "Make Docker's configuration directory"
+        files.directory(name=mkdir, path=paths.DOCKER_DIR, mode="755")
+    docker_gpus(
+        name=f"Give Docker the GPUs in {plan.DAEMON_JSON} (restarted for a change)"
+        if present
+        else f"Take rocm-fleet's keys out of {plan.DAEMON_JSON} (Docker restarted)",
+        path=plan.DAEMON_JSON,
+        ledger=plan.DAEMON_LEDGER,
         stamp=plan.DOCKER_STAMP,
         allow_running=config.rocm_containers_restart_running,
-        changing=changing,
+        install=config.rocm_containers_install_engine,
+        present=present,
     )
-
-
-def _configure_docker(config: Config, docker: tuple[str, plan.DaemonJson]) -> None:
-    mode, wanted = docker
-    current = _current_daemon_json()
-    how = "CDI" if mode == "cdi" else "AMD's runtime (--runtime=amd: this Docker predates CDI)"
-    host.log_styled(f"GPU containers: Docker gets the GPUs through {how}", log_func=logger.info)
-    files.directory(name="Make Docker's configuration directory", path=paths.DOCKER_DIR, mode="755")
-    text_file(name=f"Give Docker the GPUs in {plan.DAEMON_JSON}",
-              path=plan.DAEMON_JSON, content=wanted.text or "", mode="644")  # fmt: skip
-    text_file(name="Record rocm-fleet's keys of daemon.json", path=plan.DAEMON_LEDGER,
-              content=json.dumps(wanted.ours, sort_keys=True) + "\n", mode="600")  # fmt: skip
-    _restart_docker(config, wanted.text != current)
-
-
-def _unconfigure_docker(config: Config) -> None:
-    """Take rocm-fleet's keys out of daemon.json (the site's stay; a file of ours alone goes)."""
-    recorded = _recorded_fragment()
-    if recorded is None:
-        return
-    current = _current_daemon_json()
-    try:
-        wanted = plan.daemon_json(current, recorded, None)
-    except plan.NotJson as exc:
-        warn_host(f"{exc}: rocm-fleet's keys left in it")
-        return
-    text_file(name=f"Take rocm-fleet's keys out of {plan.DAEMON_JSON}", path=plan.DAEMON_JSON,
-              content=wanted.text or "", mode="644", present=wanted.text is not None)  # fmt: skip
-    text_file(name="Forget rocm-fleet's keys of daemon.json", path=plan.DAEMON_LEDGER,
-              present=False)  # fmt: skip
-    _restart_docker(config, wanted.text != current)
 
 
 def _subordinate_ids(users: list[str]) -> None:
@@ -291,7 +230,7 @@ def _subordinate_ids(users: list[str]) -> None:
 def remove_containers(config: Config) -> None:
     """Take back what rocm-fleet set up for containers; the engines, their images and the
     users' groups stay."""
-    _unconfigure_docker(config)
+    _docker(config, present=False)
     _subordinate_ids([])
     if read_fact(Ledger, path=CDI_RECORD):
         text_file(name=f"Remove {toolkit.CDI_SPEC}", path=toolkit.CDI_SPEC, present=False)

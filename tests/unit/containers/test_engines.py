@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from pyinfra.facts.files import FileContents
 
+from rocm_fleet.containers import engines
 from rocm_fleet.containers.engines import (
     DaemonJson,
     NotJson,
@@ -18,8 +20,12 @@ from rocm_fleet.containers.engines import (
     engine_version,
     subids_needed,
 )
-from rocm_fleet.containers.facts import ContainerEngines
+from rocm_fleet.containers.facts import ContainerEngines, RunningContainers
+from rocm_fleet.containers.operations import docker_gpus
+from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.model.container_toolkit import cdi_render_nodes, cdi_spec_state
+from unit.opcases import run_op
+from unit.surveys import script_call
 
 SPEC = (Path(__file__).parents[2] / "fixtures" / "cdi" / "amd-ctk-two-gpus.json").read_text()
 
@@ -184,3 +190,21 @@ def test_the_engine_fact_reads_versions_and_apts_candidates():
         "installed": {"docker": None, "podman": None},
         "candidate": {"docker.io": None, "podman": None},
     }
+
+
+def test_dockers_keys_follow_the_docker_installed_when_the_operation_runs():
+    """Planned before the install (apt's candidate 20.10: the runtime), run after it (26.1)."""
+    facts = {
+        ContainerEngines: {
+            "installed": {"docker": "Docker version 26.1.5+dfsg1, build a72d7cd"},
+            "candidate": {"docker.io": "20.10.24+dfsg1-1+deb12u1"},
+        },
+        Ledger: [], FileContents: None, FileDigest: None, RunningContainers: 0,
+    }  # fmt: skip
+    ran = run_op(
+        docker_gpus, facts, executing=True, path=engines.DAEMON_JSON,
+        ledger=engines.DAEMON_LEDGER, stamp=engines.DOCKER_STAMP, allow_running=False,
+    )  # fmt: skip
+    daemon, _ledger, restart = [script_call(c) for c in ran.commands]
+    assert json.loads(daemon[1][2]) == {"features": {"cdi": True}}
+    assert restart == ("engine-restart", ["docker", engines.DOCKER_STAMP])

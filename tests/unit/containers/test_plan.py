@@ -47,6 +47,7 @@ BOTH = {
 }
 DEBIAN_12 = {"docker.io": "20.10.24+dfsg1-1+deb12u1", "podman": "4.3.1+ds1-8+b1"}
 WRITTEN = 1_800_000_000
+DOCKER = "Give Docker the GPUs in /etc/docker/daemon.json (restarted for a change)"
 
 
 def spec_for(*minors: int) -> str:
@@ -146,12 +147,18 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
     assert calls(ops[f"Generate {toolkit.CDI_SPEC} from the node's GPUs"]) == [
         ("cdi-generate", [toolkit.CDI_SPEC, CDI_RECORD])
     ]
-    daemon = ops[f"Give Docker the GPUs in {engines.DAEMON_JSON}"]
-    written = json.loads(calls(daemon)[0][1][2])
-    assert written == engines.docker_fragment(mode)
-    assert calls(ops["Restart Docker for its changed configuration"]) == [
-        ("engine-restart", ["docker", engines.DOCKER_STAMP])
-    ]
+    daemon, ledger, restart = calls(ops[DOCKER])
+    assert daemon[:1] == ("text-file",) and daemon[1][:2] == [engines.DAEMON_JSON, "644"]
+    assert json.loads(daemon[1][2]) == engines.docker_fragment(mode)
+    assert ledger == (
+        "text-file",
+        [
+            engines.DAEMON_LEDGER,
+            "600",
+            json.dumps(engines.docker_fragment(mode), sort_keys=True) + "\n",
+        ],
+    )
+    assert restart == ("engine-restart", ["docker", engines.DOCKER_STAMP])
     assert calls(ops["Give rootless users subordinate IDs (and take back others')"]) == [
         ("subids", ["add", engines.SUBID_LEDGER, "bob uid 100000 65536", "bob gid 100000 65536"])
     ]
@@ -194,7 +201,6 @@ def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs():
             {},
             "rocm_containers_rootless_users needs 'podman'",
         ),
-        ({}, {"candidate": {"docker.io": None, "podman": "4.3.1"}}, "apt offers no docker.io"),
         ({}, {"daemon_json": ["{", '  "debug": true,']}, "daemon.json is not valid JSON"),
     ],
 )
@@ -302,8 +308,7 @@ def test_a_converged_node_plans_no_change():
         (
             "daemon.json edited",
             [
-                "Give Docker the GPUs in /etc/docker/daemon.json",
-                "Restart Docker for its changed configuration",
+                DOCKER,
             ],
         ),
         ("bob out of render", ["Give the rootless container users video and render"]),
@@ -328,19 +333,27 @@ def test_each_drift_is_the_only_change(drift, changes):
     assert [name.split(" | ")[-1] for name in planned.changes] == changes
 
 
+def test_an_engine_apt_does_not_know_yet_is_decided_once_installed(caplog):
+    other = container_facts({"docker.io": None, "podman": "4.3.1+ds1-8+b1"})
+    planned = plan(BOTH, SurveyHost(core_converged(), other=other))
+    assert not planned.refused, planned.reason
+    assert "apt's lists know no docker.io yet" in caplog.text
+    assert [str(c) for c in planned.find(DOCKER).commands] == [
+        "echo 'Docker is not installed and apt offers no docker.io' >&2 && exit 1"
+    ]  # while planning; run after the install, the operation reads Docker's version
+
+
 def test_docker_running_containers_is_not_restarted_unless_allowed(caplog):
     survey, other = converged()
     other[fact_key(FileDigest, path=engines.DOCKER_STAMP)] = digest("", "600", WRITTEN - 10)
     other[RunningContainers] = 3
     planned = plan(BOTH, SurveyHost(survey, other=other))
-    assert planned.find("Restart Docker").commands == []
+    assert planned.find(DOCKER).commands == []
     assert "docker runs 3 container(s): its changed configuration" in caplog.text
     allowed = plan(
         {**BOTH, "rocm_containers_restart_running": True}, SurveyHost(survey, other=other)
     )
-    assert calls(allowed.find("Restart Docker")) == [
-        ("engine-restart", ["docker", engines.DOCKER_STAMP])
-    ]
+    assert calls(allowed.find(DOCKER)) == [("engine-restart", ["docker", engines.DOCKER_STAMP])]
 
 
 # --- removal -------------------------------------------------------------------------------
@@ -353,11 +366,12 @@ def test_the_setting_removed_takes_back_what_rocm_fleet_put_there():
     planned = plan(CORE, SurveyHost(survey, other=other))
     assert not planned.refused, planned.reason
     ops = {op.name.split(" | ")[-1]: calls(op) for op in containers_of(planned)}
-    (unmerged,) = ops["Take rocm-fleet's keys out of /etc/docker/daemon.json"]
-    assert json.loads(unmerged[1][2]) == {"log-driver": "journald"}
-    assert ops["Restart Docker for its changed configuration"] == [
-        ("engine-restart", ["docker", engines.DOCKER_STAMP])
+    unmerged, ledger, restart = ops[
+        "Take rocm-fleet's keys out of /etc/docker/daemon.json (Docker restarted)"
     ]
+    assert json.loads(unmerged[1][2]) == {"log-driver": "journald"}
+    assert ledger == f"rm -f {engines.DAEMON_LEDGER}"
+    assert restart == ("engine-restart", ["docker", engines.DOCKER_STAMP])
     assert ops["Give rootless users subordinate IDs (and take back others')"] == [
         ("subids", ["del", engines.SUBID_LEDGER, "bob uid 100000 65536", "bob gid 100000 65536"])
     ]
