@@ -31,7 +31,6 @@ from rocm_fleet.engine.refuse import outcome_of, refuse_after_preflight, warn_ho
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
-from rocm_fleet.model import paths
 from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.model.sources import AptNeed, HostNeeds, mirror_ca, proxy_environment
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
@@ -200,9 +199,6 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
 
 def _docker(config: Config, present: bool = True) -> None:
     """Docker's daemon.json given (or without) rocm-fleet's keys, Docker restarted for it."""
-    if present:
-        mkdir = "Make Docker's configuration directory"
-        files.directory(name=mkdir, path=paths.DOCKER_DIR, mode="755")
     docker_gpus(
         name=f"Give Docker the GPUs in {plan.DAEMON_JSON} (restarted for a change)"
         if present

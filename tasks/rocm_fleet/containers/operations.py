@@ -139,6 +139,8 @@ def docker_gpus(
         if wanted.text is None:
             yield StringCommand("rm", "-f", QuoteString(path))
         else:
+            if present:  # Docker's directory, before Docker made it
+                yield StringCommand("mkdir", "-p", "-m", "755", QuoteString(path.rsplit("/", 1)[0]))
             yield script("text-file", path, "644", wanted.text)
     if record is None:
         yield StringCommand("rm", "-f", QuoteString(ledger))

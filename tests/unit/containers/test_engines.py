@@ -205,6 +205,7 @@ def test_dockers_keys_follow_the_docker_installed_when_the_operation_runs():
         docker_gpus, facts, executing=True, path=engines.DAEMON_JSON,
         ledger=engines.DAEMON_LEDGER, stamp=engines.DOCKER_STAMP, allow_running=False,
     )  # fmt: skip
-    daemon, _ledger, restart = [script_call(c) for c in ran.commands]
+    _mkdir, daemon, _ledger, restart = ran.commands
+    daemon, restart = script_call(daemon), script_call(restart)
     assert json.loads(daemon[1][2]) == {"features": {"cdi": True}}
     assert restart == ("engine-restart", ["docker", engines.DOCKER_STAMP])

@@ -147,7 +147,8 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
     assert calls(ops[f"Generate {toolkit.CDI_SPEC} from the node's GPUs"]) == [
         ("cdi-generate", [toolkit.CDI_SPEC, CDI_RECORD])
     ]
-    daemon, ledger, restart = calls(ops[DOCKER])
+    mkdir, daemon, ledger, restart = calls(ops[DOCKER])
+    assert mkdir == "mkdir -p -m 755 /etc/docker"
     assert daemon[:1] == ("text-file",) and daemon[1][:2] == [engines.DAEMON_JSON, "644"]
     assert json.loads(daemon[1][2]) == engines.docker_fragment(mode)
     assert ledger == (
@@ -279,11 +280,6 @@ def converged(data: dict = BOTH, os_name: str = "debian-12") -> tuple:
     for stamp in stamps:
         other[fact_key(FileDigest, path=stamp)] = digest("", "600", WRITTEN + 10)
     other[Directory] = {"mode": 700, "user": "root", "group": "root"}
-    other[fact_key(Directory, path=paths.DOCKER_DIR)] = {
-        "mode": 755,
-        "user": "root",
-        "group": "root",
-    }
     other[ImagePresent] = True
     other[ContainerEngines]["installed"] = {
         "docker": "Docker version 20.10.24+dfsg1, build 297e128",
