@@ -111,6 +111,9 @@ def docker_gpus(
     """
     recorded_lines = read_fact(Ledger, path=ledger)
     recorded = recorded_fragment(recorded_lines)
+    if not present and recorded is None:
+        host.noop(f"{path} holds none of rocm-fleet's keys")
+        return
     lines = read_fact(FileContents, path=path)
     current = None if lines is None else "\n".join(lines) + "\n"
     fragment = None
@@ -120,9 +123,6 @@ def docker_gpus(
             yield failure("Docker is not installed and apt offers no docker.io")
             return
         fragment = docker_fragment(docker_mode(version))
-    elif recorded is None:
-        host.noop(f"{path} holds none of rocm-fleet's keys")
-        return
     try:
         wanted = daemon_json(current, recorded, fragment)
     except NotJson as exc:
