@@ -32,7 +32,13 @@ from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model.paths import GPU_GROUPS
-from rocm_fleet.model.sources import AptNeed, HostNeeds, mirror_ca, proxy_environment
+from rocm_fleet.model.sources import (
+    AptNeed,
+    HostNeeds,
+    SigningKey,
+    mirror_ca,
+    proxy_environment,
+)
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
 from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.users import gpu_access
@@ -139,7 +145,9 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         absent_users = [user for user in users if members["users"].get(user) is None]
     problems = _problems(config, row, facts, absent_users)
     suite, unofficial = toolkit.suite_for(row.key, row.suite)
-    repository = plan.toolkit_repository(suite) if suite else None
+    # The classic ROCm key signs it: the settings of that key (the driver's) are its own.
+    key = SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint)
+    repository = plan.toolkit_repository(suite, key) if suite else None
     if repository is not None:
         problems += _bundle_gaps(config, repository)
     if "docker" in config.rocm_containers_engines and not problems:

@@ -240,12 +240,13 @@ def rootless_problems(engines: list[str], users: list[str], absent: list[str]) -
     return problems
 
 
-def toolkit_repository(suite: str) -> AptRepository:
-    """AMD's container-toolkit apt source for ``suite``, in its own keyring and file."""
+def toolkit_repository(suite: str, key: SigningKey) -> AptRepository:
+    """AMD's container-toolkit apt source for ``suite``, signed by ``key`` (the classic ROCm
+    key: ``rocm_amdgpu_key_url`` and ``_fingerprint``), in its own keyring and file."""
     return AptRepository(
         url=toolkit.APT_URL,
         suite=suite,
-        key=SigningKey(toolkit.KEY_URL, toolkit.KEY_FINGERPRINT),
+        key=key,
         keyring=KEYRING,
         source=SOURCE,
     )

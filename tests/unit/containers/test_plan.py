@@ -20,7 +20,7 @@ from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFing
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
-from rocm_fleet.model import paths
+from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.host_survey import HostSurvey
 from unit.surveys import (
     SurveyHost,
@@ -129,7 +129,8 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
     assert not planned.refused, planned.reason
     ops = {op.name.split(" | ")[-1]: op for op in containers_of(planned)}
     (key,) = calls(ops["Install the container toolkit's signing key (fingerprint checked)"])
-    assert key == ("verified-keyring", [toolkit.KEY_URL, toolkit.KEY_FINGERPRINT, engines.KEYRING])
+    classic = [matrix.AMDGPU_KEY_URL, matrix.CLASSIC.key_fingerprint, engines.KEYRING]
+    assert key == ("verified-keyring", classic)
     (source,) = calls(ops["Point apt at AMD's container toolkit"])
     assert source[1][2] == (
         f"deb [arch=amd64 signed-by={engines.KEYRING}] "
@@ -166,6 +167,16 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
     assert calls(ops["Pull the inventory's images with Podman"]) == [
         "podman pull --quiet registry.example.org/ml/pytorch:2.9"
     ]
+
+
+def test_the_toolkit_is_checked_against_the_sites_classic_key_settings():
+    site = {
+        "rocm_amdgpu_key_url": "https://mirror.example.org/rocm.gpg.key",
+        "rocm_amdgpu_key_fingerprint": "0123456789ABCDEF0123456789ABCDEF01234567",
+    }
+    planned = plan({**BOTH, **site}, SurveyHost(core_converged(), other=container_facts()))
+    (key,) = calls(planned.find("Install the container toolkit's signing key"))
+    assert key == ("verified-keyring", [*site.values(), engines.KEYRING])
 
 
 def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs():
