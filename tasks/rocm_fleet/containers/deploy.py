@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.facts.files import FileContents
-from pyinfra.operations import files
 from pyinfra.operations.util import any_changed
 
 from rocm_fleet.containers import engines as plan
@@ -26,9 +25,12 @@ from rocm_fleet.containers.operations import (
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
 from rocm_fleet.deploy.node import host_config
 from rocm_fleet.deploy.preflight import refused
-from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.factcache import read_fact, remember_facts
 from rocm_fleet.engine.refuse import outcome_of, refuse_after_preflight, warn_host
+from rocm_fleet.engine.surveying import read_apart
+from rocm_fleet.facts.apt import KeyringFingerprints
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model.paths import GPU_GROUPS
@@ -40,7 +42,7 @@ from rocm_fleet.model.sources import (
     proxy_environment,
 )
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
-from rocm_fleet.operations.files import text_file
+from rocm_fleet.operations.files import directory_absent, text_file
 from rocm_fleet.operations.users import gpu_access
 
 if TYPE_CHECKING:
@@ -49,6 +51,11 @@ if TYPE_CHECKING:
     from rocm_fleet.model.matrix import Distro
 
 CDI_RECORD = f"{plan.STATE_DIR}/cdi-spec"
+#: What the feature's operations read of its files, read at once (one round trip).
+FILES = (plan.SOURCE, plan.PIN, plan.KEYRING, plan.LISTS_STAMP, plan.DAEMON_JSON,
+         plan.DOCKER_STAMP, toolkit.CDI_SPEC)  # fmt: skip
+LEDGERS = (plan.DAEMON_LEDGER, plan.SUBUID, plan.SUBGID, plan.SUBID_LEDGER, CDI_RECORD,
+           toolkit.CDI_SPEC)  # fmt: skip
 
 
 @deploy("GPU containers")
@@ -136,7 +143,24 @@ def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
     ]
 
 
+def _read_files() -> None:
+    """Read the feature's files in one round trip, as preflight's survey reads the core's, and
+    remember the answers for its operations (``engine.factcache``)."""
+    reads = [
+        *(Read("files", FileDigest, {"path": path}) for path in FILES),
+        Read("keyrings", KeyringFingerprints, {"path": plan.KEYRING}),
+        Read("directories", DirectoryExists, {"path": plan.STATE_DIR}),
+        *(Read("ledgers", Ledger, {"path": path}) for path in LEDGERS),
+    ]
+    answers = read_apart(host, reads)
+    if answers is not None:  # else each operation asks on its own
+        remember_facts(
+            (read.fact, read.kwargs, answer) for read, answer in zip(reads, answers, strict=True)
+        )
+
+
 def _install(config: Config, found: Outcome, row: Distro) -> None:
+    _read_files()
     users = list(config.rocm_containers_rootless_users)
     facts = read_fact(ContainerEngines)
     absent_users = []
@@ -162,7 +186,6 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     if unofficial:
         warn_host(unofficial)
     version = config.rocm_containers_toolkit_version or toolkit.DEFAULT_RELEASE
-    files.directory(name="Make rocm-fleet's containers state", path=plan.STATE_DIR, mode="700")
     served = repository.via(config.mirror)
     apt_repository(
         key=AptKey(
@@ -234,6 +257,7 @@ def _subordinate_ids(users: list[str]) -> None:
 def remove_containers(config: Config) -> None:
     """Take back what rocm-fleet set up for containers; the engines, their images and the
     users' groups stay."""
+    _read_files()
     _docker(config, present=False)
     _subordinate_ids([])
     if read_fact(Ledger, path=CDI_RECORD):
@@ -247,5 +271,4 @@ def remove_containers(config: Config) -> None:
         name="Remove the container toolkit's source", path=plan.SOURCE, present=False
     )
     apt_update(name="Forget the container toolkit's package lists", _if=any_changed(source))
-    files.directory(name="Remove rocm-fleet's containers state", path=plan.STATE_DIR,
-                    present=False)  # fmt: skip
+    directory_absent(name="Remove rocm-fleet's containers state", path=plan.STATE_DIR)

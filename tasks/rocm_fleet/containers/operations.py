@@ -78,12 +78,12 @@ def cdi_spec(path: str, package: str, record: str):
     + package: the toolkit's package, which brings amd-ctk
     + record: written once rocm-fleet made the spec (the spec goes with the feature only then)
     """
-    lines = read_fact(FileContents, path=path)
+    lines = read_fact(Ledger, path=path)  # JSON: its lines' blanks don't matter
     kfd = read_fact(KfdNodes)
     if kfd is None or not read_fact(AmdgpuModule)["loaded"]:
         host.noop(f"{path} waits for amdgpu (its KFD, and {package}'s installer)")
         return
-    state = cdi_spec_state(None if lines is None else "\n".join(lines), kfd)
+    state = cdi_spec_state("\n".join(lines), kfd)
     if state == "current":
         host.noop(f"{path} names the node's GPUs")
         return

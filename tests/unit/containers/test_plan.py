@@ -11,12 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from pyinfra.facts.files import Directory, FileContents
+from pyinfra.facts.files import FileContents
 
 from rocm_fleet.containers import engines
 from rocm_fleet.containers.deploy import CDI_RECORD
 from rocm_fleet.containers.facts import ContainerEngines, ImagePresent, RunningContainers
-from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
+from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
@@ -264,33 +264,31 @@ def converged(data: dict = BOTH, os_name: str = "debian-12") -> tuple:
         for name, arguments in [c for c in calls(op) if isinstance(c, tuple)]:
             if name == "text-file":
                 path, mode, content = arguments
-                other[fact_key(FileDigest, path=path)] = digest(content, mode, WRITTEN)
+                survey.files[path] = digest(content, mode, WRITTEN)
                 other[fact_key(FileContents, path=path)] = content.splitlines()
-                other[fact_key(Ledger, path=path)] = content.splitlines()
+                survey.ledgers[path] = content.splitlines()
                 if path == engines.SOURCE:  # preflight's survey reads AMD's sources
                     survey.sources.append([path, content.strip()])
             elif name == "verified-keyring":
-                other[fact_key(KeyringFingerprints, path=arguments[2])] = [arguments[1]]
+                survey.keyrings[arguments[2]] = [arguments[1]]
             elif name == "cdi-generate":
                 minors = [node["drm_render_minor"] for node in survey.kfd]
                 spec = spec_for(*minors)
-                other[fact_key(FileContents, path=arguments[0])] = spec.splitlines()
-                other[fact_key(FileDigest, path=arguments[0])] = digest(spec, "644", WRITTEN)
-                other[fact_key(Ledger, path=arguments[1])] = [arguments[0]]
+                survey.ledgers[arguments[0]] = [line.strip() for line in spec.splitlines()]
+                survey.files[arguments[0]] = digest(spec, "644", WRITTEN)
+                survey.ledgers[arguments[1]] = [arguments[0]]
             elif name == "packages-install":
                 survey.packages.update(dict.fromkeys(arguments[1:], "1.3.0"))
             elif name == "subids":
                 for line in arguments[2:]:
                     user, kind, start, count = line.split()
                     table = engines.SUBUID if kind == "uid" else engines.SUBGID
-                    other.setdefault(fact_key(Ledger, path=table), []).append(
-                        f"{user}:{start}:{count}"
-                    )
-                other[fact_key(Ledger, path=engines.SUBID_LEDGER)] = arguments[2:]
+                    survey.ledgers.setdefault(table, []).append(f"{user}:{start}:{count}")
+                survey.ledgers[engines.SUBID_LEDGER] = arguments[2:]
+    survey.directories[engines.STATE_DIR] = True
     stamps = [engines.LISTS_STAMP, engines.DOCKER_STAMP]
     for stamp in stamps:
-        other[fact_key(FileDigest, path=stamp)] = digest("", "600", WRITTEN + 10)
-    other[Directory] = {"mode": 700, "user": "root", "group": "root"}
+        survey.files[stamp] = digest("", "600", WRITTEN + 10)
     other[ImagePresent] = True
     other[ContainerEngines]["installed"] = {
         "docker": "Docker version 20.10.24+dfsg1, build 297e128",
@@ -301,9 +299,14 @@ def converged(data: dict = BOTH, os_name: str = "debian-12") -> tuple:
 
 def test_a_converged_node_plans_no_change():
     survey, other = converged()
-    planned = plan(BOTH, SurveyHost(survey, other=other))
+    host = SurveyHost(survey, other=other)
+    planned = plan(BOTH, host)
     assert not planned.refused, planned.reason
     assert planned.changes == []
+    # the feature's files came in one round trip with the survey's way; these are the others
+    assert [read.fact.__name__ for read in host.extra_reads] == [
+        "ContainerEngines", "GroupMembership", "FileContents", "ImagePresent", "ImagePresent",
+    ]  # fmt: skip
     assert len(containers_of(planned)) > 10  # every concern planned, as noops
 
 
@@ -325,13 +328,13 @@ def test_a_converged_node_plans_no_change():
 def test_each_drift_is_the_only_change(drift, changes):
     survey, other = converged()
     if drift == "spec deleted":
-        other[fact_key(FileContents, path=toolkit.CDI_SPEC)] = None
+        survey.ledgers[toolkit.CDI_SPEC] = []
     elif drift == "card swapped":
         survey.kfd[0]["drm_render_minor"] = 136
     elif drift == "daemon.json edited":
         edited = '{"debug": true}\n'
         other[fact_key(FileContents, path=engines.DAEMON_JSON)] = edited.splitlines()
-        other[fact_key(FileDigest, path=engines.DAEMON_JSON)] = digest(edited, "644", WRITTEN + 20)
+        survey.files[engines.DAEMON_JSON] = digest(edited, "644", WRITTEN + 20)
     elif drift == "bob out of render":
         other[GroupMembership] = {"groups": ["video", "render"], "users": {"bob": ["bob", "video"]}}
     elif drift == "toolkit moved":
@@ -352,7 +355,7 @@ def test_an_engine_apt_does_not_know_yet_is_decided_once_installed(caplog):
 
 def test_docker_running_containers_is_not_restarted_unless_allowed(caplog):
     survey, other = converged()
-    other[fact_key(FileDigest, path=engines.DOCKER_STAMP)] = digest("", "600", WRITTEN - 10)
+    survey.files[engines.DOCKER_STAMP] = digest("", "600", WRITTEN - 10)
     other[RunningContainers] = 3
     planned = plan(BOTH, SurveyHost(survey, other=other))
     assert planned.find(DOCKER).commands == []
@@ -385,7 +388,9 @@ def test_the_setting_removed_takes_back_what_rocm_fleet_put_there():
     assert ops[f"Remove {toolkit.CDI_SPEC}"] == [f"rm -f {toolkit.CDI_SPEC}"]
     assert ops["Purge AMD's container toolkit"] == [("apt-get", ["purge", toolkit.PACKAGE])]
     assert ops["Remove the container toolkit's source"] == [f"rm -f {engines.SOURCE}"]
-    assert ops["Remove rocm-fleet's containers state"] == [f"rm -rf {engines.STATE_DIR}"]
+    assert ops["Remove rocm-fleet's containers state"] == [
+        f"rm -rf --one-file-system {engines.STATE_DIR}"
+    ]
     assert not any("Install the container engines" in name for name in ops)  # engines stay
 
 
@@ -407,8 +412,11 @@ def test_rocm_state_absent_asks_the_node_and_removes_only_when_something_is_ther
     planned = plan({**BOTH, "rocm_state": "absent"}, host)
     assert containers_of(planned) == []
     assert fact_key(FileDigest, path=engines.SOURCE) in host.extra_reads
-    _, other = converged()
-    host = SurveyHost(HostSurvey(), other={**other, **clean})
+    survey, other = converged()
+    # the probe asks the node alone; the removal reads the feature's files at once
+    probe = {fact_key(FileDigest, path=engines.SOURCE): survey.files[engines.SOURCE]}
+    files = HostSurvey(files=survey.files, keyrings=survey.keyrings, ledgers=survey.ledgers)
+    host = SurveyHost(files, other={**other, **clean, **probe})
     removal = plan({**BOTH, "rocm_state": "absent"}, host)
     assert calls(removal.find("Remove the container toolkit's source")) == [
         f"rm -f {engines.SOURCE}"
