@@ -185,6 +185,12 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         return
     if unofficial:
         warn_host(unofficial)
+    if not (found.survey.amdgpu or {}).get("loaded"):
+        # The toolkit's preinst needs amdgpu (a reboot of this run may load it).
+        warn_host(
+            f"amdgpu is not loaded: {toolkit.PACKAGE} and {toolkit.CDI_SPEC} wait for a run "
+            "after the node booted with it"
+        )
     version = config.rocm_containers_toolkit_version or toolkit.DEFAULT_RELEASE
     served = repository.via(config.mirror)
     apt_repository(

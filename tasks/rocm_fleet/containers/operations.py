@@ -60,8 +60,6 @@ def toolkit_package(package: str, version: str = "", present: bool = True):
     if not read_fact(AmdgpuModule)["loaded"]:
         # Its preinst refuses to install without amdgpu (ROCm/container-toolkit
         # build/debian/DEBIAN/preinst).
-        warn_host(f"amdgpu is not loaded: {package} (its installer needs it) waits for a run "
-                  "after the node booted with it")  # fmt: skip
         host.noop(f"{package} not installed: amdgpu is not loaded")
         return
     yield script("packages-install", "", package)

@@ -179,7 +179,7 @@ def test_the_toolkit_is_checked_against_the_sites_classic_key_settings():
     assert key == ("verified-keyring", [*site.values(), engines.KEYRING])
 
 
-def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs():
+def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs(caplog):
     # amdgpu not loaded yet, no KFD
     survey = fresh_survey(
         "ubuntu-24.04", groups={"groups": ["video"], "users": {"alice": ["alice"]}}
@@ -189,6 +189,7 @@ def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs():
     assert not planned.refused, planned.reason
     assert planned.find("Install AMD's container toolkit").commands == []
     assert planned.find(f"Generate {toolkit.CDI_SPEC}").commands == []
+    assert caplog.text.count("amdgpu is not loaded: amd-container-toolkit and") == 1
 
 
 # --- refused before any change ------------------------------------------------------------
