@@ -6,21 +6,18 @@ reads the node (preflight) first; a host preflight refused gets nothing."""
 
 from __future__ import annotations
 
-import json
-import logging
 from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.facts.files import FileContents
-from pyinfra.operations import files
 from pyinfra.operations.util import any_changed
 
 from rocm_fleet.containers import engines as plan
 from rocm_fleet.containers.facts import ContainerEngines
 from rocm_fleet.containers.operations import (
     cdi_spec,
-    engine_restarted,
+    docker_gpus,
     images_pulled,
     subordinate_ids,
     toolkit_package,
@@ -28,12 +25,14 @@ from rocm_fleet.containers.operations import (
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
 from rocm_fleet.deploy.node import host_config
 from rocm_fleet.deploy.preflight import refused
-from rocm_fleet.engine.factcache import read_fact
+from rocm_fleet.engine.factcache import read_fact, remember_facts
 from rocm_fleet.engine.refuse import outcome_of, refuse_after_preflight, warn_host
+from rocm_fleet.engine.surveying import read_apart
+from rocm_fleet.facts.apt import KeyringFingerprints
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
+from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
-from rocm_fleet.model import paths
 from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.model.sources import (
     AptNeed,
@@ -43,7 +42,7 @@ from rocm_fleet.model.sources import (
     toolkit_repository,
 )
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
-from rocm_fleet.operations.files import text_file
+from rocm_fleet.operations.files import directory_absent, text_file
 from rocm_fleet.operations.users import gpu_access
 
 if TYPE_CHECKING:
@@ -52,7 +51,11 @@ if TYPE_CHECKING:
     from rocm_fleet.model.matrix import Distro
 
 CDI_RECORD = f"{plan.STATE_DIR}/cdi-spec"
-logger = logging.getLogger("pyinfra")
+#: What the feature's operations read of its files, read at once (one round trip).
+FILES = (plan.SOURCE, plan.PIN, plan.KEYRING, plan.LISTS_STAMP, plan.DAEMON_JSON,
+         plan.DOCKER_STAMP, toolkit.CDI_SPEC)  # fmt: skip
+LEDGERS = (plan.DAEMON_LEDGER, plan.SUBUID, plan.SUBGID, plan.SUBID_LEDGER, CDI_RECORD,
+           toolkit.CDI_SPEC)  # fmt: skip
 
 
 @deploy("GPU containers")
@@ -89,7 +92,8 @@ def _anything_there(found: Outcome | None) -> bool:
 
 
 def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str]) -> list[str]:
-    """Why the node can't run GPU containers as the inventory says (preflight's words)."""
+    """Why the node can't run GPU containers as the inventory says (preflight's words); an
+    engine apt doesn't know yet (its lists not read) is warned of and checked once installed."""
     problems = []
     suite, _ = toolkit.suite_for(row.key, row.suite)
     if suite is None:
@@ -98,7 +102,7 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
             f"{', '.join(sorted(toolkit.SUITES.values()))}): empty rocm_containers_engines"
         )
     for engine in config.rocm_containers_engines:
-        version = _version(engine, facts, config.rocm_containers_install_engine)
+        version = plan.version_of(engine, facts, config.rocm_containers_install_engine)
         if version is None:
             if not config.rocm_containers_install_engine:
                 problems.append(
@@ -106,9 +110,9 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
                     f"install it, or let rocm-fleet install the distribution's"
                 )
             else:
-                problems.append(
-                    f"apt offers no {plan.ENGINE_PACKAGES[engine][0]} package to install "
-                    "(apt lists missing or no such package for this distro)"
+                warn_host(
+                    f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how {engine} "
+                    "gets the GPUs is decided once it is installed"
                 )
         elif engine == "podman" and version[:2] < toolkit.PODMAN_CDI:
             problems.append(
@@ -120,14 +124,6 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
         absent_users,
     )  # fmt: skip
     return problems
-
-
-def _version(engine: str, facts: dict, install: bool) -> tuple[int, int, int] | None:
-    """The engine's version: installed, else what apt would install (``install``)."""
-    installed = plan.engine_version(facts["installed"].get(engine))
-    if installed is not None or not install:
-        return installed
-    return plan.engine_version(facts["candidate"].get(plan.ENGINE_PACKAGES[engine][0]))
 
 
 def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
@@ -147,7 +143,24 @@ def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
     ]
 
 
+def _read_files() -> None:
+    """Read the feature's files in one round trip, as preflight's survey reads the core's, and
+    remember the answers for its operations (``engine.factcache``)."""
+    reads = [
+        *(Read("files", FileDigest, {"path": path}) for path in FILES),
+        Read("keyrings", KeyringFingerprints, {"path": plan.KEYRING}),
+        Read("directories", DirectoryExists, {"path": plan.STATE_DIR}),
+        *(Read("ledgers", Ledger, {"path": path}) for path in LEDGERS),
+    ]
+    answers = read_apart(host, reads)
+    if answers is not None:  # else each operation asks on its own
+        remember_facts(
+            (read.fact, read.kwargs, answer) for read, answer in zip(reads, answers, strict=True)
+        )
+
+
 def _install(config: Config, found: Outcome, row: Distro) -> None:
+    _read_files()
     users = list(config.rocm_containers_rootless_users)
     facts = read_fact(ContainerEngines)
     absent_users = []
@@ -159,11 +172,10 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     repository = toolkit_repository(config, row)
     if repository is not None:
         problems += _bundle_gaps(config, repository)
-    docker = None
     if "docker" in config.rocm_containers_engines and not problems:
         try:
-            installing = config.rocm_containers_install_engine
-            docker = _docker_config(_version("docker", facts, installing))
+            lines = read_fact(FileContents, path=plan.DAEMON_JSON)
+            plan.parse_daemon_json(None if lines is None else "\n".join(lines))
         except plan.NotJson as exc:
             problems.append(f"{exc}: fix it (rocm-fleet merges its keys into the site's file)")
     if problems:
@@ -171,8 +183,13 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         return
     if unofficial:
         warn_host(unofficial)
+    if not (found.survey.amdgpu or {}).get("loaded"):
+        # The toolkit's preinst needs amdgpu (a reboot of this run may load it).
+        warn_host(
+            f"amdgpu is not loaded: {toolkit.PACKAGE} and {toolkit.CDI_SPEC} wait for a run "
+            "after the node booted with it"
+        )
     version = config.rocm_containers_toolkit_version or toolkit.DEFAULT_RELEASE
-    files.directory(name="Make rocm-fleet's containers state", path=plan.STATE_DIR, mode="700")
     served = repository.via(config.mirror)
     apt_repository(
         key=AptKey(
@@ -194,7 +211,7 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         engine_packages.append("docker-cli")
     if users:
         engine_packages += plan.rootless_packages(
-            _version("podman", facts, config.rocm_containers_install_engine)
+            plan.version_of("podman", facts, config.rocm_containers_install_engine)
         )
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
@@ -205,10 +222,7 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     )
     cdi_spec(name=f"Generate {toolkit.CDI_SPEC} from the node's GPUs", path=toolkit.CDI_SPEC,
              package=toolkit.PACKAGE, record=CDI_RECORD)  # fmt: skip
-    if docker is not None:
-        _configure_docker(config, docker)
-    else:
-        _unconfigure_docker(config)
+    _docker(config, present="docker" in config.rocm_containers_engines)
     if users:
         gpu_access(name="Give the rootless container users video and render",
                    groups=list(GPU_GROUPS), users=users)  # fmt: skip
@@ -221,69 +235,19 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         images_pulled(name="Pull the inventory's images with Podman", engine="podman", refs=images)
 
 
-def _recorded_fragment() -> dict | None:
-    lines = read_fact(Ledger, path=plan.DAEMON_LEDGER)
-    try:
-        value = json.loads("\n".join(lines)) if lines else None
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _current_daemon_json() -> str | None:
-    lines = read_fact(FileContents, path=plan.DAEMON_JSON)
-    return None if lines is None else "\n".join(lines) + "\n"
-
-
-def _docker_config(version: tuple[int, int, int] | None) -> tuple[str, plan.DaemonJson]:
-    """(mode, daemon.json) for the Docker of ``version``; NotJson for a site's broken file."""
-    mode = plan.docker_mode(version or (0, 0, 0))
-    wanted = plan.daemon_json(
-        _current_daemon_json(), _recorded_fragment(), plan.docker_fragment(mode)
-    )
-    return mode, wanted
-
-
-def _restart_docker(config: Config, changing: bool) -> None:
-    engine_restarted(
-        name="Restart Docker for its changed configuration",
-        service="docker",
-        configs=[plan.DAEMON_JSON],
+def _docker(config: Config, present: bool = True) -> None:
+    """Docker's daemon.json given (or without) rocm-fleet's keys, Docker restarted for it."""
+    docker_gpus(
+        name=f"Give Docker the GPUs in {plan.DAEMON_JSON} (restarted for a change)"
+        if present
+        else f"Take rocm-fleet's keys out of {plan.DAEMON_JSON} (Docker restarted)",
+        path=plan.DAEMON_JSON,
+        ledger=plan.DAEMON_LEDGER,
         stamp=plan.DOCKER_STAMP,
         allow_running=config.rocm_containers_restart_running,
-        changing=changing,
+        install=config.rocm_containers_install_engine,
+        present=present,
     )
-
-
-def _configure_docker(config: Config, docker: tuple[str, plan.DaemonJson]) -> None:
-    mode, wanted = docker
-    current = _current_daemon_json()
-    how = "CDI" if mode == "cdi" else "AMD's runtime (--runtime=amd: this Docker predates CDI)"
-    host.log_styled(f"GPU containers: Docker gets the GPUs through {how}", log_func=logger.info)
-    files.directory(name="Make Docker's configuration directory", path=paths.DOCKER_DIR, mode="755")
-    text_file(name=f"Give Docker the GPUs in {plan.DAEMON_JSON}",
-              path=plan.DAEMON_JSON, content=wanted.text or "", mode="644")  # fmt: skip
-    text_file(name="Record rocm-fleet's keys of daemon.json", path=plan.DAEMON_LEDGER,
-              content=json.dumps(wanted.ours, sort_keys=True) + "\n", mode="600")  # fmt: skip
-    _restart_docker(config, wanted.text != current)
-
-
-def _unconfigure_docker(config: Config) -> None:
-    """Take rocm-fleet's keys out of daemon.json (the site's stay; a file of ours alone goes)."""
-    recorded = _recorded_fragment()
-    if recorded is None:
-        return
-    current = _current_daemon_json()
-    try:
-        wanted = plan.daemon_json(current, recorded, None)
-    except plan.NotJson as exc:
-        warn_host(f"{exc}: rocm-fleet's keys left in it")
-        return
-    text_file(name=f"Take rocm-fleet's keys out of {plan.DAEMON_JSON}", path=plan.DAEMON_JSON,
-              content=wanted.text or "", mode="644", present=wanted.text is not None)  # fmt: skip
-    text_file(name="Forget rocm-fleet's keys of daemon.json", path=plan.DAEMON_LEDGER,
-              present=False)  # fmt: skip
-    _restart_docker(config, wanted.text != current)
 
 
 def _subordinate_ids(users: list[str]) -> None:
@@ -300,7 +264,8 @@ def _subordinate_ids(users: list[str]) -> None:
 def remove_containers(config: Config) -> None:
     """Take back what rocm-fleet set up for containers; the engines, their images and the
     users' groups stay."""
-    _unconfigure_docker(config)
+    _read_files()
+    _docker(config, present=False)
     _subordinate_ids([])
     if read_fact(Ledger, path=CDI_RECORD):
         text_file(name=f"Remove {toolkit.CDI_SPEC}", path=toolkit.CDI_SPEC, present=False)
@@ -313,5 +278,4 @@ def remove_containers(config: Config) -> None:
         name="Remove the container toolkit's source", path=plan.SOURCE, present=False
     )
     apt_update(name="Forget the container toolkit's package lists", _if=any_changed(source))
-    files.directory(name="Remove rocm-fleet's containers state", path=plan.STATE_DIR,
-                    present=False)  # fmt: skip
+    directory_absent(name="Remove rocm-fleet's containers state", path=plan.STATE_DIR)

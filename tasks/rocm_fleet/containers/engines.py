@@ -62,6 +62,15 @@ def shown(version: tuple[int, ...]) -> str:
     return ".".join(map(str, version))
 
 
+def version_of(engine: str, facts: dict[str, Any], install: bool) -> tuple[int, int, int] | None:
+    """An engine's version from ``containers.facts.ContainerEngines``: the installed one, else
+    (``install``) the one apt would install; None when neither is known."""
+    installed = engine_version(facts["installed"].get(engine))
+    if installed is not None or not install:
+        return installed
+    return engine_version(facts["candidate"].get(ENGINE_PACKAGES[engine][0]))
+
+
 def docker_mode(version: tuple[int, int, int]) -> str:
     """``cdi`` for a Docker that reads CDI specs (25 and later, with ``features.cdi``), else
     ``runtime`` (AMD's OCI runtime, ``--runtime=amd``)."""
@@ -120,6 +129,15 @@ def unmerged(current: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any
         elif result[key] == value:
             del result[key]
     return result
+
+
+def recorded_fragment(lines: list[str] | None) -> dict[str, Any] | None:
+    """The daemon.json keys a ledger records as rocm-fleet's (None: none, or not a record)."""
+    try:
+        value = json.loads("\n".join(lines)) if lines else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def daemon_json_text(value: dict[str, Any]) -> str:

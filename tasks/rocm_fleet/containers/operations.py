@@ -3,14 +3,23 @@ yields the commands that close the gap, or ``host.noop`` with why nothing is nee
 
 from __future__ import annotations
 
+import json
 import re
 
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 from pyinfra.facts.files import FileContents
 
-from rocm_fleet.containers.engines import SubIds
-from rocm_fleet.containers.facts import ImagePresent, RunningContainers
+from rocm_fleet.containers.engines import (
+    NotJson,
+    SubIds,
+    daemon_json,
+    docker_fragment,
+    docker_mode,
+    recorded_fragment,
+    version_of,
+)
+from rocm_fleet.containers.facts import ContainerEngines, ImagePresent, RunningContainers
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import warn_host
 from rocm_fleet.facts.apt import InstalledPackages
@@ -19,7 +28,7 @@ from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.system import AmdgpuModule
 from rocm_fleet.model import grammar
 from rocm_fleet.model.container_toolkit import cdi_spec_state
-from rocm_fleet.operations._script import script
+from rocm_fleet.operations._script import failure, script
 from rocm_fleet.operations.files import stamp_is_current
 
 
@@ -51,8 +60,6 @@ def toolkit_package(package: str, version: str = "", present: bool = True):
     if not read_fact(AmdgpuModule)["loaded"]:
         # Its preinst refuses to install without amdgpu (ROCm/container-toolkit
         # build/debian/DEBIAN/preinst).
-        warn_host(f"amdgpu is not loaded: {package} (its installer needs it) waits for a run "
-                  "after the node booted with it")  # fmt: skip
         host.noop(f"{package} not installed: amdgpu is not loaded")
         return
     yield script("packages-install", "", package)
@@ -69,12 +76,12 @@ def cdi_spec(path: str, package: str, record: str):
     + package: the toolkit's package, which brings amd-ctk
     + record: written once rocm-fleet made the spec (the spec goes with the feature only then)
     """
-    lines = read_fact(FileContents, path=path)
+    lines = read_fact(Ledger, path=path)  # JSON: its lines' blanks don't matter
     kfd = read_fact(KfdNodes)
     if kfd is None or not read_fact(AmdgpuModule)["loaded"]:
         host.noop(f"{path} waits for amdgpu (its KFD, and {package}'s installer)")
         return
-    state = cdi_spec_state(None if lines is None else "\n".join(lines), kfd)
+    state = cdi_spec_state("\n".join(lines), kfd)
     if state == "current":
         host.noop(f"{path} names the node's GPUs")
         return
@@ -82,34 +89,70 @@ def cdi_spec(path: str, package: str, record: str):
 
 
 @operation()
-def engine_restarted(
-    service: str, configs: list[str], stamp: str, allow_running: bool, changing: bool = False
-):
+def docker_gpus(
+    path: str, ledger: str, stamp: str, allow_running: bool, install: bool = True,
+    present: bool = True,
+):  # fmt: skip
     """
-    Restart ``service`` when this run changes one of ``configs`` or one changed since its last
-    restart by this deploy (or it never made one), unless it runs containers and
-    ``allow_running`` is false: then the host is warned that the change waits for the next
-    restart.
+    daemon.json with the keys Docker's version needs to give containers the GPUs (CDI from 25,
+    else AMD's runtime), merged with the site's and recorded in ``ledger``; or (present=False)
+    the recorded keys taken out again. Docker is restarted when the file changes, or changed
+    since its last restart by this deploy, unless it runs containers and ``allow_running`` is
+    false: then the host is warned that the change waits for Docker's next restart.
 
-    + service: e.g. docker
-    + configs: files the engine reads at start
+    + path: /etc/docker/daemon.json
+    + ledger: rocm-fleet's record of its keys
     + stamp: touched after each restart
     + allow_running: restart even while containers run (they stop)
-    + changing: an earlier operation of this run changes one of ``configs``
+    + install: Docker is to be installed by the deploy (its version: apt's candidate till then)
+    + present: the keys wanted (True) or taken back (False)
     """
-    if stamp_is_current(stamp, configs) and not changing:
-        host.noop(f"{service} runs with {', '.join(configs)} as it is")
+    recorded_lines = read_fact(Ledger, path=ledger)
+    recorded = recorded_fragment(recorded_lines)
+    if not present and recorded is None:
+        host.noop(f"{path} holds none of rocm-fleet's keys")
         return
-    running = read_fact(RunningContainers)
+    lines = read_fact(FileContents, path=path)
+    current = None if lines is None else "\n".join(lines) + "\n"
+    fragment = None
+    if present:
+        version = version_of("docker", read_fact(ContainerEngines), install)
+        if version is None:
+            yield failure("Docker is not installed and apt offers no docker.io")
+            return
+        fragment = docker_fragment(docker_mode(version))
+    try:
+        wanted = daemon_json(current, recorded, fragment)
+    except NotJson as exc:
+        yield failure(f"{exc}: fix it (rocm-fleet merges its keys into the site's file)")
+        return
+    record = json.dumps(fragment, sort_keys=True) if fragment is not None else None
+    changing = wanted.text != current
+    restart = changing or (current is not None and not stamp_is_current(stamp, [path]))
+    running = read_fact(RunningContainers) if restart else 0
+    if not changing and recorded_lines == ([record] if record else []) and not restart:
+        host.noop(f"{path} gives Docker the GPUs; Docker runs with it")
+        return
+    if changing:
+        if wanted.text is None:
+            yield StringCommand("rm", "-f", QuoteString(path))
+        else:
+            if present:  # Docker's directory, before Docker made it
+                yield StringCommand("mkdir", "-p", "-m", "755", QuoteString(path.rsplit("/", 1)[0]))
+            yield script("text-file", path, "644", wanted.text)
+    if record is None:
+        yield StringCommand("rm", "-f", QuoteString(ledger))
+    elif recorded_lines != [record]:
+        yield script("text-file", ledger, "600", record + "\n")
+    if not restart:
+        return
     if running and not allow_running:
         warn_host(
-            f"{service} runs {running} container(s): its changed configuration "
-            f"({', '.join(configs)}) waits for its next restart (set "
-            "rocm_containers_restart_running: true to restart it now)"
+            f"docker runs {running} container(s): its changed configuration ({path}) waits "
+            "for its next restart (set rocm_containers_restart_running: true to restart it now)"
         )
-        host.noop(f"{service} not restarted: {running} container(s) running")
         return
-    yield script("engine-restart", service, stamp)
+    yield script("engine-restart", "docker", stamp)
 
 
 def _recorded(ledger: str) -> list[SubIds]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import paths
 
 _REPO = "ROCm/container-toolkit @ 192fe8e9e7044562440ae99ba44f913f7ebb81c9 (2026-07-09)"
 #: Where each fact below comes from.
@@ -28,9 +28,8 @@ APT_URL = "https://repo.radeon.com/amd-container-toolkit/apt"
 #: Ubuntu suite -> the distro AMD supports it on. A Debian release whose ROCm suite is one of
 #: these (the matrix's ``suite``) takes it too, warned as AMD doesn't list Debian.
 SUITES = {"jammy": "ubuntu 22.04", "noble": "ubuntu 24.04"}
-#: Signed by the classic ROCm key (the same key, fingerprint from the matrix).
-KEY_URL = matrix.CLASSIC_REPOSITORY.key_url
-KEY_FINGERPRINT = matrix.CLASSIC.key_fingerprint
+#: Signed by the classic ROCm key (``SOURCE``): the key of ``rocm_amdgpu_key_url`` and
+#: ``rocm_amdgpu_key_fingerprint``, the matrix's by default.
 #: The OCI runtime Docker gets where it has no CDI.
 RUNTIME_NAME = "amd"
 RUNTIME_PATH = "amd-container-runtime"

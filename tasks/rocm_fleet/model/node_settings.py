@@ -231,7 +231,8 @@ class NodeSettings:
     rocm_amdgpu_key_url: HttpUrl = setting(
         matrix.AMDGPU_KEY_URL,
         "URL of the driver repository's signing key, installed with a Core SDK release and "
-        "`rocm_driver: dkms` (a classic release's key signs both)",
+        "`rocm_driver: dkms` (a classic release's key signs both), and for AMD's container "
+        "toolkit (`rocm_containers_engines`), which it signs too",
         DRIVER,
     )
     rocm_amdgpu_key_fingerprint: Fingerprint = setting(

@@ -266,12 +266,14 @@ def torch_pip(config: Config, runtime: matrix.HostRuntime | None = None) -> Torc
 
 def toolkit_repository(config: Config, row: matrix.Distro) -> AptRepository | None:
     """AMD's container-toolkit source for distro ``row`` (None: AMD builds it for no suite of
-    the row), signed by repo.radeon.com's key as the amdgpu repository is (``driver_key``)."""
+    the row), signed by the classic ROCm key, whose settings beside any release are the amdgpu
+    repository's (``rocm_amdgpu_key_url``, ``rocm_amdgpu_key_fingerprint``)."""
     suite, _ = container_toolkit.suite_for(row.key, row.suite)
     if suite is None:
         return None
+    key = SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint.upper())
     return AptRepository(
-        url=container_toolkit.APT_URL, suite=suite, key=driver_key(config),
+        url=container_toolkit.APT_URL, suite=suite, key=key,
         keyring=paths.CONTAINER_TOOLKIT_KEYRING, source=paths.CONTAINER_TOOLKIT_SOURCE,
     )  # fmt: skip
 

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+from pyinfra.facts.files import FileContents
 
+from rocm_fleet.containers import engines
 from rocm_fleet.containers.engines import (
     DaemonJson,
     NotJson,
@@ -18,8 +20,12 @@ from rocm_fleet.containers.engines import (
     engine_version,
     subids_needed,
 )
-from rocm_fleet.containers.facts import ContainerEngines
+from rocm_fleet.containers.facts import ContainerEngines, RunningContainers
+from rocm_fleet.containers.operations import docker_gpus
+from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.model.container_toolkit import cdi_render_nodes, cdi_spec_state
+from unit.opcases import run_op
+from unit.surveys import script_call
 
 SPEC = (Path(__file__).parents[2] / "fixtures" / "cdi" / "amd-ctk-two-gpus.json").read_text()
 
@@ -178,10 +184,32 @@ def test_the_engine_fact_reads_versions_and_apts_candidates():
     ]
     assert ContainerEngines().process(output) == {
         "installed": {"docker": "Docker version 20.10.24+dfsg1, build 297e128", "podman": None},
-        "candidate": {"docker.io": "20.10.24+dfsg1-1+deb12u1", "docker-cli": None,
-                      "podman": "4.3.1+ds1-8+b1"},
+        "candidate": {
+            "docker.io": "20.10.24+dfsg1-1+deb12u1",
+            "docker-cli": None,
+            "podman": "4.3.1+ds1-8+b1",
+        },
     }
     assert ContainerEngines().process(["__policy podman: ", "__policy Candidate: (none)"]) == {
         "installed": {"docker": None, "podman": None},
         "candidate": {"docker.io": None, "docker-cli": None, "podman": None},
     }
+
+
+def test_dockers_keys_follow_the_docker_installed_when_the_operation_runs():
+    """Planned before the install (apt's candidate 20.10: the runtime), run after it (26.1)."""
+    facts = {
+        ContainerEngines: {
+            "installed": {"docker": "Docker version 26.1.5+dfsg1, build a72d7cd"},
+            "candidate": {"docker.io": "20.10.24+dfsg1-1+deb12u1"},
+        },
+        Ledger: [], FileContents: None, FileDigest: None, RunningContainers: 0,
+    }  # fmt: skip
+    ran = run_op(
+        docker_gpus, facts, executing=True, path=engines.DAEMON_JSON,
+        ledger=engines.DAEMON_LEDGER, stamp=engines.DOCKER_STAMP, allow_running=False,
+    )  # fmt: skip
+    _mkdir, daemon, _ledger, restart = ran.commands
+    daemon, restart = script_call(daemon), script_call(restart)
+    assert json.loads(daemon[1][2]) == {"features": {"cdi": True}}
+    assert restart == ("engine-restart", ["docker", engines.DOCKER_STAMP])

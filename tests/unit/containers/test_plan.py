@@ -11,16 +11,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from pyinfra.facts.files import Directory, FileContents
+from pyinfra.facts.files import FileContents
 
 from rocm_fleet.containers import engines
 from rocm_fleet.containers.deploy import CDI_RECORD
 from rocm_fleet.containers.facts import ContainerEngines, ImagePresent, RunningContainers
-from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
+from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
-from rocm_fleet.model import paths
+from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.host_survey import HostSurvey
 from unit.surveys import (
     SurveyHost,
@@ -47,6 +47,7 @@ BOTH = {
 }
 DEBIAN_12 = {"docker.io": "20.10.24+dfsg1-1+deb12u1", "podman": "4.3.1+ds1-8+b1"}
 WRITTEN = 1_800_000_000
+DOCKER = "Give Docker the GPUs in /etc/docker/daemon.json (restarted for a change)"
 
 
 def spec_for(*minors: int) -> str:
@@ -128,7 +129,8 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
     assert not planned.refused, planned.reason
     ops = {op.name.split(" | ")[-1]: op for op in containers_of(planned)}
     (key,) = calls(ops["Install the container toolkit's signing key (fingerprint checked)"])
-    assert key == ("verified-keyring", [toolkit.KEY_URL, toolkit.KEY_FINGERPRINT, engines.KEYRING])
+    classic = [matrix.AMDGPU_KEY_URL, matrix.CLASSIC.key_fingerprint, engines.KEYRING]
+    assert key == ("verified-keyring", classic)
     (source,) = calls(ops["Point apt at AMD's container toolkit"])
     assert source[1][2] == (
         f"deb [arch=amd64 signed-by={engines.KEYRING}] "
@@ -146,12 +148,19 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
     assert calls(ops[f"Generate {toolkit.CDI_SPEC} from the node's GPUs"]) == [
         ("cdi-generate", [toolkit.CDI_SPEC, CDI_RECORD])
     ]
-    daemon = ops[f"Give Docker the GPUs in {engines.DAEMON_JSON}"]
-    written = json.loads(calls(daemon)[0][1][2])
-    assert written == engines.docker_fragment(mode)
-    assert calls(ops["Restart Docker for its changed configuration"]) == [
-        ("engine-restart", ["docker", engines.DOCKER_STAMP])
-    ]
+    mkdir, daemon, ledger, restart = calls(ops[DOCKER])
+    assert mkdir == "mkdir -p -m 755 /etc/docker"
+    assert daemon[:1] == ("text-file",) and daemon[1][:2] == [engines.DAEMON_JSON, "644"]
+    assert json.loads(daemon[1][2]) == engines.docker_fragment(mode)
+    assert ledger == (
+        "text-file",
+        [
+            engines.DAEMON_LEDGER,
+            "600",
+            json.dumps(engines.docker_fragment(mode), sort_keys=True) + "\n",
+        ],
+    )
+    assert restart == ("engine-restart", ["docker", engines.DOCKER_STAMP])
     assert calls(ops["Give rootless users subordinate IDs (and take back others')"]) == [
         ("subids", ["add", engines.SUBID_LEDGER, "bob uid 100000 65536", "bob gid 100000 65536"])
     ]
@@ -160,7 +169,17 @@ def test_a_node_gets_the_toolkit_source_the_spec_and_each_engine_as_its_version_
     ]
 
 
-def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs():
+def test_the_toolkit_is_checked_against_the_sites_classic_key_settings():
+    site = {
+        "rocm_amdgpu_key_url": "https://mirror.example.org/rocm.gpg.key",
+        "rocm_amdgpu_key_fingerprint": "0123456789ABCDEF0123456789ABCDEF01234567",
+    }
+    planned = plan({**BOTH, **site}, SurveyHost(core_converged(), other=container_facts()))
+    (key,) = calls(planned.find("Install the container toolkit's signing key"))
+    assert key == ("verified-keyring", [*site.values(), engines.KEYRING])
+
+
+def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs(caplog):
     # amdgpu not loaded yet, no KFD
     survey = fresh_survey(
         "ubuntu-24.04", groups={"groups": ["video"], "users": {"alice": ["alice"]}}
@@ -170,6 +189,7 @@ def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs():
     assert not planned.refused, planned.reason
     assert planned.find("Install AMD's container toolkit").commands == []
     assert planned.find(f"Generate {toolkit.CDI_SPEC}").commands == []
+    assert caplog.text.count("amdgpu is not loaded: amd-container-toolkit and") == 1
 
 
 # --- refused before any change ------------------------------------------------------------
@@ -194,7 +214,6 @@ def test_the_toolkit_and_spec_wait_for_amdgpu_which_its_installer_needs():
             {},
             "rocm_containers_rootless_users needs 'podman'",
         ),
-        ({}, {"candidate": {"docker.io": None, "podman": "4.3.1"}}, "apt offers no docker.io"),
         ({}, {"daemon_json": ["{", '  "debug": true,']}, "daemon.json is not valid JSON"),
     ],
 )
@@ -246,38 +265,31 @@ def converged(data: dict = BOTH, os_name: str = "debian-12") -> tuple:
         for name, arguments in [c for c in calls(op) if isinstance(c, tuple)]:
             if name == "text-file":
                 path, mode, content = arguments
-                other[fact_key(FileDigest, path=path)] = digest(content, mode, WRITTEN)
+                survey.files[path] = digest(content, mode, WRITTEN)
                 other[fact_key(FileContents, path=path)] = content.splitlines()
-                other[fact_key(Ledger, path=path)] = content.splitlines()
+                survey.ledgers[path] = content.splitlines()
                 if path == engines.SOURCE:  # preflight's survey reads AMD's sources
                     survey.sources.append([path, content.strip()])
             elif name == "verified-keyring":
-                other[fact_key(KeyringFingerprints, path=arguments[2])] = [arguments[1]]
+                survey.keyrings[arguments[2]] = [arguments[1]]
             elif name == "cdi-generate":
                 minors = [node["drm_render_minor"] for node in survey.kfd]
                 spec = spec_for(*minors)
-                other[fact_key(FileContents, path=arguments[0])] = spec.splitlines()
-                other[fact_key(FileDigest, path=arguments[0])] = digest(spec, "644", WRITTEN)
-                other[fact_key(Ledger, path=arguments[1])] = [arguments[0]]
+                survey.ledgers[arguments[0]] = [line.strip() for line in spec.splitlines()]
+                survey.files[arguments[0]] = digest(spec, "644", WRITTEN)
+                survey.ledgers[arguments[1]] = [arguments[0]]
             elif name == "packages-install":
                 survey.packages.update(dict.fromkeys(arguments[1:], "1.3.0"))
             elif name == "subids":
                 for line in arguments[2:]:
                     user, kind, start, count = line.split()
                     table = engines.SUBUID if kind == "uid" else engines.SUBGID
-                    other.setdefault(fact_key(Ledger, path=table), []).append(
-                        f"{user}:{start}:{count}"
-                    )
-                other[fact_key(Ledger, path=engines.SUBID_LEDGER)] = arguments[2:]
+                    survey.ledgers.setdefault(table, []).append(f"{user}:{start}:{count}")
+                survey.ledgers[engines.SUBID_LEDGER] = arguments[2:]
+    survey.directories[engines.STATE_DIR] = True
     stamps = [engines.LISTS_STAMP, engines.DOCKER_STAMP]
     for stamp in stamps:
-        other[fact_key(FileDigest, path=stamp)] = digest("", "600", WRITTEN + 10)
-    other[Directory] = {"mode": 700, "user": "root", "group": "root"}
-    other[fact_key(Directory, path=paths.DOCKER_DIR)] = {
-        "mode": 755,
-        "user": "root",
-        "group": "root",
-    }
+        survey.files[stamp] = digest("", "600", WRITTEN + 10)
     other[ImagePresent] = True
     other[ContainerEngines]["installed"] = {
         "docker": "Docker version 20.10.24+dfsg1, build 297e128",
@@ -288,9 +300,14 @@ def converged(data: dict = BOTH, os_name: str = "debian-12") -> tuple:
 
 def test_a_converged_node_plans_no_change():
     survey, other = converged()
-    planned = plan(BOTH, SurveyHost(survey, other=other))
+    host = SurveyHost(survey, other=other)
+    planned = plan(BOTH, host)
     assert not planned.refused, planned.reason
     assert planned.changes == []
+    # the feature's files came in one round trip with the survey's way; these are the others
+    assert [read.fact.__name__ for read in host.extra_reads] == [
+        "ContainerEngines", "GroupMembership", "FileContents", "ImagePresent", "ImagePresent",
+    ]  # fmt: skip
     assert len(containers_of(planned)) > 10  # every concern planned, as noops
 
 
@@ -302,8 +319,7 @@ def test_a_converged_node_plans_no_change():
         (
             "daemon.json edited",
             [
-                "Give Docker the GPUs in /etc/docker/daemon.json",
-                "Restart Docker for its changed configuration",
+                DOCKER,
             ],
         ),
         ("bob out of render", ["Give the rootless container users video and render"]),
@@ -313,13 +329,13 @@ def test_a_converged_node_plans_no_change():
 def test_each_drift_is_the_only_change(drift, changes):
     survey, other = converged()
     if drift == "spec deleted":
-        other[fact_key(FileContents, path=toolkit.CDI_SPEC)] = None
+        survey.ledgers[toolkit.CDI_SPEC] = []
     elif drift == "card swapped":
         survey.kfd[0]["drm_render_minor"] = 136
     elif drift == "daemon.json edited":
         edited = '{"debug": true}\n'
         other[fact_key(FileContents, path=engines.DAEMON_JSON)] = edited.splitlines()
-        other[fact_key(FileDigest, path=engines.DAEMON_JSON)] = digest(edited, "644", WRITTEN + 20)
+        survey.files[engines.DAEMON_JSON] = digest(edited, "644", WRITTEN + 20)
     elif drift == "bob out of render":
         other[GroupMembership] = {"groups": ["video", "render"], "users": {"bob": ["bob", "video"]}}
     elif drift == "toolkit moved":
@@ -328,19 +344,27 @@ def test_each_drift_is_the_only_change(drift, changes):
     assert [name.split(" | ")[-1] for name in planned.changes] == changes
 
 
+def test_an_engine_apt_does_not_know_yet_is_decided_once_installed(caplog):
+    other = container_facts({"docker.io": None, "podman": "4.3.1+ds1-8+b1"})
+    planned = plan(BOTH, SurveyHost(core_converged(), other=other))
+    assert not planned.refused, planned.reason
+    assert "apt's lists know no docker.io yet" in caplog.text
+    assert [str(c) for c in planned.find(DOCKER).commands] == [
+        "echo 'Docker is not installed and apt offers no docker.io' >&2 && exit 1"
+    ]  # while planning; run after the install, the operation reads Docker's version
+
+
 def test_docker_running_containers_is_not_restarted_unless_allowed(caplog):
     survey, other = converged()
-    other[fact_key(FileDigest, path=engines.DOCKER_STAMP)] = digest("", "600", WRITTEN - 10)
+    survey.files[engines.DOCKER_STAMP] = digest("", "600", WRITTEN - 10)
     other[RunningContainers] = 3
     planned = plan(BOTH, SurveyHost(survey, other=other))
-    assert planned.find("Restart Docker").commands == []
+    assert planned.find(DOCKER).commands == []
     assert "docker runs 3 container(s): its changed configuration" in caplog.text
     allowed = plan(
         {**BOTH, "rocm_containers_restart_running": True}, SurveyHost(survey, other=other)
     )
-    assert calls(allowed.find("Restart Docker")) == [
-        ("engine-restart", ["docker", engines.DOCKER_STAMP])
-    ]
+    assert calls(allowed.find(DOCKER)) == [("engine-restart", ["docker", engines.DOCKER_STAMP])]
 
 
 # --- removal -------------------------------------------------------------------------------
@@ -353,18 +377,21 @@ def test_the_setting_removed_takes_back_what_rocm_fleet_put_there():
     planned = plan(CORE, SurveyHost(survey, other=other))
     assert not planned.refused, planned.reason
     ops = {op.name.split(" | ")[-1]: calls(op) for op in containers_of(planned)}
-    (unmerged,) = ops["Take rocm-fleet's keys out of /etc/docker/daemon.json"]
-    assert json.loads(unmerged[1][2]) == {"log-driver": "journald"}
-    assert ops["Restart Docker for its changed configuration"] == [
-        ("engine-restart", ["docker", engines.DOCKER_STAMP])
+    unmerged, ledger, restart = ops[
+        "Take rocm-fleet's keys out of /etc/docker/daemon.json (Docker restarted)"
     ]
+    assert json.loads(unmerged[1][2]) == {"log-driver": "journald"}
+    assert ledger == f"rm -f {engines.DAEMON_LEDGER}"
+    assert restart == ("engine-restart", ["docker", engines.DOCKER_STAMP])
     assert ops["Give rootless users subordinate IDs (and take back others')"] == [
         ("subids", ["del", engines.SUBID_LEDGER, "bob uid 100000 65536", "bob gid 100000 65536"])
     ]
     assert ops[f"Remove {toolkit.CDI_SPEC}"] == [f"rm -f {toolkit.CDI_SPEC}"]
     assert ops["Purge AMD's container toolkit"] == [("apt-get", ["purge", toolkit.PACKAGE])]
     assert ops["Remove the container toolkit's source"] == [f"rm -f {engines.SOURCE}"]
-    assert ops["Remove rocm-fleet's containers state"] == [f"rm -rf {engines.STATE_DIR}"]
+    assert ops["Remove rocm-fleet's containers state"] == [
+        f"rm -rf --one-file-system {engines.STATE_DIR}"
+    ]
     assert not any("Install the container engines" in name for name in ops)  # engines stay
 
 
@@ -386,8 +413,11 @@ def test_rocm_state_absent_asks_the_node_and_removes_only_when_something_is_ther
     planned = plan({**BOTH, "rocm_state": "absent"}, host)
     assert containers_of(planned) == []
     assert fact_key(FileDigest, path=engines.SOURCE) in host.extra_reads
-    _, other = converged()
-    host = SurveyHost(HostSurvey(), other={**other, **clean})
+    survey, other = converged()
+    # the probe asks the node alone; the removal reads the feature's files at once
+    probe = {fact_key(FileDigest, path=engines.SOURCE): survey.files[engines.SOURCE]}
+    files = HostSurvey(files=survey.files, keyrings=survey.keyrings, ledgers=survey.ledgers)
+    host = SurveyHost(files, other={**other, **clean, **probe})
     removal = plan({**BOTH, "rocm_state": "absent"}, host)
     assert calls(removal.find("Remove the container toolkit's source")) == [
         f"rm -f {engines.SOURCE}"
