@@ -28,10 +28,11 @@ HOSTS = [
                            "expected_gpu_count": 1}),
     HostSpec("down", data={"rocm_version": "6.4.3"}, sshd=False),
 ]  # fmt: skip
-CHECKS = 9
+CHECKS = 10
 # Skipped on every lab host: the APU's GTT (no rocm_apu_gtt_gib), GPU health (no amd-smi
-# in the 6.4.3 double's rocm-hip-runtime set) and Slurm (no rocm_slurm_gres).
-UNSET = 3
+# in the 6.4.3 double's rocm-hip-runtime set), Slurm (no rocm_slurm_gres) and GPU containers
+# (no rocm_containers_engines).
+UNSET = 4
 LINE = re.compile(r"^(ok|FAILED|skipped|UNREACHABLE) +(\S+) +(.+)$")
 RAN = "/root/rocm-fleet-check-ran"  # touched by root's ~/.ssh/rc: a session started
 

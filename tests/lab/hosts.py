@@ -50,6 +50,11 @@ class HostSpec:
     #: the cached root it lies on (roots.BASES): "sshbase", or "slurm" (+ Debian's Slurm
     #: and MUNGE, for a `lab.slurm.Cluster`)
     base: str = "sshbase"
+    #: a host whose boot gives container engines what systemd gives them (`container_support`):
+    #: the cgroup hierarchies in a cgroup namespace of its own, a tmpfs on /dev/shm, and its
+    #: root as the mount namespace's root (pivot_root, not chroot: the kernel refuses
+    #: unprivileged user namespaces, so rootless Podman, to a chrooted process)
+    containers: bool = False
 
 
 @dataclass(frozen=True)
@@ -147,6 +152,8 @@ class Host:
         namespaces = ["--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wd"]
         if Path(f"/proc/{pid1}/ns/time").exists():
             namespaces.append("--time")
+        if self.spec.containers:
+            namespaces.append("--cgroup")
         return subprocess.Popen(
             ["nsenter", "--target", str(pid1), *namespaces, "--", *argv],
             env=env,
@@ -161,13 +168,15 @@ class Host:
         if self.running():
             return
         r = self.root
+        sshd = "/usr/sbin/sshd -D -e -o UseDNS=no -o MaxStartups=64:30:200"
         script = (
             f"hostname {self.name} && "
             f"mount -t proc proc {r}/proc && "
             f"mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts {r}/dev/pts && "
             f"mount --bind {r}/dev/pts/ptmx {r}/dev/ptmx && "
-            f"exec chroot {r} /usr/sbin/sshd -D -e -o UseDNS=no -o MaxStartups=64:30:200"
-        )
+            + (container_support(r) + f" && exec {sshd}" if self.spec.containers
+               else f"exec chroot {r} {sshd}")
+        )  # fmt: skip
         log_offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as log:
             # `ip netns exec` execs unshare, so Popen.pid is unshare's pid; unshare ignores
@@ -175,6 +184,7 @@ class Host:
             self.sshd = subprocess.Popen(
                 ["ip", "netns", "exec", self.netns,
                  "unshare", "--mount", "--pid", "--uts", "--fork", "--kill-child",
+                 *(["--cgroup"] if self.spec.containers else []),
                  *_fresh_uptime(), "--", "sh", "-c", script],
                 env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"},
                 stdin=subprocess.DEVNULL,
@@ -209,6 +219,8 @@ class Host:
                 proc.kill()  # --kill-child: the namespace's pid 1 gets SIGKILL too
                 proc.wait(5)
         self.sshd = None
+        if self.spec.containers:
+            remove_engine_cgroups()
 
 
 class Hosts:
@@ -378,6 +390,75 @@ def children(pid: int) -> list[int]:
     except OSError:
         return []
     return [int(p) for p in text.split()]
+
+
+def cgroup_mounts(mountinfo: str) -> list[tuple[str, str, str]]:
+    """(mount point, fs type, super options) of the cgroup trees under /sys/fs/cgroup that
+    ``mountinfo`` (/proc/self/mountinfo) shows, the tmpfs holding v1's first: what the build
+    machine's init mounted, v1 or v2 (of a hybrid, v1), for a lab host to mount the same way."""
+    found = []
+    for line in mountinfo.splitlines():
+        left, _, right = line.partition(" - ")
+        point = left.split()[4]
+        fstype, _source, options = right.split()[:3]
+        under = point == "/sys/fs/cgroup" or point.startswith("/sys/fs/cgroup/")
+        if under and fstype in ("tmpfs", "cgroup", "cgroup2"):
+            found.append((point, fstype, options))
+    if any(fstype == "cgroup" for _, fstype, _ in found):
+        # hybrid (v1 controllers, an empty v2 tree at unified/): the v1 trees alone, as crun
+        # refuses hybrid ("cgroups in hybrid mode not supported") and runc reads v1
+        found = [mount for mount in found if mount[1] != "cgroup2"]
+    return found
+
+
+def container_support(root: Path) -> str:
+    """The shell steps (inside the host's fresh mount and cgroup namespaces) that give a
+    containers host what its init would: the build machine's cgroup trees at
+    /sys/fs/cgroup, as the host's cgroup namespace sees them (its root is the lab's cgroup),
+    a tmpfs on /dev/shm (Podman's locks), then ``root`` made the namespace's root
+    (``pivot_root . .``, the old root detached) and shared, as systemd makes /."""
+    steps = []
+    for point, fstype, options in cgroup_mounts(Path("/proc/self/mountinfo").read_text()):
+        opts = ",".join(o for o in options.split(",") if o not in ("rw", "ro")) or "defaults"
+        steps.append(
+            f"mkdir -p {root}{point} && mount -t {fstype} -o {opts} {fstype} {root}{point}"
+        )
+    steps.append(f"mount -t tmpfs -o mode=1777,nosuid,nodev shm {root}/dev/shm")
+    steps.append(f"cd {root} && pivot_root . . && umount -l . && mount --make-rshared /")
+    return " && ".join(steps)
+
+
+#: The cgroups the engines make under their namespace's root (the lab's cgroup): Docker's
+#: cgroupfs parent, Podman's (cgroupfs manager) and systemd-style slices.
+ENGINE_CGROUPS = ("docker", "libpod_parent", "machine.slice")
+
+
+def remove_engine_cgroups() -> None:
+    """Remove what the engines of a stopped containers host left in the build machine's
+    cgroup trees: their empty parents under the lab's own cgroup (a cgroup still in use
+    stays; rmdir refuses it)."""
+    own = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for c in controllers.split(",") if controllers else [""]:
+            own[c.removeprefix("name=")] = path
+    for point, fstype, options in cgroup_mounts(Path("/proc/self/mountinfo").read_text()):
+        if fstype == "tmpfs":
+            continue
+        keys = [o.removeprefix("name=") for o in options.split(",")] if fstype == "cgroup" else [""]
+        path = next((own[k] for k in keys if k in own), None)
+        if path is None:
+            continue
+        for name in ENGINE_CGROUPS:
+            top = Path(point + path.rstrip("/")) / name
+            if not top.is_dir():
+                continue
+            for sub in sorted(top.rglob("*"), key=lambda d: -len(d.parts)):
+                if sub.is_dir():
+                    with contextlib.suppress(OSError):
+                        sub.rmdir()
+            with contextlib.suppress(OSError):
+                top.rmdir()
 
 
 def _fresh_uptime() -> list[str]:

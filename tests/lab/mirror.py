@@ -53,6 +53,14 @@ MIRROR_SUITE_PACKAGES["bookworm"] += ["tinyproxy"]
 # 24.04's does for OpenMPI, and trixie's rocminfo puts /usr/bin/rocminfo ahead of AMD's.
 MIRROR_SUITE_PACKAGES["trixie"] += ["libucx0", "rocminfo"]
 
+# GPU containers (tests/e2e/test_containers.py): Debian's own engines, which the deploy installs
+# (docker.io, podman with crun), runc for AMD's runtime double to exec, uidmap for rootless
+# Podman, jq (AMD's container toolkit depends on it) and busybox-static, the root of the tiny
+# image the lab imports into each engine (lab/engines.py).
+CONTAINER_PACKAGES = ["docker.io", "podman", "crun", "runc", "uidmap", "jq", "busybox-static"]
+MIRROR_SUITE_PACKAGES["bookworm"] += CONTAINER_PACKAGES
+MIRROR_SUITE_PACKAGES["trixie"] += CONTAINER_PACKAGES
+
 RECIPE = 3
 
 

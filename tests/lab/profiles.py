@@ -35,6 +35,8 @@ PROFILES: dict[str, tuple[Gpu, ...]] = {
     "rx7900xtx": (Gpu("gfx1100", "Radeon RX 7900 XTX", "GPU-b54ca445df90862b", "gfx1100"),),
     "w7900": (Gpu("gfx1100", "AMD Radeon PRO W7900", "GPU-7c3e9a01d2f4b865", "gfx1100"),),
     "mi300x-8": tuple(_mi300x(i) for i in range(8)),
+    # the same server with four of its GPUs pulled (an RMA): a card swap that changes the count
+    "mi300x-4": tuple(_mi300x(i) for i in range(4)),
     # RDNA4: the inbox amdgpu driver needs a newer kernel than Debian 12's 6.1
     # (tasks/rocm_fleet/model/matrix.py INBOX_MIN_KERNEL).
     "rx9070xt": (Gpu("gfx1201", "AMD Radeon RX 9070 XT", "GPU-4e2a91c07d3b5f18", "gfx1201"),),

@@ -64,8 +64,10 @@ PAGE_SIZE = 4096
 OWNED = ("sys/bus/pci", "sys/class/kfd", "sys/module/amdgpu", "dev/dri")
 #: The DRM character devices' major number (Linux's devices.txt: 226 = DRI).
 DRM_MAJOR = 226
-#: /dev/kfd, amdgpu's compute device (a dynamic major: devices.txt reserves 234-254 for those)
-KFD_DEVICE, KFD_MAJOR = "dev/kfd", 240
+#: /dev/kfd, amdgpu's compute device; its major: the kernel gives amdkfd a dynamic one
+#: (register_chrdev(0, ...) in drivers/gpu/drm/amd/amdkfd/kfd_chardev.c); 235 is one real
+#: hosts show.
+KFD_DEVICE, KFD_MAJOR = "dev/kfd", 235
 
 
 def _slot(index: int) -> tuple[str, int]:
@@ -118,10 +120,20 @@ def write(root: Path, profile: str) -> None:
         dri.mkdir(parents=True, exist_ok=True)
         minor = values["drm_render_minor"]
         os.mknod(dri / f"renderD{minor}", stat.S_IFCHR | 0o660, os.makedev(DRM_MAJOR, minor))
-    os.mknod(root / KFD_DEVICE, stat.S_IFCHR | 0o666, os.makedev(KFD_MAJOR, 0))
     module = sys / "module/amdgpu"
     module.mkdir(parents=True)
     (module / "initstate").write_text("live\n")
+    # the driver's devices as the kernel links them (module/amdgpu/drivers/pci:amdgpu ->
+    # bus/pci/drivers/amdgpu, one link per bound device, its drm/ children): what AMD's
+    # container toolkit enumerates (ROCm/container-toolkit internal/amdgpu/amdgpu.go)
+    (module / "drivers").mkdir()
+    (module / "drivers/pci:amdgpu").symlink_to("../../../bus/pci/drivers/amdgpu")
+    for i in range(len(gpus)):
+        slot, _ = _slot(i)
+        (drivers / slot).symlink_to(f"../../devices/{slot}")
+        (sys / "bus/pci/devices" / slot / "drm" / f"renderD{128 + i}").mkdir(parents=True)
+    # amdkfd's one device node, mode 0660 like the render nodes (the lab runs no udev)
+    os.mknod(root / KFD_DEVICE, stat.S_IFCHR | 0o660, os.makedev(KFD_MAJOR, 0))
 
 
 def load_ttm(root: Path) -> int | None:

@@ -2,7 +2,8 @@
 
 * the Debian mirror the build machine's apt sources name (`_util.debian_mirror`; the lab's
   roots name it too), served from the sparse mirror (mirror.py);
-* repo.radeon.com (amd_repo.py), repo.amd.com and stable.repo.amd.com (core_sdk_repo.py),
+* repo.radeon.com (amd_repo.py; its amd-container-toolkit repository: container_toolkit.py),
+  repo.amd.com and stable.repo.amd.com (core_sdk_repo.py),
   all signed with one throwaway key made the way AMD's classic key is (SHA-1 binding, then a
   SHA-256 one; each release signed at its recorded time), and download.pytorch.org
   (pytorch_index.py), built per lab for its ROCm releases from the recorded upstream facts
@@ -28,7 +29,7 @@ from rocm_fleet.model.matrix import (
     release,
 )
 
-from . import amd_repo, amd_wheels, core_sdk_repo, pytorch_index
+from . import amd_repo, amd_wheels, container_toolkit, core_sdk_repo, pytorch_index
 from . import upstream_facts as facts
 from ._tls import Certs, make_certs
 from ._util import PYTHON, Mirror, debian_mirror
@@ -104,6 +105,7 @@ class Upstreams:
         signer = amd_repo.Signer(self.gnupghome)
         try:
             amd_repo.build(self._www / "radeon", releases, signer, catalog)
+            container_toolkit.build(self._www / "radeon", signer)
             cores = facts.core_releases()
             # a synthetic release is served only to a lab that asks for it
             asked = {**cores, **facts.synthetic_core_releases()}

@@ -27,7 +27,7 @@ PACKAGE = SOURCE / "rocm_fleet"
 CORE = ["model", "upstream", "facts", "engine", "operations", "deploy", "cli"]
 LEAVES = {"version", "assets", "atomic"}
 #: each a package of its own, on the core
-FEATURES = {"audit", "bundle", "checks", "matrix", "pull", "roll"}
+FEATURES = {"audit", "bundle", "checks", "containers", "matrix", "pull", "roll"}
 #: the one core module that may import features, and only inside a function
 SHELL = "rocm_fleet.cli"
 #: core packages that run where no pyinfra state exists (the bundle, the matrix check, the model)

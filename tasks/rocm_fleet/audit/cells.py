@@ -118,6 +118,22 @@ class SlurmCell(Cell):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ContainersCell(Cell):
+    """GPU containers (``rocm_containers_engines``): whether they work here, and the CDI spec
+    against the GPUs (``model.gpu_containers.judge``)."""
+
+    engines: tuple[str, ...]  #: the engines the inventory wants
+    spec: str  #: ``current``, ``stale``, ``missing``, ``unknown``
+    gone: tuple[str, ...] = ()  #: render nodes the spec names that the host no longer has
+    missed: tuple[str, ...] = ()  #: render nodes of the host's GPUs the spec lacks
+    problems: tuple[str, ...] = ()
+
+    @property
+    def works(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True, kw_only=True)
 class HealthCell(Cell):
     status: str  #: ``HostHealth.status``, or ``unread`` when the read failed
     problems: tuple[str, ...] = ()
@@ -164,6 +180,10 @@ class ObservedCells:
     # (the Reboot concern's column is "REBOOT")
     reboot: RebootCell | None = field(default=None, metadata={"header": "REBOOT PENDING"})
     slurm: SlurmCell | None = field(default=None, metadata={"header": "SLURM GRES"})
+    #: shown only when a host has it (``optional``)
+    containers: ContainersCell | None = field(
+        default=None, metadata={"header": "GPU CONTAINERS", "optional": True}
+    )
     health: HealthCell | None = field(default=None, metadata={"header": "GPU HEALTH"})
     outlier: Cell | None = field(default=None, metadata={"header": "OUTLIER"})
     acceptance: AcceptanceCell | None = field(default=None, metadata={"header": "ACCEPTANCE"})
@@ -192,6 +212,10 @@ class ObservedCells:
 
 #: the observed columns: key -> header, in order
 OBSERVED: dict[str, str] = {f.name: f.metadata["header"] for f in fields(ObservedCells)}
+#: the observed columns shown only when some host has the cell
+OPTIONAL: frozenset[str] = frozenset(
+    f.name for f in fields(ObservedCells) if f.metadata.get("optional")
+)
 
 
 @dataclass(frozen=True)

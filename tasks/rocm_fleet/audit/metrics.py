@@ -53,6 +53,8 @@ def families(
     verified: list[Sample] = []
     outlier: list[Sample] = []
     outlier_drift: list[Sample] = []
+    containers: list[Sample] = []
+    stale: list[Sample] = []
     health: list[tuple[str, HostHealth]] = []
     accepted: dict[str, list[Sample]] = {name: [] for name in ACCEPTANCE_FAMILIES}
     for row in rows:
@@ -95,6 +97,9 @@ def families(
             undriven.append((host, float(cells.driver.drift)))
         if row.verified_at:
             verified.append((host, float(row.verified_at)))
+        if cells.containers is not None and cells.containers.spec != "unknown":
+            containers.append((host, float(cells.containers.works)))
+            stale.append((host, float(cells.containers.spec == "stale")))
     gpus = {name: samples for name, _, samples, _ in health_families(health)}
     return [
         *audit_families(now, now, duration=duration),
@@ -115,6 +120,12 @@ def families(
         ("rocm_fleet_last_verify_timestamp_seconds",
          "When the deploy's GPU check last passed on the host (this boot).", verified,
          "seconds"),
+        ("rocm_fleet_gpu_containers_ok",
+         "1 when GPU containers work on the host as the inventory wants (each engine there, "
+         "the CDI spec current, rootless users in video and render).", containers, ""),
+        ("rocm_fleet_cdi_spec_stale",
+         "1 when the host's CDI spec names GPUs that are gone or misses GPUs it has.", stale,
+         ""),
         ("rocm_fleet_outlier",
          "1 when the host's field differs from the majority of its peers (same distro "
          "release, GPU model and settings).", outlier, ""),

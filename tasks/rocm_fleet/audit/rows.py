@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from rocm_fleet.audit.cells import (
     AuditRow,
     Cell,
     ConcernCell,
+    ContainersCell,
     DriverCell,
     GpusCell,
     HealthCell,
@@ -42,6 +43,8 @@ from rocm_fleet.audit.outliers import (
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.acceptance import AcceptanceRead
+from rocm_fleet.model.answers import KfdNode
+from rocm_fleet.model.gpu_containers import ContainerView, judge
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 
@@ -252,7 +255,10 @@ def gather(
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        cells = replace(seen_cells(config, seen), health=health_cell(health))
+        cells = replace(
+            seen_cells(config, seen), health=health_cell(health),
+            containers=containers_cell(config, read_containers(host, config), survey.kfd),
+        )  # fmt: skip
         accepted = None
         if config.rocm_acceptance != "off":
             accepted = read_acceptance(host)
@@ -343,6 +349,41 @@ def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None)
     return AcceptanceCell(
         said, level=record.level, passed=record.passed, finished_at=record.finished_at
     )
+
+
+def read_containers(host: Any, config: Any) -> ContainerView | None:
+    """The node's container side (``facts.containers``) when the inventory wants GPU
+    containers; None when it doesn't or the read couldn't run."""
+    if not config.rocm_containers_engines:
+        return None
+    from rocm_fleet.engine.surveying import read_apart
+    from rocm_fleet.facts.containers import GpuContainersFact
+    from rocm_fleet.facts.round_trip import Read
+
+    answer = read_apart(host, [Read("containers", GpuContainersFact)])
+    return answer[0] if answer else None
+
+
+def containers_cell(
+    config: Any, view: ContainerView | None, kfd: Sequence[KfdNode] | None
+) -> ContainersCell | None:
+    """The ``containers`` cell: ``ok (docker, podman; CDI spec current)`` or what keeps GPU
+    containers from working here (drift); None when the inventory wants none."""
+    engines = tuple(config.rocm_containers_engines)
+    if not engines:
+        return None
+    if view is None:
+        return ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
+    verdict = judge(engines, config.rocm_containers_rootless_users, view, kfd)
+    text = (
+        "! " + "; ".join(verdict.problems)
+        if verdict.problems
+        else f"ok ({', '.join(engines)}; CDI spec {verdict.spec})"
+    )
+    return ContainersCell(
+        text, bool(verdict.problems), engines=engines, spec=verdict.spec, gone=verdict.gone,
+        missed=verdict.missed, problems=verdict.problems,
+    )  # fmt: skip
 
 
 def health_cell(health: HostHealth | None) -> HealthCell:

@@ -16,7 +16,7 @@ from rich.segment import Segment, Segments
 from rich.table import Table
 from rich.text import Text
 
-from rocm_fleet.audit.cells import OBSERVED, AuditRow, Cell, ObservedCells
+from rocm_fleet.audit.cells import OBSERVED, OPTIONAL, AuditRow, Cell, ObservedCells
 from rocm_fleet.cli.tables import COLOR_CHOICES as COLOR_CHOICES
 from rocm_fleet.cli.tables import FALLBACK_WIDTH, Screen, grid, measure
 from rocm_fleet.cli.tables import console as _console
@@ -53,16 +53,25 @@ def _concern_names(rows: list[AuditRow]) -> dict[str, str]:
     return names
 
 
+def _observed(rows: list[AuditRow]) -> dict[str, str]:
+    """The observed columns: every one, but an optional one only when a host has its cell."""
+    return {
+        key: header
+        for key, header in OBSERVED.items()
+        if key not in OPTIONAL or any(row.cells.get(key) is not None for row in rows)
+    }
+
+
 def columns(rows: list[AuditRow]) -> list[Column]:
     """The observed columns, then every concern any host's plan has, in plan order."""
-    shown = [Column("observed", key, header) for key, header in OBSERVED.items()]
+    shown = [Column("observed", key, header) for key, header in _observed(rows).items()]
     concerns = _concern_names(rows)
     return shown + [Column("concern", key, name.upper()) for key, name in concerns.items()]
 
 
 def column_ids(rows: list[AuditRow]) -> dict[str, dict[str, str]]:
     """The JSON's ``columns``: observed key -> header, concern id -> its name."""
-    return {"observed": dict(OBSERVED), "concerns": _concern_names(rows)}
+    return {"observed": _observed(rows), "concerns": _concern_names(rows)}
 
 
 def _cell(row: AuditRow, column: Column) -> Cell | None:

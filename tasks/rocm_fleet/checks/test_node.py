@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 
 import pytest
 
@@ -17,11 +18,13 @@ from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import Config
+from rocm_fleet.model.container_toolkit import CDI_KIND, DOCKER_CDI, RUNTIME_NAME
 from rocm_fleet.model.health import AMD_SMI_READS, HealthParseError, gpu_health, usable_json
 from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro, gpu_target
 from rocm_fleet.model.paths import ROCM_ROOT
 from rocm_fleet.model.slurm import gres_conf, gres_mismatch, node_gres, slurm_gpus
 from rocm_fleet.model.sources import mirror_path, rocm_repository
+from rocm_fleet.model.untrusted import visible
 
 TORCH_PROBE = r"""
 import json, torch
@@ -252,3 +255,71 @@ def test_slurm_sees_the_gpus(host, node):
     view = slurm.process(host.run(slurm.command(node.rocm_slurm_node_name)).stdout.splitlines())
     mismatch = gres_mismatch(gpus, view)
     assert mismatch is None, mismatch
+
+
+#: What a GPU container runs: /dev/kfd and the render nodes it was given (POSIX ls output:
+#: the file, then the directory's entries).
+CONTAINER_PROBE = "ls /dev/kfd /dev/dri"
+
+
+def container_devices(out: str) -> tuple[bool, list[str]]:
+    """(whether /dev/kfd was listed, the render nodes) in ``CONTAINER_PROBE``'s output."""
+    kfd = any(line.strip() == "/dev/kfd" for line in out.splitlines())
+    return kfd, sorted(set(re.findall(r"\brenderD\d+\b", out)), key=lambda n: int(n[7:]))
+
+
+def docker_gpu_args(version: str) -> str:
+    """How Docker ``version`` gets every GPU: CDI from ``DOCKER_CDI`` on, else AMD's runtime."""
+    found = re.match(r"(\d+)\.(\d+)", version.strip())
+    if found and (int(found[1]), int(found[2])) >= DOCKER_CDI:
+        return f"--device {CDI_KIND}=all"
+    return f"--runtime={RUNTIME_NAME} -e AMD_VISIBLE_DEVICES=all"
+
+
+def test_gpu_containers_see_the_gpus(host, node):
+    """GPU containers see the GPUs.
+
+    ``rocm_containers_engines``: a container on each engine, as root and (Podman) as each
+    rootless user with ``--group-add keep-groups``, sees /dev/kfd and the GPUs' render nodes,
+    as many as ``expected_gpu_count``. It runs the first of ``rocm_containers_images``."""
+    engines = node.rocm_containers_engines
+    if not engines:
+        pytest.skip("rocm_containers_engines is empty")
+    if not node.rocm_containers_images:
+        pytest.skip("no image to run: rocm_containers_images names none")
+    image = node.rocm_containers_images[0]
+    runs: list[tuple[str, str | None, str]] = []
+    for engine in engines:
+        if engine == "docker":
+            version = host.run("docker version --format '{{.Server.Version}}'")
+            if version.rc != 0:
+                runs.append((engine, None, f"! docker answers no version: {version.stderr}"))
+                continue
+            runs.append((engine, None, docker_gpu_args(version.stdout)))
+        else:
+            runs.append((engine, None, f"--device {CDI_KIND}=all"))
+            for user in node.rocm_containers_rootless_users:
+                runs.append((engine, user, f"--group-add keep-groups --device {CDI_KIND}=all"))
+    problems = []
+    for engine, user, args in runs:
+        who = f"{engine} as {user}" if user else f"{engine} as root"
+        if args.startswith("!"):
+            problems.append(f"{who}: {visible(args[2:].strip())}")
+            continue
+        command = f"timeout 120 {engine} run --rm --network none {args} {image} {CONTAINER_PROBE}"
+        if user:
+            command = f"su -s {paths.SHELL} {user} -c {shlex.quote('cd && ' + command)}"
+        result = host.run(command)
+        kfd, render = container_devices(result.stdout)
+        want = node.expected_gpu_count
+        wanted = want if want is not None else "1 or more"
+        if result.rc != 0 and not render:
+            problems.append(f"{who}: `{command}` failed: {visible(result.stderr.strip()[-500:])}")
+        elif not kfd:
+            problems.append(f"{who}: the container has no /dev/kfd")
+        elif not render or (want is not None and len(render) != want):
+            problems.append(
+                f"{who}: the container sees {len(render)} render node(s) "
+                f"({', '.join(render) or 'none'}), expected {wanted}"
+            )
+    assert not problems, "\n".join(problems)

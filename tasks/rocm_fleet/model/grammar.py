@@ -53,6 +53,17 @@ NO_PROXY = rf"\.?{HOST_NAME}|{IPV4}(?:/[0-9]{{1,2}})?|[0-9a-f:]+(?:/[0-9]{{1,3}}
 SLURM_GRES_TYPE = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}"
 # One NodeName, never a hostlist expression (gpu[1-4]).
 SLURM_NODE_NAME = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+#: A rootless container user: ``USER_NAME`` without the trailing ``$`` of machine accounts.
+ROOTLESS_USER = r"[a-z_][a-z0-9_-]{0,31}"
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+#: An image reference naming its registry explicitly (distribution/reference's grammar, the
+#: registry required): a dotted host, ``localhost`` or an IPv4 address, each with an optional
+#: port, or a one-label host with a port; then path components, an optional tag and digest.
+IMAGE_REF = (
+    rf"(?:(?:{_LABEL}(?:\.{_LABEL})+|localhost|{IPV4})(?::{PORT})?|{_LABEL}:{PORT})"
+    rf"(?:/{_IMAGE_COMPONENT})+(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    r"(?:@sha256:[0-9a-f]{64})?"
+)
 #: A DRM render node.
 RENDER_NODE = re.escape(paths.RENDER_NODE_PREFIX) + "[0-9]{1,4}"
 

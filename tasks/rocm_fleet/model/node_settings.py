@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import container_toolkit, matrix, paths
 from rocm_fleet.model.setting_types import (
     AbsolutePath,
+    ContainerEngines,
     Count,
     Distro,
     EnvName,
@@ -18,10 +19,13 @@ from rocm_fleet.model.setting_types import (
     Flag,
     GfxTargets,
     HttpUrl,
+    ImageRefs,
     PackageNames,
     Positive,
     Release,
+    RootlessUsers,
     SecretSource,
+    ToolkitRelease,
     TorchRelease,
     UserNames,
     one_of,
@@ -60,6 +64,7 @@ MIRROR = "Fleet mirror"
 PROXY = "Proxy"
 PULL = "Pull mode"
 SLURM = "Slurm"
+CONTAINERS = "GPU containers"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -226,7 +231,8 @@ class NodeSettings:
     rocm_amdgpu_key_url: HttpUrl = setting(
         matrix.AMDGPU_KEY_URL,
         "URL of the driver repository's signing key, installed with a Core SDK release and "
-        "`rocm_driver: dkms` (a classic release's key signs both)",
+        "`rocm_driver: dkms` (a classic release's key signs both), and for AMD's container "
+        "toolkit (`rocm_containers_engines`), which it signs too",
         DRIVER,
     )
     rocm_amdgpu_key_fingerprint: Fingerprint = setting(
@@ -267,4 +273,46 @@ class NodeSettings:
         600,
         "Seconds a rebooting host has to come back before it fails",
         REBOOT,
+    )
+    # --- GPU containers --------------------------------------------------------------
+    rocm_containers_engines: ContainerEngines = setting(
+        [],
+        "Container engines that get the node's GPUs (`rocm_fleet.containers.gpu_containers`, "
+        "after `rocm_node`): `docker`, `podman`, or both, through AMD's container toolkit "
+        f"(the CDI spec `{container_toolkit.CDI_SPEC}`; Docker older than 25 gets AMD's "
+        "runtime instead). Empty: none, and what rocm-fleet set up for containers goes",
+        CONTAINERS,
+    )
+    rocm_containers_install_engine: Flag = setting(
+        True,
+        "Install each engine from the distribution (`docker.io`; `podman` with `crun`); false: "
+        "only configure an engine the site installed (preflight refuses a host without it)",
+        CONTAINERS,
+    )
+    rocm_containers_rootless_users: RootlessUsers = setting(
+        [],
+        "Existing users who run rootless Podman: put in `video` and `render` and given "
+        f"subordinate ID ranges (`{paths.SUBUID}`, `{paths.SUBGID}`) where they have none; "
+        "they run containers with `--group-add keep-groups`",
+        CONTAINERS,
+    )
+    rocm_containers_restart_running: Flag = setting(
+        False,
+        "Restart Docker for a configuration change even while it runs containers (they stop); "
+        "false: such a host is warned that the change waits for Docker's next restart",
+        CONTAINERS,
+    )
+    rocm_containers_toolkit_version: ToolkitRelease | None = setting(
+        None,
+        f"The `{container_toolkit.PACKAGE}` release; default: the newest rocm-fleet knows "
+        f"({container_toolkit.DEFAULT_RELEASE}; source: AMD's release notes, "
+        "`model/container_toolkit.py`)",
+        CONTAINERS,
+    )
+    rocm_containers_images: ImageRefs = setting(
+        [],
+        "Images to pull on each engine ahead of use (e.g. before a reboot wave), each naming "
+        "the site's registry (`registry.example.org/ml/pytorch:2.9`); none from a public "
+        "registry by default",
+        CONTAINERS,
     )

@@ -243,3 +243,16 @@ def parent(path: str) -> str:
 # --- GPU device access ------------------------------------------------------------------------
 # Owners of /dev/kfd and /dev/dri/renderD*; AMD's prerequisites put GPU users in both.
 GPU_GROUPS = ("video", "render")
+
+# GPU containers (rocm_fleet.containers): AMD's toolkit source, the engines' files, and the
+# feature's own state, beside the core's (rocm_state: absent removes STATE_DIR before the
+# feature's own removal runs).
+CONTAINER_TOOLKIT_SOURCE = "/etc/apt/sources.list.d/amd-container-toolkit.list"
+CONTAINER_TOOLKIT_KEYRING = "/etc/apt/keyrings/amd-container-toolkit.gpg"
+CONTAINER_TOOLKIT_PIN = "/etc/apt/preferences.d/rocm-fleet-amd-container-toolkit"
+CDI_SPEC = "/etc/cdi/amd.json"
+DOCKER_DIR = "/etc/docker"
+DOCKER_DAEMON_JSON = f"{DOCKER_DIR}/daemon.json"
+SUBUID = "/etc/subuid"
+SUBGID = "/etc/subgid"
+CONTAINERS_STATE_DIR = "/var/lib/rocm-fleet-containers"

@@ -22,7 +22,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError, core_schema
 
-from rocm_fleet.model import grammar, matrix
+from rocm_fleet.model import container_toolkit, grammar, matrix
 
 
 def invalid(valid: str, **context: Any) -> PydanticCustomError:
@@ -271,6 +271,18 @@ SlurmNodeName = _grammar(
 )
 Distro = one_of(*matrix.DISTRO_KEYS)
 UserNames = _list_of(_grammar(grammar.USER_NAME), "user names")
+RootlessUsers = _list_of(_grammar(grammar.ROOTLESS_USER), "user names")
+ContainerEngines = Annotated[
+    list[Literal["docker", "podman"]],
+    *_LIST,
+    _check(lambda value: len(set(value)) == len(value)),
+    Valid("a list of 'docker' and/or 'podman', each once"),
+]
+ImageRefs = _list_of(
+    Annotated[_grammar(grammar.IMAGE_REF), _check(lambda value: len(value) <= 512)],
+    "image references naming their registry, e.g. 'registry.example.org/ml/pytorch:2.9'",
+)
+ToolkitRelease = one_of(*container_toolkit.RELEASES)
 PackageNames = _list_of(_grammar(grammar.PACKAGE_NAME), "Debian package names")
 Networks = _list_of(
     _checked(grammar.ip_network, f"{grammar.IPV4}(?:/[0-9]{{1,2}})?|[0-9a-f:.]+(?:/[0-9]{{1,3}})?"),

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from rocm_fleet.assets import render
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import container_toolkit, matrix, paths
 from rocm_fleet.model.decisions import Mirror, owned_wheels, pinned_requirements
 from rocm_fleet.model.venv_pins import normal_versions, requirement_met, version_matches
 
@@ -264,6 +264,20 @@ def torch_pip(config: Config, runtime: matrix.HostRuntime | None = None) -> Torc
     )
 
 
+def toolkit_repository(config: Config, row: matrix.Distro) -> AptRepository | None:
+    """AMD's container-toolkit source for distro ``row`` (None: AMD builds it for no suite of
+    the row), signed by the classic ROCm key, whose settings beside any release are the amdgpu
+    repository's (``rocm_amdgpu_key_url``, ``rocm_amdgpu_key_fingerprint``)."""
+    suite, _ = container_toolkit.suite_for(row.key, row.suite)
+    if suite is None:
+        return None
+    key = SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint.upper())
+    return AptRepository(
+        url=container_toolkit.APT_URL, suite=suite, key=key,
+        keyring=paths.CONTAINER_TOOLKIT_KEYRING, source=paths.CONTAINER_TOOLKIT_SOURCE,
+    )  # fmt: skip
+
+
 def host_needs(
     config: Config, row: matrix.Distro, host_gfx: list[str | None] | None = None
 ) -> HostNeeds:
@@ -273,5 +287,8 @@ def host_needs(
     driver = amdgpu_repository(config, row) if config.rocm_driver == "dkms" else None
     if driver is not None:
         apt.append(AptNeed(driver, (matrix.AMDGPU_DRIVER_PACKAGE,)))
+    toolkit = toolkit_repository(config, row) if config.rocm_containers_engines else None
+    if toolkit is not None:
+        apt.append(AptNeed(toolkit, (container_toolkit.PACKAGE,)))
     wheels = torch_wheels(config, matrix.HOST_RUNTIMES[row.key])
     return HostNeeds(tuple(apt), (wheels,) if wheels else ())

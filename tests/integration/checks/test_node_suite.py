@@ -54,7 +54,7 @@ def outcomes(result) -> dict[str, int]:
 
 
 def test_the_package_has_the_checks_the_readme_promises():
-    assert CHECKS == 9
+    assert CHECKS == 10
     assert "test_rocminfo_reports_expected_gpus" in dir(test_node)
     assert "test_torch_is_the_rocm_build_and_sees_the_gpus" in dir(test_node)
 

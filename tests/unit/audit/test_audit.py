@@ -18,7 +18,7 @@ from pyinfra.api.exceptions import ConnectError
 
 from rocm_fleet.audit import rows as audit_rows
 from rocm_fleet.audit import screens as audit_screens
-from rocm_fleet.audit.cells import OBSERVED, AuditRow
+from rocm_fleet.audit.cells import OBSERVED, OPTIONAL, AuditRow
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
@@ -389,7 +389,8 @@ def test_the_json_keeps_the_keys_scripts_read(rows):
     }  # fmt: skip
     assert {host.get("matrix_data") for host in hosts} == {"rocm-fleet's committed matrix", None}
     clean = hosts[0]
-    assert list(clean["cells"]) == list(OBSERVED)
+    # (an optional column, GPU containers, only where the inventory wants it)
+    assert list(clean["cells"]) == [key for key in OBSERVED if key not in OPTIONAL]
     assert {key: list(found) for key, found in clean["cells"].items()} == {
         "distro": ["text", "drift"],
         "kernel": ["text", "drift", "running", "newer"],
@@ -453,10 +454,10 @@ def test_exit_status_of_the_gathered_fleet(rows):
 def test_columns_are_the_observed_ones_then_the_concerns_in_plan_order(rows):
     shown = audit_screens.columns(rows)
     assert [(c.kind, c.key) for c in shown] == [
-        *(("observed", key) for key in OBSERVED),
+        *(("observed", key) for key in OBSERVED if key not in OPTIONAL),
         *(("concern", audit_rows.concern_id(name)) for name in CONCERNS),
     ]
-    assert shown[len(OBSERVED)].header == "ROCM APT REPOSITORY"
+    assert shown[len(OBSERVED) - len(OPTIONAL)].header == "ROCM APT REPOSITORY"
     headers = [c.header for c in shown]
     assert len(headers) == len(set(headers)), headers  # every column can be told apart
 

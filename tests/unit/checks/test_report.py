@@ -75,7 +75,7 @@ def test_outcomes_are_coloured_only_on_a_coloured_screen():
 
 def test_every_check_is_named_by_a_sentence_of_its_own():
     names = [check_name(Item(check)) for check in CHECKS]
-    assert len(names) == 9 and len(set(names)) == len(names)
+    assert len(names) == 10 and len(set(names)) == len(names)
     for check, name in zip(CHECKS, names, strict=True):
         assert name == check.__doc__.splitlines()[0].removesuffix("."), check.__name__
         assert "test_" not in name and "_" not in name.replace("rocm_users", "").replace(

@@ -1,0 +1,281 @@
+"""GPU containers on a node (``rocm_containers_*``): AMD's container toolkit from its own
+verified apt source, the CDI spec of the node's GPUs, each engine configured the way its
+version needs, rootless Podman users, pre-pulled images; all of it removed again when the
+engines list empties or ``rocm_state: absent``. Compose it after ``rocm_node()``, which
+reads the node (preflight) first; a host preflight refused gets nothing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyinfra import host
+from pyinfra.api import deploy
+from pyinfra.facts.files import FileContents
+from pyinfra.operations.util import any_changed
+
+from rocm_fleet.containers import engines as plan
+from rocm_fleet.containers.facts import ContainerEngines
+from rocm_fleet.containers.operations import (
+    cdi_spec,
+    docker_gpus,
+    images_pulled,
+    subordinate_ids,
+    toolkit_package,
+)
+from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
+from rocm_fleet.deploy.node import host_config
+from rocm_fleet.deploy.preflight import refused
+from rocm_fleet.engine.factcache import read_fact, remember_facts
+from rocm_fleet.engine.refuse import outcome_of, refuse_after_preflight, warn_host
+from rocm_fleet.engine.surveying import read_apart
+from rocm_fleet.facts.apt import KeyringFingerprints
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
+from rocm_fleet.facts.round_trip import Read
+from rocm_fleet.facts.users import GroupMembership
+from rocm_fleet.model import container_toolkit as toolkit
+from rocm_fleet.model.paths import GPU_GROUPS
+from rocm_fleet.model.sources import (
+    AptNeed,
+    HostNeeds,
+    mirror_ca,
+    proxy_environment,
+    toolkit_repository,
+)
+from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
+from rocm_fleet.operations.files import directory_absent, text_file
+from rocm_fleet.operations.users import gpu_access
+
+if TYPE_CHECKING:
+    from rocm_fleet.engine.refuse import Outcome
+    from rocm_fleet.model.config import Config
+    from rocm_fleet.model.matrix import Distro
+
+CDI_RECORD = f"{plan.STATE_DIR}/cdi-spec"
+#: What the feature's operations read of its files, read at once (one round trip).
+FILES = (plan.SOURCE, plan.PIN, plan.KEYRING, plan.LISTS_STAMP, plan.DAEMON_JSON,
+         plan.DOCKER_STAMP, toolkit.CDI_SPEC)  # fmt: skip
+LEDGERS = (plan.DAEMON_LEDGER, plan.SUBUID, plan.SUBGID, plan.SUBID_LEDGER, CDI_RECORD,
+           toolkit.CDI_SPEC)  # fmt: skip
+
+
+@deploy("GPU containers")
+def gpu_containers() -> None:
+    """Give the inventory's container engines the node's GPUs, or take back what rocm-fleet
+    set up for containers. Idempotent; does nothing for a host preflight refused."""
+    if refused():
+        return
+    config = host_config(host)
+    found = outcome_of()
+    if config.rocm_state == "absent" or not config.rocm_containers_engines:
+        if _anything_there(found):
+            remove_containers(config)
+        return
+    if found is None or found.survey is None or found.findings is None:
+        warn_host("GPU containers: compose gpu_containers() after rocm_node(): nothing done")
+        return
+    if found.findings.row is None:
+        return
+    _install(config, found, found.findings.row)
+
+
+def _anything_there(found: Outcome | None) -> bool:
+    """Whether rocm-fleet's container setup may be on the node: its apt source (written first,
+    removed last) or the toolkit in preflight's survey, else asked of the node."""
+    survey = found.survey if found is not None else None
+    if survey is not None and survey.sources is not None and survey.packages is not None:
+        return toolkit.PACKAGE in survey.packages or any(
+            path == plan.SOURCE for path, _ in survey.sources
+        )
+    return bool(
+        read_fact(FileDigest, path=plan.SOURCE) or read_fact(DirectoryExists, path=plan.STATE_DIR)
+    )
+
+
+def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str]) -> list[str]:
+    """Why the node can't run GPU containers as the inventory says (preflight's words); an
+    engine apt doesn't know yet (its lists not read) is warned of and checked once installed."""
+    problems = []
+    suite, _ = toolkit.suite_for(row.key, row.suite)
+    if suite is None:
+        problems.append(
+            f"AMD publishes no container toolkit for {row.key} (it does for "
+            f"{', '.join(sorted(toolkit.SUITES.values()))}): empty rocm_containers_engines"
+        )
+    for engine in config.rocm_containers_engines:
+        version = plan.version_of(engine, facts, config.rocm_containers_install_engine)
+        if version is None:
+            if not config.rocm_containers_install_engine:
+                problems.append(
+                    f"{engine} is not installed and rocm_containers_install_engine is false: "
+                    f"install it, or let rocm-fleet install the distribution's"
+                )
+            else:
+                warn_host(
+                    f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how {engine} "
+                    "gets the GPUs is decided once it is installed"
+                )
+        elif engine == "podman" and version[:2] < toolkit.PODMAN_CDI:
+            problems.append(
+                f"Podman {plan.shown(version)} predates CDI (4.1) and AMD's runtime serves "
+                "Docker only: install a newer Podman, or use docker"
+            )
+    problems += plan.rootless_problems(
+        list(config.rocm_containers_engines), list(config.rocm_containers_rootless_users),
+        absent_users,
+    )  # fmt: skip
+    return problems
+
+
+def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
+    mirror = config.mirror
+    if mirror is None or not mirror.bundle:
+        return []
+    # Imported here: only needed with a bundle.
+    from rocm_fleet.upstream import manifest
+
+    need = HostNeeds(apt=(AptNeed(repository, (toolkit.PACKAGE,)),))
+    gaps = manifest.missing(mirror.bundle, need)
+    if not gaps:
+        return []
+    return [
+        f"the fleet mirror's bundle {mirror.bundle} lacks AMD's container toolkit: "
+        f"{'; '.join(gaps)}"
+    ]
+
+
+def _read_files() -> None:
+    """Read the feature's files in one round trip, as preflight's survey reads the core's, and
+    remember the answers for its operations (``engine.factcache``)."""
+    reads = [
+        *(Read("files", FileDigest, {"path": path}) for path in FILES),
+        Read("keyrings", KeyringFingerprints, {"path": plan.KEYRING}),
+        Read("directories", DirectoryExists, {"path": plan.STATE_DIR}),
+        *(Read("ledgers", Ledger, {"path": path}) for path in LEDGERS),
+    ]
+    answers = read_apart(host, reads)
+    if answers is not None:  # else each operation asks on its own
+        remember_facts(
+            (read.fact, read.kwargs, answer) for read, answer in zip(reads, answers, strict=True)
+        )
+
+
+def _install(config: Config, found: Outcome, row: Distro) -> None:
+    _read_files()
+    users = list(config.rocm_containers_rootless_users)
+    facts = read_fact(ContainerEngines)
+    absent_users = []
+    if users:
+        members = read_fact(GroupMembership, groups=list(GPU_GROUPS), users=users)
+        absent_users = [user for user in users if members["users"].get(user) is None]
+    problems = _problems(config, row, facts, absent_users)
+    _, unofficial = toolkit.suite_for(row.key, row.suite)
+    repository = toolkit_repository(config, row)
+    if repository is not None:
+        problems += _bundle_gaps(config, repository)
+    if "docker" in config.rocm_containers_engines and not problems:
+        try:
+            lines = read_fact(FileContents, path=plan.DAEMON_JSON)
+            plan.parse_daemon_json(None if lines is None else "\n".join(lines))
+        except plan.NotJson as exc:
+            problems.append(f"{exc}: fix it (rocm-fleet merges its keys into the site's file)")
+    if problems:
+        refuse_after_preflight("GPU containers: " + "; ".join(problems))
+        return
+    if unofficial:
+        warn_host(unofficial)
+    if not (found.survey.amdgpu or {}).get("loaded"):
+        # The toolkit's preinst needs amdgpu (a reboot of this run may load it).
+        warn_host(
+            f"amdgpu is not loaded: {toolkit.PACKAGE} and {toolkit.CDI_SPEC} wait for a run "
+            "after the node booted with it"
+        )
+    version = config.rocm_containers_toolkit_version or toolkit.DEFAULT_RELEASE
+    served = repository.via(config.mirror)
+    apt_repository(
+        key=AptKey(
+            "Install the container toolkit's signing key (fingerprint checked)",
+            plan.KEYRING,
+            served.key.url,
+            served.key.fingerprint,
+            proxy_environment(config),
+            mirror_ca(config),
+        ),
+        source=AptFile("Point apt at AMD's container toolkit", plan.SOURCE, served.source_text()),
+        pin=AptFile("Hold the container toolkit at its release", plan.PIN, plan.pin_text(version)),
+        refresh="Refresh apt lists after a container toolkit source change",
+        stamp=plan.LISTS_STAMP,
+    )
+    engine_packages = [p for e in config.rocm_containers_engines for p in plan.ENGINE_PACKAGES[e]]
+    if "docker" in config.rocm_containers_engines and facts["candidate"].get("docker-cli"):
+        # Debian 13's docker.io (26) leaves the `docker` command to docker-cli, a Recommends
+        engine_packages.append("docker-cli")
+    if users:
+        engine_packages += plan.rootless_packages(
+            plan.version_of("podman", facts, config.rocm_containers_install_engine)
+        )
+    if config.rocm_containers_install_engine:
+        debian_packages(name="Install the container engines", packages=engine_packages)
+    toolkit_package(
+        name="Install AMD's container toolkit at its release",
+        package=toolkit.PACKAGE,
+        version=version,
+    )
+    cdi_spec(name=f"Generate {toolkit.CDI_SPEC} from the node's GPUs", path=toolkit.CDI_SPEC,
+             package=toolkit.PACKAGE, record=CDI_RECORD)  # fmt: skip
+    _docker(config, present="docker" in config.rocm_containers_engines)
+    if users:
+        gpu_access(name="Give the rootless container users video and render",
+                   groups=list(GPU_GROUPS), users=users)  # fmt: skip
+    _subordinate_ids(users)
+    # One call site per engine: pyinfra names an operation by its first host's call.
+    images = list(config.rocm_containers_images)
+    if images and "docker" in config.rocm_containers_engines:
+        images_pulled(name="Pull the inventory's images with Docker", engine="docker", refs=images)
+    if images and "podman" in config.rocm_containers_engines:
+        images_pulled(name="Pull the inventory's images with Podman", engine="podman", refs=images)
+
+
+def _docker(config: Config, present: bool = True) -> None:
+    """Docker's daemon.json given (or without) rocm-fleet's keys, Docker restarted for it."""
+    docker_gpus(
+        name=f"Give Docker the GPUs in {plan.DAEMON_JSON} (restarted for a change)"
+        if present
+        else f"Take rocm-fleet's keys out of {plan.DAEMON_JSON} (Docker restarted)",
+        path=plan.DAEMON_JSON,
+        ledger=plan.DAEMON_LEDGER,
+        stamp=plan.DOCKER_STAMP,
+        allow_running=config.rocm_containers_restart_running,
+        install=config.rocm_containers_install_engine,
+        present=present,
+    )
+
+
+def _subordinate_ids(users: list[str]) -> None:
+    if not users and not read_fact(Ledger, path=plan.SUBID_LEDGER):
+        return
+    needed = plan.subids_needed(
+        users, read_fact(Ledger, path=plan.SUBUID), read_fact(Ledger, path=plan.SUBGID)
+    )
+    subordinate_ids(name="Give rootless users subordinate IDs (and take back others')",
+                    needed=needed, ledger=plan.SUBID_LEDGER, keep=users)  # fmt: skip
+
+
+@deploy("Remove GPU containers")
+def remove_containers(config: Config) -> None:
+    """Take back what rocm-fleet set up for containers; the engines, their images and the
+    users' groups stay."""
+    _read_files()
+    _docker(config, present=False)
+    _subordinate_ids([])
+    if read_fact(Ledger, path=CDI_RECORD):
+        text_file(name=f"Remove {toolkit.CDI_SPEC}", path=toolkit.CDI_SPEC, present=False)
+    toolkit_package(name="Purge AMD's container toolkit", package=toolkit.PACKAGE, present=False)
+    text_file(name="Remove the container toolkit's pin", path=plan.PIN, present=False)
+    verified_keyring(
+        name="Remove the container toolkit's keyring", path=plan.KEYRING, present=False
+    )
+    source = text_file(
+        name="Remove the container toolkit's source", path=plan.SOURCE, present=False
+    )
+    apt_update(name="Forget the container toolkit's package lists", _if=any_changed(source))
+    directory_absent(name="Remove rocm-fleet's containers state", path=plan.STATE_DIR)

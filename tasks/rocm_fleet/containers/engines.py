@@ -1,0 +1,245 @@
+"""What a node's container engines need, decided from what the node reports (pure: no pyinfra).
+
+Engine versions as the tools and apt print them; how Docker is given the GPUs (CDI, or AMD's
+runtime where it predates CDI); daemon.json merged with the site's keys and unmerged again;
+the subordinate ID ranges a rootless user lacks. (Whether the CDI spec still names the node's
+GPUs is ``model.container_toolkit.cdi_spec_state``, for the audit's use too.) Everything
+read from a node is untrusted text: parsed, never run or shown raw."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from rocm_fleet.assets import render
+from rocm_fleet.model import container_toolkit as toolkit
+from rocm_fleet.model import paths
+
+DAEMON_JSON = paths.DOCKER_DAEMON_JSON
+STATE_DIR = paths.CONTAINERS_STATE_DIR
+DAEMON_LEDGER = f"{STATE_DIR}/daemon-json"
+SUBID_LEDGER = f"{STATE_DIR}/subids"
+DOCKER_STAMP = f"{STATE_DIR}/docker-restarted.stamp"
+LISTS_STAMP = f"{STATE_DIR}/apt-lists.stamp"
+SOURCE = paths.CONTAINER_TOOLKIT_SOURCE
+KEYRING = paths.CONTAINER_TOOLKIT_KEYRING
+PIN = paths.CONTAINER_TOOLKIT_PIN
+SUBUID = paths.SUBUID
+SUBGID = paths.SUBGID
+#: The distribution's packages of each engine: Podman's ``--group-add keep-groups`` needs
+#: crun (runc has no such mode).
+ENGINE_PACKAGES = {"docker": ("docker.io",), "podman": ("podman", "crun")}
+
+
+def rootless_packages(podman: tuple[int, int, int] | None) -> list[str]:
+    """What rootless Podman needs beside Podman (Recommends, which rocm-fleet doesn't install):
+    newuidmap (uidmap) and its user-mode network, pasta (passt) from Podman 5, slirp4netns
+    before (podman(1)'s --network default for rootless)."""
+    return ["uidmap", "passt" if podman is not None and podman >= (5, 0, 0) else "slirp4netns"]
+
+
+#: The subordinate IDs given to a rootless user (useradd's SUB_UID_COUNT default) from the
+#: first free ID at or above SUB_UID_MIN's default.
+SUBID_COUNT = 65536
+SUBID_MIN = 100000
+
+_VERSION = re.compile(r"(?:^|\s)(?:[0-9]+:)?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?")
+
+
+def engine_version(text: str | None) -> tuple[int, int, int] | None:
+    """The first version in a tool's or apt's words: ``Docker version 20.10.24+dfsg1, build
+    297e128``, ``podman version 4.3.1``, ``5:25.0.3-1~ubuntu.22.04~jammy``; None if none."""
+    match = _VERSION.search(text or "")
+    if match is None:
+        return None
+    major, minor, patch = match.groups()
+    return int(major), int(minor), int(patch or 0)
+
+
+def shown(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def version_of(engine: str, facts: dict[str, Any], install: bool) -> tuple[int, int, int] | None:
+    """An engine's version from ``containers.facts.ContainerEngines``: the installed one, else
+    (``install``) the one apt would install; None when neither is known."""
+    installed = engine_version(facts["installed"].get(engine))
+    if installed is not None or not install:
+        return installed
+    return engine_version(facts["candidate"].get(ENGINE_PACKAGES[engine][0]))
+
+
+def docker_mode(version: tuple[int, int, int]) -> str:
+    """``cdi`` for a Docker that reads CDI specs (25 and later, with ``features.cdi``), else
+    ``runtime`` (AMD's OCI runtime, ``--runtime=amd``)."""
+    return "cdi" if version[:2] >= toolkit.DOCKER_CDI else "runtime"
+
+
+def docker_fragment(mode: str) -> dict[str, Any]:
+    """The daemon.json keys Docker needs for ``mode`` (AMD's docker.go writes the same)."""
+    if mode == "cdi":
+        return {"features": {"cdi": True}}
+    return {"runtimes": {toolkit.RUNTIME_NAME: {"path": toolkit.RUNTIME_PATH, "args": []}}}
+
+
+class NotJson(ValueError):
+    """A daemon.json that isn't a JSON object: the site's to fix, never overwritten."""
+
+
+def parse_daemon_json(text: str | None) -> dict[str, Any]:
+    """The file's object ({} for no file or an empty one); NotJson otherwise."""
+    if text is None or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise NotJson(f"{DAEMON_JSON} is not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise NotJson(f"{DAEMON_JSON} is not a JSON object")
+    return value
+
+
+def merged(current: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
+    """``current`` with ``fragment``'s keys set, nested objects merged key by key (the site's
+    other keys, and their order, kept)."""
+    result = dict(current)
+    for key, value in fragment.items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merged(result[key], value)
+        else:
+            result[key] = value
+    return result
+
+
+def unmerged(current: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
+    """``current`` without the keys of ``fragment`` that still hold its values (a key the site
+    changed since stays); an object left empty by that goes too."""
+    result = dict(current)
+    for key, value in fragment.items():
+        if key not in result:
+            continue
+        if isinstance(value, dict) and isinstance(result[key], dict):
+            inner = unmerged(result[key], value)
+            if inner:
+                result[key] = inner
+            else:
+                del result[key]
+        elif result[key] == value:
+            del result[key]
+    return result
+
+
+def recorded_fragment(lines: list[str] | None) -> dict[str, Any] | None:
+    """The daemon.json keys a ledger records as rocm-fleet's (None: none, or not a record)."""
+    try:
+        value = json.loads("\n".join(lines)) if lines else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def daemon_json_text(value: dict[str, Any]) -> str:
+    return json.dumps(value, indent=4) + "\n"
+
+
+@dataclass(frozen=True)
+class DaemonJson:
+    """daemon.json as the deploy leaves it: its text (None: no file), and the fragment to
+    record as rocm-fleet's (None: no record)."""
+
+    text: str | None
+    ours: dict[str, Any] | None
+
+
+def daemon_json(
+    current_text: str | None, recorded: dict[str, Any] | None, fragment: dict[str, Any] | None
+) -> DaemonJson:
+    """daemon.json with ``fragment`` (None: rocm-fleet's keys removed), after taking out what
+    was ``recorded`` as rocm-fleet's on an earlier run; the site's keys kept. The file's text
+    stays as it is when its content would not change (no reformatting a site's file). NotJson
+    when the file holds something else."""
+    current = parse_daemon_json(current_text)
+    wanted = unmerged(current, recorded) if recorded else current
+    if fragment is not None:
+        wanted = merged(wanted, fragment)
+    if wanted == current:
+        return DaemonJson(current_text, fragment)
+    if not wanted and fragment is None:
+        return DaemonJson(None, None)  # the file held rocm-fleet's keys alone
+    return DaemonJson(daemon_json_text(wanted), fragment)
+
+
+def _ranges(lines: list[str]) -> dict[str, list[tuple[int, int]]]:
+    """user -> (start, count) of subuid(5)/subgid(5) lines; malformed lines skipped."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for line in lines:
+        parts = line.strip().split(":")
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            found.setdefault(parts[0], []).append((int(parts[1]), int(parts[2])))
+    return found
+
+
+@dataclass(frozen=True)
+class SubIds:
+    """A range rocm-fleet gives ``user`` in ``kind`` (``uid`` or ``gid``)."""
+
+    user: str
+    kind: str
+    start: int
+    count: int = SUBID_COUNT
+
+    @property
+    def line(self) -> str:
+        return f"{self.user} {self.kind} {self.start} {self.count}"
+
+    @classmethod
+    def parse(cls, line: str) -> SubIds | None:
+        parts = line.split()
+        if (
+            len(parts) != 4
+            or parts[1] not in ("uid", "gid")
+            or not all(part.isdigit() for part in parts[2:])
+        ):
+            return None
+        return cls(parts[0], parts[1], int(parts[2]), int(parts[3]))
+
+
+def subids_needed(users: list[str], subuid: list[str], subgid: list[str]) -> list[SubIds]:
+    """The ranges ``users`` lack: for each user without a line in a file, the next free
+    ``SUBID_COUNT`` IDs above every range either file holds (one start for both files)."""
+    uids, gids = _ranges(subuid), _ranges(subgid)
+    ends = [start + count for table in (uids, gids) for spans in table.values() for start, count
+            in spans]  # fmt: skip
+    start = max([SUBID_MIN, *ends])
+    needed = []
+    for user in users:
+        missing = [kind for kind, table in (("uid", uids), ("gid", gids)) if user not in table]
+        for kind in missing:
+            needed.append(SubIds(user, kind, start))
+        if missing:
+            start += SUBID_COUNT
+    return needed
+
+
+def rootless_problems(engines: list[str], users: list[str], absent: list[str]) -> list[str]:
+    """Why rootless users can't be set up: no Podman to run them, or users that don't exist."""
+    problems = []
+    if users and "podman" not in engines:
+        problems.append(
+            "rocm_containers_rootless_users needs 'podman' in rocm_containers_engines (AMD's "
+            "toolkit doesn't support rootless Docker)"
+        )
+    if absent:
+        problems.append(
+            f"rocm_containers_rootless_users: no user {', '.join(absent)} on the host: create "
+            "them first (rocm-fleet adds existing users to video and render, never creates one)"
+        )
+    return problems
+
+
+def pin_text(version: str) -> str:
+    """apt's pin holding the toolkit at ``version`` (1001: above any source, down included)."""
+    return render("apt-package-pin.pref.j2", package=toolkit.PACKAGE, version=version,
+                  priority=1001)  # fmt: skip

@@ -1,0 +1,104 @@
+"""GPU containers as the audit judges them: what a node shows of its container side
+(``ContainerView``, read by ``facts.containers``) against the inventory's engines and users and
+the GPUs KFD reports (the spec's render nodes against KFD's: ``model.container_toolkit``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rocm_fleet.model import container_toolkit, paths
+from rocm_fleet.model.answers import KfdNode
+
+SPEC = paths.CDI_SPEC
+KIND = container_toolkit.CDI_KIND
+DAEMON_JSON = paths.DOCKER_DAEMON_JSON
+
+GROUPS = paths.GPU_GROUPS  #: what a rootless Podman user needs (AMD's running-workloads.rst)
+
+
+@dataclass(frozen=True)
+class ContainerView:
+    """What the node shows: the engines whose command is there, the spec's text (None: no
+    file), and the members of each of ``GROUPS`` (a group missing: absent)."""
+
+    installed: tuple[str, ...] = ()
+    spec: str | None = None
+    members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    docker_version: str | None = None  #: ``dockerd --version``'s first line
+    daemon_json: str | None = None  #: /etc/docker/daemon.json's text; None: no file
+
+
+def docker_problem(version_text: str | None, daemon_text: str | None) -> str | None:
+    """Why Docker would not give containers the GPUs: its daemon.json lacks what its version
+    needs (``features.cdi`` from ``DOCKER_CDI``, else AMD's runtime ``runtimes.amd``, as
+    ``amd-ctk runtime configure`` writes them); None when it has it or the version is unknown."""
+    found = re.search(r"(\d+)\.(\d+)", version_text or "")
+    if found is None:
+        return None
+    try:
+        config = json.loads(daemon_text) if daemon_text is not None else {}
+    except ValueError:
+        return f"{DAEMON_JSON} is not JSON"
+    config = config if isinstance(config, dict) else {}
+    if (int(found[1]), int(found[2])) >= container_toolkit.DOCKER_CDI:
+        features = config.get("features")
+        if isinstance(features, dict) and features.get("cdi") is True:
+            return None
+        return f"Docker reads no CDI spec ({DAEMON_JSON} lacks features.cdi)"
+    runtimes = config.get("runtimes")
+    if isinstance(runtimes, dict) and container_toolkit.RUNTIME_NAME in runtimes:
+        return None
+    return (
+        f"Docker has no AMD runtime ({DAEMON_JSON} lacks runtimes.{container_toolkit.RUNTIME_NAME})"
+    )
+
+
+@dataclass(frozen=True)
+class ContainersVerdict:
+    """``problems``: why GPU containers would not work as the inventory wants (empty: they
+    would); ``spec``: ``current``, ``stale``, ``missing`` or ``unknown`` (no KFD to compare);
+    ``gone``/``missed``: render nodes the spec names that KFD doesn't / the other way round."""
+
+    problems: tuple[str, ...]
+    spec: str
+    gone: tuple[str, ...] = ()
+    missed: tuple[str, ...] = ()
+
+
+def judge(
+    engines: Sequence[str],
+    rootless: Sequence[str],
+    view: ContainerView,
+    kfd: Sequence[KfdNode] | None,
+) -> ContainersVerdict:
+    """Whether GPU containers work on the node as ``engines`` and ``rootless`` users want."""
+    problems = [f"{engine} is not installed" for engine in engines if engine not in view.installed]
+    if "docker" in engines and "docker" in view.installed:
+        docker = docker_problem(view.docker_version, view.daemon_json)
+        problems += [docker] if docker else []
+    named = container_toolkit.cdi_render_nodes(view.spec)
+    found = container_toolkit.survey_render_nodes(list(kfd) if kfd is not None else None)
+    gone: list[str] = []
+    missed: list[str] = []
+    if named is None:
+        state = "missing"
+        problems.append(f"no CDI spec ({SPEC})" if view.spec is None else f"{SPEC} is no AMD spec")
+    elif found is None:
+        state = "unknown"
+    else:
+        gone = [n for n in named if n not in found]
+        missed = [n for n in found if n not in named]
+        state = "stale" if gone or missed else "current"
+        if gone:
+            problems.append(f"the CDI spec names GPUs that are gone ({', '.join(gone)})")
+        if missed:
+            problems.append(f"the CDI spec misses GPUs ({', '.join(missed)})")
+    if "podman" in engines:
+        for user in rootless:
+            lacking = [g for g in GROUPS if user not in view.members.get(g, ())]
+            if lacking:
+                problems.append(f"rootless user {user} is not in {' and '.join(lacking)}")
+    return ContainersVerdict(tuple(problems), state, tuple(gone), tuple(missed))
