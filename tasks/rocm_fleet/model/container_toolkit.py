@@ -40,9 +40,16 @@ CDI_SPEC = paths.CDI_SPEC
 #: The first engine versions that read CDI specs: Docker 25.0 with daemon.json's
 #: ``features.cdi`` (AMD's requirements.rst: "Docker 25.0+"; its docker.go sets that key),
 #: Podman 4.1 natively, reading /etc/cdi with no configuration (running-workloads.rst shows
-#: ``podman run --device amd.com/gpu=all``; the 4.1 floor is issue 36's, not yet cited).
+#: ``podman run --device amd.com/gpu=all``; the 4.1 floor is not yet cited).
 DOCKER_CDI = (25, 0)
 PODMAN_CDI = (4, 1)
+#: The CDI version of the spec ``amd-ctk`` writes (ROCm/container-toolkit internal/cdi/cdi.go),
+#: and the oldest Podman taken to read it: Debian 12's Podman 4.3.1 refuses it ("invalid CDI
+#: Spec: invalid version", measured with Debian's own package:
+#: tests/fixtures/upstream/amd-container-toolkit.toml), Debian 13's 5.4 reads it; the floor is
+#: the minor after the one known to fail.
+AMD_CDI_VERSION = "0.6.0"
+PODMAN_AMD_CDI = (4, 4)
 
 
 def suite_for(key: str, suite: str) -> tuple[str | None, str | None]:

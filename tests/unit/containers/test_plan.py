@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from dataclasses import replace
 from pathlib import Path
 
@@ -232,6 +233,21 @@ def test_what_cannot_work_is_refused_before_any_change(data, facts, reason):
     assert planned.reason.startswith("GPU containers: ")
     assert reason in planned.reason
     assert planned.ops == []  # nothing of the core's either: the host is left as it is
+
+
+def test_a_podman_that_cant_read_amds_cdi_spec_is_warned_of(caplog):
+    """Debian 12's Podman 4.3 refuses the spec amd-ctk writes (CDI 0.6.0, recorded in
+    tests/fixtures/upstream/amd-container-toolkit.toml): named at preflight; Debian 13's 5.x
+    reads it and gets no such line."""
+    caplog.set_level(logging.WARNING, logger="pyinfra")
+    planned = plan(BOTH, SurveyHost(core_converged(), other=container_facts()))
+    assert not planned.refused
+    said = "Podman 4.3.1 can't read the CDI spec AMD's toolkit writes (CDI 0.6.0"
+    assert caplog.text.count(said) == 1
+    caplog.clear()
+    newer = {**DEBIAN_12, "podman": "5.4.2+ds1-1"}
+    plan(BOTH, SurveyHost(core_converged(), other=container_facts(newer)))
+    assert "can't read the CDI spec" not in caplog.text
 
 
 def test_a_distro_amd_builds_no_toolkit_for_is_refused(monkeypatch):
