@@ -267,7 +267,7 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
 def _unserved(
     requirements: tuple[str, ...], page: Callable[[str], list[Link]], index_url: str
 ) -> str | None:
-    """Where the live index is the final word (issue 38): the first exact pin of torch,
+    """Where the live index is the final word: the first exact pin of torch,
     torchvision or torchaudio its project page doesn't list, said so; None when all are."""
     for line in requirements:
         requirement = Requirement(line)
