@@ -55,10 +55,9 @@ class MetadataFiles:
         write_atomically((directory or self.directory) / name, metadata.to_bytes(self._serializer))
 
     def snapshot(self, timestamp_hours: float, online: CryptoSigner) -> None:
-        """A new snapshot naming the current targets and node roles, and its timestamp, signed
-        with ``online``. A removed node's role stays named at its last version: a node
-        refuses a snapshot that drops a file the one before named (TUF's rollback check), and
-        its delegation is gone, so nothing trusts it."""
+        """A new snapshot naming the current targets and node roles (a removed node's at its
+        last version: docs/decisions/pull-mode-trust.md), and its timestamp, signed with
+        ``online``."""
         snapshot_version = self.version(Snapshot.type) + 1
         snapshot = Metadata(Snapshot(version=snapshot_version,
                                      expires=expiry(days=SNAPSHOT_DAYS)))  # fmt: skip
@@ -76,9 +75,8 @@ class MetadataFiles:
     def timestamp(self, snapshot_version: int, hours: float, online: CryptoSigner) -> int:
         """A new timestamp naming ``snapshot_version``, valid ``hours``; its version."""
         version = self.version(Timestamp.type) + 1
-        meta = MetaFile(version=snapshot_version)
         timestamp = Metadata(Timestamp(version=version, expires=expiry(hours=hours),
-                                       snapshot_meta=meta))  # fmt: skip
+                                       snapshot_meta=MetaFile(snapshot_version)))  # fmt: skip
         timestamp.sign(online)
         self.write(timestamp, "timestamp.json")
         return version

@@ -1,11 +1,8 @@
 """The fleet's TUF repository for pull mode (``rocm-fleet publish``): each pull node's settings
-a target ``nodes/<name>.json`` of its own delegated role ``node-<name>``, signed with that
-node's key (``nodes/<name>.pem``); the delegations signed by a threshold of targets keys
-(``targets.pem`` or ``targets-N.pem``), the root by a threshold of root keys (``root.pem`` or
-``root-N.pem``), the snapshot and timestamp by ``online.pem`` (their custody, the signing of
-a threshold by holders apart and the freeze bound: docs/pull-mode.md). A target may be
-sealed to its node's own key (``pull.sealed``) so that no other node can read it. Its keys are
-``pull.keyring``'s, its metadata files ``pull.metadata_files``'.
+the target ``nodes/<name>.json`` of its own delegated role ``node-<name>`` (sealed to the node's
+key where asked: ``pull.sealed``), published, staged short of a threshold, signed and rotated.
+Keys: ``pull.keyring``; metadata files, snapshot and timestamp: ``pull.metadata_files``; the
+roles, their custody and the freeze bound: docs/pull-mode.md.
 """
 
 from __future__ import annotations
@@ -18,35 +15,16 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 from securesystemslib.signer import CryptoSigner
-from tuf.api.metadata import (
-    DelegatedRole,
-    Delegations,
-    Metadata,
-    Root,
-    Snapshot,
-    TargetFile,
-    Targets,
-    Timestamp,
-)
+from tuf.api import metadata as tuf
+from tuf.api.metadata import Metadata, Root, Snapshot, TargetFile, Targets, Timestamp
 
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
-from rocm_fleet.pull import sealed
-from rocm_fleet.pull.keyring import (
-    KEY_PATTERNS,
-    ROLE_PREFIX,
-    ROTATABLE,
-    Keyring,
-    RepositoryError,
-    key_names,
-    role_of,
-    write_private_key,
-)
+from rocm_fleet.pull import keyring, sealed
+from rocm_fleet.pull.keyring import Keyring, RepositoryError, role_of
 from rocm_fleet.pull.metadata_files import MetadataFiles, expiry
 
-#: How long each metadata is valid. The node roles' expiry bounds the freeze a holder of the
-#: online key alone can hold a node in; each publication re-signs a node role with less than
-#: half of it left.
+#: How long each metadata is valid (a node role's bounds a freeze; publish re-signs it at half).
 ROOT_DAYS = 365
 TARGETS_DAYS = 90
 NODE_DAYS = 30
@@ -73,21 +51,15 @@ class PullRepository:
         self.targets = directory / "targets"
         self.staged = directory / "staged"  # waiting for more signatures: never served
         self.plain = directory / "plain"
-        self.keys = Keyring(key_dirs)
+        self.keys = Keyring(key_dirs, self.metadata / "root.json")
         self.files = MetadataFiles(self.metadata)
 
     def root(self) -> Metadata[Root]:
         return Metadata[Root].from_bytes((self.metadata / "root.json").read_bytes())
 
-    def signers(self, role: str, root: Root | None = None) -> list[CryptoSigner]:
-        """The signers of top-level ``role`` at hand (``root``: the one naming its keys, else
-        the current), as ``Keyring.signers``."""
-        root = root or self.root().signed
-        return self.keys.signers(role, root, self.metadata / "root.json")
-
     def signer(self, role: str) -> CryptoSigner:
-        """One signer of top-level ``role`` (as ``signers``)."""
-        return self.signers(role)[0]
+        """One signer of top-level ``role`` (as ``Keyring.signers``, of the current root)."""
+        return self.keys.signers(role, self.root().signed)[0]
 
     # --- thresholds: sign what is at hand, stage what lacks signatures ------------------------
 
@@ -203,8 +175,8 @@ class PullRepository:
                                       f"expected 1 to {count}")  # fmt: skip
         if self.exists():
             raise RepositoryError(f"{self.directory} already holds a repository")
-        names = {Root.type: key_names(Root.type, root_keys),
-                 Targets.type: key_names(Targets.type, targets_keys),
+        names = {Root.type: keyring.key_names(Root.type, root_keys),
+                 Targets.type: keyring.key_names(Targets.type, targets_keys),
                  Snapshot.type: ["online.pem"], Timestamp.type: ["online.pem"]}  # fmt: skip
         files = sorted({n for group in names.values() for n in group})
         for name in files:
@@ -212,7 +184,7 @@ class PullRepository:
                 raise RepositoryError(f"{key_dir / name} exists: make the repository with a "
                                       "new key directory")  # fmt: skip
         key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        signers = {name: write_private_key(key_dir / name) for name in files}
+        signers = {name: keyring.write_private_key(key_dir / name) for name in files}
         self.metadata.mkdir(parents=True, exist_ok=True)
         self.targets.mkdir(parents=True, exist_ok=True)
         root = Metadata(Root(expires=expiry(days=ROOT_DAYS), consistent_snapshot=True))
@@ -225,7 +197,7 @@ class PullRepository:
         self.files.write(root, "1.root.json")
         self.files.write(root, "root.json")
         targets = Metadata(Targets(expires=expiry(days=TARGETS_DAYS)))
-        targets.signed.delegations = Delegations(keys={}, roles={})
+        targets.signed.delegations = tuf.Delegations(keys={}, roles={})
         self._add_signatures(targets, [signers[n] for n in names[Targets.type]])
         self.files.write(targets, "1.targets.json")
         self.files.snapshot(DEFAULT_TIMESTAMP_HOURS, signers["online.pem"])
@@ -239,7 +211,7 @@ class PullRepository:
         for role in delegations.roles if delegations and delegations.roles else {}:
             version = snapshot.meta[f"{role}.json"].version
             data = (self.metadata / f"{version}.{role}.json").read_bytes()
-            found[role.removeprefix(ROLE_PREFIX)] = Metadata[Targets].from_bytes(data)
+            found[role.removeprefix(keyring.ROLE_PREFIX)] = Metadata[Targets].from_bytes(data)
         return found
 
     def node_targets(self) -> dict[str, bytes]:
@@ -247,11 +219,9 @@ class PullRepository:
         administrators' copy, never served)."""
         found = {}
         for node, role in self._nodes().items():
-            info = role.signed.targets[pulled.target_path(node)]
-            digest = info.hashes["sha256"]
-            content = (self.targets / "nodes" / f"{digest}.{node}.json").read_bytes()
+            content = (self.targets / "nodes" / self._stored(node, role)).read_bytes()
             if sealed.is_sealed(content):  # the administrators' copy of what was sealed
-                content = (self.plain / f"{digest}.{node}.json").read_bytes()
+                content = (self.plain / self._stored(node, role)).read_bytes()
             found[node] = content
         return found
 
@@ -273,7 +243,8 @@ class PullRepository:
         old = {}
         for name, content in self.node_targets().items():
             state = pulled.parse(content, name, None)
-            recipient = sealed.recipient_of(self._stored(name, roles[name]))
+            stored = (self.targets / "nodes" / self._stored(name, roles[name])).read_bytes()
+            recipient = sealed.recipient_of(stored)
             old[name] = (state.settings, state.matrix_data, recipient)
         serial = self.files.current(Snapshot.type).signed.version
         stale = expiry(days=NODE_DAYS / 2)
@@ -290,8 +261,8 @@ class PullRepository:
         assert delegations is not None and delegations.roles is not None  # create() makes them
         files: dict[str, Metadata[Any]] = {}
         added = sorted(set(nodes) - set(roles))
-        if added or removed:
-            targets_signers = self.signers(Targets.type)  # before a new node's key is made
+        if added or removed:  # the targets keys at hand before a new node's key is made
+            targets_signers = self.keys.signers(Targets.type, self.root().signed)
             targets = current
             targets.signed.version += 1
             targets.signed.expires = expiry(days=TARGETS_DAYS)
@@ -302,7 +273,7 @@ class PullRepository:
             for name in added:
                 key = self.keys.node_signer(name, None).public_key
                 delegations.keys[key.keyid] = key
-                delegations.roles[role_of(name)] = DelegatedRole(
+                delegations.roles[role_of(name)] = tuf.DelegatedRole(
                     role_of(name), [key.keyid], 1, True, paths=[pulled.target_path(name)]
                 )
             self._add_signatures(targets, targets_signers)
@@ -334,9 +305,10 @@ class PullRepository:
         waiting = self._complete(files, timestamp_hours)
         return Published(serial, changed, removed, waiting)
 
-    def _stored(self, node: str, role: Metadata[Targets]) -> bytes:
-        info = role.signed.targets[pulled.target_path(node)]
-        return (self.targets / "nodes" / f"{info.hashes['sha256']}.{node}.json").read_bytes()
+    @staticmethod
+    def _stored(node: str, role: Metadata[Targets]) -> str:
+        """The name of ``node``'s target as ``role`` signs it, in targets/nodes (and plain/)."""
+        return f"{role.signed.targets[pulled.target_path(node)].hashes['sha256']}.{node}.json"
 
     def refresh_timestamp(self, hours: float) -> int:
         """Sign a new timestamp for the current snapshot (online key); its version."""
@@ -348,26 +320,25 @@ class PullRepository:
         the old kept as ``.retired-vN``) in a new root version signed by the old root's keys at
         hand (and the new root's), the targets re-signed for a targets key; the new root's
         version, and the signatures still missing (then it is staged for ``sign_staged``)."""
-        if not ROTATABLE.fullmatch(name):
+        if not keyring.ROTATABLE.fullmatch(name):
             raise RepositoryError(f"--rotate {name}: expected root, targets or online, or a "
                                   "key file's name without .pem (root-2, targets-1)")  # fmt: skip
         self._refuse_if_staged()
         file_name = f"{name}.pem"
         old_path = self.keys.key_file(file_name)
         if old_path is None:
-            raise RepositoryError(f"no {file_name} in {self.keys.where()}: bring the key "
-                                  "directory that holds it (--keys)")  # fmt: skip
+            raise self.keys.absent(file_name)
         root = self.root()
         old_root = root.signed
         old_keyid = self.keys.load(old_path).public_key.keyid
-        roles = [role for role in KEY_PATTERNS if KEY_PATTERNS[role].fullmatch(file_name)]
+        roles = [r for r, pattern in keyring.KEY_PATTERNS.items() if pattern.fullmatch(file_name)]
         for role in roles:
-            self.signers(role)  # every key of the role at hand is this repository's
-        old_root_signers = self.signers(Root.type)
+            self.keys.signers(role, old_root)  # every key of the role at hand is this repository's
+        old_root_signers = self.keys.signers(Root.type, old_root)
         version = old_root.version
         retired = old_path.with_name(f"{file_name}.retired-v{version}")
         shutil.move(old_path, retired)
-        new_signer = write_private_key(old_path)
+        new_signer = keyring.write_private_key(old_path)
         root = Metadata[Root].from_bytes(root.to_bytes())
         for role in roles:
             root.signed.revoke_key(old_keyid, role)
