@@ -40,19 +40,13 @@ def write_private_key(path: Path) -> CryptoSigner:
     return signer
 
 
-def key_names(role: str, count: int) -> list[str]:
-    """The key files ``create`` makes for ``role``: one ``role.pem``, else ``role-N.pem``."""
-    return [f"{role}.pem"] if count == 1 else [f"{role}-{n}.pem" for n in range(1, count + 1)]
-
-
 def role_of(node: str) -> str:
     """The delegated role that alone may sign ``node``'s target."""
     return f"{ROLE_PREFIX}{node}"
 
 
 class Keyring:
-    """The keys in ``key_dirs`` (a name found in an earlier directory wins) of the repository
-    whose current root is ``root_file``."""
+    """The keys in ``key_dirs`` (first name wins) of the repository whose root is ``root_file``."""
 
     def __init__(self, key_dirs: list[Path], root_file: Path):
         self.key_dirs, self.root_file = key_dirs, root_file
@@ -65,10 +59,7 @@ class Keyring:
         )
 
     def key_file(self, name: str) -> Path | None:
-        for directory in self.key_dirs:
-            if (directory / name).is_file():
-                return directory / name
-        return None
+        return next((d / name for d in self.key_dirs if (d / name).is_file()), None)
 
     @staticmethod
     def load(path: Path) -> CryptoSigner:
@@ -78,8 +69,7 @@ class Keyring:
         return CryptoSigner(load_pem_private_key(path.read_bytes(), None))
 
     def _loaded(self, role: str) -> Iterator[tuple[Path, CryptoSigner]]:
-        """The key files for top-level ``role`` in the key directories (first name wins), each
-        loaded in turn."""
+        """The key files for top-level ``role`` (first name wins), each loaded in turn."""
         found: dict[str, Path] = {}
         for directory in self.key_dirs:
             if directory.is_dir():

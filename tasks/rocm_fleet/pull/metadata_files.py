@@ -37,11 +37,8 @@ class MetadataFiles:
     def _current_name(self, role: str) -> str:
         if role == Timestamp.type:
             return "timestamp.json"
-        versions = [
-            int(p.name.split(".", 1)[0])
-            for p in self.directory.glob(f"*.{role}.json")
-            if p.name.split(".", 1)[1] == f"{role}.json"
-        ]
+        names = [p.name.split(".", 1) for p in self.directory.glob(f"*.{role}.json")]
+        versions = [int(version) for version, rest in names if rest == f"{role}.json"]
         return f"{max(versions, default=0)}.{role}.json"
 
     def version(self, role: str) -> int:
@@ -55,9 +52,8 @@ class MetadataFiles:
         write_atomically((directory or self.directory) / name, metadata.to_bytes(self._serializer))
 
     def snapshot(self, timestamp_hours: float, online: CryptoSigner) -> None:
-        """A new snapshot naming the current targets and node roles (a removed node's at its
-        last version: docs/decisions/pull-mode-trust.md), and its timestamp, signed with
-        ``online``."""
+        """A new snapshot naming the current targets and node roles (a removed node's at its last
+        version: docs/decisions/pull-mode-trust.md), and its timestamp, signed with ``online``."""
         snapshot_version = self.version(Snapshot.type) + 1
         snapshot = Metadata(Snapshot(version=snapshot_version,
                                      expires=expiry(days=SNAPSHOT_DAYS)))  # fmt: skip

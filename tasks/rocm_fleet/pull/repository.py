@@ -134,7 +134,7 @@ class PullRepository:
         for name, metadata in files.items():
             role = name.split(".", 1)[1].removesuffix(".json")
             if role == Root.type:
-                signers = [s for s in self.keys.at_hand(Root.type, root)]
+                signers = self.keys.at_hand(Root.type, root)
                 signers += self.keys.at_hand(Root.type, metadata.signed)
                 root = metadata.signed
             elif role == Targets.type:
@@ -146,10 +146,8 @@ class PullRepository:
 
     def _refuse_if_staged(self) -> None:
         if self.staged_files():
-            raise RepositoryError(
-                f"a publication waits for signatures in {self.staged}: add them with --sign "
-                "(or remove that directory to drop it)"
-            )
+            raise RepositoryError(f"a publication waits for signatures in {self.staged}: add them "
+                                  "with --sign (or remove that directory to drop it)")  # fmt: skip
 
     # --- making, publishing, rotating ---------------------------------------------------------
 
@@ -175,9 +173,9 @@ class PullRepository:
                                       f"expected 1 to {count}")  # fmt: skip
         if self.exists():
             raise RepositoryError(f"{self.directory} already holds a repository")
-        names = {Root.type: keyring.key_names(Root.type, root_keys),
-                 Targets.type: keyring.key_names(Targets.type, targets_keys),
-                 Snapshot.type: ["online.pem"], Timestamp.type: ["online.pem"]}  # fmt: skip
+        names = {role: [f"{role}.pem"] if count == 1 else [f"{role}-{n}.pem" for n in
+                 range(1, count + 1)] for role, count, _ in asked}  # fmt: skip
+        names |= {role: ["online.pem"] for role in keyring.ONLINE}
         files = sorted({n for group in names.values() for n in group})
         for name in files:
             if (key_dir / name).exists():
@@ -219,9 +217,9 @@ class PullRepository:
         administrators' copy, never served)."""
         found = {}
         for node, role in self._nodes().items():
-            content = (self.targets / "nodes" / self._stored(node, role)).read_bytes()
+            content = self._stored(node, role).read_bytes()
             if sealed.is_sealed(content):  # the administrators' copy of what was sealed
-                content = (self.plain / self._stored(node, role)).read_bytes()
+                content = (self.plain / self._stored(node, role).name).read_bytes()
             found[node] = content
         return found
 
@@ -243,8 +241,7 @@ class PullRepository:
         old = {}
         for name, content in self.node_targets().items():
             state = pulled.parse(content, name, None)
-            stored = (self.targets / "nodes" / self._stored(name, roles[name])).read_bytes()
-            recipient = sealed.recipient_of(stored)
+            recipient = sealed.recipient_of(self._stored(name, roles[name]).read_bytes())
             old[name] = (state.settings, state.matrix_data, recipient)
         serial = self.files.current(Snapshot.type).signed.version
         stale = expiry(days=NODE_DAYS / 2)
@@ -282,20 +279,17 @@ class PullRepository:
         for name in sorted({*changed, *resign}):
             keyids = delegations.roles[role_of(name)].keyids
             signer = self.keys.node_signer(name, keyids)
-            content = pulled.render(name, serial, nodes[name], matrix_data.get(name))
-            plain = content
-            if name in recipients:
-                content = sealed.seal(content, name, recipients[name])
+            plain = pulled.render(name, serial, nodes[name], matrix_data.get(name))
+            content = sealed.seal(plain, name, recipients[name]) if name in recipients else plain
             path = pulled.target_path(name)
             info = TargetFile.from_data(path, content, ["sha256"])
+            stored = f"{info.hashes['sha256']}.{name}.json"
             if content is not plain:
                 self.plain.mkdir(mode=0o700, exist_ok=True)
-                copy = self.plain / f"{info.hashes['sha256']}.{name}.json"
-                if not copy.exists():
-                    write_atomically(copy, plain, mode=0o600)
-            stored = self.targets / "nodes" / f"{info.hashes['sha256']}.{name}.json"
-            if not stored.exists():
-                write_atomically(stored, content)
+                if not (self.plain / stored).exists():
+                    write_atomically(self.plain / stored, plain, mode=0o600)
+            if not (self.targets / "nodes" / stored).exists():
+                write_atomically(self.targets / "nodes" / stored, content)
             # After every version it ever had: a node put back may have seen them.
             version = self.files.version(role_of(name)) + 1
             metadata = Metadata(Targets(version=version, expires=expiry(days=NODE_DAYS)))
@@ -305,10 +299,10 @@ class PullRepository:
         waiting = self._complete(files, timestamp_hours)
         return Published(serial, changed, removed, waiting)
 
-    @staticmethod
-    def _stored(node: str, role: Metadata[Targets]) -> str:
-        """The name of ``node``'s target as ``role`` signs it, in targets/nodes (and plain/)."""
-        return f"{role.signed.targets[pulled.target_path(node)].hashes['sha256']}.{node}.json"
+    def _stored(self, node: str, role: Metadata[Targets]) -> Path:
+        """``node``'s target as ``role`` signs it, in targets/nodes (its name, in plain/)."""
+        info = role.signed.targets[pulled.target_path(node)]
+        return self.targets / "nodes" / f"{info.hashes['sha256']}.{node}.json"
 
     def refresh_timestamp(self, hours: float) -> int:
         """Sign a new timestamp for the current snapshot (online key); its version."""
@@ -328,8 +322,7 @@ class PullRepository:
         old_path = self.keys.key_file(file_name)
         if old_path is None:
             raise self.keys.absent(file_name)
-        root = self.root()
-        old_root = root.signed
+        old_root = self.root().signed
         old_keyid = self.keys.load(old_path).public_key.keyid
         roles = [r for r, pattern in keyring.KEY_PATTERNS.items() if pattern.fullmatch(file_name)]
         for role in roles:
@@ -339,7 +332,7 @@ class PullRepository:
         retired = old_path.with_name(f"{file_name}.retired-v{version}")
         shutil.move(old_path, retired)
         new_signer = keyring.write_private_key(old_path)
-        root = Metadata[Root].from_bytes(root.to_bytes())
+        root = self.root()  # the new version, from the old
         for role in roles:
             root.signed.revoke_key(old_keyid, role)
             root.signed.add_key(new_signer.public_key, role)
