@@ -1,71 +1,34 @@
 """The fleet's TUF repository for pull mode (``rocm-fleet publish``): each pull node's settings
-a target ``nodes/<name>.json`` of its own delegated role ``node-<name>``, signed with that
-node's key (``nodes/<name>.pem``); the delegations signed by a threshold of targets keys
-(``targets.pem`` or ``targets-N.pem``), the root by a threshold of root keys (``root.pem`` or
-``root-N.pem``), the snapshot and timestamp by ``online.pem`` (their custody, the signing of
-a threshold by holders apart and the freeze bound: docs/pull-mode.md). A target may be
-sealed to its node's own key (``pull.sealed``) so that no other node can read it.
+the target ``nodes/<name>.json`` of its own delegated role ``node-<name>`` (sealed to the node's
+key where asked: ``pull.sealed``), published, staged short of a threshold, signed and rotated.
+Keys: ``pull.keyring``; metadata files, snapshot and timestamp: ``pull.metadata_files``; the
+roles, their custody and the freeze bound: docs/pull-mode.md.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from securesystemslib.signer import CryptoSigner
-from tuf.api.metadata import (
-    DelegatedRole,
-    Delegations,
-    Metadata,
-    MetaFile,
-    Root,
-    Snapshot,
-    TargetFile,
-    Targets,
-    Timestamp,
-)
-from tuf.api.serialization.json import JSONSerializer
+from tuf.api import metadata as tuf
+from tuf.api.metadata import Metadata, Root, Snapshot, TargetFile, Targets, Timestamp
 
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
-from rocm_fleet.pull import sealed
+from rocm_fleet.pull import keyring, sealed
+from rocm_fleet.pull.keyring import Keyring, RepositoryError, role_of
+from rocm_fleet.pull.metadata_files import MetadataFiles, expiry
 
-#: The key files of each top-level role: ``root.pem`` or ``root-N.pem`` (N of a threshold),
-#: the same for targets; the online key signs the snapshot and the timestamp.
-KEY_PATTERNS = {
-    Root.type: re.compile(r"root(-[0-9]+)?\.pem"),
-    Targets.type: re.compile(r"targets(-[0-9]+)?\.pem"),
-    Snapshot.type: re.compile(r"online\.pem"),
-    Timestamp.type: re.compile(r"online\.pem"),
-}
-ONLINE = (Snapshot.type, Timestamp.type)
-#: What ``rotate`` takes: a key file's name without ``.pem``.
-ROTATABLE = re.compile(r"(root|targets)(-[0-9]+)?|online")
-#: Where a node's key lives in a key directory, and its delegated role's name.
-NODE_KEYS = "nodes"
-ROLE_PREFIX = "node-"
-#: Publications waiting for more signatures (never served: not under metadata/).
-STAGED = "staged"
-#: How long each metadata is valid. The node roles' expiry bounds the freeze a holder of the
-#: online key alone can hold a node in; each publication re-signs a node role with less than
-#: half of it left.
+#: How long each metadata is valid (a node role's bounds a freeze; publish re-signs it at half).
 ROOT_DAYS = 365
 TARGETS_DAYS = 90
 NODE_DAYS = 30
-SNAPSHOT_DAYS = 90
 DEFAULT_TIMESTAMP_HOURS = 24
-
-
-class RepositoryError(Exception):
-    """A problem with the repository or its keys the user can fix (one line)."""
 
 
 @dataclass(frozen=True)
@@ -79,27 +42,6 @@ class Published:
     waiting: list[str] = field(default_factory=list)
 
 
-def _expiry(days: float = 0, hours: float = 0) -> datetime:
-    return (datetime.now(UTC) + timedelta(days=days, hours=hours)).replace(microsecond=0)
-
-
-def _write_private_key(path: Path) -> CryptoSigner:
-    """A new Ed25519 key in ``path`` (mode 0600 from its creation; never overwritten)."""
-    signer = CryptoSigner(Ed25519PrivateKey.generate())
-    write_atomically(path, signer.private_bytes, mode=0o600, exclusive=True)
-    return signer
-
-
-def _key_names(role: str, count: int) -> list[str]:
-    """The key files ``create`` makes for ``role``: one ``role.pem``, else ``role-N.pem``."""
-    return [f"{role}.pem"] if count == 1 else [f"{role}-{n}.pem" for n in range(1, count + 1)]
-
-
-def role_of(node: str) -> str:
-    """The delegated role that alone may sign ``node``'s target."""
-    return f"{ROLE_PREFIX}{node}"
-
-
 class PullRepository:
     """A TUF repository in ``directory``, signed with keys from ``key_dirs`` (first wins)."""
 
@@ -107,106 +49,17 @@ class PullRepository:
         self.directory = directory
         self.metadata = directory / "metadata"
         self.targets = directory / "targets"
-        self.staged = directory / STAGED
+        self.staged = directory / "staged"  # waiting for more signatures: never served
         self.plain = directory / "plain"
-        self.key_dirs = key_dirs
-        self._serializer = JSONSerializer(compact=False)
-
-    # --- keys ---------------------------------------------------------------------------------
-
-    def _key_file(self, name: str) -> Path | None:
-        for directory in self.key_dirs:
-            if (directory / name).is_file():
-                return directory / name
-        return None
-
-    def _load(self, path: Path) -> CryptoSigner:
-        mode = path.stat().st_mode & 0o777
-        if mode & 0o077:
-            raise RepositoryError(f"{path} is mode {mode:04o}: a private key must be 0600")
-        return CryptoSigner(load_pem_private_key(path.read_bytes(), None))
-
-    def _role_files(self, role: str) -> list[Path]:
-        """The key files for top-level ``role`` in the key directories (first name wins)."""
-        found: dict[str, Path] = {}
-        for directory in self.key_dirs:
-            if directory.is_dir():
-                for path in sorted(directory.iterdir()):
-                    if KEY_PATTERNS[role].fullmatch(path.name) and path.is_file():
-                        found.setdefault(path.name, path)
-        return list(found.values())
-
-    def signers(self, role: str, root: Root | None = None) -> list[CryptoSigner]:
-        """The signers of top-level ``role`` at hand (``root``: the one naming its keys, else
-        the current); RepositoryError when none is, or a file of the role's name is not one
-        of its keys or not 0600."""
-        root = root or self.root().signed
-        signers = {}
-        for path in self._role_files(role):
-            signer = self._load(path)
-            if signer.public_key.keyid not in root.roles[role].keyids:
-                raise RepositoryError(
-                    f"{path} is not a {role} key of {self.metadata / 'root.json'} (version "
-                    f"{root.version})"
-                )
-            signers[signer.public_key.keyid] = signer
-        if not signers:
-            name = "online.pem" if role in ONLINE else f"{role}.pem (or {role}-N.pem)"
-            where = ", ".join(str(d) for d in self.key_dirs)
-            raise RepositoryError(f"no {name} (the {role} key) in {where}: bring the key "
-                                  "directory that holds it (--keys)")  # fmt: skip
-        return list(signers.values())
-
-    def signer(self, role: str) -> CryptoSigner:
-        """One signer of top-level ``role`` (as ``signers``)."""
-        return self.signers(role)[0]
-
-    def node_signer(self, node: str, keyids: list[str] | None) -> CryptoSigner:
-        """``node``'s key (``nodes/<node>.pem``); one of ``keyids`` (None: a new node, its key
-        made in the first key directory when none exists)."""
-        name = f"{NODE_KEYS}/{node}.pem"
-        path = self._key_file(name)
-        if path is None and keyids is None:
-            directory = self.key_dirs[0] / NODE_KEYS
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            return _write_private_key(directory / f"{node}.pem")
-        if path is None:
-            where = ", ".join(str(d) for d in self.key_dirs)
-            raise RepositoryError(f"no {name} (node {node}'s key) in {where}: bring the key "
-                                  "directory that holds it (--keys)")  # fmt: skip
-        signer = self._load(path)
-        if keyids is not None and signer.public_key.keyid not in keyids:
-            raise RepositoryError(f"{path} is not the key of role {role_of(node)}")
-        return signer
-
-    # --- reading and writing metadata ---------------------------------------------------------
+        self.keys = Keyring(key_dirs, self.metadata / "root.json")
+        self.files = MetadataFiles(self.metadata)
 
     def root(self) -> Metadata[Root]:
         return Metadata[Root].from_bytes((self.metadata / "root.json").read_bytes())
 
-    def _current(self, role: str) -> Metadata[Any]:
-        """The newest metadata of ``role`` (``N.role.json``), or the timestamp."""
-        return Metadata.from_bytes((self.metadata / self._current_name(role)).read_bytes())
-
-    def _current_name(self, role: str) -> str:
-        if role == Timestamp.type:
-            return "timestamp.json"
-        versions = [
-            int(p.name.split(".", 1)[0])
-            for p in self.metadata.glob(f"*.{role}.json")
-            if p.name.split(".", 1)[1] == f"{role}.json"
-        ]
-        return f"{max(versions, default=0)}.{role}.json"
-
-    def _version(self, role: str) -> int:
-        """The current version of ``role``'s metadata; 0 before the first."""
-        if not (self.metadata / self._current_name(role)).is_file():
-            return 0
-        return self._current(role).signed.version
-
-    def _write(self, metadata: Metadata[Any], name: str, directory: Path | None = None) -> None:
-        """Written atomically (never half a file served)."""
-        write_atomically((directory or self.metadata) / name, metadata.to_bytes(self._serializer))
+    def signer(self, role: str) -> CryptoSigner:
+        """One signer of top-level ``role`` (as ``Keyring.signers``, of the current root)."""
+        return self.keys.signers(role, self.root().signed)[0]
 
     # --- thresholds: sign what is at hand, stage what lacks signatures ------------------------
 
@@ -233,7 +86,7 @@ class PullRepository:
                 lacks = root.get_verification_result(role, payload, signatures).missing
                 targets = metadata.signed
             else:
-                targets = targets or self._current(Targets.type).signed
+                targets = targets or self.files.current(Targets.type).signed
                 lacks = targets.get_verification_result(role, payload, signatures).missing
             if lacks:
                 missing.append(f"{name}: {lacks} more signature{'s' * (lacks > 1)}")
@@ -246,19 +99,19 @@ class PullRepository:
         missing = self._missing(files)
         roots = [m.signed for n, m in files.items() if n.endswith(".root.json")]
         root = roots[-1] if roots else self.root().signed
-        online = self._at_hand(Snapshot.type, root)
+        online = self.keys.at_hand(Snapshot.type, root)
         if not missing and not online:
             missing = ["the online key (online.pem) to publish it"]
         if missing:
             self.staged.mkdir(mode=0o700, parents=True, exist_ok=True)
             for name, metadata in files.items():
-                self._write(metadata, name, self.staged)
+                self.files.write(metadata, name, self.staged)
             return missing
         for name, metadata in files.items():
-            self._write(metadata, name)
+            self.files.write(metadata, name)
             if name.endswith(".root.json"):
-                self._write(metadata, "root.json")
-        self._snapshot(hours, online[0])
+                self.files.write(metadata, "root.json")
+        self.files.snapshot(hours, online[0])
         shutil.rmtree(self.staged, ignore_errors=True)
         return []
 
@@ -281,31 +134,20 @@ class PullRepository:
         for name, metadata in files.items():
             role = name.split(".", 1)[1].removesuffix(".json")
             if role == Root.type:
-                signers = [s for s in self._at_hand(Root.type, root)]
-                signers += self._at_hand(Root.type, metadata.signed)
+                signers = self.keys.at_hand(Root.type, root)
+                signers += self.keys.at_hand(Root.type, metadata.signed)
                 root = metadata.signed
             elif role == Targets.type:
-                signers = self._at_hand(Targets.type, root)
+                signers = self.keys.at_hand(Targets.type, root)
             else:
                 continue  # node roles are staged signed by their own keys
             self._add_signatures(metadata, signers)
         return self._complete(files, hours)
 
-    def _at_hand(self, role: str, root: Root) -> list[CryptoSigner]:
-        """The keys of ``role`` in ``root`` found in the key directories (others skipped)."""
-        found = []
-        for path in self._role_files(role):
-            signer = self._load(path)
-            if signer.public_key.keyid in root.roles[role].keyids:
-                found.append(signer)
-        return found
-
     def _refuse_if_staged(self) -> None:
         if self.staged_files():
-            raise RepositoryError(
-                f"a publication waits for signatures in {self.staged}: add them with --sign "
-                "(or remove that directory to drop it)"
-            )
+            raise RepositoryError(f"a publication waits for signatures in {self.staged}: add them "
+                                  "with --sign (or remove that directory to drop it)")  # fmt: skip
 
     # --- making, publishing, rotating ---------------------------------------------------------
 
@@ -331,43 +173,43 @@ class PullRepository:
                                       f"expected 1 to {count}")  # fmt: skip
         if self.exists():
             raise RepositoryError(f"{self.directory} already holds a repository")
-        names = {Root.type: _key_names(Root.type, root_keys),
-                 Targets.type: _key_names(Targets.type, targets_keys),
-                 Snapshot.type: ["online.pem"], Timestamp.type: ["online.pem"]}  # fmt: skip
+        names = {role: [f"{role}.pem"] if count == 1 else [f"{role}-{n}.pem" for n in
+                 range(1, count + 1)] for role, count, _ in asked}  # fmt: skip
+        names |= {role: ["online.pem"] for role in keyring.ONLINE}
         files = sorted({n for group in names.values() for n in group})
         for name in files:
             if (key_dir / name).exists():
                 raise RepositoryError(f"{key_dir / name} exists: make the repository with a "
                                       "new key directory")  # fmt: skip
         key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        signers = {name: _write_private_key(key_dir / name) for name in files}
+        signers = {name: keyring.write_private_key(key_dir / name) for name in files}
         self.metadata.mkdir(parents=True, exist_ok=True)
         self.targets.mkdir(parents=True, exist_ok=True)
-        root = Metadata(Root(expires=_expiry(days=ROOT_DAYS), consistent_snapshot=True))
+        root = Metadata(Root(expires=expiry(days=ROOT_DAYS), consistent_snapshot=True))
         for role, group in names.items():
             for name in group:
                 root.signed.add_key(signers[name].public_key, role)
         root.signed.roles[Root.type].threshold = root_threshold
         root.signed.roles[Targets.type].threshold = targets_threshold
         self._add_signatures(root, [signers[n] for n in names[Root.type]])
-        self._write(root, "1.root.json")
-        self._write(root, "root.json")
-        targets = Metadata(Targets(expires=_expiry(days=TARGETS_DAYS)))
-        targets.signed.delegations = Delegations(keys={}, roles={})
+        self.files.write(root, "1.root.json")
+        self.files.write(root, "root.json")
+        targets = Metadata(Targets(expires=expiry(days=TARGETS_DAYS)))
+        targets.signed.delegations = tuf.Delegations(keys={}, roles={})
         self._add_signatures(targets, [signers[n] for n in names[Targets.type]])
-        self._write(targets, "1.targets.json")
-        self._snapshot(DEFAULT_TIMESTAMP_HOURS, signers["online.pem"])
+        self.files.write(targets, "1.targets.json")
+        self.files.snapshot(DEFAULT_TIMESTAMP_HOURS, signers["online.pem"])
         return files
 
     def _nodes(self) -> dict[str, Metadata[Targets]]:
         """Node name -> its role's current metadata, as the snapshot names it."""
-        snapshot = self._current(Snapshot.type).signed
-        delegations = self._current(Targets.type).signed.delegations
+        snapshot = self.files.current(Snapshot.type).signed
+        delegations = self.files.current(Targets.type).signed.delegations
         found = {}
         for role in delegations.roles if delegations and delegations.roles else {}:
             version = snapshot.meta[f"{role}.json"].version
             data = (self.metadata / f"{version}.{role}.json").read_bytes()
-            found[role.removeprefix(ROLE_PREFIX)] = Metadata[Targets].from_bytes(data)
+            found[role.removeprefix(keyring.ROLE_PREFIX)] = Metadata[Targets].from_bytes(data)
         return found
 
     def node_targets(self) -> dict[str, bytes]:
@@ -375,11 +217,9 @@ class PullRepository:
         administrators' copy, never served)."""
         found = {}
         for node, role in self._nodes().items():
-            info = role.signed.targets[pulled.target_path(node)]
-            digest = info.hashes["sha256"]
-            content = (self.targets / "nodes" / f"{digest}.{node}.json").read_bytes()
+            content = self._stored(node, role).read_bytes()
             if sealed.is_sealed(content):  # the administrators' copy of what was sealed
-                content = (self.plain / f"{digest}.{node}.json").read_bytes()
+                content = (self.plain / self._stored(node, role).name).read_bytes()
             found[node] = content
         return found
 
@@ -401,10 +241,10 @@ class PullRepository:
         old = {}
         for name, content in self.node_targets().items():
             state = pulled.parse(content, name, None)
-            recipient = sealed.recipient_of(self._stored(name, roles[name]))
+            recipient = sealed.recipient_of(self._stored(name, roles[name]).read_bytes())
             old[name] = (state.settings, state.matrix_data, recipient)
-        serial = self._current(Snapshot.type).signed.version
-        stale = _expiry(days=NODE_DAYS / 2)
+        serial = self.files.current(Snapshot.type).signed.version
+        stale = expiry(days=NODE_DAYS / 2)
         changed = sorted(n for n in nodes if old.get(n) != (
             dict(nodes[n]), matrix_data.get(n), sealed.raw(recipients.get(n))))  # fmt: skip
         removed = sorted(set(old) - set(nodes))
@@ -413,24 +253,24 @@ class PullRepository:
         if not changed and not removed and not resign:
             return Published(serial, [], [])
         serial += 1
-        current = self._current(Targets.type)
+        current = self.files.current(Targets.type)
         delegations = current.signed.delegations
         assert delegations is not None and delegations.roles is not None  # create() makes them
         files: dict[str, Metadata[Any]] = {}
         added = sorted(set(nodes) - set(roles))
-        if added or removed:
-            targets_signers = self.signers(Targets.type)  # before a new node's key is made
+        if added or removed:  # the targets keys at hand before a new node's key is made
+            targets_signers = self.keys.signers(Targets.type, self.root().signed)
             targets = current
             targets.signed.version += 1
-            targets.signed.expires = _expiry(days=TARGETS_DAYS)
+            targets.signed.expires = expiry(days=TARGETS_DAYS)
             targets.signatures.clear()
             for name in removed:
                 for keyid in delegations.roles.pop(role_of(name)).keyids:
                     delegations.keys.pop(keyid, None)
             for name in added:
-                key = self.node_signer(name, None).public_key
+                key = self.keys.node_signer(name, None).public_key
                 delegations.keys[key.keyid] = key
-                delegations.roles[role_of(name)] = DelegatedRole(
+                delegations.roles[role_of(name)] = tuf.DelegatedRole(
                     role_of(name), [key.keyid], 1, True, paths=[pulled.target_path(name)]
                 )
             self._add_signatures(targets, targets_signers)
@@ -438,108 +278,75 @@ class PullRepository:
         (self.targets / "nodes").mkdir(parents=True, exist_ok=True)
         for name in sorted({*changed, *resign}):
             keyids = delegations.roles[role_of(name)].keyids
-            signer = self.node_signer(name, keyids)
-            content = pulled.render(name, serial, nodes[name], matrix_data.get(name))
-            plain = content
-            if name in recipients:
-                content = sealed.seal(content, name, recipients[name])
+            signer = self.keys.node_signer(name, keyids)
+            plain = pulled.render(name, serial, nodes[name], matrix_data.get(name))
+            content = sealed.seal(plain, name, recipients[name]) if name in recipients else plain
             path = pulled.target_path(name)
             info = TargetFile.from_data(path, content, ["sha256"])
+            stored = f"{info.hashes['sha256']}.{name}.json"
             if content is not plain:
                 self.plain.mkdir(mode=0o700, exist_ok=True)
-                copy = self.plain / f"{info.hashes['sha256']}.{name}.json"
-                if not copy.exists():
-                    write_atomically(copy, plain, mode=0o600)
-            stored = self.targets / "nodes" / f"{info.hashes['sha256']}.{name}.json"
-            if not stored.exists():
-                write_atomically(stored, content)
+                if not (self.plain / stored).exists():
+                    write_atomically(self.plain / stored, plain, mode=0o600)
+            if not (self.targets / "nodes" / stored).exists():
+                write_atomically(self.targets / "nodes" / stored, content)
             # After every version it ever had: a node put back may have seen them.
-            version = self._version(role_of(name)) + 1
-            metadata = Metadata(Targets(version=version, expires=_expiry(days=NODE_DAYS)))
+            version = self.files.version(role_of(name)) + 1
+            metadata = Metadata(Targets(version=version, expires=expiry(days=NODE_DAYS)))
             metadata.signed.targets[path] = info
             metadata.sign(signer)
             files[f"{version}.{role_of(name)}.json"] = metadata
         waiting = self._complete(files, timestamp_hours)
         return Published(serial, changed, removed, waiting)
 
-    def _stored(self, node: str, role: Metadata[Targets]) -> bytes:
+    def _stored(self, node: str, role: Metadata[Targets]) -> Path:
+        """``node``'s target as ``role`` signs it, in targets/nodes (its name, in plain/)."""
         info = role.signed.targets[pulled.target_path(node)]
-        return (self.targets / "nodes" / f"{info.hashes['sha256']}.{node}.json").read_bytes()
-
-    def _snapshot(self, timestamp_hours: float, online: CryptoSigner) -> None:
-        """A new snapshot naming the current targets and node roles, and its timestamp, signed
-        with ``online``. A removed node's role stays named at its last version: a node
-        refuses a snapshot that drops a file the one before named (TUF's rollback check), and
-        its delegation is gone, so nothing trusts it."""
-        snapshot_version = self._version(Snapshot.type) + 1
-        snapshot = Metadata(Snapshot(version=snapshot_version,
-                                     expires=_expiry(days=SNAPSHOT_DAYS)))  # fmt: skip
-        if snapshot_version > 1:
-            snapshot.signed.meta.update(self._current(Snapshot.type).signed.meta)
-        targets = self._current(Targets.type).signed
-        snapshot.signed.meta["targets.json"] = MetaFile(version=targets.version)
-        roles = targets.delegations.roles if targets.delegations else None
-        for role in roles or {}:
-            snapshot.signed.meta[f"{role}.json"] = MetaFile(version=self._version(role))
-        snapshot.sign(online)
-        self._write(snapshot, f"{snapshot_version}.snapshot.json")
-        self._timestamp(snapshot_version, timestamp_hours, online)
-
-    def _timestamp(self, snapshot_version: int, hours: float, online: CryptoSigner) -> None:
-        version = self._version(Timestamp.type) + 1
-        meta = MetaFile(version=snapshot_version)
-        timestamp = Metadata(Timestamp(version=version, expires=_expiry(hours=hours),
-                                       snapshot_meta=meta))  # fmt: skip
-        timestamp.sign(online)
-        self._write(timestamp, "timestamp.json")
+        return self.targets / "nodes" / f"{info.hashes['sha256']}.{node}.json"
 
     def refresh_timestamp(self, hours: float) -> int:
         """Sign a new timestamp for the current snapshot (online key); its version."""
-        version = self._current(Snapshot.type).signed.version
-        self._timestamp(version, hours, self.signer(Timestamp.type))
-        return self._current(Timestamp.type).signed.version
+        version = self.files.current(Snapshot.type).signed.version
+        return self.files.timestamp(version, hours, self.signer(Timestamp.type))
 
     def rotate(self, name: str, timestamp_hours: float) -> tuple[int, list[str]]:
         """A new key for the key file ``name`` (``root``, ``root-2``, ``targets``, ``online``...;
         the old kept as ``.retired-vN``) in a new root version signed by the old root's keys at
         hand (and the new root's), the targets re-signed for a targets key; the new root's
         version, and the signatures still missing (then it is staged for ``sign_staged``)."""
-        if not ROTATABLE.fullmatch(name):
+        if not keyring.ROTATABLE.fullmatch(name):
             raise RepositoryError(f"--rotate {name}: expected root, targets or online, or a "
                                   "key file's name without .pem (root-2, targets-1)")  # fmt: skip
         self._refuse_if_staged()
         file_name = f"{name}.pem"
-        old_path = self._key_file(file_name)
+        old_path = self.keys.key_file(file_name)
         if old_path is None:
-            where = ", ".join(str(d) for d in self.key_dirs)
-            raise RepositoryError(f"no {file_name} in {where}: bring the key directory that "
-                                  "holds it (--keys)")  # fmt: skip
-        root = self.root()
-        old_root = root.signed
-        old_keyid = self._load(old_path).public_key.keyid
-        roles = [role for role in KEY_PATTERNS if KEY_PATTERNS[role].fullmatch(file_name)]
+            raise self.keys.absent(file_name)
+        old_root = self.root().signed
+        old_keyid = self.keys.load(old_path).public_key.keyid
+        roles = [r for r, pattern in keyring.KEY_PATTERNS.items() if pattern.fullmatch(file_name)]
         for role in roles:
-            self.signers(role)  # every key of the role at hand is this repository's
-        old_root_signers = self.signers(Root.type)
+            self.keys.signers(role, old_root)  # every key of the role at hand is this repository's
+        old_root_signers = self.keys.signers(Root.type, old_root)
         version = old_root.version
         retired = old_path.with_name(f"{file_name}.retired-v{version}")
         shutil.move(old_path, retired)
-        new_signer = _write_private_key(old_path)
-        root = Metadata[Root].from_bytes(root.to_bytes())
+        new_signer = keyring.write_private_key(old_path)
+        root = self.root()  # the new version, from the old
         for role in roles:
             root.signed.revoke_key(old_keyid, role)
             root.signed.add_key(new_signer.public_key, role)
         root.signed.version = version + 1
-        root.signed.expires = _expiry(days=ROOT_DAYS)
+        root.signed.expires = expiry(days=ROOT_DAYS)
         root.signatures.clear()
         # Signed by the old root's keys (which the node checks it with), and the new one's.
-        self._add_signatures(root, old_root_signers + self._at_hand(Root.type, root.signed))
+        self._add_signatures(root, old_root_signers + self.keys.at_hand(Root.type, root.signed))
         files: dict[str, Metadata[Any]] = {f"{version + 1}.root.json": root}
         # Re-signed in a new version: a node that has the old one must see a newer one.
         if Targets.type in roles:
-            targets = self._current(Targets.type)
+            targets = self.files.current(Targets.type)
             targets.signed.version += 1
             targets.signatures.clear()
-            self._add_signatures(targets, self._at_hand(Targets.type, root.signed))
+            self._add_signatures(targets, self.keys.at_hand(Targets.type, root.signed))
             files[f"{targets.signed.version}.targets.json"] = targets
         return version + 1, self._complete(files, timestamp_hours)
