@@ -35,7 +35,8 @@ from .roots import slurmbase_key, sshbase_key
 RECIPE = 1
 
 REPO = Path(REPO_ROOT)
-#: What the digest hashes (files under them), relative to the repository.
+#: What the digest hashes (files under them; of tests/lab only the lab's code, not its tests
+#: or README), relative to the repository.
 INPUTS = ("tasks", "files", "deploy.py", "pyproject.toml", "tests/lab", "tests/fixtures")
 
 
@@ -46,7 +47,11 @@ def _tree_digest() -> str:
         path = REPO / top
         files = sorted(path.rglob("*")) if path.is_dir() else [path]
         for file in files:
-            if file.is_file() and "__pycache__" not in file.parts and ".egg-info" not in str(file):
+            built = any(p == "__pycache__" or p.endswith(".egg-info") for p in file.parts)
+            lab_text = file.parent == REPO / "tests/lab" and (
+                file.suffix != ".py" or file.name.startswith("test_")
+            )
+            if file.is_file() and not built and not lab_text:
                 digest.update(str(file.relative_to(REPO)).encode() + b"\0")
                 digest.update(file.read_bytes())
     return digest.hexdigest()
