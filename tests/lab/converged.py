@@ -23,11 +23,15 @@ import functools
 import hashlib
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyinfra
 
+from rocm_fleet.model.matrix import Release
+
 from ._util import REPO_ROOT, cache_dir, cache_key, file_lock, rmtree, run
+from .amd_repo import is_classic
 from .mirror import mirror_key
 from .roots import slurmbase_key, sshbase_key
 
@@ -62,10 +66,15 @@ def digest(identity: Path) -> str:
     return cache_key("converged", RECIPE, _tree_digest(), pyinfra.__version__, identity.name)
 
 
-def kind_key(spec: object, suite: str, base: str) -> str:
-    """A host's kind: what the converge depends on besides the digest (not its name)."""
+def kind_key(spec: object, suite: str, base: str, served: Sequence[Release], catalog: bool) -> str:
+    """A host's kind: what the converge depends on besides the digest (not its name). Of
+    the releases the lab serves, the Core SDK ones count: they share one flat repository
+    per distro, whose index the converged root's apt lists hold (a classic release has a
+    folder of its own)."""
     base_key = slurmbase_key(suite) if base == "slurm" else sshbase_key(suite)
     fields = {
+        "served": sorted(r.version for r in served if not is_classic(r)),
+        "catalog": catalog,
         "suite": suite,
         "base": base_key,
         "mirror": mirror_key(suite),
@@ -76,9 +85,10 @@ def kind_key(spec: object, suite: str, base: str) -> str:
     return cache_key(fields)
 
 
-def path(identity: Path, spec: object) -> Path:
-    """Where the converged root of ``spec``'s kind is (or will be) cached."""
-    kind = kind_key(spec, spec.suite, spec.base)  # type: ignore[attr-defined]
+def path(identity: Path, spec: object, served: Sequence[Release], catalog: bool) -> Path:
+    """Where the converged root of ``spec``'s kind, in a lab serving ``served`` (and with
+    ``catalog``), is (or will be) cached."""
+    kind = kind_key(spec, spec.suite, spec.base, served, catalog)  # type: ignore[attr-defined]
     return cache_dir() / f"converged-{digest(identity)}-{kind}.d"
 
 

@@ -329,7 +329,7 @@ class Lab:
             converged={
                 spec.name: saved
                 for spec in converging
-                if (saved := converged.path(identity, spec)).exists()  # type: ignore[arg-type]
+                if (saved := self._converged_path(identity, spec, releases)).exists()
             },
         )
         with self._timed("hosts"):
@@ -341,19 +341,23 @@ class Lab:
         missing = [spec.name for spec in converging if spec.name not in setup.converged]
         if missing:
             with self._timed("converge"):
-                self._converge(missing, identity)  # type: ignore[arg-type]
+                self._converge(missing, identity, releases)  # type: ignore[arg-type]
         if self.timers is not None:
             self.timers.start()
         self.timings["total_up"] = round(time.monotonic() - start, 2)
 
-    def _converge(self, names: list[str], identity: Path) -> None:
+    def _converged_path(self, identity: Path | None, spec: HostSpec, releases: list) -> Path:
+        assert identity is not None
+        return converged.path(identity, spec, releases, self._catalog)
+
+    def _converge(self, names: list[str], identity: Path, releases: list) -> None:
         """The deploy on hosts whose converged root isn't cached yet, then each saved
         (converged.py) with its sshd stopped for the copy."""
         self.pyinfra(self.inventory, "deploy.py", limit=names, check=True)
         for name in names:
             host = self._hosts[name]
             host.stop_sshd()
-            converged.save(host.dir / "upper", converged.path(identity, host.spec))
+            converged.save(host.dir / "upper", self._converged_path(identity, host.spec, releases))
             self._hosts.start(name)
 
     # --- teardown (teardown.py) ---------------------------------------------------------------

@@ -517,7 +517,7 @@ def test_converged_hosts_start_as_the_deploy_left_them_and_a_run_changes_nothing
     data = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
             "pytorch_install": False}  # fmt: skip
     hosts = [HostSpec(n, suite="trixie", data=data, converged=True) for n in ("cv1", "cv2")]
-    saved = converged.path(upstreams.identity(), hosts[0])
+    saved = converged.path(upstreams.identity(), hosts[0], [release("7.14.1")], False)
     cached = saved.exists()
     with Lab(hosts=hosts, rocm_releases=["7.14.1"]) as lab:
         assert saved.is_dir() and ("converge" in lab.timings) is not cached, lab.timings
