@@ -28,9 +28,7 @@ pytestmark = pytest.mark.e2e
 
 GFX1100 = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
            "pytorch_install": False}  # fmt: skip
-# Starts converged (tests/lab/converged.py): the first deploy of a fresh node is
-# test_lifecycle.py's, test_apu.py's and test_kernel_driver.py's.
-HOSTS = [HostSpec("swap", suite="trixie", profile="rx7900xtx", data=dict(GFX1100), converged=True)]
+HOSTS = [HostSpec("swap", suite="trixie", profile="rx7900xtx", data=dict(GFX1100))]
 PACKAGES_OP = "ROCm packages | Install the ROCm packages of the release"
 
 
@@ -46,6 +44,7 @@ def core_sdk(lab) -> list[str]:
 
 
 def test_the_card_swap_leaves_only_the_new_targets_packages(lab, tmp_path):
+    succeeded(deploy(lab))
     before = core_sdk(lab)
     assert "amdrocm7.14-gfx1100" in before and "amdrocm-core7.14-gfx1100" in before, before
 

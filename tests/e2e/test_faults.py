@@ -29,7 +29,9 @@ pytestmark = pytest.mark.e2e
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
 HOSTS = [
     HostSpec("fkey", data=dict(DATA)),  # only the replaced key's test: never gets a key
-    HostSpec("f1", data=dict(DATA)),
+    # starts converged (tests/lab/converged.py, a host of test_audit.py's kind): the fault
+    # tests need one host that has ROCm and torch; f2 and fkey are the fresh ones
+    HostSpec("f1", data={**DATA, "rocm_users": ["alice"]}, converged=True),
     HostSpec("f2", data=dict(DATA)),  # only the mirror's test: its install is the one cut
     HostSpec("gone", data=dict(DATA), sshd=False),
 ]

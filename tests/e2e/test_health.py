@@ -9,15 +9,14 @@ import sys
 
 import pytest
 
-from e2e.support import audit, running_lab
+from e2e.support import audit, deploy, running_lab, succeeded
 from lab import HostSpec, smi
 
 pytestmark = pytest.mark.e2e
 
 HOST = HostSpec("mi300", suite="trixie", profile="mi300x-8",
                 data={"rocm_version": "7.2.1", "expected_gfx": "gfx942", "expected_gpu_count": 8,
-                      "rocm_packages": ["rocm"], "pytorch_install": False},
-                converged=True)  # fmt: skip
+                      "rocm_packages": ["rocm"], "pytorch_install": False})  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +30,7 @@ def check(lab):
 
 
 def test_health_passes_then_fails_for_a_narrowed_link_and_an_ecc_error(lab):
+    succeeded(deploy(lab, limit="mi300"))
     good = check(lab)
     print(good.stdout[-3000:])
     assert good.returncode == 0, good.stdout[-4000:] + good.stderr[-2000:]

@@ -511,21 +511,22 @@ def test_pyinfra_reports_the_unreachable_host_as_failed(lab):
 @pytest.mark.lab
 @needs_root
 def test_converged_hosts_start_as_the_deploy_left_them_and_a_run_changes_nothing():
-    """Two hosts of one kind (test_card_swap.py's): converged by this lab and saved, or
-    restored from the cache; either way the deploy finds nothing to do, and each host keeps
-    its own name."""
-    data = {"rocm_version": "7.14.1", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
-            "pytorch_install": False}  # fmt: skip
-    hosts = [HostSpec(n, suite="trixie", data=data, converged=True) for n in ("cv1", "cv2")]
-    saved = converged.path(upstreams.identity(), hosts[0], [release("7.14.1")], False)
+    """Two hosts of one kind (test_audit.py's, with torch): converged by this lab and saved,
+    or restored from the cache; either way the deploy finds nothing to do, and each host
+    keeps its own name."""
+    data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+            "rocm_users": ["alice"]}  # fmt: skip
+    hosts = [HostSpec(n, data=data, converged=True) for n in ("cv1", "cv2")]
+    saved = converged.path(upstreams.identity(), hosts[0], [release("6.4.3")], False)
     cached = saved.exists()
-    with Lab(hosts=hosts, rocm_releases=["7.14.1"]) as lab:
+    with Lab(hosts=hosts, rocm_releases=["6.4.3"]) as lab:
         assert saved.is_dir() and ("converge" in lab.timings) is not cached, lab.timings
         result = lab.pyinfra(lab.inventory, "deploy.py", json=True)
         ops = result.json["results"]["operations"]
         assert [(op["name"], op["success"]) for op in ops if op["success"]] == []
         assert [sh(lab, n, "cat /etc/hostname").strip() for n in lab.hosts] == ["cv1", "cv2"]
-        assert "amdrocm7.14-gfx1100" in sh(lab, "cv2", "dpkg-query -W -f='${Package}\\n'")
+        assert "rocm-hip-runtime" in sh(lab, "cv2", "dpkg-query -W -f='${Package}\\n'")
+        assert sh(lab, "cv2", "/opt/rocm-fleet/venv/bin/python -c 'import torch'") == ""
 
 
 @pytest.mark.lab
