@@ -38,7 +38,11 @@ pytestmark = pytest.mark.e2e
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
         "rocm_users": ["alice"]}  # fmt: skip
 DEPLOYED = ["clean", "drifty", "refused"]
-HOSTS = [HostSpec(name, data=DATA) for name in DEPLOYED] + [HostSpec("gone", data=DATA, sshd=False)]
+# The deployed hosts start converged (tests/lab/converged.py, shared with test_check.py's
+# "good"): the first deploy of a fresh node is test_lifecycle.py's.
+HOSTS = [HostSpec(name, data=DATA, converged=True) for name in DEPLOYED] + [
+    HostSpec("gone", data=DATA, sshd=False)
+]
 VENV_PIP = "/opt/rocm-fleet/venv/bin/python -m pip install -q --no-deps --no-cache-dir"
 REPO = "ROCm apt repository"
 PACKAGES = "ROCm packages"
@@ -79,9 +83,7 @@ DRIFTS = [
 
 @pytest.fixture(scope="module")
 def fleet():
-    for lab in running_lab(HOSTS, ["6.4.3", "7.2.1"]):
-        succeeded(deploy(lab, limit=DEPLOYED))
-        yield lab
+    yield from running_lab(HOSTS, ["6.4.3", "7.2.1"])
 
 
 def audit_drift(lab, host: str) -> tuple[dict, list[str]]:

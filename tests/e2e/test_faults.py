@@ -29,7 +29,9 @@ pytestmark = pytest.mark.e2e
 DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
 HOSTS = [
     HostSpec("fkey", data=dict(DATA)),  # only the replaced key's test: never gets a key
-    HostSpec("f1", data=dict(DATA)),
+    # starts converged (tests/lab/converged.py, a host of test_audit.py's kind): the fault
+    # tests need one host that has ROCm and torch; f2 and fkey are the fresh ones
+    HostSpec("f1", data={**DATA, "rocm_users": ["alice"]}, converged=True),
     HostSpec("f2", data=dict(DATA)),  # only the mirror's test: its install is the one cut
     HostSpec("gone", data=dict(DATA), sshd=False),
 ]
@@ -135,6 +137,8 @@ def test_an_unreachable_host_is_named_and_the_rest_converge(lab):
     print(result.output[-1500:])
     assert "gone" in failed_hosts(result) or "Could not connect to gone" in result.output
     assert "f1" not in failed_hosts(result), result.output[-3000:]
+    # the run went on to its end on f1 (f1 starts converged: the run finds it so)
+    assert result.json and result.json.get("results"), result.output[-3000:]
     assert "[gone]" in result.output and "gone" in result.output.split("Beginning")[0]
     assert torch_of(lab, "f1").startswith("2.9.1+rocm6.4 ")
 

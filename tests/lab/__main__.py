@@ -18,7 +18,7 @@ from pathlib import Path
 
 from rocm_fleet.model.matrix import release
 
-from . import amd_repo, mirror, profiles, roots
+from . import amd_repo, converged, mirror, profiles, roots, upstreams
 from ._util import cache_dir, debian_mirror, rmtree, run
 from .fleet import Lab
 from .hosts import HostSpec
@@ -86,6 +86,8 @@ def prune_cache() -> int:
         }
     for entry in sorted(cache_dir().iterdir()):
         ours = entry.name.startswith(("minbase-", "sshbase-", "slurmbase-", "mirror-"))
+        if entry.name.startswith("converged-"):
+            ours = not converged.is_current(entry.name, upstreams.identity())
         # build-* dirs are in-progress builds of other labs unless old (a killed build).
         stale_build = entry.name.startswith("build-") and entry.stat().st_mtime < time.time() - 3600
         if (ours and entry.name not in current) or stale_build:

@@ -11,6 +11,7 @@ Extensions are complete (SKI/AKI, key usage) because Python 3.13's default conte
 from __future__ import annotations
 
 import secrets
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,11 +49,10 @@ class Certs:
     server_key: Path
 
 
-def make_certs(directory: Path, tag: str, names: tuple[str, ...]) -> Certs:
-    """The CA and a server certificate for ``names`` (its SANs) in ``directory``."""
+def make_ca(directory: Path, tag: str, days: int = 30) -> None:
+    """A CA (``ca.key``, ``ca.crt``) in ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
-    ca_key, ca_crt = directory / "ca.key", directory / "ca.crt"
     (directory / "ca.cnf").write_text(_CA_CONF.format(tag=tag))
     run(
         [
@@ -61,15 +61,28 @@ def make_certs(directory: Path, tag: str, names: tuple[str, ...]) -> Certs:
             "-x509",
             *ec,
             "-keyout",
-            ca_key,
+            directory / "ca.key",
             "-out",
-            ca_crt,
+            directory / "ca.crt",
             "-days",
-            "30",
+            str(days),
             "-config",
             directory / "ca.cnf",
         ]
     )
+
+
+def make_certs(directory: Path, tag: str, names: tuple[str, ...], ca: Path | None = None) -> Certs:
+    """The CA (a new one, or a copy of the one in ``ca``) and a server certificate for
+    ``names`` (its SANs) in ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    ca_key, ca_crt = directory / "ca.key", directory / "ca.crt"
+    if ca is None:
+        make_ca(directory, tag)
+    else:
+        for name in ("ca.key", "ca.crt"):
+            shutil.copy2(ca / name, directory / name)
     key, csr, crt = directory / "server.key", directory / "server.csr", directory / "server.crt"
     run(["openssl", "req", "-new", *ec, "-keyout", key, "-out", csr, "-subj", f"/CN={names[0]}"])
     sans = ",".join(f"DNS:{n}" for n in names)

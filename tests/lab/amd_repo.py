@@ -20,6 +20,7 @@ real hosts, and accepted by bookworm's gpgv.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -342,6 +343,20 @@ def _by_name(name: str) -> Package:
     return next(p for p in PACKAGES if p.name == name)
 
 
+#: The time every double's .deb carries (its ar members, its files' mtimes clamped to it).
+DEB_EPOCH = "1767225600"  # 2026-01-01
+
+
+def dpkg_deb(tree: Path, out: Path) -> None:
+    """``dpkg-deb --build``, reproducibly (SOURCE_DATE_EPOCH): a release's package is the same
+    bytes in every lab, as AMD's are, so a root converged by one lab (converged.py) finds in
+    the next lab's repository what its apt lists promise."""
+    run(
+        ["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out],
+        env=clean_env(SOURCE_DATE_EPOCH=DEB_EPOCH),
+    )
+
+
 def build_deb(pkg: Package, rel: Release, dist: str, staging: Path, pool: Path) -> Path:
     tree = staging / f"{pkg.name}_{dist}_{rel.version}"
     debian = tree / "DEBIAN"
@@ -358,7 +373,7 @@ def build_deb(pkg: Package, rel: Release, dist: str, staging: Path, pool: Path) 
     out_dir = pool / pkg.name[0] / pkg.name
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"{pkg.name}_{deb_version(pkg, rel, dist)}_amd64.deb"
-    run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out])
+    dpkg_deb(tree, out)
     return out
 
 
@@ -385,22 +400,29 @@ class Signer:
     they are made for (``sign_release(when=...)``), so a verifier sees the binding that was
     valid then. close() stops its gpg-agent."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, copy_of: Path | None = None):
+        """A new key in ``home``; or, with ``copy_of`` (a GNUPGHOME a Signer made), that key
+        copied into ``home`` (the lab's cached identity: converged roots trust it)."""
         self.home = home
-        home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.env = clean_env(GNUPGHOME=str(home))
-        self._gpg(
-            "--faked-system-time", KEY_CREATED, "--cert-digest-algo", "SHA1",
-            "--quick-gen-key", KEY_UID, "rsa3072", "sign", "never",
-        )  # fmt: skip
+        if copy_of is not None:
+            shutil.copytree(copy_of, home, ignore=shutil.ignore_patterns("S.*", "*.lock"))
+            home.chmod(0o700)
+        else:
+            home.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._gpg(
+                "--faked-system-time", KEY_CREATED, "--cert-digest-algo", "SHA1",
+                "--quick-gen-key", KEY_UID, "rsa3072", "sign", "never",
+            )  # fmt: skip
         out = self._gpg("--with-colons", "--list-secret-keys").stdout
         self.fingerprint = next(
             line.split(":")[9] for line in out.splitlines() if line.startswith("fpr:")
         )
-        self._gpg(
-            "--faked-system-time", _gpg_time(MODERN_BINDING), "--cert-digest-algo", "SHA256",
-            "--quick-add-uid", self.fingerprint, MODERN_UID,
-        )  # fmt: skip
+        if copy_of is None:
+            self._gpg(
+                "--faked-system-time", _gpg_time(MODERN_BINDING), "--cert-digest-algo",
+                "SHA256", "--quick-add-uid", self.fingerprint, MODERN_UID,
+            )  # fmt: skip
 
     def _gpg(self, *args: str | Path) -> subprocess.CompletedProcess[str]:
         return run(
@@ -618,7 +640,7 @@ def build_amdgpu_repo(www: Path, rel: Release, signer: Signer) -> Path | None:
                 f'PACKAGE_NAME="amdgpu"\nPACKAGE_VERSION="{AMDGPU_DKMS_UPSTREAM}"\n'
             )
             out = pool / f"amdgpu-dkms_{ver.split(':', 1)[1]}_{dist}_all.deb"
-            run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out])
+            dpkg_deb(tree, out)
     publish_dists(base, env, signer, lambda ubuntu: f".{ubuntu}", suites=suites,
                   when=signed_at(rel))  # fmt: skip
     return base

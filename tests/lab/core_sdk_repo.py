@@ -34,7 +34,14 @@ from pathlib import Path
 from . import profiles
 from . import upstream_facts as facts
 from ._util import clean_env, run
-from .amd_repo import _AGENT_ENUMERATOR, Release, Signer, rocminfo_script, sign_suite
+from .amd_repo import (
+    _AGENT_ENUMERATOR,
+    Release,
+    Signer,
+    dpkg_deb,
+    rocminfo_script,
+    sign_suite,
+)
 
 HOSTS = ("repo.amd.com", "stable.repo.amd.com")
 _RECORD = facts.load("repo.amd.com")
@@ -217,7 +224,7 @@ def build_deb(deb: Deb, version: str, staging: Path, debs: Path) -> Path:
         target.chmod(mode)
     out = debs / "main" / deb.name[0] / deb.name / f"{deb.name}_{version}_amd64.deb"
     out.parent.mkdir(parents=True, exist_ok=True)
-    run(["dpkg-deb", "--root-owner-group", "-Zgzip", "--build", tree, out])
+    dpkg_deb(tree, out)
     return out
 
 

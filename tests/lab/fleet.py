@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from . import machine, mirror, roots, teardown
+from . import converged, machine, mirror, roots, teardown, upstreams
 from ._util import LabError, rmtree
 from .client import Client, PyinfraResult
 from .hosts import Hosts, HostSpec, RootSetup, check_specs
@@ -307,7 +307,9 @@ class Lab:
         with ThreadPoolExecutor(4) as pool, self._timed("artefacts"):
             bases = {layer: pool.submit(roots.base_dir, *layer) for layer in layers}
             trees = {s: pool.submit(mirror.mirror_dir, s) for s in suites}
-            doubles = pool.submit(self._upstreams.build, releases, self._catalog)
+            converging = [host.spec for host in self._hosts if host.spec.converged]
+            identity = upstreams.identity() if converging else None
+            doubles = pool.submit(self._upstreams.build, releases, self._catalog, identity)
             key = pool.submit(self._client.make_key)
             base_dirs = {layer: f.result() for layer, f in bases.items()}
             mirror_trees = {s: f.result() for s, f in trees.items()}
@@ -324,6 +326,11 @@ class Lab:
             authorized_key=self.ssh_key.with_suffix(".pub"),
             bases=base_dirs,
             packages_indexes={s: mirror.packages_index(t, s) for s, t in mirror_trees.items()},
+            converged={
+                spec.name: saved
+                for spec in converging
+                if (saved := self._converged_path(identity, spec, releases)).exists()
+            },
         )
         with self._timed("hosts"):
             self._hosts.create(setup)
@@ -331,9 +338,27 @@ class Lab:
         self._client.write_ssh_config(self._hosts)
         with self._timed("sshd"):
             self._hosts.start_all()
+        missing = [spec.name for spec in converging if spec.name not in setup.converged]
+        if missing:
+            with self._timed("converge"):
+                self._converge(missing, identity, releases)  # type: ignore[arg-type]
         if self.timers is not None:
             self.timers.start()
         self.timings["total_up"] = round(time.monotonic() - start, 2)
+
+    def _converged_path(self, identity: Path | None, spec: HostSpec, releases: list) -> Path:
+        assert identity is not None
+        return converged.path(identity, spec, releases, self._catalog)
+
+    def _converge(self, names: list[str], identity: Path, releases: list) -> None:
+        """The deploy on hosts whose converged root isn't cached yet, then each saved
+        (converged.py) with its sshd stopped for the copy."""
+        self.pyinfra(self.inventory, "deploy.py", limit=names, check=True)
+        for name in names:
+            host = self._hosts[name]
+            host.stop_sshd()
+            converged.save(host.dir / "upper", self._converged_path(identity, host.spec, releases))
+            self._hosts.start(name)
 
     # --- teardown (teardown.py) ---------------------------------------------------------------
 

@@ -55,6 +55,9 @@ class HostSpec:
     #: root as the mount namespace's root (pivot_root, not chroot: the kernel refuses
     #: unprivileged user namespaces, so rootless Podman, to a chrooted process)
     containers: bool = False
+    #: True: the host starts as the product's deploy left a host of its kind, restored from
+    #: the cache of converged roots (converged.py; on a miss the lab converges and saves it)
+    converged: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ class RootSetup:
     authorized_key: Path  #: the client's public key, for root
     bases: dict[tuple[str, str], Path]  #: (suite, base) -> extracted root (the overlay's lower dir)
     packages_indexes: dict[str, Path]  #: suite -> Packages index naming the stock kernel
+    #: host name -> its cached converged root (a lower layer above its base), when cached
+    converged: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass
@@ -90,10 +95,11 @@ class Host:
     def log(self) -> Path:
         return self.dir / "sshd.log"
 
-    def mount(self, base: Path) -> None:
+    def mount(self, base: Path, converged: Path | None = None) -> None:
         for sub in ("upper", "work", "root"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        layers = f"lowerdir={base},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}"
+        lower = f"{converged}:{base}" if converged else str(base)
+        layers = f"lowerdir={lower},upperdir={self.dir / 'upper'},workdir={self.dir / 'work'}"
         run(["mount", "-t", "overlay", "overlay", "-o", layers, self.root])
         self.mounted = True
 
@@ -272,7 +278,7 @@ class Hosts:
 
         def create(host: Host) -> None:
             self._network.add_host(host.index)
-            host.mount(setup.bases[host.spec.suite, host.spec.base])
+            host.mount(setup.bases[host.spec.suite, host.spec.base], setup.converged.get(host.name))
             host.customise(setup)
 
         with ThreadPoolExecutor(4) as pool:
@@ -378,6 +384,8 @@ def check_specs(specs: Sequence[HostSpec]) -> None:
         raise LabError(f"duplicate host names: {names}")
     for spec in specs:
         profiles.gpus(spec.profile)
+        if spec.converged and not spec.sshd:
+            raise LabError(f"{spec.name}: a converged host needs sshd (the deploy converges it)")
         if spec.base not in roots.BASES:
             raise LabError(
                 f"{spec.name}: unknown base {spec.base!r}; known: {', '.join(roots.BASES)}"

@@ -14,6 +14,7 @@ import shlex
 import subprocess
 import sys
 import tarfile
+import time
 import tomllib
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,18 @@ from urllib.parse import unquote
 
 import pytest
 
-from lab import HostSpec, Lab, amd_repo, amd_wheels, core_sdk_repo, machine, profiles, pytorch_index
+from lab import (
+    HostSpec,
+    Lab,
+    amd_repo,
+    amd_wheels,
+    converged,
+    core_sdk_repo,
+    machine,
+    profiles,
+    pytorch_index,
+    upstreams,
+)
 from lab.server import Server
 from lab.upstreams import DOUBLES
 from rocm_fleet.model.matrix import CORE_SDK_GFX_PACKAGES, release
@@ -111,6 +123,15 @@ def test_wheels_are_valid(tmp_path):
     )
     page = (tmp_path / "whl/rocm6.4/filelock/index.html").read_text()
     assert 'href="/whl/filelock-3.13.1-py3-none-any.whl#sha256=' in page
+
+
+def test_a_double_package_is_the_same_bytes_whenever_it_is_built(tmp_path):
+    """A root converged by one lab finds the next lab's packages where its lists say."""
+    rel, pkg = release("6.4.3"), amd_repo.PACKAGES[0]
+    first = amd_repo.build_deb(pkg, rel, "noble", tmp_path / "s1", tmp_path / "p1")
+    time.sleep(1.1)  # past the mtimes of the first build's files
+    second = amd_repo.build_deb(pkg, rel, "noble", tmp_path / "s2", tmp_path / "p2")
+    assert first.read_bytes() == second.read_bytes()
 
 
 def test_core_sdk_packages_follow_the_real_scheme():
@@ -487,6 +508,27 @@ def test_pyinfra_reports_the_unreachable_host_as_failed(lab):
 
 
 @needs_root
+@pytest.mark.lab
+@needs_root
+def test_converged_hosts_start_as_the_deploy_left_them_and_a_run_changes_nothing():
+    """Two hosts of one kind (test_audit.py's, with torch): converged by this lab and saved,
+    or restored from the cache; either way the deploy finds nothing to do, and each host
+    keeps its own name."""
+    data = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+            "rocm_users": ["alice"]}  # fmt: skip
+    hosts = [HostSpec(n, data=data, converged=True) for n in ("cv1", "cv2")]
+    saved = converged.path(upstreams.identity(), hosts[0], [release("6.4.3")], False)
+    cached = saved.exists()
+    with Lab(hosts=hosts, rocm_releases=["6.4.3"]) as lab:
+        assert saved.is_dir() and ("converge" in lab.timings) is not cached, lab.timings
+        result = lab.pyinfra(lab.inventory, "deploy.py", json=True)
+        ops = result.json["results"]["operations"]
+        assert [(op["name"], op["success"]) for op in ops if op["success"]] == []
+        assert [sh(lab, n, "cat /etc/hostname").strip() for n in lab.hosts] == ["cv1", "cv2"]
+        assert "rocm-hip-runtime" in sh(lab, "cv2", "dpkg-query -W -f='${Package}\\n'")
+        assert sh(lab, "cv2", "/opt/rocm-fleet/venv/bin/python -c 'import torch'") == ""
+
+
 @pytest.mark.lab
 def test_teardown_leaves_nothing_behind_even_on_error():
     held: dict = {}

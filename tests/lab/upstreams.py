@@ -18,6 +18,7 @@ The hosts resolve the names to those addresses via /etc/hosts.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,8 +32,8 @@ from rocm_fleet.model.matrix import (
 
 from . import amd_repo, amd_wheels, container_toolkit, core_sdk_repo, pytorch_index
 from . import upstream_facts as facts
-from ._tls import Certs, make_certs
-from ._util import PYTHON, Mirror, debian_mirror
+from ._tls import Certs, make_ca, make_certs
+from ._util import PYTHON, Mirror, cache_dir, cache_key, debian_mirror, file_lock, rmtree
 from .network import SERVER_ADDRESS, UPSTREAM_ADDRESSES
 from .server import Server
 
@@ -59,6 +60,30 @@ def lab_release(version: str) -> Release:
             raise
     repository = STABLE_REPOSITORY if fact.repository == "stable" else MULTI_ARCH_REPOSITORY
     return Release(version, CORE_SDK, repository, None)
+
+
+#: Bump to make the cached identity anew (converged roots then converge afresh).
+IDENTITY_RECIPE = 1
+
+
+def identity() -> Path:
+    """The lab's cached identity (``identity-<key>/`` in the cache: ``gnupg/``, a signing key
+    made as `amd_repo.Signer` makes one, and ``tls/``, a CA valid ten years), made once. A lab
+    with converged hosts (converged.py) signs its doubles and their TLS with it, so a root
+    converged by one lab trusts the next lab's upstreams, as a real node keeps trusting AMD's
+    key. Throwaway, root-only like the rest of the cache."""
+    key = cache_key("identity", IDENTITY_RECIPE, amd_repo.KEY_UID, amd_repo.MODERN_UID)
+    target = cache_dir() / f"identity-{key}"
+    with file_lock(cache_dir() / ".lock-identity"):
+        if not target.exists():
+            tmp = Path(tempfile.mkdtemp(dir=cache_dir(), prefix="build-"))
+            try:
+                amd_repo.Signer(tmp / "id" / "gnupg").close()
+                make_ca(tmp / "id" / "tls", "cached", days=3650)
+                (tmp / "id").rename(target)
+            finally:
+                rmtree(tmp)
+    return target
 
 
 def gnupghome(workdir: Path) -> Path:
@@ -98,11 +123,14 @@ class Upstreams:
         """The lab CA's certificate (written by `build`)."""
         return self._tls / "ca.crt"
 
-    def build(self, releases: Sequence[Release], catalog: bool = False) -> None:
+    def build(
+        self, releases: Sequence[Release], catalog: bool = False, identity: Path | None = None
+    ) -> None:
         """The AMD and PyTorch doubles for ``releases`` (``catalog``: and every release of
-        the matrix, without packages), the drift overlays, and the TLS certificates."""
+        the matrix, without packages), the drift overlays, and the TLS certificates; signed
+        with a new key and CA, or ``identity``'s (see `identity`)."""
         releases = list(releases)
-        signer = amd_repo.Signer(self.gnupghome)
+        signer = amd_repo.Signer(self.gnupghome, identity / "gnupg" if identity else None)
         try:
             amd_repo.build(self._www / "radeon", releases, signer, catalog)
             container_toolkit.build(self._www / "radeon", signer)
@@ -130,7 +158,8 @@ class Upstreams:
             self.key_fingerprint = signer.fingerprint
         finally:
             signer.close()
-        self._certs = make_certs(self._tls, self._run_id, self.names)
+        ca = identity / "tls" if identity else None
+        self._certs = make_certs(self._tls, self._run_id, self.names, ca)
 
     def plant_drift(self, planted: bool) -> None:
         """Serve the drift overlays in front of the doubles (or stop): upstream then also
