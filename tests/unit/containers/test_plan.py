@@ -58,7 +58,8 @@ BOTH = {
 DOCKER_12 = {**CORE, "rocm_containers_engines": ["docker"], "rocm_containers_images": IMAGES}
 #: What apt offers, as the lab's mirrors of Debian hold it (tests/lab/mirror.py; the same
 #: versions the record's [engines] was measured with, tests/fixtures/upstream/
-#: amd-container-toolkit.toml), and Ubuntu 24.04's noble-updates.
+#: amd-container-toolkit.toml), and Ubuntu 24.04's (kept from the test's first version,
+#: not measured in the lab: its Podman 4.9 is above the floor either way).
 DEBIAN_12 = {"docker.io": "20.10.24+dfsg1-1+deb12u1+b6", "podman": "4.3.1+ds1-8+deb12u1+b3"}
 DEBIAN_13 = {"docker.io": "26.1.5+dfsg1-9+deb13u1+b1", "podman": "5.4.2+ds1-2+b2"}
 UBUNTU_24 = {"docker.io": "27.5.1-0ubuntu3~24.04.2", "podman": "4.9.3+ds1-1ubuntu0.2"}
