@@ -120,11 +120,12 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
                 "Docker only: install a newer Podman, or use docker"
             )
         elif engine == "podman" and version[:2] < toolkit.PODMAN_AMD_CDI:
-            warn_host(
+            problems.append(
                 f"Podman {plan.shown(version)} can't read the CDI spec AMD's toolkit writes "
                 f"(CDI {toolkit.AMD_CDI_VERSION}; Debian 12's 4.3 refuses it: `--device "
                 "amd.com/gpu=all` is unresolvable) and AMD's runtime serves Docker only: "
-                "install a newer Podman, or use docker"
+                "use docker (with AMD's runtime where it reads no CDI), or install Podman "
+                f"{plan.shown(toolkit.PODMAN_AMD_CDI)} or newer"
             )
     problems += plan.rootless_problems(
         list(config.rocm_containers_engines), list(config.rocm_containers_rootless_users),

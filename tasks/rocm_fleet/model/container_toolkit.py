@@ -47,7 +47,7 @@ PODMAN_CDI = (4, 1)
 #: and the oldest Podman taken to read it: Debian 12's Podman 4.3.1 refuses it ("invalid CDI
 #: Spec: invalid version", measured with Debian's own package:
 #: tests/fixtures/upstream/amd-container-toolkit.toml), Debian 13's 5.4 reads it; the floor is
-#: the minor after the one known to fail.
+#: the minor after the one known to fail. Preflight refuses an older Podman.
 AMD_CDI_VERSION = "0.6.0"
 PODMAN_AMD_CDI = (4, 4)
 
