@@ -5,7 +5,9 @@ node converges; a container on each engine sees the GPUs as root and, with Podma
 (``rocm-fleet check``); a second run changes nothing; after each drift (the spec deleted, four
 GPUs pulled, daemon.json edited, alice out of ``render``) the audit flags it, ``--dry`` names
 exactly the operations that put it back and one run does; the setting removed leaves nothing
-of rocm-fleet's behind. One test per host, each in order (each step needs the last).
+of rocm-fleet's behind. One test per host, each in order (each step needs the last). A third
+Debian 12 host is air-gapped: the toolkit reaches it from a bundle it serves as the fleet's
+mirror, with no request to AMD's doubles.
 """
 
 from __future__ import annotations
@@ -15,8 +17,19 @@ import sys
 
 import pytest
 
-from e2e.support import audit, changed, deploy, inventory_with, running_lab, sh, succeeded
+from e2e.support import (
+    audit,
+    changed,
+    deploy,
+    inventory_with,
+    rocm_fleet,
+    running_lab,
+    sh,
+    succeeded,
+)
 from lab import HostSpec, engines
+from lab.upstreams import DOUBLES
+from rocm_fleet.model import container_toolkit
 
 pytestmark = pytest.mark.e2e
 
@@ -33,9 +46,12 @@ OLD_DATA = {
     "rocm_version": "7.2.1", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
     "pytorch_install": False, "rocm_containers_engines": ["docker"],
 }  # fmt: skip
+#: A Debian 12 node of an air-gapped site, its own fleet mirror serving a bundle.
+OFF = "ctroff"
 HOSTS = [
     HostSpec(NODE, suite="trixie", profile="mi300x-8", data=dict(DATA), containers=True),
     HostSpec(OLD, suite="bookworm", profile="w7900", data=dict(OLD_DATA), containers=True),
+    HostSpec(OFF, suite="bookworm", profile="w7900", data=dict(OLD_DATA), containers=True),
 ]
 SPEC = "/etc/cdi/amd.json"
 #: What rocm-fleet leaves of the container side once the setting goes: none of these.
@@ -206,3 +222,48 @@ def test_debian_12s_docker_gets_the_gpus_through_amds_runtime(lab, tmp_path):
     check(lab, inventory, OLD)
     report = audit(lab, "--limit", OLD, inventory=inventory)
     assert cell(report)["text"] == "ok (docker; CDI spec current)", report.stdout
+
+
+def test_an_air_gapped_node_gets_the_toolkit_from_a_bundle_its_mirror_serves(lab):
+    engines.site_storage(lab.root(OFF))
+    sh(lab, OFF, "apt-get update -qq")  # as above; Debian's mirror is the site's, never closed
+    bundle = lab.workdir / "containers-bundle"
+    lab.open_upstreams()  # made beforehand, where upstream is reachable: the client
+    made = rocm_fleet(lab, "bundle", str(lab.inventory), "--output", str(bundle), "--limit", OFF,
+                      env={"REQUESTS_CA_BUNDLE": str(lab.ca_cert)})  # fmt: skip
+    assert made.returncode == 0, made.stdout + made.stderr
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    assert [
+        (r["suite"], r["packages"])
+        for r in manifest["repositories"]
+        if r["url"] == container_toolkit.APT_URL
+    ] == [("jammy", [container_toolkit.PACKAGE])]
+    (deb,) = [p.rsplit("/", 1)[1] for p in manifest["files"]
+              if p.rsplit("/", 1)[1].startswith(f"{container_toolkit.PACKAGE}_")]  # fmt: skip
+    version = deb.split("_")[1]
+
+    lab.close_upstreams(hosts=[OFF])
+    try:
+        since = len(lab.server.requests())
+        data = [f"rocm_mirror={OFF}", f"rocm_mirror_bundle={bundle}"]
+        first = deploy(lab, limit=OFF, data=data)
+        succeeded(first)
+        assert "GPU containers | Install AMD's container toolkit at its release" in changed(first)
+        served = f"http://{lab.address(OFF)}:8080"
+        source = sh(lab, OFF, "cat /etc/apt/sources.list.d/amd-container-toolkit.list")
+        assert f"{served}/{container_toolkit.APT_URL.split('://')[1]} jammy " in source, source
+        assert "signed-by=/etc/apt/keyrings/amd-container-toolkit.gpg" in source, source
+        assert "trusted" not in source and "https://" not in source, source
+        installed = sh(lab, OFF, f"dpkg-query -W -f='${{Version}}' {container_toolkit.PACKAGE}")
+        assert installed == version, (installed, deb)
+        daemon = json.loads(sh(lab, OFF, "cat /etc/docker/daemon.json"))
+        assert daemon["runtimes"] == {"amd": {"path": "amd-container-runtime", "args": []}}
+        dry = deploy(lab, limit=OFF, data=data, dry=True)
+        succeeded(dry)
+        assert changed(dry) == {}, changed(dry)
+        # The node asked no double for anything (it can't: its routes are closed; had the
+        # deploy tried, apt would have failed it), and its apt checked AMD's signature itself.
+        asked = [r for r in lab.server.requests()[since:] if r["host"] in DOUBLES]
+        assert not [r for r in asked if r["client"] == lab.address(OFF)], asked
+    finally:
+        lab.open_upstreams(hosts=[OFF])
