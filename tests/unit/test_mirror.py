@@ -17,7 +17,7 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.fleet import Fleet, ProxiedUpstream
-from rocm_fleet.upstream.aptrepo import Index, install_closure, parse_stanzas
+from rocm_fleet.upstream.aptrepo import Index, RepositoryError, install_closure, parse_stanzas
 from unit.surveys import (
     SurveyHost,
     converged_survey,
@@ -504,3 +504,38 @@ def test_a_live_plain_http_mirror_serves_wheels_the_controller_pinned(upstream_l
     assert found is not None and not [w for w in found.warnings if "hashes come from" in w]
     # What is left to say of a plain-HTTP mirror is the transport (test_mirror_tls).
     assert [w for w in found.warnings if "is plain HTTP: integrity rests on" in w]
+
+
+def test_a_pinned_root_takes_the_newest_of_its_release_not_the_repositorys_newest():
+    """``NAME=PREFIX*`` (the container toolkit at ``rocm_containers_toolkit_version``): the
+    version apt's ``Pin: version PREFIX*`` would install, so a bundle carries what the node's
+    pin asks for, even when the repository has a newer release."""
+    text = "".join(
+        f"Package: amd-container-toolkit\nVersion: {version}\nArchitecture: amd64\n"
+        f"Filename: pool/main/a/amd-container-toolkit_{version}_amd64.deb\nSize: 10\n"
+        f"SHA256: {'0' * 64}\n\n"
+        for version in ("1.2.0~22.04", "1.3.0~22.04", "1.2.1~22.04")
+    )
+    index = Index(parse_stanzas(text))
+    (newest,) = install_closure(index, ["amd-container-toolkit"], "fixture")
+    (pinned,) = install_closure(index, ["amd-container-toolkit=1.2*"], "fixture")
+    (exact,) = install_closure(index, ["amd-container-toolkit=1.2.0*"], "fixture")
+    assert (newest.version, pinned.version, exact.version) == (
+        "1.3.0~22.04", "1.2.1~22.04", "1.2.0~22.04",
+    )  # fmt: skip
+    with pytest.raises(RepositoryError, match=r"amd-container-toolkit=1\.4\*: not in fixture"):
+        install_closure(index, ["amd-container-toolkit=1.4*"], "fixture")
+
+
+def test_a_bundle_needs_the_toolkit_release_the_node_pins():
+    from rocm_fleet.model import matrix
+    from rocm_fleet.model.sources import host_needs
+
+    row = matrix.distro("debian", "12")
+    data = {"rocm_version": "7.2.0", "rocm_containers_engines": ["docker"]}
+    toolkit = [need for need in host_needs(load_config(data, "node"), row).apt
+               if "amd-container-toolkit" in need.repository.url]  # fmt: skip
+    assert toolkit[0].packages == ("amd-container-toolkit=1.3.0*",)  # the default release
+    older = load_config({**data, "rocm_containers_toolkit_version": "1.2.0"}, "node")
+    needs = [n for n in host_needs(older, row).apt if n.repository == toolkit[0].repository]
+    assert needs[0].packages == ("amd-container-toolkit=1.2.0*",)

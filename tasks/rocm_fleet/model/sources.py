@@ -288,7 +288,8 @@ def host_needs(
     if driver is not None:
         apt.append(AptNeed(driver, (matrix.AMDGPU_DRIVER_PACKAGE,)))
     toolkit = toolkit_repository(config, row) if config.rocm_containers_engines else None
-    if toolkit is not None:
-        apt.append(AptNeed(toolkit, (container_toolkit.PACKAGE,)))
+    if toolkit is not None:  # the release the deploy pins (engines.pin_text), not the newest
+        release = config.rocm_containers_toolkit_version or container_toolkit.DEFAULT_RELEASE
+        apt.append(AptNeed(toolkit, (f"{container_toolkit.PACKAGE}={release}*",)))
     wheels = torch_wheels(config, matrix.HOST_RUNTIMES[row.key])
     return HostNeeds(tuple(apt), (wheels,) if wheels else ())

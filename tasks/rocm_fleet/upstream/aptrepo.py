@@ -200,16 +200,26 @@ def _debian_order(stanza: dict[str, str]) -> DebianVersion:
     return debian_version(stanza["Version"])
 
 
+def wanted(index: Index, root: str) -> dict[str, str] | None:
+    """The stanza apt installs for ``root``: ``NAME``, its newest version; ``NAME=PREFIX*``, the
+    newest whose version starts with PREFIX (as an apt pin ``Pin: version PREFIX*`` holds it)."""
+    name, _, pinned = root.partition("=")
+    if not pinned:
+        return index.best(Relation(name))
+    prefix = pinned.removesuffix("*")
+    return next((s for s in index.versions.get(name, []) if s["Version"].startswith(prefix)), None)
+
+
 def install_closure(index: Index, roots: list[str] | tuple[str, ...], where: str) -> list[Package]:
-    """What apt installs from this repository for ``roots``: their newest versions and,
+    """What apt installs from this repository for ``roots`` (``wanted``): their versions and,
     recursively, every Pre-Depends, Depends and Recommends alternative it holds; RepositoryError
     naming a root it lacks."""
     chosen: dict[str, Package] = {}
-    missing = [name for name in roots if index.best(Relation(name)) is None]
+    missing = [root for root in roots if wanted(index, root) is None]
     if missing:
         raise RepositoryError(f"{', '.join(missing)}: not in {where}")
     queue: list[tuple[dict[str, str], str]] = [
-        (index.best(Relation(name)) or {}, "wanted") for name in roots
+        (wanted(index, root) or {}, "wanted") for root in roots
     ]
     while queue:
         stanza, why = queue.pop(0)
