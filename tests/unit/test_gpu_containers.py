@@ -125,7 +125,7 @@ def test_a_host_with_engines_fetches_the_toolkit_signed_by_the_radeon_key():
     assert len(host_needs(load_config(base), debian13).apt) == 1  # no engines: no toolkit
     config = load_config({**base, "rocm_containers_engines": ["podman"]})
     rocm, toolkit = host_needs(config, debian13).apt
-    assert toolkit.packages == ("amd-container-toolkit",)
+    assert toolkit.packages == ("amd-container-toolkit=1.3.0*",)  # the release the node pins
     repository = toolkit.repository
     assert (repository.url, repository.suite) == (
         "https://repo.radeon.com/amd-container-toolkit/apt", "noble"
