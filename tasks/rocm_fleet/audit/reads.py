@@ -4,13 +4,11 @@ acceptance run) and the cells ``audit.rows`` makes of them (docs/decisions/audit
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from rocm_fleet.audit.cells import AcceptanceCell, ContainersCell, HealthCell
 from rocm_fleet.model.acceptance import AcceptanceRead
-from rocm_fleet.model.answers import KfdNode
-from rocm_fleet.model.gpu_containers import ContainerView, judge
+from rocm_fleet.model.gpu_containers import ContainersVerdict, ContainerView
 from rocm_fleet.model.health import HostHealth
 
 
@@ -70,17 +68,15 @@ def read_containers(host: Any, config: Any) -> ContainerView | None:
     return answer[0] if answer else None
 
 
-def containers_cell(
-    config: Any, view: ContainerView | None, kfd: Sequence[KfdNode] | None
-) -> ContainersCell | None:
-    """The ``containers`` cell: ``ok (docker, podman; CDI spec current)`` or what keeps GPU
-    containers from working here (drift); None when the inventory wants none."""
+def containers_cell(config: Any, verdict: ContainersVerdict | None) -> ContainersCell | None:
+    """The ``containers`` cell of ``judge``'s verdict: ``ok (docker, podman; CDI spec current)``
+    or what keeps GPU containers from working here (drift); None when the inventory wants none,
+    "unknown" when the read failed (no verdict)."""
     engines = tuple(config.rocm_containers_engines)
     if not engines:
         return None
-    if view is None:
+    if verdict is None:
         return ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
-    verdict = judge(engines, config.rocm_containers_rootless_users, view, kfd)
     text = (
         "! " + "; ".join(verdict.problems)
         if verdict.problems

@@ -47,6 +47,7 @@ from rocm_fleet.audit.reads import (
 )
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
+from rocm_fleet.model.gpu_containers import judge
 from rocm_fleet.model.host_survey import HostSurvey
 
 if TYPE_CHECKING:
@@ -214,17 +215,6 @@ def gather(
     versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
     peers: dict[str, PeerKey] = {}  # whom each surveyed host is compared with
 
-    def audit(host) -> AuditRow:
-        try:
-            config = host_config(host)  # the mirror resolved too: a wrong one is invalid
-        except ConfigError as exc:
-            return AuditRow(host.name, "invalid", str(exc))
-        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
-        row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
-        if detail and row.status in ("drift", "ok"):
-            row = replace(row, changes=changes_in_detail(state, host.name))
-        return row
-
     def audit_configured(host, config) -> AuditRow:
         try:
             host.connect(show_errors=False, raise_exceptions=True)
@@ -237,21 +227,22 @@ def gather(
         survey = found.survey if found else None
         seen = observe(survey, config) if survey is not None else None
         health = read_health(host) if survey is not None else None
+        view = read_containers(host, config) if survey is not None else None
+        engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
+        judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
             return _absent_row(host.name, drift_by_concern(planned))
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
+        accepted = read_acceptance(host) if config.rocm_acceptance != "off" else None
         cells = replace(
             seen_cells(config, seen), health=health_cell(health),
-            containers=containers_cell(config, read_containers(host, config), survey.kfd),
+            containers=containers_cell(config, judged),
+            acceptance=acceptance_cell(accepted, time.time(), config),
         )  # fmt: skip
-        accepted = None
-        if config.rocm_acceptance != "off":
-            accepted = read_acceptance(host)
-        cells = replace(cells, acceptance=acceptance_cell(accepted, time.time(), config))
         versions[host.name] = versions_from_survey(survey, health)
-        peers[host.name] = peer_key(survey, config)
+        peers[host.name] = peer_key(survey, seen.gpus, config)
         drift = [key for key, c in cells.items() if c.drift]
         # outliers=(): filled in by flag_outliers once every host is in.
         if found.refused:
@@ -267,6 +258,17 @@ def gather(
             concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
             verified_at=verified(survey), acceptance=accepted.record if accepted else None,
         )  # fmt: skip
+
+    def audit(host) -> AuditRow:
+        try:
+            config = host_config(host)  # the mirror resolved too: a wrong one is invalid
+        except ConfigError as exc:
+            return AuditRow(host.name, "invalid", str(exc))
+        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
+        row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
+        if detail and row.status in ("drift", "ok"):
+            row = replace(row, changes=changes_in_detail(state, host.name))
+        return row
 
     done = []
 
