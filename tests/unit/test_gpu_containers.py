@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rocm_fleet.audit.cells import ObservedCells
-from rocm_fleet.audit.rows import containers_cell
+from rocm_fleet.audit.reads import containers_cell
 from rocm_fleet.facts.containers import ENGINE, SPEC_START, GpuContainersFact
 from rocm_fleet.model.container_toolkit import cdi_render_nodes as spec_render_nodes
 from rocm_fleet.model.gpu_containers import ContainerView, judge
@@ -80,13 +80,14 @@ def config(engines, users=()):
 
 
 def test_the_audit_cell_is_drift_when_containers_would_not_work():
-    cell = containers_cell(config(["podman"]), ContainerView(("podman",), SPEC), kfd(128))
+    view = ContainerView(("podman",), SPEC)
+    cell = containers_cell(config(["podman"]), judge(["podman"], [], view, kfd(128)))
     assert cell.drift and not cell.works and cell.spec == "stale"
     assert cell.text == "! the CDI spec names GPUs that are gone (/dev/dri/renderD129)"
-    good = containers_cell(config(["podman"]), ContainerView(("podman",), SPEC), kfd(128, 129))
+    good = containers_cell(config(["podman"]), judge(["podman"], [], view, kfd(128, 129)))
     assert good.text == "ok (podman; CDI spec current)" and not good.drift
-    assert containers_cell(config([]), None, None) is None
-    assert containers_cell(config(["docker"]), None, None).text == "unknown (the read failed)"
+    assert containers_cell(config([]), None) is None
+    assert containers_cell(config(["docker"]), None).text == "unknown (the read failed)"
 
 
 def test_the_column_shows_only_where_a_host_has_the_cell():
@@ -94,7 +95,8 @@ def test_the_column_shows_only_where_a_host_has_the_cell():
     from rocm_fleet.audit.metrics import render
     from rocm_fleet.audit.screens import column_ids
 
-    cell = containers_cell(config(["podman"]), ContainerView(("podman",), SPEC), kfd(128))
+    verdict = judge(["podman"], [], ContainerView(("podman",), SPEC), kfd(128))
+    cell = containers_cell(config(["podman"]), verdict)
     plain = AuditRow("a", "ok", cells=ObservedCells(distro=None))
     wanting = AuditRow("b", "drift", cells=ObservedCells(containers=cell))
     assert "containers" not in column_ids([plain])["observed"]

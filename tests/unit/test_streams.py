@@ -442,11 +442,13 @@ def test_a_classic_release_has_no_target_packages_to_drop():
 
 
 def test_the_audit_flags_the_old_targets_packages_until_they_go():
-    from rocm_fleet.audit import rows as audit_rows
+    from rocm_fleet.audit.rows import drift_by_concern
+    from rocm_fleet.engine.host_plans import planned_operations
 
     data = {**GFX1100, "expected_gfx": "gfx1201"}
     planned = plan(data, SurveyHost(swapped_survey()))
-    drift = audit_rows.plan_drift(planned.state, planned.state.inventory.get_host("node"))
+    host = planned.state.inventory.get_host("node")
+    drift = drift_by_concern(planned_operations(planned.state, host))
     assert drift["ROCm packages"] == ["Install the ROCm packages of the release"]
     # and once they went: no drift
     converged = converged_survey(data, "debian-13", pci=[RX9070XT])

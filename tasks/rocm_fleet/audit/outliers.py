@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rocm_fleet.model import node_settings
-from rocm_fleet.model.gpus import gpus_found
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.settings import SETTINGS
@@ -64,12 +63,12 @@ def settings_digest(config: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def peer_key(survey: HostSurvey, config: Any) -> PeerKey:
-    """The host's peers: its distro release, GPU model(s) (the product where the PCI ID
-    names one, else the gfx target) and the digest of its deciding settings."""
+def peer_key(survey: HostSurvey, gpus: list[dict[str, Any]], config: Any) -> PeerKey:
+    """The host's peers: its distro release, GPU model(s) (of ``gpus_found``: the product where
+    the PCI ID names one, else the gfx target) and the digest of its deciding settings."""
     distro = survey.distro or {}
     release = f"{distro.get('id') or '?'} {distro.get('version_id') or '?'}"
-    models = sorted({gpu_type(g["gfx"] or "unknown", g.get("device")) for g in gpus_found(survey)})
+    models = sorted({gpu_type(g["gfx"] or "unknown", g.get("device")) for g in gpus})
     return PeerKey(release, "+".join(models) or "none", settings_digest(config))
 
 

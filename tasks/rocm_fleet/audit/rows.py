@@ -7,20 +7,17 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.audit.cells import (
-    AcceptanceCell,
     ApuTotals,
     AuditRow,
     Cell,
     ConcernCell,
-    ContainersCell,
     DriverCell,
     GpusCell,
-    HealthCell,
     KernelCell,
     ObservedCells,
     RebootCell,
@@ -40,12 +37,17 @@ from rocm_fleet.audit.outliers import (
     versions_from_survey,
     with_drift,
 )
+from rocm_fleet.audit.reads import (
+    acceptance_cell,
+    containers_cell,
+    health_cell,
+    read_acceptance,
+    read_containers,
+    read_health,
+)
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
-from rocm_fleet.model.acceptance import AcceptanceRead
-from rocm_fleet.model.answers import KfdNode
-from rocm_fleet.model.gpu_containers import ContainerView, judge
-from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.gpu_containers import judge
 from rocm_fleet.model.host_survey import HostSurvey
 
 if TYPE_CHECKING:
@@ -71,13 +73,6 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell
         cells[key] = ConcernCell(text, bool(operations), name=name, operations=tuple(operations))
         drift += [f"{key}: {operation}" for operation in operations]
     return cells, drift
-
-
-def observed_cells(config: Any, survey: HostSurvey) -> ObservedCells:
-    """The cells of what the survey saw (``seen_cells`` of its readings)."""
-    from rocm_fleet.model.observed import observe
-
-    return seen_cells(config, observe(survey, config))
 
 
 def seen_cells(config: Any, seen: Observed) -> ObservedCells:
@@ -165,13 +160,6 @@ def _expected_text(config: Any) -> str:
     return f"{count if count is not None else '>=1'} x {gfx}"
 
 
-def plan_drift(state: Any, host: Any) -> dict[str, list[str]]:
-    """The drift of ``host``'s plan in ``state`` (``drift_by_concern``)."""
-    from rocm_fleet.engine.host_plans import planned_operations
-
-    return drift_by_concern(planned_operations(state, host))
-
-
 def changes_in_detail(state: Any, host_name: str) -> dict[str, list[dict[str, Any]]]:
     """The packages and files ``host_name``'s plan would change, as the audit's JSON has them."""
     from rocm_fleet.engine.diffs import changes_of
@@ -227,17 +215,6 @@ def gather(
     versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
     peers: dict[str, PeerKey] = {}  # whom each surveyed host is compared with
 
-    def audit(host) -> AuditRow:
-        try:
-            config = host_config(host)  # the mirror resolved too: a wrong one is invalid
-        except ConfigError as exc:
-            return AuditRow(host.name, "invalid", str(exc))
-        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
-        row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
-        if detail and row.status in ("drift", "ok"):
-            row = replace(row, changes=changes_in_detail(state, host.name))
-        return row
-
     def audit_configured(host, config) -> AuditRow:
         try:
             host.connect(show_errors=False, raise_exceptions=True)
@@ -250,21 +227,22 @@ def gather(
         survey = found.survey if found else None
         seen = observe(survey, config) if survey is not None else None
         health = read_health(host) if survey is not None else None
+        view = read_containers(host, config) if survey is not None else None
+        engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
+        judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
             return _absent_row(host.name, drift_by_concern(planned))
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
+        accepted = read_acceptance(host) if config.rocm_acceptance != "off" else None
         cells = replace(
             seen_cells(config, seen), health=health_cell(health),
-            containers=containers_cell(config, read_containers(host, config), survey.kfd),
+            containers=containers_cell(config, judged),
+            acceptance=acceptance_cell(accepted, time.time(), config),
         )  # fmt: skip
-        accepted = None
-        if config.rocm_acceptance != "off":
-            accepted = read_acceptance(host)
-        cells = replace(cells, acceptance=acceptance_cell(accepted, time.time(), config))
         versions[host.name] = versions_from_survey(survey, health)
-        peers[host.name] = peer_key(survey, config)
+        peers[host.name] = peer_key(survey, seen.gpus, config)
         drift = [key for key, c in cells.items() if c.drift]
         # outliers=(): filled in by flag_outliers once every host is in.
         if found.refused:
@@ -280,6 +258,17 @@ def gather(
             concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
             verified_at=verified(survey), acceptance=accepted.record if accepted else None,
         )  # fmt: skip
+
+    def audit(host) -> AuditRow:
+        try:
+            config = host_config(host)  # the mirror resolved too: a wrong one is invalid
+        except ConfigError as exc:
+            return AuditRow(host.name, "invalid", str(exc))
+        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
+        row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
+        if detail and row.status in ("drift", "ok"):
+            row = replace(row, changes=changes_in_detail(state, host.name))
+        return row
 
     done = []
 
@@ -306,106 +295,6 @@ def gather(
     ordered = {host.name: peers[host.name] for host in hosts if host.name in peers}
     drifted = {row.host: {k for k, c in row.concerns.items() if c.drift} for row in rows}
     return flag_outliers(rows, with_drift(outliers(peer_groups(ordered), versions), drifted))
-
-
-def read_health(host: Any) -> HostHealth | None:
-    """The host's GPUs' health as amd-smi reports it; None when the read couldn't run."""
-    from rocm_fleet.engine.surveying import read_apart
-    from rocm_fleet.facts.health import GpuHealthFact
-    from rocm_fleet.facts.round_trip import Read
-
-    answer = read_apart(host, [Read("health", GpuHealthFact)])
-    return answer[0] if answer else None
-
-
-def read_acceptance(host: Any) -> AcceptanceRead | None:
-    """The node's last acceptance record; None when the read couldn't run."""
-    from rocm_fleet.engine.surveying import read_apart
-    from rocm_fleet.facts.acceptance import AcceptanceRecordFact
-    from rocm_fleet.facts.round_trip import Read
-
-    answer = read_apart(host, [Read("acceptance", AcceptanceRecordFact)])
-    return answer[0] if answer else None
-
-
-def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None) -> AcceptanceCell:
-    """The ``acceptance`` cell: the last run's level, result and age, a failed one marked "!"
-    with its failing steps (not drift: no deploy repairs it; the roll runs it again, the
-    RocmFleetAcceptanceFailed alert says so); never run, unreadable or off (not read)."""
-    if config is not None and config.rocm_acceptance == "off":
-        return AcceptanceCell("off")
-    if read is None:
-        return AcceptanceCell("unknown (the read failed)")
-    if read.error is not None:
-        return AcceptanceCell(f"unknown ({read.error})")
-    record = read.record
-    if record is None:
-        return AcceptanceCell("never run")
-    hours = max(now - record.finished_at, 0) / 3600
-    age = f"{hours / 24:.0f}d ago" if hours >= 48 else f"{hours:.0f}h ago"
-    said = f"{record.level} {'passed' if record.passed else 'failed'} {age}"
-    if not record.passed:
-        said = "! " + said + ": " + "; ".join(f"{s.name} {s.detail}" for s in record.failed)
-    return AcceptanceCell(
-        said, level=record.level, passed=record.passed, finished_at=record.finished_at
-    )
-
-
-def read_containers(host: Any, config: Any) -> ContainerView | None:
-    """The node's container side (``facts.containers``) when the inventory wants GPU
-    containers; None when it doesn't or the read couldn't run."""
-    if not config.rocm_containers_engines:
-        return None
-    from rocm_fleet.engine.surveying import read_apart
-    from rocm_fleet.facts.containers import GpuContainersFact
-    from rocm_fleet.facts.round_trip import Read
-
-    answer = read_apart(host, [Read("containers", GpuContainersFact)])
-    return answer[0] if answer else None
-
-
-def containers_cell(
-    config: Any, view: ContainerView | None, kfd: Sequence[KfdNode] | None
-) -> ContainersCell | None:
-    """The ``containers`` cell: ``ok (docker, podman; CDI spec current)`` or what keeps GPU
-    containers from working here (drift); None when the inventory wants none."""
-    engines = tuple(config.rocm_containers_engines)
-    if not engines:
-        return None
-    if view is None:
-        return ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
-    verdict = judge(engines, config.rocm_containers_rootless_users, view, kfd)
-    text = (
-        "! " + "; ".join(verdict.problems)
-        if verdict.problems
-        else f"ok ({', '.join(engines)}; CDI spec {verdict.spec})"
-    )
-    return ContainersCell(
-        text, bool(verdict.problems), engines=engines, spec=verdict.spec, gone=verdict.gone,
-        missed=verdict.missed, problems=verdict.problems,
-    )  # fmt: skip
-
-
-def health_cell(health: HostHealth | None) -> HealthCell:
-    """The ``health`` cell: ``ok (N GPUs)``, what is wrong (drift), or why it is unknown."""
-    if health is None:
-        return HealthCell("unknown (the read failed)", status="unread")
-    if health.status != "ok":
-        why = {"no_tool": "no amd-smi", "unsupported": "only rocm-smi"}.get(
-            health.status, health.message
-        )
-        return HealthCell(f"unknown ({why})", status=health.status)
-    problems = health.problems()
-    if problems:
-        return HealthCell("! " + "; ".join(problems), True, status="ok", problems=tuple(problems))
-    if not health.gpus:
-        return HealthCell("no GPU reported", status="ok")
-    warnings = [w for gpu in health.gpus for w in gpu.warnings()]
-    count = len(health.gpus)
-    text = f"ok ({count} GPU{'s' if count != 1 else ''})" + (
-        f", {len(warnings)} with correctable ECC errors" if warnings else ""
-    )
-    return HealthCell(text, status="ok", warnings=tuple(warnings))
 
 
 def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:

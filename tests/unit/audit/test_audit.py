@@ -16,13 +16,16 @@ import pytest
 from pyinfra.api import Config, Inventory, State
 from pyinfra.api.exceptions import ConnectError
 
+from rocm_fleet.audit import reads as audit_reads
 from rocm_fleet.audit import rows as audit_rows
 from rocm_fleet.audit import screens as audit_screens
 from rocm_fleet.audit.cells import OBSERVED, OPTIONAL, AuditRow
+from rocm_fleet.engine.host_plans import planned_operations
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.observed import observe
 from rocm_fleet.model.slurm import SlurmNodeView
 from unit.surveys import SurveyHost, changed, converged_survey, fresh_survey, plan
 
@@ -38,10 +41,12 @@ def converged(**changes):
     return changed(converged_survey(DATA, "debian-12"), **changes)
 
 
+def observed_cells(config, survey):
+    return audit_rows.seen_cells(config, observe(survey, config))
+
+
 def cells(data=None, **changes):
-    return audit_rows.observed_cells(
-        load_config({**DATA, **(data or {})}, "n"), converged(**changes)
-    )
+    return observed_cells(load_config({**DATA, **(data or {})}, "n"), converged(**changes))
 
 
 # --- observed cells ---------------------------------------------------------------------------
@@ -96,7 +101,7 @@ def test_a_newer_installed_kernel_is_shown_not_drift():
     survey = converged()
     survey.packages["linux-image-6.1.0-28-amd64"] = "6.1.119-1"  # older: not shown
     survey.packages["linux-image-6.12.38+deb12-amd64"] = "6.12.38-1~bpo12+1"
-    shown = audit_rows.observed_cells(load_config(DATA, "n"), survey).kernel
+    shown = observed_cells(load_config(DATA, "n"), survey).kernel
     assert shown.to_json() == {"text": "6.1.0-31-amd64 (newer installed: 6.12.38+deb12-amd64)",
                      "drift": False, "running": "6.1.0-31-amd64",
                      "newer": "6.12.38+deb12-amd64"}  # fmt: skip
@@ -127,7 +132,7 @@ def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pendi
     # an unattended upgrade's kernel, no DKMS build
     survey = replace(survey, boot=replace(survey.boot, kernels=(running, newer)))
     config = load_config({**DATA, "rocm_driver": "dkms"}, "n")
-    shown = audit_rows.observed_cells(config, survey).reboot
+    shown = observed_cells(config, survey).reboot
     assert shown.drift and shown.text.startswith(
         "no | NOT SAFE: next boot 6.1.0-99-amd64 (newest installed kernel (no /boot/grub/"
         "grub.cfg)): amdgpu-dkms is not built for kernel 6.1.0-99-amd64"
@@ -137,7 +142,7 @@ def test_a_next_kernel_the_driver_is_not_ready_for_is_drift_even_without_a_pendi
         (running.release, running.dkms_module is not None),
     ]
     # The kernel's own driver is in both: nothing to report.
-    ready = audit_rows.observed_cells(load_config(DATA, "n"), survey).reboot
+    ready = observed_cells(load_config(DATA, "n"), survey).reboot
     assert (ready.text, ready.drift, ready.boot.next) == ("no", False, "6.1.0-99-amd64")
 
 
@@ -152,7 +157,7 @@ def test_a_host_whose_next_kernel_cant_be_told_is_said_not_drift_nor_a_pending_r
     survey = converged()
     survey = replace(survey, boot=replace(survey.boot, kernels=(), grub_cfg=None, grubenv={}))
     survey = replace(survey, kernel="6.18.44-fc-v1252-gpu")
-    shown = audit_rows.observed_cells(load_config(DATA, "n"), survey).reboot
+    shown = observed_cells(load_config(DATA, "n"), survey).reboot
     assert shown.boot.next is None and shown.boot.refused
     assert not shown.drift and not shown.pending and not shown.unsafe
     assert shown.text.startswith("no | can't tell which kernel the node boots next")
@@ -226,7 +231,8 @@ def no_drift(concerns: list[str]) -> dict[str, list[str]]:
 
 def drift(survey, data=DATA):
     planned = plan(data, SurveyHost(survey))
-    return audit_rows.plan_drift(planned.state, planned.state.inventory.get_host("node"))
+    host = planned.state.inventory.get_host("node")
+    return audit_rows.drift_by_concern(planned_operations(planned.state, host))
 
 
 def test_a_converged_plan_has_every_concern_and_no_drift():
@@ -542,20 +548,20 @@ def amd_smi_health(metric="metric_mi300x_healthy.json", xgmi="xgmi_mi300x_up.jso
 def test_the_health_cell_says_ok_what_is_wrong_or_why_it_is_unknown():
     from rocm_fleet.model.health import HostHealth
 
-    ok = audit_rows.health_cell(amd_smi_health())
+    ok = audit_reads.health_cell(amd_smi_health())
     assert (ok.text, ok.drift) == ("ok (8 GPUs)", False)
-    ecc = audit_rows.health_cell(amd_smi_health("metric_mi300x_ecc_errors.json"))
+    ecc = audit_reads.health_cell(amd_smi_health("metric_mi300x_ecc_errors.json"))
     assert ecc.drift and ecc.text.startswith("! GPU ")
     assert "uncorrectable ECC errors" in ecc.text and ecc.problems
-    down = audit_rows.health_cell(amd_smi_health(xgmi="xgmi_mi300x_link_down.json"))
+    down = audit_reads.health_cell(amd_smi_health(xgmi="xgmi_mi300x_link_down.json"))
     assert down.drift and "XGMI links down" in down.text
-    assert audit_rows.health_cell(HostHealth(status="no_tool")).text == "unknown (no amd-smi)"
+    assert audit_reads.health_cell(HostHealth(status="no_tool")).text == "unknown (no amd-smi)"
     broken = HostHealth(status="error", message="amd-smi metric: exited 1")
-    assert audit_rows.health_cell(broken).to_json() == {
+    assert audit_reads.health_cell(broken).to_json() == {
         "text": "unknown (amd-smi metric: exited 1)", "drift": False, "status": "error",
         "problems": [],
     }  # fmt: skip
-    assert audit_rows.health_cell(None).text == "unknown (the read failed)"
+    assert audit_reads.health_cell(None).text == "unknown (the read failed)"
 
 
 def test_the_audit_reads_health_and_reports_the_peers_outlier(group_rows):
