@@ -237,10 +237,11 @@ def test_an_air_gapped_node_gets_the_toolkit_from_a_bundle_its_mirror_serves(lab
         (r["suite"], r["packages"])
         for r in manifest["repositories"]
         if r["url"] == container_toolkit.APT_URL
-    ] == [("jammy", [container_toolkit.PACKAGE])]
+    ] == [("jammy", [f"{container_toolkit.PACKAGE}={container_toolkit.DEFAULT_RELEASE}*"])]
     (deb,) = [p.rsplit("/", 1)[1] for p in manifest["files"]
               if p.rsplit("/", 1)[1].startswith(f"{container_toolkit.PACKAGE}_")]  # fmt: skip
     version = deb.split("_")[1]
+    assert version.startswith(container_toolkit.DEFAULT_RELEASE), version  # the pinned release
 
     lab.close_upstreams(hosts=[OFF])
     try:
