@@ -76,7 +76,16 @@ def test_the_wheel_holds_the_package_its_files_and_scripts_and_no_tasks(wheel):
         f"rocm_fleet-{version('rocm-fleet')}.dist-info",
     }
     assert "rocm_fleet/files/rocm-profile.sh" in names
-    scripts = {path.name for path in (ROOT / "files/scripts").glob("*.sh")}
+    # the monitoring files `rocm-fleet monitoring` writes, and the acceptance suites
+    monitoring = {
+        f"rocm_fleet/files/monitoring/{p.name}" for p in (ROOT / "files/monitoring").iterdir()
+    }
+    assert monitoring and monitoring <= set(names)
+    assert "rocm_fleet/roll/acceptance/suites.json" in names
+    # every script the operations run on a node: shell, and the acceptance's python
+    scripts = {
+        path.name for path in (ROOT / "files/scripts").iterdir() if path.suffix in (".sh", ".py")
+    }
     packed = {
         name.rsplit("/", 1)[1] for name in names if name.startswith("rocm_fleet/files/scripts/")
     }
