@@ -221,7 +221,7 @@ def test_the_installed_node_checks_pass_on_the_deployed_host(lab, venv, project)
     assert re.search(r"^ok +\S+ +rocminfo reports the expected GPUs$", result.stdout, re.M), output
     assert "FAILED" not in result.stdout and "error" not in result.stdout.lower()
     assert re.fullmatch(
-        r"1 host, 9 checks: \d passed(, \d skipped)?", result.stdout.splitlines()[-1]
+        r"1 host, 10 checks: \d passed(, \d skipped)?", result.stdout.splitlines()[-1]
     )
 
 
