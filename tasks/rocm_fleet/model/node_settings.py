@@ -71,7 +71,6 @@ CONTAINERS = "GPU containers"
 class NodeSettings:
     """A host's settings of its install (defaults applied); ``Settings`` is all of them."""
 
-    # --- ROCm repository -------------------------------------------------------------
     rocm_version: Release = setting(
         "",
         "ROCm release to install, e.g. `6.4.3` or `7.2.1` (classic), `7.14.1` or `10.1.0` "
@@ -102,9 +101,7 @@ class NodeSettings:
         REPOSITORY,
     )
     rocm_key_url: HttpUrl | None = setting(
-        None,
-        "URL of the repository's signing key; default: the release's, from AMD",
-        REPOSITORY,
+        None, "URL of the repository's signing key; default: the release's, from AMD", REPOSITORY
     )
     rocm_key_fingerprint: Fingerprint | None = setting(
         None,
@@ -120,7 +117,6 @@ class NodeSettings:
         f"`{paths.APT_AUTH}` (root, 0600), never shown. Unset: that file goes",
         REPOSITORY,
     )
-    # --- ROCm packages ---------------------------------------------------------------
     rocm_packages: PackageNames | None = setting(
         None,
         'AMD meta packages to install, e.g. `["rocm"]`; default: '
@@ -130,22 +126,12 @@ class NodeSettings:
         + " (Core SDK)",
         PACKAGES,
     )
-    # --- GPU groups ------------------------------------------------------------------
     rocm_users: UserNames = setting(
-        [],
-        "Existing users to add to `video` and `render` (other groups kept)",
-        GROUPS,
+        [], "Existing users to add to `video` and `render` (other groups kept)", GROUPS
     )
-    # --- PyTorch ---------------------------------------------------------------------
-    pytorch_install: Flag = setting(
-        True,
-        "Install the PyTorch venv (false: ROCm only)",
-        PYTORCH,
-    )
+    pytorch_install: Flag = setting(True, "Install the PyTorch venv (false: ROCm only)", PYTORCH)
     pytorch_venv: AbsolutePath = setting(
-        paths.DEFAULT_VENV,
-        "Path of the venv holding torch",
-        PYTORCH,
+        paths.DEFAULT_VENV, "Path of the venv holding torch", PYTORCH
     )
     pytorch_index_base_url: HttpUrl = setting(
         matrix.PYTORCH_INDEX_BASE_URL,
@@ -166,18 +152,14 @@ class NodeSettings:
         "`rocm_version` (ROCm 10.x: of those AMD's page offers every `expected_gfx`)",
         PYTORCH,
     )
-    # --- Verify ----------------------------------------------------------------------
     expected_gfx: GfxTargets | None = setting(
-        None,
-        'GPU target(s) rocminfo and torch must report, e.g. `gfx1100` or `["gfx942"]`',
-        VERIFY,
+        None, 'GPU target(s) rocminfo and torch must report, e.g. `gfx1100` or `["gfx942"]`', VERIFY
     )
     expected_gpu_count: Count | None = setting(
         None,
         "How many GPUs of `expected_gfx` must be present; 0 for a GPU-less host (CI, image builds)",
         VERIFY,
     )
-    # --- Preflight -------------------------------------------------------------------
     rocm_distro_override: Distro | None = setting(
         None,
         'Deploy a distro the matrix doesn\'t know as one it does, e.g. `"ubuntu 24.04"` for '
@@ -191,7 +173,6 @@ class NodeSettings:
         "figure is used",
         PREFLIGHT,
     )
-    # --- Kernel ----------------------------------------------------------------------
     rocm_kernel_backports: one_of("auto", "always", "never") = setting(
         "auto",
         "A newer kernel (Debian 12: bookworm-backports; Ubuntu: HWE): `auto` when the running "
@@ -216,7 +197,6 @@ class NodeSettings:
         "install alone). False: rocm-fleet releases only the holds it placed",
         KERNEL,
     )
-    # --- amdgpu driver ---------------------------------------------------------------
     rocm_driver: one_of("inbox", "dkms") = setting(
         "inbox",
         "The amdgpu kernel driver: `inbox` (the kernel's own) or `dkms` (AMD's `amdgpu-dkms`, "
@@ -236,11 +216,8 @@ class NodeSettings:
         DRIVER,
     )
     rocm_amdgpu_key_fingerprint: Fingerprint = setting(
-        matrix.AMDGPU_KEY_FINGERPRINT,
-        "Fingerprint that key must have",
-        DRIVER,
+        matrix.AMDGPU_KEY_FINGERPRINT, "Fingerprint that key must have", DRIVER
     )
-    # --- APU memory ----------------------------------------------------------------
     rocm_apu_gtt_gib: Positive | None = setting(
         None,
         "GiB of system memory a Ryzen APU's GPU may map (GTT), set as the kernel's TTM page "
@@ -250,14 +227,12 @@ class NodeSettings:
         "half the RAM)",
         APU,
     )
-    # --- Secure Boot -----------------------------------------------------------------
     rocm_mok_password_env: EnvName = setting(
         "ROCM_FLEET_MOK_PASSWORD",
         "Environment variable (where pyinfra runs) with the one-time MOK password to type at "
         "the console; unset: asked once when pyinfra runs in a terminal",
         SECURE_BOOT,
     )
-    # --- Reboot ----------------------------------------------------------------------
     rocm_reboot: one_of("allow", "never") = setting(
         "never",
         "Reboots: `allow` = hosts that need one (new kernel, new driver, MOK to confirm) "
@@ -265,16 +240,11 @@ class NodeSettings:
         REBOOT,
     )
     rocm_reboot_parallel: Positive = setting(
-        1,
-        "How many hosts reboot at a time (set it fleet-wide)",
-        REBOOT,
+        1, "How many hosts reboot at a time (set it fleet-wide)", REBOOT
     )
     rocm_reboot_timeout: Positive = setting(
-        600,
-        "Seconds a rebooting host has to come back before it fails",
-        REBOOT,
+        600, "Seconds a rebooting host has to come back before it fails", REBOOT
     )
-    # --- GPU containers --------------------------------------------------------------
     rocm_containers_engines: ContainerEngines = setting(
         [],
         "Container engines that get the node's GPUs (`rocm_fleet.containers.gpu_containers`, "

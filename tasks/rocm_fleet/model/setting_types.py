@@ -1,6 +1,5 @@
-"""What a setting's value must be: the ``Annotated`` types of ``model.settings``' fields, whose
-pydantic metadata check the value and say what is valid (``Valid``); a refused value's error is
-``invalid``'s ``rocm_fleet_setting``, its message what to write."""
+"""The ``Annotated`` types of the settings: pydantic's metadata check a value, ``Valid`` says what
+is valid when they refuse it (the error ``invalid`` makes)."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from annotated_types import Predicate
 from pydantic import (
     AfterValidator,
     BeforeValidator,
@@ -26,18 +26,15 @@ from rocm_fleet.model import container_toolkit, grammar, matrix
 
 
 def invalid(valid: str, **context: Any) -> PydanticCustomError:
-    """The error of a value a setting refuses: ``valid`` says what would be valid, or what is
-    wrong with this value."""
-    # The context's other keys first: pydantic fills the template key by key, so ``valid``,
-    # which may quote the value, is filled last.
+    """The error of a refused value: ``valid`` says what is valid or what is wrong (filled last:
+    it may quote the value)."""
     return PydanticCustomError("rocm_fleet_setting", "{valid}", {**context, "valid": valid})
 
 
 @dataclass(frozen=True)
 class Valid:
-    """What a setting's value must be, in words (the reference's "Valid" column): the message
-    for a value the metadata before it refuse, unless they said more (``invalid``); for a list,
-    which item is bad or how to write a string as a list."""
+    """What a setting's value must be, in words: the message when the metadata before it refuse
+    a value, unless they raised ``invalid``; for a list, which item is bad."""
 
     text: str
 
@@ -64,45 +61,27 @@ class Valid:
 
 
 def _items_meant(value: str) -> list[str]:
-    """The names one string meant as a list: ``"alice, bob"`` and ``--data``'s
-    ``rocm_users=[alice]`` (which reaches the inventory as the string ``"[alice]"``)."""
+    """The names one string meant as a list: ``"alice, bob"``, ``--data``'s ``"[alice]"``."""
     text = value.strip().removeprefix("[").removesuffix("]")
     return [item.strip().strip("'\"") for item in text.split(",") if item.strip().strip("'\"")]
 
 
-def _string(pattern: str) -> dict[str, Any]:
-    return {"type": "string", "pattern": f"^(?:{pattern})$"}
-
-
 def _grammar(pattern: str, valid: str | None = None) -> Any:
-    """A string ``pattern`` matches whole (pydantic's Rust engine: ``$`` is the end of the text);
-    the anchored pattern is JSON Schema's too."""
+    """A string ``pattern`` matches whole (pydantic's Rust engine), JSON Schema's pattern too."""
     string = Annotated[str, StringConstraints(strict=True, pattern=f"^(?:{pattern})$")]
     return Annotated[string, Valid(valid)] if valid else string
 
 
-def _check(accepts: Callable[[Any], bool]) -> AfterValidator:
-    """What code checks beyond a grammar (a normal form, a range): ``Valid`` says what is
-    valid when ``accepts`` says no, unless it raised ``invalid`` saying more."""
-
-    def check(value: Any) -> Any:
-        if not accepts(value):
-            raise ValueError("refused")
-        return value
-
-    return AfterValidator(check)
-
-
 def _checked(accepts: Callable[[Any], bool], pattern: str, valid: str | None = None) -> Any:
-    """A string ``accepts`` (one of ``model.grammar``'s) takes; ``pattern`` for editors. (A
-    grammar with a look-ahead, or one code narrows, is beyond the Rust engine's patterns.)"""
-    string = Annotated[str, Strict(), _check(accepts), WithJsonSchema(_string(pattern))]
+    """A string ``accepts`` (a ``model.grammar`` check beyond the Rust engine) takes; ``pattern``
+    for editors."""
+    schema = WithJsonSchema({"type": "string", "pattern": f"^(?:{pattern})$"})
+    string = Annotated[str, Strict(), Predicate(accepts), schema]
     return Annotated[string, Valid(valid)] if valid else string
 
 
 def _either(valid: str, first: Any, second: Any, use_first: Callable[[Any], bool]) -> Any:
-    """``first`` for a value ``use_first`` picks (a URL), else ``second`` (a path, a name):
-    an error of ``first`` is its own, one of ``second`` says ``valid``."""
+    """``first`` for a value ``use_first`` picks, else ``second``; ``valid`` says what is valid."""
     union = Annotated[
         Annotated[first, Tag("first")] | Annotated[second, Tag("second")],
         Discriminator(lambda value: "first" if use_first(value) else "second"),
@@ -121,7 +100,7 @@ def _whole(minimum: int, maximum: int | None = None, valid: str | None = None) -
     return Annotated[int, Strict(), Field(ge=minimum, le=maximum), Valid(valid)]
 
 
-# A list, or a tuple (as a list): a set has no order, and a string is one item at best.
+# A list, or a tuple (as a list): a set has no order.
 _LIST = (
     Strict(),
     BeforeValidator(lambda value: list(value) if isinstance(value, tuple) else value),
@@ -133,8 +112,7 @@ def _list_of(item: Any, what: str) -> Any:
 
 
 def _version(valid: str, examples: str, example: str, key: str, what: str) -> Any:
-    """A version string; a number (``6.4`` in YAML or ``--data``) has lost its trailing zeros and
-    is refused, saying how to write it as a string."""
+    """A version string; a number (``6.4`` in YAML) is refused, saying how to quote it."""
 
     def explain(value: Any) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -144,8 +122,8 @@ def _version(valid: str, examples: str, example: str, key: str, what: str) -> An
             )
         return value
 
-    trimmed = _check(lambda value: value == value.strip())
     string = StringConstraints(strict=True, min_length=1)
+    trimmed = Predicate(lambda value: value == value.strip())
     return Annotated[str, string, trimmed, BeforeValidator(explain), Valid(valid)]
 
 
@@ -161,15 +139,13 @@ Release = Annotated[
         "rocm_version",
         "release string",
     ),
-    # For editors: the releases the matrix knows (the check itself says "did you mean" too).
     WithJsonSchema({"type": "string", "enum": list(matrix.release_versions())}),
 ]
 TorchRelease = _version(
     "a torch version string such as '2.9.1'", "'2.9.1'", "2.9.1", "torch_version", "torch version"
 )
 
-# Where credentials for a repository or an index belong instead of a URL, which ends up in
-# world-readable apt sources, pip's and curl's command lines, bundle directory names and logs.
+# A URL's credentials would reach world-readable apt sources, command lines and logs.
 CREDENTIALS_BELONG = (
     "a URL without user or password: give apt its credentials with rocm_apt_auth (an "
     "apt_auth.conf(5) file the deploy writes to /etc/apt/auth.conf.d/, mode 0600) and pip "
@@ -220,8 +196,7 @@ AbsolutePath = Annotated[
     ),
 ]
 EnvName = _grammar(grammar.ENV_NAME, "an environment variable name")
-#: Where a secret comes from: a bad value may be the secret itself, so an error never shows
-#: it (``secrets.SECRET_SOURCE_SETTINGS``).
+#: Where a secret comes from (an error never shows it: ``secrets.SECRET_SOURCE_SETTINGS``).
 SecretSource = _either(
     "the absolute path of a file of mode 0600 where pyinfra runs, or 'env:VARIABLE'",
     _grammar("env:" + grammar.ENV_NAME, "'env:' and an environment variable name"),
@@ -244,19 +219,19 @@ IpAddress = _checked(
 )
 Fingerprint = Annotated[
     _grammar(grammar.FINGERPRINT),
-    AfterValidator(lambda value: value.replace(" ", "").upper()),  # one spelling of one key
+    AfterValidator(lambda value: value.replace(" ", "").upper()),
     Valid("40 hexadecimal digits (an OpenPGP v4 fingerprint)"),
 ]
 Sha256 = _grammar(
     grammar.SHA256, "64 lower-case hexadecimal digits (a SHA-256, as sha256sum prints it)"
 )
-# A bare number is seconds to systemd, and a slip: a unit is required, and a span of 0 too.
+# A unit is required (a bare number is a slip), and a span of 0 is refused.
 TimeSpan = Annotated[
     _grammar(grammar.TIME_SPAN),
-    _check(lambda value: any(c in "123456789" for c in value)),
+    Predicate(lambda value: any(c in "123456789" for c in value)),
     Valid("a systemd time span such as '1h', '30min' or '1h 30min'"),
 ]
-# A pull node's target name: one path component of its TUF repository (nodes/NAME.json).
+# One path component of the TUF repository (nodes/NAME.json).
 PullNodeName = _grammar(
     r"[A-Za-z0-9][A-Za-z0-9._-]{0,252}",
     "letters, digits, '.', '_' or '-', starting with a letter or digit",
@@ -275,11 +250,11 @@ RootlessUsers = _list_of(_grammar(grammar.ROOTLESS_USER), "user names")
 ContainerEngines = Annotated[
     list[Literal["docker", "podman"]],
     *_LIST,
-    _check(lambda value: len(set(value)) == len(value)),
+    Predicate(lambda value: len(set(value)) == len(value)),
     Valid("a list of 'docker' and/or 'podman', each once"),
 ]
 ImageRefs = _list_of(
-    Annotated[_grammar(grammar.IMAGE_REF), _check(lambda value: len(value) <= 512)],
+    Annotated[_grammar(grammar.IMAGE_REF), Predicate(lambda value: len(value) <= 512)],
     "image references naming their registry, e.g. 'registry.example.org/ml/pytorch:2.9'",
 )
 ToolkitRelease = one_of(*container_toolkit.RELEASES)
@@ -313,7 +288,7 @@ GfxTargets = Annotated[
 ]
 
 
-#: the acceptance thresholds a site may set (rocm-fleet roll's acceptance, docs/acceptance.md)
+#: the acceptance thresholds a site may set (docs/acceptance.md)
 _THRESHOLD_NAME = r"gst:[A-Za-z0-9][A-Za-z0-9_.-]{0,80}|rccl_busbw_gbps|matmul_max_error"
 _THRESHOLDS_VALID = (
     "a mapping of threshold names ('gst:<RVS GST action>' in GFLOPS, 'rccl_busbw_gbps', "

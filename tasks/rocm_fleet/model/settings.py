@@ -92,7 +92,6 @@ class Settings(NodeSettings):
     """A host's rocm-fleet settings (defaults applied): its install's, then the fleet's.
     ``rocm_version`` is required."""
 
-    # --- Fleet mirror ----------------------------------------------------------------
     rocm_mirror: MirrorName | None = setting(
         None,
         "The fleet mirror: an inventory host the deploy makes serve AMD's repositories, key and "
@@ -144,7 +143,6 @@ class Settings(NodeSettings):
         "everyone else. Needed for hosts the inventory names by DNS name, not address",
         MIRROR,
     )
-    # --- Proxy -----------------------------------------------------------------------
     rocm_proxy: ProxyUrl | None = setting(
         None,
         "HTTP(S) proxy for apt (all sources), AMD's key and pip, e.g. "
@@ -157,14 +155,12 @@ class Settings(NodeSettings):
         "takes exact host names, curl and pip also `.domain` suffixes and CIDR ranges",
         PROXY,
     )
-    # --- Migrate from CUDA -----------------------------------------------------------
     rocm_migrate_from_cuda: Flag = setting(
         False,
         "Remove what preflight finds of NVIDIA's stack (driver and CUDA packages, CUDA wheels "
         "in the venv) before installing ROCm; false: its presence stops the host",
         CUDA,
     )
-    # --- Pull mode -------------------------------------------------------------------
     rocm_pull: Flag = setting(
         False,
         "Make the node converge itself: a systemd timer runs this deploy `@local` from a "
@@ -215,16 +211,13 @@ class Settings(NodeSettings):
         PULL,
     )
     rocm_pull_interval: TimeSpan = setting(
-        "1h",
-        "How long after one pull the next runs (systemd time span, `OnUnitActiveSec`)",
-        PULL,
+        "1h", "How long after one pull the next runs (systemd time span, `OnUnitActiveSec`)", PULL
     )
     rocm_pull_random_delay: TimeSpan = setting(
         "10min",
         "Random delay added to each pull, so a fleet doesn't fetch at once (`RandomizedDelaySec`)",
         PULL,
     )
-    # --- Slurm -----------------------------------------------------------------------
     rocm_slurm_gres: Flag = setting(
         False,
         f"Write `{paths.SLURM_GRES_CONF}` from the GPUs preflight finds (one `Name=gpu "
@@ -270,7 +263,6 @@ class Settings(NodeSettings):
         "as slurmd names itself",
         SLURM,
     )
-    # --- Acceptance ------------------------------------------------------------------
     rocm_acceptance: one_of("off", "quick", "full") = setting(
         "off",
         "The burn-in `rocm-fleet roll` runs on a node it changed, after its checks pass and "
