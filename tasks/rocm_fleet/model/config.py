@@ -1,10 +1,7 @@
-"""A host's inventory data validated and typed, with its matrix rows, before any operation:
-``load_config`` raises :class:`ConfigError`, one line per bad key.
-"""
+"""A host's inventory data validated and typed, with its matrix rows: ``load_config``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -23,14 +20,20 @@ from rocm_fleet.model.matrix import (
     release,
     release_versions,
 )
-from rocm_fleet.model.setting_errors import Origin, bad_value, validated, without_credentials
+from rocm_fleet.model.setting_errors import (
+    Origin,
+    bad_value,
+    set_in,
+    validated,
+    without_credentials,
+)
 from rocm_fleet.model.settings import SETTINGS, Settings
 from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.torch_builds import unrecorded_build
 from rocm_fleet.model.versions import release_key
 
-#: AMD's ROCm Validation Suite, in each classic release's repository (the install guide:
+#: AMD's ROCm Validation Suite, in each classic release's repository (its install guide:
 #: https://rocm.docs.amd.com/projects/ROCmValidationSuite/en/docs-6.4.0/install/installation.html)
 RVS_PACKAGE = "rocm-validation-suite"
 
@@ -39,8 +42,7 @@ if TYPE_CHECKING:
 
 
 class ConfigError(ValueError):
-    """Bad inventory data: host, key, value and what is valid, one line per bad key; ``key``
-    is the first key (None: not one key's)."""
+    """Bad inventory data, one line per bad key; ``key`` is the first (None: not one key's)."""
 
     def __init__(self, message: str, key: str | None = None):
         super().__init__(message)
@@ -52,12 +54,9 @@ class Config(Settings):
     """A host's settings, validated, plus what the matrix says about them."""
 
     release: Release
-    # None without ``pytorch_install``.
-    torch: TorchInstall | None
-    # Resolved by ``model.fleet``.
-    mirror: Mirror | None = None
-    # None: the committed matrix.
-    matrix_data: SiteData | None = None
+    torch: TorchInstall | None  #: None without ``pytorch_install``
+    mirror: Mirror | None = None  #: resolved by ``model.fleet``
+    matrix_data: SiteData | None = None  #: None: the committed matrix
 
     @property
     def matrix_source(self) -> str:
@@ -72,8 +71,7 @@ class Config(Settings):
 
     @property
     def expected_gfx_list(self) -> list[str]:
-        gfx = self.expected_gfx
-        return [gfx] if isinstance(gfx, str) else list(gfx or [])
+        return _gfx(self.expected_gfx)
 
     @property
     def stream(self) -> Stream:
@@ -94,7 +92,6 @@ class Config(Settings):
 
     @property
     def key_fingerprint(self) -> str:
-        # rocm_key_fingerprint is upper case already (settings.normal_fingerprint)
         return self.rocm_key_fingerprint or self.stream.key_fingerprint.upper()
 
     def wanted_packages(self, host_gfx: list[str | None] | None) -> list[str]:
@@ -108,8 +105,7 @@ class Config(Settings):
 
     @property
     def acceptance_packages(self) -> list[str]:
-        """AMD's packages ``rocm_acceptance`` needs: RVS, from the classic release's own
-        repository (the Core SDK publishes it apart, docs/acceptance.md); none when off."""
+        """AMD's packages ``rocm_acceptance`` needs: a classic release's RVS (docs/acceptance)."""
         if self.rocm_acceptance == "off" or self.stream is not CLASSIC:
             return []
         return [RVS_PACKAGE]
@@ -130,10 +126,6 @@ def load_config(
     """``data``'s settings, checked, defaulted, with their matrix rows; raises ConfigError.
     ``origin(key)`` names where a key was set, for errors."""
 
-    def where(key: str) -> str:
-        found = origin(key) if origin else None
-        return f" (set in {found})" if found else ""
-
     def fail(key: str, value: Any, valid: str) -> ConfigError:
         return ConfigError(bad_value(host_name, key, value, valid, origin), key)
 
@@ -151,7 +143,7 @@ def load_config(
             "False on a host with expected_gpu_count 0 (the health program checks GPUs)",
         )
     version = values["rocm_version"]
-    site = _site_data(values["rocm_matrix_data"], where, host_name)
+    site = _site_data(values["rocm_matrix_data"], origin, host_name)
     try:
         rel = site.release(version) if site else release(version)
     except KeyError:
@@ -168,7 +160,7 @@ def load_config(
                 f"a release with a PyTorch index ({rel.no_torch_reason}); "
                 "or set pytorch_install: False",
             )
-        gfx = _gfx(values)
+        gfx = _gfx(values["expected_gfx"])
         unknown = source.unknown_targets(gfx)
         if unknown:
             raise fail(
@@ -185,7 +177,7 @@ def load_config(
         else:
             matches = [b for b in builds if b.torch == wanted]
             if not matches and len(builds) == len(source.builds):
-                # the data may lag the index: the lock (the live page) says if it serves it
+                # the data may lag the index: the lock (the live page) says
                 matches = [b for b in (unrecorded_build(source, wanted),) if b is not None]
             if not matches:
                 published = [b.torch for b in builds]
@@ -202,16 +194,14 @@ def load_config(
                 )
             torch_build = matches[0]
 
-    torch = (
-        torch_install(rel, torch_build, values["pytorch_index_base_url"], _gfx(values))
-        if torch_build
-        else None
-    )
+    index = values["pytorch_index_base_url"]
+    gfx = _gfx(values["expected_gfx"])
+    torch = torch_install(rel, torch_build, index, gfx) if torch_build else None
     from_site = site if site is not None and site.adds(version) else None
     return Config(**values, release=rel, torch=torch, matrix_data=from_site)
 
 
-def _site_data(setting: str | None, where: Callable[[str], str], host_name: str) -> SiteData | None:
+def _site_data(setting: str | None, origin: Origin | None, host_name: str) -> SiteData | None:
     """The host's parsed site matrix data, or None; raises ConfigError naming the setting."""
     path = site_data.where_set(setting)
     if path is None:
@@ -220,21 +210,20 @@ def _site_data(setting: str | None, where: Callable[[str], str], host_name: str)
         return site_data.load(path)
     except site_data.SiteDataError as exc:
         given = (
-            f"inventory key 'rocm_matrix_data'{where('rocm_matrix_data')}"
+            f"inventory key 'rocm_matrix_data'{set_in(origin, 'rocm_matrix_data')}"
             if setting
             else f"environment variable {site_data.ENVIRONMENT}"
         )
         raise ConfigError(f"{host_name}: {given}: {exc}", "rocm_matrix_data") from None
 
 
-def _gfx(values: dict) -> list[str]:
-    gfx = values.get("expected_gfx")
+def _gfx(gfx: str | list[str] | None) -> list[str]:
     return [gfx] if isinstance(gfx, str) else list(gfx or [])
 
 
 def _newest_of_series(version: str, known: list[str]) -> str | None:
-    """The newest of ``known`` that ``version`` (``X.Y`` or ``X.Y.Z``) is a prefix of the
-    series of: '7.14' -> '7.14.1', '6.4.9' -> '6.4.4'; None when there is none."""
+    """The newest of ``known`` in ``version``'s X.Y series: '7.14' -> '7.14.1', '6.4.9' ->
+    '6.4.4'; None when there is none."""
     parts = version.split(".")
     series = ".".join(parts[:2]) + "."
     if len(parts) < 2:
@@ -283,6 +272,3 @@ def _newer_than_matrix(version: str) -> bool:
 
 
 __all__ = ["Config", "ConfigError", "load_config", "settings_table", "without_credentials"]
-
-if __name__ == "__main__":
-    print(settings_table())

@@ -1,10 +1,5 @@
-"""Every inventory setting of rocm-fleet: its key, type, default, meaning and what is valid.
-
-The one declaration of each key: a dataclass field, typed by ``model.setting_types``, grouped by
-the concern that reads it (the node's install in ``model.node_settings``); the docs are
-generated from it (``model.settings_reference``). A renamed key is refused with its new name; an
-unknown key is left alone unless it is a near-miss of one (``near_misses``).
-"""
+"""Every inventory setting (the node's install's in ``model.node_settings``): key, type, default,
+meaning and what is valid; renamed keys, required ones, and an unknown key's ``near_misses``."""
 
 from __future__ import annotations
 
@@ -39,13 +34,10 @@ from rocm_fleet.model.setting_types import (
 
 ACCEPTANCE = "Acceptance"
 
-# How close (difflib's ratio) an unknown key must be to a setting to be taken for a typo of
-# it. 0.85 catches a swapped, missing or doubled letter in every key (rocm_verison 0.92,
-# rocm_user 0.95, expected_gpu_cnt 0.94) and leaves other deploys' own keys alone, even
-# under the same words (gpu_count 0.67, torch_compile 0.57, pytorch_venv_path 0.83).
+# difflib's ratio of a typo (docs/decisions/refusing-a-host.md).
 NEAR_MISS_CUTOFF = 0.85
 
-# Settings with no default, which a host's data must give -> what to set them to.
+# Settings a host's data must give -> what to set them to.
 REQUIRED = {
     "rocm_version": "the ROCm release to install, e.g. '7.2.1' or '7.14.1' "
     "(`rocm-fleet matrix` lists them)",
@@ -65,7 +57,7 @@ RENAMED = {
 }
 
 
-# Settings that another one being true requires -> (the one, what to set them to).
+# Settings another one being true requires -> (the one, what to set them to).
 REQUIRED_WITH = {
     "rocm_pull_source": (
         "rocm_pull",
@@ -89,8 +81,7 @@ REQUIRED_WITH = {
 # ruff: noqa: RUF009 - ``setting`` makes a dataclass field, as ``field`` does
 @dataclass(frozen=True, kw_only=True)
 class Settings(NodeSettings):
-    """A host's rocm-fleet settings (defaults applied): its install's, then the fleet's.
-    ``rocm_version`` is required."""
+    """A host's settings (defaults applied): its install's, then the fleet's."""
 
     rocm_mirror: MirrorName | None = setting(
         None,
@@ -311,24 +302,14 @@ VALID = {key: _valid(_HINTS[key]) + (OR_UNSET if key in UNSET else "") for key i
 
 @functools.cache
 def near_misses(key: str) -> tuple[str, ...]:
-    """The settings an unknown ``key`` is probably a slip for: one letter off (difflib's
-    ratio at least ``NEAR_MISS_CUTOFF``), or the same words as a setting less its last one,
-    in the singular or plural (``expected_gpus`` for ``expected_gpu_count``,
-    ``rocm_mirror_tls`` for the three ``rocm_mirror_tls_*``). Cached: every host of a
-    fleet carries the same foreign keys (ssh_user, the site's own), and difflib against
-    every setting is the dearest part of validating a host. (Words, then letters: a word
-    one letter off is a plural, ``rocm_reboots`` is ``rocm_reboot``, not a shorter key.)"""
-    words = _singular_words(key)
-    same = [name for name in SETTINGS if _singular_words(name) == words]
-    if same:
-        return tuple(same)
-    if len(words) >= 2:
-        shorter = [name for name in SETTINGS if _singular_words(name)[:-1] == words]
-        if shorter:
-            return tuple(shorter)
+    """The settings an unknown ``key`` is probably a slip for: the same words in the singular
+    or plural, those words and one more, else one letter off (cached: every host has them)."""
+    words = _words(key)
+    same = [name for name in SETTINGS if _words(name) == words]
+    shorter = [name for name in SETTINGS if len(words) >= 2 and _words(name)[:-1] == words]
     near = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=NEAR_MISS_CUTOFF)
-    return (near[0],) if near else ()
+    return tuple(same or shorter or near)
 
 
-def _singular_words(key: str) -> list[str]:
+def _words(key: str) -> list[str]:
     return [word.removesuffix("s") for word in key.lower().split("_")]

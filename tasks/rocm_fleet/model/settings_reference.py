@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rocm_fleet.model.setting_errors import schema_adapter
+from rocm_fleet.model.setting_errors import SCHEMA
 from rocm_fleet.model.settings import RENAMED, REQUIRED, SETTINGS, VALID
 
 
@@ -56,7 +56,7 @@ def settings_table() -> str:
 
 def json_schema() -> dict[str, Any]:
     """A JSON Schema (draft 2020-12) of a host's settings; other keys allowed."""
-    schema = schema_adapter().json_schema()
+    schema = SCHEMA.json_schema()
     for item in described():
         prop = schema["properties"][item.key]
         prop.pop("title", None)
