@@ -33,6 +33,8 @@ from rocm_fleet.model.setting_types import (
 )
 
 ACCEPTANCE = "Acceptance"
+_mirror, _proxy, _cuda, _pull = map(setting, (MIRROR, PROXY, CUDA, PULL))
+_slurm, _acceptance = setting(SLURM), setting(ACCEPTANCE)
 
 # difflib's ratio of a typo (docs/decisions/refusing-a-host.md).
 NEAR_MISS_CUTOFF = 0.85
@@ -78,138 +80,119 @@ REQUIRED_WITH = {
 }
 
 
-# ruff: noqa: RUF009 - ``setting`` makes a dataclass field, as ``field`` does
+# ruff: noqa: RUF009 - a ``setting`` makes a dataclass field, as ``field`` does
 @dataclass(frozen=True, kw_only=True)
 class Settings(NodeSettings):
     """A host's settings (defaults applied): its install's, then the fleet's."""
 
-    rocm_mirror: MirrorName | None = setting(
+    rocm_mirror: MirrorName | None = _mirror(
         None,
         "The fleet mirror: an inventory host the deploy makes serve AMD's repositories, key and "
         "the PyTorch wheels to the fleet (nginx), or the `http(s)://` URL of one served elsewhere; "
         "hosts naming it fetch from it, apt still checking AMD's signature. Unset: upstream",
-        MIRROR,
     )
-    rocm_mirror_bundle: AbsolutePath | None = setting(
+    rocm_mirror_bundle: AbsolutePath | None = _mirror(
         None,
         "A bundle made by `rocm-fleet bundle` (a directory where pyinfra runs) the mirror "
         "serves: nothing comes from upstream, and preflight refuses a host needing what it "
         "lacks. Unset: the mirror host is a live cache of upstream",
-        MIRROR,
     )
-    rocm_mirror_port: Port = setting(
+    rocm_mirror_port: Port = _mirror(
         8080,
         "The port the mirror host serves on (HTTPS with `rocm_mirror_tls_cert`, else plain HTTP)",
-        MIRROR,
     )
-    rocm_mirror_tls_ca: AbsolutePath | None = setting(
+    rocm_mirror_tls_ca: AbsolutePath | None = _mirror(
         None,
         "The CA certificate (PEM, a path where pyinfra runs) that issued the mirror's: hosts "
         "using the mirror pin it for the mirror alone (apt, pip, curl). Set on the mirror host "
         "with the two below (`rocm-fleet mirror-ca DIR ADDRESS` makes all three), or on hosts "
         "naming an `https://` mirror served elsewhere. Unset: the mirror is plain HTTP",
-        MIRROR,
     )
-    rocm_mirror_tls_cert: AbsolutePath | None = setting(
+    rocm_mirror_tls_cert: AbsolutePath | None = _mirror(
         None,
         "The mirror's certificate (PEM, where pyinfra runs), issued by `rocm_mirror_tls_ca` "
         "for the address the hosts reach it by; nginx then serves HTTPS only",
-        MIRROR,
     )
-    rocm_mirror_tls_key: AbsolutePath | None = setting(
+    rocm_mirror_tls_key: AbsolutePath | None = _mirror(
         None,
         "The private key of `rocm_mirror_tls_cert` (PEM, unencrypted, mode 0600 where "
         "pyinfra runs); the mirror host keeps it root-only (0600)",
-        MIRROR,
     )
-    rocm_mirror_listen: IpAddress | None = setting(
+    rocm_mirror_listen: IpAddress | None = _mirror(
         None,
         "The address the mirror host's nginx listens on. Unset: the address the inventory "
         "reaches it by (`ssh_hostname`) when that is an IP address, else every interface",
-        MIRROR,
     )
-    rocm_mirror_allow: Networks = setting(
+    rocm_mirror_allow: Networks = _mirror(
         [],
         "Networks (CIDR) besides the inventory's hosts that may use the mirror; nginx refuses "
         "everyone else. Needed for hosts the inventory names by DNS name, not address",
-        MIRROR,
     )
-    rocm_proxy: ProxyUrl | None = setting(
+    rocm_proxy: ProxyUrl | None = _proxy(
         None,
         "HTTP(S) proxy for apt (all sources), AMD's key and pip, e.g. "
         "`http://proxy.example.org:3128`; no credentials in it",
-        PROXY,
     )
-    rocm_no_proxy: NoProxy = setting(
+    rocm_no_proxy: NoProxy = _proxy(
         [],
         "Hosts reached directly, not through `rocm_proxy` (the fleet mirror always is); apt "
         "takes exact host names, curl and pip also `.domain` suffixes and CIDR ranges",
-        PROXY,
     )
-    rocm_migrate_from_cuda: Flag = setting(
+    rocm_migrate_from_cuda: Flag = _cuda(
         False,
         "Remove what preflight finds of NVIDIA's stack (driver and CUDA packages, CUDA wheels "
         "in the venv) before installing ROCm; false: its presence stops the host",
-        CUDA,
     )
-    rocm_pull: Flag = setting(
+    rocm_pull: Flag = _pull(
         False,
         "Make the node converge itself: a systemd timer runs this deploy `@local` from a "
         "pinned rocm-fleet against the node's inventory data fetched from `rocm_pull_source`, "
         "checks the node and writes the audit for node_exporter. False: pull mode's units and "
         "venv are removed",
-        PULL,
     )
-    rocm_pull_source: HttpUrl | None = setting(
+    rocm_pull_source: HttpUrl | None = _pull(
         None,
         "The `http(s)://` URL of the fleet's TUF repository (`rocm-fleet publish`), on the "
         "fleet mirror or any static host, whose signed target `nodes/NODE.json` is the node's "
         "settings (required with `rocm_pull`; a push gives it, pulled data never does)",
-        PULL,
     )
-    rocm_pull_trusted_root: AbsolutePath | None = setting(
+    rocm_pull_trusted_root: AbsolutePath | None = _pull(
         None,
         "The repository's TUF root metadata (a path where pyinfra runs, e.g. "
         "`REPOSITORY/metadata/root.json`): the keys a node trusts, installed by a push only; "
         "rotations signed by it are then followed through the pull (required with `rocm_pull`)",
-        PULL,
     )
-    rocm_pull_node: PullNodeName | None = setting(
+    rocm_pull_node: PullNodeName | None = _pull(
         None,
         "The name of the node's target in the repository (default: its inventory name); "
         "a push gives it, pulled data never does",
-        PULL,
     )
-    rocm_pull_seal_keys: AbsolutePath | None = setting(
+    rocm_pull_seal_keys: AbsolutePath | None = _pull(
         None,
         "A directory, where pyinfra and `rocm-fleet publish` run, of each node's own key "
         "(`NODE.pem`, X25519, made by `publish`): `publish` seals the node's target to it and a "
         "push installs the node's key alone, so no other node (nor the mirror) can read its "
         "settings; a push gives it, pulled data never does",
-        PULL,
     )
-    rocm_pull_lock: UrlOrPath | None = setting(
+    rocm_pull_lock: UrlOrPath | None = _pull(
         None,
         "URL or path of a requirements file locking rocm-fleet's wheel and every dependency "
         "by hash (`name @ URL --hash=sha256:...`), installed with `pip --require-hashes` "
         "(required with `rocm_pull`)",
-        PULL,
     )
-    rocm_pull_lock_sha256: Sha256 | None = setting(
+    rocm_pull_lock_sha256: Sha256 | None = _pull(
         None,
         "SHA-256 the lock file must have, so neither it nor a wheel can be swapped on the "
         "way (required with `rocm_pull`)",
-        PULL,
     )
-    rocm_pull_interval: TimeSpan = setting(
-        "1h", "How long after one pull the next runs (systemd time span, `OnUnitActiveSec`)", PULL
+    rocm_pull_interval: TimeSpan = _pull(
+        "1h", "How long after one pull the next runs (systemd time span, `OnUnitActiveSec`)"
     )
-    rocm_pull_random_delay: TimeSpan = setting(
+    rocm_pull_random_delay: TimeSpan = _pull(
         "10min",
         "Random delay added to each pull, so a fleet doesn't fetch at once (`RandomizedDelaySec`)",
-        PULL,
     )
-    rocm_slurm_gres: Flag = setting(
+    rocm_slurm_gres: Flag = _slurm(
         False,
         f"Write `{paths.SLURM_GRES_CONF}` from the GPUs preflight finds (one `Name=gpu "
         f"Type=<type> File={paths.RENDER_NODE_PREFIX}<n>` line each; Slurm's AMD autodetect "
@@ -217,28 +200,24 @@ class Settings(NodeSettings):
         "`Gres=gpu:<type>:<n>` the node's line in the controller's slurm.conf needs; slurmd "
         "reads it at its next start. False (or `rocm_state: absent`): the file rocm-fleet wrote "
         "goes, if it still holds what rocm-fleet wrote; a site's own file is left alone",
-        SLURM,
     )
-    rocm_slurm_gres_type: SlurmGresType | None = setting(
+    rocm_slurm_gres_type: SlurmGresType | None = _slurm(
         None,
         "The GRES type of every GPU of the node (as the site's slurm.conf names it); unset: "
         "the product where the PCI ID names one (`mi300x`, `w7900`), else the gfx target",
-        SLURM,
     )
-    rocm_slurm_drain: Flag = setting(
+    rocm_slurm_drain: Flag = _slurm(
         False,
         "`rocm-fleet roll` drains the node in Slurm before changing it, waits for its jobs to "
         "end, and resumes it once the node checks pass (one that fails stays drained, the "
         "reason saying why). A node with no drift is never drained",
-        SLURM,
     )
-    rocm_slurm_drain_timeout: Positive = setting(
+    rocm_slurm_drain_timeout: Positive = _slurm(
         3600,
         "Seconds `rocm-fleet roll` waits for a drained node's jobs to end; then the node is "
         "left unchanged and resumed (jobs are never killed)",
-        SLURM,
     )
-    rocm_slurm_health_check: Flag = setting(
+    rocm_slurm_health_check: Flag = _slurm(
         False,
         f"Write Slurm's health program `{paths.SLURM_HEALTH_PROGRAM}` (name it in slurm.conf's "
         "`HealthCheckProgram`): it drains the node, with a reason starting "
@@ -246,15 +225,13 @@ class Settings(NodeSettings):
         "XGMI link goes down, a GPU or `/dev/kfd` or a render node is missing, and resumes "
         "only a node it drained itself once healthy; a drain by anyone else is left alone. "
         "False (or `rocm_state: absent`): the program and its baseline go",
-        SLURM,
     )
-    rocm_slurm_node_name: SlurmNodeName | None = setting(
+    rocm_slurm_node_name: SlurmNodeName | None = _slurm(
         None,
         "The node's name in Slurm (NodeName=). Unset: its short host name (`hostname -s`), "
         "as slurmd names itself",
-        SLURM,
     )
-    rocm_acceptance: one_of("off", "quick", "full") = setting(
+    rocm_acceptance: one_of("off", "quick", "full") = _acceptance(
         "off",
         "The burn-in `rocm-fleet roll` runs on a node it changed, after its checks pass and "
         "before it is resumed (docs/acceptance.md): `quick` (RVS GST, a torch smoke, the ECC, "
@@ -263,21 +240,18 @@ class Settings(NodeSettings):
         "that fails stays drained, the failing step and its numbers its reason. Not `off`: "
         "the deploy installs AMD's `rocm-validation-suite` of the release; `off`: it is "
         "removed if the deploy installed it",
-        ACCEPTANCE,
     )
-    rocm_acceptance_thresholds: AcceptanceThresholds | None = setting(
+    rocm_acceptance_thresholds: AcceptanceThresholds | None = _acceptance(
         None,
         "The site's acceptance thresholds over AMD's published ones, e.g. "
         "`{'gst:gst-1000Tflops-8K-fp8_r': 900000, 'rccl_busbw_gbps': 300}` (GST in GFLOPS, "
         "bus bandwidth in GB/s; docs/acceptance.md lists AMD's)",
-        ACCEPTANCE,
     )
-    rocm_acceptance_rccl_tests: AbsolutePath | None = setting(
+    rocm_acceptance_rccl_tests: AbsolutePath | None = _acceptance(
         None,
         "Path of rccl-tests' `all_reduce_perf` on the node, for the `full` level's RCCL step "
         "(AMD ships no rccl-tests package: build it from github.com/ROCm/rccl-tests); unset: "
         "that step is skipped, saying so",
-        ACCEPTANCE,
     )
 
 
