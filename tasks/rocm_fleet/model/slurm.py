@@ -1,13 +1,10 @@
 """A node's GPUs as Slurm's generic resources: gres.conf's lines, slurm.conf's ``Gres=``, and
-``scontrol show node`` read back (docs/decisions/slurm-gres.md).
-
-A GPU's type is its product where the PCI ID names one (``mi300x``), else its gfx target, or
-``rocm_slurm_gres_type``; every value written full-matches a grammar first.
-"""
+``scontrol show node`` read back (docs/decisions/slurm-gres.md)."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -65,9 +62,8 @@ def gpu_type(gfx: str, device_id: str | None) -> str:
 
 
 def slurm_gpus(kfd_nodes: Iterable[Mapping[str, Any]], type_: str | None = None) -> list[SlurmGpu]:
-    """The GPUs of the KFD topology (``facts.gpu.KfdNodes``) that have a render node, in
-    render-node order; ``type_`` (the site's ``rocm_slurm_gres_type``) for every one.
-    GresError names the GPU (its KFD node) whose values could not go into gres.conf."""
+    """The GPUs of the KFD topology that have a render node, in render-node order, each of
+    ``type_`` if given; GresError names a GPU whose values can't go into gres.conf."""
     gpus = []
     for node in kfd_nodes:
         raw = node.get("drm_render_minor")
@@ -89,15 +85,11 @@ def slurm_gpus(kfd_nodes: Iterable[Mapping[str, Any]], type_: str | None = None)
 
 
 def counts(gpus: Iterable[SlurmGpu]) -> dict[tuple[str, str | None], int]:
-    found: dict[tuple[str, str | None], int] = {}
-    for gpu in gpus:
-        found[GRES_NAME, gpu.type] = found.get((GRES_NAME, gpu.type), 0) + 1
-    return found
+    return dict(Counter((GRES_NAME, gpu.type) for gpu in gpus))
 
 
 def node_gres(gpus: Iterable[SlurmGpu]) -> str:
-    """What slurm.conf's line for this node must say: ``gpu:mi300x:8`` (types in order of
-    their first GPU, comma-separated); "" without a GPU."""
+    """What slurm.conf's line for this node must say: ``gpu:mi300x:8,...``; "" without a GPU."""
     return ",".join(f"{name}:{kind}:{n}" for (name, kind), n in counts(gpus).items())
 
 
@@ -109,13 +101,12 @@ def gres_conf(gpus: list[SlurmGpu]) -> str:
 
 
 def parse_gres(value: str | None) -> dict[tuple[str, str | None], int]:
-    """A ``Gres=`` value as slurm.conf or ``scontrol show node`` writes it -> (name, type)
-    -> count: ``gpu:mi300x:8(S:0-1)`` -> {("gpu", "mi300x"): 8}, ``gpu:2`` -> {("gpu",
-    None): 2}, ``(null)`` or "" -> {}. A name without a count counts 1, as Slurm does."""
+    """A ``Gres=`` value -> (name, type) -> count: ``gpu:mi300x:8(S:0-1)`` -> {("gpu",
+    "mi300x"): 8}, ``gpu:2`` -> {("gpu", None): 2}, ``(null)`` -> {}; no count counts 1."""
     text = (value or "").strip()
+    found: Counter[tuple[str, str | None]] = Counter()
     if text in ("", "(null)"):
         return {}
-    found: dict[tuple[str, str | None], int] = {}
     for entry in re.sub(r"\([^)]*\)", "", text).split(","):
         parts = entry.strip().split(":")
         if not parts[0]:
@@ -129,8 +120,8 @@ def parse_gres(value: str | None) -> dict[tuple[str, str | None], int]:
         elif len(parts) >= 3:
             kind = parts[1]
             count = int(parts[2]) if parts[2].isdigit() else 1
-        found[name, kind] = found.get((name, kind), 0) + count
-    return found
+        found[name, kind] += count
+    return dict(found)
 
 
 def gres_mismatch(gpus: list[SlurmGpu], view: SlurmNodeView) -> str | None:
@@ -152,8 +143,7 @@ def gres_mismatch(gpus: list[SlurmGpu], view: SlurmNodeView) -> str | None:
 #: every reason the roll sets starts so; a drain with another reason is not the roll's
 REASON_PREFIX = "rocm-fleet:"
 
-#: base states with no job on the node (Slurm's node_state_string: a node with jobs is
-#: ALLOCATED or MIXED; COMPLETING is a flag while a job's epilog still runs)
+#: base states with no job on the node (Slurm's node_state_string)
 EMPTY_STATES = frozenset({"IDLE", "DOWN", "FUTURE", "UNKNOWN"})
 
 
@@ -202,8 +192,8 @@ _REASON_SUFFIX = re.compile(r"\s*\[[^\[\]@]*@[^\[\]]*\]\s*$")
 
 
 def parse_node(text: str) -> NodeState:
-    """A ``NodeState`` from ``scontrol show node NAME``'s text (several lines, the reason on
-    its own, as every Slurm since 2.x prints it); SlurmOutputError when it names no node."""
+    """A ``NodeState`` from ``scontrol show node NAME``'s text; SlurmOutputError when it
+    names no node."""
     fields: dict[str, str] = {}
     reason = ""
     for line in text.splitlines():

@@ -14,17 +14,13 @@ def release_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split("."))
 
 
-_KERNEL = re.compile(r"^(\d+(?:\.\d+)*)(?:-(\d+))?")
-
-
 def kernel_key(release: str) -> tuple[int, ...]:
     """A ``uname -r`` for ordering: "6.1.0-28-amd64" -> (6, 1, 0, 28); "6.12.38+deb13-amd64"
     -> (6, 12, 38, 0); "6.12" -> (6, 12, 0, 0); unparsable -> () (older than everything)."""
-    match = _KERNEL.match(release or "")
+    match = re.match(r"^(\d+(?:\.\d+)*)(?:-(\d+))?", release or "")
     if not match:
         return ()
-    upstream = [int(part) for part in match.group(1).split(".")][:3]
-    upstream += [0] * (3 - len(upstream))
+    upstream = [*(int(part) for part in match.group(1).split(".")), 0, 0][:3]
     return (*upstream, int(match.group(2) or 0))
 
 
@@ -36,22 +32,10 @@ def newer_kernels(running: str, installed: list[str]) -> list[str]:
     )
 
 
-# --- releases as upstream and the host write them ------------------------------------------
-
-# repo.radeon.com/rocm/apt/6.4.3/, .../7.0/.
-_RELEASE = r"\d+\.\d+(?:\.\d+)?"
 #: An Ubuntu release in kernel meta package names (linux-generic-hwe-24.04).
 UBUNTU_SERIES = r"[0-9]{2}\.[0-9]{2}"
-_RELEASE_LINK = re.compile(rf'href="({_RELEASE})/"')
-# [0-9], not \d: a str pattern's \d takes any Unicode digit.
-_FULL_RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
-# amdrocm7.14, amdrocm10.0.
-_CORE_SDK_META = re.compile(r"amdrocm\d+\.\d+")
 # .../rocm/apt/6.4.3 jammy main.
 ROCM_APT_PATH = re.compile(r"repo\.radeon\.com/rocm/apt/([^/\s]+)")
-# /etc/debian_version "12.9"; os-release VERSION "24.04.3 LTS (Noble Numbat)".
-_NUMERIC = re.compile(r"\d+(?:\.\d+)*")
-_LEADING_POINT_RELEASE = re.compile(r"\d+(?:\.\d+)+")
 
 # A row of AMD's versions.rst list-table: "* - `10.1.0 <url>`__" then "- October 5, 2026".
 RELEASE_LIST_ROW = re.compile(
@@ -76,43 +60,38 @@ def kernel_releases(packages: dict[str, str]) -> list[str]:
 
 def linked_releases(listing: str) -> set[str]:
     """The release directories a web server's directory listing links to ("6.4.3", "7.0")."""
-    return set(_RELEASE_LINK.findall(listing))
+    return set(re.findall(r'href="(\d+\.\d+(?:\.\d+)?)/"', listing))
 
 
+# [0-9], not \d: a str pattern's \d takes any Unicode digit.
 def is_full_release(version: str) -> bool:
     """Whether ``version`` is a three-part release ("10.0.0"), not "10.0" or "10.0.0rc1"."""
-    return bool(_FULL_RELEASE.fullmatch(version))
-
-
-# 2.15.0, 0.29.0a0, 2.11.0.3.
-_BUILD_VERSION = re.compile(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?")
-# amdgpu folders: 30.30, 31.40.1.
-_DRIVER_FOLDER = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?")
+    return bool(re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version))
 
 
 def is_build_version(text: str) -> bool:
-    """Whether ``text`` is a torch / torchvision / torchaudio version as published ("2.15.0")."""
-    return bool(_BUILD_VERSION.fullmatch(text))
+    """Whether ``text`` is a torch, torchvision or torchaudio version ("2.15.0", "0.29.0a0")."""
+    return bool(re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?", text))
 
 
 def is_driver_folder(text: str) -> bool:
     """Whether ``text`` names an amdgpu repository folder ("31.50", "31.40.1")."""
-    return bool(_DRIVER_FOLDER.fullmatch(text))
+    return bool(re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?", text))
 
 
 def is_core_sdk_meta_package(name: str) -> bool:
     """Whether a package is the Core SDK's meta package of a release series (amdrocm10.0)."""
-    return bool(_CORE_SDK_META.fullmatch(name))
+    return bool(re.fullmatch(r"amdrocm\d+\.\d+", name))
 
 
 def is_numeric_version(text: str) -> bool:
-    """Whether ``text`` is a dotted number ("12.9", "13"; not "trixie/sid")."""
-    return bool(_NUMERIC.fullmatch(text))
+    """Whether ``text`` is a dotted number (/etc/debian_version's "12.9"; not "trixie/sid")."""
+    return bool(re.fullmatch(r"\d+(?:\.\d+)*", text))
 
 
 def leading_point_release(text: str) -> str | None:
     """ "24.04.3 LTS (Noble Numbat)" -> "24.04.3"; None when the text starts with none."""
-    match = _LEADING_POINT_RELEASE.match(text)
+    match = re.match(r"\d+(?:\.\d+)+", text)
     return match.group(0) if match else None
 
 
@@ -147,17 +126,10 @@ def classic_version_regex(version: str) -> str:
 
 # Core SDK packages: amdrocm*, <X.Y.Z>-<build>, but not amdrocm-repo (ROCm/TheRock @ 89553ce3
 # docs/packaging/versioning.md, deb_package.py, build_repo_package.py).
-_CORE_SDK = re.compile(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$")
-_CORE_SDK_NOT_ROCM = ("amdrocm-repo",)
-
-
 def is_core_sdk_package(name: str, version: str) -> bool:
     """Whether an installed package is one of the ROCm Core SDK's (amdrocm*, X.Y.Z-N)."""
-    return (
-        name.startswith("amdrocm")
-        and name not in _CORE_SDK_NOT_ROCM
-        and bool(_CORE_SDK.match(version))
-    )
+    core_sdk = re.match(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$", version)
+    return name.startswith("amdrocm") and name != "amdrocm-repo" and bool(core_sdk)
 
 
 def core_sdk_version_regex(version: str) -> str:
@@ -170,8 +142,7 @@ def major_minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-# --- Debian package versions (python-debian, imported on first use) ---------------------
-
+# Debian package versions (python-debian, imported on first use).
 _RELATIONS = {
     "=": lambda order: order == 0,
     ">=": lambda order: order >= 0,
