@@ -1,8 +1,5 @@
-"""What a deploy would change on a host, in detail: package moves with their versions and the
-unified diff of each file it writes or removes (``--dry --diff``, the audit's JSON).
-
-Pure: the text of a host's file is untrusted, so every line of a diff is ``visible``; a secret's
-file is never diffed (``SECRET``)."""
+"""What a deploy would change on a host (``--dry --diff``, the audit's JSON): package moves and
+each file's unified diff, every line ``visible``; a secret's file is never diffed."""
 
 from __future__ import annotations
 
@@ -20,8 +17,7 @@ UNKNOWN = "?"
 
 @dataclass(frozen=True)
 class PackageChange:
-    """One package an apt operation would install, move to another version, or remove; or a
-    Python distribution of the venv ``venv`` (pip's)."""
+    """One package apt would install, upgrade or remove; or a Python distribution of ``venv``."""
 
     action: Literal["install", "upgrade", "remove"]
     name: str
@@ -46,8 +42,7 @@ class PackageChange:
 
 @dataclass(frozen=True)
 class FileChange:
-    """One file a deploy would create, modify or remove, with its unified diff (``---`` the
-    host's file, ``+++`` the deploy's), or ``secret`` when its content is never shown."""
+    """One file a deploy would create, modify or remove, with its diff (unless ``secret``)."""
 
     action: Literal["create", "modify", "remove"]
     path: str
@@ -78,9 +73,8 @@ def file_change(
     secret: bool = False,
     modes: tuple[str, str] | None = None,
 ) -> FileChange:
-    """The change from ``current`` (the host's text; None: no file) to ``wanted`` (None: the
-    file removed): create, modify or remove, its lines ``visible``; a secret's without diff.
-    ``modes`` (old, new) adds ``mode OLD -> NEW`` when they differ."""
+    """The change from ``current`` (None: no file) to ``wanted`` (None: removed); ``modes``
+    (old, new) adds ``mode OLD -> NEW`` when they differ."""
     action: Literal["create", "modify", "remove"] = (
         "remove" if wanted is None else "create" if current is None else "modify"
     )
@@ -91,9 +85,7 @@ def file_change(
 
 
 def unified_diff(path: str, current: str | None, wanted: str | None) -> list[str]:
-    """``diff -u`` of ``current`` and ``wanted`` (None: no file, as ``/dev/null``), each line
-    ``visible`` (a control character or escape sequence written out, never sent to a
-    terminal); a missing final newline is said as ``diff`` says it."""
+    """``diff -u`` of ``current`` and ``wanted`` (None: ``/dev/null``), each line ``visible``."""
     before = (current or "").splitlines(keepends=True)
     after = (wanted or "").splitlines(keepends=True)
     old = visible(path) if current is not None else "/dev/null"

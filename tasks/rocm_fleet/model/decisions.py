@@ -1,6 +1,4 @@
-"""Per-host decisions read by everyone after: the fleet ``Mirror`` and the ``TorchInstall``.
-Plain data, so ``config`` and ``sources`` both build on it and not on each other.
-"""
+"""Per-host decisions read by everyone after: the fleet ``Mirror`` and the ``TorchInstall``."""
 
 from __future__ import annotations
 
@@ -35,8 +33,7 @@ class Mirror:
 
 
 def wanted_wheels(build: TorchBuild, label: str) -> dict[str, str]:
-    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``), so no build of
-    another index with the same public version stays."""
+    """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``)."""
     wanted = {"torch": build.torch, "torchvision": build.torchvision}
     if build.torchaudio:
         wanted["torchaudio"] = build.torchaudio
@@ -61,8 +58,7 @@ def pinned_requirements(
 @dataclass(frozen=True)
 class TorchInstall:
     """The PyTorch a host's venv gets: the build, its one index, exact pins with extras and
-    what it requires from the same index. Every reader takes ``index_url`` and
-    ``requirements()`` from here."""
+    what it requires from the same index."""
 
     build: TorchBuild
     index_url: str
@@ -104,8 +100,7 @@ TORCH_FAMILY = r"torch|torchvision|torchaudio"
 
 
 def owned_wheels(torch: TorchInstall) -> list[str]:
-    """The distributions the torch pins manage: the torch family, the pip ROCm runtime unless
-    torch requires it, and the device wheels of targets no longer named."""
+    """Patterns of the distributions the torch pins manage (the others' device wheels too)."""
     owned = [TORCH_FAMILY]
     if not torch.runtime_from_pip:
         owned.append(TORCH_RUNTIME_WHEELS.pattern)

@@ -1,5 +1,4 @@
-"""What one of preflight's rules finds (``Found``, added up in order), and how messages list
-names."""
+"""What one of preflight's rules finds (``Found``), and how messages list names."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""What preflight read from a host in one round trip, typed by the answering fact; a field no read
-filled is None (a per-path mapping: empty).
-"""
+"""What preflight read from a host in one round trip; a field no read filled is None."""
 
 from __future__ import annotations
 

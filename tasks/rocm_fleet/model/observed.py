@@ -1,5 +1,4 @@
-"""What a host's survey shows that no operation enforces, read once into plain values: its
-kernels, Secure Boot, ROCm, torch, GPUs and their driver, the next boot and Slurm's ``Gres=``."""
+"""What a host's survey shows that no operation enforces, read once into plain values."""
 
 from __future__ import annotations
 
@@ -20,8 +19,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class SlurmSeen:
-    """Slurm's view of the node against what its GPUs make: ``problem`` why they can't be told
-    (drift when ``drift``), else ``needs`` and the ``mismatch`` (None: agreed)."""
+    """Slurm's view against the node's GPUs: ``problem`` why it can't be told, else ``needs``
+    and the ``mismatch`` (None: agreed)."""
 
     view: SlurmNodeView
     problem: str | None = None

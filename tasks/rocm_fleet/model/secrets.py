@@ -1,12 +1,12 @@
 """Secrets a host needs (apt's and pip's credentials), read where pyinfra runs from the source
-a setting names (``env:VARIABLE`` or a 0600 file); a ``Secret`` is never shown.
-"""
+a setting names (``env:VARIABLE`` or a 0600 file); a ``Secret`` is never shown."""
 
 from __future__ import annotations
 
 import os
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 #: Settings naming a secret's source; an error never shows their values.
@@ -24,13 +24,11 @@ class SecretError(ValueError):
     """A secret's source that can't serve; the message names it, never the secret."""
 
 
+@dataclass(frozen=True, slots=True, repr=False)
 class Secret:
     """Text that is never shown: ``reveal()`` gives it to the one writer that needs it."""
 
-    __slots__ = ("_text",)
-
-    def __init__(self, text: str):
-        self._text = text
+    _text: str
 
     def reveal(self) -> str:
         return self._text
@@ -39,12 +37,6 @@ class Secret:
         return "Secret('***')"
 
     __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other.reveal() == self._text
-
-    def __hash__(self) -> int:
-        return hash(self._text)
 
 
 def read_secret(source: str, environ: Mapping[str, str] | None = None) -> Secret:

@@ -1,7 +1,5 @@
 """A site's own matrix data (``rocm_matrix_data`` or ``ROCM_FLEET_MATRIX_DATA``): releases newer
-than this rocm-fleet, as ``matrix update --output`` writes them; only their form is checked here
-(docs/decisions/site-matrix-data.md).
-"""
+than this rocm-fleet; only their form is checked here (docs/decisions/site-matrix-data.md)."""
 
 from __future__ import annotations
 
@@ -52,11 +50,7 @@ class SiteData:
         try:
             return matrix.release(version)
         except KeyError:
-            pass
-        for rel in self.added:
-            if rel.version == version:
-                return rel
-        raise KeyError(version)
+            return {rel.version: rel for rel in self.added}[version]
 
     def adds(self, version: str) -> bool:
         return any(rel.version == version for rel in self.added)

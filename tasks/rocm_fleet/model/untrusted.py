@@ -1,11 +1,5 @@
-"""Text a node reported, made safe to print on a terminal
-(docs/decisions/model-trust-boundaries.md).
-
-``visible`` writes every control, format and bidi character (tab and newline too) as Python's
-ASCII escape and caps the length; every other character stays. ``VisibleLog`` does the same for
-each line pyinfra logs, keeping its line breaks and colours; ``visible_lines`` for a whole
-report, keeping its tabs and line breaks.
-"""
+"""Text a node reported, made safe to print on a terminal: control and bidi characters written
+as escapes (docs/decisions/model-trust-boundaries.md)."""
 
 from __future__ import annotations
 
@@ -34,8 +28,8 @@ def _escape(found: re.Match[str]) -> str:
 
 
 def visible(text: object, limit: int = LIMIT) -> str:
-    """``text`` (``str()`` of it) with its control and bidi characters written out as escapes,
-    at most ``limit`` characters before them (then "…"); ordinary text unchanged."""
+    """``str(text)`` with its control and bidi characters (tab and newline too) written out as
+    escapes, at most ``limit`` characters before them (then "…")."""
     said = str(text)
     cut = len(said) > limit
     said = _UNSAFE.sub(_escape, said[:limit] if cut else said)
@@ -43,8 +37,7 @@ def visible(text: object, limit: int = LIMIT) -> str:
 
 
 def visible_lines(text: str) -> str:
-    """A whole report (metrics printed on a terminal) with every control and bidi character
-    but its tabs and line breaks written out as ``visible`` writes them; not cut."""
+    """A whole report with its controls but tabs and line breaks written out; not cut."""
     return _UNSAFE_IN_REPORT.sub(_escape, text)
 
 
@@ -53,8 +46,7 @@ def _escape_logged(found: re.Match[str]) -> str:
 
 
 class VisibleLog(logging.Filter):
-    """A filter for pyinfra's logger: each record's lines ``visible`` but for their line
-    breaks, tabs and colours, each line at most ``LIMIT`` characters."""
+    """pyinfra's logger's filter: each line ``visible`` but its tabs and colours, cut at LIMIT."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         lines = record.getMessage().split("\n")
