@@ -4,6 +4,8 @@ README table, ``docs/settings.md`` and ``docs/settings.schema.json``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from rocm_fleet.model.setting_errors import SCHEMA
@@ -27,30 +29,26 @@ def described() -> list[Described]:
     found = []
     for key, declared in SETTINGS.items():
         factory = declared.default_factory
-        default = factory() if callable(factory) else declared.default
-        found.append(
-            Described(
-                key,
-                declared.metadata["concern"],
-                None if key in REQUIRED else default,
-                key in REQUIRED,
-                declared.metadata["meaning"],
-                VALID[key],
-            )
-        )
+        default = None if key in REQUIRED else factory() if callable(factory) else declared.default
+        meaning, concern = declared.metadata["meaning"], declared.metadata["concern"]
+        found.append(Described(key, concern, default, key in REQUIRED, meaning, VALID[key]))
     return found
+
+
+def _by_concern() -> Any:
+    return groupby(described(), attrgetter("concern"))
+
+
+def _default(item: Described) -> str:
+    return "*(required)*" if item.required else f"`{item.default!r}`"
 
 
 def settings_table() -> str:
     """The README's settings table: key, default, meaning, by concern."""
     rows = ["| Key | Default | Meaning |", "|---|---|---|"]
-    concern = None
-    for item in described():
-        if item.concern != concern:
-            concern = item.concern
-            rows.append(f"| **{concern}** | | |")
-        shown = "*(required)*" if item.required else f"`{item.default!r}`"
-        rows.append(f"| `{item.key}` | {shown} | {item.meaning} |")
+    for concern, items in _by_concern():
+        rows.append(f"| **{concern}** | | |")
+        rows += [f"| `{item.key}` | {_default(item)} | {item.meaning} |" for item in items]
     return "\n".join(rows)
 
 
@@ -101,14 +99,11 @@ def reference_page() -> str:
         "[`settings.schema.json`](settings.schema.json) (`rocm-fleet settings --schema`), "
         "e.g. with a `# yaml-language-server: $schema=...` line in a YAML file of host data.",
     ]
-    concern = None
-    for item in described():
-        if item.concern != concern:
-            concern = item.concern
-            out += ["", f"## {concern}", "", "| Key | Default | Valid | Meaning |"]
-            out.append("|---|---|---|---|")
-        shown = "*(required)*" if item.required else f"`{item.default!r}`"
-        out.append(f"| `{item.key}` | {shown} | {_cell(item.valid)} | {_cell(item.meaning)} |")
+    for concern, items in _by_concern():
+        out += ["", f"## {concern}", "", "| Key | Default | Valid | Meaning |", "|---|---|---|---|"]
+        for item in items:
+            valid, meaning = _cell(item.valid), _cell(item.meaning)
+            out.append(f"| `{item.key}` | {_default(item)} | {valid} | {meaning} |")
     out += ["", "Renamed keys (refused with their new name):", ""]
     out += [f"- `{old}` → `{new}`" for old, new in RENAMED.items()]
     return "\n".join(out) + "\n"
