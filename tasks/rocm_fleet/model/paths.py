@@ -14,18 +14,15 @@ ROCM_PIN = "/etc/apt/preferences.d/rocm-pin-600"
 # 7.14's one-line source goes to ROCM_SOURCE.
 AMDROCM_KEYRING = "/etc/apt/keyrings/amdrocm.gpg"
 AMDROCM_SOURCE = "/etc/apt/sources.list.d/amdrocm-stable.sources"
-# Ours: AMD publishes no Core SDK pin.
-AMDROCM_PIN = "/etc/apt/preferences.d/rocm-fleet-amdrocm"
+AMDROCM_PIN = "/etc/apt/preferences.d/rocm-fleet-amdrocm"  # Ours: AMD publishes no Core SDK pin
 
 # --- ROCm on the host ------------------------------------------------------------------------
 ROCM_ROOT = "/opt/rocm"
 # Classic, then Core SDK (/opt/rocm/core: TheRock amdrocm-core-postinst.j2, base/artifact.toml).
 ROCM_VERSION_FILES = (f"{ROCM_ROOT}/.info/version", f"{ROCM_ROOT}/core/.info/version")
-ROCM_VERSION_FILE = ROCM_VERSION_FILES[0]
 # AMD's post-install step (post-install.rst); serves both streams.
 LD_CONF = "/etc/ld.so.conf.d/rocm.conf"
-# Ours: /opt/rocm/bin on login shells' PATH.
-PROFILE = "/etc/profile.d/rocm.sh"
+PROFILE = "/etc/profile.d/rocm.sh"  # Ours: /opt/rocm/bin on login shells' PATH
 # Where the distributions' ROCm packages put their programs (dpkg -c); shadows /opt/rocm/bin.
 DISTRO_BIN = "/usr/bin"
 
@@ -34,8 +31,7 @@ BACKPORTS_SOURCE = "/etc/apt/sources.list.d/rocm-fleet-backports.sources"
 BACKPORTS_PIN = "/etc/apt/preferences.d/rocm-fleet-backports"
 # Package debian-archive-keyring.
 DEBIAN_ARCHIVE_KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg"
-# sources.list(5).
-APT_SOURCES_LIST = "/etc/apt/sources.list"
+APT_SOURCES_LIST = "/etc/apt/sources.list"  # sources.list(5)
 APT_SOURCES_PARTS = "/etc/apt/sources.list.d"
 # A Debian host's mirror: deb822 (bookworm's default) or the one-line file.
 DEBIAN_SOURCES = (f"{APT_SOURCES_PARTS}/debian.sources", APT_SOURCES_LIST)
@@ -54,16 +50,14 @@ MIRROR_CA = f"{CONFIG_DIR}/mirror-ca.crt"
 PIP_NETRC = f"{CONFIG_DIR}/pip.netrc"
 # Acquire::https::HOST::CaInfo (apt.conf(5)).
 APT_MIRROR_CONF = "/etc/apt/apt.conf.d/80rocm-fleet-mirror"
-# apt_auth.conf(5); root-only.
-APT_AUTH = "/etc/apt/auth.conf.d/rocm-fleet.conf"
+APT_AUTH = "/etc/apt/auth.conf.d/rocm-fleet.conf"  # apt_auth.conf(5); root-only
 NGINX_PID = "/run/nginx.pid"
 # Debian's ca-certificates bundle: what the mirror verifies upstream TLS with.
 SYSTEM_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 # Ours: the served bundle and nginx's cache (only its last component may be missing).
 MIRROR_ROOT = "/srv/rocm-fleet"
 MIRROR_BUNDLE = f"{MIRROR_ROOT}/bundle"
-# A bundle's own description, on the controller and on the host.
-BUNDLE_MANIFEST = "manifest.json"
+BUNDLE_MANIFEST = "manifest.json"  # A bundle's own description, on the controller and on the host
 MIRROR_CACHE = "/var/cache/rocm-fleet"
 # The administrators' files for pull-mode nodes, served under MIRROR_PUBLISHED_URL_PATH;
 # never written or removed by the deploy.
@@ -72,8 +66,7 @@ MIRROR_PUBLISHED_URL_PATH = "/fleet/"
 
 # --- rocm-fleet's own state (removed last by rocm_state: absent) ------------------------------
 STATE_DIR = "/var/lib/rocm-fleet"
-# Touched after each `apt-get update` for a source.
-APT_LISTS_STAMP = f"{STATE_DIR}/apt-lists.stamp"
+APT_LISTS_STAMP = f"{STATE_DIR}/apt-lists.stamp"  # Touched after each `apt-get update` for a source
 AMDGPU_LISTS_STAMP = f"{STATE_DIR}/amdgpu-lists.stamp"
 BACKPORTS_LISTS_STAMP = f"{STATE_DIR}/backports-lists.stamp"
 # Ledgers of what the deploy added (not what was there), for undoing it.
@@ -105,8 +98,7 @@ TTM_MODPROBE = "/etc/modprobe.d/rocm-fleet-ttm.conf"
 # --- Slurm: the node's generic resources (model.slurm, deploy.slurm) ------------------------
 SLURM_DIR = "/etc/slurm"
 SLURM_GRES_CONF = f"{SLURM_DIR}/gres.conf"
-# Plus a KFD ``drm_render_minor``.
-RENDER_NODE_PREFIX = "/dev/dri/renderD"
+RENDER_NODE_PREFIX = "/dev/dri/renderD"  # Plus a KFD ``drm_render_minor``
 #: Slurm's HealthCheckProgram rocm-fleet writes (rocm_slurm_health_check)
 SLURM_HEALTH_PROGRAM = "/usr/local/sbin/rocm-fleet-health-check"
 #: where the health program looks for its tools (absolute: it searches no PATH)
@@ -123,10 +115,8 @@ REBOOT_REQUIRED = "/run/reboot-required"
 REBOOT_PACKAGES = "/run/reboot-required.pkgs"
 RUN_DIR = "/run/rocm-fleet"
 REBOOT_REASONS = f"{RUN_DIR}/reboot-reasons"
-# The last passed GPU check; cleared by a reboot.
-VERIFIED = f"{RUN_DIR}/verified"
-# Exists only during one `mokutil --import`.
-MOK_HASH = f"{RUN_DIR}/mok-import.hash"
+VERIFIED = f"{RUN_DIR}/verified"  # The last passed GPU check; cleared by a reboot
+MOK_HASH = f"{RUN_DIR}/mok-import.hash"  # Exists only during one `mokutil --import`
 
 # --- What the install fills up (preflight's free-space check) ---------------------------------
 INSTALL_PATHS = ("/opt", "/var/cache/apt/archives")
@@ -142,14 +132,11 @@ PULL_SCRIPT = f"{PULL_ROOT}/rocm-fleet-pull.sh"
 PULL_DEPLOY = f"{PULL_ROOT}/deploy.py"
 PULL_INVENTORY = f"{PULL_ROOT}/inventory.py"
 PULL_INSTALLED = f"{PULL_ROOT}/installed-lock.sha256"
-# rocm_pull_trusted_root.
-PULL_TRUSTED_ROOT = f"{PULL_ROOT}/trusted-root.json"
+PULL_TRUSTED_ROOT = f"{PULL_ROOT}/trusted-root.json"  # rocm_pull_trusted_root
 # The node's own key, from rocm_pull_seal_keys: it alone opens the node's sealed target.
 PULL_SEAL_KEY = f"{PULL_ROOT}/seal-key.pem"
-# TUF's verified metadata and the serial last applied.
-PULL_METADATA = f"{PULL_ROOT}/tuf"
-# tmpfs, 0700, root's.
-PULL_RUN_DIR = "/run/rocm-fleet-pull"
+PULL_METADATA = f"{PULL_ROOT}/tuf"  # TUF's verified metadata and the serial last applied
+PULL_RUN_DIR = "/run/rocm-fleet-pull"  # tmpfs, 0700, root's
 PULL_DATA = f"{PULL_RUN_DIR}/inventory.json"
 # The site matrix data a node's target carries (``model.pulled``).
 PULL_MATRIX_DATA = f"{PULL_RUN_DIR}/matrix-data.json"
@@ -158,8 +145,7 @@ SYSTEMD_UNITS = "/etc/systemd/system"
 PULL_SERVICE = f"{SYSTEMD_UNITS}/rocm-fleet-pull.service"
 PULL_TIMER = f"{SYSTEMD_UNITS}/rocm-fleet-pull.timer"
 PULL_TIMER_LINK = f"{SYSTEMD_UNITS}/timers.target.wants/rocm-fleet-pull.timer"
-# Touched after systemd was told of the units.
-PULL_STAMP = f"{STATE_DIR}/pull-units.stamp"
+PULL_STAMP = f"{STATE_DIR}/pull-units.stamp"  # Touched after systemd was told of the units
 # In root's directory, not world-writable /run/lock (any user could hold it).
 PULL_LOCK = f"{PULL_RUN_DIR}/lock"
 # ExecStart's program (absolute, systemd.service(5)); Essential on Debian and Ubuntu.
