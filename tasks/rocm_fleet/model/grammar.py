@@ -1,8 +1,5 @@
-"""Full-match grammars (``re.fullmatch``; also valid ECMA-262 for the JSON Schema) for setting
-values that reach a file, command line or unit: narrower than the RFCs where a character means
-something there (a URL path has no quote, ``; $ &``, brackets, backslash, space, query or
-fragment; an IP is in normal form).
-"""
+"""Full-match grammars (Python and ECMA-262) of setting values that reach a file, command line
+or unit: narrower than the RFCs where a character means something there."""
 
 from __future__ import annotations
 
@@ -25,7 +22,7 @@ IPV6_LITERAL = r"\[[0-9a-f:.]+\]"
 HOST = rf"(?:{IPV4}|{HOST_NAME}|{IPV6_LITERAL})"
 #: A TCP port, 1 to 65535, without leading zeros (the range is checked in code too).
 PORT = r"[1-9][0-9]{0,4}"
-#: A URL's path (see the module docstring).
+#: A URL's path: no quote, ``; $ &``, brackets, backslash, space, query or fragment.
 URL_PATH = r"/(?:[A-Za-z0-9._~/:@!+,=-]|%[0-9A-Fa-f]{2})*"
 HTTP_URL = rf"https?://{HOST}(?::{PORT})?(?:{URL_PATH})?"
 #: A proxy: scheme, host and port, nothing else (apt.conf writes it between quotes).
@@ -73,31 +70,24 @@ def full(pattern: str, value: Any) -> bool:
     return isinstance(value, str) and re.fullmatch(pattern, value) is not None
 
 
-def _normal_ip_literal(host: str) -> bool:
-    if not host.startswith("["):
-        return True
-    try:
-        return str(ipaddress.IPv6Address(host[1:-1])) == host[1:-1]
-    except ValueError:
-        return False
-
-
-def _port_in_range(authority: str) -> bool:
-    port = authority.rsplit("]", 1)[-1].rpartition(":")[2] if ":" in authority else ""
-    return not port or int(port) <= 65535
-
-
 def authority(url: str) -> str:
     """The ``host[:port]`` of an http(s) URL the grammar accepted."""
     return url.split("://", 1)[1].split("/", 1)[0]
 
 
 def http_url(value: Any, pattern: str = HTTP_URL) -> bool:
+    """A URL ``pattern`` matches whole, its IPv6 literal in normal form, its port <= 65535."""
     if not full(pattern, value):
         return False
     netloc = authority(value)
     host = netloc.rsplit(":", 1)[0] if not netloc.endswith("]") else netloc
-    return _normal_ip_literal(host) and _port_in_range(netloc)
+    port = netloc.rsplit("]", 1)[-1].rpartition(":")[2] if ":" in netloc else ""
+    literal = host[1:-1] if host.startswith("[") else None
+    try:
+        normal = literal is None or str(ipaddress.IPv6Address(literal)) == literal
+    except ValueError:
+        return False
+    return normal and (not port or int(port) <= 65535)
 
 
 def proxy_url(value: Any) -> bool:

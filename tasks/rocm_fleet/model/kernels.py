@@ -1,5 +1,4 @@
-"""Which newer kernel a host needs for its GPUs' inbox amdgpu, and the ``rocm_kernel_hold``
-changes: pure, shared by preflight and the kernel deploy."""
+"""Which newer kernel a host needs for its GPUs, and the ``rocm_kernel_hold`` changes."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class FamilyNeed:
-    """The kernel AMD lists for a host's GPU family on its distro release, newer than the one
-    running: the family, its targets and AMD's row."""
+    """The kernel AMD lists for a host's GPU family on its distro, newer than the running one."""
 
     family: str
     gfx: tuple[str, ...]
@@ -29,7 +27,7 @@ def family_kernel(
     config: Config, distro_key: str, running: str, gfx_targets: Iterable[str]
 ) -> FamilyNeed | None:
     """The newest kernel AMD lists on ``distro_key`` for the families of ``gfx_targets`` when
-    ``running`` is older (Core SDK releases: its os-support.yaml is the data); else None."""
+    ``running`` is older (Core SDK releases only); else None."""
     if config.stream is not matrix.CORE_SDK or not running:
         return None
     needs = []
@@ -55,15 +53,14 @@ def kernel_findings(
     wanted = config.rocm_kernel_backports
     needed = matrix.inbox_min_kernel(config.expected_gfx_list)
     family = family_kernel(config, distro_key, running, config.expected_gfx_list)
-    newer_kind = getattr(matrix.NEWER_KERNELS.get(distro_key), "kind", None)
+    newer = matrix.NEWER_KERNELS.get(distro_key)
     if (
         family
-        and family.listed.kind == newer_kind
+        and family.listed.kind == (newer and newer.kind)
         and (needed is None or kernel_key(needed) < kernel_key(family.listed.kernel))
     ):
         needed = family.listed.kernel
     too_old = bool(needed) and bool(running) and kernel_key(running) < kernel_key(needed or "")
-    newer = matrix.NEWER_KERNELS.get(distro_key)
     if wanted == "never" or (wanted == "auto" and not too_old and not _installed(newer, packages)):
         if too_old and config.rocm_driver == "inbox":
             warnings.append(
@@ -89,7 +86,7 @@ def kernel_findings(
 
 
 def _installed(newer: matrix.NewerKernel | None, packages: dict[str, str]) -> bool:
-    """Was the newer kernel installed before (then `auto` keeps it managed)?"""
+    """Whether the newer kernel was installed before (then `auto` keeps it managed)."""
     if newer is None:
         return False
     if newer.kind == "backports":
@@ -147,9 +144,8 @@ def kernel_hold(
     ledger: Iterable[str],
     ledger_path: str = paths.KERNEL_HOLD_LEDGER,
 ) -> KernelHold:
-    """The change from ``held`` and the ``ledger`` to holds on ``wanted``; others' holds are
-    left alone, own holds no longer in place forgotten. Raises ValueError for a wanted or
-    recorded name that isn't a package name (others' holds are not checked)."""
+    """The change from ``held`` and the ``ledger`` to holds on ``wanted``, others' holds left
+    alone; ValueError for a wanted or recorded name that isn't a package name."""
     wanted, held, recorded = set(wanted), set(held), sorted(set(ledger))
     for name in sorted(wanted):
         _check_package_name(name, "a kernel meta package to hold")
@@ -186,8 +182,7 @@ def family_kernel_note(
     config: Config, distro_key: str, running: str, packages: dict[str, str], gfx: list[str]
 ) -> str | None:
     """Preflight's note when the running kernel is older than the one AMD lists for the GPUs'
-    family (``gfx``: expected_gfx, else the GPUs found) on the distro: the family, AMD's
-    kernel and the way to get it; None when it is not."""
+    family (``gfx``) on the distro, with the way to get it; else None."""
     need = family_kernel(config, distro_key, running, gfx)
     if need is None:
         return None
@@ -226,9 +221,8 @@ DKMS_RULE = "its kernel base: AMD, ROCm/legacy-rocm-build#6193"
 def dkms_range_findings(
     config: Config, distro_key: str, running: str
 ) -> tuple[list[str], list[str]]:
-    """(problems, warnings) of ``rocm_driver: dkms`` against the driver's kernel range: refused
-    where the distro's own kernel (the one AMD lists for it) is past the range, the inbox
-    driver named instead; a warning where only the running kernel is."""
+    """(problems, warnings) of ``rocm_driver: dkms`` against the driver's kernel range: a
+    problem when the distro's own kernel is past it, a warning when only the running one is."""
     limit = matrix.driver_kernel(config.release) if config.rocm_driver == "dkms" else None
     if limit is None:
         return [], []
