@@ -251,7 +251,11 @@ def _known_release(version: str, known: list[str]) -> str:
             f"did you mean {newest!r} (the newest {series}.z the matrix knows{why})? "
             "`rocm-fleet matrix` lists every release"
         )
-    if _newer_than_matrix(version):
+    try:
+        newer = release_key(version) > max(release_key(r.version) for r in RELEASES)
+    except ValueError:
+        newer = False
+    if newer:
         return (
             f"a ROCm release the matrix knows ({known[0]} to {known[-1]}): "
             "`rocm-fleet matrix check` says whether AMD has published a newer one, and "
@@ -262,13 +266,6 @@ def _known_release(version: str, known: list[str]) -> str:
         f"a ROCm release the matrix knows ({known[0]} to {known[-1]}; "
         "`rocm-fleet matrix` lists them)"
     )
-
-
-def _newer_than_matrix(version: str) -> bool:
-    try:
-        return release_key(version) > max(release_key(r.version) for r in RELEASES)
-    except ValueError:
-        return False
 
 
 __all__ = ["Config", "ConfigError", "load_config", "settings_table", "without_credentials"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from rocm_fleet.model.answers import (
     AmdgpuModuleDict,
@@ -74,6 +74,4 @@ class HostSurvey:
 
 
 #: The fields read once per path: a read of one names the path in its ``path`` argument.
-PER_PATH = frozenset(
-    {"files", "directories", "keyrings", "ledgers", "mok", "mok_pending", "writable_by_others"}
-)
+PER_PATH = frozenset(f.name for f in fields(HostSurvey) if f.default_factory is dict)

@@ -41,17 +41,14 @@ def visible_lines(text: str) -> str:
     return _UNSAFE_IN_REPORT.sub(_escape, text)
 
 
-def _escape_logged(found: re.Match[str]) -> str:
-    return found.group(1) or _escape(found)
-
-
 class VisibleLog(logging.Filter):
     """pyinfra's logger's filter: each line ``visible`` but its tabs and colours, cut at LIMIT."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         lines = record.getMessage().split("\n")
         cut = [line[:LIMIT] + "…" if len(line) > LIMIT else line for line in lines]
-        record.msg, record.args = _LOGGED.sub(_escape_logged, "\n".join(cut)), ()
+        logged = _LOGGED.sub(lambda found: found.group(1) or _escape(found), "\n".join(cut))
+        record.msg, record.args = logged, ()
         return True
 
 
