@@ -55,24 +55,22 @@ def set_in(origin: Origin | None, key: str) -> str:
 
 def _key_problems(data: Mapping[str, Any], host: str, origin: Origin | None) -> list[Any]:
     """Renamed keys, near-misses of a setting, and required ones not set."""
-    problems = []
+    errors = []
     for key in data:
         if key in SETTINGS or key.startswith(("_", "ssh_")):
             continue
         if key in RENAMED:
-            where = set_in(origin, key)
-            line = f"{host}: inventory key {key!r}{where} was renamed to {RENAMED[key]!r}"
+            line = f"inventory key {key!r}{set_in(origin, key)} was renamed to {RENAMED[key]!r}"
         elif near := near_misses(key):
-            where = set_in(origin, key)
-            line = f"{host}: unknown inventory key {key!r}{where}: did you mean {_or(near)}?"
+            line = f"unknown inventory key {key!r}{set_in(origin, key)}: did you mean {_or(near)}?"
         else:
             continue
-        problems.append((key, data[key], line))
+        errors.append(_error(key, data[key], f"{host}: {line}"))
     for key, what in REQUIRED.items():
         if key not in data:
             line = f"{host}: inventory key {key!r} is required and not set: set it to {what}"
-            problems.append((key, None, line))
-    return [_error(key, value, line) for key, value, line in problems]
+            errors.append(_error(key, None, line))
+    return errors
 
 
 def _error(key: str, value: Any, line: str) -> Any:
