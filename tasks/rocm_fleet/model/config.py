@@ -27,7 +27,7 @@ from rocm_fleet.model.setting_errors import (
     validated,
     without_credentials,
 )
-from rocm_fleet.model.settings import SETTINGS, Settings
+from rocm_fleet.model.settings import Settings
 from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.torch_builds import unrecorded_build
@@ -134,16 +134,15 @@ def load_config(
     except ValidationError as exc:
         lines = [error["msg"] for error in exc.errors()]
         raise ConfigError("\n".join(lines), exc.errors()[0]["loc"][0]) from None
-    values = {key: getattr(settings, key) for key in SETTINGS}
-
-    if values["rocm_slurm_health_check"] and values["expected_gpu_count"] == 0:
+    gfx = _gfx(settings.expected_gfx)
+    if settings.rocm_slurm_health_check and settings.expected_gpu_count == 0:
         raise fail(
             "rocm_slurm_health_check",
             True,
             "False on a host with expected_gpu_count 0 (the health program checks GPUs)",
         )
-    version = values["rocm_version"]
-    site = _site_data(values["rocm_matrix_data"], origin, host_name)
+    version = settings.rocm_version
+    site = _site_data(settings.rocm_matrix_data, origin, host_name)
     try:
         rel = site.release(version) if site else release(version)
     except KeyError:
@@ -151,7 +150,7 @@ def load_config(
         raise fail("rocm_version", version, _known_release(version, known)) from None
 
     torch_build = None
-    if values["pytorch_install"]:
+    if settings.pytorch_install:
         source = rel.torch_source
         if source is None or not source.builds:
             raise fail(
@@ -160,18 +159,17 @@ def load_config(
                 f"a release with a PyTorch index ({rel.no_torch_reason}); "
                 "or set pytorch_install: False",
             )
-        gfx = _gfx(values["expected_gfx"])
         unknown = source.unknown_targets(gfx)
         if unknown:
             raise fail(
                 "expected_gfx",
-                values["expected_gfx"],
+                settings.expected_gfx,
                 f"GPU targets AMD's index gives a torch device extra for ROCm {version} "
                 f"({', '.join(source.targets)}; {unknown[0]} has none on AMD's install "
                 "page); or set pytorch_install: False",
             )
         builds = source.builds_for(gfx)
-        wanted = values["torch_version"]
+        wanted = settings.torch_version
         if wanted is None:
             torch_build = builds[-1]
         else:
@@ -185,7 +183,7 @@ def load_config(
                 hint = f"did you mean {newest!r}? expected " if newest else ""
                 also = ""
                 if len(builds) < len(source.builds):
-                    also = f" for expected_gfx {values['expected_gfx']!r} (AMD's Linux page)"
+                    also = f" for expected_gfx {settings.expected_gfx!r} (AMD's Linux page)"
                 raise fail(
                     "torch_version",
                     wanted,
@@ -194,11 +192,10 @@ def load_config(
                 )
             torch_build = matches[0]
 
-    index = values["pytorch_index_base_url"]
-    gfx = _gfx(values["expected_gfx"])
+    index = settings.pytorch_index_base_url
     torch = torch_install(rel, torch_build, index, gfx) if torch_build else None
     from_site = site if site is not None and site.adds(version) else None
-    return Config(**values, release=rel, torch=torch, matrix_data=from_site)
+    return Config(**vars(settings), release=rel, torch=torch, matrix_data=from_site)
 
 
 def _site_data(setting: str | None, origin: Origin | None, host_name: str) -> SiteData | None:
