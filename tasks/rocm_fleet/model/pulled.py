@@ -1,7 +1,6 @@
-"""A pull-mode node's target (``nodes/<name>.json``) and the checks publisher and node both apply:
-it names this node, holds only settings a pull may set, its serial doesn't go back, and its
-``matrix_data`` is a valid site file.
-"""
+"""A pull-mode node's target (``nodes/<name>.json``) and the checks publisher and node both
+apply: it names this node, holds only pullable settings and a site file, its serial never
+goes back."""
 
 from __future__ import annotations
 
@@ -45,8 +44,7 @@ class PulledState:
     node: str
     serial: int
     settings: dict[str, Any]
-    # The site matrix data's text; None: the committed matrix alone.
-    matrix_data: str | None = None
+    matrix_data: str | None = None  #: the site matrix data's text; None: the committed matrix
 
 
 _NODE_NAME = TypeAdapter(PullNodeName)
