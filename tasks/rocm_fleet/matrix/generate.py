@@ -26,8 +26,7 @@ from rocm_fleet.matrix.tables import update
 from rocm_fleet.matrix.upstream import Inputs, build, discoveries, matrix_knows, row_diff
 from rocm_fleet.model.upstream_data import DATA_DIR
 
-# The source checkout this module runs from in an editable install: where --overrides and
-# --records default to (a wheel has neither; name them).
+# The checkout of an editable install: --overrides' and --records' defaults.
 CHECKOUT = Path(__file__).resolve().parents[3]
 OUTPUT = DATA_DIR / "upstream_data.json"
 OVERRIDES = CHECKOUT / "tools" / "matrix_overrides.toml"
@@ -142,8 +141,7 @@ def command(ctx: click.Context, **options: Any) -> int | None:
 
 
 def _take_stored(options: dict[str, Any], notes: dict[str, str]) -> None:
-    """Fill each input not given on the command line from the stored copies' SOURCES.toml:
-    a file whose entry names an ``input`` is that input, its ``cite`` the source note."""
+    """Fill each input not given from the stored copies' SOURCES.toml (``input``, ``cite``)."""
     sources = options["stored"] / "SOURCES.toml"
     try:
         files = tomllib.loads(sources.read_text())["files"]

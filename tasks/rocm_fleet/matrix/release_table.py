@@ -1,6 +1,5 @@
-"""The matrix's releases as ``rocm-fleet matrix`` prints them: docs/supported-releases.md's
-Markdown table (``release_table``), the terminal's table with its legend (``plain_table``) and
-everything for tools (``matrix_json``), each row with its source."""
+"""The matrix's releases as Markdown (``release_table``), for a terminal (``plain_table``) and as
+JSON (``matrix_json``), each row with its source."""
 
 from __future__ import annotations
 
@@ -47,14 +46,12 @@ def _data_row(rel: matrix.Release) -> dict[str, Any] | None:
 
 
 def _origin(origin: str) -> str:
-    """An origin a row's "from" names, as the tables print it (upstream_data.ORIGINS; an
-    origin the data doesn't name prints as itself: never a lookup that can fail)."""
+    """An origin a row's "from" names, as the tables print it (else as itself)."""
     return upstream_data.ORIGINS.get(origin, origin)
 
 
 def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
-    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"; a site
-    file's row: "site matrix data FILE (sha256 ...)"."""
+    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"."""
     row = _data_row(rel)
     if row is None:
         return f"site matrix data {site.path}" if site is not None else "site matrix data"
@@ -63,7 +60,6 @@ def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
     if "distros" in origins:
         parts.append(f"distros: {_origin(origins['distros'])}")
     if rel.amd_wheels:
-        # recorded from AMD's install pages (matrix.AMD_WHEELS)
         parts.append("torch: AMD's install page")
     else:
         parts.append(f"torch: {_origin(origins.get('torch_index', FROM_PYTORCH_NONE))}")
@@ -134,11 +130,8 @@ def gpu_targets(rel: matrix.Release) -> list[str]:
 
 
 def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> str:
-    """The matrix for a terminal ``width`` columns wide, with its legend: the columns that
-    don't fit folded into tables below, each led by the release, the GPU targets wrapped; a
-    site file's rows last, their footnote naming the file."""
+    """The matrix for a terminal ``width`` columns wide, with its legend; a site's rows last."""
     headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
-    # the footnote naming the row's source (no header), then the GPU targets (wrapped)
     headers += [*(_distro_short(d) for d in matrix.DISTROS), "", "GPU targets"]
     rows: list[list[str]] = []
     notes: list[str] = []  # where the rows come from, one footnote per distinct source
@@ -191,8 +184,7 @@ def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> st
 
 
 def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
-    """Everything the matrix says, for tools; a site file's rows after the committed ones,
-    their source the file (``"from": "site"``, its path and SHA-256)."""
+    """Everything the matrix says, for tools; a site file's rows last (``"from": "site"``)."""
 
     def stream_json(stream: matrix.Stream) -> dict[str, Any]:
         return {
@@ -234,7 +226,6 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,
                 "gpu_targets": gpu_targets(rel),  # what AMD lists for it (matrix.GPU_TARGETS)
-                # the row's origin (and an override's citation), and whether the lab deploys it
                 "source": {**source, "text": source_text(rel, site),
                            "tested": "lab only" if rel.version in LAB_TESTED else None},
             }
@@ -243,7 +234,6 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
         "streams": [stream_json(s) for s in matrix.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],
         "releases": releases,
-        # the other tables' rows as their data files hold them, each with "from" and "source"
         "tables": sections(),
         "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,

@@ -1,5 +1,4 @@
-"""Where the matrix's other rows come from (``matrix --sources``, ``--json``, the docs):
-each data file's rows with their ``from`` and citation."""
+"""Where the matrix's other rows come from (``matrix --sources``, ``--json``, the docs)."""
 
 from __future__ import annotations
 
@@ -7,8 +6,7 @@ from typing import Any
 
 from rocm_fleet.model import upstream_data
 
-# Per data file section (matrix/tables.py writes them): its title and the row's values
-# to show, the row's key first.
+# Per data file section: its title and the row's values to show, the row's key first.
 SOURCE_TABLES = {
     "gpu_targets": ("GPU targets", ("gfx", "family", "products")),
     "distros": ("Distros", ("key", "suite", "python", "glibc")),

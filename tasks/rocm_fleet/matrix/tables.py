@@ -1,7 +1,5 @@
-"""The matrix's data files (gpu_targets, distros, kernels, torch_builds, repositories, pci_ids),
-built from the stored upstream records and the cited overrides, written beside
-model/upstream_data.py, read back and compared row by row; each row names its ``from`` and
-``source``."""
+"""The matrix's data files, built from the stored upstream records and the cited overrides,
+written, read back and compared row by row; each row names its ``from`` and ``source``."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ from rocm_fleet.matrix.inputs import (
     MatrixDataError,
     cited,
     read_toml,
+    stored_entry,
     version_key,
     write,
 )
@@ -54,25 +53,22 @@ COMMENT = (
 
 @dataclass(frozen=True)
 class Table:
-    """One data file: its sections, each a list of rows (a row's values, ``from`` and
-    ``source``), in the order the matrix keeps them."""
+    """One data file (``name``): its sections, each a list of rows."""
 
-    name: str  # the file name, e.g. "torch_builds.json"
+    name: str
     sections: dict[str, list[dict]]
 
 
 @dataclass(frozen=True)
 class Built:
-    """The tables, and what the records have that the tables could not take (one line each:
-    a GPU target with no override naming its family and products)."""
+    """The tables, and what the records have that they could not take (a line each)."""
 
     tables: tuple[Table, ...]
     notes: tuple[str, ...]
 
 
 def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]:
-    """gfx -> (family, AMD's product names) from the stored copy of AMD's GPU list, and its
-    SOURCES.toml citation; none when the records hold no copy."""
+    """(gfx -> (family, AMD's product names), its citation) from the stored GPU list, if any."""
     path = records / GPU_LIST
     if not path.exists():
         return {}, ""
@@ -87,7 +83,7 @@ def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]
             raise MatrixDataError(f"{path}: {gfx} is in two families: {', '.join(families)}")
         family, products = next(iter(families.items()))
         out[gfx] = (AMD_FAMILIES[family], [p.removeprefix("AMD ") for p in products])
-    entry = read_toml(records / "stored" / "SOURCES.toml").get("files", {}).get("gpus.yaml", {})
+    entry = stored_entry(records, "gpus.yaml")
     where = entry.get("upstream") or str(GPU_LIST)
     return out, f"AMD's GPU list, {where} (read {entry.get('read', '?')})"
 
@@ -95,8 +91,7 @@ def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]
 def _gpu_rows(
     targets: list[dict], amd: dict[str, tuple[str, list[str]]], amd_source: str, overrides: Path
 ) -> tuple[list[dict], list[str]]:
-    """The GPU target rows: family from AMD's GPU list (else the override's), products from the
-    override; a target only AMD lists is written from its list alone, and noted."""
+    """The GPU target rows (family from AMD's list, else the override's) and notes."""
     rows, notes = [], []
     for target in targets:
         gfx = target["gfx"]
@@ -134,10 +129,8 @@ BUILD_MATRIX = Path("stored") / "pytorch-rocm-builds.toml"
 
 
 def _built_for(records: Path, index_rows: list[dict]) -> list[str]:
-    """Add to each index row the stable torch releases PyTorch's own build matrix (the record
-    of pytorch/test-infra generate_binary_build_matrix.py) says were built for its ROCm, with
-    torchvision / torchaudio as another index's record pairs them for that torch; each build
-    the build matrix names gets its citation (``built_for``). Notes what can't be added."""
+    """Add to each index row the torch builds PyTorch's build matrix record names for its ROCm
+    (cited in ``built_for``); notes what can't be added."""
     path = records / BUILD_MATRIX
     if not path.exists():
         return []
@@ -156,8 +149,7 @@ def _built_for(records: Path, index_rows: list[dict]) -> list[str]:
 
 def _add_built(torch: str, entry: dict, channel: str, rows: dict[str, dict],
                pairs: dict[str, list], notes: list[str]) -> None:  # fmt: skip
-    """One torch release of the build matrix into the rows of the indexes it was built for: a
-    stable one as a build, a candidate (built, not yet published as stable) cited only."""
+    """One torch release of the build matrix into its indexes' rows (a candidate cited only)."""
     which = "release channel" if channel == "stable" else "test channel, the candidate"
     cite = (f"pytorch/test-infra generate_binary_build_matrix.py @ {entry['commit'][:8]} "
             f"({which}: {', '.join(entry['rocm'])})")  # fmt: skip
@@ -259,9 +251,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
             "from": f'repo.amd.com-whl.toml [stable.release."{release}"] (url: [stable])',
             "source": f"{entry['source']}; targets: {entry['device_targets_source']}",
         })  # fmt: skip
-    # AMD's stable index before 10.0 (7.14.x): the builds its install pages name; no device
-    # targets (the pages give device-all only). 7.14.x takes its torch from PyTorch's
-    # rocm7.14 index; these rows say what AMD's own index serves it.
+    # AMD's index before 10.0 (7.14.x): the builds its install pages name, no device targets
     multi = amd_whl.get("multi-arch", {})
     for release, builds in multi.get("release_builds", {}).items():
         amd_rows.append({
@@ -290,8 +280,7 @@ def build_tables(records: Path, overrides: Path) -> Built:
 
 
 def write_data(facts: tuple[Table, ...], directory: Path) -> list[Path]:
-    """Write each table into ``directory`` (by rename, so a reader never sees half a file);
-    the paths written."""
+    """Write each table into ``directory`` atomically; the paths written."""
     return [write(directory / t.name, {"_comment": COMMENT, **t.sections}) for t in facts]
 
 
@@ -310,8 +299,7 @@ def _json(value: object) -> str:
 
 
 def _origin(row: dict, field: str) -> str:
-    """Where a row's field comes from: the record (which names what it copies), or the
-    override's citation; a row whose fields come from different places cites the overrides'."""
+    """Where a row's field comes from: the record, or the override's citation."""
     origin = row.get("from")
     if isinstance(origin, dict):
         where = origin.get(field, FROM_OVERRIDE)
@@ -320,8 +308,7 @@ def _origin(row: dict, field: str) -> str:
 
 
 def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
-    """How ``new`` differs from ``old``, one line per changed row or field, each naming the
-    file, the row and where the new value comes from."""
+    """How ``new`` differs from ``old``, a line per changed row or field with its origin."""
     before = {t.name: t.sections for t in old}
     lines: list[str] = []
     for table in new:
@@ -350,7 +337,6 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
                         if b.get(field) == a.get(field):
                             continue
                         change = f"{_json(b.get(field))} -> {_json(a.get(field))}"
-                        # a value names where it now comes from; a changed citation is itself
                         origin = "" if field in ("from", "source") else f"  [{_origin(a, field)}]"
                         lines.append(f"{where} {field}: {change}{origin}")
             if list(was) != list(now) and set(was) == set(now):
@@ -361,8 +347,7 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
 def update(
     records: Path, overrides: Path, directory: Path, *, check: bool
 ) -> tuple[list[str], int]:
-    """Build the tables, say how ``directory``'s differ, and write them unless ``check``: (the
-    lines to print, the exit status: with ``check`` 1 when anything differs or is lacking)."""
+    """Build the tables, diff ``directory``'s, write unless ``check``: (lines, exit status)."""
     built = build_tables(records, overrides)
     diff = table_diff(read_data(directory), built.tables)
     lines = diff or ["matrix tables unchanged"]
