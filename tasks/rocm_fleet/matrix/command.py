@@ -159,9 +159,7 @@ def _fingerprint_option(help: str) -> click.Option:
 command = click.Group(
     "matrix",
     invoke_without_command=True,
-    callback=lambda **options: invoke(
-        click.get_current_context(), show, SimpleNamespace(**options)
-    ),
+    callback=lambda **kw: invoke(click.get_current_context(), show, SimpleNamespace(**kw)),
     help="Print the releases rocm-fleet can deploy, one row each: the stream, AMD's "
     "repository, the PyTorch index and torch builds, the amdgpu driver for rocm_driver: "
     "dkms, and AMD's support per distro (--json: everything the matrix knows, with the "

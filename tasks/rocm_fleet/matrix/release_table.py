@@ -14,13 +14,9 @@ from rocm_fleet.matrix.sources import sections
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.model.site_data import SiteData
 
-SUPPORT_TEXT = {
-    matrix.Support.OFFICIAL: "official",
-    matrix.Support.INSTINCT_ONLY: "Instinct only",
-    matrix.Support.UNLISTED: "unlisted",
-    matrix.Support.REJECTED: "apt rejects (SHA-1 key)",
-    None: "—",
-}
+SUPPORT_TEXT = {matrix.Support.OFFICIAL: "official", matrix.Support.INSTINCT_ONLY: "Instinct only",
+                matrix.Support.UNLISTED: "unlisted",
+                matrix.Support.REJECTED: "apt rejects (SHA-1 key)", None: "—"}  # fmt: skip
 
 
 def repository_text(rel: matrix.Release) -> str:
@@ -81,19 +77,12 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
     headers += ["Source", "Tested"]
     rows = []
     for rel in matrix.RELEASES:
-        rows.append(
-            [
-                rel.version,
-                rel.stream.name,
-                f"`{repository_text(rel)}`",
-                index_text(rel),
-                torch_text(rel),
-                matrix.amdgpu_repo_version(rel) or "unknown (refused)",
-                *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS),
-                source_text(rel),
-                "lab only" if rel.version in LAB_TESTED else "—",
-            ]
-        )
+        rows.append([
+            rel.version, rel.stream.name, f"`{repository_text(rel)}`", index_text(rel),
+            torch_text(rel), matrix.amdgpu_repo_version(rel) or "unknown (refused)",
+            *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS), source_text(rel),
+            "lab only" if rel.version in LAB_TESTED else "—",
+        ])  # fmt: skip
     return headers, rows
 
 
@@ -106,13 +95,9 @@ def release_table() -> str:
 
 
 # The terminal's table fits 100 columns: short forms, with a legend under it.
-SUPPORT_SHORT = {
-    matrix.Support.OFFICIAL: "yes",
-    matrix.Support.INSTINCT_ONLY: "MI",
-    matrix.Support.UNLISTED: "?",
-    matrix.Support.REJECTED: "no",
-    None: "-",
-}
+SUPPORT_SHORT = {matrix.Support.OFFICIAL: "yes", matrix.Support.INSTINCT_ONLY: "MI",
+                 matrix.Support.UNLISTED: "?", matrix.Support.REJECTED: "no",
+                 None: "-"}  # fmt: skip
 
 
 def _distro_short(row: matrix.Distro) -> str:
@@ -141,22 +126,15 @@ def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> st
             notes.append(source)
         builds = [build.torch for build in rel.torch_builds]
         torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
-        rows.append(
-            [
-                rel.version,
-                rel.stream.name,
-                repository_text(rel),
-                rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
-                torch or "none",
-                matrix.amdgpu_repo_version(rel) or "refused",
-                *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
-                f"[{notes.index(source) + 1}]",
-                " ".join(gpu_targets(rel)) or "none listed",
-            ]
-        )
-    distros = ", ".join(
-        f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
-    )
+        rows.append([
+            rel.version, rel.stream.name, repository_text(rel),
+            rel.torch_index or ("AMD" if rel.amd_wheels else "none"), torch or "none",
+            matrix.amdgpu_repo_version(rel) or "refused",
+            *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
+            f"[{notes.index(source) + 1}]", " ".join(gpu_targets(rel)) or "none listed",
+        ])  # fmt: skip
+    distros = ", ".join(f"{_distro_short(d)} {d.id.capitalize()} {d.version}"
+                        for d in matrix.DISTROS)  # fmt: skip
     legend = [
         f"{distros}:",
         "  yes listed by AMD, MI listed for Instinct only, ? packages published but not listed,",
@@ -169,17 +147,9 @@ def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> st
         "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
         "where GPU targets, distros, kernels, torch builds, repositories come from: --sources.",
     ]
-    wrapped = [
-        piece
-        for said in legend
-        for piece in textwrap.wrap(
-            said,
-            max(20, width),
-            subsequent_indent=" " * (len(said) - len(said.lstrip()) + 2),
-            break_on_hyphens=False,
-            break_long_words=True,
-        )
-    ]
+    wrapped = [piece for said in legend for piece in textwrap.wrap(
+        said, max(20, width), subsequent_indent=" " * (len(said) - len(said.lstrip()) + 2),
+        break_on_hyphens=False, break_long_words=True)]  # fmt: skip
     return "\n".join([folded(headers, rows, width), "", *wrapped])
 
 
@@ -187,15 +157,9 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
     """Everything the matrix says, for tools; a site file's rows last (``"from": "site"``)."""
 
     def stream_json(stream: matrix.Stream) -> dict[str, Any]:
-        return {
-            "name": stream.name,
-            "title": stream.title,
-            "key_fingerprint": stream.key_fingerprint,
-            "keyring": stream.keyring,
-            "pin": stream.pin,
-            "pin_origin": stream.pin_origin,
-            "publications": [asdict(p) for p in stream.publications],
-        }
+        fields = ("name", "title", "key_fingerprint", "keyring", "pin", "pin_origin")
+        return {**{f: getattr(stream, f) for f in fields},
+                "publications": [asdict(p) for p in stream.publications]}  # fmt: skip
 
     releases = []
     for rel in _releases(site):

@@ -1,6 +1,5 @@
-"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything: wheels
-only, but for a ``SDIST_ONLY`` version published as nothing else (docs/decisions/bundles.md).
-"""
+"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything
+(docs/decisions/bundles.md)."""
 
 from __future__ import annotations
 
@@ -164,9 +163,8 @@ def resolve(
     build_requires: Callable[[Link], list[str]] | None = None,
     sdist_only: frozenset[str] = SDIST_ONLY,
 ) -> dict[str, Pin]:
-    """Pins (canonical name -> Pin) meeting ``roots`` and all they require for ``target``, from
-    ``page(name)``'s links and ``metadata(link)``; with ``build_requires``, a ``sdist_only``
-    sdist and its build requirements (``Pin.build``). ResolutionError names what can't be met."""
+    """Pins (canonical name -> Pin) meeting ``roots`` for ``target``; with ``build_requires``, a
+    ``sdist_only`` sdist and its build requirements. ResolutionError names what can't be met."""
     pins = _resolve(
         roots, page, metadata, target, where, sdist_only if build_requires else frozenset()
     )

@@ -1,6 +1,5 @@
-"""A matrix row's checks against upstream or a mirror (``matrix_check`` builds and runs them):
-each takes an ``UpstreamClient``, returns None when the row holds, else what is wrong; and the
-readers they share (a verified InRelease, a Packages index, a PEP 503 page's files)."""
+"""A matrix row's checks: each takes an ``UpstreamClient``, returns None when the row holds,
+else what is wrong; and the readers they share."""
 
 from __future__ import annotations
 
