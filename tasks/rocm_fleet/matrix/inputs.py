@@ -51,13 +51,8 @@ def read_toml(path: Path) -> dict:
 ENTRY_NAMES = ("gfx", "distro", "id", "version")
 
 
-def cited(
-    entries: list[dict],
-    section: str,
-    fields: set[str],
-    overrides: Path | str,
-    choices: dict[str, tuple[str, ...]] | None = None,
-) -> list[dict]:
+def cited(entries: list[dict], section: str, fields: set[str], overrides: Path | str,
+          choices: dict[str, tuple[str, ...]] | None = None) -> list[dict]:  # fmt: skip
     """The override entries of ``section``, each checked for a citation, known fields and, for a
     field in ``choices``, one of its valid values."""
     for entry in entries:

@@ -36,14 +36,9 @@ def load_overrides(text: str) -> list[dict]:
     return cited(entries, "release", OVERRIDE_FIELDS, "matrix_overrides.toml", choices)
 
 
-def release_rows(
-    table: dict[str, dict],
-    support: dict,
-    stable: dict[str, str],
-    overrides: list[dict],
-    history: dict[str, str] | None = None,
-    built: set[str] | None = None,
-) -> tuple[list[dict], list[str]]:
+def release_rows(table: dict[str, dict], support: dict, stable: dict[str, str],
+                 overrides: list[dict], history: dict[str, str] | None = None,
+                 built: set[str] | None = None) -> tuple[list[dict], list[str]]:  # fmt: skip
     """(the release rows, notes for the maintainer); ``built`` (the build matrix's ROCm versions)
     gives an index where RELEASE.md names none."""
     rows: dict[str, dict] = {}

@@ -62,9 +62,9 @@ def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | Non
     return matrix.AmdWheels(url, release, tuple(builds), tuple(targets), tuple(limits))
 
 
-def new_rows(
-    upstream: UpstreamClient, fingerprints: dict[str, str], only: list[str] | None = None
-) -> tuple[list[tuple[matrix.Release, str]], list[str]]:
+def new_rows(upstream: UpstreamClient, fingerprints: dict[str, str],
+             only: list[str] | None = None) -> tuple[list[tuple[matrix.Release, str]],
+             list[str]]:  # fmt: skip
     """(the rows upstream has that the matrix lacks, each with where found; notes), ``only``'s."""
     rows: list[tuple[matrix.Release, str]] = []
     notes: list[str] = []

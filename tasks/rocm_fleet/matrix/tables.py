@@ -77,9 +77,8 @@ def _amd_gpu_list(records: Path) -> tuple[dict[str, tuple[str, list[str]]], str]
     return out, f"AMD's GPU list, {where} (read {entry.get('read', '?')})"
 
 
-def _gpu_rows(
-    targets: list[dict], amd: dict[str, tuple[str, list[str]]], amd_source: str, overrides: Path
-) -> tuple[list[dict], list[str]]:
+def _gpu_rows(targets: list[dict], amd: dict[str, tuple[str, list[str]]],
+              amd_source: str, overrides: Path) -> tuple[list[dict], list[str]]:  # fmt: skip
     """The GPU target rows (family from AMD's list, else the override's) and notes."""
     rows, notes = [], []
     for target in targets:
@@ -333,9 +332,8 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
     return lines
 
 
-def update(
-    records: Path, overrides: Path, directory: Path, *, check: bool
-) -> tuple[list[str], int]:
+def update(records: Path, overrides: Path, directory: Path, *,
+           check: bool) -> tuple[list[str], int]:  # fmt: skip
     """Build the tables, diff ``directory``'s, write unless ``check``: (lines, exit status)."""
     built = build_tables(records, overrides)
     diff = table_diff(read_data(directory), built.tables)

@@ -23,13 +23,10 @@ from rocm_fleet.matrix.releases import load_overrides, release_rows
 REQUIRED_SOURCES = ("historical_csv", "os_support", "pytorch_release")
 
 
-def discoveries(
-    data: dict,
-    pci_devices: dict[str, str] | None = None,
-    known_pci: dict[str, tuple[str, str]] | None = None,
-    known_gfx: set[str] | None = None,
-    torch_builds: dict[str, set[str]] | None = None,
-) -> list[str]:
+def discoveries(data: dict, pci_devices: dict[str, str] | None = None,
+                known_pci: dict[str, tuple[str, str]] | None = None,
+                known_gfx: set[str] | None = None,
+                torch_builds: dict[str, set[str]] | None = None) -> list[str]:  # fmt: skip
     """What the upstream files publish that the matrix doesn't have, one line each."""
     lines: list[str] = []
     if known_gfx is not None:
@@ -88,8 +85,8 @@ class Inputs:
     build_matrix: str | None = None  # stored/pytorch-rocm-builds.toml
 
 
-def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
-          ) -> tuple[dict, list[str]]:  # fmt: skip
+def build(inputs: Inputs, sources: dict[str, str],
+          previous: dict | None = None) -> tuple[dict, list[str]]:  # fmt: skip
     """(upstream_data.json's content, notes); an optional input not given keeps ``previous``'s."""
     previous = previous or {}
     table = classic_releases(inputs.historical)

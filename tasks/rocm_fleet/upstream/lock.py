@@ -65,9 +65,8 @@ class LockRequest:
     glibc: str
 
     @classmethod
-    def of(
-        cls, index_url: str, requirements: list[str], runtime: HostRuntime | None
-    ) -> LockRequest:
+    def of(cls, index_url: str, requirements: list[str],
+           runtime: HostRuntime | None) -> LockRequest:  # fmt: skip
         """The request for a host's wheel set; LockError when its Python isn't known."""
         if runtime is None:
             raise LockError(f"can't lock the wheels of {index_url}: unknown host Python")
@@ -246,9 +245,8 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
     )  # fmt: skip
 
 
-def _unserved(
-    requirements: tuple[str, ...], page: Callable[[str], list[Link]], index_url: str
-) -> str | None:
+def _unserved(requirements: tuple[str, ...], page: Callable[[str], list[Link]],
+              index_url: str) -> str | None:  # fmt: skip
     """The first exact torch-family pin the live index doesn't list, said so; None if none."""
     for line in requirements:
         requirement = Requirement(line)
@@ -274,13 +272,9 @@ class Locks:
     """One run's locks, each made or read once (its failure too), thread-safe; ``note`` takes a
     line per lock made or cache refused."""
 
-    def __init__(
-        self,
-        cache: Path | None = None,
-        fetcher: Callable[[], Fetcher] | None = None,
-        note: Callable[[str], None] | None = None,
-        key: Path | None = None,
-    ):
+    def __init__(self, cache: Path | None = None,
+                 fetcher: Callable[[], Fetcher] | None = None,
+                 note: Callable[[str], None] | None = None, key: Path | None = None):  # fmt: skip
         self.cache = cache or _xdg("XDG_CACHE_HOME", ".cache", "locks")
         self.key = key or _xdg("XDG_CONFIG_HOME", ".config", "lock-key")
         self._fetcher = fetcher or (

@@ -230,9 +230,8 @@ def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
     ]
 
 
-def locked_requirements(
-    bundle: str, index_url: str, python: str, requirements: list[str]
-) -> list[str] | None:
+def locked_requirements(bundle: str, index_url: str, python: str,
+                        requirements: list[str]) -> list[str] | None:  # fmt: skip
     """The hash-pinned lines a host's pip installs ``requirements`` from ``index_url`` for
     ``python`` with, from the bundle; None when it holds no such set."""
     try:

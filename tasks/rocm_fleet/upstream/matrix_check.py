@@ -52,9 +52,8 @@ def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | Non
     return found.upper()
 
 
-def build_checks(
-    releases: list[matrix.Release], fingerprints: dict[str, str] | None = None
-) -> list[MatrixCheck]:
+def build_checks(releases: list[matrix.Release],
+                 fingerprints: dict[str, str] | None = None) -> list[MatrixCheck]:  # fmt: skip
     """The checks of the releases' rows (``fingerprints``: as for ``pinned_fingerprint``)."""
 
     def pinned(stream: matrix.Stream) -> str:
@@ -190,13 +189,9 @@ def run_check(check: MatrixCheck, upstream: UpstreamClient) -> MatrixCheck:
     return check
 
 
-def check_matrix(
-    upstream: UpstreamClient,
-    release: str | None = None,
-    fingerprints: dict[str, str] | None = None,
-    workers: int = 8,
-    progress: DownloadProgress | None = None,
-) -> dict[str, Any]:
+def check_matrix(upstream: UpstreamClient, release: str | None = None,
+                 fingerprints: dict[str, str] | None = None, workers: int = 8,
+                 progress: DownloadProgress | None = None) -> dict[str, Any]:  # fmt: skip
     """Run every check (``release``'s alone; KeyError if unknown): ``--json``'s report."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
     from rocm_fleet.upstream.http import Unreachable

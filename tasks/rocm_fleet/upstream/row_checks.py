@@ -56,9 +56,8 @@ def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -
     return release
 
 
-def inrelease_check(
-    url: str, suite: str, origin: str | None, key: Key
-) -> Callable[[UpstreamClient], str | None]:
+def inrelease_check(url: str, suite: str, origin: str | None,
+                    key: Key) -> Callable[[UpstreamClient], str | None]:  # fmt: skip
     def run(upstream: UpstreamClient) -> str | None:
         release = verified_release(upstream, url, suite, key)
         if isinstance(release, str):
@@ -71,9 +70,8 @@ def inrelease_check(
     return run
 
 
-def packages_index(
-    upstream: UpstreamClient, dists_url: str, suite: str, key: Key
-) -> dict[str, set[str]] | str:
+def packages_index(upstream: UpstreamClient, dists_url: str, suite: str,
+                   key: Key) -> dict[str, set[str]] | str:  # fmt: skip
     """Package name -> versions of a verified main/binary-amd64 index; else what's wrong."""
     release = verified_release(upstream, f"{dists_url}/InRelease", suite, key)
     if isinstance(release, str):
@@ -95,9 +93,8 @@ def packages_index(
     return found
 
 
-def core_packages_check(
-    dists_url: str, rel: matrix.Release, suite: str, key: Key
-) -> Callable[[UpstreamClient], str | None]:
+def core_packages_check(dists_url: str, rel: matrix.Release, suite: str,
+                        key: Key) -> Callable[[UpstreamClient], str | None]:  # fmt: skip
     meta = f"amdrocm{major_minor(rel.version)}"
 
     def run(upstream: UpstreamClient) -> str | None:

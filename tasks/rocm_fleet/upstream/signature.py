@@ -75,9 +75,8 @@ def policy_refusal(status: str) -> str | None:
     return None
 
 
-def check_release(
-    fields: dict[str, str], url: str, suite: str, now: datetime.datetime | None = None
-) -> None:
+def check_release(fields: dict[str, str], url: str, suite: str,
+                  now: datetime.datetime | None = None) -> None:  # fmt: skip
     """SignatureError unless a verified Release is within ``Valid-Until`` and of ``suite``."""
     now = now or datetime.datetime.now(datetime.UTC)
     valid_until = fields.get("Valid-Until")

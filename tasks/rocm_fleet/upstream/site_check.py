@@ -14,9 +14,8 @@ class SiteDataUnverified(ValueError):
     """Upstream doesn't publish (or couldn't be asked about) what a site file's rows say."""
 
 
-def release_checks(
-    releases: list[matrix.Release], upstream: UpstreamClient, fingerprints: dict[str, str]
-) -> list[MatrixCheck]:
+def release_checks(releases: list[matrix.Release], upstream: UpstreamClient,
+                   fingerprints: dict[str, str]) -> list[MatrixCheck]:  # fmt: skip
     """The matrix check's checks of ``releases``, run."""
     checks = build_checks(releases, fingerprints)
     with ThreadPoolExecutor(8) as pool:
