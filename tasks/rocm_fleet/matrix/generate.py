@@ -93,11 +93,8 @@ def command(ctx: click.Context, **options: Any) -> int | None:
         raise click.UsageError(
             f"the following arguments are required: {', '.join(missing)} (or --stored)"
         )
-    sources = {}
-    for option, key in STORED_INPUTS.items():
-        given = options[key]
-        if given is not None:
-            sources[key] = notes.get(option, given.name)
+    sources = {key: notes.get(option, options[key].name)
+               for option, key in STORED_INPUTS.items() if options[key] is not None}  # fmt: skip
     output = options["output"]
     try:
         current = json.loads(output.read_text()) if output.exists() else {}

@@ -282,10 +282,6 @@ def read_data(directory: Path) -> tuple[Table, ...]:
     return tuple(out)
 
 
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False)
-
-
 def _origin(row: dict, field: str) -> str:
     """Where a row's field comes from: the record, or the override's citation."""
     origin = row.get("from")
@@ -324,7 +320,8 @@ def table_diff(old: tuple[Table, ...], new: tuple[Table, ...]) -> list[str]:
                     for field in dict.fromkeys([*b, *a]):
                         if b.get(field) == a.get(field):
                             continue
-                        change = f"{_json(b.get(field))} -> {_json(a.get(field))}"
+                        b_v, a_v = (json.dumps(r.get(field), ensure_ascii=False) for r in (b, a))
+                        change = f"{b_v} -> {a_v}"
                         origin = "" if field in ("from", "source") else f"  [{_origin(a, field)}]"
                         lines.append(f"{where} {field}: {change}{origin}")
             if list(was) != list(now) and set(was) == set(now):

@@ -98,17 +98,10 @@ def client(purpose: str, retries: int = 0, *, ca: str | None = None,
     ``proxies_from_environment`` is False; a User-Agent naming ``purpose``."""
     if ca is None and system_cas and os.path.isfile(SYSTEM_CA_BUNDLE):
         ca = SYSTEM_CA_BUNDLE
-    retry = Retry(
-        total=retries,
-        connect=retries,
-        read=retries,
-        status=retries,
-        backoff_factor=0.5,
-        status_forcelist=(429, 500, 502, 503, 504),
-        allowed_methods=frozenset({"GET", "HEAD"}),
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
+    retry = Retry(total=retries, connect=retries, read=retries, status=retries,
+                  backoff_factor=0.5, status_forcelist=(429, 500, 502, 503, 504),
+                  allowed_methods=frozenset({"GET", "HEAD"}), respect_retry_after_header=True,
+                  raise_on_status=False)  # fmt: skip
     session = NoDowngradeSession(ca, timeout)
     session.max_redirects = redirects
     session.trust_env = proxies_from_environment

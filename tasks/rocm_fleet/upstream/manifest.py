@@ -175,10 +175,7 @@ def _missing(directory: Path, needs: HostNeeds) -> list[str]:
         return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
     check_record(directory, manifest)
     gaps: list[str] = []
-    on_disk = manifest.get("files", {})
-
-    def present(path: str) -> bool:
-        return _present(directory, on_disk, path)
+    present = functools.partial(_present, directory, manifest.get("files", {}))
 
     for need in needs.apt:
         gaps += _apt_gaps(need, manifest, directory, present)

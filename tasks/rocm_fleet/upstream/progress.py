@@ -83,18 +83,8 @@ def _progress_line(stream: IO[str]) -> Any:
         return None
 
     console = Console(file=stream, highlight=False, markup=False, emoji=False)
-    return Progress(
-        TextColumn(
-            "{task.description}:",
-            markup=False,
-            table_column=Column(no_wrap=True, overflow="ellipsis"),  # a long name: "…"
-        ),
-        DownloadColumn(),
-        BarColumn(),
-        TransferSpeedColumn(),
-        console=console,
-        auto_refresh=False,
-        transient=True,
-        redirect_stdout=False,
-        redirect_stderr=False,
-    )
+    name = TextColumn("{task.description}:", markup=False,
+                      table_column=Column(no_wrap=True, overflow="ellipsis"))  # fmt: skip
+    return Progress(name, DownloadColumn(), BarColumn(), TransferSpeedColumn(), console=console,
+                    auto_refresh=False, transient=True, redirect_stdout=False,
+                    redirect_stderr=False)  # fmt: skip
