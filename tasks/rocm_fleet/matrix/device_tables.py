@@ -83,8 +83,9 @@ def sr_iov(text: str, where: str) -> dict[str, list[dict]]:
     return out
 
 
-def _cells(rows: list[list[str]]) -> str:
-    return "\n".join(f"  {json.dumps(r, ensure_ascii=False)}," for r in rows)
+def _table(columns: list[str], rows: list[list]) -> str:
+    cells = "\n".join(f"  {json.dumps(r, ensure_ascii=False)}," for r in rows)
+    return f"columns = {json.dumps(columns)}\nrows = [\n{cells}\n]\n"
 
 
 def _record(text: str, what: str) -> dict:
@@ -96,8 +97,7 @@ def _record(text: str, what: str) -> dict:
 
 def device_info_record(text: str) -> str:
     """The record of DeviceInfo.cpp: each kCardInfo row with a gfx target, (ID, rev, gfx)."""
-    rows = [list(r) for r in device_info_rows(text)]
-    return f"columns = {json.dumps(['device', 'revision', 'gfx'])}\nrows = [\n{_cells(rows)}\n]\n"
+    return _table(["device", "revision", "gfx"], [list(r) for r in device_info_rows(text)])
 
 
 def device_info_from_record(text: str) -> str:
@@ -113,8 +113,7 @@ def gfxip_record(text: str) -> str:
     rows = [[_id(m[1]), int(m[2]), int(m[3]), int(m[4])] for m in GFXIP_ROW.finditer(text)]
     if not rows:
         raise MatrixDataError("kGfxipTable: no { 0xID, major, minor, stepping } row")
-    header = json.dumps(["device", "major", "minor", "stepping"])
-    return f"columns = {header}\nrows = [\n{_cells(rows)}\n]\n"
+    return _table(["device", "major", "minor", "stepping"], rows)
 
 
 def gfxip_from_record(text: str) -> str:
@@ -126,8 +125,7 @@ def pci_ids_record(text: str) -> str:
     """The record of pci.ids: vendor 1002's device lines (ID, name), subsystems left out."""
     from rocm_fleet.matrix.pci_table import pci_amd_devices
 
-    rows = [[d, n] for d, n in pci_amd_devices(text).items()]
-    return f"columns = {json.dumps(['device', 'name'])}\nrows = [\n{_cells(rows)}\n]\n"
+    return _table(["device", "name"], [[d, n] for d, n in pci_amd_devices(text).items()])
 
 
 def pci_ids_from_record(text: str) -> str:

@@ -150,12 +150,16 @@ def file_versions(files: list[str], project: str) -> set[str]:
     return versions
 
 
+def _listed(upstream: UpstreamClient, index_url: str, project: str) -> set[str] | None:
+    files = index_files(upstream, index_url, project)
+    return None if files is None else file_versions(files, project)
+
+
 def wheels_check(index_url: str, project: str, versions: list[str]) -> Callable:
     def run(upstream: UpstreamClient) -> str | None:
-        files = index_files(upstream, index_url, project)
-        if files is None:
+        have = _listed(upstream, index_url, project)
+        if have is None:
             return f"no {project} project page"
-        have = file_versions(files, project)
         missing = [v for v in versions if v not in have]
         return f"no {project} wheel {', '.join(missing)}" if missing else None
 
@@ -168,10 +172,9 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
     req = Requirement(requirement)
 
     def run(upstream: UpstreamClient) -> str | None:
-        files = index_files(upstream, index_url, req.name)
-        if files is None:
+        have = _listed(upstream, index_url, req.name)
+        if have is None:
             return f"no {req.name} project page (torch requires {requirement})"
-        have = file_versions(files, req.name)
         if not any(req.specifier.contains(v, prereleases=True) for v in have):
             return f"no {req.name} matching {requirement} ({', '.join(sorted(have))})"
         return None
