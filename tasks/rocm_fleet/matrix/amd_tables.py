@@ -153,10 +153,8 @@ def os_support(text: str) -> dict:
         order = list(dict.fromkeys(MODEL_GFX.values()))  # newest target first
         targets = {MODEL_GFX[m] for m in names}
         debian[key] = {"models": names, "gfx": [g for g in order if g in targets]}
-    return {
-        "families": {k: sorted(v) for k, v in sorted(families.items())},
-        "per_model": debian,
-    }
+    families_listed = {k: sorted(v) for k, v in sorted(families.items())}
+    return {"families": families_listed, "per_model": debian}
 
 
 def release_history(text: str) -> dict[str, str]:

@@ -33,12 +33,9 @@ OVERRIDES = CHECKOUT / "tools" / "matrix_overrides.toml"
 RECORDS = CHECKOUT / "tests" / "fixtures" / "upstream"
 
 # The inputs --stored can fill: SOURCES.toml's ``input`` -> the option's name.
-STORED_INPUTS = {
-    "historical-csv": "historical_csv", "os-support": "os_support",
-    "pytorch-release": "pytorch_release", "release-history": "release_history",
-    "driver-list": "driver_list", "gpu-list": "gpu_list",
-    "pytorch-build-matrix": "pytorch_build_matrix",
-}  # fmt: skip
+STORED_INPUTS = {name: name.replace("-", "_") for name in (
+    "historical-csv", "os-support", "pytorch-release", "release-history", "driver-list",
+    "gpu-list", "pytorch-build-matrix")}  # fmt: skip
 LISTING_KEY = re.compile(r"(rocm[0-9.]+|whl-next|whl-multi-arch)(/[a-z]+)?")
 
 
