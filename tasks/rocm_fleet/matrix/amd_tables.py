@@ -1,6 +1,5 @@
-"""AMD's machine-readable files, read: the historical compatibility CSV, os-support.yaml,
-versions.rst, driver-firmware-support.yaml and the GPU list gpus.yaml. A row that can't be read
-is refused with the file and the row, so a changed format can't drop rows silently."""
+"""AMD's machine-readable files, read (historical CSV, os-support.yaml, versions.rst,
+driver-firmware-support.yaml, gpus.yaml); a row that can't be read is refused, named."""
 
 from __future__ import annotations
 
@@ -13,34 +12,17 @@ from rocm_fleet.matrix.inputs import MATRIX_DISTROS, MatrixDataError, read_yaml,
 from rocm_fleet.model.gpu_targets import GFX_NAME
 from rocm_fleet.model.versions import RELEASE_LIST_ROW, is_driver_folder, is_full_release
 
-# Hand-kept overrides, each cited: the Instinct models os-support.yaml lists -> gfx target
-# (TheRock RELEASES.md "Supported Python [device-*] install extras": MI355X / MI350X gfx950,
-# MI325X / MI300X / MI300A gfx942, MI250X / MI250 / MI210 gfx90a, MI100 gfx908; MI350P is
-# an MI350-series gfx950 part: ROCm gpu-arch-specs page, "MI350P" in the 7.14 tables, fact
-# sheet §2.3).
-MODEL_GFX = {
-    "AMD Instinct MI355X": "gfx950",
-    "AMD Instinct MI350X": "gfx950",
-    "AMD Instinct MI350P": "gfx950",
-    "AMD Instinct MI325X": "gfx942",
-    "AMD Instinct MI300X": "gfx942",
-    "AMD Instinct MI300A": "gfx942",
-    "AMD Instinct MI250X": "gfx90a",
-    "AMD Instinct MI250": "gfx90a",
-    "AMD Instinct MI210": "gfx90a",
-    "AMD Instinct MI100": "gfx908",
-}
+# os-support.yaml's Instinct models -> gfx (docs/decisions/matrix-data-and-citations.md).
+MODEL_GFX = {f"AMD Instinct {m}": gfx for gfx, models in (
+    ("gfx950", ("MI355X", "MI350X", "MI350P")), ("gfx942", ("MI325X", "MI300X", "MI300A")),
+    ("gfx90a", ("MI250X", "MI250", "MI210")), ("gfx908", ("MI100",))) for m in models}  # fmt: skip
 # os-support.yaml's OS names and versions -> the matrix's distro keys.
 DISTROS = {("Ubuntu", "26.04"): "ubuntu 26.04", ("Ubuntu", "24.04.4"): "ubuntu 24.04",
            ("Ubuntu", "22.04.5"): "ubuntu 22.04", ("Debian", "13"): "debian 13",
            ("Debian", "12"): "debian 12"}  # fmt: skip
 
-
 GFX = re.compile(r"\bgfx[0-9a-f]+\b")
 FOOTNOTE = re.compile(r"\s*\[#[^\]]*\]_")
-
-
-# --- AMD's historical compatibility table ------------------------------------------------
 
 
 def csv_table(text: str) -> tuple[list[list[str]], list[list[str]]]:
@@ -57,8 +39,8 @@ def csv_table(text: str) -> tuple[list[list[str]], list[list[str]]]:
 
 
 def csv_section(rows: list[list[str]], title: str, *, required: bool = True) -> list[list[str]]:
-    """The rows of the section whose first cell contains ``title``: its own row and the rows
-    after it with an empty first cell, up to a blank row or the next section."""
+    """The rows of the section whose first cell contains ``title``, up to a blank row or the
+    next section."""
     start = next((i for i, r in enumerate(rows) if r and title in r[0]), None)
     if start is None:
         if required:
@@ -92,9 +74,7 @@ def gpu_listed_from(text: str) -> dict[str, str]:
 
 
 def _distro_keys(cell: str) -> list[str]:
-    """ "Ubuntu 22.04.5, 22.04.4" -> ["ubuntu 22.04"]; "Debian 13, 12" -> the two Debians;
-    distros the matrix doesn't know (RHEL, SLES, Ubuntu 20.04) -> nothing."""
-    # AMD footnotes a cell ("Debian 12 [#single-node-past-60]_" in the 6.3.x columns)
+    """ "Ubuntu 22.04.5, 22.04.4" -> ["ubuntu 22.04"]; distros the matrix lacks -> nothing."""
     match = re.match(r"([A-Za-z][A-Za-z ]*?)\s+(\d.*)$", FOOTNOTE.sub("", cell).strip())
     if not match:
         return []
@@ -109,8 +89,7 @@ def _distro_keys(cell: str) -> list[str]:
 
 
 def _driver_folder(entry: str) -> str | None:
-    """An entry of the "AMD GPU Driver" row as AMD's repository folder names it ("30.30.0"
-    -> "30.30": amdgpu-docs conf.py amdgpu_url_version drops a trailing ".0"); None for a
+    """A "AMD GPU Driver" entry as AMD's folder names it ("30.30.0" -> "30.30"); None for a
     family ("6.4.x")."""
     entry = FOOTNOTE.sub("", entry).strip()
     if not is_driver_folder(entry):
@@ -129,9 +108,7 @@ def classic_releases(text: str) -> dict[str, dict]:
                                     if k not in out[version]["distros"]]  # fmt: skip
     for _r, _i, version, cell in _per_release(csv_section(rows, "GPU / LLVM target"), columns):
         out[version]["gfx"] += GFX.findall(cell)
-    # The driver row lists, newest first, the drivers a release supports; a shared column
-    # ("7.0.1/7.0.0") lists its releases' own drivers first in the same order. Before 7.0
-    # the driver is versioned with ROCm (amdgpu/<release>): no entry of its own.
+    # A shared column ("7.0.1/7.0.0") lists its releases' own drivers first; none before 7.0.
     for _r, index, version, cell in _per_release(csv_section(rows, "AMD GPU Driver"), columns):
         entries = [e for e in cell.split(",") if e.strip()]
         if version_key(version)[0] >= 7 and index < len(entries):
@@ -141,12 +118,8 @@ def classic_releases(text: str) -> dict[str, dict]:
     return out
 
 
-# --- AMD's os-support.yaml ---------------------------------------------------------------
-
-
 def os_support(text: str) -> dict:
-    """Per matrix distro: the AMD families listed on it and, where AMD lists it per Instinct
-    model (Debian), the models and their gfx targets."""
+    """Per matrix distro: the AMD families listed on it and (Debian) its models' gfx targets."""
     data = read_yaml(text, "os-support.yaml")
     if not isinstance(data, dict):
         raise MatrixDataError("os-support.yaml: not a mapping of GPU families")
@@ -180,18 +153,12 @@ def os_support(text: str) -> dict:
         order = list(dict.fromkeys(MODEL_GFX.values()))  # newest target first
         targets = {MODEL_GFX[m] for m in names}
         debian[key] = {"models": names, "gfx": [g for g in order if g in targets]}
-    return {
-        "families": {k: sorted(v) for k, v in sorted(families.items())},
-        "per_model": debian,
-    }
-
-
-# --- AMD's release list: rocm-docs docs/release/versions.rst -----------------------------
+    families_listed = {k: sorted(v) for k, v in sorted(families.items())}
+    return {"families": families_listed, "per_model": debian}
 
 
 def release_history(text: str) -> dict[str, str]:
-    """Release -> its date (ISO), newest first, from AMD's release history. A row the table
-    has but this can't read is refused, so a changed format can't drop releases silently."""
+    """Release -> its date (ISO), newest first; a row that can't be read is refused."""
     if "Release date" not in text:
         raise MatrixDataError("versions.rst: no 'Release date' column")
     out: dict[str, str] = {}
@@ -215,12 +182,8 @@ def _iso_date(text: str, version: str) -> str:
     raise MatrixDataError(f"versions.rst: release {version}: {text!r} is not a date")
 
 
-# --- AMD's driver list: rocm-docs docs/data/driver-firmware-support.yaml -----------------
-
-
 def amd_drivers(text: str) -> dict[str, str]:
-    """amdgpu driver version -> its release notes, newest first, from the anchors the file
-    defines (``_amdgpu_drivers``: every driver a GPU family's ``linux: amdgpu`` names)."""
+    """amdgpu driver version -> its release notes, newest first (``_amdgpu_drivers``)."""
     data = read_yaml(text, "driver-firmware-support.yaml")
     entries = data.get("_amdgpu_drivers") if isinstance(data, dict) else None
     if not isinstance(entries, list):
@@ -237,24 +200,21 @@ def amd_drivers(text: str) -> dict[str, str]:
     return dict(sorted(out.items(), key=lambda kv: version_key(kv[0]), reverse=True))
 
 
-# AMD's GPU list (docs/data/gpus.yaml) names families "AMD Instinct", "AMD Radeon", "AMD Ryzen";
-# the matrix's GpuTarget.family is the short form.
+# AMD's GPU list's family names -> GpuTarget.family.
 AMD_FAMILIES = {"AMD Instinct": "instinct", "AMD Radeon": "radeon", "AMD Ryzen": "ryzen"}
 GPU_LIST = Path("stored") / "gpus.yaml"
 
 
 def gpu_products(text: str, where: str = "gpus.yaml") -> dict[str, dict[str, list[str]]]:
-    """gfx target -> {family: [products]} from AMD's GPU list (docs/data/gpus.yaml), in its
-    order and with its names (families "AMD Instinct", "AMD Radeon", "AMD Ryzen"; each product
-    names its ``gfx``); ``where`` names the file in an error. The one reader of the list: the
-    tables' and the upstream data's."""
+    """gfx target -> {family: [products]} from AMD's GPU list, in its order; ``where`` names the
+    file in an error."""
     data = read_yaml(text, where)
     if not isinstance(data, dict):
         raise MatrixDataError(f"{where}: not a mapping of GPU families")
     out: dict[str, dict[str, list[str]]] = {}
     for family, products in data.items():
         if str(family).startswith("_"):
-            continue  # YAML anchors (_series, _arch)
+            continue
         if not isinstance(products, dict):
             raise MatrixDataError(f"{where}: family {family!r} is not a mapping of products")
         for product, fields in products.items():

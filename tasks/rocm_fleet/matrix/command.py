@@ -1,7 +1,4 @@
-"""``rocm-fleet matrix [--json]``, ``matrix check`` and ``matrix update``: the compatibility
-matrix printed (``matrix.release_table``), checked against upstream or a mirror
-(``upstream.matrix_check``), and updated (exit statuses: each command's epilog).
-"""
+"""``rocm-fleet matrix``, ``matrix check`` and ``matrix update`` (exit statuses: each epilog)."""
 
 from __future__ import annotations
 
@@ -22,8 +19,6 @@ from rocm_fleet.matrix.sources import sources_markdown, sources_text
 from rocm_fleet.model import matrix, site_data, upstream_data
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import check_matrix
-
-# --- the check's report ---------------------------------------------------------------------
 
 
 def render_report(report: dict[str, Any]) -> str:
@@ -51,7 +46,6 @@ def render_report(report: dict[str, Any]) -> str:
             f"{checked}: {counts['ok']} ok, {counts['wrong']} wrong, "
             f"{counts['unreachable']} unreachable (not checked)"
         )
-    # Releases the matrix lacks: only without --release, when the listings were read.
     if report["unreachable"]:
         summary += "; releases upstream publishes: not checked (unreachable)"
     elif report.get("releases_checked", True):
@@ -60,9 +54,6 @@ def render_report(report: dict[str, Any]) -> str:
         summary += "the matrix lacks"
     out.append(summary)
     return "\n".join(out)
-
-
-# --- command line ---------------------------------------------------------------------------
 
 
 def _url(value: str | None, option: str) -> str | None:
@@ -87,14 +78,13 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
 
 
 def run_update(args: Any) -> int:
-    """``rocm-fleet matrix update``: matrix.tables.update, as the maintainer tool runs it."""
+    """``rocm-fleet matrix update --records``: matrix.tables.update."""
     from pathlib import Path
 
     from rocm_fleet.matrix import tables
     from rocm_fleet.matrix.inputs import MatrixDataError
 
     if not args.data_dir and not args.check:
-        # the data files rocm-fleet reads are written only where the user says
         raise UsageError(
             "--data-dir: name the directory to write the data files into (without it, only "
             f"--check compares with the ones this rocm-fleet reads, {upstream_data.DATA_DIR})"
@@ -111,7 +101,7 @@ def run_update(args: Any) -> int:
 
 
 def show(args: Any) -> int:
-    """``rocm-fleet matrix``: the table, ``--json`` or ``--sources``; nothing for a subcommand."""
+    """``rocm-fleet matrix``: the table, ``--json`` or ``--sources``."""
     if click.get_current_context().invoked_subcommand:
         return 0
     path = site_data.where_set(args.site_data)
@@ -146,7 +136,7 @@ def check(args: Any) -> int:
 
 
 def update(args: Any) -> int:
-    """``rocm-fleet matrix update``: a site's data (``--output``) or rocm-fleet's tables."""
+    """``matrix update``: a site's data (``--output``) or rocm-fleet's tables."""
     if args.output is not None:
         if args.records or args.overrides or args.data_dir or args.check:
             raise UsageError(
@@ -169,9 +159,7 @@ def _fingerprint_option(help: str) -> click.Option:
 command = click.Group(
     "matrix",
     invoke_without_command=True,
-    callback=lambda **options: invoke(
-        click.get_current_context(), show, SimpleNamespace(**options)
-    ),
+    callback=lambda **kw: invoke(click.get_current_context(), show, SimpleNamespace(**kw)),
     help="Print the releases rocm-fleet can deploy, one row each: the stream, AMD's "
     "repository, the PyTorch index and torch builds, the amdgpu driver for rocm_driver: "
     "dkms, and AMD's support per distro (--json: everything the matrix knows, with the "

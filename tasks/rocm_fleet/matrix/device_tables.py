@@ -1,13 +1,7 @@
-"""AMD's device tables and pci.ids, read, and the PCI rows derived from them: which gfx target
-each AMD device ID of pci.ids is, by AMD's own tables (GPUOpen device_info's kCardInfo,
-librocdxg's kGfxipTable: ID -> gfx), else by the product pci.ids names in AMD's GPU list
-(gpus.yaml: product -> gfx), else by its chip when every device of that chip AMD's tables map
-is one target. A virtual function (pci.ids "VF", "MxGPU", "SRIOV") carries what AMD's
-virtualization data (virtualization-support.yaml) lists for its product's SR-IOV guests.
-
-Each file can be given whole or as its record (the cells read, as TOML; ``*_record`` makes
-one, ``*_from_record`` renders it back for the same parser), since fetched copies are not
-committed (tests/fixtures/upstream/stored/SOURCES.toml)."""
+"""AMD's device tables (GPUOpen device_info's kCardInfo, librocdxg's kGfxipTable), pci.ids and
+virtualization-support.yaml, read, and the parts of the PCI rows derived from them
+(docs/decisions/matrix-data-and-citations.md). Each file can be given whole or as its record
+(``*_record`` makes one, ``*_from_record`` renders it back for the same parser)."""
 
 from __future__ import annotations
 
@@ -39,9 +33,6 @@ def _id(value: str) -> str:
     return f"0x{value.lower()}"
 
 
-# --- the tables, read -----------------------------------------------------------------------
-
-
 def device_info_rows(text: str) -> list[tuple[str, str, str]]:
     """DeviceInfo.cpp's kCardInfo rows whose CAL name is a gfx target: (ID, revision, gfx)."""
     rows = [(_id(m[1]), _id(m[2]), m[3]) for m in CARD_ROW.finditer(text) if GFX.fullmatch(m[3])]
@@ -69,8 +60,7 @@ def gfxip_table(text: str) -> dict[str, str]:
 
 
 def sr_iov(text: str, where: str) -> dict[str, list[dict]]:
-    """AMD's virtualization-support.yaml: product ("AMD Instinct MI300X") -> its SR-IOV rows
-    ({hypervisor, host_os, guest_os, driver}), in the file's order."""
+    """virtualization-support.yaml: product -> its SR-IOV rows, in the file's order."""
     data = read_yaml(text, where)
     if not isinstance(data, dict):
         raise MatrixDataError(f"{where}: not a mapping of GPU families")
@@ -93,11 +83,9 @@ def sr_iov(text: str, where: str) -> dict[str, list[dict]]:
     return out
 
 
-# --- records of the fetched files -----------------------------------------------------------
-
-
-def _cells(rows: list[list[str]]) -> str:
-    return "\n".join(f"  {json.dumps(r, ensure_ascii=False)}," for r in rows)
+def _table(columns: list[str], rows: list[list]) -> str:
+    cells = "\n".join(f"  {json.dumps(r, ensure_ascii=False)}," for r in rows)
+    return f"columns = {json.dumps(columns)}\nrows = [\n{cells}\n]\n"
 
 
 def _record(text: str, what: str) -> dict:
@@ -109,8 +97,7 @@ def _record(text: str, what: str) -> dict:
 
 def device_info_record(text: str) -> str:
     """The record of DeviceInfo.cpp: each kCardInfo row with a gfx target, (ID, rev, gfx)."""
-    rows = [list(r) for r in device_info_rows(text)]
-    return f"columns = {json.dumps(['device', 'revision', 'gfx'])}\nrows = [\n{_cells(rows)}\n]\n"
+    return _table(["device", "revision", "gfx"], [list(r) for r in device_info_rows(text)])
 
 
 def device_info_from_record(text: str) -> str:
@@ -126,8 +113,7 @@ def gfxip_record(text: str) -> str:
     rows = [[_id(m[1]), int(m[2]), int(m[3]), int(m[4])] for m in GFXIP_ROW.finditer(text)]
     if not rows:
         raise MatrixDataError("kGfxipTable: no { 0xID, major, minor, stepping } row")
-    header = json.dumps(["device", "major", "minor", "stepping"])
-    return f"columns = {header}\nrows = [\n{_cells(rows)}\n]\n"
+    return _table(["device", "major", "minor", "stepping"], rows)
 
 
 def gfxip_from_record(text: str) -> str:
@@ -139,8 +125,7 @@ def pci_ids_record(text: str) -> str:
     """The record of pci.ids: vendor 1002's device lines (ID, name), subsystems left out."""
     from rocm_fleet.matrix.pci_table import pci_amd_devices
 
-    rows = [[d, n] for d, n in pci_amd_devices(text).items()]
-    return f"columns = {json.dumps(['device', 'name'])}\nrows = [\n{_cells(rows)}\n]\n"
+    return _table(["device", "name"], [[d, n] for d, n in pci_amd_devices(text).items()])
 
 
 def pci_ids_from_record(text: str) -> str:
@@ -149,13 +134,9 @@ def pci_ids_from_record(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-# --- the derivation -------------------------------------------------------------------------
-
-
 def products(name: str) -> list[str]:
     """The products in a pci.ids name's brackets, each whole: "Navi 31 [Radeon RX 7900
-    XT/7900 XTX]" -> ["Radeon RX 7900 XT", "Radeon RX 7900 XTX"] (a later part takes the
-    first part's words before its model number)."""
+    XT/7900 XTX]" -> ["Radeon RX 7900 XT", "Radeon RX 7900 XTX"]."""
     match = re.search(r"\[(.*)\]", name)
     if not match:
         return []
@@ -166,9 +147,8 @@ def products(name: str) -> list[str]:
 
 
 def product_gfx(name: str, listed: dict[str, T]) -> tuple[str, T] | None:
-    """(the product, its value) for a pci.ids name whose product is one of ``listed`` (AMD's
-    products, lower-case without "AMD " -> a value), or that name followed by more words
-    ("Instinct MI300X VF", "... MI300X HF"): the longest such product; None when none is."""
+    """(the product, its value) for the longest of ``listed`` (lower-case, no "AMD ") that a
+    product of the pci.ids name is, or starts with ("Instinct MI300X VF"); None if none."""
     found = []
     for product in products(name):
         wanted = product.lower().removeprefix("amd ")

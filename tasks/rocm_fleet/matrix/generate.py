@@ -26,20 +26,16 @@ from rocm_fleet.matrix.tables import update
 from rocm_fleet.matrix.upstream import Inputs, build, discoveries, matrix_knows, row_diff
 from rocm_fleet.model.upstream_data import DATA_DIR
 
-# The source checkout this module runs from in an editable install: where --overrides and
-# --records default to (a wheel has neither; name them).
+# The checkout of an editable install: --overrides' and --records' defaults.
 CHECKOUT = Path(__file__).resolve().parents[3]
 OUTPUT = DATA_DIR / "upstream_data.json"
 OVERRIDES = CHECKOUT / "tools" / "matrix_overrides.toml"
 RECORDS = CHECKOUT / "tests" / "fixtures" / "upstream"
 
 # The inputs --stored can fill: SOURCES.toml's ``input`` -> the option's name.
-STORED_INPUTS = {
-    "historical-csv": "historical_csv", "os-support": "os_support",
-    "pytorch-release": "pytorch_release", "release-history": "release_history",
-    "driver-list": "driver_list", "gpu-list": "gpu_list",
-    "pytorch-build-matrix": "pytorch_build_matrix",
-}  # fmt: skip
+STORED_INPUTS = {name: name.replace("-", "_") for name in (
+    "historical-csv", "os-support", "pytorch-release", "release-history", "driver-list",
+    "gpu-list", "pytorch-build-matrix")}  # fmt: skip
 LISTING_KEY = re.compile(r"(rocm[0-9.]+|whl-next|whl-multi-arch)(/[a-z]+)?")
 
 
@@ -94,11 +90,8 @@ def command(ctx: click.Context, **options: Any) -> int | None:
         raise click.UsageError(
             f"the following arguments are required: {', '.join(missing)} (or --stored)"
         )
-    sources = {}
-    for option, key in STORED_INPUTS.items():
-        given = options[key]
-        if given is not None:
-            sources[key] = notes.get(option, given.name)
+    sources = {key: notes.get(option, options[key].name)
+               for option, key in STORED_INPUTS.items() if options[key] is not None}  # fmt: skip
     output = options["output"]
     try:
         current = json.loads(output.read_text()) if output.exists() else {}
@@ -142,8 +135,7 @@ def command(ctx: click.Context, **options: Any) -> int | None:
 
 
 def _take_stored(options: dict[str, Any], notes: dict[str, str]) -> None:
-    """Fill each input not given on the command line from the stored copies' SOURCES.toml:
-    a file whose entry names an ``input`` is that input, its ``cite`` the source note."""
+    """Fill each input not given from the stored copies' SOURCES.toml (``input``, ``cite``)."""
     sources = options["stored"] / "SOURCES.toml"
     try:
         files = tomllib.loads(sources.read_text())["files"]

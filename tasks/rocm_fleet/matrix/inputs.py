@@ -1,7 +1,5 @@
-"""What every reader of the matrix's upstream files shares: the error that names the file, row
-and fault; TOML and YAML inputs; cited overrides; release ordering; and the data files' JSON
-form (one row per line, written atomically). Reading AMD's YAML needs PyYAML (the ``matrix``
-extra), imported only where it is read."""
+"""What every reader of the matrix's upstream files shares: the error, TOML and YAML inputs,
+cited overrides, release ordering, and the data files' JSON form (one row per line)."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ FROM_OVERRIDE = "override"
 FROM_HISTORY = "AMD versions.rst"
 FROM_PYTORCH_NONE = f"{FROM_PYTORCH} (names no index for it)"
 FROM_BUILD_MATRIX = "PyTorch build matrix"  # pytorch/test-infra generate_binary_build_matrix.py
-# Each origin a row's ``from`` may name, as the matrix's tables print it: written into
-# upstream_data.json ("origins"), so what prints a row never needs a table of its own.
+# Each origin a row's ``from`` may name, as the tables print it (upstream_data.json "origins").
 ORIGINS = {
     FROM_TABLE: "AMD's table",
     FROM_OS_SUPPORT: "AMD's os-support.yaml",
@@ -39,8 +36,7 @@ ORIGINS = {
 
 
 class MatrixDataError(ValueError):
-    """An input, record or override isn't in the form the data is built from (the message
-    says which file, which row and what is wrong)."""
+    """An input, record or override isn't in the form the data is built from (file, row, fault)."""
 
 
 def read_toml(path: Path) -> dict:
@@ -55,16 +51,10 @@ def read_toml(path: Path) -> dict:
 ENTRY_NAMES = ("gfx", "distro", "id", "version")
 
 
-def cited(
-    entries: list[dict],
-    section: str,
-    fields: set[str],
-    overrides: Path | str,
-    choices: dict[str, tuple[str, ...]] | None = None,
-) -> list[dict]:
-    """The override entries of ``section`` (of the file ``overrides``: the tables' and the
-    release rows' alike), each checked for a citation, known fields
-    and, for a field in ``choices``, one of its valid values."""
+def cited(entries: list[dict], section: str, fields: set[str], overrides: Path | str,
+          choices: dict[str, tuple[str, ...]] | None = None) -> list[dict]:  # fmt: skip
+    """The override entries of ``section``, each checked for a citation, known fields and, for a
+    field in ``choices``, one of its valid values."""
     for entry in entries:
         unknown = set(entry) - fields - {"source"}
         name = next((str(entry[f]) for f in ENTRY_NAMES if f in entry), "?")
@@ -84,8 +74,13 @@ def cited(
     return entries
 
 
+def stored_entry(records: Path, name: str) -> dict:
+    """``records``' stored/SOURCES.toml entry for the stored file ``name`` ({} if none)."""
+    return read_toml(records / "stored" / "SOURCES.toml").get("files", {}).get(name) or {}
+
+
 def read_yaml(text: str, where: str) -> object:
-    """AMD's YAML file, parsed (PyYAML is imported here only: the product's own data is JSON)."""
+    """AMD's YAML file, parsed (PyYAML, the ``matrix`` extra, is imported here only)."""
     try:
         import yaml
     except ImportError as err:

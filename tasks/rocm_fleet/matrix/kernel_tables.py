@@ -1,16 +1,12 @@
-"""Kernels per GPU family and per driver release (kernels.json ``family_kernel``,
-``driver_kernel``). The first from AMD's os-support.yaml: each model's Ubuntu / Debian versions
-name a kernel ("GA 6.8", "HWE 6.17", "OEM 6.17", Debian's "6.12"); a family's row is the newest
-any of its models on that release lists. The second from cited overrides: AMD publishes no
-file of it, only the rule that an ``amdgpu-dkms`` package's kernel base is the newest kernel it
-supports (ROCm/legacy-rocm-build#6193)."""
+"""Kernels per GPU family (os-support.yaml: the newest any model lists) and per driver release
+(cited overrides: an ``amdgpu-dkms`` package's kernel base is its newest kernel)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from rocm_fleet.matrix.amd_tables import AMD_FAMILIES, DISTROS
-from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_toml, read_yaml
+from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_yaml, stored_entry
 from rocm_fleet.model.versions import kernel_key
 
 OS_SUPPORT = Path("stored") / "os-support.yaml"
@@ -28,8 +24,7 @@ def _kernel(text: str, where: str) -> tuple[str, str]:
 
 
 def family_kernels(text: str, where: str = "os-support.yaml") -> list[dict]:
-    """Rows (distro, family, kernel, kind, models) from AMD's os-support.yaml, in the matrix's
-    distro order then the file's family order."""
+    """Rows (distro, family, kernel, kind, models) from os-support.yaml, in distro order."""
     data = read_yaml(text, where)
     if not isinstance(data, dict):
         raise MatrixDataError(f"{where}: not a mapping of GPU families")
@@ -62,10 +57,7 @@ def family_kernels(text: str, where: str = "os-support.yaml") -> list[dict]:
 def family_kernel_rows(records: Path) -> list[dict]:
     """kernels.json's ``family_kernel`` rows from the stored os-support.yaml, each cited."""
     path = records / OS_SUPPORT
-    entry = (
-        read_toml(records / "stored" / "SOURCES.toml").get("files", {}).get("os-support.yaml", {})
-    )
-    cite = entry.get("cite") or str(OS_SUPPORT)
+    cite = stored_entry(records, "os-support.yaml").get("cite") or str(OS_SUPPORT)
     return [
         {**{k: v for k, v in row.items() if k != "models"}, "from": str(OS_SUPPORT),
          "source": f"{cite}: {len(row['models'])} models, e.g. {row['models'][0]}"}
@@ -74,10 +66,9 @@ def family_kernel_rows(records: Path) -> list[dict]:
 
 
 def driver_kernel_rows(over: dict, overrides: Path) -> list[dict]:
-    """kernels.json's ``driver_kernel`` rows: per amdgpu driver release, its ``amdgpu-dkms``
-    package version where cited, and the newest kernel series AMD supports it on: the
-    package's kernel base (the version's first two numbers: "1:6.16.13.30300400-2341068" ->
-    6.16), or the ``kernel_base`` AMD names where the version isn't quoted."""
+    """kernels.json's ``driver_kernel`` rows: per driver release its ``amdgpu-dkms`` version and
+    newest kernel, the package's kernel base ("1:6.16.13.30300400-2341068" -> 6.16) or the
+    ``kernel_base`` AMD names."""
     rows = []
     fields = {"driver", "dkms", "kernel_base"}
     for entry in cited(over.get("driver_kernel", []), "driver_kernel", fields, overrides):

@@ -1,6 +1,5 @@
-"""The PCI table (pci_ids.json): AMD's devices of pci.ids (vendor 1002) with the gfx target AMD's
-device tables give them (``device_tables``), an override only for a device they don't map
-(its name still pci.ids'), other vendors' devices and the class and vendor names."""
+"""The PCI table (pci_ids.json): pci.ids' AMD devices with the gfx AMD's tables give them, cited
+overrides for the rest, other vendors' devices, the class and vendor names."""
 
 from __future__ import annotations
 
@@ -9,14 +8,13 @@ from pathlib import Path
 
 from rocm_fleet.matrix import device_tables as tables
 from rocm_fleet.matrix.amd_tables import gpu_products
-from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_toml
+from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, stored_entry
 
 AMD_VENDOR = "1002"
 
 
 def pci_amd_devices(text: str) -> dict[str, str]:
-    """AMD's device IDs ("0x744c") -> pci.ids' name, from the vendor 1002 section's device
-    lines (subsystem lines and comments skipped)."""
+    """AMD's device IDs ("0x744c") -> pci.ids' name (vendor 1002's device lines)."""
     out: dict[str, str] = {}
     inside = False
     for line in text.splitlines():
@@ -37,17 +35,13 @@ def pci_amd_devices(text: str) -> dict[str, str]:
     return out
 
 
-PCI_RECORD = Path("stored") / "pci-ids-amd.toml"
-
-
 def chip(name: str) -> str:
     """pci.ids' chip of a device name: "Navi 31 [Radeon RX 7900 XT]" -> "Navi 31"."""
     return name.split(" [", 1)[0].strip()
 
 
 def unknown_pci_devices(listed: dict[str, str], known: dict[str, tuple[str, str]]) -> list[str]:
-    """Devices pci.ids lists whose chip is one a known device's (``known``: ID -> (gfx,
-    name)) but whose ID isn't known: the gfx comes from the chip they share."""
+    """A line per device of ``listed`` not in ``known`` (ID -> (gfx, name)) of a known chip."""
     gfx_of_chip = {chip(name): gfx for gfx, name in known.values()}
     out = []
     for device, name in listed.items():
@@ -58,7 +52,6 @@ def unknown_pci_devices(listed: dict[str, str], known: dict[str, tuple[str, str]
 
 
 STORED = Path("stored")
-# The stored inputs of the derived rows (SOURCES.toml names each one's commit and digest).
 PCI_IDS = "pci-ids-devices.toml"
 DEVICE_INFO = "device-info.toml"
 GFXIP = "gfxip-table.toml"
@@ -67,16 +60,14 @@ VIRTUALIZATION = "virtualization-support.yaml"
 
 
 def _cite(records: Path, name: str) -> str:
-    entry = read_toml(records / STORED / "SOURCES.toml").get("files", {}).get(name)
-    if not entry or not entry.get("cite"):
+    entry = stored_entry(records, name)
+    if not entry.get("cite"):
         raise MatrixDataError(f"{records / STORED / 'SOURCES.toml'}: no cite for {name}")
     return entry["cite"]
 
 
 def amd_rows(records: Path, guest: dict | None = None) -> tuple[list[dict], dict[str, str]]:
-    """The derived rows of AMD's devices (module ``device_tables``), a virtual function's with
-    ``guest`` (the cited override of what a guest reads), and pci.ids' names of all of vendor
-    1002's devices (for the overrides)."""
+    """(AMD's derived device rows, a VF's with ``guest``; pci.ids' names of AMD's devices)."""
     stored = records / STORED
     pci = pci_amd_devices(tables.pci_ids_from_record((stored / PCI_IDS).read_text("utf-8")))
     by_id, ambiguous = tables.device_info(
@@ -98,7 +89,7 @@ def amd_rows(records: Path, guest: dict | None = None) -> tuple[list[dict], dict
     found: dict[str, tuple[str, str, str]] = {}  # ID -> (gfx, from, source)
     for device in pci:
         if device in ambiguous:
-            continue  # revisions of one ID are different targets: the KFD decides
+            continue  # the KFD decides
         for table, name in ((by_id, DEVICE_INFO), (gfxip, GFXIP)):
             if device in table:
                 found[device] = (table[device], str(STORED / name), _cite(records, name))
@@ -139,9 +130,7 @@ def amd_rows(records: Path, guest: dict | None = None) -> tuple[list[dict], dict
 
 
 def pci_tables(records: Path, over: dict, overrides: Path) -> dict[str, list[dict]]:
-    """Preflight's PCI table: AMD's devices derived from pci.ids and AMD's tables
-    (``amd_rows``), an AMD device they don't map given its gfx by a cited override (its name
-    from pci.ids), other vendors' devices (``vendor``, no gfx), the vendor and class names."""
+    """Preflight's PCI table: ``amd_rows``, the cited overrides' devices, vendor and class names."""
     guests = cited(over.get("pci_vf_guest", []), "pci_vf_guest", {"reads", "not_read"}, overrides)
     if len(guests) > 1:
         raise MatrixDataError(f"{overrides}: [[pci_vf_guest]]: one entry, not {len(guests)}")

@@ -1,6 +1,5 @@
-"""PyTorch's files, read: RELEASE.md's Release Compatibility Matrix (torch minor -> its stable
-ROCm, and so a release's download.pytorch.org index) and wheel index project pages (PEP 503:
-local label -> the torch versions listed), saved or fetched over https."""
+"""PyTorch's files, read: RELEASE.md's Release Compatibility Matrix and wheel index project
+pages (PEP 503), saved or fetched over https."""
 
 from __future__ import annotations
 
@@ -12,8 +11,6 @@ from rocm_fleet.matrix.inputs import MatrixDataError, version_key
 
 # The columns of PyTorch's Release Compatibility Matrix the tool reads (torch_stable_rocm).
 RECORDED_COLUMNS = ("PyTorch version", "Stable ROCm")
-
-# --- PyTorch's RELEASE.md ----------------------------------------------------------------
 
 
 def release_matrix(text: str) -> list[dict[str, str]]:
@@ -56,9 +53,7 @@ def torch_stable_rocm(text: str) -> dict[str, str]:
 
 
 def built_rocm(text: str) -> set[str]:
-    """The ROCm versions PyTorch's build matrix (the record of pytorch/test-infra
-    generate_binary_build_matrix.py, stored/pytorch-rocm-builds.toml) built a stable torch
-    for: each a download.pytorch.org index, rocm<X.Y>."""
+    """The ROCm versions PyTorch's build matrix record built a stable torch for."""
     import tomllib
 
     try:
@@ -69,8 +64,7 @@ def built_rocm(text: str) -> set[str]:
 
 
 def torch_index(version: str, stable: dict[str, str] | set[str]) -> str | None:
-    """The download.pytorch.org index of a ROCm release, where RELEASE.md (torch minor ->
-    stable ROCm) or the build matrix (a set of ROCm versions) names one: the exact release
+    """A ROCm release's download.pytorch.org index where ``stable`` names its exact release
     (6.2.4 -> rocm6.2.4) or its minor (6.4.3 -> rocm6.4)."""
     named = set(stable.values()) if isinstance(stable, dict) else stable
     minor = ".".join(version.split(".")[:2])
@@ -80,14 +74,11 @@ def torch_index(version: str, stable: dict[str, str] | set[str]) -> str | None:
     return None
 
 
-# --- wheel index listings (PEP 503 project pages) ----------------------------------------
-
-LISTING_CAP = 8 * 1024 * 1024  # bytes: whl/rocm7.2/torch/ is ~100 KiB; far more is not a listing
+LISTING_CAP = 8 * 1024 * 1024  # bytes: whl/rocm7.2/torch/ is ~100 KiB
 
 
 def listed_versions(html: str, page_url: str) -> dict[str, list[str]]:
-    """A PEP 503 project page (download.pytorch.org's whl/rocmX.Y/torch/, AMD's whl-next
-    torch/) -> local label ("rocm6.3", "" for none) -> the public versions of its wheels."""
+    """A PEP 503 project page -> local label ("rocm6.3", "" for none) -> its wheels' versions."""
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
     from rocm_fleet.upstream.wheels import parse_page
@@ -105,8 +96,7 @@ def listed_versions(html: str, page_url: str) -> dict[str, list[str]]:
 
 
 def read_listing(where: str) -> tuple[str, str]:
-    """(the page, its URL) from a saved page or an https URL (verified TLS, at most
-    LISTING_CAP bytes: the project's own fetcher)."""
+    """(the page, its URL) from a saved page or an https URL (at most LISTING_CAP bytes)."""
     if not where.startswith(("https://", "http://")):
         path = Path(where)
         try:
@@ -127,8 +117,7 @@ def read_listing(where: str) -> tuple[str, str]:
 
 
 def listing_versions(listings: dict[str, tuple[str, str]]) -> dict[str, dict[str, dict]]:
-    """index -> project -> local label -> versions, from the listings given as
-    "<index>[/<project>]" (project torch by default)."""
+    """index -> project (default torch) -> local label -> versions."""
     out: dict[str, dict[str, dict]] = {}
     for key, (page, url) in sorted(listings.items()):
         index, _, project = key.partition("/")

@@ -1,7 +1,5 @@
-"""Records of inputs that may be read but not committed (AMD's historical CSV, PyTorch's
-RELEASE.md): the cells the generator reads, as TOML, rendered back into the file's form for the
-same parsers; each names the file's commit and digest
-(tests/fixtures/upstream/stored/SOURCES.toml)."""
+"""Records of inputs that may be read but not committed: the cells the generator reads, as TOML,
+rendered back into the file's form for the same parsers."""
 
 from __future__ import annotations
 
@@ -21,17 +19,15 @@ RECORDED_SECTIONS = ("Operating systems", "GPU / LLVM target", "AMD GPU Driver")
 
 
 def _toml_string(value: str) -> str:
-    # A JSON string is a TOML basic string (the same escapes: \", \\, \n, \uXXXX).
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
 
 
 def _toml_cells(cells: list[str]) -> str:
-    return "[" + ", ".join(_toml_string(c) for c in cells) + "]"
+    return json.dumps(cells, ensure_ascii=False)
 
 
 def historical_record(text: str) -> str:
-    """The record of AMD's historical CSV: its "ROCm Version" row and the rows of the
-    sections the tool reads, every cell as the file has it."""
+    """The record of AMD's historical CSV: its header and the sections the tool reads."""
     rows, _columns = csv_table(text)
     lines = [f"columns = {_toml_cells(rows[0][1:])}"]
     for title in RECORDED_SECTIONS:
@@ -62,8 +58,7 @@ def historical_from_record(text: str) -> str:
 
 
 def release_matrix_record(text: str) -> str:
-    """The record of RELEASE.md's Release Compatibility Matrix: per row the columns the tool
-    reads, as the table has them."""
+    """The record of RELEASE.md's Release Compatibility Matrix: the columns the tool reads."""
     rows = release_matrix(text)
     lines = [f"columns = {_toml_cells(list(RECORDED_COLUMNS))}", "rows = ["]
     lines += [f"  {_toml_cells([row.get(c, '') for c in RECORDED_COLUMNS])}," for row in rows]

@@ -1,6 +1,5 @@
-"""The matrix's releases as ``rocm-fleet matrix`` prints them: docs/supported-releases.md's
-Markdown table (``release_table``), the terminal's table with its legend (``plain_table``) and
-everything for tools (``matrix_json``), each row with its source."""
+"""The matrix's releases as Markdown (``release_table``), for a terminal (``plain_table``) and as
+JSON (``matrix_json``), each row with its source."""
 
 from __future__ import annotations
 
@@ -15,13 +14,9 @@ from rocm_fleet.matrix.sources import sections
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.model.site_data import SiteData
 
-SUPPORT_TEXT = {
-    matrix.Support.OFFICIAL: "official",
-    matrix.Support.INSTINCT_ONLY: "Instinct only",
-    matrix.Support.UNLISTED: "unlisted",
-    matrix.Support.REJECTED: "apt rejects (SHA-1 key)",
-    None: "—",
-}
+SUPPORT_TEXT = {matrix.Support.OFFICIAL: "official", matrix.Support.INSTINCT_ONLY: "Instinct only",
+                matrix.Support.UNLISTED: "unlisted",
+                matrix.Support.REJECTED: "apt rejects (SHA-1 key)", None: "—"}  # fmt: skip
 
 
 def repository_text(rel: matrix.Release) -> str:
@@ -47,14 +42,12 @@ def _data_row(rel: matrix.Release) -> dict[str, Any] | None:
 
 
 def _origin(origin: str) -> str:
-    """An origin a row's "from" names, as the tables print it (upstream_data.ORIGINS; an
-    origin the data doesn't name prints as itself: never a lookup that can fail)."""
+    """An origin a row's "from" names, as the tables print it (else as itself)."""
     return upstream_data.ORIGINS.get(origin, origin)
 
 
 def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
-    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"; a site
-    file's row: "site matrix data FILE (sha256 ...)"."""
+    """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"."""
     row = _data_row(rel)
     if row is None:
         return f"site matrix data {site.path}" if site is not None else "site matrix data"
@@ -63,7 +56,6 @@ def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
     if "distros" in origins:
         parts.append(f"distros: {_origin(origins['distros'])}")
     if rel.amd_wheels:
-        # recorded from AMD's install pages (matrix.AMD_WHEELS)
         parts.append("torch: AMD's install page")
     else:
         parts.append(f"torch: {_origin(origins.get('torch_index', FROM_PYTORCH_NONE))}")
@@ -85,19 +77,12 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
     headers += ["Source", "Tested"]
     rows = []
     for rel in matrix.RELEASES:
-        rows.append(
-            [
-                rel.version,
-                rel.stream.name,
-                f"`{repository_text(rel)}`",
-                index_text(rel),
-                torch_text(rel),
-                matrix.amdgpu_repo_version(rel) or "unknown (refused)",
-                *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS),
-                source_text(rel),
-                "lab only" if rel.version in LAB_TESTED else "—",
-            ]
-        )
+        rows.append([
+            rel.version, rel.stream.name, f"`{repository_text(rel)}`", index_text(rel),
+            torch_text(rel), matrix.amdgpu_repo_version(rel) or "unknown (refused)",
+            *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS), source_text(rel),
+            "lab only" if rel.version in LAB_TESTED else "—",
+        ])  # fmt: skip
     return headers, rows
 
 
@@ -110,13 +95,9 @@ def release_table() -> str:
 
 
 # The terminal's table fits 100 columns: short forms, with a legend under it.
-SUPPORT_SHORT = {
-    matrix.Support.OFFICIAL: "yes",
-    matrix.Support.INSTINCT_ONLY: "MI",
-    matrix.Support.UNLISTED: "?",
-    matrix.Support.REJECTED: "no",
-    None: "-",
-}
+SUPPORT_SHORT = {matrix.Support.OFFICIAL: "yes", matrix.Support.INSTINCT_ONLY: "MI",
+                 matrix.Support.UNLISTED: "?", matrix.Support.REJECTED: "no",
+                 None: "-"}  # fmt: skip
 
 
 def _distro_short(row: matrix.Distro) -> str:
@@ -134,11 +115,8 @@ def gpu_targets(rel: matrix.Release) -> list[str]:
 
 
 def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> str:
-    """The matrix for a terminal ``width`` columns wide, with its legend: the columns that
-    don't fit folded into tables below, each led by the release, the GPU targets wrapped; a
-    site file's rows last, their footnote naming the file."""
+    """The matrix for a terminal ``width`` columns wide, with its legend; a site's rows last."""
     headers = ["ROCm", "Stream", "Repository", "Index", "torch", "dkms"]
-    # the footnote naming the row's source (no header), then the GPU targets (wrapped)
     headers += [*(_distro_short(d) for d in matrix.DISTROS), "", "GPU targets"]
     rows: list[list[str]] = []
     notes: list[str] = []  # where the rows come from, one footnote per distinct source
@@ -148,22 +126,15 @@ def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> st
             notes.append(source)
         builds = [build.torch for build in rel.torch_builds]
         torch = f"{builds[-1]} (+{len(builds) - 1})" if len(builds) > 1 else "".join(builds)
-        rows.append(
-            [
-                rel.version,
-                rel.stream.name,
-                repository_text(rel),
-                rel.torch_index or ("AMD" if rel.amd_wheels else "none"),
-                torch or "none",
-                matrix.amdgpu_repo_version(rel) or "refused",
-                *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
-                f"[{notes.index(source) + 1}]",
-                " ".join(gpu_targets(rel)) or "none listed",
-            ]
-        )
-    distros = ", ".join(
-        f"{_distro_short(d)} {d.id.capitalize()} {d.version}" for d in matrix.DISTROS
-    )
+        rows.append([
+            rel.version, rel.stream.name, repository_text(rel),
+            rel.torch_index or ("AMD" if rel.amd_wheels else "none"), torch or "none",
+            matrix.amdgpu_repo_version(rel) or "refused",
+            *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
+            f"[{notes.index(source) + 1}]", " ".join(gpu_targets(rel)) or "none listed",
+        ])  # fmt: skip
+    distros = ", ".join(f"{_distro_short(d)} {d.id.capitalize()} {d.version}"
+                        for d in matrix.DISTROS)  # fmt: skip
     legend = [
         f"{distros}:",
         "  yes listed by AMD, MI listed for Instinct only, ? packages published but not listed,",
@@ -176,34 +147,19 @@ def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> st
         "Everything, spelled out: rocm-fleet matrix --json, or docs/supported-releases.md;",
         "where GPU targets, distros, kernels, torch builds, repositories come from: --sources.",
     ]
-    wrapped = [
-        piece
-        for said in legend
-        for piece in textwrap.wrap(
-            said,
-            max(20, width),
-            subsequent_indent=" " * (len(said) - len(said.lstrip()) + 2),
-            break_on_hyphens=False,
-            break_long_words=True,
-        )
-    ]
+    wrapped = [piece for said in legend for piece in textwrap.wrap(
+        said, max(20, width), subsequent_indent=" " * (len(said) - len(said.lstrip()) + 2),
+        break_on_hyphens=False, break_long_words=True)]  # fmt: skip
     return "\n".join([folded(headers, rows, width), "", *wrapped])
 
 
 def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
-    """Everything the matrix says, for tools; a site file's rows after the committed ones,
-    their source the file (``"from": "site"``, its path and SHA-256)."""
+    """Everything the matrix says, for tools; a site file's rows last (``"from": "site"``)."""
 
     def stream_json(stream: matrix.Stream) -> dict[str, Any]:
-        return {
-            "name": stream.name,
-            "title": stream.title,
-            "key_fingerprint": stream.key_fingerprint,
-            "keyring": stream.keyring,
-            "pin": stream.pin,
-            "pin_origin": stream.pin_origin,
-            "publications": [asdict(p) for p in stream.publications],
-        }
+        fields = ("name", "title", "key_fingerprint", "keyring", "pin", "pin_origin")
+        return {**{f: getattr(stream, f) for f in fields},
+                "publications": [asdict(p) for p in stream.publications]}  # fmt: skip
 
     releases = []
     for rel in _releases(site):
@@ -234,7 +190,6 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
                 "root": rel.root,
                 "rocminfo": rel.rocminfo,
                 "gpu_targets": gpu_targets(rel),  # what AMD lists for it (matrix.GPU_TARGETS)
-                # the row's origin (and an override's citation), and whether the lab deploys it
                 "source": {**source, "text": source_text(rel, site),
                            "tested": "lab only" if rel.version in LAB_TESTED else None},
             }
@@ -243,7 +198,6 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
         "streams": [stream_json(s) for s in matrix.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],
         "releases": releases,
-        # the other tables' rows as their data files hold them, each with "from" and "source"
         "tables": sections(),
         "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,

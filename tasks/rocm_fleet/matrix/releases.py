@@ -1,7 +1,6 @@
-"""The release rows of upstream_data.json: AMD's compatibility table's releases, the cited
-overrides filling only what upstream is silent on (one that contradicts it is refused, one it
-now gives is noted), the releases only AMD's release history lists, and each release's
-PyTorch index from RELEASE.md; every value names where it comes from (``from``)."""
+"""The release rows of upstream_data.json: AMD's table's releases, cited overrides filling only
+what upstream is silent on, the release history's, each release's PyTorch index; each value
+names its ``from``."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ OVERRIDE_FIELDS = {"version", "stream", "repository", "amdgpu_driver", "torch_in
 
 
 def load_overrides(text: str) -> list[dict]:
-    """The hand-kept overrides; each must say where it comes from (checked as the tables'
-    overrides are)."""
+    """The hand-kept release overrides, each cited."""
     try:
         entries = tomllib.loads(text).get("release", [])
     except tomllib.TOMLDecodeError as err:
@@ -38,17 +36,11 @@ def load_overrides(text: str) -> list[dict]:
     return cited(entries, "release", OVERRIDE_FIELDS, "matrix_overrides.toml", choices)
 
 
-def release_rows(
-    table: dict[str, dict],
-    support: dict,
-    stable: dict[str, str],
-    overrides: list[dict],
-    history: dict[str, str] | None = None,
-    built: set[str] | None = None,
-) -> tuple[list[dict], list[str]]:
-    """(the release rows, each value naming its ``from``; notes for the maintainer).
-    ``built``: the ROCm versions PyTorch's build matrix built a stable torch for, which give
-    a release's index where RELEASE.md names none."""
+def release_rows(table: dict[str, dict], support: dict, stable: dict[str, str],
+                 overrides: list[dict], history: dict[str, str] | None = None,
+                 built: set[str] | None = None) -> tuple[list[dict], list[str]]:  # fmt: skip
+    """(the release rows, notes for the maintainer); ``built`` (the build matrix's ROCm versions)
+    gives an index where RELEASE.md names none."""
     rows: dict[str, dict] = {}
     for version, found in table.items():
         rows[version] = {
@@ -68,8 +60,7 @@ def release_rows(
             rows[version] = {
                 "version": version, "stream": stream,
                 "repository": entry.get("repository", "repo.radeon.com"),
-                # AMD's table is silent on a release it doesn't list; os-support.yaml is the
-                # Core SDK's current listing (AMD publishes no copy per release).
+                # os-support.yaml: the Core SDK's current listing (none per release)
                 "distros": [d for d in MATRIX_DISTROS if d in support["families"]]
                 if stream == "core-sdk" else None,
                 "gfx": None, "amdgpu_driver": entry.get("amdgpu_driver"), "torch_index": None,
@@ -133,8 +124,7 @@ def release_rows(
 
 
 def _like(version: str, rows: dict[str, dict]) -> dict | None:
-    """The known release a new one belongs with: the newest of the same X.Y, else of the
-    same major (10.2.0 with 10.1.0; 7.14.2 with 7.14.1, not with 7.2.4)."""
+    """The known release a new one belongs with: the newest of the same X.Y, else of X."""
     key = version_key(version)
     for width in (2, 1):
         same = [r for r in rows.values() if version_key(r["version"])[:width] == key[:width]]
@@ -144,8 +134,7 @@ def _like(version: str, rows: dict[str, dict]) -> dict | None:
 
 
 def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict) -> list[str]:
-    """Add the releases only AMD's release history lists (from the data's oldest on), in the
-    stream and repository of their neighbours; notes what it can't place or cite."""
+    """Add the releases only AMD's release history lists, in their neighbours' stream; notes."""
     notes: list[str] = []
     oldest = min(version_key(v) for v in rows) if rows else (0,)
     for version, released in sorted(history.items(), key=lambda kv: version_key(kv[0])):

@@ -1,6 +1,5 @@
-"""The repositories table (repositories.json): AMD's apt repositories, each stream's signing
-key and pinned Origin, the distros each stream publishes for and the Core SDK's per-GPU
-packages, from the records of repo.radeon.com, repo.amd.com and the keys."""
+"""repositories.json: AMD's apt repositories, streams, publications and per-GPU packages, from
+the records of repo.radeon.com, repo.amd.com and the keys."""
 
 from __future__ import annotations
 
@@ -10,8 +9,7 @@ from rocm_fleet.matrix.inputs import MatrixDataError, read_toml
 
 
 def repository_tables(records: Path) -> dict[str, list[dict]]:
-    """AMD's apt repositories (base URL, key URL, deb822 or one line), each stream's signing
-    key and Release Origin, and the Core SDK's per-distro directories."""
+    """repositories.json's sections from the records in ``records``."""
     radeon = read_toml(records / "repo.radeon.com.toml")
     amd = read_toml(records / "repo.amd.com.toml")
     keys = read_toml(records / "keys.toml")
@@ -28,11 +26,8 @@ def repository_tables(records: Path) -> dict[str, list[dict]]:
         )
         return fields.get("X-Repo-Id")
 
-    classic, multi, stable = (
-        radeon["repository"],
-        amd["repository"]["multi-arch"],
-        amd["repository"]["stable"],
-    )
+    classic = radeon["repository"]
+    multi, stable = amd["repository"]["multi-arch"], amd["repository"]["stable"]
     repositories = [
         {"name": "repo.radeon.com", "base_url": base(classic["rocm_url"], "{folder}"),
          "key_url": keys["radeon"]["url"], "deb822": False, "x_repo_id": None,
@@ -69,9 +64,7 @@ def repository_tables(records: Path) -> dict[str, list[dict]]:
 
 
 def _classic_publications(radeon: dict) -> list[dict]:
-    """Per distro repo.radeon.com serves: its suite, the first release whose folder has that
-    suite (noble from ``noble_from``, the others from the first release recorded), and
-    whether AMD lists the distro for Instinct only."""
+    """Per distro repo.radeon.com serves: its suite, first release, whether Instinct only."""
     suites, listing = radeon["suites"], radeon["listing"]
     first = radeon["release"][0]["version"]
     rows = []
@@ -97,8 +90,7 @@ def _classic_publications(radeon: dict) -> list[dict]:
 
 
 def _core_sdk_publications(amd: dict) -> list[dict]:
-    """Per distro the Core SDK's repositories serve: its directory, the suite, the first
-    release (the first recorded), and whether os-support.yaml lists it per Instinct model."""
+    """Per distro the Core SDK serves: directory, suite, first release, whether Instinct only."""
     directories, support = amd["directories"], amd["os_support"]
     multi, stable = amd["repository"]["multi-arch"], amd["repository"]["stable"]
     if multi["suite"] != stable["suite"]:

@@ -1,8 +1,5 @@
-"""``rocm-fleet matrix update --output FILE``: a site's own matrix data (``matrix.site_update``),
-written only once every row holds (``upstream.site_check``), keeping FILE's rows rocm-fleet
-doesn't commit. Exit status: 0 written, 1 a row doesn't hold (nothing written), 2 upstream
-could not be reached.
-"""
+"""``rocm-fleet matrix update --output FILE``: a site's own matrix data, written only once every
+row holds, keeping FILE's other rows. Exit 0 written, 1 a row doesn't hold, 2 unreachable."""
 
 from __future__ import annotations
 
@@ -14,7 +11,6 @@ import click
 from rocm_fleet.cli.exits import option
 from rocm_fleet.cli.inventory import UsageError
 
-#: the site's options of ``matrix update`` (``matrix.command`` makes the subcommand)
 OPTIONS = [
     option("--output", type=click.Path(path_type=Path), metavar="FILE",
            help="write a site's data file (rocm_matrix_data names it)"),

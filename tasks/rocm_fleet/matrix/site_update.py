@@ -1,7 +1,5 @@
-"""``rocm-fleet matrix update --output FILE``: the rows of a site's matrix data for the
-releases upstream publishes that the committed matrix lacks, read from upstream only, over
-verified TLS; no amdgpu driver is written (docs/decisions/site-matrix-data.md).
-"""
+"""The rows of a site's matrix data: releases upstream publishes that the committed matrix
+lacks, read over verified TLS, no amdgpu driver (docs/decisions/site-matrix-data.md)."""
 
 from __future__ import annotations
 
@@ -45,7 +43,7 @@ def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | Non
         minor = Version(torch).minor
         paired = [v for v in visions if Version(v).major == 0 and Version(v).minor == minor + 15]
         if not paired:
-            continue  # a torch without its torchvision is not a build AMD's page offers
+            continue  # no torchvision: not a build AMD's page offers
         audio = audios[0] if len(audios) == 1 else None
         builds.append(matrix.TorchBuild(torch, paired[-1], audio))
     if not builds:
@@ -64,11 +62,10 @@ def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | Non
     return matrix.AmdWheels(url, release, tuple(builds), tuple(targets), tuple(limits))
 
 
-def new_rows(
-    upstream: UpstreamClient, fingerprints: dict[str, str], only: list[str] | None = None
-) -> tuple[list[tuple[matrix.Release, str]], list[str]]:
-    """(the rows upstream has that the matrix lacks, each with where it was found; notes on
-    releases that can't be a row); ``only``: those releases alone."""
+def new_rows(upstream: UpstreamClient, fingerprints: dict[str, str],
+             only: list[str] | None = None) -> tuple[list[tuple[matrix.Release, str]],
+             list[str]]:  # fmt: skip
+    """(the rows upstream has that the matrix lacks, each with where found; notes), ``only``'s."""
     rows: list[tuple[matrix.Release, str]] = []
     notes: list[str] = []
     for found in missing_releases(upstream, fingerprints):

@@ -1,5 +1,4 @@
-"""Where the matrix's other rows come from (``matrix --sources``, ``--json``, the docs):
-each data file's rows with their ``from`` and citation."""
+"""Where the matrix's other rows come from (``matrix --sources``, ``--json``, the docs)."""
 
 from __future__ import annotations
 
@@ -7,35 +6,26 @@ from typing import Any
 
 from rocm_fleet.model import upstream_data
 
-# Per data file section (matrix/tables.py writes them): its title and the row's values
-# to show, the row's key first.
+# Per data file section: its title and the row's values to show, the row's key first.
 SOURCE_TABLES = {
     "gpu_targets": ("GPU targets", ("gfx", "family", "products")),
     "distros": ("Distros", ("key", "suite", "python", "glibc")),
     "min_kernel": ("Oldest kernel AMD lists", ("distro", "kernel")),
     "inbox_min_kernel": ("Oldest kernel whose inbox amdgpu runs the target", ("gfx", "kernel")),
     "newer_kernels": ("Newer kernels", ("distro", "kind", "suite", "packages")),
-    "family_kernel": (
-        "The kernel AMD lists per distro and GPU family (Core SDK)",
-        ("distro", "family", "kernel", "kind"),
-    ),
-    "driver_kernel": (
-        "The newest kernel each amdgpu-dkms release supports (its kernel base)",
-        ("driver", "dkms", "max_kernel"),
-    ),
+    "family_kernel": ("The kernel AMD lists per distro and GPU family (Core SDK)",
+                      ("distro", "family", "kernel", "kind")),
+    "driver_kernel": ("The newest kernel each amdgpu-dkms release supports (its kernel base)",
+                      ("driver", "dkms", "max_kernel")),
     "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
-    "amd_wheels": (
-        "AMD's wheels (Core SDK 10.x; 7.14.x on AMD's own index)",
-        ("release", "builds", "targets"),
-    ),
+    "amd_wheels": ("AMD's wheels (Core SDK 10.x; 7.14.x on AMD's own index)",
+                   ("release", "builds", "targets")),
     "repositories": ("AMD's apt repositories", ("name", "base_url", "key_url")),
     "streams": ("Signing keys and Release Origins", ("name", "key_fingerprint", "pin_origin")),
-    "publications": (
-        "What each stream publishes per distro",
-        ("stream", "distro", "suite", "directory", "first_release", "instinct_only"),
-    ),
+    "publications": ("What each stream publishes per distro",
+                     ("stream", "distro", "suite", "directory", "first_release", "instinct_only")),
     "gfx_packages": ("The Core SDK's per-target packages (amdrocm<X.Y>-<gfx>)", ("gfx",)),
-}
+}  # fmt: skip
 
 
 def sections() -> dict[str, list[dict]]:

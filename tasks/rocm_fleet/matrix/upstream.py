@@ -1,7 +1,5 @@
-"""upstream_data.json: what AMD's and PyTorch's files say (the release rows, the families per
-distro, torch's stable ROCm, and the optional lists: release dates, drivers, GPU products,
-wheel listings), how it differs from the committed file row by row, and what upstream
-publishes that the matrix lacks ("upstream has: ...")."""
+"""upstream_data.json from AMD's and PyTorch's files, its diff with the committed file, and what
+upstream publishes that the matrix lacks."""
 
 from __future__ import annotations
 
@@ -25,16 +23,11 @@ from rocm_fleet.matrix.releases import load_overrides, release_rows
 REQUIRED_SOURCES = ("historical_csv", "os_support", "pytorch_release")
 
 
-def discoveries(
-    data: dict,
-    pci_devices: dict[str, str] | None = None,
-    known_pci: dict[str, tuple[str, str]] | None = None,
-    known_gfx: set[str] | None = None,
-    torch_builds: dict[str, set[str]] | None = None,
-) -> list[str]:
-    """What the upstream files publish that the matrix doesn't have, one line each:
-    GPU targets of AMD's GPU list, PCI devices of a known chip, torch versions an index lists,
-    and AMD's newest driver when a release has none."""
+def discoveries(data: dict, pci_devices: dict[str, str] | None = None,
+                known_pci: dict[str, tuple[str, str]] | None = None,
+                known_gfx: set[str] | None = None,
+                torch_builds: dict[str, set[str]] | None = None) -> list[str]:  # fmt: skip
+    """What the upstream files publish that the matrix doesn't have, one line each."""
     lines: list[str] = []
     if known_gfx is not None:
         for gfx, families in (data.get("gpu_products") or {}).items():
@@ -65,8 +58,8 @@ def discoveries(
 
 
 def matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[str]]]:
-    """What the matrix has, for discoveries(): (PCI ID -> (gfx, name), the GPU targets, per
-    local label (+rocm6.3, +rocm10.1.0) its torch versions)."""
+    """What the matrix has, for discoveries(): (PCI ID -> (gfx, name), GPU targets, per local
+    label its torch versions)."""
     from rocm_fleet.model import matrix, pci_ids
 
     known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
@@ -79,8 +72,7 @@ def matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[
 
 @dataclass
 class Inputs:
-    """The files read, as text; the optional ones None where not given (their sections are
-    then kept as the committed data has them)."""
+    """The files read, as text; the optional ones None where not given."""
 
     historical: str
     os_support: str
@@ -93,10 +85,9 @@ class Inputs:
     build_matrix: str | None = None  # stored/pytorch-rocm-builds.toml
 
 
-def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
-          ) -> tuple[dict, list[str]]:  # fmt: skip
-    """(upstream_data.json's content, notes for the maintainer) from ``inputs``, each input
-    cited as ``sources`` names it; an optional input not given keeps ``previous``'s section."""
+def build(inputs: Inputs, sources: dict[str, str],
+          previous: dict | None = None) -> tuple[dict, list[str]]:  # fmt: skip
+    """(upstream_data.json's content, notes); an optional input not given keeps ``previous``'s."""
     previous = previous or {}
     table = classic_releases(inputs.historical)
     support = os_support(inputs.os_support)
@@ -106,7 +97,7 @@ def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
     releases, notes = release_rows(
         table, support, stable, load_overrides(inputs.overrides), history, built
     )
-    if history is None:  # the rows only the release history gives: kept as committed
+    if history is None:  # the release history's rows: kept as committed
         have = {r["version"] for r in releases}
         kept = [
             r
@@ -115,7 +106,6 @@ def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
         ]
         releases = sorted([*releases, *kept], key=lambda r: (
             STREAMS.index(r["stream"]), version_key(r["version"])))  # fmt: skip
-    # an optional input not given this time: where the committed data says it came from
     sources = {**{k: v for k, v in previous.get("sources", {}).items()
                   if k not in REQUIRED_SOURCES}, **sources}  # fmt: skip
     data = {
@@ -148,8 +138,7 @@ def build(inputs: Inputs, sources: dict[str, str], previous: dict | None = None
 
 
 def row_diff(old: dict, new: dict) -> list[str]:
-    """How ``new`` differs from ``old``, one line per changed row or field, naming where the
-    new value comes from."""
+    """How ``new`` differs from ``old``, a line per changed row or field with its origin."""
     lines: list[str] = []
     for section in dict.fromkeys([*old, *new]):
         if section == "_comment":

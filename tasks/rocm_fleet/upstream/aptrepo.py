@@ -1,7 +1,5 @@
-"""Reading a signed apt repository the way apt trusts it, for ``rocm-fleet bundle``: the key
-by its pinned fingerprint, ``InRelease`` by ``gpgv`` with that key alone, every index and
-package by the SHA-256 the verified text lists.
-"""
+"""A signed apt repository read as apt trusts it: the key by its pinned fingerprint, InRelease
+by ``gpgv`` with that key alone, every index and package by its listed SHA-256."""
 
 from __future__ import annotations
 
@@ -17,8 +15,6 @@ from rocm_fleet.upstream.signature import SignatureError, verified_text
 
 if TYPE_CHECKING:
     from debian.debian_support import Version as DebianVersion
-
-# python-debian's deb822 is imported where it is used: it slows every command's start.
 
 
 class RepositoryError(Exception):
@@ -41,9 +37,6 @@ def signed_text(inrelease: bytes, key: bytes, url: str) -> str:
         return verified_text(inrelease, binary_key(key), url)
     except SignatureError as exc:
         raise RepositoryError(str(exc)) from None
-
-
-# --- Release and Packages ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -99,18 +92,13 @@ def parse_stanzas(text: str) -> list[dict[str, str]]:
     ]
 
 
-# --- the install closure -----------------------------------------------------------------------
-
 # A package name (deb-src-control(5)): python-debian returns what it can't read as the name.
 _PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9+.-]*")
 # Old single-character forms dpkg still reads ("<" means "<=", ">" means ">=").
 _OLD_OPERATORS = {"<": "<=", ">": ">="}
 # The relations apt installs (Recommends too, as the deploy does), named as the manifest says.
-DEPENDENCY_FIELDS = {
-    "Pre-Depends": "pre-dependency of",
-    "Depends": "dependency of",
-    "Recommends": "recommended by",
-}
+DEPENDENCY_FIELDS = {"Pre-Depends": "pre-dependency of", "Depends": "dependency of",
+                     "Recommends": "recommended by"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -201,8 +189,8 @@ def _debian_order(stanza: dict[str, str]) -> DebianVersion:
 
 
 def wanted(index: Index, root: str) -> dict[str, str] | None:
-    """The stanza apt installs for ``root``: ``NAME``, its newest version; ``NAME=PREFIX*``, the
-    newest whose version starts with PREFIX (as an apt pin ``Pin: version PREFIX*`` holds it)."""
+    """The stanza apt installs for ``root``: ``NAME``'s newest, or ``NAME=PREFIX*``'s newest
+    version starting with PREFIX."""
     name, _, pinned = root.partition("=")
     if not pinned:
         return index.best(Relation(name))
@@ -211,9 +199,8 @@ def wanted(index: Index, root: str) -> dict[str, str] | None:
 
 
 def install_closure(index: Index, roots: list[str] | tuple[str, ...], where: str) -> list[Package]:
-    """What apt installs from this repository for ``roots`` (``wanted``): their versions and,
-    recursively, every Pre-Depends, Depends and Recommends alternative it holds; RepositoryError
-    naming a root it lacks."""
+    """What apt installs from this repository for ``roots``, dependencies recursively;
+    RepositoryError naming a root it lacks."""
     chosen: dict[str, Package] = {}
     missing = [root for root in roots if wanted(index, root) is None]
     if missing:

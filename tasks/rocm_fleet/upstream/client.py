@@ -22,7 +22,7 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 def __getattr__(name: str) -> Any:
-    """``Unreachable``: the one HTTP client's (``download.Unreachable``), loaded when asked."""
+    """``Unreachable``, loaded when asked."""
     if name == "Unreachable":
         from rocm_fleet.upstream.http import Unreachable
 
@@ -47,13 +47,7 @@ class UpstreamClient:
 
     AMD_HOSTS = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
 
-    def __init__(
-        self,
-        apt_base: str | None,
-        torch_base: str | None,
-        timeout: float,
-        retries: int,
-    ):
+    def __init__(self, apt_base: str | None, torch_base: str | None, timeout: float, retries: int):
         self.apt_base = apt_base.rstrip("/") if apt_base else None
         self.torch_base = torch_base.rstrip("/") if torch_base else None
         self.timeout = timeout

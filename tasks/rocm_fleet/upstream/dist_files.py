@@ -1,6 +1,4 @@
-"""Distribution files read without installing or running anything: sdist or not, core
-metadata, an sdist's build requirements; and ResolutionError.
-"""
+"""Distribution files read without installing or running anything; ResolutionError."""
 
 from __future__ import annotations
 
@@ -61,12 +59,12 @@ def sdist_metadata(path: str) -> str:
 
 
 def sdist_build_requires(path: str) -> list[str]:
-    """An sdist's ``[build-system] requires`` (PEP 518; setuptools when none, as pip assumes);
-    ResolutionError when it names a ``backend-path`` (PEP 517: code no pinned wheel carries)."""
+    """An sdist's ``[build-system] requires`` (setuptools when none, as pip assumes);
+    ResolutionError when it names a ``backend-path``."""
     try:
         text = _sdist_member(path, "pyproject.toml")
     except ResolutionError:
-        return ["setuptools>=40.8.0"]  # pip's default for a project without pyproject.toml
+        return ["setuptools>=40.8.0"]  # pip's default
     try:
         build_system = tomllib.loads(text).get("build-system", {})
     except tomllib.TOMLDecodeError as exc:

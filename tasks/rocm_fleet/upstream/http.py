@@ -1,6 +1,5 @@
 """The one HTTP client (``client``) and the bundle's verified, limited, resumable downloads
-(``Fetcher``) (docs/decisions/downloads-and-trust.md).
-"""
+(``Fetcher``) (docs/decisions/downloads-and-trust.md)."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ class TooLong(DownloadError):
 
 
 class Unreachable(DownloadError):
-    """``url``'s server can't be reached: ``host`` (``name[:port]``), ``cause``; ``message``
-    replaces the wording."""
+    """``url``'s server (``host``) can't be reached: ``cause``; ``message`` replaces the wording."""
 
     def __init__(self, url: str, host: str, cause: str, message: str | None = None) -> None:
         super().__init__(message or f"{url}: {host} is unreachable from this machine ({cause})")
@@ -90,35 +88,20 @@ class NoDowngradeSession(requests.Session):
         return target
 
 
-def client(
-    purpose: str,
-    retries: int = 0,
-    *,
-    ca: str | None = None,
-    system_cas: bool = False,
-    redirects: int = MAX_REDIRECTS,
-    proxies_from_environment: bool = True,
-    timeout: float | tuple[float, float] = 30.0,
-) -> NoDowngradeSession:
-    """The one HTTP client: retries connection errors and 429/5xx ``retries`` times (backoff,
-    Retry-After); at most ``redirects`` redirects, never https to http (0: the redirect is the
-    answer); TLS against ``ca``, else (``system_cas``) the system's CAs, else
-    ``REQUESTS_CA_BUNDLE`` or requests' own; proxies from the environment unless
-    ``proxies_from_environment`` is False; ``timeout`` (s, or (connect, read)); a User-Agent
-    naming ``purpose``."""
+def client(purpose: str, retries: int = 0, *, ca: str | None = None,
+           system_cas: bool = False, redirects: int = MAX_REDIRECTS,
+           proxies_from_environment: bool = True,
+           timeout: float | tuple[float, float] = 30.0) -> NoDowngradeSession:  # fmt: skip
+    """The one HTTP client: ``retries`` on connection errors and 429/5xx; at most ``redirects``
+    redirects, never https to http (0: the redirect is the answer); TLS against ``ca``, else
+    (``system_cas``) the system's CAs, else requests'; proxies from the environment unless
+    ``proxies_from_environment`` is False; a User-Agent naming ``purpose``."""
     if ca is None and system_cas and os.path.isfile(SYSTEM_CA_BUNDLE):
         ca = SYSTEM_CA_BUNDLE
-    retry = Retry(
-        total=retries,
-        connect=retries,
-        read=retries,
-        status=retries,
-        backoff_factor=0.5,
-        status_forcelist=(429, 500, 502, 503, 504),
-        allowed_methods=frozenset({"GET", "HEAD"}),
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
+    retry = Retry(total=retries, connect=retries, read=retries, status=retries,
+                  backoff_factor=0.5, status_forcelist=(429, 500, 502, 503, 504),
+                  allowed_methods=frozenset({"GET", "HEAD"}), respect_retry_after_header=True,
+                  raise_on_status=False)  # fmt: skip
     session = NoDowngradeSession(ca, timeout)
     session.max_redirects = redirects
     session.trust_env = proxies_from_environment
@@ -129,9 +112,8 @@ def client(
     return session
 
 
-def read_limited(
-    url: str, response: requests.Response, room: int, have: int = 0
-) -> Iterator[bytes]:
+def read_limited(url: str, response: requests.Response, room: int,
+                 have: int = 0) -> Iterator[bytes]:  # fmt: skip
     """The body's chunks; TooLong once more than ``room`` bytes (``have`` taken) come or are
     announced."""
     announced = response.headers.get("Content-Length", "")
@@ -190,18 +172,11 @@ class Counts:
 
 
 class Fetcher:
-    """One HTTP session for a bundle run: ``timeout`` (connect, read), ``retries`` per request
-    and per broken transfer, ``deadline`` per transfer, byte caps for unsized files and pages."""
+    """One HTTP session for a bundle run: retries, a deadline per transfer, byte caps."""
 
-    def __init__(
-        self,
-        timeout: tuple[float, float] = (10.0, 60.0),
-        retries: int = 5,
-        progress: DownloadProgress | None = None,
-        deadline: float = DEADLINE,
-        file_cap: int = FILE_CAP,
-        content_cap: int = CONTENT_CAP,
-    ):
+    def __init__(self, timeout: tuple[float, float] = (10.0, 60.0), retries: int = 5,
+                 progress: DownloadProgress | None = None, deadline: float = DEADLINE,
+                 file_cap: int = FILE_CAP, content_cap: int = CONTENT_CAP):  # fmt: skip
         self.retries = retries
         self.deadline = deadline
         self.file_cap = file_cap
@@ -234,15 +209,8 @@ class Fetcher:
         self.counts.fetched_bytes += len(body)
         return bytes(body)
 
-    def _chunks(
-        self,
-        url: str,
-        response: requests.Response,
-        ends: float,
-        room: int,
-        limited_by: str,
-        have: int = 0,
-    ) -> Iterator[bytes]:
+    def _chunks(self, url: str, response: requests.Response, ends: float, room: int,
+                limited_by: str, have: int = 0) -> Iterator[bytes]:  # fmt: skip
         """``read_limited``'s chunks; DownloadError past ``ends`` (monotonic) or ``room``."""
         try:
             for chunk in read_limited(url, response, room, have):
@@ -259,8 +227,8 @@ class Fetcher:
             ) from None
 
     def file(self, url: str, dest: Path, sha256: str, size: int | None = None) -> bool:
-        """Put the file at ``url`` with SHA-256 ``sha256`` at ``dest``: True when fetched,
-        False when a verified copy was there; DownloadError otherwise."""
+        """Put the file at ``url`` with ``sha256`` at ``dest``: True when fetched, False when a
+        verified copy was there; DownloadError otherwise."""
         sha256 = sha256.lower()
         if (dest, sha256) in self._verified:
             return False

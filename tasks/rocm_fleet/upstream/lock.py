@@ -1,7 +1,5 @@
-"""Hash locks for live wheel installs: the controller resolves a host's wheel set over TLS, the
-host's pip installs it with ``--require-hashes``; locks are cached per inputs, each
-authenticated by an HMAC under the controller's key (docs/decisions/wheel-locks.md).
-"""
+"""Hash locks for live wheel installs, resolved over TLS, cached per inputs under the
+controller's HMAC key (docs/decisions/wheel-locks.md)."""
 
 from __future__ import annotations
 
@@ -34,14 +32,9 @@ from rocm_fleet.upstream.dist_files import (
     is_sdist,
     sdist_build_requires,
 )
-from rocm_fleet.upstream.http import (
-    DownloadError,
-    DownloadProgress,
-    Fetcher,
-    Unreachable,
-    shorten,
-)
+from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, shorten
 from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY, Locked, lock_lines
+from rocm_fleet.upstream.progress import DownloadProgress
 from rocm_fleet.upstream.python_target import Target
 from rocm_fleet.upstream.resolution import resolve
 from rocm_fleet.upstream.wheels import Link, parse_page, project_url, untrusted_index
@@ -72,22 +65,17 @@ class LockRequest:
     glibc: str
 
     @classmethod
-    def of(
-        cls, index_url: str, requirements: list[str], runtime: HostRuntime | None
-    ) -> LockRequest:
+    def of(cls, index_url: str, requirements: list[str],
+           runtime: HostRuntime | None) -> LockRequest:  # fmt: skip
         """The request for a host's wheel set; LockError when its Python isn't known."""
         if runtime is None:
             raise LockError(f"can't lock the wheels of {index_url}: unknown host Python")
         return cls(index_url, tuple(sorted(set(requirements))), runtime.python, runtime.glibc)
 
     def inputs(self) -> dict[str, object]:
-        return {
-            "format": FORMAT,
-            "index_url": self.index_url,
-            "requirements": list(self.requirements),
-            "python": self.python,
-            "glibc": self.glibc,
-        }
+        return {"format": FORMAT, "index_url": self.index_url,
+                "requirements": list(self.requirements), "python": self.python,
+                "glibc": self.glibc}  # fmt: skip
 
     def key(self) -> str:
         """The SHA-256 of the inputs: the cached lock's file name."""
@@ -101,21 +89,15 @@ class LockRequest:
         )
 
 
-def default_cache() -> Path:
-    """``$XDG_CACHE_HOME/rocm-fleet/locks`` (``~/.cache`` without it)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rocm-fleet" / "locks"
-
-
-def default_key() -> Path:
-    """``$XDG_CONFIG_HOME/rocm-fleet/lock-key`` (``~/.config`` without it)."""
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "rocm-fleet" / "lock-key"
+def _xdg(variable: str, fallback: str, name: str) -> Path:
+    """``$variable/rocm-fleet/name`` (``~/fallback`` without it)."""
+    base = os.environ.get(variable) or os.path.join(os.path.expanduser("~"), fallback)
+    return Path(base) / "rocm-fleet" / name
 
 
 def private_directory(path: Path, what: str) -> Path:
-    """``path`` (made 0700 if missing) when it is this user's directory, not a link, and
-    writable by nobody else; LockError naming the problem and the fix otherwise."""
+    """``path`` (made 0700 if missing) if this user's directory, not a link, writable by nobody
+    else; LockError naming the problem and the fix otherwise."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.lstat()
     mode = stat.S_IMODE(info.st_mode)
@@ -167,8 +149,7 @@ def _sdists(lines: list[str]) -> set[str]:
 
 
 def read_cached(cache: Path, request: LockRequest, key: bytes) -> tuple[list[str] | None, str]:
-    """(lines, "") for a whole lock of these inputs authenticated by ``key``; else (None, why),
-    why "" when there is no file."""
+    """(lines, "") for a lock of these inputs authenticated by ``key``; else (None, why or "")."""
     path = cache / f"{request.key()}.json"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -264,11 +245,9 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
     )  # fmt: skip
 
 
-def _unserved(
-    requirements: tuple[str, ...], page: Callable[[str], list[Link]], index_url: str
-) -> str | None:
-    """Where the live index is the final word: the first exact pin of torch,
-    torchvision or torchaudio its project page doesn't list, said so; None when all are."""
+def _unserved(requirements: tuple[str, ...], page: Callable[[str], list[Link]],
+              index_url: str) -> str | None:  # fmt: skip
+    """The first exact torch-family pin the live index doesn't list, said so; None if none."""
     for line in requirements:
         requirement = Requirement(line)
         pins = [spec.version for spec in requirement.specifier if spec.operator == "=="]
@@ -290,19 +269,14 @@ def _unserved(
 
 
 class Locks:
-    """One run's locks, each made or read once (its failure too), thread-safe; ``fetcher``
-    makes the Fetcher, ``note`` takes a line per lock made or cache refused, ``key``: its file."""
+    """One run's locks, each made or read once (its failure too), thread-safe; ``note`` takes a
+    line per lock made or cache refused."""
 
-    def __init__(
-        self,
-        cache: Path | None = None,
-        fetcher: Callable[[], Fetcher] | None = None,
-        note: Callable[[str], None] | None = None,
-        key: Path | None = None,
-    ):
-        self.cache = cache or default_cache()
-        self.key = key or default_key()
-        # Quiet: one note says a lock was made.
+    def __init__(self, cache: Path | None = None,
+                 fetcher: Callable[[], Fetcher] | None = None,
+                 note: Callable[[str], None] | None = None, key: Path | None = None):  # fmt: skip
+        self.cache = cache or _xdg("XDG_CACHE_HOME", ".cache", "locks")
+        self.key = key or _xdg("XDG_CONFIG_HOME", ".config", "lock-key")
         self._fetcher = fetcher or (
             lambda: Fetcher(retries=2, progress=DownloadProgress(io.StringIO()))
         )
@@ -327,7 +301,8 @@ class Locks:
             return list(lines)
 
     def _lines(self, request: LockRequest, refresh: bool) -> list[str]:
-        refuse_plain_http(request)
+        if problem := untrusted_index(request.index_url):
+            raise LockError(f"can't lock {_what(request)}: {problem}")
         private_directory(self.cache, "the lock cache")
         key = controller_key(self.key)
         if not refresh:
@@ -345,7 +320,8 @@ class Locks:
         except Unreachable as exc:
             raise LockError(self.unreachable(request, exc)) from None
         except (DownloadError, ResolutionError, OSError, ValueError) as exc:
-            raise LockError(f"can't lock {_what(request)}: {_one_line(exc)}") from None
+            line = " ".join((str(exc) or type(exc).__name__).split())
+            raise LockError(f"can't lock {_what(request)}: {shorten(line, 500)}") from None
         finally:
             fetcher.close()
         path = write_cached(self.cache, request, lines, key)
@@ -366,15 +342,3 @@ class Locks:
 def _what(request: LockRequest) -> str:
     """The request for a message, shortened from the middle."""
     return shorten(request.describe(), 240)
-
-
-def refuse_plain_http(request: LockRequest) -> None:
-    """LockError unless the index is reached over TLS."""
-    problem = untrusted_index(request.index_url)
-    if problem:
-        raise LockError(f"can't lock {_what(request)}: {problem}")
-
-
-def _one_line(exc: Exception) -> str:
-    """The error in one line, shortened from the middle."""
-    return shorten(" ".join((str(exc) or type(exc).__name__).split()), 500)

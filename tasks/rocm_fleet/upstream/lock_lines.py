@@ -1,6 +1,4 @@
-"""The lines a host's pip installs a locked wheel set from (``upstream.lock``,
-``upstream.manifest`` write them; ``operations.python`` reads the marks back).
-"""
+"""The lines a host's pip installs a locked wheel set from."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ class Locked:
 
 
 def lock_lines(pins: list[Locked]) -> list[str]:
-    """The lines for ``pins``, sorted by name: the set's, then the build requirements',
-    then the NO_BINARY line when an sdist is pinned."""
+    """The lines for ``pins`` by name: the set's, the build requirements', the NO_BINARY line."""
     ordered = sorted(pins, key=lambda p: p.name)
     line = "{0.name}=={0.version} --hash=sha256:{0.sha256}".format
     lines = [line(p) for p in ordered if p.runtime]

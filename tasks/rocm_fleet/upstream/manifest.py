@@ -1,5 +1,4 @@
-"""A bundle's manifest and its read side: path confinement, what a host lacks, and the
-hash-pinned requirements it installs. Reads only local files."""
+"""A bundle's manifest, read: path confinement, what a host lacks, its hash-pinned requirements."""
 
 from __future__ import annotations
 
@@ -48,22 +47,9 @@ class BundleUnreachable(BundleError):
     """Upstream (or the proxy) did not answer: could not check, rather than found wrong."""
 
 
-# --- staying inside the bundle (every path comes from fetched data or an old manifest) ----------
-
 # What a parser of fetched data raises on malformed input.
-MALFORMED = (
-    ValueError,
-    KeyError,
-    IndexError,
-    OverflowError,
-    EOFError,
-    TypeError,
-    gzip.BadGzipFile,
-    zlib.error,
-    lzma.LZMAError,
-    zipfile.BadZipFile,
-    binascii.Error,
-)
+MALFORMED = (ValueError, KeyError, IndexError, OverflowError, EOFError, TypeError, binascii.Error,
+             gzip.BadGzipFile, zlib.error, lzma.LZMAError, zipfile.BadZipFile)  # fmt: skip
 
 
 @contextlib.contextmanager
@@ -71,9 +57,7 @@ def parsing(what: str, kind: str):
     """Turn a parser's exception into a BundleError naming ``what`` and the ``kind`` expected."""
     try:
         yield
-    except BundleError:
-        raise
-    except (RepositoryError, ResolutionError, SignatureError):
+    except (BundleError, RepositoryError, ResolutionError, SignatureError):
         raise
     except MALFORMED as exc:
         detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
@@ -89,8 +73,8 @@ def bundle_path(url: str) -> str:
 
 
 def confined(out: Path, path: str, what: str = "") -> Path:
-    """``out / path`` once proven inside ``out`` (relative, after normalising and after
-    resolving links on disk); BundleError naming ``what`` and the path otherwise."""
+    """``out / path`` once proven inside ``out`` (normalised, links resolved); BundleError
+    naming ``what`` and the path otherwise."""
     root = out.resolve()
     target = Path(os.path.normpath(root / path)) if isinstance(path, str) and path else root
     inside = (
@@ -114,8 +98,7 @@ def repository_key(repository: AptRepository) -> str:
 
 
 def check_record(out: Path, previous: dict[str, Any]) -> None:
-    """BundleError unless every file the earlier manifest lists is inside ``out`` with a size
-    and SHA-256."""
+    """BundleError unless every file the manifest lists is inside ``out`` with size and SHA-256."""
     where = out / MANIFEST
     entries = previous.get("files")
     if not isinstance(entries, dict):
@@ -128,9 +111,6 @@ def check_record(out: Path, previous: dict[str, Any]) -> None:
             and isinstance(entry.get("sha256"), str)
         ):
             raise BundleError(f"{where}: entry {path!r} has no size and SHA-256")
-
-
-# --- reading a bundle (preflight) --------------------------------------------------------------
 
 
 def read_manifest(directory: Path) -> dict[str, Any] | None:
@@ -195,10 +175,7 @@ def _missing(directory: Path, needs: HostNeeds) -> list[str]:
         return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
     check_record(directory, manifest)
     gaps: list[str] = []
-    on_disk = manifest.get("files", {})
-
-    def present(path: str) -> bool:
-        return _present(directory, on_disk, path)
+    present = functools.partial(_present, directory, manifest.get("files", {}))
 
     for need in needs.apt:
         gaps += _apt_gaps(need, manifest, directory, present)
@@ -212,14 +189,9 @@ def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[s
     where = repository.describe()
     if not present(bundle_path(repository.key.url)):
         return [f"AMD's key {repository.key.url}"]
-    entry = next(
-        (
-            r
-            for r in manifest.get("repositories", [])
-            if repository_key(_as_repository(r, repository)) == repository_key(repository)
-        ),
-        None,
-    )
+    entry = next((r for r in manifest.get("repositories", [])
+                  if f"{r['url']} {r['suite']} {r['component']} {r['architecture']}"
+                  == repository_key(repository)), None)  # fmt: skip
     if entry is None or not present(entry["index"]):
         return [f"{', '.join(need.packages)} ({where}: the repository is not in the bundle)"]
     index_file = confined(directory, entry["index"], f"{directory / MANIFEST}: the index")
@@ -234,13 +206,6 @@ def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[s
         for package in closure
         if not present(bundle_path(f"{repository.url}/{package.filename}"))
     ]
-
-
-def _as_repository(entry: dict[str, Any], like: AptRepository) -> AptRepository:
-    return AptRepository(
-        entry["url"], entry["suite"], like.key, like.keyring, entry["component"],
-        entry["architecture"],
-    )  # fmt: skip
 
 
 def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
@@ -262,9 +227,8 @@ def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
     ]
 
 
-def locked_requirements(
-    bundle: str, index_url: str, python: str, requirements: list[str]
-) -> list[str] | None:
+def locked_requirements(bundle: str, index_url: str, python: str,
+                        requirements: list[str]) -> list[str] | None:  # fmt: skip
     """The hash-pinned lines a host's pip installs ``requirements`` from ``index_url`` for
     ``python`` with, from the bundle; None when it holds no such set."""
     try:

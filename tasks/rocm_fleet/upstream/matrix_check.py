@@ -1,7 +1,5 @@
-"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix
-(``build_checks`` of ``row_checks``, ``missing_releases``), run by ``check_matrix`` into
-``--json``'s report.
-"""
+"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix,
+and what releases it lacks, as ``--json``'s report."""
 
 from __future__ import annotations
 
@@ -47,16 +45,15 @@ class MatrixCheck:
 
 
 def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | None) -> str:
-    """The upper-case fingerprint ``stream`` must be signed with: a mirror's from
-    ``fingerprints`` (stream name or "*" -> fingerprint), else the matrix's."""
+    """The fingerprint ``stream`` must be signed with: ``fingerprints``' (stream or "*"), else
+    the matrix's; upper-case."""
     fingerprints = fingerprints or {}
     found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
     return found.upper()
 
 
-def build_checks(
-    releases: list[matrix.Release], fingerprints: dict[str, str] | None = None
-) -> list[MatrixCheck]:
+def build_checks(releases: list[matrix.Release],
+                 fingerprints: dict[str, str] | None = None) -> list[MatrixCheck]:  # fmt: skip
     """The checks of the releases' rows (``fingerprints``: as for ``pinned_fingerprint``)."""
 
     def pinned(stream: matrix.Stream) -> str:
@@ -117,8 +114,7 @@ def build_checks(
 
 
 def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixCheck]:
-    """AMD's index for a release: the ``rocm`` runtime, each pinned torch build, and each
-    target's ``amd-torch-device-<gfx>``."""
+    """AMD's index for a release: runtime, pinned builds, each ``amd-torch-device-<gfx>``."""
     url = amd.url.rstrip("/")
     run = runtime_check(url, amd.runtime)
     checks = [MatrixCheck(rel.version, "AMD ROCm runtime", f"{url}/rocm/", run)]
@@ -132,9 +128,6 @@ def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixC
         run = wheels_check(url, project, versions)
         checks.append(MatrixCheck(rel.version, f"AMD {project}", f"{url}/{project}/", run))
     return checks
-
-
-# --- releases the matrix lacks -------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -169,7 +162,7 @@ def missing_releases(
             dists = f"{repo.base_url}/{pub.directory}/dists/{pub.suite}"
             index = packages_index(upstream, dists, pub.suite, (repo.key_url, core_key))
             if isinstance(index, str):
-                continue  # not verified: not read (its InRelease check says why)
+                continue  # not verified (its InRelease check says why)
             for name, versions in index.items():
                 if not is_core_sdk_meta_package(name):
                     continue
@@ -181,9 +174,6 @@ def missing_releases(
         MissingRelease(version, where)
         for version, where in sorted(missing.items(), key=lambda item: release_key(item[0]))
     ]
-
-
-# --- running --------------------------------------------------------------------------------
 
 
 def run_check(check: MatrixCheck, upstream: UpstreamClient) -> MatrixCheck:
@@ -199,15 +189,10 @@ def run_check(check: MatrixCheck, upstream: UpstreamClient) -> MatrixCheck:
     return check
 
 
-def check_matrix(
-    upstream: UpstreamClient,
-    release: str | None = None,
-    fingerprints: dict[str, str] | None = None,
-    workers: int = 8,
-    progress: DownloadProgress | None = None,
-) -> dict[str, Any]:
-    """Run every check (``release``'s alone when given; KeyError if unknown): ``--json``'s
-    report. ``progress`` gets a line per check."""
+def check_matrix(upstream: UpstreamClient, release: str | None = None,
+                 fingerprints: dict[str, str] | None = None, workers: int = 8,
+                 progress: DownloadProgress | None = None) -> dict[str, Any]:  # fmt: skip
+    """Run every check (``release``'s alone; KeyError if unknown): ``--json``'s report."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
     from rocm_fleet.upstream.http import Unreachable
 

@@ -1,8 +1,5 @@
-"""Just enough OpenPGP (RFC 4880 / RFC 9580) to read a published key's primary fingerprints
-and its binary form: armored, binary, or binary followed by an armored copy (packets are
-read until a byte that can't start one). Not gpg or a library: see
-docs/decisions/apt-keys-and-signatures.md.
-"""
+"""Just enough OpenPGP (RFC 4880 / RFC 9580) to read a published key's primary fingerprints and
+binary form (docs/decisions/apt-keys-and-signatures.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Progress of a transfer or a run of checks on stderr (``DownloadProgress``): rich's
-transient line on a terminal, else a line when done; ``human`` sizes."""
+"""Progress of a transfer or a run of checks on stderr; ``human`` sizes."""
 
 from __future__ import annotations
 
@@ -69,8 +68,7 @@ class DownloadProgress:
 
 
 def _progress_line(stream: IO[str]) -> Any:
-    """rich's progress display of one transfer on ``stream``, redrawn only when told; None
-    without rich (an extra's): then a line per file, as off a terminal."""
+    """rich's progress display of one transfer on ``stream``; None without rich."""
     try:
         from rich.console import Console
         from rich.progress import (
@@ -85,18 +83,8 @@ def _progress_line(stream: IO[str]) -> Any:
         return None
 
     console = Console(file=stream, highlight=False, markup=False, emoji=False)
-    return Progress(
-        TextColumn(
-            "{task.description}:",
-            markup=False,
-            table_column=Column(no_wrap=True, overflow="ellipsis"),  # a long name: "…"
-        ),
-        DownloadColumn(),
-        BarColumn(),
-        TransferSpeedColumn(),
-        console=console,
-        auto_refresh=False,
-        transient=True,
-        redirect_stdout=False,
-        redirect_stderr=False,
-    )
+    name = TextColumn("{task.description}:", markup=False,
+                      table_column=Column(no_wrap=True, overflow="ellipsis"))  # fmt: skip
+    return Progress(name, DownloadColumn(), BarColumn(), TransferSpeedColumn(), console=console,
+                    auto_refresh=False, transient=True, redirect_stdout=False,
+                    redirect_stderr=False)  # fmt: skip

@@ -1,6 +1,4 @@
-"""A host's Python as pip sees it: the wheel tags it accepts, best first (PEP 425, PEP 600
-manylinux up to the host's glibc), and the values its environment markers evaluate with.
-"""
+"""A host's Python as pip sees it: the wheel tags it accepts, best first, and its markers."""
 
 from __future__ import annotations
 
@@ -14,8 +12,7 @@ from rocm_fleet.model.versions import release_key
 
 
 def manylinux_platforms(glibc: str) -> list[str]:
-    """Platform tags a Linux x86-64 host with ``glibc`` accepts, most specific first
-    (PEP 600 manylinux_2_X for every X up to the host's, the legacy aliases, linux)."""
+    """Platform tags a Linux x86-64 host with ``glibc`` accepts, most specific first."""
     major, minor = release_key(glibc)[:2]
     platforms = [f"manylinux_{major}_{m}_x86_64" for m in range(minor, 4, -1)]
     legacy = {17: "manylinux2014_x86_64", 12: "manylinux2010_x86_64", 5: "manylinux1_x86_64"}
@@ -42,19 +39,14 @@ class Target:
             *compatible_tags(version, interpreter, platforms=platforms),
         ]
         self._rank = {tag: i for i, tag in reversed(list(enumerate(self.tags)))}
+        full = f"{runtime.python}.0"
         self.markers = {
-            "python_version": runtime.python,
-            "python_full_version": f"{runtime.python}.0",
-            "implementation_name": "cpython",
-            "implementation_version": f"{runtime.python}.0",
-            "platform_python_implementation": "CPython",
-            "os_name": "posix",
-            "sys_platform": "linux",
-            "platform_system": "Linux",
-            "platform_machine": "x86_64",
-            "platform_release": "",
-            "platform_version": "",
-        }
+            "python_version": runtime.python, "python_full_version": full,
+            "implementation_name": "cpython", "implementation_version": full,
+            "platform_python_implementation": "CPython", "os_name": "posix",
+            "sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64",
+            "platform_release": "", "platform_version": "",
+        }  # fmt: skip
 
     def describe(self) -> str:
         return f"Python {self.runtime.python} (glibc {self.runtime.glibc})"

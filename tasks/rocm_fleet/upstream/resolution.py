@@ -1,6 +1,5 @@
-"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything: wheels
-only, but for a ``SDIST_ONLY`` version published as nothing else (docs/decisions/bundles.md).
-"""
+"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything
+(docs/decisions/bundles.md)."""
 
 from __future__ import annotations
 
@@ -54,17 +53,10 @@ def _key(name: str, extras: frozenset[str] | set[str]) -> str:
 
 
 class _Provider(AbstractProvider):
-    def __init__(
-        self,
-        page: Callable[[str], list[Link]],
-        metadata: Callable[[Link], str],
-        target: Target,
-        where: str,
-        sdists: frozenset[str] = frozenset(),
-    ):
+    def __init__(self, page: Callable[[str], list[Link]], metadata: Callable[[Link], str],
+                 target: Target, where: str, sdists: frozenset[str] = frozenset()):  # fmt: skip
         self.page, self.metadata, self.target, self.where = page, metadata, target, where
-        # Distributions whose version without a wheel may come from its sdist.
-        self.sdists = sdists
+        self.sdists = sdists  # whose version without a wheel may come from its sdist
 
     def identify(self, requirement_or_candidate: Requirement | Candidate) -> str:
         if isinstance(requirement_or_candidate, Candidate):
@@ -155,18 +147,12 @@ def _why(info: RequirementInformation) -> str:
     return "wanted" if parent is None else f"required by {parent.name} {parent.version}"
 
 
-def resolve(
-    roots: list[str],
-    page: Callable[[str], list[Link]],
-    metadata: Callable[[Link], str],
-    target: Target,
-    where: str,
-    build_requires: Callable[[Link], list[str]] | None = None,
-    sdist_only: frozenset[str] = SDIST_ONLY,
-) -> dict[str, Pin]:
-    """Pins (canonical name -> Pin) meeting ``roots`` and all they require for ``target``, from
-    ``page(name)``'s links and ``metadata(link)``; with ``build_requires``, a ``sdist_only``
-    sdist and its build requirements (``Pin.build``). ResolutionError names what can't be met."""
+def resolve(roots: list[str], page: Callable[[str], list[Link]],
+            metadata: Callable[[Link], str], target: Target, where: str,
+            build_requires: Callable[[Link], list[str]] | None = None,
+            sdist_only: frozenset[str] = SDIST_ONLY) -> dict[str, Pin]:  # fmt: skip
+    """Pins (canonical name -> Pin) meeting ``roots`` for ``target``; with ``build_requires``, a
+    ``sdist_only`` sdist and its build requirements. ResolutionError names what can't be met."""
     pins = _resolve(
         roots, page, metadata, target, where, sdist_only if build_requires else frozenset()
     )
@@ -195,14 +181,9 @@ def resolve(
     return pins
 
 
-def _resolve(
-    roots: list[str],
-    page: Callable[[str], list[Link]],
-    metadata: Callable[[Link], str],
-    target: Target,
-    where: str,
-    sdists: frozenset[str],
-) -> dict[str, Pin]:
+def _resolve(roots: list[str], page: Callable[[str], list[Link]],
+             metadata: Callable[[Link], str], target: Target, where: str,
+             sdists: frozenset[str]) -> dict[str, Pin]:  # fmt: skip
     provider = _Provider(page, metadata, target, where, sdists)
     requirements = [_requirement(root, "wanted", where) for root in roots]
     try:

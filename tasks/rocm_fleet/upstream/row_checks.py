@@ -1,6 +1,5 @@
-"""A matrix row's checks against upstream or a mirror (``matrix_check`` builds and runs them):
-each takes an ``UpstreamClient``, returns None when the row holds, else what is wrong; and the
-readers they share (a verified InRelease, a Packages index, a PEP 503 page's files)."""
+"""A matrix row's checks: each takes an ``UpstreamClient``, returns None when the row holds,
+else what is wrong; and the readers they share."""
 
 from __future__ import annotations
 
@@ -57,9 +56,8 @@ def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -
     return release
 
 
-def inrelease_check(
-    url: str, suite: str, origin: str | None, key: Key
-) -> Callable[[UpstreamClient], str | None]:
+def inrelease_check(url: str, suite: str, origin: str | None,
+                    key: Key) -> Callable[[UpstreamClient], str | None]:  # fmt: skip
     def run(upstream: UpstreamClient) -> str | None:
         release = verified_release(upstream, url, suite, key)
         if isinstance(release, str):
@@ -72,9 +70,8 @@ def inrelease_check(
     return run
 
 
-def packages_index(
-    upstream: UpstreamClient, dists_url: str, suite: str, key: Key
-) -> dict[str, set[str]] | str:
+def packages_index(upstream: UpstreamClient, dists_url: str, suite: str,
+                   key: Key) -> dict[str, set[str]] | str:  # fmt: skip
     """Package name -> versions of a verified main/binary-amd64 index; else what's wrong."""
     release = verified_release(upstream, f"{dists_url}/InRelease", suite, key)
     if isinstance(release, str):
@@ -96,9 +93,8 @@ def packages_index(
     return found
 
 
-def core_packages_check(
-    dists_url: str, rel: matrix.Release, suite: str, key: Key
-) -> Callable[[UpstreamClient], str | None]:
+def core_packages_check(dists_url: str, rel: matrix.Release, suite: str,
+                        key: Key) -> Callable[[UpstreamClient], str | None]:  # fmt: skip
     meta = f"amdrocm{major_minor(rel.version)}"
 
     def run(upstream: UpstreamClient) -> str | None:
@@ -154,12 +150,16 @@ def file_versions(files: list[str], project: str) -> set[str]:
     return versions
 
 
+def _listed(upstream: UpstreamClient, index_url: str, project: str) -> set[str] | None:
+    files = index_files(upstream, index_url, project)
+    return None if files is None else file_versions(files, project)
+
+
 def wheels_check(index_url: str, project: str, versions: list[str]) -> Callable:
     def run(upstream: UpstreamClient) -> str | None:
-        files = index_files(upstream, index_url, project)
-        if files is None:
+        have = _listed(upstream, index_url, project)
+        if have is None:
             return f"no {project} project page"
-        have = file_versions(files, project)
         missing = [v for v in versions if v not in have]
         return f"no {project} wheel {', '.join(missing)}" if missing else None
 
@@ -172,10 +172,9 @@ def runtime_check(index_url: str, requirement: str) -> Callable:
     req = Requirement(requirement)
 
     def run(upstream: UpstreamClient) -> str | None:
-        files = index_files(upstream, index_url, req.name)
-        if files is None:
+        have = _listed(upstream, index_url, req.name)
+        if have is None:
             return f"no {req.name} project page (torch requires {requirement})"
-        have = file_versions(files, req.name)
         if not any(req.specifier.contains(v, prereleases=True) for v in have):
             return f"no {req.name} matching {requirement} ({', '.join(sorted(have))})"
         return None

@@ -1,6 +1,5 @@
-"""An ``InRelease`` checked as apt checks it: ``gpgv`` with the pinned key alone, its status
-lines under apt's policy, then ``Valid-Until`` and suite (see
-docs/decisions/apt-keys-and-signatures.md)."""
+"""An ``InRelease`` checked as apt checks it: ``gpgv`` with the pinned key alone, apt's policy,
+``Valid-Until`` and suite (docs/decisions/apt-keys-and-signatures.md)."""
 
 from __future__ import annotations
 
@@ -16,31 +15,19 @@ class SignatureError(Exception):
 
 
 # RFC 9580 §9.5 hash algorithm ids.
-HASH_NAMES = {
-    1: "MD5",
-    2: "SHA-1",
-    3: "RIPEMD-160",
-    8: "SHA-256",
-    9: "SHA-384",
-    10: "SHA-512",
-    11: "SHA-224",
-    12: "SHA3-256",
-    14: "SHA3-512",
-}
+HASH_NAMES = {1: "MD5", 2: "SHA-1", 3: "RIPEMD-160", 8: "SHA-256", 9: "SHA-384", 10: "SHA-512",
+              11: "SHA-224", 12: "SHA3-256", 14: "SHA3-512"}  # fmt: skip
 ACCEPTED_HASHES = frozenset({8, 9, 10, 11, 12, 14})
 
 # Status keywords that make a signature worthless (apt: WorthlessSigners) or bad.
-_WORTHLESS = {
-    "EXPKEYSIG": "made by a key that has expired",
-    "REVKEYSIG": "made by a key that is revoked",
-    "EXPSIG": "expired",
-}
+_WORTHLESS = {"EXPKEYSIG": "made by a key that has expired",
+              "REVKEYSIG": "made by a key that is revoked", "EXPSIG": "expired"}  # fmt: skip
 _BAD = {"BADSIG": "bad (the text or the signature was changed)"}
 
 
 def verified_text(inrelease: bytes, key: bytes, url: str) -> str:
-    """The text of ``inrelease`` that gpgv verifies with ``key`` (binary, one key) alone,
-    under apt's policy; SignatureError naming ``url`` and the reason otherwise."""
+    """The text of ``inrelease`` gpgv verifies with ``key`` (binary) alone, under apt's policy;
+    SignatureError naming ``url`` and the reason otherwise."""
     with tempfile.TemporaryDirectory(prefix="rocm-fleet-gpg-") as home:
         keyring = Path(home) / "keyring.gpg"
         keyring.write_bytes(key)
@@ -88,11 +75,9 @@ def policy_refusal(status: str) -> str | None:
     return None
 
 
-def check_release(
-    fields: dict[str, str], url: str, suite: str, now: datetime.datetime | None = None
-) -> None:
-    """SignatureError unless a verified Release is within its ``Valid-Until`` and of
-    ``suite`` (its ``Suite`` or ``Codename``)."""
+def check_release(fields: dict[str, str], url: str, suite: str,
+                  now: datetime.datetime | None = None) -> None:  # fmt: skip
+    """SignatureError unless a verified Release is within ``Valid-Until`` and of ``suite``."""
     now = now or datetime.datetime.now(datetime.UTC)
     valid_until = fields.get("Valid-Until")
     if valid_until:

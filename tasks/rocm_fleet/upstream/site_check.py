@@ -1,6 +1,4 @@
-"""Whether upstream publishes what a site's matrix data adds: ``matrix_check.build_checks``
-run on the site's rows, over verified TLS.
-"""
+"""Whether upstream publishes what a site's matrix data adds (the matrix check's checks)."""
 
 from __future__ import annotations
 
@@ -16,10 +14,9 @@ class SiteDataUnverified(ValueError):
     """Upstream doesn't publish (or couldn't be asked about) what a site file's rows say."""
 
 
-def release_checks(
-    releases: list[matrix.Release], upstream: UpstreamClient, fingerprints: dict[str, str]
-) -> list[MatrixCheck]:
-    """The matrix check's checks of ``releases``, run; each with its status and detail."""
+def release_checks(releases: list[matrix.Release], upstream: UpstreamClient,
+                   fingerprints: dict[str, str]) -> list[MatrixCheck]:  # fmt: skip
+    """The matrix check's checks of ``releases``, run."""
     checks = build_checks(releases, fingerprints)
     with ThreadPoolExecutor(8) as pool:
         return list(pool.map(run_check, checks, [upstream] * len(checks)))

@@ -1,6 +1,5 @@
-"""A PEP 503 wheel index as pip reads it: a project page's file links (each pinned by its
-``#sha256=``), and whether an index's hashes can be trusted at all.
-"""
+"""A PEP 503 wheel index as pip reads it: a project page's file links, and whether an index's
+hashes can be trusted at all."""
 
 from __future__ import annotations
 
@@ -21,22 +20,18 @@ class Link:
 
 
 def parse_page(text: str, page_url: str) -> list[Link]:
-    """A PEP 503 project page's file links (read by mousebender), resolved against
-    ``page_url``, yanked files left out."""
+    """A PEP 503 project page's file links, resolved against ``page_url``, yanked left out."""
     links = []
     for file in from_project_details_html(text, "")["files"]:
         if file.get("yanked"):
             continue
         metadata = file.get("core-metadata", file.get("dist-info-metadata"))
         metadata_hashes = metadata if isinstance(metadata, dict) else {}  # or True: no hash
+        url = urldefrag(urljoin(page_url, file["url"]))[0]
+        sha256 = _lower(file["hashes"].get("sha256"))
+        metadata_sha256 = _lower(metadata_hashes.get("sha256"))
         links.append(
-            Link(
-                url=urldefrag(urljoin(page_url, file["url"]))[0],
-                filename=file["filename"],
-                sha256=_lower(file["hashes"].get("sha256")),
-                requires_python=file.get("requires-python"),
-                metadata_sha256=_lower(metadata_hashes.get("sha256")),
-            )
+            Link(url, file["filename"], sha256, file.get("requires-python"), metadata_sha256)
         )
     return links
 
