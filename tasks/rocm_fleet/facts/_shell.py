@@ -1,8 +1,5 @@
-"""What every fact command shares: quoting, exit-status trailers, markers, Python probes.
-
-Every fact command is POSIX ``sh`` and exits 0 (pyinfra fails a host on a non-zero fact
-command); a tool's exit status that matters comes back as a trailer line ``__rc=N``, a missing
-tool or file as an ``__absent`` / ``__missing`` line."""
+"""What fact commands share. Each is POSIX ``sh`` and exits 0; a tool's exit status comes back
+as a trailer line ``__rc=N``, a missing tool or file as an ``__absent`` / ``__missing`` line."""
 
 from __future__ import annotations
 
@@ -29,13 +26,9 @@ def quote(value: str) -> str:
     return shlex.quote(value)
 
 
-def strip_ansi(line: str) -> str:
-    return _ANSI_RE.sub("", line)
-
-
 def split_rc(output: list[str]) -> tuple[list[str], int | None]:
     """(lines without the last ``__rc=N`` trailer, N or None); ANSI escapes removed."""
-    lines = [strip_ansi(line) for line in output]
+    lines = [_ANSI_RE.sub("", line) for line in output]
     rc = None
     for index in range(len(lines) - 1, -1, -1):
         if lines[index].startswith(RC_PREFIX):

@@ -1,6 +1,5 @@
-"""GPU facts: rocminfo's agents, the installed ROCm version, GPUs on PCI, the KFD topology.
-
-The PCI and KFD facts read sysfs only: they work before ROCm is installed."""
+"""GPU facts: rocminfo's agents, the installed ROCm version, and (sysfs only, so before ROCm too)
+GPUs on PCI and the KFD topology."""
 
 from __future__ import annotations
 
@@ -17,10 +16,8 @@ from rocm_fleet.model.answers import KfdNode, PciGpu
 
 
 def gfx_from_target_version(value: int) -> str | None:
-    """
-    KFD ``gfx_target_version`` -> gfx name as ``rocm_agent_enumerator`` decodes it: ``110000``
-    -> ``gfx1100``, ``90010`` -> ``gfx90a``; ``0`` (CPU node) -> None.
-    """
+    """KFD ``gfx_target_version`` -> gfx name as ``rocm_agent_enumerator`` decodes it: ``90010``
+    -> ``gfx90a``; ``0`` (CPU node) -> None."""
     if value <= 0:
         return None
     major, minor, stepping = value // 10000, (value // 100) % 100, value % 100
@@ -111,34 +108,9 @@ def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
 
 
 class RocmAgents(FactBase[RocmAgentsDict | None]):
-    """
-    GPU agents from a release's own ``rocminfo`` (its path, never one on ``PATH``); None when
-    it is not installed.
-
-    .. code:: python
-
-        {
-            "status": "ok",  # | "not_loaded" | "no_access" | "error"
-            "rc": 0,  # rocminfo's exit status (124 = killed by the timeout)
-            "message": "ROCk module version 6.8.5 is loaded",
-            "gpus": [
-                {
-                    "name": "gfx1100",
-                    "marketing_name": "Radeon RX 7900 XTX",
-                    "uuid": "GPU-fff29e921a701d68",  # "GPU-XX" on APUs
-                    "vendor": "AMD",
-                    "node": 1,  # KFD topology node
-                    "chip_id": "0x744c",  # PCI device id
-                    "compute_units": 96,
-                    "pci_bdf": "0d:00.0",  # from BDFID, no PCI domain
-                    "apu": False,  # "Memory Properties: APU" (rocminfo >= 6.2)
-                    "isa": ["amdgcn-amd-amdhsa--gfx1100"],
-                },
-            ],
-        }
-
-    Raises ``FactProcessError`` on output without an exit status.
-    """
+    """GPU agents (``status`` ok, not_loaded, no_access or error) from a release's own
+    ``rocminfo`` (its path, never one on ``PATH``); None when it is not installed.
+    ``FactProcessError`` on output without an exit status."""
 
     tool_timeout = 120
 
@@ -187,10 +159,8 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
 
 
 class RocmVersion(FactBase[str | None]):
-    """
-    Installed ROCm version from ``<rocm_path>/.info/version`` (default: the first of
-    ``paths.ROCM_VERSION_FILES``), e.g. ``"6.4.3-128"``; None when there is none.
-    """
+    """Installed ROCm version (``"6.4.3-128"``) from ``<rocm_path>/.info/version`` (default: the
+    first of ``paths.ROCM_VERSION_FILES``); None when there is none."""
 
     @override
     def command(self, rocm_path: str | None = None) -> str:
@@ -209,27 +179,13 @@ class RocmVersion(FactBase[str | None]):
         return None
 
 
-# amdgpu's VRAM and GTT totals in bytes, in the PCI device's directory
-# (Documentation/gpu/amdgpu/driver-misc.rst). On an APU: the carve-out, and mappable RAM.
+# amdgpu's VRAM and GTT totals in bytes (Documentation/gpu/amdgpu/driver-misc.rst).
 VRAM, GTT = AMDGPU_MEMORY_FILES = ("mem_info_vram_total", "mem_info_gtt_total")
 
 
 class PciGpus(FactBase[list[PciGpu]]):
-    """
-    Display controllers (class ``0x03``) and accelerators (``0x12``) of every vendor, from
-    sysfs. ``driver``: the bound driver or None; ``vram_total`` / ``gtt_total``: amdgpu's
-    totals in bytes, None without them.
-
-    .. code:: python
-
-        [
-            {"slot": "0000:c6:00.0", "vendor": "0x1002", "device": "0x1586",
-             "class": "0x038000", "driver": "amdgpu",
-             "vram_total": 4294967296, "gtt_total": 103079215104},  # Strix Halo APU
-            {"slot": "0000:00:06.0", "vendor": "0x10de", "device": "0x2335",
-             "class": "0x030200", "driver": "nvidia", "vram_total": None, "gtt_total": None},
-        ]
-    """
+    """Display controllers (class ``0x03``) and accelerators (``0x12``) of every vendor, from
+    sysfs, with the bound driver and amdgpu's memory totals (None without them)."""
 
     default = list
 
@@ -273,24 +229,8 @@ class PciGpus(FactBase[list[PciGpu]]):
 
 
 class KfdNodes(FactBase[list[KfdNode] | None]):
-    """
-    GPU nodes of the KFD topology (sysfs; CPU nodes skipped), None when KFD is not loaded.
-
-    .. code:: python
-
-        [
-            {
-                "node": 1,
-                "gfx": "gfx1100",
-                "gfx_target_version": 110000,
-                "device_id": "0x744c",
-                "slot": "0000:03:00.0",  # from domain + location_id, matches PciGpus
-                "drm_render_minor": 128,  # /dev/dri/renderD128
-                "simd_count": 192,
-                "properties": {"cpu_cores_count": 0, "simd_count": 192, ...},  # all ints
-            },
-        ]
-    """
+    """GPU nodes of the KFD topology (sysfs; CPU nodes skipped; ``slot`` as ``PciGpus``'), None
+    when KFD is not loaded."""
 
     path = "/sys/class/kfd/kfd/topology/nodes"
 

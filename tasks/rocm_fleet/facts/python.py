@@ -68,28 +68,9 @@ class TorchInfoDict(TypedDict):
 
 
 class TorchInfo(FactBase[TorchInfoDict | None]):
-    """
-    What PyTorch in interpreter ``python`` sees (killed after 300s, never fails the host; not
-    run where a directory above it breaks the safe path rule: ``error`` says so); None when
-    the interpreter does not exist.
-
-    .. code:: python
-
-        {
-            "torch": "2.9.1+rocm6.4",
-            "hip": "6.4.43484",  # torch.version.hip, None on CUDA/CPU builds
-            "cuda": None,  # torch.version.cuda
-            "available": True,  # torch.cuda.is_available()
-            "device_count": 1,
-            "devices": [
-                {"index": 0, "name": "AMD Radeon RX 7900 XTX",
-                 "arch": "gfx1100", "arch_full": "gfx1100"},  # gcnArchName, split on ":"
-            ],
-            "matmul": "ok",  # 64x64 matmul on cuda:0; else error text; None if no device
-            "error": None,  # import error (other keys None), or the output's tail on a crash
-            "device_error": None,  # exception raised while querying the devices
-        }
-    """
+    """What PyTorch in ``python`` sees: versions, devices, a 64x64 matmul on cuda:0 (``"ok"``), or
+    ``error`` (import failed, crash, 300s timeout, or not run: a directory above it breaks the
+    safe path rule); None when the interpreter does not exist."""
 
     tool_timeout = 300
 
@@ -112,28 +93,12 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
         tail = " | ".join(line.strip() for line in lines if line.strip())
         reason = {124: "timed out", 126: "not run"}.get(rc or 0, f"exited with {rc}")
         error = f"python {reason}" + (f": {tail[-500:]}" if tail else "")
-        return {
-            "torch": None,
-            "hip": None,
-            "cuda": None,
-            "available": None,
-            "device_count": None,
-            "devices": None,
-            "matmul": None,
-            "error": error,
-            "device_error": None,
-        }
+        return dict.fromkeys(TorchInfoDict.__annotations__) | {"error": error}  # type: ignore[return-value]
 
 
 class VenvDistributions(FactBase[dict[str, str] | None]):
-    """
-    Every distribution in a venv, from its ``*.dist-info`` names (no Python starts); None when
-    the venv has no site-packages.
-
-    .. code:: python
-
-        {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "pip": "23.0.1"}
-    """
+    """Every distribution in a venv, name -> version, from its ``*.dist-info`` names (no Python
+    starts); None when the venv has no site-packages."""
 
     @override
     def command(self, venv: str) -> str:
@@ -162,14 +127,8 @@ _BUILD_LINE = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(.+?)\s*$")
 
 
 class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
-    """
-    torch's ``hip`` and ``cuda`` build strings from ``torch/version.py`` as text (no Python
-    starts); None when the venv holds no torch.
-
-    .. code:: python
-
-        {"hip": "6.4.43484-123abc", "cuda": None}
-    """
+    """torch's ``hip`` and ``cuda`` build strings from ``torch/version.py`` as text (no Python
+    starts); None when the venv holds no torch."""
 
     @override
     def command(self, venv: str) -> str:

@@ -31,20 +31,8 @@ from rocm_fleet.model.versions import is_numeric_version, leading_point_release
 
 
 class DistroRelease(FactBase[DistroReleaseDict | None]):
-    """
-    ``/etc/os-release`` plus the point release; None without ``/etc/os-release``.
-
-    .. code:: python
-
-        {
-            "id": "debian",
-            "id_like": [],  # Debian has no ID_LIKE; Ubuntu: ["debian"]
-            "version_id": "12",
-            "codename": "bookworm",  # VERSION_CODENAME, else UBUNTU_CODENAME
-            "point_release": "12.9",  # Ubuntu: "24.04.3"; None if unknown
-            "pretty_name": "Debian GNU/Linux 12 (bookworm)",
-        }
-    """
+    """``/etc/os-release`` plus the point release (``"12.9"``, ``"24.04.3"``, None if unknown);
+    None without ``/etc/os-release``."""
 
     @override
     def command(self) -> str:
@@ -94,18 +82,8 @@ Architecture = DebArch
 
 
 class RebootRequired(FactBase[RebootRequiredDict]):
-    """
-    Whether the host waits for a reboot: ``/run/reboot-required`` exists, the packages in
-    ``/run/reboot-required.pkgs``, rocm-fleet's reasons in ``/run/rocm-fleet/reboot-reasons``.
-
-    .. code:: python
-
-        {
-            "required": True,
-            "packages": ["linux-image-6.12.95+deb12-amd64"],
-            "reasons": ["new kernel 6.12.95+deb12-amd64 (running 6.1.0-50-amd64)"],
-        }
-    """
+    """Whether the host waits for a reboot (``/run/reboot-required``), the packages in
+    ``/run/reboot-required.pkgs`` and rocm-fleet's reasons in ``/run/rocm-fleet/reboot-reasons``."""
 
     @staticmethod
     def default() -> RebootRequiredDict:
@@ -136,17 +114,8 @@ class RebootRequired(FactBase[RebootRequiredDict]):
 
 
 class NvidiaStack(FactBase[NvidiaStackDict]):
-    """
-    NVIDIA's driver and CUDA stack: installed packages matching ``NVIDIA_PACKAGE_PATTERNS`` and
-    loaded ``nvidia*`` modules (see ``nvidia_stack``).
-
-    .. code:: python
-
-        {
-            "packages": ["libcuda1", "nvidia-driver", "nvidia-kernel-dkms"],  # sorted
-            "modules": ["nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm"],  # sorted
-        }
-    """
+    """NVIDIA's driver and CUDA stack: installed packages matching ``NVIDIA_PACKAGE_PATTERNS``
+    and loaded ``nvidia*`` modules, sorted (``nvidia_stack``)."""
 
     @staticmethod
     def default() -> NvidiaStackDict:
@@ -218,14 +187,8 @@ class LoadedModules(FactBase[list[str]]):
 
 
 class AmdgpuModule(FactBase[AmdgpuModuleDict]):
-    """
-    The amdgpu module from /sys/module/amdgpu: loaded, version (AMD's DKMS build only), init
-    state.
-
-    .. code:: python
-
-        {"loaded": True, "version": "6.12.12" | None, "initstate": "live" | None}
-    """
+    """The amdgpu module from /sys/module/amdgpu: loaded, version (AMD's DKMS build only), init
+    state."""
 
     @staticmethod
     def default() -> AmdgpuModuleDict:
@@ -253,16 +216,8 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
 
 
 class ApuMemory(FactBase[ApuMemoryDict]):
-    """
-    MemTotal in bytes, and each uncommented place setting ``amdgpu.gttsize`` or the TTM page
-    limit (kernel command line, GRUB defaults, modprobe.d) as ("file:line", line).
-
-    .. code:: python
-
-        {"mem_total": 134217728000,
-         "gttsize": [("/etc/default/grub:6", 'GRUB_CMDLINE_LINUX="amdgpu.gttsize=98304"')],
-         "pages_limit": [("/etc/modprobe.d/ttm.conf:1", "options ttm pages_limit=26214400")]}
-    """
+    """MemTotal in bytes, and each uncommented place setting ``amdgpu.gttsize`` or the TTM page
+    limit (kernel command line, GRUB defaults, modprobe.d) as ("file:line", line)."""
 
     #: The kernel command line (booted, GRUB's) and modprobe.d(5) directories.
     PLACES = f"/proc/cmdline {paths.DEFAULT_GRUB} {paths.DEFAULT_GRUB}.d/*.cfg " + (
@@ -299,14 +254,8 @@ class ApuMemory(FactBase[ApuMemoryDict]):
 
 
 class FreeSpace(FactBase[list[FreeSpaceDict]]):
-    """
-    Free bytes and mount point of the filesystem of each of ``paths`` (a missing path: its
-    nearest existing parent); [] when df fails.
-
-    .. code:: python
-
-        [{"path": "/opt", "mount": "/", "avail": 80000000000}]
-    """
+    """Free bytes and mount point of the filesystem of each of ``paths`` (a missing path: its
+    nearest existing parent); [] when df fails."""
 
     default = list
 
@@ -336,12 +285,7 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
 
 
 class DaemonRunning(Condition):
-    """Whether the process a daemon's pid file names is alive (``kill -0``).
-
-    .. code:: python
-
-        True
-    """
+    """Whether the process a daemon's pid file names is alive (``kill -0``)."""
 
     @override
     def command(self, pidfile: str) -> str:
@@ -350,12 +294,7 @@ class DaemonRunning(Condition):
 
 
 class Nameservers(FactBase[list[str]]):
-    """The ``nameserver`` addresses of /etc/resolv.conf (empty: none, or no file).
-
-    .. code:: python
-
-        ["127.0.0.53"]
-    """
+    """The ``nameserver`` addresses of /etc/resolv.conf (empty: none, or no file)."""
 
     default = list
     command = "! test -r /etc/resolv.conf || sed -n 's/^nameserver[[:space:]]*//p' /etc/resolv.conf"
