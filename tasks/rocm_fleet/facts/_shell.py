@@ -52,9 +52,7 @@ def yes_if(condition: str) -> str:
 class Condition(FactBase[bool]):
     """A yes/no fact (``command`` is ``yes_if(...)``); False on empty output."""
 
-    @staticmethod
-    def default() -> bool:
-        return False
+    default = bool
 
     @override
     def process(self, output: list[str]) -> bool:

@@ -1,5 +1,4 @@
-"""The node's last acceptance record (``paths.ACCEPTANCE_RECORD``, root-only), read strictly by
-:mod:`rocm_fleet.model.acceptance`."""
+"""The node's last acceptance record (``paths.ACCEPTANCE_RECORD``, root-only)."""
 
 from __future__ import annotations
 
@@ -12,14 +11,10 @@ from rocm_fleet.model.acceptance import AcceptanceRead, read_record
 
 
 class AcceptanceRecordFact(FactBase[AcceptanceRead]):
-    """
-    The last acceptance run's record as an ``AcceptanceRead``: ``record`` None and ``error``
-    None when the node has none; ``error`` when it is not one rocm-fleet wrote.
-    """
+    """The last acceptance record, read strictly (``model.acceptance``): both fields None when
+    the node has none; ``error`` when it is not one rocm-fleet wrote."""
 
-    @staticmethod
-    def default() -> AcceptanceRead:
-        return AcceptanceRead()
+    default = AcceptanceRead
 
     @override
     def command(self) -> str:

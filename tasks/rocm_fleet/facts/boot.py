@@ -1,8 +1,6 @@
-"""What the next boot depends on: GRUB's configuration, the installed kernels, their amdgpu
-modules and initramfs images, ``dkms status`` and the room left in ``/boot``.
-
-One command reads it all (sections ``__section=NAME``, content lines prefixed ``|`` so no file
-can open a section); the parsers return ``model.boot``'s types."""
+"""What the next boot depends on (GRUB, kernels, their amdgpu modules and initramfs, ``dkms
+status``, room in ``/boot``), in one command: sections ``__section=NAME``, content lines
+prefixed ``|`` so no file can open a section."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ from typing_extensions import override
 from rocm_fleet.model.boot import BootState, DkmsEntry, InstalledKernel, MenuEntry
 from rocm_fleet.model.paths import DEFAULT_GRUB, GRUB_CFG, GRUBENV
 
-#: The kernel's module signature marker (include/linux/module_signature.h MODULE_SIG_STRING),
-#: the last 28 bytes of a signed module.
+#: The last 28 bytes of a signed module (include/linux/module_signature.h MODULE_SIG_STRING).
 SIGNATURE_MARKER = "~Module signature appended~"
 
 _SECTION = "__section="
@@ -213,15 +210,9 @@ def boot_state(output: list[str]) -> BootState:
 
 
 class BootKernels(FactBase[BootState]):
-    """
-    The next boot's inputs as a ``model.boot.BootState``: GRUB's menu and defaults, each
-    ``/boot/vmlinuz-*`` with its initramfs and amdgpu modules, ``dkms status``, free bytes on
-    ``/boot``.
-    """
+    """The next boot's inputs as a ``model.boot.BootState``."""
 
-    @staticmethod
-    def default() -> BootState:
-        return BootState()
+    default = BootState
 
     @override
     def command(self) -> str:

@@ -1,5 +1,4 @@
-"""What a node shows of its GPU-container side, for the audit (``model.gpu_containers``):
-which engines' commands are there, the CDI spec's text, the members of video and render."""
+"""What a node shows of its GPU-container side, for the audit (``model.gpu_containers``)."""
 
 from __future__ import annotations
 
@@ -17,15 +16,10 @@ MAX_SPEC = 1_000_000
 
 
 class GpuContainersFact(FactBase[ContainerView]):
-    """
-    The node's ``ContainerView``: ``docker`` and ``podman`` on ``PATH``, ``dockerd --version``,
-    ``getent group video render``, ``/etc/docker/daemon.json`` and ``/etc/cdi/amd.json``
-    (regular files only, each cut at ``MAX_SPEC`` bytes).
-    """
+    """``docker`` and ``podman`` on ``PATH``, ``dockerd --version``, the members of video and
+    render, daemon.json and the CDI spec (regular files only, cut at ``MAX_SPEC`` bytes)."""
 
-    @staticmethod
-    def default() -> ContainerView:
-        return ContainerView()
+    default = ContainerView
 
     @override
     def command(self) -> str:

@@ -13,15 +13,8 @@ from rocm_fleet.model.answers import FileDigestDict, LastPull
 
 
 class FileDigest(FactBase[FileDigestDict | None]):
-    """
-    Octal mode, SHA-256 and mtime (seconds) of a regular file; None when it isn't one.
-    ``batch_command``/``batch_process`` answer many paths in one ``stat`` and one
-    ``sha256sum``.
-
-    .. code:: python
-
-        {"mode": "644", "sha256": "5f1c…", "mtime": 1764460800}
-    """
+    """Octal mode, SHA-256 and mtime (seconds) of a regular file; None when it isn't one. The
+    batch answers many paths in one ``stat`` and one ``sha256sum``."""
 
     @override
     def command(self, path: str) -> str:
@@ -78,12 +71,7 @@ _SHA256_LINE = re.compile(r"^(?P<escaped>\\?)(?P<sha256>[0-9a-f]{64}) [ *](?P<na
 
 class FileText(FactBase[str | None]):
     """The text of the regular file ``path``, lines ending in a newline; None when it isn't one
-    or is a link (never read through it). Read for ``--diff`` only.
-
-    .. code:: python
-
-        "/opt/rocm/lib\n/opt/rocm/lib64\n"
-    """
+    or is a link (never read through it). Read for ``--diff`` only."""
 
     @override
     def command(self, path: str) -> str:
@@ -98,12 +86,7 @@ class FileText(FactBase[str | None]):
 
 
 class DirectoryExists(Condition):
-    """Whether ``path`` is a directory.
-
-    .. code:: python
-
-        True
-    """
+    """Whether ``path`` is a directory."""
 
     @override
     def command(self, path: str) -> str:
@@ -111,12 +94,7 @@ class DirectoryExists(Condition):
 
 
 class LockHeld(Condition):
-    """Whether a process holds the flock(1) lock ``path`` (taken for an instant to look).
-
-    .. code:: python
-
-        False
-    """
+    """Whether a process holds the flock(1) lock ``path`` (taken for an instant to look)."""
 
     @override
     def command(self, path: str) -> str:
@@ -125,16 +103,9 @@ class LockHeld(Condition):
 
 
 class Ledger(FactBase[list[str]]):
-    """The entries (one a line) of one of rocm-fleet's ledgers, in order; [] without it.
+    """The entries (one a line) of one of rocm-fleet's ledgers, in order; [] without it."""
 
-    .. code:: python
-
-        ["amdgpu-dkms", "linux-headers-6.1.0-31-amd64"]
-    """
-
-    @staticmethod
-    def default() -> list[str]:
-        return []
+    default = list
 
     @override
     def command(self, path: str) -> str:
@@ -146,14 +117,8 @@ class Ledger(FactBase[list[str]]):
 
 
 class WritableByOthers(FactBase[str | None]):
-    """The first directory above ``path`` breaking the safe path rule (``safe-path.sh``), else
-    the first path under it (itself included) not root's alone (another owner, or
-    group/other-writable; links by owner only), as ``OWNER MODE PATH``; None when none.
-
-    .. code:: python
-
-        "alice 755 /opt/rocm-fleet/venv/lib/python3.11/site-packages"
-    """
+    """The first directory above ``path`` breaking the safe path rule, else the first path under
+    it (itself included) not root's alone, as ``OWNER MODE PATH``; None when none."""
 
     @override
     def command(self, path: str) -> str:
@@ -171,12 +136,7 @@ _PULL_STARTED = re.compile(r"rocm_fleet_pull_last_run_timestamp_seconds ([0-9]{1
 
 class PullStatus(FactBase[LastPull | None]):
     """The last pull's result and start time from its node_exporter textfile (only the two gauges'
-    exact lines are read); None without the file.
-
-    .. code:: python
-
-        LastPull(result="bad-signature", started=1764460800)
-    """
+    exact lines are read); None without the file."""
 
     @override
     def command(self, path: str) -> str:

@@ -1,5 +1,4 @@
-"""GPU health from ``amd-smi``'s ECC, PCIe and XGMI JSON, parsed by
-:mod:`rocm_fleet.model.health`."""
+"""GPU health from ``amd-smi``'s ECC, PCIe and XGMI JSON (parsed by ``model.health``)."""
 
 from __future__ import annotations
 
@@ -23,11 +22,8 @@ ROCM_SMI_ONLY = "only rocm-smi is installed; its --json has no ECC counters: ins
 
 
 class GpuHealthFact(FactBase[HostHealth]):
-    """
-    The GPUs' health from ``amd-smi`` (on ``PATH`` or in ``/opt/rocm/bin``) as a
-    :class:`~rocm_fleet.model.health.HostHealth`; ``status`` says whether the tool was there
-    and answered. Each call is bounded by ``tool_timeout`` seconds and ``max_bytes``.
-    """
+    """The GPUs' health from ``amd-smi`` (on ``PATH`` or in ``/opt/rocm/bin``), each call bounded
+    by ``tool_timeout`` seconds and ``max_bytes``; ``status`` says whether it answered."""
 
     tool_timeout = 60
     max_bytes = 4_000_000

@@ -17,12 +17,7 @@ _NO_SCONTROL = "__no_scontrol"
 
 class SlurmNode(FactBase[SlurmNodeView]):
     """Slurm's view of node ``node`` (None: the host's short name); ``error`` says why there is
-    none (no scontrol, an unknown node, no answer).
-
-    .. code:: python
-
-        SlurmNodeView(node="gpu01", gres="gpu:mi300x:8", error=None)
-    """
+    none (no scontrol, an unknown node, no answer)."""
 
     @override
     def command(self, node: str | None = None) -> str:

@@ -156,9 +156,7 @@ class Identity(FactBase[IdentityDict]):
 class Wsl(FactBase[bool]):
     """Whether the host is WSL (its interop binfmt or /run/WSL exist)."""
 
-    @staticmethod
-    def default() -> bool:
-        return False
+    default = bool
 
     @override
     def command(self) -> str:

@@ -10,14 +10,8 @@ from rocm_fleet.model.answers import GroupMembershipDict
 
 
 class GroupMembership(FactBase[GroupMembershipDict]):
-    """
-    Which of ``groups`` exist, and each of ``users``' groups (None: no such user), via getent
-    and id (LDAP/SSSD included).
-
-    .. code:: python
-
-        {"groups": ["video", "render"], "users": {"alice": ["alice", "video"], "bob": None}}
-    """
+    """Which of ``groups`` exist, and each of ``users``' groups (None: no such user), via getent
+    and id (LDAP/SSSD included)."""
 
     @staticmethod
     def default() -> GroupMembershipDict:

@@ -111,17 +111,9 @@ def gpu_verified(
     python: str | None,
     installed: str,
 ):
-    """
-    Fail the host unless rocminfo and torch report the expected GPUs; only a noop while a
-    reboot this deploy asked for is pending. A pass is recorded in /run with
-    ``verified_stack``; while that still matches, the check is skipped.
-
-    + rocminfo: the release's own rocminfo
-    + expected_gfx: gfx targets that must be present (empty: any AMD GPU)
-    + expected_count: how many of them (None: at least one; 0: GPU-less host)
-    + python: the venv's python, or None when PyTorch is not installed
-    + installed: what the deploy installs that the check covers (release, wheels), as text
-    """
+    """Fail the host unless ``rocminfo`` and the venv's torch (``python``; None: not checked) see
+    ``expected_count`` (None: >=1, 0: GPU-less) x ``expected_gfx`` (empty: any), a noop while a
+    reboot is pending; a pass is recorded in /run (``verified_stack``) and skips the next check."""
     stack = verified_stack(installed, expected_gfx, expected_count)
     recorded = read_fact(FileDigest, path=paths.VERIFIED)
     if recorded and recorded["sha256"] == hashlib.sha256(stack.encode()).hexdigest():

@@ -30,25 +30,16 @@ from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY
 
 
 def created_here(path: str, recorded: list[str]) -> bool:
-    """Whether the directory ledger ``recorded`` says the deploy made the venv at ``path`` (it
-    lists the venv or its parent)."""
+    """Whether the directory ledger ``recorded`` lists the venv at ``path`` or its parent."""
     venv = path.rstrip("/")
     return venv in recorded or paths.parent(venv) in recorded
 
 
 @operation()
 def venv(path: str, ledger: str | None = None, present: bool = True, created_only: bool = False):
-    """
-    Create a Python venv at ``path`` unless one exists; or remove it and the parents creating
-    it made.
-
-    + path: directory of the venv
-    + ledger: file the created parents, then the venv, are appended to; with present=False
-      those are removed deepest first, each only if empty
-    + present: whether the venv should exist
-    + created_only: with present=False, remove the venv only if ``ledger`` says this deploy
-      created it
-    """
+    """Create a Python venv at ``path`` unless one exists, recording it and the parents it made in
+    ``ledger``; or remove it and those parents (each only if empty), with ``created_only`` only
+    a venv the ledger says this deploy created."""
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     if not present and created_only:
         if not exists:
@@ -86,18 +77,9 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
 
 @operation()
 def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str):
-    """
-    A venv holding what a hash-locked requirements file pins, installed with
-    ``--require-hashes`` after the file's SHA-256 is checked; made afresh when the lock's hash
-    changes.
-
-    + root: the directory the venv and the stamp live in (made if missing)
-    + path: the venv
-    + lock: URL or host path of the requirements file
-    + lock_sha256: the SHA-256 the file must have
-    + stamp: records ``lock_sha256`` once the install succeeded
-    + min_python: the oldest python3 (``X.Y``) the lock runs on; an older one fails first
-    """
+    """A venv at ``path`` holding what the hash-locked ``lock`` pins, installed with
+    ``--require-hashes`` once the file's SHA-256 is ``lock_sha256`` (recorded in ``stamp``); made
+    afresh when that changes. An older python3 than ``min_python`` fails first."""
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     stamped = read_fact(FileDigest, path=stamp)
     wanted = hashlib.sha256(f"{lock_sha256}\n".encode()).hexdigest()
@@ -124,27 +106,9 @@ def pinned_wheels(
     locked: list[str] | None = None,
     ca: str | None = None,
 ):
-    """
-    Install exact wheel versions (local labels such as ``2.9.1+rocm6.4`` included) and their
-    requirements from one index, every file hash-checked; then uninstall the family members no
-    longer wanted. Nothing is uninstalled before the install succeeds; no pip cache is kept.
-
-    + venv_path: the venv
-    + index_url: the only index pip may use
-    + wanted: distribution -> version; with a local label it must match exactly, without one
-      any local label of that release matches
-    + requires: PEP 508 requirements the venv must also meet
-    + owned: regexes of normalised names the pins manage: an installed one neither wanted nor
-      required is uninstalled
-    + proxy: ``http_proxy``/``https_proxy``/``no_proxy`` for pip (empty: none)
-    + locked: hash-pinned requirement lines (``torch==2.9.1+rocm6.4 --hash=sha256:...``),
-      required whenever something is installed (else ``OperationValueError``). An sdist named
-      in a ``--no-binary=`` line is built without isolation after its marked build wheels
-      (into the venv when the set needs them, else a scratch directory)
-    + ca: the only CA pip trusts for the index (``--cert``)
-
-    A plain-http index is passed as ``--trusted-host``.
-    """
+    """Install ``wanted`` (name -> exact version; without a local label, any of that release) and
+    ``requires`` from the ``locked`` hash-pinned lines (``OperationValueError`` without them) from
+    one index, then uninstall names matching ``owned`` no longer wanted; no pip cache is kept."""
     requires = list(requires or [])
     installed = venv_versions(venv_path)
     drift = {n: v for n, v in wanted.items() if not version_matches(installed.get(n), v)}
@@ -234,8 +198,7 @@ def _ip_literal(name: str | None) -> bool:
 
 def _legacy_certs(python: QuoteString) -> str:
     """A shell substitution giving ``--use-deprecated=legacy-certs`` when the venv's pip is 24.2
-    or later (pip's truststore fails on an index addressed by IP: pypa/pip#12906), else
-    nothing."""
+    or later (its truststore fails on an index addressed by IP: pypa/pip#12906), else nothing."""
     probe = (
         "import pip; v = tuple(int(p) for p in pip.__version__.split('.')[:2] if p.isdigit()); "
         "print('--use-deprecated=legacy-certs' if v >= (24, 2) else '')"
@@ -260,11 +223,7 @@ def cuda_wheels(installed: dict[str, str]) -> list[str]:
 
 @operation()
 def cuda_wheels_absent(venv_path: str):
-    """
-    Uninstall the CUDA wheels (``cuda_wheels``) from a venv.
-
-    + venv_path: the venv
-    """
+    """Uninstall the CUDA wheels (``cuda_wheels``) from a venv."""
     names = cuda_wheels(venv_versions(venv_path))
     if not names:
         host.noop(f"no CUDA wheel in {venv_path}")

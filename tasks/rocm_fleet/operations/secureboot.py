@@ -1,8 +1,5 @@
 """Secure Boot operations: the DKMS signing key exists and is enrolled as a MOK (or queued).
-
-The one-time MOK password comes from the environment variable the inventory names, or a prompt,
-where pyinfra runs; only its SHA-512 crypt hash reaches the host (a 0700 directory on /run,
-removed after the import): never the password, in a log or in any arguments."""
+Only the one-time password's SHA-512 crypt hash reaches the host, never the password."""
 
 from __future__ import annotations
 
@@ -114,14 +111,8 @@ def _sb_enabled() -> tuple[bool, str]:
 
 @operation()
 def signing_key(cert: str, key: str, distro_id: str):
-    """
-    Create the DKMS signing key and certificate when Secure Boot is on and they are missing;
-    never replaces one.
-
-    + cert: the DER certificate DKMS signs with
-    + key: its private key
-    + distro_id: "debian" or "ubuntu" (Ubuntu's: update-secureboot-policy)
-    """
+    """Create the DKMS signing ``key`` and ``cert`` when Secure Boot is on and they are missing
+    (Ubuntu: ``update-secureboot-policy``); never replaces one."""
     enabled, state = _sb_enabled()
     if not enabled:
         host.noop(f"Secure Boot {state}: no signing key needed")
@@ -143,12 +134,8 @@ def _announce_pending(state, host) -> bool:
 
 @operation()
 def mok_enrolled(cert: str, password_env: str):
-    """
-    Queue the signing certificate for MOK enrollment unless it is enrolled or queued.
-
-    + cert: the DER certificate
-    + password_env: environment variable holding the one-time password (or a prompt)
-    """
+    """Queue ``cert`` for MOK enrollment unless it is enrolled or queued; the one-time password
+    comes from the environment variable ``password_env``, else a prompt."""
     enabled, state = _sb_enabled()
     if not enabled:
         host.noop(f"Secure Boot {state}: nothing to enrol")

@@ -12,13 +12,8 @@ from rocm_fleet.operations._script import failure
 
 @operation()
 def gpu_access(groups: list[str], users: list[str]):
-    """
-    The ``groups`` exist (system groups) and each of ``users`` is in all of them, keeping their
-    other groups; a missing user fails the host.
-
-    + groups: group names, e.g. ["video", "render"]
-    + users: existing users who must be in every one of ``groups``
-    """
+    """The ``groups`` exist (system groups) and each of ``users`` is in all of them, keeping their
+    other groups; a missing user fails the host."""
     current = read_fact(GroupMembership, groups=groups, users=users)
     absent_users = [user for user in users if current["users"].get(user) is None]
     if absent_users:
