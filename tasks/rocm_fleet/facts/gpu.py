@@ -131,10 +131,7 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
             raise FactProcessError(f"rocminfo output without exit status: {joined(lines)!r}")
 
         nonempty = [line.strip() for line in lines if line.strip()]
-        message = nonempty[0] if nonempty else ""
-        status = "ok"
-        gpus: list[RocmGpu] = []
-
+        status, message, gpus = "ok", (nonempty or [""])[0], []
         not_loaded = [line for line in nonempty if line.startswith("ROCk module is NOT")]
         kfd = [
             i
@@ -146,8 +143,7 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
         elif kfd:
             status, message = "no_access", " ".join(nonempty[kfd[0] : kfd[0] + 2])
         elif rc != 0:
-            status = "error"
-            tail = nonempty[-3:]
+            status, tail = "error", nonempty[-3:]
             message = " | ".join(tail) if tail else f"rocminfo exited with {rc}"
             if rc == 124:
                 message = f"rocminfo timed out after {self.tool_timeout}s" + (
@@ -180,7 +176,7 @@ class RocmVersion(FactBase[str | None]):
 
 
 # amdgpu's VRAM and GTT totals in bytes (Documentation/gpu/amdgpu/driver-misc.rst).
-VRAM, GTT = AMDGPU_MEMORY_FILES = ("mem_info_vram_total", "mem_info_gtt_total")
+VRAM, GTT = ("mem_info_vram_total", "mem_info_gtt_total")
 
 
 class PciGpus(FactBase[list[PciGpu]]):
@@ -263,20 +259,18 @@ class KfdNodes(FactBase[list[KfdNode] | None]):
                 current[parts[0]] = int(parts[1])
 
         result: list[KfdNode] = []
-        for node_id in sorted(nodes):
-            props = nodes[node_id]
+        for node_id, props in sorted(nodes.items()):
             gfx = gfx_from_target_version(props.get("gfx_target_version", 0))
             if gfx is None:
                 continue
-            location = props.get("location_id")
-            device_id = props.get("device_id")
+            location, device_id = props.get("location_id"), props.get("device_id")
             result.append(
                 {
                     "node": node_id,
                     "gfx": gfx,
                     "gfx_target_version": props["gfx_target_version"],
                     "device_id": f"0x{device_id:04x}" if device_id else None,
-                    "slot": (_pci_bdf(location, props.get("domain", 0)) if location else None),
+                    "slot": _pci_bdf(location, props.get("domain", 0)) if location else None,
                     "drm_render_minor": props.get("drm_render_minor"),
                     "simd_count": props.get("simd_count"),
                     "properties": props,

@@ -24,7 +24,6 @@ from rocm_fleet.model.nvidia import (  # noqa: F401
     NVIDIA_PACKAGE_EXCEPTIONS,
     NVIDIA_PACKAGE_PATTERNS,
     NvidiaStackDict,
-    is_nvidia_package,
     nvidia_stack,
 )
 from rocm_fleet.model.versions import is_numeric_version, leading_point_release

@@ -143,13 +143,8 @@ def release_packages(
         host.noop(f"{', '.join(packages)} installed from ROCm {release.version}")
         return
     show_packages(installed, missing, remove=foreign + unwanted, move=stale, version_regex=pattern)
-    items = (
-        [f"foreign:{name}" for name in foreign]
-        + [f"want:{name}" for name in missing]
-        + [f"stale:{name}" for name in stale]
-        + [f"drop:{name}" for name in unwanted]
-    )
-    yield script("release-switch", pattern, *items)
+    kinds = {"foreign": foreign, "want": missing, "stale": stale, "drop": unwanted}
+    yield script("release-switch", pattern, *(f"{k}:{n}" for k, ns in kinds.items() for n in ns))
 
 
 @operation()

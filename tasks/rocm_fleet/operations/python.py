@@ -91,8 +91,7 @@ def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, m
 
 def venv_versions(venv_path: str) -> dict[str, str]:
     """The venv's distributions, normalised name -> version (empty: no venv)."""
-    found = read_fact(VenvDistributions, venv=venv_path)
-    return normal_versions(found)
+    return normal_versions(read_fact(VenvDistributions, venv=venv_path))
 
 
 @operation()
@@ -224,12 +223,12 @@ def cuda_wheels(installed: dict[str, str]) -> list[str]:
 @operation()
 def cuda_wheels_absent(venv_path: str):
     """Uninstall the CUDA wheels (``cuda_wheels``) from a venv."""
-    names = cuda_wheels(venv_versions(venv_path))
+    installed = venv_versions(venv_path)
+    names = cuda_wheels(installed)
     if not names:
         host.noop(f"no CUDA wheel in {venv_path}")
         return
     if detailing():
-        installed = venv_versions(venv_path)
         show([PackageChange("remove", n, installed.get(n), venv=venv_path) for n in names])
     yield StringCommand(
         script("path-safe", paths.venv_python(venv_path)), "&&",  # as pinned_wheels

@@ -86,9 +86,7 @@ _prompted: dict[str, str] = {}
 
 def mok_password(env: str) -> tuple[str | None, str]:
     """(password, problem): from the environment, else one prompt per run in a terminal."""
-    password = os.environ.get(env)
-    if password is None and env in _prompted:
-        password = _prompted[env]
+    password = os.environ.get(env, _prompted.get(env))
     if password is None and sys.stdin.isatty():
         first = getpass.getpass(f"One-time MOK password (to type at the console; ${env}): ")
         if first != getpass.getpass("Again: "):
