@@ -9,7 +9,6 @@ import shlex
 from typing import Any
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet import assets as files
 
@@ -54,7 +53,6 @@ class Condition(FactBase[bool]):
 
     default = bool
 
-    @override
     def process(self, output: list[str]) -> bool:
         return _YES in [line.strip() for line in output]
 

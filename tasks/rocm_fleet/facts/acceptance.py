@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT
 from rocm_fleet.model import paths
@@ -16,12 +15,10 @@ class AcceptanceRecordFact(FactBase[AcceptanceRead]):
 
     default = AcceptanceRead
 
-    @override
     def command(self) -> str:
         path = paths.ACCEPTANCE_RECORD
         return f"if [ -f {path} ]; then head -c 1000000 {path}; else echo {ABSENT}; fi"
 
-    @override
     def process(self, output: list[str]) -> AcceptanceRead:
         text = "\n".join(output)
         return AcceptanceRead() if text.strip() == ABSENT else read_record(text)

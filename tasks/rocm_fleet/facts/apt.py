@@ -6,7 +6,6 @@ import base64
 import re
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import MISSING, quote
 from rocm_fleet.model import paths
@@ -46,11 +45,9 @@ class InstalledPackages(FactBase[dict[str, str]]):
 
     default = dict
 
-    @override
     def command(self) -> str:
         return DPKG_LISTING
 
-    @override
     def process(self, output: list[str]) -> dict[str, str]:
         # status n = not installed, c = config files only
         return {
@@ -65,11 +62,9 @@ class HeldPackages(FactBase[list[str]]):
 
     default = list
 
-    @override
     def command(self) -> str:
         return DPKG_LISTING
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         return sorted({name for want, _, _, name, _ in _listed(output) if want == "h"})
 
@@ -82,7 +77,6 @@ class DpkgInterrupted(FactBase[list[str]]):
     command = DPKG_LISTING
     default = list
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         journal = [_JOURNAL] if _JOURNAL in (line.strip() for line in output) else []
         return journal + [
@@ -96,12 +90,10 @@ class KeyringFingerprints(FactBase[list[str] | None]):
     """Primary-key fingerprints in a keyring (binary or armored OpenPGP, as ``signed-by`` reads),
     parsed on the controller; None when the file is missing."""
 
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return f"if test -e {q}; then base64 < {q}; else echo {MISSING}; fi"
 
-    @override
     def process(self, output: list[str]) -> list[str] | None:
         if MISSING in output:
             return None
@@ -118,13 +110,11 @@ class AptSourceLines(FactBase[list[list[str]]]):
 
     default = list
 
-    @override
     def command(self, hosts: list[str] | tuple[str, ...]) -> str:
         patterns = " ".join(f"-e {quote(re.escape(h))}" for h in hosts)
         parts = f"{quote(paths.APT_SOURCES_PARTS)}/*"
         return f"grep -Hs {patterns} {quote(paths.APT_SOURCES_LIST)} {parts} || true"
 
-    @override
     def process(self, output: list[str]) -> list[list[str]]:
         sources = []
         for line in output:
@@ -139,7 +129,6 @@ class DebianMirror(FactBase[str | None]):
     first ``URIs:`` of debian.sources, else sources.list's first ``deb`` of a ``/debian``
     archive); None when the host names none."""
 
-    @override
     def command(self) -> str:
         deb822, one_line = (quote(p) for p in paths.DEBIAN_SOURCES)
         return (
@@ -148,7 +137,6 @@ class DebianMirror(FactBase[str | None]):
             f"\\?\\([^[:space:]]*\\).*/\\2/p' {one_line}"
         )
 
-    @override
     def process(self, output: list[str]) -> str | None:
         for line in output:
             for uri in line.split():
@@ -172,7 +160,6 @@ class AptInstallSize(FactBase[InstallSize]):
     def default() -> InstallSize:
         return InstallSize(need=None, message="")
 
-    @override
     def command(
         self, packages: list[str] | tuple[str, ...], version_regex: str | None = None
     ) -> str:
@@ -196,7 +183,6 @@ class AptInstallSize(FactBase[InstallSize]):
         )
         return f'if [ "$({have})" = {len(packages)} ]; then echo {_INSTALLED}; else {apt}; fi'
 
-    @override
     def process(self, output: list[str]) -> InstallSize:
         message = " ".join(line.strip() for line in output).strip()
         return InstallSize(need=_apt_need(message), message=message)
@@ -227,7 +213,6 @@ class CandidateVersions(FactBase[dict[str, str]]):
 
     default = dict
 
-    @override
     def command(
         self, packages: list[str] | tuple[str, ...], version_regex: str | None = None
     ) -> str:
@@ -245,7 +230,6 @@ class CandidateVersions(FactBase[dict[str, str]]):
             )
         return f'for p in {names}; do echo "$p $(LC_ALL=C {pick})"; done'
 
-    @override
     def process(self, output: list[str]) -> dict[str, str]:
         found = {}
         for line in output:

@@ -4,7 +4,6 @@ simulation (``apt-get -s purge``: read-only, no lock) in ``files/scripts/apt-que
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import script_command
 from rocm_fleet.model import paths
@@ -32,13 +31,11 @@ class PackagePurge(FactBase["PackagePurgeDict | None"]):
     """The installed packages matching ``patterns`` (globs, minus the ``exceptions`` globs) and
     what purging all of them would remove; None when none is installed."""
 
-    @override
     def command(
         self, patterns: tuple[str, ...] | list[str], exceptions: tuple[str, ...] | list[str] = ()
     ) -> str:
         return script_command(("apt-query", "package-purge"), (" ".join(exceptions), *patterns))
 
-    @override
     def process(self, output: list[str]) -> PackagePurgeDict | None:
         packages: dict[str, str] = {}
         for line in output:
@@ -66,7 +63,6 @@ class DistroRocmPackages(FactBase["DistroRocmDict | None"]):
     ``conflicting`` ones (those owners, and ones named as AMD's ``same_names``); and what purging
     the conflicting ones / the rest would remove. None when there are none."""
 
-    @override
     def command(
         self,
         patterns: tuple[str, ...] | list[str],
@@ -78,7 +74,6 @@ class DistroRocmPackages(FactBase["DistroRocmDict | None"]):
         args = (not_amd, " ".join(same_names), paths.DISTRO_BIN, " ".join(tools), *patterns)
         return script_command(("apt-query", "distro-rocm"), args)
 
-    @override
     def process(self, output: list[str]) -> DistroRocmDict | None:
         packages: dict[str, str] = {}
         depends: dict[str, set[str]] = {}

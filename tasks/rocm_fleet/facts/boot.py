@@ -9,7 +9,6 @@ import shlex
 from typing import Any
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.model.boot import BootState, DkmsEntry, InstalledKernel, MenuEntry
 from rocm_fleet.model.paths import DEFAULT_GRUB, GRUB_CFG, GRUBENV
@@ -214,10 +213,8 @@ class BootKernels(FactBase[BootState]):
 
     default = BootState
 
-    @override
     def command(self) -> str:
         return _COMMAND
 
-    @override
     def process(self, output: list[str]) -> BootState:
         return boot_state(output)

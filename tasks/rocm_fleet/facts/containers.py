@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.model.gpu_containers import DAEMON_JSON, GROUPS, SPEC, ContainerView
 
@@ -21,7 +20,6 @@ class GpuContainersFact(FactBase[ContainerView]):
 
     default = ContainerView
 
-    @override
     def command(self) -> str:
         files = "".join(
             f"if [ -f {path} ] && [ ! -L {path} ]; then echo; echo {start}; "
@@ -35,7 +33,6 @@ class GpuContainersFact(FactBase[ContainerView]):
             f"getent group {' '.join(GROUPS)}; {files}true"
         )
 
-    @override
     def process(self, output: list[str]) -> ContainerView:
         installed: list[str] = []
         members: dict[str, tuple[str, ...]] = {}

@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, Condition, quote, script_command, yes_if
 from rocm_fleet.model.answers import FileDigestDict, LastPull
@@ -16,14 +15,12 @@ class FileDigest(FactBase[FileDigestDict | None]):
     """Octal mode, SHA-256 and mtime (seconds) of a regular file; None when it isn't one. The
     batch answers many paths in one ``stat`` and one ``sha256sum``."""
 
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return (
             f"if test -f {q}; then stat -c '%a %Y' {q} && sha256sum < {q}; else echo {ABSENT}; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> FileDigestDict | None:
         if not output or output[0].strip() == ABSENT or len(output) < 2:
             return None
@@ -73,12 +70,10 @@ class FileText(FactBase[str | None]):
     """The text of the regular file ``path``, lines ending in a newline; None when it isn't one
     or is a link (never read through it). Read for ``--diff`` only."""
 
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return f"if test -f {q} && ! test -L {q}; then cat {q}; else echo {ABSENT}; fi"
 
-    @override
     def process(self, output: list[str]) -> str | None:
         if output == [ABSENT]:
             return None
@@ -88,7 +83,6 @@ class FileText(FactBase[str | None]):
 class DirectoryExists(Condition):
     """Whether ``path`` is a directory."""
 
-    @override
     def command(self, path: str) -> str:
         return yes_if(f"test -d {quote(path)}")
 
@@ -96,7 +90,6 @@ class DirectoryExists(Condition):
 class LockHeld(Condition):
     """Whether a process holds the flock(1) lock ``path`` (taken for an instant to look)."""
 
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return yes_if(f"test -e {q} && ! flock --nonblock {q} true 2>/dev/null")
@@ -107,11 +100,9 @@ class Ledger(FactBase[list[str]]):
 
     default = list
 
-    @override
     def command(self, path: str) -> str:
         return f"cat {quote(path)} 2>/dev/null || true"
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         return [line.strip() for line in output if line.strip()]
 
@@ -120,11 +111,9 @@ class WritableByOthers(FactBase[str | None]):
     """The first directory above ``path`` breaking the safe path rule, else the first path under
     it (itself included) not root's alone, as ``OWNER MODE PATH``; None when none."""
 
-    @override
     def command(self, path: str) -> str:
         return script_command(("safe-path", "writable-by-others"), (path,))
 
-    @override
     def process(self, output: list[str]) -> str | None:
         found = [line.strip() for line in output if line.strip()]
         return found[0] if found else None
@@ -138,7 +127,6 @@ class PullStatus(FactBase[LastPull | None]):
     """The last pull's result and start time from its node_exporter textfile (only the two gauges'
     exact lines are read); None without the file."""
 
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return (
@@ -146,7 +134,6 @@ class PullStatus(FactBase[LastPull | None]):
             f" {q} || true; else echo {ABSENT}; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> LastPull | None:
         if output and output[0].strip() == ABSENT:
             return None

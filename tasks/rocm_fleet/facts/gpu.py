@@ -8,7 +8,6 @@ from typing import Any, TypedDict
 
 from pyinfra.api import FactBase
 from pyinfra.api.exceptions import FactProcessError
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, joined, quote, split_rc
 from rocm_fleet.model import paths
@@ -114,7 +113,6 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
 
     tool_timeout = 120
 
-    @override
     def command(self, rocminfo: str = f"{paths.ROCM_ROOT}/bin/rocminfo") -> str:
         r = quote(rocminfo)
         return (
@@ -122,7 +120,6 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
             f'else timeout {self.tool_timeout} {r} </dev/null 2>&1; echo "{RC_PREFIX}$?"; fi'
         )
 
-    @override
     def process(self, output: list[str]) -> RocmAgentsDict | None:
         lines, rc = split_rc(output)
         if rc is None:
@@ -158,7 +155,6 @@ class RocmVersion(FactBase[str | None]):
     """Installed ROCm version (``"6.4.3-128"``) from ``<rocm_path>/.info/version`` (default: the
     first of ``paths.ROCM_VERSION_FILES``); None when there is none."""
 
-    @override
     def command(self, rocm_path: str | None = None) -> str:
         if rocm_path:
             candidates = [rocm_path.rstrip("/") + "/.info/version"]
@@ -167,7 +163,6 @@ class RocmVersion(FactBase[str | None]):
         files = " ".join(quote(path) for path in candidates)
         return f'for f in {files}; do if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
 
-    @override
     def process(self, output: list[str]) -> str | None:
         for line in output:
             if line.strip():
@@ -185,7 +180,6 @@ class PciGpus(FactBase[list[PciGpu]]):
 
     default = list
 
-    @override
     def command(self) -> str:
         return (
             "for d in /sys/bus/pci/devices/*; do "
@@ -201,7 +195,6 @@ class PciGpus(FactBase[list[PciGpu]]):
             "done"
         )
 
-    @override
     def process(self, output: list[str]) -> list[PciGpu]:
         gpus: list[PciGpu] = []
         for line in output:
@@ -230,7 +223,6 @@ class KfdNodes(FactBase[list[KfdNode] | None]):
 
     path = "/sys/class/kfd/kfd/topology/nodes"
 
-    @override
     def command(self) -> str:
         return (
             f"if [ -d {self.path} ]; then echo __kfd; "
@@ -240,7 +232,6 @@ class KfdNodes(FactBase[list[KfdNode] | None]):
             "done; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> list[KfdNode] | None:
         if not any(line.strip() == "__kfd" for line in output):
             return None

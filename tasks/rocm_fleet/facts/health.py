@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, split_rc
 from rocm_fleet.model import paths
@@ -32,7 +31,6 @@ class GpuHealthFact(FactBase[HostHealth]):
     def default() -> HostHealth:
         return HostHealth(status="no_tool")
 
-    @override
     def command(self) -> str:
         bin_ = f"{paths.ROCM_ROOT}/bin"
         reads = " ".join(f"'{name}:{args}'" for name, args in AMD_SMI_READS.items())
@@ -50,7 +48,6 @@ class GpuHealthFact(FactBase[HostHealth]):
             f"done; fi; true"
         )
 
-    @override
     def process(self, output: list[str]) -> HostHealth:
         lines = [line.rstrip("\n") for line in output]
         if any(line.strip() == ABSENT for line in lines):

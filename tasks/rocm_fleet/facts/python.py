@@ -7,7 +7,6 @@ import re
 from typing import TypedDict
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet import assets as files
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, python_command, python_json, quote
@@ -74,7 +73,6 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
 
     tool_timeout = 300
 
-    @override
     def command(self, python: str) -> str:
         # Root runs it: only where no one else could have swapped it (the safe path rule).
         run = python_command(python, f"-c {quote(_TORCH_SCRIPT)}", self.tool_timeout)
@@ -83,7 +81,6 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
             f"if (safe_path {quote(python)}) 2>&1; then {run}; else echo {RC_PREFIX}126; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> TorchInfoDict | None:
         data, lines, rc = python_json(output, _TORCH_MARKER)
         if data is ABSENT:
@@ -100,7 +97,6 @@ class VenvDistributions(FactBase[dict[str, str] | None]):
     """Every distribution in a venv, name -> version, from its ``*.dist-info`` names (no Python
     starts); None when the venv has no site-packages."""
 
-    @override
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")
         return (
@@ -109,7 +105,6 @@ class VenvDistributions(FactBase[dict[str, str] | None]):
             f'done; done; [ -n "$found" ] || echo {ABSENT}'
         )
 
-    @override
     def process(self, output: list[str]) -> dict[str, str] | None:
         if any(line.strip() == ABSENT for line in output):
             return None
@@ -130,7 +125,6 @@ class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
     """torch's ``hip`` and ``cuda`` build strings from ``torch/version.py`` as text (no Python
     starts); None when the venv holds no torch."""
 
-    @override
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")
         return (
@@ -138,7 +132,6 @@ class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
             "&& grep -E '^(hip|cuda)[ :=]' \"$f\" && echo __torch; done; true"
         )
 
-    @override
     def process(self, output: list[str]) -> dict[str, str | None] | None:
         if not any(line.strip() == "__torch" for line in output):
             return None

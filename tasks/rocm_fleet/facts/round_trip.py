@@ -9,7 +9,6 @@ from typing import Any
 
 from pyinfra.api import FactBase
 from pyinfra.api.exceptions import FactProcessError
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import joined
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
@@ -50,7 +49,6 @@ class Survey(FactBase["list[Any]"]):
     """The answers of several facts in the reads' order; empty output gets the fact's
     ``default``, and a failing section (its stderr dropped) doesn't stop the others."""
 
-    @override
     def command(self, reads: list[Read] | tuple[Read, ...]) -> str:
         self._reads = list(reads)
         if len({read.key for read in self._reads}) != len(self._reads):
@@ -78,7 +76,6 @@ class Survey(FactBase["list[Any]"]):
         # One line, records separated by RS: paramiko's cost is per line.
         return f"{{ {'; '.join(sections)}; }} | tr '\\n' '\\036'; echo"
 
-    @override
     def process(self, output: list[str]) -> list[Any]:
         sections: dict[int, list[str]] = {}
         current: list[str] | None = None

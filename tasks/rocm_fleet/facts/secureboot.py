@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, MISSING, RC_PREFIX, joined, quote, split_rc
 from rocm_fleet.model.answers import MokKeyStateDict, MokPendingDict, SecureBootDict
@@ -33,7 +32,6 @@ class SecureBoot(FactBase[SecureBootDict]):
             "message": "",
         }
 
-    @override
     def command(self) -> str:
         return (
             "if command -v mokutil >/dev/null 2>&1; then "
@@ -41,7 +39,6 @@ class SecureBoot(FactBase[SecureBootDict]):
             f"else echo {ABSENT}; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> SecureBootDict:
         lines, rc = split_rc(output)
         result = self.default()
@@ -78,7 +75,6 @@ class MokKeyState(FactBase[MokKeyStateDict]):
     def default() -> MokKeyStateDict:
         return {"state": "unknown", "message": ""}
 
-    @override
     def command(self, path: str) -> str:
         cert = quote(path)
         return (
@@ -87,7 +83,6 @@ class MokKeyState(FactBase[MokKeyStateDict]):
             f'else mokutil --test-key {cert} </dev/null 2>&1; echo "{RC_PREFIX}$?"; fi'
         )
 
-    @override
     def process(self, output: list[str]) -> MokKeyStateDict:
         lines, rc = split_rc(output)
         markers = {line.strip() for line in lines}
@@ -104,7 +99,6 @@ class MokPending(FactBase[MokPendingDict | None]):
     """Whether a certificate's SHA1 is among the pending MOK request's (``mokutil
     --list-new``); None without mokutil or the certificate."""
 
-    @override
     def command(self, path: str) -> str:
         cert = quote(path)
         return (
@@ -114,7 +108,6 @@ class MokPending(FactBase[MokPendingDict | None]):
             "mokutil --list-new </dev/null 2>&1 || true; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> MokPendingDict | None:
         if any(line.strip() == ABSENT for line in output):
             return None

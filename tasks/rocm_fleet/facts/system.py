@@ -5,7 +5,6 @@ from __future__ import annotations
 from pyinfra.api import FactBase
 from pyinfra.facts.deb import DebArch
 from pyinfra.facts.server import KernelVersion
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import Condition, quote, yes_if
 from rocm_fleet.facts.apt import InstalledPackages
@@ -33,7 +32,6 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
     """``/etc/os-release`` plus the point release (``"12.9"``, ``"24.04.3"``, None if unknown);
     None without ``/etc/os-release``."""
 
-    @override
     def command(self) -> str:
         return (
             "! test -e /etc/os-release || cat /etc/os-release; "
@@ -41,7 +39,6 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
             'printf "__debian_version=%s\\n" "$(cat /etc/debian_version)"; fi'
         )
 
-    @override
     def process(self, output: list[str]) -> DistroReleaseDict | None:
         items: dict[str, str] = {}
         debian_version = None
@@ -88,7 +85,6 @@ class RebootRequired(FactBase[RebootRequiredDict]):
     def default() -> RebootRequiredDict:
         return {"required": False, "packages": [], "reasons": []}
 
-    @override
     def command(self) -> str:
         return (
             f"if test -e {paths.REBOOT_REQUIRED}; then echo __required; fi; "
@@ -98,7 +94,6 @@ class RebootRequired(FactBase[RebootRequiredDict]):
             f"sed 's/^/__reason=/' {paths.REBOOT_REASONS}; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> RebootRequiredDict:
         result = self.default()
         for line in output:
@@ -120,11 +115,9 @@ class NvidiaStack(FactBase[NvidiaStackDict]):
     def default() -> NvidiaStackDict:
         return {"packages": [], "modules": []}
 
-    @override
     def command(self) -> str:
         return f"{InstalledPackages().command()}; echo __modules; {LoadedModules().command()}"
 
-    @override
     def process(self, output: list[str]) -> NvidiaStackDict:
         split = output.index("__modules") if "__modules" in output else len(output)
         packages = InstalledPackages().process(output[:split])
@@ -138,11 +131,9 @@ class Identity(FactBase[IdentityDict]):
     def default() -> IdentityDict:
         return {"uid": None, "user": None}
 
-    @override
     def command(self) -> str:
         return "id -u; id -un"
 
-    @override
     def process(self, output: list[str]) -> IdentityDict:
         words = [line.strip() for line in output if line.strip()]
         uid = words[0] if words else ""
@@ -157,14 +148,12 @@ class Wsl(FactBase[bool]):
 
     default = bool
 
-    @override
     def command(self) -> str:
         return (
             "! test -e /proc/sys/fs/binfmt_misc/WSLInterop || echo interop; "
             "! test -e /run/WSL || echo run"
         )
 
-    @override
     def process(self, output: list[str]) -> bool:
         return any(line.strip() for line in output)
 
@@ -174,11 +163,9 @@ class LoadedModules(FactBase[list[str]]):
 
     default = list
 
-    @override
     def command(self) -> str:
         return '! test -r /proc/modules || while read -r m _; do echo "$m"; done < /proc/modules'
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         return sorted({line.strip() for line in output if line.strip()})
 
@@ -191,7 +178,6 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
     def default() -> AmdgpuModuleDict:
         return {"loaded": False, "version": None, "initstate": None}
 
-    @override
     def command(self) -> str:
         return (
             "if [ -d /sys/module/amdgpu ]; then echo loaded; "
@@ -201,7 +187,6 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
             "echo initstate=$(cat /sys/module/amdgpu/initstate); fi"
         )
 
-    @override
     def process(self, output: list[str]) -> AmdgpuModuleDict:
         lines = [line.strip() for line in output]
         values = dict(line.split("=", 1) for line in lines if "=" in line)
@@ -225,7 +210,6 @@ class ApuMemory(FactBase[ApuMemoryDict]):
     def default() -> ApuMemoryDict:
         return {"mem_total": None, "gttsize": [], "pages_limit": []}
 
-    @override
     def command(self) -> str:
         return (
             'awk \'$1 == "MemTotal:" { print "mem_total", $2 }\' /proc/meminfo 2>/dev/null; '
@@ -236,7 +220,6 @@ class ApuMemory(FactBase[ApuMemoryDict]):
             '\' "$@"; set --; true'
         )
 
-    @override
     def process(self, output: list[str]) -> ApuMemoryDict:
         found = self.default()
         for line in output:
@@ -256,7 +239,6 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
 
     default = list
 
-    @override
     def command(self, paths: list[str] | tuple[str, ...]) -> str:
         if not paths:
             return "true"
@@ -267,7 +249,6 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
             'set -- "$@" "$d"; done; df -Pk "$@"; set --'
         )
 
-    @override
     def process(self, output: list[str]) -> list[FreeSpaceDict]:
         paths = [line[len("__path=") :] for line in output if line.startswith("__path=")]
         # df -P: Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on.
@@ -284,7 +265,6 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
 class DaemonRunning(Condition):
     """Whether the process a daemon's pid file names is alive (``kill -0``)."""
 
-    @override
     def command(self, pidfile: str) -> str:
         q = quote(pidfile)
         return yes_if(f'test -s {q} && kill -0 "$(cat {q})" 2>/dev/null')
@@ -296,6 +276,5 @@ class Nameservers(FactBase[list[str]]):
     default = list
     command = "! test -r /etc/resolv.conf || sed -n 's/^nameserver[[:space:]]*//p' /etc/resolv.conf"
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         return [line.split()[0] for line in output if line.strip()]
