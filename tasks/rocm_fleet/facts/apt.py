@@ -49,7 +49,6 @@ class InstalledPackages(FactBase[dict[str, str]]):
         return DPKG_LISTING
 
     def process(self, output: list[str]) -> dict[str, str]:
-        # status n = not installed, c = config files only
         return {
             name: version for _, status, _, name, version in _listed(output) if status not in "nc"
         }
@@ -166,8 +165,6 @@ class AptInstallSize(FactBase[InstallSize]):
         if not packages:
             return "true"
         names = " ".join(quote(p) for p in packages)
-        # --print-uris, not --assume-no: apt asks no question when nothing else is needed,
-        # and would install; --print-uris installs nothing.
         apt = (
             "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --print-uris "
             "-o Debug::NoLocking=1 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= "

@@ -58,26 +58,26 @@ def sections(output: list[str]) -> dict[str, list[str]]:
 
 def parse_grubenv(lines: list[str]) -> dict[str, str]:
     """grub-editenv's block: ``name=value`` lines, ``#`` comments and ``#`` padding."""
-    env: dict[str, str] = {}
-    for line in lines:
-        if line.startswith("#") or "=" not in line:
-            continue
-        name, _, value = line.partition("=")
-        env[name.strip()] = value.rstrip("\n")
-    return env
+    pairs = (line.partition("=") for line in lines if not line.startswith("#") and "=" in line)
+    return {name.strip(): value.rstrip("\n") for name, _, value in pairs}
 
 
 def parse_grub_default(lines: list[str]) -> str | None:
     """The last ``GRUB_DEFAULT=`` (shell quoting undone), as /etc/default/grub sources it."""
     value = None
     for line in lines:
-        try:
-            words = shlex.split(line.strip(), comments=True)
-        except ValueError:
-            continue
+        words = _words(line.strip(), comments=True)
         if words and words[0].startswith("GRUB_DEFAULT="):
             value = words[0].removeprefix("GRUB_DEFAULT=")
     return value
+
+
+def _words(text: str, comments: bool = False) -> list[str] | None:
+    """``shlex.split``; None on unbalanced quotes."""
+    try:
+        return shlex.split(text, comments=comments)
+    except ValueError:
+        return None
 
 
 _OPEN = re.compile(r"^\s*(menuentry|submenu)\s+(.*?)\s*\{\s*$")
@@ -127,18 +127,14 @@ def _entry(kind: str, fields: dict[str, Any], children: list[Any]) -> MenuEntry:
 
 
 def _unquote(text: str) -> str:
-    try:
-        words = shlex.split(text, comments=True)
-    except ValueError:
-        return text.strip()
-    return words[0] if words else ""
+    words = _words(text, comments=True)
+    return text.strip() if words is None else (words or [""])[0]
 
 
 def _title_and_id(args: str) -> tuple[str, str | None]:
     """``'Title' --class x $menuentry_id_option 'id'``: the title and the ``--id``."""
-    try:
-        words = shlex.split(args)
-    except ValueError:
+    words = _words(args)
+    if words is None:
         return args, None
     entry_id = None
     for i, word in enumerate(words[:-1]):

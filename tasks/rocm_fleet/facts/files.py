@@ -51,15 +51,12 @@ class FileDigest(FactBase[FileDigestDict | None]):
                 mtime, _, name = rest.partition(" ")
                 if mode.isdigit() and mtime.isdigit():
                     stats[name] = (mode, int(mtime))
-        answers: list[Any] = []
-        for kwargs in kwargs_list:
-            path = kwargs["path"]
-            if path in stats and path in sums:
-                mode, mtime = stats[path]
-                answers.append({"mode": mode, "sha256": sums[path], "mtime": mtime})
-            else:
-                answers.append(None)
-        return answers
+        return [
+            {"mode": stats[p][0], "sha256": sums[p], "mtime": stats[p][1]}
+            if p in stats and p in sums
+            else None
+            for p in (kwargs["path"] for kwargs in kwargs_list)
+        ]
 
 
 _UNESCAPE = re.compile(r"\\(.)")

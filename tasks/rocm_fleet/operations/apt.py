@@ -203,11 +203,9 @@ def show_packages(
     if not detailing():
         return
     asked = [*(install or []), *(move or [])]
-    new = (
-        (read_fact(CandidateVersions, packages=asked, version_regex=version_regex) or {})
-        if asked
-        else {}
-    )
+    new = {}
+    if asked:
+        new = read_fact(CandidateVersions, packages=asked, version_regex=version_regex) or {}
     changes = []
     for name in asked:
         old = installed.get(name)
