@@ -118,8 +118,8 @@ def pinned_wheels(
         name for name in installed
         if name not in keep and any(p.fullmatch(name) for p in patterns)
     )  # fmt: skip
+    pins = [f"{n}=={v}" for n, v in sorted(wanted.items())] + requires
     if not drift and not unmet and not stale:
-        pins = [f"{n}=={v}" for n, v in sorted(wanted.items())] + requires
         host.noop(", ".join(pins) + " installed")
         return
     if detailing():
@@ -128,10 +128,15 @@ def pinned_wheels(
                            venv_path) for n, v in sorted(drift.items())]
             + [PackageChange("remove", n, installed[n], venv=venv_path) for n in stale]
         )  # fmt: skip
+    if (drift or unmet) and not locked:
+        raise OperationValueError(
+            f"pinned_wheels: {', '.join(pins)} for {venv_path} would be "
+            "installed without hashes; pass `locked` (the hash-pinned lines)"
+        )
     python = QuoteString(paths.venv_python(venv_path))
     # Root runs it: only where no one else could have swapped it since preflight.
     checked = [script("path-safe", paths.venv_python(venv_path)), "&&"]
-    if drift or unmet:
+    if locked and (drift or unmet):
         environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
         plain = urlsplit(index_url)
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
@@ -139,47 +144,40 @@ def pinned_wheels(
             trusted = ["--cert", QuoteString(ca)]
             if _ip_literal(plain.hostname):
                 trusted.append(_legacy_certs(python))
-        if locked:
-            source = [line for line in locked if line.startswith(NO_BINARY)]
-            build = [line for line in locked if line.endswith(BUILD_MARK)]
-            pins = [line for line in locked if line not in source and line not in build]
-            needed = {line.split("==", 1)[0] for line in pins}
-            # Build-only requirements go to a scratch dir on PYTHONPATH, removed after.
-            into_venv = [line for line in build if line.split("==", 1)[0] in needed]
-            aside = [line for line in build if line.split("==", 1)[0] not in needed]
+        source = [line for line in locked if line.startswith(NO_BINARY)]
+        build = [line for line in locked if line.endswith(BUILD_MARK)]
+        hashed = [line for line in locked if line not in source and line not in build]
+        needed = {line.split("==", 1)[0] for line in hashed}
+        # Build-only requirements go to a scratch dir on PYTHONPATH, removed after.
+        into_venv = [line for line in build if line.split("==", 1)[0] in needed]
+        aside = [line for line in build if line.split("==", 1)[0] not in needed]
 
-            def install(lines: list[str], *options: str | QuoteString, env=()) -> StringCommand:
-                # The lines on pip's stdin: no file left on the host.
-                variables = [*environment, *env]
-                return StringCommand(
-                    *checked, "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
-                    *(["env", *variables] if variables else []),
-                    python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-                    "--no-cache-dir", "--require-hashes", "--only-binary=:all:", *options,
-                    "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
-                )  # fmt: skip
+        def install(lines: list[str], *options: str | QuoteString, env=()) -> StringCommand:
+            # The lines on pip's stdin: no file left on the host.
+            variables = [*environment, *env]
+            return StringCommand(
+                *checked, "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
+                *(["env", *variables] if variables else []),
+                python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                "--no-cache-dir", "--require-hashes", "--only-binary=:all:", *options,
+                "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
+            )  # fmt: skip
 
-            if not source:
-                yield install(pins)
-            else:
-                sdist = [*map(QuoteString, source), "--no-build-isolation"]
-                if into_venv:
-                    yield install(into_venv)  # before the sdist's build needs it
-                if not aside:
-                    yield install(pins, *sdist)
-                else:
-                    backend = install(aside, "--target", '"$scratch"')
-                    the_set = install(pins, *sdist, env=['PYTHONPATH="$scratch"'])
-                    yield StringCommand(
-                        *checked, 'scratch="$(mktemp -d)"', "||", "exit", "1;", "(", backend, "&&",
-                        the_set, ");", "status=$?;", 'rm -rf "$scratch";', 'exit "$status"',
-                    )  # fmt: skip
+        if not source:
+            yield install(hashed)
         else:
-            pins = [f"{name}=={version}" for name, version in sorted(wanted.items())]
-            raise OperationValueError(
-                f"pinned_wheels: {', '.join(pins + requires)} for {venv_path} would be "
-                "installed without hashes; pass `locked` (the hash-pinned lines)"
-            )
+            sdist = [*map(QuoteString, source), "--no-build-isolation"]
+            if into_venv:
+                yield install(into_venv)  # before the sdist's build needs it
+            if not aside:
+                yield install(hashed, *sdist)
+            else:
+                backend = install(aside, "--target", '"$scratch"')
+                the_set = install(hashed, *sdist, env=['PYTHONPATH="$scratch"'])
+                yield StringCommand(
+                    *checked, 'scratch="$(mktemp -d)"', "||", "exit", "1;", "(", backend, "&&",
+                    the_set, ");", "status=$?;", 'rm -rf "$scratch";', 'exit "$status"',
+                )  # fmt: skip
     if stale:
         yield StringCommand(
             *checked, python, "-m", "pip", "uninstall", "--yes", "--no-input",
