@@ -3,10 +3,8 @@ as a trailer line ``__rc=N``, a missing tool or file as an ``__absent`` / ``__mi
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
-from typing import Any
 
 from pyinfra.api import FactBase
 
@@ -66,29 +64,3 @@ def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
 
 def joined(lines: list[str]) -> str:
     return "\n".join(line.rstrip() for line in lines).strip()
-
-
-def python_command(python: str, body: str, timeout: int) -> str:
-    """``python body`` under ``timeout``, then its ``__rc`` trailer; ``__absent`` without the
-    interpreter."""
-    py = quote(python)
-    return (
-        f"if command -v {py} >/dev/null 2>&1; then "
-        f'timeout {timeout} {py} {body} </dev/null 2>&1; echo "{RC_PREFIX}$?"; '
-        f"else echo {ABSENT}; fi"
-    )
-
-
-def python_json(output: list[str], marker: str) -> tuple[Any, list[str], int | None]:
-    """(JSON after ``marker`` or None, the lines, exit status) of a ``python_command``;
-    ``ABSENT`` in place of the JSON when the interpreter doesn't exist."""
-    lines, rc = split_rc(output)
-    if rc is None and any(line.strip() == ABSENT for line in lines):
-        return ABSENT, lines, rc
-    for line in reversed(lines):
-        if line.startswith(marker):
-            try:
-                return json.loads(line[len(marker) :]), lines, rc
-            except ValueError:
-                return None, lines, rc
-    return None, lines, rc

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from typing import TypedDict
 
 from pyinfra.api import FactBase
 
 from rocm_fleet import assets as files
-from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, python_command, python_json, quote
+from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, quote, split_rc
 
 _TORCH_MARKER = "__torch_json="
 _TORCH_SCRIPT = """\
@@ -75,16 +76,23 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
 
     def command(self, python: str) -> str:
         # Root runs it: only where no one else could have swapped it (the safe path rule).
-        run = python_command(python, f"-c {quote(_TORCH_SCRIPT)}", self.tool_timeout)
+        py = quote(python)
         return (
             f"{files.text('scripts/safe-path.sh')}\n"
-            f"if (safe_path {quote(python)}) 2>&1; then {run}; else echo {RC_PREFIX}126; fi"
+            f"if (safe_path {py}) 2>&1; then if command -v {py} >/dev/null 2>&1; then "
+            f"timeout {self.tool_timeout} {py} -c {quote(_TORCH_SCRIPT)} </dev/null 2>&1; "
+            f'echo "{RC_PREFIX}$?"; else echo {ABSENT}; fi; else echo {RC_PREFIX}126; fi'
         )
 
     def process(self, output: list[str]) -> TorchInfoDict | None:
-        data, lines, rc = python_json(output, _TORCH_MARKER)
-        if data is ABSENT:
+        lines, rc = split_rc(output)
+        if rc is None and any(line.strip() == ABSENT for line in lines):
             return None
+        found = next((line for line in reversed(lines) if line.startswith(_TORCH_MARKER)), "")
+        try:
+            data = json.loads(found[len(_TORCH_MARKER) :])
+        except ValueError:
+            data = None
         if isinstance(data, dict):
             return data  # type: ignore[return-value]
         tail = " | ".join(line.strip() for line in lines if line.strip())
