@@ -59,10 +59,9 @@ class GpuHealthFact(FactBase[HostHealth]):
         current = None
         for line in lines:
             if line.startswith(SECTION):
-                current = line[len(SECTION) :]
-                sections[current] = []
+                current = sections[line[len(SECTION) :]] = []
             elif current is not None:
-                sections[current].append(line)
+                current.append(line)
         texts, codes = {}, {}
         for name, body in sections.items():
             text, codes[name] = split_rc(body)

@@ -31,8 +31,7 @@ def gpu_problems(
     """(problems, summary) of rocminfo's and torch's view against the inventory; no problems: the
     node is as expected."""
     problems: list[str] = []
-    gpus = (agents or {}).get("gpus") or []
-    found = [gpu["name"] for gpu in gpus]
+    found = [gpu["name"] for gpu in (agents or {}).get("gpus") or []]
     found_text = ", ".join(found) or "no GPU agent"
     wanted = [g for g in found if g in expected_gfx] if expected_gfx else found
 

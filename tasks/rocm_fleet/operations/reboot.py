@@ -1,7 +1,5 @@
-"""The reboot operation: only when needed and allowed, and back before it returns.
-
-As pyinfra's ``server.reboot``, except that a host not back within the timeout fails with a
-message, and a fresh boot is an uptime shorter than the time since the reboot was issued."""
+"""The reboot operation: only when needed and allowed, and back (a fresh uptime) before it returns,
+else the host fails with a message."""
 
 from __future__ import annotations
 
