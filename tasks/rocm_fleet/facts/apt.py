@@ -30,13 +30,12 @@ _FINAL = "inc"
 def _listed(output: list[str]) -> list[tuple[str, str, str, str, str]]:
     """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
     the name's architecture qualifier dropped."""
-    listed = []
-    for line in output:
-        parts = line.split("|")
-        if len(parts) == 3 and len(parts[0]) >= 2:
-            abbrev = parts[0].ljust(3)
-            listed.append((abbrev[0], abbrev[1], abbrev[2], parts[1].split(":")[0], parts[2]))
-    return listed
+    rows = [line.split("|") for line in output]
+    return [
+        (*row[0].ljust(3)[:3], row[1].split(":")[0], row[2])
+        for row in rows
+        if len(row) == 3 and len(row[0]) >= 2
+    ]
 
 
 class InstalledPackages(FactBase[dict[str, str]]):

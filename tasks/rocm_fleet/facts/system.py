@@ -56,11 +56,9 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
             return None
 
         point = items.get("DEBIAN_VERSION_FULL")
-        numeric = debian_version and is_numeric_version(debian_version)
-        if not point and items["ID"] == "debian" and numeric:
+        if not point and items["ID"] == "debian" and is_numeric_version(debian_version or ""):
             point = debian_version
-        if not point:
-            point = leading_point_release(items.get("VERSION", ""))
+        point = point or leading_point_release(items.get("VERSION", ""))
         return {
             "id": items["ID"].lower(),
             "id_like": items.get("ID_LIKE", "").split(),
