@@ -89,14 +89,11 @@ def module_options(path: str, content: str, reboot_reason: str):
     """Write a modprobe.d file whole (mode 644), or remove it (``content`` ""); a change marks a
     reboot needed with ``reboot_reason``."""
     current = read_fact(FileDigest, path=path)
-    if not content:
-        if current is None:
-            host.noop(f"{path} is absent")
-            return
-    elif current is not None and (current["mode"], current["sha256"]) == (
-        "644",
-        hashlib.sha256(content.encode()).hexdigest(),
-    ):
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    if not content and current is None:
+        host.noop(f"{path} is absent")
+        return
+    if content and current is not None and (current["mode"], current["sha256"]) == ("644", digest):
         host.noop(f"{path} is up to date")
         return
     if content:

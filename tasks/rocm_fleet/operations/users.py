@@ -25,13 +25,9 @@ def gpu_access(groups: list[str], users: list[str]):
         if group not in current["groups"]
     ]
     for user in users:
-        missing = [g for g in groups if g not in (current["users"][user] or [])]
+        missing = ",".join(g for g in groups if g not in (current["users"][user] or []))
         if missing:
-            changes.append(
-                StringCommand(
-                    "usermod", "-a", "-G", QuoteString(",".join(missing)), QuoteString(user)
-                )
-            )
+            changes.append(StringCommand("usermod", "-a", "-G", *map(QuoteString, (missing, user))))
     if not changes:
         host.noop(f"{', '.join(groups)} exist" + (f"; {', '.join(users)} in them" if users else ""))
         return
