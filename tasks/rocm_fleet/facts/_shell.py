@@ -1,18 +1,12 @@
-"""What every fact command shares: quoting, exit-status trailers, markers, Python probes.
-
-Every fact command is POSIX ``sh`` and exits 0 (pyinfra fails a host on a non-zero fact
-command); a tool's exit status that matters comes back as a trailer line ``__rc=N``, a missing
-tool or file as an ``__absent`` / ``__missing`` line."""
+"""What fact commands share. Each is POSIX ``sh`` and exits 0; a tool's exit status comes back
+as a trailer line ``__rc=N``, a missing tool or file as an ``__absent`` / ``__missing`` line."""
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
-from typing import Any
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet import assets as files
 
@@ -29,13 +23,9 @@ def quote(value: str) -> str:
     return shlex.quote(value)
 
 
-def strip_ansi(line: str) -> str:
-    return _ANSI_RE.sub("", line)
-
-
 def split_rc(output: list[str]) -> tuple[list[str], int | None]:
     """(lines without the last ``__rc=N`` trailer, N or None); ANSI escapes removed."""
-    lines = [strip_ansi(line) for line in output]
+    lines = [_ANSI_RE.sub("", line) for line in output]
     rc = None
     for index in range(len(lines) - 1, -1, -1):
         if lines[index].startswith(RC_PREFIX):
@@ -59,11 +49,8 @@ def yes_if(condition: str) -> str:
 class Condition(FactBase[bool]):
     """A yes/no fact (``command`` is ``yes_if(...)``); False on empty output."""
 
-    @staticmethod
-    def default() -> bool:
-        return False
+    default = bool
 
-    @override
     def process(self, output: list[str]) -> bool:
         return _YES in [line.strip() for line in output]
 
@@ -77,29 +64,3 @@ def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
 
 def joined(lines: list[str]) -> str:
     return "\n".join(line.rstrip() for line in lines).strip()
-
-
-def python_command(python: str, body: str, timeout: int) -> str:
-    """``python body`` under ``timeout``, then its ``__rc`` trailer; ``__absent`` without the
-    interpreter."""
-    py = quote(python)
-    return (
-        f"if command -v {py} >/dev/null 2>&1; then "
-        f'timeout {timeout} {py} {body} </dev/null 2>&1; echo "{RC_PREFIX}$?"; '
-        f"else echo {ABSENT}; fi"
-    )
-
-
-def python_json(output: list[str], marker: str) -> tuple[Any, list[str], int | None]:
-    """(JSON after ``marker`` or None, the lines, exit status) of a ``python_command``;
-    ``ABSENT`` in place of the JSON when the interpreter doesn't exist."""
-    lines, rc = split_rc(output)
-    if rc is None and any(line.strip() == ABSENT for line in lines):
-        return ABSENT, lines, rc
-    for line in reversed(lines):
-        if line.startswith(marker):
-            try:
-                return json.loads(line[len(marker) :]), lines, rc
-            except ValueError:
-                return None, lines, rc
-    return None, lines, rc

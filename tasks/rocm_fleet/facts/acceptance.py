@@ -1,10 +1,8 @@
-"""The node's last acceptance record (``paths.ACCEPTANCE_RECORD``, root-only), read strictly by
-:mod:`rocm_fleet.model.acceptance`."""
+"""The node's last acceptance record (``paths.ACCEPTANCE_RECORD``, root-only)."""
 
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT
 from rocm_fleet.model import paths
@@ -12,21 +10,15 @@ from rocm_fleet.model.acceptance import AcceptanceRead, read_record
 
 
 class AcceptanceRecordFact(FactBase[AcceptanceRead]):
-    """
-    The last acceptance run's record as an ``AcceptanceRead``: ``record`` None and ``error``
-    None when the node has none; ``error`` when it is not one rocm-fleet wrote.
-    """
+    """The last acceptance record, read strictly (``model.acceptance``): both fields None when
+    the node has none; ``error`` when it is not one rocm-fleet wrote."""
 
-    @staticmethod
-    def default() -> AcceptanceRead:
-        return AcceptanceRead()
+    default = AcceptanceRead
 
-    @override
     def command(self) -> str:
         path = paths.ACCEPTANCE_RECORD
         return f"if [ -f {path} ]; then head -c 1000000 {path}; else echo {ABSENT}; fi"
 
-    @override
     def process(self, output: list[str]) -> AcceptanceRead:
         text = "\n".join(output)
         return AcceptanceRead() if text.strip() == ABSENT else read_record(text)

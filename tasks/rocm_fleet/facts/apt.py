@@ -6,7 +6,6 @@ import base64
 import re
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import MISSING, quote
 from rocm_fleet.model import paths
@@ -14,16 +13,14 @@ from rocm_fleet.model.answers import InstallSize
 from rocm_fleet.upstream.openpgp import primary_fingerprints
 
 _JOURNAL = "journal"
-# What InstalledPackages, HeldPackages and DpkgInterrupted read: whether dpkg's journal holds
-# unapplied entries, and every package's db:Status-Abbrev (want, status and error flag, a
-# letter each), name and version.
+# What InstalledPackages, HeldPackages and DpkgInterrupted read: dpkg's journal unapplied, and
+# every package's db:Status-Abbrev (want, status, error flag), name and version.
 DPKG_LISTING = (
     "for f in /var/lib/dpkg/updates/* /var/lib/dpkg/updates/.[!.]*; do "
     f'if [ -e "$f" ]; then echo {_JOURNAL}; break; fi; done; '
     "dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\\n' 2>/dev/null; true"
 )
-# dpkg's status letters (db:Status-Abbrev) and words (Status); installed, config-files and
-# not-installed are the final ones.
+# dpkg's status letters and words; installed, config-files and not-installed are final.
 _STATUS_WORDS = {"n": "not-installed", "c": "config-files", "H": "half-installed",
                  "U": "unpacked", "F": "half-configured", "W": "triggers-awaited",
                  "t": "triggers-pending", "i": "installed"}  # fmt: skip
@@ -33,78 +30,51 @@ _FINAL = "inc"
 def _listed(output: list[str]) -> list[tuple[str, str, str, str, str]]:
     """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
     the name's architecture qualifier dropped."""
-    listed = []
-    for line in output:
-        parts = line.split("|")
-        if len(parts) == 3 and len(parts[0]) >= 2:
-            abbrev = parts[0].ljust(3)
-            listed.append((abbrev[0], abbrev[1], abbrev[2], parts[1].split(":")[0], parts[2]))
-    return listed
+    rows = [line.split("|") for line in output]
+    return [
+        (*row[0].ljust(3)[:3], row[1].split(":")[0], row[2])
+        for row in rows
+        if len(row) == 3 and len(row[0]) >= 2
+    ]
 
 
 class InstalledPackages(FactBase[dict[str, str]]):
-    """
-    Every package dpkg counts as installed (half-installed and half-configured included;
-    config-files only not), name -> version, architecture qualifiers dropped.
-
-    .. code:: python
-
-        {"rocminfo": "1.0.0.60403-128~22.04", "curl": "7.88.1-10+deb12u14"}
-    """
+    """Every package dpkg counts as installed (half-installed and half-configured included;
+    config-files only not), name -> version, architecture qualifiers dropped."""
 
     default = dict
 
-    @override
     def command(self) -> str:
         return DPKG_LISTING
 
-    @override
     def process(self, output: list[str]) -> dict[str, str]:
-        # status n = not installed, c = config files only
         return {
             name: version for _, status, _, name, version in _listed(output) if status not in "nc"
         }
 
 
 class HeldPackages(FactBase[list[str]]):
-    """
-    The packages on hold (dpkg's selection ``hold``, what ``apt-mark hold`` sets), sorted;
-    empty without dpkg. A qualified package's hold (``libfoo1:i386``) counts for the name. The
-    names are dpkg's, unchecked: only looked up, never passed on. Read with ``dpkg-query``, not
-    ``apt-mark showhold``, which may rebuild apt's cache files.
-
-    .. code:: python
-
-        ["linux-headers-amd64", "linux-image-amd64"]
-    """
+    """The packages on hold (``apt-mark hold``; a qualified one's counts for the name), sorted;
+    unchecked names, only looked up. Read with ``dpkg-query``: ``apt-mark showhold`` may
+    rebuild apt's cache files."""
 
     default = list
 
-    @override
     def command(self) -> str:
         return DPKG_LISTING
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         return sorted({name for want, _, _, name, _ in _listed(output) if want == "h"})
 
 
 class DpkgInterrupted(FactBase[list[str]]):
-    """
-    What an interrupted dpkg left behind: ``journal`` when /var/lib/dpkg/updates holds
-    unapplied entries (apt then refuses: "dpkg was interrupted"), and ``<state> <package>``
-    for each package not in a final state (half-installed, unpacked, half-configured,
-    triggers-awaited, triggers-pending, or flagged reinst-required). Empty when dpkg is clean.
-
-    .. code:: python
-
-        ["journal", "half-configured rocm-core", "unpacked rocminfo"]
-    """
+    """What an interrupted dpkg left: ``journal`` when /var/lib/dpkg/updates holds unapplied
+    entries, and ``<state> <package>`` for each package not in a final state or flagged
+    reinst-required. Empty when dpkg is clean."""
 
     command = DPKG_LISTING
     default = list
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         journal = [_JOURNAL] if _JOURNAL in (line.strip() for line in output) else []
         return journal + [
@@ -115,21 +85,13 @@ class DpkgInterrupted(FactBase[list[str]]):
 
 
 class KeyringFingerprints(FactBase[list[str] | None]):
-    """
-    Primary-key fingerprints in a keyring (binary or armored OpenPGP, as apt's ``signed-by``
-    reads), None when the file is missing; parsed on the controller (``upstream.openpgp``).
+    """Primary-key fingerprints in a keyring (binary or armored OpenPGP, as ``signed-by`` reads),
+    parsed on the controller; None when the file is missing."""
 
-    .. code:: python
-
-        ["CA8BB4727A47B4D09B4EE8969386B48A1A693C5C"]
-    """
-
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return f"if test -e {q}; then base64 < {q}; else echo {MISSING}; fi"
 
-    @override
     def process(self, output: list[str]) -> list[str] | None:
         if MISSING in output:
             return None
@@ -141,25 +103,16 @@ class KeyringFingerprints(FactBase[list[str] | None]):
 
 
 class AptSourceLines(FactBase[list[list[str]]]):
-    """
-    The active lines of every apt source file that mention one of ``hosts``, as
-    [file, line] pairs (comments skipped), one-line and deb822 files alike.
-
-    .. code:: python
-
-        [["/etc/apt/sources.list.d/rocm.list",
-          "deb [arch=amd64 signed-by=/etc/apt/keyrings/rocm.gpg] https://repo.radeon.com/..."]]
-    """
+    """The active lines of every apt source file (one-line and deb822) that mention one of
+    ``hosts``, as [file, line] pairs."""
 
     default = list
 
-    @override
     def command(self, hosts: list[str] | tuple[str, ...]) -> str:
         patterns = " ".join(f"-e {quote(re.escape(h))}" for h in hosts)
         parts = f"{quote(paths.APT_SOURCES_PARTS)}/*"
         return f"grep -Hs {patterns} {quote(paths.APT_SOURCES_LIST)} {parts} || true"
 
-    @override
     def process(self, output: list[str]) -> list[list[str]]:
         sources = []
         for line in output:
@@ -170,18 +123,10 @@ class AptSourceLines(FactBase[list[list[str]]]):
 
 
 class DebianMirror(FactBase[str | None]):
-    """
-    The Debian mirror the host's own apt sources use for its release (the first ``URIs:``
-    of a deb822 Debian source, else the first ``deb`` line of sources.list naming a
-    ``/debian`` archive), so a backports source points where the rest of its packages
-    come from. None when the host names none.
+    """The Debian mirror (``http://deb.debian.org/debian``) the host's own apt sources use (the
+    first ``URIs:`` of debian.sources, else sources.list's first ``deb`` of a ``/debian``
+    archive); None when the host names none."""
 
-    .. code:: python
-
-        "http://deb.debian.org/debian"
-    """
-
-    @override
     def command(self) -> str:
         deb822, one_line = (quote(p) for p in paths.DEBIAN_SOURCES)
         return (
@@ -190,7 +135,6 @@ class DebianMirror(FactBase[str | None]):
             f"\\?\\([^[:space:]]*\\).*/\\2/p' {one_line}"
         )
 
-    @override
     def process(self, output: list[str]) -> str | None:
         for line in output:
             for uri in line.split():
@@ -206,31 +150,20 @@ _INSTALLED = "already installed from this release"
 
 
 class AptInstallSize(FactBase[InstallSize]):
-    """
-    How many bytes apt says installing ``packages`` adds, asked read-only (no lock, no
-    cache files written, nothing installed): ``need`` is 0 when every package is installed
-    at a version matching ``version_regex`` (the release's; apt isn't asked: loading its
-    cache is slow), None when apt can't resolve them (no source for them yet) or said
-    nothing it could be read from.
-
-    .. code:: python
-
-        InstallSize(need=2400000000, message="After this operation, 2,400 MB of additional ...")
-    """
+    """How many bytes apt says installing ``packages`` adds, asked read-only: ``need`` 0 when all
+    are installed at a version matching ``version_regex`` (apt not asked), None when apt can't
+    resolve them or said nothing readable."""
 
     @staticmethod
     def default() -> InstallSize:
         return InstallSize(need=None, message="")
 
-    @override
     def command(
         self, packages: list[str] | tuple[str, ...], version_regex: str | None = None
     ) -> str:
         if not packages:
             return "true"
         names = " ".join(quote(p) for p in packages)
-        # --print-uris, not --assume-no: apt asks no question when nothing else is needed,
-        # and would install; --print-uris installs nothing.
         apt = (
             "LC_ALL=C DEBIAN_FRONTEND=noninteractive apt-get install --print-uris "
             "-o Debug::NoLocking=1 -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache= "
@@ -246,7 +179,6 @@ class AptInstallSize(FactBase[InstallSize]):
         )
         return f'if [ "$({have})" = {len(packages)} ]; then echo {_INSTALLED}; else {apt}; fi'
 
-    @override
     def process(self, output: list[str]) -> InstallSize:
         message = " ".join(line.strip() for line in output).strip()
         return InstallSize(need=_apt_need(message), message=message)
@@ -271,19 +203,12 @@ _APT_CACHE = "apt-cache -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache="
 
 
 class CandidateVersions(FactBase[dict[str, str]]):
-    """The version apt would install of each of ``packages``: with ``version_regex``, the first
-    ``apt-cache madison`` lists that matches it (as ``release-switch.sh`` picks it), else apt's
-    candidate (``apt-cache policy``); a package apt has no version of is left out (its source
-    may be written by this run). Read for ``--diff`` only.
-
-    .. code:: python
-
-        {"rocm-hip-runtime": "7.1.1.70101-38~24.04", "dkms": "3.0.10-8+deb12u1"}
-    """
+    """The version apt would install of each of ``packages`` (with ``version_regex``, the first of
+    ``apt-cache madison`` matching it, as ``release-switch.sh`` picks; else the candidate); one
+    apt has no version of is left out. Read for ``--diff`` only."""
 
     default = dict
 
-    @override
     def command(
         self, packages: list[str] | tuple[str, ...], version_regex: str | None = None
     ) -> str:
@@ -301,7 +226,6 @@ class CandidateVersions(FactBase[dict[str, str]]):
             )
         return f'for p in {names}; do echo "$p $(LC_ALL=C {pick})"; done'
 
-    @override
     def process(self, output: list[str]) -> dict[str, str]:
         found = {}
         for line in output:

@@ -1,11 +1,9 @@
-"""What removing packages would take along, from apt's own simulation (``apt-get -s purge``,
-read-only, no lock): NVIDIA's packages (``PackagePurge``) and the distribution's own ROCm
-(``DistroRocmPackages``), both read by ``files/scripts/apt-query.sh``."""
+"""What purging NVIDIA's packages or the distribution's own ROCm would take along, from apt's
+simulation (``apt-get -s purge``: read-only, no lock) in ``files/scripts/apt-query.sh``."""
 
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import script_command
 from rocm_fleet.model import paths
@@ -30,26 +28,14 @@ def _package_line(line: str, packages: dict[str, str]) -> None:
 
 
 class PackagePurge(FactBase["PackagePurgeDict | None"]):
-    """
-    The installed packages whose names match ``patterns`` (globs, minus the ``exceptions``
-    globs), and what ``apt-get purge`` of all of them would remove, from apt's own
-    simulation (``apt-get -s``: read-only, no lock). None when none is installed.
+    """The installed packages matching ``patterns`` (globs, minus the ``exceptions`` globs) and
+    what purging all of them would remove; None when none is installed."""
 
-    .. code:: python
-
-        {
-            "packages": {"libcuda1": "535.247.01-1~deb12u1", "nvidia-driver": "535.247..."},
-            "purge": {"removes": ["libcuda1", "nvidia-driver", "nvidia-smi"], "errors": []},
-        }
-    """
-
-    @override
     def command(
         self, patterns: tuple[str, ...] | list[str], exceptions: tuple[str, ...] | list[str] = ()
     ) -> str:
         return script_command(("apt-query", "package-purge"), (" ".join(exceptions), *patterns))
 
-    @override
     def process(self, output: list[str]) -> PackagePurgeDict | None:
         packages: dict[str, str] = {}
         for line in output:
@@ -72,43 +58,22 @@ def _depends_names(field: str) -> set[str]:
 
 
 class DistroRocmPackages(FactBase["DistroRocmDict | None"]):
-    """
-    The distribution's own ROCm packages on the host (installed, named by one of
-    ``patterns``, not AMD's: a version matching ``versions.AMD_CLASSIC_VERSION`` is AMD's),
-    and what removing them would take along. ``needed_by``: the installed packages whose
-    Depends or Pre-Depends name each; ``tools``: AMD's programs (``tools``) the distribution
-    put in /usr/bin, which comes before /opt/rocm/bin on PATH, and the package that did;
-    ``conflicting``: those owners and the packages named like one of AMD's own
-    (``same_names``); ``purge_conflicting`` / ``purge_kept``: what ``apt-get purge`` of the
-    conflicting ones / of the rest would remove (apt's simulation, read-only). None when
-    there are none.
+    """The distribution's own ROCm packages (named by ``patterns``, at a version not AMD's) and
+    what needs each; AMD's ``tools`` they put in /usr/bin (before /opt/rocm/bin on PATH); the
+    ``conflicting`` ones (those owners, and ones named as AMD's ``same_names``); and what purging
+    the conflicting ones / the rest would remove. None when there are none."""
 
-    .. code:: python
-
-        {
-            "packages": {"libamdhip64-5": "5.7.1-3", "rocminfo": "5.7.1-3build1", ...},
-            "needed_by": {"libamdhip64-5": ["libucx0"], "libhsa-runtime64-1": [...], ...},
-            "tools": {"/usr/bin/rocminfo": "rocminfo"},
-            "conflicting": ["rocminfo"],
-            "purge_conflicting": {"removes": ["rocminfo"], "errors": []},
-            "purge_kept": {"removes": ["libamdhip64-5", ..., "libucx0", "openmpi-bin"],
-                           "errors": []},
-        }
-    """
-
-    @override
     def command(
         self,
         patterns: tuple[str, ...] | list[str],
         same_names: tuple[str, ...] | list[str],
         tools: tuple[str, ...] | list[str],
     ) -> str:
-        # A "name|version" line whose version is AMD's (the same rule as amd_release_tag).
+        # A "name|version" line whose version is AMD's.
         not_amd = r"^[^|]*\|" + AMD_CLASSIC_VERSION.removeprefix("^")
         args = (not_amd, " ".join(same_names), paths.DISTRO_BIN, " ".join(tools), *patterns)
         return script_command(("apt-query", "distro-rocm"), args)
 
-    @override
     def process(self, output: list[str]) -> DistroRocmDict | None:
         packages: dict[str, str] = {}
         depends: dict[str, set[str]] = {}

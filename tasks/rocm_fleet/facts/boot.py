@@ -1,8 +1,6 @@
-"""What the next boot depends on: GRUB's configuration, the installed kernels, their amdgpu
-modules and initramfs images, ``dkms status`` and the room left in ``/boot``.
-
-One command reads it all (sections ``__section=NAME``, content lines prefixed ``|`` so no file
-can open a section); the parsers return ``model.boot``'s types."""
+"""What the next boot depends on (GRUB, kernels, their amdgpu modules and initramfs, ``dkms
+status``, room in ``/boot``), in one command: sections ``__section=NAME``, content lines
+prefixed ``|`` so no file can open a section."""
 
 from __future__ import annotations
 
@@ -11,13 +9,11 @@ import shlex
 from typing import Any
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.model.boot import BootState, DkmsEntry, InstalledKernel, MenuEntry
 from rocm_fleet.model.paths import DEFAULT_GRUB, GRUB_CFG, GRUBENV
 
-#: The kernel's module signature marker (include/linux/module_signature.h MODULE_SIG_STRING),
-#: the last 28 bytes of a signed module.
+#: The last 28 bytes of a signed module (include/linux/module_signature.h MODULE_SIG_STRING).
 SIGNATURE_MARKER = "~Module signature appended~"
 
 _SECTION = "__section="
@@ -62,26 +58,26 @@ def sections(output: list[str]) -> dict[str, list[str]]:
 
 def parse_grubenv(lines: list[str]) -> dict[str, str]:
     """grub-editenv's block: ``name=value`` lines, ``#`` comments and ``#`` padding."""
-    env: dict[str, str] = {}
-    for line in lines:
-        if line.startswith("#") or "=" not in line:
-            continue
-        name, _, value = line.partition("=")
-        env[name.strip()] = value.rstrip("\n")
-    return env
+    pairs = (line.partition("=") for line in lines if not line.startswith("#") and "=" in line)
+    return {name.strip(): value.rstrip("\n") for name, _, value in pairs}
 
 
 def parse_grub_default(lines: list[str]) -> str | None:
     """The last ``GRUB_DEFAULT=`` (shell quoting undone), as /etc/default/grub sources it."""
     value = None
     for line in lines:
-        try:
-            words = shlex.split(line.strip(), comments=True)
-        except ValueError:
-            continue
+        words = _words(line.strip(), comments=True)
         if words and words[0].startswith("GRUB_DEFAULT="):
             value = words[0].removeprefix("GRUB_DEFAULT=")
     return value
+
+
+def _words(text: str, comments: bool = False) -> list[str] | None:
+    """``shlex.split``; None on unbalanced quotes."""
+    try:
+        return shlex.split(text, comments=comments)
+    except ValueError:
+        return None
 
 
 _OPEN = re.compile(r"^\s*(menuentry|submenu)\s+(.*?)\s*\{\s*$")
@@ -131,18 +127,14 @@ def _entry(kind: str, fields: dict[str, Any], children: list[Any]) -> MenuEntry:
 
 
 def _unquote(text: str) -> str:
-    try:
-        words = shlex.split(text, comments=True)
-    except ValueError:
-        return text.strip()
-    return words[0] if words else ""
+    words = _words(text, comments=True)
+    return text.strip() if words is None else (words or [""])[0]
 
 
 def _title_and_id(args: str) -> tuple[str, str | None]:
     """``'Title' --class x $menuentry_id_option 'id'``: the title and the ``--id``."""
-    try:
-        words = shlex.split(args)
-    except ValueError:
+    words = _words(args)
+    if words is None:
         return args, None
     entry_id = None
     for i, word in enumerate(words[:-1]):
@@ -213,20 +205,12 @@ def boot_state(output: list[str]) -> BootState:
 
 
 class BootKernels(FactBase[BootState]):
-    """
-    The next boot's inputs as a ``model.boot.BootState``: GRUB's menu and defaults, each
-    ``/boot/vmlinuz-*`` with its initramfs and amdgpu modules, ``dkms status``, free bytes on
-    ``/boot``.
-    """
+    """The next boot's inputs as a ``model.boot.BootState``."""
 
-    @staticmethod
-    def default() -> BootState:
-        return BootState()
+    default = BootState
 
-    @override
     def command(self) -> str:
         return _COMMAND
 
-    @override
     def process(self, output: list[str]) -> BootState:
         return boot_state(output)

@@ -1,10 +1,8 @@
-"""What a node shows of its GPU-container side, for the audit (``model.gpu_containers``):
-which engines' commands are there, the CDI spec's text, the members of video and render."""
+"""What a node shows of its GPU-container side, for the audit (``model.gpu_containers``)."""
 
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.model.gpu_containers import DAEMON_JSON, GROUPS, SPEC, ContainerView
 
@@ -17,17 +15,11 @@ MAX_SPEC = 1_000_000
 
 
 class GpuContainersFact(FactBase[ContainerView]):
-    """
-    The node's ``ContainerView``: ``docker`` and ``podman`` on ``PATH``, ``dockerd --version``,
-    ``getent group video render``, ``/etc/docker/daemon.json`` and ``/etc/cdi/amd.json``
-    (regular files only, each cut at ``MAX_SPEC`` bytes).
-    """
+    """``docker`` and ``podman`` on ``PATH``, ``dockerd --version``, the members of video and
+    render, daemon.json and the CDI spec (regular files only, cut at ``MAX_SPEC`` bytes)."""
 
-    @staticmethod
-    def default() -> ContainerView:
-        return ContainerView()
+    default = ContainerView
 
-    @override
     def command(self) -> str:
         files = "".join(
             f"if [ -f {path} ] && [ ! -L {path} ]; then echo; echo {start}; "
@@ -41,7 +33,6 @@ class GpuContainersFact(FactBase[ContainerView]):
             f"getent group {' '.join(GROUPS)}; {files}true"
         )
 
-    @override
     def process(self, output: list[str]) -> ContainerView:
         installed: list[str] = []
         members: dict[str, tuple[str, ...]] = {}

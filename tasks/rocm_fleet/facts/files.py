@@ -6,31 +6,21 @@ import re
 from typing import Any
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, Condition, quote, script_command, yes_if
 from rocm_fleet.model.answers import FileDigestDict, LastPull
 
 
 class FileDigest(FactBase[FileDigestDict | None]):
-    """
-    Octal mode, SHA-256 and mtime (seconds) of a regular file; None when it isn't one.
-    ``batch_command``/``batch_process`` answer many paths in one ``stat`` and one
-    ``sha256sum``.
+    """Octal mode, SHA-256 and mtime (seconds) of a regular file; None when it isn't one. The
+    batch answers many paths in one ``stat`` and one ``sha256sum``."""
 
-    .. code:: python
-
-        {"mode": "644", "sha256": "5f1c…", "mtime": 1764460800}
-    """
-
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return (
             f"if test -f {q}; then stat -c '%a %Y' {q} && sha256sum < {q}; else echo {ABSENT}; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> FileDigestDict | None:
         if not output or output[0].strip() == ABSENT or len(output) < 2:
             return None
@@ -61,15 +51,12 @@ class FileDigest(FactBase[FileDigestDict | None]):
                 mtime, _, name = rest.partition(" ")
                 if mode.isdigit() and mtime.isdigit():
                     stats[name] = (mode, int(mtime))
-        answers: list[Any] = []
-        for kwargs in kwargs_list:
-            path = kwargs["path"]
-            if path in stats and path in sums:
-                mode, mtime = stats[path]
-                answers.append({"mode": mode, "sha256": sums[path], "mtime": mtime})
-            else:
-                answers.append(None)
-        return answers
+        return [
+            {"mode": stats[p][0], "sha256": sums[p], "mtime": stats[p][1]}
+            if p in stats and p in sums
+            else None
+            for p in (kwargs["path"] for kwargs in kwargs_list)
+        ]
 
 
 _UNESCAPE = re.compile(r"\\(.)")
@@ -78,19 +65,12 @@ _SHA256_LINE = re.compile(r"^(?P<escaped>\\?)(?P<sha256>[0-9a-f]{64}) [ *](?P<na
 
 class FileText(FactBase[str | None]):
     """The text of the regular file ``path``, lines ending in a newline; None when it isn't one
-    or is a link (never read through it). Read for ``--diff`` only.
+    or is a link (never read through it). Read for ``--diff`` only."""
 
-    .. code:: python
-
-        "/opt/rocm/lib\n/opt/rocm/lib64\n"
-    """
-
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return f"if test -f {q} && ! test -L {q}; then cat {q}; else echo {ABSENT}; fi"
 
-    @override
     def process(self, output: list[str]) -> str | None:
         if output == [ABSENT]:
             return None
@@ -98,68 +78,39 @@ class FileText(FactBase[str | None]):
 
 
 class DirectoryExists(Condition):
-    """Whether ``path`` is a directory.
+    """Whether ``path`` is a directory."""
 
-    .. code:: python
-
-        True
-    """
-
-    @override
     def command(self, path: str) -> str:
         return yes_if(f"test -d {quote(path)}")
 
 
 class LockHeld(Condition):
-    """Whether a process holds the flock(1) lock ``path`` (taken for an instant to look).
+    """Whether a process holds the flock(1) lock ``path`` (taken for an instant to look)."""
 
-    .. code:: python
-
-        False
-    """
-
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return yes_if(f"test -e {q} && ! flock --nonblock {q} true 2>/dev/null")
 
 
 class Ledger(FactBase[list[str]]):
-    """The entries (one a line) of one of rocm-fleet's ledgers, in order; [] without it.
+    """The entries (one a line) of one of rocm-fleet's ledgers, in order; [] without it."""
 
-    .. code:: python
+    default = list
 
-        ["amdgpu-dkms", "linux-headers-6.1.0-31-amd64"]
-    """
-
-    @staticmethod
-    def default() -> list[str]:
-        return []
-
-    @override
     def command(self, path: str) -> str:
         return f"cat {quote(path)} 2>/dev/null || true"
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         return [line.strip() for line in output if line.strip()]
 
 
 class WritableByOthers(FactBase[str | None]):
-    """The first directory above ``path`` breaking the safe path rule (``safe-path.sh``), else
-    the first path under it (itself included) not root's alone (another owner, or
-    group/other-writable; links by owner only), as ``OWNER MODE PATH``; None when none.
+    """The first directory above ``path`` breaking the safe path rule, else the first path under
+    it (itself included) not root's alone, as ``OWNER MODE PATH``; None when none."""
 
-    .. code:: python
-
-        "alice 755 /opt/rocm-fleet/venv/lib/python3.11/site-packages"
-    """
-
-    @override
     def command(self, path: str) -> str:
         return script_command(("safe-path", "writable-by-others"), (path,))
 
-    @override
     def process(self, output: list[str]) -> str | None:
         found = [line.strip() for line in output if line.strip()]
         return found[0] if found else None
@@ -171,14 +122,8 @@ _PULL_STARTED = re.compile(r"rocm_fleet_pull_last_run_timestamp_seconds ([0-9]{1
 
 class PullStatus(FactBase[LastPull | None]):
     """The last pull's result and start time from its node_exporter textfile (only the two gauges'
-    exact lines are read); None without the file.
+    exact lines are read); None without the file."""
 
-    .. code:: python
-
-        LastPull(result="bad-signature", started=1764460800)
-    """
-
-    @override
     def command(self, path: str) -> str:
         q = quote(path)
         return (
@@ -186,7 +131,6 @@ class PullStatus(FactBase[LastPull | None]):
             f" {q} || true; else echo {ABSENT}; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> LastPull | None:
         if output and output[0].strip() == ABSENT:
             return None

@@ -1,6 +1,5 @@
-"""GPU facts: rocminfo's agents, the installed ROCm version, GPUs on PCI, the KFD topology.
-
-The PCI and KFD facts read sysfs only: they work before ROCm is installed."""
+"""GPU facts: rocminfo's agents, the installed ROCm version, and (sysfs only, so before ROCm too)
+GPUs on PCI and the KFD topology."""
 
 from __future__ import annotations
 
@@ -9,7 +8,6 @@ from typing import Any, TypedDict
 
 from pyinfra.api import FactBase
 from pyinfra.api.exceptions import FactProcessError
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, joined, quote, split_rc
 from rocm_fleet.model import paths
@@ -17,10 +15,8 @@ from rocm_fleet.model.answers import KfdNode, PciGpu
 
 
 def gfx_from_target_version(value: int) -> str | None:
-    """
-    KFD ``gfx_target_version`` -> gfx name as ``rocm_agent_enumerator`` decodes it: ``110000``
-    -> ``gfx1100``, ``90010`` -> ``gfx90a``; ``0`` (CPU node) -> None.
-    """
+    """KFD ``gfx_target_version`` -> gfx name as ``rocm_agent_enumerator`` decodes it: ``90010``
+    -> ``gfx90a``; ``0`` (CPU node) -> None."""
     if value <= 0:
         return None
     major, minor, stepping = value // 10000, (value // 100) % 100, value % 100
@@ -111,38 +107,12 @@ def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
 
 
 class RocmAgents(FactBase[RocmAgentsDict | None]):
-    """
-    GPU agents from a release's own ``rocminfo`` (its path, never one on ``PATH``); None when
-    it is not installed.
-
-    .. code:: python
-
-        {
-            "status": "ok",  # | "not_loaded" | "no_access" | "error"
-            "rc": 0,  # rocminfo's exit status (124 = killed by the timeout)
-            "message": "ROCk module version 6.8.5 is loaded",
-            "gpus": [
-                {
-                    "name": "gfx1100",
-                    "marketing_name": "Radeon RX 7900 XTX",
-                    "uuid": "GPU-fff29e921a701d68",  # "GPU-XX" on APUs
-                    "vendor": "AMD",
-                    "node": 1,  # KFD topology node
-                    "chip_id": "0x744c",  # PCI device id
-                    "compute_units": 96,
-                    "pci_bdf": "0d:00.0",  # from BDFID, no PCI domain
-                    "apu": False,  # "Memory Properties: APU" (rocminfo >= 6.2)
-                    "isa": ["amdgcn-amd-amdhsa--gfx1100"],
-                },
-            ],
-        }
-
-    Raises ``FactProcessError`` on output without an exit status.
-    """
+    """GPU agents (``status`` ok, not_loaded, no_access or error) from a release's own
+    ``rocminfo`` (its path, never one on ``PATH``); None when it is not installed.
+    ``FactProcessError`` on output without an exit status."""
 
     tool_timeout = 120
 
-    @override
     def command(self, rocminfo: str = f"{paths.ROCM_ROOT}/bin/rocminfo") -> str:
         r = quote(rocminfo)
         return (
@@ -150,7 +120,6 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
             f'else timeout {self.tool_timeout} {r} </dev/null 2>&1; echo "{RC_PREFIX}$?"; fi'
         )
 
-    @override
     def process(self, output: list[str]) -> RocmAgentsDict | None:
         lines, rc = split_rc(output)
         if rc is None:
@@ -159,10 +128,7 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
             raise FactProcessError(f"rocminfo output without exit status: {joined(lines)!r}")
 
         nonempty = [line.strip() for line in lines if line.strip()]
-        message = nonempty[0] if nonempty else ""
-        status = "ok"
-        gpus: list[RocmGpu] = []
-
+        status, message, gpus = "ok", (nonempty or [""])[0], []
         not_loaded = [line for line in nonempty if line.startswith("ROCk module is NOT")]
         kfd = [
             i
@@ -174,8 +140,7 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
         elif kfd:
             status, message = "no_access", " ".join(nonempty[kfd[0] : kfd[0] + 2])
         elif rc != 0:
-            status = "error"
-            tail = nonempty[-3:]
+            status, tail = "error", nonempty[-3:]
             message = " | ".join(tail) if tail else f"rocminfo exited with {rc}"
             if rc == 124:
                 message = f"rocminfo timed out after {self.tool_timeout}s" + (
@@ -187,12 +152,9 @@ class RocmAgents(FactBase[RocmAgentsDict | None]):
 
 
 class RocmVersion(FactBase[str | None]):
-    """
-    Installed ROCm version from ``<rocm_path>/.info/version`` (default: the first of
-    ``paths.ROCM_VERSION_FILES``), e.g. ``"6.4.3-128"``; None when there is none.
-    """
+    """Installed ROCm version (``"6.4.3-128"``) from ``<rocm_path>/.info/version`` (default: the
+    first of ``paths.ROCM_VERSION_FILES``); None when there is none."""
 
-    @override
     def command(self, rocm_path: str | None = None) -> str:
         if rocm_path:
             candidates = [rocm_path.rstrip("/") + "/.info/version"]
@@ -201,7 +163,6 @@ class RocmVersion(FactBase[str | None]):
         files = " ".join(quote(path) for path in candidates)
         return f'for f in {files}; do if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
 
-    @override
     def process(self, output: list[str]) -> str | None:
         for line in output:
             if line.strip():
@@ -209,31 +170,16 @@ class RocmVersion(FactBase[str | None]):
         return None
 
 
-# amdgpu's VRAM and GTT totals in bytes, in the PCI device's directory
-# (Documentation/gpu/amdgpu/driver-misc.rst). On an APU: the carve-out, and mappable RAM.
-VRAM, GTT = AMDGPU_MEMORY_FILES = ("mem_info_vram_total", "mem_info_gtt_total")
+# amdgpu's VRAM and GTT totals in bytes (Documentation/gpu/amdgpu/driver-misc.rst).
+VRAM, GTT = ("mem_info_vram_total", "mem_info_gtt_total")
 
 
 class PciGpus(FactBase[list[PciGpu]]):
-    """
-    Display controllers (class ``0x03``) and accelerators (``0x12``) of every vendor, from
-    sysfs. ``driver``: the bound driver or None; ``vram_total`` / ``gtt_total``: amdgpu's
-    totals in bytes, None without them.
-
-    .. code:: python
-
-        [
-            {"slot": "0000:c6:00.0", "vendor": "0x1002", "device": "0x1586",
-             "class": "0x038000", "driver": "amdgpu",
-             "vram_total": 4294967296, "gtt_total": 103079215104},  # Strix Halo APU
-            {"slot": "0000:00:06.0", "vendor": "0x10de", "device": "0x2335",
-             "class": "0x030200", "driver": "nvidia", "vram_total": None, "gtt_total": None},
-        ]
-    """
+    """Display controllers (class ``0x03``) and accelerators (``0x12``) of every vendor, from
+    sysfs, with the bound driver and amdgpu's memory totals (None without them)."""
 
     default = list
 
-    @override
     def command(self) -> str:
         return (
             "for d in /sys/bus/pci/devices/*; do "
@@ -249,7 +195,6 @@ class PciGpus(FactBase[list[PciGpu]]):
             "done"
         )
 
-    @override
     def process(self, output: list[str]) -> list[PciGpu]:
         gpus: list[PciGpu] = []
         for line in output:
@@ -273,28 +218,11 @@ class PciGpus(FactBase[list[PciGpu]]):
 
 
 class KfdNodes(FactBase[list[KfdNode] | None]):
-    """
-    GPU nodes of the KFD topology (sysfs; CPU nodes skipped), None when KFD is not loaded.
-
-    .. code:: python
-
-        [
-            {
-                "node": 1,
-                "gfx": "gfx1100",
-                "gfx_target_version": 110000,
-                "device_id": "0x744c",
-                "slot": "0000:03:00.0",  # from domain + location_id, matches PciGpus
-                "drm_render_minor": 128,  # /dev/dri/renderD128
-                "simd_count": 192,
-                "properties": {"cpu_cores_count": 0, "simd_count": 192, ...},  # all ints
-            },
-        ]
-    """
+    """GPU nodes of the KFD topology (sysfs; CPU nodes skipped; ``slot`` as ``PciGpus``'), None
+    when KFD is not loaded."""
 
     path = "/sys/class/kfd/kfd/topology/nodes"
 
-    @override
     def command(self) -> str:
         return (
             f"if [ -d {self.path} ]; then echo __kfd; "
@@ -304,7 +232,6 @@ class KfdNodes(FactBase[list[KfdNode] | None]):
             "done; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> list[KfdNode] | None:
         if not any(line.strip() == "__kfd" for line in output):
             return None
@@ -323,20 +250,18 @@ class KfdNodes(FactBase[list[KfdNode] | None]):
                 current[parts[0]] = int(parts[1])
 
         result: list[KfdNode] = []
-        for node_id in sorted(nodes):
-            props = nodes[node_id]
+        for node_id, props in sorted(nodes.items()):
             gfx = gfx_from_target_version(props.get("gfx_target_version", 0))
             if gfx is None:
                 continue
-            location = props.get("location_id")
-            device_id = props.get("device_id")
+            location, device_id = props.get("location_id"), props.get("device_id")
             result.append(
                 {
                     "node": node_id,
                     "gfx": gfx,
                     "gfx_target_version": props["gfx_target_version"],
                     "device_id": f"0x{device_id:04x}" if device_id else None,
-                    "slot": (_pci_bdf(location, props.get("domain", 0)) if location else None),
+                    "slot": _pci_bdf(location, props.get("domain", 0)) if location else None,
                     "drm_render_minor": props.get("drm_render_minor"),
                     "simd_count": props.get("simd_count"),
                     "properties": props,

@@ -1,10 +1,8 @@
-"""GPU health from ``amd-smi``'s ECC, PCIe and XGMI JSON, parsed by
-:mod:`rocm_fleet.model.health`."""
+"""GPU health from ``amd-smi``'s ECC, PCIe and XGMI JSON (parsed by ``model.health``)."""
 
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, split_rc
 from rocm_fleet.model import paths
@@ -23,11 +21,8 @@ ROCM_SMI_ONLY = "only rocm-smi is installed; its --json has no ECC counters: ins
 
 
 class GpuHealthFact(FactBase[HostHealth]):
-    """
-    The GPUs' health from ``amd-smi`` (on ``PATH`` or in ``/opt/rocm/bin``) as a
-    :class:`~rocm_fleet.model.health.HostHealth`; ``status`` says whether the tool was there
-    and answered. Each call is bounded by ``tool_timeout`` seconds and ``max_bytes``.
-    """
+    """The GPUs' health from ``amd-smi`` (on ``PATH`` or in ``/opt/rocm/bin``), each call bounded
+    by ``tool_timeout`` seconds and ``max_bytes``; ``status`` says whether it answered."""
 
     tool_timeout = 60
     max_bytes = 4_000_000
@@ -36,7 +31,6 @@ class GpuHealthFact(FactBase[HostHealth]):
     def default() -> HostHealth:
         return HostHealth(status="no_tool")
 
-    @override
     def command(self) -> str:
         bin_ = f"{paths.ROCM_ROOT}/bin"
         reads = " ".join(f"'{name}:{args}'" for name, args in AMD_SMI_READS.items())
@@ -54,7 +48,6 @@ class GpuHealthFact(FactBase[HostHealth]):
             f"done; fi; true"
         )
 
-    @override
     def process(self, output: list[str]) -> HostHealth:
         lines = [line.rstrip("\n") for line in output]
         if any(line.strip() == ABSENT for line in lines):
@@ -66,10 +59,9 @@ class GpuHealthFact(FactBase[HostHealth]):
         current = None
         for line in lines:
             if line.startswith(SECTION):
-                current = line[len(SECTION) :]
-                sections[current] = []
+                current = sections[line[len(SECTION) :]] = []
             elif current is not None:
-                sections[current].append(line)
+                current.append(line)
         texts, codes = {}, {}
         for name, body in sections.items():
             text, codes[name] = split_rc(body)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from typing import TypedDict
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet import assets as files
-from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, python_command, python_json, quote
+from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, quote, split_rc
 
 _TORCH_MARKER = "__torch_json="
 _TORCH_SCRIPT = """\
@@ -68,74 +68,43 @@ class TorchInfoDict(TypedDict):
 
 
 class TorchInfo(FactBase[TorchInfoDict | None]):
-    """
-    What PyTorch in interpreter ``python`` sees (killed after 300s, never fails the host; not
-    run where a directory above it breaks the safe path rule: ``error`` says so); None when
-    the interpreter does not exist.
-
-    .. code:: python
-
-        {
-            "torch": "2.9.1+rocm6.4",
-            "hip": "6.4.43484",  # torch.version.hip, None on CUDA/CPU builds
-            "cuda": None,  # torch.version.cuda
-            "available": True,  # torch.cuda.is_available()
-            "device_count": 1,
-            "devices": [
-                {"index": 0, "name": "AMD Radeon RX 7900 XTX",
-                 "arch": "gfx1100", "arch_full": "gfx1100"},  # gcnArchName, split on ":"
-            ],
-            "matmul": "ok",  # 64x64 matmul on cuda:0; else error text; None if no device
-            "error": None,  # import error (other keys None), or the output's tail on a crash
-            "device_error": None,  # exception raised while querying the devices
-        }
-    """
+    """What PyTorch in ``python`` sees: versions, devices, a 64x64 matmul on cuda:0 (``"ok"``), or
+    ``error`` (import failed, crash, 300s timeout, or not run: a directory above it breaks the
+    safe path rule); None when the interpreter does not exist."""
 
     tool_timeout = 300
 
-    @override
     def command(self, python: str) -> str:
         # Root runs it: only where no one else could have swapped it (the safe path rule).
-        run = python_command(python, f"-c {quote(_TORCH_SCRIPT)}", self.tool_timeout)
+        py = quote(python)
         return (
             f"{files.text('scripts/safe-path.sh')}\n"
-            f"if (safe_path {quote(python)}) 2>&1; then {run}; else echo {RC_PREFIX}126; fi"
+            f"if (safe_path {py}) 2>&1; then if command -v {py} >/dev/null 2>&1; then "
+            f"timeout {self.tool_timeout} {py} -c {quote(_TORCH_SCRIPT)} </dev/null 2>&1; "
+            f'echo "{RC_PREFIX}$?"; else echo {ABSENT}; fi; else echo {RC_PREFIX}126; fi'
         )
 
-    @override
     def process(self, output: list[str]) -> TorchInfoDict | None:
-        data, lines, rc = python_json(output, _TORCH_MARKER)
-        if data is ABSENT:
+        lines, rc = split_rc(output)
+        if rc is None and any(line.strip() == ABSENT for line in lines):
             return None
+        found = next((line for line in reversed(lines) if line.startswith(_TORCH_MARKER)), "")
+        try:
+            data = json.loads(found[len(_TORCH_MARKER) :])
+        except ValueError:
+            data = None
         if isinstance(data, dict):
             return data  # type: ignore[return-value]
         tail = " | ".join(line.strip() for line in lines if line.strip())
         reason = {124: "timed out", 126: "not run"}.get(rc or 0, f"exited with {rc}")
         error = f"python {reason}" + (f": {tail[-500:]}" if tail else "")
-        return {
-            "torch": None,
-            "hip": None,
-            "cuda": None,
-            "available": None,
-            "device_count": None,
-            "devices": None,
-            "matmul": None,
-            "error": error,
-            "device_error": None,
-        }
+        return dict.fromkeys(TorchInfoDict.__annotations__) | {"error": error}  # type: ignore[return-value]
 
 
 class VenvDistributions(FactBase[dict[str, str] | None]):
-    """
-    Every distribution in a venv, from its ``*.dist-info`` names (no Python starts); None when
-    the venv has no site-packages.
+    """Every distribution in a venv, name -> version, from its ``*.dist-info`` names (no Python
+    starts); None when the venv has no site-packages."""
 
-    .. code:: python
-
-        {"torch": "2.9.1+rocm6.4", "torchvision": "0.24.1+rocm6.4", "pip": "23.0.1"}
-    """
-
-    @override
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")
         return (
@@ -144,7 +113,6 @@ class VenvDistributions(FactBase[dict[str, str] | None]):
             f'done; done; [ -n "$found" ] || echo {ABSENT}'
         )
 
-    @override
     def process(self, output: list[str]) -> dict[str, str] | None:
         if any(line.strip() == ABSENT for line in output):
             return None
@@ -162,16 +130,9 @@ _BUILD_LINE = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(.+?)\s*$")
 
 
 class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
-    """
-    torch's ``hip`` and ``cuda`` build strings from ``torch/version.py`` as text (no Python
-    starts); None when the venv holds no torch.
+    """torch's ``hip`` and ``cuda`` build strings from ``torch/version.py`` as text (no Python
+    starts); None when the venv holds no torch."""
 
-    .. code:: python
-
-        {"hip": "6.4.43484-123abc", "cuda": None}
-    """
-
-    @override
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")
         return (
@@ -179,7 +140,6 @@ class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
             "&& grep -E '^(hip|cuda)[ :=]' \"$f\" && echo __torch; done; true"
         )
 
-    @override
     def process(self, output: list[str]) -> dict[str, str | None] | None:
         if not any(line.strip() == "__torch" for line in output):
             return None

@@ -5,26 +5,23 @@ from __future__ import annotations
 import re
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import ABSENT, MISSING, RC_PREFIX, joined, quote, split_rc
 from rocm_fleet.model.answers import MokKeyStateDict, MokPendingDict, SecureBootDict
 
+# mokutil --sb-state's answers (lowercased), in the order they are looked for.
+_SB_STATE = (
+    ("no_efi", "efi variables are not supported"),
+    ("unsupported", "doesn't support secure boot"),
+    ("enabled", "^secureboot enabled$"),
+    ("disabled", "^secureboot disabled$"),
+)
+
 
 class SecureBoot(FactBase[SecureBootDict]):
-    """
-    Secure Boot state from ``mokutil --sb-state``'s text (its exit status is ignored).
-
-    .. code:: python
-
-        {
-            "state": "enabled",  # | "disabled" | "no_efi" (legacy BIOS) | "unsupported"
-                                 # (EFI without the variable) | "absent" (no mokutil) | "unknown"
-            "shim_validation_disabled": False,  # "SecureBoot validation is disabled in shim"
-            "setup_mode": False,  # "Platform is in Setup Mode" (no PK, nothing enforced)
-            "message": "SecureBoot enabled",  # mokutil's text, "" when absent
-        }
-    """
+    """Secure Boot ``state`` (enabled, disabled, no_efi, unsupported: EFI without the variable,
+    absent: no mokutil, unknown), shim validation and setup mode, from ``mokutil --sb-state``'s
+    text (its exit status is ignored)."""
 
     @staticmethod
     def default() -> SecureBootDict:
@@ -35,7 +32,6 @@ class SecureBoot(FactBase[SecureBootDict]):
             "message": "",
         }
 
-    @override
     def command(self) -> str:
         return (
             "if command -v mokutil >/dev/null 2>&1; then "
@@ -43,7 +39,6 @@ class SecureBoot(FactBase[SecureBootDict]):
             f"else echo {ABSENT}; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> SecureBootDict:
         lines, rc = split_rc(output)
         result = self.default()
@@ -55,41 +50,31 @@ class SecureBoot(FactBase[SecureBootDict]):
         result["message"] = text
         result["shim_validation_disabled"] = "validation is disabled in shim" in lowered
         result["setup_mode"] = "setup mode" in lowered
-        if "efi variables are not supported" in lowered:
-            result["state"] = "no_efi"
-        elif "doesn't support secure boot" in lowered:
-            result["state"] = "unsupported"
-        elif re.search(r"^secureboot enabled$", lowered, re.MULTILINE):
-            result["state"] = "enabled"
-        elif re.search(r"^secureboot disabled$", lowered, re.MULTILINE):
-            result["state"] = "disabled"
+        for state, said in _SB_STATE:
+            if re.search(said, lowered, re.MULTILINE):
+                result["state"] = state
+                break
         return result
 
 
+# mokutil --test-key's answers, in the order they are looked for.
+_TEST_KEY = (
+    ("pending", "is already in the enrollment request"),
+    ("not_enrolled", "is not enrolled"),
+    ("enrolled", "is already enrolled|is already in db"),
+    ("blocked", "is blocked in (dbx|MokListX)"),
+)
+
+
 class MokKeyState(FactBase[MokKeyStateDict]):
-    """
-    Whether a certificate is a Machine Owner Key, from ``mokutil --test-key``'s text (its exit
-    codes differ between releases).
-
-    .. code:: python
-
-        {
-            "state": "enrolled",  # "... is already enrolled" (or "... is already in db")
-            # | "pending"        "... is already in the enrollment request"
-            # | "not_enrolled"   "... is not enrolled"
-            # | "blocked"        "... is blocked in dbx / MokListX"
-            # | "missing"        the certificate file does not exist
-            # | "absent"         mokutil is not installed (checked first)
-            # | "unknown"        anything else, e.g. no EFI, not a valid certificate
-            "message": "/var/lib/dkms/mok.pub is already enrolled",
-        }
-    """
+    """Whether a certificate is a MOK (``state`` enrolled, pending, not_enrolled, blocked,
+    missing: no file, absent: no mokutil, unknown), from ``mokutil --test-key``'s text (its exit
+    codes differ between releases)."""
 
     @staticmethod
     def default() -> MokKeyStateDict:
         return {"state": "unknown", "message": ""}
 
-    @override
     def command(self, path: str) -> str:
         cert = quote(path)
         return (
@@ -98,7 +83,6 @@ class MokKeyState(FactBase[MokKeyStateDict]):
             f'else mokutil --test-key {cert} </dev/null 2>&1; echo "{RC_PREFIX}$?"; fi'
         )
 
-    @override
     def process(self, output: list[str]) -> MokKeyStateDict:
         lines, rc = split_rc(output)
         markers = {line.strip() for line in lines}
@@ -107,34 +91,14 @@ class MokKeyState(FactBase[MokKeyStateDict]):
         if rc is None and MISSING in markers:
             return {"state": "missing", "message": ""}
         text = joined(lines)
-        if "is already in the enrollment request" in text:
-            state = "pending"
-        elif "is not enrolled" in text:
-            state = "not_enrolled"
-        elif "is already enrolled" in text or "is already in db" in text:
-            state = "enrolled"
-        elif re.search(r"is blocked in (dbx|MokListX)", text):
-            state = "blocked"
-        else:
-            state = "unknown"
+        state = next((s for s, said in _TEST_KEY if re.search(said, text)), "unknown")
         return {"state": state, "message": text}
 
 
 class MokPending(FactBase[MokPendingDict | None]):
-    """
-    Whether a certificate's SHA1 is in the pending MOK request (``mokutil --list-new``); None
-    without mokutil or the certificate.
+    """Whether a certificate's SHA1 is among the pending MOK request's (``mokutil
+    --list-new``); None without mokutil or the certificate."""
 
-    .. code:: python
-
-        {
-            "pending": True,
-            "fingerprint": "c8:39:a7:...",  # the certificate's SHA1
-            "requests": ["c8:39:a7:..."],  # every fingerprint in MokNew
-        }
-    """
-
-    @override
     def command(self, path: str) -> str:
         cert = quote(path)
         return (
@@ -144,7 +108,6 @@ class MokPending(FactBase[MokPendingDict | None]):
             "mokutil --list-new </dev/null 2>&1 || true; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> MokPendingDict | None:
         if any(line.strip() == ABSENT for line in output):
             return None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import shlex
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import RC_PREFIX, split_rc
 from rocm_fleet.model.slurm import SlurmNodeView, SlurmOutputError, parse_node
@@ -17,14 +16,8 @@ _NO_SCONTROL = "__no_scontrol"
 
 class SlurmNode(FactBase[SlurmNodeView]):
     """Slurm's view of node ``node`` (None: the host's short name); ``error`` says why there is
-    none (no scontrol, an unknown node, no answer).
+    none (no scontrol, an unknown node, no answer)."""
 
-    .. code:: python
-
-        SlurmNodeView(node="gpu01", gres="gpu:mi300x:8", error=None)
-    """
-
-    @override
     def command(self, node: str | None = None) -> str:
         named = f"node={shlex.quote(node)}" if node else "node=$(hostname -s)"
         return (
@@ -33,7 +26,6 @@ class SlurmNode(FactBase[SlurmNodeView]):
             'timeout 30 scontrol show node "$node" 2>&1; echo "' + RC_PREFIX + '$?"'
         )
 
-    @override
     def process(self, output: list[str]) -> SlurmNodeView:
         lines, rc = split_rc(output)
         node = next((line[len(_NODE) :] for line in lines if line.startswith(_NODE)), "")

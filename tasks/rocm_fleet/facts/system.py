@@ -5,7 +5,6 @@ from __future__ import annotations
 from pyinfra.api import FactBase
 from pyinfra.facts.deb import DebArch
 from pyinfra.facts.server import KernelVersion
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import Condition, quote, yes_if
 from rocm_fleet.facts.apt import InstalledPackages
@@ -24,29 +23,15 @@ from rocm_fleet.model.nvidia import (  # noqa: F401
     NVIDIA_PACKAGE_EXCEPTIONS,
     NVIDIA_PACKAGE_PATTERNS,
     NvidiaStackDict,
-    is_nvidia_package,
     nvidia_stack,
 )
 from rocm_fleet.model.versions import is_numeric_version, leading_point_release
 
 
 class DistroRelease(FactBase[DistroReleaseDict | None]):
-    """
-    ``/etc/os-release`` plus the point release; None without ``/etc/os-release``.
+    """``/etc/os-release`` plus the point release (``"12.9"``, ``"24.04.3"``, None if unknown);
+    None without ``/etc/os-release``."""
 
-    .. code:: python
-
-        {
-            "id": "debian",
-            "id_like": [],  # Debian has no ID_LIKE; Ubuntu: ["debian"]
-            "version_id": "12",
-            "codename": "bookworm",  # VERSION_CODENAME, else UBUNTU_CODENAME
-            "point_release": "12.9",  # Ubuntu: "24.04.3"; None if unknown
-            "pretty_name": "Debian GNU/Linux 12 (bookworm)",
-        }
-    """
-
-    @override
     def command(self) -> str:
         return (
             "! test -e /etc/os-release || cat /etc/os-release; "
@@ -54,7 +39,6 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
             'printf "__debian_version=%s\\n" "$(cat /etc/debian_version)"; fi'
         )
 
-    @override
     def process(self, output: list[str]) -> DistroReleaseDict | None:
         items: dict[str, str] = {}
         debian_version = None
@@ -72,11 +56,9 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
             return None
 
         point = items.get("DEBIAN_VERSION_FULL")
-        numeric = debian_version and is_numeric_version(debian_version)
-        if not point and items["ID"] == "debian" and numeric:
+        if not point and items["ID"] == "debian" and is_numeric_version(debian_version or ""):
             point = debian_version
-        if not point:
-            point = leading_point_release(items.get("VERSION", ""))
+        point = point or leading_point_release(items.get("VERSION", ""))
         return {
             "id": items["ID"].lower(),
             "id_like": items.get("ID_LIKE", "").split(),
@@ -94,24 +76,13 @@ Architecture = DebArch
 
 
 class RebootRequired(FactBase[RebootRequiredDict]):
-    """
-    Whether the host waits for a reboot: ``/run/reboot-required`` exists, the packages in
-    ``/run/reboot-required.pkgs``, rocm-fleet's reasons in ``/run/rocm-fleet/reboot-reasons``.
-
-    .. code:: python
-
-        {
-            "required": True,
-            "packages": ["linux-image-6.12.95+deb12-amd64"],
-            "reasons": ["new kernel 6.12.95+deb12-amd64 (running 6.1.0-50-amd64)"],
-        }
-    """
+    """Whether the host waits for a reboot (``/run/reboot-required``), the packages in
+    ``/run/reboot-required.pkgs`` and rocm-fleet's reasons in ``/run/rocm-fleet/reboot-reasons``."""
 
     @staticmethod
     def default() -> RebootRequiredDict:
         return {"required": False, "packages": [], "reasons": []}
 
-    @override
     def command(self) -> str:
         return (
             f"if test -e {paths.REBOOT_REQUIRED}; then echo __required; fi; "
@@ -121,7 +92,6 @@ class RebootRequired(FactBase[RebootRequiredDict]):
             f"sed 's/^/__reason=/' {paths.REBOOT_REASONS}; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> RebootRequiredDict:
         result = self.default()
         for line in output:
@@ -136,27 +106,16 @@ class RebootRequired(FactBase[RebootRequiredDict]):
 
 
 class NvidiaStack(FactBase[NvidiaStackDict]):
-    """
-    NVIDIA's driver and CUDA stack: installed packages matching ``NVIDIA_PACKAGE_PATTERNS`` and
-    loaded ``nvidia*`` modules (see ``nvidia_stack``).
-
-    .. code:: python
-
-        {
-            "packages": ["libcuda1", "nvidia-driver", "nvidia-kernel-dkms"],  # sorted
-            "modules": ["nvidia", "nvidia_drm", "nvidia_modeset", "nvidia_uvm"],  # sorted
-        }
-    """
+    """NVIDIA's driver and CUDA stack: installed packages matching ``NVIDIA_PACKAGE_PATTERNS``
+    and loaded ``nvidia*`` modules, sorted (``nvidia_stack``)."""
 
     @staticmethod
     def default() -> NvidiaStackDict:
         return {"packages": [], "modules": []}
 
-    @override
     def command(self) -> str:
         return f"{InstalledPackages().command()}; echo __modules; {LoadedModules().command()}"
 
-    @override
     def process(self, output: list[str]) -> NvidiaStackDict:
         split = output.index("__modules") if "__modules" in output else len(output)
         packages = InstalledPackages().process(output[:split])
@@ -170,11 +129,9 @@ class Identity(FactBase[IdentityDict]):
     def default() -> IdentityDict:
         return {"uid": None, "user": None}
 
-    @override
     def command(self) -> str:
         return "id -u; id -un"
 
-    @override
     def process(self, output: list[str]) -> IdentityDict:
         words = [line.strip() for line in output if line.strip()]
         uid = words[0] if words else ""
@@ -187,18 +144,14 @@ class Identity(FactBase[IdentityDict]):
 class Wsl(FactBase[bool]):
     """Whether the host is WSL (its interop binfmt or /run/WSL exist)."""
 
-    @staticmethod
-    def default() -> bool:
-        return False
+    default = bool
 
-    @override
     def command(self) -> str:
         return (
             "! test -e /proc/sys/fs/binfmt_misc/WSLInterop || echo interop; "
             "! test -e /run/WSL || echo run"
         )
 
-    @override
     def process(self, output: list[str]) -> bool:
         return any(line.strip() for line in output)
 
@@ -208,30 +161,21 @@ class LoadedModules(FactBase[list[str]]):
 
     default = list
 
-    @override
     def command(self) -> str:
         return '! test -r /proc/modules || while read -r m _; do echo "$m"; done < /proc/modules'
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         return sorted({line.strip() for line in output if line.strip()})
 
 
 class AmdgpuModule(FactBase[AmdgpuModuleDict]):
-    """
-    The amdgpu module from /sys/module/amdgpu: loaded, version (AMD's DKMS build only), init
-    state.
-
-    .. code:: python
-
-        {"loaded": True, "version": "6.12.12" | None, "initstate": "live" | None}
-    """
+    """The amdgpu module from /sys/module/amdgpu: loaded, version (AMD's DKMS build only), init
+    state."""
 
     @staticmethod
     def default() -> AmdgpuModuleDict:
         return {"loaded": False, "version": None, "initstate": None}
 
-    @override
     def command(self) -> str:
         return (
             "if [ -d /sys/module/amdgpu ]; then echo loaded; "
@@ -241,7 +185,6 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
             "echo initstate=$(cat /sys/module/amdgpu/initstate); fi"
         )
 
-    @override
     def process(self, output: list[str]) -> AmdgpuModuleDict:
         lines = [line.strip() for line in output]
         values = dict(line.split("=", 1) for line in lines if "=" in line)
@@ -253,16 +196,8 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
 
 
 class ApuMemory(FactBase[ApuMemoryDict]):
-    """
-    MemTotal in bytes, and each uncommented place setting ``amdgpu.gttsize`` or the TTM page
-    limit (kernel command line, GRUB defaults, modprobe.d) as ("file:line", line).
-
-    .. code:: python
-
-        {"mem_total": 134217728000,
-         "gttsize": [("/etc/default/grub:6", 'GRUB_CMDLINE_LINUX="amdgpu.gttsize=98304"')],
-         "pages_limit": [("/etc/modprobe.d/ttm.conf:1", "options ttm pages_limit=26214400")]}
-    """
+    """MemTotal in bytes, and each uncommented place setting ``amdgpu.gttsize`` or the TTM page
+    limit (kernel command line, GRUB defaults, modprobe.d) as ("file:line", line)."""
 
     #: The kernel command line (booted, GRUB's) and modprobe.d(5) directories.
     PLACES = f"/proc/cmdline {paths.DEFAULT_GRUB} {paths.DEFAULT_GRUB}.d/*.cfg " + (
@@ -273,7 +208,6 @@ class ApuMemory(FactBase[ApuMemoryDict]):
     def default() -> ApuMemoryDict:
         return {"mem_total": None, "gttsize": [], "pages_limit": []}
 
-    @override
     def command(self) -> str:
         return (
             'awk \'$1 == "MemTotal:" { print "mem_total", $2 }\' /proc/meminfo 2>/dev/null; '
@@ -284,7 +218,6 @@ class ApuMemory(FactBase[ApuMemoryDict]):
             '\' "$@"; set --; true'
         )
 
-    @override
     def process(self, output: list[str]) -> ApuMemoryDict:
         found = self.default()
         for line in output:
@@ -299,18 +232,11 @@ class ApuMemory(FactBase[ApuMemoryDict]):
 
 
 class FreeSpace(FactBase[list[FreeSpaceDict]]):
-    """
-    Free bytes and mount point of the filesystem of each of ``paths`` (a missing path: its
-    nearest existing parent); [] when df fails.
-
-    .. code:: python
-
-        [{"path": "/opt", "mount": "/", "avail": 80000000000}]
-    """
+    """Free bytes and mount point of the filesystem of each of ``paths`` (a missing path: its
+    nearest existing parent); [] when df fails."""
 
     default = list
 
-    @override
     def command(self, paths: list[str] | tuple[str, ...]) -> str:
         if not paths:
             return "true"
@@ -321,7 +247,6 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
             'set -- "$@" "$d"; done; df -Pk "$@"; set --'
         )
 
-    @override
     def process(self, output: list[str]) -> list[FreeSpaceDict]:
         paths = [line[len("__path=") :] for line in output if line.startswith("__path=")]
         # df -P: Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on.
@@ -336,30 +261,18 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
 
 
 class DaemonRunning(Condition):
-    """Whether the process a daemon's pid file names is alive (``kill -0``).
+    """Whether the process a daemon's pid file names is alive (``kill -0``)."""
 
-    .. code:: python
-
-        True
-    """
-
-    @override
     def command(self, pidfile: str) -> str:
         q = quote(pidfile)
         return yes_if(f'test -s {q} && kill -0 "$(cat {q})" 2>/dev/null')
 
 
 class Nameservers(FactBase[list[str]]):
-    """The ``nameserver`` addresses of /etc/resolv.conf (empty: none, or no file).
-
-    .. code:: python
-
-        ["127.0.0.53"]
-    """
+    """The ``nameserver`` addresses of /etc/resolv.conf (empty: none, or no file)."""
 
     default = list
     command = "! test -r /etc/resolv.conf || sed -n 's/^nameserver[[:space:]]*//p' /etc/resolv.conf"
 
-    @override
     def process(self, output: list[str]) -> list[str]:
         return [line.split()[0] for line in output if line.strip()]

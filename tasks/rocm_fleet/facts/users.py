@@ -3,27 +3,19 @@
 from __future__ import annotations
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import quote
 from rocm_fleet.model.answers import GroupMembershipDict
 
 
 class GroupMembership(FactBase[GroupMembershipDict]):
-    """
-    Which of ``groups`` exist, and each of ``users``' groups (None: no such user), via getent
-    and id (LDAP/SSSD included).
-
-    .. code:: python
-
-        {"groups": ["video", "render"], "users": {"alice": ["alice", "video"], "bob": None}}
-    """
+    """Which of ``groups`` exist, and each of ``users``' groups (None: no such user), via getent
+    and id (LDAP/SSSD included)."""
 
     @staticmethod
     def default() -> GroupMembershipDict:
         return {"groups": [], "users": {}}
 
-    @override
     def command(self, groups: list[str], users: list[str]) -> str:
         group_words = " ".join(quote(g) for g in groups)
         user_words = " ".join(quote(u) for u in users)
@@ -39,7 +31,6 @@ class GroupMembership(FactBase[GroupMembershipDict]):
             f'then echo "__user $u $g"; else echo "__nouser $u"; fi; done; true'
         )
 
-    @override
     def process(self, output: list[str]) -> GroupMembershipDict:
         result: GroupMembershipDict = {"groups": [], "users": {}}
         for line in output:

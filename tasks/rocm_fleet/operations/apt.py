@@ -1,5 +1,4 @@
-"""apt and dpkg operations: each compares facts (``read_fact``) with what is wanted and yields the
-commands that close the gap, or ``host.noop`` with why nothing is needed."""
+"""apt and dpkg operations."""
 
 from __future__ import annotations
 
@@ -34,15 +33,9 @@ if TYPE_CHECKING:
 def debian_packages(
     packages: list[str] | None = None, ledger: str | None = None, present: bool = True
 ):
-    """
-    Install missing distribution packages (refreshing apt lists only then), or purge those a
-    ledger says this deploy installed.
-
-    + packages: package names to install (present=True)
-    + ledger: file the names this op installs are appended to; with present=False its packages
-      are purged with what they pulled in, keeping any a hand-installed package needs
-    + present: install (True) or purge what the ledger recorded (False)
-    """
+    """Install missing distribution ``packages`` (refreshing apt lists only then), appending them to
+    ``ledger``; or (not ``present``) purge those the ledger names, with what they pulled in,
+    keeping what a hand-installed package needs."""
     installed = read_fact(InstalledPackages)
     if not present:
         recorded = (read_fact(FileContents, path=ledger) or []) if ledger else []
@@ -70,17 +63,9 @@ def verified_keyring(
     proxy: dict[str, str] | None = None,
     ca: str | None = None,
 ):
-    """
-    Install an apt keyring from a key URL only if it carries exactly ``fingerprint`` (checked
-    before an atomic rename: a wrong key fails the host, nothing written); or remove it.
-
-    + path: the keyring, e.g. /etc/apt/keyrings/rocm.gpg
-    + url: http(s) URL of the public key (armored or binary)
-    + fingerprint: the 40-hex-digit fingerprint the key must have
-    + present: whether the keyring should exist
-    + proxy: ``https_proxy``/``http_proxy``/``no_proxy`` for the fetch (empty: none)
-    + ca: the only CA the fetch trusts (curl's ``--cacert``)
-    """
+    """Install an apt keyring from ``url`` only if it holds exactly ``fingerprint`` (checked before
+    an atomic rename: a wrong key fails the host), fetched through ``proxy`` trusting only ``ca``
+    if given; or remove it."""
     current = read_fact(KeyringFingerprints, path=path)
     if not present:
         yield from removed(path, exists=current is not None)
@@ -100,13 +85,8 @@ def verified_keyring(
 
 @operation()
 def apt_lists_fresh(inputs: list[str], stamp: str):
-    """
-    ``apt-get update`` when any of ``inputs`` changed since the last update this deploy made,
-    or it never made one.
-
-    + inputs: files whose change makes the lists stale
-    + stamp: file touched after a successful update
-    """
+    """``apt-get update`` when any of ``inputs`` changed since ``stamp`` (touched after an update
+    this deploy made), or there is none."""
     if stamp_is_current(stamp, inputs):
         host.noop(f"apt lists are newer than {', '.join(inputs)}")
         return
@@ -124,17 +104,9 @@ def apt_update():
 def release_packages(
     packages: list[str] | None = None, release: Release | None = None, present: bool = True
 ):
-    """
-    Install AMD's ROCm ``packages`` from one release and move every installed ROCm package of
-    its stream to it (purging those it doesn't publish, other GPU targets' and the other
-    stream's; AMD's driver stays); or, with present=False, purge AMD's ROCm and driver packages
-    of every release and stream, Debian's left alone. Installed means: at a version matching
-    the stream's ``version_regex``.
-
-    + packages: AMD package names, e.g. ["rocm-hip-runtime"] or ["amdrocm10.1-gfx1100"]
-    + release: the ROCm release (matrix row); required with present=True (else ValueError)
-    + present: install the release (True) or purge AMD's ROCm packages (False)
-    """
+    """Install AMD's ROCm ``packages`` from ``release`` and move its stream's installed ones to it
+    (purging those it doesn't publish, other targets' and the other stream's; the driver stays);
+    or purge AMD's ROCm and driver packages of every release. ValueError: present, no release."""
     installed = read_fact(InstalledPackages)
     if not present:
         names = sorted(
@@ -171,24 +143,14 @@ def release_packages(
         host.noop(f"{', '.join(packages)} installed from ROCm {release.version}")
         return
     show_packages(installed, missing, remove=foreign + unwanted, move=stale, version_regex=pattern)
-    items = (
-        [f"foreign:{name}" for name in foreign]
-        + [f"want:{name}" for name in missing]
-        + [f"stale:{name}" for name in stale]
-        + [f"drop:{name}" for name in unwanted]
-    )
-    yield script("release-switch", pattern, *items)
+    kinds = {"foreign": foreign, "want": missing, "stale": stale, "drop": unwanted}
+    yield script("release-switch", pattern, *(f"{k}:{n}" for k, ns in kinds.items() for n in ns))
 
 
 @operation()
 def ledgered_packages_absent(ledger: str, keep: list[str] | None = None):
-    """
-    Purge the packages ``ledger`` names that are installed (those the deploy installed for a
-    setting now off), then the ledger; a package installed by hand is in no ledger, and stays.
-
-    + ledger: a file of package names, one a line
-    + keep: names wanted otherwise (``rocm_packages``): never purged
-    """
+    """Purge the installed packages ``ledger`` names (those the deploy installed for a setting now
+    off; never one in ``keep``), then the ledger."""
     if read_fact(FileDigest, path=ledger) is None:
         host.noop(f"no {ledger}: nothing installed for it")
         return
@@ -204,10 +166,8 @@ def ledgered_packages_absent(ledger: str, keep: list[str] | None = None):
 
 @operation()
 def dpkg_repaired():
-    """
-    When dpkg's journal or a package's state says dpkg was interrupted: ``dpkg --configure
-    -a``, then ``apt-get -f install``.
-    """
+    """When dpkg was interrupted (``DpkgInterrupted``): ``dpkg --configure -a``, then
+    ``apt-get -f install``."""
     if not read_fact(DpkgInterrupted):
         host.noop("dpkg has no interrupted or half-configured packages")
         return
@@ -220,12 +180,8 @@ def dpkg_repaired():
 
 @operation()
 def nvidia_packages_absent(reboot_reason: str):
-    """
-    Purge NVIDIA's driver and CUDA packages (``NvidiaStack``); mark a reboot needed when an
-    NVIDIA module is loaded.
-
-    + reboot_reason: the reason recorded for that reboot
-    """
+    """Purge NVIDIA's driver and CUDA packages (``NvidiaStack``); mark a reboot needed when an
+    NVIDIA module is loaded."""
     stack = read_fact(NvidiaStack)
     if not stack["packages"]:
         host.noop("no NVIDIA driver or CUDA package installed")
@@ -242,18 +198,14 @@ def show_packages(
     move: list[str] | None = None,
     version_regex: str | None = None,
 ) -> None:
-    """Under ``--diff``: ``install``'s packages as installs, or upgrades of an installed
-    version, at the version apt would pick (``CandidateVersions``, ``version_regex``'s: read
-    only here, only for these), ``move``'s as upgrades too or, where apt has no such version,
-    removals (as ``release-switch.sh`` purges them), ``remove``'s with their versions."""
+    """Under ``--diff``: ``install`` and ``move`` as installs or upgrades at the version apt would
+    pick (``version_regex``'s), a ``move`` apt has none of as a removal; ``remove``."""
     if not detailing():
         return
     asked = [*(install or []), *(move or [])]
-    new = (
-        (read_fact(CandidateVersions, packages=asked, version_regex=version_regex) or {})
-        if asked
-        else {}
-    )
+    new = {}
+    if asked:
+        new = read_fact(CandidateVersions, packages=asked, version_regex=version_regex) or {}
     changes = []
     for name in asked:
         old = installed.get(name)

@@ -25,15 +25,8 @@ from rocm_fleet.operations._script import script
 
 @operation()
 def text_file(path: str, content: str = "", mode: str = "644", present: bool = True):
-    """
-    Write a small root-owned text file (temp name, then rename) when its content or mode
-    differs; or remove it.
-
-    + path: the file; its directory must exist
-    + content: the whole text
-    + mode: octal permissions, e.g. "644"
-    + present: whether the file should exist
-    """
+    """Write a small root-owned text file (temp name, then rename; its directory must exist) when
+    its content or mode differs; or remove it."""
     current = read_fact(FileDigest, path=path)
     if not present:
         yield from removed(path, exists=current is not None)
@@ -65,16 +58,9 @@ def show_file(
 
 @operation()
 def uploaded_file(path: str, content: Secret | str, mode: str = "600"):
-    """
-    Write a root-owned file by upload, never on a command line or in pyinfra's output (for
-    secrets), making its directory if missing (the safe path rule holding); the file, in a
-    fresh directory of root's beside it (and pyinfra's sudo temp file) exists with ``mode``
-    before any byte is written, then is renamed into place.
-
-    + path: the file
-    + content: the whole text, a ``model.secrets.Secret`` or a str
-    + mode: octal permissions ("600" for a secret)
-    """
+    """Write a root-owned file by upload (for secrets: never on a command line or in the output),
+    its directory made if missing; it exists with ``mode`` in a fresh private directory beside it
+    before any byte is written, then is renamed into place."""
     text = content.reveal() if isinstance(content, Secret) else content
     current = read_fact(FileDigest, path=path)
     digest = hashlib.sha256(text.encode()).hexdigest()
@@ -130,11 +116,7 @@ def show_removal(path: str) -> None:
 
 @operation()
 def directory_absent(path: str):
-    """
-    Remove a directory the deploy created, with everything in it (one filesystem).
-
-    + path: the directory (rocm-fleet's own, e.g. /srv/rocm-fleet)
-    """
+    """Remove a directory the deploy created, with everything in it (one filesystem)."""
     if not read_fact(DirectoryExists, path=path):
         host.noop(f"{path} is absent")
         return
@@ -145,14 +127,9 @@ def directory_absent(path: str):
 
 @operation()
 def bundle_copy(bundle: str, path: str):
-    """
-    Make ``path`` on the host a copy of a local bundle: upload the files whose SHA-256 differs
-    (checked there), remove unlisted ones, send the manifest last; noop when the manifests
-    match. ``OperationError`` on a manifest path outside the bundle.
-
-    + bundle: the bundle directory where pyinfra runs
-    + path: the directory on the host
-    """
+    """Make ``path`` on the host a copy of the local ``bundle``: upload files whose SHA-256 differs,
+    remove unlisted ones, send the manifest last; noop when the manifests match
+    (``OperationError``: a manifest path outside the bundle)."""
     local = Path(bundle) / paths.BUNDLE_MANIFEST
     wanted = local.read_bytes()
     remote = f"{path}/{paths.BUNDLE_MANIFEST}"

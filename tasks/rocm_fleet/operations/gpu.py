@@ -31,8 +31,7 @@ def gpu_problems(
     """(problems, summary) of rocminfo's and torch's view against the inventory; no problems: the
     node is as expected."""
     problems: list[str] = []
-    gpus = (agents or {}).get("gpus") or []
-    found = [gpu["name"] for gpu in gpus]
+    found = [gpu["name"] for gpu in (agents or {}).get("gpus") or []]
     found_text = ", ".join(found) or "no GPU agent"
     wanted = [g for g in found if g in expected_gfx] if expected_gfx else found
 
@@ -111,17 +110,9 @@ def gpu_verified(
     python: str | None,
     installed: str,
 ):
-    """
-    Fail the host unless rocminfo and torch report the expected GPUs; only a noop while a
-    reboot this deploy asked for is pending. A pass is recorded in /run with
-    ``verified_stack``; while that still matches, the check is skipped.
-
-    + rocminfo: the release's own rocminfo
-    + expected_gfx: gfx targets that must be present (empty: any AMD GPU)
-    + expected_count: how many of them (None: at least one; 0: GPU-less host)
-    + python: the venv's python, or None when PyTorch is not installed
-    + installed: what the deploy installs that the check covers (release, wheels), as text
-    """
+    """Fail the host unless ``rocminfo`` and the venv's torch (``python``; None: not checked) see
+    ``expected_count`` (None: >=1, 0: GPU-less) x ``expected_gfx`` (empty: any), a noop while a
+    reboot is pending; a pass is recorded in /run (``verified_stack``) and skips the next check."""
     stack = verified_stack(installed, expected_gfx, expected_count)
     recorded = read_fact(FileDigest, path=paths.VERIFIED)
     if recorded and recorded["sha256"] == hashlib.sha256(stack.encode()).hexdigest():

@@ -14,26 +14,15 @@ from rocm_fleet.operations.files import removed, stamp_is_current
 
 @operation()
 def fail(reason: str):
-    """
-    Stop this host here with ``reason`` (the other hosts carry on).
-
-    + reason: what is wrong and how to fix it; printed on the host's error output
-    """
+    """Stop this host here with ``reason`` (on its error output); the other hosts carry on."""
     yield failure(reason)
 
 
 @operation()
 def daemon_serving(service: str, pidfile: str, configs: list[str], stamp: str):
-    """
-    Start a daemon that isn't running, or reload it when one of ``configs`` is newer than the
-    last (re)load; ``<service> -t`` checks the configuration first (a bad one fails the host,
-    the daemon untouched). Uses ``service``.
-
-    + service: the service and its binary, e.g. "nginx"
-    + pidfile: the daemon's pid file, e.g. /run/nginx.pid
-    + configs: files whose change needs a reload
-    + stamp: file touched after each (re)load
-    """
+    """Start ``service`` if its ``pidfile`` names no live process, or reload it when one of
+    ``configs`` is newer than ``stamp`` (touched after each (re)load); ``<service> -t`` checks the
+    configuration first (a bad one fails the host, the daemon untouched)."""
     running = read_fact(DaemonRunning, pidfile=pidfile)
     if running and stamp_is_current(stamp, configs):
         host.noop(f"{service} runs with {', '.join(configs)} loaded")
@@ -43,13 +32,7 @@ def daemon_serving(service: str, pidfile: str, configs: list[str], stamp: str):
 
 @operation()
 def daemon_config_absent(service: str, pidfile: str, path: str):
-    """
-    Remove a daemon's configuration file and reload the daemon if it runs.
-
-    + service: the service, e.g. "nginx"
-    + pidfile: the daemon's pid file
-    + path: the configuration file
-    """
+    """Remove a daemon's configuration file ``path`` and reload the daemon if it runs."""
     exists = read_fact(FileDigest, path=path) is not None
     yield from removed(path, exists)
     if exists and read_fact(DaemonRunning, pidfile=pidfile):
@@ -58,15 +41,9 @@ def daemon_config_absent(service: str, pidfile: str, path: str):
 
 @operation()
 def timer_enabled(timer: str, link: str, stamp: str, units: list[str], present: bool = True):
-    """
-    Enable a systemd timer by its link (works without systemd running) and, where systemd runs,
-    start it with its units' current content; or stop it and remove its units.
-
-    + timer: the timer's unit file
-    + link: its link in timers.target.wants
-    + stamp: touched after systemd loaded the units
-    + units: every unit file of the timer; removed with present=False
-    """
+    """Enable a systemd timer by its ``link`` (works without systemd running) and, where systemd
+    runs, start it with its ``units``' current content (``stamp`` touched after); or stop it and
+    remove its units."""
     if present:
         if stamp_is_current(stamp, units) and read_fact(FileDigest, path=stamp) is not None:
             host.noop(f"{timer} is enabled with its units loaded")

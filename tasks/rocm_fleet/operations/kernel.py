@@ -22,16 +22,9 @@ logger = logging.getLogger("pyinfra")
 
 @operation()
 def newer_kernel(packages: list[str], target_release: str | None, hwe: bool, hold_ledger: str):
-    """
-    Install a newer kernel from backports (or Ubuntu's HWE) with ``--no-remove`` and mark a
-    reboot needed. rocm-fleet's own holds are released for the install and placed again after,
-    also on failure; a hold by someone else fails the host.
-
-    + packages: meta packages, e.g. ["linux-image-amd64", "linux-headers-amd64"]
-    + target_release: the backports suite (-t), or None for Ubuntu's HWE packages
-    + hwe: Ubuntu HWE (installed with its Recommends)
-    + hold_ledger: the file rocm-fleet records its own holds in
-    """
+    """Install a newer kernel from backports (``target_release``) or Ubuntu's HWE (``hwe``, with
+    Recommends) with ``--no-remove``, marking a reboot needed; rocm-fleet's holds (``hold_ledger``)
+    are released for it and placed again, also on failure; another's hold fails the host."""
     installed = read_fact(InstalledPackages)
     if target_release:
         missing = [p for p in packages if "~bpo" not in installed.get(p, "")]
@@ -62,15 +55,9 @@ def newer_kernel(packages: list[str], target_release: str | None, hwe: bool, hol
 
 @operation()
 def kernel_holds(hold: bool, coming: list[str], ledger: str):
-    """
-    Hold the installed kernel meta packages (or none) among rocm-fleet's holds and release the
-    others it placed; others' holds are left alone. ``ledger`` is written before a hold and
-    after a release, so no hold of ours is ever unrecorded.
-
-    + hold: hold the kernel meta packages (False releases rocm-fleet's holds)
-    + coming: packages an earlier operation of the run installs (seen by --dry)
-    + ledger: the file rocm-fleet's holds are recorded in
-    """
+    """Hold the kernel meta packages (installed or ``coming``; none unless ``hold``) and release the
+    other holds rocm-fleet placed, others' left alone; ``ledger`` is written before a hold and
+    after a release, so no hold of ours is ever unrecorded."""
     installed = read_fact(InstalledPackages) or {}
     packages = kernel_meta_packages([*installed, *coming]) if hold else []
     try:
@@ -99,22 +86,14 @@ def kernel_holds(hold: bool, coming: list[str], ledger: str):
 
 @operation()
 def module_options(path: str, content: str, reboot_reason: str):
-    """
-    Write a modprobe.d file whole (mode 644), or remove it; a change marks a reboot needed.
-
-    + path: the file under /etc/modprobe.d
-    + content: the whole text; "" removes the file
-    + reboot_reason: the reason recorded for the reboot
-    """
+    """Write a modprobe.d file whole (mode 644), or remove it (``content`` ""); a change marks a
+    reboot needed with ``reboot_reason``."""
     current = read_fact(FileDigest, path=path)
-    if not content:
-        if current is None:
-            host.noop(f"{path} is absent")
-            return
-    elif current is not None and (current["mode"], current["sha256"]) == (
-        "644",
-        hashlib.sha256(content.encode()).hexdigest(),
-    ):
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    if not content and current is None:
+        host.noop(f"{path} is absent")
+        return
+    if content and current is not None and (current["mode"], current["sha256"]) == ("644", digest):
         host.noop(f"{path} is up to date")
         return
     if content:
@@ -126,14 +105,8 @@ def module_options(path: str, content: str, reboot_reason: str):
 
 @operation()
 def dkms_driver(packages: list[str], driver: str, ledger: str):
-    """
-    Install the kernel headers and AMD's DKMS driver, recording what it installed; a new driver
-    marks a reboot needed. Never removes a package.
-
-    + packages: header packages, then the driver package
-    + driver: the driver package (``amdgpu-dkms``)
-    + ledger: file the names this installs are appended to, for ``dkms_driver_absent``
-    """
+    """Install the header ``packages`` and AMD's DKMS ``driver`` (the last), appending what it
+    installs to ``ledger``; a new driver marks a reboot needed. Never removes a package."""
     installed = read_fact(InstalledPackages)
     missing = [p for p in packages if p not in installed]
     if not missing:
@@ -145,14 +118,8 @@ def dkms_driver(packages: list[str], driver: str, ledger: str):
 
 @operation()
 def dkms_driver_absent(driver: str, ledger: str, reboot_reason: str):
-    """
-    Purge what ``ledger`` says ``dkms_driver`` installed (with what it pulled in, keeping what
-    the admin's packages need), then forget the ledger; marks a reboot needed.
-
-    + driver: the driver package (``amdgpu-dkms``)
-    + ledger: the file ``dkms_driver`` recorded its packages in
-    + reboot_reason: the reason recorded for that reboot
-    """
+    """Purge what ``ledger`` says ``dkms_driver`` installed (with what it pulled in, keeping what
+    the admin's packages need), then forget the ledger; marks a reboot needed."""
     installed = read_fact(InstalledPackages)
     names = sorted({name for name in read_fact(Ledger, path=ledger) if name in installed})
     if not names:

@@ -30,25 +30,16 @@ from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY
 
 
 def created_here(path: str, recorded: list[str]) -> bool:
-    """Whether the directory ledger ``recorded`` says the deploy made the venv at ``path`` (it
-    lists the venv or its parent)."""
+    """Whether the directory ledger ``recorded`` lists the venv at ``path`` or its parent."""
     venv = path.rstrip("/")
     return venv in recorded or paths.parent(venv) in recorded
 
 
 @operation()
 def venv(path: str, ledger: str | None = None, present: bool = True, created_only: bool = False):
-    """
-    Create a Python venv at ``path`` unless one exists; or remove it and the parents creating
-    it made.
-
-    + path: directory of the venv
-    + ledger: file the created parents, then the venv, are appended to; with present=False
-      those are removed deepest first, each only if empty
-    + present: whether the venv should exist
-    + created_only: with present=False, remove the venv only if ``ledger`` says this deploy
-      created it
-    """
+    """Create a Python venv at ``path`` unless one exists, recording it and the parents it made in
+    ``ledger``; or remove it and those parents (each only if empty), with ``created_only`` only
+    a venv the ledger says this deploy created."""
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     if not present and created_only:
         if not exists:
@@ -86,18 +77,9 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
 
 @operation()
 def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str):
-    """
-    A venv holding what a hash-locked requirements file pins, installed with
-    ``--require-hashes`` after the file's SHA-256 is checked; made afresh when the lock's hash
-    changes.
-
-    + root: the directory the venv and the stamp live in (made if missing)
-    + path: the venv
-    + lock: URL or host path of the requirements file
-    + lock_sha256: the SHA-256 the file must have
-    + stamp: records ``lock_sha256`` once the install succeeded
-    + min_python: the oldest python3 (``X.Y``) the lock runs on; an older one fails first
-    """
+    """A venv at ``path`` holding what the hash-locked ``lock`` pins, installed with
+    ``--require-hashes`` once the file's SHA-256 is ``lock_sha256`` (recorded in ``stamp``); made
+    afresh when that changes. An older python3 than ``min_python`` fails first."""
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     stamped = read_fact(FileDigest, path=stamp)
     wanted = hashlib.sha256(f"{lock_sha256}\n".encode()).hexdigest()
@@ -109,8 +91,7 @@ def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, m
 
 def venv_versions(venv_path: str) -> dict[str, str]:
     """The venv's distributions, normalised name -> version (empty: no venv)."""
-    found = read_fact(VenvDistributions, venv=venv_path)
-    return normal_versions(found)
+    return normal_versions(read_fact(VenvDistributions, venv=venv_path))
 
 
 @operation()
@@ -124,27 +105,9 @@ def pinned_wheels(
     locked: list[str] | None = None,
     ca: str | None = None,
 ):
-    """
-    Install exact wheel versions (local labels such as ``2.9.1+rocm6.4`` included) and their
-    requirements from one index, every file hash-checked; then uninstall the family members no
-    longer wanted. Nothing is uninstalled before the install succeeds; no pip cache is kept.
-
-    + venv_path: the venv
-    + index_url: the only index pip may use
-    + wanted: distribution -> version; with a local label it must match exactly, without one
-      any local label of that release matches
-    + requires: PEP 508 requirements the venv must also meet
-    + owned: regexes of normalised names the pins manage: an installed one neither wanted nor
-      required is uninstalled
-    + proxy: ``http_proxy``/``https_proxy``/``no_proxy`` for pip (empty: none)
-    + locked: hash-pinned requirement lines (``torch==2.9.1+rocm6.4 --hash=sha256:...``),
-      required whenever something is installed (else ``OperationValueError``). An sdist named
-      in a ``--no-binary=`` line is built without isolation after its marked build wheels
-      (into the venv when the set needs them, else a scratch directory)
-    + ca: the only CA pip trusts for the index (``--cert``)
-
-    A plain-http index is passed as ``--trusted-host``.
-    """
+    """Install ``wanted`` (name -> exact version; without a local label, any of that release) and
+    ``requires`` from the ``locked`` hash-pinned lines (``OperationValueError`` without them) from
+    one index, then uninstall names matching ``owned`` no longer wanted; no pip cache is kept."""
     requires = list(requires or [])
     installed = venv_versions(venv_path)
     drift = {n: v for n, v in wanted.items() if not version_matches(installed.get(n), v)}
@@ -155,8 +118,8 @@ def pinned_wheels(
         name for name in installed
         if name not in keep and any(p.fullmatch(name) for p in patterns)
     )  # fmt: skip
+    pins = [f"{n}=={v}" for n, v in sorted(wanted.items())] + requires
     if not drift and not unmet and not stale:
-        pins = [f"{n}=={v}" for n, v in sorted(wanted.items())] + requires
         host.noop(", ".join(pins) + " installed")
         return
     if detailing():
@@ -165,10 +128,15 @@ def pinned_wheels(
                            venv_path) for n, v in sorted(drift.items())]
             + [PackageChange("remove", n, installed[n], venv=venv_path) for n in stale]
         )  # fmt: skip
+    if (drift or unmet) and not locked:
+        raise OperationValueError(
+            f"pinned_wheels: {', '.join(pins)} for {venv_path} would be "
+            "installed without hashes; pass `locked` (the hash-pinned lines)"
+        )
     python = QuoteString(paths.venv_python(venv_path))
     # Root runs it: only where no one else could have swapped it since preflight.
     checked = [script("path-safe", paths.venv_python(venv_path)), "&&"]
-    if drift or unmet:
+    if locked and (drift or unmet):
         environment = [QuoteString(f"{k}={v}") for k, v in sorted((proxy or {}).items())]
         plain = urlsplit(index_url)
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
@@ -176,47 +144,40 @@ def pinned_wheels(
             trusted = ["--cert", QuoteString(ca)]
             if _ip_literal(plain.hostname):
                 trusted.append(_legacy_certs(python))
-        if locked:
-            source = [line for line in locked if line.startswith(NO_BINARY)]
-            build = [line for line in locked if line.endswith(BUILD_MARK)]
-            pins = [line for line in locked if line not in source and line not in build]
-            needed = {line.split("==", 1)[0] for line in pins}
-            # Build-only requirements go to a scratch dir on PYTHONPATH, removed after.
-            into_venv = [line for line in build if line.split("==", 1)[0] in needed]
-            aside = [line for line in build if line.split("==", 1)[0] not in needed]
+        source = [line for line in locked if line.startswith(NO_BINARY)]
+        build = [line for line in locked if line.endswith(BUILD_MARK)]
+        hashed = [line for line in locked if line not in source and line not in build]
+        needed = {line.split("==", 1)[0] for line in hashed}
+        # Build-only requirements go to a scratch dir on PYTHONPATH, removed after.
+        into_venv = [line for line in build if line.split("==", 1)[0] in needed]
+        aside = [line for line in build if line.split("==", 1)[0] not in needed]
 
-            def install(lines: list[str], *options: str | QuoteString, env=()) -> StringCommand:
-                # The lines on pip's stdin: no file left on the host.
-                variables = [*environment, *env]
-                return StringCommand(
-                    *checked, "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
-                    *(["env", *variables] if variables else []),
-                    python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
-                    "--no-cache-dir", "--require-hashes", "--only-binary=:all:", *options,
-                    "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
-                )  # fmt: skip
+        def install(lines: list[str], *options: str | QuoteString, env=()) -> StringCommand:
+            # The lines on pip's stdin: no file left on the host.
+            variables = [*environment, *env]
+            return StringCommand(
+                *checked, "printf", QuoteString("%s\\n"), *map(QuoteString, lines), "|",
+                *(["env", *variables] if variables else []),
+                python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                "--no-cache-dir", "--require-hashes", "--only-binary=:all:", *options,
+                "--index-url", QuoteString(index_url), *trusted, "-r", "/dev/stdin",
+            )  # fmt: skip
 
-            if not source:
-                yield install(pins)
-            else:
-                sdist = [*map(QuoteString, source), "--no-build-isolation"]
-                if into_venv:
-                    yield install(into_venv)  # before the sdist's build needs it
-                if not aside:
-                    yield install(pins, *sdist)
-                else:
-                    backend = install(aside, "--target", '"$scratch"')
-                    the_set = install(pins, *sdist, env=['PYTHONPATH="$scratch"'])
-                    yield StringCommand(
-                        *checked, 'scratch="$(mktemp -d)"', "||", "exit", "1;", "(", backend, "&&",
-                        the_set, ");", "status=$?;", 'rm -rf "$scratch";', 'exit "$status"',
-                    )  # fmt: skip
+        if not source:
+            yield install(hashed)
         else:
-            pins = [f"{name}=={version}" for name, version in sorted(wanted.items())]
-            raise OperationValueError(
-                f"pinned_wheels: {', '.join(pins + requires)} for {venv_path} would be "
-                "installed without hashes; pass `locked` (the hash-pinned lines)"
-            )
+            sdist = [*map(QuoteString, source), "--no-build-isolation"]
+            if into_venv:
+                yield install(into_venv)  # before the sdist's build needs it
+            if not aside:
+                yield install(hashed, *sdist)
+            else:
+                backend = install(aside, "--target", '"$scratch"')
+                the_set = install(hashed, *sdist, env=['PYTHONPATH="$scratch"'])
+                yield StringCommand(
+                    *checked, 'scratch="$(mktemp -d)"', "||", "exit", "1;", "(", backend, "&&",
+                    the_set, ");", "status=$?;", 'rm -rf "$scratch";', 'exit "$status"',
+                )  # fmt: skip
     if stale:
         yield StringCommand(
             *checked, python, "-m", "pip", "uninstall", "--yes", "--no-input",
@@ -234,8 +195,7 @@ def _ip_literal(name: str | None) -> bool:
 
 def _legacy_certs(python: QuoteString) -> str:
     """A shell substitution giving ``--use-deprecated=legacy-certs`` when the venv's pip is 24.2
-    or later (pip's truststore fails on an index addressed by IP: pypa/pip#12906), else
-    nothing."""
+    or later (its truststore fails on an index addressed by IP: pypa/pip#12906), else nothing."""
     probe = (
         "import pip; v = tuple(int(p) for p in pip.__version__.split('.')[:2] if p.isdigit()); "
         "print('--use-deprecated=legacy-certs' if v >= (24, 2) else '')"
@@ -260,17 +220,13 @@ def cuda_wheels(installed: dict[str, str]) -> list[str]:
 
 @operation()
 def cuda_wheels_absent(venv_path: str):
-    """
-    Uninstall the CUDA wheels (``cuda_wheels``) from a venv.
-
-    + venv_path: the venv
-    """
-    names = cuda_wheels(venv_versions(venv_path))
+    """Uninstall the CUDA wheels (``cuda_wheels``) from a venv."""
+    installed = venv_versions(venv_path)
+    names = cuda_wheels(installed)
     if not names:
         host.noop(f"no CUDA wheel in {venv_path}")
         return
     if detailing():
-        installed = venv_versions(venv_path)
         show([PackageChange("remove", n, installed.get(n), venv=venv_path) for n in names])
     yield StringCommand(
         script("path-safe", paths.venv_python(venv_path)), "&&",  # as pinned_wheels

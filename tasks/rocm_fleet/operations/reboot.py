@@ -1,7 +1,5 @@
-"""The reboot operation: only when needed and allowed, and back before it returns.
-
-As pyinfra's ``server.reboot``, except that a host not back within the timeout fails with a
-message, and a fresh boot is an uptime shorter than the time since the reboot was issued."""
+"""The reboot operation: only when needed and allowed, and back (a fresh uptime) before it returns,
+else the host fails with a message."""
 
 from __future__ import annotations
 
@@ -103,17 +101,9 @@ def reboot_when_needed(
     mok_cert: str | None,
     dkms_max: str | None = None,
 ):
-    """
-    Reboot the host if it needs it, the inventory allows it and the kernel it boots next is
-    ready for the driver (else the host fails); wait until it is back.
-
-    + allowed: the inventory allows reboots
-    + timeout: seconds to come back
-    + planned: reasons earlier operations of this run will add (used while planning)
-    + driver: the amdgpu driver the kernel must have (``dkms``, ``inbox``; None: none)
-    + mok_cert: the DKMS signing certificate, checked as a MOK where Secure Boot is on
-    + dkms_max: the newest kernel series the DKMS driver supports (None: not known)
-    """
+    """Reboot the host if it needs it (planning: or will, ``planned``), ``allowed``, and the kernel
+    it boots next is ready for ``driver`` (``dkms_max``; ``mok_cert`` where Secure Boot is on; else
+    the host fails); wait up to ``timeout`` seconds until it is back."""
     reasons = reasons_from(read_fact(RebootRequired))
     if not executing():
         reasons += [r for r in planned if r not in reasons]

@@ -1,8 +1,5 @@
 """Secure Boot operations: the DKMS signing key exists and is enrolled as a MOK (or queued).
-
-The one-time MOK password comes from the environment variable the inventory names, or a prompt,
-where pyinfra runs; only its SHA-512 crypt hash reaches the host (a 0700 directory on /run,
-removed after the import): never the password, in a log or in any arguments."""
+Only the one-time password's SHA-512 crypt hash reaches the host, never the password."""
 
 from __future__ import annotations
 
@@ -32,12 +29,8 @@ PENDING = "MOK enrollment pending: confirm it at the console on the next boot"
 PASSWORD_MIN, PASSWORD_MAX = 1, 256
 
 _B64 = "./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-_ORDER = [
-    (0, 21, 42), (22, 43, 1), (44, 2, 23), (3, 24, 45), (25, 46, 4), (47, 5, 26), (6, 27, 48),
-    (28, 49, 7), (50, 8, 29), (9, 30, 51), (31, 52, 10), (53, 11, 32), (12, 33, 54),
-    (34, 55, 13), (56, 14, 35), (15, 36, 57), (37, 58, 16), (59, 17, 38), (18, 39, 60),
-    (40, 61, 19), (62, 20, 41),
-]  # fmt: skip
+# The hash's byte triples, in SHA-crypt's output order.
+_ORDER = [(i, i + 21, i + 42)[i % 3 :] + (i, i + 21, i + 42)[: i % 3] for i in range(21)]
 
 
 def sha512_crypt(password: str, salt: str | None = None) -> str:
@@ -47,21 +40,14 @@ def sha512_crypt(password: str, salt: str | None = None) -> str:
         salt = "".join(secrets.choice(_B64) for _ in range(16))
     key, s = password.encode(), salt.encode()[:16]
     b = hashlib.sha512(key + s + key).digest()
-    a = hashlib.sha512(key + s)
-    n = len(key)
-    while n > 64:
-        a.update(b)
-        n -= 64
-    a.update(b[:n])
+    a = hashlib.sha512(key + s + _repeated(b, len(key)))
     n = len(key)
     while n:
         a.update(b if n & 1 else key)
         n >>= 1
     da = a.digest()
-    dp = hashlib.sha512(key * len(key)).digest()
-    p = (dp * (len(key) // 64 + 1))[: len(key)]
-    ds = hashlib.sha512(s * (16 + da[0])).digest()
-    ss = (ds * (len(s) // 64 + 1))[: len(s)]
+    p = _repeated(hashlib.sha512(key * len(key)).digest(), len(key))
+    ss = _repeated(hashlib.sha512(s * (16 + da[0])).digest(), len(s))
     c = da
     for i in range(5000):
         h = hashlib.sha512(p if i & 1 else c)
@@ -71,17 +57,16 @@ def sha512_crypt(password: str, salt: str | None = None) -> str:
             h.update(p)
         h.update(c if i & 1 else p)
         c = h.digest()
-    out = []
-    for x, y, z in _ORDER:
-        w = (c[x] << 16) | (c[y] << 8) | c[z]
-        for _ in range(4):
-            out.append(_B64[w & 0x3F])
-            w >>= 6
-    w = c[63]
-    for _ in range(2):
-        out.append(_B64[w & 0x3F])
-        w >>= 6
-    return f"$6${s.decode()}${''.join(out)}"
+    out = "".join(_b64((c[x] << 16) | (c[y] << 8) | c[z], 4) for x, y, z in _ORDER)
+    return f"$6${s.decode()}${out}{_b64(c[63], 2)}"
+
+
+def _repeated(data: bytes, length: int) -> bytes:
+    return (data * (length // len(data) + 1))[:length]
+
+
+def _b64(word: int, chars: int) -> str:
+    return "".join(_B64[(word >> 6 * i) & 0x3F] for i in range(chars))
 
 
 _prompted: dict[str, str] = {}
@@ -89,9 +74,7 @@ _prompted: dict[str, str] = {}
 
 def mok_password(env: str) -> tuple[str | None, str]:
     """(password, problem): from the environment, else one prompt per run in a terminal."""
-    password = os.environ.get(env)
-    if password is None and env in _prompted:
-        password = _prompted[env]
+    password = os.environ.get(env, _prompted.get(env))
     if password is None and sys.stdin.isatty():
         first = getpass.getpass(f"One-time MOK password (to type at the console; ${env}): ")
         if first != getpass.getpass("Again: "):
@@ -114,14 +97,8 @@ def _sb_enabled() -> tuple[bool, str]:
 
 @operation()
 def signing_key(cert: str, key: str, distro_id: str):
-    """
-    Create the DKMS signing key and certificate when Secure Boot is on and they are missing;
-    never replaces one.
-
-    + cert: the DER certificate DKMS signs with
-    + key: its private key
-    + distro_id: "debian" or "ubuntu" (Ubuntu's: update-secureboot-policy)
-    """
+    """Create the DKMS signing ``key`` and ``cert`` when Secure Boot is on and they are missing
+    (Ubuntu: ``update-secureboot-policy``); never replaces one."""
     enabled, state = _sb_enabled()
     if not enabled:
         host.noop(f"Secure Boot {state}: no signing key needed")
@@ -143,12 +120,8 @@ def _announce_pending(state, host) -> bool:
 
 @operation()
 def mok_enrolled(cert: str, password_env: str):
-    """
-    Queue the signing certificate for MOK enrollment unless it is enrolled or queued.
-
-    + cert: the DER certificate
-    + password_env: environment variable holding the one-time password (or a prompt)
-    """
+    """Queue ``cert`` for MOK enrollment unless it is enrolled or queued; the one-time password
+    comes from the environment variable ``password_env``, else a prompt."""
     enabled, state = _sb_enabled()
     if not enabled:
         host.noop(f"Secure Boot {state}: nothing to enrol")

@@ -12,13 +12,8 @@ from rocm_fleet.operations._script import failure
 
 @operation()
 def gpu_access(groups: list[str], users: list[str]):
-    """
-    The ``groups`` exist (system groups) and each of ``users`` is in all of them, keeping their
-    other groups; a missing user fails the host.
-
-    + groups: group names, e.g. ["video", "render"]
-    + users: existing users who must be in every one of ``groups``
-    """
+    """The ``groups`` exist (system groups) and each of ``users`` is in all of them, keeping their
+    other groups; a missing user fails the host."""
     current = read_fact(GroupMembership, groups=groups, users=users)
     absent_users = [user for user in users if current["users"].get(user) is None]
     if absent_users:
@@ -30,13 +25,9 @@ def gpu_access(groups: list[str], users: list[str]):
         if group not in current["groups"]
     ]
     for user in users:
-        missing = [g for g in groups if g not in (current["users"][user] or [])]
+        missing = ",".join(g for g in groups if g not in (current["users"][user] or []))
         if missing:
-            changes.append(
-                StringCommand(
-                    "usermod", "-a", "-G", QuoteString(",".join(missing)), QuoteString(user)
-                )
-            )
+            changes.append(StringCommand("usermod", "-a", "-G", *map(QuoteString, (missing, user))))
     if not changes:
         host.noop(f"{', '.join(groups)} exist" + (f"; {', '.join(users)} in them" if users else ""))
         return
