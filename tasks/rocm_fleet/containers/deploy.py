@@ -1,8 +1,6 @@
-"""GPU containers on a node (``rocm_containers_*``): AMD's container toolkit from its own
-verified apt source, the CDI spec of the node's GPUs, each engine configured the way its
-version needs, rootless Podman users, pre-pulled images; all of it removed again when the
-engines list empties or ``rocm_state: absent``. Compose it after ``rocm_node()``, which
-reads the node (preflight) first; a host preflight refused gets nothing."""
+"""GPU containers on a node (``rocm_containers_*``): AMD's toolkit from its verified apt source,
+the CDI spec, each engine configured for its version, rootless Podman users, pulled images; all
+removed again when no engine is wanted. Composed after ``rocm_node()``."""
 
 from __future__ import annotations
 
@@ -51,7 +49,7 @@ if TYPE_CHECKING:
     from rocm_fleet.model.matrix import Distro
 
 CDI_RECORD = f"{plan.STATE_DIR}/cdi-spec"
-#: What the feature's operations read of its files, read at once (one round trip).
+#: What the feature's operations read of its files, read in one round trip.
 FILES = (plan.SOURCE, plan.PIN, plan.KEYRING, plan.LISTS_STAMP, plan.DAEMON_JSON,
          plan.DOCKER_STAMP, toolkit.CDI_SPEC)  # fmt: skip
 LEDGERS = (plan.DAEMON_LEDGER, plan.SUBUID, plan.SUBGID, plan.SUBID_LEDGER, CDI_RECORD,
@@ -61,7 +59,7 @@ LEDGERS = (plan.DAEMON_LEDGER, plan.SUBUID, plan.SUBGID, plan.SUBID_LEDGER, CDI_
 @deploy("GPU containers")
 def gpu_containers() -> None:
     """Give the inventory's container engines the node's GPUs, or take back what rocm-fleet
-    set up for containers. Idempotent; does nothing for a host preflight refused."""
+    set up for containers; nothing for a host preflight refused."""
     if refused():
         return
     config = host_config(host)
@@ -80,7 +78,7 @@ def gpu_containers() -> None:
 
 def _anything_there(found: Outcome | None) -> bool:
     """Whether rocm-fleet's container setup may be on the node: its apt source (written first,
-    removed last) or the toolkit in preflight's survey, else asked of the node."""
+    removed last) or the toolkit, in preflight's survey or asked."""
     survey = found.survey if found is not None else None
     if survey is not None and survey.sources is not None and survey.packages is not None:
         return toolkit.PACKAGE in survey.packages or any(
@@ -92,8 +90,8 @@ def _anything_there(found: Outcome | None) -> bool:
 
 
 def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str]) -> list[str]:
-    """Why the node can't run GPU containers as the inventory says (preflight's words); an
-    engine apt doesn't know yet (its lists not read) is warned of and checked once installed."""
+    """Why the node can't run GPU containers as the inventory says; an engine apt doesn't know
+    yet is warned of."""
     problems = []
     suite, _ = toolkit.suite_for(row.key, row.suite)
     if suite is None:
@@ -138,22 +136,16 @@ def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
     mirror = config.mirror
     if mirror is None or not mirror.bundle:
         return []
-    # Imported here: only needed with a bundle.
     from rocm_fleet.upstream import manifest
 
     need = HostNeeds(apt=(AptNeed(repository, (toolkit.PACKAGE,)),))
     gaps = manifest.missing(mirror.bundle, need)
-    if not gaps:
-        return []
-    return [
-        f"the fleet mirror's bundle {mirror.bundle} lacks AMD's container toolkit: "
-        f"{'; '.join(gaps)}"
-    ]
+    said = f"the fleet mirror's bundle {mirror.bundle} lacks AMD's container toolkit"
+    return [f"{said}: {'; '.join(gaps)}"] if gaps else []
 
 
 def _read_files() -> None:
-    """Read the feature's files in one round trip, as preflight's survey reads the core's, and
-    remember the answers for its operations (``engine.factcache``)."""
+    """Read the feature's files in one round trip; remembered for its operations."""
     reads = [
         *(Read("files", FileDigest, {"path": path}) for path in FILES),
         Read("keyrings", KeyringFingerprints, {"path": plan.KEYRING}),
@@ -191,8 +183,7 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         return
     if unofficial:
         warn_host(unofficial)
-    if not (found.survey.amdgpu or {}).get("loaded"):
-        # The toolkit's preinst needs amdgpu (a reboot of this run may load it).
+    if not (found.survey.amdgpu or {}).get("loaded"):  # the toolkit's preinst needs it
         warn_host(
             f"amdgpu is not loaded: {toolkit.PACKAGE} and {toolkit.CDI_SPEC} wait for a run "
             "after the node booted with it"
@@ -223,11 +214,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         )
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
-    toolkit_package(
-        name="Install AMD's container toolkit at its release",
-        package=toolkit.PACKAGE,
-        version=version,
-    )
+    toolkit_package(name="Install AMD's container toolkit at its release",
+                    package=toolkit.PACKAGE, version=version)  # fmt: skip
     cdi_spec(name=f"Generate {toolkit.CDI_SPEC} from the node's GPUs", path=toolkit.CDI_SPEC,
              package=toolkit.PACKAGE, record=CDI_RECORD)  # fmt: skip
     _docker(config, present="docker" in config.rocm_containers_engines)
@@ -270,8 +258,7 @@ def _subordinate_ids(users: list[str]) -> None:
 
 @deploy("Remove GPU containers")
 def remove_containers(config: Config) -> None:
-    """Take back what rocm-fleet set up for containers; the engines, their images and the
-    users' groups stay."""
+    """Take back what rocm-fleet set up for containers (engines, images, groups stay)."""
     _read_files()
     _docker(config, present=False)
     _subordinate_ids([])
@@ -279,11 +266,9 @@ def remove_containers(config: Config) -> None:
         text_file(name=f"Remove {toolkit.CDI_SPEC}", path=toolkit.CDI_SPEC, present=False)
     toolkit_package(name="Purge AMD's container toolkit", package=toolkit.PACKAGE, present=False)
     text_file(name="Remove the container toolkit's pin", path=plan.PIN, present=False)
-    verified_keyring(
-        name="Remove the container toolkit's keyring", path=plan.KEYRING, present=False
-    )
-    source = text_file(
-        name="Remove the container toolkit's source", path=plan.SOURCE, present=False
-    )
+    verified_keyring(name="Remove the container toolkit's keyring", path=plan.KEYRING,
+                     present=False)  # fmt: skip
+    source = text_file(name="Remove the container toolkit's source", path=plan.SOURCE,
+                       present=False)  # fmt: skip
     apt_update(name="Forget the container toolkit's package lists", _if=any_changed(source))
     directory_absent(name="Remove rocm-fleet's containers state", path=plan.STATE_DIR)

@@ -1,5 +1,4 @@
-"""The GPU containers' operations: each compares what the node has with what is wanted and
-yields the commands that close the gap, or ``host.noop`` with why nothing is needed."""
+"""The GPU containers' operations: the commands that close the gap, or ``host.noop`` with why."""
 
 from __future__ import annotations
 
@@ -57,9 +56,7 @@ def toolkit_package(package: str, version: str = "", present: bool = True):
     if at_version(installed, version):
         host.noop(f"{package} {installed} installed")
         return
-    if not read_fact(AmdgpuModule)["loaded"]:
-        # Its preinst refuses to install without amdgpu (ROCm/container-toolkit
-        # build/debian/DEBIAN/preinst).
+    if not read_fact(AmdgpuModule)["loaded"]:  # its preinst refuses to install without amdgpu
         host.noop(f"{package} not installed: amdgpu is not loaded")
         return
     yield script("packages-install", "", package)
@@ -94,11 +91,9 @@ def docker_gpus(
     present: bool = True,
 ):  # fmt: skip
     """
-    daemon.json with the keys Docker's version needs to give containers the GPUs (CDI from 25,
-    else AMD's runtime), merged with the site's and recorded in ``ledger``; or (present=False)
-    the recorded keys taken out again. Docker is restarted when the file changes, or changed
-    since its last restart by this deploy, unless it runs containers and ``allow_running`` is
-    false: then the host is warned that the change waits for Docker's next restart.
+    daemon.json with the keys Docker's version needs for the GPUs, merged with the site's and
+    recorded in ``ledger`` (or taken out again); Docker restarted for a change, unless it runs
+    containers and ``allow_running`` is false (then the host is warned).
 
     + path: /etc/docker/daemon.json
     + ledger: rocm-fleet's record of its keys
