@@ -59,22 +59,12 @@ class Tally:
 class Roll:
     """The waves, carried out; ``run()`` returns the exit status."""
 
-    def __init__(
-        self,
-        targets: Sequence[Target],
-        steps: Steps,
-        max_unavailable: int,
-        out: TextIO,
-        poll_interval: float = 10.0,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-        wall: Callable[[], float] = time.time,
-        max_failed: int = 0,
-    ) -> None:
+    def __init__(self, targets: Sequence[Target], steps: Steps, max_unavailable: int, out: TextIO,
+                 poll_interval: float = 10.0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep, wall: Callable[[], float] = time.time,
+                 max_failed: int = 0) -> None:  # fmt: skip
         self.waves = waves(list(targets), max_unavailable)
-        self.steps = steps
-        self.out = out
-        self.poll_interval = poll_interval
+        self.steps, self.out, self.poll_interval = steps, out, poll_interval
         self.max_failed = max_failed
         self.clock, self.sleep, self.wall = clock, sleep, wall
         self.tally = Tally()
