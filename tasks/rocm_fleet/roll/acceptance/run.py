@@ -19,12 +19,7 @@ from rocm_fleet.model.acceptance import (
     reason_words,
 )
 from rocm_fleet.model.health import HostHealth
-from rocm_fleet.roll.acceptance.parsers import (
-    NotUnderstood,
-    parse_rccl,
-    parse_rvs_gst,
-    parse_torch,
-)
+from rocm_fleet.roll.acceptance.parsers import NotUnderstood, parse_rccl, parse_rvs_gst, parse_torch
 from rocm_fleet.roll.acceptance.suites import Suite
 
 Runner = Callable[[Sequence[str]], Ran]
