@@ -84,9 +84,8 @@ def _anything_there(found: Outcome | None) -> bool:
         return toolkit.PACKAGE in survey.packages or any(
             path == plan.SOURCE for path, _ in survey.sources
         )
-    return bool(
-        read_fact(FileDigest, path=plan.SOURCE) or read_fact(DirectoryExists, path=plan.STATE_DIR)
-    )
+    return bool(read_fact(FileDigest, path=plan.SOURCE) or
+                read_fact(DirectoryExists, path=plan.STATE_DIR))  # fmt: skip
 
 
 def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str]) -> list[str]:
@@ -95,36 +94,30 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
     problems = []
     suite, _ = toolkit.suite_for(row.key, row.suite)
     if suite is None:
-        problems.append(
-            f"AMD publishes no container toolkit for {row.key} (it does for "
-            f"{', '.join(sorted(toolkit.SUITES.values()))}): empty rocm_containers_engines"
-        )
+        problems.append(f"AMD publishes no container toolkit for {row.key} (it does for "
+                        f"{', '.join(sorted(toolkit.SUITES.values()))}): empty "
+                        "rocm_containers_engines")  # fmt: skip
     for engine in config.rocm_containers_engines:
         version = plan.version_of(engine, facts, config.rocm_containers_install_engine)
         if version is None:
             if not config.rocm_containers_install_engine:
-                problems.append(
-                    f"{engine} is not installed and rocm_containers_install_engine is false: "
-                    f"install it, or let rocm-fleet install the distribution's"
-                )
+                problems.append(f"{engine} is not installed and rocm_containers_install_engine "
+                                "is false: install it, or let rocm-fleet install the "
+                                "distribution's")  # fmt: skip
             else:
-                warn_host(
-                    f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how {engine} "
-                    "gets the GPUs is decided once it is installed"
-                )
+                warn_host(f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how "
+                          f"{engine} gets the GPUs is decided once it is installed")  # fmt: skip
         elif engine == "podman" and version[:2] < toolkit.PODMAN_CDI:
-            problems.append(
-                f"Podman {plan.shown(version)} predates CDI (4.1) and AMD's runtime serves "
-                "Docker only: install a newer Podman, or use docker"
-            )
+            problems.append(f"Podman {plan.shown(version)} predates CDI (4.1) and AMD's "
+                            "runtime serves Docker only: install a newer Podman, or use "
+                            "docker")  # fmt: skip
         elif engine == "podman" and version[:2] < toolkit.PODMAN_AMD_CDI:
             problems.append(
                 f"Podman {plan.shown(version)} can't read the CDI spec AMD's toolkit writes "
                 f"(CDI {toolkit.AMD_CDI_VERSION}; Debian 12's 4.3 refuses it: `--device "
                 "amd.com/gpu=all` is unresolvable) and AMD's runtime serves Docker only: "
                 "use docker (with AMD's runtime where it reads no CDI), or install Podman "
-                f"{plan.shown(toolkit.PODMAN_AMD_CDI)} or newer"
-            )
+                f"{plan.shown(toolkit.PODMAN_AMD_CDI)} or newer")  # fmt: skip
     problems += plan.rootless_problems(
         list(config.rocm_containers_engines), list(config.rocm_containers_rootless_users),
         absent_users,
@@ -154,9 +147,7 @@ def _read_files() -> None:
     ]
     answers = read_apart(host, reads)
     if answers is not None:  # else each operation asks on its own
-        remember_facts(
-            (read.fact, read.kwargs, answer) for read, answer in zip(reads, answers, strict=True)
-        )
+        remember_facts((r.fact, r.kwargs, answer) for r, answer in zip(reads, answers, strict=True))
 
 
 def _install(config: Config, found: Outcome, row: Distro) -> None:
@@ -184,10 +175,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     if unofficial:
         warn_host(unofficial)
     if not (found.survey.amdgpu or {}).get("loaded"):  # the toolkit's preinst needs it
-        warn_host(
-            f"amdgpu is not loaded: {toolkit.PACKAGE} and {toolkit.CDI_SPEC} wait for a run "
-            "after the node booted with it"
-        )
+        warn_host(f"amdgpu is not loaded: {toolkit.PACKAGE} and {toolkit.CDI_SPEC} wait for a "
+                  "run after the node booted with it")  # fmt: skip
     version = config.rocm_containers_toolkit_version or toolkit.DEFAULT_RELEASE
     served = repository.via(config.mirror)
     apt_repository(
@@ -209,9 +198,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         # Debian 13's docker.io (26) leaves the `docker` command to docker-cli, a Recommends
         engine_packages.append("docker-cli")
     if users:
-        engine_packages += plan.rootless_packages(
-            plan.version_of("podman", facts, config.rocm_containers_install_engine)
-        )
+        podman = plan.version_of("podman", facts, config.rocm_containers_install_engine)
+        engine_packages += plan.rootless_packages(podman)
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
     toolkit_package(name="Install AMD's container toolkit at its release",
@@ -233,25 +221,18 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
 
 def _docker(config: Config, present: bool = True) -> None:
     """Docker's daemon.json given (or without) rocm-fleet's keys, Docker restarted for it."""
-    docker_gpus(
-        name=f"Give Docker the GPUs in {plan.DAEMON_JSON} (restarted for a change)"
-        if present
-        else f"Take rocm-fleet's keys out of {plan.DAEMON_JSON} (Docker restarted)",
-        path=plan.DAEMON_JSON,
-        ledger=plan.DAEMON_LEDGER,
-        stamp=plan.DOCKER_STAMP,
-        allow_running=config.rocm_containers_restart_running,
-        install=config.rocm_containers_install_engine,
-        present=present,
-    )
+    given = f"Give Docker the GPUs in {plan.DAEMON_JSON} (restarted for a change)"
+    taken = f"Take rocm-fleet's keys out of {plan.DAEMON_JSON} (Docker restarted)"
+    docker_gpus(name=given if present else taken, path=plan.DAEMON_JSON, ledger=plan.DAEMON_LEDGER,
+                stamp=plan.DOCKER_STAMP, allow_running=config.rocm_containers_restart_running,
+                install=config.rocm_containers_install_engine, present=present)  # fmt: skip
 
 
 def _subordinate_ids(users: list[str]) -> None:
     if not users and not read_fact(Ledger, path=plan.SUBID_LEDGER):
         return
-    needed = plan.subids_needed(
-        users, read_fact(Ledger, path=plan.SUBUID), read_fact(Ledger, path=plan.SUBGID)
-    )
+    subuid, subgid = read_fact(Ledger, path=plan.SUBUID), read_fact(Ledger, path=plan.SUBGID)
+    needed = plan.subids_needed(users, subuid, subgid)
     subordinate_ids(name="Give rootless users subordinate IDs (and take back others')",
                     needed=needed, ledger=plan.SUBID_LEDGER, keep=users)  # fmt: skip
 
