@@ -90,9 +90,8 @@ def test_pin_prefers_amds_repository(host, node):
     pin_file = host.file(node.stream.pin)
     assert pin_file.is_file, f"{node.stream.pin} is missing: the distribution's ROCm packages win"
     pin = pin_file.content_string
-    assert f"Pin: release o={node.stream.pin_origin}" in pin, (
-        f"{node.stream.pin} does not pin origin {node.stream.pin_origin}"
-    )
+    origin = node.stream.pin_origin
+    assert f"Pin: release o={origin}" in pin, f"{node.stream.pin} does not pin origin {origin}"
     assert "Pin-Priority: 600" in pin, f"{node.stream.pin} does not give AMD's packages 600"
 
 
@@ -116,10 +115,8 @@ def test_rocm_packages_come_from_the_release(host, node):
     assert stray == [], f"packages of another ROCm stream are installed: {stray}"
     version_file = host.file(f"{node.release.root}/.info/version")
     assert version_file.is_file, f"{version_file.path} is missing"
-    version = version_file.content_string.strip()
-    assert version.startswith(node.release.version + "-"), (
-        f"{version_file.path} says {version}, not {node.release.version}"
-    )
+    version, wanted = version_file.content_string.strip(), node.release.version
+    assert version.startswith(wanted + "-"), f"{version_file.path} says {version}, not {wanted}"
 
 
 def test_users_can_reach_the_gpu(host, node):
@@ -129,9 +126,8 @@ def test_users_can_reach_the_gpu(host, node):
     for user in node.rocm_users:
         assert host.user(user).exists, f"user {user} does not exist"
         groups = host.user(user).groups
-        assert "video" in groups and "render" in groups, (
-            f"{user} is not in video and render (groups: {', '.join(groups) or 'none'})"
-        )
+        said = f"{user} is not in video and render (groups: {', '.join(groups) or 'none'})"
+        assert "video" in groups and "render" in groups, said
 
 
 def test_rocminfo_reports_expected_gpus(host, node):
@@ -307,8 +303,6 @@ def test_gpu_containers_see_the_gpus(host, node):
         elif not kfd:
             problems.append(f"{who}: the container has no /dev/kfd")
         elif not render or (want is not None and len(render) != want):
-            problems.append(
-                f"{who}: the container sees {len(render)} render node(s) "
-                f"({', '.join(render) or 'none'}), expected {wanted}"
-            )
+            problems.append(f"{who}: the container sees {len(render)} render node(s) "
+                            f"({', '.join(render) or 'none'}), expected {wanted}")  # fmt: skip
     assert not problems, "\n".join(problems)

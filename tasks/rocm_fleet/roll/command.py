@@ -142,10 +142,9 @@ def run(args: Any) -> int:
     groups = {group for host in hosts[0].inventory for group in host.groups}
     unlimited = not_one_host_by_limit(list(by_name), groups)
     if unlimited:
-        raise UsageError(
-            f"host name(s) {', '.join(unlimited)}: pyinfra's --limit would take each as a group "
-            "or a pattern, so its deploy could reach hosts that were never drained; rename them"
-        )
+        raise UsageError(f"host name(s) {', '.join(unlimited)}: pyinfra's --limit would take each "
+                         "as a group or a pattern, so its deploy could reach hosts that were never "
+                         "drained; rename them")  # fmt: skip
     targets, configs = [], {}
     for host in hosts:
         if host.name in found.unreachable + found.refused:
@@ -201,9 +200,8 @@ def accept(host: Any, config: Any) -> Outcome | None:
 
     sudo = sudo_asked(host)
     python = config.venv_python if config.torch is not None else None
-    node = Acceptance(
-        lambda argv: run_on(host, argv, sudo), Tools(config.rocm_acceptance_rccl_tests, python)
-    )
+    tools = Tools(config.rocm_acceptance_rccl_tests, python)
+    node = Acceptance(lambda argv: run_on(host, argv, sudo), tools)
     gfx = config.expected_gfx_list
     try:
         fingerprint = node.fingerprint()
