@@ -65,11 +65,9 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
     from rocm_fleet.model.config import ConfigError, load_config
 
     if args.hosts:
-        wanted = {"rocm_version": args.rocm_version}
-        if args.expected_gfx:
-            wanted["expected_gfx"] = args.expected_gfx
+        gfx = {"expected_gfx": args.expected_gfx} if args.expected_gfx else {}
         try:
-            expected = load_config(wanted, "--rocm-version")
+            expected = load_config({"rocm_version": args.rocm_version, **gfx}, "--rocm-version")
         except ConfigError as exc:
             return Chosen(), problem_lines(str(exc))
         specs = [spec.strip() for spec in args.hosts.split(",") if spec.strip()]

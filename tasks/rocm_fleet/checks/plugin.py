@@ -189,10 +189,11 @@ def pytest_configure(config):
                 raise pytest.UsageError(str(exc)) from None
             made = inventory_targets(hosts)
         elif config.getoption("rocm_version", None) and config.option.hosts:
+            gfx = config.getoption("expected_gfx", None)
             wanted = {"rocm_version": config.getoption("rocm_version")}
-            if config.getoption("expected_gfx", None):
-                wanted["expected_gfx"] = config.getoption("expected_gfx")
-            expected = load_config(wanted, "--rocm-version")
+            expected = load_config(
+                wanted | ({"expected_gfx": gfx} if gfx else {}), "--rocm-version"
+            )
             made = spec_targets(config.option.hosts.split(","), expected)
     except ConfigError as exc:
         from rocm_fleet.cli.exits import problem_lines
