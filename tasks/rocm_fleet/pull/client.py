@@ -108,14 +108,11 @@ def fetch(
     with tempfile.TemporaryDirectory(dir=metadata_dir, prefix=".download.") as download:
         try:
             updater = Updater(
-                metadata_dir=str(metadata_dir),
-                metadata_base_url=f"{base}/metadata/",
-                target_dir=download,
-                target_base_url=f"{base}/targets/",
-                fetcher=NoRedirectFetcher(ca),
+                metadata_dir=str(metadata_dir), metadata_base_url=f"{base}/metadata/",
+                target_dir=download, target_base_url=f"{base}/targets/",
+                fetcher=NoRedirectFetcher(ca), bootstrap=bootstrap,
                 config=UpdaterConfig(targets_max_length=pulled.MAX_TARGET_BYTES * 4),
-                bootstrap=bootstrap,
-            )
+            )  # fmt: skip
             updater.refresh()
             info = updater.get_targetinfo(pulled.target_path(node))
             if info is None:
