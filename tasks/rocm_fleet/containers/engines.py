@@ -179,13 +179,8 @@ class SubIds:
     @classmethod
     def parse(cls, line: str) -> SubIds | None:
         parts = line.split()
-        if (
-            len(parts) != 4
-            or parts[1] not in ("uid", "gid")
-            or not all(part.isdigit() for part in parts[2:])
-        ):
-            return None
-        return cls(parts[0], parts[1], int(parts[2]), int(parts[3]))
+        ok = len(parts) == 4 and parts[1] in ("uid", "gid") and all(p.isdigit() for p in parts[2:])
+        return cls(parts[0], parts[1], int(parts[2]), int(parts[3])) if ok else None
 
 
 def subids_needed(users: list[str], subuid: list[str], subgid: list[str]) -> list[SubIds]:
@@ -198,8 +193,7 @@ def subids_needed(users: list[str], subuid: list[str], subgid: list[str]) -> lis
     needed = []
     for user in users:
         missing = [kind for kind, table in (("uid", uids), ("gid", gids)) if user not in table]
-        for kind in missing:
-            needed.append(SubIds(user, kind, start))
+        needed += [SubIds(user, kind, start) for kind in missing]
         if missing:
             start += SUBID_COUNT
     return needed
@@ -209,15 +203,12 @@ def rootless_problems(engines: list[str], users: list[str], absent: list[str]) -
     """Why rootless users can't be set up: no Podman to run them, or users that don't exist."""
     problems = []
     if users and "podman" not in engines:
-        problems.append(
-            "rocm_containers_rootless_users needs 'podman' in rocm_containers_engines (AMD's "
-            "toolkit doesn't support rootless Docker)"
-        )
+        problems.append("rocm_containers_rootless_users needs 'podman' in rocm_containers_engines "
+                        "(AMD's toolkit doesn't support rootless Docker)")  # fmt: skip
     if absent:
-        problems.append(
-            f"rocm_containers_rootless_users: no user {', '.join(absent)} on the host: create "
-            "them first (rocm-fleet adds existing users to video and render, never creates one)"
-        )
+        problems.append(f"rocm_containers_rootless_users: no user {', '.join(absent)} on the host: "
+                        "create them first (rocm-fleet adds existing users to video and render, "
+                        "never creates one)")  # fmt: skip
     return problems
 
 
