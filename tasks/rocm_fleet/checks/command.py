@@ -101,9 +101,7 @@ def run(args: Any) -> int:
     status = pytest.main(pytest_args(args), plugins=[chosen, report])
     if status == pytest.ExitCode.NO_TESTS_COLLECTED:
         print("rocm-fleet check: no check chosen (see -k)", file=sys.stderr)
-    if int(status) in PYTEST_EXITS:
-        return PYTEST_EXITS[int(status)]
-    return report.status()
+    return PYTEST_EXITS.get(int(status)) or report.status()
 
 
 command = Command(
