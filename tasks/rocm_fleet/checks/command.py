@@ -1,8 +1,5 @@
 """``rocm-fleet check INVENTORY | --hosts SPECS --rocm-version X.Y.Z``: the packaged testinfra
-checks run by pytest (without the user's configuration), settings validated first; options after
-``--`` go to pytest. Exit status: 0 passed or skipped, 1 a check failed, 2 a host unreachable
-and nothing failed, 4 bad input.
-"""
+checks run by pytest (without the user's configuration), settings validated first."""
 
 from __future__ import annotations
 
@@ -17,14 +14,14 @@ from rocm_fleet.cli.exits import Command, Exit, epilog, option, print_problems, 
 from rocm_fleet.cli.inventory import UsageError, host_options, load_inventory, parse_data
 from rocm_fleet.cli.tables import COLOR_CHOICES, screen_for
 
-#: pytest's exit statuses (pytest.ExitCode), by the scheme's
+#: pytest.ExitCode -> the scheme's
 PYTEST_EXITS = {2: Exit.NOT_CHECKED, 3: Exit.NOT_CHECKED, 4: Exit.USAGE, 5: Exit.USAGE}
 
 
 @dataclasses.dataclass(eq=False)  # a pytest plugin: hashed by identity
 class Chosen:
-    """What a run checks, validated before pytest starts; the checks' plugin finds it.
-    ``hosts``: pyinfra hosts; or ``specs`` (``--hosts``) expected to have ``expected``."""
+    """What a run checks (validated; the plugin finds it): pyinfra ``hosts``, or ``specs``
+    (``--hosts``) expected to have ``expected``."""
 
     hosts: list[Any] = dataclasses.field(default_factory=list)
     specs: list[str] = dataclasses.field(default_factory=list)
@@ -32,8 +29,8 @@ class Chosen:
 
 
 def pytest_args(args: Any) -> list[str]:
-    """The pytest command line: the installed checks, no user configuration or cache, our
-    report; then what came after ``--``."""
+    """The pytest command line: the installed checks, no user configuration or cache; then what
+    came after ``--``."""
     argv = ["--pyargs", "rocm_fleet.checks", "-p", "no:cacheprovider"]
     # Not the user's pytest configuration: an empty one, rooted where we are.
     argv += ["-c", os.devnull, "--rootdir", os.getcwd(), "--tb=no"]
@@ -45,24 +42,22 @@ def pytest_args(args: Any) -> list[str]:
 
 
 def refuse_combinations(args: Any) -> None:
-    if args.inventory and args.hosts:
-        raise UsageError("give an INVENTORY or --hosts, not both")
-    if args.inventory and (args.rocm_version or args.expected_gfx):
-        raise UsageError(
-            "with an INVENTORY each host's rocm_version and expected_gfx come from its "
-            "inventory data; --rocm-version and --expected-gfx go with --hosts"
-        )
-    if args.limit and not args.inventory:
-        raise UsageError("--limit chooses hosts of an INVENTORY; give one")
-    if args.data and not args.inventory:
-        raise UsageError("--data overrides an INVENTORY's data; give one")
-    if not args.inventory and not args.hosts:
-        raise UsageError("nothing to check: give an INVENTORY, or --hosts with --rocm-version")
-    if args.hosts and not args.rocm_version:
-        raise UsageError(
-            "nothing to compare --hosts against: say what they should have with "
-            "--rocm-version X.Y.Z (and --expected-gfx gfxNNNN), or check an INVENTORY"
-        )
+    inventory = args.inventory
+    for refused, message in (
+        (inventory and args.hosts, "give an INVENTORY or --hosts, not both"),
+        (inventory and (args.rocm_version or args.expected_gfx),
+         "with an INVENTORY each host's rocm_version and expected_gfx come from its inventory "
+         "data; --rocm-version and --expected-gfx go with --hosts"),
+        (args.limit and not inventory, "--limit chooses hosts of an INVENTORY; give one"),
+        (args.data and not inventory, "--data overrides an INVENTORY's data; give one"),
+        (not inventory and not args.hosts,
+         "nothing to check: give an INVENTORY, or --hosts with --rocm-version"),
+        (args.hosts and not args.rocm_version,
+         "nothing to compare --hosts against: say what they should have with --rocm-version "
+         "X.Y.Z (and --expected-gfx gfxNNNN), or check an INVENTORY"),
+    ):  # fmt: skip
+        if refused:
+            raise UsageError(message)
 
 
 def choose(args: Any) -> tuple[Chosen, list[str]]:
@@ -70,11 +65,9 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
     from rocm_fleet.model.config import ConfigError, load_config
 
     if args.hosts:
-        wanted = {"rocm_version": args.rocm_version}
-        if args.expected_gfx:
-            wanted["expected_gfx"] = args.expected_gfx
+        gfx = {"expected_gfx": args.expected_gfx} if args.expected_gfx else {}
         try:
-            expected = load_config(wanted, "--rocm-version")
+            expected = load_config({"rocm_version": args.rocm_version, **gfx}, "--rocm-version")
         except ConfigError as exc:
             return Chosen(), problem_lines(str(exc))
         specs = [spec.strip() for spec in args.hosts.split(",") if spec.strip()]
@@ -108,9 +101,7 @@ def run(args: Any) -> int:
     status = pytest.main(pytest_args(args), plugins=[chosen, report])
     if status == pytest.ExitCode.NO_TESTS_COLLECTED:
         print("rocm-fleet check: no check chosen (see -k)", file=sys.stderr)
-    if int(status) in PYTEST_EXITS:
-        return PYTEST_EXITS[int(status)]
-    return report.status()
+    return PYTEST_EXITS.get(int(status)) or report.status()
 
 
 command = Command(
@@ -130,27 +121,18 @@ command = Command(
         "Same checks: pytest --pyargs rocm_fleet.checks --rocm-inventory=FILE"
     ),
     params=[
-        click.Argument(
-            ["inventory"],
-            required=False,
-            help="pyinfra inventory the hosts and their data come from",
-        ),
+        click.Argument(["inventory"], required=False,
+                       help="pyinfra inventory the hosts and their data come from"),
         *host_options("with INVENTORY: "),
-        option(
-            "--hosts",
-            help="instead of INVENTORY: host specs, comma-separated (ssh://user@host:port, "
-            "local://, docker://NAME, chroot:///DIR; ?sudo=true)",
-        ),
+        option("--hosts", help="instead of INVENTORY: host specs, comma-separated "
+               "(ssh://user@host:port, local://, docker://NAME, chroot:///DIR; ?sudo=true)"),
         option("--rocm-version", help="with --hosts: the ROCm release the hosts have"),
         option("--expected-gfx", help="with --hosts: the gfx target(s), e.g. gfx1100"),
         option("-v", "--verbose", is_flag=True, help="pytest's explanation under a failed check"),
-        option(
-            "--color",
-            type=click.Choice(COLOR_CHOICES),
-            default="auto",
-            help="colour each check's outcome; auto (default): on a terminal unless NO_COLOR "
-            "is set (FORCE_COLOR forces it); lines fit the terminal (COLUMNS), else 100 columns",
-        ),
+        option("--color", type=click.Choice(COLOR_CHOICES), default="auto",
+               help="colour each check's outcome; auto (default): on a terminal unless NO_COLOR "
+               "is set (FORCE_COLOR forces it); lines fit the terminal (COLUMNS), else 100 "
+               "columns"),
         option("--junitxml", metavar="PATH", help="also write a JUnit XML report (CI)"),
     ],
-)
+)  # fmt: skip

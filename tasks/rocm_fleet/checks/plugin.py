@@ -1,14 +1,6 @@
-"""The pytest plugin of the node checks: which hosts, how they are reached, what each should have.
-
-    pytest --pyargs rocm_fleet.checks --rocm-inventory inventories/fleet.py [--rocm-limit gpu01]
-    pytest --pyargs rocm_fleet.checks --hosts=ssh://root@gpu01 --rocm-version 6.4.3 \\
-        --expected-gfx gfx1100
-
-With ``--rocm-inventory`` each host's expectations come from the deploy's inventory data,
-loaded and validated as the deploy does before any check runs. SSH hosts are connected by
-pyinfra (``engine.ssh``: the deploy's host-key checks); ``@local``, ``@chroot/``, ``@docker/``
-and testinfra's own ``--hosts`` specs use testinfra's backends. Inert unless these checks are
-collected; ``-p no:rocm_fleet_checks`` turns it off."""
+"""The node checks' pytest plugin: which hosts (``--rocm-inventory``, or ``--hosts`` with
+``--rocm-version``), how they are reached (SSH by pyinfra, with the deploy's host-key checks; else
+testinfra's backends) and what each should have. Inert unless these checks are collected."""
 
 from __future__ import annotations
 
@@ -25,26 +17,24 @@ from testinfra.backend.paramiko import ParamikoBackend
 from rocm_fleet.engine.ssh import ConnectFailed, close, connect, is_ssh
 from rocm_fleet.model.config import Config, ConfigError, load_config
 
-#: the module whose checks this plugin drives
 CHECKS_MODULE = "rocm_fleet.checks.test_node"
 NO_EXPECTATIONS = (
     "rocm_fleet.checks: nothing to compare the hosts against: give the deploy's inventory "
     "(--rocm-inventory FILE; `rocm-fleet check FILE`) or say what the hosts should have "
     "(--rocm-version X.Y.Z [--expected-gfx gfxNNNN])"
 )
-#: the user property a check's report carries when its host could not be reached
+#: the user property of a check whose host could not be reached
 UNREACHABLE = "rocm_fleet_unreachable"
 
 
 @dataclasses.dataclass
 class Target:
-    """One host to check: its inventory name, its testinfra host, and its validated expectations."""
+    """One host to check: its name, its testinfra host, and its validated expectations."""
 
     name: str
     host: testinfra.host.Host
     config: Config
-    #: why no command could be run there ("" once one has); None until asked
-    unreachable: str | None = None
+    unreachable: str | None = None  #: why it can't be used ("" when it can); None: not asked
 
     def reach(self) -> str:
         """Why the host can't be used ("" when ``true`` runs there), asked once."""
@@ -52,11 +42,8 @@ class Target:
             try:
                 result = self.host.run("true")
                 said = " ".join(result.stderr.split())
-                self.unreachable = (
-                    ""
-                    if result.rc == 0
-                    else f"`true` exited {result.rc}" + f": {said}" * bool(said)
-                )
+                failed = f"`true` exited {result.rc}" + f": {said}" * bool(said)
+                self.unreachable = "" if result.rc == 0 else failed
             except ConnectFailed as exc:  # pyinfra's reason, in one line
                 self.unreachable = str(exc)
             except Exception as exc:  # each other backend raises its own
@@ -65,8 +52,7 @@ class Target:
 
 
 class PyinfraSSHBackend(ParamikoBackend):
-    """testinfra's paramiko backend on pyinfra's SSH client (``engine.ssh``): a deploy's host key
-    checks."""
+    """testinfra's paramiko backend on pyinfra's SSH client (a deploy's host key checks)."""
 
     def __init__(self, pyinfra_host: Any, **kwargs: Any):
         data = pyinfra_host.data
@@ -139,57 +125,43 @@ def spec_targets(specs: list[str], config: Config) -> list[Target]:
     if ssh:
         from rocm_fleet.engine.inventory import of_hosts
 
-        found = [Target(h.name, testinfra_host(h), config) for h in of_hosts(ssh)]
-        others += found
+        others += [Target(h.name, testinfra_host(h), config) for h in of_hosts(ssh)]
     return others
 
 
 def inventory_targets(hosts: list[Any]) -> list[Target]:
-    """An inventory's hosts as targets, validated by the inventory's fleet model; ConfigError for
-    the first invalid one."""
+    """An inventory's hosts as targets; ConfigError for the first invalid one."""
     from rocm_fleet.engine.inventory_fleet import fleet_of
 
     fleet = fleet_of(hosts[0].inventory)
     return [Target(h.name, testinfra_host(h), fleet.config(h.name)) for h in hosts]
 
 
+@dataclasses.dataclass(eq=False)  # a pytest plugin: hashed by identity
 class Targets:
     """The hosts a run checks (made once, in ``pytest_configure``)."""
 
-    def __init__(self, targets: list[Target]):
-        self.targets = targets
+    targets: list[Target]
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("rocm-fleet", "rocm-fleet node checks (rocm_fleet.checks)")
-    group.addoption(
-        "--rocm-inventory",
-        metavar="FILE",
-        help="pyinfra inventory to take the hosts and what each should have from "
-        "(--rocm-inventory=@local: pytest reads a lone @NAME as an argument file)",
-    )
-    group.addoption(
-        "--rocm-limit",
-        action="append",
-        metavar="PATTERN",
-        help="with --rocm-inventory: host names, groups or globs to check (repeatable, "
-        "commas split)",
-    )
-    group.addoption(
-        "--rocm-data",
-        action="append",
-        metavar="KEY=VALUE",
-        help="with --rocm-inventory: override a value for every host, as pyinfra's --data",
-    )
+    group.addoption("--rocm-inventory", metavar="FILE",
+                    help="pyinfra inventory to take the hosts and what each should have "
+                    "from (--rocm-inventory=@local: pytest reads a lone @NAME as an argument "
+                    "file)")  # fmt: skip
+    group.addoption("--rocm-limit", action="append", metavar="PATTERN",
+                    help="with --rocm-inventory: host names, groups or globs to check "
+                    "(repeatable, commas split)")  # fmt: skip
+    group.addoption("--rocm-data", action="append", metavar="KEY=VALUE",
+                    help="with --rocm-inventory: override a value for every host, as pyinfra's "
+                    "--data")  # fmt: skip
     group.addoption("--rocm-version", help="with --hosts: the ROCm release expected")
     group.addoption("--expected-gfx", help="with --hosts: the gfx target(s) expected")
 
 
 def _registered(config: pytest.Config, kind: type) -> Any:
-    for plugin in config.pluginmanager.get_plugins():
-        if isinstance(plugin, kind):
-            return plugin
-    return None
+    return next((p for p in config.pluginmanager.get_plugins() if isinstance(p, kind)), None)
 
 
 def targets_of(config: pytest.Config) -> Targets | None:
@@ -203,28 +175,25 @@ def pytest_configure(config):
     made = None
     try:
         if chosen is not None:
-            made = (
-                inventory_targets(chosen.hosts)
-                if chosen.hosts
-                else spec_targets(chosen.specs, chosen.expected)
-            )
+            hosts, specs = chosen.hosts, chosen.specs
+            made = inventory_targets(hosts) if hosts else spec_targets(specs, chosen.expected)
         elif config.getoption("rocm_inventory", None):
             from rocm_fleet.cli.inventory import UsageError, load_inventory, parse_data
 
             limits = [p for i in config.getoption("rocm_limit") or [] for p in i.split(",") if p]
             try:
                 data = parse_data(config.getoption("rocm_data") or []) or None
-                _, hosts = load_inventory(
-                    config.getoption("rocm_inventory"), limits, False, override_data=data
-                )
+                inventory = config.getoption("rocm_inventory")
+                _, hosts = load_inventory(inventory, limits, False, override_data=data)
             except UsageError as exc:
                 raise pytest.UsageError(str(exc)) from None
             made = inventory_targets(hosts)
         elif config.getoption("rocm_version", None) and config.option.hosts:
+            gfx = config.getoption("expected_gfx", None)
             wanted = {"rocm_version": config.getoption("rocm_version")}
-            if config.getoption("expected_gfx", None):
-                wanted["expected_gfx"] = config.getoption("expected_gfx")
-            expected = load_config(wanted, "--rocm-version")
+            expected = load_config(
+                wanted | ({"expected_gfx": gfx} if gfx else {}), "--rocm-version"
+            )
             made = spec_targets(config.option.hosts.split(","), expected)
     except ConfigError as exc:
         from rocm_fleet.cli.exits import problem_lines
@@ -248,8 +217,7 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_finish(session):
-    """Reach every chosen host at once on greenlets, so each unreachable one costs its timeout
-    once."""
+    """Reach every chosen host at once on greenlets: an unreachable one's timeout, once."""
     from gevent.pool import Pool
 
     chosen = {}
@@ -272,8 +240,7 @@ def pytest_sessionfinish(session):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Fail the run (``pytest.UsageError``) when the checks are collected with nothing to compare
-    against."""
+    """``pytest.UsageError`` when the checks are collected with nothing to compare against."""
     if not any(_is_check(item) for item in items) or targets_of(config) is not None:
         return
     raise pytest.UsageError(NO_EXPECTATIONS)

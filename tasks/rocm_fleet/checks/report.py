@@ -1,16 +1,5 @@
-"""``rocm-fleet check``'s report, a pytest plugin in place of pytest's terminal reporter
-(``--tb`` stays): a line per host and check, named by the check's sentence (its docstring's
-first line), with its own reason, wrapped to the screen's width (never cut), the outcome
-coloured when the screen is; then the summary; the exit status by ``cli.exits``. In 80
-columns::
-
-    ok           node1  The ROCm apt source is AMD's, with its keyring and suite
-    FAILED       node2  The apt pin prefers AMD's repository:
-                        /etc/apt/preferences.d/rocm-pin-600 is missing
-    UNREACHABLE  node3  The ROCm apt source is AMD's, with its keyring and suite:
-                        Could not connect (...)
-    3 hosts, 18 checks: 5 passed, 1 failed, 6 skipped, 6 not run (unreachable: node3)
-"""
+"""``rocm-fleet check``'s report, a pytest plugin in place of pytest's terminal reporter: a line
+per host and check, wrapped to the screen (docs/check.md shows it), then the summary."""
 
 from __future__ import annotations
 
@@ -26,11 +15,8 @@ from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.tables import Screen
 from rocm_fleet.model.untrusted import visible
 
-#: the user property of a check whose host was unreachable (``checks.plugin.UNREACHABLE``)
-UNREACHABLE = "rocm_fleet_unreachable"
-#: how each outcome is shown (the failures in capitals, to be seen in a long list)
+UNREACHABLE = "rocm_fleet_unreachable"  #: ``checks.plugin.UNREACHABLE``
 SHOWN = {"passed": "ok", "failed": "FAILED", "skipped": "skipped", "unreachable": "UNREACHABLE"}
-#: and coloured (on a coloured screen), the failures as the audit's drift
 STYLE = {"passed": "green", "failed": "bold red", "skipped": "yellow", "unreachable": "bold red"}
 
 
@@ -44,8 +30,7 @@ class Outcome:
 
 
 def check_name(item: Any) -> str:
-    """The check's sentence: its docstring's first line, without the full stop ("The apt pin
-    prefers AMD's repository"); without a docstring, its name
+    """The check's sentence: its docstring's first line without the full stop, else its name
     (``test_pin_prefers_amds_repository`` -> ``pin prefers amds repository``)."""
     doc = (getattr(getattr(item, "function", None), "__doc__", None) or "").strip()
     if doc:
@@ -55,11 +40,8 @@ def check_name(item: Any) -> str:
 
 
 def check_line(outcome: Outcome, host_width: int, screen: Screen) -> str:
-    """``outcome``'s line: its outcome, host and check (with the reason), wrapped to fit
-    ``screen``'s width, nothing cut: under the check while it keeps 40 columns, else under
-    the line, indented 4 (a host name too long for the screen folded in its column); the
-    outcome coloured when the screen is. ``visible``: the reason quotes what the node
-    answered."""
+    """``outcome``'s line (outcome, host, check and reason) wrapped to ``screen``'s width,
+    nothing cut: under the check while it keeps 40 columns, else under the line, indented 4."""
     from rich.color import ColorSystem
     from rich.style import Style
 
@@ -90,8 +72,7 @@ def check_line(outcome: Outcome, host_width: int, screen: Screen) -> str:
 
 
 def pieces(text: str, width: int) -> list[str]:
-    """``text`` (one line) in pieces ``width`` long: a name or an explanation whose spacing
-    matters, nothing rejoined or lost."""
+    """``text`` (one line) in pieces ``width`` long, spacing kept."""
     return [text[i : i + width] for i in range(0, max(len(text), 1), max(1, width))]
 
 
@@ -125,13 +106,10 @@ class Report:
     def __init__(
         self, out: TextIO | None = None, details: bool = False, screen: Screen | None = None
     ):
-        self.out = out or sys.stdout
-        self.details = details
-        self.screen = screen or Screen()
+        self.out, self.details, self.screen = out or sys.stdout, details, screen or Screen()
         self.outcomes: list[Outcome] = []
         self._pending: dict[str, Outcome] = {}
         self._width = 0
-        self.interrupted = False
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
         self._width = max((len(visible(host_name(item))) for item in items), default=0)
@@ -180,9 +158,6 @@ class Report:
             print(f"rocm-fleet check: could not load {report.nodeid or 'the checks'}: {why}",
                   file=sys.stderr)  # fmt: skip
 
-    def pytest_keyboard_interrupt(self) -> None:
-        self.interrupted = True
-
     def pytest_sessionfinish(self) -> None:
         if self.outcomes:
             wrapped = textwrap.wrap(self.summary(), max(20, self.screen.width),
@@ -202,8 +177,5 @@ class Report:
 
     def status(self) -> Exit:
         """The run's exit status by the scheme (findings before could-not-check)."""
-        found = {
-            "failed": Exit.FINDINGS, "unreachable": Exit.NOT_CHECKED,
-            "passed": Exit.OK, "skipped": Exit.OK,
-        }  # fmt: skip
-        return worst(found[o.result] for o in self.outcomes)
+        found = {"failed": Exit.FINDINGS, "unreachable": Exit.NOT_CHECKED}
+        return worst(found.get(o.result, Exit.OK) for o in self.outcomes)

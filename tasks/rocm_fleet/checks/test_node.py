@@ -1,8 +1,5 @@
-"""What a converged ROCm + PyTorch node looks like, checked from outside with testinfra.
-
-Parsing is independent of ``rocm_fleet.facts``, except Slurm's check. A host that doesn't
-answer fails each of its checks with one line. Each check's docstring begins with the sentence
-``rocm-fleet check`` names it by."""
+"""What a converged ROCm + PyTorch node looks like, checked from outside with testinfra; each
+check's docstring begins with the sentence ``rocm-fleet check`` names it by."""
 
 from __future__ import annotations
 
@@ -45,7 +42,7 @@ def host(target: Target):
     return target.host
 
 
-# Each GPU's target and total memory as torch sees them (on an APU: what it may map).
+#: each GPU's target and total memory as torch sees them (on an APU: what it may map)
 TORCH_MEMORY_PROBE = r"""
 import json, torch
 print(json.dumps([[torch.cuda.get_device_properties(i).gcnArchName.split(":")[0],
@@ -70,13 +67,10 @@ def node(target: Target) -> Config:
 
 
 def test_rocm_source_uses_keyring_and_suite(host, node):
-    """The ROCm apt source is AMD's, with its keyring and suite.
-
-    The source of the release's stream, in AMD's form, and none of the other stream's."""
+    """The ROCm apt source is AMD's, with its keyring and suite."""
     row = distro(host.system_info.distribution, host.system_info.release)
-    assert row is not None, (
-        f"{host.system_info.distribution} {host.system_info.release}: not a distro of the matrix"
-    )
+    system = f"{host.system_info.distribution} {host.system_info.release}"
+    assert row is not None, f"{system}: not a distro of the matrix"
     expected = rocm_repository(node, row)
     source = host.file(expected.source)
     assert source.is_file, f"{expected.source} is missing: the ROCm apt source was not written"
@@ -96,17 +90,15 @@ def test_pin_prefers_amds_repository(host, node):
     pin_file = host.file(node.stream.pin)
     assert pin_file.is_file, f"{node.stream.pin} is missing: the distribution's ROCm packages win"
     pin = pin_file.content_string
-    assert f"Pin: release o={node.stream.pin_origin}" in pin, (
-        f"{node.stream.pin} does not pin origin {node.stream.pin_origin}"
-    )
+    origin = node.stream.pin_origin
+    assert f"Pin: release o={origin}" in pin, f"{node.stream.pin} does not pin origin {origin}"
     assert "Pin-Priority: 600" in pin, f"{node.stream.pin} does not give AMD's packages 600"
 
 
 def test_rocm_packages_come_from_the_release(host, node):
     """The installed ROCm packages are the release's.
 
-    Every installed ROCm package of the stream is the release's, none of the other
-    stream's is left, and the release's version file says so."""
+    None of the other stream's is left, and the release's version file says so."""
     listing = host.check_output("dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
     installed = {}
     for line in listing.splitlines():
@@ -123,10 +115,8 @@ def test_rocm_packages_come_from_the_release(host, node):
     assert stray == [], f"packages of another ROCm stream are installed: {stray}"
     version_file = host.file(f"{node.release.root}/.info/version")
     assert version_file.is_file, f"{version_file.path} is missing"
-    version = version_file.content_string.strip()
-    assert version.startswith(node.release.version + "-"), (
-        f"{version_file.path} says {version}, not {node.release.version}"
-    )
+    version, wanted = version_file.content_string.strip(), node.release.version
+    assert version.startswith(wanted + "-"), f"{version_file.path} says {version}, not {wanted}"
 
 
 def test_users_can_reach_the_gpu(host, node):
@@ -136,9 +126,8 @@ def test_users_can_reach_the_gpu(host, node):
     for user in node.rocm_users:
         assert host.user(user).exists, f"user {user} does not exist"
         groups = host.user(user).groups
-        assert "video" in groups and "render" in groups, (
-            f"{user} is not in video and render (groups: {', '.join(groups) or 'none'})"
-        )
+        said = f"{user} is not in video and render (groups: {', '.join(groups) or 'none'})"
+        assert "video" in groups and "render" in groups, said
 
 
 def test_rocminfo_reports_expected_gpus(host, node):
@@ -183,7 +172,7 @@ def test_torch_is_the_rocm_build_and_sees_the_gpus(host, node):
 def test_apu_gtt_is_the_size_asked(host, node):
     """The APU's GTT is the size rocm_apu_gtt_gib asks.
 
-    ``rocm_apu_gtt_gib``: amdgpu reports that GTT and torch sees no less memory on the APU."""
+    amdgpu reports that GTT, and torch sees no less memory on the APU."""
     if node.rocm_apu_gtt_gib is None:
         pytest.skip("rocm_apu_gtt_gib is not set")
     wanted = apu.gtt_bytes(node.rocm_apu_gtt_gib)
@@ -208,8 +197,7 @@ def test_apu_gtt_is_the_size_asked(host, node):
 def test_gpus_are_healthy(host, node):
     """The GPUs are healthy (ECC, PCIe, XGMI).
 
-    amd-smi's ECC, PCIe width and XGMI links: an uncorrectable error, a narrowed link or a link
-    down fails; a missing counter doesn't."""
+    An uncorrectable error, a narrowed link or a link down fails; a missing counter doesn't."""
     if node.expected_gpu_count == 0:
         pytest.skip("GPU-less host by configuration")
     found = host.run(f"command -v amd-smi || command -v {ROCM_ROOT}/bin/amd-smi")
@@ -235,8 +223,7 @@ def test_gpus_are_healthy(host, node):
 def test_slurm_sees_the_gpus(host, node):
     """Slurm sees the node's GPUs.
 
-    ``rocm_slurm_gres``: gres.conf lists the node's GPUs as they are now, and ``scontrol show
-    node`` gives the ``Gres=`` they make."""
+    gres.conf lists them as they are now, and ``scontrol show node`` gives their ``Gres=``."""
     if not node.rocm_slurm_gres:
         pytest.skip("rocm_slurm_gres is not set")
     kfd = KfdNodes()
@@ -257,8 +244,7 @@ def test_slurm_sees_the_gpus(host, node):
     assert mismatch is None, mismatch
 
 
-#: What a GPU container runs: /dev/kfd and the render nodes it was given (POSIX ls output:
-#: the file, then the directory's entries).
+#: what a GPU container runs: ls of /dev/kfd and the render nodes it was given
 CONTAINER_PROBE = "ls /dev/kfd /dev/dri"
 
 
@@ -279,9 +265,8 @@ def docker_gpu_args(version: str) -> str:
 def test_gpu_containers_see_the_gpus(host, node):
     """GPU containers see the GPUs.
 
-    ``rocm_containers_engines``: a container on each engine, as root and (Podman) as each
-    rootless user with ``--group-add keep-groups``, sees /dev/kfd and the GPUs' render nodes,
-    as many as ``expected_gpu_count``. It runs the first of ``rocm_containers_images``."""
+    The first image on each engine, as root and (Podman) as each rootless user, sees /dev/kfd
+    and ``expected_gpu_count`` render nodes."""
     engines = node.rocm_containers_engines
     if not engines:
         pytest.skip("rocm_containers_engines is empty")
@@ -318,8 +303,6 @@ def test_gpu_containers_see_the_gpus(host, node):
         elif not kfd:
             problems.append(f"{who}: the container has no /dev/kfd")
         elif not render or (want is not None and len(render) != want):
-            problems.append(
-                f"{who}: the container sees {len(render)} render node(s) "
-                f"({', '.join(render) or 'none'}), expected {wanted}"
-            )
+            problems.append(f"{who}: the container sees {len(render)} render node(s) "
+                            f"({', '.join(render) or 'none'}), expected {wanted}")  # fmt: skip
     assert not problems, "\n".join(problems)

@@ -1,6 +1,5 @@
-"""GPU containers: Docker and Podman given the node's AMD GPUs through AMD's
-container toolkit (CDI, or AMD's runtime for a Docker without CDI). A feature on the core:
-compose ``gpu_containers()`` after ``rocm_node()`` (``deploy.py`` does)."""
+"""GPU containers: Docker and Podman given the node's GPUs through AMD's container toolkit;
+compose ``gpu_containers()`` after ``rocm_node()``."""
 
 from rocm_fleet.containers.deploy import gpu_containers
 

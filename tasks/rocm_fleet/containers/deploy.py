@@ -1,8 +1,6 @@
-"""GPU containers on a node (``rocm_containers_*``): AMD's container toolkit from its own
-verified apt source, the CDI spec of the node's GPUs, each engine configured the way its
-version needs, rootless Podman users, pre-pulled images; all of it removed again when the
-engines list empties or ``rocm_state: absent``. Compose it after ``rocm_node()``, which
-reads the node (preflight) first; a host preflight refused gets nothing."""
+"""GPU containers on a node (``rocm_containers_*``): AMD's toolkit from its verified apt source,
+the CDI spec, each engine configured for its version, rootless Podman users, pulled images; all
+removed again when no engine is wanted. Composed after ``rocm_node()``."""
 
 from __future__ import annotations
 
@@ -51,7 +49,7 @@ if TYPE_CHECKING:
     from rocm_fleet.model.matrix import Distro
 
 CDI_RECORD = f"{plan.STATE_DIR}/cdi-spec"
-#: What the feature's operations read of its files, read at once (one round trip).
+#: What the feature's operations read of its files, read in one round trip.
 FILES = (plan.SOURCE, plan.PIN, plan.KEYRING, plan.LISTS_STAMP, plan.DAEMON_JSON,
          plan.DOCKER_STAMP, toolkit.CDI_SPEC)  # fmt: skip
 LEDGERS = (plan.DAEMON_LEDGER, plan.SUBUID, plan.SUBGID, plan.SUBID_LEDGER, CDI_RECORD,
@@ -61,7 +59,7 @@ LEDGERS = (plan.DAEMON_LEDGER, plan.SUBUID, plan.SUBGID, plan.SUBID_LEDGER, CDI_
 @deploy("GPU containers")
 def gpu_containers() -> None:
     """Give the inventory's container engines the node's GPUs, or take back what rocm-fleet
-    set up for containers. Idempotent; does nothing for a host preflight refused."""
+    set up for containers; nothing for a host preflight refused."""
     if refused():
         return
     config = host_config(host)
@@ -80,53 +78,46 @@ def gpu_containers() -> None:
 
 def _anything_there(found: Outcome | None) -> bool:
     """Whether rocm-fleet's container setup may be on the node: its apt source (written first,
-    removed last) or the toolkit in preflight's survey, else asked of the node."""
+    removed last) or the toolkit, in preflight's survey or asked."""
     survey = found.survey if found is not None else None
     if survey is not None and survey.sources is not None and survey.packages is not None:
         return toolkit.PACKAGE in survey.packages or any(
             path == plan.SOURCE for path, _ in survey.sources
         )
-    return bool(
-        read_fact(FileDigest, path=plan.SOURCE) or read_fact(DirectoryExists, path=plan.STATE_DIR)
-    )
+    return bool(read_fact(FileDigest, path=plan.SOURCE) or
+                read_fact(DirectoryExists, path=plan.STATE_DIR))  # fmt: skip
 
 
 def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str]) -> list[str]:
-    """Why the node can't run GPU containers as the inventory says (preflight's words); an
-    engine apt doesn't know yet (its lists not read) is warned of and checked once installed."""
+    """Why the node can't run GPU containers as the inventory says; an engine apt doesn't know
+    yet is warned of."""
     problems = []
     suite, _ = toolkit.suite_for(row.key, row.suite)
     if suite is None:
-        problems.append(
-            f"AMD publishes no container toolkit for {row.key} (it does for "
-            f"{', '.join(sorted(toolkit.SUITES.values()))}): empty rocm_containers_engines"
-        )
+        problems.append(f"AMD publishes no container toolkit for {row.key} (it does for "
+                        f"{', '.join(sorted(toolkit.SUITES.values()))}): empty "
+                        "rocm_containers_engines")  # fmt: skip
     for engine in config.rocm_containers_engines:
         version = plan.version_of(engine, facts, config.rocm_containers_install_engine)
         if version is None:
             if not config.rocm_containers_install_engine:
-                problems.append(
-                    f"{engine} is not installed and rocm_containers_install_engine is false: "
-                    f"install it, or let rocm-fleet install the distribution's"
-                )
+                problems.append(f"{engine} is not installed and rocm_containers_install_engine "
+                                "is false: install it, or let rocm-fleet install the "
+                                "distribution's")  # fmt: skip
             else:
-                warn_host(
-                    f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how {engine} "
-                    "gets the GPUs is decided once it is installed"
-                )
+                warn_host(f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how "
+                          f"{engine} gets the GPUs is decided once it is installed")  # fmt: skip
         elif engine == "podman" and version[:2] < toolkit.PODMAN_CDI:
-            problems.append(
-                f"Podman {plan.shown(version)} predates CDI (4.1) and AMD's runtime serves "
-                "Docker only: install a newer Podman, or use docker"
-            )
+            problems.append(f"Podman {plan.shown(version)} predates CDI (4.1) and AMD's "
+                            "runtime serves Docker only: install a newer Podman, or use "
+                            "docker")  # fmt: skip
         elif engine == "podman" and version[:2] < toolkit.PODMAN_AMD_CDI:
             problems.append(
                 f"Podman {plan.shown(version)} can't read the CDI spec AMD's toolkit writes "
                 f"(CDI {toolkit.AMD_CDI_VERSION}; Debian 12's 4.3 refuses it: `--device "
                 "amd.com/gpu=all` is unresolvable) and AMD's runtime serves Docker only: "
                 "use docker (with AMD's runtime where it reads no CDI), or install Podman "
-                f"{plan.shown(toolkit.PODMAN_AMD_CDI)} or newer"
-            )
+                f"{plan.shown(toolkit.PODMAN_AMD_CDI)} or newer")  # fmt: skip
     problems += plan.rootless_problems(
         list(config.rocm_containers_engines), list(config.rocm_containers_rootless_users),
         absent_users,
@@ -138,22 +129,16 @@ def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
     mirror = config.mirror
     if mirror is None or not mirror.bundle:
         return []
-    # Imported here: only needed with a bundle.
     from rocm_fleet.upstream import manifest
 
     need = HostNeeds(apt=(AptNeed(repository, (toolkit.PACKAGE,)),))
     gaps = manifest.missing(mirror.bundle, need)
-    if not gaps:
-        return []
-    return [
-        f"the fleet mirror's bundle {mirror.bundle} lacks AMD's container toolkit: "
-        f"{'; '.join(gaps)}"
-    ]
+    said = f"the fleet mirror's bundle {mirror.bundle} lacks AMD's container toolkit"
+    return [f"{said}: {'; '.join(gaps)}"] if gaps else []
 
 
 def _read_files() -> None:
-    """Read the feature's files in one round trip, as preflight's survey reads the core's, and
-    remember the answers for its operations (``engine.factcache``)."""
+    """Read the feature's files in one round trip; remembered for its operations."""
     reads = [
         *(Read("files", FileDigest, {"path": path}) for path in FILES),
         Read("keyrings", KeyringFingerprints, {"path": plan.KEYRING}),
@@ -162,9 +147,7 @@ def _read_files() -> None:
     ]
     answers = read_apart(host, reads)
     if answers is not None:  # else each operation asks on its own
-        remember_facts(
-            (read.fact, read.kwargs, answer) for read, answer in zip(reads, answers, strict=True)
-        )
+        remember_facts((r.fact, r.kwargs, answer) for r, answer in zip(reads, answers, strict=True))
 
 
 def _install(config: Config, found: Outcome, row: Distro) -> None:
@@ -191,12 +174,9 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         return
     if unofficial:
         warn_host(unofficial)
-    if not (found.survey.amdgpu or {}).get("loaded"):
-        # The toolkit's preinst needs amdgpu (a reboot of this run may load it).
-        warn_host(
-            f"amdgpu is not loaded: {toolkit.PACKAGE} and {toolkit.CDI_SPEC} wait for a run "
-            "after the node booted with it"
-        )
+    if not (found.survey.amdgpu or {}).get("loaded"):  # the toolkit's preinst needs it
+        warn_host(f"amdgpu is not loaded: {toolkit.PACKAGE} and {toolkit.CDI_SPEC} wait for a "
+                  "run after the node booted with it")  # fmt: skip
     version = config.rocm_containers_toolkit_version or toolkit.DEFAULT_RELEASE
     served = repository.via(config.mirror)
     apt_repository(
@@ -218,16 +198,12 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         # Debian 13's docker.io (26) leaves the `docker` command to docker-cli, a Recommends
         engine_packages.append("docker-cli")
     if users:
-        engine_packages += plan.rootless_packages(
-            plan.version_of("podman", facts, config.rocm_containers_install_engine)
-        )
+        podman = plan.version_of("podman", facts, config.rocm_containers_install_engine)
+        engine_packages += plan.rootless_packages(podman)
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
-    toolkit_package(
-        name="Install AMD's container toolkit at its release",
-        package=toolkit.PACKAGE,
-        version=version,
-    )
+    toolkit_package(name="Install AMD's container toolkit at its release",
+                    package=toolkit.PACKAGE, version=version)  # fmt: skip
     cdi_spec(name=f"Generate {toolkit.CDI_SPEC} from the node's GPUs", path=toolkit.CDI_SPEC,
              package=toolkit.PACKAGE, record=CDI_RECORD)  # fmt: skip
     _docker(config, present="docker" in config.rocm_containers_engines)
@@ -245,33 +221,25 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
 
 def _docker(config: Config, present: bool = True) -> None:
     """Docker's daemon.json given (or without) rocm-fleet's keys, Docker restarted for it."""
-    docker_gpus(
-        name=f"Give Docker the GPUs in {plan.DAEMON_JSON} (restarted for a change)"
-        if present
-        else f"Take rocm-fleet's keys out of {plan.DAEMON_JSON} (Docker restarted)",
-        path=plan.DAEMON_JSON,
-        ledger=plan.DAEMON_LEDGER,
-        stamp=plan.DOCKER_STAMP,
-        allow_running=config.rocm_containers_restart_running,
-        install=config.rocm_containers_install_engine,
-        present=present,
-    )
+    given = f"Give Docker the GPUs in {plan.DAEMON_JSON} (restarted for a change)"
+    taken = f"Take rocm-fleet's keys out of {plan.DAEMON_JSON} (Docker restarted)"
+    docker_gpus(name=given if present else taken, path=plan.DAEMON_JSON, ledger=plan.DAEMON_LEDGER,
+                stamp=plan.DOCKER_STAMP, allow_running=config.rocm_containers_restart_running,
+                install=config.rocm_containers_install_engine, present=present)  # fmt: skip
 
 
 def _subordinate_ids(users: list[str]) -> None:
     if not users and not read_fact(Ledger, path=plan.SUBID_LEDGER):
         return
-    needed = plan.subids_needed(
-        users, read_fact(Ledger, path=plan.SUBUID), read_fact(Ledger, path=plan.SUBGID)
-    )
+    subuid, subgid = read_fact(Ledger, path=plan.SUBUID), read_fact(Ledger, path=plan.SUBGID)
+    needed = plan.subids_needed(users, subuid, subgid)
     subordinate_ids(name="Give rootless users subordinate IDs (and take back others')",
                     needed=needed, ledger=plan.SUBID_LEDGER, keep=users)  # fmt: skip
 
 
 @deploy("Remove GPU containers")
 def remove_containers(config: Config) -> None:
-    """Take back what rocm-fleet set up for containers; the engines, their images and the
-    users' groups stay."""
+    """Take back what rocm-fleet set up for containers (engines, images, groups stay)."""
     _read_files()
     _docker(config, present=False)
     _subordinate_ids([])
@@ -279,11 +247,9 @@ def remove_containers(config: Config) -> None:
         text_file(name=f"Remove {toolkit.CDI_SPEC}", path=toolkit.CDI_SPEC, present=False)
     toolkit_package(name="Purge AMD's container toolkit", package=toolkit.PACKAGE, present=False)
     text_file(name="Remove the container toolkit's pin", path=plan.PIN, present=False)
-    verified_keyring(
-        name="Remove the container toolkit's keyring", path=plan.KEYRING, present=False
-    )
-    source = text_file(
-        name="Remove the container toolkit's source", path=plan.SOURCE, present=False
-    )
+    verified_keyring(name="Remove the container toolkit's keyring", path=plan.KEYRING,
+                     present=False)  # fmt: skip
+    source = text_file(name="Remove the container toolkit's source", path=plan.SOURCE,
+                       present=False)  # fmt: skip
     apt_update(name="Forget the container toolkit's package lists", _if=any_changed(source))
     directory_absent(name="Remove rocm-fleet's containers state", path=plan.STATE_DIR)

@@ -1,10 +1,5 @@
-"""What a node's container engines need, decided from what the node reports (pure: no pyinfra).
-
-Engine versions as the tools and apt print them; how Docker is given the GPUs (CDI, or AMD's
-runtime where it predates CDI); daemon.json merged with the site's keys and unmerged again;
-the subordinate ID ranges a rootless user lacks. (Whether the CDI spec still names the node's
-GPUs is ``model.container_toolkit.cdi_spec_state``, for the audit's use too.) Everything
-read from a node is untrusted text: parsed, never run or shown raw."""
+"""What a node's container engines need, decided from what the node reports (pure): engine
+versions, how Docker gets the GPUs, daemon.json merged and unmerged, missing subordinate IDs."""
 
 from __future__ import annotations
 
@@ -28,20 +23,17 @@ KEYRING = paths.CONTAINER_TOOLKIT_KEYRING
 PIN = paths.CONTAINER_TOOLKIT_PIN
 SUBUID = paths.SUBUID
 SUBGID = paths.SUBGID
-#: The distribution's packages of each engine: Podman's ``--group-add keep-groups`` needs
-#: crun (runc has no such mode).
+#: The distribution's packages of each engine (``--group-add keep-groups`` needs crun).
 ENGINE_PACKAGES = {"docker": ("docker.io",), "podman": ("podman", "crun")}
 
 
 def rootless_packages(podman: tuple[int, int, int] | None) -> list[str]:
-    """What rootless Podman needs beside Podman (Recommends, which rocm-fleet doesn't install):
-    newuidmap (uidmap) and its user-mode network, pasta (passt) from Podman 5, slirp4netns
-    before (podman(1)'s --network default for rootless)."""
+    """What rootless Podman needs beside it (its Recommends): newuidmap, and its user-mode
+    network (pasta from Podman 5, slirp4netns before)."""
     return ["uidmap", "passt" if podman is not None and podman >= (5, 0, 0) else "slirp4netns"]
 
 
-#: The subordinate IDs given to a rootless user (useradd's SUB_UID_COUNT default) from the
-#: first free ID at or above SUB_UID_MIN's default.
+#: useradd's SUB_UID_COUNT and SUB_UID_MIN defaults
 SUBID_COUNT = 65536
 SUBID_MIN = 100000
 
@@ -49,13 +41,10 @@ _VERSION = re.compile(r"(?:^|\s)(?:[0-9]+:)?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?")
 
 
 def engine_version(text: str | None) -> tuple[int, int, int] | None:
-    """The first version in a tool's or apt's words: ``Docker version 20.10.24+dfsg1, build
-    297e128``, ``podman version 4.3.1``, ``5:25.0.3-1~ubuntu.22.04~jammy``; None if none."""
+    """The first version in a tool's or apt's words (``podman version 4.3.1``,
+    ``5:25.0.3-1~ubuntu.22.04~jammy``); None if none."""
     match = _VERSION.search(text or "")
-    if match is None:
-        return None
-    major, minor, patch = match.groups()
-    return int(major), int(minor), int(patch or 0)
+    return None if match is None else (int(match[1]), int(match[2]), int(match[3] or 0))
 
 
 def shown(version: tuple[int, ...]) -> str:
@@ -63,8 +52,8 @@ def shown(version: tuple[int, ...]) -> str:
 
 
 def version_of(engine: str, facts: dict[str, Any], install: bool) -> tuple[int, int, int] | None:
-    """An engine's version from ``containers.facts.ContainerEngines``: the installed one, else
-    (``install``) the one apt would install; None when neither is known."""
+    """An engine's installed version (``ContainerEngines``), else (``install``) apt's
+    candidate's; None when neither is known."""
     installed = engine_version(facts["installed"].get(engine))
     if installed is not None or not install:
         return installed
@@ -72,8 +61,7 @@ def version_of(engine: str, facts: dict[str, Any], install: bool) -> tuple[int, 
 
 
 def docker_mode(version: tuple[int, int, int]) -> str:
-    """``cdi`` for a Docker that reads CDI specs (25 and later, with ``features.cdi``), else
-    ``runtime`` (AMD's OCI runtime, ``--runtime=amd``)."""
+    """``cdi`` for a Docker that reads CDI specs, else ``runtime`` (AMD's OCI runtime)."""
     return "cdi" if version[:2] >= toolkit.DOCKER_CDI else "runtime"
 
 
@@ -102,8 +90,7 @@ def parse_daemon_json(text: str | None) -> dict[str, Any]:
 
 
 def merged(current: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
-    """``current`` with ``fragment``'s keys set, nested objects merged key by key (the site's
-    other keys, and their order, kept)."""
+    """``current`` with ``fragment``'s keys set, nested objects merged (the site's keys kept)."""
     result = dict(current)
     for key, value in fragment.items():
         if isinstance(value, dict) and isinstance(result.get(key), dict):
@@ -114,8 +101,8 @@ def merged(current: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
 
 
 def unmerged(current: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any]:
-    """``current`` without the keys of ``fragment`` that still hold its values (a key the site
-    changed since stays); an object left empty by that goes too."""
+    """``current`` without the keys of ``fragment`` that still hold its values; an object left
+    empty goes too."""
     result = dict(current)
     for key, value in fragment.items():
         if key not in result:
@@ -140,14 +127,10 @@ def recorded_fragment(lines: list[str] | None) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def daemon_json_text(value: dict[str, Any]) -> str:
-    return json.dumps(value, indent=4) + "\n"
-
-
 @dataclass(frozen=True)
 class DaemonJson:
-    """daemon.json as the deploy leaves it: its text (None: no file), and the fragment to
-    record as rocm-fleet's (None: no record)."""
+    """daemon.json as the deploy leaves it (None: no file), and the fragment recorded as
+    rocm-fleet's (None: none)."""
 
     text: str | None
     ours: dict[str, Any] | None
@@ -156,10 +139,9 @@ class DaemonJson:
 def daemon_json(
     current_text: str | None, recorded: dict[str, Any] | None, fragment: dict[str, Any] | None
 ) -> DaemonJson:
-    """daemon.json with ``fragment`` (None: rocm-fleet's keys removed), after taking out what
-    was ``recorded`` as rocm-fleet's on an earlier run; the site's keys kept. The file's text
-    stays as it is when its content would not change (no reformatting a site's file). NotJson
-    when the file holds something else."""
+    """daemon.json with ``fragment`` (None: none) in place of what was ``recorded`` as
+    rocm-fleet's, the site's keys kept, its text untouched when its content would not change;
+    NotJson when the file holds something else."""
     current = parse_daemon_json(current_text)
     wanted = unmerged(current, recorded) if recorded else current
     if fragment is not None:
@@ -168,7 +150,7 @@ def daemon_json(
         return DaemonJson(current_text, fragment)
     if not wanted and fragment is None:
         return DaemonJson(None, None)  # the file held rocm-fleet's keys alone
-    return DaemonJson(daemon_json_text(wanted), fragment)
+    return DaemonJson(json.dumps(wanted, indent=4) + "\n", fragment)
 
 
 def _ranges(lines: list[str]) -> dict[str, list[tuple[int, int]]]:
@@ -197,13 +179,8 @@ class SubIds:
     @classmethod
     def parse(cls, line: str) -> SubIds | None:
         parts = line.split()
-        if (
-            len(parts) != 4
-            or parts[1] not in ("uid", "gid")
-            or not all(part.isdigit() for part in parts[2:])
-        ):
-            return None
-        return cls(parts[0], parts[1], int(parts[2]), int(parts[3]))
+        ok = len(parts) == 4 and parts[1] in ("uid", "gid") and all(p.isdigit() for p in parts[2:])
+        return cls(parts[0], parts[1], int(parts[2]), int(parts[3])) if ok else None
 
 
 def subids_needed(users: list[str], subuid: list[str], subgid: list[str]) -> list[SubIds]:
@@ -216,8 +193,7 @@ def subids_needed(users: list[str], subuid: list[str], subgid: list[str]) -> lis
     needed = []
     for user in users:
         missing = [kind for kind, table in (("uid", uids), ("gid", gids)) if user not in table]
-        for kind in missing:
-            needed.append(SubIds(user, kind, start))
+        needed += [SubIds(user, kind, start) for kind in missing]
         if missing:
             start += SUBID_COUNT
     return needed
@@ -227,15 +203,12 @@ def rootless_problems(engines: list[str], users: list[str], absent: list[str]) -
     """Why rootless users can't be set up: no Podman to run them, or users that don't exist."""
     problems = []
     if users and "podman" not in engines:
-        problems.append(
-            "rocm_containers_rootless_users needs 'podman' in rocm_containers_engines (AMD's "
-            "toolkit doesn't support rootless Docker)"
-        )
+        problems.append("rocm_containers_rootless_users needs 'podman' in rocm_containers_engines "
+                        "(AMD's toolkit doesn't support rootless Docker)")  # fmt: skip
     if absent:
-        problems.append(
-            f"rocm_containers_rootless_users: no user {', '.join(absent)} on the host: create "
-            "them first (rocm-fleet adds existing users to video and render, never creates one)"
-        )
+        problems.append(f"rocm_containers_rootless_users: no user {', '.join(absent)} on the host: "
+                        "create them first (rocm-fleet adds existing users to video and render, "
+                        "never creates one)")  # fmt: skip
     return problems
 
 

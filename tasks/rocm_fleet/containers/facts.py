@@ -1,5 +1,4 @@
-"""What a node says about its container engines (each answer untrusted text, parsed by
-``containers.engines``)."""
+"""What a node says about its container engines (untrusted text, parsed by ``engines``)."""
 
 from __future__ import annotations
 
@@ -14,17 +13,9 @@ _TOOLS = {"docker": "dockerd", "podman": "podman"}
 
 
 class ContainerEngines(FactBase[dict[str, Any]]):
-    """
-    Each engine's installed version line (None: not installed) and apt's candidate version
-    of the distribution's package (None: none), e.g.
-
-    .. code:: python
-
-        {
-            "installed": {"docker": "Docker version 20.10.24+dfsg1, build 297e128", "podman": None},
-            "candidate": {"docker.io": "20.10.24+dfsg1-1+deb12u1", "podman": "4.3.1+ds1-8+b1"},
-        }
-    """
+    """Each engine's installed version line and apt's candidate of each package (None: none):
+    ``{"installed": {"docker": "Docker version 20.10.24...", ...}, "candidate": {"podman":
+    "4.3.1+ds1-8+b1", ...}}``."""
 
     @staticmethod
     def default() -> dict[str, Any]:

@@ -1,5 +1,4 @@
-"""The GPU containers' operations: each compares what the node has with what is wanted and
-yields the commands that close the gap, or ``host.noop`` with why nothing is needed."""
+"""The GPU containers' operations: the commands that close the gap, or ``host.noop`` with why."""
 
 from __future__ import annotations
 
@@ -40,13 +39,7 @@ def at_version(installed: str | None, version: str) -> bool:
 
 @operation()
 def toolkit_package(package: str, version: str = "", present: bool = True):
-    """
-    Install ``package`` at upstream release ``version`` (apt's pin picks it), or purge it.
-
-    + package: e.g. amd-container-toolkit
-    + version: the release, e.g. 1.3.0
-    + present: install (True) or purge (False)
-    """
+    """Install ``package`` at upstream release ``version`` (apt's pin picks it), or purge it."""
     installed = read_fact(InstalledPackages).get(package)
     if not present:
         if installed is None:
@@ -57,9 +50,7 @@ def toolkit_package(package: str, version: str = "", present: bool = True):
     if at_version(installed, version):
         host.noop(f"{package} {installed} installed")
         return
-    if not read_fact(AmdgpuModule)["loaded"]:
-        # Its preinst refuses to install without amdgpu (ROCm/container-toolkit
-        # build/debian/DEBIAN/preinst).
+    if not read_fact(AmdgpuModule)["loaded"]:  # its preinst refuses to install without amdgpu
         host.noop(f"{package} not installed: amdgpu is not loaded")
         return
     yield script("packages-install", "", package)
@@ -67,15 +58,8 @@ def toolkit_package(package: str, version: str = "", present: bool = True):
 
 @operation()
 def cdi_spec(path: str, package: str, record: str):
-    """
-    Generate the CDI spec of the node's GPUs (``amd-ctk cdi generate``) when there is none or
-    it names other GPUs than KFD reports (a card swapped, added or gone); nothing while KFD
-    or the toolkit isn't there.
-
-    + path: the spec, e.g. /etc/cdi/amd.json
-    + package: the toolkit's package, which brings amd-ctk
-    + record: written once rocm-fleet made the spec (the spec goes with the feature only then)
-    """
+    """Generate the CDI spec ``path`` (``amd-ctk cdi generate``, from ``package``) when there is
+    none or it names other GPUs than KFD reports, writing ``record`` (the spec is ours)."""
     lines = read_fact(Ledger, path=path)  # JSON: its lines' blanks don't matter
     kfd = read_fact(KfdNodes)
     if kfd is None or not read_fact(AmdgpuModule)["loaded"]:
@@ -89,24 +73,11 @@ def cdi_spec(path: str, package: str, record: str):
 
 
 @operation()
-def docker_gpus(
-    path: str, ledger: str, stamp: str, allow_running: bool, install: bool = True,
-    present: bool = True,
-):  # fmt: skip
-    """
-    daemon.json with the keys Docker's version needs to give containers the GPUs (CDI from 25,
-    else AMD's runtime), merged with the site's and recorded in ``ledger``; or (present=False)
-    the recorded keys taken out again. Docker is restarted when the file changes, or changed
-    since its last restart by this deploy, unless it runs containers and ``allow_running`` is
-    false: then the host is warned that the change waits for Docker's next restart.
-
-    + path: /etc/docker/daemon.json
-    + ledger: rocm-fleet's record of its keys
-    + stamp: touched after each restart
-    + allow_running: restart even while containers run (they stop)
-    + install: Docker is to be installed by the deploy (its version: apt's candidate till then)
-    + present: the keys wanted (True) or taken back (False)
-    """
+def docker_gpus(path: str, ledger: str, stamp: str, allow_running: bool, install: bool = True,
+                present: bool = True):  # fmt: skip
+    """daemon.json with the keys Docker's version needs for the GPUs, merged with the site's and
+    recorded in ``ledger`` (or taken out again); Docker restarted for a change (``stamp``) unless
+    it runs containers and ``allow_running`` is false. ``install``: apt's candidate's version."""
     recorded_lines = read_fact(Ledger, path=ledger)
     recorded = recorded_fragment(recorded_lines)
     if not present and recorded is None:
@@ -147,10 +118,9 @@ def docker_gpus(
     if not restart:
         return
     if running and not allow_running:
-        warn_host(
-            f"docker runs {running} container(s): its changed configuration ({path}) waits "
-            "for its next restart (set rocm_containers_restart_running: true to restart it now)"
-        )
+        warn_host(f"docker runs {running} container(s): its changed configuration ({path}) waits "
+                  "for its next restart (set rocm_containers_restart_running: true to restart it "
+                  "now)")  # fmt: skip
         return
     yield script("engine-restart", "docker", stamp)
 
@@ -163,14 +133,8 @@ def _recorded(ledger: str) -> list[SubIds]:
 
 @operation()
 def subordinate_ids(needed: list[SubIds], ledger: str, keep: list[str]):
-    """
-    Take back the ranges ``ledger`` records for users no longer in ``keep``; give rootless
-    users the ranges they lack, recording each in ``ledger``.
-
-    + needed: the ranges to add (``containers.engines.subids_needed``)
-    + ledger: rocm-fleet's record of the ranges it gave
-    + keep: the users whose recorded ranges stay
-    """
+    """Take back the ranges ``ledger`` records for users not in ``keep``; give the ``needed``
+    ones, recording each in ``ledger``."""
     gone = [ids for ids in _recorded(ledger) if ids.user not in keep]
     if gone:
         yield script("subids", "del", ledger, *(ids.line for ids in gone))
@@ -182,12 +146,7 @@ def subordinate_ids(needed: list[SubIds], ledger: str, keep: list[str]):
 
 @operation()
 def images_pulled(engine: str, refs: list[str]):
-    """
-    Pull each image of ``refs`` with ``engine`` (as root) that it doesn't have.
-
-    + engine: docker or podman
-    + refs: image references, each naming its registry
-    """
+    """Pull each image of ``refs`` that ``engine`` (as root) doesn't have."""
     missing = [ref for ref in refs if not read_fact(ImagePresent, engine=engine, ref=ref)]
     if not missing:
         host.noop(f"{engine} has {', '.join(refs)}")

@@ -1,6 +1,5 @@
 """The node's side of pull mode: its own target, fetched and verified by TUF's client from the
-root a push installed (docs/decisions/pull-mode-trust.md).
-"""
+root a push installed (docs/decisions/pull-mode-trust.md)."""
 
 from __future__ import annotations
 
@@ -31,15 +30,8 @@ class NoRedirectFetcher(FetcherInterface):
     environment, TLS against ``ca`` alone when given (else the system's CAs)."""
 
     def __init__(self, ca: str | None = None):
-        self._session = client(
-            "pull",
-            2,
-            ca=ca,
-            system_cas=True,
-            redirects=0,
-            proxies_from_environment=False,
-            timeout=SOCKET_TIMEOUT,
-        )
+        self._session = client("pull", 2, ca=ca, system_cas=True, redirects=0,
+                               proxies_from_environment=False, timeout=SOCKET_TIMEOUT)  # fmt: skip
 
     def _fetch(self, url: str) -> Iterator[bytes]:
         try:
@@ -72,8 +64,8 @@ def _root_version(data: bytes) -> int:
 
 
 def _bootstrap(metadata_dir: Path, trusted_root: Path) -> bytes | None:
-    """The root TUF starts from: the pushed one, or None when ``metadata_dir`` holds a
-    verified root at least as new."""
+    """The root TUF starts from: the pushed one, or None when ``metadata_dir`` holds a verified
+    root at least as new."""
     pushed = trusted_root.read_bytes()
     cached = metadata_dir / "root.json"
     try:
@@ -116,14 +108,11 @@ def fetch(
     with tempfile.TemporaryDirectory(dir=metadata_dir, prefix=".download.") as download:
         try:
             updater = Updater(
-                metadata_dir=str(metadata_dir),
-                metadata_base_url=f"{base}/metadata/",
-                target_dir=download,
-                target_base_url=f"{base}/targets/",
-                fetcher=NoRedirectFetcher(ca),
+                metadata_dir=str(metadata_dir), metadata_base_url=f"{base}/metadata/",
+                target_dir=download, target_base_url=f"{base}/targets/",
+                fetcher=NoRedirectFetcher(ca), bootstrap=bootstrap,
                 config=UpdaterConfig(targets_max_length=pulled.MAX_TARGET_BYTES * 4),
-                bootstrap=bootstrap,
-            )
+            )  # fmt: skip
             updater.refresh()
             info = updater.get_targetinfo(pulled.target_path(node))
             if info is None:

@@ -35,14 +35,8 @@ def run(args: Any) -> int:
     from rocm_fleet.pull import client as pull_client
 
     try:
-        state = pull_client.fetch(
-            args.repository,
-            args.metadata,
-            args.trusted_root,
-            args.node,
-            args.ca or None,
-            args.seal_key,
-        )
+        state = pull_client.fetch(args.repository, args.metadata, args.trusted_root, args.node,
+                                  args.ca or None, args.seal_key)  # fmt: skip
     except PullRefused as exc:
         print(f"rocm-fleet pull: refused ({exc.result}): {exc}; nothing changed", file=sys.stderr)
         print(exc.result)

@@ -1,7 +1,5 @@
-"""The pull repository's private keys: where each role's key files are found in the key
-directories (first wins), loaded (0600 only), checked against a root's key ids, and made
-(Ed25519, 0600 from creation, never overwritten). Every problem is a one-line RepositoryError.
-"""
+"""The pull repository's private keys: found in the key directories (first wins), loaded (0600
+only), checked against a root's key ids, and made (Ed25519, 0600, never overwritten)."""
 
 from __future__ import annotations
 
@@ -54,9 +52,8 @@ class Keyring:
     def absent(self, what: str) -> RepositoryError:
         """The error for ``what`` (a key file, what it is) found in no key directory."""
         where = ", ".join(str(d) for d in self.key_dirs)
-        return RepositoryError(
-            f"no {what} in {where}: bring the key directory that holds it (--keys)"
-        )
+        return RepositoryError(f"no {what} in {where}: bring the key directory that holds it "
+                               "(--keys)")  # fmt: skip
 
     def key_file(self, name: str) -> Path | None:
         return next((d / name for d in self.key_dirs if (d / name).is_file()), None)

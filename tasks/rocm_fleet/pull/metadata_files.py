@@ -1,7 +1,5 @@
-"""The pull repository's metadata files in one directory: each role's current version read
-(``N.role.json``, the timestamp as ``timestamp.json``), metadata written atomically (never
-half a file served), and the online role's snapshot and timestamp signed over what is there.
-"""
+"""The pull repository's metadata files: each role's current version (``N.role.json``), written
+atomically, and the online role's snapshot and timestamp signed over what is there."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ class MetadataFiles:
     """The metadata in ``directory`` (the repository's ``metadata/``)."""
 
     def __init__(self, directory: Path):
-        self.directory = directory
-        self._serializer = JSONSerializer(compact=False)
+        self.directory, self._serializer = directory, JSONSerializer(compact=False)
 
     def current(self, role: str) -> Metadata[Any]:
         """The newest metadata of ``role`` (``N.role.json``), or the timestamp."""
@@ -53,7 +50,7 @@ class MetadataFiles:
 
     def snapshot(self, timestamp_hours: float, online: CryptoSigner) -> None:
         """A new snapshot naming the current targets and node roles (a removed node's at its last
-        version: docs/decisions/pull-mode-trust.md), and its timestamp, signed with ``online``."""
+        version), and its timestamp, signed with ``online``."""
         snapshot_version = self.version(Snapshot.type) + 1
         snapshot = Metadata(Snapshot(version=snapshot_version,
                                      expires=expiry(days=SNAPSHOT_DAYS)))  # fmt: skip

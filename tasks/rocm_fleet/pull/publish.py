@@ -112,13 +112,10 @@ def _waiting(repository: Any, waiting: list[str], done: str) -> int:
     return 0
 
 
-def _nodes(
-    args: Any, repository: Any
-) -> tuple[dict[str, dict[str, Any]], dict[str, str], dict[str, Any]]:
-    """(target name -> settings, target name -> site matrix text, target name -> the key its
-    target is sealed to: rocm_pull_seal_keys) of every inventory host with rocm_pull or already
-    published (rocm_pull: false takes it out), and the repository's other nodes as they were
-    unless --limit leaves them."""
+def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[str, str],
+                                                dict[str, Any]]:  # fmt: skip
+    """The settings, site matrix texts and sealing keys, by target name, of every host with
+    rocm_pull or already published, and the repository's other nodes unless --limit leaves them."""
     from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.model import pulled
     from rocm_fleet.pull import sealed
@@ -131,9 +128,8 @@ def _nodes(
     existing = {state.node: state.settings for state in states}
     nodes = dict(existing) if limits else {}
     recipients: dict[str, Any] = {}
-    matrix_data = (
-        {s.node: s.matrix_data for s in states if s.matrix_data is not None} if limits else {}
-    )
+    kept = {s.node: s.matrix_data for s in states if s.matrix_data is not None}
+    matrix_data = kept if limits else {}
     bad = [str(exc) for exc in fleet.invalid(host.name for host in hosts)]
     if bad:  # every host's, one line per bad key
         raise UsageError("\n".join(bad))

@@ -1,9 +1,6 @@
 """The fleet's TUF repository for pull mode (``rocm-fleet publish``): each pull node's settings
-the target ``nodes/<name>.json`` of its own delegated role ``node-<name>`` (sealed to the node's
-key where asked: ``pull.sealed``), published, staged short of a threshold, signed and rotated.
-Keys: ``pull.keyring``; metadata files, snapshot and timestamp: ``pull.metadata_files``; the
-roles, their custody and the freeze bound: docs/pull-mode.md.
-"""
+the target ``nodes/<name>.json`` of its own delegated role ``node-<name>``, published, staged
+short of a threshold, signed and rotated (docs/pull-mode.md)."""
 
 from __future__ import annotations
 
@@ -33,13 +30,18 @@ DEFAULT_TIMESTAMP_HOURS = 24
 
 @dataclass(frozen=True)
 class Published:
-    """A publication: its serial (the snapshot version, each changed node's serial), nodes
-    changed and removed; ``waiting``: the signatures still missing (it is staged), or []."""
+    """A publication: its serial (the snapshot version), nodes changed and removed, and the
+    signatures still missing (``waiting``: it is staged)."""
 
     version: int
     changed: list[str]
     removed: list[str]
     waiting: list[str] = field(default_factory=list)
+
+
+def _role(name: str) -> str:
+    """The role of a metadata file's name (``3.node-a.json`` -> ``node-a``)."""
+    return name.split(".", 1)[1].removesuffix(".json")
 
 
 class PullRepository:
@@ -61,8 +63,6 @@ class PullRepository:
         """One signer of top-level ``role`` (as ``Keyring.signers``, of the current root)."""
         return self.keys.signers(role, self.root().signed)[0]
 
-    # --- thresholds: sign what is at hand, stage what lacks signatures ------------------------
-
     @staticmethod
     def _add_signatures(metadata: Metadata[Any], signers: list[CryptoSigner]) -> None:
         for signer in signers:
@@ -70,13 +70,11 @@ class PullRepository:
                 metadata.sign(signer, append=True)
 
     def _missing(self, files: dict[str, Metadata[Any]]) -> list[str]:
-        """What each of ``files`` (name -> metadata, written in this order) still lacks to meet
-        its threshold, checked as a node checks it."""
-        root = self.root().signed
-        targets = None
-        missing = []
+        """What each of ``files`` (name -> metadata, in order) lacks to meet its threshold,
+        checked as a node checks it."""
+        root, targets, missing = self.root().signed, None, []
         for name, metadata in files.items():
-            role = name.split(".", 1)[1].removesuffix(".json")
+            role = _role(name)
             payload, signatures = metadata.signed_bytes, metadata.signatures
             if role == Root.type:
                 result = metadata.signed.get_root_verification_result(root, payload, signatures)
@@ -93,9 +91,8 @@ class PullRepository:
         return missing
 
     def _complete(self, files: dict[str, Metadata[Any]], hours: float) -> list[str]:
-        """Write ``files`` and a snapshot and timestamp naming them when each meets its
-        threshold and the online key is at hand; else stage them (``staged/``) for more
-        signatures. What is missing."""
+        """Write ``files``, a snapshot and a timestamp when each meets its threshold and the
+        online key is at hand, else stage them; what is missing."""
         missing = self._missing(files)
         roots = [m.signed for n, m in files.items() if n.endswith(".root.json")]
         root = roots[-1] if roots else self.root().signed
@@ -120,19 +117,19 @@ class PullRepository:
         if not self.staged.is_dir():
             return {}
         order = {Root.type: 0, Targets.type: 1}
-        paths = sorted(self.staged.glob("*.json"), key=lambda p: (
-            order.get(p.name.split(".", 1)[1].removesuffix(".json"), 2), p.name))  # fmt: skip
+        paths = sorted(self.staged.glob("*.json"), key=lambda p: (order.get(_role(p.name), 2),
+                                                                   p.name))  # fmt: skip
         return {p.name: Metadata.from_bytes(p.read_bytes()) for p in paths}
 
     def sign_staged(self, hours: float) -> list[str]:
-        """Add the signatures of the keys at hand to the staged publication, and publish it
-        once each file meets its threshold; what is still missing."""
+        """Add the signatures of the keys at hand to the staged publication, published once each
+        file meets its threshold; what is still missing."""
         files = self.staged_files()
         if not files:
             raise RepositoryError(f"{self.staged} holds no publication waiting for signatures")
         root = self.root().signed
         for name, metadata in files.items():
-            role = name.split(".", 1)[1].removesuffix(".json")
+            role = _role(name)
             if role == Root.type:
                 signers = self.keys.at_hand(Root.type, root)
                 signers += self.keys.at_hand(Root.type, metadata.signed)
@@ -149,22 +146,14 @@ class PullRepository:
             raise RepositoryError(f"a publication waits for signatures in {self.staged}: add them "
                                   "with --sign (or remove that directory to drop it)")  # fmt: skip
 
-    # --- making, publishing, rotating ---------------------------------------------------------
-
     def exists(self) -> bool:
         return (self.metadata / "root.json").is_file()
 
-    def create(
-        self,
-        key_dir: Path,
-        root_keys: int = 1,
-        root_threshold: int = 1,
-        targets_keys: int = 1,
-        targets_threshold: int = 1,
-    ) -> list[str]:
-        """A new repository, no node, with new keys in ``key_dir`` (0700; never overwritten):
-        ``root_keys`` root keys of which ``root_threshold`` must sign, the same for targets,
-        and the online key. The key files made."""
+    def create(self, key_dir: Path, root_keys: int = 1, root_threshold: int = 1,
+               targets_keys: int = 1, targets_threshold: int = 1) -> list[str]:  # fmt: skip
+        """A new repository, no node, with new keys in ``key_dir`` (0700, never overwritten):
+        ``root_keys`` of which ``root_threshold`` must sign, the same for targets, and the online
+        key. The key files made."""
         asked = ((Root.type, root_keys, root_threshold),
                  (Targets.type, targets_keys, targets_threshold))  # fmt: skip
         for role, count, threshold in asked:
@@ -230,11 +219,10 @@ class PullRepository:
         matrix_data: Mapping[str, str] | None = None,
         recipients: Mapping[str, X25519PublicKey] | None = None,
     ) -> Published:
-        """Publish ``nodes`` (name -> settings; ``matrix_data``: name -> site matrix text;
-        ``recipients``: name -> the key its target is sealed to) in a new snapshot, each changed
-        node's target signed by its own key and removing unlisted nodes; signs nothing when
-        nothing changed. A change of the delegations (a node added or removed) needs the
-        targets keys' threshold; short of it, it is staged (``Published.waiting``)."""
+        """Publish ``nodes`` (name -> settings, with its site matrix text and the key its target
+        is sealed to) in a new snapshot, each changed node signed by its own key, unlisted ones
+        removed; nothing when nothing changed. Adding or removing a node needs the targets
+        keys' threshold; short of it, it is staged."""
         self._refuse_if_staged()
         matrix_data, recipients = matrix_data or {}, recipients or {}
         roles = self._nodes()
@@ -310,10 +298,9 @@ class PullRepository:
         return self.files.timestamp(version, hours, self.signer(Timestamp.type))
 
     def rotate(self, name: str, timestamp_hours: float) -> tuple[int, list[str]]:
-        """A new key for the key file ``name`` (``root``, ``root-2``, ``targets``, ``online``...;
-        the old kept as ``.retired-vN``) in a new root version signed by the old root's keys at
-        hand (and the new root's), the targets re-signed for a targets key; the new root's
-        version, and the signatures still missing (then it is staged for ``sign_staged``)."""
+        """A new key for the key file ``name`` (``root``, ``targets-2``...; the old kept as
+        ``.retired-vN``) in a new root version signed by the old and new root's keys at hand;
+        the new root's version, and the signatures still missing (then it is staged)."""
         if not keyring.ROTATABLE.fullmatch(name):
             raise RepositoryError(f"--rotate {name}: expected root, targets or online, or a "
                                   "key file's name without .pem (root-2, targets-1)")  # fmt: skip

@@ -1,9 +1,5 @@
-"""A node's target sealed to the node's own X25519 key with HPKE (RFC 9180, base mode:
-X25519, HKDF-SHA256, ChaCha20-Poly1305; ``cryptography.hazmat.primitives.hpke``), the
-node's name bound as HPKE's ``info``: the mirror and every other node see its size alone.
-Sealing is under the signature (TUF signs the sealed file), so a node verifies before it
-opens.
-"""
+"""A node's target sealed to its own X25519 key with HPKE (RFC 9180 base mode), the node's name
+as HPKE's ``info``; TUF signs the sealed file (docs/pull-mode.md)."""
 
 from __future__ import annotations
 

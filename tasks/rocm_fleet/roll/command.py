@@ -43,21 +43,18 @@ from rocm_fleet.roll.plan import waves
 from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
 from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target
 
-#: pyinfra's deploy of every node, as the top-level help names it
 DEFAULT_DEPLOY = "rocm_fleet.deploy.rocm_node"
 
 
 @dataclass(frozen=True)
 class Audited:
-    """What the audit said of the inventory's hosts, by the roll's needs."""
-
     drifted: list[str]
     refused: list[str]
-    unreachable: list[str]  #: unreachable or failed: not rolled, nothing known
+    unreachable: list[str]  #: unreachable or failed: not rolled
 
 
 class AuditFailed(Exception):
-    """The audit gave no report (it crashed, or was killed): nothing is known, nothing done."""
+    """The audit gave no report: nothing is known, nothing done."""
 
 
 def audit(args: Any, passed: list[str]) -> Audited:
@@ -81,9 +78,7 @@ def audit(args: Any, passed: list[str]) -> Audited:
 
 
 def run_step(command: list[str], env: dict[str, str] | None = None) -> Outcome:
-    """A deploy or check, its output kept; its last lines say why when it failed. ``env``:
-    what to add to this process's environment for it."""
-    # stdin empty: a prompt (pyinfra asking to go on) answers "no" instead of hanging
+    """A deploy or check (stdin empty: a prompt answers "no"), ``env`` added to ours."""
     done = subprocess.run(
         command, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
         env={**os.environ, **env} if env else None,
@@ -95,7 +90,6 @@ def run_step(command: list[str], env: dict[str, str] | None = None) -> Outcome:
 
 #: the width ``rocm-fleet check`` is given: wide enough that no check's line wraps
 ONE_LINE = 100_000
-#: the lines saying why a deploy or check failed (pyinfra's "refused:"/"Error:", "FAILED")
 _SAYS_WHY = re.compile(r"^\s*(?:\[\S+\]\s+(?:refused:|Error)|FAILED\s)")
 
 
@@ -107,8 +101,12 @@ def why_failed(output: str) -> str:
     return " / ".join(dict.fromkeys(saying[-3:] or lines[-3:]))[-400:]
 
 
+def limits_of(args: Any) -> list[str]:
+    return [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+
+
 def passed_options(args: Any) -> list[str]:
-    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
+    limits = limits_of(args)
     return [f"--limit={','.join(limits)}"] * bool(limits) + [f"--data={d}" for d in args.data]
 
 
@@ -138,19 +136,16 @@ def run(args: Any) -> int:
         print(f"rocm-fleet roll: {host} did not answer the audit: not rolled", file=sys.stderr)
     for host in found.refused:
         print(f"rocm-fleet roll: {host} would be refused (see rocm-fleet audit)", file=sys.stderr)
-    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
-    _, hosts = load_inventory(args.inventory, limits, False, parse_data(args.data) or None)
+    _, hosts = load_inventory(args.inventory, limits_of(args), False, parse_data(args.data) or None)
     fleet = fleet_of(hosts[0].inventory)
     by_name = {host.name: host for host in hosts}
     groups = {group for host in hosts[0].inventory for group in host.groups}
     unlimited = not_one_host_by_limit(list(by_name), groups)
     if unlimited:
-        raise UsageError(
-            f"host name(s) {', '.join(unlimited)}: pyinfra's --limit would take each as a group "
-            "or a pattern, so its deploy could reach hosts that were never drained; rename them"
-        )
-    targets = []
-    configs = {}
+        raise UsageError(f"host name(s) {', '.join(unlimited)}: pyinfra's --limit would take each "
+                         "as a group or a pattern, so its deploy could reach hosts that were never "
+                         "drained; rename them")  # fmt: skip
+    targets, configs = [], {}
     for host in hosts:
         if host.name in found.unreachable + found.refused:
             continue
@@ -163,12 +158,12 @@ def run(args: Any) -> int:
         timeout = float(config.rocm_slurm_drain_timeout)
         targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
     try:
-        targets = [t for t in targets if not t.recheck or left_drained_by_roll(t)]
+        # a host with no drift is rolled when an earlier roll left it drained
+        targets = [t for t in targets if not t.recheck or
+                   (t.slurm is not None and t.slurm.state().drained_by_roll)]  # fmt: skip
     except SlurmUnreachable as exc:
-        print(
-            f"rocm-fleet roll: Slurm did not answer: {visible(exc)}; nothing changed",
-            file=sys.stderr,
-        )
+        print(f"rocm-fleet roll: Slurm did not answer: {visible(exc)}; nothing changed",
+              file=sys.stderr)  # fmt: skip
         return Exit.NOT_CHECKED
     if not targets:
         print("roll: no host has drift; nothing drained, nothing changed")
@@ -186,14 +181,9 @@ def run(args: Any) -> int:
         deployed=lambda h: forget(by_name[h]),
         accept=lambda h: accept(by_name[h], configs[h]),
     )
-    status = Roll(
-        targets,
-        steps,
-        args.max_unavailable,
-        sys.stdout,
-        args.poll_interval,
-        max_failed=args.max_failed,
-    ).run()
+    roll = Roll(targets, steps, args.max_unavailable, sys.stdout, args.poll_interval,
+                max_failed=args.max_failed)  # fmt: skip
+    status = roll.run()
     return worst([status, *audit_statuses(found)])
 
 
@@ -210,9 +200,8 @@ def accept(host: Any, config: Any) -> Outcome | None:
 
     sudo = sudo_asked(host)
     python = config.venv_python if config.torch is not None else None
-    node = Acceptance(
-        lambda argv: run_on(host, argv, sudo), Tools(config.rocm_acceptance_rccl_tests, python)
-    )
+    tools = Tools(config.rocm_acceptance_rccl_tests, python)
+    node = Acceptance(lambda argv: run_on(host, argv, sudo), tools)
     gfx = config.expected_gfx_list
     try:
         fingerprint = node.fingerprint()
@@ -245,11 +234,6 @@ def not_one_host_by_limit(names: list[str], groups: set[str]) -> list[str]:
     return sorted(n for n in names if n in groups or set(n) & set("*?[],"))
 
 
-def left_drained_by_roll(target: Target) -> bool:
-    """Whether a host with no drift is a node an earlier roll left drained (one ``scontrol``)."""
-    return target.slurm is not None and target.slurm.state().drained_by_roll
-
-
 def audit_statuses(found: Audited) -> list[Exit]:
     """What the hosts the roll left alone add: a refusal is a finding, no answer is 2."""
     return [Exit.FINDINGS] * bool(found.refused) + [Exit.NOT_CHECKED] * bool(found.unreachable)
@@ -265,11 +249,8 @@ def dry(targets: list[Target], max_unavailable: int, found: Audited) -> int:
                     print(f"  {target.host}: drift; not in Slurm's hands (rocm_slurm_drain off)")
                     continue
                 state = target.slurm.state()
-                then = (
-                    "changed, left drained"
-                    if state.drained_by_others
-                    else "drained, changed, resumed"
-                )
+                others = state.drained_by_others
+                then = "changed, left drained" if others else "drained, changed, resumed"
                 if target.recheck:
                     then = "checked again, resumed if they pass"
                 drift = "no drift" if target.recheck else "drift"
@@ -293,40 +274,20 @@ command = Command(
     ),
     params=[
         click.Argument(["inventory"], help="pyinfra inventory (file, host list or module)"),
-        click.Argument(
-            ["deploy"],
-            required=False,
-            default=DEFAULT_DEPLOY,
-            help=f"what pyinfra runs on each host (default {DEFAULT_DEPLOY}; in a checkout: "
-            "deploy.py)",
-        ),
-        option(
-            "--max-unavailable",
-            type=int,
-            default=1,
-            metavar="N",
-            help="hosts taken out (drained and changed) at once: the size of a wave (default 1)",
-        ),
+        click.Argument(["deploy"], required=False, default=DEFAULT_DEPLOY,
+                       help=f"what pyinfra runs on each host (default {DEFAULT_DEPLOY}; in a "
+                       "checkout: deploy.py)"),
+        option("--max-unavailable", type=int, default=1, metavar="N",
+               help="hosts taken out (drained and changed) at once: the size of a wave "
+               "(default 1)"),
         *host_options(),
-        option(
-            "--max-failed",
-            type=int,
-            default=0,
-            metavar="N",
-            help="hosts that may fail (deploy, checks or acceptance) before the roll stops "
-            "after the wave where more did (default 0: stop after the first failing wave)",
-        ),
-        option(
-            "--poll-interval",
-            type=float,
-            default=10.0,
-            metavar="SECONDS",
-            help="how often a draining node's jobs are looked at (default 10)",
-        ),
-        option(
-            "--dry",
-            is_flag=True,
-            help="say which hosts have drift, their waves and their Slurm state; change nothing",
-        ),
+        option("--max-failed", type=int, default=0, metavar="N",
+               help="hosts that may fail (deploy, checks or acceptance) before the roll stops "
+               "after the wave where more did (default 0: stop after the first failing wave)"),
+        option("--poll-interval", type=float, default=10.0, metavar="SECONDS",
+               help="how often a draining node's jobs are looked at (default 10)"),
+        option("--dry", is_flag=True,
+               help="say which hosts have drift, their waves and their Slurm state; change "
+               "nothing"),
     ],
-)
+)  # fmt: skip

@@ -1,7 +1,4 @@
-"""Rolling maintenance in Slurm, as data: the waves (hosts with drift, in the inventory's order,
-at most ``max_unavailable`` at a time) and the drain reasons, each starting ``rocm-fleet:``;
-``roll.command`` carries them out.
-"""
+"""The roll as data: its waves and its drain reasons (each starting ``rocm-fleet:``)."""
 
 from __future__ import annotations
 
@@ -26,8 +23,8 @@ def waves(hosts: Sequence[Item], max_unavailable: int) -> list[list[Item]]:
 
 
 def reason(why: str) -> str:
-    """A drain reason of the roll's: its prefix, then ``why`` on one line (Slurm keeps the
-    reason as given; a newline or a quote in it would be read back wrong)."""
+    """A drain reason: the prefix, then ``why`` on one line, no double quote (Slurm keeps it as
+    given)."""
     words = " ".join(why.replace('"', "'").split())
     return f"{REASON_PREFIX} {words}"[:250]
 

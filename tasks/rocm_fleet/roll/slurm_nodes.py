@@ -1,7 +1,5 @@
-"""A node's Slurm, asked from the node itself: ``scontrol`` and ``squeue`` run there as root
-(Slurm's administrator), with words quoted for the shell; a command that fails raises
-``SlurmUnreachable`` with Slurm's own words.
-"""
+"""A node's Slurm, asked on the node itself (``scontrol``, ``squeue`` as root); a command that
+fails raises ``SlurmUnreachable`` with Slurm's own words."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ from rocm_fleet.model import grammar
 from rocm_fleet.model.slurm import NodeState, SlurmOutputError, parse_node
 from rocm_fleet.roll.plan import parse_jobs
 
-#: runs one command (its words) on the node; the engine's ``run_on`` bound to a host
 Runner = Callable[[Sequence[str]], Ran]
 
 
@@ -24,9 +21,7 @@ class SlurmNode:
     """One inventory host's node in Slurm, reached by running Slurm's client on it."""
 
     def __init__(self, host: str, run: Runner, node_name: str | None = None) -> None:
-        self.host = host
-        self._run = run
-        self._name = node_name
+        self.host, self._run, self._name = host, run, node_name
 
     @property
     def name(self) -> str:
@@ -35,10 +30,8 @@ class SlurmNode:
             name = self._ask(["hostname", "--short"]).strip()
             # NodeName= and squeue -w take hostlist expressions: one plain name only.
             if not grammar.full(grammar.SLURM_NODE_NAME, name):
-                raise SlurmUnreachable(
-                    f"{self.host}: hostname --short gave {name!r}, not one Slurm node name; "
-                    f"set rocm_slurm_node_name"
-                )
+                raise SlurmUnreachable(f"{self.host}: hostname --short gave {name!r}, not one "
+                                       "Slurm node name; set rocm_slurm_node_name")  # fmt: skip
             self._name = name
         return self._name
 
@@ -55,9 +48,8 @@ class SlurmNode:
 
     def drain(self, reason: str) -> None:
         """Drain the node (no new job; running ones go on), or give a drained one ``reason``."""
-        self._ask(
-            ["scontrol", "update", f"NodeName={self.name}", "State=DRAIN", f"Reason={reason}"]
-        )
+        self._ask(["scontrol", "update", f"NodeName={self.name}", "State=DRAIN",
+                   f"Reason={reason}"])  # fmt: skip
 
     def resume(self) -> None:
         self._ask(["scontrol", "update", f"NodeName={self.name}", "State=RESUME"])

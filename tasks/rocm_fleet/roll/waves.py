@@ -1,7 +1,5 @@
-"""The waves of ``rocm-fleet roll``, carried out (drain, wait, change, check, resume), and the
-roll's log and summary. Hosts' changes come in as ``Steps``, Slurm as ``SlurmNode``s, time as
-callables: nothing here runs a process or reaches a host.
-"""
+"""The waves of ``rocm-fleet roll`` carried out (drain, wait, change, check, resume), its log
+and summary; hosts' changes come in as ``Steps``, Slurm as ``SlurmNode``s, time as callables."""
 
 from __future__ import annotations
 
@@ -18,8 +16,6 @@ from rocm_fleet.model.untrusted import visible
 from rocm_fleet.roll.plan import ROLLING, reason, waves
 from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
 
-# --- what a roll is made of ----------------------------------------------------------------
-
 
 @dataclass(frozen=True)
 class Outcome:
@@ -29,28 +25,24 @@ class Outcome:
 
 @dataclass
 class Target:
-    """A host with drift, and its node in Slurm when its data sets ``rocm_slurm_drain``."""
+    """A host with drift, and its node in Slurm (``rocm_slurm_drain``)."""
 
     host: str
     slurm: SlurmNode | None
     drain_timeout: float = 3600.0
-    #: no drift, but an earlier roll left it drained: checked again, resumed if passing
-    recheck: bool = False
-    #: drained by someone else before the roll: changed, then left drained
-    keep_drained: bool = False
-    #: drained by this roll (or an earlier one): the roll resumes it once it is checked
-    drained: bool = False
+    recheck: bool = False  #: no drift, but an earlier roll left it drained
+    keep_drained: bool = False  #: drained by someone else before the roll: left drained
+    drained: bool = False  #: drained by a roll: resumed once it is checked
 
 
 @dataclass(frozen=True)
 class Steps:
-    """What the roll does to a host, besides Slurm: each returns an ``Outcome``."""
+    """What the roll does to a host besides Slurm; ``deployed`` drops its connection,
+    ``accept`` is its acceptance run after the checks (None: none)."""
 
     deploy: Callable[[str], Outcome]
     check: Callable[[str], Outcome]
-    #: a host has been deployed: drop any connection to it (it may have rebooted)
     deployed: Callable[[str], None] = lambda host: None
-    #: the acceptance run of a host that passed its checks (``rocm_acceptance``); None: none
     accept: Callable[[str], Outcome | None] = lambda host: None
 
 
@@ -58,39 +50,27 @@ class Steps:
 class Tally:
     changed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
-    #: why each failed host failed (one line)
-    why: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)  #: host -> why it failed
     busy: list[str] = field(default_factory=list)
     left_drained: list[str] = field(default_factory=list)
-    #: resumed by someone else before the roll could change them
     resumed: list[str] = field(default_factory=list)
 
 
 class Roll:
     """The waves, carried out; ``run()`` returns the exit status."""
 
-    def __init__(
-        self,
-        targets: Sequence[Target],
-        steps: Steps,
-        max_unavailable: int,
-        out: TextIO,
-        poll_interval: float = 10.0,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-        wall: Callable[[], float] = time.time,
-        max_failed: int = 0,
-    ) -> None:
+    def __init__(self, targets: Sequence[Target], steps: Steps, max_unavailable: int, out: TextIO,
+                 poll_interval: float = 10.0, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep, wall: Callable[[], float] = time.time,
+                 max_failed: int = 0) -> None:  # fmt: skip
         self.waves = waves(list(targets), max_unavailable)
-        self.steps = steps
-        self.out = out
-        self.poll_interval = poll_interval
+        self.steps, self.out, self.poll_interval = steps, out, poll_interval
         self.max_failed = max_failed
         self.clock, self.sleep, self.wall = clock, sleep, wall
         self.tally = Tally()
 
     def log(self, host: str, message: str) -> None:
-        """A line of the roll's log; ``visible``: a message quotes what a node or Slurm said."""
+        """A line of the roll's log (``visible``: it quotes what a node or Slurm said)."""
         stamp = time.strftime("%H:%M:%S", time.gmtime(self.wall()))
         self.out.write(f"{stamp} {host}: {visible(message)}\n")
         self.out.flush()
@@ -107,17 +87,12 @@ class Roll:
                 rest = [t.host for later in self.waves[number:] for t in later]
                 over = (
                     f" ({len(self.tally.failed)} failed, more than --max-failed {self.max_failed})"
-                    if self.max_failed
-                    else ""
                 )
                 if rest:
-                    self.out.write(
-                        f"stopped after wave {number}{over}; not rolled: {', '.join(rest)}\n"
-                    )
+                    said = f"stopped after wave {number}{over * bool(self.max_failed)}"
+                    self.out.write(f"{said}; not rolled: {', '.join(rest)}\n")
                 break
         return self._summary()
-
-    # --- one wave ---------------------------------------------------------------------
 
     def _wave(self, wave: list[Target]) -> bool:
         """Drain, wait, change, check and resume one wave; whether a host of it failed."""
@@ -192,10 +167,8 @@ class Roll:
     def _busy(self, target: Target, jobs: list[str]) -> None:
         assert target.slurm is not None
         self.tally.busy.append(target.host)
-        why = (
-            f"job(s) {', '.join(jobs) or '?'} still running after {target.drain_timeout:.0f}s "
-            "(rocm_slurm_drain_timeout): not changed"
-        )
+        why = (f"job(s) {', '.join(jobs) or '?'} still running after {target.drain_timeout:.0f}s "
+               "(rocm_slurm_drain_timeout): not changed")  # fmt: skip
         if not target.drained:
             self.log(target.host, f"{why}; left drained, as it was")
         elif self._still_ours(target):
@@ -257,23 +230,16 @@ class Roll:
         self.tally.left_drained.append(target.host)
         self.log(target.host, message)
 
-    # --- the end ----------------------------------------------------------------------
-
     def _stopped(self, exc: SlurmUnreachable) -> int:
         held = [t for wave in self.waves for t in wave if t.drained]
         print(f"rocm-fleet roll: Slurm did not answer: {visible(exc)}", file=sys.stderr)
-        print(
-            "rocm-fleet roll: stopped before draining or changing another node",
-            file=sys.stderr,
-        )
+        print("rocm-fleet roll: stopped before draining or changing another node", file=sys.stderr)
         if held:
             nodes = ",".join(t.slurm.name for t in held if t.slurm is not None)
-            print(
-                f"rocm-fleet roll: left drained by the roll: {', '.join(t.host for t in held)}; "
-                f"once Slurm answers, check them (rocm-fleet check) and resume: "
-                f"scontrol update NodeName={nodes} State=RESUME (or roll again)",
-                file=sys.stderr,
-            )
+            print(f"rocm-fleet roll: left drained by the roll: {', '.join(t.host for t in held)}; "
+                  f"once Slurm answers, check them (rocm-fleet check) and resume: "
+                  f"scontrol update NodeName={nodes} State=RESUME (or roll again)",
+                  file=sys.stderr)  # fmt: skip
         self._summary()
         return Exit.NOT_CHECKED
 

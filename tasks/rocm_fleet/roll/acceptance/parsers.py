@@ -1,7 +1,5 @@
-"""The acceptance tools' output, parsed strictly: RVS's result log (GST), rccl-tests' table,
-the torch smoke's JSON line. Output a parser does not recognise raises ``NotUnderstood``:
-it is never read as a pass. Each shape has a cited fixture in tests/fixtures/acceptance.
-"""
+"""The acceptance tools' output, parsed strictly (RVS's GST log, rccl-tests' table, the torch
+smoke's JSON line): output not recognised raises ``NotUnderstood``, never a pass."""
 
 from __future__ import annotations
 
@@ -14,8 +12,6 @@ from dataclasses import dataclass
 class NotUnderstood(ValueError):
     """The tool's output is not the shape this parser knows (says which and why)."""
 
-
-# --- RVS --------------------------------------------------------------------------------
 
 #: ``[RESULT] [<secs>] [<action>] gst <gpu id> GFLOPS <n> Met target stress : <t> PASS``: the
 #: line gst_worker.cpp's check_target_stress logs (rvs::lp::Log prefixes level and time);
@@ -64,8 +60,6 @@ def parse_rvs_gst(text: str, actions: list[str]) -> list[GstResult]:
     return results
 
 
-# --- rccl-tests ---------------------------------------------------------------------------
-
 #: a data row: size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong
 _ROW = re.compile(
     r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>\w+)\s+(?P<redop>\w+)\s+(?P<root>-?\d+)\s+"
@@ -110,9 +104,6 @@ def parse_rccl(text: str) -> RcclResult:
         raise NotUnderstood("rccl-tests: no summary (the run did not finish)")
     wrong = sum(_wrong(r["w1"]) + _wrong(r["w2"]) for r in rows) + int(oob["n"])
     return RcclResult(avg, float(rows[-1]["bus2"]), wrong, len(rows))
-
-
-# --- the torch smoke ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,5 @@
-"""One node's acceptance run, through a ``Runner`` (the engine's ``run_on`` bound to the
-host): the GPUs' counters read before, the suite's steps, the counters read again (a counter
-that moved fails the run); then the record kept on the node. Nothing here reaches a host but
-through the runner.
-"""
+"""One node's acceptance run through a ``Runner`` (``run_on`` bound to the host): the counters
+read, the suite's steps, the counters read again; then the record kept on the node."""
 
 from __future__ import annotations
 
@@ -22,12 +19,7 @@ from rocm_fleet.model.acceptance import (
     reason_words,
 )
 from rocm_fleet.model.health import HostHealth
-from rocm_fleet.roll.acceptance.parsers import (
-    NotUnderstood,
-    parse_rccl,
-    parse_rvs_gst,
-    parse_torch,
-)
+from rocm_fleet.roll.acceptance.parsers import NotUnderstood, parse_rccl, parse_rvs_gst, parse_torch
 from rocm_fleet.roll.acceptance.suites import Suite
 
 Runner = Callable[[Sequence[str]], Ran]
@@ -43,8 +35,7 @@ _FINGERPRINT = (
 )
 
 
-#: ``sh -c _FROM_FILE sh TEXT COMMAND...``: TEXT in a fresh private file (mktemp), run as
-#: ``COMMAND... FILE``, the file removed after
+#: ``sh -c _FROM_FILE sh TEXT COMMAND...``: ``COMMAND... FILE``, TEXT in a fresh private file
 _FROM_FILE = (
     'f=$(mktemp --suffix=.py) || exit 1; printf "%s" "$1" > "$f"; shift; '
     '"$@" "$f"; rc=$?; rm -f "$f"; exit $rc'
@@ -68,9 +59,7 @@ class Acceptance:
     ``run(suite)``."""
 
     def __init__(self, run: Runner, tools: Tools, clock: Callable[[], float] = time.time):
-        self._run = run
-        self.tools = tools
-        self.clock = clock
+        self._run, self.tools, self.clock = run, tools, clock
         self._before: HostHealth | None = None
 
     def counters(self) -> HostHealth:
@@ -114,8 +103,6 @@ class Acceptance:
         """Write ``record`` on the node (root-only, atomically, no link followed)."""
         script = text("scripts/acceptance-record.sh")
         return self._run(["sh", "-c", script, "sh", paths.ACCEPTANCE_RECORD, record.to_json()])
-
-    # --- the steps -------------------------------------------------------------------
 
     def _rvs(self, name: str, conf: str, suite: Suite, before: HostHealth) -> StepResult:
         if suite.rvs_conf_dir is None:
@@ -183,8 +170,7 @@ class Acceptance:
 
 def counter_step(before: HostHealth, after: HostHealth) -> StepResult:
     """The counters around the run: an ECC count that grew, a PCIe link that narrowed, an XGMI
-    link that went down or a GPU that came or went fails (a delta; the node checks judge the
-    state itself); no amd-smi skips; output not understood fails."""
+    link down or a GPU that came or went fails; no amd-smi skips."""
     if "no_tool" in (before.status, after.status):
         return StepResult("counters", "skip", "no amd-smi")
     for read in (before, after):

@@ -1,7 +1,5 @@
-"""The acceptance suites (``suites.json``): each level's steps, each GPU model's thresholds
-(AMD's published figures, cited there) with a site's overrides on top, and which level a
-change needs.
-"""
+"""The acceptance suites (``suites.json``): each level's steps, each GPU model's thresholds (AMD's
+figures, cited there) under a site's overrides, and which level a change needs."""
 
 from __future__ import annotations
 
@@ -40,28 +38,17 @@ def suite(level: str, gfx: str | None, overrides: dict[str, float] | None = None
     data = _data()
     model = data["models"].get(gfx or "", {})
     thresholds = {**data["defaults"], **model.get("thresholds", {}), **(overrides or {})}
-    return Suite(
-        level,
-        tuple(data["levels"][level]),
-        gfx,
-        model.get("rvs_conf_dir"),
-        {key: float(value) for key, value in thresholds.items()},
-    )
+    floats = {key: float(value) for key, value in thresholds.items()}
+    return Suite(level, tuple(data["levels"][level]), gfx, model.get("rvs_conf_dir"), floats)
 
 
 def needed_level(
     setting: str, last_fingerprint: dict[str, str] | None, fingerprint: dict[str, str]
 ) -> str | None:
-    """The level a node needs now: none with the setting ``off``; ``quick`` when its ROCm,
-    kernel, driver and GPUs are those of its last passing run; else (a move, a card swap, no
-    passing run) ``full``, capped at the setting (``quick`` never runs ``full``)."""
+    """The level a node needs: None when ``off``; ``quick`` when its fingerprint is its last
+    passing run's, else ``full``; capped at the setting."""
     if setting == "off":
         return None
     moved = last_fingerprint is None or last_fingerprint != fingerprint
     wanted = "full" if moved else "quick"
     return min(wanted, setting, key=LEVELS.index)
-
-
-def threshold_names() -> str:
-    """The names a site may override, in words (for the settings reference and errors)."""
-    return "'gst:<RVS action name>', " + ", ".join(repr(k) for k in _data()["site_thresholds"])
