@@ -109,12 +109,7 @@ def parse_record(text: str) -> AcceptanceRecord:
         if not STEP_NAME.fullmatch(name):
             raise RecordError(f"acceptance record: step name {name[:80]!r} is not one")
         steps.append(
-            StepResult(
-                name,
-                status,
-                _field(raw, "detail", str),
-                _numbers(raw.get("numbers", {})),
-            )
+            StepResult(name, status, _field(raw, "detail", str), _numbers(raw.get("numbers", {})))
         )
     fingerprint = _field(data, "fingerprint", dict)
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in fingerprint.items()):

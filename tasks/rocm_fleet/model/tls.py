@@ -164,9 +164,7 @@ def _is_ca(certificate: x509.Certificate) -> bool:
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
