@@ -1,9 +1,5 @@
-"""A node's last acceptance run (``rocm-fleet roll``'s burn-in after a change), as the JSON
-record kept on the node (``paths.ACCEPTANCE_RECORD``) and read back by the audit, pure.
-
-A record is read strictly: a field missing or of another type, or a step status not known,
-is a ``RecordError``, never a pass.
-"""
+"""A node's last acceptance run (``rocm-fleet roll``'s burn-in), as the JSON record kept on the
+node (``paths.ACCEPTANCE_RECORD``) and read back strictly by the audit, pure."""
 
 from __future__ import annotations
 
@@ -13,26 +9,22 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-#: the levels, lightest first: ``quick`` after a configuration change, ``full`` after a
-#: driver, kernel or ROCm move or a card swap
-LEVELS = ("quick", "full")
+LEVELS = ("quick", "full")  # lightest first
 STATUSES = ("pass", "fail", "skip")
-#: the record's format; a record of another is refused
-FORMAT = 1
-#: a step's name: its kind and what it ran ("rvs:gst_single"); it becomes a metric label
+FORMAT = 1  # a record of another format is refused
+# a step's name: its kind and what it ran ("rvs:gst_single"); a metric label
 STEP_NAME = re.compile(r"[a-z]+(?::[A-Za-z0-9_.-]{1,80})?")
 
 
 class RecordError(ValueError):
-    """The record is not one this rocm-fleet wrote (says which field and why)."""
+    """The record is not one this rocm-fleet wrote."""
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """One step's outcome: ``pass``, ``fail`` or ``skip`` (``detail`` says why), with the
-    numbers it measured against its thresholds."""
+    """One step's outcome (``pass``, ``fail`` or ``skip``) and the numbers it measured."""
 
-    name: str  #: "rvs:gst_single", "rccl:all_reduce_perf", "torch", "counters"
+    name: str
     status: str
     detail: str = ""
     numbers: dict[str, float] = field(default_factory=dict)
@@ -41,9 +33,9 @@ class StepResult:
 @dataclass(frozen=True)
 class AcceptanceRecord:
     level: str
-    finished_at: float  #: seconds since the epoch
+    finished_at: float  # seconds since the epoch
     steps: tuple[StepResult, ...]
-    #: what the node was when it ran (rocm, kernel, driver, gpus): a change asks for ``full``
+    # what the node was when it ran (rocm, kernel, driver, gpus): a change asks for ``full``
     fingerprint: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -64,8 +56,7 @@ class AcceptanceRecord:
         )
 
     def to_json(self) -> str:
-        data = {"format": FORMAT, **asdict(self), "passed": self.passed}
-        return json.dumps(data, sort_keys=True)
+        return json.dumps({"format": FORMAT, **asdict(self), "passed": self.passed}, sort_keys=True)
 
 
 def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
@@ -85,7 +76,7 @@ def _numbers(value: Any) -> dict[str, float]:
 
 
 def parse_record(text: str) -> AcceptanceRecord:
-    """The record in ``text``; RecordError when it is not one this module writes."""
+    """The record in ``text``; RecordError (naming the field) when not one this module writes."""
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -122,7 +113,7 @@ def parse_record(text: str) -> AcceptanceRecord:
 
 @dataclass(frozen=True)
 class AcceptanceRead:
-    """A node's record as read: none (``record`` and ``error`` None), one, or why not."""
+    """A node's record as read: none, one, or why not."""
 
     record: AcceptanceRecord | None = None
     error: str | None = None
@@ -135,10 +126,7 @@ def read_record(text: str) -> AcceptanceRead:
         return AcceptanceRead(error=str(exc))
 
 
-# --- Slurm's reason ------------------------------------------------------------------------
-
-#: what a drain reason keeps of a node's words: Slurm stores the reason as given, and
-#: ``scontrol show node`` prints it unquoted (a quote, '=' or newline would be read back wrong)
+# Slurm prints a drain reason unquoted: a quote, '=' or newline would be read back wrong.
 _REASON_UNSAFE = re.compile(r"[^A-Za-z0-9 .,:;/<>()%+_-]")
 
 
@@ -146,8 +134,6 @@ def reason_words(text: str) -> str:
     """``text`` (which quotes a node's tools) as plain words for a drain reason."""
     return _REASON_UNSAFE.sub("?", " ".join(text.split()))
 
-
-# --- metrics -------------------------------------------------------------------------------
 
 ACCEPTANCE_FAMILIES = {
     "rocm_fleet_acceptance_passed": "1 when the node's last acceptance run passed",
@@ -165,9 +151,6 @@ def acceptance_samples(
         ("rocm_fleet_acceptance_passed", labels, float(record.passed)),
         ("rocm_fleet_acceptance_last_run_timestamp_seconds", labels, record.finished_at),
     ]
-    samples += [
-        ("rocm_fleet_acceptance_step_passed", {**labels, "step": s.name}, float(s.status == "pass"))
-        for s in record.steps
-        if s.status != "skip"
-    ]
-    return samples
+    step = "rocm_fleet_acceptance_step_passed"
+    ran = [s for s in record.steps if s.status != "skip"]
+    return samples + [(step, {**labels, "step": s.name}, float(s.status == "pass")) for s in ran]
