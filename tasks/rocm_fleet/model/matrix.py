@@ -32,7 +32,6 @@ from rocm_fleet.model.streams import (  # noqa: F401
     Stream,
 )
 from rocm_fleet.model.torch_builds import (  # noqa: F401
-    AMD_DEVICE_WHEELS,
     AMD_STABLE_WHEEL_INDEX,
     AMD_WHEELS,
     PYTORCH_INDEX_BASE_URL,

@@ -151,7 +151,3 @@ def torch_source(torch_index: str | None, amd: AmdWheels | None) -> TorchSource 
     if amd is not None:
         return TorchSource(amd.url, amd.label, amd.builds, amd.runtime, amd)
     return None
-
-
-# What AMD's device extras install; pip manages them with their torch.
-AMD_DEVICE_WHEELS = re.compile(r"^amd-torch(vision)?-device-.+$")

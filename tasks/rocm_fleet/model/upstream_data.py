@@ -12,8 +12,6 @@ _DATA = json.loads(files(__package__).joinpath("upstream_data.json").read_text("
 SOURCES: dict[str, str] = _DATA["sources"]
 # gfx target -> first classic release AMD's historical table lists it for.
 GPU_LISTED_FROM: dict[str, str] = _DATA["gpu_listed_from"]
-# Matrix distro -> the AMD families os-support.yaml lists on it (Core SDK).
-OS_FAMILIES: dict[str, list[str]] = _DATA["os_families"]
 # Debian release -> the Instinct models os-support.yaml lists it for, and their gfx targets.
 CORE_SDK_DEBIAN: dict[str, dict[str, list[str]]] = _DATA["core_sdk_debian"]
 # torch minor -> its stable ROCm (PyTorch RELEASE.md).
