@@ -174,15 +174,14 @@ def _dkms_problems(
 
 def boot_room(state: BootState) -> str | None:
     """Why /boot can't take one more initramfs (as big as the largest there), or None."""
-    sizes = [k.initrd_bytes for k in state.kernels if k.initrd_bytes]
-    if state.boot_free_bytes is None or not sizes:
+    largest = max((k.initrd_bytes or 0 for k in state.kernels), default=0)
+    free = state.boot_free_bytes
+    if free is None or not largest or free >= largest:
         return None
-    if state.boot_free_bytes < max(sizes):
-        return (
-            f"/boot has {state.boot_free_bytes // 2**20} MiB free, less than one more "
-            f"initramfs ({max(sizes) // 2**20} MiB): remove old kernels"
-        )
-    return None
+    return (
+        f"/boot has {free // 2**20} MiB free, less than one more initramfs "
+        f"({largest // 2**20} MiB): remove old kernels"
+    )
 
 
 def reboot_refusal(
@@ -193,9 +192,8 @@ def reboot_refusal(
     if boot.kernel is None:
         return [f"can't tell which kernel the node boots next: {boot.how}"]
     found = readiness(state, boot.kernel, driver, secure_boot, mok, dkms_max)
-    problems = [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems]
-    room = boot_room(state)
-    return problems + ([room] if room else [])
+    room = [room] if (room := boot_room(state)) else []
+    return [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems] + room
 
 
 def kernels_readiness(
@@ -229,9 +227,8 @@ class BootSurvey(Protocol):
 
 def wanted_driver(config: Config) -> str | None:
     """The amdgpu driver the next kernel must have; None where no GPU is expected."""
-    if config.rocm_state != "present" or config.expected_gpu_count == 0:
-        return None
-    return config.rocm_driver
+    gpu = config.rocm_state == "present" and config.expected_gpu_count != 0
+    return config.rocm_driver if gpu else None
 
 
 def dkms_limit(config: Config) -> str | None:
@@ -247,10 +244,6 @@ def survey_boot(
     state = survey.boot or BootState()
     secure = (survey.secure_boot or {}).get("state") == "enabled"
     mok = (survey.mok.get(cert) or {}).get("state") if secure and cert else None
-    boot = next_boot(state)
-    return BootOutlook(
-        next=boot.kernel,
-        how=boot.how,
-        refused=tuple(reboot_refusal(state, driver, secure, mok, dkms_max)),
-        kernels=tuple(kernels_readiness(state, driver, secure, mok, dkms_max)),
-    )
+    boot, args = next_boot(state), (driver, secure, mok, dkms_max)
+    refused, kernels = reboot_refusal(state, *args), kernels_readiness(state, *args)
+    return BootOutlook(boot.kernel, boot.how, tuple(refused), tuple(kernels))
