@@ -141,9 +141,8 @@ class Fleet:
                 self._tls_checked[key] = None
             except TlsFileError as exc:
                 self._tls_checked[key] = exc
-        problem = self._tls_checked[key]
-        if problem is not None:
-            raise ConfigError(f"{name}: inventory key {problem.key!r}: {problem}", problem.key)
+        if (problem := self._tls_checked[key]) is not None:
+            raise _tls_error(name, problem)
 
     def address(self, name: str) -> str:
         """Where the other hosts reach ``name``: its ``ssh_hostname``, else its name."""
@@ -164,27 +163,23 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
                 f"{value!r} is plain HTTP: name its https:// URL, or unset the CA",
                 "rocm_mirror_tls_ca",
             )
-        if config.rocm_mirror_tls_ca:
+        if ca := config.rocm_mirror_tls_ca:
             from rocm_fleet.model.tls import TlsFileError, load_certificates
 
             try:
-                load_certificates("rocm_mirror_tls_ca", config.rocm_mirror_tls_ca)
+                load_certificates("rocm_mirror_tls_ca", ca)
             except TlsFileError as exc:
-                raise ConfigError(
-                    f"{host_name}: inventory key 'rocm_mirror_tls_ca': {exc}", exc.key
-                ) from None
-        mirror = Mirror(
-            value.rstrip("/"), None, config.rocm_mirror_bundle, ca=config.rocm_mirror_tls_ca
+                raise _tls_error(host_name, exc) from None
+        return replace(
+            config, mirror=Mirror(value.rstrip("/"), None, config.rocm_mirror_bundle, ca=ca)
         )
-        return replace(config, mirror=mirror)
     if value not in fleet:
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
             f"the inventory ({', '.join(fleet.names)}) or the http:// URL of a mirror",
             "rocm_mirror",
         )
-    served_by = fleet.settings(value)
-    address = fleet.address(value)
+    served_by, address = fleet.settings(value), fleet.address(value)
     if not grammar.host(address):  # it goes into apt sources, apt.conf and nginx
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; the hosts would "
@@ -254,6 +249,10 @@ def check_secrets(config: Config, host_name: str) -> None:
             read_secret(source)
         except SecretError as exc:
             raise ConfigError(f"{host_name}: inventory key {key!r}: {exc}", key) from None
+
+
+def _tls_error(host: str, exc: TlsFileError) -> ConfigError:
+    return ConfigError(f"{host}: inventory key {exc.key!r}: {exc}", exc.key)
 
 
 def _errors(read: Callable[[str], Config], names: Iterable[str]) -> list[ConfigError]:

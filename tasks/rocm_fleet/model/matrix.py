@@ -25,8 +25,6 @@ from rocm_fleet.model.streams import (  # noqa: F401
     REPOSITORIES,
     STABLE_REPOSITORY,
     STREAMS,
-    ClassicStream,
-    CoreSdkStream,
     Publication,
     Repository,
     Stream,
