@@ -274,15 +274,12 @@ DRIVER_KERNEL: dict[str, DriverKernel] = {
 
 def driver_kernel(rel: Release) -> DriverKernel | None:
     """The dkms kernel range of the release's amdgpu driver, or None."""
-    version = amdgpu_repo_version(rel)
-    return DRIVER_KERNEL.get(version) if version else None
+    return DRIVER_KERNEL.get(amdgpu_repo_version(rel) or "")
 
 
 def amdgpu_repo_version(rel: Release) -> str | None:
     """The amdgpu/<version> directory for a release; None when its driver is unknown."""
-    if rel.stream is CLASSIC and rel.parts[0] < 7:
-        return rel.apt_path
-    return rel.amdgpu_driver
+    return rel.apt_path if rel.stream is CLASSIC and rel.parts[0] < 7 else rel.amdgpu_driver
 
 
 def missing_driver(rel: Release) -> str:

@@ -1,6 +1,5 @@
 """What a host fetches from upstream (apt sources, wheel sets) and how: direct, through the
-fleet mirror (``served``: ``http://mirror:8080/<host>/<path>``) or the proxy.
-"""
+fleet mirror (``served``: ``http://mirror:8080/<host>/<path>``) or the proxy."""
 
 from __future__ import annotations
 
@@ -192,8 +191,11 @@ def rocm_repository(config: Config, row: matrix.Distro) -> AptRepository:
 
 def driver_key(config: Config) -> SigningKey:
     """The amdgpu repository's key: the classic stream's, or ``rocm_amdgpu_key_*``."""
-    if config.stream.keyring == matrix.AMDGPU_KEYRING:
-        return rocm_key(config)
+    classic = config.stream.keyring == matrix.AMDGPU_KEYRING
+    return rocm_key(config) if classic else _amdgpu_key(config)
+
+
+def _amdgpu_key(config: Config) -> SigningKey:
     return SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint.upper())
 
 
@@ -231,13 +233,8 @@ def torch_pip(config: Config, runtime: matrix.HostRuntime | None = None) -> Torc
     if wheels is None or config.torch is None:
         return None
     netrc = {"NETRC": paths.PIP_NETRC} if config.rocm_pip_netrc else {}
-    return TorchPip(
-        wheels,
-        served(wheels.index_url, config.mirror),
-        owned_wheels(config.torch),
-        {**proxy_environment(config), **netrc},
-        mirror_ca(config),
-    )
+    environment, index = proxy_environment(config) | netrc, served(wheels.index_url, config.mirror)
+    return TorchPip(wheels, index, owned_wheels(config.torch), environment, mirror_ca(config))
 
 
 def toolkit_repository(config: Config, row: matrix.Distro) -> AptRepository | None:
@@ -245,9 +242,8 @@ def toolkit_repository(config: Config, row: matrix.Distro) -> AptRepository | No
     classic ROCm key (``rocm_amdgpu_key_url``, ``rocm_amdgpu_key_fingerprint``)."""
     if (suite := container_toolkit.suite_for(row.key, row.suite)[0]) is None:
         return None
-    key = SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint.upper())
     return AptRepository(
-        url=container_toolkit.APT_URL, suite=suite, key=key,
+        url=container_toolkit.APT_URL, suite=suite, key=_amdgpu_key(config),
         keyring=paths.CONTAINER_TOOLKIT_KEYRING, source=paths.CONTAINER_TOOLKIT_SOURCE,
     )  # fmt: skip
 

@@ -49,9 +49,8 @@ def _read(key: str, path: str) -> bytes:
 
 def load_certificates(key: str, path: str) -> list[x509.Certificate]:
     """The PEM certificates in ``path`` (at least one); raises TlsFileError naming ``key``."""
-    data = _read(key, path)
     try:
-        found = x509.load_pem_x509_certificates(data)
+        found = x509.load_pem_x509_certificates(_read(key, path))
     except ValueError:
         found = []
     if not found:
@@ -240,8 +239,7 @@ class MadeFiles:
 def make_mirror_files(
     directory: Path, names: list[str], now: datetime.datetime | None = None
 ) -> MadeFiles:
-    """``directory``'s CA (made only if absent) and a new mirror certificate for ``names``;
-    keys created 0600."""
+    """``directory``'s CA (made only if absent) and a new mirror certificate for ``names``."""
     now = now or datetime.datetime.now(datetime.UTC)
     directory.mkdir(parents=True, exist_ok=True)
     ca_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
@@ -258,9 +256,7 @@ def make_mirror_files(
             raise TlsFileError("ca.key", f"{ca_key_path} is not the P-256 key mirror-ca makes")
         ca_key = loaded
     server, key = issue(ca, ca_key, names, now)
-    write_atomically(directory / "mirror.key", _pem_key(key), mode=0o600)
-    write_atomically(directory / "mirror.crt", _pem(server))
-    return MadeFiles(
-        MirrorTls(str(ca_path), str(directory / "mirror.crt"), str(directory / "mirror.key")),
-        new_ca,
-    )
+    cert_path, key_path = directory / "mirror.crt", directory / "mirror.key"
+    write_atomically(key_path, _pem_key(key), mode=0o600)
+    write_atomically(cert_path, _pem(server))
+    return MadeFiles(MirrorTls(str(ca_path), str(cert_path), str(key_path)), new_ca)
