@@ -23,8 +23,6 @@ class ReleaseRow(Protocol):
 
 
 class DistroRow(Protocol):
-    """What a stream reads of a distro row (``model.matrix.Distro``)."""
-
     @property
     def key(self) -> str: ...
 
@@ -132,11 +130,9 @@ class Stream:
         raise NotImplementedError
 
     def root(self, release: ReleaseRow) -> str:
-        """Where the release unpacks on a host."""
         raise NotImplementedError
 
     def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
-        """Whether AMD lists the GPU target for the release."""
         raise NotImplementedError
 
 
