@@ -59,19 +59,24 @@ class AcceptanceRecord:
         return json.dumps({"format": FORMAT, **asdict(self), "passed": self.passed}, sort_keys=True)
 
 
+def _check(ok: bool, why: str) -> None:
+    if not ok:
+        raise RecordError(f"acceptance record: {why}")
+
+
 def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
     value = data.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise RecordError(f"acceptance record: {key!r} is missing or not a {kind}")
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    _check(ok, f"{key!r} is missing or not a {kind}")
     return value
 
 
 def _numbers(value: Any) -> dict[str, float]:
-    if not isinstance(value, dict) or not all(
+    numbers = isinstance(value, dict) and all(
         isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
         for k, v in value.items()
-    ):
-        raise RecordError("acceptance record: a step's 'numbers' is not names to numbers")
+    )
+    _check(numbers, "a step's 'numbers' is not names to numbers")
     return {k: float(v) for k, v in value.items()}
 
 
@@ -81,33 +86,25 @@ def parse_record(text: str) -> AcceptanceRecord:
         data = json.loads(text)
     except ValueError as exc:
         raise RecordError(f"acceptance record: not JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise RecordError(f"acceptance record: not format {FORMAT}")
+    _check(isinstance(data, dict) and data.get("format") == FORMAT, f"not format {FORMAT}")
     level = _field(data, "level", str)
-    if level not in LEVELS:
-        raise RecordError(f"acceptance record: level {level!r} is not one of {LEVELS}")
+    _check(level in LEVELS, f"level {level!r} is not one of {LEVELS}")
     finished = float(_field(data, "finished_at", (int, float)))
-    if not math.isfinite(finished):
-        raise RecordError("acceptance record: 'finished_at' is not a time")
+    _check(math.isfinite(finished), "'finished_at' is not a time")
     steps = []
     for raw in _field(data, "steps", list):
-        if not isinstance(raw, dict):
-            raise RecordError("acceptance record: a step is not an object")
+        _check(isinstance(raw, dict), "a step is not an object")
         status = _field(raw, "status", str)
-        if status not in STATUSES:
-            raise RecordError(f"acceptance record: step status {status!r} is not known")
+        _check(status in STATUSES, f"step status {status!r} is not known")
         name = _field(raw, "name", str)
-        if not STEP_NAME.fullmatch(name):
-            raise RecordError(f"acceptance record: step name {name[:80]!r} is not one")
-        steps.append(
-            StepResult(name, status, _field(raw, "detail", str), _numbers(raw.get("numbers", {})))
-        )
+        _check(bool(STEP_NAME.fullmatch(name)), f"step name {name[:80]!r} is not one")
+        detail = _field(raw, "detail", str)
+        steps.append(StepResult(name, status, detail, _numbers(raw.get("numbers", {}))))
     fingerprint = _field(data, "fingerprint", dict)
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in fingerprint.items()):
-        raise RecordError("acceptance record: 'fingerprint' is not names to strings")
+    strings = all(isinstance(k, str) and isinstance(v, str) for k, v in fingerprint.items())
+    _check(strings, "'fingerprint' is not names to strings")
     record = AcceptanceRecord(level, finished, tuple(steps), fingerprint)
-    if data.get("passed") is not record.passed:
-        raise RecordError("acceptance record: 'passed' disagrees with its steps")
+    _check(data.get("passed") is record.passed, "'passed' disagrees with its steps")
     return record
 
 
