@@ -78,18 +78,14 @@ class HostRuntime:
     glibc: str
 
 
-HOST_RUNTIMES: dict[str, HostRuntime] = {
-    row["key"]: HostRuntime(row["python"], row["glibc"]) for row in upstream_data.DISTRO_ROWS
-}
+HOST_RUNTIMES = {r["key"]: HostRuntime(r["python"], r["glibc"]) for r in upstream_data.DISTRO_ROWS}
 
 
 def distro(distro_id: str, version_id: str, override: str | None = None) -> Distro | None:
     """The row for an os-release ID / VERSION_ID, else the row ``override`` names, else None."""
     version = version_id.split(".")[0] if distro_id == "debian" else version_id
-    for row in DISTROS:
-        if row.id == distro_id and row.version == version:
-            return row
-    return next((row for row in DISTROS if row.key == override), None) if override else None
+    found = next((r for r in DISTROS if (r.id, r.version) == (distro_id, version)), None)
+    return found or next((r for r in DISTROS if override and r.key == override), None)
 
 
 @dataclass(frozen=True)
