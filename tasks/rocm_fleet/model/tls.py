@@ -49,8 +49,9 @@ def _read(key: str, path: str) -> bytes:
 
 def load_certificates(key: str, path: str) -> list[x509.Certificate]:
     """The PEM certificates in ``path`` (at least one); raises TlsFileError naming ``key``."""
+    data = _read(key, path)  # a TlsFileError, not caught below
     try:
-        found = x509.load_pem_x509_certificates(_read(key, path))
+        found = x509.load_pem_x509_certificates(data)
     except ValueError:
         found = []
     if not found:
