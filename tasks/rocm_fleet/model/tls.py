@@ -21,6 +21,8 @@ from rocm_fleet.atomic import write_atomically
 # The server's: the longest Apple's TLS policy accepts (support.apple.com/en-us/103769).
 CA_DAYS = 3650
 SERVER_DAYS = 825
+# The settings naming the mirror's files.
+_CA, _CERT, _KEY = "rocm_mirror_tls_ca", "rocm_mirror_tls_cert", "rocm_mirror_tls_key"
 
 
 class TlsFileError(ValueError):
@@ -95,44 +97,38 @@ def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | No
     """Raises TlsFileError (naming the setting and the fix) unless the controller's files can
     serve the mirror at ``address``."""
     now = now or datetime.datetime.now(datetime.UTC)
-    ca = load_certificates("rocm_mirror_tls_ca", tls.ca)[0]
+    ca = load_certificates(_CA, tls.ca)[0]
     if not _is_ca(ca):
         raise TlsFileError(
-            "rocm_mirror_tls_ca",
+            _CA,
             f"{tls.ca} is not a CA certificate (no basicConstraints CA:TRUE); "
             "`rocm-fleet mirror-ca` makes one",
         )
     if ca.not_valid_after_utc <= now:
-        raise TlsFileError(
-            "rocm_mirror_tls_ca", f"the CA of {tls.ca} expired {ca.not_valid_after_utc:%Y-%m-%d}"
-        )
-    server = load_certificates("rocm_mirror_tls_cert", tls.cert)[0]
-    private_key_is_private("rocm_mirror_tls_key", tls.key)
+        raise TlsFileError(_CA, f"the CA of {tls.ca} expired {ca.not_valid_after_utc:%Y-%m-%d}")
+    server = load_certificates(_CERT, tls.cert)[0]
+    private_key_is_private(_KEY, tls.key)
     try:
-        private = serialization.load_pem_private_key(_read("rocm_mirror_tls_key", tls.key), None)
+        private = serialization.load_pem_private_key(_read(_KEY, tls.key), None)
     except (ValueError, TypeError):
         raise TlsFileError(
-            "rocm_mirror_tls_key",
+            _KEY,
             f"{tls.key} holds no unencrypted PEM private key (nginx must read it unattended)",
         ) from None
-    der, public = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    if private.public_key().public_bytes(der, public) != server.public_key().public_bytes(
-        der, public
-    ):
-        raise TlsFileError(
-            "rocm_mirror_tls_key", f"{tls.key} is not the key of the certificate {tls.cert}"
-        )
+    spki = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    if private.public_key().public_bytes(*spki) != server.public_key().public_bytes(*spki):
+        raise TlsFileError(_KEY, f"{tls.key} is not the key of the certificate {tls.cert}")
     try:
         server.verify_directly_issued_by(ca)
     except (ValueError, TypeError, InvalidSignature):
         raise TlsFileError(
-            "rocm_mirror_tls_cert",
+            _CERT,
             f"{tls.cert} is not issued by the CA {tls.ca} (the hosts pin that CA): "
             "`rocm-fleet mirror-ca` issues one",
         ) from None
     if not server.not_valid_before_utc <= now < server.not_valid_after_utc:
         raise TlsFileError(
-            "rocm_mirror_tls_cert",
+            _CERT,
             f"{tls.cert} is valid from {server.not_valid_before_utc:%Y-%m-%d} to "
             f"{server.not_valid_after_utc:%Y-%m-%d}, not now: issue another with "
             "`rocm-fleet mirror-ca`",
@@ -140,7 +136,7 @@ def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | No
     if not names_host(server, address):
         dns, ips = _names(server)
         raise TlsFileError(
-            "rocm_mirror_tls_cert",
+            _CERT,
             f"{tls.cert} names {', '.join(dns + ips) or 'no host'}, not {address}, the address "
             f"the hosts reach the mirror by: `rocm-fleet mirror-ca DIR {address}` issues one",
         )
