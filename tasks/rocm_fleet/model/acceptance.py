@@ -1,9 +1,5 @@
-"""A node's last acceptance run (``rocm-fleet roll``'s burn-in after a change), as the JSON
-record kept on the node (``paths.ACCEPTANCE_RECORD``) and read back by the audit, pure.
-
-A record is read strictly: a field missing or of another type, or a step status not known,
-is a ``RecordError``, never a pass.
-"""
+"""A node's last acceptance run (``rocm-fleet roll``'s burn-in), as the JSON record kept on the
+node (``paths.ACCEPTANCE_RECORD``) and read back strictly by the audit, pure."""
 
 from __future__ import annotations
 
@@ -13,26 +9,22 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-#: the levels, lightest first: ``quick`` after a configuration change, ``full`` after a
-#: driver, kernel or ROCm move or a card swap
-LEVELS = ("quick", "full")
+LEVELS = ("quick", "full")  # lightest first
 STATUSES = ("pass", "fail", "skip")
-#: the record's format; a record of another is refused
-FORMAT = 1
-#: a step's name: its kind and what it ran ("rvs:gst_single"); it becomes a metric label
+FORMAT = 1  # a record of another format is refused
+# a step's name: its kind and what it ran ("rvs:gst_single"); a metric label
 STEP_NAME = re.compile(r"[a-z]+(?::[A-Za-z0-9_.-]{1,80})?")
 
 
 class RecordError(ValueError):
-    """The record is not one this rocm-fleet wrote (says which field and why)."""
+    """The record is not one this rocm-fleet wrote."""
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """One step's outcome: ``pass``, ``fail`` or ``skip`` (``detail`` says why), with the
-    numbers it measured against its thresholds."""
+    """One step's outcome (``pass``, ``fail`` or ``skip``) and the numbers it measured."""
 
-    name: str  #: "rvs:gst_single", "rccl:all_reduce_perf", "torch", "counters"
+    name: str
     status: str
     detail: str = ""
     numbers: dict[str, float] = field(default_factory=dict)
@@ -41,9 +33,9 @@ class StepResult:
 @dataclass(frozen=True)
 class AcceptanceRecord:
     level: str
-    finished_at: float  #: seconds since the epoch
+    finished_at: float  # seconds since the epoch
     steps: tuple[StepResult, ...]
-    #: what the node was when it ran (rocm, kernel, driver, gpus): a change asks for ``full``
+    # what the node was when it ran (rocm, kernel, driver, gpus): a change asks for ``full``
     fingerprint: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -64,70 +56,61 @@ class AcceptanceRecord:
         )
 
     def to_json(self) -> str:
-        data = {"format": FORMAT, **asdict(self), "passed": self.passed}
-        return json.dumps(data, sort_keys=True)
+        return json.dumps({"format": FORMAT, **asdict(self), "passed": self.passed}, sort_keys=True)
+
+
+def _check(ok: bool, why: str) -> None:
+    if not ok:
+        raise RecordError(f"acceptance record: {why}")
 
 
 def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...]) -> Any:
     value = data.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise RecordError(f"acceptance record: {key!r} is missing or not a {kind}")
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    _check(ok, f"{key!r} is missing or not a {kind}")
     return value
 
 
 def _numbers(value: Any) -> dict[str, float]:
-    if not isinstance(value, dict) or not all(
+    numbers = isinstance(value, dict) and all(
         isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
         for k, v in value.items()
-    ):
-        raise RecordError("acceptance record: a step's 'numbers' is not names to numbers")
+    )
+    _check(numbers, "a step's 'numbers' is not names to numbers")
     return {k: float(v) for k, v in value.items()}
 
 
 def parse_record(text: str) -> AcceptanceRecord:
-    """The record in ``text``; RecordError when it is not one this module writes."""
+    """The record in ``text``; RecordError (naming the field) when not one this module writes."""
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise RecordError(f"acceptance record: not JSON ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise RecordError(f"acceptance record: not format {FORMAT}")
+    _check(isinstance(data, dict) and data.get("format") == FORMAT, f"not format {FORMAT}")
     level = _field(data, "level", str)
-    if level not in LEVELS:
-        raise RecordError(f"acceptance record: level {level!r} is not one of {LEVELS}")
+    _check(level in LEVELS, f"level {level!r} is not one of {LEVELS}")
     finished = float(_field(data, "finished_at", (int, float)))
-    if not math.isfinite(finished):
-        raise RecordError("acceptance record: 'finished_at' is not a time")
+    _check(math.isfinite(finished), "'finished_at' is not a time")
     steps = []
     for raw in _field(data, "steps", list):
-        if not isinstance(raw, dict):
-            raise RecordError("acceptance record: a step is not an object")
+        _check(isinstance(raw, dict), "a step is not an object")
         status = _field(raw, "status", str)
-        if status not in STATUSES:
-            raise RecordError(f"acceptance record: step status {status!r} is not known")
+        _check(status in STATUSES, f"step status {status!r} is not known")
         name = _field(raw, "name", str)
-        if not STEP_NAME.fullmatch(name):
-            raise RecordError(f"acceptance record: step name {name[:80]!r} is not one")
-        steps.append(
-            StepResult(
-                name,
-                status,
-                _field(raw, "detail", str),
-                _numbers(raw.get("numbers", {})),
-            )
-        )
+        _check(bool(STEP_NAME.fullmatch(name)), f"step name {name[:80]!r} is not one")
+        detail = _field(raw, "detail", str)
+        steps.append(StepResult(name, status, detail, _numbers(raw.get("numbers", {}))))
     fingerprint = _field(data, "fingerprint", dict)
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in fingerprint.items()):
-        raise RecordError("acceptance record: 'fingerprint' is not names to strings")
+    strings = all(isinstance(k, str) and isinstance(v, str) for k, v in fingerprint.items())
+    _check(strings, "'fingerprint' is not names to strings")
     record = AcceptanceRecord(level, finished, tuple(steps), fingerprint)
-    if data.get("passed") is not record.passed:
-        raise RecordError("acceptance record: 'passed' disagrees with its steps")
+    _check(data.get("passed") is record.passed, "'passed' disagrees with its steps")
     return record
 
 
 @dataclass(frozen=True)
 class AcceptanceRead:
-    """A node's record as read: none (``record`` and ``error`` None), one, or why not."""
+    """A node's record as read: none, one, or why not."""
 
     record: AcceptanceRecord | None = None
     error: str | None = None
@@ -140,10 +123,7 @@ def read_record(text: str) -> AcceptanceRead:
         return AcceptanceRead(error=str(exc))
 
 
-# --- Slurm's reason ------------------------------------------------------------------------
-
-#: what a drain reason keeps of a node's words: Slurm stores the reason as given, and
-#: ``scontrol show node`` prints it unquoted (a quote, '=' or newline would be read back wrong)
+# Slurm prints a drain reason unquoted: a quote, '=' or newline would be read back wrong.
 _REASON_UNSAFE = re.compile(r"[^A-Za-z0-9 .,:;/<>()%+_-]")
 
 
@@ -151,8 +131,6 @@ def reason_words(text: str) -> str:
     """``text`` (which quotes a node's tools) as plain words for a drain reason."""
     return _REASON_UNSAFE.sub("?", " ".join(text.split()))
 
-
-# --- metrics -------------------------------------------------------------------------------
 
 ACCEPTANCE_FAMILIES = {
     "rocm_fleet_acceptance_passed": "1 when the node's last acceptance run passed",
@@ -170,9 +148,6 @@ def acceptance_samples(
         ("rocm_fleet_acceptance_passed", labels, float(record.passed)),
         ("rocm_fleet_acceptance_last_run_timestamp_seconds", labels, record.finished_at),
     ]
-    samples += [
-        ("rocm_fleet_acceptance_step_passed", {**labels, "step": s.name}, float(s.status == "pass"))
-        for s in record.steps
-        if s.status != "skip"
-    ]
-    return samples
+    step = "rocm_fleet_acceptance_step_passed"
+    ran = [s for s in record.steps if s.status != "skip"]
+    return samples + [(step, {**labels, "step": s.name}, float(s.status == "pass")) for s in ran]

@@ -1,9 +1,6 @@
 """An APU's GPU memory (``rocm_apu_gtt_gib``) as the kernel's TTM ``pages_limit``, written as
 AMD's ``amd-ttm --set`` writes it (ROCm/rocm-docs system-optimization/rdna3-5.rst @ bc298923;
-superm1/amd-debug-tools ttm.py @ baa62a89) to ``paths.TTM_MODPROBE``; applies at next boot.
-
-Pure. Refused where ``amdgpu.gttsize`` or another file's TTM limit is set (the place named).
-"""
+superm1/amd-debug-tools ttm.py @ baa62a89) to ``paths.TTM_MODPROBE``; pure."""
 
 from __future__ import annotations
 
@@ -20,20 +17,17 @@ if TYPE_CHECKING:
 
 KEY = "rocm_apu_gtt_gib"
 GIB = 2**30
-#: amd64's page size, as TTM and amd-ttm count.
-PAGE_SIZE = 4096
-#: The share of MemTotal allowed: amd-ttm's MAX_MEMORY_PERCENTAGE, above which it asks.
-RAM_SHARE_PERCENT = 90
+PAGE_SIZE = 4096  # amd64's, as TTM and amd-ttm count
+RAM_SHARE_PERCENT = 90  # amd-ttm's MAX_MEMORY_PERCENTAGE, above which it asks
 REBOOT_REASON = "the TTM page limit (APU GPU memory) changed"
 
 
 def pages_limit(gib: int) -> int:
-    """TTM's ``pages_limit`` for ``gib`` GiB."""
     return gib * GIB // PAGE_SIZE
 
 
 def gtt_bytes(gib: int) -> int:
-    """What amdgpu reports as ``mem_info_gtt_total`` under that limit: the pages' bytes."""
+    """What amdgpu reports as ``mem_info_gtt_total`` under that limit."""
     return pages_limit(gib) * PAGE_SIZE
 
 
@@ -50,8 +44,7 @@ def limit_gib(mem_total: int) -> int:
 def findings(config: Config, survey: HostSurvey) -> Found:
     """Problems with ``rocm_apu_gtt_gib`` on this host: no APU, more than its RAM allows,
     ``amdgpu.gttsize`` set anywhere or the TTM limit set in a file not rocm-fleet's."""
-    asked = config.rocm_apu_gtt_gib
-    if asked is None:
+    if (asked := config.rocm_apu_gtt_gib) is None:
         return Found()
     problems = []
     if not any(gpu.get("apu") for gpu in gpus_found(survey)):
@@ -60,8 +53,7 @@ def findings(config: Config, survey: HostSurvey) -> Found:
             "the TTM limit is only set for APUs; remove the key for this host"
         )
     memory = survey.apu_memory or {}
-    total = memory.get("mem_total")
-    if total is None:
+    if (total := memory.get("mem_total")) is None:
         problems.append(f"{KEY}: could not read MemTotal from /proc/meminfo to check {asked} GiB")
     elif asked > limit_gib(total):
         problems.append(
@@ -69,23 +61,18 @@ def findings(config: Config, survey: HostSurvey) -> Found:
             f"{limit_gib(total)} GiB ({RAM_SHARE_PERCENT}% of its MemTotal of "
             f"{total / GIB:.1f} GiB, as AMD's amd-ttm allows without asking)"
         )
+    ours = paths.TTM_MODPROBE  # edited, the deploy writes it whole again
     for where, line in memory.get("gttsize") or []:
-        if _ours(where):
-            continue  # rocm-fleet's own file, edited: the deploy writes it whole again
-        problems.append(
-            f"amdgpu.gttsize is set in {where} ({line.strip()}): AMD deprecates it and it "
-            f"conflicts with the TTM limit {KEY} sets; remove it there (after "
-            f"{paths.DEFAULT_GRUB}: update-grub and a reboot)"
-        )
+        if where.rsplit(":", 1)[0] != ours:
+            problems.append(
+                f"amdgpu.gttsize is set in {where} ({line.strip()}): AMD deprecates it and it "
+                f"conflicts with the TTM limit {KEY} sets; remove it there (after "
+                f"{paths.DEFAULT_GRUB}: update-grub and a reboot)"
+            )
     for where, line in memory.get("pages_limit") or []:
-        if not _ours(where):
+        if where.rsplit(":", 1)[0] != ours:
             problems.append(
                 f"the TTM limit is already set in {where} ({line.strip()}), not by rocm-fleet: "
                 f"remove that line (or `amd-ttm --clear`) and let {KEY} set it"
             )
     return Found(problems)
-
-
-def _ours(where: str) -> bool:
-    """Whether a "file:line" place is rocm-fleet's own TTM file."""
-    return where.rsplit(":", 1)[0] == paths.TTM_MODPROBE

@@ -1,10 +1,5 @@
-"""Which kernel a node boots next, and whether amdgpu is ready for it (module, initramfs, room in
-/boot): pure, for the reboot gate and the audit.
-
-GRUB's choice as grub-core ``normal/menu.c`` makes it: grubenv's ``next_entry``, else grub.cfg's
-``set default``, else ``GRUB_DEFAULT``, falling back to entry 0; no grub.cfg: the newest kernel.
-A submenu, an entry without ``linux`` or another loader: unknown (reboot refused).
-"""
+"""Which kernel a node boots next (GRUB's choice: docs/decisions/reboots-and-kernels.md), and
+whether amdgpu is ready for it (module, initramfs, room in /boot): pure."""
 
 from __future__ import annotations
 
@@ -19,9 +14,6 @@ from rocm_fleet.model.versions import kernel_key
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
 
-#: A ``dkms status`` line (2.x and 3.x), optionally followed by a warning.
-DKMS_INSTALLED = "installed"
-
 
 @dataclass(frozen=True)
 class MenuEntry:
@@ -35,13 +27,13 @@ class MenuEntry:
 
 @dataclass(frozen=True)
 class DkmsEntry:
-    """One line of ``dkms status``."""
+    """One line of ``dkms status``; ``state``: added, built or installed."""
 
     module: str
     version: str
     kernel: str | None
     arch: str | None
-    state: str  # added | built | installed (warnings dropped)
+    state: str
 
 
 @dataclass(frozen=True)
@@ -61,7 +53,7 @@ class BootState:
 
     kernels: tuple[InstalledKernel, ...] = ()
     grub_cfg: tuple[MenuEntry, ...] | None = None  # None: no readable /boot/grub/grub.cfg
-    cfg_default: str | None = None  # grub.cfg's `set default=` (None: not set)
+    cfg_default: str | None = None  # grub.cfg's `set default=`
     grubenv: dict[str, str] = field(default_factory=dict)
     grub_default: str | None = None  # GRUB_DEFAULT in /etc/default/grub
     dkms: tuple[DkmsEntry, ...] | None = None  # None: no dkms command
@@ -70,29 +62,22 @@ class BootState:
 
 @dataclass(frozen=True)
 class NextBoot:
-    """The kernel the node boots next (None: can't tell) and how that was decided."""
-
-    kernel: str | None
+    kernel: str | None  # None: can't tell
     how: str
 
 
 @dataclass(frozen=True)
 class Readiness:
-    """Whether the driver is ready for one kernel; ``problems`` empty when it is."""
-
     kernel: str
-    problems: tuple[str, ...]
+    problems: tuple[str, ...]  # empty: the driver is ready for the kernel
 
     @property
     def ready(self) -> bool:
         return not self.problems
 
 
-# --- GRUB's default ------------------------------------------------------------------------
-
-
 def next_boot(state: BootState) -> NextBoot:
-    """The kernel GRUB boots next, by the rules in the module docstring."""
+    """The kernel GRUB boots next."""
     env = state.grubenv
     if state.grub_cfg is None:
         if not state.kernels:
@@ -128,10 +113,8 @@ def next_boot(state: BootState) -> NextBoot:
 def _find(entries: tuple[MenuEntry, ...], value: str) -> MenuEntry | None:
     """An entry by number, title or id, or a ``>`` path of those (grub-core menu.c)."""
     head, _, rest = value.partition(">")
-    found = None
     if re.fullmatch(r"[0-9]+", head):
-        index = int(head)
-        found = entries[index] if index < len(entries) else None
+        found = entries[int(head)] if int(head) < len(entries) else None
     else:
         found = next((e for e in entries if head in (e.title, e.entry_id)), None)
     if found is None or not rest:
@@ -139,17 +122,10 @@ def _find(entries: tuple[MenuEntry, ...], value: str) -> MenuEntry | None:
     return _find(found.children or (), rest) if found.children is not None else None
 
 
-# --- readiness ----------------------------------------------------------------------------
-
-
 def readiness(
-    state: BootState,
-    release: str,
-    driver: str | None,
-    secure_boot: bool,
-    mok: str | None,
+    state: BootState, release: str, driver: str | None, secure_boot: bool, mok: str | None,
     dkms_max: str | None = None,
-) -> Readiness:
+) -> Readiness:  # fmt: skip
     """What keeps ``release`` from a working amdgpu; ``driver``: ``dkms``, ``inbox`` or None;
     ``mok``: the DKMS key's MOK state where Secure Boot is on; ``dkms_max``: the newest kernel
     series the driver release's amdgpu-dkms supports (None: not known)."""
@@ -167,11 +143,7 @@ def readiness(
 
 
 def _dkms_problems(
-    state: BootState,
-    kernel: InstalledKernel,
-    secure_boot: bool,
-    mok: str | None,
-    dkms_max: str | None = None,
+    state: BootState, kernel: InstalledKernel, secure_boot: bool, mok: str | None, dkms_max=None
 ) -> list[str]:
     release = kernel.release
     built = (
@@ -179,8 +151,7 @@ def _dkms_problems(
         f"or run dkms autoinstall -k {release})"
     )
     if dkms_max and kernel_key(release)[:2] > kernel_key(dkms_max)[:2]:
-        # past the driver's range: a module that built is still trusted (it loads)
-        built = (
+        built = (  # past the driver's range; a module that built still loads
             f"amdgpu-dkms is not built for kernel {release}, newer than {dkms_max}, the "
             "newest series this driver release supports (its kernel base: AMD, "
             "ROCm/legacy-rocm-build#6193): boot a kernel up to it, or use rocm_driver: inbox"
@@ -189,7 +160,7 @@ def _dkms_problems(
         return [built]
     if state.dkms is not None:
         states = [e.state for e in state.dkms if e.module == "amdgpu" and e.kernel == release]
-        if DKMS_INSTALLED not in states:
+        if "installed" not in states:
             return [f"dkms status: amdgpu is {states[0] if states else 'absent'} for {release}, "
                     "not installed"]  # fmt: skip
     if not secure_boot:
@@ -203,40 +174,30 @@ def _dkms_problems(
 
 def boot_room(state: BootState) -> str | None:
     """Why /boot can't take one more initramfs (as big as the largest there), or None."""
-    sizes = [k.initrd_bytes for k in state.kernels if k.initrd_bytes]
-    if state.boot_free_bytes is None or not sizes:
+    largest = max((k.initrd_bytes or 0 for k in state.kernels), default=0)
+    free = state.boot_free_bytes
+    if free is None or not largest or free >= largest:
         return None
-    if state.boot_free_bytes < max(sizes):
-        return (
-            f"/boot has {state.boot_free_bytes // 2**20} MiB free, less than one more "
-            f"initramfs ({max(sizes) // 2**20} MiB): remove old kernels"
-        )
-    return None
+    return (
+        f"/boot has {free // 2**20} MiB free, less than one more initramfs "
+        f"({largest // 2**20} MiB): remove old kernels"
+    )
 
 
 def reboot_refusal(
-    state: BootState,
-    driver: str | None,
-    secure_boot: bool,
-    mok: str | None,
-    dkms_max: str | None = None,
+    state: BootState, driver: str | None, secure_boot: bool, mok: str | None, dkms_max=None
 ) -> list[str]:
     """Why rebooting now could strand the node (empty: it can reboot)."""
     boot = next_boot(state)
     if boot.kernel is None:
         return [f"can't tell which kernel the node boots next: {boot.how}"]
     found = readiness(state, boot.kernel, driver, secure_boot, mok, dkms_max)
-    problems = [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems]
-    room = boot_room(state)
-    return problems + ([room] if room else [])
+    room = [room] if (room := boot_room(state)) else []
+    return [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems] + room
 
 
 def kernels_readiness(
-    state: BootState,
-    driver: str | None,
-    secure_boot: bool,
-    mok: str | None,
-    dkms_max: str | None = None,
+    state: BootState, driver: str | None, secure_boot: bool, mok: str | None, dkms_max=None
 ) -> list[Readiness]:
     """Every installed kernel, newest first, with what keeps it from working."""
     ordered = sorted(state.kernels, key=lambda k: kernel_key(k.release), reverse=True)
@@ -245,8 +206,7 @@ def kernels_readiness(
 
 @dataclass(frozen=True)
 class BootOutlook:
-    """The audit's view of the next boot: kernel and how decided, why a reboot is refused,
-    and every installed kernel's readiness."""
+    """The audit's view of the next boot."""
 
     next: str | None
     how: str
@@ -267,14 +227,12 @@ class BootSurvey(Protocol):
 
 def wanted_driver(config: Config) -> str | None:
     """The amdgpu driver the next kernel must have; None where no GPU is expected."""
-    if config.rocm_state != "present" or config.expected_gpu_count == 0:
-        return None
-    return config.rocm_driver
+    gpu = config.rocm_state == "present" and config.expected_gpu_count != 0
+    return config.rocm_driver if gpu else None
 
 
 def dkms_limit(config: Config) -> str | None:
-    """The newest kernel series the release's amdgpu-dkms supports, with ``rocm_driver:
-    dkms`` (None: another driver, or AMD's range not known)."""
+    """The newest kernel series the release's amdgpu-dkms supports with ``rocm_driver: dkms``."""
     limit = matrix.driver_kernel(config.release) if config.rocm_driver == "dkms" else None
     return limit.max_kernel if limit else None
 
@@ -286,10 +244,6 @@ def survey_boot(
     state = survey.boot or BootState()
     secure = (survey.secure_boot or {}).get("state") == "enabled"
     mok = (survey.mok.get(cert) or {}).get("state") if secure and cert else None
-    boot = next_boot(state)
-    return BootOutlook(
-        next=boot.kernel,
-        how=boot.how,
-        refused=tuple(reboot_refusal(state, driver, secure, mok, dkms_max)),
-        kernels=tuple(kernels_readiness(state, driver, secure, mok, dkms_max)),
-    )
+    boot, args = next_boot(state), (driver, secure, mok, dkms_max)
+    refused, kernels = reboot_refusal(state, *args), kernels_readiness(state, *args)
+    return BootOutlook(boot.kernel, boot.how, tuple(refused), tuple(kernels))

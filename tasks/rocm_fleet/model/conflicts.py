@@ -1,7 +1,5 @@
-"""Preflight's conflicts: what on a host would fight AMD's stack (NVIDIA, the distribution's
-ROCm, another release's apt source, a CUDA or CPU torch), read from its survey. A removal is
-suggested only with what ``apt-get -s purge`` says it takes along.
-"""
+"""Preflight's conflicts: what on a host would fight AMD's stack, read from its survey. A removal
+is suggested only with what ``apt-get -s purge`` says it takes along."""
 
 from __future__ import annotations
 
@@ -45,8 +43,7 @@ AMD_PROGRAMS = (
 
 # repo.amd.com matches stable.repo.amd.com too.
 AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
-
-
+_CORE_SDK_HOSTS = ("stable.repo.amd.com", "repo.amd.com")
 # The source files the deploy itself writes, for any stream: never a conflict.
 OWN_SOURCES = {repo.source for repo in matrix.REPOSITORIES}
 
@@ -54,43 +51,31 @@ OWN_SOURCES = {repo.source for repo in matrix.REPOSITORIES}
 def conflicts(config: Config, survey: HostSurvey) -> Found:
     """Another stack on the host: NVIDIA's, the distribution's ROCm, another release's apt
     source, a CUDA or CPU torch in the venv."""
-    migrate = config.rocm_migrate_from_cuda
     found = _nvidia(config, survey) + _distro_rocm(survey)
-    others = sorted(
-        {
-            f"{path} ({match.group(1)})"
-            for path, line in survey.sources or []
-            if path not in OWN_SOURCES
-            and (match := ROCM_APT_PATH.search(line))
-            and match.group(1) != config.release.apt_path
-        }
-        | {
-            f"{path} (ROCm Core SDK, {host})"
-            for path, line in survey.sources or []
-            if path not in OWN_SOURCES
-            and (host := next((h for h in _CORE_SDK_HOSTS if h in line), None))
-        }
-    )
-    if others:
+    others = set()
+    for path, line in survey.sources or []:
+        match = ROCM_APT_PATH.search(line)
+        if path not in OWN_SOURCES and match and match.group(1) != config.release.apt_path:
+            others.add(f"{path} ({match.group(1)})")
+        host = next((h for h in _CORE_SDK_HOSTS if h in line), None)
+        if path not in OWN_SOURCES and host:
+            others.add(f"{path} (ROCm Core SDK, {host})")
+    if others := sorted(others):
         found.problems.append(
             f"apt sources of another ROCm release: {', '.join(others)}: remove them (the "
             f"deploy writes {config.repository.source} for ROCm {config.release.version})"
         )
     torch = venv_torch(survey)
-    build = torch.build
-    if config.torch is not None and build in ("cuda", "cpu"):
+    if config.torch is not None and torch.build in ("cuda", "cpu"):
         message = (
-            f"{config.pytorch_venv} holds a {build.upper()} torch ({torch.torch}): remove the "
-            "venv (or set pytorch_venv to a new path) so the ROCm build goes into a clean one"
+            f"{config.pytorch_venv} holds a {torch.build.upper()} torch ({torch.torch}): remove "
+            "the venv (or set pytorch_venv to a new path) so the ROCm build goes into a clean one"
         )
-        if migrate:
+        if config.rocm_migrate_from_cuda:
             found.warnings.append(message + "; rocm_migrate_from_cuda")
         else:
             found.problems.append(message + ", or set rocm_migrate_from_cuda: true")
     return found
-
-
-_CORE_SDK_HOSTS = ("stable.repo.amd.com", "repo.amd.com")
 
 
 def _nvidia(config: Config, survey: HostSurvey) -> Found:
@@ -105,8 +90,7 @@ def _nvidia(config: Config, survey: HostSurvey) -> Found:
     modules = ", ".join(nvidia.get("modules") or []) or "none"
     simulated = (survey.nvidia_purge or {}).get("purge")
     removal = f" ({removal_effect(simulated, packages)})" if packages else ""
-    if config.rocm_migrate_from_cuda:
-        # apt-get -y purge only when apt says it takes along nothing but NVIDIA's.
+    if config.rocm_migrate_from_cuda:  # only when apt's purge takes nothing but NVIDIA's
         unknown = simulated is None or bool(simulated["errors"])
         others = [] if unknown else [
             name for name in simulated["removes"] if name not in packages
@@ -137,19 +121,16 @@ def _distro_rocm(survey: HostSurvey) -> Found:
     """The distribution's ROCm: shadowing programs and AMD-named packages are problems; its
     libraries a warning naming what needs them."""
     found = Found()
-    rocm = survey.distro_rocm
-    if not rocm:
+    if not (rocm := survey.distro_rocm):
         return found
-    packages = rocm["packages"]
+    packages, conflicting = rocm["packages"], rocm["conflicting"]
     distro = ((survey.distro or {}).get("id") or "the distribution").capitalize()
-    conflicting = rocm["conflicting"]
     if conflicting:
         reasons = []
         for name in conflicting:
             shadowing = sorted(path for path, owner in rocm["tools"].items() if owner == name)
-            why = (
-                [f"{', '.join(shadowing)} would run instead of AMD's on PATH"] if shadowing else []
-            )
+            on_path = f"{', '.join(shadowing)} would run instead of AMD's on PATH"
+            why = [on_path] if shadowing else []
             if name in AMD_PACKAGE_NAMES:
                 why.append(
                     "AMD's package of that name is versioned lower, so its pin can't replace it"
@@ -160,8 +141,7 @@ def _distro_rocm(survey: HostSurvey) -> Found:
             f"apt-get purge {' '.join(conflicting)} "
             f"({removal_effect(rocm['purge_conflicting'], conflicting)})"
         )
-    kept = sorted(set(packages) - set(conflicting))
-    if kept:
+    if kept := sorted(set(packages) - set(conflicting)):
         listed = ", ".join(f"{name} {packages[name]}" for name in kept)
         found.warnings.append(
             f"{distro}'s own ROCm libraries are installed ({listed}): "
@@ -173,8 +153,8 @@ def _distro_rocm(survey: HostSurvey) -> Found:
 
 
 def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
-    """Which installed packages need ``libraries``, e.g. "libucx0 needs libamdhip64-5 (and
-    through it libamd-comgr2, libhsa-runtime64-1)"."""
+    """Which installed packages need ``libraries``: "libucx0 needs libamdhip64-5 (and through it
+    libamd-comgr2, libhsa-runtime64-1)"."""
     inside = set(libraries)
     roots = sorted({other for lib in libraries for other in needed_by.get(lib, [])} - inside)
     parts, reached = [], set()
@@ -193,8 +173,7 @@ def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
             pronoun = "it" if len(direct) == 1 else "them"
             part += f" (and through {pronoun} {', '.join(sorted(through))})"
         parts.append(part)
-    orphans = sorted(inside - reached)
-    if orphans:
+    if orphans := sorted(inside - reached):
         parts.append(f"nothing installed needs {', '.join(orphans)}")
     return "; ".join(parts)
 
@@ -212,20 +191,19 @@ def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
             f"apt could not work out what removing them takes along ({why}): "
             f"run apt-get -s purge {' '.join(names)}"
         )
-    extra = sorted(set(purge["removes"]) - set(names))
-    if extra:
+    if extra := sorted(set(purge["removes"]) - set(names)):
         return f"{command} says it also removes {listed(extra, 'packages')}"
     return f"{command} says it removes nothing else"
 
 
 @dataclass(frozen=True)
 class VenvTorch:
-    """The venv's torch as the survey saw it."""
+    """The venv's torch version, ``torch.version.hip``/``.cuda`` and build (None: no torch)."""
 
-    torch: str | None  #: its version; None: no torch
-    hip: str | None  #: ``torch.version.hip``
-    cuda: str | None  #: ``torch.version.cuda``
-    build: Literal["rocm", "cuda", "cpu"] | None  #: None: no torch
+    torch: str | None
+    hip: str | None
+    cuda: str | None
+    build: Literal["rocm", "cuda", "cpu"] | None
 
 
 def venv_torch(survey: HostSurvey) -> VenvTorch:
@@ -245,19 +223,16 @@ def venv_torch(survey: HostSurvey) -> VenvTorch:
 
 
 def venv_problems(config: Config, survey: HostSurvey) -> list[str]:
-    """Why the venv at ``pytorch_venv`` (with torch) or the pull venv (with ``rocm_pull``) can't
-    be used: a path in it not root's alone, or a directory above it breaking the safe path rule
-    (root's, writable by no one else): the deploy runs their Python as root."""
-    venvs = (
-        [(config.pytorch_venv, "remove it or set pytorch_venv to a new path")]
-        if config.torch is not None
-        else []
-    )
-    venvs += [(paths.PULL_VENV, "remove it")] if config.rocm_pull else []
-    problems = []
+    """Why the venv at ``pytorch_venv`` (with torch) or the pull venv (with ``rocm_pull``), whose
+    Python the deploy runs as root, can't be used: not root's alone, or under a directory that
+    is not (the safe path rule)."""
+    venvs, problems = [], []
+    if config.torch is not None:
+        venvs.append((config.pytorch_venv, "remove it or set pytorch_venv to a new path"))
+    if config.rocm_pull:
+        venvs.append((paths.PULL_VENV, "remove it"))
     for venv, remedy in venvs:
-        found = survey.writable_by_others.get(venv)
-        if not found:
+        if not (found := survey.writable_by_others.get(venv)):
             continue
         owner, mode, path = found.split(" ", 2)
         if path != venv and f"{venv}/".startswith(f"{path.rstrip('/')}/"):

@@ -1,7 +1,5 @@
-"""AMD's container toolkit (``amd-container-toolkit``: ``amd-ctk``, ``amd-container-runtime``) as
-AMD publishes it: releases, the apt suites it is built for, its repository and key; and the
-engine versions that read CDI; and whether a CDI spec still names the GPUs KFD reports. A
-hand-kept table (AMD publishes it as prose, not data), each fact cited in ``SOURCE``."""
+"""AMD's container toolkit as AMD publishes it (a hand-kept table, each fact cited in
+``SOURCE``), the engine versions that read CDI, and whether a CDI spec names KFD's GPUs."""
 
 from __future__ import annotations
 
@@ -11,7 +9,6 @@ from typing import Any
 from rocm_fleet.model import paths
 
 _REPO = "ROCm/container-toolkit @ 192fe8e9e7044562440ae99ba44f913f7ebb81c9 (2026-07-09)"
-#: Where each fact below comes from.
 SOURCE = (
     f"{_REPO}: docs/container-runtime/release-notes.rst (Compatibility Matrix: 1.0.0 to 1.3.0, "
     "Ubuntu 22.04 and 24.04), quick-start-guide.rst Step 3 (the apt line: "
@@ -20,41 +17,27 @@ SOURCE = (
     'features.cdi and runtimes.amd = {"path": "amd-container-runtime", "args": []}), '
     "internal/cdi/cdi.go (the spec: kind amd.com/gpu, one device per GPU and 'all')"
 )
-#: The releases, oldest first; the default is the newest.
 RELEASES = ("1.0.0", "1.1.0", "1.2.0", "1.3.0")
 DEFAULT_RELEASE = RELEASES[-1]
 PACKAGE = "amd-container-toolkit"
 APT_URL = "https://repo.radeon.com/amd-container-toolkit/apt"
-#: Ubuntu suite -> the distro AMD supports it on. A Debian release whose ROCm suite is one of
-#: these (the matrix's ``suite``) takes it too, warned as AMD doesn't list Debian.
+# Ubuntu suite -> the distro AMD supports it on; a Debian release with that ROCm suite takes it.
 SUITES = {"jammy": "ubuntu 22.04", "noble": "ubuntu 24.04"}
-#: Signed by the classic ROCm key (``SOURCE``): the key of ``rocm_amdgpu_key_url`` and
-#: ``rocm_amdgpu_key_fingerprint``, the matrix's by default.
-#: The OCI runtime Docker gets where it has no CDI.
-RUNTIME_NAME = "amd"
+RUNTIME_NAME = "amd"  # the OCI runtime Docker gets where it has no CDI
 RUNTIME_PATH = "amd-container-runtime"
-#: The CDI spec's kind and file.
 CDI_KIND = "amd.com/gpu"
 CDI_SPEC = paths.CDI_SPEC
-
-#: The first engine versions that read CDI specs: Docker 25.0 with daemon.json's
-#: ``features.cdi`` (AMD's requirements.rst: "Docker 25.0+"; its docker.go sets that key),
-#: Podman 4.1 natively, reading /etc/cdi with no configuration (running-workloads.rst shows
-#: ``podman run --device amd.com/gpu=all``; the 4.1 floor is not yet cited).
+# The first engine versions that read CDI specs, the CDI version amd-ctk writes and the oldest
+# Podman that reads it (docs/decisions/gpu-containers.md).
 DOCKER_CDI = (25, 0)
 PODMAN_CDI = (4, 1)
-#: The CDI version of the spec ``amd-ctk`` writes (ROCm/container-toolkit internal/cdi/cdi.go),
-#: and the oldest Podman taken to read it: Debian 12's Podman 4.3.1 refuses it ("invalid CDI
-#: Spec: invalid version", measured with Debian's own package:
-#: tests/fixtures/upstream/amd-container-toolkit.toml), Debian 13's 5.4 reads it; the floor is
-#: the minor after the one known to fail. Preflight refuses an older Podman.
 AMD_CDI_VERSION = "0.6.0"
 PODMAN_AMD_CDI = (4, 4)
 
 
 def suite_for(key: str, suite: str) -> tuple[str | None, str | None]:
-    """(the toolkit's suite for a distro row, a warning) for the matrix row ``key`` whose ROCm
-    suite is ``suite``; (None, None) when AMD builds the toolkit for neither."""
+    """(the toolkit's suite, a warning) for the matrix row ``key`` whose ROCm suite is
+    ``suite``; (None, None) when AMD builds the toolkit for neither."""
     if suite not in SUITES:
         return None, None
     if SUITES[suite] == key:
@@ -76,9 +59,8 @@ def cdi_render_nodes(spec_text: str | None) -> list[str] | None:
         return None
     found = []
     for device in spec.get("devices") or []:
-        if not isinstance(device, dict) or device.get("name") == "all":
-            continue
-        edits = device.get("containerEdits") or {}
+        named = isinstance(device, dict) and device.get("name") != "all"
+        edits = (device.get("containerEdits") or {}) if named else {}
         for node in edits.get("deviceNodes") or [] if isinstance(edits, dict) else []:
             path = node.get("path") if isinstance(node, dict) else None
             if isinstance(path, str) and path.startswith(paths.RENDER_NODE_PREFIX):
@@ -98,12 +80,9 @@ def survey_render_nodes(kfd: list[dict[str, Any]] | None) -> list[str] | None:
 
 
 def cdi_spec_state(spec_text: str | None, kfd: list[dict[str, Any]] | None) -> str:
-    """``missing`` (no spec, or not AMD's), ``stale`` (its GPUs aren't the ones KFD reports:
-    a card swapped, added or gone), ``current``, or ``unknown`` (KFD not there to compare)."""
-    named = cdi_render_nodes(spec_text)
+    """``missing`` (no spec, or not AMD's), ``stale`` (its GPUs aren't the ones KFD reports),
+    ``current``, or ``unknown`` (KFD not there to compare)."""
+    named, found = cdi_render_nodes(spec_text), survey_render_nodes(kfd)
     if named is None:
         return "missing"
-    found = survey_render_nodes(kfd)
-    if found is None:
-        return "unknown"
-    return "current" if named == found else "stale"
+    return "unknown" if found is None else "current" if named == found else "stale"

@@ -1,6 +1,4 @@
-"""Preflight's rules: ``findings``, a pure function of a host's survey, gives problems (each with
-its fix; they refuse the host) and warnings (printed; the deploy goes on).
-"""
+"""Preflight's rules, pure: problems (each with its fix; they refuse the host) and warnings."""
 
 from __future__ import annotations
 
@@ -25,14 +23,13 @@ class Findings:
     row: matrix.Distro | None
     problems: list[str]
     warnings: list[str]
-    # per AMD GPU found; None for a device the matrix can't name
-    gpus: list[str | None] = field(default_factory=list)
+    gpus: list[str | None] = field(default_factory=list)  # None: a device the matrix can't name
     # In full, the lists a message only summarises.
     details: dict[str, list[str]] = field(default_factory=dict)
 
 
 class BundleFiles(Protocol):
-    """A bundle on the controller's disk, read by the caller so the rules stay pure."""
+    """A bundle on the controller's disk, read by the caller."""
 
     def incomplete(self, bundle: str) -> list[str]: ...
 
@@ -72,8 +69,7 @@ def findings(
 def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, Found]:
     found = Found()
     problems, warnings = found.problems, found.warnings
-    arch = survey.arch
-    if arch != "amd64":
+    if (arch := survey.arch) != "amd64":
         problems.append(
             f"architecture is {arch or 'unknown'}; AMD publishes ROCm for amd64 only: "
             "use an x86-64 machine"
@@ -82,17 +78,16 @@ def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, F
     distro_id, version_id = distro.get("id") or "", distro.get("version_id") or ""
     row = matrix.distro(distro_id, version_id)
     rel = config.release
-    override = config.rocm_distro_override
-    if row is None and override:
-        row = matrix.distro(distro_id, version_id, override)
+    if row is None and config.rocm_distro_override:
+        row = matrix.distro(distro_id, version_id, config.rocm_distro_override)
         warnings.append(
             f"{distro_id} {version_id} is not in the matrix; deploying it as {row.key} "
             "(rocm_distro_override): unofficial"
         )
     elif row is None:
-        supported = ", ".join(matrix.DISTRO_KEYS)
         problems.append(
-            f"{distro_id or 'unknown'} {version_id} is not supported ({supported}): "
+            f"{distro_id or 'unknown'} {version_id} is not supported "
+            f"({', '.join(matrix.DISTRO_KEYS)}): "
             "upgrade the host to one of them, or set rocm_distro_override to the one it "
             "is built on"
         )
@@ -126,10 +121,8 @@ def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, F
         warnings.append(f"AMD does not list {row.key} for ROCm {rel.version}: unofficial")
     elif support is matrix.Support.INSTINCT_ONLY:
         pub = rel.publication(row)
-        unlisted = [
-            g for g in config.expected_gfx_list if _family(g) is not None and not pub.lists(g)
-        ]
-        if unlisted:
+        targets = config.expected_gfx_list
+        if unlisted := [g for g in targets if matrix.gpu_target(g) and not pub.lists(g)]:
             warnings.append(
                 f"AMD lists {row.key} for {pub.listed_text} only; {', '.join(unlisted)} on it "
                 "is unofficial"
@@ -137,26 +130,18 @@ def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, F
     return row, found
 
 
-def _bundle(
-    config: Config,
-    row: matrix.Distro,
-    gpus: list[str | None],
-    bundle_files: BundleFiles,
-) -> Found:
+def _bundle(config: Config, row: matrix.Distro, gpus: list, bundle_files: BundleFiles) -> Found:
     """The fleet mirror's bundle must hold everything this host will fetch."""
-    found = Found()
-    mirror = config.mirror
+    found, mirror = Found(), config.mirror
     if mirror is None or not mirror.bundle:
         return found
-    broken = bundle_files.incomplete(mirror.bundle) if mirror.serves else []
-    if broken:
+    if broken := bundle_files.incomplete(mirror.bundle) if mirror.serves else []:
         found.problems.append(
             f"the bundle {mirror.bundle} this host is to serve is incomplete ({len(broken)} "
             f"file(s) its manifest lists are missing or cut short: {', '.join(broken[:5])}): "
             f"run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` again"
         )
-    gaps = bundle_files.missing(mirror.bundle, host_needs(config, row, gpus))
-    if gaps:
+    if gaps := bundle_files.missing(mirror.bundle, host_needs(config, row, gpus)):
         found.problems.append(
             f"the fleet mirror's bundle {mirror.bundle} lacks what this host needs: "
             f"{'; '.join(gaps)}: run `rocm-fleet bundle INVENTORY --output {mirror.bundle}` "
@@ -166,22 +151,15 @@ def _bundle(
 
 
 def _plain_mirror(config: Config) -> Found:
-    """A warning for a mirror over plain HTTP."""
     mirror = config.mirror
     if mirror is None or mirror.tls:
         return Found()
-    return Found(
-        warnings=[
-            f"the fleet mirror {mirror.url} is plain HTTP: integrity rests on AMD's signatures "
-            "and pinned hashes alone; `rocm-fleet mirror-ca` and rocm_mirror_tls_ca/_cert/_key "
-            "give it TLS"
-        ]
+    warning = (
+        f"the fleet mirror {mirror.url} is plain HTTP: integrity rests on AMD's signatures "
+        "and pinned hashes alone; `rocm-fleet mirror-ca` and rocm_mirror_tls_ca/_cert/_key "
+        "give it TLS"
     )
-
-
-def _family(gfx: str) -> str | None:
-    target = matrix.gpu_target(gfx)
-    return target.family if target else None
+    return Found(warnings=[warning])
 
 
 def _system(survey: HostSurvey) -> Found:
@@ -205,15 +183,13 @@ def _system(survey: HostSurvey) -> Found:
 def _gpus(config: Config, survey: HostSurvey) -> Found:
     warnings: list[str] = []
     if config.expected_gpu_count == 0 and config.expected_gfx_list:
-        # Not an error: a GPU-less image builder still picks by expected_gfx.
         warnings.append(
             f"expected_gfx is {'/'.join(config.expected_gfx_list)} but expected_gpu_count is "
             "0: no GPU is checked or verified (expected_gfx only picks the kernel and the "
             "Core SDK's packages); drop expected_gpu_count for a host with the GPU"
         )
     found = gpus_found(survey)
-    mismatch = gpu_mismatch(config, found, other_pci(survey))
-    if mismatch:
+    if mismatch := gpu_mismatch(config, found, other_pci(survey)):
         return Found([mismatch], warnings)
     for gpu in found:
         target = matrix.gpu_target(gpu["gfx"] or "")
@@ -228,14 +204,14 @@ def _gpus(config: Config, survey: HostSurvey) -> Found:
 
 
 def _vf_notes(survey: HostSurvey, row: matrix.Distro | None) -> list[str]:
-    """A note per SR-IOV virtual function (a VM's GPU): what AMD lists for its guests."""
+    """A note per SR-IOV virtual function (a VM's GPU)."""
     notes = (vf_note(gpu, row.key if row else None) for gpu in gpus_found(survey))
     return list(dict.fromkeys(n for n in notes if n))
 
 
 def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
     """Problems that would otherwise stop the run halfway."""
-    problems: list[str] = []
+    problems = []
     if config.rocm_driver == "dkms" and amdgpu_repository(config, row) is None:
         known = [r.version for r in matrix.RELEASES if matrix.amdgpu_repo_version(r) is not None]
         newest = max(known, key=release_key) if known else None
@@ -247,13 +223,8 @@ def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
             + (f" (the newest is {newest})" if newest else "")
         )
     newer, _, _ = kernel_findings(config, row.key, survey.kernel or "", survey.packages or {})
-    if (
-        newer is not None
-        and newer.kind == "backports"
-        and newer.suite
-        and not config.rocm_kernel_backports_mirror
-        and not survey.mirror
-    ):
+    no_mirror = not config.rocm_kernel_backports_mirror and not survey.mirror
+    if newer is not None and newer.kind == "backports" and newer.suite and no_mirror:
         problems.append(
             f"a newer kernel from {newer.suite} is needed, but no Debian mirror is named in "
             f"{' or '.join(paths.DEBIAN_SOURCES)} to add it from: set "
@@ -265,28 +236,23 @@ def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
 
 def _secure_boot(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
     """With DKMS and Secure Boot: a signing key the firmware blocks or mokutil can't read."""
-    if config.rocm_driver != "dkms":
-        return Found()
-    if (survey.secure_boot or {}).get("state") != "enabled":
+    secure = (survey.secure_boot or {}).get("state") == "enabled"
+    if config.rocm_driver != "dkms" or not secure:
         return Found()
     cert = paths.MOK_KEYS[row.id][0]
     state = (survey.mok.get(cert) or {}).get("state")
     pending = (survey.mok_pending.get(cert) or {}).get("pending")
     if state == "blocked":
-        return Found(
-            [
-                f"the DKMS signing key {cert} is blocked by the firmware (dbx/MokListX), so the "
-                "driver signed with it would not load: move it and its private key aside so a new "
-                "one is made, then deploy"
-            ]
-        )
+        return Found([
+            f"the DKMS signing key {cert} is blocked by the firmware (dbx/MokListX), so the "
+            "driver signed with it would not load: move it and its private key aside so a new "
+            "one is made, then deploy"
+        ])  # fmt: skip
     if state not in (None, "enrolled", "pending", "not_enrolled", "missing") and not pending:
-        return Found(
-            [
-                f"cannot tell whether the DKMS signing key {cert} is enrolled (mokutil says "
-                f"{state}): check `mokutil --test-key {cert}` on the host"
-            ]
-        )
+        return Found([
+            f"cannot tell whether the DKMS signing key {cert} is enrolled (mokutil says "
+            f"{state}): check `mokutil --test-key {cert}` on the host"
+        ])  # fmt: skip
     return Found()
 
 
@@ -294,28 +260,24 @@ def _users(config: Config, survey: HostSurvey) -> Found:
     """Every user of rocm_users must exist (the deploy never creates one)."""
     users = (survey.groups or {}).get("users") or {}
     absent = [user for user in config.rocm_users if user in users and users[user] is None]
-    if absent:
-        return Found(
-            [
-                f"rocm_users names {', '.join(absent)}, not a user on this host: create "
-                f"{'them' if len(absent) > 1 else 'it'} first (the deploy adds users to video and "
-                f"render, it never creates one), or take {'them' if len(absent) > 1 else 'it'} "
-                "out of rocm_users"
-            ]
-        )
-    return Found()
+    if not absent:
+        return Found()
+    them = "them" if len(absent) > 1 else "it"
+    return Found([
+        f"rocm_users names {', '.join(absent)}, not a user on this host: create {them} first "
+        f"(the deploy adds users to video and render, it never creates one), or take {them} "
+        "out of rocm_users"
+    ])  # fmt: skip
 
 
 def _kernel(row: matrix.Distro, survey: HostSurvey) -> Found:
     minimum = matrix.MIN_KERNEL.get(row.key)
     running = survey.kernel or ""
     if minimum and kernel_key(running) < kernel_key(minimum):
-        return Found(
-            [
-                f"kernel {running} is older than {minimum}, the one AMD lists for {row.key}: "
-                "install the distribution's current kernel and reboot"
-            ]
-        )
+        return Found([
+            f"kernel {running} is older than {minimum}, the one AMD lists for {row.key}: "
+            "install the distribution's current kernel and reboot"
+        ])  # fmt: skip
     return Found()
 
 
@@ -340,14 +302,10 @@ def _disk(config: Config, survey: HostSurvey) -> Found:
 
 def _stream_move(config: Config, survey: HostSurvey) -> Found:
     """A warning announcing a move between streams, which the deploy carries out."""
-    stream = config.stream
-    packages = survey.packages or {}
-    warnings = []
+    stream, packages, warnings = config.stream, survey.packages or {}, []
     for other in matrix.STREAMS:
-        if other is stream:
-            continue
         found = sorted(f"{n} {v}" for n, v in packages.items() if other.owns(n, v))
-        if found:
+        if found and other is not stream:
             shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
             warnings.append(
                 f"moving from {other.title} ({shown}) to {stream.title} "

@@ -1,7 +1,5 @@
-"""The fleet: every host's validated settings, mirror resolved, and upstream needs, decided
-once per inventory. Bad data raises ``ConfigError`` naming host, key, value and what is valid,
-every time it is asked for. No pyinfra here.
-"""
+"""The fleet: every host's validated settings, mirror resolved, and upstream needs, decided once
+per inventory; bad data raises ``ConfigError`` every time it is asked for."""
 
 from __future__ import annotations
 
@@ -24,7 +22,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, order=True)
 class ProxiedUpstream:
     """A server the live mirror proxies under ``/<netloc>/``; ``linked``: reached only through
-    index pages, resolved per request."""
+    index pages."""
 
     netloc: str
     scheme: str = "https"
@@ -69,18 +67,12 @@ class Fleet:
         return _value(self._resolved[name])
 
     def configs(self) -> dict[str, Config]:
-        """Every host with valid data (refused ones left out)."""
-        found = {}
-        for name in self._data:
-            try:
-                found[name] = self.config(name)
-            except ConfigError:
-                continue
-        return found
+        """Every host with valid data."""
+        return {name: self.config(name) for name in self._data if not self.invalid([name])}
 
     def needs(self, name: str, row: matrix.Distro) -> HostNeeds | None:
         """What ``name`` fetches on distro ``row``; None when its release publishes nothing
-        there. Raises ConfigError."""
+        there."""
         key = (name, row.key)
         if key not in self._needs:
             config = self.config(name)
@@ -91,10 +83,7 @@ class Fleet:
     def upstream_urls(self, name: str) -> list[str]:
         """Every URL ``name`` fetches from on any distro its release publishes for."""
         urls: dict[str, None] = {}
-        for row in matrix.DISTROS:
-            needs = self.needs(name, row)
-            if needs is None:
-                continue
+        for needs in filter(None, (self.needs(name, row) for row in matrix.DISTROS)):
             for need in needs.apt:
                 urls.update(dict.fromkeys([need.repository.url, need.repository.key.url]))
             urls.update(dict.fromkeys(wheel.index_url for wheel in needs.wheels))
@@ -106,9 +95,8 @@ class Fleet:
             found: dict[str, str] = {}
             linked: set[str] = set()
             for name, config in self.configs().items():
-                if config.mirror is None or config.mirror.host != mirror_host:
-                    continue
-                if config.rocm_state != "present":
+                mirror = config.mirror
+                if mirror is None or mirror.host != mirror_host or config.rocm_state != "present":
                     continue
                 if config.torch is not None:
                     linked.update(matrix.PYTORCH_INDEX_FILE_HOSTS)
@@ -136,29 +124,14 @@ class Fleet:
 
     def refusals(self, but: str) -> list[ConfigError]:
         """The ConfigError of every other host with bad data of its own, each once."""
-        found = []
-        for name in self._data:
-            if name == but:
-                continue
-            try:
-                self.settings(name)
-            except ConfigError as exc:
-                found.append(exc)
-        return found
+        return _errors(self.settings, (name for name in self._data if name != but))
 
     def invalid(self, names: Iterable[str]) -> list[ConfigError]:
         """The ConfigError of each of ``names`` whose data is bad (its lines: one per key)."""
-        found = []
-        for name in names:
-            try:
-                self.config(name)
-            except ConfigError as exc:
-                found.append(exc)
-        return found
+        return _errors(self.config, names)
 
     def check_tls(self, name: str, tls: MirrorTls, address: str) -> None:
         """Raises ConfigError when ``name``'s mirror TLS files can't serve ``address``."""
-        # Imported only for a mirror with TLS files.
         from rocm_fleet.model.tls import TlsFileError, check_mirror_files
 
         key = (tls.ca, tls.cert, tls.key, address)
@@ -168,9 +141,8 @@ class Fleet:
                 self._tls_checked[key] = None
             except TlsFileError as exc:
                 self._tls_checked[key] = exc
-        problem = self._tls_checked[key]
-        if problem is not None:
-            raise ConfigError(f"{name}: inventory key {problem.key!r}: {problem}", problem.key)
+        if (problem := self._tls_checked[key]) is not None:
+            raise _tls_error(name, problem)
 
     def address(self, name: str) -> str:
         """Where the other hosts reach ``name``: its ``ssh_hostname``, else its name."""
@@ -179,8 +151,7 @@ class Fleet:
 
 
 def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
-    """``config`` with its fleet mirror resolved; raises ConfigError for an unknown or bad
-    mirror host."""
+    """``config`` with its fleet mirror resolved; ConfigError for an unknown or bad mirror."""
     value = config.rocm_mirror
     _tls_set_whole(config, host_name)
     if not value:
@@ -192,29 +163,24 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
                 f"{value!r} is plain HTTP: name its https:// URL, or unset the CA",
                 "rocm_mirror_tls_ca",
             )
-        if config.rocm_mirror_tls_ca:
+        if ca := config.rocm_mirror_tls_ca:
             from rocm_fleet.model.tls import TlsFileError, load_certificates
 
             try:
-                load_certificates("rocm_mirror_tls_ca", config.rocm_mirror_tls_ca)
+                load_certificates("rocm_mirror_tls_ca", ca)
             except TlsFileError as exc:
-                raise ConfigError(
-                    f"{host_name}: inventory key 'rocm_mirror_tls_ca': {exc}", exc.key
-                ) from None
-        mirror = Mirror(
-            value.rstrip("/"), None, config.rocm_mirror_bundle, ca=config.rocm_mirror_tls_ca
+                raise _tls_error(host_name, exc) from None
+        return replace(
+            config, mirror=Mirror(value.rstrip("/"), None, config.rocm_mirror_bundle, ca=ca)
         )
-        return replace(config, mirror=mirror)
     if value not in fleet:
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; expected a host of "
             f"the inventory ({', '.join(fleet.names)}) or the http:// URL of a mirror",
             "rocm_mirror",
         )
-    served_by = fleet.settings(value)
-    address = fleet.address(value)
-    if not grammar.host(address):
-        # It is written into every host's apt sources and apt.conf, and the mirror's nginx.
+    served_by, address = fleet.settings(value), fleet.address(value)
+    if not grammar.host(address):  # it goes into apt sources, apt.conf and nginx
         raise ConfigError(
             f"{host_name}: inventory key 'rocm_mirror' has value {value!r}; the hosts would "
             f"reach it by {address!r} (its ssh_hostname, else its name), which is not a DNS "
@@ -283,6 +249,20 @@ def check_secrets(config: Config, host_name: str) -> None:
             read_secret(source)
         except SecretError as exc:
             raise ConfigError(f"{host_name}: inventory key {key!r}: {exc}", key) from None
+
+
+def _tls_error(host: str, exc: TlsFileError) -> ConfigError:
+    return ConfigError(f"{host}: inventory key {exc.key!r}: {exc}", exc.key)
+
+
+def _errors(read: Callable[[str], Config], names: Iterable[str]) -> list[ConfigError]:
+    found = []
+    for name in names:
+        try:
+            read(name)
+        except ConfigError as exc:
+            found.append(exc)
+    return found
 
 
 def _value(found: Config | ConfigError) -> Config:

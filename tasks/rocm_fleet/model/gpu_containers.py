@@ -1,6 +1,5 @@
-"""GPU containers as the audit judges them: what a node shows of its container side
-(``ContainerView``, read by ``facts.containers``) against the inventory's engines and users and
-the GPUs KFD reports (the spec's render nodes against KFD's: ``model.container_toolkit``)."""
+"""GPU containers as the audit judges them: what a node shows of its container side against the
+inventory's engines and users and the GPUs KFD reports."""
 
 from __future__ import annotations
 
@@ -13,28 +12,27 @@ from rocm_fleet.model import container_toolkit, paths
 from rocm_fleet.model.answers import KfdNode
 
 SPEC = paths.CDI_SPEC
-KIND = container_toolkit.CDI_KIND
 DAEMON_JSON = paths.DOCKER_DAEMON_JSON
+RUNTIME = container_toolkit.RUNTIME_NAME
 
 GROUPS = paths.GPU_GROUPS  #: what a rootless Podman user needs (AMD's running-workloads.rst)
 
 
 @dataclass(frozen=True)
 class ContainerView:
-    """What the node shows: the engines whose command is there, the spec's text (None: no
-    file), and the members of each of ``GROUPS`` (a group missing: absent)."""
+    """What the node shows: engines whose command is there, texts of the spec, ``dockerd
+    --version`` and daemon.json (None: no file), and the members of each of ``GROUPS``."""
 
     installed: tuple[str, ...] = ()
     spec: str | None = None
     members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    docker_version: str | None = None  #: ``dockerd --version``'s first line
-    daemon_json: str | None = None  #: /etc/docker/daemon.json's text; None: no file
+    docker_version: str | None = None
+    daemon_json: str | None = None
 
 
 def docker_problem(version_text: str | None, daemon_text: str | None) -> str | None:
-    """Why Docker would not give containers the GPUs: its daemon.json lacks what its version
-    needs (``features.cdi`` from ``DOCKER_CDI``, else AMD's runtime ``runtimes.amd``, as
-    ``amd-ctk runtime configure`` writes them); None when it has it or the version is unknown."""
+    """Why Docker would not give containers the GPUs: its daemon.json lacks ``features.cdi``
+    (from ``DOCKER_CDI``) or else ``runtimes.amd``; None when fine or the version is unknown."""
     found = re.search(r"(\d+)\.(\d+)", version_text or "")
     if found is None:
         return None
@@ -43,24 +41,21 @@ def docker_problem(version_text: str | None, daemon_text: str | None) -> str | N
     except ValueError:
         return f"{DAEMON_JSON} is not JSON"
     config = config if isinstance(config, dict) else {}
+    features, runtimes = config.get("features"), config.get("runtimes")
     if (int(found[1]), int(found[2])) >= container_toolkit.DOCKER_CDI:
-        features = config.get("features")
         if isinstance(features, dict) and features.get("cdi") is True:
             return None
         return f"Docker reads no CDI spec ({DAEMON_JSON} lacks features.cdi)"
-    runtimes = config.get("runtimes")
-    if isinstance(runtimes, dict) and container_toolkit.RUNTIME_NAME in runtimes:
+    if isinstance(runtimes, dict) and RUNTIME in runtimes:
         return None
-    return (
-        f"Docker has no AMD runtime ({DAEMON_JSON} lacks runtimes.{container_toolkit.RUNTIME_NAME})"
-    )
+    return f"Docker has no AMD runtime ({DAEMON_JSON} lacks runtimes.{RUNTIME})"
 
 
 @dataclass(frozen=True)
 class ContainersVerdict:
-    """``problems``: why GPU containers would not work as the inventory wants (empty: they
-    would); ``spec``: ``current``, ``stale``, ``missing`` or ``unknown`` (no KFD to compare);
-    ``gone``/``missed``: render nodes the spec names that KFD doesn't / the other way round."""
+    """Why GPU containers would not work as the inventory wants; ``spec``: as
+    ``container_toolkit.cdi_spec_state``; ``gone``/``missed``: render nodes only the spec names /
+    only KFD names."""
 
     problems: tuple[str, ...]
     spec: str
@@ -81,21 +76,18 @@ def judge(
         problems += [docker] if docker else []
     named = container_toolkit.cdi_render_nodes(view.spec)
     found = container_toolkit.survey_render_nodes(list(kfd) if kfd is not None else None)
-    gone: list[str] = []
-    missed: list[str] = []
+    both = named is not None and found is not None
+    gone = [n for n in named or () if both and n not in found]  # type: ignore[operator]
+    missed = [n for n in found or () if both and n not in named]  # type: ignore[operator]
     if named is None:
         state = "missing"
         problems.append(f"no CDI spec ({SPEC})" if view.spec is None else f"{SPEC} is no AMD spec")
-    elif found is None:
-        state = "unknown"
     else:
-        gone = [n for n in named if n not in found]
-        missed = [n for n in found if n not in named]
-        state = "stale" if gone or missed else "current"
-        if gone:
-            problems.append(f"the CDI spec names GPUs that are gone ({', '.join(gone)})")
-        if missed:
-            problems.append(f"the CDI spec misses GPUs ({', '.join(missed)})")
+        state = "unknown" if found is None else "stale" if gone or missed else "current"
+    if gone:
+        problems.append(f"the CDI spec names GPUs that are gone ({', '.join(gone)})")
+    if missed:
+        problems.append(f"the CDI spec misses GPUs ({', '.join(missed)})")
     if "podman" in engines:
         for user in rootless:
             lacking = [g for g in GROUPS if user not in view.members.get(g, ())]

@@ -16,19 +16,13 @@ class GpuTarget:
     supported_from: str | None  # first classic release that lists it, None = never listed
 
 
-# Rows: gpu_targets.json, each cited; first listing: upstream_data.GPU_LISTED_FROM.
-GPU_TARGETS: tuple[GpuTarget, ...] = tuple(
-    GpuTarget(
-        row["gfx"], row["family"], row["products"], upstream_data.GPU_LISTED_FROM.get(row["gfx"])
-    )
-    for row in upstream_data.GPU_TARGET_ROWS
+_FROM = upstream_data.GPU_LISTED_FROM
+GPU_TARGETS = tuple(
+    GpuTarget(r["gfx"], r["family"], r["products"], _FROM.get(r["gfx"]))
+    for r in upstream_data.GPU_TARGET_ROWS
 )
-
 GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
 
 
 def gpu_target(gfx: str) -> GpuTarget | None:
-    for row in GPU_TARGETS:
-        if row.gfx == gfx:
-            return row
-    return None
+    return next((row for row in GPU_TARGETS if row.gfx == gfx), None)

@@ -26,41 +26,24 @@ def other_pci(survey: HostSurvey) -> list[str]:
     ]
 
 
-def _with_memory(gpu: dict[str, Any], pci: dict[str, Any] | None) -> dict[str, Any]:
-    """``gpu`` with ``apu`` and its PCI device's memory totals (bytes or None)."""
-    target = matrix.gpu_target(gpu["gfx"] or "")
-    gpu["apu"] = target is not None and target.family == "ryzen"
-    gpu["vram_total"] = (pci or {}).get("vram_total")
-    gpu["gtt_total"] = (pci or {}).get("gtt_total")
-    return gpu
-
-
 def gpus_found(survey: HostSurvey) -> list[dict[str, Any]]:
     """AMD GPUs: KFD nodes when amdgpu is loaded, else PCI devices by the PCI-ID table. Each:
     slot, device, gfx (None: unknown), name, apu, vram_total, gtt_total (bytes or None)."""
     pci = {gpu["slot"]: gpu for gpu in amd_pci(survey)}
+    if survey.kfd:
+        seen = [(n.get("slot"), n.get("device_id"), n["gfx"]) for n in survey.kfd]
+    else:  # gfx from the table
+        seen = [(slot, g["device"], None) for slot, g in pci.items()]
     found = []
-    kfd = survey.kfd
-    if kfd:
-        for node in kfd:
-            row = lookup(node["device_id"]) if node.get("device_id") else None
-            gpu = {
-                "slot": node.get("slot"),
-                "device": node.get("device_id"),
-                "gfx": node["gfx"],
-                "name": row.name if row else None,
-            }
-            found.append(_with_memory(gpu, pci.get(node.get("slot") or "")))
-        return found
-    for slot, pci_gpu in pci.items():
-        row = lookup(pci_gpu["device"])
-        gpu = {
-            "slot": slot,
-            "device": pci_gpu["device"],
-            "gfx": row.gfx if row else None,
-            "name": row.name if row else None,
-        }
-        found.append(_with_memory(gpu, pci_gpu))
+    for slot, device, gfx in seen:
+        row = lookup(device) if device else None
+        gfx = gfx if survey.kfd else (row.gfx if row else None)
+        target, memory = matrix.gpu_target(gfx or ""), pci.get(slot or "") or {}
+        found.append({
+            "slot": slot, "device": device, "gfx": gfx, "name": row.name if row else None,
+            "apu": target is not None and target.family == "ryzen",
+            "vram_total": memory.get("vram_total"), "gtt_total": memory.get("gtt_total"),
+        })  # fmt: skip
     return found
 
 
@@ -77,15 +60,12 @@ def apu_memory(gpu: dict[str, Any]) -> str:
 
 
 def describe_gpus(found: list[dict[str, Any]]) -> str:
-    if not found:
-        return "no AMD GPU"
     counts: dict[str, int] = {}
     for gpu in found:
         label = gpu["gfx"] or f"unknown AMD device {gpu['device']}"
-        if gpu.get("apu"):
-            label = f"{label} ({apu_memory(gpu)})"
+        label = f"{label} ({apu_memory(gpu)})" if gpu.get("apu") else label
         counts[label] = counts.get(label, 0) + 1
-    return ", ".join(f"{n} x {label}" for label, n in counts.items())
+    return ", ".join(f"{n} x {label}" for label, n in counts.items()) or "no AMD GPU"
 
 
 def gpu_mismatch(
@@ -93,8 +73,7 @@ def gpu_mismatch(
 ) -> str | None:
     """What is wrong with the GPUs against expected_gfx / expected_gpu_count, or None;
     ``others`` describes the display and accelerator devices of other vendors."""
-    expected_count = config.expected_gpu_count
-    expected_gfx = config.expected_gfx_list
+    expected_count, expected_gfx = config.expected_gpu_count, config.expected_gfx_list
     if expected_count == 0:
         return None
     found_text = describe_gpus(found)
@@ -145,8 +124,7 @@ def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
 
 
 def vf_note(gpu: dict[str, Any], distro_key: str | None) -> str | None:
-    """Preflight's note on a GPU that is an SR-IOV virtual function (a VM's GPU): what it is
-    and what AMD's virtualization data says its guest needs; None for any other GPU."""
+    """Preflight's note on a GPU that is an SR-IOV virtual function (a VM's GPU), else None."""
     row = lookup(gpu["device"]) if gpu.get("device") else None
     if row is None or not row.vf:
         return None
@@ -161,10 +139,7 @@ def vf_note(gpu: dict[str, Any], distro_key: str | None) -> str | None:
     )
     listed = distro_key is not None and distro_key in (g.lower() for g in row.guest_os)
     fit = "" if listed or distro_key is None else f"; {distro_key} is not among them: unofficial"
-    health = ""
-    if row.guest:
-        health = (
-            f"; in a guest amd-smi reads {', '.join(row.guest['reads'])}, not "
-            f"{', '.join(row.guest['not_read'])}"
-        )
+    guest = row.guest or {}
+    reads, not_read = ", ".join(guest.get("reads", ())), ", ".join(guest.get("not_read", ()))
+    health = f"; in a guest amd-smi reads {reads}, not {not_read}" if row.guest else ""
     return f"{what}; AMD lists guests {guests} ({hosts}){fit}{health}"

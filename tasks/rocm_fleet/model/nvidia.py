@@ -9,36 +9,16 @@ from typing import TypedDict
 # As Debian non-free, Ubuntu and NVIDIA's CUDA repository name them (a real Ubuntu 24.04
 # CUDA 13 host: tests/fixtures/cuda-host); a CUDA library left out fails the purge simulation.
 NVIDIA_PACKAGE_PATTERNS = (
-    "nvidia-*",
-    "libnvidia-*",
-    "cuda",
-    "cuda-*",
-    "libcuda*",
-    "libcudnn*",
-    "libnccl*",
-    "xserver-xorg-video-nvidia*",
-    "libcublas*",
-    "libcufft*",
-    "libcufile*",
-    "libcurand*",
-    "libcusolver*",
-    "libcusparse*",
-    "libnpp*",
-    "libnvfatbin*",
-    "libnvjitlink*",
-    "libnvjpeg*",
-    "libnvptxcompiler*",
-    "libnvvm*",
-    "nsight-compute*",
-)
+    "nvidia-*", "libnvidia-*", "cuda", "cuda-*", "libcuda*", "libcudnn*", "libnccl*",
+    "xserver-xorg-video-nvidia*", "libcublas*", "libcufft*", "libcufile*", "libcurand*",
+    "libcusolver*", "libcusparse*", "libnpp*", "libnvfatbin*", "libnvjitlink*", "libnvjpeg*",
+    "libnvptxcompiler*", "libnvvm*", "nsight-compute*",
+)  # fmt: skip
 # Caught by the patterns but not driver or CUDA: free EGL libraries (main), nvidia-texture-tools.
 NVIDIA_PACKAGE_EXCEPTIONS = (
-    "libnvidia-egl-wayland*",
-    "libnvidia-egl-gbm*",
-    "libnvidia-egl-xcb*",
-    "libnvidia-egl-xlib*",
+    "libnvidia-egl-wayland*", "libnvidia-egl-gbm*", "libnvidia-egl-xcb*", "libnvidia-egl-xlib*",
     "nvidia-texture-tools",
-)
+)  # fmt: skip
 
 
 class NvidiaStackDict(TypedDict):
@@ -46,8 +26,10 @@ class NvidiaStackDict(TypedDict):
     modules: list[str]
 
 
-_NVIDIA = re.compile("|".join(fnmatch.translate(p) for p in NVIDIA_PACKAGE_PATTERNS))
-_NOT_NVIDIA = re.compile("|".join(fnmatch.translate(p) for p in NVIDIA_PACKAGE_EXCEPTIONS))
+_NVIDIA, _NOT_NVIDIA = (
+    re.compile("|".join(map(fnmatch.translate, p)))
+    for p in (NVIDIA_PACKAGE_PATTERNS, NVIDIA_PACKAGE_EXCEPTIONS)
+)
 
 
 def is_nvidia_package(name: str) -> bool:

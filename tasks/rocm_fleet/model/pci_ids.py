@@ -1,11 +1,5 @@
-"""PCI device IDs -> LLVM gfx target and names: which GPU a host has before any driver (the
-KFD topology decides once amdgpu is loaded).
-
-Rows: pci_ids.json, generated with their sources (``matrix.pci_table``). An AMD device it lacks
-is "unknown AMD device 0x...."; ``describe_device`` names any other (vendor, device, class). A
-virtual function (SR-IOV, a GPU inside a VM) carries what AMD's virtualization data lists for
-its guests.
-"""
+"""PCI device IDs -> LLVM gfx target and names: which GPU a host has before any driver. Rows:
+pci_ids.json (``matrix.pci_table``); a virtual function carries AMD's SR-IOV data for it."""
 
 from __future__ import annotations
 
@@ -25,7 +19,6 @@ class PciDevice:
 
     @property
     def guest_os(self) -> tuple[str, ...]:
-        """The guest OSes AMD lists for the virtual function, in its order."""
         return tuple(dict.fromkeys(g for row in self.sr_iov for g in row["guest_os"]))
 
     @property
@@ -34,10 +27,8 @@ class PciDevice:
         return next((row["driver"] for row in self.sr_iov if row.get("driver")), None)
 
 
-# pci.ids' vendor 1002.
-AMD_VENDOR = "0x1002"
-NVIDIA_VENDOR = "0x10de"
-
+AMD_VENDOR, NVIDIA_VENDOR = "0x1002", "0x10de"
+_DEVICES = PCI_ROWS["devices"]
 PCI_DEVICES: dict[str, PciDevice] = {
     r["device"]: PciDevice(
         r["device"],
@@ -47,13 +38,11 @@ PCI_DEVICES: dict[str, PciDevice] = {
         tuple(r.get("sr_iov", ())),
         r.get("guest"),
     )
-    for r in PCI_ROWS["devices"]
+    for r in _DEVICES
     if r["vendor"] == AMD_VENDOR
 }
 # NVIDIA's data-centre GPUs, device ID -> pci.ids name.
-NVIDIA_DEVICES = {
-    r["device"]: r["name"] for r in PCI_ROWS["devices"] if r["vendor"] == NVIDIA_VENDOR
-}
+NVIDIA_DEVICES = {r["device"]: r["name"] for r in _DEVICES if r["vendor"] == NVIDIA_VENDOR}
 # PCI class (base and subclass) -> pci.ids' name.
 CLASS_NAMES = {r["class"]: r["name"] for r in PCI_ROWS["classes"]}
 VENDOR_NAMES = {r["vendor"]: r["name"] for r in PCI_ROWS["vendors"]}
@@ -61,10 +50,7 @@ VENDOR_NAMES = {r["vendor"]: r["name"] for r in PCI_ROWS["vendors"]}
 
 def lookup(device: str) -> PciDevice | None:
     """The table row for a PCI device ID such as ``0x744C`` or ``744c``."""
-    device = device.lower()
-    if not device.startswith("0x"):
-        device = "0x" + device
-    return PCI_DEVICES.get(device)
+    return PCI_DEVICES.get("0x" + device.lower().removeprefix("0x"))
 
 
 def describe_device(slot: str, vendor: str, device: str, pci_class: str) -> str:
@@ -72,11 +58,8 @@ def describe_device(slot: str, vendor: str, device: str, pci_class: str) -> str:
     [H200 SXM 141GB] (3D controller) at 0000:00:06.0``; unknown names are left out."""
     vendor, device, pci_class = vendor.lower(), device.lower(), pci_class.lower()
     ids = f"{vendor.removeprefix('0x')}:{device.removeprefix('0x')}"
-    if vendor == AMD_VENDOR:
-        row = lookup(device)
-        name = row.name if row else None
-    else:
-        name = NVIDIA_DEVICES.get(device) if vendor == NVIDIA_VENDOR else None
+    row = lookup(device) if vendor == AMD_VENDOR else None
+    name = row.name if row else NVIDIA_DEVICES.get(device) if vendor == NVIDIA_VENDOR else None
     class_name = CLASS_NAMES.get(pci_class[:6], f"class {pci_class}")
     words = [VENDOR_NAMES.get(vendor), ids, name, f"({class_name})", f"at {slot}"]
     return " ".join(word for word in words if word)

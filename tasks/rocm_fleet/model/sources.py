@@ -1,6 +1,5 @@
 """What a host fetches from upstream (apt sources, wheel sets) and how: direct, through the
-fleet mirror (``served``: ``http://mirror:8080/<host>/<path>``) or the proxy.
-"""
+fleet mirror (``served``: ``http://mirror:8080/<host>/<path>``) or the proxy."""
 
 from __future__ import annotations
 
@@ -43,25 +42,12 @@ class AptRepository:
     x_repo_id: str | None = None  # AMD's X-Repo-Id line of a deb822 file
 
     def source_text(self) -> str:
+        line = {"suite": self.suite, "component": self.component, "keyring": self.keyring}
+        line["architecture"] = self.architecture
         if not self.deb822:
-            return render(
-                "apt-source.list.j2",
-                url=self.url,
-                suite=self.suite,
-                component=self.component,
-                architecture=self.architecture,
-                keyring=self.keyring,
-            )
-        return render(
-            "apt-source.sources.j2",
-            x_repo_id=self.x_repo_id,
-            uri=f"{self.url}/",
-            suite=self.suite,
-            component=self.component,
-            architecture=self.architecture,
-            keyring=self.keyring,
-            enabled=True,
-        )
+            return render("apt-source.list.j2", url=self.url, **line)
+        uri, repo_id = f"{self.url}/", self.x_repo_id
+        return render("apt-source.sources.j2", x_repo_id=repo_id, uri=uri, enabled=True, **line)
 
     @property
     def dists_url(self) -> str:
@@ -96,8 +82,7 @@ _BAD_SEGMENT_CHARACTER = re.compile(r"[\x00-\x1f\x7f\\]")
 
 def mirror_path(url: str) -> str:
     """``host/decoded-path`` of an upstream URL under a mirror or bundle; UnsafePath unless it
-    provably stays below the host's directory (no dot or empty segments, controls, backslashes
-    or credentials)."""
+    provably stays below the host's directory."""
     parts = urlsplit(url)
     if "@" in parts.netloc:
         shown = parts._replace(netloc="…@" + parts.netloc.rsplit("@", 1)[1]).geturl()
@@ -135,11 +120,8 @@ def mirror_ca(config: Config) -> str | None:
 
 def no_proxy(config: Config) -> list[str]:
     """The hosts reached directly: ``rocm_no_proxy`` and the fleet mirror."""
-    names = list(config.rocm_no_proxy)
-    mirror = config.mirror.hostname if config.mirror else ""
-    if mirror and mirror not in names:
-        names.append(mirror)
-    return names
+    names, mirror = list(config.rocm_no_proxy), config.mirror.hostname if config.mirror else ""
+    return [*names, mirror] if mirror and mirror not in names else names
 
 
 def proxy_environment(config: Config) -> dict[str, str]:
@@ -147,9 +129,7 @@ def proxy_environment(config: Config) -> dict[str, str]:
     if not config.rocm_proxy:
         return {}
     variables = {"http_proxy": config.rocm_proxy, "https_proxy": config.rocm_proxy}
-    if no_proxy(config):
-        variables["no_proxy"] = ",".join(no_proxy(config))
-    return variables
+    return variables | ({"no_proxy": ",".join(names)} if (names := no_proxy(config)) else {})
 
 
 @dataclass(frozen=True)
@@ -162,8 +142,8 @@ class AptNeed:
 
 @dataclass(frozen=True)
 class WheelNeed:
-    """Wheels a venv installs from one PEP 503 index: exact pins with extras, ``requires``
-    from the same index, for the host's Python (``runtime``; None: resolved on the host)."""
+    """Wheels a venv installs from one PEP 503 index for the host's Python (``runtime``; None:
+    resolved on the host)."""
 
     index_url: str
     runtime: matrix.HostRuntime | None
@@ -176,10 +156,9 @@ class WheelNeed:
 
     def unmet_in(self, distributions: Mapping[str, str] | None) -> bool:
         """Whether a venv holding ``distributions`` (None: no venv) lacks a pin or requirement."""
-        installed = normal_versions(distributions)
-        return any(not version_matches(installed.get(n), v) for n, v in self.wanted) or any(
-            not requirement_met(installed, r) for r in self.requires
-        )
+        have = normal_versions(distributions)
+        pins = all(version_matches(have.get(n), v) for n, v in self.wanted)
+        return not (pins and all(requirement_met(have, r) for r in self.requires))
 
 
 @dataclass(frozen=True)
@@ -194,8 +173,7 @@ def rocm_key(config: Config) -> SigningKey:
 
 
 def rocm_repository(config: Config, row: matrix.Distro) -> AptRepository:
-    """AMD's ROCm source for the release and distro, as its stream lays it out; raises
-    ValueError when the release publishes nothing for the distro."""
+    """AMD's ROCm source for the release and distro; ValueError when it publishes nothing."""
     rel, repository = config.release, config.repository
     publication = rel.publication(row)
     if publication is None:
@@ -212,10 +190,12 @@ def rocm_repository(config: Config, row: matrix.Distro) -> AptRepository:
 
 
 def driver_key(config: Config) -> SigningKey:
-    """The amdgpu repository's key: the classic stream's, or ``rocm_amdgpu_key_*`` beside
-    a Core SDK release."""
-    if config.stream.keyring == matrix.AMDGPU_KEYRING:
-        return rocm_key(config)
+    """The amdgpu repository's key: the classic stream's, or ``rocm_amdgpu_key_*``."""
+    classic = config.stream.keyring == matrix.AMDGPU_KEYRING
+    return rocm_key(config) if classic else _amdgpu_key(config)
+
+
+def _amdgpu_key(config: Config) -> SigningKey:
     return SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint.upper())
 
 
@@ -231,16 +211,14 @@ def amdgpu_repository(config: Config, row: matrix.Distro) -> AptRepository | Non
 
 def torch_wheels(config: Config, runtime: matrix.HostRuntime | None = None) -> WheelNeed | None:
     """The host's torch wheels (``config.torch``) for the host's Python; None without."""
-    torch = config.torch
-    if torch is None:
+    if (torch := config.torch) is None:
         return None
     return WheelNeed(torch.index_url, runtime, torch.wanted, torch.requires, torch.extras)
 
 
 @dataclass(frozen=True)
 class TorchPip:
-    """How a host's pip installs its torch wheels: index as reached, owned distributions,
-    environment (proxy, ``NETRC``: no secret in a command) and trusted CA."""
+    """How a host's pip installs its torch wheels (``NETRC``: no secret in a command)."""
 
     wheels: WheelNeed
     index_url: str
@@ -255,25 +233,17 @@ def torch_pip(config: Config, runtime: matrix.HostRuntime | None = None) -> Torc
     if wheels is None or config.torch is None:
         return None
     netrc = {"NETRC": paths.PIP_NETRC} if config.rocm_pip_netrc else {}
-    return TorchPip(
-        wheels,
-        served(wheels.index_url, config.mirror),
-        owned_wheels(config.torch),
-        {**proxy_environment(config), **netrc},
-        mirror_ca(config),
-    )
+    environment, index = proxy_environment(config) | netrc, served(wheels.index_url, config.mirror)
+    return TorchPip(wheels, index, owned_wheels(config.torch), environment, mirror_ca(config))
 
 
 def toolkit_repository(config: Config, row: matrix.Distro) -> AptRepository | None:
-    """AMD's container-toolkit source for distro ``row`` (None: AMD builds it for no suite of
-    the row), signed by the classic ROCm key, whose settings beside any release are the amdgpu
-    repository's (``rocm_amdgpu_key_url``, ``rocm_amdgpu_key_fingerprint``)."""
-    suite, _ = container_toolkit.suite_for(row.key, row.suite)
-    if suite is None:
+    """AMD's container-toolkit source for distro ``row`` (None: not built for it), signed by the
+    classic ROCm key (``rocm_amdgpu_key_url``, ``rocm_amdgpu_key_fingerprint``)."""
+    if (suite := container_toolkit.suite_for(row.key, row.suite)[0]) is None:
         return None
-    key = SigningKey(config.rocm_amdgpu_key_url, config.rocm_amdgpu_key_fingerprint.upper())
     return AptRepository(
-        url=container_toolkit.APT_URL, suite=suite, key=key,
+        url=container_toolkit.APT_URL, suite=suite, key=_amdgpu_key(config),
         keyring=paths.CONTAINER_TOOLKIT_KEYRING, source=paths.CONTAINER_TOOLKIT_SOURCE,
     )  # fmt: skip
 

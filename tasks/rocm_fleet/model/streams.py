@@ -6,21 +6,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rocm_fleet.assets import render
-from rocm_fleet.model import paths, upstream_data
+from rocm_fleet.model import paths, upstream_data, versions
 from rocm_fleet.model.gpu_targets import gpu_target
-from rocm_fleet.model.versions import (
-    amd_release_tag,
-    classic_version_regex,
-    core_sdk_version_regex,
-    is_amd_driver_version,
-    is_core_sdk_package,
-    major_minor,
-    release_key,
-)
+from rocm_fleet.model.versions import major_minor, release_key
 
 
 class ReleaseRow(Protocol):
-    """What a stream reads of a ``model.matrix.Release`` (a Protocol: no import cycle)."""
+    """What a stream reads of a ``model.matrix.Release``."""
 
     @property
     def version(self) -> str: ...
@@ -31,8 +23,6 @@ class ReleaseRow(Protocol):
 
 
 class DistroRow(Protocol):
-    """What a stream reads of a distro row (``model.matrix.Distro``)."""
-
     @property
     def key(self) -> str: ...
 
@@ -42,11 +32,11 @@ class Publication:
     """What a stream publishes for one distro, from which release, and how AMD lists it."""
 
     distro: str  # Distro.key
-    suite: str  # the apt suite
-    directory: str | None  # the per-distro directory of the repository (Core SDK)
-    first_release: str  # the first release of the stream that publishes it
+    suite: str
+    directory: str | None  # the repository's per-distro directory (Core SDK)
+    first_release: str
     listed_from: str | None  # the first release AMD lists the distro in, None if never
-    instinct_only: bool  # AMD lists it for Instinct accelerators only
+    instinct_only: bool
     # Targets and models AMD lists it for, when named per model (None: by instinct_only).
     listed_gfx: tuple[str, ...] | None = None
     listed_models: str = ""
@@ -55,17 +45,14 @@ class Publication:
         """Whether AMD lists the distro for GPU target ``gfx``."""
         if self.listed_gfx is not None:
             return gfx in self.listed_gfx
-        if self.instinct_only:
-            target = gpu_target(gfx)
-            return target is not None and target.family == "instinct"
-        return True
+        target = gpu_target(gfx)
+        return not self.instinct_only or (target is not None and target.family == "instinct")
 
     @property
     def listed_text(self) -> str:
         """Whom AMD lists the distro for, e.g. "Instinct" or "Instinct MI300X, ... (gfx942)"."""
-        if self.listed_gfx is None:
-            return "Instinct"
-        return f"{self.listed_models} ({', '.join(self.listed_gfx)})"
+        gfx = self.listed_gfx
+        return "Instinct" if gfx is None else f"{self.listed_models} ({', '.join(gfx)})"
 
 
 @dataclass(frozen=True)
@@ -80,20 +67,21 @@ class Repository:
     x_repo_id: str | None = None  # AMD's X-Repo-Id line of a deb822 file
 
 
+_ROWS = upstream_data.REPOSITORY_ROWS  # repositories.json, each row cited
+
+
+def _row(section: str, name: str) -> dict:
+    return next(r for r in _ROWS[section] if r["name"] == name)
+
+
 def _repository(name: str, source: str) -> Repository:
-    """The repository ``name`` of repositories.json, written to host file ``source``."""
-    row = next(r for r in upstream_data.REPOSITORY_ROWS["repositories"] if r["name"] == name)
+    """The repository ``name``, written to host file ``source``."""
+    row = _row("repositories", name)
     return Repository(
         name, row["base_url"], row["key_url"], source, row["deb822"], row["x_repo_id"]
     )
 
 
-def _stream_row(name: str) -> dict:
-    """A stream's row of repositories.json."""
-    return next(r for r in upstream_data.REPOSITORY_ROWS["streams"] if r["name"] == name)
-
-
-# Rows: repositories.json, each cited.
 CLASSIC_REPOSITORY = _repository("repo.radeon.com", paths.ROCM_SOURCE)
 # 7.14.x (rocm-docs 200-install.rst @ 50600d8d).
 MULTI_ARCH_REPOSITORY = _repository("repo.amd.com", paths.ROCM_SOURCE)
@@ -122,8 +110,6 @@ class Stream:
         """The pin (priority 600 on the Release Origin) above the distribution's packages."""
         return render("apt-pin.pref.j2", release=f"o={self.pin_origin}", priority=600)
 
-    # --- packages (the subclasses) ----------------------------------------------------------
-
     def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
         raise NotImplementedError
 
@@ -135,9 +121,7 @@ class Stream:
         """Whether an installed package is this stream's ROCm (not a driver or the distro's)."""
         raise NotImplementedError
 
-    def unwanted_targets(
-        self, release: ReleaseRow, packages: list[str], names: list[str]
-    ) -> list[str]:
+    def unwanted_targets(self, release: ReleaseRow, packages: list, names: list) -> list[str]:
         """Of installed ``names``, those serving only GPU targets ``packages`` no longer name."""
         return []
 
@@ -146,11 +130,9 @@ class Stream:
         raise NotImplementedError
 
     def root(self, release: ReleaseRow) -> str:
-        """Where the release unpacks on a host."""
         raise NotImplementedError
 
     def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
-        """Whether AMD lists the GPU target for the release."""
         raise NotImplementedError
 
 
@@ -162,10 +144,11 @@ class ClassicStream(Stream):
         return ["rocm-hip-runtime"]
 
     def owns(self, name: str, version: str) -> bool:
-        return bool(amd_release_tag(version)) and not is_amd_driver_version(version)
+        tag = versions.amd_release_tag(version)
+        return bool(tag) and not versions.is_amd_driver_version(version)
 
     def version_regex(self, release: ReleaseRow) -> str:
-        return classic_version_regex(release.version)
+        return versions.classic_version_regex(release.version)
 
     def root(self, release: ReleaseRow) -> str:
         return paths.classic_root(release.version)
@@ -176,10 +159,8 @@ class ClassicStream(Stream):
         return since is not None and release.parts >= release_key(since)
 
 
-# Targets with an amdrocm<ver>-<gfx> package. Rows: repositories.json, each cited.
-CORE_SDK_GFX_PACKAGES: tuple[str, ...] = tuple(
-    row["gfx"] for row in upstream_data.REPOSITORY_ROWS["gfx_packages"]
-)
+# Targets with an amdrocm<ver>-<gfx> package.
+CORE_SDK_GFX_PACKAGES: tuple[str, ...] = tuple(row["gfx"] for row in _ROWS["gfx_packages"])
 
 
 class CoreSdkStream(Stream):
@@ -195,11 +176,9 @@ class CoreSdkStream(Stream):
         return [f"amdrocm{ver}"]
 
     def owns(self, name: str, version: str) -> bool:
-        return is_core_sdk_package(name, version)
+        return versions.is_core_sdk_package(name, version)
 
-    def unwanted_targets(
-        self, release: ReleaseRow, packages: list[str], names: list[str]
-    ) -> list[str]:
+    def unwanted_targets(self, release: ReleaseRow, packages: list, names: list) -> list[str]:
         """Other targets' packages and the every-target one, when per-target ones are wanted."""
         ver = major_minor(release.version)
         wanted = {gfx for gfx in CORE_SDK_GFX_PACKAGES for p in packages if p.endswith(f"-{gfx}")}
@@ -209,7 +188,7 @@ class CoreSdkStream(Stream):
         return sorted(n for n in names if n.endswith(others) or n == f"amdrocm{ver}")
 
     def version_regex(self, release: ReleaseRow) -> str:
-        return core_sdk_version_regex(release.version)
+        return versions.core_sdk_version_regex(release.version)
 
     def root(self, release: ReleaseRow) -> str:
         return paths.core_sdk_root(major_minor(release.version))
@@ -227,57 +206,37 @@ def _listed(stream: str, key: str) -> str | None:
     )  # fmt: skip
 
 
-def _publications(
-    stream: str, per_model: dict[str, dict[str, list[str]]]
-) -> tuple[Publication, ...]:
-    """What ``stream`` publishes per distro (repositories.json), with ``per_model`` listings."""
+def _publications(stream: str, per_model: dict[str, dict[str, list[str]]]) -> tuple:
+    """What ``stream`` publishes per distro, with ``per_model`` listings (Debian's Core SDK)."""
     out = []
-    for row in upstream_data.REPOSITORY_ROWS["publications"]:
-        if row["stream"] != stream:
-            continue
+    for row in (r for r in _ROWS["publications"] if r["stream"] == stream):
         key = row["distro"]
-        listing = per_model.get(key)
-        models = ", ".join(
-            m.removeprefix("AMD Instinct ") for m in (listing or {}).get("models", ())
-        )
-        out.append(
-            Publication(
-                key,
-                row["suite"],
-                row["directory"],
-                row["first_release"],
-                _listed(stream, key),
-                row["instinct_only"],
-                listed_gfx=tuple(listing["gfx"]) if listing else None,
-                listed_models=f"Instinct {models}" if listing else "",
-            )
-        )
+        listing = per_model.get(key) or {}
+        models = ", ".join(m.removeprefix("AMD Instinct ") for m in listing.get("models", ()))
+        gfx = tuple(listing["gfx"]) if listing else None
+        row_values = (row["suite"], row["directory"], row["first_release"], _listed(stream, key))
+        text = f"Instinct {models}" if listing else ""
+        out.append(Publication(key, *row_values, row["instinct_only"], gfx, text))
     return tuple(out)
 
 
 CLASSIC = ClassicStream(
     "classic",
     "ROCm (repo.radeon.com)",
-    # Overridable per inventory (``rocm_key_fingerprint``).
-    key_fingerprint=_stream_row("classic")["key_fingerprint"],
+    key_fingerprint=_row("streams", "classic")["key_fingerprint"],
     keyring=paths.ROCM_KEYRING,
-    # Without it Debian's own rocminfo outranks AMD's 1.0.0.<tag>.
-    pin=paths.ROCM_PIN,
-    pin_origin=_stream_row("classic")["pin_origin"],
+    pin=paths.ROCM_PIN,  # else Debian's own rocminfo outranks AMD's 1.0.0.<tag>
+    pin_origin=_row("streams", "classic")["pin_origin"],
     publications=_publications("classic", {}),
     default_packages_text="`rocm-hip-runtime`",
 )
-
-
-# Debian is listed per Instinct model, so per gfx target; the warning names the models.
 CORE_SDK = CoreSdkStream(
     "core-sdk",
     "ROCm Core SDK",
-    key_fingerprint=_stream_row("core-sdk")["key_fingerprint"],
+    key_fingerprint=_row("streams", "core-sdk")["key_fingerprint"],
     keyring=paths.AMDROCM_KEYRING,
     pin=paths.AMDROCM_PIN,
-    # AMD publishes no pin here; `rocm-fleet matrix check` compares the live Origin.
-    pin_origin=_stream_row("core-sdk")["pin_origin"],
+    pin_origin=_row("streams", "core-sdk")["pin_origin"],  # AMD publishes none
     publications=_publications("core-sdk", upstream_data.CORE_SDK_DEBIAN),
     default_packages_text=(
         "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"

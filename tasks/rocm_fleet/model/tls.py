@@ -1,6 +1,5 @@
 """The fleet mirror's TLS: making a fleet CA and the mirror's certificate (``rocm-fleet
-mirror-ca``), and checking those files on the controller before any operation.
-"""
+mirror-ca``), and checking those files on the controller before any operation."""
 
 from __future__ import annotations
 
@@ -19,9 +18,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from rocm_fleet.atomic import write_atomically
 
-# The certificate's: the longest Apple's TLS policy accepts (support.apple.com/en-us/103769).
+# The server's: the longest Apple's TLS policy accepts (support.apple.com/en-us/103769).
 CA_DAYS = 3650
 SERVER_DAYS = 825
+# The settings naming the mirror's files.
+_CA, _CERT, _KEY = "rocm_mirror_tls_ca", "rocm_mirror_tls_cert", "rocm_mirror_tls_key"
 
 
 class TlsFileError(ValueError):
@@ -34,7 +35,7 @@ class TlsFileError(ValueError):
 
 @dataclass(frozen=True)
 class MirrorTls:
-    """The TLS files of a fleet mirror, paths where pyinfra runs."""
+    """The TLS files of a fleet mirror, paths on the controller."""
 
     ca: str
     cert: str
@@ -50,7 +51,7 @@ def _read(key: str, path: str) -> bytes:
 
 def load_certificates(key: str, path: str) -> list[x509.Certificate]:
     """The PEM certificates in ``path`` (at least one); raises TlsFileError naming ``key``."""
-    data = _read(key, path)
+    data = _read(key, path)  # a TlsFileError, not caught below
     try:
         found = x509.load_pem_x509_certificates(data)
     except ValueError:
@@ -88,57 +89,46 @@ def names_host(certificate: x509.Certificate, host: str) -> bool:
     except ValueError:
         pass
     host = host.lower().rstrip(".")
-    for name in (n.lower().rstrip(".") for n in dns):
-        if name == host:
-            return True
-        if name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:]:
-            return True
-    return False
+    wanted = {host, f"*.{host.split('.', 1)[1]}"} if "." in host else {host}
+    return any(name.lower().rstrip(".") in wanted for name in dns)
 
 
 def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | None = None) -> None:
     """Raises TlsFileError (naming the setting and the fix) unless the controller's files can
     serve the mirror at ``address``."""
     now = now or datetime.datetime.now(datetime.UTC)
-    ca = load_certificates("rocm_mirror_tls_ca", tls.ca)[0]
+    ca = load_certificates(_CA, tls.ca)[0]
     if not _is_ca(ca):
         raise TlsFileError(
-            "rocm_mirror_tls_ca",
+            _CA,
             f"{tls.ca} is not a CA certificate (no basicConstraints CA:TRUE); "
             "`rocm-fleet mirror-ca` makes one",
         )
     if ca.not_valid_after_utc <= now:
-        raise TlsFileError(
-            "rocm_mirror_tls_ca", f"the CA of {tls.ca} expired {ca.not_valid_after_utc:%Y-%m-%d}"
-        )
-    server = load_certificates("rocm_mirror_tls_cert", tls.cert)[0]
-    private_key_is_private("rocm_mirror_tls_key", tls.key)
+        raise TlsFileError(_CA, f"the CA of {tls.ca} expired {ca.not_valid_after_utc:%Y-%m-%d}")
+    server = load_certificates(_CERT, tls.cert)[0]
+    private_key_is_private(_KEY, tls.key)
     try:
-        private = serialization.load_pem_private_key(_read("rocm_mirror_tls_key", tls.key), None)
+        private = serialization.load_pem_private_key(_read(_KEY, tls.key), None)
     except (ValueError, TypeError):
         raise TlsFileError(
-            "rocm_mirror_tls_key",
+            _KEY,
             f"{tls.key} holds no unencrypted PEM private key (nginx must read it unattended)",
         ) from None
-    public = serialization.PublicFormat.SubjectPublicKeyInfo
-    der = serialization.Encoding.DER
-    if private.public_key().public_bytes(der, public) != server.public_key().public_bytes(
-        der, public
-    ):
-        raise TlsFileError(
-            "rocm_mirror_tls_key", f"{tls.key} is not the key of the certificate {tls.cert}"
-        )
+    spki = (serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    if private.public_key().public_bytes(*spki) != server.public_key().public_bytes(*spki):
+        raise TlsFileError(_KEY, f"{tls.key} is not the key of the certificate {tls.cert}")
     try:
         server.verify_directly_issued_by(ca)
     except (ValueError, TypeError, InvalidSignature):
         raise TlsFileError(
-            "rocm_mirror_tls_cert",
+            _CERT,
             f"{tls.cert} is not issued by the CA {tls.ca} (the hosts pin that CA): "
             "`rocm-fleet mirror-ca` issues one",
         ) from None
     if not server.not_valid_before_utc <= now < server.not_valid_after_utc:
         raise TlsFileError(
-            "rocm_mirror_tls_cert",
+            _CERT,
             f"{tls.cert} is valid from {server.not_valid_before_utc:%Y-%m-%d} to "
             f"{server.not_valid_after_utc:%Y-%m-%d}, not now: issue another with "
             "`rocm-fleet mirror-ca`",
@@ -146,7 +136,7 @@ def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | No
     if not names_host(server, address):
         dns, ips = _names(server)
         raise TlsFileError(
-            "rocm_mirror_tls_cert",
+            _CERT,
             f"{tls.cert} names {', '.join(dns + ips) or 'no host'}, not {address}, the address "
             f"the hosts reach the mirror by: `rocm-fleet mirror-ca DIR {address}` issues one",
         )
@@ -159,19 +149,38 @@ def _is_ca(certificate: x509.Certificate) -> bool:
         return False
 
 
-# --- making them (`rocm-fleet mirror-ca`) -------------------------------------------------------
-
-
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
 
 
 def _pem(certificate: x509.Certificate) -> bytes:
     return certificate.public_bytes(serialization.Encoding.PEM)
+
+
+def _certificate(
+    subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey, days: int,
+    now: datetime.datetime, extensions: list[tuple[x509.ExtensionType, bool]],
+    signer: ec.EllipticCurvePrivateKey,
+) -> x509.Certificate:  # fmt: skip
+    """A certificate of ``key``'s public key with ``extensions`` (each with its criticality)."""
+    builder = (
+        x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=days))
+    )  # fmt: skip
+    for extension, critical in extensions:
+        builder = builder.add_extension(extension, critical=critical)
+    return builder.sign(signer, hashes.SHA256())
+
+
+def _usage(cert_sign: bool) -> x509.KeyUsage:
+    # digital_signature, content_commitment, key/data encipherment, key_agreement,
+    # key_cert_sign, crl_sign, encipher_only, decipher_only
+    no = False
+    return x509.KeyUsage(not cert_sign, no, no, no, no, cert_sign, cert_sign, no, no)
 
 
 def make_ca(
@@ -181,38 +190,14 @@ def make_ca(
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     identifier = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=CA_DAYS))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(_usage(cert_sign=True), critical=True)
-        .add_extension(identifier, critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(identifier),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    return certificate, key
-
-
-def _usage(cert_sign: bool) -> x509.KeyUsage:
-    return x509.KeyUsage(
-        digital_signature=not cert_sign,
-        content_commitment=False,
-        key_encipherment=False,
-        data_encipherment=False,
-        key_agreement=False,
-        key_cert_sign=cert_sign,
-        crl_sign=cert_sign,
-        encipher_only=False,
-        decipher_only=False,
-    )
+    authority = x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(identifier)
+    extensions: list[tuple[x509.ExtensionType, bool]] = [
+        (x509.BasicConstraints(ca=True, path_length=0), True),
+        (_usage(cert_sign=True), True),
+        (identifier, False),
+        (authority, False),
+    ]
+    return _certificate(subject, subject, key, CA_DAYS, now, extensions, key), key
 
 
 def issue(
@@ -230,26 +215,16 @@ def issue(
         except ValueError:
             alternatives.append(x509.DNSName(name))
     ca_identifier = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
-        .issuer_name(ca.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=SERVER_DAYS))
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(_usage(cert_sign=False), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(x509.SubjectAlternativeName(alternatives), critical=False)
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_identifier),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    return certificate, key
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
+    extensions: list[tuple[x509.ExtensionType, bool]] = [
+        (x509.BasicConstraints(ca=False, path_length=None), True),
+        (_usage(cert_sign=False), True),
+        (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+        (x509.SubjectAlternativeName(alternatives), False),
+        (x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False),
+        (x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_identifier), False),
+    ]
+    return _certificate(subject, ca.subject, key, SERVER_DAYS, now, extensions, ca_key), key
 
 
 @dataclass(frozen=True)
@@ -261,8 +236,7 @@ class MadeFiles:
 def make_mirror_files(
     directory: Path, names: list[str], now: datetime.datetime | None = None
 ) -> MadeFiles:
-    """``directory``'s CA (made only if absent) and a new mirror certificate for ``names``;
-    keys created 0600."""
+    """``directory``'s CA (made only if absent) and a new mirror certificate for ``names``."""
     now = now or datetime.datetime.now(datetime.UTC)
     directory.mkdir(parents=True, exist_ok=True)
     ca_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
@@ -279,9 +253,7 @@ def make_mirror_files(
             raise TlsFileError("ca.key", f"{ca_key_path} is not the P-256 key mirror-ca makes")
         ca_key = loaded
     server, key = issue(ca, ca_key, names, now)
-    write_atomically(directory / "mirror.key", _pem_key(key), mode=0o600)
-    write_atomically(directory / "mirror.crt", _pem(server))
-    return MadeFiles(
-        MirrorTls(str(ca_path), str(directory / "mirror.crt"), str(directory / "mirror.key")),
-        new_ca,
-    )
+    cert_path, key_path = directory / "mirror.crt", directory / "mirror.key"
+    write_atomically(key_path, _pem_key(key), mode=0o600)
+    write_atomically(cert_path, _pem(server))
+    return MadeFiles(MirrorTls(str(ca_path), str(cert_path), str(key_path)), new_ca)

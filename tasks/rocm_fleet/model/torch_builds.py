@@ -13,9 +13,6 @@ PYTORCH_INDEX_BASE_URL = "https://download.pytorch.org/whl"
 PYTORCH_INDEX_FILE_HOSTS = ("files.pythonhosted.org",)
 
 
-# --- PyTorch ------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TorchBuild:
     torch: str
@@ -24,29 +21,20 @@ class TorchBuild:
 
 
 def _builds(rows: list[list[str | None]]) -> tuple[TorchBuild, ...]:
-    """A data file's [torch, torchvision, torchaudio or null] rows, oldest first."""
     return tuple(TorchBuild(*row) for row in rows)
 
 
-# What each download.pytorch.org ROCm index carries, oldest first. Rows: torch_builds.json, cited.
-TORCH_INDEXES: dict[str, tuple[TorchBuild, ...]] = {
-    row["index"]: _builds(row["builds"]) for row in upstream_data.TORCH_BUILD_ROWS["indexes"]
-}
-
+_INDEXES = upstream_data.TORCH_BUILD_ROWS["indexes"]  # torch_builds.json, each row cited
+# What each download.pytorch.org ROCm index carries, oldest first.
+TORCH_INDEXES = {row["index"]: _builds(row["builds"]) for row in _INDEXES}
 # The ROCm runtime an index's torch requires from pip instead of bundling it.
-TORCH_RUNTIME: dict[str, str] = {
-    row["index"]: row["runtime"]
-    for row in upstream_data.TORCH_BUILD_ROWS["indexes"]
-    if row["runtime"]
-}
+TORCH_RUNTIME: dict[str, str] = {row["index"]: row["runtime"] for row in _INDEXES if row["runtime"]}
 # Such a runtime's distributions (TheRock templates/rocm/src/rocm_sdk/_dist_info.py).
 TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
 # Published as sdists only (TheRock templates/rocm/setup.py, release/therock-10.0); the only
 # sdists a lock or bundle may pin: every other distribution must be a wheel.
 SDIST_ONLY: frozenset[str] = frozenset({"rocm"})
 
-
-# --- AMD's own wheels for the Core SDK ----------------------------------------------------
 
 # AMD's 10.x PyTorch install pages' |PKG_REPO|; TheRock build_tools/setup_venv.py @ 89553ce3
 # (tests/fixtures/upstream/repo.amd.com-whl.toml).
@@ -55,26 +43,24 @@ AMD_STABLE_WHEEL_INDEX = "https://stable.repo.amd.com/rocm/whl-next/"
 
 @dataclass(frozen=True)
 class AmdWheels:
-    """AMD's own index for a Core SDK release: its builds, the targets with a
-    ``[device-<gfx>]`` extra, and the targets offered fewer builds (``target_builds``)."""
+    """AMD's own index for a Core SDK release: its builds (oldest first), the targets with a
+    ``[device-<gfx>]`` extra, and the targets offered fewer builds (gfx, torch versions)."""
 
     url: str
     release: str  # "10.0.0"
-    builds: tuple[TorchBuild, ...]  # oldest first
+    builds: tuple[TorchBuild, ...]
     targets: tuple[str, ...]
-    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (gfx, torch versions)
+    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = ()
     device_extra_on: tuple[str, ...] = ("torch", "torchvision")
 
     @property
     def label(self) -> str:
-        """The local version label of the release's wheels: ``rocm10.0.0`` (TheRock
-        build_prod_wheels.py)."""
+        """The wheels' local version label, ``rocm10.0.0`` (TheRock build_prod_wheels.py)."""
         return f"rocm{self.release}"
 
     @property
     def runtime(self) -> str:
-        """What torch requires from the index: ``rocm[libraries]==10.0.0`` (TheRock
-        build_prod_wheels.py)."""
+        """What torch requires from the index, ``rocm[libraries]==10.0.0`` (the same)."""
         return f"rocm[libraries]=={self.release}"
 
     @staticmethod
@@ -83,23 +69,21 @@ class AmdWheels:
         return [f"device-{g}" for g in sorted(set(gfx))] or ["device-all"]
 
     def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
-        """The builds AMD offers every one of ``gfx`` (all of them for ``device-all``)."""
+        """The builds AMD offers every one of ``gfx``."""
         limits = dict(self.target_builds)
         return tuple(
-            b for b in self.builds if all(b.torch in limits.get(g, (b.torch,)) for g in gfx)
+            b for b in self.builds if all(b.torch in limits.get(g, [b.torch]) for g in gfx)
         )
 
 
 def _amd_wheels(row: dict) -> AmdWheels:
-
-    return AmdWheels(
-        row["url"],
-        row["release"],
+    limits = tuple((gfx, tuple(versions)) for gfx, versions in row["target_builds"].items())
+    builds, targets, extra_on = (
         _builds(row["builds"]),
         tuple(row["targets"]),
-        tuple((gfx, tuple(versions)) for gfx, versions in row["target_builds"].items()),
-        tuple(row["device_extra_on"]),
+        row["device_extra_on"],
     )
+    return AmdWheels(row["url"], row["release"], builds, targets, limits, tuple(extra_on))
 
 
 # Rows: torch_builds.json (AMD's 10.x install pages, tests/fixtures/upstream/repo.amd.com-whl.toml).
@@ -110,9 +94,9 @@ AMD_WHEELS: dict[str, AmdWheels] = {
 
 @dataclass(frozen=True)
 class TorchSource:
-    """A release's torch source: a PyTorch index (``rocm6.4``) or AMD's (``amd``). ``name`` is
-    for messages, ``label`` the wheels' local version label, ``runtime`` the pip requirement
-    for its ROCm runtime (None: bundled)."""
+    """A release's torch source: a PyTorch index (``rocm6.4``) or AMD's (``amd``); ``label``: the
+    wheels' local version label, ``runtime``: the pip requirement for its ROCm (None: bundled).
+    AMD's index gives device extras (``targets``); PyTorch's none."""
 
     name: str
     label: str
@@ -122,44 +106,32 @@ class TorchSource:
 
     @property
     def targets(self) -> tuple[str, ...]:
-        """The GPU targets the index gives a device extra for; none for a PyTorch index."""
         return self.amd.targets if self.amd else ()
 
     def url(self, index_base_url: str) -> str:
-        """The index's URL: AMD's own, or the PyTorch index under ``index_base_url``."""
+        """AMD's own index, or the PyTorch index under ``index_base_url``."""
         return self.amd.url if self.amd else f"{index_base_url.rstrip('/')}/{self.name}"
 
     def unknown_targets(self, gfx: list[str] | tuple[str, ...]) -> list[str]:
-        """The targets of ``gfx`` AMD's index has no device extra for (none on PyTorch's)."""
         return [g for g in gfx if g not in self.amd.targets] if self.amd else []
 
     def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
-        """The builds the index offers every one of ``gfx``."""
         return self.amd.builds_for(gfx) if self.amd else self.builds
 
     def extras(self, gfx: list[str] | tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """(distribution, its extras) for ``gfx``; none on a PyTorch index."""
-        if self.amd is None:
-            return ()
-        extras = tuple(self.amd.device_extras(gfx))
-        return tuple((name, extras) for name in self.amd.device_extra_on)
+        """(distribution, its extras) for ``gfx``."""
+        extras = tuple(self.amd.device_extras(gfx)) if self.amd else ()
+        return tuple((name, extras) for name in self.amd.device_extra_on) if self.amd else ()
 
 
-# Per PyTorch index, the torch releases PyTorch's own build matrix (pytorch/test-infra) says
-# were built for it (torch_builds.json "built_for").
-TORCH_BUILT_FOR: dict[str, frozenset[str]] = {
-    row["index"]: frozenset(row.get("built_for", {}))
-    for row in upstream_data.TORCH_BUILD_ROWS["indexes"]
-}
+# Per PyTorch index, the torch releases PyTorch's build matrix (pytorch/test-infra) built for it.
+TORCH_BUILT_FOR = {row["index"]: frozenset(row.get("built_for", {})) for row in _INDEXES}
 
 
 def unrecorded_build(source: TorchSource, torch: str) -> TorchBuild | None:
-    """``torch`` (X.Y.Z) on ``source`` where its row lacks it because the data lags the index;
-    whether the index serves it is the lock's to find (it reads the live page). None where
-    PyTorch's build matrix names that torch for other indexes only (not built for this one),
-    or no pairing is known: as another index of the same publisher pairs it, else (PyTorch's
-    indexes) torchvision 0.(minor + 15).patch, as every recorded build pairs them, and no
-    torchaudio (none published after 2.11: download.pytorch.org.toml)."""
+    """``torch`` (X.Y.Z) on ``source`` where the data lags the index (the lock reads the live
+    page); None where PyTorch's build matrix built it for other indexes only, or no pairing is
+    known (docs/decisions/wheel-locks.md)."""
     parts = torch.split(".")
     if len(parts) != 3 or not all(p.isdigit() for p in parts):
         return None
@@ -174,14 +146,8 @@ def unrecorded_build(source: TorchSource, torch: str) -> TorchBuild | None:
 
 def torch_source(torch_index: str | None, amd: AmdWheels | None) -> TorchSource | None:
     """The torch source of a release row: its PyTorch index, else AMD's, else none."""
-    if torch_index:
-        return TorchSource(
-            torch_index, torch_index, TORCH_INDEXES[torch_index], TORCH_RUNTIME.get(torch_index)
-        )
+    if index := torch_index:
+        return TorchSource(index, index, TORCH_INDEXES[index], TORCH_RUNTIME.get(index))
     if amd is not None:
         return TorchSource(amd.url, amd.label, amd.builds, amd.runtime, amd)
     return None
-
-
-# What AMD's device extras install; pip manages them with their torch.
-AMD_DEVICE_WHEELS = re.compile(r"^amd-torch(vision)?-device-.+$")

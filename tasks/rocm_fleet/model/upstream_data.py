@@ -12,40 +12,26 @@ _DATA = json.loads(files(__package__).joinpath("upstream_data.json").read_text("
 SOURCES: dict[str, str] = _DATA["sources"]
 # gfx target -> first classic release AMD's historical table lists it for.
 GPU_LISTED_FROM: dict[str, str] = _DATA["gpu_listed_from"]
-# Matrix distro -> the AMD families os-support.yaml lists on it (Core SDK).
-OS_FAMILIES: dict[str, list[str]] = _DATA["os_families"]
 # Debian release -> the Instinct models os-support.yaml lists it for, and their gfx targets.
 CORE_SDK_DEBIAN: dict[str, dict[str, list[str]]] = _DATA["core_sdk_debian"]
-# torch minor -> its stable ROCm (PyTorch RELEASE.md).
-TORCH_STABLE_ROCM: dict[str, str] = _DATA["torch_stable_rocm"]
-# The release rows, oldest first per stream, each field cited ("from", "source").
-RELEASES: list[dict] = _DATA["releases"]
-# What each origin a row's "from" names is called in the matrix's tables (an origin not here,
-# such as a site file's, prints as itself).
+TORCH_STABLE_ROCM: dict[str, str] = _DATA["torch_stable_rocm"]  # torch minor -> its ROCm
+RELEASES: list[dict] = _DATA["releases"]  # oldest first per stream, each field cited
+# What each origin a row's "from" names is called in the tables (else printed as itself).
 ORIGINS: dict[str, str] = _DATA.get("origins", {})
 # AMD's Linux amdgpu drivers (driver-firmware-support.yaml), newest first: version -> notes.
 AMDGPU_DRIVERS: dict[str, str] = _DATA.get("amdgpu_drivers", {})
-
-
 DATA_DIR = Path(str(files(__package__)))
 
 
 def _table(name: str) -> dict[str, list[dict]]:
-    """A data file of the matrix's tables (matrix/tables.py writes them with
-    tools/matrix_update.py tables): section -> rows, each with ``from`` and ``source``."""
+    """A table file (tools/matrix_update.py tables): section -> rows, each cited."""
     data = json.loads(files(__package__).joinpath(name).read_text("utf-8"))
     return {section: rows for section, rows in data.items() if section != "_comment"}
 
 
-# GPU targets in the matrix's order: gfx, family, products.
 GPU_TARGET_ROWS: list[dict] = _table("gpu_targets.json")["gpu_targets"]
-# Distros: key, id, version, repo.radeon.com suite, the host's python3 and glibc.
 DISTRO_ROWS: list[dict] = _table("distros.json")["distros"]
-# Kernels: minimums per distro and per gfx, and where a newer one comes from.
 KERNEL_ROWS: dict[str, list[dict]] = _table("kernels.json")
-# Torch builds: per PyTorch index its builds (and runtime), per 10.x release AMD's wheels.
 TORCH_BUILD_ROWS: dict[str, list[dict]] = _table("torch_builds.json")
-# AMD's apt repositories, streams, publications and per-target packages.
 REPOSITORY_ROWS: dict[str, list[dict]] = _table("repositories.json")
-# PCI IDs: devices (AMD's with their gfx target), vendor and class names.
 PCI_ROWS: dict[str, list[dict]] = _table("pci_ids.json")

@@ -1,5 +1,4 @@
-"""A venv's distributions against a wheel set's pins (PEP 503 names, pip's ``==``, PEP 508),
-pure."""
+"""A venv's distributions against a wheel set's pins (PEP 503 names, pip's ``==``, PEP 508)."""
 
 from __future__ import annotations
 
@@ -30,10 +29,8 @@ def version_matches(installed: str | None, wanted: str) -> bool:
 def requirement_met(installed: Mapping[str, str], requirement: str) -> bool:
     """Whether the distribution of a PEP 508 requirement matches (extras are not checked)."""
     req = Requirement(requirement)
-    version = installed.get(normal_name(req.name))
-    if version is None:
-        return False
     try:
-        return req.specifier.contains(Version(version), prereleases=True)
+        version = Version(installed.get(normal_name(req.name)) or "")
     except InvalidVersion:
         return False
+    return req.specifier.contains(version, prereleases=True)
