@@ -87,3 +87,54 @@ def test_reads_while_planning_do_not_walk_every_planned_operation():
             state.ops[host][f"op{number}"] = StateOperationHostData(lambda: iter(()), {}, meta)
             assert read_fact(RunningKernel) == "6.1.0-50-amd64"
     assert walked == ["op0"]  # counted once, at the first read; nothing completed since
+
+
+def test_changes_are_counted_whatever_order_operations_complete_in():
+    """Operations completed out of their planned order, and one planned after a count: each
+    change is counted once, and a read after it is stale; a completed operation is not walked
+    again."""
+    from pyinfra.api import Config, Inventory, State, StringCommand
+    from pyinfra.api.operation import OperationMeta
+    from pyinfra.api.state import StateOperationHostData
+    from pyinfra.connectors.util import CommandOutput
+    from pyinfra.context import ctx_host, ctx_state
+
+    walked = []
+
+    class CountedMeta(OperationMeta):
+        def is_complete(self):
+            walked.append(self._hash)
+            return super().is_complete()
+
+    inventory = Inventory((["node"], {}))
+    state = State(inventory, Config())
+    host = inventory.get_host("node")
+    reads = iter(range(100))
+    host.get_fact = lambda fact, **kwargs: next(reads)
+    metas = {}
+
+    def plan(op_hash):
+        metas[op_hash] = CountedMeta(op_hash, None)
+        state.ops[host][op_hash] = StateOperationHostData(lambda: iter(()), {}, metas[op_hash])
+
+    def complete(op_hash, changed):
+        state.get_results_for_host(host).ops += 1
+        metas[op_hash].set_complete(
+            True, [StringCommand("x")] if changed else [], CommandOutput([])
+        )
+
+    with ctx_state.use(state), ctx_host.use(host):
+        for op_hash in ("a", "b", "c"):
+            plan(op_hash)
+        assert read_fact(RunningKernel) == 0
+        complete("c", changed=True)
+        assert read_fact(RunningKernel) == 1  # c changed the host
+        walked.clear()
+        complete("a", changed=False)
+        assert read_fact(RunningKernel) == 1  # a didn't
+        assert set(walked) == {"a", "b"}  # c, complete before, not walked again
+        plan("d")  # planned after the count: all walked again
+        complete("d", changed=True)
+        assert read_fact(RunningKernel) == 2
+        complete("b", changed=False)
+        assert read_fact(RunningKernel) == 2
