@@ -24,6 +24,8 @@ _UNSAFE = re.compile(f"[\t\n{_CONTROLS}]")
 _UNSAFE_IN_REPORT = re.compile(f"[{_CONTROLS}]")
 # in a log line: a colour (SGR, ``ESC [ ... m``), kept, or a control, written out
 _LOGGED = re.compile(f"(\x1b\\[[0-9;]*m)|[{_CONTROLS}]")
+# a control that is not a colour's escape: what makes ``_LOGGED`` change a line
+_BARE_CONTROL = re.compile(f"(?!\x1b\\[[0-9;]*m)[{_CONTROLS}]")
 
 
 def _escape(found: re.Match[str]) -> str:
@@ -58,8 +60,10 @@ class VisibleLog(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         lines = record.getMessage().split("\n")
-        cut = [line[:LIMIT] + "…" if len(line) > LIMIT else line for line in lines]
-        record.msg, record.args = _LOGGED.sub(_escape_logged, "\n".join(cut)), ()
+        text = "\n".join(line[:LIMIT] + "…" if len(line) > LIMIT else line for line in lines)
+        if _BARE_CONTROL.search(text):
+            text = _LOGGED.sub(_escape_logged, text)
+        record.msg, record.args = text, ()
         return True
 
 
