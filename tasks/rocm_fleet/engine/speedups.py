@@ -128,12 +128,21 @@ def _check_type(raise_if_bad_type: Callable[..., None], key: str, value: Any, ty
         _CHECKED.add((key, type(value), value))
 
 
+@functools.cache
+def _argument_table() -> tuple[tuple[str, Any, Any, Any], ...]:
+    """(key, type, default function, handler) of each global argument, in pyinfra's order."""
+    meta_of = _original("arguments").all_argument_meta
+    return tuple(
+        (key, type_, meta_of[key].default, meta_of[key].handler)
+        for key, type_ in _global_arguments()
+    )
+
+
 def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
     """``pyinfra.api.arguments.pop_global_arguments`` (3.10) line for line, with the host's data
-    merged once (``HostData.dict()``, copied as ``__getattr__`` copies) and the types computed
-    once."""
+    merged once (``HostData.dict()``, copied as ``__getattr__`` copies), the types and metas
+    looked up once, and a scalar value's type check remembered once it passed."""
     pyinfra_arguments = _original("arguments")
-    argument_meta_of = pyinfra_arguments.all_argument_meta
     raise_if_bad_type = pyinfra_arguments.raise_if_bad_type
     ctx_config = pyinfra_arguments.ctx_config
 
@@ -145,10 +154,8 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
 
     arguments: dict[str, Any] = {}
     found_keys: list[str] = []
-    for key, type_ in _global_arguments():
-        argument_meta = argument_meta_of[key]
-        handler = argument_meta.handler
-        default: Any = argument_meta.default(config)
+    for key, type_, default_of, handler in _argument_table():
+        default: Any = default_of(config)
         if key in host_data:
             default = copy(host_data[key])
         if key in kwargs:
@@ -158,7 +165,9 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
             value = meta_kwargs.get(key, default)
         if handler:
             value = handler(config, value)
-        if value != default:
+        if value != default and (
+            type(value) not in _SCALARS or (key, type(value), value) not in _CHECKED
+        ):
             _check_type(raise_if_bad_type, key, value, type_)
         arguments[key] = value
     return arguments, found_keys
