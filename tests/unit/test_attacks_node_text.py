@@ -107,6 +107,16 @@ def test_pyinfras_own_lines_of_a_nodes_output_are_visible_once_the_deploy_runs(c
     )
     VISIBLE_LOG.filter(coloured)
     assert coloured.getMessage() == "\x1b[31mred\x1b[0m"  # pyinfra's own colours stay
+    # a control beside, inside or instead of a colour is written out all the same
+    for said, shown in [
+        ("\x1b[31mred\x1b[0m\x07", "\x1b[31mred\x1b[0m\\x07"),
+        ("\x1b[3\x1b[0m1m", "\\x1b[3\x1b[0m1m"),
+        ("\x1b]0;t\x07\x1b[0m", "\\x1b]0;t\\x07\x1b[0m"),
+        ("\x1b[0m\u202e", "\x1b[0m\\u202e"),
+    ]:
+        record = logging.LogRecord("pyinfra", logging.INFO, "", 0, "%s", (said,), None)
+        VISIBLE_LOG.filter(record)
+        assert record.getMessage() == shown, said
 
 
 # --- the audit --------------------------------------------------------------------------------

@@ -61,14 +61,10 @@ def test_read_fact_reuses_a_value_until_an_operation_changes_the_host():
         assert read_fact(RunningKernel) == "7.0.0-1-amd64" and len(calls) == 4
 
 
-def test_reads_while_planning_do_not_walk_every_planned_operation():
-    """Each read used to count the host's changes over all its operations so far: planning
-    a host was quadratic in its operations. Now they are walked again only after pyinfra
-    completed one."""
+def counted_host():
+    """(state, host, an OperationMeta class noting each is_complete call, the calls noted)."""
     from pyinfra.api import Config, Inventory, State
     from pyinfra.api.operation import OperationMeta
-    from pyinfra.api.state import StateOperationHostData
-    from pyinfra.context import ctx_host, ctx_state
 
     walked = []
 
@@ -78,8 +74,17 @@ def test_reads_while_planning_do_not_walk_every_planned_operation():
             return super().is_complete()
 
     inventory = Inventory((["node"], {}))
-    state = State(inventory, Config())
-    host = inventory.get_host("node")
+    return State(inventory, Config()), inventory.get_host("node"), CountedMeta, walked
+
+
+def test_reads_while_planning_do_not_walk_every_planned_operation():
+    """Each read used to count the host's changes over all its operations so far: planning
+    a host was quadratic in its operations. Now they are walked again only after pyinfra
+    completed one."""
+    from pyinfra.api.state import StateOperationHostData
+    from pyinfra.context import ctx_host, ctx_state
+
+    state, host, CountedMeta, walked = counted_host()
     host.get_fact = lambda fact, **kwargs: "6.1.0-50-amd64"
     with ctx_state.use(state), ctx_host.use(host):
         for number in range(200):  # planned, not run: a read after each
@@ -87,3 +92,44 @@ def test_reads_while_planning_do_not_walk_every_planned_operation():
             state.ops[host][f"op{number}"] = StateOperationHostData(lambda: iter(()), {}, meta)
             assert read_fact(RunningKernel) == "6.1.0-50-amd64"
     assert walked == ["op0"]  # counted once, at the first read; nothing completed since
+
+
+def test_changes_are_counted_whatever_order_operations_complete_in():
+    """Operations completed out of their planned order, and one planned after a count: each
+    change is counted once, and a read after it is stale; a completed operation is not walked
+    again."""
+    from pyinfra.api import StringCommand
+    from pyinfra.api.state import StateOperationHostData
+    from pyinfra.connectors.util import CommandOutput
+    from pyinfra.context import ctx_host, ctx_state
+
+    state, host, CountedMeta, walked = counted_host()
+    reads = iter(range(100))
+    host.get_fact = lambda fact, **kwargs: next(reads)
+    metas = {}
+
+    def plan(op_hash):
+        metas[op_hash] = CountedMeta(op_hash, None)
+        state.ops[host][op_hash] = StateOperationHostData(lambda: iter(()), {}, metas[op_hash])
+
+    def complete(op_hash, changed):
+        state.get_results_for_host(host).ops += 1
+        metas[op_hash].set_complete(
+            True, [StringCommand("x")] if changed else [], CommandOutput([])
+        )
+
+    with ctx_state.use(state), ctx_host.use(host):
+        for op_hash in ("a", "b", "c"):
+            plan(op_hash)
+        assert read_fact(RunningKernel) == 0
+        complete("c", changed=True)
+        assert read_fact(RunningKernel) == 1  # c changed the host
+        walked.clear()
+        complete("a", changed=False)
+        assert read_fact(RunningKernel) == 1  # a didn't
+        assert set(walked) == {"a", "b"}  # c, complete before, not walked again
+        plan("d")  # planned after the count: all walked again
+        complete("d", changed=True)
+        assert read_fact(RunningKernel) == 2
+        complete("b", changed=False)
+        assert read_fact(RunningKernel) == 2

@@ -167,3 +167,42 @@ def test_global_arguments_popped_as_pyinfra_pops_them():
     assert arguments["_timeout"] == 7 and arguments["_shell_executable"] == "zsh"
     assert arguments["_sudo_user"] == "host-user" and arguments["_env"] == env
     assert arguments["_env"] is not env  # a copy, as HostData gives
+
+
+def test_a_bad_global_argument_is_refused_as_pyinfra_refuses_it_every_time():
+    """The type check is remembered only for values that passed it: a bad value fails on each
+    call with pyinfra's message, a good scalar passes again (checked once)."""
+    from pyinfra.api import Config, Inventory, State
+    from pyinfra.api.exceptions import ArgumentTypeError
+
+    inventory = Inventory(([("h1", {})], {}))
+    state = State(inventory, Config())
+    host = inventory.get_host("h1")
+    original = _pyinfra._original("pop_global_arguments")
+    for _ in range(2):
+        for bad in ({"_sudo": "yes"}, {"_timeout": "7"}, {"_sudo_user": 5}):
+            messages = []
+            for pop in (original, _pyinfra.pop_global_arguments):
+                with pytest.raises(ArgumentTypeError) as raised:
+                    pop(state, host, dict(bad))
+                messages.append(str(raised.value))
+            assert messages[0] == messages[1] and "Invalid argument" in messages[0]
+        good = {"_sudo": True, "_timeout": 7, "_sudo_user": "deploy"}
+        assert _pyinfra.pop_global_arguments(state, host, dict(good)) == original(
+            state, host, dict(good)
+        )
+
+
+def test_an_operations_signature_is_inspects_and_binds_as_it_does():
+    import inspect
+
+    def operation(packages: list[str], present: bool = True, *, name: str | None = None):
+        yield from ()
+
+    ours = _pyinfra.signature(operation)
+    assert ours == inspect.signature(operation) and _pyinfra.signature(operation) is ours
+    assert ours.bind(["curl"], present=False).arguments == {"packages": ["curl"], "present": False}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'presnt'"):
+        ours.bind(["curl"], presnt=False)
+    with pytest.raises(TypeError):
+        inspect.signature(operation).bind(["curl"], presnt=False)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyinfra.api import FactBase
 from pyinfra.context import ctx_host
@@ -17,27 +17,40 @@ from rocm_fleet.engine.version import internal
 
 # state -> host name -> (fact, arguments) -> (changes seen on the host then, value)
 _READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# state -> host -> (operations completed, changes among them), as last counted
+# state -> host -> _Count, as last counted
 _CHANGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+class _Count(NamedTuple):
+    completed: int  # pyinfra's count of the host's completed operations then
+    changes: int  # how many of them changed the host
+    pending: list  # the metas of the operations not complete then
+    known: int  # how many operations the host had then
+
+
 def _changes(state: Any, host: Any) -> int:
-    """How many of the host's completed operations changed it; cached while pyinfra's count of
-    completed operations stays the same."""
+    """How many of the host's completed operations changed it; counted again only when pyinfra's
+    count of completed operations moved, and then only over the operations not complete before
+    (a completed operation stays so)."""
     results = internal(state, "get_results_for_host")(host)
     completed = results.ops + results.error_ops
     counted = _per_state(_CHANGES, state)
     seen = counted.get(host)
-    if seen is not None and seen[0] == completed:
-        return seen[1]
-    done = changes = 0
-    for data in state.ops[host].values():
-        meta = data.operation_meta
+    if seen is not None and seen.completed == completed:
+        return seen.changes
+    ops = state.ops[host]
+    if seen is None or seen.known != len(ops):
+        pending, changes = [data.operation_meta for data in ops.values()], 0
+    else:
+        pending, changes = seen.pending, seen.changes
+    still = []
+    for meta in pending:
         if meta.is_complete():
-            done += 1
             changes += meta.did_change()
-    if done == completed:
-        counted[host] = (completed, changes)
+        else:
+            still.append(meta)
+    if len(ops) - len(still) == completed:
+        counted[host] = _Count(completed, changes, still, len(ops))
     return changes
 
 

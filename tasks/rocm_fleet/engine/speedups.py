@@ -1,13 +1,15 @@
-"""Faster, equivalent versions of three pyinfra internals planning calls per operation
+"""Faster, equivalent versions of four pyinfra internals planning calls per operation
 (docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``,
-``all_global_arguments`` and ``pop_global_arguments``. In effect only inside ``speedups()``, on
-``TESTED_PYINFRA`` (else one warning), unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
+``all_global_arguments``, ``pop_global_arguments`` and ``signature``. In effect only inside
+``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
+``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
 import importlib
+import inspect
 import logging
 import os
 import sys
@@ -38,6 +40,7 @@ def _pyinfra_modules() -> dict[str, Any]:
         "all_global_arguments": modules["arguments"].all_global_arguments,
         "pop_global_arguments": modules["arguments"].pop_global_arguments,
         "get_operation_order_from_stack": modules["operation"].get_operation_order_from_stack,
+        "signature": modules["operation"].signature,
     }
 
 
@@ -102,12 +105,44 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
     return line_numbers
 
 
+@functools.cache
+def signature(function: Callable[..., Any]) -> inspect.Signature:
+    """``inspect.signature`` (what pyinfra's operation decorator binds each call's arguments
+    with), computed once per operation function."""
+    return _original("signature")(function)
+
+
+#: (key, value type, value) of scalar global arguments that passed their type check
+_CHECKED: set[tuple[str, type, Any]] = set()
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _check_type(raise_if_bad_type: Callable[..., None], key: str, value: Any, type_: Any) -> None:
+    """pyinfra's type check of a global argument, once per scalar value (same key, same type)."""
+    scalar = type(value) in _SCALARS
+    if scalar and (key, type(value), value) in _CHECKED:
+        return
+    raise_if_bad_type(value, type_, _original("arguments").ArgumentTypeError,
+                      f"Invalid argument `{key}`:")  # fmt: skip
+    if scalar:
+        _CHECKED.add((key, type(value), value))
+
+
+@functools.cache
+def _argument_table() -> tuple[tuple[str, Any, Any, Any], ...]:
+    """(key, type, default function, handler) of each global argument, in pyinfra's order."""
+    meta_of = _original("arguments").all_argument_meta
+    return tuple(
+        (key, type_, meta_of[key].default, meta_of[key].handler)
+        for key, type_ in _global_arguments()
+    )
+
+
 def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
     """``pyinfra.api.arguments.pop_global_arguments`` (3.10) line for line, with the host's data
-    merged once (``HostData.dict()``, copied as ``__getattr__`` copies) and the types computed
-    once."""
+    merged once (``HostData.dict()``, copied as ``__getattr__`` copies), the types and metas
+    looked up once, and a scalar value's type check remembered once it passed."""
     pyinfra_arguments = _original("arguments")
-    argument_meta_of = pyinfra_arguments.all_argument_meta
     raise_if_bad_type = pyinfra_arguments.raise_if_bad_type
     ctx_config = pyinfra_arguments.ctx_config
 
@@ -119,10 +154,8 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
 
     arguments: dict[str, Any] = {}
     found_keys: list[str] = []
-    for key, type_ in _global_arguments():
-        argument_meta = argument_meta_of[key]
-        handler = argument_meta.handler
-        default: Any = argument_meta.default(config)
+    for key, type_, default_of, handler in _argument_table():
+        default: Any = default_of(config)
         if key in host_data:
             default = copy(host_data[key])
         if key in kwargs:
@@ -132,10 +165,10 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
             value = meta_kwargs.get(key, default)
         if handler:
             value = handler(config, value)
-        if value != default:
-            raise_if_bad_type(
-                value, type_, pyinfra_arguments.ArgumentTypeError, f"Invalid argument `{key}`:"
-            )
+        if value != default and (
+            type(value) not in _SCALARS or (key, type(value), value) not in _CHECKED
+        ):
+            _check_type(raise_if_bad_type, key, value, type_)
         arguments[key] = value
     return arguments, found_keys
 
@@ -143,6 +176,7 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
 # Where pyinfra's modules hold each function by name (`from .arguments import ...`).
 _HELD_IN = {
     "get_operation_order_from_stack": ("operation",),
+    "signature": ("operation",),
     "all_global_arguments": ("arguments",),
     "pop_global_arguments": ("arguments", "operation", "deploy", "facts"),
 }
@@ -150,6 +184,7 @@ _OURS = {
     "get_operation_order_from_stack": get_operation_order_from_stack,
     "all_global_arguments": all_global_arguments,
     "pop_global_arguments": pop_global_arguments,
+    "signature": signature,
 }
 # Open ``speedups`` blocks (hosts are planned on greenlets at once).
 _active = 0

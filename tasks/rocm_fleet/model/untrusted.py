@@ -18,6 +18,8 @@ _UNSAFE = re.compile(f"[\t\n{_CONTROLS}]")
 _UNSAFE_IN_REPORT = re.compile(f"[{_CONTROLS}]")
 # in a log line: a colour (SGR, ``ESC [ ... m``), kept, or a control, written out
 _LOGGED = re.compile(f"(\x1b\\[[0-9;]*m)|[{_CONTROLS}]")
+# a control that is not a colour's escape: what makes ``_LOGGED`` change a line
+_BARE_CONTROL = re.compile(f"(?!\x1b\\[[0-9;]*m)[{_CONTROLS}]")
 
 
 def _escape(found: re.Match[str]) -> str:
@@ -46,9 +48,11 @@ class VisibleLog(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         lines = record.getMessage().split("\n")
-        cut = [line[:LIMIT] + "…" if len(line) > LIMIT else line for line in lines]
-        logged = _LOGGED.sub(lambda found: found.group(1) or _escape(found), "\n".join(cut))
-        record.msg, record.args = logged, ()
+        text = "
+".join(line[:LIMIT] + "…" if len(line) > LIMIT else line for line in lines)
+        if _BARE_CONTROL.search(text):
+            text = _LOGGED.sub(lambda found: found.group(1) or _escape(found), text)
+        record.msg, record.args = text, ()
         return True
 
 
