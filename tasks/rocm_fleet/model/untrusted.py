@@ -48,8 +48,7 @@ class VisibleLog(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         lines = record.getMessage().split("\n")
-        text = "
-".join(line[:LIMIT] + "…" if len(line) > LIMIT else line for line in lines)
+        text = "\n".join(line[:LIMIT] + "…" if len(line) > LIMIT else line for line in lines)
         if _BARE_CONTROL.search(text):
             text = _LOGGED.sub(lambda found: found.group(1) or _escape(found), text)
         record.msg, record.args = text, ()
