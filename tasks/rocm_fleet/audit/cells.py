@@ -1,7 +1,4 @@
-"""The audit's row and its cells, as types: ``audit.rows`` builds an ``AuditRow`` per host, the
-screens and metrics read it. ``AuditRow.to_json`` is ``--format json``'s host object: its keys
-and values stay (a cell is ``{"text", "drift", <its fields>}``, in field order).
-"""
+"""The audit's row and cells as types; ``AuditRow.to_json`` is ``--format json``'s host object."""
 
 from __future__ import annotations
 
@@ -119,8 +116,7 @@ class SlurmCell(Cell):
 
 @dataclass(frozen=True, kw_only=True)
 class ContainersCell(Cell):
-    """GPU containers (``rocm_containers_engines``): whether they work here, and the CDI spec
-    against the GPUs (``model.gpu_containers.judge``)."""
+    """GPU containers (``rocm_containers_engines``): ``model.gpu_containers.judge``'s verdict."""
 
     engines: tuple[str, ...]  #: the engines the inventory wants
     spec: str  #: ``current``, ``stale``, ``missing``, ``unknown``
@@ -165,8 +161,7 @@ class ConcernCell(Cell):
 
 @dataclass(frozen=True)
 class ObservedCells:
-    """The cells of what the survey saw, in column order (field metadata ``header``); None
-    where the host has none."""
+    """The survey's cells in column order (metadata ``header``); None where the host has none."""
 
     distro: Cell | None = field(default=None, metadata={"header": "DISTRO"})
     kernel: KernelCell | None = field(default=None, metadata={"header": "KERNEL"})

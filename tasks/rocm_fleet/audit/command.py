@@ -1,10 +1,4 @@
-"""``rocm-fleet audit INVENTORY [--limit PATTERN] [--data KEY=VALUE] [--format FORMAT]
-[--color WHEN] [-v] [-q] [-o FILE]``: a read-only drift report.
-
-Rows from ``audit.rows``, shown by ``audit.screens`` (table, JSON) or ``audit.metrics``.
-Exit status (``cli.exits``): 0 no drift, 1 drift or refused, 2 unreachable or failed, 4 bad
-inventory data.
-"""
+"""``rocm-fleet audit INVENTORY``: a read-only drift report (exit status: ``EXIT_STATUS``)."""
 
 from __future__ import annotations
 
@@ -90,8 +84,7 @@ def run(args: Any) -> int:
 
 
 def for_terminal(text: str, stream) -> str:
-    """Metrics keep a node's exact text (their format escapes only ``\\``, ``"`` and line
-    breaks): on a terminal, its controls are written out (``visible_lines``), not obeyed."""
+    """Metrics with a node's controls written out (``visible_lines``) on a terminal."""
     try:
         return visible_lines(text) if stream.isatty() else text
     except (AttributeError, ValueError):

@@ -1,9 +1,4 @@
-"""The audit as metrics: OpenMetrics 1.0 or Prometheus text 0.0.4 (node_exporter's textfile
-collector), written and read back by prometheus_client, imported only when used. Every
-family is a gauge but the GPUs' ECC counts (counters, ``_total``), the hosts' labelled
-``host``; names follow Prometheus's naming guide (base units); the families:
-docs/audit-and-metrics.md.
-"""
+"""The audit as OpenMetrics 1.0 or Prometheus text 0.0.4 (docs/audit-and-metrics.md)."""
 
 from __future__ import annotations
 
@@ -39,8 +34,7 @@ Sample = tuple[dict[str, str], float]
 def families(
     rows: list[AuditRow], now: float, duration: float | None = None
 ) -> list[tuple[str, str, list[Sample], str]]:
-    """(name, help, samples, unit) per family, from the audit's rows (``duration``: the
-    audit's seconds)."""
+    """(name, help, samples, unit) per family of the audit's rows."""
     status: list[Sample] = []
     info: list[Sample] = []
     expected: list[Sample] = []
@@ -142,8 +136,7 @@ def families(
 def audit_families(
     now: float, last_success: float | None, success: bool = True, duration: float | None = None
 ) -> list[tuple[str, str, list[Sample], str]]:
-    """The audit's own families: whether it succeeded, when it last did, when it ran, how
-    long it took."""
+    """The audit's own families: success, last success, when it ran, how long it took."""
     last = [({}, float(last_success))] if last_success is not None else []
     took = [({}, float(duration))] if duration is not None else []
     return [
@@ -179,8 +172,7 @@ def render_failure(
 
 
 class _Families:
-    """A prometheus_client collector of ``families``, each family with samples: counters
-    (``HEALTH_COUNTERS``, sampled as ``NAME_total``) and gauges."""
+    """A prometheus_client collector: ``HEALTH_COUNTERS`` as counters, the rest gauges."""
 
     def __init__(self, found: Iterable[tuple[str, str, list[Sample], str]]) -> None:
         self.found = found

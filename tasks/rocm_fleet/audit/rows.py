@@ -1,7 +1,4 @@
-"""What ``rocm-fleet audit`` knows about each host, gathered read-only: its ``AuditRow``, whose
-drift is the deploy's own plan grouped by concern, beside the survey's unenforced cells, GPU
-health and outliers (docs/decisions/audit.md).
-"""
+"""What ``rocm-fleet audit`` knows about each host, gathered read-only (docs/decisions/audit.md)."""
 
 from __future__ import annotations
 
@@ -76,8 +73,7 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell
 
 
 def seen_cells(config: Any, seen: Observed) -> ObservedCells:
-    """The cells of a host's readings; only an undriven GPU, a pending reboot, a boot kernel not
-    ready for the driver and Slurm's ``Gres=`` not what the GPUs make count as drift."""
+    """The cells of a host's readings (docs/decisions/audit.md says which are drift)."""
     newer = seen.newer[-1] if seen.newer else None
     mok = f", MOK {seen.mok}" if seen.mok else ""
     sb_text = {"absent": "unknown (no mokutil)"}.get(seen.secure_boot, seen.secure_boot) + mok
@@ -173,8 +169,7 @@ def changes_in_detail(state: Any, host_name: str) -> dict[str, list[dict[str, An
 
 
 def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]]:
-    """Concern -> its operations that would change the host, in plan order; every planned
-    concern is a key. ``_if``-gated operations are left out (their trigger is reported)."""
+    """Concern -> its operations that would change the host (``_if``-gated left out)."""
     concerns: dict[str, list[str]] = {}
     for operation_planned in planned:
         names = operation_planned.names
@@ -195,9 +190,7 @@ def gather(
     progress: Any = None,
     detail: bool = False,
 ) -> list[AuditRow]:
-    """Every (limited) host's row, built in parallel; ``progress(row, done, total)`` as each is.
-    ``detail``: a surveyed host's row carries its plan's changes in detail (``changes``; the
-    files that differ read for their diff, apt asked for its versions)."""
+    """Every (limited) host's row, in parallel; ``progress(row, done, total)`` as each is done."""
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
@@ -298,8 +291,7 @@ def gather(
 
 
 def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
-    """Each surveyed row with its outliers; one the deploy would change (``Outlier.drift``)
-    makes an ``ok`` row ``drift``, any other is reported only."""
+    """Each surveyed row with its outliers; a drifted one makes an ``ok`` row ``drift``."""
     by_host: dict[str, list[Outlier]] = {}
     for outlier in found:
         by_host.setdefault(outlier.host, []).append(outlier)

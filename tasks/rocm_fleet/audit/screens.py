@@ -1,7 +1,4 @@
-"""The audit's rows (``audit.rows``) on screen: the summary table (the default), the
-wide table, JSON, and the progress line; OpenMetrics is ``audit.metrics``. Tables, colour and
-width are ``cli.tables``' (rich's).
-"""
+"""The audit's rows on screen: summary table, wide table, JSON, progress."""
 
 from __future__ import annotations
 
@@ -101,8 +98,7 @@ def render_json(rows: list[AuditRow], status: int) -> str:
 
 
 def render_table(rows: list[AuditRow], colour: bool = False) -> str:
-    """Every column side by side: a line per host with data (drift marked ``!``), a line per
-    host without (status and why), then the summary."""
+    """The wide table: a line per host with data, then why for the others, then the summary."""
     shown = columns(rows)
     table = grid(["HOST", *(column.header for column in shown)])
     without = []
@@ -168,8 +164,7 @@ def _summary_cells(row: AuditRow) -> list[str]:
 
 
 def _details(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
-    """(text, drifted) lines under a host, ``visible``: its drift (all cells with ``verbose``),
-    or why none."""
+    """(text, drifted) lines under a host, ``visible``."""
     return [(visible(text), drift) for text, drift in _detail_lines(row, verbose)]
 
 
@@ -195,8 +190,7 @@ def _detail_lines(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
 
 
 def _why(row: AuditRow) -> str:
-    """Why a host has no data; for bad inventory data, where its lines are: on stderr, one
-    per bad key, as every command gives bad input (the audit's command prints them)."""
+    """Why a host has no data."""
     if row.status == "invalid":
         return "its inventory data is not valid (each bad key on stderr)"
     return row.error or ""
@@ -208,8 +202,7 @@ def render_summary(
     verbose: bool = False,
     width: int = FALLBACK_WIDTH,
 ) -> str:
-    """A line per host fitting ``width`` (names in full, other columns clipped), and under a
-    drifted host a wrapped ``!`` line per drifted concern or reason (all cells with ``verbose``)."""
+    """A line per host fitting ``width``, with a wrapped ``!`` line per drift or reason under it."""
     console = _console(Screen(width, colour))
     table = grid(list(SUMMARY))
     hosts = max([len(SUMMARY[0])] + [len(visible(row.host)) for row in rows])

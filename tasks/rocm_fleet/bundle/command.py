@@ -1,11 +1,4 @@
-"""``rocm-fleet bundle INVENTORY --output DIR``: fetch once, verified, what a fleet installs
-from AMD and PyTorch, for a fleet mirror (docs/offline-and-mirrors.md).
-
-Each host's needs come from its settings (the deploy's model) and its distro, read over SSH
-or given by ``--distro``; ``bundle.build`` fetches and verifies. Exit status
-(``cli.exits``): 0 complete; 1 something did not verify or upstream lacks a package; 2
-upstream or the proxy did not answer; 4 bad input.
-"""
+"""``rocm-fleet bundle INVENTORY --output DIR``: fetch once, verified, what a fleet installs."""
 
 from __future__ import annotations
 

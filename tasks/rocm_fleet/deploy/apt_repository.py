@@ -1,5 +1,4 @@
-"""One apt repository on a host in the order apt needs it: verified keyring, source, pin, the
-other stream's leftovers removed, lists refreshed only when the source or keyring changed."""
+"""One apt repository on a host: keyring, source, pin, leftovers removed, lists refreshed."""
 
 from __future__ import annotations
 
@@ -20,8 +19,7 @@ class AptFile:
 
 @dataclass(frozen=True)
 class AptKey:
-    """The keyring at ``path``, installed from ``url`` only if it holds ``fingerprint``, fetched
-    through ``proxy`` (empty: directly), trusting only ``ca`` when given."""
+    """The keyring at ``path`` from ``url``, only if it holds ``fingerprint``."""
 
     name: str
     path: str
@@ -51,8 +49,7 @@ def apt_repository(
     pin: AptFile | None = None,
     leftovers: Leftovers | None = None,
 ) -> None:
-    """Add one apt repository: ``key``, ``source``, ``pin``, ``leftovers`` removed, then
-    ``apt_lists_fresh`` over the source and its keyring (``signed_by``, else ``key``'s)."""
+    """Add one apt repository: key, source, pin, leftovers removed, lists refreshed."""
     if key is not None:
         verified_keyring(
             name=key.name,

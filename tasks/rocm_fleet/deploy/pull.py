@@ -1,9 +1,4 @@
-"""Pull mode: the node converges itself, on a timer, from its signed settings.
-
-``configure_pull`` installs (with ``rocm_pull``) or removes a hash-locked rocm-fleet venv, the
-trusted TUF root (from a push only), the pull script, its deploy and inventory, and a systemd
-service and timer. A push and a pull never change a node at once: see ``docs/pull-mode.md`` and
-``docs/decisions/push-and-pull.md``."""
+"""Pull mode: the node converges itself on a timer (docs/pull-mode.md)."""
 
 from __future__ import annotations
 
@@ -52,8 +47,7 @@ def service_unit() -> str:
 
 
 def timer_unit(config: Config) -> str:
-    """The pull's timer unit: ``OnBootSec`` then ``rocm_pull_interval`` after each run, with
-    ``rocm_pull_random_delay``."""
+    """The pull's timer unit."""
     return assets.render(
         "rocm-fleet-pull.timer.j2",
         interval=config.rocm_pull_interval,
@@ -67,8 +61,7 @@ def node_name(config: Config) -> str:
 
 
 def pull_script(config: Config, node: str) -> str:
-    """The service's script: its settings as shell variables, then ``files/scripts/safe-path.sh``
-    and ``files/rocm-fleet-pull.sh``."""
+    """The service's script: its settings as shell variables, then the pull's shell."""
     variables = {
         "PULL_SOURCE": config.rocm_pull_source or "",
         "PULL_NODE": node,
@@ -113,8 +106,7 @@ def oldest_python() -> str:
 
 
 def trusted_root_problem(path: str) -> str | None:
-    """Why ``path`` (where pyinfra runs) can't be the TUF root a node trusts (or can't be
-    read as one: TUF comes with the ``pull`` extra)."""
+    """Why ``path`` can't be the TUF root a node trusts."""
     try:
         from tuf.api.metadata import Metadata, Root
     except ModuleNotFoundError:
@@ -161,8 +153,7 @@ def deploy_file() -> str:
 
 
 def inventory_file() -> str:
-    """This node as ``@local`` in group ``PULL_GROUP``, its settings read from the verified JSON
-    (data, never code)."""
+    """This node as ``@local`` in ``PULL_GROUP``, settings read from the verified JSON."""
     return assets.render("pull-inventory.py.j2", data=paths.PULL_DATA, group=PULL_GROUP)
 
 
@@ -180,8 +171,7 @@ def pull_leftovers() -> bool:
 
 @deploy("Pull mode")
 def configure_pull(config: Config) -> None:
-    """Pull mode's venv, files and units with ``rocm_pull``; without it, their removal, planned
-    only when something of them is there."""
+    """Pull mode's venv, files and units with ``rocm_pull``; else their removal."""
     units = [paths.PULL_TIMER, paths.PULL_SERVICE]
     if not config.rocm_pull:
         if not pull_leftovers():
@@ -255,8 +245,7 @@ def is_pull_run(current: Any) -> bool:
 
 
 def pull_problems(current: Any, survey: HostSurvey, config: Config) -> list[str]:
-    """Preflight's problems with pull mode: a push while the node's pull runs, a trusted root that
-    isn't one, a node name that can't name a target."""
+    """Preflight's problems with pull mode."""
     problems = []
     if config.rocm_pull:
         assert config.rocm_pull_trusted_root  # config requires it
@@ -296,8 +285,7 @@ def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
 
 
 def mark_pushes(current: Any) -> None:
-    """Mark ``current`` while a push changes it, when it has pull mode's units (not on the pull's
-    own run)."""
+    """Mark ``current`` while a push changes it, when it has pull mode's units."""
     if is_pull_run(current) or read_fact(FileDigest, path=paths.PULL_SERVICE) is None:
         return
     wait = str(PUSH_WAITS_FOR_PULL_SECONDS)

@@ -1,6 +1,4 @@
-"""The PyTorch venv with the ROCm wheels matching the release (``model.sources.torch_pip`` picks
-the index and the set), every wheel pinned by hash: a bundle's, else the controller's lock made
-once per wheel set when some host is to install. See ``docs/decisions/pinned-wheels.md``."""
+"""The PyTorch venv with the release's ROCm wheels, every wheel pinned by hash."""
 
 from __future__ import annotations
 
@@ -33,8 +31,7 @@ PREREQUISITES = ["python3-venv"]
 
 @deploy("PyTorch")
 def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None:
-    """The venv and the release's wheels; ``distro`` gives the host's Python. Refuses the host
-    when the set can't be locked; ``DeployError`` on a bad bundle."""
+    """The venv and the release's wheels; refuses the host when the set can't be locked."""
     debian_packages(
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
@@ -81,8 +78,7 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
 
 @deploy("PyTorch")
 def configure_pip_credentials(config: Config, present: bool = True) -> None:
-    """``rocm_pip_netrc`` as root's 0600 netrc before pip runs; its removal when the setting or
-    torch goes (planned only when there)."""
+    """``rocm_pip_netrc`` as root's 0600 netrc, else its removal."""
     if present and config.rocm_pip_netrc:
         uploaded_file(
             name="Give pip the wheel index's credentials (root only)",
@@ -111,8 +107,7 @@ def controller_locks() -> Locks:
 
 @deploy("PyTorch")
 def remove_created_venv(config: Config) -> None:
-    """``pytorch_install: false``: remove the venv (and its directories) if rocm-fleet created it;
-    planned only when a venv is there."""
+    """Remove the venv if rocm-fleet created it (``pytorch_install: false``)."""
     if read_fact(FileDigest, path=paths.venv_marker(config.pytorch_venv)) is None:
         return
     venv(

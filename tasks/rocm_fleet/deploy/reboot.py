@@ -1,7 +1,4 @@
-"""Reboots that are safe: only when allowed (``rocm_reboot: allow``), only hosts that need one,
-``rocm_reboot_parallel`` at a time (pyinfra's ``_parallel``: set it fleet-wide), never into a
-kernel not ready for the driver. The run ends with a report of hosts that still need a reboot,
-were refused one, or wait at the console. See ``docs/decisions/reboots-and-kernels.md``."""
+"""Safe reboots (docs/decisions/reboots-and-kernels.md)."""
 
 from __future__ import annotations
 
@@ -49,8 +46,7 @@ def _report() -> None:
 def reboot_if_needed(
     config: Config, planned: list[tuple[str, OperationMeta]], distro: matrix.Distro
 ) -> None:
-    """Reboot (if allowed and safe) the hosts that need it; ``planned``: (reason, operation) pairs
-    of this run whose change will need one."""
+    """Reboot (if allowed and safe) the hosts that need it."""
     reasons = [reason for reason, op in planned if op.will_change]
     meta = reboot_when_needed(
         name="Reboot hosts that need it (when allowed)",

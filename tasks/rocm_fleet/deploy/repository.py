@@ -1,5 +1,4 @@
-"""AMD's apt repository of the release's stream (verified key, source, pin above the
-distribution's own ROCm), and nothing of the other stream's."""
+"""AMD's apt repository of the release's stream, and nothing of the other stream's."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
 
 
 def foreign_files(config: Config) -> Leftovers:
-    """The other stream's or repository's sources, pins and keyrings (the driver's keyring stays
-    while ``rocm_driver: dkms``)."""
+    """The other stream's or repository's sources, pins and keyrings."""
     stream, repo = config.stream, config.repository
     keep = {stream.keyring, config.amdgpu_keyring}
     return Leftovers(
@@ -80,8 +78,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
 
 
 def configure_apt_credentials(config: Config, present: bool = True) -> None:
-    """``rocm_apt_auth`` as root's 0600 auth.conf.d file, uploaded; its removal when the setting
-    goes (planned only when there). ``DeployError`` when the secret is gone."""
+    """``rocm_apt_auth`` as root's 0600 auth.conf.d file, else its removal."""
     if present and config.rocm_apt_auth:
         try:
             secret = read_secret(config.rocm_apt_auth)
