@@ -29,9 +29,6 @@ def _style(drift: bool) -> str:
     return DRIFT_STYLE if drift else ""
 
 
-# --- columns, summary -------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Column:
     """A column of the wide table: an ``observed`` cell or a plan's ``concern``, by key."""
@@ -94,9 +91,6 @@ def render_json(rows: list[AuditRow], status: int) -> str:
     return json.dumps(payload, indent=2) + "\n"
 
 
-# --- the wide table ---------------------------------------------------------------------------
-
-
 def render_table(rows: list[AuditRow], colour: bool = False) -> str:
     """The wide table: a line per host with data, then why for the others, then the summary."""
     shown = columns(rows)
@@ -124,8 +118,6 @@ def render_table(rows: list[AuditRow], colour: bool = False) -> str:
     return _text_of(console)
 
 
-# --- the summary table (the default) ----------------------------------------------------------
-
 SUMMARY = ("HOST", "STATUS", "DISTRO", "ROCM", "TORCH", "GPUS exp/found", "HEALTH")
 
 
@@ -142,17 +134,13 @@ def _health_summary(cells: ObservedCells) -> str:
 
 def _summary_values(row: AuditRow) -> list[str]:
     """The summary table's cells for ``row``, ``visible``."""
-    return [visible(value) for value in _summary_cells(row)]
-
-
-def _summary_cells(row: AuditRow) -> list[str]:
     cells = row.cells
     if cells.gpus is None:
-        return [row.host, row.status, "-", "-", "-", "-", "-"]
+        return [visible(row.host), visible(row.status), "-", "-", "-", "-", "-"]
     want = cells.gpus.expected_count
     found = cells.gpus.found
     have = f"{'>=1' if want is None else want}/{len(found)}"
-    return [
+    values = [
         row.host,
         row.status,
         cells.distro.text if cells.distro else "-",
@@ -161,14 +149,11 @@ def _summary_cells(row: AuditRow) -> list[str]:
         " ".join([have, *sorted(set(found))]),
         _health_summary(cells),
     ]
+    return [visible(value) for value in values]
 
 
 def _details(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
     """(text, drifted) lines under a host, ``visible``."""
-    return [(visible(text), drift) for text, drift in _detail_lines(row, verbose)]
-
-
-def _detail_lines(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
     details: list[tuple[str, bool]] = []
     if row.status in ("drift", "ok"):
         for column in columns([row]):
@@ -186,7 +171,7 @@ def _detail_lines(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
             details += [(f"{OBSERVED[k]}: {c.text}", c.drift) for k, c in row.cells.items()]
     else:
         details.append((f"{row.status}: {_why(row)}", True))
-    return details
+    return [(visible(text), drift) for text, drift in details]
 
 
 def _why(row: AuditRow) -> str:
@@ -230,9 +215,6 @@ def render_summary(
                               crop=False, overflow="ignore")  # fmt: skip
     console.print(summary_line(rows))
     return _text_of(console)
-
-
-# --- progress ---------------------------------------------------------------------------------
 
 
 class Progress:

@@ -32,8 +32,6 @@ from rocm_fleet.upstream.signature import SignatureError
 from rocm_fleet.upstream.wheels import Link
 from rocm_fleet.version import __version__
 
-# --- what an inventory needs -------------------------------------------------------------------
-
 
 @dataclass
 class Plan:
@@ -57,9 +55,6 @@ class Plan:
             )
             requirements.update(wheel.requirements())
             hosts.add(host)
-
-
-# --- making a bundle ---------------------------------------------------------------------------
 
 
 def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") -> dict[str, Any]:

@@ -64,9 +64,6 @@ def worst(statuses: Iterable[int]) -> Exit:
     return Exit.OK
 
 
-# --- the commands' shape (click) ------------------------------------------------------------
-
-
 def option(*decls: str, **attrs: Any) -> click.Option:
     """``click.Option``, its flags given as ``add_argument`` takes them."""
     return click.Option(list(decls), **attrs)
