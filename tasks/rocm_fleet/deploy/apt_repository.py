@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from rocm_fleet.operations.apt import apt_lists_fresh, verified_keyring
 from rocm_fleet.operations.files import text_file
@@ -51,17 +51,10 @@ def apt_repository(
 ) -> None:
     """Add one apt repository: key, source, pin, leftovers removed, lists refreshed."""
     if key is not None:
-        verified_keyring(
-            name=key.name,
-            path=key.path,
-            url=key.url,
-            fingerprint=key.fingerprint,
-            proxy=key.proxy,
-            ca=key.ca,
-        )
-    text_file(name=source.name, path=source.path, content=source.content)
+        verified_keyring(**asdict(key))
+    text_file(**asdict(source))
     if pin is not None:
-        text_file(name=pin.name, path=pin.path, content=pin.content)
+        text_file(**asdict(pin))
     if leftovers is not None:
         for path in leftovers.sources:
             text_file(name=f"Remove {leftovers.owner} source {path}", path=path, present=False)

@@ -39,6 +39,10 @@ PUSH_MARKER_EXPIRY_SECONDS = 4 * 3600
 PUSH_WAITS_FOR_PULL_SECONDS = 120
 
 
+#: the paths the pull script gets as ``PULL_<NAME>`` variables, in order
+SCRIPT_PATHS = "TRUSTED_ROOT SEAL_KEY METADATA ROOT VENV RUN_DIR LOCK DATA INVENTORY DEPLOY"
+
+
 def service_unit() -> str:
     """The pull's oneshot service unit (no start timeout; the script takes the lock)."""
     return assets.render(
@@ -65,16 +69,7 @@ def pull_script(config: Config, node: str) -> str:
     variables = {
         "PULL_SOURCE": config.rocm_pull_source or "",
         "PULL_NODE": node,
-        "PULL_TRUSTED_ROOT": paths.PULL_TRUSTED_ROOT,
-        "PULL_SEAL_KEY": paths.PULL_SEAL_KEY,
-        "PULL_METADATA": paths.PULL_METADATA,
-        "PULL_ROOT": paths.PULL_ROOT,
-        "PULL_VENV": paths.PULL_VENV,
-        "PULL_RUN_DIR": paths.PULL_RUN_DIR,
-        "PULL_LOCK": paths.PULL_LOCK,
-        "PULL_DATA": paths.PULL_DATA,
-        "PULL_INVENTORY": paths.PULL_INVENTORY,
-        "PULL_DEPLOY": paths.PULL_DEPLOY,
+        **{f"PULL_{name}": getattr(paths, f"PULL_{name}") for name in SCRIPT_PATHS.split()},
         "TEXTFILES": paths.NODE_EXPORTER_TEXTFILES,
         "PULL_METRICS": paths.PULL_METRICS,
         "PULL_MIRROR": f"{config.mirror.url}/" if config.mirror and mirror_ca(config) else "",

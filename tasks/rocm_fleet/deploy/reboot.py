@@ -23,23 +23,16 @@ logger = logging.getLogger("pyinfra")
 
 def _report() -> None:
     """Log the hosts that still need a reboot, were refused one, or wait at the console."""
-    lines = []
-    for name in sorted(NEEDS_REBOOT):
-        lines.append(f"  {name}: {visible('; '.join(NEEDS_REBOOT[name]))}")
-    if lines:
-        logger.warning(
-            "Hosts that need a reboot (not allowed: set rocm_reboot: allow, or reboot them "
-            "yourself):\n" + "\n".join(lines)
-        )
-    refused = [f"  {name}: {visible('; '.join(REFUSED[name]))}" for name in sorted(REFUSED)]
-    if refused:
-        logger.warning(
-            "Reboots refused: the kernel the host boots next isn't ready for its GPU "
-            "driver:\n" + "\n".join(refused)
-        )
-    console = [f"  {name}: {visible('; '.join(NOTES[name]))}" for name in sorted(NOTES)]
-    if console:
-        logger.warning("Hosts waiting for someone at the console:\n" + "\n".join(console))
+    for found, header in (
+        (NEEDS_REBOOT, "Hosts that need a reboot (not allowed: set rocm_reboot: allow, or "
+         "reboot them yourself):"),
+        (REFUSED, "Reboots refused: the kernel the host boots next isn't ready for its GPU "
+         "driver:"),
+        (NOTES, "Hosts waiting for someone at the console:"),
+    ):  # fmt: skip
+        lines = [f"  {name}: {visible('; '.join(found[name]))}" for name in sorted(found)]
+        if lines:
+            logger.warning(header + "\n" + "\n".join(lines))
 
 
 @deploy("Reboot")
