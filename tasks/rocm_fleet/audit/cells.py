@@ -253,14 +253,11 @@ class AuditRow:
             found["health"] = plain(self.health)
             found["outliers"] = [{**plain(o), "sentence": o.sentence()} for o in self.outliers]
         found["status"] = self.status
-        if self.details:
-            found["details"] = plain(self.details)
-        if self.warnings:
-            found["warnings"] = list(self.warnings)
-        if self.verified_at is not None:
-            found["verified_at"] = self.verified_at
-        if self.matrix_data is not None:
-            found["matrix_data"] = self.matrix_data
-        if self.changes is not None:
-            found["changes"] = plain(self.changes)
-        return found
+        optional = {
+            "details": self.details or None,
+            "warnings": self.warnings or None,
+            "verified_at": self.verified_at,
+            "matrix_data": self.matrix_data,
+            "changes": self.changes,
+        }
+        return found | {key: plain(value) for key, value in optional.items() if value is not None}
