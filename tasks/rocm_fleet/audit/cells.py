@@ -172,7 +172,6 @@ class ObservedCells:
     torch: TorchCell | None = field(default=None, metadata={"header": "TORCH (hip)"})
     gpus: GpusCell | None = field(default=None, metadata={"header": "GPUS expected/found"})
     driver: DriverCell | None = field(default=None, metadata={"header": "DRIVER"})
-    # (the Reboot concern's column is "REBOOT")
     reboot: RebootCell | None = field(default=None, metadata={"header": "REBOOT PENDING"})
     slurm: SlurmCell | None = field(default=None, metadata={"header": "SLURM GRES"})
     #: shown only when a host has it (``optional``)

@@ -79,7 +79,8 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     sb_text = {"absent": "unknown (no mokutil)"}.get(seen.secure_boot, seen.secure_boot) + mok
     torch = seen.torch
     hip = f" (hip {torch.hip})" if torch.hip else ""
-    expected = _expected_text(config)
+    count, gfx = config.expected_gpu_count, "/".join(config.expected_gfx_list) or "any"
+    expected = "none" if count == 0 else f"{count if count is not None else '>=1'} x {gfx}"
     driver = (
         "amdgpu " + (seen.amdgpu.get("version") or "(inbox)")
         if seen.amdgpu.get("loaded")
@@ -146,14 +147,6 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
         ),
         slurm=slurm_cell,
     )  # fmt: skip
-
-
-def _expected_text(config: Any) -> str:
-    count = config.expected_gpu_count
-    gfx = "/".join(config.expected_gfx_list) or "any"
-    if count == 0:
-        return "none"
-    return f"{count if count is not None else '>=1'} x {gfx}"
 
 
 def changes_in_detail(state: Any, host_name: str) -> dict[str, list[dict[str, Any]]]:
@@ -237,7 +230,6 @@ def gather(
         versions[host.name] = versions_from_survey(survey, health)
         peers[host.name] = peer_key(survey, seen.gpus, config)
         drift = [key for key, c in cells.items() if c.drift]
-        # outliers=(): filled in by flag_outliers once every host is in.
         if found.refused:
             details = found.findings.details if found.findings else {}
             return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
@@ -257,7 +249,6 @@ def gather(
             config = host_config(host)  # the mirror resolved too: a wrong one is invalid
         except ConfigError as exc:
             return AuditRow(host.name, "invalid", str(exc))
-        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
         row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
         if detail and row.status in ("drift", "ok"):
             row = replace(row, changes=changes_in_detail(state, host.name))

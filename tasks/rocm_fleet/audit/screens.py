@@ -14,11 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from rocm_fleet.audit.cells import OBSERVED, OPTIONAL, AuditRow, Cell, ObservedCells
-from rocm_fleet.cli.tables import COLOR_CHOICES as COLOR_CHOICES
+from rocm_fleet.cli import tables
 from rocm_fleet.cli.tables import FALLBACK_WIDTH, Screen, grid, measure
-from rocm_fleet.cli.tables import console as _console
 from rocm_fleet.cli.tables import screen_for as screen_for
-from rocm_fleet.cli.tables import text_of as _text_of
 from rocm_fleet.model.untrusted import visible
 
 #: how drifted cells and the reasons of hosts that aren't as the inventory says look
@@ -110,12 +108,12 @@ def render_table(rows: list[AuditRow], colour: bool = False) -> str:
     for row in without:
         reason = f"! {row.status.upper()}: {visible(_why(row))}"
         reasons.add_row(Text(visible(row.host), DRIFT_STYLE), Text(reason, DRIFT_STYLE))
-    console = _console(Screen(width=max(measure(table), measure(reasons)), colour=colour))
+    console = tables.console(Screen(width=max(measure(table), measure(reasons)), colour=colour))
     console.print(table)
     if without:
         console.print(reasons)
     console.print(summary_line(rows))
-    return _text_of(console)
+    return tables.text_of(console)
 
 
 SUMMARY = ("HOST", "STATUS", "DISTRO", "ROCM", "TORCH", "GPUS exp/found", "HEALTH")
@@ -188,7 +186,7 @@ def render_summary(
     width: int = FALLBACK_WIDTH,
 ) -> str:
     """A line per host fitting ``width``, with a wrapped ``!`` line per drift or reason under it."""
-    console = _console(Screen(width, colour))
+    console = tables.console(Screen(width, colour))
     table = grid(list(SUMMARY))
     hosts = max([len(SUMMARY[0])] + [len(visible(row.host)) for row in rows])
     # The whole name, not "…": the other columns give way first.
@@ -214,7 +212,7 @@ def render_summary(
                 console.print(Text(prefix) + Text(piece, _style(drift)), no_wrap=True,
                               crop=False, overflow="ignore")  # fmt: skip
     console.print(summary_line(rows))
-    return _text_of(console)
+    return tables.text_of(console)
 
 
 class Progress:

@@ -45,7 +45,6 @@ def plan_for(args: Any):
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
-    # The inventory's model, as the deploy reads it.
     fleet = fleet_of(hosts[0].inventory)
     bad = fleet.invalid(host.name for host in hosts)
     if bad:  # every host's, one line per bad key
@@ -68,7 +67,8 @@ def plan_for(args: Any):
     plan, notes = Plan(), []
     for name, config in configs.items():
         for key in distros[name]:
-            row = _row(key, config)
+            distro_id, _, version = key.partition(" ")
+            row = matrix.distro(distro_id, version, config.rocm_distro_override)
             if row is None:
                 raise UsageError(
                     f"{name}: {key} is not a distro the matrix knows "
@@ -91,11 +91,6 @@ def plan_for(args: Any):
             }
             plan.add(name if len(distros[name]) == 1 else f"{name} ({key})", needs, described)
     return plan, notes
-
-
-def _row(key: str, config: Any) -> matrix.Distro | None:
-    distro_id, _, version = key.partition(" ")
-    return matrix.distro(distro_id, version, config.rocm_distro_override)
 
 
 def run(args: Any) -> int:

@@ -102,15 +102,6 @@ def whole(table: Table) -> str:
     return text_of(written)
 
 
-def line(cells: Sequence[str], widths: Sequence[int], gap: int = 2) -> str:
-    """One row, columns at least ``widths`` wide (widened, never cut), ``gap`` apart."""
-    table = grid([""] * len(cells), gap)
-    for column, width in zip(table.columns, widths, strict=False):
-        column.min_width = width
-    table.add_row(*cells)
-    return whole(table)
-
-
 def folded(
     headers: Sequence[str],
     rows: Sequence[Sequence[str]],

@@ -105,13 +105,6 @@ def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[
     return listen, [*allowed, *config.rocm_mirror_allow]
 
 
-def _access(config: Config, host_name: str, inventory: Any) -> tuple[list[str], list[str]]:
-    try:
-        return mirror_access(config, host_name, inventory)
-    except ConfigError as exc:
-        raise DeployError(str(exc)) from None  # bad inventory data stops the run
-
-
 def _is_ip(value: str) -> bool:
     try:
         ipaddress.ip_address(value)
@@ -178,6 +171,10 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
             content=Secret(_controller_text(config.rocm_mirror_tls_key or "")),
             mode="600",
         )
+    try:
+        access = mirror_access(config, mirror.host or "", inventory)
+    except ConfigError as exc:
+        raise DeployError(str(exc)) from None  # bad inventory data stops the run
     text_file(
         name="Configure nginx to serve the mirror",
         path=paths.MIRROR_SITE,
@@ -186,7 +183,7 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
             bool(mirror.bundle),
             fleet_of(inventory).upstreams(mirror.host or ""),
             read_fact(Nameservers),
-            *_access(config, mirror.host or "", inventory),
+            *access,
             tls=mirror.tls,
         ),
     )

@@ -59,7 +59,6 @@ def _verify_site_data(config: Config, name: str) -> None:
     """ConfigError unless upstream is seen to publish the site matrix data's release."""
     if config.matrix_data is None:
         return
-    # Imported here: upstream's reader (TLS, HTTP, the matrix check) only with a site file.
     from rocm_fleet.upstream.site_check import SiteDataUnverified, verify
 
     fingerprints = {}

@@ -152,7 +152,6 @@ def inventory_file() -> str:
     return assets.render("pull-inventory.py.j2", data=paths.PULL_DATA, group=PULL_GROUP)
 
 
-# The pull's node_exporter textfiles.
 PULL_TEXTFILES = (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
 
 

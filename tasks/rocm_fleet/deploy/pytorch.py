@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
+from rocm_fleet.deploy.repository import secret_file
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import refuse_after_preflight
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.secrets import Secret, SecretError, read_secret
 from rocm_fleet.model.sources import torch_pip
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import text_file, uploaded_file
 from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
@@ -46,7 +45,6 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
     bundle = config.mirror.bundle if config.mirror else None
     locked = None
     if bundle and wheels.runtime is not None:
-        # Imported here: only needed with a bundle.
         from rocm_fleet.upstream.manifest import BundleError, bundle_lock
 
         try:
@@ -54,7 +52,6 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         except BundleError as exc:
             raise DeployError(str(exc)) from None
     elif pip_runs:
-        # The controller's lock, only when pip is to run.
         from rocm_fleet.upstream.lock import LockError, LockRequest  # requests: only here
 
         try:
@@ -79,22 +76,12 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
 @deploy("PyTorch")
 def configure_pip_credentials(config: Config, present: bool = True) -> None:
     """``rocm_pip_netrc`` as root's 0600 netrc, else its removal."""
-    if present and config.rocm_pip_netrc:
-        uploaded_file(
-            name="Give pip the wheel index's credentials (root only)",
-            path=paths.PIP_NETRC,
-            content=_secret(config.rocm_pip_netrc),
-            mode="600",
-        )
-    elif read_fact(FileDigest, path=paths.PIP_NETRC) is not None:
-        text_file(name="Remove pip's credentials", path=paths.PIP_NETRC, present=False)
-
-
-def _secret(source: str) -> Secret:
-    try:
-        return read_secret(source)
-    except SecretError as exc:  # checked when the run started; gone since
-        raise DeployError(str(exc)) from None
+    secret_file(
+        config.rocm_pip_netrc if present else None,
+        paths.PIP_NETRC,
+        "Give pip the wheel index's credentials (root only)",
+        "Remove pip's credentials",
+    )
 
 
 @functools.cache
