@@ -85,9 +85,6 @@ class HostVersions:
     kernel: str | None = None  #: running kernel release
     rocm: str | None = None  #: ``/opt/rocm/.info/version``
 
-    def get(self, prop: str) -> str | None:
-        return getattr(self, prop)
-
 
 def versions_from_survey(survey: HostSurvey, health: HostHealth | None) -> HostVersions:
     """A host's versions from its survey and its amd-smi reading."""
@@ -136,7 +133,7 @@ def outliers(groups: Mapping[str, list[str]], hosts: Mapping[str, HostVersions])
     for group in sorted(groups):
         members = [name for name in groups[group] if name in hosts]
         for prop in PROPERTIES:
-            reported = {name: hosts[name].get(prop) for name in members}
+            reported = {name: getattr(hosts[name], prop) for name in members}
             values = [value for value in reported.values() if value is not None]
             common = majority(values)
             if common is None:
