@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from rocm_fleet.audit import reads
 from rocm_fleet.audit.cells import (
     ApuTotals,
     AuditRow,
@@ -33,14 +34,6 @@ from rocm_fleet.audit.outliers import (
     peer_key,
     versions_from_survey,
     with_drift,
-)
-from rocm_fleet.audit.reads import (
-    acceptance_cell,
-    containers_cell,
-    health_cell,
-    read_acceptance,
-    read_containers,
-    read_health,
 )
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
@@ -212,8 +205,8 @@ def gather(
         found = outcome(state, host.name) if config.rocm_state != "absent" else None
         survey = found.survey if found else None
         seen = observe(survey, config) if survey is not None else None
-        health = read_health(host) if survey is not None else None
-        view = read_containers(host, config) if survey is not None else None
+        health = reads.read_health(host) if survey is not None else None
+        view = reads.read_containers(host, config) if survey is not None else None
         engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
@@ -221,11 +214,11 @@ def gather(
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        accepted = read_acceptance(host) if config.rocm_acceptance != "off" else None
+        accepted = reads.read_acceptance(host) if config.rocm_acceptance != "off" else None
         cells = replace(
-            seen_cells(config, seen), health=health_cell(health),
-            containers=containers_cell(config, judged),
-            acceptance=acceptance_cell(accepted, time.time(), config),
+            seen_cells(config, seen), health=reads.health_cell(health),
+            containers=reads.containers_cell(config, judged),
+            acceptance=reads.acceptance_cell(accepted, time.time(), config),
         )  # fmt: skip
         versions[host.name] = versions_from_survey(survey, health)
         peers[host.name] = peer_key(survey, seen.gpus, config)
