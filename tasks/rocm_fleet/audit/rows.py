@@ -306,7 +306,6 @@ def _with_outliers(row: AuditRow, mine: list[Outlier]) -> AuditRow:
 
 
 def _absent_row(host: str, concerns: dict[str, list[str]]) -> AuditRow:
-    """The row of a host whose inventory says ``rocm_state: absent``."""
     cells, drift = concern_cells(concerns)
     return AuditRow(
         host, "drift" if drift else "ok", drift=tuple(drift),

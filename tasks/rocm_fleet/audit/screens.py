@@ -131,7 +131,6 @@ def _health_summary(cells: ObservedCells) -> str:
 
 
 def _summary_values(row: AuditRow) -> list[str]:
-    """The summary table's cells for ``row``, ``visible``."""
     cells = row.cells
     if cells.gpus is None:
         return [visible(row.host), visible(row.status), "-", "-", "-", "-", "-"]
@@ -173,7 +172,6 @@ def _details(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
 
 
 def _why(row: AuditRow) -> str:
-    """Why a host has no data."""
     if row.status == "invalid":
         return "its inventory data is not valid (each bad key on stderr)"
     return row.error or ""

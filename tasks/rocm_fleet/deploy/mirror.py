@@ -59,7 +59,6 @@ def _bracketed(address: str) -> str:
 
 
 def _upstream(number: int, server: ProxiedUpstream) -> dict[str, Any]:
-    """The site's view of ``server``."""
     netloc = server.netloc
     bare = ":" not in netloc.rsplit("]", 1)[-1]
     default = 443 if server.scheme == "https" else 80

@@ -213,17 +213,14 @@ def configure_pull(config: Config) -> None:
         )
     elif read_fact(FileDigest, path=paths.PULL_SEAL_KEY) is not None:
         text_file(name="Remove the node's seal key", path=paths.PULL_SEAL_KEY, present=False)
-    text_file(
-        name="Write the pull script",
-        path=paths.PULL_SCRIPT,
-        content=pull_script(config, node_name(config)),
-    )
-    text_file(name="Write the pull's deploy", path=paths.PULL_DEPLOY, content=deploy_file())
-    text_file(
-        name="Write the pull's inventory", path=paths.PULL_INVENTORY, content=inventory_file()
-    )
-    text_file(name="Write the pull service", path=paths.PULL_SERVICE, content=service_unit())
-    text_file(name="Write the pull timer", path=paths.PULL_TIMER, content=timer_unit(config))
+    for name, path, content in (
+        ("Write the pull script", paths.PULL_SCRIPT, pull_script(config, node_name(config))),
+        ("Write the pull's deploy", paths.PULL_DEPLOY, deploy_file()),
+        ("Write the pull's inventory", paths.PULL_INVENTORY, inventory_file()),
+        ("Write the pull service", paths.PULL_SERVICE, service_unit()),
+        ("Write the pull timer", paths.PULL_TIMER, timer_unit(config)),
+    ):
+        text_file(name=name, path=path, content=content)
     timer_enabled(
         name="Enable the pull timer",
         timer=paths.PULL_TIMER,
