@@ -1,6 +1,4 @@
-"""The files rocm-fleet puts on hosts, the shell scripts its operations and facts run
-(``scripts/``) and the Jinja2 templates of its configuration files (``templates/``): the
-``files`` folder beside this module."""
+"""The ``files/`` folder beside this module: scripts hosts run and Jinja2 templates."""
 
 import functools
 import shlex
@@ -31,6 +29,5 @@ def _environment() -> jinja2.Environment:
 
 
 def render(template: str, /, **values: object) -> str:
-    """``files/templates/TEMPLATE`` rendered with ``values`` (checked by their grammars before:
-    nothing is escaped); jinja2's UndefinedError for a missing value."""
+    """``files/templates/TEMPLATE`` rendered with ``values``, unescaped (checked before)."""
     return _environment().get_template(template).render(values)

@@ -14,10 +14,8 @@ ATTEMPTS = 100
 def write_atomically(
     path: Path, data: str | bytes, mode: int = 0o644, *, exclusive: bool = False
 ) -> None:
-    """``path`` holding ``data`` (text as UTF-8, file ``mode``): readers see the old file or the
-    new one, also after a crash. A link at ``path`` is replaced, not followed; a taken
-    temporary name is never opened. ``exclusive``: only where nothing is at ``path``, else
-    FileExistsError. On failure ``path`` is unchanged."""
+    """``path`` holding ``data``, replaced whole (a link at ``path`` replaced, not followed);
+    ``exclusive``: FileExistsError when something is there. On failure ``path`` is unchanged."""
     content = data.encode() if isinstance(data, str) else data
     directory = path.parent
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

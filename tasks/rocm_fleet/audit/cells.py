@@ -1,7 +1,4 @@
-"""The audit's row and its cells, as types: ``audit.rows`` builds an ``AuditRow`` per host, the
-screens and metrics read it. ``AuditRow.to_json`` is ``--format json``'s host object: its keys
-and values stay (a cell is ``{"text", "drift", <its fields>}``, in field order).
-"""
+"""The audit's row and cells as types; ``AuditRow.to_json`` is ``--format json``'s host object."""
 
 from __future__ import annotations
 
@@ -119,8 +116,7 @@ class SlurmCell(Cell):
 
 @dataclass(frozen=True, kw_only=True)
 class ContainersCell(Cell):
-    """GPU containers (``rocm_containers_engines``): whether they work here, and the CDI spec
-    against the GPUs (``model.gpu_containers.judge``)."""
+    """GPU containers (``rocm_containers_engines``): ``model.gpu_containers.judge``'s verdict."""
 
     engines: tuple[str, ...]  #: the engines the inventory wants
     spec: str  #: ``current``, ``stale``, ``missing``, ``unknown``
@@ -165,8 +161,7 @@ class ConcernCell(Cell):
 
 @dataclass(frozen=True)
 class ObservedCells:
-    """The cells of what the survey saw, in column order (field metadata ``header``); None
-    where the host has none."""
+    """The survey's cells in column order (metadata ``header``); None where the host has none."""
 
     distro: Cell | None = field(default=None, metadata={"header": "DISTRO"})
     kernel: KernelCell | None = field(default=None, metadata={"header": "KERNEL"})
@@ -177,7 +172,6 @@ class ObservedCells:
     torch: TorchCell | None = field(default=None, metadata={"header": "TORCH (hip)"})
     gpus: GpusCell | None = field(default=None, metadata={"header": "GPUS expected/found"})
     driver: DriverCell | None = field(default=None, metadata={"header": "DRIVER"})
-    # (the Reboot concern's column is "REBOOT")
     reboot: RebootCell | None = field(default=None, metadata={"header": "REBOOT PENDING"})
     slurm: SlurmCell | None = field(default=None, metadata={"header": "SLURM GRES"})
     #: shown only when a host has it (``optional``)
@@ -258,14 +252,11 @@ class AuditRow:
             found["health"] = plain(self.health)
             found["outliers"] = [{**plain(o), "sentence": o.sentence()} for o in self.outliers]
         found["status"] = self.status
-        if self.details:
-            found["details"] = plain(self.details)
-        if self.warnings:
-            found["warnings"] = list(self.warnings)
-        if self.verified_at is not None:
-            found["verified_at"] = self.verified_at
-        if self.matrix_data is not None:
-            found["matrix_data"] = self.matrix_data
-        if self.changes is not None:
-            found["changes"] = plain(self.changes)
-        return found
+        optional = {
+            "details": self.details or None,
+            "warnings": self.warnings or None,
+            "verified_at": self.verified_at,
+            "matrix_data": self.matrix_data,
+            "changes": self.changes,
+        }
+        return found | {key: plain(value) for key, value in optional.items() if value is not None}

@@ -1,10 +1,4 @@
-"""``rocm-fleet audit INVENTORY [--limit PATTERN] [--data KEY=VALUE] [--format FORMAT]
-[--color WHEN] [-v] [-q] [-o FILE]``: a read-only drift report.
-
-Rows from ``audit.rows``, shown by ``audit.screens`` (table, JSON) or ``audit.metrics``.
-Exit status (``cli.exits``): 0 no drift, 1 drift or refused, 2 unreachable or failed, 4 bad
-inventory data.
-"""
+"""``rocm-fleet audit INVENTORY``: a read-only drift report (exit status: ``EXIT_STATUS``)."""
 
 from __future__ import annotations
 
@@ -19,7 +13,7 @@ import click
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.audit.metrics import FORMATS
 from rocm_fleet.cli.exits import Command, epilog, option, print_problems, problem_lines
-from rocm_fleet.cli.inventory import UsageError, host_options
+from rocm_fleet.cli.inventory import UsageError, host_options, parse_data
 from rocm_fleet.cli.tables import COLOR_CHOICES
 from rocm_fleet.model.untrusted import visible_lines
 
@@ -36,16 +30,8 @@ def run(args: Any) -> int:
 
     patch_as_cli()
 
-    from rocm_fleet.audit import metrics
+    from rocm_fleet.audit import metrics, screens
     from rocm_fleet.audit.rows import exit_status, gather
-    from rocm_fleet.audit.screens import (
-        Progress,
-        render_json,
-        render_summary,
-        render_table,
-        screen_for,
-    )
-    from rocm_fleet.cli.inventory import parse_data
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     data = parse_data(args.data)
@@ -56,7 +42,7 @@ def run(args: Any) -> int:
     if args.quiet:
         # -q: pyinfra's logger repeats each refusal the report gives.
         logging.getLogger("pyinfra").setLevel(logging.CRITICAL)
-    progress = None if args.quiet else Progress()
+    progress = None if args.quiet else screens.Progress()
     started = time.time()
     try:
         rows = gather(args.inventory, limits, data or None, progress, detail=fmt == "json")
@@ -73,25 +59,24 @@ def run(args: Any) -> int:
     # Bad inventory data as every command gives it: a line per bad key on stderr.
     invalid = [row.error or "" for row in rows if row.status == "invalid"]
     print_problems("rocm-fleet audit", [line for e in invalid for line in problem_lines(e)])
-    screen = screen_for(sys.stdout, args.color)
+    screen = screens.screen_for(sys.stdout, args.color)
     colour = screen.colour and output is None
     if fmt == "json":
-        text = render_json(rows, status)
+        text = screens.render_json(rows, status)
     elif fmt in metrics.FORMATS:
         text = metrics.render(rows, fmt, now=started, duration=time.time() - started)
         if output is None:
             text = for_terminal(text, sys.stdout)
     elif args.wide:
-        text = render_table(rows, colour=colour) + "\n"
+        text = screens.render_table(rows, colour=colour) + "\n"
     else:
-        text = render_summary(rows, colour, args.verbose, width=screen.width) + "\n"
+        text = screens.render_summary(rows, colour, args.verbose, width=screen.width) + "\n"
     _emit(text, output)
     return status
 
 
 def for_terminal(text: str, stream) -> str:
-    """Metrics keep a node's exact text (their format escapes only ``\\``, ``"`` and line
-    breaks): on a terminal, its controls are written out (``visible_lines``), not obeyed."""
+    """Metrics with a node's controls written out (``visible_lines``) on a terminal."""
     try:
         return visible_lines(text) if stream.isatty() else text
     except (AttributeError, ValueError):

@@ -1,9 +1,4 @@
-"""The audit as metrics: OpenMetrics 1.0 or Prometheus text 0.0.4 (node_exporter's textfile
-collector), written and read back by prometheus_client, imported only when used. Every
-family is a gauge but the GPUs' ECC counts (counters, ``_total``), the hosts' labelled
-``host``; names follow Prometheus's naming guide (base units); the families:
-docs/audit-and-metrics.md.
-"""
+"""The audit as OpenMetrics 1.0 or Prometheus text 0.0.4 (docs/audit-and-metrics.md)."""
 
 from __future__ import annotations
 
@@ -27,51 +22,61 @@ if TYPE_CHECKING:
 
 #: the output formats: OpenMetrics 1.0, and Prometheus text 0.0.4 (node_exporter's textfile)
 FORMATS = ("openmetrics", "prometheus")
-#: the Content-Type each format is served with
-CONTENT_TYPES = {
-    "openmetrics": "application/openmetrics-text; version=1.0.0; charset=utf-8",
-    "prometheus": "text/plain; version=0.0.4; charset=utf-8",
-}
 
 Sample = tuple[dict[str, str], float]
+
+
+#: the families of the hosts' rows, in order: name -> help
+ROW_FAMILIES = {
+    "rocm_fleet_audit_status": "The host's audit status (1 for the one it has).",
+    "rocm_fleet_host_info": "What the host has installed: distribution, ROCm, torch.",
+    "rocm_fleet_gpus_expected": "GPUs the inventory expects.",
+    "rocm_fleet_gpus_found": "AMD GPUs the host has.",
+    "rocm_fleet_drifted_concerns": "Concerns that differ from the inventory.",
+    "rocm_fleet_concern_drifted": "1 when the concern differs from the inventory.",
+    "rocm_fleet_reboot_pending": "1 when the host waits for a reboot.",
+    "rocm_fleet_reboot_unsafe": "1 when the kernel the host boots next is not ready for its GPU "
+    "driver (a reboot would be refused).",
+    "rocm_fleet_gpu_undriven": "1 when an AMD GPU of the host has no driver bound.",
+    "rocm_fleet_last_verify_timestamp_seconds": "When the deploy's GPU check last passed on the "
+    "host (this boot).",
+    "rocm_fleet_gpu_containers_ok": "1 when GPU containers work on the host as the inventory "
+    "wants (each engine there, the CDI spec current, rootless users in video and render).",
+    "rocm_fleet_cdi_spec_stale": "1 when the host's CDI spec names GPUs that are gone or misses "
+    "GPUs it has.",
+    "rocm_fleet_outlier": "1 when the host's field differs from the majority of its peers (same "
+    "distro release, GPU model and settings).",
+    "rocm_fleet_outlier_drift": "1 when the host's outlying field is drift: the deploy would "
+    "change it.",
+}
+
+
+def _unit(name: str) -> str:
+    return "seconds" if name.endswith("_seconds") else ""
 
 
 def families(
     rows: list[AuditRow], now: float, duration: float | None = None
 ) -> list[tuple[str, str, list[Sample], str]]:
-    """(name, help, samples, unit) per family, from the audit's rows (``duration``: the
-    audit's seconds)."""
-    status: list[Sample] = []
-    info: list[Sample] = []
-    expected: list[Sample] = []
-    found: list[Sample] = []
-    drifted: list[Sample] = []
-    concern: list[Sample] = []
-    reboot: list[Sample] = []
-    unsafe: list[Sample] = []
-    undriven: list[Sample] = []
-    verified: list[Sample] = []
-    outlier: list[Sample] = []
-    outlier_drift: list[Sample] = []
-    containers: list[Sample] = []
-    stale: list[Sample] = []
+    """(name, help, samples, unit) per family of the audit's rows."""
+    found: dict[str, list[Sample]] = {f: [] for f in (*ROW_FAMILIES, *ACCEPTANCE_FAMILIES)}
+
+    def add(family: str, sample: Sample) -> None:
+        found["rocm_fleet_" + family].append(sample)
+
     health: list[tuple[str, HostHealth]] = []
-    accepted: dict[str, list[Sample]] = {name: [] for name in ACCEPTANCE_FAMILIES}
     for row in rows:
         host = {"host": row.host}
         if row.acceptance is not None:
             for name, labels, value in acceptance_samples(row.host, row.acceptance):
-                accepted[name].append((labels, value))
+                found[name].append((labels, value))
         if row.health:
             health.append((row.host, row.health))
-        outlier += [
-            ({**host, "group": o.group, "field": o.property}, 1.0) for o in row.outliers or ()
-        ]
-        outlier_drift += [
-            ({**host, "group": o.group, "field": o.property}, float(o.drift))
-            for o in row.outliers or ()
-        ]
-        status += [({**host, "status": s}, float(row.status == s)) for s in STATUSES]
+        for o in row.outliers or ():
+            add("outlier", ({**host, "group": o.group, "field": o.property}, 1.0))
+            add("outlier_drift", ({**host, "group": o.group, "field": o.property}, float(o.drift)))
+        for s in STATUSES:
+            add("audit_status", ({**host, "status": s}, float(row.status == s)))
         cells = row.cells
         if not cells:
             continue  # unreachable, failed, invalid: the status says all that is known
@@ -82,68 +87,39 @@ def families(
             "torch": (torch.torch if torch else None) or "",
             "hip": (torch.hip if torch else None) or "",
         }
-        info.append(({**host, **labels}, 1.0))
+        add("host_info", ({**host, **labels}, 1.0))
         gpus = cells.gpus
         if gpus is not None and gpus.expected_count is not None:
-            expected.append((host, float(gpus.expected_count)))
-        found.append((host, float(len(gpus.found) if gpus else 0)))
+            add("gpus_expected", (host, float(gpus.expected_count)))
+        add("gpus_found", (host, float(len(gpus.found) if gpus else 0)))
         if row.status in ("ok", "drift"):
             flags = {key: c.drift for key, c in row.concerns.items()}
-            drifted.append((host, float(sum(flags.values()))))
-            concern += [({**host, "concern": key}, float(flag)) for key, flag in flags.items()]
-        reboot.append((host, float(bool(cells.reboot and cells.reboot.pending))))
-        unsafe.append((host, float(bool(cells.reboot and cells.reboot.unsafe))))
+            add("drifted_concerns", (host, float(sum(flags.values()))))
+            for key, flag in flags.items():
+                add("concern_drifted", ({**host, "concern": key}, float(flag)))
+        add("reboot_pending", (host, float(bool(cells.reboot and cells.reboot.pending))))
+        add("reboot_unsafe", (host, float(bool(cells.reboot and cells.reboot.unsafe))))
         if cells.driver is not None:
-            undriven.append((host, float(cells.driver.drift)))
+            add("gpu_undriven", (host, float(cells.driver.drift)))
         if row.verified_at:
-            verified.append((host, float(row.verified_at)))
+            add("last_verify_timestamp_seconds", (host, float(row.verified_at)))
         if cells.containers is not None and cells.containers.spec != "unknown":
-            containers.append((host, float(cells.containers.works)))
-            stale.append((host, float(cells.containers.spec == "stale")))
-    gpus = {name: samples for name, _, samples, _ in health_families(health)}
+            add("gpu_containers_ok", (host, float(cells.containers.works)))
+            add("cdi_spec_stale", (host, float(cells.containers.spec == "stale")))
+    gpus_found = {name: samples for name, _, samples, _ in health_families(health)}
     return [
         *audit_families(now, now, duration=duration),
-        ("rocm_fleet_audit_status", "The host's audit status (1 for the one it has).", status,
-         ""),
-        ("rocm_fleet_host_info", "What the host has installed: distribution, ROCm, torch.",
-         info, ""),
-        ("rocm_fleet_gpus_expected", "GPUs the inventory expects.", expected, ""),
-        ("rocm_fleet_gpus_found", "AMD GPUs the host has.", found, ""),
-        ("rocm_fleet_drifted_concerns", "Concerns that differ from the inventory.", drifted, ""),
-        ("rocm_fleet_concern_drifted", "1 when the concern differs from the inventory.",
-         concern, ""),
-        ("rocm_fleet_reboot_pending", "1 when the host waits for a reboot.", reboot, ""),
-        ("rocm_fleet_reboot_unsafe", "1 when the kernel the host boots next is not ready for "
-         "its GPU driver (a reboot would be refused).", unsafe, ""),
-        ("rocm_fleet_gpu_undriven", "1 when an AMD GPU of the host has no driver bound.",
-         undriven, ""),
-        ("rocm_fleet_last_verify_timestamp_seconds",
-         "When the deploy's GPU check last passed on the host (this boot).", verified,
-         "seconds"),
-        ("rocm_fleet_gpu_containers_ok",
-         "1 when GPU containers work on the host as the inventory wants (each engine there, "
-         "the CDI spec current, rootless users in video and render).", containers, ""),
-        ("rocm_fleet_cdi_spec_stale",
-         "1 when the host's CDI spec names GPUs that are gone or misses GPUs it has.", stale,
-         ""),
-        ("rocm_fleet_outlier",
-         "1 when the host's field differs from the majority of its peers (same distro "
-         "release, GPU model and settings).", outlier, ""),
-        ("rocm_fleet_outlier_drift",
-         "1 when the host's outlying field is drift: the deploy would change it.",
-         outlier_drift, ""),
+        *((name, text, found[name], _unit(name)) for name, text in ROW_FAMILIES.items()),
         # every health family named, even when empty
-        *((name, text, gpus.get(name, []), "") for name, text in HEALTH_FAMILIES.items()),
-        *((name, text, accepted[name], "seconds" if name.endswith("_seconds") else "")
-          for name, text in ACCEPTANCE_FAMILIES.items()),
-    ]  # fmt: skip
+        *((name, text, gpus_found.get(name, []), "") for name, text in HEALTH_FAMILIES.items()),
+        *((name, text, found[name], _unit(name)) for name, text in ACCEPTANCE_FAMILIES.items()),
+    ]
 
 
 def audit_families(
     now: float, last_success: float | None, success: bool = True, duration: float | None = None
 ) -> list[tuple[str, str, list[Sample], str]]:
-    """The audit's own families: whether it succeeded, when it last did, when it ran, how
-    long it took."""
+    """The audit's own families: success, last success, when it ran, how long it took."""
     last = [({}, float(last_success))] if last_success is not None else []
     took = [({}, float(duration))] if duration is not None else []
     return [
@@ -164,8 +140,6 @@ def render(
     duration: float | None = None,
 ) -> str:
     """The audit's rows in ``fmt`` (one of FORMATS), ending with a newline."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     return _text(families(rows, time.time() if now is None else now, duration), fmt)
 
 
@@ -173,14 +147,11 @@ def render_failure(
     fmt: str, now: float, last_success: float | None, duration: float | None = None
 ) -> str:
     """The metrics of a failed audit: success 0, the last success's time carried over."""
-    if fmt not in FORMATS:
-        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     return _text(audit_families(now, last_success, success=False, duration=duration), fmt)
 
 
 class _Families:
-    """A prometheus_client collector of ``families``, each family with samples: counters
-    (``HEALTH_COUNTERS``, sampled as ``NAME_total``) and gauges."""
+    """A prometheus_client collector: ``HEALTH_COUNTERS`` as counters, the rest gauges."""
 
     def __init__(self, found: Iterable[tuple[str, str, list[Sample], str]]) -> None:
         self.found = found
@@ -201,6 +172,8 @@ class _Families:
 
 
 def _text(found: list[tuple[str, str, list[Sample], str]], fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"format {fmt!r}: expected one of {', '.join(FORMATS)}")
     from prometheus_client import generate_latest
     from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 

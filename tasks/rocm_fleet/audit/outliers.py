@@ -1,8 +1,5 @@
-"""The audit's outlier rule, pure: a host whose driver, firmware, kernel or ROCm differs from
-the strict majority (more than half, of at least three reporting hosts) of its peers, the
-hosts of the same distro release, GPU model and rocm-fleet settings (:func:`peer_key`). Hosts
-that didn't report a property are neither counted nor flagged. An outlier is drift only when
-the deploy would change it (:data:`CONCERNS`); else it is reported, not drift.
+"""The audit's outlier rule, pure: a host differing from the strict majority of its peers
+(docs/decisions/audit.md).
 """
 
 from __future__ import annotations
@@ -64,8 +61,7 @@ def settings_digest(config: Any) -> str:
 
 
 def peer_key(survey: HostSurvey, gpus: list[dict[str, Any]], config: Any) -> PeerKey:
-    """The host's peers: its distro release, GPU model(s) (of ``gpus_found``: the product where
-    the PCI ID names one, else the gfx target) and the digest of its deciding settings."""
+    """The host's peers: its distro release, GPU model(s) and deciding settings' digest."""
     distro = survey.distro or {}
     release = f"{distro.get('id') or '?'} {distro.get('version_id') or '?'}"
     models = sorted({gpu_type(g["gfx"] or "unknown", g.get("device")) for g in gpus})
@@ -88,9 +84,6 @@ class HostVersions:
     firmware: str | None = None  #: GPU firmware (VBIOS / IFWI), joined if several GPUs differ
     kernel: str | None = None  #: running kernel release
     rocm: str | None = None  #: ``/opt/rocm/.info/version``
-
-    def get(self, prop: str) -> str | None:
-        return getattr(self, prop)
 
 
 def versions_from_survey(survey: HostSurvey, health: HostHealth | None) -> HostVersions:
@@ -135,13 +128,12 @@ def majority(values: list[str]) -> str | None:
 
 
 def outliers(groups: Mapping[str, list[str]], hosts: Mapping[str, HostVersions]) -> list[Outlier]:
-    """Each host differing from its group's majority, per property; a host is judged in each
-    of its groups, and skipped if missing from ``hosts``."""
+    """Each host differing from its group's majority, per property (hosts missing skipped)."""
     found = []
     for group in sorted(groups):
         members = [name for name in groups[group] if name in hosts]
         for prop in PROPERTIES:
-            reported = {name: hosts[name].get(prop) for name in members}
+            reported = {name: getattr(hosts[name], prop) for name in members}
             values = [value for value in reported.values() if value is not None]
             common = majority(values)
             if common is None:
@@ -156,8 +148,7 @@ def outliers(groups: Mapping[str, list[str]], hosts: Mapping[str, HostVersions])
 
 
 def with_drift(found: list[Outlier], drifted: Mapping[str, set[str]]) -> list[Outlier]:
-    """``found``, each marked drift when one of its property's :data:`CONCERNS` is among
-    its host's drifted concern ids (``drifted``: host -> ids)."""
+    """``found``, drift where one of the property's :data:`CONCERNS` drifted on its host."""
     return [
         replace(o, drift=bool(set(CONCERNS[o.property]) & drifted.get(o.host, set())))
         for o in found

@@ -1,6 +1,4 @@
-"""The audit's reads beside the survey (amd-smi's GPU health, the GPU container side, the last
-acceptance run) and the cells ``audit.rows`` makes of them (docs/decisions/audit.md).
-"""
+"""The audit's reads beside the survey (GPU health, containers, acceptance) and their cells."""
 
 from __future__ import annotations
 
@@ -12,30 +10,32 @@ from rocm_fleet.model.gpu_containers import ContainersVerdict, ContainerView
 from rocm_fleet.model.health import HostHealth
 
 
-def read_health(host: Any) -> HostHealth | None:
-    """The host's GPUs' health as amd-smi reports it; None when the read couldn't run."""
+def _read(host: Any, key: str, fact: Any) -> Any:
+    """``fact`` read apart from the survey; None when the read couldn't run."""
     from rocm_fleet.engine.surveying import read_apart
-    from rocm_fleet.facts.health import GpuHealthFact
     from rocm_fleet.facts.round_trip import Read
 
-    answer = read_apart(host, [Read("health", GpuHealthFact)])
+    answer = read_apart(host, [Read(key, fact)])
     return answer[0] if answer else None
+
+
+def read_health(host: Any) -> HostHealth | None:
+    """The host's GPUs' health as amd-smi reports it; None when the read couldn't run."""
+    from rocm_fleet.facts.health import GpuHealthFact
+
+    return _read(host, "health", GpuHealthFact)
 
 
 def read_acceptance(host: Any) -> AcceptanceRead | None:
     """The node's last acceptance record; None when the read couldn't run."""
-    from rocm_fleet.engine.surveying import read_apart
     from rocm_fleet.facts.acceptance import AcceptanceRecordFact
-    from rocm_fleet.facts.round_trip import Read
 
-    answer = read_apart(host, [Read("acceptance", AcceptanceRecordFact)])
-    return answer[0] if answer else None
+    return _read(host, "acceptance", AcceptanceRecordFact)
 
 
 def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None) -> AcceptanceCell:
-    """The ``acceptance`` cell: the last run's level, result and age, a failed one marked "!"
-    with its failing steps (not drift: no deploy repairs it; the roll runs it again, the
-    RocmFleetAcceptanceFailed alert says so); never run, unreadable or off (not read)."""
+    """The ``acceptance`` cell: the last run's level, result and age ("!" with the failing
+    steps when failed, never drift); never run, unreadable or off."""
     if config is not None and config.rocm_acceptance == "off":
         return AcceptanceCell("off")
     if read is None:
@@ -56,22 +56,17 @@ def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None)
 
 
 def read_containers(host: Any, config: Any) -> ContainerView | None:
-    """The node's container side (``facts.containers``) when the inventory wants GPU
-    containers; None when it doesn't or the read couldn't run."""
+    """The node's container side when the inventory wants GPU containers, else None."""
     if not config.rocm_containers_engines:
         return None
-    from rocm_fleet.engine.surveying import read_apart
     from rocm_fleet.facts.containers import GpuContainersFact
-    from rocm_fleet.facts.round_trip import Read
 
-    answer = read_apart(host, [Read("containers", GpuContainersFact)])
-    return answer[0] if answer else None
+    return _read(host, "containers", GpuContainersFact)
 
 
 def containers_cell(config: Any, verdict: ContainersVerdict | None) -> ContainersCell | None:
-    """The ``containers`` cell of ``judge``'s verdict: ``ok (docker, podman; CDI spec current)``
-    or what keeps GPU containers from working here (drift); None when the inventory wants none,
-    "unknown" when the read failed (no verdict)."""
+    """The ``containers`` cell of ``judge``'s verdict: ok, or its problems (drift); None when
+    the inventory wants none."""
     engines = tuple(config.rocm_containers_engines)
     if not engines:
         return None

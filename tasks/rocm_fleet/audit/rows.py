@@ -1,7 +1,4 @@
-"""What ``rocm-fleet audit`` knows about each host, gathered read-only: its ``AuditRow``, whose
-drift is the deploy's own plan grouped by concern, beside the survey's unenforced cells, GPU
-health and outliers (docs/decisions/audit.md).
-"""
+"""What ``rocm-fleet audit`` knows about each host, gathered read-only (docs/decisions/audit.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from rocm_fleet.audit import reads
 from rocm_fleet.audit.cells import (
     ApuTotals,
     AuditRow,
@@ -36,14 +34,6 @@ from rocm_fleet.audit.outliers import (
     peer_key,
     versions_from_survey,
     with_drift,
-)
-from rocm_fleet.audit.reads import (
-    acceptance_cell,
-    containers_cell,
-    health_cell,
-    read_acceptance,
-    read_containers,
-    read_health,
 )
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
@@ -76,14 +66,14 @@ def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell
 
 
 def seen_cells(config: Any, seen: Observed) -> ObservedCells:
-    """The cells of a host's readings; only an undriven GPU, a pending reboot, a boot kernel not
-    ready for the driver and Slurm's ``Gres=`` not what the GPUs make count as drift."""
+    """The cells of a host's readings (docs/decisions/audit.md says which are drift)."""
     newer = seen.newer[-1] if seen.newer else None
     mok = f", MOK {seen.mok}" if seen.mok else ""
     sb_text = {"absent": "unknown (no mokutil)"}.get(seen.secure_boot, seen.secure_boot) + mok
     torch = seen.torch
     hip = f" (hip {torch.hip})" if torch.hip else ""
-    expected = _expected_text(config)
+    count, gfx = config.expected_gpu_count, "/".join(config.expected_gfx_list) or "any"
+    expected = "none" if count == 0 else f"{count if count is not None else '>=1'} x {gfx}"
     driver = (
         "amdgpu " + (seen.amdgpu.get("version") or "(inbox)")
         if seen.amdgpu.get("loaded")
@@ -152,14 +142,6 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     )  # fmt: skip
 
 
-def _expected_text(config: Any) -> str:
-    count = config.expected_gpu_count
-    gfx = "/".join(config.expected_gfx_list) or "any"
-    if count == 0:
-        return "none"
-    return f"{count if count is not None else '>=1'} x {gfx}"
-
-
 def changes_in_detail(state: Any, host_name: str) -> dict[str, list[dict[str, Any]]]:
     """The packages and files ``host_name``'s plan would change, as the audit's JSON has them."""
     from rocm_fleet.engine.diffs import changes_of
@@ -173,8 +155,7 @@ def changes_in_detail(state: Any, host_name: str) -> dict[str, list[dict[str, An
 
 
 def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]]:
-    """Concern -> its operations that would change the host, in plan order; every planned
-    concern is a key. ``_if``-gated operations are left out (their trigger is reported)."""
+    """Concern -> its operations that would change the host (``_if``-gated left out)."""
     concerns: dict[str, list[str]] = {}
     for operation_planned in planned:
         names = operation_planned.names
@@ -195,9 +176,7 @@ def gather(
     progress: Any = None,
     detail: bool = False,
 ) -> list[AuditRow]:
-    """Every (limited) host's row, built in parallel; ``progress(row, done, total)`` as each is.
-    ``detail``: a surveyed host's row carries its plan's changes in detail (``changes``; the
-    files that differ read for their diff, apt asked for its versions)."""
+    """Every (limited) host's row, in parallel; ``progress(row, done, total)`` as each is done."""
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
@@ -226,8 +205,8 @@ def gather(
         found = outcome(state, host.name) if config.rocm_state != "absent" else None
         survey = found.survey if found else None
         seen = observe(survey, config) if survey is not None else None
-        health = read_health(host) if survey is not None else None
-        view = read_containers(host, config) if survey is not None else None
+        health = reads.read_health(host) if survey is not None else None
+        view = reads.read_containers(host, config) if survey is not None else None
         engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
@@ -235,16 +214,15 @@ def gather(
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        accepted = read_acceptance(host) if config.rocm_acceptance != "off" else None
+        accepted = reads.read_acceptance(host) if config.rocm_acceptance != "off" else None
         cells = replace(
-            seen_cells(config, seen), health=health_cell(health),
-            containers=containers_cell(config, judged),
-            acceptance=acceptance_cell(accepted, time.time(), config),
+            seen_cells(config, seen), health=reads.health_cell(health),
+            containers=reads.containers_cell(config, judged),
+            acceptance=reads.acceptance_cell(accepted, time.time(), config),
         )  # fmt: skip
         versions[host.name] = versions_from_survey(survey, health)
         peers[host.name] = peer_key(survey, seen.gpus, config)
         drift = [key for key, c in cells.items() if c.drift]
-        # outliers=(): filled in by flag_outliers once every host is in.
         if found.refused:
             details = found.findings.details if found.findings else {}
             return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
@@ -264,7 +242,6 @@ def gather(
             config = host_config(host)  # the mirror resolved too: a wrong one is invalid
         except ConfigError as exc:
             return AuditRow(host.name, "invalid", str(exc))
-        # Which matrix data the plan comes from: rocm-fleet's, or a site file and its SHA-256.
         row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
         if detail and row.status in ("drift", "ok"):
             row = replace(row, changes=changes_in_detail(state, host.name))
@@ -298,8 +275,7 @@ def gather(
 
 
 def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
-    """Each surveyed row with its outliers; one the deploy would change (``Outlier.drift``)
-    makes an ``ok`` row ``drift``, any other is reported only."""
+    """Each surveyed row with its outliers; a drifted one makes an ``ok`` row ``drift``."""
     by_host: dict[str, list[Outlier]] = {}
     for outlier in found:
         by_host.setdefault(outlier.host, []).append(outlier)
@@ -330,7 +306,6 @@ def _with_outliers(row: AuditRow, mine: list[Outlier]) -> AuditRow:
 
 
 def _absent_row(host: str, concerns: dict[str, list[str]]) -> AuditRow:
-    """The row of a host whose inventory says ``rocm_state: absent``."""
     cells, drift = concern_cells(concerns)
     return AuditRow(
         host, "drift" if drift else "ok", drift=tuple(drift),

@@ -1,7 +1,4 @@
-"""The audit's rows (``audit.rows``) on screen: the summary table (the default), the
-wide table, JSON, and the progress line; OpenMetrics is ``audit.metrics``. Tables, colour and
-width are ``cli.tables``' (rich's).
-"""
+"""The audit's rows on screen: summary table, wide table, JSON, progress."""
 
 from __future__ import annotations
 
@@ -17,11 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from rocm_fleet.audit.cells import OBSERVED, OPTIONAL, AuditRow, Cell, ObservedCells
-from rocm_fleet.cli.tables import COLOR_CHOICES as COLOR_CHOICES
+from rocm_fleet.cli import tables
 from rocm_fleet.cli.tables import FALLBACK_WIDTH, Screen, grid, measure
-from rocm_fleet.cli.tables import console as _console
 from rocm_fleet.cli.tables import screen_for as screen_for
-from rocm_fleet.cli.tables import text_of as _text_of
 from rocm_fleet.model.untrusted import visible
 
 #: how drifted cells and the reasons of hosts that aren't as the inventory says look
@@ -30,9 +25,6 @@ DRIFT_STYLE = "bold red"
 
 def _style(drift: bool) -> str:
     return DRIFT_STYLE if drift else ""
-
-
-# --- columns, summary -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -97,12 +89,8 @@ def render_json(rows: list[AuditRow], status: int) -> str:
     return json.dumps(payload, indent=2) + "\n"
 
 
-# --- the wide table ---------------------------------------------------------------------------
-
-
 def render_table(rows: list[AuditRow], colour: bool = False) -> str:
-    """Every column side by side: a line per host with data (drift marked ``!``), a line per
-    host without (status and why), then the summary."""
+    """The wide table: a line per host with data, then why for the others, then the summary."""
     shown = columns(rows)
     table = grid(["HOST", *(column.header for column in shown)])
     without = []
@@ -120,15 +108,13 @@ def render_table(rows: list[AuditRow], colour: bool = False) -> str:
     for row in without:
         reason = f"! {row.status.upper()}: {visible(_why(row))}"
         reasons.add_row(Text(visible(row.host), DRIFT_STYLE), Text(reason, DRIFT_STYLE))
-    console = _console(Screen(width=max(measure(table), measure(reasons)), colour=colour))
+    console = tables.console(Screen(width=max(measure(table), measure(reasons)), colour=colour))
     console.print(table)
     if without:
         console.print(reasons)
     console.print(summary_line(rows))
-    return _text_of(console)
+    return tables.text_of(console)
 
-
-# --- the summary table (the default) ----------------------------------------------------------
 
 SUMMARY = ("HOST", "STATUS", "DISTRO", "ROCM", "TORCH", "GPUS exp/found", "HEALTH")
 
@@ -145,18 +131,13 @@ def _health_summary(cells: ObservedCells) -> str:
 
 
 def _summary_values(row: AuditRow) -> list[str]:
-    """The summary table's cells for ``row``, ``visible``."""
-    return [visible(value) for value in _summary_cells(row)]
-
-
-def _summary_cells(row: AuditRow) -> list[str]:
     cells = row.cells
     if cells.gpus is None:
-        return [row.host, row.status, "-", "-", "-", "-", "-"]
+        return [visible(row.host), visible(row.status), "-", "-", "-", "-", "-"]
     want = cells.gpus.expected_count
     found = cells.gpus.found
     have = f"{'>=1' if want is None else want}/{len(found)}"
-    return [
+    values = [
         row.host,
         row.status,
         cells.distro.text if cells.distro else "-",
@@ -165,15 +146,11 @@ def _summary_cells(row: AuditRow) -> list[str]:
         " ".join([have, *sorted(set(found))]),
         _health_summary(cells),
     ]
+    return [visible(value) for value in values]
 
 
 def _details(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
-    """(text, drifted) lines under a host, ``visible``: its drift (all cells with ``verbose``),
-    or why none."""
-    return [(visible(text), drift) for text, drift in _detail_lines(row, verbose)]
-
-
-def _detail_lines(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
+    """(text, drifted) lines under a host, ``visible``."""
     details: list[tuple[str, bool]] = []
     if row.status in ("drift", "ok"):
         for column in columns([row]):
@@ -191,12 +168,10 @@ def _detail_lines(row: AuditRow, verbose: bool) -> list[tuple[str, bool]]:
             details += [(f"{OBSERVED[k]}: {c.text}", c.drift) for k, c in row.cells.items()]
     else:
         details.append((f"{row.status}: {_why(row)}", True))
-    return details
+    return [(visible(text), drift) for text, drift in details]
 
 
 def _why(row: AuditRow) -> str:
-    """Why a host has no data; for bad inventory data, where its lines are: on stderr, one
-    per bad key, as every command gives bad input (the audit's command prints them)."""
     if row.status == "invalid":
         return "its inventory data is not valid (each bad key on stderr)"
     return row.error or ""
@@ -208,9 +183,8 @@ def render_summary(
     verbose: bool = False,
     width: int = FALLBACK_WIDTH,
 ) -> str:
-    """A line per host fitting ``width`` (names in full, other columns clipped), and under a
-    drifted host a wrapped ``!`` line per drifted concern or reason (all cells with ``verbose``)."""
-    console = _console(Screen(width, colour))
+    """A line per host fitting ``width``, with a wrapped ``!`` line per drift or reason under it."""
+    console = tables.console(Screen(width, colour))
     table = grid(list(SUMMARY))
     hosts = max([len(SUMMARY[0])] + [len(visible(row.host)) for row in rows])
     # The whole name, not "…": the other columns give way first.
@@ -236,10 +210,7 @@ def render_summary(
                 console.print(Text(prefix) + Text(piece, _style(drift)), no_wrap=True,
                               crop=False, overflow="ignore")  # fmt: skip
     console.print(summary_line(rows))
-    return _text_of(console)
-
-
-# --- progress ---------------------------------------------------------------------------------
+    return tables.text_of(console)
 
 
 class Progress:

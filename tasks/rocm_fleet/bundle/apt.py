@@ -1,6 +1,4 @@
-"""AMD's apt repositories in a bundle: the pinned key, each ``InRelease`` and package index
-verbatim once verified, and the ``.deb`` files of the install closure, hash-checked.
-"""
+"""AMD's apt repositories in a bundle: key, verified indexes, the install closure's ``.deb``s."""
 
 from __future__ import annotations
 

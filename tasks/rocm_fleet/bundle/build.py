@@ -1,6 +1,4 @@
-"""Making an offline bundle: ``make_bundle`` fetches, verifies and lays out what a ``Plan``
-names, as the fleet mirror serves it, then writes the manifest and prunes (see
-docs/decisions/bundles.md)."""
+"""``make_bundle``: fetch, verify and lay out what a ``Plan`` names (docs/decisions/bundles.md)."""
 
 from __future__ import annotations
 
@@ -34,13 +32,10 @@ from rocm_fleet.upstream.signature import SignatureError
 from rocm_fleet.upstream.wheels import Link
 from rocm_fleet.version import __version__
 
-# --- what an inventory needs -------------------------------------------------------------------
-
 
 @dataclass
 class Plan:
-    """The union of the hosts' needs: per repository the packages, per (index, runtime) the
-    requirements, each with the hosts that need it."""
+    """The union of the hosts' needs, each with the hosts that need it."""
 
     apt: dict[AptRepository, tuple[set[str], set[str]]] = field(default_factory=dict)
     wheels: dict[tuple[str, matrix.HostRuntime], tuple[set[str], set[str]]] = field(
@@ -62,12 +57,8 @@ class Plan:
             hosts.add(host)
 
 
-# --- making a bundle ---------------------------------------------------------------------------
-
-
 def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") -> dict[str, Any]:
-    """Fetch, verify and lay out everything ``plan`` names under ``out`` (a file gets its name
-    only once verified); the manifest written. BundleError (BundleUnreachable) otherwise."""
+    """Fetch, verify and lay out ``plan`` under ``out``, the manifest written; else BundleError."""
     out.mkdir(parents=True, exist_ok=True)
     previous = read_manifest(out)
     if previous is not None:
@@ -120,8 +111,7 @@ def make_bundle(plan: Plan, out: Path, fetcher: Fetcher, inventory: str = "") ->
 
 
 def _prune(out: Path, previous: dict[str, Any] | None, manifest: dict[str, Any]) -> list[str]:
-    """Remove the files an earlier run recorded that this one doesn't need, only while they
-    have the recorded size and SHA-256, then the directories left empty (never ``out``)."""
+    """Remove the files no longer needed that still match their record, and emptied directories."""
     if not previous:
         return []
     root = out.resolve()

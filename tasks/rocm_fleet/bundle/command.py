@@ -1,11 +1,4 @@
-"""``rocm-fleet bundle INVENTORY --output DIR``: fetch once, verified, what a fleet installs
-from AMD and PyTorch, for a fleet mirror (docs/offline-and-mirrors.md).
-
-Each host's needs come from its settings (the deploy's model) and its distro, read over SSH
-or given by ``--distro``; ``bundle.build`` fetches and verifies. Exit status
-(``cli.exits``): 0 complete; 1 something did not verify or upstream lacks a package; 2
-upstream or the proxy did not answer; 4 bad input.
-"""
+"""``rocm-fleet bundle INVENTORY --output DIR``: fetch once, verified, what a fleet installs."""
 
 from __future__ import annotations
 
@@ -52,7 +45,6 @@ def plan_for(args: Any):
 
     limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
-    # The inventory's model, as the deploy reads it.
     fleet = fleet_of(hosts[0].inventory)
     bad = fleet.invalid(host.name for host in hosts)
     if bad:  # every host's, one line per bad key
@@ -75,7 +67,8 @@ def plan_for(args: Any):
     plan, notes = Plan(), []
     for name, config in configs.items():
         for key in distros[name]:
-            row = _row(key, config)
+            distro_id, _, version = key.partition(" ")
+            row = matrix.distro(distro_id, version, config.rocm_distro_override)
             if row is None:
                 raise UsageError(
                     f"{name}: {key} is not a distro the matrix knows "
@@ -98,11 +91,6 @@ def plan_for(args: Any):
             }
             plan.add(name if len(distros[name]) == 1 else f"{name} ({key})", needs, described)
     return plan, notes
-
-
-def _row(key: str, config: Any) -> matrix.Distro | None:
-    distro_id, _, version = key.partition(" ")
-    return matrix.distro(distro_id, version, config.rocm_distro_override)
 
 
 def run(args: Any) -> int:

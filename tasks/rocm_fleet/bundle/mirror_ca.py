@@ -1,5 +1,4 @@
-"""``rocm-fleet mirror-ca DIR ADDRESS [ADDRESS ...]``: the TLS files of a fleet mirror (what
-it makes and prints: the command's help, which ``--help`` shows)."""
+"""``rocm-fleet mirror-ca DIR ADDRESS [ADDRESS ...]``: the TLS files of a fleet mirror."""
 
 from __future__ import annotations
 

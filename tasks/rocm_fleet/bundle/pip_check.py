@@ -1,6 +1,4 @@
-"""``pip install --dry-run --report`` against a bundle's pages: a host's pip resolves the
-wheel set to the bundled files only.
-"""
+"""A host's pip resolves a bundle's wheel set to the bundled files only."""
 
 from __future__ import annotations
 
@@ -21,8 +19,7 @@ from rocm_fleet.upstream.python_target import interpreter_tag, manylinux_platfor
 
 
 def pip_check(wheel_set: dict[str, Any], out: Path) -> None:
-    """BundleError unless this Python's pip resolves the set (of this Python) against the
-    bundle's pages to bundled files only; a set with an sdist is not checked."""
+    """BundleError unless pip resolves the set against the bundle's pages to bundled files."""
     _check_pip()
     if any(is_sdist(pin["path"].rsplit("/", 1)[-1]) for pin in wheel_set["pins"].values()):
         # pip needs --only-binary=:all: with --python-version: the resolution decides.

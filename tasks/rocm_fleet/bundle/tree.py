@@ -1,6 +1,4 @@
-"""Writing a bundle's tree: each file atomically, only inside the bundle, and recorded in the
-manifest's file table (source, hash, verification, why).
-"""
+"""Writing a bundle's tree: each file atomically, confined, recorded in the manifest."""
 
 from __future__ import annotations
 

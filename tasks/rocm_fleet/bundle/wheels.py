@@ -1,6 +1,4 @@
-"""Wheels in a bundle: per index and host Python, the resolved set fetched and checked against
-the index's ``#sha256=``, and PEP 503 pages listing only the bundled files.
-"""
+"""Wheels in a bundle, hash-checked, and PEP 503 pages listing only the bundled files."""
 
 from __future__ import annotations
 

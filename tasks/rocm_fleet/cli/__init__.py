@@ -1,7 +1,4 @@
-"""``rocm-fleet``: the click group of the tools beside the deploy (``COMMANDS``), each module
-imported only when its command runs; every tool exits by ``exits``' scheme, a user's error
-one line on stderr, a closed pipe quietly.
-"""
+"""``rocm-fleet``: the click group of the tools beside the deploy (``COMMANDS``, lazy)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The exit statuses of every ``rocm-fleet`` command, one scheme: 0 clean (all checked is as it
-should be, or done); 1 findings, each named; 2 could not check (unreachable, refused host key,
-network) and nothing found wrong; 4 bad input, one line on stderr, nothing changed (pytest's
-usage-error status); 141 the output's reader went away (``| head``), as for SIGPIPE.
-"""
+"""The exit statuses of every ``rocm-fleet`` command (``EPILOG``) and the commands' shape."""
 
 from __future__ import annotations
 
@@ -29,8 +25,7 @@ class UsageError(Exception):
 
 
 def problem_lines(text: str) -> list[str]:
-    """Bad input as one line per problem: ``text``'s lines (a ``ConfigError`` has one per bad
-    key), each with its whitespace collapsed."""
+    """Bad input as one line per problem, whitespace collapsed."""
     return [" ".join(line.split()) for line in text.splitlines() if line.strip()] or [""]
 
 
@@ -69,18 +64,13 @@ def worst(statuses: Iterable[int]) -> Exit:
     return Exit.OK
 
 
-# --- the commands' shape (click) ------------------------------------------------------------
-
-
 def option(*decls: str, **attrs: Any) -> click.Option:
     """``click.Option``, its flags given as ``add_argument`` takes them."""
     return click.Option(list(decls), **attrs)
 
 
 class Command(click.Command):
-    """A ``rocm-fleet`` subcommand: ``run(args) -> exit status`` with the options as
-    attributes of ``args`` (``args.passed_on``: what came after ``--``); ``exclusive``: options
-    that don't go together; ``usage``: the usage line after the command's name."""
+    """A subcommand: ``run(args) -> exit status``; ``exclusive`` options; ``usage`` line."""
 
     def __init__(
         self,
@@ -107,8 +97,7 @@ class Command(click.Command):
 
 
 def invoke(ctx: click.Context, run: Callable[[Any], int], args: Any) -> int:
-    """``run(args)``'s exit status; a ``UsageError`` is a line on stderr per problem (4), a
-    closed pipe 141."""
+    """``run(args)``'s exit status; a ``UsageError`` a line per problem (4), a closed pipe 141."""
     try:
         status = run(args)
         sys.stdout.flush()

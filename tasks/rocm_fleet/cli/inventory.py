@@ -1,5 +1,4 @@
-"""Loading a pyinfra inventory for the command-line tools, as pyinfra's CLI does, with
-one-line errors for what a user can fix."""
+"""Loading a pyinfra inventory for the tools, with one-line errors."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ def load_inventory(
     check_for_changes: bool,
     override_data: dict[str, Any] | None = None,
 ) -> tuple[Any, list[Any]]:
-    """(pyinfra State, the chosen hosts) for an inventory file, host list or module, loaded as
-    pyinfra's CLI loads it; ``override_data`` wins over every host's data (``--data``)."""
+    """(pyinfra State, the chosen hosts), loaded as pyinfra's CLI does."""
     # @local, @chroot/DIR, @docker/NAME, ...: pyinfra connectors, not files
     looks_like_file = not inventory_path.startswith("@") and (
         inventory_path.endswith(".py") or os.sep in inventory_path
@@ -81,8 +79,7 @@ def parse_data(items: Sequence[str]) -> dict[str, Any]:
 
 
 def parse_cli_arg(value: str) -> Any:
-    """pyinfra_cli.util.parse_cli_arg (pyinfra 3.x), whose --data this mirrors: importing
-    pyinfra_cli monkey-patches the process for gevent, which parsing options must not do."""
+    """pyinfra_cli.util.parse_cli_arg (3.x), without importing pyinfra_cli (gevent)."""
     if value.lower() in ("true", "false"):
         return value.lower() == "true"
     try:

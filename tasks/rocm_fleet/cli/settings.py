@@ -1,5 +1,4 @@
-"""``rocm-fleet settings [--markdown | --json | --schema | --page]``: every inventory key
-rocm-fleet reads, its default and meaning, generated from ``model.settings``."""
+"""``rocm-fleet settings``: every inventory key rocm-fleet reads (``model.settings``)."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ WIDTH = 100
 
 
 def plain() -> str:
-    """By concern: ``key = default`` and the meaning wrapped beneath it (``WIDTH`` columns;
-    the meaning's Markdown backticks dropped)."""
+    """By concern: ``key = default`` and the meaning wrapped beneath it."""
     from rocm_fleet.model.settings_reference import described
 
     out: list[str] = []

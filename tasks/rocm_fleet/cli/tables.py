@@ -1,6 +1,4 @@
-"""Tables on screen for audit, check and matrix, drawn by rich (imported only when drawing).
-Colour and width are the caller's (``Screen``, ``screen_for``).
-"""
+"""Tables on screen for audit, check and matrix, drawn by rich."""
 
 from __future__ import annotations
 
@@ -30,9 +28,7 @@ class Screen:
 
 
 def screen_for(stream: IO[str], color: str = "auto") -> Screen:
-    """The screen ``stream`` is: its width (``COLUMNS`` wins), coloured as ``--color`` says
-    (``auto``: not with ``NO_COLOR`` or ``TERM=dumb``, always with ``FORCE_COLOR``, else
-    on a terminal)."""
+    """The screen ``stream`` is: width (``COLUMNS`` wins), colour as ``--color`` says."""
     width = shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
     if not _isatty(stream) and "COLUMNS" not in os.environ:
         width = FALLBACK_WIDTH
@@ -106,15 +102,6 @@ def whole(table: Table) -> str:
     return text_of(written)
 
 
-def line(cells: Sequence[str], widths: Sequence[int], gap: int = 2) -> str:
-    """One row, columns at least ``widths`` wide (widened, never cut), ``gap`` apart."""
-    table = grid([""] * len(cells), gap)
-    for column, width in zip(table.columns, widths, strict=False):
-        column.min_width = width
-    table.add_row(*cells)
-    return whole(table)
-
-
 def folded(
     headers: Sequence[str],
     rows: Sequence[Sequence[str]],
@@ -123,10 +110,8 @@ def folded(
     gap: int = 2,
     wrap_min: int = 24,
 ) -> str:
-    """``rows`` in ``width`` columns: as many columns side by side as fit, the others in more
-    tables below (a blank line between), each led again by the first ``keep`` columns. The
-    last column wraps (given at least ``wrap_min``, else a table of its own); the others are
-    whole, never clipped while ``width`` holds the ``keep`` columns and the widest other."""
+    """``rows`` in ``width`` columns: side by side as fit, the rest in more tables below, each
+    led by the first ``keep`` columns; the last column wraps."""
     from rich.cells import cell_len
 
     widths = [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(headers)]

@@ -1,5 +1,4 @@
-"""The node deploy: ``rocm_node()`` (the checklist) and ``refused(host=None)`` (why preflight
-refused a host, or None)."""
+"""The node deploy: ``rocm_node()`` and ``refused(host=None)``."""
 
 from rocm_fleet.deploy.node import rocm_node
 from rocm_fleet.deploy.preflight import refused

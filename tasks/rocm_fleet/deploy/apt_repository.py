@@ -1,9 +1,8 @@
-"""One apt repository on a host in the order apt needs it: verified keyring, source, pin, the
-other stream's leftovers removed, lists refreshed only when the source or keyring changed."""
+"""One apt repository on a host: keyring, source, pin, leftovers removed, lists refreshed."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from rocm_fleet.operations.apt import apt_lists_fresh, verified_keyring
 from rocm_fleet.operations.files import text_file
@@ -20,8 +19,7 @@ class AptFile:
 
 @dataclass(frozen=True)
 class AptKey:
-    """The keyring at ``path``, installed from ``url`` only if it holds ``fingerprint``, fetched
-    through ``proxy`` (empty: directly), trusting only ``ca`` when given."""
+    """The keyring at ``path`` from ``url``, only if it holds ``fingerprint``."""
 
     name: str
     path: str
@@ -51,20 +49,12 @@ def apt_repository(
     pin: AptFile | None = None,
     leftovers: Leftovers | None = None,
 ) -> None:
-    """Add one apt repository: ``key``, ``source``, ``pin``, ``leftovers`` removed, then
-    ``apt_lists_fresh`` over the source and its keyring (``signed_by``, else ``key``'s)."""
+    """Add one apt repository: key, source, pin, leftovers removed, lists refreshed."""
     if key is not None:
-        verified_keyring(
-            name=key.name,
-            path=key.path,
-            url=key.url,
-            fingerprint=key.fingerprint,
-            proxy=key.proxy,
-            ca=key.ca,
-        )
-    text_file(name=source.name, path=source.path, content=source.content)
+        verified_keyring(**asdict(key))
+    text_file(**asdict(source))
     if pin is not None:
-        text_file(name=pin.name, path=pin.path, content=pin.content)
+        text_file(**asdict(pin))
     if leftovers is not None:
         for path in leftovers.sources:
             text_file(name=f"Remove {leftovers.owner} source {path}", path=path, present=False)

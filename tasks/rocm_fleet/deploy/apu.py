@@ -1,5 +1,4 @@
-"""An APU's GPU memory (``rocm_apu_gtt_gib``): the TTM page limit in rocm-fleet's modprobe.d file,
-or that file removed; either change needs a reboot."""
+"""An APU's GPU memory (``rocm_apu_gtt_gib``): the TTM page limit in modprobe.d."""
 
 from __future__ import annotations
 
@@ -19,8 +18,7 @@ if TYPE_CHECKING:
 
 @deploy("APU memory")
 def configure_apu_memory(config: Config, present: bool = True) -> list[tuple[str, OperationMeta]]:
-    """The (reboot reason, operation) pair, or [] when there is nothing to set or remove;
-    ``present=False`` removes the file whatever the setting."""
+    """The (reboot reason, operation) pair, or []; ``present=False`` removes the file."""
     gib = config.rocm_apu_gtt_gib if present else None
     if gib is None and read_fact(FileDigest, path=paths.TTM_MODPROBE) is None:
         return []  # nothing to set or remove: no concern of this host (the audit's columns)

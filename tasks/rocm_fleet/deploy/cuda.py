@@ -1,5 +1,4 @@
-"""Moving a node from NVIDIA to AMD (``rocm_migrate_from_cuda``): NVIDIA's packages purged and the
-CUDA wheels uninstalled from the PyTorch venv before ROCm goes on."""
+"""Moving a node from NVIDIA to AMD (``rocm_migrate_from_cuda``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,4 @@
-"""The amdgpu kernel driver: the kernel's own (``inbox``, changes nothing) or AMD's
-``amdgpu-dkms`` from AMD's driver repository with the headers of the running and newer kernels.
-Back to ``inbox``, what the DKMS driver added is removed on the same run (the ledger's
-packages, the source, its lists); installing or purging marks a reboot."""
+"""The amdgpu driver: the kernel's own (``inbox``) or AMD's ``amdgpu-dkms`` with headers."""
 
 from __future__ import annotations
 
@@ -32,8 +29,7 @@ DRIVER_REMOVED = f"driver {DRIVER_PACKAGE} removed"
 
 
 def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> list[str]:
-    """Headers for the running kernel and every newer installed one (Ubuntu: and the running
-    kernel's ``linux-modules-extra``)."""
+    """Headers for the running kernel and every newer installed one."""
     wanted = [f"linux-headers-{k}" for k in [running, *newer_kernels(running, installed)]]
     if row.id == "ubuntu":
         wanted.append(f"linux-modules-extra-{running}")
@@ -42,8 +38,7 @@ def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> l
 
 @deploy("amdgpu driver")
 def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
-    """The DKMS driver, or the removal of its leftovers; (reboot reason, operation) pairs. Fails
-    the host when the matrix knows no driver for the release."""
+    """The DKMS driver, or its leftovers' removal; (reboot reason, operation) pairs."""
     if config.rocm_driver != "dkms":
         return remove_driver() if driver_leftovers() else []
     repository = amdgpu_repository(config, row)

@@ -1,6 +1,4 @@
-"""A kernel new enough for the GPU's inbox amdgpu driver (Debian backports, Ubuntu HWE), and the
-kernel holds of ``rocm_kernel_hold`` with the DKMS driver. See
-``docs/decisions/reboots-and-kernels.md``."""
+"""A kernel new enough for the inbox driver, and ``rocm_kernel_hold``'s holds."""
 
 from __future__ import annotations
 
@@ -69,9 +67,7 @@ def release_kernel_holds(config: Config) -> None:
 def hold_kernel(
     config: Config, installed: list[str], coming: tuple[str, ...] = (), present: bool = True
 ) -> None:
-    """Hold the kernel meta packages of ``installed`` and ``coming`` when ``rocm_kernel_hold`` and
-    ``rocm_driver: dkms``; otherwise release rocm-fleet's holds. Planned only when there is
-    something to hold or release."""
+    """Hold the kernel meta packages (``rocm_kernel_hold``, dkms), else release rocm-fleet's."""
     holding = present and config.rocm_kernel_hold
     if holding and config.rocm_driver != "dkms":
         warn_host(
@@ -93,8 +89,7 @@ def hold_kernel(
 def install_newer_kernel(
     config: Config, newer: matrix.NewerKernel, why: str
 ) -> list[tuple[str, OperationMeta]]:
-    """The backports source (when backports) and the newer kernel's install; fails the host
-    without a Debian mirror."""
+    """The backports source (when backports) and the newer kernel's install."""
     if newer.kind == "backports" and newer.suite:
         mirror = config.rocm_kernel_backports_mirror or read_fact(DebianMirror)
         if mirror is None:

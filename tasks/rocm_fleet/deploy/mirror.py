@@ -1,9 +1,4 @@
-"""The fleet mirror and the proxy: how hosts reach AMD's and PyTorch's servers.
-
-``configure_mirror``: on the ``rocm_mirror`` host, nginx serves a bundle as static files or
-caches each upstream live, optionally over TLS; every host using a TLS mirror pins its CA for
-the mirror's name alone. ``configure_proxy``: apt's proxy snippet. See
-``docs/offline-and-mirrors.md`` and ``docs/decisions/fleet-mirror.md``."""
+"""The fleet mirror (nginx) and apt's proxy (docs/decisions/fleet-mirror.md)."""
 
 from __future__ import annotations
 
@@ -42,10 +37,7 @@ def nginx_site(
     allow: list[str] | None = None,
     tls: bool = False,
 ) -> str:
-    """The mirror's nginx conf.d text. ``nameservers`` resolve linked upstreams (none: those are
-    left out); ``listen``: addresses (empty: all); ``allow``: who may use it besides the host
-    itself (others: 403); ``tls``: HTTPS only. Serves the upstreams' paths by GET/HEAD without
-    query strings, and ``/fleet/``; never a bundle's manifest."""
+    """The mirror's nginx conf.d text (``rocm-fleet-mirror.conf.j2``)."""
     resolvers = [_bracketed(a) for a in nameservers or []]
     served = [s for s in servers if resolvers or not s.linked]
     return render(
@@ -67,8 +59,6 @@ def _bracketed(address: str) -> str:
 
 
 def _upstream(number: int, server: ProxiedUpstream) -> dict[str, Any]:
-    """The site's view of ``server``: its upstream block name, address with default port, and the
-    name its certificate is checked for."""
     netloc = server.netloc
     bare = ":" not in netloc.rsplit("]", 1)[-1]
     default = 443 if server.scheme == "https" else 80
@@ -83,10 +73,8 @@ def _upstream(number: int, server: ProxiedUpstream) -> dict[str, Any]:
 
 
 def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[str], list[str]]:
-    """(listen, allow) for the mirror ``host_name``: ``rocm_mirror_listen``, else its IP address
-    in the inventory, else all; the IP addresses of the hosts using it plus
-    ``rocm_mirror_allow``. ``ConfigError`` when a user is named by DNS and no
-    ``rocm_mirror_allow`` is set."""
+    """(listen, allow) for the mirror ``host_name``; ``ConfigError`` for users named by DNS
+    without ``rocm_mirror_allow``."""
     fleet = fleet_of(inventory)
     own = fleet.address(host_name) if host_name in fleet else host_name
     listen = [config.rocm_mirror_listen] if config.rocm_mirror_listen else []
@@ -116,13 +104,6 @@ def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[
     return listen, [*allowed, *config.rocm_mirror_allow]
 
 
-def _access(config: Config, host_name: str, inventory: Any) -> tuple[list[str], list[str]]:
-    try:
-        return mirror_access(config, host_name, inventory)
-    except ConfigError as exc:
-        raise DeployError(str(exc)) from None  # bad inventory data stops the run
-
-
 def _is_ip(value: str) -> bool:
     try:
         ipaddress.ip_address(value)
@@ -132,8 +113,7 @@ def _is_ip(value: str) -> bool:
 
 
 def apt_proxy_conf(config: Config) -> str:
-    """apt.conf(5) proxy settings: ``rocm_proxy`` for http and https, DIRECT for each exact host
-    of ``rocm_no_proxy`` and the mirror."""
+    """apt.conf(5) proxy settings, DIRECT for each exact no-proxy host."""
     # apt has no suffix or range match.
     direct = [n for n in no_proxy(config) if not (n.startswith(".") or "/" in n or "*" in n)]
     return render("apt-proxy.conf.j2", proxy=config.rocm_proxy or "", direct=direct)
@@ -141,8 +121,7 @@ def apt_proxy_conf(config: Config) -> str:
 
 @deploy("Proxy")
 def configure_proxy(config: Config, present: bool = True) -> None:
-    """apt's proxy snippet when ``rocm_proxy`` is set (and present); otherwise its removal,
-    planned only when it is there."""
+    """apt's proxy snippet when ``rocm_proxy`` is set (and present), else its removal."""
     if present and config.rocm_proxy:
         text_file(
             name="Send apt through the proxy",
@@ -160,8 +139,7 @@ def apt_mirror_conf(hostname: str) -> str:
 
 @deploy("Fleet mirror")
 def configure_mirror(config: Config, inventory: Any, present: bool = True) -> None:
-    """Pin the mirror's CA on a host using a TLS mirror; serve the mirror on the ``rocm_mirror``
-    host; elsewhere, or with ``present=False``, remove what is left of one."""
+    """Pin the mirror's CA; serve the mirror on its host; elsewhere remove what is left."""
     mirror = config.mirror
     _pin_mirror_ca(mirror if present else None)
     if not present or mirror is None or not mirror.serves:
@@ -192,6 +170,10 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
             content=Secret(_controller_text(config.rocm_mirror_tls_key or "")),
             mode="600",
         )
+    try:
+        access = mirror_access(config, mirror.host or "", inventory)
+    except ConfigError as exc:
+        raise DeployError(str(exc)) from None  # bad inventory data stops the run
     text_file(
         name="Configure nginx to serve the mirror",
         path=paths.MIRROR_SITE,
@@ -200,7 +182,7 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
             bool(mirror.bundle),
             fleet_of(inventory).upstreams(mirror.host or ""),
             read_fact(Nameservers),
-            *_access(config, mirror.host or "", inventory),
+            *access,
             tls=mirror.tls,
         ),
     )
@@ -224,8 +206,7 @@ def _controller_text(path: str) -> str:
 
 
 def _pin_mirror_ca(mirror: Any) -> None:
-    """The mirror's CA and apt's setting naming it when ``mirror`` uses TLS with a CA; else their
-    removal (planned only when there)."""
+    """The mirror's CA and apt's setting naming it with a TLS mirror; else their removal."""
     if mirror is not None and mirror.tls and mirror.ca:
         uploaded_file(
             name="Pin the fleet mirror's CA",

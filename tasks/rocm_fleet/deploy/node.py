@@ -1,7 +1,4 @@
-"""The whole node as one deploy: the checklist every rocm-fleet run follows.
-
-``rocm_node()`` (global arguments such as ``_sudo=True`` apply inside); settings come from each
-host's inventory data (``rocm_fleet.model.settings``)."""
+"""The whole node as one deploy: the checklist every rocm-fleet run follows."""
 
 from __future__ import annotations
 
@@ -47,8 +44,7 @@ class InventoryError(ConfigError, DeployError):
 
 
 def host_config(current: Any, every_host: bool = False) -> Config:
-    """A host's validated settings, fleet mirror resolved; raises ``InventoryError`` at the line
-    that set the bad key (``every_host``: naming every other host's bad data too)."""
+    """A host's validated settings; ``InventoryError`` at the line that set the bad key."""
     fleet = fleet_of(current.inventory)
     try:
         config = fleet.config(current.name)
@@ -60,11 +56,9 @@ def host_config(current: Any, every_host: bool = False) -> Config:
 
 
 def _verify_site_data(config: Config, name: str) -> None:
-    """ConfigError unless upstream is seen to publish the site matrix data's release
-    (``upstream.site_check``, with the keys the host pins)."""
+    """ConfigError unless upstream is seen to publish the site matrix data's release."""
     if config.matrix_data is None:
         return
-    # Imported here: upstream's reader (TLS, HTTP, the matrix check) only with a site file.
     from rocm_fleet.upstream.site_check import SiteDataUnverified, verify
 
     fingerprints = {}
@@ -84,9 +78,7 @@ def _verify_site_data(config: Config, name: str) -> None:
 # Plan with rocm-fleet's faster pyinfra internals (engine.speedups).
 @planned_with_speedups
 def rocm_node() -> None:
-    """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it
-    (``rocm_state: absent``). Idempotent: a second run changes nothing. What pyinfra logs
-    from here on is ``VisibleLog``'s: the nodes' text in it shown, never obeyed."""
+    """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it."""
     logger.addFilter(VISIBLE_LOG)
     # Bad inventory data stops the run before any host is touched, naming every host's.
     config = host_config(host, every_host=True)

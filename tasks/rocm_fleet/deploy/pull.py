@@ -1,9 +1,4 @@
-"""Pull mode: the node converges itself, on a timer, from its signed settings.
-
-``configure_pull`` installs (with ``rocm_pull``) or removes a hash-locked rocm-fleet venv, the
-trusted TUF root (from a push only), the pull script, its deploy and inventory, and a systemd
-service and timer. A push and a pull never change a node at once: see ``docs/pull-mode.md`` and
-``docs/decisions/push-and-pull.md``."""
+"""Pull mode: the node converges itself on a timer (docs/pull-mode.md)."""
 
 from __future__ import annotations
 
@@ -44,6 +39,10 @@ PUSH_MARKER_EXPIRY_SECONDS = 4 * 3600
 PUSH_WAITS_FOR_PULL_SECONDS = 120
 
 
+#: the paths the pull script gets as ``PULL_<NAME>`` variables, in order
+SCRIPT_PATHS = "TRUSTED_ROOT SEAL_KEY METADATA ROOT VENV RUN_DIR LOCK DATA INVENTORY DEPLOY"
+
+
 def service_unit() -> str:
     """The pull's oneshot service unit (no start timeout; the script takes the lock)."""
     return assets.render(
@@ -52,8 +51,7 @@ def service_unit() -> str:
 
 
 def timer_unit(config: Config) -> str:
-    """The pull's timer unit: ``OnBootSec`` then ``rocm_pull_interval`` after each run, with
-    ``rocm_pull_random_delay``."""
+    """The pull's timer unit."""
     return assets.render(
         "rocm-fleet-pull.timer.j2",
         interval=config.rocm_pull_interval,
@@ -67,21 +65,11 @@ def node_name(config: Config) -> str:
 
 
 def pull_script(config: Config, node: str) -> str:
-    """The service's script: its settings as shell variables, then ``files/scripts/safe-path.sh``
-    and ``files/rocm-fleet-pull.sh``."""
+    """The service's script: its settings as shell variables, then the pull's shell."""
     variables = {
         "PULL_SOURCE": config.rocm_pull_source or "",
         "PULL_NODE": node,
-        "PULL_TRUSTED_ROOT": paths.PULL_TRUSTED_ROOT,
-        "PULL_SEAL_KEY": paths.PULL_SEAL_KEY,
-        "PULL_METADATA": paths.PULL_METADATA,
-        "PULL_ROOT": paths.PULL_ROOT,
-        "PULL_VENV": paths.PULL_VENV,
-        "PULL_RUN_DIR": paths.PULL_RUN_DIR,
-        "PULL_LOCK": paths.PULL_LOCK,
-        "PULL_DATA": paths.PULL_DATA,
-        "PULL_INVENTORY": paths.PULL_INVENTORY,
-        "PULL_DEPLOY": paths.PULL_DEPLOY,
+        **{f"PULL_{name}": getattr(paths, f"PULL_{name}") for name in SCRIPT_PATHS.split()},
         "TEXTFILES": paths.NODE_EXPORTER_TEXTFILES,
         "PULL_METRICS": paths.PULL_METRICS,
         "PULL_MIRROR": f"{config.mirror.url}/" if config.mirror and mirror_ca(config) else "",
@@ -113,8 +101,7 @@ def oldest_python() -> str:
 
 
 def trusted_root_problem(path: str) -> str | None:
-    """Why ``path`` (where pyinfra runs) can't be the TUF root a node trusts (or can't be
-    read as one: TUF comes with the ``pull`` extra)."""
+    """Why ``path`` can't be the TUF root a node trusts."""
     try:
         from tuf.api.metadata import Metadata, Root
     except ModuleNotFoundError:
@@ -161,12 +148,10 @@ def deploy_file() -> str:
 
 
 def inventory_file() -> str:
-    """This node as ``@local`` in group ``PULL_GROUP``, its settings read from the verified JSON
-    (data, never code)."""
+    """This node as ``@local`` in ``PULL_GROUP``, settings read from the verified JSON."""
     return assets.render("pull-inventory.py.j2", data=paths.PULL_DATA, group=PULL_GROUP)
 
 
-# The pull's node_exporter textfiles.
 PULL_TEXTFILES = (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
 
 
@@ -180,8 +165,7 @@ def pull_leftovers() -> bool:
 
 @deploy("Pull mode")
 def configure_pull(config: Config) -> None:
-    """Pull mode's venv, files and units with ``rocm_pull``; without it, their removal, planned
-    only when something of them is there."""
+    """Pull mode's venv, files and units with ``rocm_pull``; else their removal."""
     units = [paths.PULL_TIMER, paths.PULL_SERVICE]
     if not config.rocm_pull:
         if not pull_leftovers():
@@ -229,17 +213,14 @@ def configure_pull(config: Config) -> None:
         )
     elif read_fact(FileDigest, path=paths.PULL_SEAL_KEY) is not None:
         text_file(name="Remove the node's seal key", path=paths.PULL_SEAL_KEY, present=False)
-    text_file(
-        name="Write the pull script",
-        path=paths.PULL_SCRIPT,
-        content=pull_script(config, node_name(config)),
-    )
-    text_file(name="Write the pull's deploy", path=paths.PULL_DEPLOY, content=deploy_file())
-    text_file(
-        name="Write the pull's inventory", path=paths.PULL_INVENTORY, content=inventory_file()
-    )
-    text_file(name="Write the pull service", path=paths.PULL_SERVICE, content=service_unit())
-    text_file(name="Write the pull timer", path=paths.PULL_TIMER, content=timer_unit(config))
+    for name, path, content in (
+        ("Write the pull script", paths.PULL_SCRIPT, pull_script(config, node_name(config))),
+        ("Write the pull's deploy", paths.PULL_DEPLOY, deploy_file()),
+        ("Write the pull's inventory", paths.PULL_INVENTORY, inventory_file()),
+        ("Write the pull service", paths.PULL_SERVICE, service_unit()),
+        ("Write the pull timer", paths.PULL_TIMER, timer_unit(config)),
+    ):
+        text_file(name=name, path=path, content=content)
     timer_enabled(
         name="Enable the pull timer",
         timer=paths.PULL_TIMER,
@@ -255,8 +236,7 @@ def is_pull_run(current: Any) -> bool:
 
 
 def pull_problems(current: Any, survey: HostSurvey, config: Config) -> list[str]:
-    """Preflight's problems with pull mode: a push while the node's pull runs, a trusted root that
-    isn't one, a node name that can't name a target."""
+    """Preflight's problems with pull mode."""
     problems = []
     if config.rocm_pull:
         assert config.rocm_pull_trusted_root  # config requires it
@@ -296,8 +276,7 @@ def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
 
 
 def mark_pushes(current: Any) -> None:
-    """Mark ``current`` while a push changes it, when it has pull mode's units (not on the pull's
-    own run)."""
+    """Mark ``current`` while a push changes it, when it has pull mode's units."""
     if is_pull_run(current) or read_fact(FileDigest, path=paths.PULL_SERVICE) is None:
         return
     wait = str(PUSH_WAITS_FOR_PULL_SECONDS)

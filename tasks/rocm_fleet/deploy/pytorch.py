@@ -1,6 +1,4 @@
-"""The PyTorch venv with the ROCm wheels matching the release (``model.sources.torch_pip`` picks
-the index and the set), every wheel pinned by hash: a bundle's, else the controller's lock made
-once per wheel set when some host is to install. See ``docs/decisions/pinned-wheels.md``."""
+"""The PyTorch venv with the release's ROCm wheels, every wheel pinned by hash."""
 
 from __future__ import annotations
 
@@ -11,15 +9,14 @@ from typing import TYPE_CHECKING
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
+from rocm_fleet.deploy.repository import secret_file
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import refuse_after_preflight
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.secrets import Secret, SecretError, read_secret
 from rocm_fleet.model.sources import torch_pip
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import text_file, uploaded_file
 from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
@@ -33,8 +30,7 @@ PREREQUISITES = ["python3-venv"]
 
 @deploy("PyTorch")
 def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None:
-    """The venv and the release's wheels; ``distro`` gives the host's Python. Refuses the host
-    when the set can't be locked; ``DeployError`` on a bad bundle."""
+    """The venv and the release's wheels; refuses the host when the set can't be locked."""
     debian_packages(
         name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
     )
@@ -49,7 +45,6 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
     bundle = config.mirror.bundle if config.mirror else None
     locked = None
     if bundle and wheels.runtime is not None:
-        # Imported here: only needed with a bundle.
         from rocm_fleet.upstream.manifest import BundleError, bundle_lock
 
         try:
@@ -57,7 +52,6 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
         except BundleError as exc:
             raise DeployError(str(exc)) from None
     elif pip_runs:
-        # The controller's lock, only when pip is to run.
         from rocm_fleet.upstream.lock import LockError, LockRequest  # requests: only here
 
         try:
@@ -81,24 +75,13 @@ def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None
 
 @deploy("PyTorch")
 def configure_pip_credentials(config: Config, present: bool = True) -> None:
-    """``rocm_pip_netrc`` as root's 0600 netrc before pip runs; its removal when the setting or
-    torch goes (planned only when there)."""
-    if present and config.rocm_pip_netrc:
-        uploaded_file(
-            name="Give pip the wheel index's credentials (root only)",
-            path=paths.PIP_NETRC,
-            content=_secret(config.rocm_pip_netrc),
-            mode="600",
-        )
-    elif read_fact(FileDigest, path=paths.PIP_NETRC) is not None:
-        text_file(name="Remove pip's credentials", path=paths.PIP_NETRC, present=False)
-
-
-def _secret(source: str) -> Secret:
-    try:
-        return read_secret(source)
-    except SecretError as exc:  # checked when the run started; gone since
-        raise DeployError(str(exc)) from None
+    """``rocm_pip_netrc`` as root's 0600 netrc, else its removal."""
+    secret_file(
+        config.rocm_pip_netrc if present else None,
+        paths.PIP_NETRC,
+        "Give pip the wheel index's credentials (root only)",
+        "Remove pip's credentials",
+    )
 
 
 @functools.cache
@@ -111,8 +94,7 @@ def controller_locks() -> Locks:
 
 @deploy("PyTorch")
 def remove_created_venv(config: Config) -> None:
-    """``pytorch_install: false``: remove the venv (and its directories) if rocm-fleet created it;
-    planned only when a venv is there."""
+    """Remove the venv if rocm-fleet created it (``pytorch_install: false``)."""
     if read_fact(FileDigest, path=paths.venv_marker(config.pytorch_venv)) is None:
         return
     venv(

@@ -1,7 +1,4 @@
-"""Reboots that are safe: only when allowed (``rocm_reboot: allow``), only hosts that need one,
-``rocm_reboot_parallel`` at a time (pyinfra's ``_parallel``: set it fleet-wide), never into a
-kernel not ready for the driver. The run ends with a report of hosts that still need a reboot,
-were refused one, or wait at the console. See ``docs/decisions/reboots-and-kernels.md``."""
+"""Safe reboots (docs/decisions/reboots-and-kernels.md)."""
 
 from __future__ import annotations
 
@@ -26,31 +23,23 @@ logger = logging.getLogger("pyinfra")
 
 def _report() -> None:
     """Log the hosts that still need a reboot, were refused one, or wait at the console."""
-    lines = []
-    for name in sorted(NEEDS_REBOOT):
-        lines.append(f"  {name}: {visible('; '.join(NEEDS_REBOOT[name]))}")
-    if lines:
-        logger.warning(
-            "Hosts that need a reboot (not allowed: set rocm_reboot: allow, or reboot them "
-            "yourself):\n" + "\n".join(lines)
-        )
-    refused = [f"  {name}: {visible('; '.join(REFUSED[name]))}" for name in sorted(REFUSED)]
-    if refused:
-        logger.warning(
-            "Reboots refused: the kernel the host boots next isn't ready for its GPU "
-            "driver:\n" + "\n".join(refused)
-        )
-    console = [f"  {name}: {visible('; '.join(NOTES[name]))}" for name in sorted(NOTES)]
-    if console:
-        logger.warning("Hosts waiting for someone at the console:\n" + "\n".join(console))
+    for found, header in (
+        (NEEDS_REBOOT, "Hosts that need a reboot (not allowed: set rocm_reboot: allow, or "
+         "reboot them yourself):"),
+        (REFUSED, "Reboots refused: the kernel the host boots next isn't ready for its GPU "
+         "driver:"),
+        (NOTES, "Hosts waiting for someone at the console:"),
+    ):  # fmt: skip
+        lines = [f"  {name}: {visible('; '.join(found[name]))}" for name in sorted(found)]
+        if lines:
+            logger.warning(header + "\n" + "\n".join(lines))
 
 
 @deploy("Reboot")
 def reboot_if_needed(
     config: Config, planned: list[tuple[str, OperationMeta]], distro: matrix.Distro
 ) -> None:
-    """Reboot (if allowed and safe) the hosts that need it; ``planned``: (reason, operation) pairs
-    of this run whose change will need one."""
+    """Reboot (if allowed and safe) the hosts that need it."""
     reasons = [reason for reason, op in planned if op.will_change]
     meta = reboot_when_needed(
         name="Reboot hosts that need it (when allowed)",

@@ -1,5 +1,4 @@
-"""AMD's apt repository of the release's stream (verified key, source, pin above the
-distribution's own ROCm), and nothing of the other stream's."""
+"""AMD's apt repository of the release's stream, and nothing of the other stream's."""
 
 from __future__ import annotations
 
@@ -24,15 +23,13 @@ if TYPE_CHECKING:
 
 PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
 
-# Every file any stream's repository puts on a host.
 SOURCES = tuple(dict.fromkeys(repo.source for repo in matrix.REPOSITORIES))
 KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
 PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
 
 
 def foreign_files(config: Config) -> Leftovers:
-    """The other stream's or repository's sources, pins and keyrings (the driver's keyring stays
-    while ``rocm_driver: dkms``)."""
+    """The other stream's or repository's sources, pins and keyrings."""
     stream, repo = config.stream, config.repository
     keep = {stream.keyring, config.amdgpu_keyring}
     return Leftovers(
@@ -79,22 +76,26 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
     )
 
 
-def configure_apt_credentials(config: Config, present: bool = True) -> None:
-    """``rocm_apt_auth`` as root's 0600 auth.conf.d file, uploaded; its removal when the setting
-    goes (planned only when there). ``DeployError`` when the secret is gone."""
-    if present and config.rocm_apt_auth:
+def secret_file(source: str | None, path: str, give: str, remove: str) -> None:
+    """``source``'s secret as root's 0600 ``path``; without one, ``path`` removed when there."""
+    if source:
         try:
-            secret = read_secret(config.rocm_apt_auth)
+            secret = read_secret(source)
         except SecretError as exc:  # checked when the run started; gone since
             raise DeployError(str(exc)) from None
-        uploaded_file(
-            name="Give apt the repository's credentials (root only)",
-            path=paths.APT_AUTH,
-            content=secret,
-            mode="600",
-        )
-    elif read_fact(FileDigest, path=paths.APT_AUTH) is not None:
-        text_file(name="Remove apt's credentials", path=paths.APT_AUTH, present=False)
+        uploaded_file(name=give, path=path, content=secret, mode="600")
+    elif read_fact(FileDigest, path=path) is not None:
+        text_file(name=remove, path=path, present=False)
+
+
+def configure_apt_credentials(config: Config, present: bool = True) -> None:
+    """``rocm_apt_auth`` as root's 0600 auth.conf.d file, else its removal."""
+    secret_file(
+        config.rocm_apt_auth if present else None,
+        paths.APT_AUTH,
+        "Give apt the repository's credentials (root only)",
+        "Remove apt's credentials",
+    )
 
 
 @deploy("Remove ROCm apt repository")

@@ -1,5 +1,4 @@
-"""ROCm user space from AMD's repository: the release's packages, /opt/rocm/lib on the loader
-path, /opt/rocm/bin on PATH."""
+"""ROCm user space from AMD's repository, on the loader path and PATH."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Secure Boot and DKMS (``rocm_driver: dkms``, Secure Boot enabled only): the DKMS signing key
-exists and is enrolled as a MOK, or queued with a one-time password. Secure Boot, shim
-validation and existing keys are never touched."""
+"""Secure Boot and DKMS: the signing key exists and is enrolled as a MOK."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Slurm's view of the node's GPUs (``rocm_slurm_gres``): gres.conf written from KFD and recorded
-by hash, removed only while it holds what was recorded; slurm.conf is the site's, so a
-``Gres=`` mismatch is a warning. slurmd is never restarted. See
-``docs/decisions/slurm-gres.md``. Slurm's health program (``rocm_slurm_health_check``):
-written from ``model.health_check``, removed with its baseline when the setting goes."""
+"""Slurm's gres.conf and health program (docs/decisions/slurm-gres.md)."""
 
 from __future__ import annotations
 
@@ -29,8 +25,7 @@ if TYPE_CHECKING:
 
 @deploy("Slurm GRES")
 def configure_slurm_gres(config: Config, present: bool = True) -> None:
-    """gres.conf from the node's GPUs; with the setting off or ``present=False``, the one
-    rocm-fleet wrote is removed. Refuses the host when the GPUs can't be written."""
+    """gres.conf from the node's GPUs; else the one rocm-fleet wrote is removed."""
     if not (present and config.rocm_slurm_gres):
         _remove_written()
         return
@@ -106,8 +101,7 @@ def health_program(
     scontrol: tuple[str, ...] = paths.SCONTROL_PROGRAMS,
     kfd: str = "/dev/kfd",  # amdgpu's compute device
 ) -> str:
-    """The health program's text (Python, standard library, ``model.health`` and
-    ``model.health_check`` carried verbatim); every path absolute."""
+    """The health program's text; every path absolute."""
     modules = {m.__name__: Path(m.__file__).read_text() for m in (health, health_check)}
     return assets.render(
         "rocm-fleet-health-check.j2",
@@ -125,8 +119,7 @@ def health_program(
 
 @deploy("Slurm health check")
 def configure_slurm_health_check(config: Config, present: bool = True) -> None:
-    """Slurm's health program for the node's GPUs (and python3 to run it); with the setting
-    off or ``present=False``, the program and its baseline go (python3 stays)."""
+    """Slurm's health program for the node's GPUs; else its removal."""
     if not (present and config.rocm_slurm_health_check):
         for path in (paths.SLURM_HEALTH_PROGRAM, paths.SLURM_HEALTH_BASELINE):
             if read_fact(FileDigest, path=path) is not None:  # else: nothing to plan

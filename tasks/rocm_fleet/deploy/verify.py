@@ -1,5 +1,4 @@
-"""Proof that the node works: rocminfo and torch see the expected GPUs, torch computes. Checked
-when the deploy executes, last; a mismatch fails the host."""
+"""Proof that the node works, checked last; a mismatch fails the host."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ def verify_node(config: Config) -> None:
 
 
 def installed(config: Config) -> str:
-    """What the GPU check covers, as text: the release (stream, rocminfo) and the torch
-    requirements."""
+    """What the GPU check covers, as text."""
     rel = config.release
     lines = [f"rocm {rel.version} ({rel.stream.name}, {rel.rocminfo})"]
     if config.torch is not None:
