@@ -43,7 +43,6 @@ venv: $(VENV)/.installed
 
 # The tiers (tests/conftest.py): the pure tests (no process, no socket; budget 1 minute), then
 # the CLI, loopback servers, gpg, dash and the docs build (6 minutes), then the lab (root).
-TIERS := tests/unit tests/integration tests/e2e tests/lab
 
 unit: venv
 	$(PY) -m pytest tests/unit -q
@@ -53,25 +52,37 @@ integration: venv
 
 # The pure and integration tiers against the newest pyinfra 3.x the index serves (pyproject.toml
 # allows any 3.x from the tested minor up), in a throwaway venv; CI runs it after `make test`
-# (.ci/run).
-# The next pyinfra minor's breakage shows here before users see it: on an untested minor the
-# planning speedups step aside (engine/speedups.py) and their tests compare them with
-# pyinfra's functions all the same; tests/unit/test_pyinfra_internals.py says which of the
-# internals engine/ reads (engine/version.py) moved.
+# (.ci/run). When the newest 3.x is the one .venv already has, `make test` just ran those tiers
+# on it: nothing new to run. The next pyinfra minor's breakage shows here before users see it:
+# on an untested minor the planning speedups step aside (engine/speedups.py) and their tests
+# compare them with pyinfra's functions all the same; tests/unit/test_pyinfra_internals.py says
+# which of the internals engine/ reads (engine/version.py) moved.
 NEXT_VENV := .venv-pyinfra-next
-pyinfra-next:
-	rm -rf $(NEXT_VENV)
-	$(PYTHON) -m venv $(NEXT_VENV)
-	$(NEXT_VENV)/bin/python -m pip install -q --upgrade pip
-	$(NEXT_VENV)/bin/python -m pip install -q -e '.[dev]' -e tests/lab
-	$(NEXT_VENV)/bin/python -m pip install -q --upgrade 'pyinfra>=3,<4'
-	@$(NEXT_VENV)/bin/python -c 'import importlib.metadata as m; print("pyinfra", m.version("pyinfra"))'
-	$(NEXT_VENV)/bin/python -m pytest tests/unit tests/integration -q; status=$$?; \
-		rm -rf $(NEXT_VENV); exit $$status
+pyinfra-next: venv
+	@set -o pipefail; newer=$$($(PY) -m pip install -q --dry-run --upgrade --no-deps --report - 'pyinfra>=3,<4' \
+		| $(PY) -c 'import json, sys; print(*(i["metadata"]["version"] for i in json.load(sys.stdin)["install"]))') \
+		|| { echo "pyinfra-next: the index did not say which pyinfra 3.x is newest"; exit 1; }; \
+	if [ -z "$$newer" ]; then \
+		echo "pyinfra-next: the newest pyinfra 3.x is .venv's $$($(PY) -c 'import importlib.metadata as m; print(m.version("pyinfra"))'), which make test ran on"; \
+		exit 0; \
+	fi; \
+	rm -rf $(NEXT_VENV) && $(PYTHON) -m venv $(NEXT_VENV) \
+	&& $(NEXT_VENV)/bin/python -m pip install -q --upgrade pip \
+	&& $(NEXT_VENV)/bin/python -m pip install -q -e '.[dev]' -e tests/lab \
+	&& $(NEXT_VENV)/bin/python -m pip install -q "pyinfra==$$newer" \
+	&& echo "pyinfra $$newer" \
+	&& $(NEXT_VENV)/bin/python -m pytest tests/unit tests/integration -q; status=$$?; \
+	rm -rf $(NEXT_VENV); exit $$status
 
-# Every tier in one run, in order; with CI=true a tier over its budget fails the run.
+# Every tier, in order: the pure and integration tiers (with CI=true a tier over its budget
+# fails), then the lab's modules on LAB_WORKERS workers (pytest-xdist, --dist loadfile: a
+# module and its fleet stay on one worker; the longest modules start first,
+# tests/e2e/conftest.py). Both runs always run; the status is the worse.
+LAB_WORKERS ?= 2
 test: deps venv
-	$(PY) -m pytest -v -rs --durations=15 $(TIERS)
+	$(PY) -m pytest -v -rs --durations=15 tests/unit tests/integration; status=$$?; \
+	$(PY) -m pytest -v -rs --durations=15 -n $(LAB_WORKERS) --dist loadfile --no-loadscope-reorder tests/e2e tests/lab \
+		|| status=$$?; exit $$status
 
 demo: deps venv
 	$(VENV)/bin/rocm-fleet-lab demo

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from e2e.support import running_lab
@@ -36,3 +38,25 @@ RELEASES = sorted({spec.data["rocm_version"] for spec in FLEET})
 @pytest.fixture(scope="session")
 def fleet():
     yield from running_lab(FLEET, RELEASES)
+
+
+#: The lab's longest modules, longest first (the per-module sum of test times of a junit run of
+#: the lab tier). `make test` runs the lab's modules on two pytest-xdist workers
+#: (``--dist loadfile --no-loadscope-reorder``), which take whole modules in collection order:
+#: the longest starting first keeps a long one from running alone at the end. Order only; no
+#: test depends on it.
+LONGEST_FIRST = [
+    "test_pull", "test_kernel_driver", "test_offline", "test_containers", "test_slurm_waves",
+    "test_preflight", "test_lifecycle", "test_pull_future", "test_audit", "test_streams",
+    "test_future_release", "test_amd_torch", "test_faults", "test_wheel",
+]  # fmt: skip
+
+
+def pytest_collection_modifyitems(items):
+    here = Path(__file__).parent
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def order(item):
+        return rank.get(item.path.stem, len(rank)) if item.path.parent == here else len(rank)
+
+    items.sort(key=order)
