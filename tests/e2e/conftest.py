@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from e2e import pull_support
 from e2e.support import running_lab
 from lab import HostSpec
 
@@ -36,3 +37,9 @@ RELEASES = sorted({spec.data["rocm_version"] for spec in FLEET})
 @pytest.fixture(scope="session")
 def fleet():
     yield from running_lab(FLEET, RELEASES)
+
+
+@pytest.fixture(scope="session")
+def pull_fleet(tmp_path_factory):
+    """The pull-mode fleet test_pull.py and test_pull_future.py share (pull_support.py)."""
+    yield from pull_support.pull_fleet(tmp_path_factory)
