@@ -254,11 +254,15 @@ def put_back(root: Path, files: list[str], where: Path) -> None:
 
 
 def hashes(root: Path, files: list[str]) -> dict[str, tuple]:
+    """``files`` of a host's root (what a directory holds, not its size) as ``root_hashes``
+    has them."""
     seen = {}
     for path in files:
         full = root / path.lstrip("/")
         if full.is_dir() and not full.is_symlink():
-            seen.update({f"{path}/{k}": v for k, v in support.root_hashes(full).items()})
+            for key, (mode, uid, gid, size, content) in support.root_hashes(full).items():
+                kept = size if content is not None else None  # a directory's: how it grew
+                seen[f"{path}/{key}"] = (mode, uid, gid, kept, content)
         elif full.exists() or full.is_symlink():
             st = full.lstat()
             content = str(full.readlink()) if full.is_symlink() else full.read_bytes()
