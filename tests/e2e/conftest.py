@@ -1,4 +1,4 @@
-"""The lab fleet the end-to-end tests share: built once per session, torn down at the end."""
+"""The lab fleet of test_fleet.py, and the order the lab's modules start in."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ CONVERGING = "node1,node2,node3"
 RELEASES = sorted({spec.data["rocm_version"] for spec in FLEET})
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def fleet():
     yield from running_lab(FLEET, RELEASES)
 
@@ -47,7 +47,7 @@ def fleet():
 #: test depends on it.
 LONGEST_FIRST = [
     "test_pull", "test_kernel_driver", "test_offline", "test_containers", "test_slurm_waves",
-    "test_preflight", "test_lifecycle", "test_pull_future", "test_audit", "test_streams",
+    "test_preflight", "test_lifecycle", "test_audit", "test_streams",
     "test_future_release", "test_amd_torch", "test_faults", "test_wheel",
 ]  # fmt: skip
 

@@ -1,32 +1,40 @@
-"""End to end: pull mode on two lab nodes, converging from signed settings on the fleet mirror.
+"""End to end: pull mode on a booted lab node, converging from signed settings on the fleet mirror.
 
-The administrators' TUF repository (``rocm-fleet publish``) is made on the controller and
-copied to the mirror's published directory. A push deploy makes one host the fleet mirror
-(nginx, which serves that directory under ``/fleet/``) and gives two nodes ``rocm_pull``: the
-pinned rocm-fleet (every wheel locked by hash, from a path on the node; tuf and its
-dependencies among them), the repository's root metadata they trust, the pull script and
-the service and timer. From then on the controller never connects: the lab's hosts run no
-systemd, so the lab's double of systemd's timers (``lab/timers.py``, ``timer_scale``) reads
-the units the deploy installed and runs their ExecStart inside each node as systemd would,
-``OnBootSec`` after a boot and ``OnUnitActiveSec`` (plus ``RandomizedDelaySec``) after each
-run, every span times ``SCALE``. Each node fetches its target over HTTP from the mirror and
-verifies it with TUF's client before anything runs.
+The fleet (``pull_support.pull_fleet``): the administrators'
+TUF repository (``rocm-fleet publish``) is made on the controller and copied to the mirror's
+published directory; a push makes one host the fleet mirror (nginx, which serves that
+directory under ``/fleet/``) and gives the node ``puller`` ``rocm_pull``: the pinned
+rocm-fleet (every wheel locked by hash, from a path on the node; tuf and its dependencies
+among them), the repository's root metadata it trusts, the pull script and the service and
+timer. From then on the controller never connects: the lab's hosts run no systemd, so the
+lab's double of systemd's timers (``lab/timers.py``) reads the units the deploy installed
+and runs their ExecStart inside the node as systemd would, ``OnBootSec`` after a boot and
+``OnUnitActiveSec`` (plus ``RandomizedDelaySec``) after each run, every span times
+``pull_support.SCALE``; a test that isn't about the timer starts the service by hand
+(``systemctl start``). The node fetches its target over HTTP from the mirror and verifies it
+with TUF's client before anything runs.
 
-What is checked: a change published and signed by the administrators is applied by every
-node within one timer period and no SSH connection reaches any host meanwhile (each host's
-sshd log); a second run changes nothing; settings forged on the mirror (without the keys)
-change nothing and are reported; a root key rotation is followed through the pull; signed
-but invalid settings change nothing and are reported (exit status, journal, metrics); a node
-that was down while its data changed converges at boot (``OnBootSec``); a push and a pull
-never change a node at once; ``rocm_pull: false`` takes pull mode off.
+What only a booted node shows is checked here: a node that was down while the
+administrators published a change converges to it at boot and again every period, no SSH
+connection reaching any host (each host's sshd log), the next run changing nothing; forged
+settings on the mirror and signed but invalid settings change nothing on the node and are
+reported (exit status, journal, metrics); a push and a pull never change the node at once;
+``rocm_pull: false`` takes pull mode off; a node moves to a release published after its
+rocm-fleet through the site matrix data the administrators publish (the lab's doubles serve
+the synthetic Core SDK release 10.9.0, tests/fixtures/upstream/synthetic-future.toml): no code
+change, no push. The protocol's cases (forged, replayed, frozen or
+other nodes' data, key rotations, what pulled data may carry) are tested against a loopback
+repository in tests/integration/pull/.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import re
 import shutil
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -35,342 +43,356 @@ import pytest
 
 from e2e import pull_support, support
 from e2e.pull_support import (
-    admin_repository,
+    FUTURE,
+    MIRROR,
+    PULLER,
+    RANDOM_DELAY,
+    RUN_SECONDS,
+    SCALE,
+    SERVICE,
     changed_ops,
     copy_published,
-    give_wheels,
-    publish_cli,
-    pull_settings,
+    publish_inventory,
+    quiet,
+    set_inventory,
     ssh_sessions,
-    wheel_lock,
+    status_metrics,
 )
-from e2e.support import running_lab, succeeded
-from lab import HostSpec
-from lab.network import SUBNET
+from e2e.support import sh, succeeded, wheels
+from lab.timers import time_span
+from lab.upstream_facts import FUTURE_RELEASE
 from rocm_fleet.model import paths
 from rocm_fleet.pull.repository import PullRepository
 
 pytestmark = pytest.mark.e2e
 
-MIRROR = "mirror"
-NODES = ["puller1", "puller2"]
-MIRROR_ADDRESS = f"{SUBNET}.11"  # the first host of the lab (network.py: .10 + its index)
-PORT = 8080
-#: The lab's timer double runs every systemd time span at a tenth: OnBootSec=5min is 30 s,
-#: the nodes' 15min interval 90 s, their 3min random delay up to 18 s.
-SCALE = 1 / 10
-INTERVAL, RANDOM_DELAY = "15min", "3min"
-PERIOD = (15 * 60 + 3 * 60) * SCALE  # one timer period, its random delay included
-RUN_SECONDS = 600  # how long one pull may take on the lab's shared cores
-
-
-#: The fleet's TUF repository on the mirror (its published directory, under /fleet/).
-SOURCE = f"http://{MIRROR_ADDRESS}:{PORT}{paths.MIRROR_PUBLISHED_URL_PATH}"
+NODE = PULLER
+VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
+GROUPS = "GPU groups | Give the GPU users video and render"
+WRITE_TIMER = "Pull mode | Write the pull timer"
+ENABLE_TIMER = "Pull mode | Enable the pull timer"
+#: What a push removes when the inventory says ``rocm_pull: false``.
+REMOVAL = [
+    "Pull mode | Remove the pull service and timer",
+    "Pull mode | Remove the pull venv and files",
+]
+#: What pull mode is on a node: what ``rocm_pull: false`` removes (the timer's link with the
+#: directory that holds it).
+PULL_FILES = [paths.PULL_SERVICE, paths.PULL_TIMER, str(Path(paths.PULL_TIMER_LINK).parent),
+              paths.PULL_ROOT, paths.PULL_STAMP, paths.PULL_METRICS,
+              paths.PULL_STATUS_METRICS]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    built = tmp_path_factory.mktemp("wheels")
-    lock = wheel_lock(built, "3.11")  # Debian 12's Python
-    admin = tmp_path_factory.mktemp("admin")
-    repository = admin_repository(admin)
-    gpu = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1}
-    mirror = {**gpu, "rocm_mirror": MIRROR, "rocm_mirror_allow": [f"{SUBNET}.0/24"]}
-    pulling = {**gpu, **pull_settings(repository, lock, SOURCE, INTERVAL, RANDOM_DELAY)}
-    specs = [HostSpec(MIRROR, suite="bookworm", profile="rx7900xtx", data=mirror)] + [
-        HostSpec(node, suite="bookworm", profile="rx7900xtx", data=pulling) for node in NODES
-    ]
-    for lab in running_lab(specs, ["6.4.3"], timer_scale=SCALE):
-        assert lab.address(MIRROR) == MIRROR_ADDRESS
-        for node in NODES:
-            give_wheels(lab.root(node), built, lock)
-        lab.repository = repository
-        # The first publication from the push's own inventory, as the administrators would.
-        first = publish_cli(lab.inventory, "--limit", ",".join(NODES), "--repository",
-                            repository.directory, "--keys", admin / "keys")  # fmt: skip
-        assert first.returncode == 0, first.stderr
-        copy_to_mirror(lab)
-        lab.pull_data = {node: json.loads(content)["settings"]
-                         for node, content in repository.node_targets().items()}  # fmt: skip
-        yield lab
+    yield from pull_support.pull_fleet(tmp_path_factory)
 
 
-def copy_to_mirror(lab) -> None:
+def period(interval: str) -> float:
+    """One timer period on the lab, its random delay included."""
+    return (time_span(interval) + time_span(RANDOM_DELAY)) * SCALE
+
+
+def next_run(lab, after: float, timeout: float = RUN_SECONDS):
+    return pull_support.next_run(lab, NODE, after, timeout)
+
+
+def published_settings(lab) -> dict:
+    return json.loads(lab.repository.node_targets()[NODE])["settings"]
+
+
+def publish(lab, settings: dict) -> None:
+    """Settings signed with the administrators' keys (their targets and online keys, not
+    through ``rocm-fleet publish``'s checks) and copied to the mirror."""
+    targets = {node: json.loads(text) for node, text in lab.repository.node_targets().items()}
+    others = {node: target["settings"] for node, target in targets.items()}
+    site_data = {node: target["matrix_data"] for node, target in targets.items()
+                 if node != NODE and "matrix_data" in target}  # fmt: skip
+    lab.repository.publish({**others, NODE: settings}, 24, site_data)
     copy_published(lab.repository, lab.root(MIRROR))
 
 
-def next_run(lab, node: str, after: float, timeout: float = PERIOD + RUN_SECONDS):
-    return pull_support.next_run(lab, node, after, timeout)
-
-
-def publish(lab, settings: dict[str, dict]) -> None:
-    """A change signed by the administrators (their targets and online keys) and copied to
-    the mirror; nodes left out keep their settings."""
-    current = {node: json.loads(content)["settings"]
-               for node, content in lab.repository.node_targets().items()}  # fmt: skip
-    lab.repository.publish({**current, **settings}, 24)
-    copy_to_mirror(lab)
-
-
-def groups_of(lab, node: str, user: str) -> set[str]:
-    """The groups ``user`` is a member of on ``node`` (read from its root, not over SSH)."""
+def groups_of(lab, user: str) -> set[str]:
+    """The groups ``user`` is a member of on the node (read from its root, not over SSH)."""
     groups = set()
-    for line in (lab.root(node) / "etc/group").read_text().splitlines():
+    for line in (lab.root(NODE) / "etc/group").read_text().splitlines():
         name, _, _, members = line.split(":")
         if user in members.split(","):
             groups.add(name)
     return groups
 
 
-VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
-
-
-def status_metrics(lab, node: str) -> str:
-    return (lab.root(node) / paths.PULL_STATUS_METRICS.lstrip("/")).read_text()
-
-
-def test_a_push_makes_the_mirror_and_gives_the_nodes_the_pinned_venv_and_the_units(lab):
-    succeeded(support.deploy(lab))
-    for node in NODES:
-        root = lab.root(node)
-        for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_SCRIPT,
-                     paths.PULL_INVENTORY):  # fmt: skip
-            assert (root / path.lstrip("/")).is_file(), path
-        link = root / paths.PULL_TIMER_LINK.lstrip("/")
-        assert link.is_symlink() and str(link.readlink()) == paths.PULL_TIMER
-        assert f"OnUnitActiveSec={INTERVAL}" in (root / paths.PULL_TIMER.lstrip("/")).read_text()
-    # The nodes were pushed to, so they boot (a lab host runs no systemd: the deploy enabled
-    # the timer for the next boot); from here on the controller never connects.
-    booted = time.monotonic()
-    for node in NODES:
-        lab.restart_host(node)
-    for node in NODES:
-        run = next_run(lab, node, booted)
-        assert run.trigger == "OnBootSec"
-        assert run.success, lab.timers.journal(node)[-4000:]
-        # The push converged the node to the data it now fetched: the pull changes nothing
-        # but the GPU check, which a boot asks for again (its record is in /run).
-        assert changed_ops(run.output) == [VERIFY], run.output[-3000:]
-    access = (lab.root(MIRROR) / "var/log/nginx/access.log").read_text()
-    for node in NODES:
-        # TUF's client: the timestamp, then the node's own target by its hash.
-        for path in ("metadata/timestamp.json", f"targets/nodes/[0-9a-f]{{64}}\\.{node}\\.json"):
-            fetched = f'{lab.address(node)} - - .*"GET /fleet/{path} HTTP/1.1" 200'
-            assert re.search(fetched, access), access[-2000:]
-        trusted = lab.root(node) / paths.PULL_TRUSTED_ROOT.lstrip("/")
-        assert trusted.read_bytes() == (lab.repository.metadata / "root.json").read_bytes()
-
-
-def test_a_published_change_reaches_every_node_within_one_period_without_ssh(lab):
-    before = ssh_sessions(lab)
-    assert all(before[name] > 0 for name in lab.hosts), before  # the push's, counted
-    published = time.monotonic()
-    publish(lab, {node: {**lab.pull_data[node], "rocm_users": ["alice"]} for node in NODES})
-    for node in NODES:
-        run = next_run(lab, node, published)
-        assert run.started - published <= PERIOD + 1, (run.started - published, PERIOD)
-        assert run.success, lab.timers.journal(node)[-4000:]
-        assert {"video", "render"} <= groups_of(lab, node, "alice"), run.output[-3000:]
-        metrics = (lab.root(node) / paths.PULL_METRICS.lstrip("/")).read_text()
-        assert 'rocm_fleet_audit_status{host="@local",status="ok"} 1' in metrics
-        assert 'rocm_fleet_pull_last_run{result="converged"} 1' in status_metrics(lab, node)
-    # The next run of each changes nothing.
-    for node in NODES:
-        again = next_run(lab, node, lab.timers.runs_of(node)[-1].started)
-        assert again.success and changed_ops(again.output) == [], again.output[-3000:]
-    assert ssh_sessions(lab) == before  # no SSH reached any host: the nodes did it themselves
-
-
-def changed_paths(lab, node: str, before: dict) -> list[str]:
-    """What changed on ``node`` since ``before``, less what every pull writes: its run
+def changed_paths(lab, before: dict) -> list[str]:
+    """What changed on the node since ``before``, less what every pull writes: its run
     directory, temporary files, its metrics, pip's cache, TUF's verified metadata."""
     ignored = ("run/", "tmp/", "var/lib/prometheus", "root/.cache",
                paths.PULL_METADATA.lstrip("/"))  # fmt: skip
-    after = support.root_hashes(lab.root(node))
+    after = support.root_hashes(lab.root(NODE))
     return [p for p in support.differences(before, after)
             if not p.startswith(ignored) and "__pycache__" not in p]  # fmt: skip
 
 
-def current_target(published: Path, node: str) -> Path:
-    """The file of ``node``'s target that the newest metadata of its delegated role names
-    (consistent snapshots keep the earlier ones beside it)."""
-    newest = max((published / "metadata").glob(f"*.node-{node}.json"),
-                 key=lambda path: int(path.name.split(".")[0]))  # fmt: skip
-    info = json.loads(newest.read_text())["signed"]["targets"][f"nodes/{node}.json"]
-    return published / "targets/nodes" / f"{info['hashes']['sha256']}.{node}.json"
+def test_a_node_down_while_a_change_was_published_converges_at_boot_then_every_period(lab):
+    """The administrators change the inventory (a GPU user, the node's own pull interval) and
+    publish it while the node is down; it boots, and its timer's pull applies the change
+    (its timer unit rewritten by the deploy); the next run comes one interval later and
+    changes nothing. No SSH connection reaches any host meanwhile."""
+    root = lab.root(NODE)
+    for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_SCRIPT, paths.PULL_INVENTORY):
+        assert (root / path.lstrip("/")).is_file(), path
+    link = root / paths.PULL_TIMER_LINK.lstrip("/")
+    assert link.is_symlink() and str(link.readlink()) == paths.PULL_TIMER
+    timer = root / paths.PULL_TIMER.lstrip("/")
+    old = re.search(r"^OnUnitActiveSec=(.+)$", timer.read_text(), re.M).group(1)
+    interval = "16min" if old != "16min" else "17min"
+    assert "alice" not in published_settings(lab).get("rocm_users", [])
+    assert all(count > 0 for count in ssh_sessions(lab).values())  # the push's, counted
+    lab.stop_host(NODE)
+    down = time.monotonic()
+    set_inventory(lab, {NODE: {"rocm_users": ["alice"], "rocm_pull_interval": interval}})
+    published = publish_inventory(lab, NODE)
+    assert published.returncode == 0, published.stderr
+    assert [r for r in lab.timers.runs_of(NODE) if r.started > down] == []
+    lab.restart_host(NODE)  # a boot (which waits for the node's sshd: one session)
+    booted = time.monotonic()
+    sessions = ssh_sessions(lab)
+    first = next_run(lab, down)
+    assert first.trigger == "OnBootSec"
+    assert first.started - booted <= (time_span("5min") + time_span(RANDOM_DELAY)) * SCALE + 1
+    assert first.success, lab.timers.journal(NODE)[-4000:]
+    assert changed_ops(first.output) == [GROUPS, VERIFY, WRITE_TIMER, ENABLE_TIMER], first.output[
+        -3000:
+    ]
+    assert {"video", "render"} <= groups_of(lab, "alice")
+    assert f"OnUnitActiveSec={interval}" in timer.read_text()
+    metrics = (root / paths.PULL_METRICS.lstrip("/")).read_text()
+    assert 'rocm_fleet_audit_status{host="@local",status="ok"} 1' in metrics
+    assert 'rocm_fleet_pull_last_run{result="converged"} 1' in status_metrics(lab, NODE)
+    # TUF's client on the node: the timestamp, then the node's own target by its hash.
+    access = (lab.root(MIRROR) / "var/log/nginx/access.log").read_text()
+    for path in ("metadata/timestamp.json", f"targets/nodes/[0-9a-f]{{64}}\\.{NODE}\\.json"):
+        fetched = f'{lab.address(NODE)} - - .*"GET /fleet/{path} HTTP/1.1" 200'
+        assert re.search(fetched, access), access[-2000:]
+    trusted = root / paths.PULL_TRUSTED_ROOT.lstrip("/")
+    assert trusted.read_bytes() == (lab.repository.metadata / "root.json").read_bytes()
+    # The next run: one interval after the last started (a timer that elapses while its
+    # service runs starts nothing), within one period of the last one's end.
+    second = next_run(lab, first.started)
+    quiet(lab, NODE)
+    assert second.trigger == "OnUnitActiveSec"
+    assert second.started - first.started >= time_span(interval) * SCALE
+    assert second.started - first.ended <= period(interval) + 1
+    assert second.success and changed_ops(second.output) == [], second.output[-3000:]
+    assert ssh_sessions(lab) == sessions  # no SSH reached any host: the node did it itself
 
 
-def test_settings_forged_on_the_mirror_change_nothing_and_are_reported(lab, tmp_path):
+def test_forged_or_invalid_settings_change_nothing_on_the_node_and_are_reported(lab, tmp_path):
     """Who: anyone who can write the mirror's published directory (or answer for the mirror
     on the network), without the administrators' keys. With what: a repository of their own
     making, well-formed and signed by their own keys, giving the node a user of theirs and
-    taking it out of pull mode; then the node's real target edited in place."""
-    node = NODES[0]
-    good = {**lab.pull_data[node], "rocm_users": ["alice"]}
+    taking it out of pull mode. Then settings the administrators' keys signed that a push
+    would refuse (a key holder's mistake, past ``rocm-fleet publish``'s checks): the node's
+    deploy refuses them before its first operation."""
+    quiet(lab, NODE)
+    good = published_settings(lab)
     published = lab.root(MIRROR) / paths.MIRROR_PUBLISHED.lstrip("/")
     kept = tmp_path / "kept"
     shutil.copytree(published, kept)
     attacker = PullRepository(tmp_path / "attacker", [tmp_path / "attacker-keys"])
     attacker.create(tmp_path / "attacker-keys")
-    attacker.publish({node: {**good, "rocm_users": ["alice", "mallory"], "rocm_pull": False}}, 24)
-    before = support.root_hashes(lab.root(node))
+    attacker.publish({NODE: {**good, "rocm_users": ["mallory"], "rocm_pull": False}}, 24)
+    before = support.root_hashes(lab.root(NODE))
     shutil.copytree(tmp_path / "attacker/targets", published / "targets", dirs_exist_ok=True)
     for forged in (tmp_path / "attacker/metadata").glob("*.json"):
         if "root" not in forged.name:
             shutil.copy(forged, published / "metadata" / forged.name)
-    started = time.monotonic()
-    run = next_run(lab, node, started)
+    try:
+        run = lab.timers.start_service(NODE, SERVICE)
+    finally:
+        shutil.rmtree(published)
+        shutil.copytree(kept, published)
     assert not run.success and run.exit_status == 1, run.output[-3000:]
-    journal = lab.timers.journal(node)
+    journal = lab.timers.journal(NODE)
     assert "rocm-fleet pull: refused (bad-signature)" in journal, journal[-3000:]
-    assert 'rocm_fleet_pull_last_run{result="bad-signature"} 1' in status_metrics(lab, node)
-    assert changed_paths(lab, node, before) == []
-    assert "mallory" not in (lab.root(node) / "etc/passwd").read_text()
-    # The real repository back, its target edited in place: TUF's hash refuses it.
-    shutil.rmtree(published)
-    shutil.copytree(kept, published)
-    target = current_target(published, node)
-    target.write_text(target.read_text().replace('"alice"', '"alice", "mallory"'))
-    run = next_run(lab, node, run.started)
-    assert not run.success and "rocm-fleet pull: refused (unverified)" in run.output
-    assert 'rocm_fleet_pull_last_run{result="unverified"} 1' in status_metrics(lab, node)
-    assert changed_paths(lab, node, before) == []
-    shutil.rmtree(published)
-    shutil.copytree(kept, published)
-
-
-def test_a_root_key_rotation_is_followed_through_the_pull(lab):
-    """The administrators rotate the root key (root v2, signed by the v1 and v2 keys) and
-    publish a change signed by the same targets key: the node, which a push gave root v1,
-    follows to v2 on its own and applies the change (its timer's random delay)."""
-    node = NODES[1]
-    lab.repository.rotate("root", 24)
-    changed = {**lab.pull_data[node], "rocm_pull_random_delay": "2min"}
-    published = time.monotonic()
-    publish(lab, {node: changed})
-    run = next_run(lab, node, published)
-    assert run.success, lab.timers.journal(node)[-4000:]
-    timer = (lab.root(node) / paths.PULL_TIMER.lstrip("/")).read_text()
-    assert "RandomizedDelaySec=2min" in timer
-    verified = lab.root(node) / paths.PULL_METADATA.lstrip("/") / "root.json"
-    assert json.loads(verified.read_text())["signed"]["version"] == 2
-    trusted = lab.root(node) / paths.PULL_TRUSTED_ROOT.lstrip("/")
-    assert json.loads(trusted.read_text())["signed"]["version"] == 1  # the push's, kept
-    lab.pull_data[node] = changed
-
-
-def test_signed_but_invalid_settings_change_nothing_and_are_reported(lab):
-    node = NODES[0]
-    good = {**lab.pull_data[node], "rocm_users": ["alice"]}
-    before = support.root_hashes(lab.root(node))
-    published = time.monotonic()
-    publish(lab, {node: {**good, "rocm_users": ["alice", "bob"], "rocm_version": 6.4}})
-    run = next_run(lab, node, published)
-    publish(lab, {node: good})
+    assert 'rocm_fleet_pull_last_run{result="bad-signature"} 1' in status_metrics(lab, NODE)
+    assert changed_paths(lab, before) == []
+    assert "mallory" not in (lab.root(NODE) / "etc/passwd").read_text()
+    # Signed, but not valid settings: rocm_version a number.
+    publish(lab, {**good, "rocm_users": ["bob"], "rocm_version": 6.4})
+    try:
+        run = lab.timers.start_service(NODE, SERVICE)
+    finally:
+        publish(lab, good)
     assert not run.success and run.exit_status not in (0, 75), run.output[-3000:]
     assert "rocm_version" in run.output
-    journal = lab.timers.journal(node)
+    journal = lab.timers.journal(NODE)
     assert "systemd[1]: Failed to start rocm-fleet-pull.service." in journal
     assert "rocm-fleet pull: deploy-failed" in journal
-    status = status_metrics(lab, node)
+    status = status_metrics(lab, NODE)
     assert 'rocm_fleet_pull_last_run{result="deploy-failed"} 1' in status
     assert f"rocm_fleet_pull_last_run_exit_status {run.exit_status}" in status
-    audit = (lab.root(node) / paths.PULL_METRICS.lstrip("/")).read_text()
+    audit = (lab.root(NODE) / paths.PULL_METRICS.lstrip("/")).read_text()
     assert 'rocm_fleet_audit_status{host="@local",status="invalid"} 1' in audit
-    assert changed_paths(lab, node, before) == []
-    assert "bob" not in (lab.root(node) / "etc/passwd").read_text()
+    assert changed_paths(lab, before) == []
+    assert "bob" not in (lab.root(NODE) / "etc/passwd").read_text()
 
 
-def test_a_node_that_was_down_converges_when_it_boots(lab):
-    node = NODES[1]
-    timer = lab.root(node) / paths.PULL_TIMER.lstrip("/")
-    lab.timers.stop_timer(node)
-    lab.stop_host(node)
-    down = time.monotonic()
-    # The change: the node's own pull interval (its timer unit, rewritten by the deploy).
-    publish(lab, {node: {**lab.pull_data[node], "rocm_users": ["alice"],
-                         "rocm_pull_interval": "16min"}})  # fmt: skip
-    time.sleep(2)
-    assert [r for r in lab.timers.runs_of(node) if r.started > down] == []
-    assert "OnUnitActiveSec=15min" in timer.read_text()
-    lab.start_host(node)
-    run = next_run(lab, node, down)
-    assert run.trigger == "OnBootSec"
-    assert run.started - down < PERIOD + (5 * 60 * SCALE) + 60
-    assert run.success, lab.timers.journal(node)[-4000:]
-    assert "OnUnitActiveSec=16min" in timer.read_text()
-    assert "Pull mode | Write the pull timer" in changed_ops(run.output)
+def keep(root: Path, files: list[str], where: Path) -> dict[str, tuple]:
+    """A copy of ``files`` (those there) of a host's root in ``where``, for ``put_back``; their
+    hashes."""
+    there = [f.lstrip("/") for f in files if (root / f.lstrip("/")).exists()]
+    where.mkdir()
+    subprocess.run(["cp", "-a", "--parents", *there, where], cwd=root, check=True)
+    return hashes(root, files)
 
 
-def test_a_push_is_refused_while_a_pull_runs_and_a_pull_skips_while_a_push_runs(lab):
-    node = NODES[0]
-    lock = lab.root(node) / paths.PULL_LOCK.lstrip("/")
-    lab.timers.stop_timer(node)
-    while any(r.ended is None for r in lab.timers.runs_of(node)):
-        time.sleep(0.5)
-    # A pull holding its lock: a push (--dry too) refuses the node, saying why.
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        dry = support.deploy(lab, limit=node, dry=True)
-    assert node in support.failed_hosts(dry), dry.output[-3000:]
-    assert "a pull (rocm-fleet-pull.service) is converging" in dry.output
-    # A push that changes the node marks it while it runs, and takes the mark away.
-    marker = lab.root(node) / paths.PUSH_MARKER.lstrip("/")
-    seen: list[str] = []
-    watching = threading.Event()
-    watching.set()
+def put_back(root: Path, files: list[str], where: Path) -> None:
+    """``files`` as ``keep`` found them."""
+    for path in files:
+        now, kept = root / path.lstrip("/"), where / path.lstrip("/")
+        if now.is_dir() and not now.is_symlink():
+            shutil.rmtree(now)
+        elif now.exists() or now.is_symlink():
+            now.unlink()
+        if kept.exists() or kept.is_symlink():
+            now.parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["cp", "-a", kept, now.parent], check=True)
 
-    def watch() -> None:
-        while watching.is_set():
-            if marker.exists():
-                seen.append(marker.read_text())
-            time.sleep(0.05)
 
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+def hashes(root: Path, files: list[str]) -> dict[str, tuple]:
+    """``files`` of a host's root (what a directory holds, not its size) as ``root_hashes``
+    has them."""
+    seen = {}
+    for path in files:
+        full = root / path.lstrip("/")
+        if full.is_dir() and not full.is_symlink():
+            for key, (mode, uid, gid, size, content) in support.root_hashes(full).items():
+                kept = size if content is not None else None  # a directory's: how it grew
+                seen[f"{path}/{key}"] = (mode, uid, gid, kept, content)
+        elif full.exists() or full.is_symlink():
+            st = full.lstat()
+            content = str(full.readlink()) if full.is_symlink() else full.read_bytes()
+            seen[path] = (st.st_mode, st.st_uid, st.st_gid, content)
+    return seen
+
+
+def test_a_push_and_a_pull_never_change_the_node_at_once_and_rocm_pull_false_ends_pull_mode(
+    lab, tmp_path
+):
+    """A pull holding its lock: a push (``--dry`` too) refuses the node, saying why. A pull
+    that finds a push's mark skips (75: a success for systemd). The push that takes pull mode
+    off (``rocm_pull: false``) marks the node while it changes it and takes the mark away;
+    its units, venv, files and metrics go, and a second push changes nothing. The node's pull
+    mode is put back as it was (a copy of its files) at the end."""
+    quiet(lab, NODE)
+    root = lab.root(NODE)
+    before = keep(root, PULL_FILES, tmp_path / "kept")
     try:
-        pushed = support.deploy(lab, limit=node, data=["rocm_pull_interval=20min"])
+        lock = root / paths.PULL_LOCK.lstrip("/")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "a") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            dry = support.deploy(lab, limit=NODE, dry=True)
+        assert NODE in support.failed_hosts(dry), dry.output[-3000:]
+        assert "a pull (rocm-fleet-pull.service) is converging" in dry.output
+        marker = root / paths.PUSH_MARKER.lstrip("/")
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"{int(time.time())}\n")
+        try:
+            run = lab.timers.start_service(NODE, SERVICE)
+        finally:
+            marker.unlink()
+        assert run.exit_status == 75 and run.success, run.output[-3000:]
+        assert "a push has been changing this node since" in run.output
+        assert 'rocm_fleet_pull_last_run{result="skipped-push-running"} 1' in status_metrics(
+            lab, NODE
+        )
+        # What the pulls wrote for node_exporter goes too (each file that is there).
+        metrics = [p for p in (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
+                   if (root / p.lstrip("/")).exists()]  # fmt: skip
+        expected = {name: [NODE] for name in REMOVAL}
+        expected |= {f"Pull mode | Remove the pulls' metrics ({p})": [NODE] for p in metrics}
+        if not (root / paths.VERIFIED.lstrip("/")).exists():  # booted since its check
+            expected[VERIFY] = [NODE]
+        seen: list[str] = []
+        watching = threading.Event()
+        watching.set()
+
+        def watch() -> None:
+            while watching.is_set():
+                if marker.exists():
+                    seen.append(marker.read_text())
+                time.sleep(0.05)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            pushed = support.deploy(lab, limit=NODE, data=["rocm_pull=False"])
+        finally:
+            watching.clear()
+            watcher.join()
+        succeeded(pushed)
+        assert seen and seen[0].strip().isdigit(), "the push never marked the node"
+        assert not marker.exists()
+        assert support.changed(pushed) == expected
+        for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_TIMER_LINK,
+                     paths.PULL_ROOT, *metrics):  # fmt: skip
+            assert not (root / path.lstrip("/")).exists(), path
+        again = support.deploy(lab, limit=NODE, data=["rocm_pull=False"], dry=True)
+        assert support.changed(again) == {}
     finally:
-        watching.clear()
-        watcher.join()
-    succeeded(pushed)
-    assert seen and seen[0].strip().isdigit(), "the push never marked the node"
-    assert not marker.exists()
-    assert "Pull mode | Write the pull timer" in support.changed(pushed)
-    # A pull that finds a push's mark skips (75, a success for systemd) and says so.
-    booted = time.monotonic()
-    lab.restart_host(node)  # the timer again (stop_timer holds until the next boot)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(f"{int(time.time())}\n")  # a boot empties /run: marked again
-    run = next_run(lab, node, booted)
-    marker.unlink()
-    assert run.exit_status == 75 and run.success, run.output[-3000:]
-    assert "a push has been changing this node since" in run.output
-    assert 'rocm_fleet_pull_last_run{result="skipped-push-running"} 1' in status_metrics(lab, node)
+        put_back(root, PULL_FILES, tmp_path / "kept")
+    assert hashes(root, PULL_FILES) == before
 
 
-def test_rocm_pull_false_takes_pull_mode_off(lab):
-    node = NODES[0]
-    removal = ["Pull mode | Remove the pull service and timer",
-               "Pull mode | Remove the pull venv and files"]  # fmt: skip
-    lab.timers.stop_timer(node)
-    while any(r.ended is None for r in lab.timers.runs_of(node)):
-        time.sleep(0.5)
-    # What the pulls wrote for node_exporter goes too (each file that is there).
-    metrics = [p for p in (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
-               if (lab.root(node) / p.lstrip("/")).exists()]  # fmt: skip
-    assert metrics, "the pulls ran and wrote their metrics"
-    removal += [f"Pull mode | Remove the pulls' metrics ({p})" for p in metrics]
-    dry = support.deploy(lab, limit=node, data=["rocm_pull=False"], dry=True)
-    expected = {name: [node] for name in removal}
-    if not (lab.root(node) / paths.VERIFIED.lstrip("/")).exists():  # booted since its check
-        expected[VERIFY] = [node]
-    assert support.changed(dry) == expected
-    succeeded(support.deploy(lab, limit=node, data=["rocm_pull=False"]))
-    root = lab.root(node)
-    for path in (paths.PULL_SERVICE, paths.PULL_TIMER, paths.PULL_TIMER_LINK, paths.PULL_ROOT,
-                 *metrics):  # fmt: skip
-        assert not (root / path.lstrip("/")).exists(), path
-    again = support.deploy(lab, limit=node, data=["rocm_pull=False"], dry=True)
-    assert support.changed(again) == {}
+#: the step of the release move the future test looks for
+INSTALL = "Install the ROCm packages of the release"
+
+
+def installed(lab) -> dict[str, str]:
+    out = sh(lab, FUTURE, "dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
+    return {w[1]: w[2] for w in (line.split() for line in out.splitlines()) if w[0][0] == "i"}
+
+
+def test_a_pull_node_moves_to_the_future_release_through_published_site_data(lab):
+    """The node stays on 10.9.0 afterwards: no other test reads it."""
+    site_file = lab.workdir / "site-matrix.json"
+    result = support.rocm_fleet(lab, "matrix", "update", "--output", str(site_file),
+                                "--key-fingerprint", lab.lab_key_fingerprint,
+                                env={"REQUESTS_CA_BUNDLE": str(lab.ca_cert)})  # fmt: skip
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    text = site_file.read_text()
+    assert [row["version"] for row in json.loads(text)["releases"]] == [FUTURE_RELEASE]
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    # The administrators' inventory, in a copy of their own: pushes keep to the lab's.
+    move = {"rocm_version": FUTURE_RELEASE, "pytorch_install": True,
+            "rocm_matrix_data": str(site_file)}  # fmt: skip
+    inventory = set_inventory(lab, {FUTURE: move}, lab.workdir / "future-inventory.py")
+    published = publish_inventory(lab, FUTURE, inventory=inventory)
+    assert published.returncode == 0, published.stderr
+    target = json.loads(lab.repository.node_targets()[FUTURE])
+    assert target["matrix_data"] == text
+    assert "rocm_matrix_data" not in target["settings"]  # a controller's path: never sent
+    pull_support.quiet(lab, FUTURE)
+    before = pull_support.ssh_sessions(lab)
+    run = lab.timers.start_service(FUTURE, SERVICE)
+    assert run.success, lab.timers.journal(FUTURE)[-4000:]
+    status = lab.root(FUTURE) / paths.PULL_STATUS_METRICS.lstrip("/")
+    assert 'rocm_fleet_pull_last_run{result="converged"} 1' in status.read_text()
+    assert pull_support.ssh_sessions(lab) == before  # the node did it on its own
+    assert f"ROCm {FUTURE_RELEASE} from site matrix data {paths.PULL_MATRIX_DATA} " \
+        f"(sha256 {digest})" in run.output, run.output[-3000:]  # fmt: skip
+    changed = pull_support.changed_ops(run.output)
+    assert VERIFY in changed and any(op.endswith(INSTALL) for op in changed), changed
+    copy = lab.root(FUTURE) / paths.PULL_MATRIX_DATA.lstrip("/")
+    assert copy.read_text() == text
+    mode = copy.stat()
+    assert (mode.st_mode & 0o777, mode.st_uid) == (0o600, 0), oct(mode.st_mode)
+    verified = (lab.root(FUTURE) / paths.VERIFIED.lstrip("/")).read_text()
+    assert f"rocm {FUTURE_RELEASE} (core-sdk, /opt/rocm/core-10.9/bin/rocminfo)\n" in verified
+    packages = installed(lab)
+    assert packages["amdrocm10.9-gfx1100"] == "10.9.0-1", packages
+    assert not any(name.startswith("amdrocm10.0") for name in packages), packages
+    assert wheels(lab, FUTURE) == {"torch": "2.15.0+rocm10.9.0",
+                                 "torchvision": "0.30.0+rocm10.9.0",
+                                 "torchaudio": "2.11.0.4+rocm10.9.0"}  # fmt: skip

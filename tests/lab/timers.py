@@ -18,6 +18,7 @@ exercised. Per host, while it runs:
   span is multiplied by the lab's ``timer_scale`` (``Lab(timer_scale=1/40)``: an hour is 90
   seconds). A timer that elapses while its service still runs starts no second run (the
   unit is already activating) and counts as the last trigger, as systemd's does;
+  ``start_service`` starts the service at once, as ``systemctl start`` would;
 * **what**: the service's ``ExecStart`` (continuation lines joined, split into words as a
   command line), run in the host's namespaces and root (``nsenter`` on its
   pid 1) with the environment systemd gives a system service (``PATH``, ``LANG``,
@@ -154,7 +155,7 @@ class TimerRun:
 
     host: str
     service: str
-    trigger: str  #: "OnBootSec" or "OnUnitActiveSec"
+    trigger: str  #: "OnBootSec", "OnUnitActiveSec" or "systemctl start" (``Timers.start_service``)
     started: float  #: time.monotonic()
     ended: float | None = None
     exit_status: int | None = None  #: negative: killed by that signal (the host went down)
@@ -207,6 +208,34 @@ class Timers:
         none fires until the host boots again."""
         with self._lock:
             self._stopped.add(self._hosts[name].name)
+
+    def start_service(self, name: str, service: str, timeout: float = 1800) -> TimerRun:
+        """Like ``systemctl start SERVICE`` on host ``name`` for a ``Type=oneshot`` service
+        an enabled timer starts: it runs now (trigger ``"systemctl start"``), whether or not
+        the timer is stopped, and returns once it has ended. A run of it in progress is
+        waited for first (never two at once); the timer's ``OnUnitActiveSec`` counts from
+        this start, as systemd's does (the unit was activated)."""
+        host = self._hosts[name]
+        units = next((u for u in enabled_timers(host.root).values() if u.service == service),
+                     None)  # fmt: skip
+        if units is None:
+            raise LabError(f"{name}: no enabled timer starts {service}")
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                booted = self._booted.get(host.name)
+                running = booted.running.get(units.timer) if booted else None
+                if running is None or not running.is_alive():
+                    run = self._start_run(host, units, "systemctl start", booted)
+                    break
+            if time.monotonic() > deadline:
+                raise LabError(f"{name}: {service} still running after {timeout:.0f}s")
+            time.sleep(TICK_SECONDS)
+        while run.ended is None:
+            if time.monotonic() > deadline:
+                raise LabError(f"{name}: {service} started by hand still running")
+            time.sleep(TICK_SECONDS)
+        return run
 
     # --- the thread --------------------------------------------------------------------------
 
@@ -269,18 +298,34 @@ class Timers:
                 continue
             del booted.next_at[name]
             booted.last_trigger[name] = now
-            running = booted.running.get(name)
-            if running is None or not running.is_alive():
-                booted.last_start[name] = now
-                thread = threading.Thread(
-                    target=self._run, args=(host, units, due[1]), daemon=True,
-                    name=f"rflab-timer-{host.name}",
-                )  # fmt: skip
-                booted.running[name] = thread
-                thread.start()
+            with self._lock:  # never beside a run started by hand (``start_service``)
+                running = booted.running.get(name)
+                if running is None or not running.is_alive():
+                    self._start_run(host, units, due[1], booted)
             if units.on_unit_active is not None:
                 base = max(booted.last_start.get(name, 0.0), booted.last_trigger[name])
                 self._arm(booted, name, base + units.on_unit_active * self.scale, "OnUnitActiveSec")
+
+    def _start_run(
+        self, host: Host, units: TimerUnits, trigger: str, booted: _HostTimers | None
+    ) -> TimerRun:
+        """A run of ``units``' service started in a thread of its own (the caller holds the
+        lock); the boot's record of its last start updated."""
+        run = TimerRun(host.name, units.service, trigger, time.monotonic())
+        self.runs.append(run)
+        thread = threading.Thread(
+            target=self._run, args=(host, units, run), daemon=True,
+            name=f"rflab-timer-{host.name}",
+        )  # fmt: skip
+        if booted is not None and booted.sshd is host.sshd:
+            booted.last_start[units.timer] = run.started
+            booted.running[units.timer] = thread
+            loaded = units.timer in booted.units  # enabled when the host booted
+            if trigger == "systemctl start" and loaded and units.on_unit_active is not None:
+                self._arm(booted, units.timer, run.started + units.on_unit_active * self.scale,
+                          "OnUnitActiveSec")  # fmt: skip
+        thread.start()
+        return run
 
     def _arm(self, booted: _HostTimers, name: str, at: float, why: str) -> None:
         delay = self._random.uniform(0, booted.units[name].random_delay * self.scale)
@@ -292,11 +337,10 @@ class Timers:
         with open(host.dir / "journal", "a", encoding="utf-8") as journal:
             journal.write(f"{time.strftime('%b %d %H:%M:%S')} {host.name} {line}\n")
 
-    def _run(self, host: Host, units: TimerUnits, trigger: str) -> None:
-        run = TimerRun(host.name, units.service, trigger, time.monotonic())
-        with self._lock:
-            self.runs.append(run)
-        self._journal(host, f"systemd[1]: Starting {units.service} ({trigger}, {units.timer})...")
+    def _run(self, host: Host, units: TimerUnits, run: TimerRun) -> None:
+        self._journal(
+            host, f"systemd[1]: Starting {units.service} ({run.trigger}, {units.timer})..."
+        )
         env = {"PATH": SERVICE_PATH, "LANG": "C.UTF-8", "INVOCATION_ID": uuid.uuid4().hex}
         process = host.spawn(units.exec_start, env, subprocess.PIPE)
         if process is None:  # the host is down

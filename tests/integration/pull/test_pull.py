@@ -239,6 +239,24 @@ def test_the_pulls_deploy_trusts_the_systems_cas_not_the_venvs(tmp_path, fleet, 
     assert node.ca_seen.read_text() == f"{node.root / 'ca-certificates.crt'}\n"
 
 
+def test_a_pull_follows_a_root_key_rotation_keeping_the_root_the_push_installed(tmp_path, fleet):
+    """The administrators rotate the root key (root v2, signed by the v1 and v2 keys) and
+    publish a change: the node, which a push gave root v1, follows to v2 through its pull
+    and hands the change to its deploy; the root the push installed stays as it was."""
+    fleet.publish({NODE: SETTINGS})
+    node = PullNode(tmp_path / "node", fleet)
+    assert node.run().returncode == 0
+    pushed = fleet.trusted_root.read_bytes()
+    fleet.repository.rotate("root", 24)
+    fleet.publish({NODE: {**SETTINGS, "rocm_pull_random_delay": "2min"}})
+    pulled_run = node.run()
+    assert pulled_run.returncode == 0, pulled_run.stderr
+    assert json.loads(node.data.read_text())["rocm_pull_random_delay"] == "2min"
+    assert json.loads((fleet.metadata / "root.json").read_text())["signed"]["version"] == 2
+    assert fleet.trusted_root.read_bytes() == pushed
+    assert 'rocm_fleet_pull_last_run{result="converged"} 1' in node.status()
+
+
 def test_a_pull_skips_while_a_push_is_marked_and_goes_on_past_a_stale_mark(tmp_path, fleet):
     fleet.publish({NODE: SETTINGS})
     node = PullNode(tmp_path / "node", fleet)
