@@ -32,7 +32,9 @@ from lab.slurm import PARTITION, Cluster
 from rocm_fleet.model.slurm import parse_node
 from rocm_fleet.roll.plan import ROLLING
 
-pytestmark = pytest.mark.e2e
+# One story in order: each test starts from the cluster the one before left (7.2.1 nodes;
+# gpu1 left drained), so shuffling stops at the module (pytest-random-order's marker).
+pytestmark = [pytest.mark.e2e, pytest.mark.random_order(disabled=True)]
 
 CONTROLLER = "ctl"
 NODES = ["gpu1", "gpu2", "gpu3"]
@@ -250,15 +252,10 @@ def test_a_release_change_rolls_in_waves_around_a_running_job(lab, cluster, tmp_
     assert result.when("gpu3", "drain") > max(
         result.when(n, "checks passed") for n in ("gpu1", "gpu2")
     )
-
-
-def test_a_second_roll_changes_nothing_and_drains_nothing(lab, cluster, tmp_path):
-    inventory = inventory_with(
-        lab, tmp_path / "to-7.2.1.py", {**ROLL_DATA, "rocm_version": "7.2.1"}
-    )
-    result, sampled = sampled_roll(lab, cluster, inventory, "--max-unavailable", "2")
-    assert result.returncode == 0, result.output
-    assert "no host has drift; nothing drained, nothing changed" in result.output
+    # a second roll finds no drift and drains nothing
+    again, sampled = sampled_roll(lab, cluster, inventory, "--max-unavailable", "2")
+    assert again.returncode == 0, again.output
+    assert "no host has drift; nothing drained, nothing changed" in again.output
     assert all(not seen.drained for seen in sampled.samples), sampled.samples
 
 
