@@ -32,8 +32,8 @@ from lab.slurm import PARTITION, Cluster
 from rocm_fleet.model.slurm import parse_node
 from rocm_fleet.roll.plan import ROLLING
 
-# One story in order: each test starts from the cluster the one before left (7.2.1 nodes;
-# gpu1 left drained), so shuffling stops at the module (pytest-random-order's marker).
+# Each test passes alone; run after the waves, the second starts from their 7.2.1 nodes, and
+# the waves need nodes all on one release: the module keeps its order (pytest-random-order).
 pytestmark = [pytest.mark.e2e, pytest.mark.random_order(disabled=True)]
 
 CONTROLLER = "ctl"
@@ -259,11 +259,24 @@ def test_a_release_change_rolls_in_waves_around_a_running_job(lab, cluster, tmp_
     assert all(not seen.drained for seen in sampled.samples), sampled.samples
 
 
-def test_slurmctld_stopped_mid_roll_stops_it_and_leaves_the_changed_node_drained(
+def other_release(lab) -> tuple[str, str]:
+    """The release all nodes are on, and the other one."""
+    found = set(versions(lab).values())
+    assert len(found) == 1 and found <= {"6.4.3", "7.2.1"}, found
+    (start,) = found
+    return start, "7.2.1" if start == "6.4.3" else "6.4.3"
+
+
+def test_slurmctld_stopped_mid_roll_leaves_gpu1_drained_then_refused_then_resumed(
     lab, cluster, tmp_path
 ):
+    """From whichever release the nodes are on (7.2.1 after the waves above; 6.4.3 run
+    alone), a roll to the other one loses slurmctld while gpu1 is changed; gpu1, left drained,
+    is rolled back and its card found wrong once drained; then, its card back and nothing left
+    to change, it is checked again and resumed."""
+    start, other = other_release(lab)
     inventory = inventory_with(
-        lab, tmp_path / "to-6.4.3.py", {**ROLL_DATA, "rocm_version": "6.4.3"}
+        lab, tmp_path / f"to-{other}.py", {**ROLL_DATA, "rocm_version": other}
     )
     planned = roll(lab, inventory, "--dry")
     assert planned.returncode == 1, planned.output  # drift found, nothing changed
@@ -272,7 +285,7 @@ def test_slurmctld_stopped_mid_roll_stops_it_and_leaves_the_changed_node_drained
         expected += [f"wave {number}:", f"  {node}: drift; Slurm node {node} idle: drained, "
                      "changed, resumed"]  # fmt: skip
     assert [line for _, line in planned.lines] == expected
-    assert versions(lab) == dict.fromkeys(NODES, "7.2.1")
+    assert versions(lab) == dict.fromkeys(NODES, start)
     stopped = []
 
     def stop_the_controller(line: str) -> None:
@@ -294,7 +307,7 @@ def test_slurmctld_stopped_mid_roll_stops_it_and_leaves_the_changed_node_drained
     assert "left drained by the roll: gpu1" in result.stderr
     assert "scontrol update NodeName=gpu1 State=RESUME" in result.stderr
     # gpu1 was changed and checked; gpu2 and gpu3 were neither drained nor changed
-    assert versions(lab) == {"gpu1": "6.4.3", "gpu2": "7.2.1", "gpu3": "7.2.1"}
+    assert versions(lab) == {"gpu1": other, "gpu2": start, "gpu3": start}
     assert "gpu2: drain" not in result.output and "gpu3: drain" not in result.output
     # slurmctld back (its saved state read again): gpu1 is still drained, with the reason
     deadline = time.monotonic() + 60
@@ -310,21 +323,17 @@ def test_slurmctld_stopped_mid_roll_stops_it_and_leaves_the_changed_node_drained
     assert node.reason == ROLLING, shown
     cluster.wait_idle(["gpu2", "gpu3"])  # their slurmds register again: back in service
 
-
-def test_a_node_that_fails_stays_drained_saying_why(lab, cluster, tmp_path):
-    """gpu1, left drained by the roll above, is rolled again; its GPU turns out not to be the
-    one its inventory names once it is drained (a card found bad in the maintenance window):
-    the deploy refuses it, and it stays drained with the refusal as its reason."""
-    inventory = inventory_with(
-        lab, tmp_path / "to-7.2.1.py", {**ROLL_DATA, "rocm_version": "7.2.1"}
-    )
+    # gpu1, left drained, is rolled back; its GPU turns out not to be the one its inventory
+    # names once it is drained (a card found bad in the maintenance window): the deploy
+    # refuses it, and it stays drained with the refusal as its reason
+    back = inventory_with(lab, tmp_path / f"to-{start}.py", {**ROLL_DATA, "rocm_version": start})
 
     def swap_the_card(line: str) -> None:
         if line.endswith("gpu1: deploy\n"):
             lab.set_profile("gpu1", "mi300x-8")
 
     try:
-        result = roll(lab, inventory, on_line=swap_the_card)
+        result = roll(lab, back, on_line=swap_the_card)
     finally:
         lab.set_profile("gpu1", "rx7900xtx")
     assert result.returncode == 1, result.output
@@ -333,16 +342,11 @@ def test_a_node_that_fails_stays_drained_saying_why(lab, cluster, tmp_path):
     assert node.drained_by_roll, node
     assert node.reason.startswith("rocm-fleet: deploy failed: [gpu1] refused: "), node.reason
     assert "expected 1 x gfx1100, found 8 x gfx942" in node.reason, node.reason
-    assert versions(lab)["gpu1"] == "6.4.3"
-    cluster.wait_idle(["gpu2", "gpu3"])  # changed, checked and resumed
+    assert versions(lab)["gpu1"] == other
+    cluster.wait_idle(["gpu2", "gpu3"])  # no drift: never drained
 
-
-def test_a_node_left_drained_with_no_drift_is_checked_again_and_resumed(lab, cluster, tmp_path):
-    """gpu1, refused above, is still on 6.4.3 with its card back: for a 6.4.3 inventory it has
-    no drift, and the roll only checks it again and resumes it."""
-    inventory = inventory_with(
-        lab, tmp_path / "at-6.4.3.py", {**ROLL_DATA, "rocm_version": "6.4.3"}
-    )
+    # gpu1, still on the other release with its card back: for an inventory of that release
+    # it has no drift, and the roll only checks it again and resumes it
     assert parse_node(cluster.show_node("gpu1")).drained_by_roll
     result = roll(lab, inventory, limit="gpu1")
     assert result.returncode == 0, result.output
