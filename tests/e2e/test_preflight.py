@@ -133,15 +133,23 @@ def lab():
             subprocess.run(["umount", tmpfs], check=False)
 
 
-def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
+@pytest.fixture(scope="module")
+def runs(lab):
+    """The unfit hosts' root hashes, then --dry and a run of the whole lab (the tests
+    below read the refusals of both)."""
     before = {name: root_hashes(lab.root(name)) for name in CASES}
-    # --dry first: it must name each refused host with its reason and exit non-zero.
     dry = deploy(lab, dry=True)
+    result = deploy(lab)
+    print(f"deploy with preflight refusals: {result.seconds:.1f}s")
+    return before, dry, result
+
+
+def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab, runs):
+    before, dry, result = runs
+    # --dry first: it must name each refused host with its reason and exit non-zero.
     assert dry.returncode == 1, dry.output[-3000:]
     for name, (_, reason) in CASES.items():
         assert reason in (refusal(dry, name) or ""), (name, dry.output[-4000:])
-    result = deploy(lab)
-    print(f"deploy with preflight refusals: {result.seconds:.1f}s")
     assert result.json is not None, result.output[-3000:]
     assert failed_hosts(result) == sorted(CASES), result.output[-4000:]
     for name, (_, reason) in CASES.items():
@@ -169,10 +177,10 @@ def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
         assert "says it also removes libucx0" in warning, warning
 
 
-def test_trixie_asking_for_a_sha1_signed_release_is_told_why_and_the_ways_out(lab):
+def test_trixie_asking_for_a_sha1_signed_release_is_told_why_and_the_ways_out(lab, runs):
     """Refused before any change (the test above compares its root before and after); the
     reason names the key and what apt would print, and the releases its apt accepts."""
-    dry = deploy(lab, limit="sha1trixie", dry=True)
+    _, dry, _ = runs
     reason = refusal(dry, "sha1trixie") or ""
     print(f"sha1trixie refused: {reason}")
     assert "(CA8BB4727A47B4D09B4EE8969386B48A1A693C5C) was SHA-1" in reason, dry.output[-3000:]
@@ -183,8 +191,8 @@ def test_trixie_asking_for_a_sha1_signed_release_is_told_why_and_the_ways_out(la
     assert not list((lab.root("sha1trixie") / "etc/apt/sources.list.d").glob("*rocm*"))
 
 
-def test_debians_rocm_tool_is_refused_with_what_apt_says_its_removal_takes(lab):
-    dry = deploy(lab, limit="distrotool", dry=True)
+def test_debians_rocm_tool_is_refused_with_what_apt_says_its_removal_takes(lab, runs):
+    _, dry, _ = runs
     reason = refusal(dry, "distrotool") or ""
     print(f"distrotool refused: {reason}")
     version = sh(lab, "distrotool", "dpkg-query -W -f='${Version}' rocminfo")
