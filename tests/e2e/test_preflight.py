@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -110,19 +111,20 @@ def lab():
                 for name in NVIDIA_DEBS:
                     deb = build_deb(Path(tmp), name)
                     (lab.root("nvidia") / "tmp" / deb.name).write_bytes(deb.read_bytes())
-            sh(lab, "nvidia", "dpkg -i /tmp/nvidia-driver.deb /tmp/libcuda1.deb && rm /tmp/*.deb")
             add_pci_device(lab.root("nogpu"), NVIDIA_H200)
-            # Debian's real packages, from the lab's Debian mirror (tests/lab/mirror.py).
+            # Debian's real packages, from the lab's Debian mirror (tests/lab/mirror.py); the
+            # hosts are set up at once.
             install = "apt-get update -q >/dev/null && apt-get install -y -q {} >/dev/null"
-            sh(lab, "good", install.format("libucx0"))
-            sh(lab, "distrotool", install.format("libucx0 rocminfo"))
-            sh(
-                lab, "cudatorch",
-                "apt-get update -q >/dev/null && apt-get install -y -q python3-venv "
-                "ca-certificates >/dev/null && python3 -m venv /opt/rocm-fleet/venv && "
-                "/opt/rocm-fleet/venv/bin/pip install -q --index-url "
-                "https://download.pytorch.org/whl/cu128 torch==2.9.1+cu128",
-            )  # fmt: skip
+            setup = {
+                "nvidia": "dpkg -i /tmp/nvidia-driver.deb /tmp/libcuda1.deb && rm /tmp/*.deb",
+                "good": install.format("libucx0"),
+                "distrotool": install.format("libucx0 rocminfo"),
+                "cudatorch": install.format("python3-venv ca-certificates") + " && "
+                "python3 -m venv /opt/rocm-fleet/venv && /opt/rocm-fleet/venv/bin/pip install "
+                "-q --index-url https://download.pytorch.org/whl/cu128 torch==2.9.1+cu128",
+            }  # fmt: skip
+            with ThreadPoolExecutor(max_workers=len(setup)) as pool:
+                list(pool.map(sh, [lab] * len(setup), setup, setup.values()))
             # A 64 MB filesystem at /opt (a small disk), seen by the host after a restart of
             # its namespaces.
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", tmpfs], check=True)
