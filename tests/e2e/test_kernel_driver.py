@@ -79,19 +79,23 @@ def checked(check, *args) -> Exception | None:
     return None
 
 
+def replay(failure: Exception | None) -> None:
+    """A step's test: the failure its checks kept, raised (nothing when they passed)."""
+    if failure:
+        raise failure
+
+
 @pytest.fixture(scope="module")
 def first_run(lab):
     """The first run on the bare hosts (no reboots allowed), which succeeded: every host
-    then needs a reboot. ``.failed``: its checks' failure, made before any other step."""
+    then needs a reboot. Its checks' failure (made before any other step), or None."""
     result = deploy(lab)
     succeeded(result)
-    result.failed = checked(check_first_run, lab, result)
-    return result
+    return checked(check_first_run, lab, result)
 
 
 def test_first_run_installs_kernel_driver_and_queues_the_key(first_run):
-    if first_run.failed:
-        raise first_run.failed
+    replay(first_run)
 
 
 def check_first_run(lab: Lab, result) -> None:
@@ -166,8 +170,7 @@ def drift(lab, first_run):
 
 
 def test_dry_run_reports_exactly_the_drift_and_a_second_run_changes_nothing(drift):
-    if drift:
-        raise drift
+    replay(drift)
 
 
 def check_drift(lab: Lab) -> None:
@@ -224,17 +227,14 @@ def reboot_inventory(lab: Lab) -> Path:
 @pytest.fixture(scope="module")
 def rebooted(lab, drift):
     """The run with reboots allowed, after the drift: bios never comes back, sbnew's key is
-    confirmed at its console. ``.failed``: its checks' failure."""
+    confirmed at its console. Its checks' failure, or None."""
     lab.set_returns_after_reboot("bios", False)  # this one never comes back
     lab.confirm_mok_at_console("sbnew", PASSWORD)  # someone types the password at sbnew
-    result = deploy(lab, inventory=reboot_inventory(lab))
-    result.failed = checked(check_rebooted, lab, result)
-    return result
+    return checked(check_rebooted, lab, deploy(lab, inventory=reboot_inventory(lab)))
 
 
 def test_allowed_reboots_only_needy_hosts_two_at_a_time_and_verifies_them(rebooted):
-    if rebooted.failed:
-        raise rebooted.failed
+    replay(rebooted)
 
 
 def check_rebooted(lab: Lab, result) -> None:
@@ -280,8 +280,7 @@ def after_reboots(lab, rebooted):
 
 
 def test_after_the_reboots_nothing_reboots_or_changes(after_reboots):
-    if after_reboots:
-        raise after_reboots
+    replay(after_reboots)
 
 
 def check_after_reboots(lab: Lab) -> None:
