@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import runpy
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -93,10 +94,17 @@ def write_inventory(lab, path: Path, change: dict) -> Path:
 
 def test_bad_input_is_refused_before_any_change(lab, tmp_path):
     before = {name: root_hashes(lab.root(name)) for name in ("bad1", "bad2")}
+
+    def run(number: int, change: dict):
+        (tmp_path / str(number)).mkdir()
+        inventory = write_inventory(lab, tmp_path / str(number) / "inventory.py", change)
+        return deploy(lab, inventory=inventory)
+
+    # Each case a deploy of its own, a few at once (each is refused before any operation).
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(run, range(len(CASES)), [change for _, change, _ in CASES]))
     failures = []
-    for case, change, needles in CASES:
-        inventory = write_inventory(lab, tmp_path / "inventory.py", change)
-        result = deploy(lab, inventory=inventory)
+    for (case, _, needles), result in zip(CASES, results, strict=True):
         missing = [n for n in needles if n not in result.output]
         # pyinfra names the place of the error: the inventory's line that set the key, not
         # rocm-fleet's (engine/origin.py), and the message names the file too.

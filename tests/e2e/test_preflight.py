@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -110,19 +111,20 @@ def lab():
                 for name in NVIDIA_DEBS:
                     deb = build_deb(Path(tmp), name)
                     (lab.root("nvidia") / "tmp" / deb.name).write_bytes(deb.read_bytes())
-            sh(lab, "nvidia", "dpkg -i /tmp/nvidia-driver.deb /tmp/libcuda1.deb && rm /tmp/*.deb")
             add_pci_device(lab.root("nogpu"), NVIDIA_H200)
-            # Debian's real packages, from the lab's Debian mirror (tests/lab/mirror.py).
+            # Debian's real packages, from the lab's Debian mirror (tests/lab/mirror.py); the
+            # hosts are set up at once.
             install = "apt-get update -q >/dev/null && apt-get install -y -q {} >/dev/null"
-            sh(lab, "good", install.format("libucx0"))
-            sh(lab, "distrotool", install.format("libucx0 rocminfo"))
-            sh(
-                lab, "cudatorch",
-                "apt-get update -q >/dev/null && apt-get install -y -q python3-venv "
-                "ca-certificates >/dev/null && python3 -m venv /opt/rocm-fleet/venv && "
-                "/opt/rocm-fleet/venv/bin/pip install -q --index-url "
-                "https://download.pytorch.org/whl/cu128 torch==2.9.1+cu128",
-            )  # fmt: skip
+            setup = {
+                "nvidia": "dpkg -i /tmp/nvidia-driver.deb /tmp/libcuda1.deb && rm /tmp/*.deb",
+                "good": install.format("libucx0"),
+                "distrotool": install.format("libucx0 rocminfo"),
+                "cudatorch": install.format("python3-venv ca-certificates") + " && "
+                "python3 -m venv /opt/rocm-fleet/venv && /opt/rocm-fleet/venv/bin/pip install "
+                "-q --index-url https://download.pytorch.org/whl/cu128 torch==2.9.1+cu128",
+            }  # fmt: skip
+            with ThreadPoolExecutor(max_workers=len(setup)) as pool:
+                list(pool.map(sh, [lab] * len(setup), setup, setup.values()))
             # A 64 MB filesystem at /opt (a small disk), seen by the host after a restart of
             # its namespaces.
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", tmpfs], check=True)
@@ -133,15 +135,23 @@ def lab():
             subprocess.run(["umount", tmpfs], check=False)
 
 
-def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
+@pytest.fixture(scope="module")
+def runs(lab):
+    """The unfit hosts' root hashes, then --dry and a run of the whole lab (the tests
+    below read the refusals of both)."""
     before = {name: root_hashes(lab.root(name)) for name in CASES}
-    # --dry first: it must name each refused host with its reason and exit non-zero.
     dry = deploy(lab, dry=True)
+    result = deploy(lab)
+    print(f"deploy with preflight refusals: {result.seconds:.1f}s")
+    return before, dry, result
+
+
+def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab, runs):
+    before, dry, result = runs
+    # --dry first: it must name each refused host with its reason and exit non-zero.
     assert dry.returncode == 1, dry.output[-3000:]
     for name, (_, reason) in CASES.items():
         assert reason in (refusal(dry, name) or ""), (name, dry.output[-4000:])
-    result = deploy(lab)
-    print(f"deploy with preflight refusals: {result.seconds:.1f}s")
     assert result.json is not None, result.output[-3000:]
     assert failed_hosts(result) == sorted(CASES), result.output[-4000:]
     for name, (_, reason) in CASES.items():
@@ -169,10 +179,10 @@ def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab):
         assert "says it also removes libucx0" in warning, warning
 
 
-def test_trixie_asking_for_a_sha1_signed_release_is_told_why_and_the_ways_out(lab):
+def test_trixie_asking_for_a_sha1_signed_release_is_told_why_and_the_ways_out(lab, runs):
     """Refused before any change (the test above compares its root before and after); the
     reason names the key and what apt would print, and the releases its apt accepts."""
-    dry = deploy(lab, limit="sha1trixie", dry=True)
+    _, dry, _ = runs
     reason = refusal(dry, "sha1trixie") or ""
     print(f"sha1trixie refused: {reason}")
     assert "(CA8BB4727A47B4D09B4EE8969386B48A1A693C5C) was SHA-1" in reason, dry.output[-3000:]
@@ -183,8 +193,8 @@ def test_trixie_asking_for_a_sha1_signed_release_is_told_why_and_the_ways_out(la
     assert not list((lab.root("sha1trixie") / "etc/apt/sources.list.d").glob("*rocm*"))
 
 
-def test_debians_rocm_tool_is_refused_with_what_apt_says_its_removal_takes(lab):
-    dry = deploy(lab, limit="distrotool", dry=True)
+def test_debians_rocm_tool_is_refused_with_what_apt_says_its_removal_takes(lab, runs):
+    _, dry, _ = runs
     reason = refusal(dry, "distrotool") or ""
     print(f"distrotool refused: {reason}")
     version = sh(lab, "distrotool", "dpkg-query -W -f='${Version}' rocminfo")
