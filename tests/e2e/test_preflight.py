@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -112,8 +111,7 @@ def lab():
                     deb = build_deb(Path(tmp), name)
                     (lab.root("nvidia") / "tmp" / deb.name).write_bytes(deb.read_bytes())
             add_pci_device(lab.root("nogpu"), NVIDIA_H200)
-            # Debian's real packages, from the lab's Debian mirror (tests/lab/mirror.py); the
-            # hosts are set up at once.
+            # Debian's real packages, from the lab's Debian mirror (tests/lab/mirror.py).
             install = "apt-get update -q >/dev/null && apt-get install -y -q {} >/dev/null"
             setup = {
                 "nvidia": "dpkg -i /tmp/nvidia-driver.deb /tmp/libcuda1.deb && rm /tmp/*.deb",
@@ -123,8 +121,8 @@ def lab():
                 "python3 -m venv /opt/rocm-fleet/venv && /opt/rocm-fleet/venv/bin/pip install "
                 "-q --index-url https://download.pytorch.org/whl/cu128 torch==2.9.1+cu128",
             }  # fmt: skip
-            with ThreadPoolExecutor(max_workers=len(setup)) as pool:
-                list(pool.map(sh, [lab] * len(setup), setup, setup.values()))
+            for name, command in setup.items():
+                sh(lab, name, command)
             # A 64 MB filesystem at /opt (a small disk), seen by the host after a restart of
             # its namespaces.
             subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", tmpfs], check=True)
