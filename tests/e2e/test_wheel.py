@@ -3,7 +3,8 @@
 The wheel is built from this checkout and installed into a fresh venv (its dependencies
 from PyPI). A separate project directory with its own ``tasks/`` package and
 ``group_data/`` runs a deploy that calls one of its own deploys beside ``rocm_node()``
-against a lab host, with the venv's pyinfra: the host converges and verifies. Neither
+against a lab host (restored converged), with the venv's pyinfra: the whole node runs to its
+end and verifies. Neither
 ``tasks`` shadows the other: the wheel has no top-level ``tasks`` package, and the project's
 ``tasks`` is the one its deploy imports. The same install then checks the node from
 outside (``rocm-fleet check``, the testinfra checks that ship in the wheel) and audits it
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -31,7 +33,13 @@ from rocm_fleet.model import matrix
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-HOST = HostSpec("pkg", suite="bookworm", profile="rx7900xtx", data={})
+#: the node's data, which the project's group_data/all.py holds
+DATA = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "expected_gpu_count": 1,
+        "rocm_users": ["alice"]}  # fmt: skip
+# Starts converged (tests/lab/converged.py, a host of test_audit.py's kind: the same data):
+# the first deploy of a fresh node is test_lifecycle.py's. The tests run with ``inventory``,
+# which leaves the data out, so the project's group_data is what gives it.
+HOST = HostSpec("pkg", suite="bookworm", profile="rx7900xtx", data=DATA, converged=True)
 MOTD_LINE = "This node is managed by the site's own tasks/"
 
 PROJECT = {
@@ -49,12 +57,7 @@ PROJECT = {
         "def site_banner():\n"
         f'    files.line(name="Banner in /etc/motd", path="/etc/motd", line="{MOTD_LINE}")\n'
     ),
-    "group_data/all.py": (
-        'rocm_version = "6.4.3"\n'
-        'expected_gfx = "gfx1100"\n'
-        "expected_gpu_count = 1\n"
-        'rocm_users = ["alice"]\n'
-    ),
+    "group_data/all.py": "".join(f"{key} = {value!r}\n" for key, value in DATA.items()),
 }
 
 
@@ -104,10 +107,14 @@ def test_the_wheel_holds_the_package_its_files_and_scripts_and_no_tasks(wheel):
 
 @pytest.fixture(scope="module")
 def venv(wheel, tmp_path_factory) -> Path:
+    """A fresh venv with the wheel and its dependencies. (This pip installs into it: the venv
+    needs none of its own; no bytecode compiled ahead, python writes it on import.)"""
     path = tmp_path_factory.mktemp("installed") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True,
+                   timeout=300)  # fmt: skip
     subprocess.run(
-        [str(path / "bin/pip"), "install", "-q", f"{wheel}[all]"],
+        [sys.executable, "-m", "pip", "--python", str(path / "bin/python"), "install", "-q",
+         "--no-compile", f"{wheel}[all]"],
         check=True, capture_output=True, timeout=900,
     )  # fmt: skip
     return path
@@ -167,9 +174,20 @@ def lab():
     yield from running_lab([HOST], ["6.4.3"])
 
 
-def test_a_project_deploy_runs_rocm_node_beside_its_own(lab, venv, project):
+@pytest.fixture(scope="module")
+def inventory(lab, tmp_path_factory) -> Path:
+    """The lab's inventory less the node's data (``DATA``): the project's group_data gives it."""
+    hosts = runpy.run_path(str(lab.inventory))["lab"]
+    kept = [(name, {k: v for k, v in data.items() if k not in DATA}) for name, data in hosts]
+    assert all(DATA.keys() <= data.keys() for _, data in hosts)
+    path = tmp_path_factory.mktemp("inventory") / "lab.py"
+    path.write_text(f"lab = {kept!r}\n")
+    return path
+
+
+def test_a_project_deploy_runs_rocm_node_beside_its_own(lab, inventory, venv, project):
     result = lab.run(
-        [venv / "bin/pyinfra", "-y", "--json", lab.inventory, "deploy.py"], cwd=project,
+        [venv / "bin/pyinfra", "-y", "--json", inventory, "deploy.py"], cwd=project,
         timeout=1800,
     )  # fmt: skip
     output = result.stdout + result.stderr
@@ -188,7 +206,7 @@ def test_a_project_deploy_runs_rocm_node_beside_its_own(lab, venv, project):
 
 
 def test_the_readme_first_hour_runs_the_deploy_by_name_without_a_deploy_file(
-    lab, venv, project, tmp_path
+    lab, inventory, venv, project, tmp_path
 ):
     """A wheel user has no deploy.py: the README's first hour runs `pyinfra INVENTORY
     rocm_fleet.deploy.rocm_node --dry` from a directory holding only group_data/. pyinfra
@@ -196,7 +214,7 @@ def test_the_readme_first_hour_runs_the_deploy_by_name_without_a_deploy_file(
     node's operations (its GPU check among them), none with a change."""
     shutil.copytree(project / "group_data", tmp_path / "group_data")
     result = lab.run(
-        [venv / "bin/pyinfra", "--dry", "--json", lab.inventory, "rocm_fleet.deploy.rocm_node"],
+        [venv / "bin/pyinfra", "--dry", "--json", inventory, "rocm_fleet.deploy.rocm_node"],
         cwd=tmp_path, timeout=900,
     )  # fmt: skip
     output = result.stdout + result.stderr
@@ -207,11 +225,11 @@ def test_the_readme_first_hour_runs_the_deploy_by_name_without_a_deploy_file(
     assert [op["name"] for op in plan if op["hosts_with_change"]] == [], output[-4000:]
 
 
-def test_the_installed_node_checks_pass_on_the_deployed_host(lab, venv, project):
+def test_the_installed_node_checks_pass_on_the_deployed_host(lab, inventory, venv, project):
     """`rocm-fleet check` from the wheel: the host's expectations from the project's own
     group_data (gfx1100, one GPU, alice), the checks run over SSH."""
     result = lab.run(
-        [venv / "bin/rocm-fleet", "check", lab.inventory, "-v"],
+        [venv / "bin/rocm-fleet", "check", inventory, "-v"],
         cwd=project,
         timeout=900,
         env={"COLUMNS": "1000"},  # a line a check, not wrapped
@@ -225,11 +243,11 @@ def test_the_installed_node_checks_pass_on_the_deployed_host(lab, venv, project)
     )
 
 
-def test_the_installed_audit_speaks_openmetrics(lab, venv, project):
+def test_the_installed_audit_speaks_openmetrics(lab, inventory, venv, project):
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
     result = lab.run(
-        [venv / "bin/rocm-fleet", "audit", lab.inventory, "--format", "openmetrics", "-q"],
+        [venv / "bin/rocm-fleet", "audit", inventory, "--format", "openmetrics", "-q"],
         cwd=project, timeout=900,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
