@@ -84,24 +84,26 @@ def check(lab, inventory) -> str:
 
 
 def dry_refusal(lab, inventory) -> str:
-    """Why preflight refused the APU host in a ``--dry`` run of ``inventory`` ("" if not)."""
+    """Why preflight refused the APU host in a ``--dry`` run of ``inventory`` ("" if not;
+    its problems joined by "; ")."""
     dry = deploy(lab, limit="apu", dry=True, inventory=inventory)
     print(dry.output[-2000:])
     return refusal(dry, "apu") or ""
 
 
 def test_the_apus_gtt_is_set_applied_at_the_reboot_and_checked(lab, tmp_path):
-    # More than 90% of the host's MemTotal (this machine's: /proc is the lab host's own):
-    # refused in --dry, naming the key, the value and the limit, nothing written.
+    # One --dry run, two refusals (preflight names every problem it finds): more than 90% of
+    # the host's MemTotal (this machine's: /proc is the lab host's own), naming the key, the
+    # value and the limit; and amdgpu.gttsize in a modprobe.d file of the admin's, the place
+    # named. Nothing written.
     too_much = inventory_with(lab, tmp_path / "much.py", {"rocm_apu_gtt_gib": 4096})
-    reason = dry_refusal(lab, too_much)
-    assert "rocm_apu_gtt_gib is 4096 GiB, more than this host's RAM allows: at most " in reason
-    # amdgpu.gttsize in a modprobe.d file of the admin's: refused, the place named.
     sh(lab, "apu", "mkdir -p /etc/modprobe.d && echo 'options amdgpu gttsize=98304' "
                    "> /etc/modprobe.d/amdgpu-gtt.conf")  # fmt: skip
-    asked = inventory_with(lab, tmp_path / "asked.py", {"rocm_apu_gtt_gib": 8})
-    assert "amdgpu.gttsize is set in /etc/modprobe.d/amdgpu-gtt.conf:1" in dry_refusal(lab, asked)
+    reason = dry_refusal(lab, too_much)
+    assert "rocm_apu_gtt_gib is 4096 GiB, more than this host's RAM allows: at most " in reason
+    assert "amdgpu.gttsize is set in /etc/modprobe.d/amdgpu-gtt.conf:1" in reason
     sh(lab, "apu", "rm /etc/modprobe.d/amdgpu-gtt.conf")
+    asked = inventory_with(lab, tmp_path / "asked.py", {"rocm_apu_gtt_gib": 8})
 
     # Pending: the audit shows the change before it is made (the run's JSON below shows it
     # made; --dry reporting exactly the drift is test_fleet.py's).
