@@ -46,30 +46,6 @@ def lab():
     yield from running_lab([HOST], ["10.0.0"])
 
 
-def test_a_strix_halo_host_is_named_converges_and_verifies(lab):
-    # One run: its preflight names the GPU, and it converges. (Its second run, changing
-    # nothing, is the GTT test's last: the whole node, this package included.)
-    result = deploy(lab, limit="apu")
-    note = host_line(result, "apu", "warning: gfx1151 at ")
-    print(note)
-    assert "is the integrated GPU of a Ryzen APU: Ryzen AI Max / Max+ (Strix Halo)" in note
-    assert "[1002:1586]" in note and "system memory it shares with the CPU (GTT)" in note
-    # amdgpu's mem_info_vram_total / mem_info_gtt_total of the lab's APU (a real Strix
-    # Halo's: tests/lab/sysfs.py APU_MEMORY), in GiB
-    assert "its VRAM is a 4.0 GiB carve-out of system memory and its GTT 96.0 GiB" in note
-
-    succeeded(result)
-    assert changed(result)["Verify | Check rocminfo and torch see the expected GPUs"] == ["apu"]
-    out = sh(lab, "apu", "dpkg-query -W -f='${Package} ${Version}\\n' 'amdrocm*'")
-    packages = dict(line.split() for line in out.splitlines())
-    assert packages["amdrocm10.0-gfx1151"].startswith("10.0.0-"), packages
-    assert "amdrocm10.0" not in packages  # the per-target package, not every target's
-    agents = sh(lab, "apu", "/opt/rocm/core-10.0/bin/rocminfo")
-    assert re.findall(r"^\s+Name:\s+(gfx\w+)\s*$", agents, re.M) == ["gfx1151"]
-    assert "Radeon 8060S Graphics" in agents
-    assert matrix.gpu_target("gfx1151").family == "ryzen"
-
-
 OPTION = "Set the APU's GTT to 8 GiB (TTM page limit)"
 GTT_SYSFS = "cat /sys/bus/pci/devices/*/mem_info_gtt_total"
 
@@ -91,7 +67,30 @@ def dry_refusal(lab, inventory) -> str:
     return refusal(dry, "apu") or ""
 
 
-def test_the_apus_gtt_is_set_applied_at_the_reboot_and_checked(lab, tmp_path):
+def test_a_strix_halo_host_is_named_converges_verifies_and_gets_the_gtt_asked(lab, tmp_path):
+    """One test, each step on the host the last left (so it runs alone and in any order)."""
+    # One run: its preflight names the GPU, and it converges. (Its second run, changing
+    # nothing, is the last run below: the whole node, this package included.)
+    result = deploy(lab, limit="apu")
+    note = host_line(result, "apu", "warning: gfx1151 at ")
+    print(note)
+    assert "is the integrated GPU of a Ryzen APU: Ryzen AI Max / Max+ (Strix Halo)" in note
+    assert "[1002:1586]" in note and "system memory it shares with the CPU (GTT)" in note
+    # amdgpu's mem_info_vram_total / mem_info_gtt_total of the lab's APU (a real Strix
+    # Halo's: tests/lab/sysfs.py APU_MEMORY), in GiB
+    assert "its VRAM is a 4.0 GiB carve-out of system memory and its GTT 96.0 GiB" in note
+
+    succeeded(result)
+    assert changed(result)["Verify | Check rocminfo and torch see the expected GPUs"] == ["apu"]
+    out = sh(lab, "apu", "dpkg-query -W -f='${Package} ${Version}\\n' 'amdrocm*'")
+    packages = dict(line.split() for line in out.splitlines())
+    assert packages["amdrocm10.0-gfx1151"].startswith("10.0.0-"), packages
+    assert "amdrocm10.0" not in packages  # the per-target package, not every target's
+    agents = sh(lab, "apu", "/opt/rocm/core-10.0/bin/rocminfo")
+    assert re.findall(r"^\s+Name:\s+(gfx\w+)\s*$", agents, re.M) == ["gfx1151"]
+    assert "Radeon 8060S Graphics" in agents
+    assert matrix.gpu_target("gfx1151").family == "ryzen"
+
     # One --dry run, two refusals (preflight names every problem it finds): more than 90% of
     # the host's MemTotal (this machine's: /proc is the lab host's own), naming the key, the
     # value and the limit; and amdgpu.gttsize in a modprobe.d file of the admin's, the place
