@@ -3,7 +3,13 @@
 Install 6.4.3, upgrade to 7.2.1, downgrade to 6.4.3 (sources, pin, packages and the venv's
 wheels move together, nothing of the other release is left), uninstall with
 ``rocm_state: absent`` (the root then holds no file the deploy added), uninstall again (no
-change), then a CUDA host migrated with ``rocm_migrate_from_cuda``.
+change), then a CUDA host migrated with ``rocm_migrate_from_cuda``, and last
+``pytorch_install: false`` taking the venv off.
+
+One deploy per move: that ``--dry`` plans exactly what a run changes is test_fleet's
+(test_dry_run_reports_exactly_the_drift), and that a converged node's second run changes
+nothing too (test_second_run_changes_nothing); a move's own second run is made only where a
+later test does not show it (the companion's run after the downgrade changes nothing else).
 
 In file order each test starts where the one before left the host; run alone (``-k``), its
 ``life.reach(...)`` first brings the host there, with the deploys the earlier tests make.
@@ -150,53 +156,15 @@ def test_install_6_4_3(lab, life):
     life.left("6.4.3")
 
 
-REMOVE_VENV = "PyTorch | Remove the PyTorch venv rocm-fleet created (pytorch_install: false)"
-
-
-def test_pytorch_install_false_removes_the_venv_it_created(lab, life):
-    """pytorch_install: true -> false takes the venv (and /opt/rocm-fleet, made for it) off
-    on the same run, --dry says so first, a second run changes nothing, and a venv the
-    admin made there afterwards stays."""
-    life.reach("6.4.3")
-    root = lab.root(HOST)
-    venv = root / "opt/rocm-fleet/venv"
-    assert (venv / "pyvenv.cfg").exists()
-    off = "pytorch_install=False"
-    dry = deploy(lab, off, dry=True)
-    assert dry.returncode == 0, dry.output[-3000:]
-    assert changed(dry).get(REMOVE_VENV) == [HOST], changed(dry)
-    assert (venv / "pyvenv.cfg").exists()  # --dry changed nothing
-    run = deploy(lab, off)
-    succeeded(run)
-    assert changed(run).get(REMOVE_VENV) == [HOST]
-    assert not (root / "opt/rocm-fleet").exists()
-    # The ledger forgets what is gone, so a venv made there later is not taken for ours.
-    ledger = root / "var/lib/rocm-fleet/created-directories"
-    assert ledger.read_text() == ""
-    assert changed(deploy(lab, off)) == {}
-    sh(lab, "mkdir -p /opt/rocm-fleet && python3 -m venv /opt/rocm-fleet/venv")
-    kept = deploy(lab, off)
-    assert kept.returncode == 0, kept.output[-3000:]
-    assert changed(kept) == {}
-    assert (venv / "pyvenv.cfg").exists()
-    sh(lab, "rm -rf /opt/rocm-fleet")  # the admin's: what follows starts without it
-
-
 def test_upgrade_to_7_2_1_moves_everything_together(lab, life):
     life.reach("6.4.3")
-    dry = deploy(lab, "rocm_version=7.2.1", dry=True)
-    assert dry.returncode == 0, dry.output[-3000:]
-    would = set(changed(dry))
+    result = deploy(lab, "rocm_version=7.2.1")
+    succeeded(result)
     assert {
         "ROCm apt repository | Point apt at the ROCm release for this distro",
         "ROCm packages | Install the ROCm packages of the release",
         "PyTorch | Install the torch wheels built for the ROCm release",
-    } <= would, would
-    result = deploy(lab, "rocm_version=7.2.1")
-    succeeded(result)
-    # --dry plans on the facts before the run: what it announced is what changed (the run
-    # also refreshes apt's lists, which --dry can't know before the source is rewritten).
-    assert would <= set(changed(result)), (would, changed(result))
+    } <= set(changed(result)), changed(result)
     # The newest torch on rocm7.2 (2.14.1) comes without torchaudio: 6.4.3's goes.
     assert_release(
         lab, "70201", "7.2.1",
@@ -329,3 +297,33 @@ def test_rocm_migrate_from_cuda_replaces_nvidia_with_rocm(lab, life):
     succeeded(again)
     assert changed(again) == {}
     life.left("6.4.3")
+
+
+VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
+REMOVE_VENV = "PyTorch | Remove the PyTorch venv rocm-fleet created (pytorch_install: false)"
+
+
+def test_pytorch_install_false_removes_the_venv_it_created(lab, life):
+    """pytorch_install: true -> false takes the venv (and /opt/rocm-fleet, made for it) off
+    on the same run (and nothing else of the node), and a venv the admin made there
+    afterwards stays: the next run changes nothing."""
+    life.reach("6.4.3")
+    root = lab.root(HOST)
+    venv = root / "opt/rocm-fleet/venv"
+    assert (venv / "pyvenv.cfg").exists()
+    off = "pytorch_install=False"
+    run = deploy(lab, off)
+    succeeded(run)
+    # the venv goes, and the GPU check runs again (what it vouched for included the torch)
+    assert set(changed(run)) - {VERIFY} == {REMOVE_VENV}, changed(run)
+    assert changed(run)[REMOVE_VENV] == [HOST]
+    assert not (root / "opt/rocm-fleet").exists()
+    # The ledger forgets what is gone, so a venv made there later is not taken for ours.
+    ledger = root / "var/lib/rocm-fleet/created-directories"
+    assert ledger.read_text() == ""
+    sh(lab, "mkdir -p /opt/rocm-fleet && python3 -m venv /opt/rocm-fleet/venv")
+    kept = deploy(lab, off)
+    assert kept.returncode == 0, kept.output[-3000:]
+    assert changed(kept) == {}
+    assert (venv / "pyvenv.cfg").exists()
+    sh(lab, "rm -rf /opt/rocm-fleet")  # the admin's: what follows starts without it
