@@ -3,8 +3,8 @@
 Install 6.4.3, upgrade to 7.2.1, downgrade to 6.4.3 (sources, pin, packages and the venv's
 wheels move together, nothing of the other release is left), uninstall with
 ``rocm_state: absent`` (the root then holds no file the deploy added), uninstall again (no
-change), then a CUDA host migrated with ``rocm_migrate_from_cuda``, and last
-``pytorch_install: false`` taking the venv off.
+change), then a CUDA host migrated with ``rocm_migrate_from_cuda``; after the install,
+``pytorch_install: false`` takes the venv it created off.
 
 One deploy per move: that ``--dry`` plans exactly what a run changes is test_fleet's
 (test_dry_run_reports_exactly_the_drift), and that a converged node's second run changes
@@ -156,6 +156,36 @@ def test_install_6_4_3(lab, life):
     life.left("6.4.3")
 
 
+VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
+REMOVE_VENV = "PyTorch | Remove the PyTorch venv rocm-fleet created (pytorch_install: false)"
+
+
+def test_pytorch_install_false_removes_the_venv_it_created(lab, life):
+    """pytorch_install: true -> false takes the venv (and /opt/rocm-fleet, made for it) off
+    on the same run (and nothing else of the node), and a venv the admin made there
+    afterwards stays: the next run changes nothing."""
+    life.reach("6.4.3")
+    root = lab.root(HOST)
+    venv = root / "opt/rocm-fleet/venv"
+    assert (venv / "pyvenv.cfg").exists()
+    off = "pytorch_install=False"
+    run = deploy(lab, off)
+    succeeded(run)
+    # the venv goes, and the GPU check runs again (what it vouched for included the torch)
+    assert set(changed(run)) - {VERIFY} == {REMOVE_VENV}, changed(run)
+    assert changed(run)[REMOVE_VENV] == [HOST]
+    assert not (root / "opt/rocm-fleet").exists()
+    # The ledger forgets what is gone, so a venv made there later is not taken for ours.
+    ledger = root / "var/lib/rocm-fleet/created-directories"
+    assert ledger.read_text() == ""
+    sh(lab, "mkdir -p /opt/rocm-fleet && python3 -m venv /opt/rocm-fleet/venv")
+    kept = deploy(lab, off)
+    assert kept.returncode == 0, kept.output[-3000:]
+    assert changed(kept) == {}
+    assert (venv / "pyvenv.cfg").exists()
+    sh(lab, "rm -rf /opt/rocm-fleet")  # the admin's: what follows starts without it
+
+
 def test_upgrade_to_7_2_1_moves_everything_together(lab, life):
     life.reach("6.4.3")
     result = deploy(lab, "rocm_version=7.2.1")
@@ -297,33 +327,3 @@ def test_rocm_migrate_from_cuda_replaces_nvidia_with_rocm(lab, life):
     succeeded(again)
     assert changed(again) == {}
     life.left("6.4.3")
-
-
-VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
-REMOVE_VENV = "PyTorch | Remove the PyTorch venv rocm-fleet created (pytorch_install: false)"
-
-
-def test_pytorch_install_false_removes_the_venv_it_created(lab, life):
-    """pytorch_install: true -> false takes the venv (and /opt/rocm-fleet, made for it) off
-    on the same run (and nothing else of the node), and a venv the admin made there
-    afterwards stays: the next run changes nothing."""
-    life.reach("6.4.3")
-    root = lab.root(HOST)
-    venv = root / "opt/rocm-fleet/venv"
-    assert (venv / "pyvenv.cfg").exists()
-    off = "pytorch_install=False"
-    run = deploy(lab, off)
-    succeeded(run)
-    # the venv goes, and the GPU check runs again (what it vouched for included the torch)
-    assert set(changed(run)) - {VERIFY} == {REMOVE_VENV}, changed(run)
-    assert changed(run)[REMOVE_VENV] == [HOST]
-    assert not (root / "opt/rocm-fleet").exists()
-    # The ledger forgets what is gone, so a venv made there later is not taken for ours.
-    ledger = root / "var/lib/rocm-fleet/created-directories"
-    assert ledger.read_text() == ""
-    sh(lab, "mkdir -p /opt/rocm-fleet && python3 -m venv /opt/rocm-fleet/venv")
-    kept = deploy(lab, off)
-    assert kept.returncode == 0, kept.output[-3000:]
-    assert changed(kept) == {}
-    assert (venv / "pyvenv.cfg").exists()
-    sh(lab, "rm -rf /opt/rocm-fleet")  # the admin's: what follows starts without it
