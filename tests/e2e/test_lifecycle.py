@@ -122,6 +122,11 @@ class Life:
     def reach(self, stage: str) -> None:
         """Bring the host to ``stage``: "6.4.3" or "7.2.1" (installed and converged),
         "absent" (uninstalled, or never installed), or "cuda" (an NVIDIA node, no ROCm)."""
+        if self.stage == "migrated":
+            # The venv the migration kept is the admin's, not the deploy's: it would outlive
+            # pytorch_install: false and an uninstall. The stages start without it.
+            sh(self.lab, "rm -rf /opt/rocm-fleet")
+            self.stage = None
         if self.stage != stage and not (stage == "absent" and self.stage == "fresh"):
             if stage == "cuda":
                 self.reach("absent")
@@ -326,4 +331,4 @@ def test_rocm_migrate_from_cuda_replaces_nvidia_with_rocm(lab, life):
     again = deploy(lab, "rocm_migrate_from_cuda=true")
     succeeded(again)
     assert changed(again) == {}
-    life.left("6.4.3")
+    life.left("migrated")  # 6.4.3 in the venv the admin made
