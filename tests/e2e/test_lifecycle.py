@@ -122,6 +122,10 @@ class Life:
     def reach(self, stage: str) -> None:
         """Bring the host to ``stage``: "6.4.3" or "7.2.1" (installed and converged),
         "absent" (uninstalled, or never installed), or "cuda" (an NVIDIA node, no ROCm)."""
+        if self.stage == "cuda" and stage != "cuda":
+            # A plain deploy refuses the NVIDIA node: it leaves by the migration.
+            succeeded(deploy(self.lab, "rocm_migrate_from_cuda=true"))
+            self.stage = "migrated"
         if self.stage == "migrated":
             # The venv the migration kept is the admin's, not the deploy's: it would outlive
             # pytorch_install: false and an uninstall. The stages start without it.
