@@ -4,7 +4,8 @@ data with no code change.
 The lab's doubles also serve a synthetic Core SDK release, 10.9.0 (AMD has published no such
 release: tests/fixtures/upstream/synthetic-future.toml), with a torch build no committed row
 names (2.15.0+rocm10.9.0 on AMD's stable index). ``future`` (Debian 13, PRO W7900) starts on
-the committed 10.0.0. Then, in file order:
+the committed 10.0.0: a converged root (tests/lab/converged.py) of test_pull.py's ``future``
+kind, since its first install is no behaviour of this module. Then:
 
 * asking for 10.9.0 without site data is refused ("a release the matrix knows");
 * discovery: the lab adds 10.9.0 to a copy of the stored upstream files (AMD's release
@@ -13,13 +14,17 @@ the committed 10.0.0. Then, in file order:
   --release`` <each release discovery found> reads it from the doubles at their real https
   URLs (verified indexes, AMD's wheel index) and writes it, checked; ``rocm-fleet matrix``
   and ``matrix --json`` show it, marked as the site's;
-* ``--dry`` with the file says the plan comes from it (path and SHA-256); the run moves the
-  host to 10.9.0 with torch 2.15.0, its checks pass, a second run changes nothing, and the
-  audit names the file too;
+* the run with the file (named by the environment) says the plan comes from it (path and
+  SHA-256), moves the host to 10.9.0 with torch 2.15.0, its checks pass, and the audit names
+  the file too and finds nothing to change; with the file still set, naming 10.0.0 takes
+  the host back to the committed release, from the committed data, and a second run
+  changes nothing;
 * a copy of the file edited to point the release at another host is refused, naming it;
-  a row for a release upstream doesn't publish is refused by the deploy's check of the file;
-* with the file still set, naming 10.0.0 takes the host back to the committed release, from
-  the committed data, and a second run changes nothing.
+  a row for a release upstream doesn't publish is refused by the deploy's check of the file.
+
+The site file is a module fixture (``matrix update``'s run), so each test also passes alone
+and in any order. That ``--dry`` plans what a run changes is test_fleet's
+(test_dry_run_reports_exactly_the_drift); the plan's provenance line is printed by a run too.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -54,7 +60,9 @@ ROOT = Path(__file__).resolve().parents[2]
 STORED = ROOT / "tests" / "fixtures" / "upstream" / "stored"
 
 COMMITTED = "10.0.0"
-HOST = HostSpec("future", suite="trixie", profile="w7900",
+# The kind of pull_support.FLEET's ``future`` (its data, suite, profile and the Core SDK
+# releases the lab serves): in CI one converge serves both modules.
+HOST = HostSpec("future", suite="trixie", profile="w7900", converged=True,
                 data={"rocm_version": COMMITTED, "expected_gfx": "gfx1100",
                       "expected_gpu_count": 1, "pytorch_install": False})  # fmt: skip
 VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
@@ -63,19 +71,6 @@ VERIFY = "Verify | Check rocminfo and torch see the expected GPUs"
 @pytest.fixture(scope="module")
 def lab():
     yield from running_lab([HOST], [COMMITTED, FUTURE_RELEASE])
-
-
-@pytest.fixture(scope="module")
-def on_committed(lab):
-    """The first run: the host on the committed release."""
-    result = support.deploy(lab, limit="future")
-    succeeded(result)
-    return result
-
-
-@pytest.fixture(scope="module")
-def site_file(lab) -> Path:
-    return lab.workdir / "site-matrix.json"
 
 
 def deploy(lab, *data: str, dry: bool = False, env: dict[str, str] | None = None):
@@ -87,7 +82,7 @@ def installed(lab) -> dict[str, str]:
     return {w[1]: w[2] for w in (line.split() for line in out.splitlines()) if w[0][0] == "i"}
 
 
-def test_a_release_the_matrix_does_not_know_is_refused_without_site_data(lab, on_committed):
+def test_a_release_the_matrix_does_not_know_is_refused_without_site_data(lab):
     result = deploy(lab, f"rocm_version={FUTURE_RELEASE}", dry=True)
     assert result.returncode != 0
     assert f"'rocm_version' has value '{FUTURE_RELEASE}'" in result.output, result.output[-3000:]
@@ -122,13 +117,36 @@ def test_discovery_finds_the_release_the_stored_copies_add(discovered):
     assert discovered == [FUTURE_RELEASE]
 
 
-def test_matrix_update_writes_the_future_release_from_upstream(lab, site_file, discovered):
-    cli = str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
-    command = [cli, "matrix", "update", "--output", str(site_file),
+class Written(NamedTuple):
+    path: Path  # the site file
+    result: Any  # the run of ``rocm-fleet matrix update`` that wrote it
+
+
+@pytest.fixture(scope="module")
+def written(lab, discovered) -> Written:
+    """``rocm-fleet matrix update --output FILE --release`` <each release discovery found>,
+    from the doubles at their real https URLs."""
+    path = lab.workdir / "site-matrix.json"
+    command = [lab_cli(lab), "matrix", "update", "--output", str(path),
                *(a for version in discovered for a in ("--release", version)),
                "--key-fingerprint", lab.lab_key_fingerprint]  # fmt: skip
     result = lab.run(command, env={"REQUESTS_CA_BUNDLE": str(lab.ca_cert)}, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    return Written(path, result)
+
+
+@pytest.fixture(scope="module")
+def site_file(written) -> Path:
+    return written.path
+
+
+def lab_cli(lab) -> str:
+    """The lab's ``rocm-fleet``."""
+    return str(Path(lab.env()["PATH"].split(":")[0]) / "rocm-fleet")
+
+
+def test_matrix_update_writes_the_future_release_from_upstream(lab, written):
+    site_file, result, cli = written.path, written.result, lab_cli(lab)
     (row,) = json.loads(site_file.read_text())["releases"]
     assert row["version"] == FUTURE_RELEASE
     assert (row["stream"], row["repository"]) == ("core-sdk", "stable.repo.amd.com")
@@ -149,61 +167,22 @@ def test_matrix_update_writes_the_future_release_from_upstream(lab, site_file, d
     assert (last["version"], last["source"]["from"]) == (FUTURE_RELEASE, "site")
 
 
-def test_dkms_for_the_site_files_release_without_a_driver_is_refused_at_plan_time(
-    lab, on_committed, site_file
-):
+def test_dkms_for_the_site_files_release_without_a_driver_is_refused_at_plan_time(lab, site_file):
     """No AMD page names 10.9.0's driver, so the site file has none: with rocm_driver: dkms
     the driver step would fail after the key, source, pin and apt-get update. Preflight
-    refuses the host while planning instead: --dry, the audit and the run say it, exit 1,
-    and not a byte of the host changes."""
+    refuses the host while planning instead: the audit and the run say it, exit 1, and not
+    a byte of the host changes (``--dry`` plans as the run does)."""
     assert json.loads(site_file.read_text())["releases"][0]["amdgpu_driver"] is None
     reason = (f"rocm_driver: dkms, but the matrix does not record which amdgpu driver ROCm "
               f"{FUTURE_RELEASE} ships (AMD's driver list, ")  # fmt: skip
     data = (f"rocm_version={FUTURE_RELEASE}", "rocm_driver=dkms", f"rocm_matrix_data={site_file}")
     before = root_hashes(lab.root("future"))
-    dry = deploy(lab, *data, dry=True)
-    assert dry.returncode == 1 and reason in (refusal(dry, "future") or ""), dry.output[-3000:]
     report = support.audit(lab, "--limit", "future", *[a for d in data for a in ("--data", d)])
     (row,) = report.json["hosts"]
     assert row["status"] == "refused" and reason in row["error"], row
     run = deploy(lab, *data)
     assert run.returncode == 1 and reason in (refusal(run, "future") or ""), run.output[-3000:]
     assert differences(before, root_hashes(lab.root("future"))) == []
-
-
-def test_the_host_moves_to_the_future_release_with_the_site_file(lab, on_committed, site_file):
-    digest = hashlib.sha256(site_file.read_bytes()).hexdigest()
-    move = (f"rocm_version={FUTURE_RELEASE}", "pytorch_install=True")
-    # --dry (the file named by the environment) says where the plan comes from
-    dry = deploy(lab, *move, dry=True, env={"ROCM_FLEET_MATRIX_DATA": str(site_file)})
-    assert dry.returncode == 0, dry.output[-3000:]
-    assert f"ROCm {FUTURE_RELEASE} from site matrix data {site_file} (sha256 {digest})" in (
-        dry.output
-    )  # fmt: skip
-    would = [op for op, hosts in changed(dry).items() if hosts == ["future"]]
-    assert any(op.endswith("Install the ROCm packages of the release") for op in would), would
-
-    result = deploy(lab, *move, f"rocm_matrix_data={site_file}")
-    succeeded(result)
-    assert changed(result)[VERIFY] == ["future"]
-    record = (lab.root("future") / paths.VERIFIED.lstrip("/")).read_text()
-    assert f"rocm {FUTURE_RELEASE} (core-sdk, /opt/rocm/core-10.9/bin/rocminfo)\n" in record
-    packages = installed(lab)
-    assert packages["amdrocm10.9-gfx1100"] == "10.9.0-1", packages
-    assert not any(name.startswith("amdrocm10.0") for name in packages), packages
-    assert wheels(lab, "future") == {"torch": "2.15.0+rocm10.9.0",
-                                     "torchvision": "0.30.0+rocm10.9.0",
-                                     "torchaudio": "2.11.0.4+rocm10.9.0"}  # fmt: skip
-    again = deploy(lab, *move, f"rocm_matrix_data={site_file}")
-    succeeded(again)
-    assert changed(again) == {}
-    # the audit names the data the host's plan comes from, and finds nothing to change
-    data = [a for item in (*move, f"rocm_matrix_data={site_file}") for a in ("--data", item)]
-    report = support.audit(lab, "--limit", "future", *data)
-    assert report.json is not None, report.stdout + report.stderr[-3000:]
-    (row,) = report.json["hosts"]
-    assert row["matrix_data"] == f"site matrix data {site_file} (sha256 {digest})"
-    assert row["status"] == "ok", row
 
 
 def refused_with_edited_copy(lab, site_file: Path, name: str, **change: str):
@@ -243,7 +222,35 @@ def test_a_site_row_upstream_does_not_publish_is_refused_before_planning(lab, si
     assert "10.8.0 packages in debian13: wrong (no amdrocm10.8 of 10.8.0" in result.output
 
 
-def test_back_to_the_committed_release_with_the_site_file_still_set(lab, site_file):
+def test_the_host_moves_to_the_future_release_and_back_with_the_site_file(lab, site_file):
+    digest = hashlib.sha256(site_file.read_bytes()).hexdigest()
+    move = (f"rocm_version={FUTURE_RELEASE}", "pytorch_install=True")
+    # the run (the file named by the environment) says where the plan comes from
+    result = deploy(lab, *move, env={"ROCM_FLEET_MATRIX_DATA": str(site_file)})
+    succeeded(result)
+    assert f"ROCm {FUTURE_RELEASE} from site matrix data {site_file} (sha256 {digest})" in (
+        result.output
+    )  # fmt: skip
+    made = [op for op, hosts in changed(result).items() if hosts == ["future"]]
+    assert any(op.endswith("Install the ROCm packages of the release") for op in made), made
+    assert changed(result)[VERIFY] == ["future"]
+    record = (lab.root("future") / paths.VERIFIED.lstrip("/")).read_text()
+    assert f"rocm {FUTURE_RELEASE} (core-sdk, /opt/rocm/core-10.9/bin/rocminfo)\n" in record
+    packages = installed(lab)
+    assert packages["amdrocm10.9-gfx1100"] == "10.9.0-1", packages
+    assert not any(name.startswith("amdrocm10.0") for name in packages), packages
+    assert wheels(lab, "future") == {"torch": "2.15.0+rocm10.9.0",
+                                     "torchvision": "0.30.0+rocm10.9.0",
+                                     "torchaudio": "2.11.0.4+rocm10.9.0"}  # fmt: skip
+    # the audit names the data the host's plan comes from, and finds nothing to change
+    data = [a for item in (*move, f"rocm_matrix_data={site_file}") for a in ("--data", item)]
+    report = support.audit(lab, "--limit", "future", *data)
+    assert report.json is not None, report.stdout + report.stderr[-3000:]
+    (row,) = report.json["hosts"]
+    assert row["matrix_data"] == f"site matrix data {site_file} (sha256 {digest})"
+    assert row["status"] == "ok", row
+
+    # with the file still set, the committed release comes from the committed data
     back = (f"rocm_version={COMMITTED}", "pytorch_install=False", f"rocm_matrix_data={site_file}")
     result = deploy(lab, *back)
     succeeded(result)

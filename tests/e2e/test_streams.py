@@ -4,17 +4,21 @@
 * ``core`` (Debian 13, RX 7900 XTX) takes ROCm Core SDK 7.14.1 from the repo.amd.com double
   with torch 2.14.1 from the rocm7.14 index (its ROCm runtime from pip), ``stable``
   (Debian 13, PRO W7900) takes 10.0.0 from the stable.repo.amd.com double (deb822 source, the
-  binary-plus-armored key) without torch: each converges in one run, verifies its GPUs and
-  then changes nothing; ``--dry`` after drift names exactly the drift.
-* ``mover`` (Debian 12, 8 x MI300X) goes 7.2.1 -> 7.14.1 -> 7.2.1: each move is announced by
-  ``--dry``, carried out in one run, leaves nothing of the other stream behind and is
-  followed by a run that changes nothing.
+  binary-plus-armored key) without torch: each converges in one run and verifies its GPUs;
+  after drift on ``core`` a run of both changes exactly that drift (so nothing on ``stable``).
+* ``mover`` (Debian 12, 8 x MI300X) goes 7.2.1 -> 7.14.1 -> 7.2.1: each move is announced
+  (the plan's warning), carried out in one run and leaves nothing of the other stream behind;
+  after the round trip a run changes nothing.
 * ``matrix check`` passes against the doubles (which, built with ``catalog=True``, publish
   every release of the matrix) and names the drift the lab plants.
 
-The runs later tests start from (the first run of ``core`` and ``stable``; ``mover``'s
-classic install, the --dry of its move and the move) are module fixtures: in file order
-each runs once, where its test needs it; a test run alone (``-k``) gets them all the same.
+One deploy per step: that ``--dry`` plans exactly what a run changes is test_fleet's
+(test_dry_run_reports_exactly_the_drift), and the warning that announces a move is the
+plan's, printed by a run as by ``--dry``.
+
+The run later tests start from (the first run of ``core`` and ``stable``) is a module
+fixture: it runs once, where the first test needs it; a test run alone (``-k``) gets it all
+the same. ``mover``'s story is one test, so it passes in any order.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, NamedTuple
 
 import pytest
 
@@ -174,76 +177,44 @@ def test_the_node_checks_pass_on_core_sdk_nodes(lab, core_and_stable):
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
-def test_a_second_run_changes_nothing(lab, core_and_stable):
-    again = deploy(lab, "core,stable")
-    succeeded(again)
-    assert changed(again) == {}
-
-
-def test_dry_after_drift_reports_exactly_that_drift_and_a_run_repairs_it(lab, core_and_stable):
+def test_a_run_after_drift_repairs_exactly_that_drift(lab, core_and_stable):
+    """The second run of both hosts, after drift on ``core``: it changes the drift and
+    nothing else (``stable`` not at all)."""
     pin = paths.AMDROCM_PIN
     sh(lab, "core", f"rm {pin} && {support.VENV_PYTHON} -m pip install -q --no-deps "
                     "--index-url https://download.pytorch.org/whl/rocm7.14 "
                     "torchvision==0.29.0+rocm7.14")  # fmt: skip
-    dry = deploy(lab, "core", dry=True)
-    assert dry.returncode == 0, dry.output[-3000:]
-    assert changed(dry) == {
+    repaired = deploy(lab, "core,stable")
+    succeeded(repaired)
+    assert changed(repaired) == {
         "ROCm apt repository | Pin AMD's repository above the distribution's own ROCm packages":
             ["core"],
         "PyTorch | Install the torch wheels built for the ROCm release": ["core"],
-    }, changed(dry)  # fmt: skip
-    repaired = deploy(lab, "core")
-    succeeded(repaired)
+    }, changed(repaired)  # fmt: skip
     assert exists(lab, "core", pin) and wheels(lab, "core")["torchvision"] == "0.29.1+rocm7.14"
-    assert changed(deploy(lab, "core")) == {}
 
 
 # --- moving between the streams ---------------------------------------------------------------
 
 
-class Classic(NamedTuple):
-    first: Any  # the run that converged it
-    second: Any  # the run after it
-    tree: set[str]  # every path of its root after them
-
-
-@pytest.fixture(scope="module")
-def classic(lab) -> Classic:
-    """``mover`` converged on its classic release (7.2.1), and run again."""
+def test_the_classic_host_moves_to_the_core_sdk_and_back_leaving_nothing_of_the_other(lab):
+    """One story on ``mover`` (each step starts where the one before left it): it converges
+    on 7.2.1, moves to 7.14.1 and back, each move announced and made in one run."""
     first = deploy(lab, "mover")
     succeeded(first)
-    second = deploy(lab, "mover")
-    return Classic(first, second, tree(lab.root("mover")))
-
-
-@pytest.fixture(scope="module")
-def move_dry(lab, classic):
-    """``--dry`` of the classic ``mover``'s move to the Core SDK (7.14.1)."""
-    return deploy(lab, "mover", "rocm_version=7.14.1", dry=True)
-
-
-@pytest.fixture(scope="module")
-def on_core_sdk(lab, move_dry):
-    """The run that moves ``mover`` to the Core SDK, after its ``--dry``."""
-    return deploy(lab, "mover", "rocm_version=7.14.1")
-
-
-def test_the_classic_host_converges(lab, classic):
-    succeeded(classic.first)
     assert of_stream(installed(lab, "mover"), matrix.CLASSIC)
     assert sh(lab, "mover", "readlink -f /opt/rocm").strip().endswith("/opt/rocm-7.2.1")
-    assert changed(classic.second) == {}
+    classic_tree = tree(lab.root("mover"))
 
-
-def test_dry_announces_the_move_to_the_core_sdk(lab, move_dry):
-    dry = move_dry
-    assert dry.returncode == 0, dry.output[-3000:]
+    # classic -> Core SDK: announced, and nothing of the classic stream is left
+    result = deploy(lab, "mover", "rocm_version=7.14.1")
+    succeeded(result)
     move = (
         r"\[mover\]\s+warning: moving from ROCm \(repo\.radeon\.com\) \(comgr "
         r"3\.0\.0\.70201-81~22\.04, .* and \d+ more\) to ROCm Core SDK 7\.14\.1"
     )
-    assert re.search(move, dry.output), dry.output[-3000:]
-    would = changed(dry)
+    assert re.search(move, result.output), result.output[-3000:]
+    made = changed(result)
     for op in ("ROCm apt repository | Install AMD's signing key (fingerprint checked)",
                "ROCm apt repository | Point apt at the ROCm release for this distro",
                "ROCm apt repository | Pin AMD's repository above the distribution's own ROCm "
@@ -252,14 +223,7 @@ def test_dry_announces_the_move_to_the_core_sdk(lab, move_dry):
                f"ROCm apt repository | Remove the other ROCm stream's keyring {paths.ROCM_KEYRING}",
                "ROCm packages | Install the ROCm packages of the release",
                "PyTorch | Install the torch wheels built for the ROCm release"):  # fmt: skip
-        assert would.get(op) == ["mover"], (op, would)
-
-
-def test_classic_to_core_sdk_leaves_nothing_of_the_classic_stream(lab, move_dry, on_core_sdk):
-    result = on_core_sdk
-    succeeded(result)
-    announced = set(changed(move_dry))
-    assert announced <= set(changed(result)), (announced, changed(result))
+        assert made.get(op) == ["mover"], (op, made)
     packages = installed(lab, "mover")
     assert of_stream(packages, matrix.CLASSIC) == {}
     assert of_stream(packages, matrix.CORE_SDK)["amdrocm7.14-gfx942"] == "7.14.1-1"
@@ -275,18 +239,14 @@ def test_classic_to_core_sdk_leaves_nothing_of_the_classic_stream(lab, move_dry,
                                     "torchaudio": None}  # fmt: skip
     agents = sh(lab, "mover", "/opt/rocm/core-7.14/bin/rocminfo")
     assert re.findall(r"^\s+Name:\s+(gfx\w+)\s*$", agents, re.M) == ["gfx942"] * 8
-    assert changed(deploy(lab, "mover", "rocm_version=7.14.1")) == {}
 
-
-def test_core_sdk_back_to_classic_leaves_nothing_of_the_core_sdk(lab, classic, on_core_sdk):
-    succeeded(on_core_sdk)
-    dry = deploy(lab, "mover", dry=True)
-    assert re.search(r"\[mover\]\s+warning: moving from ROCm Core SDK \(amdrocm", dry.output), (
-        dry.output[-3000:]
-    )
-    assert "to ROCm (repo.radeon.com) 7.2.1" in dry.output
+    # Core SDK -> classic: announced, and nothing of the Core SDK is left
     result = deploy(lab, "mover")
     succeeded(result)
+    assert re.search(r"\[mover\]\s+warning: moving from ROCm Core SDK \(amdrocm", result.output), (
+        result.output[-3000:]
+    )
+    assert "to ROCm (repo.radeon.com) 7.2.1" in result.output
     packages = installed(lab, "mover")
     assert of_stream(packages, matrix.CORE_SDK) == {}
     assert of_stream(packages, matrix.CLASSIC)["rocm-hip-runtime"].startswith("7.2.1.70201-")
@@ -300,7 +260,7 @@ def test_core_sdk_back_to_classic_leaves_nothing_of_the_core_sdk(lab, classic, o
                                     "torchaudio": None}  # fmt: skip
     # Every path is as it was before the round trip, but for the package manager's own state.
     after = tree(lab.root("mover"))
-    moved = sorted(p for p in after ^ classic.tree if not ALLOWED.search(p))
+    moved = sorted(p for p in after ^ classic_tree if not ALLOWED.search(p))
     assert moved == [], moved
     assert changed(deploy(lab, "mover")) == {}
 
