@@ -123,8 +123,6 @@ def gfxip_from_record(text: str) -> str:
 
 def pci_ids_record(text: str) -> str:
     """The record of pci.ids: vendor 1002's device lines (ID, name), subsystems left out."""
-    from rocm_fleet.matrix.pci_table import pci_amd_devices
-
     return _table(["device", "name"], [[d, n] for d, n in pci_amd_devices(text).items()])
 
 
@@ -164,3 +162,29 @@ def product_gfx(name: str, listed: dict[str, T]) -> tuple[str, T] | None:
 def is_vf(name: str) -> bool:
     """Whether pci.ids names a virtual function (SR-IOV) of a GPU."""
     return bool(VF_WORDS.search(name))
+
+
+#: pci.ids' vendor ID of AMD (ATI)
+AMD_VENDOR = "1002"
+
+
+def pci_amd_devices(text: str) -> dict[str, str]:
+    """AMD's device IDs ("0x744c") -> pci.ids' name (vendor 1002's device lines)."""
+    out: dict[str, str] = {}
+    inside = False
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        if not line.startswith("\t"):
+            if inside:
+                break
+            inside = line.startswith(AMD_VENDOR + "  ")
+            continue
+        if inside and not line.startswith("\t\t"):
+            match = re.fullmatch(r"\t([0-9a-f]{4})  (.+)", line)
+            if not match:
+                raise MatrixDataError(f"pci.ids: vendor {AMD_VENDOR}: unreadable {line!r}")
+            out[f"0x{match[1]}"] = match[2]
+    if not out:
+        raise MatrixDataError(f"pci.ids: no vendor {AMD_VENDOR} section with devices")
+    return out

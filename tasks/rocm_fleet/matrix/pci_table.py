@@ -3,36 +3,12 @@ overrides for the rest, other vendors' devices, the class and vendor names."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from rocm_fleet.matrix import device_tables as tables
 from rocm_fleet.matrix.amd_tables import gpu_products
+from rocm_fleet.matrix.device_tables import AMD_VENDOR, pci_amd_devices
 from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, stored_entry
-
-AMD_VENDOR = "1002"
-
-
-def pci_amd_devices(text: str) -> dict[str, str]:
-    """AMD's device IDs ("0x744c") -> pci.ids' name (vendor 1002's device lines)."""
-    out: dict[str, str] = {}
-    inside = False
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        if not line.startswith("\t"):
-            if inside:
-                break
-            inside = line.startswith(AMD_VENDOR + "  ")
-            continue
-        if inside and not line.startswith("\t\t"):
-            match = re.fullmatch(r"\t([0-9a-f]{4})  (.+)", line)
-            if not match:
-                raise MatrixDataError(f"pci.ids: vendor {AMD_VENDOR}: unreadable {line!r}")
-            out[f"0x{match[1]}"] = match[2]
-    if not out:
-        raise MatrixDataError(f"pci.ids: no vendor {AMD_VENDOR} section with devices")
-    return out
 
 
 def chip(name: str) -> str:
