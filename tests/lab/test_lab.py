@@ -312,8 +312,12 @@ RELEASE_OF = {"bw": ("6.4.3", "60403-128", "jammy", "22.04"),
               "tx": ("7.2.1", "70201-81", "noble", "24.04")}  # fmt: skip
 
 
-@pytest.mark.lab
-def test_apt_installs_rocminfo_from_repo_radeon_com_with_the_pin(lab):
+@pytest.fixture(scope="module")
+def installed(lab) -> dict[str, dict[str, str]]:
+    """Both hosts with AMD's rocminfo from repo.radeon.com behind the pin (the tests below
+    start from it, in any order): what apt and rocminfo said on each, before and after the
+    pin."""
+
     def install(host: str) -> dict[str, str]:
         version, _, suite, _ = RELEASE_OF[host]
         sh(lab, host, "apt-get update -q && apt-get install -y -q ca-certificates gnupg curl")
@@ -333,7 +337,12 @@ def test_apt_installs_rocminfo_from_repo_radeon_com_with_the_pin(lab):
         as_alice = lab.ssh(host, "runuser -u alice -- /opt/rocm/bin/rocminfo")
         return {"unpinned": unpinned, "pinned": pinned, "info": info, "alice": as_alice.stdout}
 
-    results = on_both(install)
+    return on_both(install)
+
+
+@pytest.mark.lab
+def test_apt_installs_rocminfo_from_repo_radeon_com_with_the_pin(lab, installed):
+    results = installed
     for host, res in results.items():
         version, tag, _, ubuntu = RELEASE_OF[host]
         # Debian's own rocminfo wins without AMD's pin: the double keeps that trap real.
@@ -353,9 +362,10 @@ def test_apt_installs_rocminfo_from_repo_radeon_com_with_the_pin(lab):
 
 
 @pytest.mark.lab
-def test_trixies_apt_rejects_what_amd_signed_under_the_sha1_binding(lab):
+def test_trixies_apt_rejects_what_amd_signed_under_the_sha1_binding(lab, installed):
     """The message real trixie hosts print for rocm/apt/6.4.3 (ROCm/legacy-rocm-build issue
-    #5232), from the lab's real apt and sqv; bookworm's gpgv took the same repository above."""
+    #5232), from the lab's real apt and sqv; bookworm's gpgv took the same repository
+    (``installed``)."""
     source = ROCM_SOURCE.format(path="6.4.3", suite="noble")
     proc = lab.ssh(
         "tx",
@@ -376,7 +386,7 @@ def test_trixies_apt_rejects_what_amd_signed_under_the_sha1_binding(lab):
 
 
 @pytest.mark.lab
-def test_upgrade_to_a_newer_rocm_release_moves_opt_rocm(lab):
+def test_upgrade_to_a_newer_rocm_release_moves_opt_rocm(lab, installed):
     source = ROCM_SOURCE.format(path="7.2.1", suite="jammy")
     out = sh(
         lab,
