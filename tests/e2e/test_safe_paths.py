@@ -26,6 +26,9 @@ def lab():
 
 
 def test_a_venv_in_a_directory_another_user_owns_is_refused_and_the_host_unchanged(lab):
+    # What this test starts from, whatever ran before it: alice's /srv/alice, and the
+    # keyrings' directory as Debian ships it (the test below opens it to everyone).
+    sh(lab, HOST.name, "chown alice /srv/alice && chmod 0755 /etc/apt/keyrings")
     before = root_hashes(lab.root(HOST.name))
     result = deploy(lab)
     assert failed_hosts(result) == [HOST.name], result.output[-3000:]
