@@ -63,3 +63,51 @@ def test_a_timer_without_its_link_is_not_enabled(tmp_path):
     config = load_config(PULLING, "node")
     install(tmp_path, pull.timer_unit(config), pull.service_unit(), enabled=False)
     assert enabled_timers(tmp_path) == {}
+
+
+class _Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _DownHost:
+    """A host whose sshd runs but whose services can't start (``spawn`` answers None): enough
+    for the double's clock, which is all this test reads."""
+
+    name = "node"
+
+    def __init__(self, root):
+        self.root = self.dir = root
+        self.sshd = self
+
+    def poll(self):
+        return None
+
+    def spawn(self, *args):
+        return None
+
+
+def test_a_timer_rewritten_by_its_own_run_elapses_at_its_new_interval(tmp_path, monkeypatch):
+    """systemd recomputes a timer's next elapse at daemon-reload: the pull's first run writes
+    a longer interval, and the next run comes that long after the first one started."""
+    from lab import timers
+
+    clock = _Clock()
+    monkeypatch.setattr(timers.time, "monotonic", clock)
+    service = "[Service]\nType=oneshot\nExecStart=/bin/true\n"
+    install(tmp_path, "[Timer]\nOnBootSec=5min\nOnUnitActiveSec=15min\n", service)
+    host = _DownHost(tmp_path)
+    double = timers.Timers({"node": host}.values(), scale=1)
+    for clock.now in (0, 300):
+        double._tick(host)
+    (tmp_path / paths.PULL_TIMER.lstrip("/")).write_text(
+        "[Timer]\nOnBootSec=5min\nOnUnitActiveSec=16min\n"
+    )
+    for clock.now in (301, 1200, 1259, 1260):
+        double._tick(host)
+    assert [(run.trigger, run.started) for run in double.runs] == [
+        ("OnBootSec", 300),
+        ("OnUnitActiveSec", 1260),
+    ]

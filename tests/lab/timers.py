@@ -292,7 +292,9 @@ class Timers:
                 booted.units.pop(name)
                 booted.next_at.pop(name, None)
                 continue
-            booted.units[name] = units = still[name]  # a changed file: daemon-reload
+            if still[name] != units:  # a changed file: daemon-reload
+                booted.units[name] = units = still[name]
+                self._rearm_after_reload(booted, name)
             due = booted.next_at.get(name)
             if due is None or now < due[0]:
                 continue
@@ -326,6 +328,19 @@ class Timers:
                           "OnUnitActiveSec")  # fmt: skip
         thread.start()
         return run
+
+    def _rearm_after_reload(self, booted: _HostTimers, name: str) -> None:
+        """After a daemon-reload systemd computes the next elapse from the timer's new
+        settings (an ``OnUnitActiveSec`` arm counts from the service's last start with the new
+        span), so a run that rewrites its own timer already sets its next interval."""
+        units, due = booted.units[name], booted.next_at.get(name)
+        last = booted.last_start.get(name)
+        if due is None or due[1] != "OnUnitActiveSec" or last is None:
+            return
+        if units.on_unit_active is None:
+            del booted.next_at[name]
+        else:
+            self._arm(booted, name, last + units.on_unit_active * self.scale, "OnUnitActiveSec")
 
     def _arm(self, booted: _HostTimers, name: str, at: float, why: str) -> None:
         delay = self._random.uniform(0, booted.units[name].random_delay * self.scale)
