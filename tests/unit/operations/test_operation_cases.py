@@ -1,0 +1,60 @@
+"""Every operation case written as data: ``<module.op>/<case>.json`` beside this file, as
+pyinfra's own ``tests/operations/<module.op>/<case>.json`` (pyinfra-dev/pyinfra,
+tests/test_operations.py): facts in, commands out.
+
+A case holds ``arguments`` (``{"$release": "6.4.3"}`` is ``matrix.release("6.4.3")``), the
+``facts`` the operation reads (``unit.opcases.CaseFacts``: by the fact class's dotted path,
+then ``"name=value"`` for its arguments; every fact given must be read, and a fact read that the
+case doesn't give fails it), ``executing`` (run as pyinfra executes, not plans), and what it
+expects: the ``commands`` (``unit.opcases.rendered``) and the ``noops`` reasons, or the
+``exception`` raised (its type in pyinfra.api, a regex its message matches); ``reads``, where
+given, is every read in order; ``note`` says why, where the file's name doesn't.
+Cases that need Python (objects, FunctionCommands, the environment) are in
+tests/unit/test_operations.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import import_module
+from pathlib import Path
+
+import pyinfra.api
+import pytest
+
+from rocm_fleet.model import matrix
+from unit.opcases import CaseFacts, case_key, fact_name, rendered, run_op
+
+CASES = Path(__file__).resolve().parent
+FILES = sorted(CASES.glob("*/*.json"))
+CONSTRUCTORS = {"$release": matrix.release}
+
+
+def argument(value):
+    """A case's argument value, ``{"$release": "6.4.3"}`` made the object it names."""
+    if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in CONSTRUCTORS:
+        ((name, made_from),) = value.items()
+        return CONSTRUCTORS[name](made_from)
+    return value
+
+
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(CASES)) for p in FILES])
+def test_operation_case(path):
+    case = json.loads(path.read_text())
+    module, _, name = path.parent.name.partition(".")
+    operation = getattr(import_module(f"rocm_fleet.operations.{module}"), name)
+    facts = CaseFacts(case["facts"])
+    arguments = {key: argument(value) for key, value in case["arguments"].items()}
+    executing = case.get("executing", False)
+    if "exception" in case:
+        raised = getattr(pyinfra.api, case["exception"]["type"])
+        with pytest.raises(raised, match=re.escape(case["exception"]["match"])):
+            run_op(operation, facts, executing=executing, **arguments)
+        return
+    result = run_op(operation, facts, executing=executing, **arguments)
+    assert [rendered(command) for command in result.commands] == case["commands"]
+    assert result.noops == case["noops"]
+    assert facts.read(result.reads) == facts.given, "the case gives facts the operation doesn't read"
+    if "reads" in case:
+        assert [f"{fact_name(r.fact)} {case_key(r)}".strip() for r in result.reads] == case["reads"]
