@@ -55,6 +55,8 @@ def test_operation_case(path):
     result = run_op(operation, facts, executing=executing, **arguments)
     assert [rendered(command) for command in result.commands] == case["commands"]
     assert result.noops == case["noops"]
-    assert facts.read(result.reads) == facts.given, "the case gives facts the operation doesn't read"
+    assert facts.read(result.reads) == facts.given, (
+        "the case gives facts the operation doesn't read"
+    )
     if "reads" in case:
         assert [f"{fact_name(r.fact)} {case_key(r)}".strip() for r in result.reads] == case["reads"]
