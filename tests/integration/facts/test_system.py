@@ -1,5 +1,5 @@
-"""The tests of tests/unit/facts/test_system.py that start a process or a loopback server (the
-integration tier; the pure ones stay there)."""
+"""The tests of rocm_fleet.facts.system that start a process or a loopback server (the
+integration tier; its parsers' cases are data in tests/unit/facts/cases/system.*/)."""
 
 from __future__ import annotations
 

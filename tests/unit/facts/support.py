@@ -6,8 +6,9 @@ line, newline removed). The sysfs facts' commands are also run for real under ``
 against the trees in tests/fixtures/sysfs, and the marker/quoting logic of the other
 commands is run with fake tools on PATH, so the POSIX sh is exercised, not just read.
 
-One test module per fact module (tests/unit/facts/test_<module>.py); a new fact's tests go
-beside its module's.
+A fact's parser cases are data, one file per case in tests/unit/facts/cases/<module.Fact>/
+(run by test_fact_cases.py); what needs Python goes in the fact module's
+tests/unit/facts/test_<module>.py.
 """
 
 from __future__ import annotations

@@ -2,14 +2,14 @@
 pyinfra's own ``tests/operations/<module.op>/<case>.json`` (pyinfra-dev/pyinfra,
 tests/test_operations.py): facts in, commands out.
 
-A case holds ``arguments`` (``{"$release": "6.4.3"}`` is ``matrix.release("6.4.3")``), the
-``facts`` the operation reads (``unit.opcases.CaseFacts``: by the fact class's dotted path,
-then ``"name=value"`` for its arguments; every fact given must be read, and a fact read that the
-case doesn't give fails it), ``executing`` (run as pyinfra executes, not plans), and what it
-expects: the ``commands`` (``unit.opcases.rendered``) and the ``noops`` reasons, or the
-``exception`` raised (its type in pyinfra.api, a regex its message matches); ``reads``, where
-given, is every read in order; ``note`` says why, where the file's name doesn't.
-Cases that need Python (objects, FunctionCommands, the environment) are in
+A case holds ``kwargs``, the operation's arguments (``{"$release": "6.4.3"}`` is
+``matrix.release("6.4.3")``); the ``facts`` it reads (``unit.opcases.CaseFacts``: by the fact
+class's dotted path, then ``"name=value"`` for its arguments; a fact given that isn't read, or
+one read that isn't given, fails the case); ``executing`` (run as pyinfra executes, not plans);
+and what it expects: the ``commands`` (as ``unit.opcases.rendered`` states them) and the
+``noops`` reasons, or the ``exception`` raised (its type in pyinfra.api, its message exactly);
+``reads``, where given, is every read in order; ``note`` says why, where the file's name
+doesn't. Cases that need Python (objects, FunctionCommands, the environment) are in
 tests/unit/test_operations.py.
 """
 
@@ -45,11 +45,11 @@ def test_operation_case(path):
     module, _, name = path.parent.name.partition(".")
     operation = getattr(import_module(f"rocm_fleet.operations.{module}"), name)
     facts = CaseFacts(case["facts"])
-    arguments = {key: argument(value) for key, value in case["arguments"].items()}
+    arguments = {key: argument(value) for key, value in case["kwargs"].items()}
     executing = case.get("executing", False)
     if "exception" in case:
         raised = getattr(pyinfra.api, case["exception"]["type"])
-        with pytest.raises(raised, match=re.escape(case["exception"]["match"])):
+        with pytest.raises(raised, match=f"^{re.escape(case['exception']['match'])}$"):
             run_op(operation, facts, executing=executing, **arguments)
         return
     result = run_op(operation, facts, executing=executing, **arguments)
