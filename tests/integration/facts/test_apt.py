@@ -36,33 +36,7 @@ def test_keyring_fingerprints_reads_the_file_itself(tmp_path):
     assert fact.process(run_sh(fact.command(str(garbage)))[1]) == []
 
 
-# dpkg-query -W -f='${db:Status-Abbrev}|${Package}|${Version}\n' on a Debian 12 host midway
-# through an interrupted install (Status-Abbrev is want, status, error flag).
-DPKG_LISTING = """\
-ii |curl|7.88.1-10+deb12u14
-ii |libc6:amd64|2.36-9+deb12u9
-ii |linux-image-6.1.0-31-amd64|6.1.128-1
-ii |linux-image-amd64|6.1.128-1
-iU |rocm-core|6.4.3.60403-128~22.04
-iF |rocminfo|1.0.0.60403-128~22.04
-iH |hipcc|1.1.1.60403-128~22.04
-rc |nvidia-driver|535.216.01-1~deb12u1
-un |cuda-toolkit-12-8|
-pn |rocm-smi-lib|
-""".splitlines()
-
-
-def test_installed_packages_count_half_installed_ones_and_drop_removed_ones():
-    assert InstalledPackages().process(DPKG_LISTING) == {
-        "curl": "7.88.1-10+deb12u14",
-        "libc6": "2.36-9+deb12u9",  # architecture qualifier dropped
-        "linux-image-6.1.0-31-amd64": "6.1.128-1",
-        "linux-image-amd64": "6.1.128-1",
-        "rocm-core": "6.4.3.60403-128~22.04",  # unpacked
-        "rocminfo": "1.0.0.60403-128~22.04",  # half-configured
-        "hipcc": "1.1.1.60403-128~22.04",  # half-installed
-    }
-    assert InstalledPackages().default() == {}
+# dpkg-query's listing parsed: tests/unit/facts/cases/apt.InstalledPackages/.
 
 
 def test_installed_packages_command_under_dash(tmp_path):

@@ -1,10 +1,10 @@
 """rocm_fleet.facts.python: torch's own report, a venv's distributions and torch's
-build strings, with stand-in pythons and venvs laid out as pip leaves them.
+build strings, with stand-in pythons and venvs laid out as pip leaves them (what torch's
+report parses to: tests/unit/facts/cases/python.TorchInfo/).
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -19,55 +19,6 @@ def rootless(tmp_path: Path, owners: dict[Path, str] | None = None) -> dict[str,
     """An environment whose stat reads tmp_path's files as root's (the safe path rule's check)."""
     bin_dir = stat_double(tmp_path.with_name(f"{tmp_path.name}-bin"), tmp_path, owners)
     return {"PATH": f"{bin_dir}:/usr/bin:/bin"}
-
-
-TORCH_ROCM = {
-    "torch": "2.9.1+rocm6.4",
-    "hip": "6.4.43484",
-    "cuda": None,
-    "available": True,
-    "device_count": 1,
-    "devices": [
-        {"index": 0, "name": "AMD Radeon RX 7900 XTX", "arch": "gfx1100", "arch_full": "gfx1100"}
-    ],
-    "matmul": "ok",
-    "error": None,
-    "device_error": None,
-}
-
-
-def test_torch_info_picks_the_json_line_among_warnings():
-    output = [
-        "/opt/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:61: UserWarning: x",
-        "__torch_json=" + json.dumps(TORCH_ROCM),
-        "__rc=0",
-    ]
-    assert TorchInfo().process(output) == TORCH_ROCM
-
-
-def test_torch_info_import_error_is_a_dict_with_error():
-    data = dict.fromkeys(TORCH_ROCM)
-    data["error"] = "ModuleNotFoundError: No module named 'torch'"
-    result = TorchInfo().process(["__torch_json=" + json.dumps(data), "__rc=0"])
-    assert result["error"] == "ModuleNotFoundError: No module named 'torch'"
-    assert result["torch"] is None
-
-
-def test_torch_info_missing_python_is_none():
-    assert TorchInfo().process(["__absent"]) is None
-
-
-@pytest.mark.parametrize(
-    ("output", "expected"),
-    [
-        (["Segmentation fault (core dumped)", "__rc=139"], "python exited with 139: Segmentation"),
-        (["__rc=124"], "python timed out"),
-    ],
-)
-def test_torch_info_crash_never_fails_the_host(output, expected):
-    result = TorchInfo().process(output)
-    assert result["error"].startswith(expected)
-    assert set(result) == set(TORCH_ROCM)
 
 
 def test_torch_info_command_quotes_odd_python_path():
