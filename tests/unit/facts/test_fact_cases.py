@@ -24,11 +24,13 @@ from unit.facts.support import fixture, lines
 
 CASES = Path(__file__).resolve().parent / "cases"
 FILES = sorted(CASES.glob("*/*.json"))
+KEYS = {"note", "fixture", "output", "fact", "exception", "default"}
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(CASES)) for p in FILES])
 def test_fact_case(path):
     case = json.loads(path.read_text())
+    assert set(case) <= KEYS, f"unknown keys {set(case) - KEYS}"
     module, _, name = path.parent.name.partition(".")
     fact = getattr(import_module(f"rocm_fleet.facts.{module}"), name)()
     if case.get("default"):

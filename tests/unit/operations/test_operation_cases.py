@@ -29,6 +29,7 @@ from unit.opcases import CaseFacts, case_key, fact_name, rendered, run_op
 CASES = Path(__file__).resolve().parent
 FILES = sorted(CASES.glob("*/*.json"))
 CONSTRUCTORS = {"$release": matrix.release}
+KEYS = {"note", "kwargs", "facts", "executing", "commands", "noops", "exception", "reads"}
 
 
 def argument(value):
@@ -42,6 +43,7 @@ def argument(value):
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(CASES)) for p in FILES])
 def test_operation_case(path):
     case = json.loads(path.read_text())
+    assert set(case) <= KEYS, f"unknown keys {set(case) - KEYS}"
     module, _, name = path.parent.name.partition(".")
     operation = getattr(import_module(f"rocm_fleet.operations.{module}"), name)
     facts = CaseFacts(case["facts"])
