@@ -16,6 +16,7 @@ tests/unit/test_operations.py.
 from __future__ import annotations
 
 import json
+import pkgutil
 import re
 from importlib import import_module
 from pathlib import Path
@@ -23,6 +24,7 @@ from pathlib import Path
 import pyinfra.api
 import pytest
 
+from rocm_fleet import operations
 from rocm_fleet.model import matrix
 from unit.opcases import CaseFacts, case_key, fact_name, rendered, run_op
 
@@ -30,6 +32,12 @@ CASES = Path(__file__).resolve().parent
 FILES = sorted(CASES.glob("*/*.json"))
 CONSTRUCTORS = {"$release": matrix.release}
 KEYS = {"note", "kwargs", "facts", "executing", "commands", "noops", "exception", "reads"}
+# Operations whose cases need Python (random names, uploads, a local bundle), and where they are.
+ELSEWHERE = {
+    "files.uploaded_file": "tests/unit/test_mirror_tls.py, tests/unit/test_dry_diff.py",
+    "files.bundle_copy": "tests/unit/test_mirror.py",
+    "kernel.kernel_holds": "tests/unit/test_kernel_hold.py",
+}
 
 
 def argument(value):
@@ -62,3 +70,16 @@ def test_operation_case(path):
     )
     if "reads" in case:
         assert [f"{fact_name(r.fact)} {case_key(r)}".strip() for r in result.reads] == case["reads"]
+
+
+def test_every_operation_has_its_cases():
+    """A new operation comes with its cases here (or its Python tests, named in ELSEWHERE)."""
+    found = set()
+    for module in pkgutil.iter_modules(operations.__path__):
+        loaded = import_module(f"{operations.__name__}.{module.name}")
+        found |= {
+            f"{module.name}.{name}"
+            for name, value in vars(loaded).items()
+            if hasattr(value, "_inner") and value.__module__ == loaded.__name__
+        }
+    assert found - set(ELSEWHERE) == {path.parent.name for path in FILES}
