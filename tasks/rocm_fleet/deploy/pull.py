@@ -116,12 +116,6 @@ def trusted_root_problem(path: str) -> str | None:
     return None
 
 
-def seal_key_file(config: Config, node: str) -> str:
-    """Where pyinfra runs, the node's own key in ``rocm_pull_seal_keys`` (``publish`` makes it)."""
-    assert config.rocm_pull_seal_keys
-    return str(Path(config.rocm_pull_seal_keys) / f"{node}.pem")
-
-
 def seal_key_problem(path: str) -> str | None:
     """Why ``path`` can't be the node's seal key: unreadable, readable by others, not one."""
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -204,11 +198,11 @@ def configure_pull(config: Config) -> None:
         path=paths.PULL_TRUSTED_ROOT,
         content=Path(config.rocm_pull_trusted_root).read_text(),
     )
-    if config.rocm_pull_seal_keys:
+    if keys := config.rocm_pull_seal_keys:
         text_file(
             name="Install the node's seal key",
             path=paths.PULL_SEAL_KEY,
-            content=Path(seal_key_file(config, node_name(config))).read_text(),
+            content=Path(pulled.seal_key_file(keys, node_name(config))).read_text(),
             mode="600",
         )
     elif read_fact(FileDigest, path=paths.PULL_SEAL_KEY) is not None:
@@ -247,8 +241,8 @@ def pull_problems(current: Any, survey: HostSurvey, config: Config) -> list[str]
         except ValueError as exc:
             problems.append(str(exc))
         else:
-            if config.rocm_pull_seal_keys:
-                problems += filter(None, [seal_key_problem(seal_key_file(config, name))])
+            if keys := config.rocm_pull_seal_keys:
+                problems += filter(None, [seal_key_problem(pulled.seal_key_file(keys, name))])
     if is_pull_run(current) or not survey.pull_running:
         return problems
     return [
