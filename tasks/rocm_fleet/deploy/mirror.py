@@ -19,7 +19,13 @@ from rocm_fleet.model.fleet import ProxiedUpstream
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.model.sources import no_proxy
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import bundle_copy, directory_absent, text_file, uploaded_file
+from rocm_fleet.operations.files import (
+    bundle_copy,
+    directory_absent,
+    files_absent,
+    text_file,
+    uploaded_file,
+)
 from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
 
 if TYPE_CHECKING:
@@ -220,12 +226,10 @@ def _pin_mirror_ca(mirror: Any) -> None:
             content=apt_mirror_conf(mirror.hostname),
         )
         return
-    for path, name in (
-        (paths.APT_MIRROR_CONF, "Remove apt's TLS settings for the mirror"),
-        (paths.MIRROR_CA, "Remove the fleet mirror's CA"),
-    ):
-        if read_fact(FileDigest, path=path) is not None:
-            text_file(name=name, path=path, present=False)
+    files_absent(
+        ("Remove apt's TLS settings for the mirror", paths.APT_MIRROR_CONF),
+        ("Remove the fleet mirror's CA", paths.MIRROR_CA),
+    )
 
 
 def mirror_leftovers() -> bool:
@@ -238,12 +242,10 @@ def mirror_leftovers() -> bool:
 
 
 def _remove_tls_files() -> None:
-    for path, name in (
-        (paths.MIRROR_CERT, "Remove the mirror's certificate"),
-        (paths.MIRROR_KEY, "Remove the mirror's private key"),
-    ):
-        if read_fact(FileDigest, path=path) is not None:
-            text_file(name=name, path=path, present=False)
+    files_absent(
+        ("Remove the mirror's certificate", paths.MIRROR_CERT),
+        ("Remove the mirror's private key", paths.MIRROR_KEY),
+    )
 
 
 def _remove_mirror() -> None:

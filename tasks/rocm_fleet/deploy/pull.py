@@ -19,7 +19,7 @@ from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.sources import mirror_ca
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import directory_absent, text_file
+from rocm_fleet.operations.files import directory_absent, files_absent, text_file
 from rocm_fleet.operations.host import timer_enabled
 from rocm_fleet.operations.python import locked_venv
 
@@ -173,9 +173,7 @@ def configure_pull(config: Config) -> None:
             present=False,
         )
         directory_absent(name="Remove the pull venv and files", path=paths.PULL_ROOT)
-        for path in PULL_TEXTFILES:
-            if read_fact(FileDigest, path=path) is not None:
-                text_file(name=f"Remove the pulls' metrics ({path})", path=path, present=False)
+        files_absent(*((f"Remove the pulls' metrics ({path})", path) for path in PULL_TEXTFILES))
         return
     assert config.rocm_pull_lock and config.rocm_pull_lock_sha256  # config requires them
     debian_packages(
@@ -205,8 +203,8 @@ def configure_pull(config: Config) -> None:
             content=Path(pulled.seal_key_file(keys, node_name(config))).read_text(),
             mode="600",
         )
-    elif read_fact(FileDigest, path=paths.PULL_SEAL_KEY) is not None:
-        text_file(name="Remove the node's seal key", path=paths.PULL_SEAL_KEY, present=False)
+    else:
+        files_absent(("Remove the node's seal key", paths.PULL_SEAL_KEY))
     for name, path, content in (
         ("Write the pull script", paths.PULL_SCRIPT, pull_script(config, node_name(config))),
         ("Write the pull's deploy", paths.PULL_DEPLOY, deploy_file()),

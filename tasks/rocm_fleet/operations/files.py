@@ -114,6 +114,14 @@ def show_removal(path: str) -> None:
         show([FileChange("remove", path)])
 
 
+def files_absent(*removals: tuple[str, str]) -> None:
+    """Plan ``text_file(present=False)`` for each (name, path) the host holds (read from the
+    survey); none for a path it doesn't."""
+    for name, path in removals:
+        if read_fact(FileDigest, path=path) is not None:
+            text_file(name=name, path=path, present=False)
+
+
 @operation()
 def directory_absent(path: str):
     """Remove a directory the deploy created, with everything in it (one filesystem)."""
