@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 from pyinfra.operations.util import any_changed
@@ -14,15 +12,13 @@ from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.sources import amdgpu_repository, mirror_ca, proxy_environment
 from rocm_fleet.model.versions import kernel_releases, newer_kernels
 from rocm_fleet.operations.apt import apt_update
 from rocm_fleet.operations.files import text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver, dkms_driver_absent
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 DRIVER_PACKAGE = matrix.AMDGPU_DRIVER_PACKAGE
 DRIVER_REMOVED = f"driver {DRIVER_PACKAGE} removed"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
@@ -14,7 +14,7 @@ from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.model import paths
-from rocm_fleet.model.config import ConfigError
+from rocm_fleet.model.config import Config, ConfigError
 from rocm_fleet.model.fleet import ProxiedUpstream
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.model.sources import no_proxy
@@ -27,9 +27,6 @@ from rocm_fleet.operations.files import (
     uploaded_file,
 )
 from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 MIRROR_PACKAGES = ["ca-certificates", "nginx"]
 

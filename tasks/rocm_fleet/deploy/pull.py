@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyinfra import host
 from pyinfra.api import deploy
@@ -15,6 +15,7 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.marks import mark_while_changing
 from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.model import paths, pulled
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.sources import mirror_ca
 from rocm_fleet.operations._script import script
@@ -22,9 +23,6 @@ from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import directory_absent, files_absent, text_file
 from rocm_fleet.operations.host import timer_enabled
 from rocm_fleet.operations.python import locked_venv
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 UNIT = "rocm-fleet-pull"
 # gpgv: verifies AMD's InRelease on the node (Debian 13's apt brings sqv, not gpgv).

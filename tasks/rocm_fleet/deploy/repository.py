@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 from pyinfra.operations import files
@@ -11,13 +9,11 @@ from pyinfra.operations.util import any_changed
 
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, Leftovers, apt_repository
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.secrets import SecretError, read_secret
 from rocm_fleet.model.sources import mirror_ca, proxy_environment, rocm_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, dpkg_repaired, verified_keyring
 from rocm_fleet.operations.files import files_absent, text_file, uploaded_file
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
 
