@@ -13,7 +13,7 @@ from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import Config
-from rocm_fleet.model.sources import amdgpu_repository, mirror_ca, proxy_environment
+from rocm_fleet.model.sources import amdgpu_repository
 from rocm_fleet.model.versions import kernel_releases, newer_kernels
 from rocm_fleet.operations.apt import apt_update
 from rocm_fleet.operations.files import text_file
@@ -53,13 +53,10 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
     # The classic stream's keyring; a Core SDK release installs it here for the driver.
     own_key = repository.keyring != config.stream.keyring
     apt_repository(
-        key=AptKey(
+        key=AptKey.of(
             "Install repo.radeon.com's signing key for the driver (fingerprint checked)",
-            repository.keyring,
-            served.key.url,
-            repository.key.fingerprint,
-            proxy_environment(config),
-            mirror_ca(config),
+            served,
+            config,
         )
         if own_key
         else None,

@@ -11,7 +11,7 @@ from rocm_fleet.deploy.apt_repository import AptFile, AptKey, Leftovers, apt_rep
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.secrets import SecretError, read_secret
-from rocm_fleet.model.sources import mirror_ca, proxy_environment, rocm_repository
+from rocm_fleet.model.sources import rocm_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, dpkg_repaired, verified_keyring
 from rocm_fleet.operations.files import files_absent, text_file, uploaded_file
 
@@ -46,14 +46,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
     )
     configure_apt_credentials(config)
     apt_repository(
-        key=AptKey(
-            "Install AMD's signing key (fingerprint checked)",
-            repository.keyring,
-            served.key.url,
-            repository.key.fingerprint,
-            proxy_environment(config),
-            mirror_ca(config),
-        ),
+        key=AptKey.of("Install AMD's signing key (fingerprint checked)", served, config),
         source=AptFile(
             "Point apt at the ROCm release for this distro",
             repository.source,
