@@ -9,14 +9,14 @@ from pyinfra.operations.util import any_changed
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages
-from rocm_fleet.facts.files import FileDigest, Ledger
+from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.sources import amdgpu_repository
 from rocm_fleet.model.versions import kernel_releases, newer_kernels
 from rocm_fleet.operations.apt import apt_update
-from rocm_fleet.operations.files import text_file
+from rocm_fleet.operations.files import on_host, text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver, dkms_driver_absent
 
@@ -83,8 +83,7 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
 def driver_leftovers() -> bool:
     """Whether anything ``rocm_driver: dkms`` added is on the host (read from the survey)."""
     installed = read_fact(InstalledPackages) or {}
-    files = (paths.AMDGPU_SOURCE, paths.AMDGPU_LISTS_STAMP)
-    return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
+    return on_host(paths.AMDGPU_SOURCE, paths.AMDGPU_LISTS_STAMP) or any(
         name in installed for name in read_fact(Ledger, path=paths.DRIVER_LEDGER) or []
     )
 

@@ -11,7 +11,6 @@ from pyinfra.api.exceptions import DeployError
 from rocm_fleet.assets import render
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.inventory_fleet import fleet_of
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import Config, ConfigError
@@ -23,6 +22,7 @@ from rocm_fleet.operations.files import (
     bundle_copy,
     directory_absent,
     files_absent,
+    on_host,
     text_file,
     uploaded_file,
 )
@@ -131,7 +131,7 @@ def configure_proxy(config: Config, present: bool = True) -> None:
             path=paths.APT_PROXY_CONF,
             content=apt_proxy_conf(config),
         )
-    elif not present or read_fact(FileDigest, path=paths.APT_PROXY_CONF) is not None:
+    elif not present or on_host(paths.APT_PROXY_CONF):
         text_file(name="Remove apt's proxy settings", path=paths.APT_PROXY_CONF, present=False)
 
 
@@ -232,10 +232,7 @@ def _pin_mirror_ca(mirror: Any) -> None:
 def mirror_leftovers() -> bool:
     """Whether the host holds anything of a mirror (read from the survey)."""
     files = (paths.MIRROR_SITE, paths.MIRROR_STAMP, paths.MIRROR_CERT, paths.MIRROR_KEY)
-    directories = (paths.MIRROR_ROOT, paths.MIRROR_CACHE)
-    return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
-        read_fact(DirectoryExists, path=d) for d in directories
-    )
+    return on_host(*files, directories=(paths.MIRROR_ROOT, paths.MIRROR_CACHE))
 
 
 def _remove_tls_files() -> None:

@@ -11,16 +11,14 @@ from pyinfra import host
 from pyinfra.api import deploy
 
 from rocm_fleet import assets
-from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.marks import mark_while_changing
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.model import paths, pulled
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.sources import mirror_ca
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import directory_absent, files_absent, text_file
+from rocm_fleet.operations.files import directory_absent, files_absent, on_host, text_file
 from rocm_fleet.operations.host import timer_enabled
 from rocm_fleet.operations.python import locked_venv
 
@@ -150,26 +148,18 @@ PULL_TEXTFILES = (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
 def pull_leftovers() -> bool:
     """Whether anything of pull mode is on the host (read from the survey)."""
     files = [paths.PULL_STAMP, paths.PULL_TIMER, paths.PULL_SERVICE, *PULL_TEXTFILES]
-    return read_fact(DirectoryExists, path=paths.PULL_ROOT) or any(
-        read_fact(FileDigest, path=path) is not None for path in files
-    )
+    return on_host(*files, directories=(paths.PULL_ROOT,))
 
 
 @deploy("Pull mode")
 def configure_pull(config: Config) -> None:
     """Pull mode's venv, files and units with ``rocm_pull``; else their removal."""
     units = [paths.PULL_TIMER, paths.PULL_SERVICE]
+    timer = dict(timer=paths.PULL_TIMER, link=paths.PULL_TIMER_LINK, stamp=paths.PULL_STAMP)
     if not config.rocm_pull:
         if not pull_leftovers():
             return
-        timer_enabled(
-            name="Remove the pull service and timer",
-            timer=paths.PULL_TIMER,
-            link=paths.PULL_TIMER_LINK,
-            stamp=paths.PULL_STAMP,
-            units=units,
-            present=False,
-        )
+        timer_enabled(name="Remove the pull service and timer", **timer, units=units, present=False)
         directory_absent(name="Remove the pull venv and files", path=paths.PULL_ROOT)
         files_absent(*((f"Remove the pulls' metrics ({path})", path) for path in PULL_TEXTFILES))
         return
@@ -211,13 +201,7 @@ def configure_pull(config: Config) -> None:
         ("Write the pull timer", paths.PULL_TIMER, timer_unit(config)),
     ):
         text_file(name=name, path=path, content=content)
-    timer_enabled(
-        name="Enable the pull timer",
-        timer=paths.PULL_TIMER,
-        link=paths.PULL_TIMER_LINK,
-        stamp=paths.PULL_STAMP,
-        units=units,
-    )
+    timer_enabled(name="Enable the pull timer", **timer, units=units)
 
 
 def is_pull_run(current: Any) -> bool:
@@ -267,7 +251,7 @@ def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
 
 def mark_pushes(current: Any) -> None:
     """Mark ``current`` while a push changes it, when it has pull mode's units."""
-    if is_pull_run(current) or read_fact(FileDigest, path=paths.PULL_SERVICE) is None:
+    if is_pull_run(current) or not on_host(paths.PULL_SERVICE):
         return
     wait = str(PUSH_WAITS_FOR_PULL_SECONDS)
     mark_while_changing(
