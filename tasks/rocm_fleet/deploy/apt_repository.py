@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from rocm_fleet.model.config import Config
+from rocm_fleet.model.sources import AptRepository, mirror_ca, proxy_environment
 from rocm_fleet.operations.apt import apt_lists_fresh, verified_keyring
 from rocm_fleet.operations.files import text_file
 
@@ -27,6 +29,12 @@ class AptKey:
     fingerprint: str
     proxy: dict[str, str] = field(default_factory=dict)
     ca: str | None = None
+
+    @classmethod
+    def of(cls, name: str, served: AptRepository, config: Config) -> AptKey:
+        """``served``'s keyring from its key's served URL, through ``config``'s proxy and CA."""
+        key, proxy = served.key, proxy_environment(config)
+        return cls(name, served.keyring, key.url, key.fingerprint, proxy, mirror_ca(config))
 
 
 @dataclass(frozen=True)

@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 
-from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import apu, paths
+from rocm_fleet.model.config import Config
+from rocm_fleet.operations.files import on_host
 from rocm_fleet.operations.kernel import module_options
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 @deploy("APU memory")
 def configure_apu_memory(config: Config, present: bool = True) -> list[tuple[str, OperationMeta]]:
     """The (reboot reason, operation) pair, or []; ``present=False`` removes the file."""
     gib = config.rocm_apu_gtt_gib if present else None
-    if gib is None and read_fact(FileDigest, path=paths.TTM_MODPROBE) is None:
+    if gib is None and not on_host(paths.TTM_MODPROBE):
         return []  # nothing to set or remove: no concern of this host (the audit's columns)
     write = module_options(
         name=f"Set the APU's GTT to {gib} GiB (TTM page limit)"

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
+from pyinfra.api.operation import OperationMeta
 
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.system import NvidiaStack
+from rocm_fleet.model.config import Config
 from rocm_fleet.operations.apt import nvidia_packages_absent
 from rocm_fleet.operations.python import cuda_wheels_absent
-
-if TYPE_CHECKING:
-    from pyinfra.api.operation import OperationMeta
-
-    from rocm_fleet.model.config import Config
 
 REBOOT_REASON = "NVIDIA driver removed (still loaded until a reboot)"
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 from pyinfra.operations.util import any_changed
@@ -11,18 +9,16 @@ from pyinfra.operations.util import any_changed
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages
-from rocm_fleet.facts.files import FileDigest, Ledger
+from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.sources import amdgpu_repository, mirror_ca, proxy_environment
+from rocm_fleet.model.config import Config
+from rocm_fleet.model.sources import amdgpu_repository
 from rocm_fleet.model.versions import kernel_releases, newer_kernels
 from rocm_fleet.operations.apt import apt_update
-from rocm_fleet.operations.files import text_file
+from rocm_fleet.operations.files import on_host, text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver, dkms_driver_absent
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 DRIVER_PACKAGE = matrix.AMDGPU_DRIVER_PACKAGE
 DRIVER_REMOVED = f"driver {DRIVER_PACKAGE} removed"
@@ -57,13 +53,10 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
     # The classic stream's keyring; a Core SDK release installs it here for the driver.
     own_key = repository.keyring != config.stream.keyring
     apt_repository(
-        key=AptKey(
+        key=AptKey.of(
             "Install repo.radeon.com's signing key for the driver (fingerprint checked)",
-            repository.keyring,
-            served.key.url,
-            repository.key.fingerprint,
-            proxy_environment(config),
-            mirror_ca(config),
+            served,
+            config,
         )
         if own_key
         else None,
@@ -90,8 +83,7 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
 def driver_leftovers() -> bool:
     """Whether anything ``rocm_driver: dkms`` added is on the host (read from the survey)."""
     installed = read_fact(InstalledPackages) or {}
-    files = (paths.AMDGPU_SOURCE, paths.AMDGPU_LISTS_STAMP)
-    return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
+    return on_host(paths.AMDGPU_SOURCE, paths.AMDGPU_LISTS_STAMP) or any(
         name in installed for name in read_fact(Ledger, path=paths.DRIVER_LEDGER) or []
     )
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.operations.users import gpu_access
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 @deploy("GPU groups")

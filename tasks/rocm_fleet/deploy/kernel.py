@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
@@ -16,12 +14,10 @@ from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.system import RunningKernel
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.kernels import kernel_findings, kernel_meta_packages
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import kernel_holds, newer_kernel
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 def backports_source(mirror: str, suite: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
@@ -11,19 +11,22 @@ from pyinfra.api.exceptions import DeployError
 from rocm_fleet.assets import render
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.inventory_fleet import fleet_of
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.model import paths
-from rocm_fleet.model.config import ConfigError
+from rocm_fleet.model.config import Config, ConfigError
 from rocm_fleet.model.fleet import ProxiedUpstream
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.model.sources import no_proxy
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import bundle_copy, directory_absent, text_file, uploaded_file
+from rocm_fleet.operations.files import (
+    bundle_copy,
+    directory_absent,
+    files_absent,
+    on_host,
+    text_file,
+    uploaded_file,
+)
 from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 MIRROR_PACKAGES = ["ca-certificates", "nginx"]
 
@@ -128,7 +131,7 @@ def configure_proxy(config: Config, present: bool = True) -> None:
             path=paths.APT_PROXY_CONF,
             content=apt_proxy_conf(config),
         )
-    elif not present or read_fact(FileDigest, path=paths.APT_PROXY_CONF) is not None:
+    elif not present or on_host(paths.APT_PROXY_CONF):
         text_file(name="Remove apt's proxy settings", path=paths.APT_PROXY_CONF, present=False)
 
 
@@ -220,30 +223,23 @@ def _pin_mirror_ca(mirror: Any) -> None:
             content=apt_mirror_conf(mirror.hostname),
         )
         return
-    for path, name in (
-        (paths.APT_MIRROR_CONF, "Remove apt's TLS settings for the mirror"),
-        (paths.MIRROR_CA, "Remove the fleet mirror's CA"),
-    ):
-        if read_fact(FileDigest, path=path) is not None:
-            text_file(name=name, path=path, present=False)
+    files_absent(
+        ("Remove apt's TLS settings for the mirror", paths.APT_MIRROR_CONF),
+        ("Remove the fleet mirror's CA", paths.MIRROR_CA),
+    )
 
 
 def mirror_leftovers() -> bool:
     """Whether the host holds anything of a mirror (read from the survey)."""
     files = (paths.MIRROR_SITE, paths.MIRROR_STAMP, paths.MIRROR_CERT, paths.MIRROR_KEY)
-    directories = (paths.MIRROR_ROOT, paths.MIRROR_CACHE)
-    return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
-        read_fact(DirectoryExists, path=d) for d in directories
-    )
+    return on_host(*files, directories=(paths.MIRROR_ROOT, paths.MIRROR_CACHE))
 
 
 def _remove_tls_files() -> None:
-    for path, name in (
-        (paths.MIRROR_CERT, "Remove the mirror's certificate"),
-        (paths.MIRROR_KEY, "Remove the mirror's private key"),
-    ):
-        if read_fact(FileDigest, path=path) is not None:
-            text_file(name=name, path=path, present=False)
+    files_absent(
+        ("Remove the mirror's certificate", paths.MIRROR_CERT),
+        ("Remove the mirror's private key", paths.MIRROR_KEY),
+    )
 
 
 def _remove_mirror() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyinfra import host
 from pyinfra.api import deploy
@@ -18,7 +18,8 @@ from rocm_fleet.deploy.pull import mark_pushes, pull_problems, pull_warnings
 from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.run import sudo_asked, verbose
 from rocm_fleet.engine.surveying import read_survey, survey_reads
-from rocm_fleet.model import paths
+from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.conflicts import venv_problems
 from rocm_fleet.model.findings import Findings, findings
 from rocm_fleet.model.host_survey import HostSurvey
@@ -26,10 +27,6 @@ from rocm_fleet.model.untrusted import visible
 from rocm_fleet.operations.secureboot import PASSWORD_MAX, PASSWORD_MIN
 
 logger = logging.getLogger("pyinfra")
-
-if TYPE_CHECKING:
-    from rocm_fleet.model import matrix
-    from rocm_fleet.model.config import Config
 
 
 def _unreadable() -> str:

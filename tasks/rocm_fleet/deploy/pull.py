@@ -5,26 +5,22 @@ from __future__ import annotations
 import importlib.metadata
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyinfra import host
 from pyinfra.api import deploy
 
 from rocm_fleet import assets
-from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.marks import mark_while_changing
-from rocm_fleet.facts.files import DirectoryExists, FileDigest
 from rocm_fleet.model import paths, pulled
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.sources import mirror_ca
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import directory_absent, text_file
+from rocm_fleet.operations.files import directory_absent, files_absent, on_host, text_file
 from rocm_fleet.operations.host import timer_enabled
 from rocm_fleet.operations.python import locked_venv
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 UNIT = "rocm-fleet-pull"
 # gpgv: verifies AMD's InRelease on the node (Debian 13's apt brings sqv, not gpgv).
@@ -116,12 +112,6 @@ def trusted_root_problem(path: str) -> str | None:
     return None
 
 
-def seal_key_file(config: Config, node: str) -> str:
-    """Where pyinfra runs, the node's own key in ``rocm_pull_seal_keys`` (``publish`` makes it)."""
-    assert config.rocm_pull_seal_keys
-    return str(Path(config.rocm_pull_seal_keys) / f"{node}.pem")
-
-
 def seal_key_problem(path: str) -> str | None:
     """Why ``path`` can't be the node's seal key: unreadable, readable by others, not one."""
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
@@ -158,30 +148,20 @@ PULL_TEXTFILES = (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
 def pull_leftovers() -> bool:
     """Whether anything of pull mode is on the host (read from the survey)."""
     files = [paths.PULL_STAMP, paths.PULL_TIMER, paths.PULL_SERVICE, *PULL_TEXTFILES]
-    return read_fact(DirectoryExists, path=paths.PULL_ROOT) or any(
-        read_fact(FileDigest, path=path) is not None for path in files
-    )
+    return on_host(*files, directories=(paths.PULL_ROOT,))
 
 
 @deploy("Pull mode")
 def configure_pull(config: Config) -> None:
     """Pull mode's venv, files and units with ``rocm_pull``; else their removal."""
     units = [paths.PULL_TIMER, paths.PULL_SERVICE]
+    timer = dict(timer=paths.PULL_TIMER, link=paths.PULL_TIMER_LINK, stamp=paths.PULL_STAMP)
     if not config.rocm_pull:
         if not pull_leftovers():
             return
-        timer_enabled(
-            name="Remove the pull service and timer",
-            timer=paths.PULL_TIMER,
-            link=paths.PULL_TIMER_LINK,
-            stamp=paths.PULL_STAMP,
-            units=units,
-            present=False,
-        )
+        timer_enabled(name="Remove the pull service and timer", **timer, units=units, present=False)
         directory_absent(name="Remove the pull venv and files", path=paths.PULL_ROOT)
-        for path in PULL_TEXTFILES:
-            if read_fact(FileDigest, path=path) is not None:
-                text_file(name=f"Remove the pulls' metrics ({path})", path=path, present=False)
+        files_absent(*((f"Remove the pulls' metrics ({path})", path) for path in PULL_TEXTFILES))
         return
     assert config.rocm_pull_lock and config.rocm_pull_lock_sha256  # config requires them
     debian_packages(
@@ -204,15 +184,15 @@ def configure_pull(config: Config) -> None:
         path=paths.PULL_TRUSTED_ROOT,
         content=Path(config.rocm_pull_trusted_root).read_text(),
     )
-    if config.rocm_pull_seal_keys:
+    if keys := config.rocm_pull_seal_keys:
         text_file(
             name="Install the node's seal key",
             path=paths.PULL_SEAL_KEY,
-            content=Path(seal_key_file(config, node_name(config))).read_text(),
+            content=Path(pulled.seal_key_file(keys, node_name(config))).read_text(),
             mode="600",
         )
-    elif read_fact(FileDigest, path=paths.PULL_SEAL_KEY) is not None:
-        text_file(name="Remove the node's seal key", path=paths.PULL_SEAL_KEY, present=False)
+    else:
+        files_absent(("Remove the node's seal key", paths.PULL_SEAL_KEY))
     for name, path, content in (
         ("Write the pull script", paths.PULL_SCRIPT, pull_script(config, node_name(config))),
         ("Write the pull's deploy", paths.PULL_DEPLOY, deploy_file()),
@@ -221,13 +201,7 @@ def configure_pull(config: Config) -> None:
         ("Write the pull timer", paths.PULL_TIMER, timer_unit(config)),
     ):
         text_file(name=name, path=path, content=content)
-    timer_enabled(
-        name="Enable the pull timer",
-        timer=paths.PULL_TIMER,
-        link=paths.PULL_TIMER_LINK,
-        stamp=paths.PULL_STAMP,
-        units=units,
-    )
+    timer_enabled(name="Enable the pull timer", **timer, units=units)
 
 
 def is_pull_run(current: Any) -> bool:
@@ -247,8 +221,8 @@ def pull_problems(current: Any, survey: HostSurvey, config: Config) -> list[str]
         except ValueError as exc:
             problems.append(str(exc))
         else:
-            if config.rocm_pull_seal_keys:
-                problems += filter(None, [seal_key_problem(seal_key_file(config, name))])
+            if keys := config.rocm_pull_seal_keys:
+                problems += filter(None, [seal_key_problem(pulled.seal_key_file(keys, name))])
     if is_pull_run(current) or not survey.pull_running:
         return problems
     return [
@@ -277,7 +251,7 @@ def pull_warnings(config: Config, survey: HostSurvey) -> list[str]:
 
 def mark_pushes(current: Any) -> None:
     """Mark ``current`` while a push changes it, when it has pull mode's units."""
-    if is_pull_run(current) or read_fact(FileDigest, path=paths.PULL_SERVICE) is None:
+    if is_pull_run(current) or not on_host(paths.PULL_SERVICE):
         return
     wait = str(PUSH_WAITS_FOR_PULL_SECONDS)
     mark_while_changing(

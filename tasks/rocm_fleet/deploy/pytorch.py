@@ -12,11 +12,11 @@ from pyinfra.api.exceptions import DeployError
 from rocm_fleet.deploy.repository import secret_file
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import refuse_after_preflight
-from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.sources import torch_pip
 from rocm_fleet.operations.apt import debian_packages
+from rocm_fleet.operations.files import on_host
 from rocm_fleet.operations.python import pinned_wheels, venv
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def controller_locks() -> Locks:
 @deploy("PyTorch")
 def remove_created_venv(config: Config) -> None:
     """Remove the venv if rocm-fleet created it (``pytorch_install: false``)."""
-    if read_fact(FileDigest, path=paths.venv_marker(config.pytorch_venv)) is None:
+    if not on_host(paths.venv_marker(config.pytorch_venv)):
         return
     venv(
         name="Remove the PyTorch venv rocm-fleet created (pytorch_install: false)",

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 
 from rocm_fleet.engine.run import after_operation
-from rocm_fleet.model import paths
+from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.boot import dkms_limit, wanted_driver
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.untrusted import visible
 from rocm_fleet.operations.reboot import NEEDS_REBOOT, NOTES, REFUSED, reboot_when_needed
-
-if TYPE_CHECKING:
-    from rocm_fleet.model import matrix
-    from rocm_fleet.model.config import Config
 
 logger = logging.getLogger("pyinfra")
 

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 from pyinfra.operations import files
 from pyinfra.operations.util import any_changed
 
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, Leftovers, apt_repository
-from rocm_fleet.engine.factcache import read_fact
-from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.secrets import SecretError, read_secret
-from rocm_fleet.model.sources import mirror_ca, proxy_environment, rocm_repository
+from rocm_fleet.model.sources import rocm_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, dpkg_repaired, verified_keyring
-from rocm_fleet.operations.files import text_file, uploaded_file
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
+from rocm_fleet.operations.files import files_absent, text_file, uploaded_file
 
 PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
 
@@ -52,14 +46,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
     )
     configure_apt_credentials(config)
     apt_repository(
-        key=AptKey(
-            "Install AMD's signing key (fingerprint checked)",
-            repository.keyring,
-            served.key.url,
-            repository.key.fingerprint,
-            proxy_environment(config),
-            mirror_ca(config),
-        ),
+        key=AptKey.of("Install AMD's signing key (fingerprint checked)", served, config),
         source=AptFile(
             "Point apt at the ROCm release for this distro",
             repository.source,
@@ -84,8 +71,8 @@ def secret_file(source: str | None, path: str, give: str, remove: str) -> None:
         except SecretError as exc:  # checked when the run started; gone since
             raise DeployError(str(exc)) from None
         uploaded_file(name=give, path=path, content=secret, mode="600")
-    elif read_fact(FileDigest, path=path) is not None:
-        text_file(name=remove, path=path, present=False)
+    else:
+        files_absent((remove, path))
 
 
 def configure_apt_credentials(config: Config, present: bool = True) -> None:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 from pyinfra.operations import server
 
 from rocm_fleet.assets import text
 from rocm_fleet.model import paths
+from rocm_fleet.model.config import Config
 from rocm_fleet.operations.apt import dpkg_repaired, ledgered_packages_absent, release_packages
 from rocm_fleet.operations.files import text_file
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 @deploy("ROCm packages")

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 
 from rocm_fleet.model import matrix, paths
+from rocm_fleet.model.config import Config
 from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.secureboot import mok_enrolled, signing_key
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 @deploy("Secure Boot")

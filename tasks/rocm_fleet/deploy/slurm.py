@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pyinfra.api import deploy
 
@@ -15,12 +14,10 @@ from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model import health, health_check, paths
+from rocm_fleet.model.config import Config
 from rocm_fleet.model.slurm import GresError, gres_conf, gres_mismatch, slurm_gpus
 from rocm_fleet.operations.apt import debian_packages
-from rocm_fleet.operations.files import text_file
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
+from rocm_fleet.operations.files import files_absent, text_file
 
 
 @deploy("Slurm GRES")
@@ -121,9 +118,9 @@ def health_program(
 def configure_slurm_health_check(config: Config, present: bool = True) -> None:
     """Slurm's health program for the node's GPUs; else its removal."""
     if not (present and config.rocm_slurm_health_check):
-        for path in (paths.SLURM_HEALTH_PROGRAM, paths.SLURM_HEALTH_BASELINE):
-            if read_fact(FileDigest, path=path) is not None:  # else: nothing to plan
-                text_file(name=f"Remove {path}", path=path, present=False)
+        files_absent(
+            *((f"Remove {p}", p) for p in (paths.SLURM_HEALTH_PROGRAM, paths.SLURM_HEALTH_BASELINE))
+        )
         return
     kfd = read_fact(KfdNodes) or []
     try:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pyinfra.api import deploy
 
+from rocm_fleet.model.config import Config
 from rocm_fleet.operations.gpu import gpu_verified
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.config import Config
 
 
 @deploy("Verify")

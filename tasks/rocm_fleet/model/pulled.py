@@ -62,6 +62,12 @@ def target_path(node: str) -> str:
     return f"nodes/{node}.json"
 
 
+def seal_key_file(keys: str, node: str) -> str:
+    """Where pyinfra runs, ``node``'s own key in ``keys`` (``rocm_pull_seal_keys``; ``publish``
+    makes it)."""
+    return str(Path(keys) / f"{node}.pem")
+
+
 def settings_problem(settings: Mapping[str, Any]) -> str | None:
     """Why ``settings`` can't be a pull node's data (naming the first bad key), or None."""
     for key in settings:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
@@ -20,13 +19,10 @@ from rocm_fleet.facts.apt import (
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model.changes import FileChange, PackageChange
-from rocm_fleet.model.matrix import STREAMS
+from rocm_fleet.model.matrix import STREAMS, Release
 from rocm_fleet.model.versions import is_amd_driver_version
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.files import removed, stamp_is_current
-
-if TYPE_CHECKING:
-    from rocm_fleet.model.matrix import Release
 
 
 @operation()

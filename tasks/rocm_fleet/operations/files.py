@@ -114,6 +114,20 @@ def show_removal(path: str) -> None:
         show([FileChange("remove", path)])
 
 
+def on_host(*files: str, directories: tuple[str, ...] = ()) -> bool:
+    """Whether the host holds any of ``files`` or ``directories`` (read from the survey)."""
+    return any(read_fact(FileDigest, path=f) is not None for f in files) or any(
+        read_fact(DirectoryExists, path=d) for d in directories
+    )
+
+
+def files_absent(*removals: tuple[str, str]) -> None:
+    """Plan ``text_file(present=False)`` for each (name, path) the host holds; none for others."""
+    for name, path in removals:
+        if on_host(path):
+            text_file(name=name, path=path, present=False)
+
+
 @operation()
 def directory_absent(path: str):
     """Remove a directory the deploy created, with everything in it (one filesystem)."""

@@ -9,7 +9,7 @@ from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.system import DaemonRunning
 from rocm_fleet.operations._script import failure, script
-from rocm_fleet.operations.files import removed, stamp_is_current
+from rocm_fleet.operations.files import on_host, removed, stamp_is_current
 
 
 @operation()
@@ -33,7 +33,7 @@ def daemon_serving(service: str, pidfile: str, configs: list[str], stamp: str):
 @operation()
 def daemon_config_absent(service: str, pidfile: str, path: str):
     """Remove a daemon's configuration file ``path`` and reload the daemon if it runs."""
-    exists = read_fact(FileDigest, path=path) is not None
+    exists = on_host(path)
     yield from removed(path, exists)
     if exists and read_fact(DaemonRunning, pidfile=pidfile):
         yield StringCommand("service", QuoteString(service), "reload")
@@ -45,7 +45,7 @@ def timer_enabled(timer: str, link: str, stamp: str, units: list[str], present: 
     runs, start it with its ``units``' current content (``stamp`` touched after); or stop it and
     remove its units."""
     if present:
-        if stamp_is_current(stamp, units) and read_fact(FileDigest, path=stamp) is not None:
+        if stamp_is_current(stamp, units):  # the stamp exists
             host.noop(f"{timer} is enabled with its units loaded")
             return
         yield script("pull-units", "enable", timer, link, stamp)

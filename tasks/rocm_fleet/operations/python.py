@@ -179,10 +179,15 @@ def pinned_wheels(
                     the_set, ");", "status=$?;", 'rm -rf "$scratch";', 'exit "$status"',
                 )  # fmt: skip
     if stale:
-        yield StringCommand(
-            *checked, python, "-m", "pip", "uninstall", "--yes", "--no-input",
-            "--disable-pip-version-check", *map(QuoteString, stale),
-        )  # fmt: skip
+        yield _uninstall(venv_path, stale)
+
+
+def _uninstall(venv_path: str, names: list[str]) -> StringCommand:
+    python = paths.venv_python(venv_path)
+    return StringCommand(
+        script("path-safe", python), "&&", QuoteString(python), "-m", "pip", "uninstall",
+        "--yes", "--no-input", "--disable-pip-version-check", *map(QuoteString, names),
+    )  # fmt: skip
 
 
 def _ip_literal(name: str | None) -> bool:
@@ -228,8 +233,4 @@ def cuda_wheels_absent(venv_path: str):
         return
     if detailing():
         show([PackageChange("remove", n, installed.get(n), venv=venv_path) for n in names])
-    yield StringCommand(
-        script("path-safe", paths.venv_python(venv_path)), "&&",  # as pinned_wheels
-        QuoteString(paths.venv_python(venv_path)), "-m", "pip", "uninstall", "--yes",
-        "--no-input", "--disable-pip-version-check", *map(QuoteString, names),
-    )  # fmt: skip
+    yield _uninstall(venv_path, names)
