@@ -144,7 +144,7 @@ class HealthCell(Cell):
 
 @dataclass(frozen=True, kw_only=True)
 class AcceptanceCell(Cell):
-    """The node's last acceptance run (``rocm_acceptance``); never drift (``audit.reads``)."""
+    """The node's last acceptance run (``rocm_acceptance``); never drift (``audit.rows``)."""
 
     level: str | None = None  #: None: never run, or the record not understood
     passed: bool | None = None
