@@ -41,7 +41,7 @@ from rocm_fleet.audit.outliers import (
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.acceptance import AcceptanceRead
-from rocm_fleet.model.gpu_containers import ContainersVerdict, ContainerView, judge
+from rocm_fleet.model.gpu_containers import ContainersVerdict, judge
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 
@@ -188,6 +188,9 @@ def gather(
     from rocm_fleet.engine.diffs import record_detail
     from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
     from rocm_fleet.engine.refuse import outcome
+    from rocm_fleet.facts.acceptance import AcceptanceRecordFact
+    from rocm_fleet.facts.containers import GpuContainersFact
+    from rocm_fleet.facts.health import GpuHealthFact
     from rocm_fleet.model.config import ConfigError
     from rocm_fleet.model.observed import observe
 
@@ -210,8 +213,9 @@ def gather(
         found = outcome(state, host.name) if config.rocm_state != "absent" else None
         survey = found.survey if found else None
         seen = observe(survey, config) if survey is not None else None
-        health = read_health(host) if survey is not None else None
-        view = read_containers(host, config) if survey is not None else None
+        health = _read(host, "health", GpuHealthFact) if survey is not None else None
+        wants = survey is not None and config.rocm_containers_engines
+        view = _read(host, "containers", GpuContainersFact) if wants else None
         engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
@@ -219,7 +223,8 @@ def gather(
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        accepted = read_acceptance(host) if config.rocm_acceptance != "off" else None
+        off = config.rocm_acceptance == "off"
+        accepted = None if off else _read(host, "acceptance", AcceptanceRecordFact)
         cells = replace(
             seen_cells(config, seen), health=health_cell(health),
             containers=containers_cell(config, judged),
@@ -347,20 +352,6 @@ def _read(host: Any, key: str, fact: Any) -> Any:
     return answer[0] if answer else None
 
 
-def read_health(host: Any) -> HostHealth | None:
-    """The host's GPUs' health as amd-smi reports it; None when the read couldn't run."""
-    from rocm_fleet.facts.health import GpuHealthFact
-
-    return _read(host, "health", GpuHealthFact)
-
-
-def read_acceptance(host: Any) -> AcceptanceRead | None:
-    """The node's last acceptance record; None when the read couldn't run."""
-    from rocm_fleet.facts.acceptance import AcceptanceRecordFact
-
-    return _read(host, "acceptance", AcceptanceRecordFact)
-
-
 def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None) -> AcceptanceCell:
     """The ``acceptance`` cell: the last run's level, result and age ("!" with the failing
     steps when failed, never drift); never run, unreadable or off."""
@@ -381,15 +372,6 @@ def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None)
     return AcceptanceCell(
         said, level=record.level, passed=record.passed, finished_at=record.finished_at
     )
-
-
-def read_containers(host: Any, config: Any) -> ContainerView | None:
-    """The node's container side when the inventory wants GPU containers, else None."""
-    if not config.rocm_containers_engines:
-        return None
-    from rocm_fleet.facts.containers import GpuContainersFact
-
-    return _read(host, "containers", GpuContainersFact)
 
 
 def containers_cell(config: Any, verdict: ContainersVerdict | None) -> ContainersCell | None:
