@@ -193,8 +193,7 @@ def accept(host: Any, config: Any) -> Outcome | None:
         return None
     from rocm_fleet.engine.remote import RemoteFailed
     from rocm_fleet.model.acceptance import reason_words
-    from rocm_fleet.roll.acceptance.run import Acceptance, Tools
-    from rocm_fleet.roll.acceptance.suites import needed_level, suite
+    from rocm_fleet.roll.acceptance.run import Acceptance, Tools, needed_level, suite
 
     python = config.venv_python if config.torch is not None else None
     node = Acceptance(runner(host), Tools(config.rocm_acceptance_rccl_tests, python))
