@@ -53,15 +53,13 @@ class Plan:
 
     def add(self, host: str, needs: HostNeeds, described: dict[str, Any]) -> None:
         self.hosts[host] = described
-        for need in needs.apt:
-            packages, hosts = self.apt.setdefault(need.repository, (set(), set()))
-            packages.update(need.packages)
-            hosts.add(host)
-        for wheel in needs.wheels:
-            requirements, hosts = self.wheels.setdefault(
-                (wheel.index_url, wheel.runtime), (set(), set())
-            )
-            requirements.update(wheel.requirements())
+        wanted: list[tuple[dict[Any, tuple[set[str], set[str]]], Any, Any]] = [
+            *((self.apt, need.repository, need.packages) for need in needs.apt),
+            *((self.wheels, (w.index_url, w.runtime), w.requirements()) for w in needs.wheels),
+        ]
+        for table, key, items in wanted:
+            found, hosts = table.setdefault(key, (set(), set()))
+            found.update(items)
             hosts.add(host)
 
 
