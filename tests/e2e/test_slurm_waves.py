@@ -30,7 +30,7 @@ from lab import HostSpec
 from lab._util import REPO_ROOT
 from lab.slurm import PARTITION, Cluster
 from rocm_fleet.model.slurm import parse_node
-from rocm_fleet.roll.plan import ROLLING
+from rocm_fleet.roll.slurm_nodes import ROLLING
 
 # Each test passes alone; run after the waves, the second starts from their 7.2.1 nodes, and
 # the waves need nodes all on one release: the module keeps its order (pytest-random-order).

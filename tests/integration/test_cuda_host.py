@@ -21,10 +21,10 @@ import pytest
 from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.apt_removal import DistroRocmPackages, PackagePurge
 from rocm_fleet.facts.gpu import PciGpus
-from rocm_fleet.facts.system import NVIDIA_PACKAGE_EXCEPTIONS, NVIDIA_PACKAGE_PATTERNS
 from rocm_fleet.model import conflicts
 from rocm_fleet.model import findings as preflight
 from rocm_fleet.model.config import load_config
+from rocm_fleet.model.nvidia import NVIDIA_PACKAGE_EXCEPTIONS, NVIDIA_PACKAGE_PATTERNS
 from unit.surveys import ROOT, fresh_survey
 
 HOST = ROOT / "tests" / "fixtures" / "cuda-host"
@@ -159,7 +159,7 @@ def test_the_simulations_write_nothing(dpkg_database):
 def test_purging_nvidias_stack_takes_nothing_else_along(dpkg_database):
     nvidia = nvidia_purge(dpkg_database)
     installed = run_fact(InstalledPackages(), dpkg_database)
-    from rocm_fleet.facts.system import nvidia_stack
+    from rocm_fleet.model.nvidia import nvidia_stack
 
     assert sorted(nvidia["packages"]) == nvidia_stack(installed, [])["packages"]
     assert {"cuda-nvcc-13-0", "libcublas-13-0", "libcudnn9-cuda-13", "libnccl2"} <= set(

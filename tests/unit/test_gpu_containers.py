@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from rocm_fleet.audit.cells import ObservedCells
-from rocm_fleet.audit.reads import containers_cell
+from rocm_fleet.audit.rows import containers_cell
 from rocm_fleet.facts.containers import ENGINE, SPEC_START, GpuContainersFact
 from rocm_fleet.model.container_toolkit import cdi_render_nodes as spec_render_nodes
 from rocm_fleet.model.gpu_containers import ContainerView, judge

@@ -11,13 +11,14 @@ import pytest
 from rocm_fleet.deploy.preflight import survey_reads
 from rocm_fleet.facts.apt import AptInstallSize, _apt_need
 from rocm_fleet.facts.round_trip import Survey
-from rocm_fleet.facts.system import NvidiaStack, nvidia_stack
+from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model import paths
 from rocm_fleet.model.answers import InstallSize
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.conflicts import venv_torch
 from rocm_fleet.model.findings import findings
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
+from rocm_fleet.model.nvidia import nvidia_stack
 from rocm_fleet.model.pci_ids import lookup
 from unit.conftest import DRIVERLESS
 from unit.surveys import FRESH, fresh_survey

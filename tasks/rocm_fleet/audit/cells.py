@@ -144,7 +144,7 @@ class HealthCell(Cell):
 
 @dataclass(frozen=True, kw_only=True)
 class AcceptanceCell(Cell):
-    """The node's last acceptance run (``rocm_acceptance``); never drift (``audit.reads``)."""
+    """The node's last acceptance run (``rocm_acceptance``); never drift (``audit.rows``)."""
 
     level: str | None = None  #: None: never run, or the record not understood
     passed: bool | None = None
@@ -159,35 +159,40 @@ class ConcernCell(Cell):
     operations: tuple[str, ...]
 
 
+#: the observed columns: key -> header, in order
+OBSERVED: dict[str, str] = {
+    "distro": "DISTRO", "kernel": "KERNEL", "secure_boot": "SECURE BOOT / MOK", "rocm": "ROCM",
+    "torch": "TORCH (hip)", "gpus": "GPUS expected/found", "driver": "DRIVER",
+    "reboot": "REBOOT PENDING", "slurm": "SLURM GRES", "containers": "GPU CONTAINERS",
+    "health": "GPU HEALTH", "outlier": "OUTLIER", "acceptance": "ACCEPTANCE",
+}  # fmt: skip
+#: the observed columns shown only when some host has the cell
+OPTIONAL: frozenset[str] = frozenset({"containers"})
+
+
 @dataclass(frozen=True)
 class ObservedCells:
-    """The survey's cells in column order (metadata ``header``); None where the host has none."""
+    """The survey's cells in column order (``OBSERVED``); None where the host has none."""
 
-    distro: Cell | None = field(default=None, metadata={"header": "DISTRO"})
-    kernel: KernelCell | None = field(default=None, metadata={"header": "KERNEL"})
-    secure_boot: SecureBootCell | None = field(
-        default=None, metadata={"header": "SECURE BOOT / MOK"}
-    )
-    rocm: RocmCell | Cell | None = field(default=None, metadata={"header": "ROCM"})
-    torch: TorchCell | None = field(default=None, metadata={"header": "TORCH (hip)"})
-    gpus: GpusCell | None = field(default=None, metadata={"header": "GPUS expected/found"})
-    driver: DriverCell | None = field(default=None, metadata={"header": "DRIVER"})
-    reboot: RebootCell | None = field(default=None, metadata={"header": "REBOOT PENDING"})
-    slurm: SlurmCell | None = field(default=None, metadata={"header": "SLURM GRES"})
-    #: shown only when a host has it (``optional``)
-    containers: ContainersCell | None = field(
-        default=None, metadata={"header": "GPU CONTAINERS", "optional": True}
-    )
-    health: HealthCell | None = field(default=None, metadata={"header": "GPU HEALTH"})
-    outlier: Cell | None = field(default=None, metadata={"header": "OUTLIER"})
-    acceptance: AcceptanceCell | None = field(default=None, metadata={"header": "ACCEPTANCE"})
+    distro: Cell | None = None
+    kernel: KernelCell | None = None
+    secure_boot: SecureBootCell | None = None
+    rocm: RocmCell | Cell | None = None
+    torch: TorchCell | None = None
+    gpus: GpusCell | None = None
+    driver: DriverCell | None = None
+    reboot: RebootCell | None = None
+    slurm: SlurmCell | None = None
+    containers: ContainersCell | None = None
+    health: HealthCell | None = None
+    outlier: Cell | None = None
+    acceptance: AcceptanceCell | None = None
 
     def items(self) -> Iterator[tuple[str, Cell]]:
         """(key, cell) of every cell the host has, in column order."""
-        for column in fields(self):
-            found = getattr(self, column.name)
-            if found is not None:
-                yield column.name, found
+        for key in OBSERVED:
+            if (found := getattr(self, key)) is not None:
+                yield key, found
 
     @property
     def rocm_release(self) -> str | None:
@@ -202,14 +207,6 @@ class ObservedCells:
 
     def to_json(self) -> dict[str, Any]:
         return {key: found.to_json() for key, found in self.items()}
-
-
-#: the observed columns: key -> header, in order
-OBSERVED: dict[str, str] = {f.name: f.metadata["header"] for f in fields(ObservedCells)}
-#: the observed columns shown only when some host has the cell
-OPTIONAL: frozenset[str] = frozenset(
-    f.name for f in fields(ObservedCells) if f.metadata.get("optional")
-)
 
 
 @dataclass(frozen=True)
@@ -229,9 +226,8 @@ class AuditRow:
     details: Mapping[str, list[str]] = field(default_factory=dict)  #: a refusal's long lists
     warnings: tuple[str, ...] = ()  #: what preflight warns of: said, not drift
     verified_at: float | None = None  #: when the deploy's GPU check last passed (this boot)
-    matrix_data: str | None = (
-        None  #: where the host's release row comes from (Config.matrix_source)
-    )
+    #: where the host's release row comes from (Config.matrix_source)
+    matrix_data: str | None = None
     #: what the plan would change in detail (``--format json`` only): {"packages", "files"}
     changes: Mapping[str, list[dict[str, Any]]] | None = None
 

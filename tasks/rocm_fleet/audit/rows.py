@@ -1,4 +1,5 @@
-"""What ``rocm-fleet audit`` knows about each host, gathered read-only (docs/decisions/audit.md)."""
+"""What ``rocm-fleet audit`` knows about each host, gathered read-only (docs/decisions/audit.md):
+the survey's cells, and the reads beside it (GPU health, containers, acceptance)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from rocm_fleet.audit import reads
 from rocm_fleet.audit.cells import (
+    AcceptanceCell,
     ApuTotals,
     AuditRow,
     Cell,
     ConcernCell,
+    ContainersCell,
     DriverCell,
     GpusCell,
+    HealthCell,
     KernelCell,
     ObservedCells,
     RebootCell,
@@ -37,7 +40,9 @@ from rocm_fleet.audit.outliers import (
 )
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
-from rocm_fleet.model.gpu_containers import judge
+from rocm_fleet.model.acceptance import AcceptanceRead
+from rocm_fleet.model.gpu_containers import ContainersVerdict, judge
+from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
 
 if TYPE_CHECKING:
@@ -183,6 +188,9 @@ def gather(
     from rocm_fleet.engine.diffs import record_detail
     from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
     from rocm_fleet.engine.refuse import outcome
+    from rocm_fleet.facts.acceptance import AcceptanceRecordFact
+    from rocm_fleet.facts.containers import GpuContainersFact
+    from rocm_fleet.facts.health import GpuHealthFact
     from rocm_fleet.model.config import ConfigError
     from rocm_fleet.model.observed import observe
 
@@ -205,8 +213,9 @@ def gather(
         found = outcome(state, host.name) if config.rocm_state != "absent" else None
         survey = found.survey if found else None
         seen = observe(survey, config) if survey is not None else None
-        health = reads.read_health(host) if survey is not None else None
-        view = reads.read_containers(host, config) if survey is not None else None
+        health = _read(host, "health", GpuHealthFact) if survey is not None else None
+        wants = survey is not None and config.rocm_containers_engines
+        view = _read(host, "containers", GpuContainersFact) if wants else None
         engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
@@ -214,11 +223,12 @@ def gather(
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        accepted = reads.read_acceptance(host) if config.rocm_acceptance != "off" else None
+        off = config.rocm_acceptance == "off"
+        accepted = None if off else _read(host, "acceptance", AcceptanceRecordFact)
         cells = replace(
-            seen_cells(config, seen), health=reads.health_cell(health),
-            containers=reads.containers_cell(config, judged),
-            acceptance=reads.acceptance_cell(accepted, time.time(), config),
+            seen_cells(config, seen), health=health_cell(health),
+            containers=containers_cell(config, judged),
+            acceptance=acceptance_cell(accepted, time.time(), config),
         )  # fmt: skip
         versions[host.name] = versions_from_survey(survey, health)
         peers[host.name] = peer_key(survey, seen.gpus, config)
@@ -331,3 +341,75 @@ EXITS: dict[Status, Exit] = {
 def exit_status(rows: Iterable[AuditRow]) -> int:
     """The worst of the hosts' statuses, in the order of ``cli.exits``."""
     return worst(EXITS[r.status] for r in rows)
+
+
+def _read(host: Any, key: str, fact: Any) -> Any:
+    """``fact`` read apart from the survey; None when the read couldn't run."""
+    from rocm_fleet.engine.surveying import read_apart
+    from rocm_fleet.facts.round_trip import Read
+
+    answer = read_apart(host, [Read(key, fact)])
+    return answer[0] if answer else None
+
+
+def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None) -> AcceptanceCell:
+    """The ``acceptance`` cell: the last run's level, result and age ("!" with the failing
+    steps when failed, never drift); never run, unreadable or off."""
+    if config is not None and config.rocm_acceptance == "off":
+        return AcceptanceCell("off")
+    if read is None:
+        return AcceptanceCell("unknown (the read failed)")
+    if read.error is not None:
+        return AcceptanceCell(f"unknown ({read.error})")
+    record = read.record
+    if record is None:
+        return AcceptanceCell("never run")
+    hours = max(now - record.finished_at, 0) / 3600
+    age = f"{hours / 24:.0f}d ago" if hours >= 48 else f"{hours:.0f}h ago"
+    said = f"{record.level} {'passed' if record.passed else 'failed'} {age}"
+    if not record.passed:
+        said = "! " + said + ": " + "; ".join(f"{s.name} {s.detail}" for s in record.failed)
+    return AcceptanceCell(
+        said, level=record.level, passed=record.passed, finished_at=record.finished_at
+    )
+
+
+def containers_cell(config: Any, verdict: ContainersVerdict | None) -> ContainersCell | None:
+    """The ``containers`` cell of ``judge``'s verdict: ok, or its problems (drift); None when
+    the inventory wants none."""
+    engines = tuple(config.rocm_containers_engines)
+    if not engines:
+        return None
+    if verdict is None:
+        return ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
+    text = (
+        "! " + "; ".join(verdict.problems)
+        if verdict.problems
+        else f"ok ({', '.join(engines)}; CDI spec {verdict.spec})"
+    )
+    return ContainersCell(
+        text, bool(verdict.problems), engines=engines, spec=verdict.spec, gone=verdict.gone,
+        missed=verdict.missed, problems=verdict.problems,
+    )  # fmt: skip
+
+
+def health_cell(health: HostHealth | None) -> HealthCell:
+    """The ``health`` cell: ``ok (N GPUs)``, what is wrong (drift), or why it is unknown."""
+    if health is None:
+        return HealthCell("unknown (the read failed)", status="unread")
+    if health.status != "ok":
+        why = {"no_tool": "no amd-smi", "unsupported": "only rocm-smi"}.get(
+            health.status, health.message
+        )
+        return HealthCell(f"unknown ({why})", status=health.status)
+    problems = health.problems()
+    if problems:
+        return HealthCell("! " + "; ".join(problems), True, status="ok", problems=tuple(problems))
+    if not health.gpus:
+        return HealthCell("no GPU reported", status="ok")
+    warnings = [w for gpu in health.gpus for w in gpu.warnings()]
+    count = len(health.gpus)
+    text = f"ok ({count} GPU{'s' if count != 1 else ''})" + (
+        f", {len(warnings)} with correctable ECC errors" if warnings else ""
+    )
+    return HealthCell(text, status="ok", warnings=tuple(warnings))

@@ -1,33 +1,41 @@
-"""``make_bundle``: fetch, verify and lay out what a ``Plan`` names (docs/decisions/bundles.md)."""
+"""``make_bundle``: fetch, verify and lay out what a ``Plan`` names (docs/decisions/bundles.md);
+a host's pip resolves each wheel set to the bundled files only."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from rocm_fleet.bundle.apt import add_key, add_repository
-from rocm_fleet.bundle.pip_check import pip_check
 from rocm_fleet.bundle.tree import Files, write_file
 from rocm_fleet.bundle.wheels import add_wheel_set, write_pages
 from rocm_fleet.model import matrix
 from rocm_fleet.model.sources import AptRepository, HostNeeds
 from rocm_fleet.upstream.aptrepo import RepositoryError
-from rocm_fleet.upstream.dist_files import ResolutionError
+from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
 from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, sha256_file
 from rocm_fleet.upstream.manifest import (
     FORMAT,
     MANIFEST,
     BundleError,
     BundleUnreachable,
+    bundle_path,
     check_record,
     confined,
     read_manifest,
     repository_key,
 )
+from rocm_fleet.upstream.python_target import interpreter_tag, manylinux_platforms
 from rocm_fleet.upstream.signature import SignatureError
 from rocm_fleet.upstream.wheels import Link
 from rocm_fleet.version import __version__
@@ -45,15 +53,13 @@ class Plan:
 
     def add(self, host: str, needs: HostNeeds, described: dict[str, Any]) -> None:
         self.hosts[host] = described
-        for need in needs.apt:
-            packages, hosts = self.apt.setdefault(need.repository, (set(), set()))
-            packages.update(need.packages)
-            hosts.add(host)
-        for wheel in needs.wheels:
-            requirements, hosts = self.wheels.setdefault(
-                (wheel.index_url, wheel.runtime), (set(), set())
-            )
-            requirements.update(wheel.requirements())
+        wanted: list[tuple[dict[Any, tuple[set[str], set[str]]], Any, Any]] = [
+            *((self.apt, need.repository, need.packages) for need in needs.apt),
+            *((self.wheels, (w.index_url, w.runtime), w.requirements()) for w in needs.wheels),
+        ]
+        for table, key, items in wanted:
+            found, hosts = table.setdefault(key, (set(), set()))
+            found.update(items)
             hosts.add(host)
 
 
@@ -132,3 +138,59 @@ def _prune(out: Path, previous: dict[str, Any] | None, manifest: dict[str, Any])
             parent.rmdir()
             parent = parent.parent
     return removed
+
+
+def pip_check(wheel_set: dict[str, Any], out: Path) -> None:
+    """BundleError unless pip resolves the set against the bundle's pages to bundled files."""
+    _check_pip()
+    if any(is_sdist(pin["path"].rsplit("/", 1)[-1]) for pin in wheel_set["pins"].values()):
+        # pip needs --only-binary=:all: with --python-version: the resolution decides.
+        return
+    index = confined(out, bundle_path(wheel_set["index_url"].rstrip("/") + "/index.html")).parent
+    python = wheel_set["python"]
+    abi = interpreter_tag(python)
+    platforms = [a for p in manylinux_platforms(wheel_set["glibc"]) for a in ("--platform", p)]
+    with tempfile.TemporaryDirectory(prefix="rocm-fleet-pip-") as tmp:
+        report = Path(tmp) / "report.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--isolated", "--dry-run",
+             "--ignore-installed", "--quiet", "--disable-pip-version-check", "--no-cache-dir",
+             "--only-binary=:all:", "--python-version", python, "--implementation", "cp",
+             "--abi", abi, *platforms, "--index-url", index.as_uri(), "--report", str(report),
+             *wheel_set["requirements"]],
+            capture_output=True, text=True, check=False,
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tmp, "LANG": "C.UTF-8"},
+        )  # fmt: skip
+        if result.returncode != 0:
+            errors = [line for line in result.stderr.splitlines() if line.startswith("ERROR")]
+            raise BundleError(
+                f"pip can't install {' '.join(wheel_set['requirements'])} for Python {python} "
+                f"from the bundle: {' '.join(errors) or result.stderr[-500:]}"
+            )
+        picked = json.loads(report.read_text())["install"]
+    bundled = {pin["path"] for pin in wheel_set["pins"].values()}
+    for item in picked:
+        url = item["download_info"]["url"]
+        path = os.path.relpath(url2pathname(urlsplit(url).path), out.resolve())
+        if path not in bundled:
+            raise BundleError(f"pip would install {path} for Python {python}, not resolved")
+
+
+# pip accepts --platform/--abi with --dry-run (no --target) from 23.3 on.
+PIP_AT_LEAST = (23, 3)
+
+
+def _check_pip() -> None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("pip")
+    except PackageNotFoundError:
+        found = "none"
+    numbers = tuple(int(n) for n in re.findall(r"\d+", found)[:2])
+    if numbers < PIP_AT_LEAST:
+        wanted = ".".join(map(str, PIP_AT_LEAST))
+        raise BundleError(
+            f"the pip beside rocm-fleet ({sys.executable}) is {found}; the bundle needs pip "
+            f">= {wanted}: run `{sys.executable} -m pip install 'pip>={wanted}'`"
+        )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from pyinfra.api import FactBase
-from typing_extensions import override
 
 from rocm_fleet.facts._shell import quote
 
@@ -21,7 +20,6 @@ class ContainerEngines(FactBase[dict[str, Any]]):
     def default() -> dict[str, Any]:
         return {"installed": {}, "candidate": {}}
 
-    @override
     def command(self) -> str:
         probes = "".join(
             f"if command -v {tool} >/dev/null 2>&1; then "
@@ -33,7 +31,6 @@ class ContainerEngines(FactBase[dict[str, Any]]):
             '| while read -r a b _; do echo "__policy $a $b"; done; true'
         )
 
-    @override
     def process(self, output: list[str]) -> dict[str, Any]:
         installed: dict[str, str | None] = dict.fromkeys(_TOOLS)
         candidate: dict[str, str | None] = {"docker.io": None, "docker-cli": None, "podman": None}
@@ -54,18 +51,14 @@ class ContainerEngines(FactBase[dict[str, Any]]):
 class RunningContainers(FactBase[int]):
     """How many containers Docker runs now (0 when Docker or its daemon isn't there)."""
 
-    @staticmethod
-    def default() -> int:
-        return 0
+    default = int
 
-    @override
     def command(self) -> str:
         return (
             "if command -v docker >/dev/null 2>&1; then "
             "timeout 20 docker ps -q 2>/dev/null | wc -l; else echo 0; fi"
         )
 
-    @override
     def process(self, output: list[str]) -> int:
         text = "".join(output).strip()
         return int(text) if text.isdigit() else 0
@@ -74,17 +67,13 @@ class RunningContainers(FactBase[int]):
 class ImagePresent(FactBase[bool]):
     """Whether ``engine`` (docker or podman, as root) has image ``ref``."""
 
-    @staticmethod
-    def default() -> bool:
-        return False
+    default = bool
 
-    @override
     def command(self, engine: str, ref: str) -> str:
         return (
             f"if command -v {quote(engine)} >/dev/null 2>&1 && timeout 20 {quote(engine)} image "
             f"inspect {quote(ref)} >/dev/null 2>&1; then echo yes; fi; true"
         )
 
-    @override
     def process(self, output: list[str]) -> bool:
         return any(line.strip() == "yes" for line in output)

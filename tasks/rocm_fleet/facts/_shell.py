@@ -62,5 +62,17 @@ def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
     return " ".join(["sh", "-c", shlex.quote(body), scripts[-1], *map(shlex.quote, args)])
 
 
+def sections(lines: list[str], prefix: str) -> dict[str, list[str]]:
+    """The lines after each ``<prefix>NAME`` line, by NAME (those before the first dropped)."""
+    found: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in lines:
+        if line.startswith(prefix):
+            current = found.setdefault(line[len(prefix) :].strip(), [])
+        elif current is not None:
+            current.append(line)
+    return found
+
+
 def joined(lines: list[str]) -> str:
     return "\n".join(line.rstrip() for line in lines).strip()

@@ -10,6 +10,7 @@ from typing import Any
 
 from pyinfra.api import FactBase
 
+from rocm_fleet.facts._shell import sections as split_sections
 from rocm_fleet.model.boot import BootState, DkmsEntry, InstalledKernel, MenuEntry
 from rocm_fleet.model.paths import DEFAULT_GRUB, GRUB_CFG, GRUBENV
 
@@ -46,14 +47,9 @@ echo {_SECTION}df; df -P -B1 /boot 2>/dev/null | sed 's/^/|/'"""
 
 
 def sections(output: list[str]) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in output:
-        if line.startswith(_SECTION):
-            current = found.setdefault(line[len(_SECTION) :].strip(), [])
-        elif current is not None and line.startswith("|"):
-            current.append(line[1:])
-    return found
+    """Each section's content lines, without their ``|``."""
+    found = split_sections(output, _SECTION).items()
+    return {name: [line[1:] for line in body if line.startswith("|")] for name, body in found}
 
 
 def parse_grubenv(lines: list[str]) -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import Any, TypedDict
 from pyinfra.api import FactBase
 from pyinfra.api.exceptions import FactProcessError
 
-from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, joined, quote, split_rc
+from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, joined, quote, sections, split_rc
 from rocm_fleet.model import paths
 from rocm_fleet.model.answers import KfdNode, PciGpu
 
@@ -236,18 +236,12 @@ class KfdNodes(FactBase[list[KfdNode] | None]):
         if not any(line.strip() == "__kfd" for line in output):
             return None
         nodes: dict[int, dict[str, int]] = {}
-        current: dict[str, int] | None = None
-        for line in output:
-            line = line.strip()
-            if line.startswith("__node="):
-                try:
-                    current = nodes.setdefault(int(line[len("__node=") :]), {})
-                except ValueError:
-                    current = None
-                continue
-            parts = line.split()
-            if current is not None and len(parts) == 2 and parts[1].lstrip("-").isdigit():
-                current[parts[0]] = int(parts[1])
+        for node, body in sections([line.strip() for line in output], "__node=").items():
+            pairs = [line.split() for line in body]
+            if node.isdigit():
+                nodes.setdefault(int(node), {}).update(
+                    (p[0], int(p[1])) for p in pairs if len(p) == 2 and p[1].lstrip("-").isdigit()
+                )
 
         result: list[KfdNode] = []
         for node_id, props in sorted(nodes.items()):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyinfra.api import FactBase
 
-from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, split_rc
+from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, sections, split_rc
 from rocm_fleet.model import paths
 from rocm_fleet.model.health import (
     AMD_SMI_READS,
@@ -55,15 +55,8 @@ class GpuHealthFact(FactBase[HostHealth]):
         tool = next((line[len(TOOL) :] for line in lines if line.startswith(TOOL)), None)
         if tool == "rocm-smi":
             return HostHealth(status="unsupported", tool=tool, message=ROCM_SMI_ONLY)
-        sections: dict[str, list[str]] = {}
-        current = None
-        for line in lines:
-            if line.startswith(SECTION):
-                current = sections[line[len(SECTION) :]] = []
-            elif current is not None:
-                current.append(line)
         texts, codes = {}, {}
-        for name, body in sections.items():
+        for name, body in sections(lines, SECTION).items():
             text, codes[name] = split_rc(body)
             texts[name] = "\n".join(text).strip()
         if codes.get("metric") != 0:

@@ -41,20 +41,21 @@ class SecureBoot(FactBase[SecureBootDict]):
 
     def process(self, output: list[str]) -> SecureBootDict:
         lines, rc = split_rc(output)
-        result = self.default()
         if rc is None and any(line.strip() == ABSENT for line in lines):
-            result["state"] = "absent"
-            return result
+            return self.default() | {"state": "absent"}
         text = joined(lines)
         lowered = text.lower()
-        result["message"] = text
-        result["shim_validation_disabled"] = "validation is disabled in shim" in lowered
-        result["setup_mode"] = "setup mode" in lowered
-        for state, said in _SB_STATE:
-            if re.search(said, lowered, re.MULTILINE):
-                result["state"] = state
-                break
-        return result
+        return {
+            "state": _said(_SB_STATE, lowered),
+            "shim_validation_disabled": "validation is disabled in shim" in lowered,
+            "setup_mode": "setup mode" in lowered,
+            "message": text,
+        }
+
+
+def _said(answers: tuple[tuple[str, str], ...], text: str) -> str:
+    """The state of the first of ``answers`` whose pattern ``text`` matches, else unknown."""
+    return next((state for state, said in answers if re.search(said, text, re.M)), "unknown")
 
 
 # mokutil --test-key's answers, in the order they are looked for.
@@ -91,8 +92,7 @@ class MokKeyState(FactBase[MokKeyStateDict]):
         if rc is None and MISSING in markers:
             return {"state": "missing", "message": ""}
         text = joined(lines)
-        state = next((s for s, said in _TEST_KEY if re.search(said, text)), "unknown")
-        return {"state": state, "message": text}
+        return {"state": _said(_TEST_KEY, text), "message": text}
 
 
 class MokPending(FactBase[MokPendingDict | None]):

@@ -17,14 +17,7 @@ from rocm_fleet.model.answers import (
     IdentityDict,
     RebootRequiredDict,
 )
-
-# Re-exported beside the fact that answers with them.
-from rocm_fleet.model.nvidia import (  # noqa: F401
-    NVIDIA_PACKAGE_EXCEPTIONS,
-    NVIDIA_PACKAGE_PATTERNS,
-    NvidiaStackDict,
-    nvidia_stack,
-)
+from rocm_fleet.model.nvidia import NvidiaStackDict, nvidia_stack
 from rocm_fleet.model.versions import is_numeric_version, leading_point_release
 
 

@@ -39,9 +39,8 @@ import click
 from rocm_fleet.cli.exits import Command, Exit, described, epilog, option, worst
 from rocm_fleet.cli.inventory import UsageError, host_options
 from rocm_fleet.model.untrusted import visible
-from rocm_fleet.roll.plan import waves
 from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
-from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target
+from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target, waves
 
 DEFAULT_DEPLOY = "rocm_fleet.deploy.rocm_node"
 
@@ -192,16 +191,12 @@ def accept(host: Any, config: Any) -> Outcome | None:
     record kept on the node; None when acceptance is off."""
     if config.rocm_acceptance == "off":
         return None
-    from rocm_fleet.engine.remote import RemoteFailed, run_on
-    from rocm_fleet.engine.run import sudo_asked
+    from rocm_fleet.engine.remote import RemoteFailed
     from rocm_fleet.model.acceptance import reason_words
-    from rocm_fleet.roll.acceptance.run import Acceptance, Tools
-    from rocm_fleet.roll.acceptance.suites import needed_level, suite
+    from rocm_fleet.roll.acceptance.run import Acceptance, Tools, needed_level, suite
 
-    sudo = sudo_asked(host)
     python = config.venv_python if config.torch is not None else None
-    tools = Tools(config.rocm_acceptance_rccl_tests, python)
-    node = Acceptance(lambda argv: run_on(host, argv, sudo), tools)
+    node = Acceptance(runner(host), Tools(config.rocm_acceptance_rccl_tests, python))
     gfx = config.expected_gfx_list
     try:
         fingerprint = node.fingerprint()
@@ -221,11 +216,16 @@ def accept(host: Any, config: Any) -> Outcome | None:
 
 def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
     """``host``'s node in Slurm, run through sudo exactly when the deploy's commands are."""
+    return SlurmNode(host.name, runner(host), node_name)
+
+
+def runner(host: Any) -> Any:
+    """A command runner on ``host``, through sudo exactly when the deploy's commands are."""
     from rocm_fleet.engine.remote import run_on
     from rocm_fleet.engine.run import sudo_asked
 
     sudo = sudo_asked(host)
-    return SlurmNode(host.name, lambda argv: run_on(host, argv, sudo), node_name)
+    return lambda argv: run_on(host, argv, sudo)
 
 
 def not_one_host_by_limit(names: list[str], groups: set[str]) -> list[str]:

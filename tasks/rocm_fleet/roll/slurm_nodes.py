@@ -1,5 +1,6 @@
 """A node's Slurm, asked on the node itself (``scontrol``, ``squeue`` as root); a command that
-fails raises ``SlurmUnreachable`` with Slurm's own words."""
+fails raises ``SlurmUnreachable`` with Slurm's own words. The roll's drain reasons start
+``rocm-fleet:``."""
 
 from __future__ import annotations
 
@@ -7,10 +8,25 @@ from collections.abc import Callable, Sequence
 
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model import grammar
-from rocm_fleet.model.slurm import NodeState, SlurmOutputError, parse_node
-from rocm_fleet.roll.plan import parse_jobs
+from rocm_fleet.model.slurm import REASON_PREFIX, NodeState, SlurmOutputError, parse_node
 
 Runner = Callable[[Sequence[str]], Ran]
+
+
+def parse_jobs(text: str) -> list[str]:
+    """The job IDs of ``squeue --noheader --format=%i``'s output, one a line."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def reason(why: str) -> str:
+    """A drain reason: the prefix, then ``why`` on one line, no double quote (Slurm keeps it as
+    given)."""
+    words = " ".join(why.replace('"', "'").split())
+    return f"{REASON_PREFIX} {words}"[:250]
+
+
+#: the reason of a node the roll drained to change it
+ROLLING = reason("rolling maintenance: drained to be changed, resumed once checked")
 
 
 class SlurmUnreachable(Exception):

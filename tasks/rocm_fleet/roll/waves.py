@@ -13,8 +13,14 @@ from typing import TextIO
 from rocm_fleet.cli.exits import Exit
 from rocm_fleet.model.slurm import NodeState
 from rocm_fleet.model.untrusted import visible
-from rocm_fleet.roll.plan import ROLLING, reason, waves
-from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
+from rocm_fleet.roll.slurm_nodes import ROLLING, SlurmNode, SlurmUnreachable, reason
+
+
+def waves(hosts: Sequence[Target], max_unavailable: int) -> list[list[Target]]:
+    """``hosts`` (those with drift, in order) in waves of at most ``max_unavailable``."""
+    if max_unavailable < 1:
+        raise ValueError(f"max_unavailable must be 1 or more, not {max_unavailable}")
+    return [list(hosts[i : i + max_unavailable]) for i in range(0, len(hosts), max_unavailable)]
 
 
 @dataclass(frozen=True)

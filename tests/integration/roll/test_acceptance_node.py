@@ -14,7 +14,7 @@ from lab import rvs
 from rocm_fleet.assets import text
 from rocm_fleet.model.acceptance import AcceptanceRecord, StepResult, parse_record
 from rocm_fleet.roll.acceptance.parsers import parse_rvs_gst
-from rocm_fleet.roll.acceptance.suites import suite
+from rocm_fleet.roll.acceptance.run import suite
 from unit.facts.support import DASH
 
 RECORD = AcceptanceRecord("quick", 1765000000.0, (StepResult("counters", "pass"),), {})

@@ -7,7 +7,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from rocm_fleet.audit import metrics
 from rocm_fleet.audit.cells import AuditRow, ObservedCells
-from rocm_fleet.audit.reads import acceptance_cell
+from rocm_fleet.audit.rows import acceptance_cell
 from rocm_fleet.facts.acceptance import AcceptanceRecordFact
 from rocm_fleet.model.acceptance import AcceptanceRead, AcceptanceRecord, StepResult
 

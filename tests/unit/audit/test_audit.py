@@ -16,7 +16,7 @@ import pytest
 from pyinfra.api import Config, Inventory, State
 from pyinfra.api.exceptions import ConnectError
 
-from rocm_fleet.audit import reads as audit_reads
+from rocm_fleet.audit import rows as audit_reads
 from rocm_fleet.audit import rows as audit_rows
 from rocm_fleet.audit import screens as audit_screens
 from rocm_fleet.audit.cells import OBSERVED, OPTIONAL, AuditRow

@@ -29,8 +29,7 @@ from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.slurm import REASON_PREFIX
 from rocm_fleet.roll.acceptance import parsers
 from rocm_fleet.roll.acceptance.parsers import NotUnderstood
-from rocm_fleet.roll.acceptance.run import RVS, Acceptance, Tools, counter_step
-from rocm_fleet.roll.acceptance.suites import needed_level, suite
+from rocm_fleet.roll.acceptance.run import RVS, Acceptance, Tools, counter_step, needed_level, suite
 from rocm_fleet.roll.slurm_nodes import SlurmNode
 from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target
 from unit.roll.test_roll import Clock, Cluster, Node, Recorder

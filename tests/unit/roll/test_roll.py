@@ -19,9 +19,8 @@ from rocm_fleet.cli.exits import Exit
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.slurm import REASON_PREFIX, parse_node
-from rocm_fleet.roll.plan import ROLLING, parse_jobs, reason, waves
-from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
-from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target
+from rocm_fleet.roll.slurm_nodes import ROLLING, SlurmNode, SlurmUnreachable, parse_jobs, reason
+from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target, waves
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 #: what scontrol says with slurmctld stopped (recorded: the file's second line)

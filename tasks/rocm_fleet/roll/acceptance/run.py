@@ -1,17 +1,24 @@
 """One node's acceptance run through a ``Runner`` (``run_on`` bound to the host): the counters
-read, the suite's steps, the counters read again; then the record kept on the node."""
+read, the suite's steps, the counters read again; then the record kept on the node. The suites
+(``suites.json``): each level's steps, each GPU model's thresholds (AMD's figures, cited there)
+under a site's overrides, and which level a change needs."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
 
 from rocm_fleet.assets import text
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.facts.health import GpuHealthFact
 from rocm_fleet.model import paths
 from rocm_fleet.model.acceptance import (
+    LEVELS,
     AcceptanceRecord,
     RecordError,
     StepResult,
@@ -20,9 +27,51 @@ from rocm_fleet.model.acceptance import (
 )
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.roll.acceptance.parsers import NotUnderstood, parse_rccl, parse_rvs_gst, parse_torch
-from rocm_fleet.roll.acceptance.suites import Suite
 
 Runner = Callable[[Sequence[str]], Ran]
+
+
+@cache
+def _data() -> dict[str, Any]:
+    return json.loads(resources.files(__package__).joinpath("suites.json").read_text())
+
+
+@dataclass(frozen=True)
+class Suite:
+    """What one node runs: the level's steps and the thresholds for its GPU model."""
+
+    level: str
+    steps: tuple[str, ...]
+    gfx: str | None
+    rvs_conf_dir: str | None  #: AMD's configuration folder for the model; None: not known
+    thresholds: dict[str, float]
+
+    def gst_floor(self, action: str) -> float | None:
+        return self.thresholds.get(f"gst:{action}")
+
+
+def suite(level: str, gfx: str | None, overrides: dict[str, float] | None = None) -> Suite:
+    """The suite at ``level`` for GPUs of ``gfx``, the site's ``overrides`` over AMD's figures."""
+    if level not in LEVELS:
+        raise ValueError(f"acceptance level {level!r} is not one of {LEVELS}")
+    data = _data()
+    model = data["models"].get(gfx or "", {})
+    thresholds = {**data["defaults"], **model.get("thresholds", {}), **(overrides or {})}
+    floats = {key: float(value) for key, value in thresholds.items()}
+    return Suite(level, tuple(data["levels"][level]), gfx, model.get("rvs_conf_dir"), floats)
+
+
+def needed_level(
+    setting: str, last_fingerprint: dict[str, str] | None, fingerprint: dict[str, str]
+) -> str | None:
+    """The level a node needs: None when ``off``; ``quick`` when its fingerprint is its last
+    passing run's, else ``full``; capped at the setting."""
+    if setting == "off":
+        return None
+    moved = last_fingerprint is None or last_fingerprint != fingerprint
+    wanted = "full" if moved else "quick"
+    return min(wanted, setting, key=LEVELS.index)
+
 
 RVS = f"{paths.ROCM_ROOT}/bin/rvs"
 #: where the rocm-validation-suite package puts AMD's per-GPU configurations
