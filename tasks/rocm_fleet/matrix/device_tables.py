@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from rocm_fleet.matrix.inputs import MatrixDataError, read_yaml
 
@@ -83,25 +83,33 @@ def sr_iov(text: str, where: str) -> dict[str, list[dict]]:
     return out
 
 
-def _table(columns: list[str], rows: list[list]) -> str:
-    cells = "\n".join(f"  {json.dumps(r, ensure_ascii=False)}," for r in rows)
-    return f"columns = {json.dumps(columns)}\nrows = [\n{cells}\n]\n"
+def dumps(value: object) -> str:
+    """A record's value: a JSON string or list is a TOML basic string or array."""
+    return json.dumps(value, ensure_ascii=False)
 
 
-def _record(text: str, what: str) -> dict:
+def table(columns: list[str], rows: list[list]) -> str:
+    """A record of one table: its columns and rows."""
+    cells = "".join(f"  {dumps(r)},\n" for r in rows)
+    return f"columns = {dumps(columns)}\nrows = [\n{cells}]\n"
+
+
+def record(text: str, what: str, *keys: str) -> Any:
+    """A record read (the values of ``keys``, each required, when named)."""
     try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
+        data = tomllib.loads(text)
+        return [data[k] for k in keys] if keys else data
+    except (tomllib.TOMLDecodeError, KeyError, TypeError) as err:
         raise MatrixDataError(f"{what} record: {err}") from None
 
 
 def device_info_record(text: str) -> str:
     """The record of DeviceInfo.cpp: each kCardInfo row with a gfx target, (ID, rev, gfx)."""
-    return _table(["device", "revision", "gfx"], [list(r) for r in device_info_rows(text)])
+    return table(["device", "revision", "gfx"], [list(r) for r in device_info_rows(text)])
 
 
 def device_info_from_record(text: str) -> str:
-    rows = _record(text, "DeviceInfo.cpp").get("rows", [])
+    rows = record(text, "DeviceInfo.cpp").get("rows", [])
     return "\n".join(
         f'{{GDT_RECORDED, {d}, {r}, GDT_HW_GENERATION_RECORDED, false, "{g}", ""}},'
         for d, r, g in rows
@@ -113,21 +121,21 @@ def gfxip_record(text: str) -> str:
     rows = [[_id(m[1]), int(m[2]), int(m[3]), int(m[4])] for m in GFXIP_ROW.finditer(text)]
     if not rows:
         raise MatrixDataError("kGfxipTable: no { 0xID, major, minor, stepping } row")
-    return _table(["device", "major", "minor", "stepping"], rows)
+    return table(["device", "major", "minor", "stepping"], rows)
 
 
 def gfxip_from_record(text: str) -> str:
-    rows = _record(text, "kGfxipTable").get("rows", [])
+    rows = record(text, "kGfxipTable").get("rows", [])
     return "\n".join(f"  {{ {d}, {a}, {b}, {c} }}," for d, a, b, c in rows)
 
 
 def pci_ids_record(text: str) -> str:
     """The record of pci.ids: vendor 1002's device lines (ID, name), subsystems left out."""
-    return _table(["device", "name"], [[d, n] for d, n in pci_amd_devices(text).items()])
+    return table(["device", "name"], [[d, n] for d, n in pci_amd_devices(text).items()])
 
 
 def pci_ids_from_record(text: str) -> str:
-    rows = _record(text, "pci.ids").get("rows", [])
+    rows = record(text, "pci.ids").get("rows", [])
     lines = [AMD_VENDOR_LINE, *(f"\t{d.removeprefix('0x')}  {n}" for d, n in rows)]
     return "\n".join(lines) + "\n"
 

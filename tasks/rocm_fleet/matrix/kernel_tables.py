@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocm_fleet.matrix.amd_tables import AMD_FAMILIES, DISTROS
-from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_yaml, stored_entry
+from rocm_fleet.matrix.amd_tables import AMD_FAMILIES, DISTROS, os_support_rows
+from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, stored_entry
 from rocm_fleet.model.versions import kernel_key
 
 OS_SUPPORT = Path("stored") / "os-support.yaml"
@@ -25,31 +25,18 @@ def _kernel(text: str, where: str) -> tuple[str, str]:
 
 def family_kernels(text: str, where: str = "os-support.yaml") -> list[dict]:
     """Rows (distro, family, kernel, kind, models) from os-support.yaml, in distro order."""
-    data = read_yaml(text, where)
-    if not isinstance(data, dict):
-        raise MatrixDataError(f"{where}: not a mapping of GPU families")
     found: dict[tuple[str, str], dict] = {}
-    for family, members in data.items():
-        if str(family).startswith("_") or not isinstance(members, dict):
+    for family, model, _os, version, key in os_support_rows(text, where, AMD_FAMILIES):
+        if not isinstance(version, dict) or "kernel" not in version:
             continue
-        if family not in AMD_FAMILIES:
-            raise MatrixDataError(f"{where}: family {family!r}: expected one of {AMD_FAMILIES}")
-        for model, systems in members.items():
-            for os_name, entry in (systems or {}).items():
-                for version in (entry or {}).get("versions", []):
-                    if not isinstance(version, dict):
-                        continue
-                    key = DISTROS.get((os_name, str(version.get("version"))))
-                    if key is None or "kernel" not in version:
-                        continue
-                    kind, kernel = _kernel(version["kernel"], f"{where}: {model}")
-                    row = found.setdefault((key, AMD_FAMILIES[family]), {
-                        "distro": key, "family": AMD_FAMILIES[family], "kernel": kernel,
-                        "kind": kind, "models": [],
-                    })  # fmt: skip
-                    if kernel_key(kernel) > kernel_key(row["kernel"]):
-                        row.update(kernel=kernel, kind=kind)
-                    row["models"].append(model)
+        kind, kernel = _kernel(version["kernel"], f"{where}: {model}")
+        row = found.setdefault((key, AMD_FAMILIES[family]), {
+            "distro": key, "family": AMD_FAMILIES[family], "kernel": kernel, "kind": kind,
+            "models": [],
+        })  # fmt: skip
+        if kernel_key(kernel) > kernel_key(row["kernel"]):
+            row.update(kernel=kernel, kind=kind)
+        row["models"].append(model)
     order = {d: i for i, d in enumerate(DISTROS.values())}
     return sorted(found.values(), key=lambda r: order[r["distro"]])
 
