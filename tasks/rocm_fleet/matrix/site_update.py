@@ -8,8 +8,7 @@ from packaging.version import Version
 from rocm_fleet.model import matrix
 from rocm_fleet.model.versions import major_minor
 from rocm_fleet.upstream.client import UpstreamClient
-from rocm_fleet.upstream.matrix_check import missing_releases
-from rocm_fleet.upstream.row_checks import file_versions, index_files
+from rocm_fleet.upstream.matrix_check import file_versions, index_files, missing_releases
 
 
 def _stream_and_repository(where: str) -> tuple[matrix.Stream, matrix.Repository] | None:
