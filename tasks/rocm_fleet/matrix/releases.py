@@ -41,14 +41,9 @@ def release_rows(table: dict[str, dict], support: dict, stable: dict[str, str],
                  built: set[str] | None = None) -> tuple[list[dict], list[str]]:  # fmt: skip
     """(the release rows, notes for the maintainer); ``built`` (the build matrix's ROCm versions)
     gives an index where RELEASE.md names none."""
-    rows: dict[str, dict] = {}
-    for version, found in table.items():
-        rows[version] = {
-            "version": version, "stream": "classic", "repository": "repo.radeon.com",
-            "distros": found["distros"], "gfx": found["gfx"],
-            "amdgpu_driver": found["amdgpu_driver"], "torch_index": None,
-            "from": {"row": FROM_TABLE, "amdgpu_driver": FROM_TABLE}, "source": None,
-        }  # fmt: skip
+    table_origin = {"row": FROM_TABLE, "amdgpu_driver": FROM_TABLE}
+    rows = {v: _row(v, "classic", "repo.radeon.com", table_origin, None, **found)
+            for v, found in table.items()}  # fmt: skip
     notes: list[str] = []
     for entry in overrides:
         version = entry["version"]
@@ -56,18 +51,10 @@ def release_rows(table: dict[str, dict], support: dict, stable: dict[str, str],
         cite = FROM_OVERRIDE
         source = " ".join(entry["source"].split())
         if row is None:
-            stream = entry.get("stream", "classic")
-            rows[version] = {
-                "version": version, "stream": stream,
-                "repository": entry.get("repository", "repo.radeon.com"),
-                # os-support.yaml: the Core SDK's current listing (none per release)
-                "distros": [d for d in MATRIX_DISTROS if d in support["families"]]
-                if stream == "core-sdk" else None,
-                "gfx": None, "amdgpu_driver": entry.get("amdgpu_driver"), "torch_index": None,
-                "from": {"row": cite, "amdgpu_driver": cite}, "source": source,
-            }  # fmt: skip
-            if stream == "core-sdk":
-                rows[version]["from"]["distros"] = FROM_OS_SUPPORT
+            rows[version] = _row(version, entry.get("stream", "classic"),
+                                 entry.get("repository", "repo.radeon.com"),
+                                 {"row": cite, "amdgpu_driver": cite}, source, support,
+                                 amdgpu_driver=entry.get("amdgpu_driver"))  # fmt: skip
         else:
             filled = "torch_index" in entry  # checked against RELEASE.md below
             for field in ("stream", "repository", "amdgpu_driver"):
@@ -123,6 +110,20 @@ def release_rows(table: dict[str, dict], support: dict, stable: dict[str, str],
     return ordered, notes
 
 
+def _row(version: str, stream: str, repository: str, origins: dict, source: str | None,
+         support: dict | None = None, **found: object) -> dict:  # fmt: skip
+    """A release row; a Core SDK one AMD's table lacks lists os-support.yaml's distros (the
+    Core SDK's current listing: none per release)."""
+    core = support is not None and stream == "core-sdk"
+    return {
+        "version": version, "stream": stream, "repository": repository,
+        "distros": [d for d in MATRIX_DISTROS if d in support["families"]] if core
+        else found.get("distros"),
+        "gfx": found.get("gfx"), "amdgpu_driver": found.get("amdgpu_driver"), "torch_index": None,
+        "from": {**origins, **({"distros": FROM_OS_SUPPORT} if core else {})}, "source": source,
+    }  # fmt: skip
+
+
 def _like(version: str, rows: dict[str, dict]) -> dict | None:
     """The known release a new one belongs with: the newest of the same X.Y, else of X."""
     key = version_key(version)
@@ -148,15 +149,9 @@ def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict)
             )
             continue
         same = f"as {like['version']}"
-        core = like["stream"] == "core-sdk"
-        rows[version] = {
-            "version": version, "stream": like["stream"], "repository": like["repository"],
-            "distros": [d for d in MATRIX_DISTROS if d in support["families"]] if core else None,
-            "gfx": None, "amdgpu_driver": None, "torch_index": None,
-            "from": {"row": FROM_HISTORY, "stream": same, "repository": same,
-                     **({"distros": FROM_OS_SUPPORT} if core else {})},
-            "source": f"{FROM_HISTORY}: {version} released {released}",
-        }  # fmt: skip
+        rows[version] = _row(version, like["stream"], like["repository"],
+                             {"row": FROM_HISTORY, "stream": same, "repository": same},
+                             f"{FROM_HISTORY}: {version} released {released}", support)  # fmt: skip
         notes.append(
             f"new release {version} ({released}) from {FROM_HISTORY}: no driver until "
             "matrix_overrides.toml names one with its source (dkms refused meanwhile)"
