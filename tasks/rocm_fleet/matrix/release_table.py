@@ -10,13 +10,16 @@ from urllib.parse import urlsplit
 
 from rocm_fleet.cli.tables import FALLBACK_WIDTH, folded
 from rocm_fleet.matrix.inputs import FROM_PYTORCH_NONE
-from rocm_fleet.matrix.sources import sections
+from rocm_fleet.matrix.sources import markdown, sections
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.model.site_data import SiteData
 
-SUPPORT_TEXT = {matrix.Support.OFFICIAL: "official", matrix.Support.INSTINCT_ONLY: "Instinct only",
-                matrix.Support.UNLISTED: "unlisted",
-                matrix.Support.REJECTED: "apt rejects (SHA-1 key)", None: "—"}  # fmt: skip
+# Per support: the docs' words, and the terminal's (its table fits 100 columns, with a legend).
+SUPPORT_TEXT = {matrix.Support.OFFICIAL: ("official", "yes"),
+                matrix.Support.INSTINCT_ONLY: ("Instinct only", "MI"),
+                matrix.Support.UNLISTED: ("unlisted", "?"),
+                matrix.Support.REJECTED: ("apt rejects (SHA-1 key)", "no"),
+                None: ("—", "-")}  # fmt: skip
 
 
 def repository_text(rel: matrix.Release) -> str:
@@ -24,12 +27,6 @@ def repository_text(rel: matrix.Release) -> str:
     if repo is matrix.CLASSIC_REPOSITORY:
         return f"{urlsplit(repo.base_url).path.strip('/')}/{rel.apt_path}"
     return urlsplit(repo.base_url).netloc
-
-
-def torch_text(rel: matrix.Release) -> str:
-    if not rel.torch_builds:
-        return "— (`pytorch_install: false`)"
-    return ", ".join(build.torch for build in rel.torch_builds)
 
 
 # The releases the lab's end-to-end tests deploy (tests/unit/test_docs.py keeps it in step).
@@ -62,14 +59,6 @@ def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
     return "; ".join(parts)
 
 
-def index_text(rel: matrix.Release) -> str:
-    if rel.torch_index:
-        return f"`{rel.torch_index}`"
-    if rel.amd_wheels:
-        return f"AMD `{urlsplit(rel.amd_wheels.url).path.strip('/').split('/')[-1]}`"
-    return "none"
-
-
 def table_rows() -> tuple[list[str], list[list[str]]]:
     """(headers, one row per release) of the matrix table."""
     headers = ["ROCm", "Stream", "Repository", "PyTorch index", "torch (default = newest)"]
@@ -77,10 +66,14 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
     headers += ["Source", "Tested"]
     rows = []
     for rel in matrix.RELEASES:
+        amd = rel.amd_wheels
+        where = amd and urlsplit(amd.url).path.strip("/").split("/")[-1]
+        index = f"`{rel.torch_index}`" if rel.torch_index else f"AMD `{where}`" if amd else "none"
+        torch = ", ".join(b.torch for b in rel.torch_builds) or "— (`pytorch_install: false`)"
         rows.append([
-            rel.version, rel.stream.name, f"`{repository_text(rel)}`", index_text(rel),
-            torch_text(rel), matrix.amdgpu_repo_version(rel) or "unknown (refused)",
-            *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS), source_text(rel),
+            rel.version, rel.stream.name, f"`{repository_text(rel)}`", index, torch,
+            matrix.amdgpu_repo_version(rel) or "unknown (refused)",
+            *(SUPPORT_TEXT[rel.support(row)][0] for row in matrix.DISTROS), source_text(rel),
             "lab only" if rel.version in LAB_TESTED else "—",
         ])  # fmt: skip
     return headers, rows
@@ -88,16 +81,7 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
 
 def release_table() -> str:
     """The release table of docs/supported-releases.md, in Markdown."""
-    headers, rows = table_rows()
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-# The terminal's table fits 100 columns: short forms, with a legend under it.
-SUPPORT_SHORT = {matrix.Support.OFFICIAL: "yes", matrix.Support.INSTINCT_ONLY: "MI",
-                 matrix.Support.UNLISTED: "?", matrix.Support.REJECTED: "no",
-                 None: "-"}  # fmt: skip
+    return markdown(*table_rows())
 
 
 def _distro_short(row: matrix.Distro) -> str:
@@ -130,7 +114,7 @@ def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> st
             rel.version, rel.stream.name, repository_text(rel),
             rel.torch_index or ("AMD" if rel.amd_wheels else "none"), torch or "none",
             matrix.amdgpu_repo_version(rel) or "refused",
-            *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
+            *(SUPPORT_TEXT[rel.support(row)][1] for row in matrix.DISTROS),
             f"[{notes.index(source) + 1}]", " ".join(gpu_targets(rel)) or "none listed",
         ])  # fmt: skip
     distros = ", ".join(f"{_distro_short(d)} {d.id.capitalize()} {d.version}"

@@ -68,15 +68,16 @@ def source_rows() -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
+def markdown(headers: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table (a cell's "|" escaped)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
 def sources_markdown() -> str:
     """docs/supported-releases.md's tables of where the other rows come from."""
-    parts = []
-    for title, headers, rows in source_rows():
-        lines = [f"**{title}**", "", "| " + " | ".join(headers) + " |"]
-        lines.append("|" + "---|" * len(headers))
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
+    return "\n\n".join(f"**{t}**\n\n{markdown(h, rows)}" for t, h, rows in source_rows())
 
 
 def sources_text() -> str:
