@@ -14,8 +14,13 @@ from rocm_fleet.cli.exits import Command, epilog, invoke, option
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.cli.tables import screen_for
 from rocm_fleet.matrix import site as matrix_site
-from rocm_fleet.matrix.release_table import matrix_json, plain_table, release_table
-from rocm_fleet.matrix.sources import sources_markdown, sources_text
+from rocm_fleet.matrix.release_table import (
+    matrix_json,
+    plain_table,
+    release_table,
+    sources_markdown,
+    sources_text,
+)
 from rocm_fleet.model import matrix, site_data, upstream_data
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import check_matrix

@@ -14,6 +14,7 @@ from rocm_fleet.matrix.amd_tables import (
     gpu_products,
     os_support_rows,
 )
+from rocm_fleet.matrix.device_tables import pci_tables
 from rocm_fleet.matrix.inputs import (
     FROM_OVERRIDE,
     MatrixDataError,
@@ -23,7 +24,6 @@ from rocm_fleet.matrix.inputs import (
     version_key,
     write,
 )
-from rocm_fleet.matrix.pci_table import pci_tables
 from rocm_fleet.model.versions import kernel_key
 
 # The data files and the field (or fields) that name a row in each section (for the diff).
