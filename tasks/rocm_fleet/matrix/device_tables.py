@@ -56,12 +56,17 @@ def device_info(text: str) -> tuple[dict[str, str], dict[str, list[str]]]:
     return one, {d: t for d, t in targets.items() if len(t) > 1}
 
 
+def _gfxip_rows(text: str) -> list[list]:
+    """librocdxg's kGfxipTable: [device ID, major, minor, stepping] per row."""
+    rows = [[_id(m[1]), int(m[2]), int(m[3]), int(m[4])] for m in GFXIP_ROW.finditer(text)]
+    if not rows:
+        raise MatrixDataError("kGfxipTable: no { 0xID, major, minor, stepping } row")
+    return rows
+
+
 def gfxip_table(text: str) -> dict[str, str]:
     """librocdxg's kGfxipTable: device ID -> gfx (major, minor, stepping as LLVM names it)."""
-    out = {_id(m[1]): f"gfx{m[2]}{m[3]}{int(m[4]):x}" for m in GFXIP_ROW.finditer(text)}
-    if not out:
-        raise MatrixDataError("kGfxipTable: no { 0xID, major, minor, stepping } row")
-    return out
+    return {device: f"gfx{a}{b}{c:x}" for device, a, b, c in _gfxip_rows(text)}
 
 
 def sr_iov(text: str, where: str) -> dict[str, list[dict]]:
@@ -123,10 +128,7 @@ def device_info_from_record(text: str) -> str:
 
 def gfxip_record(text: str) -> str:
     """The record of librocdxg's utils.cpp: kGfxipTable's rows (ID, major, minor, stepping)."""
-    rows = [[_id(m[1]), int(m[2]), int(m[3]), int(m[4])] for m in GFXIP_ROW.finditer(text)]
-    if not rows:
-        raise MatrixDataError("kGfxipTable: no { 0xID, major, minor, stepping } row")
-    return table(["device", "major", "minor", "stepping"], rows)
+    return table(["device", "major", "minor", "stepping"], _gfxip_rows(text))
 
 
 def gfxip_from_record(text: str) -> str:
