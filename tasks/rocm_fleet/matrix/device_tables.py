@@ -263,7 +263,7 @@ RECORD_KINDS = {
 
 def input_text(path: Path, kind: str) -> str:
     """An input's text: the file, or a record of it (.toml) rendered back into its form."""
-    text = path.read_text()
+    text = path.read_text("utf-8")
     if path.suffix == ".toml" and kind in RECORD_KINDS:
         return RECORD_KINDS[kind][1](text)
     return text
@@ -305,11 +305,9 @@ def _cite(records: Path, name: str) -> str:
 def amd_rows(records: Path, guest: dict | None = None) -> tuple[list[dict], dict[str, str]]:
     """(AMD's derived device rows, a VF's with ``guest``; pci.ids' names of AMD's devices)."""
     stored = records / STORED
-    pci = pci_amd_devices(pci_ids_from_record((stored / PCI_IDS).read_text("utf-8")))
-    by_id, ambiguous = device_info(
-        device_info_from_record((stored / DEVICE_INFO).read_text("utf-8"))
-    )
-    gfxip = gfxip_table(gfxip_from_record((stored / GFXIP).read_text("utf-8")))
+    pci = pci_amd_devices(input_text(stored / PCI_IDS, "pci-ids"))
+    by_id, ambiguous = device_info(input_text(stored / DEVICE_INFO, "device-info"))
+    gfxip = gfxip_table(input_text(stored / GFXIP, "gfxip-table"))
     listed = {
         p.lower().removeprefix("amd "): (p, gfx)
         for gfx, families in gpu_products((stored / GPU_LIST).read_text("utf-8")).items()
