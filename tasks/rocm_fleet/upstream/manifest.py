@@ -163,25 +163,18 @@ def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
 
 def missing(bundle: str, needs: HostNeeds) -> list[str]:
     """What a host with ``needs`` would fetch that ``bundle`` lacks, a line each (or the error)."""
+    directory = Path(bundle)
     try:
-        return _missing(Path(bundle), needs)
+        manifest = read_manifest(directory)
+        if manifest is None:
+            return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
+        check_record(directory, manifest)
+        present = functools.partial(_present, directory, manifest.get("files", {}))
+        gaps = [_apt_gaps(need, manifest, directory, present) for need in needs.apt]
+        gaps += [_wheel_gaps(need, manifest, present) for need in needs.wheels]
+        return [gap for found in gaps for gap in found]
     except BundleError as exc:
         return [str(exc)]
-
-
-def _missing(directory: Path, needs: HostNeeds) -> list[str]:
-    manifest = read_manifest(directory)
-    if manifest is None:
-        return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
-    check_record(directory, manifest)
-    gaps: list[str] = []
-    present = functools.partial(_present, directory, manifest.get("files", {}))
-
-    for need in needs.apt:
-        gaps += _apt_gaps(need, manifest, directory, present)
-    for need in needs.wheels:
-        gaps += _wheel_gaps(need, manifest, present)
-    return gaps
 
 
 def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[str]:
