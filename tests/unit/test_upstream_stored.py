@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.matrix import amd_tables, generate, inputs, records
+from rocm_fleet.matrix import amd_tables, generate, inputs
+from rocm_fleet.matrix import device_tables as records
 
 REPO = Path(__file__).resolve().parents[2]
 STORED = REPO / "tests" / "fixtures" / "upstream" / "stored"

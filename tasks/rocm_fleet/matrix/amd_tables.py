@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -118,30 +119,35 @@ def classic_releases(text: str) -> dict[str, dict]:
     return out
 
 
-def os_support(text: str) -> dict:
-    """Per matrix distro: the AMD families listed on it and (Debian) its models' gfx targets."""
-    data = read_yaml(text, "os-support.yaml")
+def os_support_rows(text: str, where: str = "os-support.yaml",
+                    families: Iterable[str] | None = None) -> Iterator[tuple]:  # fmt: skip
+    """(family, model, OS name, its version entry, matrix distro key) per version os-support.yaml
+    lists on a distro the matrix knows; ``families``: the only ones allowed."""
+    data = read_yaml(text, where)
     if not isinstance(data, dict):
-        raise MatrixDataError("os-support.yaml: not a mapping of GPU families")
-    families: dict[str, set[str]] = {}
-    models: dict[str, list[str]] = {}
+        raise MatrixDataError(f"{where}: not a mapping of GPU families")
     for family, members in data.items():
-        if family.startswith("_") or not isinstance(members, dict):
+        if str(family).startswith("_") or not isinstance(members, dict):
             continue
+        if families is not None and family not in families:
+            raise MatrixDataError(f"{where}: family {family!r}: expected one of {families}")
         for model, systems in members.items():
-            if not isinstance(systems, dict):
-                continue
-            for os_name, entry in systems.items():
-                if not isinstance(entry, dict) or "versions" not in entry:
-                    continue
-                for version in entry["versions"]:
+            for os_name, entry in (systems if isinstance(systems, dict) else {}).items():
+                for version in entry.get("versions", []) if isinstance(entry, dict) else ():
                     number = version.get("version") if isinstance(version, dict) else version
                     key = DISTROS.get((os_name, str(number)))
-                    if key is None:
-                        continue
-                    families.setdefault(key, set()).add(family)
-                    if os_name == "Debian":
-                        models.setdefault(key, []).append(model)
+                    if key is not None:
+                        yield family, model, os_name, version, key
+
+
+def os_support(text: str) -> dict:
+    """Per matrix distro: the AMD families listed on it and (Debian) its models' gfx targets."""
+    families: dict[str, set[str]] = {}
+    models: dict[str, list[str]] = {}
+    for family, model, os_name, _version, key in os_support_rows(text):
+        families.setdefault(key, set()).add(family)
+        if os_name == "Debian":
+            models.setdefault(key, []).append(model)
     debian: dict[str, dict[str, list[str]]] = {}
     for key, names in sorted(models.items()):
         unknown = [m for m in names if m not in MODEL_GFX]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,10 +13,17 @@ import click
 
 from rocm_fleet.cli.exits import Command, epilog, invoke, option
 from rocm_fleet.cli.inventory import UsageError
-from rocm_fleet.cli.tables import screen_for
+from rocm_fleet.cli.tables import grid, screen_for, whole
 from rocm_fleet.matrix import site as matrix_site
-from rocm_fleet.matrix.release_table import matrix_json, plain_table, release_table
-from rocm_fleet.matrix.sources import sources_markdown, sources_text
+from rocm_fleet.matrix import tables
+from rocm_fleet.matrix.inputs import MatrixDataError
+from rocm_fleet.matrix.release_table import (
+    matrix_json,
+    plain_table,
+    release_table,
+    sources_markdown,
+    sources_text,
+)
 from rocm_fleet.model import matrix, site_data, upstream_data
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import check_matrix
@@ -23,8 +31,6 @@ from rocm_fleet.upstream.matrix_check import check_matrix
 
 def render_report(report: dict[str, Any]) -> str:
     """What is not as the matrix says, one line each, then the summary."""
-    from rocm_fleet.cli.tables import grid, whole
-
     checks = report["checks"]
     table = grid(["", "", ""], gap=1)
     table.columns[0].min_width, table.columns[1].min_width = 11, 22
@@ -77,29 +83,6 @@ def _fingerprints(values: list[str]) -> dict[str, str]:
     return found
 
 
-def run_update(args: Any) -> int:
-    """``rocm-fleet matrix update --records``: matrix.tables.update."""
-    from pathlib import Path
-
-    from rocm_fleet.matrix import tables
-    from rocm_fleet.matrix.inputs import MatrixDataError
-
-    if not args.data_dir and not args.check:
-        raise UsageError(
-            "--data-dir: name the directory to write the data files into (without it, only "
-            f"--check compares with the ones this rocm-fleet reads, {upstream_data.DATA_DIR})"
-        )
-    data_dir = Path(args.data_dir) if args.data_dir else upstream_data.DATA_DIR
-    try:
-        lines, status = tables.update(
-            Path(args.records), Path(args.overrides), data_dir, check=args.check
-        )
-    except MatrixDataError as err:
-        raise UsageError(str(err)) from err
-    print("\n".join(lines))
-    return status
-
-
 def show(args: Any) -> int:
     """``rocm-fleet matrix``: the table, ``--json`` or ``--sources``."""
     if click.get_current_context().invoked_subcommand:
@@ -149,7 +132,20 @@ def update(args: Any) -> int:
             "matrix update: --output FILE (a site's data, from upstream), or --records DIR "
             "--overrides TOML (rocm-fleet's own tables, from stored records)"
         )
-    return run_update(args)
+    if not args.data_dir and not args.check:  # --records: matrix.tables.update
+        raise UsageError(
+            "--data-dir: name the directory to write the data files into (without it, only "
+            f"--check compares with the ones this rocm-fleet reads, {upstream_data.DATA_DIR})"
+        )
+    data_dir = Path(args.data_dir) if args.data_dir else upstream_data.DATA_DIR
+    try:
+        lines, status = tables.update(
+            Path(args.records), Path(args.overrides), data_dir, check=args.check
+        )
+    except MatrixDataError as err:
+        raise UsageError(str(err)) from err
+    print("\n".join(lines))
+    return status
 
 
 def _fingerprint_option(help: str) -> click.Option:

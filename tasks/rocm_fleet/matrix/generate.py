@@ -18,10 +18,9 @@ from typing import Any
 
 import click
 
+from rocm_fleet.matrix.device_tables import RECORD_KINDS, input_text, pci_amd_devices
 from rocm_fleet.matrix.inputs import MatrixDataError, write
-from rocm_fleet.matrix.pci_table import pci_amd_devices
 from rocm_fleet.matrix.pytorch_tables import read_listing
-from rocm_fleet.matrix.records import RECORD_KINDS, input_text
 from rocm_fleet.matrix.tables import update
 from rocm_fleet.matrix.upstream import Inputs, build, discoveries, matrix_knows, row_diff
 from rocm_fleet.model.upstream_data import DATA_DIR

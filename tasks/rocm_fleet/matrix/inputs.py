@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 from rocm_fleet.atomic import write_atomically
+from rocm_fleet.model.versions import release_key
 
 # The distros the matrix knows (model/matrix.py DISTROS), in its order.
 MATRIX_DISTROS = ("ubuntu 22.04", "ubuntu 24.04", "ubuntu 26.04", "debian 12", "debian 13")
@@ -33,6 +34,8 @@ ORIGINS = {
     FROM_HISTORY: "AMD's release history",
     FROM_BUILD_MATRIX: "PyTorch's build matrix",
 }
+
+version_key = release_key  # the order of releases: "6.4.3" -> (6, 4, 3)
 
 
 class MatrixDataError(ValueError):
@@ -91,10 +94,6 @@ def read_yaml(text: str, where: str) -> object:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:
         raise MatrixDataError(f"{where}: {err}") from err
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split("."))
 
 
 def render(data: dict) -> str:

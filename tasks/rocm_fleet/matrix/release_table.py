@@ -10,13 +10,15 @@ from urllib.parse import urlsplit
 
 from rocm_fleet.cli.tables import FALLBACK_WIDTH, folded
 from rocm_fleet.matrix.inputs import FROM_PYTORCH_NONE
-from rocm_fleet.matrix.sources import sections
 from rocm_fleet.model import matrix, upstream_data
 from rocm_fleet.model.site_data import SiteData
 
-SUPPORT_TEXT = {matrix.Support.OFFICIAL: "official", matrix.Support.INSTINCT_ONLY: "Instinct only",
-                matrix.Support.UNLISTED: "unlisted",
-                matrix.Support.REJECTED: "apt rejects (SHA-1 key)", None: "—"}  # fmt: skip
+# Per support: the docs' words, and the terminal's (its table fits 100 columns, with a legend).
+SUPPORT_TEXT = {matrix.Support.OFFICIAL: ("official", "yes"),
+                matrix.Support.INSTINCT_ONLY: ("Instinct only", "MI"),
+                matrix.Support.UNLISTED: ("unlisted", "?"),
+                matrix.Support.REJECTED: ("apt rejects (SHA-1 key)", "no"),
+                None: ("—", "-")}  # fmt: skip
 
 
 def repository_text(rel: matrix.Release) -> str:
@@ -24,12 +26,6 @@ def repository_text(rel: matrix.Release) -> str:
     if repo is matrix.CLASSIC_REPOSITORY:
         return f"{urlsplit(repo.base_url).path.strip('/')}/{rel.apt_path}"
     return urlsplit(repo.base_url).netloc
-
-
-def torch_text(rel: matrix.Release) -> str:
-    if not rel.torch_builds:
-        return "— (`pytorch_install: false`)"
-    return ", ".join(build.torch for build in rel.torch_builds)
 
 
 # The releases the lab's end-to-end tests deploy (tests/unit/test_docs.py keeps it in step).
@@ -62,14 +58,6 @@ def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
     return "; ".join(parts)
 
 
-def index_text(rel: matrix.Release) -> str:
-    if rel.torch_index:
-        return f"`{rel.torch_index}`"
-    if rel.amd_wheels:
-        return f"AMD `{urlsplit(rel.amd_wheels.url).path.strip('/').split('/')[-1]}`"
-    return "none"
-
-
 def table_rows() -> tuple[list[str], list[list[str]]]:
     """(headers, one row per release) of the matrix table."""
     headers = ["ROCm", "Stream", "Repository", "PyTorch index", "torch (default = newest)"]
@@ -77,10 +65,14 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
     headers += ["Source", "Tested"]
     rows = []
     for rel in matrix.RELEASES:
+        amd = rel.amd_wheels
+        where = amd and urlsplit(amd.url).path.strip("/").split("/")[-1]
+        index = f"`{rel.torch_index}`" if rel.torch_index else f"AMD `{where}`" if amd else "none"
+        torch = ", ".join(b.torch for b in rel.torch_builds) or "— (`pytorch_install: false`)"
         rows.append([
-            rel.version, rel.stream.name, f"`{repository_text(rel)}`", index_text(rel),
-            torch_text(rel), matrix.amdgpu_repo_version(rel) or "unknown (refused)",
-            *(SUPPORT_TEXT[rel.support(row)] for row in matrix.DISTROS), source_text(rel),
+            rel.version, rel.stream.name, f"`{repository_text(rel)}`", index, torch,
+            matrix.amdgpu_repo_version(rel) or "unknown (refused)",
+            *(SUPPORT_TEXT[rel.support(row)][0] for row in matrix.DISTROS), source_text(rel),
             "lab only" if rel.version in LAB_TESTED else "—",
         ])  # fmt: skip
     return headers, rows
@@ -88,16 +80,7 @@ def table_rows() -> tuple[list[str], list[list[str]]]:
 
 def release_table() -> str:
     """The release table of docs/supported-releases.md, in Markdown."""
-    headers, rows = table_rows()
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-# The terminal's table fits 100 columns: short forms, with a legend under it.
-SUPPORT_SHORT = {matrix.Support.OFFICIAL: "yes", matrix.Support.INSTINCT_ONLY: "MI",
-                 matrix.Support.UNLISTED: "?", matrix.Support.REJECTED: "no",
-                 None: "-"}  # fmt: skip
+    return markdown(*table_rows())
 
 
 def _distro_short(row: matrix.Distro) -> str:
@@ -130,7 +113,7 @@ def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> st
             rel.version, rel.stream.name, repository_text(rel),
             rel.torch_index or ("AMD" if rel.amd_wheels else "none"), torch or "none",
             matrix.amdgpu_repo_version(rel) or "refused",
-            *(SUPPORT_SHORT[rel.support(row)] for row in matrix.DISTROS),
+            *(SUPPORT_TEXT[rel.support(row)][1] for row in matrix.DISTROS),
             f"[{notes.index(source) + 1}]", " ".join(gpu_targets(rel)) or "none listed",
         ])  # fmt: skip
     distros = ", ".join(f"{_distro_short(d)} {d.id.capitalize()} {d.version}"
@@ -203,3 +186,90 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,
         "site_data": site.provenance if site is not None else None,
     }
+
+
+# Where the matrix's other rows come from (``matrix --sources``, ``--json``, the docs).
+# Per data file section: its title and the row's values to show, the row's key first.
+SOURCE_TABLES = {
+    "gpu_targets": ("GPU targets", ("gfx", "family", "products")),
+    "distros": ("Distros", ("key", "suite", "python", "glibc")),
+    "min_kernel": ("Oldest kernel AMD lists", ("distro", "kernel")),
+    "inbox_min_kernel": ("Oldest kernel whose inbox amdgpu runs the target", ("gfx", "kernel")),
+    "newer_kernels": ("Newer kernels", ("distro", "kind", "suite", "packages")),
+    "family_kernel": ("The kernel AMD lists per distro and GPU family (Core SDK)",
+                      ("distro", "family", "kernel", "kind")),
+    "driver_kernel": ("The newest kernel each amdgpu-dkms release supports (its kernel base)",
+                      ("driver", "dkms", "max_kernel")),
+    "indexes": ("PyTorch indexes", ("index", "builds", "runtime")),
+    "amd_wheels": ("AMD's wheels (Core SDK 10.x; 7.14.x on AMD's own index)",
+                   ("release", "builds", "targets")),
+    "repositories": ("AMD's apt repositories", ("name", "base_url", "key_url")),
+    "streams": ("Signing keys and Release Origins", ("name", "key_fingerprint", "pin_origin")),
+    "publications": ("What each stream publishes per distro",
+                     ("stream", "distro", "suite", "directory", "first_release", "instinct_only")),
+    "gfx_packages": ("The Core SDK's per-target packages (amdrocm<X.Y>-<gfx>)", ("gfx",)),
+}  # fmt: skip
+
+
+def sections() -> dict[str, list[dict]]:
+    """Every section of the data files, by name (as ``--json`` shows them under "tables")."""
+    return {
+        "gpu_targets": upstream_data.GPU_TARGET_ROWS,
+        "distros": upstream_data.DISTRO_ROWS,
+        **upstream_data.KERNEL_ROWS,
+        **upstream_data.TORCH_BUILD_ROWS,
+        **upstream_data.REPOSITORY_ROWS,
+    }
+
+
+def _cell(value: Any) -> str:
+    """A row's value as the tables print it (builds as torch versions, flags yes / no)."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list) and value and isinstance(value[0], list):
+        return ", ".join(build[0] for build in value)
+    if isinstance(value, list):
+        return ", ".join(value)
+    return "—" if value is None else str(value)
+
+
+def _row_origin(row: dict) -> str:
+    """Where a row comes from: the record (per field where they differ), or "override"."""
+    origin = row["from"]
+    if isinstance(origin, dict):
+        return "; ".join(f"{field}: {where}" for field, where in origin.items())
+    return origin
+
+
+def source_rows() -> list[tuple[str, list[str], list[list[str]]]]:
+    """(title, headers, rows) per table: the values, where the row comes from, its citation."""
+    out = []
+    for section, rows in sections().items():
+        title, fields = SOURCE_TABLES[section]
+        body = [[*(_cell(r.get(f)) for f in fields), _row_origin(r), r["source"]] for r in rows]
+        out.append((title, [*fields, "from", "source"], body))
+    return out
+
+
+def markdown(headers: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table (a cell's "|" escaped)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def sources_markdown() -> str:
+    """docs/supported-releases.md's tables of where the other rows come from."""
+    return "\n\n".join(f"**{t}**\n\n{markdown(h, rows)}" for t, h, rows in source_rows())
+
+
+def sources_text() -> str:
+    """``rocm-fleet matrix --sources``: each row of the other tables and where it comes from."""
+    parts = []
+    for title, headers, rows in source_rows():
+        lines = [f"{title}:"]
+        for row in rows:
+            lines.append("  " + "  ".join(row[: len(headers) - 2]))
+            lines.append(f"    from {row[-2]}: {row[-1]}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)

@@ -1,5 +1,5 @@
 """PCI device IDs -> LLVM gfx target and names: which GPU a host has before any driver. Rows:
-pci_ids.json (``matrix.pci_table``); a virtual function carries AMD's SR-IOV data for it."""
+pci_ids.json (``matrix.device_tables``); a virtual function carries AMD's SR-IOV data for it."""
 
 from __future__ import annotations
 

@@ -132,28 +132,15 @@ def parse_relations(value: str) -> list[list[Relation]]:
 
 @dataclass
 class Package:
+    """A package of an index (its stanza) and why it is installed."""
+
     stanza: dict[str, str]
     why: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        return self.stanza["Package"]
-
-    @property
-    def version(self) -> str:
-        return self.stanza["Version"]
-
-    @property
-    def filename(self) -> str:
-        return self.stanza["Filename"]
-
-    @property
-    def sha256(self) -> str:
-        return self.stanza["SHA256"].lower()
-
-    @property
-    def size(self) -> int:
-        return int(self.stanza["Size"])
+    name = property(lambda self: self.stanza["Package"])
+    version = property(lambda self: self.stanza["Version"])
+    filename = property(lambda self: self.stanza["Filename"])
+    sha256 = property(lambda self: self.stanza["SHA256"].lower())
+    size = property(lambda self: int(self.stanza["Size"]))
 
 
 class Index:

@@ -274,7 +274,9 @@ class Fetcher:
                         continue
                     if response.status_code not in (200, 206):
                         raise DownloadError(f"{url}: HTTP {response.status_code} {response.reason}")
-                    resumed = response.status_code == 206 and _starts_at(response, have)
+                    # a 206 resumes where the partial copy ends (Content-Range: bytes N-)
+                    starts = response.headers.get("Content-Range", "").startswith(f"bytes {have}-")
+                    resumed = response.status_code == 206 and starts
                     if have and not resumed:
                         self.progress.note(f"{label}: server sent the whole file, restarting")
                         have = 0
@@ -316,9 +318,3 @@ class Fetcher:
                     ) from None
                 time.sleep(min(0.5 * 2 ** (breaks - 1), 10))
         self.progress.finish()
-
-
-def _starts_at(response: requests.Response, offset: int) -> bool:
-    """Whether a 206 answer starts where the partial copy ends (``Content-Range: bytes N-``)."""
-    content_range = response.headers.get("Content-Range", "")
-    return content_range.startswith(f"bytes {offset}-")

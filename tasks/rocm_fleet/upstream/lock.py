@@ -16,7 +16,7 @@ import stat
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -73,9 +73,7 @@ class LockRequest:
         return cls(index_url, tuple(sorted(set(requirements))), runtime.python, runtime.glibc)
 
     def inputs(self) -> dict[str, object]:
-        return {"format": FORMAT, "index_url": self.index_url,
-                "requirements": list(self.requirements), "python": self.python,
-                "glibc": self.glibc}  # fmt: skip
+        return {"format": FORMAT, **asdict(self), "requirements": list(self.requirements)}
 
     def key(self) -> str:
         """The SHA-256 of the inputs: the cached lock's file name."""
@@ -287,18 +285,15 @@ class Locks:
     def lines(self, request: LockRequest, refresh: bool = False) -> list[str]:
         """The lock for ``request``; LockError (one line) when it can't be made."""
         with self._mutex:
-            if not refresh and request in self._made:
-                made = self._made[request]
-                if isinstance(made, LockError):
-                    raise made
-                return list(made)
-            try:
-                lines = self._lines(request, refresh)
-            except LockError as exc:
-                self._made[request] = exc
-                raise
-            self._made[request] = lines
-            return list(lines)
+            if refresh or request not in self._made:
+                try:
+                    self._made[request] = self._lines(request, refresh)
+                except LockError as exc:
+                    self._made[request] = exc
+            made = self._made[request]
+            if isinstance(made, LockError):
+                raise made
+            return list(made)
 
     def _lines(self, request: LockRequest, refresh: bool) -> list[str]:
         if problem := untrusted_index(request.index_url):
@@ -317,8 +312,14 @@ class Locks:
                 lines = resolve_lock(request, fetcher, Path(scratch))
         except LockError as exc:
             raise LockError(f"can't lock {_what(request)}: {exc}") from None
-        except Unreachable as exc:
-            raise LockError(self.unreachable(request, exc)) from None
+        except Unreachable as exc:  # the index is unreachable from this machine: the ways out
+            raise LockError(
+                f"can't lock {_what(request)}: {exc.host} is unreachable from this machine "
+                f"({exc.cause}); the machine running pyinfra locks the wheels and must reach "
+                f"{exc.host}: give it a proxy (HTTPS_PROXY), deploy from a bundle made where "
+                f"{exc.host} is reachable (rocm-fleet bundle, rocm_mirror_bundle), or serve "
+                f"the wheels from a TLS fleet mirror"
+            ) from None
         except (DownloadError, ResolutionError, OSError, ValueError) as exc:
             line = " ".join((str(exc) or type(exc).__name__).split())
             raise LockError(f"can't lock {_what(request)}: {shorten(line, 500)}") from None
@@ -327,16 +328,6 @@ class Locks:
         path = write_cached(self.cache, request, lines, key)
         self._note(f"locked {len(lines)} wheels of {request.describe()} in {path}")
         return lines
-
-    def unreachable(self, request: LockRequest, exc: Unreachable) -> str:
-        """One line: the index is unreachable from this machine, and the ways out."""
-        return (
-            f"can't lock {_what(request)}: {exc.host} is unreachable from this machine "
-            f"({exc.cause}); the machine running pyinfra locks the wheels and must reach "
-            f"{exc.host}: give it a proxy (HTTPS_PROXY), deploy from a bundle made where "
-            f"{exc.host} is reachable (rocm-fleet bundle, rocm_mirror_bundle), or serve "
-            f"the wheels from a TLS fleet mirror"
-        )
 
 
 def _what(request: LockRequest) -> str:

@@ -163,25 +163,18 @@ def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
 
 def missing(bundle: str, needs: HostNeeds) -> list[str]:
     """What a host with ``needs`` would fetch that ``bundle`` lacks, a line each (or the error)."""
+    directory = Path(bundle)
     try:
-        return _missing(Path(bundle), needs)
+        manifest = read_manifest(directory)
+        if manifest is None:
+            return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
+        check_record(directory, manifest)
+        present = functools.partial(_present, directory, manifest.get("files", {}))
+        gaps = [_apt_gaps(need, manifest, directory, present) for need in needs.apt]
+        gaps += [_wheel_gaps(need, manifest, present) for need in needs.wheels]
+        return [gap for found in gaps for gap in found]
     except BundleError as exc:
         return [str(exc)]
-
-
-def _missing(directory: Path, needs: HostNeeds) -> list[str]:
-    manifest = read_manifest(directory)
-    if manifest is None:
-        return [f"the bundle itself ({directory / MANIFEST} does not exist)"]
-    check_record(directory, manifest)
-    gaps: list[str] = []
-    present = functools.partial(_present, directory, manifest.get("files", {}))
-
-    for need in needs.apt:
-        gaps += _apt_gaps(need, manifest, directory, present)
-    for need in needs.wheels:
-        gaps += _wheel_gaps(need, manifest, present)
-    return gaps
 
 
 def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[str]:
@@ -208,22 +201,25 @@ def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[s
     ]
 
 
+def _wheel_set(manifest: dict, index_url: str, python: str, wanted: set[str]) -> dict | None:
+    """The manifest's wheel set of ``index_url`` for ``python`` holding ``wanted``, or None."""
+    return next((ws for ws in manifest.get("wheel_sets", []) if ws.get("index_url") == index_url
+                 and ws.get("python") == python
+                 and wanted <= set(ws.get("requirements", []))), None)  # fmt: skip
+
+
 def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
     wanted = set(need.requirements())
-    for wheel_set in manifest.get("wheel_sets", []):
-        if (
-            wheel_set["index_url"] == need.index_url
-            and wheel_set["python"] == need.runtime.python
-            and wanted <= set(wheel_set["requirements"])
-        ):
-            return [
-                f"{name} {pin['version']} for Python {need.runtime.python} ({need.index_url})"
-                for name, pin in wheel_set["pins"].items()
-                if not present(pin["path"])
-            ]
+    wheel_set = _wheel_set(manifest, need.index_url, need.runtime.python, wanted)
+    if wheel_set is None:
+        return [
+            f"{', '.join(sorted(wanted))} for Python {need.runtime.python} ({need.index_url}: "
+            "not in the bundle)"
+        ]
     return [
-        f"{', '.join(sorted(wanted))} for Python {need.runtime.python} ({need.index_url}: "
-        "not in the bundle)"
+        f"{name} {pin['version']} for Python {need.runtime.python} ({need.index_url})"
+        for name, pin in wheel_set["pins"].items()
+        if not present(pin["path"])
     ]
 
 
@@ -235,28 +231,18 @@ def locked_requirements(bundle: str, index_url: str, python: str,
         manifest = read_manifest(Path(bundle))
     except BundleError:
         return None
-    if manifest is None:
+    wheel_set = manifest and _wheel_set(manifest, index_url, python, set(requirements))
+    if not wheel_set:
         return None
-    wanted = set(requirements)
-    files = manifest.get("files", {})
-    for wheel_set in manifest.get("wheel_sets", []):
-        if (
-            wheel_set.get("index_url") == index_url
-            and wheel_set.get("python") == python
-            and wanted <= set(wheel_set.get("requirements", []))
-        ):
-            pins = []
-            for name, pin in sorted(wheel_set["pins"].items()):
-                digest = files.get(pin["path"], {}).get("sha256", "")
-                if not re.fullmatch(r"[0-9a-f]{64}", digest):
-                    return None
-                sdist = is_sdist(pin["path"].rsplit("/", 1)[-1])
-                pins.append(
-                    Locked(name, pin["version"], digest, sdist, bool(pin.get("build")),
-                           pin.get("runtime", True) is not False)
-                )  # fmt: skip
-            return lock_lines(pins)
-    return None
+    files, pins = manifest.get("files", {}), []
+    for name, pin in sorted(wheel_set["pins"].items()):
+        digest = files.get(pin["path"], {}).get("sha256", "")
+        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+            return None
+        sdist = is_sdist(pin["path"].rsplit("/", 1)[-1])
+        pins.append(Locked(name, pin["version"], digest, sdist, bool(pin.get("build")),
+                           pin.get("runtime", True) is not False))  # fmt: skip
+    return lock_lines(pins)
 
 
 def bundle_lock(bundle: str, index_url: str, python: str, requirements: list[str]) -> list[str]:

@@ -1,14 +1,26 @@
 """The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix,
-and what releases it lacks, as ``--json``'s report."""
+and what releases it lacks, as ``--json``'s report. Each check takes an ``UpstreamClient`` last
+and returns None when the row holds, else what is wrong."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
-from packaging.version import Version
+from packaging.requirements import Requirement
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
 
 from rocm_fleet.model import matrix
 from rocm_fleet.model.versions import (
@@ -18,17 +30,158 @@ from rocm_fleet.model.versions import (
     major_minor,
     release_key,
 )
-from rocm_fleet.upstream.client import UpstreamClient
-from rocm_fleet.upstream.progress import DownloadProgress
-from rocm_fleet.upstream.row_checks import (
-    core_packages_check,
-    inrelease_check,
-    key_check,
-    no_index_check,
-    packages_index,
-    runtime_check,
-    wheels_check,
+from rocm_fleet.upstream.aptrepo import (
+    ReleaseFile,
+    RepositoryError,
+    decompressed,
+    parse_release,
+    parse_stanzas,
+    signed_text,
 )
+from rocm_fleet.upstream.client import UpstreamClient
+from rocm_fleet.upstream.openpgp import primary_fingerprints
+from rocm_fleet.upstream.progress import DownloadProgress
+from rocm_fleet.upstream.signature import SignatureError, check_release
+from rocm_fleet.upstream.wheels import parse_page, project_url
+
+Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed with
+
+
+def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -> ReleaseFile | str:
+    """The InRelease at ``url`` as apt trusts it with ``key``, of ``suite``; else what's wrong."""
+    reply = upstream.get(url)
+    if not reply.found:
+        return f"HTTP {reply.status}: no such suite"
+    text = reply.body.decode("utf-8", "replace")
+    if not text.startswith("-----BEGIN PGP SIGNED MESSAGE-----") or (
+        "-----BEGIN PGP SIGNATURE-----" not in text
+    ):
+        return "not a signed (clearsigned) InRelease"
+    key_url, fingerprint = key
+    key_reply = upstream.get(key_url)
+    if not key_reply.found or primary_fingerprints(key_reply.body) != [fingerprint.upper()]:
+        return f"can't verify it: the key at {key_url} is not {fingerprint.upper()}"
+    try:
+        release = parse_release(signed_text(reply.body, key_reply.body, url))
+        check_release(release.fields, url, suite)
+    except (RepositoryError, SignatureError) as exc:
+        return str(exc).removeprefix(f"{url}: ")
+    return release
+
+
+def inrelease_check(url: str, suite: str, origin: str | None, key: Key,
+                    upstream: UpstreamClient) -> str | None:  # fmt: skip
+    release = verified_release(upstream, url, suite, key)
+    if isinstance(release, str):
+        return release
+    if origin is not None and release.fields.get("Origin") != origin:
+        return f"declares Origin {release.fields.get('Origin')!r}; the matrix pins {origin!r}"
+    return None
+
+
+def packages_index(upstream: UpstreamClient, dists_url: str, suite: str,
+                   key: Key) -> dict[str, set[str]] | str:  # fmt: skip
+    """Package name -> versions of a verified main/binary-amd64 index; else what's wrong."""
+    release = verified_release(upstream, f"{dists_url}/InRelease", suite, key)
+    if isinstance(release, str):
+        return f"its InRelease: {release}"
+    for name in ("Packages.gz", "Packages"):
+        listed = release.files.get(f"main/binary-amd64/{name}")
+        reply = upstream.get(f"{dists_url}/main/binary-amd64/{name}")
+        if reply.found:
+            if listed is None or hashlib.sha256(reply.body).hexdigest() != listed.sha256:
+                return f"main/binary-amd64/{name}: SHA-256 is not the one its InRelease lists"
+            body = decompressed(name, reply.body)
+            break
+    else:
+        return {}
+    found: dict[str, set[str]] = {}
+    for fields in parse_stanzas(body.decode("utf-8", "replace")):
+        if "Package" in fields and "Version" in fields:
+            found.setdefault(fields["Package"], set()).add(fields["Version"])
+    return found
+
+
+def core_packages_check(dists_url: str, rel: matrix.Release, suite: str, key: Key,
+                        upstream: UpstreamClient) -> str | None:  # fmt: skip
+    meta = f"amdrocm{major_minor(rel.version)}"
+    index = packages_index(upstream, dists_url, suite, key)
+    if isinstance(index, str):
+        return index
+    versions = index.get(meta, set())
+    pattern = re.compile(rel.stream.version_regex(rel))
+    if not any(pattern.search(v) for v in versions):
+        return f"no {meta} of {rel.version} in the index (has: {', '.join(sorted(versions))})"
+    return None
+
+
+def key_check(url: str, fingerprint: str, upstream: UpstreamClient) -> str | None:
+    reply = upstream.get(url)
+    if not reply.found:
+        return f"HTTP {reply.status}: no key there"
+    found = primary_fingerprints(reply.body)
+    if found != [fingerprint]:
+        return f"holds {', '.join(found) or 'no key'}; the matrix pins {fingerprint}"
+    return None
+
+
+def index_files(upstream: UpstreamClient, index_url: str, project: str) -> list[str] | None:
+    """The file names a PEP 503 project page links to; None when there is no page."""
+    url = project_url(index_url, project)
+    reply = upstream.get(url)
+    if not reply.found:
+        return None
+    return [link.filename for link in parse_page(reply.body.decode("utf-8", "replace"), url)]
+
+
+def file_versions(files: list[str], project: str) -> set[str]:
+    """The versions of ``project`` among its wheel and sdist file names."""
+    versions = set()
+    for name in files:
+        try:
+            if name.endswith(".whl"):
+                dist, version, *_ = parse_wheel_filename(name)
+            elif name.endswith(".tar.gz"):
+                dist, version = parse_sdist_filename(name)
+            else:
+                continue
+        except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+            continue
+        if dist == canonicalize_name(project):
+            versions.add(str(version))
+    return versions
+
+
+def _listed(upstream: UpstreamClient, index_url: str, project: str) -> set[str] | None:
+    files = index_files(upstream, index_url, project)
+    return None if files is None else file_versions(files, project)
+
+
+def wheels_check(index_url: str, project: str, versions: list[str],
+                 upstream: UpstreamClient) -> str | None:  # fmt: skip
+    have = _listed(upstream, index_url, project)
+    if have is None:
+        return f"no {project} project page"
+    missing = [v for v in versions if v not in have]
+    return f"no {project} wheel {', '.join(missing)}" if missing else None
+
+
+def runtime_check(index_url: str, requirement: str, upstream: UpstreamClient) -> str | None:
+    req = Requirement(requirement)
+    have = _listed(upstream, index_url, req.name)
+    if have is None:
+        return f"no {req.name} project page (torch requires {requirement})"
+    if not any(req.specifier.contains(v, prereleases=True) for v in have):
+        return f"no {req.name} matching {requirement} ({', '.join(sorted(have))})"
+    return None
+
+
+def no_index_check(index_url: str, upstream: UpstreamClient) -> str | None:
+    files = index_files(upstream, index_url, "torch")
+    if files:
+        versions = sorted(file_versions(files, "torch"), key=Version)
+        return f"the index exists now (torch {', '.join(versions[-3:])}): add it to the matrix"
+    return None
 
 
 @dataclass
@@ -55,78 +208,69 @@ def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | Non
 def build_checks(releases: list[matrix.Release],
                  fingerprints: dict[str, str] | None = None) -> list[MatrixCheck]:  # fmt: skip
     """The checks of the releases' rows (``fingerprints``: as for ``pinned_fingerprint``)."""
+    checks: list[MatrixCheck] = []
+
+    def add(row: str, what: str, url: str, check: Callable, *args: Any, once: bool = False) -> None:
+        if not (once and any(c.url == url for c in checks)):
+            checks.append(MatrixCheck(row, what, url, partial(check, *args)))
 
     def pinned(stream: matrix.Stream) -> str:
         return pinned_fingerprint(stream, fingerprints)
 
     driver_key = (matrix.AMDGPU_KEY_URL, pinned(matrix.CLASSIC))
-    checks: list[MatrixCheck] = []
     repositories: dict[str, tuple[matrix.Repository, matrix.Stream]] = {}
     indexes: dict[str, list[matrix.Release]] = {}
     for rel in releases:
-        stream, repo = rel.stream, rel.repository
+        stream, repo, row = rel.stream, rel.repository, rel.version
         repositories.setdefault(repo.key_url, (repo, stream))
         key = (repo.key_url, pinned(stream))
-        for row in matrix.DISTROS:
-            pub = rel.publication(row)
-            if pub is None:
+        for distro in matrix.DISTROS:
+            if (pub := rel.publication(distro)) is None:
                 continue
             dists = f"{stream.repository_url(repo.base_url, rel, pub)}/dists/{pub.suite}"
             url, what = f"{dists}/InRelease", f"InRelease {pub.directory or pub.suite}"
-            if not any(c.url == url for c in checks):
-                run = inrelease_check(url, pub.suite, stream.pin_origin, key)
-                checks.append(MatrixCheck(rel.version, what, url, run))
+            add(row, what, url, inrelease_check, url, pub.suite, stream.pin_origin, key, once=True)
             if stream is matrix.CORE_SDK:
-                run = core_packages_check(dists, rel, pub.suite, key)
                 url = f"{dists}/main/binary-amd64/Packages.gz"
-                checks.append(MatrixCheck(rel.version, f"packages in {pub.directory}", url, run))
+                add(row, f"packages in {pub.directory}", url, core_packages_check, dists, rel,
+                    pub.suite, key)  # fmt: skip
         driver = matrix.amdgpu_repo_version(rel)
         # AMD's classic pin covers the driver repository in classic only.
         origin = matrix.CLASSIC.pin_origin if stream is matrix.CLASSIC else None
-        suites = sorted({row.suite for row in matrix.DISTROS if rel.publication(row)})
+        suites = sorted({d.suite for d in matrix.DISTROS if rel.publication(d)})
         for suite in suites if driver else ():
             url = f"{matrix.AMDGPU_APT_BASE_URL}/{driver}/ubuntu/dists/{suite}/InRelease"
-            if not any(c.url == url for c in checks):
-                run = inrelease_check(url, suite, origin, driver_key)
-                checks.append(MatrixCheck(rel.version, f"amdgpu {driver} {suite}", url, run))
+            add(row, f"amdgpu {driver} {suite}", url, inrelease_check, url, suite, origin,
+                driver_key, once=True)  # fmt: skip
         if rel.torch_index:
             indexes.setdefault(rel.torch_index, []).append(rel)
         else:
             url = f"{matrix.PYTORCH_INDEX_BASE_URL}/rocm{major_minor(rel.version)}"
-            checks.append(MatrixCheck(rel.version, "no PyTorch index", url, no_index_check(url)))
-        if rel.amd_wheels:
-            checks += amd_wheel_checks(rel, rel.amd_wheels)
+            add(row, "no PyTorch index", url, no_index_check, url)
+        if amd := rel.amd_wheels:  # AMD's index: runtime, builds, each amd-torch-device-<gfx>
+            url = amd.url.rstrip("/")
+            add(row, "AMD ROCm runtime", f"{url}/rocm/", runtime_check, url, amd.runtime)
+            for project in ("torch", "torchvision", "torchaudio"):
+                versions = {f"{v}+{amd.label}" for b in amd.builds if (v := getattr(b, project))}
+                add(row, f"AMD {project} wheels", f"{url}/{project}/", wheels_check, url,
+                    project, sorted(versions, key=Version))  # fmt: skip
+            for gfx in amd.targets:
+                project = f"amd-torch-device-{gfx}"
+                versions = [f"{b.torch}+{amd.label}" for b in amd.builds_for([gfx])]
+                add(
+                    row, f"AMD {project}", f"{url}/{project}/", wheels_check, url, project, versions
+                )
     for key_url, (repo, stream) in repositories.items():
-        run = key_check(key_url, pinned(stream))
-        checks.append(MatrixCheck(f"key {repo.name}", "fingerprint", key_url, run))
+        add(f"key {repo.name}", "fingerprint", key_url, key_check, key_url, pinned(stream))
     for index, rels in indexes.items():
         url = f"{matrix.PYTORCH_INDEX_BASE_URL}/{index}"
-        builds = rels[0].torch_builds
         for project in ("torch", "torchvision", "torchaudio"):
-            versions = [f"{v}+{index}" for b in builds if (v := getattr(b, project))]
+            versions = [f"{v}+{index}" for b in rels[0].torch_builds if (v := getattr(b, project))]
             if versions:
-                run = wheels_check(url, project, versions)
-                checks.append(MatrixCheck(index, f"{project} wheels", f"{url}/{project}/", run))
+                add(index, f"{project} wheels", f"{url}/{project}/", wheels_check, url, project,
+                    versions)  # fmt: skip
         if runtime := rels[0].torch_runtime:
-            run = runtime_check(url, runtime)
-            checks.append(MatrixCheck(index, "ROCm runtime", f"{url}/", run))
-    return checks
-
-
-def amd_wheel_checks(rel: matrix.Release, amd: matrix.AmdWheels) -> list[MatrixCheck]:
-    """AMD's index for a release: runtime, pinned builds, each ``amd-torch-device-<gfx>``."""
-    url = amd.url.rstrip("/")
-    run = runtime_check(url, amd.runtime)
-    checks = [MatrixCheck(rel.version, "AMD ROCm runtime", f"{url}/rocm/", run)]
-    for project in ("torch", "torchvision", "torchaudio"):
-        versions = [f"{v}+{amd.label}" for b in amd.builds if (v := getattr(b, project))]
-        run = wheels_check(url, project, sorted(set(versions), key=Version))
-        checks.append(MatrixCheck(rel.version, f"AMD {project} wheels", f"{url}/{project}/", run))
-    for gfx in amd.targets:
-        project = f"amd-torch-device-{gfx}"
-        versions = [f"{b.torch}+{amd.label}" for b in amd.builds_for([gfx])]
-        run = wheels_check(url, project, versions)
-        checks.append(MatrixCheck(rel.version, f"AMD {project}", f"{url}/{project}/", run))
+            add(index, "ROCm runtime", f"{url}/", runtime_check, url, runtime)
     return checks
 
 
@@ -138,7 +282,7 @@ class MissingRelease:
     where: str  # the listing or index it was found in (with the package that names it)
 
     def json(self) -> dict[str, str]:
-        return {"release": self.release, "where": self.where}
+        return asdict(self)
 
 
 def missing_releases(

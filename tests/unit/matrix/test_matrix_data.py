@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.matrix import amd_tables, generate, inputs, releases, tables
+from rocm_fleet.matrix import amd_tables, generate, inputs, tables
+from rocm_fleet.matrix import upstream as releases
 from rocm_fleet.model import matrix, upstream_data
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -184,7 +185,7 @@ def test_every_row_names_its_source_and_the_matrix_reads_them():
 
 
 def test_the_docs_show_where_each_row_comes_from():
-    from rocm_fleet.matrix.sources import sources_markdown
+    from rocm_fleet.matrix.release_table import sources_markdown
 
     text = (ROOT / "docs" / "supported-releases.md").read_text()
     block = re.search(r"<!-- source-tables -->\n(.*?)\n<!-- /source-tables -->", text, re.S)
@@ -197,8 +198,7 @@ def test_the_docs_show_where_each_row_comes_from():
 
 
 def test_the_terminal_table_names_each_rows_source():
-    from rocm_fleet.matrix.release_table import plain_table, source_text
-    from rocm_fleet.matrix.sources import sources_text
+    from rocm_fleet.matrix.release_table import plain_table, source_text, sources_text
 
     lines = plain_table().splitlines()
     legend = dict(re.findall(r"^  \[(\d+)\] (.+)$", "\n".join(lines), re.M))
@@ -365,7 +365,7 @@ def test_the_tables_and_the_tool_read_one_gpu_list_and_one_override_check(tmp_pa
 
 def test_every_amd_device_amds_tables_map_resolves_with_its_source_vfs_included():
     from rocm_fleet.matrix import device_tables as dt
-    from rocm_fleet.matrix.pci_table import pci_amd_devices
+    from rocm_fleet.matrix.device_tables import pci_amd_devices
     from rocm_fleet.model import pci_ids
 
     stored = RECORDS / "stored"

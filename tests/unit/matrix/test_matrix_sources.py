@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from rocm_fleet.matrix import amd_tables, generate, inputs, pci_table, upstream
+from rocm_fleet.matrix import amd_tables, generate, inputs, upstream
+from rocm_fleet.matrix import device_tables as pci_table
 from rocm_fleet.matrix.pytorch_tables import listed_versions, read_listing
 from unit.matrix import test_matrix_update as t
 from unit.matrix.test_matrix_update import _inputs

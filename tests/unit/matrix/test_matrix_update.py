@@ -9,7 +9,9 @@ import json
 
 import pytest
 
-from rocm_fleet.matrix import amd_tables, generate, inputs, pytorch_tables, records, releases
+from rocm_fleet.matrix import amd_tables, generate, inputs, pytorch_tables
+from rocm_fleet.matrix import device_tables as records
+from rocm_fleet.matrix import upstream as releases
 from rocm_fleet.matrix.pytorch_tables import torch_stable_rocm
 from rocm_fleet.model import matrix, upstream_data
 
