@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from operator import eq, ge, gt, le, lt
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -63,30 +65,17 @@ def linked_releases(listing: str) -> set[str]:
     return set(re.findall(r'href="(\d+\.\d+(?:\.\d+)?)/"', listing))
 
 
-# [0-9], not \d: a str pattern's \d takes any Unicode digit.
-def is_full_release(version: str) -> bool:
-    """Whether ``version`` is a three-part release ("10.0.0"), not "10.0" or "10.0.0rc1"."""
-    return bool(re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version))
+def _whole(pattern: str) -> Callable[[str], bool]:
+    """Whether ``pattern`` matches the whole text ([0-9], not \\d: \\d takes any Unicode digit)."""
+    return lambda text: re.fullmatch(pattern, text) is not None
 
 
-def is_build_version(text: str) -> bool:
-    """Whether ``text`` is a torch, torchvision or torchaudio version ("2.15.0", "0.29.0a0")."""
-    return bool(re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?", text))
-
-
-def is_driver_folder(text: str) -> bool:
-    """Whether ``text`` names an amdgpu repository folder ("31.50", "31.40.1")."""
-    return bool(re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?", text))
-
-
-def is_core_sdk_meta_package(name: str) -> bool:
-    """Whether a package is the Core SDK's meta package of a release series (amdrocm10.0)."""
-    return bool(re.fullmatch(r"amdrocm\d+\.\d+", name))
-
-
-def is_numeric_version(text: str) -> bool:
-    """Whether ``text`` is a dotted number (/etc/debian_version's "12.9"; not "trixie/sid")."""
-    return bool(re.fullmatch(r"\d+(?:\.\d+)*", text))
+is_full_release = _whole(r"[0-9]+\.[0-9]+\.[0-9]+")  # "10.0.0", not "10.0" or "10.0.0rc1"
+#: a torch, torchvision or torchaudio version ("2.15.0", "0.29.0a0")
+is_build_version = _whole(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?")
+is_driver_folder = _whole(r"[0-9]+\.[0-9]+(\.[0-9]+)?")  # an amdgpu folder: "31.50", "31.40.1"
+is_core_sdk_meta_package = _whole(r"amdrocm\d+\.\d+")  # a release series' (amdrocm10.0)
+is_numeric_version = _whole(r"\d+(?:\.\d+)*")  # /etc/debian_version's "12.9", not "trixie/sid"
 
 
 def leading_point_release(text: str) -> str | None:
@@ -143,13 +132,7 @@ def major_minor(version: str) -> str:
 
 
 # Debian package versions (python-debian, imported on first use).
-_RELATIONS = {
-    "=": lambda order: order == 0,
-    ">=": lambda order: order >= 0,
-    "<=": lambda order: order <= 0,
-    ">>": lambda order: order > 0,
-    "<<": lambda order: order < 0,
-}
+_RELATIONS = {"=": eq, ">=": ge, "<=": le, ">>": gt, "<<": lt}
 
 
 def debian_version(version: str) -> DebianVersion:
@@ -169,4 +152,4 @@ def compare_debian_versions(a: str, b: str) -> int:
 
 def debian_version_satisfies(version: str, relation: str, wanted: str) -> bool:
     """Whether ``version`` meets a Depends relation (``=``, ``>=``, ``<=``, ``>>``, ``<<``)."""
-    return _RELATIONS[relation](compare_debian_versions(version, wanted))
+    return _RELATIONS[relation](compare_debian_versions(version, wanted), 0)
