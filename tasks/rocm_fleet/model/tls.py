@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from rocm_fleet.atomic import write_atomically
+from rocm_fleet.model.secrets import SecretError, check_private
 
 # The server's: the longest Apple's TLS policy accepts (support.apple.com/en-us/103769).
 CA_DAYS = 3650
@@ -64,11 +63,9 @@ def load_certificates(key: str, path: str) -> list[x509.Certificate]:
 def private_key_is_private(key: str, path: str) -> None:
     """Raises TlsFileError unless the key file is 0600 or stricter."""
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except OSError as exc:
-        raise TlsFileError(key, f"can't read {path}: {exc.strerror}") from None
-    if mode & 0o077:
-        raise TlsFileError(key, f"{path} is readable by others (mode {mode:04o}): chmod 600 {path}")
+        check_private(path)
+    except SecretError as exc:
+        raise TlsFileError(key, str(exc)) from None
 
 
 def _names(certificate: x509.Certificate) -> tuple[list[str], list[str]]:
