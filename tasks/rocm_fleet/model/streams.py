@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -135,7 +136,7 @@ class ClassicStream(Stream):
         return bool(tag) and not versions.is_amd_driver_version(version)
 
     def version_regex(self, release: Release) -> str:
-        return versions.classic_version_regex(release.version)
+        return f"[.]{versions.release_tag(release.version)}-"  # 6.4.3 -> [.]60403-
 
     def root(self, release: Release) -> str:
         return paths.classic_root(release.version)
@@ -163,7 +164,10 @@ class CoreSdkStream(Stream):
         return [f"amdrocm{ver}"]
 
     def owns(self, name: str, version: str) -> bool:
-        return versions.is_core_sdk_package(name, version)
+        # amdrocm*, <X.Y.Z>-<build>, but not amdrocm-repo (ROCm/TheRock @ 89553ce3
+        # docs/packaging/versioning.md, deb_package.py, build_repo_package.py).
+        core_sdk = re.match(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$", version)
+        return name.startswith("amdrocm") and name != "amdrocm-repo" and bool(core_sdk)
 
     def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
         """Other targets' packages and the every-target one, when per-target ones are wanted."""
@@ -175,7 +179,7 @@ class CoreSdkStream(Stream):
         return sorted(n for n in names if n.endswith(others) or n == f"amdrocm{ver}")
 
     def version_regex(self, release: Release) -> str:
-        return versions.core_sdk_version_regex(release.version)
+        return "^" + release.version.replace(".", "[.]") + "-"  # 10.0.0 -> ^10[.]0[.]0-
 
     def root(self, release: Release) -> str:
         return paths.core_sdk_root(major_minor(release.version))

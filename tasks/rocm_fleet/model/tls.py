@@ -95,7 +95,11 @@ def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | No
     serve the mirror at ``address``."""
     now = now or datetime.datetime.now(datetime.UTC)
     ca = load_certificates(_CA, tls.ca)[0]
-    if not _is_ca(ca):
+    try:
+        is_ca = ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        is_ca = False
+    if not is_ca:
         raise TlsFileError(
             _CA,
             f"{tls.ca} is not a CA certificate (no basicConstraints CA:TRUE); "
@@ -137,13 +141,6 @@ def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | No
             f"{tls.cert} names {', '.join(dns + ips) or 'no host'}, not {address}, the address "
             f"the hosts reach the mirror by: `rocm-fleet mirror-ca DIR {address}` issues one",
         )
-
-
-def _is_ca(certificate: x509.Certificate) -> bool:
-    try:
-        return certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
-    except x509.ExtensionNotFound:
-        return False
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
