@@ -80,7 +80,8 @@ REPOSITORIES = (CLASSIC_REPOSITORY, MULTI_ARCH_REPOSITORY, STABLE_REPOSITORY)
 
 @dataclass(frozen=True)
 class Stream:
-    """Everything one stream of ROCm does differently; subclasses answer about packages."""
+    """A stream of ROCm, as the classic one publishes; ``CoreSdkStream`` says what the Core SDK
+    does differently."""
 
     name: str
     title: str
@@ -99,15 +100,16 @@ class Stream:
         return render("apt-pin.pref.j2", release=f"o={self.pin_origin}", priority=600)
 
     def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
-        raise NotImplementedError
+        return f"{base_url.rstrip('/')}/{release.apt_path}"
 
     def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
         """The packages for an unset ``rocm_packages``; ``gfx_targets``: the host's, or None."""
-        raise NotImplementedError
+        return ["rocm-hip-runtime"]
 
     def owns(self, name: str, version: str) -> bool:
         """Whether an installed package is this stream's ROCm (not a driver or the distro's)."""
-        raise NotImplementedError
+        tag = versions.amd_release_tag(version)
+        return bool(tag) and not versions.is_amd_driver_version(version)
 
     def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
         """Of installed ``names``, those serving only GPU targets ``packages`` no longer name."""
@@ -115,27 +117,6 @@ class Stream:
 
     def version_regex(self, release: Release) -> str:
         """An extended regex (Python and awk) matching the release's package versions."""
-        raise NotImplementedError
-
-    def root(self, release: Release) -> str:
-        raise NotImplementedError
-
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
-        raise NotImplementedError
-
-
-class ClassicStream(Stream):
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
-        return f"{base_url.rstrip('/')}/{release.apt_path}"
-
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
-        return ["rocm-hip-runtime"]
-
-    def owns(self, name: str, version: str) -> bool:
-        tag = versions.amd_release_tag(version)
-        return bool(tag) and not versions.is_amd_driver_version(version)
-
-    def version_regex(self, release: Release) -> str:
         return f"[.]{versions.release_tag(release.version)}-"  # 6.4.3 -> [.]60403-
 
     def root(self, release: Release) -> str:
@@ -197,40 +178,27 @@ def _listed(stream: str, key: str) -> str | None:
     )  # fmt: skip
 
 
-def _publications(stream: str, per_model: dict[str, dict[str, list[str]]]) -> tuple:
-    """What ``stream`` publishes per distro, with ``per_model`` listings (Debian's Core SDK)."""
-    out = []
-    for row in (r for r in _ROWS["publications"] if r["stream"] == stream):
-        key = row["distro"]
+def _stream(kind: type[Stream], name: str, title: str, keyring: str, pin: str, text: str,
+            per_model: dict[str, dict[str, list[str]]]) -> Stream:  # fmt: skip
+    """The stream ``name`` of repositories.json, what it publishes per distro with ``per_model``
+    listings (Debian's Core SDK); ``keyring``, ``pin``: host paths; ``text``: its packages."""
+    row, publications = _row("streams", name), []
+    for pub in (r for r in _ROWS["publications"] if r["stream"] == name):
+        key = pub["distro"]
         listing = per_model.get(key) or {}
         models = ", ".join(m.removeprefix("AMD Instinct ") for m in listing.get("models", ()))
         gfx = tuple(listing["gfx"]) if listing else None
-        row_values = (row["suite"], row["directory"], row["first_release"], _listed(stream, key))
-        text = f"Instinct {models}" if listing else ""
-        out.append(Publication(key, *row_values, row["instinct_only"], gfx, text))
-    return tuple(out)
+        values = (pub["suite"], pub["directory"], pub["first_release"], _listed(name, key))
+        text_ = f"Instinct {models}" if listing else ""
+        publications.append(Publication(key, *values, pub["instinct_only"], gfx, text_))
+    fingerprint, origin = row["key_fingerprint"], row["pin_origin"]  # AMD publishes no Core pin
+    return kind(name, title, fingerprint, keyring, pin, origin, tuple(publications), text)
 
 
-CLASSIC = ClassicStream(
-    "classic",
-    "ROCm (repo.radeon.com)",
-    key_fingerprint=_row("streams", "classic")["key_fingerprint"],
-    keyring=paths.ROCM_KEYRING,
-    pin=paths.ROCM_PIN,  # else Debian's own rocminfo outranks AMD's 1.0.0.<tag>
-    pin_origin=_row("streams", "classic")["pin_origin"],
-    publications=_publications("classic", {}),
-    default_packages_text="`rocm-hip-runtime`",
-)
-CORE_SDK = CoreSdkStream(
-    "core-sdk",
-    "ROCm Core SDK",
-    key_fingerprint=_row("streams", "core-sdk")["key_fingerprint"],
-    keyring=paths.AMDROCM_KEYRING,
-    pin=paths.AMDROCM_PIN,
-    pin_origin=_row("streams", "core-sdk")["pin_origin"],  # AMD publishes none
-    publications=_publications("core-sdk", upstream_data.CORE_SDK_DEBIAN),
-    default_packages_text=(
-        "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"
-    ),
-)
+# The classic pin: else Debian's own rocminfo outranks AMD's 1.0.0.<tag>.
+CLASSIC = _stream(Stream, "classic", "ROCm (repo.radeon.com)", paths.ROCM_KEYRING,
+                  paths.ROCM_PIN, "`rocm-hip-runtime`", {})  # fmt: skip
+CORE_SDK = _stream(CoreSdkStream, "core-sdk", "ROCm Core SDK", paths.AMDROCM_KEYRING,
+    paths.AMDROCM_PIN, "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, "
+    "else `amdrocm<X.Y>`", upstream_data.CORE_SDK_DEBIAN)  # fmt: skip
 STREAMS = (CLASSIC, CORE_SDK)
