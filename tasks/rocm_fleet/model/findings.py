@@ -46,7 +46,8 @@ def findings(
         found += _bundle(config, row, gpus, bundle_files)
     found += _system(survey)
     found += _gpus(config, survey)
-    found += Found(warnings=_vf_notes(survey, row))
+    notes = (vf_note(gpu, row.key if row else None) for gpu in gpus_found(survey))
+    found += Found(warnings=list(dict.fromkeys(n for n in notes if n)))  # one per SR-IOV VF
     found += apu.findings(config, survey)
     if row is not None:
         found += _kernel(row, survey)
@@ -201,12 +202,6 @@ def _gpus(config: Config, survey: HostSurvey) -> Found:
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
     return Found(warnings=warnings)
-
-
-def _vf_notes(survey: HostSurvey, row: matrix.Distro | None) -> list[str]:
-    """A note per SR-IOV virtual function (a VM's GPU)."""
-    notes = (vf_note(gpu, row.key if row else None) for gpu in gpus_found(survey))
-    return list(dict.fromkeys(n for n in notes if n))
 
 
 def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:
