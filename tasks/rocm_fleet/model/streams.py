@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -145,10 +144,7 @@ class CoreSdkStream(Stream):
         return [f"amdrocm{ver}"]
 
     def owns(self, name: str, version: str) -> bool:
-        # amdrocm*, <X.Y.Z>-<build>, but not amdrocm-repo (ROCm/TheRock @ 89553ce3
-        # docs/packaging/versioning.md, deb_package.py, build_repo_package.py).
-        core_sdk = re.match(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$", version)
-        return name.startswith("amdrocm") and name != "amdrocm-repo" and bool(core_sdk)
+        return versions.is_core_sdk_package(name, version)
 
     def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
         """Other targets' packages and the every-target one, when per-target ones are wanted."""

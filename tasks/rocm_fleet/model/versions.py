@@ -108,6 +108,14 @@ def release_tag(version: str) -> str:
     return f"{major}{minor:02d}{patch:02d}"
 
 
+# Core SDK packages: amdrocm*, <X.Y.Z>-<build>, but not amdrocm-repo (ROCm/TheRock @ 89553ce3
+# docs/packaging/versioning.md, deb_package.py, build_repo_package.py).
+def is_core_sdk_package(name: str, version: str) -> bool:
+    """Whether an installed package is one of the ROCm Core SDK's (amdrocm*, X.Y.Z-N)."""
+    core_sdk = re.match(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$", version)
+    return name.startswith("amdrocm") and name != "amdrocm-repo" and bool(core_sdk)
+
+
 def major_minor(version: str) -> str:
     """ "10.1.0" -> "10.1", as in Core SDK package names and install roots."""
     return ".".join(version.split(".")[:2])
