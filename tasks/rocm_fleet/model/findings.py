@@ -19,13 +19,11 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Findings:
-    row: matrix.Distro | None
-    problems: list[str]
-    warnings: list[str]
+class Findings(Found):
+    """A host's ``Found``, its matrix row (None when refused) and GPU targets."""
+
+    row: matrix.Distro | None = None
     gpus: list[str | None] = field(default_factory=list)  # None: a device the matrix can't name
-    # In full, the lists a message only summarises.
-    details: dict[str, list[str]] = field(default_factory=dict)
 
 
 class BundleFiles(Protocol):
@@ -64,7 +62,7 @@ def findings(
     found += _stream_move(config, survey)
     found += _plain_mirror(config)
     problems = found.problems
-    return Findings(row if not problems else None, problems, found.warnings, gpus, found.details)
+    return Findings(problems, found.warnings, found.details, row if not problems else None, gpus)
 
 
 def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, Found]:
