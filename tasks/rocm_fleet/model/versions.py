@@ -50,14 +50,10 @@ RELEASE_LIST_ROW = re.compile(
 def kernel_releases(packages: dict[str, str]) -> list[str]:
     """Releases of the installed ``linux-image-[unsigned-]<release>`` packages, meta packages
     skipped: ``["6.1.0-50-amd64", "6.12.95+deb12-amd64"]``."""
-    releases = []
-    for name in sorted(packages):
-        if not name.startswith("linux-image-"):
-            continue
-        release = name.removeprefix("linux-image-").removeprefix("unsigned-")
-        if release[:1].isdigit() and release not in releases:
-            releases.append(release)
-    return releases
+    prefix = "linux-image-"
+    images = [name.removeprefix(prefix) for name in sorted(packages) if name.startswith(prefix)]
+    releases = (image.removeprefix("unsigned-") for image in images)
+    return list(dict.fromkeys(release for release in releases if release[:1].isdigit()))
 
 
 def linked_releases(listing: str) -> set[str]:
