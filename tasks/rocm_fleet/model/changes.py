@@ -58,12 +58,8 @@ class FileChange:
         return [heading, *self.diff]
 
     def to_json(self) -> dict[str, Any]:
-        found: dict[str, Any] = {"action": self.action, "path": self.path}
-        if self.secret:
-            found["secret"] = True
-        else:
-            found["diff"] = list(self.diff)
-        return found
+        shown = {"secret": True} if self.secret else {"diff": list(self.diff)}
+        return {"action": self.action, "path": self.path, **shown}
 
 
 def file_change(

@@ -159,8 +159,7 @@ def load_config(
                 f"a release with a PyTorch index ({rel.no_torch_reason}); "
                 "or set pytorch_install: False",
             )
-        unknown = source.unknown_targets(gfx)
-        if unknown:
+        if unknown := source.unknown_targets(gfx):
             raise fail(
                 "expected_gfx",
                 settings.expected_gfx,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
@@ -34,10 +34,8 @@ class Mirror:
 
 def wanted_wheels(build: TorchBuild, label: str) -> dict[str, str]:
     """Each wheel pinned with the index's local label (``0.24.1+rocm6.4``)."""
-    wanted = {"torch": build.torch, "torchvision": build.torchvision}
-    if build.torchaudio:
-        wanted["torchaudio"] = build.torchaudio
-    return {name: f"{version}+{label}" for name, version in wanted.items()}
+    wanted = zip(("torch", "torchvision", "torchaudio"), astuple(build), strict=True)
+    return {name: f"{version}+{label}" for name, version in wanted if version}
 
 
 def pinned_requirements(

@@ -19,13 +19,11 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Findings:
-    row: matrix.Distro | None
-    problems: list[str]
-    warnings: list[str]
+class Findings(Found):
+    """A host's ``Found``, its matrix row (None when refused) and GPU targets."""
+
+    row: matrix.Distro | None = None
     gpus: list[str | None] = field(default_factory=list)  # None: a device the matrix can't name
-    # In full, the lists a message only summarises.
-    details: dict[str, list[str]] = field(default_factory=dict)
 
 
 class BundleFiles(Protocol):
@@ -46,7 +44,8 @@ def findings(
         found += _bundle(config, row, gpus, bundle_files)
     found += _system(survey)
     found += _gpus(config, survey)
-    found += Found(warnings=_vf_notes(survey, row))
+    notes = (vf_note(gpu, row.key if row else None) for gpu in gpus_found(survey))
+    found += Found(warnings=list(dict.fromkeys(n for n in notes if n)))  # one per SR-IOV VF
     found += apu.findings(config, survey)
     if row is not None:
         found += _kernel(row, survey)
@@ -63,7 +62,7 @@ def findings(
     found += _stream_move(config, survey)
     found += _plain_mirror(config)
     problems = found.problems
-    return Findings(row if not problems else None, problems, found.warnings, gpus, found.details)
+    return Findings(problems, found.warnings, found.details, row if not problems else None, gpus)
 
 
 def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, Found]:
@@ -201,12 +200,6 @@ def _gpus(config: Config, survey: HostSurvey) -> Found:
         if wanted and not listed:
             warnings.append(f"AMD does not list {gfx} for ROCm {config.release.version}")
     return Found(warnings=warnings)
-
-
-def _vf_notes(survey: HostSurvey, row: matrix.Distro | None) -> list[str]:
-    """A note per SR-IOV virtual function (a VM's GPU)."""
-    notes = (vf_note(gpu, row.key if row else None) for gpu in gpus_found(survey))
-    return list(dict.fromkeys(n for n in notes if n))
 
 
 def _plan_time(config: Config, row: matrix.Distro, survey: HostSurvey) -> Found:

@@ -46,7 +46,7 @@ class Fleet:
         self._resolved: dict[str, Config | ConfigError] = {}
         self._needs: dict[tuple[str, str], HostNeeds | None] = {}
         self._upstreams: dict[str, list[ProxiedUpstream]] = {}
-        self._tls_checked: dict[tuple[str, str, str, str], TlsFileError | None] = {}
+        self._tls_checked: dict[tuple[str, ...], ConfigError | None] = {}
 
     @property
     def names(self) -> list[str]:
@@ -57,14 +57,8 @@ class Fleet:
 
     def config(self, name: str) -> Config:
         """``name``'s settings, mirror resolved; raises ConfigError (its data or its mirror's)."""
-        if name not in self._resolved:
-            try:
-                config = resolve_mirror(self.settings(name), name, self)
-                check_secrets(config, name)
-                self._resolved[name] = config
-            except ConfigError as exc:
-                self._resolved[name] = exc
-        return _value(self._resolved[name])
+        return _once(self._resolved, name, lambda: check_secrets(
+            resolve_mirror(self.settings(name), name, self), name))  # fmt: skip
 
     def configs(self) -> dict[str, Config]:
         """Every host with valid data."""
@@ -112,15 +106,13 @@ class Fleet:
 
     def settings(self, name: str) -> Config:
         """``name``'s validated settings, its mirror not yet resolved."""
-        if name not in self._loaded:
+
+        def load() -> Config:
             data = dict(self._data[name])
             self._addresses[name] = data.get("ssh_hostname") or name
-            try:
-                origin = partial(self._origin, name) if self._origin else None
-                self._loaded[name] = load_config(data, name, origin)
-            except ConfigError as exc:
-                self._loaded[name] = exc
-        return _value(self._loaded[name])
+            return load_config(data, name, partial(self._origin, name) if self._origin else None)
+
+        return _once(self._loaded, name, load)
 
     def refusals(self, but: str) -> list[ConfigError]:
         """The ConfigError of every other host with bad data of its own, each once."""
@@ -134,15 +126,13 @@ class Fleet:
         """Raises ConfigError when ``name``'s mirror TLS files can't serve ``address``."""
         from rocm_fleet.model.tls import TlsFileError, check_mirror_files
 
-        key = (tls.ca, tls.cert, tls.key, address)
-        if key not in self._tls_checked:
+        def check() -> None:
             try:
                 check_mirror_files(tls, address)
-                self._tls_checked[key] = None
             except TlsFileError as exc:
-                self._tls_checked[key] = exc
-        if (problem := self._tls_checked[key]) is not None:
-            raise _tls_error(name, problem)
+                raise _tls_error(name, exc) from None
+
+        _once(self._tls_checked, (name, tls.ca, tls.cert, tls.key, address), check)
 
     def address(self, name: str) -> str:
         """Where the other hosts reach ``name``: its ``ssh_hostname``, else its name."""
@@ -239,8 +229,9 @@ def _tls_set_whole(config: Config, host_name: str) -> None:
             )
 
 
-def check_secrets(config: Config, host_name: str) -> None:
-    """Raises ConfigError (naming the key, never the secret) for an unreadable credential."""
+def check_secrets(config: Config, host_name: str) -> Config:
+    """``config``; raises ConfigError (naming the key, never the secret) for an unreadable
+    credential."""
     for key in ("rocm_apt_auth", "rocm_pip_netrc"):
         source = getattr(config, key)
         if source is None:
@@ -249,6 +240,7 @@ def check_secrets(config: Config, host_name: str) -> None:
             read_secret(source)
         except SecretError as exc:
             raise ConfigError(f"{host_name}: inventory key {key!r}: {exc}", key) from None
+    return config
 
 
 def _tls_error(host: str, exc: TlsFileError) -> ConfigError:
@@ -265,7 +257,13 @@ def _errors(read: Callable[[str], Config], names: Iterable[str]) -> list[ConfigE
     return found
 
 
-def _value(found: Config | ConfigError) -> Config:
-    if isinstance(found, ConfigError):
+def _once(store: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """``make()`` once per ``key``; its ConfigError is kept and raised anew on every ask."""
+    if key not in store:
+        try:
+            store[key] = make()
+        except ConfigError as exc:
+            store[key] = exc
+    if isinstance(found := store[key], ConfigError):
         raise ConfigError(str(found), found.key)
     return found

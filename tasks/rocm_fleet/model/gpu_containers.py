@@ -90,7 +90,6 @@ def judge(
         problems.append(f"the CDI spec misses GPUs ({', '.join(missed)})")
     if "podman" in engines:
         for user in rootless:
-            lacking = [g for g in GROUPS if user not in view.members.get(g, ())]
-            if lacking:
+            if lacking := [g for g in GROUPS if user not in view.members.get(g, ())]:
                 problems.append(f"rootless user {user} is not in {' and '.join(lacking)}")
     return ContainersVerdict(tuple(problems), state, tuple(gone), tuple(missed))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.model import matrix
@@ -60,11 +61,11 @@ def apu_memory(gpu: dict[str, Any]) -> str:
 
 
 def describe_gpus(found: list[dict[str, Any]]) -> str:
-    counts: dict[str, int] = {}
-    for gpu in found:
-        label = gpu["gfx"] or f"unknown AMD device {gpu['device']}"
-        label = f"{label} ({apu_memory(gpu)})" if gpu.get("apu") else label
-        counts[label] = counts.get(label, 0) + 1
+    counts = Counter(
+        f"{label} ({apu_memory(gpu)})" if gpu.get("apu") else label
+        for gpu in found
+        if (label := gpu["gfx"] or f"unknown AMD device {gpu['device']}")
+    )
     return ", ".join(f"{n} x {label}" for label, n in counts.items()) or "no AMD GPU"
 
 

@@ -90,14 +90,6 @@ def http_url(value: Any, pattern: str = HTTP_URL) -> bool:
     return normal and (not port or int(port) <= 65535)
 
 
-def proxy_url(value: Any) -> bool:
-    return http_url(value, PROXY_URL)
-
-
-def absolute_path(value: Any) -> bool:
-    return full(ABSOLUTE_PATH, value)
-
-
 def ip_address(value: Any) -> bool:
     """An IPv4 or IPv6 address written as ``ipaddress`` writes it (its normal form)."""
     try:

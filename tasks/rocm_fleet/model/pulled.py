@@ -142,12 +142,9 @@ def parse(content: bytes, node: str, applied: int | None) -> PulledState:
                           "integer")  # fmt: skip
     if not isinstance(settings, dict):
         raise PullRefused("invalid-data", "the target's settings are not a JSON object")
-    problem = settings_problem(settings)
-    if problem:
-        raise PullRefused("invalid-data", f"the target's {problem}")
     matrix_data = document.get("matrix_data")
-    problem = matrix_data_problem(matrix_data) if "matrix_data" in document else None
-    if problem:
+    in_data = matrix_data_problem(matrix_data) if "matrix_data" in document else None
+    if problem := settings_problem(settings) or in_data:
         raise PullRefused("invalid-data", f"the target's {problem}")
     if applied is not None and serial < applied:
         raise PullRefused(

@@ -39,6 +39,16 @@ class Secret:
     __str__ = __repr__
 
 
+def check_private(path: str) -> None:
+    """Raises SecretError unless ``path`` can be read and is 0600 or stricter."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError as exc:
+        raise SecretError(f"can't read {path}: {exc.strerror}") from None
+    if mode & 0o077:
+        raise SecretError(f"{path} is readable by others (mode {mode:04o}): chmod 600 {path}")
+
+
 def read_secret(source: str, environ: Mapping[str, str] | None = None) -> Secret:
     """The netrc-style secret ``source`` names (``env:NAME`` or a path); raises SecretError
     for an unset variable, a missing or non-private file, or no ``machine`` entry."""
@@ -51,12 +61,8 @@ def read_secret(source: str, environ: Mapping[str, str] | None = None) -> Secret
             raise SecretError(f"{where} is not set (or empty) where pyinfra runs")
     else:
         where = source
+        check_private(source)
         try:
-            mode = stat.S_IMODE(os.stat(source).st_mode)
-            if mode & 0o077:
-                raise SecretError(
-                    f"{source} is readable by others (mode {mode:04o}): chmod 600 {source}"
-                )
             text = Path(source).read_text()
         except OSError as exc:
             raise SecretError(f"can't read {source}: {exc.strerror}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from annotated_types import Predicate
@@ -178,7 +179,7 @@ def _proxy(value: str) -> bool:
         raise invalid(
             "a proxy URL without user or password (let the proxy admit the hosts by address)"
         )
-    return grammar.proxy_url(value)
+    return grammar.http_url(value, grammar.PROXY_URL)
 
 
 HttpUrl = _checked(_url, grammar.HTTP_URL, "an http:// or https:// URL")
@@ -187,7 +188,7 @@ ProxyUrl = _checked(
     grammar.PROXY_URL,
     "an http:// URL of the proxy, e.g. 'http://proxy.example.org:3128'",
 )
-_Path = _checked(grammar.absolute_path, grammar.ABSOLUTE_PATH)
+_Path = _checked(partial(grammar.full, grammar.ABSOLUTE_PATH), grammar.ABSOLUTE_PATH)
 AbsolutePath = Annotated[
     _Path,
     Valid(

@@ -142,8 +142,7 @@ class _Problems:
         """Refuse a value that isn't an object, or one with a field not in ``allowed``."""
         if not isinstance(value, dict):
             raise self(at, value, f"an object with {', '.join(sorted(allowed))}")
-        unknown = sorted(set(value) - allowed)
-        if unknown:
+        if unknown := sorted(set(value) - allowed):
             raise self(f"{at}.{unknown[0]}".lstrip("."), value[unknown[0]],
                        f"no such field (it holds {', '.join(sorted(allowed))}; {why})")  # fmt: skip
 

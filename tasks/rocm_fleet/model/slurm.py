@@ -111,16 +111,12 @@ def parse_gres(value: str | None) -> dict[tuple[str, str | None], int]:
         parts = entry.strip().split(":")
         if not parts[0]:
             continue
-        name, kind, count = parts[0], None, 1
-        if len(parts) == 2:
-            if parts[1].isdigit():
-                count = int(parts[1])
-            else:
-                kind = parts[1]
-        elif len(parts) >= 3:
-            kind = parts[1]
-            count = int(parts[2]) if parts[2].isdigit() else 1
-        found[name, kind] += count
+        if len(parts) == 2 and parts[1].isdigit():
+            found[parts[0], None] += int(parts[1])
+        else:  # name[:type[:count]]
+            kind = parts[1] if len(parts) >= 2 else None
+            count = parts[2] if len(parts) >= 3 else ""
+            found[parts[0], kind] += int(count) if count.isdigit() else 1
     return dict(found)
 
 

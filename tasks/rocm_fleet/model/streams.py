@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from rocm_fleet.assets import render
 from rocm_fleet.model import paths, upstream_data, versions
 from rocm_fleet.model.gpu_targets import gpu_target
 from rocm_fleet.model.versions import major_minor, release_key
 
-
-class ReleaseRow(Protocol):
-    """What a stream reads of a ``model.matrix.Release``."""
-
-    @property
-    def version(self) -> str: ...
-    @property
-    def parts(self) -> tuple[int, ...]: ...
-    @property
-    def apt_path(self) -> str: ...
-
-
-class DistroRow(Protocol):
-    @property
-    def key(self) -> str: ...
+if TYPE_CHECKING:
+    from rocm_fleet.model.matrix import Distro, Release
 
 
 @dataclass(frozen=True)
@@ -92,7 +79,8 @@ REPOSITORIES = (CLASSIC_REPOSITORY, MULTI_ARCH_REPOSITORY, STABLE_REPOSITORY)
 
 @dataclass(frozen=True)
 class Stream:
-    """Everything one stream of ROCm does differently; subclasses answer about packages."""
+    """A stream of ROCm, as the classic one publishes; ``CoreSdkStream`` says what the Core SDK
+    does differently."""
 
     name: str
     title: str
@@ -103,57 +91,37 @@ class Stream:
     publications: tuple[Publication, ...]
     default_packages_text: str = ""  # for the settings table
 
-    def publication(self, row: DistroRow) -> Publication | None:
+    def publication(self, row: Distro) -> Publication | None:
         return next((p for p in self.publications if p.distro == row.key), None)
 
     def pin_text(self) -> str:
         """The pin (priority 600 on the Release Origin) above the distribution's packages."""
         return render("apt-pin.pref.j2", release=f"o={self.pin_origin}", priority=600)
 
-    def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
-        raise NotImplementedError
-
-    def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
-        """The packages for an unset ``rocm_packages``; ``gfx_targets``: the host's, or None."""
-        raise NotImplementedError
-
-    def owns(self, name: str, version: str) -> bool:
-        """Whether an installed package is this stream's ROCm (not a driver or the distro's)."""
-        raise NotImplementedError
-
-    def unwanted_targets(self, release: ReleaseRow, packages: list, names: list) -> list[str]:
-        """Of installed ``names``, those serving only GPU targets ``packages`` no longer name."""
-        return []
-
-    def version_regex(self, release: ReleaseRow) -> str:
-        """An extended regex (Python and awk) matching the release's package versions."""
-        raise NotImplementedError
-
-    def root(self, release: ReleaseRow) -> str:
-        raise NotImplementedError
-
-    def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
-        raise NotImplementedError
-
-
-class ClassicStream(Stream):
-    def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
+    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
         return f"{base_url.rstrip('/')}/{release.apt_path}"
 
-    def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
+    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+        """The packages for an unset ``rocm_packages``; ``gfx_targets``: the host's, or None."""
         return ["rocm-hip-runtime"]
 
     def owns(self, name: str, version: str) -> bool:
+        """Whether an installed package is this stream's ROCm (not a driver or the distro's)."""
         tag = versions.amd_release_tag(version)
         return bool(tag) and not versions.is_amd_driver_version(version)
 
-    def version_regex(self, release: ReleaseRow) -> str:
-        return versions.classic_version_regex(release.version)
+    def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
+        """Of installed ``names``, those serving only GPU targets ``packages`` no longer name."""
+        return []
 
-    def root(self, release: ReleaseRow) -> str:
+    def version_regex(self, release: Release) -> str:
+        """An extended regex (Python and awk) matching the release's package versions."""
+        return f"[.]{versions.release_tag(release.version)}-"  # 6.4.3 -> [.]60403-
+
+    def root(self, release: Release) -> str:
         return paths.classic_root(release.version)
 
-    def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
+    def lists_gpu(self, release: Release, gfx: str) -> bool:
         target = gpu_target(gfx)
         since = target.supported_from if target else None
         return since is not None and release.parts >= release_key(since)
@@ -164,10 +132,10 @@ CORE_SDK_GFX_PACKAGES: tuple[str, ...] = tuple(row["gfx"] for row in _ROWS["gfx_
 
 
 class CoreSdkStream(Stream):
-    def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
+    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
         return f"{base_url.rstrip('/')}/{publication.directory}"
 
-    def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
+    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
         # "ROCm Base" (200-install.rst @ 0c31064a); <ver> is major.minor.
         ver = major_minor(release.version)
         targets = sorted(set(gfx_targets or []))
@@ -178,7 +146,7 @@ class CoreSdkStream(Stream):
     def owns(self, name: str, version: str) -> bool:
         return versions.is_core_sdk_package(name, version)
 
-    def unwanted_targets(self, release: ReleaseRow, packages: list, names: list) -> list[str]:
+    def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
         """Other targets' packages and the every-target one, when per-target ones are wanted."""
         ver = major_minor(release.version)
         wanted = {gfx for gfx in CORE_SDK_GFX_PACKAGES for p in packages if p.endswith(f"-{gfx}")}
@@ -187,13 +155,13 @@ class CoreSdkStream(Stream):
         others = tuple(f"-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES if gfx not in wanted)
         return sorted(n for n in names if n.endswith(others) or n == f"amdrocm{ver}")
 
-    def version_regex(self, release: ReleaseRow) -> str:
-        return versions.core_sdk_version_regex(release.version)
+    def version_regex(self, release: Release) -> str:
+        return "^" + release.version.replace(".", "[.]") + "-"  # 10.0.0 -> ^10[.]0[.]0-
 
-    def root(self, release: ReleaseRow) -> str:
+    def root(self, release: Release) -> str:
         return paths.core_sdk_root(major_minor(release.version))
 
-    def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
+    def lists_gpu(self, release: Release, gfx: str) -> bool:
         return gfx in CORE_SDK_GFX_PACKAGES
 
 
@@ -206,40 +174,27 @@ def _listed(stream: str, key: str) -> str | None:
     )  # fmt: skip
 
 
-def _publications(stream: str, per_model: dict[str, dict[str, list[str]]]) -> tuple:
-    """What ``stream`` publishes per distro, with ``per_model`` listings (Debian's Core SDK)."""
-    out = []
-    for row in (r for r in _ROWS["publications"] if r["stream"] == stream):
-        key = row["distro"]
+def _stream(kind: type[Stream], name: str, title: str, keyring: str, pin: str, text: str,
+            per_model: dict[str, dict[str, list[str]]]) -> Stream:  # fmt: skip
+    """The stream ``name`` of repositories.json, what it publishes per distro with ``per_model``
+    listings (Debian's Core SDK); ``keyring``, ``pin``: host paths; ``text``: its packages."""
+    row, publications = _row("streams", name), []
+    for pub in (r for r in _ROWS["publications"] if r["stream"] == name):
+        key = pub["distro"]
         listing = per_model.get(key) or {}
         models = ", ".join(m.removeprefix("AMD Instinct ") for m in listing.get("models", ()))
         gfx = tuple(listing["gfx"]) if listing else None
-        row_values = (row["suite"], row["directory"], row["first_release"], _listed(stream, key))
-        text = f"Instinct {models}" if listing else ""
-        out.append(Publication(key, *row_values, row["instinct_only"], gfx, text))
-    return tuple(out)
+        values = (pub["suite"], pub["directory"], pub["first_release"], _listed(name, key))
+        text_ = f"Instinct {models}" if listing else ""
+        publications.append(Publication(key, *values, pub["instinct_only"], gfx, text_))
+    fingerprint, origin = row["key_fingerprint"], row["pin_origin"]  # AMD publishes no Core pin
+    return kind(name, title, fingerprint, keyring, pin, origin, tuple(publications), text)
 
 
-CLASSIC = ClassicStream(
-    "classic",
-    "ROCm (repo.radeon.com)",
-    key_fingerprint=_row("streams", "classic")["key_fingerprint"],
-    keyring=paths.ROCM_KEYRING,
-    pin=paths.ROCM_PIN,  # else Debian's own rocminfo outranks AMD's 1.0.0.<tag>
-    pin_origin=_row("streams", "classic")["pin_origin"],
-    publications=_publications("classic", {}),
-    default_packages_text="`rocm-hip-runtime`",
-)
-CORE_SDK = CoreSdkStream(
-    "core-sdk",
-    "ROCm Core SDK",
-    key_fingerprint=_row("streams", "core-sdk")["key_fingerprint"],
-    keyring=paths.AMDROCM_KEYRING,
-    pin=paths.AMDROCM_PIN,
-    pin_origin=_row("streams", "core-sdk")["pin_origin"],  # AMD publishes none
-    publications=_publications("core-sdk", upstream_data.CORE_SDK_DEBIAN),
-    default_packages_text=(
-        "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, else `amdrocm<X.Y>`"
-    ),
-)
+# The classic pin: else Debian's own rocminfo outranks AMD's 1.0.0.<tag>.
+CLASSIC = _stream(Stream, "classic", "ROCm (repo.radeon.com)", paths.ROCM_KEYRING,
+                  paths.ROCM_PIN, "`rocm-hip-runtime`", {})  # fmt: skip
+CORE_SDK = _stream(CoreSdkStream, "core-sdk", "ROCm Core SDK", paths.AMDROCM_KEYRING,
+    paths.AMDROCM_PIN, "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, "
+    "else `amdrocm<X.Y>`", upstream_data.CORE_SDK_DEBIAN)  # fmt: skip
 STREAMS = (CLASSIC, CORE_SDK)

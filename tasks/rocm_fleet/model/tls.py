@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from rocm_fleet.atomic import write_atomically
+from rocm_fleet.model.secrets import SecretError, check_private
 
 # The server's: the longest Apple's TLS policy accepts (support.apple.com/en-us/103769).
 CA_DAYS = 3650
@@ -64,11 +63,9 @@ def load_certificates(key: str, path: str) -> list[x509.Certificate]:
 def private_key_is_private(key: str, path: str) -> None:
     """Raises TlsFileError unless the key file is 0600 or stricter."""
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except OSError as exc:
-        raise TlsFileError(key, f"can't read {path}: {exc.strerror}") from None
-    if mode & 0o077:
-        raise TlsFileError(key, f"{path} is readable by others (mode {mode:04o}): chmod 600 {path}")
+        check_private(path)
+    except SecretError as exc:
+        raise TlsFileError(key, str(exc)) from None
 
 
 def _names(certificate: x509.Certificate) -> tuple[list[str], list[str]]:
@@ -98,7 +95,11 @@ def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | No
     serve the mirror at ``address``."""
     now = now or datetime.datetime.now(datetime.UTC)
     ca = load_certificates(_CA, tls.ca)[0]
-    if not _is_ca(ca):
+    try:
+        is_ca = ca.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except x509.ExtensionNotFound:
+        is_ca = False
+    if not is_ca:
         raise TlsFileError(
             _CA,
             f"{tls.ca} is not a CA certificate (no basicConstraints CA:TRUE); "
@@ -140,13 +141,6 @@ def check_mirror_files(tls: MirrorTls, address: str, now: datetime.datetime | No
             f"{tls.cert} names {', '.join(dns + ips) or 'no host'}, not {address}, the address "
             f"the hosts reach the mirror by: `rocm-fleet mirror-ca DIR {address}` issues one",
         )
-
-
-def _is_ca(certificate: x509.Certificate) -> bool:
-    try:
-        return certificate.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
-    except x509.ExtensionNotFound:
-        return False
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:

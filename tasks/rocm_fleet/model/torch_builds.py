@@ -78,12 +78,8 @@ class AmdWheels:
 
 def _amd_wheels(row: dict) -> AmdWheels:
     limits = tuple((gfx, tuple(versions)) for gfx, versions in row["target_builds"].items())
-    builds, targets, extra_on = (
-        _builds(row["builds"]),
-        tuple(row["targets"]),
-        row["device_extra_on"],
-    )
-    return AmdWheels(row["url"], row["release"], builds, targets, limits, tuple(extra_on))
+    builds, targets, extra_on = _builds(row["builds"]), row["targets"], row["device_extra_on"]
+    return AmdWheels(row["url"], row["release"], builds, tuple(targets), limits, tuple(extra_on))
 
 
 # Rows: torch_builds.json (AMD's 10.x install pages, tests/fixtures/upstream/repo.amd.com-whl.toml).

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from operator import eq, ge, gt, le, lt
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,14 +50,10 @@ RELEASE_LIST_ROW = re.compile(
 def kernel_releases(packages: dict[str, str]) -> list[str]:
     """Releases of the installed ``linux-image-[unsigned-]<release>`` packages, meta packages
     skipped: ``["6.1.0-50-amd64", "6.12.95+deb12-amd64"]``."""
-    releases = []
-    for name in sorted(packages):
-        if not name.startswith("linux-image-"):
-            continue
-        release = name.removeprefix("linux-image-").removeprefix("unsigned-")
-        if release[:1].isdigit() and release not in releases:
-            releases.append(release)
-    return releases
+    prefix = "linux-image-"
+    images = [name.removeprefix(prefix) for name in sorted(packages) if name.startswith(prefix)]
+    releases = (image.removeprefix("unsigned-") for image in images)
+    return list(dict.fromkeys(release for release in releases if release[:1].isdigit()))
 
 
 def linked_releases(listing: str) -> set[str]:
@@ -63,30 +61,17 @@ def linked_releases(listing: str) -> set[str]:
     return set(re.findall(r'href="(\d+\.\d+(?:\.\d+)?)/"', listing))
 
 
-# [0-9], not \d: a str pattern's \d takes any Unicode digit.
-def is_full_release(version: str) -> bool:
-    """Whether ``version`` is a three-part release ("10.0.0"), not "10.0" or "10.0.0rc1"."""
-    return bool(re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", version))
+def _whole(pattern: str) -> Callable[[str], bool]:
+    """Whether ``pattern`` matches the whole text ([0-9], not \\d: \\d takes any Unicode digit)."""
+    return lambda text: re.fullmatch(pattern, text) is not None
 
 
-def is_build_version(text: str) -> bool:
-    """Whether ``text`` is a torch, torchvision or torchaudio version ("2.15.0", "0.29.0a0")."""
-    return bool(re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?", text))
-
-
-def is_driver_folder(text: str) -> bool:
-    """Whether ``text`` names an amdgpu repository folder ("31.50", "31.40.1")."""
-    return bool(re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?", text))
-
-
-def is_core_sdk_meta_package(name: str) -> bool:
-    """Whether a package is the Core SDK's meta package of a release series (amdrocm10.0)."""
-    return bool(re.fullmatch(r"amdrocm\d+\.\d+", name))
-
-
-def is_numeric_version(text: str) -> bool:
-    """Whether ``text`` is a dotted number (/etc/debian_version's "12.9"; not "trixie/sid")."""
-    return bool(re.fullmatch(r"\d+(?:\.\d+)*", text))
+is_full_release = _whole(r"[0-9]+\.[0-9]+\.[0-9]+")  # "10.0.0", not "10.0" or "10.0.0rc1"
+#: a torch, torchvision or torchaudio version ("2.15.0", "0.29.0a0")
+is_build_version = _whole(r"[0-9]+(\.[0-9]+){1,3}((a|b|rc)[0-9]+)?")
+is_driver_folder = _whole(r"[0-9]+\.[0-9]+(\.[0-9]+)?")  # an amdgpu folder: "31.50", "31.40.1"
+is_core_sdk_meta_package = _whole(r"amdrocm\d+\.\d+")  # a release series' (amdrocm10.0)
+is_numeric_version = _whole(r"\d+(?:\.\d+)*")  # /etc/debian_version's "12.9", not "trixie/sid"
 
 
 def leading_point_release(text: str) -> str | None:
@@ -119,11 +104,6 @@ def release_tag(version: str) -> str:
     return f"{major}{minor:02d}{patch:02d}"
 
 
-def classic_version_regex(version: str) -> str:
-    """An ERE (Python and awk) for a classic release's versions: 6.4.3 -> ``[.]60403-``."""
-    return f"[.]{release_tag(version)}-"
-
-
 # Core SDK packages: amdrocm*, <X.Y.Z>-<build>, but not amdrocm-repo (ROCm/TheRock @ 89553ce3
 # docs/packaging/versioning.md, deb_package.py, build_repo_package.py).
 def is_core_sdk_package(name: str, version: str) -> bool:
@@ -132,24 +112,13 @@ def is_core_sdk_package(name: str, version: str) -> bool:
     return name.startswith("amdrocm") and name != "amdrocm-repo" and bool(core_sdk)
 
 
-def core_sdk_version_regex(version: str) -> str:
-    """An ERE for a Core SDK release's versions: 10.0.0 -> ``^10[.]0[.]0-``."""
-    return "^" + version.replace(".", "[.]") + "-"
-
-
 def major_minor(version: str) -> str:
     """ "10.1.0" -> "10.1", as in Core SDK package names and install roots."""
     return ".".join(version.split(".")[:2])
 
 
 # Debian package versions (python-debian, imported on first use).
-_RELATIONS = {
-    "=": lambda order: order == 0,
-    ">=": lambda order: order >= 0,
-    "<=": lambda order: order <= 0,
-    ">>": lambda order: order > 0,
-    "<<": lambda order: order < 0,
-}
+_RELATIONS = {"=": eq, ">=": ge, "<=": le, ">>": gt, "<<": lt}
 
 
 def debian_version(version: str) -> DebianVersion:
@@ -169,4 +138,4 @@ def compare_debian_versions(a: str, b: str) -> int:
 
 def debian_version_satisfies(version: str, relation: str, wanted: str) -> bool:
     """Whether ``version`` meets a Depends relation (``=``, ``>=``, ``<=``, ``>>``, ``<<``)."""
-    return _RELATIONS[relation](compare_debian_versions(version, wanted))
+    return _RELATIONS[relation](compare_debian_versions(version, wanted), 0)
