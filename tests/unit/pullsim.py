@@ -7,6 +7,7 @@ edits as whoever writes the mirror would, and fetched by the node's client
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -125,6 +126,14 @@ class SimulatedFleet(Fleet):
     def fetch(self, node: str, seal_key: Path | None) -> pulled.PulledState:
         return pull_client.fetch(URL, self.metadata, self.trusted_root, node, None, seal_key,
                                  fetcher=self.sim)  # fmt: skip
+
+
+def unsynced(monkeypatch) -> None:
+    """For the test: files written whole as ever (``atomic.write_atomically``, tested in
+    test_atomic.py) but never flushed to the disk (``os.fsync``, a no-op): no case here
+    survives a crash, and the ~20 fsyncs a publication makes were most of its time (the
+    pure tier keeps to its minute)."""
+    monkeypatch.setattr(os, "fsync", lambda descriptor: None)
 
 
 def signer(path: Path) -> CryptoSigner:

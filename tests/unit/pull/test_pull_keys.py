@@ -29,21 +29,23 @@ from rocm_fleet.pull import sealed
 from rocm_fleet.pull.keyring import RepositoryError
 from rocm_fleet.pull.repository import PullRepository
 from unit.pullrepo import NODE, OTHER, SETTINGS
-from unit.pullsim import SimulatedFleet, signer, tuf_now
+from unit.pullsim import SimulatedFleet, signer, tuf_now, unsynced
 
 EVIL = {**SETTINGS, "rocm_users": ["mallory"], "rocm_pull": False}
 
 
 @pytest.fixture
-def fleet(tmp_path):
+def fleet(tmp_path, monkeypatch):
+    unsynced(monkeypatch)
     return SimulatedFleet(tmp_path)
 
 
 @pytest.fixture
-def apart(tmp_path):
+def apart(tmp_path, monkeypatch):
     """2 of 3 root keys and 2 of 3 targets keys, each pair on its own holder's medium
     (``holder-N``: root-N.pem and targets-N.pem); the online key and the node keys with the
     publisher (``keys``)."""
+    unsynced(monkeypatch)
     made = SimulatedFleet(tmp_path, root=(3, 2), targets=(3, 2))
     made.holders = []
     for n in (1, 2, 3):

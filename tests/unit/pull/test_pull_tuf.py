@@ -24,11 +24,12 @@ from rocm_fleet.pull.keyring import RepositoryError
 from rocm_fleet.pull.repository import PullRepository
 from unit.conftest import DRIVERLESS_SITE
 from unit.pullrepo import NODE, OTHER, SETTINGS
-from unit.pullsim import RepositorySimulator, SimulatedFleet, signer, tuf_now
+from unit.pullsim import RepositorySimulator, SimulatedFleet, signer, tuf_now, unsynced
 
 
 @pytest.fixture
-def fleet(tmp_path):
+def fleet(tmp_path, monkeypatch):
+    unsynced(monkeypatch)
     return SimulatedFleet(tmp_path)
 
 
