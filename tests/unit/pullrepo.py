@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import functools
 import shutil
+import ssl
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pytest
+
 from rocm_fleet.model import pulled
+from rocm_fleet.model.pulled import PullRefused
 from rocm_fleet.pull import client as pull_client
 from rocm_fleet.pull.repository import PullRepository
 
@@ -34,10 +38,13 @@ class Redirecting(Quiet):
         self.end_headers()
 
 
-def serve(directory: Path, handler: type = Quiet):
+def serve(directory: Path, handler: type = Quiet, tls: ssl.SSLContext | None = None):
+    """``directory`` served on a loopback port by ``handler`` (over TLS with ``tls``)."""
     server = ThreadingHTTPServer(
         ("127.0.0.1", 0), functools.partial(handler, directory=str(directory))
     )
+    if tls:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     # Polled every 50 ms for its shutdown (not the default 0.5 s: each test waits for it).
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server
@@ -93,6 +100,7 @@ class PullFleet(Fleet):
         self.served = tmp / "served"
         self.server = serve(self.served)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.ca: str | None = None  # the CA an https repository is trusted by
 
     def mirror(self) -> None:
         """The repository copied to the mirror (an rsync of the directory)."""
@@ -100,8 +108,21 @@ class PullFleet(Fleet):
         shutil.copytree(self.repository.directory, self.served)
 
     def fetch(self, node: str, seal_key: Path | None) -> pulled.PulledState:
-        return pull_client.fetch(self.url, self.metadata, self.trusted_root, node, None, seal_key)
+        return pull_client.fetch(
+            self.url, self.metadata, self.trusted_root, node, self.ca, seal_key
+        )
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def refused(fleet: Fleet, result: str, node: str = NODE, seal_key: Path | None = None) -> str:
+    """The node's pull refused with ``result`` (the metric's label), nothing recorded as
+    applied; the reason."""
+    applied = fleet.applied()
+    with pytest.raises(PullRefused) as caught:
+        fleet.pull(node, seal_key)
+    assert caught.value.result == result, str(caught.value)
+    assert fleet.applied() == applied  # nothing recorded: nothing applied
+    return str(caught.value)

@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.model.pulled import PullRefused
 from rocm_fleet.pull.repository import PullRepository
 from unit.conftest import DRIVERLESS_SITE
-from unit.pullrepo import NODE, OTHER, SETTINGS, PullFleet, Quiet, Redirecting, serve
+from unit.pullrepo import NODE, OTHER, SETTINGS, PullFleet, Quiet, Redirecting, refused, serve
 
 SITE = DRIVERLESS_SITE.read_text()
 
@@ -30,15 +29,6 @@ def fleet(tmp_path):
     made = PullFleet(tmp_path)
     yield made
     made.close()
-
-
-def refused(fleet: PullFleet, result: str, node: str = NODE) -> str:
-    applied = fleet.applied()
-    with pytest.raises(PullRefused) as caught:
-        fleet.pull(node)
-    assert caught.value.result == result, str(caught.value)
-    assert fleet.applied() == applied  # nothing recorded: nothing applied
-    return str(caught.value)
 
 
 def test_a_redirect_is_never_followed(fleet, tmp_path):
@@ -82,6 +72,31 @@ def test_a_timestamp_that_never_ends_is_refused_past_its_bound_on_the_wire(fleet
         endless.shutdown()
         endless.server_close()
     assert "DownloadLengthMismatchError" in said and "length of 16384" in said, said
+
+
+def test_an_https_repository_is_trusted_by_the_mirrors_ca_alone(fleet, tmp_path):
+    """The repository on the TLS mirror (rocm_mirror_tls_*): fetched verifying the mirror's
+    certificate against the CA a push installed. Who: whoever answers for the mirror's
+    address with a certificate of another CA's (or one the system's CAs trust)."""
+    import ssl
+
+    from rocm_fleet.model.tls import make_mirror_files
+
+    fleet.publish({NODE: SETTINGS})
+    tls = make_mirror_files(tmp_path / "tls", ["127.0.0.1"]).tls
+    other = make_mirror_files(tmp_path / "other-ca", ["127.0.0.1"]).tls
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls.cert, tls.key)
+    mirror = serve(fleet.served, tls=context)
+    fleet.url = f"https://127.0.0.1:{mirror.server_address[1]}"
+    try:
+        fleet.ca = other.ca
+        assert "CERTIFICATE_VERIFY_FAILED" in refused(fleet, "fetch-failed")
+        fleet.ca = tls.ca
+        assert fleet.pull().settings == SETTINGS
+    finally:
+        mirror.shutdown()
+        mirror.server_close()
 
 
 # --- rocm-fleet publish -----------------------------------------------------------------------

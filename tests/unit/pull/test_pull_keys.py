@@ -28,7 +28,7 @@ from rocm_fleet.pull import repository as pull_repository
 from rocm_fleet.pull import sealed
 from rocm_fleet.pull.keyring import RepositoryError
 from rocm_fleet.pull.repository import PullRepository
-from unit.pullrepo import NODE, OTHER, SETTINGS
+from unit.pullrepo import NODE, OTHER, SETTINGS, refused
 from unit.pullsim import SimulatedFleet, signer, tuf_now, unsynced
 
 EVIL = {**SETTINGS, "rocm_users": ["mallory"], "rocm_pull": False}
@@ -55,17 +55,6 @@ def apart(tmp_path, monkeypatch):
             shutil.move(made.keys / f"{role}-{n}.pem", holder / f"{role}-{n}.pem")
         made.holders.append(holder)
     return made
-
-
-def refused(
-    fleet: SimulatedFleet, result: str, node: str = NODE, seal_key: Path | None = None
-) -> str:
-    applied = fleet.applied()
-    with pytest.raises(PullRefused) as caught:
-        fleet.pull(node, seal_key)
-    assert caught.value.result == result, str(caught.value)
-    assert fleet.applied() == applied  # nothing recorded: nothing applied
-    return str(caught.value)
 
 
 def with_keys(fleet: SimulatedFleet, *holders: Path) -> PullRepository:

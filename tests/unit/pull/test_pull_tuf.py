@@ -23,7 +23,7 @@ from rocm_fleet.model.pulled import PullRefused
 from rocm_fleet.pull.keyring import RepositoryError
 from rocm_fleet.pull.repository import PullRepository
 from unit.conftest import DRIVERLESS_SITE
-from unit.pullrepo import NODE, OTHER, SETTINGS
+from unit.pullrepo import NODE, OTHER, SETTINGS, refused
 from unit.pullsim import RepositorySimulator, SimulatedFleet, signer, tuf_now, unsynced
 
 
@@ -31,15 +31,6 @@ from unit.pullsim import RepositorySimulator, SimulatedFleet, signer, tuf_now, u
 def fleet(tmp_path, monkeypatch):
     unsynced(monkeypatch)
     return SimulatedFleet(tmp_path)
-
-
-def refused(fleet: SimulatedFleet, result: str, node: str = NODE) -> str:
-    applied = fleet.applied()
-    with pytest.raises(PullRefused) as caught:
-        fleet.pull(node)
-    assert caught.value.result == result, str(caught.value)
-    assert fleet.applied() == applied  # nothing recorded: nothing applied
-    return str(caught.value)
 
 
 def test_the_administrators_signed_settings_reach_the_node(fleet):
