@@ -267,6 +267,21 @@ def test_a_root_rotation_signed_by_the_old_and_new_root_keys_is_followed(fleet):
     assert fleet.pull().serial == version
 
 
+def test_a_node_that_missed_two_root_rotations_walks_them_in_order(fleet):
+    """Two root rotations published while the node did not pull: it verifies root v2 with v1,
+    v3 with v2 (each in turn, as TUF's client does), and asks for v4, which is not there."""
+    fleet.publish({NODE: SETTINGS})
+    fleet.pull()
+    assert fleet.repository.rotate("root", 24) == (2, [])
+    assert fleet.repository.rotate("root", 24) == (3, [])
+    version = fleet.publish({NODE: {**SETTINGS, "rocm_users": ["alice"]}})
+    fleet.sim.fetched.clear()
+    assert fleet.pull().serial == version
+    roots = [p for p in fleet.sim.fetched if p.endswith(".root.json")]
+    assert roots == [f"metadata/{n}.root.json" for n in (2, 3, 4)]
+    assert Metadata.from_file(str(fleet.metadata / "root.json")).signed.version == 3
+
+
 def test_online_and_targets_key_rotations_are_followed_and_the_old_keys_refused(fleet):
     fleet.publish({NODE: SETTINGS})
     fleet.pull()
