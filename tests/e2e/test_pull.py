@@ -23,8 +23,8 @@ reported (exit status, journal, metrics); a push and a pull never change the nod
 rocm-fleet through the site matrix data the administrators publish (the lab's doubles serve
 the synthetic Core SDK release 10.9.0, tests/fixtures/upstream/synthetic-future.toml): no code
 change, no push. The protocol's cases (forged, replayed, frozen or
-other nodes' data, key rotations, what pulled data may carry) are tested against a loopback
-repository in tests/integration/pull/.
+other nodes' data, key rotations, what pulled data may carry) are tested against an
+in-memory mirror in tests/unit/pull/ (what needs real HTTP, in tests/integration/pull/).
 """
 
 from __future__ import annotations

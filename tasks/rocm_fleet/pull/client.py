@@ -94,10 +94,13 @@ def fetch(
     node: str,
     ca: str | None = None,
     seal_key: Path | None = None,
+    fetcher: FetcherInterface | None = None,
 ) -> PulledState:
     """``node``'s verified state from the TUF repository at ``repository`` (its target found
     through its own delegated role alone, opened with ``seal_key`` when sealed); PullRefused,
-    with the metric's result, when it can't be fetched, verified, opened or used."""
+    with the metric's result, when it can't be fetched, verified, opened or used. ``fetcher``
+    downloads what TUF asks for (default: ``NoRedirectFetcher(ca)``, HTTP; any other
+    ``FetcherInterface`` serving the repository's URLs, as python-tuf's own tests use)."""
     metadata_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = repository.rstrip("/")
     try:
@@ -110,7 +113,7 @@ def fetch(
             updater = Updater(
                 metadata_dir=str(metadata_dir), metadata_base_url=f"{base}/metadata/",
                 target_dir=download, target_base_url=f"{base}/targets/",
-                fetcher=NoRedirectFetcher(ca), bootstrap=bootstrap,
+                fetcher=fetcher or NoRedirectFetcher(ca), bootstrap=bootstrap,
                 config=UpdaterConfig(targets_max_length=pulled.MAX_TARGET_BYTES * 4),
             )  # fmt: skip
             updater.refresh()
