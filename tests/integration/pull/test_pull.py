@@ -1,8 +1,6 @@
 """The tests of tests/unit/pull/test_pull.py that start a process or a loopback server (the
 integration tier; the pure ones stay there)."""
 
-# ruff: noqa: F811  (fixtures, imported)
-
 from __future__ import annotations
 
 import fcntl
@@ -15,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from integration.rootless import stat_double
 from rocm_fleet import assets
 from rocm_fleet.deploy import pull
@@ -23,11 +23,16 @@ from rocm_fleet.model.config import load_config
 from rocm_fleet.model.fleet import Fleet
 from rocm_fleet.operations._script import script
 from unit.conftest import DRIVERLESS_SITE
-from unit.pull.test_pull import (
-    PULLING,
-    fleet,  # noqa: F401 (a fixture)
-)
+from unit.pull.test_pull import PULLING
 from unit.pullrepo import NODE, SETTINGS, PullFleet
+
+
+@pytest.fixture
+def fleet(tmp_path):
+    """The administrators' repository served by a loopback web server."""
+    made = PullFleet(tmp_path / "fleet")
+    yield made
+    made.close()
 
 
 def test_the_pull_script_is_valid_shell_with_its_settings_quoted(tmp_path):

@@ -16,7 +16,6 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.answers import LastPull
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
-from unit.pullrepo import PullFleet
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
 LOCK_SHA256 = "3f" * 32
@@ -260,13 +259,6 @@ def test_a_node_whose_name_cant_name_a_target_is_refused_naming_the_setting():
     )
     assert "'@ssh/odd' can't name a pull node's target" in problem
     assert "rocm_pull_node" in problem
-
-
-@pytest.fixture
-def fleet(tmp_path):
-    made = PullFleet(tmp_path / "fleet")
-    yield made
-    made.close()
 
 
 def test_pull_turned_off_removes_the_pulls_metrics_too():
