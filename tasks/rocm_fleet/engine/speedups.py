@@ -89,12 +89,13 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
         frame = frame.f_back
     frames.reverse()  # outermost first, as pyinfra's reversed(stack())
     start = 0
-    if state.current_deploy_filename and frames:
+    deploy_filename = state.current_deploy_filename
+    if deploy_filename and frames:
         # The first frame of the deploy file, else the last (as pyinfra's loop leaves it).
         deploy_frames = (
             index
             for index, outer in enumerate(frames)
-            if outer.f_code.co_filename == state.current_deploy_filename
+            if outer.f_code.co_filename == deploy_filename
         )
         start = next(deploy_frames, len(frames) - 1)
     line_numbers = [state.current_op_file_number] if pyinfra.is_cli else []
