@@ -4,6 +4,7 @@ section, and a per-path fact with ``batch_command``/``batch_process`` answers it
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +27,14 @@ class Read:
     fact: type[FactBase]
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         return f"{self.name} {self.kwargs['path']}" if self.name in PER_PATH else self.name
+
+    @functools.cached_property
+    def _identity(self) -> tuple[str, type[FactBase], str]:
+        """What the read's section of a survey command is built from."""
+        return (self.name, self.fact, repr(self.kwargs))
 
     def __repr__(self) -> str:  # what pyinfra's debug log prints for the survey's arguments
         return self.key
@@ -84,7 +90,7 @@ class Survey(FactBase["list[Any]"]):
     def command(self, reads: list[Read] | tuple[Read, ...]) -> str:
         self._reads = list(reads)
         # Hosts of one fleet mostly ask the same reads: their command is built once.
-        key = tuple((read.name, read.fact, repr(read.kwargs)) for read in self._reads)
+        key = tuple(read._identity for read in self._reads)
         layout = _LAYOUTS.pop(key, None) or _layout(self._reads)
         _LAYOUTS[key] = layout
         while len(_LAYOUTS) > _KEPT_LAYOUTS:

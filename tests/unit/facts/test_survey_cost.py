@@ -71,3 +71,20 @@ def test_hosts_asking_the_same_reads_share_one_survey_command(monkeypatch):
     answers = first.process(output)
     assert answers[:2] == ["6.1.0-50-amd64", "amd64"]
     assert answers[3:] == [None, None]
+
+
+def test_hosts_with_the_same_settings_get_the_same_reads():
+    from rocm_fleet.engine.surveying import survey_reads
+    from rocm_fleet.model.config import load_config
+
+    def settings(**more):
+        return load_config({"rocm_version": "7.2.1", "rocm_users": ["alice"], **more})
+
+    first, second = survey_reads(settings()), survey_reads(settings())
+    assert first == second and all(a is b for a, b in zip(first, second, strict=True))
+    assert first is not second  # each caller's own list
+    bob = {read.key: read for read in survey_reads(settings(rocm_users=["bob"]))}
+    assert bob["groups"].kwargs["users"] == ["bob"]
+    assert {read.key: read for read in first}["groups"].kwargs["users"] == ["alice"]
+    dkms = {read.key for read in survey_reads(settings(rocm_driver="dkms"))}
+    assert {read.key for read in first} < dkms
