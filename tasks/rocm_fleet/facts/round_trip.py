@@ -32,7 +32,7 @@ class Read:
         return f"{self.name} {self.kwargs['path']}" if self.name in PER_PATH else self.name
 
     @functools.cached_property
-    def _identity(self) -> tuple[str, type[FactBase], str]:
+    def identity(self) -> tuple[str, type[FactBase], str]:
         """What the read's section of a survey command is built from."""
         return (self.name, self.fact, repr(self.kwargs))
 
@@ -90,7 +90,7 @@ class Survey(FactBase["list[Any]"]):
     def command(self, reads: list[Read] | tuple[Read, ...]) -> str:
         self._reads = list(reads)
         # Hosts of one fleet mostly ask the same reads: their command is built once.
-        key = tuple(read._identity for read in self._reads)
+        key = tuple(read.identity for read in self._reads)
         layout = _LAYOUTS.pop(key, None) or _layout(self._reads)
         _LAYOUTS[key] = layout
         while len(_LAYOUTS) > _KEPT_LAYOUTS:
