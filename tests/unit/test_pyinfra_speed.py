@@ -206,3 +206,14 @@ def test_an_operations_signature_is_inspects_and_binds_as_it_does():
         ours.bind(["curl"], presnt=False)
     with pytest.raises(TypeError):
         inspect.signature(operation).bind(["curl"], presnt=False)
+
+
+def test_an_operations_hash_is_pyinfras():
+    from pyinfra.api.util import make_hash
+
+    orders = [[8], [1, 77, 12, 230], [0, 35, 35, 101, 9, 2], []]
+    others = [[1, True, None], ("a", 3), {"k": [1, 2]}, [1, "2"]]  # not an order: pyinfra's
+    for value in orders + others:
+        assert _pyinfra.make_hash(value) == make_hash(value), value
+    assert _pyinfra.make_hash([1, 77, 12, 230]) == _pyinfra.make_hash([1, 77, 12, 230])
+    assert _pyinfra._hash_of_order.cache_info().hits >= 1

@@ -6,7 +6,6 @@ records values read as part of a larger read (the survey)."""
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -15,10 +14,9 @@ from pyinfra.context import ctx_host
 
 from rocm_fleet.engine.version import internal
 
-# state -> host name -> (fact, arguments) -> (changes seen on the host then, value)
-_READS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-# state -> host -> _Count, as last counted
-_CHANGES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Kept on pyinfra's state (gone with it): host name -> (fact, arguments) -> (changes seen on
+# the host then, value); host -> _Count, as last counted.
+_READS, _CHANGES = "_rocm_fleet_reads", "_rocm_fleet_changes"
 
 
 class _Count(NamedTuple):
@@ -55,15 +53,21 @@ def _changes(state: Any, host: Any) -> int:
 
 
 def _key(fact_cls: type[FactBase], kwargs: dict[str, Any]) -> tuple:
-    return (fact_cls, repr(sorted(kwargs.items()))) if kwargs else (fact_cls,)
+    if not kwargs:
+        return (fact_cls,)
+    items = tuple(sorted(kwargs.items()))
+    try:
+        hash(items)
+    except TypeError:  # a list among the values
+        return (fact_cls, repr(items))
+    return (fact_cls, items)
 
 
-def _per_state(table: weakref.WeakKeyDictionary, state: Any) -> dict:
-    """``table``'s dict for ``state``, made on first use (a lookup makes no weak reference,
-    where ``setdefault`` makes one a call)."""
-    found = table.get(state)
+def _per_state(table: str, state: Any) -> dict:
+    """The dict ``table`` of pyinfra's ``state``, made on first use."""
+    found = vars(state).get(table)
     if found is None:
-        found = table[state] = {}
+        found = vars(state)[table] = {}
     return found
 
 

@@ -1,7 +1,7 @@
-"""Faster, equivalent versions of four pyinfra internals planning calls per operation
+"""Faster, equivalent versions of five pyinfra internals planning calls per operation
 (docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``,
-``all_global_arguments``, ``pop_global_arguments`` and ``signature``. In effect only inside
-``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
+``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``. In effect
+only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
 ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def _pyinfra_modules() -> dict[str, Any]:
         "pop_global_arguments": modules["arguments"].pop_global_arguments,
         "get_operation_order_from_stack": modules["operation"].get_operation_order_from_stack,
         "signature": modules["operation"].signature,
+        "make_hash": modules["util"].make_hash,
     }
 
 
@@ -89,12 +90,13 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
         frame = frame.f_back
     frames.reverse()  # outermost first, as pyinfra's reversed(stack())
     start = 0
-    if state.current_deploy_filename and frames:
+    deploy_filename = state.current_deploy_filename
+    if deploy_filename and frames:
         # The first frame of the deploy file, else the last (as pyinfra's loop leaves it).
         deploy_frames = (
             index
             for index, outer in enumerate(frames)
-            if outer.f_code.co_filename == state.current_deploy_filename
+            if outer.f_code.co_filename == deploy_filename
         )
         start = next(deploy_frames, len(frames) - 1)
     line_numbers = [state.current_op_file_number] if pyinfra.is_cli else []
@@ -110,6 +112,19 @@ def signature(function: Callable[..., Any]) -> inspect.Signature:
     """``inspect.signature`` (what pyinfra's operation decorator binds each call's arguments
     with), computed once per operation function."""
     return _original("signature")(function)
+
+
+@functools.lru_cache(maxsize=4096)
+def _hash_of_order(order: tuple[int, ...]) -> str:
+    return _original("make_hash")(list(order))
+
+
+def make_hash(obj: Any) -> str:
+    """``pyinfra.api.util.make_hash``; an operation's order (line numbers, the same on every
+    host) hashed once."""
+    if type(obj) is list and all(type(number) is int for number in obj):
+        return _hash_of_order(tuple(obj))
+    return _original("make_hash")(obj)
 
 
 #: (key, value type, value) of scalar global arguments that passed their type check
@@ -177,6 +192,7 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
 _HELD_IN = {
     "get_operation_order_from_stack": ("operation",),
     "signature": ("operation",),
+    "make_hash": ("operation",),
     "all_global_arguments": ("arguments",),
     "pop_global_arguments": ("arguments", "operation", "deploy", "facts"),
 }
@@ -185,6 +201,7 @@ _OURS = {
     "all_global_arguments": all_global_arguments,
     "pop_global_arguments": pop_global_arguments,
     "signature": signature,
+    "make_hash": make_hash,
 }
 # Open ``speedups`` blocks (hosts are planned on greenlets at once).
 _active = 0

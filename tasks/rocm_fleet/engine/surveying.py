@@ -6,6 +6,7 @@ converged host that reads beyond the survey fails the plan tests."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -68,9 +69,34 @@ if TYPE_CHECKING:
 
 def survey_reads(config: Config) -> list[Read]:
     """Every read a host gets, each key once: preflight's and the audit's, and every fact the
-    deploy reads on a converged host, with the same arguments."""
-    venv = config.pytorch_venv
-    install_paths = [*paths.INSTALL_PATHS, *([venv] if config.torch is not None else [])]
+    deploy reads on a converged host, with the same arguments (the same ``Read``s for hosts
+    whose settings ask the same)."""
+    return list(
+        _reads(
+            config.pytorch_venv,
+            config.torch is not None,
+            tuple(config.wanted_packages(config.expected_gfx_list)),
+            config.stream.version_regex(config.release),
+            config.rocm_driver,
+            tuple(config.rocm_users),
+            config.rocm_slurm_gres,
+            config.rocm_slurm_node_name,
+        )
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _reads(
+    venv: str,
+    torch: bool,
+    packages: tuple[str, ...],
+    version_regex: str,
+    rocm_driver: str,
+    rocm_users: tuple[str, ...],
+    slurm_gres: bool,
+    slurm_node_name: str | None,
+) -> tuple[Read, ...]:
+    install_paths = [*paths.INSTALL_PATHS, *([venv] if torch else [])]
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
     reads = [
         Read("distro", DistroRelease),
@@ -110,8 +136,8 @@ def survey_reads(config: Config) -> list[Read]:
             "apt",
             AptInstallSize,
             {
-                "packages": config.wanted_packages(config.expected_gfx_list),
-                "version_regex": config.stream.version_regex(config.release),
+                "packages": list(packages),
+                "version_regex": version_regex,
             },
         ),
         *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
@@ -133,12 +159,12 @@ def survey_reads(config: Config) -> list[Read]:
         *(Read("files", FileDigest, {"path": cert}) for cert in certificates),
         *(
             Read("mok_pending", MokPending, {"path": cert})
-            for cert in (certificates if config.rocm_driver == "dkms" else [])
+            for cert in (certificates if rocm_driver == "dkms" else [])
         ),
         Read(
             "groups",
             GroupMembership,
-            {"groups": list(paths.GPU_GROUPS), "users": config.rocm_users},
+            {"groups": list(paths.GPU_GROUPS), "users": list(rocm_users)},
         ),
         Read("mirror", DebianMirror),
         Read("nameservers", Nameservers),
@@ -152,15 +178,15 @@ def survey_reads(config: Config) -> list[Read]:
         Read("ledgers", Ledger, {"path": paths.ACCEPTANCE_LEDGER}),
         Read("files", FileDigest, {"path": paths.ACCEPTANCE_LEDGER}),
     ]
-    if config.rocm_slurm_gres:
+    if slurm_gres:
         reads += [
             Read("directories", DirectoryExists, {"path": paths.SLURM_DIR}),
-            Read("slurm_node", SlurmNode, {"node": config.rocm_slurm_node_name}),
+            Read("slurm_node", SlurmNode, {"node": slurm_node_name}),
         ]
     unique: dict[str, Read] = {}
     for read in reads:  # a path named twice is read once
         unique.setdefault(read.key, read)
-    return list(unique.values())
+    return tuple(unique.values())
 
 
 class QuietSurveyFailure(logging.Filter):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import re
 
 from pyinfra.api import FactBase
@@ -27,15 +28,20 @@ _STATUS_WORDS = {"n": "not-installed", "c": "config-files", "H": "half-installed
 _FINAL = "inc"
 
 
-def _listed(output: list[str]) -> list[tuple[str, str, str, str, str]]:
+def _listed(output: list[str]) -> tuple[tuple[str, str, str, str, str], ...]:
     """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
     the name's architecture qualifier dropped."""
+    return _parsed(tuple(output))
+
+
+@functools.lru_cache(maxsize=4)  # the three facts of one listing parse it once
+def _parsed(output: tuple[str, ...]) -> tuple[tuple[str, str, str, str, str], ...]:
     rows = [line.split("|") for line in output]
-    return [
+    return tuple(
         (*row[0].ljust(3)[:3], row[1].split(":")[0], row[2])
         for row in rows
         if len(row) == 3 and len(row[0]) >= 2
-    ]
+    )
 
 
 class InstalledPackages(FactBase[dict[str, str]]):

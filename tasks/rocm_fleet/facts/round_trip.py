@@ -4,6 +4,7 @@ section, and a per-path fact with ``batch_command``/``batch_process`` answers it
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +27,14 @@ class Read:
     fact: type[FactBase]
     kwargs: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         return f"{self.name} {self.kwargs['path']}" if self.name in PER_PATH else self.name
+
+    @functools.cached_property
+    def identity(self) -> tuple[str, type[FactBase], str]:
+        """What the read's section of a survey command is built from."""
+        return (self.name, self.fact, repr(self.kwargs))
 
     def __repr__(self) -> str:  # what pyinfra's debug log prints for the survey's arguments
         return self.key
@@ -45,36 +51,52 @@ def _command(read: Read) -> str:
     return command if isinstance(command, str) else str(command(**read.kwargs))
 
 
+# reads' key -> (command, batches, shared) of ``_layout``, the most recently used last
+_LAYOUTS: dict[tuple, tuple[str, dict[int, list[int]], dict[int, int]]] = {}
+_KEPT_LAYOUTS = 16
+
+
+def _layout(reads: list[Read]) -> tuple[str, dict[int, list[int]], dict[int, int]]:
+    """The survey's command; each batch's read indexes by its first read's index (its reads'
+    answers come from one section); each read's section (the first read of its command)."""
+    if len({read.key for read in reads}) != len(reads):
+        raise ValueError("survey keys must be unique")
+    batches: dict[int, list[int]] = {}
+    first_of: dict[type[FactBase], int] = {}
+    shared: dict[int, int] = {}
+    section_of: dict[str, int] = {}
+    sections = []
+    for index, read in enumerate(reads):
+        if hasattr(read.fact, "batch_command"):
+            first = first_of.setdefault(read.fact, index)
+            batches.setdefault(first, []).append(index)
+            continue
+        command = _command(read)
+        shared[index] = section_of.setdefault(command, index)
+        if shared[index] == index:
+            sections.append(f"echo {_MARKER}{index}; {{ {command}; }} 2>/dev/null")
+    for first, indexes in batches.items():
+        fact = reads[first].fact
+        command = fact.batch_command([reads[i].kwargs for i in indexes])  # type: ignore[attr-defined]
+        sections.append(f"echo {_MARKER}{first}; {{ {command}; }} 2>/dev/null")
+    # One line, records separated by RS: paramiko's cost is per line.
+    return f"{{ {'; '.join(sections)}; }} | tr '\\n' '\\036'; echo", batches, shared
+
+
 class Survey(FactBase["list[Any]"]):
     """The answers of several facts in the reads' order; empty output gets the fact's
     ``default``, and a failing section (its stderr dropped) doesn't stop the others."""
 
     def command(self, reads: list[Read] | tuple[Read, ...]) -> str:
         self._reads = list(reads)
-        if len({read.key for read in self._reads}) != len(self._reads):
-            raise ValueError("survey keys must be unique")
-        # A batch is keyed by its first read's index: its reads' answers come from one section.
-        self._batches: dict[int, list[int]] = {}
-        first_of: dict[type[FactBase], int] = {}
-        # read -> the read whose section (the same command) answers it.
-        self._shared: dict[int, int] = {}
-        section_of: dict[str, int] = {}
-        sections = []
-        for index, read in enumerate(self._reads):
-            if hasattr(read.fact, "batch_command"):
-                first = first_of.setdefault(read.fact, index)
-                self._batches.setdefault(first, []).append(index)
-                continue
-            command = _command(read)
-            self._shared[index] = section_of.setdefault(command, index)
-            if self._shared[index] == index:
-                sections.append(f"echo {_MARKER}{index}; {{ {command}; }} 2>/dev/null")
-        for first, indexes in self._batches.items():
-            fact = self._reads[first].fact
-            command = fact.batch_command([self._reads[i].kwargs for i in indexes])  # type: ignore[attr-defined]
-            sections.append(f"echo {_MARKER}{first}; {{ {command}; }} 2>/dev/null")
-        # One line, records separated by RS: paramiko's cost is per line.
-        return f"{{ {'; '.join(sections)}; }} | tr '\\n' '\\036'; echo"
+        # Hosts of one fleet mostly ask the same reads: their command is built once.
+        key = tuple(read.identity for read in self._reads)
+        layout = _LAYOUTS.pop(key, None) or _layout(self._reads)
+        _LAYOUTS[key] = layout
+        while len(_LAYOUTS) > _KEPT_LAYOUTS:
+            del _LAYOUTS[next(iter(_LAYOUTS))]
+        command, self._batches, self._shared = layout
+        return command
 
     def process(self, output: list[str]) -> list[Any]:
         sections: dict[int, list[str]] = {}

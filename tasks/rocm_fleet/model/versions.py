@@ -108,8 +108,11 @@ def release_tag(version: str) -> str:
 # docs/packaging/versioning.md, deb_package.py, build_repo_package.py).
 def is_core_sdk_package(name: str, version: str) -> bool:
     """Whether an installed package is one of the ROCm Core SDK's (amdrocm*, X.Y.Z-N)."""
-    core_sdk = re.match(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$", version)
-    return name.startswith("amdrocm") and name != "amdrocm-repo" and bool(core_sdk)
+    return (
+        name.startswith("amdrocm")
+        and name != "amdrocm-repo"
+        and bool(re.match(r"^\d+\.\d+\.\d+-[0-9A-Za-z.+~]+$", version))
+    )
 
 
 def major_minor(version: str) -> str:
