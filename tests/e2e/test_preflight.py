@@ -135,17 +135,19 @@ def lab():
 
 @pytest.fixture(scope="module")
 def runs(lab):
-    """The unfit hosts' root hashes, then --dry and a run of the whole lab (the tests
-    below read the refusals of both)."""
+    """--dry and a run of the whole lab (the tests below read the refusals of both), and the
+    unfit hosts' root hashes before and right after them: what the runs changed, whatever a
+    test does on the hosts later (apt-get -s logs its plan to /var/log/apt/eipp.log.xz)."""
     before = {name: root_hashes(lab.root(name)) for name in CASES}
     dry = deploy(lab, dry=True)
     result = deploy(lab)
     print(f"deploy with preflight refusals: {result.seconds:.1f}s")
-    return before, dry, result
+    after = {name: root_hashes(lab.root(name)) for name in CASES}
+    return (before, after), dry, result
 
 
 def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab, runs):
-    before, dry, result = runs
+    (before, after), dry, result = runs
     # --dry first: it must name each refused host with its reason and exit non-zero.
     assert dry.returncode == 1, dry.output[-3000:]
     for name, (_, reason) in CASES.items():
@@ -155,7 +157,7 @@ def test_each_unfit_host_is_refused_with_its_reason_and_left_unchanged(lab, runs
     for name, (_, reason) in CASES.items():
         assert reason in (refusal(result, name) or ""), (name, reason, result.output[-4000:])
     for name in CASES:
-        assert differences(before[name], root_hashes(lab.root(name))) == [], name
+        assert differences(before[name], after[name]) == [], name
     # The fit host beside them was deployed (preflight passed, ROCm went on).
     assert (lab.root("good") / "etc/apt/sources.list.d/rocm.list").exists()
     # gfx942 is Instinct: no "AMD lists debian 13 for Instinct only" for this host (the

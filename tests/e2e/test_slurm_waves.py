@@ -32,9 +32,7 @@ from lab.slurm import PARTITION, Cluster
 from rocm_fleet.model.slurm import parse_node
 from rocm_fleet.roll.slurm_nodes import ROLLING
 
-# Each test passes alone; run after the waves, the second starts from their 7.2.1 nodes, and
-# the waves need nodes all on one release: the module keeps its order (pytest-random-order).
-pytestmark = [pytest.mark.e2e, pytest.mark.random_order(disabled=True)]
+pytestmark = pytest.mark.e2e
 
 CONTROLLER = "ctl"
 NODES = ["gpu1", "gpu2", "gpu3"]
@@ -178,7 +176,22 @@ def versions(lab) -> dict[str, str]:
     return found
 
 
-def test_a_release_change_rolls_in_waves_around_a_running_job(lab, cluster, tmp_path):
+@pytest.fixture
+def on_6_4_3(lab, cluster, tmp_path) -> None:
+    """Every node on 6.4.3 and in service, as the lab starts them: a node another test rolled
+    to 7.2.1 is rolled back (after the card test, gpu1 is the one)."""
+    moved = [node for node, release in versions(lab).items() if release != "6.4.3"]
+    if moved:
+        inventory = inventory_with(
+            lab, tmp_path / "to-6.4.3.py", {**ROLL_DATA, "rocm_version": "6.4.3"}
+        )
+        back = roll(lab, inventory, limit=",".join(moved))
+        assert back.returncode == 0, back.output
+    assert versions(lab) == dict.fromkeys(NODES, "6.4.3")
+    cluster.wait_idle(NODES)
+
+
+def test_a_release_change_rolls_in_waves_around_a_running_job(lab, cluster, on_6_4_3, tmp_path):
     inventory = inventory_with(
         lab, tmp_path / "to-7.2.1.py", {**ROLL_DATA, "rocm_version": "7.2.1"}
     )
@@ -270,7 +283,7 @@ def other_release(lab) -> tuple[str, str]:
 def test_slurmctld_stopped_mid_roll_leaves_gpu1_drained_then_refused_then_resumed(
     lab, cluster, tmp_path
 ):
-    """From whichever release the nodes are on (7.2.1 after the waves above; 6.4.3 run
+    """From whichever release the nodes are on (7.2.1 after the waves; 6.4.3 before them or
     alone), a roll to the other one loses slurmctld while gpu1 is changed; gpu1, left drained,
     is rolled back and its card found wrong once drained; then, its card back and nothing left
     to change, it is checked again and resumed."""

@@ -3,7 +3,7 @@ fixtures, never from module state an earlier test left. Read from the source: no
 tests/e2e writes a module-level name (``global``, ``NAME[...] = ...``, ``NAME.append(...)``
 and the like); a state later tests need goes into a fixture (see test_streams.py's
 ``classic`` or test_lifecycle.py's ``Life``). What the source can't show, a test that needs
-the hosts as an earlier test left them, is found by running it alone."""
+the hosts as an earlier test left them, is found by running it alone and shuffled."""
 
 import ast
 from pathlib import Path
@@ -63,3 +63,15 @@ def test_no_e2e_test_writes_module_state(path):
         for where in writes(node, module)
     ]
     assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize("path", sorted(E2E.glob("test_*.py")), ids=lambda p: p.name)
+def test_no_e2e_module_pins_its_order(path):
+    """A shuffled run (``-p random_order``) shuffles every module: none opts out with
+    ``pytest.mark.random_order(disabled=True)`` to keep an order its tests depend on."""
+    marks = [
+        f"{path.name}:{node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Attribute) and node.attr == "random_order"
+    ]
+    assert marks == [], "\n".join(marks)
