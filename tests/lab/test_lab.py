@@ -403,7 +403,9 @@ def test_upgrade_to_a_newer_rocm_release_moves_opt_rocm(lab, installed):
 
 
 @pytest.mark.lab
-def test_pip_installs_torch_from_download_pytorch_org_through_the_lab_ca(lab):
+def test_pip_installs_torch_from_download_pytorch_org_through_the_lab_ca(lab, installed):
+    """From the hosts with apt's lists and AMD's rocminfo (``installed``): a GPU-less
+    host's rocminfo is read at the end."""
     check = (
         "import torch, torchvision; c = torch.cuda; "
         "x = torch.ones(64, 32, device='cuda') @ torch.ones(32, 8, device='cuda'); "
