@@ -47,6 +47,24 @@ def cluster(lab):
         yield cluster
 
 
+@pytest.fixture
+def undeclared(lab, cluster):
+    """The cluster as before any run: no gres.conf on the nodes, no ``Gres=`` declared."""
+    if cluster.gres:
+        cluster.set_node_gres(dict.fromkeys(NODES))
+    for node in NODES:
+        sh(lab, node, f"rm -f {paths.SLURM_GRES_CONF}")
+
+
+@pytest.fixture
+def declared(lab, cluster):
+    """The nodes converged with their GPUs declared (what the first test ends with; made
+    here when it didn't run first)."""
+    if cluster.gres != GRES:
+        succeeded(deploy(lab, limit=NODES))
+        cluster.set_node_gres(GRES)
+
+
 def check(lab) -> object:
     result = lab.run(
         [sys.executable, "-m", "rocm_fleet.cli", "check", str(lab.inventory), "--limit",
@@ -65,7 +83,7 @@ def slurm_lines(result) -> dict[str, str]:
     }
 
 
-def test_gres_written_declared_and_checked(lab, cluster):
+def test_gres_written_declared_and_checked(lab, cluster, undeclared):
     run = deploy(lab, limit=NODES)
     succeeded(run)
     assert changed(run)[WRITE] == NODES
@@ -102,7 +120,7 @@ def test_gres_written_declared_and_checked(lab, cluster):
     assert len(slurm_lines(after)) == 3
 
 
-def test_a_tampered_gres_conf_is_drift(lab, cluster):
+def test_a_tampered_gres_conf_is_drift(lab, cluster, declared):
     sh(lab, "gpu1", f"sed -i '$d' {paths.SLURM_GRES_CONF}")  # one GPU less
     dry = deploy(lab, limit=NODES, dry=True)
     assert changed(dry) == {WRITE: ["gpu1"]}, dry.output[-3000:]
