@@ -131,7 +131,7 @@ def wheel_lock(directory: Path, python: str) -> str:
     wheelhouse in the lab's cache, filled from PyPI only when it lacks one."""
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     if not any(directory.glob("rocm_fleet-*.whl")):  # one a caller built for another Python
-        subprocess.run([*pip, "wheel", "--no-deps", "-w", directory, ROOT], check=True)
+        support.build_product_wheel(directory)
     house = cache_dir() / "pull-wheelhouse"
     house.mkdir(exist_ok=True)
     # The extras a pull runs: its fetch, the node's checks and its audit (rocm-fleet-pull.sh).

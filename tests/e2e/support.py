@@ -3,12 +3,15 @@ readers of its results and of the hosts. Nothing here knows a test's hosts."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import re
 import runpy
 import stat
+import subprocess
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -17,10 +20,27 @@ from typing import Any
 import pytest
 
 from lab import HostSpec, Lab
+from lab._util import cache_dir
 
 # Every operation of the deploy runs inside the node deploy (tasks/rocm_fleet/deploy/node.py).
 OP_PREFIX = "rocm-fleet | "
 VENV_PYTHON = "/opt/rocm-fleet/venv/bin/python"
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def build_product_wheel(directory: Path) -> Path:
+    """rocm-fleet's wheel, built from this checkout into ``directory``. pip builds a local
+    project in its own tree (setuptools' build/ and egg-info), so two builds at once (two
+    xdist workers, two runs) break each other: one lock in the lab's cache serialises them."""
+    with open(cache_dir() / "product-wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "--no-deps",
+             "-q", "-w", str(directory), str(CHECKOUT)],
+            check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+    (built,) = directory.glob("rocm_fleet-*.whl")
+    return built
 
 
 def running_lab(hosts: list[HostSpec], releases: Iterable[str], **options: Any) -> Iterator[Lab]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.support import OP_PREFIX, running_lab, sh
+from e2e.support import OP_PREFIX, build_product_wheel, running_lab, sh
 from lab import HostSpec
 from rocm_fleet.matrix import tables
 from rocm_fleet.model import matrix
@@ -63,13 +63,7 @@ PROJECT = {
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
-        check=True, capture_output=True, timeout=600,
-    )  # fmt: skip
-    (built,) = out.glob("rocm_fleet-*.whl")
-    return built
+    return build_product_wheel(tmp_path_factory.mktemp("dist"))
 
 
 def test_the_wheel_holds_the_package_its_files_and_scripts_and_no_tasks(wheel):
