@@ -107,17 +107,8 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
             else:
                 warn_host(f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how "
                           f"{engine} gets the GPUs is decided once it is installed")  # fmt: skip
-        elif engine == "podman" and version[:2] < toolkit.PODMAN_CDI:
-            problems.append(f"Podman {plan.shown(version)} predates CDI (4.1) and AMD's "
-                            "runtime serves Docker only: install a newer Podman, or use "
-                            "docker")  # fmt: skip
-        elif engine == "podman" and version[:2] < toolkit.PODMAN_AMD_CDI:
-            problems.append(
-                f"Podman {plan.shown(version)} can't read the CDI spec AMD's toolkit writes "
-                f"(CDI {toolkit.AMD_CDI_VERSION}; Debian 12's 4.3 refuses it: `--device "
-                "amd.com/gpu=all` is unresolvable) and AMD's runtime serves Docker only: "
-                "use docker (with AMD's runtime where it reads no CDI), or install Podman "
-                f"{plan.shown(toolkit.PODMAN_AMD_CDI)} or newer")  # fmt: skip
+        elif engine == "podman" and (problem := toolkit.podman_problem(version)):
+            problems.append(problem)
     problems += plan.rootless_problems(
         list(config.rocm_containers_engines), list(config.rocm_containers_rootless_users),
         absent_users,
