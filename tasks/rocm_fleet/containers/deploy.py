@@ -35,8 +35,6 @@ from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.model.sources import (
     AptNeed,
     HostNeeds,
-    mirror_ca,
-    proxy_environment,
     toolkit_repository,
 )
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
@@ -171,13 +169,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     version = config.rocm_containers_toolkit_version or toolkit.DEFAULT_RELEASE
     served = repository.via(config.mirror)
     apt_repository(
-        key=AptKey(
-            "Install the container toolkit's signing key (fingerprint checked)",
-            plan.KEYRING,
-            served.key.url,
-            served.key.fingerprint,
-            proxy_environment(config),
-            mirror_ca(config),
+        key=AptKey.of(
+            "Install the container toolkit's signing key (fingerprint checked)", served, config
         ),
         source=AptFile("Point apt at AMD's container toolkit", plan.SOURCE, served.source_text()),
         pin=AptFile("Hold the container toolkit at its release", plan.PIN, plan.pin_text(version)),
