@@ -380,12 +380,17 @@ def test_back_to_inbox_purges_amdgpu_dkms_and_its_source_on_one_run(lab, after_r
     report = audit(lab, "--limit", host, inventory=inventory)
     (row,) = report.json["hosts"]
     assert as_drift(PURGE) in row["drift"], report.stdout
+    # The bare host had no mokutil: the deploy installed it for the signing key, recorded.
+    recorded = (root / "var/lib/rocm-fleet/driver-packages").read_text().split()
+    assert "mokutil" in recorded, recorded
 
     run = deploy(lab, limit=[host], inventory=inventory)
     assert run.returncode == 0, run.output[-4000:]
     assert set(changed(run)) >= DRIVER_GONE, changed(run)
-    status = lab.ssh(host, "dpkg-query -W -f='${db:Status-Abbrev}' amdgpu-dkms || true").stdout
-    assert not status.startswith("ii"), status
+    for package in ("amdgpu-dkms", "mokutil"):
+        query = f"dpkg-query -W -f='${{db:Status-Abbrev}}' {package} || true"
+        status = lab.ssh(host, query).stdout
+        assert not status.startswith("ii"), (package, status)
     assert not (root / "etc/apt/sources.list.d/amdgpu.list").exists()
     assert not (root / "var/lib/rocm-fleet/amdgpu-lists.stamp").exists()
     assert not (root / "var/lib/rocm-fleet/driver-packages").exists()

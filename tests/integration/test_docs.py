@@ -59,9 +59,11 @@ def test_the_deploys_the_readme_runs_are_what_pyinfra_imports():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.stdout.split() == ["rocm_fleet.deploy.node", "rocm_node"], result.stderr
-    # ... and the checkout's deploy.py is that deploy, as the README says
+    # ... and the checkout's deploy.py runs it, then the features' (rocm_fleet.compose), as
+    # the README says
     assert (
-        "from rocm_fleet.deploy import rocm_node\n\nrocm_node()" in (ROOT / "deploy.py").read_text()
+        "from rocm_fleet.compose import fleet_node\n\nfleet_node()"
+        in (ROOT / "deploy.py").read_text()
     )
 
 

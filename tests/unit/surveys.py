@@ -426,6 +426,8 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 pass
             elif name == "packages-install":
                 packages.update({p: DEBIAN_VERSIONS[p] for p in args[1:]})
+                if args[0] == paths.DRIVER_LEDGER:  # the one the survey reads (Ledger)
+                    survey.ledgers[args[0]] = survey.ledgers.get(args[0], []) + args[1:]
             elif name == "release-switch":
                 regex, *items = args
                 assert regex == release.stream.version_regex(release)

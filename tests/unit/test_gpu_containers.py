@@ -170,3 +170,36 @@ def test_the_fact_reads_dockerd_and_daemon_json_without_a_newline_at_its_end():
     view = GpuContainersFact().process(out)
     assert view.docker_version == version
     assert json.loads(view.daemon_json) == {"features": {"cdi": True}} and view.spec == "{}"
+
+
+@pytest.mark.parametrize(
+    ("version", "problem"),
+    [
+        ("podman version 5.4.2", None),  # Debian 13's
+        ("podman version 4.4.0", None),  # the floor
+        ("podman version 4.3.1", "Podman 4.3.1 can't read the CDI spec AMD's toolkit writes"),
+        ("podman version 3.4.4", "Podman 3.4.4 predates CDI (4.1)"),  # Ubuntu 22.04's
+        (None, None),  # not read: nothing said of it
+    ],
+)  # fmt: skip
+def test_a_podman_below_the_deploys_floor_is_unfit_as_the_deploy_says(version, problem):
+    view = ContainerView(("podman",), SPEC, podman_version=version)
+    verdict = judge(["podman"], [], view, kfd(128, 129))
+    if problem is None:
+        assert verdict.problems == ()
+    else:
+        (said,) = verdict.problems
+        assert said.startswith(problem)
+        cell = containers_cell(config(["podman"]), verdict)
+        assert cell.drift and not cell.works
+    # the floor is Podman's alone: a node whose inventory wants only Docker isn't judged by it
+    assert judge(["docker"], [], ContainerView(("docker", "podman"), SPEC, podman_version=version),
+                 kfd(128, 129)).problems == ()  # fmt: skip
+
+
+def test_the_fact_reads_podmans_version():
+    from rocm_fleet.facts.containers import PODMAN
+
+    view = GpuContainersFact().process([f"{ENGINE}podman", f"{PODMAN}podman version 4.3.1"])
+    assert view.installed == ("podman",) and view.podman_version == "podman version 4.3.1"
+    assert "podman --version" in GpuContainersFact().command()

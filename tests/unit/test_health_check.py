@@ -254,3 +254,50 @@ def test_the_programs_drain_is_not_the_rolls_and_the_rolls_is_not_the_programs()
     )
     assert slurm_view(text).ours
     assert parse_node(text).drained_by_others  # the roll leaves it drained
+
+
+def _reason_lines(text: str, *more: str) -> str:
+    """``text`` (recorded) with the reason given further lines as Slurm prints a reason that
+    holds newlines: each on its own line, indented by its line end's 3 spaces and 7 more, the
+    ``[user@time]`` on the first line only (SchedMD/slurm src/api/node_info.c,
+    slurm_sprint_node_table, the same in 22.05.8 and 24.11.5; ``scontrol update`` keeps a
+    reason's newlines, src/scontrol/update_node.c)."""
+    head, found, tail = text.partition("]\n")
+    assert found, text
+    return head + "]" + "".join(f"\n{' ' * 10}{line}" for line in more) + "\n" + tail
+
+
+@pytest.mark.parametrize("release", ["22.05", "24.11"])
+def test_a_reason_with_more_lines_is_read_whole_by_both_readers(release):
+    from rocm_fleet.model.slurm import parse_node
+
+    admin = slurm(f"scontrol-show-node-draining-admin-{release}.txt")
+    # an administrator's reason whose second line looks like the program's or the roll's
+    for fake in (reason(ECC), "rocm-fleet: rolling maintenance"):
+        text = _reason_lines(admin, f"Reason={fake}", "ask ops")
+        whole = f"PSU swap, see ticket 4411\nReason={fake}\nask ops"
+        assert slurm_view(text) == SlurmView(True, whole) and not slurm_view(text).ours
+        node = parse_node(text)
+        assert node.reason == whole and node.drained_by_others, node
+        assert decide(ECC, slurm_view(text)).kind == "none"  # someone else's drain: left so
+        assert decide([], slurm_view(text)).kind == "none"  # never resumed by the program
+
+
+@pytest.mark.parametrize(
+    "name",
+    [name for release in ("22.05", "24.11") for name in (
+        f"scontrol-show-node-idle-{release}.txt", f"scontrol-show-node-{release}-gres.txt",
+        f"scontrol-show-node-{release}-none.txt", f"scontrol-show-node-drained-{release}.txt",
+        f"scontrol-show-node-draining-admin-{release}.txt",
+        f"scontrol-controller-down-{release}.txt")],
+)  # fmt: skip
+def test_both_readers_read_slurms_recorded_text_alike(name):
+    from rocm_fleet.model.slurm import SlurmOutputError, parse_node
+
+    view = slurm_view(slurm(name))
+    try:
+        node = parse_node(slurm(name))
+    except SlurmOutputError:
+        assert view is None
+    else:
+        assert view == SlurmView(node.drain, node.reason)

@@ -319,7 +319,9 @@ def driver_removed(survey: dict) -> dict:
 
 def test_back_to_inbox_purges_what_dkms_installed_and_its_source_on_one_run():
     survey = converged_survey(DKMS, "debian-12")
-    assert survey.ledgers[paths.DRIVER_LEDGER] == [f"linux-headers-{D12}", "amdgpu-dkms"]
+    assert survey.ledgers[paths.DRIVER_LEDGER] == [
+        "mokutil", "openssl", f"linux-headers-{D12}", "amdgpu-dkms"
+    ]  # fmt: skip
     inbox = {**DKMS, "rocm_driver": "inbox"}
     host = SurveyHost(survey)
     planned = plan(inbox, host)
@@ -331,7 +333,7 @@ def test_back_to_inbox_purges_what_dkms_installed_and_its_source_on_one_run():
     assert script_call(purge) == (
         "dkms-driver-purge",
         [paths.DRIVER_LEDGER, "amdgpu-dkms", "driver amdgpu-dkms removed",
-         "amdgpu-dkms", f"linux-headers-{D12}"],
+         "amdgpu-dkms", f"linux-headers-{D12}", "mokutil", "openssl"],
     )  # fmt: skip
     # apt forgets the driver repository's lists once its source is gone.
     refresh = planned.find("Forget the driver repository's package lists")
@@ -404,7 +406,8 @@ def queue(planned):
 def test_secure_boot_off_legacy_or_unsupported_needs_no_key(sb_state):
     planned = planned_for("debian-12", DKMS, sb_state=sb_state)
     (tools,) = planned.find("Install mokutil and openssl").commands
-    assert script_call(tools) == ("packages-install", ["", "mokutil", "openssl"])
+    # recorded with the driver's: going back to inbox (or uninstalling) purges them again
+    assert script_call(tools) == ("packages-install", [paths.DRIVER_LEDGER, "mokutil", "openssl"])
     assert planned.find("Create the DKMS signing key").commands == []
     assert queue(planned).commands == []
 
@@ -441,7 +444,10 @@ def test_ubuntu_uses_update_secureboot_policy_and_shims_cert(monkeypatch):
         "ubuntu-24.04", DKMS, kernel=U24, sb_state="sb_state_enabled.txt", key="missing"
     )
     (tools,) = planned.find("Install mokutil and openssl").commands
-    assert script_call(tools) == ("packages-install", ["", "mokutil", "openssl", "shim-signed"])
+    assert script_call(tools) == ("packages-install", [paths.DRIVER_LEDGER, "mokutil", "openssl"])
+    # shim-signed (update-secureboot-policy) is the boot chain: never recorded to be purged
+    (shim,) = planned.find("Install shim-signed").commands
+    assert script_call(shim) == ("packages-install", ["", "shim-signed"])
     assert text(planned.find("Create the DKMS signing key")) == "update-secureboot-policy --new-key"
     (importing,) = [script_call(c) for c in queue(planned).commands[2:3]]
     assert importing[1][0] == "/var/lib/shim-signed/mok/MOK.der"

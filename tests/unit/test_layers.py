@@ -4,6 +4,8 @@
 * the core (``CORE``: what deploys a node, plus the command shell ``cli``) imports no feature,
   except the shell's ``rocm_fleet.cli`` inside a function (it builds each feature's command);
 * a feature (``FEATURES``) imports the core and itself, never another feature;
+* the composer (``COMPOSER``: the core's deploy and the features', for deploy.py and pull
+  mode's deploy) imports the core and the features, and nothing in the package imports it;
 * within the core, imports run one way (``CORE``, lowest first), and ``model`` and
   ``upstream`` don't import pyinfra at all;
 * the core imports no feature's third-party dependency at a module's top (``EXTRAS``), so a
@@ -28,6 +30,8 @@ CORE = ["model", "upstream", "facts", "engine", "operations", "deploy", "cli"]
 LEAVES = {"version", "assets", "atomic"}
 #: each a package of its own, on the core
 FEATURES = {"audit", "bundle", "checks", "containers", "matrix", "pull", "roll"}
+#: the module composing the core's deploy and the features' deploys; imported by no module
+COMPOSER = "compose"
 #: the one core module that may import features, and only inside a function
 SHELL = "rocm_fleet.cli"
 #: core packages that run where no pyinfra state exists (the bundle, the matrix check, the model)
@@ -86,7 +90,7 @@ def rank(module: str) -> int:
 
 def test_the_package_has_the_core_and_the_features_and_nothing_beside_them():
     top = {room(m) for m in MODULES if m != "rocm_fleet"}
-    assert top == set(CORE) | LEAVES | FEATURES
+    assert top == set(CORE) | LEAVES | FEATURES | {COMPOSER}
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -106,7 +110,10 @@ def test_every_rocm_fleet_import_names_a_file_and_keeps_to_its_rooms(module):
             problems.append(f"{where}: {target} is no file under tasks/")
             continue
         theirs = room(target)
-        if theirs in FEATURES:
+        if theirs == COMPOSER or mine == COMPOSER:
+            if theirs == COMPOSER and mine != COMPOSER:
+                problems.append(f"{where}: {module} imports the composer {target}")
+        elif theirs in FEATURES:
             if mine in FEATURES and theirs != mine:
                 problems.append(f"{where}: the feature {mine} imports the feature {theirs}")
             elif mine not in FEATURES and not (module == SHELL and not top):

@@ -212,6 +212,7 @@ def deployed_host() -> SurveyHost:
                 "gnupg",
                 "python3-venv",
             ],
+            fact_key(FileContents, path=paths.DRIVER_LEDGER): survey.ledgers[paths.DRIVER_LEDGER],
             fact_key(FileContents, path=paths.DIRECTORY_LEDGER): ["/opt/rocm-fleet"],
             fact_key(Directory, path="/opt/rocm-fleet"): {
                 "user": "root",
@@ -254,6 +255,12 @@ def test_uninstall_removes_what_the_deploy_added():
         "ledger-purge",
         [paths.PACKAGE_LEDGER, "ca-certificates", "gnupg", "python3-venv"],
     )
+    # what rocm_driver: dkms installed (the driver, its headers, mokutil and openssl where it
+    # installed them), before the state that records it goes
+    (driver,) = planned.find("Purge what rocm_driver: dkms installed").commands
+    assert script_call(driver) == ("ledger-purge", [
+        paths.DRIVER_LEDGER, "amdgpu-dkms", "linux-headers-6.1.0-31-amd64", "mokutil", "openssl"
+    ])  # fmt: skip
     assert [str(c) for c in planned.find("Remove rocm-fleet's state").commands] == [
         f"rm -rf {paths.STATE_DIR}"
     ]

@@ -35,8 +35,6 @@ from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.model.sources import (
     AptNeed,
     HostNeeds,
-    mirror_ca,
-    proxy_environment,
     toolkit_repository,
 )
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
@@ -107,17 +105,8 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
             else:
                 warn_host(f"apt's lists know no {plan.ENGINE_PACKAGES[engine][0]} yet: how "
                           f"{engine} gets the GPUs is decided once it is installed")  # fmt: skip
-        elif engine == "podman" and version[:2] < toolkit.PODMAN_CDI:
-            problems.append(f"Podman {plan.shown(version)} predates CDI (4.1) and AMD's "
-                            "runtime serves Docker only: install a newer Podman, or use "
-                            "docker")  # fmt: skip
-        elif engine == "podman" and version[:2] < toolkit.PODMAN_AMD_CDI:
-            problems.append(
-                f"Podman {plan.shown(version)} can't read the CDI spec AMD's toolkit writes "
-                f"(CDI {toolkit.AMD_CDI_VERSION}; Debian 12's 4.3 refuses it: `--device "
-                "amd.com/gpu=all` is unresolvable) and AMD's runtime serves Docker only: "
-                "use docker (with AMD's runtime where it reads no CDI), or install Podman "
-                f"{plan.shown(toolkit.PODMAN_AMD_CDI)} or newer")  # fmt: skip
+        elif engine == "podman" and (problem := toolkit.podman_problem(version)):
+            problems.append(problem)
     problems += plan.rootless_problems(
         list(config.rocm_containers_engines), list(config.rocm_containers_rootless_users),
         absent_users,
@@ -180,13 +169,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     version = config.rocm_containers_toolkit_version or toolkit.DEFAULT_RELEASE
     served = repository.via(config.mirror)
     apt_repository(
-        key=AptKey(
-            "Install the container toolkit's signing key (fingerprint checked)",
-            plan.KEYRING,
-            served.key.url,
-            served.key.fingerprint,
-            proxy_environment(config),
-            mirror_ca(config),
+        key=AptKey.of(
+            "Install the container toolkit's signing key (fingerprint checked)", served, config
         ),
         source=AptFile("Point apt at AMD's container toolkit", plan.SOURCE, served.source_text()),
         pin=AptFile("Hold the container toolkit at its release", plan.PIN, plan.pin_text(version)),

@@ -4,13 +4,13 @@ versions, how Docker gets the GPUs, daemon.json merged and unmerged, missing sub
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from rocm_fleet.assets import render
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model import paths
+from rocm_fleet.model.container_toolkit import engine_version
 
 DAEMON_JSON = paths.DOCKER_DAEMON_JSON
 STATE_DIR = paths.CONTAINERS_STATE_DIR
@@ -36,19 +36,6 @@ def rootless_packages(podman: tuple[int, int, int] | None) -> list[str]:
 #: useradd's SUB_UID_COUNT and SUB_UID_MIN defaults
 SUBID_COUNT = 65536
 SUBID_MIN = 100000
-
-_VERSION = re.compile(r"(?:^|\s)(?:[0-9]+:)?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?")
-
-
-def engine_version(text: str | None) -> tuple[int, int, int] | None:
-    """The first version in a tool's or apt's words (``podman version 4.3.1``,
-    ``5:25.0.3-1~ubuntu.22.04~jammy``); None if none."""
-    match = _VERSION.search(text or "")
-    return None if match is None else (int(match[1]), int(match[2]), int(match[3] or 0))
-
-
-def shown(version: tuple[int, ...]) -> str:
-    return ".".join(map(str, version))
 
 
 def version_of(engine: str, facts: dict[str, Any], install: bool) -> tuple[int, int, int] | None:

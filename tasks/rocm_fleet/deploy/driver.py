@@ -15,7 +15,7 @@ from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.sources import amdgpu_repository
 from rocm_fleet.model.versions import kernel_releases, newer_kernels
-from rocm_fleet.operations.apt import apt_update
+from rocm_fleet.operations.apt import apt_update, debian_packages
 from rocm_fleet.operations.files import on_host, text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver, dkms_driver_absent
@@ -85,6 +85,16 @@ def driver_leftovers() -> bool:
     installed = read_fact(InstalledPackages) or {}
     return on_host(paths.AMDGPU_SOURCE, paths.AMDGPU_LISTS_STAMP) or any(
         name in installed for name in read_fact(Ledger, path=paths.DRIVER_LEDGER) or []
+    )
+
+
+def remove_driver_packages() -> None:
+    """Uninstall: purge what ``rocm_driver: dkms`` installed (its ledger: amdgpu-dkms, headers,
+    mokutil and openssl where it installed them), keeping what the admin's packages need."""
+    debian_packages(
+        name="Purge what rocm_driver: dkms installed (its ledger)",
+        ledger=paths.DRIVER_LEDGER,
+        present=False,
     )
 
 

@@ -11,7 +11,7 @@ from pyinfra.api.exceptions import DeployError
 
 from rocm_fleet.deploy.apu import configure_apu_memory
 from rocm_fleet.deploy.cuda import migrate_from_cuda
-from rocm_fleet.deploy.driver import configure_driver
+from rocm_fleet.deploy.driver import configure_driver, remove_driver_packages
 from rocm_fleet.deploy.groups import configure_groups
 from rocm_fleet.deploy.kernel import configure_kernel, release_kernel_holds
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
@@ -90,6 +90,7 @@ def rocm_node() -> None:
     if config.rocm_state == "absent":
         configure_pip_credentials(config, present=False)
         remove_pytorch(config)
+        remove_driver_packages()  # while its ledger and AMD's sources are there
         remove_rocm(config)
         configure_mirror(config, host.inventory, present=False)
         release_kernel_holds(config)  # before the state that records them goes

@@ -17,8 +17,11 @@ def configure_secure_boot(config: Config, row: matrix.Distro) -> list[tuple[str,
     if config.rocm_driver != "dkms":
         return []
     cert, key = paths.MOK_KEYS[row.id]
-    packages = ["mokutil", "openssl"] + (["shim-signed"] if row.id == "ubuntu" else [])
-    debian_packages(name="Install mokutil and openssl", packages=packages)
+    # Recorded with the driver's packages: going back to inbox or uninstalling purges them.
+    debian_packages(name="Install mokutil and openssl", packages=["mokutil", "openssl"],
+                    ledger=paths.DRIVER_LEDGER)  # fmt: skip
+    if row.id == "ubuntu":  # update-secureboot-policy; the boot chain, so never purged
+        debian_packages(name="Install shim-signed", packages=["shim-signed"])
     signing_key(name="Create the DKMS signing key if missing", cert=cert, key=key, distro_id=row.id)
     queued = mok_enrolled(
         name="Queue the DKMS signing key for MOK enrollment",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from rocm_fleet.model import paths
@@ -33,6 +34,36 @@ DOCKER_CDI = (25, 0)
 PODMAN_CDI = (4, 1)
 AMD_CDI_VERSION = "0.6.0"
 PODMAN_AMD_CDI = (4, 4)
+
+_VERSION = re.compile(r"(?:^|\s)(?:[0-9]+:)?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?")
+
+
+def engine_version(text: str | None) -> tuple[int, int, int] | None:
+    """The first version in a tool's or apt's words (``podman version 4.3.1``,
+    ``5:25.0.3-1~ubuntu.22.04~jammy``); None if none."""
+    match = _VERSION.search(text or "")
+    return None if match is None else (int(match[1]), int(match[2]), int(match[3] or 0))
+
+
+def shown(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+def podman_problem(version: tuple[int, ...]) -> str | None:
+    """Why a Podman of ``version`` can't give containers the GPUs AMD's toolkit describes (it
+    reads no CDI, or not AMD's CDI version); None from ``PODMAN_AMD_CDI`` on."""
+    if version[:2] < PODMAN_CDI:
+        return (f"Podman {shown(version)} predates CDI (4.1) and AMD's runtime serves Docker "
+                "only: install a newer Podman, or use docker")  # fmt: skip
+    if version[:2] < PODMAN_AMD_CDI:
+        return (
+            f"Podman {shown(version)} can't read the CDI spec AMD's toolkit writes "
+            f"(CDI {AMD_CDI_VERSION}; Debian 12's 4.3 refuses it: `--device "
+            "amd.com/gpu=all` is unresolvable) and AMD's runtime serves Docker only: "
+            "use docker (with AMD's runtime where it reads no CDI), or install Podman "
+            f"{shown(PODMAN_AMD_CDI)} or newer"
+        )
+    return None
 
 
 def suite_for(key: str, suite: str) -> tuple[str | None, str | None]:

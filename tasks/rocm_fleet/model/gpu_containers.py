@@ -21,13 +21,15 @@ GROUPS = paths.GPU_GROUPS  #: what a rootless Podman user needs (AMD's running-w
 @dataclass(frozen=True)
 class ContainerView:
     """What the node shows: engines whose command is there, texts of the spec, ``dockerd
-    --version`` and daemon.json (None: no file), and the members of each of ``GROUPS``."""
+    --version``, daemon.json (None: no file) and ``podman --version``, and the members of each
+    of ``GROUPS``."""
 
     installed: tuple[str, ...] = ()
     spec: str | None = None
     members: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     docker_version: str | None = None
     daemon_json: str | None = None
+    podman_version: str | None = None
 
 
 def docker_problem(version_text: str | None, daemon_text: str | None) -> str | None:
@@ -74,6 +76,9 @@ def judge(
     if "docker" in engines and "docker" in view.installed:
         docker = docker_problem(view.docker_version, view.daemon_json)
         problems += [docker] if docker else []
+    podman = container_toolkit.engine_version(view.podman_version)
+    if "podman" in engines and "podman" in view.installed and podman is not None:
+        problems += [p] if (p := container_toolkit.podman_problem(podman)) else []
     named = container_toolkit.cdi_render_nodes(view.spec)
     found = container_toolkit.survey_render_nodes(list(kfd) if kfd is not None else None)
     both = named is not None and found is not None

@@ -85,21 +85,43 @@ class SlurmView:
         return self.drain and self.reason.startswith(PREFIX)
 
 
+#: lines of ``scontrol show node`` whose value is free text (spaces and ``=`` its own)
+_FREE_TEXT = ("OS=", "Comment=", "Extra=")
+_FIELD = re.compile(r"(?:^|\s)([A-Za-z_]+)=(\S*)")
+#: the `` [user@time]`` Slurm puts after a reason's first line; a user may hold "@" (user@domain)
 _REASON_STAMP = re.compile(r"\s*\[[^\[\]]*@[^\[\]]*\]\s*$")
+#: how Slurm indents a reason's further lines: its line end's 3 spaces and 7 more
+_REASON_MORE = " " * 10
+
+
+def scontrol_node(text: str) -> tuple[dict[str, str], str]:
+    """``scontrol show node NAME``'s fields (the first of each key; free text not read for
+    fields) and its reason ("" when none) as Slurm prints it (SchedMD/slurm
+    src/api/node_info.c, ``slurm_sprint_node_table``): its first line after ``Reason=``, less
+    the stamp, then each further line, indented by ``_REASON_MORE``, joined by newlines."""
+    fields: dict[str, str] = {}
+    said: list[str] = []
+    more = False
+    for line in text.splitlines():
+        if more and line.startswith(_REASON_MORE):
+            said.append(line[len(_REASON_MORE) :])
+            continue
+        stripped, more = line.strip(), False
+        if not said and stripped.startswith("Reason="):
+            said, more = [_REASON_STAMP.sub("", stripped.removeprefix("Reason=")).strip()], True
+        elif not stripped.startswith(_FREE_TEXT):
+            for key, value in _FIELD.findall(stripped):
+                fields.setdefault(key, value)
+    reason = "\n".join(said)
+    return fields, "" if reason == "(null)" else reason
 
 
 def slurm_view(text: str) -> SlurmView | None:
     """``scontrol show node NAME``'s drain flag and reason; None when it names no node."""
-    state, said = None, ""
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("Reason="):
-            said = _REASON_STAMP.sub("", line.removeprefix("Reason=")).strip()
-        elif state is None and not line.startswith(("OS=", "Comment=", "Extra=")):  # free text
-            state = next((w[6:] for w in line.split() if w.startswith("State=")), None)
-    if not state:
+    fields, said = scontrol_node(text)
+    if not (state := fields.get("State")):
         return None
-    return SlurmView("DRAIN" in state.split("+"), "" if said == "(null)" else said)
+    return SlurmView("DRAIN" in state.split("+"), said)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 from rocm_fleet.assets import render
 from rocm_fleet.model import grammar, paths
+from rocm_fleet.model.health_check import scontrol_node
 from rocm_fleet.model.pci_ids import lookup
 
 GRES_NAME = "gpu"
@@ -183,25 +184,10 @@ class NodeState:
         return f"{words} ({self.reason})" if self.reason else words
 
 
-_FIELD = re.compile(r"(?:^|\s)([A-Za-z_]+)=(\S*)")
-_REASON_SUFFIX = re.compile(r"\s*\[[^\[\]@]*@[^\[\]]*\]\s*$")
-
-
 def parse_node(text: str) -> NodeState:
-    """A ``NodeState`` from ``scontrol show node NAME``'s text; SlurmOutputError when it
-    names no node."""
-    fields: dict[str, str] = {}
-    reason = ""
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("Reason="):
-            # the rest of the line is the reason, spaces and all, then [user@time]
-            reason = _REASON_SUFFIX.sub("", stripped.removeprefix("Reason=")).strip()
-            continue
-        if stripped.startswith(("OS=", "Comment=", "Extra=")):
-            continue  # free text, spaces included
-        for key, value in _FIELD.findall(stripped):
-            fields.setdefault(key, value)
+    """A ``NodeState`` from ``scontrol show node NAME``'s text (``health_check.scontrol_node``
+    reads it); SlurmOutputError when it names no node."""
+    fields, reason = scontrol_node(text)
     name, state = fields.get("NodeName"), fields.get("State")
     if not name or not state:
         raise SlurmOutputError(f"not a node of scontrol show node: {' '.join(text.split())[:120]}")
@@ -210,8 +196,6 @@ def parse_node(text: str) -> NodeState:
     if base.endswith("*"):  # "IDLE*": the node does not respond
         base = base.rstrip("*")
         found.add("NOT_RESPONDING")
-    if reason == "(null)":
-        reason = ""
     return NodeState(
         name=name, state=base, flags=frozenset(found), reason=reason, gres=fields.get("Gres")
     )

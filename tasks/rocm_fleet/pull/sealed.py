@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import hpke, serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 
 from rocm_fleet.atomic import write_atomically
-from rocm_fleet.model.pulled import PullRefused
+from rocm_fleet.model.pulled import PullRefused, seal_key_file
 
 FORMAT = "rocm-fleet-pull-sealed/1"
 SUITE = hpke.Suite(hpke.KEM.X25519, hpke.KDF.HKDF_SHA256, hpke.AEAD.CHACHA20_POLY1305)
@@ -86,7 +86,7 @@ def load_key(path: Path) -> X25519PrivateKey:
 
 def node_key(directory: Path, node: str) -> X25519PrivateKey:
     """``node``'s sealing key in ``directory`` (``<node>.pem``, 0600), made when missing."""
-    path = directory / f"{node}.pem"
+    path = Path(seal_key_file(str(directory), node))
     if not path.exists():
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         key = X25519PrivateKey.generate()

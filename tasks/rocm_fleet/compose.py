@@ -1,0 +1,13 @@
+"""The whole node: the core's checklist, then each feature a node may have, in order. What
+``deploy.py`` and pull mode's deploy on the node run: the one place features are composed
+(nothing in the package imports it; tests/unit/test_layers.py)."""
+
+from __future__ import annotations
+
+from rocm_fleet import containers, deploy
+
+
+def fleet_node() -> None:
+    """``rocm_node()``, then GPU containers (``rocm_containers_engines``; nothing without it)."""
+    deploy.rocm_node()
+    containers.gpu_containers()
