@@ -42,7 +42,7 @@ from rocm_fleet.model.untrusted import visible
 from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
 from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target, waves
 
-DEFAULT_DEPLOY = "rocm_fleet.deploy.rocm_node"
+DEFAULT_DEPLOY = "rocm_fleet.compose.fleet_node"
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from rocm_fleet.cli.exits import Exit
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.slurm import REASON_PREFIX, parse_node
+from rocm_fleet.roll.command import DEFAULT_DEPLOY
 from rocm_fleet.roll.slurm_nodes import ROLLING, SlurmNode, SlurmUnreachable, parse_jobs, reason
 from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target, waves
 
@@ -660,3 +661,10 @@ def test_a_host_name_pyinfras_limit_would_widen_is_named():
     names = ["gpu1", "gpu2", "gpus", "gpu[12]", "gpu*", "node-3.lab"]
     assert not_one_host_by_limit(names, {"gpus", "slurm_nodes"}) == ["gpu*", "gpu[12]", "gpus"]
     assert not_one_host_by_limit(["gpu1", "node-3.lab"], {"gpus"}) == []
+
+
+def test_the_roll_deploys_by_default_what_deploy_py_runs():
+    # The roll audits the whole node (GPU containers too), so it must converge the whole node.
+    module, name = DEFAULT_DEPLOY.rsplit(".", 1)
+    text = (Path(__file__).resolve().parents[3] / "deploy.py").read_text()
+    assert f"from {module} import {name}\n\n{name}()\n" in text
