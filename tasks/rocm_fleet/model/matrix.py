@@ -43,7 +43,7 @@ from rocm_fleet.model.torch_builds import (  # noqa: F401
     TorchSource,
     torch_source,
 )
-from rocm_fleet.model.versions import kernel_key, release_key
+from rocm_fleet.model.versions import kernel_key, release_key, release_tag
 
 
 class Support(Enum):
@@ -107,6 +107,11 @@ class Release:
         """Directory under rocm/apt: 6.4 for 6.4.0 (AMD: "NO trailing .0")."""
         major, minor, patch = self.parts
         return f"{major}.{minor}" if patch == 0 else self.version
+
+    @property
+    def numeric_tag(self) -> str:
+        """The tag in AMD's classic package versions: 6.4.3 -> 60403."""
+        return release_tag(self.version)
 
     @functools.cached_property
     def torch_source(self) -> TorchSource | None:
