@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ import click
 
 from rocm_fleet.cli.exits import Command, epilog
 from rocm_fleet.cli.inventory import UsageError
+from rocm_fleet.model.grammar import ip_literal
 
 _NAME = re.compile(
     r"(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*"
@@ -38,13 +38,11 @@ def run(args: Any) -> int:
 
 
 def _valid(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name)
-        return True
-    except ValueError:
-        return bool(_NAME.fullmatch(name)) or (
-            name.startswith("*.") and bool(_NAME.fullmatch(name[2:]))
-        )
+    return (
+        ip_literal(name)
+        or bool(_NAME.fullmatch(name))
+        or (name.startswith("*.") and bool(_NAME.fullmatch(name[2:])))
+    )
 
 
 command = Command(

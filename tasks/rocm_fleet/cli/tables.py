@@ -102,17 +102,12 @@ def whole(table: Table) -> str:
     return text_of(written)
 
 
-def folded(
-    headers: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    width: int,
-    keep: int = 1,
-    gap: int = 2,
-    wrap_min: int = 24,
-) -> str:
+def folded(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> str:
     """``rows`` in ``width`` columns: side by side as fit, the rest in more tables below, each
-    led by the first ``keep`` columns; the last column wraps."""
+    led by the first column; the last column wraps."""
     from rich.cells import cell_len
+
+    keep, gap, wrap_min = 1, 2, 24
 
     widths = [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     last = len(headers) - 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 from pyinfra.api import deploy
@@ -15,6 +14,7 @@ from rocm_fleet.facts.system import Nameservers
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import Config, ConfigError
 from rocm_fleet.model.fleet import ProxiedUpstream
+from rocm_fleet.model.grammar import ip_literal
 from rocm_fleet.model.secrets import Secret
 from rocm_fleet.model.sources import no_proxy
 from rocm_fleet.operations.apt import debian_packages
@@ -81,7 +81,7 @@ def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[
     fleet = fleet_of(inventory)
     own = fleet.address(host_name) if host_name in fleet else host_name
     listen = [config.rocm_mirror_listen] if config.rocm_mirror_listen else []
-    if not listen and _is_ip(own):
+    if not listen and ip_literal(own):
         listen = [own]
     allowed: list[str] = []
     named: list[str] = []
@@ -93,7 +93,7 @@ def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[
         if client.rocm_mirror != host_name and name != host_name:
             continue
         address = fleet.address(name)
-        if _is_ip(address):
+        if ip_literal(address):
             if address not in allowed:
                 allowed.append(address)
         else:
@@ -105,14 +105,6 @@ def mirror_access(config: Config, host_name: str, inventory: Any) -> tuple[list[
             "networks, e.g. ['10.0.0.0/24']"
         )
     return listen, [*allowed, *config.rocm_mirror_allow]
-
-
-def _is_ip(value: str) -> bool:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError:
-        return False
-    return True
 
 
 def apt_proxy_conf(config: Config) -> str:

@@ -106,12 +106,6 @@ def where_set(host: Any, key: str) -> tuple[str, Path | None, int] | None:
     return None
 
 
-def source(host: Any, key: str) -> tuple[str, Path | None] | None:
-    """``where_set`` less the line."""
-    found = where_set(host, key)
-    return (found[0], found[1]) if found else None
-
-
 def origin(host: Any, key: str) -> str | None:
     found = where_set(host, key)
     return found[0] if found else None

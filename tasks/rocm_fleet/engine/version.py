@@ -9,6 +9,7 @@ import functools
 import importlib.metadata
 from typing import Any
 
+from packaging.version import Version
 from pyinfra.api.exceptions import PyinfraError
 
 #: The pyinfra minor rocm-fleet is tested on; pyproject.toml's pin starts there.
@@ -23,11 +24,7 @@ def pyinfra_version() -> str:
 
 def minor(version: str) -> tuple[int, ...]:
     """(major, minor) of a version string: "3.11.0rc1" -> (3, 11)."""
-    parts = []
-    for part in version.split(".")[:2]:
-        digits = "".join(c for c in part if c.isdigit()) or "0"
-        parts.append(int(digits))
-    return tuple([*parts, 0][:2])
+    return (*Version(version).release, 0)[:2]
 
 
 def tested() -> bool:

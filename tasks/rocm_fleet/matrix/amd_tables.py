@@ -39,14 +39,12 @@ def csv_table(text: str) -> tuple[list[list[str]], list[list[str]]]:
     return rows, columns
 
 
-def csv_section(rows: list[list[str]], title: str, *, required: bool = True) -> list[list[str]]:
+def csv_section(rows: list[list[str]], title: str) -> list[list[str]]:
     """The rows of the section whose first cell contains ``title``, up to a blank row or the
     next section."""
     start = next((i for i, r in enumerate(rows) if r and title in r[0]), None)
     if start is None:
-        if required:
-            raise MatrixDataError(f"historical CSV: no {title!r} row")
-        return []
+        raise MatrixDataError(f"historical CSV: no {title!r} row")
     out = [rows[start]]
     for row in rows[start + 1 :]:
         if row[0].strip() or not any(c.strip() for c in row):

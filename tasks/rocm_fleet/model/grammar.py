@@ -90,12 +90,18 @@ def http_url(value: Any, pattern: str = HTTP_URL) -> bool:
     return normal and (not port or int(port) <= 65535)
 
 
-def ip_address(value: Any) -> bool:
-    """An IPv4 or IPv6 address written as ``ipaddress`` writes it (its normal form)."""
+def ip_literal(value: Any) -> bool:
+    """A string that parses as an IPv4 or IPv6 address, in any form ``ipaddress`` reads."""
     try:
-        return isinstance(value, str) and str(ipaddress.ip_address(value)) == value
+        ipaddress.ip_address(value)
     except ValueError:
         return False
+    return isinstance(value, str)
+
+
+def ip_address(value: Any) -> bool:
+    """An IPv4 or IPv6 address written as ``ipaddress`` writes it (its normal form)."""
+    return ip_literal(value) and str(ipaddress.ip_address(value)) == value
 
 
 def host(value: Any) -> bool:

@@ -227,11 +227,9 @@ class MadeFiles:
     new_ca: bool
 
 
-def make_mirror_files(
-    directory: Path, names: list[str], now: datetime.datetime | None = None
-) -> MadeFiles:
+def make_mirror_files(directory: Path, names: list[str]) -> MadeFiles:
     """``directory``'s CA (made only if absent) and a new mirror certificate for ``names``."""
-    now = now or datetime.datetime.now(datetime.UTC)
+    now = datetime.datetime.now(datetime.UTC)
     directory.mkdir(parents=True, exist_ok=True)
     ca_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
     new_ca = not ca_path.exists()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import re
 import shlex
 from urllib.parse import urlsplit
@@ -19,6 +18,7 @@ from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import paths
 from rocm_fleet.model.changes import PackageChange
+from rocm_fleet.model.grammar import ip_literal
 from rocm_fleet.model.venv_pins import (
     normal_name,
     normal_versions,
@@ -142,7 +142,7 @@ def pinned_wheels(
         trusted = ["--trusted-host", QuoteString(plain.netloc)] if plain.scheme == "http" else []
         if ca:
             trusted = ["--cert", QuoteString(ca)]
-            if _ip_literal(plain.hostname):
+            if ip_literal(plain.hostname):
                 trusted.append(_legacy_certs(python))
         source = [line for line in locked if line.startswith(NO_BINARY)]
         build = [line for line in locked if line.endswith(BUILD_MARK)]
@@ -188,14 +188,6 @@ def _uninstall(venv_path: str, names: list[str]) -> StringCommand:
         script("path-safe", python), "&&", QuoteString(python), "-m", "pip", "uninstall",
         "--yes", "--no-input", "--disable-pip-version-check", *map(QuoteString, names),
     )  # fmt: skip
-
-
-def _ip_literal(name: str | None) -> bool:
-    try:
-        ipaddress.ip_address(name or "")
-    except ValueError:
-        return False
-    return True
 
 
 def _legacy_certs(python: QuoteString) -> str:

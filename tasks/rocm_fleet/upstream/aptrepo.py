@@ -107,9 +107,6 @@ class Relation:
     op: str | None = None
     version: str | None = None
 
-    def __str__(self) -> str:
-        return f"{self.name} ({self.op} {self.version})" if self.op else self.name
-
 
 def parse_relations(value: str) -> list[list[Relation]]:
     """A Depends-style field: clauses of alternatives, architecture qualifiers and build

@@ -334,7 +334,7 @@ def run_check(check: MatrixCheck, upstream: UpstreamClient) -> MatrixCheck:
 
 
 def check_matrix(upstream: UpstreamClient, release: str | None = None,
-                 fingerprints: dict[str, str] | None = None, workers: int = 8,
+                 fingerprints: dict[str, str] | None = None,
                  progress: DownloadProgress | None = None) -> dict[str, Any]:  # fmt: skip
     """Run every check (``release``'s alone; KeyError if unknown): ``--json``'s report."""
     releases = [matrix.release(release)] if release is not None else list(matrix.RELEASES)
@@ -355,7 +355,7 @@ def check_matrix(upstream: UpstreamClient, release: str | None = None,
     progress.start("matrix check", None)
     unreachable: list[str] = []
 
-    with ThreadPoolExecutor(workers) as pool:
+    with ThreadPoolExecutor(8) as pool:
         futures = [pool.submit(run_check, check, upstream) for check in checks]
         for future in as_completed(futures):
             checked = future.result()

@@ -32,11 +32,11 @@ def failures(checks: list[MatrixCheck]) -> list[str]:
 _VERIFIED: dict[tuple[str, tuple[tuple[str, str], ...]], list[str]] = {}
 
 
-def verify(site: SiteData, fingerprints: dict[str, str], timeout: float = 20.0) -> None:
+def verify(site: SiteData, fingerprints: dict[str, str]) -> None:
     """SiteDataUnverified unless every check of the file's added rows holds (asked once)."""
     key = (site.sha256, tuple(sorted(fingerprints.items())))
     if key not in _VERIFIED:
-        upstream = UpstreamClient(None, None, timeout, 3)
+        upstream = UpstreamClient(None, None, 20.0, 3)
         _VERIFIED[key] = failures(release_checks(list(site.added), upstream, fingerprints))
     bad = _VERIFIED[key]
     if bad:
