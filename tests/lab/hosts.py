@@ -28,6 +28,7 @@ from typing import Any
 from . import machine, profiles, roots
 from ._util import LabError, run
 from .network import Network, hosts_file
+from .server import KILLED_EXIT_SECONDS
 
 CA_PATH_IN_ROOT = "usr/local/share/ca-certificates/rocm-fleet-lab-ca.crt"
 
@@ -223,7 +224,7 @@ class Host:
                 proc.wait(5)
             except subprocess.TimeoutExpired:
                 proc.kill()  # --kill-child: the namespace's pid 1 gets SIGKILL too
-                proc.wait(5)
+                proc.wait(KILLED_EXIT_SECONDS)
         self.sshd = None
         if self.spec.containers:
             remove_engine_cgroups()

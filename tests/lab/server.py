@@ -37,6 +37,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+# How long a killed process may take to be gone (a shuffled lab run under load took > 5 s).
+KILLED_EXIT_SECONDS = 60.0
+
 FAULTS = ("503", "drop")
 
 _TYPES = {
@@ -363,7 +366,8 @@ class Server:
                 self.proc.wait(5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
-                self.proc.wait(5)
+                # SIGKILL can't be refused, but a loaded machine may take its time to reap.
+                self.proc.wait(KILLED_EXIT_SECONDS)
         self.proc = None
 
     def _write_control(self) -> None:

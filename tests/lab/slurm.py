@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ._util import LabError
+from .server import KILLED_EXIT_SECONDS
 from .teardown import Steps
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class _Daemon:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             self.process.kill()
-            self.process.wait(STOP_SECONDS)
+            self.process.wait(KILLED_EXIT_SECONDS)
 
 
 @dataclass
