@@ -99,6 +99,27 @@ def test_rocm_fleets_deploy_is_planned_with_them_and_nothing_else_is():
     assert held() == before  # after it: pyinfra's own, for the user's operations
 
 
+@pytest.mark.skipif(
+    minor(_pyinfra.pyinfra_version()) != _pyinfra.TESTED_PYINFRA,
+    reason="another pyinfra minor: the speedups step aside (the next test)",
+)
+def test_the_first_plan_tunes_the_collector_and_log_records_once(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_pyinfra, "_tuned", False)
+    monkeypatch.setattr(_pyinfra.logging, "logThreads", True)
+    monkeypatch.setattr(_pyinfra.gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(_pyinfra.gc, "get_threshold", lambda: (700, 10, 10))
+    monkeypatch.setattr(_pyinfra.gc, "set_threshold", lambda *t: calls.append(t))
+    monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
+    plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
+    assert calls == [] and _pyinfra.logging.logThreads  # opted out: Python's own settings
+    monkeypatch.delenv(_pyinfra.OPT_OUT)
+    for _ in range(2):
+        plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
+    assert calls == ["freeze", (_pyinfra.GC_YOUNG, 10, 10)]  # once per process
+    assert not _pyinfra.logging.logThreads
+
+
 def test_opted_out_or_on_another_pyinfra_they_step_aside_with_one_warning(monkeypatch, caplog):
     before = held()
     monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
