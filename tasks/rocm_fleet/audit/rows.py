@@ -31,7 +31,6 @@ from rocm_fleet.audit.cells import (
 from rocm_fleet.audit.outliers import (
     HostVersions,
     Outlier,
-    PeerKey,
     outliers,
     peer_groups,
     peer_key,
@@ -43,7 +42,7 @@ from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.acceptance import AcceptanceRead
 from rocm_fleet.model.gpu_containers import ContainersVerdict, judge
 from rocm_fleet.model.health import HostHealth
-from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.paths import VERIFIED
 
 if TYPE_CHECKING:
     from rocm_fleet.engine.host_plans import PlannedOperation
@@ -200,7 +199,7 @@ def gather(
     if detail:
         record_detail(state)
     versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
-    peers: dict[str, PeerKey] = {}  # whom each surveyed host is compared with
+    peers: dict[str, str] = {}  # whom each surveyed host is compared with
 
     def audit_configured(host, config) -> AuditRow:
         try:
@@ -219,7 +218,10 @@ def gather(
         engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
-            return _absent_row(host.name, drift_by_concern(planned))
+            concerns, drift = concern_cells(drift_by_concern(planned))
+            return AuditRow(host.name, "drift" if drift else "ok", drift=tuple(drift),
+                            cells=ObservedCells(rocm=Cell("absent (rocm_state)")),
+                            concerns=concerns)  # fmt: skip
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
@@ -244,7 +246,8 @@ def gather(
         return AuditRow(
             host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
             concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
-            verified_at=verified(survey), acceptance=accepted.record if accepted else None,
+            verified_at=(survey.files.get(VERIFIED) or {}).get("mtime"),
+            acceptance=accepted.record if accepted else None,
         )  # fmt: skip
 
     def audit(host) -> AuditRow:
@@ -269,12 +272,9 @@ def gather(
             if progress is not None:
                 progress(row, len(done), len(hosts))
 
-    rows = []
-    for host, result in zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True):
-        if isinstance(result, BaseException):
-            rows.append(AuditRow(host.name, "failed", f"{type(result).__name__}: {result}"))
-        else:
-            rows.append(result)
+    results = zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True)
+    rows = [AuditRow(host.name, "failed", f"{type(r).__name__}: {r}")
+            if isinstance(r, BaseException) else r for host, r in results]  # fmt: skip
     for host in hosts:
         if host.connected:
             host.disconnect()
@@ -313,22 +313,6 @@ def _with_outliers(row: AuditRow, mine: list[Outlier]) -> AuditRow:
     return replace(
         row, status="drift", drift=(*row.drift, *(f"outlier: {o.property}" for o in drifted))
     )
-
-
-def _absent_row(host: str, concerns: dict[str, list[str]]) -> AuditRow:
-    cells, drift = concern_cells(concerns)
-    return AuditRow(
-        host, "drift" if drift else "ok", drift=tuple(drift),
-        cells=ObservedCells(rocm=Cell("absent (rocm_state)")), concerns=cells,
-    )  # fmt: skip
-
-
-def verified(survey: HostSurvey) -> float | None:
-    """When the deploy's GPU check last passed on the host this boot (seconds), or None."""
-    from rocm_fleet.model.paths import VERIFIED
-
-    record = survey.files.get(VERIFIED)  # surveyed: operations.gpu declares the read
-    return record["mtime"] if record else None
 
 
 #: each host status's exit status (``cli.exits``)
