@@ -39,8 +39,7 @@ import click
 from rocm_fleet.cli.exits import Command, Exit, described, epilog, option, worst
 from rocm_fleet.cli.inventory import UsageError, host_options
 from rocm_fleet.model.untrusted import visible
-from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
-from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target, waves
+from rocm_fleet.roll.waves import Outcome, Roll, SlurmNode, SlurmUnreachable, Steps, Target, waves
 
 DEFAULT_DEPLOY = "rocm_fleet.compose.fleet_node"
 
