@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TextIO
 
 from rocm_fleet.cli.exits import Exit
@@ -125,16 +125,6 @@ class Steps:
     accept: Callable[[str], Outcome | None] = lambda host: None
 
 
-@dataclass
-class Tally:
-    changed: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    why: dict[str, str] = field(default_factory=dict)  #: host -> why it failed
-    busy: list[str] = field(default_factory=list)
-    left_drained: list[str] = field(default_factory=list)
-    resumed: list[str] = field(default_factory=list)
-
-
 class Roll:
     """The waves, carried out; ``run()`` returns the exit status."""
 
@@ -146,7 +136,11 @@ class Roll:
         self.steps, self.out, self.poll_interval = steps, out, poll_interval
         self.max_failed = max_failed
         self.clock, self.sleep, self.wall = clock, sleep, wall
-        self.tally = Tally()
+        self.changed: list[str] = []
+        self.busy: list[str] = []
+        self.resumed: list[str] = []
+        self.left_drained: list[str] = []
+        self.why: dict[str, str] = {}  #: host -> why it failed
 
     def log(self, host: str, message: str) -> None:
         """A line of the roll's log (``visible``: it quotes what a node or Slurm said)."""
@@ -162,11 +156,9 @@ class Roll:
                 failed = self._wave(wave)
             except SlurmUnreachable as exc:
                 return self._stopped(exc)
-            if failed and len(self.tally.failed) > self.max_failed:
+            if failed and len(self.why) > self.max_failed:
                 rest = [t.host for later in self.waves[number:] for t in later]
-                over = (
-                    f" ({len(self.tally.failed)} failed, more than --max-failed {self.max_failed})"
-                )
+                over = f" ({len(self.why)} failed, more than --max-failed {self.max_failed})"
                 if rest:
                     said = f"stopped after wave {number}{over * bool(self.max_failed)}"
                     self.out.write(f"{said}; not rolled: {', '.join(rest)}\n")
@@ -183,12 +175,11 @@ class Roll:
         failed = False
         for target, outcome in zip(ready, deployed, strict=True):
             if outcome.ok:
-                self.tally.changed.append(target.host)
+                self.changed.append(target.host)
                 self._resume(target)
             else:
                 failed = True
-                self.tally.failed.append(target.host)
-                self.tally.why[target.host] = outcome.why
+                self.why[target.host] = outcome.why
                 self.log(target.host, f"FAILED: {outcome.why}")
                 if target.keep_drained:  # someone else's drain: their reason stays
                     self._left_drained(target, "left drained, as it was")
@@ -221,7 +212,7 @@ class Roll:
                 found: NodeState = target.slurm.state()
                 if not found.drain:  # resumed by someone while its jobs were waited for
                     waiting.remove(target)
-                    self.tally.resumed.append(target.host)
+                    self.resumed.append(target.host)
                     self._resumed_by_others(target, found)
                 elif found.empty:
                     waiting.remove(target)
@@ -245,7 +236,7 @@ class Roll:
 
     def _busy(self, target: Target, jobs: list[str]) -> None:
         assert target.slurm is not None
-        self.tally.busy.append(target.host)
+        self.busy.append(target.host)
         why = (f"job(s) {', '.join(jobs) or '?'} still running after {target.drain_timeout:.0f}s "
                "(rocm_slurm_drain_timeout): not changed")  # fmt: skip
         if not target.drained:
@@ -306,7 +297,7 @@ class Roll:
 
     def _left_drained(self, target: Target, message: str) -> None:
         target.drained = False  # on purpose now: not the roll's to resume
-        self.tally.left_drained.append(target.host)
+        self.left_drained.append(target.host)
         self.log(target.host, message)
 
     def _stopped(self, exc: SlurmUnreachable) -> int:
@@ -323,17 +314,16 @@ class Roll:
         return Exit.NOT_CHECKED
 
     def _summary(self) -> int:
-        tally = self.tally
-        parts = [f"{len(tally.changed)} changed"]
+        parts = [f"{len(self.changed)} changed"]
         for label, hosts in (
-            ("failed", tally.failed),
-            ("still busy, not changed", tally.busy),
-            ("resumed by someone else, not changed", tally.resumed),
-            ("left drained", tally.left_drained),
+            ("failed", list(self.why)),
+            ("still busy, not changed", self.busy),
+            ("resumed by someone else, not changed", self.resumed),
+            ("left drained", self.left_drained),
         ):
             if hosts:
                 parts.append(f"{label}: {', '.join(hosts)}")
         self.out.write("roll: " + "; ".join(parts) + "\n")
-        for host, why in tally.why.items():  # which nodes failed, and why
+        for host, why in self.why.items():  # which nodes failed, and why
             self.out.write(f"  {host}: {visible(why)}\n")
-        return Exit.FINDINGS if tally.failed or tally.busy or tally.resumed else Exit.OK
+        return Exit.FINDINGS if self.why or self.busy or self.resumed else Exit.OK
