@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -134,14 +133,10 @@ def audit_families(
     ]  # fmt: skip
 
 
-def render(
-    rows: list[AuditRow],
-    fmt: str = "openmetrics",
-    now: float | None = None,
-    duration: float | None = None,
-) -> str:
-    """The audit's rows in ``fmt`` (one of FORMATS), ending with a newline."""
-    return _text(families(rows, time.time() if now is None else now, duration), fmt)
+def render(rows: list[AuditRow], fmt: str = "openmetrics", *, now: float,
+           duration: float | None = None) -> str:  # fmt: skip
+    """The audit's rows in ``fmt`` (one of FORMATS) at ``now``, ending with a newline."""
+    return _text(families(rows, now, duration), fmt)
 
 
 def render_failure(
