@@ -381,10 +381,9 @@ class PullRepository:
         matrix_data: Mapping[str, str] | None = None,
         recipients: Mapping[str, X25519PublicKey] | None = None,
     ) -> Published:
-        """Publish ``nodes`` (name -> settings, with its site matrix text and the key its target
-        is sealed to) in a new snapshot, each changed node signed by its own key, unlisted ones
-        removed; nothing when nothing changed. Adding or removing a node needs the targets
-        keys' threshold; short of it, it is staged."""
+        """Publish ``nodes`` (name -> settings; site matrix texts, sealing keys) in a new snapshot,
+        changed nodes signed by their own keys, unlisted ones removed, nothing when nothing
+        changed; adding or removing a node needs the targets keys' threshold, else it is staged."""
         self._refuse_if_staged()
         matrix_data, recipients = matrix_data or {}, recipients or {}
         roles = self._nodes()

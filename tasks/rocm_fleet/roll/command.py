@@ -169,7 +169,6 @@ def run(args: Any) -> int:
     if args.dry:
         return dry(targets, args.max_unavailable, found)
     given = [f"--data={d}" for d in args.data]
-    # pyinfra's own command (python -m pyinfra), of the Python this command runs in
     pyinfra = [sys.executable, "-m", "pyinfra", args.inventory, args.deploy, "-y", *given]
     check = [sys.executable, "-m", "rocm_fleet.cli", "check", args.inventory, *given]
     steps = Steps(
