@@ -78,11 +78,8 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     hip = f" (hip {torch.hip})" if torch.hip else ""
     count, gfx = config.expected_gpu_count, "/".join(config.expected_gfx_list) or "any"
     expected = "none" if count == 0 else f"{count if count is not None else '>=1'} x {gfx}"
-    driver = (
-        "amdgpu " + (seen.amdgpu.get("version") or "(inbox)")
-        if seen.amdgpu.get("loaded")
-        else "none"
-    )
+    version = seen.amdgpu.get("version") or "(inbox)"
+    driver = f"amdgpu {version}" if seen.amdgpu.get("loaded") else "none"
     undriven = (
         config.rocm_state == "present"
         and config.expected_gpu_count != 0
@@ -92,20 +89,16 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     pending = bool(seen.reboot.get("required"))
     reasons = list(seen.reboot.get("reasons") or []) + list(seen.reboot.get("packages") or [])
     boot = seen.boot  # the next and every installed kernel, ready for the driver or not
-    text = (
-        "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no"
-    )
+    text = (f"pending: {'; '.join(reasons)}" if reasons else "pending") if pending else "no"
     # A next kernel not ready is drift; one that can't be told is, only with a reboot pending.
     unsafe = bool(boot.refused) and (pending or boot.next is not None)
     if boot.refused:
         text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot.refused)
-    slurm = seen.slurm
-    if slurm is None:
-        slurm_cell = SlurmCell("off")
-    elif slurm.problem is not None:
+    slurm, slurm_cell = seen.slurm, SlurmCell("off")
+    if slurm is not None and slurm.problem is not None:
         view = slurm.view
         slurm_cell = SlurmCell(slurm.problem, slurm.drift, node=view.node, gres=view.gres)
-    else:
+    elif slurm is not None:
         view = slurm.view
         slurm_cell = SlurmCell(
             f"! {slurm.mismatch}" if slurm.mismatch else f"{view.node}: Gres={view.gres}",
