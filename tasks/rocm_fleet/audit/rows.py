@@ -139,18 +139,6 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     )  # fmt: skip
 
 
-def changes_in_detail(state: Any, host_name: str) -> dict[str, list[dict[str, Any]]]:
-    """The packages and files ``host_name``'s plan would change, as the audit's JSON has them."""
-    from rocm_fleet.engine.diffs import changes_of
-    from rocm_fleet.model.changes import PackageChange
-
-    found = changes_of(state, host_name)
-    return {
-        "packages": [c.to_json() for c in found if isinstance(c, PackageChange)],
-        "files": [c.to_json() for c in found if not isinstance(c, PackageChange)],
-    }
-
-
 def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]]:
     """Concern -> its operations that would change the host (``_if``-gated left out)."""
     concerns: dict[str, list[str]] = {}
@@ -177,12 +165,13 @@ def gather(
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
-    from rocm_fleet.engine.diffs import record_detail
+    from rocm_fleet.engine.diffs import changes_of, record_detail
     from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
     from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.facts.acceptance import AcceptanceRecordFact
     from rocm_fleet.facts.containers import GpuContainersFact
     from rocm_fleet.facts.health import GpuHealthFact
+    from rocm_fleet.model.changes import PackageChange
     from rocm_fleet.model.config import ConfigError
     from rocm_fleet.model.observed import observe
 
@@ -250,7 +239,10 @@ def gather(
             return AuditRow(host.name, "invalid", str(exc))
         row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
         if detail and row.status in ("drift", "ok"):
-            row = replace(row, changes=changes_in_detail(state, host.name))
+            found = changes_of(state, host.name)  # as the JSON has them
+            packages = [c.to_json() for c in found if isinstance(c, PackageChange)]
+            files = [c.to_json() for c in found if not isinstance(c, PackageChange)]
+            row = replace(row, changes={"packages": packages, "files": files})
         return row
 
     done = []
