@@ -62,9 +62,7 @@ def column_ids(rows: list[AuditRow]) -> dict[str, dict[str, str]]:
 
 
 def _cell(row: AuditRow, column: Column) -> Cell | None:
-    if column.kind == "observed":
-        return row.cells.get(column.key)
-    return row.concerns.get(column.key)
+    return (row.cells if column.kind == "observed" else row.concerns).get(column.key)
 
 
 def summary_line(rows: list[AuditRow]) -> str:
