@@ -30,7 +30,7 @@ from lab import HostSpec
 from lab._util import REPO_ROOT
 from lab.slurm import PARTITION, Cluster
 from rocm_fleet.model.slurm import parse_node
-from rocm_fleet.roll.slurm_nodes import ROLLING
+from rocm_fleet.roll.waves import ROLLING
 
 pytestmark = pytest.mark.e2e
 

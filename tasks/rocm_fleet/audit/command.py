@@ -100,41 +100,23 @@ command = Command(
     params=[
         click.Argument(["inventory"], help="pyinfra inventory (file, host list or module)"),
         *host_options(),
-        option(
-            "--format",
-            type=click.Choice(("table", "json", *FORMATS)),
-            default="table",
-            help="table (default); json; openmetrics (Prometheus/OpenMetrics text); prometheus "
-            "(text format 0.0.4, for node_exporter's textfile collector)",
-        ),
+        option("--format", type=click.Choice(("table", "json", *FORMATS)), default="table",
+               help="table (default); json; openmetrics (Prometheus/OpenMetrics text); "
+               "prometheus (text format 0.0.4, for node_exporter's textfile collector)"),
         option("--json", is_flag=True, help="the same as --format json"),
         option("--wide", is_flag=True, help="table: every column side by side, however wide"),
-        option(
-            "-v",
-            "--verbose",
-            is_flag=True,
-            help="table: every cell of every host, and long reasons in full",
-        ),
-        option(
-            "--color",
-            type=click.Choice(COLOR_CHOICES),
-            default="auto",
-            help="table: colour the drift; auto (default): on a terminal unless NO_COLOR is set",
-        ),
-        option(
-            "-q",
-            "--quiet",
-            is_flag=True,
-            help="nothing on stderr but errors: no progress, no refusal lines while planning (the "
-            "report says why a host is refused)",
-        ),
-        option(
-            "-o",
-            "--output",
-            metavar="FILE",
-            help="write the report to FILE instead of stdout, atomically (e.g. --format "
-            "prometheus into node_exporter's textfile directory; an audit that fails replaces "
-            "it with rocm_fleet_audit_success 0, keeping the time of the last success)",
-        ),
+        option("-v", "--verbose", is_flag=True,
+               help="table: every cell of every host, and long reasons in full"),
+        option("--color", type=click.Choice(COLOR_CHOICES), default="auto",
+               help="table: colour the drift; auto (default): on a terminal unless NO_COLOR is "
+               "set"),
+        option("-q", "--quiet", is_flag=True,
+               help="nothing on stderr but errors: no progress, no refusal lines while planning "
+               "(the report says why a host is refused)"),
+        option("-o", "--output", metavar="FILE",
+               help="write the report to FILE instead of stdout, atomically (e.g. --format "
+               "prometheus into node_exporter's textfile directory; an audit that fails "
+               "replaces it with rocm_fleet_audit_success 0, keeping the time of the last "
+               "success)"),
     ],
-)
+)  # fmt: skip

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from rocm_fleet.audit.cells import STATUSES, AuditRow
@@ -133,14 +133,10 @@ def audit_families(
     ]  # fmt: skip
 
 
-def render(
-    rows: list[AuditRow],
-    fmt: str = "openmetrics",
-    now: float | None = None,
-    duration: float | None = None,
-) -> str:
-    """The audit's rows in ``fmt`` (one of FORMATS), ending with a newline."""
-    return _text(families(rows, time.time() if now is None else now, duration), fmt)
+def render(rows: list[AuditRow], fmt: str = "openmetrics", *, now: float,
+           duration: float | None = None) -> str:  # fmt: skip
+    """The audit's rows in ``fmt`` (one of FORMATS) at ``now``, ending with a newline."""
+    return _text(families(rows, now, duration), fmt)
 
 
 def render_failure(
@@ -150,24 +146,17 @@ def render_failure(
     return _text(audit_families(now, last_success, success=False, duration=duration), fmt)
 
 
-class _Families:
-    """A prometheus_client collector: ``HEALTH_COUNTERS`` as counters, the rest gauges."""
+def _metrics(found: Iterable[tuple[str, str, list[Sample], str]]) -> Iterator[Metric]:
+    """prometheus_client's families: ``HEALTH_COUNTERS`` as counters, the rest gauges."""
+    from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
 
-    def __init__(self, found: Iterable[tuple[str, str, list[Sample], str]]) -> None:
-        self.found = found
-
-    def collect(self) -> Iterator[Metric]:
-        from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
-
-        for name, help_text, samples, unit in self.found:
-            if not samples:
-                continue
-            counter = name in HEALTH_COUNTERS
-            kind = CounterMetricFamily if counter else GaugeMetricFamily
-            family = kind(name, help_text, unit=unit)
-            sample = f"{name}_total" if counter else name
-            for labels, value in samples:
-                family.add_sample(sample, {key: str(val) for key, val in labels.items()}, value)
+    for name, help_text, samples, unit in found:
+        counter = name in HEALTH_COUNTERS
+        family = (CounterMetricFamily if counter else GaugeMetricFamily)(name, help_text, unit=unit)
+        for labels, value in samples:
+            family.add_sample(f"{name}_total" if counter else name,
+                              {key: str(val) for key, val in labels.items()}, value)  # fmt: skip
+        if samples:
             yield family
 
 
@@ -178,10 +167,7 @@ def _text(found: list[tuple[str, str, list[Sample], str]], fmt: str) -> str:
     from prometheus_client.openmetrics.exposition import generate_latest as generate_openmetrics
 
     write = generate_openmetrics if fmt == "openmetrics" else generate_latest
-    return write(_Families(found)).decode()  # type: ignore[arg-type]
-
-
-LAST_SUCCESS = "rocm_fleet_audit_last_success_timestamp_seconds"
+    return write(SimpleNamespace(collect=lambda: _metrics(found))).decode()  # type: ignore[arg-type]
 
 
 def last_success(path: Path) -> float | None:
@@ -189,10 +175,9 @@ def last_success(path: Path) -> float | None:
     from prometheus_client.parser import text_string_to_metric_families
 
     try:
-        text = path.read_text(errors="replace")
-        for family in text_string_to_metric_families(text):
+        for family in text_string_to_metric_families(path.read_text(errors="replace")):
             for sample in family.samples:
-                if sample.name == LAST_SUCCESS:
+                if sample.name == "rocm_fleet_audit_last_success_timestamp_seconds":
                     value = float(sample.value)
                     return value if math.isfinite(value) and value > 0 else None
     except (OSError, ValueError):

@@ -35,44 +35,23 @@ PEER_CONCERNS = frozenset(
 )
 
 
-@dataclass(frozen=True, order=True)
-class PeerKey:
-    """What makes hosts alike: only hosts of one key are compared."""
-
-    distro: str  #: "debian 12"
-    gpu_model: str  #: "mi300x", "gfx1100", "mi300x+w7900" (several models), "none"
-    settings: str  #: SHA-256 of the host's settings of :data:`PEER_CONCERNS`
-
-    @property
-    def label(self) -> str:
-        """The peer group's name in reports: ``debian 12 / mi300x / settings 1a2b3c4d``."""
-        return f"{self.distro} / {self.gpu_model} / settings {self.settings[:8]}"
-
-
-def settings_digest(config: Any) -> str:
-    """SHA-256 of the host's settings of :data:`PEER_CONCERNS` (JSON, keys sorted)."""
-    chosen = {
-        key: getattr(config, key)
-        for key, declared in SETTINGS.items()
-        if declared.metadata["concern"] in PEER_CONCERNS
-    }
-    text = json.dumps(chosen, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def peer_key(survey: HostSurvey, gpus: list[dict[str, Any]], config: Any) -> PeerKey:
-    """The host's peers: its distro release, GPU model(s) and deciding settings' digest."""
+def peer_key(survey: HostSurvey, gpus: list[dict[str, Any]], config: Any) -> str:
+    """The host's peer group: ``debian 12 / mi300x / settings 1a2b3c4d`` (distro release, GPU
+    model(s), SHA-256 of its settings of :data:`PEER_CONCERNS`)."""
     distro = survey.distro or {}
     release = f"{distro.get('id') or '?'} {distro.get('version_id') or '?'}"
     models = sorted({gpu_type(g["gfx"] or "unknown", g.get("device")) for g in gpus})
-    return PeerKey(release, "+".join(models) or "none", settings_digest(config))
+    chosen = {key: getattr(config, key) for key, declared in SETTINGS.items()
+              if declared.metadata["concern"] in PEER_CONCERNS}  # fmt: skip
+    digest = hashlib.sha256(json.dumps(chosen, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{release} / {'+'.join(models) or 'none'} / settings {digest[:8]}"
 
 
-def peer_groups(keys: Mapping[str, PeerKey]) -> dict[str, list[str]]:
-    """Peer group label -> its hosts, in ``keys``' order."""
+def peer_groups(keys: Mapping[str, str]) -> dict[str, list[str]]:
+    """Peer group -> its hosts, in ``keys``' order."""
     groups: dict[str, list[str]] = {}
     for host, key in keys.items():
-        groups.setdefault(key.label, []).append(host)
+        groups.setdefault(key, []).append(host)
     return groups
 
 

@@ -31,7 +31,6 @@ from rocm_fleet.audit.cells import (
 from rocm_fleet.audit.outliers import (
     HostVersions,
     Outlier,
-    PeerKey,
     outliers,
     peer_groups,
     peer_key,
@@ -43,7 +42,7 @@ from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model.acceptance import AcceptanceRead
 from rocm_fleet.model.gpu_containers import ContainersVerdict, judge
 from rocm_fleet.model.health import HostHealth
-from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.paths import VERIFIED
 
 if TYPE_CHECKING:
     from rocm_fleet.engine.host_plans import PlannedOperation
@@ -79,11 +78,8 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     hip = f" (hip {torch.hip})" if torch.hip else ""
     count, gfx = config.expected_gpu_count, "/".join(config.expected_gfx_list) or "any"
     expected = "none" if count == 0 else f"{count if count is not None else '>=1'} x {gfx}"
-    driver = (
-        "amdgpu " + (seen.amdgpu.get("version") or "(inbox)")
-        if seen.amdgpu.get("loaded")
-        else "none"
-    )
+    version = seen.amdgpu.get("version") or "(inbox)"
+    driver = f"amdgpu {version}" if seen.amdgpu.get("loaded") else "none"
     undriven = (
         config.rocm_state == "present"
         and config.expected_gpu_count != 0
@@ -93,20 +89,16 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     pending = bool(seen.reboot.get("required"))
     reasons = list(seen.reboot.get("reasons") or []) + list(seen.reboot.get("packages") or [])
     boot = seen.boot  # the next and every installed kernel, ready for the driver or not
-    text = (
-        "pending: " + "; ".join(reasons) if pending and reasons else "pending" if pending else "no"
-    )
+    text = (f"pending: {'; '.join(reasons)}" if reasons else "pending") if pending else "no"
     # A next kernel not ready is drift; one that can't be told is, only with a reboot pending.
     unsafe = bool(boot.refused) and (pending or boot.next is not None)
     if boot.refused:
         text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot.refused)
-    slurm = seen.slurm
-    if slurm is None:
-        slurm_cell = SlurmCell("off")
-    elif slurm.problem is not None:
+    slurm, slurm_cell = seen.slurm, SlurmCell("off")
+    if slurm is not None and slurm.problem is not None:
         view = slurm.view
         slurm_cell = SlurmCell(slurm.problem, slurm.drift, node=view.node, gres=view.gres)
-    else:
+    elif slurm is not None:
         view = slurm.view
         slurm_cell = SlurmCell(
             f"! {slurm.mismatch}" if slurm.mismatch else f"{view.node}: Gres={view.gres}",
@@ -147,18 +139,6 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     )  # fmt: skip
 
 
-def changes_in_detail(state: Any, host_name: str) -> dict[str, list[dict[str, Any]]]:
-    """The packages and files ``host_name``'s plan would change, as the audit's JSON has them."""
-    from rocm_fleet.engine.diffs import changes_of
-    from rocm_fleet.model.changes import PackageChange
-
-    found = changes_of(state, host_name)
-    return {
-        "packages": [c.to_json() for c in found if isinstance(c, PackageChange)],
-        "files": [c.to_json() for c in found if not isinstance(c, PackageChange)],
-    }
-
-
 def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]]:
     """Concern -> its operations that would change the host (``_if``-gated left out)."""
     concerns: dict[str, list[str]] = {}
@@ -185,12 +165,13 @@ def gather(
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
     from rocm_fleet.deploy.node import host_config, rocm_node
-    from rocm_fleet.engine.diffs import record_detail
+    from rocm_fleet.engine.diffs import changes_of, record_detail
     from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
     from rocm_fleet.engine.refuse import outcome
     from rocm_fleet.facts.acceptance import AcceptanceRecordFact
     from rocm_fleet.facts.containers import GpuContainersFact
     from rocm_fleet.facts.health import GpuHealthFact
+    from rocm_fleet.model.changes import PackageChange
     from rocm_fleet.model.config import ConfigError
     from rocm_fleet.model.observed import observe
 
@@ -200,7 +181,7 @@ def gather(
     if detail:
         record_detail(state)
     versions: dict[str, HostVersions] = {}  # what each surveyed host runs, for the outliers
-    peers: dict[str, PeerKey] = {}  # whom each surveyed host is compared with
+    peers: dict[str, str] = {}  # whom each surveyed host is compared with
 
     def audit_configured(host, config) -> AuditRow:
         try:
@@ -219,7 +200,10 @@ def gather(
         engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
-            return _absent_row(host.name, drift_by_concern(planned))
+            concerns, drift = concern_cells(drift_by_concern(planned))
+            return AuditRow(host.name, "drift" if drift else "ok", drift=tuple(drift),
+                            cells=ObservedCells(rocm=Cell("absent (rocm_state)")),
+                            concerns=concerns)  # fmt: skip
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
@@ -244,7 +228,8 @@ def gather(
         return AuditRow(
             host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
             concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
-            verified_at=verified(survey), acceptance=accepted.record if accepted else None,
+            verified_at=(survey.files.get(VERIFIED) or {}).get("mtime"),
+            acceptance=accepted.record if accepted else None,
         )  # fmt: skip
 
     def audit(host) -> AuditRow:
@@ -254,7 +239,10 @@ def gather(
             return AuditRow(host.name, "invalid", str(exc))
         row = replace(audit_configured(host, config), matrix_data=config.matrix_source)
         if detail and row.status in ("drift", "ok"):
-            row = replace(row, changes=changes_in_detail(state, host.name))
+            found = changes_of(state, host.name)  # as the JSON has them
+            packages = [c.to_json() for c in found if isinstance(c, PackageChange)]
+            files = [c.to_json() for c in found if not isinstance(c, PackageChange)]
+            row = replace(row, changes={"packages": packages, "files": files})
         return row
 
     done = []
@@ -269,12 +257,9 @@ def gather(
             if progress is not None:
                 progress(row, len(done), len(hosts))
 
-    rows = []
-    for host, result in zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True):
-        if isinstance(result, BaseException):
-            rows.append(AuditRow(host.name, "failed", f"{type(result).__name__}: {result}"))
-        else:
-            rows.append(result)
+    results = zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True)
+    rows = [AuditRow(host.name, "failed", f"{type(r).__name__}: {r}")
+            if isinstance(r, BaseException) else r for host, r in results]  # fmt: skip
     for host in hosts:
         if host.connected:
             host.disconnect()
@@ -313,22 +298,6 @@ def _with_outliers(row: AuditRow, mine: list[Outlier]) -> AuditRow:
     return replace(
         row, status="drift", drift=(*row.drift, *(f"outlier: {o.property}" for o in drifted))
     )
-
-
-def _absent_row(host: str, concerns: dict[str, list[str]]) -> AuditRow:
-    cells, drift = concern_cells(concerns)
-    return AuditRow(
-        host, "drift" if drift else "ok", drift=tuple(drift),
-        cells=ObservedCells(rocm=Cell("absent (rocm_state)")), concerns=cells,
-    )  # fmt: skip
-
-
-def verified(survey: HostSurvey) -> float | None:
-    """When the deploy's GPU check last passed on the host this boot (seconds), or None."""
-    from rocm_fleet.model.paths import VERIFIED
-
-    record = survey.files.get(VERIFIED)  # surveyed: operations.gpu declares the read
-    return record["mtime"] if record else None
 
 
 #: each host status's exit status (``cli.exits``)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from dataclasses import dataclass
+from collections import namedtuple
 from typing import IO, Any
 
 from rich.console import Console
@@ -27,13 +27,8 @@ def _style(drift: bool) -> str:
     return DRIFT_STYLE if drift else ""
 
 
-@dataclass(frozen=True)
-class Column:
-    """A column of the wide table: an ``observed`` cell or a plan's ``concern``, by key."""
-
-    kind: str
-    key: str
-    header: str
+#: a column of the wide table: an ``observed`` cell or a plan's ``concern``, by key
+Column = namedtuple("Column", "kind key header")
 
 
 def _concern_names(rows: list[AuditRow]) -> dict[str, str]:
@@ -67,9 +62,7 @@ def column_ids(rows: list[AuditRow]) -> dict[str, dict[str, str]]:
 
 
 def _cell(row: AuditRow, column: Column) -> Cell | None:
-    if column.kind == "observed":
-        return row.cells.get(column.key)
-    return row.concerns.get(column.key)
+    return (row.cells if column.kind == "observed" else row.concerns).get(column.key)
 
 
 def summary_line(rows: list[AuditRow]) -> str:

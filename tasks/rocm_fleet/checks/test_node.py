@@ -277,14 +277,12 @@ def test_gpu_containers_see_the_gpus(host, node):
     for engine in engines:
         if engine == "docker":
             version = host.run("docker version --format '{{.Server.Version}}'")
-            if version.rc != 0:
-                runs.append((engine, None, f"! docker answers no version: {version.stderr}"))
-                continue
-            runs.append((engine, None, docker_gpu_args(version.stdout)))
+            refused = f"! docker answers no version: {version.stderr}"
+            runs.append((engine, None, refused if version.rc else docker_gpu_args(version.stdout)))
         else:
             runs.append((engine, None, f"--device {CDI_KIND}=all"))
-            for user in node.rocm_containers_rootless_users:
-                runs.append((engine, user, f"--group-add keep-groups --device {CDI_KIND}=all"))
+            runs += [(engine, user, f"--group-add keep-groups --device {CDI_KIND}=all")
+                     for user in node.rocm_containers_rootless_users]  # fmt: skip
     problems = []
     for engine, user, args in runs:
         who = f"{engine} as {user}" if user else f"{engine} as root"

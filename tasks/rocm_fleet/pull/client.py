@@ -96,11 +96,10 @@ def fetch(
     seal_key: Path | None = None,
     fetcher: FetcherInterface | None = None,
 ) -> PulledState:
-    """``node``'s verified state from the TUF repository at ``repository`` (its target found
-    through its own delegated role alone, opened with ``seal_key`` when sealed); PullRefused,
-    with the metric's result, when it can't be fetched, verified, opened or used. ``fetcher``
-    downloads what TUF asks for (default: ``NoRedirectFetcher(ca)``, HTTP; any other
-    ``FetcherInterface`` serving the repository's URLs, as python-tuf's own tests use)."""
+    """``node``'s verified state from the TUF repository at ``repository`` (its own delegated
+    role's target, opened with ``seal_key`` when sealed), downloaded by ``fetcher`` (default
+    ``NoRedirectFetcher(ca)``); PullRefused, with the metric's result, when it can't be
+    fetched, verified, opened or used."""
     metadata_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = repository.rstrip("/")
     try:

@@ -25,9 +25,6 @@ import click
 from rocm_fleet.cli.exits import Command, described, epilog, option
 from rocm_fleet.model.paths import PULL_MATRIX_DATA
 
-# The site matrix data's copy goes beside the settings (--output), by the service's name.
-MATRIX_DATA_NAME = Path(PULL_MATRIX_DATA).name
-
 
 def run(args: Any) -> int:
     from rocm_fleet.atomic import write_atomically
@@ -48,7 +45,7 @@ def run(args: Any) -> int:
         "rocm_pull_node": args.node,
     }
     args.output.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    site = args.output.with_name(MATRIX_DATA_NAME)
+    site = args.output.with_name(Path(PULL_MATRIX_DATA).name)
     if state.matrix_data is None:
         site.unlink(missing_ok=True)  # an earlier target's: not this one's
     else:

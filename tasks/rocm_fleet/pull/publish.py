@@ -29,6 +29,7 @@ inventory, the keys or an option (one line).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,8 +44,7 @@ if TYPE_CHECKING:
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.pull.keyring import RepositoryError
-    from rocm_fleet.pull.repository import PullRepository
+    from rocm_fleet.pull.repository import PullRepository, RepositoryError
 
     repository = PullRepository(args.repository.resolve(), [k.resolve() for k in args.keys])
     if args.timestamp_hours <= 0:
@@ -128,8 +128,7 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
     existing = {state.node: state.settings for state in states}
     nodes = dict(existing) if limits else {}
     recipients: dict[str, Any] = {}
-    kept = {s.node: s.matrix_data for s in states if s.matrix_data is not None}
-    matrix_data = kept if limits else {}
+    matrix_data = {s.node: s.matrix_data for s in states if limits and s.matrix_data is not None}
     bad = [str(exc) for exc in fleet.invalid(host.name for host in hosts)]
     if bad:  # every host's, one line per bad key
         raise UsageError("\n".join(bad))
@@ -147,8 +146,8 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
         nodes[name] = settings
         if config.rocm_pull_seal_keys:
             try:
-                seal_keys = Path(config.rocm_pull_seal_keys)
-                recipients[name] = sealed.node_key(seal_keys, name).public_key()
+                key = sealed.node_key(Path(config.rocm_pull_seal_keys), name)
+                recipients[name] = key.public_key()
             except (OSError, ValueError) as exc:
                 raise UsageError(f"{host.name}: rocm_pull_seal_keys: {exc}") from None
         matrix_data.pop(name, None)
@@ -161,8 +160,6 @@ def _nodes(args: Any, repository: Any) -> tuple[dict[str, dict[str, Any]], dict[
 
 def _site_text(host: str, site: SiteData) -> str:
     """The text of ``site`` as checked; UsageError when the file's SHA-256 changed since."""
-    import hashlib
-
     try:
         raw = site.path.read_bytes()
     except OSError as exc:

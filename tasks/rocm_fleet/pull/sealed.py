@@ -45,9 +45,7 @@ def _document(content: bytes) -> dict | None:
         document = json.loads(content)
     except ValueError:
         return None
-    if isinstance(document, dict) and document.get("format") == FORMAT:
-        return document
-    return None
+    return document if isinstance(document, dict) and document.get("format") == FORMAT else None
 
 
 def is_sealed(content: bytes) -> bool:

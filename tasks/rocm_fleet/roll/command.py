@@ -39,8 +39,7 @@ import click
 from rocm_fleet.cli.exits import Command, Exit, described, epilog, option, worst
 from rocm_fleet.cli.inventory import UsageError, host_options
 from rocm_fleet.model.untrusted import visible
-from rocm_fleet.roll.slurm_nodes import SlurmNode, SlurmUnreachable
-from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target, waves
+from rocm_fleet.roll.waves import Outcome, Roll, SlurmNode, SlurmUnreachable, Steps, Target, waves
 
 DEFAULT_DEPLOY = "rocm_fleet.compose.fleet_node"
 
@@ -170,7 +169,6 @@ def run(args: Any) -> int:
     if args.dry:
         return dry(targets, args.max_unavailable, found)
     given = [f"--data={d}" for d in args.data]
-    # pyinfra's own command (python -m pyinfra), of the Python this command runs in
     pyinfra = [sys.executable, "-m", "pyinfra", args.inventory, args.deploy, "-y", *given]
     check = [sys.executable, "-m", "rocm_fleet.cli", "check", args.inventory, *given]
     steps = Steps(

@@ -1,5 +1,7 @@
 """The waves of ``rocm-fleet roll`` carried out (drain, wait, change, check, resume), its log
-and summary; hosts' changes come in as ``Steps``, Slurm as ``SlurmNode``s, time as callables."""
+and summary; hosts' changes come in as ``Steps``, time as callables, Slurm as ``SlurmNode``s:
+asked on the node itself (``scontrol``, ``squeue`` as root), a command that fails raising
+``SlurmUnreachable`` with Slurm's own words; the roll's drain reasons start ``rocm-fleet:``."""
 
 from __future__ import annotations
 
@@ -7,13 +9,84 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TextIO
 
 from rocm_fleet.cli.exits import Exit
-from rocm_fleet.model.slurm import NodeState
+from rocm_fleet.engine.remote import Ran
+from rocm_fleet.model import grammar
+from rocm_fleet.model.slurm import REASON_PREFIX, NodeState, SlurmOutputError, parse_node
 from rocm_fleet.model.untrusted import visible
-from rocm_fleet.roll.slurm_nodes import ROLLING, SlurmNode, SlurmUnreachable, reason
+
+Runner = Callable[[Sequence[str]], Ran]
+
+
+def parse_jobs(text: str) -> list[str]:
+    """The job IDs of ``squeue --noheader --format=%i``'s output, one a line."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def reason(why: str) -> str:
+    """A drain reason: the prefix, then ``why`` on one line, no double quote (Slurm keeps it as
+    given)."""
+    words = " ".join(why.replace('"', "'").split())
+    return f"{REASON_PREFIX} {words}"[:250]
+
+
+#: the reason of a node the roll drained to change it
+ROLLING = reason("rolling maintenance: drained to be changed, resumed once checked")
+
+
+class SlurmUnreachable(Exception):
+    """Slurm did not answer (or refused) a command on a node; one line with its words."""
+
+
+class SlurmNode:
+    """One inventory host's node in Slurm, reached by running Slurm's client on it."""
+
+    def __init__(self, host: str, run: Runner, node_name: str | None = None) -> None:
+        self.host, self._run, self._name = host, run, node_name
+
+    @property
+    def name(self) -> str:
+        """The node's NodeName=: the setting, else the host's short name, as slurmd's own."""
+        if self._name is None:
+            name = self._ask(["hostname", "--short"]).strip()
+            # NodeName= and squeue -w take hostlist expressions: one plain name only.
+            if not grammar.full(grammar.SLURM_NODE_NAME, name):
+                raise SlurmUnreachable(f"{self.host}: hostname --short gave {name!r}, not one "
+                                       "Slurm node name; set rocm_slurm_node_name")  # fmt: skip
+            self._name = name
+        return self._name
+
+    def state(self) -> NodeState:
+        text = self._ask(["scontrol", "show", "node", self.name])
+        try:
+            return parse_node(text)
+        except SlurmOutputError as exc:
+            raise SlurmUnreachable(f"{self.host}: {exc}") from None
+
+    def jobs(self) -> list[str]:
+        """The IDs of the jobs on the node (running, completing, suspended)."""
+        return parse_jobs(self._ask(["squeue", "--noheader", "--format=%i", "-w", self.name]))
+
+    def drain(self, reason: str) -> None:
+        """Drain the node (no new job; running ones go on), or give a drained one ``reason``."""
+        self._ask(["scontrol", "update", f"NodeName={self.name}", "State=DRAIN",
+                   f"Reason={reason}"])  # fmt: skip
+
+    def resume(self) -> None:
+        self._ask(["scontrol", "update", f"NodeName={self.name}", "State=RESUME"])
+
+    def _ask(self, argv: Sequence[str]) -> str:
+        try:
+            ran = self._run(argv)
+        except Exception as exc:  # the engine's RemoteFailed: the node itself is gone
+            raise SlurmUnreachable(" ".join(str(exc).split())) from None
+        if ran.status != 0:
+            said = " ".join((ran.stderr or ran.stdout).split()) or f"exit status {ran.status}"
+            raise SlurmUnreachable(f"{self.host}: {argv[0]} {argv[1]}: {said}")
+        return ran.stdout
 
 
 def waves(hosts: Sequence[Target], max_unavailable: int) -> list[list[Target]]:
@@ -52,16 +125,6 @@ class Steps:
     accept: Callable[[str], Outcome | None] = lambda host: None
 
 
-@dataclass
-class Tally:
-    changed: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-    why: dict[str, str] = field(default_factory=dict)  #: host -> why it failed
-    busy: list[str] = field(default_factory=list)
-    left_drained: list[str] = field(default_factory=list)
-    resumed: list[str] = field(default_factory=list)
-
-
 class Roll:
     """The waves, carried out; ``run()`` returns the exit status."""
 
@@ -73,7 +136,11 @@ class Roll:
         self.steps, self.out, self.poll_interval = steps, out, poll_interval
         self.max_failed = max_failed
         self.clock, self.sleep, self.wall = clock, sleep, wall
-        self.tally = Tally()
+        self.changed: list[str] = []
+        self.busy: list[str] = []
+        self.resumed: list[str] = []
+        self.left_drained: list[str] = []
+        self.why: dict[str, str] = {}  #: host -> why it failed
 
     def log(self, host: str, message: str) -> None:
         """A line of the roll's log (``visible``: it quotes what a node or Slurm said)."""
@@ -89,11 +156,9 @@ class Roll:
                 failed = self._wave(wave)
             except SlurmUnreachable as exc:
                 return self._stopped(exc)
-            if failed and len(self.tally.failed) > self.max_failed:
+            if failed and len(self.why) > self.max_failed:
                 rest = [t.host for later in self.waves[number:] for t in later]
-                over = (
-                    f" ({len(self.tally.failed)} failed, more than --max-failed {self.max_failed})"
-                )
+                over = f" ({len(self.why)} failed, more than --max-failed {self.max_failed})"
                 if rest:
                     said = f"stopped after wave {number}{over * bool(self.max_failed)}"
                     self.out.write(f"{said}; not rolled: {', '.join(rest)}\n")
@@ -110,12 +175,11 @@ class Roll:
         failed = False
         for target, outcome in zip(ready, deployed, strict=True):
             if outcome.ok:
-                self.tally.changed.append(target.host)
+                self.changed.append(target.host)
                 self._resume(target)
             else:
                 failed = True
-                self.tally.failed.append(target.host)
-                self.tally.why[target.host] = outcome.why
+                self.why[target.host] = outcome.why
                 self.log(target.host, f"FAILED: {outcome.why}")
                 if target.keep_drained:  # someone else's drain: their reason stays
                     self._left_drained(target, "left drained, as it was")
@@ -148,7 +212,7 @@ class Roll:
                 found: NodeState = target.slurm.state()
                 if not found.drain:  # resumed by someone while its jobs were waited for
                     waiting.remove(target)
-                    self.tally.resumed.append(target.host)
+                    self.resumed.append(target.host)
                     self._resumed_by_others(target, found)
                 elif found.empty:
                     waiting.remove(target)
@@ -172,7 +236,7 @@ class Roll:
 
     def _busy(self, target: Target, jobs: list[str]) -> None:
         assert target.slurm is not None
-        self.tally.busy.append(target.host)
+        self.busy.append(target.host)
         why = (f"job(s) {', '.join(jobs) or '?'} still running after {target.drain_timeout:.0f}s "
                "(rocm_slurm_drain_timeout): not changed")  # fmt: skip
         if not target.drained:
@@ -233,7 +297,7 @@ class Roll:
 
     def _left_drained(self, target: Target, message: str) -> None:
         target.drained = False  # on purpose now: not the roll's to resume
-        self.tally.left_drained.append(target.host)
+        self.left_drained.append(target.host)
         self.log(target.host, message)
 
     def _stopped(self, exc: SlurmUnreachable) -> int:
@@ -250,17 +314,16 @@ class Roll:
         return Exit.NOT_CHECKED
 
     def _summary(self) -> int:
-        tally = self.tally
-        parts = [f"{len(tally.changed)} changed"]
+        parts = [f"{len(self.changed)} changed"]
         for label, hosts in (
-            ("failed", tally.failed),
-            ("still busy, not changed", tally.busy),
-            ("resumed by someone else, not changed", tally.resumed),
-            ("left drained", tally.left_drained),
+            ("failed", list(self.why)),
+            ("still busy, not changed", self.busy),
+            ("resumed by someone else, not changed", self.resumed),
+            ("left drained", self.left_drained),
         ):
             if hosts:
                 parts.append(f"{label}: {', '.join(hosts)}")
         self.out.write("roll: " + "; ".join(parts) + "\n")
-        for host, why in tally.why.items():  # which nodes failed, and why
+        for host, why in self.why.items():  # which nodes failed, and why
             self.out.write(f"  {host}: {visible(why)}\n")
-        return Exit.FINDINGS if tally.failed or tally.busy or tally.resumed else Exit.OK
+        return Exit.FINDINGS if self.why or self.busy or self.resumed else Exit.OK

@@ -30,8 +30,7 @@ from rocm_fleet.model.slurm import REASON_PREFIX
 from rocm_fleet.roll.acceptance import parsers
 from rocm_fleet.roll.acceptance.parsers import NotUnderstood
 from rocm_fleet.roll.acceptance.run import RVS, Acceptance, Tools, counter_step, needed_level, suite
-from rocm_fleet.roll.slurm_nodes import SlurmNode
-from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target
+from rocm_fleet.roll.waves import Outcome, Roll, SlurmNode, Steps, Target
 from unit.roll.test_roll import Clock, Cluster, Node, Recorder
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"

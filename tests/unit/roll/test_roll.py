@@ -20,8 +20,18 @@ from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.slurm import REASON_PREFIX, parse_node
 from rocm_fleet.roll.command import DEFAULT_DEPLOY
-from rocm_fleet.roll.slurm_nodes import ROLLING, SlurmNode, SlurmUnreachable, parse_jobs, reason
-from rocm_fleet.roll.waves import Outcome, Roll, Steps, Target, waves
+from rocm_fleet.roll.waves import (
+    ROLLING,
+    Outcome,
+    Roll,
+    SlurmNode,
+    SlurmUnreachable,
+    Steps,
+    Target,
+    parse_jobs,
+    reason,
+    waves,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 #: what scontrol says with slurmctld stopped (recorded: the file's second line)
@@ -598,7 +608,7 @@ def test_the_hosts_to_roll_are_the_audits_drifted_ones(monkeypatch, returncode, 
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_slurmctld_down_is_slurm_unreachable_in_slurms_own_words(release):
-    from rocm_fleet.roll.slurm_nodes import SlurmUnreachable
+    from rocm_fleet.roll.waves import SlurmUnreachable
 
     status, stderr = fixture(f"scontrol-controller-down-{release}.txt").split("\n", 1)
     ran = Ran(int(status.removeprefix("exit status ")), "", stderr)

@@ -68,8 +68,7 @@ def needed_level(
     passing run's, else ``full``; capped at the setting."""
     if setting == "off":
         return None
-    moved = last_fingerprint is None or last_fingerprint != fingerprint
-    wanted = "full" if moved else "quick"
+    wanted = "full" if last_fingerprint != fingerprint else "quick"
     return min(wanted, setting, key=LEVELS.index)
 
 
