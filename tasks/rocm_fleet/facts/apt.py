@@ -28,14 +28,10 @@ _STATUS_WORDS = {"n": "not-installed", "c": "config-files", "H": "half-installed
 _FINAL = "inc"
 
 
-def _listed(output: list[str]) -> tuple[tuple[str, str, str, str, str], ...]:
-    """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
-    the name's architecture qualifier dropped."""
-    return _parsed(tuple(output))
-
-
 @functools.lru_cache(maxsize=4)  # the three facts of one listing parse it once
 def _parsed(output: tuple[str, ...]) -> tuple[tuple[str, str, str, str, str], ...]:
+    """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
+    the name's architecture qualifier dropped."""
     rows = [line.split("|") for line in output]
     return tuple(
         (*row[0].ljust(3)[:3], row[1].split(":")[0], row[2])
@@ -55,14 +51,15 @@ class InstalledPackages(FactBase[dict[str, str]]):
 
     def process(self, output: list[str]) -> dict[str, str]:
         return {
-            name: version for _, status, _, name, version in _listed(output) if status not in "nc"
+            name: version
+            for _, status, _, name, version in _parsed(tuple(output))
+            if status not in "nc"
         }
 
 
 class HeldPackages(FactBase[list[str]]):
-    """The packages on hold (``apt-mark hold``; a qualified one's counts for the name), sorted;
-    unchecked names, only looked up. Read with ``dpkg-query``: ``apt-mark showhold`` may
-    rebuild apt's cache files."""
+    """The packages on hold (``apt-mark hold``; a qualified one's counts for the name), sorted.
+    Read with ``dpkg-query``: ``apt-mark showhold`` may rebuild apt's cache files."""
 
     default = list
 
@@ -70,7 +67,7 @@ class HeldPackages(FactBase[list[str]]):
         return DPKG_LISTING
 
     def process(self, output: list[str]) -> list[str]:
-        return sorted({name for want, _, _, name, _ in _listed(output) if want == "h"})
+        return sorted({name for want, _, _, name, _ in _parsed(tuple(output)) if want == "h"})
 
 
 class DpkgInterrupted(FactBase[list[str]]):
@@ -85,7 +82,7 @@ class DpkgInterrupted(FactBase[list[str]]):
         journal = [_JOURNAL] if _JOURNAL in (line.strip() for line in output) else []
         return journal + [
             f"{_STATUS_WORDS.get(status, status)} {name}"
-            for _, status, error, name, _ in _listed(output)
+            for _, status, error, name, _ in _parsed(tuple(output))
             if error != " " or status not in _FINAL
         ]
 
@@ -120,12 +117,8 @@ class AptSourceLines(FactBase[list[list[str]]]):
         return f"grep -Hs {patterns} {quote(paths.APT_SOURCES_LIST)} {parts} || true"
 
     def process(self, output: list[str]) -> list[list[str]]:
-        sources = []
-        for line in output:
-            path, _, body = line.partition(":")
-            if body.strip() and not body.lstrip().startswith("#"):
-                sources.append([path, body.strip()])
-        return sources
+        pairs = [line.partition(":")[::2] for line in output]
+        return [[path, body.strip()] for path, body in pairs if body.strip()[:1] not in ("", "#")]
 
 
 class DebianMirror(FactBase[str | None]):
@@ -142,12 +135,11 @@ class DebianMirror(FactBase[str | None]):
         )
 
     def process(self, output: list[str]) -> str | None:
-        for line in output:
-            for uri in line.split():
-                uri = uri.rstrip("/")
-                if uri.startswith(("http://", "https://")) and uri.endswith("/debian"):
-                    return uri
-        return None
+        uris = (uri.rstrip("/") for line in output for uri in line.split())
+        return next(
+            (u for u in uris if u.startswith(("http://", "https://")) and u.endswith("/debian")),
+            None,
+        )
 
 
 # Sizes apt prints (apt-pkg's SizeToStr: powers of 1000).

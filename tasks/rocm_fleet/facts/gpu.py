@@ -54,11 +54,6 @@ def _int_prefix(value: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _hex_suffix(value: str | None) -> str | None:
-    match = re.search(r"\((0x[0-9a-fA-F]+)\)", value or "")
-    return match.group(1).lower() if match else None
-
-
 def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
     agents: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
@@ -89,6 +84,7 @@ def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
         if fields.get("Device Type") != "GPU":
             continue
         bdfid = _int_prefix(fields.get("BDFID"))
+        chip = re.search(r"\((0x[0-9a-fA-F]+)\)", fields.get("Chip ID", ""))
         gpus.append(
             {
                 "name": fields.get("Name", ""),
@@ -96,7 +92,7 @@ def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
                 "uuid": fields.get("Uuid") or None,
                 "vendor": fields.get("Vendor Name") or None,
                 "node": _int_prefix(fields.get("Node")),
-                "chip_id": _hex_suffix(fields.get("Chip ID")),
+                "chip_id": chip[1].lower() if chip else None,
                 "compute_units": _int_prefix(fields.get("Compute Unit")),
                 "pci_bdf": _pci_bdf(bdfid) if bdfid else None,
                 "apu": "APU" in fields.get("Memory Properties", "").split(),
@@ -156,18 +152,12 @@ class RocmVersion(FactBase[str | None]):
     first of ``paths.ROCM_VERSION_FILES``); None when there is none."""
 
     def command(self, rocm_path: str | None = None) -> str:
-        if rocm_path:
-            candidates = [rocm_path.rstrip("/") + "/.info/version"]
-        else:
-            candidates = list(paths.ROCM_VERSION_FILES)
-        files = " ".join(quote(path) for path in candidates)
+        candidates = [rocm_path.rstrip("/") + "/.info/version"] if rocm_path else None
+        files = " ".join(quote(path) for path in candidates or paths.ROCM_VERSION_FILES)
         return f'for f in {files}; do if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
 
     def process(self, output: list[str]) -> str | None:
-        for line in output:
-            if line.strip():
-                return line.strip()
-        return None
+        return next((line.strip() for line in output if line.strip()), None)
 
 
 # amdgpu's VRAM and GTT totals in bytes (Documentation/gpu/amdgpu/driver-misc.rst).

@@ -98,29 +98,23 @@ class UpstreamClient:
         import requests
         from urllib3.exceptions import HTTPError as Urllib3Error
 
-        from rocm_fleet.upstream.http import (
-            DownloadError,
-            TooLong,
-            Unreachable,
-            read_limited,
-            reason,
-        )
+        from rocm_fleet.upstream import http
 
         where = self.url(url)
         host = urlsplit(where).netloc or where
         try:
             with self._session().get(where, stream=True) as reply:
-                body = b"".join(read_limited(where, reply, MAX_BODY_BYTES))
-        except TooLong:
+                body = b"".join(http.read_limited(where, reply, MAX_BODY_BYTES))
+        except http.TooLong:
             cause = f"more than {MAX_BODY_BYTES} bytes: refused, not read on"
-            return Unreachable(where, host, cause, f"{where}: {cause}")
-        except (requests.RequestException, Urllib3Error, DownloadError) as exc:
+            return http.Unreachable(where, host, cause, f"{where}: {cause}")
+        except (requests.RequestException, Urllib3Error, http.DownloadError) as exc:
             # urllib3's message repeats the pool and URL; keep what went wrong.
-            what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", reason(exc))
-            return Unreachable(where, host, what, f"{type(exc).__name__}: {what}")
+            what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", http.reason(exc))
+            return http.Unreachable(where, host, what, f"{type(exc).__name__}: {what}")
         with self._lock:
             self._fetched += len(body)
         if reply.status_code == 200 or reply.status_code in GONE:
             return Response(where, reply.status_code, body)
         cause = f"HTTP {reply.status_code}"
-        return Unreachable(where, host, cause, f"{cause} from {where}")
+        return http.Unreachable(where, host, cause, f"{cause} from {where}")
