@@ -72,9 +72,7 @@ class FileText(FactBase[str | None]):
         return f"if test -f {q} && ! test -L {q}; then cat {q}; else echo {ABSENT}; fi"
 
     def process(self, output: list[str]) -> str | None:
-        if output == [ABSENT]:
-            return None
-        return "".join(f"{line}\n" for line in output)
+        return None if output == [ABSENT] else "".join(f"{line}\n" for line in output)
 
 
 class DirectoryExists(Condition):

@@ -118,12 +118,8 @@ class Identity(FactBase[answers.IdentityDict]):
         return "id -u; id -un"
 
     def process(self, output: list[str]) -> answers.IdentityDict:
-        words = [line.strip() for line in output if line.strip()]
-        uid = words[0] if words else ""
-        return {
-            "uid": int(uid) if uid.isdigit() else None,
-            "user": words[1] if len(words) > 1 else None,
-        }
+        uid, user = ([line.strip() for line in output if line.strip()] + ["", ""])[:2]
+        return {"uid": int(uid) if uid.isdigit() else None, "user": user or None}
 
 
 class Wsl(FactBase[bool]):
