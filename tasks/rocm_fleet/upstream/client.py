@@ -50,8 +50,7 @@ class UpstreamClient:
     def __init__(self, apt_base: str | None, torch_base: str | None, timeout: float, retries: int):
         self.apt_base = apt_base.rstrip("/") if apt_base else None
         self.torch_base = torch_base.rstrip("/") if torch_base else None
-        self.timeout = timeout
-        self.retries = retries
+        self.timeout, self.retries = timeout, retries
         self._local = threading.local()
         self._lock = threading.Lock()
         self._cache: dict[str, Any] = {}
@@ -67,13 +66,11 @@ class UpstreamClient:
         return url
 
     def _session(self) -> requests.Session:
-        session = getattr(self._local, "session", None)
-        if session is None:
+        if not hasattr(self._local, "session"):
             from rocm_fleet.upstream.http import client
 
-            session = client("matrix check", self.retries, timeout=self.timeout)
-            self._local.session = session
-        return session
+            self._local.session = client("matrix check", self.retries, timeout=self.timeout)
+        return self._local.session
 
     def fetched_bytes(self) -> int:
         """Bytes received so far, over every thread."""
@@ -83,10 +80,8 @@ class UpstreamClient:
     def get(self, url: str) -> Response:
         """The response for ``url`` (upstream form), fetched once; raises Unreachable."""
         with self._lock:
-            pending = self._cache.get(url)
-            first = pending is None
-            if first:
-                pending = self._cache[url] = Future()
+            first = url not in self._cache
+            pending = self._cache.setdefault(url, Future())
         if first:
             pending.set_result(self._fetch(url))
         result = pending.result()
