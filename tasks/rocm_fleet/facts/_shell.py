@@ -56,8 +56,7 @@ class Condition(FactBase[bool]):
 
 
 def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
-    """``sh -c`` of ``files/scripts/<name>.sh`` for each of ``scripts`` (the last is the script,
-    the others its functions) with ``args`` as positional parameters."""
+    """``sh -c`` of ``files/scripts/<name>.sh`` of each of ``scripts`` (the last runs), ``args``."""
     body = "".join(files.text(f"scripts/{name}.sh") for name in scripts)
     return " ".join(["sh", "-c", shlex.quote(body), scripts[-1], *map(shlex.quote, args)])
 

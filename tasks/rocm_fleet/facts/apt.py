@@ -41,8 +41,7 @@ def _parsed(output: tuple[str, ...]) -> tuple[tuple[str, str, str, str, str], ..
 
 
 class InstalledPackages(FactBase[dict[str, str]]):
-    """Every package dpkg counts as installed (half-installed and half-configured included;
-    config-files only not), name -> version, architecture qualifiers dropped."""
+    """Every package dpkg counts as installed (config-files only not), name -> version."""
 
     default = dict
 
@@ -71,9 +70,8 @@ class HeldPackages(FactBase[list[str]]):
 
 
 class DpkgInterrupted(FactBase[list[str]]):
-    """What an interrupted dpkg left: ``journal`` when /var/lib/dpkg/updates holds unapplied
-    entries, and ``<state> <package>`` for each package not in a final state or flagged
-    reinst-required. Empty when dpkg is clean."""
+    """What an interrupted dpkg left: ``journal`` (unapplied updates), ``<state> <package>`` for
+    each package not in a final state or reinst-required; empty when dpkg is clean."""
 
     command = DPKG_LISTING
     default = list
@@ -106,8 +104,7 @@ class KeyringFingerprints(FactBase[list[str] | None]):
 
 
 class AptSourceLines(FactBase[list[list[str]]]):
-    """The active lines of every apt source file (one-line and deb822) that mention one of
-    ``hosts``, as [file, line] pairs."""
+    """[file, line] of each active apt source line (one-line and deb822) naming one of ``hosts``."""
 
     default = list
 
@@ -123,8 +120,7 @@ class AptSourceLines(FactBase[list[list[str]]]):
 
 class DebianMirror(FactBase[str | None]):
     """The Debian mirror (``http://deb.debian.org/debian``) the host's own apt sources use (the
-    first ``URIs:`` of debian.sources, else sources.list's first ``deb`` of a ``/debian``
-    archive); None when the host names none."""
+    first ``/debian`` URI of debian.sources, else of sources.list); None when none."""
 
     def command(self) -> str:
         deb822, one_line = (quote(p) for p in paths.DEBIAN_SOURCES)

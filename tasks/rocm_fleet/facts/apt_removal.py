@@ -1,5 +1,4 @@
-"""What purging NVIDIA's packages or the distribution's own ROCm would take along, from apt's
-simulation (``apt-get -s purge``: read-only, no lock) in ``files/scripts/apt-query.sh``."""
+"""What purging NVIDIA's or the distribution's ROCm packages would take along (``apt-get -s``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""GPU facts: rocminfo's agents, the installed ROCm version, and (sysfs only, so before ROCm too)
-GPUs on PCI and the KFD topology."""
+"""GPU facts: rocminfo's agents, the ROCm version, and from sysfs the PCI GPUs and KFD nodes."""
 
 from __future__ import annotations
 
@@ -165,8 +164,7 @@ VRAM, GTT = ("mem_info_vram_total", "mem_info_gtt_total")
 
 
 class PciGpus(FactBase[list[PciGpu]]):
-    """Display controllers (class ``0x03``) and accelerators (``0x12``) of every vendor, from
-    sysfs, with the bound driver and amdgpu's memory totals (None without them)."""
+    """Display controllers and accelerators on PCI, their driver and amdgpu's memory totals."""
 
     default = list
 
@@ -208,8 +206,7 @@ class PciGpus(FactBase[list[PciGpu]]):
 
 
 class KfdNodes(FactBase[list[KfdNode] | None]):
-    """GPU nodes of the KFD topology (sysfs; CPU nodes skipped; ``slot`` as ``PciGpus``'), None
-    when KFD is not loaded."""
+    """The GPU nodes of the KFD topology; None when KFD is not loaded."""
 
     path = "/sys/class/kfd/kfd/topology/nodes"
 

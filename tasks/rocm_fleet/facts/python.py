@@ -70,8 +70,7 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
 
 
 class VenvDistributions(FactBase[dict[str, str] | None]):
-    """Every distribution in a venv, name -> version, from its ``*.dist-info`` names (no Python
-    starts); None when the venv has no site-packages."""
+    """A venv's distributions, name -> version, from ``*.dist-info`` names; None: no venv."""
 
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")
@@ -98,8 +97,7 @@ _BUILD_LINE = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(.+?)\s*$")
 
 
 class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
-    """torch's ``hip`` and ``cuda`` build strings from ``torch/version.py`` as text (no Python
-    starts); None when the venv holds no torch."""
+    """torch's ``hip`` and ``cuda`` from ``torch/version.py`` read as text; None: no torch."""
 
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")

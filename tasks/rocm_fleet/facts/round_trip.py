@@ -20,8 +20,7 @@ _RECORD = "\x1e"  # what the command turns newlines into (ASCII RS)
 
 @dataclass(frozen=True)
 class Read:
-    """One fact of a survey: the ``HostSurvey`` field it fills (a ``PER_PATH`` one: for its
-    ``path`` argument), the fact class, its arguments."""
+    """One fact of a survey: the ``HostSurvey`` field it fills, the fact class, its arguments."""
 
     name: str
     fact: type[FactBase]

@@ -61,8 +61,7 @@ Architecture = DebArch
 
 
 class RebootRequired(FactBase[answers.RebootRequiredDict]):
-    """Whether the host waits for a reboot (``/run/reboot-required``), the packages in
-    ``/run/reboot-required.pkgs`` and rocm-fleet's reasons in ``/run/rocm-fleet/reboot-reasons``."""
+    """Whether the host waits for a reboot, the packages and rocm-fleet's reasons that asked."""
 
     @staticmethod
     def default() -> answers.RebootRequiredDict:
@@ -91,8 +90,7 @@ class RebootRequired(FactBase[answers.RebootRequiredDict]):
 
 
 class NvidiaStack(FactBase[NvidiaStackDict]):
-    """NVIDIA's driver and CUDA stack: installed packages matching ``NVIDIA_PACKAGE_PATTERNS``
-    and loaded ``nvidia*`` modules, sorted (``nvidia_stack``)."""
+    """NVIDIA's driver and CUDA stack: its installed packages and loaded modules, sorted."""
 
     @staticmethod
     def default() -> NvidiaStackDict:
@@ -150,8 +148,7 @@ class LoadedModules(FactBase[list[str]]):
 
 
 class AmdgpuModule(FactBase[answers.AmdgpuModuleDict]):
-    """The amdgpu module from /sys/module/amdgpu: loaded, version (AMD's DKMS build only), init
-    state."""
+    """The amdgpu module: loaded, version (AMD's DKMS build only), init state."""
 
     @staticmethod
     def default() -> answers.AmdgpuModuleDict:

@@ -42,8 +42,7 @@ class Response:
 
 
 class UpstreamClient:
-    """Cached GETs with mirror rewriting, through the one HTTP client; a 403/404/410 is an
-    answer, not an error; a session per worker thread."""
+    """Cached GETs with mirror rewriting; a 403/404/410 is an answer, not an error."""
 
     AMD_HOSTS = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
 

@@ -59,8 +59,7 @@ def sdist_metadata(path: str) -> str:
 
 
 def sdist_build_requires(path: str) -> list[str]:
-    """An sdist's ``[build-system] requires`` (setuptools when none, as pip assumes);
-    ResolutionError when it names a ``backend-path``."""
+    """An sdist's ``[build-system] requires`` (pip's default when none); refuses backend-path."""
     try:
         text = _sdist_member(path, "pyproject.toml")
     except ResolutionError:

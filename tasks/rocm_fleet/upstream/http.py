@@ -1,5 +1,4 @@
-"""The one HTTP client (``client``) and the bundle's verified, limited, resumable downloads
-(``Fetcher``) (docs/decisions/downloads-and-trust.md)."""
+"""The one HTTP client and verified, limited, resumable downloads (``Fetcher``)."""
 
 from __future__ import annotations
 
@@ -51,8 +50,7 @@ def sha256_file(path: Path) -> str:
 
 
 class NoDowngradeSession(requests.Session):
-    """The client's session: no https-to-http redirect, TLS against ``ca`` alone when pinned,
-    ``timeout`` unless a request names its own."""
+    """The client's session: no https-to-http redirect, TLS against ``ca`` alone when pinned."""
 
     def __init__(self, ca: str | None = None, timeout: float | tuple[float, float] = 30.0):
         super().__init__()
@@ -108,8 +106,7 @@ def client(purpose: str, retries: int = 0, *, ca: str | None = None,
 
 def read_limited(url: str, response: requests.Response, room: int,
                  have: int = 0) -> Iterator[bytes]:  # fmt: skip
-    """The body's chunks; TooLong once more than ``room`` bytes (``have`` taken) come or are
-    announced."""
+    """The body's chunks; TooLong once more than ``room`` bytes come or are announced."""
     announced = response.headers.get("Content-Length", "")
     encoded = response.headers.get("Content-Encoding", "identity") != "identity"
     if announced.isdigit() and not encoded and have + int(announced) > room:

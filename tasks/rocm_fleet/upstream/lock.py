@@ -1,5 +1,4 @@
-"""Hash locks for live wheel installs, resolved over TLS, cached per inputs under the
-controller's HMAC key (docs/decisions/wheel-locks.md)."""
+"""Hash locks for live wheel installs, cached under the controller's HMAC key."""
 
 from __future__ import annotations
 
@@ -256,8 +255,7 @@ def _unserved(requirements: tuple[str, ...], page: Callable[[str], list[Link]],
 
 
 class Locks:
-    """One run's locks, each made or read once (its failure too), thread-safe; ``note`` takes a
-    line per lock made or cache refused."""
+    """One run's locks, each made or read once (its failure too), thread-safe."""
 
     def __init__(self, cache: Path | None = None,
                  fetcher: Callable[[], Fetcher] | None = None,

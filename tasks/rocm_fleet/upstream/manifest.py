@@ -211,8 +211,7 @@ def _wheel_gaps(need: sources.WheelNeed, manifest: dict, present) -> list[str]:
 
 def locked_requirements(bundle: str, index_url: str, python: str,
                         requirements: list[str]) -> list[str] | None:  # fmt: skip
-    """The hash-pinned lines a host's pip installs ``requirements`` from ``index_url`` for
-    ``python`` with, from the bundle; None when it holds no such set."""
+    """The bundle's hash-pinned lines for these requirements; None when it holds no such set."""
     try:
         manifest = read_manifest(Path(bundle))
     except BundleError:

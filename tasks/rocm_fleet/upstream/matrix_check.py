@@ -1,6 +1,5 @@
-"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix,
-and what releases it lacks, as ``--json``'s report. Each check takes an ``UpstreamClient`` last
-and returns None when the row holds, else what is wrong."""
+"""The matrix check: whether upstream still agrees with every row, and what releases it lacks.
+Each check takes an ``UpstreamClient`` last and returns None when the row holds, else why not."""
 
 from __future__ import annotations
 
@@ -168,8 +167,7 @@ class MatrixCheck:
 
 
 def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | None) -> str:
-    """The fingerprint ``stream`` must be signed with: ``fingerprints``' (stream or "*"), else
-    the matrix's; upper-case."""
+    """The fingerprint ``stream`` is signed with: ``fingerprints``' (its, "*"), else its own."""
     fingerprints = fingerprints or {}
     found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
     return found.upper()

@@ -1,5 +1,4 @@
-"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything
-(docs/decisions/bundles.md)."""
+"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything."""
 
 from __future__ import annotations
 
