@@ -182,9 +182,7 @@ def build_checks(releases: list[matrix.Release],
         if not (once and any(c.url == url for c in checks)):
             checks.append(MatrixCheck(row, what, url, partial(check, *args)))
 
-    def pinned(stream: matrix.Stream) -> str:
-        return pinned_fingerprint(stream, fingerprints)
-
+    pinned = partial(pinned_fingerprint, fingerprints=fingerprints)
     driver_key = (matrix.AMDGPU_KEY_URL, pinned(matrix.CLASSIC))
     repositories: dict[str, tuple[matrix.Repository, matrix.Stream]] = {}
     indexes: dict[str, list[matrix.Release]] = {}
@@ -225,9 +223,8 @@ def build_checks(releases: list[matrix.Release],
             for gfx in amd.targets:
                 project = f"amd-torch-device-{gfx}"
                 versions = [f"{b.torch}+{amd.label}" for b in amd.builds_for([gfx])]
-                add(
-                    row, f"AMD {project}", f"{url}/{project}/", wheels_check, url, project, versions
-                )
+                add(row, f"AMD {project}", f"{url}/{project}/", wheels_check, url, project,
+                    versions)  # fmt: skip
     for key_url, (repo, stream) in repositories.items():
         add(f"key {repo.name}", "fingerprint", key_url, key_check, key_url, pinned(stream))
     for index, rels in indexes.items():
