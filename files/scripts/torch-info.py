@@ -1,9 +1,24 @@
-# What PyTorch sees on a node (facts.python.TorchInfo): one __torch_json= line.
+"""What PyTorch sees on a node (``facts.python.TorchInfo``): one ``__torch_json=`` line."""
+
 import json
-r = dict(torch=None, hip=None, cuda=None, available=None, device_count=None,
-         devices=None, matmul=None, error=None, device_error=None)
+
+r = dict(
+    torch=None,
+    hip=None,
+    cuda=None,
+    available=None,
+    device_count=None,
+    devices=None,
+    matmul=None,
+    error=None,
+    device_error=None,
+)
+
+
 def err(e):
-    return ("%s: %s" % (type(e).__name__, e)).strip()
+    return f"{type(e).__name__}: {e}".strip()
+
+
 try:
     import torch
 except BaseException as e:
@@ -18,15 +33,21 @@ else:
         r["devices"] = []
         for i in range(n):
             full = getattr(torch.cuda.get_device_properties(i), "gcnArchName", None) or None
-            r["devices"].append(dict(index=i, name=torch.cuda.get_device_name(i),
-                                     arch=full.split(":")[0] if full else None, arch_full=full))
+            r["devices"].append(
+                dict(
+                    index=i,
+                    name=torch.cuda.get_device_name(i),
+                    arch=full.split(":")[0] if full else None,
+                    arch_full=full,
+                )
+            )
     except Exception as e:
         r["device_error"] = err(e)
     if r["available"] and r["device_count"]:
         try:
             a = torch.ones(64, 64, device="cuda:0")
             s = (a @ a).sum().item()
-            r["matmul"] = "ok" if s == 64 ** 3 else "wrong result: %r" % (s,)
+            r["matmul"] = "ok" if s == 64**3 else f"wrong result: {s!r}"
         except Exception as e:
             r["matmul"] = err(e)
 print("__torch_json=" + json.dumps(r))
