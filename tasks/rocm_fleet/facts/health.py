@@ -52,15 +52,9 @@ class GpuHealthFact(FactBase[health.HostHealth]):
         for name, body in sections(lines, SECTION).items():
             text, codes[name] = split_rc(body)
             texts[name] = "\n".join(text).strip()
-        if codes.get("metric") != 0:
-            rc = codes.get("metric")
-            why = (
-                f"more than {self.max_bytes} bytes"
-                if rc is None
-                else f"timed out after {self.tool_timeout}s"
-                if rc == 124
-                else f"exited {rc}"
-            )
+        if (rc := codes.get("metric")) != 0:
+            cut, slow = f"more than {self.max_bytes} bytes", f"timed out after {self.tool_timeout}s"
+            why = {None: cut, 124: slow}.get(rc, f"exited {rc}")
             return health.HostHealth(status="error", tool=tool, message=f"amd-smi metric: {why}")
         try:
             static, xgmi = (health.usable_json(texts.get(name)) for name in ("static", "xgmi"))
