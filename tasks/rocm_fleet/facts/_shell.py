@@ -3,6 +3,7 @@ as a trailer line ``__rc=N``, a missing tool or file as an ``__absent`` / ``__mi
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 
@@ -26,16 +27,12 @@ def quote(value: str) -> str:
 def split_rc(output: list[str]) -> tuple[list[str], int | None]:
     """(lines without the last ``__rc=N`` trailer, N or None); ANSI escapes removed."""
     lines = [_ANSI_RE.sub("", line) for line in output]
-    rc = None
-    for index in range(len(lines) - 1, -1, -1):
+    for index in reversed(range(len(lines))):
         if lines[index].startswith(RC_PREFIX):
-            try:
+            with contextlib.suppress(ValueError):
                 rc = int(lines[index][len(RC_PREFIX) :].strip())
-            except ValueError:
-                continue
-            lines = lines[:index] + lines[index + 1 :]
-            break
-    return lines, rc
+                return lines[:index] + lines[index + 1 :], rc
+    return lines, None
 
 
 _YES = "__yes"
@@ -56,8 +53,7 @@ class Condition(FactBase[bool]):
 
 
 def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
-    """``sh -c`` of ``files/scripts/<name>.sh`` for each of ``scripts`` (the last is the script,
-    the others its functions) with ``args`` as positional parameters."""
+    """``sh -c`` of ``files/scripts/<name>.sh`` of each of ``scripts`` (the last runs), ``args``."""
     body = "".join(files.text(f"scripts/{name}.sh") for name in scripts)
     return " ".join(["sh", "-c", shlex.quote(body), scripts[-1], *map(shlex.quote, args)])
 

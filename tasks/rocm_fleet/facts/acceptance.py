@@ -10,8 +10,7 @@ from rocm_fleet.model.acceptance import AcceptanceRead, read_record
 
 
 class AcceptanceRecordFact(FactBase[AcceptanceRead]):
-    """The last acceptance record, read strictly (``model.acceptance``): both fields None when
-    the node has none; ``error`` when it is not one rocm-fleet wrote."""
+    """The last acceptance record, read strictly (``model.acceptance.read_record``)."""
 
     default = AcceptanceRead
 

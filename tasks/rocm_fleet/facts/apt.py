@@ -28,14 +28,10 @@ _STATUS_WORDS = {"n": "not-installed", "c": "config-files", "H": "half-installed
 _FINAL = "inc"
 
 
-def _listed(output: list[str]) -> tuple[tuple[str, str, str, str, str], ...]:
-    """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
-    the name's architecture qualifier dropped."""
-    return _parsed(tuple(output))
-
-
 @functools.lru_cache(maxsize=4)  # the three facts of one listing parse it once
 def _parsed(output: tuple[str, ...]) -> tuple[tuple[str, str, str, str, str], ...]:
+    """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
+    the name's architecture qualifier dropped."""
     rows = [line.split("|") for line in output]
     return tuple(
         (*row[0].ljust(3)[:3], row[1].split(":")[0], row[2])
@@ -45,8 +41,7 @@ def _parsed(output: tuple[str, ...]) -> tuple[tuple[str, str, str, str, str], ..
 
 
 class InstalledPackages(FactBase[dict[str, str]]):
-    """Every package dpkg counts as installed (half-installed and half-configured included;
-    config-files only not), name -> version, architecture qualifiers dropped."""
+    """Every package dpkg counts as installed (config-files only not), name -> version."""
 
     default = dict
 
@@ -55,14 +50,15 @@ class InstalledPackages(FactBase[dict[str, str]]):
 
     def process(self, output: list[str]) -> dict[str, str]:
         return {
-            name: version for _, status, _, name, version in _listed(output) if status not in "nc"
+            name: version
+            for _, status, _, name, version in _parsed(tuple(output))
+            if status not in "nc"
         }
 
 
 class HeldPackages(FactBase[list[str]]):
-    """The packages on hold (``apt-mark hold``; a qualified one's counts for the name), sorted;
-    unchecked names, only looked up. Read with ``dpkg-query``: ``apt-mark showhold`` may
-    rebuild apt's cache files."""
+    """The packages on hold (``apt-mark hold``; a qualified one's counts for the name), sorted.
+    Read with ``dpkg-query``: ``apt-mark showhold`` may rebuild apt's cache files."""
 
     default = list
 
@@ -70,13 +66,12 @@ class HeldPackages(FactBase[list[str]]):
         return DPKG_LISTING
 
     def process(self, output: list[str]) -> list[str]:
-        return sorted({name for want, _, _, name, _ in _listed(output) if want == "h"})
+        return sorted({name for want, _, _, name, _ in _parsed(tuple(output)) if want == "h"})
 
 
 class DpkgInterrupted(FactBase[list[str]]):
-    """What an interrupted dpkg left: ``journal`` when /var/lib/dpkg/updates holds unapplied
-    entries, and ``<state> <package>`` for each package not in a final state or flagged
-    reinst-required. Empty when dpkg is clean."""
+    """What an interrupted dpkg left: ``journal`` (unapplied updates), ``<state> <package>`` for
+    each package not in a final state or reinst-required; empty when dpkg is clean."""
 
     command = DPKG_LISTING
     default = list
@@ -85,7 +80,7 @@ class DpkgInterrupted(FactBase[list[str]]):
         journal = [_JOURNAL] if _JOURNAL in (line.strip() for line in output) else []
         return journal + [
             f"{_STATUS_WORDS.get(status, status)} {name}"
-            for _, status, error, name, _ in _listed(output)
+            for _, status, error, name, _ in _parsed(tuple(output))
             if error != " " or status not in _FINAL
         ]
 
@@ -109,8 +104,7 @@ class KeyringFingerprints(FactBase[list[str] | None]):
 
 
 class AptSourceLines(FactBase[list[list[str]]]):
-    """The active lines of every apt source file (one-line and deb822) that mention one of
-    ``hosts``, as [file, line] pairs."""
+    """[file, line] of each active apt source line (one-line and deb822) naming one of ``hosts``."""
 
     default = list
 
@@ -120,18 +114,13 @@ class AptSourceLines(FactBase[list[list[str]]]):
         return f"grep -Hs {patterns} {quote(paths.APT_SOURCES_LIST)} {parts} || true"
 
     def process(self, output: list[str]) -> list[list[str]]:
-        sources = []
-        for line in output:
-            path, _, body = line.partition(":")
-            if body.strip() and not body.lstrip().startswith("#"):
-                sources.append([path, body.strip()])
-        return sources
+        pairs = [line.partition(":")[::2] for line in output]
+        return [[path, body.strip()] for path, body in pairs if body.strip()[:1] not in ("", "#")]
 
 
 class DebianMirror(FactBase[str | None]):
     """The Debian mirror (``http://deb.debian.org/debian``) the host's own apt sources use (the
-    first ``URIs:`` of debian.sources, else sources.list's first ``deb`` of a ``/debian``
-    archive); None when the host names none."""
+    first ``/debian`` URI of debian.sources, else of sources.list); None when none."""
 
     def command(self) -> str:
         deb822, one_line = (quote(p) for p in paths.DEBIAN_SOURCES)
@@ -142,12 +131,11 @@ class DebianMirror(FactBase[str | None]):
         )
 
     def process(self, output: list[str]) -> str | None:
-        for line in output:
-            for uri in line.split():
-                uri = uri.rstrip("/")
-                if uri.startswith(("http://", "https://")) and uri.endswith("/debian"):
-                    return uri
-        return None
+        uris = (uri.rstrip("/") for line in output for uri in line.split())
+        return next(
+            (u for u in uris if u.startswith(("http://", "https://")) and u.endswith("/debian")),
+            None,
+        )
 
 
 # Sizes apt prints (apt-pkg's SizeToStr: powers of 1000).

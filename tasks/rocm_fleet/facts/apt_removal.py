@@ -1,5 +1,4 @@
-"""What purging NVIDIA's packages or the distribution's own ROCm would take along, from apt's
-simulation (``apt-get -s purge``: read-only, no lock) in ``files/scripts/apt-query.sh``."""
+"""What purging NVIDIA's or the distribution's ROCm packages would take along (``apt-get -s``)."""
 
 from __future__ import annotations
 
@@ -22,11 +21,6 @@ def _purge(lines: list[str]) -> PurgeDict:
     return result
 
 
-def _package_line(line: str, packages: dict[str, str]) -> None:
-    name, _, version = line.partition("|")
-    packages[name.strip()] = version.strip()
-
-
 class PackagePurge(FactBase["PackagePurgeDict | None"]):
     """The installed packages matching ``patterns`` (globs, minus the ``exceptions`` globs) and
     what purging all of them would remove; None when none is installed."""
@@ -37,13 +31,12 @@ class PackagePurge(FactBase["PackagePurgeDict | None"]):
         return script_command(("apt-query", "package-purge"), (" ".join(exceptions), *patterns))
 
     def process(self, output: list[str]) -> PackagePurgeDict | None:
-        packages: dict[str, str] = {}
-        for line in output:
-            if line.startswith("__package="):
-                _package_line(line.removeprefix("__package="), packages)
-        if not packages:
-            return None
-        return {"packages": packages, "purge": _purge(output)}
+        rows = [
+            line.split("=", 1)[1].partition("|") for line in output if line.startswith("__package=")
+        ]
+        if packages := {name.strip(): version.strip() for name, _, version in rows}:
+            return {"packages": packages, "purge": _purge(output)}
+        return None
 
 
 def _depends_names(field: str) -> set[str]:
@@ -84,7 +77,8 @@ class DistroRocmPackages(FactBase["DistroRocmDict | None"]):
         for line in output:
             key, _, value = line.strip().partition("=")
             if key == "__package":
-                _package_line(value, packages)
+                name, _, version = value.partition("|")
+                packages[name.strip()] = version.strip()
             elif key == "__depends":
                 name, _, field = value.partition("|")
                 depends[name] = _depends_names(field)

@@ -150,12 +150,8 @@ _DKMS = re.compile(
 
 def parse_dkms_status(lines: list[str]) -> tuple[DkmsEntry, ...]:
     """``dkms status`` lines of dkms 2.x and 3.x; errors and warnings are skipped."""
-    entries = []
-    for line in lines:
-        match = _DKMS.match(line.strip())
-        if match:
-            entries.append(DkmsEntry(**match.groupdict()))
-    return tuple(entries)
+    matches = (_DKMS.match(line.strip()) for line in lines)
+    return tuple(DkmsEntry(**match.groupdict()) for match in matches if match)
 
 
 def parse_kernels(lines: list[str]) -> tuple[InstalledKernel, ...]:
@@ -179,11 +175,8 @@ def parse_kernels(lines: list[str]) -> tuple[InstalledKernel, ...]:
 
 def parse_df_available(lines: list[str]) -> int | None:
     """``df -P -B1``: the Available column of the data line."""
-    for line in lines[1:]:
-        columns = line.split()
-        if len(columns) >= 6 and columns[3].isdigit():
-            return int(columns[3])
-    return None
+    rows = (line.split() for line in lines[1:])
+    return next((int(row[3]) for row in rows if len(row) >= 6 and row[3].isdigit()), None)
 
 
 def boot_state(output: list[str]) -> BootState:

@@ -16,9 +16,8 @@ MAX_SPEC = 1_000_000
 
 
 class GpuContainersFact(FactBase[ContainerView]):
-    """``docker`` and ``podman`` on ``PATH``, ``dockerd --version``, ``podman --version``, the
-    members of video and render, daemon.json and the CDI spec (regular files only, cut at
-    ``MAX_SPEC`` bytes)."""
+    """The engines on ``PATH`` and their versions, the members of video and render, daemon.json
+    and the CDI spec (regular files only, cut at ``MAX_SPEC`` bytes)."""
 
     default = ContainerView
 

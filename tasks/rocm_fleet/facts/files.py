@@ -12,8 +12,7 @@ from rocm_fleet.model.answers import FileDigestDict, LastPull
 
 
 class FileDigest(FactBase[FileDigestDict | None]):
-    """Octal mode, SHA-256 and mtime (seconds) of a regular file; None when it isn't one. The
-    batch answers many paths in one ``stat`` and one ``sha256sum``."""
+    """Octal mode, SHA-256 and mtime (seconds) of a regular file; None when it isn't one."""
 
     def command(self, path: str) -> str:
         q = quote(path)
@@ -72,9 +71,7 @@ class FileText(FactBase[str | None]):
         return f"if test -f {q} && ! test -L {q}; then cat {q}; else echo {ABSENT}; fi"
 
     def process(self, output: list[str]) -> str | None:
-        if output == [ABSENT]:
-            return None
-        return "".join(f"{line}\n" for line in output)
+        return None if output == [ABSENT] else "".join(f"{line}\n" for line in output)
 
 
 class DirectoryExists(Condition):
@@ -121,8 +118,7 @@ _PULL_STARTED = re.compile(r"rocm_fleet_pull_last_run_timestamp_seconds ([0-9]{1
 
 
 class PullStatus(FactBase[LastPull | None]):
-    """The last pull's result and start time from its node_exporter textfile (only the two gauges'
-    exact lines are read); None without the file."""
+    """The last pull's result and start time from its node_exporter textfile; None without it."""
 
     def command(self, path: str) -> str:
         q = quote(path)

@@ -1,5 +1,4 @@
-"""GPU facts: rocminfo's agents, the installed ROCm version, and (sysfs only, so before ROCm too)
-GPUs on PCI and the KFD topology."""
+"""GPU facts: rocminfo's agents, the ROCm version, and from sysfs the PCI GPUs and KFD nodes."""
 
 from __future__ import annotations
 
@@ -54,11 +53,6 @@ def _int_prefix(value: str | None) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _hex_suffix(value: str | None) -> str | None:
-    match = re.search(r"\((0x[0-9a-fA-F]+)\)", value or "")
-    return match.group(1).lower() if match else None
-
-
 def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
     agents: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
@@ -89,6 +83,7 @@ def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
         if fields.get("Device Type") != "GPU":
             continue
         bdfid = _int_prefix(fields.get("BDFID"))
+        chip = re.search(r"\((0x[0-9a-fA-F]+)\)", fields.get("Chip ID", ""))
         gpus.append(
             {
                 "name": fields.get("Name", ""),
@@ -96,7 +91,7 @@ def _parse_rocminfo_agents(lines: list[str]) -> list[RocmGpu]:
                 "uuid": fields.get("Uuid") or None,
                 "vendor": fields.get("Vendor Name") or None,
                 "node": _int_prefix(fields.get("Node")),
-                "chip_id": _hex_suffix(fields.get("Chip ID")),
+                "chip_id": chip[1].lower() if chip else None,
                 "compute_units": _int_prefix(fields.get("Compute Unit")),
                 "pci_bdf": _pci_bdf(bdfid) if bdfid else None,
                 "apu": "APU" in fields.get("Memory Properties", "").split(),
@@ -156,18 +151,12 @@ class RocmVersion(FactBase[str | None]):
     first of ``paths.ROCM_VERSION_FILES``); None when there is none."""
 
     def command(self, rocm_path: str | None = None) -> str:
-        if rocm_path:
-            candidates = [rocm_path.rstrip("/") + "/.info/version"]
-        else:
-            candidates = list(paths.ROCM_VERSION_FILES)
-        files = " ".join(quote(path) for path in candidates)
+        candidates = [rocm_path.rstrip("/") + "/.info/version"] if rocm_path else None
+        files = " ".join(quote(path) for path in candidates or paths.ROCM_VERSION_FILES)
         return f'for f in {files}; do if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
 
     def process(self, output: list[str]) -> str | None:
-        for line in output:
-            if line.strip():
-                return line.strip()
-        return None
+        return next((line.strip() for line in output if line.strip()), None)
 
 
 # amdgpu's VRAM and GTT totals in bytes (Documentation/gpu/amdgpu/driver-misc.rst).
@@ -175,8 +164,7 @@ VRAM, GTT = ("mem_info_vram_total", "mem_info_gtt_total")
 
 
 class PciGpus(FactBase[list[PciGpu]]):
-    """Display controllers (class ``0x03``) and accelerators (``0x12``) of every vendor, from
-    sysfs, with the bound driver and amdgpu's memory totals (None without them)."""
+    """Display controllers and accelerators on PCI, their driver and amdgpu's memory totals."""
 
     default = list
 
@@ -218,8 +206,7 @@ class PciGpus(FactBase[list[PciGpu]]):
 
 
 class KfdNodes(FactBase[list[KfdNode] | None]):
-    """GPU nodes of the KFD topology (sysfs; CPU nodes skipped; ``slot`` as ``PciGpus``'), None
-    when KFD is not loaded."""
+    """The GPU nodes of the KFD topology; None when KFD is not loaded."""
 
     path = "/sys/class/kfd/kfd/topology/nodes"
 

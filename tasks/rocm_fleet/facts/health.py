@@ -5,14 +5,7 @@ from __future__ import annotations
 from pyinfra.api import FactBase
 
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, sections, split_rc
-from rocm_fleet.model import paths
-from rocm_fleet.model.health import (
-    AMD_SMI_READS,
-    HealthParseError,
-    HostHealth,
-    gpu_health,
-    usable_json,
-)
+from rocm_fleet.model import health, paths
 
 SECTION = "__health_section="
 TOOL = "__health_tool="
@@ -20,7 +13,7 @@ TOOL = "__health_tool="
 ROCM_SMI_ONLY = "only rocm-smi is installed; its --json has no ECC counters: install amd-smi"
 
 
-class GpuHealthFact(FactBase[HostHealth]):
+class GpuHealthFact(FactBase[health.HostHealth]):
     """The GPUs' health from ``amd-smi`` (on ``PATH`` or in ``/opt/rocm/bin``), each call bounded
     by ``tool_timeout`` seconds and ``max_bytes``; ``status`` says whether it answered."""
 
@@ -28,12 +21,12 @@ class GpuHealthFact(FactBase[HostHealth]):
     max_bytes = 4_000_000
 
     @staticmethod
-    def default() -> HostHealth:
-        return HostHealth(status="no_tool")
+    def default() -> health.HostHealth:
+        return health.HostHealth(status="no_tool")
 
     def command(self) -> str:
         bin_ = f"{paths.ROCM_ROOT}/bin"
-        reads = " ".join(f"'{name}:{args}'" for name, args in AMD_SMI_READS.items())
+        reads = " ".join(f"'{name}:{args}'" for name, args in health.AMD_SMI_READS.items())
         return (
             f"smi=$(command -v amd-smi 2>/dev/null); "
             f'[ -n "$smi" ] || {{ [ -x {bin_}/amd-smi ] && smi={bin_}/amd-smi; }}; '
@@ -48,31 +41,24 @@ class GpuHealthFact(FactBase[HostHealth]):
             f"done; fi; true"
         )
 
-    def process(self, output: list[str]) -> HostHealth:
+    def process(self, output: list[str]) -> health.HostHealth:
         lines = [line.rstrip("\n") for line in output]
         if any(line.strip() == ABSENT for line in lines):
-            return HostHealth(status="no_tool")
+            return health.HostHealth(status="no_tool")
         tool = next((line[len(TOOL) :] for line in lines if line.startswith(TOOL)), None)
         if tool == "rocm-smi":
-            return HostHealth(status="unsupported", tool=tool, message=ROCM_SMI_ONLY)
+            return health.HostHealth(status="unsupported", tool=tool, message=ROCM_SMI_ONLY)
         texts, codes = {}, {}
         for name, body in sections(lines, SECTION).items():
             text, codes[name] = split_rc(body)
             texts[name] = "\n".join(text).strip()
-        if codes.get("metric") != 0:
-            rc = codes.get("metric")
-            why = (
-                f"more than {self.max_bytes} bytes"
-                if rc is None
-                else f"timed out after {self.tool_timeout}s"
-                if rc == 124
-                else f"exited {rc}"
-            )
-            return HostHealth(status="error", tool=tool, message=f"amd-smi metric: {why}")
+        if (rc := codes.get("metric")) != 0:
+            cut, slow = f"more than {self.max_bytes} bytes", f"timed out after {self.tool_timeout}s"
+            why = {None: cut, 124: slow}.get(rc, f"exited {rc}")
+            return health.HostHealth(status="error", tool=tool, message=f"amd-smi metric: {why}")
         try:
-            gpus = gpu_health(
-                texts["metric"], usable_json(texts.get("static")), usable_json(texts.get("xgmi"))
-            )
-        except HealthParseError as exc:
-            return HostHealth(status="error", tool=tool, message=str(exc))
-        return HostHealth(status="ok", tool=tool, gpus=tuple(gpus))
+            static, xgmi = (health.usable_json(texts.get(name)) for name in ("static", "xgmi"))
+            gpus = health.gpu_health(texts["metric"], static, xgmi)
+        except health.HealthParseError as exc:
+            return health.HostHealth(status="error", tool=tool, message=str(exc))
+        return health.HostHealth(status="ok", tool=tool, gpus=tuple(gpus))

@@ -13,39 +13,6 @@ from rocm_fleet import assets as files
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, quote, split_rc
 
 _TORCH_MARKER = "__torch_json="
-_TORCH_SCRIPT = """\
-import json
-r = dict(torch=None, hip=None, cuda=None, available=None, device_count=None,
-         devices=None, matmul=None, error=None, device_error=None)
-def err(e):
-    return ("%s: %s" % (type(e).__name__, e)).strip()
-try:
-    import torch
-except BaseException as e:
-    r["error"] = err(e)
-else:
-    r["torch"] = str(torch.__version__)
-    r["hip"] = getattr(torch.version, "hip", None)
-    r["cuda"] = getattr(torch.version, "cuda", None)
-    try:
-        r["available"] = bool(torch.cuda.is_available())
-        n = r["device_count"] = int(torch.cuda.device_count())
-        r["devices"] = []
-        for i in range(n):
-            full = getattr(torch.cuda.get_device_properties(i), "gcnArchName", None) or None
-            r["devices"].append(dict(index=i, name=torch.cuda.get_device_name(i),
-                                     arch=full.split(":")[0] if full else None, arch_full=full))
-    except Exception as e:
-        r["device_error"] = err(e)
-    if r["available"] and r["device_count"]:
-        try:
-            a = torch.ones(64, 64, device="cuda:0")
-            s = (a @ a).sum().item()
-            r["matmul"] = "ok" if s == 64 ** 3 else "wrong result: %r" % (s,)
-        except Exception as e:
-            r["matmul"] = err(e)
-print("__torch_json=" + json.dumps(r))
-"""
 
 
 class TorchDevice(TypedDict):
@@ -80,7 +47,8 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
         return (
             f"{files.text('scripts/safe-path.sh')}\n"
             f"if (safe_path {py}) 2>&1; then if command -v {py} >/dev/null 2>&1; then "
-            f"timeout {self.tool_timeout} {py} -c {quote(_TORCH_SCRIPT)} </dev/null 2>&1; "
+            f"timeout {self.tool_timeout} {py} -c {quote(files.text('scripts/torch-info.py'))} "
+            "</dev/null 2>&1; "
             f'echo "{RC_PREFIX}$?"; else echo {ABSENT}; fi; else echo {RC_PREFIX}126; fi'
         )
 
@@ -102,8 +70,7 @@ class TorchInfo(FactBase[TorchInfoDict | None]):
 
 
 class VenvDistributions(FactBase[dict[str, str] | None]):
-    """Every distribution in a venv, name -> version, from its ``*.dist-info`` names (no Python
-    starts); None when the venv has no site-packages."""
+    """A venv's distributions, name -> version, from ``*.dist-info`` names; None: no venv."""
 
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")
@@ -130,8 +97,7 @@ _BUILD_LINE = re.compile(r"^(hip|cuda)\s*(?::[^=]*)?=\s*(.+?)\s*$")
 
 
 class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
-    """torch's ``hip`` and ``cuda`` build strings from ``torch/version.py`` as text (no Python
-    starts); None when the venv holds no torch."""
+    """torch's ``hip`` and ``cuda`` from ``torch/version.py`` read as text; None: no torch."""
 
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")

@@ -11,7 +11,7 @@ from typing import Any
 from pyinfra.api import FactBase
 from pyinfra.api.exceptions import FactProcessError
 
-from rocm_fleet.facts._shell import joined
+from rocm_fleet.facts._shell import joined, sections
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
 
 _MARKER = "__survey_section="
@@ -20,8 +20,7 @@ _RECORD = "\x1e"  # what the command turns newlines into (ASCII RS)
 
 @dataclass(frozen=True)
 class Read:
-    """One fact of a survey: the ``HostSurvey`` field it fills (a ``PER_PATH`` one: for its
-    ``path`` argument), the fact class, its arguments."""
+    """One fact of a survey: the ``HostSurvey`` field it fills, the fact class, its arguments."""
 
     name: str
     fact: type[FactBase]
@@ -65,7 +64,7 @@ def _layout(reads: list[Read]) -> tuple[str, dict[int, list[int]], dict[int, int
     first_of: dict[type[FactBase], int] = {}
     shared: dict[int, int] = {}
     section_of: dict[str, int] = {}
-    sections = []
+    parts = []
     for index, read in enumerate(reads):
         if hasattr(read.fact, "batch_command"):
             first = first_of.setdefault(read.fact, index)
@@ -74,13 +73,13 @@ def _layout(reads: list[Read]) -> tuple[str, dict[int, list[int]], dict[int, int
         command = _command(read)
         shared[index] = section_of.setdefault(command, index)
         if shared[index] == index:
-            sections.append(f"echo {_MARKER}{index}; {{ {command}; }} 2>/dev/null")
+            parts.append(f"echo {_MARKER}{index}; {{ {command}; }} 2>/dev/null")
     for first, indexes in batches.items():
         fact = reads[first].fact
         command = fact.batch_command([reads[i].kwargs for i in indexes])  # type: ignore[attr-defined]
-        sections.append(f"echo {_MARKER}{first}; {{ {command}; }} 2>/dev/null")
+        parts.append(f"echo {_MARKER}{first}; {{ {command}; }} 2>/dev/null")
     # One line, records separated by RS: paramiko's cost is per line.
-    return f"{{ {'; '.join(sections)}; }} | tr '\\n' '\\036'; echo", batches, shared
+    return f"{{ {'; '.join(parts)}; }} | tr '\\n' '\\036'; echo", batches, shared
 
 
 class Survey(FactBase["list[Any]"]):
@@ -99,22 +98,17 @@ class Survey(FactBase["list[Any]"]):
         return command
 
     def process(self, output: list[str]) -> list[Any]:
-        sections: dict[int, list[str]] = {}
-        current: list[str] | None = None
-        for line in _records(output):
-            if line.startswith(_MARKER):
-                current = sections.setdefault(int(line[len(_MARKER) :]), [])
-            elif current is not None:
-                current.append(line)
+        found = sections(_records(output), _MARKER).items()
+        by_index = {int(index): lines for index, lines in found}
         expected = {first for index, first in self._shared.items() if index == first}
         expected |= set(self._batches)
-        if set(sections) != expected:
+        if set(by_index) != expected:
             raise FactProcessError(f"incomplete survey output: {joined(output)[-500:]!r}")
         answers: dict[int, Any] = {}
         for first, indexes in self._batches.items():
             fact = self._reads[first].fact
             kwargs_list = [self._reads[i].kwargs for i in indexes]
-            values = fact.batch_process(sections[first], kwargs_list)  # type: ignore[attr-defined]
+            values = fact.batch_process(by_index[first], kwargs_list)  # type: ignore[attr-defined]
             answers.update(zip(indexes, values, strict=True))
         result = []
         for index, read in enumerate(self._reads):
@@ -122,7 +116,7 @@ class Survey(FactBase["list[Any]"]):
                 result.append(answers[index])
             else:
                 fact = read.fact()
-                lines = sections[self._shared[index]]
+                lines = by_index[self._shared[index]]
                 result.append(fact.process(lines) if lines else fact.default())
         return result
 

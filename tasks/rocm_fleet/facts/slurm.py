@@ -1,5 +1,4 @@
-"""Slurm's view of this node: ``scontrol show node``, asked from the node itself (the controller's
-view, the one jobs are scheduled by)."""
+"""Slurm's view of this node (``scontrol show node`` asked on the node)."""
 
 from __future__ import annotations
 

@@ -8,20 +8,12 @@ from pyinfra.facts.server import KernelVersion
 
 from rocm_fleet.facts._shell import Condition, quote, yes_if
 from rocm_fleet.facts.apt import InstalledPackages
-from rocm_fleet.model import paths
-from rocm_fleet.model.answers import (
-    AmdgpuModuleDict,
-    ApuMemoryDict,
-    DistroReleaseDict,
-    FreeSpaceDict,
-    IdentityDict,
-    RebootRequiredDict,
-)
+from rocm_fleet.model import answers, paths
 from rocm_fleet.model.nvidia import NvidiaStackDict, nvidia_stack
 from rocm_fleet.model.versions import is_numeric_version, leading_point_release
 
 
-class DistroRelease(FactBase[DistroReleaseDict | None]):
+class DistroRelease(FactBase[answers.DistroReleaseDict | None]):
     """``/etc/os-release`` plus the point release (``"12.9"``, ``"24.04.3"``, None if unknown);
     None without ``/etc/os-release``."""
 
@@ -32,7 +24,7 @@ class DistroRelease(FactBase[DistroReleaseDict | None]):
             'printf "__debian_version=%s\\n" "$(cat /etc/debian_version)"; fi'
         )
 
-    def process(self, output: list[str]) -> DistroReleaseDict | None:
+    def process(self, output: list[str]) -> answers.DistroReleaseDict | None:
         items: dict[str, str] = {}
         debian_version = None
         for line in output:
@@ -68,12 +60,11 @@ RunningKernel = KernelVersion
 Architecture = DebArch
 
 
-class RebootRequired(FactBase[RebootRequiredDict]):
-    """Whether the host waits for a reboot (``/run/reboot-required``), the packages in
-    ``/run/reboot-required.pkgs`` and rocm-fleet's reasons in ``/run/rocm-fleet/reboot-reasons``."""
+class RebootRequired(FactBase[answers.RebootRequiredDict]):
+    """Whether the host waits for a reboot, the packages and rocm-fleet's reasons that asked."""
 
     @staticmethod
-    def default() -> RebootRequiredDict:
+    def default() -> answers.RebootRequiredDict:
         return {"required": False, "packages": [], "reasons": []}
 
     def command(self) -> str:
@@ -85,7 +76,7 @@ class RebootRequired(FactBase[RebootRequiredDict]):
             f"sed 's/^/__reason=/' {paths.REBOOT_REASONS}; fi"
         )
 
-    def process(self, output: list[str]) -> RebootRequiredDict:
+    def process(self, output: list[str]) -> answers.RebootRequiredDict:
         result = self.default()
         for line in output:
             line = line.strip()
@@ -99,8 +90,7 @@ class RebootRequired(FactBase[RebootRequiredDict]):
 
 
 class NvidiaStack(FactBase[NvidiaStackDict]):
-    """NVIDIA's driver and CUDA stack: installed packages matching ``NVIDIA_PACKAGE_PATTERNS``
-    and loaded ``nvidia*`` modules, sorted (``nvidia_stack``)."""
+    """NVIDIA's driver and CUDA stack: its installed packages and loaded modules, sorted."""
 
     @staticmethod
     def default() -> NvidiaStackDict:
@@ -115,23 +105,19 @@ class NvidiaStack(FactBase[NvidiaStackDict]):
         return nvidia_stack(packages, LoadedModules().process(output[split + 1 :]))
 
 
-class Identity(FactBase[IdentityDict]):
+class Identity(FactBase[answers.IdentityDict]):
     """Who the deploy's commands run as (after ``_sudo``): ``{"uid": 0, "user": "root"}``."""
 
     @staticmethod
-    def default() -> IdentityDict:
+    def default() -> answers.IdentityDict:
         return {"uid": None, "user": None}
 
     def command(self) -> str:
         return "id -u; id -un"
 
-    def process(self, output: list[str]) -> IdentityDict:
-        words = [line.strip() for line in output if line.strip()]
-        uid = words[0] if words else ""
-        return {
-            "uid": int(uid) if uid.isdigit() else None,
-            "user": words[1] if len(words) > 1 else None,
-        }
+    def process(self, output: list[str]) -> answers.IdentityDict:
+        uid, user = ([line.strip() for line in output if line.strip()] + ["", ""])[:2]
+        return {"uid": int(uid) if uid.isdigit() else None, "user": user or None}
 
 
 class Wsl(FactBase[bool]):
@@ -161,12 +147,11 @@ class LoadedModules(FactBase[list[str]]):
         return sorted({line.strip() for line in output if line.strip()})
 
 
-class AmdgpuModule(FactBase[AmdgpuModuleDict]):
-    """The amdgpu module from /sys/module/amdgpu: loaded, version (AMD's DKMS build only), init
-    state."""
+class AmdgpuModule(FactBase[answers.AmdgpuModuleDict]):
+    """The amdgpu module: loaded, version (AMD's DKMS build only), init state."""
 
     @staticmethod
-    def default() -> AmdgpuModuleDict:
+    def default() -> answers.AmdgpuModuleDict:
         return {"loaded": False, "version": None, "initstate": None}
 
     def command(self) -> str:
@@ -178,7 +163,7 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
             "echo initstate=$(cat /sys/module/amdgpu/initstate); fi"
         )
 
-    def process(self, output: list[str]) -> AmdgpuModuleDict:
+    def process(self, output: list[str]) -> answers.AmdgpuModuleDict:
         lines = [line.strip() for line in output]
         values = dict(line.split("=", 1) for line in lines if "=" in line)
         return {
@@ -188,7 +173,7 @@ class AmdgpuModule(FactBase[AmdgpuModuleDict]):
         }
 
 
-class ApuMemory(FactBase[ApuMemoryDict]):
+class ApuMemory(FactBase[answers.ApuMemoryDict]):
     """MemTotal in bytes, and each uncommented place setting ``amdgpu.gttsize`` or the TTM page
     limit (kernel command line, GRUB defaults, modprobe.d) as ("file:line", line)."""
 
@@ -198,7 +183,7 @@ class ApuMemory(FactBase[ApuMemoryDict]):
     )
 
     @staticmethod
-    def default() -> ApuMemoryDict:
+    def default() -> answers.ApuMemoryDict:
         return {"mem_total": None, "gttsize": [], "pages_limit": []}
 
     def command(self) -> str:
@@ -211,7 +196,7 @@ class ApuMemory(FactBase[ApuMemoryDict]):
             '\' "$@"; set --; true'
         )
 
-    def process(self, output: list[str]) -> ApuMemoryDict:
+    def process(self, output: list[str]) -> answers.ApuMemoryDict:
         found = self.default()
         for line in output:
             kind, _, rest = line.partition(" ")
@@ -224,7 +209,7 @@ class ApuMemory(FactBase[ApuMemoryDict]):
         return found
 
 
-class FreeSpace(FactBase[list[FreeSpaceDict]]):
+class FreeSpace(FactBase[list[answers.FreeSpaceDict]]):
     """Free bytes and mount point of the filesystem of each of ``paths`` (a missing path: its
     nearest existing parent); [] when df fails."""
 
@@ -240,7 +225,7 @@ class FreeSpace(FactBase[list[FreeSpaceDict]]):
             'set -- "$@" "$d"; done; df -Pk "$@"; set --'
         )
 
-    def process(self, output: list[str]) -> list[FreeSpaceDict]:
+    def process(self, output: list[str]) -> list[answers.FreeSpaceDict]:
         paths = [line[len("__path=") :] for line in output if line.startswith("__path=")]
         # df -P: Filesystem, 1024-blocks, Used, Available, Capacity, Mounted on.
         rows = [line.split(None, 5) for line in output if not line.startswith("__path=")]

@@ -9,8 +9,7 @@ from rocm_fleet.model.answers import GroupMembershipDict
 
 
 class GroupMembership(FactBase[GroupMembershipDict]):
-    """Which of ``groups`` exist, and each of ``users``' groups (None: no such user), via getent
-    and id (LDAP/SSSD included)."""
+    """Which of ``groups`` exist, and each of ``users``' groups (None: no such user)."""
 
     @staticmethod
     def default() -> GroupMembershipDict:

@@ -17,7 +17,7 @@ from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import matrix, site_data
 from rocm_fleet.model.versions import major_minor
 from rocm_fleet.upstream.client import UpstreamClient
-from rocm_fleet.upstream.matrix_check import file_versions, index_files, missing_releases
+from rocm_fleet.upstream.matrix_check import listed_versions, missing_releases
 from rocm_fleet.upstream.site_check import failures, release_checks
 
 OPTIONS = [
@@ -84,8 +84,7 @@ def _stream_and_repository(where: str) -> tuple[matrix.Stream, matrix.Repository
 
 def _labelled(upstream: UpstreamClient, url: str, project: str, label: str) -> list[str]:
     """The public versions of ``project`` on the index at ``url`` with local label ``label``."""
-    files = index_files(upstream, url, project) or []
-    versions = [Version(v) for v in file_versions(files, project)]
+    versions = [Version(v) for v in listed_versions(upstream, url, project) or ()]
     return sorted((v.public for v in versions if v.local == label), key=Version)
 
 

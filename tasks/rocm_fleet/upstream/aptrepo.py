@@ -173,8 +173,7 @@ def _debian_order(stanza: dict[str, str]) -> DebianVersion:
 
 
 def wanted(index: Index, root: str) -> dict[str, str] | None:
-    """The stanza apt installs for ``root``: ``NAME``'s newest, or ``NAME=PREFIX*``'s newest
-    version starting with PREFIX."""
+    """The stanza apt installs for ``root`` (``NAME`` or ``NAME=PREFIX*``): the newest."""
     name, _, pinned = root.partition("=")
     if not pinned:
         return index.best(Relation(name))
@@ -183,8 +182,7 @@ def wanted(index: Index, root: str) -> dict[str, str] | None:
 
 
 def install_closure(index: Index, roots: list[str] | tuple[str, ...], where: str) -> list[Package]:
-    """What apt installs from this repository for ``roots``, dependencies recursively;
-    RepositoryError naming a root it lacks."""
+    """What apt installs from here for ``roots``; RepositoryError naming a root it lacks."""
     chosen: dict[str, Package] = {}
     missing = [root for root in roots if wanted(index, root) is None]
     if missing:

@@ -42,16 +42,14 @@ class Response:
 
 
 class UpstreamClient:
-    """Cached GETs with mirror rewriting, through the one HTTP client; a 403/404/410 is an
-    answer, not an error; a session per worker thread."""
+    """Cached GETs with mirror rewriting; a 403/404/410 is an answer, not an error."""
 
     AMD_HOSTS = ("repo.radeon.com", "repo.amd.com", "stable.repo.amd.com")
 
     def __init__(self, apt_base: str | None, torch_base: str | None, timeout: float, retries: int):
         self.apt_base = apt_base.rstrip("/") if apt_base else None
         self.torch_base = torch_base.rstrip("/") if torch_base else None
-        self.timeout = timeout
-        self.retries = retries
+        self.timeout, self.retries = timeout, retries
         self._local = threading.local()
         self._lock = threading.Lock()
         self._cache: dict[str, Any] = {}
@@ -67,13 +65,11 @@ class UpstreamClient:
         return url
 
     def _session(self) -> requests.Session:
-        session = getattr(self._local, "session", None)
-        if session is None:
+        if not hasattr(self._local, "session"):
             from rocm_fleet.upstream.http import client
 
-            session = client("matrix check", self.retries, timeout=self.timeout)
-            self._local.session = session
-        return session
+            self._local.session = client("matrix check", self.retries, timeout=self.timeout)
+        return self._local.session
 
     def fetched_bytes(self) -> int:
         """Bytes received so far, over every thread."""
@@ -83,10 +79,8 @@ class UpstreamClient:
     def get(self, url: str) -> Response:
         """The response for ``url`` (upstream form), fetched once; raises Unreachable."""
         with self._lock:
-            pending = self._cache.get(url)
-            first = pending is None
-            if first:
-                pending = self._cache[url] = Future()
+            first = url not in self._cache
+            pending = self._cache.setdefault(url, Future())
         if first:
             pending.set_result(self._fetch(url))
         result = pending.result()
@@ -98,29 +92,23 @@ class UpstreamClient:
         import requests
         from urllib3.exceptions import HTTPError as Urllib3Error
 
-        from rocm_fleet.upstream.http import (
-            DownloadError,
-            TooLong,
-            Unreachable,
-            read_limited,
-            reason,
-        )
+        from rocm_fleet.upstream import http
 
         where = self.url(url)
         host = urlsplit(where).netloc or where
         try:
             with self._session().get(where, stream=True) as reply:
-                body = b"".join(read_limited(where, reply, MAX_BODY_BYTES))
-        except TooLong:
+                body = b"".join(http.read_limited(where, reply, MAX_BODY_BYTES))
+        except http.TooLong:
             cause = f"more than {MAX_BODY_BYTES} bytes: refused, not read on"
-            return Unreachable(where, host, cause, f"{where}: {cause}")
-        except (requests.RequestException, Urllib3Error, DownloadError) as exc:
+            return http.Unreachable(where, host, cause, f"{where}: {cause}")
+        except (requests.RequestException, Urllib3Error, http.DownloadError) as exc:
             # urllib3's message repeats the pool and URL; keep what went wrong.
-            what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", reason(exc))
-            return Unreachable(where, host, what, f"{type(exc).__name__}: {what}")
+            what = re.sub(r"\w+ConnectionPool\([^)]*\): ", "", http.reason(exc))
+            return http.Unreachable(where, host, what, f"{type(exc).__name__}: {what}")
         with self._lock:
             self._fetched += len(body)
         if reply.status_code == 200 or reply.status_code in GONE:
             return Response(where, reply.status_code, body)
         cause = f"HTTP {reply.status_code}"
-        return Unreachable(where, host, cause, f"{cause} from {where}")
+        return http.Unreachable(where, host, cause, f"{cause} from {where}")

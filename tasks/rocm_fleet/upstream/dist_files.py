@@ -24,8 +24,8 @@ def is_sdist(filename: str) -> bool:
     return True
 
 
-#: The most of an sdist's PKG-INFO or pyproject.toml read.
-_SDIST_MEMBER_LIMIT = 1 << 20
+_SDIST_MEMBER_LIMIT = 1 << 20  # the most of an sdist's PKG-INFO or pyproject.toml read
+_PIP_DEFAULT = ("setuptools>=40.8.0",)  # build requirements without [build-system] requires
 
 
 def _sdist_member(path: str, member: str) -> str:
@@ -59,12 +59,11 @@ def sdist_metadata(path: str) -> str:
 
 
 def sdist_build_requires(path: str) -> list[str]:
-    """An sdist's ``[build-system] requires`` (setuptools when none, as pip assumes);
-    ResolutionError when it names a ``backend-path``."""
+    """An sdist's ``[build-system] requires`` (pip's default when none); refuses backend-path."""
     try:
         text = _sdist_member(path, "pyproject.toml")
     except ResolutionError:
-        return ["setuptools>=40.8.0"]  # pip's default
+        return [*_PIP_DEFAULT]
     try:
         build_system = tomllib.loads(text).get("build-system", {})
     except tomllib.TOMLDecodeError as exc:
@@ -76,21 +75,16 @@ def sdist_build_requires(path: str) -> list[str]:
             f"{path}: its pyproject.toml names a backend-path {build_system['backend-path']!r} "
             "(a build backend inside the sdist, run as root on every host); refused"
         )
-    requires = build_system.get("requires")
-    if requires is None:
-        return ["setuptools>=40.8.0"]
+    requires = build_system.get("requires", [*_PIP_DEFAULT])
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         raise ResolutionError(f"{path}: [build-system] requires is not a list of strings")
     return requires
 
 
 def dist_metadata(path: str) -> str:
-    """The core metadata of a wheel or an sdist file."""
-    return sdist_metadata(path) if is_sdist(path.rsplit("/", 1)[-1]) else wheel_metadata(path)
-
-
-def wheel_metadata(path: str) -> str:
-    """The core metadata (``*.dist-info/METADATA``) of a wheel file."""
+    """The core metadata of an sdist or a wheel (``*.dist-info/METADATA``) file."""
+    if is_sdist(path.rsplit("/", 1)[-1]):
+        return sdist_metadata(path)
     with zipfile.ZipFile(path) as wheel:
         names = [n for n in wheel.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
         if len(names) != 1:

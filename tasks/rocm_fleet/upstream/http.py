@@ -1,5 +1,4 @@
-"""The one HTTP client (``client``) and the bundle's verified, limited, resumable downloads
-(``Fetcher``) (docs/decisions/downloads-and-trust.md)."""
+"""The one HTTP client and verified, limited, resumable downloads (``Fetcher``)."""
 
 from __future__ import annotations
 
@@ -23,12 +22,9 @@ from rocm_fleet.upstream.progress import DownloadProgress, human
 from rocm_fleet.version import __version__
 
 CHUNK = 1 << 16
-# Most bytes read whole into memory (a Release, a Packages index, a key, an index page).
-CONTENT_CAP = 64 << 20
-# Most bytes of a file with no size in a signed index (a wheel).
-FILE_CAP = 32 << 30
-# Seconds one transfer may take, resumptions included.
-DEADLINE = 3600.0
+CONTENT_CAP = 64 << 20  # most bytes read into memory (a Release, a Packages index, a page)
+FILE_CAP = 32 << 30  # most bytes of a file with no size in a signed index (a wheel)
+DEADLINE = 3600.0  # seconds one transfer may take, resumptions included
 MAX_REDIRECTS = 10
 
 
@@ -45,9 +41,7 @@ class Unreachable(DownloadError):
 
     def __init__(self, url: str, host: str, cause: str, message: str | None = None) -> None:
         super().__init__(message or f"{url}: {host} is unreachable from this machine ({cause})")
-        self.url = url
-        self.host = host
-        self.cause = cause
+        self.url, self.host, self.cause = url, host, cause
 
 
 def sha256_file(path: Path) -> str:
@@ -56,13 +50,11 @@ def sha256_file(path: Path) -> str:
 
 
 class NoDowngradeSession(requests.Session):
-    """The client's session: no https-to-http redirect, TLS against ``ca`` alone when pinned,
-    ``timeout`` unless a request names its own."""
+    """The client's session: no https-to-http redirect, TLS against ``ca`` alone when pinned."""
 
     def __init__(self, ca: str | None = None, timeout: float | tuple[float, float] = 30.0):
         super().__init__()
-        self.ca = ca
-        self.timeout = timeout
+        self.ca, self.timeout = ca, timeout
 
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("timeout", self.timeout)
@@ -114,8 +106,7 @@ def client(purpose: str, retries: int = 0, *, ca: str | None = None,
 
 def read_limited(url: str, response: requests.Response, room: int,
                  have: int = 0) -> Iterator[bytes]:  # fmt: skip
-    """The body's chunks; TooLong once more than ``room`` bytes (``have`` taken) come or are
-    announced."""
+    """The body's chunks; TooLong once more than ``room`` bytes come or are announced."""
     announced = response.headers.get("Content-Length", "")
     encoded = response.headers.get("Content-Encoding", "identity") != "identity"
     if announced.isdigit() and not encoded and have + int(announced) > room:
@@ -139,8 +130,7 @@ _CAUSED_BY = re.compile(r"\(Caused by \w+\((.*)\)\)$", re.S)
 def reason(exc: BaseException, limit: int = 300) -> str:
     """The innermost cause of a failed request, in at most ``limit`` characters."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    caused = _CAUSED_BY.search(text)
-    if caused:
+    if caused := _CAUSED_BY.search(text):
         text = caused.group(1).strip("'\"")
     return shorten(_OBJECT.sub("", text), limit)
 
@@ -155,11 +145,10 @@ def shorten(text: str, limit: int) -> str:
 
 def unreachable(url: str, exc: BaseException) -> Unreachable | None:
     """``exc`` as Unreachable when the server was not reached at all, else None."""
-    if isinstance(exc, requests.exceptions.SSLError):
+    errors = requests.exceptions
+    if isinstance(exc, errors.SSLError) or not isinstance(exc, errors.ConnectionError):
         return None
-    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.ConnectTimeout):
-        return Unreachable(url, urlsplit(url).netloc or url, reason(exc, 200))
-    return None
+    return Unreachable(url, urlsplit(url).netloc or url, reason(exc, 200))
 
 
 @dataclass
@@ -177,14 +166,11 @@ class Fetcher:
     def __init__(self, timeout: tuple[float, float] = (10.0, 60.0), retries: int = 5,
                  progress: DownloadProgress | None = None, deadline: float = DEADLINE,
                  file_cap: int = FILE_CAP, content_cap: int = CONTENT_CAP):  # fmt: skip
-        self.retries = retries
-        self.deadline = deadline
-        self.file_cap = file_cap
-        self.content_cap = content_cap
+        self.retries, self.deadline = retries, deadline
+        self.file_cap, self.content_cap = file_cap, content_cap
         self.progress = progress or DownloadProgress()
         self.counts = Counts()
-        # (file, SHA-256) already verified this run: not hashed or counted again.
-        self._verified: set[tuple[Path, str]] = set()
+        self._verified: set[tuple[Path, str]] = set()  # (file, SHA-256): not hashed again
         self.session = client("bundle", retries, timeout=timeout)
 
     def close(self) -> None:
@@ -192,22 +178,25 @@ class Fetcher:
 
     def content(self, url: str, size: int | None = None) -> bytes:
         """A small file, in memory: at most ``size`` bytes when known, else ``content_cap``."""
-        limit, limited_by = (size, "its index says") if size is not None else (
-            self.content_cap, "the cap for an index or page is"
-        )  # fmt: skip
+        limit = self._limit(size, self.content_cap, "an index or page")
         ends = time.monotonic() + self.deadline
         body = bytearray()
         try:
             with self.session.get(url, stream=True) as response:
                 if response.status_code != 200:
                     raise DownloadError(f"{url}: HTTP {response.status_code} {response.reason}")
-                for chunk in self._chunks(url, response, ends, limit, limited_by):
+                for chunk in self._chunks(url, response, ends, *limit):
                     body += chunk
         except (requests.RequestException, Urllib3Error) as exc:
             raise unreachable(url, exc) or DownloadError(f"{url}: {reason(exc)}") from None
         self.counts.fetched += 1
         self.counts.fetched_bytes += len(body)
         return bytes(body)
+
+    @staticmethod
+    def _limit(size: int | None, cap: int, what: str) -> tuple[int, str]:
+        """The most bytes to take, and what says so."""
+        return (size, "its index says") if size is not None else (cap, f"the cap for {what} is")
 
     def _chunks(self, url: str, response: requests.Response, ends: float, room: int,
                 limited_by: str, have: int = 0) -> Iterator[bytes]:  # fmt: skip
@@ -239,8 +228,7 @@ class Fetcher:
             return False
         dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
-        # A resumed part that fails its hash is fetched afresh once.
-        attempts = (False, True) if part.exists() else (False,)
+        attempts = (False, True) if part.exists() else (False,)  # a bad resumed part: afresh
         ends = time.monotonic() + self.deadline
         for fresh in attempts:
             if fresh:
@@ -257,9 +245,7 @@ class Fetcher:
 
     def _transfer(self, url: str, part: Path, size: int | None, ends: float) -> None:
         label = url.rsplit("/", 1)[-1]
-        limit, limited_by = (size, "its index says") if size is not None else (
-            self.file_cap, "the cap for a file without a size is"
-        )  # fmt: skip
+        limit = self._limit(size, self.file_cap, "a file without a size")
         breaks = 0
         self.progress.start(label, size, part.stat().st_size if part.exists() else 0)
         while True:
@@ -269,12 +255,11 @@ class Fetcher:
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
                 with self.session.get(url, headers=headers, stream=True) as response:
-                    if have and response.status_code == 416:
-                        part.unlink()  # the partial copy is longer than the file: restart
+                    if have and response.status_code == 416:  # the part is longer: restart
+                        part.unlink()
                         continue
                     if response.status_code not in (200, 206):
                         raise DownloadError(f"{url}: HTTP {response.status_code} {response.reason}")
-                    # a 206 resumes where the partial copy ends (Content-Range: bytes N-)
                     starts = response.headers.get("Content-Range", "").startswith(f"bytes {have}-")
                     resumed = response.status_code == 206 and starts
                     if have and not resumed:
@@ -283,8 +268,7 @@ class Fetcher:
                         self.progress.start(label, size)
                     try:
                         with open(part, "ab" if resumed else "wb") as out:
-                            chunks = self._chunks(url, response, ends, limit, limited_by, have)
-                            for chunk in chunks:
+                            for chunk in self._chunks(url, response, ends, *limit, have):
                                 out.write(chunk)
                                 self.counts.fetched_bytes += len(chunk)
                                 self.progress.advance(len(chunk))
@@ -292,18 +276,11 @@ class Fetcher:
                         part.unlink(missing_ok=True)  # too long or too slow: nothing kept
                         raise
                     break  # a whole answer: its hash decides (a shorter file is another file)
-            except (
-                requests.exceptions.ConnectionError,
-                requests.exceptions.ChunkedEncodingError,
-                requests.exceptions.Timeout,
-                Urllib3Error,
-            ) as exc:
+            except (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError,
+                    requests.exceptions.Timeout, Urllib3Error) as exc:  # fmt: skip
                 breaks += 1
-                never = unreachable(url, exc) if not have else None
-                if breaks > self.retries and never is not None:
-                    raise never from None  # not one byte came: no transfer broke off
-                if breaks > self.retries:
-                    raise DownloadError(
+                if breaks > self.retries:  # Unreachable when not one byte came
+                    raise (not have and unreachable(url, exc)) or DownloadError(
                         f"{url}: gave up after {breaks} broken transfers ({reason(exc)}); "
                         f"{part} is kept, the next run resumes it"
                     ) from None

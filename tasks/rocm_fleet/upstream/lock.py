@@ -1,5 +1,4 @@
-"""Hash locks for live wheel installs, resolved over TLS, cached per inputs under the
-controller's HMAC key (docs/decisions/wheel-locks.md)."""
+"""Hash locks for live wheel installs, cached under the controller's HMAC key."""
 
 from __future__ import annotations
 
@@ -26,12 +25,7 @@ from packaging.version import Version
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model.decisions import TORCH_FAMILY
 from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
-from rocm_fleet.upstream.dist_files import (
-    ResolutionError,
-    dist_metadata,
-    is_sdist,
-    sdist_build_requires,
-)
+from rocm_fleet.upstream import dist_files
 from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, shorten
 from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY, Locked, lock_lines
 from rocm_fleet.upstream.progress import DownloadProgress
@@ -39,10 +33,8 @@ from rocm_fleet.upstream.python_target import Target
 from rocm_fleet.upstream.resolution import resolve
 from rocm_fleet.upstream.wheels import Link, parse_page, project_url, untrusted_index
 
-#: Bumped when what a lock holds or how it is made changes: older cached locks are not read.
-FORMAT = 3
-#: The controller's key's length (RFC 2104: at least the hash's output length).
-KEY_BYTES = 32
+FORMAT = 3  # bumped when a lock's content changes: older cached locks are not read
+KEY_BYTES = 32  # RFC 2104: at least the hash's output length
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 #: One pinned line (a build requirement marked), or the names pinned to an sdist.
 LINE = re.compile(
@@ -80,22 +72,22 @@ class LockRequest:
         text = json.dumps(self.inputs(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def describe(self) -> str:
-        return (
+    def describe(self, limit: int = 0) -> str:
+        """The request in words (at most ``limit`` characters, shortened from the middle)."""
+        text = (
             f"{', '.join(self.requirements)} from {self.index_url} for Python {self.python} "
             f"(glibc {self.glibc})"
         )
+        return shorten(text, limit) if limit else text
 
 
 def _xdg(variable: str, fallback: str, name: str) -> Path:
-    """``$variable/rocm-fleet/name`` (``~/fallback`` without it)."""
-    base = os.environ.get(variable) or os.path.join(os.path.expanduser("~"), fallback)
-    return Path(base) / "rocm-fleet" / name
+    return Path(os.environ.get(variable) or Path.home() / fallback) / "rocm-fleet" / name
 
 
 def private_directory(path: Path, what: str) -> Path:
-    """``path`` (made 0700 if missing) if this user's directory, not a link, writable by nobody
-    else; LockError naming the problem and the fix otherwise."""
+    """``path`` (made 0700) if this user's directory, no link, writable by nobody else; else
+    LockError naming the problem and the fix."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.lstat()
     mode = stat.S_IMODE(info.st_mode)
@@ -113,8 +105,7 @@ def private_directory(path: Path, what: str) -> Path:
 def controller_key(path: Path) -> bytes:
     """The controller's lock key, made (random, 0600) on first use; LockError unless this user's."""
     private_directory(path.parent, "the directory of the lock key")
-    if not os.path.lexists(path):
-        # Linked into place whole: concurrent runs all read the first key linked.
+    if not os.path.lexists(path):  # linked into place whole: concurrent runs read the first
         with contextlib.suppress(FileExistsError):
             write_atomically(path, secrets.token_bytes(KEY_BYTES), mode=0o600, exclusive=True)
     try:
@@ -135,7 +126,6 @@ def controller_key(path: Path) -> bytes:
 
 
 def _authentication(key: bytes, inputs: dict[str, object], lines: list[str]) -> str:
-    """The HMAC-SHA256 of a lock's inputs and lines under ``key``."""
     text = json.dumps({"inputs": inputs, "lines": lines}, sort_keys=True, separators=(",", ":"))
     return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
 
@@ -184,8 +174,7 @@ def write_cached(cache: Path, request: LockRequest, lines: list[str], key: bytes
 
 def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[str]:
     """The sorted ``name==version --hash=sha256:...`` lines of ``request``; LockError otherwise."""
-    runtime = HostRuntime(request.python, request.glibc)
-    target = Target(runtime)
+    target = Target(HostRuntime(request.python, request.glibc))
     index_url = request.index_url
 
     @functools.cache
@@ -194,8 +183,8 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
         try:
             data = fetcher.content(url)
         except DownloadError as exc:
-            if "HTTP 404" in str(exc):
-                return []  # no such project on this index: the resolution says which
+            if "HTTP 404" in str(exc):  # no such project: the resolution says which
+                return []
             raise
         try:
             return parse_page(data.decode("utf-8"), url)
@@ -217,18 +206,17 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
                 return data.decode("utf-8", "replace")
         path = fetched(link)
         try:
-            return dist_metadata(str(path))
+            return dist_files.dist_metadata(str(path))
         finally:
-            if not is_sdist(link.filename):  # an sdist's build requirements are read next
+            if not dist_files.is_sdist(link.filename):  # an sdist's build requires come next
                 path.unlink(missing_ok=True)
 
     @functools.cache
     def build_requires(link: Link) -> list[str]:
         path = scratch / link.filename
-        return sdist_build_requires(str(path if path.exists() else fetched(link)))
+        return dist_files.sdist_build_requires(str(path if path.exists() else fetched(link)))
 
-    unserved = _unserved(request.requirements, page, index_url)
-    if unserved:
+    if unserved := _unserved(request.requirements, page, index_url):
         raise LockError(unserved)
     pins = resolve(list(request.requirements), page, metadata, target, index_url, build_requires)
     for name, pin in pins.items():
@@ -267,8 +255,7 @@ def _unserved(requirements: tuple[str, ...], page: Callable[[str], list[Link]],
 
 
 class Locks:
-    """One run's locks, each made or read once (its failure too), thread-safe; ``note`` takes a
-    line per lock made or cache refused."""
+    """One run's locks, each made or read once (its failure too), thread-safe."""
 
     def __init__(self, cache: Path | None = None,
                  fetcher: Callable[[], Fetcher] | None = None,
@@ -296,8 +283,9 @@ class Locks:
             return list(made)
 
     def _lines(self, request: LockRequest, refresh: bool) -> list[str]:
+        what = request.describe(240)
         if problem := untrusted_index(request.index_url):
-            raise LockError(f"can't lock {_what(request)}: {problem}")
+            raise LockError(f"can't lock {what}: {problem}")
         private_directory(self.cache, "the lock cache")
         key = controller_key(self.key)
         if not refresh:
@@ -311,25 +299,20 @@ class Locks:
             with tempfile.TemporaryDirectory(dir=self.cache, prefix=".wheels-") as scratch:
                 lines = resolve_lock(request, fetcher, Path(scratch))
         except LockError as exc:
-            raise LockError(f"can't lock {_what(request)}: {exc}") from None
-        except Unreachable as exc:  # the index is unreachable from this machine: the ways out
+            raise LockError(f"can't lock {what}: {exc}") from None
+        except Unreachable as exc:
             raise LockError(
-                f"can't lock {_what(request)}: {exc.host} is unreachable from this machine "
+                f"can't lock {what}: {exc.host} is unreachable from this machine "
                 f"({exc.cause}); the machine running pyinfra locks the wheels and must reach "
                 f"{exc.host}: give it a proxy (HTTPS_PROXY), deploy from a bundle made where "
                 f"{exc.host} is reachable (rocm-fleet bundle, rocm_mirror_bundle), or serve "
                 f"the wheels from a TLS fleet mirror"
             ) from None
-        except (DownloadError, ResolutionError, OSError, ValueError) as exc:
+        except (DownloadError, dist_files.ResolutionError, OSError, ValueError) as exc:
             line = " ".join((str(exc) or type(exc).__name__).split())
-            raise LockError(f"can't lock {_what(request)}: {shorten(line, 500)}") from None
+            raise LockError(f"can't lock {what}: {shorten(line, 500)}") from None
         finally:
             fetcher.close()
         path = write_cached(self.cache, request, lines, key)
         self._note(f"locked {len(lines)} wheels of {request.describe()} in {path}")
         return lines
-
-
-def _what(request: LockRequest) -> str:
-    """The request for a message, shortened from the middle."""
-    return shorten(request.describe(), 240)

@@ -15,22 +15,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.model import paths
-from rocm_fleet.model.sources import (
-    AptNeed,
-    AptRepository,
-    HostNeeds,
-    UnsafePath,
-    WheelNeed,
-    mirror_path,
-)
-from rocm_fleet.upstream.aptrepo import (
-    Index,
-    RepositoryError,
-    decompressed,
-    install_closure,
-    parse_stanzas,
-)
+from rocm_fleet.model import paths, sources
+from rocm_fleet.upstream import aptrepo
+from rocm_fleet.upstream.aptrepo import RepositoryError
 from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
 from rocm_fleet.upstream.lock_lines import Locked, lock_lines
 from rocm_fleet.upstream.signature import SignatureError
@@ -67,8 +54,8 @@ def parsing(what: str, kind: str):
 def bundle_path(url: str) -> str:
     """``mirror_path(url)``, or BundleError naming the URL when it would leave the bundle."""
     try:
-        return mirror_path(url)
-    except UnsafePath as exc:
+        return sources.mirror_path(url)
+    except sources.UnsafePath as exc:
         raise BundleError(f"refusing {exc}; nothing of it written") from None
 
 
@@ -93,7 +80,7 @@ def confined(out: Path, path: str, what: str = "") -> Path:
     return target
 
 
-def repository_key(repository: AptRepository) -> str:
+def repository_key(repository: sources.AptRepository) -> str:
     return f"{repository.url} {repository.suite} {repository.component} {repository.architecture}"
 
 
@@ -133,9 +120,9 @@ def _cached_json(path: str, _mtime: int) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=32)
-def _cached_index(path: str, _mtime: int) -> Index:
-    data = Path(path).read_bytes()
-    return Index(parse_stanzas(decompressed(path, data).decode("utf-8")))
+def _cached_index(path: str, _mtime: int) -> aptrepo.Index:
+    text = aptrepo.decompressed(path, Path(path).read_bytes()).decode("utf-8")
+    return aptrepo.Index(aptrepo.parse_stanzas(text))
 
 
 def incomplete(bundle: str) -> list[str]:
@@ -153,7 +140,6 @@ def incomplete(bundle: str) -> list[str]:
 
 
 def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
-    """Whether the manifest lists ``path`` and the directory holds it at that size."""
     entry = on_disk.get(path)
     if not entry:
         return False
@@ -161,7 +147,7 @@ def _present(directory: Path, on_disk: dict[str, Any], path: str) -> bool:
     return target.is_file() and target.stat().st_size == entry.get("size")
 
 
-def missing(bundle: str, needs: HostNeeds) -> list[str]:
+def missing(bundle: str, needs: sources.HostNeeds) -> list[str]:
     """What a host with ``needs`` would fetch that ``bundle`` lacks, a line each (or the error)."""
     directory = Path(bundle)
     try:
@@ -177,7 +163,7 @@ def missing(bundle: str, needs: HostNeeds) -> list[str]:
         return [str(exc)]
 
 
-def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[str]:
+def _apt_gaps(need: sources.AptNeed, manifest: dict, directory: Path, present) -> list[str]:
     repository = need.repository
     where = repository.describe()
     if not present(bundle_path(repository.key.url)):
@@ -191,7 +177,7 @@ def _apt_gaps(need: AptNeed, manifest: dict, directory: Path, present) -> list[s
     try:
         with parsing(str(index_file), "package index"):
             index = _cached_index(str(index_file), index_file.stat().st_mtime_ns)
-            closure = install_closure(index, need.packages, where)
+            closure = aptrepo.install_closure(index, need.packages, where)
     except RepositoryError as exc:
         return [str(exc)]
     return [
@@ -208,7 +194,7 @@ def _wheel_set(manifest: dict, index_url: str, python: str, wanted: set[str]) ->
                  and wanted <= set(ws.get("requirements", []))), None)  # fmt: skip
 
 
-def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
+def _wheel_gaps(need: sources.WheelNeed, manifest: dict, present) -> list[str]:
     wanted = set(need.requirements())
     wheel_set = _wheel_set(manifest, need.index_url, need.runtime.python, wanted)
     if wheel_set is None:
@@ -225,8 +211,7 @@ def _wheel_gaps(need: WheelNeed, manifest: dict, present) -> list[str]:
 
 def locked_requirements(bundle: str, index_url: str, python: str,
                         requirements: list[str]) -> list[str] | None:  # fmt: skip
-    """The hash-pinned lines a host's pip installs ``requirements`` from ``index_url`` for
-    ``python`` with, from the bundle; None when it holds no such set."""
+    """The bundle's hash-pinned lines for these requirements; None when it holds no such set."""
     try:
         manifest = read_manifest(Path(bundle))
     except BundleError:

@@ -1,6 +1,5 @@
-"""The matrix check: whether upstream (or a mirror) still agrees with every row of the matrix,
-and what releases it lacks, as ``--json``'s report. Each check takes an ``UpstreamClient`` last
-and returns None when the row holds, else what is wrong."""
+"""The matrix check: whether upstream still agrees with every row, and what releases it lacks.
+Each check takes an ``UpstreamClient`` last and returns None when the row holds, else why not."""
 
 from __future__ import annotations
 
@@ -12,32 +11,13 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any
 
+from packaging import utils
 from packaging.requirements import Requirement
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
 from packaging.version import InvalidVersion, Version
 
-from rocm_fleet.model import matrix
-from rocm_fleet.model.versions import (
-    is_core_sdk_meta_package,
-    is_full_release,
-    linked_releases,
-    major_minor,
-    release_key,
-)
-from rocm_fleet.upstream.aptrepo import (
-    ReleaseFile,
-    RepositoryError,
-    decompressed,
-    parse_release,
-    parse_stanzas,
-    signed_text,
-)
+from rocm_fleet.model import matrix, versions
+from rocm_fleet.model.versions import major_minor, release_key
+from rocm_fleet.upstream import aptrepo
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.openpgp import primary_fingerprints
 from rocm_fleet.upstream.progress import DownloadProgress
@@ -47,7 +27,9 @@ from rocm_fleet.upstream.wheels import parse_page, project_url
 Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed with
 
 
-def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -> ReleaseFile | str:
+def verified_release(
+    upstream: UpstreamClient, url: str, suite: str, key: Key
+) -> aptrepo.ReleaseFile | str:
     """The InRelease at ``url`` as apt trusts it with ``key``, of ``suite``; else what's wrong."""
     reply = upstream.get(url)
     if not reply.found:
@@ -62,9 +44,9 @@ def verified_release(upstream: UpstreamClient, url: str, suite: str, key: Key) -
     if not key_reply.found or primary_fingerprints(key_reply.body) != [fingerprint.upper()]:
         return f"can't verify it: the key at {key_url} is not {fingerprint.upper()}"
     try:
-        release = parse_release(signed_text(reply.body, key_reply.body, url))
+        release = aptrepo.parse_release(aptrepo.signed_text(reply.body, key_reply.body, url))
         check_release(release.fields, url, suite)
-    except (RepositoryError, SignatureError) as exc:
+    except (aptrepo.RepositoryError, SignatureError) as exc:
         return str(exc).removeprefix(f"{url}: ")
     return release
 
@@ -91,12 +73,12 @@ def packages_index(upstream: UpstreamClient, dists_url: str, suite: str,
         if reply.found:
             if listed is None or hashlib.sha256(reply.body).hexdigest() != listed.sha256:
                 return f"main/binary-amd64/{name}: SHA-256 is not the one its InRelease lists"
-            body = decompressed(name, reply.body)
+            body = aptrepo.decompressed(name, reply.body)
             break
     else:
         return {}
     found: dict[str, set[str]] = {}
-    for fields in parse_stanzas(body.decode("utf-8", "replace")):
+    for fields in aptrepo.parse_stanzas(body.decode("utf-8", "replace")):
         if "Package" in fields and "Version" in fields:
             found.setdefault(fields["Package"], set()).add(fields["Version"])
     return found
@@ -125,41 +107,29 @@ def key_check(url: str, fingerprint: str, upstream: UpstreamClient) -> str | Non
     return None
 
 
-def index_files(upstream: UpstreamClient, index_url: str, project: str) -> list[str] | None:
-    """The file names a PEP 503 project page links to; None when there is no page."""
+def listed_versions(upstream: UpstreamClient, index_url: str, project: str) -> set[str] | None:
+    """The versions of ``project`` its PEP 503 page's wheels and sdists name; None: no page."""
     url = project_url(index_url, project)
     reply = upstream.get(url)
     if not reply.found:
         return None
-    return [link.filename for link in parse_page(reply.body.decode("utf-8", "replace"), url)]
-
-
-def file_versions(files: list[str], project: str) -> set[str]:
-    """The versions of ``project`` among its wheel and sdist file names."""
-    versions = set()
-    for name in files:
+    found = set()
+    for link in parse_page(reply.body.decode("utf-8", "replace"), url):
+        name, wheel = link.filename, link.filename.endswith(".whl")
         try:
-            if name.endswith(".whl"):
-                dist, version, *_ = parse_wheel_filename(name)
-            elif name.endswith(".tar.gz"):
-                dist, version = parse_sdist_filename(name)
-            else:
-                continue
-        except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion):
+            if wheel or name.endswith(".tar.gz"):
+                parse = utils.parse_wheel_filename if wheel else utils.parse_sdist_filename
+                dist, version = parse(name)[:2]
+                if dist == utils.canonicalize_name(project):
+                    found.add(str(version))
+        except (utils.InvalidWheelFilename, utils.InvalidSdistFilename, InvalidVersion):
             continue
-        if dist == canonicalize_name(project):
-            versions.add(str(version))
-    return versions
-
-
-def _listed(upstream: UpstreamClient, index_url: str, project: str) -> set[str] | None:
-    files = index_files(upstream, index_url, project)
-    return None if files is None else file_versions(files, project)
+    return found
 
 
 def wheels_check(index_url: str, project: str, versions: list[str],
                  upstream: UpstreamClient) -> str | None:  # fmt: skip
-    have = _listed(upstream, index_url, project)
+    have = listed_versions(upstream, index_url, project)
     if have is None:
         return f"no {project} project page"
     missing = [v for v in versions if v not in have]
@@ -168,7 +138,7 @@ def wheels_check(index_url: str, project: str, versions: list[str],
 
 def runtime_check(index_url: str, requirement: str, upstream: UpstreamClient) -> str | None:
     req = Requirement(requirement)
-    have = _listed(upstream, index_url, req.name)
+    have = listed_versions(upstream, index_url, req.name)
     if have is None:
         return f"no {req.name} project page (torch requires {requirement})"
     if not any(req.specifier.contains(v, prereleases=True) for v in have):
@@ -177,10 +147,9 @@ def runtime_check(index_url: str, requirement: str, upstream: UpstreamClient) ->
 
 
 def no_index_check(index_url: str, upstream: UpstreamClient) -> str | None:
-    files = index_files(upstream, index_url, "torch")
-    if files:
-        versions = sorted(file_versions(files, "torch"), key=Version)
-        return f"the index exists now (torch {', '.join(versions[-3:])}): add it to the matrix"
+    if have := listed_versions(upstream, index_url, "torch"):
+        torches = sorted(have, key=Version)
+        return f"the index exists now (torch {', '.join(torches[-3:])}): add it to the matrix"
     return None
 
 
@@ -198,8 +167,7 @@ class MatrixCheck:
 
 
 def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | None) -> str:
-    """The fingerprint ``stream`` must be signed with: ``fingerprints``' (stream or "*"), else
-    the matrix's; upper-case."""
+    """The fingerprint ``stream`` is signed with: ``fingerprints``' (its, "*"), else its own."""
     fingerprints = fingerprints or {}
     found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
     return found.upper()
@@ -214,9 +182,7 @@ def build_checks(releases: list[matrix.Release],
         if not (once and any(c.url == url for c in checks)):
             checks.append(MatrixCheck(row, what, url, partial(check, *args)))
 
-    def pinned(stream: matrix.Stream) -> str:
-        return pinned_fingerprint(stream, fingerprints)
-
+    pinned = partial(pinned_fingerprint, fingerprints=fingerprints)
     driver_key = (matrix.AMDGPU_KEY_URL, pinned(matrix.CLASSIC))
     repositories: dict[str, tuple[matrix.Repository, matrix.Stream]] = {}
     indexes: dict[str, list[matrix.Release]] = {}
@@ -257,9 +223,8 @@ def build_checks(releases: list[matrix.Release],
             for gfx in amd.targets:
                 project = f"amd-torch-device-{gfx}"
                 versions = [f"{b.torch}+{amd.label}" for b in amd.builds_for([gfx])]
-                add(
-                    row, f"AMD {project}", f"{url}/{project}/", wheels_check, url, project, versions
-                )
+                add(row, f"AMD {project}", f"{url}/{project}/", wheels_check, url, project,
+                    versions)  # fmt: skip
     for key_url, (repo, stream) in repositories.items():
         add(f"key {repo.name}", "fingerprint", key_url, key_check, key_url, pinned(stream))
     for index, rels in indexes.items():
@@ -281,9 +246,6 @@ class MissingRelease:
     release: str  # "7.2.5"
     where: str  # the listing or index it was found in (with the package that names it)
 
-    def json(self) -> dict[str, str]:
-        return asdict(self)
-
 
 def missing_releases(
     upstream: UpstreamClient, fingerprints: dict[str, str] | None = None
@@ -297,7 +259,7 @@ def missing_releases(
     reply = upstream.get(listing)
     if reply.found:
         text = reply.body.decode("utf-8", "replace")
-        for path in linked_releases(text):
+        for path in versions.linked_releases(text):
             version = path if path.count(".") == 2 else f"{path}.0"
             if version not in known and release_key(version) >= oldest:
                 missing[version] = f"{listing}{path}/"
@@ -307,12 +269,12 @@ def missing_releases(
             index = packages_index(upstream, dists, pub.suite, (repo.key_url, core_key))
             if isinstance(index, str):
                 continue  # not verified (its InRelease check says why)
-            for name, versions in index.items():
-                if not is_core_sdk_meta_package(name):
+            for name, listed in index.items():
+                if not versions.is_core_sdk_meta_package(name):
                     continue
-                for version in versions:
+                for version in listed:
                     release = version.split("-", 1)[0]
-                    if release not in known and is_full_release(release):
+                    if release not in known and versions.is_full_release(release):
                         missing.setdefault(release, f"{dists} ({name} {version})")
     return [
         MissingRelease(version, where)
@@ -346,15 +308,13 @@ def check_matrix(upstream: UpstreamClient, release: str | None = None,
 
     def step(label: str) -> None:
         nonlocal done, received
-        done += 1
-        now = upstream.fetched_bytes()
+        done, now = done + 1, upstream.fetched_bytes()
         progress.advance(now - received)
         received = now
         progress.note(f"matrix check [{done}/{total}] {label}")
 
     progress.start("matrix check", None)
     unreachable: list[str] = []
-
     with ThreadPoolExecutor(8) as pool:
         futures = [pool.submit(run_check, check, upstream) for check in checks]
         for future in as_completed(futures):
@@ -375,7 +335,7 @@ def check_matrix(upstream: UpstreamClient, release: str | None = None,
     return {
         "exit_status": status,
         "checks": [c.json() for c in checks],
-        "missing_releases": [found.json() for found in missing],
+        "missing_releases": [asdict(found) for found in missing],
         "releases_checked": release is None and not unreachable,
         "unreachable": unreachable,
     }

@@ -1,5 +1,4 @@
-"""Just enough OpenPGP (RFC 4880 / RFC 9580) to read a published key's primary fingerprints and
-binary form (docs/decisions/apt-keys-and-signatures.md)."""
+"""Just enough OpenPGP (RFC 9580) to read a key's primary fingerprints and binary form."""
 
 from __future__ import annotations
 

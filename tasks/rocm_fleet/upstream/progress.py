@@ -70,21 +70,15 @@ class DownloadProgress:
 def _progress_line(stream: IO[str]) -> Any:
     """rich's progress display of one transfer on ``stream``; None without rich."""
     try:
+        from rich import progress as rich
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            DownloadColumn,
-            Progress,
-            TextColumn,
-            TransferSpeedColumn,
-        )
         from rich.table import Column
     except ModuleNotFoundError:
         return None
 
     console = Console(file=stream, highlight=False, markup=False, emoji=False)
-    name = TextColumn("{task.description}:", markup=False,
-                      table_column=Column(no_wrap=True, overflow="ellipsis"))  # fmt: skip
-    return Progress(name, DownloadColumn(), BarColumn(), TransferSpeedColumn(), console=console,
-                    auto_refresh=False, transient=True, redirect_stdout=False,
-                    redirect_stderr=False)  # fmt: skip
+    name = rich.TextColumn("{task.description}:", markup=False,
+                           table_column=Column(no_wrap=True, overflow="ellipsis"))  # fmt: skip
+    return rich.Progress(name, rich.DownloadColumn(), rich.BarColumn(), rich.TransferSpeedColumn(),
+                         console=console, auto_refresh=False, transient=True,
+                         redirect_stdout=False, redirect_stderr=False)  # fmt: skip

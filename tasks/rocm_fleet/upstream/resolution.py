@@ -1,5 +1,4 @@
-"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything
-(docs/decisions/bundles.md)."""
+"""Wheels for a host's Python from a PEP 503 index, resolved without installing anything."""
 
 from __future__ import annotations
 
@@ -7,13 +6,8 @@ import email.parser
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from packaging import utils
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import (
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_sdist_filename,
-    parse_wheel_filename,
-)
 from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, Resolver
 from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, ResolutionTooDeep
@@ -23,8 +17,7 @@ from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
 from rocm_fleet.upstream.python_target import Target
 from rocm_fleet.upstream.wheels import Link
 
-# resolvelib, not pip: pip evaluates markers with its own Python (pypa/pip#13296) and would
-# fetch outside the bundle's verified downloads. ``rocm[libraries]`` requires ``rocm``, as in pip.
+# resolvelib, not pip: pip evaluates markers with its own Python (pypa/pip#13296).
 
 
 @dataclass(frozen=True)
@@ -48,7 +41,6 @@ class Pin:
 
 
 def _key(name: str, extras: frozenset[str] | set[str]) -> str:
-    """resolvelib's identifier: the canonical name, with the extras asked for."""
     return f"{name}[{','.join(sorted(extras))}]" if extras else name
 
 
@@ -62,7 +54,7 @@ class _Provider(AbstractProvider):
         if isinstance(requirement_or_candidate, Candidate):
             return _key(requirement_or_candidate.name, requirement_or_candidate.extras)
         requirement = requirement_or_candidate
-        return _key(canonicalize_name(requirement.name), set(requirement.extras))
+        return _key(utils.canonicalize_name(requirement.name), set(requirement.extras))
 
     def get_preference(self, identifier, resolutions, candidates, information, backtrack_causes):
         """Exact pins first, then by name."""
@@ -75,7 +67,7 @@ class _Provider(AbstractProvider):
 
     def find_matches(self, identifier, requirements, incompatibilities) -> list[Candidate]:
         wanted = list(requirements[identifier])
-        name = canonicalize_name(wanted[0].name)
+        name = utils.canonicalize_name(wanted[0].name)
         extras = frozenset(extra for r in wanted for extra in r.extras)
         excluded = {c.version for c in incompatibilities[identifier]}
         best: dict[Version, tuple[int, Link]] = {}
@@ -84,16 +76,16 @@ class _Provider(AbstractProvider):
         wheeled = {v for v in map(_wheel_version, links) if v is not None}
         for link in links:
             try:
-                project, version, _build, _tags = parse_wheel_filename(link.filename)
+                project, version, _build, _tags = utils.parse_wheel_filename(link.filename)
                 rank = self.target.rank(link.filename)
-            except InvalidWheelFilename:
+            except utils.InvalidWheelFilename:
                 if name not in self.sdists or not is_sdist(link.filename):
                     continue
-                project, version = parse_sdist_filename(link.filename)
+                project, version = utils.parse_sdist_filename(link.filename)
                 if version in wheeled:
                     continue
                 rank = len(self.target.tags)
-            if rank is None or canonicalize_name(project) != name or version in excluded:
+            if rank is None or utils.canonicalize_name(project) != name or version in excluded:
                 continue
             if not self.target.admits(link.requires_python):
                 continue
@@ -110,10 +102,9 @@ class _Provider(AbstractProvider):
         return requirement.specifier.contains(candidate.version, prereleases=True)
 
     def get_dependencies(self, candidate: Candidate) -> list[Requirement]:
+        dependencies = []
         if candidate.extras:  # the project itself at this version, plus what the extras add
-            dependencies = [Requirement(f"{candidate.name}=={candidate.version}")]
-        else:
-            dependencies = []
+            dependencies.append(Requirement(f"{candidate.name}=={candidate.version}"))
         for text in _requires(self.metadata(candidate.link)):
             requirement = _requirement(text, f"required by {candidate.name}", self.where)
             plain = self.target.wanted(requirement, set())
@@ -127,8 +118,8 @@ class _Provider(AbstractProvider):
 
 def _wheel_version(link: Link) -> Version | None:
     try:
-        return parse_wheel_filename(link.filename)[1]
-    except InvalidWheelFilename:
+        return utils.parse_wheel_filename(link.filename)[1]
+    except utils.InvalidWheelFilename:
         return None
 
 
@@ -191,7 +182,7 @@ def _resolve(roots: list[str], page: Callable[[str], list[Link]],
     except ResolutionImpossible as exc:
         causes: dict[str, tuple[list[str], set[str]]] = {}
         for info in exc.causes:
-            name = canonicalize_name(info.requirement.name)
+            name = utils.canonicalize_name(info.requirement.name)
             specs, reasons = causes.setdefault(name, ([], set()))
             specs.append(str(info.requirement.specifier) or "any version")
             reasons.add(_why(info))

@@ -1,5 +1,4 @@
-"""An ``InRelease`` checked as apt checks it: ``gpgv`` with the pinned key alone, apt's policy,
-``Valid-Until`` and suite (docs/decisions/apt-keys-and-signatures.md)."""
+"""An ``InRelease`` checked as apt does: gpgv with the pinned key alone, Valid-Until, suite."""
 
 from __future__ import annotations
 
@@ -26,8 +25,7 @@ _BAD = {"BADSIG": "bad (the text or the signature was changed)"}
 
 
 def verified_text(inrelease: bytes, key: bytes, url: str) -> str:
-    """The text of ``inrelease`` gpgv verifies with ``key`` (binary) alone, under apt's policy;
-    SignatureError naming ``url`` and the reason otherwise."""
+    """The text gpgv verifies with ``key`` alone under apt's policy; else SignatureError."""
     with tempfile.TemporaryDirectory(prefix="rocm-fleet-gpg-") as home:
         keyring = Path(home) / "keyring.gpg"
         keyring.write_bytes(key)

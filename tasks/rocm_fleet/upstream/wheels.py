@@ -1,5 +1,4 @@
-"""A PEP 503 wheel index as pip reads it: a project page's file links, and whether an index's
-hashes can be trusted at all."""
+"""A PEP 503 index as pip reads it: a project page's links; whether its hashes can be trusted."""
 
 from __future__ import annotations
 
