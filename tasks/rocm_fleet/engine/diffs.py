@@ -51,10 +51,7 @@ def show(changes: list[PackageChange | FileChange]) -> None:
     pyinfra's). Once an operation: its body run again while planning shows nothing again."""
     host = _host()
     state = host.state
-    found = _CHANGES.get(state)
-    if found is None:
-        found = _CHANGES[state] = {}
-    shown = found.setdefault(host.name, {})
+    shown = _CHANGES.setdefault(state, {}).setdefault(host.name, {})
     if host.current_op_hash in shown:
         return
     shown[host.current_op_hash] = list(changes)
@@ -73,11 +70,8 @@ def show(changes: list[PackageChange | FileChange]) -> None:
 
 
 def _coloured(line: str) -> str:
-    if line.startswith("+") and not line.startswith("+++"):
-        return click.style(line, "green")
-    if line.startswith("-") and not line.startswith("---"):
-        return click.style(line, "red")
-    return line
+    colour = {"+": "green", "-": "red"}.get(line[:1])
+    return click.style(line, colour) if colour and not line.startswith(("+++", "---")) else line
 
 
 def changes_of(state: Any, host_name: str) -> list[PackageChange | FileChange]:

@@ -65,10 +65,7 @@ def _key(fact_cls: type[FactBase], kwargs: dict[str, Any]) -> tuple:
 
 def _per_state(table: str, state: Any) -> dict:
     """The dict ``table`` of pyinfra's ``state``, made on first use."""
-    found = vars(state).get(table)
-    if found is None:
-        found = vars(state)[table] = {}
-    return found
+    return vars(state).setdefault(table, {})
 
 
 def _host_changes_reads() -> tuple[Any, int, dict]:

@@ -45,20 +45,13 @@ def _assigned_at(path: Path, key: str) -> int | None:
     try:
         tree = ast.parse(path.read_text(errors="replace"))
     except (OSError, SyntaxError, ValueError):
-        line = _key_line(path, key)
-        return line if line else None
+        return _key_line(path, key) or None
     found = None
     for node in tree.body:
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, (ast.AnnAssign, ast.AugAssign))
-            else []
-        )
-        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-        if key in names:
-            found = node.lineno
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if key in {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}:
+                found = node.lineno
     return found
 
 
@@ -74,9 +67,8 @@ def _group_source(host: Any, group: str, key: str) -> tuple[str, Path | None, in
         line = _key_line(inventory, key, after=_key_line(inventory, group, assigned=True))
         if line:
             return _shown(inventory), inventory, line
-    if group == "all":
-        return "the inventory's all group", None, 0
-    return f"the inventory's group {group!r}", None, 0
+    return ("the inventory's all group" if group == "all" else f"the inventory's group {group!r}",
+            None, 0)  # fmt: skip
 
 
 def _shown(path: Path) -> str:
@@ -122,8 +114,7 @@ def _key_line(path: Path, key: str, after: int = 0, assigned: bool = False) -> i
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
         return 0
-    numbered = enumerate(lines, 1)
-    return next((n for n, line in numbered if n >= after and pattern.search(line)), 0)
+    return next((n for n, line in enumerate(lines, 1) if n >= after and pattern.search(line)), 0)
 
 
 def raise_at(error: Exception, host: Any, key: str | None) -> NoReturn:
