@@ -1,10 +1,5 @@
-"""The detail of what a plan would change (``model.changes``), under pyinfra's ``--diff``: logged
-as pyinfra's ``files.put`` logs its diff (``host.log``, then the lines indented), while the host
-is planned only, and kept per host (``changes_of``) for the audit, which asks for the detail
-without the log (``record_detail``).
-
-Operations call ``detailing()`` before reading anything for the detail (a host's file, apt's
-candidate versions): without ``--diff`` or the audit's JSON nothing more is read."""
+"""What a plan would change (``model.changes``): under ``--diff`` logged as ``files.put`` logs its
+diff, and kept per host (``changes_of``); operations read for it only when ``detailing()``."""
 
 from __future__ import annotations
 
@@ -35,9 +30,8 @@ def _host() -> Any:
 
 
 def detailing() -> bool:
-    """Whether the current operation shows its changes in detail: under ``--diff`` (or
-    ``record_detail``), while planning, the first time its body runs (an operation run again
-    shows nothing again)."""
+    """Whether the current operation shows its changes: under ``--diff`` (or ``record_detail``),
+    while planning, the first time its body runs."""
     host = _host()
     state = host.state
     if not (state.config.DIFF or state in _QUIET) or state.is_executing:
@@ -46,9 +40,8 @@ def detailing() -> bool:
 
 
 def show(changes: list[PackageChange | FileChange]) -> None:
-    """Keep ``changes`` for the current host's operation and, under ``--diff``, log them: the
-    packages a line each, a file's heading then its diff (``+`` green, ``-`` red, as
-    pyinfra's). Once an operation: its body run again while planning shows nothing again."""
+    """Keep ``changes`` for the current host's operation (once) and, under ``--diff``, log them:
+    a package a line, a file's heading then its diff (``+`` green, ``-`` red, as pyinfra's)."""
     host = _host()
     state = host.state
     shown = _CHANGES.setdefault(state, {}).setdefault(host.name, {})

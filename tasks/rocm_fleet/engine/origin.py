@@ -1,8 +1,5 @@
-"""Where a host's inventory key was set, so an error about it names the file and line.
-
-``where_set`` walks pyinfra's host-data waterfall (``--data``, the host's entry, its groups
-last-listed first, ``all``) and names the first layer holding the key. ``raise_at`` raises an
-error from that line, so pyinfra's "pyinfra error in FILE line N" points there."""
+"""Where a host's inventory key was set (``where_set``: pyinfra's data waterfall), and ``raise_at``
+raising an error from that file and line."""
 
 from __future__ import annotations
 
@@ -80,8 +77,7 @@ def _shown(path: Path) -> str:
 
 def where_set(host: Any, key: str) -> tuple[str, Path | None, int] | None:
     """(description, file or None, line or 0) of where ``host``'s ``key`` was set, e.g.
-    ("group_data/radeon.py", path, 3) or ("--data", None, 0); None when no layer holds it or it
-    is the host's own entry in an API inventory. A file is named only when it sets the key."""
+    ("--data", None, 0); None when no layer holds it or it is an API inventory's host entry."""
     inventory = host.inventory
     if key in inventory.get_override_data():
         return "--data", None, 0
@@ -119,8 +115,7 @@ def _key_line(path: Path, key: str, after: int = 0, assigned: bool = False) -> i
 
 def raise_at(error: Exception, host: Any, key: str | None) -> NoReturn:
     """Raise ``error`` from a frame compiled at the file and line that set ``key`` on ``host``
-    (``--data`` for an override; the host's line for a key no file set); from here when there
-    is no file. Nothing of the file runs."""
+    (else the host's line; else from here). Nothing of the file runs."""
     found = where_set(host, key) if key else None
     name, line = (found[0], found[2]) if found and (found[1] or found[0] == "--data") else ("", 0)
     if not name:

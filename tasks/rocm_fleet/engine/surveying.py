@@ -1,8 +1,5 @@
-"""The survey: every fact preflight and the plan of a converged host read, in one round trip.
-
-``survey_reads`` is the one declaration of what a host is read for; ``read_survey`` reads it
-with one ``Survey`` fact, fills the fact cache and returns the ``HostSurvey``. A plan of a
-converged host that reads beyond the survey fails the plan tests."""
+"""The survey: every fact preflight and the plan of a converged host read (``survey_reads``), read
+in one round trip into the fact cache (``read_survey``)."""
 
 from __future__ import annotations
 
@@ -25,9 +22,8 @@ if TYPE_CHECKING:
 
 
 def survey_reads(config: Config) -> list[Read]:
-    """Every read a host gets, each key once: preflight's and the audit's, and every fact the
-    deploy reads on a converged host, with the same arguments (the same ``Read``s for hosts
-    whose settings ask the same)."""
+    """Every read a host gets, each once: preflight's, the audit's, and every fact the deploy
+    reads on a converged host, with the same arguments."""
     return list(
         _reads(
             config.pytorch_venv,
@@ -120,9 +116,7 @@ def _reads(
 
 
 class QuietSurveyFailure(logging.Filter):
-    """Drops pyinfra's "Error (ignored): could not load fact: ...Survey reads=[...]" line: a
-    survey that can't run is its caller's refusal, which says why in one line (the host's own
-    error output, printed before it, stays)."""
+    """Drops pyinfra's "could not load fact: ...Survey" line: the caller's refusal says why."""
 
     NAME = f"could not load fact: {Survey.__module__}.{Survey.__name__} "
 
@@ -143,8 +137,7 @@ def _survey(target: Any, reads: list[Read]) -> list[Any] | None:
 
 def read_survey(reads: list[Read]) -> HostSurvey | None:
     """Read ``reads`` from the current host in one round trip and remember every answer
-    (``NvidiaStack`` derived); None when the survey can't run (the host's error printed,
-    the caller refuses it)."""
+    (``NvidiaStack`` derived); None when the survey can't run."""
     answers = _survey(host, reads)
     if answers is None:
         return None

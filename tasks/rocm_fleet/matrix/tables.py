@@ -393,9 +393,8 @@ def family_kernel_rows(records: Path) -> list[dict]:
 
 
 def driver_kernel_rows(over: dict, overrides: Path) -> list[dict]:
-    """kernels.json's ``driver_kernel`` rows: per driver release its ``amdgpu-dkms`` version and
-    newest kernel, the package's kernel base ("1:6.16.13.30300400-2341068" -> 6.16) or the
-    ``kernel_base`` AMD names."""
+    """kernels.json's ``driver_kernel`` rows: per driver its ``amdgpu-dkms`` version and newest
+    kernel, the package's kernel base ("1:6.16.13.30300400-2341068" -> 6.16) or ``kernel_base``."""
     rows = []
     fields = {"driver", "dkms", "kernel_base"}
     for entry in cited(over.get("driver_kernel", []), "driver_kernel", fields, overrides):
