@@ -131,38 +131,33 @@ def _built_for(records: Path, index_rows: list[dict]) -> list[str]:
     rows = {row["index"]: row for row in index_rows}
     pairs = {b[0]: b for row in index_rows for b in row["builds"]}  # torch -> its build
     notes = []
-    for channel in ("stable", "candidate"):
+    for channel in ("stable", "candidate"):  # a candidate cited only
+        which = "release channel" if channel == "stable" else "test channel, the candidate"
         for torch, entry in record.get(channel, {}).items():
-            _add_built(torch, entry, channel, rows, pairs, notes)
+            cite = (f"pytorch/test-infra generate_binary_build_matrix.py @ {entry['commit'][:8]} "
+                    f"({which}: {', '.join(entry['rocm'])})")  # fmt: skip
+            for rocm in entry["rocm"]:
+                row = rows.get(f"rocm{rocm}")
+                if row is None:
+                    continue  # an index no release of the matrix uses (rocm5.7)
+                row.setdefault("built_for", {})[torch] = cite
+                if channel != "stable" or any(b[0] == torch for b in row["builds"]):
+                    continue
+                if torch not in pairs:
+                    notes.append(
+                        f"{BUILD_MATRIX.name}: torch {torch} built for ROCm {rocm} ({cite}); no "
+                        "index record pairs a torchvision with it: record the index's listing in "
+                        f'download.pytorch.org.toml [index."rocm{rocm}"]'
+                    )
+                    continue
+                row["builds"] = sorted([*row["builds"], pairs[torch]],
+                                       key=lambda b: version_key(b[0]))  # fmt: skip
+                if BUILD_MATRIX.name not in row["from"]:
+                    row["from"] = f"{row['from']} + {BUILD_MATRIX}"
     for row in index_rows:
         row["built_for"] = dict(sorted(row.get("built_for", {}).items(),
                                        key=lambda kv: version_key(kv[0])))  # fmt: skip
     return notes
-
-
-def _add_built(torch: str, entry: dict, channel: str, rows: dict[str, dict],
-               pairs: dict[str, list], notes: list[str]) -> None:  # fmt: skip
-    """One torch release of the build matrix into its indexes' rows (a candidate cited only)."""
-    which = "release channel" if channel == "stable" else "test channel, the candidate"
-    cite = (f"pytorch/test-infra generate_binary_build_matrix.py @ {entry['commit'][:8]} "
-            f"({which}: {', '.join(entry['rocm'])})")  # fmt: skip
-    for rocm in entry["rocm"]:
-        row = rows.get(f"rocm{rocm}")
-        if row is None:
-            continue  # an index no release of the matrix uses (rocm5.7)
-        row.setdefault("built_for", {})[torch] = cite
-        if channel != "stable" or any(b[0] == torch for b in row["builds"]):
-            continue
-        if torch not in pairs:
-            notes.append(
-                f"{BUILD_MATRIX.name}: torch {torch} built for ROCm {rocm} ({cite}); no "
-                "index record pairs a torchvision with it: record the index's listing in "
-                f'download.pytorch.org.toml [index."rocm{rocm}"]'
-            )
-            continue
-        row["builds"] = sorted([*row["builds"], pairs[torch]], key=lambda b: version_key(b[0]))
-        if BUILD_MATRIX.name not in row["from"]:
-            row["from"] = f"{row['from']} + {BUILD_MATRIX}"
 
 
 def _build(builds: list[list[str]]) -> list[list[str | None]]:
@@ -363,8 +358,11 @@ def _kernel(text: str, where: str) -> tuple[str, str]:
     return KINDS[kind], version
 
 
-def family_kernels(text: str, where: str = "os-support.yaml") -> list[dict]:
-    """Rows (distro, family, kernel, kind, models) from os-support.yaml, in distro order."""
+def family_kernel_rows(records: Path) -> list[dict]:
+    """kernels.json's ``family_kernel`` rows (the newest kernel any model of a family lists per
+    distro) from the stored os-support.yaml, each cited, in distro order."""
+    where, cite = str(records / OS_SUPPORT), stored_entry(records, "os-support.yaml").get("cite")
+    cite, text = cite or str(OS_SUPPORT), (records / OS_SUPPORT).read_text("utf-8")
     found: dict[tuple[str, str], dict] = {}
     for family, model, _os, version, key in os_support_rows(text, where, AMD_FAMILIES):
         if not isinstance(version, dict) or "kernel" not in version:
@@ -378,17 +376,10 @@ def family_kernels(text: str, where: str = "os-support.yaml") -> list[dict]:
             row.update(kernel=kernel, kind=kind)
         row["models"].append(model)
     order = {d: i for i, d in enumerate(DISTROS.values())}
-    return sorted(found.values(), key=lambda r: order[r["distro"]])
-
-
-def family_kernel_rows(records: Path) -> list[dict]:
-    """kernels.json's ``family_kernel`` rows from the stored os-support.yaml, each cited."""
-    path = records / OS_SUPPORT
-    cite = stored_entry(records, "os-support.yaml").get("cite") or str(OS_SUPPORT)
     return [
         {**{k: v for k, v in row.items() if k != "models"}, "from": str(OS_SUPPORT),
          "source": f"{cite}: {len(row['models'])} models, e.g. {row['models'][0]}"}
-        for row in family_kernels(path.read_text("utf-8"), str(path))
+        for row in sorted(found.values(), key=lambda r: order[r["distro"]])
     ]  # fmt: skip
 
 

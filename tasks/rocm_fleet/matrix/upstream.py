@@ -292,16 +292,6 @@ def _row(version: str, stream: str, repository: str, origins: dict, source: str 
     }  # fmt: skip
 
 
-def _like(version: str, rows: dict[str, dict]) -> dict | None:
-    """The known release a new one belongs with: the newest of the same X.Y, else of X."""
-    key = version_key(version)
-    for width in (2, 1):
-        same = [r for r in rows.values() if version_key(r["version"])[:width] == key[:width]]
-        if same:
-            return max(same, key=lambda r: version_key(r["version"]))
-    return None
-
-
 def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict) -> list[str]:
     """Add the releases only AMD's release history lists, in their neighbours' stream; notes."""
     notes: list[str] = []
@@ -309,7 +299,12 @@ def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict)
     for version, released in sorted(history.items(), key=lambda kv: version_key(kv[0])):
         if version in rows or version_key(version) < oldest:
             continue
-        like = _like(version, rows)
+        key, like = version_key(version), None  # the newest known of the same X.Y, else of X
+        for width in (2, 1):
+            same = [r for r in rows.values() if version_key(r["version"])[:width] == key[:width]]
+            if same:
+                like = max(same, key=lambda r: version_key(r["version"]))
+                break
         if like is None:
             notes.append(
                 f"{FROM_HISTORY} lists {version} ({released}), in no stream the data knows: "
