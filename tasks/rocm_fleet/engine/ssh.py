@@ -4,8 +4,6 @@ checks), for tools running their own commands over it (the node checks)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 
@@ -25,30 +23,26 @@ class _Collected(logging.Handler):
 _QUIET = logging.NullHandler()
 
 
-@contextmanager
-def _pyinfra_warnings() -> Iterator[list[str]]:
-    """pyinfra's connection warnings, collected instead of printed."""
-    logger = logging.getLogger("pyinfra")
-    handler, propagate = _Collected(), logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        yield handler.lines
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
-
-
 def connect(host: Any) -> Any:
     """The connected ``paramiko.SSHClient`` of an SSH ``host`` of a started state; raises
     ``ConnectFailed`` with pyinfra's reason (and the fix for a changed key)."""
     # paramiko's transport thread logs a traceback for what ConnectFailed says in one line.
     logging.getLogger("paramiko").addHandler(_QUIET)
-    with _pyinfra_warnings() as warned:
-        try:
-            host.connect(show_errors=False, raise_exceptions=True)
-        except Exception as exc:  # pyinfra's ConnectError, or whatever paramiko raised
-            raise ConnectFailed(_reason(exc, warned)) from None
+    logger = logging.getLogger("pyinfra")  # its warnings collected instead of printed
+    warned, propagate = _Collected(), logger.propagate
+    logger.addHandler(warned)
+    logger.propagate = False
+    try:
+        host.connect(show_errors=False, raise_exceptions=True)
+    except Exception as exc:  # pyinfra's ConnectError, or whatever paramiko raised
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        fix = [line for line in warned.lines if line.startswith("ssh-keygen -R")]
+        if "host key" in reason.lower() and fix:
+            reason += f": refused, as pyinfra refuses it; if the new key is expected: {fix[0]}"
+        raise ConnectFailed(reason) from None
+    finally:
+        logger.removeHandler(warned)
+        logger.propagate = propagate
     client = getattr(host.connector, "client", None)
     if client is None:
         raise ConnectFailed(f"{host.name} is not reached over SSH ({type(host.connector)})")
@@ -62,14 +56,6 @@ def close(host: Any) -> None:
         host.disconnect()
     if client is not None:
         client.close()
-
-
-def _reason(exc: Exception, warned: Sequence[str]) -> str:
-    reason = " ".join(str(exc).split()) or type(exc).__name__
-    fix = [line.strip() for line in warned if line.strip().startswith("ssh-keygen -R")]
-    if "host key" in reason.lower() and fix:
-        reason += f": refused, as pyinfra refuses it; if the new key is expected: {fix[0]}"
-    return reason
 
 
 def is_ssh(host: Any) -> bool:
