@@ -69,14 +69,8 @@ def option(*decls: str, **attrs: Any) -> click.Option:
 class Command(click.Command):
     """A subcommand: ``run(args) -> exit status``; ``exclusive`` options; ``usage`` line."""
 
-    def __init__(
-        self,
-        name: str,
-        run: Callable[[Any], int],
-        exclusive: tuple[str, ...] = (),
-        usage: str | None = None,
-        **attrs: Any,
-    ) -> None:
+    def __init__(self, name: str, run: Callable[[Any], int], exclusive: tuple[str, ...] = (),
+                 usage: str | None = None, **attrs: Any) -> None:  # fmt: skip
         super().__init__(name, callback=self._run, **attrs)
         self.run, self.exclusive, self.usage = run, exclusive, usage
 

@@ -16,12 +16,8 @@ from typing import Any
 _FILES: weakref.WeakKeyDictionary[Any, Path | None] = weakref.WeakKeyDictionary()
 
 
-def load(
-    inventory_path: str,
-    *,
-    check_for_changes: bool,
-    override_data: Mapping[str, Any] | None = None,
-) -> tuple[Any, Any]:
+def load(inventory_path: str, *, check_for_changes: bool,
+         override_data: Mapping[str, Any] | None = None) -> tuple[Any, Any]:  # fmt: skip
     """(``State``, ``Inventory``) read by pyinfra's CLI loader and made current; ``override_data``
     is ``--data``; raises what the inventory's code raises."""
     from pyinfra.api import State

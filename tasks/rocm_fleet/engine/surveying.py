@@ -24,31 +24,18 @@ if TYPE_CHECKING:
 def survey_reads(config: Config) -> list[Read]:
     """Every read a host gets, each once: preflight's, the audit's, and every fact the deploy
     reads on a converged host, with the same arguments."""
-    return list(
-        _reads(
-            config.pytorch_venv,
-            config.torch is not None,
-            tuple(config.wanted_packages(config.expected_gfx_list)),
-            config.stream.version_regex(config.release),
-            config.rocm_driver,
-            tuple(config.rocm_users),
-            config.rocm_slurm_gres,
-            config.rocm_slurm_node_name,
-        )
-    )
+    return list(_reads(
+        config.pytorch_venv, config.torch is not None,
+        tuple(config.wanted_packages(config.expected_gfx_list)),
+        config.stream.version_regex(config.release), config.rocm_driver,
+        tuple(config.rocm_users), config.rocm_slurm_gres, config.rocm_slurm_node_name,
+    ))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=16)
-def _reads(
-    venv: str,
-    torch: bool,
-    packages: tuple[str, ...],
-    version_regex: str,
-    rocm_driver: str,
-    rocm_users: tuple[str, ...],
-    slurm_gres: bool,
-    slurm_node_name: str | None,
-) -> tuple[Read, ...]:
+def _reads(venv: str, torch: bool, packages: tuple[str, ...], version_regex: str,
+           rocm_driver: str, rocm_users: tuple[str, ...], slurm_gres: bool,
+           slurm_node_name: str | None) -> tuple[Read, ...]:  # fmt: skip
     install_paths = [*paths.INSTALL_PATHS, *([venv] if torch else [])]
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
     digest, ledger = files.FileDigest, files.Ledger
