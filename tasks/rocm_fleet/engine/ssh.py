@@ -4,20 +4,12 @@ checks), for tools running their own commands over it (the node checks)."""
 from __future__ import annotations
 
 import logging
+import logging.handlers
 from typing import Any
 
 
 class ConnectFailed(Exception):
     """The host could not be reached, or was refused (its key); one line saying why."""
-
-
-class _Collected(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage().strip())
 
 
 _QUIET = logging.NullHandler()
@@ -29,14 +21,16 @@ def connect(host: Any) -> Any:
     # paramiko's transport thread logs a traceback for what ConnectFailed says in one line.
     logging.getLogger("paramiko").addHandler(_QUIET)
     logger = logging.getLogger("pyinfra")  # its warnings collected instead of printed
-    warned, propagate = _Collected(), logger.propagate
+    warned, propagate = logging.handlers.BufferingHandler(capacity=1000), logger.propagate
+    warned.setLevel(logging.WARNING)
     logger.addHandler(warned)
     logger.propagate = False
     try:
         host.connect(show_errors=False, raise_exceptions=True)
     except Exception as exc:  # pyinfra's ConnectError, or whatever paramiko raised
         reason = " ".join(str(exc).split()) or type(exc).__name__
-        fix = [line for line in warned.lines if line.startswith("ssh-keygen -R")]
+        lines = [record.getMessage().strip() for record in warned.buffer]
+        fix = [line for line in lines if line.startswith("ssh-keygen -R")]
         if "host key" in reason.lower() and fix:
             reason += f": refused, as pyinfra refuses it; if the new key is expected: {fix[0]}"
         raise ConnectFailed(reason) from None
