@@ -342,8 +342,7 @@ def update(records: Path, overrides: Path, directory: Path, *,
     return lines, 0
 
 
-# kernels.json: kernels per GPU family (os-support.yaml: the newest any model lists) and per
-# driver release (cited overrides: an amdgpu-dkms package's kernel base is its newest kernel).
+# kernels.json's rows per GPU family (os-support.yaml) and per driver release (cited overrides).
 OS_SUPPORT = Path("stored") / "os-support.yaml"
 # os-support.yaml's kernel kinds -> how the matrix names them (a bare version: the GA kernel).
 KINDS = {"GA": "ga", "HWE": "hwe", "OEM": "oem"}
@@ -406,12 +405,11 @@ def driver_kernel_rows(over: dict, overrides: Path) -> list[dict]:
     return rows
 
 
-# repositories.json: AMD's apt repositories, streams, publications and per-GPU packages, from
-# the records of repo.radeon.com, repo.amd.com and the keys.
 
 
 def repository_tables(records: Path) -> dict[str, list[dict]]:
-    """repositories.json's sections from the records in ``records``."""
+    """repositories.json's sections (AMD's apt repositories, streams, publications and per-GPU
+    packages) from the records of repo.radeon.com, repo.amd.com and the keys."""
     radeon = read_toml(records / "repo.radeon.com.toml")
     amd = read_toml(records / "repo.amd.com.toml")
     keys = read_toml(records / "keys.toml")

@@ -188,9 +188,8 @@ def row_diff(old: dict, new: dict) -> list[str]:
     return lines
 
 
-# The release rows of upstream_data.json: AMD's table's releases, cited overrides filling only
-# what upstream is silent on, the release history's, each release's PyTorch index; each value
-# names its ``from``.
+# upstream_data.json's release rows: AMD's table's, cited overrides filling only what upstream
+# is silent on, the release history's, each release's PyTorch index; each value its ``from``.
 OVERRIDE_FIELDS = {"version", "stream", "repository", "amdgpu_driver", "torch_index", "source"}
 
 
