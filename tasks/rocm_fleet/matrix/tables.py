@@ -405,8 +405,6 @@ def driver_kernel_rows(over: dict, overrides: Path) -> list[dict]:
     return rows
 
 
-
-
 def repository_tables(records: Path) -> dict[str, list[dict]]:
     """repositories.json's sections (AMD's apt repositories, streams, publications and per-GPU
     packages) from the records of repo.radeon.com, repo.amd.com and the keys."""

@@ -63,12 +63,10 @@ def discoveries(data: dict, pci_devices: dict[str, str] | None = None,
                     continue  # CPU / CUDA builds an index may also carry
                 known = torch_builds.get(label)
                 missing = sorted(set(versions) - (known or set()), key=version_key)
-                if known is None:
-                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, a build "
-                                 "label no release of the matrix uses")  # fmt: skip
-                elif missing:
-                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, which "
-                                 "the matrix's builds for it lack")  # fmt: skip
+                why = ("a build label no release of the matrix uses" if known is None
+                       else "which the matrix's builds for it lack")  # fmt: skip
+                if known is None or missing:
+                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, {why}")
     drivers = list(data.get("amdgpu_drivers") or {})
     for row in data["releases"]:
         if drivers and row["amdgpu_driver"] is None and version_key(row["version"])[0] >= 7:
