@@ -122,8 +122,7 @@ def build(inputs: Inputs, sources: dict[str, str],
             for r in previous.get("releases", [])
             if r.get("from", {}).get("row") == FROM_HISTORY and r["version"] not in have
         ]
-        releases = sorted([*releases, *kept], key=lambda r: (
-            STREAMS.index(r["stream"]), version_key(r["version"])))  # fmt: skip
+        releases = sorted([*releases, *kept], key=_release_order)
     sources = {**{k: v for k, v in previous.get("sources", {}).items()
                   if k not in REQUIRED_SOURCES}, **sources}  # fmt: skip
     data = {
@@ -269,10 +268,11 @@ def release_rows(table: dict[str, dict], support: dict, stable: dict[str, str],
             row["torch_index"], row["from"]["torch_index"] = index, origin
         if row["amdgpu_driver"] is None:
             row["from"].pop("amdgpu_driver", None)
-    ordered = sorted(
-        rows.values(), key=lambda r: (STREAMS.index(r["stream"]), version_key(r["version"]))
-    )
-    return ordered, notes
+    return sorted(rows.values(), key=_release_order), notes
+
+
+def _release_order(row: dict) -> tuple:
+    return STREAMS.index(row["stream"]), version_key(row["version"])
 
 
 def _row(version: str, stream: str, repository: str, origins: dict, source: str | None,
