@@ -25,14 +25,10 @@ def record_detail(state: Any) -> None:
     _QUIET.add(state)
 
 
-def _host() -> Any:
-    return ctx_host.get()  # the host itself, not the context's stand-in for it
-
-
 def detailing() -> bool:
     """Whether the current operation shows its changes: under ``--diff`` (or ``record_detail``),
     while planning, the first time its body runs."""
-    host = _host()
+    host = ctx_host.get()  # the host itself, not the context's stand-in for it
     state = host.state
     if not (state.config.DIFF or state in _QUIET) or state.is_executing:
         return False
@@ -42,7 +38,7 @@ def detailing() -> bool:
 def show(changes: list[PackageChange | FileChange]) -> None:
     """Keep ``changes`` for the current host's operation (once) and, under ``--diff``, log them:
     a package a line, a file's heading then its diff (``+`` green, ``-`` red, as pyinfra's)."""
-    host = _host()
+    host = ctx_host.get()
     state = host.state
     shown = _CHANGES.setdefault(state, {}).setdefault(host.name, {})
     if host.current_op_hash in shown:
