@@ -15,14 +15,12 @@ def text(name: str) -> str:
 
 @functools.cache
 def _environment() -> jinja2.Environment:
+    # autoescape off: configuration files, not HTML; each value is checked before
     environment = jinja2.Environment(
         loader=jinja2.FunctionLoader(lambda name: text(f"templates/{name}")),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,  # configuration files, not HTML: each value is checked before
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
+        undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True,
+        trim_blocks=True, lstrip_blocks=True,
+    )  # fmt: skip
     environment.filters["shell_quote"] = shlex.quote
     environment.filters["repr"] = repr
     return environment

@@ -7,9 +7,6 @@ import os
 from pathlib import Path
 from secrets import token_hex
 
-# Temporary names drawn before giving up (a taken one is passed over).
-ATTEMPTS = 100
-
 
 def write_atomically(
     path: Path, data: str | bytes, mode: int = 0o644, *, exclusive: bool = False
@@ -19,7 +16,7 @@ def write_atomically(
     content = data.encode() if isinstance(data, str) else data
     directory = path.parent
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    for _ in range(ATTEMPTS):
+    for _ in range(100):  # temporary names drawn before giving up (a taken one passed over)
         temporary = directory / f".{path.name}.{token_hex(6)}"
         try:
             descriptor = os.open(temporary, flags, mode)

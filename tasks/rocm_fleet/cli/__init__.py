@@ -70,14 +70,8 @@ class LazyGroup(click.Group):
         return found + click.Command.shell_complete(self, ctx, incomplete)
 
 
-@click.group(
-    "rocm-fleet",
-    cls=LazyGroup,
-    help=DESCRIPTION,
-    epilog=EPILOG,
-    no_args_is_help=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+@click.group("rocm-fleet", cls=LazyGroup, help=DESCRIPTION, epilog=EPILOG, no_args_is_help=False,
+             context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
 @click.version_option(__version__, prog_name="rocm-fleet", message="%(prog)s %(version)s")
 @click.pass_context
 def shell(ctx: click.Context) -> None:

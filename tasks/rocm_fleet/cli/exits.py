@@ -58,10 +58,7 @@ def described(doc: str | None) -> str | None:
 def worst(statuses: Iterable[int]) -> Exit:
     """One status for several: bad input, then findings, then could-not-check, then clean."""
     found = set(statuses)
-    for status in (Exit.USAGE, Exit.FINDINGS, Exit.NOT_CHECKED):
-        if status in found:
-            return status
-    return Exit.OK
+    return next((s for s in (Exit.USAGE, Exit.FINDINGS, Exit.NOT_CHECKED) if s in found), Exit.OK)
 
 
 def option(*decls: str, **attrs: Any) -> click.Option:
@@ -72,14 +69,8 @@ def option(*decls: str, **attrs: Any) -> click.Option:
 class Command(click.Command):
     """A subcommand: ``run(args) -> exit status``; ``exclusive`` options; ``usage`` line."""
 
-    def __init__(
-        self,
-        name: str,
-        run: Callable[[Any], int],
-        exclusive: tuple[str, ...] = (),
-        usage: str | None = None,
-        **attrs: Any,
-    ) -> None:
+    def __init__(self, name: str, run: Callable[[Any], int], exclusive: tuple[str, ...] = (),
+                 usage: str | None = None, **attrs: Any) -> None:  # fmt: skip
         super().__init__(name, callback=self._run, **attrs)
         self.run, self.exclusive, self.usage = run, exclusive, usage
 
@@ -99,9 +90,9 @@ class Command(click.Command):
 def invoke(ctx: click.Context, run: Callable[[Any], int], args: Any) -> int:
     """``run(args)``'s exit status; a ``UsageError`` a line per problem (4), a closed pipe 141."""
     try:
-        status = run(args)
+        status = int(run(args))
         sys.stdout.flush()
-        return int(status)
+        return status
     except UsageError as exc:
         print_problems(" ".join(ctx.command_path.split()[:2]), problem_lines(str(exc)))
         return Exit.USAGE

@@ -12,12 +12,9 @@ from rocm_fleet.cli.exits import UsageError, option
 from rocm_fleet.engine import inventory as engine_inventory
 
 
-def load_inventory(
-    inventory_path: str,
-    limits: Sequence[str],
-    check_for_changes: bool,
-    override_data: dict[str, Any] | None = None,
-) -> tuple[Any, list[Any]]:
+def load_inventory(inventory_path: str, limits: Sequence[str], check_for_changes: bool,
+                   override_data: dict[str, Any] | None = None,
+                   ) -> tuple[Any, list[Any]]:  # fmt: skip
     """(pyinfra State, the chosen hosts), loaded as pyinfra's CLI does."""
     # @local, @chroot/DIR, @docker/NAME, ...: pyinfra connectors, not files
     looks_like_file = not inventory_path.startswith("@") and (
@@ -52,19 +49,11 @@ def load_inventory(
 def host_options(prefix: str = "") -> list[Any]:
     """``--limit`` and ``--data``; ``prefix`` leads their help (e.g. "with INVENTORY: ")."""
     return [
-        option(
-            "--limit",
-            multiple=True,
-            help=f"{prefix}group, host name or glob (repeatable; commas split)",
-        ),
-        option(
-            "--data",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help=f"{prefix}override a data value for every host, as pyinfra's --data does "
-            "(repeatable)",
-        ),
-    ]
+        option("--limit", multiple=True,
+               help=f"{prefix}group, host name or glob (repeatable; commas split)"),
+        option("--data", multiple=True, metavar="KEY=VALUE", help=f"{prefix}override a data "
+               "value for every host, as pyinfra's --data does (repeatable)"),
+    ]  # fmt: skip
 
 
 def parse_data(items: Sequence[str]) -> dict[str, Any]:

@@ -33,9 +33,8 @@ def run(args: Any) -> int:
     from rocm_fleet.model import settings_reference as settings
 
     if args.json:
-        found = {item.key: asdict(item) for item in settings.described()}
-        for item in found.values():
-            del item["key"]
+        found = {i.key: asdict(i) for i in settings.described()}
+        found = {key: {k: v for k, v in item.items() if k != "key"} for key, item in found.items()}
         print(json.dumps(found, indent=2, default=repr))
     elif args.schema:
         print(json.dumps(settings.json_schema(), indent=2))

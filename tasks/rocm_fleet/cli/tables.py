@@ -50,16 +50,9 @@ def console(screen: Screen) -> Console:
     """A console writing into a string, exactly ``screen``'s width and colour."""
     from rich.console import Console
 
-    return Console(
-        file=io.StringIO(),
-        width=screen.width,
-        force_terminal=screen.colour,
-        no_color=not screen.colour,
-        color_system="standard" if screen.colour else None,
-        highlight=False,
-        emoji=False,
-        markup=False,
-    )
+    return Console(file=io.StringIO(), width=screen.width, force_terminal=screen.colour,
+                   no_color=not screen.colour, color_system="standard" if screen.colour else None,
+                   highlight=False, emoji=False, markup=False)  # fmt: skip
 
 
 def text_of(written: Console) -> str:
@@ -76,14 +69,8 @@ def grid(headers: Sequence[str], gap: int = 2) -> Table:
     """A borderless table, ``gap`` spaces between columns, cells clipped with "…" when short."""
     from rich.table import Table
 
-    table = Table(
-        box=None,
-        pad_edge=False,
-        show_edge=False,
-        show_header=any(headers),
-        header_style="",
-        padding=(0, gap, 0, 0),
-    )
+    table = Table(box=None, pad_edge=False, show_edge=False, show_header=any(headers),
+                  header_style="", padding=(0, gap, 0, 0))  # fmt: skip
     for header in headers:
         table.add_column(header, no_wrap=True, overflow="ellipsis")
     return table

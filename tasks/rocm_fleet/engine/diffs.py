@@ -1,10 +1,5 @@
-"""The detail of what a plan would change (``model.changes``), under pyinfra's ``--diff``: logged
-as pyinfra's ``files.put`` logs its diff (``host.log``, then the lines indented), while the host
-is planned only, and kept per host (``changes_of``) for the audit, which asks for the detail
-without the log (``record_detail``).
-
-Operations call ``detailing()`` before reading anything for the detail (a host's file, apt's
-candidate versions): without ``--diff`` or the audit's JSON nothing more is read."""
+"""What a plan would change (``model.changes``): under ``--diff`` logged as ``files.put`` logs its
+diff, and kept per host (``changes_of``); operations read for it only when ``detailing()``."""
 
 from __future__ import annotations
 
@@ -30,15 +25,10 @@ def record_detail(state: Any) -> None:
     _QUIET.add(state)
 
 
-def _host() -> Any:
-    return ctx_host.get()  # the host itself, not the context's stand-in for it
-
-
 def detailing() -> bool:
-    """Whether the current operation shows its changes in detail: under ``--diff`` (or
-    ``record_detail``), while planning, the first time its body runs (an operation run again
-    shows nothing again)."""
-    host = _host()
+    """Whether the current operation shows its changes: under ``--diff`` (or ``record_detail``),
+    while planning, the first time its body runs."""
+    host = ctx_host.get()  # the host itself, not the context's stand-in for it
     state = host.state
     if not (state.config.DIFF or state in _QUIET) or state.is_executing:
         return False
@@ -46,15 +36,11 @@ def detailing() -> bool:
 
 
 def show(changes: list[PackageChange | FileChange]) -> None:
-    """Keep ``changes`` for the current host's operation and, under ``--diff``, log them: the
-    packages a line each, a file's heading then its diff (``+`` green, ``-`` red, as
-    pyinfra's). Once an operation: its body run again while planning shows nothing again."""
-    host = _host()
+    """Keep ``changes`` for the current host's operation (once) and, under ``--diff``, log them:
+    a package a line, a file's heading then its diff (``+`` green, ``-`` red, as pyinfra's)."""
+    host = ctx_host.get()
     state = host.state
-    found = _CHANGES.get(state)
-    if found is None:
-        found = _CHANGES[state] = {}
-    shown = found.setdefault(host.name, {})
+    shown = _CHANGES.setdefault(state, {}).setdefault(host.name, {})
     if host.current_op_hash in shown:
         return
     shown[host.current_op_hash] = list(changes)
@@ -73,11 +59,8 @@ def show(changes: list[PackageChange | FileChange]) -> None:
 
 
 def _coloured(line: str) -> str:
-    if line.startswith("+") and not line.startswith("+++"):
-        return click.style(line, "green")
-    if line.startswith("-") and not line.startswith("---"):
-        return click.style(line, "red")
-    return line
+    colour = {"+": "green", "-": "red"}.get(line[:1])
+    return click.style(line, colour) if colour and not line.startswith(("+++", "---")) else line
 
 
 def changes_of(state: Any, host_name: str) -> list[PackageChange | FileChange]:

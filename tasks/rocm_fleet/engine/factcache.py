@@ -1,8 +1,5 @@
-"""Facts read once between two changes of a host.
-
-``read_fact`` is ``host.get_fact`` reusing a value read since the host's last change (any
-operation that changed it, a reboot included, makes earlier reads stale); ``remember_fact(s)``
-records values read as part of a larger read (the survey)."""
+"""Facts read once between two changes of a host (``read_fact``); ``remember_fact(s)`` records
+values read as part of a larger read (the survey)."""
 
 from __future__ import annotations
 
@@ -27,9 +24,8 @@ class _Count(NamedTuple):
 
 
 def _changes(state: Any, host: Any) -> int:
-    """How many of the host's completed operations changed it; counted again only when pyinfra's
-    count of completed operations moved, and then only over the operations not complete before
-    (a completed operation stays so)."""
+    """How many of the host's completed operations changed it (recounted over the pending ones
+    only when pyinfra's count of completed operations moved)."""
     results = internal(state, "get_results_for_host")(host)
     completed = results.ops + results.error_ops
     counted = _per_state(_CHANGES, state)
@@ -65,10 +61,7 @@ def _key(fact_cls: type[FactBase], kwargs: dict[str, Any]) -> tuple:
 
 def _per_state(table: str, state: Any) -> dict:
     """The dict ``table`` of pyinfra's ``state``, made on first use."""
-    found = vars(state).get(table)
-    if found is None:
-        found = vars(state)[table] = {}
-    return found
+    return vars(state).setdefault(table, {})
 
 
 def _host_changes_reads() -> tuple[Any, int, dict]:

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from rocm_fleet.engine.context import on_each_host
 from rocm_fleet.engine.version import internal, tested
 
 
@@ -46,25 +47,17 @@ def planned_change(state: Any, host: Any, meta: Any) -> bool:
 
 
 def plan_in_parallel(state: Any, hosts: list[Any], plan_one: Callable[[Any], Any]) -> list[Any]:
-    """``plan_one(host)`` for every host at once on pyinfra's greenlet pool, ``state`` current, in
-    CLI mode (an operation's identity is its call site); each host's result or exception."""
-    import gevent
+    """``on_each_host`` in CLI mode (an operation's identity is its call site), ``state``
+    preparing."""
     import pyinfra
     from pyinfra.api.state import StateStage
-    from pyinfra.context import ctx_state
 
-    was_cli = pyinfra.is_cli
-    pyinfra.is_cli = True
+    was_cli, pyinfra.is_cli = pyinfra.is_cli, True
     state.set_stage(StateStage.Prepare)
     try:
-        with ctx_state.use(state):
-            greenlets = [state.pool.spawn(plan_one, host) for host in hosts]
-            gevent.joinall(greenlets)
+        return on_each_host(state, hosts, plan_one)
     finally:
         pyinfra.is_cli = was_cli
-    return [
-        greenlet.value if greenlet.successful() else greenlet.exception for greenlet in greenlets
-    ]
 
 
 def plan_deploy(state: Any, host: Any, deploy: Callable[[], Any]) -> Any:

@@ -16,15 +16,10 @@ from typing import Any
 _FILES: weakref.WeakKeyDictionary[Any, Path | None] = weakref.WeakKeyDictionary()
 
 
-def load(
-    inventory_path: str,
-    *,
-    check_for_changes: bool,
-    override_data: Mapping[str, Any] | None = None,
-) -> tuple[Any, Any]:
-    """(``State``, ``Inventory``) read by pyinfra's CLI loader, both made current as while a
-    deploy runs; ``override_data`` is ``--data``. Raises whatever the inventory's code raises.
-    ``start`` the state once its hosts are chosen."""
+def load(inventory_path: str, *, check_for_changes: bool,
+         override_data: Mapping[str, Any] | None = None) -> tuple[Any, Any]:  # fmt: skip
+    """(``State``, ``Inventory``) read by pyinfra's CLI loader and made current; ``override_data``
+    is ``--data``; raises what the inventory's code raises."""
     from pyinfra.api import State
     from pyinfra.context import ctx_inventory, ctx_state
     from pyinfra_cli.inventory import make_inventory
@@ -45,8 +40,7 @@ def load(
 
 def matching(inventory: Any, pattern: str) -> list[Any]:
     """The hosts pyinfra's ``--limit PATTERN`` picks, in inventory order: the group of that name,
-    else names matching it as a glob. pyinfra's rule (no public call), compared in
-    ``tests/integration/test_engine_loading.py``."""
+    else names matching it as a glob."""
     from pyinfra.api.exceptions import NoGroupError
 
     try:

@@ -1,6 +1,5 @@
-"""The one ``model.fleet.Fleet`` of each pyinfra inventory: each host's data is read
-(``host.data.dict()``) and validated once, when first needed; later changes to the same
-``Inventory`` are not seen."""
+"""The one ``model.fleet.Fleet`` of each pyinfra inventory, each host's data read and validated
+once, when first needed."""
 
 from __future__ import annotations
 

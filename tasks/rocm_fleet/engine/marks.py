@@ -1,8 +1,5 @@
-"""A mark on a host for as long as a run changes it, outside the plan (no change reported).
-
-``mark_while_changing`` runs ``start`` before the host's first operation, only when the plan
-changes the host, and ``end`` after the run's last operation. A failing ``start`` fails the
-host at that operation, with its stderr as the reason, before anything ran."""
+"""A mark on a host for as long as a run changes it, outside the plan (no change reported); a
+failing ``start`` fails the host at its first operation, its stderr the reason."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Where a host's inventory key was set, so an error about it names the file and line.
-
-``where_set`` walks pyinfra's host-data waterfall (``--data``, the host's entry, its groups
-last-listed first, ``all``) and names the first layer holding the key. ``raise_at`` raises an
-error from that line, so pyinfra's "pyinfra error in FILE line N" points there."""
+"""Where a host's inventory key was set (``where_set``: pyinfra's data waterfall), and ``raise_at``
+raising an error from that file and line."""
 
 from __future__ import annotations
 
@@ -45,20 +42,13 @@ def _assigned_at(path: Path, key: str) -> int | None:
     try:
         tree = ast.parse(path.read_text(errors="replace"))
     except (OSError, SyntaxError, ValueError):
-        line = _key_line(path, key)
-        return line if line else None
+        return _key_line(path, key) or None
     found = None
     for node in tree.body:
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, (ast.AnnAssign, ast.AugAssign))
-            else []
-        )
-        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-        if key in names:
-            found = node.lineno
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if key in {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}:
+                found = node.lineno
     return found
 
 
@@ -74,9 +64,8 @@ def _group_source(host: Any, group: str, key: str) -> tuple[str, Path | None, in
         line = _key_line(inventory, key, after=_key_line(inventory, group, assigned=True))
         if line:
             return _shown(inventory), inventory, line
-    if group == "all":
-        return "the inventory's all group", None, 0
-    return f"the inventory's group {group!r}", None, 0
+    return ("the inventory's all group" if group == "all" else f"the inventory's group {group!r}",
+            None, 0)  # fmt: skip
 
 
 def _shown(path: Path) -> str:
@@ -88,8 +77,7 @@ def _shown(path: Path) -> str:
 
 def where_set(host: Any, key: str) -> tuple[str, Path | None, int] | None:
     """(description, file or None, line or 0) of where ``host``'s ``key`` was set, e.g.
-    ("group_data/radeon.py", path, 3) or ("--data", None, 0); None when no layer holds it or it
-    is the host's own entry in an API inventory. A file is named only when it sets the key."""
+    ("--data", None, 0); None when no layer holds it or it is an API inventory's host entry."""
     inventory = host.inventory
     if key in inventory.get_override_data():
         return "--data", None, 0
@@ -122,14 +110,12 @@ def _key_line(path: Path, key: str, after: int = 0, assigned: bool = False) -> i
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
         return 0
-    numbered = enumerate(lines, 1)
-    return next((n for n, line in numbered if n >= after and pattern.search(line)), 0)
+    return next((n for n, line in enumerate(lines, 1) if n >= after and pattern.search(line)), 0)
 
 
 def raise_at(error: Exception, host: Any, key: str | None) -> NoReturn:
     """Raise ``error`` from a frame compiled at the file and line that set ``key`` on ``host``
-    (``--data`` for an override; the host's line for a key no file set); from here when there
-    is no file. Nothing of the file runs."""
+    (else the host's line; else from here). Nothing of the file runs."""
     found = where_set(host, key) if key else None
     name, line = (found[0], found[2]) if found and (found[1] or found[0] == "--data") else ("", 0)
     if not name:

@@ -1,8 +1,5 @@
-"""Refusing a host while planning, and the per-``State`` record of preflight's outcomes.
-
-A refused host gets the reason on its line, loses its planned operations and is marked failed
-(``State.fail_hosts``): no run or ``--dry`` goes on with it, the exit status says so, and the
-rest of the fleet carries on."""
+"""Refusing a host while planning (the reason on its line, its operations dropped, the host
+failed; the fleet carries on), and the per-``State`` record of preflight's outcomes."""
 
 from __future__ import annotations
 
@@ -56,9 +53,8 @@ def outcome_of(target: Any = None) -> Outcome | None:
 
 
 def refuse_host(reason: str) -> None:
-    """Refuse the current host while planning: log why, drop its planned operations, mark it
-    failed. Re-raises pyinfra's error only when other hosts remain (over ``--fail-percent``).
-    The line is ``visible``: a reason quotes what the node reported."""
+    """Refuse the current host while planning: log why (``visible``), drop its operations, fail it;
+    pyinfra's error re-raised only when other hosts remain (over ``--fail-percent``)."""
     host.log_styled(f"refused: {visible(reason)}", fg="red", log_func=logger.error)
     state = host.state
     fail_hosts = internal(state, "fail_hosts")  # outside the try: its error is no refusal

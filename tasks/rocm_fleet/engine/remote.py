@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,10 +47,8 @@ def run_on(host: Any, argv: Sequence[str], sudo: bool = False) -> Ran:
 
 def forget(host: Any) -> None:
     """Drop ``host``'s connection (after a deploy that may have rebooted it)."""
-    try:
+    with contextlib.suppress(Exception):  # a connection already gone is what we wanted
         if is_ssh(host):
             close(host)
         elif host.connected:
             host.disconnect()
-    except Exception:  # a connection already gone is what we wanted
-        pass

@@ -4,8 +4,7 @@ checks), for tools running their own commands over it (the node checks)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import logging.handlers
 from typing import Any
 
 
@@ -13,30 +12,7 @@ class ConnectFailed(Exception):
     """The host could not be reached, or was refused (its key); one line saying why."""
 
 
-class _Collected(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage().strip())
-
-
 _QUIET = logging.NullHandler()
-
-
-@contextmanager
-def _pyinfra_warnings() -> Iterator[list[str]]:
-    """pyinfra's connection warnings, collected instead of printed."""
-    logger = logging.getLogger("pyinfra")
-    handler, propagate = _Collected(), logger.propagate
-    logger.addHandler(handler)
-    logger.propagate = False
-    try:
-        yield handler.lines
-    finally:
-        logger.removeHandler(handler)
-        logger.propagate = propagate
 
 
 def connect(host: Any) -> Any:
@@ -44,11 +20,23 @@ def connect(host: Any) -> Any:
     ``ConnectFailed`` with pyinfra's reason (and the fix for a changed key)."""
     # paramiko's transport thread logs a traceback for what ConnectFailed says in one line.
     logging.getLogger("paramiko").addHandler(_QUIET)
-    with _pyinfra_warnings() as warned:
-        try:
-            host.connect(show_errors=False, raise_exceptions=True)
-        except Exception as exc:  # pyinfra's ConnectError, or whatever paramiko raised
-            raise ConnectFailed(_reason(exc, warned)) from None
+    logger = logging.getLogger("pyinfra")  # its warnings collected instead of printed
+    warned, propagate = logging.handlers.BufferingHandler(capacity=1000), logger.propagate
+    warned.setLevel(logging.WARNING)
+    logger.addHandler(warned)
+    logger.propagate = False
+    try:
+        host.connect(show_errors=False, raise_exceptions=True)
+    except Exception as exc:  # pyinfra's ConnectError, or whatever paramiko raised
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        lines = [record.getMessage().strip() for record in warned.buffer]
+        fix = [line for line in lines if line.startswith("ssh-keygen -R")]
+        if "host key" in reason.lower() and fix:
+            reason += f": refused, as pyinfra refuses it; if the new key is expected: {fix[0]}"
+        raise ConnectFailed(reason) from None
+    finally:
+        logger.removeHandler(warned)
+        logger.propagate = propagate
     client = getattr(host.connector, "client", None)
     if client is None:
         raise ConnectFailed(f"{host.name} is not reached over SSH ({type(host.connector)})")
@@ -62,14 +50,6 @@ def close(host: Any) -> None:
         host.disconnect()
     if client is not None:
         client.close()
-
-
-def _reason(exc: Exception, warned: Sequence[str]) -> str:
-    reason = " ".join(str(exc).split()) or type(exc).__name__
-    fix = [line.strip() for line in warned if line.strip().startswith("ssh-keygen -R")]
-    if "host key" in reason.lower() and fix:
-        reason += f": refused, as pyinfra refuses it; if the new key is expected: {fix[0]}"
-    return reason
 
 
 def is_ssh(host: Any) -> bool:

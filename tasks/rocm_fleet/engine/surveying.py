@@ -1,8 +1,5 @@
-"""The survey: every fact preflight and the plan of a converged host read, in one round trip.
-
-``survey_reads`` is the one declaration of what a host is read for; ``read_survey`` reads it
-with one ``Survey`` fact, fills the fact cache and returns the ``HostSurvey``. A plan of a
-converged host that reads beyond the survey fails the plan tests."""
+"""The survey: every fact preflight and the plan of a converged host read (``survey_reads``), read
+in one round trip into the fact cache (``read_survey``)."""
 
 from __future__ import annotations
 
@@ -13,53 +10,10 @@ from typing import TYPE_CHECKING, Any
 from pyinfra import host
 
 from rocm_fleet.engine.factcache import remember_facts
-from rocm_fleet.facts.apt import (
-    AptInstallSize,
-    AptSourceLines,
-    DebianMirror,
-    DpkgInterrupted,
-    HeldPackages,
-    InstalledPackages,
-    KeyringFingerprints,
-)
+from rocm_fleet.facts import apt, boot, files, gpu, python, secureboot, slurm, system, users
 from rocm_fleet.facts.apt_removal import DistroRocmPackages, PackagePurge
-from rocm_fleet.facts.boot import BootKernels
-from rocm_fleet.facts.files import (
-    DirectoryExists,
-    FileDigest,
-    Ledger,
-    LockHeld,
-    PullStatus,
-    WritableByOthers,
-)
-from rocm_fleet.facts.gpu import KfdNodes, PciGpus, RocmVersion
-from rocm_fleet.facts.python import TorchBuildStrings, VenvDistributions
 from rocm_fleet.facts.round_trip import Read, Survey, host_survey
-from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
-from rocm_fleet.facts.slurm import SlurmNode
-from rocm_fleet.facts.system import (
-    AmdgpuModule,
-    ApuMemory,
-    Architecture,
-    DaemonRunning,
-    DistroRelease,
-    FreeSpace,
-    Identity,
-    LoadedModules,
-    Nameservers,
-    NvidiaStack,
-    RebootRequired,
-    RunningKernel,
-    Wsl,
-)
-from rocm_fleet.facts.users import GroupMembership
-from rocm_fleet.model import paths
-from rocm_fleet.model.conflicts import (
-    AMD_PACKAGE_NAMES,
-    AMD_PROGRAMS,
-    AMD_REPOSITORY_HOSTS,
-    DISTRO_ROCM_PACKAGES,
-)
+from rocm_fleet.model import conflicts, paths
 from rocm_fleet.model.nvidia import NVIDIA_PACKAGE_EXCEPTIONS, NVIDIA_PACKAGE_PATTERNS, nvidia_stack
 
 if TYPE_CHECKING:
@@ -68,120 +22,79 @@ if TYPE_CHECKING:
 
 
 def survey_reads(config: Config) -> list[Read]:
-    """Every read a host gets, each key once: preflight's and the audit's, and every fact the
-    deploy reads on a converged host, with the same arguments (the same ``Read``s for hosts
-    whose settings ask the same)."""
-    return list(
-        _reads(
-            config.pytorch_venv,
-            config.torch is not None,
-            tuple(config.wanted_packages(config.expected_gfx_list)),
-            config.stream.version_regex(config.release),
-            config.rocm_driver,
-            tuple(config.rocm_users),
-            config.rocm_slurm_gres,
-            config.rocm_slurm_node_name,
-        )
-    )
+    """Every read a host gets, each once: preflight's, the audit's, and every fact the deploy
+    reads on a converged host, with the same arguments."""
+    return list(_reads(
+        config.pytorch_venv, config.torch is not None,
+        tuple(config.wanted_packages(config.expected_gfx_list)),
+        config.stream.version_regex(config.release), config.rocm_driver,
+        tuple(config.rocm_users), config.rocm_slurm_gres, config.rocm_slurm_node_name,
+    ))  # fmt: skip
 
 
 @functools.lru_cache(maxsize=16)
-def _reads(
-    venv: str,
-    torch: bool,
-    packages: tuple[str, ...],
-    version_regex: str,
-    rocm_driver: str,
-    rocm_users: tuple[str, ...],
-    slurm_gres: bool,
-    slurm_node_name: str | None,
-) -> tuple[Read, ...]:
+def _reads(venv: str, torch: bool, packages: tuple[str, ...], version_regex: str,
+           rocm_driver: str, rocm_users: tuple[str, ...], slurm_gres: bool,
+           slurm_node_name: str | None) -> tuple[Read, ...]:  # fmt: skip
     install_paths = [*paths.INSTALL_PATHS, *([venv] if torch else [])]
     certificates = [cert for cert, _ in paths.MOK_KEYS.values()]
+    digest, ledger = files.FileDigest, files.Ledger
     reads = [
-        Read("distro", DistroRelease),
-        Read("arch", Architecture),
-        Read("kernel", RunningKernel),
-        Read("identity", Identity),
-        Read("wsl", Wsl),
-        Read("pci", PciGpus),
-        Read("kfd", KfdNodes),
-        Read("amdgpu", AmdgpuModule),
-        Read("apu_memory", ApuMemory),
-        Read("modules", LoadedModules),
-        Read("packages", InstalledPackages),
-        Read(
-            "nvidia_purge",
-            PackagePurge,
-            {"patterns": NVIDIA_PACKAGE_PATTERNS, "exceptions": NVIDIA_PACKAGE_EXCEPTIONS},
-        ),
-        Read(
-            "distro_rocm",
-            DistroRocmPackages,
-            {
-                "patterns": DISTRO_ROCM_PACKAGES,
-                "same_names": AMD_PACKAGE_NAMES,
-                "tools": AMD_PROGRAMS,
-            },
-        ),
-        Read("sources", AptSourceLines, {"hosts": AMD_REPOSITORY_HOSTS}),
-        Read("rocm_version", RocmVersion),
-        Read("secure_boot", SecureBoot),
-        Read("reboot", RebootRequired),
-        Read("venv", VenvDistributions, {"venv": venv}),
-        Read("torch_build", TorchBuildStrings, {"venv": venv}),
-        Read("disk", FreeSpace, {"paths": install_paths}),
+        Read("distro", system.DistroRelease), Read("arch", system.Architecture),
+        Read("kernel", system.RunningKernel), Read("identity", system.Identity),
+        Read("wsl", system.Wsl), Read("pci", gpu.PciGpus), Read("kfd", gpu.KfdNodes),
+        Read("amdgpu", system.AmdgpuModule), Read("apu_memory", system.ApuMemory),
+        Read("modules", system.LoadedModules), Read("packages", apt.InstalledPackages),
+        Read("nvidia_purge", PackagePurge,
+             {"patterns": NVIDIA_PACKAGE_PATTERNS, "exceptions": NVIDIA_PACKAGE_EXCEPTIONS}),
+        Read("distro_rocm", DistroRocmPackages, {"patterns": conflicts.DISTRO_ROCM_PACKAGES,
+             "same_names": conflicts.AMD_PACKAGE_NAMES, "tools": conflicts.AMD_PROGRAMS}),
+        Read("sources", apt.AptSourceLines, {"hosts": conflicts.AMD_REPOSITORY_HOSTS}),
+        Read("rocm_version", gpu.RocmVersion), Read("secure_boot", secureboot.SecureBoot),
+        Read("reboot", system.RebootRequired),
+        Read("venv", python.VenvDistributions, {"venv": venv}),
+        Read("torch_build", python.TorchBuildStrings, {"venv": venv}),
+        Read("disk", system.FreeSpace, {"paths": install_paths}),
         # Sized as if expected_gfx named every GPU (else the plan asks apt again).
-        Read(
-            "apt",
-            AptInstallSize,
-            {
-                "packages": list(packages),
-                "version_regex": version_regex,
-            },
-        ),
-        *(Read("mok", MokKeyState, {"path": cert}) for cert in certificates),
-        Read("dpkg", DpkgInterrupted),
-        *(Read("keyrings", KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
-        *(Read("files", FileDigest, {"path": f}) for f in paths.MANAGED_FILES),
-        *(Read("files", FileDigest, {"path": k}) for k in paths.MANAGED_KEYRINGS),
-        *(Read("directories", DirectoryExists, {"path": d}) for d in paths.MANAGED_DIRECTORIES),
-        Read("nginx", DaemonRunning, {"pidfile": paths.NGINX_PID}),
-        Read("ledgers", Ledger, {"path": paths.DRIVER_LEDGER}),
-        Read("held_packages", HeldPackages),
-        Read("ledgers", Ledger, {"path": paths.KERNEL_HOLD_LEDGER}),
-        Read("files", FileDigest, {"path": paths.venv_marker(venv)}),
-        Read("files", FileDigest, {"path": paths.venv_marker(paths.PULL_VENV)}),
-        Read("ledgers", Ledger, {"path": paths.DIRECTORY_LEDGER}),
-        Read("writable_by_others", WritableByOthers, {"path": venv}),
-        Read("writable_by_others", WritableByOthers, {"path": paths.PULL_VENV}),
-        Read("boot", BootKernels),
-        *(Read("files", FileDigest, {"path": cert}) for cert in certificates),
-        *(
-            Read("mok_pending", MokPending, {"path": cert})
-            for cert in (certificates if rocm_driver == "dkms" else [])
-        ),
-        Read(
-            "groups",
-            GroupMembership,
-            {"groups": list(paths.GPU_GROUPS), "users": list(rocm_users)},
-        ),
-        Read("mirror", DebianMirror),
-        Read("nameservers", Nameservers),
-        Read("pull_running", LockHeld, {"path": paths.PULL_LOCK}),
-        Read("pull_status", PullStatus, {"path": paths.PULL_STATUS_METRICS}),
-        Read("files", FileDigest, {"path": paths.SLURM_GRES_CONF}),
-        Read("ledgers", Ledger, {"path": paths.SLURM_GRES_LEDGER}),
-        Read("files", FileDigest, {"path": paths.SLURM_GRES_LEDGER}),
-        Read("files", FileDigest, {"path": paths.SLURM_HEALTH_PROGRAM}),
-        Read("files", FileDigest, {"path": paths.SLURM_HEALTH_BASELINE}),
-        Read("ledgers", Ledger, {"path": paths.ACCEPTANCE_LEDGER}),
-        Read("files", FileDigest, {"path": paths.ACCEPTANCE_LEDGER}),
-    ]
+        Read("apt", apt.AptInstallSize,
+             {"packages": list(packages), "version_regex": version_regex}),
+        *(Read("mok", secureboot.MokKeyState, {"path": cert}) for cert in certificates),
+        Read("dpkg", apt.DpkgInterrupted),
+        *(Read("keyrings", apt.KeyringFingerprints, {"path": k}) for k in paths.MANAGED_KEYRINGS),
+        *(Read("files", digest, {"path": f}) for f in paths.MANAGED_FILES),
+        *(Read("files", digest, {"path": k}) for k in paths.MANAGED_KEYRINGS),
+        *(Read("directories", files.DirectoryExists, {"path": d})
+          for d in paths.MANAGED_DIRECTORIES),
+        Read("nginx", system.DaemonRunning, {"pidfile": paths.NGINX_PID}),
+        Read("ledgers", ledger, {"path": paths.DRIVER_LEDGER}),
+        Read("held_packages", apt.HeldPackages),
+        Read("ledgers", ledger, {"path": paths.KERNEL_HOLD_LEDGER}),
+        Read("files", digest, {"path": paths.venv_marker(venv)}),
+        Read("files", digest, {"path": paths.venv_marker(paths.PULL_VENV)}),
+        Read("ledgers", ledger, {"path": paths.DIRECTORY_LEDGER}),
+        Read("writable_by_others", files.WritableByOthers, {"path": venv}),
+        Read("writable_by_others", files.WritableByOthers, {"path": paths.PULL_VENV}),
+        Read("boot", boot.BootKernels),
+        *(Read("files", digest, {"path": cert}) for cert in certificates),
+        *(Read("mok_pending", secureboot.MokPending, {"path": cert})
+          for cert in (certificates if rocm_driver == "dkms" else [])),
+        Read("groups", users.GroupMembership,
+             {"groups": list(paths.GPU_GROUPS), "users": list(rocm_users)}),
+        Read("mirror", apt.DebianMirror), Read("nameservers", system.Nameservers),
+        Read("pull_running", files.LockHeld, {"path": paths.PULL_LOCK}),
+        Read("pull_status", files.PullStatus, {"path": paths.PULL_STATUS_METRICS}),
+        Read("files", digest, {"path": paths.SLURM_GRES_CONF}),
+        Read("ledgers", ledger, {"path": paths.SLURM_GRES_LEDGER}),
+        Read("files", digest, {"path": paths.SLURM_GRES_LEDGER}),
+        Read("files", digest, {"path": paths.SLURM_HEALTH_PROGRAM}),
+        Read("files", digest, {"path": paths.SLURM_HEALTH_BASELINE}),
+        Read("ledgers", ledger, {"path": paths.ACCEPTANCE_LEDGER}),
+        Read("files", digest, {"path": paths.ACCEPTANCE_LEDGER}),
+    ]  # fmt: skip
     if slurm_gres:
         reads += [
-            Read("directories", DirectoryExists, {"path": paths.SLURM_DIR}),
-            Read("slurm_node", SlurmNode, {"node": slurm_node_name}),
+            Read("directories", files.DirectoryExists, {"path": paths.SLURM_DIR}),
+            Read("slurm_node", slurm.SlurmNode, {"node": slurm_node_name}),
         ]
     unique: dict[str, Read] = {}
     for read in reads:  # a path named twice is read once
@@ -190,9 +103,7 @@ def _reads(
 
 
 class QuietSurveyFailure(logging.Filter):
-    """Drops pyinfra's "Error (ignored): could not load fact: ...Survey reads=[...]" line: a
-    survey that can't run is its caller's refusal, which says why in one line (the host's own
-    error output, printed before it, stays)."""
+    """Drops pyinfra's "could not load fact: ...Survey" line: the caller's refusal says why."""
 
     NAME = f"could not load fact: {Survey.__module__}.{Survey.__name__} "
 
@@ -213,22 +124,14 @@ def _survey(target: Any, reads: list[Read]) -> list[Any] | None:
 
 def read_survey(reads: list[Read]) -> HostSurvey | None:
     """Read ``reads`` from the current host in one round trip and remember every answer
-    (``NvidiaStack`` derived); None when the survey can't run (the host's error printed,
-    the caller refuses it)."""
+    (``NvidiaStack`` derived); None when the survey can't run."""
     answers = _survey(host, reads)
     if answers is None:
         return None
     survey = host_survey(reads, answers)
     stack = nvidia_stack(survey.packages or {}, survey.modules or [])
-    remember_facts(
-        [
-            *(
-                (read.fact, read.kwargs, answer)
-                for read, answer in zip(reads, answers, strict=True)
-            ),
-            (NvidiaStack, {}, stack),
-        ]
-    )
+    answered = ((read.fact, read.kwargs, a) for read, a in zip(reads, answers, strict=True))
+    remember_facts([*answered, (system.NvidiaStack, {}, stack)])
     return survey
 
 

@@ -1,7 +1,5 @@
-"""Which pyinfra runs, whether it is the tested minor, and access to pyinfra internals.
-
-Off the tested minor, ``internal`` raises one ``PyinfraChanged`` naming what moved instead of
-an AttributeError deep in a plan."""
+"""Which pyinfra runs, whether it is the tested minor, and its internals (``internal``: a
+``PyinfraChanged`` naming what moved)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ driver-firmware-support.yaml, gpus.yaml); a row that can't be read is refused, n
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import re
 from collections.abc import Iterable, Iterator
@@ -157,8 +158,7 @@ def os_support(text: str) -> dict:
         order = list(dict.fromkeys(MODEL_GFX.values()))  # newest target first
         targets = {MODEL_GFX[m] for m in names}
         debian[key] = {"models": names, "gfx": [g for g in order if g in targets]}
-    families_listed = {k: sorted(v) for k, v in sorted(families.items())}
-    return {"families": families_listed, "per_model": debian}
+    return {"families": {k: sorted(v) for k, v in sorted(families.items())}, "per_model": debian}
 
 
 def release_history(text: str) -> dict[str, str]:
@@ -179,10 +179,8 @@ def release_history(text: str) -> dict[str, str]:
 
 def _iso_date(text: str, version: str) -> str:
     for form in ("%B %d, %Y", "%b %d, %Y"):
-        try:
+        with contextlib.suppress(ValueError):
             return datetime.strptime(text, form).date().isoformat()
-        except ValueError:
-            continue
     raise MatrixDataError(f"versions.rst: release {version}: {text!r} is not a date")
 
 

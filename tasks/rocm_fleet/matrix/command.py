@@ -164,24 +164,15 @@ command = click.Group(
     epilog=epilog("Here: 0 the matrix printed."),
     params=[
         option("--json", is_flag=True, help="print the matrix as JSON"),
-        option(
-            "--sources",
-            is_flag=True,
-            help="print the GPU targets, distros, kernels, torch builds and repositories, each "
-            "row with its source",
-        ),
-        option(
-            "--site-data",
-            metavar="FILE",
-            help="a site's matrix data (what rocm_matrix_data names): its releases are shown "
-            f"after the committed ones, marked as the site's (default: {site_data.ENVIRONMENT})",
-        ),
+        option("--sources", is_flag=True, help="print the GPU targets, distros, kernels, torch "
+               "builds and repositories, each row with its source"),
+        option("--site-data", metavar="FILE", help="a site's matrix data (what rocm_matrix_data "
+               "names): its releases are shown after the committed ones, marked as the site's "
+               f"(default: {site_data.ENVIRONMENT})"),
     ],
     commands=[
         Command(
-            "check",
-            check,
-            short_help="check every row against upstream (or a mirror)",
+            "check", check, short_help="check every row against upstream (or a mirror)",
             help="Ask upstream (or a mirror) about every row of the matrix: each suite's "
             "signed InRelease exists with the Origin the pin names, the Core SDK's packages and "
             "the amdgpu driver folders exist, each key URL serves the pinned fingerprint, each "
@@ -194,29 +185,22 @@ command = click.Group(
             ),
             params=[
                 option("--release", help="check only this release's row"),
-                option(
-                    "--apt-base",
-                    help="mirror of AMD's hosts, one directory per host "
-                    "(URL/repo.radeon.com/rocm/apt/...)",
-                ),
-                option(
-                    "--torch-base",
-                    help=f"mirror of {matrix.PYTORCH_INDEX_BASE_URL} (URL/rocm7.2/torch/...)",
-                ),
+                option("--apt-base", help="mirror of AMD's hosts, one directory per host "
+                       "(URL/repo.radeon.com/rocm/apt/...)"),
+                option("--torch-base",
+                       help=f"mirror of {matrix.PYTORCH_INDEX_BASE_URL} (URL/rocm7.2/torch/...)"),
                 _fingerprint_option(
                     "the key a mirror signs with instead of AMD's, for one stream "
                     f"({', '.join(s.name for s in matrix.STREAMS)}) or all (repeatable)"
                 ),
-                option(
-                    "--timeout", type=float, default=20.0, help="seconds per request (default 20)"
-                ),
+                option("--timeout", type=float, default=20.0,
+                       help="seconds per request (default 20)"),
                 option("--retries", type=int, default=3, help="retries per request (default 3)"),
                 option("--json", is_flag=True, help="print the report as JSON"),
             ],
         ),
         Command(
-            "update",
-            update,
+            "update", update,
             short_help="--output FILE: a site's data, releases published after this "
             "rocm-fleet; --records: rocm-fleet's own tables from stored upstream records",
             help="With --output FILE: write a site's own matrix data, the releases upstream "
@@ -241,16 +225,13 @@ command = click.Group(
                 ),
                 option("--records", help="the stored upstream records' directory"),
                 option("--overrides", help="the cited overrides (TOML)"),
-                option(
-                    "--data-dir",
-                    help="the data files' directory, to write (or compare with); without it "
-                    "--check compares with the ones this rocm-fleet reads",
-                ),
+                option("--data-dir", help="the data files' directory, to write (or compare "
+                       "with); without it --check compares with the ones this rocm-fleet reads"),
                 option("--check", is_flag=True, help="compare, don't write"),
             ],
         ),
     ],
-)
+)  # fmt: skip
 
 # docs/supported-releases.md's tables: python -m rocm_fleet.matrix.command
 if __name__ == "__main__":

@@ -205,9 +205,8 @@ def pci_amd_devices(text: str) -> dict[str, str]:
     return out
 
 
-# Records of inputs that may be read but not committed: the cells the generator reads, as TOML,
-# rendered back into the file's form for the same parsers.
-# The sections of AMD's historical CSV the tool reads (classic_releases, gpu_listed_from).
+# Records of inputs that may be read but not committed (the cells read, as TOML, rendered back
+# for the same parsers). The historical CSV's sections read (classic_releases, gpu_listed_from):
 RECORDED_SECTIONS = ("Operating systems", "GPU / LLVM target", "AMD GPU Driver")
 
 

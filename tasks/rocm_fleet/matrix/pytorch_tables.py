@@ -68,10 +68,7 @@ def torch_index(version: str, stable: dict[str, str] | set[str]) -> str | None:
     (6.2.4 -> rocm6.2.4) or its minor (6.4.3 -> rocm6.4)."""
     named = set(stable.values()) if isinstance(stable, dict) else stable
     minor = ".".join(version.split(".")[:2])
-    for candidate in (version, minor):
-        if candidate in named:
-            return f"rocm{candidate}"
-    return None
+    return next((f"rocm{c}" for c in (version, minor) if c in named), None)
 
 
 LISTING_CAP = 8 * 1024 * 1024  # bytes: whl/rocm7.2/torch/ is ~100 KiB

@@ -37,24 +37,19 @@ def _data_row(rel: matrix.Release) -> dict[str, Any] | None:
     return next((r for r in upstream_data.RELEASES if r["version"] == rel.version), None)
 
 
-def _origin(origin: str) -> str:
-    """An origin a row's "from" names, as the tables print it (else as itself)."""
-    return upstream_data.ORIGINS.get(origin, origin)
-
-
 def source_text(rel: matrix.Release, site: SiteData | None = None) -> str:
     """Where a release row comes from, e.g. "AMD's table; torch: PyTorch's matrix"."""
     row = _data_row(rel)
     if row is None:
         return f"site matrix data {site.path}" if site is not None else "site matrix data"
-    origins = row["from"]
-    parts = [_origin(origins["row"])]
+    origins, named = row["from"], upstream_data.ORIGINS
+    torch = origins.get("torch_index", FROM_PYTORCH_NONE)
+    parts = [named.get(origins["row"], origins["row"])]
     if "distros" in origins:
-        parts.append(f"distros: {_origin(origins['distros'])}")
-    if rel.amd_wheels:
-        parts.append("torch: AMD's install page")
-    else:
-        parts.append(f"torch: {_origin(origins.get('torch_index', FROM_PYTORCH_NONE))}")
+        parts.append(f"distros: {named.get(origins['distros'], origins['distros'])}")
+    parts.append(
+        "torch: AMD's install page" if rel.amd_wheels else f"torch: {named.get(torch, torch)}"
+    )
     return "; ".join(parts)
 
 
@@ -151,32 +146,23 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
             source = {"from": "site", "citation": site.provenance, "site": str(site.path)}
         else:
             source = {"from": row["from"], "citation": row["source"]}
-        releases.append(
-            {
-                "version": rel.version,
-                "stream": rel.stream.name,
-                "repository": asdict(rel.repository),
-                "distros": {
-                    row.key: {
-                        "support": rel.support(row).value if rel.support(row) else None,
-                        "suite": pub.suite if (pub := rel.publication(row)) else None,
-                        "directory": pub.directory if pub else None,
-                    }
-                    for row in matrix.DISTROS
-                },
-                "torch_index": rel.torch_index,
-                "torch_builds": [asdict(b) for b in rel.torch_builds],
-                "torch_runtime": rel.torch_runtime,
-                "no_torch": None if rel.torch_builds else rel.no_torch_reason,
-                "amd_wheels": asdict(rel.amd_wheels) if rel.amd_wheels else None,
-                "amdgpu_driver": matrix.amdgpu_repo_version(rel),
-                "root": rel.root,
-                "rocminfo": rel.rocminfo,
-                "gpu_targets": gpu_targets(rel),  # what AMD lists for it (matrix.GPU_TARGETS)
-                "source": {**source, "text": source_text(rel, site),
-                           "tested": "lab only" if rel.version in LAB_TESTED else None},
-            }
-        )  # fmt: skip
+        releases.append({
+            "version": rel.version, "stream": rel.stream.name,
+            "repository": asdict(rel.repository),
+            "distros": {row.key: {
+                "support": rel.support(row).value if rel.support(row) else None,
+                "suite": pub.suite if (pub := rel.publication(row)) else None,
+                "directory": pub.directory if pub else None,
+            } for row in matrix.DISTROS},
+            "torch_index": rel.torch_index, "torch_builds": [asdict(b) for b in rel.torch_builds],
+            "torch_runtime": rel.torch_runtime,
+            "no_torch": None if rel.torch_builds else rel.no_torch_reason,
+            "amd_wheels": asdict(rel.amd_wheels) if rel.amd_wheels else None,
+            "amdgpu_driver": matrix.amdgpu_repo_version(rel), "root": rel.root,
+            "rocminfo": rel.rocminfo, "gpu_targets": gpu_targets(rel),
+            "source": {**source, "text": source_text(rel, site),
+                       "tested": "lab only" if rel.version in LAB_TESTED else None},
+        })  # fmt: skip
     return {
         "streams": [stream_json(s) for s in matrix.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],
@@ -233,20 +219,17 @@ def _cell(value: Any) -> str:
     return "—" if value is None else str(value)
 
 
-def _row_origin(row: dict) -> str:
-    """Where a row comes from: the record (per field where they differ), or "override"."""
-    origin = row["from"]
-    if isinstance(origin, dict):
-        return "; ".join(f"{field}: {where}" for field, where in origin.items())
-    return origin
-
-
 def source_rows() -> list[tuple[str, list[str], list[list[str]]]]:
     """(title, headers, rows) per table: the values, where the row comes from, its citation."""
+
+    def origin(of: str | dict) -> str:  # per field where they differ
+        return "; ".join(f"{k}: {v}" for k, v in of.items()) if isinstance(of, dict) else of
+
     out = []
     for section, rows in sections().items():
         title, fields = SOURCE_TABLES[section]
-        body = [[*(_cell(r.get(f)) for f in fields), _row_origin(r), r["source"]] for r in rows]
+        body = [[*(_cell(r.get(f)) for f in fields), origin(r["from"]), r["source"]]
+                for r in rows]  # fmt: skip
         out.append((title, [*fields, "from", "source"], body))
     return out
 
@@ -265,11 +248,8 @@ def sources_markdown() -> str:
 
 def sources_text() -> str:
     """``rocm-fleet matrix --sources``: each row of the other tables and where it comes from."""
-    parts = []
-    for title, headers, rows in source_rows():
-        lines = [f"{title}:"]
-        for row in rows:
-            lines.append("  " + "  ".join(row[: len(headers) - 2]))
-            lines.append(f"    from {row[-2]}: {row[-1]}")
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts)
+    return "\n\n".join(
+        "\n".join([f"{title}:", *(f"  {'  '.join(row[:-2])}\n    from {row[-2]}: {row[-1]}"
+                                   for row in rows)])
+        for title, _headers, rows in source_rows()
+    )  # fmt: skip

@@ -73,15 +73,6 @@ def run(args: Any, fingerprints: dict[str, str]) -> int:
 
 # The rows of a site's matrix data: releases upstream publishes that the committed matrix
 # lacks, read over verified TLS, no amdgpu driver (docs/decisions/site-matrix-data.md).
-def _stream_and_repository(where: str) -> tuple[matrix.Stream, matrix.Repository] | None:
-    for repo in (matrix.MULTI_ARCH_REPOSITORY, matrix.STABLE_REPOSITORY):
-        if where.startswith(repo.base_url + "/"):
-            return matrix.CORE_SDK, repo
-    if where.startswith(matrix.CLASSIC_REPOSITORY.base_url + "/"):
-        return matrix.CLASSIC, matrix.CLASSIC_REPOSITORY
-    return None
-
-
 def _labelled(upstream: UpstreamClient, url: str, project: str, label: str) -> list[str]:
     """The public versions of ``project`` on the index at ``url`` with local label ``label``."""
     versions = [Version(v) for v in listed_versions(upstream, url, project) or ()]
@@ -132,7 +123,10 @@ def new_rows(upstream: UpstreamClient, fingerprints: dict[str, str],
         version, where = found.release, found.where
         if only is not None and version not in only:
             continue
-        kind = _stream_and_repository(where)
+        kinds = [(matrix.CORE_SDK, matrix.MULTI_ARCH_REPOSITORY),
+                 (matrix.CORE_SDK, matrix.STABLE_REPOSITORY),
+                 (matrix.CLASSIC, matrix.CLASSIC_REPOSITORY)]  # fmt: skip
+        kind = next((k for k in kinds if where.startswith(k[1].base_url + "/")), None)
         if kind is None:
             notes.append(f"{version}: found at {where}, in no repository the matrix knows")
             continue

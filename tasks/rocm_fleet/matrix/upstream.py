@@ -63,12 +63,10 @@ def discoveries(data: dict, pci_devices: dict[str, str] | None = None,
                     continue  # CPU / CUDA builds an index may also carry
                 known = torch_builds.get(label)
                 missing = sorted(set(versions) - (known or set()), key=version_key)
-                if known is None:
-                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, a build "
-                                 "label no release of the matrix uses")  # fmt: skip
-                elif missing:
-                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, which "
-                                 "the matrix's builds for it lack")  # fmt: skip
+                why = ("a build label no release of the matrix uses" if known is None
+                       else "which the matrix's builds for it lack")  # fmt: skip
+                if known is None or missing:
+                    lines.append(f"{index} lists torch {', '.join(missing)} +{label}, {why}")
     drivers = list(data.get("amdgpu_drivers") or {})
     for row in data["releases"]:
         if drivers and row["amdgpu_driver"] is None and version_key(row["version"])[0] >= 7:
@@ -124,8 +122,7 @@ def build(inputs: Inputs, sources: dict[str, str],
             for r in previous.get("releases", [])
             if r.get("from", {}).get("row") == FROM_HISTORY and r["version"] not in have
         ]
-        releases = sorted([*releases, *kept], key=lambda r: (
-            STREAMS.index(r["stream"]), version_key(r["version"])))  # fmt: skip
+        releases = sorted([*releases, *kept], key=_release_order)
     sources = {**{k: v for k, v in previous.get("sources", {}).items()
                   if k not in REQUIRED_SOURCES}, **sources}  # fmt: skip
     data = {
@@ -188,9 +185,8 @@ def row_diff(old: dict, new: dict) -> list[str]:
     return lines
 
 
-# The release rows of upstream_data.json: AMD's table's releases, cited overrides filling only
-# what upstream is silent on, the release history's, each release's PyTorch index; each value
-# names its ``from``.
+# upstream_data.json's release rows: AMD's table's, cited overrides filling only what upstream
+# is silent on, the release history's, each release's PyTorch index; each value its ``from``.
 OVERRIDE_FIELDS = {"version", "stream", "repository", "amdgpu_driver", "torch_index", "source"}
 
 
@@ -272,10 +268,11 @@ def release_rows(table: dict[str, dict], support: dict, stable: dict[str, str],
             row["torch_index"], row["from"]["torch_index"] = index, origin
         if row["amdgpu_driver"] is None:
             row["from"].pop("amdgpu_driver", None)
-    ordered = sorted(
-        rows.values(), key=lambda r: (STREAMS.index(r["stream"]), version_key(r["version"]))
-    )
-    return ordered, notes
+    return sorted(rows.values(), key=_release_order), notes
+
+
+def _release_order(row: dict) -> tuple:
+    return STREAMS.index(row["stream"]), version_key(row["version"])
 
 
 def _row(version: str, stream: str, repository: str, origins: dict, source: str | None,
@@ -292,16 +289,6 @@ def _row(version: str, stream: str, repository: str, origins: dict, source: str 
     }  # fmt: skip
 
 
-def _like(version: str, rows: dict[str, dict]) -> dict | None:
-    """The known release a new one belongs with: the newest of the same X.Y, else of X."""
-    key = version_key(version)
-    for width in (2, 1):
-        same = [r for r in rows.values() if version_key(r["version"])[:width] == key[:width]]
-        if same:
-            return max(same, key=lambda r: version_key(r["version"]))
-    return None
-
-
 def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict) -> list[str]:
     """Add the releases only AMD's release history lists, in their neighbours' stream; notes."""
     notes: list[str] = []
@@ -309,7 +296,12 @@ def _from_history(rows: dict[str, dict], history: dict[str, str], support: dict)
     for version, released in sorted(history.items(), key=lambda kv: version_key(kv[0])):
         if version in rows or version_key(version) < oldest:
             continue
-        like = _like(version, rows)
+        key, like = version_key(version), None  # the newest known of the same X.Y, else of X
+        for width in (2, 1):
+            same = [r for r in rows.values() if version_key(r["version"])[:width] == key[:width]]
+            if same:
+                like = max(same, key=lambda r: version_key(r["version"]))
+                break
         if like is None:
             notes.append(
                 f"{FROM_HISTORY} lists {version} ({released}), in no stream the data knows: "
