@@ -20,14 +20,14 @@ from rocm_fleet.model.matrix import (
     release,
     release_versions,
 )
-from rocm_fleet.model.setting_errors import (
+from rocm_fleet.model.settings import (
     Origin,
+    Settings,
     bad_value,
     set_in,
     validated,
     without_credentials,
 )
-from rocm_fleet.model.settings import Settings
 from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.torch_builds import unrecorded_build

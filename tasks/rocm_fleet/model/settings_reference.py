@@ -8,8 +8,7 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
-from rocm_fleet.model.setting_errors import SCHEMA
-from rocm_fleet.model.settings import RENAMED, REQUIRED, SETTINGS, VALID
+from rocm_fleet.model.settings import RENAMED, REQUIRED, SCHEMA, SETTINGS, VALID
 
 
 @dataclass(frozen=True)
