@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.found import LISTED, Found, listed
-from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.host_survey import LISTED, Found, HostSurvey, listed
 from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
 from rocm_fleet.model.versions import ROCM_APT_PATH
 

@@ -10,24 +10,22 @@ from enum import Enum
 from rocm_fleet.model import upstream_data
 
 # Re-exported: the rest of rocm-fleet asks the matrix.
-from rocm_fleet.model.gpu_targets import (  # noqa: F401
-    GFX_NAME,
-    GPU_TARGETS,
-    GpuTarget,
-    gpu_target,
-)
 from rocm_fleet.model.streams import (  # noqa: F401
     CLASSIC,
     CLASSIC_REPOSITORY,
     CORE_SDK,
     CORE_SDK_GFX_PACKAGES,
+    GFX_NAME,
+    GPU_TARGETS,
     MULTI_ARCH_REPOSITORY,
     REPOSITORIES,
     STABLE_REPOSITORY,
     STREAMS,
+    GpuTarget,
     Publication,
     Repository,
     Stream,
+    gpu_target,
 )
 from rocm_fleet.model.torch_builds import (  # noqa: F401
     AMD_STABLE_WHEEL_INDEX,

@@ -11,8 +11,14 @@ from urllib.parse import unquote, urlsplit
 
 from rocm_fleet.assets import render
 from rocm_fleet.model import container_toolkit, matrix, paths
-from rocm_fleet.model.decisions import Mirror, owned_wheels, pinned_requirements
-from rocm_fleet.model.venv_pins import normal_versions, requirement_met, version_matches
+from rocm_fleet.model.decisions import (
+    Mirror,
+    normal_versions,
+    owned_wheels,
+    pinned_requirements,
+    requirement_met,
+    version_matches,
+)
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
