@@ -15,29 +15,9 @@ from pydantic import TypeAdapter, ValidationError, ValidationInfo, WrapValidator
 from pydantic_core import PydanticCustomError
 
 from rocm_fleet.model import paths
+from rocm_fleet.model import setting_types as t
 from rocm_fleet.model.node_settings import CUDA, MIRROR, PROXY, PULL, SLURM, NodeSettings, setting
 from rocm_fleet.model.secrets import shown_value
-from rocm_fleet.model.setting_types import (
-    AbsolutePath,
-    AcceptanceThresholds,
-    Flag,
-    HttpUrl,
-    IpAddress,
-    MirrorName,
-    Networks,
-    NoProxy,
-    Port,
-    Positive,
-    ProxyUrl,
-    PullNodeName,
-    Sha256,
-    SlurmGresType,
-    SlurmNodeName,
-    TimeSpan,
-    UrlOrPath,
-    Valid,
-    one_of,
-)
 
 ACCEPTANCE = "Acceptance"
 _mirror, _proxy, _cuda, _pull = map(setting, (MIRROR, PROXY, CUDA, PULL))
@@ -92,114 +72,114 @@ REQUIRED_WITH = {
 class Settings(NodeSettings):
     """A host's settings (defaults applied): its install's, then the fleet's."""
 
-    rocm_mirror: MirrorName | None = _mirror(
+    rocm_mirror: t.MirrorName | None = _mirror(
         None,
         "The fleet mirror: an inventory host the deploy makes serve AMD's repositories, key and "
         "the PyTorch wheels to the fleet (nginx), or the `http(s)://` URL of one served elsewhere; "
         "hosts naming it fetch from it, apt still checking AMD's signature. Unset: upstream",
     )
-    rocm_mirror_bundle: AbsolutePath | None = _mirror(
+    rocm_mirror_bundle: t.AbsolutePath | None = _mirror(
         None,
         "A bundle made by `rocm-fleet bundle` (a directory where pyinfra runs) the mirror "
         "serves: nothing comes from upstream, and preflight refuses a host needing what it "
         "lacks. Unset: the mirror host is a live cache of upstream",
     )
-    rocm_mirror_port: Port = _mirror(
+    rocm_mirror_port: t.Port = _mirror(
         8080,
         "The port the mirror host serves on (HTTPS with `rocm_mirror_tls_cert`, else plain HTTP)",
     )
-    rocm_mirror_tls_ca: AbsolutePath | None = _mirror(
+    rocm_mirror_tls_ca: t.AbsolutePath | None = _mirror(
         None,
         "The CA certificate (PEM, a path where pyinfra runs) that issued the mirror's: hosts "
         "using the mirror pin it for the mirror alone (apt, pip, curl). Set on the mirror host "
         "with the two below (`rocm-fleet mirror-ca DIR ADDRESS` makes all three), or on hosts "
         "naming an `https://` mirror served elsewhere. Unset: the mirror is plain HTTP",
     )
-    rocm_mirror_tls_cert: AbsolutePath | None = _mirror(
+    rocm_mirror_tls_cert: t.AbsolutePath | None = _mirror(
         None,
         "The mirror's certificate (PEM, where pyinfra runs), issued by `rocm_mirror_tls_ca` "
         "for the address the hosts reach it by; nginx then serves HTTPS only",
     )
-    rocm_mirror_tls_key: AbsolutePath | None = _mirror(
+    rocm_mirror_tls_key: t.AbsolutePath | None = _mirror(
         None,
         "The private key of `rocm_mirror_tls_cert` (PEM, unencrypted, mode 0600 where "
         "pyinfra runs); the mirror host keeps it root-only (0600)",
     )
-    rocm_mirror_listen: IpAddress | None = _mirror(
+    rocm_mirror_listen: t.IpAddress | None = _mirror(
         None,
         "The address the mirror host's nginx listens on. Unset: the address the inventory "
         "reaches it by (`ssh_hostname`) when that is an IP address, else every interface",
     )
-    rocm_mirror_allow: Networks = _mirror(
+    rocm_mirror_allow: t.Networks = _mirror(
         [],
         "Networks (CIDR) besides the inventory's hosts that may use the mirror; nginx refuses "
         "everyone else. Needed for hosts the inventory names by DNS name, not address",
     )
-    rocm_proxy: ProxyUrl | None = _proxy(
+    rocm_proxy: t.ProxyUrl | None = _proxy(
         None,
         "HTTP(S) proxy for apt (all sources), AMD's key and pip, e.g. "
         "`http://proxy.example.org:3128`; no credentials in it",
     )
-    rocm_no_proxy: NoProxy = _proxy(
+    rocm_no_proxy: t.NoProxy = _proxy(
         [],
         "Hosts reached directly, not through `rocm_proxy` (the fleet mirror always is); apt "
         "takes exact host names, curl and pip also `.domain` suffixes and CIDR ranges",
     )
-    rocm_migrate_from_cuda: Flag = _cuda(
+    rocm_migrate_from_cuda: t.Flag = _cuda(
         False,
         "Remove what preflight finds of NVIDIA's stack (driver and CUDA packages, CUDA wheels "
         "in the venv) before installing ROCm; false: its presence stops the host",
     )
-    rocm_pull: Flag = _pull(
+    rocm_pull: t.Flag = _pull(
         False,
         "Make the node converge itself: a systemd timer runs this deploy `@local` from a "
         "pinned rocm-fleet against the node's inventory data fetched from `rocm_pull_source`, "
         "checks the node and writes the audit for node_exporter. False: pull mode's units and "
         "venv are removed",
     )
-    rocm_pull_source: HttpUrl | None = _pull(
+    rocm_pull_source: t.HttpUrl | None = _pull(
         None,
         "The `http(s)://` URL of the fleet's TUF repository (`rocm-fleet publish`), on the "
         "fleet mirror or any static host, whose signed target `nodes/NODE.json` is the node's "
         "settings (required with `rocm_pull`; a push gives it, pulled data never does)",
     )
-    rocm_pull_trusted_root: AbsolutePath | None = _pull(
+    rocm_pull_trusted_root: t.AbsolutePath | None = _pull(
         None,
         "The repository's TUF root metadata (a path where pyinfra runs, e.g. "
         "`REPOSITORY/metadata/root.json`): the keys a node trusts, installed by a push only; "
         "rotations signed by it are then followed through the pull (required with `rocm_pull`)",
     )
-    rocm_pull_node: PullNodeName | None = _pull(
+    rocm_pull_node: t.PullNodeName | None = _pull(
         None,
         "The name of the node's target in the repository (default: its inventory name); "
         "a push gives it, pulled data never does",
     )
-    rocm_pull_seal_keys: AbsolutePath | None = _pull(
+    rocm_pull_seal_keys: t.AbsolutePath | None = _pull(
         None,
         "A directory, where pyinfra and `rocm-fleet publish` run, of each node's own key "
         "(`NODE.pem`, X25519, made by `publish`): `publish` seals the node's target to it and a "
         "push installs the node's key alone, so no other node (nor the mirror) can read its "
         "settings; a push gives it, pulled data never does",
     )
-    rocm_pull_lock: UrlOrPath | None = _pull(
+    rocm_pull_lock: t.UrlOrPath | None = _pull(
         None,
         "URL or path of a requirements file locking rocm-fleet's wheel and every dependency "
         "by hash (`name @ URL --hash=sha256:...`), installed with `pip --require-hashes` "
         "(required with `rocm_pull`)",
     )
-    rocm_pull_lock_sha256: Sha256 | None = _pull(
+    rocm_pull_lock_sha256: t.Sha256 | None = _pull(
         None,
         "SHA-256 the lock file must have, so neither it nor a wheel can be swapped on the "
         "way (required with `rocm_pull`)",
     )
-    rocm_pull_interval: TimeSpan = _pull(
+    rocm_pull_interval: t.TimeSpan = _pull(
         "1h", "How long after one pull the next runs (systemd time span, `OnUnitActiveSec`)"
     )
-    rocm_pull_random_delay: TimeSpan = _pull(
+    rocm_pull_random_delay: t.TimeSpan = _pull(
         "10min",
         "Random delay added to each pull, so a fleet doesn't fetch at once (`RandomizedDelaySec`)",
     )
-    rocm_slurm_gres: Flag = _slurm(
+    rocm_slurm_gres: t.Flag = _slurm(
         False,
         f"Write `{paths.SLURM_GRES_CONF}` from the GPUs preflight finds (one `Name=gpu "
         f"Type=<type> File={paths.RENDER_NODE_PREFIX}<n>` line each; Slurm's AMD autodetect "
@@ -208,23 +188,23 @@ class Settings(NodeSettings):
         "reads it at its next start. False (or `rocm_state: absent`): the file rocm-fleet wrote "
         "goes, if it still holds what rocm-fleet wrote; a site's own file is left alone",
     )
-    rocm_slurm_gres_type: SlurmGresType | None = _slurm(
+    rocm_slurm_gres_type: t.SlurmGresType | None = _slurm(
         None,
         "The GRES type of every GPU of the node (as the site's slurm.conf names it); unset: "
         "the product where the PCI ID names one (`mi300x`, `w7900`), else the gfx target",
     )
-    rocm_slurm_drain: Flag = _slurm(
+    rocm_slurm_drain: t.Flag = _slurm(
         False,
         "`rocm-fleet roll` drains the node in Slurm before changing it, waits for its jobs to "
         "end, and resumes it once the node checks pass (one that fails stays drained, the "
         "reason saying why). A node with no drift is never drained",
     )
-    rocm_slurm_drain_timeout: Positive = _slurm(
+    rocm_slurm_drain_timeout: t.Positive = _slurm(
         3600,
         "Seconds `rocm-fleet roll` waits for a drained node's jobs to end; then the node is "
         "left unchanged and resumed (jobs are never killed)",
     )
-    rocm_slurm_health_check: Flag = _slurm(
+    rocm_slurm_health_check: t.Flag = _slurm(
         False,
         f"Write Slurm's health program `{paths.SLURM_HEALTH_PROGRAM}` (name it in slurm.conf's "
         "`HealthCheckProgram`): it drains the node, with a reason starting "
@@ -233,12 +213,12 @@ class Settings(NodeSettings):
         "only a node it drained itself once healthy; a drain by anyone else is left alone. "
         "False (or `rocm_state: absent`): the program and its baseline go",
     )
-    rocm_slurm_node_name: SlurmNodeName | None = _slurm(
+    rocm_slurm_node_name: t.SlurmNodeName | None = _slurm(
         None,
         "The node's name in Slurm (NodeName=). Unset: its short host name (`hostname -s`), "
         "as slurmd names itself",
     )
-    rocm_acceptance: one_of("off", "quick", "full") = _acceptance(
+    rocm_acceptance: t.one_of("off", "quick", "full") = _acceptance(
         "off",
         "The burn-in `rocm-fleet roll` runs on a node it changed, after its checks pass and "
         "before it is resumed (docs/acceptance.md): `quick` (RVS GST, a torch smoke, the ECC, "
@@ -248,13 +228,13 @@ class Settings(NodeSettings):
         "the deploy installs AMD's `rocm-validation-suite` of the release; `off`: it is "
         "removed if the deploy installed it",
     )
-    rocm_acceptance_thresholds: AcceptanceThresholds | None = _acceptance(
+    rocm_acceptance_thresholds: t.AcceptanceThresholds | None = _acceptance(
         None,
         "The site's acceptance thresholds over AMD's published ones, e.g. "
         "`{'gst:gst-1000Tflops-8K-fp8_r': 900000, 'rccl_busbw_gbps': 300}` (GST in GFLOPS, "
         "bus bandwidth in GB/s; docs/acceptance.md lists AMD's)",
     )
-    rocm_acceptance_rccl_tests: AbsolutePath | None = _acceptance(
+    rocm_acceptance_rccl_tests: t.AbsolutePath | None = _acceptance(
         None,
         "Path of rccl-tests' `all_reduce_perf` on the node, for the `full` level's RCCL step "
         "(AMD ships no rccl-tests package: build it from github.com/ROCm/rccl-tests); unset: "
@@ -274,7 +254,7 @@ OR_UNSET = "; or leave it unset"
 def _valid(hint: Any) -> str:
     if get_origin(hint) is not Annotated:  # X | None
         (hint,) = (arg for arg in get_args(hint) if arg is not type(None))
-    return next(m.text for m in reversed(hint.__metadata__) if isinstance(m, Valid))
+    return next(m.text for m in reversed(hint.__metadata__) if isinstance(m, t.Valid))
 
 
 #: What each setting's value must be, in words.
