@@ -6,25 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
-from rocm_fleet.model.answers import (
-    AmdgpuModuleDict,
-    ApuMemoryDict,
-    DistroReleaseDict,
-    DistroRocmDict,
-    FileDigestDict,
-    FreeSpaceDict,
-    GroupMembershipDict,
-    IdentityDict,
-    InstallSize,
-    KfdNode,
-    LastPull,
-    MokKeyStateDict,
-    MokPendingDict,
-    PackagePurgeDict,
-    PciGpu,
-    RebootRequiredDict,
-    SecureBootDict,
-)
+from rocm_fleet.model import answers as a
 from rocm_fleet.model.boot import BootState
 from rocm_fleet.model.slurm import SlurmNodeView
 
@@ -33,44 +15,44 @@ from rocm_fleet.model.slurm import SlurmNodeView
 class HostSurvey:
     """What a host answered to preflight's survey (each field: the fact that reads it)."""
 
-    distro: DistroReleaseDict | None = None  # DistroRelease
+    distro: a.DistroReleaseDict | None = None  # DistroRelease
     arch: str | None = None  # Architecture
     kernel: str | None = None  # RunningKernel
-    identity: IdentityDict | None = None  # Identity
+    identity: a.IdentityDict | None = None  # Identity
     wsl: bool | None = None  # Wsl
-    pci: Sequence[PciGpu] | None = None  # PciGpus
-    kfd: Sequence[KfdNode] | None = None  # KfdNodes
-    amdgpu: AmdgpuModuleDict | None = None  # AmdgpuModule
-    apu_memory: ApuMemoryDict | None = None  # ApuMemory
+    pci: Sequence[a.PciGpu] | None = None  # PciGpus
+    kfd: Sequence[a.KfdNode] | None = None  # KfdNodes
+    amdgpu: a.AmdgpuModuleDict | None = None  # AmdgpuModule
+    apu_memory: a.ApuMemoryDict | None = None  # ApuMemory
     modules: Sequence[str] | None = None  # LoadedModules
     packages: Mapping[str, str] | None = None  # InstalledPackages: name -> version
-    nvidia_purge: PackagePurgeDict | None = None  # PackagePurge of NVIDIA's packages
-    distro_rocm: DistroRocmDict | None = None  # DistroRocmPackages
+    nvidia_purge: a.PackagePurgeDict | None = None  # PackagePurge of NVIDIA's packages
+    distro_rocm: a.DistroRocmDict | None = None  # DistroRocmPackages
     sources: Sequence[Sequence[str]] | None = None  # AptSourceLines: (path, line)
     rocm_version: str | None = None  # RocmVersion
-    secure_boot: SecureBootDict | None = None  # SecureBoot
-    reboot: RebootRequiredDict | None = None  # RebootRequired
+    secure_boot: a.SecureBootDict | None = None  # SecureBoot
+    reboot: a.RebootRequiredDict | None = None  # RebootRequired
     venv: Mapping[str, str] | None = None  # VenvDistributions: name -> version
     torch_build: Mapping[str, str | None] | None = None  # TorchBuildStrings
-    disk: Sequence[FreeSpaceDict] | None = None  # FreeSpace
-    apt: InstallSize | None = None  # AptInstallSize
+    disk: Sequence[a.FreeSpaceDict] | None = None  # FreeSpace
+    apt: a.InstallSize | None = None  # AptInstallSize
     boot: BootState | None = None  # BootKernels
-    groups: GroupMembershipDict | None = None  # GroupMembership
+    groups: a.GroupMembershipDict | None = None  # GroupMembership
     dpkg: Sequence[str] | None = None  # DpkgInterrupted
     mirror: str | None = None  # DebianMirror
     nameservers: Sequence[str] | None = None  # Nameservers
     nginx: bool | None = None  # DaemonRunning of the mirror's nginx
     pull_running: bool | None = None  # LockHeld of the pull's lock
-    pull_status: LastPull | None = None  # PullStatus
+    pull_status: a.LastPull | None = None  # PullStatus
     held_packages: Sequence[str] | None = None  # HeldPackages: dpkg's hold selections
     slurm_node: SlurmNodeView | None = None  # SlurmNode (only with rocm_slurm_gres)
     # Read once per path: path -> the fact's answer.
-    files: Mapping[str, FileDigestDict | None] = field(default_factory=dict)  # FileDigest
+    files: Mapping[str, a.FileDigestDict | None] = field(default_factory=dict)  # FileDigest
     directories: Mapping[str, bool] = field(default_factory=dict)  # DirectoryExists
     keyrings: Mapping[str, list[str] | None] = field(default_factory=dict)  # KeyringFingerprints
     ledgers: Mapping[str, list[str]] = field(default_factory=dict)  # Ledger
-    mok: Mapping[str, MokKeyStateDict] = field(default_factory=dict)  # MokKeyState
-    mok_pending: Mapping[str, MokPendingDict | None] = field(default_factory=dict)  # MokPending
+    mok: Mapping[str, a.MokKeyStateDict] = field(default_factory=dict)  # MokKeyState
+    mok_pending: Mapping[str, a.MokPendingDict | None] = field(default_factory=dict)  # MokPending
     writable_by_others: Mapping[str, str | None] = field(default_factory=dict)  # WritableByOthers
 
 
