@@ -19,7 +19,6 @@ from rocm_fleet.model.settings import (
 )
 from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
-from rocm_fleet.model.torch_builds import unrecorded_build
 from rocm_fleet.model.versions import release_key
 
 #: AMD's ROCm Validation Suite, in each classic release's repository (its install guide:
@@ -164,7 +163,7 @@ def load_config(
             matches = [b for b in builds if b.torch == wanted]
             if not matches and len(builds) == len(source.builds):
                 # the data may lag the index: the lock (the live page) says
-                matches = [b for b in (unrecorded_build(source, wanted),) if b is not None]
+                matches = [b for b in (matrix.unrecorded_build(source, wanted),) if b is not None]
             if not matches:
                 published = [b.torch for b in builds]
                 newest = _newest_of_series(wanted, published)
