@@ -179,11 +179,8 @@ def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
 
 def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
     """A sentence saying what ``apt-get purge names`` would take along, per apt's simulation."""
-    command = (
-        f"apt-get -s purge {' '.join(names)}"
-        if len(names) <= 6
-        else f"apt-get -s purge of these {len(names)} packages"
-    )
+    these = " ".join(names) if len(names) <= 6 else f"of these {len(names)} packages"
+    command = f"apt-get -s purge {these}"
     if purge is None or purge["errors"]:
         why = "; ".join(purge["errors"]) if purge else "it did not run"
         return (
