@@ -27,27 +27,11 @@ def setting(concern: str) -> Callable[[Any, str], Any]:
     return declared
 
 
-REPOSITORY = "ROCm repository"
-PACKAGES = "ROCm packages"
-GROUPS = "GPU groups"
-PYTORCH = "PyTorch"
-VERIFY = "Verify"
-PREFLIGHT = "Preflight"
-KERNEL = "Kernel"
-DRIVER = "amdgpu driver"
-APU = "APU memory"
-SECURE_BOOT = "Secure Boot"
-REBOOT = "Reboot"
-CUDA = "Migrate from CUDA"
-MIRROR = "Fleet mirror"
-PROXY = "Proxy"
-PULL = "Pull mode"
-SLURM = "Slurm"
-CONTAINERS = "GPU containers"
-_repository, _packages, _groups, _pytorch = map(setting, (REPOSITORY, PACKAGES, GROUPS, PYTORCH))
-_verify, _preflight, _kernel, _driver = map(setting, (VERIFY, PREFLIGHT, KERNEL, DRIVER))
-_apu, _secure_boot, _reboot = map(setting, (APU, SECURE_BOOT, REBOOT))
-_containers = setting(CONTAINERS)
+REPOSITORY, PACKAGES, KERNEL, DRIVER = "ROCm repository", "ROCm packages", "Kernel", "amdgpu driver"
+_repository, _packages, _kernel, _driver = map(setting, (REPOSITORY, PACKAGES, KERNEL, DRIVER))
+_groups, _pytorch, _verify = map(setting, ("GPU groups", "PyTorch", "Verify"))
+_preflight, _apu, _secure_boot = map(setting, ("Preflight", "APU memory", "Secure Boot"))
+_reboot, _containers = setting("Reboot"), setting("GPU containers")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,12 +16,12 @@ from pydantic_core import PydanticCustomError
 
 from rocm_fleet.model import paths
 from rocm_fleet.model import setting_types as t
-from rocm_fleet.model.node_settings import CUDA, MIRROR, PROXY, PULL, SLURM, NodeSettings, setting
+from rocm_fleet.model.node_settings import NodeSettings, setting
 from rocm_fleet.model.secrets import shown_value
 
-ACCEPTANCE = "Acceptance"
-_mirror, _proxy, _cuda, _pull = map(setting, (MIRROR, PROXY, CUDA, PULL))
-_slurm, _acceptance = setting(SLURM), setting(ACCEPTANCE)
+_mirror, _proxy = setting("Fleet mirror"), setting("Proxy")
+_cuda, _pull = setting("Migrate from CUDA"), setting("Pull mode")
+_slurm, _acceptance = setting("Slurm"), setting("Acceptance")
 
 # difflib's ratio of a typo (docs/decisions/refusing-a-host.md).
 NEAR_MISS_CUTOFF = 0.85
