@@ -23,8 +23,6 @@ _mirror, _proxy = setting("Fleet mirror"), setting("Proxy")
 _cuda, _pull = setting("Migrate from CUDA"), setting("Pull mode")
 _slurm, _acceptance = setting("Slurm"), setting("Acceptance")
 
-# difflib's ratio of a typo (docs/decisions/refusing-a-host.md).
-NEAR_MISS_CUTOFF = 0.85
 
 # Settings a host's data must give -> what to set them to.
 REQUIRED = {
@@ -268,7 +266,7 @@ def near_misses(key: str) -> tuple[str, ...]:
     words = _words(key)
     same = [name for name in SETTINGS if _words(name) == words]
     shorter = [name for name in SETTINGS if len(words) >= 2 and _words(name)[:-1] == words]
-    near = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=NEAR_MISS_CUTOFF)
+    near = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=0.85)  # a typo's ratio
     return tuple(same or shorter or near)
 
 
