@@ -11,7 +11,7 @@ import pytest
 from rocm_fleet.model import matrix, pci_ids
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.findings import findings
-from rocm_fleet.model.gpus import describe_gpus, gpus_found
+from rocm_fleet.model.host_survey import describe_gpus, gpus_found
 from unit.surveys import fresh_survey
 
 

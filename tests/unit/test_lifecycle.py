@@ -10,11 +10,16 @@ from rocm_fleet.deploy.cuda import REBOOT_REASON
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import paths
-from rocm_fleet.model.decisions import owned_wheels, torch_install, wanted_wheels
+from rocm_fleet.model.decisions import (
+    owned_wheels,
+    requirement_met,
+    torch_install,
+    version_matches,
+    wanted_wheels,
+)
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.matrix import CLASSIC, TORCH_RUNTIME_WHEELS, release
 from rocm_fleet.model.sources import WheelNeed
-from rocm_fleet.model.venv_pins import requirement_met, version_matches
 from rocm_fleet.operations.apt import release_packages
 from rocm_fleet.operations.python import cuda_wheels
 from unit.opcases import run_op

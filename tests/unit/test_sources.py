@@ -12,9 +12,9 @@ from rocm_fleet.bundle.command import plan_for
 from rocm_fleet.deploy.verify import installed
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import load_config
+from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.fleet import Fleet
 from rocm_fleet.model.sources import (
-    Mirror,
     amdgpu_repository,
     host_needs,
     rocm_repository,

@@ -14,7 +14,7 @@ WIDTH = 100
 
 def plain() -> str:
     """By concern: ``key = default`` and the meaning wrapped beneath it."""
-    from rocm_fleet.model.settings_reference import described
+    from rocm_fleet.model.settings import described
 
     out: list[str] = []
     concern = None
@@ -30,7 +30,7 @@ def plain() -> str:
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.model import settings_reference as settings
+    from rocm_fleet.model import settings
 
     if args.json:
         found = {i.key: asdict(i) for i in settings.described()}

@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING
 
 from rocm_fleet.assets import render
 from rocm_fleet.model import paths
-from rocm_fleet.model.found import Found
-from rocm_fleet.model.gpus import gpus_found
-from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.host_survey import Found, HostSurvey, gpus_found
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config

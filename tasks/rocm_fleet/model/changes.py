@@ -50,12 +50,9 @@ class FileChange:
     secret: bool = False
 
     def lines(self) -> list[str]:
-        """A heading (``create PATH``, ``modify PATH``, ``remove PATH``), then the diff or
-        ``SECRET``."""
+        """A heading (``create|modify|remove PATH``), then the diff or ``SECRET``."""
         heading = f"{self.action} {visible(self.path)}"
-        if self.secret:
-            return [f"{heading} {SECRET}"]
-        return [heading, *self.diff]
+        return [f"{heading} {SECRET}"] if self.secret else [heading, *self.diff]
 
     def to_json(self) -> dict[str, Any]:
         shown = {"secret": True} if self.secret else {"diff": list(self.diff)}

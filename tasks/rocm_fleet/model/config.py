@@ -7,30 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from rocm_fleet.model import paths, site_data
+from rocm_fleet.model import matrix, paths, site_data
 from rocm_fleet.model.decisions import TorchInstall, torch_install
-from rocm_fleet.model.matrix import (
-    AMDGPU_KEYRING,
-    CLASSIC,
-    RELEASES,
-    Release,
-    Repository,
-    Stream,
-    TorchBuild,
-    release,
-    release_versions,
-)
-from rocm_fleet.model.setting_errors import (
+from rocm_fleet.model.settings import (
     Origin,
+    Settings,
     bad_value,
     set_in,
+    settings_table,
     validated,
     without_credentials,
 )
-from rocm_fleet.model.settings import Settings
-from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
-from rocm_fleet.model.torch_builds import unrecorded_build
 from rocm_fleet.model.versions import release_key
 
 #: AMD's ROCm Validation Suite, in each classic release's repository (its install guide:
@@ -53,7 +41,7 @@ class ConfigError(ValueError):
 class Config(Settings):
     """A host's settings, validated, plus what the matrix says about them."""
 
-    release: Release
+    release: matrix.Release
     torch: TorchInstall | None  #: None without ``pytorch_install``
     mirror: Mirror | None = None  #: resolved by ``model.fleet``
     matrix_data: SiteData | None = None  #: None: the committed matrix
@@ -66,7 +54,7 @@ class Config(Settings):
         return f"site matrix data {self.matrix_data.provenance}"
 
     @property
-    def torch_build(self) -> TorchBuild | None:
+    def torch_build(self) -> matrix.TorchBuild | None:
         return self.torch.build if self.torch else None
 
     @property
@@ -74,11 +62,11 @@ class Config(Settings):
         return _gfx(self.expected_gfx)
 
     @property
-    def stream(self) -> Stream:
+    def stream(self) -> matrix.Stream:
         return self.release.stream
 
     @property
-    def repository(self) -> Repository:
+    def repository(self) -> matrix.Repository:
         return self.release.repository
 
     @property
@@ -106,14 +94,14 @@ class Config(Settings):
     @property
     def acceptance_packages(self) -> list[str]:
         """AMD's packages ``rocm_acceptance`` needs: a classic release's RVS (docs/acceptance)."""
-        if self.rocm_acceptance == "off" or self.stream is not CLASSIC:
+        if self.rocm_acceptance == "off" or self.stream is not matrix.CLASSIC:
             return []
         return [RVS_PACKAGE]
 
     @property
     def amdgpu_keyring(self) -> str | None:
         """The amdgpu source's keyring with ``rocm_driver: dkms``, else None."""
-        return AMDGPU_KEYRING if self.rocm_driver == "dkms" else None
+        return matrix.AMDGPU_KEYRING if self.rocm_driver == "dkms" else None
 
     @property
     def venv_python(self) -> str:
@@ -144,9 +132,9 @@ def load_config(
     version = settings.rocm_version
     site = _site_data(settings.rocm_matrix_data, origin, host_name)
     try:
-        rel = site.release(version) if site else release(version)
+        rel = site.release(version) if site else matrix.release(version)
     except KeyError:
-        known = site.release_versions() if site else release_versions()
+        known = site.release_versions() if site else matrix.release_versions()
         raise fail("rocm_version", version, _known_release(version, known)) from None
 
     torch_build = None
@@ -175,7 +163,7 @@ def load_config(
             matches = [b for b in builds if b.torch == wanted]
             if not matches and len(builds) == len(source.builds):
                 # the data may lag the index: the lock (the live page) says
-                matches = [b for b in (unrecorded_build(source, wanted),) if b is not None]
+                matches = [b for b in (matrix.unrecorded_build(source, wanted),) if b is not None]
             if not matches:
                 published = [b.torch for b in builds]
                 newest = _newest_of_series(wanted, published)
@@ -248,7 +236,7 @@ def _known_release(version: str, known: list[str]) -> str:
             "`rocm-fleet matrix` lists every release"
         )
     try:
-        newer = release_key(version) > max(release_key(r.version) for r in RELEASES)
+        newer = release_key(version) > max(release_key(r.version) for r in matrix.RELEASES)
     except ValueError:
         newer = False
     if newer:

@@ -7,8 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from rocm_fleet.model import matrix, paths
-from rocm_fleet.model.found import LISTED, Found, listed
-from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.host_survey import LISTED, Found, HostSurvey, listed
 from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
 from rocm_fleet.model.versions import ROCM_APT_PATH
 
@@ -180,11 +179,8 @@ def _needed_by(libraries: list[str], needed_by: dict[str, list[str]]) -> str:
 
 def removal_effect(purge: dict[str, Any] | None, names: list[str]) -> str:
     """A sentence saying what ``apt-get purge names`` would take along, per apt's simulation."""
-    command = (
-        f"apt-get -s purge {' '.join(names)}"
-        if len(names) <= 6
-        else f"apt-get -s purge of these {len(names)} packages"
-    )
+    these = " ".join(names) if len(names) <= 6 else f"of these {len(names)} packages"
+    command = f"apt-get -s purge {these}"
     if purge is None or purge["errors"]:
         why = "; ".join(purge["errors"]) if purge else "it did not run"
         return (

@@ -1,12 +1,16 @@
-"""Per-host decisions read by everyone after: the fleet ``Mirror`` and the ``TorchInstall``."""
+"""Per-host decisions read by everyone after: the fleet ``Mirror`` and the ``TorchInstall``; a
+venv's distributions against a wheel set's pins (PEP 503 names, pip's ``==``, PEP 508)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass
 from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from rocm_fleet.model import matrix
 from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, TorchBuild
@@ -117,3 +121,30 @@ def _device_wheels(prefix: str, kept: set[str]) -> str:
     gfx = sorted(e.removeprefix("device-") for e in kept)
     others = f"(?!(?:{'|'.join(map(re.escape, gfx))})$)" if gfx else ""
     return rf"{prefix}-device-{others}.+"
+
+
+def normal_name(name: str) -> str:
+    """A distribution name as PEP 503 normalises it ("Torch_Audio" -> "torch-audio")."""
+    return canonicalize_name(name)
+
+
+def normal_versions(found: Mapping[str, str] | None) -> dict[str, str]:
+    """A venv's distributions, normalised name -> version (empty: no venv)."""
+    return {normal_name(name): version for name, version in (found or {}).items()}
+
+
+def version_matches(installed: str | None, wanted: str) -> bool:
+    """PEP 440 ``==`` for the two shapes we pin: exact with a local label, or public only."""
+    if installed is None:
+        return False
+    return installed == wanted if "+" in wanted else installed.split("+")[0] == wanted
+
+
+def requirement_met(installed: Mapping[str, str], requirement: str) -> bool:
+    """Whether the distribution of a PEP 508 requirement matches (extras are not checked)."""
+    req = Requirement(requirement)
+    try:
+        version = Version(installed.get(normal_name(req.name)) or "")
+    except InvalidVersion:
+        return False
+    return req.specifier.contains(version, prereleases=True)

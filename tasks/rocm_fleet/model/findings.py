@@ -7,9 +7,15 @@ from typing import TYPE_CHECKING, Protocol
 
 from rocm_fleet.model import apu, matrix, paths
 from rocm_fleet.model.conflicts import conflicts
-from rocm_fleet.model.found import Found
-from rocm_fleet.model.gpus import apu_note, gpu_mismatch, gpus_found, other_pci, vf_note
-from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.host_survey import (
+    Found,
+    HostSurvey,
+    apu_note,
+    gpu_mismatch,
+    gpus_found,
+    other_pci,
+    vf_note,
+)
 from rocm_fleet.model.kernels import dkms_range_findings, family_kernel_note, kernel_findings
 from rocm_fleet.model.sources import HostNeeds, amdgpu_repository, host_needs
 from rocm_fleet.model.versions import kernel_key, release_key

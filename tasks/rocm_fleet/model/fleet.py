@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, order=True)
 class ProxiedUpstream:
-    """A server the live mirror proxies under ``/<netloc>/``; ``linked``: reached only through
-    index pages."""
+    """A server the live mirror proxies under ``/<netloc>/``; ``linked``: only via index pages."""
 
     netloc: str
     scheme: str = "https"
@@ -65,8 +64,7 @@ class Fleet:
         return {name: self.config(name) for name in self._data if not self.invalid([name])}
 
     def needs(self, name: str, row: matrix.Distro) -> HostNeeds | None:
-        """What ``name`` fetches on distro ``row``; None when its release publishes nothing
-        there."""
+        """What ``name`` fetches on distro ``row``; None when its release publishes none there."""
         key = (name, row.key)
         if key not in self._needs:
             config = self.config(name)
@@ -189,11 +187,7 @@ def resolve_mirror(config: Config, host_name: str, fleet: Fleet) -> Config:
             )
         from rocm_fleet.model.tls import MirrorTls
 
-        tls = MirrorTls(
-            served_by.rocm_mirror_tls_ca or "",
-            served_by.rocm_mirror_tls_cert,
-            served_by.rocm_mirror_tls_key or "",
-        )
+        tls = MirrorTls(*(getattr(served_by, key) or "" for key in TLS_SETTINGS))
         fleet.check_tls(value, tls, address)
         ca = tls.ca
     scheme = "https" if ca else "http"
@@ -230,8 +224,7 @@ def _tls_set_whole(config: Config, host_name: str) -> None:
 
 
 def check_secrets(config: Config, host_name: str) -> Config:
-    """``config``; raises ConfigError (naming the key, never the secret) for an unreadable
-    credential."""
+    """``config``; ConfigError (naming the key, never the secret) for an unreadable credential."""
     for key in ("rocm_apt_auth", "rocm_pip_netrc"):
         source = getattr(config, key)
         if source is None:

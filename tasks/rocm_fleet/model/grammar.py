@@ -120,8 +120,4 @@ def ip_network(value: Any) -> bool:
 
 
 def no_proxy_entry(value: Any) -> bool:
-    if value == "*":
-        return True
-    if not full(NO_PROXY, value):
-        return False
-    return ":" not in value or ip_network(value)
+    return value == "*" or (full(NO_PROXY, value) and (":" not in value or ip_network(value)))

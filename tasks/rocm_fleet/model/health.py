@@ -1,8 +1,5 @@
-"""GPU health (ECC counts, PCIe link against the card's maximum, XGMI links) from ``amd-smi
---json``, pure. Accepts ROCm 6.x's list and 7.x's ``{"gpu_data": [...]}``; a value is a
-number, ``{"value": N, "unit": ...}`` or ``"N/A"``. A counter not reported is ``None``, never
-zero; only a narrower link is degraded (the speed drops at idle).
-"""
+"""GPU health (ECC counts, PCIe link, XGMI links) from ``amd-smi --json`` (6.x's list or 7.x's
+``{"gpu_data": [...]}``), pure; a counter not reported is ``None``, never zero."""
 
 from __future__ import annotations
 
@@ -66,7 +63,7 @@ class GpuHealth:
 
     @property
     def xgmi_down(self) -> int:
-        return sum(1 for state in self.xgmi or () if state == XGMI_DOWN)
+        return (self.xgmi or ()).count(XGMI_DOWN)
 
     def problems(self) -> list[str]:
         """What is wrong, one sentence each; empty when healthy (or nothing is known)."""
@@ -84,9 +81,8 @@ class GpuHealth:
 
     def warnings(self) -> list[str]:
         """Worth watching, not failing: correctable ECC errors."""
-        if self.ecc.correctable:
-            return [f"GPU {self.gpu}: {self.ecc.correctable} correctable ECC errors"]
-        return []
+        count = self.ecc.correctable
+        return [f"GPU {self.gpu}: {count} correctable ECC errors"] if count else []
 
     def lines(self) -> list[str]:
         """One line per counter, "not available on this GPU" where the tool has none."""
@@ -108,9 +104,6 @@ class GpuHealth:
             f"GPU {self.gpu}: PCIe {link}",
             f"GPU {self.gpu}: XGMI links {xgmi}",
         ]
-
-
-# --- reading amd-smi's JSON ----------------------------------------------------------------
 
 
 def _gpu_records(text: str, command: str) -> list[dict[str, Any]]:
@@ -139,10 +132,8 @@ def _number(value: Any) -> float | None:
         return None
     if isinstance(value, str):
         try:
-            value = float(value.strip().split()[0]) if value.strip() else None
-        except ValueError:
-            return None
-        if value is None:
+            value = float(value.split()[0])
+        except (ValueError, IndexError):
             return None
     if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         return None
@@ -157,14 +148,8 @@ def _int(value: Any) -> int | None:
 
 
 def _by_gpu(text: str | None, command: str) -> dict[int, dict[str, Any]]:
-    if not text or not text.strip():
-        return {}
-    found: dict[int, dict[str, Any]] = {}
-    for record in _gpu_records(text, command):
-        index = _int(record.get("gpu"))
-        if index is not None:
-            found[index] = record
-    return found
+    records = _gpu_records(text, command) if text and text.strip() else []
+    return {index: r for r in records if (index := _int(r.get("gpu"))) is not None}
 
 
 def _speed_gts(value: Any) -> float | None:
@@ -235,8 +220,6 @@ def usable_json(text: str | None) -> str | None:
     return text
 
 
-# --- metrics -------------------------------------------------------------------------------
-
 #: (name, labels, value): one OpenMetrics sample; the audit adds ``host`` and renders
 Sample = tuple[str, dict[str, str], float]
 
@@ -259,11 +242,6 @@ HEALTH_COUNTERS = frozenset(
 )
 
 
-def _per_second(gts: float | None) -> float | None:
-    """GT/s in the base unit, transfers per second."""
-    return None if gts is None else gts * 1e9
-
-
 def health_metrics(gpus: list[GpuHealth]) -> list[Sample]:
     """The samples for one host's GPUs; a counter the GPU lacks is left out, never 0."""
     samples: list[Sample] = []
@@ -274,26 +252,16 @@ def health_metrics(gpus: list[GpuHealth]) -> list[Sample]:
             ("rocm_fleet_gpu_ecc_uncorrectable_errors", gpu.ecc.uncorrectable),
             ("rocm_fleet_gpu_pcie_link_width", gpu.pcie.width),
             ("rocm_fleet_gpu_pcie_link_max_width", gpu.pcie.max_width),
-            (
-                "rocm_fleet_gpu_pcie_link_speed_transfers_per_second",
-                _per_second(gpu.pcie.speed_gts),
-            ),
-            (
-                "rocm_fleet_gpu_pcie_link_max_speed_transfers_per_second",
-                _per_second(gpu.pcie.max_speed_gts),
-            ),
+            ("rocm_fleet_gpu_pcie_link_speed_transfers_per_second", gpu.pcie.speed_gts),
+            ("rocm_fleet_gpu_pcie_link_max_speed_transfers_per_second", gpu.pcie.max_speed_gts),
         ]
+        values = [(n, v * 1e9 if v is not None and "speed" in n else v) for n, v in values]
         if gpu.xgmi is not None:
             values.append(("rocm_fleet_gpu_xgmi_links_down", gpu.xgmi_down))
-            values.append(
-                ("rocm_fleet_gpu_xgmi_links_up", sum(1 for s in gpu.xgmi if s == XGMI_UP))
-            )
+            values.append(("rocm_fleet_gpu_xgmi_links_up", gpu.xgmi.count(XGMI_UP)))
         samples += [(name, labels, float(v)) for name, v in values if v is not None]
         samples.append(("rocm_fleet_gpu_healthy", labels, 0.0 if gpu.problems() else 1.0))
     return samples
-
-
-# --- one host's reading --------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,6 @@
-"""The decisions of Slurm's health program (``rocm_slurm_health_check``), pure: what is wrong
-with the node now, the ECC baseline to keep, and what to tell Slurm. The node program
-(``files/templates/rocm-fleet-health-check.j2``) carries this module and
-:mod:`rocm_fleet.model.health` verbatim, so both stay standard library only.
-
-Rules (docs/maintaining/slurm.md, "The health check between changes"):
-
-* an uncorrectable ECC count higher than the baseline, a PCIe link narrower than the card,
-  an XGMI link down, fewer GPUs than expected, ``/dev/kfd`` or a render node missing: unhealthy;
-* the baseline is the counts first seen, lowered when a counter falls (the driver reloaded),
-  never raised by the program: a count that grew stays a failure until a reboot resets it or
-  root removes the baseline file;
-* unhealthy: drain with a reason of :data:`PREFIX`, unless someone else drained the node (left
-  as it is); healthy: resume only a node whose reason starts with :data:`PREFIX`.
-"""
+"""The decisions of Slurm's health program (``rocm_slurm_health_check``), pure; the node program
+carries this module and ``model.health`` verbatim, so both stay standard library only. The rules
+are docs/maintaining/slurm.md's "The health check between changes"."""
 
 from __future__ import annotations
 

@@ -174,8 +174,6 @@ def _check_package_name(name: str, what: str) -> None:
 
 
 KERNEL_KINDS = {"ga": "the GA kernel", "hwe": "Ubuntu's HWE kernel", "oem": "Ubuntu's OEM kernel"}
-# The distro's newer kernel that gives what AMD lists: HWE for HWE, backports for a newer GA.
-WAYS = {"hwe": "hwe", "ga": "backports"}
 
 
 def family_kernel_note(
@@ -189,7 +187,8 @@ def family_kernel_note(
     listed = need.listed
     newer = matrix.NEWER_KERNELS.get(distro_key)
     planned, _, _ = kernel_findings(config, distro_key, running, packages)
-    if newer is None or WAYS.get(listed.kind) != newer.kind:
+    # the distro's newer kernel that gives what AMD lists: HWE for HWE, backports for a newer GA
+    if newer is None or {"hwe": "hwe", "ga": "backports"}.get(listed.kind) != newer.kind:
         way = (
             "install Ubuntu's OEM kernel for this release and reboot (rocm-fleet installs no "
             "OEM kernel)"
@@ -215,9 +214,6 @@ def family_kernel_note(
     )
 
 
-DKMS_RULE = "its kernel base: AMD, ROCm/legacy-rocm-build#6193"
-
-
 def dkms_range_findings(
     config: Config, distro_key: str, running: str
 ) -> tuple[list[str], list[str]]:
@@ -229,7 +225,7 @@ def dkms_range_findings(
     package = f"amdgpu-dkms {limit.dkms}" if limit.dkms else "amdgpu-dkms"
     what = (
         f"{package} (driver {limit.driver}, ROCm {config.release.version}) supports kernels up "
-        f"to {limit.max_kernel} ({DKMS_RULE})"
+        f"to {limit.max_kernel} (its kernel base: AMD, ROCm/legacy-rocm-build#6193)"
     )
     distro_kernel = matrix.MIN_KERNEL.get(distro_key)
     if distro_kernel and limit.excludes(distro_kernel):

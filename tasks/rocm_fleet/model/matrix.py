@@ -1,49 +1,364 @@
-"""The compatibility matrix: every ROCm / distro / PyTorch fact the deploy relies on, typed from
-the data files beside it (docs/decisions/matrix-data-and-citations.md)."""
+"""The compatibility matrix: every ROCm / distro / PyTorch fact the deploy relies on (GPU targets,
+streams and their repositories, PyTorch's sources, releases, kernels), typed from the data files
+beside it (docs/decisions/matrix-data-and-citations.md)."""
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
-from rocm_fleet.model import upstream_data
+from rocm_fleet.assets import render
+from rocm_fleet.model import paths, upstream_data, versions
+from rocm_fleet.model.versions import kernel_key, major_minor, release_key, release_tag
 
-# Re-exported: the rest of rocm-fleet asks the matrix.
-from rocm_fleet.model.gpu_targets import (  # noqa: F401
-    GFX_NAME,
-    GPU_TARGETS,
-    GpuTarget,
-    gpu_target,
+# pytorch.org/get-started/previous-versions.
+PYTORCH_INDEX_BASE_URL = "https://download.pytorch.org/whl"
+# Linked from those indexes' dependency pages (pytorch/pytorch#197552): a mirror carries it too.
+PYTORCH_INDEX_FILE_HOSTS = ("files.pythonhosted.org",)
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    torch: str
+    torchvision: str
+    torchaudio: str | None  # None from torch 2.12
+
+
+def _builds(rows: list[list[str | None]]) -> tuple[TorchBuild, ...]:
+    return tuple(TorchBuild(*row) for row in rows)
+
+
+_INDEXES = upstream_data.TORCH_BUILD_ROWS["indexes"]  # torch_builds.json, each row cited
+# What each download.pytorch.org ROCm index carries, oldest first.
+TORCH_INDEXES = {row["index"]: _builds(row["builds"]) for row in _INDEXES}
+# The ROCm runtime an index's torch requires from pip instead of bundling it.
+TORCH_RUNTIME: dict[str, str] = {row["index"]: row["runtime"] for row in _INDEXES if row["runtime"]}
+# Such a runtime's distributions (TheRock templates/rocm/src/rocm_sdk/_dist_info.py).
+TORCH_RUNTIME_WHEELS = re.compile(r"^rocm(-sdk-.+)?$")
+# Published as sdists only (TheRock templates/rocm/setup.py, release/therock-10.0); the only
+# sdists a lock or bundle may pin: every other distribution must be a wheel.
+SDIST_ONLY: frozenset[str] = frozenset({"rocm"})
+
+
+# AMD's 10.x PyTorch install pages' |PKG_REPO|; TheRock build_tools/setup_venv.py @ 89553ce3
+# (tests/fixtures/upstream/repo.amd.com-whl.toml).
+AMD_STABLE_WHEEL_INDEX = "https://stable.repo.amd.com/rocm/whl-next/"
+
+
+@dataclass(frozen=True)
+class AmdWheels:
+    """AMD's own index for a Core SDK release: its builds (oldest first), the targets with a
+    ``[device-<gfx>]`` extra, and the targets offered fewer builds (gfx, torch versions)."""
+
+    url: str
+    release: str  # "10.0.0"
+    builds: tuple[TorchBuild, ...]
+    targets: tuple[str, ...]
+    target_builds: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    device_extra_on: tuple[str, ...] = ("torch", "torchvision")
+
+    @property
+    def label(self) -> str:
+        """The wheels' local version label, ``rocm10.0.0`` (TheRock build_prod_wheels.py)."""
+        return f"rocm{self.release}"
+
+    @property
+    def runtime(self) -> str:
+        """What torch requires from the index, ``rocm[libraries]==10.0.0`` (the same)."""
+        return f"rocm[libraries]=={self.release}"
+
+    @staticmethod
+    def device_extras(gfx: list[str] | tuple[str, ...]) -> list[str]:
+        """``device-<gfx>`` per expected target, ``device-all`` when none is named."""
+        return [f"device-{g}" for g in sorted(set(gfx))] or ["device-all"]
+
+    def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
+        """The builds AMD offers every one of ``gfx``."""
+        limits = dict(self.target_builds)
+        return tuple(
+            b for b in self.builds if all(b.torch in limits.get(g, [b.torch]) for g in gfx)
+        )
+
+
+def _amd_wheels(row: dict) -> AmdWheels:
+    limits = tuple((gfx, tuple(versions)) for gfx, versions in row["target_builds"].items())
+    builds, targets, extra_on = _builds(row["builds"]), row["targets"], row["device_extra_on"]
+    return AmdWheels(row["url"], row["release"], builds, tuple(targets), limits, tuple(extra_on))
+
+
+# Rows: torch_builds.json (AMD's 10.x install pages, tests/fixtures/upstream/repo.amd.com-whl.toml).
+AMD_WHEELS: dict[str, AmdWheels] = {
+    row["release"]: _amd_wheels(row) for row in upstream_data.TORCH_BUILD_ROWS["amd_wheels"]
+}
+
+
+@dataclass(frozen=True)
+class TorchSource:
+    """A release's torch source: a PyTorch index (``rocm6.4``) or AMD's (``amd``); ``label``: the
+    wheels' local version label, ``runtime``: the pip requirement for its ROCm (None: bundled).
+    AMD's index gives device extras (``targets``); PyTorch's none."""
+
+    name: str
+    label: str
+    builds: tuple[TorchBuild, ...]  # oldest first
+    runtime: str | None = None
+    amd: AmdWheels | None = None
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return self.amd.targets if self.amd else ()
+
+    def url(self, index_base_url: str) -> str:
+        """AMD's own index, or the PyTorch index under ``index_base_url``."""
+        return self.amd.url if self.amd else f"{index_base_url.rstrip('/')}/{self.name}"
+
+    def unknown_targets(self, gfx: list[str] | tuple[str, ...]) -> list[str]:
+        return [g for g in gfx if g not in self.amd.targets] if self.amd else []
+
+    def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
+        return self.amd.builds_for(gfx) if self.amd else self.builds
+
+    def extras(self, gfx: list[str] | tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(distribution, its extras) for ``gfx``."""
+        extras = tuple(self.amd.device_extras(gfx)) if self.amd else ()
+        return tuple((name, extras) for name in self.amd.device_extra_on) if self.amd else ()
+
+
+# Per PyTorch index, the torch releases PyTorch's build matrix (pytorch/test-infra) built for it.
+TORCH_BUILT_FOR = {row["index"]: frozenset(row.get("built_for", {})) for row in _INDEXES}
+
+
+def unrecorded_build(source: TorchSource, torch: str) -> TorchBuild | None:
+    """``torch`` (X.Y.Z) on ``source`` where the data lags the index (the lock reads the live
+    page); None where PyTorch's build matrix built it for other indexes only, or no pairing is
+    known (docs/decisions/wheel-locks.md)."""
+    parts = torch.split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    if source.amd is None and any(torch in built for built in TORCH_BUILT_FOR.values()):
+        return None
+    rows = [w.builds for w in AMD_WHEELS.values()] if source.amd else TORCH_INDEXES.values()
+    known = next((b for builds in rows for b in builds if b.torch == torch), None)
+    if known is not None or source.amd is not None or parts[0] != "2":
+        return known
+    return TorchBuild(torch, f"0.{int(parts[1]) + 15}.{parts[2]}", None)
+
+
+def torch_source(torch_index: str | None, amd: AmdWheels | None) -> TorchSource | None:
+    """The torch source of a release row: its PyTorch index, else AMD's, else none."""
+    if index := torch_index:
+        return TorchSource(index, index, TORCH_INDEXES[index], TORCH_RUNTIME.get(index))
+    if amd is not None:
+        return TorchSource(amd.url, amd.label, amd.builds, amd.runtime, amd)
+    return None
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    gfx: str
+    family: str  # "instinct", "radeon" or "ryzen" (an APU's integrated GPU)
+    products: str
+    supported_from: str | None  # first classic release that lists it, None = never listed
+
+
+_FROM = upstream_data.GPU_LISTED_FROM
+GPU_TARGETS = tuple(
+    GpuTarget(r["gfx"], r["family"], r["products"], _FROM.get(r["gfx"]))
+    for r in upstream_data.GPU_TARGET_ROWS
 )
-from rocm_fleet.model.streams import (  # noqa: F401
-    CLASSIC,
-    CLASSIC_REPOSITORY,
-    CORE_SDK,
-    CORE_SDK_GFX_PACKAGES,
-    MULTI_ARCH_REPOSITORY,
-    REPOSITORIES,
-    STABLE_REPOSITORY,
-    STREAMS,
-    Publication,
-    Repository,
-    Stream,
-)
-from rocm_fleet.model.torch_builds import (  # noqa: F401
-    AMD_STABLE_WHEEL_INDEX,
-    AMD_WHEELS,
-    PYTORCH_INDEX_BASE_URL,
-    PYTORCH_INDEX_FILE_HOSTS,
-    SDIST_ONLY,
-    TORCH_INDEXES,
-    TORCH_RUNTIME,
-    TORCH_RUNTIME_WHEELS,
-    AmdWheels,
-    TorchBuild,
-    TorchSource,
-    torch_source,
-)
-from rocm_fleet.model.versions import kernel_key, release_key, release_tag
+GFX_NAME = re.compile(r"^gfx[0-9]{2,4}[0-9a-f]$")
+
+
+def gpu_target(gfx: str) -> GpuTarget | None:
+    return next((row for row in GPU_TARGETS if row.gfx == gfx), None)
+
+
+@dataclass(frozen=True)
+class Publication:
+    """What a stream publishes for one distro, from which release, and how AMD lists it."""
+
+    distro: str  # Distro.key
+    suite: str
+    directory: str | None  # the repository's per-distro directory (Core SDK)
+    first_release: str
+    listed_from: str | None  # the first release AMD lists the distro in, None if never
+    instinct_only: bool
+    # Targets and models AMD lists it for, when named per model (None: by instinct_only).
+    listed_gfx: tuple[str, ...] | None = None
+    listed_models: str = ""
+
+    def lists(self, gfx: str) -> bool:
+        """Whether AMD lists the distro for GPU target ``gfx``."""
+        if self.listed_gfx is not None:
+            return gfx in self.listed_gfx
+        target = gpu_target(gfx)
+        return not self.instinct_only or (target is not None and target.family == "instinct")
+
+    @property
+    def listed_text(self) -> str:
+        """Whom AMD lists the distro for, e.g. "Instinct" or "Instinct MI300X, ... (gfx942)"."""
+        gfx = self.listed_gfx
+        return "Instinct" if gfx is None else f"{self.listed_models} ({', '.join(gfx)})"
+
+
+@dataclass(frozen=True)
+class Repository:
+    """One of AMD's apt repositories and the host source file the deploy writes for it."""
+
+    name: str
+    base_url: str
+    key_url: str
+    source: str  # host path of the source file
+    deb822: bool
+    x_repo_id: str | None = None  # AMD's X-Repo-Id line of a deb822 file
+
+
+_ROWS = upstream_data.REPOSITORY_ROWS  # repositories.json, each row cited
+
+
+def _row(section: str, name: str) -> dict:
+    return next(r for r in _ROWS[section] if r["name"] == name)
+
+
+def _repository(name: str, source: str) -> Repository:
+    """The repository ``name``, written to host file ``source``."""
+    row = _row("repositories", name)
+    return Repository(
+        name, row["base_url"], row["key_url"], source, row["deb822"], row["x_repo_id"]
+    )
+
+
+CLASSIC_REPOSITORY = _repository("repo.radeon.com", paths.ROCM_SOURCE)
+# 7.14.x (rocm-docs 200-install.rst @ 50600d8d).
+MULTI_ARCH_REPOSITORY = _repository("repo.amd.com", paths.ROCM_SOURCE)
+# 10.x (rocm-docs 200-install.rst @ 0c31064a).
+STABLE_REPOSITORY = _repository("stable.repo.amd.com", paths.AMDROCM_SOURCE)
+REPOSITORIES = (CLASSIC_REPOSITORY, MULTI_ARCH_REPOSITORY, STABLE_REPOSITORY)
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A stream of ROCm, as the classic one publishes; ``CoreSdkStream`` says what the Core SDK
+    does differently."""
+
+    name: str
+    title: str
+    key_fingerprint: str
+    keyring: str  # host path
+    pin: str  # host path of the pin file
+    pin_origin: str  # the Origin its Release files declare
+    publications: tuple[Publication, ...]
+    default_packages_text: str = ""  # for the settings table
+
+    def publication(self, row: Distro) -> Publication | None:
+        return next((p for p in self.publications if p.distro == row.key), None)
+
+    def pin_text(self) -> str:
+        """The pin (priority 600 on the Release Origin) above the distribution's packages."""
+        return render("apt-pin.pref.j2", release=f"o={self.pin_origin}", priority=600)
+
+    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+        return f"{base_url.rstrip('/')}/{release.apt_path}"
+
+    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+        """The packages for an unset ``rocm_packages``; ``gfx_targets``: the host's, or None."""
+        return ["rocm-hip-runtime"]
+
+    def owns(self, name: str, version: str) -> bool:
+        """Whether an installed package is this stream's ROCm (not a driver or the distro's)."""
+        tag = versions.amd_release_tag(version)
+        return bool(tag) and not versions.is_amd_driver_version(version)
+
+    def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
+        """Of installed ``names``, those serving only GPU targets ``packages`` no longer name."""
+        return []
+
+    def version_regex(self, release: Release) -> str:
+        """An extended regex (Python and awk) matching the release's package versions."""
+        return f"[.]{versions.release_tag(release.version)}-"  # 6.4.3 -> [.]60403-
+
+    def root(self, release: Release) -> str:
+        return paths.classic_root(release.version)
+
+    def lists_gpu(self, release: Release, gfx: str) -> bool:
+        target = gpu_target(gfx)
+        since = target.supported_from if target else None
+        return since is not None and release.parts >= release_key(since)
+
+
+# Targets with an amdrocm<ver>-<gfx> package.
+CORE_SDK_GFX_PACKAGES: tuple[str, ...] = tuple(row["gfx"] for row in _ROWS["gfx_packages"])
+
+
+class CoreSdkStream(Stream):
+    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+        return f"{base_url.rstrip('/')}/{publication.directory}"
+
+    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+        # "ROCm Base" (200-install.rst @ 0c31064a); <ver> is major.minor.
+        ver = major_minor(release.version)
+        targets = sorted(set(gfx_targets or []))
+        if targets and all(gfx in CORE_SDK_GFX_PACKAGES for gfx in targets):
+            return [f"amdrocm{ver}-{gfx}" for gfx in targets]
+        return [f"amdrocm{ver}"]
+
+    def owns(self, name: str, version: str) -> bool:
+        return versions.is_core_sdk_package(name, version)
+
+    def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
+        """Other targets' packages and the every-target one, when per-target ones are wanted."""
+        ver = major_minor(release.version)
+        wanted = {gfx for gfx in CORE_SDK_GFX_PACKAGES for p in packages if p.endswith(f"-{gfx}")}
+        if not wanted or f"amdrocm{ver}" in packages:
+            return []
+        others = tuple(f"-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES if gfx not in wanted)
+        return sorted(n for n in names if n.endswith(others) or n == f"amdrocm{ver}")
+
+    def version_regex(self, release: Release) -> str:
+        return "^" + release.version.replace(".", "[.]") + "-"  # 10.0.0 -> ^10[.]0[.]0-
+
+    def root(self, release: Release) -> str:
+        return paths.core_sdk_root(major_minor(release.version))
+
+    def lists_gpu(self, release: Release, gfx: str) -> bool:
+        return gfx in CORE_SDK_GFX_PACKAGES
+
+
+def _listed(stream: str, key: str) -> str | None:
+    """The first release of ``stream`` that lists distro ``key``, or None."""
+    return next(
+        (r["version"] for r in upstream_data.RELEASES
+         if r["stream"] == stream and key in (r["distros"] or ())),
+        None,
+    )  # fmt: skip
+
+
+def _stream(kind: type[Stream], name: str, title: str, keyring: str, pin: str, text: str,
+            per_model: dict[str, dict[str, list[str]]]) -> Stream:  # fmt: skip
+    """The stream ``name`` of repositories.json, what it publishes per distro with ``per_model``
+    listings (Debian's Core SDK); ``keyring``, ``pin``: host paths; ``text``: its packages."""
+    row, publications = _row("streams", name), []
+    for pub in (r for r in _ROWS["publications"] if r["stream"] == name):
+        key = pub["distro"]
+        listing = per_model.get(key) or {}
+        models = ", ".join(m.removeprefix("AMD Instinct ") for m in listing.get("models", ()))
+        gfx = tuple(listing["gfx"]) if listing else None
+        values = (pub["suite"], pub["directory"], pub["first_release"], _listed(name, key))
+        text_ = f"Instinct {models}" if listing else ""
+        publications.append(Publication(key, *values, pub["instinct_only"], gfx, text_))
+    fingerprint, origin = row["key_fingerprint"], row["pin_origin"]  # AMD publishes no Core pin
+    return kind(name, title, fingerprint, keyring, pin, origin, tuple(publications), text)
+
+
+# The classic pin: else Debian's own rocminfo outranks AMD's 1.0.0.<tag>.
+CLASSIC = _stream(Stream, "classic", "ROCm (repo.radeon.com)", paths.ROCM_KEYRING,
+                  paths.ROCM_PIN, "`rocm-hip-runtime`", {})  # fmt: skip
+CORE_SDK = _stream(CoreSdkStream, "core-sdk", "ROCm Core SDK", paths.AMDROCM_KEYRING,
+    paths.AMDROCM_PIN, "`amdrocm<X.Y>-<gfx>` when `expected_gfx` names every GPU of the host, "
+    "else `amdrocm<X.Y>`", upstream_data.CORE_SDK_DEBIAN)  # fmt: skip
+STREAMS = (CLASSIC, CORE_SDK)
 
 
 class Support(Enum):

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rocm_fleet.model import paths
 from rocm_fleet.model.boot import BootOutlook, dkms_limit, survey_boot, wanted_driver
 from rocm_fleet.model.conflicts import VenvTorch, venv_torch
-from rocm_fleet.model.gpus import amd_pci, describe_gpus, gpus_found
-from rocm_fleet.model.host_survey import HostSurvey
+from rocm_fleet.model.host_survey import HostSurvey, amd_pci, describe_gpus, gpus_found
 from rocm_fleet.model.slurm import GresError, SlurmNodeView, gres_mismatch, node_gres, slurm_gpus
 from rocm_fleet.model.versions import kernel_releases, newer_kernels
 

@@ -63,8 +63,7 @@ def target_path(node: str) -> str:
 
 
 def seal_key_file(keys: str, node: str) -> str:
-    """Where pyinfra runs, ``node``'s own key in ``keys`` (``rocm_pull_seal_keys``; ``publish``
-    makes it)."""
+    """``node``'s own key in ``keys`` (``rocm_pull_seal_keys``, where pyinfra runs)."""
     return str(Path(keys) / f"{node}.pem")
 
 

@@ -196,6 +196,4 @@ def parse_node(text: str) -> NodeState:
     if base.endswith("*"):  # "IDLE*": the node does not respond
         base = base.rstrip("*")
         found.add("NOT_RESPONDING")
-    return NodeState(
-        name=name, state=base, flags=frozenset(found), reason=reason, gres=fields.get("Gres")
-    )
+    return NodeState(name, base, frozenset(found), reason, fields.get("Gres"))

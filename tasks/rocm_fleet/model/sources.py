@@ -10,9 +10,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from rocm_fleet.assets import render
-from rocm_fleet.model import container_toolkit, matrix, paths
-from rocm_fleet.model.decisions import Mirror, owned_wheels, pinned_requirements
-from rocm_fleet.model.venv_pins import normal_versions, requirement_met, version_matches
+from rocm_fleet.model import container_toolkit, decisions, matrix, paths
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
@@ -61,7 +59,7 @@ class AptRepository:
     def describe(self) -> str:
         return f"{self.url} {self.suite} {self.component}"
 
-    def via(self, mirror: Mirror | None) -> AptRepository:
+    def via(self, mirror: decisions.Mirror | None) -> AptRepository:
         """This repository as hosts of ``mirror`` reach it (the key fetched from it too)."""
         if mirror is None:
             return self
@@ -104,7 +102,7 @@ def mirror_path(url: str) -> str:
     return f"{parts.netloc}{path}"
 
 
-def served(url: str, mirror: Mirror | None) -> str:
+def served(url: str, mirror: decisions.Mirror | None) -> str:
     """``url`` as hosts of ``mirror`` fetch it (itself without a mirror)."""
     if mirror is None:
         return url
@@ -152,13 +150,13 @@ class WheelNeed:
     extras: tuple[tuple[str, tuple[str, ...]], ...] = ()  # AMD's [device-<gfx>] per wheel
 
     def requirements(self) -> list[str]:
-        return pinned_requirements(self.wanted, self.extras, self.requires)
+        return decisions.pinned_requirements(self.wanted, self.extras, self.requires)
 
     def unmet_in(self, distributions: Mapping[str, str] | None) -> bool:
         """Whether a venv holding ``distributions`` (None: no venv) lacks a pin or requirement."""
-        have = normal_versions(distributions)
-        pins = all(version_matches(have.get(n), v) for n, v in self.wanted)
-        return not (pins and all(requirement_met(have, r) for r in self.requires))
+        have = decisions.normal_versions(distributions)
+        pins = all(decisions.version_matches(have.get(n), v) for n, v in self.wanted)
+        return not (pins and all(decisions.requirement_met(have, r) for r in self.requires))
 
 
 @dataclass(frozen=True)
@@ -234,7 +232,9 @@ def torch_pip(config: Config, runtime: matrix.HostRuntime | None = None) -> Torc
         return None
     netrc = {"NETRC": paths.PIP_NETRC} if config.rocm_pip_netrc else {}
     environment, index = proxy_environment(config) | netrc, served(wheels.index_url, config.mirror)
-    return TorchPip(wheels, index, owned_wheels(config.torch), environment, mirror_ca(config))
+    return TorchPip(
+        wheels, index, decisions.owned_wheels(config.torch), environment, mirror_ca(config)
+    )
 
 
 def toolkit_repository(config: Config, row: matrix.Distro) -> AptRepository | None:

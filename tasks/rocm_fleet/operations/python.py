@@ -18,13 +18,13 @@ from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.python import VenvDistributions
 from rocm_fleet.model import paths
 from rocm_fleet.model.changes import PackageChange
-from rocm_fleet.model.grammar import ip_literal
-from rocm_fleet.model.venv_pins import (
+from rocm_fleet.model.decisions import (
     normal_name,
     normal_versions,
     requirement_met,
     version_matches,
 )
+from rocm_fleet.model.grammar import ip_literal
 from rocm_fleet.operations._script import script
 from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY
 
