@@ -32,11 +32,7 @@ from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model.paths import GPU_GROUPS
-from rocm_fleet.model.sources import (
-    AptNeed,
-    HostNeeds,
-    toolkit_repository,
-)
+from rocm_fleet.model.sources import AptNeed, HostNeeds, toolkit_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
 from rocm_fleet.operations.files import directory_absent, text_file
 from rocm_fleet.operations.users import gpu_access

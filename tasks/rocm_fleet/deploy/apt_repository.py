@@ -74,7 +74,5 @@ def apt_repository(
             )
     keyring = signed_by or (key.path if key is not None else None)
     apt_lists_fresh(
-        name=refresh,
-        inputs=[source.path, *([keyring] if keyring else [])],
-        stamp=stamp,
+        name=refresh, inputs=[source.path, *([keyring] if keyring else [])], stamp=stamp
     )

@@ -62,9 +62,7 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
         else None,
         signed_by=repository.keyring,
         source=AptFile(
-            "Point apt at AMD's amdgpu driver repository",
-            repository.source,
-            served.source_text(),
+            "Point apt at AMD's amdgpu driver repository", repository.source, served.source_text()
         ),
         refresh="Refresh apt lists after a driver source change",
         stamp=paths.AMDGPU_LISTS_STAMP,

@@ -83,8 +83,7 @@ def rocm_node() -> None:
     # Bad inventory data stops the run before any host is touched, naming every host's.
     config = host_config(host, every_host=True)
     host.log_styled(
-        f"rocm-fleet: ROCm {config.rocm_version} from {config.matrix_source}",
-        log_func=logger.info,
+        f"rocm-fleet: ROCm {config.rocm_version} from {config.matrix_source}", log_func=logger.info
     )
 
     if config.rocm_state == "absent":

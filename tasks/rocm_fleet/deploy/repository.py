@@ -48,9 +48,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
     apt_repository(
         key=AptKey.of("Install AMD's signing key (fingerprint checked)", served, config),
         source=AptFile(
-            "Point apt at the ROCm release for this distro",
-            repository.source,
-            served.source_text(),
+            "Point apt at the ROCm release for this distro", repository.source, served.source_text()
         ),
         pin=AptFile(
             "Pin AMD's repository above the distribution's own ROCm packages",
