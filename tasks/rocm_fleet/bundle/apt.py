@@ -1,7 +1,5 @@
 """AMD's apt repositories in a bundle: key, verified indexes, the install closure's ``.deb``s."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 

@@ -1,8 +1,6 @@
 """``make_bundle``: fetch, verify and lay out what a ``Plan`` names (docs/decisions/bundles.md);
 a host's pip resolves each wheel set to the bundled files only."""
 
-from __future__ import annotations
-
 import json
 import os
 import re

@@ -1,7 +1,5 @@
 """``rocm-fleet mirror-ca DIR ADDRESS [ADDRESS ...]``: the TLS files of a fleet mirror."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import Any

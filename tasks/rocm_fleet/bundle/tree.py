@@ -1,7 +1,5 @@
 """Writing a bundle's tree: each file atomically, confined, recorded in the manifest."""
 
-from __future__ import annotations
-
 import hashlib
 from pathlib import Path
 from typing import Any

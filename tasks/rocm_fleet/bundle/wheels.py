@@ -1,7 +1,5 @@
 """Wheels in a bundle, hash-checked, and PEP 503 pages listing only the bundled files."""
 
-from __future__ import annotations
-
 import functools
 import html
 import os

@@ -1,8 +1,6 @@
 """What a node's container engines need, decided from what the node reports (pure): engine
 versions, how Docker gets the GPUs, daemon.json merged and unmerged, missing subordinate IDs."""
 
-from __future__ import annotations
-
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -164,7 +162,7 @@ class SubIds:
         return f"{self.user} {self.kind} {self.start} {self.count}"
 
     @classmethod
-    def parse(cls, line: str) -> SubIds | None:
+    def parse(cls, line: str) -> "SubIds | None":
         parts = line.split()
         ok = len(parts) == 4 and parts[1] in ("uid", "gid") and all(p.isdigit() for p in parts[2:])
         return cls(parts[0], parts[1], int(parts[2]), int(parts[3])) if ok else None

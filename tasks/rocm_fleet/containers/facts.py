@@ -1,7 +1,5 @@
 """What a node says about its container engines (untrusted text, parsed by ``engines``)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pyinfra.api import FactBase

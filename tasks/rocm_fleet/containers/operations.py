@@ -1,7 +1,5 @@
 """The GPU containers' operations: the commands that close the gap, or ``host.noop`` with why."""
 
-from __future__ import annotations
-
 import json
 import re
 

@@ -1,7 +1,5 @@
 """An APU's GPU memory (``rocm_apu_gtt_gib``): the TTM page limit in modprobe.d."""
 
-from __future__ import annotations
-
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 

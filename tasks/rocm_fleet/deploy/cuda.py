@@ -1,7 +1,5 @@
 """Moving a node from NVIDIA to AMD (``rocm_migrate_from_cuda``)."""
 
-from __future__ import annotations
-
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 

@@ -1,7 +1,5 @@
 """The amdgpu driver: the kernel's own (``inbox``) or AMD's ``amdgpu-dkms`` with headers."""
 
-from __future__ import annotations
-
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 from pyinfra.operations.util import any_changed

@@ -1,7 +1,5 @@
 """A kernel new enough for the inbox driver, and ``rocm_kernel_hold``'s holds."""
 
-from __future__ import annotations
-
 from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta

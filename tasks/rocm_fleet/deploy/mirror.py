@@ -1,7 +1,5 @@
 """The fleet mirror (nginx) and apt's proxy (docs/decisions/fleet-mirror.md)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pyinfra.api import deploy

@@ -1,7 +1,5 @@
 """The whole node as one deploy: the checklist every rocm-fleet run follows."""
 
-from __future__ import annotations
-
 import logging
 from typing import Any
 

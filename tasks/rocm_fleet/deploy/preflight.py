@@ -3,8 +3,6 @@
 One survey (one round trip) feeds the rules (``model.findings``); a host with problems is
 refused (``engine.refuse``) and the rest of the fleet carries on; warnings are printed."""
 
-from __future__ import annotations
-
 import logging
 import os
 import sys

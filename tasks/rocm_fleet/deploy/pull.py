@@ -1,7 +1,5 @@
 """Pull mode: the node converges itself on a timer (docs/pull-mode.md)."""
 
-from __future__ import annotations
-
 import importlib.metadata
 from datetime import UTC, datetime
 from pathlib import Path

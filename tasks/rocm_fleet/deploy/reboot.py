@@ -1,7 +1,5 @@
 """Safe reboots (docs/decisions/reboots-and-kernels.md)."""
 
-from __future__ import annotations
-
 import logging
 
 from pyinfra.api import deploy

@@ -1,7 +1,5 @@
 """AMD's apt repository of the release's stream, and nothing of the other stream's."""
 
-from __future__ import annotations
-
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 from pyinfra.operations import files

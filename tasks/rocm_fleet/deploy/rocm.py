@@ -1,7 +1,5 @@
 """ROCm user space from AMD's repository, on the loader path and PATH."""
 
-from __future__ import annotations
-
 from pyinfra.api import deploy
 from pyinfra.operations import server
 

@@ -1,7 +1,5 @@
 """Secure Boot and DKMS: the signing key exists and is enrolled as a MOK."""
 
-from __future__ import annotations
-
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
 

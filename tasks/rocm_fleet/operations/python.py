@@ -1,7 +1,5 @@
 """Python venv and wheel operations."""
 
-from __future__ import annotations
-
 import hashlib
 import re
 import shlex

@@ -1,8 +1,6 @@
 """The reboot operation: only when needed and allowed, and back (a fresh uptime) before it returns,
 else the host fails with a message."""
 
-from __future__ import annotations
-
 import logging
 import time
 

@@ -1,8 +1,6 @@
 """Secure Boot operations: the DKMS signing key exists and is enrolled as a MOK (or queued).
 Only the one-time password's SHA-512 crypt hash reaches the host, never the password."""
 
-from __future__ import annotations
-
 import getpass
 import hashlib
 import io
