@@ -1,4 +1,4 @@
-"""The amdgpu driver: the kernel's own (``inbox``) or AMD's ``amdgpu-dkms`` with headers."""
+"""The amdgpu driver (inbox, or AMD's ``amdgpu-dkms`` with headers) and its Secure Boot key."""
 
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
@@ -17,6 +17,7 @@ from rocm_fleet.operations.apt import apt_update, debian_packages
 from rocm_fleet.operations.files import on_host, text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver, dkms_driver_absent
+from rocm_fleet.operations.secureboot import mok_enrolled, signing_key
 
 DRIVER_PACKAGE = matrix.AMDGPU_DRIVER_PACKAGE
 DRIVER_REMOVED = f"driver {DRIVER_PACKAGE} removed"
@@ -112,3 +113,23 @@ def remove_driver() -> list[tuple[str, OperationMeta]]:
     )
     apt_update(name="Forget the driver repository's package lists", _if=any_changed(source))
     return [(DRIVER_REMOVED, purge)]
+
+
+@deploy("Secure Boot")
+def configure_secure_boot(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
+    """The signing key and its enrollment; (reboot reason, operation) pairs."""
+    if config.rocm_driver != "dkms":
+        return []
+    cert, key = paths.MOK_KEYS[row.id]
+    # Recorded with the driver's packages: going back to inbox or uninstalling purges them.
+    debian_packages(name="Install mokutil and openssl", packages=["mokutil", "openssl"],
+                    ledger=paths.DRIVER_LEDGER)  # fmt: skip
+    if row.id == "ubuntu":  # update-secureboot-policy; the boot chain, so never purged
+        debian_packages(name="Install shim-signed", packages=["shim-signed"])
+    signing_key(name="Create the DKMS signing key if missing", cert=cert, key=key, distro_id=row.id)
+    queued = mok_enrolled(
+        name="Queue the DKMS signing key for MOK enrollment",
+        cert=cert,
+        password_env=config.rocm_mok_password_env,
+    )
+    return [("MOK enrollment pending", queued)]

@@ -1,4 +1,4 @@
-"""A kernel new enough for the inbox driver, and ``rocm_kernel_hold``'s holds."""
+"""A kernel new enough for the inbox driver, ``rocm_kernel_hold``'s holds and an APU's TTM limit."""
 
 from pyinfra import host
 from pyinfra.api import deploy
@@ -11,11 +11,12 @@ from rocm_fleet.engine.refuse import warn_host
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.system import RunningKernel
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import apu, matrix, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.kernels import kernel_findings, kernel_meta_packages
+from rocm_fleet.operations.files import on_host
 from rocm_fleet.operations.host import fail
-from rocm_fleet.operations.kernel import kernel_holds, newer_kernel
+from rocm_fleet.operations.kernel import kernel_holds, module_options, newer_kernel
 
 
 def backports_source(mirror: str, suite: str) -> str:
@@ -115,3 +116,20 @@ def install_newer_kernel(
         hold_ledger=paths.KERNEL_HOLD_LEDGER,
     )
     return [(f"new kernel ({why})", install)]
+
+
+@deploy("APU memory")
+def configure_apu_memory(config: Config, present: bool = True) -> list[tuple[str, OperationMeta]]:
+    """The (reboot reason, operation) pair, or []; ``present=False`` removes the file."""
+    gib = config.rocm_apu_gtt_gib if present else None
+    if gib is None and not on_host(paths.TTM_MODPROBE):
+        return []  # nothing to set or remove: no concern of this host (the audit's columns)
+    write = module_options(
+        name=f"Set the APU's GTT to {gib} GiB (TTM page limit)"
+        if gib is not None
+        else "Remove rocm-fleet's TTM page limit",
+        path=paths.TTM_MODPROBE,
+        content=apu.modprobe_options(gib) if gib is not None else "",
+        reboot_reason=apu.REBOOT_REASON,
+    )
+    return [(apu.REBOOT_REASON, write)]

@@ -1,16 +1,24 @@
-"""AMD's apt repository of the release's stream, and nothing of the other stream's."""
+"""AMD's apt repository of the release's stream (nothing of the other's) and its ROCm packages."""
 
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
-from pyinfra.operations import files
+from pyinfra.operations import files, server
 from pyinfra.operations.util import any_changed
 
+from rocm_fleet.assets import text
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, Leftovers, apt_repository
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.secrets import SecretError, read_secret
 from rocm_fleet.model.sources import rocm_repository
-from rocm_fleet.operations.apt import apt_update, debian_packages, dpkg_repaired, verified_keyring
+from rocm_fleet.operations.apt import (
+    apt_update,
+    debian_packages,
+    dpkg_repaired,
+    ledgered_packages_absent,
+    release_packages,
+    verified_keyring,
+)
 from rocm_fleet.operations.files import files_absent, text_file, uploaded_file
 
 PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
@@ -102,3 +110,46 @@ def remove_repository(config: Config) -> None:
         present=False,
     )
     files.directory(name="Remove rocm-fleet's state", path=paths.STATE_DIR, present=False)
+
+
+@deploy("ROCm packages")
+def install_rocm(config: Config, packages: list[str]) -> None:
+    tools = [name for name in config.acceptance_packages if name not in packages]
+    release_packages(
+        name="Install the ROCm packages of the release",
+        packages=packages + tools,
+        release=config.release,
+    )
+    if tools:  # recorded, so that turning acceptance off removes only what it installed
+        text_file(
+            name="Record the acceptance tools installed (rocm_acceptance)",
+            path=paths.ACCEPTANCE_LEDGER,
+            content="".join(f"{name}\n" for name in tools),
+            mode="600",
+        )
+    else:
+        ledgered_packages_absent(
+            name="Remove the acceptance tools (rocm_acceptance off)",
+            ledger=paths.ACCEPTANCE_LEDGER,
+            keep=packages,
+        )
+    ld_conf = text_file(
+        name=f"Put {paths.ROCM_ROOT}/lib on the dynamic loader path",
+        path=paths.LD_CONF,
+        content=text("rocm-ld.conf"),
+    )
+    server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
+    text_file(
+        name=f"Put {paths.ROCM_ROOT}/bin on login shells' PATH",
+        path=paths.PROFILE,
+        content=text("rocm-profile.sh"),
+    )
+
+
+@deploy("Remove ROCm packages")
+def remove_rocm(config: Config) -> None:
+    dpkg_repaired(name="Finish an interrupted dpkg run")
+    release_packages(name="Purge AMD's ROCm packages (every release and stream)", present=False)
+    ld_conf = text_file(name="Remove the loader path entry", path=paths.LD_CONF, present=False)
+    server.shell(name="Rebuild the loader cache", commands=["ldconfig"], _if=ld_conf.did_change)
+    text_file(name="Remove the PATH snippet", path=paths.PROFILE, present=False)
