@@ -179,7 +179,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         engine_packages.append("docker-cli")
     if users:
         podman = plan.version_of("podman", facts, config.rocm_containers_install_engine)
-        engine_packages += plan.rootless_packages(podman)
+        # Rootless Podman's Recommends: newuidmap, its network (pasta from Podman 5).
+        engine_packages += ["uidmap", "passt" if podman and podman >= (5, 0, 0) else "slirp4netns"]
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
     toolkit_package(name="Install AMD's container toolkit at its release",

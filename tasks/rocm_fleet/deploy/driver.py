@@ -35,7 +35,7 @@ def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> l
 def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, OperationMeta]]:
     """The DKMS driver, or its leftovers' removal; (reboot reason, operation) pairs."""
     if config.rocm_driver != "dkms":
-        return remove_driver() if driver_leftovers() else []
+        return remove_driver()
     repository = amdgpu_repository(config, row)
     if repository is None:
         fail(
@@ -77,14 +77,6 @@ def configure_driver(config: Config, row: matrix.Distro) -> list[tuple[str, Oper
     return [("new driver amdgpu-dkms", install)]
 
 
-def driver_leftovers() -> bool:
-    """Whether anything ``rocm_driver: dkms`` added is on the host (read from the survey)."""
-    installed = read_fact(InstalledPackages) or {}
-    return on_host(paths.AMDGPU_SOURCE, paths.AMDGPU_LISTS_STAMP) or any(
-        name in installed for name in read_fact(Ledger, path=paths.DRIVER_LEDGER) or []
-    )
-
-
 def remove_driver_packages() -> None:
     """Uninstall: purge what ``rocm_driver: dkms`` installed (its ledger: amdgpu-dkms, headers,
     mokutil and openssl where it installed them), keeping what the admin's packages need."""
@@ -96,7 +88,12 @@ def remove_driver_packages() -> None:
 
 
 def remove_driver() -> list[tuple[str, OperationMeta]]:
-    """Remove what ``rocm_driver: dkms`` added; the purge's (reboot reason, operation) pair."""
+    """Remove what ``rocm_driver: dkms`` added, if any; the purge's (reboot reason, operation)."""
+    installed = read_fact(InstalledPackages) or {}
+    if not on_host(paths.AMDGPU_SOURCE, paths.AMDGPU_LISTS_STAMP) and not any(
+        name in installed for name in read_fact(Ledger, path=paths.DRIVER_LEDGER) or []
+    ):
+        return []
     purge = dkms_driver_absent(
         name="Purge amdgpu-dkms and the headers the deploy installed for it",
         driver=DRIVER_PACKAGE,

@@ -136,7 +136,8 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
     mirror = config.mirror
     _pin_mirror_ca(mirror if present else None)
     if not present or mirror is None or not mirror.serves:
-        if not present or mirror_leftovers():
+        files = (paths.MIRROR_SITE, paths.MIRROR_STAMP, paths.MIRROR_CERT, paths.MIRROR_KEY)
+        if not present or on_host(*files, directories=(paths.MIRROR_ROOT, paths.MIRROR_CACHE)):
             _remove_mirror()
         return
     debian_packages(
@@ -217,12 +218,6 @@ def _pin_mirror_ca(mirror: Any) -> None:
         ("Remove apt's TLS settings for the mirror", paths.APT_MIRROR_CONF),
         ("Remove the fleet mirror's CA", paths.MIRROR_CA),
     )
-
-
-def mirror_leftovers() -> bool:
-    """Whether the host holds anything of a mirror (read from the survey)."""
-    files = (paths.MIRROR_SITE, paths.MIRROR_STAMP, paths.MIRROR_CERT, paths.MIRROR_KEY)
-    return on_host(*files, directories=(paths.MIRROR_ROOT, paths.MIRROR_CACHE))
 
 
 def _remove_tls_files() -> None:
