@@ -14,8 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from rocm_fleet.bundle.apt import add_key, add_repository
-from rocm_fleet.bundle.tree import Files, write_file
+from rocm_fleet.bundle.apt import Files, add_key, add_repository, write_file
 from rocm_fleet.bundle.wheels import add_wheel_set, write_pages
 from rocm_fleet.model import matrix
 from rocm_fleet.model.sources import AptRepository, HostNeeds

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from rocm_fleet.bundle.tree import Files, sha256_hex, write_file
+from rocm_fleet.bundle.apt import Files, sha256_hex, write_file
 from rocm_fleet.model import matrix
 from rocm_fleet.upstream.dist_files import dist_metadata, sdist_build_requires
 from rocm_fleet.upstream.http import DownloadError, Fetcher

@@ -35,7 +35,7 @@ from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.model.sources import AptNeed, HostNeeds, toolkit_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
 from rocm_fleet.operations.files import directory_absent, text_file
-from rocm_fleet.operations.users import gpu_access
+from rocm_fleet.operations.host import gpu_access
 
 if TYPE_CHECKING:
     from rocm_fleet.engine.refuse import Outcome
