@@ -1,4 +1,4 @@
-"""The amdgpu driver (inbox, or AMD's ``amdgpu-dkms`` with headers) and its Secure Boot key."""
+"""The amdgpu driver (inbox, or ``amdgpu-dkms`` with headers), its Secure Boot key, NVIDIA's off."""
 
 from pyinfra.api import deploy
 from pyinfra.api.operation import OperationMeta
@@ -8,19 +8,21 @@ from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.files import Ledger
-from rocm_fleet.facts.system import RunningKernel
+from rocm_fleet.facts.system import NvidiaStack, RunningKernel
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.sources import amdgpu_repository
 from rocm_fleet.model.versions import kernel_releases, newer_kernels
-from rocm_fleet.operations.apt import apt_update, debian_packages
+from rocm_fleet.operations.apt import apt_update, debian_packages, nvidia_packages_absent
 from rocm_fleet.operations.files import on_host, text_file
 from rocm_fleet.operations.host import fail
 from rocm_fleet.operations.kernel import dkms_driver, dkms_driver_absent
+from rocm_fleet.operations.python import cuda_wheels_absent
 from rocm_fleet.operations.secureboot import mok_enrolled, signing_key
 
 DRIVER_PACKAGE = matrix.AMDGPU_DRIVER_PACKAGE
 DRIVER_REMOVED = f"driver {DRIVER_PACKAGE} removed"
+NVIDIA_REMOVED = "NVIDIA driver removed (still loaded until a reboot)"
 
 
 def header_packages(row: matrix.Distro, running: str, installed: list[str]) -> list[str]:
@@ -130,3 +132,19 @@ def configure_secure_boot(config: Config, row: matrix.Distro) -> list[tuple[str,
         password_env=config.rocm_mok_password_env,
     )
     return [("MOK enrollment pending", queued)]
+
+
+@deploy("Migrate from CUDA")
+def migrate_from_cuda(config: Config) -> list[tuple[str, OperationMeta]]:
+    """Take NVIDIA's stack off; returns the (reason, operation) pairs that need a reboot."""
+    needs_reboot = []
+    purge = nvidia_packages_absent(
+        name="Purge NVIDIA's driver and CUDA packages", reboot_reason=NVIDIA_REMOVED
+    )
+    if read_fact(NvidiaStack)["modules"]:
+        needs_reboot.append((NVIDIA_REMOVED, purge))
+    if config.torch is not None:
+        cuda_wheels_absent(
+            name="Uninstall the CUDA wheels from the PyTorch venv", venv_path=config.pytorch_venv
+        )
+    return needs_reboot

@@ -7,10 +7,19 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
-from rocm_fleet.deploy.cuda import migrate_from_cuda
-from rocm_fleet.deploy.driver import configure_driver, configure_secure_boot, remove_driver_packages
+from rocm_fleet.deploy.driver import (
+    configure_driver,
+    configure_secure_boot,
+    migrate_from_cuda,
+    remove_driver_packages,
+)
 from rocm_fleet.deploy.groups import configure_groups
-from rocm_fleet.deploy.kernel import configure_apu_memory, configure_kernel, release_kernel_holds
+from rocm_fleet.deploy.kernel import (
+    configure_apu_memory,
+    configure_kernel,
+    reboot_if_needed,
+    release_kernel_holds,
+)
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
 from rocm_fleet.deploy.preflight import preflight, refused
 from rocm_fleet.deploy.pull import configure_pull
@@ -20,7 +29,6 @@ from rocm_fleet.deploy.pytorch import (
     remove_created_venv,
     remove_pytorch,
 )
-from rocm_fleet.deploy.reboot import reboot_if_needed
 from rocm_fleet.deploy.repository import (
     install_repository,
     install_rocm,
