@@ -30,11 +30,6 @@ REFUSED: dict[str, list[str]] = {}
 _REBOOTS: dict[str, tuple[int, float]] = {}
 
 
-def note(host_name: str, text: str) -> None:
-    if text not in NOTES.setdefault(host_name, []):
-        NOTES[host_name].append(text)
-
-
 def reasons_from(fact: dict | None) -> list[str]:
     """Reasons from a ``RebootRequired`` answer: ours, then packages not named in them."""
     if not fact or not fact.get("required"):
