@@ -1,6 +1,5 @@
-"""GPU containers on a node (``rocm_containers_*``): AMD's toolkit from its verified apt source,
-the CDI spec, each engine configured for its version, rootless Podman users, pulled images; all
-removed again when no engine is wanted. Composed after ``rocm_node()``."""
+"""GPU containers (``rocm_containers_*``): AMD's toolkit, the CDI spec, engines, rootless users,
+images; all removed again when no engine is wanted. Composed after ``rocm_node()``."""
 
 from __future__ import annotations
 
@@ -35,7 +34,7 @@ from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.model.sources import AptNeed, HostNeeds, toolkit_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
 from rocm_fleet.operations.files import directory_absent, text_file
-from rocm_fleet.operations.host import gpu_access
+from rocm_fleet.operations.users import gpu_access
 
 if TYPE_CHECKING:
     from rocm_fleet.engine.refuse import Outcome

@@ -4,7 +4,7 @@ from pyinfra.api import deploy
 
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.paths import GPU_GROUPS
-from rocm_fleet.operations.host import gpu_access
+from rocm_fleet.operations.users import gpu_access
 
 
 @deploy("GPU groups")

@@ -7,18 +7,13 @@ from pyinfra.api import QuoteString, StringCommand
 from rocm_fleet import assets as files
 from rocm_fleet.model import paths
 
-# Host paths the scripts use, from paths.py.
-_SCRIPT_VARIABLES = {
-    "REBOOT_REQUIRED": paths.REBOOT_REQUIRED,
-    "REBOOT_PACKAGES": paths.REBOOT_PACKAGES,
-    "REBOOT_REASONS": paths.REBOOT_REASONS,
-}
+_PATHS = ("REBOOT_REQUIRED", "REBOOT_PACKAGES", "REBOOT_REASONS")  # the scripts' paths.py names
 
 
 def script(name: str, *args: str) -> StringCommand:
     """``sh -c`` of ``files/scripts/<name>.sh`` (after the path variables, ``safe-path.sh`` and
     ``lib.sh``), ``args`` quoted as its positional parameters."""
-    variables = "".join(f"{key}={shlex.quote(value)}\n" for key, value in _SCRIPT_VARIABLES.items())
+    variables = "".join(f"{key}={shlex.quote(getattr(paths, key))}\n" for key in _PATHS)
     helpers = files.text("scripts/safe-path.sh") + files.text("scripts/lib.sh")
     body = variables + helpers + files.text(f"scripts/{name}.sh")
     return StringCommand("sh", "-c", QuoteString(body), name, *map(QuoteString, args))
