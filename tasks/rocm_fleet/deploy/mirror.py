@@ -26,8 +26,6 @@ from rocm_fleet.operations.files import (
 )
 from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
 
-MIRROR_PACKAGES = ["ca-certificates", "nginx"]
-
 
 def nginx_site(
     port: int,
@@ -142,7 +140,7 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
         return
     debian_packages(
         name="Install nginx to serve the mirror",
-        packages=MIRROR_PACKAGES,
+        packages=["ca-certificates", "nginx"],
         ledger=paths.PACKAGE_LEDGER,
     )
     if mirror.bundle:

@@ -21,8 +21,6 @@ from rocm_fleet.operations.apt import (
 )
 from rocm_fleet.operations.files import files_absent, text_file, uploaded_file
 
-PREREQUISITES = ["ca-certificates", "curl", "gnupg"]
-
 SOURCES = tuple(dict.fromkeys(repo.source for repo in matrix.REPOSITORIES))
 KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
 PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
@@ -47,7 +45,7 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
     dpkg_repaired(name="Finish an interrupted dpkg run")
     debian_packages(
         name="Install the tools that fetch and check AMD's key",
-        packages=PREREQUISITES,
+        packages=["ca-certificates", "curl", "gnupg"],
         ledger=paths.PACKAGE_LEDGER,
     )
     configure_apt_credentials(config)
