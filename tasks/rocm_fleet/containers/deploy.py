@@ -109,18 +109,6 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
     return problems
 
 
-def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
-    mirror = config.mirror
-    if mirror is None or not mirror.bundle:
-        return []
-    from rocm_fleet.upstream import manifest
-
-    need = HostNeeds(apt=(AptNeed(repository, (toolkit.PACKAGE,)),))
-    gaps = manifest.missing(mirror.bundle, need)
-    said = f"the fleet mirror's bundle {mirror.bundle} lacks AMD's container toolkit"
-    return [f"{said}: {'; '.join(gaps)}"] if gaps else []
-
-
 def _read_files() -> None:
     """Read the feature's files in one round trip; remembered for its operations."""
     reads = [
@@ -145,8 +133,13 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     problems = _problems(config, row, facts, absent_users)
     _, unofficial = toolkit.suite_for(row.key, row.suite)
     repository = toolkit_repository(config, row)
-    if repository is not None:
-        problems += _bundle_gaps(config, repository)
+    if repository is not None and (bundle := config.mirror and config.mirror.bundle):
+        from rocm_fleet.upstream import manifest
+
+        need = HostNeeds(apt=(AptNeed(repository, (toolkit.PACKAGE,)),))
+        if gaps := manifest.missing(bundle, need):
+            said = f"the fleet mirror's bundle {bundle} lacks AMD's container toolkit"
+            problems.append(f"{said}: {'; '.join(gaps)}")
     if "docker" in config.rocm_containers_engines and not problems:
         try:
             lines = read_fact(FileContents, path=plan.DAEMON_JSON)

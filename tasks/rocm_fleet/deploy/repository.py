@@ -26,18 +26,6 @@ KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
 PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
 
 
-def foreign_files(config: Config) -> Leftovers:
-    """The other stream's or repository's sources, pins and keyrings."""
-    stream, repo = config.stream, config.repository
-    keep = {stream.keyring, config.amdgpu_keyring}
-    return Leftovers(
-        "the other ROCm stream's",
-        sources=tuple(path for path in SOURCES if path != repo.source),
-        pins=tuple(path for path in PINS if path != stream.pin),
-        keyrings=tuple(path for path in KEYRINGS if path not in keep),
-    )
-
-
 @deploy("ROCm apt repository")
 def install_repository(config: Config, row: matrix.Distro) -> None:
     stream, repository = config.stream, rocm_repository(config, row)
@@ -59,7 +47,12 @@ def install_repository(config: Config, row: matrix.Distro) -> None:
             stream.pin,
             stream.pin_text(),
         ),
-        leftovers=foreign_files(config),
+        leftovers=Leftovers(  # the other stream's or repository's
+            "the other ROCm stream's",
+            sources=tuple(path for path in SOURCES if path != config.repository.source),
+            pins=tuple(path for path in PINS if path != stream.pin),
+            keyrings=tuple(k for k in KEYRINGS if k not in {stream.keyring, config.amdgpu_keyring}),
+        ),
         refresh="Refresh apt lists after a source or key change",
         stamp=paths.APT_LISTS_STAMP,
     )
