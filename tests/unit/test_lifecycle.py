@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyinfra.context import ctx_host, ctx_state
 from pyinfra.facts.files import Directory, FileContents
 
-from rocm_fleet.deploy.cuda import REBOOT_REASON
+from rocm_fleet.deploy.driver import NVIDIA_REMOVED as REBOOT_REASON
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages, KeyringFingerprints
 from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.model import paths

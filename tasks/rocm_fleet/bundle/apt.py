@@ -1,11 +1,10 @@
-"""AMD's apt repositories in a bundle: key, verified indexes, the install closure's ``.deb``s."""
+"""A bundle's tree (each file atomic, confined, in the manifest); AMD's apt repositories in it."""
 
-from __future__ import annotations
-
+import hashlib
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.bundle.tree import Files, sha256_hex, write_file
+from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model.sources import AptRepository
 from rocm_fleet.upstream.aptrepo import (
     Index,
@@ -20,6 +19,30 @@ from rocm_fleet.upstream.http import Fetcher
 from rocm_fleet.upstream.manifest import BundleError, bundle_path, confined, parsing
 from rocm_fleet.upstream.openpgp import primary_fingerprints
 from rocm_fleet.upstream.signature import check_release
+
+
+class Files:
+    """The manifest's file table, as the bundle is made."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def add(self, path: str, url: str, sha256: str, size: int, verified: str, why: str) -> None:
+        entry = self.entries.setdefault(
+            path, {"url": url, "sha256": sha256, "size": size, "verified": verified, "why": []}
+        )
+        if why not in entry["why"]:
+            entry["why"].append(why)
+
+
+def write_file(out: Path, path: str, data: bytes) -> None:
+    target = confined(out, path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(target, data)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def one_key(data: bytes, url: str) -> None:

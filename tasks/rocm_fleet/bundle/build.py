@@ -1,8 +1,7 @@
 """``make_bundle``: fetch, verify and lay out what a ``Plan`` names (docs/decisions/bundles.md);
 a host's pip resolves each wheel set to the bundled files only."""
 
-from __future__ import annotations
-
+import importlib.metadata
 import json
 import os
 import re
@@ -16,8 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from rocm_fleet.bundle.apt import add_key, add_repository
-from rocm_fleet.bundle.tree import Files, write_file
+from rocm_fleet.bundle.apt import Files, add_key, add_repository, write_file
 from rocm_fleet.bundle.wheels import add_wheel_set, write_pages
 from rocm_fleet.model import matrix
 from rocm_fleet.model.sources import AptRepository, HostNeeds
@@ -142,7 +140,15 @@ def _prune(out: Path, previous: dict[str, Any] | None, manifest: dict[str, Any])
 
 def pip_check(wheel_set: dict[str, Any], out: Path) -> None:
     """BundleError unless pip resolves the set against the bundle's pages to bundled files."""
-    _check_pip()
+    try:
+        found = importlib.metadata.version("pip")
+    except importlib.metadata.PackageNotFoundError:
+        found = "none"
+    if tuple(int(n) for n in re.findall(r"\d+", found)[:2]) < (23, 3):  # --platform with --dry-run
+        raise BundleError(
+            f"the pip beside rocm-fleet ({sys.executable}) is {found}; the bundle needs pip "
+            f">= 23.3: run `{sys.executable} -m pip install 'pip>=23.3'`"
+        )
     if any(is_sdist(pin["path"].rsplit("/", 1)[-1]) for pin in wheel_set["pins"].values()):
         # pip needs --only-binary=:all: with --python-version: the resolution decides.
         return
@@ -174,23 +180,3 @@ def pip_check(wheel_set: dict[str, Any], out: Path) -> None:
         path = os.path.relpath(url2pathname(urlsplit(url).path), out.resolve())
         if path not in bundled:
             raise BundleError(f"pip would install {path} for Python {python}, not resolved")
-
-
-# pip accepts --platform/--abi with --dry-run (no --target) from 23.3 on.
-PIP_AT_LEAST = (23, 3)
-
-
-def _check_pip() -> None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        found = version("pip")
-    except PackageNotFoundError:
-        found = "none"
-    numbers = tuple(int(n) for n in re.findall(r"\d+", found)[:2])
-    if numbers < PIP_AT_LEAST:
-        wanted = ".".join(map(str, PIP_AT_LEAST))
-        raise BundleError(
-            f"the pip beside rocm-fleet ({sys.executable}) is {found}; the bundle needs pip "
-            f">= {wanted}: run `{sys.executable} -m pip install 'pip>={wanted}'`"
-        )

@@ -1,7 +1,5 @@
 """``rocm-fleet bundle INVENTORY --output DIR``: fetch once, verified, what a fleet installs."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import Any

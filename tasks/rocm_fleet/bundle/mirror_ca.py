@@ -1,7 +1,5 @@
 """``rocm-fleet mirror-ca DIR ADDRESS [ADDRESS ...]``: the TLS files of a fleet mirror."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,8 @@ def run(args: Any) -> int:
     from rocm_fleet.model.tls import TlsFileError, make_mirror_files
 
     for name in args.names:
-        if not _valid(name):
+        wildcard = name.startswith("*.") and _NAME.fullmatch(name[2:])
+        if not (ip_literal(name) or _NAME.fullmatch(name) or wildcard):
             raise UsageError(f"{name!r} is neither an IP address nor a DNS name")
     try:
         made = make_mirror_files(args.directory.resolve(), list(args.names))
@@ -35,14 +34,6 @@ def run(args: Any) -> int:
     print(f'  rocm_mirror_tls_cert = "{tls.cert}"')
     print(f'  rocm_mirror_tls_key = "{tls.key}"')
     return 0
-
-
-def _valid(name: str) -> bool:
-    return (
-        ip_literal(name)
-        or bool(_NAME.fullmatch(name))
-        or (name.startswith("*.") and bool(_NAME.fullmatch(name[2:])))
-    )
 
 
 command = Command(

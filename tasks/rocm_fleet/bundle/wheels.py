@@ -1,7 +1,5 @@
 """Wheels in a bundle, hash-checked, and PEP 503 pages listing only the bundled files."""
 
-from __future__ import annotations
-
 import functools
 import html
 import os
@@ -9,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from rocm_fleet.bundle.tree import Files, sha256_hex, write_file
+from rocm_fleet.bundle.apt import Files, sha256_hex, write_file
 from rocm_fleet.model import matrix
 from rocm_fleet.upstream.dist_files import dist_metadata, sdist_build_requires
 from rocm_fleet.upstream.http import DownloadError, Fetcher

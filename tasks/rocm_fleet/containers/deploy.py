@@ -1,6 +1,5 @@
-"""GPU containers on a node (``rocm_containers_*``): AMD's toolkit from its verified apt source,
-the CDI spec, each engine configured for its version, rootless Podman users, pulled images; all
-removed again when no engine is wanted. Composed after ``rocm_node()``."""
+"""GPU containers (``rocm_containers_*``): AMD's toolkit, the CDI spec, engines, rootless users,
+images; all removed again when no engine is wanted. Composed after ``rocm_node()``."""
 
 from __future__ import annotations
 
@@ -32,11 +31,7 @@ from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model.paths import GPU_GROUPS
-from rocm_fleet.model.sources import (
-    AptNeed,
-    HostNeeds,
-    toolkit_repository,
-)
+from rocm_fleet.model.sources import AptNeed, HostNeeds, toolkit_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
 from rocm_fleet.operations.files import directory_absent, text_file
 from rocm_fleet.operations.users import gpu_access
@@ -114,18 +109,6 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
     return problems
 
 
-def _bundle_gaps(config: Config, repository: plan.AptRepository) -> list[str]:
-    mirror = config.mirror
-    if mirror is None or not mirror.bundle:
-        return []
-    from rocm_fleet.upstream import manifest
-
-    need = HostNeeds(apt=(AptNeed(repository, (toolkit.PACKAGE,)),))
-    gaps = manifest.missing(mirror.bundle, need)
-    said = f"the fleet mirror's bundle {mirror.bundle} lacks AMD's container toolkit"
-    return [f"{said}: {'; '.join(gaps)}"] if gaps else []
-
-
 def _read_files() -> None:
     """Read the feature's files in one round trip; remembered for its operations."""
     reads = [
@@ -150,8 +133,13 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
     problems = _problems(config, row, facts, absent_users)
     _, unofficial = toolkit.suite_for(row.key, row.suite)
     repository = toolkit_repository(config, row)
-    if repository is not None:
-        problems += _bundle_gaps(config, repository)
+    if repository is not None and (bundle := config.mirror and config.mirror.bundle):
+        from rocm_fleet.upstream import manifest
+
+        need = HostNeeds(apt=(AptNeed(repository, (toolkit.PACKAGE,)),))
+        if gaps := manifest.missing(bundle, need):
+            said = f"the fleet mirror's bundle {bundle} lacks AMD's container toolkit"
+            problems.append(f"{said}: {'; '.join(gaps)}")
     if "docker" in config.rocm_containers_engines and not problems:
         try:
             lines = read_fact(FileContents, path=plan.DAEMON_JSON)
@@ -183,7 +171,8 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
         engine_packages.append("docker-cli")
     if users:
         podman = plan.version_of("podman", facts, config.rocm_containers_install_engine)
-        engine_packages += plan.rootless_packages(podman)
+        # Rootless Podman's Recommends: newuidmap, its network (pasta from Podman 5).
+        engine_packages += ["uidmap", "passt" if podman and podman >= (5, 0, 0) else "slirp4netns"]
     if config.rocm_containers_install_engine:
         debian_packages(name="Install the container engines", packages=engine_packages)
     toolkit_package(name="Install AMD's container toolkit at its release",

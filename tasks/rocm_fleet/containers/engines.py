@@ -1,8 +1,6 @@
 """What a node's container engines need, decided from what the node reports (pure): engine
 versions, how Docker gets the GPUs, daemon.json merged and unmerged, missing subordinate IDs."""
 
-from __future__ import annotations
-
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -27,15 +25,8 @@ SUBGID = paths.SUBGID
 ENGINE_PACKAGES = {"docker": ("docker.io",), "podman": ("podman", "crun")}
 
 
-def rootless_packages(podman: tuple[int, int, int] | None) -> list[str]:
-    """What rootless Podman needs beside it (its Recommends): newuidmap, and its user-mode
-    network (pasta from Podman 5, slirp4netns before)."""
-    return ["uidmap", "passt" if podman is not None and podman >= (5, 0, 0) else "slirp4netns"]
-
-
-#: useradd's SUB_UID_COUNT and SUB_UID_MIN defaults
+#: useradd's SUB_UID_COUNT default
 SUBID_COUNT = 65536
-SUBID_MIN = 100000
 
 
 def version_of(engine: str, facts: dict[str, Any], install: bool) -> tuple[int, int, int] | None:
@@ -164,7 +155,7 @@ class SubIds:
         return f"{self.user} {self.kind} {self.start} {self.count}"
 
     @classmethod
-    def parse(cls, line: str) -> SubIds | None:
+    def parse(cls, line: str) -> "SubIds | None":
         parts = line.split()
         ok = len(parts) == 4 and parts[1] in ("uid", "gid") and all(p.isdigit() for p in parts[2:])
         return cls(parts[0], parts[1], int(parts[2]), int(parts[3])) if ok else None
@@ -176,7 +167,7 @@ def subids_needed(users: list[str], subuid: list[str], subgid: list[str]) -> lis
     uids, gids = _ranges(subuid), _ranges(subgid)
     ends = [start + count for table in (uids, gids) for spans in table.values() for start, count
             in spans]  # fmt: skip
-    start = max([SUBID_MIN, *ends])
+    start = max([100000, *ends])  # useradd's SUB_UID_MIN default
     needed = []
     for user in users:
         missing = [kind for kind, table in (("uid", uids), ("gid", gids)) if user not in table]

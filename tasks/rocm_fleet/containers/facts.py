@@ -1,7 +1,5 @@
 """What a node says about its container engines (untrusted text, parsed by ``engines``)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pyinfra.api import FactBase
@@ -12,9 +10,8 @@ _TOOLS = {"docker": "dockerd", "podman": "podman"}
 
 
 class ContainerEngines(FactBase[dict[str, Any]]):
-    """Each engine's installed version line and apt's candidate of each package (None: none):
-    ``{"installed": {"docker": "Docker version 20.10.24...", ...}, "candidate": {"podman":
-    "4.3.1+ds1-8+b1", ...}}``."""
+    """Each engine's ``--version`` line and apt's candidate of each package (None: none), as
+    ``{"installed": {"docker": ...}, "candidate": {"podman": "4.3.1+ds1-8+b1", ...}}``."""
 
     @staticmethod
     def default() -> dict[str, Any]:

@@ -1,7 +1,5 @@
 """The GPU containers' operations: the commands that close the gap, or ``host.noop`` with why."""
 
-from __future__ import annotations
-
 import json
 import re
 
@@ -31,12 +29,6 @@ from rocm_fleet.operations._script import failure, script
 from rocm_fleet.operations.files import stamp_is_current
 
 
-def at_version(installed: str | None, version: str) -> bool:
-    """Whether a Debian version (``1.3.0``, ``1:1.3.0-1``) is upstream release ``version``."""
-    pattern = rf"(?:[0-9]+:)?{re.escape(version)}(?:[-~+]|$)"
-    return installed is not None and re.match(pattern, installed) is not None
-
-
 @operation()
 def toolkit_package(package: str, version: str = "", present: bool = True):
     """Install ``package`` at upstream release ``version`` (apt's pin picks it), or purge it."""
@@ -47,7 +39,8 @@ def toolkit_package(package: str, version: str = "", present: bool = True):
             return
         yield script("apt-get", "purge", package)
         return
-    if at_version(installed, version):
+    # A Debian version (1.3.0, 1:1.3.0-1) of upstream release ``version``.
+    if installed and re.match(rf"(?:[0-9]+:)?{re.escape(version)}(?:[-~+]|$)", installed):
         host.noop(f"{package} {installed} installed")
         return
     if not read_fact(AmdgpuModule)["loaded"]:  # its preinst refuses to install without amdgpu
@@ -125,17 +118,12 @@ def docker_gpus(path: str, ledger: str, stamp: str, allow_running: bool, install
     yield script("engine-restart", "docker", stamp)
 
 
-def _recorded(ledger: str) -> list[SubIds]:
-    found = [SubIds.parse(line) for line in read_fact(Ledger, path=ledger)]
-    return [ids for ids in found if ids is not None and grammar.full(grammar.ROOTLESS_USER,
-                                                                     ids.user)]  # fmt: skip
-
-
 @operation()
 def subordinate_ids(needed: list[SubIds], ledger: str, keep: list[str]):
     """Take back the ranges ``ledger`` records for users not in ``keep``; give the ``needed``
     ones, recording each in ``ledger``."""
-    gone = [ids for ids in _recorded(ledger) if ids.user not in keep]
+    ids = filter(None, map(SubIds.parse, read_fact(Ledger, path=ledger)))
+    gone = [i for i in ids if grammar.full(grammar.ROOTLESS_USER, i.user) and i.user not in keep]
     if gone:
         yield script("subids", "del", ledger, *(ids.line for ids in gone))
     if needed:

@@ -1,7 +1,5 @@
 """One apt repository on a host: keyring, source, pin, leftovers removed, lists refreshed."""
 
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass, field
 
 from rocm_fleet.model.config import Config
@@ -31,7 +29,7 @@ class AptKey:
     ca: str | None = None
 
     @classmethod
-    def of(cls, name: str, served: AptRepository, config: Config) -> AptKey:
+    def of(cls, name: str, served: AptRepository, config: Config) -> "AptKey":
         """``served``'s keyring from its key's served URL, through ``config``'s proxy and CA."""
         key, proxy = served.key, proxy_environment(config)
         return cls(name, served.keyring, key.url, key.fingerprint, proxy, mirror_ca(config))
@@ -74,7 +72,5 @@ def apt_repository(
             )
     keyring = signed_by or (key.path if key is not None else None)
     apt_lists_fresh(
-        name=refresh,
-        inputs=[source.path, *([keyring] if keyring else [])],
-        stamp=stamp,
+        name=refresh, inputs=[source.path, *([keyring] if keyring else [])], stamp=stamp
     )

@@ -1,7 +1,5 @@
 """GPU device access: ``video`` and ``render`` exist and the configured users are in both."""
 
-from __future__ import annotations
-
 from pyinfra.api import deploy
 
 from rocm_fleet.model.config import Config

@@ -1,6 +1,6 @@
-"""A kernel new enough for the inbox driver, and ``rocm_kernel_hold``'s holds."""
+"""The kernel (new enough for the inbox driver, held for DKMS), an APU's TTM limit, safe reboots."""
 
-from __future__ import annotations
+import logging
 
 from pyinfra import host
 from pyinfra.api import deploy
@@ -10,14 +10,21 @@ from rocm_fleet.assets import render
 from rocm_fleet.deploy.apt_repository import AptFile, apt_repository
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import warn_host
+from rocm_fleet.engine.run import after_operation
 from rocm_fleet.facts.apt import DebianMirror, InstalledPackages
 from rocm_fleet.facts.files import Ledger
 from rocm_fleet.facts.system import RunningKernel
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import apu, matrix, paths
+from rocm_fleet.model.boot import dkms_limit, wanted_driver
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.kernels import kernel_findings, kernel_meta_packages
+from rocm_fleet.model.untrusted import visible
+from rocm_fleet.operations.files import on_host
 from rocm_fleet.operations.host import fail
-from rocm_fleet.operations.kernel import kernel_holds, newer_kernel
+from rocm_fleet.operations.kernel import kernel_holds, module_options, newer_kernel
+from rocm_fleet.operations.reboot import NEEDS_REBOOT, NOTES, REFUSED, reboot_when_needed
+
+logger = logging.getLogger("pyinfra")
 
 
 def backports_source(mirror: str, suite: str) -> str:
@@ -117,3 +124,53 @@ def install_newer_kernel(
         hold_ledger=paths.KERNEL_HOLD_LEDGER,
     )
     return [(f"new kernel ({why})", install)]
+
+
+@deploy("APU memory")
+def configure_apu_memory(config: Config, present: bool = True) -> list[tuple[str, OperationMeta]]:
+    """The (reboot reason, operation) pair, or []; ``present=False`` removes the file."""
+    gib = config.rocm_apu_gtt_gib if present else None
+    if gib is None and not on_host(paths.TTM_MODPROBE):
+        return []  # nothing to set or remove: no concern of this host (the audit's columns)
+    write = module_options(
+        name=f"Set the APU's GTT to {gib} GiB (TTM page limit)"
+        if gib is not None
+        else "Remove rocm-fleet's TTM page limit",
+        path=paths.TTM_MODPROBE,
+        content=apu.modprobe_options(gib) if gib is not None else "",
+        reboot_reason=apu.REBOOT_REASON,
+    )
+    return [(apu.REBOOT_REASON, write)]
+
+
+def _report() -> None:
+    """Log the hosts that still need a reboot, were refused one, or wait at the console."""
+    for found, header in (
+        (NEEDS_REBOOT, "Hosts that need a reboot (not allowed: set rocm_reboot: allow, or "
+         "reboot them yourself):"),
+        (REFUSED, "Reboots refused: the kernel the host boots next isn't ready for its GPU "
+         "driver:"),
+        (NOTES, "Hosts waiting for someone at the console:"),
+    ):  # fmt: skip
+        lines = [f"  {name}: {visible('; '.join(found[name]))}" for name in sorted(found)]
+        if lines:
+            logger.warning(header + "\n" + "\n".join(lines))
+
+
+@deploy("Reboot")
+def reboot_if_needed(
+    config: Config, planned: list[tuple[str, OperationMeta]], distro: matrix.Distro
+) -> None:
+    """Reboot (if allowed and safe) the hosts that need it."""
+    reasons = [reason for reason, op in planned if op.will_change]
+    meta = reboot_when_needed(
+        name="Reboot hosts that need it (when allowed)",
+        allowed=config.rocm_reboot == "allow",
+        timeout=config.rocm_reboot_timeout,
+        planned=reasons,
+        driver=wanted_driver(config),
+        mok_cert=paths.MOK_KEYS[distro.id][0] if config.rocm_driver == "dkms" else None,
+        dkms_max=dkms_limit(config),
+        _parallel=config.rocm_reboot_parallel,
+    )
+    after_operation(meta, _report)

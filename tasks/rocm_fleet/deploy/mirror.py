@@ -1,7 +1,5 @@
 """The fleet mirror (nginx) and apt's proxy (docs/decisions/fleet-mirror.md)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pyinfra.api import deploy
@@ -27,8 +25,6 @@ from rocm_fleet.operations.files import (
     uploaded_file,
 )
 from rocm_fleet.operations.host import daemon_config_absent, daemon_serving
-
-MIRROR_PACKAGES = ["ca-certificates", "nginx"]
 
 
 def nginx_site(
@@ -138,12 +134,13 @@ def configure_mirror(config: Config, inventory: Any, present: bool = True) -> No
     mirror = config.mirror
     _pin_mirror_ca(mirror if present else None)
     if not present or mirror is None or not mirror.serves:
-        if not present or mirror_leftovers():
+        files = (paths.MIRROR_SITE, paths.MIRROR_STAMP, paths.MIRROR_CERT, paths.MIRROR_KEY)
+        if not present or on_host(*files, directories=(paths.MIRROR_ROOT, paths.MIRROR_CACHE)):
             _remove_mirror()
         return
     debian_packages(
         name="Install nginx to serve the mirror",
-        packages=MIRROR_PACKAGES,
+        packages=["ca-certificates", "nginx"],
         ledger=paths.PACKAGE_LEDGER,
     )
     if mirror.bundle:
@@ -219,12 +216,6 @@ def _pin_mirror_ca(mirror: Any) -> None:
         ("Remove apt's TLS settings for the mirror", paths.APT_MIRROR_CONF),
         ("Remove the fleet mirror's CA", paths.MIRROR_CA),
     )
-
-
-def mirror_leftovers() -> bool:
-    """Whether the host holds anything of a mirror (read from the survey)."""
-    files = (paths.MIRROR_SITE, paths.MIRROR_STAMP, paths.MIRROR_CERT, paths.MIRROR_KEY)
-    return on_host(*files, directories=(paths.MIRROR_ROOT, paths.MIRROR_CACHE))
 
 
 def _remove_tls_files() -> None:

@@ -1,7 +1,5 @@
 """The whole node as one deploy: the checklist every rocm-fleet run follows."""
 
-from __future__ import annotations
-
 import logging
 from typing import Any
 
@@ -9,11 +7,19 @@ from pyinfra import host
 from pyinfra.api import deploy
 from pyinfra.api.exceptions import DeployError
 
-from rocm_fleet.deploy.apu import configure_apu_memory
-from rocm_fleet.deploy.cuda import migrate_from_cuda
-from rocm_fleet.deploy.driver import configure_driver, remove_driver_packages
+from rocm_fleet.deploy.driver import (
+    configure_driver,
+    configure_secure_boot,
+    migrate_from_cuda,
+    remove_driver_packages,
+)
 from rocm_fleet.deploy.groups import configure_groups
-from rocm_fleet.deploy.kernel import configure_kernel, release_kernel_holds
+from rocm_fleet.deploy.kernel import (
+    configure_apu_memory,
+    configure_kernel,
+    reboot_if_needed,
+    release_kernel_holds,
+)
 from rocm_fleet.deploy.mirror import configure_mirror, configure_proxy
 from rocm_fleet.deploy.preflight import preflight, refused
 from rocm_fleet.deploy.pull import configure_pull
@@ -23,10 +29,12 @@ from rocm_fleet.deploy.pytorch import (
     remove_created_venv,
     remove_pytorch,
 )
-from rocm_fleet.deploy.reboot import reboot_if_needed
-from rocm_fleet.deploy.repository import install_repository, remove_repository
-from rocm_fleet.deploy.rocm import install_rocm, remove_rocm
-from rocm_fleet.deploy.secureboot import configure_secure_boot
+from rocm_fleet.deploy.repository import (
+    install_repository,
+    install_rocm,
+    remove_repository,
+    remove_rocm,
+)
 from rocm_fleet.deploy.slurm import configure_slurm_gres, configure_slurm_health_check
 from rocm_fleet.deploy.verify import verify_node
 from rocm_fleet.engine.inventory_fleet import fleet_of
@@ -83,8 +91,7 @@ def rocm_node() -> None:
     # Bad inventory data stops the run before any host is touched, naming every host's.
     config = host_config(host, every_host=True)
     host.log_styled(
-        f"rocm-fleet: ROCm {config.rocm_version} from {config.matrix_source}",
-        log_func=logger.info,
+        f"rocm-fleet: ROCm {config.rocm_version} from {config.matrix_source}", log_func=logger.info
     )
 
     if config.rocm_state == "absent":

@@ -1,9 +1,5 @@
-"""Checks before any change: can this host take the chosen ROCm release as the inventory says?
-
-One survey (one round trip) feeds the rules (``model.findings``); a host with problems is
-refused (``engine.refuse``) and the rest of the fleet carries on; warnings are printed."""
-
-from __future__ import annotations
+"""Checks before any change, from one survey (``model.findings``): a host that can't take the
+release as the inventory says is refused (``engine.refuse``); the rest of the fleet carries on."""
 
 import logging
 import os

@@ -1,7 +1,5 @@
 """Pull mode: the node converges itself on a timer (docs/pull-mode.md)."""
 
-from __future__ import annotations
-
 import importlib.metadata
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,20 +21,11 @@ from rocm_fleet.operations.host import timer_enabled
 from rocm_fleet.operations.python import locked_venv
 
 UNIT = "rocm-fleet-pull"
-# gpgv: verifies AMD's InRelease on the node (Debian 13's apt brings sqv, not gpgv).
-PREREQUISITES = ["python3-venv", "curl", "gpgv"]
-#: The distribution whose Requires-Python the node's python3 must meet (it runs rocm-fleet).
-DISTRIBUTION = "rocm-fleet"
 #: The inventory group of the pull's own run; any other run is a push.
 PULL_GROUP = "rocm_fleet_pull"
-#: A push mark older than this is stale (its push died): pulls go on.
-PUSH_MARKER_EXPIRY_SECONDS = 4 * 3600
-#: How long a push waits for a pull started after its preflight, then fails the host.
-PUSH_WAITS_FOR_PULL_SECONDS = 120
-
-
 #: the paths the pull script gets as ``PULL_<NAME>`` variables, in order
 SCRIPT_PATHS = "TRUSTED_ROOT SEAL_KEY METADATA ROOT VENV RUN_DIR LOCK DATA INVENTORY DEPLOY"
+PULL_TEXTFILES = (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
 
 
 def service_unit() -> str:
@@ -72,7 +61,7 @@ def pull_script(config: Config, node: str) -> str:
         "PULL_MIRROR_CA": mirror_ca(config) or "",
         "PULL_STATUS_METRICS": paths.PULL_STATUS_METRICS,
         "PUSH_MARKER": paths.PUSH_MARKER,
-        "PUSH_MARKER_EXPIRY": str(PUSH_MARKER_EXPIRY_SECONDS),
+        "PUSH_MARKER_EXPIRY": str(4 * 3600),  # an older push mark is stale (its push died)
         "SYSTEM_CA_BUNDLE": paths.SYSTEM_CA_BUNDLE,
     }
     return assets.render(
@@ -88,10 +77,10 @@ def oldest_python() -> str:
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
-    required = importlib.metadata.metadata(DISTRIBUTION)["Requires-Python"] or ""
+    required = importlib.metadata.metadata("rocm-fleet")["Requires-Python"] or ""
     lowest = [Version(s.version) for s in SpecifierSet(required) if s.operator == ">="]
     if not lowest:
-        raise ValueError(f"{DISTRIBUTION}'s Requires-Python {required!r} has no lower bound")
+        raise ValueError(f"rocm-fleet's Requires-Python {required!r} has no lower bound")
     major, minor = max(lowest).release[:2]
     return f"{major}.{minor}"
 
@@ -142,22 +131,14 @@ def inventory_file() -> str:
     return assets.render("pull-inventory.py.j2", data=paths.PULL_DATA, group=PULL_GROUP)
 
 
-PULL_TEXTFILES = (paths.PULL_METRICS, paths.PULL_STATUS_METRICS)
-
-
-def pull_leftovers() -> bool:
-    """Whether anything of pull mode is on the host (read from the survey)."""
-    files = [paths.PULL_STAMP, paths.PULL_TIMER, paths.PULL_SERVICE, *PULL_TEXTFILES]
-    return on_host(*files, directories=(paths.PULL_ROOT,))
-
-
 @deploy("Pull mode")
 def configure_pull(config: Config) -> None:
     """Pull mode's venv, files and units with ``rocm_pull``; else their removal."""
     units = [paths.PULL_TIMER, paths.PULL_SERVICE]
     timer = dict(timer=paths.PULL_TIMER, link=paths.PULL_TIMER_LINK, stamp=paths.PULL_STAMP)
     if not config.rocm_pull:
-        if not pull_leftovers():
+        files = [paths.PULL_STAMP, *units, *PULL_TEXTFILES]
+        if not on_host(*files, directories=(paths.PULL_ROOT,)):
             return
         timer_enabled(name="Remove the pull service and timer", **timer, units=units, present=False)
         directory_absent(name="Remove the pull venv and files", path=paths.PULL_ROOT)
@@ -166,7 +147,7 @@ def configure_pull(config: Config) -> None:
     assert config.rocm_pull_lock and config.rocm_pull_lock_sha256  # config requires them
     debian_packages(
         name="Install python3-venv, curl and gpgv",
-        packages=PREREQUISITES,
+        packages=["python3-venv", "curl", "gpgv"],  # gpgv: Debian 13's apt brings sqv instead
         ledger=paths.PACKAGE_LEDGER,
     )
     locked_venv(
@@ -253,7 +234,7 @@ def mark_pushes(current: Any) -> None:
     """Mark ``current`` while a push changes it, when it has pull mode's units."""
     if is_pull_run(current) or not on_host(paths.PULL_SERVICE):
         return
-    wait = str(PUSH_WAITS_FOR_PULL_SECONDS)
+    wait = "120"  # seconds a push waits for a pull started after its preflight, then fails
     mark_while_changing(
         current,
         script("push-mark", "start", paths.PUSH_MARKER, paths.PULL_LOCK, wait),

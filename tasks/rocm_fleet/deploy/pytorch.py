@@ -25,14 +25,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("pyinfra")
 
-PREREQUISITES = ["python3-venv"]
-
 
 @deploy("PyTorch")
 def install_pytorch(config: Config, distro: matrix.Distro | None = None) -> None:
     """The venv and the release's wheels; refuses the host when the set can't be locked."""
     debian_packages(
-        name="Install python3-venv", packages=PREREQUISITES, ledger=paths.PACKAGE_LEDGER
+        name="Install python3-venv", packages=["python3-venv"], ledger=paths.PACKAGE_LEDGER
     )
     venv(name="Create the PyTorch venv", path=config.pytorch_venv, ledger=paths.DIRECTORY_LEDGER)
     installed = read_fact(VenvDistributions, venv=config.pytorch_venv)

@@ -1,7 +1,5 @@
 """Slurm's gres.conf and health program (docs/decisions/slurm-gres.md)."""
 
-from __future__ import annotations
-
 import hashlib
 from pathlib import Path
 

@@ -1,7 +1,5 @@
 """Proof that the node works, checked last; a mismatch fails the host."""
 
-from __future__ import annotations
-
 from pyinfra.api import deploy
 
 from rocm_fleet.model.config import Config

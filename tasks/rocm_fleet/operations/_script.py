@@ -1,7 +1,5 @@
 """Running the package's shell scripts (``files/scripts``) on a host, and failing a host."""
 
-from __future__ import annotations
-
 import shlex
 
 from pyinfra.api import QuoteString, StringCommand

@@ -1,7 +1,5 @@
 """apt and dpkg operations."""
 
-from __future__ import annotations
-
 import re
 
 from pyinfra import host

@@ -1,7 +1,5 @@
 """File operations."""
 
-from __future__ import annotations
-
 import hashlib
 import io
 import json

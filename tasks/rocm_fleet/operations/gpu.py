@@ -1,7 +1,5 @@
 """The GPU check: rocminfo and torch see the expected GPUs, torch computes on them."""
 
-from __future__ import annotations
-
 import hashlib
 from typing import Any
 

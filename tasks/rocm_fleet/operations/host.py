@@ -1,7 +1,5 @@
 """Operations on the host as a whole: failing it, the daemons it runs."""
 
-from __future__ import annotations
-
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 

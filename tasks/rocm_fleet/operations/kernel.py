@@ -1,7 +1,5 @@
 """Kernel and kernel driver operations: a newer kernel, AMD's DKMS driver, module options."""
 
-from __future__ import annotations
-
 import hashlib
 import logging
 

@@ -1,7 +1,5 @@
 """Python venv and wheel operations."""
 
-from __future__ import annotations
-
 import hashlib
 import re
 import shlex
@@ -29,12 +27,6 @@ from rocm_fleet.operations._script import script
 from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY
 
 
-def created_here(path: str, recorded: list[str]) -> bool:
-    """Whether the directory ledger ``recorded`` lists the venv at ``path`` or its parent."""
-    venv = path.rstrip("/")
-    return venv in recorded or paths.parent(venv) in recorded
-
-
 @operation()
 def venv(path: str, ledger: str | None = None, present: bool = True, created_only: bool = False):
     """Create a Python venv at ``path`` unless one exists, recording it and the parents it made in
@@ -45,7 +37,8 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
         if not exists:
             host.noop(f"venv {path} is absent")
             return
-        if not ledger or not created_here(path, read_fact(Ledger, path=ledger)):
+        made = read_fact(Ledger, path=ledger) if ledger else []  # the venv or its parent
+        if path.rstrip("/") not in made and paths.parent(path.rstrip("/")) not in made:
             host.noop(f"venv {path} was not created by rocm-fleet: it stays")
             return
         yield script("venv-remove", path, ledger)
@@ -200,19 +193,16 @@ def _legacy_certs(python: QuoteString) -> str:
     return f"$({shlex.quote(python.obj)} -c {shlex.quote(probe)})"
 
 
-_CUDA_WHEEL = re.compile(r"^(nvidia-.*|triton)$")
-_TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
-
-
 def cuda_wheels(installed: dict[str, str]) -> list[str]:
     """The CUDA-only distributions of a venv: ``nvidia-*``, triton, and the torch family unless a
     ``+rocm`` build."""
-    names = []
-    for name, version in installed.items():
-        normal = normal_name(name)
-        if _CUDA_WHEEL.match(normal) or (normal in _TORCH_FAMILY and "+rocm" not in version):
-            names.append(normal)
-    return sorted(names)
+    torch = ("torch", "torchvision", "torchaudio")
+    return sorted(
+        normal_name(name)
+        for name, version in installed.items()
+        if re.fullmatch(r"nvidia-.*|triton", normal_name(name))
+        or (normal_name(name) in torch and "+rocm" not in version)
+    )
 
 
 @operation()

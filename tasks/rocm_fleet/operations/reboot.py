@@ -1,8 +1,6 @@
 """The reboot operation: only when needed and allowed, and back (a fresh uptime) before it returns,
 else the host fails with a message."""
 
-from __future__ import annotations
-
 import logging
 import time
 
@@ -30,11 +28,6 @@ NOTES: dict[str, list[str]] = {}
 REFUSED: dict[str, list[str]] = {}
 # host name -> (uptime before, monotonic time the reboot was issued)
 _REBOOTS: dict[str, tuple[int, float]] = {}
-
-
-def note(host_name: str, text: str) -> None:
-    if text not in NOTES.setdefault(host_name, []):
-        NOTES[host_name].append(text)
 
 
 def reasons_from(fact: dict | None) -> list[str]:

@@ -1,8 +1,6 @@
 """Secure Boot operations: the DKMS signing key exists and is enrolled as a MOK (or queued).
 Only the one-time password's SHA-512 crypt hash reaches the host, never the password."""
 
-from __future__ import annotations
-
 import getpass
 import hashlib
 import io
@@ -20,7 +18,7 @@ from rocm_fleet.facts.files import FileDigest
 from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
 from rocm_fleet.model import paths
 from rocm_fleet.operations._script import failure, script
-from rocm_fleet.operations.reboot import note
+from rocm_fleet.operations.reboot import NOTES
 
 logger = logging.getLogger("pyinfra")
 
@@ -114,7 +112,8 @@ def signing_key(cert: str, key: str, distro_id: str):
 
 def _announce_pending(state, host) -> bool:
     host.log_styled(PENDING, fg="yellow", log_func=logger.warning)
-    note(host.name, PENDING)
+    if PENDING not in NOTES.setdefault(host.name, []):
+        NOTES[host.name].append(PENDING)
     return True
 
 

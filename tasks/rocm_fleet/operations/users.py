@@ -1,7 +1,5 @@
 """User and group operations."""
 
-from __future__ import annotations
-
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
 
