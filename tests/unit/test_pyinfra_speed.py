@@ -49,6 +49,27 @@ def orders(tmp_path, deploy_filename: str | None, is_cli: bool, monkeypatch):
     return namespace["result"]
 
 
+def test_the_order_is_pyinfras_again_from_remembered_lines_and_through_the_stand_in():
+    """Lines are remembered per code object and instruction: asked again, from another line of
+    the same code and through pyinfra's ``context.state``, the answers are still pyinfra's."""
+    from pyinfra.context import ctx_state
+    from pyinfra.context import state as stand_in
+
+    deploy = SimpleNamespace(current_deploy_filename=None, current_op_file_number=1)
+
+    def both(of):
+        return util.get_operation_order_from_stack(deploy), _pyinfra.get_operation_order_from_stack(
+            of
+        )
+
+    with ctx_state.use(deploy):
+        answers = [both(deploy), both(stand_in), both(deploy)]
+        answers += [both(stand_in), both(deploy)]  # another line of this function
+    for theirs, ours in answers:
+        assert ours == theirs and len(ours) >= 2
+    assert answers[0] == answers[2] and answers[3][0][-2] != answers[0][0][-2]
+
+
 @pytest.mark.parametrize("is_cli", [True, False])
 @pytest.mark.parametrize("deploy_file", [True, False])
 def test_the_fast_order_is_pyinfras(tmp_path, monkeypatch, is_cli, deploy_file):
@@ -107,17 +128,19 @@ def test_the_first_plan_tunes_the_collector_and_log_records_once(monkeypatch):
     calls = []
     monkeypatch.setattr(_pyinfra, "_tuned", False)
     monkeypatch.setattr(_pyinfra.logging, "logThreads", True)
+    monkeypatch.setattr(_pyinfra.gevent.config, "track_greenlet_tree", True)
     monkeypatch.setattr(_pyinfra.gc, "freeze", lambda: calls.append("freeze"))
     monkeypatch.setattr(_pyinfra.gc, "get_threshold", lambda: (700, 10, 10))
     monkeypatch.setattr(_pyinfra.gc, "set_threshold", lambda *t: calls.append(t))
     monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
     plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
     assert calls == [] and _pyinfra.logging.logThreads  # opted out: Python's own settings
+    assert _pyinfra.gevent.config.track_greenlet_tree  # and gevent's
     monkeypatch.delenv(_pyinfra.OPT_OUT)
     for _ in range(2):
         plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
     assert calls == ["freeze", (_pyinfra.GC_YOUNG, 10, 10)]  # once per process
-    assert not _pyinfra.logging.logThreads
+    assert not _pyinfra.logging.logThreads and not _pyinfra.gevent.config.track_greenlet_tree
 
 
 def test_opted_out_or_on_another_pyinfra_they_step_aside_with_one_warning(monkeypatch, caplog):
@@ -158,7 +181,9 @@ def test_global_arguments_popped_as_pyinfra_pops_them():
     """Every layer of a host's data (override, host, groups in order, all, @deploy data
     defaults), @deploy kwargs and operation kwargs: the same arguments, keys and leftovers,
     and a value taken from the data is a copy, as pyinfra's."""
+    from pyinfra import context
     from pyinfra.api import Config, Inventory, State
+    from pyinfra.context import ctx_host, ctx_state
 
     env = {"FROM": "group"}
     inventory = Inventory(
@@ -183,6 +208,9 @@ def test_global_arguments_popped_as_pyinfra_pops_them():
         ours = _pyinfra.pop_global_arguments(state, host, ours_kwargs)
         assert ours == theirs, (op_kwargs, deploy_kwargs, deploy_data)
         assert ours_kwargs == theirs_kwargs
+        with ctx_state.use(state), ctx_host.use(host):  # as pyinfra passes them: stand-ins
+            stand_ins = _pyinfra.pop_global_arguments(context.state, context.host, dict(op_kwargs))
+        assert stand_ins == theirs
     host.current_deploy_kwargs = host.current_deploy_data = None
     arguments, _ = _pyinfra.pop_global_arguments(state, host, {})
     assert arguments["_timeout"] == 7 and arguments["_shell_executable"] == "zsh"

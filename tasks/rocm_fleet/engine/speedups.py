@@ -2,7 +2,8 @@
 (docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``,
 ``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``; and, once
 per process, the objects alive when the first plan starts left out of the cyclic garbage
-collector's passes (``gc.freeze``) and log records made without the thread's name. In effect
+collector's passes (``gc.freeze``), log records made without the thread's name and greenlets
+spawned without their spawning stack (gevent's ``track_greenlet_tree``). In effect
 only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
 ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
@@ -18,9 +19,12 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from copy import copy
+from types import CodeType
 from typing import Any, TypeVar
 
+import gevent
 import pyinfra
+from pyinfra.context import ContextObject
 
 from rocm_fleet.engine.version import TESTED_PYINFRA, minor, pyinfra_version
 
@@ -84,8 +88,34 @@ def all_global_arguments() -> list[tuple[str, type]]:
     return list(_global_arguments())
 
 
+def _unwrapped(obj: Any) -> Any:
+    """What a pyinfra context stand-in (``context.host``) stands for now, else ``obj``: each
+    attribute read through the stand-in costs a failed lookup first."""
+    if isinstance(obj, ContextObject):
+        module = obj._get_module()
+        return obj if module is None else module
+    return obj
+
+
+#: (id of a code object, instruction offset) -> (the code object, its line); the line table is
+#: read from its start for each ``f_lineno``
+_LINES: dict[tuple[int, int], tuple[CodeType, int]] = {}
+
+
+def _line(frame: Any) -> int:
+    """``frame.f_lineno``, looked up once per code object and instruction."""
+    code, key = frame.f_code, (id(frame.f_code), frame.f_lasti)
+    found = _LINES.get(key)
+    if found is None or found[0] is not code:
+        if len(_LINES) > 4096:
+            _LINES.clear()
+        found = _LINES[key] = (code, frame.f_lineno)
+    return found[1]
+
+
 def get_operation_order_from_stack(state: Any) -> list[int]:
     """``pyinfra.api.util.get_operation_order_from_stack``, from the frames themselves."""
+    state = _unwrapped(state)
     frames = []
     frame = sys._getframe(1)  # the caller's, as inspect.stack() inside pyinfra's starts
     while frame is not None:
@@ -106,7 +136,7 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
     install_dir = _original("util").PYINFRA_INSTALL_DIR
     for outer in frames[start:]:
         if not outer.f_code.co_filename.startswith(install_dir):
-            line_numbers.append(outer.f_lineno)
+            line_numbers.append(_line(outer))
     return line_numbers
 
 
@@ -164,6 +194,7 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
     raise_if_bad_type = pyinfra_arguments.raise_if_bad_type
     ctx_config = pyinfra_arguments.ctx_config
 
+    state, host = _unwrapped(state), _unwrapped(host)
     config = state.config
     if ctx_config.isset():
         config = ctx_config.get()
@@ -220,13 +251,16 @@ def _tune_once() -> None:
     schemas) is never garbage, so no collection walks it again (``gc.freeze``); the young
     collections, which a plan's short-lived objects set off every 700 allocations, run every
     ``GC_YOUNG``; and log records skip the thread's name (``logging.logThreads``), which no
-    pyinfra line shows and which, on gevent's greenlets, makes a thread object per record."""
+    pyinfra line shows and which, on gevent's greenlets, makes a thread object per record; and
+    greenlets don't record who spawned them from where (gevent's ``track_greenlet_tree``, for its
+    debugging reports), which reads the line of ten frames per greenlet."""
     global _tuned
     if not _tuned:
         _tuned = True
         gc.freeze()
         gc.set_threshold(max(GC_YOUNG, gc.get_threshold()[0]), *gc.get_threshold()[1:])
         logging.logThreads = False
+        gevent.config.track_greenlet_tree = False
 
 
 def _put(functions: dict[str, Any]) -> None:

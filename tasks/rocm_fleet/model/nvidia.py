@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from typing import TypedDict
 
@@ -32,6 +33,7 @@ _NVIDIA, _NOT_NVIDIA = (
 )
 
 
+@functools.lru_cache(maxsize=8192)  # asked of every installed package
 def is_nvidia_package(name: str) -> bool:
     """Whether a package is part of NVIDIA's driver or CUDA stack."""
     return bool(_NVIDIA.match(name)) and not _NOT_NVIDIA.match(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from operator import eq, ge, gt, le, lt
@@ -86,12 +87,14 @@ AMD_CLASSIC_VERSION = r"^([0-9]+:)?[0-9]+\.[0-9]+\.[0-9]+\.([0-9]{5})-"
 _AMD_CLASSIC = re.compile(AMD_CLASSIC_VERSION)
 
 
+@functools.lru_cache(maxsize=8192)  # asked of every installed package, often
 def amd_release_tag(version: str) -> str | None:
     """The ROCm release tag of an AMD classic package version ("60403"), else None."""
     match = _AMD_CLASSIC.match(version)
     return match.group(2) if match else None
 
 
+@functools.lru_cache(maxsize=8192)
 def is_amd_driver_version(version: str) -> bool:
     """Whether ``version`` is an AMD driver package's (an epoch before the tagged version)."""
     match = _AMD_CLASSIC.match(version)
@@ -106,6 +109,7 @@ def release_tag(version: str) -> str:
 
 # Core SDK packages: amdrocm*, <X.Y.Z>-<build>, but not amdrocm-repo (ROCm/TheRock @ 89553ce3
 # docs/packaging/versioning.md, deb_package.py, build_repo_package.py).
+@functools.lru_cache(maxsize=8192)
 def is_core_sdk_package(name: str, version: str) -> bool:
     """Whether an installed package is one of the ROCm Core SDK's (amdrocm*, X.Y.Z-N)."""
     return (
