@@ -14,10 +14,10 @@ from rocm_fleet.model.settings import (
     Settings,
     bad_value,
     set_in,
-    settings_table,
     validated,
     without_credentials,
 )
+from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.versions import release_key
 
