@@ -32,7 +32,7 @@ from e2e.support import (
     succeeded,
 )
 from lab import HostSpec
-from rocm_fleet.model import apu, matrix, paths
+from rocm_fleet.model import apu, gpu_targets, paths
 
 pytestmark = pytest.mark.e2e
 
@@ -89,7 +89,7 @@ def test_a_strix_halo_host_is_named_converges_verifies_and_gets_the_gtt_asked(la
     agents = sh(lab, "apu", "/opt/rocm/core-10.0/bin/rocminfo")
     assert re.findall(r"^\s+Name:\s+(gfx\w+)\s*$", agents, re.M) == ["gfx1151"]
     assert "Radeon 8060S Graphics" in agents
-    assert matrix.gpu_target("gfx1151").family == "ryzen"
+    assert gpu_targets.gpu_target("gfx1151").family == "ryzen"
 
     # One --dry run, two refusals (preflight names every problem it finds): more than 90% of
     # the host's MemTotal (this machine's: /proc is the lab host's own), naming the key, the

@@ -22,7 +22,7 @@ from e2e.support import (
     succeeded,
 )
 from lab import HostSpec
-from rocm_fleet.model import matrix
+from rocm_fleet.model import streams
 
 pytestmark = pytest.mark.e2e
 
@@ -40,7 +40,7 @@ def lab():
 def core_sdk(lab) -> list[str]:
     out = sh(lab, "swap", "dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'")
     rows = [line.split() for line in out.splitlines()]
-    return sorted(w[1] for w in rows if w[0][0] == "i" and matrix.CORE_SDK.owns(w[1], w[2]))
+    return sorted(w[1] for w in rows if w[0][0] == "i" and streams.CORE_SDK.owns(w[1], w[2]))
 
 
 def test_the_card_swap_leaves_only_the_new_targets_packages(lab, tmp_path):

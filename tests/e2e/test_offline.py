@@ -37,7 +37,7 @@ from e2e.support import (
 )
 from lab import HostSpec
 from lab.upstreams import AMD, DOUBLES
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import paths, streams
 
 pytestmark = pytest.mark.e2e
 
@@ -185,7 +185,7 @@ def test_an_air_gapped_fleet_converges_from_a_bundle_one_of_its_hosts_serves(lab
     # The Core SDK's own key (the lab signs every double with one key, so one file each).
     assert sorted(manifest["keys"]) == [f"https://{AMD}/rocm/packages-multi-arch/gpg/rocm.gpg",
                                         f"https://{RADEON}/rocm/rocm.gpg.key"]  # fmt: skip
-    devices = [f"rocm-sdk-device-{gfx}" for gfx in matrix.CORE_SDK_GFX_PACKAGES]
+    devices = [f"rocm-sdk-device-{gfx}" for gfx in streams.CORE_SDK_GFX_PACKAGES]
     # rocm is an sdist: setuptools, its build backend, bundled beside it.
     core_runtime = sorted(["filelock", "torch", "torchvision", "rocm", "rocm-sdk-core",
                            "rocm-sdk-libraries", "setuptools", *devices])  # fmt: skip

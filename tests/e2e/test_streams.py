@@ -34,7 +34,7 @@ from e2e import support
 from e2e.support import changed, running_lab, sh, succeeded, wheels
 from lab import HostSpec
 from lab.upstreams import DRIFT_RELEASE, DRIFT_WHEEL
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import paths, streams
 
 pytestmark = pytest.mark.e2e
 
@@ -76,7 +76,7 @@ def installed(lab, host: str) -> dict[str, str]:
     return {w[1]: w[2] for w in (line.split() for line in out.splitlines()) if w[0][0] == "i"}
 
 
-def of_stream(packages: dict[str, str], stream: matrix.Stream) -> dict[str, str]:
+def of_stream(packages: dict[str, str], stream: streams.Stream) -> dict[str, str]:
     return {name: version for name, version in packages.items() if stream.owns(name, version)}
 
 
@@ -124,10 +124,10 @@ def test_a_core_sdk_release_converges_in_one_run_and_verifies_its_gpus(lab, core
         "deb [arch=amd64 signed-by=/etc/apt/keyrings/amdrocm.gpg] "
         "https://repo.amd.com/rocm/packages-multi-arch/debian13 stable main\n"
     )
-    packages = of_stream(installed(lab, "core"), matrix.CORE_SDK)
+    packages = of_stream(installed(lab, "core"), streams.CORE_SDK)
     assert packages["amdrocm7.14-gfx1100"] == "7.14.1-1", packages
     assert "amdrocm7.14" not in packages and "amdrocm7.14-gfx942" not in packages
-    assert not of_stream(installed(lab, "core"), matrix.CLASSIC)
+    assert not of_stream(installed(lab, "core"), streams.CLASSIC)
     assert sh(lab, "core", "readlink -f /opt/rocm/core /opt/rocm/bin").split() == [
         "/opt/rocm/core-7.14", "/opt/rocm/core-7.14/bin"
     ]  # fmt: skip
@@ -202,7 +202,7 @@ def test_the_classic_host_moves_to_the_core_sdk_and_back_leaving_nothing_of_the_
     on 7.2.1, moves to 7.14.1 and back, each move announced and made in one run."""
     first = deploy(lab, "mover")
     succeeded(first)
-    assert of_stream(installed(lab, "mover"), matrix.CLASSIC)
+    assert of_stream(installed(lab, "mover"), streams.CLASSIC)
     assert sh(lab, "mover", "readlink -f /opt/rocm").strip().endswith("/opt/rocm-7.2.1")
     classic_tree = tree(lab.root("mover"))
 
@@ -225,8 +225,8 @@ def test_the_classic_host_moves_to_the_core_sdk_and_back_leaving_nothing_of_the_
                "PyTorch | Install the torch wheels built for the ROCm release"):  # fmt: skip
         assert made.get(op) == ["mover"], (op, made)
     packages = installed(lab, "mover")
-    assert of_stream(packages, matrix.CLASSIC) == {}
-    assert of_stream(packages, matrix.CORE_SDK)["amdrocm7.14-gfx942"] == "7.14.1-1"
+    assert of_stream(packages, streams.CLASSIC) == {}
+    assert of_stream(packages, streams.CORE_SDK)["amdrocm7.14-gfx942"] == "7.14.1-1"
     for path in CLASSIC_FILES:
         assert not exists(lab, "mover", path), path
     assert (
@@ -248,8 +248,8 @@ def test_the_classic_host_moves_to_the_core_sdk_and_back_leaving_nothing_of_the_
     )
     assert "to ROCm (repo.radeon.com) 7.2.1" in result.output
     packages = installed(lab, "mover")
-    assert of_stream(packages, matrix.CORE_SDK) == {}
-    assert of_stream(packages, matrix.CLASSIC)["rocm-hip-runtime"].startswith("7.2.1.70201-")
+    assert of_stream(packages, streams.CORE_SDK) == {}
+    assert of_stream(packages, streams.CLASSIC)["rocm-hip-runtime"].startswith("7.2.1.70201-")
     for path in CORE_FILES:
         assert not exists(lab, "mover", path), path
     assert not exists(lab, "mover", "/opt/rocm/core-7.14")

@@ -28,7 +28,7 @@ import pytest
 from e2e.support import OP_PREFIX, build_product_wheel, running_lab, sh
 from lab import HostSpec
 from rocm_fleet.matrix import tables
-from rocm_fleet.model import matrix
+from rocm_fleet.model import gpu_targets, streams
 
 pytestmark = pytest.mark.e2e
 
@@ -152,7 +152,7 @@ def test_the_installed_matrix_reads_its_data_files_and_names_their_sources(venv,
         capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    for target in matrix.GPU_TARGETS:
+    for target in gpu_targets.GPU_TARGETS:
         assert f"  {target.gfx}  {target.family}  {target.products}\n" in result.stdout
     assert '    from download.pytorch.org.toml [index."rocm7.2"]: ' in result.stdout
 
@@ -195,7 +195,7 @@ def test_a_project_deploy_runs_rocm_node_beside_its_own(lab, inventory, venv, pr
     verify = [op for name, op in ops.items() if name.startswith(f"{OP_PREFIX}Verify")]
     assert verify and all(op["error"] == [] and op["hosts"] == 1 for op in verify), verify
     pin = (lab.root("pkg") / "etc/apt/preferences.d/rocm-pin-600").read_text()
-    assert pin == matrix.CLASSIC.pin_text()  # AMD's pin, written from the classic stream
+    assert pin == streams.CLASSIC.pin_text()  # AMD's pin, written from the classic stream
     assert "6.4.3-" in sh(lab, "pkg", "cat /opt/rocm/.info/version")
 
 

@@ -25,10 +25,11 @@ from integration.rootless import stat_double
 from integration.test_lock import WANTED, key_of, locks_for
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError, load_config, without_credentials
-from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
+from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.model.secrets import SECRET_SOURCE_SETTINGS
 from rocm_fleet.model.setting_types import SecretSource
 from rocm_fleet.model.settings import Settings
+from rocm_fleet.model.torch_builds import SDIST_ONLY
 from rocm_fleet.upstream.http import Fetcher
 from rocm_fleet.upstream.lock import LockError, LockRequest
 from unit.bundle.test_bundle import Quiet, sdist, wheel, write_pages

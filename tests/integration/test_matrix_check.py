@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from rocm_fleet.cli import main
-from rocm_fleet.model import matrix
+from rocm_fleet.model import matrix, streams
 from rocm_fleet.upstream.client import Unreachable, UpstreamClient
 from rocm_fleet.upstream.matrix_check import (
     MissingRelease,
@@ -74,7 +74,7 @@ def test_keyring_fact_reads_keyrings_gpg_made(tmp_path):
 # --- a small upstream -----------------------------------------------------------------------
 
 REL = matrix.release("7.14.1")
-DISTS = [pub.directory for pub in matrix.CORE_SDK.publications]
+DISTS = [pub.directory for pub in streams.CORE_SDK.publications]
 
 
 def release_text(suite: str, origin: str) -> str:
@@ -199,7 +199,7 @@ def test_amd_key_is_required_unless_a_mirror_key_is_named(upstream, gpg, capsys)
                    "--torch-base", f"{url}/whl", "--retries", "0"])  # fmt: skip
     out = capsys.readouterr().out
     assert status == 1
-    assert f"holds {gpg.fingerprint}; the matrix pins {matrix.CORE_SDK.key_fingerprint}" in out
+    assert f"holds {gpg.fingerprint}; the matrix pins {streams.CORE_SDK.key_fingerprint}" in out
 
 
 def test_an_unreachable_upstream_is_exit_2_after_the_retries(upstream, gpg, capsys):
@@ -238,7 +238,7 @@ def test_releases_upstream_publishes_that_the_matrix_lacks(tmp_path, gpg, upstre
     digest = hashlib.sha256(index).hexdigest()
     listed = f"SHA256:\n {digest} {len(index)} main/binary-amd64/Packages.gz\n"
     write(dists / "InRelease", gpg.clearsign(release_text("stable", "AMD ROCm") + listed))
-    key = urlsplit(matrix.STABLE_REPOSITORY.key_url)
+    key = urlsplit(streams.STABLE_REPOSITORY.key_url)
     write(root / "amd" / f"{key.netloc}{key.path}".lstrip("/"), gpg("--armor", "--export").stdout)
     unverified = missing_releases(UpstreamClient(f"{url}/amd", None, 5, 0))
     assert [item.release for item in unverified] == ["7.2.5"]  # AMD's key didn't sign it
@@ -250,7 +250,7 @@ def test_releases_upstream_publishes_that_the_matrix_lacks(tmp_path, gpg, upstre
 
 def test_the_pinned_fingerprint_a_streams_own_then_every_streams_then_the_matrixs():
     mirror, other = "ab" * 20, "cd" * 20
-    core, classic = matrix.CORE_SDK, matrix.CLASSIC
+    core, classic = streams.CORE_SDK, streams.CLASSIC
     assert pinned_fingerprint(core, None) == core.key_fingerprint.upper()
     assert pinned_fingerprint(core, {"*": mirror}) == mirror.upper()
     both = {core.name: other, "*": mirror}

@@ -37,7 +37,8 @@ from lab import (
 )
 from lab.server import Server
 from lab.upstreams import DOUBLES
-from rocm_fleet.model.matrix import CORE_SDK_GFX_PACKAGES, release
+from rocm_fleet.model.matrix import release
+from rocm_fleet.model.streams import CORE_SDK_GFX_PACKAGES
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the lab needs root")
 

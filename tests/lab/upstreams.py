@@ -22,13 +22,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from rocm_fleet.model.matrix import (
-    CORE_SDK,
-    MULTI_ARCH_REPOSITORY,
-    STABLE_REPOSITORY,
-    Release,
-    release,
-)
+from rocm_fleet.model.matrix import Release, release
+from rocm_fleet.model.streams import CORE_SDK, MULTI_ARCH_REPOSITORY, STABLE_REPOSITORY
 
 from . import amd_repo, amd_wheels, container_toolkit, core_sdk_repo, pytorch_index
 from . import upstream_facts as facts

@@ -25,7 +25,7 @@ from pyinfra.context import ctx_host, ctx_state
 from rocm_fleet.facts.health import GpuHealthFact
 from rocm_fleet.facts.round_trip import Read, Survey
 from rocm_fleet.facts.secureboot import SecureBoot
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import matrix, paths, streams
 from rocm_fleet.model.answers import InstallSize
 from rocm_fleet.model.boot import BootState, InstalledKernel
 from rocm_fleet.model.config import load_config
@@ -360,7 +360,7 @@ PIP_RUNTIME = {"rocm": ".0.post1", "rocm-sdk-core": ".0"}
 def package_version(release: Any, suite_version: str) -> str:
     """The version a release's packages carry (matrix streams' rules): classic
     <x.y.z>.<tag>-<build>~<ubuntu>, Core SDK <x.y.z>-<build>."""
-    if release.stream is matrix.CLASSIC:
+    if release.stream is streams.CLASSIC:
         return f"{release.version}.{release.numeric_tag}-128~{suite_version}"
     return f"{release.version}-1"
 
@@ -438,7 +438,7 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                     packages[package] = version
                 # What the meta packages depend on and its version file: the classic
                 # rocm-core (X.Y.Z-<build>), the Core SDK's amdrocm-base<X.Y> (X.Y.Z-<build>).
-                if release.stream is matrix.CLASSIC:
+                if release.stream is streams.CLASSIC:
                     packages["rocm-core"] = version
                     survey = replace(survey, rocm_version=f"{release.version}-128")
                 else:

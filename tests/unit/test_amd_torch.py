@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from packaging.requirements import Requirement
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import matrix, torch_builds
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.decisions import owned_wheels, torch_install
 from rocm_fleet.model.sources import torch_wheels
@@ -21,7 +21,7 @@ DATA = {"rocm_version": "10.1.0", "expected_gfx": "gfx1100", "rocm_users": ["ali
 
 def test_10x_rows_name_amds_stable_index_and_the_builds_of_its_page():
     ten = matrix.release("10.0.0")
-    assert ten.torch_index is None and ten.amd_wheels is matrix.AMD_WHEELS["10.0.0"]
+    assert ten.torch_index is None and ten.amd_wheels is torch_builds.AMD_WHEELS["10.0.0"]
     assert ten.amd_wheels.url == AMD and ten.amd_wheels.label == "rocm10.0.0"
     assert [(b.torch, b.torchvision, b.torchaudio) for b in ten.torch_builds] == [
         ("2.11.0", "0.26.0", "2.11.0"), ("2.12.0", "0.27.0", "2.11.0"),

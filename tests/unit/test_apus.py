@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from rocm_fleet.model import matrix, pci_ids
+from rocm_fleet.model import gpu_targets, matrix, pci_ids, streams
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.findings import findings
 from rocm_fleet.model.host_survey import describe_gpus, gpus_found
@@ -42,9 +42,9 @@ def test_preflight_names_the_apu_by_model_and_gfx_target(device, gfx, model):
 
 def test_apus_are_ryzen_targets_the_core_sdk_packages_and_no_classic_release_lists():
     for gfx in ("gfx1151", "gfx1150", "gfx1152", "gfx1103"):
-        target = matrix.gpu_target(gfx)
+        target = gpu_targets.gpu_target(gfx)
         assert target.family == "ryzen" and target.supported_from is None
-        assert gfx in matrix.CORE_SDK_GFX_PACKAGES
+        assert gfx in streams.CORE_SDK_GFX_PACKAGES
         assert matrix.release("10.1.0").lists_gpu(gfx)
         assert not matrix.release("7.2.4").lists_gpu(gfx)
 

@@ -6,8 +6,9 @@ import dataclasses
 import pytest
 
 from rocm_fleet.model.config import Config, ConfigError, load_config
-from rocm_fleet.model.matrix import GPU_TARGETS, TorchBuild
+from rocm_fleet.model.gpu_targets import GPU_TARGETS
 from rocm_fleet.model.settings import RENAMED, SETTINGS, VALID, Settings
+from rocm_fleet.model.torch_builds import TorchBuild
 
 GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alice"]}
 

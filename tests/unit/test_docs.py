@@ -60,7 +60,7 @@ def test_the_source_column_says_where_each_row_comes_from():
     assert sources["7.0.1"] == "AMD's table; torch: PyTorch's build matrix"  # rocm7.0
     assert sources["6.1.3"].startswith("recorded observation;")  # not in AMD's table
     assert "distros: AMD's os-support.yaml" in sources["10.1.0"]
-    # 10.x torch: AMD's stable index, recorded from its install pages (matrix.AMD_WHEELS)
+    # 10.x torch: AMD's stable index, recorded from its install pages (torch_builds.AMD_WHEELS)
     assert sources["10.1.0"].endswith("torch: AMD's install page")
     # --json carries the same, with an override's citation
     (row,) = [r for r in matrix_json()["releases"] if r["version"] == "6.1.3"]

@@ -18,8 +18,10 @@ from rocm_fleet.model.decisions import (
     wanted_wheels,
 )
 from rocm_fleet.model.host_survey import HostSurvey
-from rocm_fleet.model.matrix import CLASSIC, TORCH_RUNTIME_WHEELS, release
+from rocm_fleet.model.matrix import release
 from rocm_fleet.model.sources import WheelNeed
+from rocm_fleet.model.streams import CLASSIC
+from rocm_fleet.model.torch_builds import TORCH_RUNTIME_WHEELS
 from rocm_fleet.operations.apt import release_packages
 from rocm_fleet.operations.python import cuda_wheels
 from unit.opcases import run_op

@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from rocm_fleet.model import matrix
-from rocm_fleet.model.matrix import CLASSIC, CORE_SDK, Support, distro, release
+from rocm_fleet.model import gpu_targets, matrix, streams, torch_builds
+from rocm_fleet.model.matrix import Support, distro, release
+from rocm_fleet.model.streams import CLASSIC, CORE_SDK
 from rocm_fleet.model.versions import (
     amd_release_tag,
     is_amd_driver_version,
@@ -67,7 +68,7 @@ def test_support_levels(version, distro_key, support):
 
 
 def test_releases_are_sorted_unique_per_stream():
-    for stream in matrix.STREAMS:
+    for stream in streams.STREAMS:
         keys = [release_key(r.version) for r in matrix.RELEASES if r.stream is stream]
         assert keys == sorted(keys) and len(set(keys)) == len(keys), stream.name
     classic = [r.version for r in matrix.RELEASES if r.stream is CLASSIC]
@@ -85,11 +86,11 @@ def test_releases_are_sorted_unique_per_stream():
 def test_each_release_is_in_the_repository_of_its_stream():
     for rel in matrix.RELEASES:
         if rel.stream is CLASSIC:
-            assert rel.repository is matrix.CLASSIC_REPOSITORY
+            assert rel.repository is streams.CLASSIC_REPOSITORY
         elif rel.parts < (10,):
-            assert rel.repository is matrix.MULTI_ARCH_REPOSITORY, rel.version  # 7.14.x
+            assert rel.repository is streams.MULTI_ARCH_REPOSITORY, rel.version  # 7.14.x
         else:
-            assert rel.repository is matrix.STABLE_REPOSITORY, rel.version
+            assert rel.repository is streams.STABLE_REPOSITORY, rel.version
 
 
 def test_torch_index_follows_the_release():
@@ -97,10 +98,10 @@ def test_torch_index_follows_the_release():
         if rel.torch_index is None:
             assert rel.parts >= (10,), rel.version  # only 10.x has no index
             # ... and gets AMD's own torch instead (issue 16 item 3)
-            assert rel.amd_wheels is matrix.AMD_WHEELS[rel.version], rel.version
+            assert rel.amd_wheels is torch_builds.AMD_WHEELS[rel.version], rel.version
             assert rel.torch_builds == rel.amd_wheels.builds
             continue
-        assert rel.torch_index in matrix.TORCH_INDEXES
+        assert rel.torch_index in torch_builds.TORCH_INDEXES
         major, minor, _ = rel.parts
         assert rel.torch_index.startswith(f"rocm{major}.{minor}"), rel.version
     assert release("6.2.4").torch_index == "rocm6.2.4"
@@ -111,7 +112,7 @@ def test_torch_index_follows_the_release():
 
 def test_torch_companions_follow_torch_minor_and_torchaudio_stops_at_2_11():
     # torchvision 0.(minor+15) pairs with torch 2.minor since torch 2.0 (PyPI release lists).
-    for builds in matrix.TORCH_INDEXES.values():
+    for builds in torch_builds.TORCH_INDEXES.values():
         for b in builds:
             torch_minor = int(b.torch.split(".")[1])
             assert b.torchvision.startswith(f"0.{torch_minor + 15}."), b
@@ -125,7 +126,7 @@ def test_torch_companions_follow_torch_minor_and_torchaudio_stops_at_2_11():
 def test_only_the_core_sdk_index_requires_a_pip_runtime():
     assert release("7.14.0").torch_runtime == "rocm[device-all,libraries]==7.14.*"
     assert release("7.2.4").torch_runtime is None
-    pattern = matrix.TORCH_RUNTIME_WHEELS
+    pattern = torch_builds.TORCH_RUNTIME_WHEELS
     for name in ("rocm", "rocm-sdk-core", "rocm-sdk-libraries", "rocm-sdk-device-gfx1100"):
         assert pattern.fullmatch(name), name
     for name in ("rocm-smi", "torch", "rocmsdk", "pytorch-triton-rocm"):
@@ -174,7 +175,7 @@ def test_default_packages(version, gfx, packages):
     ],
 )
 def test_streams_tell_their_packages_apart(name, version, stream):
-    owners = [s for s in matrix.STREAMS if s.owns(name, version)]
+    owners = [s for s in streams.STREAMS if s.owns(name, version)]
     assert owners == ([stream] if stream else [])
 
 
@@ -194,26 +195,26 @@ def test_install_roots_and_rocminfo():
 
 
 def test_each_stream_keeps_its_own_files_and_key():
-    assert len({s.keyring for s in matrix.STREAMS}) == len(matrix.STREAMS)
-    assert len({s.pin for s in matrix.STREAMS}) == len(matrix.STREAMS)
-    assert len({s.key_fingerprint for s in matrix.STREAMS}) == len(matrix.STREAMS)
-    for stream in matrix.STREAMS:
+    assert len({s.keyring for s in streams.STREAMS}) == len(streams.STREAMS)
+    assert len({s.pin for s in streams.STREAMS}) == len(streams.STREAMS)
+    assert len({s.key_fingerprint for s in streams.STREAMS}) == len(streams.STREAMS)
+    for stream in streams.STREAMS:
         assert re.fullmatch(r"[0-9A-F]{40}", stream.key_fingerprint)
         assert stream.pin_text() == (
             f"Package: *\nPin: release o={stream.pin_origin}\nPin-Priority: 600\n"
         )
     # 7.14 writes the file name the classic stream uses; 10.x its own deb822 file.
-    assert matrix.MULTI_ARCH_REPOSITORY.source == matrix.CLASSIC_REPOSITORY.source
-    assert matrix.STABLE_REPOSITORY.source.endswith("amdrocm-stable.sources")
+    assert streams.MULTI_ARCH_REPOSITORY.source == streams.CLASSIC_REPOSITORY.source
+    assert streams.STABLE_REPOSITORY.source.endswith("amdrocm-stable.sources")
 
 
 def test_gfx_names():
     for good in ("gfx1100", "gfx942", "gfx90a", "gfx1201", "gfx906"):
-        assert matrix.GFX_NAME.match(good)
+        assert gpu_targets.GFX_NAME.match(good)
     for bad in ("1100", "gfx", "GFX1100", "gfx1100:xnack-", "rx7900"):
-        assert not matrix.GFX_NAME.match(bad)
-    for gfx in matrix.CORE_SDK_GFX_PACKAGES:
-        assert matrix.GFX_NAME.match(gfx), gfx
+        assert not gpu_targets.GFX_NAME.match(bad)
+    for gfx in streams.CORE_SDK_GFX_PACKAGES:
+        assert gpu_targets.GFX_NAME.match(gfx), gfx
 
 
 @pytest.mark.parametrize(

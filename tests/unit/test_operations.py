@@ -19,7 +19,7 @@ from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.boot import BootKernels
 from rocm_fleet.facts.secureboot import MokKeyState, MokPending, SecureBoot
 from rocm_fleet.facts.system import RebootRequired
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import paths, streams
 from rocm_fleet.model.boot import BootState, InstalledKernel
 from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.operations import reboot, secureboot
@@ -29,8 +29,8 @@ from unit.surveys import SurveyHost, fact_key, fresh_survey, plan
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 DASH = shutil.which("dash") or shutil.which("sh")
 
-FINGERPRINT = matrix.CLASSIC.key_fingerprint
-KEY_URL = matrix.CLASSIC_REPOSITORY.key_url
+FINGERPRINT = streams.CLASSIC.key_fingerprint
+KEY_URL = streams.CLASSIC_REPOSITORY.key_url
 DEBIAN_CERT = paths.MOK_KEYS["debian"][0]
 PASSWORD = "correct horse battery staple"
 

@@ -19,7 +19,8 @@ from pyinfra.facts.server import Which
 from rocm_fleet.assets import text
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError
-from rocm_fleet.model.matrix import CLASSIC, CLASSIC_REPOSITORY, HOST_RUNTIMES, release
+from rocm_fleet.model.matrix import HOST_RUNTIMES, release
+from rocm_fleet.model.streams import CLASSIC, CLASSIC_REPOSITORY
 from unit.locks import lock_hash
 from unit.surveys import (
     SurveyHost,

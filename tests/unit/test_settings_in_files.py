@@ -26,7 +26,8 @@ from rocm_fleet.deploy.pull import timer_unit
 from rocm_fleet.model import grammar
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.fleet import ProxiedUpstream
-from rocm_fleet.model.settings import SETTINGS, Settings, json_schema
+from rocm_fleet.model.settings import SETTINGS, Settings
+from rocm_fleet.model.settings_reference import json_schema
 from rocm_fleet.model.sources import AptRepository, SigningKey
 from rocm_fleet.operations._script import script
 

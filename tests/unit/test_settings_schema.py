@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from rocm_fleet.model import settings
+from rocm_fleet.model import settings, settings_reference
 from rocm_fleet.model.config import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,15 +20,15 @@ GOOD = {"rocm_version": "6.4.3", "expected_gfx": "gfx1100", "rocm_users": ["alic
 
 def test_the_reference_page_and_the_schema_in_docs_are_current():
     page = (ROOT / "docs/settings.md").read_text()
-    assert page == settings.reference_page(), "run `make settings-docs`"
+    assert page == settings_reference.reference_page(), "run `make settings-docs`"
     schema = json.loads((ROOT / "docs/settings.schema.json").read_text())
-    assert schema == settings.json_schema(), "run `make settings-docs`"
+    assert schema == settings_reference.json_schema(), "run `make settings-docs`"
     for key in settings.SETTINGS:
         assert f"| `{key}` |" in page
 
 
 def test_the_schema_describes_every_setting_with_its_default_and_concern():
-    schema = settings.json_schema()
+    schema = settings_reference.json_schema()
     assert schema["required"] == ["rocm_version"]
     assert list(schema["properties"]) == list(settings.SETTINGS)
     users = schema["properties"]["rocm_users"]
@@ -53,12 +53,12 @@ def _patterns(node):
 def test_the_schemas_patterns_are_anchored_and_refuse_file_syntax():
     """An editor's check is the same grammar: every pattern is anchored at both ends (JSON
     Schema's patterns search), and none lets a quote, a newline or a brace through."""
-    for pattern in _patterns(settings.json_schema()):
+    for pattern in _patterns(settings_reference.json_schema()):
         assert pattern.startswith("^(?:") and pattern.endswith(")$"), pattern
         ecma = pattern[:-1] + r"\Z"  # JSON Schema's $ is the end (Python's lets a \n by)
         for attack in ('http://a"b/', "/opt/venv\n", "a;b", "{x}", "x y"):
             assert not re.search(ecma, attack), (pattern, attack)
-    url = settings.json_schema()["properties"]["pytorch_index_base_url"]["pattern"]
+    url = settings_reference.json_schema()["properties"]["pytorch_index_base_url"]["pattern"]
     assert re.search(url, "https://download.pytorch.org/whl")
 
 

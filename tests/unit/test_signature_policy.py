@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import matrix, streams
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.findings import findings
 from unit.surveys import SurveyHost, fresh_survey, plan
@@ -55,7 +55,7 @@ def test_the_rule_follows_the_recorded_binding_of_each_release():
     recorded = upstream_facts.classic_releases()
     trixie = matrix.distro("debian", "13")
     for rel in matrix.RELEASES:
-        if rel.stream is matrix.CLASSIC and rel.publication(trixie):
+        if rel.stream is streams.CLASSIC and rel.publication(trixie):
             expected = recorded[rel.version].binding == "sha1"
             assert (rel.support(trixie) is matrix.Support.REJECTED) is expected, rel.version
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from rocm_fleet.model import matrix, site_data
+from rocm_fleet.model import matrix, site_data, streams, torch_builds
 from rocm_fleet.model.config import ConfigError, load_config
 
 # A Core SDK release no rocm-fleet commits (synthetic: AMD has published no 10.9.0).
@@ -50,13 +50,13 @@ def test_a_site_row_adds_a_release_and_its_torch(tmp_path):
                           "rocm_matrix_data": str(path)})  # fmt: skip
     rel = config.release
     assert (rel.version, rel.stream, rel.repository) == (
-        "10.9.0", matrix.CORE_SDK, matrix.STABLE_REPOSITORY
+        "10.9.0", streams.CORE_SDK, streams.STABLE_REPOSITORY
     )  # fmt: skip
     # the host and key stay the committed ones: nothing of them is in the file
     assert rel.repository.key_url == "https://stable.repo.amd.com/rocm/gpg/packages.gpg"
-    assert config.key_fingerprint == matrix.CORE_SDK.key_fingerprint
-    assert rel.amd_wheels.url == matrix.AMD_STABLE_WHEEL_INDEX
-    assert config.torch_build == matrix.TorchBuild("2.15.0", "0.30.0", None)
+    assert config.key_fingerprint == streams.CORE_SDK.key_fingerprint
+    assert rel.amd_wheels.url == torch_builds.AMD_STABLE_WHEEL_INDEX
+    assert config.torch_build == torch_builds.TorchBuild("2.15.0", "0.30.0", None)
     assert rel.root == "/opt/rocm/core-10.9"
     assert config.wanted_packages(["gfx942"]) == ["amdrocm10.9-gfx942"]
     digest = hashlib.sha256(path.read_bytes()).hexdigest()

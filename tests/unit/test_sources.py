@@ -10,7 +10,7 @@ import pytest
 
 from rocm_fleet.bundle.command import plan_for
 from rocm_fleet.deploy.verify import installed
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import matrix, paths, streams
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.fleet import Fleet
@@ -22,8 +22,8 @@ from rocm_fleet.model.sources import (
 )
 from unit.conftest import DRIVERLESS
 
-CLASSIC_KEY = ("https://repo.radeon.com/rocm/rocm.gpg.key", matrix.CLASSIC.key_fingerprint)
-CORE_KEY = matrix.CORE_SDK.key_fingerprint
+CLASSIC_KEY = ("https://repo.radeon.com/rocm/rocm.gpg.key", streams.CLASSIC.key_fingerprint)
+CORE_KEY = streams.CORE_SDK.key_fingerprint
 
 
 def row(key: str) -> matrix.Distro:

@@ -11,7 +11,7 @@ import pytest
 from rocm_fleet.deploy import pull
 from rocm_fleet.deploy.kernel import backports_pin, backports_source
 from rocm_fleet.deploy.mirror import apt_mirror_conf, apt_proxy_conf, nginx_site
-from rocm_fleet.model import apu, matrix
+from rocm_fleet.model import apu, streams
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.fleet import Fleet, ProxiedUpstream
 from rocm_fleet.model.slurm import SlurmGpu, gres_conf
@@ -90,7 +90,7 @@ CASES: dict[str, Callable[[str], str]] = {
     "rocm-plain.sources": lambda _: AptRepository(
         "https://repo.radeon.com/rocm/apt/6.4.3", "noble", KEY, deb822=True
     ).source_text(),
-    **{f"rocm-pin-{s.name}.pref": lambda _, s=s: s.pin_text() for s in matrix.STREAMS},
+    **{f"rocm-pin-{s.name}.pref": lambda _, s=s: s.pin_text() for s in streams.STREAMS},
     "amd-ttm.conf": lambda _: apu.modprobe_options(96),
     "gres.conf": lambda _: gres_conf(MI300X),
     "gres-none.conf": lambda _: gres_conf([]),

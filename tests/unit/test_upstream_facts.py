@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from lab import upstream_facts as facts
-from rocm_fleet.model import matrix, pci_ids
+from rocm_fleet.model import gpu_targets, matrix, pci_ids, streams, torch_builds
 
 
 def _where(record: str) -> str:
@@ -55,7 +55,7 @@ def disagreements() -> list[str]:
             runtime = facts.amd_wheel_record()["runtime"]["torch_requires"]
             differ(row, "the runtime torch requires", amd.runtime,
                    runtime.format(release=rel.version), record)  # fmt: skip
-        if rel.stream is matrix.CLASSIC:
+        if rel.stream is streams.CLASSIC:
             fact = classic.get(rel.version)
             if fact is None:
                 out.append(f"{row}: in the matrix, not in {_where('repo.radeon.com')}")
@@ -76,43 +76,43 @@ def disagreements() -> list[str]:
             differ(row, "repository", rel.repository.name, host[fact.repository], "repo.amd.com")
             differ(row, "amdgpu folder", rel.amdgpu_driver, fact.driver_folder or None,
                    "repo.amd.com")  # fmt: skip
-    directories = {p.distro: p.directory for p in matrix.CORE_SDK.publications}
+    directories = {p.distro: p.directory for p in streams.CORE_SDK.publications}
     differ("Core SDK", "distro directories", directories, facts.core_directories(),
            "repo.amd.com")  # fmt: skip
-    differ("Core SDK", "per-target packages", set(matrix.CORE_SDK_GFX_PACKAGES),
+    differ("Core SDK", "per-target packages", set(streams.CORE_SDK_GFX_PACKAGES),
            set(facts.core_gfx_packages()), "repo.amd.com")  # fmt: skip
 
     os_support = facts.load("repo.amd.com")["os_support"]
-    for pub in matrix.CORE_SDK.publications:
+    for pub in streams.CORE_SDK.publications:
         recorded = os_support["gfx"].get(pub.distro)
         differ(f"Core SDK {pub.distro}", "GPU targets AMD lists it for",
                list(pub.listed_gfx) if pub.listed_gfx is not None else None, recorded,
                "repo.amd.com")  # fmt: skip
 
     keys = facts.load("keys")
-    differ("classic stream", "key fingerprint", matrix.CLASSIC.key_fingerprint,
+    differ("classic stream", "key fingerprint", streams.CLASSIC.key_fingerprint,
            keys["radeon"]["fingerprint"], "keys")  # fmt: skip
-    differ("classic stream", "key URL", matrix.CLASSIC_REPOSITORY.key_url,
+    differ("classic stream", "key URL", streams.CLASSIC_REPOSITORY.key_url,
            keys["radeon"]["url"], "keys")  # fmt: skip
-    differ("Core SDK", "key fingerprint", matrix.CORE_SDK.key_fingerprint,
+    differ("Core SDK", "key fingerprint", streams.CORE_SDK.key_fingerprint,
            keys["amd"]["fingerprint"], "keys")  # fmt: skip
-    differ("Core SDK 7.14", "key URL", matrix.MULTI_ARCH_REPOSITORY.key_url, keys["amd"]["url_714"],
-           "keys")  # fmt: skip
-    differ("Core SDK 10.x", "key URL", matrix.STABLE_REPOSITORY.key_url, keys["amd"]["url_10"],
+    differ("Core SDK 7.14", "key URL", streams.MULTI_ARCH_REPOSITORY.key_url,
+           keys["amd"]["url_714"], "keys")  # fmt: skip
+    differ("Core SDK 10.x", "key URL", streams.STABLE_REPOSITORY.key_url, keys["amd"]["url_10"],
            "keys")  # fmt: skip
 
     recorded = facts.torch_indexes()
-    for index in sorted(set(recorded) | set(matrix.TORCH_INDEXES)):
+    for index in sorted(set(recorded) | set(torch_builds.TORCH_INDEXES)):
         builds = tuple((b.torch, b.torchvision, b.torchaudio)
-                       for b in matrix.TORCH_INDEXES.get(index, ()))  # fmt: skip
+                       for b in torch_builds.TORCH_INDEXES.get(index, ()))  # fmt: skip
         differ(f"torch index {index}", "builds", builds, recorded.get(index, ()),
                "download.pytorch.org")  # fmt: skip
-        differ(f"torch index {index}", "runtime requirement", matrix.TORCH_RUNTIME.get(index),
+        differ(f"torch index {index}", "runtime requirement", torch_builds.TORCH_RUNTIME.get(index),
                facts.torch_runtime(index), "download.pytorch.org")  # fmt: skip
 
     runtime_record = facts.amd_wheel_record()["runtime"]
     sdist_only = {"rocm"} if runtime_record["rocm_dist"] == "sdist" else set()
-    differ("wheel policy", "distributions published as sdists only", set(matrix.SDIST_ONLY),
+    differ("wheel policy", "distributions published as sdists only", set(torch_builds.SDIST_ONLY),
            sdist_only, "repo.amd.com-whl")  # fmt: skip
 
     docs = facts.load("rocm-docs")
@@ -130,12 +130,12 @@ def disagreements() -> list[str]:
             out.append(f"release {rel.version}: amdgpu folder {folder!r} is not a driver AMD's "
                        f"driver list names in {_where('rocm-docs')}")  # fmt: skip
     for gfx in docs["gpu_list"]["gfx"]:
-        if matrix.gpu_target(gfx) is None:
+        if gpu_targets.gpu_target(gfx) is None:
             out.append(f"GPU {gfx}: in AMD's GPU list ({_where('rocm-docs')}), missing from "
                        "the matrix")  # fmt: skip
 
     for gfx, fact in facts.gpu_targets().items():
-        target = matrix.gpu_target(gfx)
+        target = gpu_targets.gpu_target(gfx)
         if target is None:
             out.append(f"GPU {gfx}: recorded in {_where('gpus')}, missing from the matrix")
             continue

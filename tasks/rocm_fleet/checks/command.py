@@ -90,7 +90,7 @@ def run(args: Any) -> int:
 
     import pytest
 
-    from rocm_fleet.checks.plugin import Report
+    from rocm_fleet.checks.report import Report
 
     refuse_combinations(args)
     chosen, errors = choose(args)

@@ -10,17 +10,20 @@ import shlex
 
 import pytest
 
-from rocm_fleet.checks.plugin import UNREACHABLE, Target
+from rocm_fleet.checks.plugin import Target
+from rocm_fleet.checks.report import UNREACHABLE
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model import apu, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.container_toolkit import CDI_KIND, DOCKER_CDI, RUNTIME_NAME
+from rocm_fleet.model.gpu_targets import gpu_target
 from rocm_fleet.model.health import AMD_SMI_READS, HealthParseError, gpu_health, usable_json
-from rocm_fleet.model.matrix import REPOSITORIES, STREAMS, distro, gpu_target
+from rocm_fleet.model.matrix import distro
 from rocm_fleet.model.paths import ROCM_ROOT
 from rocm_fleet.model.slurm import gres_conf, gres_mismatch, node_gres, slurm_gpus
 from rocm_fleet.model.sources import mirror_path, rocm_repository
+from rocm_fleet.model.streams import REPOSITORIES, STREAMS
 from rocm_fleet.model.untrusted import visible
 
 TORCH_PROBE = r"""

@@ -14,7 +14,7 @@ WIDTH = 100
 
 def plain() -> str:
     """By concern: ``key = default`` and the meaning wrapped beneath it."""
-    from rocm_fleet.model.settings import described
+    from rocm_fleet.model.settings_reference import described
 
     out: list[str] = []
     concern = None
@@ -30,18 +30,18 @@ def plain() -> str:
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.model import settings
+    from rocm_fleet.model import settings_reference
 
     if args.json:
-        found = {i.key: asdict(i) for i in settings.described()}
+        found = {i.key: asdict(i) for i in settings_reference.described()}
         found = {key: {k: v for k, v in item.items() if k != "key"} for key, item in found.items()}
         print(json.dumps(found, indent=2, default=repr))
     elif args.schema:
-        print(json.dumps(settings.json_schema(), indent=2))
+        print(json.dumps(settings_reference.json_schema(), indent=2))
     elif args.page:
-        print(settings.reference_page(), end="")
+        print(settings_reference.reference_page(), end="")
     elif args.markdown:
-        print(settings.settings_table())
+        print(settings_reference.settings_table())
     else:
         print(plain())
     return 0

@@ -41,7 +41,7 @@ from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.engine.origin import raise_at
 from rocm_fleet.engine.speedups import planned_with_speedups
 from rocm_fleet.model.config import Config, ConfigError
-from rocm_fleet.model.matrix import CLASSIC
+from rocm_fleet.model.streams import CLASSIC
 from rocm_fleet.model.untrusted import VISIBLE_LOG
 
 logger = logging.getLogger("pyinfra")

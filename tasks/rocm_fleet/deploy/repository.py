@@ -7,7 +7,7 @@ from pyinfra.operations.util import any_changed
 
 from rocm_fleet.assets import text
 from rocm_fleet.deploy.apt_repository import AptFile, AptKey, Leftovers, apt_repository
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import matrix, paths, streams
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.secrets import SecretError, read_secret
 from rocm_fleet.model.sources import rocm_repository
@@ -21,9 +21,9 @@ from rocm_fleet.operations.apt import (
 )
 from rocm_fleet.operations.files import files_absent, text_file, uploaded_file
 
-SOURCES = tuple(dict.fromkeys(repo.source for repo in matrix.REPOSITORIES))
-KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in matrix.STREAMS))
-PINS = tuple(dict.fromkeys(stream.pin for stream in matrix.STREAMS))
+SOURCES = tuple(dict.fromkeys(repo.source for repo in streams.REPOSITORIES))
+KEYRINGS = tuple(dict.fromkeys(stream.keyring for stream in streams.STREAMS))
+PINS = tuple(dict.fromkeys(stream.pin for stream in streams.STREAMS))
 
 
 @deploy("ROCm apt repository")

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rocm_fleet.matrix.inputs import MATRIX_DISTROS, MatrixDataError, read_yaml, version_key
-from rocm_fleet.model.matrix import GFX_NAME
+from rocm_fleet.model.gpu_targets import GFX_NAME
 from rocm_fleet.model.versions import RELEASE_LIST_ROW, is_driver_folder, is_full_release
 
 # os-support.yaml's Instinct models -> gfx (docs/decisions/matrix-data-and-citations.md).

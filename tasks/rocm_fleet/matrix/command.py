@@ -24,7 +24,7 @@ from rocm_fleet.matrix.release_table import (
     sources_markdown,
     sources_text,
 )
-from rocm_fleet.model import matrix, site_data, upstream_data
+from rocm_fleet.model import matrix, site_data, streams, torch_builds, upstream_data
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import check_matrix
 
@@ -69,15 +69,15 @@ def _url(value: str | None, option: str) -> str | None:
 
 
 def _fingerprints(values: list[str]) -> dict[str, str]:
-    streams = {s.name for s in matrix.STREAMS}
+    names = {s.name for s in streams.STREAMS}
     found = {}
     for value in values:
         stream, _, fingerprint = value.rpartition("=")
         stream = stream or "*"
-        if stream not in streams | {"*"} or not re.fullmatch(r"[0-9A-Fa-f]{40}", fingerprint):
+        if stream not in names | {"*"} or not re.fullmatch(r"[0-9A-Fa-f]{40}", fingerprint):
             raise UsageError(
                 f"--key-fingerprint {value!r}: expected [STREAM=]FINGERPRINT, STREAM one of "
-                f"{', '.join(sorted(streams))}, FINGERPRINT 40 hexadecimal digits"
+                f"{', '.join(sorted(names))}, FINGERPRINT 40 hexadecimal digits"
             )
         found[stream] = fingerprint.upper()
     return found
@@ -187,11 +187,11 @@ command = click.Group(
                 option("--release", help="check only this release's row"),
                 option("--apt-base", help="mirror of AMD's hosts, one directory per host "
                        "(URL/repo.radeon.com/rocm/apt/...)"),
-                option("--torch-base",
-                       help=f"mirror of {matrix.PYTORCH_INDEX_BASE_URL} (URL/rocm7.2/torch/...)"),
+                option("--torch-base", help=f"mirror of {torch_builds.PYTORCH_INDEX_BASE_URL} "
+                       "(URL/rocm7.2/torch/...)"),
                 _fingerprint_option(
                     "the key a mirror signs with instead of AMD's, for one stream "
-                    f"({', '.join(s.name for s in matrix.STREAMS)}) or all (repeatable)"
+                    f"({', '.join(s.name for s in streams.STREAMS)}) or all (repeatable)"
                 ),
                 option("--timeout", type=float, default=20.0,
                        help="seconds per request (default 20)"),

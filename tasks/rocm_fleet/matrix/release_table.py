@@ -10,7 +10,8 @@ from urllib.parse import urlsplit
 
 from rocm_fleet.cli.tables import FALLBACK_WIDTH, folded
 from rocm_fleet.matrix.inputs import FROM_PYTORCH_NONE
-from rocm_fleet.model import matrix, upstream_data
+from rocm_fleet.model import matrix, streams, torch_builds, upstream_data
+from rocm_fleet.model.gpu_targets import GPU_TARGETS
 from rocm_fleet.model.site_data import SiteData
 
 # Per support: the docs' words, and the terminal's (its table fits 100 columns, with a legend).
@@ -23,7 +24,7 @@ SUPPORT_TEXT = {matrix.Support.OFFICIAL: ("official", "yes"),
 
 def repository_text(rel: matrix.Release) -> str:
     repo = rel.repository
-    if repo is matrix.CLASSIC_REPOSITORY:
+    if repo is streams.CLASSIC_REPOSITORY:
         return f"{urlsplit(repo.base_url).path.strip('/')}/{rel.apt_path}"
     return urlsplit(repo.base_url).netloc
 
@@ -89,7 +90,7 @@ def _releases(site: SiteData | None) -> list[matrix.Release]:
 
 def gpu_targets(rel: matrix.Release) -> list[str]:
     """The GPU targets AMD lists for ``rel``, in the matrix's order (``expected_gfx`` values)."""
-    return [target.gfx for target in matrix.GPU_TARGETS if rel.lists_gpu(target.gfx)]
+    return [target.gfx for target in GPU_TARGETS if rel.lists_gpu(target.gfx)]
 
 
 def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> str:
@@ -134,7 +135,7 @@ def plain_table(site: SiteData | None = None, width: int = FALLBACK_WIDTH) -> st
 def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
     """Everything the matrix says, for tools; a site file's rows last (``"from": "site"``)."""
 
-    def stream_json(stream: matrix.Stream) -> dict[str, Any]:
+    def stream_json(stream: streams.Stream) -> dict[str, Any]:
         fields = ("name", "title", "key_fingerprint", "keyring", "pin", "pin_origin")
         return {**{f: getattr(stream, f) for f in fields},
                 "publications": [asdict(p) for p in stream.publications]}  # fmt: skip
@@ -164,11 +165,11 @@ def matrix_json(site: SiteData | None = None) -> dict[str, Any]:
                        "tested": "lab only" if rel.version in LAB_TESTED else None},
         })  # fmt: skip
     return {
-        "streams": [stream_json(s) for s in matrix.STREAMS],
+        "streams": [stream_json(s) for s in streams.STREAMS],
         "distros": [asdict(d) for d in matrix.DISTROS],
         "releases": releases,
         "tables": sections(),
-        "pytorch_index_base_url": matrix.PYTORCH_INDEX_BASE_URL,
+        "pytorch_index_base_url": torch_builds.PYTORCH_INDEX_BASE_URL,
         "amdgpu_apt_base_url": matrix.AMDGPU_APT_BASE_URL,
         "site_data": site.provenance if site is not None else None,
     }

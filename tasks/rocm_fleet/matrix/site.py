@@ -14,7 +14,7 @@ from packaging.version import Version
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.cli.exits import option
 from rocm_fleet.cli.inventory import UsageError
-from rocm_fleet.model import matrix, site_data
+from rocm_fleet.model import gpu_targets, matrix, site_data, streams, torch_builds
 from rocm_fleet.model.versions import major_minor
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import listed_versions, missing_releases
@@ -79,10 +79,10 @@ def _labelled(upstream: UpstreamClient, url: str, project: str, label: str) -> l
     return sorted((v.public for v in versions if v.local == label), key=Version)
 
 
-def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | None:
+def amd_wheels(upstream: UpstreamClient, release: str) -> torch_builds.AmdWheels | None:
     """What AMD's stable index holds for ``release`` (torchvision paired as ``0.(minor+15)``,
     torchaudio only when one is listed); None when it lists no torch for it."""
-    url = matrix.AMD_STABLE_WHEEL_INDEX
+    url = torch_builds.AMD_STABLE_WHEEL_INDEX
     label = f"rocm{release}"
     torches = _labelled(upstream, url, "torch", label)
     if not torches:
@@ -96,11 +96,11 @@ def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | Non
         if not paired:
             continue  # no torchvision: not a build AMD's page offers
         audio = audios[0] if len(audios) == 1 else None
-        builds.append(matrix.TorchBuild(torch, paired[-1], audio))
+        builds.append(torch_builds.TorchBuild(torch, paired[-1], audio))
     if not builds:
         return None
     targets, limits = [], []
-    for target in matrix.GPU_TARGETS:
+    for target in gpu_targets.GPU_TARGETS:
         offered = set(_labelled(upstream, url, f"amd-torch-device-{target.gfx}", label))
         mine = [b.torch for b in builds if b.torch in offered]
         if not mine:
@@ -110,7 +110,7 @@ def amd_wheels(upstream: UpstreamClient, release: str) -> matrix.AmdWheels | Non
             limits.append((target.gfx, tuple(mine)))
     if not targets:
         return None
-    return matrix.AmdWheels(url, release, tuple(builds), tuple(targets), tuple(limits))
+    return torch_builds.AmdWheels(url, release, tuple(builds), tuple(targets), tuple(limits))
 
 
 def new_rows(upstream: UpstreamClient, fingerprints: dict[str, str],
@@ -123,18 +123,18 @@ def new_rows(upstream: UpstreamClient, fingerprints: dict[str, str],
         version, where = found.release, found.where
         if only is not None and version not in only:
             continue
-        kinds = [(matrix.CORE_SDK, matrix.MULTI_ARCH_REPOSITORY),
-                 (matrix.CORE_SDK, matrix.STABLE_REPOSITORY),
-                 (matrix.CLASSIC, matrix.CLASSIC_REPOSITORY)]  # fmt: skip
+        kinds = [(streams.CORE_SDK, streams.MULTI_ARCH_REPOSITORY),
+                 (streams.CORE_SDK, streams.STABLE_REPOSITORY),
+                 (streams.CLASSIC, streams.CLASSIC_REPOSITORY)]  # fmt: skip
         kind = next((k for k in kinds if where.startswith(k[1].base_url + "/")), None)
         if kind is None:
             notes.append(f"{version}: found at {where}, in no repository the matrix knows")
             continue
         stream, repository = kind
         torch_index, amd = None, None
-        if stream is matrix.CLASSIC:
+        if stream is streams.CLASSIC:
             index = f"rocm{major_minor(version)}"
-            torch_index = index if index in matrix.TORCH_INDEXES else None
+            torch_index = index if index in torch_builds.TORCH_INDEXES else None
         else:
             amd = amd_wheels(upstream, version)
         no_torch = None if torch_index or amd else "upstream lists no torch built for it"

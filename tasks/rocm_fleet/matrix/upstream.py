@@ -78,12 +78,12 @@ def discoveries(data: dict, pci_devices: dict[str, str] | None = None,
 def matrix_knows() -> tuple[dict[str, tuple[str, str]], set[str], dict[str, set[str]]]:
     """What the matrix has, for discoveries(): (PCI ID -> (gfx, name), GPU targets, per local
     label its torch versions)."""
-    from rocm_fleet.model import matrix, pci_ids
+    from rocm_fleet.model import gpu_targets, pci_ids, torch_builds
 
     known_pci = {d: (row.gfx, row.name) for d, row in pci_ids.PCI_DEVICES.items()}
-    gfx = {t.gfx for t in matrix.GPU_TARGETS}
-    torch = {i: {b.torch for b in builds} for i, builds in matrix.TORCH_INDEXES.items()}
-    for wheels in matrix.AMD_WHEELS.values():  # 10.x's torch, and 7.14.x's on AMD's index
+    gfx = {t.gfx for t in gpu_targets.GPU_TARGETS}
+    torch = {i: {b.torch for b in builds} for i, builds in torch_builds.TORCH_INDEXES.items()}
+    for wheels in torch_builds.AMD_WHEELS.values():  # 10.x's torch, and 7.14.x's on AMD's index
         torch[wheels.label] = {b.torch for b in wheels.builds}
     return known_pci, gfx, torch
 

@@ -7,17 +7,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from rocm_fleet.model import matrix, paths, site_data
+from rocm_fleet.model import matrix, paths, site_data, streams, torch_builds
 from rocm_fleet.model.decisions import TorchInstall, torch_install
 from rocm_fleet.model.settings import (
     Origin,
     Settings,
     bad_value,
     set_in,
-    settings_table,
     validated,
     without_credentials,
 )
+from rocm_fleet.model.settings_reference import settings_table
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.versions import release_key
 
@@ -54,7 +54,7 @@ class Config(Settings):
         return f"site matrix data {self.matrix_data.provenance}"
 
     @property
-    def torch_build(self) -> matrix.TorchBuild | None:
+    def torch_build(self) -> torch_builds.TorchBuild | None:
         return self.torch.build if self.torch else None
 
     @property
@@ -62,11 +62,11 @@ class Config(Settings):
         return _gfx(self.expected_gfx)
 
     @property
-    def stream(self) -> matrix.Stream:
+    def stream(self) -> streams.Stream:
         return self.release.stream
 
     @property
-    def repository(self) -> matrix.Repository:
+    def repository(self) -> streams.Repository:
         return self.release.repository
 
     @property
@@ -94,7 +94,7 @@ class Config(Settings):
     @property
     def acceptance_packages(self) -> list[str]:
         """AMD's packages ``rocm_acceptance`` needs: a classic release's RVS (docs/acceptance)."""
-        if self.rocm_acceptance == "off" or self.stream is not matrix.CLASSIC:
+        if self.rocm_acceptance == "off" or self.stream is not streams.CLASSIC:
             return []
         return [RVS_PACKAGE]
 
@@ -163,7 +163,9 @@ def load_config(
             matches = [b for b in builds if b.torch == wanted]
             if not matches and len(builds) == len(source.builds):
                 # the data may lag the index: the lock (the live page) says
-                matches = [b for b in (matrix.unrecorded_build(source, wanted),) if b is not None]
+                matches = [
+                    b for b in (torch_builds.unrecorded_build(source, wanted),) if b is not None
+                ]
             if not matches:
                 published = [b.torch for b in builds]
                 newest = _newest_of_series(wanted, published)

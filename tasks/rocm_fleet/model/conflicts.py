@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import paths, streams
 from rocm_fleet.model.host_survey import LISTED, Found, HostSurvey, listed
 from rocm_fleet.model.nvidia import is_nvidia_package, nvidia_stack
 from rocm_fleet.model.versions import ROCM_APT_PATH
@@ -44,7 +44,7 @@ AMD_PROGRAMS = (
 AMD_REPOSITORY_HOSTS = ("repo.radeon.com", "repo.amd.com")
 _CORE_SDK_HOSTS = ("stable.repo.amd.com", "repo.amd.com")
 # The source files the deploy itself writes, for any stream: never a conflict.
-OWN_SOURCES = {repo.source for repo in matrix.REPOSITORIES}
+OWN_SOURCES = {repo.source for repo in streams.REPOSITORIES}
 
 
 def conflicts(config: Config, survey: HostSurvey) -> Found:

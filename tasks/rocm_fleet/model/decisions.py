@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from rocm_fleet.model import matrix
-from rocm_fleet.model.matrix import TORCH_RUNTIME_WHEELS, TorchBuild
+from rocm_fleet.model.torch_builds import TORCH_RUNTIME_WHEELS, TorchBuild
 
 
 @dataclass(frozen=True)

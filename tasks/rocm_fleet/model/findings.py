@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from rocm_fleet.model import apu, matrix, paths
+from rocm_fleet.model import apu, gpu_targets, matrix, paths, streams
 from rocm_fleet.model.conflicts import conflicts
 from rocm_fleet.model.host_survey import (
     Found,
@@ -101,7 +101,7 @@ def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, F
     if support is None:
         publishers = ", ".join(
             f"{stream.title} {pub.first_release} and newer"
-            for stream in matrix.STREAMS
+            for stream in streams.STREAMS
             if (pub := stream.publication(row))
         )
         problems.append(
@@ -127,7 +127,7 @@ def _distro(config: Config, survey: HostSurvey) -> tuple[matrix.Distro | None, F
     elif support is matrix.Support.INSTINCT_ONLY:
         pub = rel.publication(row)
         targets = config.expected_gfx_list
-        if unlisted := [g for g in targets if matrix.gpu_target(g) and not pub.lists(g)]:
+        if unlisted := [g for g in targets if gpu_targets.gpu_target(g) and not pub.lists(g)]:
             warnings.append(
                 f"AMD lists {row.key} for {pub.listed_text} only; {', '.join(unlisted)} on it "
                 "is unofficial"
@@ -197,7 +197,7 @@ def _gpus(config: Config, survey: HostSurvey) -> Found:
     if mismatch := gpu_mismatch(config, found, other_pci(survey)):
         return Found([mismatch], warnings)
     for gpu in found:
-        target = matrix.gpu_target(gpu["gfx"] or "")
+        target = gpu_targets.gpu_target(gpu["gfx"] or "")
         if target is not None and target.family == "ryzen":
             warnings.append(apu_note(gpu, target))
     for gfx in sorted({g["gfx"] for g in found if g["gfx"]}):
@@ -302,7 +302,7 @@ def _disk(config: Config, survey: HostSurvey) -> Found:
 def _stream_move(config: Config, survey: HostSurvey) -> Found:
     """A warning announcing a move between streams, which the deploy carries out."""
     stream, packages, warnings = config.stream, survey.packages or {}, []
-    for other in matrix.STREAMS:
+    for other in streams.STREAMS:
         found = sorted(f"{n} {v}" for n, v in packages.items() if other.owns(n, v))
         if found and other is not stream:
             shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")

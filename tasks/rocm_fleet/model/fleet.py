@@ -9,7 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from rocm_fleet.model import grammar, matrix
+from rocm_fleet.model import grammar, matrix, torch_builds
 from rocm_fleet.model.config import Config, ConfigError, load_config
 from rocm_fleet.model.decisions import Mirror
 from rocm_fleet.model.secrets import SecretError, read_secret
@@ -91,7 +91,7 @@ class Fleet:
                 if mirror is None or mirror.host != mirror_host or config.rocm_state != "present":
                     continue
                 if config.torch is not None:
-                    linked.update(matrix.PYTORCH_INDEX_FILE_HOSTS)
+                    linked.update(torch_builds.PYTORCH_INDEX_FILE_HOSTS)
                 for url in self.upstream_urls(name):
                     parts = urlsplit(url)
                     if found.get(parts.netloc) != "https":

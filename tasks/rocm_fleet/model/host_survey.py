@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from rocm_fleet.model import answers as a
-from rocm_fleet.model import matrix
+from rocm_fleet.model import gpu_targets
 from rocm_fleet.model.boot import BootState
 from rocm_fleet.model.pci_ids import AMD_VENDOR, describe_device, lookup
 from rocm_fleet.model.slurm import SlurmNodeView
@@ -120,7 +120,7 @@ def gpus_found(survey: HostSurvey) -> list[dict[str, Any]]:
     for slot, device, gfx in seen:
         row = lookup(device) if device else None
         gfx = gfx if survey.kfd else (row.gfx if row else None)
-        target, memory = matrix.gpu_target(gfx or ""), pci.get(slot or "") or {}
+        target, memory = gpu_targets.gpu_target(gfx or ""), pci.get(slot or "") or {}
         found.append({
             "slot": slot, "device": device, "gfx": gfx, "name": row.name if row else None,
             "apu": target is not None and target.family == "ryzen",
@@ -187,7 +187,7 @@ def gpu_mismatch(
     return None
 
 
-def apu_note(gpu: dict[str, Any], target: matrix.GpuTarget) -> str:
+def apu_note(gpu: dict[str, Any], target: gpu_targets.GpuTarget) -> str:
     """Preflight's note on a Ryzen APU's integrated GPU."""
     pci = f" [1002:{gpu['device'].removeprefix('0x')}]" if gpu.get("device") else ""
     if gpu.get("vram_total") is None and gpu.get("gtt_total") is None:

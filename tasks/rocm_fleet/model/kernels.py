@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import gpu_targets, matrix, paths, streams
 from rocm_fleet.model.grammar import PACKAGE_NAME, full
 from rocm_fleet.model.versions import UBUNTU_SERIES, kernel_key
 
@@ -28,11 +28,11 @@ def family_kernel(
 ) -> FamilyNeed | None:
     """The newest kernel AMD lists on ``distro_key`` for the families of ``gfx_targets`` when
     ``running`` is older (Core SDK releases only); else None."""
-    if config.stream is not matrix.CORE_SDK or not running:
+    if config.stream is not streams.CORE_SDK or not running:
         return None
     needs = []
     for gfx in dict.fromkeys(gfx_targets):
-        target = matrix.gpu_target(gfx)
+        target = gpu_targets.gpu_target(gfx)
         listed = matrix.FAMILY_KERNEL.get((distro_key, target.family)) if target else None
         if listed and kernel_key(running) < kernel_key(listed.kernel):
             needs.append((target.family, gfx, listed))

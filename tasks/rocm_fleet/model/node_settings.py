@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocm_fleet.model import container_toolkit, matrix, paths
+from rocm_fleet.model import container_toolkit, matrix, paths, streams, torch_builds
 from rocm_fleet.model import setting_types as t
 
 
@@ -81,9 +81,9 @@ class NodeSettings:
     rocm_packages: t.PackageNames | None = _packages(
         None,
         'AMD meta packages to install, e.g. `["rocm"]`; default: '
-        + matrix.CLASSIC.default_packages_text
+        + streams.CLASSIC.default_packages_text
         + " (classic), "
-        + matrix.CORE_SDK.default_packages_text
+        + streams.CORE_SDK.default_packages_text
         + " (Core SDK)",
     )
     rocm_users: t.UserNames = _groups(
@@ -92,7 +92,7 @@ class NodeSettings:
     pytorch_install: t.Flag = _pytorch(True, "Install the PyTorch venv (false: ROCm only)")
     pytorch_venv: t.AbsolutePath = _pytorch(paths.DEFAULT_VENV, "Path of the venv holding torch")
     pytorch_index_base_url: t.HttpUrl = _pytorch(
-        matrix.PYTORCH_INDEX_BASE_URL,
+        torch_builds.PYTORCH_INDEX_BASE_URL,
         "Base of the wheel indexes; `/rocmX.Y` from the matrix is appended",
     )
     rocm_pip_netrc: t.SecretSource | None = _pytorch(

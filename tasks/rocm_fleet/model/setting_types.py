@@ -23,7 +23,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError, core_schema
 
-from rocm_fleet.model import container_toolkit, grammar, matrix
+from rocm_fleet.model import container_toolkit, gpu_targets, grammar, matrix
 
 
 def invalid(valid: str, **context: Any) -> PydanticCustomError:
@@ -269,7 +269,7 @@ NoProxy = _list_of(
     "host names, .domain suffixes or CIDR ranges",
 )
 
-_KNOWN_GFX = tuple(target.gfx for target in matrix.GPU_TARGETS)
+_KNOWN_GFX = tuple(target.gfx for target in gpu_targets.GPU_TARGETS)
 _GFX_VALID = f"gfx targets the matrix knows ({', '.join(_KNOWN_GFX)}), one or a list"
 
 

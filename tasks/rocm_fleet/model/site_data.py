@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import gpu_targets, matrix, streams, torch_builds
+from rocm_fleet.model.torch_builds import AMD_STABLE_WHEEL_INDEX, AmdWheels
 from rocm_fleet.model.versions import is_build_version, is_driver_folder, is_full_release
 
 ENVIRONMENT = "ROCM_FLEET_MATRIX_DATA"
@@ -23,8 +24,8 @@ _ROW_FIELDS = {"version", "stream", "repository", "torch_index", "amdgpu_driver"
 _WHEEL_FIELDS = {"builds", "targets", "target_builds"}
 # Which committed repositories a stream's new release may be in.
 _STREAM_REPOSITORIES = {
-    matrix.CLASSIC.name: (matrix.CLASSIC_REPOSITORY,),
-    matrix.CORE_SDK.name: (matrix.MULTI_ARCH_REPOSITORY, matrix.STABLE_REPOSITORY),
+    streams.CLASSIC.name: (streams.CLASSIC_REPOSITORY,),
+    streams.CORE_SDK.name: (streams.MULTI_ARCH_REPOSITORY, streams.STABLE_REPOSITORY),
 }
 
 
@@ -152,10 +153,10 @@ def _release(row: Any, at: str, problem: _Problems) -> matrix.Release:
     version = row.get("version")
     if not isinstance(version, str) or not is_full_release(version):
         raise problem(f"{at}.version", version, "a release X.Y.Z")
-    streams = {stream.name: stream for stream in matrix.STREAMS}
-    stream = streams.get(row.get("stream"))  # type: ignore[arg-type]
+    by_name = {stream.name: stream for stream in streams.STREAMS}
+    stream = by_name.get(row.get("stream"))  # type: ignore[arg-type]
     if stream is None:
-        raise problem(f"{at}.stream", row.get("stream"), f"one of {', '.join(streams)}")
+        raise problem(f"{at}.stream", row.get("stream"), f"one of {', '.join(by_name)}")
     allowed = _STREAM_REPOSITORIES[stream.name]
     repository = next((r for r in allowed if r.name == row.get("repository")), None)
     if repository is None:
@@ -166,16 +167,17 @@ def _release(row: Any, at: str, problem: _Problems) -> matrix.Release:
     if driver is not None and not (isinstance(driver, str) and is_driver_folder(driver)):
         raise problem(f"{at}.amdgpu_driver", driver, "an amdgpu folder such as '31.50', or null")
     torch_index = row.get("torch_index")
-    if torch_index is not None and torch_index not in matrix.TORCH_INDEXES:
+    indexes = torch_builds.TORCH_INDEXES
+    if torch_index is not None and torch_index not in indexes:
         raise problem(f"{at}.torch_index", torch_index,
-                      f"a PyTorch index the matrix knows ({', '.join(matrix.TORCH_INDEXES)}), "
+                      f"a PyTorch index the matrix knows ({', '.join(indexes)}), "
                       "or null")  # fmt: skip
     if "found" in row and not isinstance(row["found"], str):
         raise problem(f"{at}.found", row["found"], "where upstream publishes it (text)")
     wheels = row.get("amd_wheels")
     amd = None
     if wheels is not None:
-        if stream is not matrix.CORE_SDK or torch_index is not None:
+        if stream is not streams.CORE_SDK or torch_index is not None:
             raise problem(f"{at}.amd_wheels", wheels,
                           "null: AMD's own wheels serve a Core SDK release without a "
                           "PyTorch index only")  # fmt: skip
@@ -184,9 +186,9 @@ def _release(row: Any, at: str, problem: _Problems) -> matrix.Release:
     return matrix.Release(version, stream, repository, torch_index, driver, no_torch, amd)
 
 
-def _amd_wheels(value: Any, release: str, at: str, problem: _Problems) -> matrix.AmdWheels:
+def _amd_wheels(value: Any, release: str, at: str, problem: _Problems) -> AmdWheels:
     problem.fields(value, at, _WHEEL_FIELDS,
-                   f"the index is AMD's committed {matrix.AMD_STABLE_WHEEL_INDEX}")  # fmt: skip
+                   f"the index is AMD's committed {AMD_STABLE_WHEEL_INDEX}")  # fmt: skip
     builds = value.get("builds")
     if not isinstance(builds, list) or not builds:
         raise problem(f"{at}.builds", builds, "a list of [torch, torchvision, torchaudio|null]")
@@ -198,8 +200,8 @@ def _amd_wheels(value: Any, release: str, at: str, problem: _Problems) -> matrix
             raise problem(f"{at}.builds[{i}]", build,
                           "[torch, torchvision, torchaudio or null], each a version "
                           "such as '2.15.0'")  # fmt: skip
-        parsed.append(matrix.TorchBuild(*build))
-    known = [t.gfx for t in matrix.GPU_TARGETS]
+        parsed.append(torch_builds.TorchBuild(*build))
+    known = [t.gfx for t in gpu_targets.GPU_TARGETS]
     targets = value.get("targets")
     if not (isinstance(targets, list) and targets and all(t in known for t in targets)):
         raise problem(f"{at}.targets", targets,
@@ -212,8 +214,8 @@ def _amd_wheels(value: Any, release: str, at: str, problem: _Problems) -> matrix
     )):  # fmt: skip
         raise problem(f"{at}.target_builds", limits,
                       "gfx target -> the torch versions of builds offered to it")  # fmt: skip
-    return matrix.AmdWheels(
-        matrix.AMD_STABLE_WHEEL_INDEX, release, tuple(parsed), tuple(targets),
+    return torch_builds.AmdWheels(
+        torch_builds.AMD_STABLE_WHEEL_INDEX, release, tuple(parsed), tuple(targets),
         tuple((g, tuple(v)) for g, v in limits.items()),
     )  # fmt: skip
 

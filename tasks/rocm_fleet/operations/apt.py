@@ -17,7 +17,8 @@ from rocm_fleet.facts.apt import (
 from rocm_fleet.facts.files import FileDigest, Ledger
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model.changes import FileChange, PackageChange
-from rocm_fleet.model.matrix import STREAMS, Release
+from rocm_fleet.model.matrix import Release
+from rocm_fleet.model.streams import STREAMS
 from rocm_fleet.model.versions import is_amd_driver_version
 from rocm_fleet.operations._script import script
 from rocm_fleet.operations.files import removed, stamp_is_current

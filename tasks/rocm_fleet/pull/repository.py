@@ -1,22 +1,18 @@
 """The fleet's TUF repository for pull mode (``rocm-fleet publish``): each pull node's settings
 the target ``nodes/<name>.json`` of its own delegated role ``node-<name>``, published, staged
 short of a threshold, signed and rotated; its metadata files each role's ``N.role.json``,
-written atomically (docs/pull-mode.md); its private keys found in the key directories (first
-wins), loaded (0600 only), checked against a root's key ids, and made (Ed25519, 0600)."""
+written atomically (docs/pull-mode.md); its keys in ``pull.keyring``."""
 
 from __future__ import annotations
 
-import re
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from securesystemslib.signer import CryptoSigner
 from tuf.api import metadata as tuf
 from tuf.api.metadata import Metadata, MetaFile, Root, Snapshot, TargetFile, Targets, Timestamp
@@ -24,104 +20,8 @@ from tuf.api.serialization.json import JSONSerializer
 
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model import pulled
-from rocm_fleet.pull import sealed
-
-ONLINE = (Snapshot.type, Timestamp.type)
-#: The key files of each top-level role: ``root.pem`` or ``root-N.pem`` (N of a threshold),
-#: the same for targets; the online key signs the snapshot and the timestamp.
-KEY_PATTERNS = {Root.type: re.compile(r"root(-[0-9]+)?\.pem"),
-                Targets.type: re.compile(r"targets(-[0-9]+)?\.pem"),
-                **dict.fromkeys(ONLINE, re.compile(r"online\.pem"))}  # fmt: skip
-#: What ``rotate`` takes: a key file's name without ``.pem``.
-ROTATABLE = re.compile(r"(root|targets)(-[0-9]+)?|online")
-#: Where a node's key lives in a key directory, and its delegated role's name.
-NODE_KEYS = "nodes"
-ROLE_PREFIX = "node-"
-
-
-class RepositoryError(Exception):
-    """A problem with the repository or its keys the user can fix (one line)."""
-
-
-def write_private_key(path: Path) -> CryptoSigner:
-    """A new Ed25519 key in ``path`` (mode 0600 from its creation; never overwritten)."""
-    signer = CryptoSigner(Ed25519PrivateKey.generate())
-    write_atomically(path, signer.private_bytes, mode=0o600, exclusive=True)
-    return signer
-
-
-def role_of(node: str) -> str:
-    """The delegated role that alone may sign ``node``'s target."""
-    return f"{ROLE_PREFIX}{node}"
-
-
-class Keyring:
-    """The keys in ``key_dirs`` (first name wins) of the repository whose root is ``root_file``."""
-
-    def __init__(self, key_dirs: list[Path], root_file: Path):
-        self.key_dirs, self.root_file = key_dirs, root_file
-
-    def absent(self, what: str) -> RepositoryError:
-        """The error for ``what`` (a key file, what it is) found in no key directory."""
-        where = ", ".join(str(d) for d in self.key_dirs)
-        return RepositoryError(f"no {what} in {where}: bring the key directory that holds it "
-                               "(--keys)")  # fmt: skip
-
-    def key_file(self, name: str) -> Path | None:
-        return next((d / name for d in self.key_dirs if (d / name).is_file()), None)
-
-    @staticmethod
-    def load(path: Path) -> CryptoSigner:
-        mode = path.stat().st_mode & 0o777
-        if mode & 0o077:
-            raise RepositoryError(f"{path} is mode {mode:04o}: a private key must be 0600")
-        return CryptoSigner(load_pem_private_key(path.read_bytes(), None))
-
-    def _loaded(self, role: str) -> Iterator[tuple[Path, CryptoSigner]]:
-        """The key files for top-level ``role`` (first name wins), each loaded in turn."""
-        found: dict[str, Path] = {}
-        for directory in self.key_dirs:
-            if directory.is_dir():
-                for path in sorted(directory.iterdir()):
-                    if KEY_PATTERNS[role].fullmatch(path.name) and path.is_file():
-                        found.setdefault(path.name, path)
-        for path in found.values():
-            yield path, self.load(path)
-
-    def signers(self, role: str, root: Root) -> list[CryptoSigner]:
-        """The signers of top-level ``role`` at hand (``root`` names its keys); RepositoryError
-        when none is, or a file of the role's name is not one of its keys or not 0600."""
-        signers = {}
-        for path, signer in self._loaded(role):
-            if signer.public_key.keyid not in root.roles[role].keyids:
-                raise RepositoryError(f"{path} is not a {role} key of {self.root_file} (version "
-                                      f"{root.version})")  # fmt: skip
-            signers[signer.public_key.keyid] = signer
-        if not signers:
-            name = "online.pem" if role in ONLINE else f"{role}.pem (or {role}-N.pem)"
-            raise self.absent(f"{name} (the {role} key)")
-        return list(signers.values())
-
-    def at_hand(self, role: str, root: Root) -> list[CryptoSigner]:
-        """The keys of ``role`` in ``root`` found in the key directories (others skipped)."""
-        return [s for _, s in self._loaded(role) if s.public_key.keyid in root.roles[role].keyids]
-
-    def node_signer(self, node: str, keyids: list[str] | None) -> CryptoSigner:
-        """``node``'s key (``nodes/<node>.pem``); one of ``keyids`` (None: a new node, its key
-        made in the first key directory when none exists)."""
-        name = f"{NODE_KEYS}/{node}.pem"
-        path = self.key_file(name)
-        if path is None and keyids is None:
-            directory = self.key_dirs[0] / NODE_KEYS
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            return write_private_key(directory / f"{node}.pem")
-        if path is None:
-            raise self.absent(f"{name} (node {node}'s key)")
-        signer = self.load(path)
-        if keyids is not None and signer.public_key.keyid not in keyids:
-            raise RepositoryError(f"{path} is not the key of role {role_of(node)}")
-        return signer
-
+from rocm_fleet.pull import keyring, sealed
+from rocm_fleet.pull.keyring import Keyring, RepositoryError, role_of
 
 #: How long each metadata is valid (a node role's bounds a freeze; publish re-signs it at half).
 ROOT_DAYS = 365
@@ -326,14 +226,14 @@ class PullRepository:
             raise RepositoryError(f"{self.directory} already holds a repository")
         names = {role: [f"{role}.pem"] if count == 1 else [f"{role}-{n}.pem" for n in
                  range(1, count + 1)] for role, count, _ in asked}  # fmt: skip
-        names |= {role: ["online.pem"] for role in ONLINE}
+        names |= {role: ["online.pem"] for role in keyring.ONLINE}
         files = sorted({n for group in names.values() for n in group})
         for name in files:
             if (key_dir / name).exists():
                 raise RepositoryError(f"{key_dir / name} exists: make the repository with a "
                                       "new key directory")  # fmt: skip
         key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        signers = {name: write_private_key(key_dir / name) for name in files}
+        signers = {name: keyring.write_private_key(key_dir / name) for name in files}
         self.metadata.mkdir(parents=True, exist_ok=True)
         self.targets.mkdir(parents=True, exist_ok=True)
         root = Metadata(Root(expires=expiry(days=ROOT_DAYS), consistent_snapshot=True))
@@ -360,7 +260,7 @@ class PullRepository:
         for role in delegations.roles if delegations and delegations.roles else {}:
             version = snapshot.meta[f"{role}.json"].version
             data = (self.metadata / f"{version}.{role}.json").read_bytes()
-            found[role.removeprefix(ROLE_PREFIX)] = Metadata[Targets].from_bytes(data)
+            found[role.removeprefix(keyring.ROLE_PREFIX)] = Metadata[Targets].from_bytes(data)
         return found
 
     def node_targets(self) -> dict[str, bytes]:
@@ -462,7 +362,7 @@ class PullRepository:
         """A new key for the key file ``name`` (``root``, ``targets-2``...; the old kept as
         ``.retired-vN``) in a new root version signed by the old and new root's keys at hand;
         the new root's version, and the signatures still missing (then it is staged)."""
-        if not ROTATABLE.fullmatch(name):
+        if not keyring.ROTATABLE.fullmatch(name):
             raise RepositoryError(f"--rotate {name}: expected root, targets or online, or a "
                                   "key file's name without .pem (root-2, targets-1)")  # fmt: skip
         self._refuse_if_staged()
@@ -472,14 +372,14 @@ class PullRepository:
             raise self.keys.absent(file_name)
         old_root = self.root().signed
         old_keyid = self.keys.load(old_path).public_key.keyid
-        roles = [r for r, pattern in KEY_PATTERNS.items() if pattern.fullmatch(file_name)]
+        roles = [r for r, pattern in keyring.KEY_PATTERNS.items() if pattern.fullmatch(file_name)]
         for role in roles:
             self.keys.signers(role, old_root)  # every key of the role at hand is this repository's
         old_root_signers = self.keys.signers(Root.type, old_root)
         version = old_root.version
         retired = old_path.with_name(f"{file_name}.retired-v{version}")
         shutil.move(old_path, retired)
-        new_signer = write_private_key(old_path)
+        new_signer = keyring.write_private_key(old_path)
         root = self.root()  # the new version, from the old
         for role in roles:
             root.signed.revoke_key(old_keyid, role)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from rocm_fleet.model import matrix
+from rocm_fleet.model import torch_builds
 
 if TYPE_CHECKING:
     import requests
@@ -58,8 +58,8 @@ class UpstreamClient:
     def url(self, url: str) -> str:
         """Where ``url`` is fetched from: a mirror's copy when one is configured."""
         parts = urlsplit(url)
-        if self.torch_base and url.startswith(matrix.PYTORCH_INDEX_BASE_URL):
-            return self.torch_base + url[len(matrix.PYTORCH_INDEX_BASE_URL) :]
+        if self.torch_base and url.startswith(torch_builds.PYTORCH_INDEX_BASE_URL):
+            return self.torch_base + url[len(torch_builds.PYTORCH_INDEX_BASE_URL) :]
         if self.apt_base and parts.netloc in self.AMD_HOSTS:
             return f"{self.apt_base}/{parts.netloc}{parts.path}"
         return url

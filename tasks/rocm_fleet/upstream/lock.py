@@ -24,7 +24,8 @@ from packaging.version import Version
 
 from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model.decisions import TORCH_FAMILY
-from rocm_fleet.model.matrix import SDIST_ONLY, HostRuntime
+from rocm_fleet.model.matrix import HostRuntime
+from rocm_fleet.model.torch_builds import SDIST_ONLY
 from rocm_fleet.upstream import dist_files
 from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, shorten
 from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY, Locked, lock_lines

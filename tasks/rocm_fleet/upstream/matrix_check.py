@@ -15,7 +15,7 @@ from packaging import utils
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-from rocm_fleet.model import matrix, versions
+from rocm_fleet.model import matrix, streams, torch_builds, versions
 from rocm_fleet.model.versions import major_minor, release_key
 from rocm_fleet.upstream import aptrepo
 from rocm_fleet.upstream.client import UpstreamClient
@@ -166,7 +166,7 @@ class MatrixCheck:
         return {k: getattr(self, k) for k in ("row", "what", "url", "status", "detail")}
 
 
-def pinned_fingerprint(stream: matrix.Stream, fingerprints: dict[str, str] | None) -> str:
+def pinned_fingerprint(stream: streams.Stream, fingerprints: dict[str, str] | None) -> str:
     """The fingerprint ``stream`` is signed with: ``fingerprints``' (its, "*"), else its own."""
     fingerprints = fingerprints or {}
     found = fingerprints.get(stream.name) or fingerprints.get("*") or stream.key_fingerprint
@@ -183,8 +183,8 @@ def build_checks(releases: list[matrix.Release],
             checks.append(MatrixCheck(row, what, url, partial(check, *args)))
 
     pinned = partial(pinned_fingerprint, fingerprints=fingerprints)
-    driver_key = (matrix.AMDGPU_KEY_URL, pinned(matrix.CLASSIC))
-    repositories: dict[str, tuple[matrix.Repository, matrix.Stream]] = {}
+    driver_key = (matrix.AMDGPU_KEY_URL, pinned(streams.CLASSIC))
+    repositories: dict[str, tuple[streams.Repository, streams.Stream]] = {}
     indexes: dict[str, list[matrix.Release]] = {}
     for rel in releases:
         stream, repo, row = rel.stream, rel.repository, rel.version
@@ -196,13 +196,13 @@ def build_checks(releases: list[matrix.Release],
             dists = f"{stream.repository_url(repo.base_url, rel, pub)}/dists/{pub.suite}"
             url, what = f"{dists}/InRelease", f"InRelease {pub.directory or pub.suite}"
             add(row, what, url, inrelease_check, url, pub.suite, stream.pin_origin, key, once=True)
-            if stream is matrix.CORE_SDK:
+            if stream is streams.CORE_SDK:
                 url = f"{dists}/main/binary-amd64/Packages.gz"
                 add(row, f"packages in {pub.directory}", url, core_packages_check, dists, rel,
                     pub.suite, key)  # fmt: skip
         driver = matrix.amdgpu_repo_version(rel)
         # AMD's classic pin covers the driver repository in classic only.
-        origin = matrix.CLASSIC.pin_origin if stream is matrix.CLASSIC else None
+        origin = streams.CLASSIC.pin_origin if stream is streams.CLASSIC else None
         suites = sorted({d.suite for d in matrix.DISTROS if rel.publication(d)})
         for suite in suites if driver else ():
             url = f"{matrix.AMDGPU_APT_BASE_URL}/{driver}/ubuntu/dists/{suite}/InRelease"
@@ -211,7 +211,7 @@ def build_checks(releases: list[matrix.Release],
         if rel.torch_index:
             indexes.setdefault(rel.torch_index, []).append(rel)
         else:
-            url = f"{matrix.PYTORCH_INDEX_BASE_URL}/rocm{major_minor(rel.version)}"
+            url = f"{torch_builds.PYTORCH_INDEX_BASE_URL}/rocm{major_minor(rel.version)}"
             add(row, "no PyTorch index", url, no_index_check, url)
         if amd := rel.amd_wheels:  # AMD's index: runtime, builds, each amd-torch-device-<gfx>
             url = amd.url.rstrip("/")
@@ -228,7 +228,7 @@ def build_checks(releases: list[matrix.Release],
     for key_url, (repo, stream) in repositories.items():
         add(f"key {repo.name}", "fingerprint", key_url, key_check, key_url, pinned(stream))
     for index, rels in indexes.items():
-        url = f"{matrix.PYTORCH_INDEX_BASE_URL}/{index}"
+        url = f"{torch_builds.PYTORCH_INDEX_BASE_URL}/{index}"
         for project in ("torch", "torchvision", "torchaudio"):
             versions = [f"{v}+{index}" for b in rels[0].torch_builds if (v := getattr(b, project))]
             if versions:
@@ -251,11 +251,11 @@ def missing_releases(
     upstream: UpstreamClient, fingerprints: dict[str, str] | None = None
 ) -> list[MissingRelease]:
     """Releases upstream publishes that the matrix lacks, oldest first."""
-    core_key = pinned_fingerprint(matrix.CORE_SDK, fingerprints)
+    core_key = pinned_fingerprint(streams.CORE_SDK, fingerprints)
     known = set(matrix.release_versions())
     oldest = min(release_key(v) for v in known)
     missing: dict[str, str] = {}
-    listing = f"{matrix.CLASSIC_REPOSITORY.base_url}/"
+    listing = f"{streams.CLASSIC_REPOSITORY.base_url}/"
     reply = upstream.get(listing)
     if reply.found:
         text = reply.body.decode("utf-8", "replace")
@@ -263,8 +263,8 @@ def missing_releases(
             version = path if path.count(".") == 2 else f"{path}.0"
             if version not in known and release_key(version) >= oldest:
                 missing[version] = f"{listing}{path}/"
-    for repo in (matrix.MULTI_ARCH_REPOSITORY, matrix.STABLE_REPOSITORY):
-        for pub in matrix.CORE_SDK.publications:
+    for repo in (streams.MULTI_ARCH_REPOSITORY, streams.STABLE_REPOSITORY):
+        for pub in streams.CORE_SDK.publications:
             dists = f"{repo.base_url}/{pub.directory}/dists/{pub.suite}"
             index = packages_index(upstream, dists, pub.suite, (repo.key_url, core_key))
             if isinstance(index, str):

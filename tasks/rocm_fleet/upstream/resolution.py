@@ -12,7 +12,7 @@ from packaging.version import Version
 from resolvelib import AbstractProvider, BaseReporter, Resolver
 from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, ResolutionTooDeep
 
-from rocm_fleet.model.matrix import SDIST_ONLY
+from rocm_fleet.model.torch_builds import SDIST_ONLY
 from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
 from rocm_fleet.upstream.python_target import Target
 from rocm_fleet.upstream.wheels import Link

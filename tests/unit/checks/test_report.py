@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rocm_fleet.checks import test_node
-from rocm_fleet.checks.plugin import Outcome, Report, check_line, check_name
+from rocm_fleet.checks.report import Outcome, Report, check_line, check_name
 from rocm_fleet.cli.tables import Screen
 
 REASON = (

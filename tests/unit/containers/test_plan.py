@@ -20,7 +20,7 @@ from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
-from rocm_fleet.model import matrix, paths
+from rocm_fleet.model import matrix, paths, streams
 from rocm_fleet.model.host_survey import HostSurvey
 from unit.surveys import (
     SurveyHost,
@@ -139,7 +139,7 @@ def fresh_node(data: dict, os_name: str, suite: str, mode: str) -> dict:
     assert not planned.refused, planned.reason
     ops = {op.name.split(" | ")[-1]: op for op in containers_of(planned)}
     (key,) = calls(ops["Install the container toolkit's signing key (fingerprint checked)"])
-    classic = [matrix.AMDGPU_KEY_URL, matrix.CLASSIC.key_fingerprint, engines.KEYRING]
+    classic = [matrix.AMDGPU_KEY_URL, streams.CLASSIC.key_fingerprint, engines.KEYRING]
     assert key == ("verified-keyring", classic)
     (source,) = calls(ops["Point apt at AMD's container toolkit"])
     assert source[1][2] == (

@@ -14,7 +14,7 @@ import pytest
 
 from rocm_fleet.matrix import amd_tables, generate, inputs, tables
 from rocm_fleet.matrix import upstream as releases
-from rocm_fleet.model import matrix, upstream_data
+from rocm_fleet.model import gpu_targets, matrix, streams, torch_builds, upstream_data
 
 ROOT = Path(__file__).resolve().parents[3]
 RECORDS = ROOT / "tests" / "fixtures" / "upstream"
@@ -177,11 +177,13 @@ def test_every_row_names_its_source_and_the_matrix_reads_them():
             assert rows, (table.name, section)
             for row in rows:
                 assert row["from"] and str(row["source"]).strip(), (table.name, row)
-    assert [t.gfx for t in matrix.GPU_TARGETS] == [r["gfx"] for r in upstream_data.GPU_TARGET_ROWS]
+    assert [t.gfx for t in gpu_targets.GPU_TARGETS] == [
+        r["gfx"] for r in upstream_data.GPU_TARGET_ROWS
+    ]
     assert [d.key for d in matrix.DISTROS] == [r["key"] for r in upstream_data.DISTRO_ROWS]
     rows = upstream_data.TORCH_BUILD_ROWS
-    assert list(matrix.TORCH_INDEXES) == [r["index"] for r in rows["indexes"]]
-    assert list(matrix.AMD_WHEELS) == [r["release"] for r in rows["amd_wheels"]]
+    assert list(torch_builds.TORCH_INDEXES) == [r["index"] for r in rows["indexes"]]
+    assert list(torch_builds.AMD_WHEELS) == [r["release"] for r in rows["amd_wheels"]]
 
 
 def test_the_docs_show_where_each_row_comes_from():
@@ -305,22 +307,22 @@ def test_a_changed_signing_key_record_is_a_diff_naming_its_source(records: Path)
         "0f6cec14 (generate_release_file_with_checksums) (read from AMD's repository builder, "
         "not from a live Release file)]"
     ]
-    assert matrix.CORE_SDK.key_fingerprint == "D0F004A0025A1145C7807FCD0701EAC4D5E02107"
-    assert [r.base_url for r in matrix.REPOSITORIES] == [
+    assert streams.CORE_SDK.key_fingerprint == "D0F004A0025A1145C7807FCD0701EAC4D5E02107"
+    assert [r.base_url for r in streams.REPOSITORIES] == [
         r["base_url"] for r in upstream_data.REPOSITORY_ROWS["repositories"]
     ]
 
 
 def test_what_each_stream_publishes_is_a_cited_row_the_streams_read(records: Path):
     rows = upstream_data.REPOSITORY_ROWS
-    for stream in matrix.STREAMS:
+    for stream in streams.STREAMS:
         published = [r for r in rows["publications"] if r["stream"] == stream.name]
         assert [(p.distro, p.suite, p.directory, p.first_release, p.instinct_only)
                 for p in stream.publications] == [
             (r["distro"], r["suite"], r["directory"], r["first_release"], r["instinct_only"])
             for r in published
         ]  # fmt: skip
-    assert tuple(r["gfx"] for r in rows["gfx_packages"]) == matrix.CORE_SDK_GFX_PACKAGES
+    assert tuple(r["gfx"] for r in rows["gfx_packages"]) == streams.CORE_SDK_GFX_PACKAGES
     # a record AMD changes shows as the row's diff, naming where the value comes from
     radeon = records / "repo.radeon.com.toml"
     old = 'instinct_only = ["debian 12", "debian 13"]'

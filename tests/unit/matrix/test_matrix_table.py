@@ -9,6 +9,7 @@ import pytest
 from rocm_fleet.cli.tables import folded
 from rocm_fleet.matrix.release_table import gpu_targets, matrix_json, plain_table
 from rocm_fleet.model import matrix
+from rocm_fleet.model.gpu_targets import GPU_TARGETS
 
 
 def panels(text: str) -> list[list[str]]:
@@ -52,7 +53,7 @@ def test_gpu_targets_are_the_ones_the_matrix_lists_for_the_release():
     for rel in matrix.RELEASES:
         listed = gpu_targets(rel)
         assert listed and all(rel.lists_gpu(gfx) for gfx in listed), rel.version
-        others = [t.gfx for t in matrix.GPU_TARGETS if t.gfx not in listed]
+        others = [t.gfx for t in GPU_TARGETS if t.gfx not in listed]
         assert not any(rel.lists_gpu(gfx) for gfx in others), rel.version
     # the Core SDK lists the Ryzen APUs, ROCm 6.0 doesn't list gfx950 (MI350)
     assert "gfx1151" in gpu_targets(matrix.release("7.14.0"))

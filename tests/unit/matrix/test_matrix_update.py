@@ -13,7 +13,7 @@ from rocm_fleet.matrix import amd_tables, generate, inputs, pytorch_tables
 from rocm_fleet.matrix import device_tables as records
 from rocm_fleet.matrix import upstream as releases
 from rocm_fleet.matrix.pytorch_tables import torch_stable_rocm
-from rocm_fleet.model import matrix, upstream_data
+from rocm_fleet.model import gpu_targets, matrix, streams, torch_builds, upstream_data
 
 # The CSV's shape: a "ROCm Version" header (newest first, "7.0.1/7.0.0" for a shared column),
 # sections whose first cell names them, their rows continuing with an empty first cell,
@@ -289,9 +289,9 @@ def test_a_changed_upstream_row_is_reported_by_name_with_its_source(tmp_path, ca
 
 
 def test_the_matrix_reads_the_committed_upstream_data():
-    for target in matrix.GPU_TARGETS:
+    for target in gpu_targets.GPU_TARGETS:
         assert target.supported_from == upstream_data.GPU_LISTED_FROM.get(target.gfx)
-    for pub in matrix.CORE_SDK.publications:
+    for pub in streams.CORE_SDK.publications:
         if pub.distro.startswith("debian"):
             listed = upstream_data.CORE_SDK_DEBIAN[pub.distro]
             assert list(pub.listed_gfx) == listed["gfx"]
@@ -300,7 +300,7 @@ def test_the_matrix_reads_the_committed_upstream_data():
     for rel, row in zip(matrix.RELEASES, upstream_data.RELEASES, strict=True):
         assert (rel.stream.name, rel.repository.name, rel.torch_index, rel.amdgpu_driver) == (
             row["stream"], row["repository"], row["torch_index"], row["amdgpu_driver"])  # fmt: skip
-        assert rel.torch_index is None or rel.torch_index in matrix.TORCH_INDEXES
+        assert rel.torch_index is None or rel.torch_index in torch_builds.TORCH_INDEXES
         # where AMD's table lists the release, the matrix lists what it lists
         for distro in matrix.DISTROS:
             if row["distros"] is not None and row["stream"] == "classic":
@@ -312,15 +312,15 @@ def test_the_matrix_reads_the_committed_upstream_data():
         for gfx in row["gfx"] or ():
             assert rel.lists_gpu(gfx), (rel.version, gfx)
     # classic: the first release AMD's table lists each distro in
-    first = {p.distro: p.listed_from for p in matrix.CLASSIC.publications}
+    first = {p.distro: p.listed_from for p in streams.CLASSIC.publications}
     assert first == {"ubuntu 22.04": "6.0.0", "ubuntu 24.04": "6.2.0", "debian 12": "6.3.1",
                      "debian 13": "7.0.2"}  # fmt: skip
     # torch: every torch the matrix pins is built for the stable ROCm RELEASE.md names, or
-    # for another index PyTorch also builds it for (cited per index in matrix.TORCH_INDEXES).
+    # for another index PyTorch also builds it for (cited per index in torch_builds.TORCH_INDEXES).
     for minor, rocm in upstream_data.TORCH_STABLE_ROCM.items():
         index = f"rocm{rocm}"
-        if index in matrix.TORCH_INDEXES:
-            builds = {".".join(b.torch.split(".")[:2]) for b in matrix.TORCH_INDEXES[index]}
+        if index in torch_builds.TORCH_INDEXES:
+            builds = {".".join(b.torch.split(".")[:2]) for b in torch_builds.TORCH_INDEXES[index]}
             assert minor in builds, (minor, index)
 
 

@@ -6,10 +6,10 @@ serves them; nothing for a release it lists no torch for."""
 from __future__ import annotations
 
 from rocm_fleet.matrix.site import amd_wheels
-from rocm_fleet.model import matrix
+from rocm_fleet.model import torch_builds
 from rocm_fleet.upstream.client import Response
 
-INDEX = matrix.AMD_STABLE_WHEEL_INDEX
+INDEX = torch_builds.AMD_STABLE_WHEEL_INDEX
 
 
 class Pages:
@@ -48,8 +48,8 @@ def test_builds_pairs_and_targets_come_from_the_index():
     assert found.url == INDEX and found.label == "rocm10.9.0"
     # two torchaudio rebuilds for the release: which goes with which the index doesn't say
     assert found.builds == (
-        matrix.TorchBuild("2.14.0", "0.29.0a0", None),
-        matrix.TorchBuild("2.15.0", "0.30.0", None),
+        torch_builds.TorchBuild("2.14.0", "0.29.0a0", None),
+        torch_builds.TorchBuild("2.15.0", "0.30.0", None),
     )
     assert found.targets == ("gfx942", "gfx1150")
     assert found.target_builds == (("gfx1150", ("2.14.0",)),)
