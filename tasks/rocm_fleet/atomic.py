@@ -1,7 +1,5 @@
 """The one writer of the controller's local files: whole or not at all, no link followed."""
 
-from __future__ import annotations
-
 import contextlib
 import os
 from pathlib import Path

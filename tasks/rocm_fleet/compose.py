@@ -2,8 +2,6 @@
 ``deploy.py`` and pull mode's deploy on the node run: the one place features are composed
 (nothing in the package imports it; tests/unit/test_layers.py)."""
 
-from __future__ import annotations
-
 from rocm_fleet import containers, deploy
 
 

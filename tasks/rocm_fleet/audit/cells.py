@@ -1,7 +1,5 @@
 """The audit's row and cells as types; ``AuditRow.to_json`` is ``--format json``'s host object."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal

@@ -1,7 +1,5 @@
 """``rocm-fleet audit INVENTORY``: a read-only drift report (exit status: ``EXIT_STATUS``)."""
 
-from __future__ import annotations
-
 import logging
 import sys
 import time

@@ -7,8 +7,6 @@ all, never through a link.
 
 Exit status: 0 every file written or already the same; 1 a file left alone (named)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 

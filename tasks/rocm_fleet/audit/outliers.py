@@ -2,8 +2,6 @@
 (docs/decisions/audit.md).
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from collections import Counter

@@ -1,7 +1,5 @@
 """The audit's rows on screen: summary table, wide table, JSON, progress."""
 
-from __future__ import annotations
-
 import json
 import sys
 import textwrap

@@ -1,8 +1,6 @@
 """``rocm-fleet check INVENTORY | --hosts SPECS --rocm-version X.Y.Z``: the packaged testinfra
 checks run by pytest (without the user's configuration), settings validated first."""
 
-from __future__ import annotations
-
 import dataclasses
 import os
 import sys

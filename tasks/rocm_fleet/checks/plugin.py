@@ -3,8 +3,6 @@
 testinfra's backends) and what each should have. Inert unless these checks are collected.
 ``rocm-fleet check``'s report is ``checks.report``."""
 
-from __future__ import annotations
-
 import dataclasses
 import os
 import urllib.parse

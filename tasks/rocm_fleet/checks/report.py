@@ -1,8 +1,6 @@
 """``rocm-fleet check``'s report, a pytest plugin in place of pytest's terminal reporter: a line
 per host and check, wrapped to the screen (docs/check.md shows it), then the summary."""
 
-from __future__ import annotations
-
 import dataclasses
 import itertools
 import sys

@@ -1,8 +1,6 @@
 """What a converged ROCm + PyTorch node looks like, checked from outside with testinfra; each
 check's docstring begins with the sentence ``rocm-fleet check`` names it by."""
 
-from __future__ import annotations
-
 import dataclasses
 import json
 import re

@@ -1,7 +1,5 @@
 """``rocm-fleet``: the click group of the tools beside the deploy (``COMMANDS``, lazy)."""
 
-from __future__ import annotations
-
 import importlib
 import sys
 from collections.abc import Sequence

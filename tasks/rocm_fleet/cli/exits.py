@@ -1,7 +1,5 @@
 """The exit statuses of every ``rocm-fleet`` command (``EPILOG``) and the commands' shape."""
 
-from __future__ import annotations
-
 import enum
 import os
 import sys

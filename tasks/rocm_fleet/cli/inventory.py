@@ -1,7 +1,5 @@
 """Loading a pyinfra inventory for the tools, with one-line errors."""
 
-from __future__ import annotations
-
 import json
 import os
 from collections.abc import Sequence

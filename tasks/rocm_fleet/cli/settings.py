@@ -1,7 +1,5 @@
 """``rocm-fleet settings``: every inventory key rocm-fleet reads (``model.settings``)."""
 
-from __future__ import annotations
-
 import json
 import textwrap
 from dataclasses import asdict

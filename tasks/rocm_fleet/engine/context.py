@@ -1,8 +1,6 @@
 """pyinfra's context and gevent set up as pyinfra's CLI has them, for rocm-fleet's commands that
 work on many hosts at once (no public call in pyinfra 3.10)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any
 

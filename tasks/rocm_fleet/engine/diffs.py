@@ -1,8 +1,6 @@
 """What a plan would change (``model.changes``): under ``--diff`` logged as ``files.put`` logs its
 diff, and kept per host (``changes_of``); operations read for it only when ``detailing()``."""
 
-from __future__ import annotations
-
 import logging
 import weakref
 from typing import Any

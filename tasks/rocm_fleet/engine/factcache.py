@@ -1,8 +1,6 @@
 """Facts read once between two changes of a host (``read_fact``); ``remember_fact(s)`` records
 values read as part of a larger read (the survey)."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 

@@ -1,8 +1,6 @@
 """Planning a deploy on many hosts as pyinfra's CLI does, and reading each host's plan (for the
 audit); pyinfra 3.10 has no public call for either."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any

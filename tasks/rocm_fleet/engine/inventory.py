@@ -2,8 +2,6 @@
 module; ``group_data/`` beside it and in the working directory). Loading imports
 ``pyinfra_cli``, which patches the process for gevent."""
 
-from __future__ import annotations
-
 import os
 import sys
 import weakref

@@ -1,8 +1,6 @@
 """The one ``model.fleet.Fleet`` of each pyinfra inventory, each host's data read and validated
 once, when first needed."""
 
-from __future__ import annotations
-
 import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any

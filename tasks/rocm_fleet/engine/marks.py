@@ -1,8 +1,6 @@
 """A mark on a host for as long as a run changes it, outside the plan (no change reported); a
 failing ``start`` fails the host at its first operation, its stderr the reason."""
 
-from __future__ import annotations
-
 from dataclasses import replace
 from typing import Any
 

@@ -1,8 +1,6 @@
 """Where a host's inventory key was set (``where_set``: pyinfra's data waterfall), and ``raise_at``
 raising an error from that file and line."""
 
-from __future__ import annotations
-
 import ast
 import re
 import sys

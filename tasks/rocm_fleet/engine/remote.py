@@ -1,7 +1,5 @@
 """One command on an inventory host outside any deploy, through pyinfra's own connector."""
 
-from __future__ import annotations
-
 import contextlib
 import shlex
 from collections.abc import Sequence

@@ -1,8 +1,6 @@
 """The run as pyinfra's ``State`` holds it (planning or executing, the deploy call's arguments,
 ``-v``, operation hashes, callbacks), read through ``version.internal``."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any, TypeVar
 

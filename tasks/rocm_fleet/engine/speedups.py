@@ -7,8 +7,6 @@ spawned without their spawning stack (gevent's ``track_greenlet_tree``). In effe
 only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
 ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
-from __future__ import annotations
-
 import contextlib
 import functools
 import gc

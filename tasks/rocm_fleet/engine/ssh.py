@@ -1,8 +1,6 @@
 """An inventory host's SSH connection made by pyinfra itself (its ``ssh_*`` data and host-key
 checks), for tools running their own commands over it (the node checks)."""
 
-from __future__ import annotations
-
 import logging
 import logging.handlers
 from typing import Any

@@ -1,8 +1,6 @@
 """Which pyinfra runs, whether it is the tested minor, and its internals (``internal``: a
 ``PyinfraChanged`` naming what moved)."""
 
-from __future__ import annotations
-
 import functools
 import importlib.metadata
 from typing import Any

@@ -1,8 +1,6 @@
 """What fact commands share. Each is POSIX ``sh`` and exits 0; a tool's exit status comes back
 as a trailer line ``__rc=N``, a missing tool or file as an ``__absent`` / ``__missing`` line."""
 
-from __future__ import annotations
-
 import contextlib
 import re
 import shlex

@@ -1,7 +1,5 @@
 """The node's last acceptance record (``paths.ACCEPTANCE_RECORD``, root-only)."""
 
-from __future__ import annotations
-
 from pyinfra.api import FactBase
 
 from rocm_fleet.facts._shell import ABSENT

@@ -1,7 +1,5 @@
 """apt and dpkg facts: installed packages, dpkg's health, keyrings, sources, sizes, candidates."""
 
-from __future__ import annotations
-
 import base64
 import functools
 import re

@@ -1,7 +1,5 @@
 """What purging NVIDIA's or the distribution's ROCm packages would take along (``apt-get -s``)."""
 
-from __future__ import annotations
-
 from pyinfra.api import FactBase
 
 from rocm_fleet.facts._shell import script_command

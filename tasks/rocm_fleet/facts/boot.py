@@ -2,8 +2,6 @@
 status``, room in ``/boot``), in one command: sections ``__section=NAME``, content lines
 prefixed ``|`` so no file can open a section."""
 
-from __future__ import annotations
-
 import re
 import shlex
 from typing import Any

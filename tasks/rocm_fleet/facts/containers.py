@@ -1,7 +1,5 @@
 """What a node shows of its GPU-container side, for the audit (``model.gpu_containers``)."""
 
-from __future__ import annotations
-
 from pyinfra.api import FactBase
 
 from rocm_fleet.model.gpu_containers import DAEMON_JSON, GROUPS, SPEC, ContainerView

@@ -1,7 +1,5 @@
 """File facts."""
 
-from __future__ import annotations
-
 import re
 from typing import Any
 

@@ -1,7 +1,5 @@
 """GPU facts: rocminfo's agents, the ROCm version, and from sysfs the PCI GPUs and KFD nodes."""
 
-from __future__ import annotations
-
 import re
 from typing import Any, TypedDict
 

@@ -1,7 +1,5 @@
 """GPU health from ``amd-smi``'s ECC, PCIe and XGMI JSON (parsed by ``model.health``)."""
 
-from __future__ import annotations
-
 from pyinfra.api import FactBase
 
 from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, sections, split_rc

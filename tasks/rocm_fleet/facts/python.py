@@ -1,7 +1,5 @@
 """Python facts: what torch sees in a venv, which distributions the venv holds, torch's build."""
 
-from __future__ import annotations
-
 import ast
 import json
 import re

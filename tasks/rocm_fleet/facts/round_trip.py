@@ -2,8 +2,6 @@
 command in a section, parsed by the fact's own ``process``; facts with the same command share a
 section, and a per-path fact with ``batch_command``/``batch_process`` answers its reads in one."""
 
-from __future__ import annotations
-
 import functools
 from dataclasses import dataclass, field
 from typing import Any

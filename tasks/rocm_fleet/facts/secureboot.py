@@ -1,7 +1,5 @@
 """Secure Boot facts: the Secure Boot state and whether a certificate is (or will be) a MOK."""
 
-from __future__ import annotations
-
 import re
 
 from pyinfra.api import FactBase

@@ -1,7 +1,5 @@
 """Slurm's view of this node (``scontrol show node`` asked on the node)."""
 
-from __future__ import annotations
-
 import shlex
 
 from pyinfra.api import FactBase

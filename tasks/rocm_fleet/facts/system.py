@@ -1,7 +1,5 @@
 """System facts: distribution, kernel, identity, modules, disk space, reboots, NVIDIA's stack."""
 
-from __future__ import annotations
-
 from pyinfra.api import FactBase
 from pyinfra.facts.deb import DebArch
 from pyinfra.facts.server import KernelVersion

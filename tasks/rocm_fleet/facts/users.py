@@ -1,7 +1,5 @@
 """User and group facts."""
 
-from __future__ import annotations
-
 from pyinfra.api import FactBase
 
 from rocm_fleet.facts._shell import quote

@@ -1,8 +1,6 @@
 """AMD's machine-readable files, read (historical CSV, os-support.yaml, versions.rst,
 driver-firmware-support.yaml, gpus.yaml); a row that can't be read is refused, named."""
 
-from __future__ import annotations
-
 import contextlib
 import csv
 import re

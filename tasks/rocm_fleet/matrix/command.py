@@ -1,7 +1,5 @@
 """``rocm-fleet matrix``, ``matrix check`` and ``matrix update`` (exit statuses: each epilog)."""
 
-from __future__ import annotations
-
 import json
 import re
 import sys

@@ -3,8 +3,6 @@ virtualization-support.yaml, read, and the parts of the PCI rows derived from th
 (docs/decisions/matrix-data-and-citations.md). Each file can be given whole or as its record
 (``*_record`` makes one, ``*_from_record`` renders it back for the same parser)."""
 
-from __future__ import annotations
-
 import csv
 import io
 import json

@@ -7,8 +7,6 @@ committed files differ, then what upstream publishes that the data lacks ("upstr
 ..."), and exits 1 when anything does; a bad input exits 2. The product never needs the inputs
 to run."""
 
-from __future__ import annotations
-
 import json
 import re
 import sys

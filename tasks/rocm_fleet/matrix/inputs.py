@@ -1,8 +1,6 @@
 """What every reader of the matrix's upstream files shares: the error, TOML and YAML inputs,
 cited overrides, release ordering, and the data files' JSON form (one row per line)."""
 
-from __future__ import annotations
-
 import json
 import tomllib
 from pathlib import Path

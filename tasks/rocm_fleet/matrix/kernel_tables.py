@@ -1,8 +1,6 @@
 """Kernels per GPU family (os-support.yaml: the newest any model lists) and per driver release
 (cited overrides: an ``amdgpu-dkms`` package's kernel base is its newest kernel)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from rocm_fleet.matrix.amd_tables import AMD_FAMILIES, DISTROS, os_support_rows

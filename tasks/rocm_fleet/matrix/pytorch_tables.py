@@ -1,8 +1,6 @@
 """PyTorch's files, read: RELEASE.md's Release Compatibility Matrix and wheel index project
 pages (PEP 503), saved or fetched over https."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from urllib.parse import unquote

@@ -1,8 +1,6 @@
 """The matrix's releases as Markdown (``release_table``), for a terminal (``plain_table``) and as
 JSON (``matrix_json``), each row with its source."""
 
-from __future__ import annotations
-
 import textwrap
 from dataclasses import asdict
 from typing import Any

@@ -1,8 +1,6 @@
 """repositories.json: AMD's apt repositories, streams, publications and per-GPU packages, from
 the records of repo.radeon.com, repo.amd.com and the keys."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 from rocm_fleet.matrix.inputs import MatrixDataError, read_toml

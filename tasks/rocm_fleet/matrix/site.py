@@ -1,8 +1,6 @@
 """``rocm-fleet matrix update --output FILE``: a site's own matrix data, written only once every
 row holds, keeping FILE's other rows. Exit 0 written, 1 a row doesn't hold, 2 unreachable."""
 
-from __future__ import annotations
-
 import hashlib
 import sys
 from pathlib import Path

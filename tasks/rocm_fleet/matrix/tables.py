@@ -1,8 +1,6 @@
 """The matrix's data files, built from the stored upstream records and the cited overrides,
 written, read back and compared row by row; each row names its ``from`` and ``source``."""
 
-from __future__ import annotations
-
 import json
 from dataclasses import dataclass
 from pathlib import Path

@@ -1,8 +1,6 @@
 """upstream_data.json from AMD's and PyTorch's files, its diff with the committed file, and what
 upstream publishes that the matrix lacks."""
 
-from __future__ import annotations
-
 import json
 import tomllib
 from dataclasses import dataclass, field

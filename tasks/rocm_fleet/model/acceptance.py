@@ -1,8 +1,6 @@
 """A node's last acceptance run (``rocm-fleet roll``'s burn-in), as the JSON record kept on the
 node (``paths.ACCEPTANCE_RECORD``) and read back strictly by the audit, pure."""
 
-from __future__ import annotations
-
 import json
 import math
 import re

@@ -1,7 +1,5 @@
 """The facts' answers as types, without pyinfra; each docstring names its fact."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import TypedDict
 

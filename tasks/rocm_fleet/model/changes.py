@@ -1,8 +1,6 @@
 """What a deploy would change on a host (``--dry --diff``, the audit's JSON): package moves and
 each file's unified diff, every line ``visible``; a secret's file is never diffed."""
 
-from __future__ import annotations
-
 import difflib
 from dataclasses import dataclass
 from typing import Any, Literal

@@ -1,8 +1,6 @@
 """AMD's container toolkit as AMD publishes it (a hand-kept table, each fact cited in
 ``SOURCE``), the engine versions that read CDI, and whether a CDI spec names KFD's GPUs."""
 
-from __future__ import annotations
-
 import json
 import re
 from typing import Any

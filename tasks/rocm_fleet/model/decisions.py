@@ -1,8 +1,6 @@
 """Per-host decisions read by everyone after: the fleet ``Mirror`` and the ``TorchInstall``; a
 venv's distributions against a wheel set's pins (PEP 503 names, pip's ``==``, PEP 508)."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from dataclasses import astuple, dataclass

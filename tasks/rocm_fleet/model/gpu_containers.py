@@ -1,8 +1,6 @@
 """GPU containers as the audit judges them: what a node shows of its container side against the
 inventory's engines and users and the GPUs KFD reports."""
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Mapping, Sequence

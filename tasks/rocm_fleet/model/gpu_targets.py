@@ -1,7 +1,5 @@
 """The GPU targets the matrix knows: family, products, first classic release listing it."""
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 

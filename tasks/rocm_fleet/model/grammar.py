@@ -1,8 +1,6 @@
 """Full-match grammars (Python and ECMA-262) of setting values that reach a file, command line
 or unit: narrower than the RFCs where a character means something there."""
 
-from __future__ import annotations
-
 import ipaddress
 import re
 from typing import Any

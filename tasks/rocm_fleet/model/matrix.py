@@ -2,8 +2,6 @@
 distros, kernels; GPU targets, streams and PyTorch's sources in gpu_targets, streams and
 torch_builds), typed from the data files beside it (docs/decisions/matrix-data-and-citations.md)."""
 
-from __future__ import annotations
-
 import functools
 from dataclasses import dataclass, field
 from enum import Enum

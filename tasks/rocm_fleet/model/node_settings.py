@@ -2,8 +2,6 @@
 fleet's), each declared by ``setting(CONCERN)``: its default and meaning, what is valid being in
 its type (``model.setting_types``)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any

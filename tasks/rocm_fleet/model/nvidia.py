@@ -1,7 +1,5 @@
 """NVIDIA's driver and CUDA stack, as package names and loaded modules tell it."""
 
-from __future__ import annotations
-
 import fnmatch
 import functools
 import re

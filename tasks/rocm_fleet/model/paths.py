@@ -1,7 +1,5 @@
 """Every host path rocm-fleet writes or reads by a fixed name; no other module types one."""
 
-from __future__ import annotations
-
 # --- AMD's classic repository (repo.radeon.com) ---------------------------------------------
 # AMD's install pages 5.7 -> 7.2 (rocm-install-on-linux native-install/ubuntu.rst).
 ROCM_KEYRING = "/etc/apt/keyrings/rocm.gpg"

@@ -1,8 +1,6 @@
 """PCI device IDs -> LLVM gfx target and names: which GPU a host has before any driver. Rows:
 pci_ids.json (``matrix.device_tables``); a virtual function carries AMD's SR-IOV data for it."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 from rocm_fleet.model.upstream_data import PCI_ROWS

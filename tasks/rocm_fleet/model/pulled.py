@@ -2,8 +2,6 @@
 apply: it names this node, holds only pullable settings and a site file, its serial never
 goes back."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass

@@ -1,8 +1,6 @@
 """Secrets a host needs (apt's and pip's credentials), read where pyinfra runs from the source
 a setting names (``env:VARIABLE`` or a 0600 file); a ``Secret`` is never shown."""
 
-from __future__ import annotations
-
 import os
 import stat
 from collections.abc import Mapping

@@ -1,8 +1,6 @@
 """The ``Annotated`` types of the settings: pydantic's metadata check a value, ``Valid`` says what
 is valid when they refuse it (the error ``invalid`` makes)."""
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial

@@ -2,8 +2,6 @@
 meaning, what is valid; a host's data validated in one pass (decisions/refusing-a-host.md); the
 settings' documentation in ``model.settings_reference``."""
 
-from __future__ import annotations
-
 import difflib
 import functools
 import json

@@ -1,8 +1,6 @@
 """The settings' documentation generated from ``model.settings``: ``rocm-fleet settings``, the
 README table, ``docs/settings.md`` and ``docs/settings.schema.json``."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from itertools import groupby
 from operator import attrgetter

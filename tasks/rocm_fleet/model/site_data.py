@@ -1,8 +1,6 @@
 """A site's own matrix data (``rocm_matrix_data`` or ``ROCM_FLEET_MATRIX_DATA``): releases newer
 than this rocm-fleet; only their form is checked here (docs/decisions/site-matrix-data.md)."""
 
-from __future__ import annotations
-
 import hashlib
 import json
 import os

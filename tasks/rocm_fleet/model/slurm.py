@@ -1,8 +1,6 @@
 """A node's GPUs as Slurm's generic resources: gres.conf's lines, slurm.conf's ``Gres=``, and
 ``scontrol show node`` read back (docs/decisions/slurm-gres.md)."""
 
-from __future__ import annotations
-
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping

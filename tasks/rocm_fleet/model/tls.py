@@ -1,8 +1,6 @@
 """The fleet mirror's TLS: making a fleet CA and the mirror's certificate (``rocm-fleet
 mirror-ca``), and checking those files on the controller before any operation."""
 
-from __future__ import annotations
-
 import datetime
 import ipaddress
 from dataclasses import dataclass

@@ -1,7 +1,5 @@
 """Where a ROCm release's PyTorch comes from: a PyTorch index or AMD's own (torch_builds.json)."""
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 

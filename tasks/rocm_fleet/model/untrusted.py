@@ -1,8 +1,6 @@
 """Text a node reported, made safe to print on a terminal: control and bidi characters written
 as escapes (docs/decisions/model-trust-boundaries.md)."""
 
-from __future__ import annotations
-
 import logging
 import re
 

@@ -1,7 +1,5 @@
 """The matrix's generated data files (tools/matrix_update.py; not edited by hand)."""
 
-from __future__ import annotations
-
 import json
 from importlib.resources import files
 from pathlib import Path

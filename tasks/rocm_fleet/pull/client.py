@@ -1,8 +1,6 @@
 """The node's side of pull mode: its own target, fetched and verified by TUF's client from the
 root a push installed (docs/decisions/pull-mode-trust.md)."""
 
-from __future__ import annotations
-
 import json
 import tempfile
 from collections.abc import Iterator

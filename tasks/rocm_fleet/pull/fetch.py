@@ -13,8 +13,6 @@ metric's label) alone on stdout.
 Exit status: 0 verified and written, 1 refused or not fetched (nothing written).
 """
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

@@ -1,8 +1,6 @@
 """The pull repository's private keys: found in the key directories (first wins), loaded (0600
 only), checked against a root's key ids, and made (Ed25519, 0600)."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterator
 from pathlib import Path

@@ -3,8 +3,6 @@ the target ``nodes/<name>.json`` of its own delegated role ``node-<name>``, publ
 short of a threshold, signed and rotated; its metadata files each role's ``N.role.json``,
 written atomically (docs/pull-mode.md); its keys in ``pull.keyring``."""
 
-from __future__ import annotations
-
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field

@@ -1,8 +1,6 @@
 """A node's target sealed to its own X25519 key with HPKE (RFC 9180 base mode), the node's name
 as HPKE's ``info``; TUF signs the sealed file (docs/pull-mode.md)."""
 
-from __future__ import annotations
-
 import base64
 import json
 from pathlib import Path

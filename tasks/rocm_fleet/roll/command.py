@@ -24,8 +24,6 @@ none had drift); 1 a host failed its deploy or checks (left drained), was still 
 timeout (left unchanged), or would be refused; 2 Slurm or a host did not answer; 4 bad input.
 """
 
-from __future__ import annotations
-
 import json
 import os
 import re

@@ -1,7 +1,5 @@
 """Distribution files read without installing or running anything; ResolutionError."""
 
-from __future__ import annotations
-
 import email.parser
 import re
 import tarfile

@@ -1,7 +1,5 @@
 """The one HTTP client and verified, limited, resumable downloads (``Fetcher``)."""
 
-from __future__ import annotations
-
 import hashlib
 import os
 import re

@@ -1,7 +1,5 @@
 """The lines a host's pip installs a locked wheel set from."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 # ``name==version --hash=sha256:...`` per file; an sdist's build requirement also has a line

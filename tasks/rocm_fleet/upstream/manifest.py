@@ -1,7 +1,5 @@
 """A bundle's manifest, read: path confinement, what a host lacks, its hash-pinned requirements."""
 
-from __future__ import annotations
-
 import binascii
 import contextlib
 import functools

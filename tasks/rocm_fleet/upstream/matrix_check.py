@@ -1,8 +1,6 @@
 """The matrix check: whether upstream still agrees with every row, and what releases it lacks.
 Each check takes an ``UpstreamClient`` last and returns None when the row holds, else why not."""
 
-from __future__ import annotations
-
 import hashlib
 import re
 from collections.abc import Callable

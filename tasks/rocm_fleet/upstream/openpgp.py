@@ -1,7 +1,5 @@
 """Just enough OpenPGP (RFC 9580) to read a key's primary fingerprints and binary form."""
 
-from __future__ import annotations
-
 import base64
 import hashlib
 

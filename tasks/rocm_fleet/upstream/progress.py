@@ -1,7 +1,5 @@
 """Progress of a transfer or a run of checks on stderr; ``human`` sizes."""
 
-from __future__ import annotations
-
 import atexit
 import sys
 import time

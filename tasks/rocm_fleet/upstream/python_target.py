@@ -1,7 +1,5 @@
 """A host's Python as pip sees it: the wheel tags it accepts, best first, and its markers."""
 
-from __future__ import annotations
-
 from packaging.requirements import Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag, compatible_tags, cpython_tags

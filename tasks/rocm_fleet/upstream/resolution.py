@@ -1,7 +1,5 @@
 """Wheels for a host's Python from a PEP 503 index, resolved without installing anything."""
 
-from __future__ import annotations
-
 import email.parser
 from collections.abc import Callable
 from dataclasses import dataclass, replace

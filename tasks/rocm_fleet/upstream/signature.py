@@ -1,7 +1,5 @@
 """An ``InRelease`` checked as apt does: gpgv with the pinned key alone, Valid-Until, suite."""
 
-from __future__ import annotations
-
 import datetime
 import email.utils
 import subprocess

@@ -1,7 +1,5 @@
 """Whether upstream publishes what a site's matrix data adds (the matrix check's checks)."""
 
-from __future__ import annotations
-
 from concurrent.futures import ThreadPoolExecutor
 
 from rocm_fleet.model import matrix

@@ -1,7 +1,5 @@
 """A PEP 503 index as pip reads it: a project page's links; whether its hashes can be trusted."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urljoin
 

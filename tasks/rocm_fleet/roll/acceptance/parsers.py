@@ -1,8 +1,6 @@
 """The acceptance tools' output, parsed strictly (RVS's GST log, rccl-tests' table, the torch
 smoke's JSON line): output not recognised raises ``NotUnderstood``, never a pass."""
 
-from __future__ import annotations
-
 import json
 import math
 import re

@@ -3,8 +3,6 @@ read, the suite's steps, the counters read again; then the record kept on the no
 (``suites.json``): each level's steps, each GPU model's thresholds (AMD's figures, cited there)
 under a site's overrides, and which level a change needs."""
 
-from __future__ import annotations
-
 import json
 import time
 from collections.abc import Callable, Sequence
