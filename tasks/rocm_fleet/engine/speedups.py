@@ -3,8 +3,9 @@
 ``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``; and, once
 per process, the objects alive when the first plan starts left out of the cyclic garbage
 collector's passes (``gc.freeze``), log records made without the thread's name and greenlets
-spawned without their spawning stack (gevent's ``track_greenlet_tree``). In effect
-only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
+spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
+context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
+once. In effect only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
 ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 from __future__ import annotations
@@ -95,6 +96,22 @@ def _unwrapped(obj: Any) -> Any:
         module = obj._get_module()
         return obj if module is None else module
     return obj
+
+
+_object_attribute = object.__getattribute__
+
+
+def _stand_in_attribute(stand_in: Any, key: str) -> Any:
+    """``ContextObject``'s attribute read as pyinfra's: a name not starting with ``_`` (none is
+    the stand-in's own) is read from the object it stands for now, else from its base class,
+    without a failed lookup on the stand-in first; other names as Python reads them, then
+    ``ContextObject.__getattr__``."""
+    if key[0] == "_":
+        return _object_attribute(stand_in, key)
+    module = _object_attribute(stand_in, "_container").module
+    if module is None:
+        return getattr(_object_attribute(stand_in, "_base_cls"), key)
+    return getattr(module, key)
 
 
 #: (id of a code object, instruction offset) -> (the code object, its line); the line table is
@@ -253,7 +270,8 @@ def _tune_once() -> None:
     ``GC_YOUNG``; and log records skip the thread's name (``logging.logThreads``), which no
     pyinfra line shows and which, on gevent's greenlets, makes a thread object per record; and
     greenlets don't record who spawned them from where (gevent's ``track_greenlet_tree``, for its
-    debugging reports), which reads the line of ten frames per greenlet."""
+    debugging reports), which reads the line of ten frames per greenlet; and pyinfra's context
+    stand-ins read their object's public attributes at once (``_stand_in_attribute``)."""
     global _tuned
     if not _tuned:
         _tuned = True
@@ -261,6 +279,7 @@ def _tune_once() -> None:
         gc.set_threshold(max(GC_YOUNG, gc.get_threshold()[0]), *gc.get_threshold()[1:])
         logging.logThreads = False
         gevent.config.track_greenlet_tree = False
+        ContextObject.__getattribute__ = _stand_in_attribute  # type: ignore[method-assign]
 
 
 def _put(functions: dict[str, Any]) -> None:
