@@ -286,6 +286,18 @@ class Thing(Base):
         return f"Thing({self.name})"
 
 
+def pyinfras_own(monkeypatch):
+    """pyinfra's own context classes again (the first plan gave them ``_STAND_INS``)."""
+    theirs = {f"{cls.__name__}.{name}": f for (cls, name), f in _pyinfra._PYINFRAS.items()}
+    assert theirs["ContextObject.__getattribute__"] is None  # object's
+    assert {f.__module__ for f in theirs.values() if f} == {"pyinfra.context"}
+    for (cls, name), theirs in _pyinfra._PYINFRAS.items():
+        if theirs is None:
+            monkeypatch.delattr(cls, name, raising=False)
+        else:
+            monkeypatch.setattr(cls, name, theirs)
+
+
 def stand_in_story(context_cls) -> list:
     """Everything a pyinfra context stand-in answers, as (what, answer or error) pairs: reads
     before its object is set (from the base class), reads, writes, ``use`` of another object
@@ -334,9 +346,10 @@ def test_a_stand_in_reads_as_pyinfras_own(monkeypatch, kind):
     from pyinfra import context
 
     context_cls = getattr(context, kind)
-    monkeypatch.delattr(context.ContextObject, "__getattribute__", raising=False)
+    pyinfras_own(monkeypatch)
     theirs = stand_in_story(context_cls)
-    monkeypatch.setattr(context.ContextObject, "__getattribute__", _pyinfra._stand_in_attribute)
+    for (cls, name), ours in _pyinfra._STAND_INS.items():
+        monkeypatch.setattr(cls, name, ours)
     assert stand_in_story(context_cls) == theirs
     missing = (AttributeError, "'Thing' object has no attribute 'missing'")
     assert ("set .missing", repr(missing)) in theirs
@@ -351,10 +364,11 @@ def test_the_first_plan_gives_the_stand_ins_the_fast_read_unless_opted_out(monke
     from pyinfra.context import ContextObject
 
     monkeypatch.setattr(_pyinfra, "_tuned", False)
-    monkeypatch.delattr(ContextObject, "__getattribute__", raising=False)
+    pyinfras_own(monkeypatch)
     monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
     plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
     assert "__getattribute__" not in vars(ContextObject)
+    assert not any(vars(cls).get(name) is ours for (cls, name), ours in _pyinfra._STAND_INS.items())
     monkeypatch.delenv(_pyinfra.OPT_OUT)
     plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
-    assert vars(ContextObject)["__getattribute__"] is _pyinfra._stand_in_attribute
+    assert all(vars(cls)[name] is ours for (cls, name), ours in _pyinfra._STAND_INS.items())

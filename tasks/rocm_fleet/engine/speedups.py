@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import gevent
 import pyinfra
-from pyinfra.context import ContextObject
+from pyinfra.context import ContextManager, ContextObject
 
 from rocm_fleet.engine.version import TESTED_PYINFRA, minor, pyinfra_version
 
@@ -93,7 +93,7 @@ def _unwrapped(obj: Any) -> Any:
     """What a pyinfra context stand-in (``context.host``) stands for now, else ``obj``: each
     attribute read through the stand-in costs a failed lookup first."""
     if isinstance(obj, ContextObject):
-        module = obj._get_module()
+        module = _object_attribute(obj, "_container").module
         return obj if module is None else module
     return obj
 
@@ -112,6 +112,37 @@ def _stand_in_attribute(stand_in: Any, key: str) -> Any:
     if module is None:
         return getattr(_object_attribute(stand_in, "_base_cls"), key)
     return getattr(module, key)
+
+
+def _stand_in_write(stand_in: Any, key: str, value: Any) -> None:
+    """``ContextObject.__setattr__``, its own names read without ``_stand_in_attribute``."""
+    if key in ("_container", "_base_cls"):
+        return object.__setattr__(stand_in, key, value)
+    module = _object_attribute(stand_in, "_container").module
+    if module is None:
+        raise TypeError("Cannot assign to context base module")
+    return setattr(module, key, value)
+
+
+def _manager_get(manager: Any) -> Any:
+    """``ContextManager.get``, the stand-in's container read without ``_stand_in_attribute``."""
+    return getattr(_object_attribute(manager.context, "_container"), "module", None)
+
+
+def _manager_set(manager: Any, module: Any) -> None:
+    """``ContextManager.set``, the stand-in's container read without ``_stand_in_attribute``."""
+    _object_attribute(manager.context, "_container").module = module
+
+
+#: (pyinfra's class, name) -> ours, for the context stand-ins and their managers
+_STAND_INS = {
+    (ContextObject, "__getattribute__"): _stand_in_attribute,
+    (ContextObject, "__setattr__"): _stand_in_write,
+    (ContextManager, "get"): _manager_get,
+    (ContextManager, "set"): _manager_set,
+}
+#: what pyinfra's classes hold there (None: nothing, Python's own)
+_PYINFRAS = {(cls, name): vars(cls).get(name) for cls, name in _STAND_INS}
 
 
 #: (id of a code object, instruction offset) -> (the code object, its line); the line table is
@@ -271,7 +302,7 @@ def _tune_once() -> None:
     pyinfra line shows and which, on gevent's greenlets, makes a thread object per record; and
     greenlets don't record who spawned them from where (gevent's ``track_greenlet_tree``, for its
     debugging reports), which reads the line of ten frames per greenlet; and pyinfra's context
-    stand-ins read their object's public attributes at once (``_stand_in_attribute``)."""
+    stand-ins read their object's public attributes at once (``_STAND_INS``)."""
     global _tuned
     if not _tuned:
         _tuned = True
@@ -279,7 +310,8 @@ def _tune_once() -> None:
         gc.set_threshold(max(GC_YOUNG, gc.get_threshold()[0]), *gc.get_threshold()[1:])
         logging.logThreads = False
         gevent.config.track_greenlet_tree = False
-        ContextObject.__getattribute__ = _stand_in_attribute  # type: ignore[method-assign]
+        for (cls, name), ours in _STAND_INS.items():
+            setattr(cls, name, ours)
 
 
 def _put(functions: dict[str, Any]) -> None:
