@@ -266,3 +266,109 @@ def test_an_operations_hash_is_pyinfras():
         assert _pyinfra.make_hash(value) == make_hash(value), value
     assert _pyinfra.make_hash([1, 77, 12, 230]) == _pyinfra.make_hash([1, 77, 12, 230])
     assert _pyinfra._hash_of_order.cache_info().hits >= 1
+
+
+class Base:
+    """What a stand-in stands for before it is set (pyinfra's: the ``Host`` class)."""
+
+    kind = "base"
+
+    @property
+    def shout(self):
+        return self.name.upper()
+
+
+class Thing(Base):
+    def __init__(self, name):
+        self.name, self._private = name, f"_{name}"
+
+    def __repr__(self):
+        return f"Thing({self.name})"
+
+
+def pyinfras_own(monkeypatch):
+    """pyinfra's own context classes again (the first plan gave them ``_STAND_INS``)."""
+    theirs = {f"{cls.__name__}.{name}": f for (cls, name), f in _pyinfra._PYINFRAS.items()}
+    assert theirs["ContextObject.__getattribute__"] is None  # object's
+    assert {f.__module__ for f in theirs.values() if f} == {"pyinfra.context"}
+    for (cls, name), theirs in _pyinfra._PYINFRAS.items():
+        if theirs is None:
+            monkeypatch.delattr(cls, name, raising=False)
+        else:
+            monkeypatch.setattr(cls, name, theirs)
+
+
+def stand_in_story(context_cls) -> list:
+    """Everything a pyinfra context stand-in answers, as (what, answer or error) pairs: reads
+    before its object is set (from the base class), reads, writes, ``use`` of another object
+    and back, the stand-in's own names, and missing names."""
+    import gevent
+    from pyinfra.context import ContextManager
+
+    manager = ContextManager("host", context_cls)
+    manager.set_base(Base)
+    stand_in = manager.context
+    story = []
+
+    def note(what, read):
+        try:
+            answer = read()
+        except Exception as error:  # the error is the answer compared
+            answer = (type(error), str(error))
+        story.append((what, answer))
+
+    def reads(when):
+        for key in ("kind", "name", "shout", "_private", "missing", "_missing", "_base_cls"):
+            note(f"{when} .{key}", lambda key=key: getattr(stand_in, key))
+        note(f"{when} hasattr", lambda: (hasattr(stand_in, "name"), hasattr(stand_in, "nope")))
+        note(f"{when} own", lambda: (stand_in._get_module(), type(stand_in), str(stand_in)))
+        note(f"{when} a greenlet's", lambda: gevent.spawn(getattr, stand_in, "name", None).get())
+
+    reads("unset")
+    note("write unset", lambda: setattr(stand_in, "name", "x"))
+    one, two = Thing("one"), Thing("two")
+    manager.set(one)
+    reads("set")
+    note("write", lambda: (setattr(stand_in, "name", "uno"), one.name, stand_in.name))
+    with manager.use(two):
+        reads("used")
+        note("write used", lambda: (setattr(stand_in, "kind", "mine"), two.kind, one.kind))
+    reads("back")
+    manager.reset()
+    reads("reset")
+    return [(what, repr(answer)) for what, answer in story]
+
+
+@pytest.mark.parametrize("kind", ["ContextObject", "LocalContextObject"])
+def test_a_stand_in_reads_as_pyinfras_own(monkeypatch, kind):
+    """``_stand_in_attribute`` (pyinfra's ``context.host``/``.state`` read at once) answers
+    every read, write, context switch and miss as pyinfra's own ``ContextObject``."""
+    from pyinfra import context
+
+    context_cls = getattr(context, kind)
+    pyinfras_own(monkeypatch)
+    theirs = stand_in_story(context_cls)
+    for (cls, name), ours in _pyinfra._STAND_INS.items():
+        monkeypatch.setattr(cls, name, ours)
+    assert stand_in_story(context_cls) == theirs
+    missing = (AttributeError, "'Thing' object has no attribute 'missing'")
+    assert ("set .missing", repr(missing)) in theirs
+    assert ("used .name", repr("two")) in theirs and ("back .name", repr("uno")) in theirs
+
+
+@pytest.mark.skipif(
+    minor(_pyinfra.pyinfra_version()) != _pyinfra.TESTED_PYINFRA,
+    reason="another pyinfra minor: the speedups step aside",
+)
+def test_the_first_plan_gives_the_stand_ins_the_fast_read_unless_opted_out(monkeypatch):
+    from pyinfra.context import ContextObject
+
+    monkeypatch.setattr(_pyinfra, "_tuned", False)
+    pyinfras_own(monkeypatch)
+    monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
+    plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
+    assert "__getattribute__" not in vars(ContextObject)
+    assert not any(vars(cls).get(name) is ours for (cls, name), ours in _pyinfra._STAND_INS.items())
+    monkeypatch.delenv(_pyinfra.OPT_OUT)
+    plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
+    assert all(vars(cls)[name] is ours for (cls, name), ours in _pyinfra._STAND_INS.items())

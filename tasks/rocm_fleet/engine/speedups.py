@@ -3,8 +3,9 @@
 ``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``; and, once
 per process, the objects alive when the first plan starts left out of the cyclic garbage
 collector's passes (``gc.freeze``), log records made without the thread's name and greenlets
-spawned without their spawning stack (gevent's ``track_greenlet_tree``). In effect
-only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
+spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
+context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
+once. In effect only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
 ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 import contextlib
@@ -22,7 +23,7 @@ from typing import Any, TypeVar
 
 import gevent
 import pyinfra
-from pyinfra.context import ContextObject
+from pyinfra.context import ContextManager, ContextObject
 
 from rocm_fleet.engine.version import TESTED_PYINFRA, minor, pyinfra_version
 
@@ -90,9 +91,56 @@ def _unwrapped(obj: Any) -> Any:
     """What a pyinfra context stand-in (``context.host``) stands for now, else ``obj``: each
     attribute read through the stand-in costs a failed lookup first."""
     if isinstance(obj, ContextObject):
-        module = obj._get_module()
+        module = _object_attribute(obj, "_container").module
         return obj if module is None else module
     return obj
+
+
+_object_attribute = object.__getattribute__
+
+
+def _stand_in_attribute(stand_in: Any, key: str) -> Any:
+    """``ContextObject``'s attribute read as pyinfra's: a name not starting with ``_`` (none is
+    the stand-in's own) is read from the object it stands for now, else from its base class,
+    without a failed lookup on the stand-in first; other names as Python reads them, then
+    ``ContextObject.__getattr__``."""
+    if key[0] == "_":
+        return _object_attribute(stand_in, key)
+    module = _object_attribute(stand_in, "_container").module
+    if module is None:
+        return getattr(_object_attribute(stand_in, "_base_cls"), key)
+    return getattr(module, key)
+
+
+def _stand_in_write(stand_in: Any, key: str, value: Any) -> None:
+    """``ContextObject.__setattr__``, its own names read without ``_stand_in_attribute``."""
+    if key in ("_container", "_base_cls"):
+        return object.__setattr__(stand_in, key, value)
+    module = _object_attribute(stand_in, "_container").module
+    if module is None:
+        raise TypeError("Cannot assign to context base module")
+    return setattr(module, key, value)
+
+
+def _manager_get(manager: Any) -> Any:
+    """``ContextManager.get``, the stand-in's container read without ``_stand_in_attribute``."""
+    return getattr(_object_attribute(manager.context, "_container"), "module", None)
+
+
+def _manager_set(manager: Any, module: Any) -> None:
+    """``ContextManager.set``, the stand-in's container read without ``_stand_in_attribute``."""
+    _object_attribute(manager.context, "_container").module = module
+
+
+#: (pyinfra's class, name) -> ours, for the context stand-ins and their managers
+_STAND_INS = {
+    (ContextObject, "__getattribute__"): _stand_in_attribute,
+    (ContextObject, "__setattr__"): _stand_in_write,
+    (ContextManager, "get"): _manager_get,
+    (ContextManager, "set"): _manager_set,
+}
+#: what pyinfra's classes hold there (None: nothing, Python's own)
+_PYINFRAS = {(cls, name): vars(cls).get(name) for cls, name in _STAND_INS}
 
 
 #: (id of a code object, instruction offset) -> (the code object, its line); the line table is
@@ -251,7 +299,8 @@ def _tune_once() -> None:
     ``GC_YOUNG``; and log records skip the thread's name (``logging.logThreads``), which no
     pyinfra line shows and which, on gevent's greenlets, makes a thread object per record; and
     greenlets don't record who spawned them from where (gevent's ``track_greenlet_tree``, for its
-    debugging reports), which reads the line of ten frames per greenlet."""
+    debugging reports), which reads the line of ten frames per greenlet; and pyinfra's context
+    stand-ins read their object's public attributes at once (``_STAND_INS``)."""
     global _tuned
     if not _tuned:
         _tuned = True
@@ -259,6 +308,8 @@ def _tune_once() -> None:
         gc.set_threshold(max(GC_YOUNG, gc.get_threshold()[0]), *gc.get_threshold()[1:])
         logging.logThreads = False
         gevent.config.track_greenlet_tree = False
+        for (cls, name), ours in _STAND_INS.items():
+            setattr(cls, name, ours)
 
 
 def _put(functions: dict[str, Any]) -> None:
