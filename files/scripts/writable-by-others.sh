@@ -35,8 +35,8 @@ readlink() {
     fi
     command readlink "$@"
 }
-# unsafe_directory's stat -c '%u %a %U' -- DIR: asked of DIR and every directory above it in
-# one process the first time (_stat_ancestors), then answered from what that one said.
+# unsafe_directory's stat -c '%u %a %U' -- DIR, answered from _stat_ancestors' one process
+# (asked before unsafe_directory, whose $(...) subshells keep nothing).
 _stat_known='
 '
 stat() {
@@ -45,8 +45,6 @@ stat() {
             *//* | ?*/ | [!/]* | '' | *'|'* | *'
 '*) ;;
             *)
-                case $_stat_known in *"
-$4|"*) ;; *) _stat_ancestors "$4" ;; esac
                 case $_stat_known in *"
 $4|"*)
                     _stat_at=${_stat_known#*"
@@ -81,6 +79,8 @@ _stat_ancestors() {
     done
 }
 
+case $1 in *'|'* | *'
+'*) ;; /*) _stat_ancestors "$1" ;; esac
 found=$(unsafe_directory "$1")
 if [ -n "$found" ]; then
     printf '%s\n' "$found"
