@@ -60,7 +60,7 @@ $4|"}
     command stat "$@"
 }
 # _stat_ancestors DIR: each of DIR and the directories above it that exists, stat'ed in one
-# process, kept in _stat_known as "PATH|ANSWER" lines; nothing kept when that fails.
+# process, kept in _stat_known as "PATH|ANSWER" lines; nothing kept unless it answered each.
 _stat_ancestors() {
     _stat_at=$1
     set --
@@ -70,13 +70,21 @@ _stat_ancestors() {
     done
     [ "$1" = / ] || set -- "$@" /
     _stat_lines=$(command stat -c '%u %a %U' -- "$@" 2>/dev/null) || return 0
+    _stat_new=
     for _stat_at; do
-        _stat_known="$_stat_known$_stat_at|${_stat_lines%%
+        [ -n "$_stat_lines" ] || return 0
+        _stat_new="$_stat_new$_stat_at|${_stat_lines%%
 *}
 "
-        _stat_lines=${_stat_lines#*
-}
+        case $_stat_lines in
+            *'
+'*) _stat_lines=${_stat_lines#*
+} ;;
+            *) _stat_lines= ;;
+        esac
     done
+    [ -z "$_stat_lines" ] || return 0
+    _stat_known=$_stat_known$_stat_new
 }
 
 case $1 in *'|'* | *'
