@@ -51,9 +51,17 @@ class Condition(FactBase[bool]):
 
 
 def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
-    """``sh -c`` of ``files/scripts/<name>.sh`` of each of ``scripts`` (the last runs), ``args``."""
+    """``files/scripts/<name>.sh`` of each of ``scripts`` (the last runs) with ``args``, in a
+    subshell: no ``sh`` process started (a survey runs several)."""
     body = "".join(files.text(f"scripts/{name}.sh") for name in scripts)
-    return " ".join(["sh", "-c", shlex.quote(body), scripts[-1], *map(shlex.quote, args)])
+    return f"( set -- {' '.join(map(shlex.quote, args))}\n{body}\n)"
+
+
+def print_file(path: str) -> str:
+    """Shell printing the file ``path`` (a shell word) as ``cat`` does (a last line without a
+    newline gets one), nothing when it can't be read: builtins only, no process started."""
+    loop = 'while IFS= read -r _line || [ -n "$_line" ]; do printf "%s\\n" "$_line"; done'
+    return f"{loop} 2>/dev/null <{path}"
 
 
 def sections(lines: list[str], prefix: str) -> dict[str, list[str]]:

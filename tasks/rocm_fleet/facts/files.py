@@ -5,7 +5,7 @@ from typing import Any
 
 from pyinfra.api import FactBase
 
-from rocm_fleet.facts._shell import ABSENT, Condition, quote, script_command, yes_if
+from rocm_fleet.facts._shell import ABSENT, Condition, print_file, quote, script_command, yes_if
 from rocm_fleet.model.answers import FileDigestDict, LastPull
 
 
@@ -93,7 +93,7 @@ class Ledger(FactBase[list[str]]):
     default = list
 
     def command(self, path: str) -> str:
-        return f"cat {quote(path)} 2>/dev/null || true"
+        return f"{print_file(quote(path))}; true"
 
     def process(self, output: list[str]) -> list[str]:
         return [line.strip() for line in output if line.strip()]

@@ -6,7 +6,15 @@ from typing import Any, TypedDict
 from pyinfra.api import FactBase
 from pyinfra.api.exceptions import FactProcessError
 
-from rocm_fleet.facts._shell import ABSENT, RC_PREFIX, joined, quote, sections, split_rc
+from rocm_fleet.facts._shell import (
+    ABSENT,
+    RC_PREFIX,
+    joined,
+    print_file,
+    quote,
+    sections,
+    split_rc,
+)
 from rocm_fleet.model import paths
 from rocm_fleet.model.answers import KfdNode, PciGpu
 
@@ -209,11 +217,12 @@ class KfdNodes(FactBase[list[KfdNode] | None]):
     path = "/sys/class/kfd/kfd/topology/nodes"
 
     def command(self) -> str:
+        read = print_file('"$d/properties"')
         return (
             f"if [ -d {self.path} ]; then echo __kfd; "
             f"for d in {self.path}/*; do "
             '[ -r "$d/properties" ] || continue; '
-            'echo "__node=${d##*/}"; cat "$d/properties"; '
+            f'echo "__node=${{d##*/}}"; {read}; '
             "done; fi"
         )
 

@@ -4,7 +4,7 @@ from pyinfra.api import FactBase
 from pyinfra.facts.deb import DebArch
 from pyinfra.facts.server import KernelVersion
 
-from rocm_fleet.facts._shell import Condition, quote, yes_if
+from rocm_fleet.facts._shell import Condition, print_file, quote, yes_if
 from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.model import answers, paths
 from rocm_fleet.model.nvidia import NvidiaStackDict, nvidia_stack
@@ -17,9 +17,9 @@ class DistroRelease(FactBase[answers.DistroReleaseDict | None]):
 
     def command(self) -> str:
         return (
-            "! test -e /etc/os-release || cat /etc/os-release; "
-            "if test -e /etc/debian_version; then "
-            'printf "__debian_version=%s\\n" "$(cat /etc/debian_version)"; fi'
+            f"! test -e /etc/os-release || {print_file('/etc/os-release')}; "
+            "if test -e /etc/debian_version; then _v=; read -r _v </etc/debian_version; "
+            'printf "__debian_version=%s\\n" "$_v"; fi'
         )
 
     def process(self, output: list[str]) -> answers.DistroReleaseDict | None:
@@ -156,9 +156,9 @@ class AmdgpuModule(FactBase[answers.AmdgpuModuleDict]):
         return (
             "if [ -d /sys/module/amdgpu ]; then echo loaded; "
             "! test -r /sys/module/amdgpu/version || "
-            "echo version=$(cat /sys/module/amdgpu/version); "
+            "{ _v=; read -r _v </sys/module/amdgpu/version; echo version=$_v; }; "
             "! test -r /sys/module/amdgpu/initstate || "
-            "echo initstate=$(cat /sys/module/amdgpu/initstate); fi"
+            "{ _v=; read -r _v </sys/module/amdgpu/initstate; echo initstate=$_v; }; fi"
         )
 
     def process(self, output: list[str]) -> answers.AmdgpuModuleDict:
@@ -186,7 +186,8 @@ class ApuMemory(FactBase[answers.ApuMemoryDict]):
 
     def command(self) -> str:
         return (
-            'awk \'$1 == "MemTotal:" { print "mem_total", $2 }\' /proc/meminfo 2>/dev/null; '
+            'while read -r _k _v _; do [ "$_k" != MemTotal: ] || echo "mem_total $_v"; '
+            "done 2>/dev/null </proc/meminfo; "
             f'set --; for f in {self.PLACES}; do [ -f "$f" ] && [ -r "$f" ] && set -- "$@" "$f"; '
             "done; [ $# -eq 0 ] || awk '"
             '/^[^#]*gttsize/ { print "gttsize " FILENAME ":" FNR ":" $0 } '
@@ -248,7 +249,12 @@ class Nameservers(FactBase[list[str]]):
     """The ``nameserver`` addresses of /etc/resolv.conf (empty: none, or no file)."""
 
     default = list
-    command = "! test -r /etc/resolv.conf || sed -n 's/^nameserver[[:space:]]*//p' /etc/resolv.conf"
+    command = (
+        '! test -r /etc/resolv.conf || while IFS= read -r _l || [ -n "$_l" ]; do '
+        "case $_l in nameserver*) _l=${_l#nameserver}; "
+        'printf "%s\\n" "${_l#"${_l%%[![:space:]]*}"}"; '
+        "esac; done </etc/resolv.conf"
+    )
 
     def process(self, output: list[str]) -> list[str]:
         return [line.split()[0] for line in output if line.strip()]
