@@ -3,10 +3,10 @@
 (nothing in the package imports it; tests/unit/test_layers.py)."""
 
 from rocm_fleet import containers, deploy
-from rocm_fleet.model.node_settings import CONTAINERS
 
 
 def fleet_node() -> None:
-    """``rocm_node()``, then GPU containers (``rocm_containers_engines``; nothing without it)."""
-    deploy.rocm_node(composed=(CONTAINERS,))
+    """``rocm_node()``, told it is composed with GPU containers, then them
+    (``rocm_containers_engines``; nothing without it)."""
+    deploy.rocm_node(composed=[containers.CONCERN])
     containers.gpu_containers()

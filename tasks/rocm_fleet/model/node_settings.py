@@ -195,8 +195,9 @@ class NodeSettings:
     )
     rocm_containers_engines: t.ContainerEngines = _containers(
         [],
-        "Container engines that get the node's GPUs (`rocm_fleet.containers.gpu_containers`, "
-        "after `rocm_node`): `docker`, `podman`, or both, through AMD's container toolkit "
+        "Container engines that get the node's GPUs (deployed by `rocm_fleet.compose.fleet_node`"
+        " or `deploy.py`; `rocm_node` alone refuses a host setting any `rocm_containers_*` "
+        "key): `docker`, `podman`, or both, through AMD's container toolkit "
         f"(the CDI spec `{container_toolkit.CDI_SPEC}`; Docker older than 25 gets AMD's "
         "runtime instead). Empty: none, and what rocm-fleet set up for containers goes",
     )
