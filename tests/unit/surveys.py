@@ -188,6 +188,9 @@ class SurveyHost:
     def answer(self, read: Read) -> Any:
         if read.fact is GpuHealthFact:  # the audit's read apart, not preflight's survey
             return read.fact().default() if self.health is None else self.health
+        if not hasattr(self.survey, read.name):  # another read apart: from ``other``
+            found, value = answered(self.other, fact_key(read.fact, **read.kwargs))
+            return value if found else read.fact().default()
         return answer(self.survey, read)
 
     def __call__(self, fact, *args, **kwargs):
