@@ -484,10 +484,11 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 hip = TORCH_HIP.get(release.torch_index or f"amd{release.version}")
                 survey = replace(survey, torch_build={"hip": hip, "cuda": None})
             elif name == "pull-venv":  # pull mode's venv, installed from its lock
-                root, venv, _lock, lock_sha256, stamp, _min_python = args
+                root, venv, _lock, lock_sha256, stamp, _min_python, protocol = args
                 survey.directories[root] = True
                 survey.files[paths.venv_marker(venv)] = digest(PYVENV_CFG, "644", WRITTEN)
-                survey.files[stamp] = digest(f"{lock_sha256}\n", "644", WRITTEN)
+                recorded = f"{lock_sha256}\npull protocol {protocol}\n"
+                survey.files[stamp] = digest(recorded, "644", WRITTEN)
             elif name == "pull-units":  # the timer enabled: its stamp after the unit files
                 survey.files[args[3]] = digest("", "644", UPDATED)
             elif name == "groupadd":

@@ -69,17 +69,24 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
 
 
 @operation()
-def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str):
+def locked_venv(
+    root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str, protocol: int
+):
     """A venv at ``path`` holding what the hash-locked ``lock`` pins, installed with
-    ``--require-hashes`` once the file's SHA-256 is ``lock_sha256`` (recorded in ``stamp``); made
-    afresh when that changes. An older python3 than ``min_python`` fails first."""
+    ``--require-hashes`` once the file's SHA-256 is ``lock_sha256``, its rocm-fleet checked to
+    speak pull ``protocol`` (both recorded in ``stamp``); made afresh when either changes. An
+    older python3 than ``min_python`` fails first; an older protocol fails the host."""
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     stamped = read_fact(FileDigest, path=stamp)
-    wanted = hashlib.sha256(f"{lock_sha256}\n".encode()).hexdigest()
-    if exists and stamped is not None and stamped["sha256"] == wanted:
+    recorded = f"{lock_sha256}\npull protocol {protocol}\n"
+    if exists and stamped is not None and stamped["sha256"] == _sha256(recorded):
         host.noop(f"venv {path} holds the lock {lock_sha256[:12]}")
         return
-    yield script("pull-venv", root, path, lock, lock_sha256, stamp, min_python)
+    yield script("pull-venv", root, path, lock, lock_sha256, stamp, min_python, str(protocol))
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def venv_versions(venv_path: str) -> dict[str, str]:
