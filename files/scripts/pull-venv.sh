@@ -2,10 +2,11 @@
 # pull-venv.sh ROOT VENV LOCK SHA256 STAMP MIN_PYTHON PROTOCOL: make VENV (under ROOT) hold
 # what the requirements file LOCK (a URL or a path) locks by hash, after checking that LOCK's
 # SHA-256 is SHA256: pip installs with --require-hashes, so no wheel with another hash goes in.
-# Then STAMP holds SHA256 and PROTOCOL. A lock with another hash, or a python3 older than
-# MIN_PYTHON (X.Y, rocm-fleet's Requires-Python), fails the host before the venv is touched; a
-# rocm-fleet in it older than pull protocol PROTOCOL (rocm_fleet.version.PULL_PROTOCOL) fails it
-# without a STAMP, before the push writes pull files that rocm-fleet can't run.
+# Then STAMP holds SHA256 and the pull protocol the venv's rocm-fleet speaks. A lock with
+# another hash, or a python3 older than MIN_PYTHON (X.Y, rocm-fleet's Requires-Python), fails
+# the host before the venv is touched; a rocm-fleet older than pull protocol PROTOCOL
+# (rocm_fleet.version.PULL_PROTOCOL) fails it with no STAMP, before the push writes pull files
+# that rocm-fleet can't run.
 set -eu
 root=$1
 venv=$2
@@ -56,4 +57,4 @@ if [ "$speaks" -lt "$protocol" ]; then
         "files" >&2
     exit 1
 fi
-printf '%s\npull protocol %s\n' "$sha256" "$protocol" | write_file "$stamp" 644
+printf '%s\npull protocol %s\n' "$sha256" "$speaks" | write_file "$stamp" 644

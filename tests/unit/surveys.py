@@ -487,8 +487,9 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 root, venv, _lock, lock_sha256, stamp, _min_python, protocol = args
                 survey.directories[root] = True
                 survey.files[paths.venv_marker(venv)] = digest(PYVENV_CFG, "644", WRITTEN)
-                recorded = f"{lock_sha256}\npull protocol {protocol}\n"
+                recorded = f"{lock_sha256}\npull protocol {protocol}\n"  # it speaks the push's
                 survey.files[stamp] = digest(recorded, "644", WRITTEN)
+                survey.ledgers[stamp] = recorded.splitlines()
             elif name == "pull-units":  # the timer enabled: its stamp after the unit files
                 survey.files[args[3]] = digest("", "644", UPDATED)
             elif name == "groupadd":

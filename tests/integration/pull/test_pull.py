@@ -377,7 +377,7 @@ def test_pull_venv_fails_a_pinned_rocm_fleet_older_than_the_pull_protocol_withou
     """A lock pinning a rocm-fleet older than the pushing one's pull protocol (its deploy
     imports ``rocm_fleet.compose``): the host fails, naming the lock, both protocols and the
     settings to change, with no stamp (the next push checks again); as new or newer: stamped
-    with the lock's SHA-256 and the protocol checked."""
+    with the lock's SHA-256 and the protocol it speaks."""
     bin_dir = stat_double(tmp_path / "bin", tmp_path / "node")
     (bin_dir / "python3").write_text(VENV_PYTHON)
     (bin_dir / "python3").chmod(0o755)
@@ -393,7 +393,7 @@ def test_pull_venv_fails_a_pinned_rocm_fleet_older_than_the_pull_protocol_withou
     assert (root / "venv.pip").read_text().startswith("pip -m pip install ")
     if speaks and int(speaks) >= PULL_PROTOCOL:
         assert done.returncode == 0, done.stderr
-        assert (root / "stamp").read_text() == f"{sha256}\npull protocol {PULL_PROTOCOL}\n"
+        assert (root / "stamp").read_text() == f"{sha256}\npull protocol {speaks}\n"
         return
     assert done.returncode == 1
     assert done.stderr == (
