@@ -6,6 +6,7 @@ from rocm_fleet import containers, deploy
 
 
 def fleet_node() -> None:
-    """``rocm_node()``, then GPU containers (``rocm_containers_engines``; nothing without it)."""
-    deploy.rocm_node()
+    """``rocm_node()``, told it is composed with GPU containers, then them
+    (``rocm_containers_engines``; nothing without it)."""
+    deploy.rocm_node(composed=[containers.CONCERN])
     containers.gpu_containers()

@@ -113,7 +113,7 @@ WRITERS = {
     "venv-remove": lambda etc: ("venv-remove", str(etc / "venv"), str(etc / "created")),
     "pull-venv": lambda etc: (
         "pull-venv", str(etc / "pull"), str(etc / "pull/venv"), *_lock(etc),
-        str(etc / "pull/stamp"), "3.9",
+        str(etc / "pull/stamp"), "3.9", "0",
     ),
     "upload-start": lambda etc: ("upload-start", str(etc / "munge.key"), "600", str(etc / ".m")),
     "directories": lambda etc: ("directories", str(etc / "bundle"), str(etc / "bundle/pool")),

@@ -188,6 +188,9 @@ class SurveyHost:
     def answer(self, read: Read) -> Any:
         if read.fact is GpuHealthFact:  # the audit's read apart, not preflight's survey
             return read.fact().default() if self.health is None else self.health
+        if not hasattr(self.survey, read.name):  # another read apart: from ``other``
+            found, value = answered(self.other, fact_key(read.fact, **read.kwargs))
+            return value if found else read.fact().default()
         return answer(self.survey, read)
 
     def __call__(self, fact, *args, **kwargs):
@@ -481,10 +484,12 @@ def converged_survey(data: dict, os_name: str, **changes: Any) -> dict[str, Any]
                 hip = TORCH_HIP.get(release.torch_index or f"amd{release.version}")
                 survey = replace(survey, torch_build={"hip": hip, "cuda": None})
             elif name == "pull-venv":  # pull mode's venv, installed from its lock
-                root, venv, _lock, lock_sha256, stamp, _min_python = args
+                root, venv, _lock, lock_sha256, stamp, _min_python, protocol = args
                 survey.directories[root] = True
                 survey.files[paths.venv_marker(venv)] = digest(PYVENV_CFG, "644", WRITTEN)
-                survey.files[stamp] = digest(f"{lock_sha256}\n", "644", WRITTEN)
+                recorded = f"{lock_sha256}\npull protocol {protocol}\n"  # it speaks the push's
+                survey.files[stamp] = digest(recorded, "644", WRITTEN)
+                survey.ledgers[stamp] = recorded.splitlines()
             elif name == "pull-units":  # the timer enabled: its stamp after the unit files
                 survey.files[args[3]] = digest("", "644", UPDATED)
             elif name == "groupadd":

@@ -4,7 +4,15 @@ features included, planned through pyinfra's API (``unit.surveys.plan``)."""
 
 from __future__ import annotations
 
+from dataclasses import MISSING
+
+import pytest
+
 from rocm_fleet.deploy import pull
+from rocm_fleet.deploy.node import InventoryError
+from rocm_fleet.model.node_settings import CONTAINERS
+from rocm_fleet.model.secrets import shown_value
+from rocm_fleet.model.settings import SETTINGS, uncomposed
 from unit.containers.test_plan import BOTH, container_facts, containers_of, core_converged
 from unit.surveys import SurveyHost, plan
 
@@ -17,3 +25,52 @@ def test_a_pulled_node_plans_its_gpu_containers_as_a_push_does(tmp_path):
     assert containers_of(pushed) and not pushed.refused
     by_pull = plan(BOTH, SurveyHost(core_converged(), other=container_facts()), deploy_file=pulled)
     assert [op.name for op in by_pull.ops] == [op.name for op in pushed.ops]
+
+
+# --- rocm_node() alone: a host that wants a feature's deploy is refused, never skipped --------
+
+ROCM_NODE_ALONE = "from rocm_fleet.deploy import rocm_node\n\nrocm_node()\n"
+CONTAINER_KEYS = [key for key, f in SETTINGS.items() if f.metadata["concern"] == CONTAINERS]
+
+
+def test_the_containers_keys_are_the_rocm_containers_settings():
+    assert [key for key in SETTINGS if key.startswith("rocm_containers_")] == CONTAINER_KEYS
+    assert len(CONTAINER_KEYS) == 6
+
+
+@pytest.mark.parametrize("key", CONTAINER_KEYS)
+def test_a_feature_key_is_refused_by_rocm_node_alone_and_composed_by_fleet_node(key):
+    value = SETTINGS[key].default_factory() if SETTINGS[key].default is MISSING else None
+    data = {"rocm_version": "7.2.0", key: SETTINGS[key].default if value is None else value}
+    refused = uncomposed(data, "gpu01", (), lambda k: "fleet.py line 3")
+    assert refused == (
+        key,
+        f"gpu01: inventory key {key!r} has value {shown_value(key, data[key])} (set in fleet.py "
+        "line 3); expected it unset when running rocm_fleet.deploy.rocm_node alone, which "
+        "deploys no GPU containers: run rocm_fleet.compose.fleet_node (deploy.py), which runs "
+        "rocm_node and then GPU containers",
+    )
+    assert uncomposed(data, "gpu01", (CONTAINERS,), None) is None
+    assert uncomposed({"rocm_version": "7.2.0"}, "gpu01", (), None) is None
+
+
+def test_rocm_node_alone_refuses_a_host_with_container_settings_before_planning_anything(
+    tmp_path,
+):
+    """The whole run stops as for bad inventory data, at the key, naming the deploy to run;
+    deploy.py (``fleet_node``) plans the same host, and rocm_node alone plans a host without
+    them as deploy.py plans its core."""
+    alone = tmp_path / "alone.py"
+    alone.write_text(ROCM_NODE_ALONE)
+    with pytest.raises(InventoryError) as raised:
+        plan(BOTH, SurveyHost(core_converged(), other=container_facts()), deploy_file=alone)
+    assert raised.value.key == "rocm_containers_engines"
+    assert str(raised.value).startswith(
+        "node: inventory key 'rocm_containers_engines' has value ['docker', 'podman']; "
+        "expected it unset when running rocm_fleet.deploy.rocm_node alone"
+    )
+    assert not plan(BOTH, SurveyHost(core_converged(), other=container_facts())).refused
+    core = {key: value for key, value in BOTH.items() if key not in CONTAINER_KEYS}
+    by_core = plan(core, SurveyHost(core_converged(), other=container_facts()), deploy_file=alone)
+    whole = plan(core, SurveyHost(core_converged(), other=container_facts()))
+    assert not by_core.refused and by_core.names == whole.names

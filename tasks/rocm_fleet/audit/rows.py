@@ -173,6 +173,7 @@ def gather(
     from rocm_fleet.facts.health import GpuHealthFact
     from rocm_fleet.model.changes import PackageChange
     from rocm_fleet.model.config import ConfigError
+    from rocm_fleet.model.node_settings import CONTAINERS
     from rocm_fleet.model.observed import observe
 
     state, hosts = load_inventory(
@@ -188,7 +189,8 @@ def gather(
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:
             return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
-        plan_deploy(state, host, rocm_node)
+        # GPU containers are judged by their cell (the node's facts), not planned.
+        plan_deploy(state, host, lambda: rocm_node(composed=(CONTAINERS,)))
         planned = planned_operations(state, host)  # read as the row needs it
         # No preflight when decommissioning: the removal's plan is the whole drift.
         found = outcome(state, host.name) if config.rocm_state != "absent" else None

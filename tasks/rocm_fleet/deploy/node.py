@@ -1,6 +1,7 @@
 """The whole node as one deploy: the checklist every rocm-fleet run follows."""
 
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from pyinfra import host
@@ -38,9 +39,10 @@ from rocm_fleet.deploy.repository import (
 from rocm_fleet.deploy.slurm import configure_slurm_gres, configure_slurm_health_check
 from rocm_fleet.deploy.verify import verify_node
 from rocm_fleet.engine.inventory_fleet import fleet_of
-from rocm_fleet.engine.origin import raise_at
+from rocm_fleet.engine.origin import origin, raise_at
 from rocm_fleet.engine.speedups import planned_with_speedups
 from rocm_fleet.model.config import Config, ConfigError
+from rocm_fleet.model.settings import uncomposed
 from rocm_fleet.model.streams import CLASSIC
 from rocm_fleet.model.untrusted import VISIBLE_LOG
 
@@ -61,6 +63,15 @@ def host_config(current: Any, every_host: bool = False) -> Config:
     except ConfigError as exc:
         others = [str(other) for other in fleet.refusals(current.name)] if every_host else []
         raise_at(InventoryError("\n".join([str(exc), *others]), exc.key), current, exc.key)
+
+
+def refuse_uncomposed(current: Any, composed: Collection[str]) -> None:
+    """``InventoryError`` at the line that set a feature's key the running deploy doesn't compose
+    (``model.settings.uncomposed``)."""
+    found = uncomposed(current.data.dict(), current.name, composed, lambda k: origin(current, k))
+    if found is not None:
+        key, line = found
+        raise_at(InventoryError(line, key), current, key)
 
 
 def _verify_site_data(config: Config, name: str) -> None:
@@ -85,11 +96,14 @@ def _verify_site_data(config: Config, name: str) -> None:
 @deploy("rocm-fleet")
 # Plan with rocm-fleet's faster pyinfra internals (engine.speedups).
 @planned_with_speedups
-def rocm_node() -> None:
-    """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it."""
+def rocm_node(composed: Collection[str] = ()) -> None:
+    """Turn this host into a verified ROCm + PyTorch node, or take ROCm off it. ``composed``: the
+    feature concerns (``model.node_settings.FEATURE_CONCERNS``) the caller deploys after it; a
+    host setting another's keys is refused, as bad inventory data is."""
     logger.addFilter(VISIBLE_LOG)
     # Bad inventory data stops the run before any host is touched, naming every host's.
     config = host_config(host, every_host=True)
+    refuse_uncomposed(host, composed)
     host.log_styled(
         f"rocm-fleet: ROCm {config.rocm_version} from {config.matrix_source}", log_func=logger.info
     )

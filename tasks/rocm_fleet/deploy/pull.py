@@ -19,6 +19,7 @@ from rocm_fleet.operations.apt import debian_packages
 from rocm_fleet.operations.files import directory_absent, files_absent, on_host, text_file
 from rocm_fleet.operations.host import timer_enabled
 from rocm_fleet.operations.python import locked_venv
+from rocm_fleet.version import PULL_PROTOCOL
 
 UNIT = "rocm-fleet-pull"
 #: The inventory group of the pull's own run; any other run is a push.
@@ -158,6 +159,7 @@ def configure_pull(config: Config) -> None:
         lock_sha256=config.rocm_pull_lock_sha256,
         stamp=paths.PULL_INSTALLED,
         min_python=oldest_python(),
+        protocol=PULL_PROTOCOL,
     )
     assert config.rocm_pull_trusted_root  # config requires it; preflight read it
     text_file(

@@ -71,6 +71,7 @@ def _reads(venv: str, torch: bool, packages: tuple[str, ...], version_regex: str
         Read("ledgers", ledger, {"path": paths.KERNEL_HOLD_LEDGER}),
         Read("files", digest, {"path": paths.venv_marker(venv)}),
         Read("files", digest, {"path": paths.venv_marker(paths.PULL_VENV)}),
+        Read("ledgers", ledger, {"path": paths.PULL_INSTALLED}),
         Read("ledgers", ledger, {"path": paths.DIRECTORY_LEDGER}),
         Read("writable_by_others", files.WritableByOthers, {"path": venv}),
         Read("writable_by_others", files.WritableByOthers, {"path": paths.PULL_VENV}),

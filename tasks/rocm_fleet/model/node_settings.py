@@ -29,7 +29,14 @@ REPOSITORY, PACKAGES, KERNEL, DRIVER = "ROCm repository", "ROCm packages", "Kern
 _repository, _packages, _kernel, _driver = map(setting, (REPOSITORY, PACKAGES, KERNEL, DRIVER))
 _groups, _pytorch, _verify = map(setting, ("GPU groups", "PyTorch", "Verify"))
 _preflight, _apu, _secure_boot = map(setting, ("Preflight", "APU memory", "Secure Boot"))
-_reboot, _containers = setting("Reboot"), setting("GPU containers")
+#: The concern of the GPU-container settings (``rocm_fleet.containers``).
+CONTAINERS = "GPU containers"
+_reboot, _containers = setting("Reboot"), setting(CONTAINERS)
+#: Concerns whose settings a feature's deploy applies after ``rocm_node()``, not it:
+#: ``WHOLE_NODE`` runs both and tells ``rocm_node(composed=...)`` so.
+FEATURE_CONCERNS = (CONTAINERS,)
+#: The deploy that runs ``rocm_node()`` and then every feature's (``deploy.py`` runs it).
+WHOLE_NODE = "rocm_fleet.compose.fleet_node"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,8 +195,9 @@ class NodeSettings:
     )
     rocm_containers_engines: t.ContainerEngines = _containers(
         [],
-        "Container engines that get the node's GPUs (`rocm_fleet.containers.gpu_containers`, "
-        "after `rocm_node`): `docker`, `podman`, or both, through AMD's container toolkit "
+        "Container engines that get the node's GPUs (deployed by `rocm_fleet.compose.fleet_node`"
+        " or `deploy.py`; `rocm_node` alone refuses a host setting any `rocm_containers_*` "
+        "key): `docker`, `podman`, or both, through AMD's container toolkit "
         f"(the CDI spec `{container_toolkit.CDI_SPEC}`; Docker older than 25 gets AMD's "
         "runtime instead). Empty: none, and what rocm-fleet set up for containers goes",
     )

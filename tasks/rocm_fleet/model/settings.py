@@ -6,7 +6,7 @@ import difflib
 import functools
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, fields
 from typing import Annotated, Any, get_args, get_origin, get_type_hints
 
@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 
 from rocm_fleet.model import paths
 from rocm_fleet.model import setting_types as t
-from rocm_fleet.model.node_settings import NodeSettings, setting
+from rocm_fleet.model.node_settings import FEATURE_CONCERNS, WHOLE_NODE, NodeSettings, setting
 from rocm_fleet.model.secrets import shown_value
 
 _mirror, _proxy = setting("Fleet mirror"), setting("Proxy")
@@ -301,6 +301,21 @@ def set_in(origin: Origin | None, key: str) -> str:
     """`` (set in FILE line N)`` for ``key``; empty when unknown."""
     found = origin(key) if origin else None
     return f" (set in {found})" if found else ""
+
+
+def uncomposed(
+    data: Mapping[str, Any], host: str, composed: Collection[str], origin: Origin | None
+) -> tuple[str, str] | None:
+    """The first key ``data`` sets of a feature concern the running deploy doesn't compose after
+    ``rocm_node()`` (``composed``), with the line refusing it; None when there is none."""
+    for key, declared in SETTINGS.items():
+        concern = declared.metadata["concern"]
+        if key in data and concern in FEATURE_CONCERNS and concern not in composed:
+            valid = (f"it unset when running rocm_fleet.deploy.rocm_node alone, which deploys no "
+                     f"{concern}: run {WHOLE_NODE} (deploy.py), which runs rocm_node and then "
+                     f"{concern}")  # fmt: skip
+            return key, bad_value(host, key, data[key], valid, origin)
+    return None
 
 
 def _key_problems(data: Mapping[str, Any], host: str, origin: Origin | None) -> list[Any]:

@@ -1,6 +1,5 @@
 """Python venv and wheel operations."""
 
-import hashlib
 import re
 import shlex
 from urllib.parse import urlsplit
@@ -69,17 +68,26 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
 
 
 @operation()
-def locked_venv(root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str):
+def locked_venv(
+    root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str, protocol: int
+):
     """A venv at ``path`` holding what the hash-locked ``lock`` pins, installed with
-    ``--require-hashes`` once the file's SHA-256 is ``lock_sha256`` (recorded in ``stamp``); made
-    afresh when that changes. An older python3 than ``min_python`` fails first."""
+    ``--require-hashes`` once the file's SHA-256 is ``lock_sha256``; its rocm-fleet must speak
+    pull ``protocol`` or newer (``stamp`` records the SHA-256 and the protocol it speaks). Made
+    afresh when the lock changes or the stamp records no such protocol. An older python3 than
+    ``min_python`` fails first; an older protocol fails the host, with no stamp."""
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
-    stamped = read_fact(FileDigest, path=stamp)
-    wanted = hashlib.sha256(f"{lock_sha256}\n".encode()).hexdigest()
-    if exists and stamped is not None and stamped["sha256"] == wanted:
+    stamped = read_fact(Ledger, path=stamp)
+    if exists and stamped[:1] == [lock_sha256] and _speaks(stamped[1:]) >= protocol:
         host.noop(f"venv {path} holds the lock {lock_sha256[:12]}")
         return
-    yield script("pull-venv", root, path, lock, lock_sha256, stamp, min_python)
+    yield script("pull-venv", root, path, lock, lock_sha256, stamp, min_python, str(protocol))
+
+
+def _speaks(lines: list[str]) -> int:
+    """The pull protocol a stamp's ``pull protocol N`` line records; -1 without one."""
+    found = re.fullmatch(r"pull protocol ([0-9]{1,6})", lines[0]) if lines else None
+    return int(found[1]) if found else -1
 
 
 def venv_versions(venv_path: str) -> dict[str, str]:

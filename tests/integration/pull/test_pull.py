@@ -4,6 +4,7 @@ integration tier; the pure ones stay there)."""
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shlex
@@ -22,6 +23,7 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.fleet import Fleet
 from rocm_fleet.operations._script import script
+from rocm_fleet.version import PULL_PROTOCOL
 from unit.conftest import DRIVERLESS_SITE
 from unit.pull.test_pull import PULLING
 from unit.pullrepo import NODE, SETTINGS, PullFleet
@@ -346,7 +348,7 @@ def test_pull_venv_refuses_a_python_older_than_rocm_fleets_requires_python(tmp_p
     body = assets.text("scripts/pull-venv.sh")
     root = tmp_path / "pull"
     args = [str(root), str(root / "venv"), "/nonexistent/requirements.txt", "0" * 64,
-            str(root / "stamp"), pull.oldest_python()]  # fmt: skip
+            str(root / "stamp"), pull.oldest_python(), str(PULL_PROTOCOL)]  # fmt: skip
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
     refused_run = subprocess.run(["sh", "-c", body, "pull-venv", *args], capture_output=True,
                                  text=True, env=env)  # fmt: skip
@@ -354,6 +356,53 @@ def test_pull_venv_refuses_a_python_older_than_rocm_fleets_requires_python(tmp_p
     assert f"python3 is 3.10, older than {pull.oldest_python()}" in refused_run.stderr
     assert "requires-python" in refused_run.stderr
     assert not root.exists()
+
+
+#: python3 for pull-venv: new enough; ``-m venv DIR`` makes ``DIR/bin/python``, whose pip
+#: installs nothing and whose rocm-fleet speaks the pull protocol ``$SPEAKS`` (none when empty:
+#: a rocm-fleet from before ``PULL_PROTOCOL``, whose import fails).
+VENV_PYTHON = """#!/bin/sh
+case "$1 $2" in
+"-m venv") mkdir -p "$3/bin" && cp "$0" "$3/bin/python" && touch "$3/pyvenv.cfg" ;;
+"-m pip") echo "pip $*" >> "${0%/bin/python}.pip" ;;
+"-I -c") [ -n "$SPEAKS" ] && echo "$SPEAKS" || exit 1 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("speaks", ["", "0", str(PULL_PROTOCOL), str(PULL_PROTOCOL + 1)])
+def test_pull_venv_fails_a_pinned_rocm_fleet_older_than_the_pull_protocol_without_a_stamp(
+    tmp_path, speaks
+):
+    """A lock pinning a rocm-fleet older than the pushing one's pull protocol (its deploy
+    imports ``rocm_fleet.compose``): the host fails, naming the lock, both protocols and the
+    settings to change, with no stamp (the next push checks again); as new or newer: stamped
+    with the lock's SHA-256 and the protocol it speaks."""
+    bin_dir = stat_double(tmp_path / "bin", tmp_path / "node")
+    (bin_dir / "python3").write_text(VENV_PYTHON)
+    (bin_dir / "python3").chmod(0o755)
+    root = tmp_path / "node/pull"
+    lock = tmp_path / "node/requirements.txt"
+    lock.parent.mkdir()
+    lock.write_text("rocm-fleet==0.1.0 --hash=sha256:" + "0" * 64 + "\n")
+    sha256 = hashlib.sha256(lock.read_bytes()).hexdigest()
+    command = script("pull-venv", str(root), str(root / "venv"), str(lock), sha256,
+                     str(root / "stamp"), pull.oldest_python(), str(PULL_PROTOCOL))  # fmt: skip
+    done = subprocess.run(["sh", "-c", str(command)], capture_output=True, text=True,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "SPEAKS": speaks})  # fmt: skip
+    assert (root / "venv.pip").read_text().startswith("pip -m pip install ")
+    if speaks and int(speaks) >= PULL_PROTOCOL:
+        assert done.returncode == 0, done.stderr
+        assert (root / "stamp").read_text() == f"{sha256}\npull protocol {speaks}\n"
+        return
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"pull mode: rocm_pull_lock {lock} pins a rocm-fleet of pull protocol {speaks or 0}, "
+        f"older than the pushing rocm-fleet's {PULL_PROTOCOL} (its pull deploy runs "
+        "rocm_fleet.compose.fleet_node): lock a rocm-fleet at least as new as the pushing one "
+        "(rocm_pull_lock, rocm_pull_lock_sha256); this push wrote none of the pull's files\n"
+    )
+    assert not (root / "stamp").exists()
 
 
 def test_a_pull_venv_in_a_directory_another_user_owns_is_never_run(tmp_path, fleet):

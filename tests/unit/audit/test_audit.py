@@ -716,3 +716,13 @@ def test_the_json_carries_each_surveyed_hosts_changes_in_detail(monkeypatch):
     assert {
         name: {k: v for k, v in row.items() if k != "changes"} for name, row in found.items()
     } == plain
+
+
+def test_a_host_wanting_gpu_containers_is_audited_and_their_absence_is_drift(monkeypatch):
+    """The audit plans the node's core (``rocm_node``, told the containers are judged by their
+    cell, so their keys are not refused) and reports containers never deployed, as running
+    ``rocm_node`` alone used to leave such a host, as the containers cell's drift."""
+    wants = {**DATA, "rocm_containers_engines": ["docker"]}
+    (row,) = gather(monkeypatch, {"node": (wants, SurveyHost(converged()))})
+    assert row.status == "drift", row
+    assert row.cells.containers.text == "! docker is not installed; no CDI spec (/etc/cdi/amd.json)"

@@ -16,6 +16,7 @@ from rocm_fleet.model import paths
 from rocm_fleet.model.answers import LastPull
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
+from rocm_fleet.version import PULL_PROTOCOL
 from unit.surveys import SurveyHost, converged_survey, fresh_survey, plan, script_call
 
 LOCK_SHA256 = "3f" * 32
@@ -151,7 +152,7 @@ def test_a_fresh_host_gets_the_venv_files_and_units_after_it_is_verified():
     assert (name, args) == (
         "pull-venv",
         [paths.PULL_ROOT, paths.PULL_VENV, PULL["rocm_pull_lock"], LOCK_SHA256,
-         paths.PULL_INSTALLED, pull.oldest_python()],
+         paths.PULL_INSTALLED, pull.oldest_python(), str(PULL_PROTOCOL)],
     )  # fmt: skip
     name, args = script_call(planned.find("Enable the pull timer").commands[0])
     assert (name, args[0]) == ("pull-units", "enable")
