@@ -336,3 +336,18 @@ def test_dirname_and_readlink_answer_as_coreutils_do(tmp_path, path):
         for body in (functions, "")
     )
     assert new == old
+
+
+def test_the_survey_s_shell_state_reaches_neither_the_check_nor_the_sections_after_it(node):
+    """The check runs in a subshell of the survey's one shell (no ``sh -c``): an earlier
+    section's IFS, ``set -u`` or ``set -f`` doesn't reach it (under IFS " 2" mode 722 read as
+    7, and the group- and other-writable directory passed), and its variables and functions
+    don't reach the sections after it."""
+    node.dir("etc", 0o722)
+    fact = WritableByOthers()
+    before = "IFS=' 2'; set -uf; found=theirs; "
+    after = '; echo "after: $found, $(command -v stat), $(command -v dirname)"'
+    assert node.run(before + fact.command(_path(node, "etc/venv")) + after) == [
+        f"root 722 {node.root}/etc",
+        f"after: theirs, {node.bin}/stat, /usr/bin/dirname",
+    ]
