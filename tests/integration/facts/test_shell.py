@@ -34,6 +34,7 @@ from rocm_fleet.facts.system import (
     FreeSpace,
     Identity,
     LoadedModules,
+    Nameservers,
     RebootRequired,
     Wsl,
 )
@@ -119,3 +120,18 @@ def test_a_script_s_exit_status_is_the_section_s(monkeypatch):
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert proc.stdout == "2 -n\n3\n"
+
+
+def test_nameservers_reads_what_sed_read(tmp_path):
+    """The builtin loop beside the ``sed`` it replaced, on an odd resolv.conf."""
+    conf = tmp_path / "resolv.conf"
+    conf.write_bytes(
+        b"# nameserver 10.0.0.1\n nameserver 10.0.0.2\nnameserver 192.0.2.1\n"
+        b"nameserver\t \t2001:db8::1 # here\nnameserver\nnameserverX\n\\nameserver 1\n"
+        b"nameserver -n %s \\t\nnameserver 198.51.100.7"
+    )
+    command = Nameservers.command.replace("/etc/resolv.conf", shlex.quote(str(conf)))
+    new = subprocess.run(["dash", "-c", command], capture_output=True, check=False).stdout
+    sed = ["sed", "-n", "s/^nameserver[[:space:]]*//p", str(conf)]
+    old = subprocess.run(sed, capture_output=True, check=True).stdout
+    assert new == old + b"\n"  # sed kept the last line's missing newline missing
