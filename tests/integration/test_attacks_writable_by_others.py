@@ -100,37 +100,22 @@ def _cases():
         n.dir("a/b/c")
         return "a/b/c/venv", "alice 755 {root}/a"
 
-    def absolute_link(n):
-        n.dir("shared", 0o777)
-        n.dir("etc")
-        _link(n, "etc/slurm", str(n.root / "shared"))
-        return "etc/slurm/venv", "root 777 {root}/shared"
+    def slurm_link(target):
+        """etc/slurm a link to ``target`` (``{root}``: the node's), into shared, which others
+        may write."""
 
-    def relative_link(n):
-        n.dir("shared", 0o777)
-        n.dir("etc")
-        _link(n, "etc/slurm", "../shared")
-        return "etc/slurm/venv", "root 777 {root}/shared"
+        def case(n):
+            n.dir("shared/x")
+            n.dir("shared", 0o777)
+            n.dir("etc")
+            _link(n, "etc/slurm", target.format(root=n.root))
+            return "etc/slurm/venv", "root 777 {root}/shared"
 
-    def dot_dot_link(n):
-        n.dir("shared/x")
-        n.dir("shared", 0o777)
-        n.dir("etc/sub")
-        _link(n, "etc/sub/slurm", "../../shared/x/../x")
-        return "etc/sub/slurm/venv", "root 777 {root}/shared"
+        return case
 
     def chained_links(n):
-        n.dir("shared", 0o777)
-        n.dir("etc")
-        _link(n, "etc/slurm", str(n.root / "hop"))
         _link(n, "hop", "shared")
-        return "etc/slurm/venv", "root 777 {root}/shared"
-
-    def dangling_link(n):
-        n.dir("shared", 0o777)
-        n.dir("etc")
-        _link(n, "etc/slurm", str(n.root / "shared/not/yet"))
-        return "etc/slurm/venv", "root 777 {root}/shared"
+        return slurm_link("{root}/hop")(n)
 
     def link_loop(n):
         n.dir("etc", 0o777)
@@ -158,26 +143,16 @@ def _cases():
         n.dir("*")
         return "x/y/venv", "root 777 {root}/x"
 
-    def double_slash(n):
-        n.dir("etc", 0o777)
-        n.dir("etc/a")
-        return "//etc//a/venv", "root 777 {root}//etc"
+    def spelled(path, expected):
+        """etc, which others may write, asked of as ``path`` (//, a trailing /, . or ..)."""
 
-    def trailing_slash(n):
-        n.dir("etc", 0o777)
-        n.dir("etc/a")
-        return "etc/a/", "root 777 {root}/etc"
+        def case(n):
+            n.dir("etc", 0o777)
+            n.dir("etc/a")
+            n.dir("ok")
+            return path, expected
 
-    def dot(n):
-        n.dir("etc", 0o777)
-        n.dir("etc/a")
-        return "etc/./a/venv", "root 777 {root}/etc/."
-
-    def dot_dot(n):
-        n.dir("etc", 0o777)
-        n.dir("etc/a")
-        n.dir("ok")
-        return "ok/../etc/a/venv", "root 777 {root}/ok/../etc"
+        return case
 
     def missing(n):
         return "not/made/yet/venv", None
@@ -187,16 +162,30 @@ def _cases():
         return "venv", "root 775 {root}/venv/lib"
 
     found = {
-        "plain": plain, "group-writable": writable(0o775), "other-writable": writable(0o777),
-        "sticky": writable(0o1777), "sticky, not writable": not_writable(0o1755),
-        "setgid": not_writable(0o2755), "another owner": owned, "another owner higher up":
-        owned_higher, "absolute link": absolute_link, "relative link": relative_link,
-        "link with ..": dot_dot_link, "two links": chained_links, "dangling link":
-        dangling_link, "link loop": link_loop, "link in a writable directory":
-        link_in_writable, "glob names": glob_names, "glob names, writable":
-        glob_names_writable, "//": double_slash, "trailing /": trailing_slash, ".": dot,
-        "..": dot_dot, "nothing made yet": missing, "under the path": under,
-    }  # fmt: skip
+        "plain": plain,
+        "group-writable": writable(0o775),
+        "other-writable": writable(0o777),
+        "sticky": writable(0o1777),
+        "sticky, not writable": not_writable(0o1755),
+        "setgid": not_writable(0o2755),
+        "another owner": owned,
+        "another owner higher up": owned_higher,
+        "absolute link": slurm_link("{root}/shared"),
+        "relative link": slurm_link("../shared"),
+        "link with ..": slurm_link("../shared/x/../x"),
+        "two links": chained_links,
+        "dangling link": slurm_link("{root}/shared/not/yet"),
+        "link loop": link_loop,
+        "link in a writable directory": link_in_writable,
+        "glob names": glob_names,
+        "glob names, writable": glob_names_writable,
+        "//": spelled("//etc//a/venv", "root 777 {root}//etc"),
+        "trailing /": spelled("etc/a/", "root 777 {root}/etc"),
+        ".": spelled("etc/./a/venv", "root 777 {root}/etc/."),
+        "..": spelled("ok/../etc/a/venv", "root 777 {root}/ok/../etc"),
+        "nothing made yet": missing,
+        "under the path": under,
+    }
     for name in ("a b", "-n", "*", "?", "[ab]", "\\", "|", "%s", "$(id)", "a b*"):
 
         def named(n, name=name):
