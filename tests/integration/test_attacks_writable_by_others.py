@@ -200,6 +200,13 @@ def _cases():
 
         found[f"named {name!r}"] = named
         found[f"named {name!r}, root's"] = named_safe
+
+    def newline(n):
+        n.dir("new\nline", 0o777)
+        n.dir("new\nline/in")
+        return "new\nline/in/venv", "root 777 {root}/new"  # its first line: still a refusal
+
+    found["named with a newline"] = newline
     return found
 
 
