@@ -1,7 +1,9 @@
 # shellcheck shell=sh
 # engine-restart.sh SERVICE STAMP: restart SERVICE (it reads its changed configuration), then
-# touch STAMP, which records that it runs with the configuration as it is now.
+# write STAMP (write_file: a link at it replaced, never followed; its directories keep to the
+# safe path rule), which records that it runs with the configuration as it is now.
 set -eu
+safe_path "$2"
 service "$1" restart
 mkdir -p "$(dirname "$2")"
-touch "$2"
+: | write_file "$2" 644

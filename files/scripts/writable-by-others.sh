@@ -36,59 +36,58 @@ readlink() {
     command readlink "$@"
 }
 # unsafe_directory's stat -c '%u %a %U' -- DIR, answered from _stat_ancestors' one process
-# (asked before unsafe_directory, whose $(...) subshells keep nothing).
-_stat_known='
-'
+# (asked before unsafe_directory, whose $(...) subshells keep nothing) when that stat'ed DIR:
+# / or PATH or a directory above PATH as written, each kept by its length (_stat_LENGTH), so
+# a lookup costs the path's length, not its square (a long path took minutes).
+_stat_path=
+_stat_lengths=' '
 stat() {
-    if [ $# -eq 4 ] && [ "$1" = -c ] && [ "$2" = '%u %a %U' ] && [ "$3" = -- ]; then
-        case $4 in
-            *//* | ?*/ | [!/]* | '' | *'|'* | *'
-'*) ;;
-            *)
-                case $_stat_known in *"
-$4|"*)
-                    _stat_at=${_stat_known#*"
-$4|"}
-                    printf '%s\n' "${_stat_at%%"
-"*}"
-                    return 0
-                    ;;
-                esac
-                ;;
-        esac
+    if [ $# -eq 4 ] && [ "$1" = -c ] && [ "$2" = '%u %a %U' ] && [ "$3" = -- ] \
+        && case $_stat_lengths in *" ${#4} "*) _stat_above "$4" ;; *) false ;; esac
+    then
+        eval "printf '%s\n' \"\$_stat_${#4}\""
+        return 0
     fi
     command stat "$@"
 }
-# _stat_ancestors DIR: each of DIR and the directories above it that exists, stat'ed in one
-# process, kept in _stat_known as "PATH|ANSWER" lines; nothing kept unless it answered each.
+# _stat_above DIR: whether DIR is /, _stat_path or a directory above it as written.
+_stat_above() {
+    case $1 in / | "$_stat_path") return 0 ;; esac
+    case $_stat_path in "$1"/*) return 0 ;; esac
+    return 1
+}
+# _stat_ancestors PATH: PATH and each directory above it that exists, and /, stat'ed in one
+# process; their answers kept only when it answered each.
 _stat_ancestors() {
+    _stat_for=$1
     _stat_at=$1
     set --
     while [ -n "$_stat_at" ]; do
         if [ -e "$_stat_at" ] || [ -L "$_stat_at" ]; then set -- "$@" "$_stat_at"; fi
         _stat_at=${_stat_at%/*}
     done
-    [ "$1" = / ] || set -- "$@" /
+    [ "${1-}" = / ] || set -- "$@" /
     _stat_lines=$(command stat -c '%u %a %U' -- "$@" 2>/dev/null) || return 0
-    _stat_new=
+    _stat_new=' '
     for _stat_at; do
         [ -n "$_stat_lines" ] || return 0
-        _stat_new="$_stat_new$_stat_at|${_stat_lines%%
-*}
-"
+        _stat_line=${_stat_lines%%"
+"*}
+        eval "_stat_${#_stat_at}=\$_stat_line"
+        _stat_new="$_stat_new${#_stat_at} "
         case $_stat_lines in
             *'
-'*) _stat_lines=${_stat_lines#*
-} ;;
+'*) _stat_lines=${_stat_lines#*"
+"} ;;
             *) _stat_lines= ;;
         esac
     done
     [ -z "$_stat_lines" ] || return 0
-    _stat_known=$_stat_known$_stat_new
+    _stat_path=$_stat_for
+    _stat_lengths=$_stat_new
 }
 
-case $1 in *'|'* | *'
-'*) ;; /*) _stat_ancestors "$1" ;; esac
+case $1 in /*) _stat_ancestors "$1" ;; esac
 found=$(unsafe_directory "$1")
 if [ -n "$found" ]; then
     printf '%s\n' "$found"

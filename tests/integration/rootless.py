@@ -3,7 +3,9 @@ safe-path.sh``, which asks ``stat -c '%u %a %U' -- DIR``) as a user who can't ch
 directories above the test's own ``root`` read as root's 0755 (pytest's are the user's, under
 a sticky /tmp), the test user's own files under ``root`` as root's, with their real modes
 (group/other-write bits are the test's to set), and ``owners`` names the paths another user
-owns. Any other ``stat`` call goes to the real one."""
+owns. Any other ``stat`` call goes to the real one. Like it, one call answers each path
+(writable-by-others.sh asks a path's directories in one), one line each, and fails (no line)
+for a path the real one can't stat."""
 
 from __future__ import annotations
 
@@ -26,13 +28,18 @@ def stat_double(bin_dir: Path, root: Path, owners: dict[Path, str] | None = None
     script.write_text(
         f"""#!/bin/sh
 [ "$1 $2 $3" = "-c %u %a %U --" ] || exec {REAL} "$@"
-path=$4
-case $path in {top} | {top}/*) ;; *) echo "0 755 root"; exit 0 ;; esac
-set -- $({REAL} -c '%u %a %U' -- "$path") || exit 1
-case $path in
+shift 3
+status=0
+for path do
+    case $path in {top} | {top}/*) ;; *) echo "0 755 root"; continue ;; esac
+    found=$({REAL} -c '%u %a %U' -- "$path") || {{ status=1; continue; }}
+    set -- $found
+    case $path in
 {cases}    *) [ "$1" != {os.getuid()} ] || set -- 0 "$2" root ;;
-esac
-echo "$1 $2 $3"
+    esac
+    echo "$1 $2 $3"
+done
+exit $status
 """
     )
     script.chmod(0o755)

@@ -103,6 +103,7 @@ WRITERS = {
     ),
     "push-mark": lambda etc: ("push-mark", "start", str(etc / "push"), str(etc / "lock"), "1"),
     "daemon-serving": lambda etc: ("daemon-serving", "nginx", "reload", str(etc / "stamp")),
+    "engine-restart": lambda etc: ("engine-restart", "docker", str(etc / "stamp")),
     "pull-units": lambda etc: (
         "pull-units", "enable", str(etc / "pull.timer"), str(etc / "wants/pull.timer"),
         str(etc / "stamp"),
@@ -255,7 +256,12 @@ def test_ledger_purge_writes_no_file_beside_the_ledger(node):
 
 @pytest.mark.parametrize(
     ("writer", "written"),
-    [("push-mark", "push"), ("daemon-serving", "stamp"), ("pull-venv", "pull/stamp")],
+    [
+        ("push-mark", "push"),
+        ("daemon-serving", "stamp"),
+        ("engine-restart", "stamp"),
+        ("pull-venv", "pull/stamp"),
+    ],
 )
 def test_a_mark_or_stamp_replaces_a_link_at_it(node, writer, written):
     name, *args = WRITERS[writer](node.etc)

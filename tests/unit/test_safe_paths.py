@@ -61,3 +61,11 @@ def test_the_pull_venv_is_checked_where_pull_mode_is_on_alone():
 def test_a_sound_survey_is_no_problem():
     config = load_config({**PULLING})
     assert venv_problems(config, fresh_survey("debian-12")) == []
+
+
+def test_a_directory_stat_could_not_answer_is_refused():
+    """The node names a directory stat failed for with no owner or mode: still a refusal."""
+    config = load_config({"rocm_version": "6.4.3", "pytorch_venv": "/srv/ml/venv"})
+    survey = fresh_survey("debian-12", writable_by_others={"/srv/ml/venv": "  /srv/ml"})
+    (problem,) = venv_problems(config, survey)
+    assert problem.startswith("the venv /srv/ml/venv is in a directory not root's alone: /srv/ml")

@@ -52,9 +52,10 @@ class Condition(FactBase[bool]):
 
 def script_command(scripts: tuple[str, ...], args: tuple[str, ...] = ()) -> str:
     """``files/scripts/<name>.sh`` of each of ``scripts`` (the last runs) with ``args``, in a
-    subshell: no ``sh`` process started (a survey runs several)."""
+    subshell with IFS and options as ``sh -c`` starts (a survey's sections share one shell): no
+    ``sh`` process started (a survey runs several)."""
     body = "".join(files.text(f"scripts/{name}.sh") for name in scripts)
-    return f"( set -- {' '.join(map(shlex.quote, args))}\n{body}\n)"
+    return f"( IFS=' \t\n'; set +euf -- {' '.join(map(shlex.quote, args))}\n{body}\n)"
 
 
 def print_file(path: str) -> str:

@@ -101,13 +101,14 @@ class Ledger(FactBase[list[str]]):
 
 class WritableByOthers(FactBase[str | None]):
     """The first directory above ``path`` breaking the safe path rule, else the first path under
-    it (itself included) not root's alone, as ``OWNER MODE PATH``; None when none."""
+    it (itself included) not root's alone, as ``OWNER MODE PATH`` (both blank where stat could
+    not answer); None when none."""
 
     def command(self, path: str) -> str:
         return script_command(("safe-path", "writable-by-others"), (path,))
 
     def process(self, output: list[str]) -> str | None:
-        found = [line.strip() for line in output if line.strip()]
+        found = [line.rstrip() for line in output if line.strip()]
         return found[0] if found else None
 
 

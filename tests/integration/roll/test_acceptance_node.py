@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from integration.rootless import stat_double
 from lab import rvs
 from rocm_fleet.assets import text
 from rocm_fleet.model.acceptance import AcceptanceRecord, StepResult, parse_record
@@ -21,9 +22,13 @@ RECORD = AcceptanceRecord("quick", 1765000000.0, (StepResult("counters", "pass")
 
 
 def keep(path: Path, content: str = RECORD.to_json()) -> subprocess.CompletedProcess[str]:
-    script = text("scripts/acceptance-record.sh")
+    """The writer as the roll runs it, the directories above ``tmp_path`` read as root's."""
+    tmp = next(p for p in path.parents if p.name.startswith("test_"))
+    bin_dir = stat_double(tmp.with_name(f"{tmp.name}-bin"), tmp)
+    script = text("scripts/safe-path.sh") + text("scripts/acceptance-record.sh")
     return subprocess.run([DASH, "-c", script, "sh", str(path), content], capture_output=True,
-                          text=True, timeout=30, check=False)  # fmt: skip
+                          text=True, timeout=30, check=False,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin"})  # fmt: skip
 
 
 def test_the_record_is_written_whole_and_root_only_in_a_new_private_directory(tmp_path):
@@ -53,6 +58,15 @@ def test_a_link_in_place_of_the_directory_is_refused(tmp_path):
     done = keep(tmp_path / "state" / "acceptance.json")
     assert done.returncode != 0 and "is a link: refused" in done.stderr
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_directory_others_may_write_above_the_record_is_refused(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    done = keep(state / "rocm-fleet" / "acceptance.json")
+    assert done.returncode != 0 and f"{state} is owned by root (mode 777)" in done.stderr
+    assert list(state.iterdir()) == []
 
 
 @pytest.mark.parametrize("below", [False, True])

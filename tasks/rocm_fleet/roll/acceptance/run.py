@@ -147,7 +147,7 @@ class Acceptance:
 
     def keep(self, record: AcceptanceRecord) -> Ran:
         """Write ``record`` on the node (root-only, atomically, no link followed)."""
-        script = text("scripts/acceptance-record.sh")
+        script = text("scripts/safe-path.sh") + text("scripts/acceptance-record.sh")
         return self._run(["sh", "-c", script, "sh", paths.ACCEPTANCE_RECORD, record.to_json()])
 
     def _rvs(self, name: str, conf: str, suite: Suite, before: HostHealth) -> StepResult:
