@@ -13,9 +13,10 @@ import pytest
 from integration.rootless import stat_double
 from lab import rvs
 from rocm_fleet.assets import text
+from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model.acceptance import AcceptanceRecord, StepResult, parse_record
 from rocm_fleet.roll.acceptance.parsers import parse_rvs_gst
-from rocm_fleet.roll.acceptance.run import suite
+from rocm_fleet.roll.acceptance.run import Acceptance, Suite, Tools, suite
 from unit.facts.support import DASH
 
 RECORD = AcceptanceRecord("quick", 1765000000.0, (StepResult("counters", "pass"),), {})
@@ -125,3 +126,30 @@ def test_the_torch_smoke_runs_from_a_file_so_spawned_ranks_find_main(tmp_path):
     inline = subprocess.run([sys.executable, "-c", SPAWNS], capture_output=True, text=True,
                             timeout=60, check=False)  # fmt: skip
     assert inline.returncode != 0  # what -c would have done
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o777])
+def test_the_torch_step_runs_the_venvs_python_only_under_the_safe_path_rule(tmp_path, mode):
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    python = venv_bin / "python"
+    python.write_text('#!/bin/sh\necho \'{"gpus": 0, "error": "ran"}\'\n')
+    python.chmod(0o755)
+    (tmp_path / "venv").chmod(mode)
+    bin_dir = stat_double(tmp_path.with_name(f"{tmp_path.name}-bin"), tmp_path)
+
+    def on_node(argv):
+        assert argv[:2] == ["sh", "-c"], argv  # the counters' read and the torch step
+        done = subprocess.run([DASH, *argv[1:]], capture_output=True, text=True, timeout=30,
+                              check=False, env={"PATH": f"{bin_dir}:/usr/bin:/bin"})  # fmt: skip
+        return Ran(done.returncode, done.stdout, done.stderr)
+
+    torch_only = Suite("quick", ("torch",), "gfx1100", None, suite("quick", "gfx1100").thresholds)
+    made = Acceptance(on_node, Tools(python=str(python))).run(torch_only, {})
+    step = made.steps[-1]
+    assert (step.name, step.status) == ("torch", "fail")
+    if mode == 0o777:
+        said = f"refusing to write or run {python} as root: {tmp_path / 'venv'} is owned by root"
+        assert step.detail.startswith(f"rocm-fleet: {said} (mode 777)")
+    else:
+        assert "refusing" not in step.detail  # it ran: the double's python answered

@@ -229,10 +229,11 @@ class FakeNode:
 
     def __init__(
         self, rvs: str = "rvs_gst_nv31_pass.log", metric_after: str | None = None,
-        torch: str = "torch_smoke_8gpu.json",
+        torch: str = "torch_smoke_8gpu.json", torch_ran: Ran | None = None,
     ):  # fmt: skip
         self.rvs = fixture(rvs)
         self.torch = fixture(torch)
+        self.torch_ran = torch_ran
         self.metric = self.metric_before = (
             FIXTURES / "amd-smi" / "metric_rx7900xtx_x8.json"
         ).read_text()
@@ -247,7 +248,8 @@ class FakeNode:
             return Ran(0, self.rvs, "")
         if argv[:2] == ["sh", "-c"] and argv[-3:] == ["timeout", "3600", VENV_PYTHON]:
             assert argv[4].startswith('"""rocm-fleet acceptance: a torch smoke')  # the script
-            return Ran(0, self.torch, "")
+            assert f"safe_path {VENV_PYTHON}" in argv[2]  # root runs it under the safe path rule
+            return self.torch_ran or Ran(0, self.torch, "")
         if argv[:2] == ["sh", "-c"] and "__health_section" in argv[2]:
             return Ran(0, self.amd_smi(), "")
         if argv[:2] == ["sh", "-c"] and "uname -r" in argv[2]:
@@ -330,6 +332,15 @@ def test_counters_that_move_during_the_run_fail_it():
     counters = made.steps[0]
     assert (counters.name, counters.status) == ("counters", "fail")
     assert "PCIe x4" in counters.detail
+
+
+def test_a_venv_python_breaking_the_safe_path_rule_fails_the_torch_step_saying_which_directory():
+    said = ("rocm-fleet: refusing to write or run /opt/rocm-fleet/venv/bin/python as root: "
+            "/opt/rocm-fleet is owned by alice (mode 755); every directory above a path root "
+            "writes or runs must be root's and writable by no one else (the safe path rule)")  # fmt: skip
+    refused = run_node(FakeNode(torch_ran=Ran(1, "", said + "\x1b[2J\n")),
+                       tools=Tools(python=VENV_PYTHON))  # fmt: skip
+    assert refused.failed[0] == StepResult("torch", "fail", said + "\\x1b[2J")
 
 
 def test_the_torch_smoke_passes_on_every_gpu_and_fails_saying_why():

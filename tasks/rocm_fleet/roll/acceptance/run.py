@@ -4,6 +4,7 @@ read, the suite's steps, the counters read again; then the record kept on the no
 under a site's overrides, and which level a change needs."""
 
 import json
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from rocm_fleet.model.acceptance import (
     reason_words,
 )
 from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.untrusted import visible
 from rocm_fleet.roll.acceptance.parsers import NotUnderstood, parse_rccl, parse_rvs_gst, parse_torch
 
 Runner = Callable[[Sequence[str]], Ran]
@@ -194,9 +196,14 @@ class Acceptance:
     def _torch(self, name: str, _: str, suite: Suite, before: HostHealth) -> StepResult:
         if self.tools.python is None:
             return StepResult(name, "skip", "no PyTorch venv (pytorch_install false)")
-        # from a file: torch.multiprocessing's spawned ranks import the script as __main__
-        ran = self._run(["sh", "-c", _FROM_FILE, "sh", text("scripts/acceptance-torch.py"),
+        # root runs the venv's python only under the safe path rule; from a file:
+        # torch.multiprocessing's spawned ranks import the script as __main__
+        check = f"{text('scripts/safe-path.sh')}safe_path {shlex.quote(self.tools.python)}\n"
+        ran = self._run(["sh", "-c", check + _FROM_FILE, "sh", text("scripts/acceptance-torch.py"),
                          *_bounded([self.tools.python])])  # fmt: skip
+        refused = [line for line in ran.stderr.splitlines() if "refusing to write or run" in line]
+        if ran.status != 0 and refused:
+            return StepResult(name, "fail", visible(refused[0]))
         try:
             result = parse_torch(ran.stdout)
         except NotUnderstood as exc:
