@@ -5,7 +5,9 @@ per process, the objects alive when the first plan starts left out of the cyclic
 collector's passes (``gc.freeze``), log records made without the thread's name and greenlets
 spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
 context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
-once. In effect only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
+once; and, while the deploy's modules are imported (``importing()``), fact classes defined
+against the global arguments computed once and no cyclic collection. In effect only inside
+``speedups()`` and ``importing()``, on ``TESTED_PYINFRA`` (else one warning), unless
 ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 import contextlib
@@ -336,6 +338,29 @@ def speedups() -> Iterator[bool]:
         _active -= 1
         if _active == 0:
             _put({name: _original(name) for name in _OURS})
+
+
+@contextlib.contextmanager
+def importing() -> Iterator[bool]:
+    """While rocm-fleet's deploy modules are imported (``compose``), when ``enabled()``: pyinfra's
+    fact classes check their ``command``'s arguments against ``all_global_arguments()`` computed
+    once (pyinfra's runs ``typing.get_type_hints`` for each class), and the cyclic garbage
+    collector is off (an import makes modules and classes, which live as long as the process,
+    and a collection pass every 700 of them; the first plan's ``gc.freeze`` then takes them
+    out of its passes). Both as they were after the block. Yields whether in effect."""
+    if not enabled():
+        yield False
+        return
+    facts = _original("facts")
+    theirs, collecting = facts.all_global_arguments, gc.isenabled()
+    facts.all_global_arguments = all_global_arguments
+    gc.disable()
+    try:
+        yield True
+    finally:
+        facts.all_global_arguments = theirs
+        if collecting:
+            gc.enable()
 
 
 F = TypeVar("F", bound=Callable[..., Any])
