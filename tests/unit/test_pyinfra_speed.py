@@ -177,6 +177,26 @@ def test_the_global_arguments_are_pyinfras():
     assert _pyinfra.all_global_arguments() is not _pyinfra.all_global_arguments()
 
 
+def test_the_collector_is_paused_inside_and_as_it_was_after():
+    import gc
+
+    from rocm_fleet.engine.collector import paused
+
+    with paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ImportError), paused():  # also when the import fails
+        raise ImportError("no such module")
+    assert gc.isenabled()
+    gc.disable()  # off before: off after
+    try:
+        with paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def _define_facts() -> tuple[str, str]:
     """A fact class's name as pyinfra's ``__init_subclass__`` sets it, and its refusal of a
     ``command`` taking a global argument."""
@@ -210,13 +230,6 @@ def test_fact_classes_defined_while_importing_are_pyinfras_and_collection_comes_
         assert not _pyinfra.gc.isenabled()
         assert _define_facts() == pyinfras  # same name, same refusal
     assert facts.all_global_arguments is theirs and _pyinfra.gc.isenabled()
-    _pyinfra.gc.disable()  # off before: off after
-    try:
-        with _pyinfra.importing():
-            pass
-        assert not _pyinfra.gc.isenabled()
-    finally:
-        _pyinfra.gc.enable()
     monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
     with _pyinfra.importing() as used:
         assert not used and facts.all_global_arguments is theirs and _pyinfra.gc.isenabled()

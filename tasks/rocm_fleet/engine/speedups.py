@@ -27,6 +27,7 @@ import gevent
 import pyinfra
 from pyinfra.context import ContextManager, ContextObject
 
+from rocm_fleet.engine.collector import paused
 from rocm_fleet.engine.version import TESTED_PYINFRA, minor, pyinfra_version
 
 logger = logging.getLogger("pyinfra")
@@ -345,22 +346,19 @@ def importing() -> Iterator[bool]:
     """While rocm-fleet's deploy modules are imported (``compose``), when ``enabled()``: pyinfra's
     fact classes check their ``command``'s arguments against ``all_global_arguments()`` computed
     once (pyinfra's runs ``typing.get_type_hints`` for each class), and the cyclic garbage
-    collector is off (an import makes modules and classes, which live as long as the process,
-    and a collection pass every 700 of them; the first plan's ``gc.freeze`` then takes them
+    collector is ``paused`` (the first plan's ``gc.freeze`` then takes what the import made
     out of its passes). Both as they were after the block. Yields whether in effect."""
     if not enabled():
         yield False
         return
     facts = _original("facts")
-    theirs, collecting = facts.all_global_arguments, gc.isenabled()
+    theirs = facts.all_global_arguments
     facts.all_global_arguments = all_global_arguments
-    gc.disable()
     try:
-        yield True
+        with paused():
+            yield True
     finally:
         facts.all_global_arguments = theirs
-        if collecting:
-            gc.enable()
 
 
 F = TypeVar("F", bound=Callable[..., Any])
