@@ -2,7 +2,11 @@
 ``deploy.py`` and pull mode's deploy on the node run: the one place features are composed
 (nothing in the package imports it; tests/unit/test_layers.py)."""
 
-from rocm_fleet import containers, deploy
+from rocm_fleet.engine.speedups import importing
+
+# The deploy's modules imported with rocm-fleet's faster pyinfra internals (engine.speedups).
+with importing():
+    from rocm_fleet import containers, deploy
 
 
 def fleet_node() -> None:

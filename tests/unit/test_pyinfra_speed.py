@@ -177,6 +177,64 @@ def test_the_global_arguments_are_pyinfras():
     assert _pyinfra.all_global_arguments() is not _pyinfra.all_global_arguments()
 
 
+def test_the_collector_is_paused_inside_and_as_it_was_after():
+    import gc
+
+    from rocm_fleet.engine.collector import paused
+
+    with paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ImportError), paused():  # also when the import fails
+        raise ImportError("no such module")
+    assert gc.isenabled()
+    gc.disable()  # off before: off after
+    try:
+        with paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def _define_facts() -> tuple[str, str]:
+    """A fact class's name as pyinfra's ``__init_subclass__`` sets it, and its refusal of a
+    ``command`` taking a global argument."""
+    from pyinfra.api import FactBase
+
+    class Fine(FactBase):
+        def command(self, path):
+            return f"cat {path}"
+
+    with pytest.raises(TypeError) as refused:
+
+        class Reserved(FactBase):
+            def command(self, path, _sudo):
+                return f"cat {path}"
+
+    return Fine.name, str(refused.value)
+
+
+@pytest.mark.skipif(
+    minor(_pyinfra.pyinfra_version()) != _pyinfra.TESTED_PYINFRA,
+    reason="another pyinfra minor: the speedups step aside",
+)
+def test_fact_classes_defined_while_importing_are_pyinfras_and_collection_comes_back(
+    monkeypatch,
+):
+    from pyinfra.api import facts
+
+    theirs, pyinfras = facts.all_global_arguments, _define_facts()
+    with _pyinfra.importing() as used:
+        assert used and facts.all_global_arguments is _pyinfra.all_global_arguments
+        assert not _pyinfra.gc.isenabled()
+        assert _define_facts() == pyinfras  # same name, same refusal
+    assert facts.all_global_arguments is theirs and _pyinfra.gc.isenabled()
+    monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
+    with _pyinfra.importing() as used:
+        assert not used and facts.all_global_arguments is theirs and _pyinfra.gc.isenabled()
+
+
 def test_global_arguments_popped_as_pyinfra_pops_them():
     """Every layer of a host's data (override, host, groups in order, all, @deploy data
     defaults), @deploy kwargs and operation kwargs: the same arguments, keys and leftovers,

@@ -164,17 +164,20 @@ def gather(
     """Every (limited) host's row, in parallel; ``progress(row, done, total)`` as each is done."""
     from pyinfra.api.exceptions import ConnectError, PyinfraError
 
-    from rocm_fleet.deploy.node import host_config, rocm_node
-    from rocm_fleet.engine.diffs import changes_of, record_detail
-    from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
-    from rocm_fleet.engine.refuse import outcome
-    from rocm_fleet.facts.acceptance import AcceptanceRecordFact
-    from rocm_fleet.facts.containers import GpuContainersFact
-    from rocm_fleet.facts.health import GpuHealthFact
-    from rocm_fleet.model.changes import PackageChange
-    from rocm_fleet.model.config import ConfigError
-    from rocm_fleet.model.node_settings import CONTAINERS
-    from rocm_fleet.model.observed import observe
+    from rocm_fleet.engine.speedups import importing
+
+    with importing():  # the deploy's modules, as compose imports them (engine.speedups)
+        from rocm_fleet.deploy.node import host_config, rocm_node
+        from rocm_fleet.engine.diffs import changes_of, record_detail
+        from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
+        from rocm_fleet.engine.refuse import outcome
+        from rocm_fleet.facts.acceptance import AcceptanceRecordFact
+        from rocm_fleet.facts.containers import GpuContainersFact
+        from rocm_fleet.facts.health import GpuHealthFact
+        from rocm_fleet.model.changes import PackageChange
+        from rocm_fleet.model.config import ConfigError
+        from rocm_fleet.model.node_settings import CONTAINERS
+        from rocm_fleet.model.observed import observe
 
     state, hosts = load_inventory(
         inventory_path, limits, check_for_changes=True, override_data=override_data

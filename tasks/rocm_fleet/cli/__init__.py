@@ -8,6 +8,7 @@ import click
 from click.shell_completion import CompletionItem
 
 from rocm_fleet.cli.exits import EPILOG, Exit
+from rocm_fleet.engine.collector import paused
 from rocm_fleet.version import __version__
 
 #: each subcommand: its module, the extra it needs (None: the core's), its --help line
@@ -55,7 +56,8 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        return importlib.import_module(COMMANDS[name][0]).command
+        with paused():  # what the import makes lives as long as the process
+            return importlib.import_module(COMMANDS[name][0]).command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):

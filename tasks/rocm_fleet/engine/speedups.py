@@ -5,7 +5,9 @@ per process, the objects alive when the first plan starts left out of the cyclic
 collector's passes (``gc.freeze``), log records made without the thread's name and greenlets
 spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
 context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
-once. In effect only inside ``speedups()``, on ``TESTED_PYINFRA`` (else one warning), unless
+once; and, while the deploy's modules are imported (``importing()``), fact classes defined
+against the global arguments computed once and no cyclic collection. In effect only inside
+``speedups()`` and ``importing()``, on ``TESTED_PYINFRA`` (else one warning), unless
 ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 import contextlib
@@ -25,6 +27,7 @@ import gevent
 import pyinfra
 from pyinfra.context import ContextManager, ContextObject
 
+from rocm_fleet.engine.collector import paused
 from rocm_fleet.engine.version import TESTED_PYINFRA, minor, pyinfra_version
 
 logger = logging.getLogger("pyinfra")
@@ -336,6 +339,26 @@ def speedups() -> Iterator[bool]:
         _active -= 1
         if _active == 0:
             _put({name: _original(name) for name in _OURS})
+
+
+@contextlib.contextmanager
+def importing() -> Iterator[bool]:
+    """While rocm-fleet's deploy modules are imported (``compose``), when ``enabled()``: pyinfra's
+    fact classes check their ``command``'s arguments against ``all_global_arguments()`` computed
+    once (pyinfra's runs ``typing.get_type_hints`` for each class), and the cyclic garbage
+    collector is ``paused`` (the first plan's ``gc.freeze`` then takes what the import made
+    out of its passes). Both as they were after the block. Yields whether in effect."""
+    if not enabled():
+        yield False
+        return
+    facts = _original("facts")
+    theirs = facts.all_global_arguments
+    facts.all_global_arguments = all_global_arguments
+    try:
+        with paused():
+            yield True
+    finally:
+        facts.all_global_arguments = theirs
 
 
 F = TypeVar("F", bound=Callable[..., Any])
