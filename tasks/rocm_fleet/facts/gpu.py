@@ -159,7 +159,8 @@ class RocmVersion(FactBase[str | None]):
     def command(self, rocm_path: str | None = None) -> str:
         candidates = [rocm_path.rstrip("/") + "/.info/version"] if rocm_path else None
         files = " ".join(quote(path) for path in candidates or paths.ROCM_VERSION_FILES)
-        return f'for f in {files}; do if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
+        show = print_file('"$f"')
+        return f'for f in {files}; do if [ -r "$f" ]; then {show}; break; fi; done; true'
 
     def process(self, output: list[str]) -> str | None:
         return next((line.strip() for line in output if line.strip()), None)
