@@ -182,7 +182,9 @@ class PciGpus(FactBase[list[PciGpu]]):
             'read -r c < "$d/class"; '
             'case "$c" in 0x03*|0x12*) ;; *) continue ;; esac; '
             'read -r v < "$d/vendor"; read -r id < "$d/device"; '
-            'drv=-; if [ -e "$d/driver" ]; then drv=$(readlink "$d/driver"); fi; '
+            # the driver link's last part (readlink's) from the shell's own cd -P: no process
+            'drv=-; if [ -e "$d/driver" ]; then drv=; '
+            'cd -P -- "$d/driver" 2>/dev/null && drv=$PWD && cd -- "$OLDPWD"; fi; '
             "vram=-; gtt=-; "
             f'[ -r "$d/{VRAM}" ] && read -r vram < "$d/{VRAM}"; '
             f'[ -r "$d/{GTT}" ] && read -r gtt < "$d/{GTT}"; '

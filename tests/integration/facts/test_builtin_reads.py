@@ -13,11 +13,11 @@ import pytest
 from rocm_fleet import assets
 from rocm_fleet.facts.apt import AptSourceLines, DebianMirror
 from rocm_fleet.facts.boot import BootKernels, sections
-from rocm_fleet.facts.gpu import RocmVersion
+from rocm_fleet.facts.gpu import PciGpus, RocmVersion
 from rocm_fleet.facts.python import TorchBuildStrings
 from rocm_fleet.facts.system import ApuMemory, Identity
 from rocm_fleet.model import paths
-from unit.facts.support import DASH, fake_tool
+from unit.facts.support import DASH, FIXTURES, fake_tool
 
 LONG = "x" * 20000
 
@@ -199,6 +199,25 @@ def test_installed_matching_filters_as_grep_cut_grep_did(tmp_path):
         [b"rocm-core|7.2.1.70201-81~22.04", b"rocm-smi-lib|7.0.0-1",
          b"rocm-device-libs|6.1.2-1|x", b"libamdhip64-5|5.2.3-12"],
     ]  # fmt: skip
+
+
+def test_pci_drivers_as_readlink_named_them(tmp_path):
+    new = PciGpus().command()
+    readlink = 'drv=-; if [ -e "$d/driver" ]; then drv=$(readlink "$d/driver"); fi; '
+    start, end = new.index("drv=-;"), new.index("vram=-;")
+    old = new[:start] + readlink + new[end:]
+    hosts = sorted(p.name for p in (FIXTURES / "sysfs").iterdir() if (p / "bus").is_dir())
+    drivers = set()
+    for host in hosts:
+        root = FIXTURES / "sysfs" / host
+        found = agree(old.replace("/sys/", f"{root}/"), new.replace("/sys/", f"{root}/"))
+        drivers |= {line.split()[4] for line in found}
+    assert {b"amdgpu", b"ast", b"-"} <= drivers
+    # the shell's working directory is where it was
+    assert (
+        run(f"cd {tmp_path} && {new.replace('/sys/', f'{FIXTURES}/sysfs/mi300x_x8/')}; pwd")[-1]
+        == str(tmp_path).encode()
+    )
 
 
 def test_identity_as_id_said(tmp_path):
