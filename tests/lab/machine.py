@@ -83,8 +83,11 @@ class Machine:
 
 UNAME = r"""#!/bin/sh
 # uname double (rocm-fleet lab): the simulated machine's running kernel.
-fake=$(cat /MACHINE_DIR/kernel 2>/dev/null)
+fake=
+read -r fake 2>/dev/null </MACHINE_DIR/kernel
 if [ -z "$fake" ]; then exec /usr/bin/uname "$@"; fi
+# -r alone (every survey asks) without a process: a real `uname -r` is one, the double no more.
+if [ $# -eq 1 ] && [ "$1" = -r ]; then printf '%s\n' "$fake"; exit 0; fi
 real=$(/usr/bin/uname -r | sed 's/[.]/\\./g')
 /usr/bin/uname "$@" | sed "s/$real/$fake/g"
 """

@@ -107,9 +107,17 @@ class AptSourceLines(FactBase[list[list[str]]]):
     default = list
 
     def command(self, hosts: list[str] | tuple[str, ...]) -> str:
-        patterns = " ".join(f"-e {quote(re.escape(h))}" for h in hosts)
+        # grep -Hs -e HOST... as builtins (small files): "file:line" of each line naming one
+        if not hosts:
+            return "true"
+        patterns = " | ".join(f"*{quote(h)}*" for h in hosts)
         parts = f"{quote(paths.APT_SOURCES_PARTS)}/*"
-        return f"grep -Hs {patterns} {quote(paths.APT_SOURCES_LIST)} {parts} || true"
+        return (
+            f"for _f in {quote(paths.APT_SOURCES_LIST)} {parts}; do "
+            'while IFS= read -r _line || [ -n "$_line" ]; do '
+            f'case $_line in {patterns}) printf "%s:%s\\n" "$_f" "$_line" ;; esac; '
+            'done 2>/dev/null <"$_f"; done; true'
+        )
 
     def process(self, output: list[str]) -> list[list[str]]:
         pairs = [line.partition(":")[::2] for line in output]
@@ -122,10 +130,17 @@ class DebianMirror(FactBase[str | None]):
 
     def command(self) -> str:
         deb822, one_line = (quote(p) for p in paths.DEBIAN_SOURCES)
+        # As builtins (small files), what these print:
+        #   sed -n 's/^URIs:[[:space:]]*//p' DEB822
+        #   sed -n 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]*\)\?\([^[:space:]]*\).*/\2/p' ONE_LINE
+        loop = 'while IFS= read -r _l || [ -n "$_l" ]; do case $_l in'
+        lstrip = '_l=${_l#"${_l%%[![:space:]]*}"}'
         return (
-            f"! test -r {deb822} || sed -n 's/^URIs:[[:space:]]*//p' {deb822}; "
-            f"! test -r {one_line} || sed -n 's/^deb[[:space:]]\\+\\(\\[[^]]*\\][[:space:]]*\\)"
-            f"\\?\\([^[:space:]]*\\).*/\\2/p' {one_line}"
+            f"! test -r {deb822} || {loop} URIs:*) _l=${{_l#URIs:}}; {lstrip}; "
+            f'printf "%s\\n" "$_l" ;; esac; done 2>/dev/null <{deb822}; '
+            f"! test -r {one_line} || {loop} deb[[:space:]]*) _l=${{_l#deb}}; {lstrip}; "
+            f"case $_l in '['*']'*) _l=${{_l#*]}}; {lstrip} ;; esac; "
+            f'printf "%s\\n" "${{_l%%[[:space:]]*}}" ;; esac; done 2>/dev/null <{one_line}'
         )
 
     def process(self, output: list[str]) -> str | None:

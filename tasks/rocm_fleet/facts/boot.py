@@ -19,8 +19,8 @@ _SECTION = "__section="
 
 _COMMAND = f"""\
 echo {_SECTION}grubenv; if test -r {GRUBENV}; then head -c 4096 {GRUBENV} | sed 's/^/|/'; echo; fi
-echo {_SECTION}default; grep -sh '^[[:space:]]*GRUB_DEFAULT=' {DEFAULT_GRUB} \
-{DEFAULT_GRUB}.d/*.cfg | sed 's/^/|/'
+echo {_SECTION}default; sed -n 's/^[[:space:]]*GRUB_DEFAULT=/|&/p' {DEFAULT_GRUB} \
+{DEFAULT_GRUB}.d/*.cfg 2>/dev/null; echo
 if test -r {GRUB_CFG}; then
   echo {_SECTION}grubcfg; head -c 1048576 {GRUB_CFG} | sed 's/^/|/'; echo
 fi

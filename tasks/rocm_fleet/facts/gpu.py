@@ -159,7 +159,8 @@ class RocmVersion(FactBase[str | None]):
     def command(self, rocm_path: str | None = None) -> str:
         candidates = [rocm_path.rstrip("/") + "/.info/version"] if rocm_path else None
         files = " ".join(quote(path) for path in candidates or paths.ROCM_VERSION_FILES)
-        return f'for f in {files}; do if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
+        show = print_file('"$f"')
+        return f'for f in {files}; do if [ -r "$f" ]; then {show}; break; fi; done; true'
 
     def process(self, output: list[str]) -> str | None:
         return next((line.strip() for line in output if line.strip()), None)
@@ -181,7 +182,9 @@ class PciGpus(FactBase[list[PciGpu]]):
             'read -r c < "$d/class"; '
             'case "$c" in 0x03*|0x12*) ;; *) continue ;; esac; '
             'read -r v < "$d/vendor"; read -r id < "$d/device"; '
-            'drv=-; if [ -e "$d/driver" ]; then drv=$(readlink "$d/driver"); fi; '
+            # the driver link's last part (readlink's) from the shell's own cd -P: no process
+            'drv=-; if [ -e "$d/driver" ]; then drv=; '
+            'cd -P -- "$d/driver" 2>/dev/null && drv=$PWD && cd -- "$OLDPWD"; fi; '
             "vram=-; gtt=-; "
             f'[ -r "$d/{VRAM}" ] && read -r vram < "$d/{VRAM}"; '
             f'[ -r "$d/{GTT}" ] && read -r gtt < "$d/{GTT}"; '

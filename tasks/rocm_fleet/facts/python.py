@@ -99,9 +99,12 @@ class TorchBuildStrings(FactBase[dict[str, str | None] | None]):
 
     def command(self, venv: str) -> str:
         root = quote(venv.rstrip("/") or "/")
+        # grep -E '^(hip|cuda)[ :=]' as builtins (a small file), __torch after a match
         return (
             f'for f in {root}/lib/python3*/site-packages/torch/version.py; do [ -r "$f" ] '
-            "&& grep -E '^(hip|cuda)[ :=]' \"$f\" && echo __torch; done; true"
+            '|| continue; _t=; while IFS= read -r _line || [ -n "$_line" ]; do case $_line in '
+            '"hip "* | hip:* | hip=* | "cuda "* | cuda:* | cuda=*) printf "%s\\n" "$_line"; '
+            '_t=1 ;; esac; done 2>/dev/null <"$f"; [ -z "$_t" ] || echo __torch; done; true'
         )
 
     def process(self, output: list[str]) -> dict[str, str | None] | None:

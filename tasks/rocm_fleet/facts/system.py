@@ -111,7 +111,13 @@ class Identity(FactBase[answers.IdentityDict]):
         return {"uid": None, "user": None}
 
     def command(self) -> str:
-        return "id -u; id -un"
+        # The effective uid (``id -u``) from the shell's own /proc/self/status ("Uid: real
+        # effective saved fs"); the name needs NSS: ``id -un``.
+        return (
+            "_u=; while read -r _k _ _v _; do "
+            '[ "$_k" != Uid: ] || { _u=$_v; break; }; done 2>/dev/null </proc/self/status; '
+            'if [ -n "$_u" ]; then echo "$_u"; else id -u; fi; id -un'
+        )
 
     def process(self, output: list[str]) -> answers.IdentityDict:
         uid, user = ([line.strip() for line in output if line.strip()] + ["", ""])[:2]
@@ -186,7 +192,8 @@ class ApuMemory(FactBase[answers.ApuMemoryDict]):
 
     def command(self) -> str:
         return (
-            'while read -r _k _v _; do [ "$_k" != MemTotal: ] || echo "mem_total $_v"; '
+            # MemTotal is /proc/meminfo's first line: the rest isn't read.
+            'while read -r _k _v _; do [ "$_k" != MemTotal: ] || { echo "mem_total $_v"; break; }; '
             "done 2>/dev/null </proc/meminfo; "
             f'set --; for f in {self.PLACES}; do [ -f "$f" ] && [ -r "$f" ] && set -- "$@" "$f"; '
             "done; [ $# -eq 0 ] || awk '"

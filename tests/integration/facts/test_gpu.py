@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from rocm_fleet.facts._shell import print_file
 from rocm_fleet.facts.gpu import (
     KfdNodes,
     PciGpus,
@@ -39,14 +40,15 @@ def test_rocminfo_command_runs_the_releases_own_and_always_exits_zero(tmp_path):
 def test_rocm_version_command_idiom_and_quoting(tmp_path):
     # Both streams' files, the classic one first (/opt/rocm is a link to the release there,
     # a directory of links with core -> core-X.Y under the Core SDK).
+    show = print_file('"$f"')  # cat "$f" as builtins
     assert RocmVersion().command() == (
         "for f in /opt/rocm/.info/version /opt/rocm/core/.info/version; do "
-        'if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
+        f'if [ -r "$f" ]; then {show}; break; fi; done; true'
     )
     odd = tmp_path / "rocm 6.4 's"
     assert RocmVersion().command(rocm_path=str(odd) + "/") == (
         f"for f in '{tmp_path}/rocm 6.4 '\"'\"'s/.info/version'; do "
-        'if [ -r "$f" ]; then cat "$f"; break; fi; done; true'
+        f'if [ -r "$f" ]; then {show}; break; fi; done; true'
     )
     assert run_sh(RocmVersion().command(rocm_path=str(odd))) == (0, [])  # absent: exit 0
     (odd / ".info").mkdir(parents=True)
