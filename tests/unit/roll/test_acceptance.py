@@ -335,11 +335,13 @@ def test_counters_that_move_during_the_run_fail_it():
 
 
 def test_a_venv_python_breaking_the_safe_path_rule_fails_the_torch_step_saying_which_directory():
-    said = ("rocm-fleet: refusing to write or run /opt/rocm-fleet/venv/bin/python as root: "
-            "/opt/rocm-fleet is owned by alice (mode 755); every directory above a path root "
-            "writes or runs must be root's and writable by no one else (the safe path rule)")  # fmt: skip
-    refused = run_node(FakeNode(torch_ran=Ran(1, "", said + "\x1b[2J\n")),
-                       tools=Tools(python=VENV_PYTHON))  # fmt: skip
+    said = (
+        "rocm-fleet: refusing to write or run /opt/rocm-fleet/venv/bin/python as root: "
+        "/opt/rocm-fleet is owned by alice (mode 755); every directory above a path root "
+        "writes or runs must be root's and writable by no one else (the safe path rule)"
+    )
+    node = FakeNode(torch_ran=Ran(1, "", said + "\x1b[2J\n"))
+    refused = run_node(node, tools=Tools(python=VENV_PYTHON))
     assert refused.failed[0] == StepResult("torch", "fail", said + "\\x1b[2J")
 
 
