@@ -171,9 +171,11 @@ def gather(
         from rocm_fleet.engine.diffs import changes_of, record_detail
         from rocm_fleet.engine.host_plans import plan_deploy, plan_in_parallel, planned_operations
         from rocm_fleet.engine.refuse import outcome
+        from rocm_fleet.engine.surveying import also_survey, also_surveyed
         from rocm_fleet.facts.acceptance import AcceptanceRecordFact
         from rocm_fleet.facts.containers import GpuContainersFact
         from rocm_fleet.facts.health import GpuHealthFact
+        from rocm_fleet.facts.round_trip import Read
         from rocm_fleet.model.changes import PackageChange
         from rocm_fleet.model.config import ConfigError
         from rocm_fleet.model.node_settings import CONTAINERS
@@ -192,16 +194,21 @@ def gather(
             host.connect(show_errors=False, raise_exceptions=True)
         except (ConnectError, PyinfraError, OSError) as exc:
             return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
-        # GPU containers are judged by their cell (the node's facts), not planned.
+        # What the deploy doesn't plan, read in its survey's round trip; GPU containers are
+        # judged by their cell (the node's facts), not planned.
+        wanted = [Read("health", GpuHealthFact)]
+        wanted += [Read("containers", GpuContainersFact)] * bool(config.rocm_containers_engines)
+        wanted += [Read("acceptance", AcceptanceRecordFact)] * (config.rocm_acceptance != "off")
+        also_survey(host, wanted)
         plan_deploy(state, host, lambda: rocm_node(composed=(CONTAINERS,)))
+        answers = also_surveyed(host)  # None: no survey ran (rocm_state absent, or it failed)
+        read = dict(zip((r.name for r in wanted), answers, strict=True)) if answers else {}
         planned = planned_operations(state, host)  # read as the row needs it
         # No preflight when decommissioning: the removal's plan is the whole drift.
         found = outcome(state, host.name) if config.rocm_state != "absent" else None
         survey = found.survey if found else None
         seen = observe(survey, config) if survey is not None else None
-        health = _read(host, "health", GpuHealthFact) if survey is not None else None
-        wants = survey is not None and config.rocm_containers_engines
-        view = _read(host, "containers", GpuContainersFact) if wants else None
+        health, view, accepted = (read.get(k) for k in ("health", "containers", "acceptance"))
         engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
@@ -212,8 +219,6 @@ def gather(
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        off = config.rocm_acceptance == "off"
-        accepted = None if off else _read(host, "acceptance", AcceptanceRecordFact)
         cells = replace(
             seen_cells(config, seen), health=health_cell(health),
             containers=containers_cell(config, judged),
@@ -315,15 +320,6 @@ EXITS: dict[Status, Exit] = {
 def exit_status(rows: Iterable[AuditRow]) -> int:
     """The worst of the hosts' statuses, in the order of ``cli.exits``."""
     return worst(EXITS[r.status] for r in rows)
-
-
-def _read(host: Any, key: str, fact: Any) -> Any:
-    """``fact`` read apart from the survey; None when the read couldn't run."""
-    from rocm_fleet.engine.surveying import read_apart
-    from rocm_fleet.facts.round_trip import Read
-
-    answer = read_apart(host, [Read(key, fact)])
-    return answer[0] if answer else None
 
 
 def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None) -> AcceptanceCell:

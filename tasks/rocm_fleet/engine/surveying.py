@@ -123,12 +123,31 @@ def _survey(target: Any, reads: list[Read]) -> list[Any] | None:
     return target.get_fact(Survey, reads=reads, _ignore_errors=True)
 
 
+# Kept on pyinfra's state: host name -> [reads asked with its survey, their answers or None]
+_ALSO = "_rocm_fleet_also_survey"
+
+
+def also_survey(target: Any, reads: list[Read]) -> None:
+    """Ask ``reads`` too, in ``target``'s next survey's round trip (the audit's reads of what
+    the deploy doesn't plan); ``also_surveyed`` gives their answers."""
+    vars(target.state).setdefault(_ALSO, {})[target.name] = [list(reads), None]
+
+
+def also_surveyed(target: Any) -> list[Any] | None:
+    """The answers to ``also_survey``'s reads, in order; None when no survey ran since."""
+    asked = vars(target.state).get(_ALSO, {}).get(target.name)
+    return asked[1] if asked else None
+
+
 def read_survey(reads: list[Read]) -> HostSurvey | None:
-    """Read ``reads`` from the current host in one round trip and remember every answer
-    (``NvidiaStack`` derived); None when the survey can't run."""
-    answers = _survey(host, reads)
+    """Read ``reads`` (and ``also_survey``'s) from the current host in one round trip and
+    remember every answer (``NvidiaStack`` derived); None when the survey can't run."""
+    also = vars(host.state).get(_ALSO, {}).get(host.name)
+    answers = _survey(host, reads + also[0] if also else reads)
     if answers is None:
         return None
+    if also:
+        also[1], answers = answers[len(reads) :], answers[: len(reads)]
     survey = host_survey(reads, answers)
     stack = nvidia_stack(survey.packages or {}, survey.modules or [])
     answered = ((read.fact, read.kwargs, a) for read, a in zip(reads, answers, strict=True))

@@ -22,6 +22,7 @@ from rocm_fleet.audit import screens as audit_screens
 from rocm_fleet.audit.cells import OBSERVED, OPTIONAL, AuditRow
 from rocm_fleet.engine.host_plans import planned_operations
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
+from rocm_fleet.facts.round_trip import Survey
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import load_config
 from rocm_fleet.model.host_survey import HostSurvey
@@ -726,3 +727,24 @@ def test_a_host_wanting_gpu_containers_is_audited_and_their_absence_is_drift(mon
     (row,) = gather(monkeypatch, {"node": (wants, SurveyHost(converged()))})
     assert row.status == "drift", row
     assert row.cells.containers.text == "! docker is not installed; no CDI spec (/etc/cdi/amd.json)"
+
+
+def test_the_audit_reads_health_containers_and_acceptance_in_the_surveys_one_round_trip(
+    monkeypatch,
+):
+    class Counted(SurveyHost):
+        surveys: list[list[str]] = []
+
+        def __call__(self, fact, *args, **kwargs):
+            if fact is Survey:
+                self.surveys.append([read.name for read in kwargs["reads"]])
+            return super().__call__(fact, *args, **kwargs)
+
+    wants = {**DATA, "rocm_containers_engines": ["docker"], "rocm_acceptance": "quick"}
+    node = Counted(converged(), health=amd_smi_health())
+    (row,) = gather(monkeypatch, {"node": (wants, node)})
+    assert len(node.surveys) == 1, node.surveys  # one round trip, nothing read apart
+    assert node.surveys[0][-3:] == ["health", "containers", "acceptance"]
+    assert row.health == amd_smi_health()  # the survey's answers are the row's
+    assert row.cells.containers.text.startswith("! docker is not installed")
+    assert row.cells.acceptance.text.startswith("never")
