@@ -87,8 +87,36 @@ _stat_ancestors() {
     _stat_lengths=$_stat_new
 }
 
+# _unsafe_plain PATH: unsafe_directory's answer in $found without its subshells, where
+# _stat_ancestors stat'ed every directory above PATH and PATH is plain (absolute, no //,
+# trailing /, . or .., no newline, which $(...) would strip) with no link above it (its
+# readlink -m is itself: one walk answers for both); fails otherwise.
+_unsafe_plain() {
+    found=
+    [ "$_stat_path" = "$1" ] || return 1
+    case $1 in *//* | */ | */. | */./* | */.. | */../* | [!/]* | '' | *'
+'*) return 1 ;; esac
+    _plain_dir=${1%/*}
+    while :; do
+        [ -n "$_plain_dir" ] || _plain_dir=/
+        if [ -L "$_plain_dir" ]; then
+            return 1
+        elif [ -e "$_plain_dir" ]; then
+            case $_stat_lengths in *" ${#_plain_dir} "*) ;; *) return 1 ;; esac
+            # split and globbed as unsafe_directory's $(stat ...)
+            eval "set -- \$_stat_${#_plain_dir}"
+            if [ $((0$2 & 022)) -ne 0 ] || { [ "$1" != 0 ] && [ "$3" != root ]; }; then
+                found="$3 $2 $_plain_dir"
+                return 0
+            fi
+        fi
+        [ "$_plain_dir" != / ] || return 0
+        _plain_dir=${_plain_dir%/*}
+    done
+}
+
 case $1 in /*) _stat_ancestors "$1" ;; esac
-found=$(unsafe_directory "$1")
+_unsafe_plain "$1" || found=$(unsafe_directory "$1")
 if [ -n "$found" ]; then
     printf '%s\n' "$found"
 elif test -e "$1"; then
