@@ -41,7 +41,8 @@ for f in /boot/vmlinuz-*; do
   done
 done
 if command -v dkms >/dev/null 2>&1; then echo {_SECTION}dkms; dkms status 2>&1 | sed 's/^/|/'; fi
-echo {_SECTION}df; df -P -B1 /boot 2>/dev/null | sed 's/^/|/'"""
+echo {_SECTION}df; df -P -B1 /boot 2>/dev/null \
+| while IFS= read -r _l || [ -n "$_l" ]; do printf '|%s\\n' "$_l"; done"""
 
 
 def sections(output: list[str]) -> dict[str, list[str]]:

@@ -111,6 +111,31 @@ class WritableByOthers(FactBase[str | None]):
         found = [line.rstrip() for line in output if line.strip()]
         return found[0] if found else None
 
+    @staticmethod
+    def batch_command(kwargs_list: list[dict[str, Any]]) -> str:
+        """The survey's reads of several paths in one script (one ``stat`` for them all)."""
+        return script_command(
+            ("safe-path", "writable-by-others"), tuple(kwargs["path"] for kwargs in kwargs_list)
+        )
+
+    @staticmethod
+    def batch_process(output: list[str], kwargs_list: list[dict[str, Any]]) -> list[str | None]:
+        if len(kwargs_list) == 1:
+            return [WritableByOthers().process(output)]
+        found: dict[int, list[str]] = {}
+        current: list[str] = []
+        for line in output:
+            marker = _BATCH_PATH.match(line)
+            if marker:
+                current = found.setdefault(int(marker[1]), [])
+            else:
+                current.append(line)
+        fact = WritableByOthers()
+        return [fact.process(found.get(index, [])) for index in range(len(kwargs_list))]
+
+
+_BATCH_PATH = re.compile(r"__path=([0-9]{1,4})$")
+
 
 _PULL_RESULT = re.compile(r'rocm_fleet_pull_last_run\{result="([a-z-]{1,40})"\} 1')
 _PULL_STARTED = re.compile(r"rocm_fleet_pull_last_run_timestamp_seconds ([0-9]{1,12})")
