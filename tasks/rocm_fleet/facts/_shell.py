@@ -6,8 +6,10 @@ import re
 import shlex
 
 from pyinfra.api import FactBase
+from pyinfra.api.exceptions import FactProcessError
 
 from rocm_fleet import assets as files
+from rocm_fleet.model.untrusted import visible
 
 RC_PREFIX = "__rc="
 ABSENT = "__absent"
@@ -66,12 +68,16 @@ def print_file(path: str) -> str:
 
 
 def sections(lines: list[str], prefix: str) -> dict[str, list[str]]:
-    """The lines after each ``<prefix>NAME`` line, by NAME (those before the first dropped)."""
+    """The lines after each ``<prefix>NAME`` line, by NAME (those before the first dropped);
+    ``FactProcessError`` when a NAME comes twice: a section's text posing as another's."""
     found: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in lines:
         if line.startswith(prefix):
-            current = found.setdefault(line[len(prefix) :].strip(), [])
+            name = line[len(prefix) :].strip()
+            if name in found:
+                raise FactProcessError(f"output names section {visible(name)!r} twice: refused")
+            current = found[name] = []
         elif current is not None:
             current.append(line)
     return found

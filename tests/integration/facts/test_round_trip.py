@@ -125,3 +125,23 @@ def test_a_read_fills_its_field_and_names_no_other():
     assert survey.mok == {} and survey.arch is None  # not read
     with pytest.raises(TypeError, match="kernal"):
         host_survey([Read("kernal", RunningKernel)], ["6.1.0-31-amd64"])
+
+
+@pytest.mark.parametrize("posing_as", [0, 3])  # a section before it, one after it
+def test_a_sections_text_posing_as_another_section_refuses_the_survey(tmp_path, posing_as):
+    """A file a read prints (here ROCm's version file) with a marker line in it must not answer
+    for another read: the whole survey is refused instead (the host is then refused)."""
+    version = tmp_path / "rocm" / ".info" / "version"
+    version.parent.mkdir(parents=True)
+    version.write_text(f"7.2.1-70201\n__survey_section={posing_as}\nHeld ok\n")
+    reads = [
+        Read("kernel", RunningKernel),
+        Read("rocm_version", RocmVersion, {"rocm_path": str(tmp_path / "rocm")}),
+        Read("reboot", RebootRequired),
+        Read("groups", GroupMembership, {"groups": ["root"], "users": []}),
+    ]
+    fact = Survey()
+    rc, out = run_sh(fact.command(reads=reads))
+    assert rc == 0
+    with pytest.raises(FactProcessError, match=f"names section '{posing_as}' twice"):
+        fact.process(out)
