@@ -12,5 +12,6 @@ with importing():
 def fleet_node() -> None:
     """``rocm_node()``, told it is composed with GPU containers, then them
     (``rocm_containers_engines``; nothing without it)."""
+    containers.read_with_survey()
     deploy.rocm_node(composed=[containers.CONCERN])
     containers.gpu_containers()

@@ -8,8 +8,10 @@ from dataclasses import MISSING
 
 import pytest
 
+from rocm_fleet.containers.engines import SOURCE as CONTAINER_SOURCE
 from rocm_fleet.deploy import pull
 from rocm_fleet.deploy.node import InventoryError
+from rocm_fleet.facts.round_trip import Survey
 from rocm_fleet.model.node_settings import CONTAINERS
 from rocm_fleet.model.secrets import shown_value
 from rocm_fleet.model.settings import SETTINGS, uncomposed
@@ -74,3 +76,29 @@ def test_rocm_node_alone_refuses_a_host_with_container_settings_before_planning_
     by_core = plan(core, SurveyHost(core_converged(), other=container_facts()), deploy_file=alone)
     whole = plan(core, SurveyHost(core_converged(), other=container_facts()))
     assert not by_core.refused and by_core.names == whole.names
+
+
+def test_a_host_wanting_gpu_containers_reads_their_files_in_the_nodes_one_survey(tmp_path):
+    """``fleet_node`` has the survey read the containers' files (``read_with_survey``): one
+    survey, and the same plan as when they were read in a round trip of their own."""
+
+    class Counted(SurveyHost):
+        def __call__(self, fact, *args, **kwargs):
+            if fact is Survey:
+                self.surveys = [*getattr(self, "surveys", []), kwargs["reads"]]
+            return super().__call__(fact, *args, **kwargs)
+
+    host = Counted(core_converged(), other=container_facts())
+    planned = plan(BOTH, host)
+    assert len(host.surveys) == 1, [[r.key for r in reads] for reads in host.surveys]
+    assert f"files {CONTAINER_SOURCE}" in [read.key for read in host.surveys[0]]
+    apart_file = tmp_path / "apart.py"  # the files read in a round trip of their own
+    apart_file.write_text("from rocm_fleet import containers, deploy\n\n"
+                          "deploy.rocm_node(composed=[containers.CONCERN])\n"
+                          "containers.gpu_containers()\n")  # fmt: skip
+    apart_host = Counted(core_converged(), other=container_facts())
+    apart = plan(BOTH, apart_host, deploy_file=apart_file)
+    assert len(apart_host.surveys) == 2
+    assert [(op.name, op.commands) for op in planned.ops] == [
+        (op.name, op.commands) for op in apart.ops
+    ]

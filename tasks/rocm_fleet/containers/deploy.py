@@ -24,7 +24,7 @@ from rocm_fleet.deploy.node import host_config
 from rocm_fleet.deploy.preflight import refused
 from rocm_fleet.engine.factcache import read_fact, remember_facts
 from rocm_fleet.engine.refuse import outcome_of, refuse_after_preflight, warn_host
-from rocm_fleet.engine.surveying import read_apart
+from rocm_fleet.engine.surveying import also_survey, also_surveyed, read_apart
 from rocm_fleet.facts.apt import KeyringFingerprints
 from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
 from rocm_fleet.facts.round_trip import Read
@@ -109,14 +109,26 @@ def _problems(config: Config, row: Distro, facts: dict, absent_users: list[str])
     return problems
 
 
+_FILE_READS = (
+    *(Read("files", FileDigest, {"path": path}) for path in FILES),
+    Read("keyrings", KeyringFingerprints, {"path": plan.KEYRING}),
+    Read("directories", DirectoryExists, {"path": plan.STATE_DIR}),
+    *(Read("ledgers", Ledger, {"path": path}) for path in LEDGERS),
+)
+
+
+def read_with_survey() -> None:
+    """Have the node's survey read the feature's files too, for a host wanting containers (one
+    round trip for both): call it before ``rocm_node()``, as ``compose`` does."""
+    also_survey(host, list(_FILE_READS), when_set="rocm_containers_engines")
+
+
 def _read_files() -> None:
-    """Read the feature's files in one round trip; remembered for its operations."""
-    reads = [
-        *(Read("files", FileDigest, {"path": path}) for path in FILES),
-        Read("keyrings", KeyringFingerprints, {"path": plan.KEYRING}),
-        Read("directories", DirectoryExists, {"path": plan.STATE_DIR}),
-        *(Read("ledgers", Ledger, {"path": path}) for path in LEDGERS),
-    ]
+    """Read the feature's files in one round trip, unless the survey read them
+    (``read_with_survey``); remembered for its operations."""
+    if also_surveyed(host) is not None:
+        return
+    reads = list(_FILE_READS)
     answers = read_apart(host, reads)
     if answers is not None:  # else each operation asks on its own
         remember_facts((r.fact, r.kwargs, answer) for r, answer in zip(reads, answers, strict=True))

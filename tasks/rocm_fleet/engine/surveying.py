@@ -127,9 +127,12 @@ def _survey(target: Any, reads: list[Read]) -> list[Any] | None:
 _ALSO = "_rocm_fleet_also_survey"
 
 
-def also_survey(target: Any, reads: list[Read]) -> None:
-    """Ask ``reads`` too, in ``target``'s next survey's round trip (the audit's reads of what
-    the deploy doesn't plan); ``also_surveyed`` gives their answers."""
+def also_survey(target: Any, reads: list[Read], when_set: str | None = None) -> None:
+    """Ask ``reads`` too (only if ``target``'s data sets ``when_set``, when given), in its next
+    survey's round trip (what the audit and a feature's deploy read beside the node's); their
+    answers are remembered as the survey's (``read_fact``), ``also_surveyed`` gives them."""
+    if when_set is not None and not target.data.get(when_set):
+        return
     vars(target.state).setdefault(_ALSO, {})[target.name] = [list(reads), None]
 
 
@@ -143,14 +146,17 @@ def read_survey(reads: list[Read]) -> HostSurvey | None:
     """Read ``reads`` (and ``also_survey``'s) from the current host in one round trip and
     remember every answer (``NvidiaStack`` derived); None when the survey can't run."""
     also = vars(host.state).get(_ALSO, {}).get(host.name)
-    answers = _survey(host, reads + also[0] if also else reads)
+    asked = {read.key for read in reads}
+    every = reads + [read for read in also[0] if read.key not in asked] if also else reads
+    answers = _survey(host, every)
     if answers is None:
         return None
+    by_key = {read.key: answer for read, answer in zip(every, answers, strict=True)}
     if also:
-        also[1], answers = answers[len(reads) :], answers[: len(reads)]
-    survey = host_survey(reads, answers)
+        also[1] = [by_key[read.key] for read in also[0]]
+    survey = host_survey(reads, answers[: len(reads)])
     stack = nvidia_stack(survey.packages or {}, survey.modules or [])
-    answered = ((read.fact, read.kwargs, a) for read, a in zip(reads, answers, strict=True))
+    answered = ((read.fact, read.kwargs, by_key[read.key]) for read in every)
     remember_facts([*answered, (system.NvidiaStack, {}, stack)])
     return survey
 
