@@ -172,18 +172,6 @@ def _dkms_problems(
     return []
 
 
-def boot_room(state: BootState) -> str | None:
-    """Why /boot can't take one more initramfs (as big as the largest there), or None."""
-    largest = max((k.initrd_bytes or 0 for k in state.kernels), default=0)
-    free = state.boot_free_bytes
-    if free is None or not largest or free >= largest:
-        return None
-    return (
-        f"/boot has {free // 2**20} MiB free, less than one more initramfs "
-        f"({largest // 2**20} MiB): remove old kernels"
-    )
-
-
 def reboot_refusal(
     state: BootState, driver: str | None, secure_boot: bool, mok: str | None, dkms_max=None
 ) -> list[str]:
@@ -192,8 +180,15 @@ def reboot_refusal(
     if boot.kernel is None:
         return [f"can't tell which kernel the node boots next: {boot.how}"]
     found = readiness(state, boot.kernel, driver, secure_boot, mok, dkms_max)
-    room = [room] if (room := boot_room(state)) else []
-    return [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems] + room
+    said = [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems]
+    # /boot must take one more initramfs, as big as the largest there
+    largest = max((k.initrd_bytes or 0 for k in state.kernels), default=0)
+    if (free := state.boot_free_bytes) is not None and free < largest:
+        said.append(
+            f"/boot has {free // 2**20} MiB free, less than one more initramfs "
+            f"({largest // 2**20} MiB): remove old kernels"
+        )
+    return said
 
 
 def kernels_readiness(
