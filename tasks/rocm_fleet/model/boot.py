@@ -4,15 +4,15 @@ whether amdgpu is ready for it (module, initramfs, room in /boot): pure."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING
 
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.versions import kernel_key
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
+    from rocm_fleet.model.host_survey import HostSurvey
 
 
 @dataclass(frozen=True)
@@ -172,18 +172,6 @@ def _dkms_problems(
     return []
 
 
-def boot_room(state: BootState) -> str | None:
-    """Why /boot can't take one more initramfs (as big as the largest there), or None."""
-    largest = max((k.initrd_bytes or 0 for k in state.kernels), default=0)
-    free = state.boot_free_bytes
-    if free is None or not largest or free >= largest:
-        return None
-    return (
-        f"/boot has {free // 2**20} MiB free, less than one more initramfs "
-        f"({largest // 2**20} MiB): remove old kernels"
-    )
-
-
 def reboot_refusal(
     state: BootState, driver: str | None, secure_boot: bool, mok: str | None, dkms_max=None
 ) -> list[str]:
@@ -192,8 +180,15 @@ def reboot_refusal(
     if boot.kernel is None:
         return [f"can't tell which kernel the node boots next: {boot.how}"]
     found = readiness(state, boot.kernel, driver, secure_boot, mok, dkms_max)
-    room = [room] if (room := boot_room(state)) else []
-    return [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems] + room
+    said = [f"next boot {boot.kernel} ({boot.how}): {p}" for p in found.problems]
+    # /boot must take one more initramfs, as big as the largest there
+    largest = max((k.initrd_bytes or 0 for k in state.kernels), default=0)
+    if (free := state.boot_free_bytes) is not None and free < largest:
+        said.append(
+            f"/boot has {free // 2**20} MiB free, less than one more initramfs "
+            f"({largest // 2**20} MiB): remove old kernels"
+        )
+    return said
 
 
 def kernels_readiness(
@@ -214,17 +209,6 @@ class BootOutlook:
     kernels: tuple[Readiness, ...]
 
 
-class BootSurvey(Protocol):
-    """What ``survey_boot`` reads of a ``HostSurvey`` (a Protocol: host_survey imports this)."""
-
-    @property
-    def boot(self) -> BootState | None: ...
-    @property
-    def secure_boot(self) -> Mapping[str, Any] | None: ...
-    @property
-    def mok(self) -> Mapping[str, Mapping[str, Any]]: ...
-
-
 def wanted_driver(config: Config) -> str | None:
     """The amdgpu driver the next kernel must have; None where no GPU is expected."""
     gpu = config.rocm_state == "present" and config.expected_gpu_count != 0
@@ -238,7 +222,7 @@ def dkms_limit(config: Config) -> str | None:
 
 
 def survey_boot(
-    survey: BootSurvey, driver: str | None, cert: str | None, dkms_max: str | None = None
+    survey: HostSurvey, driver: str | None, cert: str | None, dkms_max: str | None = None
 ) -> BootOutlook:
     """The next boot of a surveyed host, as the audit shows it."""
     state = survey.boot or BootState()

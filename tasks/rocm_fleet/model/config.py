@@ -156,17 +156,14 @@ def load_config(
                 "page); or set pytorch_install: False",
             )
         builds = source.builds_for(gfx)
-        wanted = settings.torch_version
-        if wanted is None:
+        if (wanted := settings.torch_version) is None:
             torch_build = builds[-1]
         else:
-            matches = [b for b in builds if b.torch == wanted]
-            if not matches and len(builds) == len(source.builds):
+            torch_build = next((b for b in builds if b.torch == wanted), None)
+            if torch_build is None and len(builds) == len(source.builds):
                 # the data may lag the index: the lock (the live page) says
-                matches = [
-                    b for b in (torch_builds.unrecorded_build(source, wanted),) if b is not None
-                ]
-            if not matches:
+                torch_build = torch_builds.unrecorded_build(source, wanted)
+            if torch_build is None:
                 published = [b.torch for b in builds]
                 newest = _newest_of_series(wanted, published)
                 hint = f"did you mean {newest!r}? expected " if newest else ""
@@ -179,8 +176,6 @@ def load_config(
                     f"{hint}a torch published on {source.name} for ROCm {version}{also} "
                     f"({', '.join(published)})",
                 )
-            torch_build = matches[0]
-
     index = settings.pytorch_index_base_url
     torch = torch_install(rel, torch_build, index, gfx) if torch_build else None
     from_site = site if site is not None and site.adds(version) else None

@@ -65,12 +65,11 @@ class Fleet:
 
     def needs(self, name: str, row: matrix.Distro) -> HostNeeds | None:
         """What ``name`` fetches on distro ``row``; None when its release publishes none there."""
-        key = (name, row.key)
-        if key not in self._needs:
-            config = self.config(name)
-            published = config.release.publication(row) is not None
-            self._needs[key] = host_needs(config, row) if published else None
-        return self._needs[key]
+        config = self.config(name)
+        published = config.release.publication(row) is not None
+        return _once(
+            self._needs, (name, row.key), lambda: host_needs(config, row) if published else None
+        )
 
     def upstream_urls(self, name: str) -> list[str]:
         """Every URL ``name`` fetches from on any distro its release publishes for."""

@@ -106,8 +106,10 @@ class GpuHealth:
         ]
 
 
-def _gpu_records(text: str, command: str) -> list[dict[str, Any]]:
-    """The per-GPU objects of an amd-smi ``--json`` output, whichever top-level form."""
+def _by_gpu(text: str | None, command: str) -> dict[int, dict[str, Any]]:
+    """The per-GPU objects of an amd-smi ``--json`` output (either top-level form), by index."""
+    if not text or not text.strip():
+        return {}
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -120,7 +122,8 @@ def _gpu_records(text: str, command: str) -> list[dict[str, Any]]:
                 break
     if not isinstance(data, list):
         raise HealthParseError(f"{command}: expected a list of GPUs, got {type(data).__name__}")
-    return [item for item in data if isinstance(item, dict) and "gpu" in item]
+    records = [item for item in data if isinstance(item, dict) and "gpu" in item]
+    return {index: r for r in records if (index := _int(r.get("gpu"))) is not None}
 
 
 def _number(value: Any) -> float | None:
@@ -145,11 +148,6 @@ def _number(value: Any) -> float | None:
 def _int(value: Any) -> int | None:
     number = _number(value)
     return None if number is None else int(number)
-
-
-def _by_gpu(text: str | None, command: str) -> dict[int, dict[str, Any]]:
-    records = _gpu_records(text, command) if text and text.strip() else []
-    return {index: r for r in records if (index := _int(r.get("gpu"))) is not None}
 
 
 def _speed_gts(value: Any) -> float | None:

@@ -173,7 +173,6 @@ def sha1_bound(rel: Release) -> bool:
 
 def accepted_alternatives(row: Distro) -> tuple[Release | None, Release | None]:
     """The first classic and first Core SDK release ``row``'s apt accepts (None: none)."""
-
     ok = [r for r in RELEASES if r.support(row) not in (None, Support.REJECTED)]
     classic, core = (next((r for r in ok if r.stream is s), None) for s in (CLASSIC, CORE_SDK))
     return classic, core

@@ -19,11 +19,6 @@ class PciDevice:
     def guest_os(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(g for row in self.sr_iov for g in row["guest_os"]))
 
-    @property
-    def host_driver(self) -> str | None:
-        """The host's SR-IOV driver AMD lists (GIM), or None."""
-        return next((row["driver"] for row in self.sr_iov if row.get("driver")), None)
-
 
 AMD_VENDOR, NVIDIA_VENDOR = "0x1002", "0x10de"
 _DEVICES = PCI_ROWS["devices"]

@@ -32,10 +32,6 @@ def described() -> list[Described]:
     return found
 
 
-def _by_concern() -> Any:
-    return groupby(described(), attrgetter("concern"))
-
-
 def _default(item: Described) -> str:
     return "*(required)*" if item.required else f"`{item.default!r}`"
 
@@ -43,7 +39,7 @@ def _default(item: Described) -> str:
 def settings_table() -> str:
     """The README's settings table: key, default, meaning, by concern."""
     rows = ["| Key | Default | Meaning |", "|---|---|---|"]
-    for concern, items in _by_concern():
+    for concern, items in groupby(described(), attrgetter("concern")):
         rows.append(f"| **{concern}** | | |")
         rows += [f"| `{item.key}` | {_default(item)} | {item.meaning} |" for item in items]
     return "\n".join(rows)
@@ -96,7 +92,7 @@ def reference_page() -> str:
         "[`settings.schema.json`](settings.schema.json) (`rocm-fleet settings --schema`), "
         "e.g. with a `# yaml-language-server: $schema=...` line in a YAML file of host data.",
     ]
-    for concern, items in _by_concern():
+    for concern, items in groupby(described(), attrgetter("concern")):
         out += ["", f"## {concern}", "", "| Key | Default | Valid | Meaning |", "|---|---|---|---|"]
         for item in items:
             valid, meaning = _cell(item.valid), _cell(item.meaning)

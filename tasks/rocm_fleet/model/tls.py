@@ -147,16 +147,43 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def _pem(certificate: x509.Certificate) -> bytes:
-    return certificate.public_bytes(serialization.Encoding.PEM)
+_Pair = tuple[x509.Certificate, ec.EllipticCurvePrivateKey]
 
 
-def _certificate(
-    subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey, days: int,
-    now: datetime.datetime, extensions: list[tuple[x509.ExtensionType, bool]],
-    signer: ec.EllipticCurvePrivateKey,
-) -> x509.Certificate:  # fmt: skip
-    """A certificate of ``key``'s public key with ``extensions`` (each with its criticality)."""
+def _issue(names: list[str], now: datetime.datetime, ca: _Pair | None = None) -> _Pair:
+    """A new P-256 key and its certificate (passing ``VERIFY_X509_STRICT``): without ``ca``, a
+    self-signed CA named ``names[0]``; else a server's for ``names`` (addresses and DNS names,
+    its subjectAltName) issued by ``ca`` (certificate, key)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    identifier = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
+    if ca is None:
+        issuer, signer, issuer_id, days = subject, key, identifier, CA_DAYS
+    else:
+        issuer, signer, days = ca[0].subject, ca[1], SERVER_DAYS
+        issuer_id = ca[0].extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+    # digital_signature, content_commitment, key/data encipherment, key_agreement,
+    # key_cert_sign, crl_sign, encipher_only, decipher_only
+    signs, no = ca is None, False
+    extensions: list[tuple[x509.ExtensionType, bool]] = [
+        (x509.BasicConstraints(ca=signs, path_length=0 if signs else None), True),
+        (x509.KeyUsage(not signs, no, no, no, no, signs, signs, no, no), True),
+    ]
+    if ca is not None:
+        alternatives: list[x509.GeneralName] = []
+        for name in names:
+            try:
+                alternatives.append(x509.IPAddress(ipaddress.ip_address(name)))
+            except ValueError:
+                alternatives.append(x509.DNSName(name))
+        extensions += [
+            (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
+            (x509.SubjectAlternativeName(alternatives), False),
+        ]
+    extensions += [
+        (identifier, False),
+        (x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(issuer_id), False),
+    ]
     builder = (
         x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
         .public_key(key.public_key()).serial_number(x509.random_serial_number())
@@ -165,58 +192,7 @@ def _certificate(
     )  # fmt: skip
     for extension, critical in extensions:
         builder = builder.add_extension(extension, critical=critical)
-    return builder.sign(signer, hashes.SHA256())
-
-
-def _usage(cert_sign: bool) -> x509.KeyUsage:
-    # digital_signature, content_commitment, key/data encipherment, key_agreement,
-    # key_cert_sign, crl_sign, encipher_only, decipher_only
-    no = False
-    return x509.KeyUsage(not cert_sign, no, no, no, no, cert_sign, cert_sign, no, no)
-
-
-def make_ca(
-    name: str, now: datetime.datetime
-) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A CA certificate and P-256 key that pass ``VERIFY_X509_STRICT``."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    identifier = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
-    authority = x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(identifier)
-    extensions: list[tuple[x509.ExtensionType, bool]] = [
-        (x509.BasicConstraints(ca=True, path_length=0), True),
-        (_usage(cert_sign=True), True),
-        (identifier, False),
-        (authority, False),
-    ]
-    return _certificate(subject, subject, key, CA_DAYS, now, extensions, key), key
-
-
-def issue(
-    ca: x509.Certificate,
-    ca_key: ec.EllipticCurvePrivateKey,
-    names: list[str],
-    now: datetime.datetime,
-) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    """A server certificate for ``names`` (addresses and DNS names, its subjectAltName)."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    alternatives: list[x509.GeneralName] = []
-    for name in names:
-        try:
-            alternatives.append(x509.IPAddress(ipaddress.ip_address(name)))
-        except ValueError:
-            alternatives.append(x509.DNSName(name))
-    ca_identifier = ca.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])])
-    extensions: list[tuple[x509.ExtensionType, bool]] = [
-        (x509.BasicConstraints(ca=False, path_length=None), True),
-        (_usage(cert_sign=False), True),
-        (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), False),
-        (x509.SubjectAlternativeName(alternatives), False),
-        (x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False),
-        (x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_identifier), False),
-    ]
-    return _certificate(subject, ca.subject, key, SERVER_DAYS, now, extensions, ca_key), key
+    return builder.sign(signer, hashes.SHA256()), key
 
 
 @dataclass(frozen=True)
@@ -232,9 +208,9 @@ def make_mirror_files(directory: Path, names: list[str]) -> MadeFiles:
     ca_path, ca_key_path = directory / "ca.crt", directory / "ca.key"
     new_ca = not ca_path.exists()
     if new_ca:
-        ca, ca_key = make_ca(f"rocm-fleet mirror CA ({names[0]})", now)
+        ca, ca_key = _issue([f"rocm-fleet mirror CA ({names[0]})"], now)
         write_atomically(ca_key_path, _pem_key(ca_key), mode=0o600)
-        write_atomically(ca_path, _pem(ca))
+        write_atomically(ca_path, ca.public_bytes(serialization.Encoding.PEM))
     else:
         ca = load_certificates("ca.crt", str(ca_path))[0]
         private_key_is_private("ca.key", str(ca_key_path))
@@ -242,8 +218,8 @@ def make_mirror_files(directory: Path, names: list[str]) -> MadeFiles:
         if not isinstance(loaded, ec.EllipticCurvePrivateKey):
             raise TlsFileError("ca.key", f"{ca_key_path} is not the P-256 key mirror-ca makes")
         ca_key = loaded
-    server, key = issue(ca, ca_key, names, now)
+    server, key = _issue(names, now, (ca, ca_key))
     cert_path, key_path = directory / "mirror.crt", directory / "mirror.key"
     write_atomically(key_path, _pem_key(key), mode=0o600)
-    write_atomically(cert_path, _pem(server))
+    write_atomically(cert_path, server.public_bytes(serialization.Encoding.PEM))
     return MadeFiles(MirrorTls(str(ca_path), str(cert_path), str(key_path)), new_ca)

@@ -61,11 +61,6 @@ class AmdWheels:
         """What torch requires from the index, ``rocm[libraries]==10.0.0`` (the same)."""
         return f"rocm[libraries]=={self.release}"
 
-    @staticmethod
-    def device_extras(gfx: list[str] | tuple[str, ...]) -> list[str]:
-        """``device-<gfx>`` per expected target, ``device-all`` when none is named."""
-        return [f"device-{g}" for g in sorted(set(gfx))] or ["device-all"]
-
     def builds_for(self, gfx: list[str] | tuple[str, ...]) -> tuple[TorchBuild, ...]:
         """The builds AMD offers every one of ``gfx``."""
         limits = dict(self.target_builds)
@@ -113,9 +108,12 @@ class TorchSource:
         return self.amd.builds_for(gfx) if self.amd else self.builds
 
     def extras(self, gfx: list[str] | tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """(distribution, its extras) for ``gfx``."""
-        extras = tuple(self.amd.device_extras(gfx)) if self.amd else ()
-        return tuple((name, extras) for name in self.amd.device_extra_on) if self.amd else ()
+        """(distribution, its extras) for ``gfx``: ``device-<gfx>`` per expected target,
+        ``device-all`` when none is named."""
+        if self.amd is None:
+            return ()
+        extras = tuple(f"device-{g}" for g in sorted(set(gfx))) or ("device-all",)
+        return tuple((name, extras) for name in self.amd.device_extra_on)
 
 
 # Per PyTorch index, the torch releases PyTorch's build matrix (pytorch/test-infra) built for it.
