@@ -149,8 +149,8 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
     again = deploy(lab, "-vv", inventory=inventory, limit=NODE)  # -vv: each command it sent
     succeeded(again)
     assert changed(again) == {}, changed(again)  # the images are there: nothing to pull
-    sent = re.findall(rf"^\[{NODE}\] >>> ", re.sub(r"\x1b\[[0-9;]*m", "", again.output), re.M)
-    print(f"converged run: {len(sent)} round trips to {NODE}")
+    sent = re.findall(rf"^\[{NODE}\]\s+>>> ", re.sub(r"\x1b\[[0-9;]*m", "", again.output), re.M)
+    print(f"converged run: {len(sent)} round trips to {NODE}, {again.seconds:.1f}s")
     assert len(sent) == 1  # the survey read everything, the containers' reads too
 
     render = [f"renderD{128 + i}" for i in range(8)]
