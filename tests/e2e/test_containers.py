@@ -14,6 +14,7 @@ AMD's doubles.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
@@ -145,9 +146,12 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
         engines.load_image(lab, NODE, engine, user)
     images = {"rocm_containers_images": [engines.IMAGE]}
     inventory = inventory_with(lab, tmp_path / "lab.py", images)
-    again = deploy(lab, inventory=inventory, limit=NODE)
+    again = deploy(lab, "-vv", inventory=inventory, limit=NODE)  # -vv: each command it sent
     succeeded(again)
     assert changed(again) == {}, changed(again)  # the images are there: nothing to pull
+    sent = re.findall(rf"^\[{NODE}\]\s+>>> ", re.sub(r"\x1b\[[0-9;]*m", "", again.output), re.M)
+    print(f"converged run: {len(sent)} round trips to {NODE}, {again.seconds:.1f}s")
+    assert len(sent) == 1  # the survey read everything, the containers' reads too
 
     render = [f"renderD{128 + i}" for i in range(8)]
     seen = in_container(lab, "docker run --rm --network none --device amd.com/gpu=all")

@@ -102,3 +102,15 @@ def test_a_host_wanting_gpu_containers_reads_their_files_in_the_nodes_one_survey
     assert [(op.name, op.commands) for op in planned.ops] == [
         (op.name, op.commands) for op in apart.ops
     ]
+
+
+def test_bad_data_of_a_host_wanting_gpu_containers_is_refused_as_without_them():
+    """``read_with_survey`` reads the host's settings first: bad data still gets
+    ``rocm_node``'s message (every host's refusals), not another."""
+    bad = {**BOTH, "rocm_users": "alice"}
+    with pytest.raises(InventoryError, match="'rocm_users' has value 'alice'") as raised:
+        plan(bad, SurveyHost(core_converged(), other=container_facts()))
+    core = {key: value for key, value in bad.items() if not key.startswith("rocm_containers")}
+    with pytest.raises(InventoryError) as without:
+        plan(core, SurveyHost(core_converged()))
+    assert str(raised.value) == str(without.value)

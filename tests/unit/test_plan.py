@@ -17,6 +17,7 @@ from pyinfra.api.exceptions import PyinfraError
 from pyinfra.facts.server import Which
 
 from rocm_fleet.assets import text
+from rocm_fleet.facts.round_trip import Survey
 from rocm_fleet.model import paths
 from rocm_fleet.model.config import ConfigError
 from rocm_fleet.model.matrix import HOST_RUNTIMES, release
@@ -184,6 +185,42 @@ def test_an_unreadable_host_is_refused_with_how_to_connect(caplog):
     planned = plan({"rocm_version": "6.4.3"}, Unreadable({}))
     assert planned.refused and planned.ops == []
     assert "preflight could not read node (see the error above): connect as root" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("output", "reason"),
+    [(["__survey_section=0", "ID=debian", "__survey_section=0"],
+      "preflight refused node's survey (output names section '0' twice: refused): a file or "
+      "tool on the host printed a line posing as a survey section marker, so no answer can be "
+      "trusted; find that line in what the survey reads (pyinfra -vvv prints its output, the "
+      "host's untrusted text) and remove it"),
+     (["__survey_section=0", "ID=debian\x1b]0;owned\x07"],
+      "preflight could not take node's survey output as answers (incomplete survey output: "
+      "'__survey_section=0\\nID=debian\\x1b]0;owned\\x07'): a read's output ran into the next "
+      "section or was cut short; pyinfra -vvv prints the survey's output (the host's untrusted "
+      "text)")],
+)  # fmt: skip
+def test_a_survey_output_not_taken_as_answers_says_what_happened_not_how_to_connect(
+    caplog, output, reason
+):
+    """A section named twice (a host's text posing as another read's) or missing is no
+    connection problem: the refusal says what happened, with no advice about root or sudo."""
+    caplog.set_level(logging.ERROR, logger="pyinfra")
+
+    class Unreadable(SurveyHost):
+        def __call__(self, fact, *args, **kwargs):
+            if fact is Survey:
+                survey = Survey()
+                survey.command(reads=kwargs["reads"])
+                return survey.process(output)
+            return super().__call__(fact, *args, **kwargs)
+
+    host = Unreadable({})
+    planned = plan({"rocm_version": "6.4.3", "_sudo": True}, host)
+    assert planned.refused and planned.ops == []
+    assert planned.reason == reason
+    assert host.extra_reads == []  # no look for sudo: it is not the problem
+    assert "\x1b" not in caplog.text and "\x07" not in caplog.text  # the host's text escaped
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from rocm_fleet.deploy.preflight import survey_reads
 from rocm_fleet.facts.apt import AptInstallSize, _apt_need
-from rocm_fleet.facts.round_trip import Survey
+from rocm_fleet.facts.round_trip import Survey, Unreadable
 from rocm_fleet.facts.system import NvidiaStack
 from rocm_fleet.model import paths
 from rocm_fleet.model.answers import InstallSize
@@ -116,12 +116,13 @@ def test_the_survey_follows_the_settings():
 
 
 def test_incomplete_survey_output_is_an_error_not_a_partial_answer():
-    from pyinfra.api.exceptions import FactProcessError
-
     fact = Survey()
     fact.command(reads=survey_reads(config()))
-    with pytest.raises(FactProcessError, match="incomplete survey output"):
-        fact.process(["__survey_section=0", "ID=debian"])
+    found = fact.process(["__survey_section=0", "ID=debian"])
+    assert isinstance(found, Unreadable) and not found.forged
+    assert found.reason.startswith("incomplete survey output: ")
+    forged = fact.process(["__survey_section=0", "ID=debian", "__survey_section=0"])
+    assert forged == Unreadable("output names section '0' twice: refused", forged=True)
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,10 @@ from typing import TYPE_CHECKING
 
 from pyinfra import host
 from pyinfra.api import deploy
-from pyinfra.facts.files import FileContents
 from pyinfra.operations.util import any_changed
 
 from rocm_fleet.containers import engines as plan
-from rocm_fleet.containers.facts import ContainerEngines
+from rocm_fleet.containers.facts import ContainerEngines, ImagePresent
 from rocm_fleet.containers.operations import (
     cdi_spec,
     docker_gpus,
@@ -23,13 +22,15 @@ from rocm_fleet.deploy.apt_repository import AptFile, AptKey, apt_repository
 from rocm_fleet.deploy.node import host_config
 from rocm_fleet.deploy.preflight import refused
 from rocm_fleet.engine.factcache import read_fact, remember_facts
+from rocm_fleet.engine.inventory_fleet import fleet_of
 from rocm_fleet.engine.refuse import outcome_of, refuse_after_preflight, warn_host
 from rocm_fleet.engine.surveying import also_survey, also_surveyed, read_apart
 from rocm_fleet.facts.apt import KeyringFingerprints
-from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, FileLines, Ledger
 from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
+from rocm_fleet.model.config import ConfigError
 from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.model.sources import AptNeed, HostNeeds, toolkit_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
@@ -114,28 +115,51 @@ _FILE_READS = (
     Read("keyrings", KeyringFingerprints, {"path": plan.KEYRING}),
     Read("directories", DirectoryExists, {"path": plan.STATE_DIR}),
     *(Read("ledgers", Ledger, {"path": path}) for path in LEDGERS),
+    Read("daemon_json", FileLines, {"path": plan.DAEMON_JSON}),
 )
 
 
+def _reads(config: Config) -> list[Read]:
+    """What the feature reads of a converged host: its files, daemon.json and, for the engines
+    ``config`` wants, their versions and apt's candidates, the rootless users' groups, the
+    images."""
+    engines, users = config.rocm_containers_engines, list(config.rocm_containers_rootless_users)
+    return [
+        *_FILE_READS,
+        *([Read("container_engines", ContainerEngines)] if engines else []),
+        *([Read("container_groups", GroupMembership, {"groups": list(GPU_GROUPS),
+                                                      "users": users})] if users else []),
+        *(Read(f"image {engine} {ref}", ImagePresent, {"engine": engine, "ref": ref})
+          for engine in ("docker", "podman") if engine in engines
+          for ref in config.rocm_containers_images),
+    ]  # fmt: skip
+
+
 def read_with_survey() -> None:
-    """Have the node's survey read the feature's files too, for a host wanting containers (one
-    round trip for both): call it before ``rocm_node()``, as ``compose`` does."""
-    also_survey(host, list(_FILE_READS), when_set="rocm_containers_engines")
+    """Have the node's survey read what the feature reads too, for a host wanting containers
+    (one round trip for both): call it before ``rocm_node()``, as ``compose`` does."""
+    if not host.data.get("rocm_containers_engines"):
+        return
+    try:
+        config = fleet_of(host.inventory).config(host.name)
+    except ConfigError:
+        return  # rocm_node() refuses the host's data
+    also_survey(host, _reads(config))
 
 
-def _read_files() -> None:
-    """Read the feature's files in one round trip, unless the survey read them
+def _read_files(config: Config) -> None:
+    """Read what the feature reads in one round trip, unless the survey read it
     (``read_with_survey``); remembered for its operations."""
     if also_surveyed(host) is not None:
         return
-    reads = list(_FILE_READS)
+    reads = _reads(config)
     answers = read_apart(host, reads)
     if answers is not None:  # else each operation asks on its own
         remember_facts((r.fact, r.kwargs, answer) for r, answer in zip(reads, answers, strict=True))
 
 
 def _install(config: Config, found: Outcome, row: Distro) -> None:
-    _read_files()
+    _read_files(config)
     users = list(config.rocm_containers_rootless_users)
     facts = read_fact(ContainerEngines)
     absent_users = []
@@ -154,7 +178,7 @@ def _install(config: Config, found: Outcome, row: Distro) -> None:
             problems.append(f"{said}: {'; '.join(gaps)}")
     if "docker" in config.rocm_containers_engines and not problems:
         try:
-            lines = read_fact(FileContents, path=plan.DAEMON_JSON)
+            lines = read_fact(FileLines, path=plan.DAEMON_JSON)
             plan.parse_daemon_json(None if lines is None else "\n".join(lines))
         except plan.NotJson as exc:
             problems.append(f"{exc}: fix it (rocm-fleet merges its keys into the site's file)")
@@ -225,7 +249,7 @@ def _subordinate_ids(users: list[str]) -> None:
 @deploy("Remove GPU containers")
 def remove_containers(config: Config) -> None:
     """Take back what rocm-fleet set up for containers (engines, images, groups stay)."""
-    _read_files()
+    _read_files(config)
     _docker(config, present=False)
     _subordinate_ids([])
     if read_fact(Ledger, path=CDI_RECORD):

@@ -5,7 +5,6 @@ import re
 
 from pyinfra import host
 from pyinfra.api import QuoteString, StringCommand, operation
-from pyinfra.facts.files import FileContents
 
 from rocm_fleet.containers.engines import (
     NotJson,
@@ -20,7 +19,7 @@ from rocm_fleet.containers.facts import ContainerEngines, ImagePresent, RunningC
 from rocm_fleet.engine.factcache import read_fact
 from rocm_fleet.engine.refuse import warn_host
 from rocm_fleet.facts.apt import InstalledPackages
-from rocm_fleet.facts.files import Ledger
+from rocm_fleet.facts.files import FileLines, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.system import AmdgpuModule
 from rocm_fleet.model import grammar
@@ -76,7 +75,7 @@ def docker_gpus(path: str, ledger: str, stamp: str, allow_running: bool, install
     if not present and recorded is None:
         host.noop(f"{path} holds none of rocm-fleet's keys")
         return
-    lines = read_fact(FileContents, path=path)
+    lines = read_fact(FileLines, path=path)
     current = None if lines is None else "\n".join(lines) + "\n"
     fragment = None
     if present:

@@ -14,6 +14,7 @@ from rocm_fleet.deploy.pull import mark_pushes, pull_problems, pull_warnings
 from rocm_fleet.engine.refuse import Outcome, outcome_of, record_outcome, refuse_host, warn_host
 from rocm_fleet.engine.run import sudo_asked, verbose
 from rocm_fleet.engine.surveying import read_survey, survey_reads
+from rocm_fleet.facts.round_trip import Unreadable
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.config import Config
 from rocm_fleet.model.conflicts import venv_problems
@@ -41,6 +42,22 @@ def _unreadable() -> str:
     return (
         f"preflight could not read {host.name} through sudo (see the error above): give the "
         "SSH user passwordless sudo, or set _sudo_password"
+    )
+
+
+def _not_answers(found: Unreadable) -> str:
+    """Why the survey's output was not taken as answers, and where to look."""
+    if found.forged:
+        return (
+            f"preflight refused {host.name}'s survey ({found.reason}): a file or tool on the host "
+            "printed a line posing as a survey section marker, so no answer can be trusted; find "
+            "that line in what the survey reads (pyinfra -vvv prints its output, the host's "
+            "untrusted text) and remove it"
+        )
+    return (
+        f"preflight could not take {host.name}'s survey output as answers ({found.reason}): a "
+        "read's output ran into the next section or was cut short; pyinfra -vvv prints the "
+        "survey's output (the host's untrusted text)"
     )
 
 
@@ -82,8 +99,8 @@ def refused(target: Any = None) -> str | None:
 def preflight(config: Config) -> Findings | None:
     """The findings (matrix row, GPUs) when the host may be deployed; else None (refused)."""
     survey = read_survey(survey_reads(config))
-    if survey is None:
-        reason = _unreadable()
+    if survey is None or isinstance(survey, Unreadable):
+        reason = _unreadable() if survey is None else _not_answers(survey)
         record_outcome(Outcome(None, None, reason))
         refuse_host(reason)
         return None

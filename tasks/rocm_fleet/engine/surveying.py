@@ -12,7 +12,7 @@ from pyinfra import host
 from rocm_fleet.engine.factcache import remember_facts
 from rocm_fleet.facts import apt, boot, files, gpu, python, secureboot, slurm, system, users
 from rocm_fleet.facts.apt_removal import DistroRocmPackages, PackagePurge
-from rocm_fleet.facts.round_trip import Read, Survey, host_survey
+from rocm_fleet.facts.round_trip import Read, Survey, Unreadable, host_survey
 from rocm_fleet.model import conflicts, paths
 from rocm_fleet.model.nvidia import NVIDIA_PACKAGE_EXCEPTIONS, NVIDIA_PACKAGE_PATTERNS, nvidia_stack
 
@@ -116,7 +116,7 @@ class QuietSurveyFailure(logging.Filter):
 QUIET_SURVEY_FAILURE = QuietSurveyFailure()
 
 
-def _survey(target: Any, reads: list[Read]) -> list[Any] | None:
+def _survey(target: Any, reads: list[Read]) -> list[Any] | Unreadable | None:
     """The ``Survey`` fact of ``target``, None when it can't run."""
     logging.getLogger("pyinfra").addFilter(QUIET_SURVEY_FAILURE)
     # _ignore_errors: a survey that can't run becomes the caller's refusal.
@@ -142,15 +142,16 @@ def also_surveyed(target: Any) -> list[Any] | None:
     return asked[1] if asked else None
 
 
-def read_survey(reads: list[Read]) -> HostSurvey | None:
+def read_survey(reads: list[Read]) -> HostSurvey | Unreadable | None:
     """Read ``reads`` (and ``also_survey``'s) from the current host in one round trip and
-    remember every answer (``NvidiaStack`` derived); None when the survey can't run."""
+    remember every answer (``NvidiaStack`` derived); None when the survey can't run,
+    ``Unreadable`` when its output can't be taken as answers."""
     also = vars(host.state).get(_ALSO, {}).get(host.name)
     asked = {read.key for read in reads}
     every = reads + [read for read in also[0] if read.key not in asked] if also else reads
     answers = _survey(host, every)
-    if answers is None:
-        return None
+    if answers is None or isinstance(answers, Unreadable):
+        return answers
     by_key = {read.key: answer for read, answer in zip(every, answers, strict=True)}
     if also:
         also[1] = [by_key[read.key] for read in also[0]]
@@ -163,5 +164,6 @@ def read_survey(reads: list[Read]) -> HostSurvey | None:
 
 def read_apart(target: Any, reads: list[Read]) -> list[Any] | None:
     """Read ``reads`` from connected ``target`` outside any deploy, in one round trip (the audit's
-    health reads); the answers in order, None when it can't run."""
-    return _survey(target, reads)
+    health reads); the answers in order, None when it can't run or its output is unreadable."""
+    answers = _survey(target, reads)
+    return None if isinstance(answers, Unreadable) else answers

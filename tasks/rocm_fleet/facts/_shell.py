@@ -67,16 +67,21 @@ def print_file(path: str) -> str:
     return f"{loop} 2>/dev/null <{path}"
 
 
+class ForgedSection(FactProcessError):
+    """An output naming a section twice: a section's text (a file, a tool's output) posing as
+    another's."""
+
+
 def sections(lines: list[str], prefix: str) -> dict[str, list[str]]:
     """The lines after each ``<prefix>NAME`` line, by NAME (those before the first dropped);
-    ``FactProcessError`` when a NAME comes twice: a section's text posing as another's."""
+    ``ForgedSection`` when a NAME comes twice."""
     found: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in lines:
         if line.startswith(prefix):
             name = line[len(prefix) :].strip()
             if name in found:
-                raise FactProcessError(f"output names section {visible(name)!r} twice: refused")
+                raise ForgedSection(f"output names section {visible(name)!r} twice: refused")
             current = found[name] = []
         elif current is not None:
             current.append(line)

@@ -1,11 +1,22 @@
 """File facts."""
 
+import base64
+import binascii
 import re
 from typing import Any
 
 from pyinfra.api import FactBase
+from pyinfra.api.exceptions import FactProcessError
 
-from rocm_fleet.facts._shell import ABSENT, Condition, print_file, quote, script_command, yes_if
+from rocm_fleet.facts._shell import (
+    ABSENT,
+    MISSING,
+    Condition,
+    print_file,
+    quote,
+    script_command,
+    yes_if,
+)
 from rocm_fleet.model.answers import FileDigestDict, LastPull
 
 
@@ -70,6 +81,26 @@ class FileText(FactBase[str | None]):
 
     def process(self, output: list[str]) -> str | None:
         return None if output == [ABSENT] else "".join(f"{line}\n" for line in output)
+
+
+class FileLines(FactBase[list[str] | None]):
+    """pyinfra's ``FileContents`` answer (the file's lines; None when ``path`` doesn't exist or
+    is empty), read as base64 so that a survey carries any byte and a last line without a
+    newline."""
+
+    def command(self, path: str) -> str:
+        q = quote(path)
+        return f"( test -e {q} && base64 {q} ) || echo {MISSING}"  # as FileContents reads
+
+    def process(self, output: list[str]) -> list[str] | None:
+        if output == [MISSING]:
+            return None
+        try:
+            text = base64.b64decode("".join(output)).decode(errors="replace")
+        except binascii.Error as exc:
+            raise FactProcessError(f"file contents not in base64: {exc}") from None
+        lines = text.split("\n")  # as pyinfra splits a command's output
+        return lines[:-1] if text.endswith("\n") else lines
 
 
 class DirectoryExists(Condition):

@@ -9,7 +9,7 @@ from typing import Any
 from pyinfra.api import FactBase
 from pyinfra.api.exceptions import FactProcessError
 
-from rocm_fleet.facts._shell import joined, sections
+from rocm_fleet.facts._shell import ForgedSection, joined, sections
 from rocm_fleet.model.host_survey import PER_PATH, HostSurvey
 
 _MARKER = "__survey_section="
@@ -35,6 +35,15 @@ class Read:
 
     def __repr__(self) -> str:  # what pyinfra's debug log prints for the survey's arguments
         return self.key
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A survey's output that can't be taken as answers, and why (``reason``: the node's text in
+    it is untrusted); ``forged``: a section's text posed as another section."""
+
+    reason: str
+    forged: bool
 
 
 def _records(output: list[str]) -> list[str]:
@@ -80,9 +89,10 @@ def _layout(reads: list[Read]) -> tuple[str, dict[int, list[int]], dict[int, int
     return f"{{ {'; '.join(parts)}; }} | tr '\\n' '\\036'; echo", batches, shared
 
 
-class Survey(FactBase["list[Any]"]):
+class Survey(FactBase["list[Any] | Unreadable"]):
     """The answers of several facts in the reads' order; empty output gets the fact's
-    ``default``, and a failing section (its stderr dropped) doesn't stop the others."""
+    ``default``, and a failing section (its stderr dropped) doesn't stop the others. Output that
+    misses a section or names one twice (here or in a read's own sections) is ``Unreadable``."""
 
     def command(self, reads: list[Read] | tuple[Read, ...]) -> str:
         self._reads = list(reads)
@@ -95,7 +105,13 @@ class Survey(FactBase["list[Any]"]):
         command, self._batches, self._shared = layout
         return command
 
-    def process(self, output: list[str]) -> list[Any]:
+    def process(self, output: list[str]) -> list[Any] | Unreadable:
+        try:
+            return self._answers(output)
+        except FactProcessError as exc:
+            return Unreadable(str(exc), forged=isinstance(exc, ForgedSection))
+
+    def _answers(self, output: list[str]) -> list[Any]:
         found = sections(_records(output), _MARKER).items()
         by_index = {int(index): lines for index, lines in found}
         expected = {first for index, first in self._shared.items() if index == first}

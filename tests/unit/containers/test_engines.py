@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from pyinfra.facts.files import FileContents
 
 from rocm_fleet.containers import engines
 from rocm_fleet.containers.engines import (
@@ -22,7 +21,7 @@ from rocm_fleet.containers.engines import (
 )
 from rocm_fleet.containers.facts import ContainerEngines, RunningContainers
 from rocm_fleet.containers.operations import docker_gpus
-from rocm_fleet.facts.files import FileDigest, Ledger
+from rocm_fleet.facts.files import FileDigest, FileLines, Ledger
 from rocm_fleet.model.container_toolkit import cdi_render_nodes, cdi_spec_state
 from unit.opcases import run_op
 from unit.surveys import script_call
@@ -203,7 +202,7 @@ def test_dockers_keys_follow_the_docker_installed_when_the_operation_runs():
             "installed": {"docker": "Docker version 26.1.5+dfsg1, build a72d7cd"},
             "candidate": {"docker.io": "20.10.24+dfsg1-1+deb12u1"},
         },
-        Ledger: [], FileContents: None, FileDigest: None, RunningContainers: 0,
+        Ledger: [], FileLines: None, FileDigest: None, RunningContainers: 0,
     }  # fmt: skip
     ran = run_op(
         docker_gpus, facts, executing=True, path=engines.DAEMON_JSON,

@@ -11,13 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from pyinfra.facts.files import FileContents
 
 from rocm_fleet.containers import engines
 from rocm_fleet.containers.deploy import CDI_RECORD
 from rocm_fleet.containers.facts import ContainerEngines, ImagePresent, RunningContainers
 from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
-from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, FileLines, Ledger
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model import matrix, paths, streams
@@ -260,7 +259,7 @@ def test_what_cannot_work_is_refused_before_any_change(data, facts, reason):
     if "users" in facts:
         other[GroupMembership] = {"groups": ["video", "render"], "users": facts["users"]}
     if "daemon_json" in facts:
-        other[fact_key(FileContents, path=engines.DAEMON_JSON)] = facts["daemon_json"]
+        other[fact_key(FileLines, path=engines.DAEMON_JSON)] = facts["daemon_json"]
     survey = core_converged(facts.get("os", "debian-13"))
     planned = plan({**BOTH, **data}, SurveyHost(survey, other=other))
     assert planned.refused
@@ -308,7 +307,7 @@ def converged(data: dict = BOTH, os_name: str = "debian-13") -> tuple:
             if name == "text-file":
                 path, mode, content = arguments
                 survey.files[path] = digest(content, mode, WRITTEN)
-                other[fact_key(FileContents, path=path)] = content.splitlines()
+                other[fact_key(FileLines, path=path)] = content.splitlines()
                 survey.ledgers[path] = content.splitlines()
                 if path == engines.SOURCE:  # preflight's survey reads AMD's sources
                     survey.sources.append([path, content.strip()])
@@ -340,25 +339,17 @@ def converged(data: dict = BOTH, os_name: str = "debian-13") -> tuple:
 
 
 @pytest.mark.parametrize(
-    ("data", "os_name", "reads", "concerns"),
-    [
-        (
-            BOTH,
-            "debian-13",
-            ["GroupMembership", "FileContents", "ImagePresent", "ImagePresent"],
-            11,
-        ),
-        (DOCKER_12, "debian-12", ["FileContents", "ImagePresent"], 9),  # no Podman, no users
-    ],
+    ("data", "os_name", "concerns"),
+    [(BOTH, "debian-13", 11), (DOCKER_12, "debian-12", 9)],  # Debian 12: no Podman, no users
 )
-def test_a_converged_node_plans_no_change(data, os_name, reads, concerns):
+def test_a_converged_node_plans_no_change(data, os_name, concerns):
     survey, other = converged(data, os_name)
     host = SurveyHost(survey, other=other)
     planned = plan(data, host)
     assert not planned.refused, planned.reason
     assert planned.changes == []
-    # the feature's files came in one round trip with the survey's way; these are the others
-    assert [read.fact.__name__ for read in host.extra_reads] == ["ContainerEngines", *reads]
+    # everything the feature reads came with the node's survey: no round trip of its own
+    assert host.extra_reads == []
     assert len(containers_of(planned)) >= concerns  # every concern planned, as noops
 
 
@@ -385,7 +376,7 @@ def test_each_drift_is_the_only_change(drift, changes):
         survey.kfd[0]["drm_render_minor"] = 136
     elif drift == "daemon.json edited":
         edited = '{"debug": true}\n'
-        other[fact_key(FileContents, path=engines.DAEMON_JSON)] = edited.splitlines()
+        other[fact_key(FileLines, path=engines.DAEMON_JSON)] = edited.splitlines()
         survey.files[engines.DAEMON_JSON] = digest(edited, "644", WRITTEN + 20)
     elif drift == "bob out of render":
         other[GroupMembership] = {"groups": ["video", "render"], "users": {"bob": ["bob", "video"]}}
@@ -444,7 +435,7 @@ SUBIDS = "Give rootless users subordinate IDs (and take back others')"
 def test_the_setting_removed_takes_back_what_rocm_fleet_put_there(data, os_name, mode, subids):
     survey, other = converged(data, os_name)
     site = json.dumps({"log-driver": "journald", **engines.docker_fragment(mode)})
-    other[fact_key(FileContents, path=engines.DAEMON_JSON)] = site.splitlines()
+    other[fact_key(FileLines, path=engines.DAEMON_JSON)] = site.splitlines()
     planned = plan({**CORE, "rocm_version": RELEASES[os_name]}, SurveyHost(survey, other=other))
     assert not planned.refused, planned.reason
     ops = {op.name.split(" | ")[-1]: calls(op) for op in containers_of(planned)}
