@@ -138,13 +138,12 @@ def _reads(config: Config) -> list[Read]:
 def read_with_survey() -> None:
     """Have the node's survey read what the feature reads too, for a host wanting containers
     (one round trip for both): call it before ``rocm_node()``, as ``compose`` does."""
-    if not host.data.get("rocm_containers_engines"):
-        return
     try:
         config = fleet_of(host.inventory).config(host.name)
     except ConfigError:
         return  # rocm_node() refuses the host's data
-    also_survey(host, _reads(config))
+    if config.rocm_containers_engines:
+        also_survey(host, _reads(config))
 
 
 def _read_files(config: Config) -> None:
