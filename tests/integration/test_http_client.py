@@ -9,7 +9,6 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import requests
 
-from rocm_fleet.upstream.client import Unreachable as UpstreamUnreachable
 from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.http import (
     MAX_REDIRECTS,
@@ -21,6 +20,7 @@ from rocm_fleet.upstream.http import (
     client,
     read_limited,
 )
+from rocm_fleet.upstream.http import Unreachable as UpstreamUnreachable
 from rocm_fleet.version import __version__
 from unit.loopback import running, serve, serve_tls, url_of
 

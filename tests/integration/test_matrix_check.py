@@ -17,7 +17,8 @@ import pytest
 
 from rocm_fleet.cli import main
 from rocm_fleet.model import matrix, streams
-from rocm_fleet.upstream.client import Unreachable, UpstreamClient
+from rocm_fleet.upstream.client import UpstreamClient
+from rocm_fleet.upstream.http import Unreachable
 from rocm_fleet.upstream.matrix_check import (
     MissingRelease,
     check_matrix,

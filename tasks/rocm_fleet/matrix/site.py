@@ -15,8 +15,12 @@ from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import gpu_targets, matrix, site_data, streams, torch_builds
 from rocm_fleet.model.versions import major_minor
 from rocm_fleet.upstream.client import UpstreamClient
-from rocm_fleet.upstream.matrix_check import listed_versions, missing_releases
-from rocm_fleet.upstream.site_check import failures, release_checks
+from rocm_fleet.upstream.matrix_check import (
+    failures,
+    listed_versions,
+    missing_releases,
+    release_checks,
+)
 
 OPTIONS = [
     option("--output", type=click.Path(path_type=Path), metavar="FILE",
@@ -29,7 +33,7 @@ OPTIONS = [
 
 
 def run(args: Any, fingerprints: dict[str, str]) -> int:
-    from rocm_fleet.upstream.client import Unreachable
+    from rocm_fleet.upstream.http import Unreachable
 
     output: Path = args.output
     kept = []

@@ -21,15 +21,6 @@ GONE = (403, 404, 410)  # what object stores answer for a path that isn't there
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-def __getattr__(name: str) -> Any:
-    """``Unreachable``, loaded when asked."""
-    if name == "Unreachable":
-        from rocm_fleet.upstream.http import Unreachable
-
-        return Unreachable
-    raise AttributeError(name)
-
-
 @dataclass
 class Response:
     url: str

@@ -28,7 +28,7 @@ from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.model.torch_builds import SDIST_ONLY
 from rocm_fleet.upstream import dist_files
 from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, shorten
-from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY, Locked, lock_lines
+from rocm_fleet.upstream.manifest import BUILD_MARK, NO_BINARY, Locked, lock_lines
 from rocm_fleet.upstream.progress import DownloadProgress
 from rocm_fleet.upstream.python_target import Target
 from rocm_fleet.upstream.resolution import resolve
