@@ -17,8 +17,8 @@ from typing import Any
 from rocm_fleet.model import paths, sources
 from rocm_fleet.upstream import aptrepo
 from rocm_fleet.upstream.aptrepo import RepositoryError
-from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
 from rocm_fleet.upstream.signature import SignatureError
+from rocm_fleet.upstream.wheels import ResolutionError, is_sdist
 
 MANIFEST = paths.BUNDLE_MANIFEST
 FORMAT = 1
