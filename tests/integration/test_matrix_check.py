@@ -25,8 +25,8 @@ from rocm_fleet.upstream.matrix_check import (
     missing_releases,
     pinned_fingerprint,
 )
-from rocm_fleet.upstream.openpgp import primary_fingerprints
 from rocm_fleet.upstream.progress import DownloadProgress
+from rocm_fleet.upstream.signature import primary_fingerprints
 from unit.gpgkeys import Gpg
 from unit.loopback import running, url_of
 

@@ -17,8 +17,7 @@ from rocm_fleet.upstream.aptrepo import (
 )
 from rocm_fleet.upstream.http import Fetcher
 from rocm_fleet.upstream.manifest import BundleError, bundle_path, confined, parsing
-from rocm_fleet.upstream.openpgp import primary_fingerprints
-from rocm_fleet.upstream.signature import check_release
+from rocm_fleet.upstream.signature import check_release, primary_fingerprints
 
 
 class Files:

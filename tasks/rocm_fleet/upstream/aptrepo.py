@@ -10,8 +10,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rocm_fleet.model.versions import debian_version, debian_version_satisfies
-from rocm_fleet.upstream.openpgp import binary_key, primary_fingerprints
-from rocm_fleet.upstream.signature import SignatureError, verified_text
+from rocm_fleet.upstream.signature import (
+    SignatureError,
+    binary_key,
+    primary_fingerprints,
+    verified_text,
+)
 
 if TYPE_CHECKING:
     from debian.debian_support import Version as DebianVersion

@@ -18,9 +18,8 @@ from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.versions import major_minor, release_key
 from rocm_fleet.upstream import aptrepo
 from rocm_fleet.upstream.client import UpstreamClient
-from rocm_fleet.upstream.openpgp import primary_fingerprints
 from rocm_fleet.upstream.progress import DownloadProgress
-from rocm_fleet.upstream.signature import SignatureError, check_release
+from rocm_fleet.upstream.signature import SignatureError, check_release, primary_fingerprints
 from rocm_fleet.upstream.wheels import parse_page, project_url
 
 Key = tuple[str, str]  # (URL, fingerprint) of the key a repository is signed with
