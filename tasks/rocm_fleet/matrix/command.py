@@ -23,8 +23,7 @@ from rocm_fleet.matrix.release_table import (
     sources_text,
 )
 from rocm_fleet.model import matrix, site_data, streams, torch_builds, upstream_data
-from rocm_fleet.upstream.client import UpstreamClient
-from rocm_fleet.upstream.matrix_check import check_matrix
+from rocm_fleet.upstream.matrix_check import UpstreamClient, check_matrix
 
 
 def render_report(report: dict[str, Any]) -> str:

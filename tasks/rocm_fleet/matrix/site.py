@@ -14,8 +14,8 @@ from rocm_fleet.cli.exits import option
 from rocm_fleet.cli.inventory import UsageError
 from rocm_fleet.model import gpu_targets, matrix, site_data, streams, torch_builds
 from rocm_fleet.model.versions import major_minor
-from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import (
+    UpstreamClient,
     failures,
     listed_versions,
     missing_releases,
