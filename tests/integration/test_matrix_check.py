@@ -17,6 +17,7 @@ import pytest
 
 from rocm_fleet.cli import main
 from rocm_fleet.model import matrix, streams
+from rocm_fleet.upstream.aptrepo import primary_fingerprints
 from rocm_fleet.upstream.http import Unreachable
 from rocm_fleet.upstream.matrix_check import (
     MissingRelease,
@@ -26,7 +27,6 @@ from rocm_fleet.upstream.matrix_check import (
     pinned_fingerprint,
 )
 from rocm_fleet.upstream.progress import DownloadProgress
-from rocm_fleet.upstream.signature import primary_fingerprints
 from unit.gpgkeys import Gpg
 from unit.loopback import running, url_of
 

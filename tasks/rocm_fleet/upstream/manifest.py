@@ -17,7 +17,6 @@ from typing import Any
 from rocm_fleet.model import paths, sources
 from rocm_fleet.upstream import aptrepo
 from rocm_fleet.upstream.aptrepo import RepositoryError
-from rocm_fleet.upstream.signature import SignatureError
 from rocm_fleet.upstream.wheels import ResolutionError, is_sdist
 
 MANIFEST = paths.BUNDLE_MANIFEST
@@ -72,7 +71,7 @@ def parsing(what: str, kind: str):
     """Turn a parser's exception into a BundleError naming ``what`` and the ``kind`` expected."""
     try:
         yield
-    except (BundleError, RepositoryError, ResolutionError, SignatureError):
+    except (BundleError, RepositoryError, ResolutionError):
         raise
     except MALFORMED as exc:
         detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__

@@ -22,8 +22,8 @@ from rocm_fleet.model import matrix, streams, torch_builds, versions
 from rocm_fleet.model.site_data import SiteData
 from rocm_fleet.model.versions import major_minor, release_key
 from rocm_fleet.upstream import aptrepo
+from rocm_fleet.upstream.aptrepo import check_release, primary_fingerprints
 from rocm_fleet.upstream.progress import DownloadProgress
-from rocm_fleet.upstream.signature import SignatureError, check_release, primary_fingerprints
 from rocm_fleet.upstream.wheels import parse_page, project_url
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def verified_release(
     try:
         release = aptrepo.parse_release(aptrepo.signed_text(reply.body, key_reply.body, url))
         check_release(release.fields, url, suite)
-    except (aptrepo.RepositoryError, SignatureError) as exc:
+    except aptrepo.RepositoryError as exc:
         return str(exc).removeprefix(f"{url}: ")
     return release
 
