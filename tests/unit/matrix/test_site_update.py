@@ -5,7 +5,7 @@ serves them; nothing for a release it lists no torch for."""
 
 from __future__ import annotations
 
-from rocm_fleet.matrix.site import amd_wheels
+from rocm_fleet.matrix.command import amd_wheels
 from rocm_fleet.model import torch_builds
 from rocm_fleet.upstream.matrix_check import Response
 
