@@ -176,8 +176,9 @@ class _Provider(AbstractProvider):
         dependencies = []
         if candidate.extras:  # the project itself at this version, plus what the extras add
             dependencies.append(Requirement(f"{candidate.name}=={candidate.version}"))
-        for text in _requires(self.metadata(candidate.link)):
-            requirement = _requirement(text, f"required by {candidate.name}", self.where)
+        metadata = email.parser.Parser().parsestr(self.metadata(candidate.link), headersonly=True)
+        for text in metadata.get_all("Requires-Dist") or []:
+            requirement = _requirement(text.strip(), f"required by {candidate.name}", self.where)
             plain = self.target.wanted(requirement, set())
             if candidate.extras:  # only what the extras add
                 if not plain and self.target.wanted(requirement, set(candidate.extras)):
@@ -275,8 +276,3 @@ def _resolve(roots: list[str], page: Callable[[str], list[Link]],
             if info.parent is None or info.parent.name != candidate.name:  # not rocm[x] -> rocm
                 pin.why = sorted({*pin.why, _why(info)})
     return pins
-
-
-def _requires(metadata_text: str) -> list[str]:
-    message = email.parser.Parser().parsestr(metadata_text, headersonly=True)
-    return [value.strip() for value in message.get_all("Requires-Dist") or []]
