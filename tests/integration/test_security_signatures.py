@@ -14,10 +14,16 @@ from pathlib import Path
 import pytest
 
 from rocm_fleet.bundle.build import Plan, make_bundle
-from rocm_fleet.upstream.aptrepo import RepositoryError, parse_release, signed_text
+from rocm_fleet.upstream.aptrepo import (
+    RepositoryError,
+    SignatureError,
+    check_release,
+    parse_release,
+    policy_refusal,
+    signed_text,
+)
 from rocm_fleet.upstream.http import Fetcher
 from rocm_fleet.upstream.manifest import BundleError
-from rocm_fleet.upstream.signature import SignatureError, check_release, policy_refusal
 from unit.bundle.test_bundle import Quiet, needs_of, signer, upstream  # noqa: F401  (fixtures)
 from unit.gpgkeys import run_gpg
 
@@ -180,11 +186,11 @@ def test_the_bundle_refuses_another_suites_inrelease(upstream, signer, tmp_path)
 def test_a_machine_without_gpgv_says_so_instead_of_failing_with_a_traceback(monkeypatch):
     """Debian 13's apt depends on sqv, not gpgv: a controller or node without gpgv can't
     verify an InRelease, and says what to install; it never takes the text unverified."""
-    from rocm_fleet.upstream import signature
+    from rocm_fleet.upstream import aptrepo
 
     def no_gpgv(*args, **kwargs):
         raise FileNotFoundError(2, "No such file or directory", "gpgv")
 
-    monkeypatch.setattr(signature.subprocess, "run", no_gpgv)
+    monkeypatch.setattr(aptrepo.subprocess, "run", no_gpgv)
     with pytest.raises(SignatureError, match=r"gpgv is not installed \(apt-get install gpgv\)"):
-        signature.verified_text(b"signed", b"key", "https://repo.example/dists/noble/InRelease")
+        aptrepo.signed_text(b"signed", b"key", "https://repo.example/dists/noble/InRelease")

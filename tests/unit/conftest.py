@@ -137,10 +137,10 @@ DRIVERLESS = {"rocm_version": "10.9.0", "rocm_matrix_data": str(DRIVERLESS_SITE)
 
 @pytest.fixture
 def upstream_publishes_site_rows(monkeypatch):
-    """The deploy asks upstream (upstream.site_check) whether it publishes a site file's rows
+    """The deploy asks upstream (upstream.matrix_check) whether it publishes a site file's rows
     before it plans a host from one; upstream's hosts are the lab's doubles, not here: every
     check holds."""
-    from rocm_fleet.upstream import site_check
+    from rocm_fleet.upstream import matrix_check
 
-    monkeypatch.setattr(site_check, "_VERIFIED", {})
-    monkeypatch.setattr(site_check, "release_checks", lambda releases, upstream, keys: [])
+    monkeypatch.setattr(matrix_check, "_VERIFIED", {})
+    monkeypatch.setattr(matrix_check, "release_checks", lambda releases, upstream, keys: [])

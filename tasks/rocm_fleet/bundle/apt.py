@@ -9,16 +9,16 @@ from rocm_fleet.model.sources import AptRepository
 from rocm_fleet.upstream.aptrepo import (
     Index,
     check_key,
+    check_release,
     decompressed,
     install_closure,
     parse_release,
     parse_stanzas,
+    primary_fingerprints,
     signed_text,
 )
 from rocm_fleet.upstream.http import Fetcher
 from rocm_fleet.upstream.manifest import BundleError, bundle_path, confined, parsing
-from rocm_fleet.upstream.openpgp import primary_fingerprints
-from rocm_fleet.upstream.signature import check_release
 
 
 class Files:

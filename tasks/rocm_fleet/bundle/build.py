@@ -19,8 +19,7 @@ from rocm_fleet.bundle.apt import Files, add_key, add_repository, write_file
 from rocm_fleet.bundle.wheels import add_wheel_set, write_pages
 from rocm_fleet.model import matrix
 from rocm_fleet.model.sources import AptRepository, HostNeeds
-from rocm_fleet.upstream.aptrepo import RepositoryError
-from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
+from rocm_fleet.upstream.aptrepo import RepositoryError, SignatureError
 from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, sha256_file
 from rocm_fleet.upstream.manifest import (
     FORMAT,
@@ -33,9 +32,8 @@ from rocm_fleet.upstream.manifest import (
     read_manifest,
     repository_key,
 )
-from rocm_fleet.upstream.python_target import interpreter_tag, manylinux_platforms
-from rocm_fleet.upstream.signature import SignatureError
-from rocm_fleet.upstream.wheels import Link
+from rocm_fleet.upstream.resolution import interpreter_tag, manylinux_platforms
+from rocm_fleet.upstream.wheels import Link, ResolutionError, is_sdist
 from rocm_fleet.version import __version__
 
 

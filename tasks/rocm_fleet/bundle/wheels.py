@@ -9,12 +9,17 @@ from urllib.parse import quote
 
 from rocm_fleet.bundle.apt import Files, sha256_hex, write_file
 from rocm_fleet.model import matrix
-from rocm_fleet.upstream.dist_files import dist_metadata, sdist_build_requires
 from rocm_fleet.upstream.http import DownloadError, Fetcher
 from rocm_fleet.upstream.manifest import BundleError, bundle_path, confined, parsing
-from rocm_fleet.upstream.python_target import Target
-from rocm_fleet.upstream.resolution import resolve
-from rocm_fleet.upstream.wheels import Link, parse_page, project_url, untrusted_index
+from rocm_fleet.upstream.resolution import Target, resolve
+from rocm_fleet.upstream.wheels import (
+    Link,
+    dist_metadata,
+    parse_page,
+    project_url,
+    sdist_build_requires,
+    untrusted_index,
+)
 
 
 def add_wheel_set(
@@ -60,7 +65,7 @@ def add_wheel_set(
 
     @functools.cache
     def build_requires(link: Link) -> list[str]:
-        """An sdist's build requirements (``upstream.dist_files``): bundled beside it."""
+        """An sdist's build requirements (``upstream.wheels``): bundled beside it."""
         return sdist_build_requires(str(_wheel(link, fetcher, out)))
 
     with parsing(where, "wheel index (a requirement or version)"):

@@ -78,7 +78,7 @@ def _verify_site_data(config: Config, name: str) -> None:
     """ConfigError unless upstream is seen to publish the site matrix data's release."""
     if config.matrix_data is None:
         return
-    from rocm_fleet.upstream.site_check import SiteDataUnverified, verify
+    from rocm_fleet.upstream.matrix_check import SiteDataUnverified, verify
 
     fingerprints = {}
     if config.rocm_key_fingerprint:

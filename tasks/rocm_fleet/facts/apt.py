@@ -9,7 +9,7 @@ from pyinfra.api import FactBase
 from rocm_fleet.facts._shell import MISSING, quote
 from rocm_fleet.model import paths
 from rocm_fleet.model.answers import InstallSize
-from rocm_fleet.upstream.openpgp import primary_fingerprints
+from rocm_fleet.upstream.aptrepo import primary_fingerprints
 
 _JOURNAL = "journal"
 # What InstalledPackages, HeldPackages and DpkgInterrupted read: dpkg's journal unapplied, and

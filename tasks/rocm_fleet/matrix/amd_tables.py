@@ -25,6 +25,14 @@ GFX = re.compile(r"\bgfx[0-9a-f]+\b")
 FOOTNOTE = re.compile(r"\s*\[#[^\]]*\]_")
 
 
+def yaml_families(text: str, where: str) -> dict:
+    """AMD's YAML file of GPU families: each family's members by name ("_" keys left out)."""
+    data = read_yaml(text, where)
+    if not isinstance(data, dict):
+        raise MatrixDataError(f"{where}: not a mapping of GPU families")
+    return {family: v for family, v in data.items() if not str(family).startswith("_")}
+
+
 def csv_table(text: str) -> tuple[list[list[str]], list[list[str]]]:
     """(the CSV's rows, per column the releases it names)."""
     rows = list(csv.reader(text.splitlines()))
@@ -120,11 +128,8 @@ def os_support_rows(text: str, where: str = "os-support.yaml",
                     families: Iterable[str] | None = None) -> Iterator[tuple]:  # fmt: skip
     """(family, model, OS name, its version entry, matrix distro key) per version os-support.yaml
     lists on a distro the matrix knows; ``families``: the only ones allowed."""
-    data = read_yaml(text, where)
-    if not isinstance(data, dict):
-        raise MatrixDataError(f"{where}: not a mapping of GPU families")
-    for family, members in data.items():
-        if str(family).startswith("_") or not isinstance(members, dict):
+    for family, members in yaml_families(text, where).items():
+        if not isinstance(members, dict):
             continue
         if families is not None and family not in families:
             raise MatrixDataError(f"{where}: family {family!r}: expected one of {families}")
@@ -208,13 +213,8 @@ GPU_LIST = Path("stored") / "gpus.yaml"
 def gpu_products(text: str, where: str = "gpus.yaml") -> dict[str, dict[str, list[str]]]:
     """gfx target -> {family: [products]} from AMD's GPU list, in its order; ``where`` names the
     file in an error."""
-    data = read_yaml(text, where)
-    if not isinstance(data, dict):
-        raise MatrixDataError(f"{where}: not a mapping of GPU families")
     out: dict[str, dict[str, list[str]]] = {}
-    for family, products in data.items():
-        if str(family).startswith("_"):
-            continue
+    for family, products in yaml_families(text, where).items():
         if not isinstance(products, dict):
             raise MatrixDataError(f"{where}: family {family!r} is not a mapping of products")
         for product, fields in products.items():

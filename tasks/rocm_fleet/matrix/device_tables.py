@@ -11,8 +11,8 @@ import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
 
-from rocm_fleet.matrix.amd_tables import csv_section, csv_table, gpu_products
-from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, read_yaml, stored_entry
+from rocm_fleet.matrix.amd_tables import csv_section, csv_table, gpu_products, yaml_families
+from rocm_fleet.matrix.inputs import FROM_OVERRIDE, MatrixDataError, cited, stored_entry
 from rocm_fleet.matrix.pytorch_tables import RECORDED_COLUMNS, release_matrix
 
 AMD_VENDOR_LINE = "1002  Advanced Micro Devices, Inc. [AMD/ATI]"
@@ -69,13 +69,8 @@ def gfxip_table(text: str) -> dict[str, str]:
 
 def sr_iov(text: str, where: str) -> dict[str, list[dict]]:
     """virtualization-support.yaml: product -> its SR-IOV rows, in the file's order."""
-    data = read_yaml(text, where)
-    if not isinstance(data, dict):
-        raise MatrixDataError(f"{where}: not a mapping of GPU families")
     out: dict[str, list[dict]] = {}
-    for family, products in data.items():
-        if str(family).startswith("_"):
-            continue
+    for products in yaml_families(text, where).values():
         for product, rows in (products or {}).items():
             for row in rows or []:
                 if not isinstance(row, dict) or "technology" not in row:

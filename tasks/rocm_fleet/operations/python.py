@@ -23,7 +23,7 @@ from rocm_fleet.model.decisions import (
 )
 from rocm_fleet.model.grammar import ip_literal
 from rocm_fleet.operations._script import script
-from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY
+from rocm_fleet.upstream.manifest import BUILD_MARK, NO_BINARY
 
 
 @operation()

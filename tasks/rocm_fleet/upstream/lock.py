@@ -26,13 +26,20 @@ from rocm_fleet.atomic import write_atomically
 from rocm_fleet.model.decisions import TORCH_FAMILY
 from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.model.torch_builds import SDIST_ONLY
-from rocm_fleet.upstream import dist_files
 from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, shorten
-from rocm_fleet.upstream.lock_lines import BUILD_MARK, NO_BINARY, Locked, lock_lines
+from rocm_fleet.upstream.manifest import BUILD_MARK, NO_BINARY, Locked, lock_lines
 from rocm_fleet.upstream.progress import DownloadProgress
-from rocm_fleet.upstream.python_target import Target
-from rocm_fleet.upstream.resolution import resolve
-from rocm_fleet.upstream.wheels import Link, parse_page, project_url, untrusted_index
+from rocm_fleet.upstream.resolution import Target, resolve
+from rocm_fleet.upstream.wheels import (
+    Link,
+    ResolutionError,
+    dist_metadata,
+    is_sdist,
+    parse_page,
+    project_url,
+    sdist_build_requires,
+    untrusted_index,
+)
 
 FORMAT = 3  # bumped when a lock's content changes: older cached locks are not read
 KEY_BYTES = 32  # RFC 2104: at least the hash's output length
@@ -207,15 +214,15 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
                 return data.decode("utf-8", "replace")
         path = fetched(link)
         try:
-            return dist_files.dist_metadata(str(path))
+            return dist_metadata(str(path))
         finally:
-            if not dist_files.is_sdist(link.filename):  # an sdist's build requires come next
+            if not is_sdist(link.filename):  # an sdist's build requires come next
                 path.unlink(missing_ok=True)
 
     @functools.cache
     def build_requires(link: Link) -> list[str]:
         path = scratch / link.filename
-        return dist_files.sdist_build_requires(str(path if path.exists() else fetched(link)))
+        return sdist_build_requires(str(path if path.exists() else fetched(link)))
 
     if unserved := _unserved(request.requirements, page, index_url):
         raise LockError(unserved)
@@ -309,7 +316,7 @@ class Locks:
                 f"{exc.host} is reachable (rocm-fleet bundle, rocm_mirror_bundle), or serve "
                 f"the wheels from a TLS fleet mirror"
             ) from None
-        except (DownloadError, dist_files.ResolutionError, OSError, ValueError) as exc:
+        except (DownloadError, ResolutionError, OSError, ValueError) as exc:
             line = " ".join((str(exc) or type(exc).__name__).split())
             raise LockError(f"can't lock {what}: {shorten(line, 500)}") from None
         finally:

@@ -10,18 +10,47 @@ import os
 import re
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rocm_fleet.model import paths, sources
 from rocm_fleet.upstream import aptrepo
 from rocm_fleet.upstream.aptrepo import RepositoryError
-from rocm_fleet.upstream.dist_files import ResolutionError, is_sdist
-from rocm_fleet.upstream.lock_lines import Locked, lock_lines
-from rocm_fleet.upstream.signature import SignatureError
+from rocm_fleet.upstream.wheels import ResolutionError, is_sdist
 
 MANIFEST = paths.BUNDLE_MANIFEST
 FORMAT = 1
+
+
+# ``name==version --hash=sha256:...`` per file; an sdist's build requirement also has a line
+# ending in BUILD_MARK (a comment to pip); NO_BINARY names the distributions pinned to an sdist.
+BUILD_MARK = "# build requirement"
+NO_BINARY = "--no-binary="
+
+
+@dataclass(frozen=True)
+class Locked:
+    """One pinned file, as a lock or a bundle records it."""
+
+    name: str
+    version: str
+    sha256: str
+    sdist: bool = False
+    build: bool = False  # the build of an sdist of the set needs it
+    runtime: bool = True  # the set needs it installed
+
+
+def lock_lines(pins: list[Locked]) -> list[str]:
+    """The lines for ``pins`` by name: the set's, the build requirements', the NO_BINARY line."""
+    ordered = sorted(pins, key=lambda p: p.name)
+    line = "{0.name}=={0.version} --hash=sha256:{0.sha256}".format
+    lines = [line(p) for p in ordered if p.runtime]
+    lines += [f"{line(p)} {BUILD_MARK}" for p in ordered if p.build]
+    sdists = [p.name for p in ordered if p.sdist]
+    if sdists:
+        lines.append(NO_BINARY + ",".join(sdists))
+    return lines
 
 
 class BundleError(Exception):
@@ -42,7 +71,7 @@ def parsing(what: str, kind: str):
     """Turn a parser's exception into a BundleError naming ``what`` and the ``kind`` expected."""
     try:
         yield
-    except (BundleError, RepositoryError, ResolutionError, SignatureError):
+    except (BundleError, RepositoryError, ResolutionError):
         raise
     except MALFORMED as exc:
         detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__

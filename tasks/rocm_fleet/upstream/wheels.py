@@ -1,10 +1,97 @@
-"""A PEP 503 index as pip reads it: a project page's links; whether its hashes can be trusted."""
+"""A PEP 503 index as pip reads it (a project page's links; whether its hashes can be trusted)
+and distribution files, read without installing or running anything."""
 
+import email.parser
+import re
+import tarfile
+import tomllib
+import zipfile
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urljoin
 
 from mousebender.simple import from_project_details_html
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
+
+
+class ResolutionError(Exception):
+    """Requirements the index can't meet for a Python; names the requirement."""
+
+
+def is_sdist(filename: str) -> bool:
+    """Whether a file of an index is a source distribution (PEP 625: ``.tar.gz``)."""
+    try:
+        parse_sdist_filename(filename)
+    except InvalidSdistFilename:
+        return False
+    return True
+
+
+_SDIST_MEMBER_LIMIT = 1 << 20  # the most of an sdist's PKG-INFO or pyproject.toml read
+_PIP_DEFAULT = ("setuptools>=40.8.0",)  # build requirements without [build-system] requires
+
+
+def _sdist_member(path: str, member: str) -> str:
+    """One top-level file ``<name>-<version>/<member>`` of an sdist, read without extracting."""
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            top = {name.split("/", 1)[0] for name in archive.getnames()}
+            if len(top) != 1:
+                raise ResolutionError(f"{path}: not one top-level directory in the sdist")
+            try:
+                info = archive.getmember(f"{top.pop()}/{member}")
+            except KeyError:
+                raise ResolutionError(f"{path}: no {member} in the sdist") from None
+            if not info.isfile() or info.size > _SDIST_MEMBER_LIMIT:
+                raise ResolutionError(f"{path}: its {member} is not a file of at most 1 MiB")
+            handle = archive.extractfile(info)
+            assert handle is not None
+            return handle.read().decode("utf-8")
+    except (tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as exc:
+        raise ResolutionError(f"{path}: not a readable sdist ({type(exc).__name__})") from None
+
+
+def sdist_metadata(path: str) -> str:
+    """An sdist's ``PKG-INFO``; ResolutionError when its Requires-Dist is dynamic (PEP 643)."""
+    text = _sdist_member(path, "PKG-INFO")
+    message = email.parser.Parser().parsestr(text, headersonly=True)
+    dynamic = {value.strip().lower() for value in message.get_all("Dynamic") or []}
+    if "requires-dist" in dynamic:
+        raise ResolutionError(f"{path}: its Requires-Dist is dynamic (known only once built)")
+    return text
+
+
+def sdist_build_requires(path: str) -> list[str]:
+    """An sdist's ``[build-system] requires`` (pip's default when none); refuses backend-path."""
+    try:
+        text = _sdist_member(path, "pyproject.toml")
+    except ResolutionError:
+        return [*_PIP_DEFAULT]
+    try:
+        build_system = tomllib.loads(text).get("build-system", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise ResolutionError(f"{path}: unreadable pyproject.toml ({exc})") from None
+    if not isinstance(build_system, dict):
+        raise ResolutionError(f"{path}: [build-system] of its pyproject.toml is not a table")
+    if "backend-path" in build_system:
+        raise ResolutionError(
+            f"{path}: its pyproject.toml names a backend-path {build_system['backend-path']!r} "
+            "(a build backend inside the sdist, run as root on every host); refused"
+        )
+    requires = build_system.get("requires", [*_PIP_DEFAULT])
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        raise ResolutionError(f"{path}: [build-system] requires is not a list of strings")
+    return requires
+
+
+def dist_metadata(path: str) -> str:
+    """The core metadata of an sdist or a wheel (``*.dist-info/METADATA``) file."""
+    if is_sdist(path.rsplit("/", 1)[-1]):
+        return sdist_metadata(path)
+    with zipfile.ZipFile(path) as wheel:
+        names = [n for n in wheel.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+        if len(names) != 1:
+            raise ResolutionError(f"{path}: not one .dist-info/METADATA in the wheel")
+        return wheel.read(names[0]).decode("utf-8")
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,9 @@ from rocm_fleet.upstream.aptrepo import (
     parse_relations,
     parse_stanzas,
 )
-from rocm_fleet.upstream.dist_files import ResolutionError
 from rocm_fleet.upstream.progress import DownloadProgress
-from rocm_fleet.upstream.python_target import Target, manylinux_platforms
-from rocm_fleet.upstream.resolution import resolve
-from rocm_fleet.upstream.wheels import Link, parse_page
+from rocm_fleet.upstream.resolution import Target, manylinux_platforms, resolve
+from rocm_fleet.upstream.wheels import Link, ResolutionError, parse_page
 from unit.gpgkeys import Gpg, run_gpg
 from unit.loopback import serve_trusted
 
