@@ -1,5 +1,5 @@
-"""rocm_fleet.model.health and audit.rows (the outlier rule): GPU health from amd-smi's JSON (fixtures from
-real output, tests/fixtures/amd-smi/README.md) and the audit's majority rule."""
+"""rocm_fleet.model.health and audit.rows' outlier rule: GPU health from amd-smi's JSON (fixtures
+from real output, tests/fixtures/amd-smi/README.md) and the audit's majority rule."""
 
 from __future__ import annotations
 

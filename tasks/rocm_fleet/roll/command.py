@@ -53,8 +53,10 @@ class AuditFailed(Exception):
     """The audit gave no report: nothing is known, nothing done."""
 
 
-def audit(args: Any, passed: list[str]) -> Audited:
+def audit(args: Any) -> Audited:
     """The hosts with drift, by ``rocm-fleet audit --json`` (the deploy planned read-only)."""
+    limits = limits_of(args)
+    passed = [f"--limit={','.join(limits)}"] * bool(limits) + [f"--data={d}" for d in args.data]
     command = [sys.executable, "-m", "rocm_fleet.cli", "audit", args.inventory, "--json", "-q"]
     found = subprocess.run(command + passed, capture_output=True, text=True, check=False)
     if found.returncode == Exit.USAGE:
@@ -101,11 +103,6 @@ def limits_of(args: Any) -> list[str]:
     return [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
 
 
-def passed_options(args: Any) -> list[str]:
-    limits = limits_of(args)
-    return [f"--limit={','.join(limits)}"] * bool(limits) + [f"--data={d}" for d in args.data]
-
-
 def run(args: Any) -> int:
     from rocm_fleet.engine.context import patch_as_cli
 
@@ -122,9 +119,8 @@ def run(args: Any) -> int:
         raise UsageError(f"--max-failed {args.max_failed}: give 0 or more")
     if args.poll_interval <= 0:
         raise UsageError(f"--poll-interval {args.poll_interval}: give a number of seconds > 0")
-    passed = passed_options(args)
     try:
-        found = audit(args, passed)
+        found = audit(args)
     except AuditFailed as exc:
         print(f"rocm-fleet roll: {visible(exc)}; nothing drained or changed", file=sys.stderr)
         return Exit.NOT_CHECKED
@@ -150,7 +146,9 @@ def run(args: Any) -> int:
         except ConfigError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
         configs[host.name] = config
-        slurm = slurm_node(host, config.rocm_slurm_node_name) if config.rocm_slurm_drain else None
+        slurm = None
+        if config.rocm_slurm_drain:  # run through sudo exactly when the deploy's commands are
+            slurm = SlurmNode(host.name, runner(host), config.rocm_slurm_node_name)
         timeout = float(config.rocm_slurm_drain_timeout)
         targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
     try:
@@ -208,11 +206,6 @@ def accept(host: Any, config: Any) -> Outcome | None:
         said = reason_words(kept.stderr or kept.stdout)[-200:]
         return Outcome(False, f"acceptance {level}: its record was not kept: {said}")
     return Outcome(record.passed, reason_words(record.summary()))
-
-
-def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
-    """``host``'s node in Slurm, run through sudo exactly when the deploy's commands are."""
-    return SlurmNode(host.name, runner(host), node_name)
 
 
 def runner(host: Any) -> Any:
