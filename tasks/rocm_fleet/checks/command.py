@@ -88,7 +88,7 @@ def run(args: Any) -> int:
 
     import pytest
 
-    from rocm_fleet.checks.report import Report
+    from rocm_fleet.checks.plugin import Report
 
     refuse_combinations(args)
     chosen, errors = choose(args)
