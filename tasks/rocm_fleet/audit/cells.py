@@ -249,10 +249,6 @@ class AuditRow:
     #: what the plan would change in detail (``--format json`` only): {"packages", "files"}
     changes: Mapping[str, list[dict[str, Any]]] | None = None
 
-    @property
-    def surveyed(self) -> bool:
-        return self.outliers is not None
-
     def to_json(self) -> dict[str, Any]:
         """The host as ``--format json`` prints it (the keys scripts read)."""
         found: dict[str, Any] = {

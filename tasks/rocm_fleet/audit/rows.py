@@ -364,7 +364,7 @@ def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
     by_host: dict[str, list[Outlier]] = {}
     for outlier in found:
         by_host.setdefault(outlier.host, []).append(outlier)
-    return [_with_outliers(row, by_host.get(row.host, [])) if row.surveyed else row
+    return [_with_outliers(row, by_host.get(row.host, [])) if row.outliers is not None else row
             for row in rows]  # fmt: skip
 
 
