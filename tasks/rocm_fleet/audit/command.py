@@ -12,7 +12,7 @@ from rocm_fleet.atomic import write_atomically
 from rocm_fleet.audit.metrics import FORMATS
 from rocm_fleet.cli.exits import Command, epilog, option, print_problems, problem_lines
 from rocm_fleet.cli.inventory import UsageError, host_options, parse_data
-from rocm_fleet.cli.tables import COLOR_CHOICES
+from rocm_fleet.cli.tables import COLOR_CHOICES, is_terminal
 from rocm_fleet.model.untrusted import visible_lines
 
 EXIT_STATUS = epilog(
@@ -75,10 +75,7 @@ def run(args: Any) -> int:
 
 def for_terminal(text: str, stream) -> str:
     """Metrics with a node's controls written out (``visible_lines``) on a terminal."""
-    try:
-        return visible_lines(text) if stream.isatty() else text
-    except (AttributeError, ValueError):
-        return text
+    return visible_lines(text) if is_terminal(stream) else text
 
 
 def _emit(text: str, output: Path | None) -> None:
