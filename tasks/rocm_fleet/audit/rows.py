@@ -60,14 +60,6 @@ def peer_key(survey: HostSurvey, gpus: list[dict[str, Any]], config: Any) -> str
     return f"{release} / {'+'.join(models) or 'none'} / settings {digest[:8]}"
 
 
-def peer_groups(keys: Mapping[str, str]) -> dict[str, list[str]]:
-    """Peer group -> its hosts, in ``keys``' order."""
-    groups: dict[str, list[str]] = {}
-    for host, key in keys.items():
-        groups.setdefault(key, []).append(host)
-    return groups
-
-
 @dataclass(frozen=True)
 class HostVersions:
     """What one host runs; ``None`` where the survey could not tell."""
@@ -350,13 +342,14 @@ def gather(
     results = zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True)
     rows = [AuditRow(host.name, "failed", f"{type(r).__name__}: {r}")
             if isinstance(r, BaseException) else r for host, r in results]  # fmt: skip
+    groups: dict[str, list[str]] = {}  # peer group -> its hosts, in the inventory's order
     for host in hosts:
         if host.connected:
             host.disconnect()
-    # Peers in the inventory's host order (plan_in_parallel fills ``peers`` as hosts answer).
-    ordered = {host.name: peers[host.name] for host in hosts if host.name in peers}
+        if host.name in peers:  # plan_in_parallel filled ``peers`` as hosts answered
+            groups.setdefault(peers[host.name], []).append(host.name)
     drifted = {row.host: {k for k, c in row.concerns.items() if c.drift} for row in rows}
-    return flag_outliers(rows, with_drift(outliers(peer_groups(ordered), versions), drifted))
+    return flag_outliers(rows, with_drift(outliers(groups, versions), drifted))
 
 
 def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
