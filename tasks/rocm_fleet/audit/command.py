@@ -23,11 +23,6 @@ EXIT_STATUS = epilog(
 
 
 def run(args: Any) -> int:
-    # gevent's monkey-patching, as pyinfra's CLI gets it, so connections run in parallel.
-    from rocm_fleet.engine.context import patch_as_cli
-
-    patch_as_cli()
-
     from rocm_fleet.audit import metrics, screens
     from rocm_fleet.audit.rows import exit_status, gather
 
@@ -88,6 +83,7 @@ def _emit(text: str, output: Path | None) -> None:
 command = Command(
     "audit",
     run,
+    gevent=True,  # the hosts' connections in parallel
     help="Plan the deploy for every host (reading the hosts, changing nothing) and report "
     "what would change: what --dry would show, by concern, with what the hosts report "
     "(kernel, Secure Boot, ROCm, torch, GPUs, driver, pending reboot).",

@@ -92,10 +92,6 @@ def plan_for(args: Any):
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.engine.context import patch_as_cli
-
-    patch_as_cli()  # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
-
     from rocm_fleet.bundle.build import BundleError, BundleUnreachable, make_bundle
     from rocm_fleet.upstream.http import Fetcher
     from rocm_fleet.upstream.progress import human
@@ -135,6 +131,7 @@ def run(args: Any) -> int:
 command = Command(
     "bundle",
     run,
+    gevent=True,
     help="Fetch once, where AMD's and PyTorch's servers are reachable (directly or "
     "through HTTPS_PROXY), everything the inventory's hosts install from them: AMD's "
     "keys (fingerprint checked), signed repository indexes (signature checked), the "

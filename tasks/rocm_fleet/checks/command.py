@@ -81,11 +81,6 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
 
 
 def run(args: Any) -> int:
-    # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
-    from rocm_fleet.engine.context import patch_as_cli
-
-    patch_as_cli()
-
     import pytest
 
     from rocm_fleet.checks.plugin import Report
@@ -105,6 +100,7 @@ def run(args: Any) -> int:
 command = Command(
     "check",
     run,
+    gevent=True,
     usage="[INVENTORY | --hosts SPECS --rocm-version X.Y.Z] [options] [-- PYTEST_OPTIONS]",
     help="Check nodes from outside: rocminfo reports the expected GPUs, torch is the ROCm "
     "build and sees them, the apt source, pin and packages are the release's, the users can "

@@ -104,10 +104,6 @@ def limits_of(args: Any) -> list[str]:
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.engine.context import patch_as_cli
-
-    patch_as_cli()
-
     from rocm_fleet.cli.inventory import load_inventory, parse_data
     from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.engine.remote import forget
@@ -254,6 +250,7 @@ def dry(targets: list[Target], max_unavailable: int, found: Audited) -> int:
 command = Command(
     "roll",
     run,
+    gevent=True,
     help=described(__doc__),
     epilog=epilog(
         "Here: 0 every drifted host was changed, checked and resumed (or none drifted); "
