@@ -26,7 +26,6 @@ def run(args: Any) -> int:
     from rocm_fleet.audit import metrics, screens
     from rocm_fleet.audit.rows import exit_status, gather
 
-    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     data = parse_data(args.data)
     fmt = "json" if args.json else args.format
     output = Path(args.output) if args.output else None
@@ -38,7 +37,7 @@ def run(args: Any) -> int:
     progress = None if args.quiet else screens.Progress()
     started = time.time()
     try:
-        rows = gather(args.inventory, limits, data or None, progress, detail=fmt == "json")
+        rows = gather(args.inventory, args.limit, data or None, progress, detail=fmt == "json")
     except Exception:
         if fmt in metrics.FORMATS:
             # The failure's metrics replace the last good report (its time carried over).

@@ -9,7 +9,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -228,7 +228,7 @@ def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]
 
 def gather(
     inventory_path: str,
-    limits: list[str],
+    limits: Sequence[str],
     override_data: dict[str, Any] | None = None,
     progress: Any = None,
     detail: bool = False,

@@ -41,8 +41,7 @@ def plan_for(args: Any):
     from rocm_fleet.bundle.build import Plan
     from rocm_fleet.engine.inventory_fleet import fleet_of
 
-    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
-    state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
+    state, hosts = load_inventory(args.inventory, args.limit, check_for_changes=False)
     fleet = fleet_of(hosts[0].inventory)
     bad = fleet.invalid(host.name for host in hosts)
     if bad:  # every host's, one line per bad key

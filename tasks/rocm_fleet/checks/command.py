@@ -72,9 +72,10 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
         return Chosen(specs=specs, expected=expected), []
     from rocm_fleet.engine.inventory_fleet import fleet_of
 
-    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     data = parse_data(args.data) or None
-    _, hosts = load_inventory(args.inventory, limits, check_for_changes=False, override_data=data)
+    _, hosts = load_inventory(
+        args.inventory, args.limit, check_for_changes=False, override_data=data
+    )
     fleet = fleet_of(hosts[0].inventory)
     invalid = fleet.invalid(host.name for host in hosts)
     return Chosen(hosts=hosts), [line for exc in invalid for line in problem_lines(str(exc))]

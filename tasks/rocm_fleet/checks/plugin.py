@@ -177,11 +177,12 @@ def pytest_configure(config):
         elif config.getoption("rocm_inventory", None):
             from rocm_fleet.cli.inventory import UsageError, load_inventory, parse_data
 
-            limits = [p for i in config.getoption("rocm_limit") or [] for p in i.split(",") if p]
             try:
                 data = parse_data(config.getoption("rocm_data") or []) or None
                 inventory = config.getoption("rocm_inventory")
-                _, hosts = load_inventory(inventory, limits, False, override_data=data)
+                _, hosts = load_inventory(
+                    inventory, config.getoption("rocm_limit") or [], False, override_data=data
+                )
             except UsageError as exc:
                 raise pytest.UsageError(str(exc)) from None
             made = inventory_targets(hosts)

@@ -55,8 +55,7 @@ class AuditFailed(Exception):
 
 def audit(args: Any) -> Audited:
     """The hosts with drift, by ``rocm-fleet audit --json`` (the deploy planned read-only)."""
-    limits = limits_of(args)
-    passed = [f"--limit={','.join(limits)}"] * bool(limits) + [f"--data={d}" for d in args.data]
+    passed = [f"--limit={limit}" for limit in args.limit] + [f"--data={d}" for d in args.data]
     command = [sys.executable, "-m", "rocm_fleet.cli", "audit", args.inventory, "--json", "-q"]
     found = subprocess.run(command + passed, capture_output=True, text=True, check=False)
     if found.returncode == Exit.USAGE:
@@ -99,10 +98,6 @@ def why_failed(output: str) -> str:
     return " / ".join(dict.fromkeys(saying[-3:] or lines[-3:]))[-400:]
 
 
-def limits_of(args: Any) -> list[str]:
-    return [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
-
-
 def run(args: Any) -> int:
     from rocm_fleet.cli.inventory import load_inventory, parse_data
     from rocm_fleet.engine.inventory_fleet import fleet_of
@@ -124,7 +119,7 @@ def run(args: Any) -> int:
         print(f"rocm-fleet roll: {host} did not answer the audit: not rolled", file=sys.stderr)
     for host in found.refused:
         print(f"rocm-fleet roll: {host} would be refused (see rocm-fleet audit)", file=sys.stderr)
-    _, hosts = load_inventory(args.inventory, limits_of(args), False, parse_data(args.data) or None)
+    _, hosts = load_inventory(args.inventory, args.limit, False, parse_data(args.data) or None)
     fleet = fleet_of(hosts[0].inventory)
     by_name = {host.name: host for host in hosts}
     groups = {group for host in hosts[0].inventory for group in host.groups}
