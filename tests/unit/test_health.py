@@ -1,5 +1,5 @@
-"""rocm_fleet.model.health and audit.outliers: GPU health from amd-smi's JSON (fixtures from
-real output, tests/fixtures/amd-smi/README.md) and the audit's majority rule."""
+"""rocm_fleet.model.health and audit.rows' outlier rule: GPU health from amd-smi's JSON (fixtures
+from real output, tests/fixtures/amd-smi/README.md) and the audit's majority rule."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from rocm_fleet.audit.outliers import HostVersions, majority, outliers, versions_from_survey
+from rocm_fleet.audit.rows import HostVersions, majority, outliers, versions_from_survey
 from rocm_fleet.model.health import (
     HEALTH_FAMILIES,
     NOT_AVAILABLE,

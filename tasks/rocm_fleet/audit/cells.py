@@ -4,7 +4,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, Literal
 
-from rocm_fleet.audit.outliers import Outlier
 from rocm_fleet.model.acceptance import AcceptanceRecord
 from rocm_fleet.model.boot import BootOutlook
 from rocm_fleet.model.health import HostHealth
@@ -208,6 +207,27 @@ class ObservedCells:
 
 
 @dataclass(frozen=True)
+class Outlier:
+    group: str
+    host: str
+    property: str  #: one of ``rows.PROPERTIES``
+    value: str
+    majority: str
+    hosts_with_majority: int
+    hosts_reporting: int
+    #: the audit cell that shows the property (``rows.CELLS``)
+    cell: str = ""
+    #: whether the deploy would change it (its concern drifted on this host)
+    drift: bool = False
+
+    def sentence(self) -> str:
+        return (
+            f"{self.host}: {self.property} {self.value}, but {self.hosts_with_majority} of "
+            f"{self.hosts_reporting} hosts in group {self.group} have {self.majority}"
+        )
+
+
+@dataclass(frozen=True)
 class AuditRow:
     """One host of the audit; ``outliers`` None when not surveyed, ``health`` None when unread."""
 
@@ -228,10 +248,6 @@ class AuditRow:
     matrix_data: str | None = None
     #: what the plan would change in detail (``--format json`` only): {"packages", "files"}
     changes: Mapping[str, list[dict[str, Any]]] | None = None
-
-    @property
-    def surveyed(self) -> bool:
-        return self.outliers is not None
 
     def to_json(self) -> dict[str, Any]:
         """The host as ``--format json`` prints it (the keys scripts read)."""

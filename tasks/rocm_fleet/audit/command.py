@@ -12,7 +12,7 @@ from rocm_fleet.atomic import write_atomically
 from rocm_fleet.audit.metrics import FORMATS
 from rocm_fleet.cli.exits import Command, epilog, option, print_problems, problem_lines
 from rocm_fleet.cli.inventory import UsageError, host_options, parse_data
-from rocm_fleet.cli.tables import COLOR_CHOICES
+from rocm_fleet.cli.tables import COLOR_CHOICES, is_terminal
 from rocm_fleet.model.untrusted import visible_lines
 
 EXIT_STATUS = epilog(
@@ -23,15 +23,9 @@ EXIT_STATUS = epilog(
 
 
 def run(args: Any) -> int:
-    # gevent's monkey-patching, as pyinfra's CLI gets it, so connections run in parallel.
-    from rocm_fleet.engine.context import patch_as_cli
-
-    patch_as_cli()
-
     from rocm_fleet.audit import metrics, screens
     from rocm_fleet.audit.rows import exit_status, gather
 
-    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     data = parse_data(args.data)
     fmt = "json" if args.json else args.format
     output = Path(args.output) if args.output else None
@@ -43,7 +37,7 @@ def run(args: Any) -> int:
     progress = None if args.quiet else screens.Progress()
     started = time.time()
     try:
-        rows = gather(args.inventory, limits, data or None, progress, detail=fmt == "json")
+        rows = gather(args.inventory, args.limit, data or None, progress, detail=fmt == "json")
     except Exception:
         if fmt in metrics.FORMATS:
             # The failure's metrics replace the last good report (its time carried over).
@@ -75,10 +69,7 @@ def run(args: Any) -> int:
 
 def for_terminal(text: str, stream) -> str:
     """Metrics with a node's controls written out (``visible_lines``) on a terminal."""
-    try:
-        return visible_lines(text) if stream.isatty() else text
-    except (AttributeError, ValueError):
-        return text
+    return visible_lines(text) if is_terminal(stream) else text
 
 
 def _emit(text: str, output: Path | None) -> None:
@@ -91,6 +82,7 @@ def _emit(text: str, output: Path | None) -> None:
 command = Command(
     "audit",
     run,
+    gevent=True,  # the hosts' connections in parallel
     help="Plan the deploy for every host (reading the hosts, changing nothing) and report "
     "what would change: what --dry would show, by concern, with what the hosts report "
     "(kernel, Secure Boot, ROCm, torch, GPUs, driver, pending reboot).",

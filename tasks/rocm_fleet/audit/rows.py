@@ -1,52 +1,122 @@
 """What ``rocm-fleet audit`` knows about each host, gathered read-only (docs/decisions/audit.md):
-the survey's cells, and the reads beside it (GPU health, containers, acceptance)."""
+the survey's cells, the reads beside it (GPU health, containers, acceptance), and the outlier
+rule: a host differing from the strict majority of its peers."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import time
-from collections.abc import Iterable
-from dataclasses import replace
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from rocm_fleet.audit.cells import (
-    AcceptanceCell,
-    ApuTotals,
-    AuditRow,
-    Cell,
-    ConcernCell,
-    ContainersCell,
-    DriverCell,
-    GpusCell,
-    HealthCell,
-    KernelCell,
-    ObservedCells,
-    RebootCell,
-    RocmCell,
-    SecureBootCell,
-    SlurmCell,
-    Status,
-    TorchCell,
-)
-from rocm_fleet.audit.outliers import (
-    HostVersions,
-    Outlier,
-    outliers,
-    peer_groups,
-    peer_key,
-    versions_from_survey,
-    with_drift,
-)
+from rocm_fleet.audit import cells
+from rocm_fleet.audit.cells import AuditRow, Cell, ObservedCells, Outlier, Status
 from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
+from rocm_fleet.model import node_settings
 from rocm_fleet.model.acceptance import AcceptanceRead
 from rocm_fleet.model.gpu_containers import ContainersVerdict, judge
 from rocm_fleet.model.health import HostHealth
+from rocm_fleet.model.host_survey import HostSurvey
 from rocm_fleet.model.paths import VERIFIED
+from rocm_fleet.model.settings import SETTINGS
+from rocm_fleet.model.slurm import gpu_type
 
 if TYPE_CHECKING:
     from rocm_fleet.engine.host_plans import PlannedOperation
     from rocm_fleet.model.observed import Observed
+
+#: what the rule compares, in report order
+PROPERTIES = ("driver", "firmware", "kernel", "rocm")
+#: property -> the audit cell that shows it
+CELLS = {"driver": "driver", "firmware": "health", "kernel": "kernel", "rocm": "rocm"}
+#: property -> the deploy's concerns (audit concern ids) that change it; firmware: none
+CONCERNS = {
+    "driver": ("amdgpu_driver",),
+    "firmware": (),
+    "kernel": ("kernel",),
+    "rocm": ("rocm_apt_repository", "rocm_packages"),
+}
+#: the settings' concerns that decide what the compared properties should be: hosts differing
+#: in these are not peers (users, PyTorch, Slurm, ... are not compared)
+PEER_CONCERNS = frozenset(
+    {node_settings.REPOSITORY, node_settings.PACKAGES, node_settings.KERNEL, node_settings.DRIVER}
+)
+
+
+def peer_key(survey: HostSurvey, gpus: list[dict[str, Any]], config: Any) -> str:
+    """The host's peer group: ``debian 12 / mi300x / settings 1a2b3c4d`` (distro release, GPU
+    model(s), SHA-256 of its settings of :data:`PEER_CONCERNS`)."""
+    distro = survey.distro or {}
+    release = f"{distro.get('id') or '?'} {distro.get('version_id') or '?'}"
+    models = sorted({gpu_type(g["gfx"] or "unknown", g.get("device")) for g in gpus})
+    chosen = {key: getattr(config, key) for key, declared in SETTINGS.items()
+              if declared.metadata["concern"] in PEER_CONCERNS}  # fmt: skip
+    digest = hashlib.sha256(json.dumps(chosen, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{release} / {'+'.join(models) or 'none'} / settings {digest[:8]}"
+
+
+@dataclass(frozen=True)
+class HostVersions:
+    """What one host runs; ``None`` where the survey could not tell."""
+
+    driver: str | None = None  #: amdgpu's version (``/sys/module/amdgpu/version``, DKMS)
+    firmware: str | None = None  #: GPU firmware (VBIOS / IFWI), joined if several GPUs differ
+    kernel: str | None = None  #: running kernel release
+    rocm: str | None = None  #: ``/opt/rocm/.info/version``
+
+
+def versions_from_survey(survey: HostSurvey, health: HostHealth | None) -> HostVersions:
+    """A host's versions from its survey and its amd-smi reading."""
+    amdgpu = survey.amdgpu or {}
+    firmware = sorted({gpu.firmware for gpu in health.gpus if gpu.firmware} if health else ())
+    return HostVersions(
+        driver=amdgpu.get("version") or None,  # AMD's DKMS amdgpu; the inbox one has none
+        firmware="/".join(firmware) or None,
+        kernel=survey.kernel or None,
+        rocm=survey.rocm_version or None,
+    )
+
+
+def majority(values: list[str]) -> str | None:
+    """The value more than half of ``values`` hold, or None (a tie, a plurality, < 3)."""
+    if len(values) < 3:
+        return None
+    value, count = Counter(values).most_common(1)[0]
+    return value if count * 2 > len(values) else None
+
+
+def outliers(groups: Mapping[str, list[str]], hosts: Mapping[str, HostVersions]) -> list[Outlier]:
+    """Each host differing from its group's majority, per property (hosts missing skipped)."""
+    found = []
+    for group in sorted(groups):
+        members = [name for name in groups[group] if name in hosts]
+        for prop in PROPERTIES:
+            reported = {name: getattr(hosts[name], prop) for name in members}
+            values = [value for value in reported.values() if value is not None]
+            common = majority(values)
+            if common is None:
+                continue
+            count = values.count(common)
+            found += [
+                Outlier(group, name, prop, value, common, count, len(values), CELLS[prop])
+                for name, value in sorted(reported.items())
+                if value is not None and value != common
+            ]
+    return found
+
+
+def with_drift(found: list[Outlier], drifted: Mapping[str, set[str]]) -> list[Outlier]:
+    """``found``, drift where one of the property's :data:`CONCERNS` drifted on its host."""
+    return [
+        replace(o, drift=bool(set(CONCERNS[o.property]) & drifted.get(o.host, set())))
+        for o in found
+    ]
+
 
 # The deploy every operation belongs to (deploy/node.py), left out of the concern names.
 ROOT_DEPLOY = "rocm-fleet"
@@ -57,16 +127,18 @@ def concern_id(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") or "other"
 
 
-def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, ConcernCell], list[str]]:
+def concern_cells(concerns: dict[str, list[str]]) -> tuple[dict[str, cells.ConcernCell], list[str]]:
     """(concern id -> cell, the drift entries ``"<id>: <operation>"``) of a plan's drift."""
-    cells: dict[str, ConcernCell] = {}
+    found: dict[str, cells.ConcernCell] = {}
     drift: list[str] = []
     for name, operations in concerns.items():
         key = concern_id(name)
         text = "! " + "; ".join(operations) if operations else "ok"
-        cells[key] = ConcernCell(text, bool(operations), name=name, operations=tuple(operations))
+        found[key] = cells.ConcernCell(
+            text, bool(operations), name=name, operations=tuple(operations)
+        )
         drift += [f"{key}: {operation}" for operation in operations]
-    return cells, drift
+    return found, drift
 
 
 def seen_cells(config: Any, seen: Observed) -> ObservedCells:
@@ -94,44 +166,44 @@ def seen_cells(config: Any, seen: Observed) -> ObservedCells:
     unsafe = bool(boot.refused) and (pending or boot.next is not None)
     if boot.refused:
         text += (" | NOT SAFE: " if unsafe else " | ") + "; ".join(boot.refused)
-    slurm, slurm_cell = seen.slurm, SlurmCell("off")
+    slurm, slurm_cell = seen.slurm, cells.SlurmCell("off")
     if slurm is not None and slurm.problem is not None:
         view = slurm.view
-        slurm_cell = SlurmCell(slurm.problem, slurm.drift, node=view.node, gres=view.gres)
+        slurm_cell = cells.SlurmCell(slurm.problem, slurm.drift, node=view.node, gres=view.gres)
     elif slurm is not None:
         view = slurm.view
-        slurm_cell = SlurmCell(
+        slurm_cell = cells.SlurmCell(
             f"! {slurm.mismatch}" if slurm.mismatch else f"{view.node}: Gres={view.gres}",
             slurm.mismatch is not None, node=view.node, gres=view.gres, needs=slurm.needs,
         )  # fmt: skip
     return ObservedCells(
         distro=Cell(seen.distro),
-        kernel=KernelCell(
+        kernel=cells.KernelCell(
             seen.kernel + (f" (newer installed: {newer})" if newer else ""),
             running=seen.kernel, newer=newer,
         ),
-        secure_boot=SecureBootCell(sb_text, state=seen.secure_boot, mok=seen.mok),
-        rocm=RocmCell(seen.rocm or "none", installed=seen.rocm),
-        torch=TorchCell(
+        secure_boot=cells.SecureBootCell(sb_text, state=seen.secure_boot, mok=seen.mok),
+        rocm=cells.RocmCell(seen.rocm or "none", installed=seen.rocm),
+        torch=cells.TorchCell(
             f"{torch.torch or 'none'}{hip}",
             torch=torch.torch, hip=torch.hip, cuda=torch.cuda, build=torch.build,
         ),
-        gpus=GpusCell(
+        gpus=cells.GpusCell(
             f"{expected} / {seen.gpus_text}",
             expected=expected,
             expected_count=config.expected_gpu_count,
             found=tuple(g["gfx"] for g in seen.gpus),
             apus=tuple(
-                ApuTotals(g["gfx"], g["slot"], g["vram_total"], g["gtt_total"])
+                cells.ApuTotals(g["gfx"], g["slot"], g["vram_total"], g["gtt_total"])
                 for g in seen.gpus
                 if g.get("apu")
             ),
         ),
-        driver=DriverCell(
+        driver=cells.DriverCell(
             driver + (" (GPU not bound to amdgpu)" if undriven else ""), undriven,
             bound=seen.bound,
         ),
-        reboot=RebootCell(
+        reboot=cells.RebootCell(
             text, pending or unsafe, pending=pending, unsafe=unsafe, reasons=tuple(reasons),
             boot=boot,
         ),
@@ -156,7 +228,7 @@ def drift_by_concern(planned: Iterable[PlannedOperation]) -> dict[str, list[str]
 
 def gather(
     inventory_path: str,
-    limits: list[str],
+    limits: Sequence[str],
     override_data: dict[str, Any] | None = None,
     progress: Any = None,
     detail: bool = False,
@@ -219,24 +291,24 @@ def gather(
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
-        cells = replace(
+        observed = replace(
             seen_cells(config, seen), health=health_cell(health),
             containers=containers_cell(config, judged),
             acceptance=acceptance_cell(accepted, time.time(), config),
         )  # fmt: skip
         versions[host.name] = versions_from_survey(survey, health)
         peers[host.name] = peer_key(survey, seen.gpus, config)
-        drift = [key for key, c in cells.items() if c.drift]
+        drift = [key for key, c in observed.items() if c.drift]
         if found.refused:
             details = found.findings.details if found.findings else {}
-            return AuditRow(host.name, "refused", found.refused, cells=cells, health=health,
+            return AuditRow(host.name, "refused", found.refused, cells=observed, health=health,
                             outliers=(), details=details)  # fmt: skip
         concerns, planned_drift = concern_cells(drift_by_concern(planned))
         drift += planned_drift
         # What preflight warns of (a plain-HTTP mirror, an unofficial distro): said, not drift.
         warnings = found.findings.warnings if found.findings else []
         return AuditRow(
-            host.name, "drift" if drift else "ok", drift=tuple(drift), cells=cells,
+            host.name, "drift" if drift else "ok", drift=tuple(drift), cells=observed,
             concerns=concerns, health=health, outliers=(), warnings=tuple(warnings),
             verified_at=(survey.files.get(VERIFIED) or {}).get("mtime"),
             acceptance=accepted.record if accepted else None,
@@ -270,13 +342,14 @@ def gather(
     results = zip(hosts, plan_in_parallel(state, hosts, audit_and_report), strict=True)
     rows = [AuditRow(host.name, "failed", f"{type(r).__name__}: {r}")
             if isinstance(r, BaseException) else r for host, r in results]  # fmt: skip
+    groups: dict[str, list[str]] = {}  # peer group -> its hosts, in the inventory's order
     for host in hosts:
         if host.connected:
             host.disconnect()
-    # Peers in the inventory's host order (plan_in_parallel fills ``peers`` as hosts answer).
-    ordered = {host.name: peers[host.name] for host in hosts if host.name in peers}
+        if host.name in peers:  # plan_in_parallel filled ``peers`` as hosts answered
+            groups.setdefault(peers[host.name], []).append(host.name)
     drifted = {row.host: {k for k, c in row.concerns.items() if c.drift} for row in rows}
-    return flag_outliers(rows, with_drift(outliers(peer_groups(ordered), versions), drifted))
+    return flag_outliers(rows, with_drift(outliers(groups, versions), drifted))
 
 
 def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
@@ -284,7 +357,7 @@ def flag_outliers(rows: list[AuditRow], found: list[Outlier]) -> list[AuditRow]:
     by_host: dict[str, list[Outlier]] = {}
     for outlier in found:
         by_host.setdefault(outlier.host, []).append(outlier)
-    return [_with_outliers(row, by_host.get(row.host, [])) if row.surveyed else row
+    return [_with_outliers(row, by_host.get(row.host, [])) if row.outliers is not None else row
             for row in rows]  # fmt: skip
 
 
@@ -322,64 +395,68 @@ def exit_status(rows: Iterable[AuditRow]) -> int:
     return worst(EXITS[r.status] for r in rows)
 
 
-def acceptance_cell(read: AcceptanceRead | None, now: float, config: Any = None) -> AcceptanceCell:
+def acceptance_cell(
+    read: AcceptanceRead | None, now: float, config: Any = None
+) -> cells.AcceptanceCell:
     """The ``acceptance`` cell: the last run's level, result and age ("!" with the failing
     steps when failed, never drift); never run, unreadable or off."""
     if config is not None and config.rocm_acceptance == "off":
-        return AcceptanceCell("off")
+        return cells.AcceptanceCell("off")
     if read is None:
-        return AcceptanceCell("unknown (the read failed)")
+        return cells.AcceptanceCell("unknown (the read failed)")
     if read.error is not None:
-        return AcceptanceCell(f"unknown ({read.error})")
+        return cells.AcceptanceCell(f"unknown ({read.error})")
     record = read.record
     if record is None:
-        return AcceptanceCell("never run")
+        return cells.AcceptanceCell("never run")
     hours = max(now - record.finished_at, 0) / 3600
     age = f"{hours / 24:.0f}d ago" if hours >= 48 else f"{hours:.0f}h ago"
     said = f"{record.level} {'passed' if record.passed else 'failed'} {age}"
     if not record.passed:
         said = "! " + said + ": " + "; ".join(f"{s.name} {s.detail}" for s in record.failed)
-    return AcceptanceCell(
+    return cells.AcceptanceCell(
         said, level=record.level, passed=record.passed, finished_at=record.finished_at
     )
 
 
-def containers_cell(config: Any, verdict: ContainersVerdict | None) -> ContainersCell | None:
+def containers_cell(config: Any, verdict: ContainersVerdict | None) -> cells.ContainersCell | None:
     """The ``containers`` cell of ``judge``'s verdict: ok, or its problems (drift); None when
     the inventory wants none."""
     engines = tuple(config.rocm_containers_engines)
     if not engines:
         return None
     if verdict is None:
-        return ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
+        return cells.ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
     text = (
         "! " + "; ".join(verdict.problems)
         if verdict.problems
         else f"ok ({', '.join(engines)}; CDI spec {verdict.spec})"
     )
-    return ContainersCell(
+    return cells.ContainersCell(
         text, bool(verdict.problems), engines=engines, spec=verdict.spec, gone=verdict.gone,
         missed=verdict.missed, problems=verdict.problems,
     )  # fmt: skip
 
 
-def health_cell(health: HostHealth | None) -> HealthCell:
+def health_cell(health: HostHealth | None) -> cells.HealthCell:
     """The ``health`` cell: ``ok (N GPUs)``, what is wrong (drift), or why it is unknown."""
     if health is None:
-        return HealthCell("unknown (the read failed)", status="unread")
+        return cells.HealthCell("unknown (the read failed)", status="unread")
     if health.status != "ok":
         why = {"no_tool": "no amd-smi", "unsupported": "only rocm-smi"}.get(
             health.status, health.message
         )
-        return HealthCell(f"unknown ({why})", status=health.status)
+        return cells.HealthCell(f"unknown ({why})", status=health.status)
     problems = health.problems()
     if problems:
-        return HealthCell("! " + "; ".join(problems), True, status="ok", problems=tuple(problems))
+        return cells.HealthCell(
+            "! " + "; ".join(problems), True, status="ok", problems=tuple(problems)
+        )
     if not health.gpus:
-        return HealthCell("no GPU reported", status="ok")
+        return cells.HealthCell("no GPU reported", status="ok")
     warnings = [w for gpu in health.gpus for w in gpu.warnings()]
     count = len(health.gpus)
     text = f"ok ({count} GPU{'s' if count != 1 else ''})" + (
         f", {len(warnings)} with correctable ECC errors" if warnings else ""
     )
-    return HealthCell(text, status="ok", warnings=tuple(warnings))
+    return cells.HealthCell(text, status="ok", warnings=tuple(warnings))

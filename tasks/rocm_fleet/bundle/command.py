@@ -41,8 +41,7 @@ def plan_for(args: Any):
     from rocm_fleet.bundle.build import Plan
     from rocm_fleet.engine.inventory_fleet import fleet_of
 
-    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
-    state, hosts = load_inventory(args.inventory, limits, check_for_changes=False)
+    state, hosts = load_inventory(args.inventory, args.limit, check_for_changes=False)
     fleet = fleet_of(hosts[0].inventory)
     bad = fleet.invalid(host.name for host in hosts)
     if bad:  # every host's, one line per bad key
@@ -92,10 +91,6 @@ def plan_for(args: Any):
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.engine.context import patch_as_cli
-
-    patch_as_cli()  # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
-
     from rocm_fleet.bundle.build import BundleError, BundleUnreachable, make_bundle
     from rocm_fleet.upstream.http import Fetcher
     from rocm_fleet.upstream.progress import human
@@ -135,6 +130,7 @@ def run(args: Any) -> int:
 command = Command(
     "bundle",
     run,
+    gevent=True,
     help="Fetch once, where AMD's and PyTorch's servers are reachable (directly or "
     "through HTTPS_PROXY), everything the inventory's hosts install from them: AMD's "
     "keys (fingerprint checked), signed repository indexes (signature checked), the "

@@ -72,23 +72,19 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
         return Chosen(specs=specs, expected=expected), []
     from rocm_fleet.engine.inventory_fleet import fleet_of
 
-    limits = [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
     data = parse_data(args.data) or None
-    _, hosts = load_inventory(args.inventory, limits, check_for_changes=False, override_data=data)
+    _, hosts = load_inventory(
+        args.inventory, args.limit, check_for_changes=False, override_data=data
+    )
     fleet = fleet_of(hosts[0].inventory)
     invalid = fleet.invalid(host.name for host in hosts)
     return Chosen(hosts=hosts), [line for exc in invalid for line in problem_lines(str(exc))]
 
 
 def run(args: Any) -> int:
-    # gevent's monkey-patching, as pyinfra's CLI has it, before any socket
-    from rocm_fleet.engine.context import patch_as_cli
-
-    patch_as_cli()
-
     import pytest
 
-    from rocm_fleet.checks.report import Report
+    from rocm_fleet.checks.plugin import Report
 
     refuse_combinations(args)
     chosen, errors = choose(args)
@@ -105,6 +101,7 @@ def run(args: Any) -> int:
 command = Command(
     "check",
     run,
+    gevent=True,
     usage="[INVENTORY | --hosts SPECS --rocm-version X.Y.Z] [options] [-- PYTEST_OPTIONS]",
     help="Check nodes from outside: rocminfo reports the expected GPUs, torch is the ROCm "
     "build and sees them, the apt source, pin and packages are the release's, the users can "

@@ -36,8 +36,6 @@ COMMANDS = {
 }  # fmt: skip
 #: the third-party packages the extras bring: a command that misses one names its extra
 OPTIONAL = {"tuf", "securesystemslib", "pytest", "testinfra", "rich", "prometheus_client", "yaml"}
-#: subcommands that pass what follows ``--`` to the tool underneath (pytest's options)
-PASSES_ON = {"check"}
 #: the top-level --help: the tools below are beside the deploy, which pyinfra itself runs
 DESCRIPTION = (
     "The tools beside rocm-fleet's deploy. Deploying is pyinfra's own command: "
@@ -75,7 +73,7 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="rocm-fleet", message="%(prog)s %(version)s")
 @click.pass_context
 def shell(ctx: click.Context) -> None:
-    if ctx.obj and ctx.invoked_subcommand not in PASSES_ON:
+    if ctx.obj and ctx.invoked_subcommand != "check":  # check passes them to pytest
         raise click.UsageError(f"{ctx.invoked_subcommand} takes no options after --")
 
 

@@ -65,12 +65,13 @@ def option(*decls: str, **attrs: Any) -> click.Option:
 
 
 class Command(click.Command):
-    """A subcommand: ``run(args) -> exit status``; ``exclusive`` options; ``usage`` line."""
+    """A subcommand: ``run(args) -> exit status``; ``exclusive`` options; ``usage`` line;
+    ``gevent``: the process monkey-patched first, as pyinfra's CLI has it (many hosts at once)."""
 
     def __init__(self, name: str, run: Callable[[Any], int], exclusive: tuple[str, ...] = (),
-                 usage: str | None = None, **attrs: Any) -> None:  # fmt: skip
+                 usage: str | None = None, gevent: bool = False, **attrs: Any) -> None:  # fmt: skip
         super().__init__(name, callback=self._run, **attrs)
-        self.run, self.exclusive, self.usage = run, exclusive, usage
+        self.run, self.exclusive, self.usage, self.gevent = run, exclusive, usage, gevent
 
     def _run(self, **options: Any) -> int:
         ctx = click.get_current_context()
@@ -79,6 +80,10 @@ class Command(click.Command):
         if len(given) > 1:
             flags = [f"--{name.replace('_', '-')}" for name in given]
             raise click.UsageError(f"argument {flags[1]}: not allowed with argument {flags[0]}")
+        if self.gevent:  # before any socket or thread
+            from rocm_fleet.engine.context import patch_as_cli
+
+            patch_as_cli()
         return invoke(ctx, self.run, SimpleNamespace(**options, passed_on=ctx.obj or []))
 
     def collect_usage_pieces(self, ctx: click.Context) -> list[str]:

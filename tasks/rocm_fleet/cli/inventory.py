@@ -13,7 +13,8 @@ from rocm_fleet.engine import inventory as engine_inventory
 def load_inventory(inventory_path: str, limits: Sequence[str], check_for_changes: bool,
                    override_data: dict[str, Any] | None = None,
                    ) -> tuple[Any, list[Any]]:  # fmt: skip
-    """(pyinfra State, the chosen hosts), loaded as pyinfra's CLI does."""
+    """(pyinfra State, the hosts ``limits`` choose), loaded as pyinfra's CLI does; each limit a
+    ``--limit`` value, commas splitting it."""
     # @local, @chroot/DIR, @docker/NAME, ...: pyinfra connectors, not files
     looks_like_file = not inventory_path.startswith("@") and (
         inventory_path.endswith(".py") or os.sep in inventory_path
@@ -32,9 +33,10 @@ def load_inventory(inventory_path: str, limits: Sequence[str], check_for_changes
     hosts = list(inventory)
     if not hosts:
         raise UsageError(f"inventory {inventory_path} has no hosts")
-    if limits:
+    patterns = [p.strip() for item in limits for p in item.split(",") if p.strip()]
+    if patterns:
         chosen = []
-        for pattern in limits:
+        for pattern in patterns:
             matched = engine_inventory.matching(inventory, pattern)
             if not matched:
                 raise UsageError(f"--limit {pattern} matches no host or group of {inventory_path}")

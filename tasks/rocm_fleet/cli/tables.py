@@ -30,16 +30,17 @@ class Screen:
 def screen_for(stream: IO[str], color: str = "auto") -> Screen:
     """The screen ``stream`` is: width (``COLUMNS`` wins), colour as ``--color`` says."""
     width = shutil.get_terminal_size((FALLBACK_WIDTH, 24)).columns
-    if not _isatty(stream) and "COLUMNS" not in os.environ:
+    if not is_terminal(stream) and "COLUMNS" not in os.environ:
         width = FALLBACK_WIDTH
     if color in ("always", "never"):
         return Screen(width, color == "always")
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return Screen(width, False)
-    return Screen(width, bool(os.environ.get("FORCE_COLOR")) or _isatty(stream))
+    return Screen(width, bool(os.environ.get("FORCE_COLOR")) or is_terminal(stream))
 
 
-def _isatty(stream: IO[str]) -> bool:
+def is_terminal(stream: IO[str]) -> bool:
+    """Whether ``stream`` is a terminal (False for one that can't tell)."""
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
@@ -94,25 +95,23 @@ def folded(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int) ->
     led by the first column; the last column wraps."""
     from rich.cells import cell_len
 
-    keep, gap, wrap_min = 1, 2, 24
-
+    gap = 2
     widths = [max([cell_len(h), *(cell_len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     last = len(headers) - 1
-    lead = list(range(keep))
     panels: list[list[int]] = []
-    current = list(lead)
+    current = [0]
 
     def used() -> int:
         return sum(widths[i] for i in current) + gap * (len(current) - 1)
 
-    for i in range(keep, last):
-        if len(current) > keep and used() + gap + widths[i] > width:
+    for i in range(1, last):
+        if len(current) > 1 and used() + gap + widths[i] > width:
             panels.append(current)
-            current = list(lead)
+            current = [0]
         current.append(i)
-    if len(current) > keep and width - used() - gap < min(wrap_min, widths[last]):
+    if len(current) > 1 and width - used() - gap < min(24, widths[last]):  # room to wrap in
         panels.append(current)
-        current = list(lead)
+        current = [0]
     panels.append([*current, last])
     written = console(Screen(width))
     for n, panel in enumerate(panels):

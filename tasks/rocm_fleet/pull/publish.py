@@ -44,8 +44,7 @@ if TYPE_CHECKING:
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.pull.keyring import RepositoryError
-    from rocm_fleet.pull.repository import PullRepository
+    from rocm_fleet.pull.repository import PullRepository, RepositoryError
 
     repository = PullRepository(args.repository.resolve(), [k.resolve() for k in args.keys])
     if args.timestamp_hours <= 0:

@@ -53,8 +53,9 @@ class AuditFailed(Exception):
     """The audit gave no report: nothing is known, nothing done."""
 
 
-def audit(args: Any, passed: list[str]) -> Audited:
+def audit(args: Any) -> Audited:
     """The hosts with drift, by ``rocm-fleet audit --json`` (the deploy planned read-only)."""
+    passed = [f"--limit={limit}" for limit in args.limit] + [f"--data={d}" for d in args.data]
     command = [sys.executable, "-m", "rocm_fleet.cli", "audit", args.inventory, "--json", "-q"]
     found = subprocess.run(command + passed, capture_output=True, text=True, check=False)
     if found.returncode == Exit.USAGE:
@@ -97,20 +98,7 @@ def why_failed(output: str) -> str:
     return " / ".join(dict.fromkeys(saying[-3:] or lines[-3:]))[-400:]
 
 
-def limits_of(args: Any) -> list[str]:
-    return [p.strip() for item in args.limit for p in item.split(",") if p.strip()]
-
-
-def passed_options(args: Any) -> list[str]:
-    limits = limits_of(args)
-    return [f"--limit={','.join(limits)}"] * bool(limits) + [f"--data={d}" for d in args.data]
-
-
 def run(args: Any) -> int:
-    from rocm_fleet.engine.context import patch_as_cli
-
-    patch_as_cli()
-
     from rocm_fleet.cli.inventory import load_inventory, parse_data
     from rocm_fleet.engine.inventory_fleet import fleet_of
     from rocm_fleet.engine.remote import forget
@@ -122,9 +110,8 @@ def run(args: Any) -> int:
         raise UsageError(f"--max-failed {args.max_failed}: give 0 or more")
     if args.poll_interval <= 0:
         raise UsageError(f"--poll-interval {args.poll_interval}: give a number of seconds > 0")
-    passed = passed_options(args)
     try:
-        found = audit(args, passed)
+        found = audit(args)
     except AuditFailed as exc:
         print(f"rocm-fleet roll: {visible(exc)}; nothing drained or changed", file=sys.stderr)
         return Exit.NOT_CHECKED
@@ -132,7 +119,7 @@ def run(args: Any) -> int:
         print(f"rocm-fleet roll: {host} did not answer the audit: not rolled", file=sys.stderr)
     for host in found.refused:
         print(f"rocm-fleet roll: {host} would be refused (see rocm-fleet audit)", file=sys.stderr)
-    _, hosts = load_inventory(args.inventory, limits_of(args), False, parse_data(args.data) or None)
+    _, hosts = load_inventory(args.inventory, args.limit, False, parse_data(args.data) or None)
     fleet = fleet_of(hosts[0].inventory)
     by_name = {host.name: host for host in hosts}
     groups = {group for host in hosts[0].inventory for group in host.groups}
@@ -150,7 +137,9 @@ def run(args: Any) -> int:
         except ConfigError as exc:
             raise UsageError(" ".join(str(exc).split())) from None
         configs[host.name] = config
-        slurm = slurm_node(host, config.rocm_slurm_node_name) if config.rocm_slurm_drain else None
+        slurm = None
+        if config.rocm_slurm_drain:  # run through sudo exactly when the deploy's commands are
+            slurm = SlurmNode(host.name, runner(host), config.rocm_slurm_node_name)
         timeout = float(config.rocm_slurm_drain_timeout)
         targets.append(Target(host.name, slurm, timeout, recheck=host.name not in found.drifted))
     try:
@@ -210,11 +199,6 @@ def accept(host: Any, config: Any) -> Outcome | None:
     return Outcome(record.passed, reason_words(record.summary()))
 
 
-def slurm_node(host: Any, node_name: str | None) -> SlurmNode:
-    """``host``'s node in Slurm, run through sudo exactly when the deploy's commands are."""
-    return SlurmNode(host.name, runner(host), node_name)
-
-
 def runner(host: Any) -> Any:
     """A command runner on ``host``, through sudo exactly when the deploy's commands are."""
     from rocm_fleet.engine.remote import run_on
@@ -261,6 +245,7 @@ def dry(targets: list[Target], max_unavailable: int, found: Audited) -> int:
 command = Command(
     "roll",
     run,
+    gevent=True,
     help=described(__doc__),
     epilog=epilog(
         "Here: 0 every drifted host was changed, checked and resumed (or none drifted); "

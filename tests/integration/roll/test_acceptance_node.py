@@ -15,8 +15,7 @@ from lab import rvs
 from rocm_fleet.assets import text
 from rocm_fleet.engine.remote import Ran
 from rocm_fleet.model.acceptance import AcceptanceRecord, StepResult, parse_record
-from rocm_fleet.roll.acceptance.parsers import parse_rvs_gst
-from rocm_fleet.roll.acceptance.run import Acceptance, Suite, Tools, suite
+from rocm_fleet.roll.acceptance.run import Acceptance, Suite, Tools, parse_rvs_gst, suite
 from unit.facts.support import DASH
 
 RECORD = AcceptanceRecord("quick", 1765000000.0, (StepResult("counters", "pass"),), {})

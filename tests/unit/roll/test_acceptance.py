@@ -27,9 +27,16 @@ from rocm_fleet.model.acceptance import (
 )
 from rocm_fleet.model.config import ConfigError, load_config
 from rocm_fleet.model.slurm import REASON_PREFIX
-from rocm_fleet.roll.acceptance import parsers
-from rocm_fleet.roll.acceptance.parsers import NotUnderstood
-from rocm_fleet.roll.acceptance.run import RVS, Acceptance, Tools, counter_step, needed_level, suite
+from rocm_fleet.roll.acceptance import run as tool_output
+from rocm_fleet.roll.acceptance.run import (
+    RVS,
+    Acceptance,
+    NotUnderstood,
+    Tools,
+    counter_step,
+    needed_level,
+    suite,
+)
 from rocm_fleet.roll.waves import Outcome, Roll, SlurmNode, Steps, Target
 from unit.roll.test_roll import Clock, Cluster, Node, Recorder
 
@@ -51,13 +58,15 @@ def fixture(name: str) -> str:
 
 
 def test_rvs_gst_verdicts_are_read_per_action_and_gpu():
-    results = parsers.parse_rvs_gst(fixture("rvs_gst_nv31_pass.log"), NV31)
+    results = tool_output.parse_rvs_gst(fixture("rvs_gst_nv31_pass.log"), NV31)
     assert [(r.action, r.gpu, r.passed) for r in results] == [(a, "28851", True) for a in NV31]
     assert results[0].gflops == pytest.approx(22014.553091)
 
 
 def test_rvs_gst_below_its_target_is_rvss_own_fail():
-    low = {r.action: r for r in parsers.parse_rvs_gst(fixture("rvs_gst_nv31_hgemm_low.log"), NV31)}
+    low = {
+        r.action: r for r in tool_output.parse_rvs_gst(fixture("rvs_gst_nv31_hgemm_low.log"), NV31)
+    }
     assert not low["gpustress-4096-hgemm-false"].passed
     assert low["gpustress-4096-hgemm-false"].gflops == pytest.approx(41233.907114)
 
@@ -77,15 +86,15 @@ def test_rvs_gst_below_its_target_is_rvss_own_fail():
 )  # fmt: skip
 def test_rvs_output_not_understood_is_refused(text, said):
     with pytest.raises(NotUnderstood, match=said):
-        parsers.parse_rvs_gst(text, NV31)
+        tool_output.parse_rvs_gst(text, NV31)
 
 
 def test_rccl_all_reduce_table_and_summary():
-    result = parsers.parse_rccl(fixture("rccl_all_reduce_mi300x_8gpu.txt"))
+    result = tool_output.parse_rccl(fixture("rccl_all_reduce_mi300x_8gpu.txt"))
     assert (result.avg_busbw, result.peak_busbw, result.wrong, result.sizes) == (
         142.652, 360.56, 0, 3,
     )  # fmt: skip
-    assert parsers.parse_rccl(fixture("rccl_all_reduce_wrong_values.txt")).wrong == 3
+    assert tool_output.parse_rccl(fixture("rccl_all_reduce_wrong_values.txt")).wrong == 3
 
 
 @pytest.mark.parametrize(
@@ -99,17 +108,17 @@ def test_rccl_all_reduce_table_and_summary():
 )  # fmt: skip
 def test_rccl_output_not_understood_is_refused(text, said):
     with pytest.raises(NotUnderstood, match=said):
-        parsers.parse_rccl(text)
+        tool_output.parse_rccl(text)
 
 
 def test_torch_smoke_line():
-    ok = parsers.parse_torch("some warning\n" + fixture("torch_smoke_8gpu.json"))
+    ok = tool_output.parse_torch("some warning\n" + fixture("torch_smoke_8gpu.json"))
     assert (ok.gpus, ok.allreduce_ok, ok.error) == (8, True, "")
-    failed = parsers.parse_torch(fixture("torch_smoke_no_gpu.json"))
+    failed = tool_output.parse_torch(fixture("torch_smoke_no_gpu.json"))
     assert failed.error.startswith("RuntimeError") and failed.gpus == 0
     for text in ("", "Traceback (most recent call last):\n", '{"gpus": "8"}'):
         with pytest.raises(NotUnderstood):
-            parsers.parse_torch(text)
+            tool_output.parse_torch(text)
 
 
 # --- suites and levels ------------------------------------------------------------------

@@ -539,7 +539,7 @@ def test_the_rolls_slurm_commands_use_sudo_by_the_deploys_own_rule(data, sudo):
     from pyinfra.api import Config, Inventory, State
 
     from rocm_fleet.engine.run import sudo_asked
-    from rocm_fleet.roll.command import slurm_node
+    from rocm_fleet.roll.command import runner
 
     inventory = Inventory(([("gpu1", dict(data))], {}))
     State(inventory, Config())
@@ -555,7 +555,7 @@ def test_the_rolls_slurm_commands_use_sudo_by_the_deploys_own_rule(data, sudo):
 
     host.run_shell_command = run_shell_command
     assert sudo_asked(host) is sudo  # the rule preflight judges the deploy's commands by
-    slurm_node(host, "gpu1").state()
+    SlurmNode(host.name, runner(host), "gpu1").state()
     assert ran == [{"_sudo": True} if sudo else {}]
     host.current_deploy_kwargs = {"_sudo": True}  # rocm_node(_sudo=True), while planned
     assert sudo_asked(host) is True
@@ -598,7 +598,7 @@ def test_the_hosts_to_roll_are_the_audits_drifted_ones(monkeypatch, returncode, 
     monkeypatch.setattr(command.subprocess, "run", run)
     args = SimpleNamespace(inventory="x.py", limit=["gpu*"], data=["rocm_version=7.2.1"])
     try:
-        found = command.audit(args, command.passed_options(args))
+        found = command.audit(args)
         said = f"drifted={found.drifted} refused={found.refused} unreachable={found.unreachable}"
     except Exception as exc:
         said = f"{type(exc).__name__}: {exc}"
