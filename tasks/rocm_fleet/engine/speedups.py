@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from copy import copy
-from types import CodeType
+from types import CodeType, FunctionType, MethodType
 from typing import Any, TypeVar
 
 import gevent
@@ -209,20 +209,34 @@ def make_hash(obj: Any) -> str:
     return _original("make_hash")(obj)
 
 
-#: (key, value type, value) of scalar global arguments that passed their type check
+#: (key, value type, value) of scalar global arguments that passed their type check, and
+#: (key, type, function) of functions and bound methods (``_if=op.did_change``) that did
 _CHECKED: set[tuple[str, type, Any]] = set()
 _SCALARS = (bool, int, float, str, type(None))
 
 
+def _checked_as(key: str, value: Any) -> tuple[str, type, Any] | None:
+    """What a passed check is remembered as: a scalar by its value; a function by itself and a
+    bound method by its function (typeguard checks a callable by its signature alone, which
+    a method's object doesn't change: ``inspect.signature``); None for any other value."""
+    kind = type(value)
+    if kind in _SCALARS or kind is FunctionType:
+        return key, kind, value
+    if kind is MethodType and type(value.__func__) is FunctionType:
+        return key, kind, value.__func__
+    return None
+
+
 def _check_type(raise_if_bad_type: Callable[..., None], key: str, value: Any, type_: Any) -> None:
-    """pyinfra's type check of a global argument, once per scalar value (same key, same type)."""
-    scalar = type(value) in _SCALARS
-    if scalar and (key, type(value), value) in _CHECKED:
+    """pyinfra's type check of a global argument, once per scalar value, function or bound
+    method's function (same key, same type)."""
+    checked = _checked_as(key, value)
+    if checked is not None and checked in _CHECKED:
         return
     raise_if_bad_type(value, type_, _original("arguments").ArgumentTypeError,
                       f"Invalid argument `{key}`:")  # fmt: skip
-    if scalar:
-        _CHECKED.add((key, type(value), value))
+    if checked is not None:
+        _CHECKED.add(checked)
 
 
 @functools.cache
@@ -346,8 +360,10 @@ def importing() -> Iterator[bool]:
     """While rocm-fleet's deploy modules are imported (``compose``), when ``enabled()``: pyinfra's
     fact classes check their ``command``'s arguments against ``all_global_arguments()`` computed
     once (pyinfra's runs ``typing.get_type_hints`` for each class), and the cyclic garbage
-    collector is ``paused`` (the first plan's ``gc.freeze`` then takes what the import made
-    out of its passes). Both as they were after the block. Yields whether in effect."""
+    collector is ``paused``; what is alive when the block ends (the modules and classes the
+    import made, which live as long as the process) is then left out of its passes
+    (``gc.freeze``, as the first plan does): else the first pass after it walks every object
+    the import made. Both as they were after the block. Yields whether in effect."""
     if not enabled():
         yield False
         return
@@ -357,6 +373,7 @@ def importing() -> Iterator[bool]:
     try:
         with paused():
             yield True
+            gc.freeze()
     finally:
         facts.all_global_arguments = theirs
 
