@@ -370,6 +370,38 @@ def test_what_the_import_made_is_left_out_of_collections_after_importing(monkeyp
     assert calls == ([False] if used else [])
 
 
+def test_the_decorators_context_reads_what_the_stand_ins_stand_for_now():
+    """Inside ``speedups()``, pyinfra's operation decorator reads ``context.state`` and
+    ``context.host`` as the objects pyinfra's stand-ins stand for now, in this greenlet (the
+    stand-ins when none is set); any other name as ``pyinfra.context``'s; after, the module."""
+    import importlib
+
+    import gevent
+    from pyinfra import context as module
+    from pyinfra.api import Config, Inventory, State
+    from pyinfra.context import ctx_host, ctx_state
+
+    decorator = importlib.import_module("pyinfra.api.operation")  # the attribute: the decorator
+
+    inventory = Inventory(([("h1", {}), ("h2", {})], {}))
+    state = State(inventory, Config())
+    h1, h2 = inventory.get_host("h1"), inventory.get_host("h2")
+    with _pyinfra.speedups() as used:
+        ours = decorator.context
+        assert not used or ours is _pyinfra.context
+        with ctx_state.use(state), ctx_host.use(h1):
+            assert ours.state is state and ours.host is h1
+            assert ours.ctx_host is module.ctx_host and ours.config is module.config
+
+            def other_greenlet():
+                with ctx_host.use(h2):
+                    return ours.host is h2 and ours.state is state
+
+            assert gevent.spawn(other_greenlet).get() and ours.host is h1
+            assert gevent.spawn(lambda: ours.host).get() is module.host  # none set there
+    assert decorator.context is module
+
+
 def test_an_operations_signature_is_inspects_and_binds_as_it_does():
     import inspect
 

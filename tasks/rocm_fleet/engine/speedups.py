@@ -51,6 +51,7 @@ def _pyinfra_modules() -> dict[str, Any]:
         "get_operation_order_from_stack": modules["operation"].get_operation_order_from_stack,
         "signature": modules["operation"].signature,
         "make_hash": modules["util"].make_hash,
+        "context": modules["operation"].context,  # the module pyinfra.context
     }
 
 
@@ -94,7 +95,8 @@ def _unwrapped(obj: Any) -> Any:
     """What a pyinfra context stand-in (``context.host``) stands for now, else ``obj``: each
     attribute read through the stand-in costs a failed lookup first."""
     if isinstance(obj, ContextObject):
-        module = _object_attribute(obj, "_container").module
+        # (a greenlet's own container has no module until it sets one: ContextManager.get)
+        module = getattr(_object_attribute(obj, "_container"), "module", None)
         return obj if module is None else module
     return obj
 
@@ -285,6 +287,33 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
     return arguments, found_keys
 
 
+class _ContextNow:
+    """``pyinfra.context`` as pyinfra's operation decorator reads it while rocm-fleet plans:
+    ``state`` and ``host`` are the objects pyinfra's stand-ins stand for in this greenlet now
+    (the stand-ins themselves when none is set), so the decorator's many reads of them (and
+    its command generator's, run for the same host) don't each look the object up again
+    through the stand-in; any other name is the module's."""
+
+    @property
+    def state(self) -> Any:
+        return _unwrapped(_context_module().state)
+
+    @property
+    def host(self) -> Any:
+        return _unwrapped(_context_module().host)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_context_module(), name)
+
+
+def _context_module() -> Any:
+    return _original("context")
+
+
+#: what ``pyinfra.api.operation`` reads as ``context`` inside ``speedups()``
+context = _ContextNow()
+
+
 # Where pyinfra's modules hold each function by name (`from .arguments import ...`).
 _HELD_IN = {
     "get_operation_order_from_stack": ("operation",),
@@ -292,6 +321,7 @@ _HELD_IN = {
     "make_hash": ("operation",),
     "all_global_arguments": ("arguments",),
     "pop_global_arguments": ("arguments", "operation", "deploy", "facts"),
+    "context": ("operation",),
 }
 _OURS = {
     "get_operation_order_from_stack": get_operation_order_from_stack,
@@ -299,6 +329,7 @@ _OURS = {
     "pop_global_arguments": pop_global_arguments,
     "signature": signature,
     "make_hash": make_hash,
+    "context": context,
 }
 # Open ``speedups`` blocks (hosts are planned on greenlets at once).
 _active = 0
