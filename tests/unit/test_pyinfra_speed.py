@@ -371,7 +371,7 @@ def test_what_the_import_made_is_left_out_of_collections_after_importing(monkeyp
 
 
 def test_the_decorators_context_reads_what_the_stand_ins_stand_for_now():
-    """Inside ``speedups()``, pyinfra's operation decorator reads ``context.state`` and
+    """Inside ``speedups()``, pyinfra's operation (and deploy) decorator reads ``context.state`` and
     ``context.host`` as the objects pyinfra's stand-ins stand for now, in this greenlet (the
     stand-ins when none is set); any other name as ``pyinfra.context``'s; after, the module."""
     import importlib

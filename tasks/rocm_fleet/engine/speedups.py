@@ -288,10 +288,10 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
 
 
 class _ContextNow:
-    """``pyinfra.context`` as pyinfra's operation decorator reads it while rocm-fleet plans:
-    ``state`` and ``host`` are the objects pyinfra's stand-ins stand for in this greenlet now
-    (the stand-ins themselves when none is set), so the decorator's many reads of them (and
-    its command generator's, run for the same host) don't each look the object up again
+    """``pyinfra.context`` as pyinfra's operation and deploy decorators read it while rocm-fleet
+    plans: ``state`` and ``host`` are the objects pyinfra's stand-ins stand for in this greenlet
+    now (the stand-ins themselves when none is set), so the decorators' many reads of them (and
+    the command generator's, run for the same host) don't each look the object up again
     through the stand-in; any other name is the module's."""
 
     @property
@@ -310,7 +310,7 @@ def _context_module() -> Any:
     return _original("context")
 
 
-#: what ``pyinfra.api.operation`` reads as ``context`` inside ``speedups()``
+#: what ``pyinfra.api.operation`` and ``.deploy`` read as ``context`` inside ``speedups()``
 context = _ContextNow()
 
 
@@ -321,7 +321,7 @@ _HELD_IN = {
     "make_hash": ("operation",),
     "all_global_arguments": ("arguments",),
     "pop_global_arguments": ("arguments", "operation", "deploy", "facts"),
-    "context": ("operation",),
+    "context": ("operation", "deploy"),
 }
 _OURS = {
     "get_operation_order_from_stack": get_operation_order_from_stack,
