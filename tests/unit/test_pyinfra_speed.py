@@ -300,6 +300,108 @@ def test_a_bad_global_argument_is_refused_as_pyinfra_refuses_it_every_time():
         )
 
 
+def test_a_callable_global_argument_is_checked_once_per_function_as_pyinfra_checks_it():
+    """``_if=op.did_change``: a bound method's check is remembered by its function (typeguard
+    checks a callable's signature, the same for every object it is bound to); a callable that
+    fails (it needs an argument) is refused with pyinfra's message every time, before or after
+    a good one passed; the same arguments as pyinfra's."""
+    from pyinfra.api import Config, Inventory, State
+    from pyinfra.api.exceptions import ArgumentTypeError
+
+    class Meta:
+        def did_change(self) -> bool:
+            return True
+
+        def needs_one(self, extra) -> bool:
+            return bool(extra)
+
+    def plain() -> bool:
+        return True
+
+    inventory = Inventory(([("h1", {})], {}))
+    state = State(inventory, Config())
+    host = inventory.get_host("h1")
+    original = _pyinfra._original("pop_global_arguments")
+    checked = []
+    real = _pyinfra._check_type
+
+    def counted(raise_if_bad_type, key, value, type_):
+        checked.append(key)
+        return real(raise_if_bad_type, key, value, type_)
+
+    for _ in range(2):
+        for bad in (Meta().needs_one, lambda extra: extra):
+            messages = []
+            for pop in (original, _pyinfra.pop_global_arguments):
+                with pytest.raises(ArgumentTypeError) as raised:
+                    pop(state, host, {"_if": bad})
+                messages.append(str(raised.value))
+            assert messages[0] == messages[1] and "Invalid argument `_if`" in messages[0]
+        for good in (Meta().did_change, Meta().did_change, plain, [plain]):
+            assert _pyinfra.pop_global_arguments(state, host, {"_if": good}) == original(
+                state, host, {"_if": good}
+            )
+    assert _pyinfra._checked_as("_if", Meta().did_change) == _pyinfra._checked_as(
+        "_if", Meta().did_change
+    )
+    assert _pyinfra._checked_as("_if", [plain]) is None  # a list: checked every time
+    before = len(_pyinfra._CHECKED)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_pyinfra, "_check_type", counted)
+        _pyinfra._check_type(
+            _pyinfra._original("arguments").raise_if_bad_type, "_if", Meta().did_change, None
+        )
+    assert len(_pyinfra._CHECKED) == before and checked == ["_if"]  # remembered: not again
+
+
+def test_what_the_import_made_is_left_out_of_collections_after_importing(monkeypatch):
+    """``importing()`` ends by freezing what is alive (``gc.freeze``), the collector paused till
+    then; not when opted out, nor when the import failed."""
+    calls = []
+    monkeypatch.setattr(_pyinfra.gc, "freeze", lambda: calls.append(_pyinfra.gc.isenabled()))
+    with _pyinfra.importing() as used:
+        assert calls == []
+    assert calls == ([False] if used else [])
+    with pytest.raises(ImportError), _pyinfra.importing():
+        raise ImportError("no such module")
+    monkeypatch.setenv(_pyinfra.OPT_OUT, "0")
+    with _pyinfra.importing():
+        pass
+    assert calls == ([False] if used else [])
+
+
+def test_the_decorators_context_reads_what_the_stand_ins_stand_for_now():
+    """Inside ``speedups()``, pyinfra's operation (and deploy) decorator reads ``context.state`` and
+    ``context.host`` as the objects pyinfra's stand-ins stand for now, in this greenlet (the
+    stand-ins when none is set); any other name as ``pyinfra.context``'s; after, the module."""
+    import importlib
+
+    import gevent
+    from pyinfra import context as module
+    from pyinfra.api import Config, Inventory, State
+    from pyinfra.context import ctx_host, ctx_state
+
+    decorator = importlib.import_module("pyinfra.api.operation")  # the attribute: the decorator
+
+    inventory = Inventory(([("h1", {}), ("h2", {})], {}))
+    state = State(inventory, Config())
+    h1, h2 = inventory.get_host("h1"), inventory.get_host("h2")
+    with _pyinfra.speedups() as used:
+        ours = decorator.context
+        assert not used or ours is _pyinfra.context
+        with ctx_state.use(state), ctx_host.use(h1):
+            assert ours.state is state and ours.host is h1
+            assert ours.ctx_host is module.ctx_host and ours.config is module.config
+
+            def other_greenlet():
+                with ctx_host.use(h2):
+                    return ours.host is h2 and ours.state is state
+
+            assert gevent.spawn(other_greenlet).get() and ours.host is h1
+            assert gevent.spawn(lambda: ours.host).get() is module.host  # none set there
+    assert decorator.context is module
+
+
 def test_an_operations_signature_is_inspects_and_binds_as_it_does():
     import inspect
 

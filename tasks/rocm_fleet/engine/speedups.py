@@ -1,14 +1,15 @@
 """Faster, equivalent versions of five pyinfra internals planning calls per operation
 (docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``,
-``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``; and, once
-per process, the objects alive when the first plan starts left out of the cyclic garbage
-collector's passes (``gc.freeze``), log records made without the thread's name and greenlets
-spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
+``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``, and the
+operation and deploy decorators' ``context`` giving the current state and host themselves;
+and, once per process, the objects alive when the first plan starts left out of the cyclic
+garbage collector's passes (``gc.freeze``), log records made without the thread's name and
+greenlets spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
 context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
 once; and, while the deploy's modules are imported (``importing()``), fact classes defined
-against the global arguments computed once and no cyclic collection. In effect only inside
-``speedups()`` and ``importing()``, on ``TESTED_PYINFRA`` (else one warning), unless
-``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
+against the global arguments computed once, no cyclic collection, and what the import made
+frozen at its end. In effect only inside ``speedups()`` and ``importing()``, on
+``TESTED_PYINFRA`` (else one warning), unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 import contextlib
 import functools
@@ -20,7 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from copy import copy
-from types import CodeType
+from types import CodeType, FunctionType, MethodType
 from typing import Any, TypeVar
 
 import gevent
@@ -51,6 +52,7 @@ def _pyinfra_modules() -> dict[str, Any]:
         "get_operation_order_from_stack": modules["operation"].get_operation_order_from_stack,
         "signature": modules["operation"].signature,
         "make_hash": modules["util"].make_hash,
+        "context": modules["operation"].context,  # the module pyinfra.context
     }
 
 
@@ -94,7 +96,8 @@ def _unwrapped(obj: Any) -> Any:
     """What a pyinfra context stand-in (``context.host``) stands for now, else ``obj``: each
     attribute read through the stand-in costs a failed lookup first."""
     if isinstance(obj, ContextObject):
-        module = _object_attribute(obj, "_container").module
+        # (a greenlet's own container has no module until it sets one: ContextManager.get)
+        module = getattr(_object_attribute(obj, "_container"), "module", None)
         return obj if module is None else module
     return obj
 
@@ -209,20 +212,34 @@ def make_hash(obj: Any) -> str:
     return _original("make_hash")(obj)
 
 
-#: (key, value type, value) of scalar global arguments that passed their type check
+#: (key, value type, value) of scalar global arguments that passed their type check, and
+#: (key, type, function) of functions and bound methods (``_if=op.did_change``) that did
 _CHECKED: set[tuple[str, type, Any]] = set()
 _SCALARS = (bool, int, float, str, type(None))
 
 
+def _checked_as(key: str, value: Any) -> tuple[str, type, Any] | None:
+    """What a passed check is remembered as: a scalar by its value; a function by itself and a
+    bound method by its function (typeguard checks a callable by its signature alone, which
+    a method's object doesn't change: ``inspect.signature``); None for any other value."""
+    kind = type(value)
+    if kind in _SCALARS or kind is FunctionType:
+        return key, kind, value
+    if kind is MethodType and type(value.__func__) is FunctionType:
+        return key, kind, value.__func__
+    return None
+
+
 def _check_type(raise_if_bad_type: Callable[..., None], key: str, value: Any, type_: Any) -> None:
-    """pyinfra's type check of a global argument, once per scalar value (same key, same type)."""
-    scalar = type(value) in _SCALARS
-    if scalar and (key, type(value), value) in _CHECKED:
+    """pyinfra's type check of a global argument, once per scalar value, function or bound
+    method's function (same key, same type)."""
+    checked = _checked_as(key, value)
+    if checked is not None and checked in _CHECKED:
         return
     raise_if_bad_type(value, type_, _original("arguments").ArgumentTypeError,
                       f"Invalid argument `{key}`:")  # fmt: skip
-    if scalar:
-        _CHECKED.add((key, type(value), value))
+    if checked is not None:
+        _CHECKED.add(checked)
 
 
 @functools.cache
@@ -271,6 +288,33 @@ def pop_global_arguments(state: Any, host: Any, kwargs: dict[str, Any]) -> Any:
     return arguments, found_keys
 
 
+class _ContextNow:
+    """``pyinfra.context`` as pyinfra's operation and deploy decorators read it while rocm-fleet
+    plans: ``state`` and ``host`` are the objects pyinfra's stand-ins stand for in this greenlet
+    now (the stand-ins themselves when none is set), so the decorators' many reads of them (and
+    the command generator's, run for the same host) don't each look the object up again
+    through the stand-in; any other name is the module's."""
+
+    @property
+    def state(self) -> Any:
+        return _unwrapped(_context_module().state)
+
+    @property
+    def host(self) -> Any:
+        return _unwrapped(_context_module().host)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_context_module(), name)
+
+
+def _context_module() -> Any:
+    return _original("context")
+
+
+#: what ``pyinfra.api.operation`` and ``.deploy`` read as ``context`` inside ``speedups()``
+context = _ContextNow()
+
+
 # Where pyinfra's modules hold each function by name (`from .arguments import ...`).
 _HELD_IN = {
     "get_operation_order_from_stack": ("operation",),
@@ -278,6 +322,7 @@ _HELD_IN = {
     "make_hash": ("operation",),
     "all_global_arguments": ("arguments",),
     "pop_global_arguments": ("arguments", "operation", "deploy", "facts"),
+    "context": ("operation", "deploy"),
 }
 _OURS = {
     "get_operation_order_from_stack": get_operation_order_from_stack,
@@ -285,6 +330,7 @@ _OURS = {
     "pop_global_arguments": pop_global_arguments,
     "signature": signature,
     "make_hash": make_hash,
+    "context": context,
 }
 # Open ``speedups`` blocks (hosts are planned on greenlets at once).
 _active = 0
@@ -346,8 +392,10 @@ def importing() -> Iterator[bool]:
     """While rocm-fleet's deploy modules are imported (``compose``), when ``enabled()``: pyinfra's
     fact classes check their ``command``'s arguments against ``all_global_arguments()`` computed
     once (pyinfra's runs ``typing.get_type_hints`` for each class), and the cyclic garbage
-    collector is ``paused`` (the first plan's ``gc.freeze`` then takes what the import made
-    out of its passes). Both as they were after the block. Yields whether in effect."""
+    collector is ``paused``; what is alive when the block ends (the modules and classes the
+    import made, which live as long as the process) is then left out of its passes
+    (``gc.freeze``, as the first plan does): else the first pass after it walks every object
+    the import made. Both as they were after the block. Yields whether in effect."""
     if not enabled():
         yield False
         return
@@ -357,6 +405,7 @@ def importing() -> Iterator[bool]:
     try:
         with paused():
             yield True
+            gc.freeze()
     finally:
         facts.all_global_arguments = theirs
 

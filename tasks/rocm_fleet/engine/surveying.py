@@ -114,11 +114,13 @@ class QuietSurveyFailure(logging.Filter):
 
 #: the one instance (``logging.Logger.addFilter`` keeps one)
 QUIET_SURVEY_FAILURE = QuietSurveyFailure()
+#: pyinfra's logger, looked up once (``logging.getLogger`` takes the module's lock each call)
+_PYINFRA_LOGGER = logging.getLogger("pyinfra")
 
 
 def _survey(target: Any, reads: list[Read]) -> list[Any] | Unreadable | None:
     """The ``Survey`` fact of ``target``, None when it can't run."""
-    logging.getLogger("pyinfra").addFilter(QUIET_SURVEY_FAILURE)
+    _PYINFRA_LOGGER.addFilter(QUIET_SURVEY_FAILURE)
     # _ignore_errors: a survey that can't run becomes the caller's refusal.
     return target.get_fact(Survey, reads=reads, _ignore_errors=True)
 
