@@ -4,15 +4,15 @@ whether amdgpu is ready for it (module, initramfs, room in /boot): pure."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rocm_fleet.model import matrix, paths
 from rocm_fleet.model.versions import kernel_key
 
 if TYPE_CHECKING:
     from rocm_fleet.model.config import Config
-    from rocm_fleet.model.host_survey import HostSurvey
 
 
 @dataclass(frozen=True)
@@ -209,6 +209,17 @@ class BootOutlook:
     kernels: tuple[Readiness, ...]
 
 
+class BootSurvey(Protocol):
+    """What ``survey_boot`` reads of a ``HostSurvey`` (a Protocol: host_survey imports this)."""
+
+    @property
+    def boot(self) -> BootState | None: ...
+    @property
+    def secure_boot(self) -> Mapping[str, Any] | None: ...
+    @property
+    def mok(self) -> Mapping[str, Mapping[str, Any]]: ...
+
+
 def wanted_driver(config: Config) -> str | None:
     """The amdgpu driver the next kernel must have; None where no GPU is expected."""
     gpu = config.rocm_state == "present" and config.expected_gpu_count != 0
@@ -222,7 +233,7 @@ def dkms_limit(config: Config) -> str | None:
 
 
 def survey_boot(
-    survey: HostSurvey, driver: str | None, cert: str | None, dkms_max: str | None = None
+    survey: BootSurvey, driver: str | None, cert: str | None, dkms_max: str | None = None
 ) -> BootOutlook:
     """The next boot of a surveyed host, as the audit shows it."""
     state = survey.boot or BootState()

@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rocm_fleet.assets import render
 from rocm_fleet.model import paths, upstream_data, versions
 from rocm_fleet.model.gpu_targets import gpu_target
 from rocm_fleet.model.versions import major_minor, release_key
 
-if TYPE_CHECKING:
-    from rocm_fleet.model.matrix import Distro, Release
+
+class ReleaseRow(Protocol):
+    """What a stream reads of a ``model.matrix.Release`` (a Protocol: matrix imports this)."""
+
+    @property
+    def version(self) -> str: ...
+    @property
+    def parts(self) -> tuple[int, ...]: ...
+    @property
+    def apt_path(self) -> str: ...
+
+
+class DistroRow(Protocol):
+    @property
+    def key(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -91,17 +104,17 @@ class Stream:
     publications: tuple[Publication, ...]
     default_packages_text: str = ""  # for the settings table
 
-    def publication(self, row: Distro) -> Publication | None:
+    def publication(self, row: DistroRow) -> Publication | None:
         return next((p for p in self.publications if p.distro == row.key), None)
 
     def pin_text(self) -> str:
         """The pin (priority 600 on the Release Origin) above the distribution's packages."""
         return render("apt-pin.pref.j2", release=f"o={self.pin_origin}", priority=600)
 
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+    def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
         return f"{base_url.rstrip('/')}/{release.apt_path}"
 
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+    def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
         """The packages for an unset ``rocm_packages``; ``gfx_targets``: the host's, or None."""
         return ["rocm-hip-runtime"]
 
@@ -110,18 +123,18 @@ class Stream:
         tag = versions.amd_release_tag(version)
         return bool(tag) and not versions.is_amd_driver_version(version)
 
-    def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
+    def unwanted_targets(self, release: ReleaseRow, packages: list, names: list) -> list[str]:
         """Of installed ``names``, those serving only GPU targets ``packages`` no longer name."""
         return []
 
-    def version_regex(self, release: Release) -> str:
+    def version_regex(self, release: ReleaseRow) -> str:
         """An extended regex (Python and awk) matching the release's package versions."""
         return f"[.]{versions.release_tag(release.version)}-"  # 6.4.3 -> [.]60403-
 
-    def root(self, release: Release) -> str:
+    def root(self, release: ReleaseRow) -> str:
         return paths.classic_root(release.version)
 
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
+    def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
         target = gpu_target(gfx)
         since = target.supported_from if target else None
         return since is not None and release.parts >= release_key(since)
@@ -132,10 +145,10 @@ CORE_SDK_GFX_PACKAGES: tuple[str, ...] = tuple(row["gfx"] for row in _ROWS["gfx_
 
 
 class CoreSdkStream(Stream):
-    def repository_url(self, base_url: str, release: Release, publication: Publication) -> str:
+    def repository_url(self, base_url: str, release: ReleaseRow, publication: Publication) -> str:
         return f"{base_url.rstrip('/')}/{publication.directory}"
 
-    def default_packages(self, release: Release, gfx_targets: list[str] | None) -> list[str]:
+    def default_packages(self, release: ReleaseRow, gfx_targets: list[str] | None) -> list[str]:
         # "ROCm Base" (200-install.rst @ 0c31064a); <ver> is major.minor.
         ver = major_minor(release.version)
         targets = sorted(set(gfx_targets or []))
@@ -146,7 +159,7 @@ class CoreSdkStream(Stream):
     def owns(self, name: str, version: str) -> bool:
         return versions.is_core_sdk_package(name, version)
 
-    def unwanted_targets(self, release: Release, packages: list, names: list) -> list[str]:
+    def unwanted_targets(self, release: ReleaseRow, packages: list, names: list) -> list[str]:
         """Other targets' packages and the every-target one, when per-target ones are wanted."""
         ver = major_minor(release.version)
         wanted = {gfx for gfx in CORE_SDK_GFX_PACKAGES for p in packages if p.endswith(f"-{gfx}")}
@@ -155,13 +168,13 @@ class CoreSdkStream(Stream):
         others = tuple(f"-{gfx}" for gfx in CORE_SDK_GFX_PACKAGES if gfx not in wanted)
         return sorted(n for n in names if n.endswith(others) or n == f"amdrocm{ver}")
 
-    def version_regex(self, release: Release) -> str:
+    def version_regex(self, release: ReleaseRow) -> str:
         return "^" + release.version.replace(".", "[.]") + "-"  # 10.0.0 -> ^10[.]0[.]0-
 
-    def root(self, release: Release) -> str:
+    def root(self, release: ReleaseRow) -> str:
         return paths.core_sdk_root(major_minor(release.version))
 
-    def lists_gpu(self, release: Release, gfx: str) -> bool:
+    def lists_gpu(self, release: ReleaseRow, gfx: str) -> bool:
         return gfx in CORE_SDK_GFX_PACKAGES
 
 
