@@ -7,10 +7,8 @@ from pathlib import Path
 
 from rocm_fleet.matrix.amd_tables import (
     AMD_FAMILIES,
-    DISTROS,
     GPU_LIST,
     gpu_products,
-    os_support_rows,
 )
 from rocm_fleet.matrix.device_tables import pci_tables
 from rocm_fleet.matrix.inputs import (
@@ -22,7 +20,8 @@ from rocm_fleet.matrix.inputs import (
     version_key,
     write,
 )
-from rocm_fleet.model.versions import kernel_key
+from rocm_fleet.matrix.kernel_tables import driver_kernel_rows, family_kernel_rows
+from rocm_fleet.matrix.repositories import repository_tables
 
 # The data files and the field (or fields) that name a row in each section (for the diff).
 TABLE_FILES = (
@@ -338,180 +337,3 @@ def update(records: Path, overrides: Path, directory: Path, *,
         return lines, 1 if diff or built.notes else 0
     lines += [f"wrote {path}" for path in write_data(built.tables, directory)]
     return lines, 0
-
-
-# kernels.json's rows per GPU family (os-support.yaml: the newest any model lists) and per
-# driver release (cited overrides: an ``amdgpu-dkms`` package's kernel base is its newest kernel).
-OS_SUPPORT = Path("stored") / "os-support.yaml"
-# os-support.yaml's kernel kinds -> how the matrix names them (a bare version: the GA kernel).
-KINDS = {"GA": "ga", "HWE": "hwe", "OEM": "oem"}
-
-
-def _kernel(text: str, where: str) -> tuple[str, str]:
-    """("ga" | "hwe" | "oem", version) of an os-support kernel cell ("HWE 6.17", "6.1.0")."""
-    words = str(text).split()
-    kind, version = (words[0], words[1]) if len(words) == 2 else ("GA", words[0] if words else "")
-    if kind not in KINDS or not version[:1].isdigit():
-        raise MatrixDataError(f"{where}: kernel {text!r}: expected [GA|HWE|OEM] <version>")
-    return KINDS[kind], version
-
-
-def family_kernel_rows(records: Path) -> list[dict]:
-    """kernels.json's ``family_kernel`` rows (the newest kernel any model of a family lists per
-    distro) from the stored os-support.yaml, each cited, in distro order."""
-    where, cite = str(records / OS_SUPPORT), stored_entry(records, "os-support.yaml").get("cite")
-    cite, text = cite or str(OS_SUPPORT), (records / OS_SUPPORT).read_text("utf-8")
-    found: dict[tuple[str, str], dict] = {}
-    for family, model, _os, version, key in os_support_rows(text, where, AMD_FAMILIES):
-        if not isinstance(version, dict) or "kernel" not in version:
-            continue
-        kind, kernel = _kernel(version["kernel"], f"{where}: {model}")
-        row = found.setdefault((key, AMD_FAMILIES[family]), {
-            "distro": key, "family": AMD_FAMILIES[family], "kernel": kernel, "kind": kind,
-            "models": [],
-        })  # fmt: skip
-        if kernel_key(kernel) > kernel_key(row["kernel"]):
-            row.update(kernel=kernel, kind=kind)
-        row["models"].append(model)
-    order = {d: i for i, d in enumerate(DISTROS.values())}
-    return [
-        {**{k: v for k, v in row.items() if k != "models"}, "from": str(OS_SUPPORT),
-         "source": f"{cite}: {len(row['models'])} models, e.g. {row['models'][0]}"}
-        for row in sorted(found.values(), key=lambda r: order[r["distro"]])
-    ]  # fmt: skip
-
-
-def driver_kernel_rows(over: dict, overrides: Path) -> list[dict]:
-    """kernels.json's ``driver_kernel`` rows: per driver its ``amdgpu-dkms`` version and newest
-    kernel, the package's kernel base ("1:6.16.13.30300400-2341068" -> 6.16) or ``kernel_base``."""
-    rows = []
-    fields = {"driver", "dkms", "kernel_base"}
-    for entry in cited(over.get("driver_kernel", []), "driver_kernel", fields, overrides):
-        dkms = entry.get("dkms")
-        base = str(dkms).split(":", 1)[-1].split(".")[:2] if dkms else str(
-            entry.get("kernel_base", "")).split(".")  # fmt: skip
-        if (
-            len(base) != 2
-            or not all(p.isdigit() for p in base)
-            or ("kernel_base" in entry) == (dkms is not None)
-        ):
-            raise MatrixDataError(
-                f"{overrides}: [[driver_kernel]] {entry['driver']}: give dkms (an amdgpu-dkms "
-                "version, [epoch:]<kernel base>.<build>-<id>) or kernel_base (X.Y), not both"
-            )
-        rows.append({"driver": entry["driver"], "dkms": dkms, "max_kernel": ".".join(base),
-                     "from": FROM_OVERRIDE, "source": entry["source"]})  # fmt: skip
-    return rows
-
-
-def repository_tables(records: Path) -> dict[str, list[dict]]:
-    """repositories.json's sections (AMD's apt repositories, streams, publications and per-GPU
-    packages) from the records of repo.radeon.com, repo.amd.com and the keys."""
-    radeon = read_toml(records / "repo.radeon.com.toml")
-    amd = read_toml(records / "repo.amd.com.toml")
-    keys = read_toml(records / "keys.toml")
-
-    def base(template: str, placeholder: str) -> str:
-        head, found, _ = template.partition(placeholder)
-        if not found:
-            raise MatrixDataError(f"repository URL {template!r} has no {placeholder}")
-        return head.rstrip("/")
-
-    def x_repo_id(entry: dict) -> str | None:
-        fields = dict(
-            f.strip().split(": ", 1) for f in entry.get("deb822", "").split(" / ") if ": " in f
-        )
-        return fields.get("X-Repo-Id")
-
-    classic = radeon["repository"]
-    multi, stable = amd["repository"]["multi-arch"], amd["repository"]["stable"]
-    repositories = [
-        {"name": "repo.radeon.com", "base_url": base(classic["rocm_url"], "{folder}"),
-         "key_url": keys["radeon"]["url"], "deb822": False, "x_repo_id": None,
-         "from": "repo.radeon.com.toml [repository]; keys.toml [radeon]",
-         "source": f"{classic['source']} Key: {keys['radeon']['url_source']}"},
-        {"name": "repo.amd.com", "base_url": base(multi["url"], "{directory}"),
-         "key_url": multi["key"], "deb822": "deb822" in multi, "x_repo_id": x_repo_id(multi),
-         "from": "repo.amd.com.toml [repository.multi-arch]", "source": multi["source"]},
-        {"name": "stable.repo.amd.com", "base_url": base(stable["url"], "{directory}"),
-         "key_url": stable["key"], "deb822": "deb822" in stable, "x_repo_id": x_repo_id(stable),
-         "from": "repo.amd.com.toml [repository.stable]", "source": stable["source"]},
-    ]  # fmt: skip
-    streams = [
-        {"name": "classic", "key_fingerprint": keys["radeon"]["fingerprint"],
-         "pin_origin": classic["origin"],
-         "from": "keys.toml [radeon]; repo.radeon.com.toml [repository]",
-         "source": f"{keys['radeon']['fingerprint_source']} Origin: {classic['source']}"},
-        {"name": "core-sdk", "key_fingerprint": keys["amd"]["fingerprint"],
-         "pin_origin": amd["release_file"]["origin"],
-         "from": "keys.toml [amd]; repo.amd.com.toml [release_file]",
-         "source": f"{keys['amd']['fingerprint_source']}; Origin: "
-         f"{amd['release_file']['source']} ({amd['release_file'].get('uncertain', '')})"},
-    ]  # fmt: skip
-    packages = amd["packages"]
-    gfx_packages = [
-        {"gfx": gfx, "from": "repo.amd.com.toml [packages]", "source": packages["gfx_source"]}
-        for gfx in packages["gfx"]
-    ]
-    return {
-        "repositories": repositories, "streams": streams,
-        "publications": _classic_publications(radeon) + _core_sdk_publications(amd),
-        "gfx_packages": gfx_packages,
-    }  # fmt: skip
-
-
-def _classic_publications(radeon: dict) -> list[dict]:
-    """Per distro repo.radeon.com serves: its suite, first release, whether Instinct only."""
-    suites, listing = radeon["suites"], radeon["listing"]
-    first = radeon["release"][0]["version"]
-    rows = []
-    for distro, suite in suites.items():
-        if " " not in distro:
-            continue  # the table's own fields (source, noble_from)
-        noble = suite == "noble"
-        instinct = distro in listing["instinct_only"]
-        source = [f"suite: {suites['source']}"]
-        source += [f"first release: {suites['noble_from_source']}"] if noble else []
-        source += [f"Instinct only: {listing['source']}"] if instinct else []
-        rows.append({
-            "stream": "classic", "distro": distro, "suite": suite, "directory": None,
-            "first_release": suites["noble_from"] if noble else first, "instinct_only": instinct,
-            "from": {"distro": "repo.radeon.com.toml [suites]",
-                     "suite": "repo.radeon.com.toml [suites]",
-                     "first_release": "repo.radeon.com.toml [suites] noble_from" if noble
-                     else "repo.radeon.com.toml [[release]] (the first)",
-                     "instinct_only": "repo.radeon.com.toml [listing]"},
-            "source": "; ".join(source),
-        })  # fmt: skip
-    return rows
-
-
-def _core_sdk_publications(amd: dict) -> list[dict]:
-    """Per distro the Core SDK serves: directory, suite, first release, whether Instinct only."""
-    directories, support = amd["directories"], amd["os_support"]
-    multi, stable = amd["repository"]["multi-arch"], amd["repository"]["stable"]
-    if multi["suite"] != stable["suite"]:
-        raise MatrixDataError(
-            f"repo.amd.com.toml: the repositories' suites differ ({multi['suite']!r}, "
-            f"{stable['suite']!r}): a publication names one"
-        )
-    rows = []
-    for distro, directory in directories.items():
-        if distro == "source":
-            continue
-        instinct = distro in support["gfx"]
-        source = [f"directory: {directories['source']}: {multi['source']}; {stable['source']}"]
-        source += [f"suite: {amd['release_file']['suite_source']}"]
-        source += [f"Instinct only: {support['source']}"] if instinct else []
-        rows.append({
-            "stream": "core-sdk", "distro": distro, "suite": multi["suite"],
-            "directory": directory, "first_release": amd["release"][0]["version"],
-            "instinct_only": instinct,
-            "from": {"distro": "repo.amd.com.toml [directories]",
-                     "suite": "repo.amd.com.toml [repository]; [release_file]",
-                     "directory": "repo.amd.com.toml [directories]",
-                     "first_release": "repo.amd.com.toml [[release]] (the first)",
-                     "instinct_only": "repo.amd.com.toml [os_support]"},
-            "source": "; ".join(source),
-        })  # fmt: skip
-    return rows
