@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 
 
 def run(args: Any) -> int:
-    from rocm_fleet.pull.repository import PullRepository, RepositoryError
+    from rocm_fleet.pull.keyring import RepositoryError
+    from rocm_fleet.pull.repository import PullRepository
 
     repository = PullRepository(args.repository.resolve(), [k.resolve() for k in args.keys])
     if args.timestamp_hours <= 0:

@@ -26,7 +26,8 @@ from rocm_fleet.model import pulled
 from rocm_fleet.model.pulled import PullRefused
 from rocm_fleet.pull import repository as pull_repository
 from rocm_fleet.pull import sealed
-from rocm_fleet.pull.repository import PullRepository, RepositoryError
+from rocm_fleet.pull.keyring import RepositoryError
+from rocm_fleet.pull.repository import PullRepository
 from unit.pullrepo import NODE, OTHER, SETTINGS, refused
 from unit.pullsim import SimulatedFleet, signer, tuf_now, unsynced
 

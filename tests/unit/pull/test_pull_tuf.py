@@ -20,7 +20,8 @@ from tuf.api.metadata import Metadata, Targets, Timestamp
 
 from rocm_fleet.model import pulled
 from rocm_fleet.model.pulled import PullRefused
-from rocm_fleet.pull.repository import PullRepository, RepositoryError
+from rocm_fleet.pull.keyring import RepositoryError
+from rocm_fleet.pull.repository import PullRepository
 from unit.conftest import DRIVERLESS_SITE
 from unit.pullrepo import NODE, OTHER, SETTINGS, refused
 from unit.pullsim import RepositorySimulator, SimulatedFleet, signer, tuf_now, unsynced
