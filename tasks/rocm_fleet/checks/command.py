@@ -84,7 +84,7 @@ def choose(args: Any) -> tuple[Chosen, list[str]]:
 def run(args: Any) -> int:
     import pytest
 
-    from rocm_fleet.checks.plugin import Report
+    from rocm_fleet.checks.report import Report
 
     refuse_combinations(args)
     chosen, errors = choose(args)

@@ -8,7 +8,8 @@ import shlex
 
 import pytest
 
-from rocm_fleet.checks.plugin import UNREACHABLE, Target
+from rocm_fleet.checks.plugin import Target
+from rocm_fleet.checks.report import UNREACHABLE
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.slurm import SlurmNode
 from rocm_fleet.model import apu, paths

@@ -1,5 +1,5 @@
 """``rocm-fleet check``'s lines on screens 60, 100 and 160 columns wide, coloured or not, and
-the checks named by sentences (checks.plugin, checks.test_node)."""
+the checks named by sentences (checks.report, checks.test_node)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rocm_fleet.checks import test_node
-from rocm_fleet.checks.plugin import Outcome, Report, check_line, check_name
+from rocm_fleet.checks.report import Outcome, Report, check_line, check_name
 from rocm_fleet.cli.tables import Screen
 
 REASON = (
