@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocm_fleet.bundle.build import Plan, make_bundle, one_key
+from rocm_fleet.bundle.build import Plan, make_bundle
+from rocm_fleet.bundle.contents import one_key
 from rocm_fleet.upstream.aptrepo import (
     Index,
     RepositoryError,
