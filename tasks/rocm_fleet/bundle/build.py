@@ -2,7 +2,6 @@
 AMD's apt repositories, and wheels with PEP 503 pages listing only the bundled files, each file
 atomic, confined and in the manifest; a host's pip resolves each wheel set to them only."""
 
-import functools
 import hashlib
 import html
 import importlib.metadata
@@ -52,11 +51,9 @@ from rocm_fleet.upstream.resolution import Target, interpreter_tag, manylinux_pl
 from rocm_fleet.upstream.wheels import (
     Link,
     ResolutionError,
-    dist_metadata,
+    index_reads,
     is_sdist,
-    parse_page,
     project_url,
-    sdist_build_requires,
     untrusted_index,
 )
 from rocm_fleet.version import __version__
@@ -269,37 +266,10 @@ class Bundle:
         problem = untrusted_index(index_url)
         if problem:
             raise BundleError(f"can't bundle the wheels of {', '.join(hosts)}: {problem}")
-        target, fetcher = Target(runtime), self.fetcher
-
-        @functools.cache
-        def page(name: str) -> list[Link]:
-            url = project_url(index_url, name)
-            try:
-                data = fetcher.content(url)
-                with parsing(url, "PEP 503 page"):
-                    return parse_page(data.decode("utf-8"), url)
-            except DownloadError as exc:
-                if "HTTP 404" in str(exc):
-                    return []
-                raise
-
-        @functools.cache
-        def metadata(link: Link) -> str:
-            """A wheel's core metadata: the index's PEP 658 copy if published, else the wheel's."""
-            if link.metadata_sha256:
-                data = fetcher.content(link.url + ".metadata")
-                if hashlib.sha256(data).hexdigest() == link.metadata_sha256:
-                    with parsing(link.url + ".metadata", "core metadata file"):
-                        return data.decode("utf-8")
-            path = self.wheel(link)
-            with parsing(link.url, "wheel"):
-                return dist_metadata(str(path))
-
-        @functools.cache
-        def build_requires(link: Link) -> list[str]:
-            """An sdist's build requirements (``upstream.wheels``): bundled beside it."""
-            return sdist_build_requires(str(self.wheel(link)))
-
+        target = Target(runtime)
+        page, metadata, build_requires = index_reads(
+            index_url, self.fetcher.content, self.wheel, parsing
+        )
         with parsing(index_url, "wheel index (a requirement or version)"):
             pins = resolve(requirements, page, metadata, target, index_url, build_requires)
         pinned = {}
