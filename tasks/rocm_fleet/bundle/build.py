@@ -47,11 +47,16 @@ from rocm_fleet.upstream.manifest import (
     read_manifest,
     repository_key,
 )
-from rocm_fleet.upstream.resolution import Target, interpreter_tag, manylinux_platforms, resolve
+from rocm_fleet.upstream.resolution import (
+    Target,
+    index_reads,
+    interpreter_tag,
+    manylinux_platforms,
+    resolve,
+)
 from rocm_fleet.upstream.wheels import (
     Link,
     ResolutionError,
-    index_reads,
     is_sdist,
     project_url,
     untrusted_index,

@@ -28,11 +28,10 @@ from rocm_fleet.model.torch_builds import SDIST_ONLY
 from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, shorten
 from rocm_fleet.upstream.manifest import BUILD_MARK, MALFORMED, NO_BINARY, Locked, lock_lines
 from rocm_fleet.upstream.progress import DownloadProgress
-from rocm_fleet.upstream.resolution import Target, resolve
+from rocm_fleet.upstream.resolution import Target, index_reads, resolve
 from rocm_fleet.upstream.wheels import (
     Link,
     ResolutionError,
-    index_reads,
     project_url,
     untrusted_index,
 )

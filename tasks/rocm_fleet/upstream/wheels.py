@@ -2,22 +2,15 @@
 and distribution files, read without installing or running anything."""
 
 import email.parser
-import functools
-import hashlib
 import re
 import tarfile
 import tomllib
 import zipfile
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urldefrag, urljoin
 
 from mousebender.simple import from_project_details_html
 from packaging.utils import InvalidSdistFilename, canonicalize_name, parse_sdist_filename
-
-from rocm_fleet.upstream.http import DownloadError
 
 
 class ResolutionError(Exception):
@@ -145,49 +138,3 @@ def untrusted_index(index_url: str) -> str | None:
 
 def project_url(index_url: str, name: str) -> str:
     return f"{index_url.rstrip('/')}/{canonicalize_name(name)}/"
-
-
-def index_reads(
-    index_url: str,
-    content: Callable[[str], bytes],
-    fetched: Callable[[Link], Path],
-    parsing: Callable[[str, str], AbstractContextManager[None]],
-    keep: bool = True,
-) -> tuple[Callable[[str], list[Link]], Callable[[Link], str], Callable[[Link], list[str]]]:
-    """``resolve``'s reads of ``index_url``, each made once: project pages (a missing one's
-    empty), core metadata (the PEP 658 copy if its hash matches, else the file's: ``fetched``,
-    removed unless ``keep`` or an sdist), sdists' build requirements; ``parsing(url, kind)``
-    names what is malformed."""
-
-    @functools.cache
-    def page(name: str) -> list[Link]:
-        url = project_url(index_url, name)
-        try:
-            data = content(url)
-        except DownloadError as exc:
-            if "HTTP 404" in str(exc):  # no such project: the resolution says which
-                return []
-            raise
-        with parsing(url, "PEP 503 page"):
-            return parse_page(data.decode("utf-8"), url)
-
-    @functools.cache
-    def metadata(link: Link) -> str:
-        if link.metadata_sha256:
-            data = content(link.url + ".metadata")
-            if hashlib.sha256(data).hexdigest() == link.metadata_sha256:
-                with parsing(link.url + ".metadata", "core metadata file"):
-                    return data.decode("utf-8")
-        path = fetched(link)
-        try:
-            with parsing(link.url, "wheel"):
-                return dist_metadata(str(path))
-        finally:
-            if not keep and not is_sdist(link.filename):  # an sdist's build requires come next
-                path.unlink(missing_ok=True)
-
-    @functools.cache
-    def build_requires(link: Link) -> list[str]:
-        return sdist_build_requires(str(fetched(link)))
-
-    return page, metadata, build_requires
