@@ -1,7 +1,6 @@
 """A bundle being made (``Bundle``): its files written confined and atomically and listed in the
 manifest, AMD's verified keys and repositories, wheel sets and their PEP 503 pages."""
 
-import functools
 import hashlib
 import html
 import os
@@ -23,20 +22,17 @@ from rocm_fleet.upstream.aptrepo import (
     primary_fingerprints,
     signed_text,
 )
-from rocm_fleet.upstream.http import DownloadError, Fetcher
+from rocm_fleet.upstream.http import Fetcher
 from rocm_fleet.upstream.manifest import (
     BundleError,
     bundle_path,
     confined,
     parsing,
 )
-from rocm_fleet.upstream.resolution import Target, resolve
+from rocm_fleet.upstream.resolution import Target, index_reads, resolve
 from rocm_fleet.upstream.wheels import (
     Link,
-    dist_metadata,
-    parse_page,
     project_url,
-    sdist_build_requires,
     untrusted_index,
 )
 
@@ -175,37 +171,10 @@ class Bundle:
         problem = untrusted_index(index_url)
         if problem:
             raise BundleError(f"can't bundle the wheels of {', '.join(hosts)}: {problem}")
-        target, fetcher = Target(runtime), self.fetcher
-
-        @functools.cache
-        def page(name: str) -> list[Link]:
-            url = project_url(index_url, name)
-            try:
-                data = fetcher.content(url)
-                with parsing(url, "PEP 503 page"):
-                    return parse_page(data.decode("utf-8"), url)
-            except DownloadError as exc:
-                if "HTTP 404" in str(exc):
-                    return []
-                raise
-
-        @functools.cache
-        def metadata(link: Link) -> str:
-            """A wheel's core metadata: the index's PEP 658 copy if published, else the wheel's."""
-            if link.metadata_sha256:
-                data = fetcher.content(link.url + ".metadata")
-                if hashlib.sha256(data).hexdigest() == link.metadata_sha256:
-                    with parsing(link.url + ".metadata", "core metadata file"):
-                        return data.decode("utf-8")
-            path = self.wheel(link)
-            with parsing(link.url, "wheel"):
-                return dist_metadata(str(path))
-
-        @functools.cache
-        def build_requires(link: Link) -> list[str]:
-            """An sdist's build requirements (``upstream.wheels``): bundled beside it."""
-            return sdist_build_requires(str(self.wheel(link)))
-
+        target = Target(runtime)
+        page, metadata, build_requires = index_reads(
+            index_url, self.fetcher.content, self.wheel, parsing
+        )
         with parsing(index_url, "wheel index (a requirement or version)"):
             pins = resolve(requirements, page, metadata, target, index_url, build_requires)
         pinned = {}

@@ -28,8 +28,7 @@ _FINAL = "inc"
 
 @functools.lru_cache(maxsize=4)  # the three facts of one listing parse it once
 def _parsed(output: tuple[str, ...]) -> tuple[tuple[str, str, str, str, str], ...]:
-    """(want, status, error flag, name, version) of each package line of ``DPKG_LISTING``,
-    the name's architecture qualifier dropped."""
+    """(want, status, error flag, name, version) of each package of ``DPKG_LISTING``."""
     rows = [line.split("|") for line in output]
     return tuple(
         (*row[0].ljust(3)[:3], row[1].split(":")[0], row[2])
@@ -55,8 +54,7 @@ class InstalledPackages(FactBase[dict[str, str]]):
 
 
 class HeldPackages(FactBase[list[str]]):
-    """The packages on hold (``apt-mark hold``; a qualified one's counts for the name), sorted.
-    Read with ``dpkg-query``: ``apt-mark showhold`` may rebuild apt's cache files."""
+    """The packages on hold (``apt-mark hold``; a qualified one's counts for the name), sorted."""
 
     default = list
 

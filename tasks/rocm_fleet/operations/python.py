@@ -71,11 +71,9 @@ def venv(path: str, ledger: str | None = None, present: bool = True, created_onl
 def locked_venv(
     root: str, path: str, lock: str, lock_sha256: str, stamp: str, min_python: str, protocol: int
 ):
-    """A venv at ``path`` holding what the hash-locked ``lock`` pins, installed with
-    ``--require-hashes`` once the file's SHA-256 is ``lock_sha256``; its rocm-fleet must speak
-    pull ``protocol`` or newer (``stamp`` records the SHA-256 and the protocol it speaks). Made
-    afresh when the lock changes or the stamp records no such protocol. An older python3 than
-    ``min_python`` fails first; an older protocol fails the host, with no stamp."""
+    """A venv at ``path`` holding what the hash-locked ``lock`` (SHA-256 ``lock_sha256``) pins,
+    made afresh unless ``stamp`` records that lock and pull ``protocol`` or newer; a python3 older
+    than ``min_python`` or an older protocol fails the host, with no stamp."""
     exists = read_fact(FileDigest, path=paths.venv_marker(path)) is not None
     stamped = read_fact(Ledger, path=stamp)
     if exists and stamped[:1] == [lock_sha256] and _speaks(stamped[1:]) >= protocol:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import hmac
 import io
@@ -14,7 +13,7 @@ import secrets
 import stat
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -27,17 +26,13 @@ from rocm_fleet.model.decisions import TORCH_FAMILY
 from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.model.torch_builds import SDIST_ONLY
 from rocm_fleet.upstream.http import DownloadError, Fetcher, Unreachable, shorten
-from rocm_fleet.upstream.manifest import BUILD_MARK, NO_BINARY, Locked, lock_lines
+from rocm_fleet.upstream.manifest import BUILD_MARK, MALFORMED, NO_BINARY, Locked, lock_lines
 from rocm_fleet.upstream.progress import DownloadProgress
-from rocm_fleet.upstream.resolution import Target, resolve
+from rocm_fleet.upstream.resolution import Target, index_reads, resolve
 from rocm_fleet.upstream.wheels import (
     Link,
     ResolutionError,
-    dist_metadata,
-    is_sdist,
-    parse_page,
     project_url,
-    sdist_build_requires,
     untrusted_index,
 )
 
@@ -183,21 +178,6 @@ def write_cached(cache: Path, request: LockRequest, lines: list[str], key: bytes
 def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[str]:
     """The sorted ``name==version --hash=sha256:...`` lines of ``request``; LockError otherwise."""
     target = Target(HostRuntime(request.python, request.glibc))
-    index_url = request.index_url
-
-    @functools.cache
-    def page(name: str) -> list[Link]:
-        url = project_url(index_url, name)
-        try:
-            data = fetcher.content(url)
-        except DownloadError as exc:
-            if "HTTP 404" in str(exc):  # no such project: the resolution says which
-                return []
-            raise
-        try:
-            return parse_page(data.decode("utf-8"), url)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise LockError(f"{url}: not a PEP 503 page ({exc})") from None
 
     def fetched(link: Link) -> Path:
         if not link.sha256:
@@ -206,27 +186,14 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
         fetcher.file(link.url, path, link.sha256)
         return path
 
-    @functools.cache
-    def metadata(link: Link) -> str:
-        if link.metadata_sha256:
-            data = fetcher.content(link.url + ".metadata")
-            if hashlib.sha256(data).hexdigest() == link.metadata_sha256:
-                return data.decode("utf-8", "replace")
-        path = fetched(link)
-        try:
-            return dist_metadata(str(path))
-        finally:
-            if not is_sdist(link.filename):  # an sdist's build requires come next
-                path.unlink(missing_ok=True)
-
-    @functools.cache
-    def build_requires(link: Link) -> list[str]:
-        path = scratch / link.filename
-        return sdist_build_requires(str(path if path.exists() else fetched(link)))
-
-    if unserved := _unserved(request.requirements, page, index_url):
+    page, metadata, build_requires = index_reads(
+        request.index_url, fetcher.content, fetched, _parsing, keep=False
+    )
+    if unserved := _unserved(request.requirements, page, request.index_url):
         raise LockError(unserved)
-    pins = resolve(list(request.requirements), page, metadata, target, index_url, build_requires)
+    pins = resolve(
+        list(request.requirements), page, metadata, target, request.index_url, build_requires
+    )
     for name, pin in pins.items():
         if not pin.candidate.link.sha256:
             raise LockError(f"{pin.candidate.link.url}: the index publishes no #sha256 for {name}")
@@ -237,6 +204,15 @@ def resolve_lock(request: LockRequest, fetcher: Fetcher, scratch: Path) -> list[
             for name, pin in pins.items()
         ]
     )  # fmt: skip
+
+
+@contextlib.contextmanager
+def _parsing(url: str, kind: str) -> Iterator[None]:
+    """A malformed file of the index as LockError naming it."""
+    try:
+        yield
+    except MALFORMED as exc:
+        raise LockError(f"{url}: not a {kind} ({exc})") from None
 
 
 def _unserved(requirements: tuple[str, ...], page: Callable[[str], list[Link]],

@@ -2,8 +2,12 @@
 wheel tags that Python accepts, best first, and its markers (as pip sees them)."""
 
 import email.parser
+import functools
+import hashlib
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from packaging import utils
 from packaging.requirements import InvalidRequirement, Requirement
@@ -16,7 +20,16 @@ from resolvelib.resolvers import RequirementInformation, ResolutionImpossible, R
 from rocm_fleet.model.matrix import HostRuntime
 from rocm_fleet.model.torch_builds import SDIST_ONLY
 from rocm_fleet.model.versions import release_key
-from rocm_fleet.upstream.wheels import Link, ResolutionError, is_sdist
+from rocm_fleet.upstream.http import DownloadError
+from rocm_fleet.upstream.wheels import (
+    Link,
+    ResolutionError,
+    dist_metadata,
+    is_sdist,
+    parse_page,
+    project_url,
+    sdist_build_requires,
+)
 
 
 def manylinux_platforms(glibc: str) -> list[str]:
@@ -276,3 +289,49 @@ def _resolve(roots: list[str], page: Callable[[str], list[Link]],
             if info.parent is None or info.parent.name != candidate.name:  # not rocm[x] -> rocm
                 pin.why = sorted({*pin.why, _why(info)})
     return pins
+
+
+def index_reads(
+    index_url: str,
+    content: Callable[[str], bytes],
+    fetched: Callable[[Link], Path],
+    parsing: Callable[[str, str], AbstractContextManager[None]],
+    keep: bool = True,
+) -> tuple[Callable[[str], list[Link]], Callable[[Link], str], Callable[[Link], list[str]]]:
+    """``resolve``'s reads of ``index_url``, each made once: project pages (a missing one's
+    empty), core metadata (the PEP 658 copy if its hash matches, else the file's: ``fetched``,
+    removed unless ``keep`` or an sdist), sdists' build requirements; ``parsing(url, kind)``
+    names what is malformed."""
+
+    @functools.cache
+    def page(name: str) -> list[Link]:
+        url = project_url(index_url, name)
+        try:
+            data = content(url)
+        except DownloadError as exc:
+            if "HTTP 404" in str(exc):  # no such project: the resolution says which
+                return []
+            raise
+        with parsing(url, "PEP 503 page"):
+            return parse_page(data.decode("utf-8"), url)
+
+    @functools.cache
+    def metadata(link: Link) -> str:
+        if link.metadata_sha256:
+            data = content(link.url + ".metadata")
+            if hashlib.sha256(data).hexdigest() == link.metadata_sha256:
+                with parsing(link.url + ".metadata", "core metadata file"):
+                    return data.decode("utf-8")
+        path = fetched(link)
+        try:
+            with parsing(link.url, "wheel"):
+                return dist_metadata(str(path))
+        finally:
+            if not keep and not is_sdist(link.filename):  # an sdist's build requires come next
+                path.unlink(missing_ok=True)
+
+    @functools.cache
+    def build_requires(link: Link) -> list[str]:
+        return sdist_build_requires(str(fetched(link)))
+
+    return page, metadata, build_requires
