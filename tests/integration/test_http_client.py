@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 import requests
 
+from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.http import (
     MAX_REDIRECTS,
     DownloadError,
@@ -20,7 +21,6 @@ from rocm_fleet.upstream.http import (
     read_limited,
 )
 from rocm_fleet.upstream.http import Unreachable as UpstreamUnreachable
-from rocm_fleet.upstream.matrix_check import UpstreamClient
 from rocm_fleet.version import __version__
 from unit.loopback import running, serve, serve_tls, url_of
 
@@ -132,7 +132,7 @@ def test_more_than_the_limit_is_cut_off_announced_or_not(answers):
 
 
 def test_the_matrix_checks_limit_is_the_same_read(answers, monkeypatch):
-    from rocm_fleet.upstream import matrix_check as upstream
+    from rocm_fleet.upstream import client as upstream
 
     monkeypatch.setattr(upstream, "MAX_BODY_BYTES", 5000)
     with pytest.raises(UpstreamUnreachable, match="more than 5000 bytes: refused"):

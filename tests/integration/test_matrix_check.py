@@ -18,10 +18,10 @@ import pytest
 from rocm_fleet.cli import main
 from rocm_fleet.model import matrix, streams
 from rocm_fleet.upstream.aptrepo import primary_fingerprints
+from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.http import Unreachable
 from rocm_fleet.upstream.matrix_check import (
     MissingRelease,
-    UpstreamClient,
     check_matrix,
     missing_releases,
     pinned_fingerprint,
@@ -324,7 +324,7 @@ def test_amds_wheel_index_is_checked_for_the_runtime_and_each_pinned_build(upstr
 
 
 def test_an_answer_longer_than_the_cap_is_refused_not_read_on(tmp_path, monkeypatch):
-    from rocm_fleet.upstream import matrix_check as upstream_module
+    from rocm_fleet.upstream import client as upstream_module
     from unit.loopback import serve
 
     (tmp_path / "big").write_bytes(b"x" * 5000)

@@ -27,8 +27,8 @@ from rocm_fleet.matrix.release_table import (
 )
 from rocm_fleet.model import gpu_targets, matrix, site_data, streams, torch_builds, upstream_data
 from rocm_fleet.model.versions import major_minor
+from rocm_fleet.upstream.client import UpstreamClient
 from rocm_fleet.upstream.matrix_check import (
-    UpstreamClient,
     check_matrix,
     failures,
     listed_versions,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rocm_fleet.matrix.command import amd_wheels
 from rocm_fleet.model import torch_builds
-from rocm_fleet.upstream.matrix_check import Response
+from rocm_fleet.upstream.client import Response
 
 INDEX = torch_builds.AMD_STABLE_WHEEL_INDEX
 
