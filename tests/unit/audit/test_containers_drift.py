@@ -121,28 +121,27 @@ def test_engines_dropped_the_audit_sees_the_setup_left_until_the_deploy_took_it(
     assert status(row) == 0.0
 
 
-def test_docker_dropped_its_keys_are_drift_until_taken_back(monkeypatch):
-    podman = {**BOTH, "rocm_containers_engines": ["podman"]}
+@pytest.mark.parametrize(
+    ("dropped", "change", "said", "undone"),
+    [
+        ({"rocm_containers_engines": ["podman"]}, TAKE_KEYS, KEYS_LEFT, {"keys": True}),
+        ({"rocm_containers_rootless_users": []}, SUBIDS,
+         "subordinate IDs rocm-fleet gave bob are still there", {"subids": True}),
+    ],
+    ids=["docker", "rootless bob"],
+)  # fmt: skip
+def test_an_engine_or_user_dropped_what_it_had_is_drift_until_taken_back(
+    monkeypatch, dropped, change, said, undone
+):
+    data = {**BOTH, **dropped}
     host = node()
-    assert changes(podman, host) == [TAKE_KEYS]
-    row = audited(monkeypatch, podman, host)
-    assert (row.status, row.cells.containers.text) == ("drift", f"! {KEYS_LEFT}")
-    assert row.cells.containers.works  # Podman still gets the GPUs: only the keys are left
-    after = removed(host, keys=True)
-    assert changes(podman, after) == []
-    assert audited(monkeypatch, podman, after).status == "ok"
-
-
-def test_a_rootless_user_dropped_their_ranges_are_drift_until_taken_back(monkeypatch):
-    rootful = {**BOTH, "rocm_containers_rootless_users": []}
-    host = node()
-    assert changes(rootful, host) == [SUBIDS]
-    row = audited(monkeypatch, rootful, host)
-    said = "subordinate IDs rocm-fleet gave bob are still there"
+    assert changes(data, host) == [change]
+    row = audited(monkeypatch, data, host)
     assert (row.status, row.cells.containers.text) == ("drift", f"! {said}")
-    after = removed(host, subids=True)
-    assert changes(rootful, after) == []
-    assert audited(monkeypatch, rootful, after).status == "ok"
+    assert row.cells.containers.works  # GPU containers still work: only the leftover is drift
+    after = removed(host, **undone)
+    assert changes(data, after) == []
+    assert audited(monkeypatch, data, after).status == "ok"
 
 
 def test_an_image_dropped_stays_and_is_no_drift(monkeypatch):
