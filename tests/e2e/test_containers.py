@@ -84,8 +84,7 @@ def ops(result) -> list[str]:
     return sorted(name.removeprefix(DEPLOY) for name in found if name.startswith(DEPLOY))
 
 
-#: What dropping a rootless user, then Docker, changes (and nothing else).
-SUBIDS_OP = "Give rootless users subordinate IDs (and take back others')"
+#: What dropping Docker changes (and nothing else).
 KEYS_OP = "Take rocm-fleet's keys out of /etc/docker/daemon.json (Docker restarted)"
 #: The removal's operations that change the node left with Podman alone; apt's update
 #: (``FORGET``) follows the source's removal (``_if``: run, and maybe not planned as a change).
@@ -207,12 +206,16 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
                     "rootless user alice is not in render")  # fmt: skip
     check(lab, inventory)
 
-    # alice no longer rootless, then Docker no longer wanted: what rocm-fleet gave them is
-    # drift until one run takes back exactly that (alice's groups and Docker stay: the site's).
+    # alice no longer rootless: useradd gave her subordinate IDs, rocm-fleet none (its ledger
+    # is empty), so nothing is to take back and the audit is clean (her groups are the site's).
     fewer = {"rocm_containers_images": [engines.IMAGE], "expected_gpu_count": 4}
     rootful = inventory_with(lab, tmp_path / "rootful.py",
                              {**fewer, "rocm_containers_rootless_users": []})  # fmt: skip
-    drift_then_back(lab, rootful, [SUBIDS_OP], "subordinate IDs rocm-fleet gave alice", dry=True)
+    assert sh(lab, NODE, "cat /var/lib/rocm-fleet-containers/subids 2>/dev/null; true") == ""
+    report = audit(lab, "--limit", NODE, inventory=rootful)
+    assert cell(report).get("drift") is False, report.stdout
+    assert ops(deploy(lab, inventory=rootful, dry=True, limit=NODE)) == []
+    # Docker no longer wanted: its keys are drift until one run takes back exactly them.
     podman = inventory_with(lab, tmp_path / "podman.py", {
         **fewer, "rocm_containers_rootless_users": [], "rocm_containers_engines": ["podman"],
     })  # fmt: skip

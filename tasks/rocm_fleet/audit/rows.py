@@ -29,7 +29,7 @@ from rocm_fleet.model.gpu_containers import (
 )
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
-from rocm_fleet.model.paths import VERIFIED
+from rocm_fleet.model.paths import CONTAINER_TOOLKIT_SOURCE, CONTAINERS_STATE_DIR, VERIFIED
 from rocm_fleet.model.settings import SETTINGS
 from rocm_fleet.model.slurm import gpu_type
 
@@ -253,7 +253,7 @@ def gather(
         from rocm_fleet.engine.surveying import also_survey, also_surveyed
         from rocm_fleet.facts.acceptance import AcceptanceRecordFact
         from rocm_fleet.facts.containers import GpuContainersFact
-        from rocm_fleet.facts.files import Ledger
+        from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
         from rocm_fleet.facts.health import GpuHealthFact
         from rocm_fleet.facts.round_trip import Read
         from rocm_fleet.model.changes import PackageChange
@@ -296,8 +296,15 @@ def gather(
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
             concerns, drift = concern_cells(drift_by_concern(planned))
+            # No survey: the node asked as the containers' deploy asks it (_anything_there).
+            setup = bool(
+                host.get_fact(FileDigest, path=CONTAINER_TOOLKIT_SOURCE)
+                or host.get_fact(DirectoryExists, path=CONTAINERS_STATE_DIR)
+            )
+            left = leftover_cell(leftovers((), (), setup, [], []))
+            drift += ["containers"] * bool(left)
             return AuditRow(host.name, "drift" if drift else "ok", drift=tuple(drift),
-                            cells=ObservedCells(rocm=Cell("absent (rocm_state)")),
+                            cells=ObservedCells(rocm=Cell("absent (rocm_state)"), containers=left),
                             concerns=concerns)  # fmt: skip
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
@@ -432,6 +439,15 @@ def acceptance_cell(
     )
 
 
+def leftover_cell(left: tuple[str, ...]) -> cells.ContainersCell | None:
+    """The ``containers`` cell of a host that wants no engine: what rocm-fleet left there
+    (drift; ``gpu_containers.leftovers``), or None when nothing is."""
+    if not left:
+        return None
+    return cells.ContainersCell("! " + "; ".join(left), True, engines=(), spec="unknown",
+                                leftovers=left)  # fmt: skip
+
+
 def containers_cell(
     config: Any, verdict: ContainersVerdict | None, left: tuple[str, ...] = ()
 ) -> cells.ContainersCell | None:
@@ -440,10 +456,7 @@ def containers_cell(
     leftovers (drift); None when the inventory wants none and nothing is left."""
     engines = tuple(config.rocm_containers_engines)
     if not engines:
-        if not left:
-            return None
-        return cells.ContainersCell("! " + "; ".join(left), True, engines=(), spec="unknown",
-                                    leftovers=left)  # fmt: skip
+        return leftover_cell(left)
     if verdict is None:
         return cells.ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
     said = (*verdict.problems, *left)

@@ -15,12 +15,14 @@ import pytest
 
 from rocm_fleet.audit import metrics
 from rocm_fleet.containers import engines
+from rocm_fleet.facts.apt import DpkgInterrupted, InstalledPackages
 from rocm_fleet.facts.containers import GpuContainersFact
-from rocm_fleet.facts.files import FileLines
+from rocm_fleet.facts.files import DirectoryExists, FileDigest, FileLines
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model.gpu_containers import ContainerView, leftovers
+from rocm_fleet.model.host_survey import HostSurvey
 from unit.audit.test_audit import gather
-from unit.containers.test_plan import BOTH, CORE, INSTALLED, SUBIDS, spec_for
+from unit.containers.test_plan import BOTH, CORE, INSTALLED, SUBIDS, containers_of, spec_for
 from unit.containers.test_plan import converged as converged_node
 from unit.surveys import SurveyHost, digest, fact_key, plan
 
@@ -192,3 +194,28 @@ def test_broken_containers_are_drift_and_the_deploy_fixes_only_that(monkeypatch,
 )  # fmt: skip
 def test_leftovers_are_what_the_deploy_takes_back(engines_, users, setup, daemon, subids, found):
     assert leftovers(engines_, users, setup, daemon, subids) == found
+
+
+def test_rocm_state_absent_the_setup_left_is_drift_as_long_as_the_deploy_would_remove_it(
+    monkeypatch,
+):
+    """No survey runs for a decommissioned host: the audit asks the node as the containers'
+    deploy does (its toolkit's source, its state directory), e.g. a pull node that took ROCm
+    off alone (pull mode runs ``rocm_node()`` only)."""
+    absent = {**BOTH, "rocm_state": "absent"}
+    clean = {InstalledPackages: {"curl": "7.88.1-10+deb12u14"}, DpkgInterrupted: [],
+             DirectoryExists: False}  # fmt: skip
+    nothing = SurveyHost(HostSurvey(), other=clean)
+    row = audited(monkeypatch, absent, nothing)
+    assert (row.status, row.cells.containers) == ("ok", None)
+    assert containers_of(plan(absent, copy.deepcopy(nothing))) == []
+    survey, _ = converged_node()
+    source = {fact_key(FileDigest, path=engines.SOURCE): survey.files[engines.SOURCE]}
+    left = SurveyHost(HostSurvey(), other={**clean, **source})
+    row = audited(monkeypatch, absent, left)
+    assert (row.status, row.drift, row.cells.containers.text) == (
+        "drift",
+        ("containers",),
+        f"! {SETUP_LEFT}",
+    )
+    assert containers_of(plan(absent, copy.deepcopy(left)))  # the removal, planned
