@@ -84,6 +84,21 @@ def ops(result) -> list[str]:
     return sorted(name.removeprefix(DEPLOY) for name in found if name.startswith(DEPLOY))
 
 
+#: What dropping Docker changes (and nothing else).
+KEYS_OP = "Take rocm-fleet's keys out of /etc/docker/daemon.json (Docker restarted)"
+#: The removal's operations that change the node left with Podman alone; apt's update
+#: (``FORGET``) follows the source's removal (``_if``: run, and maybe not planned as a change).
+REMOVAL = {f"Remove {SPEC}", "Purge AMD's container toolkit", "Remove the container toolkit's pin",
+           "Remove the container toolkit's keyring", "Remove the container toolkit's source",
+           "Remove rocm-fleet's containers state"}  # fmt: skip
+FORGET = "Forget the container toolkit's package lists"
+
+
+def removal(result) -> list[str]:
+    """The GPU-container removal's operations a run changed (or a dry run would), by name."""
+    return sorted(name.rsplit(" | ", 1)[-1] for name in changed(result) if "GPU containers" in name)
+
+
 def cell(report) -> dict:
     (row,) = report.json["hosts"]
     return row["cells"].get("containers") or {}
@@ -191,15 +206,40 @@ def test_gpu_containers_converge_run_see_the_gpus_drift_back_and_go(lab, tmp_pat
                     "rootless user alice is not in render")  # fmt: skip
     check(lab, inventory)
 
-    # The setting removed: nothing of rocm-fleet's container side stays; the engines and the
-    # site's own daemon.json keys do (they are the site's).
+    # alice no longer rootless: useradd gave her subordinate IDs, rocm-fleet none (its ledger
+    # is empty), so nothing is to take back and the audit is clean (her groups are the site's).
+    fewer = {"rocm_containers_images": [engines.IMAGE], "expected_gpu_count": 4}
+    rootful = inventory_with(lab, tmp_path / "rootful.py",
+                             {**fewer, "rocm_containers_rootless_users": []})  # fmt: skip
+    assert sh(lab, NODE, "cat /var/lib/rocm-fleet-containers/subids 2>/dev/null; true") == ""
+    report = audit(lab, "--limit", NODE, inventory=rootful)
+    assert cell(report).get("drift") is False, report.stdout
+    assert ops(deploy(lab, inventory=rootful, dry=True, limit=NODE)) == []
+    # Docker no longer wanted: its keys are drift until one run takes back exactly them.
+    podman = inventory_with(lab, tmp_path / "podman.py", {
+        **fewer, "rocm_containers_rootless_users": [], "rocm_containers_engines": ["podman"],
+    })  # fmt: skip
+    drift_then_back(lab, podman, [KEYS_OP], "rocm-fleet's keys are still in", dry=True)
+    assert "features" not in json.loads(sh(lab, NODE, "cat /etc/docker/daemon.json"))
+
+    # The setting removed: the audit sees the setup left (the host wants no engine) and --dry
+    # names the removal until one run took it; nothing of rocm-fleet's container side stays,
+    # the engines and the site's own daemon.json keys do (they are the site's).
     none = {
         "rocm_containers_engines": [],
         "rocm_containers_rootless_users": [],
         "expected_gpu_count": 4,
     }
     gone = inventory_with(lab, tmp_path / "gone.py", none)
-    succeeded(deploy(lab, inventory=gone, limit=NODE))
+    found = cell(audit(lab, "--limit", NODE, inventory=gone))
+    assert found.get("drift") is True and found.get("leftovers"), found
+    would = removal(deploy(lab, inventory=gone, dry=True, limit=NODE))
+    assert set(would) - {FORGET} == REMOVAL, would
+    run = deploy(lab, inventory=gone, limit=NODE)
+    succeeded(run)
+    assert set(removal(run)) == REMOVAL | {FORGET}, removal(run)
+    report = audit(lab, "--limit", NODE, inventory=gone)
+    assert cell(report) == {} and report.json["hosts"][0]["status"] == "ok", report.stdout
     left = sh(lab, NODE, "for f in " + " ".join(OURS) + "; do [ -e $f ] && echo $f; done; true")
     assert left.split() == [], left
     assert sh(lab, NODE, "ls -d /var/lib/rocm-fleet-containers 2>/dev/null; true").strip() == ""

@@ -113,17 +113,26 @@ class SlurmCell(Cell):
 
 @dataclass(frozen=True, kw_only=True)
 class ContainersCell(Cell):
-    """GPU containers (``rocm_containers_engines``): ``model.gpu_containers.judge``'s verdict."""
+    """GPU containers (``rocm_containers_engines``): ``model.gpu_containers.judge``'s verdict, and
+    what rocm-fleet left that the inventory no longer wants (a host without engines too)."""
 
     engines: tuple[str, ...]  #: the engines the inventory wants
     spec: str  #: ``current``, ``stale``, ``missing``, ``unknown``
     gone: tuple[str, ...] = ()  #: render nodes the spec names that the host no longer has
     missed: tuple[str, ...] = ()  #: render nodes of the host's GPUs the spec lacks
     problems: tuple[str, ...] = ()
+    #: what rocm-fleet set up that the inventory no longer wants (``gpu_containers.leftovers``)
+    leftovers: tuple[str, ...] = ()
 
     @property
     def works(self) -> bool:
         return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        found = plain(self)
+        if not self.leftovers:
+            del found["leftovers"]
+        return found
 
 
 @dataclass(frozen=True, kw_only=True)

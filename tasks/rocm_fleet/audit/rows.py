@@ -19,10 +19,17 @@ from rocm_fleet.cli.exits import Exit, worst
 from rocm_fleet.cli.inventory import load_inventory
 from rocm_fleet.model import node_settings
 from rocm_fleet.model.acceptance import AcceptanceRead
-from rocm_fleet.model.gpu_containers import ContainersVerdict, judge
+from rocm_fleet.model.gpu_containers import (
+    DAEMON_LEDGER,
+    SUBID_LEDGER,
+    ContainersVerdict,
+    judge,
+    leftovers,
+    set_up,
+)
 from rocm_fleet.model.health import HostHealth
 from rocm_fleet.model.host_survey import HostSurvey
-from rocm_fleet.model.paths import VERIFIED
+from rocm_fleet.model.paths import CONTAINER_TOOLKIT_SOURCE, CONTAINERS_STATE_DIR, VERIFIED
 from rocm_fleet.model.settings import SETTINGS
 from rocm_fleet.model.slurm import gpu_type
 
@@ -246,6 +253,7 @@ def gather(
         from rocm_fleet.engine.surveying import also_survey, also_surveyed
         from rocm_fleet.facts.acceptance import AcceptanceRecordFact
         from rocm_fleet.facts.containers import GpuContainersFact
+        from rocm_fleet.facts.files import DirectoryExists, FileDigest, Ledger
         from rocm_fleet.facts.health import GpuHealthFact
         from rocm_fleet.facts.round_trip import Read
         from rocm_fleet.model.changes import PackageChange
@@ -267,33 +275,45 @@ def gather(
         except (ConnectError, PyinfraError, OSError) as exc:
             return AuditRow(host.name, "unreachable", str(exc.args[0] if exc.args else exc))
         # What the deploy doesn't plan, read in its survey's round trip; GPU containers are
-        # judged by their cell (the node's facts), not planned.
-        wanted = [Read("health", GpuHealthFact)]
-        wanted += [Read("containers", GpuContainersFact)] * bool(config.rocm_containers_engines)
+        # judged by their cell (the node's facts and the feature's ledgers), not planned.
+        engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
+        ledgers = [Read("ledgers", Ledger, {"path": p}) for p in (DAEMON_LEDGER, SUBID_LEDGER)
+                   if engines]  # fmt: skip
+        wanted = [*ledgers, Read("health", GpuHealthFact)]
+        wanted += [Read("containers", GpuContainersFact)] * bool(engines)
         wanted += [Read("acceptance", AcceptanceRecordFact)] * (config.rocm_acceptance != "off")
         also_survey(host, wanted)
         plan_deploy(state, host, lambda: rocm_node(composed=(CONTAINERS,)))
         answers = also_surveyed(host)  # None: no survey ran (rocm_state absent, or it failed)
         read = dict(zip((r.name for r in wanted), answers, strict=True)) if answers else {}
+        recorded = answers[: len(ledgers)] if answers and ledgers else [[], []]
         planned = planned_operations(state, host)  # read as the row needs it
         # No preflight when decommissioning: the removal's plan is the whole drift.
         found = outcome(state, host.name) if config.rocm_state != "absent" else None
         survey = found.survey if found else None
         seen = observe(survey, config) if survey is not None else None
         health, view, accepted = (read.get(k) for k in ("health", "containers", "acceptance"))
-        engines, users = config.rocm_containers_engines, config.rocm_containers_rootless_users
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
         if config.rocm_state == "absent":
             concerns, drift = concern_cells(drift_by_concern(planned))
+            # No survey: the node asked as the containers' deploy asks it (_anything_there).
+            setup = bool(
+                host.get_fact(FileDigest, path=CONTAINER_TOOLKIT_SOURCE)
+                or host.get_fact(DirectoryExists, path=CONTAINERS_STATE_DIR)
+            )
+            left = leftover_cell(leftovers((), (), setup, [], []))
+            drift += ["containers"] * bool(left)
             return AuditRow(host.name, "drift" if drift else "ok", drift=tuple(drift),
-                            cells=ObservedCells(rocm=Cell("absent (rocm_state)")),
+                            cells=ObservedCells(rocm=Cell("absent (rocm_state)"), containers=left),
                             concerns=concerns)  # fmt: skip
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
         observed = replace(
             seen_cells(config, seen), health=health_cell(health),
-            containers=containers_cell(config, judged),
+            containers=containers_cell(config, judged, leftovers(
+                engines, users, set_up(survey.packages or {}, survey.sources or []),
+                *recorded)),
             acceptance=acceptance_cell(accepted, time.time(), config),
         )  # fmt: skip
         versions[host.name] = versions_from_survey(survey, health)
@@ -419,22 +439,31 @@ def acceptance_cell(
     )
 
 
-def containers_cell(config: Any, verdict: ContainersVerdict | None) -> cells.ContainersCell | None:
-    """The ``containers`` cell of ``judge``'s verdict: ok, or its problems (drift); None when
-    the inventory wants none."""
+def leftover_cell(left: tuple[str, ...]) -> cells.ContainersCell | None:
+    """The ``containers`` cell of a host that wants no engine: what rocm-fleet left there
+    (drift; ``gpu_containers.leftovers``), or None when nothing is."""
+    if not left:
+        return None
+    return cells.ContainersCell("! " + "; ".join(left), True, engines=(), spec="unknown",
+                                leftovers=left)  # fmt: skip
+
+
+def containers_cell(
+    config: Any, verdict: ContainersVerdict | None, left: tuple[str, ...] = ()
+) -> cells.ContainersCell | None:
+    """The ``containers`` cell of ``judge``'s verdict and of what rocm-fleet left that the
+    inventory no longer wants (``left``, ``gpu_containers.leftovers``): ok, or its problems and
+    leftovers (drift); None when the inventory wants none and nothing is left."""
     engines = tuple(config.rocm_containers_engines)
     if not engines:
-        return None
+        return leftover_cell(left)
     if verdict is None:
         return cells.ContainersCell("unknown (the read failed)", engines=engines, spec="unknown")
-    text = (
-        "! " + "; ".join(verdict.problems)
-        if verdict.problems
-        else f"ok ({', '.join(engines)}; CDI spec {verdict.spec})"
-    )
+    said = (*verdict.problems, *left)
+    text = "! " + "; ".join(said) if said else f"ok ({', '.join(engines)}; CDI spec {verdict.spec})"
     return cells.ContainersCell(
-        text, bool(verdict.problems), engines=engines, spec=verdict.spec, gone=verdict.gone,
-        missed=verdict.missed, problems=verdict.problems,
+        text, bool(said), engines=engines, spec=verdict.spec, gone=verdict.gone,
+        missed=verdict.missed, problems=verdict.problems, leftovers=left,
     )  # fmt: skip
 
 

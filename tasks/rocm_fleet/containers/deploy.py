@@ -31,6 +31,7 @@ from rocm_fleet.facts.round_trip import Read
 from rocm_fleet.facts.users import GroupMembership
 from rocm_fleet.model import container_toolkit as toolkit
 from rocm_fleet.model.config import ConfigError
+from rocm_fleet.model.gpu_containers import set_up
 from rocm_fleet.model.paths import GPU_GROUPS
 from rocm_fleet.model.sources import AptNeed, HostNeeds, toolkit_repository
 from rocm_fleet.operations.apt import apt_update, debian_packages, verified_keyring
@@ -75,9 +76,7 @@ def _anything_there(found: Outcome | None) -> bool:
     removed last) or the toolkit, in preflight's survey or asked."""
     survey = found.survey if found is not None else None
     if survey is not None and survey.sources is not None and survey.packages is not None:
-        return toolkit.PACKAGE in survey.packages or any(
-            path == plan.SOURCE for path, _ in survey.sources
-        )
+        return set_up(survey.packages, survey.sources)
     return bool(read_fact(FileDigest, path=plan.SOURCE) or
                 read_fact(DirectoryExists, path=plan.STATE_DIR))  # fmt: skip
 

@@ -7,13 +7,13 @@ from typing import Any
 
 from rocm_fleet.assets import render
 from rocm_fleet.model import container_toolkit as toolkit
-from rocm_fleet.model import paths
+from rocm_fleet.model import gpu_containers, paths
 from rocm_fleet.model.container_toolkit import engine_version
 
 DAEMON_JSON = paths.DOCKER_DAEMON_JSON
 STATE_DIR = paths.CONTAINERS_STATE_DIR
-DAEMON_LEDGER = f"{STATE_DIR}/daemon-json"
-SUBID_LEDGER = f"{STATE_DIR}/subids"
+DAEMON_LEDGER = gpu_containers.DAEMON_LEDGER
+SUBID_LEDGER = gpu_containers.SUBID_LEDGER
 DOCKER_STAMP = f"{STATE_DIR}/docker-restarted.stamp"
 LISTS_STAMP = f"{STATE_DIR}/apt-lists.stamp"
 SOURCE = paths.CONTAINER_TOOLKIT_SOURCE
@@ -96,15 +96,6 @@ def unmerged(current: dict[str, Any], fragment: dict[str, Any]) -> dict[str, Any
     return result
 
 
-def recorded_fragment(lines: list[str] | None) -> dict[str, Any] | None:
-    """The daemon.json keys a ledger records as rocm-fleet's (None: none, or not a record)."""
-    try:
-        value = json.loads("\n".join(lines)) if lines else None
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 @dataclass(frozen=True)
 class DaemonJson:
     """daemon.json as the deploy leaves it (None: no file), and the fragment recorded as
@@ -153,12 +144,6 @@ class SubIds:
     @property
     def line(self) -> str:
         return f"{self.user} {self.kind} {self.start} {self.count}"
-
-    @classmethod
-    def parse(cls, line: str) -> "SubIds | None":
-        parts = line.split()
-        ok = len(parts) == 4 and parts[1] in ("uid", "gid") and all(p.isdigit() for p in parts[2:])
-        return cls(parts[0], parts[1], int(parts[2]), int(parts[3])) if ok else None
 
 
 def subids_needed(users: list[str], subuid: list[str], subgid: list[str]) -> list[SubIds]:

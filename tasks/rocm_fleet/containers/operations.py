@@ -12,7 +12,6 @@ from rocm_fleet.containers.engines import (
     daemon_json,
     docker_fragment,
     docker_mode,
-    recorded_fragment,
     version_of,
 )
 from rocm_fleet.containers.facts import ContainerEngines, ImagePresent, RunningContainers
@@ -22,8 +21,8 @@ from rocm_fleet.facts.apt import InstalledPackages
 from rocm_fleet.facts.files import FileLines, Ledger
 from rocm_fleet.facts.gpu import KfdNodes
 from rocm_fleet.facts.system import AmdgpuModule
-from rocm_fleet.model import grammar
 from rocm_fleet.model.container_toolkit import cdi_spec_state
+from rocm_fleet.model.gpu_containers import others_subids, recorded_fragment
 from rocm_fleet.operations._script import failure, script
 from rocm_fleet.operations.files import stamp_is_current
 
@@ -121,10 +120,9 @@ def docker_gpus(path: str, ledger: str, stamp: str, allow_running: bool, install
 def subordinate_ids(needed: list[SubIds], ledger: str, keep: list[str]):
     """Take back the ranges ``ledger`` records for users not in ``keep``; give the ``needed``
     ones, recording each in ``ledger``."""
-    ids = filter(None, map(SubIds.parse, read_fact(Ledger, path=ledger)))
-    gone = [i for i in ids if grammar.full(grammar.ROOTLESS_USER, i.user) and i.user not in keep]
+    gone = others_subids(read_fact(Ledger, path=ledger), keep)
     if gone:
-        yield script("subids", "del", ledger, *(ids.line for ids in gone))
+        yield script("subids", "del", ledger, *gone)
     if needed:
         yield script("subids", "add", ledger, *(ids.line for ids in needed))
     if not gone and not needed:

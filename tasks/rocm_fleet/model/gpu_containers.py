@@ -1,12 +1,14 @@
 """GPU containers as the audit judges them: what a node shows of its container side against the
-inventory's engines and users and the GPUs KFD reports."""
+inventory's engines and users and the GPUs KFD reports, and what rocm-fleet set up for them that
+the inventory no longer wants (the feature's ledgers, read by its deploy and the audit alike)."""
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from rocm_fleet.model import container_toolkit, paths
+from rocm_fleet.model import container_toolkit, grammar, paths
 from rocm_fleet.model.answers import KfdNode
 
 SPEC = paths.CDI_SPEC
@@ -14,6 +16,11 @@ DAEMON_JSON = paths.DOCKER_DAEMON_JSON
 RUNTIME = container_toolkit.RUNTIME_NAME
 
 GROUPS = paths.GPU_GROUPS  #: what a rootless Podman user needs (AMD's running-workloads.rst)
+STATE_DIR = paths.CONTAINERS_STATE_DIR
+#: the daemon.json keys rocm-fleet merged (one JSON object)
+DAEMON_LEDGER = f"{STATE_DIR}/daemon-json"
+#: the subordinate ID ranges rocm-fleet gave, ``USER uid|gid START COUNT`` a line
+SUBID_LEDGER = f"{STATE_DIR}/subids"
 
 
 @dataclass(frozen=True)
@@ -96,3 +103,57 @@ def judge(
             if lacking := [g for g in GROUPS if user not in view.members.get(g, ())]:
                 problems.append(f"rootless user {user} is not in {' and '.join(lacking)}")
     return ContainersVerdict(tuple(problems), state, tuple(gone), tuple(missed))
+
+
+def set_up(packages: Mapping[str, str], sources: Sequence[Sequence[str]]) -> bool:
+    """Whether rocm-fleet's container setup is on the node, as its survey shows it: AMD's
+    toolkit installed, or its apt source (written first, removed last)."""
+    source = paths.CONTAINER_TOOLKIT_SOURCE
+    return container_toolkit.PACKAGE in packages or any(path == source for path, _ in sources)
+
+
+def recorded_fragment(lines: list[str] | None) -> dict[str, Any] | None:
+    """The daemon.json keys a ledger records as rocm-fleet's (None: none, or not a record)."""
+    try:
+        value = json.loads("\n".join(lines)) if lines else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def others_subids(ledger: Sequence[str], keep: Collection[str]) -> list[str]:
+    """The lines of ``SUBID_LEDGER`` giving ranges to users not in ``keep``: what the deploy
+    takes back."""
+    found = []
+    for line in ledger:
+        parts = line.split()
+        if (
+            len(parts) == 4
+            and parts[1] in ("uid", "gid")
+            and all(p.isdigit() for p in parts[2:])
+            and grammar.full(grammar.ROOTLESS_USER, parts[0])
+            and parts[0] not in keep
+        ):
+            found.append(" ".join(parts))
+    return found  # fmt: skip
+
+
+def leftovers(
+    engines: Sequence[str],
+    rootless: Sequence[str],
+    setup: bool,
+    daemon_ledger: Sequence[str],
+    subid_ledger: Sequence[str],
+) -> tuple[str, ...]:
+    """What rocm-fleet set up for GPU containers that the inventory no longer wants, as its deploy
+    decides what to take back: with no ``engines``, its whole setup (``setup``: ``set_up``);
+    else its daemon.json keys without Docker and the ranges of users no longer ``rootless``."""
+    if not engines:
+        return ("rocm-fleet's GPU container setup is still there (AMD's toolkit or its apt "
+                "source)",) if setup else ()  # fmt: skip
+    found = []
+    if "docker" not in engines and recorded_fragment(list(daemon_ledger)) is not None:
+        found.append(f"rocm-fleet's keys are still in {DAEMON_JSON} (docker is not wanted)")
+    if gone := sorted({line.split()[0] for line in others_subids(subid_ledger, rootless)}):
+        found.append(f"subordinate IDs rocm-fleet gave {', '.join(gone)} are still there")
+    return tuple(found)
