@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from rocm_fleet.audit.rows import HostVersions, majority, outliers, versions_from_survey
+from rocm_fleet.audit.outliers import HostVersions, majority, outliers, versions_from_survey
 from rocm_fleet.model.health import (
     HEALTH_FAMILIES,
     NOT_AVAILABLE,

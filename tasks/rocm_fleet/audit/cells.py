@@ -219,12 +219,12 @@ class ObservedCells:
 class Outlier:
     group: str
     host: str
-    property: str  #: one of ``rows.PROPERTIES``
+    property: str  #: one of ``outliers.PROPERTIES``
     value: str
     majority: str
     hosts_with_majority: int
     hosts_reporting: int
-    #: the audit cell that shows the property (``rows.CELLS``)
+    #: the audit cell that shows the property (``outliers.CELLS``)
     cell: str = ""
     #: whether the deploy would change it (its concern drifted on this host)
     drift: bool = False

@@ -668,7 +668,7 @@ def test_an_outlier_among_peers_is_named_with_the_majoritys_value(monkeypatch):
 
 
 def test_an_outlier_the_deploy_would_change_is_drift():
-    from rocm_fleet.audit.rows import HostVersions, outliers, with_drift
+    from rocm_fleet.audit.outliers import HostVersions, outliers, with_drift
 
     hosts = {name: HostVersions("6.12.12", None, "k1", "6.4.3-128") for name in "abc"}
     hosts["d"] = HostVersions("6.12.12", None, "k1", "6.4.1-83")
