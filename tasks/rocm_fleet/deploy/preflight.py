@@ -45,20 +45,19 @@ def _unreadable() -> str:
     )
 
 
-def _not_answers(found: Unreadable) -> str:
-    """Why the survey's output was not taken as answers, and where to look."""
-    if found.forged:
-        return (
-            f"preflight refused {host.name}'s survey ({found.reason}): a file or tool on the host "
-            "printed a line posing as a survey section marker, so no answer can be trusted; find "
-            "that line in what the survey reads (pyinfra -vvv prints its output, the host's "
-            "untrusted text) and remove it"
-        )
-    return (
-        f"preflight could not take {host.name}'s survey output as answers ({found.reason}): a "
-        "read's output ran into the next section or was cut short; pyinfra -vvv prints the "
-        "survey's output (the host's untrusted text)"
-    )
+#: Why a survey's output was not taken as answers (``Unreadable.forged`` ->), and where to look.
+_NOT_ANSWERS = {
+    True: (
+        "preflight refused {node}'s survey ({reason}): a file or tool on the host printed a line "
+        "posing as a survey section marker, so no answer can be trusted; find that line in what "
+        "the survey reads (pyinfra -vvv prints its output, the host's untrusted text) and remove it"
+    ),
+    False: (
+        "preflight could not take {node}'s survey output as answers ({reason}): a read's output "
+        "ran into the next section or was cut short; pyinfra -vvv prints the survey's output (the "
+        "host's untrusted text)"
+    ),
+}
 
 
 def _controller_problems(config: Config, row: matrix.Distro, survey: HostSurvey) -> list[str]:
@@ -100,7 +99,11 @@ def preflight(config: Config) -> Findings | None:
     """The findings (matrix row, GPUs) when the host may be deployed; else None (refused)."""
     survey = read_survey(survey_reads(config))
     if survey is None or isinstance(survey, Unreadable):
-        reason = _unreadable() if survey is None else _not_answers(survey)
+        reason = (
+            _unreadable()
+            if survey is None
+            else _NOT_ANSWERS[survey.forged].format(node=host.name, reason=survey.reason)
+        )
         record_outcome(Outcome(None, None, reason))
         refuse_host(reason)
         return None
