@@ -207,26 +207,30 @@ def gather(
         seen = observe(survey, config) if survey is not None else None
         health, view, accepted = (read.get(k) for k in ("health", "containers", "acceptance"))
         judged = judge(engines, users, view, survey.kfd) if view is not None else None
-        if config.rocm_state == "absent":
-            concerns, drift = concern_cells(drift_by_concern(planned))
-            # No survey: the node asked as the containers' deploy asks it (_anything_there).
+        absent = config.rocm_state == "absent"
+        if absent:  # no survey: the node asked as the containers' deploy asks it
             setup = bool(
                 host.get_fact(FileDigest, path=CONTAINER_TOOLKIT_SOURCE)
                 or host.get_fact(DirectoryExists, path=CONTAINERS_STATE_DIR)
             )
-            left = leftover_cell(leftovers((), (), setup, [], []))
-            drift += ["containers"] * bool(left)
+        else:
+            setup = survey is not None and set_up(survey.packages or {}, survey.sources or [])
+        # What rocm-fleet set up that the inventory no longer wants (all of it when absent).
+        left = leftovers(*(((), ()) if absent else (engines, users)), setup, *recorded)
+        if absent:
+            concerns, drift = concern_cells(drift_by_concern(planned))
+            left_cell = leftover_cell(left)
+            drift += ["containers"] * bool(left_cell)
             return AuditRow(host.name, "drift" if drift else "ok", drift=tuple(drift),
-                            cells=ObservedCells(rocm=Cell("absent (rocm_state)"), containers=left),
+                            cells=ObservedCells(rocm=Cell("absent (rocm_state)"),
+                                                containers=left_cell),
                             concerns=concerns)  # fmt: skip
         if found is None or survey is None or seen is None:
             reason = found.refused if found else "preflight did not run"
             return AuditRow(host.name, "failed", reason)
         observed = replace(
             seen_cells(config, seen), health=health_cell(health),
-            containers=containers_cell(config, judged, leftovers(
-                engines, users, set_up(survey.packages or {}, survey.sources or []),
-                *recorded)),
+            containers=containers_cell(config, judged, left),
             acceptance=acceptance_cell(accepted, time.time(), config),
         )  # fmt: skip
         versions[host.name] = versions_from_survey(survey, health)
