@@ -3,9 +3,9 @@
 ``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``, and the
 operation and deploy decorators' ``context`` giving the current state and host themselves;
 and, once per process, the objects alive when the first plan starts left out of the cyclic
-garbage collector's passes (``gc.freeze``), log records made without the thread's name and
-greenlets spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
-context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
+garbage collector's passes (``gc.freeze``), log records made without the thread's name (and
+pyinfra's with their caller's line remembered) and greenlets spawned without their spawning
+stack (gevent's ``track_greenlet_tree``) and pyinfra's context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
 once; and, while the deploy's modules are imported (``importing()``), fact classes defined
 against the global arguments computed once, no cyclic collection, and what the import made
 frozen at its end. In effect only inside ``speedups()`` and ``importing()``, on
