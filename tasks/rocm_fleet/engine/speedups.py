@@ -1,15 +1,15 @@
 """Faster, equivalent versions of five pyinfra internals planning calls per operation
-(docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``,
-``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``, and the
-operation and deploy decorators' ``context`` giving the current state and host themselves;
-and, once per process, the objects alive when the first plan starts left out of the cyclic
-garbage collector's passes (``gc.freeze``), log records made without the thread's name (and
-pyinfra's with their caller's line remembered) and greenlets spawned without their spawning
-stack (gevent's ``track_greenlet_tree``) and pyinfra's context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
-once; and, while the deploy's modules are imported (``importing()``), fact classes defined
-against the global arguments computed once, no cyclic collection, and what the import made
-frozen at its end. In effect only inside ``speedups()`` and ``importing()``, on
-``TESTED_PYINFRA`` (else one warning), unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
+(docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``, ``all_global_arguments``,
+``pop_global_arguments``, ``signature`` and ``make_hash``, and the operation and deploy decorators'
+``context`` giving the current state and host themselves; and, once per process, the objects alive
+when the first plan starts left out of the cyclic garbage collector's passes (``gc.freeze``), log
+records made without the thread's name (and pyinfra's with their caller's line remembered) and
+greenlets spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
+context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at once;
+and, while the deploy's modules are imported (``importing()``), fact classes defined against the
+global arguments computed once, no cyclic collection, and what the import made frozen at its end. In
+effect only inside ``speedups()`` and ``importing()``, on ``TESTED_PYINFRA`` (else one warning),
+unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 import contextlib
 import functools
