@@ -5,6 +5,8 @@ layer of its data; they apply only while rocm-fleet's deploy is planned, and ste
 
 from __future__ import annotations
 
+import functools
+import logging
 import textwrap
 from types import SimpleNamespace
 
@@ -129,6 +131,7 @@ def test_the_first_plan_tunes_the_collector_and_log_records_once(monkeypatch):
     monkeypatch.setattr(_pyinfra, "_tuned", False)
     monkeypatch.setattr(_pyinfra.logging, "logThreads", True)
     monkeypatch.setattr(_pyinfra.gevent.config, "track_greenlet_tree", True)
+    monkeypatch.delattr(_pyinfra.logger, "findCaller", raising=False)
     monkeypatch.setattr(_pyinfra.gc, "freeze", lambda: calls.append("freeze"))
     monkeypatch.setattr(_pyinfra.gc, "get_threshold", lambda: (700, 10, 10))
     monkeypatch.setattr(_pyinfra.gc, "set_threshold", lambda *t: calls.append(t))
@@ -136,11 +139,13 @@ def test_the_first_plan_tunes_the_collector_and_log_records_once(monkeypatch):
     plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
     assert calls == [] and _pyinfra.logging.logThreads  # opted out: Python's own settings
     assert _pyinfra.gevent.config.track_greenlet_tree  # and gevent's
+    assert "findCaller" not in vars(_pyinfra.logger)  # and the logger's
     monkeypatch.delenv(_pyinfra.OPT_OUT)
     for _ in range(2):
         plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
     assert calls == ["freeze", (_pyinfra.GC_YOUNG, 10, 10)]  # once per process
     assert not _pyinfra.logging.logThreads and not _pyinfra.gevent.config.track_greenlet_tree
+    assert _pyinfra.logger.findCaller.func is _pyinfra._find_caller
 
 
 def test_opted_out_or_on_another_pyinfra_they_step_aside_with_one_warning(monkeypatch, caplog):
@@ -532,3 +537,45 @@ def test_the_first_plan_gives_the_stand_ins_the_fast_read_unless_opted_out(monke
     monkeypatch.delenv(_pyinfra.OPT_OUT)
     plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
     assert all(vars(cls)[name] is ours for (cls, name), ours in _pyinfra._STAND_INS.items())
+
+
+def _log_from_here(log: logging.Logger, **kwargs) -> None:
+    log.warning("line", **kwargs)
+
+
+def _log_deeper(log: logging.Logger, **kwargs) -> None:
+    _log_from_here(log, **kwargs)
+
+
+def test_log_records_name_their_caller_as_pythons_logger_does():
+    """pyinfra's logger's ``findCaller`` (its line remembered per code object and instruction)
+    gives each record the file, line, function and stack Python's gives, from any caller."""
+    kept: dict[str, list] = {"ours": [], "theirs": []}
+
+    class Keep(logging.Handler):
+        def __init__(self, into: list) -> None:
+            super().__init__()
+            self.into = into
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.into.append((record.pathname, record.lineno, record.funcName, record.stack_info))
+
+    loggers = {}
+    for name, records in kept.items():
+        log = loggers[name] = logging.getLogger(f"rocm_fleet.test.caller.{name}")
+        log.addHandler(Keep(records))
+        log.propagate = False
+    ours = loggers["ours"]
+    ours.findCaller = functools.partial(_pyinfra._find_caller, ours)  # as _tune_once sets it
+    try:
+        for _ in range(2):  # the second time from remembered lines
+            for kwargs in ({}, {"stacklevel": 2}, {"stack_info": True}):
+                for log in loggers.values():
+                    _log_from_here(log, **kwargs)
+                    _log_deeper(log, **kwargs)
+                    log.warning("here", **kwargs)
+    finally:
+        for log in loggers.values():
+            log.handlers.clear()
+    assert kept["ours"] == kept["theirs"] and len(kept["ours"]) == 18
+    assert {line[2] for line in kept["ours"]} >= {"_log_from_here", "_log_deeper"}

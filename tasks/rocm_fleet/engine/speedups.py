@@ -1,24 +1,26 @@
 """Faster, equivalent versions of five pyinfra internals planning calls per operation
-(docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``,
-``all_global_arguments``, ``pop_global_arguments``, ``signature`` and ``make_hash``, and the
-operation and deploy decorators' ``context`` giving the current state and host themselves;
-and, once per process, the objects alive when the first plan starts left out of the cyclic
-garbage collector's passes (``gc.freeze``), log records made without the thread's name and
+(docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``, ``all_global_arguments``,
+``pop_global_arguments``, ``signature`` and ``make_hash``, and the operation and deploy decorators'
+``context`` giving the current state and host themselves; and, once per process, the objects alive
+when the first plan starts left out of the cyclic garbage collector's passes (``gc.freeze``), log
+records made without the thread's name (and pyinfra's with their caller's line remembered) and
 greenlets spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
-context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at
-once; and, while the deploy's modules are imported (``importing()``), fact classes defined
-against the global arguments computed once, no cyclic collection, and what the import made
-frozen at its end. In effect only inside ``speedups()`` and ``importing()``, on
-``TESTED_PYINFRA`` (else one warning), unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
+context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at once;
+and, while the deploy's modules are imported (``importing()``), fact classes defined against the
+global arguments computed once, no cyclic collection, and what the import made frozen at its end. In
+effect only inside ``speedups()`` and ``importing()``, on ``TESTED_PYINFRA`` (else one warning),
+unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 import contextlib
 import functools
 import gc
 import importlib
 import inspect
+import io
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from copy import copy
 from types import CodeType, FunctionType, MethodType
@@ -163,6 +165,29 @@ def _line(frame: Any) -> int:
             _LINES.clear()
         found = _LINES[key] = (code, frame.f_lineno)
     return found[1]
+
+
+def _find_caller(log: logging.Logger, stack_info: bool = False, stacklevel: int = 1) -> Any:
+    """``Logger.findCaller`` (what each log record's file, line and function come from): the
+    same frame and stack, its line looked up once per code object and instruction (``_line``),
+    not read from the line table's start for each record (pyinfra's log line of each operation
+    on each host; ~1% of a converged run)."""
+    frame = sys._getframe(0)
+    while stacklevel > 0 and (caller := frame.f_back) is not None:
+        frame = caller
+        if not _internal_frame(frame):
+            stacklevel -= 1
+    sinfo = None
+    if stack_info:
+        with io.StringIO() as out:
+            out.write("Stack (most recent call last):\n")
+            traceback.print_stack(frame, file=out)
+            sinfo = out.getvalue().removesuffix("\n")
+    return frame.f_code.co_filename, _line(frame), frame.f_code.co_name, sinfo
+
+
+def _internal_frame(frame: Any) -> bool:
+    return logging._is_internal_frame(frame)  # type: ignore[attr-defined]
 
 
 def get_operation_order_from_stack(state: Any) -> list[int]:
@@ -349,13 +374,15 @@ def _tune_once() -> None:
     pyinfra line shows and which, on gevent's greenlets, makes a thread object per record; and
     greenlets don't record who spawned them from where (gevent's ``track_greenlet_tree``, for its
     debugging reports), which reads the line of ten frames per greenlet; and pyinfra's context
-    stand-ins read their object's public attributes at once (``_STAND_INS``)."""
+    stand-ins read their object's public attributes at once (``_STAND_INS``); and pyinfra's
+    logger finds each record's caller with its line remembered (``_find_caller``)."""
     global _tuned
     if not _tuned:
         _tuned = True
         gc.freeze()
         gc.set_threshold(max(GC_YOUNG, gc.get_threshold()[0]), *gc.get_threshold()[1:])
         logging.logThreads = False
+        logger.findCaller = functools.partial(_find_caller, logger)  # type: ignore[method-assign]
         gevent.config.track_greenlet_tree = False
         for (cls, name), ours in _STAND_INS.items():
             setattr(cls, name, ours)
