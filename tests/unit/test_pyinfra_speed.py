@@ -145,7 +145,7 @@ def test_the_first_plan_tunes_the_collector_and_log_records_once(monkeypatch):
         plan({"rocm_version": "6.4.3"}, SurveyHost(fresh_survey("debian-12")))
     assert calls == ["freeze", (_pyinfra.GC_YOUNG, 10, 10)]  # once per process
     assert not _pyinfra.logging.logThreads and not _pyinfra.gevent.config.track_greenlet_tree
-    assert _pyinfra.logger.findCaller.func is _pyinfra._find_caller
+    assert _pyinfra.logger.findCaller.func is _pyinfra.find_caller
 
 
 def test_opted_out_or_on_another_pyinfra_they_step_aside_with_one_warning(monkeypatch, caplog):
@@ -566,7 +566,7 @@ def test_log_records_name_their_caller_as_pythons_logger_does():
         log.addHandler(Keep(records))
         log.propagate = False
     ours = loggers["ours"]
-    ours.findCaller = functools.partial(_pyinfra._find_caller, ours)  # as _tune_once sets it
+    ours.findCaller = functools.partial(_pyinfra.find_caller, ours)  # as _tune_once sets it
     try:
         for _ in range(2):  # the second time from remembered lines
             for kwargs in ({}, {"stacklevel": 2}, {"stack_info": True}):

@@ -1,29 +1,21 @@
-"""Faster, equivalent versions of five pyinfra internals planning calls per operation
-(docs/decisions/planning-speedups.md): ``get_operation_order_from_stack``, ``all_global_arguments``,
-``pop_global_arguments``, ``signature`` and ``make_hash``, and the operation and deploy decorators'
-``context`` giving the current state and host themselves; and, once per process, the objects alive
-when the first plan starts left out of the cyclic garbage collector's passes (``gc.freeze``), log
-records made without the thread's name (and pyinfra's with their caller's line remembered) and
-greenlets spawned without their spawning stack (gevent's ``track_greenlet_tree``) and pyinfra's
-context stand-ins (``pyinfra.context.host``, ``.state``) reading their object's attributes at once;
-and, while the deploy's modules are imported (``importing()``), fact classes defined against the
-global arguments computed once, no cyclic collection, and what the import made frozen at its end. In
-effect only inside ``speedups()`` and ``importing()``, on ``TESTED_PYINFRA`` (else one warning),
-unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
+"""Faster, equivalent versions of pyinfra internals that planning calls per operation (the
+operation order, the global arguments, ``signature``, ``make_hash``, the decorators' ``context``),
+once-per-process tuning (GC, logging, gevent, context stand-ins) and a cheaper import of the
+deploy's modules (``importing()``); docs/decisions/planning-speedups.md says why each is
+equivalent. In effect only inside ``speedups()`` and ``importing()``, on ``TESTED_PYINFRA`` (else
+one warning), unless ``ROCM_FLEET_PYINFRA_SPEEDUPS=0``."""
 
 import contextlib
 import functools
 import gc
 import importlib
 import inspect
-import io
 import logging
 import os
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from copy import copy
-from types import CodeType, FunctionType, MethodType
+from types import FunctionType, MethodType
 from typing import Any, TypeVar
 
 import gevent
@@ -31,6 +23,7 @@ import pyinfra
 from pyinfra.context import ContextManager, ContextObject
 
 from rocm_fleet.engine.collector import paused
+from rocm_fleet.engine.frames import find_caller, line_of
 from rocm_fleet.engine.version import TESTED_PYINFRA, minor, pyinfra_version
 
 logger = logging.getLogger("pyinfra")
@@ -151,45 +144,6 @@ _STAND_INS = {
 _PYINFRAS = {(cls, name): vars(cls).get(name) for cls, name in _STAND_INS}
 
 
-#: (id of a code object, instruction offset) -> (the code object, its line); the line table is
-#: read from its start for each ``f_lineno``
-_LINES: dict[tuple[int, int], tuple[CodeType, int]] = {}
-
-
-def _line(frame: Any) -> int:
-    """``frame.f_lineno``, looked up once per code object and instruction."""
-    code, key = frame.f_code, (id(frame.f_code), frame.f_lasti)
-    found = _LINES.get(key)
-    if found is None or found[0] is not code:
-        if len(_LINES) > 4096:
-            _LINES.clear()
-        found = _LINES[key] = (code, frame.f_lineno)
-    return found[1]
-
-
-def _find_caller(log: logging.Logger, stack_info: bool = False, stacklevel: int = 1) -> Any:
-    """``Logger.findCaller`` (what each log record's file, line and function come from): the
-    same frame and stack, its line looked up once per code object and instruction (``_line``),
-    not read from the line table's start for each record (pyinfra's log line of each operation
-    on each host; ~1% of a converged run)."""
-    frame = sys._getframe(0)
-    while stacklevel > 0 and (caller := frame.f_back) is not None:
-        frame = caller
-        if not _internal_frame(frame):
-            stacklevel -= 1
-    sinfo = None
-    if stack_info:
-        with io.StringIO() as out:
-            out.write("Stack (most recent call last):\n")
-            traceback.print_stack(frame, file=out)
-            sinfo = out.getvalue().removesuffix("\n")
-    return frame.f_code.co_filename, _line(frame), frame.f_code.co_name, sinfo
-
-
-def _internal_frame(frame: Any) -> bool:
-    return logging._is_internal_frame(frame)  # type: ignore[attr-defined]
-
-
 def get_operation_order_from_stack(state: Any) -> list[int]:
     """``pyinfra.api.util.get_operation_order_from_stack``, from the frames themselves."""
     state = _unwrapped(state)
@@ -213,7 +167,7 @@ def get_operation_order_from_stack(state: Any) -> list[int]:
     install_dir = _original("util").PYINFRA_INSTALL_DIR
     for outer in frames[start:]:
         if not outer.f_code.co_filename.startswith(install_dir):
-            line_numbers.append(_line(outer))
+            line_numbers.append(line_of(outer))
     return line_numbers
 
 
@@ -367,22 +321,17 @@ GC_YOUNG = 10_000
 
 
 def _tune_once() -> None:
-    """The first time a plan starts: what is alive then (the imported modules, the settings'
-    schemas) is never garbage, so no collection walks it again (``gc.freeze``); the young
-    collections, which a plan's short-lived objects set off every 700 allocations, run every
-    ``GC_YOUNG``; and log records skip the thread's name (``logging.logThreads``), which no
-    pyinfra line shows and which, on gevent's greenlets, makes a thread object per record; and
-    greenlets don't record who spawned them from where (gevent's ``track_greenlet_tree``, for its
-    debugging reports), which reads the line of ten frames per greenlet; and pyinfra's context
-    stand-ins read their object's public attributes at once (``_STAND_INS``); and pyinfra's
-    logger finds each record's caller with its line remembered (``_find_caller``)."""
+    """The first time a plan starts: what is alive then frozen out of the collector's passes,
+    young collections every ``GC_YOUNG`` allocations, log records without the thread's name and
+    with their caller's line remembered (``find_caller``), greenlets without their spawning
+    stack, the context stand-ins' own lookups (``_STAND_INS``)."""
     global _tuned
     if not _tuned:
         _tuned = True
         gc.freeze()
         gc.set_threshold(max(GC_YOUNG, gc.get_threshold()[0]), *gc.get_threshold()[1:])
         logging.logThreads = False
-        logger.findCaller = functools.partial(_find_caller, logger)  # type: ignore[method-assign]
+        logger.findCaller = functools.partial(find_caller, logger)  # type: ignore[method-assign]
         gevent.config.track_greenlet_tree = False
         for (cls, name), ours in _STAND_INS.items():
             setattr(cls, name, ours)
@@ -416,13 +365,10 @@ def speedups() -> Iterator[bool]:
 
 @contextlib.contextmanager
 def importing() -> Iterator[bool]:
-    """While rocm-fleet's deploy modules are imported (``compose``), when ``enabled()``: pyinfra's
-    fact classes check their ``command``'s arguments against ``all_global_arguments()`` computed
-    once (pyinfra's runs ``typing.get_type_hints`` for each class), and the cyclic garbage
-    collector is ``paused``; what is alive when the block ends (the modules and classes the
-    import made, which live as long as the process) is then left out of its passes
-    (``gc.freeze``, as the first plan does): else the first pass after it walks every object
-    the import made. Both as they were after the block. Yields whether in effect."""
+    """While rocm-fleet's deploy modules are imported (``compose``), when ``enabled()``: fact
+    classes checked against ``all_global_arguments()`` computed once, the collector ``paused``,
+    and what the import made frozen at the end. Both as they were after. Yields whether in
+    effect."""
     if not enabled():
         yield False
         return
